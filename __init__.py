@@ -1,0 +1,3 @@
+"""gclc — a compiler for GPU clusters."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from gclc.compiler.cli import main
+
+sys.exit(main())

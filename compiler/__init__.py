@@ -1,0 +1,1 @@
+"""Checking, lowering, the performance model, rendering and the driver."""

@@ -1,0 +1,119 @@
+"""The `gclc` command line. Exit codes: 0 clean, 1 errors, 2 usage, 3 infeasible."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import __version__
+from ..dsl import ParseError
+from . import codes
+from .diagnostics import render_all, to_json
+from .driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
+from .output import write_atomic
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "list_codes", False):
+        return _list_codes()
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gclc", description="gclc — a compiler for GPU clusters: check, compile, plan and draw .gcl designs.",
+        epilog="Run `gclc COMMAND --help` for a command's options. Exit codes: 0 clean, 1 errors, 2 usage, 3 infeasible.")
+    parser.add_argument("--version", action="version", version=f"gclc {__version__}")
+    parser.add_argument("--list-codes", action="store_true", help="list every diagnostic code and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="parse and check designs; print diagnostics")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    _settings_option(check)
+    check.add_argument("--format", choices=("text", "json"), default="text", help="diagnostics as text (default) or JSON")
+    check.set_defaults(run=run_check)
+
+    fmt = commands.add_parser("fmt", help="print designs in canonical form")
+    fmt.add_argument("files", nargs="+", metavar="FILE")
+    mode = fmt.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 if a file is not in canonical form")
+    mode.add_argument("--write", action="store_true", help="rewrite files in place (atomically)")
+    fmt.set_defaults(run=run_fmt)
+    return parser
+
+
+def _settings_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                         help='override a `param` (repeatable), e.g. --set racks=256 --set clock="1.5 GHz"')
+
+
+def run_check(args: argparse.Namespace) -> int:
+    worst, reports = EXIT_OK, []
+    for path in args.files:
+        result = check_file(path, args.set)
+        worst = max(worst, result.exit_code)
+        if args.format == "json":
+            reports.append(to_json(result.diagnostics))
+        elif result.diagnostics:
+            reports.append(render_all(result.diagnostics, result.sources))
+        elif len(args.files) > 1 or sys.stdout.isatty():
+            reports.append(f"{path}: ok")
+    if args.format == "json" and len(args.files) == 1:
+        print(reports[0])
+    elif args.format == "json":
+        print("[" + ",\n".join(reports) + "]")
+    elif reports:
+        print("\n\n".join(reports))
+    return worst
+
+
+def run_fmt(args: argparse.Namespace) -> int:
+    from ..dsl.format import format_text
+    from .resolve import read_text
+
+    status = EXIT_OK
+    for path in args.files:
+        diagnostics: list = []
+        text = read_text(path, Path(path), None, diagnostics)
+        if text is None:
+            print(render_all(diagnostics, {}), file=sys.stderr)
+            status = EXIT_ERRORS
+            continue
+        try:
+            formatted = format_text(text.removeprefix("\ufeff"), path)
+        except ParseError as error:
+            from ..dsl.source import SourceFile
+            print(render_all(error.diagnostics, {path: SourceFile(path, text.removeprefix("\ufeff"))}), file=sys.stderr)
+            status = EXIT_ERRORS
+            continue
+        if args.check:
+            if formatted != text:
+                print(f"{path}: not in canonical form (run `gclc fmt --write {path}`)")
+                status = EXIT_ERRORS
+        elif args.write:
+            if formatted != text:
+                write_atomic(path, formatted)
+        else:
+            sys.stdout.write(formatted)
+    return status
+
+
+def _list_codes() -> int:
+    for code in codes.REGISTRY.values():
+        print(f"{code.name:22} {code.severity.value:8} {code.description}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The checked design: what `compiler.check` hands to lowering, the model and the solver.
+
+Every value keeps the span of the text it came from, so later stages can point back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Union
+
+import attrs
+
+from ..dsl.source import SourceFile, Span
+from .units import Quantity
+
+
+@attrs.frozen
+class Symbol:
+    """A keyword value: `infiniband`, `moe`, `fp8`, `switched`."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class Item:
+    name: str
+    value: Any
+    span: Span = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Record:
+    """The checked contents of a block: fields and nested records, in source order."""
+
+    items: tuple[Item, ...] = ()
+
+    def get(self, path: str, default: Any = None) -> Any:
+        head, _, rest = path.partition(".")
+        for item in self.items:
+            if item.name == head:
+                if not rest:
+                    return item.value
+                return item.value.get(rest, default) if isinstance(item.value, Record) else default
+        return default
+
+    def span_of(self, path: str) -> Span | None:
+        head, _, rest = path.partition(".")
+        for item in self.items:
+            if item.name == head:
+                return item.value.span_of(rest) if rest and isinstance(item.value, Record) else item.span
+        return None
+
+    def __contains__(self, path: str) -> bool:
+        return self.get(path, _MISSING) is not _MISSING
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(item.name for item in self.items)
+
+
+_MISSING = object()
+
+
+@attrs.frozen
+class Entity:
+    """A checked top-level declaration (or an anonymous copy with overrides: `2 x Grace { ... }`)."""
+
+    kind: str
+    name: str
+    record: Record
+    span: Span = attrs.field(eq=False, repr=False)
+    parent: str | None = None
+
+    def get(self, path: str, default: Any = None) -> Any:
+        return self.record.get(path, default)
+
+    def span_of(self, path: str) -> Span:
+        return self.record.span_of(path) or self.span
+
+
+@attrs.frozen
+class Repeat:
+    """`8 x H100`: a count of a part."""
+
+    count: int
+    part: Entity
+
+
+@attrs.frozen
+class Construct:
+    """A constructor value such as `fat_tree(tiers = 2, radix = 64)`; `switched` has no args."""
+
+    name: str
+    args: Record = Record()
+
+
+@attrs.frozen
+class Bound:
+    """A constraint: `power <= 100 MW`."""
+
+    target: str
+    op: str
+    value: Any
+
+
+@attrs.frozen
+class Partition:
+    """A reference to one partition of a cluster: `on = Colossus.h100`."""
+
+    cluster: Entity
+    name: str
+
+
+Value = Union[Quantity, str, bool, Symbol, Record, Entity, Repeat, Construct, Bound, Partition, tuple]
+
+
+@attrs.frozen
+class Design:
+    """All checked declarations and params of a file and its imports."""
+
+    entities: tuple[Entity, ...]
+    params: tuple[Item, ...]
+    sources: tuple[SourceFile, ...] = attrs.field(eq=False, repr=False)
+    root: str = ""
+
+    def __getitem__(self, name: str) -> Entity:
+        for entity in self.entities:
+            if entity.name == name:
+                return entity
+        raise KeyError(name)
+
+    def of_kind(self, kind: str) -> tuple[Entity, ...]:
+        return tuple(e for e in self.entities if e.kind == kind)
+
+    def local(self) -> Iterator[Entity]:
+        """Entities declared in the root file (not in imports)."""
+        return (e for e in self.entities if e.span.path == self.root)
+
+    def source_map(self) -> dict[str, SourceFile]:
+        return {s.path: s for s in self.sources}

@@ -1,0 +1,153 @@
+"""Checks that relate several fields of one declaration: idle < tdp, model shapes,
+stated params against the shape, suspicious per-direction bandwidths."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Callable, Iterator
+
+from . import codes
+from .design import Entity, Record, Symbol
+from .diagnostics import Diagnostic, Label
+from .units import Quantity, format_quantity
+
+PARAMS_TOLERANCE = Fraction(3, 100)
+
+# The fastest per-direction bandwidth per GPU each link kind offers today; a figure above
+# it is most likely a bidirectional number. NVLink 5: 900 GB/s per direction (NVIDIA
+# NVLink page, via stas00/ml-engineering network/README.md); InfiniBand XDR: 800 Gb/s
+# per port (IBTA rates, same source) — 8 rails of it per GPU at most.
+PER_DIRECTION_CEILING = {
+    "nvlink": Quantity(Fraction(900 * 10**9), (1, -1, 0, 0)),
+    "infiniband": Quantity(Fraction(8 * 100 * 10**9), (1, -1, 0, 0)),
+}
+
+
+def check_entity(entity: Entity) -> list[Diagnostic]:
+    rule = RULES.get(entity.kind)
+    return list(rule(entity)) if rule else []
+
+
+def _chip(chip: Entity) -> Iterator[Diagnostic]:
+    tdp, idle, cap = chip.get("power.tdp"), chip.get("power.idle"), chip.get("power.min_cap")
+    for low, value in (("idle", idle), ("min_cap", cap)):
+        if tdp is not None and value is not None and not value < tdp:
+            yield codes.ORDER.make(chip.span_of(f"power.{low}"), low=f"power.{low}", high="power.tdp",
+                                   low_value=format_quantity(value), high_value=format_quantity(tdp),
+                                   labels=[Label(chip.span_of("power.tdp"), "the TDP")])
+    peak = chip.get("peak")
+    if isinstance(peak, Record) and not peak.items:
+        yield codes.MISSING_FIELD.make(chip.span_of("peak"), field="a precision", where="`peak`",
+                                       notes=["help: for example `peak { bf16 = 989 TFLOPS }`"])
+
+
+def _fabric(fabric: Entity) -> Iterator[Diagnostic]:
+    kind, bandwidth = fabric.get("kind"), fabric.get("bandwidth")
+    ceiling = PER_DIRECTION_CEILING.get(getattr(kind, "name", ""))
+    if ceiling is not None and bandwidth is not None and ceiling < bandwidth:
+        yield codes.BIDIR_HINT.make(
+            fabric.span_of("bandwidth"), field="bandwidth", value=format_quantity(bandwidth),
+            notes=[f"the fastest {kind.name} today carries {format_quantity(ceiling)} per GPU per direction",
+                   f"help: if this is the sum of both directions, write `{format_quantity(bandwidth)} bidir`"
+                   f" (= {format_quantity(bandwidth.scaled(Fraction(1, 2)))} per direction)"])
+
+
+def _cluster(cluster: Entity) -> Iterator[Diagnostic]:
+    has_units, partitions = "units" in cluster.record, cluster.get("partition")
+    if has_units == bool(partitions):
+        what = "both `units` and partitions" if has_units else "neither `units` nor a partition"
+        yield codes.SHAPE.make(cluster.span, what=f"cluster `{cluster.name}` has {what}",
+                               notes=["help: give `units = N x Unit` for one kind of unit, or "
+                                      "`partition name { units = ... }` blocks for several"])
+    if partitions and "scaleout" not in cluster.record:
+        for item in partitions.items:
+            if "scaleout" not in item.value and item.value.get("units").count > 1:
+                yield codes.MISSING_FIELD.make(item.span, field="`scaleout`", where=f"partition `{item.name}`",
+                                               notes=["help: set `scaleout` on the cluster or on each partition"])
+
+
+def _model(model: Entity) -> Iterator[Diagnostic]:
+    yield from _model_shape(model)
+    stated = model.get("params")
+    computed = model_params(model)
+    if stated is not None and computed and abs(stated.value - computed) > PARAMS_TOLERANCE * computed:
+        percent = f"{float(abs(stated.value - computed) / computed):.1%}"
+        yield codes.PARAMS_MISMATCH.make(model.span_of("params"), stated=format_quantity(stated),
+                                         computed=format_quantity(Quantity(Fraction(computed))), percent=percent,
+                                         notes=["the shape gives " + params_formula(model)])
+
+
+def _model_shape(model: Entity) -> Iterator[Diagnostic]:
+    arch, experts = model.get("arch"), model.get("experts")
+    hidden, heads, kv = model.get("hidden"), model.get("heads"), model.get("kv_heads")
+    if arch == Symbol("moe") and experts is None:
+        yield codes.MISSING_FIELD.make(model.span_of("arch"), field="`experts`", where=f"MoE model `{model.name}`",
+                                       notes=["help: add `experts { routed = 64  top_k = 2 }`"])
+    if arch == Symbol("dense") and experts is not None:
+        yield codes.SHAPE.make(model.span_of("experts"), what="a dense model has no `experts`",
+                               notes=["help: set `arch = moe`"])
+    if heads and hidden and "head_dim" not in model.record and hidden % heads:
+        yield codes.SHAPE.make(model.span_of("heads"), what=f"{heads} heads do not divide hidden = {hidden}",
+                               notes=["help: set `head_dim` if the heads are not hidden / heads wide"])
+    if heads and kv and heads % kv:
+        yield codes.SHAPE.make(model.span_of("kv_heads"), what=f"kv_heads = {kv} does not divide heads = {heads}")
+    if experts is not None and experts.get("top_k", 0) > experts.get("routed", 0):
+        yield codes.SHAPE.make(model.span_of("experts.top_k"), what="top_k exceeds the number of routed experts")
+    if experts is not None and experts.get("dense_layers", 0) > model.get("layers", 0):
+        yield codes.SHAPE.make(model.span_of("experts.dense_layers"), what="more dense layers than layers")
+
+
+def model_params(model: Entity) -> int:
+    """Parameters implied by the shape: attention, MLP or experts, norms, embeddings."""
+    shape = _shape(model)
+    if shape is None:
+        return 0
+    h, layers, vocab, attention, dense_mlp, moe_mlp, moe_layers = shape
+    norms = 2 * h
+    per_dense = attention + dense_mlp + norms
+    per_moe = attention + moe_mlp + norms
+    embeddings = vocab * h * (1 if model.get("tied_embeddings") else 2)
+    return (layers - moe_layers) * per_dense + moe_layers * per_moe + embeddings + h
+
+
+def _shape(model: Entity):
+    try:
+        h, layers, heads, ffn, vocab = (model.get(k) for k in ("hidden", "layers", "heads", "ffn", "vocab"))
+        kv = model.get("kv_heads", heads)
+        head_dim = model.get("head_dim", h // heads)
+    except TypeError:
+        return None
+    if None in (h, layers, heads, ffn, vocab):
+        return None
+    attention = h * head_dim * (2 * heads + 2 * kv)
+    matrices = 3 if model.get("mlp", Symbol("swiglu")) == Symbol("swiglu") else 2
+    dense_mlp = matrices * h * ffn
+    experts = model.get("experts")
+    if experts is None:
+        return h, layers, vocab, attention, dense_mlp, 0, 0
+    count = experts.get("routed") + experts.get("shared", 0)
+    moe_mlp = count * matrices * h * experts.get("ffn", ffn) + h * experts.get("routed")
+    return h, layers, vocab, attention, dense_mlp, moe_mlp, layers - experts.get("dense_layers", 0)
+
+
+def params_formula(model: Entity) -> str:
+    shape = _shape(model)
+    if shape is None:
+        return "nothing (incomplete shape)"
+    h, layers, vocab, attention, dense_mlp, moe_mlp, moe_layers = shape
+    parts = [f"{layers - moe_layers} dense layers x {format_quantity(Quantity(attention + dense_mlp))}"]
+    if moe_layers:
+        parts.append(f"{moe_layers} MoE layers x {format_quantity(Quantity(attention + moe_mlp))}")
+    parts.append(f"embeddings {format_quantity(Quantity(vocab * h))} each")
+    return " + ".join(parts)
+
+
+def _job(job: Entity) -> Iterator[Diagnostic]:
+    if "maximize" in job.record and "minimize" in job.record:
+        yield codes.SHAPE.make(job.span_of("minimize"), what="a job has one objective: `maximize` or `minimize`",
+                               labels=[Label(job.span_of("maximize"), "the other objective")])
+
+
+RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
+    "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
+}

@@ -1,0 +1,48 @@
+"""`--set name=value`: overrides of `param` values, typed like the param they replace."""
+
+from __future__ import annotations
+
+from ..dsl import ParseError, ast, parse
+from ..dsl.source import SourceFile
+from . import codes
+from .diagnostics import Diagnostic
+from .resolve import Program
+
+
+def parse_settings(pairs: list[str]) -> tuple[dict[str, str], list[Diagnostic]]:
+    """`["racks=256", 'clock="1.5 GHz"']` -> {"racks": "256", "clock": "1.5 GHz"}."""
+    settings, problems = {}, []
+    for text in pairs:
+        name, sep, value = text.partition("=")
+        name, value = name.strip(), value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]  # `clock="1.5 GHz"` — shells keep the quotes when written inside a word
+        if not sep or not name.isidentifier() or not value:
+            problems.append(codes.BAD_SETTING.make(None, text=text, why="write it as `name=value`"))
+            continue
+        settings[name] = value
+    return settings, problems
+
+
+def apply_settings(program: Program, settings: dict[str, str], diagnostics: list[Diagnostic]) -> None:
+    """Replace each named param's expression by the parsed override (its type is checked later)."""
+    for name, text in settings.items():
+        param = program.params.get(name)
+        if param is None:
+            diagnostics.append(codes.UNKNOWN_PARAM.make(None, name=name,
+                                                        notes=[codes.suggest(name, program.params)]))
+            continue
+        display = f"<--set {name}>"
+        try:
+            module = parse(f"param {name} = {text}\n", display)
+        except ParseError as error:
+            program.sources[display] = SourceFile(display, f"param {name} = {text}\n")
+            diagnostics.extend(error.diagnostics)
+            continue
+        program.sources[display] = SourceFile(display, f"param {name} = {text}\n")
+        item = module.items[0] if len(module.items) == 1 else None
+        if not isinstance(item, ast.Param):
+            diagnostics.append(codes.BAD_SETTING.make(None, text=f"{name}={text}", why="the value is not one expression"))
+            continue
+        program.params[name] = ast.Param(param.name, item.value, span=param.span)
+        program.overridden[name] = param.value

@@ -1,0 +1,63 @@
+"""Source files and spans: where every AST node, IR element and diagnostic points."""
+
+from __future__ import annotations
+
+import bisect
+
+import attrs
+
+
+@attrs.frozen
+class Span:
+    """A half-open range of text: 1-based line and column, 0-based offsets."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    start: int = 0
+    end: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
+
+    def to(self, other: Span) -> Span:
+        """The span from the start of `self` to the end of `other`."""
+        return attrs.evolve(self, end_line=other.end_line, end_column=other.end_column, end=other.end)
+
+
+@attrs.frozen
+class SourceFile:
+    """A file's text with a line index, for locating offsets and quoting lines."""
+
+    path: str
+    text: str
+    _line_starts: tuple[int, ...] = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        starts = [0] + [i + 1 for i, ch in enumerate(self.text) if ch == "\n"]
+        object.__setattr__(self, "_line_starts", tuple(starts))
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of a 0-based character offset."""
+        offset = max(0, min(offset, len(self.text)))
+        index = bisect.bisect_right(self._line_starts, offset) - 1
+        return index + 1, offset - self._line_starts[index] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Span(self.path, line, column, end_line, end_column, start, end)
+
+    def line_text(self, line: int) -> str:
+        if not 1 <= line <= len(self._line_starts):
+            return ""
+        begin = self._line_starts[line - 1]
+        finish = self.text.find("\n", begin)
+        return self.text[begin : finish if finish >= 0 else len(self.text)]
+
+
+def no_span(path: str = "<generated>") -> Span:
+    """A placeholder for nodes built in code (hypothesis, the Python API)."""
+    return Span(path, 1, 1, 1, 1)

@@ -1,0 +1,201 @@
+"""Parsing with every failure turned into a coded, located diagnostic.
+
+Lark's exceptions stop here: a user sees `path:line:col: error[syntax]: ...` with the
+innermost open block named, never `UnexpectedToken`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ..compiler import codes
+from ..compiler.diagnostics import Diagnostic, Label
+from . import ast
+from .parser import lark_parser, parse_tree
+from .source import SourceFile, Span
+from .transform import ToAst, comments
+
+MAX_DEPTH = 64  # nesting of blocks and expressions; real designs use fewer than 8
+
+_DESCRIBE = {
+    "NAME": "a name", "QUANTITY": "a number", "RATIO": "a ratio such as `1:1`",
+    "STRING": "a string", "COMPARE": "a comparison such as `<=`", "MARKER": "`bidir` or `sparse`",
+    "_X": "`x`", "_EXTENDS": "`extends`", "$END": "the end of the file",
+}
+_OPENERS = {"{": "}", "(": ")", "[": "]"}
+
+
+class ParseError(Exception):
+    """The text is not a module; `.diagnostics` says why and where."""
+
+    def __init__(self, diagnostics: tuple[Diagnostic, ...]):
+        super().__init__("\n".join(d.summary for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+def parse_source(source: SourceFile) -> ast.Module:
+    text = source.text
+    if "\x00" in text:
+        offset = text.index("\x00")
+        raise ParseError((codes.NUL_BYTE.make(source.span(offset, offset + 1),
+                                              notes=["help: is this a binary file?"]),))
+    try:
+        tree, comment_tokens = parse_tree(text)
+    except UnexpectedInput as error:
+        raise ParseError((_syntax_diagnostic(error, source),)) from None
+    transformer = ToAst(source)
+    module = transformer.transform(tree)
+    module = ast.Module(module.items, comments(comment_tokens, source), source.path, span=module.span)
+    problems = [codes.BAD_ESCAPE.make(span, escape=esc) for esc, span in transformer.bad_escapes]
+    problems += _limits(module)
+    if problems:
+        raise ParseError(tuple(problems))
+    return module
+
+
+# ----------------------------------------------------------------- limits
+
+
+def _limits(module: ast.Module) -> list[Diagnostic]:
+    """Too-deep nesting and out-of-range numbers, found without recursion."""
+    problems: list[Diagnostic] = []
+    stack: list[tuple[object, int]] = [(item, 1) for item in module.items]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            problems.append(codes.TOO_DEEP.make(node.span, limit=MAX_DEPTH,
+                                                notes=["help: flatten the expression or the blocks"]))
+            break
+        if isinstance(node, ast.Number) and not _finite(node.text):
+            problems.append(codes.NUMBER_RANGE.make(node.span, text=node.text,
+                                                    notes=["numbers must lie within ±1e300"]))
+        stack.extend((child, depth + 1) for child in _children(node))
+    return problems
+
+
+def _finite(text: str) -> bool:
+    value = float(text.replace("_", ""))
+    return math.isfinite(value) and abs(value) <= 1e300
+
+
+def _children(node: object) -> list[object]:
+    out: list[object] = []
+    for name in getattr(type(node), "__attrs_attrs__", ()):
+        value = getattr(node, name.name)
+        if isinstance(value, tuple):
+            out.extend(v for v in value if hasattr(v, "span"))
+        elif hasattr(value, "span") and not isinstance(value, Span):
+            out.append(value)
+    return out
+
+
+# ----------------------------------------------------------------- syntax errors
+
+
+def _syntax_diagnostic(error: UnexpectedInput, source: SourceFile) -> Diagnostic:
+    if isinstance(error, UnexpectedCharacters):
+        return _bad_character(error, source)
+    token = getattr(error, "token", None)
+    if isinstance(error, UnexpectedEOF) or (token is not None and token.type == "$END"):
+        return _unclosed(source) or codes.SYNTAX.make(
+            _end_span(source), found="end of the file", label="the file ends here")
+    assert isinstance(error, UnexpectedToken)
+    return _unexpected_token(error, source)
+
+
+def _bad_character(error: UnexpectedCharacters, source: SourceFile) -> Diagnostic:
+    offset = error.pos_in_stream
+    char = source.text[offset]
+    span = source.span(offset, offset + 1)
+    if char == '"':
+        return codes.UNTERMINATED_STRING.make(span, label="this string",
+                                              notes=["help: close it with `\"` on the same line"])
+    hints = {
+        ":": "help: fields are written `name = value`; ratios as `3:1`",
+        ";": "help: members are separated by spaces or new lines; drop the `;`",
+        "'": "help: strings use double quotes: \"text\"",
+    }
+    shown = repr(char) if not char.isprintable() or char.isspace() else f"`{char}`"
+    return codes.BAD_CHARACTER.make(span, char=shown, notes=[hints.get(char, "")])
+
+
+def _unexpected_token(error: UnexpectedToken, source: SourceFile) -> Diagnostic:
+    token = error.token
+    span = source.span(token.start_pos, token.end_pos)
+    expected = sorted({_describe(name) for name in error.expected})
+    notes = [f"expected {_join(expected)}"] if expected else []
+    if str(token) in _OPENERS.values() and _depth_at(source.text, token.start_pos) <= 0:
+        notes.append(f"help: this `{token}` closes nothing; remove it")
+    elif "EQUAL" in error.expected and token.type in ("QUANTITY", "STRING"):
+        notes.append("help: a field is written `name = value`")
+    elif token.type == "NAME" and "RPAR" in error.expected | {"COMMA"} and "COMMA" in error.expected:
+        notes.append("help: separate arguments and list items with `,`")
+    return codes.SYNTAX.make(span, found=_found(token), label="not expected here", notes=notes)
+
+
+def _unclosed(source: SourceFile) -> Diagnostic | None:
+    stack = _open_brackets(source.text)
+    if not stack:
+        return None
+    char, offset = stack[-1]
+    return codes.UNCLOSED.make(
+        source.span(offset, offset + 1), opener=char, label="opened here",
+        labels=[Label(_end_span(source), "the file ends here")],
+        notes=[f"help: add `{_OPENERS[char]}`"],
+    )
+
+
+def _open_brackets(text: str, stop: int | None = None) -> list[tuple[str, int]]:
+    """The brackets still open at `stop`, skipping strings and comments."""
+    stack: list[tuple[str, int]] = []
+    i, end = 0, len(text) if stop is None else stop
+    while i < end:
+        ch = text[i]
+        if ch == "#":
+            newline = text.find("\n", i)
+            i = end if newline < 0 else newline
+        elif ch == '"':
+            i += 1
+            while i < end and text[i] not in '"\n':
+                i += 2 if text[i] == "\\" else 1
+        elif ch in _OPENERS:
+            stack.append((ch, i))
+        elif ch in _OPENERS.values() and stack:
+            stack.pop()
+        i += 1
+    return stack
+
+
+def _depth_at(text: str, offset: int) -> int:
+    return len(_open_brackets(text, offset))
+
+
+def _end_span(source: SourceFile) -> Span:
+    end = len(source.text)
+    return source.span(end, end)
+
+
+def _describe(terminal: str) -> str:
+    if terminal in _DESCRIBE:
+        return _DESCRIBE[terminal]
+    try:
+        pattern = lark_parser().get_terminal(terminal).pattern
+    except KeyError:
+        return terminal
+    return f"`{pattern.value}`" if pattern.type == "str" else terminal.lower()
+
+
+def _found(token) -> str:
+    if token.type == "NAME":
+        return f"name `{token}`"
+    if token.type == "QUANTITY":
+        return f"number `{token}`"
+    return f"`{token}`"
+
+
+def _join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " or " + items[-1]

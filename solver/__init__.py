@@ -1,0 +1,1 @@
+"""cvxpy formulations: parallelism and placement, power, heterogeneous split."""
