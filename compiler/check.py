@@ -43,6 +43,7 @@ class Checker:
         self.entities: dict[str, Entity | None] = {}
         self.values: dict[tuple[str, str], Any] = {}
         self.active: list[str] = []  # what is being evaluated, for cycle reports
+        self.partial = False  # building a declaration whose `extends` failed: fields may be missing
 
     def error(self, diagnostic: Diagnostic) -> Any:
         self.diagnostics.append(diagnostic)
@@ -60,16 +61,25 @@ class Checker:
     def build(self, decl: ast.Declaration, body: Body, span: Span) -> Entity:
         kind = decl.kind.text
         where = f"{kind} `{decl.name.text}`"
-        record = self.record(body, sc.KINDS[kind], where, decl.name.span)
+        errors, saved = _error_count(self.diagnostics), self.partial
+        self.partial = decl.name.text in self.program.broken_extends
+        try:
+            record = self.record(body, sc.KINDS[kind], where, decl.name.span)
+        finally:
+            self.partial = saved
         parent = decl.parent.text if decl.parent else None
         entity = Entity(kind, decl.name.text, record, span, parent)
-        self.diagnostics.extend(check_entity(entity))
+        if _error_count(self.diagnostics) == errors:  # rules on a record with holes report only the holes
+            self.diagnostics.extend(check_entity(entity))
         return entity
 
     def record(self, body: Body, block: sc.Block, where: str, at: Span) -> Record:
         items = [self.entry(key, entry, block, where) for key, entry in body.items()]
         items = _group_labelled([i for i in items if i is not None])
-        missing = [name for name in block.required if name not in body]
+        unknown = [key for key, entry in body.items() if key not in block.fields and key not in block.blocks
+                   and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled]
+        missing = [name for name in block.required if name not in body and not self.partial
+                   and not any(codes.suggest(key, [name]) for key in unknown)]  # `bandwdith` is said once
         if missing:
             names = [f"`{name}`" for name in missing]
             listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
@@ -148,8 +158,10 @@ class Checker:
         low_ok = ftype.low is None or (value.value > ftype.low if ftype.low_open else value.value >= ftype.low)
         high_ok = ftype.high is None or value.value <= ftype.high
         if not (low_ok and high_ok):
-            return self.error(codes.OUT_OF_RANGE.make(expr.span, field=field, bound=_bound_text(ftype),
-                                                      value=format_quantity(value)))
+            percent = _is_share(expr) and ftype.dim == sc.u.NONE  # `105%` is told in percent
+            shown = f"{_number_text(value.value * 100)}%" if percent else format_quantity(value)
+            return self.error(codes.OUT_OF_RANGE.make(expr.span, field=field, bound=_bound_text(ftype, percent),
+                                                      value=shown))
         if ftype.integer and value.value.denominator != 1:
             return self.error(codes.NOT_INTEGER.make(expr.span, field=field, value=format_quantity(value)))
         return int(value.value) if ftype.integer else value
@@ -190,6 +202,8 @@ class Checker:
     def declaration(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
         decl = self.program.declarations.get(name.text)
         if decl is None:
+            if self.program.broken_imports:
+                return INVALID  # most likely declared in the file that failed to load
             candidates = [n for n, d in self.program.declarations.items() if d.kind.text in kinds]
             return self.error(codes.UNKNOWN_NAME.make(name.span, name=name.text,
                                                       notes=[codes.suggest(name.text, candidates)]))
@@ -290,6 +304,8 @@ class Checker:
             return self.param(first.text)
         if first.text in self.program.declarations:
             return self.field_of(first.text, rest, ref) if rest else self.entity(first.text) or INVALID
+        if self.program.broken_imports:
+            return INVALID  # most likely declared in the file that failed to load
         names = list(self.program.params) + list(self.program.declarations)
         note = codes.suggest(first.text, names)
         if first.text in UNITS:
@@ -330,7 +346,16 @@ class Checker:
 
     def _span_of(self, key: tuple[str, str]) -> Span:
         decl, name = key
-        return self.program.params[name].span if not decl else self.program.declarations[decl].name.span
+        if not decl:
+            return self.program.params[name].name.span
+        entry: Any = BlockEntry(self.program.declarations[decl].name, None, self.program.bodies[decl], None)
+        for part in name.split("."):
+            entry = entry.body.get(part) if isinstance(entry, BlockEntry) else None
+        return entry.name.span if entry is not None else self.program.declarations[decl].name.span
+
+
+def _error_count(diagnostics: list[Diagnostic]) -> int:
+    return sum(d.is_error for d in diagnostics)
 
 
 def _group_labelled(items: list[Item]) -> list[Item]:
@@ -360,9 +385,9 @@ def _is_share(expr: ast.Expr) -> bool:
     return isinstance(expr, ast.Number) and expr.unit == "%"
 
 
-def _bound_text(ftype: sc.Qty) -> str:
+def _bound_text(ftype: sc.Qty, percent: bool = False) -> str:
     def show(v):
-        return format_quantity(Quantity(v, ftype.dim))
+        return f"{_number_text(v * 100)}%" if percent else format_quantity(Quantity(v, ftype.dim))
     low = None if ftype.low is None else (f"> {show(ftype.low)}" if ftype.low_open else f">= {show(ftype.low)}")
     high = None if ftype.high is None else f"<= {show(ftype.high)}"
     return " and ".join(x for x in (low, high) if x)
@@ -380,3 +405,7 @@ def _field_hint(name: str, block: sc.Block) -> str:
         return f"help: add `{name} {{ ... }}`"
     ftype = block.fields.get(name)
     return f"help: add `{name} = ...` ({ftype.describe()})" if ftype else ""
+
+
+def _number_text(value) -> str:
+    return format_quantity(Quantity(value))

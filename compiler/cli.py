@@ -11,6 +11,8 @@ from ..dsl import ParseError
 from . import codes
 from .diagnostics import render_all, to_json
 from .driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
+
+EXIT_INTERNAL = 70
 from .output import write_atomic
 
 
@@ -28,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as error:  # a bug: say so in one line rather than print a traceback
+        print(f"gclc: internal error: {type(error).__name__}: {error} (please report this with the input file)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +49,20 @@ def _parser() -> argparse.ArgumentParser:
     _settings_option(check)
     check.add_argument("--format", choices=("text", "json"), default="text", help="diagnostics as text (default) or JSON")
     check.set_defaults(run=run_check)
+
+    compile_ = commands.add_parser("compile", help="lower a design to the IR graph and write it as JSON")
+    compile_.add_argument("file", metavar="FILE")
+    compile_.add_argument("-o", "--output", metavar="OUT", help="write the IR here (default: stdout)")
+    compile_.add_argument("--cluster", metavar="NAME", help="the cluster to lower (default: the file's first)")
+    _settings_option(compile_)
+    compile_.set_defaults(run=run_compile)
+
+    explain = commands.add_parser("explain", help="every derived number of a cluster with its formula")
+    explain.add_argument("file", metavar="FILE")
+    explain.add_argument("--cluster", metavar="NAME", help="the cluster to explain (default: the file's first)")
+    explain.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    _settings_option(explain)
+    explain.set_defaults(run=run_explain)
 
     fmt = commands.add_parser("fmt", help="print designs in canonical form")
     fmt.add_argument("files", nargs="+", metavar="FILE")
@@ -76,6 +96,63 @@ def run_check(args: argparse.Namespace) -> int:
     elif reports:
         print("\n\n".join(reports))
     return worst
+
+
+def _checked_graph(args: argparse.Namespace):
+    """(graph, exit code): the lowered cluster, or None after printing why not."""
+    from .lower import lower
+
+    result = check_file(args.file, args.set)
+    if result.diagnostics:
+        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
+    if result.design is None:
+        return None, EXIT_ERRORS
+    try:
+        return lower(result.design, args.cluster), EXIT_OK
+    except (KeyError, LookupError) as error:
+        message = f"no cluster `{args.cluster}` in {args.file}" if args.cluster else str(error).strip("'\"")
+        print(f"gclc: {message}", file=sys.stderr)
+        return None, EXIT_USAGE
+
+
+def run_compile(args: argparse.Namespace) -> int:
+    from .export import graph_json
+
+    graph, status = _checked_graph(args)
+    if graph is None:
+        return status
+    text = graph_json(graph)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    import json
+
+    from .metrics import explain
+
+    graph, status = _checked_graph(args)
+    if graph is None:
+        return status
+    metrics = explain(graph)
+    if args.json:
+        rows = [{"key": m.key, "label": m.label, "value": m.value, "unit": m.unit, "text": m.text,
+                 "formula": m.formula} for m in metrics]
+        print(json.dumps({"cluster": graph.name, "metrics": rows}, indent=2, ensure_ascii=False))
+    else:
+        print(_table(graph.name, metrics))
+    return EXIT_OK
+
+
+def _table(name: str, metrics) -> str:
+    width = max(len(m.label) for m in metrics)
+    value_width = max(len(m.text) for m in metrics)
+    lines = [f"cluster {name}", ""]
+    lines += [f"  {m.label:<{width}}  {m.text:>{value_width}}  = {m.formula}" for m in metrics]
+    return "\n".join(lines)
 
 
 def run_fmt(args: argparse.Namespace) -> int:

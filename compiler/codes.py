@@ -34,8 +34,12 @@ class Code:
         json_path: str | None = None,
         **values: object,
     ) -> Diagnostic:
+        template = self.template
+        for key, value in values.items():  # `count of `gpus`` reads badly: drop the outer quotes
+            if isinstance(value, str) and "`" in value:
+                template = template.replace(f"`{{{key}}}`", f"{{{key}}}")
         return Diagnostic(
-            self.severity, self.name, self.template.format(**values), subject,
+            self.severity, self.name, template.format(**values), subject,
             tuple(labels), tuple(n for n in notes if n), label, json_path,
         )
 
@@ -130,3 +134,16 @@ def suggest(name: str, candidates: Iterable[str]) -> str:
         close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
         close = [lowered[c] for c in close]
     return f"help: did you mean `{close[0]}`?" if close else ""
+
+
+# ---------------------------------------------------------------- the lowered cluster
+POWER_BUDGET = _code("power-budget", E, "cluster `{name}` draws {need} at full load; the budget is {budget}",
+                     "The facility power at full load (PUE included) exceeds `power.budget`.")
+RADIX_TOO_SMALL = _code("radix-too-small", E, "`{fabric}` cannot connect {ports} ports: {tiers} tiers of radix {radix} reach {capacity}",
+                        "A fat tree too small for the endpoints cabled to it.")
+THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ratio:.0f} of its scale-up {up}",
+                      "Scale-out bandwidth per GPU far below scale-up bandwidth.")
+OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio}: GPUs above the leaf get 1/{ratio} of their bandwidth",
+                       "A tier whose uplinks carry less than its downlinks.")
+RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
+                       "Rails should match the NICs per node, one rail each.")

@@ -112,7 +112,7 @@ def _quote(span: Span, message: str, char: str, source: SourceFile | None) -> li
     start = span.column - 1
     if len(text) > _MAX_QUOTE:  # keep the mark visible on very long lines (minified input)
         cut = max(0, start - 40)
-        text = ("…" if cut else "") + text[cut : cut + _MAX_QUOTE] + "…"
+        text = ("…" if cut else "") + text[cut : cut + _MAX_QUOTE] + ("…" if cut + _MAX_QUOTE < len(text) else "")
         start = start - cut + (1 if cut else 0)
         width = min(width, _MAX_QUOTE)
     text = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in text)

@@ -9,7 +9,9 @@ from ..dsl.source import SourceFile
 from .check import check_program
 from .design import Design
 from .diagnostics import Diagnostic, has_errors, sort_unique
+from .lower import lower_cluster
 from .resolve import load
+from .sanity import sanity
 from .settings import parse_settings
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
@@ -40,7 +42,19 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
         design, diagnostics = None, sort_unique(program.diagnostics + problems)
     else:
         design, diagnostics = check_program(program, parsed)
+    if design is not None:
+        diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)))
+        design = None if has_errors(diagnostics) else design
     return Result(design, diagnostics, dict(program.sources))
+
+
+def _cluster_checks(design: Design) -> list[Diagnostic]:
+    """Lower each cluster of the root file and run the design-level checks on it."""
+    found: list[Diagnostic] = []
+    for cluster in design.local():
+        if cluster.kind == "cluster":
+            found += sanity(cluster, lower_cluster(cluster))
+    return found
 
 
 def check_text(text: str, path: str = "<string>", settings: list[str] | dict[str, str] | None = None) -> Result:

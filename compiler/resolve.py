@@ -123,6 +123,10 @@ class Program:
     bodies: dict[str, Body] = attrs.Factory(dict)
     overridden: dict[str, ast.Expr] = attrs.Factory(dict)  # param -> its value before `--set`
     diagnostics: list[Diagnostic] = attrs.Factory(list)
+    # Declarations whose `extends` failed (so fields may be missing only because of it),
+    # and whether an imported file failed to load (so names may be unknown only because of it).
+    broken_extends: set[str] = attrs.Factory(set)
+    broken_imports: bool = False
 
 
 def load(path: str, text: str | None = None) -> Program:
@@ -147,12 +151,14 @@ class _Loader:
         if text is None:
             text = read_text(display, real, stack[-1][1] if stack else None, self.program.diagnostics)
             if text is None:
+                self.program.broken_imports = True
                 return
         self.program.sources[display] = SourceFile(display, module_text(text))
         try:
             module = parse(text, display)
         except ParseError as error:
             self.program.diagnostics.extend(error.diagnostics)
+            self.program.broken_imports = True
             return
         self.program.modules.append(module)
         for item in module.items:
@@ -162,6 +168,7 @@ class _Loader:
     def follow(self, item: ast.Import, importer: Path, stack: list[tuple[Path, Span | None]]) -> None:
         target = import_target(item, importer, self.program.diagnostics)
         if target is None:
+            self.program.broken_imports = True
             return
         display, real = target
         chain = [p for p, _ in stack]
@@ -259,8 +266,12 @@ def _effective(program: Program, name: str, chain: list[str]) -> Body:
     body = own
     if decl.parent is not None:
         parent = _parent(program, decl, chain + [name])
-        if parent is not None:
+        if parent is None:
+            program.broken_extends.add(name)
+        else:
             body = merge(_effective(program, parent.name.text, chain + [name]), own)
+            if parent.name.text in program.broken_extends:
+                program.broken_extends.add(name)
     program.bodies[name] = body
     return body
 
@@ -270,12 +281,15 @@ def _parent(program: Program, decl: ast.Declaration, chain: list[str]) -> ast.De
     assert ref is not None
     parent = program.declarations.get(ref.text)
     if parent is None:
-        names = [n for n, d in program.declarations.items() if d.kind.text == decl.kind.text]
+        if program.broken_imports:
+            return None  # most likely declared in the file that failed to load
+        names = [n for n, d in program.declarations.items() if d.kind.text == decl.kind.text and d is not decl]
         program.diagnostics.append(codes.UNKNOWN_NAME.make(ref.span, name=ref.text, notes=[codes.suggest(ref.text, names)]))
         return None
     if ref.text in chain:
         cycle = " -> ".join(chain[chain.index(ref.text):] + [ref.text])
-        program.diagnostics.append(codes.EXTENDS_CYCLE.make(ref.span, name=ref.text, cycle=cycle))
+        program.diagnostics.append(codes.EXTENDS_CYCLE.make(ref.span, name=ref.text, cycle=cycle,
+                                                            label="closes the cycle"))
         return None
     if parent.kind.text != decl.kind.text:
         program.diagnostics.append(codes.EXTENDS_KIND.make(

@@ -216,6 +216,7 @@ UNITS["ZFLOP"] = (Fraction(10**21), FLOP)
 
 def format_quantity(q: Quantity, digits: int = 4) -> str:
     """A readable form: `3.35 TB/s`, `1.2 MW`, `405 B` for large plain counts."""
+    q = Quantity(Fraction(q.value), q.dim)  # an int or float value (from counts) formats like a Fraction
     if q.dim == NONE:
         return _plain(q.value, digits)
     scales = _DISPLAY.get(q.dim)

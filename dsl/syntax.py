@@ -21,7 +21,7 @@ MAX_DEPTH = 64  # nesting of blocks and expressions; real designs use fewer than
 
 _DESCRIBE = {
     "NAME": "a name", "QUANTITY": "a number", "RATIO": "a ratio such as `1:1`",
-    "STRING": "a string", "COMPARE": "a comparison such as `<=`", "MARKER": "`bidir` or `sparse`",
+    "STRING": "a string", "COMPARE": "a comparison such as `<=`", "MARKER": "a marker (`bidir`, `sparse`)",
     "_X": "`x`", "_EXTENDS": "`extends`", "$END": "the end of the file",
 }
 _OPENERS = {"{": "}", "(": ")", "[": "]"}
@@ -49,7 +49,7 @@ def parse_source(source: SourceFile) -> ast.Module:
     module = transformer.transform(tree)
     module = ast.Module(module.items, comments(comment_tokens, source), source.path, span=module.span)
     problems = [codes.BAD_ESCAPE.make(span, escape=esc) for esc, span in transformer.bad_escapes]
-    problems += _limits(module)
+    problems += _bracket_limit(source) or _limits(module)
     if problems:
         raise ParseError(tuple(problems))
     return module
@@ -73,6 +73,29 @@ def _limits(module: ast.Module) -> list[Diagnostic]:
                                                     notes=["numbers must lie within ±1e300"]))
         stack.extend((child, depth + 1) for child in _children(node))
     return problems
+
+
+def _bracket_limit(source: SourceFile) -> list[Diagnostic]:
+    """Brackets nested too deep: parentheses leave no node in the AST, so count them in the text."""
+    text, depth, i = source.text, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "#":
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+        elif ch == '"':
+            i += 1
+            while i < len(text) and text[i] not in '"\n':
+                i += 2 if text[i] == "\\" else 1
+        elif ch in _OPENERS:
+            depth += 1
+            if depth > MAX_DEPTH:
+                return [codes.TOO_DEEP.make(source.span(i, i + 1), limit=MAX_DEPTH,
+                                            notes=["help: flatten the expression or the blocks"])]
+        elif ch in _OPENERS.values():
+            depth -= 1
+        i += 1
+    return []
 
 
 def _finite(text: str) -> bool:
@@ -124,22 +147,33 @@ def _bad_character(error: UnexpectedCharacters, source: SourceFile) -> Diagnosti
 def _unexpected_token(error: UnexpectedToken, source: SourceFile) -> Diagnostic:
     token = error.token
     span = source.span(token.start_pos, token.end_pos)
-    expected = sorted({_describe(name) for name in error.expected})
+    accepted = _accepted(error)
+    expected = sorted({_describe(name) for name in accepted})
     notes = [f"expected {_join(expected)}"] if expected else []
     if str(token) in _OPENERS.values() and _depth_at(source.text, token.start_pos) <= 0:
         notes.append(f"help: this `{token}` closes nothing; remove it")
-    elif "EQUAL" in error.expected and token.type in ("QUANTITY", "STRING"):
+    elif "EQUAL" in accepted and token.type in ("QUANTITY", "STRING"):
         notes.append("help: a field is written `name = value`")
-    elif token.type == "NAME" and "RPAR" in error.expected | {"COMMA"} and "COMMA" in error.expected:
+    elif token.type in ("NAME", "QUANTITY", "STRING", "RATIO") and "COMMA" in accepted:
         notes.append("help: separate arguments and list items with `,`")
     return codes.SYNTAX.make(span, found=_found(token), label="not expected here", notes=notes)
+
+
+def _accepted(error: UnexpectedToken) -> set[str]:
+    """The terminals the parser would take here. LALR's `expected` merges the follow sets
+    of every context that shares the state (`}` and `)` inside a list); asking the
+    parser is exact."""
+    try:
+        return set(error.interactive_parser.accepts()) or set(error.expected)
+    except Exception:  # noqa: BLE001 — a better message is never worth a crash
+        return set(error.expected)
 
 
 def _unclosed(source: SourceFile) -> Diagnostic | None:
     stack = _open_brackets(source.text)
     if not stack:
         return None
-    char, offset = stack[-1]
+    char, offset = _likely_unclosed(source.text) or stack[-1]
     return codes.UNCLOSED.make(
         source.span(offset, offset + 1), opener=char, label="opened here",
         labels=[Label(_end_span(source), "the file ends here")],
@@ -168,12 +202,48 @@ def _open_brackets(text: str, stop: int | None = None) -> list[tuple[str, int]]:
     return stack
 
 
+def _likely_unclosed(text: str) -> tuple[str, int] | None:
+    """The opener that most likely lacks its closer: the first one whose matching closer,
+    on a later line, is indented less than the opener's line (`peak {` closed by the
+    declaration's `}`). None when the indentation gives no hint."""
+    stack: list[tuple[str, int]] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "#":
+            newline = text.find("\n", i)
+            i = len(text) if newline < 0 else newline
+        elif ch == '"':
+            i += 1
+            while i < len(text) and text[i] not in '"\n':
+                i += 2 if text[i] == "\\" else 1
+        elif ch in _OPENERS:
+            stack.append((ch, i))
+        elif ch in _OPENERS.values() and stack:
+            opener = stack.pop()
+            if _line_start(text, i) != _line_start(text, opener[1]) and _indent(text, i) < _indent(text, opener[1]):
+                return opener
+        i += 1
+    return None
+
+
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def _indent(text: str, offset: int) -> int:
+    start = _line_start(text, offset)
+    line = text[start:offset + 1]
+    return len(line) - len(line.lstrip(" \t"))
+
+
 def _depth_at(text: str, offset: int) -> int:
     return len(_open_brackets(text, offset))
 
 
 def _end_span(source: SourceFile) -> Span:
-    end = len(source.text)
+    """Just after the last visible character: an empty last line is no place to point at."""
+    end = len(source.text.rstrip())
     return source.span(end, end)
 
 

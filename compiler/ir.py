@@ -1,0 +1,151 @@
+"""The IR: a hierarchical, frozen cluster graph.
+
+A node type appears once with its multiplicity, so a 1,000,000-GPU cluster is a few
+dozen elements. All numbers are floats in SI base units (bytes, seconds, watts, FLOPS,
+bytes/s per direction); every element keeps the `Span` of the text it came from.
+Flattening to one vertex per GPU is explicit: `flatten()` in `compiler/flatten.py`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..dsl.source import Span
+
+IR_VERSION = 1
+
+
+def _span() -> attrs.Attribute:
+    return attrs.field(eq=False, repr=False, kw_only=True)
+
+
+@attrs.frozen
+class Accelerator:
+    name: str
+    vendor: str
+    peak: tuple[tuple[str, float], ...]          # precision -> dense FLOPS
+    efficiency: tuple[tuple[str, float], ...]    # precision (or "hbm") -> measured share of peak
+    hbm_capacity: float
+    hbm_bandwidth: float
+    tdp: float
+    idle: float
+    clock: float | None
+    span: Span = _span()
+
+    def peak_of(self, precision: str) -> float | None:
+        return dict(self.peak).get(precision)
+
+    def efficiency_of(self, key: str) -> float | None:
+        return dict(self.efficiency).get(key)
+
+
+@attrs.frozen
+class Part:
+    """A non-accelerator part of a node or unit: a CPU, NIC, DPU or switch, `count` of them."""
+
+    kind: str
+    name: str
+    count: int
+    power: float                 # watts each
+    bandwidth: float | None      # bytes/s per direction each (NICs, DPUs, switch ports)
+    span: Span = _span()
+
+
+@attrs.frozen
+class NodeType:
+    name: str
+    accelerator: Accelerator
+    gpus: int
+    parts: tuple[Part, ...]
+    dram: float
+    nvme: float
+    overhead: float              # watts: fans, boards, power conversion
+    span: Span = _span()
+
+    def parts_of(self, kind: str) -> tuple[Part, ...]:
+        return tuple(p for p in self.parts if p.kind == kind)
+
+    @property
+    def nic_ports(self) -> int:
+        return sum(p.count for p in self.parts_of("nic"))
+
+
+@attrs.frozen
+class Tier:
+    """One level of the communication hierarchy, as seen from one GPU.
+
+    `group_gpus` GPUs can talk without leaving this tier; `bandwidth` is what each GPU
+    can send (and receive) per direction through it, after oversubscription.
+    """
+
+    level: int
+    name: str
+    fabric: str
+    kind: str                    # nvlink, infiniband, ethernet, pcie, xgmi, ici
+    scope: str                   # node, supernode or scaleout
+    group_gpus: int
+    bandwidth: float
+    latency: float               # seconds, one way through this tier
+    oversubscription: float
+    in_network_reduction: bool
+    efficiency: float            # achievable share of `bandwidth` (1.0 when not declared)
+    span: Span = _span()
+
+
+@attrs.frozen
+class SwitchLayer:
+    """Switches of one fabric tier, counted over the whole cluster, and the cables into it."""
+
+    fabric: str
+    level: int
+    name: str
+    switches: int
+    radix: int
+    links_below: int
+    switch_power: float          # watts each
+    link_power: float            # watts per cable end (optics)
+    span: Span = _span()
+
+
+@attrs.frozen
+class Partition:
+    """Units of one kind (a node or a supernode type) and the tiers their GPUs see."""
+
+    name: str
+    unit: str                    # the node or supernode name
+    units: int
+    nodes_per_unit: int
+    node: NodeType
+    unit_overhead: float         # watts per unit beyond its nodes (NVL72 switch trays, shelves)
+    unit_switches: tuple[Part, ...]
+    tiers: tuple[Tier, ...]
+    span: Span = _span()
+
+    @property
+    def nodes(self) -> int:
+        return self.units * self.nodes_per_unit
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.node.gpus
+
+
+@attrs.frozen
+class ClusterGraph:
+    name: str
+    partitions: tuple[Partition, ...]
+    switch_layers: tuple[SwitchLayer, ...]
+    power_budget: float | None
+    pue: float
+    overhead: float              # watts at cluster level (storage, management)
+    span: Span = _span()
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.partitions)
+
+    def partition(self, name: str) -> Partition:
+        for partition in self.partitions:
+            if partition.name == name:
+                return partition
+        raise KeyError(name)

@@ -1,0 +1,212 @@
+"""Checked design -> ClusterGraph: nodes, units and partitions, fabric tiers and switches."""
+
+from __future__ import annotations
+
+import math
+
+from . import topology
+from .design import Construct, Design, Entity, Record, Repeat
+from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
+from .units import Quantity
+
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
+
+
+def lower(design: Design, cluster: str | None = None) -> ClusterGraph:
+    """The graph of `cluster`, or of the design's only (or first local) cluster."""
+    return lower_cluster(pick_cluster(design, cluster))
+
+
+def pick_cluster(design: Design, name: str | None = None) -> Entity:
+    clusters = design.of_kind("cluster")
+    if name is not None:
+        return design[name]
+    local = [c for c in clusters if c.span.path == design.root]
+    if not (local or clusters):
+        raise LookupError("the design declares no cluster")
+    return (local or list(clusters))[0]
+
+
+def _f(value: object, default: float = 0.0) -> float:
+    return float(value) if isinstance(value, Quantity) else (float(value) if isinstance(value, int) else default)
+
+
+# ----------------------------------------------------------------- parts
+
+
+def accelerator(chip: Entity) -> Accelerator:
+    peak = chip.get("peak") or Record()
+    efficiency = chip.get("efficiency") or Record()
+    return Accelerator(
+        chip.name, chip.get("vendor", ""),
+        tuple((p, _f(peak.get(p))) for p in PRECISIONS if peak.get(p) is not None),
+        tuple((i.name, _f(i.value)) for i in efficiency.items),
+        _f(chip.get("hbm.capacity")), _f(chip.get("hbm.bandwidth")),
+        _f(chip.get("power.tdp")), _f(chip.get("power.idle")),
+        _f(chip.get("clock"), None) if chip.get("clock") is not None else None,
+        span=chip.span,
+    )
+
+
+def part(kind: str, repeat: Repeat) -> Part:
+    entity = repeat.part
+    bandwidth = entity.get("bandwidth") or entity.get("port_speed")
+    return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
+                _f(bandwidth) if bandwidth is not None else None, span=entity.span)
+
+
+def node_type(node: Entity) -> NodeType:
+    gpus: Repeat = node.get("gpus")
+    parts = tuple(part(kind, node.get(field)) for kind, field in (("cpu", "cpus"), ("nic", "nics"), ("dpu", "dpus"))
+                  if node.get(field) is not None)
+    return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _f(node.get("dram")),
+                    _f(node.get("nvme")), _f(node.get("overhead")), span=node.span)
+
+
+# ----------------------------------------------------------------- partitions
+
+
+def _partition_specs(cluster: Entity) -> list[tuple[str, Repeat, Entity | None, object]]:
+    """(name, units, scale-out fabric, span) for each partition; one unnamed when `units` is set."""
+    if cluster.get("units") is not None:
+        return [(cluster.name, cluster.get("units"), cluster.get("scaleout"), cluster.span_of("units"))]
+    partitions: Record = cluster.get("partition")
+    return [(item.name, item.value.get("units"), item.value.get("scaleout") or cluster.get("scaleout"), item.span)
+            for item in partitions.items]
+
+
+def _unit_shape(unit: Entity) -> tuple[Entity, int, Entity | None, float, tuple[Part, ...]]:
+    """(node, nodes per unit, unit-level scale-up fabric, unit overhead, unit switches)."""
+    if unit.kind == "node":
+        return unit, 1, None, 0.0, ()
+    nodes: Repeat = unit.get("nodes")
+    switches = (part("switch", unit.get("switches")),) if unit.get("switches") is not None else ()
+    return nodes.part, nodes.count, unit.get("scaleup"), _f(unit.get("overhead")), switches
+
+
+def lower_cluster(cluster: Entity) -> ClusterGraph:
+    specs = _partition_specs(cluster)
+    shapes = [(name, units, fabric, span, _unit_shape(units.part)) for name, units, fabric, span in specs]
+    endpoints = _endpoints_per_fabric(shapes)
+    partitions, layers = [], {}
+    for name, units, fabric, span, (node, per_unit, unit_fabric, overhead, switches) in shapes:
+        ntype = node_type(node)
+        tiers = _scaleup_tiers(ntype, node.get("scaleup"), unit_fabric, per_unit)
+        if fabric is not None:
+            out_tiers, out_layers = _scaleout(fabric, ntype, per_unit, units.count, endpoints[fabric.name], len(tiers))
+            tiers += out_tiers
+            layers.update({(layer.fabric, layer.level): layer for layer in out_layers})
+        partitions.append(Partition(name, units.part.name, units.count, per_unit, ntype, overhead, switches,
+                                    tuple(tiers), span=span))
+    budget = cluster.get("power.budget")
+    return ClusterGraph(cluster.name, tuple(partitions), tuple(layers.values()),
+                        _f(budget) if budget is not None else None, _f(cluster.get("power.pue"), 1.0),
+                        _f(cluster.get("power.overhead")), span=cluster.span)
+
+
+def _endpoints_per_fabric(shapes) -> dict[str, int]:
+    """Scale-out ports per fabric, summed over the partitions cabled to it."""
+    totals: dict[str, int] = {}
+    for _, units, fabric, _, (node, per_unit, *_rest) in shapes:
+        if fabric is not None:
+            ports = ports_per_node(fabric, node_type(node))
+            totals[fabric.name] = totals.get(fabric.name, 0) + ports * per_unit * units.count
+    return totals
+
+
+def ports_per_node(fabric: Entity, node: NodeType) -> int:
+    return fabric.get("rails") or node.nic_ports or 1
+
+
+# ----------------------------------------------------------------- tiers
+
+
+def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: float,
+                 hops: int = 1, oversubscription: float = 1.0, name: str | None = None) -> Tier:
+    return Tier(level, name or f"{fabric.name} ({scope})", fabric.name, fabric.get("kind").name, scope, group,
+                bandwidth, hops * _f(fabric.get("latency")), oversubscription,
+                bool(fabric.get("in_network_reduction", False)), _f(fabric.get("efficiency"), 1.0),
+                span=fabric.span)
+
+
+def _scaleup_tiers(node: NodeType, node_fabric: Entity | None, unit_fabric: Entity | None, per_unit: int) -> list[Tier]:
+    tiers = []
+    if node_fabric is not None and (unit_fabric is None or unit_fabric.name != node_fabric.name):
+        tiers.append(_fabric_tier(node_fabric, 0, "node", node.gpus, _f(node_fabric.get("bandwidth"))))
+    if unit_fabric is not None:
+        tiers.append(_fabric_tier(unit_fabric, len(tiers), "supernode", node.gpus * per_unit,
+                                  _f(unit_fabric.get("bandwidth"))))
+    return tiers
+
+
+def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoints: int,
+              first_level: int) -> tuple[list[Tier], list[SwitchLayer]]:
+    shape: Construct = fabric.get("topology")
+    gpus = node.gpus * per_unit * units
+    ports = ports_per_node(fabric, node)
+    nic_bandwidth = min((p.bandwidth for p in node.parts_of("nic") if p.bandwidth), default=math.inf)
+    per_port = min(_f(fabric.get("bandwidth")), nic_bandwidth)
+    per_gpu = per_port * ports / node.gpus
+    unit_gpus = node.gpus * per_unit
+    if shape.name == "torus":
+        return _torus_tiers(fabric, shape, per_gpu, first_level), []
+    if shape.name in ("switched", "full_mesh"):
+        radix = _switch_radix(fabric) or endpoints
+        layer = _layer(fabric, 1, "switch", max(1, math.ceil(endpoints / radix)) if shape.name == "switched" else 0,
+                       radix, endpoints)
+        return [_fabric_tier(fabric, first_level, "scaleout", gpus, per_gpu)], [layer]
+    args = shape.args
+    radix, levels = args.get("radix"), args.get("tiers")
+    oversub = _f(args.get("oversubscription"), 1.0)
+    shapes = topology.fat_tree(endpoints, radix, levels, oversub)
+    gpus_per_port = node.gpus / ports
+    rail_factor = ports if shape.name == "rail_optimized" else 1
+    tiers, layers = [], []
+    for s in shapes:
+        group = min(gpus, max(unit_gpus, _round_to(s.group_endpoints * gpus_per_port * rail_factor, unit_gpus)))
+        if s.level == len(shapes):
+            group = gpus
+        name = f"{fabric.name} {_tier_name(s.level, len(shapes))}"
+        tiers.append(_fabric_tier(fabric, first_level + s.level - 1, "scaleout", group,
+                                  per_gpu / s.oversubscription, s.hops, s.oversubscription, name))
+        layers.append(_layer(fabric, s.level, _tier_name(s.level, len(shapes)), s.switches, radix, s.links_below))
+    return _dedupe_groups(tiers), layers
+
+
+def _round_to(value: float, multiple: int) -> int:
+    return max(multiple, int(value // multiple) * multiple)
+
+
+def _dedupe_groups(tiers: list[Tier]) -> list[Tier]:
+    """Keep one tier per group size: a leaf that holds no more GPUs than the unit adds nothing."""
+    out: list[Tier] = []
+    for tier in tiers:
+        if out and out[-1].group_gpus >= tier.group_gpus:
+            continue
+        out.append(tier)
+    return out
+
+
+def _torus_tiers(fabric: Entity, shape: Construct, per_gpu: float, first_level: int) -> list[Tier]:
+    dims = shape.args.get("dims")
+    groups = topology.torus_groups(dims)
+    return [_fabric_tier(fabric, first_level + i, "scaleout", g, per_gpu * (i + 1) / len(dims),
+                         hops=max(1, dims[i] // 2), name=f"{fabric.name} dim {i + 1}")
+            for i, g in enumerate(groups)]
+
+
+def _tier_name(level: int, levels: int) -> str:
+    names = {1: "leaf", 2: "spine", 3: "core"}
+    return "core" if level == levels and levels > 3 else names.get(level, f"tier {level}")
+
+
+def _switch_radix(fabric: Entity) -> int | None:
+    switch = fabric.get("switch")
+    return switch.get("radix") if switch is not None else None
+
+
+def _layer(fabric: Entity, level: int, name: str, switches: int, radix: int, links: int) -> SwitchLayer:
+    switch = fabric.get("switch")
+    power = _f(switch.get("power")) if switch is not None else 0.0
+    return SwitchLayer(fabric.name, level, f"{fabric.name} {name}", switches, radix, links, power,
+                       _f(fabric.get("link_power")), span=fabric.span)

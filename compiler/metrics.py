@@ -1,0 +1,179 @@
+"""Derived numbers of a cluster graph, each with its formula and inputs: totals,
+bandwidths per tier, switch counts and the power breakdown."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import attrs
+
+from ..dsl.source import Span
+from .ir import ClusterGraph, Partition
+from .units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, POWER, NONE, TIME
+
+# Host DRAM power per byte of capacity. An assumption: a 64 GB DDR4/DDR5 RDIMM draws
+# about 6 W under load (Micron TN-40-07 DDR4 power calculator, typical server load),
+# i.e. ~0.1 W per GB.
+DRAM_W_PER_BYTE = 0.1e-9
+
+_DIMS = {"W": POWER, "B": BYTES, "B/s": BANDWIDTH, "FLOPS": FLOPS, "": NONE, "s": TIME}
+
+
+@attrs.frozen
+class Metric:
+    key: str
+    label: str
+    value: float
+    unit: str                    # "W", "B", "B/s", "FLOPS", "s" or "" for counts
+    formula: str
+    span: Span | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def text(self) -> str:
+        if self.unit == "":
+            return f"{self.value:,.0f}" if float(self.value).is_integer() else f"{self.value:,.4g}"
+        return format_quantity(Quantity(_exact(self.value), _DIMS[self.unit]))
+
+
+def _exact(value: float) -> Fraction:
+    return Fraction(repr(float(value)))  # the shortest decimal, so 1e-06 s shows as 1 us
+
+
+def _q(value: float, unit: str) -> str:
+    return Metric("", "", value, unit, "").text
+
+
+# ----------------------------------------------------------------- totals
+
+
+def totals(graph: ClusterGraph) -> tuple[Metric, ...]:
+    out = [Metric("gpus", "accelerators", graph.gpus, "",
+                  " + ".join(f"{p.units} x {p.unit} x {p.nodes_per_unit} nodes x {p.node.gpus} GPUs"
+                             if p.nodes_per_unit > 1 else f"{p.units} x {p.unit} x {p.node.gpus} GPUs"
+                             for p in graph.partitions), graph.span)]
+    for precision in _precisions(graph):
+        value = sum(p.gpus * (p.node.accelerator.peak_of(precision) or 0.0) for p in graph.partitions)
+        out.append(Metric(f"peak.{precision}", f"peak {precision} (dense)", value, "FLOPS",
+                          " + ".join(f"{p.gpus} x {_q(p.node.accelerator.peak_of(precision) or 0, 'FLOPS')}"
+                                     for p in graph.partitions)))
+    out.append(_sum_metric(graph, "hbm.capacity", "HBM capacity", lambda p: p.gpus * p.node.accelerator.hbm_capacity,
+                           lambda p: f"{p.gpus} x {_q(p.node.accelerator.hbm_capacity, 'B')}", "B"))
+    out.append(_sum_metric(graph, "hbm.bandwidth", "HBM bandwidth (aggregate)",
+                           lambda p: p.gpus * p.node.accelerator.hbm_bandwidth,
+                           lambda p: f"{p.gpus} x {_q(p.node.accelerator.hbm_bandwidth, 'B/s')}", "B/s"))
+    out.append(_sum_metric(graph, "host.dram", "host DRAM", lambda p: p.nodes * p.node.dram,
+                           lambda p: f"{p.nodes} nodes x {_q(p.node.dram, 'B')}", "B"))
+    out.append(_sum_metric(graph, "host.nvme", "host NVMe", lambda p: p.nodes * p.node.nvme,
+                           lambda p: f"{p.nodes} nodes x {_q(p.node.nvme, 'B')}", "B"))
+    return tuple(out)
+
+
+def _precisions(graph: ClusterGraph) -> list[str]:
+    seen: list[str] = []
+    for p in graph.partitions:
+        seen += [name for name, _ in p.node.accelerator.peak if name not in seen]
+    return seen
+
+
+def _sum_metric(graph, key, label, value_of, term_of, unit) -> Metric:
+    return Metric(key, label, sum(value_of(p) for p in graph.partitions), unit,
+                  " + ".join(term_of(p) for p in graph.partitions))
+
+
+def tiers(graph: ClusterGraph) -> tuple[Metric, ...]:
+    """Per partition and tier: group size, bandwidth per GPU, latency."""
+    out = []
+    for p in graph.partitions:
+        prefix = f"{p.name}." if len(graph.partitions) > 1 else ""
+        for t in p.tiers:
+            key = f"{prefix}tier{t.level}"
+            out.append(Metric(f"{key}.group", f"{t.name}: GPUs in one group", t.group_gpus, "", _group_formula(p, t),
+                              t.span))
+            over = f" / oversubscription {t.oversubscription:g}" if t.oversubscription != 1 else ""
+            out.append(Metric(f"{key}.bandwidth", f"{t.name}: bandwidth per GPU per direction", t.bandwidth, "B/s",
+                              f"{t.fabric} link share per GPU{over}", t.span))
+            out.append(Metric(f"{key}.latency", f"{t.name}: latency", t.latency, "s", f"hops x {t.fabric} latency", t.span))
+    return tuple(out)
+
+
+def _group_formula(p: Partition, t) -> str:
+    if t.scope == "node":
+        return f"{p.node.gpus} GPUs per {p.node.name}"
+    if t.scope == "supernode":
+        return f"{p.nodes_per_unit} nodes x {p.node.gpus} GPUs per {p.unit}"
+    return f"GPUs below one {t.name} switch group (all {p.gpus} at the top tier)"
+
+
+def bisection(graph: ClusterGraph) -> Metric:
+    """Scale-out bisection: half the GPUs sending at their top-tier bandwidth."""
+    terms, total = [], 0.0
+    for p in graph.partitions:
+        top = p.tiers[-1] if p.tiers else None
+        if top is not None:
+            total += p.gpus / 2 * top.bandwidth
+            terms.append(f"{p.gpus} / 2 x {_q(top.bandwidth, 'B/s')}")
+    return Metric("bisection", "bisection bandwidth (per direction)", total, "B/s", " + ".join(terms) or "no fabric")
+
+
+def switches(graph: ClusterGraph) -> tuple[Metric, ...]:
+    out = []
+    for layer in graph.switch_layers:
+        out.append(Metric(f"switches.{layer.fabric}.{layer.level}", f"{layer.name} switches", layer.switches, "",
+                          f"ceil(ports below / ports down per switch), radix {layer.radix}", layer.span))
+        out.append(Metric(f"links.{layer.fabric}.{layer.level}", f"{layer.name} links from below", layer.links_below, "",
+                          "endpoint ports" if layer.level == 1 else "uplinks of the tier below", layer.span))
+    return tuple(out)
+
+
+# ----------------------------------------------------------------- power
+
+
+def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | None = None) -> tuple[Metric, ...]:
+    """Watts per category at full load (accelerators at TDP unless `accelerator_power` says)."""
+    def chip_power(p: Partition) -> float:
+        return (accelerator_power or {}).get(p.name, p.node.accelerator.tdp)
+
+    rows = [
+        _sum_metric(graph, "power.accelerators", "accelerators", lambda p: p.gpus * chip_power(p),
+                    lambda p: f"{p.gpus} x {_q(chip_power(p), 'W')}", "W"),
+    ]
+    for kind, label in (("cpu", "CPUs"), ("nic", "NICs"), ("dpu", "DPUs")):
+        rows.append(_sum_metric(graph, f"power.{kind}s", label,
+                                lambda p, k=kind: p.nodes * sum(x.count * x.power for x in p.node.parts_of(k)),
+                                lambda p, k=kind: f"{p.nodes} x " + (" + ".join(f"{x.count} x {_q(x.power, 'W')}"
+                                                                               for x in p.node.parts_of(k)) or "0 W"),
+                                "W"))
+    rows.append(_sum_metric(graph, "power.dram", "host DRAM (0.1 W/GB allowance)",
+                            lambda p: p.nodes * p.node.dram * DRAM_W_PER_BYTE,
+                            lambda p: f"{p.nodes} x {_q(p.node.dram, 'B')} x 0.1 W/GB", "W"))
+    rows.append(_sum_metric(graph, "power.node_overhead", "node overhead (fans, boards, conversion)",
+                            lambda p: p.nodes * p.node.overhead, lambda p: f"{p.nodes} x {_q(p.node.overhead, 'W')}", "W"))
+    rows.append(_sum_metric(graph, "power.unit_overhead", "scale-up domain (switch trays, shelves)",
+                            lambda p: p.units * (p.unit_overhead + sum(s.count * s.power for s in p.unit_switches)),
+                            lambda p: f"{p.units} x {_q(p.unit_overhead + sum(s.count * s.power for s in p.unit_switches), 'W')}",
+                            "W"))
+    for layer in graph.switch_layers:
+        rows.append(Metric(f"power.switches.{layer.fabric}.{layer.level}", f"{layer.name} switches",
+                           layer.switches * layer.switch_power, "W",
+                           f"{layer.switches} x {_q(layer.switch_power, 'W')}", layer.span))
+        if layer.link_power:
+            rows.append(Metric(f"power.optics.{layer.fabric}.{layer.level}", f"{layer.name} optics",
+                               2 * layer.links_below * layer.link_power, "W",
+                               f"2 ends x {layer.links_below} links x {_q(layer.link_power, 'W')}", layer.span))
+    if graph.overhead:
+        rows.append(Metric("power.cluster_overhead", "cluster overhead", graph.overhead, "W", "power.overhead"))
+    rows = [r for r in rows if r.value or r.key == "power.accelerators"]
+    it = sum(r.value for r in rows)
+    rows.append(Metric("power.it", "IT load", it, "W", "sum of the rows above"))
+    rows.append(Metric("power.cooling", "cooling and losses (PUE)", it * (graph.pue - 1), "W",
+                       f"{_q(it, 'W')} x (PUE {graph.pue:g} - 1)"))
+    rows.append(Metric("power.facility", "facility power", it * graph.pue, "W", f"{_q(it, 'W')} x PUE {graph.pue:g}"))
+    return tuple(rows)
+
+
+def facility_power(graph: ClusterGraph) -> float:
+    return power_breakdown(graph)[-1].value
+
+
+def explain(graph: ClusterGraph) -> tuple[Metric, ...]:
+    return totals(graph) + tiers(graph) + (bisection(graph),) + switches(graph) + power_breakdown(graph)

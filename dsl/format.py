@@ -1,0 +1,412 @@
+"""The canonical formatter behind `gclc fmt`: `format_module(module) -> str`.
+
+The layout depends only on the AST and its comments (blank lines between members are
+the one thing kept from the source), so formatting is idempotent and
+`parse(format_module(m)) == m`. The rules:
+
+* two-space indent, one member per line, exactly one newline at the end, no trailing
+  spaces (comment text is right-stripped);
+* top level: consecutive imports and consecutive params form groups; a blank line
+  separates groups and every declaration;
+* consecutive single-line fields and constraints align their `=` / operator like gofmt;
+  a nested block, a blank line or an own-line comment ends the run;
+* a nested block or a multiplicity override block goes on one line
+  (`hbm { capacity = 80 GB  bandwidth = 3.35 TB/s }`) when it has at most five
+  members, all fields or constraints that fit on one line themselves, no comment falls
+  inside it and the line fits in 100 columns;
+* expressions carry the fewest parentheses that keep the tree (right operands of the
+  same precedence are always wrapped);
+* comments: an own-line comment stays before what follows it, an end-of-line comment
+  stays at the end of its line, one after `{` stays after `{`, the rest of a block's
+  comments stay before its `}`; a comment between the tokens of an expression moves
+  before its member, or, when it follows an override block of that member, to the end
+  of that block (both keep the comments in source order).
+"""
+
+from __future__ import annotations
+
+import bisect
+import unicodedata
+
+import attrs
+
+from . import ast
+
+INDENT = "  "
+MAX_WIDTH = 100
+MAX_FLAT = 5  # the most members a block may have and still go on one line
+
+# Precedence, loosest first (the grammar's ladder).
+_REPEAT, _SUM, _PRODUCT, _UNARY, _POSTFIX, _ATOM = range(6)
+_BINARY = {"+": _SUM, "-": _SUM, "*": _PRODUCT, "/": _PRODUCT}
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
+
+
+def format_text(text: str, path: str = "<string>") -> str:
+    """Parse `text` and print it canonically; raises `ParseError` on bad input."""
+    from . import parse  # late: `dsl/__init__` may import this module
+
+    return format_module(parse(text, path))
+
+
+def format_module(module: ast.Module) -> str:
+    """The canonical text of `module`; `""` for a module with no items and no comments."""
+    return _Printer(_attach(module)).module(module)
+
+
+# ================================================================= comments
+
+
+@attrs.define
+class _Notes:
+    """Where each comment goes, keyed by `id()` of members and containers."""
+
+    leading: dict[int, list[tuple[ast.Comment, bool]]] = attrs.Factory(dict)  # (comment, blank before)
+    trailing: dict[int, ast.Comment] = attrs.Factory(dict)
+    opening: dict[int, ast.Comment] = attrs.Factory(dict)  # after a container's `{`
+    footer: dict[int, list[tuple[ast.Comment, bool]]] = attrs.Factory(dict)  # before its `}`
+    blank: set[int] = attrs.Factory(set)  # members with a blank line before them
+    busy: set[int] = attrs.Factory(set)  # containers with a comment inside
+
+
+@attrs.frozen
+class _Scope:
+    """A run of members: the module's items, a declaration's, block's or override's members."""
+
+    key: int
+    members: tuple
+    header_line: int | None  # the line of the `{`, as far as the AST knows
+    comments: list[ast.Comment]
+
+
+def _attach(module: ast.Module) -> _Notes:
+    notes = _Notes()
+    comments = sorted(module.comments, key=lambda c: c.span.start)
+    work = [_Scope(id(module), module.items, None, comments)]
+    while work:
+        work.extend(_place(notes, work.pop()))
+    return notes
+
+
+def _place(notes: _Notes, scope: _Scope) -> list[_Scope]:
+    """Place the comments between `scope`'s members; return the scopes nested in it."""
+    if scope.comments:
+        notes.busy.add(scope.key)
+    ends = [m.span.end for m in scope.members]
+    inner: list[list[ast.Comment]] = [[] for _ in scope.members]
+    loose = []
+    for comment in scope.comments:
+        i = bisect.bisect_right(ends, comment.span.start)
+        if i < len(ends) and scope.members[i].span.start <= comment.span.start:
+            inner[i].append(comment)
+        else:
+            loose.append(comment)
+    _place_loose(notes, scope, loose)
+    children = []
+    for member, comments in zip(scope.members, inner):
+        children.extend(_route(notes, member, comments))
+    return children
+
+
+def _place_loose(notes: _Notes, scope: _Scope, loose: list[ast.Comment]) -> None:
+    prev_line, prev, j = scope.header_line, None, 0
+    for member in (*scope.members, None):
+        stop = member.span.start if member is not None else float("inf")
+        while j < len(loose) and loose[j].span.start < stop:
+            comment = loose[j]
+            j += 1
+            line = comment.span.line
+            if prev is not None and prev.span.end_line == line:
+                notes.trailing[id(prev)] = comment
+            elif prev is None and line == scope.header_line:
+                notes.opening[scope.key] = comment
+            else:
+                blank = prev_line is not None and line - prev_line >= 2
+                target = notes.leading.setdefault(id(member), []) if member is not None else \
+                    notes.footer.setdefault(scope.key, [])
+                target.append((comment, blank))
+            prev_line = line
+        if member is not None:
+            if prev_line is not None and member.span.line - prev_line >= 2:
+                notes.blank.add(id(member))
+            prev, prev_line = member, member.span.end_line
+
+
+def _route(notes: _Notes, member, comments: list[ast.Comment]) -> list[_Scope]:
+    """Split the comments inside `member` among its bodies; the rest go before it."""
+    bodies = _bodies(member)
+    starts = [start for start, _ in bodies]
+    routed: list[list[ast.Comment]] = [[] for _ in bodies]
+    hoisted = []
+    for comment in comments:
+        k = bisect.bisect_right(starts, comment.span.start) - 1
+        (routed[k] if k >= 0 else hoisted).append(comment)
+    if hoisted:
+        blank = id(member) in notes.blank
+        notes.blank.discard(id(member))
+        lead = notes.leading.setdefault(id(member), [])
+        lead.extend((c, blank and i == 0) for i, c in enumerate(hoisted))
+    return [attrs.evolve(scope, comments=cs) for (_, scope), cs in zip(bodies, routed)]
+
+
+def _bodies(member) -> list[tuple[int, _Scope]]:
+    """Where each body of `member` starts (its header's end), and the body as a scope."""
+    if isinstance(member, (ast.Declaration, ast.Block)):
+        last = member.parent if isinstance(member, ast.Declaration) else member.label
+        head = (last or member.name).span
+        return [(head.end, _Scope(id(member), member.members, head.end_line, []))]
+    value = getattr(member, "value", None)
+    if value is None:
+        return []
+    found = sorted(_overrides(value), key=lambda m: m.part.span.end)
+    return [(m.part.span.end, _Scope(id(m), m.overrides, m.part.span.end_line, [])) for m in found]
+
+
+def _overrides(expr) -> list[ast.Multiplicity]:
+    """The multiplicities with override blocks in `expr`, not looking inside those blocks."""
+    found, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Multiplicity) and node.overrides is not None:
+            found.append(node)
+        stack.extend(_subexpressions(node))
+    return found
+
+
+def _subexpressions(node) -> tuple:
+    if isinstance(node, ast.BinOp):
+        return node.left, node.right
+    if isinstance(node, (ast.Neg, ast.Marked)):
+        return (node.operand,)
+    if isinstance(node, ast.Multiplicity):
+        return (node.count,)
+    if isinstance(node, ast.Call):
+        return tuple(arg.value for arg in node.args)
+    if isinstance(node, ast.ListExpr):
+        return node.items
+    return ()
+
+
+# ================================================================= printing
+
+
+class _NotFlat(Exception):
+    """An override block that cannot go on one line."""
+
+
+class _Printer:
+    def __init__(self, notes: _Notes):
+        self.notes = notes
+
+    # ------------------------------------------------------------ top level
+    def module(self, module: ast.Module) -> str:
+        lines: list[str] = []
+        prev = None
+        for item in module.items:
+            if prev is not None and (type(prev) is not type(item) or isinstance(item, ast.Declaration)):
+                lines.append("")
+            lines.extend(self._item(item))
+            prev = item
+        self._comments(self.notes.footer.get(id(module), ()), 0, lines)
+        return "\n".join(lines) + "\n" if lines else ""
+
+    def _item(self, item) -> list[str]:
+        out: list[str] = []
+        self._comments(self.notes.leading.get(id(item), ()), 0, out)
+        if id(item) in self.notes.blank and out:
+            out.append("")
+        if isinstance(item, ast.Import):
+            text = "import " + _quote(item.path)
+        elif isinstance(item, ast.Param):
+            text = self._valued(f"param {item.name.text}", " = ", item.value, 0)
+        else:
+            parent = f" extends {item.parent.text}" if item.parent is not None else ""
+            header = f"{item.kind.text} {item.name.text}{parent}"
+            text = header + " " + self._braced(id(item), item.members, 0)
+        out.append(self._trail(item, text))
+        return out
+
+    def _comments(self, pairs, depth: int, out: list[str]) -> None:
+        for comment, blank in pairs:
+            if blank and out:
+                out.append("")
+            out.append(INDENT * depth + _comment(comment))
+
+    def _trail(self, member, text: str) -> str:
+        comment = self.notes.trailing.get(id(member))
+        return text if comment is None else f"{text}  {_comment(comment)}"
+
+    # ------------------------------------------------------------ blocks
+    def _braced(self, key: int, members, depth: int) -> str:
+        """`{ ... }` over several lines, closed at `depth`; `{}` when empty."""
+        if not members and key not in self.notes.busy:
+            return "{}"
+        opening = self.notes.opening.get(key)
+        lines = ["{" + (f"  {_comment(opening)}" if opening is not None else "")]
+        lines.extend(self._body(key, members, depth + 1))
+        lines.append(INDENT * depth + "}")
+        return "\n".join(lines)
+
+    def _body(self, key: int, members, depth: int) -> list[str]:
+        parts = [self._member(m, depth) for m in members]
+        widths = self._alignment(members, parts)
+        out: list[str] = []
+        for member, (head, rest), width in zip(members, parts, widths):
+            self._comments(self.notes.leading.get(id(member), ()), depth, out)
+            if id(member) in self.notes.blank and out:
+                out.append("")
+            line = INDENT * depth + head + " " * (width - _width(head)) + rest
+            out.append(self._trail(member, line))
+        self._comments(self.notes.footer.get(key, ()), depth, out)
+        return out
+
+    def _alignment(self, members, parts) -> list[int]:
+        """The width each member's head is padded to: the widest head of its run."""
+        widths = [_width(head) for head, _ in parts]
+        start = 0
+        for i, member in enumerate(members):
+            single = not isinstance(member, ast.Block) and "\n" not in parts[i][1]
+            joins = single and i > start and self._joins(member)
+            if not joins:
+                start = i
+            if single:
+                run = range(start, i + 1)
+                widest = max(widths[k] for k in run)
+                for k in run:
+                    widths[k] = widest
+            else:
+                start = i + 1
+        return widths
+
+    def _joins(self, member) -> bool:
+        """Whether `member` may continue the alignment run before it."""
+        key = id(member)
+        return key not in self.notes.blank and not self.notes.leading.get(key)
+
+    def _member(self, member, depth: int) -> tuple[str, str]:
+        """The member as (head, rest): `=` or the operator starts `rest`."""
+        if isinstance(member, ast.Field):
+            return member.target.text, " = " + self._value(member.target.text, " = ", member.value, depth)
+        if isinstance(member, ast.Constraint):
+            sep = f" {member.op} "
+            return member.target.text, sep + self._value(member.target.text, sep, member.value, depth)
+        return self._block(member, depth), ""
+
+    def _block(self, block: ast.Block, depth: int) -> str:
+        header = block.name.text + (f" {block.label.text}" if block.label is not None else "")
+        if block.members and len(block.members) <= MAX_FLAT and id(block) not in self.notes.busy:
+            try:
+                text = f"{header} {self._flat_braces(block.members, depth)}"
+            except _NotFlat:
+                text = None
+            if text is not None and _width(INDENT * depth + text) <= MAX_WIDTH:
+                return text
+        return header + " " + self._braced(id(block), block.members, depth)
+
+    def _flat_braces(self, members, depth: int) -> str:
+        texts = []
+        for member in members:
+            if isinstance(member, ast.Block):
+                raise _NotFlat
+            sep = " = " if isinstance(member, ast.Field) else f" {member.op} "
+            texts.append(member.target.text + sep + self._expr(member.value, depth, True))
+        return "{ " + "  ".join(texts) + " }"
+
+    # ------------------------------------------------------------ expressions
+    def _valued(self, head: str, sep: str, value, depth: int) -> str:
+        return head + sep + self._value(head, sep, value, depth)
+
+    def _value(self, head: str, sep: str, value, depth: int) -> str:
+        """`value` on one line when its override blocks allow it and it fits, else broken."""
+        try:
+            flat = self._expr(value, depth, True)
+        except _NotFlat:
+            flat = None
+        if flat is not None and _width(INDENT * depth + head + sep + flat) <= MAX_WIDTH:
+            return flat
+        return self._expr(value, depth, False)
+
+    def _expr(self, node, depth: int, flat: bool) -> str:
+        kind = type(node)
+        if kind is ast.Number:
+            return node.text + ("" if node.unit is None else node.unit if node.unit == "%" else " " + node.unit)
+        if kind is ast.Ratio:
+            return f"{node.left}:{node.right}"
+        if kind is ast.String:
+            return _quote(node.value)
+        if kind is ast.Bool:
+            return "true" if node.value else "false"
+        if kind is ast.Ref:
+            return node.path.text
+        if kind is ast.Call:
+            args = (f"{a.name.text} = {self._expr(a.value, depth, flat)}" for a in node.args)
+            return f"{node.name.text}({', '.join(args)})"
+        if kind is ast.ListExpr:
+            return "[" + ", ".join(self._expr(item, depth, flat) for item in node.items) + "]"
+        return self._operator(node, depth, flat)
+
+    def _operator(self, node, depth: int, flat: bool) -> str:
+        def sub(operand, need: int) -> str:
+            text = self._expr(operand, depth, flat)
+            return f"({text})" if _precedence(operand) < need else text
+
+        if isinstance(node, ast.BinOp):
+            level = _BINARY[node.op]
+            return f"{sub(node.left, level)} {node.op} {sub(node.right, level + 1)}"
+        if isinstance(node, ast.Neg):
+            return "-" + sub(node.operand, _UNARY)
+        if isinstance(node, ast.Marked):
+            return f"{sub(node.operand, _POSTFIX)} {node.marker}"
+        if isinstance(node, ast.Multiplicity):
+            return f"{sub(node.count, _SUM)} x {node.part.text}{self._override(node, depth, flat)}"
+        raise TypeError(f"not an expression: {node!r}")
+
+    def _override(self, node: ast.Multiplicity, depth: int, flat: bool) -> str:
+        members = node.overrides
+        if members is None:
+            return ""
+        busy = id(node) in self.notes.busy
+        if not members and not busy:
+            return " {}"
+        if not flat:
+            return " " + self._braced(id(node), members, depth)
+        if busy or len(members) > MAX_FLAT:
+            raise _NotFlat
+        return " " + self._flat_braces(members, depth)
+
+
+# ================================================================= helpers
+
+
+def _precedence(node) -> int:
+    if isinstance(node, ast.BinOp):
+        return _BINARY[node.op]
+    if isinstance(node, ast.Neg):
+        return _UNARY
+    if isinstance(node, ast.Marked):
+        return _POSTFIX
+    if isinstance(node, ast.Multiplicity):
+        return _REPEAT
+    return _ATOM
+
+
+def _quote(value: str) -> str:
+    """A GCL string literal: `\\ \" \\n \\t` escaped, other unprintable BMP chars as `\\uXXXX`."""
+    out = []
+    for ch in value:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable() or ord(ch) > 0xFFFF:  # `\\u` takes four digits; astral stays raw
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04x}")
+    return '"' + "".join(out) + '"'
+
+
+def _comment(comment: ast.Comment) -> str:
+    return comment.text.rstrip()
+
+
+def _width(text: str) -> int:
+    """Columns on a terminal: wide (CJK) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)

@@ -1,0 +1,115 @@
+"""Lowering: the hierarchical graph, tiers and counts of hand-checkable designs."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gclc.compiler.driver import check_file
+from gclc.compiler.export import SCHEMA_PATH, from_json, graph_json, json_schema
+from gclc.compiler.flatten import to_networkx
+from gclc.compiler.lower import lower
+from gclc.compiler.metrics import bisection, power_breakdown, totals
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def graph_of(name, **settings):
+    result = check_file(str(DATA / name), {k: str(v) for k, v in settings.items()})
+    assert result.design is not None, [d.summary for d in result.diagnostics]
+    return lower(result.design)
+
+
+def metric(rows, key):
+    return next(m.value for m in rows if m.key == key)
+
+
+def test_pod_tiers():
+    graph = graph_of("pod.gcl")
+    (partition,) = graph.partitions
+    assert partition.gpus == 1024 and partition.nodes == 128
+    nvlink, leaf, spine = partition.tiers
+    assert (nvlink.group_gpus, nvlink.bandwidth) == (8, 450e9)
+    # rail-optimized: a leaf group holds 32 nodes (one SU) on all 8 rails
+    assert leaf.group_gpus == 256 and leaf.bandwidth == pytest.approx(50e9)
+    assert spine.group_gpus == 1024 and spine.latency == pytest.approx(3 * 0.6e-6)
+    layers = {layer.name: layer.switches for layer in graph.switch_layers}
+    assert layers == {"NDR leaf": 32, "NDR spine": 16}
+
+
+def test_ir_size_does_not_grow_with_gpus():
+    small, large = graph_of("pod.gcl", nodes=64), graph_of("pod.gcl", nodes=256)
+    assert large.gpus == 4 * small.gpus
+    assert leaves(json.loads(graph_json(small))) == leaves(json.loads(graph_json(large)))
+
+
+def leaves(data) -> int:
+    """JSON values in a document: the IR's size, independent of how large its counts are."""
+    if isinstance(data, dict):
+        return sum(leaves(v) for v in data.values())
+    if isinstance(data, list):
+        return sum(leaves(v) for v in data)
+    return 1
+
+
+def test_nvl72_domain_and_aggregate_nvlink():
+    graph = graph_of("nvl72.gcl")
+    (partition,) = graph.partitions
+    domain = partition.tiers[0]
+    assert domain.scope == "supernode" and domain.group_gpus == 72
+    # 72 GPUs x 1.8 TB/s bidirectional = 129.6 TB/s, NVIDIA's "130 TB/s"
+    assert 72 * domain.bandwidth * 2 == pytest.approx(129.6e12)
+    assert partition.gpus == 144 and partition.tiers[-1].group_gpus == 144
+
+
+def test_power_breakdown_sums_to_facility():
+    graph = graph_of("pod.gcl")
+    rows = power_breakdown(graph)
+    it = metric(rows, "power.it")
+    parts = sum(r.value for r in rows if r.key not in ("power.it", "power.cooling", "power.facility"))
+    assert parts == pytest.approx(it)
+    assert metric(rows, "power.facility") == pytest.approx(it * 1.3)
+    assert metric(rows, "power.accelerators") == 1024 * 700
+
+
+def test_totals_and_bisection():
+    graph = graph_of("pod.gcl")
+    rows = totals(graph)
+    assert metric(rows, "peak.bf16") == pytest.approx(1024 * 989e12)
+    assert metric(rows, "hbm.capacity") == 1024 * 80e9
+    assert bisection(graph).value == pytest.approx(512 * 50e9)
+
+
+def test_json_is_stable_valid_and_round_trips():
+    graph = graph_of("nvl72.gcl")
+    text = graph_json(graph)
+    assert text == graph_json(graph_of("nvl72.gcl"))
+    jsonschema.validate(json.loads(text), json_schema())
+    assert from_json(text) == graph
+
+
+def test_schema_file_is_current():
+    assert json.loads(SCHEMA_PATH.read_text()) == json_schema()
+
+
+def test_flatten_counts():
+    flat = to_networkx(graph_of("pod.gcl", nodes=16))
+    kinds = [data["kind"] for _, data in flat.nodes(data=True)]
+    assert kinds.count("gpu") == 128 and kinds.count("node") == 16
+    assert all(flat.degree(v) == 1 for v, d in flat.nodes(data=True) if d["kind"] == "gpu")
+
+
+def test_budget_exceeded_is_an_error_with_breakdown(tmp_path):
+    text = (DATA / "pod.gcl").read_text().replace("power { pue = 1.3 }", "power { pue = 1.3  budget = 1 MW }")
+    path = tmp_path / "pod.gcl"
+    path.write_text(text)
+    result = check_file(str(path))
+    (error,) = [d for d in result.diagnostics if d.code == "power-budget"]
+    assert "1 MW" in error.summary and any(n.startswith("accelerators:") for n in error.notes)
+    assert error.subject.line == text.splitlines().index("  power { pue = 1.3  budget = 1 MW }") + 1
+
+
+def test_radix_too_small(tmp_path):
+    result = check_file(str(DATA / "pod.gcl"), {"nodes": "512"})
+    assert [d.code for d in result.diagnostics if d.is_error] == ["radix-too-small"]
