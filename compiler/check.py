@@ -13,7 +13,7 @@ from ..dsl.source import Span
 from . import codes, schema as sc
 from .design import Bound, Construct, Design, Entity, Item, Partition, Record, Repeat, Symbol
 from .diagnostics import Diagnostic, Label, sort_unique
-from .evaluate import INVALID, Evaluator, describe_value, symbol_of
+from .evaluate import INVALID, Evaluator, Structure, describe_value, symbol_of
 from .resolve import BlockEntry, Body, ConstraintEntry, FieldEntry, Program, build_body, merge
 from .rules import check_entity
 from .settings import apply_settings
@@ -24,9 +24,9 @@ def check_program(program: Program, settings: dict[str, str] | None = None) -> t
     """The typed design (None when there are errors) and all diagnostics, sorted."""
     checker = Checker(program)
     apply_settings(program, settings or {}, checker.diagnostics)
+    checker.check_overrides()  # first, so that a refused override is reported once, not at every use
     entities = [checker.entity(name) for name in program.declarations]
     params = [Item(name, checker.param(name), p.span) for name, p in program.params.items()]
-    checker.check_overrides()
     diagnostics = sort_unique(program.diagnostics + checker.diagnostics)
     if any(d.is_error for d in diagnostics):
         return None, diagnostics
@@ -44,6 +44,7 @@ class Checker:
         self.values: dict[tuple[str, str], Any] = {}
         self.active: list[str] = []  # what is being evaluated, for cycle reports
         self.partial = False  # building a declaration whose `extends` failed: fields may be missing
+        self.holes = False  # a field of the declaration being built had an invalid value
 
     def error(self, diagnostic: Diagnostic) -> Any:
         self.diagnostics.append(diagnostic)
@@ -61,24 +62,28 @@ class Checker:
     def build(self, decl: ast.Declaration, body: Body, span: Span) -> Entity:
         kind = decl.kind.text
         where = f"{kind} `{decl.name.text}`"
-        errors, saved = _error_count(self.diagnostics), self.partial
-        self.partial = decl.name.text in self.program.broken_extends
+        saved = (self.partial, self.holes)
+        self.partial, self.holes = decl.name.text in self.program.broken_extends, False
         try:
             record = self.record(body, sc.KINDS[kind], where, decl.name.span)
+            holes = self.holes
         finally:
-            self.partial = saved
+            self.partial, self.holes = saved
         parent = decl.parent.text if decl.parent else None
         entity = Entity(kind, decl.name.text, record, span, parent)
-        if _error_count(self.diagnostics) == errors:  # rules on a record with holes report only the holes
+        if not holes or kind in HOLE_SAFE_RULES:  # a rule on a record with holes would report only the holes
             self.diagnostics.extend(check_entity(entity))
         return entity
 
     def record(self, body: Body, block: sc.Block, where: str, at: Span) -> Record:
         items = [self.entry(key, entry, block, where) for key, entry in body.items()]
+        invalid = None in items
         items = _group_labelled([i for i in items if i is not None])
         unknown = [key for key, entry in body.items() if key not in block.fields and key not in block.blocks
                    and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled]
-        missing = [name for name in block.required if name not in body and not self.partial
+        absent = [name for name in block.required if name not in body]
+        self.holes = self.holes or bool(absent) or invalid
+        missing = [name for name in absent if not self.partial
                    and not any(codes.suggest(key, [name]) for key in unknown)]  # `bandwdith` is said once
         if missing:
             names = [f"`{name}`" for name in missing]
@@ -251,7 +256,9 @@ class Checker:
             else:
                 body[arg.name.text] = FieldEntry(arg.name, arg.value, arg.span)
         items = [self.field_entry(k, e, block, f"`{expr.name.text}`") for k, e in body.items()]
-        missing = [name for name in form.required if name not in body]
+        unknown = [arg.name.text for arg in expr.args if arg.name.text not in form.args]
+        missing = [name for name in form.required if name not in body
+                   and not any(codes.suggest(key, [name]) for key in unknown)]  # `raidx` is said once
         for name in missing:
             self.error(codes.MISSING_ARGUMENT.make(expr.span, call=expr.name.text, name=name))
         if missing or None in items:
@@ -285,7 +292,11 @@ class Checker:
         return Partition(cluster, rest[0].text)
 
     def typed_anything(self, expr: ast.Expr, ftype: sc.Anything, field: str) -> Any:
-        return self.word(expr)
+        value = self.word(expr)
+        if isinstance(value, Structure):  # `param racks = 3 x DGX`: params hold plain values
+            return self.error(codes.WRONG_TYPE.make(expr.span, field=field, got=value.what,
+                                                    expected="a number, quantity, string, `true`/`false` or word"))
+        return value
 
     def check_overrides(self) -> None:
         """A `--set` value must have the type (and dimension) of the value it replaces."""
@@ -296,6 +307,7 @@ class Checker:
             self.error(codes.SETTING_TYPE.make(self.program.params[name].value.span, name=name,
                                                expected=describe_value(before), got=describe_value(after),
                                                labels=[Label(original.span, "the param's own value")]))
+            self.values[("", name)] = INVALID
 
     # ------------------------------------------------------------ names
     def lookup(self, ref: ast.Ref) -> Any:
@@ -354,8 +366,9 @@ class Checker:
         return entry.name.span if entry is not None else self.program.declarations[decl].name.span
 
 
-def _error_count(diagnostics: list[Diagnostic]) -> int:
-    return sum(d.is_error for d in diagnostics)
+# Kinds whose rules look only at fields that are present, so they may run on a record
+# with holes (an invalid or missing field) without reporting a consequence of the hole.
+HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve"})
 
 
 def _group_labelled(items: list[Item]) -> list[Item]:
@@ -404,7 +417,7 @@ def _field_hint(name: str, block: sc.Block) -> str:
     if name in block.blocks:
         return f"help: add `{name} {{ ... }}`"
     ftype = block.fields.get(name)
-    return f"help: add `{name} = ...` ({ftype.describe()})" if ftype else ""
+    return f"help: add `{name} = ...`, {ftype.describe()}" if ftype else ""
 
 
 def _number_text(value) -> str:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import enum
 import json
 import unicodedata
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import attrs
 
-from ..dsl.source import SourceFile, Span
+if TYPE_CHECKING:  # annotations only: importing `dsl` here would be circular (dsl -> codes -> diagnostics)
+    from ..dsl.source import SourceFile, Span
 
 
 class Severity(enum.Enum):
@@ -97,24 +98,33 @@ def render(diagnostic: Diagnostic, sources: Mapping[str, SourceFile]) -> str:
     marks = ([(d.subject, d.subject_label, "^")] if d.subject else []) + [
         (l.span, l.message, "-") for l in d.labels
     ]
+    previous: Span | None = None
     for span, message, char in marks:
-        lines.extend(_quote(span, message, char, sources.get(span.path)))
-    lines.extend(f"  = {note}" for note in d.notes)
+        source = sources.get(span.path)
+        if (previous is not None and source is not None and (span.path, span.line) == (previous.path, previous.line)
+                and len(source.line_text(span.line)) <= _MAX_QUOTE):
+            lines.append(_quote(span, message, char, source)[2])  # same line: one more underline under it
+        else:
+            lines.extend(_quote(span, message, char, source))
+        previous = span
+    pad = " " * max((len(str(span.line)) for span, _, _ in marks), default=1)  # `=` under the gutter's `|`
+    lines.extend(f"{pad} = {note}" for note in d.notes)
     return "\n".join(lines)
 
 
 def _quote(span: Span, message: str, char: str, source: SourceFile | None) -> list[str]:
     if source is None:
         return [f"  --> {span}" + (f": {message}" if message else "")]
-    text = source.line_text(span.line).replace("\t", " ")
+    text = source.line_text(span.line).removesuffix("\r").replace("\t", " ")  # CRLF files end lines in \r
     end_col = span.end_column if span.end_line == span.line else len(text) + 1
     width = max(1, end_col - span.column)
     start = span.column - 1
     if len(text) > _MAX_QUOTE:  # keep the mark visible on very long lines (minified input)
         cut = max(0, start - 40)
-        text = ("…" if cut else "") + text[cut : cut + _MAX_QUOTE] + ("…" if cut + _MAX_QUOTE < len(text) else "")
+        tail = cut + _MAX_QUOTE < len(text)
+        text = ("…" if cut else "") + text[cut : cut + _MAX_QUOTE] + ("…" if tail else "")
         start = start - cut + (1 if cut else 0)
-        width = min(width, _MAX_QUOTE)
+        width = min(width, len(text) - start - tail)  # not under the closing `…`
     text = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in text)
     gutter = " " * len(str(span.line))
     lead, marked = _columns(text[:start]), max(1, _columns(text[start : start + width]))

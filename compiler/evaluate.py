@@ -23,6 +23,18 @@ class _Invalid:
 
 INVALID: Any = _Invalid()
 
+
+class Structure:
+    """A call or a count of parts where a plain value was evaluated: not an error yet, for
+    the field that receives it says what it wanted (`bandwidth` must be a bandwidth, not
+    a count of parts)."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"Structure({self.what!r})"
+
 _MARKERS = {"bidir": (BANDWIDTH, "only a bandwidth can be bidirectional"),
             "sparse": (FLOPS, "only a FLOPS rate can be a sparse figure")}
 _VERBS = {"+": "add", "-": "subtract"}
@@ -40,6 +52,8 @@ def describe_value(value: Any) -> str:
         return f"the word `{value.name}`"
     if isinstance(value, tuple):
         return "a list"
+    if isinstance(value, Structure):
+        return value.what
     kind = getattr(value, "kind", None)
     return f"the {kind} `{value.name}`" if kind else type(value).__name__.lower()
 
@@ -107,7 +121,8 @@ class Evaluator:
                 expr.span, verb=_VERBS[expr.op], left=describe_dim(left.dim), right=describe_dim(right.dim),
                 labels=[Label(expr.left.span, describe_dim(left.dim)),
                         Label(expr.right.span, describe_dim(right.dim))],
-                notes=["help: only quantities of the same dimension can be added or subtracted"]))
+                notes=["help: only quantities of the same dimension can be added or subtracted",
+                       _percent_hint(expr)]))
 
     def _neg(self, expr: ast.Neg) -> Any:
         value = self.eval(expr.operand)
@@ -127,18 +142,23 @@ class Evaluator:
 
     # ------------------------------------------------------------ structures (typed by the checker)
     def _call(self, expr: ast.Call) -> Any:
-        return self.error(codes.WRONG_TYPE.make(expr.span, field="this value", expected="a plain value here",
-                                                got=f"a call of `{expr.name.text}`"))
+        return Structure(f"a call of `{expr.name.text}(...)`")
 
     def _multiplicity(self, expr: ast.Multiplicity) -> Any:
-        return self.error(codes.WRONG_TYPE.make(expr.span, field="this value", expected="a plain value here",
-                                                got="a count of parts"))
+        return Structure("a count of parts such as `8 x Name`")
 
 
 _APPLY = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b,
     "*": lambda a, b: a * b, "/": lambda a, b: a / b,
 }
+
+
+def _percent_hint(expr: ast.BinOp) -> str:
+    """`tdp - 5%`: a percentage is a plain number, so scaling is what was meant."""
+    if isinstance(expr.right, ast.Number) and expr.right.unit == "%":
+        return f"help: a percentage is a plain number; to scale, write `x * (1 {expr.op} {expr.right.text}%)`"
+    return ""
 
 
 def unknown_unit(expr: ast.Number, part: str) -> Diagnostic:

@@ -149,7 +149,8 @@ class _Loader:
             return
         self.done.add(key)
         if text is None:
-            text = read_text(display, real, stack[-1][1] if stack else None, self.program.diagnostics)
+            text = read_text(display, real, stack[-1][1] if stack else None, self.program.diagnostics,
+                             self.program.sources)
             if text is None:
                 self.program.broken_imports = True
                 return
@@ -183,7 +184,8 @@ def module_text(text: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagnostic]) -> str | None:
+def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagnostic],
+              sources: dict[str, SourceFile] | None = None) -> str | None:
     try:
         data = real.read_bytes()
     except OSError as error:
@@ -192,7 +194,9 @@ def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagn
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        source = SourceFile(display, data[: error.start].decode("utf-8"))
+        source = SourceFile(display, module_text(data[: error.start].decode("utf-8")))
+        if sources is not None:  # to quote the line; the bad byte shows as U+FFFD
+            sources[display] = SourceFile(display, module_text(data.decode("utf-8", errors="replace")))
         diagnostics.append(codes.ENCODING.make(source.span(len(source.text), len(source.text)),
                                                byte=f"0x{data[error.start]:02x}", offset=error.start))
         return None

@@ -14,6 +14,7 @@ from .units import Quantity, format_quantity, BANDWIDTH, POWER
 from fractions import Fraction
 
 THIN_RATIO = 20  # warn when scale-out per GPU is below 1/20 of scale-up
+HEAVY_OVERSUBSCRIPTION = 2  # 2:1 is a common deliberate choice; beyond it, say so
 
 
 def sanity(cluster: Entity, graph: ClusterGraph) -> list[Diagnostic]:
@@ -59,7 +60,7 @@ def _fabrics(cluster: Entity, graph: ClusterGraph) -> Iterator[Diagnostic]:
             yield codes.RADIX_TOO_SMALL.make(fabric.span_of("topology"), fabric=fabric.name, ports=layer.links_below,
                                              tiers=tiers, radix=radix, capacity=capacity,
                                              notes=["help: add a tier or use switches of a larger radix"])
-        if over > 1:
+        if over > HEAVY_OVERSUBSCRIPTION:
             yield codes.OVERSUBSCRIBED.make(fabric.span_of("topology"), fabric=fabric.name, ratio=f"{over:g}")
     for p in graph.partitions:
         fabric = _fabric_entity(cluster, next((t.fabric for t in p.tiers if t.scope == "scaleout"), ""))

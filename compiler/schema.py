@@ -11,6 +11,7 @@ from typing import Union
 import attrs
 
 from . import units as u
+from .model.config import STACKS
 
 
 @attrs.frozen
@@ -225,7 +226,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "sp": FLAG, "schedule": Choice(("1f1b", "interleaved", "gpipe"))})
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, **OBJECTIVES},
+     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(tuple(STACKS)), **OBJECTIVES},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "batch"),
 )

@@ -103,7 +103,7 @@ def expressions(depth: int = 2) -> st.SearchStrategy:
 def _overrides(depth: int) -> st.SearchStrategy:
     if depth <= 0:
         return st.none() | st.just(())
-    return st.none() | st.lists(members(depth - 1), max_size=7).map(tuple)
+    return st.none() | st.lists(members(depth - 1), max_size=6).map(tuple)
 
 
 @functools.cache
@@ -114,7 +114,7 @@ def members(depth: int = 2) -> st.SearchStrategy:
     constraints = st.builds(ast.Constraint, dotted(), st.sampled_from(COMPARISONS), values)
     if depth <= 0:
         return fields | constraints
-    inner = st.lists(members(depth - 1), max_size=7).map(tuple)
+    inner = st.lists(members(depth - 1), max_size=6).map(tuple)
     blocks = st.builds(ast.Block, identifiers(), st.none() | identifiers(), inner)
     return st.one_of(fields, constraints, blocks)
 
@@ -123,7 +123,7 @@ def items() -> st.SearchStrategy:
     strings_ = st.text(max_size=12)
     declarations = st.builds(
         ast.Declaration, identifiers(), identifiers(), st.none() | dotted(),
-        st.lists(members(2), max_size=8).map(tuple),
+        st.lists(members(2), max_size=6).map(tuple),
     )
     return st.one_of(
         st.builds(ast.Import, strings_),
@@ -134,7 +134,7 @@ def items() -> st.SearchStrategy:
 
 def modules() -> st.SearchStrategy[ast.Module]:
     """Valid modules without comments (see the module docstring)."""
-    return st.builds(ast.Module, st.lists(items(), max_size=6).map(tuple))
+    return st.builds(ast.Module, st.lists(items(), max_size=4).map(tuple))
 
 
 def comment_texts() -> st.SearchStrategy[str]:

@@ -7,6 +7,7 @@ innermost open block named, never `UnexpectedToken`.
 from __future__ import annotations
 
 import math
+import re
 
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
@@ -25,6 +26,8 @@ _DESCRIBE = {
     "_X": "`x`", "_EXTENDS": "`extends`", "$END": "the end of the file",
 }
 _OPENERS = {"{": "}", "(": ")", "[": "]"}
+_KEYWORD_BEFORE = re.compile(r"(?<![\w.])(x|bidir|sparse|extends|true|false|import|param)[ \t]*\Z")
+_CLOSER_TERMINALS = {"}": "RBRACE", ")": "RPAR", "]": "RSQB"}
 
 
 class ParseError(Exception):
@@ -61,18 +64,26 @@ def parse_source(source: SourceFile) -> ast.Module:
 def _limits(module: ast.Module) -> list[Diagnostic]:
     """Too-deep nesting and out-of-range numbers, found without recursion."""
     problems: list[Diagnostic] = []
-    stack: list[tuple[object, int]] = [(item, 1) for item in module.items]
+    stack: list[tuple[object, int, object]] = [(item, 1, None) for item in module.items]
     while stack:
-        node, depth = stack.pop()
+        node, depth, top = stack.pop()
+        if top is None and isinstance(node, _EXPRESSIONS):
+            top = node  # the outermost expression: a long `1 + 1 + ...` is shown whole, not at one term
         if depth > MAX_DEPTH:
-            problems.append(codes.TOO_DEEP.make(node.span, limit=MAX_DEPTH,
-                                                notes=["help: flatten the expression or the blocks"]))
+            notes = ["help: flatten the expression or the blocks"]
+            if isinstance(top, (ast.BinOp, ast.Neg)):
+                notes.insert(0, "each operator (`+ - * /`, a leading `-`) nests one level: `a + b + c` is `(a + b) + c`")
+            problems.append(codes.TOO_DEEP.make((top or node).span, limit=MAX_DEPTH, notes=notes))
             break
         if isinstance(node, ast.Number) and not _finite(node.text):
             problems.append(codes.NUMBER_RANGE.make(node.span, text=node.text,
                                                     notes=["numbers must lie within ±1e300"]))
-        stack.extend((child, depth + 1) for child in _children(node))
+        stack.extend((child, depth + 1, top) for child in _children(node))
     return problems
+
+
+_EXPRESSIONS = (ast.Number, ast.Ratio, ast.String, ast.Bool, ast.Ref, ast.Call, ast.ListExpr, ast.BinOp,
+                ast.Neg, ast.Marked, ast.Multiplicity)
 
 
 def _bracket_limit(source: SourceFile) -> list[Diagnostic]:
@@ -152,11 +163,20 @@ def _unexpected_token(error: UnexpectedToken, source: SourceFile) -> Diagnostic:
     notes = [f"expected {_join(expected)}"] if expected else []
     if str(token) in _OPENERS.values() and _depth_at(source.text, token.start_pos) <= 0:
         notes.append(f"help: this `{token}` closes nothing; remove it")
+    elif token.type in ("EQUAL", "COMPARE", "LBRACE") and _KEYWORD_BEFORE.search(source.text, 0, token.start_pos):
+        word = _KEYWORD_BEFORE.search(source.text, 0, token.start_pos)[1]
+        notes.append(f"help: here `{word}` reads as a keyword (as in `8 x H100`, `900 GB/s bidir`), not as a name")
     elif "EQUAL" in accepted and token.type in ("QUANTITY", "STRING"):
         notes.append("help: a field is written `name = value`")
     elif token.type in ("NAME", "QUANTITY", "STRING", "RATIO") and "COMMA" in accepted:
         notes.append("help: separate arguments and list items with `,`")
-    return codes.SYNTAX.make(span, found=_found(token), label="not expected here", notes=notes)
+    labels = []
+    stack = _open_brackets(source.text, token.start_pos)
+    if stack and _CLOSER_TERMINALS[_OPENERS[stack[-1][0]]] in accepted:
+        char, offset = stack[-1]
+        if source.position(offset)[0] < span.line:  # `(racks * 8` and the next line goes on
+            labels.append(Label(source.span(offset, offset + 1), f"this `{char}` is still open"))
+    return codes.SYNTAX.make(span, found=_found(token), label="not expected here", labels=labels, notes=notes)
 
 
 def _accepted(error: UnexpectedToken) -> set[str]:

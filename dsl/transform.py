@@ -136,8 +136,16 @@ class ToAst(Transformer_NonRecursive):
     def _string(self, token: Token) -> str:
         value, bad = unescape(str(token)[1:-1])
         if bad:
-            self.bad_escapes.append((bad, self.token_span(token)))
+            self.bad_escapes.append((bad, self._escape_span(token)))
         return value
+
+    def _escape_span(self, token: Token) -> Span:
+        """The first unknown escape inside the string token, or the whole token."""
+        for match in _STRING_PART.finditer(str(token), 1, len(token) - 1):
+            if match[2] is not None and match[2] not in _ESCAPES:
+                start = token.start_pos + match.start()
+                return self.source.span(start, start + len(match[0]))
+        return self.token_span(token)
 
 
 def comments(tokens, source: SourceFile) -> tuple[ast.Comment, ...]:

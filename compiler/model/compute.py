@@ -1,0 +1,72 @@
+"""Time of one operation on one accelerator: a roofline per operation, with GEMM
+efficiency that depends on precision and on the matrix shape.
+
+Calibrated physics, not per-run constants: the best-shape GEMM efficiency of each chip
+and precision comes from the chip's `efficiency { ... }` block (measured MAMF figures
+in std/); the shape penalty and the kernel overheads below are the same for every chip.
+"""
+
+from __future__ import annotations
+
+from ..ir import Accelerator
+from .workload import Op
+
+DEFAULT_GEMM_EFFICIENCY = 0.75   # share of dense peak a best-shape GEMM reaches, when undeclared
+DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
+HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
+BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
+FLASH_ATTENTION_SHARE = 0.75     # flash attention runs at this share of the best bf16 GEMM rate
+KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
+# Training GEMMs (bias and activation epilogues, NT/TN layouts for dgrad and wgrad) run
+# below the best-shape MAMF figure; one share for all chips, fitted on the published runs.
+SUSTAINED_GEMM_SHARE = 0.9
+
+
+def peak(chip: Accelerator, precision: str) -> float:
+    """Dense peak for `precision`, falling back to the nearest precision the chip declares."""
+    for candidate in (precision, *_FALLBACK.get(precision, ())):
+        value = chip.peak_of(candidate)
+        if value:
+            return value
+    return max((v for _, v in chip.peak), default=1.0)
+
+
+_FALLBACK = {"fp4": ("fp8", "bf16"), "fp8": ("bf16", "fp16"), "fp16": ("bf16",), "bf16": ("fp16", "tf32"),
+             "tf32": ("fp32",), "fp32": ("tf32",)}
+
+
+def gemm_efficiency(chip: Accelerator, precision: str) -> float:
+    declared = chip.efficiency_of(precision)
+    if declared is None and precision in ("fp16",):
+        declared = chip.efficiency_of("bf16")
+    return declared or DEFAULT_GEMM_EFFICIENCY
+
+
+def hbm_rate(chip: Accelerator) -> float:
+    return chip.hbm_bandwidth * (chip.efficiency_of("hbm") or DEFAULT_HBM_EFFICIENCY)
+
+
+def shape_factor(m: int, n: int, k: int) -> float:
+    """How close a GEMM of this shape gets to the best shape's rate (1.0 at best)."""
+    def f(x: int) -> float:
+        return x / (x + HALF_SATURATION)
+    best = f(BEST_SHAPE[0]) * f(BEST_SHAPE[1]) * f(BEST_SHAPE[2])
+    return min(1.0, f(m) * f(n) * f(k) / best)
+
+
+def gemm_rate(chip: Accelerator, precision: str, m: int, n: int, k: int) -> float:
+    return peak(chip, precision) * gemm_efficiency(chip, precision) * SUSTAINED_GEMM_SHARE * shape_factor(m, n, k)
+
+
+def op_time(op: Op, chip: Accelerator, precision: str) -> float:
+    """Seconds for `op`: the slower of its compute and its memory traffic, plus overhead."""
+    memory = op.bytes / hbm_rate(chip)
+    if op.kind == "gemm":
+        compute = op.flops / gemm_rate(chip, precision, op.m, op.n, op.k)
+    elif op.kind == "attention":
+        compute = op.flops / (peak(chip, "bf16") * gemm_efficiency(chip, "bf16") * FLASH_ATTENTION_SHARE)
+        if op.bytes > op.flops / 100:  # unfused: scores go through HBM, not overlapped with math
+            return compute + memory + 4 * KERNEL_OVERHEAD_S
+    else:
+        compute = 0.0
+    return max(compute, memory) + op.count * KERNEL_OVERHEAD_S

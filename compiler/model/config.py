@@ -1,0 +1,53 @@
+"""A training configuration: the parallel layout and the software stack's behaviour."""
+
+from __future__ import annotations
+
+import attrs
+
+# What a software stack does, as far as step time is concerned. Each entry names real,
+# documented behaviour, not a fitted number:
+#   attention: "flash" (fused, causal blocks skipped) or "unfused" (s x s scores in HBM)
+#   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
+#   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
+#   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm)
+STACKS: dict[str, dict[str, object]] = {
+    "megatron": {"attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True},
+    "megatron_core": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True},
+    "nemo": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True},
+    "deepspeed": {"attention": "unfused", "tp_overlap": False, "dp_overlap": True, "fused": True},
+    "fsdp": {"attention": "flash", "tp_overlap": False, "dp_overlap": True, "fused": False},
+    "maxtext": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True},
+}
+DEFAULT_STACK = "megatron_core"
+
+
+@attrs.frozen
+class TrainConfig:
+    """Everything a step-time estimate needs besides the hardware and the model shape."""
+
+    batch: int                 # global batch, sequences per step
+    seq: int
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1                # virtual pipeline stages per GPU (interleaved 1F1B)
+    microbatch: int = 1        # sequences per micro-batch
+    recompute: str = "none"    # none | selective | full
+    sp: bool = False           # sequence parallelism (needs tp > 1 to matter)
+    zero: int = 1              # 0 DDP, 1 optimizer sharded (distributed optimizer), 2 + grads, 3 + weights (FSDP)
+    precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
+    stack: str = DEFAULT_STACK
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def microbatches(self) -> int:
+        """Micro-batches per pipeline per step."""
+        return max(1, self.batch // (self.dp * self.microbatch))
+
+    def behaviour(self, key: str) -> object:
+        return STACKS.get(self.stack, STACKS[DEFAULT_STACK])[key]

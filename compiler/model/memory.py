@@ -1,0 +1,103 @@
+"""Memory per GPU by category: weights, gradients, optimizer state (mixed-precision
+Adam, sharded by the ZeRO stage), activations (Korthikanti et al. 2022, generalized to
+GQA, gated MLPs, MoE and flash attention), pipeline in-flight micro-batches, buffers."""
+
+from __future__ import annotations
+
+import attrs
+
+from .config import TrainConfig
+from .shape import ModelShape
+
+WEIGHT_BYTES = 2          # bf16 weights used by the forward pass
+GRAD_BYTES = 4            # fp32 main gradients (Megatron accumulates in fp32)
+OPTIMIZER_BYTES = 12      # fp32 master weights + Adam first and second moments
+FP8_WEIGHT_BYTES = 1      # the fp8 copy of the weights kept by fp8 recipes
+BUFFER_BYTES = 4e9        # CUDA context, NCCL and allocator reserve: a fixed allowance
+
+
+@attrs.frozen
+class Memory:
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    logits: float
+    buffers: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.buffers
+
+    def rows(self) -> tuple[tuple[str, float], ...]:
+        return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Memory))
+
+
+def params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Parameters held by the most loaded GPU (a stage with the embedding, or the output layer)."""
+    layers = shape.layers / cfg.pp
+    moe_share = shape.moe_layers / shape.layers if shape.layers else 0
+    dense_layer = shape.layer_params(False) / cfg.tp
+    if shape.is_moe:
+        expert_part = (shape.routed * shape.expert_params) / (cfg.ep * cfg.tp)
+        moe_layer = (shape.layer_params(True) - shape.routed * shape.expert_params) / cfg.tp + expert_part
+    else:
+        moe_layer = 0.0
+    per_stage = layers * ((1 - moe_share) * dense_layer + moe_share * moe_layer)
+    embedding = shape.vocab * shape.hidden / cfg.tp
+    return per_stage + embedding * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1)
+
+
+def model_state(shape: ModelShape, cfg: TrainConfig) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding over dp (and cp)."""
+    params = params_per_gpu(shape, cfg)
+    shards = cfg.dp * cfg.cp  # Megatron shards the distributed optimizer over dp x cp
+    weight_bytes = WEIGHT_BYTES + (FP8_WEIGHT_BYTES if cfg.precision in ("fp8", "fp4") else 0)
+    weights = params * weight_bytes / (shards if cfg.zero >= 3 else 1)
+    grads = params * GRAD_BYTES / (shards if cfg.zero >= 2 else 1)
+    optimizer = params * OPTIMIZER_BYTES / (shards if cfg.zero >= 1 else 1)
+    return weights, grads, optimizer
+
+
+def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> float:
+    """Bytes one layer keeps for backward, for one micro-batch, on one GPU."""
+    t = cfg.tp
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    h, d = shape.hidden, shape.head_dim
+    if cfg.recompute == "full":
+        return 2 * tokens * h / (t if cfg.sp else 1)   # only the layer input is kept
+    # Norm inputs and outputs, dropout masks: replicated over TP unless sequence parallel.
+    replicated = 2 * h + 2 * h + 2 * h + 2 * h + h + h
+    if cfg.sp:
+        replicated /= t
+    ffn = shape.expert_ffn * shape.top_k + shape.expert_ffn * shape.shared if moe else shape.ffn
+    split = (2 * (shape.heads + 2 * shape.kv_heads) * d      # Q, K, V
+             + 2 * shape.heads * d                            # attention output
+             + 2 * (shape.mlp_matrices - 1) * ffn             # MLP up (and gate) outputs
+             + 2 * ffn) / t                                   # activation output
+    scores = 0.0
+    if cfg.recompute != "selective" and cfg.behaviour("attention") == "unfused":
+        scores = 5 * shape.heads * cfg.seq / t                # softmax in/out and dropout mask
+    return tokens * (replicated + split + scores)
+
+
+def in_flight(cfg: TrainConfig) -> float:
+    """Micro-batches whose activations the first stage holds at once (1F1B: pp; interleaved more)."""
+    if cfg.pp == 1:
+        return 1.0
+    flight = float(min(cfg.pp, cfg.microbatches))
+    if cfg.vp > 1:
+        flight *= 1 + (cfg.pp - 1) / (cfg.pp * cfg.vp)
+    return flight
+
+
+def memory(shape: ModelShape, cfg: TrainConfig) -> Memory:
+    weights, grads, optimizer = model_state(shape, cfg)
+    layers = shape.layers / cfg.pp
+    moe_share = shape.moe_layers / shape.layers if shape.layers else 0
+    per_layer = ((1 - moe_share) * activation_bytes_per_layer(shape, cfg, False)
+                 + moe_share * activation_bytes_per_layer(shape, cfg, True))
+    activations = per_layer * layers * in_flight(cfg)
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    logits = tokens * shape.vocab / cfg.tp * 4 * 2      # fp32 logits and their gradient, last stage
+    return Memory(weights, grads, optimizer, activations, logits, BUFFER_BYTES)

@@ -1,0 +1,111 @@
+"""The operations one GPU runs for one micro-batch of one layer: GEMMs with their
+shapes, attention, and memory-bound elementwise work, split by TP/SP/CP/EP."""
+
+from __future__ import annotations
+
+import attrs
+
+from .config import TrainConfig
+from .shape import ModelShape
+
+ACT_BYTES = 2  # bf16 activations; fp8 runs keep activations in bf16 between GEMMs
+
+
+@attrs.frozen
+class Op:
+    name: str
+    kind: str             # gemm | attention | elementwise
+    flops: float
+    bytes: float          # HBM traffic
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    count: int = 1        # identical GEMMs (grouped experts)
+
+
+def gemm(name: str, m: float, n: float, k: float, count: int = 1) -> Op:
+    m, n, k = max(1, int(m)), max(1, int(n)), max(1, int(k))
+    traffic = ACT_BYTES * (m * k + k * n + m * n) * count
+    return Op(name, "gemm", 2.0 * m * n * k * count, traffic, m, n, k, count)
+
+
+def elementwise(name: str, bytes_: float) -> Op:
+    return Op(name, "elementwise", 0.0, bytes_)
+
+
+def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool) -> tuple[Op, ...]:
+    """One layer's forward ops on one GPU for one micro-batch."""
+    t = cfg.tp
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    h, d, a, kv = shape.hidden, shape.head_dim, shape.heads, shape.kv_heads
+    ops = [gemm("qkv", tokens, (a + 2 * kv) * d / t, h), _attention(shape, cfg, tokens),
+           gemm("attention out", tokens, h, a * d / t)]
+    ops += _moe_mlp(shape, cfg, tokens) if moe else _dense_mlp(shape, cfg, tokens, shape.ffn)
+    ops.append(_elementwise(shape, cfg, tokens, moe))
+    return tuple(ops)
+
+
+def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float) -> Op:
+    """Scores and values: flash kernels skip the masked half; unfused ones write s x s."""
+    heads = shape.heads / cfg.tp
+    flops = 4.0 * tokens * cfg.seq * heads * shape.head_dim
+    if cfg.behaviour("attention") == "flash":
+        traffic = ACT_BYTES * tokens * heads * shape.head_dim * 4
+        return Op("attention", "attention", flops / 2, traffic)
+    # unfused: QK^T writes b*a*s*s scores, softmax reads and writes them, dropout too, AV reads
+    scores = tokens * cfg.seq * heads
+    return Op("attention", "attention", flops, ACT_BYTES * scores * 6)
+
+
+def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> list[Op]:
+    up = (shape.mlp_matrices - 1) * ffn / cfg.tp
+    return [gemm("mlp up", tokens, up, shape.hidden), gemm("mlp down", tokens, shape.hidden, ffn / cfg.tp)]
+
+
+def _moe_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float) -> list[Op]:
+    """Routed experts as grouped GEMMs (tokens spread evenly), shared experts as a dense MLP."""
+    local_experts = max(1, shape.routed // cfg.ep)
+    per_expert = tokens * shape.top_k / local_experts
+    up = (shape.mlp_matrices - 1) * shape.expert_ffn
+    ops = [gemm("router", tokens, shape.routed, shape.hidden),
+           gemm("experts up", per_expert, up / cfg.tp, shape.hidden, local_experts),
+           gemm("experts down", per_expert, shape.hidden, shape.expert_ffn / cfg.tp, local_experts)]
+    if shape.shared:
+        ops += _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn)
+    return ops
+
+
+def _elementwise(shape: ModelShape, cfg: TrainConfig, tokens: float, moe: bool) -> Op:
+    """Norms, residual adds, activation, dropout, rotary: HBM traffic per token.
+
+    Norm and residual work is replicated across TP ranks unless sequence parallelism
+    splits it; the activation function's work is split by TP. Unfused stacks read and
+    write each intermediate separately (about twice the traffic).
+    """
+    h = shape.hidden
+    replicated = 2 * (2 * h) + 2 * (3 * h) + 2 * (2 * h)   # two norms, two residual adds, dropout
+    if cfg.sp and cfg.tp > 1:
+        replicated /= cfg.tp
+    ffn = shape.top_k * shape.expert_ffn if moe else shape.ffn
+    activation = (shape.mlp_matrices * ffn) / cfg.tp   # read gate/up, write the product
+    rotary = 2 * (shape.heads + shape.kv_heads) * shape.head_dim / cfg.tp
+    per_token = ACT_BYTES * (replicated + activation + rotary)
+    if not cfg.behaviour("fused"):
+        per_token *= 2
+    if cfg.precision in ("fp8", "fp4"):
+        per_token += ACT_BYTES * 1.5 * (3 * h + ffn / cfg.tp)  # casts of GEMM inputs with amax
+    return elementwise("elementwise", tokens * per_token)
+
+
+def logits_forward(shape: ModelShape, cfg: TrainConfig) -> tuple[Op, ...]:
+    """Output projection and cross-entropy on the last pipeline stage."""
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    vocab = shape.vocab / cfg.tp
+    return (gemm("logits", tokens, vocab, shape.hidden),
+            elementwise("cross entropy", tokens * vocab * 4 * 3))
+
+
+def backward_factor(op: Op) -> float:
+    """Backward work relative to forward: dgrad + wgrad for GEMMs; flash attention's
+    backward recomputes scores (2.5x); elementwise reads and writes gradients (2x)."""
+    return {"gemm": 2.0, "attention": 2.5, "elementwise": 2.0}[op.kind]
