@@ -10,7 +10,7 @@ from .. import __version__
 from ..dsl import ParseError
 from . import codes
 from .diagnostics import render_all, to_json
-from .driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
+from .driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE, check_file
 
 EXIT_INTERNAL = 70
 from .output import write_atomic
@@ -63,6 +63,16 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="print the numbers as JSON")
     _settings_option(explain)
     explain.set_defaults(run=run_explain)
+
+    plan = commands.add_parser("plan", help="optimize a job's parallelism and report step time, MFU, memory, power")
+    plan.add_argument("file", metavar="FILE")
+    plan.add_argument("--job", metavar="NAME", help="the train job to plan (default: the file's first)")
+    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"),
+                      help="override the job's objective")
+    plan.add_argument("--top", type=int, default=3, metavar="N", help="runner-up configurations to show")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON (stable keys)")
+    _settings_option(plan)
+    plan.set_defaults(run=run_plan)
 
     fmt = commands.add_parser("fmt", help="print designs in canonical form")
     fmt.add_argument("files", nargs="+", metavar="FILE")
@@ -153,6 +163,51 @@ def _table(name: str, metrics) -> str:
     lines = [f"cluster {name}", ""]
     lines += [f"  {m.label:<{width}}  {m.text:>{value_width}}  = {m.formula}" for m in metrics]
     return "\n".join(lines)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    import json
+
+    from ..solver.plan import plan as make_plan
+    from .model.job import JobError, train_job
+    from .planview import plan_json, plan_text
+
+    result = check_file(args.file, args.set)
+    if result.diagnostics:
+        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
+    if result.design is None:
+        return EXIT_ERRORS
+    try:
+        job = train_job(result.design, args.job)
+    except JobError as error:
+        print(f"gclc: {error}", file=sys.stderr)
+        return EXIT_ERRORS
+    objective = args.objective or _objective(job.entity)
+    chosen = make_plan(job, objective, args.top)
+    print(json.dumps(plan_json(chosen), indent=2) if args.json else plan_text(chosen))
+    if chosen.best is None:
+        print(_infeasible_message(chosen), file=sys.stderr)
+        return EXIT_INFEASIBLE
+    return EXIT_OK
+
+
+def _objective(job) -> str:
+    maximize, minimize = job.get("maximize"), job.get("minimize")
+    if minimize is not None:
+        return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
+    return {"mfu": "mfu"}.get(getattr(maximize, "name", ""), "throughput")
+
+
+def _infeasible_message(chosen) -> str:
+    from .planview import _b
+
+    smallest, job = chosen.smallest, chosen.job
+    if smallest is None:
+        return f"gclc: no valid configuration of `{job.name}` on {job.gpus} GPUs (check the pinned values and the batch)"
+    chip = job.partition.node.accelerator
+    return (f"gclc: infeasible: `{job.name}` needs at least {_b(smallest.memory.total)} per GPU "
+            f"({', '.join(f'{k} {_b(v)}' for k, v in smallest.memory.rows() if v)}) with the best configuration "
+            f"for memory; the {chip.name} has {_b(chip.hbm_capacity)} ({chip.span})")
 
 
 def run_fmt(args: argparse.Namespace) -> int:

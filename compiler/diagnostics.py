@@ -98,21 +98,21 @@ def render(diagnostic: Diagnostic, sources: Mapping[str, SourceFile]) -> str:
     marks = ([(d.subject, d.subject_label, "^")] if d.subject else []) + [
         (l.span, l.message, "-") for l in d.labels
     ]
+    width = max((len(str(span.line)) for span, _, _ in marks), default=1)  # one gutter for all quotes
     previous: Span | None = None
     for span, message, char in marks:
         source = sources.get(span.path)
         if (previous is not None and source is not None and (span.path, span.line) == (previous.path, previous.line)
                 and len(source.line_text(span.line)) <= _MAX_QUOTE):
-            lines.append(_quote(span, message, char, source)[2])  # same line: one more underline under it
+            lines.append(_quote(span, message, char, source, width)[2])  # same line: one more underline under it
         else:
-            lines.extend(_quote(span, message, char, source))
+            lines.extend(_quote(span, message, char, source, width))
         previous = span
-    pad = " " * max((len(str(span.line)) for span, _, _ in marks), default=1)  # `=` under the gutter's `|`
-    lines.extend(f"{pad} = {note}" for note in d.notes)
+    lines.extend(f"{' ' * width} = {note}" for note in d.notes)  # `=` under the gutter's `|`
     return "\n".join(lines)
 
 
-def _quote(span: Span, message: str, char: str, source: SourceFile | None) -> list[str]:
+def _quote(span: Span, message: str, char: str, source: SourceFile | None, gutter_width: int = 0) -> list[str]:
     if source is None:
         return [f"  --> {span}" + (f": {message}" if message else "")]
     text = source.line_text(span.line).removesuffix("\r").replace("\t", " ")  # CRLF files end lines in \r
@@ -126,11 +126,12 @@ def _quote(span: Span, message: str, char: str, source: SourceFile | None) -> li
         start = start - cut + (1 if cut else 0)
         width = min(width, len(text) - start - tail)  # not under the closing `…`
     text = "".join(ch if ch.isprintable() else "\N{REPLACEMENT CHARACTER}" for ch in text)
-    gutter = " " * len(str(span.line))
+    number = str(span.line).rjust(gutter_width)
+    gutter = " " * len(number)
     lead, marked = _columns(text[:start]), max(1, _columns(text[start : start + width]))
     underline = " " * lead + char * marked + (f" {message}" if message else "")
     return [f"{gutter} --> {span}" if char == "-" else f"{gutter} |",
-            f"{span.line} | {text}", f"{gutter} | {underline}"]
+            f"{number} | {text}", f"{gutter} | {underline}"]
 
 
 def _columns(text: str) -> int:

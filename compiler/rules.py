@@ -56,7 +56,9 @@ def _cluster(cluster: Entity) -> Iterator[Diagnostic]:
     has_units, partitions = "units" in cluster.record, cluster.get("partition")
     if has_units == bool(partitions):
         what = "both `units` and partitions" if has_units else "neither `units` nor a partition"
-        yield codes.SHAPE.make(cluster.span, what=f"cluster `{cluster.name}` has {what}",
+        labels = [Label(cluster.span_of("units"), "the units"),
+                  Label(cluster.span_of("partition"), "a partition")] if has_units else []
+        yield codes.SHAPE.make(cluster.span, what=f"cluster `{cluster.name}` has {what}", labels=labels,
                                notes=["help: give `units = N x Unit` for one kind of unit, or "
                                       "`partition name { units = ... }` blocks for several"])
     if partitions and "scaleout" not in cluster.record:

@@ -3,7 +3,7 @@
 `modules()` draws a whole `ast.Module` that the parser could have produced, apart from
 spans and comments: generated modules carry no comments, because a comment's place is
 its span. `commented_sources()` covers comments instead: it prints a module and puts
-comments into the text at random lines, own-line and end-of-line.
+comments into the text between tokens and at line starts.
 
 What is *not* generated, and why:
 
@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import functools
 
-from hypothesis import strategies as st
+import attrs
+from hypothesis import assume, strategies as st
 
 from . import ast
+from .source import Span
 
 KEYWORDS = frozenset({"x", "bidir", "sparse", "extends", "true", "false", "import", "param"})
 UNITS = ("GB", "TB/s", "Gb/s", "W", "kW", "MW", "GHz", "PFLOPS", "%", "us", "B", "T", "GiB", "kWh")
@@ -145,15 +147,38 @@ def comment_texts() -> st.SearchStrategy[str]:
 
 @st.composite
 def commented_sources(draw) -> str:
-    """Formatted module text with comments put in at random lines: own-line and end-of-line."""
+    """A formatted module with comments put in between its tokens (a node's start or end)
+    and at line starts: end-of-line comments, own-line comments and blank lines.
+
+    A new line can change what a line means (a name after a unitless number may become
+    its unit once a comment follows it); such a text is still a module, and the laws are
+    checked against its own parse. Texts that no longer parse are rejected."""
+    from . import ParseError, parse
     from .format import format_module
 
-    lines = format_module(draw(modules())).split("\n")
-    inserts = draw(st.lists(st.tuples(st.integers(0, len(lines)), st.booleans(),
-                                      st.sampled_from(("", "  ", "\t")), comment_texts()), max_size=6))
-    for index, own_line, indent, text in sorted(inserts, key=lambda t: -t[0]):
-        if own_line or index >= len(lines):
-            lines[index:index] = [indent + text] + ([""] if indent == "\t" else [])
-        else:
-            lines[index] += indent + " " + text
-    return "\n".join(lines)
+    text = format_module(draw(modules()))
+    places = sorted(_boundaries(parse(text)) | {i + 1 for i, ch in enumerate(text) if ch == "\n"})
+    inserts = draw(st.lists(st.tuples(st.sampled_from(places), st.sampled_from(("  ", "\n", "\n\n", "\t")),
+                                      comment_texts()), max_size=6))
+    for at, before, comment in sorted(inserts, key=lambda t: -t[0]):
+        text = text[:at] + before + comment + "\n" + text[at:]
+    try:
+        parse(text)
+    except ParseError:
+        assume(False)
+    return text
+
+
+def _boundaries(module: ast.Module) -> set[int]:
+    """Where the module's nodes start and end: every one a token boundary."""
+    found, stack = {0}, [module]
+    while stack:
+        node = stack.pop()
+        span = getattr(node, "span", None)
+        if span is not None:
+            found.update((span.start, span.end))
+        for attribute in attrs.fields(type(node)):
+            child = getattr(node, attribute.name)
+            children = child if isinstance(child, tuple) else (child,)
+            stack.extend(c for c in children if attrs.has(type(c)) and not isinstance(c, Span))
+    return found

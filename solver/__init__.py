@@ -1,1 +1,1 @@
-"""cvxpy formulations: parallelism and placement, power, heterogeneous split."""
+"""cvxpy formulations and searches: parallelism and placement, power, heterogeneous split."""

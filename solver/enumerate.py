@@ -33,6 +33,11 @@ def powers_of_two(limit: int) -> list[int]:
     return out
 
 
+def data_parallel(batch: int, most: int) -> int:
+    """The most replicas (at most `most`) that split the batch evenly; GPUs beyond stay idle."""
+    return next((d for d in range(most, 0, -1) if batch % d == 0), 0)
+
+
 def _choices(job: Job, key: str, default: list) -> list:
     return [job.pinned[key]] if key in job.pinned else default
 
@@ -46,12 +51,9 @@ def configurations(job: Job) -> Iterator[TrainConfig]:
     cps = _choices(job, "cp", [c for c in powers_of_two(min(32, gpus)) if job.seq % (2 * c) == 0 or c == 1])
     eps = _choices(job, "ep", divisors(shape.routed) if shape.is_moe else [1])
     for tp, pp, cp in itertools.product(tps, pps, cps):
-        if gpus % (tp * pp * cp):
-            continue
-        dp = gpus // (tp * pp * cp)
-        if "dp" in job.pinned and job.pinned["dp"] != dp:
-            continue
-        yield from _inner(job, tp, pp, cp, dp, eps)
+        dp = job.pinned.get("dp") or data_parallel(job.batch, gpus // (tp * pp * cp))
+        if dp and tp * pp * cp * dp <= gpus:
+            yield from _inner(job, tp, pp, cp, dp, eps)
 
 
 def _inner(job: Job, tp: int, pp: int, cp: int, dp: int, eps: list[int]) -> Iterator[TrainConfig]:

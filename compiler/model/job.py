@@ -88,7 +88,8 @@ def pinned_config(job: Job) -> TrainConfig:
     """The configuration the file pins; unpinned tp/pp/cp/ep/vp default to 1 and dp fills the GPUs."""
     p = job.pinned
     tp, pp, cp = (int(p.get(k, 1)) for k in ("tp", "pp", "cp"))
-    dp = int(p.get("dp") or max(1, job.gpus // (tp * pp * cp)))
+    most = max(1, job.gpus // (tp * pp * cp))
+    dp = int(p.get("dp") or next(d for d in range(most, 0, -1) if job.batch % d == 0))
     recompute = p.get("recompute", "none")
     return TrainConfig(
         batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=int(p.get("ep", 1)), vp=int(p.get("vp", 1)),

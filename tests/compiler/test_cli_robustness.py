@@ -270,9 +270,11 @@ _NAMES = st.sampled_from(["a", "b", "hbm", "capacity", "bandwidth", "power", "td
 _NUMBERS = st.sampled_from(["0", "1", "8", "1_000", "3.35", ".5", "1e9", "2.5e-3", "1e309", "0.0"])
 _UNITS = st.sampled_from(["", " GB", " TB/s", "GB/s", " Gb", " W", "%", " TFLOPS", " GHz", " B", " GBps",
                           " FLOPs", " bogus", " ms", " kWh"])
+# Padded with spaces (which the grammar ignores) so that neighbouring tokens do not run
+# together into one (`chip` `A` -> `chipA`) and most drawn texts get past the parser.
 TERMINALS = {
-    "NAME": _NAMES,
-    "QUANTITY": st.builds(lambda n, u: n + u, _NUMBERS, _UNITS),
+    "NAME": _NAMES.map(" {} ".format),
+    "QUANTITY": st.builds(lambda n, u: f" {n}{u} ", _NUMBERS, _UNITS),
     "RATIO": st.builds(lambda a, b: f"{a}:{b}", st.sampled_from(["1", "3", "0", "1.5"]), st.sampled_from(["1", "0", "2"])),
     "STRING": st.sampled_from(['""', '"NVIDIA"', '"中文"', r'"a\"b"', r'"\q"', r'"\u00e9"']),
     "COMMENT": st.sampled_from(["# c\n", "# 注释\n"]),
