@@ -45,6 +45,7 @@ class Checker:
         self.active: list[str] = []  # what is being evaluated, for cycle reports
         self.partial = False  # building a declaration whose `extends` failed: fields may be missing
         self.holes = False  # a field of the declaration being built had an invalid value
+        self.building: tuple[ast.Declaration, str] | None = None  # and how messages name it
 
     def error(self, diagnostic: Diagnostic) -> Any:
         self.diagnostics.append(diagnostic)
@@ -62,13 +63,13 @@ class Checker:
     def build(self, decl: ast.Declaration, body: Body, span: Span) -> Entity:
         kind = decl.kind.text
         where = f"{kind} `{decl.name.text}`"
-        saved = (self.partial, self.holes)
-        self.partial, self.holes = decl.name.text in self.program.broken_extends, False
+        saved = (self.partial, self.holes, self.building)
+        self.partial, self.holes, self.building = decl.name.text in self.program.broken_extends, False, (decl, where)
         try:
             record = self.record(body, sc.KINDS[kind], where, decl.name.span)
             holes = self.holes
         finally:
-            self.partial, self.holes = saved
+            self.partial, self.holes, self.building = saved
         parent = decl.parent.text if decl.parent else None
         entity = Entity(kind, decl.name.text, record, span, parent)
         if not holes or kind in HOLE_SAFE_RULES:  # a rule on a record with holes would report only the holes
@@ -134,8 +135,25 @@ class Checker:
 
     def unknown(self, name: ast.Identifier, key: str, block: sc.Block, where: str) -> None:
         known = list(block.fields) + list(block.blocks) + list(block.labelled)
+        owner = self.inherited_from(name.span)
+        if owner is not None and self.building and where == self.building[1]:
+            where = f"{owner.kind.text} `{owner.name.text}`"  # the same words as the parent's own report
         note = codes.suggest(key, known) or f"{where} has: {', '.join(known)}"
         self.error(codes.UNKNOWN_FIELD.make(name.span, field=key, where=where, notes=[note]))
+        return None
+
+    def inherited_from(self, span: Span) -> ast.Declaration | None:
+        """The ancestor (by `extends`) of the declaration being built that wrote `span`."""
+        if self.building is None:
+            return None
+        decl, seen = self.building[0], set()
+        while decl.parent is not None and decl.name.text not in seen:
+            seen.add(decl.name.text)
+            decl = self.program.declarations.get(decl.parent.text)
+            if decl is None:
+                return None
+            if decl.span.path == span.path and decl.span.start <= span.start < decl.span.end:
+                return decl
         return None
 
     # ------------------------------------------------------------ typed values
@@ -207,8 +225,8 @@ class Checker:
     def declaration(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
         decl = self.program.declarations.get(name.text)
         if decl is None:
-            if self.program.broken_imports:
-                return INVALID  # most likely declared in the file that failed to load
+            if self.program.broken_imports or name.text in self.program.unknown_kinds:
+                return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
             candidates = [n for n, d in self.program.declarations.items() if d.kind.text in kinds]
             return self.error(codes.UNKNOWN_NAME.make(name.span, name=name.text,
                                                       notes=[codes.suggest(name.text, candidates)]))
@@ -316,8 +334,8 @@ class Checker:
             return self.param(first.text)
         if first.text in self.program.declarations:
             return self.field_of(first.text, rest, ref) if rest else self.entity(first.text) or INVALID
-        if self.program.broken_imports:
-            return INVALID  # most likely declared in the file that failed to load
+        if self.program.broken_imports or first.text in self.program.unknown_kinds:
+            return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
         names = list(self.program.params) + list(self.program.declarations)
         note = codes.suggest(first.text, names)
         if first.text in UNITS:

@@ -127,6 +127,7 @@ class Program:
     # and whether an imported file failed to load (so names may be unknown only because of it).
     broken_extends: set[str] = attrs.Factory(set)
     broken_imports: bool = False
+    unknown_kinds: set[str] = attrs.Factory(set)  # names declared with a misspelled kind (`chp H100`)
 
 
 def load(path: str, text: str | None = None) -> Program:
@@ -251,6 +252,7 @@ def _collect_symbols(program: Program) -> None:
             if isinstance(item, ast.Param):
                 program.params[name.text] = item
             elif item.kind.text not in KINDS:
+                program.unknown_kinds.add(name.text)  # uses of the name are not reported again
                 program.diagnostics.append(codes.UNKNOWN_KIND.make(
                     item.kind.span, kind=item.kind.text, notes=[codes.suggest(item.kind.text, KINDS)]))
             else:
@@ -285,7 +287,7 @@ def _parent(program: Program, decl: ast.Declaration, chain: list[str]) -> ast.De
     assert ref is not None
     parent = program.declarations.get(ref.text)
     if parent is None:
-        if program.broken_imports:
+        if program.broken_imports or ref.text in program.unknown_kinds:
             return None  # most likely declared in the file that failed to load
         names = [n for n, d in program.declarations.items() if d.kind.text == decl.kind.text and d is not decl]
         program.diagnostics.append(codes.UNKNOWN_NAME.make(ref.span, name=ref.text, notes=[codes.suggest(ref.text, names)]))

@@ -2,25 +2,21 @@
 
 The layout depends only on the AST and its comments (blank lines between members are
 the one thing kept from the source), so formatting is idempotent and
-`parse(format_module(m)) == m`. The rules:
+`parse(format_module(m)) == m`:
 
-* two-space indent, one member per line, exactly one newline at the end, no trailing
-  spaces (comment text is right-stripped);
-* top level: consecutive imports and consecutive params form groups; a blank line
-  separates groups and every declaration;
-* consecutive single-line fields and constraints align their `=` / operator like gofmt;
-  a nested block, a blank line or an own-line comment ends the run;
-* a nested block or a multiplicity override block goes on one line
-  (`hbm { capacity = 80 GB  bandwidth = 3.35 TB/s }`) when it has at most five
-  members, all fields or constraints that fit on one line themselves, no comment falls
-  inside it and the line fits in 100 columns;
-* expressions carry the fewest parentheses that keep the tree (right operands of the
-  same precedence are always wrapped);
-* comments: an own-line comment stays before what follows it, an end-of-line comment
-  stays at the end of its line, one after `{` stays after `{`, the rest of a block's
-  comments stay before its `}`; a comment between the tokens of an expression moves
-  before its member, or, when it follows an override block of that member, to the end
-  of that block (both keep the comments in source order).
+* two-space indent, one member per line, one newline at the end, no trailing spaces;
+* top level: imports and params form groups; a blank line separates groups and
+  every declaration;
+* runs of single-line fields and constraints align `=` / the operator (gofmt style);
+  a nested block, a blank line or an own-line comment ends a run;
+* a nested or override block goes on one line (`hbm { capacity = 80 GB  bw = 3 TB/s }`)
+  when it has at most five members, all one-line fields or constraints, no comment
+  inside and the line fits in 100 columns;
+* expressions get the fewest parentheses that keep the tree;
+* comments stay where they were: own-line before what follows, end-of-line at the end
+  of the line, after `{`, or before `}`. A comment between an expression's tokens
+  moves before its member, or into the end of the override block it follows, which
+  keeps all comments in source order. Comment text is right-stripped.
 """
 
 from __future__ import annotations
@@ -116,9 +112,9 @@ def _place_loose(notes: _Notes, scope: _Scope, loose: list[ast.Comment]) -> None
             comment = loose[j]
             j += 1
             line = comment.span.line
-            if prev is not None and prev.span.end_line == line:
+            if prev is not None and prev.span.end_line == line and id(prev) not in notes.trailing:
                 notes.trailing[id(prev)] = comment
-            elif prev is None and line == scope.header_line:
+            elif prev is None and line == scope.header_line and scope.key not in notes.opening:
                 notes.opening[scope.key] = comment
             else:
                 blank = prev_line is not None and line - prev_line >= 2
@@ -218,7 +214,8 @@ class _Printer:
         if isinstance(item, ast.Import):
             text = "import " + _quote(item.path)
         elif isinstance(item, ast.Param):
-            text = self._valued(f"param {item.name.text}", " = ", item.value, 0)
+            head = f"param {item.name.text}"
+            text = f"{head} = {self._value(head, ' = ', item.value, 0)}"
         else:
             parent = f" extends {item.parent.text}" if item.parent is not None else ""
             header = f"{item.kind.text} {item.name.text}{parent}"
@@ -263,19 +260,17 @@ class _Printer:
     def _alignment(self, members, parts) -> list[int]:
         """The width each member's head is padded to: the widest head of its run."""
         widths = [_width(head) for head, _ in parts]
-        start = 0
+        runs: list[list[int]] = [[]]
         for i, member in enumerate(members):
             single = not isinstance(member, ast.Block) and "\n" not in parts[i][1]
-            joins = single and i > start and self._joins(member)
-            if not joins:
-                start = i
+            if runs[-1] and not (single and self._joins(member)):
+                runs.append([])
             if single:
-                run = range(start, i + 1)
-                widest = max(widths[k] for k in run)
-                for k in run:
-                    widths[k] = widest
-            else:
-                start = i + 1
+                runs[-1].append(i)
+        for run in runs:
+            widest = max((widths[k] for k in run), default=0)
+            for k in run:
+                widths[k] = widest
         return widths
 
     def _joins(self, member) -> bool:
@@ -285,12 +280,10 @@ class _Printer:
 
     def _member(self, member, depth: int) -> tuple[str, str]:
         """The member as (head, rest): `=` or the operator starts `rest`."""
-        if isinstance(member, ast.Field):
-            return member.target.text, " = " + self._value(member.target.text, " = ", member.value, depth)
-        if isinstance(member, ast.Constraint):
-            sep = f" {member.op} "
-            return member.target.text, sep + self._value(member.target.text, sep, member.value, depth)
-        return self._block(member, depth), ""
+        if isinstance(member, ast.Block):
+            return self._block(member, depth), ""
+        head, sep = member.target.text, _separator(member)
+        return head, sep + self._value(head, sep, member.value, depth)
 
     def _block(self, block: ast.Block, depth: int) -> str:
         header = block.name.text + (f" {block.label.text}" if block.label is not None else "")
@@ -308,14 +301,10 @@ class _Printer:
         for member in members:
             if isinstance(member, ast.Block):
                 raise _NotFlat
-            sep = " = " if isinstance(member, ast.Field) else f" {member.op} "
-            texts.append(member.target.text + sep + self._expr(member.value, depth, True))
+            texts.append(member.target.text + _separator(member) + self._expr(member.value, depth, True))
         return "{ " + "  ".join(texts) + " }"
 
     # ------------------------------------------------------------ expressions
-    def _valued(self, head: str, sep: str, value, depth: int) -> str:
-        return head + sep + self._value(head, sep, value, depth)
-
     def _value(self, head: str, sep: str, value, depth: int) -> str:
         """`value` on one line when its override blocks allow it and it fits, else broken."""
         try:
@@ -329,7 +318,8 @@ class _Printer:
     def _expr(self, node, depth: int, flat: bool) -> str:
         kind = type(node)
         if kind is ast.Number:
-            return node.text + ("" if node.unit is None else node.unit if node.unit == "%" else " " + node.unit)
+            unit = node.unit
+            return node.text + ("" if unit is None else unit if unit == "%" else " " + unit)
         if kind is ast.Ratio:
             return f"{node.left}:{node.right}"
         if kind is ast.String:
@@ -376,6 +366,10 @@ class _Printer:
 
 
 # ================================================================= helpers
+
+
+def _separator(member) -> str:
+    return " = " if isinstance(member, ast.Field) else f" {member.op} "
 
 
 def _precedence(node) -> int:

@@ -291,19 +291,19 @@ def _check_never_raises(text: str) -> None:
             assert diagnostic.subject is not None, diagnostic
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(suppress_health_check=list(HealthCheck))  # examples: the profile in conftest.py
 @given(from_lark(lark_parser(), start="start", explicit=TERMINALS))
 def test_grammar_text_never_raises(text):
     _check_never_raises(text)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(st.text(max_size=300))
 def test_arbitrary_text_never_raises(text):
     _check_never_raises(text)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.sampled_from(VALID.split()), max_size=60).map(" ".join))
 def test_shuffled_tokens_never_raise(text):
     _check_never_raises(text)
