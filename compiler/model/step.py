@@ -92,8 +92,10 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     stage = dense_layers * dense.total + moe_layers * moe.total + logits + p2p
     m = cfg.microbatches
     bubble = (cfg.pp - 1) / cfg.vp * stage if cfg.pp > 1 else 0.0
-    backward_window = dense_layers * dense.backward + moe_layers * moe.backward
-    dp = _dp_exposed(shape, cfg, partition, backward_window, dense, moe) + _embedding_sync(shape, cfg, tiers)
+    # One micro-batch through this stage's layers, exposed communication included: the
+    # window that gradient reduction and parameter gathering overlap with.
+    layer_pass = dense_layers * dense.total + moe_layers * moe.total
+    dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
     optimizer = _optimizer_time(shape, cfg, partition)
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
@@ -138,7 +140,9 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
     total = count * one
     if not cfg.behaviour("tp_overlap"):
         return total
-    return max(total - 3 * gemms, 0.0) + TP_OVERLAP_RESIDUE * total
+    # Overlapped, the GEMMs and their collectives take as long as the slower of the two,
+    # so faster GEMMs or faster links can never lengthen the step.
+    return max(total - gemms, 0.0) + TP_OVERLAP_RESIDUE * total
 
 
 def _cp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, attention: float) -> float:
@@ -164,9 +168,14 @@ def _ep_time(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     return 4 * comms.all_to_all(volume, stages)
 
 
-def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, window: float,
-                dense: _Layer, moe: _Layer) -> float:
-    """Gradient reduction (and parameter gathering) across data-parallel replicas."""
+def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer_pass: float) -> float:
+    """Gradient reduction (and parameter gathering) across data-parallel replicas.
+
+    Bucketed reduction overlaps with the backward half of the last micro-batch (about
+    two thirds of its pass); FSDP gathers and reduces every micro-batch, overlapped with
+    all of them. Windows are shares of passes that count fully in the step, so a faster
+    pass can expose more communication but never lengthen the step.
+    """
     replicas = cfg.dp * cfg.cp
     if replicas == 1:
         return 0.0
@@ -176,7 +185,7 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, windo
     if cfg.zero >= 3:
         per_step = comms.reduce_scatter(params * grad_bytes, stages) + 2 * comms.all_gather(params * 2, stages)
         per_step *= cfg.microbatches
-        hidden_by = cfg.microbatches * (shape.layers / cfg.pp) * (dense.forward + dense.backward + dense.recompute)
+        hidden_by = cfg.microbatches * layer_pass
         return max(per_step - hidden_by, 0.0) + DP_BUCKET_RESIDUE * per_step / max(1, cfg.microbatches)
     if cfg.zero >= 1:
         traffic = comms.reduce_scatter(params * grad_bytes, stages) + comms.all_gather(params * 2, stages)
@@ -184,7 +193,7 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, windo
         traffic = comms.all_reduce(params * grad_bytes, stages)
     if not cfg.behaviour("dp_overlap"):
         return traffic
-    return max(traffic - window, 0.0) + DP_BUCKET_RESIDUE * traffic
+    return max(traffic - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * traffic
 
 
 def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
