@@ -479,6 +479,11 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     mb = integer(row["micro_batch"])
     batch = integer(row["global_batch_seqs"])
     batch_note = "row: global batch, sequences per step"
+    if batch and mb and batch < mb:
+        # e.g. NeMo 25.02 Mixtral-8x22B: 'printed as GBS=1, MBS=64 (columns look swapped in source)'
+        batch, mb = mb, batch
+        batch_note = "row gives GBS < MBS; the source's columns are swapped (row notes), so GBS and MBS are exchanged"
+        fills.append(f"global batch {batch} and micro-batch {mb}: {batch_note}")
     if "pdbs" in layout:   # MaxText: FSDP over the slice, tensor parallel inside
         if n is None:
             raise Unexpressible("chip count not published")
@@ -543,7 +548,8 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
             pin("vp", vp, "row" if integer(row["VP"]) else "fill-in (see header)")
             pin("schedule", "interleaved", "virtual pipeline stages")
         if mb:
-            pin("microbatch", mb, "row" if integer(row["micro_batch"]) else "fill-in (see header)")
+            pin("microbatch", mb, "row" if integer(row["micro_batch"]) and "swapped" not in batch_note
+                else "fill-in (see header)")
     recompute, why = recompute_of(row, layout)
     if recompute:
         pin("recompute", recompute, why)

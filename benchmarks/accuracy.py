@@ -1,0 +1,231 @@
+"""Accuracy of gclc's step-time model against published training runs: predicted vs measured
+steady-state tokens/s per accelerator, one row per run, then per-group and overall error summaries.
+
+    .venv/bin/python benchmarks/accuracy.py [--runs DIR] [--csv MEASURED_CSV] [--json]
+
+Each `<run_id>.gcl` in DIR (default benchmarks/runs, written by make_runs.py) goes through
+check_file -> train_job -> pinned_config -> estimate, and its prediction is compared with the
+`meas_tokens_per_s_per_gpu` of MEASURED_CSV (default benchmarks/data/public_runs_measured.csv).
+A run that fails at any stage is reported as an error row with the message; nothing stops the
+benchmark. Rows of the CSV without a design are listed at the end with the reason recorded in
+DIR/UNEXPRESSIBLE.md. Signed error = predicted / measured - 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+import statistics
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
+
+DEFAULT_RUNS = HERE / "runs"
+DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
+SUBSET_PREFIX = "kort_t5_"   # Korthikanti et al. Table 5: exact iteration times
+
+
+@dataclass
+class Result:
+    run_id: str
+    group: str
+    measured: float | None
+    confidence: str = ""
+    predicted: float | None = None
+    error: float | None = None      # signed, predicted / measured - 1
+    fits: bool | None = None
+    mfu: float | None = None
+    step_time: float | None = None
+    config: str = ""
+    breakdown: dict = field(default_factory=dict)
+    failure: str | None = None      # why no prediction
+
+
+def evaluate(path: Path, measured: dict[str, dict]) -> Result:
+    run_id = path.stem
+    meas = measured.get(run_id, {})
+    value = _float(meas.get("meas_tokens_per_s_per_gpu"))
+    result = Result(run_id, meas.get("group", "(not in the measured CSV)"), value, meas.get("confidence", ""))
+    try:
+        from gclc.compiler.driver import check_file
+        from gclc.compiler.model.job import pinned_config, train_job
+        from gclc.compiler.model.step import estimate
+
+        checked = check_file(str(path))
+        if not checked.ok or checked.design is None:
+            errors = [d.summary for d in checked.diagnostics if d.is_error]
+            raise ValueError("gclc check: " + "; ".join(errors or ["no design"]))
+        job = train_job(checked.design)
+        cfg = pinned_config(job)
+        est = estimate(job.shape, cfg, job.partition)
+        result.predicted = float(est.tokens_per_s_per_gpu)
+        result.fits = bool(est.fits)
+        result.mfu = float(est.mfu)
+        result.step_time = float(est.step_time)
+        result.breakdown = {k: float(v) for k, v in est.breakdown.rows()}
+        result.config = (f"tp{cfg.tp} pp{cfg.pp} dp{cfg.dp} cp{cfg.cp} ep{cfg.ep} vp{cfg.vp} mb{cfg.microbatch} "
+                         f"{cfg.recompute} z{cfg.zero} {cfg.precision} {cfg.stack}")
+        if not math.isfinite(result.predicted) or result.predicted <= 0:
+            raise ValueError(f"non-positive or non-finite prediction {result.predicted}")
+        if value:
+            result.error = result.predicted / value - 1
+    except Exception as exc:  # noqa: BLE001 - a broken run is a row, not a crash
+        result.failure = f"{type(exc).__name__}: {exc}"
+        result.error = None
+    return result
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        value = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and value > 0 else None
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default method)."""
+    s = sorted(values)
+    if not s:
+        return math.nan
+    pos = (len(s) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summary(results: list[Result]) -> dict:
+    errs = [abs(r.error) for r in results if r.error is not None]
+    signed = [r.error for r in results if r.error is not None]
+    return {
+        "runs": len(results), "predicted": len(errs),
+        "median_abs_error": statistics.median(errs) if errs else math.nan,
+        "p90_abs_error": percentile(errs, 0.9),
+        "max_abs_error": max(errs) if errs else math.nan,
+        "mean_abs_error": statistics.fmean(errs) if errs else math.nan,
+        "mean_signed_error": statistics.fmean(signed) if signed else math.nan,
+        "within_10pct": sum(e <= 0.10 for e in errs), "within_25pct": sum(e <= 0.25 for e in errs),
+        "does_not_fit": sum(1 for r in results if r.fits is False),
+    }
+
+
+def unexpressible(runs_dir: Path, measured: dict[str, dict], have: set[str]) -> list[dict]:
+    reasons: dict[str, str] = {}
+    table = runs_dir / "UNEXPRESSIBLE.md"
+    if table.exists():
+        for line in table.read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 4 and cells[0] not in ("run_id", "---"):
+                reasons[cells[0]] = cells[3]
+    return [{"run_id": rid, "group": m.get("group", ""), "kind": m.get("kind", ""),
+             "reason": reasons.get(rid, "no design file in the runs folder")}
+            for rid, m in measured.items() if rid not in have]
+
+
+def _pct(x: float | None) -> str:
+    return "   n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+6.1f}%"
+
+
+def _abs_pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def report(results: list[Result], missing: list[dict], measured: dict[str, dict]) -> str:
+    out = []
+    w = max([len(r.run_id) for r in results] + [6])
+    out.append(f"{'run':<{w}}  {'group':<42} {'predicted':>10} {'measured':>10} {'error':>8}  fits  config")
+    for r in results:
+        pred = f"{r.predicted:10.1f}" if r.predicted is not None else f"{'ERROR':>10}"
+        meas = f"{r.measured:10.1f}" if r.measured is not None else f"{'n/a':>10}"
+        fits = {True: "yes ", False: "NO  ", None: "  - "}[r.fits]
+        line = f"{r.run_id:<{w}}  {r.group[:42]:<42} {pred} {meas} {_pct(r.error):>8}  {fits}  {r.config}"
+        if r.failure:
+            line += f"  !! {r.failure}"
+        out.append(line)
+    out.append("")
+    out.append("Per group (|error| of predicted vs measured tokens/s per accelerator):")
+    out.append(f"  {'group':<42} {'n':>4} {'median':>8} {'p90':>8} {'max':>8} {'bias':>8} {'!fit':>5}")
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        groups.setdefault(r.group, []).append(r)
+    for g, rs in groups.items():
+        s = summary(rs)
+        out.append(f"  {g[:42]:<42} {s['predicted']:>4} {_abs_pct(s['median_abs_error']):>8} "
+                   f"{_abs_pct(s['p90_abs_error']):>8} {_abs_pct(s['max_abs_error']):>8} "
+                   f"{_pct(s['mean_signed_error']):>8} {s['does_not_fit']:>5}")
+    s = summary(results)
+    total = len(measured)
+    steady = sum(1 for m in measured.values() if m.get("kind") == "steady_state")
+    out.append("")
+    out.append("Overall:")
+    listed = [r for r in results if r.run_id in measured]
+    listed_steady = sum(1 for r in listed if measured[r.run_id].get("kind") == "steady_state")
+    extra = len(results) - len(listed)
+    out.append(f"  expressed {len(listed)} / {total} rows ({listed_steady} / {steady} of the rows with a steady-state "
+               f"figure); predicted {s['predicted']}, errors {sum(1 for r in results if r.failure)}"
+               + (f"; {extra} design file(s) not in the measured CSV" if extra else ""))
+    out.append(f"  |error| median {_abs_pct(s['median_abs_error'])}, 90th percentile {_abs_pct(s['p90_abs_error'])}, "
+               f"max {_abs_pct(s['max_abs_error'])}, mean {_abs_pct(s['mean_abs_error'])}; "
+               f"mean signed {_pct(s['mean_signed_error']).strip()}")
+    out.append(f"  within 10 %: {s['within_10pct']}, within 25 %: {s['within_25pct']}; "
+               f"configurations that do not fit in memory: {s['does_not_fit']}")
+    sub = [r for r in results if r.run_id.startswith(SUBSET_PREFIX)]
+    errs = [abs(r.error) for r in sub if r.error is not None]
+    if errs:
+        out.append(f"  Korthikanti Table 5 ({SUBSET_PREFIX}*, {len(errs)} runs): mean |error| "
+                   f"{_abs_pct(statistics.fmean(errs))}, max |error| {_abs_pct(max(errs))}")
+    if missing:
+        out.append("")
+        out.append(f"Not expressed ({len(missing)} rows):")
+        for m in missing:
+            out.append(f"  {m['run_id']} [{m['group']}; measured kind {m['kind'] or 'n/a'}]: {m['reason']}")
+    return "\n".join(out)
+
+
+def _finite(x):
+    """JSON has no NaN: undefined statistics become null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    return x
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", default=str(DEFAULT_RUNS), help="folder of <run_id>.gcl designs")
+    parser.add_argument("--csv", default=str(DEFAULT_MEASURED), help="measured CSV (public_runs_measured.csv columns)")
+    parser.add_argument("--json", action="store_true", help="print the rows and summaries as JSON")
+    args = parser.parse_args(argv)
+    runs_dir = Path(args.runs)
+    with open(args.csv, newline="") as f:
+        measured = {r["run_id"]: r for r in csv.DictReader(f)}
+    order = {rid: i for i, rid in enumerate(measured)}
+    paths = sorted(runs_dir.glob("*.gcl"), key=lambda p: (order.get(p.stem, len(order)), p.stem))
+    results = [evaluate(p, measured) for p in paths]
+    missing = unexpressible(runs_dir, measured, {r.run_id for r in results})
+    if args.json:
+        groups: dict[str, list[Result]] = {}
+        for r in results:
+            groups.setdefault(r.group, []).append(r)
+        sub = [r for r in results if r.run_id.startswith(SUBSET_PREFIX)]
+        payload = {"runs": [asdict(r) for r in results], "groups": {g: summary(rs) for g, rs in groups.items()},
+                   "overall": summary(results), "korthikanti_table5": summary(sub),
+                   "rows_total": len(measured),
+                   "rows_steady_state": sum(1 for m in measured.values() if m.get("kind") == "steady_state"),
+                   "unexpressible": missing}
+        print(json.dumps(_finite(payload), indent=1, allow_nan=False))
+    else:
+        print(report(results, missing, measured))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
