@@ -168,8 +168,9 @@ CHIP = Block(
                      required=("capacity", "bandwidth")),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
         "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER}, required=("tdp",)),
-        "efficiency": Block({**{p: SHARE for p in PRECISIONS}, "hbm": SHARE},
-                            doc="measured best-shape GEMM throughput and HBM bandwidth as a share of peak"),
+        "efficiency": Block({**{p: SHARE for p in PRECISIONS}, "hbm": SHARE, "attention": SHARE},
+                            doc="sustained GEMM throughput per precision, fused attention (of the bf16 peak) "
+                                "and HBM bandwidth, as shares of peak"),
     },
     required=("hbm", "peak", "power"),
 )

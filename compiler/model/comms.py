@@ -48,6 +48,13 @@ def _latency(tier: Tier, peers: int) -> float:
     return tier.latency * min(peers - 1, 2 * math.ceil(math.log2(peers)))
 
 
+def flat(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """The same group as one ring on its outermost tier: every rank's traffic crosses it."""
+    if not stages:
+        return stages
+    return (Stage(stages[-1].tier, math.prod(s.peers for s in stages)),)
+
+
 def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward."""
     time, share = 0.0, nbytes

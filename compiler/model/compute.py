@@ -15,7 +15,7 @@ DEFAULT_GEMM_EFFICIENCY = 0.75   # share of dense peak a best-shape GEMM reaches
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
-FLASH_ATTENTION_SHARE = 0.75     # flash attention runs at this share of the best bf16 GEMM rate
+FLASH_ATTENTION_SHARE = 0.75     # undeclared attention efficiency: this share of the bf16 GEMM's
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
 # Training GEMMs (bias and activation epilogues, NT/TN layouts for dgrad and wgrad) run
 # below the best-shape MAMF figure; one share for all chips, fitted on the published runs.
@@ -42,6 +42,12 @@ def gemm_efficiency(chip: Accelerator, precision: str) -> float:
     return declared or DEFAULT_GEMM_EFFICIENCY
 
 
+def attention_efficiency(chip: Accelerator) -> float:
+    """Share of the bf16 peak fused attention (forward and backward) sustains on this chip."""
+    declared = chip.efficiency_of("attention")
+    return declared or gemm_efficiency(chip, "bf16") * SUSTAINED_GEMM_SHARE * FLASH_ATTENTION_SHARE
+
+
 def hbm_rate(chip: Accelerator) -> float:
     return chip.hbm_bandwidth * (chip.efficiency_of("hbm") or DEFAULT_HBM_EFFICIENCY)
 
@@ -64,7 +70,7 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
     if op.kind == "gemm":
         compute = op.flops / gemm_rate(chip, precision, op.m, op.n, op.k)
     elif op.kind == "attention":
-        compute = op.flops / (peak(chip, "bf16") * gemm_efficiency(chip, "bf16") * FLASH_ATTENTION_SHARE)
+        compute = op.flops / (peak(chip, "bf16") * attention_efficiency(chip))
         if op.bytes > op.flops / 100:  # unfused: scores go through HBM, not overlapped with math
             return compute + memory + 4 * KERNEL_OVERHEAD_S
     else:

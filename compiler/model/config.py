@@ -10,15 +10,25 @@ import attrs
 #   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
 #   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
 #   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm)
+#   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A overlap)
+#   hierarchical: collectives use topology-aware rings (NCCL); DeepSpeed's ZeRO-3 of 2021
+#     issued per-partition collectives whose traffic crossed the network in full
 STACKS: dict[str, dict[str, object]] = {
-    "megatron": {"attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True},
-    "megatron_core": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True},
-    "nemo": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True},
-    "deepspeed": {"attention": "unfused", "tp_overlap": False, "dp_overlap": True, "fused": True},
-    "fsdp": {"attention": "flash", "tp_overlap": False, "dp_overlap": True, "fused": False},
-    "maxtext": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True},
+    "megatron": {"attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True,
+                 "ep_overlap": False, "hierarchical": True},
+    "megatron_core": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
+                      "ep_overlap": True, "hierarchical": True},
+    "nemo": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
+             "ep_overlap": True, "hierarchical": True},
+    "deepspeed": {"attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True,
+                  "ep_overlap": False, "hierarchical": False},
+    "fsdp": {"attention": "flash", "tp_overlap": False, "dp_overlap": True, "fused": False,
+             "ep_overlap": False, "hierarchical": True},
+    "maxtext": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
+                "ep_overlap": True, "hierarchical": True},
 }
 DEFAULT_STACK = "megatron_core"
+DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
 
 
 @attrs.frozen
@@ -39,6 +49,9 @@ class TrainConfig:
     zero: int = 1              # 0 DDP, 1 optimizer sharded (distributed optimizer), 2 + grads, 3 + weights (FSDP)
     precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
     stack: str = DEFAULT_STACK
+    # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
+    # outermost. Expert parallelism groups consecutive data-parallel ranks.
+    order: tuple[str, ...] = DEFAULT_ORDER
 
     @property
     def gpus(self) -> int:
@@ -48,6 +61,15 @@ class TrainConfig:
     def microbatches(self) -> int:
         """Micro-batches per pipeline per step."""
         return max(1, self.batch // (self.dp * self.microbatch))
+
+    def stride(self, dim: str) -> int:
+        """Ranks between neighbours of `dim`'s groups: the product of the sizes inside it."""
+        dim = "dp" if dim == "ep" else dim
+        inner = self.order[: self.order.index(dim)]
+        size = 1
+        for d in inner:
+            size *= getattr(self, d)
+        return size
 
     def behaviour(self, key: str) -> object:
         return STACKS.get(self.stack, STACKS[DEFAULT_STACK])[key]

@@ -4,6 +4,8 @@ synchronization and the optimizer, then throughput, MFU/HFU and memory."""
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from ..ir import Partition
@@ -17,6 +19,12 @@ from .workload import Op, backward_factor, layer_forward, logits_forward
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
 ADAM_BYTES_PER_PARAM = 30  # read fp32 param, grad, m, v; write param, m, v; write bf16 copy
+EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
+# Host-side cost of one MoE layer per micro-batch, forward and backward: dropless routing
+# needs the token counts on the host before the expert GEMMs launch (a device-to-host
+# sync per pass), so the GPU queue drains and ~100 small kernels are launched serially.
+# Fitted on the published MoE runs (benchmarks/calibrate.py); it does not scale with tokens.
+MOE_LAYER_OVERHEAD_S = 6e-3
 
 
 @attrs.frozen
@@ -84,7 +92,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     logits = sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op)) for op in logits_forward(shape, cfg))
-    boundary = comms.tier_between(cfg.tp * cfg.cp * cfg.dp, tiers)  # pipeline stages are outermost
+    boundary = comms.tier_between(cfg.stride("pp"), tiers)
     # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
     message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
@@ -110,6 +118,13 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
 
 
 def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
+    # Batch, virtual stages and the ZeRO stage never change a layer's micro-batch cost:
+    # normalize them away so that configurations differing only there share the work.
+    return _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0), partition, moe)
+
+
+@functools.lru_cache(maxsize=65536)
+def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
     chip, tiers = partition.node.accelerator, partition.tiers
     ops = layer_forward(shape, cfg, moe)
     times = [(op, op_time(op, chip, cfg.precision)) for op in ops]
@@ -120,7 +135,7 @@ def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool)
     gemms = sum(t for op, t in times if op.kind == "gemm")
     tp = _tp_exposed(shape, cfg, tiers, gemms)
     cp = _cp_exposed(shape, cfg, tiers, attention)
-    ep = _ep_time(shape, cfg, tiers) if moe else 0.0
+    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
     return _Layer(forward, backward, recompute, tp, cp, ep)
 
 
@@ -134,7 +149,7 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
     more when the forward is recomputed; overlapped with the GEMMs by stacks that can."""
     if cfg.tp == 1:
         return 0.0
-    stages = comms.place(cfg.tp, 1, tiers)
+    stages = comms.place(cfg.tp, cfg.stride("tp"), tiers)
     one = comms.all_reduce(_activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), stages)
     count = 4 + (2 if cfg.recompute == "full" else 0)
     total = count * one
@@ -151,21 +166,26 @@ def _cp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, attention: float) ->
         return 0.0
     tokens = cfg.microbatch * cfg.seq / cfg.cp
     kv = 2 * tokens * 2 * shape.kv_heads * shape.head_dim / cfg.tp
-    stages = comms.place(cfg.cp, cfg.tp, tiers)
+    stages = comms.place(cfg.cp, cfg.stride("cp"), tiers)
     step = comms.all_to_all(kv * (cfg.cp - 1), stages)  # each rank sends its KV to every other
     forward = max(step - attention, 0.0)
     backward = max(2 * step - 2.5 * attention, 0.0)
     return forward + backward
 
 
-def _ep_time(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
-    """Dispatch and combine all-to-all, forward and backward (four per MoE layer)."""
+def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> float:
+    """Dispatch and combine all-to-all, forward and backward (four per MoE layer); fp8
+    recipes dispatch in fp8, everything else moves bf16. Stacks that overlap the
+    all-to-all with another micro-batch's compute expose only what compute cannot hide."""
     if cfg.ep == 1:
         return 0.0
     tokens = cfg.microbatch * cfg.seq / cfg.cp
-    volume = tokens * shape.top_k * shape.hidden * (1 if cfg.precision in ("fp8", "fp4") else 2)
-    stages = comms.place(cfg.ep, cfg.tp * cfg.cp, tiers)
-    return 4 * comms.all_to_all(volume, stages)
+    dispatch = 1 if cfg.precision in ("fp8", "fp4") else 2
+    stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
+    total = sum(comms.all_to_all(tokens * shape.top_k * shape.hidden * b, stages) for b in (dispatch, 2, 2, 2))
+    if not cfg.behaviour("ep_overlap"):
+        return total
+    return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total
 
 
 def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer_pass: float) -> float:
@@ -181,10 +201,14 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
         return 0.0
     params = params_per_gpu(shape, cfg)
     grad_bytes = 2 if cfg.stack in ("fsdp", "maxtext") else 4
-    stages = comms.place(replicas, cfg.tp, partition.tiers)
+    stages = comms.place(replicas, min(cfg.stride("dp"), cfg.stride("cp")), partition.tiers)
+    if not cfg.behaviour("hierarchical"):
+        stages = comms.flat(stages)
     if cfg.zero >= 3:
         per_step = comms.reduce_scatter(params * grad_bytes, stages) + 2 * comms.all_gather(params * 2, stages)
         per_step *= cfg.microbatches
+        if not cfg.behaviour("dp_overlap"):
+            return per_step
         hidden_by = cfg.microbatches * layer_pass
         return max(per_step - hidden_by, 0.0) + DP_BUCKET_RESIDUE * per_step / max(1, cfg.microbatches)
     if cfg.zero >= 1:
@@ -201,7 +225,7 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     are all-reduced between the two every step."""
     if cfg.pp == 1 or not shape.tied_embeddings:
         return 0.0
-    stride = cfg.tp * cfg.cp * cfg.dp * (cfg.pp - 1)
+    stride = cfg.stride("pp") * (cfg.pp - 1)
     stages = (comms.Stage(comms.tier_between(stride, tiers), 2),)
     return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
 

@@ -67,7 +67,11 @@ def _moe_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float) -> list[Op]:
     local_experts = max(1, shape.routed // cfg.ep)
     per_expert = tokens * shape.top_k / local_experts
     up = (shape.mlp_matrices - 1) * shape.expert_ffn
+    routed = tokens * shape.top_k
     ops = [gemm("router", tokens, shape.routed, shape.hidden),
+           # softmax and top-k over the experts (fp32), then permute tokens into expert
+           # order and back (read and write each routed copy twice)
+           elementwise("routing", tokens * shape.routed * 4 * 3 + routed * shape.hidden * ACT_BYTES * 4),
            gemm("experts up", per_expert, up / cfg.tp, shape.hidden, local_experts),
            gemm("experts down", per_expert, shape.hidden, shape.expert_ffn / cfg.tp, local_experts)]
     if shape.shared:

@@ -1,0 +1,354 @@
+"""Power-constrained throughput: how many GPUs run, and at what clock, under a facility
+power budget. A geometric program (cvxpy `gp=True`, solved with Clarabel).
+
+The model, built from one planned configuration (an `Estimate` of `N0` GPUs giving
+`T0` tokens/s at full clock):
+
+Variables
+    n   GPUs that run, continuous, `n_min <= n <= n_max`. `n_min` is one model replica
+        (tp x pp x cp GPUs of the planned configuration: fewer cannot hold the model),
+        `n_max` the GPUs the planned configuration uses (the batch does not split over
+        more). Fewer GPUs means fewer data-parallel replicas; GPUs (with their share of
+        hosts, network and overheads) that do not run are powered off.
+    f   clock (and so power-cap) ratio, `f_min <= f <= 1`.
+    T   throughput, tokens/s.
+
+Throughput (posynomial step time). The step splits into a share `alpha` that scales
+with the clock (tensor-core compute, recompute, and the matching share of the pipeline
+bubble) and `1 - alpha` that does not (exposed communication, the HBM-bound optimizer):
+
+    step(n, f) = step0 * (N0 / n)^gamma * (alpha / f + 1 - alpha)
+    T <= T0 * (n / N0)^gamma / (alpha / f + 1 - alpha)          [clock="step", default]
+
+written as the posynomial constraint `T/T0 * (N0/n)^gamma * (alpha f^-1 + 1 - alpha) <= 1`.
+Its tangent in log-log space at f = 1 is the monomial `T <= T0 (n/N0)^gamma f^alpha`
+(clock="monomial"), which overestimates throughput below full clock; both are GPs.
+`gamma <= 1` is fitted from a second estimate of the same configuration with fewer
+data-parallel replicas (dp divided by its smallest prime factor that keeps ep valid):
+`gamma = log(T0/T1) / log(N0/N1)`; when dp cannot be reduced, gamma = 1 (say so:
+`gamma_source`).
+
+Power per GPU (dynamic power ~ f V^2 with V ~ f):
+
+    P(f) = P_idle + (P_full - P_idle) * f^3
+
+`P_full` is `compiler.model.power.gpu_power` at the plan's busy share (the accelerator
+at full clock doing this job), `P_idle` the chip's idle power. The rest of the cluster
+(CPUs, NICs, DPUs, DRAM, node and unit overheads, switches, optics, cluster overhead)
+comes from `compiler.metrics.power_breakdown`, shared per GPU: `P_rest`. The power cap
+that realizes clock f is P(f).
+
+    facility(n, f) = PUE * n * (P(f) + P_rest) <= budget
+
+Objectives: "throughput" (maximize T), "time" (minimize tokens/T: the same optimum),
+"energy" (minimize facility/T: a posynomial over a monomial, so still a GP).
+
+Marginal value of power: in a GP the dual `y` of the power constraint is the
+sensitivity of log T to log budget, so `dT/dB = y * T / B`; reported per MW.
+
+Infeasible budgets (below one replica at f_min) are an answer: status "infeasible",
+with the shortfall in watts. Nothing here raises for a bad budget.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+import attrs
+import cvxpy as cp
+
+from ..compiler.metrics import power_breakdown
+from ..compiler.model.job import Job
+from ..compiler.model.power import gpu_power
+from ..compiler.model.step import Estimate, estimate
+
+F_MIN = 0.5      # ASSUMPTION: lowest useful clock ratio under a power cap. Below about half
+                 # the boost clock voltage stops falling (DVFS floor) and power falls only ~f.
+OBJECTIVES = ("throughput", "time", "energy")
+_TOL = 1e-4      # relative tolerance for saying a bound binds
+
+
+@attrs.frozen
+class PowerInputs:
+    """Everything the GP needs, as plain numbers (W, tokens/s, GPUs)."""
+
+    name: str
+    tokens_per_s: float          # T0 at N0 GPUs, full clock
+    gpus: float                  # N0
+    min_gpus: float              # n_min: one replica
+    max_gpus: float              # n_max
+    alpha: float                 # clock-scaled share of the step
+    gamma: float                 # throughput ~ n^gamma
+    p_idle: float                # W per GPU, idle
+    p_full: float                # W per GPU at full clock, this job's activity
+    p_rest: float                # W per GPU, the rest of the cluster
+    pue: float
+    f_min: float = F_MIN
+    gpus_per_unit: int = 1       # GPUs per scale-up unit or node (reporting only)
+    tokens: float | None = None  # tokens to train (for the "time" objective)
+    gamma_source: str = "given"
+
+    @classmethod
+    def from_plan(cls, job: Job, best: Estimate, f_min: float = F_MIN) -> PowerInputs:
+        """From a job and its planned estimate (`plan(job).best`)."""
+        cfg, partition, graph = best.config, job.partition, job.graph
+        gamma, source = _fit_gamma(job, best)
+        rows = {row.key: row.value for row in power_breakdown(graph)}
+        rest = (rows["power.it"] - rows["power.accelerators"]) / graph.gpus if graph.gpus else 0.0
+        chip = partition.node.accelerator
+        return cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
+                   min_gpus=float(cfg.tp * cfg.pp * cfg.cp), max_gpus=float(cfg.gpus),
+                   alpha=clock_share(best), gamma=gamma, p_idle=chip.idle,
+                   p_full=gpu_power(partition, busy_share(best)), p_rest=rest, pue=graph.pue, f_min=f_min,
+                   gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens,
+                   gamma_source=source)
+
+    # ------------------------------------------------------------ the model, evaluated
+    def gpu_watts(self, f: float) -> float:
+        return self.p_idle + (self.p_full - self.p_idle) * f ** 3
+
+    def facility(self, n: float, f: float) -> float:
+        return self.pue * n * (self.gpu_watts(f) + self.p_rest)
+
+    def throughput(self, n: float, f: float, clock: str = "step") -> float:
+        scale = (n / self.gpus) ** self.gamma
+        if clock == "monomial":
+            return self.tokens_per_s * scale * f ** self.alpha
+        return self.tokens_per_s * scale / (self.alpha / f + 1 - self.alpha)
+
+    @property
+    def least_power(self) -> float:
+        """Facility watts of one replica at the lowest clock: below this nothing runs."""
+        return self.facility(self.min_gpus, self.f_min)
+
+    @property
+    def full_power(self) -> float:
+        return self.facility(self.max_gpus, 1.0)
+
+
+@attrs.frozen
+class PowerResult:
+    status: str                  # optimal | infeasible | error
+    objective: str
+    budget: float                # W, facility
+    gpus: float = 0.0            # n at the optimum (continuous)
+    clock: float = 0.0           # f
+    power_cap: float = 0.0       # W per GPU that realizes f
+    tokens_per_s: float = 0.0
+    facility_power: float = 0.0  # W
+    dual: float = 0.0            # d log(objective) / d log(budget), from the GP
+    marginal_tokens_per_s_per_mw: float | None = None
+    binding: tuple[str, ...] = ()
+    shortfall: float = 0.0       # W more budget needed (infeasible only)
+    whole_gpus: int = 0          # n rounded down to whole replicas, same clock
+    whole_tokens_per_s: float = 0.0
+    units: float = 0.0           # n in scale-up units (or nodes)
+    time_to_train: float | None = None   # s, when the job says how many tokens
+    message: str = ""
+
+    @property
+    def feasible(self) -> bool:
+        return self.status == "optimal"
+
+    @property
+    def energy_per_token(self) -> float | None:
+        return self.facility_power / self.tokens_per_s if self.tokens_per_s > 0 else None
+
+
+# ----------------------------------------------------------------- model inputs
+
+
+def busy_share(e: Estimate) -> float:
+    """Share of the step the tensor cores compute (as `solver.plan` attributes power)."""
+    b = e.breakdown
+    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time) if e.step_time > 0 else 1.0
+
+
+def clock_share(e: Estimate) -> float:
+    """alpha: the share of the step that scales with 1/clock. Compute and recompute do;
+    the pipeline bubble does in proportion to the compute share of a stage's pass;
+    exposed communication and the HBM-bound optimizer do not."""
+    b = e.breakdown
+    math_time = b.compute + b.recompute
+    in_stage = math_time + b.tp + b.cp + b.ep + b.pp
+    scaled = math_time + (b.bubble * math_time / in_stage if in_stage > 0 else 0.0)
+    return min(1.0, max(0.0, scaled / e.step_time)) if e.step_time > 0 else 1.0
+
+
+def _fit_gamma(job: Job, best: Estimate) -> tuple[float, str]:
+    cfg = best.config
+    fewer = [d for d in range(cfg.dp - 1, 0, -1) if cfg.dp % d == 0 and (d * cfg.cp) % cfg.ep == 0]
+    if not fewer:
+        return 1.0, "gamma = 1: dp cannot be reduced, so no second point"
+    dp = fewer[0]
+    smaller = estimate(job.shape, attrs.evolve(cfg, dp=dp), job.partition)
+    n0, n1 = cfg.gpus, smaller.config.gpus
+    if smaller.tokens_per_s <= 0 or best.tokens_per_s <= 0:
+        return 1.0, "gamma = 1: degenerate estimates"
+    gamma = math.log(best.tokens_per_s / smaller.tokens_per_s) / math.log(n0 / n1)
+    gamma = min(1.0, max(1e-3, gamma))
+    return gamma, f"fitted from dp {cfg.dp} ({n0} GPUs) and dp {dp} ({n1} GPUs), same configuration"
+
+
+def budget_of(job: Job) -> float | None:
+    """The job's facility power limit in W: `subject to { power <= X }`, else the cluster's budget."""
+    limits = job.entity.get("subject to")
+    for item in getattr(limits, "items", ()):
+        bound = item.value
+        if getattr(bound, "target", None) == "power" and getattr(bound, "op", "") in ("<=", "<"):
+            return float(bound.value.value)
+    return job.graph.power_budget
+
+
+# ----------------------------------------------------------------- the GP
+
+
+def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput",
+                clock: str = "step") -> PowerResult:
+    """The optimum under a facility budget (W). Never raises for a bad budget."""
+    if objective not in OBJECTIVES:
+        return PowerResult("error", objective, budget, message=f"unknown objective {objective!r}; one of {OBJECTIVES}")
+    least = inputs.least_power
+    if not budget > 0 or budget < least * (1 - 1e-9):
+        short = least - max(budget, 0.0) if budget == budget else least
+        return PowerResult("infeasible", objective, budget, shortfall=short, binding=("power",),
+                           message=(f"the budget {budget / 1e6:.4g} MW is {short / 1e6:.4g} MW short of the "
+                                    f"{least / 1e6:.4g} MW that one replica ({inputs.min_gpus:g} GPUs) draws at "
+                                    f"clock {inputs.f_min:g}"))
+    inputs = attrs.evolve(inputs, max_gpus=max(inputs.max_gpus, inputs.min_gpus))
+    x = cp.Variable(pos=True, name="n_over_N0")
+    f = cp.Variable(pos=True, name="clock")
+    tau = cp.Variable(pos=True, name="T_over_T0")
+    n0 = inputs.gpus
+    static = inputs.p_idle + inputs.p_rest
+    dynamic = inputs.p_full - inputs.p_idle
+    per_gpu = static + (dynamic * f ** 3 if dynamic > 0 else 0)
+    power = (inputs.pue * n0 / budget) * x * per_gpu           # facility / budget
+    power_limit = power <= 1
+    alpha = min(max(inputs.alpha, 0.0), 1.0)
+    gamma = inputs.gamma
+    if clock == "monomial":
+        speed = tau <= x ** gamma * f ** alpha
+    else:
+        slow = (alpha * f ** -1 if alpha > 0 else 0) + (1 - alpha if alpha < 1 else 0)
+        speed = tau * x ** -gamma * slow <= 1
+    constraints = [speed, power_limit, x <= inputs.max_gpus / n0, x >= inputs.min_gpus / n0,
+                   f <= 1, f >= inputs.f_min]
+    if objective == "energy":
+        goal = cp.Minimize(x * per_gpu / tau)
+    else:
+        goal = cp.Maximize(tau)
+    problem = cp.Problem(goal, constraints)
+    try:
+        problem.solve(gp=True, solver=cp.CLARABEL)
+    except (cp.SolverError, ValueError, ArithmeticError) as error:  # numerical trouble: say so
+        return PowerResult("error", objective, budget, message=f"the GP solver failed: {error}")
+    if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
+        return PowerResult("error", objective, budget, message=f"the GP solver says {problem.status}")
+    n = min(max(float(x.value) * n0, inputs.min_gpus), inputs.max_gpus)
+    clk = min(max(float(f.value), inputs.f_min), 1.0)
+    tokens_per_s = inputs.throughput(n, clk, clock)
+    facility = inputs.facility(n, clk)
+    dual = float(power_limit.dual_value or 0.0)
+    marginal = None
+    if objective != "energy":
+        marginal = max(0.0, dual) * tokens_per_s / budget * 1e6
+    binding = tuple(name for name, hit in (
+        ("power", facility >= budget * (1 - _TOL)),
+        ("all GPUs", n >= inputs.max_gpus * (1 - _TOL)),
+        ("one replica", n <= inputs.min_gpus * (1 + _TOL)),
+        ("full clock", clk >= 1 - _TOL),
+        ("lowest clock", clk <= inputs.f_min * (1 + _TOL))) if hit)
+    replicas = max(1, math.floor(n / inputs.min_gpus + 1e-6))
+    whole = int(replicas * inputs.min_gpus)
+    return PowerResult(
+        "optimal", objective, budget, gpus=n, clock=clk, power_cap=inputs.gpu_watts(clk),
+        tokens_per_s=tokens_per_s, facility_power=facility, dual=dual, marginal_tokens_per_s_per_mw=marginal,
+        binding=binding, whole_gpus=whole, whole_tokens_per_s=inputs.throughput(whole, clk, clock),
+        units=n / max(1, inputs.gpus_per_unit),
+        time_to_train=inputs.tokens / tokens_per_s if inputs.tokens and tokens_per_s > 0 else None,
+        message=_message(inputs, n, clk, binding))
+
+
+def _message(inputs: PowerInputs, n: float, f: float, binding: tuple[str, ...]) -> str:
+    if "power" not in binding:
+        return "the budget does not bind: every planned GPU runs at the clock the objective prefers"
+    return (f"the budget binds: run {n:,.0f} of {inputs.max_gpus:,.0f} GPUs at {f:.0%} clock "
+            f"(power cap {inputs.gpu_watts(f):.0f} W per GPU)")
+
+
+# ----------------------------------------------------------------- conveniences
+
+
+def inputs_of(job_or_inputs, f_min: float = F_MIN) -> PowerInputs:
+    """PowerInputs from PowerInputs, a Plan (with `.job` and `.best`), a (job, estimate) pair or a Job."""
+    if isinstance(job_or_inputs, PowerInputs):
+        return job_or_inputs
+    if isinstance(job_or_inputs, tuple):
+        job, best = job_or_inputs
+        return PowerInputs.from_plan(job, best, f_min)
+    if hasattr(job_or_inputs, "best") and hasattr(job_or_inputs, "job"):
+        if job_or_inputs.best is None:
+            raise ValueError("the plan is infeasible: there is no configuration to power")
+        return PowerInputs.from_plan(job_or_inputs.job, job_or_inputs.best, f_min)
+    from .plan import plan
+
+    chosen = plan(job_or_inputs, "throughput")
+    if chosen.best is None:
+        raise ValueError("the plan is infeasible: there is no configuration to power")
+    return PowerInputs.from_plan(job_or_inputs, chosen.best, f_min)
+
+
+def throughput_curve(job_or_inputs, budgets: Iterable[float], objective: str = "throughput",
+                     clock: str = "step") -> list[float]:
+    """Tokens/s at each budget (0 where infeasible); non-decreasing in the budget for the
+    throughput objective (the GP's optimum can only improve when its constraint loosens)."""
+    inputs = inputs_of(job_or_inputs)
+    budgets = list(budgets)
+    values = [solve_power(inputs, b, objective, clock).tokens_per_s for b in budgets]
+    if objective != "energy":
+        ordered = sorted(zip(budgets, values))
+        for (_, low), (_, high) in zip(ordered, ordered[1:]):
+            assert high >= low * (1 - 1e-5), "throughput fell as the budget grew: a solver tolerance problem"
+    return values
+
+
+def power_json(result: PowerResult) -> dict:
+    """Stable keys for `gclc plan --json`."""
+    return {
+        "status": result.status, "objective": result.objective, "budget_w": result.budget,
+        "gpus": result.gpus, "whole_gpus": result.whole_gpus, "units": result.units, "clock": result.clock,
+        "power_cap_w": result.power_cap, "tokens_per_s": result.tokens_per_s,
+        "whole_tokens_per_s": result.whole_tokens_per_s, "facility_power_w": result.facility_power,
+        "energy_per_token_j": result.energy_per_token, "dual": result.dual,
+        "marginal_tokens_per_s_per_mw": result.marginal_tokens_per_s_per_mw, "binding": list(result.binding),
+        "shortfall_w": result.shortfall, "time_to_train_s": result.time_to_train, "message": result.message,
+    }
+
+
+def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
+    """A few lines for `gclc plan`."""
+    head = f"power budget {result.budget / 1e6:,.4g} MW ({result.objective})"
+    if result.status != "optimal":
+        return f"{head}: {result.status}: {result.message}"
+    lines = [f"{head}: {result.message}",
+             f"  GPUs running     {result.gpus:,.1f} ({result.whole_gpus:,} in whole replicas, "
+             f"{result.whole_tokens_per_s:,.0f} tokens/s)",
+             f"  clock            {result.clock:.1%} of full, power cap {result.power_cap:,.0f} W per GPU",
+             f"  throughput       {result.tokens_per_s:,.0f} tokens/s",
+             f"  facility power   {result.facility_power / 1e6:,.4g} MW"]
+    if result.energy_per_token is not None:
+        lines.append(f"  energy           {result.energy_per_token:,.4g} J per token")
+    if result.marginal_tokens_per_s_per_mw is not None:
+        lines.append(f"  marginal power   {result.marginal_tokens_per_s_per_mw:,.0f} tokens/s per extra MW")
+    if result.time_to_train is not None:
+        lines.append(f"  time to train    {result.time_to_train / 86400:,.1f} days")
+    if inputs is not None:
+        lines.append(f"  model            alpha {inputs.alpha:.3f} (clock-scaled share), gamma {inputs.gamma:.3f} "
+                     f"({inputs.gamma_source})")
+    return "\n".join(lines)
+
+
+def sweep(inputs: PowerInputs, budgets: Sequence[float], objective: str = "throughput") -> list[PowerResult]:
+    return [solve_power(inputs, b, objective) for b in budgets]
