@@ -74,6 +74,24 @@ def _parser() -> argparse.ArgumentParser:
     _settings_option(plan)
     plan.set_defaults(run=run_plan)
 
+    render = commands.add_parser("render", help="draw the topology, a plan's placement or the power flow (graphviz)")
+    render.add_argument("file", metavar="FILE")
+    render.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="write the diagram here; the suffix picks the format: .svg .png .pdf .dot")
+    render.add_argument("--view", choices=("topology", "placement", "power"), default="topology",
+                        help="what to draw (default: topology)")
+    render.add_argument("--job", metavar="NAME", help="the train job whose plan `--view placement` draws")
+    render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
+    _settings_option(render)
+    render.set_defaults(run=run_render)
+
+    report = commands.add_parser("report", help="one self-contained HTML report: design, plan, plots, diagrams")
+    report.add_argument("file", metavar="FILE")
+    report.add_argument("-o", "--output", required=True, metavar="OUT", help="write the HTML here")
+    report.add_argument("--job", metavar="NAME", help="the train job to plan (default: the file's first)")
+    _settings_option(report)
+    report.set_defaults(run=run_report)
+
     fmt = commands.add_parser("fmt", help="print designs in canonical form")
     fmt.add_argument("files", nargs="+", metavar="FILE")
     mode = fmt.add_mutually_exclusive_group()
@@ -208,6 +226,79 @@ def _infeasible_message(chosen) -> str:
     return (f"gclc: infeasible: `{job.name}` needs at least {_b(smallest.memory.total)} per GPU "
             f"({', '.join(f'{k} {_b(v)}' for k, v in smallest.memory.rows() if v)}) with the best configuration "
             f"for memory; the {chip.name} has {_b(chip.hbm_capacity)} ({chip.span})")
+
+
+def _checked_design(path: str, settings: list[str]):
+    """The checked design, or None after printing the diagnostics that stop it."""
+    result = check_file(path, settings)
+    if result.diagnostics:
+        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
+    return result.design
+
+
+def run_render(args: argparse.Namespace) -> int:
+    from . import render
+    from .model.job import JobError
+
+    fmt = render.output_format(args.output)
+    if fmt is None:
+        print(f"gclc: cannot tell the format of `{args.output}`; use .svg, .png, .pdf or .dot", file=sys.stderr)
+        return EXIT_USAGE
+    design = _checked_design(args.file, args.set)
+    if design is None:
+        return EXIT_ERRORS
+    try:
+        dot, status = _diagram(design, args)
+    except JobError as error:
+        print(f"gclc: {error}", file=sys.stderr)
+        return EXIT_ERRORS
+    except (KeyError, LookupError) as error:
+        message = f"no cluster `{args.cluster}` in {args.file}" if args.cluster else str(error).strip("'\"")
+        print(f"gclc: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    if dot is None:
+        return status
+    try:
+        write_atomic(args.output, render.render_bytes(dot, fmt))
+    except render.DotMissing as error:
+        print(f"gclc: {error}", file=sys.stderr)
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+def _diagram(design, args: argparse.Namespace):
+    """(graphviz graph or None, exit code) for `--view`."""
+    from ..solver.plan import plan as make_plan
+    from . import render
+    from .lower import lower
+    from .model.job import train_job
+
+    fabrics = render.fabric_entities(design)
+    if args.view != "placement":
+        graph = lower(design, args.cluster)
+        return (render.topology(graph, fabrics) if args.view == "topology" else render.power(graph)), EXIT_OK
+    job = train_job(design, args.job)
+    chosen = make_plan(job, _objective(job.entity))
+    if chosen.best is None:
+        print(_infeasible_message(chosen), file=sys.stderr)
+        return None, EXIT_INFEASIBLE
+    return render.placement(chosen, fabrics), EXIT_OK
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from .model.job import JobError
+    from .report import report_html
+
+    design = _checked_design(args.file, args.set)
+    if design is None:
+        return EXIT_ERRORS
+    try:
+        text = report_html(design, args.job, source=args.file)
+    except JobError as error:
+        print(f"gclc: {error}", file=sys.stderr)
+        return EXIT_ERRORS
+    write_atomic(args.output, text)
+    return EXIT_OK
 
 
 def run_fmt(args: argparse.Namespace) -> int:

@@ -139,3 +139,9 @@ class Design:
 
     def source_map(self) -> dict[str, SourceFile]:
         return {s.path: s for s in self.sources}
+
+    def _repr_svg_(self) -> str | None:
+        """Jupyter: the topology diagram (None without a cluster or Graphviz's `dot`)."""
+        from .render import design_svg
+
+        return design_svg(self)

@@ -9,6 +9,7 @@ the graph, never on dictionaries' or sets' iteration order.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -218,8 +219,8 @@ def _scaleout_edges(dot, graph: ClusterGraph, index: int, p: Partition, fabrics:
     ports = [x for x in p.node.parts if x.kind in ("nic", "dpu")]
     source = _id("p", index, "part", ports[0].kind, ports[0].name) if ports else _id("p", index, "chip")
     links, rate = _link_rate(p, first, fabrics)
-    dot.edge(source, chain[0], label=_label(f"{links * p.nodes:,} links × {fmt(rate, 'B/s')}",
-                                            f"{fmt(first.bandwidth, 'B/s')} per GPU"), **SCALE_OUT)
+    cables = f"{links * p.nodes:,} links × {fmt(rate, 'B/s')}" if chain[0].startswith("sw_") else ""
+    dot.edge(source, chain[0], label=_label(cables, f"{fmt(first.bandwidth, 'B/s')} per GPU"), **SCALE_OUT)
     for tier in p.tiers:
         if tier.scope == "scaleout" and tier_element(graph, index, tier) == _id("p", index, "tier", tier.level):
             dot.node(_id("p", index, "tier", tier.level), _tier_head(tier), shape="hexagon", fillcolor="#e3f2fd")
@@ -279,14 +280,14 @@ def dimension_stages(cfg, tiers: tuple[Tier, ...]) -> tuple[tuple[str, int, int,
 def tier_traffic(dim: str, seconds: float, stages: tuple[comms.Stage, ...]) -> tuple[tuple[Tier, float], ...]:
     """A dimension's exposed communication seconds split over the tiers its group crosses,
     in proportion to each stage's wire time for the same message (hierarchical collectives:
-    each stage carries 1/peers of the one inside it; all-to-all: the share that reaches it)."""
-    weights, share, inside = [], 1.0, 1
-    total = 1
-    for stage in stages:
-        total *= stage.peers
-    for stage in stages:
+    each stage carries 1/peers of the one inside it; all-to-all: the share that reaches it;
+    pipeline sends: all on the innermost tier, the one the model charges them to)."""
+    weights, share, inside, total = [], 1.0, 1, math.prod(s.peers for s in stages)
+    for i, stage in enumerate(stages):
         n, rate = stage.peers, stage.tier.bandwidth * stage.tier.efficiency or 1.0
-        if dim in ("ep", "cp"):
+        if dim == "pp":
+            weights.append(1.0 if i == 0 else 0.0)
+        elif dim in ("ep", "cp"):
             weights.append((inside * n - inside) / total / rate)
         else:
             weights.append((n - 1) / n * share / rate)
@@ -305,8 +306,8 @@ def placement_overlay(plan) -> Overlay:
     dims = dimension_stages(cfg, job.partition.tiers)
     for dim, size, stride, stages in dims:
         reach = 1
-        for stage, (_, spent) in zip(stages, tier_traffic(dim, seconds.get(dim, 0.0), stages)):
-            reach = min(size, reach * stage.peers) if stage is not stages[-1] else size
+        for i, (stage, (_, spent)) in enumerate(zip(stages, tier_traffic(dim, seconds.get(dim, 0.0), stages))):
+            reach = size if i == len(stages) - 1 else min(size, reach * stage.peers)
             notes.setdefault(tier_element(graph, index, stage.tier), []).append(
                 f"▶ {dim}: {reach:,} of {size:,} ranks, {spent:.3g} s/step")
     shown = next((d for d in dims if d[0] in ("tp", "ep")), dims[0] if dims else None)
@@ -413,4 +414,14 @@ def design_svg(design, cluster: str | None = None) -> str | None:
     try:
         return svg_text(topology(lower(design, cluster), fabric_entities(design)))
     except (DotMissing, LookupError):
+        return None
+
+
+def plan_svg(plan) -> str | None:
+    """The placement of a feasible plan as SVG text, or None: for Jupyter."""
+    if plan.best is None:
+        return None
+    try:
+        return svg_text(placement(plan))
+    except DotMissing:
         return None

@@ -70,6 +70,16 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
             "<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
 
+def plan_html(plan) -> str:
+    """A plan as an HTML fragment (for Jupyter): the text summary and the placement diagram."""
+    from .planview import plan_text
+    from .report_plots import scope_ids
+
+    svg = render.plan_svg(plan)
+    figure = _figure(scope_ids(svg, "placement"), "placement") if svg else ""
+    return f"<div><pre>{_e(plan_text(plan))}</pre>{figure}</div>"
+
+
 def _context(design: Design, job_name: str | None, objective: str | None, source: str) -> Context:
     from ..solver.plan import plan as make_plan
     from .lower import lower
@@ -121,7 +131,8 @@ def _cards(pairs) -> str:
 
 def _header(c: Context) -> str:
     rows = {m.key: m for m in explain(c.graph)}
-    peak = next((m for k, m in rows.items() if k.startswith("peak.")), None)
+    peaks = [m for k, m in rows.items() if k.startswith("peak.")]
+    peak = next((m for m in peaks if m.key == "peak.bf16"), peaks[0] if peaks else None)
     pairs = [("accelerators", f"{c.graph.gpus:,}"), ("HBM", rows["hbm.capacity"].text),
              ("facility power", rows["power.facility"].text)]
     if peak is not None:
@@ -223,26 +234,26 @@ def _power_curve_section(p) -> str:
 
     graph = p.job.graph
     top = max(graph.power_budget or 0.0, p.power.total)
-    budgets = [top * (0.3 + 0.1 * i) for i in range(10)]
+    budgets = [top * (0.2 + 0.1 * i) for i in range(11)]
     try:
-        points = tuple(_point(item) for item in throughput_curve(p.job, budgets))
+        values = list(throughput_curve(p, budgets))
     except Exception as error:  # a later module's failure must not lose the whole report
         return _section("Throughput against power budget", _note(f"Omitted: throughput_curve failed: {error}"))
-    points = tuple(pt for pt in points if pt is not None)
+    points = tuple(pt for pt in map(_point, budgets, values) if pt is not None)
     svg = report_plots.throughput_curve(points, (p.power.total, p.best.tokens_per_s), graph.power_budget)
-    return _section("Throughput against power budget", _figure(svg, "Best throughput the planner finds under "
-                                                                    "each facility power budget."))
+    return _section("Throughput against power budget", _figure(
+        svg, "Tokens/s the power model (solver/power.py) reaches under each facility budget, "
+             "by running fewer GPUs or lower clocks; 0 where the budget cannot run the job."))
 
 
-def _point(item) -> tuple[float, float] | None:
-    """(budget W, tokens/s) from a pair or an object with `budget` and `tokens_per_s`."""
+def _point(budget: float, item) -> tuple[float, float] | None:
+    """(budget W, tokens/s) from a number, a (budget, tokens/s) pair or a result with `tokens_per_s`."""
+    if isinstance(item, (int, float)):
+        return float(budget), float(item)
     if isinstance(item, (tuple, list)) and len(item) >= 2:
-        x, y = item[0], item[1]
-    else:
-        x = getattr(item, "budget", None)
-        y = getattr(item, "tokens_per_s", None)
-        y = getattr(getattr(item, "best", None), "tokens_per_s", None) if y is None else y
-    return (float(x), float(y)) if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
+        return float(item[0]), float(item[1])
+    value = getattr(item, "tokens_per_s", None)
+    return (float(budget), float(value)) if isinstance(value, (int, float)) else None
 
 
 def _roofline_section(c: Context) -> str:

@@ -15,7 +15,7 @@ from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .model.compute import SUSTAINED_GEMM_SHARE, gemm_efficiency, hbm_rate, op_time, peak
+from .model.compute import BEST_SHAPE, gemm_rate, hbm_rate, op_time, peak
 
 COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#5d4037", "#9e9d24", "#ad1457")
 _RC = {"svg.fonttype": "none", "font.family": "DejaVu Sans", "font.size": 9, "axes.spines.top": False,
@@ -71,47 +71,44 @@ def memory(rows: tuple[tuple[str, float], ...], hbm: float) -> str:
     """One stacked bar of bytes per GPU by category against the chip's HBM capacity."""
     rows = tuple((k, v) for k, v in rows if v > 0)
     with rc_context(_RC):
-        fig = _figure(7.0, 2.0)
+        fig = _figure(7.0, 2.2)
         ax = fig.add_subplot()
         left = 0.0
         for i, (name, value) in enumerate(rows):
             ax.barh(["per GPU"], [value / 1e9], left=left / 1e9, color=COLORS[i % len(COLORS)],
                     label=f"{name} {value / 1e9:.3g} GB")
             left += value
-        ax.axvline(hbm / 1e9, color="#c62828", linestyle="--", linewidth=1.5)
-        ax.annotate(f"HBM {hbm / 1e9:.3g} GB", (hbm / 1e9, 0.45), color="#c62828", ha="right",
-                    xytext=(-4, 0), textcoords="offset points")
+        ax.axvline(hbm / 1e9, color="#c62828", linestyle="--", linewidth=1.5, label=f"HBM {hbm / 1e9:.3g} GB")
         ax.set_xlim(0, max(left, hbm) / 1e9 * 1.05)
         ax.set_xlabel("GB per GPU")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncols=min(len(rows), 4), frameon=False)
+        fig.legend(loc="outside lower center", ncols=4, frameon=False)
         return to_svg(fig, "memory")
 
 
 def roofline(chip, precision: str, ops: tuple = ()) -> str:
-    """Attainable FLOP/s against arithmetic intensity: the dense peak, the sustained GEMM
-    ceiling and the HBM slopes, with the plan's operations where they land."""
-    top, sustained = peak(chip, precision), peak(chip, precision) * gemm_efficiency(chip, precision) * SUSTAINED_GEMM_SHARE
+    """Attainable FLOP/s against arithmetic intensity: the dense peak, the model's GEMM
+    ceiling (its rate at the best shape) and the HBM slopes, with the plan's operations."""
+    top, sustained = peak(chip, precision), gemm_rate(chip, precision, *BEST_SHAPE)
     xs = [10 ** (i / 8) for i in range(-8, 33)]
     with rc_context(_RC):
-        fig = _figure(7.0, 3.8)
+        fig = _figure(9.5, 3.8)
         ax = fig.add_subplot()
         ax.loglog(xs, [min(top, chip.hbm_bandwidth * x) for x in xs], color="#424242",
                   label=f"{chip.name}: dense {precision} peak, HBM peak")
         ax.loglog(xs, [min(sustained, hbm_rate(chip) * x) for x in xs], color="#1565c0", linestyle="--",
-                  label="sustained GEMM rate, HBM streaming rate")
+                  label="best-shape GEMM rate, HBM streaming rate")
         ridge = top / chip.hbm_bandwidth
         ax.axvline(ridge, color="#9e9e9e", linewidth=0.8, linestyle=":")
         ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, top / 30), rotation=90, color="#616161",
                     xytext=(3, 0), textcoords="offset points")
         for i, op in enumerate(o for o in ops if o.flops > 0 and o.bytes > 0):
             rate = op.flops / op_time(op, chip, precision)
-            ax.plot([op.flops / op.bytes], [rate], "o", color=COLORS[(i + 2) % len(COLORS)])
-            ax.annotate(op.name, (op.flops / op.bytes, rate), xytext=(4, -10 if i % 2 else 4),
-                        textcoords="offset points", fontsize=8)
+            ax.plot([op.flops / op.bytes], [rate], "os^Dv<>p"[i % 8], color=COLORS[(i + 2) % len(COLORS)],
+                    label=f"{op.name}: {op.flops / op.bytes:,.0f} FLOP/B, {rate / top:.0%} of peak")
         ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
         ax.set_ylabel("FLOP/s")
         ax.set_ylim(top / 1e4, top * 2)
-        ax.legend(loc="lower right", frameon=False)
+        fig.legend(loc="outside right center", frameon=False, fontsize=8)
         return to_svg(fig, "roofline")
 
 

@@ -1,9 +1,33 @@
 """The exhaustive reference enumerator: every valid configuration of a training job.
 
-Slow on purpose and obviously correct: the oracle that tests compare the fast search
-against. Valid means: the parallel sizes multiply to the GPUs used, divide what they
-split (heads, layers, experts, batch, sequence), respect the pinned values, and the
-configuration fits in HBM.
+Slow on purpose and obviously correct: the oracle that tests and benchmarks compare the
+fast search (`solver.search`) against. This module also *defines* the problem both of
+them solve, in one place:
+
+- the space (`space`, `configurations`): tp, pp, vp, dp, ep, cp, micro-batch,
+  recompute, ZeRO stage and the placement order of the parallel dimensions;
+- validity: the parallel sizes use at most the job's GPUs, split evenly what they
+  split (heads and KV heads by tp, layers by pp x vp, experts by ep, the batch by
+  dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving), and
+  respect the values pinned in the file; dp is the largest that leaves a valid
+  configuration (GPUs beyond tp x pp x cp x dp stay idle when the batch does not divide);
+- feasibility (`Limits`, `admissible`): memory within HBM and within the job's
+  `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
+- the objective (`objective_value`): lower is better.
+
+Choices made for the space, and why:
+
+- ZeRO stages 0, 1 and 3. Stage 2 is left out: the model gives it the time of stage 1
+  with less memory, because it does not charge the reduce-scatter that ZeRO-2 needs at
+  every micro-batch under gradient accumulation; including it would make it a free lunch.
+- tp is a power of two up to 64, cp a power of two up to 32, the micro-batch at most 16
+  sequences, vp at most 8 (the ranges of the frameworks' documented configurations).
+- Placement: tp innermost, then every order of the dimensions of cp, dp and pp whose
+  size is above one; dimensions of size one go outermost (they span no link, and there
+  they cannot distort the stride of a combined dp x cp group), so orders that give the
+  same strides appear once.
+- Pinned values are taken as written, even where they do not divide evenly (DeepSeek-V3
+  runs 61 layers on 16 stages); only the batch must still split into whole micro-batches.
 """
 
 from __future__ import annotations
@@ -11,18 +35,27 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
+import attrs
+
+from ..compiler.design import Bound
 from ..compiler.model.config import TrainConfig
 from ..compiler.model.job import Job
+from ..compiler.model.power import job_power
 from ..compiler.model.step import Estimate, estimate
+from ..compiler.units import Quantity
 
-RECOMPUTE = ("none", "selective", "full")
-ZERO_STAGES = (1, 3)
+RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
+ZERO_STAGES = (0, 1, 3)
+MAX_TP = 64
+MAX_CP = 32
 MAX_MICROBATCH = 16
 MAX_VP = 8
+PLACED = ("cp", "dp", "pp")                     # the dimensions ordered outside tp
+OBJECTIVES = ("throughput", "time", "energy", "mfu")
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:
-    return [d for d in range(1, (limit or n) + 1) if n % d == 0]
+    return [d for d in range(1, min(n, limit or n) + 1) if n % d == 0]
 
 
 def powers_of_two(limit: int) -> list[int]:
@@ -33,43 +66,263 @@ def powers_of_two(limit: int) -> list[int]:
     return out
 
 
-def data_parallel(batch: int, most: int) -> int:
-    """The most replicas (at most `most`) that split the batch evenly; GPUs beyond stay idle."""
-    return next((d for d in range(most, 0, -1) if batch % d == 0), 0)
+# ----------------------------------------------------------------- limits
 
 
-def _choices(job: Job, key: str, default: list) -> list:
-    return [job.pinned[key]] if key in job.pinned else default
+@attrs.frozen
+class Limit:
+    target: str          # memory | power | mfu | time | energy | gpus
+    op: str              # <=, <, >=, >
+    value: float         # base units (bytes, W, share, s, J, count)
+    share: bool = False  # memory given as a share of HBM
+    span: object = attrs.field(default=None, eq=False)
+
+    @property
+    def upper(self) -> bool:
+        return self.op in ("<=", "<", "==")
+
+    def holds(self, x: float) -> bool:
+        return {"<=": x <= self.value, "<": x < self.value, ">=": x >= self.value, ">": x > self.value,
+                "==": x <= self.value}[self.op]
+
+
+@attrs.frozen
+class Limits:
+    hbm: float                   # bytes per GPU on the chip
+    memory: float                # bytes per GPU a configuration may use: HBM, or less under `subject to`
+    items: tuple[Limit, ...] = ()
+
+    def get(self, target: str) -> Limit | None:
+        return next((i for i in self.items if i.target == target), None)
+
+
+def limits(job: Job) -> Limits:
+    """The job's `subject to { ... }` bounds in base units, and the memory cap they imply."""
+    hbm = job.partition.node.accelerator.hbm_capacity
+    block = job.entity.get("subject to")
+    items = []
+    for item in getattr(block, "items", ()):
+        bound = item.value
+        if not isinstance(bound, Bound) or not isinstance(bound.value, Quantity):
+            continue
+        value = float(bound.value.value)
+        share = bound.target == "memory" and bound.value.dim == (0, 0, 0, 0)
+        if share:
+            value *= hbm
+        items.append(Limit(bound.target, bound.op, value, share, item.span))
+    memory = hbm
+    for limit in items:
+        if limit.target == "memory" and limit.upper:
+            memory = min(memory, limit.value)
+    return Limits(hbm, memory, tuple(items))
+
+
+def max_gpus(job: Job, lim: Limits) -> int:
+    gpus = job.gpus
+    for limit in lim.items:
+        if limit.target == "gpus" and limit.upper:
+            gpus = min(gpus, int(limit.value) - (1 if limit.op == "<" else 0))
+    return max(0, gpus)
+
+
+def busy(e: Estimate) -> float:
+    """Share of the step the tensor cores compute (what power follows)."""
+    b = e.breakdown
+    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time)
+
+
+def power_of(job: Job, e: Estimate) -> float:
+    return job_power(job.graph, job.partition, e.config.gpus, busy(e)).total
+
+
+def objective_value(job: Job, objective: str, e: Estimate) -> float:
+    """What the optimizer minimizes: step time (throughput, time), energy per token, -MFU."""
+    if objective in ("throughput", "time"):
+        return e.step_time
+    if objective == "mfu":
+        return -e.mfu
+    if objective == "energy":
+        return power_of(job, e) / e.tokens_per_s
+    raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+def measure(job: Job, e: Estimate, target: str) -> float | None:
+    """The value of a job-level quantity that a `subject to` bound constrains."""
+    if target == "memory":
+        return e.memory.total
+    if target == "power":
+        return power_of(job, e)
+    if target == "mfu":
+        return e.mfu
+    if target == "gpus":
+        return float(e.config.gpus)
+    if target == "time":
+        return job.tokens / e.tokens_per_s if job.tokens else None
+    if target == "energy":
+        return job.tokens * power_of(job, e) / e.tokens_per_s if job.tokens else None
+    return None
+
+
+def violated(job: Job, lim: Limits, e: Estimate) -> Limit | None:
+    """The first limit `e` breaks (memory first), or None when it is admissible."""
+    if e.memory.total > lim.memory:
+        return lim.get("memory") if e.memory.total <= lim.hbm and lim.get("memory") else Limit("memory", "<=", lim.hbm)
+    for limit in lim.items:
+        if limit.target == "memory":
+            continue
+        value = measure(job, e, limit.target)
+        if value is not None and not limit.holds(value):
+            return limit
+    return None
+
+
+def admissible(job: Job, lim: Limits, e: Estimate) -> bool:
+    return violated(job, lim, e) is None
+
+
+# ----------------------------------------------------------------- the space
+
+
+@attrs.frozen
+class Space:
+    """Candidate values per dimension for a job, pins applied."""
+
+    gpus: int
+    tps: tuple[int, ...]
+    pps: tuple[int, ...]
+    cps: tuple[int, ...]
+    eps: tuple[int, ...]
+    recomputes: tuple[str, ...]
+    zeros: tuple[int, ...]
+    seq_parallel: bool | None    # pinned sequence parallelism (None: on when tp > 1)
+
+
+def _pinned(job: Job, key: str) -> object | None:
+    value = job.pinned.get(key)
+    return None if value is None else value
+
+
+def space(job: Job, lim: Limits | None = None) -> Space:
+    shape = job.shape
+    gpus = max_gpus(job, lim or limits(job))
+
+    def pick(key: str, default: list) -> tuple:
+        value = _pinned(job, key)
+        return (int(value),) if value is not None else tuple(default)
+
+    tps = pick("tp", [t for t in powers_of_two(min(MAX_TP, gpus))
+                      if shape.heads % t == 0 and shape.kv_heads % t == 0])
+    pps = pick("pp", [p for p in divisors(shape.layers) if p <= gpus])
+    cps = pick("cp", [c for c in powers_of_two(min(MAX_CP, gpus)) if c == 1 or job.seq % (2 * c) == 0])
+    eps = pick("ep", divisors(shape.routed) if shape.is_moe else [1])
+    recompute = _pinned(job, "recompute")
+    zero = _pinned(job, "zero")
+    sp = _pinned(job, "sp")
+    return Space(gpus, tps, pps, cps, eps,
+                 (str(recompute),) if recompute is not None else RECOMPUTE,
+                 (int(zero),) if zero is not None else ZERO_STAGES,
+                 None if sp is None else bool(sp))
+
+
+def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
+    """Virtual stages allowed by the pins and the layer count (before the micro-batch rule)."""
+    pinned = _pinned(job, "vp")
+    if pinned is not None:
+        return (int(pinned),)
+    interleaved = [v for v in range(2, MAX_VP + 1) if pp > 1 and job.shape.layers % (pp * v) == 0]
+    schedule = _pinned(job, "schedule")
+    if schedule == "interleaved" and pp > 1:
+        return tuple(interleaved)
+    if schedule in ("1f1b", "gpipe"):
+        return (1,)
+    return (1, *interleaved)
+
+
+def microbatch_candidates(job: Job, per_replica: int) -> tuple[int, ...]:
+    pinned, count = _pinned(job, "microbatch"), _pinned(job, "microbatches")
+    if pinned is not None:
+        options = [int(pinned)] if per_replica % int(pinned) == 0 else []
+    else:
+        options = divisors(per_replica, MAX_MICROBATCH)
+    if count is not None:
+        options = [m for m in options if per_replica // m == int(count)]
+    return tuple(options)
+
+
+def vp_valid(vp: int, pp: int, microbatches: int) -> bool:
+    """Interleaving needs the micro-batches to fill whole rounds of the pipeline."""
+    return vp == 1 or microbatches % pp == 0
+
+
+def inner_choices(job: Job, pp: int, dp: int) -> list[tuple[int, tuple[int, ...]]]:
+    """(micro-batch, valid vps) pairs of a (tp, pp, cp, ep, dp) branch, micro-batch ascending."""
+    if dp < 1 or job.batch % dp:
+        return []
+    per_replica = job.batch // dp
+    vps = vp_candidates(job, pp)
+    out = []
+    for mb in microbatch_candidates(job, per_replica):
+        valid = tuple(v for v in vps if vp_valid(v, pp, per_replica // mb))
+        if valid:
+            out.append((mb, valid))
+    return out
+
+
+def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:
+    """The most replicas that leave a valid configuration (0: none); pinned dp if valid."""
+    most = space_.gpus // (tp * pp * cp)
+    pinned = _pinned(job, "dp")
+    candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
+    for dp in candidates:
+        if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp):
+            return dp
+    return 0
+
+
+def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, ...], ...]:
+    """Placement orders with distinct strides: tp innermost, then each order of the
+    dimensions above one (dp counts when ep groups its ranks), size-one dimensions last."""
+    size = {"cp": cp, "dp": dp if ep == 1 else max(dp, 2), "pp": pp}
+    placed = [d for d in PLACED if size[d] > 1]
+    rest = tuple(d for d in PLACED if size[d] == 1)
+    return tuple(("tp", *perm, *rest) for perm in itertools.permutations(placed))
+
+
+def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep: int, mb: int, vp: int,
+                recompute: str, zero: int, order: tuple[str, ...]) -> TrainConfig:
+    return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
+                       recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
+                       precision=job.precision, stack=job.stack, order=order)
+
+
+def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]]:
+    """(tp, pp, cp, ep, dp) of every parallel layout with at least one valid configuration."""
+    for tp, pp, cp, ep in itertools.product(space_.tps, space_.pps, space_.cps, space_.eps):
+        if tp * pp * cp > space_.gpus:
+            continue
+        dp = data_parallel(job, space_, tp, pp, cp, ep)
+        if dp:
+            yield tp, pp, cp, ep, dp
 
 
 def configurations(job: Job) -> Iterator[TrainConfig]:
-    """Every configuration that is valid for `job` (memory not yet checked)."""
-    shape, gpus = job.shape, job.gpus
-    tps = _choices(job, "tp", [t for t in powers_of_two(min(64, gpus)) if shape.heads % t == 0
-                               and (shape.kv_heads % t == 0 or t % shape.kv_heads == 0)])
-    pps = _choices(job, "pp", [p for p in divisors(shape.layers) if p <= gpus])
-    cps = _choices(job, "cp", [c for c in powers_of_two(min(32, gpus)) if job.seq % (2 * c) == 0 or c == 1])
-    eps = _choices(job, "ep", divisors(shape.routed) if shape.is_moe else [1])
-    for tp, pp, cp in itertools.product(tps, pps, cps):
-        dp = job.pinned.get("dp") or data_parallel(job.batch, gpus // (tp * pp * cp))
-        if dp and tp * pp * cp * dp <= gpus:
-            yield from _inner(job, tp, pp, cp, dp, eps)
+    """Every configuration that is valid for `job` (memory and limits not yet checked)."""
+    space_ = space(job)
+    for tp, pp, cp, ep, dp in branches(job, space_):
+        for order in orders(tp, pp, dp, cp, ep):
+            for mb, vps in inner_choices(job, pp, dp):
+                for vp, recompute, zero in itertools.product(vps, space_.recomputes, space_.zeros):
+                    yield make_config(job, space_, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
 
 
-def _inner(job: Job, tp: int, pp: int, cp: int, dp: int, eps: list[int]) -> Iterator[TrainConfig]:
-    shape = job.shape
-    if job.batch % dp:
-        return
-    per_replica = job.batch // dp
-    mbs = _choices(job, "microbatch", divisors(per_replica, min(per_replica, MAX_MICROBATCH)))
-    vps = _choices(job, "vp", [1] + [v for v in divisors(shape.layers // pp, MAX_VP) if v > 1 and pp > 1])
-    for ep, mb, vp, recompute, zero in itertools.product(
-            eps, mbs, vps, _choices(job, "recompute", list(RECOMPUTE)), _choices(job, "zero", list(ZERO_STAGES))):
-        if (dp * cp) % ep or (vp > 1 and (per_replica // mb) % pp):
-            continue
-        yield TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
-                          recompute=recompute, sp=bool(job.pinned.get("sp", tp > 1)), zero=zero,
-                          precision=job.precision, stack=job.stack)
+def space_size(job: Job) -> int:
+    """How many configurations `configurations` yields, counted without building them."""
+    space_ = space(job)
+    total = 0
+    for tp, pp, cp, ep, dp in branches(job, space_):
+        inner = sum(len(vps) for _, vps in inner_choices(job, pp, dp))
+        total += len(orders(tp, pp, dp, cp, ep)) * inner * len(space_.recomputes) * len(space_.zeros)
+    return total
 
 
 def evaluate_all(job: Job) -> Iterator[Estimate]:
@@ -77,11 +330,22 @@ def evaluate_all(job: Job) -> Iterator[Estimate]:
         yield estimate(job.shape, cfg, job.partition)
 
 
-def best(job: Job, key=lambda e: e.step_time) -> tuple[Estimate | None, int]:
-    """The fastest configuration that fits, and how many configurations were evaluated."""
-    chosen, count = None, 0
+def best(job: Job, objective: str = "throughput") -> tuple[Estimate | None, int]:
+    """The best admissible configuration under `objective`, and how many were evaluated."""
+    lim = limits(job)
+    chosen, value, count = None, float("inf"), 0
     for candidate in evaluate_all(job):
         count += 1
-        if candidate.fits and (chosen is None or key(candidate) < key(chosen)):
-            chosen = candidate
+        if admissible(job, lim, candidate):
+            v = objective_value(job, objective, candidate)
+            if v < value:
+                chosen, value = candidate, v
     return chosen, count
+
+
+def ranked(job: Job, objective: str = "throughput") -> list[tuple[float, Estimate]]:
+    """Every admissible configuration with its objective value, best first."""
+    lim = limits(job)
+    out = [(objective_value(job, objective, e), e) for e in evaluate_all(job) if admissible(job, lim, e)]
+    out.sort(key=lambda pair: pair[0])
+    return out

@@ -34,6 +34,18 @@ class Plan:
             return None
         return self.power.total / self.best.tokens_per_s
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the plan as a table with its placement diagram."""
+        from ..compiler.report import plan_html
+
+        return plan_html(self)
+
+    def _repr_svg_(self) -> str | None:
+        """Jupyter: the placement diagram (None when infeasible or without Graphviz's `dot`)."""
+        from ..compiler.render import plan_svg
+
+        return plan_svg(self)
+
 
 def _key(objective: str, job: Job):
     def energy(e: Estimate) -> float:

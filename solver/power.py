@@ -13,20 +13,34 @@ Variables
     f   clock (and so power-cap) ratio, `f_min <= f <= 1`.
     T   throughput, tokens/s.
 
-Throughput (posynomial step time). The step splits into a share `alpha` that scales
-with the clock (tensor-core compute, recompute, and the matching share of the pipeline
-bubble) and `1 - alpha` that does not (exposed communication, the HBM-bound optimizer):
+Throughput (posynomial step time). The planned step `step0` splits, from its
+breakdown, into four shares that sum to 1:
 
-    step(n, f) = step0 * (N0 / n)^gamma * (alpha / f + 1 - alpha)
-    T <= T0 * (n / N0)^gamma / (alpha / f + 1 - alpha)          [clock="step", default]
+    a1  per-micro-batch work that scales with 1/clock: compute and recompute
+    a2  per-micro-batch work that does not: exposed TP/CP/EP/PP communication, and the
+        optimizer when ZeRO shards it over the replicas
+    a3  fixed work that scales with 1/clock: the compute share of the pipeline bubble
+    a4  fixed work that does not: the rest of the bubble, gradient synchronization
+        (and an unsharded optimizer)
 
-written as the posynomial constraint `T/T0 * (N0/n)^gamma * (alpha f^-1 + 1 - alpha) <= 1`.
-Its tangent in log-log space at f = 1 is the monomial `T <= T0 (n/N0)^gamma f^alpha`
-(clock="monomial"), which overestimates throughput below full clock; both are GPs.
-`gamma <= 1` is fitted from a second estimate of the same configuration with fewer
-data-parallel replicas (dp divided by its smallest prime factor that keeps ep valid):
-`gamma = log(T0/T1) / log(N0/N1)`; when dp cannot be reduced, gamma = 1 (say so:
-`gamma_source`).
+With fewer GPUs the batch is split over fewer data-parallel replicas, so each runs
+N0/n times the micro-batches; the bubble and the synchronization stay. Hence
+
+    step(n, f) = step0 * (a1 (N0/n)/f + a2 (N0/n) + a3/f + a4)
+    T <= T0 / (a1 (N0/n)/f + a2 (N0/n) + a3/f + a4)                [clock="step", default]
+
+written as the posynomial constraint `T/T0 * (a1 x^-1 f^-1 + a2 x^-1 + a3 f^-1 + a4) <= 1`
+with x = n/N0. `alpha = a1 + a3` is the clock-scaled share of the step. This is the
+step model's own structure, so it extrapolates down to one replica; a second estimate
+of the same configuration with fewer replicas (dp divided by its smallest factor that
+keeps ep valid) checks it (`fit_error`) and also fits the power-law exponent of the
+simpler monomial model (clock="monomial"):
+
+    T <= T0 (n/N0)^gamma f^alpha,   gamma = log(T0/T1) / log(N0/N1) clamped to (0, 1]
+
+the log-log tangent of the above at (N0, 1). It overestimates throughput away from the
+plan (below full clock, and far below N0 GPUs, where the bubble share changes), so it
+is offered for comparison only. When dp cannot be reduced, gamma = 1 (`gamma_source`).
 
 Power per GPU (dynamic power ~ f V^2 with V ~ f):
 
@@ -78,31 +92,42 @@ class PowerInputs:
     gpus: float                  # N0
     min_gpus: float              # n_min: one replica
     max_gpus: float              # n_max
-    alpha: float                 # clock-scaled share of the step
-    gamma: float                 # throughput ~ n^gamma
+    shares: tuple[float, float, float, float]   # a1..a4 of the step (see the module docstring)
     p_idle: float                # W per GPU, idle
     p_full: float                # W per GPU at full clock, this job's activity
     p_rest: float                # W per GPU, the rest of the cluster
     pue: float
+    gamma: float = 1.0           # throughput ~ n^gamma (monomial model only)
     f_min: float = F_MIN
     gpus_per_unit: int = 1       # GPUs per scale-up unit or node (reporting only)
-    tokens: float | None = None  # tokens to train (for the "time" objective)
+    tokens: float | None = None  # tokens to train (for time to train)
     gamma_source: str = "given"
+    fit_error: float | None = None   # step model at the second point vs its estimate, relative
 
     @classmethod
     def from_plan(cls, job: Job, best: Estimate, f_min: float = F_MIN) -> PowerInputs:
         """From a job and its planned estimate (`plan(job).best`)."""
         cfg, partition, graph = best.config, job.partition, job.graph
-        gamma, source = _fit_gamma(job, best)
         rows = {row.key: row.value for row in power_breakdown(graph)}
         rest = (rows["power.it"] - rows["power.accelerators"]) / graph.gpus if graph.gpus else 0.0
         chip = partition.node.accelerator
-        return cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
-                   min_gpus=float(cfg.tp * cfg.pp * cfg.cp), max_gpus=float(cfg.gpus),
-                   alpha=clock_share(best), gamma=gamma, p_idle=chip.idle,
-                   p_full=gpu_power(partition, busy_share(best)), p_rest=rest, pue=graph.pue, f_min=f_min,
-                   gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens,
-                   gamma_source=source)
+        inputs = cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
+                     min_gpus=float(cfg.tp * cfg.pp * cfg.cp), max_gpus=float(cfg.gpus), shares=step_shares(best),
+                     p_idle=chip.idle, p_full=gpu_power(partition, busy_share(best)), p_rest=rest, pue=graph.pue,
+                     f_min=f_min, gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens)
+        second = _second_point(job, best)
+        if second is None:
+            return attrs.evolve(inputs, gamma_source="gamma = 1: dp cannot be reduced, so no second point")
+        n1, t1 = float(second.config.gpus), second.tokens_per_s
+        gamma = math.log(best.tokens_per_s / t1) / math.log(cfg.gpus / n1) if t1 > 0 else 1.0
+        return attrs.evolve(
+            inputs, gamma=min(1.0, max(1e-3, gamma)), fit_error=inputs.throughput(n1, 1.0) / t1 - 1 if t1 > 0 else None,
+            gamma_source=f"fitted from dp {cfg.dp} ({cfg.gpus} GPUs) and dp {second.config.dp} ({second.config.gpus} GPUs)")
+
+    @property
+    def alpha(self) -> float:
+        """The clock-scaled share of the planned step."""
+        return self.shares[0] + self.shares[2]
 
     # ------------------------------------------------------------ the model, evaluated
     def gpu_watts(self, f: float) -> float:
@@ -112,10 +137,11 @@ class PowerInputs:
         return self.pue * n * (self.gpu_watts(f) + self.p_rest)
 
     def throughput(self, n: float, f: float, clock: str = "step") -> float:
-        scale = (n / self.gpus) ** self.gamma
+        x = n / self.gpus
         if clock == "monomial":
-            return self.tokens_per_s * scale * f ** self.alpha
-        return self.tokens_per_s * scale / (self.alpha / f + 1 - self.alpha)
+            return self.tokens_per_s * x ** self.gamma * f ** self.alpha
+        a1, a2, a3, a4 = self.shares
+        return self.tokens_per_s / (a1 / (x * f) + a2 / x + a3 / f + a4)
 
     @property
     def least_power(self) -> float:
@@ -165,30 +191,29 @@ def busy_share(e: Estimate) -> float:
     return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time) if e.step_time > 0 else 1.0
 
 
-def clock_share(e: Estimate) -> float:
-    """alpha: the share of the step that scales with 1/clock. Compute and recompute do;
-    the pipeline bubble does in proportion to the compute share of a stage's pass;
-    exposed communication and the HBM-bound optimizer do not."""
-    b = e.breakdown
+def step_shares(e: Estimate) -> tuple[float, float, float, float]:
+    """(a1, a2, a3, a4): per-micro-batch clocked, per-micro-batch other, fixed clocked,
+    fixed other shares of the step (see the module docstring); they sum to 1."""
+    b, cfg = e.breakdown, e.config
+    if e.step_time <= 0:
+        return (1.0, 0.0, 0.0, 0.0)
     math_time = b.compute + b.recompute
-    in_stage = math_time + b.tp + b.cp + b.ep + b.pp
-    scaled = math_time + (b.bubble * math_time / in_stage if in_stage > 0 else 0.0)
-    return min(1.0, max(0.0, scaled / e.step_time)) if e.step_time > 0 else 1.0
+    comms = b.tp + b.cp + b.ep + b.pp
+    bubble_clocked = b.bubble * math_time / (math_time + comms) if math_time + comms > 0 else 0.0
+    sharded_optimizer = b.optimizer if cfg.zero >= 1 else 0.0
+    parts = [math_time, comms + sharded_optimizer, bubble_clocked]
+    parts.append(max(0.0, e.step_time - sum(parts)))
+    total = sum(parts)
+    return tuple(p / total for p in parts)  # type: ignore[return-value]
 
 
-def _fit_gamma(job: Job, best: Estimate) -> tuple[float, str]:
+def _second_point(job: Job, best: Estimate) -> Estimate | None:
+    """The same configuration with fewer data-parallel replicas (the next divisor of dp)."""
     cfg = best.config
     fewer = [d for d in range(cfg.dp - 1, 0, -1) if cfg.dp % d == 0 and (d * cfg.cp) % cfg.ep == 0]
     if not fewer:
-        return 1.0, "gamma = 1: dp cannot be reduced, so no second point"
-    dp = fewer[0]
-    smaller = estimate(job.shape, attrs.evolve(cfg, dp=dp), job.partition)
-    n0, n1 = cfg.gpus, smaller.config.gpus
-    if smaller.tokens_per_s <= 0 or best.tokens_per_s <= 0:
-        return 1.0, "gamma = 1: degenerate estimates"
-    gamma = math.log(best.tokens_per_s / smaller.tokens_per_s) / math.log(n0 / n1)
-    gamma = min(1.0, max(1e-3, gamma))
-    return gamma, f"fitted from dp {cfg.dp} ({n0} GPUs) and dp {dp} ({n1} GPUs), same configuration"
+        return None
+    return estimate(job.shape, attrs.evolve(cfg, dp=fewer[0]), job.partition)
 
 
 def budget_of(job: Job) -> float | None:
@@ -209,6 +234,8 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     """The optimum under a facility budget (W). Never raises for a bad budget."""
     if objective not in OBJECTIVES:
         return PowerResult("error", objective, budget, message=f"unknown objective {objective!r}; one of {OBJECTIVES}")
+    if clock not in ("step", "monomial"):
+        return PowerResult("error", objective, budget, message=f"unknown clock model {clock!r}: step or monomial")
     least = inputs.least_power
     if not budget > 0 or budget < least * (1 - 1e-9):
         short = least - max(budget, 0.0) if budget == budget else least
@@ -226,13 +253,11 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     per_gpu = static + (dynamic * f ** 3 if dynamic > 0 else 0)
     power = (inputs.pue * n0 / budget) * x * per_gpu           # facility / budget
     power_limit = power <= 1
-    alpha = min(max(inputs.alpha, 0.0), 1.0)
-    gamma = inputs.gamma
     if clock == "monomial":
-        speed = tau <= x ** gamma * f ** alpha
+        speed = tau <= x ** inputs.gamma * f ** min(max(inputs.alpha, 0.0), 1.0)
     else:
-        slow = (alpha * f ** -1 if alpha > 0 else 0) + (1 - alpha if alpha < 1 else 0)
-        speed = tau * x ** -gamma * slow <= 1
+        terms = [c * m for c, m in zip(inputs.shares, (x ** -1 * f ** -1, x ** -1, f ** -1, 1)) if c > 0]
+        speed = tau * sum(terms[1:], terms[0]) <= 1
     constraints = [speed, power_limit, x <= inputs.max_gpus / n0, x >= inputs.min_gpus / n0,
                    f <= 1, f >= inputs.f_min]
     if objective == "energy":
@@ -272,10 +297,9 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
 
 
 def _message(inputs: PowerInputs, n: float, f: float, binding: tuple[str, ...]) -> str:
-    if "power" not in binding:
-        return "the budget does not bind: every planned GPU runs at the clock the objective prefers"
-    return (f"the budget binds: run {n:,.0f} of {inputs.max_gpus:,.0f} GPUs at {f:.0%} clock "
-            f"(power cap {inputs.gpu_watts(f):.0f} W per GPU)")
+    state = "the budget binds" if "power" in binding else "the budget does not bind"
+    return (f"{state}: run {n:,.0f} of {inputs.max_gpus:,.0f} GPUs at {f:.0%} clock "
+            f"(power cap {inputs.gpu_watts(f):,.0f} W per GPU)")
 
 
 # ----------------------------------------------------------------- conveniences
@@ -345,8 +369,10 @@ def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
     if result.time_to_train is not None:
         lines.append(f"  time to train    {result.time_to_train / 86400:,.1f} days")
     if inputs is not None:
-        lines.append(f"  model            alpha {inputs.alpha:.3f} (clock-scaled share), gamma {inputs.gamma:.3f} "
-                     f"({inputs.gamma_source})")
+        a1, a2, a3, a4 = inputs.shares
+        check = f", {inputs.fit_error:+.1%} vs the estimate at fewer replicas" if inputs.fit_error is not None else ""
+        lines.append(f"  model            step shares: per micro-batch {a1:.2f} clocked + {a2:.2f} other, "
+                     f"fixed {a3:.2f} clocked + {a4:.2f} other{check}")
     return "\n".join(lines)
 
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 from ..ir import Accelerator
 from .workload import Op
 
-DEFAULT_GEMM_EFFICIENCY = 0.75   # share of dense peak a best-shape GEMM reaches, when undeclared
+# Undeclared chips: the median of the efficiencies fitted on the published runs
+# (benchmarks/calibrate.py; A100, H100, B200/GB200/GB300 fp8 and bf16, fused attention).
+DEFAULT_GEMM_EFFICIENCY = 0.61   # share of the dense peak a sustained training GEMM reaches
+DEFAULT_ATTENTION_EFFICIENCY = 0.32  # share of the bf16 peak fused attention reaches
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
-FLASH_ATTENTION_SHARE = 0.75     # undeclared attention efficiency: this share of the bf16 GEMM's
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
-# Training GEMMs (bias and activation epilogues, NT/TN layouts for dgrad and wgrad) run
-# below the best-shape MAMF figure; one share for all chips, fitted on the published runs.
-SUSTAINED_GEMM_SHARE = 0.9
 
 
 def peak(chip: Accelerator, precision: str) -> float:
@@ -45,7 +44,7 @@ def gemm_efficiency(chip: Accelerator, precision: str) -> float:
 def attention_efficiency(chip: Accelerator) -> float:
     """Share of the bf16 peak fused attention (forward and backward) sustains on this chip."""
     declared = chip.efficiency_of("attention")
-    return declared or gemm_efficiency(chip, "bf16") * SUSTAINED_GEMM_SHARE * FLASH_ATTENTION_SHARE
+    return declared or DEFAULT_ATTENTION_EFFICIENCY
 
 
 def hbm_rate(chip: Accelerator) -> float:
@@ -61,7 +60,7 @@ def shape_factor(m: int, n: int, k: int) -> float:
 
 
 def gemm_rate(chip: Accelerator, precision: str, m: int, n: int, k: int) -> float:
-    return peak(chip, precision) * gemm_efficiency(chip, precision) * SUSTAINED_GEMM_SHARE * shape_factor(m, n, k)
+    return peak(chip, precision) * gemm_efficiency(chip, precision) * shape_factor(m, n, k)
 
 
 def op_time(op: Op, chip: Accelerator, precision: str) -> float:

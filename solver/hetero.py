@@ -1,0 +1,490 @@
+"""Heterogeneous jobs: one training job over partitions of different chips (`on = [A.h100,
+A.a100]`), split so that no partition idles waiting on another. Two splits, each a
+small MILP (cvxpy with HiGHS), and the better one is the answer.
+
+Each partition is first planned on its own (`solver.plan.plan` on the job restricted to
+that partition, the full batch), which fixes its configuration (tp, pp, dp, micro-batch,
+...). The splits then decide how much of the work each partition takes.
+
+Data split (each partition holds whole model replicas; the global batch is divided):
+
+    variables  k_p  integer >= 0   granules of sequences for partition p; its share
+                                    b_p = g_p k_p, g_p = dp x micro-batch (x pp when the
+                                    schedule is interleaved), so its micro-batches divide
+               u_p  binary         partition p takes part
+               y_n  binary         exactly n partitions take part (n = 1..P)
+               w    >= 0           the cross-partition gradient exchange
+               t    >= 0           step time
+    subject to sum_p g_p k_p = batch
+               u_p <= k_p <= floor(batch / g_p) u_p
+               sum_n y_n = 1,  sum_n n y_n = sum_p u_p
+               w >= X_p(n) (u_p + y_n - 1)                     for all p, n >= 2
+               t >= c_p u_p + d_p b_p + w - M (1 - y_n)         for all p, n
+    minimize   t
+
+    where c_p + d_p b is partition p's step time on b sequences: affine in b for a fixed
+    configuration (micro-batches scale, the pipeline bubble, gradient synchronization
+    and the optimizer do not), fitted exactly from the step model at b = g_p and
+    b = batch; and X_p(n) is the all-reduce of the gradients between n partitions over
+    the shared fabric: each of p's GPUs holds params x gradient bytes / GPUs after its
+    own reduce-scatter, and exchanges it with n peers on p's top tier (in-network
+    reduction where the fabric has it), exposed after the slowest partition. Because a
+    partition may always be left out (u_p = 0), adding one never lowers throughput.
+
+Pipeline split (layers across partitions, one pipeline through all of them):
+
+    variables  L_p integer >= 0 layers on p, u_p, y_n, w, t as above
+    subject to sum_p L_p = layers, u_p <= L_p <= cap_p u_p
+               w >= A_p (u_p + y_n - 1)
+               t >= (1 + (n - 1)/m) s_p L_p / layers + w - M (1 - y_n)
+    minimize   t
+
+    a fluid model: partition p runs L_p of the layers for the whole batch in
+    L_p / layers of its own planned step time s_p; n partitions in a chain add a bubble
+    of (n - 1)/m with m micro-batches (the fewest any partition's plan runs); A_p sends
+    the activations and their gradients (4 x batch x seq x hidden bytes) across the
+    boundary over the GPUs of one stage of p (tp x dp x cp) on p's top tier. cap_p is
+    the layer count that fits p's memory (all of them when its own plan fits).
+
+The data split is evaluated again with the step model at the chosen shares (the
+reported times are the model's, not the MILP's), and never loses to running on the
+best single partition. Utilization is a partition's busy time over the compute phase
+of the step (the slowest partition: 1); the cross-partition exchange follows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from typing import Sequence
+
+import attrs
+import cvxpy as cp
+import numpy as np
+
+from ..compiler.design import Entity, Item, Partition as PartitionRef, Record
+from ..compiler.model import comms
+from ..compiler.model.config import TrainConfig
+from ..compiler.model.job import Job, JobError, job_from_entity
+from ..compiler.model.power import job_power
+from ..compiler.model.step import Estimate, estimate
+from . import enumerate as enumerator
+from .plan import Plan, plan
+
+MODES = ("data", "pipeline")
+MAX_CONFIGURATIONS = 50_000   # configurations a partition offers the split, at most (enumeration order)
+
+
+# ----------------------------------------------------------------- the MILP core
+
+
+@attrs.frozen
+class Lane:
+    """One partition as the MILP sees it: items (sequences or layers) cost `fixed` once
+    plus `per_item` each, in multiples of `granule`, at most `limit`."""
+
+    name: str
+    granule: int
+    fixed: float
+    per_item: float
+    limit: int
+    crossing: tuple[float, ...] = ()   # s of exchange when 2, 3, ... partitions take part
+    group: str = ""                    # lanes of one group (one partition's configurations): at most one runs
+    config: TrainConfig | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        return self.group or self.name
+
+    def exchange(self, used: int) -> float:
+        if used < 2 or not self.crossing:
+            return 0.0
+        return self.crossing[min(used - 2, len(self.crossing) - 1)]
+
+    def busy(self, items: int) -> float:
+        return self.fixed + self.per_item * items if items > 0 else 0.0
+
+
+@attrs.frozen
+class Split:
+    status: str                  # optimal | infeasible | error
+    items: tuple[int, ...] = ()
+    used: int = 0
+    compute_time: float = 0.0    # the slowest partition's busy time (with the pipeline bubble factor)
+    exchange: float = 0.0
+    message: str = ""
+
+    @property
+    def step_time(self) -> float:
+        return self.compute_time + self.exchange
+
+
+def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = None) -> Split:
+    """Divide `total` items over `lanes` to minimize the step time (MILP, HiGHS).
+
+    Lanes that share a `group` are alternative configurations of one partition: at most
+    one of them runs. `bubble[n - 1]` multiplies the busy times when n groups take part
+    (pipeline fill and drain); 1 when not given."""
+    count = len(lanes)
+    if count == 0 or total <= 0:
+        return Split("infeasible", message="nothing to split" if count else "no partitions")
+    groups = list(dict.fromkeys(lane.key for lane in lanes))
+    size = len(groups)
+    factor = [float(bubble[min(n, len(bubble) - 1)]) if bubble else 1.0 for n in range(size)]
+    g = np.array([max(1, lane.granule) for lane in lanes], dtype=float)
+    most = np.array([max(0, lane.limit) // max(1, lane.granule) for lane in lanes], dtype=float)
+    k = cp.Variable(count, integer=True)
+    u = cp.Variable(count, boolean=True)
+    y = cp.Variable(size, boolean=True)
+    w = cp.Variable(nonneg=True)
+    t = cp.Variable(nonneg=True)
+    constraints = [g @ k == total, k >= u, k <= cp.multiply(most, u), cp.sum(y) == 1,
+                   np.arange(1, size + 1) @ y == cp.sum(u)]
+    for name in groups:
+        members = [i for i, lane in enumerate(lanes) if lane.key == name]
+        if len(members) > 1:
+            constraints.append(cp.sum(u[members]) <= 1)
+    for p, lane in enumerate(lanes):
+        busy = lane.fixed * u[p] + lane.per_item * g[p] * k[p]
+        for n in range(1, size + 1):
+            cross = lane.exchange(n)
+            if n >= 2 and cross > 0:
+                constraints.append(w >= cross * (u[p] + y[n - 1] - 1))
+            big = factor[n - 1] * (lane.fixed + lane.per_item * g[p] * most[p])
+            constraints.append(t >= factor[n - 1] * busy + w - big * (1 - y[n - 1]))
+    problem = cp.Problem(cp.Minimize(t), constraints)
+    try:
+        with _quiet():
+            problem.solve(solver=cp.HIGHS, mip_rel_gap=1e-9, mip_abs_gap=0.0)
+    except (cp.SolverError, ValueError, ArithmeticError) as error:
+        return Split("error", message=f"the MILP solver failed: {error}")
+    if problem.status in ("infeasible", "infeasible_inaccurate"):
+        granules = ", ".join(sorted({f"{lane.key}: {lane.granule}" for lane in lanes}))
+        return Split("infeasible", message=f"{total} cannot be made of the partitions' granules ({granules})")
+    if problem.status not in ("optimal", "optimal_inaccurate") or k.value is None:
+        return Split("error", message=f"the MILP solver says {problem.status}")
+    items = tuple(int(round(v)) * int(gg) for v, gg in zip(k.value, g))
+    used = sum(1 for i in items if i > 0)
+    compute = max(factor[used - 1] * lane.busy(i) for lane, i in zip(lanes, items))
+    exchange = max((lane.exchange(used) for lane, i in zip(lanes, items) if i > 0), default=0.0)
+    return Split("optimal", items, used, compute, exchange)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """HiGHS prints a banner on stdout (file descriptor 1) when cvxpy creates it; keep
+    `gclc plan --json` clean."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as sink:
+            os.dup2(sink.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+# ----------------------------------------------------------------- jobs per partition
+
+
+def partition_refs(entity: Entity) -> tuple[PartitionRef, ...]:
+    target = entity.get("on")
+    return tuple(target) if isinstance(target, tuple) else ()
+
+
+def is_hetero(entity: Entity) -> bool:
+    """True when a train job names two or more partitions in `on`."""
+    return len(partition_refs(entity)) > 1
+
+
+def hetero_entity(design, name: str | None = None) -> Entity | None:
+    """The train job `name` (or the root file's first) when it spans several partitions."""
+    jobs = [e for e in design.entities if e.kind == "train"]
+    local = [j for j in jobs if j.span.path == design.root] or jobs
+    entity = next((j for j in jobs if j.name == name), None) if name else (local[0] if local else None)
+    return entity if entity is not None and is_hetero(entity) else None
+
+
+def partition_jobs(entity: Entity) -> list[Job]:
+    """The job restricted to each partition it names, with all of that partition's GPUs."""
+    refs = partition_refs(entity)
+    if not refs:
+        return [job_from_entity(entity)]
+    out = []
+    for ref in refs:
+        items = tuple(Item(i.name, ref, i.span) if i.name == "on" else i for i in entity.record.items)
+        job = job_from_entity(attrs.evolve(entity, record=Record(items)))
+        out.append(attrs.evolve(job, gpus=job.partition.gpus))
+    return out
+
+
+# ----------------------------------------------------------------- results
+
+
+@attrs.frozen
+class Share:
+    partition: str
+    chip: str
+    gpus: int                    # GPUs of the partition's configuration (0 when unused)
+    items: int                   # sequences per step (data) or layers (pipeline)
+    busy: float                  # s of the step it computes
+    utilization: float           # busy / the compute phase (slowest = 1)
+    config: TrainConfig | None
+    fits: bool = True
+
+
+@attrs.frozen
+class HeteroSplit:
+    mode: str                    # data | pipeline
+    status: str                  # optimal | infeasible | error
+    step_time: float = 0.0
+    compute_time: float = 0.0
+    exchange: float = 0.0        # s of cross-partition traffic after the compute phase
+    tokens_per_s: float = 0.0
+    shares: tuple[Share, ...] = ()
+    power: float = 0.0           # W facility, the partitions taking part
+    message: str = ""
+
+
+@attrs.frozen
+class HeteroPlan:
+    name: str
+    status: str                  # optimal | infeasible
+    best: HeteroSplit | None
+    data: HeteroSplit
+    pipeline: HeteroSplit
+    plans: tuple[Plan, ...]      # each partition planned alone on the full batch
+    seconds: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.best.tokens_per_s if self.best else 0.0
+
+    @property
+    def step_time(self) -> float | None:
+        return self.best.step_time if self.best else None
+
+
+# ----------------------------------------------------------------- the two splits
+
+
+def _granule(cfg: TrainConfig) -> int:
+    return cfg.dp * cfg.microbatch * (cfg.pp if cfg.vp > 1 else 1)
+
+
+def _top_tier(job: Job):
+    return job.partition.tiers[-1] if job.partition.tiers else None
+
+
+def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
+    top = _top_tier(job)
+    if top is None or peers < 2:
+        return 0.0
+    grad_bytes = 2 if cfg.stack in ("fsdp", "maxtext") else 4
+    share = job.shape.params * grad_bytes / cfg.gpus
+    return comms.all_reduce(share, (comms.Stage(top, peers),))
+
+
+def candidates(job: Job, chosen: Plan, key) -> list[Estimate]:
+    """The fastest fitting configuration (at the full batch) for each value of `key`:
+    the alternatives a partition offers the split (the plan's best among them)."""
+    pool = ([chosen.best] if chosen.best else []) + list(chosen.runners_up)
+    pool += [e for e in itertools.islice(enumerator.evaluate_all(job), MAX_CONFIGURATIONS) if e.fits]
+    best: dict[object, Estimate] = {}
+    for e in pool:
+        k = key(e.config)
+        if k not in best or e.step_time < best[k].step_time:
+            best[k] = e
+    return sorted(best.values(), key=lambda e: e.step_time)
+
+
+def data_lanes(jobs: Sequence[Job], plans: Sequence[Plan]) -> list[Lane]:
+    lanes = []
+    for job, chosen in zip(jobs, plans):
+        name, batch = job.partition.name, job.batch
+        for e in candidates(job, chosen, _granule) if chosen.best else []:
+            cfg, g = e.config, _granule(e.config)
+            if batch > g:
+                small = estimate(job.shape, attrs.evolve(cfg, batch=g), job.partition).step_time
+                per = (e.step_time - small) / (batch - g)
+                fixed = max(0.0, e.step_time - per * batch)
+            else:
+                per, fixed = e.step_time / batch, 0.0
+            crossing = tuple(_gradient_exchange(job, cfg, n) for n in range(2, len(jobs) + 1))
+            lanes.append(Lane(name, g, fixed, per, batch, crossing, name, cfg))
+    return lanes
+
+
+def _share(job: Job, e: Estimate | None, items: int, busy: float, compute: float) -> Share:
+    chip = job.partition.node.accelerator.name
+    if e is None or items == 0:
+        return Share(job.partition.name, chip, 0, 0, 0.0, 0.0, None)
+    return Share(job.partition.name, chip, e.config.gpus, items, busy, busy / compute if compute > 0 else 1.0,
+                 e.config, e.fits)
+
+
+def _power(jobs: Sequence[Job], shares: Sequence[Share], estimates: Sequence[Estimate | None], step: float) -> float:
+    total = 0.0
+    for job, share, e in zip(jobs, shares, estimates):
+        if share.items == 0 or e is None:
+            continue
+        b = e.breakdown
+        compute = min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time) if e.step_time else 1.0
+        busy = compute * share.busy / step if step > 0 else compute
+        total += job_power(job.graph, job.partition, share.gpus, busy).total
+    return total
+
+
+def data_split(jobs: Sequence[Job], plans: Sequence[Plan]) -> HeteroSplit:
+    lanes = data_lanes(jobs, plans)
+    if not lanes:
+        return HeteroSplit("data", "infeasible", message="no partition can hold a model replica")
+    chosen = split(jobs[0].batch, lanes)
+    if chosen.status != "optimal":
+        return HeteroSplit("data", chosen.status, message=chosen.message)
+    picks: list[tuple[TrainConfig | None, int]] = []
+    for job in jobs:
+        used = [(lane.config, i) for lane, i in zip(lanes, chosen.items) if lane.key == job.partition.name and i > 0]
+        picks.append(used[0] if used else (None, 0))
+    options = [_evaluate_data(jobs, plans, lanes, picks)]
+    for p, (job, chosen_p) in enumerate(zip(jobs, plans)):      # never worse than one partition alone
+        if chosen_p.best is not None:
+            alone: list[tuple[TrainConfig | None, int]] = [(None, 0)] * len(jobs)
+            alone[p] = (chosen_p.best.config, job.batch)
+            options.append(_evaluate_data(jobs, plans, lanes, alone))
+    return min(options, key=lambda s: s.step_time)
+
+
+def _evaluate_data(jobs: Sequence[Job], plans: Sequence[Plan], lanes: Sequence[Lane],
+                   picks: Sequence[tuple[TrainConfig | None, int]]) -> HeteroSplit:
+    estimates: list[Estimate | None] = []
+    for job, chosen, (cfg, b) in zip(jobs, plans, picks):
+        if b == 0 or cfg is None:
+            estimates.append(None)
+        elif chosen.best is not None and cfg == chosen.best.config and b == job.batch:
+            estimates.append(chosen.best)
+        else:
+            estimates.append(estimate(job.shape, attrs.evolve(cfg, batch=b), job.partition))
+    busy = [e.step_time if e is not None else 0.0 for e in estimates]
+    compute = max(busy)
+    used = sum(1 for e in estimates if e is not None)
+    exchange = max((_gradient_exchange(job, e.config, used) for job, e in zip(jobs, estimates) if e is not None),
+                   default=0.0)
+    step = compute + exchange
+    shares = tuple(_share(job, e, b, s, compute) for job, e, (_, b), s in zip(jobs, estimates, picks, busy))
+    tokens = jobs[0].batch * jobs[0].seq / step
+    fits = all(s.fits for s in shares if s.items)
+    return HeteroSplit("data", "optimal", step, compute, exchange, tokens, shares, _power(jobs, shares, estimates, step),
+                       "" if fits else "a partition's share does not fit in memory")
+
+
+def pipeline_split(jobs: Sequence[Job], plans: Sequence[Plan]) -> HeteroSplit:
+    shape, batch, seq = jobs[0].shape, jobs[0].batch, jobs[0].seq
+    layers = shape.layers
+    lanes: list[Lane] = []
+    by_config: dict[tuple[str, TrainConfig], Estimate] = {}
+    for job, chosen in zip(jobs, plans):
+        name, top = job.partition.name, _top_tier(job)
+        bases = candidates(job, chosen, lambda c: c.pp) if chosen.best else (
+            [chosen.smallest] if chosen.smallest is not None else [])
+        for base in bases:
+            cfg = base.config
+            cap = layers if base.fits else int(layers * base.hbm / base.memory.total)
+            stage_gpus = cfg.tp * cfg.dp * cfg.cp
+            send = 4 * batch * seq * shape.hidden / (stage_gpus * top.bandwidth * top.efficiency) if top else 0.0
+            lanes.append(Lane(name, cfg.pp, 0.0, base.step_time / layers, cap, (send,) if send else (), name, cfg))
+            by_config[(name, cfg)] = base
+    if not lanes:
+        return HeteroSplit("pipeline", "infeasible", message="no partition holds a layer")
+    m = min((lane.config.microbatches for lane in lanes), default=1)
+    bubble = [1 + n / m for n in range(len(jobs))]
+    chosen = split(layers, lanes, bubble)
+    if chosen.status != "optimal":
+        return HeteroSplit("pipeline", chosen.status, message=chosen.message)
+    compute, factor = chosen.compute_time, bubble[chosen.used - 1]
+    shares, bases = [], []
+    for job in jobs:
+        used = [(lane, n) for lane, n in zip(lanes, chosen.items) if lane.key == job.partition.name and n > 0]
+        if not used:
+            shares.append(_share(job, None, 0, 0.0, compute))
+            bases.append(None)
+            continue
+        lane, n = used[0]
+        base = by_config[(lane.key, lane.config)]
+        shares.append(_share(job, base, n, factor * lane.busy(n), compute))
+        bases.append(base)
+    step = chosen.step_time
+    return HeteroSplit("pipeline", "optimal", step, compute, chosen.exchange, batch * seq / step, tuple(shares),
+                       _power(jobs, shares, bases, step),
+                       "fluid layer model: each partition's planned step time per layer, plus the chain's bubble")
+
+
+def plan_hetero(entity_or_jobs, plans: Sequence[Plan] | None = None) -> HeteroPlan:
+    """Split a job over its partitions; the better of the data and the pipeline split."""
+    import time
+
+    start = time.perf_counter()
+    jobs = list(entity_or_jobs) if isinstance(entity_or_jobs, (list, tuple)) else partition_jobs(entity_or_jobs)
+    if not jobs:
+        raise JobError("no partitions to split over")
+    plans = tuple(plans) if plans is not None else tuple(plan(job, "throughput") for job in jobs)
+    data, pipe = data_split(jobs, plans), pipeline_split(jobs, plans)
+    feasible = [s for s in (data, pipe) if s.status == "optimal"]
+    best = min(feasible, key=lambda s: (s.step_time, s.mode != "data")) if feasible else None
+    return HeteroPlan(jobs[0].name, "optimal" if best else "infeasible", best, data, pipe, plans,
+                      time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------- output
+
+
+def hetero_json(result: HeteroPlan) -> dict:
+    def one(s: HeteroSplit) -> dict:
+        return {"mode": s.mode, "status": s.status, "step_time_s": s.step_time, "compute_s": s.compute_time,
+                "exchange_s": s.exchange, "tokens_per_s": s.tokens_per_s, "facility_power_w": s.power,
+                "message": s.message,
+                "partitions": [{"partition": x.partition, "chip": x.chip, "gpus": x.gpus,
+                                ("sequences" if s.mode == "data" else "layers"): x.items, "busy_s": x.busy,
+                                "utilization": x.utilization, "fits": x.fits,
+                                "config": attrs.asdict(x.config) if x.config and x.items else None}
+                               for x in s.shares]}
+    return {"job": result.name, "status": result.status, "mode": result.best.mode if result.best else None,
+            "tokens_per_s": result.tokens_per_s, "step_time_s": result.step_time,
+            "data": one(result.data), "pipeline": one(result.pipeline),
+            "alone": [{"partition": p.job.partition.name,
+                       "tokens_per_s": p.best.tokens_per_s if p.best else None} for p in result.plans]}
+
+
+def hetero_text(result: HeteroPlan) -> str:
+    lines = [f"job {result.name}: {len(result.plans)} partitions, {result.status}"]
+    for s in (result.data, result.pipeline):
+        mark = "*" if result.best is s else " "
+        if s.status != "optimal":
+            lines.append(f"{mark} {s.mode} split: {s.status}: {s.message}")
+            continue
+        lines.append(f"{mark} {s.mode} split: {s.tokens_per_s:,.0f} tokens/s, step {s.step_time:.3f} s "
+                     f"(compute {s.compute_time:.3f} s + cross-partition {s.exchange:.3f} s), "
+                     f"{s.power / 1e6:,.3g} MW facility")
+        unit = "sequences" if s.mode == "data" else "layers"
+        for x in s.shares:
+            if x.items == 0:
+                lines.append(f"    {x.partition:<12} unused")
+                continue
+            c = x.config
+            layout = f"tp {c.tp} pp {c.pp} dp {c.dp} cp {c.cp} mb {c.microbatch}" if c else ""
+            lines.append(f"    {x.partition:<12} {x.items:>6} {unit}  busy {x.busy:.3f} s  "
+                         f"utilization {x.utilization:.0%}  {x.gpus} x {x.chip}  {layout}"
+                         + ("" if x.fits else "  (does not fit)"))
+        if s.message:
+            lines.append(f"    note: {s.message}")
+    for p in result.plans:
+        alone = f"{p.best.tokens_per_s:,.0f} tokens/s" if p.best else p.status
+        lines.append(f"  alone on {p.job.partition.name}: {alone}")
+    return "\n".join(lines)

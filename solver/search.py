@@ -1,0 +1,334 @@
+"""Exact branch-and-bound search for the best training configuration of a job.
+
+It explores exactly the space of `solver.enumerate` (same validity, same limits, same
+objective) and returns the same optimum, but evaluates only a small part of it.
+
+Levels of the tree, and how each is cut:
+
+1. Layout (tp, pp, cp, ep; dp is the largest valid). Cut when even the frugal end of the
+   power model, `job_power` at the layout's GPUs, breaks a `subject to { power <= }`.
+2. Micro-batch. Cut for memory before any estimate: the memory of the least-memory
+   configuration of the branch (full recompute if allowed, the highest ZeRO stage,
+   every vp) is a lower bound for the branch, and for every larger micro-batch too, so
+   the micro-batch loop stops at the first one that does not fit. One estimate (no
+   recompute, highest ZeRO stage) gives the branch's lower bound on step time:
+
+       compute + tp + optimizer + (pp - 1) / vp_max * (compute + tp) / micro-batches
+
+   Branches are then visited best bound first and the search stops as soon as the
+   next bound cannot beat the (top + 1)-th best value found, so the runners-up are
+   exact too.
+3. Recompute: the same bound with the branch's exact recompute and TP time.
+4. ZeRO stage and vp: memory checked exactly (memory does not depend on placement),
+   then the bound with this vp; one estimate with the first placement order gives the
+   exact optimizer time, and the remaining orders are estimated only while the bound
+   is below the incumbent.
+
+What the bounds assume of the cost model (tests/solver/test_bounds.py checks every one
+on random designs, so a recalibration that breaks one fails there, not silently here):
+
+- step time is the sum of the breakdown's terms, all non-negative;
+- compute, recompute and TP time do not depend on the ZeRO stage, vp or the placement
+  order (tp is always innermost, stride 1); recompute "none" has the least compute +
+  recompute + TP time;
+- optimizer time does not depend on micro-batch, recompute, vp or order, and does not
+  grow with the ZeRO stage;
+- the bubble is at least (pp - 1) / vp times one micro-batch's compute + recompute + TP
+  time on a stage;
+- memory does not depend on the placement order and never grows with more recompute
+  (none, selective, full), a higher ZeRO stage or a smaller micro-batch;
+- for MFU, MFU x step time is fixed for a layout; for energy, job power is at least
+  the smaller of `job_power` at busy 0 and busy 1.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+
+import attrs
+
+from ..compiler.model.config import TrainConfig
+from ..compiler.model.job import Job
+from ..compiler.model.memory import memory
+from ..compiler.model.power import job_power
+from ..compiler.model.step import Estimate, estimate
+from . import enumerate as space_def
+from .enumerate import RECOMPUTE, Limit, Limits
+
+SAFETY = 1 - 1e-12   # bounds are scaled down by this, so rounding never makes one exceed a true value
+
+
+@attrs.frozen
+class Rejected:
+    """An evaluated configuration better than the optimum that a limit excluded."""
+
+    value: float
+    estimate: Estimate
+    limit: Limit
+
+
+@attrs.frozen
+class SearchResult:
+    objective: str
+    status: str                          # optimal | infeasible (valid configurations, none admissible) | empty
+    best: Estimate | None
+    value: float | None                  # objective value of `best` (lower is better)
+    runners_up: tuple[Estimate, ...]
+    runner_values: tuple[float, ...]
+    configurations: int                  # size of the space (= enumerator's count)
+    evaluated: int                       # configurations whose estimate was taken
+    pruned_bound: int                    # cut by a lower bound on the objective
+    pruned_memory: int                   # cut by memory without an estimate
+    pruned_limits: int                   # cut by another limit (power) without an estimate
+    estimates: int                       # estimate() calls, bounds included
+    seconds: float
+    rejected: tuple[Rejected, ...] = ()  # faster configurations that a limit excluded (witnesses)
+    closest: tuple[tuple[str, float, Estimate], ...] = ()   # infeasible: best value reached per limit
+    limits: Limits | None = None
+
+    @property
+    def pruned(self) -> int:
+        return self.pruned_bound + self.pruned_memory + self.pruned_limits
+
+    @property
+    def proof(self) -> str:
+        if self.status == "empty":
+            return "the space is empty: no configuration satisfies the pinned values and divisibility"
+        head = (f"exhaustive with bound pruning over {self.configurations:,} configurations: "
+                f"{self.evaluated:,} evaluated, {self.pruned_bound:,} cut by lower bounds "
+                f"(compute + recompute + TP + optimizer + bubble share), {self.pruned_memory:,} cut by memory "
+                f"(monotone in micro-batch, recompute and ZeRO stage)")
+        if self.pruned_limits:
+            head += f", {self.pruned_limits:,} cut by the power limit"
+        if self.status == "infeasible":
+            return head + "; no configuration is admissible"
+        return head + "; gap 0"
+
+
+class _Top:
+    """The best `keep` admissible values seen; the worst of them is the pruning threshold."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep, self.heap, self.count = keep, [], itertools.count()
+
+    @property
+    def threshold(self) -> float:
+        return -self.heap[0][0] if len(self.heap) >= self.keep else float("inf")
+
+    def offer(self, value: float, e: Estimate) -> None:
+        item = (-value, -next(self.count), e)
+        if len(self.heap) < self.keep:
+            heapq.heappush(self.heap, item)
+        elif value < -self.heap[0][0]:
+            heapq.heapreplace(self.heap, item)
+
+    def ranked(self) -> list[tuple[float, Estimate]]:
+        return [(-v, e) for v, _, e in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
+
+
+def fixed_time(e: Estimate) -> float:
+    """Compute + recompute + TP: what every configuration sharing e's (tp, pp, cp, ep, dp,
+    micro-batch, recompute) spends, whatever its ZeRO stage, vp or placement."""
+    b = e.breakdown
+    return b.compute + b.recompute + b.tp
+
+
+def step_bound(fixed: float, optimizer: float, pp: int, vp: int, microbatches: int) -> float:
+    """A lower bound on the step time: the fixed work, the optimizer and the bubble's share of it."""
+    bubble = (pp - 1) / vp * fixed / microbatches if pp > 1 else 0.0
+    return (fixed + optimizer + bubble) * SAFETY
+
+
+class _Search:
+    def __init__(self, job: Job, objective: str, top: int) -> None:
+        if objective not in space_def.OBJECTIVES:
+            raise ValueError(f"unknown objective {objective!r}")
+        self.job, self.objective = job, objective
+        self.lim = space_def.limits(job)
+        self.space = space_def.space(job, self.lim)
+        self.top = _Top(max(1, top + 1))
+        self.total = self.evaluated = self.estimates = 0
+        self.pruned = {"bound": 0, "memory": 0, "limits": 0}
+        self.rejected: list[Rejected] = []
+        self.closest: dict[str, tuple[float, Estimate]] = {}
+        self.least_power: dict[int, float] = {}
+        self.tokens = job.batch * job.seq
+        rec = self.space.recomputes
+        self.frugal_recompute = max(rec, key=RECOMPUTE.index)   # the least activation memory allowed
+        self.top_zero = max(self.space.zeros)
+        self.power_limit = next((lim for lim in self.lim.items if lim.target == "power" and lim.upper), None)
+
+    # ------------------------------------------------------------ helpers
+    def config(self, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order) -> TrainConfig:
+        return space_def.make_config(self.job, self.space, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
+
+    def estimate(self, cfg: TrainConfig) -> Estimate:
+        self.estimates += 1
+        return estimate(self.job.shape, cfg, self.job.partition)
+
+    def memory(self, cfg: TrainConfig) -> float:
+        return memory(self.job.shape, cfg).total
+
+    def power_floor(self, gpus: int) -> float:
+        """The least power any configuration on `gpus` GPUs draws (the power model's busy range ends)."""
+        if gpus not in self.least_power:
+            job = self.job
+            self.least_power[gpus] = min(job_power(job.graph, job.partition, gpus, b).total for b in (0.0, 1.0))
+        return self.least_power[gpus]
+
+    def value_bound(self, step: float, rep: Estimate) -> float:
+        """A lower bound on the objective of a configuration on rep's GPUs whose step is at least `step`."""
+        if self.objective in ("throughput", "time"):
+            return step
+        if self.objective == "mfu":
+            return -rep.mfu * rep.step_time / step
+        return self.power_floor(rep.config.gpus) * SAFETY * step / self.tokens
+
+    def offer(self, e: Estimate) -> None:
+        """Count an evaluated configuration and keep it if admissible."""
+        self.evaluated += 1
+        value = space_def.objective_value(self.job, self.objective, e)
+        broken = space_def.violated(self.job, self.lim, e)
+        if broken is None:
+            self.top.offer(value, e)
+            return
+        if value < self.top.threshold:
+            self.rejected.append(Rejected(value, e, broken))
+        if not self.top.heap:  # nothing admissible yet: remember how close each limit came
+            self._closest(broken, e)
+
+    def _closest(self, broken: Limit, e: Estimate) -> None:
+        target = broken.target
+        amount = space_def.measure(self.job, e, target)
+        if amount is None:
+            return
+        gap = amount - broken.value if broken.upper else broken.value - amount
+        if target not in self.closest or gap < self.closest[target][0]:
+            self.closest[target] = (gap, e)
+
+    # ------------------------------------------------------------ the tree
+    def run(self) -> SearchResult:
+        start = time.perf_counter()
+        job, space = self.job, self.space
+        pending = []      # (bound, seq, branch) for every micro-batch branch that fits
+        seq = itertools.count()
+        for tp, pp, cp, ep, dp in space_def.branches(job, space):
+            orders = space_def.orders(tp, pp, dp, cp, ep)
+            inner = space_def.inner_choices(job, pp, dp)
+            per_vp = len(space.recomputes) * len(space.zeros) * len(orders)
+            leaves = [len(vps) * per_vp for _, vps in inner]
+            self.total += sum(leaves)
+            gpus = tp * pp * cp * dp
+            if self.power_limit is not None and not self.power_limit.holds(self.power_floor(gpus)):
+                self.pruned["limits"] += sum(leaves)
+                continue
+            all_vps = space_def.vp_candidates(job, pp)
+            for i, (mb, vps) in enumerate(inner):
+                least = min(self.memory(self.config(tp, pp, dp, cp, ep, mb, v, self.frugal_recompute,
+                                                    self.top_zero, orders[0])) for v in all_vps)
+                if least > self.lim.memory:   # nor does any larger micro-batch fit
+                    self.pruned["memory"] += sum(leaves[i:])
+                    break
+                rep = self.estimate(self.config(tp, pp, dp, cp, ep, mb, vps[0], "none", self.top_zero, orders[0]))
+                m = rep.config.microbatches
+                bound = self.value_bound(step_bound(rep.breakdown.compute + rep.breakdown.tp,
+                                                    rep.breakdown.optimizer, pp, max(vps), m), rep)
+                branch = (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i])
+                heapq.heappush(pending, (bound, next(seq), branch))
+        while pending:
+            bound, _, branch = heapq.heappop(pending)
+            if bound >= self.top.threshold:
+                self.pruned["bound"] += branch[-1] + sum(b[-1] for _, _, b in pending)
+                break
+            self.visit(branch)
+        ranked = self.top.ranked()
+        best_value = ranked[0][0] if ranked else None
+        rejected = tuple(sorted((r for r in self.rejected if best_value is None or r.value < best_value),
+                                key=lambda r: r.value))
+        status = "optimal" if ranked else ("infeasible" if self.total else "empty")
+        return SearchResult(
+            self.objective, status, ranked[0][1] if ranked else None, best_value,
+            tuple(e for _, e in ranked[1:]), tuple(v for v, _ in ranked[1:]), self.total, self.evaluated,
+            self.pruned["bound"], self.pruned["memory"], self.pruned["limits"], self.estimates,
+            time.perf_counter() - start, rejected,
+            tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
+            self.lim)
+
+    def visit(self, branch) -> None:
+        tp, pp, dp, cp, ep, mb, vps, orders, rep, _ = branch
+        space, lim = self.space, self.lim
+        m = rep.config.microbatches
+        optimizer_floor = rep.breakdown.optimizer      # at the highest ZeRO stage: the least
+        per_rc = len(vps) * len(space.zeros) * len(orders)
+        done = set()                                   # configurations of this branch already evaluated
+        if "none" in space.recomputes:
+            self.offer(rep)
+            done.add(rep.config)
+        for recompute in sorted(space.recomputes, key=RECOMPUTE.index):
+            least = min(self.memory(self.config(tp, pp, dp, cp, ep, mb, v, recompute, self.top_zero, orders[0]))
+                        for v in vps)
+            if least > lim.memory:
+                self.pruned["memory"] += per_rc - sum(c.recompute == recompute for c in done)
+                continue
+            head = rep if recompute == "none" else self.estimate(
+                self.config(tp, pp, dp, cp, ep, mb, vps[0], recompute, self.top_zero, orders[0]))
+            if head.config not in done:
+                self.offer(head)
+                done.add(head.config)
+            fixed = fixed_time(head)
+            vmax = max(vps)
+            if self.value_bound(step_bound(fixed, optimizer_floor, pp, vmax, m), head) >= self.top.threshold:
+                self.pruned["bound"] += per_rc - sum(c.recompute == recompute for c in done)
+                continue
+            for zero, vp in itertools.product(sorted(space.zeros, reverse=True), vps):
+                core = self.config(tp, pp, dp, cp, ep, mb, vp, recompute, zero, orders[0])
+                rest = [attrs.evolve(core, order=o) for o in orders[1:]]
+                if self.memory(core) > lim.memory:
+                    self.pruned["memory"] += sum(c not in done for c in (core, *rest))
+                    continue
+                if self.value_bound(step_bound(fixed, optimizer_floor, pp, vp, m), head) >= self.top.threshold:
+                    self.pruned["bound"] += sum(c not in done for c in (core, *rest))
+                    continue
+                first = head if core == head.config else self.estimate(core)
+                if core not in done:
+                    self.offer(first)
+                    done.add(core)
+                bound = self.value_bound(step_bound(fixed, first.breakdown.optimizer, pp, vp, m), first)
+                for cfg in rest:
+                    if cfg in done:
+                        continue
+                    if bound >= self.top.threshold:
+                        self.pruned["bound"] += 1
+                        continue
+                    self.offer(self.estimate(cfg))
+                    done.add(cfg)
+
+
+def search(job: Job, objective: str = "throughput", top: int = 3) -> SearchResult:
+    """The optimum of the cost model for `job` under `objective`, the `top` runners-up,
+    and how much of the space was evaluated and pruned (see the module docstring)."""
+    return _Search(job, objective, top).run()
+
+
+def least_memory(job: Job) -> Estimate | None:
+    """The valid configuration that needs the least memory per GPU (ties: fewest GPUs
+    idle, then the enumerator's order), using the same monotonicity as the search."""
+    space = space_def.space(job)
+    best_cfg, best_memory = None, float("inf")
+    frugal = max(space.recomputes, key=RECOMPUTE.index)
+    top_zero = max(space.zeros)
+    for tp, pp, cp, ep, dp in space_def.branches(job, space):
+        order = space_def.orders(tp, pp, dp, cp, ep)[0]
+        all_vps = space_def.vp_candidates(job, pp)
+        for mb, vps in space_def.inner_choices(job, pp, dp):
+            def need(v: int) -> tuple[float, TrainConfig]:
+                cfg = space_def.make_config(job, space, tp, pp, dp, cp, ep, mb, v, frugal, top_zero, order)
+                return memory(job.shape, cfg).total, cfg
+            if min(need(v)[0] for v in all_vps) >= best_memory:
+                break       # no larger micro-batch needs less
+            amount, cfg = min((need(v) for v in vps), key=lambda pair: pair[0])
+            if amount < best_memory:
+                best_cfg, best_memory = cfg, amount
+    return None if best_cfg is None else estimate(job.shape, best_cfg, job.partition)
