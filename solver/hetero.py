@@ -3,10 +3,15 @@ A.a100]`), split so that no partition idles waiting on another. Two splits, each
 small MILP (cvxpy with HiGHS), and the better one is the answer.
 
 Each partition is first planned on its own (`solver.plan.plan` on the job restricted to
-that partition, the full batch), which fixes its configuration (tp, pp, dp, micro-batch,
-...). The splits then decide how much of the work each partition takes.
+that partition, all its GPUs, the full batch). Its best configuration and runners-up,
+and each of them with the other micro-batch sizes, are the alternatives it offers: the
+MILP picks at most one per partition (a smaller micro-batch gives a finer granule of
+sequences, at some cost per sequence) and decides how much of the work each takes.
+Configurations are not re-planned for the share a partition ends up with.
 
 Data split (each partition holds whole model replicas; the global batch is divided):
+
+    (p ranges over the alternatives; those of one partition satisfy sum u_p <= 1)
 
     variables  k_p  integer >= 0   granules of sequences for partition p; its share
                                     b_p = g_p k_p, g_p = dp x micro-batch (x pp when the
@@ -33,15 +38,18 @@ Data split (each partition holds whole model replicas; the global batch is divid
 
 Pipeline split (layers across partitions, one pipeline through all of them):
 
-    variables  L_p integer >= 0 layers on p, u_p, y_n, w, t as above
-    subject to sum_p L_p = layers, u_p <= L_p <= cap_p u_p
+    (p ranges over one alternative per pipeline depth pp_p of each partition)
+
+    variables  k_p integer >= 0, L_p = pp_p k_p layers on p (whole layers per stage),
+               u_p, y_n, w, t as above
+    subject to sum_p L_p = layers, u_p <= k_p <= floor(cap_p / pp_p) u_p
                w >= A_p (u_p + y_n - 1)
                t >= (1 + (n - 1)/m) s_p L_p / layers + w - M (1 - y_n)
     minimize   t
 
     a fluid model: partition p runs L_p of the layers for the whole batch in
     L_p / layers of its own planned step time s_p; n partitions in a chain add a bubble
-    of (n - 1)/m with m micro-batches (the fewest any partition's plan runs); A_p sends
+    of (n - 1)/m with m micro-batches (the fewest any alternative runs); A_p sends
     the activations and their gradients (4 x batch x seq x hidden bytes) across the
     boundary over the GPUs of one stage of p (tp x dp x cp) on p's top tier. cap_p is
     the layer count that fits p's memory (all of them when its own plan fits).
@@ -55,7 +63,6 @@ of the step (the slowest partition: 1); the cross-partition exchange follows it.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import sys
 from typing import Sequence
@@ -70,11 +77,10 @@ from ..compiler.model.config import TrainConfig
 from ..compiler.model.job import Job, JobError, job_from_entity
 from ..compiler.model.power import job_power
 from ..compiler.model.step import Estimate, estimate
-from . import enumerate as enumerator
 from .plan import Plan, plan
 
 MODES = ("data", "pipeline")
-MAX_CONFIGURATIONS = 50_000   # configurations a partition offers the split, at most (enumeration order)
+MAX_MICROBATCH = 16          # as the enumerator
 
 
 # ----------------------------------------------------------------- the MILP core
@@ -292,15 +298,26 @@ def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
     return comms.all_reduce(share, (comms.Stage(top, peers),))
 
 
-def candidates(job: Job, chosen: Plan, key) -> list[Estimate]:
-    """The fastest fitting configuration (at the full batch) for each value of `key`:
-    the alternatives a partition offers the split (the plan's best among them)."""
-    pool = ([chosen.best] if chosen.best else []) + list(chosen.runners_up)
-    pool += [e for e in itertools.islice(enumerator.evaluate_all(job), MAX_CONFIGURATIONS) if e.fits]
+def candidates(job: Job, chosen: Plan, micro: bool = True) -> list[Estimate]:
+    """The configurations a partition offers the split: its plan's best and runners-up
+    and, when `micro`, each of them with every other micro-batch size (a smaller one
+    makes a finer granule of sequences); those that fit, fastest first, one per granule
+    (data split, `micro`) or per pipeline depth (pipeline split)."""
+    bases = ([chosen.best] if chosen.best else []) + list(chosen.runners_up)
+    pool = list(bases)
+    if micro and "microbatch" not in job.pinned:
+        for base in bases:
+            cfg = base.config
+            per_replica = job.batch // cfg.dp
+            for mb in range(1, min(per_replica, MAX_MICROBATCH) + 1):
+                if per_replica % mb or mb == cfg.microbatch or (cfg.vp > 1 and (per_replica // mb) % cfg.pp):
+                    continue
+                pool.append(estimate(job.shape, attrs.evolve(cfg, microbatch=mb), job.partition))
+    key = _granule if micro else (lambda c: c.pp)
     best: dict[object, Estimate] = {}
     for e in pool:
         k = key(e.config)
-        if k not in best or e.step_time < best[k].step_time:
+        if e.fits and (k not in best or e.step_time < best[k].step_time):
             best[k] = e
     return sorted(best.values(), key=lambda e: e.step_time)
 
@@ -309,7 +326,7 @@ def data_lanes(jobs: Sequence[Job], plans: Sequence[Plan]) -> list[Lane]:
     lanes = []
     for job, chosen in zip(jobs, plans):
         name, batch = job.partition.name, job.batch
-        for e in candidates(job, chosen, _granule) if chosen.best else []:
+        for e in candidates(job, chosen) if chosen.best else []:
             cfg, g = e.config, _granule(e.config)
             if batch > g:
                 small = estimate(job.shape, attrs.evolve(cfg, batch=g), job.partition).step_time
@@ -381,7 +398,8 @@ def _evaluate_data(jobs: Sequence[Job], plans: Sequence[Plan], lanes: Sequence[L
     shares = tuple(_share(job, e, b, s, compute) for job, e, (_, b), s in zip(jobs, estimates, picks, busy))
     tokens = jobs[0].batch * jobs[0].seq / step
     fits = all(s.fits for s in shares if s.items)
-    return HeteroSplit("data", "optimal", step, compute, exchange, tokens, shares, _power(jobs, shares, estimates, step),
+    power = _power(jobs, shares, estimates, step)
+    return HeteroSplit("data", "optimal", step, compute, exchange, tokens, shares, power,
                        "" if fits else "a partition's share does not fit in memory")
 
 
@@ -392,7 +410,7 @@ def pipeline_split(jobs: Sequence[Job], plans: Sequence[Plan]) -> HeteroSplit:
     by_config: dict[tuple[str, TrainConfig], Estimate] = {}
     for job, chosen in zip(jobs, plans):
         name, top = job.partition.name, _top_tier(job)
-        bases = candidates(job, chosen, lambda c: c.pp) if chosen.best else (
+        bases = candidates(job, chosen, micro=False) if chosen.best else (
             [chosen.smallest] if chosen.smallest is not None else [])
         for base in bases:
             cfg = base.config
@@ -437,7 +455,10 @@ def plan_hetero(entity_or_jobs, plans: Sequence[Plan] | None = None) -> HeteroPl
     plans = tuple(plans) if plans is not None else tuple(plan(job, "throughput") for job in jobs)
     data, pipe = data_split(jobs, plans), pipeline_split(jobs, plans)
     feasible = [s for s in (data, pipe) if s.status == "optimal"]
-    best = min(feasible, key=lambda s: (s.step_time, s.mode != "data")) if feasible else None
+    best = feasible[0] if feasible else None
+    for other in feasible[1:]:       # the pipeline split must win clearly: it is the coarser model
+        if other.step_time < best.step_time * (1 - 1e-9):
+            best = other
     return HeteroPlan(jobs[0].name, "optimal" if best else "infeasible", best, data, pipe, plans,
                       time.perf_counter() - start)
 

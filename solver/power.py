@@ -67,11 +67,13 @@ with the shortfall in watts. Nothing here raises for a bad budget.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Iterable, Sequence
 
 import attrs
 import cvxpy as cp
 
+from ..compiler.design import Item, Record
 from ..compiler.metrics import power_breakdown
 from ..compiler.model.job import Job
 from ..compiler.model.power import gpu_power
@@ -120,9 +122,9 @@ class PowerInputs:
             return attrs.evolve(inputs, gamma_source="gamma = 1: dp cannot be reduced, so no second point")
         n1, t1 = float(second.config.gpus), second.tokens_per_s
         gamma = math.log(best.tokens_per_s / t1) / math.log(cfg.gpus / n1) if t1 > 0 else 1.0
-        return attrs.evolve(
-            inputs, gamma=min(1.0, max(1e-3, gamma)), fit_error=inputs.throughput(n1, 1.0) / t1 - 1 if t1 > 0 else None,
-            gamma_source=f"fitted from dp {cfg.dp} ({cfg.gpus} GPUs) and dp {second.config.dp} ({second.config.gpus} GPUs)")
+        source = f"fitted from dp {cfg.dp} ({cfg.gpus} GPUs) and dp {second.config.dp} ({second.config.gpus} GPUs)"
+        fit_error = inputs.throughput(n1, 1.0) / t1 - 1 if t1 > 0 else None
+        return attrs.evolve(inputs, gamma=min(1.0, max(1e-3, gamma)), fit_error=fit_error, gamma_source=source)
 
     @property
     def alpha(self) -> float:
@@ -250,13 +252,14 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     n0 = inputs.gpus
     static = inputs.p_idle + inputs.p_rest
     dynamic = inputs.p_full - inputs.p_idle
-    per_gpu = static + (dynamic * f ** 3 if dynamic > 0 else 0)
+    per_gpu = static + (dynamic * f ** 3 if dynamic > 1e-9 * static else 0)
     power = (inputs.pue * n0 / budget) * x * per_gpu           # facility / budget
     power_limit = power <= 1
     if clock == "monomial":
         speed = tau <= x ** inputs.gamma * f ** min(max(inputs.alpha, 0.0), 1.0)
     else:
-        terms = [c * m for c, m in zip(inputs.shares, (x ** -1 * f ** -1, x ** -1, f ** -1, 1)) if c > 0]
+        # shares below 1e-9 change nothing measurable but make the log-space problem badly scaled
+        terms = [c * m for c, m in zip(inputs.shares, (x ** -1 * f ** -1, x ** -1, f ** -1, 1)) if c > 1e-9]
         speed = tau * sum(terms[1:], terms[0]) <= 1
     constraints = [speed, power_limit, x <= inputs.max_gpus / n0, x >= inputs.min_gpus / n0,
                    f <= 1, f >= inputs.f_min]
@@ -266,7 +269,9 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
         goal = cp.Maximize(tau)
     problem = cp.Problem(goal, constraints)
     try:
-        problem.solve(gp=True, solver=cp.CLARABEL)
+        with warnings.catch_warnings():     # "may be inaccurate" becomes a note in the result
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(gp=True, solver=cp.CLARABEL)
     except (cp.SolverError, ValueError, ArithmeticError) as error:  # numerical trouble: say so
         return PowerResult("error", objective, budget, message=f"the GP solver failed: {error}")
     if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
@@ -293,7 +298,8 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
         binding=binding, whole_gpus=whole, whole_tokens_per_s=inputs.throughput(whole, clk, clock),
         units=n / max(1, inputs.gpus_per_unit),
         time_to_train=inputs.tokens / tokens_per_s if inputs.tokens and tokens_per_s > 0 else None,
-        message=_message(inputs, n, clk, binding))
+        message=_message(inputs, n, clk, binding) + (" (the solver reports low accuracy)"
+                                                      if problem.status == "optimal_inaccurate" else ""))
 
 
 def _message(inputs: PowerInputs, n: float, f: float, binding: tuple[str, ...]) -> str:
@@ -322,6 +328,41 @@ def inputs_of(job_or_inputs, f_min: float = F_MIN) -> PowerInputs:
     if chosen.best is None:
         raise ValueError("the plan is infeasible: there is no configuration to power")
     return PowerInputs.from_plan(job_or_inputs, chosen.best, f_min)
+
+
+def without_power_limit(job: Job) -> Job:
+    """The job with its `subject to { power ... }` bounds removed, so that the search picks
+    the configuration at full clock and this GP meets the budget with clocks and GPU counts
+    (rather than the search discarding every configuration that breaks it at full clock)."""
+    limits = job.entity.get("subject to")
+    items = getattr(limits, "items", None)
+    if not items:
+        return job
+    kept = tuple(i for i in items if getattr(i.value, "target", None) != "power")
+    if len(kept) == len(items):
+        return job
+    record = Record(tuple(Item(i.name, Record(kept), i.span) if i.name == "subject to" else i
+                          for i in job.entity.record.items))
+    return attrs.evolve(job, entity=attrs.evolve(job.entity, record=record))
+
+
+def power_plan(job: Job, budget: float | None = None, objective: str = "throughput", chosen=None,
+               f_min: float = F_MIN) -> tuple[PowerInputs, PowerResult] | None:
+    """Plan the job without its power bound (or take `chosen`, a Plan of it), then meet
+    `budget` (default: the job's `power <=`, else the cluster's budget) with the GP.
+    None when there is no budget or no feasible configuration."""
+    budget = budget if budget is not None else budget_of(job)
+    if budget is None:
+        return None
+    if chosen is None:
+        from .plan import plan
+
+        chosen = plan(without_power_limit(job), "throughput")
+    if chosen.best is None:
+        return None
+    inputs = PowerInputs.from_plan(job, chosen.best, f_min)
+    goal = {"energy": "energy", "time": "time"}.get(objective, "throughput")
+    return inputs, solve_power(inputs, budget, goal)
 
 
 def throughput_curve(job_or_inputs, budgets: Iterable[float], objective: str = "throughput",

@@ -37,8 +37,10 @@ on random designs, so a recalibration that breaks one fails there, not silently 
   time on a stage;
 - memory does not depend on the placement order and never grows with more recompute
   (none, selective, full), a higher ZeRO stage or a smaller micro-batch;
-- for MFU, MFU x step time is fixed for a layout; for energy, job power is at least
-  the smaller of `job_power` at busy 0 and busy 1.
+- for MFU, MFU x step time is fixed for a layout; for energy, job power is affine in the
+  busy share (checked at run time for each GPU count; where it is not, the search calls
+  `job_power` itself and bounds power by the smaller of its values at busy 0 and 1,
+  which assumes only that power grows with the busy share).
 """
 
 from __future__ import annotations
@@ -141,6 +143,39 @@ def step_bound(fixed: float, optimizer: float, pp: int, vp: int, microbatches: i
     return (fixed + optimizer + bubble) * SAFETY
 
 
+class _Power:
+    """Job power as a function of the GPU count and the busy share: `job_power`, read as
+    P0 + (P1 - P0) x busy where it is affine (it is: activity is linear in busy)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job, self.table = job, {}
+
+    def ends(self, gpus: int) -> tuple[float, float, bool]:
+        if gpus not in self.table:
+            job = self.job
+            p0, half, p1 = (job_power(job.graph, job.partition, gpus, b).total for b in (0.0, 0.5, 1.0))
+            self.table[gpus] = (p0, p1, abs(half - (p0 + p1) / 2) <= 1e-9 * max(abs(p0), abs(p1), 1.0))
+        return self.table[gpus]
+
+    def __call__(self, e: Estimate) -> float:
+        p0, p1, affine = self.ends(e.config.gpus)
+        if not affine:
+            return space_def.power_of(self.job, e)
+        return p0 + (p1 - p0) * space_def.busy(e)
+
+    def floor(self, gpus: int) -> float:
+        p0, p1, _ = self.ends(gpus)
+        return min(p0, p1)
+
+    def energy_bound(self, gpus: int, step: float, work: float) -> float:
+        """Joules per step at least, for a step of at least `step` s with at least `work`
+        s of computing (busy = work / step, capped at 1)."""
+        p0, p1, affine = self.ends(gpus)
+        if not affine or p1 < p0:
+            return min(p0, p1) * step * SAFETY
+        return (p0 * step + (p1 - p0) * min(step, work)) * SAFETY
+
+
 class _Search:
     def __init__(self, job: Job, objective: str, top: int) -> None:
         if objective not in space_def.OBJECTIVES:
@@ -153,7 +188,7 @@ class _Search:
         self.pruned = {"bound": 0, "memory": 0, "limits": 0}
         self.rejected: list[Rejected] = []
         self.closest: dict[str, tuple[float, Estimate]] = {}
-        self.least_power: dict[int, float] = {}
+        self.power = _Power(job)
         self.tokens = job.batch * job.seq
         rec = self.space.recomputes
         self.frugal_recompute = max(rec, key=RECOMPUTE.index)   # the least activation memory allowed
@@ -171,26 +206,25 @@ class _Search:
     def memory(self, cfg: TrainConfig) -> float:
         return memory(self.job.shape, cfg).total
 
-    def power_floor(self, gpus: int) -> float:
-        """The least power any configuration on `gpus` GPUs draws (the power model's busy range ends)."""
-        if gpus not in self.least_power:
-            job = self.job
-            self.least_power[gpus] = min(job_power(job.graph, job.partition, gpus, b).total for b in (0.0, 1.0))
-        return self.least_power[gpus]
+    def value(self, e: Estimate) -> float:
+        if self.objective == "energy":
+            return self.power(e) / e.tokens_per_s
+        return space_def.objective_value(self.job, self.objective, e)
 
-    def value_bound(self, step: float, rep: Estimate) -> float:
-        """A lower bound on the objective of a configuration on rep's GPUs whose step is at least `step`."""
+    def value_bound(self, step: float, work: float, rep: Estimate) -> float:
+        """A lower bound on the objective of a configuration on rep's GPUs whose step is at
+        least `step` s, of which at least `work` s compute (compute + recompute + optimizer)."""
         if self.objective in ("throughput", "time"):
             return step
         if self.objective == "mfu":
             return -rep.mfu * rep.step_time / step
-        return self.power_floor(rep.config.gpus) * SAFETY * step / self.tokens
+        return self.power.energy_bound(rep.config.gpus, step, work) / self.tokens
 
     def offer(self, e: Estimate) -> None:
         """Count an evaluated configuration and keep it if admissible."""
         self.evaluated += 1
-        value = space_def.objective_value(self.job, self.objective, e)
-        broken = space_def.violated(self.job, self.lim, e)
+        value = self.value(e)
+        broken = space_def.violated(self.job, self.lim, e, self.power)
         if broken is None:
             self.top.offer(value, e)
             return
@@ -201,7 +235,7 @@ class _Search:
 
     def _closest(self, broken: Limit, e: Estimate) -> None:
         target = broken.target
-        amount = space_def.measure(self.job, e, target)
+        amount = space_def.measure(self.job, e, target, self.power)
         if amount is None:
             return
         gap = amount - broken.value if broken.upper else broken.value - amount
@@ -212,7 +246,7 @@ class _Search:
     def run(self) -> SearchResult:
         start = time.perf_counter()
         job, space = self.job, self.space
-        pending = []      # (bound, seq, branch) for every micro-batch branch that fits
+        pending = []      # best-first frontier: (bound, seq, kind, node), kind "layout" or "branch"
         seq = itertools.count()
         for tp, pp, cp, ep, dp in space_def.branches(job, space):
             orders = space_def.orders(tp, pp, dp, cp, ep)
@@ -221,28 +255,41 @@ class _Search:
             leaves = [len(vps) * per_vp for _, vps in inner]
             self.total += sum(leaves)
             gpus = tp * pp * cp * dp
-            if self.power_limit is not None and not self.power_limit.holds(self.power_floor(gpus)):
+            if self.power_limit is not None and not self.power_limit.holds(self.power.floor(gpus)):
                 self.pruned["limits"] += sum(leaves)
                 continue
             all_vps = space_def.vp_candidates(job, pp)
-            for i, (mb, vps) in enumerate(inner):
+            fitting = 0
+            for mb, _ in inner:
                 least = min(self.memory(self.config(tp, pp, dp, cp, ep, mb, v, self.frugal_recompute,
                                                     self.top_zero, orders[0])) for v in all_vps)
                 if least > self.lim.memory:   # nor does any larger micro-batch fit
-                    self.pruned["memory"] += sum(leaves[i:])
                     break
-                rep = self.estimate(self.config(tp, pp, dp, cp, ep, mb, vps[0], "none", self.top_zero, orders[0]))
-                m = rep.config.microbatches
-                bound = self.value_bound(step_bound(rep.breakdown.compute + rep.breakdown.tp,
-                                                    rep.breakdown.optimizer, pp, max(vps), m), rep)
-                branch = (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i])
-                heapq.heappush(pending, (bound, next(seq), branch))
+                fitting += 1
+            self.pruned["memory"] += sum(leaves[fitting:])
+            if not fitting:
+                continue
+            layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
+            if fitting > 1 and self.monotone_in_microbatch(layout):
+                # Compute per step never grows with the micro-batch: the largest that fits
+                # bounds them all, and the most micro-batches bound the bubble's share.
+                rep = self.representative(layout, fitting - 1)
+                b, most = rep.breakdown, job.batch // (dp * inner[0][0])
+                bound = self.value_bound(step_bound(b.compute, b.optimizer, pp, max(all_vps), most),
+                                         b.compute + b.optimizer, rep)
+                heapq.heappush(pending, (bound, next(seq), "layout", (layout, rep)))
+            else:
+                self.expand(layout, None, pending, seq)
         while pending:
-            bound, _, branch = heapq.heappop(pending)
+            bound, _, kind, node = heapq.heappop(pending)
             if bound >= self.top.threshold:
-                self.pruned["bound"] += branch[-1] + sum(b[-1] for _, _, b in pending)
+                for _, _, k, n in [(bound, 0, kind, node), *pending]:
+                    self.pruned["bound"] += sum(n[0][-1]) if k == "layout" else n[-1]
                 break
-            self.visit(branch)
+            if kind == "layout":
+                self.expand(*node, pending, seq)
+            else:
+                self.visit(node)
         ranked = self.top.ranked()
         best_value = ranked[0][0] if ranked else None
         rejected = tuple(sorted((r for r in self.rejected if best_value is None or r.value < best_value),
@@ -256,54 +303,114 @@ class _Search:
             tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
             self.lim)
 
+    def representative(self, layout, i: int) -> Estimate:
+        """The estimate a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""
+        tp, pp, dp, cp, ep, orders, inner, _ = layout
+        mb, vps = inner[i]
+        return self.estimate(self.config(tp, pp, dp, cp, ep, mb, vps[0], "none", self.top_zero, orders[0]))
+
+    def expand(self, layout, known: Estimate | None, pending: list, seq) -> None:
+        """Push every micro-batch branch of a layout with its bound (compute + TP + optimizer + bubble share)."""
+        tp, pp, dp, cp, ep, orders, inner, leaves = layout
+        for i, (mb, vps) in enumerate(inner):
+            rep = known if known is not None and known.config.microbatch == mb else self.representative(layout, i)
+            b = rep.breakdown
+            bound = self.value_bound(step_bound(b.compute + b.tp, b.optimizer, pp, max(vps), rep.config.microbatches),
+                                     b.compute + b.optimizer, rep)
+            heapq.heappush(pending, (bound, next(seq), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i])))
+
+    def monotone_in_microbatch(self, layout) -> bool:
+        """Whether compute per step is known not to grow with the micro-batch here: always for
+        dense layers; for MoE only where every micro-batch routes whole tokens to every local
+        expert (tokens x top_k divisible by the local experts), so no GEMM rounds its rows."""
+        shape = self.job.shape
+        if not shape.is_moe:
+            return True
+        tp, pp, dp, cp, ep, orders, inner, _ = layout
+        if shape.routed % ep:
+            return False
+        local = shape.routed // ep
+        return all((mb * self.job.seq // cp * shape.top_k) % local == 0 and (mb * self.job.seq) % cp == 0
+                   for mb, _ in inner)
+
     def visit(self, branch) -> None:
+        """Every configuration of one (tp, pp, cp, ep, dp, micro-batch) branch: evaluated or cut.
+
+        Leaves are keyed (recompute, zero, vp, order). Per placement order, one probe (the
+        most recompute allowed, the first vp) gives the order's CP, EP and PP time (the
+        same for every recompute and ZeRO stage, and the least over vp) and, per ZeRO
+        stage, the least DP time over recompute choices; with the branch's compute and
+        TP time they bound the order, the stage, and each remaining configuration."""
         tp, pp, dp, cp, ep, mb, vps, orders, rep, _ = branch
-        space, lim = self.space, self.lim
+        lim, space = self.lim, self.space
         m = rep.config.microbatches
-        optimizer_floor = rep.breakdown.optimizer      # at the highest ZeRO stage: the least
-        per_rc = len(vps) * len(space.zeros) * len(orders)
-        done = set()                                   # configurations of this branch already evaluated
+        recomputes = sorted(space.recomputes, key=RECOMPUTE.index)
+        frugal = recomputes[-1]
+        zeros = sorted(space.zeros, key=lambda z: (z != 1, z))      # the distributed optimizer first
+        vp0, vmax = vps[0], max(vps)
+        fits = {(rc, z, vp): self.memory(self.config(tp, pp, dp, cp, ep, mb, vp, rc, z, orders[0])) <= lim.memory
+                for rc in recomputes for z in zeros for vp in vps}
+        status: dict[tuple, str] = {}
+        cache: dict[tuple, Estimate] = {}
+        fixed = {"none": fixed_time(rep)}        # compute + recompute + TP, per recompute choice ("none": the least)
+        redo = {"none": 0.0}                      # recompute time, per recompute choice
+        floor_fixed, floor_optimizer, compute = fixed_time(rep), rep.breakdown.optimizer, rep.breakdown.compute
+
+        def bound(rc: str, comm: float, dp_time: float, optimizer: float, vp: int) -> float:
+            f = fixed.get(rc, floor_fixed)
+            step = f + comm + dp_time + optimizer + ((pp - 1) / vp * (f + comm) / m if pp > 1 else 0.0)
+            return self.value_bound(step * SAFETY, compute + redo.get(rc, 0.0) + optimizer, rep)
+
+        def evaluate(key: tuple) -> Estimate:
+            if key not in cache:
+                rc, z, vp, order = key
+                cache[key] = self.estimate(self.config(tp, pp, dp, cp, ep, mb, vp, rc, z, order))
+            e = cache[key]
+            if key not in status:
+                status[key] = "evaluated"
+                self.offer(e)
+            fixed[key[0]], redo[key[0]] = fixed_time(e), e.breakdown.recompute
+            return e
+
+        def cut(keys, kind: str = "bound") -> None:
+            for key in keys:
+                if key not in status:
+                    status[key] = kind
+                    self.pruned[kind] += 1
+
+        def live(z: int, order: tuple) -> list[tuple]:
+            return [(rc, z, vp, order) for rc in recomputes for vp in vps if fits[(rc, z, vp)]]
+
+        rep_key = ("none", self.top_zero, vp0, orders[0])
+        cache[rep_key] = rep
         if "none" in space.recomputes:
-            self.offer(rep)
-            done.add(rep.config)
-        for recompute in sorted(space.recomputes, key=RECOMPUTE.index):
-            least = min(self.memory(self.config(tp, pp, dp, cp, ep, mb, v, recompute, self.top_zero, orders[0]))
-                        for v in vps)
-            if least > lim.memory:
-                self.pruned["memory"] += per_rc - sum(c.recompute == recompute for c in done)
-                continue
-            head = rep if recompute == "none" else self.estimate(
-                self.config(tp, pp, dp, cp, ep, mb, vps[0], recompute, self.top_zero, orders[0]))
-            if head.config not in done:
-                self.offer(head)
-                done.add(head.config)
-            fixed = fixed_time(head)
-            vmax = max(vps)
-            if self.value_bound(step_bound(fixed, optimizer_floor, pp, vmax, m), head) >= self.top.threshold:
-                self.pruned["bound"] += per_rc - sum(c.recompute == recompute for c in done)
-                continue
-            for zero, vp in itertools.product(sorted(space.zeros, reverse=True), vps):
-                core = self.config(tp, pp, dp, cp, ep, mb, vp, recompute, zero, orders[0])
-                rest = [attrs.evolve(core, order=o) for o in orders[1:]]
-                if self.memory(core) > lim.memory:
-                    self.pruned["memory"] += sum(c not in done for c in (core, *rest))
+            evaluate(rep_key)
+        for order in orders:
+            comm = None
+            for i, z in enumerate(zeros):
+                keys = [k for k in live(z, order) if k not in status]
+                if not keys:
                     continue
-                if self.value_bound(step_bound(fixed, optimizer_floor, pp, vp, m), head) >= self.top.threshold:
-                    self.pruned["bound"] += sum(c not in done for c in (core, *rest))
+                if comm is not None and bound("none", comm, 0.0, floor_optimizer, vmax) >= self.top.threshold:
+                    cut(k for later in zeros[i:] for k in live(later, order))
+                    break
+                probe = evaluate((frugal, z, vp0, order)).breakdown
+                comm = probe.cp + probe.ep + probe.pp
+                if bound("none", comm, 0.0, floor_optimizer, vmax) >= self.top.threshold:
+                    cut(k for later in zeros[i:] for k in live(later, order))
+                    break
+                if bound("none", comm, probe.dp, probe.optimizer, vmax) >= self.top.threshold:
+                    cut(keys)
                     continue
-                first = head if core == head.config else self.estimate(core)
-                if core not in done:
-                    self.offer(first)
-                    done.add(core)
-                bound = self.value_bound(step_bound(fixed, first.breakdown.optimizer, pp, vp, m), first)
-                for cfg in rest:
-                    if cfg in done:
+                for key in keys:
+                    if key in status:
                         continue
-                    if bound >= self.top.threshold:
-                        self.pruned["bound"] += 1
-                        continue
-                    self.offer(self.estimate(cfg))
-                    done.add(cfg)
+                    if bound(key[0], comm, probe.dp, probe.optimizer, key[2]) >= self.top.threshold:
+                        cut((key,))
+                    else:
+                        evaluate(key)
+        for rc, z, vp in fits:
+            cut(((rc, z, vp, order) for order in orders), "bound" if fits[(rc, z, vp)] else "memory")
 
 
 def search(job: Job, objective: str = "throughput", top: int = 3) -> SearchResult:

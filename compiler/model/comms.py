@@ -30,8 +30,9 @@ def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Stage, ...]:
     for tier in tiers:
         reach = min(size, max(1, tier.group_gpus // stride))
         if reach > inside:
-            stages.append(Stage(tier, reach // inside))
-            inside = reach
+            peers = math.ceil(reach / inside)
+            stages.append(Stage(tier, peers))
+            inside *= peers
         if inside >= size:
             break
     if inside < size and tiers:  # beyond the declared tiers: the outermost carries the rest

@@ -70,7 +70,7 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
         compute = op.flops / gemm_rate(chip, precision, op.m, op.n, op.k)
     elif op.kind == "attention":
         compute = op.flops / (peak(chip, "bf16") * attention_efficiency(chip))
-        if op.bytes > op.flops / 100:  # unfused: scores go through HBM, not overlapped with math
+        if op.m:  # unfused: the scores go through HBM between kernels, not overlapped with math
             return compute + memory + 4 * KERNEL_OVERHEAD_S
     else:
         compute = 0.0

@@ -20,7 +20,7 @@ STACKS: dict[str, dict[str, object]] = {
                       "ep_overlap": True, "hierarchical": True},
     "nemo": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
              "ep_overlap": True, "hierarchical": True},
-    "deepspeed": {"attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True,
+    "deepspeed": {"attention": "unfused", "tp_overlap": False, "dp_overlap": True, "fused": True,
                   "ep_overlap": False, "hierarchical": False},
     "fsdp": {"attention": "flash", "tp_overlap": False, "dp_overlap": True, "fused": False,
              "ep_overlap": False, "hierarchical": True},
@@ -50,7 +50,7 @@ class TrainConfig:
     precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
     stack: str = DEFAULT_STACK
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
-    # outermost. Expert parallelism groups consecutive data-parallel ranks.
+    # outermost. Expert layers fold their own groups over the same ranks (see `stride`).
     order: tuple[str, ...] = DEFAULT_ORDER
 
     @property
@@ -63,8 +63,10 @@ class TrainConfig:
         return max(1, self.batch // (self.dp * self.microbatch))
 
     def stride(self, dim: str) -> int:
-        """Ranks between neighbours of `dim`'s groups: the product of the sizes inside it."""
-        dim = "dp" if dim == "ep" else dim
+        """Ranks between neighbours of `dim`'s groups: the product of the sizes inside it.
+        Expert groups take consecutive ranks (MoE parallel folding with expert TP = 1)."""
+        if dim == "ep":
+            return 1
         inner = self.order[: self.order.index(dim)]
         size = 1
         for d in inner:

@@ -14,7 +14,7 @@ from .compute import hbm_rate, op_time, peak
 from .config import TrainConfig
 from .memory import Memory, memory, params_per_gpu
 from .shape import ModelShape
-from .workload import Op, backward_factor, layer_forward, logits_forward
+from .workload import Op, backward_factor, layer_forward, logits_forward, moe_tokens
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
@@ -151,7 +151,9 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
         return 0.0
     stages = comms.place(cfg.tp, cfg.stride("tp"), tiers)
     one = comms.all_reduce(_activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), stages)
-    count = 4 + (2 if cfg.recompute == "full" else 0)
+    # With sequence parallelism the backward needs the layer input gathered again
+    # (Korthikanti et al. 2022, Sec 4.2.2): half an all-reduce more.
+    count = 4 + (2 if cfg.recompute == "full" else 0) + (0.5 if cfg.sp else 0)
     total = count * one
     if not cfg.behaviour("tp_overlap"):
         return total
@@ -179,7 +181,7 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> f
     all-to-all with another micro-batch's compute expose only what compute cannot hide."""
     if cfg.ep == 1:
         return 0.0
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    tokens = moe_tokens(cfg)
     dispatch = 1 if cfg.precision in ("fp8", "fp4") else 2
     stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
     total = sum(comms.all_to_all(tokens * shape.top_k * shape.hidden * b, stages) for b in (dispatch, 2, 2, 2))

@@ -52,9 +52,11 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float) -> Op:
     if cfg.behaviour("attention") == "flash":
         traffic = ACT_BYTES * tokens * heads * shape.head_dim * 4
         return Op("attention", "attention", flops / 2, traffic)
-    # unfused: QK^T writes b*a*s*s scores, softmax reads and writes them, dropout too, AV reads
+    # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
+    # reads them and writes probabilities; dropout reads those and writes its output and
+    # a 1-byte mask; AV reads the dropped probabilities.
     scores = tokens * cfg.seq * heads
-    return Op("attention", "attention", flops, ACT_BYTES * scores * 6)
+    return Op("attention", "attention", flops, scores * (ACT_BYTES * 6 + 1), cfg.seq, cfg.seq, shape.head_dim)
 
 
 def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> list[Op]:
@@ -62,18 +64,24 @@ def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> 
     return [gemm("mlp up", tokens, up, shape.hidden), gemm("mlp down", tokens, shape.hidden, ffn / cfg.tp)]
 
 
+def moe_tokens(cfg: TrainConfig) -> float:
+    """Tokens one GPU routes per micro-batch. Experts are not tensor-parallel (Megatron's
+    MoE parallel folding, expert TP = 1): the TP ranks' sequence shards route separately."""
+    return cfg.microbatch * cfg.seq / cfg.cp / cfg.tp
+
+
 def _moe_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float) -> list[Op]:
     """Routed experts as grouped GEMMs (tokens spread evenly), shared experts as a dense MLP."""
     local_experts = max(1, shape.routed // cfg.ep)
-    per_expert = tokens * shape.top_k / local_experts
+    routed = moe_tokens(cfg) * shape.top_k
+    per_expert = routed / local_experts
     up = (shape.mlp_matrices - 1) * shape.expert_ffn
-    routed = tokens * shape.top_k
     ops = [gemm("router", tokens, shape.routed, shape.hidden),
            # softmax and top-k over the experts (fp32), then permute tokens into expert
            # order and back (read and write each routed copy twice)
            elementwise("routing", tokens * shape.routed * 4 * 3 + routed * shape.hidden * ACT_BYTES * 4),
-           gemm("experts up", per_expert, up / cfg.tp, shape.hidden, local_experts),
-           gemm("experts down", per_expert, shape.hidden, shape.expert_ffn / cfg.tp, local_experts)]
+           gemm("experts up", per_expert, up, shape.hidden, local_experts),
+           gemm("experts down", per_expert, shape.hidden, shape.expert_ffn, local_experts)]
     if shape.shared:
         ops += _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn)
     return ops
@@ -87,7 +95,9 @@ def _elementwise(shape: ModelShape, cfg: TrainConfig, tokens: float, moe: bool) 
     write each intermediate separately (about twice the traffic).
     """
     h = shape.hidden
-    replicated = 2 * (2 * h) + 2 * (3 * h) + 2 * (2 * h)   # two norms, two residual adds, dropout
+    # two norms (read and write h each) and two fused bias-dropout-residual adds (read two
+    # h-vectors, write one, and a 1-byte mask of h/2 elements): 11 h elements per token
+    replicated = 2 * (2 * h) + 2 * (3.5 * h)
     if cfg.sp and cfg.tp > 1:
         replicated /= cfg.tp
     ffn = shape.top_k * shape.expert_ffn if moe else shape.ffn

@@ -1,0 +1,1316 @@
+"""`gclc.testing`: hypothesis strategies and one-line helpers for properties of GCL designs.
+
+Strategies generate small frozen *specs* (`ChipSpec`, `NodeSpec`, ..., `TrainSpec`) that
+render to GCL text through the canonical formatter, so every generated value is valid by
+construction, shrinks field by field (toward fewer GPUs, smaller models, round numbers)
+and a failure is reported as the minimal `.gcl` file that still fails::
+
+    from hypothesis import given
+    from gclc.testing import designs, load_profile
+
+    load_profile()                      # GCLC_HYPOTHESIS=ci (default) or deep
+
+    @given(designs())
+    def test_plans_never_exceed_hbm(d):
+        plan = d.plan()                 # d.text, d.design, d.graph, d.job, d.plan()
+        assert plan.best is None or plan.best.memory.total <= plan.best.hbm
+
+`designs(like="my.gcl", vary={...})` perturbs a design of your own instead: params
+(`{"racks": range(1, 100)}`) by substitution in the text (or `--set` when the param is
+imported), fields (`{"H100_SXM.power.tdp": (500, 700)}`) by substitution in your file, or,
+for a part declared in an imported file, by a derived copy (`chip H100_SXM_varied extends
+H100_SXM { power.tdp = ... }`) that your file's references are pointed at.
+
+Helpers take a generated design, a spec, a path or GCL text: `compile_design` (the checked
+`Design`, or an `AssertionError` that shows every diagnostic and the text), `graph_of`,
+`job_of`, `plan_of`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import attrs
+from hypothesis import HealthCheck, settings as hsettings, strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from .compiler import topology
+from .compiler.design import Design
+from .compiler.diagnostics import has_errors, render_all
+from .compiler.driver import Result, check_file
+from .compiler.ir import ClusterGraph
+from .compiler.model.config import STACKS
+from .compiler.units import UNITS, parse_number
+from .dsl import ast, parse
+from .dsl.format import format_module
+
+__all__ = [
+    "PROFILE_ENV", "PROFILES", "register_profiles", "load_profile",
+    "ChipSpec", "NicSpec", "CpuSpec", "SwitchSpec", "FabricSpec", "NodeSpec", "PartitionSpec", "ClusterSpec",
+    "ExpertsSpec", "ModelSpec", "TrainSpec", "GeneratedDesign", "GclText",
+    "chips", "nics", "fabrics", "nodes", "clusters", "models", "train_jobs", "designs", "sources",
+    "check", "compile_design", "graph_of", "job_of", "plan_of",
+]
+
+GENERATED_PATH = "generated.gcl"
+
+# ================================================================= profiles
+
+PROFILE_ENV = "GCLC_HYPOTHESIS"
+PROFILES: dict[str, dict[str, Any]] = {
+    "ci": {"max_examples": 60, "deadline": None, "suppress_health_check": [HealthCheck.too_slow]},
+    "deep": {"max_examples": 2000, "deadline": None, "suppress_health_check": [HealthCheck.too_slow]},
+}
+
+
+def register_profiles() -> None:
+    """Register the `ci` (fast) and `deep` (many examples) hypothesis profiles."""
+    for name, values in PROFILES.items():
+        hsettings.register_profile(name, **values)
+
+
+def load_profile(name: str | None = None) -> str:
+    """Register the profiles and load `name`, else `$GCLC_HYPOTHESIS`, else `ci`; returns it."""
+    register_profiles()
+    chosen = name or os.environ.get(PROFILE_ENV) or "ci"
+    if chosen not in PROFILES:
+        raise ValueError(f"unknown hypothesis profile {chosen!r} (set {PROFILE_ENV} to one of {', '.join(PROFILES)})")
+    hsettings.load_profile(chosen)
+    return chosen
+
+
+# ================================================================= values to strategies
+
+
+def _strategy(value: Any) -> SearchStrategy:
+    """A constant, `range`, `(low, high)` pair, list of choices or strategy -> a strategy."""
+    if isinstance(value, SearchStrategy):
+        return value
+    if isinstance(value, range):
+        if not len(value):
+            raise ValueError(f"empty range {value!r}")
+        return st.integers(value.start, value[-1]) if value.step == 1 else st.sampled_from(value)
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                             for v in value):
+        low, high = value
+        if isinstance(low, int) and isinstance(high, int):
+            return st.integers(low, high)
+        return st.floats(float(low), float(high), allow_nan=False, allow_infinity=False)
+    if isinstance(value, (list, tuple)):
+        return st.sampled_from(value)
+    return st.just(value)
+
+
+def _fields(defaults: dict[str, SearchStrategy], overrides: dict[str, Any], what: str) -> dict[str, SearchStrategy]:
+    unknown = set(overrides) - set(defaults)
+    if unknown:
+        raise TypeError(f"{what}() got unknown fields {sorted(unknown)}; it takes {sorted(defaults)}")
+    return {**defaults, **{k: _strategy(v) for k, v in overrides.items()}}
+
+
+# ================================================================= AST building
+
+
+def _id(text: str) -> ast.Identifier:
+    return ast.Identifier(text)
+
+
+def _dotted(path: str) -> ast.Dotted:
+    return ast.Dotted(tuple(_id(part) for part in path.split(".")))
+
+
+def _num(value: int | Fraction | str, unit: str | None = None) -> ast.Number:
+    return ast.Number(value if isinstance(value, str) else _decimal(value), unit)
+
+
+def _decimal(value: int | Fraction) -> str:
+    """An exact decimal text for an int or a fraction with a terminating expansion."""
+    value = Fraction(value)
+    if value.denominator == 1:
+        return str(value.numerator)
+    digits = 0
+    while (value * 10**digits).denominator != 1:
+        digits += 1
+        if digits > 12:
+            raise ValueError(f"{value} has no short decimal expansion")
+    whole = value * 10**digits
+    text = f"{whole.numerator:0{digits + 1}d}"
+    return (text[:-digits] + "." + text[-digits:]).rstrip("0").rstrip(".")
+
+
+def _field(path: str, value: ast.Expr) -> ast.Field:
+    return ast.Field(_dotted(path), value)
+
+
+def _block(name: str, members: Iterable, label: str | None = None) -> ast.Block:
+    return ast.Block(_id(name), _id(label) if label else None, tuple(members))
+
+
+def _decl(kind: str, name: str, members: Iterable, parent: str | None = None) -> ast.Declaration:
+    return ast.Declaration(_id(kind), _id(name), _dotted(parent) if parent else None, tuple(members))
+
+
+def _ref(name: str) -> ast.Ref:
+    return ast.Ref(_dotted(name))
+
+
+def _times(count: int, part: str) -> ast.Multiplicity:
+    return ast.Multiplicity(_num(count), _dotted(part), None)
+
+
+def _call(name: str, **args: ast.Expr) -> ast.Call:
+    return ast.Call(_id(name), tuple(ast.Arg(_id(k), v) for k, v in args.items()))
+
+
+def _unique(declarations: Iterable[ast.Declaration]) -> tuple[ast.Declaration, ...]:
+    seen: dict[str, ast.Declaration] = {}
+    for d in declarations:
+        seen.setdefault(d.name.text, d)
+    return tuple(seen.values())
+
+
+class GclText(str):
+    """GCL source text that prints as a block of text in hypothesis reports."""
+
+    def __repr__(self) -> str:
+        return "GclText('''\n" + str(self) + "''')"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+class _Renders:
+    """Specs render to declarations; `.module()` and `.text` add nothing else."""
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        raise NotImplementedError
+
+    def module(self) -> ast.Module:
+        return ast.Module(_unique(self.declarations()))
+
+    @property
+    def text(self) -> GclText:
+        return GclText(format_module(self.module()))
+
+
+# ================================================================= parts
+
+
+@attrs.frozen
+class ChipSpec(_Renders):
+    """An accelerator: HBM, dense peaks, power and an optional measured GEMM efficiency."""
+
+    name: str = "Chip0"
+    hbm_gb: int = 80
+    hbm_gbps: int = 3350             # GB/s
+    bf16_tflops: int = 989
+    fp8_tflops: int | None = None
+    tdp_w: int = 700
+    idle_w: int = 70
+    bf16_efficiency: int | None = None  # percent of peak
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        peak = [_field("bf16", _num(self.bf16_tflops, "TFLOPS"))]
+        if self.fp8_tflops is not None:
+            peak.append(_field("fp8", _num(self.fp8_tflops, "TFLOPS")))
+        members = [
+            _block("hbm", [_field("capacity", _num(self.hbm_gb, "GB")), _field("bandwidth", _num(self.hbm_gbps, "GB/s"))]),
+            _block("peak", peak),
+            _block("power", [_field("tdp", _num(self.tdp_w, "W")), _field("idle", _num(self.idle_w, "W"))]),
+        ]
+        if self.bf16_efficiency is not None:
+            members.append(_block("efficiency", [_field("bf16", _num(self.bf16_efficiency, "%"))]))
+        return (_decl("chip", self.name, members),)
+
+
+@attrs.frozen
+class NicSpec(_Renders):
+    name: str = "Nic0"
+    gbps: int = 400                  # Gb/s per direction
+    power_w: int = 25
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        return (_decl("nic", self.name, [_field("bandwidth", _num(self.gbps, "Gb/s")),
+                                         _field("power", _num(self.power_w, "W"))]),)
+
+
+@attrs.frozen
+class CpuSpec(_Renders):
+    name: str = "Cpu0"
+    cores: int = 32
+    power_w: int = 250
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        return (_decl("cpu", self.name, [_field("cores", _num(self.cores)), _field("power", _num(self.power_w, "W"))]),)
+
+
+@attrs.frozen
+class SwitchSpec(_Renders):
+    name: str = "Switch0"
+    radix: int = 64
+    port_gbps: int = 400
+    power_w: int = 1000
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        return (_decl("switch", self.name, [_field("radix", _num(self.radix)),
+                                            _field("port_speed", _num(self.port_gbps, "Gb/s")),
+                                            _field("power", _num(self.power_w, "W"))]),)
+
+
+@attrs.frozen
+class FabricSpec(_Renders):
+    """A scale-up (`kind = nvlink`, bandwidth in GB/s) or scale-out fabric (Gb/s)."""
+
+    name: str = "Fabric0"
+    kind: str = "infiniband"
+    topology: str = "fat_tree"       # switched | full_mesh | fat_tree | rail_optimized
+    tiers: int = 2
+    radix: int = 64
+    oversubscription: int = 1        # n:1
+    bandwidth: int = 400
+    unit: str = "Gb/s"
+    latency_ns: int = 1000
+    rails: int | None = None
+    switch: SwitchSpec | None = None
+    link_power_w: int | None = None
+    efficiency: int | None = None    # percent
+
+    @property
+    def bandwidth_bytes(self) -> float:
+        return self.bandwidth * float(UNITS[self.unit.split("/")[0]][0])
+
+    def capacity(self) -> int | None:
+        """Endpoints the fabric can connect (None: no limit)."""
+        if self.topology not in ("fat_tree", "rail_optimized"):
+            return None
+        return topology.fat_tree_capacity(self.radix, self.tiers, self.oversubscription)
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        if self.topology in ("fat_tree", "rail_optimized"):
+            shape: ast.Expr = _call(self.topology, tiers=_num(self.tiers), radix=_num(self.radix),
+                                    oversubscription=ast.Ratio(str(self.oversubscription), "1"))
+        else:
+            shape = _ref(self.topology)
+        members = [_field("kind", _ref(self.kind)), _field("topology", shape),
+                   _field("bandwidth", _num(self.bandwidth, self.unit)), _field("latency", _num(self.latency_ns, "ns"))]
+        if self.rails is not None:
+            members.append(_field("rails", _num(self.rails)))
+        if self.switch is not None:
+            members.append(_field("switch", _ref(self.switch.name)))
+        if self.link_power_w is not None:
+            members.append(_field("link_power", _num(self.link_power_w, "W")))
+        if self.efficiency is not None:
+            members.append(_field("efficiency", _num(self.efficiency, "%")))
+        parts = self.switch.declarations() if self.switch is not None else ()
+        return (*parts, _decl("fabric", self.name, members))
+
+
+@attrs.frozen
+class NodeSpec(_Renders):
+    """A server: `gpus x chip`, NICs, CPUs, a scale-up fabric, DRAM and overhead."""
+
+    name: str = "Node0"
+    chip: ChipSpec = ChipSpec()
+    gpus: int = 8
+    nics: int = 0
+    nic: NicSpec | None = None
+    cpus: int = 0
+    cpu: CpuSpec | None = None
+    scaleup: FabricSpec | None = None
+    dram_gb: int | None = None
+    overhead_w: int | None = None
+
+    @property
+    def nic_ports(self) -> int:
+        return self.nics if self.nic is not None else 0
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        members = [_field("gpus", _times(self.gpus, self.chip.name))]
+        parts = list(self.chip.declarations())
+        if self.cpu is not None and self.cpus:
+            members.append(_field("cpus", _times(self.cpus, self.cpu.name)))
+            parts += self.cpu.declarations()
+        if self.nic is not None and self.nics:
+            members.append(_field("nics", _times(self.nics, self.nic.name)))
+            parts += self.nic.declarations()
+        if self.dram_gb is not None:
+            members.append(_field("dram", _num(self.dram_gb, "GB")))
+        if self.scaleup is not None:
+            members.append(_field("scaleup", _ref(self.scaleup.name)))
+            parts += self.scaleup.declarations()
+        if self.overhead_w is not None:
+            members.append(_field("overhead", _num(self.overhead_w, "W")))
+        return (*parts, _decl("node", self.name, members))
+
+
+@attrs.frozen
+class PartitionSpec:
+    name: str
+    node: NodeSpec
+    units: int
+
+    @property
+    def gpus(self) -> int:
+        return self.units * self.node.gpus
+
+
+@attrs.frozen
+class ClusterSpec(_Renders):
+    """One partition (`units = N x Node`) or several (`partition p0 { ... }` blocks)."""
+
+    name: str = "Cluster0"
+    partitions: tuple[PartitionSpec, ...] = (PartitionSpec("p0", NodeSpec(), 1),)
+    scaleout: FabricSpec | None = None
+    pue: Fraction = Fraction(1)
+    overhead_kw: int | None = None
+    budget_kw: int | None = None
+    units_param: bool = False        # `param units = N` (one per partition when several)
+
+    @property
+    def heterogeneous(self) -> bool:
+        return len(self.partitions) > 1
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.partitions)
+
+    def units_param_name(self, partition: PartitionSpec) -> str:
+        return "units" if not self.heterogeneous else f"units_{partition.name}"
+
+    def params(self) -> tuple[ast.Param, ...]:
+        if not self.units_param:
+            return ()
+        return tuple(ast.Param(_id(self.units_param_name(p)), _num(p.units)) for p in self.partitions)
+
+    def _units(self, p: PartitionSpec) -> ast.Expr:
+        count = _ref(self.units_param_name(p)) if self.units_param else _num(p.units)
+        return ast.Multiplicity(count, _dotted(p.node.name), None)
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        parts: list[ast.Declaration] = []
+        for p in self.partitions:
+            parts += p.node.declarations()
+        if self.heterogeneous:
+            members = [_block("partition", [_field("units", self._units(p))], p.name) for p in self.partitions]
+        else:
+            members = [_field("units", self._units(self.partitions[0]))]
+        if self.scaleout is not None:
+            members.insert(0 if self.heterogeneous else 1, _field("scaleout", _ref(self.scaleout.name)))
+            parts += self.scaleout.declarations()
+        power = [_field("pue", _num(self.pue))]
+        if self.overhead_kw is not None:
+            power.append(_field("overhead", _num(self.overhead_kw, "kW")))
+        if self.budget_kw is not None:
+            power.append(_field("budget", _num(self.budget_kw, "kW")))
+        members.append(_block("power", power))
+        return (*parts, _decl("cluster", self.name, members))
+
+    def module(self) -> ast.Module:
+        return ast.Module((*self.params(), *_unique(self.declarations())))
+
+
+# ================================================================= work
+
+
+@attrs.frozen
+class ExpertsSpec:
+    routed: int = 8
+    top_k: int = 2
+    shared: int = 0
+    ffn: int = 1024
+    dense_layers: int = 0
+
+
+@attrs.frozen
+class ModelSpec(_Renders):
+    """A transformer; `hidden = heads x head_dim`. `state_params` writes the exact count."""
+
+    name: str = "Model0"
+    layers: int = 2
+    heads: int = 8
+    head_dim: int = 64
+    kv_heads: int = 8
+    ffn: int = 2048
+    vocab: int = 8192
+    seq: int = 1024
+    mlp: str = "swiglu"
+    tied: bool = False
+    experts: ExpertsSpec | None = None
+    state_params: bool = False
+
+    @property
+    def hidden(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def arch(self) -> str:
+        return "dense" if self.experts is None else "moe"
+
+    def shape(self):
+        """The `ModelShape` the compiler builds from this model."""
+        from .compiler.model.shape import ModelShape
+
+        e = self.experts
+        moe = {} if e is None else {"routed": e.routed, "shared": e.shared, "top_k": e.top_k, "expert_ffn": e.ffn,
+                                    "dense_layers": e.dense_layers}
+        return ModelShape(self.layers, self.hidden, self.heads, self.kv_heads, self.head_dim, self.ffn, self.vocab,
+                          self.seq, 3 if self.mlp == "swiglu" else 2, tied_embeddings=self.tied, **moe)
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        members = [_field("arch", _ref(self.arch)), _field("layers", _num(self.layers)),
+                   _field("hidden", _num(self.hidden)), _field("heads", _num(self.heads)),
+                   _field("kv_heads", _num(self.kv_heads)), _field("ffn", _num(self.ffn)),
+                   _field("vocab", _num(self.vocab)), _field("seq", _num(self.seq)), _field("mlp", _ref(self.mlp))]
+        if self.tied:
+            members.append(_field("tied_embeddings", ast.Bool(True)))
+        if self.experts is not None:
+            e = self.experts
+            inner = [_field("routed", _num(e.routed)), _field("top_k", _num(e.top_k))]
+            inner += [_field("shared", _num(e.shared))] if e.shared else []
+            inner += [_field("ffn", _num(e.ffn))]
+            inner += [_field("dense_layers", _num(e.dense_layers))] if e.dense_layers else []
+            members.append(_block("experts", inner))
+        if self.state_params:
+            members.append(_field("params", _num(self.shape().params)))
+        return (_decl("model", self.name, members),)
+
+
+@attrs.frozen
+class TrainSpec(_Renders):
+    """A `train` job with its model and cluster: rendered, a whole design."""
+
+    name: str = "job"
+    model: ModelSpec = ModelSpec()
+    cluster: ClusterSpec = ClusterSpec()
+    partition: str | None = None     # run on `Cluster.partition` (heterogeneous clusters)
+    batch: int = 8
+    precision: str = "bf16"
+    software: str | None = None
+    gpus: int | None = None
+    pins: tuple[tuple[str, Any], ...] = ()
+    memory_percent: int | None = None  # subject to { memory <= N% }
+    batch_param: bool = False
+
+    @property
+    def target(self) -> PartitionSpec:
+        return next((p for p in self.cluster.partitions if p.name == self.partition), self.cluster.partitions[0])
+
+    def declarations(self) -> tuple[ast.Declaration, ...]:
+        on = _ref(self.cluster.name if self.partition is None else f"{self.cluster.name}.{self.partition}")
+        members = [_field("model", _ref(self.model.name)), _field("on", on),
+                   _field("batch", _ref("batch") if self.batch_param else _num(self.batch)),
+                   _field("precision", _ref(self.precision))]
+        if self.software is not None:
+            members.append(_field("software", _ref(self.software)))
+        if self.gpus is not None:
+            members.append(_field("gpus", _num(self.gpus)))
+        if self.pins:
+            members.append(_block("parallelism", [_field(k, _pin(v)) for k, v in self.pins]))
+        if self.memory_percent is not None:
+            limit = ast.Constraint(_dotted("memory"), "<=", _num(self.memory_percent, "%"))
+            members.append(_block("subject", [limit], label="to"))
+        return (*self.cluster.declarations(), *self.model.declarations(), _decl("train", self.name, members))
+
+    def module(self) -> ast.Module:
+        params = self.cluster.params()
+        if self.batch_param:
+            params += (ast.Param(_id("batch"), _num(self.batch)),)
+        return ast.Module((*params, *_unique(self.declarations())))
+
+
+def _pin(value: Any) -> ast.Expr:
+    if isinstance(value, bool):
+        return ast.Bool(value)
+    if isinstance(value, int):
+        return _num(value)
+    return _ref(str(value))
+
+
+# ================================================================= strategies: parts
+
+
+def chips(*, name: str = "Chip0", **fields: Any) -> SearchStrategy[ChipSpec]:
+    """Accelerators. Override any `ChipSpec` field with a value, range, pair, list or strategy."""
+    f = _fields({
+        "hbm_gb": st.integers(4, 192), "hbm_gbps": st.integers(300, 8000), "bf16_tflops": st.integers(50, 2500),
+        "fp8": st.booleans(), "tdp_w": st.integers(150, 1200), "idle_w": st.integers(0, 149),
+        "bf16_efficiency": st.none() | st.integers(40, 95),
+    }, fields, "chips")
+
+    @st.composite
+    def build(draw) -> ChipSpec:
+        bf16 = draw(f["bf16_tflops"])
+        tdp = draw(f["tdp_w"])
+        return ChipSpec(name, draw(f["hbm_gb"]), draw(f["hbm_gbps"]), bf16, 2 * bf16 if draw(f["fp8"]) else None,
+                        tdp, min(draw(f["idle_w"]), tdp - 1), draw(f["bf16_efficiency"]))
+
+    return build()
+
+
+def nics(*, name: str = "Nic0", **fields: Any) -> SearchStrategy[NicSpec]:
+    f = _fields({"gbps": st.sampled_from((100, 200, 400, 800)), "power_w": st.integers(0, 50)}, fields, "nics")
+    return st.builds(NicSpec, st.just(name), f["gbps"], f["power_w"])
+
+
+def fabrics(*, name: str = "Fabric0", role: str = "scaleout", **fields: Any) -> SearchStrategy[FabricSpec]:
+    """Scale-out fabrics (`role="scaleout"`: InfiniBand or Ethernet, fat tree, rail-optimized
+    or switched, at most 800 Gb/s, 1:1 or 2:1) or scale-up ones (`role="scaleup"`: NVLink,
+    switched, at most 900 GB/s). Fat trees get the tiers their endpoints need in `clusters()`."""
+    if role == "scaleup":
+        defaults = {"kind": st.just("nvlink"), "topology": st.sampled_from(("switched", "full_mesh")),
+                    "bandwidth": st.integers(25, 900), "unit": st.just("GB/s"),
+                    "latency_ns": st.integers(100, 3000), "efficiency": st.none() | st.integers(60, 100)}
+    elif role == "scaleout":
+        defaults = {"kind": st.sampled_from(("infiniband", "ethernet")),
+                    "topology": st.sampled_from(("fat_tree", "rail_optimized", "switched")),
+                    "tiers": st.integers(1, 3), "radix": st.sampled_from((8, 16, 32, 64, 128)),
+                    "oversubscription": st.sampled_from((1, 2)), "bandwidth": st.sampled_from((100, 200, 400, 800)),
+                    "unit": st.just("Gb/s"), "latency_ns": st.integers(100, 5000),
+                    "switch": st.none() | st.builds(SwitchSpec, st.just(f"{name}Switch"), st.sampled_from((32, 64, 128)),
+                                                    st.sampled_from((200, 400, 800)), st.integers(0, 3000)),
+                    "link_power_w": st.none() | st.integers(1, 30), "efficiency": st.none() | st.integers(60, 100)}
+    else:
+        raise ValueError(f"role must be 'scaleout' or 'scaleup', not {role!r}")
+    f = _fields(defaults, fields, "fabrics")
+    return st.builds(FabricSpec, name=st.just(name), **f)
+
+
+def nodes(*, name: str = "Node0", chip: str | ChipSpec | SearchStrategy | None = None, max_gpus: int = 8,
+          **fields: Any) -> SearchStrategy[NodeSpec]:
+    """Servers of 1, 2, 4 or 8 GPUs (at most `max_gpus`); a scale-up fabric when more than one."""
+    suffix = name[len("Node"):] if name.startswith("Node") else name
+    chip_strategy = (chips(name=f"Chip{suffix}") if chip is None else
+                     chips(name=chip) if isinstance(chip, str) else _strategy(chip))
+    counts = [g for g in (1, 2, 4, 8) if g <= max_gpus] or [1]
+    f = _fields({
+        "gpus": st.sampled_from(counts), "nics": st.sampled_from((0, 1, 2, 4, 8)),
+        "nic": nics(name=f"Nic{suffix}"), "cpus": st.integers(0, 2),
+        "cpu": st.builds(CpuSpec, st.just(f"Cpu{suffix}"), st.integers(8, 128), st.integers(50, 400)),
+        "scaleup": fabrics(name=f"Up{suffix}", role="scaleup"),
+        "dram_gb": st.none() | st.integers(64, 2048), "overhead_w": st.none() | st.integers(0, 3000),
+    }, fields, "nodes")
+
+    @st.composite
+    def build(draw) -> NodeSpec:
+        gpus = draw(f["gpus"])
+        nic_count = draw(f["nics"])
+        cpus = draw(f["cpus"])
+        return NodeSpec(name, draw(chip_strategy), gpus, nic_count, draw(f["nic"]) if nic_count else None,
+                        cpus, draw(f["cpu"]) if cpus else None, draw(f["scaleup"]) if gpus > 1 else None,
+                        draw(f["dram_gb"]), draw(f["overhead_w"]))
+
+    return build()
+
+
+def _scaleout_per_gpu(fabric: FabricSpec, node: NodeSpec) -> float:
+    """Bytes/s per GPU on the first scale-out tier, at worst (as `lower` computes it)."""
+    ports = fabric.rails or node.nic_ports or 1
+    per_port = min(fabric.bandwidth_bytes, node.nic.gbps * 1e9 / 8 if node.nic is not None and node.nics else math.inf)
+    return per_port * ports / node.gpus / fabric.oversubscription
+
+
+def _fit(node: NodeSpec, fabric: FabricSpec | None) -> NodeSpec:
+    """Keep scale-up within 20x scale-out per GPU (the `thin-scaleout` warning's line)."""
+    if fabric is None or node.scaleup is None:
+        return node
+    most = max(1, int(_scaleout_per_gpu(fabric, node) * 20 / 1e9))
+    if node.scaleup.bandwidth <= most:
+        return node
+    return attrs.evolve(node, scaleup=attrs.evolve(node.scaleup, bandwidth=most))
+
+
+def _endpoints(fabric: FabricSpec, partitions: Iterable[PartitionSpec]) -> int:
+    return sum((fabric.rails or p.node.nic_ports or 1) * p.units for p in partitions)
+
+
+def _enough_tiers(fabric: FabricSpec, endpoints: int) -> FabricSpec:
+    while fabric.capacity() is not None and fabric.capacity() < endpoints:
+        fabric = attrs.evolve(fabric, tiers=fabric.tiers + 1)
+    return fabric
+
+
+def clusters(*, heterogeneous: bool | None = False, max_gpus: int = 16, partitions: int | tuple[int, int] = (2, 3),
+             name: str = "Cluster0", units_param: bool | SearchStrategy = False, budget: bool = False,
+             node: Mapping[str, Any] | None = None, scaleout: Mapping[str, Any] | None = None,
+             **fields: Any) -> SearchStrategy[ClusterSpec]:
+    """Clusters of at most `max_gpus` GPUs: one partition (`heterogeneous=False`), several
+    with different nodes (`True`) or either (`None`). `node` and `scaleout` pass field
+    overrides to `nodes()` and `fabrics()`. `budget=True` adds a power budget 0-50 % above
+    the facility power at full load (checked with the compiler while drawing)."""
+    f = _fields({"pue": st.integers(100, 150).map(lambda p: Fraction(p, 100)),
+                 "overhead_kw": st.none() | st.integers(1, 50), "rails": st.booleans()}, fields, "clusters")
+    low, high = (partitions, partitions) if isinstance(partitions, int) else partitions
+    units_choice = _strategy(units_param)
+
+    @st.composite
+    def build(draw) -> ClusterSpec:
+        het = draw(st.booleans()) if heterogeneous is None else heterogeneous
+        count = draw(st.integers(max(2, low), max(2, high))) if het else 1
+        share = max(1, max_gpus // count)
+        parts = []
+        for i in range(count):
+            n = draw(nodes(name=f"Node{i}", max_gpus=share, **(node or {})))
+            units = draw(st.integers(1, max(1, share // n.gpus)))
+            parts.append(PartitionSpec(f"p{i}", n, units))
+        fabric = None
+        if het or parts[0].units > 1:
+            fabric = draw(fabrics(name="Net", role="scaleout", **(scaleout or {})))
+            ports = {p.node.nic_ports for p in parts}
+            if len(ports) == 1 and ports != {0} and draw(f["rails"]):
+                fabric = attrs.evolve(fabric, rails=ports.pop())
+            fabric = _enough_tiers(fabric, _endpoints(fabric, parts))
+            parts = [attrs.evolve(p, node=_fit(p.node, fabric)) for p in parts]
+        spec = ClusterSpec(name, tuple(parts), fabric, draw(f["pue"]), draw(f["overhead_kw"]),
+                           units_param=draw(units_choice))
+        if budget:
+            headroom = draw(st.integers(0, 50))
+            spec = attrs.evolve(spec, budget_kw=math.ceil(facility_power(spec) * (100 + headroom) / 100 / 1000) or 1)
+        return spec
+
+    return build()
+
+
+def facility_power(spec: _Renders) -> float:
+    """Facility watts at full load of the spec's (first) cluster, by the compiler's breakdown."""
+    from .compiler.metrics import facility_power as facility
+
+    return facility(graph_of(spec))
+
+
+# ================================================================= strategies: work
+
+
+def models(*, arch: str | None = None, name: str = "Model0", **fields: Any) -> SearchStrategy[ModelSpec]:
+    """Transformers, dense (`arch="dense"`), mixture-of-experts (`"moe"`) or either; small by
+    default (1-4 layers, hidden 16-1024, vocab up to 32k) so that plans take milliseconds."""
+    f = _fields({
+        "layers": st.integers(1, 4), "heads": st.sampled_from((1, 2, 4, 8)), "head_dim": st.sampled_from((16, 32, 64, 128)),
+        "kv_share": st.sampled_from((1, 2, 4, 8)), "ffn": st.integers(1, 32).map(lambda k: 128 * k),
+        "vocab": st.integers(1, 256).map(lambda k: 128 * k), "seq": st.sampled_from((128, 256, 512, 1024, 2048)),
+        "mlp": st.sampled_from(("swiglu", "gelu", "relu")), "tied": st.booleans(), "state_params": st.booleans(),
+        "routed": st.integers(2, 16), "top_k": st.integers(1, 4), "shared": st.integers(0, 2),
+        "expert_ffn": st.integers(1, 16).map(lambda k: 128 * k), "dense_layers": st.integers(0, 3),
+    }, fields, "models")
+
+    @st.composite
+    def build(draw) -> ModelSpec:
+        moe = draw(st.booleans()) if arch is None else {"dense": False, "moe": True}[arch]
+        layers, heads = draw(f["layers"]), draw(f["heads"])
+        kv = max(1, heads // draw(f["kv_share"]))
+        experts = None
+        if moe:
+            routed = draw(f["routed"])
+            experts = ExpertsSpec(routed, min(routed, draw(f["top_k"])), draw(f["shared"]), draw(f["expert_ffn"]),
+                                  min(layers - 1, draw(f["dense_layers"])))
+        return ModelSpec(name, layers, heads, draw(f["head_dim"]), kv, draw(f["ffn"]), draw(f["vocab"]),
+                         draw(f["seq"]), draw(f["mlp"]), draw(f["tied"]), experts, draw(f["state_params"]))
+
+    return build()
+
+
+def _powers_of_two_dividing(n: int, most: int) -> list[int]:
+    return [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= most and n % t == 0]
+
+
+def train_jobs(*, model: ModelSpec | SearchStrategy | None = None, cluster: ClusterSpec | SearchStrategy | None = None,
+               arch: str | None = None, heterogeneous: bool | None = False, max_gpus: int = 16,
+               pins: bool = False, **fields: Any) -> SearchStrategy[TrainSpec]:
+    """Training jobs with their model and cluster (a job on a heterogeneous cluster runs on
+    one partition). `pins=True` pins some of tp, pp, recompute and ZeRO to valid values."""
+    f = _fields({"batch": st.integers(1, 32), "precision": None, "software": st.none() | st.sampled_from(sorted(STACKS)),
+                 "gpus": st.none() | st.integers(1, max_gpus), "memory_percent": st.none() | st.integers(50, 100),
+                 "batch_param": st.just(False)}, fields, "train_jobs")
+    model_strategy = models(arch=arch) if model is None else _strategy(model)
+    cluster_strategy = clusters(heterogeneous=heterogeneous, max_gpus=max_gpus) if cluster is None else _strategy(cluster)
+
+    @st.composite
+    def build(draw) -> TrainSpec:
+        m, c = draw(model_strategy), draw(cluster_strategy)
+        partition = draw(st.sampled_from([p.name for p in c.partitions])) if c.heterogeneous else None
+        target = next(p for p in c.partitions if p.name == partition) if partition else c.partitions[0]
+        chip = target.node.chip
+        precisions = ("bf16", "fp16", "fp8") if chip.fp8_tflops is not None else ("bf16", "fp16")
+        precision = draw(st.sampled_from(precisions) if f["precision"] is None else f["precision"])
+        gpus = draw(f["gpus"])
+        gpus = None if gpus is None else min(gpus, target.gpus)
+        chosen: list[tuple[str, Any]] = []
+        if pins:
+            usable = gpus or target.gpus
+            if draw(st.booleans()):
+                chosen.append(("tp", draw(st.sampled_from(_powers_of_two_dividing(math.gcd(m.heads, m.kv_heads),
+                                                                                  usable)))))
+            if draw(st.booleans()):
+                chosen.append(("pp", draw(st.sampled_from([p for p in range(1, m.layers + 1)
+                                                           if m.layers % p == 0 and p <= usable]))))
+            if draw(st.booleans()):
+                chosen.append(("recompute", draw(st.sampled_from(("none", "selective", "full")))))
+            if draw(st.booleans()):
+                chosen.append(("zero", draw(st.sampled_from((0, 1, 3)))))
+        return TrainSpec("job", m, c, partition, draw(f["batch"]), precision, draw(f["software"]), gpus,
+                         tuple(chosen), draw(f["memory_percent"]), draw(f["batch_param"]))
+
+    return build()
+
+
+# ================================================================= generated designs
+
+
+class GeneratedDesign:
+    """A `.gcl` text (with the path it stands for and `--set` settings) and, computed on
+    first use, its check `result`, `design`, `graph`, `job` and `plan()`. Its repr is the
+    text itself, so a hypothesis failure prints the minimal file."""
+
+    def __init__(self, text: str, path: str = GENERATED_PATH, settings: Mapping[str, str] | None = None,
+                 spec: Any = None):
+        self.text = GclText(text)
+        self.path = str(path)
+        self.settings = dict(settings or {})
+        self.spec = spec
+        self._plans: dict[tuple, Any] = {}
+
+    @classmethod
+    def from_spec(cls, spec: _Renders) -> GeneratedDesign:
+        return cls(spec.text, GENERATED_PATH, None, spec)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike, settings: Mapping[str, Any] | None = None) -> GeneratedDesign:
+        return cls(Path(path).read_text(encoding="utf-8"), str(path), _settings(settings or {}))
+
+    # ------------------------------------------------------------ compiled, lazily
+    @functools.cached_property
+    def result(self) -> Result:
+        return check_file(self.path, self.settings, self.text)
+
+    @property
+    def diagnostics(self):
+        return self.result.diagnostics
+
+    @functools.cached_property
+    def design(self) -> Design:
+        return _require(self.result, self.text, self.settings)
+
+    @functools.cached_property
+    def graph(self) -> ClusterGraph:
+        from .compiler.lower import lower
+
+        return lower(self.design)
+
+    @functools.cached_property
+    def job(self):
+        from .compiler.model.job import train_job
+
+        return train_job(self.design)
+
+    def plan(self, objective: str = "throughput", **options: Any):
+        key = (objective, tuple(sorted(options.items())))
+        if key not in self._plans:
+            from .solver.plan import plan
+
+            self._plans[key] = plan(self.job, objective, **options)
+        return self._plans[key]
+
+    # ------------------------------------------------------------ variations
+    def with_params(self, values: Mapping[str, Any]) -> GeneratedDesign:
+        """The design with params set: substituted in the text, or `--set` when imported."""
+        return self._edited(values, {})
+
+    def with_fields(self, values: Mapping[str, Any]) -> GeneratedDesign:
+        """The design with fields set (`{"Chip0.power.tdp": "800 W"}`). A value is GCL text,
+        a number (in the unit the field is written in), a bool, or a function of the old
+        expression's text (`lambda old: f"({old}) * 2"`)."""
+        return self._edited({}, values)
+
+    def _edited(self, params: Mapping[str, Any], fields: Mapping[str, Any]) -> GeneratedDesign:
+        text, settings = edit_source(self.text, self.path, params, fields)
+        return GeneratedDesign(text, self.path, {**self.settings, **settings}, None)
+
+    # ------------------------------------------------------------ printing
+    def __repr__(self) -> str:
+        head = f"# {self.path}" + "".join(f" --set {k}={v}" for k, v in self.settings.items())
+        return f"GeneratedDesign('''\n{head}\n{self.text}''')"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+
+def designs(*, like: str | os.PathLike | None = None, vary: Mapping[str, Any] | None = None,
+            settings: Mapping[str, Any] | None = None, job: bool = True, params: bool = False,
+            budget: bool = False, **options: Any) -> SearchStrategy[GeneratedDesign]:
+    """Generated designs, or variations of your own.
+
+    Generated (no `like`): a cluster, model and training job from `train_jobs(**options)`
+    (`arch`, `heterogeneous`, `max_gpus`, `pins`, `batch`, `model`, ...; `cluster` is a
+    strategy or a dict of `clusters()` options), or only a cluster from `clusters(**options)`
+    with `job=False`. `params=True` writes unit counts (and the batch)
+    as `param`s, so `with_params` and `--set` can change them; `budget=True` adds a power
+    budget above the full-load facility power.
+
+    `like="my.gcl"` with `vary={"racks": range(1, 100), "H100_SXM.power.tdp": (500, 700)}`:
+    each key is a param or `Declaration.field.path`; each value a range, `(low, high)` pair
+    (of numbers in the field's written unit, or of texts such as `("500 W", "700 W")`), a
+    list of choices or a strategy. `settings` are `--set` overrides applied as well.
+    """
+    if like is not None:
+        if options or params or budget or not job:
+            raise TypeError("designs(like=...) takes only `vary` and `settings`")
+        return _variations(str(like), dict(vary or {}), _settings(settings or {}))
+    if vary:
+        raise TypeError("`vary` needs `like=` (a design file to vary)")
+    if job:
+        cluster = options.pop("cluster", None)
+        heterogeneous = options.pop("heterogeneous", False)
+        if cluster is None or isinstance(cluster, Mapping):
+            cluster = clusters(heterogeneous=heterogeneous, max_gpus=options.get("max_gpus", 16), units_param=params,
+                               budget=budget, **(cluster or {}))
+        built = train_jobs(cluster=cluster, batch_param=params, **options).map(GeneratedDesign.from_spec)
+    else:
+        built = clusters(units_param=params, budget=budget, **options).map(GeneratedDesign.from_spec)
+    if settings:
+        extra = _settings(settings)
+        return built.map(lambda d: GeneratedDesign(d.text, d.path, extra, d.spec))
+    return built
+
+
+def sources(**options: Any) -> SearchStrategy[GclText]:
+    """The `.gcl` text of generated designs (`designs(**options)`)."""
+    return designs(**options).map(lambda d: d.text)
+
+
+# ================================================================= helpers
+
+
+def _settings(values: Mapping[str, Any]) -> dict[str, str]:
+    return {k: _value_text(v, None, None) for k, v in values.items()}
+
+
+def _source(source: Any, settings: Mapping[str, Any]) -> GeneratedDesign:
+    """A generated design, spec, path or GCL text, with extra `--set` settings."""
+    if isinstance(source, GeneratedDesign):
+        base = source
+    elif isinstance(source, _Renders):
+        base = GeneratedDesign.from_spec(source)
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and "{" not in source
+                                              and source.strip().endswith(".gcl")):
+        base = GeneratedDesign.from_file(source)
+    elif isinstance(source, str):
+        base = GeneratedDesign(source)
+    else:
+        raise TypeError(f"expected a generated design, a spec, a path or GCL text, not {type(source).__name__}")
+    if not settings:
+        return base
+    return GeneratedDesign(base.text, base.path, {**base.settings, **_settings(settings)}, base.spec)
+
+
+def check(source: Any, **settings: Any) -> Result:
+    """Check without raising: the `Result` with `.design` (None on errors) and `.diagnostics`."""
+    return _source(source, settings).result
+
+
+def _require(result: Result, text: str, settings: Mapping[str, str], strict: bool = False) -> Design:
+    if result.design is not None and not (strict and result.diagnostics):
+        return result.design
+    problems = render_all(result.diagnostics, result.sources)
+    where = "".join(f" --set {k}={v}" for k, v in settings.items())
+    raise AssertionError(f"the design does not check clean{where}:\n{problems}\n--- source ---\n{text}")
+
+
+def compile_design(source: Any, *, strict: bool = False, **settings: Any) -> Design:
+    """The checked `Design` of a generated design, spec, path or text (`**settings` are
+    `--set` overrides). Raises `AssertionError` showing every diagnostic and the text when
+    there are errors (with `strict=True`, also on warnings)."""
+    d = _source(source, settings)
+    return _require(d.result, d.text, d.settings, strict)
+
+
+def graph_of(source: Any, *, cluster: str | None = None, **settings: Any) -> ClusterGraph:
+    """The lowered `ClusterGraph` (of `cluster`, else the design's first)."""
+    from .compiler.lower import lower
+
+    return lower(compile_design(source, **settings), cluster)
+
+
+def job_of(source: Any, *, job: str | None = None, **settings: Any):
+    """The training `Job` (the named one, else the design's first)."""
+    from .compiler.model.job import train_job
+
+    return train_job(compile_design(source, **settings), job)
+
+
+def plan_of(source: Any, objective: str = "throughput", *, job: str | None = None, **settings: Any):
+    """The `Plan` of the design's training job under `objective`."""
+    from .solver.plan import plan
+
+    return plan(job_of(source, job=job, **settings), objective)
+
+
+# ================================================================= editing a design's text
+
+
+def _value_text(value: Any, old: ast.Expr | None, old_text: str | None) -> str:
+    """GCL text for a value; numbers take the unit (and marker) `old` is written with."""
+    if callable(value):
+        if old_text is None:
+            raise ValueError("a function value needs a field that has a value")
+        return str(value(old_text))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, Fraction)):
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(f"not a finite number: {value}")
+            number = repr(value) if "e" not in repr(value) else _decimal(Fraction(value))
+        else:
+            number = _decimal(value) if Fraction(value).denominator in (1, 2, 4, 5, 8, 10, 20, 25, 50, 100) else \
+                f"{Fraction(value).numerator} / {Fraction(value).denominator}"
+        if number.startswith("-"):
+            number = f"({number})"
+        marker = None
+        if isinstance(old, ast.Marked):
+            old, marker = old.operand, old.marker
+        if isinstance(old, ast.Number) and old.unit:
+            number += old.unit if old.unit == "%" else " " + old.unit
+        return number + (f" {marker}" if marker else "")
+    raise TypeError(f"cannot write {value!r} as GCL")
+
+
+_Edit = tuple[int, int, str]
+
+
+def _apply(text: str, edits: list[_Edit]) -> str:
+    edits = sorted(edits, key=lambda e: (e[0], e[1]))
+    for (s1, e1, _), (s2, _e2, _) in zip(edits, edits[1:]):
+        if s2 < e1:
+            raise ValueError("overlapping edits (the same field set twice?)")
+    for start, end, replacement in reversed(edits):
+        text = text[:start] + replacement + text[end:]
+    return text
+
+
+def _find_member(members: tuple, path: list[str]):
+    """The field that sets `path` in these members (dotted or through nested blocks)."""
+    for member in members:
+        if isinstance(member, ast.Field):
+            parts = [p.text for p in member.target.parts]
+            if parts == path:
+                return member
+            if parts == path[: len(parts)] and len(parts) < len(path):
+                continue
+        elif isinstance(member, ast.Block) and member.label is None and member.name.text == path[0] and len(path) > 1:
+            found = _find_member(member.members, path[1:])
+            if found is not None:
+                return found
+    return None
+
+
+def _closing_brace(text: str, decl: ast.Declaration) -> int:
+    at = text.rfind("}", decl.span.start, decl.span.end)
+    if at < 0:
+        raise ValueError(f"cannot find the end of `{decl.name.text}`")
+    return at
+
+
+def _inherited(program, decl: str, path: list[str]):
+    """The effective `FieldEntry` for `decl.path` in a loaded program (None when unset)."""
+    from .compiler.resolve import BlockEntry, FieldEntry
+
+    body = program.bodies.get(decl, {})
+    for part in path[:-1]:
+        entry = body.get(part)
+        if not isinstance(entry, BlockEntry):
+            return None
+        body = entry.body
+    entry = body.get(path[-1])
+    return entry if isinstance(entry, FieldEntry) else None
+
+
+def _expr_text(program, expr: ast.Expr) -> str:
+    source = program.sources.get(expr.span.path)
+    return source.text[expr.span.start:expr.span.end] if source is not None else ""
+
+
+def edit_source(text: str, path: str, params: Mapping[str, Any], fields: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """Set params and fields of the design `text` (standing for `path`): (new text, `--set`
+    settings for params declared in imported files)."""
+    module = parse(text, path)
+    params_here = {i.name.text: i for i in module.items if isinstance(i, ast.Param)}
+    decls_here = {i.name.text: i for i in module.items if isinstance(i, ast.Declaration)}
+    edits: list[_Edit] = []
+    settings: dict[str, str] = {}
+    program = None
+
+    def loaded():
+        nonlocal program
+        if program is None:
+            from .compiler.resolve import load
+
+            program = load(path, text)
+        return program
+
+    for name, value in params.items():
+        param = params_here.get(name)
+        if param is not None:
+            old = text[param.value.span.start:param.value.span.end]
+            edits.append((param.value.span.start, param.value.span.end, _value_text(value, param.value, old)))
+        elif name in loaded().params:
+            p = loaded().params[name]
+            settings[name] = _value_text(value, p.value, _expr_text(loaded(), p.value))
+        else:
+            raise KeyError(f"no param `{name}` in {path}")
+    imported: list[tuple[str, list[str], Any]] = []
+    for key, value in fields.items():
+        decl_name, _, rest = key.partition(".")
+        if not rest:
+            raise KeyError(f"`{key}` names no field: write `Declaration.field`")
+        field_path = rest.split(".")
+        decl = decls_here.get(decl_name)
+        if decl is None:
+            if decl_name not in loaded().declarations:
+                raise KeyError(f"no declaration `{decl_name}` in {path} or its imports")
+            imported.append((decl_name, field_path, value))
+            continue
+        member = _find_member(decl.members, field_path)
+        if member is not None:
+            old = text[member.value.span.start:member.value.span.end]
+            edits.append((member.value.span.start, member.value.span.end, _value_text(value, member.value, old)))
+        else:
+            entry = _inherited(loaded(), decl_name, field_path)
+            old_expr = entry.expr if entry is not None else None
+            new = _value_text(value, old_expr, _expr_text(loaded(), old_expr) if old_expr is not None else None)
+            brace = _closing_brace(text, decl)
+            line_start = text.rfind("\n", 0, brace) + 1
+            if text[line_start:brace].strip():  # `chip A { ... }` on one line: break before `}`
+                edits.append((brace, brace, f"\n  {rest} = {new}\n"))
+            else:
+                edits.append((line_start, line_start, f"  {rest} = {new}\n"))
+    appended = ""
+    if imported:
+        more, appended = _derive(loaded(), module, text, imported)
+        edits += more
+    new_text = _apply(text, edits)
+    if appended:
+        new_text = new_text.rstrip("\n") + "\n\n" + appended
+    return new_text, settings
+
+
+# ------------------------------------------------------------ parts declared in imports
+
+
+def _references(expr) -> Iterator[ast.Identifier]:
+    """The first identifier of every name an expression refers to (parts, params, fields)."""
+    if isinstance(expr, ast.Ref):
+        yield expr.path.parts[0]
+    elif isinstance(expr, ast.Multiplicity):
+        yield from _references(expr.count)
+        yield expr.part.parts[0]
+        for member in expr.overrides or ():
+            yield from _member_references(member)
+    elif isinstance(expr, ast.BinOp):
+        yield from _references(expr.left)
+        yield from _references(expr.right)
+    elif isinstance(expr, (ast.Neg, ast.Marked)):
+        yield from _references(expr.operand)
+    elif isinstance(expr, ast.Call):
+        for arg in expr.args:
+            yield from _references(arg.value)
+    elif isinstance(expr, ast.ListExpr):
+        for item in expr.items:
+            yield from _references(item)
+
+
+def _member_references(member) -> Iterator[ast.Identifier]:
+    if isinstance(member, (ast.Field, ast.Constraint)):
+        yield from _references(member.value)
+    elif isinstance(member, ast.Block):
+        for inner in member.members:
+            yield from _member_references(inner)
+
+
+def _body_entries(body: dict, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    from .compiler.resolve import BlockEntry
+
+    for key, entry in body.items():
+        if isinstance(entry, BlockEntry):
+            yield from _body_entries(entry.body, f"{prefix}{key}.")
+        else:
+            yield prefix + key, entry
+
+
+def _entry_expr(entry):
+    return getattr(entry, "expr", None)
+
+
+def _body_names(body: dict) -> set[str]:
+    return {ident.text for _, entry in _body_entries(body) if _entry_expr(entry) is not None
+            for ident in _references(entry.expr)}
+
+
+def _derive(program, module: ast.Module, text: str, targets: list[tuple[str, list[str], Any]]) -> tuple[list[_Edit], str]:
+    """Overrides of parts declared in imported files: a derived copy of each part that
+    (through references) holds an overridden field and is used by this file, with this
+    file's references pointed at the copies."""
+    decls = program.declarations
+    root = program.root
+    local = {n for n, d in decls.items() if d.span.path == root}
+
+    def ancestors(name: str) -> list[str]:
+        out, seen = [], {name}
+        parent = decls[name].parent
+        while parent is not None and parent.text in decls and parent.text not in seen:
+            out.append(parent.text)
+            seen.add(parent.text)
+            parent = decls[parent.text].parent
+        return out
+
+    names = {n: _body_names(program.bodies.get(n, {})) for n in decls}
+    own_entry = {(x, tuple(p)): _inherited(program, x, p) for x, p, _ in targets}
+
+    def sets_target(d: str) -> list[tuple[str, list[str], Any]]:
+        return [(x, p, v) for x, p, v in targets
+                if d == x or (x in ancestors(d) and _inherited(program, d, p) is own_entry[(x, tuple(p))])]
+
+    changed = {x for x, _, _ in targets}
+    grew = True
+    while grew:
+        grew = False
+        for d in decls:
+            if d in changed or d in local:
+                continue
+            if names[d] & changed or sets_target(d):
+                changed.add(d)
+                grew = True
+    # Keep the copies this file uses (directly, or through the parts it uses).
+    frontier = set()
+    for d in local:
+        frontier |= names[d]
+        if decls[d].parent is not None:
+            frontier.add(decls[d].parent.text)
+    for item in module.items:
+        if isinstance(item, ast.Param):
+            frontier |= {i.text for i in _references(item.value)}
+    used, stack = set(), [n for n in frontier if n in decls and n not in local]
+    while stack:
+        d = stack.pop()
+        if d in used:
+            continue
+        used.add(d)
+        nxt = set(names[d]) | ({decls[d].parent.text} if decls[d].parent is not None else set())
+        stack.extend(n for n in nxt if n in decls and n not in local)
+    copies = [d for d in decls if d in changed and d in used]
+    if not copies:
+        unused = ", ".join(sorted({x for x, _, _ in targets}))
+        raise KeyError(f"{root} does not use `{unused}` (declared in an imported file), so varying it changes nothing")
+    taken = set(decls) | set(program.params)
+    rename: dict[str, str] = {}
+    for d in copies:
+        new = f"{d}_varied"
+        k = 2
+        while new in taken:
+            new, k = f"{d}_varied{k}", k + 1
+        taken.add(new)
+        rename[d] = new
+
+    def renamed(expr) -> str:
+        source = program.sources[expr.span.path].text
+        base = expr.span.start
+        local_edits = [(i.span.start - base, i.span.end - base, rename[i.text]) for i in _references(expr)
+                       if i.text in rename]
+        return _apply(source[expr.span.start:expr.span.end], local_edits)
+
+    blocks = []
+    for d in copies:
+        decl = decls[d]
+        members, done = [], set()
+        for x, p, value in sets_target(d):
+            entry = own_entry[(x, tuple(p))]
+            old_expr = entry.expr if entry is not None else None
+            old_text = _expr_text(program, old_expr) if old_expr is not None else None
+            members.append(f"{'.'.join(p)} = {_value_text(value, old_expr, old_text)}")
+            done.add(".".join(p))
+        for key, entry in _body_entries(program.bodies.get(d, {})):
+            expr = _entry_expr(entry)
+            if key in done or expr is None or not any(i.text in rename for i in _references(expr)):
+                continue
+            if " " in key or not hasattr(entry, "name"):
+                raise NotImplementedError(f"cannot derive `{d}`: `{key}` refers to a varied part")
+            members.append(f"{key} = {renamed(expr)}")
+        body = "\n".join(f"  {m}" for m in members)
+        blocks.append(f"{decl.kind.text} {rename[d]} extends {d} {{  # gclc.testing: varied copy\n{body}\n}}\n")
+    edits: list[_Edit] = []
+    for item in module.items:
+        if isinstance(item, ast.Declaration):
+            if item.parent is not None and item.parent.parts[0].text in rename:
+                ident = item.parent.parts[0]
+                edits.append((ident.span.start, ident.span.end, rename[ident.text]))
+            for member in item.members:
+                edits += [(i.span.start, i.span.end, rename[i.text]) for i in _member_references(member)
+                          if i.text in rename]
+        elif isinstance(item, ast.Param):
+            edits += [(i.span.start, i.span.end, rename[i.text]) for i in _references(item.value) if i.text in rename]
+    return edits, "\n".join(blocks)
+
+
+# ------------------------------------------------------------ variations of a file
+
+
+_QUANTITY = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*(\S*)\s*$")
+
+
+def _quantity_range(low: str, high: str) -> SearchStrategy[str]:
+    """`("500 W", "700 W")` -> texts between, in the unit of `low` (integers when both are)."""
+    a, b = _QUANTITY.match(low), _QUANTITY.match(high)
+    if not (a and b):
+        raise ValueError(f"cannot read ({low!r}, {high!r}) as a range of quantities such as ('500 W', '700 W')")
+    unit = a.group(2)
+    lo = parse_number(a.group(1))
+    hi = parse_number(b.group(1))
+    if b.group(2) != unit:
+        scale_a = UNITS[unit][0] if unit else 1
+        scale_b = UNITS[b.group(2)][0] if b.group(2) else 1
+        hi = hi * scale_b / scale_a
+    sep = "" if unit == "%" else " "
+    tail = f"{sep}{unit}" if unit else ""
+    if lo.denominator == 1 and hi.denominator == 1:
+        return st.integers(int(lo), int(hi)).map(lambda n: f"{n}{tail}")
+    return st.floats(float(lo), float(hi), allow_nan=False, allow_infinity=False).map(
+        lambda x: f"{_decimal(Fraction(repr(x)))}{tail}")
+
+
+def _variations(path: str, vary: dict[str, Any], settings: dict[str, str]) -> SearchStrategy[GeneratedDesign]:
+    base = GeneratedDesign.from_file(path, settings)
+    module = parse(base.text, path)
+    params_here = {i.name.text for i in module.items if isinstance(i, ast.Param)}
+    from .compiler.resolve import load
+
+    program = load(path, base.text)
+    strategies: dict[str, SearchStrategy] = {}
+    for key, value in vary.items():
+        if "." not in key and key not in params_here and key not in program.params:
+            from .compiler.codes import suggest
+
+            raise KeyError(f"no param `{key}` in {path}. {suggest(key, program.params)}".strip())
+        if "." in key and key.split(".")[0] not in program.declarations:
+            raise KeyError(f"no declaration `{key.split('.')[0]}` in {path} or its imports")
+        if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value):
+            strategies[key] = _quantity_range(*value)
+        else:
+            strategies[key] = _strategy(value)
+    edit_source(base.text, path, {k: "0" for k in vary if "." not in k},
+                {k: (lambda old: old) for k in vary if "." in k})  # fail now on keys that cannot be edited
+
+    @st.composite
+    def build(draw) -> GeneratedDesign:
+        values = {key: draw(s) for key, s in strategies.items()}
+        params = {k: v for k, v in values.items() if "." not in k}
+        fields = {k: v for k, v in values.items() if "." in k}
+        text, extra = edit_source(base.text, path, params, fields)
+        return GeneratedDesign(text, path, {**base.settings, **extra}, None)
+
+    return build()
