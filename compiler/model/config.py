@@ -13,18 +13,21 @@ import attrs
 #   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A overlap)
 #   hierarchical: collectives use topology-aware rings (NCCL); DeepSpeed's ZeRO-3 of 2021
 #     issued per-partition collectives whose traffic crossed the network in full
+#   grad_bytes: bytes per gradient element in the data-parallel reduction (fp32 main
+#     gradients in Megatron-LM with bf16; the parameter dtype in Megatron-Core's DDP
+#     (grad_reduce_in_fp32 = False), NeMo recipes, FSDP mixed precision and MaxText)
 STACKS: dict[str, dict[str, object]] = {
-    "megatron": {"attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True,
+    "megatron": {"grad_bytes": 4, "attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True,
                  "ep_overlap": False, "hierarchical": True},
-    "megatron_core": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
+    "megatron_core": {"grad_bytes": 2, "attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
                       "ep_overlap": True, "hierarchical": True},
-    "nemo": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
+    "nemo": {"grad_bytes": 2, "attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
              "ep_overlap": True, "hierarchical": True},
-    "deepspeed": {"attention": "unfused", "tp_overlap": False, "dp_overlap": True, "fused": True,
+    "deepspeed": {"grad_bytes": 2, "attention": "unfused", "tp_overlap": False, "dp_overlap": True, "fused": True,
                   "ep_overlap": False, "hierarchical": False},
-    "fsdp": {"attention": "flash", "tp_overlap": False, "dp_overlap": True, "fused": False,
+    "fsdp": {"grad_bytes": 2, "attention": "flash", "tp_overlap": False, "dp_overlap": True, "fused": False,
              "ep_overlap": False, "hierarchical": True},
-    "maxtext": {"attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
+    "maxtext": {"grad_bytes": 2, "attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
                 "ep_overlap": True, "hierarchical": True},
 }
 DEFAULT_STACK = "megatron_core"

@@ -202,7 +202,7 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
     if replicas == 1:
         return 0.0
     params = params_per_gpu(shape, cfg)
-    grad_bytes = 2 if cfg.stack in ("fsdp", "maxtext") else 4
+    grad_bytes = int(cfg.behaviour("grad_bytes"))
     stages = comms.place(replicas, min(cfg.stride("dp"), cfg.stride("cp")), partition.tiers)
     if not cfg.behaviour("hierarchical"):
         stages = comms.flat(stages)
@@ -213,13 +213,15 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
             return per_step
         hidden_by = cfg.microbatches * layer_pass
         return max(per_step - hidden_by, 0.0) + DP_BUCKET_RESIDUE * per_step / max(1, cfg.microbatches)
-    if cfg.zero >= 1:
-        traffic = comms.reduce_scatter(params * grad_bytes, stages) + comms.all_gather(params * 2, stages)
+    if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
+        # updated parameters during the next step's first forward (Megatron's distributed optimizer)
+        parts = ((comms.reduce_scatter(params * grad_bytes, stages), 2 / 3),
+                 (comms.all_gather(params * 2, stages), 1 / 3))
     else:
-        traffic = comms.all_reduce(params * grad_bytes, stages)
+        parts = ((comms.all_reduce(params * grad_bytes, stages), 2 / 3),)
     if not cfg.behaviour("dp_overlap"):
-        return traffic
-    return max(traffic - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * traffic
+        return sum(seconds for seconds, _ in parts)
+    return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
 
 
 def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
