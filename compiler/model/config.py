@@ -13,23 +13,21 @@ import attrs
 #   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A overlap)
 #   hierarchical: collectives use topology-aware rings (NCCL); DeepSpeed's ZeRO-3 of 2021
 #     issued per-partition collectives whose traffic crossed the network in full
+#   dropout: attention and residual dropout in training (GPT-3 era recipes; modern LLM
+#     pre-training runs without it, so no masks are kept)
 #   grad_bytes: bytes per gradient element in the data-parallel reduction (fp32 main
 #     gradients in Megatron-LM with bf16; the parameter dtype in Megatron-Core's DDP
 #     (grad_reduce_in_fp32 = False), NeMo recipes, FSDP mixed precision and MaxText)
-STACKS: dict[str, dict[str, object]] = {
-    "megatron": {"grad_bytes": 4, "attention": "unfused", "tp_overlap": False, "dp_overlap": False, "fused": True,
-                 "ep_overlap": False, "hierarchical": True},
-    "megatron_core": {"grad_bytes": 2, "attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
-                      "ep_overlap": True, "hierarchical": True},
-    "nemo": {"grad_bytes": 2, "attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
-             "ep_overlap": True, "hierarchical": True},
-    "deepspeed": {"grad_bytes": 2, "attention": "unfused", "tp_overlap": False, "dp_overlap": True, "fused": True,
-                  "ep_overlap": False, "hierarchical": False},
-    "fsdp": {"grad_bytes": 2, "attention": "flash", "tp_overlap": False, "dp_overlap": True, "fused": False,
-             "ep_overlap": False, "hierarchical": True},
-    "maxtext": {"grad_bytes": 2, "attention": "flash", "tp_overlap": True, "dp_overlap": True, "fused": True,
-                "ep_overlap": True, "hierarchical": True},
-}
+_COLUMNS = ("attention", "fused", "dropout", "tp_overlap", "dp_overlap", "ep_overlap", "hierarchical", "grad_bytes")
+STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name, row in {
+    #                 attention   fused  dropout tp_ovl dp_ovl ep_ovl hier   grad_bytes
+    "megatron":        ("unfused",  True,  True,   False, False, False, True,  4),
+    "megatron_core":   ("flash",    True,  False,  True,  True,  True,  True,  2),
+    "nemo":            ("flash",    True,  False,  True,  True,  True,  True,  2),
+    "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2),
+    "fsdp":            ("flash",    False, False,  False, True,  False, True,  2),
+    "maxtext":         ("flash",    True,  False,  True,  True,  True,  True,  2),
+}.items()}
 DEFAULT_STACK = "megatron_core"
 DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
 

@@ -10,7 +10,6 @@ from .config import TrainConfig
 from .shape import ModelShape
 
 WEIGHT_BYTES = 2          # bf16 weights used by the forward pass
-GRAD_BYTES = 4            # fp32 main gradients (Megatron accumulates in fp32)
 OPTIMIZER_BYTES = 12      # fp32 master weights + Adam first and second moments
 FP8_WEIGHT_BYTES = 1      # the fp8 copy of the weights kept by fp8 recipes
 BUFFER_BYTES = 4e9        # CUDA context, NCCL and allocator reserve: a fixed allowance
@@ -54,7 +53,7 @@ def model_state(shape: ModelShape, cfg: TrainConfig) -> tuple[float, float, floa
     shards = cfg.dp * cfg.cp  # Megatron shards the distributed optimizer over dp x cp
     weight_bytes = WEIGHT_BYTES + (FP8_WEIGHT_BYTES if cfg.precision in ("fp8", "fp4") else 0)
     weights = params * weight_bytes / (shards if cfg.zero >= 3 else 1)
-    grads = params * GRAD_BYTES / (shards if cfg.zero >= 2 else 1)
+    grads = params * int(cfg.behaviour("grad_bytes")) / (shards if cfg.zero >= 2 else 1)
     optimizer = params * OPTIMIZER_BYTES / (shards if cfg.zero >= 1 else 1)
     return weights, grads, optimizer
 
@@ -66,15 +65,20 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
     h, d = shape.hidden, shape.head_dim
     if cfg.recompute == "full":
         return 2 * tokens * h / (t if cfg.sp else 1)   # only the layer input is kept
-    # Norm inputs and outputs, dropout masks: replicated over TP unless sequence parallel.
-    replicated = 2 * h + 2 * h + 2 * h + 2 * h + h + h
+    # fp8 recipes keep the inputs of the GEMMs in fp8 (1 byte) for the weight gradients.
+    gemm_input = 1 if cfg.precision in ("fp8", "fp4") else 2
+    # Norm inputs and outputs (the latter feed the QKV and MLP GEMMs), dropout masks:
+    # replicated over TP unless sequence parallel.
+    replicated = 2 * h + 2 * h + gemm_input * h + gemm_input * h
+    if cfg.behaviour("dropout"):
+        replicated += h + h
     if cfg.sp:
         replicated /= t
     ffn = shape.expert_ffn * shape.top_k + shape.expert_ffn * shape.shared if moe else shape.ffn
     split = (2 * (shape.heads + 2 * shape.kv_heads) * d      # Q, K, V
              + 2 * shape.heads * d                            # attention output
              + 2 * (shape.mlp_matrices - 1) * ffn             # MLP up (and gate) outputs
-             + 2 * ffn) / t                                   # activation output
+             + gemm_input * ffn) / t                          # activation output
     scores = 0.0
     if cfg.recompute != "selective" and cfg.behaviour("attention") == "unfused":
         scores = 5 * shape.heads * cfg.seq / t                # softmax in/out and dropout mask
