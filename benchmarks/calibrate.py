@@ -108,8 +108,11 @@ def describe(cases, params) -> str:
     errs = errors(cases, params)
     absolute = sorted(abs(math.exp(e) - 1) for e in errs)
     p90 = absolute[int(0.9 * (len(absolute) - 1))]
+    ratios = sorted(math.exp(-e) for e in errs)  # measured / predicted: the error band
+    band = (ratios[int(0.1 * (len(ratios) - 1))], ratios[int(0.9 * (len(ratios) - 1))])
     lines = [f"{len(cases)} runs: median |error| {statistics.median(absolute):.1%}, p90 {p90:.1%}, "
-             f"max {absolute[-1]:.1%}"]
+             f"max {absolute[-1]:.1%}; measured/predicted 10th-90th percentile {band[0]:.2f}-{band[1]:.2f} "
+             "(compiler/model/calibration.py)"]
     for (chip, what), value in sorted(params.items()):
         n = len(relevant(cases, (chip, what)))
         label = "MoE layer overhead (s)" if what == "moe" else f"{chip} {what}"
