@@ -34,7 +34,7 @@ import os
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import attrs
 from hypothesis import HealthCheck, settings as hsettings, strategies as st
@@ -42,7 +42,7 @@ from hypothesis.strategies import SearchStrategy
 
 from .compiler import topology
 from .compiler.design import Design
-from .compiler.diagnostics import has_errors, render_all
+from .compiler.diagnostics import render_all
 from .compiler.driver import Result, check_file
 from .compiler.ir import ClusterGraph
 from .compiler.model.config import STACKS
@@ -55,7 +55,7 @@ __all__ = [
     "ChipSpec", "NicSpec", "CpuSpec", "SwitchSpec", "FabricSpec", "NodeSpec", "PartitionSpec", "ClusterSpec",
     "ExpertsSpec", "ModelSpec", "TrainSpec", "GeneratedDesign", "GclText",
     "chips", "nics", "fabrics", "nodes", "clusters", "models", "train_jobs", "designs", "sources",
-    "check", "compile_design", "graph_of", "job_of", "plan_of",
+    "check", "compile_design", "graph_of", "job_of", "plan_of", "edit_source", "facility_power",
 ]
 
 GENERATED_PATH = "generated.gcl"
@@ -142,6 +142,15 @@ def _decimal(value: int | Fraction) -> str:
     whole = value * 10**digits
     text = f"{whole.numerator:0{digits + 1}d}"
     return (text[:-digits] + "." + text[-digits:]).rstrip("0").rstrip(".")
+
+
+def _terminates(value: Fraction) -> bool:
+    """Whether the fraction has a finite decimal expansion (of at most 12 digits)."""
+    d = value.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1 and (value * 10**12).denominator == 1
 
 
 def _field(path: str, value: ast.Expr) -> ast.Field:
@@ -488,7 +497,7 @@ class TrainSpec(_Renders):
     name: str = "job"
     model: ModelSpec = ModelSpec()
     cluster: ClusterSpec = ClusterSpec()
-    partition: str | None = None     # run on `Cluster.partition` (heterogeneous clusters)
+    partition: str | tuple[str, ...] | None = None  # `on = Cluster.p0`, or `[Cluster.p0, Cluster.p1]`
     batch: int = 8
     precision: str = "bf16"
     software: str | None = None
@@ -498,11 +507,21 @@ class TrainSpec(_Renders):
     batch_param: bool = False
 
     @property
+    def spread(self) -> bool:
+        """The job spans several partitions (a heterogeneous job)."""
+        return isinstance(self.partition, tuple)
+
+    @property
     def target(self) -> PartitionSpec:
-        return next((p for p in self.cluster.partitions if p.name == self.partition), self.cluster.partitions[0])
+        """The partition the job runs on (the first, for a job over several)."""
+        first = self.partition[0] if self.spread else self.partition
+        return next((p for p in self.cluster.partitions if p.name == first), self.cluster.partitions[0])
 
     def declarations(self) -> tuple[ast.Declaration, ...]:
-        on = _ref(self.cluster.name if self.partition is None else f"{self.cluster.name}.{self.partition}")
+        if self.spread:
+            on: ast.Expr = ast.ListExpr(tuple(_ref(f"{self.cluster.name}.{p}") for p in self.partition))
+        else:
+            on = _ref(self.cluster.name if self.partition is None else f"{self.cluster.name}.{self.partition}")
         members = [_field("model", _ref(self.model.name)), _field("on", on),
                    _field("batch", _ref("batch") if self.batch_param else _num(self.batch)),
                    _field("precision", _ref(self.precision))]
@@ -538,7 +557,7 @@ def _pin(value: Any) -> ast.Expr:
 def chips(*, name: str = "Chip0", **fields: Any) -> SearchStrategy[ChipSpec]:
     """Accelerators. Override any `ChipSpec` field with a value, range, pair, list or strategy."""
     f = _fields({
-        "hbm_gb": st.integers(4, 192), "hbm_gbps": st.integers(300, 8000), "bf16_tflops": st.integers(50, 2500),
+        "hbm_gb": st.integers(4, 24) | st.integers(4, 192), "hbm_gbps": st.integers(300, 8000), "bf16_tflops": st.integers(50, 2500),
         "fp8": st.booleans(), "tdp_w": st.integers(150, 1200), "idle_w": st.integers(0, 149),
         "bf16_efficiency": st.none() | st.integers(40, 95),
     }, fields, "chips")
@@ -598,14 +617,29 @@ def nodes(*, name: str = "Node0", chip: str | ChipSpec | SearchStrategy | None =
 
     @st.composite
     def build(draw) -> NodeSpec:
-        gpus = draw(f["gpus"])
-        nic_count = draw(f["nics"])
-        cpus = draw(f["cpus"])
-        return NodeSpec(name, draw(chip_strategy), gpus, nic_count, draw(f["nic"]) if nic_count else None,
-                        cpus, draw(f["cpu"]) if cpus else None, draw(f["scaleup"]) if gpus > 1 else None,
-                        draw(f["dram_gb"]), draw(f["overhead_w"]))
+        # Every part is drawn, used or not, so that the draws keep their places while shrinking.
+        gpus, nic_count, cpus = draw(f["gpus"]), draw(f["nics"]), draw(f["cpus"])
+        chip_, nic, cpu, scaleup = draw(chip_strategy), draw(f["nic"]), draw(f["cpu"]), draw(f["scaleup"])
+        return NodeSpec(name, chip_, gpus, nic_count, nic if nic_count else None, cpus, cpu if cpus else None,
+                        scaleup if gpus > 1 else None, draw(f["dram_gb"]), draw(f["overhead_w"]))
 
     return build()
+
+
+_NUMBERED = re.compile(r"^(Node|Chip|Nic|Cpu|Up)\d+$")
+
+
+def _renumbered(node: NodeSpec, i: int) -> NodeSpec:
+    """The node with default part names (`Node0`, `Chip0`, ...) numbered `i` instead."""
+    def name(spec):
+        if spec is None:
+            return None
+        found = _NUMBERED.match(spec.name)
+        return attrs.evolve(spec, name=f"{found.group(1)}{i}") if found else spec
+
+    renamed = name(node)
+    return attrs.evolve(renamed, chip=name(node.chip), nic=name(node.nic), cpu=name(node.cpu),
+                        scaleup=name(node.scaleup))
 
 
 def _scaleout_per_gpu(fabric: FabricSpec, node: NodeSpec) -> float:
@@ -635,41 +669,55 @@ def _enough_tiers(fabric: FabricSpec, endpoints: int) -> FabricSpec:
     return fabric
 
 
-def clusters(*, heterogeneous: bool | None = False, max_gpus: int = 16, partitions: int | tuple[int, int] = (2, 3),
+def clusters(*, heterogeneous: bool | None = None, max_gpus: int = 16, partitions: int | tuple[int, int] = (2, 3),
              name: str = "Cluster0", units_param: bool | SearchStrategy = False, budget: bool = False,
              node: Mapping[str, Any] | None = None, scaleout: Mapping[str, Any] | None = None,
              **fields: Any) -> SearchStrategy[ClusterSpec]:
     """Clusters of at most `max_gpus` GPUs: one partition (`heterogeneous=False`), several
-    with different nodes (`True`) or either (`None`). `node` and `scaleout` pass field
-    overrides to `nodes()` and `fabrics()`. `budget=True` adds a power budget 0-50 % above
+    with different nodes (`True`), or either (`None`, the default; shrinks to one). `node`
+    and `scaleout` pass field overrides to `nodes()` and `fabrics()`; `max_gpus` wins over
+    a node's `gpus` (several partitions share it). `budget=True` adds a power budget 0-50 % above
     the facility power at full load (checked with the compiler while drawing)."""
     f = _fields({"pue": st.integers(100, 150).map(lambda p: Fraction(p, 100)),
                  "overhead_kw": st.none() | st.integers(1, 50), "rails": st.booleans()}, fields, "clusters")
     low, high = (partitions, partitions) if isinstance(partitions, int) else partitions
     units_choice = _strategy(units_param)
+    # Partitions are a list, so that a heterogeneous example shrinks by dropping partitions;
+    # every part is drawn, used or not, so that draws keep their places while shrinking.
+    # (Strategies are built here, once: building them in every draw is slow.)
+    fewest = max(2, low) if heterogeneous else 1
+    most = 1 if heterogeneous is False else max(2, high)
+    partition_drafts = st.lists(st.tuples(nodes(name="Node0", max_gpus=max_gpus, **(node or {})),
+                                          st.integers(1, max_gpus)), min_size=fewest, max_size=most)
+    networks = fabrics(name="Net", role="scaleout", **(scaleout or {}))
+    headrooms = st.integers(0, 50)
 
     @st.composite
     def build(draw) -> ClusterSpec:
-        het = draw(st.booleans()) if heterogeneous is None else heterogeneous
-        count = draw(st.integers(max(2, low), max(2, high))) if het else 1
-        share = max(1, max_gpus // count)
+        drafts = draw(partition_drafts)
+        het = len(drafts) > 1
+        share = max(1, max_gpus // len(drafts))
         parts = []
-        for i in range(count):
-            n = draw(nodes(name=f"Node{i}", max_gpus=share, **(node or {})))
-            units = draw(st.integers(1, max(1, share // n.gpus)))
-            parts.append(PartitionSpec(f"p{i}", n, units))
-        fabric = None
+        for i, (n, units) in enumerate(drafts):
+            n = _renumbered(n, i)
+            if n.gpus > share:
+                gpus = max(g for g in (1, 2, 4, 8) if g <= share)
+                n = attrs.evolve(n, gpus=gpus, scaleup=n.scaleup if gpus > 1 else None)
+            parts.append(PartitionSpec(f"p{i}", n, min(units, max(1, share // n.gpus))))
+        fabric = draw(networks)
+        rails = draw(f["rails"])
         if het or parts[0].units > 1:
-            fabric = draw(fabrics(name="Net", role="scaleout", **(scaleout or {})))
             ports = {p.node.nic_ports for p in parts}
-            if len(ports) == 1 and ports != {0} and draw(f["rails"]):
+            if len(ports) == 1 and ports != {0} and rails:
                 fabric = attrs.evolve(fabric, rails=ports.pop())
             fabric = _enough_tiers(fabric, _endpoints(fabric, parts))
             parts = [attrs.evolve(p, node=_fit(p.node, fabric)) for p in parts]
+        else:
+            fabric = None
         spec = ClusterSpec(name, tuple(parts), fabric, draw(f["pue"]), draw(f["overhead_kw"]),
                            units_param=draw(units_choice))
         if budget:
-            headroom = draw(st.integers(0, 50))
+            headroom = draw(headrooms)
             spec = attrs.evolve(spec, budget_kw=math.ceil(facility_power(spec) * (100 + headroom) / 100 / 1000) or 1)
         return spec
 
@@ -703,13 +751,12 @@ def models(*, arch: str | None = None, name: str = "Model0", **fields: Any) -> S
         moe = draw(st.booleans()) if arch is None else {"dense": False, "moe": True}[arch]
         layers, heads = draw(f["layers"]), draw(f["heads"])
         kv = max(1, heads // draw(f["kv_share"]))
-        experts = None
-        if moe:
-            routed = draw(f["routed"])
-            experts = ExpertsSpec(routed, min(routed, draw(f["top_k"])), draw(f["shared"]), draw(f["expert_ffn"]),
-                                  min(layers - 1, draw(f["dense_layers"])))
+        routed = draw(f["routed"])  # drawn for dense models too, so that draws keep their places
+        experts = ExpertsSpec(routed, min(routed, draw(f["top_k"])), draw(f["shared"]), draw(f["expert_ffn"]),
+                              min(layers - 1, draw(f["dense_layers"])))
         return ModelSpec(name, layers, heads, draw(f["head_dim"]), kv, draw(f["ffn"]), draw(f["vocab"]),
-                         draw(f["seq"]), draw(f["mlp"]), draw(f["tied"]), experts, draw(f["state_params"]))
+                         draw(f["seq"]), draw(f["mlp"]), draw(f["tied"]), experts if moe else None,
+                         draw(f["state_params"]))
 
     return build()
 
@@ -719,12 +766,13 @@ def _powers_of_two_dividing(n: int, most: int) -> list[int]:
 
 
 def train_jobs(*, model: ModelSpec | SearchStrategy | None = None, cluster: ClusterSpec | SearchStrategy | None = None,
-               arch: str | None = None, heterogeneous: bool | None = False, max_gpus: int = 16,
-               pins: bool = False, **fields: Any) -> SearchStrategy[TrainSpec]:
-    """Training jobs with their model and cluster (a job on a heterogeneous cluster runs on
-    one partition). `pins=True` pins some of tp, pp, recompute and ZeRO to valid values."""
+               arch: str | None = None, heterogeneous: bool | None = None, max_gpus: int = 16,
+               pins: bool = False, spread: bool = False, **fields: Any) -> SearchStrategy[TrainSpec]:
+    """Training jobs with their model and cluster. On a heterogeneous cluster a job runs on
+    one partition, or with `spread=True` on all of them (`on = [C.p0, C.p1]`, planned by
+    `solver.hetero`). `pins=True` pins some of tp, pp, recompute and ZeRO to valid values."""
     f = _fields({"batch": st.integers(1, 32), "precision": None, "software": st.none() | st.sampled_from(sorted(STACKS)),
-                 "gpus": st.none() | st.integers(1, max_gpus), "memory_percent": st.none() | st.integers(50, 100),
+                 "gpus": st.none() | st.integers(1, max_gpus), "memory_percent": st.none() | st.integers(20, 100),
                  "batch_param": st.just(False)}, fields, "train_jobs")
     model_strategy = models(arch=arch) if model is None else _strategy(model)
     cluster_strategy = clusters(heterogeneous=heterogeneous, max_gpus=max_gpus) if cluster is None else _strategy(cluster)
@@ -732,13 +780,18 @@ def train_jobs(*, model: ModelSpec | SearchStrategy | None = None, cluster: Clus
     @st.composite
     def build(draw) -> TrainSpec:
         m, c = draw(model_strategy), draw(cluster_strategy)
-        partition = draw(st.sampled_from([p.name for p in c.partitions])) if c.heterogeneous else None
-        target = next(p for p in c.partitions if p.name == partition) if partition else c.partitions[0]
-        chip = target.node.chip
-        precisions = ("bf16", "fp16", "fp8") if chip.fp8_tflops is not None else ("bf16", "fp16")
+        names = [p.name for p in c.partitions]
+        partition = draw(st.sampled_from(names)) if c.heterogeneous else None
+        if spread and c.heterogeneous:
+            partition = tuple(names)
+        target = next(p for p in c.partitions if p.name == names[0]) if spread else \
+            next(p for p in c.partitions if p.name == partition) if partition else c.partitions[0]
+        chips_used = [p.node.chip for p in c.partitions] if spread else [target.node.chip]
+        fp8 = all(chip.fp8_tflops is not None for chip in chips_used)
+        precisions = ("bf16", "fp16", "fp8") if fp8 else ("bf16", "fp16")
         precision = draw(st.sampled_from(precisions) if f["precision"] is None else f["precision"])
         gpus = draw(f["gpus"])
-        gpus = None if gpus is None else min(gpus, target.gpus)
+        gpus = None if gpus is None or spread else min(gpus, target.gpus)
         chosen: list[tuple[str, Any]] = []
         if pins:
             usable = gpus or target.gpus
@@ -801,6 +854,15 @@ class GeneratedDesign:
 
         return lower(self.design)
 
+    @property
+    def job_entity(self):
+        """The checked `train` declaration (the root file's first)."""
+        jobs = [e for e in self.design.entities if e.kind == "train"]
+        local = [j for j in jobs if j.span.path == self.design.root] or jobs
+        if not local:
+            raise LookupError("the design has no `train` job")
+        return local[0]
+
     @functools.cached_property
     def job(self):
         from .compiler.model.job import train_job
@@ -815,6 +877,14 @@ class GeneratedDesign:
             self._plans[key] = plan(self.job, objective, **options)
         return self._plans[key]
 
+    def hetero_plan(self):
+        """The `solver.hetero` plan of the job over the partitions it names (`on = [C.a, C.b]`)."""
+        if "hetero" not in self._plans:
+            from .solver.hetero import plan_hetero
+
+            self._plans["hetero"] = plan_hetero(self.job_entity)
+        return self._plans["hetero"]
+
     # ------------------------------------------------------------ variations
     def with_params(self, values: Mapping[str, Any]) -> GeneratedDesign:
         """The design with params set: substituted in the text, or `--set` when imported."""
@@ -828,7 +898,8 @@ class GeneratedDesign:
 
     def _edited(self, params: Mapping[str, Any], fields: Mapping[str, Any]) -> GeneratedDesign:
         text, settings = edit_source(self.text, self.path, params, fields)
-        return GeneratedDesign(text, self.path, {**self.settings, **settings}, None)
+        kept = {k: v for k, v in self.settings.items() if k not in params}  # set in the text now
+        return GeneratedDesign(text, self.path, {**kept, **settings}, None)
 
     # ------------------------------------------------------------ printing
     def __repr__(self) -> str:
@@ -864,7 +935,7 @@ def designs(*, like: str | os.PathLike | None = None, vary: Mapping[str, Any] | 
         raise TypeError("`vary` needs `like=` (a design file to vary)")
     if job:
         cluster = options.pop("cluster", None)
-        heterogeneous = options.pop("heterogeneous", False)
+        heterogeneous = options.pop("heterogeneous", None)
         if cluster is None or isinstance(cluster, Mapping):
             cluster = clusters(heterogeneous=heterogeneous, max_gpus=options.get("max_gpus", 16), units_param=params,
                                budget=budget, **(cluster or {}))
@@ -963,20 +1034,18 @@ def _value_text(value: Any, old: ast.Expr | None, old_text: str | None) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float, Fraction)):
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise ValueError(f"not a finite number: {value}")
-            number = repr(value) if "e" not in repr(value) else _decimal(Fraction(value))
-        else:
-            number = _decimal(value) if Fraction(value).denominator in (1, 2, 4, 5, 8, 10, 20, 25, 50, 100) else \
-                f"{Fraction(value).numerator} / {Fraction(value).denominator}"
-        if number.startswith("-"):
-            number = f"({number})"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"not a finite number: {value}")
+        exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
         marker = None
         if isinstance(old, ast.Marked):
             old, marker = old.operand, old.marker
-        if isinstance(old, ast.Number) and old.unit:
-            number += old.unit if old.unit == "%" else " " + old.unit
+        unit = old.unit if isinstance(old, ast.Number) else None
+        tail = (unit if unit == "%" else f" {unit}") if unit else ""
+        if _terminates(exact):
+            number = _decimal(exact) + tail
+        else:  # `1 / 3 GB` would divide by a quantity: scale one unit instead
+            number = f"{exact.numerator} / {exact.denominator}" + (f" * 1{tail}" if unit else "")
         return number + (f" {marker}" if marker else "")
     raise TypeError(f"cannot write {value!r} as GCL")
 

@@ -217,15 +217,11 @@ def _objective(job) -> str:
 
 
 def _infeasible_message(chosen) -> str:
-    from .planview import _b
-
-    smallest, job = chosen.smallest, chosen.job
-    if smallest is None:
-        return f"gclc: no valid configuration of `{job.name}` on {job.gpus} GPUs (check the pinned values and the batch)"
-    chip = job.partition.node.accelerator
-    return (f"gclc: infeasible: `{job.name}` needs at least {_b(smallest.memory.total)} per GPU "
-            f"({', '.join(f'{k} {_b(v)}' for k, v in smallest.memory.rows() if v)}) with the best configuration "
-            f"for memory; the {chip.name} has {_b(chip.hbm_capacity)} ({chip.span})")
+    reason = getattr(chosen, "infeasibility", None)
+    if reason is not None:
+        return f"gclc: infeasible: {reason.message}"
+    job = chosen.job
+    return f"gclc: infeasible: no admissible configuration of `{job.name}` on {job.gpus} GPUs"
 
 
 def _checked_design(path: str, settings: list[str]):

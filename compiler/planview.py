@@ -33,19 +33,36 @@ def estimate_json(e: Estimate) -> dict:
     }
 
 
+def placement_json(plan) -> dict:
+    out: dict = {"order": list(plan.best.config.order)} if plan.best is not None else {}
+    for p in getattr(plan, "placement", ()):
+        out[p.dim] = {"size": p.size, "stride": p.stride, "tiers": list(p.tiers), "peers": list(p.peers)}
+    return out
+
+
+def solver_json(plan) -> dict:
+    return {"status": plan.status, "seconds": plan.seconds, "configurations": plan.considered,
+            "evaluated": getattr(plan, "evaluated", plan.considered), "pruned": getattr(plan, "pruned", 0),
+            "pruned_by": dict(getattr(plan, "pruned_by", ())), "proof": getattr(plan, "proof", "")}
+
+
 def plan_json(plan) -> dict:
     job = plan.job
     out = {
         "format": "gclc-plan", "version": PLAN_FORMAT_VERSION,
         "job": job.name, "cluster": job.graph.name, "partition": job.partition.name,
         "objective": plan.objective, "status": plan.status,
-        "solver": {"configurations": plan.considered, "seconds": plan.seconds},
+        "solver": solver_json(plan),
     }
     if plan.best is None:
-        smallest = plan.smallest
-        out["infeasible"] = {"constraint": "memory",
+        smallest, reason = plan.smallest, getattr(plan, "infeasibility", None)
+        out["infeasible"] = {"constraint": reason.constraint if reason else "memory",
                              "needs_bytes": smallest.memory.total if smallest else None,
                              "hbm_bytes": smallest.hbm if smallest else None}
+        if reason is not None:
+            out["infeasible"].update({"needs": reason.needs, "limit": reason.limit, "unit": reason.unit,
+                                      "message": reason.message, "location": reason.location})
+        out["binding"] = list(plan.binding)
         return out
     out.update(estimate_json(plan.best))
     out.update({
@@ -53,6 +70,7 @@ def plan_json(plan) -> dict:
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
                               "cooling": plan.power.cooling},
         "energy_per_token_j": plan.energy_per_token,
+        "placement": placement_json(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
     })
@@ -76,15 +94,29 @@ def _config(e: Estimate) -> str:
             f"mb={p['microbatch']} recompute={p['recompute']} zero={p['zero']}")
 
 
+def _placement_text(plan) -> str:
+    parts = []
+    for p in getattr(plan, "placement", ()):
+        if p.size > 1:
+            parts.append(f"{p.dim}={p.size} on {' + '.join(p.tiers) or 'one GPU'}")
+    return "; ".join(parts) or "one GPU"
+
+
 def plan_text(plan) -> str:
     job = plan.job
     head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
-    lines = [head, f"  objective  {plan.objective} ({plan.status}, {plan.considered} configurations, {plan.seconds:.2f} s)"]
+    evaluated, pruned = getattr(plan, "evaluated", plan.considered), getattr(plan, "pruned", 0)
+    lines = [head, f"  objective  {plan.objective} ({plan.status}, {plan.considered:,} configurations: "
+                   f"{evaluated:,} evaluated, {pruned:,} pruned, {plan.seconds:.2f} s)"]
     e = plan.best
     if e is None:
+        reason = getattr(plan, "infeasibility", None)
+        if reason is not None:
+            lines.append(f"  infeasible {reason.message}")
         return "\n".join(lines)
     lines += [
         f"  parallel   {_config(e)}  ({e.config.gpus} GPUs)",
+        f"  placement  {_placement_text(plan)}  (order {', '.join(e.config.order)})",
         f"  step       {e.step_time:.3f} s    {e.tokens_per_s:,.0f} tokens/s    {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU",
         f"  MFU        {e.mfu:.1%}   HFU {e.hfu:.1%}   ({e.model_flops_per_gpu / 1e12:.0f} model TFLOP/s per GPU)",
         f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
@@ -98,5 +130,7 @@ def plan_text(plan) -> str:
         days = job.tokens / e.tokens_per_s / 86400
         lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")
     for i, r in enumerate(plan.runners_up, 2):
-        lines.append(f"  #{i}         {_config(r)}: {r.step_time:.3f} s, MFU {r.mfu:.1%}")
+        lines.append(f"  #{i}         {_config(r)} [{','.join(r.config.order)}]: {r.step_time:.3f} s, MFU {r.mfu:.1%}")
+    if getattr(plan, "proof", ""):
+        lines.append(f"  proof      {plan.proof}")
     return "\n".join(lines)

@@ -224,7 +224,7 @@ _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": p
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full")),
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
-                     "sp": FLAG, "schedule": Choice(("1f1b", "interleaved", "gpipe"))})
+                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"))})
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(tuple(STACKS)), **OBJECTIVES},

@@ -235,7 +235,7 @@ def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
     schedule = _pinned(job, "schedule")
     if schedule == "interleaved" and pp > 1:
         return tuple(interleaved)
-    if schedule in ("1f1b", "gpipe"):
+    if schedule in ("one_f_one_b", "gpipe"):
         return (1,)
     return (1, *interleaved)
 

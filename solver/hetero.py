@@ -77,6 +77,7 @@ from ..compiler.model.config import TrainConfig
 from ..compiler.model.job import Job, JobError, job_from_entity
 from ..compiler.model.power import job_power
 from ..compiler.model.step import Estimate, estimate
+from .enumerate import admissible, limits
 from .plan import Plan, plan
 
 MODES = ("data", "pipeline")
@@ -301,7 +302,7 @@ def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
 def candidates(job: Job, chosen: Plan, micro: bool = True) -> list[Estimate]:
     """The configurations a partition offers the split: its plan's best and runners-up
     and, when `micro`, each of them with every other micro-batch size (a smaller one
-    makes a finer granule of sequences); those that fit, fastest first, one per granule
+    makes a finer granule of sequences); those admissible, fastest first, one per granule
     (data split, `micro`) or per pipeline depth (pipeline split)."""
     bases = ([chosen.best] if chosen.best else []) + list(chosen.runners_up)
     pool = list(bases)
@@ -314,10 +315,11 @@ def candidates(job: Job, chosen: Plan, micro: bool = True) -> list[Estimate]:
                     continue
                 pool.append(estimate(job.shape, attrs.evolve(cfg, microbatch=mb), job.partition))
     key = _granule if micro else (lambda c: c.pp)
+    bounds = limits(job)          # memory within HBM and the job's `subject to`, as the search
     best: dict[object, Estimate] = {}
     for e in pool:
         k = key(e.config)
-        if e.fits and (k not in best or e.step_time < best[k].step_time):
+        if admissible(job, bounds, e) and (k not in best or e.step_time < best[k].step_time):
             best[k] = e
     return sorted(best.values(), key=lambda e: e.step_time)
 

@@ -1,32 +1,58 @@
 """`plan`: the best configuration of a training job under the cost model, with the
-runner-ups, what binds, power and energy. Infeasible is an answer, not a crash."""
+runner-ups, where each parallel dimension is placed, what binds, power and energy.
+Infeasible is an answer, not a crash: `infeasibility` says which constraint fails, by
+how much, and where in the source.
+
+The optimum comes from `solver.search` (exact branch and bound); the exhaustive
+enumerator (`solver.enumerate`) is only the oracle for tests and benchmarks.
+"""
 
 from __future__ import annotations
 
-import time
-
 import attrs
 
-from ..compiler.model.job import Job, is_fully_pinned, pinned_config
+from ..compiler.model import comms
+from ..compiler.model.job import Job
 from ..compiler.model.power import Power, job_power
-from ..compiler.model.step import Estimate, estimate
-from . import enumerate as enumerator
+from ..compiler.model.step import Estimate
+from . import enumerate as space_def
+from .explain import Infeasibility, explain
+from .search import SearchResult, least_memory, search
 
-OBJECTIVES = ("throughput", "time", "energy", "mfu")
+OBJECTIVES = space_def.OBJECTIVES
+DIMENSIONS = ("tp", "cp", "dp", "pp", "ep")
+
+
+@attrs.frozen
+class Placement:
+    """One parallel dimension on the hierarchy: its group size, the stride between its
+    members, and the tiers the group spans (innermost first) with the peers met on each."""
+
+    dim: str
+    size: int
+    stride: int
+    tiers: tuple[str, ...]
+    peers: tuple[int, ...]
 
 
 @attrs.frozen
 class Plan:
     job: Job
     objective: str
-    status: str                         # optimal | evaluated | infeasible
+    status: str                         # optimal | evaluated (a space of one) | infeasible
     best: Estimate | None
     power: Power | None
     runners_up: tuple[Estimate, ...]
-    considered: int
+    considered: int                     # configurations in the space (evaluated + pruned)
     seconds: float
     binding: tuple[str, ...]
     smallest: Estimate | None = None    # the least memory any configuration needs (for infeasible)
+    evaluated: int = 0
+    pruned: int = 0
+    pruned_by: tuple[tuple[str, int], ...] = ()   # (bound | memory | limits, count)
+    proof: str = ""
+    placement: tuple[Placement, ...] = ()
+    infeasibility: Infeasibility | None = None
 
     @property
     def energy_per_token(self) -> float | None:
@@ -47,44 +73,106 @@ class Plan:
         return plan_svg(self)
 
 
-def _key(objective: str, job: Job):
-    def energy(e: Estimate) -> float:
-        return job_power(job.graph, job.partition, e.config.gpus, _busy(e)).total / e.tokens_per_s
-    return {"throughput": lambda e: e.step_time, "time": lambda e: e.step_time,
-            "mfu": lambda e: -e.mfu, "energy": energy}[objective]
-
-
 def _busy(e: Estimate) -> float:
-    b = e.breakdown
-    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time)
+    return space_def.busy(e)
 
 
 def plan(job: Job, objective: str = "throughput", top: int = 3) -> Plan:
-    start = time.perf_counter()
-    if is_fully_pinned(job) and all(k in job.pinned for k in ("microbatch", "recompute")):
-        candidates, status = [estimate(job.shape, pinned_config(job), job.partition)], "evaluated"
-    else:
-        candidates, status = list(enumerator.evaluate_all(job)), "optimal"
-    fitting = sorted((c for c in candidates if c.fits), key=_key(objective, job))
-    seconds = time.perf_counter() - start
-    if not fitting:
-        smallest = min(candidates, key=lambda c: c.memory.total, default=None)
-        return Plan(job, objective, "infeasible", None, None, (), len(candidates), seconds, ("memory",), smallest)
-    best = fitting[0]
+    result = search(job, objective, top)
+    pruned_by = (("bound", result.pruned_bound), ("memory", result.pruned_memory), ("limits", result.pruned_limits))
+    common = dict(evaluated=result.evaluated, pruned=result.pruned, pruned_by=pruned_by, proof=result.proof)
+    if result.best is None:
+        smallest = least_memory(job)
+        reason = explain(job, result, smallest)
+        return Plan(job, objective, "infeasible", None, None, (), result.configurations, result.seconds,
+                    (reason.constraint,), smallest, infeasibility=reason, **common)
+    best = result.best
     power = job_power(job.graph, job.partition, best.config.gpus, _busy(best))
-    return Plan(job, objective, status, best, power, tuple(fitting[1 : 1 + top]), len(candidates), seconds,
-                binding(best))
+    status = "evaluated" if result.configurations == 1 else "optimal"
+    return Plan(job, objective, status, best, power, result.runners_up, result.configurations, result.seconds,
+                binding(best, job, result, power), placement=placement(best, job), **common)
 
 
-def binding(e: Estimate) -> tuple[str, ...]:
-    """What limits the chosen configuration: memory headroom, and the largest overheads."""
+def placement(e: Estimate, job: Job) -> tuple[Placement, ...]:
+    """Where each dimension of `e` lands: `comms.place` over the partition's tiers."""
+    c, tiers = e.config, job.partition.tiers
     out = []
-    if e.memory.total > 0.9 * e.hbm:
-        out.append(f"memory: {e.memory.total / e.hbm:.0%} of HBM")
+    for dim in DIMENSIONS:
+        size, stride = getattr(c, dim), c.stride(dim)
+        stages = comms.place(size, stride, tiers)
+        out.append(Placement(dim, size, stride, tuple(s.tier.name for s in stages), tuple(s.peers for s in stages)))
+    return tuple(out)
+
+
+def _comm_tier(e: Estimate, job: Job, dim: str):
+    """The slowest tier that `dim`'s communication crosses (the outermost stage)."""
+    c, tiers = e.config, job.partition.tiers
+    if dim == "pp":
+        return comms.tier_between(c.stride("pp"), tiers)
+    if dim == "dp":
+        stages = comms.place(c.dp * c.cp, min(c.stride("dp"), c.stride("cp")), tiers)
+    else:
+        stages = comms.place(getattr(c, dim), c.stride(dim), tiers)
+    return stages[-1].tier if stages else None
+
+
+def _config(c) -> str:
+    return (f"tp={c.tp} pp={c.pp} dp={c.dp} cp={c.cp} ep={c.ep} vp={c.vp} mb={c.microbatch} "
+            f"recompute={c.recompute} zero={c.zero}")
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.1f} GB"
+
+
+def _mw(x: float) -> str:
+    return f"{x / 1e6:.3g} MW" if x >= 1e6 else f"{x / 1e3:.3g} kW"
+
+
+def _better(r, e: Estimate, result: SearchResult | None) -> str:
+    """How much better a configuration a limit excluded would have been."""
+    if result is None or result.objective in ("throughput", "time"):
+        return f"{1 - r.estimate.step_time / e.step_time:.1%} faster"
+    return f"better for {result.objective} ({abs(1 - r.value / result.value):.1%})"
+
+
+def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Power | None = None) -> tuple[str, ...]:
+    """What limits the chosen configuration: memory (headroom, or faster configurations it
+    excludes), the link tier of the largest exposed communication, the pipeline bubble,
+    recomputation, and the job's power limit."""
+    out = []
+    lim = result.limits if result is not None and result.limits is not None else space_def.limits(job)
+    step = e.step_time
+    rejected = result.rejected if result is not None else ()
+    by_memory = [r for r in rejected if r.limit.target == "memory"]
+    if by_memory:
+        r = by_memory[0]
+        out.append(f"memory: {_config(r.estimate.config)} would be {_better(r, e, result)} "
+                   f"but needs {_gb(r.estimate.memory.total)} per GPU (limit {_gb(lim.memory)})")
+    elif e.memory.total > 0.9 * lim.memory:
+        out.append(f"memory: {_gb(e.memory.total)} of the {_gb(lim.memory)} per GPU limit "
+                   f"({e.memory.total / lim.memory:.0%})")
     b = e.breakdown
-    overheads = {"tp": b.tp, "cp": b.cp, "ep": b.ep, "pp": b.pp, "dp": b.dp, "bubble": b.bubble,
-                 "recompute": b.recompute}
-    for name, seconds in sorted(overheads.items(), key=lambda kv: -kv[1])[:2]:
-        if seconds > 0.05 * e.step_time:
-            out.append(f"{name}: {seconds / e.step_time:.0%} of the step")
+    comm = {"tp": b.tp, "cp": b.cp, "ep": b.ep, "pp": b.pp, "dp": b.dp}
+    dim, seconds = max(comm.items(), key=lambda kv: kv[1])
+    if seconds > 0.01 * step:
+        tier = _comm_tier(e, job, dim)
+        where = f" on {tier.name} (level {tier.level}, {tier.kind})" if tier is not None else ""
+        out.append(f"link: {dim} communication, {seconds / step:.0%} of the step{where}")
+    if b.bubble > 0.05 * step:
+        c = e.config
+        out.append(f"bubble: {b.bubble / step:.0%} of the step (pp={c.pp}, vp={c.vp}, {c.microbatches} micro-batches)")
+    if b.recompute > 0.05 * step:
+        out.append(f"recompute: {b.recompute / step:.0%} of the step ({e.config.recompute})")
+    limit = lim.get("power")
+    if limit is not None and power is not None:
+        by_power = [r for r in rejected if r.limit.target == "power"]
+        line = f"power: {_mw(power.total)} of the {_mw(limit.value)} limit ({power.total / limit.value:.0%})"
+        if by_power:
+            line += f"; {_config(by_power[0].estimate.config)} would be {_better(by_power[0], e, result)} but exceeds it"
+        out.append(line)
+    for other in rejected:
+        if other.limit.target not in ("memory", "power"):
+            out.append(f"{other.limit.target}: `{other.limit.target} {other.limit.op}` excludes faster configurations")
+            break
     return tuple(out) or ("compute",)

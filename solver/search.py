@@ -1,46 +1,49 @@
 """Exact branch-and-bound search for the best training configuration of a job.
 
-It explores exactly the space of `solver.enumerate` (same validity, same limits, same
-objective) and returns the same optimum, but evaluates only a small part of it.
+It explores exactly the space of `solver.enumerate` (same validity, limits and
+objective) and returns the same optimum and runners-up, evaluating a small part of it.
+The tree, best bound first over a frontier of layouts and micro-batch branches:
 
-Levels of the tree, and how each is cut:
+1. Layout (tp, pp, cp, ep; dp is the largest valid). Cut whole when `job_power` at its
+   GPU count, even with every GPU waiting, breaks `subject to { power <= ... }`. The
+   micro-batches that can fit form a prefix (memory never grows as the micro-batch
+   shrinks; the least-memory configuration of a micro-batch is full recompute if
+   allowed, the highest ZeRO stage, any vp), and the rest is cut without an estimate.
+   One estimate at the largest fitting micro-batch bounds the layout:
 
-1. Layout (tp, pp, cp, ep; dp is the largest valid). Cut when even the frugal end of the
-   power model, `job_power` at the layout's GPUs, breaks a `subject to { power <= }`.
-2. Micro-batch. Cut for memory before any estimate: the memory of the least-memory
-   configuration of the branch (full recompute if allowed, the highest ZeRO stage,
-   every vp) is a lower bound for the branch, and for every larger micro-batch too, so
-   the micro-batch loop stops at the first one that does not fit. One estimate (no
-   recompute, highest ZeRO stage) gives the branch's lower bound on step time:
+       compute(largest) + optimizer + (pp - 1) / vp_max * compute(largest) / most micro-batches
 
-       compute + tp + optimizer + (pp - 1) / vp_max * (compute + tp) / micro-batches
+2. Micro-batch branch. One estimate (no recompute, the highest ZeRO stage, the first vp
+   and placement order) bounds it: compute + TP + optimizer + the bubble's share of them.
+   The search stops when the next bound on the frontier cannot beat the (top + 1)-th best
+   value found, so the runners-up are exact too.
+3. Inside a branch, per placement order, per ZeRO stage, per configuration: memory is
+   checked exactly first (it does not depend on the order); one estimate per order gives
+   its CP + EP + PP time (the order's bound), one per (order, stage) at the most
+   recompute gives the least DP time over recompute choices and the exact optimizer
+   time (the stage's bound); each configuration is then bounded with its own recompute's
+   compute + recompute + TP and its own vp's bubble before it is estimated.
 
-   Branches are then visited best bound first and the search stops as soon as the
-   next bound cannot beat the (top + 1)-th best value found, so the runners-up are
-   exact too.
-3. Recompute: the same bound with the branch's exact recompute and TP time.
-4. ZeRO stage and vp: memory checked exactly (memory does not depend on placement),
-   then the bound with this vp; one estimate with the first placement order gives the
-   exact optimizer time, and the remaining orders are estimated only while the bound
-   is below the incumbent.
+What the bounds rest on (tests/solver/test_bounds.py checks each on random designs, and
+checks every bound the search computes against every configuration it covers, so a
+recalibration that breaks one fails there rather than silently here):
 
-What the bounds assume of the cost model (tests/solver/test_bounds.py checks every one
-on random designs, so a recalibration that breaks one fails there, not silently here):
-
-- step time is the sum of the breakdown's terms, all non-negative;
+- the step time is the sum of the breakdown's terms, all non-negative;
 - compute, recompute and TP time do not depend on the ZeRO stage, vp or the placement
-  order (tp is always innermost, stride 1); recompute "none" has the least compute +
-  recompute + TP time;
-- optimizer time does not depend on micro-batch, recompute, vp or order, and does not
-  grow with the ZeRO stage;
-- the bubble is at least (pp - 1) / vp times one micro-batch's compute + recompute + TP
-  time on a stage;
-- memory does not depend on the placement order and never grows with more recompute
-  (none, selective, full), a higher ZeRO stage or a smaller micro-batch;
-- for MFU, MFU x step time is fixed for a layout; for energy, job power is affine in the
-  busy share (checked at run time for each GPU count; where it is not, the search calls
-  `job_power` itself and bounds power by the smaller of its values at busy 0 and 1,
-  which assumes only that power grows with the busy share).
+  order (tp is always innermost); no recompute has the least compute + recompute + TP;
+- optimizer time depends only on the layout and the ZeRO stage, and does not grow with it;
+- CP, EP and PP time do not depend on recompute or the ZeRO stage, CP and EP not on vp,
+  and PP time does not shrink with more virtual stages;
+- DP time does not depend on vp and does not grow with more recompute;
+- the bubble is at least (pp - 1) / vp x (compute + recompute + TP + CP + EP + PP) / micro-batches;
+- memory does not depend on the order and never grows with more recompute (none,
+  selective, full), a higher ZeRO stage or a smaller micro-batch;
+- compute per step never grows with the micro-batch: used only for dense layers and for
+  MoE layouts whose micro-batches route whole tokens to every local expert (otherwise
+  the layout is expanded without a layout bound);
+- for MFU, MFU x step time is fixed within a layout; for energy, job power is affine in
+  the busy share (checked at run time per GPU count; where it is not, power is read from
+  `job_power` and bounded by its smaller end, which assumes it grows with the busy share).
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ class SearchResult:
     rejected: tuple[Rejected, ...] = ()  # faster configurations that a limit excluded (witnesses)
     closest: tuple[tuple[str, float, Estimate], ...] = ()   # infeasible: best value reached per limit
     limits: Limits | None = None
+    least_power: tuple[float, int] | None = None   # (W, GPUs): the lowest power floor of a layout cut by power
 
     @property
     def pruned(self) -> int:
@@ -177,7 +181,7 @@ class _Power:
 
 
 class _Search:
-    def __init__(self, job: Job, objective: str, top: int) -> None:
+    def __init__(self, job: Job, objective: str, top: int, audit=None) -> None:
         if objective not in space_def.OBJECTIVES:
             raise ValueError(f"unknown objective {objective!r}")
         self.job, self.objective = job, objective
@@ -189,11 +193,21 @@ class _Search:
         self.rejected: list[Rejected] = []
         self.closest: dict[str, tuple[float, Estimate]] = {}
         self.power = _Power(job)
+        self.least_power: tuple[float, int] | None = None
         self.tokens = job.batch * job.seq
         rec = self.space.recomputes
         self.frugal_recompute = max(rec, key=RECOMPUTE.index)   # the least activation memory allowed
         self.top_zero = max(self.space.zeros)
         self.power_limit = next((lim for lim in self.lim.items if lim.target == "power" and lim.upper), None)
+        # audit(bound, fields): called with every bound computed and the fields (tp, pp, dp,
+        # cp, ep, microbatch, order, zero, recompute, vp) fixed in the part of the space it
+        # covers; tests check each against every configuration of that part.
+        self.audit = audit
+
+    def checked(self, bound: float, **fields) -> float:
+        if self.audit is not None:
+            self.audit(bound, fields)
+        return bound
 
     # ------------------------------------------------------------ helpers
     def config(self, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order) -> TrainConfig:
@@ -217,7 +231,7 @@ class _Search:
         if self.objective in ("throughput", "time"):
             return step
         if self.objective == "mfu":
-            return -rep.mfu * rep.step_time / step
+            return -rep.mfu * rep.step_time / step if step > 0 else float("-inf")
         return self.power.energy_bound(rep.config.gpus, step, work) / self.tokens
 
     def offer(self, e: Estimate) -> None:
@@ -257,6 +271,8 @@ class _Search:
             gpus = tp * pp * cp * dp
             if self.power_limit is not None and not self.power_limit.holds(self.power.floor(gpus)):
                 self.pruned["limits"] += sum(leaves)
+                if self.least_power is None or self.power.floor(gpus) < self.least_power[0]:
+                    self.least_power = (self.power.floor(gpus), gpus)
                 continue
             all_vps = space_def.vp_candidates(job, pp)
             fitting = 0
@@ -277,6 +293,8 @@ class _Search:
                 b, most = rep.breakdown, job.batch // (dp * inner[0][0])
                 bound = self.value_bound(step_bound(b.compute, b.optimizer, pp, max(all_vps), most),
                                          b.compute + b.optimizer, rep)
+                bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
+                                     microbatch=tuple(mb for mb, _ in inner[:fitting]))
                 heapq.heappush(pending, (bound, next(seq), "layout", (layout, rep)))
             else:
                 self.expand(layout, None, pending, seq)
@@ -301,7 +319,7 @@ class _Search:
             self.pruned["bound"], self.pruned["memory"], self.pruned["limits"], self.estimates,
             time.perf_counter() - start, rejected,
             tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
-            self.lim)
+            self.lim, self.least_power)
 
     def representative(self, layout, i: int) -> Estimate:
         """The estimate a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""
@@ -317,21 +335,12 @@ class _Search:
             b = rep.breakdown
             bound = self.value_bound(step_bound(b.compute + b.tp, b.optimizer, pp, max(vps), rep.config.microbatches),
                                      b.compute + b.optimizer, rep)
+            bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
             heapq.heappush(pending, (bound, next(seq), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i])))
 
     def monotone_in_microbatch(self, layout) -> bool:
-        """Whether compute per step is known not to grow with the micro-batch here: always for
-        dense layers; for MoE only where every micro-batch routes whole tokens to every local
-        expert (tokens x top_k divisible by the local experts), so no GEMM rounds its rows."""
-        shape = self.job.shape
-        if not shape.is_moe:
-            return True
         tp, pp, dp, cp, ep, orders, inner, _ = layout
-        if shape.routed % ep:
-            return False
-        local = shape.routed // ep
-        return all((mb * self.job.seq // cp * shape.top_k) % local == 0 and (mb * self.job.seq) % cp == 0
-                   for mb, _ in inner)
+        return compute_monotone(self.job, tp, cp, ep, [mb for mb, _ in inner])
 
     def visit(self, branch) -> None:
         """Every configuration of one (tp, pp, cp, ep, dp, micro-batch) branch: evaluated or cut.
@@ -348,18 +357,26 @@ class _Search:
         frugal = recomputes[-1]
         zeros = sorted(space.zeros, key=lambda z: (z != 1, z))      # the distributed optimizer first
         vp0, vmax = vps[0], max(vps)
-        fits = {(rc, z, vp): self.memory(self.config(tp, pp, dp, cp, ep, mb, vp, rc, z, orders[0])) <= lim.memory
-                for rc in recomputes for z in zeros for vp in vps}
+        fitting: dict[tuple, bool] = {}
+
+        def fits(rc: str, z: int, vp: int) -> bool:
+            key = (rc, z, vp)
+            if key not in fitting:
+                cfg = self.config(tp, pp, dp, cp, ep, mb, vp, rc, z, orders[0])
+                fitting[key] = self.memory(cfg) <= lim.memory
+            return fitting[key]
         status: dict[tuple, str] = {}
         cache: dict[tuple, Estimate] = {}
         fixed = {"none": fixed_time(rep)}        # compute + recompute + TP, per recompute choice ("none": the least)
         redo = {"none": 0.0}                      # recompute time, per recompute choice
         floor_fixed, floor_optimizer, compute = fixed_time(rep), rep.breakdown.optimizer, rep.breakdown.compute
 
-        def bound(rc: str, comm: float, dp_time: float, optimizer: float, vp: int) -> float:
+        def bound(rc: str, comm: float, dp_time: float, optimizer: float, vp_most: int, **fields) -> float:
+            """A bound for configurations with recompute `rc` ("none": any) and vp <= `vp_most`."""
             f = fixed.get(rc, floor_fixed)
-            step = f + comm + dp_time + optimizer + ((pp - 1) / vp * (f + comm) / m if pp > 1 else 0.0)
-            return self.value_bound(step * SAFETY, compute + redo.get(rc, 0.0) + optimizer, rep)
+            step = f + comm + dp_time + optimizer + ((pp - 1) / vp_most * (f + comm) / m if pp > 1 else 0.0)
+            value = self.value_bound(step * SAFETY, compute + redo.get(rc, 0.0) + optimizer, rep)
+            return self.checked(value, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb, **fields)
 
         def evaluate(key: tuple) -> Estimate:
             if key not in cache:
@@ -379,49 +396,70 @@ class _Search:
                     self.pruned[kind] += 1
 
         def live(z: int, order: tuple) -> list[tuple]:
-            return [(rc, z, vp, order) for rc in recomputes for vp in vps if fits[(rc, z, vp)]]
+            return [(rc, z, vp, order) for rc in recomputes for vp in vps if fits(rc, z, vp)]
 
         rep_key = ("none", self.top_zero, vp0, orders[0])
         cache[rep_key] = rep
         if "none" in space.recomputes:
             evaluate(rep_key)
         for order in orders:
-            comm = None
+            b = rep.breakdown
+            comm = b.cp + b.ep + b.pp if order == orders[0] else None
             for i, z in enumerate(zeros):
                 keys = [k for k in live(z, order) if k not in status]
                 if not keys:
                     continue
-                if comm is not None and bound("none", comm, 0.0, floor_optimizer, vmax) >= self.top.threshold:
+                if comm is not None and bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= self.top.threshold:
                     cut(k for later in zeros[i:] for k in live(later, order))
                     break
                 probe = evaluate((frugal, z, vp0, order)).breakdown
                 comm = probe.cp + probe.ep + probe.pp
-                if bound("none", comm, 0.0, floor_optimizer, vmax) >= self.top.threshold:
+                if bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= self.top.threshold:
                     cut(k for later in zeros[i:] for k in live(later, order))
                     break
-                if bound("none", comm, probe.dp, probe.optimizer, vmax) >= self.top.threshold:
+                if bound("none", comm, probe.dp, probe.optimizer, vmax, order=order, zero=z) >= self.top.threshold:
                     cut(keys)
                     continue
                 for key in keys:
                     if key in status:
                         continue
-                    if bound(key[0], comm, probe.dp, probe.optimizer, key[2]) >= self.top.threshold:
+                    rc, _, vp, _ = key
+                    if bound(rc, comm, probe.dp, probe.optimizer, vp, order=order, zero=z, recompute=rc,
+                             vp=vp) >= self.top.threshold:
                         cut((key,))
                     else:
                         evaluate(key)
-        for rc, z, vp in fits:
-            cut(((rc, z, vp, order) for order in orders), "bound" if fits[(rc, z, vp)] else "memory")
+        for rc, z, vp in itertools.product(recomputes, zeros, vps):
+            cut(((rc, z, vp, order) for order in orders), "bound" if fits(rc, z, vp) else "memory")
 
 
-def search(job: Job, objective: str = "throughput", top: int = 3) -> SearchResult:
+def compute_monotone(job: Job, tp: int, cp: int, ep: int, microbatches) -> bool:
+    """Whether the search may take compute per step not to grow with the micro-batch: for
+    dense layers always (bigger GEMMs are never slower per token); for MoE layers only
+    where every micro-batch routes whole tokens to every local expert, even split over the
+    TP ranks (tokens x top_k divisible by the local experts), so no grouped GEMM rounds
+    its rows."""
+    shape = job.shape
+    if not shape.is_moe:
+        return True
+    if shape.routed % ep:
+        return False
+    local, split = shape.routed // ep, cp * tp
+    return all((mb * job.seq) % split == 0 and (mb * job.seq // split * shape.top_k) % local == 0
+               for mb in microbatches)
+
+
+def search(job: Job, objective: str = "throughput", top: int = 3, audit=None) -> SearchResult:
     """The optimum of the cost model for `job` under `objective`, the `top` runners-up,
-    and how much of the space was evaluated and pruned (see the module docstring)."""
-    return _Search(job, objective, top).run()
+    and how much of the space was evaluated and pruned (see the module docstring).
+    `audit(bound, fields)`, if given, sees every lower bound the search computes."""
+    return _Search(job, objective, top, audit).run()
 
 
 def least_memory(job: Job) -> Estimate | None:
-    """The valid configuration that needs the least memory per GPU (ties: fewest GPUs
-    idle, then the enumerator's order), using the same monotonicity as the search."""
+    """The valid configuration that needs the least memory per GPU, found with the same
+    monotonicity as the search (more recompute, a higher ZeRO stage and a smaller
+    micro-batch never need more)."""
     space = space_def.space(job)
     best_cfg, best_memory = None, float("inf")
     frugal = max(space.recomputes, key=RECOMPUTE.index)

@@ -8,9 +8,9 @@ generated specs field by field). Plan-heavy laws run a third of the profile's ex
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings, strategies as st
@@ -27,7 +27,7 @@ from gclc.testing import designs, sources
 
 # Plans cost tens of milliseconds each; laws that plan twice run a third of the examples.
 heavy = settings(max_examples=max(10, settings.default.max_examples // 3))
-EXAMPLE = "examples/dgx_h100_superpod.gcl"
+EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "dgx_h100_superpod.gcl")
 REL = 1e-9
 
 
@@ -84,12 +84,14 @@ def test_planning_the_same_text_twice_gives_the_same_plan(d):
         assert one.best.step_time == two.best.step_time
 
 
-@given(designs(params=True, job=False), st.integers(1, 4))
+@given(designs(params=True, job=False, heterogeneous=False), st.integers(1, 4))
 def test_set_overrides_equal_editing_the_param(d, units):
     edited = d.with_params({"units": units})
     overridden = check_file(d.path, {"units": str(units)}, d.text)
-    assert overridden.design is not None
-    assert lower(overridden.design) == edited.graph
+    assert [(x.code, x.message) for x in overridden.diagnostics] == [(x.code, x.message) for x in edited.diagnostics]
+    assert overridden.design == edited.result.design
+    if overridden.design is not None:  # more units may outgrow the fabric: an error either way
+        assert lower(overridden.design) == edited.graph
 
 
 # ================================================================= unit algebra
@@ -210,7 +212,7 @@ def test_power_rows_sum_to_the_it_load(d):
 
 
 @settings(max_examples=max(5, settings.default.max_examples // 6))
-@given(designs(like=EXAMPLE, vary={"sus": range(1, 5), "facility_pue": (1.0, 1.5)}))
+@given(designs(like=EXAMPLE, vary={"sus": range(1, 5), "facility_pue": (1.0, 1.4)}))
 def test_power_rows_sum_to_the_it_load_on_a_varied_example(d):
     power_rows_sum_to_the_it_load(d.graph)
 
@@ -303,14 +305,14 @@ def test_the_plan_keeps_the_jobs_memory_limit(d):
 # ================================================================= heterogeneous jobs
 
 
-@pytest.mark.skip(reason="no heterogeneous planner yet: `gclc.solver.hetero` does not exist and "
-                         "`train_job` refuses a job `on` several partitions (JobError)")
-@heavy
-@given(designs(heterogeneous=True))
+@settings(max_examples=max(8, settings.default.max_examples // 6))
+@given(designs(heterogeneous=True, spread=True, cluster={"partitions": 2}))
 def test_adding_a_partition_never_lowers_a_heterogeneous_jobs_throughput(d):
-    assert importlib.util.find_spec("gclc.solver.hetero") is not None
+    """`solver.hetero` may always leave a partition out, so one more never hurts."""
     cluster = d.spec.cluster
-    first, *rest = [f"{cluster.name}.{p.name}" for p in cluster.partitions]
-    one = d.with_fields({"job.on": f"[{first}]"})
-    more = d.with_fields({"job.on": f"[{', '.join([first, *rest])}]"})
-    assert throughput(more.plan()) >= throughput(one.plan()) * (1 - REL)
+    names = [f"{cluster.name}.{p}" for p in d.spec.partition]
+    fewer = d.with_fields({"job.on": f"[{', '.join(names[:-1])}]"})
+    before, after = fewer.hetero_plan(), d.hetero_plan()
+    if before.best is not None:
+        assert after.best is not None
+    assert after.tokens_per_s >= before.tokens_per_s * (1 - REL)

@@ -18,6 +18,8 @@ JOBS = partition_jobs(ENTITY)
 PLANS = tuple(plan(job, "throughput") for job in JOBS)   # planned once for the whole module
 RESULT = plan_hetero(JOBS, PLANS)
 
+# Half the profile's examples (30 under `ci`, 1000 under GCLC_HYPOTHESIS=deep): each is a solve.
+EXAMPLES = max(10, settings.default.max_examples // 2)
 
 # ----------------------------------------------------------------- the MILP on random lanes
 
@@ -31,7 +33,7 @@ def lanes(draw, name):
                 draw(st.integers(0, 200)), tuple(crossing * (1 + 0.2 * n) for n in range(4)))
 
 
-@settings(max_examples=30)
+@settings(max_examples=EXAMPLES)
 @given(st.lists(lanes("old"), min_size=1, max_size=3), lanes("new"), st.integers(1, 120))
 def test_adding_a_partition_never_lowers_throughput(old, new, total):
     old = [Lane(f"p{i}", *(getattr(lane, f) for f in ("granule", "fixed", "per_item", "limit", "crossing")))
@@ -42,7 +44,7 @@ def test_adding_a_partition_never_lowers_throughput(old, new, total):
         assert after.step_time <= before.step_time * (1 + 1e-9) + 1e-12
 
 
-@settings(max_examples=30)
+@settings(max_examples=EXAMPLES)
 @given(st.lists(lanes("x"), min_size=1, max_size=4), st.integers(1, 120))
 def test_shares_sum_to_the_total_in_granules_within_limits(group, total):
     group = [Lane(f"p{i}", lane.granule, lane.fixed, lane.per_item, lane.limit, lane.crossing)
@@ -74,7 +76,7 @@ def brute_force(total, group):
     return best
 
 
-@settings(max_examples=30)
+@settings(max_examples=EXAMPLES)
 @given(st.lists(lanes("x"), min_size=1, max_size=3), st.integers(1, 40))
 def test_the_milp_is_the_exhaustive_optimum(group, total):
     group = [Lane(f"p{i}", lane.granule, lane.fixed, lane.per_item, min(lane.limit, 40), lane.crossing)

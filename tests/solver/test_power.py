@@ -23,6 +23,8 @@ CONFIG = TrainConfig(batch=256, seq=4096, tp=2, pp=2, dp=8, microbatch=1, sp=Tru
 BEST = estimate(JOB.shape, CONFIG, JOB.partition)
 INPUTS = PowerInputs.from_plan(JOB, BEST)
 
+# Half the profile's examples (30 under `ci`, 1000 under GCLC_HYPOTHESIS=deep): each is a solve.
+EXAMPLES = max(10, settings.default.max_examples // 2)
 
 # ----------------------------------------------------------------- random model inputs
 
@@ -50,7 +52,7 @@ def budget_between(inputs: PowerInputs, share: float) -> float:
 # ----------------------------------------------------------------- laws
 
 
-@settings(max_examples=25)
+@settings(max_examples=EXAMPLES)
 @given(power_inputs(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
 def test_throughput_never_falls_as_the_budget_grows(inputs, a, b):
     low, high = sorted((budget_between(inputs, a), budget_between(inputs, b)))
@@ -58,7 +60,7 @@ def test_throughput_never_falls_as_the_budget_grows(inputs, a, b):
     assert t_high >= t_low * (1 - 1e-6)
 
 
-@settings(max_examples=20)
+@settings(max_examples=EXAMPLES)
 @given(power_inputs(), st.floats(0.02, 0.98))
 def test_marginal_value_matches_the_curve(inputs, share):
     """d log T / d log B from the dual lies between the one-sided differences of the
@@ -85,7 +87,7 @@ def test_marginal_value_is_the_derivative_on_the_job():
     assert result.marginal_tokens_per_s_per_mw == pytest.approx(derivative * 1e6, rel=1e-2)
 
 
-@settings(max_examples=25)
+@settings(max_examples=EXAMPLES)
 @given(power_inputs(), st.floats(0.0, 1.0))
 def test_energy_objective_never_spends_more_per_token(inputs, share):
     budget = budget_between(inputs, share)

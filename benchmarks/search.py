@@ -1,0 +1,107 @@
+"""Search benchmark: time, configurations and optimum of the exact parallelism search on
+four published-scale training jobs (goal: <= 1 s each on one core).
+
+    .venv/bin/python benchmarks/search.py [--oracle SECONDS] [--objective throughput]
+
+Designs (benchmarks/designs/*.gcl, sources in their comments): MT-NLG 530B on 5,128 A100,
+GPT-3 175B on 4,096 A100, Llama 3 405B on 16,384 H100, a DeepSeek-V3-style MoE on 2,048
+H800. Nothing in them is pinned, so the search covers the whole space.
+
+For each design the script prints the search's wall and CPU time (cold: the model's layer
+cache is cleared first), the size of the space, how many configurations were evaluated and
+pruned, and the optimum. The exhaustive enumerator (`solver.enumerate`) is run as well when
+its projected time (space size x the measured cost of one estimate) is under `--oracle`
+seconds (default 60); otherwise its projected time is printed instead. With the
+enumerator's answer, the script checks that both optima are equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
+
+DESIGNS = ("mt_nlg_530b", "gpt3_175b", "llama3_405b", "deepseek_v3")
+
+
+def _clear_caches() -> None:
+    from gclc.compiler.model import step
+
+    for name in dir(step):
+        cache_clear = getattr(getattr(step, name), "cache_clear", None)
+        if callable(cache_clear):
+            cache_clear()
+
+
+def _config(c) -> str:
+    return (f"tp={c.tp} pp={c.pp} vp={c.vp} dp={c.dp} cp={c.cp} ep={c.ep} mb={c.microbatch} {c.recompute} "
+            f"zero={c.zero} order={','.join(c.order)}")
+
+
+def run(name: str, objective: str, oracle_budget: float) -> dict:
+    from gclc.compiler.driver import check_file
+    from gclc.compiler.model.job import train_job
+    from gclc.solver import enumerate as enumerator
+    from gclc.solver.search import search
+
+    checked = check_file(str(HERE / "designs" / f"{name}.gcl"))
+    if checked.design is None:
+        raise SystemExit(f"{name}: the design does not check")
+    job = train_job(checked.design)
+    _clear_caches()
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = search(job, objective)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    row = {"name": name, "job": job, "gpus": job.gpus, "wall": wall, "cpu": cpu, "result": result}
+    per_estimate = cpu / max(1, result.estimates)
+    row["oracle_projected"] = result.configurations * per_estimate
+    if row["oracle_projected"] <= oracle_budget:
+        start = time.perf_counter()
+        best, count = enumerator.best(job, objective)
+        row["oracle"] = (best, count, time.perf_counter() - start)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--oracle", type=float, default=60.0, metavar="SECONDS",
+                        help="run the exhaustive enumerator when its projected time is below this (default 60)")
+    parser.add_argument("--objective", default="throughput", choices=("throughput", "time", "energy", "mfu"))
+    parser.add_argument("designs", nargs="*", default=list(DESIGNS), help="design names (default: all four)")
+    args = parser.parse_args(argv)
+    from gclc.solver import enumerate as enumerator
+
+    failures = 0
+    print(f"{'design':<13} {'GPUs':>6} {'wall s':>7} {'CPU s':>6} {'space':>9} {'evaluated':>9} {'pruned':>9} "
+          f"{'estimates':>9}  optimum")
+    for name in args.designs:
+        row = run(name, args.objective, args.oracle)
+        r = row["result"]
+        if r.best is None:
+            optimum = f"{r.status}"
+        else:
+            e = r.best
+            optimum = (f"{e.step_time:.3f} s/step, {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, MFU {e.mfu:.1%}, "
+                       f"{e.config.gpus} GPUs: {_config(e.config)}")
+        print(f"{name:<13} {row['gpus']:>6} {row['wall']:>7.3f} {row['cpu']:>6.3f} {r.configurations:>9,} "
+              f"{r.evaluated:>9,} {r.pruned:>9,} {r.estimates:>9,}  {optimum}")
+        if "oracle" in row:
+            best, count, seconds = row["oracle"]
+            value = None if best is None else enumerator.objective_value(row["job"], args.objective, best)
+            same = (best is None and r.best is None) or (
+                best is not None and r.value is not None and abs(value - r.value) <= 1e-9 * abs(value))
+            failures += not same
+            print(f"{'':<13} enumerator: {count:,} configurations in {seconds:.1f} s; optimum "
+                  f"{'equal' if same else 'DIFFERENT: ' + _config(best.config)}")
+        else:
+            print(f"{'':<13} enumerator: {r.configurations:,} configurations, projected "
+                  f"{row['oracle_projected']:.0f} s on one core (not run; --oracle {row['oracle_projected']:.0f} runs it)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Why a job has no admissible configuration: the constraint, by how much, and where.
+
+Three cases, checked in order:
+
+- the space is empty: the pinned values, the GPU count and the batch leave no valid
+  configuration at all (pointing at the pin or the batch);
+- memory: even the configuration that needs the least memory per GPU does not fit
+  the chip's HBM, or the job's `subject to { memory <= ... }` (pointing at the chip's
+  `hbm.capacity` or at the bound);
+- another `subject to` limit (power, MFU, time, energy, gpus): the configuration
+  that comes closest, and the bound's span.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ..compiler.design import Entity, Partition as PartitionRef, Record, Repeat
+from ..compiler.model.job import Job
+from ..compiler.model.memory import model_state
+from ..compiler.model.step import Estimate
+from ..dsl.source import Span
+from . import enumerate as space_def
+
+
+@attrs.frozen
+class Infeasibility:
+    constraint: str              # space | memory | power | mfu | time | energy | gpus
+    message: str                 # one sentence, with the numbers and the source location
+    needs: float | None = None   # what the closest configuration needs (base units)
+    limit: float | None = None   # what the design allows
+    unit: str = ""
+    span: Span | None = None
+    config: object | None = None  # the TrainConfig the numbers come from
+
+    @property
+    def location(self) -> str:
+        return str(self.span) if self.span is not None else ""
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.1f} GB"
+
+
+def _config(c) -> str:
+    return (f"tp={c.tp} pp={c.pp} dp={c.dp} cp={c.cp} ep={c.ep} vp={c.vp} micro-batch {c.microbatch}, "
+            f"{c.recompute} recompute, ZeRO {c.zero}, {c.gpus} GPUs")
+
+
+def chip_entity(job: Job) -> Entity | None:
+    """The `chip` declaration the job's GPUs come from (for its spans), if it can be traced."""
+    try:
+        target = job.entity.get("on")
+        if isinstance(target, tuple):
+            target = target[0]
+        if isinstance(target, PartitionRef):
+            units = target.cluster.get("partition").get(target.name).get("units")
+        else:
+            units = target.get("units")
+            if units is None:
+                partitions: Record = target.get("partition")
+                units = next(i.value.get("units") for i in partitions.items if i.name == job.partition.name)
+        unit = units.part if isinstance(units, Repeat) else units
+        node = unit.get("nodes").part if unit.kind == "supernode" else unit
+        gpus = node.get("gpus")
+        return gpus.part if isinstance(gpus, Repeat) else None
+    except (AttributeError, StopIteration, TypeError):
+        return None
+
+
+def hbm_span(job: Job) -> Span | None:
+    chip = chip_entity(job)
+    if chip is not None:
+        return chip.span_of("hbm.capacity")
+    return getattr(job.partition.node.accelerator, "span", None)
+
+
+def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:
+    """The reason `result` (a SearchResult with no best) found nothing admissible."""
+    if result.status == "empty" or smallest is None:
+        return _empty(job)
+    lim = result.limits or space_def.limits(job)
+    if smallest.memory.total > lim.memory:
+        return _memory(job, lim, smallest)
+    return _other_limit(job, lim, result)
+
+
+def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
+    chip = job.partition.node.accelerator
+    need, m = smallest.memory.total, smallest.memory
+    state = sum(model_state(job.shape, smallest.config))
+    bound = lim.get("memory")
+    if need > lim.hbm or bound is None:
+        limit, span = lim.hbm, hbm_span(job)
+        allows = f"the {chip.name} has {_gb(lim.hbm)} ({span})"
+    else:
+        limit, span = lim.memory, bound.span
+        share = f"{bound.value / lim.hbm:.0%} of " if bound.share else ""
+        allows = f"the job allows {_gb(lim.memory)} ({share}the {chip.name}'s {_gb(lim.hbm)}, {span})"
+    if state > limit:
+        what = f"needs {_gb(state)} per GPU for weights, gradients and optimizer state alone ({_gb(need)} in all)"
+    else:
+        parts = ", ".join(f"{k} {_gb(v)}" for k, v in m.rows() if v)
+        what = f"needs {_gb(need)} per GPU ({parts})"
+    least = f"even in its least-memory configuration ({_config(smallest.config)})"
+    short = f"short by {_gb(need - limit)} ({need / limit:.2g}x)"
+    # Every parallel dimension and ZeRO-3 at most split the model state evenly, so the
+    # whole state over what a GPU has left after its fixed buffers bounds the GPU count.
+    whole = sum(model_state(job.shape, attrs.evolve(smallest.config, tp=1, pp=1, dp=1, cp=1, ep=1, zero=0)))
+    room = limit - m.buffers
+    gpus = f"; holding the model state takes at least {math.ceil(whole / room):,} GPUs" if room > 0 else ""
+    return Infeasibility("memory", f"`{job.name}` {what} {least}; {allows}: {short}{gpus}", need, limit, "B",
+                         span, smallest.config)
+
+
+_UNITS = {"power": ("W", lambda x: f"{x / 1e6:.3g} MW" if x >= 1e6 else f"{x / 1e3:.3g} kW"),
+          "mfu": ("", lambda x: f"{x:.1%}"), "time": ("s", lambda x: f"{x / 86400:.3g} days"),
+          "energy": ("J", lambda x: f"{x / 3.6e9:.3g} MWh"), "gpus": ("", lambda x: f"{x:.0f}"),
+          "memory": ("B", _gb)}
+
+
+def _other_limit(job: Job, lim, result) -> Infeasibility:
+    for target, _, e in result.closest:
+        limit = next((i for i in lim.items if i.target == target), None)
+        if limit is None:
+            continue
+        value = space_def.measure(job, e, target)
+        unit, fmt = _UNITS.get(target, ("", lambda x: f"{x:.4g}"))
+        word = "at least" if limit.upper else "at most"
+        message = (f"`{job.name}` cannot meet `{target} {limit.op} {fmt(limit.value)}` ({limit.span}): "
+                   f"the closest configuration ({_config(e.config)}) reaches {fmt(value)}, so the job needs "
+                   f"{word} {fmt(value)}")
+        return Infeasibility(target, message, value, limit.value, unit, limit.span, e.config)
+    power = lim.get("power")
+    if power is not None and result.least_power is not None:
+        watts, gpus = result.least_power
+        fmt = _UNITS["power"][1]
+        return Infeasibility("power", f"`{job.name}` cannot meet `power {power.op} {fmt(power.value)}` "
+                             f"({power.span}): the smallest valid layout ({gpus} GPUs) draws at least {fmt(watts)} "
+                             f"even when its GPUs wait, {watts / power.value:.2g}x the limit",
+                             watts, power.value, "W", power.span)
+    return Infeasibility("limits", f"`{job.name}`: no configuration meets the job's `subject to` limits "
+                         f"({job.entity.span})", span=job.entity.span)
+
+
+def _empty(job: Job) -> Infeasibility:
+    """No valid configuration at all: say which pin, GPU count or batch rules them out."""
+    p, shape, gpus = job.pinned, job.shape, job.gpus
+    spans = {k: job.entity.span_of(f"parallelism.{k}") for k in p}
+    fixed = [k for k in ("tp", "pp", "cp") if k in p]
+    product = 1
+    for k in fixed:
+        product *= int(p[k])
+    if product > gpus:
+        names = "·".join(fixed)
+        return Infeasibility("space", f"`{job.name}` pins {names} = {product}, more than its {gpus} GPUs "
+                             f"({spans[fixed[0]]})", product, gpus, "", spans[fixed[0]])
+    if "dp" in p:
+        dp = int(p["dp"])
+        if job.batch % dp:
+            return Infeasibility("space", f"`{job.name}` pins dp = {dp}, which does not divide the batch of "
+                                 f"{job.batch} ({spans['dp']})", dp, job.batch, "", spans["dp"])
+        if dp * product > gpus:
+            return Infeasibility("space", f"`{job.name}` pins dp = {dp}: dp x {'·'.join(fixed) or 'tp'} = "
+                                 f"{dp * product} GPUs, more than its {gpus} ({spans['dp']})", dp * product, gpus,
+                                 "", spans["dp"])
+    for key in ("microbatch", "microbatches", "vp", "schedule", "ep"):
+        if key in p:
+            return Infeasibility("space", f"`{job.name}`: no data-parallel size up to {gpus} GPUs splits the batch "
+                                 f"of {job.batch} under the pinned {key} = {p[key]} ({spans[key]})",
+                                 span=spans[key])
+    span = job.entity.span_of("batch")
+    return Infeasibility("space", f"`{job.name}`: no valid configuration of {gpus} GPUs for a batch of {job.batch} "
+                         f"({shape.layers} layers, {shape.heads} heads) ({span})", span=span)

@@ -1,0 +1,145 @@
+"""Small random training designs for the solver tests: GCL text built from a few drawn
+numbers (self-contained, no std import, so each checks in milliseconds), and the Job."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.compiler.model.job import train_job
+
+_DIR = Path(tempfile.mkdtemp(prefix="gclc-solver-tests-"))
+_COUNT = [0]
+
+TEMPLATE = """\
+chip Chip {{
+  hbm   {{ capacity = {hbm} GB  bandwidth = 2 TB/s }}
+  peak  {{ bf16 = 400 TFLOPS  fp8 = 800 TFLOPS }}
+  power {{ tdp = 500 W  idle = 60 W }}
+}}
+cpu Host {{ cores = 32  power = 300 W }}
+nic Nic {{ bandwidth = 200 Gb/s  power = 20 W }}
+switch Sw {{ radix = 32  port_speed = 200 Gb/s  power = 1 kW }}
+fabric Up {{ kind = nvlink  topology = switched  bandwidth = {up} GB/s  latency = 1 us }}
+fabric Out {{
+  kind                 = infiniband
+  topology             = fat_tree(tiers = 2, radix = 32, oversubscription = 1:1)
+  bandwidth            = 200 Gb/s
+  latency              = 1 us
+  switch               = Sw
+  in_network_reduction = {inr}
+}}
+node Box {{
+  gpus    = {per_node} x Chip
+  cpus    = 2 x Host
+  nics    = {per_node} x Nic
+  scaleup = Up
+}}
+cluster Farm {{
+  units    = {nodes} x Box
+  scaleout = Out
+  power {{ pue = 1.2 }}
+}}
+model M {{
+  arch     = {arch}
+  layers   = {layers}
+  hidden   = {hidden}
+  heads    = {heads}
+  kv_heads = {kv_heads}
+  ffn      = {ffn}
+  vocab    = {vocab}
+  seq      = {seq}
+  mlp      = {mlp}
+{experts}}}
+train T {{
+  model     = M
+  on        = Farm
+  batch     = {batch}
+  precision = {precision}
+  software  = {stack}
+{gpus}{parallelism}{limits}}}
+"""
+
+
+def text(p: dict) -> str:
+    experts = ""
+    if p.get("routed"):
+        experts = (f"  experts {{ routed = {p['routed']}  shared = {p['shared']}  top_k = {p['top_k']}  "
+                   f"ffn = {p['expert_ffn']}  dense_layers = {p['dense_layers']} }}\n")
+    pins = p.get("pins") or {}
+    parallelism = ""
+    if pins:
+        parallelism = "  parallelism {\n" + "".join(f"    {k} = {v}\n" for k, v in pins.items()) + "  }\n"
+    limits = ""
+    if p.get("limits"):
+        limits = "  subject to {\n" + "".join(f"    {k}\n" for k in p["limits"]) + "  }\n"
+    gpus = f"  gpus      = {p['job_gpus']}\n" if p.get("job_gpus") else ""
+    fields = {k: v for k, v in p.items() if k not in ("pins", "limits", "job_gpus")}
+    return TEMPLATE.format(experts=experts, parallelism=parallelism, limits=limits, gpus=gpus,
+                           arch="moe" if p.get("routed") else "dense", **fields)
+
+
+def job(p: dict):
+    """The Job of the design drawn as `p` (written to a temporary file and checked)."""
+    _COUNT[0] += 1
+    path = _DIR / f"design{_COUNT[0]}.gcl"
+    source = text(p)
+    path.write_text(source)
+    result = check_file(str(path))
+    assert result.design is not None, (source, [d.summary for d in result.diagnostics])
+    return train_job(result.design)
+
+
+@st.composite
+def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = True, hbm=None, max_gpus: int = 16):
+    """Parameters of a small design: model shape, GPUs, batch, pins and limits."""
+    heads = draw(st.sampled_from([4, 8, 16]))
+    head_dim = draw(st.sampled_from([32, 64, 128]))
+    hidden = heads * head_dim
+    layers = draw(st.sampled_from([2, 3, 4, 6, 8]))
+    p = {
+        "hbm": draw(hbm if hbm is not None else st.sampled_from([6, 8, 12, 24, 80])),
+        "up": draw(st.sampled_from([100, 300, 900])),
+        "inr": draw(st.sampled_from(["true", "false"])),
+        "per_node": draw(st.sampled_from([2, 4, 8])),
+        "layers": layers, "hidden": hidden, "heads": heads,
+        "kv_heads": draw(st.sampled_from([k for k in (1, 2, 4, 8, 16) if heads % k == 0])),
+        "ffn": draw(st.sampled_from([2, 4])) * hidden,
+        "vocab": draw(st.sampled_from([512, 8000, 32000])),
+        "seq": draw(st.sampled_from([256, 1024, 4096])),
+        "mlp": draw(st.sampled_from(["gelu", "swiglu"])),
+        "batch": draw(st.integers(4, 72)),
+        "precision": draw(st.sampled_from(["bf16", "bf16", "fp8"])),
+        "stack": draw(st.sampled_from(["megatron_core", "megatron", "deepspeed", "fsdp"])),
+    }
+    p["nodes"] = draw(st.integers(1, max(1, max_gpus // p["per_node"])))
+    total = p["nodes"] * p["per_node"]
+    if draw(st.integers(0, 4)) == 0:
+        p["job_gpus"] = draw(st.integers(1, total))
+    is_moe = draw(st.booleans()) if moe is None else moe
+    if is_moe:
+        p.update(routed=draw(st.sampled_from([4, 8])), shared=draw(st.sampled_from([0, 1])),
+                 top_k=draw(st.sampled_from([1, 2])), expert_ffn=draw(st.sampled_from([1, 2])) * hidden,
+                 dense_layers=draw(st.integers(0, min(1, layers - 1))))
+    if pins:
+        choices = {"tp": [1, 2, 4], "pp": [1, 2], "cp": [1, 2], "dp": [1, 2, 4], "microbatch": [1, 2],
+                   "recompute": ["none", "selective", "full"], "zero": [0, 1, 2, 3], "vp": [1, 2],
+                   "schedule": ["gpipe", "interleaved"], "sp": ["true", "false"]}
+        if is_moe:
+            choices["ep"] = [1, 2, 4]
+        chosen = draw(st.lists(st.sampled_from(sorted(choices)), max_size=3, unique=True))
+        p["pins"] = {k: draw(st.sampled_from(choices[k])) for k in chosen if draw(st.integers(0, 2)) == 0}
+    if limits:
+        items = []
+        memory = draw(st.sampled_from([None, None, "memory <= 80%", "memory <= 10 GB"]))
+        if memory:
+            items.append(memory)
+        if draw(st.integers(0, 5)) == 0:
+            items.append(f"power <= {draw(st.sampled_from([2, 5, 20]))} kW")
+        if draw(st.integers(0, 5)) == 0:
+            items.append(f"mfu >= {draw(st.sampled_from([10, 30]))}%")
+        p["limits"] = items
+    return p

@@ -1,0 +1,185 @@
+"""The search's lower bounds never exceed the true objective of any configuration in the
+part of the space they cover, and the structure of the cost model they rest on holds (see
+solver/search.py's docstring): if a recalibration breaks one of these, the search could
+return a wrong optimum, so it fails here first."""
+
+import importlib.util
+import itertools
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from hypothesis import given, settings, strategies as st
+
+from gclc.compiler.model.memory import memory
+from gclc.compiler.model.power import job_power
+from gclc.solver import enumerate as enumerator
+from gclc.solver.search import compute_monotone, search
+
+_spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
+designs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(designs)
+
+EXAMPLES = max(15, settings.default.max_examples // 2)
+LAYOUT = ("tp", "pp", "dp", "cp", "ep")
+RECOMPUTE = enumerator.RECOMPUTE
+
+
+def below(bound: float, value: float) -> bool:
+    return bound <= value + 1e-9 * abs(value)
+
+
+def same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def key(cfg, *fields):
+    return tuple(getattr(cfg, f) for f in fields)
+
+
+def everything(job):
+    return list(enumerator.evaluate_all(job))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(limits=False), st.sampled_from(enumerator.OBJECTIVES))
+def test_every_bound_is_below_every_configuration_it_covers(p, objective):
+    job = designs.job(p)
+    audits = []
+    search(job, objective, top=1, audit=lambda bound, fields: audits.append((bound, fields)))
+    groups = defaultdict(list)
+    for e in everything(job):
+        groups[key(e.config, *LAYOUT)].append((enumerator.objective_value(job, objective, e), e.config))
+    for bound, fields in audits:
+        members = groups[tuple(fields[f] for f in LAYOUT)]
+        covered = 0
+        for value, cfg in members:
+            mb = fields["microbatch"]
+            if cfg.microbatch not in (mb if isinstance(mb, tuple) else (mb,)):
+                continue
+            if any(getattr(cfg, f) != fields[f] for f in ("order", "zero", "recompute", "vp") if f in fields):
+                continue
+            covered += 1
+            assert below(bound, value), (bound, value, fields, cfg)
+        assert covered, fields
+
+
+# ----------------------------------------------------------------- the model's structure
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(limits=False))
+def test_the_step_is_the_sum_of_non_negative_terms(p):
+    for e in everything(designs.job(p)):
+        terms = [v for _, v in e.breakdown.rows()]
+        assert all(t >= 0 for t in terms) and same(sum(terms), e.step_time)
+
+
+def _groups(estimates, *fields):
+    out = defaultdict(list)
+    for e in estimates:
+        out[key(e.config, *fields)].append(e)
+    return out.values()
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(limits=False))
+def test_what_each_term_depends_on(p):
+    """Compute, recompute and TP: not on ZeRO, vp or order. Optimizer: only on the layout and
+    ZeRO. CP and EP: not on recompute, ZeRO or vp; PP: not on recompute or ZeRO. DP: not on vp."""
+    es = everything(designs.job(p))
+    for group in _groups(es, *LAYOUT, "microbatch", "recompute"):
+        for term in ("compute", "recompute", "tp"):
+            assert all(same(getattr(e.breakdown, term), getattr(group[0].breakdown, term)) for e in group), term
+    for group in _groups(es, *LAYOUT, "zero"):
+        assert all(same(e.breakdown.optimizer, group[0].breakdown.optimizer) for e in group)
+    for group in _groups(es, *LAYOUT, "microbatch", "order", "vp"):
+        for term in ("cp", "ep", "pp"):
+            assert all(same(getattr(e.breakdown, term), getattr(group[0].breakdown, term)) for e in group), term
+    for group in _groups(es, *LAYOUT, "microbatch", "order"):
+        for term in ("cp", "ep"):
+            assert all(same(getattr(e.breakdown, term), getattr(group[0].breakdown, term)) for e in group), term
+    for group in _groups(es, *LAYOUT, "microbatch", "order", "recompute", "zero"):
+        assert all(same(e.breakdown.dp, group[0].breakdown.dp) for e in group)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(limits=False))
+def test_the_orderings_the_bounds_use(p):
+    """No recompute has the least compute + recompute + TP; more recompute never adds DP time;
+    a higher ZeRO stage never adds optimizer time; more virtual stages never cut PP time;
+    the bubble is at least (pp - 1) / vp of one micro-batch's work on a stage."""
+    es = everything(designs.job(p))
+    fixed = lambda e: e.breakdown.compute + e.breakdown.recompute + e.breakdown.tp  # noqa: E731
+    for group in _groups(es, *LAYOUT, "microbatch", "zero", "vp", "order"):
+        by = {e.config.recompute: e for e in group}
+        if "none" in by:
+            assert all(fixed(by["none"]) <= fixed(e) * (1 + 1e-12) for e in group)
+        for lo, hi in itertools.combinations([r for r in RECOMPUTE if r in by], 2):
+            assert by[hi].breakdown.dp <= by[lo].breakdown.dp * (1 + 1e-12) + 1e-15
+    for group in _groups(es, *LAYOUT, "microbatch", "recompute", "vp", "order"):
+        by = {e.config.zero: e for e in group}
+        for lo, hi in itertools.combinations(sorted(by), 2):
+            assert by[hi].breakdown.optimizer <= by[lo].breakdown.optimizer * (1 + 1e-12)
+    for group in _groups(es, *LAYOUT, "microbatch", "recompute", "zero", "order"):
+        by = {e.config.vp: e for e in group}
+        for lo, hi in itertools.combinations(sorted(by), 2):
+            assert by[lo].breakdown.pp <= by[hi].breakdown.pp * (1 + 1e-12)
+    for e in es:
+        b, c = e.breakdown, e.config
+        if c.pp > 1:
+            share = (c.pp - 1) / c.vp * (fixed(e) + b.cp + b.ep + b.pp) / c.microbatches
+            assert share <= b.bubble * (1 + 1e-9)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(limits=False))
+def test_compute_per_step_never_grows_with_the_micro_batch(p):
+    """Where the search bounds a layout by its largest micro-batch (search.compute_monotone)."""
+    job = designs.job(p)
+    for group in _groups(everything(job), *LAYOUT, "recompute", "zero", "vp", "order"):
+        c = group[0].config
+        if not compute_monotone(job, c.tp, c.cp, c.ep, [e.config.microbatch for e in group]):
+            continue   # the search does not rely on it here
+        ordered = sorted(group, key=lambda e: e.config.microbatch)
+        for small, large in zip(ordered, ordered[1:]):
+            assert large.breakdown.compute <= small.breakdown.compute * (1 + 1e-9)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(limits=False))
+def test_memory_monotonicity_the_pruning_uses(p):
+    """Memory does not depend on the placement order and never grows with more recompute,
+    a higher ZeRO stage or a smaller micro-batch."""
+    job = designs.job(p)
+    configs = list(enumerator.configurations(job))
+    need = {c: memory(job.shape, c).total for c in configs}
+    for group in _groups_cfg(configs, *LAYOUT, "microbatch", "recompute", "zero", "vp"):
+        assert all(same(need[c], need[group[0]]) for c in group)
+    for group in _groups_cfg(configs, *LAYOUT, "microbatch", "zero", "vp", "order"):
+        by = {c.recompute: need[c] for c in group}
+        levels = [r for r in RECOMPUTE if r in by]
+        assert all(by[hi] <= by[lo] * (1 + 1e-12) for lo, hi in zip(levels, levels[1:]))
+    for group in _groups_cfg(configs, *LAYOUT, "microbatch", "recompute", "vp", "order"):
+        by = {c.zero: need[c] for c in group}
+        assert all(by[hi] <= by[lo] * (1 + 1e-12) for lo, hi in itertools.combinations(sorted(by), 2))
+    for group in _groups_cfg(configs, *LAYOUT, "recompute", "zero", "vp", "order"):
+        by = {c.microbatch: need[c] for c in group}
+        assert all(by[lo] <= by[hi] * (1 + 1e-12) for lo, hi in itertools.combinations(sorted(by), 2))
+
+
+def _groups_cfg(configs, *fields):
+    out = defaultdict(list)
+    for c in configs:
+        out[key(c, *fields)].append(c)
+    return out.values()
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(limits=False), st.floats(0.0, 1.0))
+def test_job_power_is_affine_in_the_busy_share(p, busy):
+    job = designs.job(p)
+    for gpus in {1, job.gpus, max(1, job.gpus // 2)}:
+        p0, p1 = (job_power(job.graph, job.partition, gpus, b).total for b in (0.0, 1.0))
+        value = job_power(job.graph, job.partition, gpus, busy).total
+        assert math.isclose(value, p0 + (p1 - p0) * busy, rel_tol=1e-9)

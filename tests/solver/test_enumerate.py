@@ -1,0 +1,99 @@
+"""The enumerator's space (solver/enumerate.py), checked rule by rule on random designs:
+every configuration is valid, dp is the largest that leaves a valid configuration, and
+placement orders are distinct and canonical."""
+
+import importlib.util
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from hypothesis import given, settings
+
+from gclc.solver import enumerate as enumerator
+
+_spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
+designs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(designs)
+
+EXAMPLES = max(20, settings.default.max_examples // 2)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs())
+def test_every_configuration_is_valid(p):
+    job = designs.job(p)
+    shape, pins = job.shape, job.pinned
+    gpus = enumerator.max_gpus(job, enumerator.limits(job))
+    for c in enumerator.configurations(job):
+        assert c.gpus <= gpus and c.batch == job.batch and c.seq == job.seq
+        assert job.batch % (c.dp * c.microbatch) == 0
+        if "tp" not in pins:
+            assert shape.heads % c.tp == 0 and shape.kv_heads % c.tp == 0 and c.tp & (c.tp - 1) == 0
+        if "pp" not in pins:
+            assert shape.layers % c.pp == 0
+        if "vp" not in pins and c.vp > 1:
+            assert shape.layers % (c.pp * c.vp) == 0 and c.pp > 1
+        if c.vp > 1:
+            assert c.microbatches % c.pp == 0
+        if "cp" not in pins and c.cp > 1:
+            assert job.seq % (2 * c.cp) == 0
+        if "ep" not in pins:
+            assert (shape.routed if shape.is_moe else 1) % c.ep == 0
+        assert (c.dp * c.cp) % c.ep == 0
+        if "zero" not in pins:
+            assert c.zero in enumerator.ZERO_STAGES
+        assert c.order[0] == "tp" and sorted(c.order) == ["cp", "dp", "pp", "tp"]
+        for k, v in pins.items():
+            if k in ("tp", "pp", "dp", "cp", "ep", "vp", "microbatch", "zero"):
+                assert getattr(c, k) == int(v)
+            if k == "recompute":
+                assert c.recompute == v
+            if k == "microbatches":
+                assert c.microbatches == int(v)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs())
+def test_orders_are_distinct_and_size_one_dimensions_go_last(p):
+    job = designs.job(p)
+    strides = defaultdict(set)
+    for c in enumerator.configurations(job):
+        sizes = {d: getattr(c, d) for d in ("cp", "dp", "pp")}
+        big = [d for d in c.order[1:] if sizes[d] > 1 or (d == "dp" and c.ep > 1)]
+        assert list(c.order[1 : 1 + len(big)]) == big        # the dimensions above one come first
+        signature = tuple(c.stride(d) for d in ("tp", "cp", "dp", "pp") if getattr(c, d) > 1)
+        layout = (c.tp, c.pp, c.dp, c.cp, c.ep, c.microbatch, c.vp, c.recompute, c.zero)
+        assert (signature, c.order) not in strides[layout]
+        strides[layout].add((signature, c.order))
+    for layout, seen in strides.items():
+        tp, pp, dp, cp, ep = layout[:5]
+        placed = sum(1 for s in (pp, cp) if s > 1) + (1 if dp > 1 or ep > 1 else 0)
+        assert len(seen) == math.factorial(placed)
+        if ep == 1:  # different orders give different strides for some dimension above one
+            assert len({sig for sig, _ in seen}) == len(seen)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs())
+def test_data_parallelism_is_the_largest_that_leaves_a_valid_configuration(p):
+    job = designs.job(p)
+    space = enumerator.space(job)
+    seen = {(c.tp, c.pp, c.cp, c.ep): c.dp for c in enumerator.configurations(job)}
+    for (tp, pp, cp, ep), dp in seen.items():
+        if "dp" in job.pinned:
+            assert dp == int(job.pinned["dp"])
+            continue
+        for larger in range(dp + 1, space.gpus // (tp * pp * cp) + 1):
+            assert (job.batch % larger or (larger * cp) % ep
+                    or not enumerator.inner_choices(job, pp, larger))
+    # and no layout with a valid configuration is missing
+    for tp in space.tps:
+        for pp in space.pps:
+            for cp in space.cps:
+                for ep in space.eps:
+                    if tp * pp * cp <= space.gpus and enumerator.data_parallel(job, space, tp, pp, cp, ep):
+                        assert (tp, pp, cp, ep) in seen
+
+
+def test_stage_two_is_left_out_unless_pinned():
+    assert 2 not in enumerator.ZERO_STAGES and set(enumerator.ZERO_STAGES) == {0, 1, 3}
