@@ -195,6 +195,9 @@ def run_plan(args: argparse.Namespace) -> int:
         print(render_all(result.diagnostics, result.sources), file=sys.stderr)
     if result.design is None:
         return EXIT_ERRORS
+    split = _heterogeneous(result.design, args)
+    if split is not None:
+        return split
     try:
         job = train_job(result.design, args.job)
     except JobError as error:
@@ -202,11 +205,41 @@ def run_plan(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     objective = args.objective or _objective(job.entity)
     chosen = make_plan(job, objective, args.top)
-    print(json.dumps(plan_json(chosen), indent=2) if args.json else plan_text(chosen))
-    if chosen.best is None:
+    powered = _power(job, chosen, objective)
+    data = plan_json(chosen)
+    if powered is not None:
+        from ..solver.power import power_json, power_text
+
+        inputs, budgeted = powered
+        data["power_budget"] = power_json(budgeted) | {"shares": list(inputs.shares), "fit_error": inputs.fit_error}
+    text = plan_text(chosen) + ("\n" + power_text(powered[1], powered[0]) if powered is not None else "")
+    print(json.dumps(data, indent=2) if args.json else text)
+    if chosen.best is None and not (powered is not None and powered[1].feasible and chosen.binding == ("power",)):
         print(_infeasible_message(chosen), file=sys.stderr)
         return EXIT_INFEASIBLE
     return EXIT_OK
+
+
+def _heterogeneous(design, args: argparse.Namespace) -> int | None:
+    """A job spanning partitions: split it with the MILP and report; None for ordinary jobs."""
+    import json
+
+    from ..solver.hetero import hetero_entity, hetero_json, hetero_text, plan_hetero
+
+    entity = hetero_entity(design, args.job)
+    if entity is None:
+        return None
+    split = plan_hetero(entity)
+    print(json.dumps(hetero_json(split), indent=2) if args.json else hetero_text(split))
+    return EXIT_OK if split.best is not None else EXIT_INFEASIBLE
+
+
+def _power(job, chosen, objective: str):
+    """Meet the job's power bound (or the cluster's budget) with GPU counts and clocks (the GP)."""
+    from ..solver.power import power_plan, without_power_limit
+
+    bounded = without_power_limit(job) is not job
+    return power_plan(job, objective=objective, chosen=None if bounded else chosen)
 
 
 def _objective(job) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from .model.calibration import BAND_CONFIDENCE
 from .model.step import Estimate
 from .units import BYTES, POWER, Quantity, format_quantity
 
@@ -70,6 +71,7 @@ def plan_json(plan) -> dict:
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
                               "cooling": plan.power.cooling},
         "energy_per_token_j": plan.energy_per_token,
+        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()}},
         "placement": placement_json(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
@@ -117,7 +119,8 @@ def plan_text(plan) -> str:
     lines += [
         f"  parallel   {_config(e)}  ({e.config.gpus} GPUs)",
         f"  placement  {_placement_text(plan)}  (order {', '.join(e.config.order)})",
-        f"  step       {e.step_time:.3f} s    {e.tokens_per_s:,.0f} tokens/s    {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU",
+        f"  step       {e.step_time:.3f} s    {e.tokens_per_s:,.0f} tokens/s    {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU"
+        f"    (80 % band {plan.error_band['tokens_per_s'][0]:,.0f}-{plan.error_band['tokens_per_s'][1]:,.0f} tokens/s)",
         f"  MFU        {e.mfu:.1%}   HFU {e.hfu:.1%}   ({e.model_flops_per_gpu / 1e12:.0f} model TFLOP/s per GPU)",
         f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
         + ", ".join(f"{k} {_b(v)}" for k, v in e.memory.rows() if v),

@@ -197,8 +197,8 @@ def _metrics_table(p) -> str:
     band = plan_error_band(p)
     if not band:
         return _table(("metric", "value"), [r[1:] for r in rows]) + _note(
-            "No error band: the planner does not provide one yet (report.plan_error_band).")
-    return _table(("metric", "value", "range"),
+            "No error band for this plan.")
+    return _table(("metric", "value", "range"),  # 80 % bands from the calibration residuals
                   [(label, value, "{:.4g} – {:.4g}".format(*band[key]) if key in band else "")
                    for key, label, value in rows], (1, 2))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from ..compiler.model import comms
+from ..compiler.model.calibration import BAND_CONFIDENCE, error_band
 from ..compiler.model.job import Job
 from ..compiler.model.power import Power, job_power
 from ..compiler.model.step import Estimate
@@ -53,6 +54,13 @@ class Plan:
     proof: str = ""
     placement: tuple[Placement, ...] = ()
     infeasibility: Infeasibility | None = None
+
+    @property
+    def error_band(self) -> dict[str, tuple[float, float]]:
+        """80 % bands of the predicted metrics, from the calibration residuals."""
+        if self.best is None:
+            return {}
+        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu)
 
     @property
     def energy_per_token(self) -> float | None:
