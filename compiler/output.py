@@ -18,6 +18,10 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
             os.fsync(handle.fileno())
         if path.exists():
             os.chmod(temp, path.stat().st_mode & 0o7777)
+        else:  # mkstemp creates 0600; a new output gets the usual mode under the umask
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp, 0o666 & ~umask)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -271,9 +271,8 @@ def _legend(dot) -> None:
 
 
 def dimension_stages(cfg, tiers: tuple[Tier, ...]) -> tuple[tuple[str, int, int, tuple[comms.Stage, ...]], ...]:
-    """(dimension, size, stride, stages) in Megatron order: tp, cp, ep and dp, pp outermost."""
-    strides = {"tp": 1, "cp": cfg.tp, "ep": cfg.tp * cfg.cp, "dp": cfg.tp * cfg.cp, "pp": cfg.tp * cfg.cp * cfg.dp}
-    return tuple((dim, getattr(cfg, dim), strides[dim], comms.place(getattr(cfg, dim), strides[dim], tiers))
+    """(dimension, size, stride, stages), with the strides the cost model uses (`cfg.stride`)."""
+    return tuple((dim, getattr(cfg, dim), cfg.stride(dim), comms.place(getattr(cfg, dim), cfg.stride(dim), tiers))
                  for dim in DIM_ORDER if getattr(cfg, dim) > 1)
 
 
