@@ -26,6 +26,7 @@ _DESCRIBE = {
     "_X": "`x`", "_EXTENDS": "`extends`", "$END": "the end of the file",
 }
 _OPENERS = {"{": "}", "(": ")", "[": "]"}
+_CLOSERS = frozenset(_OPENERS.values())
 _KEYWORD_BEFORE = re.compile(r"(?<![\w.])(x|bidir|sparse|extends|true|false|import|param)[ \t]*\Z")
 _CLOSER_TERMINALS = {"}": "RBRACE", ")": "RPAR", "]": "RSQB"}
 
@@ -88,25 +89,30 @@ _EXPRESSIONS = (ast.Number, ast.Ratio, ast.String, ast.Bool, ast.Ref, ast.Call, 
 
 def _bracket_limit(source: SourceFile) -> list[Diagnostic]:
     """Brackets nested too deep: parentheses leave no node in the AST, so count them in the text."""
-    text, depth, i = source.text, 0, 0
-    while i < len(text):
+    depth = 0
+    for ch, i in _brackets(source.text):
+        depth += 1 if ch in _OPENERS else -1
+        if depth > MAX_DEPTH:
+            return [codes.TOO_DEEP.make(source.span(i, i + 1), limit=MAX_DEPTH,
+                                        notes=["help: flatten the expression or the blocks"])]
+    return []
+
+
+def _brackets(text: str, stop: int | None = None):
+    """Each bracket of `text` (before `stop`) outside strings and comments: (char, offset)."""
+    i, end = 0, len(text) if stop is None else stop
+    while i < end:
         ch = text[i]
         if ch == "#":
             newline = text.find("\n", i)
-            i = len(text) if newline < 0 else newline
+            i = end if newline < 0 else newline
         elif ch == '"':
             i += 1
-            while i < len(text) and text[i] not in '"\n':
+            while i < end and text[i] not in '"\n':
                 i += 2 if text[i] == "\\" else 1
-        elif ch in _OPENERS:
-            depth += 1
-            if depth > MAX_DEPTH:
-                return [codes.TOO_DEEP.make(source.span(i, i + 1), limit=MAX_DEPTH,
-                                            notes=["help: flatten the expression or the blocks"])]
-        elif ch in _OPENERS.values():
-            depth -= 1
+        elif ch in _OPENERS or ch in _CLOSERS:
+            yield ch, i
         i += 1
-    return []
 
 
 def _finite(text: str) -> bool:
@@ -204,21 +210,11 @@ def _unclosed(source: SourceFile) -> Diagnostic | None:
 def _open_brackets(text: str, stop: int | None = None) -> list[tuple[str, int]]:
     """The brackets still open at `stop`, skipping strings and comments."""
     stack: list[tuple[str, int]] = []
-    i, end = 0, len(text) if stop is None else stop
-    while i < end:
-        ch = text[i]
-        if ch == "#":
-            newline = text.find("\n", i)
-            i = end if newline < 0 else newline
-        elif ch == '"':
-            i += 1
-            while i < end and text[i] not in '"\n':
-                i += 2 if text[i] == "\\" else 1
-        elif ch in _OPENERS:
+    for ch, i in _brackets(text, stop):
+        if ch in _OPENERS:
             stack.append((ch, i))
-        elif ch in _OPENERS.values() and stack:
+        elif stack:
             stack.pop()
-        i += 1
     return stack
 
 
@@ -227,23 +223,13 @@ def _likely_unclosed(text: str) -> tuple[str, int] | None:
     on a later line, is indented less than the opener's line (`peak {` closed by the
     declaration's `}`). None when the indentation gives no hint."""
     stack: list[tuple[str, int]] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "#":
-            newline = text.find("\n", i)
-            i = len(text) if newline < 0 else newline
-        elif ch == '"':
-            i += 1
-            while i < len(text) and text[i] not in '"\n':
-                i += 2 if text[i] == "\\" else 1
-        elif ch in _OPENERS:
+    for ch, i in _brackets(text):
+        if ch in _OPENERS:
             stack.append((ch, i))
-        elif ch in _OPENERS.values() and stack:
+        elif stack:
             opener = stack.pop()
             if _line_start(text, i) != _line_start(text, opener[1]) and _indent(text, i) < _indent(text, opener[1]):
                 return opener
-        i += 1
     return None
 
 
