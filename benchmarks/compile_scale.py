@@ -11,21 +11,13 @@ import time
 from pathlib import Path
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.export import graph_json
+from gclc.compiler.export import graph_json, value_count
 from gclc.compiler.lower import lower
 from gclc.compiler.metrics import explain
 from gclc.compiler.topology import fat_tree_capacity
 
 DESIGN = Path(__file__).resolve().parent.parent / "tests" / "data" / "nvl72.gcl"
 SIZES = (1_008, 10_080, 100_008, 1_000_008)  # multiples of 72 GPUs
-
-
-def leaves(data) -> int:
-    if isinstance(data, dict):
-        return sum(leaves(v) for v in data.values())
-    if isinstance(data, list):
-        return sum(leaves(v) for v in data)
-    return 1
 
 
 def main() -> None:
@@ -40,7 +32,7 @@ def main() -> None:
         explain(graph)
         text = graph_json(graph)
         elapsed = time.perf_counter() - start
-        print(f"{graph.gpus:>10,} {elapsed:>19.3f}s {leaves(json.loads(text)):>10} {len(text):>9}")
+        print(f"{graph.gpus:>10,} {elapsed:>19.3f}s {value_count(json.loads(text)):>10} {len(text):>9}")
 
 
 if __name__ == "__main__":

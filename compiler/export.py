@@ -33,6 +33,15 @@ def to_data(value: Any) -> Any:
     return value
 
 
+def value_count(data: Any) -> int:
+    """JSON values in a document: the IR's size, independent of how large its counts are."""
+    if isinstance(data, dict):
+        return sum(value_count(v) for v in data.values())
+    if isinstance(data, list):
+        return sum(value_count(v) for v in data)
+    return 1
+
+
 def graph_json(graph: ir.ClusterGraph) -> str:
     document = {"format": "gclc-ir", "version": ir.IR_VERSION, "cluster": to_data(graph)}
     return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.export import SCHEMA_PATH, from_json, graph_json, json_schema
+from gclc.compiler.export import SCHEMA_PATH, from_json, graph_json, json_schema, value_count
 from gclc.compiler.flatten import to_networkx
 from gclc.compiler.lower import lower
 from gclc.compiler.metrics import bisection, power_breakdown, totals
@@ -41,16 +41,7 @@ def test_pod_tiers():
 def test_ir_size_does_not_grow_with_gpus():
     small, large = graph_of("pod.gcl", nodes=64), graph_of("pod.gcl", nodes=256)
     assert large.gpus == 4 * small.gpus
-    assert leaves(json.loads(graph_json(small))) == leaves(json.loads(graph_json(large)))
-
-
-def leaves(data) -> int:
-    """JSON values in a document: the IR's size, independent of how large its counts are."""
-    if isinstance(data, dict):
-        return sum(leaves(v) for v in data.values())
-    if isinstance(data, list):
-        return sum(leaves(v) for v in data)
-    return 1
+    assert value_count(json.loads(graph_json(small))) == value_count(json.loads(graph_json(large)))
 
 
 def test_nvl72_domain_and_aggregate_nvlink():
