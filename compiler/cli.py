@@ -198,6 +198,9 @@ def run_plan(args: argparse.Namespace) -> int:
     split = _heterogeneous(result.design, args)
     if split is not None:
         return split
+    served = _serve(result.design, args)
+    if served is not None:
+        return served
     try:
         job = train_job(result.design, args.job)
     except JobError as error:
@@ -232,6 +235,20 @@ def _heterogeneous(design, args: argparse.Namespace) -> int | None:
     split = plan_hetero(entity)
     print(json.dumps(hetero_json(split), indent=2) if args.json else hetero_text(split))
     return EXIT_OK if split.best is not None else EXIT_INFEASIBLE
+
+
+def _serve(design, args: argparse.Namespace) -> int | None:
+    """A serve job: the width and batch that maximize output tokens within the SLOs."""
+    import json
+
+    from ..solver.serve import plan_serve, serve_entity, serve_json, serve_text
+
+    entity = serve_entity(design, args.job)
+    if entity is None:
+        return None
+    chosen = plan_serve(entity, args.top)
+    print(json.dumps(serve_json(chosen), indent=2) if args.json else serve_text(chosen))
+    return EXIT_OK if chosen.best is not None else EXIT_INFEASIBLE
 
 
 def _power(job, chosen, objective: str):

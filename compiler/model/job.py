@@ -49,7 +49,7 @@ def train_job(design: Design, name: str | None = None) -> Job:
 
 
 def job_from_entity(entity: Entity) -> Job:
-    graph, partition = _placement(entity)
+    graph, partition = placement(entity)
     model = entity.get("model")
     shape = ModelShape.from_entity(model)
     seq = entity.get("seq") or shape.seq
@@ -67,7 +67,7 @@ def _plain(value: object) -> object:
     return value.name if isinstance(value, Symbol) else value
 
 
-def _placement(entity: Entity) -> tuple[ClusterGraph, Partition]:
+def placement(entity: Entity) -> tuple[ClusterGraph, Partition]:
     target = entity.get("on")
     if isinstance(target, tuple):
         if len(target) != 1:
