@@ -1108,6 +1108,7 @@ def _expr_text(program, expr: ast.Expr) -> str:
 def edit_source(text: str, path: str, params: Mapping[str, Any], fields: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     """Set params and fields of the design `text` (standing for `path`): (new text, `--set`
     settings for params declared in imported files)."""
+    text = text.removeprefix("\ufeff")  # spans count from after a byte-order mark
     module = parse(text, path)
     params_here = {i.name.text: i for i in module.items if isinstance(i, ast.Param)}
     decls_here = {i.name.text: i for i in module.items if isinstance(i, ast.Declaration)}
