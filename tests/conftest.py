@@ -1,9 +1,6 @@
-"""Shared test settings: hypothesis profiles (`GCLC_HYPOTHESIS=deep` for many examples)."""
+"""Shared test settings: the hypothesis profiles of `gclc.testing` (`GCLC_HYPOTHESIS=deep`
+for many examples)."""
 
-import os
+from gclc.testing import load_profile
 
-from hypothesis import HealthCheck, settings
-
-settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("deep", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("GCLC_HYPOTHESIS", "ci"))
+load_profile()
