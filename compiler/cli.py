@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -25,15 +26,45 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
+        return status
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        _silence_stdout()
         return EXIT_OK
+    except OSError as error:  # the environment, not a bug: stdout on a full disk, an unreadable std file
+        _silence_stdout()
+        where = f" `{error.filename}`" if error.filename else ""
+        print(f"gclc: cannot {'write the output' if where == '' else 'use'}{where}: {error.strerror or error}",
+              file=sys.stderr)
+        return EXIT_ERRORS
     except Exception as error:  # a bug: say so in one line rather than print a traceback
         print(f"gclc: internal error: {type(error).__name__}: {error} (please report this with the input file)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (captured in tests)
+        pass
+
+
+def _count(text: str) -> int:
+    """argparse type of `--top`: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--job", metavar="NAME", help="the train job to plan (default: the file's first)")
     plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"),
                       help="override the job's objective")
-    plan.add_argument("--top", type=int, default=3, metavar="N", help="runner-up configurations to show")
+    plan.add_argument("--top", type=_count, default=3, metavar="N", help="runner-up configurations to show")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON (stable keys)")
     _settings_option(plan)
     plan.set_defaults(run=run_plan)
@@ -135,25 +166,78 @@ def _checked_graph(args: argparse.Namespace):
         print(render_all(result.diagnostics, result.sources), file=sys.stderr)
     if result.design is None:
         return None, EXIT_ERRORS
+    problem = _cluster_problem(result.design, args.cluster, args.file)
+    if problem is not None:
+        return None, problem
+    return lower(result.design, args.cluster), EXIT_OK
+
+
+def _cluster_problem(design, name: str | None, path: str) -> int | None:
+    """None when `--cluster NAME` (or, without it, the design's first cluster) can be lowered;
+    else the exit code after saying why: 2 for a `--cluster` that names no cluster, 1 for a
+    design without any."""
+    clusters = [e.name for e in design.of_kind("cluster")]
+    if name is None:
+        if clusters:
+            return None
+        print(f"gclc: {path} declares no cluster (nor does anything it imports)", file=sys.stderr)
+        return EXIT_ERRORS
+    entity = next((e for e in design.entities if e.name == name), None)
+    if entity is not None and entity.kind == "cluster":
+        return None
+    kind = None if entity is None else entity.kind + (" job" if entity.kind in ("train", "serve") else "")
+    what = f" (`{name}` is a {kind})" if kind else ""
+    known = f"; the design has: {', '.join(clusters)}" if clusters else "; the design declares none"
+    print(f"gclc: no cluster `{name}` in {path}{what}{known}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _output_problem(args: argparse.Namespace) -> int | None:
+    """Before any work: exit 2 for `-o` naming nothing or the input file, 1 for a directory."""
+    out = args.output
+    if not out:
+        print("gclc: -o needs a file name", file=sys.stderr)
+        return EXIT_USAGE
+    if _same_file(out, args.file):
+        print(f"gclc: refusing to overwrite the input file {args.file} with the output", file=sys.stderr)
+        return EXIT_USAGE
+    if Path(out).is_dir():
+        print(f"gclc: cannot write `{out}`: it is a directory", file=sys.stderr)
+        return EXIT_ERRORS
+    return None
+
+
+def _write(args: argparse.Namespace, data: str | bytes) -> int:
+    """Write `-o` atomically; exit 1 with the reason when it cannot be written."""
+    out = args.output
     try:
-        return lower(result.design, args.cluster), EXIT_OK
-    except (KeyError, LookupError) as error:
-        message = f"no cluster `{args.cluster}` in {args.file}" if args.cluster else str(error).strip("'\"")
-        print(f"gclc: {message}", file=sys.stderr)
-        return None, EXIT_USAGE
+        write_atomic(out, data)
+    except OSError as error:
+        print(f"gclc: cannot write `{out}`: {error.strerror or error}", file=sys.stderr)
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def run_compile(args: argparse.Namespace) -> int:
     from .export import graph_json
 
+    problem = None if args.output is None else _output_problem(args)
+    if problem is not None:
+        return problem
     graph, status = _checked_graph(args)
     if graph is None:
         return status
     text = graph_json(graph)
-    if args.output:
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    if args.output is not None:
+        return _write(args, text)
+    sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -234,7 +318,12 @@ def _heterogeneous(design, args: argparse.Namespace) -> int | None:
         return None
     split = plan_hetero(entity)
     print(json.dumps(hetero_json(split), indent=2) if args.json else hetero_text(split))
-    return EXIT_OK if split.best is not None else EXIT_INFEASIBLE
+    if split.best is None:
+        reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (split.data, split.pipeline) if s.message)
+        print(f"gclc: infeasible: `{entity.name}` fits neither split across its partitions"
+              + (f" ({reasons})" if reasons else ""), file=sys.stderr)
+        return EXIT_INFEASIBLE
+    return EXIT_OK
 
 
 def _serve(design, args: argparse.Namespace) -> int | None:
@@ -248,7 +337,11 @@ def _serve(design, args: argparse.Namespace) -> int | None:
         return None
     chosen = plan_serve(entity, args.top)
     print(json.dumps(serve_json(chosen), indent=2) if args.json else serve_text(chosen))
-    return EXIT_OK if chosen.best is not None else EXIT_INFEASIBLE
+    if chosen.best is None:
+        print(f"gclc: infeasible: no configuration of `{entity.name}` meets its limits"
+              + (f" ({'; '.join(chosen.binding)})" if chosen.binding else ""), file=sys.stderr)
+        return EXIT_INFEASIBLE
+    return EXIT_OK
 
 
 def _power(job, chosen, objective: str):
@@ -290,6 +383,9 @@ def run_render(args: argparse.Namespace) -> int:
     if fmt is None:
         print(f"gclc: cannot tell the format of `{args.output}`; use .svg, .png, .pdf or .dot", file=sys.stderr)
         return EXIT_USAGE
+    problem = _output_problem(args)
+    if problem is not None:
+        return problem
     design = _checked_design(args.file, args.set)
     if design is None:
         return EXIT_ERRORS
@@ -298,18 +394,14 @@ def run_render(args: argparse.Namespace) -> int:
     except JobError as error:
         print(f"gclc: {error}", file=sys.stderr)
         return EXIT_ERRORS
-    except (KeyError, LookupError) as error:
-        message = f"no cluster `{args.cluster}` in {args.file}" if args.cluster else str(error).strip("'\"")
-        print(f"gclc: {message}", file=sys.stderr)
-        return EXIT_USAGE
     if dot is None:
         return status
     try:
-        write_atomic(args.output, render.render_bytes(dot, fmt))
+        data = render.render_bytes(dot, fmt)
     except render.DotMissing as error:
         print(f"gclc: {error}", file=sys.stderr)
         return EXIT_ERRORS
-    return EXIT_OK
+    return _write(args, data)
 
 
 def _diagram(design, args: argparse.Namespace):
@@ -321,6 +413,9 @@ def _diagram(design, args: argparse.Namespace):
 
     fabrics = render.fabric_entities(design)
     if args.view != "placement":
+        problem = _cluster_problem(design, args.cluster, args.file)
+        if problem is not None:
+            return None, problem
         graph = lower(design, args.cluster)
         return (render.topology(graph, fabrics) if args.view == "topology" else render.power(graph)), EXIT_OK
     job = train_job(design, args.job)
@@ -335,16 +430,21 @@ def run_report(args: argparse.Namespace) -> int:
     from .model.job import JobError
     from .report import report_html
 
+    problem = _output_problem(args)
+    if problem is not None:
+        return problem
     design = _checked_design(args.file, args.set)
     if design is None:
         return EXIT_ERRORS
+    problem = _cluster_problem(design, None, args.file)
+    if problem is not None:
+        return problem
     try:
         text = report_html(design, args.job, source=args.file)
     except JobError as error:
         print(f"gclc: {error}", file=sys.stderr)
         return EXIT_ERRORS
-    write_atomic(args.output, text)
-    return EXIT_OK
+    return _write(args, text)
 
 
 def run_fmt(args: argparse.Namespace) -> int:
@@ -372,7 +472,11 @@ def run_fmt(args: argparse.Namespace) -> int:
                 status = EXIT_ERRORS
         elif args.write:
             if formatted != text:
-                write_atomic(path, formatted)
+                try:  # through a symlink to the file it names, not over the link
+                    write_atomic(os.path.realpath(path), formatted)
+                except OSError as error:
+                    print(f"gclc: cannot write `{path}`: {error.strerror or error}", file=sys.stderr)
+                    status = EXIT_ERRORS
         else:
             sys.stdout.write(formatted)
     return status

@@ -379,6 +379,15 @@ def throughput_curve(job_or_inputs, budgets: Iterable[float], objective: str = "
     return values
 
 
+CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
+
+
+def curve_json(inputs: PowerInputs, budget: float) -> list[dict]:
+    """Throughput against budget around the job's budget, for `plan --json` and the report."""
+    budgets = [budget * f for f in CURVE_FRACTIONS]
+    return [{"budget_w": b, "tokens_per_s": t} for b, t in zip(budgets, throughput_curve(inputs, budgets))]
+
+
 def power_json(result: PowerResult) -> dict:
     """Stable keys for `gclc plan --json`."""
     return {

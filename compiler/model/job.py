@@ -36,6 +36,12 @@ class Job:
 
 def train_job(design: Design, name: str | None = None) -> Job:
     jobs = [e for e in design.entities if e.kind == "train"]
+    named = name is not None and not any(j.name == name for j in jobs)
+    other = next((e for e in design.entities if e.name == name), None) if named else None
+    if other is not None:
+        known = f"; the design's train jobs: {', '.join(j.name for j in jobs)}" if jobs else ""
+        what = f"{other.kind} job" if other.kind == "serve" else other.kind
+        raise JobError(f"`{name}` is a {what}, not a train job{known}")
     if not jobs:
         raise JobError("the design has no `train` job")
     local = [j for j in jobs if j.span.path == design.root] or jobs
