@@ -294,12 +294,16 @@ def run_plan(args: argparse.Namespace) -> int:
     chosen = make_plan(job, objective, args.top)
     powered = _power(job, chosen, objective)
     data = plan_json(chosen)
+    text = plan_text(chosen)
     if powered is not None:
-        from ..solver.power import power_json, power_text
+        from ..solver.power import curve_json, power_json, power_text
 
         inputs, budgeted = powered
-        data["power_budget"] = power_json(budgeted) | {"shares": list(inputs.shares), "fit_error": inputs.fit_error}
-    text = plan_text(chosen) + ("\n" + power_text(powered[1], powered[0]) if powered is not None else "")
+        curve = curve_json(inputs, budgeted.budget)
+        data["power_budget"] = power_json(budgeted) | {"shares": list(inputs.shares), "fit_error": inputs.fit_error,
+                                                       "curve": curve}
+        text += "\n" + power_text(budgeted, inputs) + "\n  curve            " + ", ".join(
+            f"{p['budget_w'] / 1e6:,.4g} MW: {p['tokens_per_s']:,.0f}" for p in curve) + " tokens/s"
     print(json.dumps(data, indent=2) if args.json else text)
     if chosen.best is None and not (powered is not None and powered[1].feasible and chosen.binding == ("power",)):
         print(_infeasible_message(chosen), file=sys.stderr)

@@ -1,5 +1,6 @@
 """Power-constrained throughput (solver/power.py): the GP's laws and its reading of a job."""
 
+import json
 import math
 from pathlib import Path
 
@@ -220,3 +221,15 @@ def test_reports():
     data = power_json(result)
     assert data["status"] == "optimal" and data["binding"] == list(result.binding)
     assert "short" in power_text(solve_power(INPUTS, 1.0))
+
+
+def test_plan_json_reports_the_curve_around_the_budget(capsys):
+    from gclc.compiler.cli import main
+
+    assert main(["plan", str(Path(__file__).resolve().parents[2] / "examples" / "gb200_nvl72_100k.gcl"), "--json"]) == 0
+    curve = json.loads(capsys.readouterr().out)["power_budget"]["curve"]
+    budgets = [p["budget_w"] for p in curve]
+    tokens = [p["tokens_per_s"] for p in curve]
+    assert budgets == sorted(budgets) and len(curve) == 6
+    assert all(b >= a * (1 - 1e-6) for a, b in zip(tokens, tokens[1:]))
+    assert tokens[0] < tokens[-1]  # a quarter of the budget cannot run every GPU at full clock
