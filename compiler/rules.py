@@ -148,6 +148,25 @@ def _job(job: Entity) -> Iterator[Diagnostic]:
     if "maximize" in job.record and "minimize" in job.record:
         yield codes.SHAPE.make(job.span_of("minimize"), what="a job has one objective: `maximize` or `minimize`",
                                labels=[Label(job.span_of("maximize"), "the other objective")])
+    yield from _pins(job)
+
+
+def _pins(job: Entity) -> Iterator[Diagnostic]:
+    """Pinned widths must split what they split: heads by tp, routed experts by ep."""
+    model, pins = job.get("model"), job.get("parallelism")
+    if model is None or pins is None:
+        return
+    experts = model.get("experts")
+    splits = (("tp", model.get("heads"), "attention heads"), ("tp", model.get("kv_heads") or model.get("heads"), "KV heads"),
+              ("ep", experts.get("routed") if experts is not None else None, "routed experts"))
+    for dim, total, what in splits:
+        width = pins.get(dim)
+        if width and total and total % width and not (what == "KV heads" and width % total == 0):
+            yield codes.SHAPE.make(job.span_of(f"parallelism.{dim}"),
+                                   what=f"{dim} = {width} does not divide the model's {total} {what}",
+                                   labels=[Label(model.span_of("heads" if dim == "tp" else "experts.routed"), "here")],
+                                   notes=[f"help: pick a {dim} that divides {total}"])
+            return
 
 
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
