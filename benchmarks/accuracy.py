@@ -17,7 +17,6 @@ import argparse
 import csv
 import json
 import math
-import re
 import statistics
 import sys
 from dataclasses import asdict, dataclass, field

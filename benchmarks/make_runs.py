@@ -304,7 +304,7 @@ def resolve_platform(row: dict, n: int) -> Platform:
     def dgx(node: str, per: int, std_fabric: str, rails: int | None, why: str, decls=None, imports=None):
         nodes = math.ceil(n / per)
         parts = list(decls or [])
-        cluster = [f"cluster Cluster {{", f"  units    = {nodes} x {node}  # {nodes} x {per} = {nodes * per} GPUs"]
+        cluster = ["cluster Cluster {", f"  units    = {nodes} x {node}  # {nodes} x {per} = {nodes * per} GPUs"]
         if nodes > 1:
             parts.append(_scaleout(std_fabric, nodes * per, rails, why))  # one NIC port per GPU
             cluster.append("  scaleout = Scaleout")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 
 from ..compiler.model import comms
-from ..compiler.model.calibration import BAND_CONFIDENCE, error_band
+from ..compiler.model.calibration import error_band
 from ..compiler.model.job import Job
 from ..compiler.model.power import Power, job_power
 from ..compiler.model.step import Estimate

@@ -10,10 +10,10 @@ import itertools
 
 import attrs
 
-from ..compiler.design import Design, Entity, Symbol
+from ..compiler.design import Design, Entity
 from ..compiler.ir import ClusterGraph, Partition
 from ..compiler.model.inference import ServeConfig, ServeEstimate, estimate_serve
-from ..compiler.model.job import JobError, placement
+from ..compiler.model.job import placement
 from ..compiler.model.power import job_power
 from ..compiler.model.shape import ModelShape
 

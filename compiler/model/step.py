@@ -14,7 +14,7 @@ from .compute import hbm_rate, op_time, peak
 from .config import TrainConfig
 from .memory import Memory, memory, params_per_gpu
 from .shape import ModelShape
-from .workload import Op, backward_factor, layer_forward, logits_forward, moe_tokens
+from .workload import backward_factor, layer_forward, logits_forward, moe_tokens
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
