@@ -36,6 +36,7 @@ GRIDS = {
     "fp8": [round(0.40 + 0.01 * i, 2) for i in range(56)],
     "attention": [round(0.20 + 0.01 * i, 2) for i in range(61)],
     "moe": [i * 5e-4 for i in range(0, 41)],
+    "contention": [round(0.05 * i, 2) for i in range(17)],
 }
 MIN_RUNS = 4   # a chip's parameter is fitted only on at least this many runs
 HUBER = 0.15                                             # |log error| beyond which loss grows linearly
@@ -73,6 +74,7 @@ def predict(job, cfg, params: dict) -> float:
 
 def errors(cases, params: dict) -> list[float]:
     step_module.MOE_LAYER_OVERHEAD_S = params.get(("", "moe"), step_module.MOE_LAYER_OVERHEAD_S)
+    step_module.GATHER_CONTENTION = params.get(("", "contention"), step_module.GATHER_CONTENTION)
     step_module._layer_cached.cache_clear()
     return [math.log(predict(job, cfg, params) / value) for _, job, cfg, value in cases]
 
@@ -83,6 +85,8 @@ def total(cases, params) -> float:
 
 def relevant(cases, key) -> list:
     name, what = key
+    if what == "contention":
+        return [c for c in cases if c[2].zero >= 3]
     if not name:
         return [c for c in cases if c[1].shape.is_moe]
     chip_cases = [c for c in cases if c[1].partition.node.accelerator.name == name]
@@ -93,7 +97,7 @@ def relevant(cases, key) -> list:
 
 def fit(cases, rounds: int = 3) -> dict:
     chips = sorted({c[1].partition.node.accelerator.name for c in cases})
-    keys = [("", "moe")] + [(chip, what) for chip in chips for what in ("bf16", "fp8", "attention")]
+    keys = [("", "moe"), ("", "contention")] + [(chip, what) for chip in chips for what in ("bf16", "fp8", "attention")]
     params: dict = {}
     for _ in range(rounds):
         for key in keys:
@@ -115,7 +119,7 @@ def describe(cases, params) -> str:
              "(compiler/model/calibration.py)"]
     for (chip, what), value in sorted(params.items()):
         n = len(relevant(cases, (chip, what)))
-        label = "MoE layer overhead (s)" if what == "moe" else f"{chip} {what}"
+        label = {"moe": "MoE layer overhead (s)", "contention": "ZeRO-3 gather contention"}.get(what, f"{chip} {what}")
         lines.append(f"  {label:32} {value:.3f}   ({n} runs)")
     return "\n".join(lines)
 

@@ -19,6 +19,11 @@ from .workload import backward_factor, layer_forward, logits_forward, moe_tokens
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
 ADAM_BYTES_PER_PARAM = 30  # read fp32 param, grad, m, v; write param, m, v; write bf16 copy
+# ZeRO-3/FSDP gathers and scatters parameters for every layer of every micro-batch, in
+# parallel with that compute; the collectives' kernels take SMs and HBM bandwidth from it,
+# so the overlapped part still costs this share of the shorter of the two. Fitted on the
+# ZeRO-3, FSDP and MaxText runs (benchmarks/calibrate.py).
+GATHER_CONTENTION = 0.5
 EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
 # Host-side cost of one MoE layer per micro-batch, forward and backward: dropless routing
 # needs the token counts on the host before the expert GEMMs launch (a device-to-host
@@ -212,7 +217,7 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
         if not cfg.behaviour("dp_overlap"):
             return per_step
         hidden_by = cfg.microbatches * layer_pass
-        return max(per_step - hidden_by, 0.0) + DP_BUCKET_RESIDUE * per_step / max(1, cfg.microbatches)
+        return max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
     if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
         # updated parameters during the next step's first forward (Megatron's distributed optimizer)
         parts = ((comms.reduce_scatter(params * grad_bytes, stages), 2 / 3),
