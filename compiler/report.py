@@ -92,8 +92,8 @@ def _context(design: Design, job_name: str | None, objective: str | None, source
             raise
         return Context(design, lower(design), None, str(error), source)
     if objective is None:
-        from .cli import _objective
-        objective = _objective(job.entity)
+        from .plan_command import job_objective
+        objective = job_objective(job.entity)
     return Context(design, job.graph, make_plan(job, objective), "", source)
 
 
