@@ -96,9 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     _settings_option(explain)
     explain.set_defaults(run=run_explain)
 
-    plan = commands.add_parser("plan", help="optimize a job's parallelism and report step time, MFU, memory, power")
+    plan = commands.add_parser("plan", help="optimize a job's parallelism and report step time, MFU, memory, power, energy")
     plan.add_argument("file", metavar="FILE")
-    plan.add_argument("--job", metavar="NAME", help="the train job to plan (default: the file's first)")
+    plan.add_argument("--job", metavar="NAME",
+                      help="the train or serve job to plan (default: the file's first train job, else its first serve job)")
     plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"),
                       help="override the job's objective")
     plan.add_argument("--top", type=_count, default=3, metavar="N", help="runner-up configurations to show")
