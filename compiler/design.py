@@ -5,12 +5,11 @@ Every value keeps the span of the text it came from, so later stages can point b
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Union
+from typing import Any, Iterator
 
 import attrs
 
 from ..dsl.source import SourceFile, Span
-from .units import Quantity
 
 
 @attrs.frozen
@@ -112,9 +111,6 @@ class Partition:
     name: str
 
 
-Value = Union[Quantity, str, bool, Symbol, Record, Entity, Repeat, Construct, Bound, Partition, tuple]
-
-
 @attrs.frozen
 class Design:
     """All checked declarations and params of a file and its imports."""
@@ -136,9 +132,6 @@ class Design:
     def local(self) -> Iterator[Entity]:
         """Entities declared in the root file (not in imports)."""
         return (e for e in self.entities if e.span.path == self.root)
-
-    def source_map(self) -> dict[str, SourceFile]:
-        return {s.path: s for s in self.sources}
 
     def _repr_svg_(self) -> str | None:
         """Jupyter: the topology diagram (None without a cluster or Graphviz's `dot`)."""

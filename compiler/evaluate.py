@@ -167,9 +167,6 @@ def unknown_unit(expr: ast.Number, part: str) -> Diagnostic:
     return codes.UNKNOWN_UNIT.make(expr.span, unit=part, notes=[note])
 
 
-def is_symbol_candidate(expr: ast.Expr) -> bool:
-    return isinstance(expr, ast.Ref) and len(expr.path.parts) == 1
-
 
 def symbol_of(expr: ast.Ref) -> Symbol:
     return Symbol(expr.path.parts[0].text)

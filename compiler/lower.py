@@ -87,10 +87,10 @@ def _unit_shape(unit: Entity) -> tuple[Entity, int, Entity | None, float, tuple[
 def lower_cluster(cluster: Entity) -> ClusterGraph:
     specs = _partition_specs(cluster)
     shapes = [(name, units, fabric, span, _unit_shape(units.part)) for name, units, fabric, span in specs]
-    endpoints = _endpoints_per_fabric(shapes)
+    ntypes = [node_type(shape[0]) for *_, shape in shapes]
+    endpoints = _endpoints_per_fabric(shapes, ntypes)
     partitions, layers = [], {}
-    for name, units, fabric, span, (node, per_unit, unit_fabric, overhead, switches) in shapes:
-        ntype = node_type(node)
+    for (name, units, fabric, span, (node, per_unit, unit_fabric, overhead, switches)), ntype in zip(shapes, ntypes):
         tiers = _scaleup_tiers(ntype, node.get("scaleup"), unit_fabric, per_unit)
         if fabric is not None:
             out_tiers, out_layers = _scaleout(fabric, ntype, per_unit, units.count, endpoints[fabric.name], len(tiers))
@@ -104,12 +104,12 @@ def lower_cluster(cluster: Entity) -> ClusterGraph:
                         _f(cluster.get("power.overhead")), span=cluster.span)
 
 
-def _endpoints_per_fabric(shapes) -> dict[str, int]:
+def _endpoints_per_fabric(shapes, ntypes: list[NodeType]) -> dict[str, int]:
     """Scale-out ports per fabric, summed over the partitions cabled to it."""
     totals: dict[str, int] = {}
-    for _, units, fabric, _, (node, per_unit, *_rest) in shapes:
+    for (_, units, fabric, _, (_node, per_unit, *_rest)), ntype in zip(shapes, ntypes):
         if fabric is not None:
-            ports = ports_per_node(fabric, node_type(node))
+            ports = ports_per_node(fabric, ntype)
             totals[fabric.name] = totals.get(fabric.name, 0) + ports * per_unit * units.count
     return totals
 

@@ -20,7 +20,6 @@ from .ir import ClusterGraph, Partition, Tier
 from .metrics import Metric, power_breakdown
 from .model import comms
 
-VIEWS = ("topology", "placement", "power")
 FORMATS = ("svg", "png", "pdf", "dot")
 FONT = "Helvetica"
 SCALE_UP = {"color": "#2e7d32", "penwidth": "2.5", "style": "solid", "fontcolor": "#2e7d32"}

@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 from . import codes
 from .design import Entity, Record, Symbol
 from .diagnostics import Diagnostic, Label
-from .units import Quantity, format_quantity
+from .units import BANDWIDTH, Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
 
@@ -18,8 +18,8 @@ PARAMS_TOLERANCE = Fraction(3, 100)
 # NVLink page, via stas00/ml-engineering network/README.md); InfiniBand XDR: 800 Gb/s
 # per port (IBTA rates, same source) — 8 rails of it per GPU at most.
 PER_DIRECTION_CEILING = {
-    "nvlink": Quantity(Fraction(900 * 10**9), (1, -1, 0, 0)),
-    "infiniband": Quantity(Fraction(8 * 100 * 10**9), (1, -1, 0, 0)),
+    "nvlink": Quantity(Fraction(900 * 10**9), BANDWIDTH),
+    "infiniband": Quantity(Fraction(8 * 100 * 10**9), BANDWIDTH),
 }
 
 

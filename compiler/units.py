@@ -9,7 +9,6 @@ are exact; pint fights each of these and costs ~0.5 s to import.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Iterator
 
 import attrs
 
@@ -243,7 +242,3 @@ def _number(value: Fraction, digits: int) -> str:
         return str(value.numerator)
     text = f"{float(value):.{digits}g}"
     return text if "e" not in text else f"{float(value):.{digits}e}"
-
-
-def known_units() -> Iterator[str]:
-    return iter(UNITS)

@@ -22,10 +22,6 @@ class Span:
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.column}"
 
-    def to(self, other: Span) -> Span:
-        """The span from the start of `self` to the end of `other`."""
-        return attrs.evolve(self, end_line=other.end_line, end_column=other.end_column, end=other.end)
-
 
 @attrs.frozen
 class SourceFile:

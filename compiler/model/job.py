@@ -11,8 +11,6 @@ from ..lower import lower_cluster
 from .config import DEFAULT_STACK, TrainConfig
 from .shape import ModelShape
 
-PARALLEL_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vp", "microbatch")
-
 
 class JobError(ValueError):
     """The job cannot be evaluated as written; the message says why."""
@@ -101,7 +99,3 @@ def pinned_config(job: Job) -> TrainConfig:
         batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=int(p.get("ep", 1)), vp=int(p.get("vp", 1)),
         microbatch=int(p.get("microbatch", 1)), recompute=str(recompute), sp=bool(p.get("sp", tp > 1)),
         zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack))
-
-
-def is_fully_pinned(job: Job) -> bool:
-    return all(k in job.pinned for k in ("tp", "pp"))

@@ -88,7 +88,7 @@ def test_planning_the_same_text_twice_gives_the_same_plan(d):
 def test_set_overrides_equal_editing_the_param(d, units):
     edited = d.with_params({"units": units})
     overridden = check_file(d.path, {"units": str(units)}, d.text)
-    assert [(x.code, x.message) for x in overridden.diagnostics] == [(x.code, x.message) for x in edited.diagnostics]
+    assert [(x.code, x.summary) for x in overridden.diagnostics] == [(x.code, x.summary) for x in edited.diagnostics]
     assert overridden.design == edited.result.design
     if overridden.design is not None:  # more units may outgrow the fabric: an error either way
         assert lower(overridden.design) == edited.graph
