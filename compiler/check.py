@@ -82,7 +82,8 @@ class Checker:
         items = _group_labelled([i for i in items if i is not None])
         unknown = [key for key, entry in body.items() if key not in block.fields and key not in block.blocks
                    and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled]
-        absent = [name for name in block.required if name not in body]
+        absent = [name for name in block.required if name not in body
+                  and not any(all(a in body for a in group) for group in block.alternatives.get(name, ()))]
         self.holes = self.holes or bool(absent) or invalid
         missing = [name for name in absent if not self.partial
                    and not any(codes.suggest(key, [name]) for key in unknown)]  # `bandwdith` is said once
@@ -432,10 +433,12 @@ def _unit_hint(expr: ast.Expr, ftype: sc.Qty) -> str:
 
 
 def _field_hint(name: str, block: sc.Block) -> str:
+    others = " or ".join(", ".join(f"`{a}`" for a in group) for group in block.alternatives.get(name, ()))
+    instead = f" (or give {others} to derive it)" if others else ""
     if name in block.blocks:
-        return f"help: add `{name} {{ ... }}`"
+        return f"help: add `{name} {{ ... }}`{instead}"
     ftype = block.fields.get(name)
-    return f"help: add `{name} = ...`, {ftype.describe()}" if ftype else ""
+    return f"help: add `{name} = ...`, {ftype.describe()}{instead}" if ftype else ""
 
 
 def _number_text(value) -> str:

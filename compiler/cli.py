@@ -247,11 +247,12 @@ def run_explain(args: argparse.Namespace) -> int:
     import json
 
     from .metrics import explain
+    from .model.chip_metrics import chip_metrics
 
     graph, status = _checked_graph(args)
     if graph is None:
         return status
-    metrics = explain(graph)
+    metrics = explain(graph) + chip_metrics(graph)
     if args.json:
         rows = [{"key": m.key, "label": m.label, "value": m.value, "unit": m.unit, "text": m.text,
                  "formula": m.formula} for m in metrics]

@@ -121,6 +121,10 @@ BAD_CONSTRAINT = _code("bad-constraint", E, "cannot constrain `{target}` here", 
 SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")
 PARAMS_MISMATCH = _code("params-mismatch", W, "stated params {stated} differ from the shape's {computed} by {percent}",
                         "The stated parameter count is more than 3 % off what the shape implies.")
+DERIVED_MISMATCH = _code("derived-mismatch", W, "stated `{field}` = {stated} differs from the derived {derived} by {percent}",
+                         "A stated peak or HBM figure more than 5 % off what the microarchitecture gives.")
+UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}; it runs {formats}",
+                              "A job asks for a number format its chip has no peak for (no silent fallback).")
 BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
 

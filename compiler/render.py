@@ -165,10 +165,17 @@ def _unit(dot, index: int, p: Partition, overlay: Overlay) -> None:
         if tier is not None:
             element = _id("p", index, "unitfabric")
             switches = [f"{s.count} × {s.name} per unit" for s in p.unit_switches]
-            c.node(element, _label(_tier_head(tier), *switches, *overlay.lines(element)), shape="hexagon",
+            c.node(element, _label(_tier_head(tier), *_more_axes(p, "supernode"), *switches, *overlay.lines(element)),
+                   shape="hexagon",
                    **overlay.style(element, fillcolor="#e8f5e9"))
             source = _id("p", index, "nodefabric") if any(t.scope == "node" for t in p.tiers) else _id("p", index, "chip")
             c.edge(source, element, label=fmt(tier.bandwidth, "B/s") + " per GPU", **SCALE_UP)
+
+
+def _more_axes(p: Partition, scope: str) -> list[str]:
+    """The further axes of a torus drawn as one scale-up element."""
+    return [f"{t.name}: {t.group_gpus:,} GPUs · {fmt(t.bandwidth, 'B/s')} per GPU"
+            for t in [t for t in p.tiers if t.scope == scope][1:]]
 
 
 def _tier_head(tier: Tier) -> str:
@@ -194,7 +201,7 @@ def _node(dot, index: int, p: Partition, overlay: Overlay) -> None:
         tier = next((t for t in p.tiers if t.scope == "node"), None)
         if tier is not None:
             element = _id("p", index, "nodefabric")
-            c.node(element, _label(_tier_head(tier), *overlay.lines(element)), shape="hexagon",
+            c.node(element, _label(_tier_head(tier), *_more_axes(p, "node"), *overlay.lines(element)), shape="hexagon",
                    **overlay.style(element, fillcolor="#e8f5e9"))
             c.edge(chip, element, label=fmt(tier.bandwidth, "B/s") + " per GPU", **SCALE_UP)
 

@@ -125,6 +125,8 @@ class Block:
     constraints: dict[str, FieldType] = attrs.Factory(dict)
     required: tuple[str, ...] = ()
     doc: str = ""
+    # a required name is also satisfied by any one group of these (a value derived from them)
+    alternatives: dict[str, tuple[tuple[str, ...], ...]] = attrs.Factory(dict)
 
 
 # ----------------------------------------------------------------- field types
@@ -162,17 +164,31 @@ TOPOLOGY = Construct({
 PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0}
 
 CHIP = Block(
-    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "cores": COUNT, "l2": BYTES, "process": TEXT},
+    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "base_clock": CLOCK, "cores": COUNT, "l2": BYTES,
+            "l2_bandwidth": BANDWIDTH, "process": TEXT},
     blocks={
-        "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "type": TEXT},
-                     required=("capacity", "bandwidth")),
+        "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
+                      "stack_bandwidth": BANDWIDTH, "type": TEXT},
+                     required=("capacity", "bandwidth"),
+                     alternatives={"capacity": (("stacks", "stack_capacity"),),
+                                   "bandwidth": (("stacks", "stack_bandwidth"),)},
+                     doc="capacity and bandwidth, stated or derived from stacks x stack_capacity / stack_bandwidth"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
-        "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER}, required=("tdp",)),
+        "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
+                               doc="dense operations (2 per multiply-add) per core per clock, per precision"),
+        "systolic": Block({"rows": COUNT, "cols": COUNT, "arrays": COUNT, "precision": Choice(PRECISIONS)},
+                          required=("rows", "cols"),
+                          doc="multiply-add array per core: 2 x rows x cols x arrays operations per clock"),
+        "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER, "cap": POWER, "min_clock": CLOCK,
+                        "dvfs_exponent": Qty(u.NONE, low=Fraction(1), low_open=False)}, required=("tdp",),
+                       doc="tdp, idle, the operator's power `cap` and the DVFS curve (dynamic power ~ clock^exponent "
+                           "down to `min_clock`)"),
         "efficiency": Block({**{p: SHARE for p in PRECISIONS}, "hbm": SHARE, "attention": SHARE},
                             doc="sustained GEMM throughput per precision, fused attention (of the bf16 peak) "
                                 "and HBM bandwidth, as shares of peak"),
     },
     required=("hbm", "peak", "power"),
+    alternatives={"peak": (("cores", "clock", "ops_per_clock"), ("cores", "clock", "systolic"))},
 )
 CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))

@@ -5,6 +5,11 @@ A group of `size` ranks laid out with `stride` (ranks between members) spans tie
 the partition; the collective runs as one stage per tier it crosses, each on that
 tier's per-GPU bandwidth (NCCL's hierarchical rings: reduce-scatter inside the fast
 tier, all-reduce across the slow one on 1/n of the data, all-gather back).
+
+A k-D torus is k tiers, one per axis (compiler/topology.py `torus_axes`): a collective
+runs dimension by dimension (TPU ICI, custom DSA meshes), each a ring along its axis with
+the wrap-around links; all-to-all is bounded by each axis's bisection, and pipeline
+neighbours talk over one link.
 """
 
 from __future__ import annotations
@@ -42,6 +47,16 @@ def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Stage, ...]:
 
 def _rate(tier: Tier) -> float:
     return tier.bandwidth * tier.efficiency
+
+
+def _exchange_rate(tier: Tier) -> float:
+    """Per-chip rate of an all-to-all over a tier. On a torus axis of d chips the ring's
+    bisection limits it: a uniform exchange crosses d/4 links on average (shortest way
+    round), so each chip gets min(1, 4/d) of the ring rate (d/3 and 3/d on an open line)."""
+    if not tier.ring:
+        return _rate(tier)
+    reach = 4 if tier.wraparound else 3
+    return _rate(tier) * min(1.0, reach / tier.ring)
 
 
 def _latency(tier: Tier, peers: int) -> float:
@@ -92,7 +107,7 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
     for stage in stages:
         reached = inside * stage.peers
         share = (reached - inside) / total
-        slowest = max(slowest, nbytes * share / _rate(stage.tier) + _latency(stage.tier, stage.peers))
+        slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers))
         inside = reached
     return slowest
 
@@ -100,7 +115,7 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
 def point_to_point(nbytes: float, tier: Tier | None) -> float:
     if tier is None:
         return 0.0
-    return nbytes / _rate(tier) + tier.latency
+    return nbytes / (tier.link_bandwidth * tier.efficiency) + tier.latency
 
 
 def tier_between(stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
