@@ -9,7 +9,7 @@ import attrs
 from . import chip as chip_numbers, topology
 from .design import Construct, Design, Entity, Record, Repeat
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
-from .units import Quantity
+from ..dsl.units import Quantity
 
 PRECISIONS = chip_numbers.PRECISIONS
 

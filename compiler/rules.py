@@ -6,10 +6,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Callable, Iterator
 
-from . import chip as chip_numbers, codes
+from ..dsl import codes
+from . import chip as chip_numbers
 from .design import Entity, Partition, Record, Symbol
-from .diagnostics import Diagnostic, Label
-from .units import BANDWIDTH, BYTES, FLOPS, Quantity, format_quantity
+from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
 
