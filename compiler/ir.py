@@ -62,6 +62,7 @@ class Part:
     count: int
     power: float                 # watts each
     bandwidth: float | None      # bytes/s per direction each (NICs, DPUs, switch ports)
+    cores: int | None = None     # CPU and DPU cores each
     span: Span = _span()
 
 
@@ -74,6 +75,7 @@ class NodeType:
     dram: float
     nvme: float
     overhead: float              # watts: fans, boards, power conversion
+    nvme_bandwidth: float | None = None   # bytes/s the node's NVMe drives read or write
     span: Span = _span()
 
     def parts_of(self, kind: str) -> tuple[Part, ...]:

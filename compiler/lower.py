@@ -55,7 +55,7 @@ def part(kind: str, repeat: Repeat) -> Part:
     entity = repeat.part
     bandwidth = entity.get("bandwidth") or entity.get("port_speed")
     return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
-                _f(bandwidth) if bandwidth is not None else None, span=entity.span)
+                _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), span=entity.span)
 
 
 def node_type(node: Entity) -> NodeType:
@@ -63,7 +63,9 @@ def node_type(node: Entity) -> NodeType:
     parts = tuple(part(kind, node.get(field)) for kind, field in (("cpu", "cpus"), ("nic", "nics"), ("dpu", "dpus"))
                   if node.get(field) is not None)
     return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _f(node.get("dram")),
-                    _f(node.get("nvme")), _f(node.get("overhead")), span=node.span)
+                    _f(node.get("nvme")), _f(node.get("overhead")),
+                    nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
+                    span=node.span)
 
 
 # ----------------------------------------------------------------- partitions

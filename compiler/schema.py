@@ -204,7 +204,7 @@ SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacit
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
-     "nvme": BYTES, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
+     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
      "overhead": POWER0},
     required=("gpus",),
 )
@@ -245,6 +245,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"))})
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
+     "sample_bytes": BYTES, "checkpoint_every": TIME,
      "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(SOFTWARE_STACKS), **OBJECTIVES},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "batch"),

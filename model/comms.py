@@ -74,22 +74,31 @@ def flat(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
 def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward."""
     time, share = 0.0, nbytes
-    for stage in stages:
+    for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
         if stage.tier.in_network_reduction:
             time += share / _rate(stage.tier) + 2 * stage.tier.latency
         else:
-            time += 2 * (n - 1) / n * share / _rate(stage.tier) + 2 * _latency(stage.tier, n)
+            time += 2 * (n - 1) / n * share / _rate(stage.tier) / axes + 2 * _latency(stage.tier, n)
         share /= n
     return time
+
+
+def _concurrent_axes(stages: tuple[Stage, ...]) -> tuple[int, ...]:
+    """For each stage, how many torus axes of its fabric the group spans. A collective over
+    j axes splits its data j ways, each part taking the axes in another order, so all j
+    axes' links work at once (the multi-dimensional rings of TPU ICI): the per-axis phases
+    take 1/j of their single-ring time. 1 for switched tiers."""
+    fabrics = [s.tier.fabric if s.tier.ring else None for s in stages]
+    return tuple(fabrics.count(f) if f is not None else 1 for f in fabrics)
 
 
 def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Half an all-reduce (all-gather costs the same)."""
     time, share = 0.0, nbytes
-    for stage in stages:
+    for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
-        time += (n - 1) / n * share / _rate(stage.tier) + _latency(stage.tier, n)
+        time += (n - 1) / n * share / _rate(stage.tier) / axes + _latency(stage.tier, n)
         share /= n
     return time
 
