@@ -60,7 +60,10 @@ def _exchange_rate(tier: Tier) -> float:
 
 
 def _latency(tier: Tier, peers: int) -> float:
-    """Ring latency grows with peers, tree latency with their logarithm; NCCL picks the lower."""
+    """Ring latency grows with peers, tree latency with their logarithm; NCCL picks the lower.
+    Along a torus axis only the ring is one hop per step (a tree's edges would span many)."""
+    if tier.ring:
+        return tier.latency * (peers - 1)
     return tier.latency * min(peers - 1, 2 * math.ceil(math.log2(peers)))
 
 
