@@ -68,8 +68,6 @@ import sys
 from typing import Sequence
 
 import attrs
-import cvxpy as cp
-import numpy as np
 
 from ..compiler.design import Entity, Item, Partition as PartitionRef, Record
 from ..model import comms
@@ -134,6 +132,9 @@ def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = No
     Lanes that share a `group` are alternative configurations of one partition: at most
     one of them runs. `bubble[n - 1]` multiplies the busy times when n groups take part
     (pipeline fill and drain); 1 when not given."""
+    import cvxpy as cp  # imported here: 2 s of start-up that most commands never need
+    import numpy as np
+
     count = len(lanes)
     if count == 0 or total <= 0:
         return Split("infeasible", message="nothing to split" if count else "no partitions")
