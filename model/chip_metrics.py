@@ -4,6 +4,7 @@ the L2 tile the GEMM model assumes (model/cache.py) and each torus axis's links.
 
 from __future__ import annotations
 
+from ..compiler.chip import TOLERANCE
 from ..compiler.ir import Accelerator, ClusterGraph
 from ..compiler.metrics import Metric, _q
 from . import cache, dvfs
@@ -28,8 +29,9 @@ def _peaks(chip: Accelerator) -> list[Metric]:
         if precision in ops and chip.cores and chip.clock:
             derived = chip.cores * chip.clock * ops[precision]
             product = f"{chip.cores} cores x {chip.clock / 1e9:g} GHz x {ops[precision]:g} ops/clock"
-            formula = (f"{product}" if abs(derived - value) <= 1e-9 * value
-                       else f"stated; the microarchitecture gives {product} = {_q(derived, 'FLOPS')}")
+            agree = "agrees within 5 %" if abs(derived - value) <= TOLERANCE * value else "DIFFERS by more than 5 %"
+            formula = (product if abs(derived - value) <= 1e-9 * value
+                       else f"stated; {product} = {_q(derived, 'FLOPS')} {agree}")
         out.append(Metric(f"chip.{chip.name}.peak.{precision}", f"{chip.name} peak {precision}", value, "FLOPS",
                           formula, chip.span))
     return out

@@ -47,7 +47,12 @@ def attention_peak(chip: Accelerator) -> float:
 def clock(chip: Accelerator, precision: str) -> float:
     """The clock ratio the chip computes at (model/dvfs.py): below 1 under a power cap, or at
     the base clock when nothing measured says what the chip sustains."""
-    return dvfs.sustained(chip, chip.efficiency_of(precision) is not None)
+    return dvfs.sustained(chip, measured(chip, precision))
+
+
+def measured(chip: Accelerator, precision: str) -> bool:
+    """Whether the chip's sustained rate for `precision` was measured (fp16 shares bf16's)."""
+    return chip.efficiency_of(precision) is not None or (precision == "fp16" and chip.efficiency_of("bf16") is not None)
 
 
 def gemm_efficiency(chip: Accelerator, precision: str) -> float:

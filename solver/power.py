@@ -76,6 +76,7 @@ import attrs
 from ..compiler.design import Item, Record
 from ..compiler.metrics import power_breakdown
 from ..model import dvfs
+from ..model.compute import measured
 from ..model.job import Job
 from ..model.power import gpu_power
 from ..model.step import Estimate, estimate
@@ -116,7 +117,7 @@ class PowerInputs:
         rest = (rows["power.it"] - rows["power.accelerators"]) / graph.gpus if graph.gpus else 0.0
         chip = partition.node.accelerator
         if f_min is None:
-            planned = dvfs.sustained(chip, chip.efficiency_of(cfg.precision) is not None)
+            planned = dvfs.sustained(chip, measured(chip, cfg.precision))
             f_min = min(1.0, dvfs.floor(chip) / planned) if planned > 0 else dvfs.floor(chip)
         inputs = cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
                      min_gpus=float(cfg.tp * cfg.pp * cfg.cp), max_gpus=float(cfg.gpus), shares=step_shares(best),
