@@ -62,7 +62,12 @@ def _chip_clocks(chip: Entity) -> Iterator[Diagnostic]:
         if value is not None and bound is not None and not value < bound:
             yield codes.ORDER.make(chip.span_of(low), low=low, high=high, low_value=format_quantity(value),
                                    high_value=format_quantity(bound), labels=[Label(chip.span_of(high), "here")])
-    cap, tdp = chip.get("power.cap"), chip.get("power.tdp")
+    cap, tdp, least = chip.get("power.cap"), chip.get("power.tdp"), chip.get("power.min_cap")
+    if cap is not None and least is not None and cap < least:
+        yield codes.ORDER.make(chip.span_of("power.min_cap"), low="power.min_cap", high="power.cap",
+                               low_value=format_quantity(least), high_value=format_quantity(cap),
+                               labels=[Label(chip.span_of("power.cap"), "the cap")],
+                               notes=["help: the firmware accepts no cap below `min_cap`"])
     if cap is not None and tdp is not None and tdp < cap:
         yield codes.ORDER.make(chip.span_of("power.cap"), low="power.cap", high="power.tdp",
                                low_value=format_quantity(cap), high_value=format_quantity(tdp),

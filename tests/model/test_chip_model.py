@@ -200,3 +200,11 @@ def test_host_paths_by_hand():
     assert e.breakdown.data > 0 and e.breakdown.checkpoint > 0
     assert estimate(job.shape, cfg, with_dpu.partition).step_time < e.step_time
     assert not math.isinf(host.checkpoint_time(job.shape, cfg, job.partition))
+
+
+def test_clocks_and_caps_must_be_ordered():
+    bad = check_text("chip X { peak { bf16 = 100 TFLOPS }  hbm { capacity = 80 GB  bandwidth = 1 TB/s }\n"
+                     "  power { tdp = 700 W  idle = 70 W  min_cap = 300 W  cap = 200 W }\n"
+                     "  clock = 1 GHz  base_clock = 2 GHz }\n", "x.gcl")
+    found = sorted((d.code, d.subject.line) for d in bad.diagnostics)
+    assert found == [("order", 2), ("order", 3)]  # cap below min_cap; base above boost
