@@ -1,0 +1,77 @@
+"""Plan the job an export needs: a train job on one partition (the search) or across
+several (the heterogeneous split), as a `JobPlan` of one share per partition."""
+
+from __future__ import annotations
+
+from ...compiler.design import Design, Entity
+from ...compiler.model import comms
+from ...compiler.model.config import TrainConfig
+from ...compiler.model.job import JobError, job_from_entity
+from ...compiler.model.shape import ModelShape
+from ...compiler.ir import Partition
+from .target import JobPlan, Share
+
+
+class Infeasible(Exception):
+    """No configuration of the job fits; the message is the planner's reason."""
+
+
+def train_entity(design: Design, name: str | None) -> Entity | None:
+    """The train job `name`, or the root file's first; None when there is none to export."""
+    jobs = [e for e in design.entities if e.kind == "train"]
+    if name is None:
+        local = [j for j in jobs if j.span.path == design.root] or jobs
+        return local[0] if local else None
+    entity = next((e for e in design.entities if e.name == name), None)
+    if entity is None or entity.kind not in ("train", "serve"):
+        known = ", ".join(j.name for j in jobs) or "none"
+        raise JobError(f"no train job `{name}`; the design's train jobs: {known}")
+    if entity.kind == "serve":
+        raise JobError(f"`{name}` is a serve job; `gclc export` writes the plans of train jobs")
+    return entity
+
+
+def job_plan(entity: Entity) -> JobPlan:
+    from ...solver.hetero import is_hetero, partition_jobs, plan_hetero
+    from ...solver.plan import plan
+
+    shape = ModelShape.from_entity(entity.get("model"))
+    if is_hetero(entity):
+        result = plan_hetero(entity)
+        if result.best is None:
+            raise Infeasible(f"`{entity.name}` fits neither split across its partitions")
+        jobs = {j.partition.name: j for j in partition_jobs(entity)}
+        shares = tuple(_share(jobs[s.partition].partition, s.config, s.gpus, s.items)
+                       for s in result.best.shares if s.config is not None and s.gpus)
+        first = next(iter(jobs.values()))
+        return JobPlan(entity.name, entity, shape, first.precision, first.stack, result.best.mode, shares)
+    job = job_from_entity(entity)
+    chosen = plan(job, _objective(entity))
+    if chosen.best is None:
+        reason = chosen.infeasibility.message if chosen.infeasibility else f"no configuration fits {job.gpus} GPUs"
+        raise Infeasible(reason)
+    config = chosen.best.config
+    share = _share(job.partition, config, config.gpus, job.batch)
+    return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,))
+
+
+def _objective(entity: Entity) -> str:
+    """The job's objective as `gclc plan` reads it (maximize/minimize), throughput by default."""
+    minimize, maximize = entity.get("minimize"), entity.get("maximize")
+    if minimize is not None:
+        return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
+    return "mfu" if getattr(maximize, "name", "") == "mfu" else "throughput"
+
+
+def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:
+    """The share, with the widest of its TP and EP groups and the tier that group stays inside."""
+    together, tier = 1, None
+    for dim in ("tp", "ep"):
+        size = getattr(config, dim)
+        stages = comms.place(size, config.stride(dim), partition.tiers)
+        if size > together:
+            together, tier = size, stages[-1].tier.name if stages else None
+    return Share(partition.name, gpus, config, together, tier, items)
+
+
+__all__ = ["Infeasible", "JobError", "job_plan", "train_entity"]
