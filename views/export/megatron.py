@@ -105,7 +105,7 @@ def uneven_stages(layers: int, pp: int) -> tuple[int, int]:
     the last (which also computes the output layer and loss) taking the smaller part."""
     for middle in range(-(-layers // pp), 0, -1):
         rest = layers - middle * (pp - 2)
-        if 2 <= rest <= 2 * middle:
+        if rest >= 2:
             return -(-rest // 2), rest // 2
     raise ExportError(f"{layers} layers cannot be staged over pp {pp} with equal middle stages")
 
