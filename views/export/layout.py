@@ -21,7 +21,7 @@ import attrs
 
 from ...compiler.design import Design
 from ...compiler.ir import ClusterGraph, Partition, Tier
-from .hostlist import expand_all
+from ...compiler.hostlist import expand_all
 
 
 @attrs.frozen

@@ -21,7 +21,7 @@ import math
 
 from ...compiler.design import Design
 from ...compiler.ir import NodeType
-from .hostlist import compress, lines as host_lines
+from ...compiler.hostlist import compress, lines as host_lines
 from .layout import Group, Layout, slug
 from .target import JobPlan, header
 
