@@ -73,7 +73,7 @@ def _literal_argument(call: ast.Call) -> dict | None:
     else:
         action = _literal(action) or "store"
     choices = _literal(kw.get("choices"))
-    return {"flags": flags, "dest": _literal(kw.get("dest")), "action": action,
+    return {"flags": flags, "dest": _literal(kw.get("dest")), "action": action, "default": _literal(kw.get("default")),
             "type": _type_name(kw["type"]) if "type" in kw else None, "nargs": _literal(kw.get("nargs")),
             "choices": [c for c in choices] if isinstance(choices, (list, tuple)) else None}
 
@@ -110,6 +110,7 @@ def _factory_arguments(name: str, exclude: set[str], classes: dict[str, ast.Clas
         if field_name in exclude or not init or field_name.startswith("_"):
             continue
         argument = {"flags": ["--" + field_name.replace("_", "-")], "dest": field_name, "action": "store",
+                    "default": default if isinstance(default, (int, float, str, bool, type(None))) else None,
                     "type": "str", "nargs": None, "choices": None}
         inferred = _infer(field.annotation, classes)
         if inferred is None and not meta:
@@ -124,7 +125,7 @@ def _factory_arguments(name: str, exclude: set[str], classes: dict[str, ast.Clas
         for key, value in meta.items():
             if key == "arg_names":
                 argument["flags"] = list(value)
-            elif key in ("type", "nargs", "choices", "action", "dest"):
+            elif key in ("type", "nargs", "choices", "action", "dest", "default"):
                 argument[key] = value
         out.append(argument)
     return out
