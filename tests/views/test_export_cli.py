@@ -79,10 +79,8 @@ def test_a_serve_job_and_an_unknown_job_are_errors(named, capsys):
     assert "no train job `nope`" in capsys.readouterr().err
 
 
-def test_an_infeasible_plan_exits_3_and_writes_nothing(tmp_path, capsys):
-    from conftest import ROOT  # noqa: PLC0415
-
+def test_an_infeasible_plan_exits_3_and_writes_nothing(named, tmp_path, capsys):
     out = tmp_path / "out"
-    path = str(ROOT / "examples" / "gb200_nvl72_100k.gcl")
+    path = named("gb200_nvl72_100k").path
     assert main(["export", path, "--to", "megatron", "-o", str(out), "--set", "racks=8"]) == 3
     assert "infeasible" in capsys.readouterr().err and not out.exists()
