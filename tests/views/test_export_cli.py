@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from gclc.compiler.cli import main
+from gclc.cli.main import main
 from gclc.views.export import KINDS
 
 FILES = {

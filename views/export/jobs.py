@@ -4,10 +4,10 @@ several (the heterogeneous split), as a `JobPlan` of one share per partition."""
 from __future__ import annotations
 
 from ...compiler.design import Design, Entity
-from ...compiler.model import comms
-from ...compiler.model.config import TrainConfig
-from ...compiler.model.job import JobError, job_from_entity
-from ...compiler.model.shape import ModelShape
+from ...model import comms
+from ...model.config import TrainConfig
+from ...model.job import JobError, job_from_entity
+from ...model.shape import ModelShape
 from ...compiler.ir import Partition
 from .target import JobPlan, Share
 
@@ -33,6 +33,7 @@ def train_entity(design: Design, name: str | None) -> Entity | None:
 
 def job_plan(entity: Entity) -> JobPlan:
     from ...solver.hetero import is_hetero, partition_jobs, plan_hetero
+    from ...solver.jobs import job_objective
     from ...solver.plan import plan
 
     shape = ModelShape.from_entity(entity.get("model"))
@@ -46,21 +47,13 @@ def job_plan(entity: Entity) -> JobPlan:
         first = next(iter(jobs.values()))
         return JobPlan(entity.name, entity, shape, first.precision, first.stack, result.best.mode, shares)
     job = job_from_entity(entity)
-    chosen = plan(job, _objective(entity))
+    chosen = plan(job, job_objective(entity))
     if chosen.best is None:
         reason = chosen.infeasibility.message if chosen.infeasibility else f"no configuration fits {job.gpus} GPUs"
         raise Infeasible(reason)
     config = chosen.best.config
     share = _share(job.partition, config, config.gpus, job.batch)
     return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,))
-
-
-def _objective(entity: Entity) -> str:
-    """The job's objective as `gclc plan` reads it (maximize/minimize), throughput by default."""
-    minimize, maximize = entity.get("minimize"), entity.get("maximize")
-    if minimize is not None:
-        return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
-    return "mfu" if getattr(maximize, "name", "") == "mfu" else "throughput"
 
 
 def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:

@@ -17,7 +17,7 @@ import shlex
 
 import yaml
 
-from ...compiler.model.config import TrainConfig
+from ...model.config import TrainConfig
 from .target import ExportError, JobPlan, header
 
 STACKS = ("megatron", "megatron_core", "nemo")
@@ -133,7 +133,7 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
 
 
 def _stack(c: TrainConfig) -> list[tuple[str, object]]:
-    """The behaviour the planned stack assumes (compiler/model/config.py STACKS), as flags."""
+    """The behaviour the planned stack assumes (model/config.py STACKS), as flags."""
     flash = c.behaviour("attention") == "flash"
     args: list[tuple[str, object]] = [("--attention-backend", "flash" if flash else "unfused")]
     dropout = 0.1 if c.behaviour("dropout") else 0.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 
 from ...compiler.design import Entity
-from ...compiler.model.config import TrainConfig
-from ...compiler.model.shape import ModelShape
+from ...model.config import TrainConfig
+from ...model.shape import ModelShape
 
 
 class ExportError(ValueError):

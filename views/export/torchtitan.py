@@ -13,7 +13,7 @@ ZeRO-2 shard but keep the gathered weights until backward (`fsdp_reshard_after_f
 
 from __future__ import annotations
 
-from ...compiler.model.shape import ModelShape
+from ...model.shape import ModelShape
 from .target import ExportError, JobPlan, header
 
 # torchtitan v0.2.2's registered flavors (torchtitan/models/*/__init__.py) by shape:
