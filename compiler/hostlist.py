@@ -20,8 +20,25 @@ class HostlistError(ValueError):
     """A malformed expression; the message says what and how to write it."""
 
 
-def expand(expression: str) -> list[str]:
-    """`node[01-03,07]` -> node01 node02 node03 node07; a name without brackets is itself."""
+def expand(hostlist: str) -> list[str]:
+    """`node[01-03,07],login` -> node01 node02 node03 node07 login: the comma-separated
+    parts (commas inside brackets belong to the range), each expanded."""
+    return [name for piece in _split(hostlist) for name in _expand_one(piece)]
+
+
+def _split(hostlist: str) -> list[str]:
+    pieces, depth, start = [], 0, 0
+    for i, char in enumerate(hostlist):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            pieces.append(hostlist[start:i])
+            start = i + 1
+    return pieces + [hostlist[start:]]
+
+
+def _expand_one(expression: str) -> list[str]:
+    if not expression.strip():
+        raise HostlistError("a host list has an empty name between its commas")
     if "[" not in expression and "]" not in expression:
         return [expression]
     match = _BRACKET.match(expression)

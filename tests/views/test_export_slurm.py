@@ -128,11 +128,11 @@ def test_slurmctld_reads_the_cluster_and_scontrol_gives_back_its_tiers(example, 
     for group in nodes.groups:  # round trip: per partition, the levels' domain sizes are the IR's tiers
         mine, sizes = set(group.nodes), []
         for level in sorted(by_level):
-            widths = [len(set(expand_all_list(s["Nodes"])) & mine) for s in by_level[level]]
+            widths = [len(set(expand(s["Nodes"])) & mine) for s in by_level[level]]
             if max(widths) and (not sizes or max(widths) > sizes[-1]):
                 sizes.append(max(widths))
         assert sizes == (ir_levels(group.partition) or [len(mine)]), group.partition.name
-        assert mine <= set(expand_all_list(by_level[max(by_level)][0]["Nodes"]))  # one root over every node
+        assert mine <= set(expand(by_level[max(by_level)][0]["Nodes"]))  # one root over every node
 
     records = _records(daemon.scontrol("show", "nodes"))
     assert len(records) == len(names)
@@ -151,12 +151,6 @@ STARTUP_NOISE = re.compile(r"pmix|MPI:|state file|backup state save")
 
 def _errors(daemon: Slurmctld) -> list[str]:
     return [line for line in daemon.log().splitlines() if "error" in line.lower() and not STARTUP_NOISE.search(line)]
-
-
-def expand_all_list(hostlist: str) -> list[str]:
-    """scontrol prints comma-separated host lists whose brackets may hold commas."""
-    parts = re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)?", hostlist)
-    return [name for part in parts for name in expand(part)]
 
 
 def test_a_broken_gres_line_is_reported_by_slurmctld(slurmctld, named):
@@ -180,7 +174,7 @@ def parse_block_topology(text: str) -> tuple[list[tuple[str, list[str]]], list[i
         keys = {k.lower() for k in fields}
         if keys == {"blockname", "nodes"}:
             values = {k.lower(): v for k, v in fields.items()}
-            blocks.append((values["blockname"], expand_all_list(values["nodes"])))
+            blocks.append((values["blockname"], expand(values["nodes"])))
         elif keys == {"blocksizes"}:
             sizes = [int(v) for v in next(iter(fields.values())).split(",")]
         else:

@@ -1,10 +1,11 @@
 """The cluster as schedulers see it: named nodes and, per fabric tier, named domains of nodes.
 
 Names are stable and derived from the design: a node of a plain-node unit is
-`dgx-h100-001`; a node inside a supernode is `gb200-nvl72-0007-node03`, and that
-supernode's domain is `gb200-nvl72-0007`; other domains are the tier's name and an index
-(`xdr-campus-leaf-003`). In a cluster of several partitions the partition name leads
-(`h100-001`, `h100-shared-ndr-leaf-01`). A `hostnames` list in the cluster or a partition
+`dgx-h100-001`; a node inside a supernode is `gb200-nvl72-007-node03`, and that
+supernode's domain is `gb200-nvl72-007`; other domains are the tier's name and an index
+(`xdr-campus-leaf-03`). Unit numbers have at least three digits (more when the count
+needs them), so a cluster that grows keeps its names. In a cluster of several partitions
+the partition name leads (`h100-001`, `h100-shared-ndr-leaf-01`). A `hostnames` list in the cluster or a partition
 replaces the node names, in this order, by the real ones.
 
 Each tier of the IR whose groups span more than one node becomes a level; its domains
