@@ -197,3 +197,21 @@ def test_block_topology_follows_the_documented_syntax(example, ir_levels):
         assert block in expected or not expected
         mine = [len(m) for _, m in blocks if set(m) <= set(group.nodes)]
         assert max(mine) == block and all(size == block for size in mine[:-1])
+
+
+def test_sbatch_asks_for_the_plans_nodes_and_switches(example):
+    if example.job is None:
+        pytest.skip(f"{example.name} has no train job")
+    script = slurm.sbatch(example.layout, example.job, example.name)
+    components = [dict(re.findall(r"^#SBATCH --([\w-]+)=(\S+)", part, re.M)) for part in script.split("#SBATCH hetjob")]
+    assert len(components) == len(example.job.shares)
+    for options, share in zip(components, example.job.shares):
+        group = example.layout.group(share.partition)
+        assert options["partition"] == group.slug
+        assert int(options["nodes"]) * group.gpus_per_node == share.gpus
+        assert options["gpus-per-node"] == f"{slurm.gres_type(group)}:{group.gpus_per_node}"
+        if "switches" in options:  # enough lowest-level switches for whole groups of what the plan keeps together
+            per_switch = group.levels[0].nodes_per_domain
+            segment = -(-share.together // group.gpus_per_node)
+            usable = per_switch // segment * segment if 1 < segment <= per_switch else per_switch
+            assert int(options["switches"].split("@")[0]) * usable >= int(options["nodes"])

@@ -166,16 +166,20 @@ def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
 
 
 def _placement_lines(group: Group, together: int, nodes: int) -> list[str]:
-    """`--switches` for the tree (as few lowest-level switches as the job needs) and, for
-    the block plugin, `--segment`: the nodes of the groups the plan keeps in one block."""
+    """`--switches` for the tree (as few lowest-level switches as the job needs, each holding
+    whole groups of what the plan keeps together) and, for the block plugin, `--segment`:
+    the nodes of such a group, which a block must not split."""
     out = []
+    segment = math.ceil(together / group.gpus_per_node)
     if group.levels and nodes > 1:
         lowest = group.levels[0]
-        switches = math.ceil(nodes / lowest.nodes_per_domain)
+        usable = lowest.nodes_per_domain
+        if 1 < segment <= usable:
+            usable = usable // segment * segment
+        switches = math.ceil(nodes / usable)
         out += [f"# as few {lowest.tier.name} switches ({lowest.nodes_per_domain} nodes each) as the job needs",
                 f"#SBATCH --switches={switches}@00:10:00"]
     level = block_level(group)
-    segment = math.ceil(together / group.gpus_per_node)
     if level is not None and 1 < segment <= level.nodes_per_domain and nodes % segment == 0:
         out += [f"# the plan keeps {together} GPUs within one {level.tier.name} domain; with topology/block",
                 f"# (Slurm 24.11+) ask for it with: #SBATCH --segment={segment}"]
