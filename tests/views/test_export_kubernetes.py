@@ -2,12 +2,12 @@
 
 - Node and the JobSet's Job template: kubernetes-validate (Kubernetes' own OpenAPI
   schemas, strict: no unknown fields).
-- Kueue Topology and ResourceFlavor (v1beta2), JobSet (v1alpha2): the openAPIV3Schema of
+- Kueue Topology, ResourceFlavor, ClusterQueue, LocalQueue (v1beta2), JobSet (v1alpha2): the openAPIV3Schema of
   their CRDs, shipped in tests/data/exports/ (descriptions stripped) from
   kubernetes-sigs/kueue config/components/crd/bases/ at ff69552e79ad21652c36caa97038382e55625cf7
   and kubernetes-sigs/jobset config/components/crd/bases/ at 08dfbdfd682714a9ab929633eca8dc95315187e7.
-- Kueue's CEL rules on Topology levels (x-kubernetes-validations), which no JSON Schema
-  validator runs, re-implemented below.
+- Kueue's CEL rules on Topology levels and ClusterQueue resource groups
+  (x-kubernetes-validations), which no JSON Schema validator runs, re-implemented below.
 - A round trip: the tiers read back from the Topology and the node labels are the IR's.
 """
 
@@ -38,6 +38,8 @@ def schemas():
     load = lambda name, version: json.loads((data / name).read_text())["versions"][version]  # noqa: E731
     return {"Topology": load("kueue_topologies.crd.json", "v1beta2"),
             "ResourceFlavor": load("kueue_resourceflavors.crd.json", "v1beta2"),
+            "ClusterQueue": load("kueue_clusterqueues.crd.json", "v1beta2"),
+            "LocalQueue": load("kueue_localqueues.crd.json", "v1beta2"),
             "JobSet": load("jobset_jobsets.crd.json", "v1alpha2")}
 
 
@@ -83,6 +85,19 @@ def test_the_api_server_checks_reject_bad_names():
     assert len(api_server_problems({"name": "DGX_1", "labels": {"a/b/c": "x" * 64}})) == 3
 
 
+def kueue_cel_resource_groups(groups: list[dict]) -> list[str]:
+    """Kueue's CEL rule on ClusterQueue resourceGroups (kueue.x-k8s.io_clusterqueues.yaml):
+    `self.flavors.all(x, size(x.resources) == size(self.coveredResources))`; and Kueue's
+    webhook: a resource is covered by one group only."""
+    problems = []
+    if any(len(f["resources"]) != len(g["coveredResources"]) for g in groups for f in g["flavors"]):
+        problems.append("flavors must have the same number of resources as the coveredResources")
+    covered = [r for g in groups for r in g["coveredResources"]]
+    if len(covered) != len(set(covered)):
+        problems.append("a resource is covered by more than one resource group")
+    return problems
+
+
 def test_the_cel_rules_reject_what_kueue_rejects():
     host = {"nodeLabel": "kubernetes.io/hostname"}
     rack = {"nodeLabel": "topology.gclc.io/rack"}
@@ -90,6 +105,9 @@ def test_the_cel_rules_reject_what_kueue_rejects():
     assert kueue_cel_levels([rack, rack, host]) == ["must be unique"]
     assert kueue_cel_levels([host, rack]) == ["the kubernetes.io/hostname label can only be used at the lowest "
                                               "level of topology"]
+    flavor = {"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}
+    assert kueue_cel_resource_groups([{"coveredResources": ["nvidia.com/gpu"], "flavors": [flavor]}]) == []
+    assert len(kueue_cel_resource_groups([{"coveredResources": ["nvidia.com/gpu", "cpu"], "flavors": [flavor]}] * 2)) == 2
 
 
 def _documents(example) -> dict[str, list[dict]]:
@@ -109,6 +127,8 @@ def test_every_object_passes_its_published_schema(example, schemas):
         _crd_validate(schemas[document["kind"]], document)
         if document["kind"] == "Topology":
             assert kueue_cel_levels(document["spec"]["levels"]) == []
+        if document["kind"] == "ClusterQueue":
+            assert kueue_cel_resource_groups(document["spec"]["resourceGroups"]) == []
     nodes = documents["nodes.yaml"]
     for node in nodes[:: max(1, len(nodes) // 3)]:  # the objects differ only in names and label values,
         kubernetes_validate.validate(node, K8S_VERSION, strict=True)  # which the API server checks:
@@ -140,6 +160,9 @@ def test_the_tiers_read_back_from_kueue_are_the_irs(example, ir_levels):
     documents = _documents(example)
     topologies = {d["metadata"]["name"]: d for d in documents["kueue.yaml"] if d["kind"] == "Topology"}
     flavors = [d for d in documents["kueue.yaml"] if d["kind"] == "ResourceFlavor"]
+    queue = next(d for d in documents["kueue.yaml"] if d["kind"] == "ClusterQueue")
+    quotas = {f["name"]: f["resources"][0]["nominalQuota"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]}
+    assert [quotas[f["metadata"]["name"]] for f in flavors] == [p.gpus for p in example.graph.partitions]
     nodes = documents["nodes.yaml"]
     assert len(flavors) == len(example.graph.partitions)
     for flavor, partition in zip(flavors, example.graph.partitions):
@@ -163,6 +186,9 @@ def test_the_jobset_places_what_the_plan_keeps_together(example):
               for d in documents["kueue.yaml"] if d["kind"] == "Topology"}
     known = {label for labels in levels.values() for label in labels}
     jobset = documents["jobset.yaml"][0]
+    local = next(d for d in documents["kueue.yaml"] if d["kind"] == "LocalQueue")
+    assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == local["metadata"]["name"]
+    assert jobset["metadata"]["namespace"] == local["metadata"]["namespace"]
     for replicated, share in zip(jobset["spec"]["replicatedJobs"], example.job.shares):
         group = example.layout.group(share.partition)
         spec = replicated["template"]["spec"]
