@@ -10,7 +10,7 @@ import pytest
 
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower
-from gclc.views.export.jobs import job_plan, train_entity
+from gclc.views.export.jobs import job_entity, job_plan
 from gclc.views.export.layout import layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def _design(name: str):
 
 @functools.cache
 def _job(name: str):
-    entity = train_entity(_design(name), None)
+    entity = job_entity(_design(name), None)
     return job_plan(entity) if entity is not None else None
 
 

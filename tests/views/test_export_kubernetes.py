@@ -192,14 +192,16 @@ def test_the_jobset_places_what_the_plan_keeps_together(example):
     for replicated, share in zip(jobset["spec"]["replicatedJobs"], example.job.shares):
         group = example.layout.group(share.partition)
         spec = replicated["template"]["spec"]
-        assert spec["parallelism"] * group.gpus_per_node == share.gpus
+        per_pod = next(iter(spec["template"]["spec"]["containers"][0]["resources"]["limits"].values()))
+        assert replicated["replicas"] * spec["parallelism"] * per_pod == share.gpus
+        assert per_pod == group.gpus_per_node or (example.job.serve and per_pod == share.together)
         annotations = spec["template"]["metadata"]["annotations"]
         assert annotations["kueue.x-k8s.io/podset-preferred-topology"] in known
         required = annotations.get("kueue.x-k8s.io/podset-slice-required-topology")
-        pods_together = math.ceil(share.together / group.gpus_per_node)
+        pods_together = math.ceil(share.together / per_pod)
         if pods_together > 1:  # TP/EP groups wider than a node stay inside the tier the plan put them in
             size = int(annotations["kueue.x-k8s.io/podset-slice-size"])
-            assert size == pods_together and spec["parallelism"] % size == 0
+            assert size == pods_together and spec["parallelism"] * replicated["replicas"] % size == 0
             level = next(lv for lv in group.levels if kubernetes.level_label(lv) == required)
             assert level.tier.name == share.together_tier and level.nodes_per_domain >= size
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
 from . import kubernetes, megatron, slurm, torchtitan
-from .jobs import Infeasible, job_plan, train_entity
+from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
 
@@ -20,10 +20,11 @@ NEEDS_JOB = ("megatron", "torchtitan")
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
            source: str = "") -> dict[str, str]:
-    entity = train_entity(design, job)
+    entity = job_entity(design, job)
     if kind in NEEDS_JOB:
-        if entity is None:
-            raise ExportError(f"{kind} settings describe a training job, and the design has no `train` job")
+        if entity is None or entity.kind != "train":
+            what = f"`{entity.name}` is a serve job" if entity is not None else "the design has no `train` job"
+            raise ExportError(f"{kind} settings describe a training job, and {what}")
         plan = job_plan(entity)
         chip = _accelerator(plan)
         return (megatron if kind == "megatron" else torchtitan).export(plan, chip.name, chip.vendor, source)

@@ -1,5 +1,6 @@
 """Plan the job an export needs: a train job on one partition (the search) or across
-several (the heterogeneous split), as a `JobPlan` of one share per partition."""
+several (the heterogeneous split), or a serve job (its width and replicas), as a
+`JobPlan` of one share per partition."""
 
 from __future__ import annotations
 
@@ -16,18 +17,17 @@ class Infeasible(Exception):
     """No configuration of the job fits; the message is the planner's reason."""
 
 
-def train_entity(design: Design, name: str | None) -> Entity | None:
-    """The train job `name`, or the root file's first; None when there is none to export."""
-    jobs = [e for e in design.entities if e.kind == "train"]
+def job_entity(design: Design, name: str | None) -> Entity | None:
+    """The job `name`, or the root file's first train job, else its first serve job (as
+    `gclc plan` chooses); None when the design has no job."""
+    jobs = [e for e in design.entities if e.kind in ("train", "serve")]
     if name is None:
         local = [j for j in jobs if j.span.path == design.root] or jobs
-        return local[0] if local else None
-    entity = next((e for e in design.entities if e.name == name), None)
-    if entity is None or entity.kind not in ("train", "serve"):
+        return next((j for j in local if j.kind == "train"), local[0] if local else None)
+    entity = next((e for e in jobs if e.name == name), None)
+    if entity is None:
         known = ", ".join(j.name for j in jobs) or "none"
-        raise JobError(f"no train job `{name}`; the design's train jobs: {known}")
-    if entity.kind == "serve":
-        raise JobError(f"`{name}` is a serve job; `gclc export` writes the plans of train jobs")
+        raise JobError(f"no job `{name}`; the design's jobs: {known}")
     return entity
 
 
@@ -37,6 +37,8 @@ def job_plan(entity: Entity) -> JobPlan:
     from ...solver.plan import plan
 
     shape = ModelShape.from_entity(entity.get("model"))
+    if entity.kind == "serve":
+        return _serve_plan(entity, shape)
     if is_hetero(entity):
         result = plan_hetero(entity)
         if result.best is None:
@@ -56,6 +58,21 @@ def job_plan(entity: Entity) -> JobPlan:
     return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,))
 
 
+def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
+    """Replicas of one width: a share of all of them, each replica kept together."""
+    from ...solver.serve import plan_serve
+
+    served = plan_serve(entity)
+    if served.best is None:
+        raise Infeasible(f"no configuration of `{entity.name}` meets its limits"
+                         + (f" ({'; '.join(served.binding)})" if served.binding else ""))
+    width = served.best.gpus
+    stages = comms.place(width, 1, served.partition.tiers)
+    share = Share(served.partition.name, width * served.replicas, None, width,
+                  stages[-1].tier.name if stages else None, served.replicas)
+    return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", (share,))
+
+
 def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:
     """The share, with the widest of its TP and EP groups and the tier that group stays inside."""
     together, tier = 1, None
@@ -67,4 +84,4 @@ def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> 
     return Share(partition.name, gpus, config, together, tier, items)
 
 
-__all__ = ["Infeasible", "JobError", "job_plan", "train_entity"]
+__all__ = ["Infeasible", "JobError", "job_entity", "job_plan"]

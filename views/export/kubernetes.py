@@ -7,10 +7,11 @@ Documents (Kueue v1beta2 `Topology` and `ResourceFlavor`, JobSet v1alpha2, core 
   every accelerator of each flavor, and a `LocalQueue` for it in the `default` namespace.
 - `nodes.yaml`: every node with its labels: the partition, the accelerator, and one label
   per level holding the node's domain (`topology.gclc.io/nvlink-domain: gb200-nvl72-0007`).
-- `jobset.yaml` (when the design has a train job): one replicated job per partition share,
-  one pod per node, with Kueue's topology annotations: the whole share preferred inside
-  the smallest level that holds it, and each TP/EP group (a slice of pods) required
-  inside the level the plan keeps it in.
+- `jobset.yaml` (when the design has a job): for a train job one replicated job per
+  partition share, one pod per node; for a serve job one Job per replica; with Kueue's
+  topology annotations: the whole share preferred inside the smallest level that holds it,
+  and each TP/EP group or replica (a slice of pods) required inside the level the plan
+  keeps it in.
 """
 
 from __future__ import annotations
@@ -105,29 +106,34 @@ def jobset(layout: Layout, job: JobPlan, image: str) -> dict:
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": slug(job.name)[:40], "namespace": NAMESPACE,
                          "labels": {"kueue.x-k8s.io/queue-name": layout.slug}},
-            "spec": {"replicatedJobs": [_replicated(layout.group(share.partition), share, image)
+            "spec": {"replicatedJobs": [_replicated(layout.group(share.partition), share, job.serve, image)
                                         for share in job.shares]}}
 
 
-def _replicated(group: Group, share: Share, image: str) -> dict:
-    pods = math.ceil(share.gpus / group.gpus_per_node)
-    resource = {_resource(group): group.gpus_per_node}
-    template = {"metadata": {"annotations": _placement(group, share, pods)},
+def _replicated(group: Group, share: Share, serve: bool, image: str) -> dict:
+    """A train share: one Job of a pod per node. A serve job: one Job per replica, its pods
+    holding the replica's GPUs (fewer than a node's when the replica is narrower)."""
+    replicas = share.items if serve else 1
+    per_pod = min(group.gpus_per_node, share.together) if serve else group.gpus_per_node
+    pods = math.ceil(share.gpus / replicas / per_pod)
+    resource = {_resource(group): per_pod}
+    template = {"metadata": {"annotations": _placement(group, share, pods * replicas, per_pod)},
                 "spec": {"restartPolicy": "Never", "nodeSelector": {PARTITION_LABEL: group.slug},
-                         "containers": [{"name": "trainer", "image": image,
+                         "containers": [{"name": "server" if serve else "trainer", "image": image,
                                          "resources": {"requests": dict(resource), "limits": dict(resource)}}]}}
     job = {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
            "template": template}
-    return {"name": group.slug[:20], "replicas": 1, "template": {"spec": job}}
+    return {"name": group.slug[:20], "replicas": replicas, "template": {"spec": job}}
 
 
-def _placement(group: Group, share: Share, pods: int) -> dict[str, str]:
+def _placement(group: Group, share: Share, pods: int, per_pod: int) -> dict[str, str]:
     """Kueue TAS annotations: the share preferred in the smallest level holding it; each
-    TP/EP group of pods required in the level the plan keeps it inside."""
+    TP/EP group (each serve replica) of pods required in the level the plan keeps it inside."""
     out = {}
-    holding = next((lv for lv in group.levels if lv.nodes_per_domain >= pods), None)
+    nodes = math.ceil(pods * per_pod / group.gpus_per_node)
+    holding = next((lv for lv in group.levels if lv.nodes_per_domain >= nodes), None)
     out["kueue.x-k8s.io/podset-preferred-topology"] = level_label(holding) if holding else HOSTNAME
-    slice_pods = math.ceil(share.together / group.gpus_per_node)
+    slice_pods = math.ceil(share.together / per_pod)
     level = next((lv for lv in group.levels if lv.tier.name == share.together_tier), None)
     if slice_pods > 1 and level is not None and pods % slice_pods == 0:
         out["kueue.x-k8s.io/podset-slice-required-topology"] = level_label(level)

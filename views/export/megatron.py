@@ -158,6 +158,8 @@ def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str
                f"{c.recompute} recompute, ZeRO {c.zero}, {c.precision}, stack {job.stack}")
     lines = [header(source, f"Megatron-LM arguments for job {job.name}: {summary}"),
              f"# launch on {c.gpus} GPUs: torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\" <data, tokenizer, optimizer>",
+             "# the design does not state normalization or position embeddings: add them for your model",
+             "# (Llama-style: --normalization RMSNorm --position-embedding-type rope --disable-bias-linear)",
              "MEGATRON_ARGS=("]
     for flag, value in pairs:
         lines.append(f"  {flag}" if value is True else f"  {flag} {shlex.quote(_text(value))}")

@@ -148,6 +148,9 @@ def topology_block(layout: Layout, source: str) -> str:
 def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
     """One component per partition share (a heterogeneous job when there are several)."""
     lines = ["#!/bin/bash", header(source, f"sbatch script for job {job.name}")]
+    if job.serve:
+        share = job.shares[0]
+        lines.append(f"# serve: {share.items} replicas of {share.together} GPUs")
     for index, share in enumerate(job.shares):
         group = layout.group(share.partition)
         per_node = group.gpus_per_node
@@ -161,7 +164,8 @@ def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
                   f"#SBATCH --ntasks-per-node={per_node}",
                   "#SBATCH --exclusive"]
         lines += _placement_lines(group, share.together, nodes)
-    lines.append("srun --kill-on-bad-exit=1 \"$@\"  # the training command, e.g. pretrain_gpt.py with megatron.args")
+    what = "the serving command" if job.serve else "the training command, e.g. pretrain_gpt.py with megatron.args"
+    lines.append(f"srun --kill-on-bad-exit=1 \"$@\"  # {what}")
     return "\n".join(lines) + "\n"
 
 

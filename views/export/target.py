@@ -19,10 +19,10 @@ class Share:
 
     partition: str
     gpus: int
-    config: TrainConfig
-    together: int                # GPUs the plan keeps in one group: the widest of TP and EP
+    config: TrainConfig | None   # None for a serve job
+    together: int                # GPUs the plan keeps in one group: the widest of TP and EP (a serve replica)
     together_tier: str | None    # the IR tier that group stays inside (None: inside one GPU)
-    items: int = 0               # sequences (data split) or layers (pipeline split) of this share
+    items: int = 0               # sequences (data split), layers (pipeline split) or serve replicas
 
 
 @attrs.frozen
@@ -32,12 +32,16 @@ class JobPlan:
     shape: ModelShape
     precision: str
     stack: str
-    mode: str                    # single | data | pipeline
+    mode: str                    # single | data | pipeline | serve
     shares: tuple[Share, ...]
 
     @property
     def config(self) -> TrainConfig:
         return self.shares[0].config
+
+    @property
+    def serve(self) -> bool:
+        return self.mode == "serve"
 
 
 def header(source: str, what: str) -> str:
