@@ -79,6 +79,7 @@ def _hostnames(cluster: Entity) -> Iterator[Diagnostic]:
         return
     places = [(cluster.record, cluster.span_of("hostnames"), "the cluster")] if partitions is None else [
         (item.value, item.value.span_of("hostnames"), f"partition `{item.name}`") for item in partitions.items]
+    seen: set[str] = set()  # host names of the partitions before, which must not repeat either
     for record, span, where in places:
         expressions, units = record.get("hostnames"), record.get("units")
         if not expressions or units is None:
@@ -90,7 +91,8 @@ def _hostnames(cluster: Entity) -> Iterator[Diagnostic]:
             continue
         nodes = units.count * (units.part.get("nodes").count if units.part.kind == "supernode" else 1)
         bad = next((n for n in names if not HOSTNAME.match(n)), None)
-        repeated = next((n for i, n in enumerate(names) if n in names[:i]), None) if len(set(names)) < len(names) else None
+        repeated = _first_repeat(names, seen)
+        seen.update(names)
         if bad is not None:
             yield codes.HOSTNAMES.make(span, what=f"`{bad}` is not a host name",
                                        notes=["help: lowercase letters, digits and `-`, dot-separated labels "
@@ -102,6 +104,15 @@ def _hostnames(cluster: Entity) -> Iterator[Diagnostic]:
                                        labels=[Label(record.span_of("units"), f"{nodes} nodes")],
                                        notes=["help: list one host name per node, in order, e.g. "
                                               f"[\"gpu[{1:03d}-{nodes:03d}]\"]"])
+
+
+def _first_repeat(names: list[str], seen: set[str]) -> str | None:
+    mine: set[str] = set()
+    for name in names:
+        if name in mine or name in seen:
+            return name
+        mine.add(name)
+    return None
 
 
 def _model(model: Entity) -> Iterator[Diagnostic]:

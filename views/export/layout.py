@@ -72,17 +72,20 @@ def slug(name: str) -> str:
 
 def layout(graph: ClusterGraph, design: Design | None = None) -> Layout:
     several = len(graph.partitions) > 1
-    groups = []
+    groups, taken = [], set()
     for partition in graph.partitions:
-        prefix = slug(partition.name) if several else slug(partition.unit)
-        nodes = _node_names(partition, prefix, several)
+        name = slug(partition.name)
+        if name in taken:  # `H100` and `h100` are different partitions: keep their nodes apart
+            name = f"{name}-{len(taken) + 1}"
+        taken.add(name)
+        prefix = name if several else slug(partition.unit)
+        nodes = _node_names(partition, prefix)
         real = hostnames(design, graph.name, partition.name, several) if design is not None else None
-        groups.append(Group(partition, slug(partition.name), tuple(real or nodes),
-                            _levels(partition, prefix, several)))
+        groups.append(Group(partition, name, tuple(real or nodes), _levels(partition, prefix, name, several)))
     return Layout(graph.name, slug(graph.name), tuple(groups))
 
 
-def _node_names(partition: Partition, prefix: str, several: bool) -> list[str]:
+def _node_names(partition: Partition, prefix: str) -> list[str]:
     width = len(str(partition.units))
     if partition.nodes_per_unit == 1:
         return [f"{prefix}-{u + 1:0{max(3, width)}d}" for u in range(partition.units)]
@@ -95,7 +98,7 @@ def _unit_name(prefix: str, index: int, width: int) -> str:
     return f"{prefix}-{index + 1:0{max(3, width)}d}"
 
 
-def _levels(partition: Partition, prefix: str, several: bool) -> tuple[Level, ...]:
+def _levels(partition: Partition, prefix: str, name: str, several: bool) -> tuple[Level, ...]:
     per_node, total = partition.node.gpus, partition.nodes
     levels: list[Level] = []
     for tier in partition.tiers:
@@ -108,7 +111,7 @@ def _levels(partition: Partition, prefix: str, several: bool) -> tuple[Level, ..
             width = len(str(partition.units))
             names = [_unit_name(prefix, d, width) for d in range(count)]
         else:
-            base = f"{slug(partition.name)}-{slug(tier.name)}" if several else slug(tier.name)
+            base = f"{name}-{slug(tier.name)}" if several else slug(tier.name)
             names = [f"{base}-{d + 1:0{max(2, len(str(count)))}d}" for d in range(count)]
         below = levels[-1] if levels else None
         domains = tuple(Domain(names[d], d * size, min(size, total - d * size), _children(below, d * size, size))
