@@ -104,7 +104,7 @@ def _resource(group: Group) -> str:
 
 def jobset(layout: Layout, job: JobPlan, image: str) -> dict:
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": slug(job.name)[:40], "namespace": NAMESPACE,
+            "metadata": {"name": slug(job.name)[:40].rstrip("-"), "namespace": NAMESPACE,
                          "labels": {"kueue.x-k8s.io/queue-name": layout.slug}},
             "spec": {"replicatedJobs": [_replicated(layout.group(share.partition), share, job.serve, image)
                                         for share in job.shares]}}
@@ -123,7 +123,7 @@ def _replicated(group: Group, share: Share, serve: bool, image: str) -> dict:
                                          "resources": {"requests": dict(resource), "limits": dict(resource)}}]}}
     job = {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
            "template": template}
-    return {"name": group.slug[:20], "replicas": replicas, "template": {"spec": job}}
+    return {"name": group.slug[:20].rstrip("-"), "replicas": replicas, "template": {"spec": job}}
 
 
 def _placement(group: Group, share: Share, pods: int, per_pod: int) -> dict[str, str]:
