@@ -1,8 +1,9 @@
 """`gclc export --to megatron`, parsed with Megatron-LM's own argument definitions.
 
 Megatron-Core cannot be imported without torch (its config dataclasses and
-megatron/training/arguments.py import it), and no GPU stack is installed here. So its
-published definitions are vendored as test data: tests/data/exports/megatron_arguments.json,
+megatron/training/arguments.py import it), and torch's Linux wheels on PyPI bring the CUDA
+stack with them (the nvidia-* wheels, gigabytes), which this project does not install. So
+Megatron-LM's published definitions are vendored as test data: tests/data/exports/megatron_arguments.json,
 extracted by megatron_extract.py beside it from NVIDIA/Megatron-LM at the commit the file
 names (every `add_argument` of arguments.py and every field its ArgumentGroupFactory turns
 into a flag). The test builds an argparse parser from them, lets bash expand the exported
