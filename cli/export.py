@@ -26,12 +26,14 @@ def add(commands) -> None:
         "export", help="the plan and the cluster as Megatron-LM, torchtitan, Slurm or Kubernetes files",
         description="Write what the software stack reads: megatron (arguments and YAML), torchtitan (TOML and "
                     "CLI overrides), slurm (slurm.conf lines, gres.conf, tree and block topology.conf, sbatch), "
-                    "kubernetes (Kueue Topology and ResourceFlavors, node labels, JobSet).")
+                    "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet).")
     export.add_argument("file", metavar="FILE")
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
     export.add_argument("-o", "--output", metavar="DIR",
                         help="write the files into this directory (created if missing); `-` or none: stdout")
-    export.add_argument("--job", metavar="NAME", help="the train job to plan (default: the file's first)")
+    export.add_argument("--job", metavar="NAME",
+                        help="the job to plan: a train job, or for slurm and kubernetes a serve job "
+                             "(default: the file's first train job, else its first serve job)")
     export.add_argument("--cluster", metavar="NAME",
                         help="slurm/kubernetes: the cluster to write (default: the job's, else the file's first)")
     settings_option(export)
