@@ -171,6 +171,10 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
     """The model shape for a row, and layout fill-ins implied by the model's family (for rows whose
     source table gives the parallel layout elsewhere)."""
     name, n = row["model"], _norm(row["model"])
+    if "tokendrop" in n:
+        # Megatron-Bridge 25.09 table: "tokendrop" variant = capacity-factor routing that drops overflow tokens
+        fills.append("MoE 'tokendrop' variant: capacity-factor token dropping is not expressible in gclc "
+                     "(the estimate routes every token, as dropless)")
     framework = (row["framework"] + " " + row["group"]).lower()
     layout: dict = {}
     m = re.match(r"maxtext(\d+)b", n)
@@ -196,8 +200,12 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
         gaps = ["Multi-head latent attention (MLA) is written as 128 query heads of 128 with a single KV head: "
                 "gclc has no MLA; the Q/KV low-rank projections are approximated (attention projection FLOPs "
                 "~+25 %, core attention ~-20 % vs MLA's 192/128 head dims)"]
-        if "mtp" in n and "w/o" not in name.lower():
-            gaps.append("the multi-token-prediction (MTP) module (one extra layer and logits) is not modelled")
+        # Megatron-Bridge v0.3.0 (NeMo 26.02) recipes/deepseek/deepseek_v3.py: mtp_num_layers defaults to 1
+        mtp_default = "26.02" in row["group"]
+        if ("mtp" in n or mtp_default) and "w/o" not in name.lower():
+            gaps.append("the multi-token-prediction (MTP) module (one extra layer and logits) is not modelled" +
+                        (" (26.02 recipe default mtp_num_layers = 1, Megatron-Bridge v0.3.0 deepseek_v3.py)"
+                         if mtp_default and "mtp" not in n else ""))
         return Shape(61, 7168, 128, 18432, 129280, kv_heads=1, head_dim=128, mlp="swiglu",
                      experts={"routed": 256, "shared": 1, "top_k": 8, "ffn": 2048, "dense_layers": 3},
                      cite=CITE_DSV3, gaps=gaps), layout
@@ -445,8 +453,15 @@ def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, s
         return value, (f"MaxText remat_policy={remat}" + ("" if remat == "full" else
                        " (matmul outputs saved, the rest recomputed; written as selective)"))
     if "selective layer" in r:
+        # torchtitan config_manager.py (04133643): selective_ac_option default "2" = every other layer
         return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full; gclc has no "
                         "partial-layer recompute, written as full")
+    if "selective op" in r:
+        # torchtitan op-level SAC (torchtitan/parallelisms/parallelize_llama.py no_recompute_list, commit 04133643):
+        # saves matmul and attention outputs but recomputes every second matmul; gclc's selective
+        # (Korthikanti: recompute the attention core) is the nearest value, not an equal one
+        return "selective", ("row: 'selective op' = torchtitan op-level SAC (recomputes every 2nd matmul, keeps "
+                             "attention); not expressible, written as selective")
     if "selective" in r:
         return "selective", f"row: {row['recompute']}"
     if "full" in r or "checkpointing" in r or "recomputation" in r:
