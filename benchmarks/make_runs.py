@@ -451,7 +451,9 @@ def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, s
         remat = layout["remat"]
         value = "full" if remat == "full" else "selective"
         return value, (f"MaxText remat_policy={remat}" + ("" if remat == "full" else
-                       " (matmul outputs saved, the rest recomputed; written as selective)"))
+                       " (matmul outputs saved, the rest recomputed; written as selective)") +
+                       ("; the saved activations are offloaded to host memory, not expressible in gclc"
+                        if "offload" in remat else ""))
     if "selective layer" in r:
         # torchtitan config_manager.py (04133643): selective_ac_option default "2" = every other layer
         return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full; gclc has no "
