@@ -115,20 +115,31 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
     return recipe
 
 
-# NeMo 24.07: the NeMo 1.0 launcher's GPT-3 performance configs (NVIDIA/NeMo-Framework-Launcher
-# launcher_scripts/conf/training/gpt3/{5b,175b}_fp8_performance.yaml): activations_checkpoint_granularity
-# selective, optim.name distributed_fused_adam (Apex ZeRO-2). ASSUMPTION: the 24.07 table was measured
-# with these launcher configs (the container predates NeMo 2.0's recipes); 20b is assumed to follow
-# the 5b and 175b configs read.
-NEMO1_GPT3 = ("NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/gpt3/{5b,175b}_fp8_performance.yaml "
-              "(activations_checkpoint_granularity selective, optim distributed_fused_adam)")
+# NeMo 24.07: the NeMo 1.0 launcher's training configs (NVIDIA/NeMo-Framework-Launcher
+# launcher_scripts/conf/training/<family>/<size>.yaml). ASSUMPTION: the 24.07 table was measured with
+# these configs (the container predates NeMo 2.0's recipes). Read: gpt3/{5b,175b}_fp8_performance.yaml,
+# llama/llama2_70b.yaml, llama/llama3_70b.yaml, nemotron/nemotron_340b.yaml; the sizes not read are
+# assumed to follow their family's config.
+LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/"
+NEMO1: tuple[tuple[str, str | None, int, str], ...] = (   # (model regex, recompute, ZeRO stage, config read)
+    # activations_checkpoint_granularity: selective; optim.name: distributed_fused_adam (Apex ZeRO-2)
+    (r"gpt3(5|20|175)b$", "selective", 2, "gpt3/{5b,175b}_fp8_performance.yaml"),
+    # activations_checkpoint_granularity: null; optim.name: distributed_fused_adam
+    (r"llama2\d+b$", "none", 2, "llama/llama2_70b.yaml"),
+    # activations_checkpoint_granularity: null; optim.name: mcore_distributed_optim (ZeRO-1)
+    (r"llama3\d+b$", "none", 1, "llama/llama3_70b.yaml"),
+    (r"nemotron\d+b$", "none", 1, "nemotron/nemotron_340b.yaml"),
+)
 
 
 def nemo_2407(row: dict, model_key: str) -> Recipe:
-    if not re.match(r"gpt3(5|20|175)b$", model_key):
-        return Recipe()
-    note = NEMO1_GPT3 + ("; 20b ASSUMED as 5b/175b" if model_key == "gpt320b" else "")
-    return Recipe("selective", 2, notes=[note])
+    for pattern, recompute, zero, config in NEMO1:
+        if re.match(pattern, model_key):
+            optimizer = "distributed_fused_adam" if zero == 2 else "mcore_distributed_optim"
+            return Recipe(recompute, zero, notes=[f"{LAUNCHER}{config}: activations_checkpoint_granularity "
+                                                  f"{'selective' if recompute == 'selective' else 'null'}, "
+                                                  f"optim {optimizer} (ASSUMED: the 24.07 table ran these configs)"])
+    return Recipe()
 
 
 def recipe_of(row: dict, model_key: str, system: str | None, layers_per_stage: int) -> Recipe:
