@@ -3,7 +3,6 @@ error the audit (benchmarks/runs/AUDIT.md) found, on representative rows of the 
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import re
 import sys
