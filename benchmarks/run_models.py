@@ -161,7 +161,10 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
         layers, hidden, heads = MPT[m.group(1) + "b"]
         return Shape(layers, hidden, heads, 4 * hidden, 50368, mlp="gelu", tied=True, cite=CITE_MPT,
                      gaps=["MPT benchmark models use learned positional embeddings (max_seq_len x d_model), "
-                           "counted by the row's NumParams but not by gclc (no compute impact)"]), layout
+                           "counted by the row's NumParams but not by gclc (no compute impact)",
+                           # llm-foundry 061f2c7c scripts/train/benchmarking/submit_benchmarks.py: --attn_impl default
+                           "attention kernel: Triton flash attention (submit_benchmarks.py --attn_impl default 'triton'), "
+                           "not the CUDA FlashAttention gclc's attention efficiency is calibrated on elsewhere"]), layout
     if n.startswith("deepseekv3"):
         gaps = ["Multi-head latent attention (MLA) is written as 128 query heads of 128 with a single KV head: "
                 "gclc has no MLA; the Q/KV low-rank projections are approximated (attention projection FLOPs "
