@@ -195,10 +195,14 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
         return s, layout
     if n.startswith("mixtral8x22b"):
         nemo = "nemo" in framework
+        # NeMo's 64k recipe in performance mode adds MegatronTokenDropCallback (capacity-factor token
+        # dropping): NVIDIA/NeMo nemo/collections/llm/recipes/mixtral_8x22b_64k.py
+        drop = ["MoE token dropping (MegatronTokenDropCallback of NeMo's mixtral_8x22b_64k recipe, performance "
+                "mode) is not expressible; gclc routes every token"] if nemo else []
         return Shape(56, 6144, 48, 16384, 32000 if nemo else 32768, kv_heads=8, mlp="swiglu",
                      experts={"routed": 8, "shared": 0, "top_k": 2, "ffn": 16384, "dense_layers": 0},
                      cite=CITE_MIXTRAL + "; " + (CITE_MIXTRAL_NEMO_VOCAB if nemo else
-                     "vocab 32768 ASSUMPTION (Mistral v3 tokenizer of 8x22B; not re-read)")), layout
+                     "vocab 32768 ASSUMPTION (Mistral v3 tokenizer of 8x22B; not re-read)"), gaps=drop), layout
     m = re.match(r"nemotron(\d+)b", n)
     if m and m.group(1) + "b" in NEMOTRON:
         layers, hidden, heads, kv, ffn = NEMOTRON[m.group(1) + "b"]
