@@ -131,7 +131,19 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 if a file is not in canonical form")
     mode.add_argument("--write", action="store_true", help="rewrite files in place (atomically)")
     fmt.set_defaults(run=run_fmt)
+
+    lsp = commands.add_parser("lsp", help="run the GCL language server on stdin/stdout (for editors)")
+    lsp.set_defaults(run=run_lsp)
     return parser
+
+
+def run_lsp(args: argparse.Namespace) -> int:
+    from ..lsp.server import main as serve  # pygls loads only for this command
+
+    status = serve()
+    if sys.stdout.closed:  # the server closes its channel on `exit`; main()'s final flush must not fail
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    return status
 
 
 def _settings_option(command: argparse.ArgumentParser) -> None:
