@@ -16,6 +16,7 @@ from .driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE, check_fil
 EXIT_INTERNAL = 70
 from .output import write_atomic
 from .plan_command import infeasible_message, job_objective, run_plan
+from .std_command import add_std_command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 if a file is not in canonical form")
     mode.add_argument("--write", action="store_true", help="rewrite files in place (atomically)")
     fmt.set_defaults(run=run_fmt)
+
+    add_std_command(commands)
 
     lsp = commands.add_parser("lsp", help="run the GCL language server on stdin/stdout (for editors)")
     lsp.set_defaults(run=run_lsp)

@@ -8,7 +8,6 @@ answering hover and definition questions until the text parses again.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from ..compiler.check import Checker
 from ..compiler.diagnostics import Diagnostic
 from ..compiler.driver import check_file
 from ..compiler.resolve import STD_ROOT, FieldEntry, BlockEntry, Program, load
-from ..dsl import ParseError, ast, parse
+from ..dsl import ast
 from ..dsl.source import SourceFile
 
 
@@ -84,33 +83,3 @@ def real_path(display: str) -> Path:
     if display.startswith("std/"):
         return STD_ROOT / display.removeprefix("std/")
     return Path(display)
-
-
-@attrs.frozen
-class StdPart:
-    kind: str
-    name: str
-    library: str  # `std/nvidia`
-    source: str  # the part's `source = "..."`, if it has one
-
-
-@functools.cache
-def std_parts() -> tuple[StdPart, ...]:
-    """Every declaration of the standard library, for completing names not yet imported."""
-    parts: list[StdPart] = []
-    for file in sorted(STD_ROOT.glob("*.gcl")):
-        try:
-            module = parse(file.read_text(encoding="utf-8"), f"std/{file.name}")
-        except (OSError, ParseError):
-            continue
-        for item in module.items:
-            if isinstance(item, ast.Declaration):
-                parts.append(StdPart(item.kind.text, item.name.text, f"std/{file.stem}", _source_text(item)))
-    return tuple(parts)
-
-
-def _source_text(decl: ast.Declaration) -> str:
-    for member in decl.members:
-        if isinstance(member, ast.Field) and member.target.text == "source" and isinstance(member.value, ast.String):
-            return member.value.value
-    return ""
