@@ -8,8 +8,9 @@ import functools
 from typing import Iterable
 
 from ..dsl.library import find_part, std_parts
-from . import codes, schema as sc
-from .units import UNITS
+from ..dsl import codes
+from . import schema as sc
+from ..dsl.units import UNITS
 
 MAX_LISTED = 8
 

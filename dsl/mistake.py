@@ -14,9 +14,9 @@ import re
 
 import attrs
 
-from ..compiler import codes
-from ..compiler.diagnostics import Diagnostic
-from ..compiler.units import UnitError, parse_unit
+from . import codes
+from .diagnostics import Diagnostic
+from .units import UnitError, parse_unit
 from .source import SourceFile
 
 _NUMBER = r"(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"

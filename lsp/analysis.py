@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ..compiler.check import Checker
-from ..compiler.diagnostics import Diagnostic
+from ..dsl.diagnostics import Diagnostic
 from ..compiler.driver import check_file
 from ..compiler.resolve import STD_ROOT, FieldEntry, BlockEntry, Program, load
 from ..dsl import ast

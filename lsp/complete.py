@@ -16,7 +16,7 @@ import attrs
 
 from ..compiler import schema as sc
 from ..compiler.resolve import KINDS, STD_ROOT
-from ..compiler.units import BYTES, NONE, UNITS, parse_unit
+from ..dsl.units import BYTES, NONE, UNITS, parse_unit
 from ..dsl.library import std_parts
 from .analysis import Analysis
 from .hover import describe_type, field_type

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lsprotocol import types as t
 from pygls.uris import from_fs_path
 
-from ..compiler.diagnostics import Diagnostic, Severity
+from ..dsl.diagnostics import Diagnostic, Severity
 from ..dsl import ast
 from ..dsl.source import SourceFile, Span
 from .analysis import Analysis, real_path

@@ -10,7 +10,7 @@ from ..compiler import metrics, schema as sc
 from ..compiler.design import Construct, Entity, Partition, Record, Repeat, Symbol
 from ..compiler.evaluate import INVALID
 from ..compiler.lower import lower_cluster
-from ..compiler.units import EXAMPLE_UNITS, Quantity, format_quantity
+from ..dsl.units import EXAMPLE_UNITS, Quantity, format_quantity
 from ..dsl import ast
 from .analysis import Analysis
 from .locate import Spot, spot_at
