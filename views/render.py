@@ -15,10 +15,12 @@ import graphviz
 
 from ..compiler.ir import ClusterGraph
 from . import placement as _placement, power_view, topology as _topology
-from .diagram import fmt  # noqa: F401 — the views' number format, used by the report
-from .placement import DIM_ORDER, dimension_stages, tier_traffic  # noqa: F401 — part of this module's interface
+from .diagram import fmt
+from .placement import DIM_ORDER, dimension_stages, tier_traffic
 
 FORMATS = ("svg", "png", "pdf", "dot")
+__all__ = ["DIM_ORDER", "FORMATS", "DotMissing", "design_svg", "dimension_stages", "fabric_entities", "fmt",
+           "output_format", "placement", "plan_svg", "power", "render_bytes", "svg_text", "tier_traffic", "topology"]
 
 
 class DotMissing(RuntimeError):
