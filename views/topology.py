@@ -255,14 +255,14 @@ def _shown(rails: int) -> range:
 
 def _ports_table(text: str, rails: int) -> str:
     """A NIC box with one coloured port per rail (graphviz HTML-like label, ports `r0`...)."""
-    cells = "".join(f'<TD PORT="r{k}" BGCOLOR="{PASTEL[k % len(PASTEL)]}" COLOR="{PALETTE[k % len(PALETTE)]}">{k}</TD>'
+    cells = "".join(f'<TD PORT="r{k}" WIDTH="22" BGCOLOR="{PASTEL[k % len(PASTEL)]}" COLOR="{PALETTE[k % len(PALETTE)]}">{k}</TD>'
                     for k in _shown(rails))
     more = f"<TD>+{rails - MAX_RAILS}</TD>" if rails > MAX_RAILS else ""
     span = len(_shown(rails)) + (1 if more else 0)
     return (f'<<TABLE BORDER="1" CELLBORDER="1" CELLSPACING="2" CELLPADDING="4" STYLE="ROUNDED" BGCOLOR="#f5f5f5">'
+            f'<TR>{cells}{more}</TR>'  # ports on top: the cables leave upwards without crossing the text
             f'<TR><TD COLSPAN="{span}" BORDER="0">{escape(text)}</TD></TR>'
-            f'<TR>{cells}{more}</TR><TR><TD COLSPAN="{span}" BORDER="0"><FONT POINT-SIZE="9">port k → rail k'
-            f'</FONT></TD></TR></TABLE>>')
+            f'<TR><TD COLSPAN="{span}" BORDER="0"><FONT POINT-SIZE="9">port k → rail k</FONT></TD></TR></TABLE>>')
 
 
 def _more(dot, element: str, n: int, what: str) -> None:
