@@ -7,7 +7,8 @@ import sys
 
 from ..compiler.driver import EXIT_OK, check_file
 from ..views.check import check_report
-from .common import settings_option
+from ..views.color import paint_diagnostics
+from .common import colour, settings_option
 
 
 def add(commands) -> None:
@@ -15,6 +16,8 @@ def add(commands) -> None:
     check.add_argument("files", nargs="+", metavar="FILE")
     settings_option(check)
     check.add_argument("--format", choices=("text", "json"), default="text", help="diagnostics as text (default) or JSON")
+    check.add_argument("--json", dest="format", action="store_const", const="json",
+                       help="diagnostics as JSON (the same as --format json); several files: an object keyed by file")
     check.set_defaults(run=run)
 
 
@@ -22,5 +25,5 @@ def run(args: argparse.Namespace) -> int:
     results = [check_file(path, args.set) for path in args.files]
     report = check_report(results, args.files, args.format, sys.stdout.isatty())
     if report is not None:
-        print(report)
+        print(paint_diagnostics(report) if args.format == "text" and colour(sys.stdout) else report)
     return max((r.exit_code for r in results), default=EXIT_OK)

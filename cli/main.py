@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from . import check, compile, explain, fmt, plan, render, report, std
+from .common import set_color
 
 EXIT_INTERNAL = 70
 COMMANDS = (check, compile, explain, plan, render, report, fmt, std)
@@ -19,6 +20,7 @@ COMMANDS = (check, compile, explain, plan, render, report, fmt, std)
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    set_color(getattr(args, "color", None) or "auto")
     if getattr(args, "list_codes", False):
         from ..views.check import codes_listing
 
@@ -67,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS + _plugins():
         command.add(commands)
+    for sub in [parser, *commands.choices.values()]:  # before or after the command: `gclc check --color never`
+        sub.add_argument("--color", choices=("auto", "always", "never"),
+                         default=None if sub is parser else argparse.SUPPRESS,  # a command's default keeps the top's
+                         help="colour diagnostics and GCL text: auto (a terminal, unless NO_COLOR is set), "
+                              "always or never")
     return parser
 
 

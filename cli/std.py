@@ -10,6 +10,8 @@ import sys
 from ..dsl.library import StdFile, StdPart, find_part, part_text, std_files, std_parts
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK
 from ..compiler.names import nearest
+from ..views.color import paint_gcl
+from .common import colour
 
 
 def add(commands) -> None:
@@ -72,11 +74,11 @@ def _show(name: str) -> int:
         hint = f"; did you mean `{near}`?" if near else "; `gclc std list` lists them"
         print(f"gclc std: the standard library has no part `{name}`{hint}", file=sys.stderr)
         return EXIT_ERRORS
-    print(show_text(part))
+    print(show_text(part, paint_gcl if colour(sys.stdout) else None))
     return EXIT_OK
 
 
-def show_text(part: StdPart) -> str:
+def show_text(part: StdPart, paint=None) -> str:
     head = f'{part.kind} {part.name} — {part.span.path}:{part.span.line}  (import "{part.library}")'
     lines = [head]
     if part.source:
@@ -85,4 +87,5 @@ def show_text(part: StdPart) -> str:
     if parent is not None:
         lines.append(f"extends {parent.name} ({parent.span.path}:{parent.span.line}); "
                      f"`gclc std show {parent.name}` for the fields it inherits")
-    return "\n".join(lines) + "\n\n" + part_text(part)
+    text = part_text(part)
+    return "\n".join(lines) + "\n\n" + (paint(text) if paint else text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ..dsl import codes
 from ..dsl.diagnostics import render_all, to_json
 
@@ -16,8 +18,10 @@ def check_report(results, paths: list[str], fmt: str, interactive: bool) -> str 
             reports.append(render_all(result.diagnostics, result.sources))
         elif len(paths) > 1 or interactive:
             reports.append(f"{path}: ok")
-    if fmt == "json":
-        return reports[0] if len(paths) == 1 else "[" + ",\n".join(reports) + "]"
+    if fmt == "json":  # one file: its list; several: an object keyed by file, in the order given
+        if len(paths) == 1:
+            return reports[0]
+        return "{\n" + ",\n".join(f"{json.dumps(path)}: {report}" for path, report in zip(paths, reports)) + "\n}"
     return "\n\n".join(reports) if reports else None
 
 
