@@ -21,12 +21,17 @@ def error(message: str) -> None:
     print(f"gclc: {message}", file=sys.stderr)
 
 
-_COLOR = {"mode": "auto"}
+_COLOR = {"mode": "auto", "quiet": False}
 
 
-def set_color(mode: str) -> None:
-    """`--color auto|always|never`, for the whole run."""
-    _COLOR["mode"] = mode
+def set_color(mode: str, quiet: bool = False) -> None:
+    """`--color auto|always|never` and `--quiet`, for the whole run."""
+    _COLOR["mode"], _COLOR["quiet"] = mode, quiet
+
+
+def quiet() -> bool:
+    """`--quiet`: errors only (no warnings, no `ok` lines, no progress)."""
+    return bool(_COLOR["quiet"])
 
 
 def colour(stream) -> bool:
@@ -44,6 +49,8 @@ def diagnostics_text(diagnostics, sources, stream=None) -> str:
     """Rendered diagnostics, in colour when `stream` (stderr by default) wants it."""
     from ..views.color import paint_diagnostics
 
+    if quiet():
+        diagnostics = [d for d in diagnostics if d.is_error]
     text = render_all(diagnostics, sources)
     return paint_diagnostics(text) if colour(stream or sys.stderr) else text
 
@@ -51,8 +58,9 @@ def diagnostics_text(diagnostics, sources, stream=None) -> str:
 def checked_design(path: str, settings: list[str]):
     """The checked design, or None after printing the diagnostics that stop it."""
     result = check_file(path, settings)
-    if result.diagnostics:
-        print(diagnostics_text(result.diagnostics, result.sources), file=sys.stderr)
+    shown = diagnostics_text(result.diagnostics, result.sources)
+    if shown:
+        print(shown, file=sys.stderr)
     return result.design
 
 

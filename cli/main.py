@@ -20,7 +20,7 @@ COMMANDS = (check, compile, explain, plan, render, report, fmt, std)
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    set_color(getattr(args, "color", None) or "auto")
+    set_color(getattr(args, "color", None) or "auto", bool(getattr(args, "quiet", False)))
     if getattr(args, "list_codes", False):
         from ..views.check import codes_listing
 
@@ -74,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
                          default=None if sub is parser else argparse.SUPPRESS,  # a command's default keeps the top's
                          help="colour diagnostics and GCL text: auto (a terminal, unless NO_COLOR is set), "
                               "always or never")
+        sub.add_argument("-q", "--quiet", action="store_true", default=False if sub is parser else argparse.SUPPRESS,
+                         help="print errors only: no warnings, no `ok` lines, no progress")
     return parser
 
 

@@ -7,6 +7,7 @@ import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
+from .progress import progress
 
 
 def add(commands) -> None:
@@ -38,14 +39,16 @@ def run(args: argparse.Namespace) -> int:
     if design is None:
         return EXIT_ERRORS
     try:
-        dot, status = _diagram(design, args)
+        with progress(f"drawing the {args.view}"):
+            dot, status = _diagram(design, args)
     except JobError as problem:
         error(str(problem))
         return EXIT_ERRORS
     if dot is None:
         return status
     try:
-        data = render.render_bytes(dot, fmt)
+        with progress(f"laying out the {args.view} (graphviz)"):
+            data = render.render_bytes(dot, fmt)
     except render.DotMissing as problem:
         error(str(problem))
         return EXIT_ERRORS

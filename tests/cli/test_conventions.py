@@ -1,9 +1,13 @@
 """Command-line conventions: `--color` (and NO_COLOR), `check --json` keyed by file,
-`fmt --diff`. Colour only adds ANSI codes: stripped, the text is the plain text."""
+`fmt --diff`, diagnostics on stderr and results on stdout, `--quiet`, progress on a
+terminal. Colour only adds ANSI codes: stripped, the text is the plain text."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,10 +50,10 @@ def test_check_in_colour_is_the_plain_text_painted(tmp_path, capsys, where):
     path = tmp_path / "bad.gcl"
     path.write_text(BAD)
     assert main(["check", str(path), "--color", "never"]) == 1
-    plain = capsys.readouterr().out
+    plain = capsys.readouterr().err  # diagnostics on stderr
     args = ["--color", "always", "check", str(path)] if where == "before" else ["check", str(path), "--color", "always"]
     assert main(args) == 1
-    painted = capsys.readouterr().out
+    painted = capsys.readouterr().err
     assert "\x1b[" in painted and "\x1b[" not in plain
     assert strip(painted) == plain
     assert "\x1b[1m\x1b[31merror[unknown-name]" in painted
@@ -94,3 +98,47 @@ def test_fmt_diff_is_the_change_to_canonical_form(tmp_path, capsys):
     assert main(["fmt", "--write", "--diff", str(path)]) == 0
     assert capsys.readouterr().out.startswith(f"--- {path}") and path.read_text() == canonical
     assert main(["fmt", "--diff", str(path)]) == 0 and capsys.readouterr().out == ""  # canonical: no diff
+
+
+def test_diagnostics_go_to_stderr_and_quiet_keeps_errors_only(tmp_path, capsys):
+    warned = ROOT / "tests" / "golden" / "model_params_mismatch.gcl"
+    bad = tmp_path / "bad.gcl"
+    bad.write_text(BAD)
+    assert main(["check", str(warned), str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "warning[params-mismatch]" in err and "error[unknown-unit]" in err
+    assert main(["check", "--quiet", str(warned), str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "warning" not in err.replace("0 warnings", "") and "error[unknown-unit]" in err
+    good = tmp_path / "good.gcl"
+    good.write_text("param racks = 4\n")
+    assert main(["check", str(good), str(good)]) == 0 and ": ok" in capsys.readouterr().err
+    assert main(["-q", "check", str(good), str(good)]) == 0 and capsys.readouterr().err == ""
+
+
+class _TerminalBuffer(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_on_a_terminal_after_a_second_and_is_erased(monkeypatch):
+    from gclc.cli import progress as progress_module
+
+    monkeypatch.setattr(progress_module, "DELAY_S", 0.05)
+    terminal = _TerminalBuffer()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with progress_module.progress("planning"):
+        time.sleep(0.3)
+    shown = terminal.getvalue()
+    assert "planning… 0 s" in shown and shown.endswith("\r\x1b[K")
+    piped = io.StringIO()  # not a terminal: nothing
+    monkeypatch.setattr(sys, "stderr", piped)
+    with progress_module.progress("planning"):
+        time.sleep(0.2)
+    assert piped.getvalue() == ""
+    monkeypatch.setattr(sys, "stderr", terminal)
+    set_color("auto", quiet=True)  # --quiet: nothing either
+    before = terminal.getvalue()
+    with progress_module.progress("planning"):
+        time.sleep(0.2)
+    assert terminal.getvalue() == before
