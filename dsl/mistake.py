@@ -52,7 +52,7 @@ def relocate(source: SourceFile, offset: int) -> Diagnostic | None:
     previous = [t for t in before if t.line == last_line]
     if previous[-1].text in _DANGLING:
         return _dangling(source, previous, at_end=offset >= len(source.text))
-    return _trailing_word(source, previous)
+    return _trailing_word(source, previous) or _bare_name(source, previous)
 
 
 def _dangling(source: SourceFile, line: list[_Tok], at_end: bool) -> Diagnostic:
@@ -69,20 +69,35 @@ def _dangling(source: SourceFile, line: list[_Tok], at_end: bool) -> Diagnostic:
 
 
 def _trailing_word(source: SourceFile, line: list[_Tok]) -> Diagnostic | None:
-    """The first word after a complete value that does not start a member of its own."""
+    """The first word after a complete statement (`name = value`, `import "..."`, a closed
+    block) that does not start a member of its own."""
     for i in range(1, len(line)):
         word, before = line[i], line[i - 1]
         following = line[i + 1].text if i + 1 < len(line) else ""
+        complete = "=" in [t.text for t in line[:i]] or line[0].text == "import" or before.text == "}"
         if (_is_name(word.text) and word.text not in _KEYWORDS and before.text not in _DANGLING
-                and before.text not in ("x", ".") and _VALUE_END.fullmatch(before.text[-1])
-                and following not in ("=", ".", "{", "<", ">", "<=", ">=", "==", "(") and "=" in [t.text for t in line[:i]]):
+                and before.text not in ("x", ".") and _VALUE_END.fullmatch(before.text[-1]) or before.text == "}") \
+                and following not in ("=", ".", "{", "<", ">", "<=", ">=", "==", "(") and complete:
             span = source.span(word.start, word.start + len(word.text))
-            note = (f"help: a number takes one unit, as in `{_value_text(line, i)}`"
-                    if _after_quantity(line, i) and _is_unit(word.text) else
-                    f"help: to start another member on this line, write `{word.text} = ...`")
+            if _after_quantity(line, i) and _is_unit(word.text):
+                note = f"help: a number takes one unit, as in `{_value_text(line, i)}`"
+            elif line[0].text == "import":
+                note = "help: an import names one file: `import \"std/nvidia\"`"
+            else:
+                note = f"help: to start another member on this line, write `{word.text} = ...`"
             return codes.SYNTAX.make(span, found=f"name `{word.text}`", label="not expected after the value",
                                      notes=[note])
     return None
+
+
+def _bare_name(source: SourceFile, line: list[_Tok]) -> Diagnostic | None:
+    """A name alone at the end of a line (`  power { us`): a member without its value."""
+    word = line[-1]
+    if not _is_name(word.text) or word.text in _KEYWORDS or (len(line) > 1 and line[-2].text != "{"):
+        return None
+    span = source.span(word.start, word.start + len(word.text))
+    return codes.SYNTAX.make(span, found=f"name `{word.text}`", label="a name without a value",
+                             notes=[f"help: a field is written `{word.text} = value`, a block `{word.text} {{ ... }}`"])
 
 
 def _after_quantity(line: list[_Tok], i: int) -> bool:

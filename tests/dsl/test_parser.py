@@ -367,3 +367,16 @@ def test_recovery_reports_no_consequence_of_its_own_blanking():
     with pytest.raises(ParseError) as info:
         parse("chip = A {\n  clock = 2 GHz\n}\nchip B { clock = 1 GHz }\n", "e.gcl")
     assert [d.subject.line for d in info.value.diagnostics] == [1]
+
+
+@pytest.mark.parametrize("text, line, column, help_", [
+    ("chip A {\n  power { us\n    tdp = 1 W\n  }\n}\n", 2, 11, "a field is written `us = value`"),
+    ('import "std/hosts" foo\nimport "std/network"\n', 1, 20, "an import names one file"),
+    ("chip A {\n  clock = 1 GHz\n} us\nchip B { clock = 1 GHz }\n", 3, 3, "write `us = ...`"),
+])
+def test_a_stray_word_is_reported_where_it_stands(text, line, column, help_):
+    with pytest.raises(ParseError) as info:
+        parse(text, "e.gcl")
+    (diagnostic,) = info.value.diagnostics
+    assert (diagnostic.subject.line, diagnostic.subject.column) == (line, column)
+    assert any(help_ in note for note in diagnostic.notes), diagnostic.notes
