@@ -108,7 +108,10 @@ def _declaration(analysis: Analysis, name: str) -> str | None:
     lines = [head, f"declared at `{decl.name.span.path}:{decl.name.span.line}`"]
     cited = analysis.value(name, "source")
     if isinstance(cited, str) and cited:
-        lines.append(f"source: {cited}")
+        entry = analysis.entry(name, ("source",))
+        owner = analysis.owner(entry.span.path, entry.span.start) if entry is not None and entry.span else None
+        whose = f" (inherited from `{owner.name.text}`)" if owner is not None and owner.name.text != name else ""
+        lines.append(f"source{whose}: {cited}")
     lines += _derived(analysis, decl)
     return "\n\n".join(lines)
 
