@@ -18,6 +18,7 @@ import graphviz
 
 from ..compiler.ir import Tier
 from ..model import comms
+from ..model.ranks import rank_partition
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
 
 DIM_ORDER = ("tp", "cp", "ep", "dp", "pp")   # Megatron: tp innermost, pp outermost
@@ -60,8 +61,14 @@ def coordinate(cfg, rank: int, dim: str) -> int:
     return (rank // cfg.stride(dim)) % size
 
 
+def ranks_view(plan):
+    """The partition as the plan's ranks see it (segmented racks: `model/ranks.py`)."""
+    return rank_partition(plan.job.partition, plan.best.config.gpus)
+
+
 def domain_size(partition) -> int:
-    """GPUs of the largest scale-up domain: the node, or the NVLink rack it sits in."""
+    """Ranks per scale-up domain: the node's GPUs, or the NVLink rack's (its segment when
+    the job is placed in segments)."""
     scale_up = [t.group_gpus for t in partition.tiers if t.scope in ("node", "supernode")]
     return max(scale_up, default=partition.node.gpus)
 
@@ -69,7 +76,7 @@ def domain_size(partition) -> int:
 def placement(plan) -> graphviz.Digraph:
     job, e = plan.job, plan.best
     cfg = e.config
-    size = min(domain_size(job.partition), cfg.gpus)
+    size = min(domain_size(ranks_view(plan)), cfg.gpus)
     dot = graphviz.Digraph(ident(job.name, "placement"), graph_attr={
         "rankdir": "TB", "fontname": FONT, "fontsize": "14", "labelloc": "t", "nodesep": "0.25", "ranksep": "0.25",
         "label": _title(plan)}, node_attr={"fontname": FONT, "fontsize": "10", "shape": "plain"})
@@ -206,7 +213,7 @@ def _tier_table(plan, size: int) -> str:
     seconds = dict(e.breakdown.rows())
     rows = ['<TR><TD ALIGN="LEFT"><B>dimension</B></TD><TD ALIGN="LEFT"><B>groups</B></TD>'
             '<TD ALIGN="LEFT"><B>tiers crossed (innermost first) · exposed comm per step</B></TD></TR>']
-    for dim, n, stride, stages in dimension_stages(cfg, job.partition.tiers):
+    for dim, n, stride, stages in dimension_stages(cfg, ranks_view(plan).tiers):
         crossed = " → ".join(f"{escape(tier.name)} ({spent:.3g} s)"
                              for tier, spent in tier_traffic(dim, seconds.get(dim, 0.0), stages)) or "one GPU"
         groups = cfg.gpus // n
@@ -214,7 +221,9 @@ def _tier_table(plan, size: int) -> str:
                     f'<TD ALIGN="LEFT">{groups:,} groups, ranks {stride:,} apart</TD>'
                     f'<TD ALIGN="LEFT">{crossed}</TD></TR>')
     filled = fill_dimension(cfg)
-    key = (f"cells: GPUs by rank, {size} per scale-up domain"
+    whole = max((t.group_gpus for t in job.partition.tiers if t.scope in ("node", "supernode")), default=size)
+    segment = f" (a segment: {size} of each {whole}-GPU domain's GPUs)" if whole > size and cfg.gpus > size else ""
+    key = (f"cells: GPUs by rank, {size} per scale-up domain{segment}"
            + (f" · fill: {_NAMES[filled]}-parallel group" if filled else "")
            + (" · frame: data-parallel replica" if cfg.dp > 1 else "")
            + (" · outlined: expert group" if cfg.ep > 1 else "")

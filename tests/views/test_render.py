@@ -139,7 +139,7 @@ def _bands(source: str) -> dict[str, list[tuple[int, str, str, bool]]]:
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_placement_draws_the_rank_grid(name, plans, sources):
     from gclc.views.diagram import PALETTE
-    from gclc.views.placement import MAX_BANDS, coordinate, domain_size
+    from gclc.views.placement import MAX_BANDS, coordinate, domain_size, ranks_view
 
     chosen = plans[name]
     if chosen is None:
@@ -151,7 +151,7 @@ def test_placement_draws_the_rank_grid(name, plans, sources):
     assert stages == (list(range(cfg.pp)) if cfg.pp <= MAX_BANDS else list(range(MAX_BANDS - 1)) + [cfg.pp - 1])
     if cfg.pp > MAX_BANDS:
         assert f"{cfg.pp - len(stages)} more pipeline stages" in source
-    size = min(domain_size(chosen.job.partition), cfg.gpus)
+    size = min(domain_size(ranks_view(chosen)), cfg.gpus)
     for key, cells in bands.items():
         stage = int(key.split("_")[1])
         assert cells, key
@@ -162,7 +162,7 @@ def test_placement_draws_the_rank_grid(name, plans, sources):
         ranks = [rank for rank, *_ in cells]
         assert ranks == sorted(ranks) and all(rank < cfg.gpus for rank in ranks)
         assert f"ranks {ranks[0]:,}–{min(cfg.gpus, (ranks[0] // size + 1) * size) - 1:,}" in source
-    for dim, n, stride, stages_ in render.dimension_stages(cfg, chosen.job.partition.tiers):
+    for dim, n, stride, stages_ in render.dimension_stages(cfg, ranks_view(chosen).tiers):
         row = re.search(rf"<TD ALIGN=\"LEFT\">{dim} = {n} \(\w+\)</TD><TD[^>]*>{cfg.gpus // n:,} groups, "
                         rf"ranks {stride:,} apart</TD><TD[^>]*>([^<]*)</TD>", source)
         assert row is not None, dim
