@@ -4,6 +4,7 @@ its data-sheet source. Exit codes: 0, 1 for a name the library does not have."""
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 
@@ -20,6 +21,9 @@ def add(commands) -> None:
                      help="list every part (default), or show one part's text")
     std.add_argument("name", nargs="?", metavar="NAME", help="with `show`: a part (H100_SXM) or a file (std/nvidia)")
     std.add_argument("--kind", metavar="KIND", help="with `list`: only parts of this kind (chip, node, fabric, ...)")
+    std.add_argument("--json", action="store_true",
+                     help="as JSON: `list` an array of parts, `show` one part (kind, name, import, path, line, "
+                          "source, extends, text)")
     std.set_defaults(run=run)
 
 
@@ -28,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.name:
             print("gclc std show: name a part, such as `gclc std show H100_SXM`", file=sys.stderr)
             return 2
-        return _show(args.name)
+        return _show(args.name, args.json)
     if args.name:
         print(f"gclc std list: takes no name (did you mean `gclc std show {args.name}`?)", file=sys.stderr)
         return 2
@@ -36,8 +40,17 @@ def run(args: argparse.Namespace) -> int:
     if args.kind is not None and args.kind not in kinds:
         print(f"gclc std list: no parts of kind `{args.kind}`; the library has {', '.join(kinds)}", file=sys.stderr)
         return 2
-    print(list_text(args.kind))
+    if args.json:
+        print(json.dumps([part_json(p) for p in std_parts() if args.kind is None or p.kind == args.kind], indent=2))
+    else:
+        print(list_text(args.kind))
     return EXIT_OK
+
+
+def part_json(part: StdPart, text: bool = False) -> dict:
+    out = {"kind": part.kind, "name": part.name, "import": part.library, "path": part.span.path,
+           "line": part.span.line, "source": part.source, "extends": part.parent}
+    return {**out, "text": part_text(part)} if text else out
 
 
 def list_text(kind: str | None = None, width: int | None = None) -> str:
@@ -62,11 +75,11 @@ def _inherits(part: StdPart) -> str:
     return f"(as {part.parent})" if part.parent else ""
 
 
-def _show(name: str) -> int:
+def _show(name: str, as_json: bool = False) -> int:
     name = name.removesuffix(".gcl")
     file = next((f for f in std_files() if f.library == name or f.library == f"std/{name}"), None)
     if file is not None:
-        print(_file_text(file, None, 10**6))
+        print(json.dumps([part_json(p) for p in file.parts], indent=2) if as_json else _file_text(file, None, 10**6))
         return EXIT_OK
     part = find_part(name)
     if part is None:
@@ -74,7 +87,10 @@ def _show(name: str) -> int:
         hint = f"; did you mean `{near}`?" if near else "; `gclc std list` lists them"
         print(f"gclc std: the standard library has no part `{name}`{hint}", file=sys.stderr)
         return EXIT_ERRORS
-    print(show_text(part, paint_gcl if colour(sys.stdout) else None))
+    if as_json:
+        print(json.dumps(part_json(part, text=True), indent=2, ensure_ascii=False))
+    else:
+        print(show_text(part, paint_gcl if colour(sys.stdout) else None))
     return EXIT_OK
 
 

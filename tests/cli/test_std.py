@@ -43,3 +43,19 @@ def test_show_an_unknown_part_suggests_one(capsys):
     assert main(["std", "show", "H200"]) == 1
     assert "did you mean `H200_SXM`?" in capsys.readouterr().err
     assert main(["std", "show"]) == 2
+
+
+def test_json_lists_and_shows_parts_with_their_place(capsys):
+    import json
+
+    assert main(["std", "list", "--json"]) == 0
+    parts = json.loads(capsys.readouterr().out)
+    assert {p["name"] for p in parts} == {p.name for p in std_parts()}
+    h100 = next(p for p in parts if p["name"] == "H100_SXM")
+    line = (STD_ROOT / "nvidia.gcl").read_text(encoding="utf-8").splitlines()[h100["line"] - 1]
+    assert line.startswith("chip H100_SXM") and h100["import"] == "std/nvidia" and h100["kind"] == "chip"
+    assert main(["std", "show", "A100_SXM_40GB", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["extends"] == "A100_SXM_80GB" and shown["text"].startswith("chip A100_SXM_40GB extends")
+    assert main(["std", "show", "std/amd", "--json"]) == 0
+    assert {p["import"] for p in json.loads(capsys.readouterr().out)} == {"std/amd"}
