@@ -2,10 +2,14 @@
 clusters, one representative of each repeated unit expanded and the rest collapsed by
 multiplicity; scale-up solid green, scale-out dashed blue.
 
-A rail-optimized fabric is drawn as the DGX SuperPOD reference architecture draws its
-compute fabric: NIC k of every node is cabled to the leaf switches of rail k, so traffic
-within a rail is one switch away, and traffic between rails (or scalable units) crosses
-the spine. Rails are coloured one hue each, from the node's NIC ports up to their leaves.
+A rail-optimized fabric is drawn after the compute-fabric figure of NVIDIA's DGX SuperPOD
+reference architecture (docs.nvidia.com/dgx-superpod/reference-architecture/
+scalable-infrastructure-b300/latest/network-fabrics.html: "each group of 64 nodes is
+rail-aligned ... traffic between nodes, or between rails, traverses the spine layer").
+Taken from it: NIC k of every node cabled to the leaves of rail k, one leaf per rail per
+scalable unit, one hue per rail from the node's NIC ports up to its leaves, the spine
+above all rails, one switch hop within a rail. Left out: the storage, in-band and
+out-of-band fabrics, and the RA's twin-plane variant (a design states one fabric).
 Link speeds read as on the data sheet: network links in bits per second (`400 Gb/s`),
 scale-up links in bytes (`450 GB/s`); oversubscription is written on the uplinks.
 """
