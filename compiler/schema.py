@@ -46,9 +46,11 @@ class Flag:
 @attrs.frozen
 class Choice:
     options: tuple[str, ...]
+    what: str = ""  # `a precision`: how a message names the kind of word expected
 
     def describe(self) -> str:
-        return "one of " + ", ".join(f"`{o}`" for o in self.options)
+        listed = ", ".join(f"`{o}`" for o in self.options)
+        return f"{self.what}: {listed}" if self.what else f"one of {listed}"
 
 
 @attrs.frozen
@@ -149,7 +151,8 @@ CLOCK = positive(u.RATE)
 TEXT, FLAG = Text(), Flag()
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
-PROTOCOLS = Choice(("infiniband", "ethernet", "nvlink", "pcie", "xgmi", "ici"))
+PROTOCOLS = Choice(("infiniband", "ethernet", "nvlink", "pcie", "xgmi", "ici"), "a protocol")
+PRECISION = Choice(PRECISIONS, "a precision")
 
 TOPOLOGY = Construct({
     "switched": Constructor({}),
@@ -233,30 +236,31 @@ CLUSTER = Block(
 # ----------------------------------------------------------------- work
 
 MODEL = Block(
-    {"arch": Choice(("dense", "moe")), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
+    {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
-     "mlp": Choice(("swiglu", "gelu", "relu")), "tied_embeddings": FLAG, "source": TEXT},
+     "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0}, required=("routed", "top_k"))},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
 )
-OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput")), "minimize": Choice(("time", "energy", "cost"))}
+OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
+              "minimize": Choice(("time", "energy", "cost"), "an objective")}
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
-                     "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full")),
+                     "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
-                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"))})
+                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule")})
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(SOFTWARE_STACKS), **OBJECTIVES},
+     "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"), **OBJECTIVES},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "batch"),
 )
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": COUNT, "output": COUNT, "batch": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, **OBJECTIVES},
+     "precision": PRECISION, "gpus": COUNT, **OBJECTIVES},
     blocks={"parallelism": PARALLELISM, "slo": Block(constraints={"ttft": TIME, "tpot": TIME}),
             "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "prompt", "output"),
