@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
 sys.path.insert(0, str(HERE))                # calibrate, crossval, bands
 
-from calibrate import Case  # noqa: E402
+from calibrate import VENDOR, Case  # noqa: E402
 
 DEFAULT_RUNS = HERE / "runs"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
@@ -86,6 +86,7 @@ def evaluate_case(path: Path, measured: dict[str, dict]) -> tuple[Result, Case |
             result.error = result.predicted / value - 1
             if meas.get("kind") == "steady_state":
                 case = Case(run_id, result.group, job, cfg, value)
+                VENDOR[case.chip] = job.partition.node.accelerator.vendor
     except Exception as exc:  # noqa: BLE001 - a broken run is a row, not a crash
         result.failure = f"{type(exc).__name__}: {exc}"
         result.error = None
@@ -233,6 +234,10 @@ def cross_validated(cases: list[Case], in_sample: dict[str, float], workers: int
     flagged = crossval.split(preds, lambda p: p.flags or ("(no flag)",))
     lines += crossval.table("Per reason for uncertainty (model/calibration.py):", dict(sorted(flagged.items())),
                             in_sample, covered)
+    worst = sorted(preds, key=lambda p: -abs(p.error))[:12]
+    lines += ["", "Largest cross-validated misses:"] + [
+        f"  {p.case.run_id:24} {p.error:+7.1%}  in band: {'yes' if covered[p.case.run_id] else 'no '}  "
+        f"[{', '.join(p.flags) or '-'}]  {p.case.group}" for p in worst]
     lines += ["", "Overall (cross-validated):",
               f"  |error| median {s['median']:.1%}, 90th percentile {s['p90']:.1%}, max {s['max']:.1%}; "
               f"within 10 %: {s['within_10pct']}, within 25 %: {s['within_25pct']} of {s['n']}; "

@@ -73,9 +73,9 @@ def conformal(scores: list[float], confidence: float) -> tuple[float, float]:
     n = len(scores)
     if n == 0:
         return (-math.inf, math.inf)
-    tail = (1 - confidence) / 2
-    lo = math.floor((n + 1) * tail)        # 1-based order statistics
-    hi = math.ceil((n + 1) * (1 - tail))
+    tail = round((1 - confidence) / 2, 9)      # 0.1, not 0.09999999999999998
+    lo = math.floor(round((n + 1) * tail, 9))  # 1-based order statistics
+    hi = math.ceil(round((n + 1) * (1 - tail), 9))
     return (scores[lo - 1] if lo >= 1 else -math.inf, scores[hi - 1] if hi <= n else math.inf)
 
 

@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from gclc.compiler.model import compute as compute_module  # noqa: E402
+from gclc.compiler.model.calibration import SAME_SILICON  # noqa: E402
 from gclc.compiler.model import step as step_module  # noqa: E402
 from gclc.compiler.model.step import estimate  # noqa: E402
 
@@ -46,12 +47,6 @@ MIN_RUNS = 4   # a chip's parameter is fitted only on at least this many runs
 HUBER = 0.15   # |log error| beyond which the loss grows linearly
 # The efficiency keys the fit owns; any other key a chip declares (hbm) is a measured fact.
 FITTED_KEYS = ("bf16", "fp16", "fp8", "fp4", "attention")
-# Parts built on the same die: with too few runs of its own, a part takes its sibling's
-# fitted efficiencies. ASSUMPTION: same silicon, same sustained share of peak (dsl/std/
-# declares each of these parts with `extends` on its sibling for this reason).
-SAME_SILICON = {"A100_SXM_40GB": "A100_SXM_80GB", "A100_SXM_80GB": "A100_SXM_40GB",
-                "H200_SXM": "H100_SXM", "H800": "H100_SXM",
-                "B200": "GB200", "GB200": "B200", "B300": "GB300", "GB300": "B300"}
 GLOBALS = ("moe", "contention")
 
 
@@ -93,6 +88,7 @@ def load(runs: Path, measured_csv: Path) -> list[Case]:
         if result.design is None:
             continue
         job = train_job(result.design)
+        VENDOR[job.partition.node.accelerator.name] = job.partition.node.accelerator.vendor
         cases.append(Case(path.stem, row.get("group", ""), job, pinned_config(job), float(value)))
     return cases
 
@@ -106,14 +102,23 @@ def loss(x: float) -> float:
 
 
 def resolved(chip: str, key: str, params: dict) -> tuple[float | None, str]:
-    """The efficiency the calibration gives (chip, key) and where it comes from:
-    fitted on the chip's runs, from its same-silicon sibling, or None (the model's default)."""
+    """The efficiency the calibration gives (chip, key) and where it comes from: fitted on
+    the chip's runs, from its same-silicon sibling, the median of the same vendor's fitted
+    chips, or None (the model's default)."""
     if (chip, key) in params:
         return params[(chip, key)], "fitted"
     sibling = SAME_SILICON.get(chip)
     if sibling and (sibling, key) in params:
         return params[(sibling, key)], "sibling"
+    vendor = VENDOR.get(chip)
+    family = [v for (other, k), v in params.items() if k == key and other and VENDOR.get(other) == vendor]
+    if vendor and family:
+        return statistics.median(family), "vendor"
     return None, "default"
+
+
+# chip -> vendor of every chip a case runs on (filled as cases are evaluated)
+VENDOR: dict[str, str] = {}
 
 
 # Where every fit starts, and what an unfitted global takes: the middle of each searched
@@ -143,6 +148,7 @@ def apply_globals(params: dict) -> None:
 def calibrated_partition(case: Case, params: dict):
     """The case's partition with the chip's fitted efficiencies replaced by `params`'."""
     chip = case.job.partition.node.accelerator
+    VENDOR[chip.name] = chip.vendor
     kept = {k: v for k, v in chip.efficiency if k not in FITTED_KEYS}
     for key in FITTED_KEYS:
         value, _ = resolved(chip.name, gemm_key(key) if key != "attention" else key, params)
@@ -228,6 +234,19 @@ def fit(cases, start: dict | None = None, rounds: int = 3) -> dict:
 # ---------------------------------------------------------------- reports
 
 
+def tables(cases, params) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
+    """model/calibration.py's CALIBRATED (chip -> fitted GEMM precisions) and LARGEST_RUN
+    (chip -> GPUs of its largest run) for a fit on `cases`."""
+    calibrated: dict[str, list[str]] = {}
+    for chip, key in sorted(params):
+        if chip and key != "attention":
+            calibrated.setdefault(chip, []).append(key)
+    largest: dict[str, int] = {}
+    for c in cases:
+        largest[c.chip] = max(largest.get(c.chip, 0), c.cfg.gpus)
+    return {k: tuple(v) for k, v in calibrated.items()}, dict(sorted(largest.items()))
+
+
 def describe(cases, params) -> str:
     errs = errors(cases, params)
     absolute = sorted(abs(math.exp(e) - 1) for e in errs)
@@ -261,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     params = fit(cases)
     print("fitted:", describe(cases, params))
     print(by_group(cases, params))
+    calibrated, largest = tables(cases, params)
+    print("compiler/model/calibration.py:\nCALIBRATED =", calibrated, "\nLARGEST_RUN =", largest)
     return 0
 
 

@@ -16,7 +16,9 @@ import multiprocessing
 from dataclasses import dataclass
 
 import calibrate
-from calibrate import Case, resolved
+from calibrate import Case
+
+from gclc.compiler.model.calibration import reasons
 
 
 @dataclass(frozen=True)
@@ -37,26 +39,12 @@ class Prediction:
 
 
 def flags(case: Case, fitted_on: list[Case], params: dict) -> tuple[str, ...]:
-    """Why a prediction of `case` from a fit on `fitted_on` (giving `params`) is uncertain."""
-    out = []
-    _, source = resolved(case.chip, case.gemm_key, params)
-    if source == "default":
-        chips = {case.chip, calibrate.SAME_SILICON.get(case.chip)}
-        other = any(chip in chips and key != "attention" for chip, key in params)
-        out.append("precision" if other else "chip")
-    elif source == "sibling":
-        out.append("sibling")
-    if case.job.shape.is_moe:
-        out.append("moe")
-    if case.cfg.cp > 1:
-        out.append("cp")
-    same = {case.chip, calibrate.SAME_SILICON.get(case.chip)}
-    sizes = [c.cfg.gpus for c in fitted_on if c.chip in same]
-    if sizes and case.cfg.gpus > max(sizes):
-        out.append("scale")
-    if case.job.entity.get("software") is None:
-        out.append("stack")
-    return tuple(out)
+    """Why a prediction of `case` from a fit on `fitted_on` (giving `params`) is uncertain:
+    model/calibration.py's reasons, against the fold's tables instead of the shipped ones."""
+    calibrated, largest = calibrate.tables(fitted_on, params)
+    why = reasons(case.chip, case.cfg.precision, case.job.shape.is_moe, case.cfg.cp, case.cfg.gpus,
+                  case.job.entity.get("software") is not None, calibrated, largest)
+    return tuple(r.key for r in why)
 
 
 def predict_group(held_out: list[Case], fitted_on: list[Case], params: dict) -> list[Prediction]:

@@ -71,7 +71,9 @@ def plan_json(plan) -> dict:
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
                               "cooling": plan.power.cooling},
         "energy_per_token_j": plan.energy_per_token,
-        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()}},
+        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
+                       "reasons": [{"reason": r.key, "text": r.text, "half_width": r.half_width}
+                                   for r in plan.band_reasons]},
         "placement": placement_json(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
@@ -129,6 +131,9 @@ def plan_text(plan) -> str:
         f"{plan.energy_per_token:.3g} J/token",
         "  binds      " + "; ".join(plan.binding),
     ]
+    why = getattr(plan, "band_reasons", ())
+    if why:
+        lines.append("  band wide  " + "; ".join(f"{r.text}: ±{r.half_width:.0%}" for r in why))
     if job.tokens:
         days = job.tokens / e.tokens_per_s / 86400
         lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")

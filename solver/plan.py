@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 
 from ..compiler.model import comms
-from ..compiler.model.calibration import error_band
+from ..compiler.model.calibration import Reason, error_band, reasons
 from ..compiler.model.job import Job
 from ..compiler.model.power import Power, job_power
 from ..compiler.model.step import Estimate
@@ -60,7 +60,16 @@ class Plan:
         """80 % bands of the predicted metrics, from the calibration residuals."""
         if self.best is None:
             return {}
-        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu)
+        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu, self.band_reasons)
+
+    @property
+    def band_reasons(self) -> tuple[Reason, ...]:
+        """Why the band is as wide as it is (empty: calibrated chip, precision and scale)."""
+        if self.best is None:
+            return ()
+        cfg, job = self.best.config, self.job
+        return reasons(job.partition.node.accelerator.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus,
+                       job.stack_stated)
 
     @property
     def energy_per_token(self) -> float | None:

@@ -30,6 +30,7 @@ class Job:
     stack: str
     pinned: dict[str, object]     # parallelism choices fixed in the file
     tokens: float | None
+    stack_stated: bool = True     # False when `software` is not written (the default stack is assumed)
 
 
 def train_job(design: Design, name: str | None = None) -> Job:
@@ -64,7 +65,7 @@ def job_from_entity(entity: Entity) -> Job:
     tokens = entity.get("tokens")
     return Job(entity.name, entity, shape, graph, partition, gpus, entity.get("batch"), seq, precision,
                _plain(entity.get("software", Symbol(DEFAULT_STACK))), pinned,
-               float(tokens) if tokens is not None else None)
+               float(tokens) if tokens is not None else None, entity.get("software") is not None)
 
 
 def _plain(value: object) -> object:
