@@ -23,6 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as precision_word,  # noqa: E402
+                       sharding_of, system_of)
+from run_recipes import Recipe, recipe_of  # noqa: E402
 DEFAULT_RUNS = HERE / "data" / "public_runs.csv"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
 DEFAULT_OUT = HERE / "runs"
@@ -71,13 +76,18 @@ CITE_MEGATRON_FFN = "Megatron-LM GPT default ffn_hidden_size = 4 x hidden, GeLU 
 CITE_MEGATRON_TIED = "Megatron-LM GPT shares input and output embeddings unless --untie-embeddings-and-output-weights"
 CITE_KORT_T3 = "Korthikanti et al. 2022 Table 3 (rows kort_t5_* of public_runs.csv): layers/hidden/heads, vocab 51200, seq 2048"
 CITE_NEMO_GPT = "NVIDIA/NeMo nemo/collections/llm/gpt/model/base.py GPTConfig5B/20B/175B"
-CITE_GPT2_VOCAB = "GPT-2 BPE vocabulary 50257 padded by Megatron to a multiple of 128 = 50304 (make_vocab_size_divisible_by)"
+CITE_GPT2_VOCAB = ("GPT-2 BPE vocabulary 50257 (NeMo 1.0 launcher tokenizer GPT2BPETokenizer; NeMo 2.0 perf script "
+                   "pretrain_gpt3_175b.py hf_tokenizer('nvidia/megatron-gpt2-345m')), padded by the framework (see vocab)")
 CITE_LLAMA2 = "NVIDIA/NeMo nemo/collections/llm/gpt/model/llama.py Llama2Config7B/13B/70B; vocab 32000 (Llama 2 paper: '32k tokens')"
 CITE_LLAMA3 = "NVIDIA/NeMo llama.py Llama3Config8B/70B, Llama31Config405B; vocab 128256 (Meta Llama 3 tokenizer)"
 CITE_NEMOTRON = ("NVIDIA/NeMo nemo/collections/llm/gpt/model/nemotron.py Nemotron3Config22B / Nemotron4Config15B / "
                  "Nemotron4Config340B; vocab 256000 and squared-ReLU MLP (nvidia/Nemotron-4-340B model_config.yaml)")
 CITE_MIXTRAL = ("NVIDIA/NeMo nemo/collections/llm/gpt/model/mixtral.py MixtralConfig8x22B (56 layers, 6144, 48 heads, "
                 "ffn 16384, 8 experts top-2); 8 KV heads (Mixtral paper, arXiv:2401.04088)")
+# NeMo's performance script trains Mixtral-8x22B on a NullTokenizer of 32000 tokens, not the 32768 of
+# the later HF tokenizer release (NVIDIA/NeMo scripts/performance/llm/pretrain_mixtral_8x22b.py:
+# get_nmt_tokenizer(library="null", model_name="NullTokenizer", vocab_size=32000))
+CITE_MIXTRAL_NEMO_VOCAB = "vocab 32000: NeMo scripts/performance/llm/pretrain_mixtral_8x22b.py NullTokenizer(vocab_size=32000)"
 CITE_DSV3 = ("DeepSeek-V3 Technical Report (arXiv:2412.19437) Sec 2 and 4.2: 61 layers, d_model 7168, 128 heads, dense FFN "
              "18432 in the first 3 layers, 256 routed + 1 shared experts of width 2048, top-8, vocab 129280")
 CITE_GPTOSS = ("openai/gpt-oss-120b config (vLLM / transformers GptOssConfig defaults): 36 layers, hidden 2880, 64 query "
@@ -161,6 +171,10 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
     """The model shape for a row, and layout fill-ins implied by the model's family (for rows whose
     source table gives the parallel layout elsewhere)."""
     name, n = row["model"], _norm(row["model"])
+    if "tokendrop" in n:
+        # Megatron-Bridge 25.09 table: "tokendrop" variant = capacity-factor routing that drops overflow tokens
+        fills.append("MoE 'tokendrop' variant: capacity-factor token dropping is not expressible in gclc "
+                     "(the estimate routes every token, as dropless)")
     framework = (row["framework"] + " " + row["group"]).lower()
     layout: dict = {}
     m = re.match(r"maxtext(\d+)b", n)
@@ -186,8 +200,12 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
         gaps = ["Multi-head latent attention (MLA) is written as 128 query heads of 128 with a single KV head: "
                 "gclc has no MLA; the Q/KV low-rank projections are approximated (attention projection FLOPs "
                 "~+25 %, core attention ~-20 % vs MLA's 192/128 head dims)"]
-        if "mtp" in n and "w/o" not in name.lower():
-            gaps.append("the multi-token-prediction (MTP) module (one extra layer and logits) is not modelled")
+        # Megatron-Bridge v0.3.0 (NeMo 26.02) recipes/deepseek/deepseek_v3.py: mtp_num_layers defaults to 1
+        mtp_default = "26.02" in row["group"]
+        if ("mtp" in n or mtp_default) and "w/o" not in name.lower():
+            gaps.append("the multi-token-prediction (MTP) module (one extra layer and logits) is not modelled" +
+                        (" (26.02 recipe default mtp_num_layers = 1, Megatron-Bridge v0.3.0 deepseek_v3.py)"
+                         if mtp_default and "mtp" not in n else ""))
         return Shape(61, 7168, 128, 18432, 129280, kv_heads=1, head_dim=128, mlp="swiglu",
                      experts={"routed": 256, "shared": 1, "top_k": 8, "ffn": 2048, "dense_layers": 3},
                      cite=CITE_DSV3, gaps=gaps), layout
@@ -207,10 +225,11 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
                       experts={"routed": 128, "shared": 0, "top_k": 8, "ffn": 1536, "dense_layers": 0}, cite=CITE_QWEN3)
         return s, layout
     if n.startswith("mixtral8x22b"):
-        return Shape(56, 6144, 48, 16384, 32768, kv_heads=8, mlp="swiglu",
+        nemo = "nemo" in framework
+        return Shape(56, 6144, 48, 16384, 32000 if nemo else 32768, kv_heads=8, mlp="swiglu",
                      experts={"routed": 8, "shared": 0, "top_k": 2, "ffn": 16384, "dense_layers": 0},
-                     cite=CITE_MIXTRAL + "; vocab 32768 ASSUMPTION (Mistral v3 tokenizer of 8x22B; not re-read, "
-                     "logits are <1 % of the FLOPs)"), layout
+                     cite=CITE_MIXTRAL + "; " + (CITE_MIXTRAL_NEMO_VOCAB if nemo else
+                     "vocab 32768 ASSUMPTION (Mistral v3 tokenizer of 8x22B; not re-read)")), layout
     m = re.match(r"nemotron(\d+)b", n)
     if m and m.group(1) + "b" in NEMOTRON:
         layers, hidden, heads, kv, ffn = NEMOTRON[m.group(1) + "b"]
@@ -227,7 +246,7 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
     m = re.match(r"gpt3(5|20|175)b$", n)
     if m and "nemo" in framework:
         layers, hidden, heads, ffn = NEMO_GPT3[m.group(1) + "b"]
-        return Shape(layers, hidden, heads, ffn, 50304, mlp="gelu", tied=True,
+        return Shape(layers, hidden, heads, ffn, 50257, mlp="gelu", tied=True,
                      cite=f"{CITE_NEMO_GPT}; {CITE_GPT2_VOCAB}; {CITE_MEGATRON_TIED}"), layout
     if "131072vocab" in n and "175b" in n:
         # Megatron-Core strong scaling: the GPT-3 175B shape with a 131072 vocabulary (177 B).
@@ -297,6 +316,20 @@ def _scaleout(std: str, endpoints: int, rails: int | None, why: str) -> str:
     return "\n".join(lines)
 
 
+# The DGX GB200 rack as NVIDIA's SuperPOD runs it: one 400 Gb/s ConnectX-7 per GPU (DGX SuperPOD GB200
+# reference architecture: "NVIDIA NDR (400 Gbps) InfiniBand"); std's GB200_Tray carries the 800 Gb/s
+# ConnectX-8 of later deployments.
+DGX_GB200 = """# DGX GB200: the GB200 NVL72 rack with one 400 Gb/s ConnectX-7 per GPU (DGX SuperPOD GB200 RA: NDR 400 Gb/s).
+node GB200_Tray_CX7 extends GB200_Tray {
+  nics = 4 x ConnectX7
+}
+
+supernode DGX_GB200 extends GB200_NVL72 {
+  nodes  = 18 x GB200_Tray_CX7
+  source = "DGX SuperPOD GB200 reference architecture (NDR 400 Gb/s InfiniBand compute fabric, ConnectX-7)"
+}"""
+
+
 def resolve_platform(row: dict, n: int) -> Platform:
     accel = row["accelerator"].lower()
     network = row["inter_node_network"].lower()
@@ -311,23 +344,17 @@ def resolve_platform(row: dict, n: int) -> Platform:
         cluster.append("}")
         return Platform(imports or ["std/nvidia"], parts, "\n".join(cluster), n)
 
-    if "gb300" in accel or "gb200" in accel:
-        unit = "GB300_NVL72" if "gb300" in accel else "GB200_NVL72"
-        return dgx(unit, 72, "XDR_FatTree", None,
-                   "scale-out: one 800 Gb/s ConnectX-8 per GPU (std compute tray); the row does not restate the "
-                   "fabric, so a non-blocking XDR fat tree is ASSUMED")
-    if "b300" in accel:
-        return dgx("DGX_B300", 8, "XDR_FatTree", 8,
-                   "scale-out: 8 x 800 Gb/s ConnectX-8 per DGX B300 (std DGX_B300); the row does not restate the "
-                   "fabric, so a non-blocking XDR fat tree with one rail per GPU is ASSUMED")
-    if "b200" in accel:
-        return dgx("DGX_B200", 8, "NDR_FatTree", None,
-                   "scale-out: 8 x 400 Gb/s ConnectX-7 per DGX B200 (std DGX_B200); the row does not restate the "
-                   "fabric, so the DGX SuperPOD rail-optimized NDR fabric is ASSUMED")
-    if "h100" in accel:
-        return dgx("DGX_H100", 8, "NDR_FatTree", None,
-                   "scale-out: 8 x 400 Gb/s NDR per DGX H100; the row does not restate the fabric, so the "
-                   "DGX SuperPOD rail-optimized NDR fabric is ASSUMED")
+    system = system_of(row["accelerator"])
+    if system in ("gb300", "gb200", "b300", "b200", "h100"):
+        fab = SCALEOUT[system]
+        why = (f"scale-out: {fab.cite}; the row does not restate the fabric, so the system's reference "
+               f"architecture is ASSUMED ({fab.gbps} Gb/s per GPU)")
+        rails = fab.rails if fab.rails != FABRICS[fab.std_fabric][2] else None
+        if system == "gb200":
+            return dgx("DGX_GB200", 72, fab.std_fabric, rails, why, decls=[DGX_GB200])
+        node, per = {"gb300": ("GB300_NVL72", 72), "b300": ("DGX_B300", 8), "b200": ("DGX_B200", 8),
+                     "h100": ("DGX_H100", 8)}[system]
+        return dgx(node, per, fab.std_fabric, rails, why)
     if "a100" in accel:
         decls, node = [], "DGX_A100"
         if "40gb" in accel.replace(" ", ""):
@@ -380,15 +407,12 @@ def resolve_platform(row: dict, n: int) -> Platform:
 # ----------------------------------------------------------------- training configuration
 
 
-def precision_of(text: str) -> str:
-    t = text.lower()
-    if "fp4" in t:
-        return "fp4"
-    if "fp8" in t:
-        return "fp8"
-    if "fp16" in t and "bf16" not in t:
-        return "fp16"
-    return "bf16"
+def precision_of(text: str) -> tuple[str, str]:
+    """gclc precision and its note for a row's precision cell (recipe names: run_facts.PRECISION_WORDS)."""
+    try:
+        return precision_word(text)
+    except Unknown as e:
+        raise Unexpressible(str(e)) from None
 
 
 def software_of(row: dict) -> str:
@@ -408,14 +432,12 @@ def software_of(row: dict) -> str:
     raise Unexpressible(f"software stack '{row['framework']}' has no gclc equivalent")
 
 
-def zero_of(row: dict, stack: str) -> tuple[int, str]:
-    z = row["zero_or_fsdp"].lower()
-    if re.search(r"zero-?3|full_shard|fsdp2|fsdp \(\d+\)", z):
-        return 3, f"row: {row['zero_or_fsdp']}"
-    if "distributed optimizer" in z:
-        return 1, f"row: {row['zero_or_fsdp']}"
-    if z.strip() == "none":
-        return 0, "row: none (plain data-parallel all-reduce)"
+def zero_of(row: dict, stack: str, recipe: Recipe) -> tuple[int, str]:
+    stated = sharding_of(row["zero_or_fsdp"])
+    if stated is not None:
+        return stated
+    if recipe.zero is not None:
+        return recipe.zero, f"not in the row; recipe: {recipe.notes[0]}"
     if stack == "megatron":
         return 0, "not stated; 2021-22 Megatron-LM had no distributed optimizer (DDP all-reduce)"
     if stack in ("fsdp", "maxtext"):
@@ -423,16 +445,25 @@ def zero_of(row: dict, stack: str) -> tuple[int, str]:
     return 1, "not stated; NeMo / Megatron-Core default distributed optimizer ASSUMED"
 
 
-def recompute_of(row: dict, layout: dict) -> tuple[str | None, str]:
+def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, str]:
     r = row["recompute"].lower()
     if "remat" in layout:
         remat = layout["remat"]
         value = "full" if remat == "full" else "selective"
         return value, (f"MaxText remat_policy={remat}" + ("" if remat == "full" else
-                       " (matmul outputs saved, the rest recomputed; written as selective)"))
+                       " (matmul outputs saved, the rest recomputed; written as selective)") +
+                       ("; the saved activations are offloaded to host memory, not expressible in gclc"
+                        if "offload" in remat else ""))
     if "selective layer" in r:
+        # torchtitan config_manager.py (04133643): selective_ac_option default "2" = every other layer
         return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full; gclc has no "
                         "partial-layer recompute, written as full")
+    if "selective op" in r:
+        # torchtitan op-level SAC (torchtitan/parallelisms/parallelize_llama.py no_recompute_list, commit 04133643):
+        # saves matmul and attention outputs but recomputes every second matmul; gclc's selective
+        # (Korthikanti: recompute the attention core) is the nearest value, not an equal one
+        return "selective", ("row: 'selective op' = torchtitan op-level SAC (recomputes every 2nd matmul, keeps "
+                             "attention); not expressible, written as selective")
     if "selective" in r:
         return "selective", f"row: {row['recompute']}"
     if "full" in r or "checkpointing" in r or "recomputation" in r:
@@ -441,6 +472,8 @@ def recompute_of(row: dict, layout: dict) -> tuple[str | None, str]:
         return "none", "row: none"
     if "sc21" in row["group"].lower():
         return "full", "not stated; SC21's throughput accounting (eq. 3) assumes full activation recomputation"
+    if recipe.recompute:
+        return recipe.recompute, "not in the row; recipe: " + "; ".join(recipe.notes)
     return None, ""
 
 
@@ -451,14 +484,17 @@ class Train:
     batch_note: str
     seq: int
     precision: str
+    precision_note: str
     stack: str
     gpus: int
     fills: list[str]
+    tp: int = 1
+    gaps: list[str] = field(default_factory=list)
 
 
 def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Train:
     stack = software_of(row)
-    precision = precision_of(row["precision"])
+    precision, precision_note = precision_of(row["precision"])
     seq = integer(row["seq_len"]) or layout.get("seq")
     if not seq:
         raise Unexpressible("sequence length not published")
@@ -550,7 +586,9 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         if mb:
             pin("microbatch", mb, "row" if integer(row["micro_batch"]) and "swapped" not in batch_note
                 else "fill-in (see header)")
-    recompute, why = recompute_of(row, layout)
+    stages = max(1, pp or 1) * max(1, vp or 1)
+    recipe = recipe_of(row, _norm(row["model"]), system_of(row["accelerator"]), max(1, shape.layers // stages))
+    recompute, why = recompute_of(row, layout, recipe)
     if recompute:
         pin("recompute", recompute, why)
     r = row["recompute"].lower()
@@ -558,9 +596,29 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         pin("sp", True, "row: sequence parallelism")
     elif stack == "megatron" and tp > 1:
         pin("sp", False, "Megatron-LM before Korthikanti et al. (and its 'full' baseline) had no sequence parallelism")
-    zero, why = zero_of(row, stack)
+    zero, why = zero_of(row, stack, recipe)
     pin("zero", zero, why)
-    return Train(values, batch, batch_note, seq, precision, stack, n, fills)
+    return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, recipe.gaps)
+
+
+# ----------------------------------------------------------------- vocabulary padding
+
+
+def vocab_of(shape: Shape, row: dict, train: Train) -> tuple[int, str]:
+    """The embedding rows the framework allocates: Megatron-family stacks pad the tokenizer's vocabulary
+    to a multiple of 128 x TP (run_facts.megatron_padded_vocab, with its sources); Megatron-Bridge's
+    performance recipes switch the padding on only for Llama (`cfg.model.should_pad_vocab = True` in
+    scripts/performance/configs/llama*/*_llm_pretrain.py, v0.2.0 and v0.3.0; GPTModelProvider's default
+    is False, so DeepSeek-V3, Qwen3 and GPT-OSS keep their tokenizer's size)."""
+    bridge = "megatron-bridge" in row["group"].lower()
+    pads = train.stack in ("megatron", "megatron_core", "nemo") and (not bridge or "llama" in _norm(row["model"]))
+    if not pads:
+        why = "not padded (Megatron-Bridge should_pad_vocab False for this model)" if bridge else "not padded"
+        return shape.vocab, why
+    padded = megatron_padded_vocab(shape.vocab, train.tp)
+    if padded == shape.vocab:
+        return padded, f"{shape.vocab} is already a multiple of 128 x tp {train.tp} (Megatron padding)"
+    return padded, f"tokenizer {shape.vocab} padded to a multiple of 128 x tp {train.tp} = {padded} (Megatron padding)"
 
 
 # ----------------------------------------------------------------- writing
@@ -572,7 +630,7 @@ def _value(v) -> str:
     return str(v)
 
 
-def model_block(shape: Shape, row: dict, seq: int) -> str:
+def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> str:
     lines = ["model Model {", f"  arch     = {'moe' if shape.experts else 'dense'}"]
     row_has = lambda k: integer(row.get(k)) is not None  # noqa: E731
 
@@ -587,7 +645,7 @@ def model_block(shape: Shape, row: dict, seq: int) -> str:
     if shape.head_dim and shape.head_dim * shape.heads != shape.hidden:
         lines.append(f"  head_dim = {shape.head_dim}  # fill-in (see header)")
     lines += [f"  ffn      = {shape.ffn}  # {src('ffn')}",
-              f"  vocab    = {shape.vocab}  # {src('vocab')}",
+              f"  vocab    = {vocab[0]}  # {'row; ' if integer(row.get('vocab')) == vocab[0] else ''}{vocab[1]}",
               f"  seq      = {seq}",
               f"  mlp      = {shape.mlp}"]
     if shape.tied:
@@ -610,7 +668,7 @@ def train_block(row: dict, train: Train) -> str:
              f"  gpus      = {train.gpus}",
              f"  batch     = {train.batch}  # {train.batch_note}",
              f"  seq       = {train.seq}",
-             f"  precision = {train.precision}  # row: {clean(row['precision']) or 'not stated'}",
+             f"  precision = {train.precision}  # {clean(train.precision_note)}",
              f"  software  = {train.stack}  # row: {clean(row['framework']) or 'not stated'}",
              "  parallelism {"]
     for key, value, note in train.values:
@@ -619,7 +677,8 @@ def train_block(row: dict, train: Train) -> str:
     return "\n".join(lines)
 
 
-def header(row: dict, meas: dict, shape: Shape, platform: Platform, fills: list[str]) -> str:
+def header(row: dict, meas: dict, shape: Shape, platform: Platform, train: "Train") -> str:
+    fills = train.fills
     out = [f"# {row['run_id']} ({row['group']})",
            f"# Source: {clean(row['source'])}",
            f"#   locator: {clean(row['source_locator'])}",
@@ -636,7 +695,7 @@ def header(row: dict, meas: dict, shape: Shape, platform: Platform, fills: list[
             out.append(f"#   model shape: {clean(shape.cite)}")
         for f in fills:
             out.append(f"#   {clean(f)}")
-    gaps = shape.gaps + platform.notes
+    gaps = shape.gaps + platform.notes + train.gaps
     if gaps:
         out.append("# Not expressible in gclc (the estimate ignores it):")
         out += [f"#   {clean(g)}" for g in gaps]
@@ -656,12 +715,13 @@ def render(row: dict, meas: dict) -> str:
     shape, layout = resolve_shape(row, fills)
     train = resolve_train(row, shape, layout, fills)
     platform = resolve_platform(row, train.gpus)
-    body = [header(row, meas, shape, platform, fills), ""]
+    body = [header(row, meas, shape, platform, train), ""]
     body += [f'import "{i}"' for i in platform.imports]
     body.append("")
     for d in platform.decls:
         body += [d, ""]
-    body += [model_block(shape, row, train.seq), "", platform.cluster, "", train_block(row, train), ""]
+    body += [model_block(shape, row, train.seq, vocab_of(shape, row, train)), "", platform.cluster, "",
+             train_block(row, train), ""]
     return "\n".join(body)
 
 
