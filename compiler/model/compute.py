@@ -16,6 +16,14 @@ from .workload import Op
 DEFAULT_GEMM_EFFICIENCY = 0.61   # share of the dense peak a sustained training GEMM reaches
 DEFAULT_ATTENTION_EFFICIENCY = 0.32  # share of the bf16 peak fused attention reaches
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
+# Flash attention's rate rises with the key/value length one kernel call sees (tiles of
+# 128 keys: the causal diagonal's masked half-tiles and the per-query-block prologue and
+# epilogue are amortized over fewer tiles when it is short): FlashAttention-3 paper
+# (Shah et al. 2024, Fig. 5, H100 SXM5, causal, head dim 128, forward) measures 292, 423,
+# 521, 579, 602, 616 TFLOP/s at 512, 1k, 2k, 4k, 8k, 16k; s / (s + 430) fits the ratios
+# to the 16k figure within 0.04 from 1k up. The chips' `attention` efficiencies are the
+# long-sequence asymptote.
+ATTENTION_HALF_SEQ = 430
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -62,6 +70,12 @@ def attention_efficiency(chip: Accelerator) -> float:
     return declared or DEFAULT_ATTENTION_EFFICIENCY
 
 
+def attention_length_factor(kv_length: int) -> float:
+    """Share of the asymptotic attention rate a kernel over `kv_length` keys reaches
+    (1.0 when the length is unknown)."""
+    return kv_length / (kv_length + ATTENTION_HALF_SEQ) if kv_length > 0 else 1.0
+
+
 def hbm_rate(chip: Accelerator) -> float:
     return chip.hbm_bandwidth * (chip.efficiency_of("hbm") or DEFAULT_HBM_EFFICIENCY)
 
@@ -84,9 +98,11 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
     if op.kind == "gemm":
         compute = op.flops / gemm_rate(chip, precision, op.m, op.n, op.k)
     elif op.kind == "attention":
-        compute = op.flops / (peak(chip, "bf16") * attention_efficiency(chip))
-        if op.m:  # unfused: the scores go through HBM between kernels, not overlapped with math
+        if op.m:  # unfused: two batched GEMMs (QK^T: s x s x d, then AV) at the GEMM rate of
+            # their shape, and the scores go through HBM between kernels, not overlapped with math
+            compute = op.flops / gemm_rate(chip, "bf16", op.m, op.n, op.k)
             return compute + memory + 4 * KERNEL_OVERHEAD_S
+        compute = op.flops / (peak(chip, "bf16") * attention_efficiency(chip) * attention_length_factor(op.n))
     else:
         compute = 0.0
     return max(compute, memory) + op.count * KERNEL_OVERHEAD_S
