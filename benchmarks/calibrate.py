@@ -30,10 +30,10 @@ import attrs
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from gclc.compiler.model import compute as compute_module  # noqa: E402
-from gclc.compiler.model.calibration import SAME_SILICON  # noqa: E402
-from gclc.compiler.model import step as step_module  # noqa: E402
-from gclc.compiler.model.step import estimate  # noqa: E402
+from gclc.model import compute as compute_module  # noqa: E402
+from gclc.model import step as step_module  # noqa: E402
+from gclc.model.calibration import SAME_SILICON  # noqa: E402
+from gclc.model.step import estimate  # noqa: E402
 
 # Physical ranges searched: a sustained GEMM runs at 30-95 % of the dense peak; fused
 # attention (forward + backward) at 15-80 % of the bf16 peak; the MoE overhead 0-20 ms.
@@ -75,7 +75,7 @@ def gemm_key(precision: str) -> str:
 
 def load(runs: Path, measured_csv: Path) -> list[Case]:
     from gclc.compiler.driver import check_file
-    from gclc.compiler.model.job import pinned_config, train_job
+    from gclc.model.job import pinned_config, train_job
 
     measured = {r["run_id"]: r for r in csv.DictReader(open(measured_csv, encoding="utf-8"))}
     cases = []
@@ -142,7 +142,7 @@ def apply_globals(params: dict) -> None:
     fallback = defaults(params)
     compute_module.DEFAULT_GEMM_EFFICIENCY = fallback["gemm"]
     compute_module.DEFAULT_ATTENTION_EFFICIENCY = fallback["attention"]
-    step_module._layer_cached.cache_clear()
+    step_module.clear_caches()
 
 
 def calibrated_partition(case: Case, params: dict):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import calibrate
 from calibrate import Case
 
-from gclc.compiler.model.calibration import reasons
+from gclc.model.calibration import reasons
 
 
 @dataclass(frozen=True)

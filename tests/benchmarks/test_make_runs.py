@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gclc.compiler.driver import check_text
-from gclc.compiler.model.job import train_job
+from gclc.model.job import train_job
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
