@@ -2,7 +2,7 @@
 per precision, fused attention), the global MoE host overhead and the ZeRO-3 gather
 contention. Prints the fitted values and the accuracy they give; the values are then
 written, with this provenance, into the chips' `efficiency { ... }` blocks in dsl/std/
-and into compiler/model/step.py.
+and into model/step.py.
 
     .venv/bin/python benchmarks/calibrate.py [--runs DIR] [--csv MEASURED_CSV]
 
@@ -38,8 +38,8 @@ from gclc.model.step import estimate  # noqa: E402
 # Physical ranges searched: a sustained GEMM runs at 30-95 % of the dense peak; fused
 # attention (forward + backward) at 15-80 % of the bf16 peak; the MoE overhead 0-20 ms.
 GRIDS = {
-    "gemm": [round(0.30 + 0.01 * i, 2) for i in range(66)],
-    "attention": [round(0.15 + 0.01 * i, 2) for i in range(66)],
+    "gemm": [round(0.30 + 0.005 * i, 3) for i in range(131)],
+    "attention": [round(0.15 + 0.005 * i, 3) for i in range(131)],
     "moe": [i * 5e-4 for i in range(0, 41)],
     "contention": [round(0.05 * i, 2) for i in range(17)],
 }
@@ -140,6 +140,7 @@ def apply_globals(params: dict) -> None:
     step_module.MOE_LAYER_OVERHEAD_S = params.get(("", "moe"), START["moe"])
     step_module.GATHER_CONTENTION = params.get(("", "contention"), START["contention"])
     fallback = defaults(params)
+    compute_module.VENDOR_DEFAULTS = {}   # the fit resolves vendor medians itself (resolved)
     compute_module.DEFAULT_GEMM_EFFICIENCY = fallback["gemm"]
     compute_module.DEFAULT_ATTENTION_EFFICIENCY = fallback["attention"]
     step_module.clear_caches()
@@ -255,7 +256,7 @@ def describe(cases, params) -> str:
              f"max {absolute[-1]:.1%}"]
     fallback = defaults(params)
     lines.append(f"  default GEMM efficiency {fallback['gemm']:.3f}, attention {fallback['attention']:.3f} "
-                 "(compiler/model/compute.py)")
+                 "(model/compute.py)")
     for (chip, what), value in sorted(params.items()):
         n = len(relevant(cases, (chip, what)))
         label = {"moe": "MoE layer overhead (s)", "contention": "ZeRO-3 gather contention"}.get(what, f"{chip} {what}")
@@ -281,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     print("fitted:", describe(cases, params))
     print(by_group(cases, params))
     calibrated, largest = tables(cases, params)
-    print("compiler/model/calibration.py:\nCALIBRATED =", calibrated, "\nLARGEST_RUN =", largest)
+    print("model/calibration.py:\nCALIBRATED =", calibrated, "\nLARGEST_RUN =", largest)
     return 0
 
 
