@@ -91,6 +91,11 @@ SHARDING_WORDS: tuple[tuple[str, int, str], ...] = (
     (r"zero[- ]?(stage[- ]?)?3", 3, "DeepSpeed ZeRO-3"),
     (r"zero[- ]?(stage[- ]?)?2", 2, "DeepSpeed ZeRO-2"),
     (r"zero[- ]?(stage[- ]?)?1", 1, "DeepSpeed ZeRO-1"),
+    # NeMo 2.0 / Megatron-Bridge optimizer factory distributed_fused_adam_with_cosine_annealing (NeMo
+    # llm/recipes/optim/adam.py, Megatron-Bridge recipes/utils/optimizer_utils.py) builds Megatron-Core
+    # OptimizerConfig(use_distributed_optimizer=True): ZeRO-1 despite the Apex-like name
+    (r"distributed_fused_adam_with", 1, "NeMo 2.0 distributed_fused_adam_with_cosine_annealing = Megatron-Core "
+                                       "distributed optimizer (ZeRO-1)"),
     # Apex DistributedFusedAdam ('distributed_fused_adam' in NeMo 1.0): its docstring "implements the
     # ZeRO-2 algorithm, which distributes the optimizer state and gradients" (NVIDIA/apex
     # apex/contrib/optimizers/distributed_fused_adam.py)

@@ -95,8 +95,8 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
         recipe.recompute = "selective"
         recipe.notes.append(f"recompute_granularity selective, modules {list(hit.modules)} ({where})")
     elif hit.modules:
-        recipe.notes.append(f"recompute_modules {list(hit.modules)} re-run element-wise work only, written as "
-                            f"none ({where})")
+        recipe.notes.append(f"recompute_modules {list(hit.modules)} re-run element-wise work or small "
+                            f"projections only, written as none ({where})")
         recipe.gaps.append(f"selective recompute of {', '.join(hit.modules)} (recipe {hit.name}) is not "
                            "expressible; its small recompute cost and memory saving are ignored")
     if hit.layers:

@@ -3,7 +3,6 @@ error the audit (benchmarks/runs/AUDIT.md) found, on representative rows of the 
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import re
 import sys
@@ -134,7 +133,8 @@ def test_vocabulary_padding(run_id, vocab):
 @pytest.mark.parametrize("word, stage", [
     ("ZeRO-2", 2), ("DeepSpeed ZeRO stage 1", 1), ("ZeRO-3 (DeepSpeed)", 3), ("FSDP SHARD_GRAD_OP", 2),
     ("NO_SHARD", 0), ("FSDP FULL_SHARD (mp mode PURE)", 3), ("FSDP2 (1D, 64 ranks)", 3), ("FSDP (64)", 3),
-    ("DDP + distributed optimizer (FSDP=0)", 1), ("distributed_fused_adam", 2), ("optim_grads", 2), ("none", 0)])
+    ("DDP + distributed optimizer (FSDP=0)", 1), ("distributed_fused_adam", 2), ("optim_grads", 2), ("none", 0),
+    ("distributed_fused_adam_with_cosine_annealing", 1)])   # NeMo 2.0's factory: Megatron-Core ZeRO-1, not Apex
 def test_sharding_names(word, stage):
     assert run_facts.sharding_of(word)[0] == stage
 
