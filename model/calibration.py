@@ -57,6 +57,11 @@ class Reason:
     text: str       # why, in words
 
     @property
+    def factor(self) -> float:
+        """How much this reason widens the band."""
+        return FACTORS[self.key]
+
+    @property
     def half_width(self) -> float:
         """The band's half width were this the only reason, as a share of the prediction."""
         return half_width((self,))
