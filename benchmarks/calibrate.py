@@ -73,13 +73,16 @@ def gemm_key(precision: str) -> str:
     return "bf16" if precision == "fp16" else precision
 
 
-def load(runs: Path, measured_csv: Path) -> list[Case]:
+def load(runs: Path, measured_csv: Path, keep=lambda run_id: True) -> list[Case]:
+    """The steady-state runs of `runs` with a measurement (those whose id `keep` accepts)."""
     from gclc.compiler.driver import check_file
     from gclc.model.job import pinned_config, train_job
 
     measured = {r["run_id"]: r for r in csv.DictReader(open(measured_csv, encoding="utf-8"))}
     cases = []
     for path in sorted(runs.glob("*.gcl")):
+        if not keep(path.stem):
+            continue
         row = measured.get(path.stem)
         value = row and row.get("meas_tokens_per_s_per_gpu")
         if not value or row.get("kind") != "steady_state":
@@ -133,6 +136,21 @@ def defaults(params: dict) -> dict[str, float]:
     attention = [v for (chip, k), v in params.items() if chip and k == "attention"]
     return {"gemm": statistics.median(gemm) if gemm else START["gemm"],
             "attention": statistics.median(attention) if attention else START["attention"]}
+
+
+# The model's constants as shipped, to put back after fitting in this process (tests).
+_SHIPPED = {(step_module, "MOE_LAYER_OVERHEAD_S"): step_module.MOE_LAYER_OVERHEAD_S,
+            (step_module, "GATHER_CONTENTION"): step_module.GATHER_CONTENTION,
+            (compute_module, "VENDOR_DEFAULTS"): compute_module.VENDOR_DEFAULTS,
+            (compute_module, "DEFAULT_GEMM_EFFICIENCY"): compute_module.DEFAULT_GEMM_EFFICIENCY,
+            (compute_module, "DEFAULT_ATTENTION_EFFICIENCY"): compute_module.DEFAULT_ATTENTION_EFFICIENCY}
+
+
+def restore_shipped() -> None:
+    """Undo apply_globals: the model's constants as shipped, caches emptied."""
+    for (module, name), value in _SHIPPED.items():
+        setattr(module, name, value)
+    step_module.clear_caches()
 
 
 def apply_globals(params: dict) -> None:
