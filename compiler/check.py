@@ -224,6 +224,8 @@ class Checker:
 
     def declaration(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
         decl = self.program.declarations.get(name.text)
+        if decl is None and name.text in self.program.params:
+            return self.part_param(name, kinds, field)
         if decl is None:
             if self.program.broken_imports or name.text in self.program.unknown_kinds:
                 return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
@@ -234,6 +236,17 @@ class Checker:
             return self.error(codes.WRONG_REFERENCE.make(name.span, field=field, expected=" or ".join(f"a {k}" for k in kinds),
                                                          name=name.text, got=decl.kind.text))
         return self.entity(name.text) or INVALID
+
+    def part_param(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
+        """A param that names a part (`param server = DGX_H100`), so that `--set` and sweeps swap it."""
+        value = self.param(name.text)
+        if value is INVALID:
+            return INVALID
+        if isinstance(value, Entity) and value.kind in kinds:
+            return value
+        return self.error(codes.WRONG_TYPE.make(
+            name.span, field=field, expected=" or ".join(f"a {k}" for k in kinds),
+            got=f"the param `{name.text}`, which is {describe_value(value)}"))
 
     def typed_repeatof(self, expr: ast.Expr, ftype: sc.RepeatOf, field: str) -> Any:
         if not isinstance(expr, ast.Multiplicity):
@@ -409,6 +422,8 @@ def _group_labelled(items: list[Item]) -> list[Item]:
 def _same_type(a: Any, b: Any) -> bool:
     if isinstance(a, Quantity) and isinstance(b, Quantity):
         return a.dim == b.dim
+    if isinstance(a, Entity) and isinstance(b, Entity):
+        return a.kind == b.kind  # a part swap keeps the kind: a node for a node
     return type(a) is type(b)
 
 

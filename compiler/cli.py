@@ -248,10 +248,18 @@ def run_explain(args: argparse.Namespace) -> int:
 
     from .metrics import explain
 
-    graph, status = _checked_graph(args)
-    if graph is None:
-        return status
-    metrics = explain(graph)
+    from .lower import lower, pick_cluster
+    from .tco import cost_metrics
+
+    design = _checked_design(args.file, args.set)
+    if design is None:
+        return EXIT_ERRORS
+    problem = _cluster_problem(design, args.cluster, args.file)
+    if problem is not None:
+        return problem
+    cluster = pick_cluster(design, args.cluster)
+    graph = lower(design, args.cluster)
+    metrics = explain(graph) + cost_metrics(cluster, graph)
     if args.json:
         rows = [{"key": m.key, "label": m.label, "value": m.value, "unit": m.unit, "text": m.text,
                  "formula": m.formula} for m in metrics]

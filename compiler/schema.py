@@ -139,6 +139,7 @@ AMOUNT = Qty(u.NONE)  # a positive plain number, such as 14.8 T tokens
 SHARE = Qty(u.NONE, high=Fraction(1))  # 0 < x <= 1: efficiencies, utilization
 BYTES, TIME, POWER = positive(u.BYTES), positive(u.TIME), positive(u.POWER)
 POWER0 = Qty(u.POWER, low_open=False)
+PRICE = Qty(u.MONEY, low_open=False)  # capex per part, `25 kUSD`; 0 for parts bundled in another's price
 BANDWIDTH = positive(u.BANDWIDTH, marker="bidir")
 FLOPS = positive(u.FLOPS, marker="sparse")
 CLOCK = positive(u.RATE)
@@ -159,10 +160,10 @@ TOPOLOGY = Construct({
 
 # ----------------------------------------------------------------- parts
 
-PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0}
+PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0, "price": PRICE}
 
 CHIP = Block(
-    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "cores": COUNT, "l2": BYTES, "process": TEXT},
+    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "cores": COUNT, "l2": BYTES, "process": TEXT, "price": PRICE},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "type": TEXT},
                      required=("capacity", "bandwidth")),
@@ -187,24 +188,34 @@ SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacit
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
-     "overhead": POWER0},
+     "overhead": POWER0, "price": PRICE},
     required=("gpus",),
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
-     "switches": RepeatOf(("switch",)), "overhead": POWER0},
+     "switches": RepeatOf(("switch",)), "overhead": POWER0, "price": PRICE},
     required=("nodes", "scaleup"),
 )
 FABRIC = Block(
     {"kind": PROTOCOLS, "topology": TOPOLOGY, "bandwidth": BANDWIDTH, "rails": COUNT,
      "latency": Qty(u.TIME, low_open=False), "switch": PartRef(("switch",)), "in_network_reduction": FLAG,
-     "efficiency": SHARE, "link_power": POWER0, "source": TEXT},
+     "efficiency": SHARE, "link_power": POWER0, "source": TEXT,
+     "transceiver_price": PRICE, "fiber_price": PRICE, "copper_price": PRICE},
     required=("kind", "topology", "bandwidth"),
 )
 _UNITS = RepeatOf(("node", "supernode"))
+RATE0 = Qty(u.NONE, low=Fraction(0), low_open=False, high=Fraction(1))  # 0 <= x <= 1
+ECONOMICS = Block(
+    {"years": COUNT, "energy_price": positive(u.ENERGY_PRICE), "discount_rate": RATE0, "maintenance": RATE0,
+     "utilization": SHARE, "rack_power": POWER, "rack_price": PRICE, "source": TEXT},
+    required=("years", "energy_price"),
+    doc="cost of ownership: lifetime, energy price, yearly discount rate and maintenance (share of capex), "
+        "share of hours at load, rack power limit and price",
+)
 CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT},
-    blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0})},
+    blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
+            "economics": ECONOMICS},
     labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",))}, required=("units",))},
 )
 
