@@ -58,7 +58,8 @@ class Bom:
         return sum(line.cost for line in self.lines)
 
     def count(self, key: str) -> int:
-        return sum(line.count for line in self.lines if line.key == key or line.key.endswith("." + key))
+        """Items of one kind (`accelerators`, `switches`, `transceivers`) over every partition and tier."""
+        return sum(line.count for line in self.lines if key in line.key.split("."))
 
 
 def _price(entity: Entity | None) -> float | None:

@@ -125,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
     _settings_option(report)
     report.set_defaults(run=run_report)
 
+    from .sweep_command import add_parser as add_sweep
+    add_sweep(commands)
+
     fmt = commands.add_parser("fmt", help="print designs in canonical form")
     fmt.add_argument("files", nargs="+", metavar="FILE")
     mode = fmt.add_mutually_exclusive_group()
