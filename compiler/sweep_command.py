@@ -137,6 +137,7 @@ def _run(args, out: Path, objectives, swept, axes_values, make_points, total: in
                 done |= {tuple(r.get(column(n)) for n in swept) for r in rows}
                 writer.write(rows)
                 collected.add(rows)
+                collected.resumed += len(rows)
                 if plan is not None:
                     kept += rows
 

@@ -36,7 +36,8 @@ def front_table(rows: list[dict], swept: tuple[str, ...]) -> list[list[str]]:
 def summary_text(collected, total: int, objectives: tuple[str, ...], files: list[str], interrupted: bool) -> str:
     s = collected.statuses
     lines = [f"{'interrupted: ' if interrupted else ''}{sum(s.values())} of {total} points: {s['ok']} feasible, "
-             f"{s['infeasible']} infeasible, {s['invalid']} invalid"]
+             f"{s['infeasible']} infeasible, {s['invalid']} invalid"
+             + (f" ({collected.resumed} resumed from the earlier table)" if collected.resumed else "")]
     for reason, n in collected.reasons.most_common(5):
         lines.append(f"  {n} x {reason}")
     rows = collected.front_rows()

@@ -181,6 +181,7 @@ class Collected:
     rows_on_front: dict[object, dict] = attrs.Factory(dict)
     reasons: Counter = attrs.Factory(Counter)
     statuses: Counter = attrs.Factory(Counter)
+    resumed: int = 0                         # rows taken over from an earlier table
 
     def __attrs_post_init__(self) -> None:
         self.front = Front(self.objectives)
