@@ -125,8 +125,10 @@ def _parser() -> argparse.ArgumentParser:
     _settings_option(report)
     report.set_defaults(run=run_report)
 
+    from .diff_command import add_parser as add_diff
     from .sweep_command import add_parser as add_sweep
     add_sweep(commands)
+    add_diff(commands)
 
     fmt = commands.add_parser("fmt", help="print designs in canonical form")
     fmt.add_argument("files", nargs="+", metavar="FILE")
