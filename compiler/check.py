@@ -20,12 +20,18 @@ from .settings import apply_settings
 from .units import Quantity, UNITS, format_quantity
 
 
-def check_program(program: Program, settings: dict[str, str] | None = None) -> tuple[Design | None, tuple[Diagnostic, ...]]:
-    """The typed design (None when there are errors) and all diagnostics, sorted."""
+def check_program(program: Program, settings: dict[str, str] | None = None,
+                  reachable: bool = False) -> tuple[Design | None, tuple[Diagnostic, ...]]:
+    """The typed design (None when there are errors) and all diagnostics, sorted. With
+    `reachable`, only the root file's declarations and what they use are checked: a sweep
+    checks the whole design once, then each point's changes."""
     checker = Checker(program)
     apply_settings(program, settings or {}, checker.diagnostics)
     checker.check_overrides()  # first, so that a refused override is reported once, not at every use
-    entities = [checker.entity(name) for name in program.declarations]
+    names = [n for n, d in program.declarations.items() if not reachable or d.span.path == program.root]
+    for name in names:
+        checker.entity(name)
+    entities = [checker.entities.get(name) for name in program.declarations]
     params = [Item(name, checker.param(name), p.span) for name, p in program.params.items()]
     diagnostics = sort_unique(program.diagnostics + checker.diagnostics)
     if any(d.is_error for d in diagnostics):

@@ -80,13 +80,15 @@ class Tco:
         return self.total / (tokens_per_s * self.lifetime_seconds)
 
 
-def tco(cluster: Entity, graph: ClusterGraph, economics: Economics | None = None) -> Tco | None:
-    """The cost of ownership of `graph` (lowered from `cluster`); None without `economics`."""
+def tco(cluster: Entity, graph: ClusterGraph, economics: Economics | None = None,
+        power: float | None = None) -> Tco | None:
+    """The cost of ownership of `graph` (lowered from `cluster`, drawing `power` W at the
+    facility, by default its full load); None without `economics`."""
     econ = economics or economics_of(cluster)
     if econ is None:
         return None
     bom = bill(cluster, graph, econ.rack_power, econ.rack_price)
-    power = facility_power(graph)
+    power = facility_power(graph) if power is None else power
     energy_year = power * econ.utilization * SECONDS_PER_YEAR * econ.energy_price
     return Tco(bom, econ, power, bom.capex, econ.annuity * energy_year,
                econ.annuity * econ.maintenance * bom.capex)

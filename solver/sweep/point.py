@@ -42,7 +42,7 @@ def evaluate(path: str, index: int, settings: dict[str, str], job: str | None = 
              objective: str = "throughput") -> dict:
     """The row of the point `settings` of the design at `path`."""
     row = empty_row(index, settings)
-    result = check_file(path, dict(settings))
+    result = check_file(path, dict(settings), again=True)  # the sweep checked the whole design once
     if result.design is None:
         return row | {"status": "invalid", "reason": _first_error(result.diagnostics)}
     design = result.design
@@ -51,8 +51,9 @@ def evaluate(path: str, index: int, settings: dict[str, str], job: str | None = 
     except LookupError as error:
         return row | {"status": "invalid", "reason": str(error)}
     graph = lower(design)
+    power = facility_power(graph)
     row |= {"gpus": graph.gpus, "nodes": sum(p.nodes for p in graph.partitions),
-            "facility_power_w": facility_power(graph)} | _costs(cluster, graph)
+            "facility_power_w": power} | _costs(cluster, graph, power)
     try:
         return _train(design, job, objective, row)
     except JobError as error:
@@ -66,10 +67,10 @@ def _first_error(diagnostics: tuple[Diagnostic, ...]) -> str:
     return "the design does not check"
 
 
-def _costs(cluster, graph) -> dict:
+def _costs(cluster, graph, power: float) -> dict:
     from ...compiler.tco import tco
 
-    t = tco(cluster, graph)
+    t = tco(cluster, graph, power=power)
     if t is None:
         return {}
     bom = t.bom
