@@ -32,6 +32,7 @@ def check_program(program: Program, settings: dict[str, str] | None = None,
     for name in names:
         checker.entity(name)
     entities = [checker.entities.get(name) for name in program.declarations]
+    checker.diagnostics.extend(_sweep_axes(entities, program))
     params = [Item(name, checker.param(name), p.span) for name, p in program.params.items()]
     diagnostics = sort_unique(program.diagnostics + checker.diagnostics)
     if any(d.is_error for d in diagnostics):
@@ -87,7 +88,8 @@ class Checker:
         invalid = None in items
         items = _group_labelled([i for i in items if i is not None])
         unknown = [key for key, entry in body.items() if key not in block.fields and key not in block.blocks
-                   and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled]
+                   and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled
+                   and block.free is None]
         absent = [name for name in block.required if name not in body]
         self.holes = self.holes or bool(absent) or invalid
         missing = [name for name in absent if not self.partial
@@ -116,7 +118,7 @@ class Checker:
         return self.unknown(entry.name, key, block, where)
 
     def field_entry(self, key: str, entry: FieldEntry, block: sc.Block, where: str) -> Item | None:
-        ftype = block.fields.get(key)
+        ftype = block.fields.get(key) or (block.free if key not in block.blocks else None)
         if ftype is None:
             if key in block.blocks:
                 return self.error(codes.WRONG_TYPE.make(entry.name.span, field=key, expected="a block",
@@ -335,6 +337,18 @@ class Checker:
                                                     expected="a number, quantity, string, `true`/`false` or word"))
         return value
 
+    def typed_axis(self, expr: ast.Expr, ftype: sc.Axis, field: str) -> Any:
+        """`[16, 32, 64]` (each a value a param may hold) or `range(low = .., high = .., step | times = ..)`."""
+        if isinstance(expr, ast.Call):
+            return self.typed_construct(expr, sc.RANGE, field)
+        if not isinstance(expr, ast.ListExpr):
+            return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))
+        if not expr.items:
+            return self.error(codes.WRONG_TYPE.make(expr.span, field=field, expected=ftype.describe(),
+                                                    got="an empty list"))
+        items = tuple(self.typed_anything(item, sc.Anything(), field) for item in expr.items)
+        return INVALID if INVALID in items else items
+
     def check_overrides(self) -> None:
         """A `--set` value must have the type (and dimension) of the value it replaces."""
         for name, original in self.program.overridden.items():
@@ -401,6 +415,14 @@ class Checker:
         for part in name.split("."):
             entry = entry.body.get(part) if isinstance(entry, BlockEntry) else None
         return entry.name.span if entry is not None else self.program.declarations[decl].name.span
+
+
+def _sweep_axes(entities: list[Entity | None], program: Program) -> list[Diagnostic]:
+    """Each field of a `sweep` block (but `pareto`) names a param of the design."""
+    return [codes.UNKNOWN_AXIS.make(item.span, sweep=e.name, name=item.name,
+                                    notes=[codes.suggest(item.name, program.params)])
+            for e in entities if e is not None and e.kind == "sweep"
+            for item in e.record.items if item.name != "pareto" and item.name not in program.params]
 
 
 # Kinds whose rules look only at fields that are present, so they may run on a record

@@ -112,7 +112,15 @@ class Anything:
         return "a value"
 
 
-FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything]
+@attrs.frozen
+class Axis:
+    """A sweep axis: a list of values a param takes, or a `range(...)` of numbers."""
+
+    def describe(self) -> str:
+        return "a list of values such as `[16, 32, 64]`, or `range(low = 16, high = 1024, times = 2)`"
+
+
+FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything, Axis]
 
 
 @attrs.frozen
@@ -125,6 +133,7 @@ class Block:
     constraints: dict[str, FieldType] = attrs.Factory(dict)
     required: tuple[str, ...] = ()
     doc: str = ""
+    free: FieldType | None = None  # the type of any other field (a sweep's axes are named by params)
 
 
 # ----------------------------------------------------------------- field types
@@ -250,8 +259,19 @@ SERVE = Block(
     required=("model", "on", "prompt", "output"),
 )
 
+# ----------------------------------------------------------------- design space
+
+# What `gclc sweep` can put on a Pareto front (solver/sweep/pareto.py maps each to a column).
+SWEEP_OBJECTIVES = ("time_to_train", "tco", "capex", "cost_per_token", "cost_to_train", "power", "energy",
+                    "step_time", "gpus", "throughput", "mfu")
+_NUMBER = Qty(u.NONE, low=None)
+RANGE = Construct({"range": Constructor({"low": _NUMBER, "high": _NUMBER, "step": AMOUNT,
+                                         "times": Qty(u.NONE, low=Fraction(1))}, ("low", "high"))}, what="range")
+SWEEP = Block({"pareto": ListOf(Choice(SWEEP_OBJECTIVES))}, free=Axis(),
+              doc="the axes of `gclc sweep`: each other field is a param and the values it takes")
+
 KINDS: dict[str, Block] = {
     "chip": CHIP, "cpu": CPU, "nic": NIC, "dpu": DPU, "switch": SWITCH, "node": NODE,
     "supernode": SUPERNODE, "fabric": FABRIC, "cluster": CLUSTER, "model": MODEL,
-    "train": TRAIN, "serve": SERVE,
+    "train": TRAIN, "serve": SERVE, "sweep": SWEEP,
 }

@@ -18,7 +18,8 @@ from .driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 def add_parser(commands) -> None:
     sweep = commands.add_parser(
         "sweep", help="compile, check and plan every point of a design space; table, Pareto front, report",
-        description="Axes: --vary NAME=a,b,c | NAME=low..high | NAME=low..high+step | NAME=low..high*factor. "
+        description="Axes: the design's `sweep { }` block and --vary NAME=a,b,c | NAME=low..high | "
+                    "NAME=low..high+step | NAME=low..high*factor. "
                     "Points run on a local Dask cluster (one process per core) unless --in-process or --scheduler.")
     sweep.add_argument("file", metavar="FILE")
     sweep.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
@@ -29,8 +30,8 @@ def add_parser(commands) -> None:
     sweep.add_argument("--job", metavar="NAME", help="the job to plan at every point (default: the file's first)")
     sweep.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"), default="throughput",
                        help="what each point's plan optimizes (default: throughput)")
-    sweep.add_argument("--pareto", default="time_to_train,tco", metavar="A,B",
-                       help="objectives of the front (default: time_to_train,tco); one of: "
+    sweep.add_argument("--pareto", metavar="A,B",
+                       help="objectives of the front (default: the sweep block's `pareto`, else time_to_train,tco): "
                             "time_to_train tco capex cost_per_token cost_to_train power energy step_time gpus "
                             "throughput mfu")
     where = sweep.add_mutually_exclusive_group()
@@ -44,6 +45,9 @@ def add_parser(commands) -> None:
     sweep.add_argument("--delta", type=_share, default=0.1, metavar="SHARE",
                        help="the sensitivity step, such as 10%% or 0.1 (default: 10%%)")
     sweep.set_defaults(run=run_sweep)
+
+
+DEFAULT_PARETO = "time_to_train,tco"
 
 
 def _positive(text: str) -> int:
@@ -75,14 +79,13 @@ def run_sweep(args: argparse.Namespace) -> int:
     from ..solver.sweep import study
     from .settings import parse_settings
 
-    objectives = tuple(o.strip() for o in args.pareto.split(",") if o.strip())
     from ..solver.sweep.pareto import OBJECTIVES
+
+    objectives = tuple(o.strip() for o in (args.pareto or DEFAULT_PARETO).split(",") if o.strip())
     unknown = [o for o in objectives if o not in OBJECTIVES]
     if unknown or not objectives:
         return _usage(f"--pareto: unknown objective {', '.join(unknown) or '(none)'}; "
                       f"choose from {', '.join(OBJECTIVES)}")
-    if not args.vary and not args.sensitivity:
-        return _usage("nothing to sweep: give --vary NAME=VALUES (or --sensitivity)")
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         return _usage(f"-o {args.output}: not a folder")
@@ -98,6 +101,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         else:
             axes, sources = study.parse_axes(args.vary)
             study.check_axes(args.file, axes, sources, base)
+            block, block_objectives = study.block_axes(args.file, base)
+            axes = tuple(a for a in block if a.name not in {v.name for v in axes}) + axes  # --vary wins
+            if not axes:
+                return _usage(f"nothing to sweep: give --vary NAME=VALUES, a `sweep {{ }}` block in {args.file}, "
+                              "or --sensitivity")
+            if block_objectives and args.pareto is None:
+                objectives = block_objectives
             swept = tuple(a.name for a in axes)
             plan, todo = None, None
             axes_values = {a.name: a.values for a in axes}

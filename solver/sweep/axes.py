@@ -83,17 +83,27 @@ def _range(values: str, source: SourceFile, start: int) -> tuple[str, ...]:
                                          "with plain numbers")
     low, high = Fraction(match[1]), Fraction(match[2])
     op, step = match[3] or "+", Fraction(match[4] or 1)
-    if op == "+" and step <= 0 or op == "*" and (step <= 1 or low <= 0):
-        raise _error(source, start + match.start(4) if match[4] else start, end,
-                     "the step must be positive" if op == "+" else "a geometric range needs low > 0 and factor > 1")
+    try:
+        return range_values(low, high, op, step)
+    except ValueError as error:
+        at = start + match.start(4) if match[4] and "step" in str(error) else start
+        raise _error(source, at, end, str(error)) from None
+
+
+def range_values(low: Fraction, high: Fraction, op: str, step: Fraction) -> tuple[str, ...]:
+    """`low`, `low op step`, ... up to `high` as GCL numbers; ValueError says why there are none."""
+    if op == "+" and step <= 0:
+        raise ValueError("the step must be positive")
+    if op == "*" and (step <= 1 or low <= 0):
+        raise ValueError("a geometric range needs low > 0 and a step factor > 1")
     out, value = [], low
     while value <= high:
         out.append(_text(value))
         value = value + step if op == "+" else value * step
         if len(out) > MAX_POINTS:
-            raise _error(source, start, end, f"more than {MAX_POINTS:,} values")
+            raise ValueError(f"more than {MAX_POINTS:,} values")
     if not out:
-        raise _error(source, start, end, f"the range is empty ({match[1]} is above {match[2]})")
+        raise ValueError(f"the range is empty ({_text(low)} is above {_text(high)})")
     return tuple(out)
 
 

@@ -67,6 +67,61 @@ def check_axes(path: str, axes: tuple[Axis, ...], sources: dict[str, SourceFile]
         _check_values(path, axis, base)
 
 
+def block_axes(path: str, base: dict[str, str]) -> tuple[tuple[Axis, ...], tuple[str, ...] | None]:
+    """The axes (and Pareto objectives) of the root file's first `sweep { }` block; each
+    value keeps its source text, so that it is set exactly as written."""
+    program = load(path)
+    if not any(d.kind.text == "sweep" and d.span.path == path for d in program.declarations.values()):
+        return (), None  # the points alone must check: a design may fail at its defaults
+    result = check_file(path, base)
+    if result.design is None:
+        raise DesignError(result.diagnostics, dict(result.sources))
+    sweep = next((e for e in result.design.local() if e.kind == "sweep"), None)
+    if sweep is None:
+        return (), None
+    source = result.sources[sweep.span.path]
+    body = program.bodies[sweep.name]
+    params = {i.name for i in result.design.params}
+    axes, objectives, problems = [], None, []
+    for item in sweep.record.items:
+        if item.name == "pareto":
+            objectives = tuple(str(v) for v in item.value)
+            continue
+        if item.name not in params:
+            problems.append(codes.UNKNOWN_AXIS.make(item.span, sweep=sweep.name, name=item.name,
+                                                    notes=[codes.suggest(item.name, params)]))
+            continue
+        expr = body[item.name].expr
+        if isinstance(item.value, tuple):
+            texts = tuple(source.text[e.span.start:e.span.end] for e in expr.items)
+        else:
+            texts = _range_texts(item.value, expr.span, problems)
+        if texts:
+            axes.append(Axis(item.name, texts))
+    if problems:
+        raise UsageError(problems, dict(result.sources))
+    for axis in axes:
+        _check_values(path, axis, base)
+    return tuple(axes), objectives
+
+
+def _range_texts(value, span, problems: list[Diagnostic]) -> tuple[str, ...]:
+    from .axes import range_values
+
+    args = value.args
+    low, high = (Fraction(args.get(k).value) for k in ("low", "high"))
+    step, times = args.get("step"), args.get("times")
+    try:
+        if step is not None and times is not None:
+            raise ValueError("give `step` or `times`, not both")
+        if times is not None:
+            return range_values(low, high, "*", Fraction(times.value))
+        return range_values(low, high, "+", Fraction(step.value) if step is not None else Fraction(1))
+    except ValueError as error:
+        problems.append(codes.SHAPE.make(span, what=f"`range(...)`: {error}"))
+        return ()
+
+
 def _check_values(path: str, axis: Axis, base: dict[str, str]) -> None:
     """Type-check the values of an axis the way `--set` is checked (numbers of a generated
     range all share one type, so the first stands for them)."""
@@ -203,7 +258,9 @@ class Collected:
                 self.rows_on_front = {k: v for k, v in self.rows_on_front.items() if k in kept}
 
     def front_rows(self) -> list[dict]:
-        return [self.rows_on_front[k] for k in self.front.keys()]
+        """The front's rows, best first in the first objective."""
+        order = sorted(self.front.members, key=lambda m: m[1])
+        return [self.rows_on_front[k] for k, _ in order]
 
 
 def _raw(row: dict, objective: str) -> float:

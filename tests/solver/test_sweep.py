@@ -219,3 +219,49 @@ def test_other_commands_do_not_import_the_sweep_stack(design):
             "print(heavy); sys.exit(1 if heavy else 0)")
     done = subprocess.run([sys.executable, "-c", code, str(design)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ----------------------------------------------------------------- the sweep block
+
+BLOCK = """
+sweep space {
+  nodes  = range(low = 1, high = 4, times = 2)
+  server = [DGX_H100, DGX_B200]
+  pareto = [time_to_train, capex]
+}
+"""
+
+
+def test_a_sweep_block_gives_axes_and_objectives_and_vary_overrides_it(design, tmp_path, capsys):
+    design.write_text(DESIGN + BLOCK)
+    out = tmp_path / "out"
+    assert main(["sweep", str(design), "--in-process", "-o", str(out)]) == 0
+    assert "Pareto front over time_to_train, capex" in capsys.readouterr().out
+    rows = read_rows(out)
+    assert sorted((r["set_nodes"], r["set_server"]) for r in rows) == sorted(
+        (n, s) for n in ("1", "2", "4") for s in ("DGX_H100", "DGX_B200"))
+    out2 = tmp_path / "out2"
+    assert main(["sweep", str(design), "--in-process", "-o", str(out2), "--vary", "server=DGX_B200"]) == 0
+    assert {r["set_server"] for r in read_rows(out2)} == {"DGX_B200"}
+
+
+def test_a_sweep_block_is_checked_like_any_block(design, tmp_path, capsys):
+    design.write_text(DESIGN + "\nsweep s {\n  nodez = [1, 2]\n  nodes = []\n}\n")
+    assert main(["check", str(design)]) == 1
+    out = capsys.readouterr().out
+    assert "small.gcl:39:3: error[unknown-axis]" in out and "did you mean `nodes`" in out
+    assert "small.gcl:40:11: error[wrong-type]" in out and "an empty list" in out
+    assert main(["sweep", str(design), "--in-process", "-o", str(tmp_path / "out")]) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_nothing_to_sweep_is_usage(design, tmp_path, capsys):
+    assert main(["sweep", str(design), "--in-process", "-o", str(tmp_path / "out")]) == 2
+    assert "nothing to sweep" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_objective_names_match_the_schema():
+    from gclc.compiler.schema import SWEEP_OBJECTIVES
+    from gclc.solver.sweep.pareto import OBJECTIVES
+
+    assert tuple(OBJECTIVES) == SWEEP_OBJECTIVES
