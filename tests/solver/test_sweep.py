@@ -265,3 +265,35 @@ def test_objective_names_match_the_schema():
     from gclc.solver.sweep.pareto import OBJECTIVES
 
     assert tuple(OBJECTIVES) == SWEEP_OBJECTIVES
+
+
+def test_scheduler_address_runs_the_same_sweep(design, tmp_path, dask_client, capsys):
+    """`--scheduler` on the LocalCluster's scheduler: the CLI's remote path, same table."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    vary = ["--vary", "nodes=1,2,4", "--vary", "server=DGX_H100,DGX_B200"]
+    assert main(["sweep", str(design), *vary, "--in-process", "-o", str(here)]) == 0
+    assert main(["sweep", str(design), *vary, "--scheduler", dask_client.scheduler.address, "-o", str(there)]) == 0
+    assert (here / "sweep.csv").read_bytes() == (there / "sweep.csv").read_bytes()
+
+
+SERVE = DESIGN.split("train t {")[0] + """
+serve s {
+  model     = M
+  on        = C
+  prompt    = 1024
+  output    = 256
+  precision = bf16
+  slo { ttft <= 2 s  tpot <= 50 ms }
+}
+"""
+
+
+def test_a_serve_job_gets_a_cost_per_served_token(tmp_path):
+    from gclc.solver.sweep.point import evaluate
+
+    path = tmp_path / "serve.gcl"
+    path.write_text(SERVE)
+    row = evaluate(str(path), 0, {"nodes": "2"})
+    assert row["status"] == "ok" and row["job"] == "s" and row["tokens_per_s"] > 0
+    lifetime = 4 * 8766 * 3600  # years x hours x seconds, utilization 100 %
+    assert abs(row["cost_per_token_usd"] * row["tokens_per_s"] * lifetime - row["tco_usd"]) < 1e-6 * row["tco_usd"]
