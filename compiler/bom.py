@@ -28,7 +28,7 @@ from .design import Construct, Entity, Repeat
 from .ir import ClusterGraph, Partition, SwitchLayer
 from .lower import _partition_specs
 from .metrics import DRAM_W_PER_BYTE
-from .units import Quantity
+from ..dsl.units import Quantity
 
 DEFAULT_RACK_POWER = 41e3  # W; ASSUMPTION: four DGX H100 (10.2 kW max each) per rack, as in the DGX SuperPOD H100 RA
 

@@ -18,7 +18,7 @@ from .bom import DEFAULT_RACK_POWER, Bom, bill
 from .design import Entity
 from .ir import ClusterGraph
 from .metrics import Metric, facility_power
-from .units import Quantity
+from ..dsl.units import Quantity
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 SECONDS_PER_YEAR = HOURS_PER_YEAR * 3600

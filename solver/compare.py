@@ -10,7 +10,7 @@ import attrs
 from ..compiler.design import Bound, Construct, Design, Entity, Record, Repeat, Symbol
 from ..compiler.driver import check_file
 from ..compiler.lower import lower, pick_cluster
-from ..compiler.units import Quantity, format_quantity
+from ..dsl.units import Quantity, format_quantity
 from .sweep.point import evaluate
 
 METRICS = ("gpus", "nodes", "tp", "pp", "dp", "cp", "ep", "step_time_s", "tokens_per_s", "mfu",

@@ -18,8 +18,8 @@ from typing import Iterator
 
 import attrs
 
-from ...compiler import codes
-from ...compiler.diagnostics import Diagnostic
+from ...dsl import codes
+from ...dsl.diagnostics import Diagnostic
 from ...dsl.source import SourceFile
 
 MAX_POINTS = 10_000_000  # a guard against a typo such as `1..1e9`; far beyond any sweep that finishes

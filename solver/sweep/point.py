@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
-from ...compiler.diagnostics import Diagnostic
 from ...compiler.driver import check_file
 from ...compiler.lower import lower, pick_cluster
 from ...compiler.metrics import facility_power
-from ...compiler.model.job import JobError, train_job
+from ...dsl.diagnostics import Diagnostic
+from ...model.job import JobError, train_job
 
 # name -> type ("int", "float", "str", "bool"); the swept values come first, as text, in
 # columns named `set_<param>` (a param may well be called `nodes` or `tp`).

@@ -13,13 +13,13 @@ from typing import Iterable, Iterator
 
 import attrs
 
-from ...compiler import codes
 from ...compiler.design import Entity
-from ...compiler.diagnostics import Diagnostic, has_errors
 from ...compiler.driver import check_file
 from ...compiler.resolve import load
-from ...compiler.units import EXAMPLE_UNITS, NONE, Quantity
+from ...dsl import codes
+from ...dsl.diagnostics import Diagnostic, has_errors
 from ...dsl.source import SourceFile
+from ...dsl.units import EXAMPLE_UNITS, NONE, Quantity
 from .axes import Axis, AxisError, points
 from .pareto import OBJECTIVES, Front
 from .point import column

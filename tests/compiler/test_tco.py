@@ -13,7 +13,7 @@ from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower, pick_cluster
 from gclc.compiler.metrics import facility_power
 from gclc.compiler.tco import HOURS_PER_YEAR, cost_metrics, tco
-from gclc.compiler.cli import main
+from gclc.cli.main import main
 
 DESIGN = """\
 import "std/nvidia"

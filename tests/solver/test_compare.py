@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from gclc.compiler.cli import main
+from gclc.cli.main import main
 
 DESIGN = """\
 import "std/nvidia"

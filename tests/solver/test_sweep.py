@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gclc.compiler.cli import main
+from gclc.cli.main import main
 from gclc.solver.sweep import engine
 from gclc.solver.sweep.axes import AxisError, count, parse_axis, points
 from gclc.solver.sweep.pareto import dominates
@@ -214,7 +214,7 @@ def test_sensitivity_draws_a_tornado(design, tmp_path, capsys):
 
 
 def test_other_commands_do_not_import_the_sweep_stack(design):
-    code = ("import sys; from gclc.compiler.cli import main; main(['check', sys.argv[1]]); "
+    code = ("import sys; from gclc.cli.main import main; main(['check', sys.argv[1]]); "
             "heavy = [m for m in ('distributed', 'dask', 'pyarrow', 'matplotlib') if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")
     done = subprocess.run([sys.executable, "-c", code, str(design)], capture_output=True, text=True, timeout=120)
