@@ -128,6 +128,28 @@ def tco_metrics(t: Tco) -> tuple[Metric, ...]:
     return tuple(rows)
 
 
+def job_cluster(job: Entity) -> Entity | None:
+    """The cluster a train or serve job runs on (the cluster of its partition)."""
+    target = job.get("on")
+    target = target[0] if isinstance(target, tuple) and len(target) == 1 else target
+    target = getattr(target, "cluster", target)
+    return target if isinstance(target, Entity) and target.kind == "cluster" else None
+
+
+def job_cost(job: Entity, graph: ClusterGraph, tokens_per_s: float, tokens: float | None = None) -> dict | None:
+    """Capex, TCO and USD per token (and to train `tokens`) of a job that keeps its whole
+    cluster busy at `tokens_per_s`; None when the cluster has no `economics`."""
+    cluster = job_cluster(job)
+    t = None if cluster is None else tco(cluster, graph)
+    if t is None or tokens_per_s <= 0:
+        return None
+    out = {"capex_usd": t.capex, "tco_usd": t.total, "complete": t.complete,
+           "cost_per_token_usd": t.per_token(tokens_per_s)}
+    if tokens:
+        out["cost_to_train_usd"] = out["cost_per_token_usd"] * tokens
+    return out
+
+
 def cost_metrics(cluster: Entity, graph: ClusterGraph) -> tuple[Metric, ...]:
     """The bill of materials and, with an `economics` block, the cost of ownership."""
     t = tco(cluster, graph)

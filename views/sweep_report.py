@@ -30,7 +30,7 @@ def _fmt(column: str, value) -> str:
 
 def front_table(rows: list[dict], swept: tuple[str, ...]) -> list[list[str]]:
     header = [*swept, *_SHOWN]
-    return [header] + [[str(r.get(column(n))) for n in swept] + [_fmt(c, r.get(c)) for c in _SHOWN] for r in rows]
+    return [header] + [[_text(r.get(column(n))) for n in swept] + [_fmt(c, r.get(c)) for c in _SHOWN] for r in rows]
 
 
 def summary_text(collected, total: int, objectives: tuple[str, ...], files: list[str], interrupted: bool) -> str:
@@ -73,3 +73,7 @@ td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right;font-size:90%}}</s
 <h2>Why points failed</h2><ul>{reasons or '<li>none</li>'}</ul>
 </body></html>
 """
+
+
+def _text(value) -> str:
+    return "-" if value is None else str(value)

@@ -143,3 +143,50 @@ def test_a_param_that_names_a_part_is_swapped_and_checked(tmp_path, capsys):
     path.write_text(DESIGN.format(**DEFAULTS))
     assert main(["check", str(path), "--set", "server=H100_SXM"]) == 1  # a chip where a node is named
     assert "must be the node `DGX_H100`" in capsys.readouterr().out
+
+
+JOB = """
+model M {
+  arch   = dense
+  layers = 32
+  hidden = 4096
+  heads  = 32
+  ffn    = 14336
+  vocab  = 128256
+  seq    = 8192
+}
+
+train t {
+  model     = M
+  on        = C
+  batch     = 64
+  precision = bf16
+  tokens    = 1 T
+  parallelism { tp = 8  pp = 1  microbatch = 1  recompute = none  zero = 1 }
+}
+"""
+
+
+def test_plan_reports_the_cost_of_its_tokens(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "d.gcl"
+    path.write_text(DESIGN.format(**DEFAULTS) + JOB)
+    assert main(["plan", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    cost = data["cost"]
+    lifetime = 5 * HOURS_PER_YEAR * 3600 * 0.9  # years x seconds x utilization
+    assert math.isclose(cost["cost_per_token_usd"], cost["tco_usd"] / (data["tokens_per_s"] * lifetime), rel_tol=1e-9)
+    assert math.isclose(cost["cost_to_train_usd"], cost["cost_per_token_usd"] * 1e12, rel_tol=1e-9)
+    assert cost["tco_usd"] > cost["capex_usd"] > 0 and cost["complete"]
+    assert main(["plan", str(path)]) == 0
+    assert "USD per million tokens" in capsys.readouterr().out
+
+
+def test_the_html_report_carries_the_bill_and_the_cost(tmp_path):
+    path, out = tmp_path / "d.gcl", tmp_path / "r.html"
+    path.write_text(DESIGN.format(**DEFAULTS) + JOB)
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "Bill of materials and cost" in page and "capex + energy + maintenance" in page
+    assert "16 x 270,000 USD" in page
