@@ -50,7 +50,7 @@ def _sections(text: str) -> list[str]:
 
 def test_a_planned_design_gets_every_section(reports):
     text = reports[PLANNED]
-    assert _sections(text) == ["Design", "Plan", "Step time", "Memory per GPU", "Throughput against power budget",
+    assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Step time", "Memory per GPU", "Throughput against power budget",
                                "Runners-up", "Roofline", "Diagrams"]
     assert "llama3_405b_pretrain" in text and "bisection bandwidth" in text
     assert "<th>range</th>" in text                         # the plan's 80 % error band
@@ -62,7 +62,7 @@ def test_a_planned_design_gets_every_section(reports):
 def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
     for name, why in ((UNPLANNED, "no `train` job"), ("hetero_h100_a100.gcl", "spans 2 partitions")):
         text = reports[name]
-        assert _sections(text) == ["Design", "Plan", "Roofline", "Diagrams"]
+        assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
         assert "<figcaption>placement:" not in text
 
