@@ -182,11 +182,3 @@ def test_plan_reports_the_cost_of_its_tokens(tmp_path, capsys):
     assert main(["plan", str(path)]) == 0
     assert "USD per million tokens" in capsys.readouterr().out
 
-
-def test_the_html_report_carries_the_bill_and_the_cost(tmp_path):
-    path, out = tmp_path / "d.gcl", tmp_path / "r.html"
-    path.write_text(DESIGN.format(**DEFAULTS) + JOB)
-    assert main(["report", str(path), "-o", str(out)]) == 0
-    page = out.read_text()
-    assert "Bill of materials and cost" in page and "capex + energy + maintenance" in page
-    assert "16 x 270,000 USD" in page
