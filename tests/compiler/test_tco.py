@@ -181,4 +181,3 @@ def test_plan_reports_the_cost_of_its_tokens(tmp_path, capsys):
     assert cost["tco_usd"] > cost["capex_usd"] > 0 and cost["complete"]
     assert main(["plan", str(path)]) == 0
     assert "USD per million tokens" in capsys.readouterr().out
-
