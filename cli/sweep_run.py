@@ -19,9 +19,8 @@ def _usage(message: str) -> int:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
-    from ..solver.sweep import study
     from ..compiler.settings import parse_settings
-
+    from ..solver.sweep import study
     from ..solver.sweep.pareto import OBJECTIVES
 
     objectives = tuple(o.strip() for o in (args.pareto or DEFAULT_PARETO).split(",") if o.strip())
