@@ -9,10 +9,10 @@ import sys
 
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from . import check, compile, diff, explain, fmt, plan, render, report, sweep
+from . import check, compile, diff, explain, export, fmt, plan, render, report, sweep
 
 EXIT_INTERNAL = 70
-COMMANDS = (check, compile, explain, plan, render, report, sweep, diff, fmt)
+COMMANDS = (check, compile, explain, plan, export, render, report, sweep, diff, fmt)
 
 
 def main(argv: list[str] | None = None) -> int:
