@@ -61,7 +61,8 @@ def test_a_planned_design_gets_every_section(reports):
 
 
 def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
-    for name, why in ((UNPLANNED, "no `train` job"), ("hetero_h100_a100.gcl", "spans 2 partitions")):
+    # serve and heterogeneous jobs: their plan as text (views/report.py `Context.other`)
+    for name, why in ((UNPLANNED, "(serve) on Orca_Inference"), ("hetero_h100_a100.gcl", "2 partitions")):
         text = reports[name]
         assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
