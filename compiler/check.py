@@ -22,12 +22,19 @@ from .settings import apply_settings
 from ..dsl.units import Quantity, UNITS, format_quantity
 
 
-def check_program(program: Program, settings: dict[str, str] | None = None) -> tuple[Design | None, tuple[Diagnostic, ...]]:
-    """The typed design (None when there are errors) and all diagnostics, sorted."""
+def check_program(program: Program, settings: dict[str, str] | None = None,
+                  reachable: bool = False) -> tuple[Design | None, tuple[Diagnostic, ...]]:
+    """The typed design (None when there are errors) and all diagnostics, sorted. With
+    `reachable`, only the root file's declarations and what they use are checked: a sweep
+    checks the whole design once, then each point's changes."""
     checker = Checker(program)
     apply_settings(program, settings or {}, checker.diagnostics)
     checker.check_overrides()  # first, so that a refused override is reported once, not at every use
-    entities = [checker.entity(name) for name in program.declarations]
+    names = [n for n, d in program.declarations.items() if not reachable or d.span.path == program.root]
+    for name in names:
+        checker.entity(name)
+    entities = [checker.entities.get(name) for name in program.declarations]
+    checker.diagnostics.extend(_sweep_axes(entities, program))
     params = [Item(name, checker.param(name), p.span) for name, p in program.params.items()]
     diagnostics = sort_unique(program.diagnostics + checker.diagnostics)
     if any(d.is_error for d in diagnostics):
@@ -83,7 +90,8 @@ class Checker:
         invalid = None in items
         items = _group_labelled([i for i in items if i is not None])
         unknown = [key for key, entry in body.items() if key not in block.fields and key not in block.blocks
-                   and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled]
+                   and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled
+                   and block.free is None]
         absent = [name for name in block.required if name not in body
                   and not any(all(a in body for a in group) for group in block.alternatives.get(name, ()))]
         self.holes = self.holes or bool(absent) or invalid
@@ -113,7 +121,7 @@ class Checker:
         return self.unknown(entry.name, key, block, where)
 
     def field_entry(self, key: str, entry: FieldEntry, block: sc.Block, where: str) -> Item | None:
-        ftype = block.fields.get(key)
+        ftype = block.fields.get(key) or (block.free if key not in block.blocks else None)
         if ftype is None:
             if key in block.blocks:
                 return self.error(codes.WRONG_TYPE.make(entry.name.span, field=key, expected="a block",
@@ -231,6 +239,8 @@ class Checker:
 
     def declaration(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
         decl = self.program.declarations.get(name.text)
+        if decl is None and name.text in self.program.params:
+            return self.part_param(name, kinds, field)
         if decl is None:
             if self.program.broken_imports or name.text in self.program.unknown_kinds:
                 return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
@@ -241,6 +251,17 @@ class Checker:
             return self.error(codes.WRONG_REFERENCE.make(name.span, field=field, expected=" or ".join(f"a {k}" for k in kinds),
                                                          name=name.text, got=decl.kind.text))
         return self.entity(name.text) or INVALID
+
+    def part_param(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
+        """A param that names a part (`param server = DGX_H100`), so that `--set` and sweeps swap it."""
+        value = self.param(name.text)
+        if value is INVALID:
+            return INVALID
+        if isinstance(value, Entity) and value.kind in kinds:
+            return value
+        return self.error(codes.WRONG_TYPE.make(
+            name.span, field=field, expected=" or ".join(f"a {k}" for k in kinds),
+            got=f"the param `{name.text}`, which is {describe_value(value)}"))
 
     def typed_repeatof(self, expr: ast.Expr, ftype: sc.RepeatOf, field: str) -> Any:
         if not isinstance(expr, ast.Multiplicity):
@@ -323,6 +344,18 @@ class Checker:
                                                     expected="a number, quantity, string, `true`/`false` or word"))
         return value
 
+    def typed_axis(self, expr: ast.Expr, ftype: sc.Axis, field: str) -> Any:
+        """`[16, 32, 64]` (each a value a param may hold) or `range(low = .., high = .., step | times = ..)`."""
+        if isinstance(expr, ast.Call):
+            return self.typed_construct(expr, sc.RANGE, field)
+        if not isinstance(expr, ast.ListExpr):
+            return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))
+        if not expr.items:
+            return self.error(codes.WRONG_TYPE.make(expr.span, field=field, expected=ftype.describe(),
+                                                    got="an empty list"))
+        items = tuple(self.typed_anything(item, sc.Anything(), field) for item in expr.items)
+        return INVALID if INVALID in items else items
+
     def check_overrides(self) -> None:
         """A `--set` value must have the type (and dimension) of the value it replaces."""
         for name, original in self.program.overridden.items():
@@ -401,6 +434,14 @@ class Checker:
         return entry.name.span if entry is not None else self.program.declarations[decl].name.span
 
 
+def _sweep_axes(entities: list[Entity | None], program: Program) -> list[Diagnostic]:
+    """Each field of a `sweep` block (but `pareto`) names a param of the design."""
+    return [codes.UNKNOWN_AXIS.make(item.span, sweep=e.name, name=item.name,
+                                    notes=[codes.suggest(item.name, program.params)])
+            for e in entities if e is not None and e.kind == "sweep"
+            for item in e.record.items if item.name != "pareto" and item.name not in program.params]
+
+
 # Kinds whose rules look only at fields that are present, so they may run on a record
 # with holes (an invalid or missing field) without reporting a consequence of the hole.
 HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve"})
@@ -426,6 +467,8 @@ def _group_labelled(items: list[Item]) -> list[Item]:
 def _same_type(a: Any, b: Any) -> bool:
     if isinstance(a, Quantity) and isinstance(b, Quantity):
         return a.dim == b.dim
+    if isinstance(a, Entity) and isinstance(b, Entity):
+        return a.kind == b.kind  # a part swap keeps the kind: a node for a node
     return type(a) is type(b)
 
 

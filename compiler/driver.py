@@ -10,7 +10,7 @@ from .check import check_program
 from .design import Design
 from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .lower import lower_cluster
-from .resolve import load
+from .resolve import load, load_again
 from .rules import job_precision
 from .sanity import sanity
 from .settings import parse_settings
@@ -35,14 +35,17 @@ class Result:
         return EXIT_OK if self.ok else EXIT_ERRORS
 
 
-def check_file(path: str, settings: list[str] | dict[str, str] | None = None, text: str | None = None) -> Result:
-    """Parse, resolve and check `path` (or `text` standing for it) with `--set` overrides."""
+def check_file(path: str, settings: list[str] | dict[str, str] | None = None, text: str | None = None,
+               again: bool = False) -> Result:
+    """Parse, resolve and check `path` (or `text` standing for it) with `--set` overrides.
+    `again`: the design was checked whole before (a sweep's next point): reuse its load
+    when no file changed and check only what the root file declares and uses."""
     parsed, problems = _settings(settings)
-    program = load(path, text)
+    program = load_again(path) if again and text is None else load(path, text)
     if problems:
         design, diagnostics = None, sort_unique(program.diagnostics + problems)
     else:
-        design, diagnostics = check_program(program, parsed)
+        design, diagnostics = check_program(program, parsed, reachable=again)
     if design is not None and not has_errors(diagnostics):
         diagnostics = sort_unique(diagnostics + tuple(d for job in design.entities if job.kind in ("train", "serve")
                                                       for d in job_precision(job)))

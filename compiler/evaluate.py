@@ -7,6 +7,7 @@ silently, so one mistake is reported once.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..dsl import ast
@@ -75,14 +76,10 @@ class Evaluator:
 
     # ------------------------------------------------------------ literals
     def _number(self, expr: ast.Number) -> Any:
-        value = Fraction(expr.text.replace("_", ""))
-        if not expr.unit:
-            return Quantity(value)
         try:
-            factor, dim = parse_unit(expr.unit)
+            return _literal(expr.text, expr.unit)
         except UnitError as error:
             return self.error(unknown_unit(expr, str(error)))
-        return Quantity(value * factor, dim)
 
     def _ratio(self, expr: ast.Ratio) -> Any:
         if Fraction(expr.right) == 0:
@@ -159,6 +156,17 @@ def _percent_hint(expr: ast.BinOp) -> str:
     if isinstance(expr.right, ast.Number) and expr.right.unit == "%":
         return f"help: a percentage is a plain number; to scale, write `x * (1 {expr.op} {expr.right.text}%)`"
     return ""
+
+
+@lru_cache(maxsize=4096)
+def _literal(text: str, unit: str | None) -> Quantity:
+    """`3.35` `TB/s` -> the exact quantity; cached, for the standard library's literals are
+    evaluated again at every point of a sweep. Raises UnitError for an unknown unit."""
+    value = Fraction(text.replace("_", ""))
+    if not unit:
+        return Quantity(value)
+    factor, dim = parse_unit(unit)
+    return Quantity(value * factor, dim)
 
 
 def unknown_unit(expr: ast.Number, part: str) -> Diagnostic:

@@ -9,14 +9,14 @@ import attrs
 
 from ..dsl.source import Span
 from .ir import ClusterGraph, Partition
-from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, POWER, NONE, TIME
+from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, MONEY, POWER, NONE, TIME
 
 # Host DRAM power per byte of capacity. An assumption: a 64 GB DDR4/DDR5 RDIMM draws
 # about 6 W under load (Micron TN-40-07 DDR4 power calculator, typical server load),
 # i.e. ~0.1 W per GB.
 DRAM_W_PER_BYTE = 0.1e-9
 
-_DIMS = {"W": POWER, "B": BYTES, "B/s": BANDWIDTH, "FLOPS": FLOPS, "": NONE, "s": TIME}
+_DIMS = {"W": POWER, "B": BYTES, "B/s": BANDWIDTH, "FLOPS": FLOPS, "": NONE, "s": TIME, "USD": MONEY}
 
 
 @attrs.frozen
@@ -24,7 +24,7 @@ class Metric:
     key: str
     label: str
     value: float
-    unit: str                    # "W", "B", "B/s", "FLOPS", "s" or "" for counts
+    unit: str                    # "W", "B", "B/s", "FLOPS", "s", "USD" or "" for counts
     formula: str
     span: Span | None = attrs.field(default=None, eq=False, repr=False)
 

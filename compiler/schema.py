@@ -116,7 +116,15 @@ class Anything:
         return "a value"
 
 
-FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything]
+@attrs.frozen
+class Axis:
+    """A sweep axis: a list of values a param takes, or a `range(...)` of numbers."""
+
+    def describe(self) -> str:
+        return "a list of values such as `[16, 32, 64]`, or `range(low = 16, high = 1024, times = 2)`"
+
+
+FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything, Axis]
 
 
 @attrs.frozen
@@ -131,6 +139,7 @@ class Block:
     doc: str = ""
     # a required name is also satisfied by any one group of these (a value derived from them)
     alternatives: dict[str, tuple[tuple[str, ...], ...]] = attrs.Factory(dict)
+    free: FieldType | None = None  # the type of any other field (a sweep's axes are named by params)
 
 
 # ----------------------------------------------------------------- field types
@@ -145,6 +154,7 @@ AMOUNT = Qty(u.NONE)  # a positive plain number, such as 14.8 T tokens
 SHARE = Qty(u.NONE, high=Fraction(1))  # 0 < x <= 1: efficiencies, utilization
 BYTES, TIME, POWER = positive(u.BYTES), positive(u.TIME), positive(u.POWER)
 POWER0 = Qty(u.POWER, low_open=False)
+PRICE = Qty(u.MONEY, low_open=False)  # capex per part, `25 kUSD`; 0 for parts bundled in another's price
 BANDWIDTH = positive(u.BANDWIDTH, marker="bidir")
 FLOPS = positive(u.FLOPS, marker="sparse")
 CLOCK = positive(u.RATE)
@@ -166,11 +176,11 @@ TOPOLOGY = Construct({
 
 # ----------------------------------------------------------------- parts
 
-PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0}
+PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0, "price": PRICE}
 
 CHIP = Block(
     fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "base_clock": CLOCK, "cores": COUNT, "l2": BYTES,
-            "l2_bandwidth": BANDWIDTH, "process": TEXT},
+            "l2_bandwidth": BANDWIDTH, "process": TEXT, "price": PRICE},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
                       "stack_bandwidth": BANDWIDTH, "type": TEXT},
@@ -208,27 +218,37 @@ SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacit
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
-     "overhead": POWER0},
+     "overhead": POWER0, "price": PRICE},
     required=("gpus",),
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
-     "switches": RepeatOf(("switch",)), "overhead": POWER0},
+     "switches": RepeatOf(("switch",)), "overhead": POWER0, "price": PRICE},
     required=("nodes", "scaleup"),
 )
 FABRIC = Block(
     {"kind": PROTOCOLS, "topology": TOPOLOGY, "bandwidth": BANDWIDTH, "rails": COUNT,
      "latency": Qty(u.TIME, low_open=False), "switch": PartRef(("switch",)), "in_network_reduction": FLAG,
-     "efficiency": SHARE, "link_power": POWER0, "source": TEXT},
+     "efficiency": SHARE, "link_power": POWER0, "source": TEXT,
+     "transceiver_price": PRICE, "fiber_price": PRICE, "copper_price": PRICE},
     required=("kind", "topology", "bandwidth"),
 )
 _UNITS = RepeatOf(("node", "supernode"))
+RATE0 = Qty(u.NONE, low=Fraction(0), low_open=False, high=Fraction(1))  # 0 <= x <= 1
+ECONOMICS = Block(
+    {"years": COUNT, "energy_price": positive(u.ENERGY_PRICE), "discount_rate": RATE0, "maintenance": RATE0,
+     "utilization": SHARE, "rack_power": POWER, "rack_price": PRICE, "source": TEXT},
+    required=("years", "energy_price"),
+    doc="cost of ownership: lifetime, energy price, yearly discount rate and maintenance (share of capex), "
+        "share of hours at load, rack power limit and price",
+)
 # Real host names of the nodes, in the order `gclc export` names them: Slurm host lists
 # such as ["dgx[001-064]", "spare01"]; checked to name every node once.
 HOSTNAMES = ListOf(TEXT)
 CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
-    blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0})},
+    blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
+            "economics": ECONOMICS},
     labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
                                  required=("units",))},
 )
@@ -266,8 +286,19 @@ SERVE = Block(
     required=("model", "on", "prompt", "output"),
 )
 
+# ----------------------------------------------------------------- design space
+
+# What `gclc sweep` can put on a Pareto front (solver/sweep/pareto.py maps each to a column).
+SWEEP_OBJECTIVES = ("time_to_train", "tco", "capex", "cost_per_token", "cost_to_train", "power", "energy",
+                    "step_time", "gpus", "throughput", "mfu")
+_NUMBER = Qty(u.NONE, low=None)
+RANGE = Construct({"range": Constructor({"low": _NUMBER, "high": _NUMBER, "step": AMOUNT,
+                                         "times": Qty(u.NONE, low=Fraction(1))}, ("low", "high"))}, what="range")
+SWEEP = Block({"pareto": ListOf(Choice(SWEEP_OBJECTIVES))}, free=Axis(),
+              doc="the axes of `gclc sweep`: each other field is a param and the values it takes")
+
 KINDS: dict[str, Block] = {
     "chip": CHIP, "cpu": CPU, "nic": NIC, "dpu": DPU, "switch": SWITCH, "node": NODE,
     "supernode": SUPERNODE, "fabric": FABRIC, "cluster": CLUSTER, "model": MODEL,
-    "train": TRAIN, "serve": SERVE,
+    "train": TRAIN, "serve": SERVE, "sweep": SWEEP,
 }

@@ -104,6 +104,9 @@ IMPORT_ESCAPE = _code("import-escape", E, "import `{path}` leaves the allowed fo
 IMPORT_CYCLE = _code("import-cycle", E, "import cycle: {cycle}", "Files that import each other.")
 UNKNOWN_PARAM = _code("unknown-param", E, "`--set {name}`: no param `{name}` in the design", "Overriding a param that does not exist.")
 BAD_SETTING = _code("bad-setting", E, "`--set {text}`: {why}", "A malformed `--set name=value`.")
+UNKNOWN_AXIS = _code("unknown-axis", E, "sweep `{sweep}` varies `{name}`, which is no param of the design",
+                     "A sweep block's field must name a param.")
+BAD_AXIS = _code("bad-axis", E, "`--vary {text}`: {why}", "A sweep axis that names no param or gives no values.")
 SETTING_TYPE = _code("setting-type", E, "`--set {name}` must be {expected} like the param's value, not {got}",
                      "An override must keep the param's dimension.")
 

@@ -13,26 +13,29 @@ from fractions import Fraction
 
 import attrs
 
-# Base dimensions: bytes, seconds, joules, floating-point operations.
-Dim = tuple[int, int, int, int]
-NONE: Dim = (0, 0, 0, 0)
-BYTES: Dim = (1, 0, 0, 0)
-TIME: Dim = (0, 1, 0, 0)
-ENERGY: Dim = (0, 0, 1, 0)
-FLOP: Dim = (0, 0, 0, 1)
-RATE: Dim = (0, -1, 0, 0)  # frequency, tokens per second
-BANDWIDTH: Dim = (1, -1, 0, 0)
-POWER: Dim = (0, -1, 1, 0)
-FLOPS: Dim = (0, -1, 0, 1)
+# Base dimensions: bytes, seconds, joules, floating-point operations, money (US dollars).
+Dim = tuple[int, int, int, int, int]
+NONE: Dim = (0, 0, 0, 0, 0)
+BYTES: Dim = (1, 0, 0, 0, 0)
+TIME: Dim = (0, 1, 0, 0, 0)
+ENERGY: Dim = (0, 0, 1, 0, 0)
+FLOP: Dim = (0, 0, 0, 1, 0)
+RATE: Dim = (0, -1, 0, 0, 0)  # frequency, tokens per second
+BANDWIDTH: Dim = (1, -1, 0, 0, 0)
+POWER: Dim = (0, -1, 1, 0, 0)
+FLOPS: Dim = (0, -1, 0, 1, 0)
+MONEY: Dim = (0, 0, 0, 0, 1)
+ENERGY_PRICE: Dim = (0, 0, -1, 0, 1)  # USD/kWh
 
 DIMENSION_NAMES: dict[Dim, str] = {
     NONE: "a plain number", BYTES: "a data size", TIME: "a time", ENERGY: "an energy",
     FLOP: "an amount of FLOP", RATE: "a frequency or rate", BANDWIDTH: "a bandwidth",
-    POWER: "a power", FLOPS: "a compute rate (FLOPS)",
+    POWER: "a power", FLOPS: "a compute rate (FLOPS)", MONEY: "an amount of money",
+    ENERGY_PRICE: "a price of energy",
 }
 EXAMPLE_UNITS: dict[Dim, str] = {
     NONE: "", BYTES: "GB", TIME: "s", ENERGY: "kWh", FLOP: "PFLOP", RATE: "GHz",
-    BANDWIDTH: "GB/s", POWER: "W", FLOPS: "TFLOPS",
+    BANDWIDTH: "GB/s", POWER: "W", FLOPS: "TFLOPS", MONEY: "USD", ENERGY_PRICE: "USD/kWh",
 }
 
 
@@ -73,6 +76,8 @@ def _units() -> dict[str, tuple[Fraction, Dim]]:
         table[prefix + "W"] = (factor, POWER)
         table[prefix + "J"] = (factor, ENERGY)
         table[prefix + "Wh"] = (factor * 3600, ENERGY)
+    for prefix, power in {"": 0, "k": 3, "M": 6, "B": 9}.items():
+        table[prefix + "USD"] = (Fraction(10) ** power, MONEY)  # `25 kUSD`, `1.2 MUSD`
     return table
 
 
@@ -206,7 +211,7 @@ def describe_dim(dim: Dim) -> str:
     if dim in DIMENSION_NAMES:
         unit = EXAMPLE_UNITS[dim]
         return DIMENSION_NAMES[dim] + (f" ({unit})" if unit else "")
-    names = ("byte", "s", "J", "FLOP")
+    names = ("byte", "s", "J", "FLOP", "USD")
     parts = [f"{n}^{p}" if p != 1 else n for n, p in zip(names, dim) if p]
     return "a quantity in " + "·".join(parts)
 
@@ -227,6 +232,8 @@ _DISPLAY: dict[Dim, tuple[tuple[str, Fraction], ...]] = {
             ("GFLOPS", Fraction(10**9)), ("FLOPS", Fraction(1))),
     FLOP: (("ZFLOP", Fraction(10**21)), ("EFLOP", Fraction(10**18)), ("PFLOP", Fraction(10**15)),
            ("TFLOP", Fraction(10**12)), ("FLOP", Fraction(1))),
+    MONEY: (("BUSD", Fraction(10**9)), ("MUSD", Fraction(10**6)), ("kUSD", Fraction(10**3)), ("USD", Fraction(1))),
+    ENERGY_PRICE: (("USD/kWh", Fraction(1, 36 * 10**5)),),
     RATE: (("GHz", Fraction(10**9)), ("MHz", Fraction(10**6)), ("kHz", Fraction(1000)), ("/s", Fraction(1))),
 }
 UNITS["ZFLOP"] = (Fraction(10**21), FLOP)

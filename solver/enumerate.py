@@ -42,7 +42,7 @@ from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.power import job_power
 from ..model.step import Estimate, estimate
-from ..dsl.units import Quantity
+from ..dsl.units import NONE as NONE_DIM, Quantity
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)
@@ -106,7 +106,7 @@ def limits(job: Job) -> Limits:
         if not isinstance(bound, Bound) or not isinstance(bound.value, Quantity):
             continue
         value = float(bound.value.value)
-        share = bound.target == "memory" and bound.value.dim == (0, 0, 0, 0)
+        share = bound.target == "memory" and bound.value.dim == NONE_DIM
         if share:
             value *= hbm
         items.append(Limit(bound.target, bound.op, value, share, item.span))

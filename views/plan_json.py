@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from ..compiler.tco import job_cost
 from ..model.calibration import BAND_CONFIDENCE
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan, HeteroSplit
@@ -183,6 +184,9 @@ def plan_json(plan) -> dict:
     if job.tokens:
         out["time_to_train_s"] = job.tokens / plan.best.tokens_per_s
         out["energy_to_train_j"] = job.tokens * plan.energy_per_token
+    cost = job_cost(job.entity, job.graph, plan.best.tokens_per_s, job.tokens)
+    if cost is not None:
+        out["cost"] = cost
     return out
 
 

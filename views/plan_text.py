@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..compiler.tco import job_cost
 from ..dsl.units import BYTES, POWER, Quantity, format_quantity
 from ..model.calibration import half_width
 from ..model.step import Estimate
@@ -99,6 +100,12 @@ def plan_text(plan, timings: bool = False) -> str:
     if job.tokens:
         days = job.tokens / e.tokens_per_s / 86400
         lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")
+    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
+    if cost is not None:
+        whole = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"
+        to_train = f", {cost['cost_to_train_usd'] / 1e6:,.2f} M USD to train" if "cost_to_train_usd" in cost else ""
+        lines.append(f"  cost       TCO {cost['tco_usd'] / 1e6:,.2f} M USD (capex {cost['capex_usd'] / 1e6:,.2f} M), "
+                     f"{cost['cost_per_token_usd'] * 1e6:,.3f} USD per million tokens{to_train}{whole}")
     for i, r in enumerate(plan.runners_up, 2):
         lines.append(f"  #{i}         {_config(r)} [{','.join(r.config.order)}]: {r.step_time:.3f} s, MFU {r.mfu:.1%}")
     if getattr(plan, "proof", ""):

@@ -60,7 +60,7 @@ def plan_error_band(plan) -> dict[str, tuple[float, float]]:
 def report_html(design: Design, job: str | None = None, objective: str | None = None, source: str = "") -> str:
     """The report as HTML text. `job` names the train job (a missing name raises `JobError`)."""
     context = _context(design, job, objective, source)
-    body = [_header(context), _design_section(context.graph)]
+    body = [_header(context), _design_section(context.graph), _cost_section(context)]
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
     elif context.plan is not None and context.plan.best is not None:
@@ -163,6 +163,18 @@ def _design_section(graph: ClusterGraph) -> str:
     return _section("Design", "<p>Every derived number of the cluster, with the formula it comes from "
                               "(as <code>gclc explain</code>).</p>",
                     _table(("quantity", "value", "formula"), rows, formula=2))
+
+
+def _cost_section(c: Context) -> str:
+    """The bill of materials and, with an `economics` block, the cost of ownership."""
+    from ..compiler.lower import pick_cluster
+    from ..compiler.tco import cost_metrics
+
+    rows = [(m.label, m.text, m.formula) for m in cost_metrics(pick_cluster(c.design, c.graph.name), c.graph)]
+    return _section("Bill of materials and cost", "<p>Counts from the topology, prices from the parts' "
+                                                  "<code>price</code> fields, the cost of ownership from the "
+                                                  "cluster's <code>economics</code> block.</p>",
+                    _table(("item", "value", "formula"), rows, formula=2))
 
 
 # ----------------------------------------------------------------- plan

@@ -50,9 +50,10 @@ def _sections(text: str) -> list[str]:
 
 def test_a_planned_design_gets_every_section(reports):
     text = reports[PLANNED]
-    assert _sections(text) == ["Design", "Plan", "Step time", "Memory per GPU", "Throughput against power budget",
-                               "Runners-up", "Roofline", "Diagrams"]
+    assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Step time", "Memory per GPU",
+                               "Throughput against power budget", "Runners-up", "Roofline", "Diagrams"]
     assert "llama3_405b_pretrain" in text and "bisection bandwidth" in text
+    assert "127 x 270,000 USD" in text and "capex + energy + maintenance" in text  # the bill and the TCO
     assert "<th>range</th>" in text                         # the plan's 80 % error band
     for caption in ("topology:", "placement:", "power:"):
         assert f"<figcaption>{caption}" in text
@@ -63,7 +64,7 @@ def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
     # a serve job and a job split across partitions: their plan as text, no placement drawing
     for name, why in ((UNPLANNED, "(serve)"), ("hetero_h100_a100.gcl", "split:")):
         text = reports[name]
-        assert _sections(text) == ["Design", "Plan", "Roofline", "Diagrams"]
+        assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
         assert "<figcaption>placement:" not in text
 
