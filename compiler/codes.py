@@ -83,7 +83,7 @@ BAD_MARKER = _code("bad-marker", E, "`{marker}` does not apply here: {why}",
 
 # ---------------------------------------------------------------- names and structure
 UNKNOWN_KIND = _code("unknown-kind", E, "unknown block kind `{kind}`",
-                     "Top-level blocks are chip, cpu, nic, dpu, switch, node, supernode, fabric, cluster, model, train, serve.")
+                     "Top-level blocks are chip, cpu, nic, dpu, switch, node, supernode, fabric, cluster, model, train, serve, workload.")
 DUPLICATE = _code("duplicate", E, "`{name}` is declared twice", "Two declarations or params share a name.")
 UNKNOWN_NAME = _code("unknown-name", E, "unknown name `{name}`", "A reference to nothing declared.")
 WRONG_REFERENCE = _code("wrong-reference", E, "`{field}` must name {expected}; `{name}` is a {got}",

@@ -103,7 +103,7 @@ def job_objective(job) -> str:
     maximize, minimize = job.get("maximize"), job.get("minimize")
     if minimize is not None:
         return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
-    return {"mfu": "mfu"}.get(getattr(maximize, "name", ""), "throughput")
+    return {"mfu": "mfu", "goodput": "goodput"}.get(getattr(maximize, "name", ""), "throughput")
 
 
 def infeasible_message(chosen) -> str:

@@ -76,10 +76,25 @@ def plan_json(plan) -> dict:
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
     })
+    good = getattr(plan, "goodput", None)
+    if good is not None:
+        out["goodput"] = goodput_json(good, plan.best.tokens_per_s)
     if job.tokens:
         out["time_to_train_s"] = job.tokens / plan.best.tokens_per_s
         out["energy_to_train_j"] = job.tokens * plan.energy_per_token
     return out
+
+
+def goodput_json(good, tokens_per_s: float) -> dict:
+    return {"tokens_per_s": tokens_per_s * good.efficiency, "share": good.efficiency,
+            "checkpoint_interval_s": good.interval, "checkpoint_write_s": good.write, "restart_s": good.restart,
+            "job_mtbf_s": good.mtbf}
+
+
+def goodput_text(good, tokens_per_s: float) -> str:
+    return (f"  goodput    {tokens_per_s * good.efficiency:,.0f} tokens/s ({good.efficiency:.1%} of the time trains): "
+            f"job MTBF {good.mtbf / 3600:.3g} h, checkpoint {good.write:.3g} s every {good.interval / 60:.3g} min "
+            f"(Young/Daly), restart {good.restart / 60:.3g} min")
 
 
 def _b(value: float) -> str:
@@ -129,6 +144,8 @@ def plan_text(plan) -> str:
         f"{plan.energy_per_token:.3g} J/token",
         "  binds      " + "; ".join(plan.binding),
     ]
+    if getattr(plan, "goodput", None) is not None:
+        lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
         days = job.tokens / e.tokens_per_s / 86400
         lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")

@@ -21,7 +21,7 @@ from .diagnostics import Diagnostic, Label
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
-         "cluster", "model", "train", "serve")
+         "cluster", "model", "train", "serve", "workload")
 
 
 # ----------------------------------------------------------------- effective bodies

@@ -105,6 +105,17 @@ class Targets:
 
 
 @attrs.frozen
+class Priority:
+    """A job's importance: an ordered class (`low` < `normal` < `high` < `critical`) or a
+    whole number >= 1 (higher is more important; also the job's weight in the optimum)."""
+
+    classes: tuple[str, ...] = ("low", "normal", "high", "critical")
+
+    def describe(self) -> str:
+        return "a priority class (" + ", ".join(f"`{c}`" for c in self.classes) + ") or a whole number >= 1"
+
+
+@attrs.frozen
 class Anything:
     """A param: any value; `--set` overrides must keep its type."""
 
@@ -112,7 +123,7 @@ class Anything:
         return "a value"
 
 
-FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything]
+FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Priority, Anything]
 
 
 @attrs.frozen
@@ -138,6 +149,7 @@ COUNT0 = Qty(u.NONE, integer=True, low=Fraction(0), low_open=False)
 AMOUNT = Qty(u.NONE)  # a positive plain number, such as 14.8 T tokens
 SHARE = Qty(u.NONE, high=Fraction(1))  # 0 < x <= 1: efficiencies, utilization
 BYTES, TIME, POWER = positive(u.BYTES), positive(u.TIME), positive(u.POWER)
+TIME0 = Qty(u.TIME, low_open=False)  # instants from the start of a schedule: `submit = 0 h`
 POWER0 = Qty(u.POWER, low_open=False)
 BANDWIDTH = positive(u.BANDWIDTH, marker="bidir")
 FLOPS = positive(u.FLOPS, marker="sparse")
@@ -161,8 +173,13 @@ TOPOLOGY = Construct({
 
 PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0}
 
+# Reliability: mean time between failures of one part (a GPU, a node's host parts, a
+# switch), mean time to repair a node; defaults in solver/schedule/goodput.py, cited there.
+RELIABILITY = {"mtbf": TIME}
+
 CHIP = Block(
-    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "cores": COUNT, "l2": BYTES, "process": TEXT},
+    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "cores": COUNT, "l2": BYTES, "process": TEXT,
+            **RELIABILITY},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "type": TEXT},
                      required=("capacity", "bandwidth")),
@@ -178,7 +195,7 @@ CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))
 DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS},
             required=("bandwidth",))
-SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
+SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
                 "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
                required=("radix", "port_speed"))
 
@@ -187,8 +204,10 @@ SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacit
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
-     "overhead": POWER0},
+     "overhead": POWER0, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH},
     required=("gpus",),
+    doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
+        "time to repair one; `storage` the checkpoint write bandwidth of one node",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
@@ -225,10 +244,18 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full")),
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"))})
+# A job on a shared cluster: when it arrives, how important it is, how much work (one of
+# tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
+SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
+          "prefer": Targets(), "gang": FLAG}
+CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
+                   doc="checkpoint size (default: weights and Adam state), write bandwidth (default: the nodes' "
+                       "`storage`), restart time (default: a fixed start plus reading it back), and the interval "
+                       "(default: Young/Daly from the write time and the job's failure rate)")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(tuple(STACKS)), **OBJECTIVES},
-    blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
+     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(tuple(STACKS)), **OBJECTIVES, **SHARED},
+    blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
 )
 SERVE = Block(
@@ -239,8 +266,19 @@ SERVE = Block(
     required=("model", "on", "prompt", "output"),
 )
 
+# A stream of jobs without a model: a trace's rows, inline or from a CSV file below the
+# design (columns of public traces: submit, duration, gpus, gpu_type, priority).
+TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority()},
+                  required=("duration", "gpus"))
+WORKLOAD = Block(
+    {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT},
+    labelled={"job": TRACE_JOB},
+    required=("on",),
+    doc="`trace` is a CSV path relative to the design; `priority` and `gang` apply to rows that do not set them",
+)
+
 KINDS: dict[str, Block] = {
     "chip": CHIP, "cpu": CPU, "nic": NIC, "dpu": DPU, "switch": SWITCH, "node": NODE,
     "supernode": SUPERNODE, "fabric": FABRIC, "cluster": CLUSTER, "model": MODEL,
-    "train": TRAIN, "serve": SERVE,
+    "train": TRAIN, "serve": SERVE, "workload": WORKLOAD,
 }
