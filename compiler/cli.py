@@ -125,6 +125,10 @@ def _parser() -> argparse.ArgumentParser:
     _settings_option(report)
     report.set_defaults(run=run_report)
 
+    from .schedule_command import add_parser as add_schedule
+
+    add_schedule(commands)
+
     fmt = commands.add_parser("fmt", help="print designs in canonical form")
     fmt.add_argument("files", nargs="+", metavar="FILE")
     mode = fmt.add_mutually_exclusive_group()

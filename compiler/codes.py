@@ -147,3 +147,10 @@ OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio
                        "A tier whose uplinks carry less than its downlinks.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
                        "Rails should match the NICs per node, one rail each.")
+
+
+# ---------------------------------------------------------------- shared clusters and traces
+TRACE_ROW = _code("trace-row", E, "{what}", "A trace row (CSV or inline `job`) that cannot be replayed.")
+JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the largest partition it may use has {most}",
+                      "A job (or trace row) larger than any partition it may run on.")
+NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")

@@ -1,0 +1,1 @@
+"""Views: plans, IR and schedules as text, JSON and pictures."""
