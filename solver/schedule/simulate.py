@@ -218,7 +218,7 @@ class Simulation:
         else:
             worked = now - run.start - run.delay
             periods = math.floor(worked / (o.interval + o.write)) if worked > 0 and math.isfinite(o.interval) else 0
-            kept = min(run.remaining, periods * o.interval * rate)
+            kept = min(run.remaining, periods * o.interval * rate) if periods else 0.0   # 0 x inf is nan
             run.phase, run.restarts = "pending", run.restarts + 1
         run.remaining -= kept
         run.useful += kept / rate * run.gpus
