@@ -14,7 +14,7 @@ chip C {
   hbm   { capacity = 80 GB  bandwidth = 2 TB/s }
   peak  { bf16 = 400 TFLOPS }
   power { tdp = 500 W  idle = 60 W }
-  mtbf  = 500 h  # failures every few simulated hours, so the laws see many
+  mtbf  = 100 h  # failures every few simulated hours, so the laws see many
 }
 switch Sw { radix = 8  port_speed = 200 Gb/s  power = 1 kW  mtbf = 50000 h }
 fabric Up { kind = nvlink  topology = switched  bandwidth = 400 GB/s  latency = 1 us }
