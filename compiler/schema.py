@@ -272,6 +272,10 @@ TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEX
                   required=("duration", "gpus"))
 WORKLOAD = Block(
     {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT},
+    blocks={"checkpoint": Block({"interval": TIME, "write": TIME0, "restart": TIME0},
+                                required=("interval",),
+                                doc="how the rows checkpoint (they have no model to derive it from); without "
+                                    "it a failure or a preemption loses the whole run")},
     labelled={"job": TRACE_JOB},
     required=("on",),
     doc="`trace` is a CSV path relative to the design; `priority` and `gang` apply to rows that do not set them",

@@ -208,6 +208,10 @@ def _work(entity: Entity, job: Job, first: Option) -> tuple[float | None, str]:
     return None, "tokens"
 
 
+def _seconds(value, default: float) -> float:
+    return float(value.value) if value is not None else default
+
+
 def _row(row, workload: Entity, cluster: Entity, graph: ClusterGraph, problems) -> SchedJob | None:
     partitions = _partitions(workload, "on", graph)
     if row.type is not None:
@@ -224,9 +228,11 @@ def _row(row, workload: Entity, cluster: Entity, graph: ClusterGraph, problems) 
         problems.append(codes.JOB_TOO_LARGE.make(row.span, job=row.name, gpus=row.gpus, most=largest))
         return None
     gang = bool(workload.get("gang", True))
-    # a trace row has no model: its rate is its GPU count (work in GPU-seconds); no
-    # checkpoint is known, so a failure loses the whole run (ASSUMPTION, stated in the output)
-    options = tuple(Option(p.name, row.gpus, float(row.gpus), float("inf"), 0.0, 0.0, None)
+    # a trace row has no model: its rate is its GPU count (work in GPU-seconds), and it
+    # checkpoints as the workload's `checkpoint` block says (else a failure loses the run)
+    interval, write, restart = (_seconds(workload.get(f"checkpoint.{k}"), d)
+                                for k, d in (("interval", float("inf")), ("write", 0.0), ("restart", 0.0)))
+    options = tuple(Option(p.name, row.gpus, float(row.gpus), interval, write, restart, None)
                     for p in partitions if row.gpus <= p.gpus)
     return SchedJob(row.name, row.priority, row.label, row.submit, row.duration * row.gpus, "GPU-s", gang,
                     options, (), row.span)

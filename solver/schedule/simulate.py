@@ -246,14 +246,16 @@ class Simulation:
         or some job's (counts, not identities: the job holding that slot is hit, and more
         of the domain's jobs while fewer than a node's GPUs are free)."""
         part = self.state.partitions[partition]
-        d = int(self.rng.choice(part.domains, p=part.capacity / part.capacity.sum()))
+        working = np.cumsum(part.capacity)
+        d = int(np.searchsorted(working, self.rng.integers(working[-1]), side="right"))
         size = part.node_gpus
         if part.capacity[d] < size:
             return
         slot = int(self.rng.integers(part.capacity[d]))
         if slot >= part.free[d] or part.free[d] < size:
-            holders, offset = list(part.holders[d]), int(part.free[d])
-            hit = next((n for n in holders if slot < (offset := offset + part.holders[d][n])), holders[0])
+            held = self.state.holders(partition, d)
+            holders, offset = list(held), int(part.free[d])
+            hit = next((n for n in holders if slot < (offset := offset + held[n])), holders[0])
             for name in [hit] + [h for h in holders if h != hit]:
                 if name != hit and part.free[d] >= size:
                     break
@@ -272,9 +274,9 @@ class Simulation:
         level = 1 if len(part.group_domains) > 1 else 0
         per = part.group_domains[level]
         group = int(self.rng.integers(math.ceil(part.domains / per)))
-        hit = set()
-        for d in range(group * per, min(part.domains, (group + 1) * per)):
-            hit.update(part.holders[d])
+        lo, hi = group * per, (group + 1) * per
+        hit = {n for n, a in self.state.allocations.items()
+               if a.partition == partition and not a.index.keys().isdisjoint(range(lo, hi))}
         for name in sorted(hit):
             self.runs[name].failures += 1
             self._stop(now, self.runs[name], "failed")
@@ -282,9 +284,10 @@ class Simulation:
 
     # ------------------------------------------------------------ records
     def _sample(self, now: float) -> None:
-        used = {n: int((p.capacity - p.free).sum()) for n, p in self.state.partitions.items()}
         cap = {n: int(p.capacity.sum()) for n, p in self.state.partitions.items()}
-        free = sum(int(p.free.sum()) for p in self.state.partitions.values())
+        frees = {n: int(p.free.sum()) for n, p in self.state.partitions.items()}
+        used = {n: cap[n] - frees[n] for n in cap}
+        free = sum(frees.values())
         whole = sum(int(p.free[p.free == p.domain_gpus].sum()) for p in self.state.partitions.values())
         frag = 1 - whole / free if free else 0.0
         self.samples.append(Sample(now, used, cap, len(self.pending), frag))

@@ -20,10 +20,12 @@ class Allocation:
     domains: tuple[int, ...]
     counts: tuple[int, ...]
     level: int
+    index: dict[int, int] = attrs.field(init=False, eq=False, repr=False)   # domain -> GPUs, for failures
+    gpus: int = attrs.field(init=False, eq=False)
 
-    @property
-    def gpus(self) -> int:
-        return sum(self.counts)
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "index", dict(zip(self.domains, self.counts)))
+        object.__setattr__(self, "gpus", sum(self.counts))
 
 
 @attrs.define
@@ -36,7 +38,6 @@ class PartitionState:
     tier_names: tuple[str, ...]
     capacity: np.ndarray             # working GPUs per domain (failures take nodes out)
     free: np.ndarray                 # free working GPUs per domain
-    holders: list[dict[str, int]]    # per domain: job -> GPUs held there
 
     @classmethod
     def of(cls, p: Partition) -> "PartitionState":
@@ -54,7 +55,7 @@ class PartitionState:
             names.append("partition")
         full = np.full(count, domain, dtype=np.int64)
         return cls(p.name, p.node.accelerator.name, domain, p.node.gpus, tuple(groups), tuple(names),
-                   full.copy(), full.copy(), [dict() for _ in range(count)])
+                   full.copy(), full.copy())
 
     @property
     def domains(self) -> int:
@@ -77,8 +78,9 @@ class PartitionState:
         return int(best), int(sums[best])
 
     def take(self, job: str, gpus: int, level: int, group: int, first_fit: bool = False) -> Allocation:
-        """Place `gpus` in `group` of `level`: whole free domains first (fewest domains),
-        then the fullest partial ones; `first_fit` walks the domains in order instead."""
+        """Place `gpus` in `group` of `level`: the fullest single domain that holds it, else
+        whole free domains first and then the fullest partial ones (fewest domains);
+        `first_fit` walks the domains in order instead."""
         per = self.group_domains[level]
         lo, hi = group * per, min(self.domains, (group + 1) * per)
         free = self.free[lo:hi]
@@ -89,35 +91,28 @@ class PartitionState:
             order = fits[np.argsort(free[fits], kind="stable")][:1]
         else:
             order = np.argsort(-free, kind="stable")
-        domains, counts, left = [], [], gpus
-        for i in order:
-            if left == 0:
-                break
-            n = int(min(free[i], left))
-            if n > 0:
-                domains.append(lo + int(i))
-                counts.append(n)
-                left -= n
-        assert left == 0, "take() called on a group without room"
-        return Allocation(self.name, tuple(domains), tuple(counts), self.level_of(domains))
+        held = np.cumsum(free[order])
+        last = int(np.searchsorted(held, gpus))          # the first domain that completes it
+        if last >= len(order):
+            raise AssertionError("take() called on a group without room")
+        counts = free[order[:last + 1]].copy()
+        counts[-1] -= int(held[last]) - gpus
+        keep = counts > 0
+        domains = (order[:last + 1][keep] + lo).tolist()
+        return Allocation(self.name, tuple(domains), tuple(counts[keep].tolist()), self.level_of(domains))
 
     def level_of(self, domains) -> int:
+        first, last = min(domains), max(domains)
         for level, per in enumerate(self.group_domains):
-            if len({d // per for d in domains}) == 1:
+            if first // per == last // per:
                 return level
         return len(self.group_domains) - 1
 
-    def apply(self, job: str, alloc: Allocation, sign: int) -> None:
+    def apply(self, alloc: Allocation, sign: int) -> None:
         """Hold (`sign` = 1) or release (-1) an allocation's GPUs."""
-        for d, n in zip(alloc.domains, alloc.counts):
-            self.free[d] -= sign * n
-            if sign > 0:
-                self.holders[d][job] = self.holders[d].get(job, 0) + n
-            else:
-                left = self.holders[d].pop(job) - n
-                if left:
-                    self.holders[d][job] = left
-        if (self.free < 0).any() or (self.free > self.capacity).any():
+        domains = np.fromiter(alloc.domains, dtype=np.int64, count=len(alloc.domains))
+        self.free[domains] -= sign * np.fromiter(alloc.counts, dtype=np.int64, count=len(alloc.counts))
+        if (self.free[domains] < 0).any() or (self.free[domains] > self.capacity[domains]).any():
             raise AssertionError(f"GPU counts out of range in partition {self.name}")
 
 
@@ -132,13 +127,18 @@ class ClusterState:
 
     def bind(self, job: str, alloc: Allocation) -> None:
         assert job not in self.allocations, f"{job} is already bound"
-        self.partitions[alloc.partition].apply(job, alloc, 1)
+        self.partitions[alloc.partition].apply(alloc, 1)
         self.allocations[job] = alloc
 
     def release(self, job: str) -> Allocation:
         alloc = self.allocations.pop(job)
-        self.partitions[alloc.partition].apply(job, alloc, -1)
+        self.partitions[alloc.partition].apply(alloc, -1)
         return alloc
+
+    def holders(self, partition: str, domain: int) -> dict[str, int]:
+        """Jobs holding GPUs of one domain, and how many (for failures; not on a hot path)."""
+        return {job: a.index[domain] for job, a in self.allocations.items()
+                if a.partition == partition and domain in a.index}
 
     def free(self, partition: str) -> int:
         return int(self.partitions[partition].free.sum())
