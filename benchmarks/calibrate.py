@@ -25,9 +25,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from gclc.compiler.driver import check_file  # noqa: E402
-from gclc.compiler.model import step as step_module  # noqa: E402
-from gclc.compiler.model.job import pinned_config, train_job  # noqa: E402
-from gclc.compiler.model.step import estimate  # noqa: E402
+from gclc.model import step as step_module  # noqa: E402
+from gclc.model.job import pinned_config, train_job  # noqa: E402
+from gclc.model.step import estimate  # noqa: E402
 
 # Physical ranges searched: a sustained GEMM runs at 40-95 % of the dense peak; fused
 # attention (forward + backward) at 20-80 % of the bf16 peak; the MoE overhead 0-20 ms.
@@ -75,7 +75,7 @@ def predict(job, cfg, params: dict) -> float:
 def errors(cases, params: dict) -> list[float]:
     step_module.MOE_LAYER_OVERHEAD_S = params.get(("", "moe"), step_module.MOE_LAYER_OVERHEAD_S)
     step_module.GATHER_CONTENTION = params.get(("", "contention"), step_module.GATHER_CONTENTION)
-    step_module._layer_cached.cache_clear()
+    step_module.clear_caches()
     return [math.log(predict(job, cfg, params) / value) for _, job, cfg, value in cases]
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Callable, Iterator
 
-from . import codes
+from ..dsl import codes
 from .design import Entity, Record, Symbol
-from .diagnostics import Diagnostic, Label
-from .units import BANDWIDTH, Quantity, format_quantity
+from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.units import BANDWIDTH, Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
 

@@ -10,8 +10,10 @@ from typing import Union
 
 import attrs
 
-from . import units as u
-from .model.config import STACKS
+from ..dsl import units as u
+
+# The software stacks a job may name; what each does lives in model/config.py's table.
+SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "maxtext")
 
 
 @attrs.frozen
@@ -254,7 +256,7 @@ CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "in
                        "(default: Young/Daly from the write time and the job's failure rate)")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(tuple(STACKS)), **OBJECTIVES, **SHARED},
+     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(SOFTWARE_STACKS), **OBJECTIVES, **SHARED},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
 )

@@ -20,9 +20,9 @@ from pathlib import Path
 import attrs
 
 from ..dsl.source import SourceFile, Span
-from . import codes
+from ..dsl import codes
 from .design import Entity, Symbol
-from .diagnostics import Diagnostic
+from ..dsl.diagnostics import Diagnostic
 
 COLUMNS = {
     "submit": ("submit", "submit_time", "submitted_time", "arrival"),

@@ -12,10 +12,10 @@ import attrs
 
 from ..compiler.design import Design, Entity
 from ..compiler.ir import ClusterGraph, Partition
-from ..compiler.model.inference import ServeConfig, ServeEstimate, estimate_serve
-from ..compiler.model.job import placement
-from ..compiler.model.power import job_power
-from ..compiler.model.shape import ModelShape
+from ..model.inference import ServeConfig, ServeEstimate, estimate_serve
+from ..model.job import placement
+from ..model.power import job_power
+from ..model.shape import ModelShape
 
 BATCHES = tuple(2**i for i in range(13))   # 1 .. 4096 sequences per replica
 
@@ -122,37 +122,3 @@ def _why_not(candidates, limits) -> tuple[str, ...]:
         for name in _violations(c, limits):
             counts[name] = counts.get(name, 0) + 1
     return tuple(f"{name}: broken by {n} of {len(candidates)} configurations" for name, n in sorted(counts.items()))
-
-
-def serve_json(p: ServePlan) -> dict:
-    out = {"format": "gclc-serve-plan", "version": 1, "job": p.name, "cluster": p.graph.name,
-           "status": "optimal" if p.best else "infeasible", "configurations": p.considered,
-           "binding": list(p.binding)}
-    if p.best is None:
-        return out
-    b = p.best
-    out.update({"parallelism": {"tp": b.config.tp, "ep": b.config.ep, "batch": b.config.batch,
-                                "replicas": p.replicas},
-                "gpus": p.replicas * b.gpus, "ttft_s": b.ttft, "tpot_s": b.tpot, "tokens_per_s": p.tokens_per_s,
-                "tokens_per_s_per_gpu": p.tokens_per_s / (p.replicas * b.gpus),
-                "requests_per_s": b.requests_per_s * p.replicas, "memory_per_gpu_bytes": b.memory,
-                "hbm_bytes": b.hbm, "power_w": p.power_w, "energy_per_token_j": p.energy_per_token})
-    return out
-
-
-def serve_text(p: ServePlan) -> str:
-    head = f"plan {p.name} (serve) on {p.graph.name}: {p.considered} configurations"
-    if p.best is None:
-        return head + "\n  infeasible: " + "; ".join(p.binding)
-    b = p.best
-    return "\n".join([
-        head,
-        f"  parallel   tp={b.config.tp} ep={b.config.ep} batch={b.config.batch} per replica, "
-        f"{p.replicas} replicas ({p.replicas * b.gpus} GPUs)",
-        f"  latency    TTFT {b.ttft * 1e3:,.0f} ms, TPOT {b.tpot * 1e3:,.1f} ms",
-        f"  throughput {p.tokens_per_s:,.0f} output tokens/s ({p.tokens_per_s / (p.replicas * b.gpus):,.0f} per GPU), "
-        f"{b.requests_per_s * p.replicas:,.1f} requests/s",
-        f"  memory     {b.memory / 1e9:,.1f} GB of {b.hbm / 1e9:,.0f} GB per GPU",
-        f"  power      {p.power_w / 1e6:,.3g} MW, {p.energy_per_token:.3g} J per output token",
-        "  binds      " + "; ".join(p.binding),
-    ])

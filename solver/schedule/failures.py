@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...compiler.design import Entity, Record
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import _partition_specs, _unit_shape
-from ...compiler.model.shape import ModelShape
+from ...model.shape import ModelShape
 from .goodput import (CHECKPOINT_BYTES_PER_PARAM, GPU_MTBF_S, NODE_MTBF_S, NODE_MTTR_S, NODE_STORAGE_BPS,
                       RESTART_FIXED_S, SWITCH_MTBF_S, Checkpoint, Reliability)
 
@@ -57,7 +57,7 @@ def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, g
 
 
 def job_goodput(job, gpus: int):
-    """Goodput of a train `Job` (compiler.model.job) on `gpus` of its partition."""
+    """Goodput of a train `Job` (model.job) on `gpus` of its partition."""
     from .goodput import goodput
 
     target = job.entity.get("on")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import attrs
 
-from ...compiler import codes
+from ...dsl import codes
 from ...compiler.design import Design, Entity
-from ...compiler.diagnostics import Diagnostic, Label
+from ...dsl.diagnostics import Diagnostic, Label
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import lower_cluster
-from ...compiler.model.job import Job, job_from_entity
+from ...model.job import Job, job_from_entity
 from ...compiler.trace import priority_value, workload_jobs
 from ...dsl.source import SourceFile, Span
 from .failures import checkpoint, node_storage, reliability

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gclc.compiler.driver import check_text
-from gclc.compiler.model.job import train_job
+from gclc.model.job import train_job
 from gclc.solver.plan import plan
 
 BASE = """\

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.model.inference import ServeConfig, estimate_serve, kv_bytes_per_token
-from gclc.compiler.model.job import placement
-from gclc.compiler.model.shape import ModelShape
+from gclc.model.inference import ServeConfig, estimate_serve, kv_bytes_per_token
+from gclc.model.job import placement
+from gclc.model.shape import ModelShape
 from gclc.solver.serve import _configs, _limits, _violations, plan_serve, serve_entity
 
 ROOT = Path(__file__).resolve().parents[2]
