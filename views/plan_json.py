@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ..model.calibration import BAND_CONFIDENCE
@@ -104,9 +106,10 @@ def plan_json(plan) -> dict:
 
 def goodput_json(good, tokens_per_s: float) -> dict:
     """Goodput beside throughput: what trains under failures, checkpoints and restarts."""
+    finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 -- no failures: no interval, no MTBF
     return {"tokens_per_s": tokens_per_s * good.efficiency, "share": good.efficiency,
-            "checkpoint_interval_s": good.interval, "checkpoint_write_s": good.write, "restart_s": good.restart,
-            "job_mtbf_s": good.mtbf}
+            "checkpoint_interval_s": finite(good.interval), "checkpoint_write_s": good.write,
+            "restart_s": good.restart, "job_mtbf_s": finite(good.mtbf)}
 
 
 def power_json(result: PowerResult) -> dict:
