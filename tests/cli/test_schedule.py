@@ -66,8 +66,8 @@ def test_failures_cost_goodput(workload):
 
 
 BAD = {
-    "too large": ("shared_cluster.gcl", "  gpus      = 256\n", "  gpus      = 4096\n", "job-too-large"),
-    "unknown partition": ("shared_cluster.gcl", "  on        = Shared.h100\n", "  on        = Shared.h200\n",
+    "too large": ("shared_cluster.gcl", "  gpus     = 256\n", "  gpus     = 4096\n", "job-too-large"),
+    "unknown partition": ("shared_cluster.gcl", "  on       = Shared.h100\n", "  on       = Shared.h200\n",
                           "unknown-name"),
     "unknown type": ("shared_cluster.gcl", 'type = "A100_Aged"', 'type = "V100"', "trace-row"),
 }
