@@ -130,7 +130,7 @@ def _cell(source: SourceFile, line: int, column: int, cells: list[str]) -> Span:
     begin = starts[min(column, len(starts) - 1)]
     end = text.find(",", begin)
     end = len(text) if end < 0 else end
-    offset = source._line_starts[line - 1]
+    offset = source.line_start(line)
     return source.span(offset + begin, offset + max(end, begin + 1))
 
 

@@ -1,6 +1,8 @@
 """A schedule as a picture: GPUs in use per partition and the queue over time, above a
 Gantt chart of the allocations (one row per job, coloured by priority, hatched where a
-run ended in a preemption or a failure). SVG or PNG by the file's suffix."""
+run ended in a preemption or a failure). SVG or PNG; drawn on an Agg canvas (the global
+backend is left alone) and deterministic like the report's plots (fixed hash salt, no date).
+"""
 
 from __future__ import annotations
 
@@ -10,26 +12,25 @@ MAX_ROWS = 60   # Gantt rows drawn; the longest-running jobs when there are more
 
 
 def schedule_figure(data: dict, fmt: str = "svg") -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps, rc_context
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     jobs = [j for j in data["jobs"] if j["segments"]]
     if len(jobs) > MAX_ROWS:
         jobs = sorted(jobs, key=lambda j: -sum(s["end_s"] - s["start_s"] for s in j["segments"]))[:MAX_ROWS]
         jobs.sort(key=lambda j: (j["submit_s"], j["name"]))
-    fig, (top, gantt) = plt.subplots(2, 1, figsize=(11, 3 + 0.22 * max(4, len(jobs))), sharex=True,
-                                     gridspec_kw={"height_ratios": [1.4, max(1.0, len(jobs) / 8)]})
+    fig = Figure(figsize=(11, 3 + 0.22 * max(4, len(jobs))), layout="constrained")
+    FigureCanvasAgg(fig)
+    top, gantt = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1.4, max(1.0, len(jobs) / 8)]})
     _usage(top, data)
-    _gantt(gantt, jobs)
+    _gantt(gantt, jobs, colormaps["viridis"])
     gantt.set_xlabel("hours")
     fig.suptitle(f"{data['cluster']}: policy {data['policy']}, utilization "
                  f"{data['cluster_metrics']['utilization']:.1%}", fontsize=11)
-    fig.tight_layout()
     out = io.BytesIO()
-    fig.savefig(out, format=fmt, dpi=110)
-    plt.close(fig)
+    with rc_context({"svg.hashsalt": "gclc-schedule", "svg.fonttype": "none"}):
+        fig.savefig(out, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else {})
     return out.getvalue()
 
 
@@ -47,11 +48,8 @@ def _usage(ax, data: dict) -> None:
     ax.legend(loc="upper left", fontsize=7, ncol=2)
 
 
-def _gantt(ax, jobs: list[dict]) -> None:
-    import matplotlib.pyplot as plt
-
+def _gantt(ax, jobs: list[dict], colours) -> None:
     levels = sorted({j["priority"] for j in jobs})
-    colours = plt.get_cmap("viridis")
     for row, job in enumerate(jobs):
         shade = colours(0.15 + 0.75 * levels.index(job["priority"]) / max(1, len(levels) - 1))
         for s in job["segments"]:
