@@ -150,6 +150,20 @@ def _job(job: Entity) -> Iterator[Diagnostic]:
                                labels=[Label(job.span_of("maximize"), "the other objective")])
     yield from _pins(job)
     yield from _shared(job)
+    yield from _goodput(job)
+
+
+def _goodput(job: Entity) -> Iterator[Diagnostic]:
+    """Goodput is planned for a train job on one partition; elsewhere it would be ignored."""
+    if job.get("maximize") != Symbol("goodput"):
+        return
+    on = job.get("on")
+    split = isinstance(on, tuple) and len(on) > 1
+    if job.kind == "serve" or split:
+        what = "a serve job" if job.kind == "serve" else "a job split across partitions"
+        yield codes.SHAPE.make(job.span_of("maximize"), what=f"`maximize = goodput` is not planned for {what}",
+                               notes=["help: goodput (training time lost to failures and checkpoints) is planned for "
+                                      "a train job on one partition; use `maximize = throughput` here"])
 
 
 def _shared(job: Entity) -> Iterator[Diagnostic]:

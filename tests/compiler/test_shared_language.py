@@ -82,6 +82,13 @@ def test_bad_mtbf_and_workload_rows_are_located():
     assert codes_of(empty)[0][0] == "trace-row"
 
 
+def test_goodput_where_it_would_be_ignored_is_an_error():
+    split = design("maximize = goodput").replace("on       = K.a", "on       = [K.a, K.b]")
+    assert codes_of(split) == [("shape", 25)]
+    serve = design() + "serve s { model = M  on = K.b  prompt = 1024  output = 256  maximize = goodput }\n"
+    assert codes_of(serve)[0][0] == "shape"
+
+
 def _plan(objective: str, mtbf: str):
     result = check_text(design("maximize = goodput", mtbf), "t.gcl")
     assert result.ok, result.diagnostics
