@@ -9,7 +9,7 @@ synthetic, written as CSV with the columns of public traces and read back throug
 `workload` block. Its shape is an ESTIMATE after the Helios and Philly traces (Hu et al.,
 SC'21; Jeon et al., ATC'19): most jobs are small and short, a few large and long; here
 sized so that the cluster stays busy (GPU sizes 8 to 4,096 with falling odds, durations
-log-normal around 6 h, arrivals uniform over 30 days, priorities 60/30/10 % low, normal,
+log-normal around 7.5 h, arrivals uniform over 30 days, priorities 60/30/10 % low, normal,
 high).
 """
 
@@ -60,7 +60,7 @@ ODDS = np.array([10, 10, 10, 12, 12, 12, 12, 10, 7, 5], dtype=float)   # ESTIMAT
 def trace(jobs: int, seed: int = 7) -> str:
     rng = np.random.default_rng(seed)
     gpus = rng.choice(SIZES, size=jobs, p=ODDS / ODDS.sum())
-    hours = np.clip(rng.lognormal(np.log(6.0), 1.0, size=jobs), 0.1, 96)
+    hours = np.clip(rng.lognormal(np.log(7.5), 1.0, size=jobs), 0.1, 96)
     submit = np.sort(rng.uniform(0, 30 * DAY, size=jobs))
     priority = rng.choice(["low", "normal", "high"], size=jobs, p=[0.6, 0.3, 0.1])
     rows = [f"{s:.0f},{h * 3600:.0f},{g},{p}" for s, h, g, p in zip(submit, hours, gpus, priority)]
@@ -83,7 +83,7 @@ def main() -> None:
     print(f"cluster {workload.graph.gpus:,} GPUs in {len(workload.graph.partitions[0].tiers)} tiers, "
           f"{len(workload.jobs):,} jobs over 30 days; check + trace + build {setup:.2f} s")
     print(f"{'policy':>9} {'simulate':>9} {'CPU':>7} {'report':>7} {'changes':>8} {'util':>6} {'goodput':>8} {'failures':>8} "
-          f"{'preempt':>7} {'makespan':>9} {'MILP gap':>8}")
+          f"{'preempt':>7} {'makespan':>9} {'wait high':>9} {'wait low':>9} {'MILP gap':>8}")
     worst = worst_cpu = 0.0
     for name in args.policies.split(","):
         start, cpu = time.perf_counter(), time.process_time()
@@ -95,8 +95,11 @@ def main() -> None:
         reported = time.perf_counter() - start
         c = data["cluster_metrics"]
         gap = data["optimum"]["mean_gap"]
+        waits = c["queueing_by_priority"]
+        wait = {k: f"{waits[k]['mean_wait_s'] / 3600:.1f}h" if k in waits else "-" for k in ("high", "low")}
         print(f"{name:>9} {simulated:>8.2f}s {cpu:>6.2f}s {reported:>6.2f}s {outcome.changes:>8,} {c['utilization']:>6.1%} "
               f"{c['goodput_share']:>8.1%} {c['failures']:>8,} {c['preemptions']:>7,} {c['makespan_s'] / DAY:>8.1f}d "
+              f"{wait['high']:>9} {wait['low']:>9} "
               f"{'-' if gap is None else f'{gap:.1%}':>8}")
         worst, worst_cpu = max(worst, simulated), max(worst_cpu, cpu)
     print(f"summary: {len(workload.jobs):,} jobs on {workload.graph.gpus:,} GPUs for a month; slowest policy "

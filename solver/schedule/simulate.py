@@ -162,19 +162,21 @@ class Simulation:
 
     # ------------------------------------------------------------ scheduling cycle
     def _cycle(self, now: float) -> None:
-        if self.freed or self.policy.blocking:
-            queue = self.policy.order(self.pending.values())
-        else:   # nothing was freed: only the new arrivals can fit where others could not
-            queue = self.policy.order(self.pending[n] for n in self.fresh if n in self.pending)
-        while queue:
+        """Passes over the queue: all pending jobs when GPUs were freed (or the policy blocks),
+        else only the new arrivals; again while a pass preempts, since evicted jobs are
+        pending again and the GPUs left over from an eviction may fit others."""
+        full = self.freed or self.policy.blocking
+        while True:
+            names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
+            queue = self.policy.order(self.pending[n] for n in names)
             self.freed, self.fresh = False, []
             for job in queue:
                 if job.name in self.pending and not self._place(now, job) and self.policy.blocking:
                     break
             self.informer.sync()
-            # jobs preempted in this pass are pending again: give them a pass of their own
-            queue = [] if self.policy.blocking else self.policy.order(
-                self.pending[n] for n in self.fresh if n in self.pending)
+            if self.policy.blocking or not (self.freed or self.fresh):
+                break
+            full = self.freed
         if now >= self.next_epoch:
             self._epoch(now)
             self.next_epoch = now + self.epoch_step
