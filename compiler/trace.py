@@ -86,8 +86,8 @@ def read_csv(workload: Entity, path: str, default: int, label: str):
     base = Path(at.path).resolve().parent
     target = (base / path).resolve()
     if Path(path).is_absolute() or not target.is_relative_to(base):
-        return None, [], [codes.IMPORT_ESCAPE.make(at, path=path,
-                                                   notes=["help: put the trace in the design's folder or below it"])]
+        return None, [], [codes.TRACE_PATH.make(at, path=path, why="leaves the design's folder",
+                                                notes=["help: put the trace in the design's folder or below it"])]
     try:
         text = target.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

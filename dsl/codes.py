@@ -150,6 +150,8 @@ RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{
 
 
 # ---------------------------------------------------------------- shared clusters and traces
+TRACE_PATH = _code("trace-path", E, "the trace `{path}` {why}",
+                   "A workload's `trace` must be a CSV file in the design's folder or below it.")
 TRACE_ROW = _code("trace-row", E, "{what}", "A trace row (CSV or inline `job`) that cannot be replayed.")
 JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the largest partition it may use has {most}",
                       "A job (or trace row) larger than any partition it may run on.")

@@ -99,6 +99,14 @@ def test_negative_duration_in_a_csv_trace_points_at_the_cell(tmp_path, capsys):
     assert not (tmp_path / "out.png").exists()
 
 
+@pytest.mark.parametrize("path, code", [("../week.csv", "trace-path"), ("missing.csv", "io-error")])
+def test_a_trace_outside_the_folder_or_missing_is_located(path, code, tmp_path, capsys):
+    text = EXAMPLE.read_text().replace("workload notebooks {", f'workload notebooks {{\n  trace    = "{path}"')
+    (tmp_path / "shared.gcl").write_text(text)
+    assert main(["check", str(tmp_path / "shared.gcl")]) == 1
+    assert re.search(rf"shared.gcl:\d+:3: error\[{code}\]", capsys.readouterr().out)
+
+
 def test_a_good_csv_trace_is_replayed(tmp_path, capsys):
     (tmp_path / "week.csv").write_text("submit_time,duration,gpu_num,gpu_type,priority\n0,3600,8,h100,high\n"
                                        "60,7200,4,A100_Aged,\n")
