@@ -1,5 +1,5 @@
-"""A schedule as a picture: GPUs in use per partition and the queue over time, above a
-Gantt chart of the allocations (one row per job, coloured by priority, hatched where a
+"""A schedule as a picture: GPUs in use per partition, then the queue and fragmentation
+over time, above a Gantt chart of the allocations (one row per job, coloured by priority, hatched where a
 run ended in a preemption or a failure). SVG or PNG; drawn on an Agg canvas (the global
 backend is left alone) and deterministic like the report's plots (fixed hash salt, no date).
 """
@@ -20,10 +20,12 @@ def schedule_figure(data: dict, fmt: str = "svg") -> bytes:
     if len(jobs) > MAX_ROWS:
         jobs = sorted(jobs, key=lambda j: -sum(s["end_s"] - s["start_s"] for s in j["segments"]))[:MAX_ROWS]
         jobs.sort(key=lambda j: (j["submit_s"], j["name"]))
-    fig = Figure(figsize=(11, 3 + 0.22 * max(4, len(jobs))), layout="constrained")
+    fig = Figure(figsize=(11, 4.5 + 0.22 * max(4, len(jobs))), layout="constrained")
     FigureCanvasAgg(fig)
-    top, gantt = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1.4, max(1.0, len(jobs) / 8)]})
+    top, middle, gantt = fig.subplots(3, 1, sharex=True,
+                                      gridspec_kw={"height_ratios": [1.4, 0.8, max(1.0, len(jobs) / 8)]})
     _usage(top, data)
+    _queue(middle, data)
     _gantt(gantt, jobs, colormaps["viridis"])
     gantt.set_xlabel("hours")
     fig.suptitle(f"{data['cluster']}: policy {data['policy']}, utilization "
@@ -40,12 +42,21 @@ def _usage(ax, data: dict) -> None:
         ax.step(t, used, where="post", label=f"{name} GPUs in use")
         ax.step(t, data["timeline"]["capacity"][name], where="post", linestyle=":", linewidth=0.8,
                 label=f"{name} working GPUs")
-    queue = ax.twinx()
-    queue.step(t, data["timeline"]["pending"], where="post", color="grey", alpha=0.6, label="jobs waiting")
-    queue.set_ylabel("jobs waiting")
-    queue.set_ylim(bottom=0, top=max(1, *data["timeline"]["pending"]) * 1.1)
     ax.set_ylabel("GPUs")
     ax.legend(loc="upper left", fontsize=7, ncol=2)
+
+
+def _queue(ax, data: dict) -> None:
+    t = [x / 3600 for x in data["timeline"]["time_s"]]
+    ax.step(t, data["timeline"]["pending"], where="post", color="grey", label="jobs waiting")
+    ax.set_ylabel("jobs waiting")
+    ax.set_ylim(bottom=0, top=max(1, *data["timeline"]["pending"]) * 1.1)
+    share = ax.twinx()
+    share.step(t, data["timeline"]["fragmentation"], where="post", color="tab:red", linewidth=0.8,
+               label="fragmentation")
+    share.set_ylabel("free GPUs in partly used domains", fontsize=7)
+    share.set_ylim(0, 1.05)
+    ax.legend(handles=ax.get_lines() + share.get_lines(), loc="upper left", fontsize=7, ncol=2)
 
 
 def _gantt(ax, jobs: list[dict], colours) -> None:
