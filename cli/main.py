@@ -10,11 +10,11 @@ from importlib.metadata import entry_points
 
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from . import check, compile, diff, explain, export, fmt, plan, render, report, std, sweep
+from . import check, compile, diff, explain, export, fmt, plan, render, report, schedule, std, sweep
 from .common import set_color
 
 EXIT_INTERNAL = 70
-COMMANDS = (check, compile, explain, plan, export, render, report, sweep, diff, fmt, std)
+COMMANDS = (check, compile, explain, plan, schedule, export, render, report, sweep, diff, fmt, std)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -337,6 +337,14 @@ class Checker:
                                                              f"`{first.text}` has partitions: {', '.join(partitions.names()) or 'none'}"]))
         return Partition(cluster, rest[0].text)
 
+    def typed_priority(self, expr: ast.Expr, ftype: sc.Priority, field: str) -> Any:
+        value = self.word(expr)
+        if isinstance(value, Symbol):
+            return self.typed_choice(expr, sc.Choice(ftype.classes), field)
+        if isinstance(value, Quantity) and value.dim == sc.u.NONE:
+            return self.in_range(expr, sc.COUNT, field, value)
+        return self.mismatch(expr, ftype, field, value)
+
     def typed_anything(self, expr: ast.Expr, ftype: sc.Anything, field: str) -> Any:
         value = self.word(expr)
         if isinstance(value, Structure):  # `param racks = 3 x DGX`: params hold plain values
@@ -444,7 +452,7 @@ def _sweep_axes(entities: list[Entity | None], program: Program) -> list[Diagnos
 
 # Kinds whose rules look only at fields that are present, so they may run on a record
 # with holes (an invalid or missing field) without reporting a consequence of the hole.
-HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve"})
+HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve", "workload"})
 
 
 def _group_labelled(items: list[Item]) -> list[Item]:

@@ -234,6 +234,61 @@ def _job(job: Entity) -> Iterator[Diagnostic]:
         yield codes.SHAPE.make(job.span_of("minimize"), what="a job has one objective: `maximize` or `minimize`",
                                labels=[Label(job.span_of("maximize"), "the other objective")])
     yield from _pins(job)
+    yield from _shared(job)
+    yield from _goodput(job)
+
+
+def _goodput(job: Entity) -> Iterator[Diagnostic]:
+    """Goodput is planned for a train job on one partition; elsewhere it would be ignored."""
+    if job.get("maximize") != Symbol("goodput"):
+        return
+    on = job.get("on")
+    split = isinstance(on, tuple) and len(on) > 1
+    if job.kind == "serve" or split:
+        what = "a serve job" if job.kind == "serve" else "a job split across partitions"
+        yield codes.SHAPE.make(job.span_of("maximize"), what=f"`maximize = goodput` is not planned for {what}",
+                               notes=["help: goodput (training time lost to failures and checkpoints) is planned for "
+                                      "a train job on one partition; use `maximize = throughput` here"])
+
+
+def _shared(job: Entity) -> Iterator[Diagnostic]:
+    """A job on a shared cluster: one amount of work, a GPU range in order, a preferred
+    partition among those it runs on."""
+    sizes = [k for k in ("tokens", "steps", "duration") if k in job.record]
+    if len(sizes) > 1:
+        yield codes.SHAPE.make(job.span_of(sizes[1]), what=f"a job's work is one of `tokens`, `steps` or `duration`",
+                               labels=[Label(job.span_of(sizes[0]), "already given here")])
+    low, high = job.get("min_gpus"), job.get("gpus")
+    if low is not None and high is not None and low > high:
+        yield codes.ORDER.make(job.span_of("min_gpus"), low="min_gpus", high="gpus", low_value=str(low),
+                               high_value=str(high), labels=[Label(job.span_of("gpus"), "the most it may use")])
+    prefer, on = job.get("prefer"), job.get("on")
+    if prefer is None or on is None:
+        return
+    allowed = _targets(on)
+    for target in (prefer if isinstance(prefer, tuple) else (prefer,)):
+        for name in _targets(target):
+            if name not in allowed:
+                yield codes.SHAPE.make(job.span_of("prefer"), what=f"`{name}` is not among the partitions the job "
+                                       "runs `on`", labels=[Label(job.span_of("on"), "where it may run")])
+                return
+
+
+def _targets(target) -> set[str]:
+    """`Cluster.part` names a target covers (every partition of a whole cluster)."""
+    if isinstance(target, tuple):
+        return set().union(*(_targets(t) for t in target))
+    if hasattr(target, "cluster"):
+        return {f"{target.cluster.name}.{target.name}"}
+    parts = target.get("partition")
+    names = [i.name for i in parts.items] if isinstance(parts, Record) else [target.name]
+    return {f"{target.name}.{n}" if isinstance(parts, Record) else n for n in names}
+
+
+def _workload(workload: Entity) -> Iterator[Diagnostic]:
+    from .trace import workload_jobs
+
+    yield from workload_jobs(workload)[1]
 
 
 def job_precision(job: Entity) -> Iterator[Diagnostic]:
@@ -293,4 +348,5 @@ def _pins(job: Entity) -> Iterator[Diagnostic]:
 
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
     "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
+    "workload": _workload,
 }

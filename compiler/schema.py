@@ -109,6 +109,17 @@ class Targets:
 
 
 @attrs.frozen
+class Priority:
+    """A job's importance: an ordered class (`low` < `normal` < `high` < `critical`) or a
+    whole number >= 1 (higher is more important; also the job's weight in the optimum)."""
+
+    classes: tuple[str, ...] = ("low", "normal", "high", "critical")
+
+    def describe(self) -> str:
+        return "a priority class (" + ", ".join(f"`{c}`" for c in self.classes) + ") or a whole number >= 1"
+
+
+@attrs.frozen
 class Anything:
     """A param: any value; `--set` overrides must keep its type."""
 
@@ -124,7 +135,7 @@ class Axis:
         return "a list of values such as `[16, 32, 64]`, or `range(low = 16, high = 1024, times = 2)`"
 
 
-FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything, Axis]
+FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Priority, Anything, Axis]
 
 
 @attrs.frozen
@@ -153,6 +164,7 @@ COUNT0 = Qty(u.NONE, integer=True, low=Fraction(0), low_open=False)
 AMOUNT = Qty(u.NONE)  # a positive plain number, such as 14.8 T tokens
 SHARE = Qty(u.NONE, high=Fraction(1))  # 0 < x <= 1: efficiencies, utilization
 BYTES, TIME, POWER = positive(u.BYTES), positive(u.TIME), positive(u.POWER)
+TIME0 = Qty(u.TIME, low_open=False)  # instants from the start of a schedule: `submit = 0 h`
 POWER0 = Qty(u.POWER, low_open=False)
 PRICE = Qty(u.MONEY, low_open=False)  # capex per part, `25 kUSD`; 0 for parts bundled in another's price
 BANDWIDTH = positive(u.BANDWIDTH, marker="bidir")
@@ -178,9 +190,13 @@ TOPOLOGY = Construct({
 
 PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0, "price": PRICE}
 
+# Reliability: mean time between failures of one part (a GPU, a node's host parts, a
+# switch), mean time to repair a node; defaults in solver/schedule/goodput.py, cited there.
+RELIABILITY = {"mtbf": TIME}
+
 CHIP = Block(
     fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "base_clock": CLOCK, "cores": COUNT, "l2": BYTES,
-            "l2_bandwidth": BANDWIDTH, "process": TEXT, "price": PRICE},
+            "l2_bandwidth": BANDWIDTH, "process": TEXT, "price": PRICE, **RELIABILITY},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
                       "stack_bandwidth": BANDWIDTH, "type": TEXT},
@@ -209,7 +225,7 @@ CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))
 DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS},
             required=("bandwidth",))
-SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
+SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
                 "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
                required=("radix", "port_speed"))
 
@@ -218,8 +234,10 @@ SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacit
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
-     "overhead": POWER0, "price": PRICE},
+     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH},
     required=("gpus",),
+    doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
+        "time to repair one; `storage` the checkpoint write bandwidth of one node",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
@@ -271,11 +289,20 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule")})
+# A job on a shared cluster: when it arrives, how important it is, how much work (one of
+# tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
+SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
+          "prefer": Targets(), "gang": FLAG}
+CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
+                   doc="checkpoint size (default: weights and Adam state), write bandwidth (default: the nodes' "
+                       "`storage`), restart time (default: a fixed start plus reading it back), and the interval "
+                       "(default: Young/Daly from the write time and the job's failure rate)")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,
-     "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"), **OBJECTIVES},
-    blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
+     "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"), **OBJECTIVES,
+     **SHARED},
+    blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
 )
 SERVE = Block(
@@ -297,8 +324,23 @@ RANGE = Construct({"range": Constructor({"low": _NUMBER, "high": _NUMBER, "step"
 SWEEP = Block({"pareto": ListOf(Choice(SWEEP_OBJECTIVES))}, free=Axis(),
               doc="the axes of `gclc sweep`: each other field is a param and the values it takes")
 
+# A stream of jobs without a model: a trace's rows, inline or from a CSV file below the
+# design (columns of public traces: submit, duration, gpus, gpu_type, priority).
+TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority()},
+                  required=("duration", "gpus"))
+WORKLOAD = Block(
+    {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT},
+    blocks={"checkpoint": Block({"interval": TIME, "write": TIME0, "restart": TIME0},
+                                required=("interval",),
+                                doc="how the rows checkpoint (they have no model to derive it from); without "
+                                    "it a failure or a preemption loses the whole run")},
+    labelled={"job": TRACE_JOB},
+    required=("on",),
+    doc="`trace` is a CSV path relative to the design; `priority` and `gang` apply to rows that do not set them",
+)
+
 KINDS: dict[str, Block] = {
     "chip": CHIP, "cpu": CPU, "nic": NIC, "dpu": DPU, "switch": SWITCH, "node": NODE,
     "supernode": SUPERNODE, "fabric": FABRIC, "cluster": CLUSTER, "model": MODEL,
-    "train": TRAIN, "serve": SERVE, "sweep": SWEEP,
+    "train": TRAIN, "serve": SERVE, "sweep": SWEEP, "workload": WORKLOAD,
 }

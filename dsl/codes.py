@@ -83,7 +83,7 @@ BAD_MARKER = _code("bad-marker", E, "`{marker}` does not apply here: {why}",
 
 # ---------------------------------------------------------------- names and structure
 UNKNOWN_KIND = _code("unknown-kind", E, "unknown block kind `{kind}`",
-                     "Top-level blocks are chip, cpu, nic, dpu, switch, node, supernode, fabric, cluster, model, train, serve.")
+                     "Top-level blocks are chip, cpu, nic, dpu, switch, node, supernode, fabric, cluster, model, train, serve, workload.")
 DUPLICATE = _code("duplicate", E, "`{name}` is declared twice", "Two declarations or params share a name.")
 UNKNOWN_NAME = _code("unknown-name", E, "unknown name `{name}`", "A reference to nothing declared.")
 WRONG_REFERENCE = _code("wrong-reference", E, "`{field}` must name {expected}; `{name}` is a {got}",
@@ -156,3 +156,12 @@ OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio
                        "A tier whose uplinks carry less than its downlinks.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
                        "Rails should match the NICs per node, one rail each.")
+
+
+# ---------------------------------------------------------------- shared clusters and traces
+TRACE_PATH = _code("trace-path", E, "the trace `{path}` {why}",
+                   "A workload's `trace` must be a CSV file in the design's folder or below it.")
+TRACE_ROW = _code("trace-row", E, "{what}", "A trace row (CSV or inline `job`) that cannot be replayed.")
+JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the largest partition it may use has {most}",
+                      "A job (or trace row) larger than any partition it may run on.")
+NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")

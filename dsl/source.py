@@ -49,6 +49,10 @@ class SourceFile:
         end_line, end_column = self.position(end)
         return Span(self.path, line, column, end_line, end_column, start, end)
 
+    def line_start(self, line: int) -> int:
+        """The 0-based offset where 1-based `line` begins."""
+        return self._line_starts[max(0, min(line, len(self._line_starts)) - 1)]
+
     def line_text(self, line: int) -> str:
         if not 1 <= line <= len(self._line_starts):
             return ""

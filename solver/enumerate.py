@@ -13,7 +13,9 @@ them solve, in one place:
   configuration (GPUs beyond tp x pp x cp x dp stay idle when the batch does not divide);
 - feasibility (`Limits`, `admissible`): memory within HBM and within the job's
   `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
-- the objective (`objective_value`): lower is better.
+- the objective (`objective_value`): lower is better; goodput is tokens/s times the
+  share of time that trains under failures (`solver.schedule.goodput`), which falls with
+  the GPU count, so it can choose fewer GPUs than throughput does.
 
 Choices made for the space, and why:
 
@@ -51,7 +53,7 @@ MAX_CP = 32
 MAX_MICROBATCH = 16
 MAX_VP = 8
 PLACED = ("cp", "dp", "pp")                     # the dimensions ordered outside tp
-OBJECTIVES = ("throughput", "time", "energy", "mfu")
+OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput")
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:
@@ -143,7 +145,16 @@ def objective_value(job: Job, objective: str, e: Estimate) -> float:
         return -e.mfu
     if objective == "energy":
         return power_of(job, e) / e.tokens_per_s
+    if objective == "goodput":
+        return -e.tokens_per_s * goodput_share(job, e.config.gpus)
     raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+def goodput_share(job: Job, gpus: int) -> float:
+    """The share of wall time a job on `gpus` GPUs trains, under failures and checkpoints."""
+    from .schedule.failures import job_goodput
+
+    return job_goodput(job, gpus).efficiency
 
 
 def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:

@@ -232,6 +232,9 @@ class _Search:
             return step
         if self.objective == "mfu":
             return -rep.mfu * rep.step_time / step if step > 0 else float("-inf")
+        if self.objective == "goodput":  # the share depends on the GPU count alone
+            share = space_def.goodput_share(self.job, rep.config.gpus)
+            return -self.tokens / step * share if step > 0 else float("-inf")
         return self.power.energy_bound(rep.config.gpus, step, work) / self.tokens
 
     def offer(self, e: Estimate) -> None:

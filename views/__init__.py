@@ -1,1 +1,1 @@
-"""Views of plans and sweeps: tables, charts, reports."""
+"""Views: plans, IR, sweeps and schedules as text, JSON, tables and pictures."""

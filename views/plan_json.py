@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ..compiler.tco import job_cost
@@ -181,6 +183,9 @@ def plan_json(plan) -> dict:
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
     })
+    good = getattr(plan, "goodput", None)
+    if good is not None:
+        out["goodput"] = goodput_json(good, plan.best.tokens_per_s)
     if job.tokens:
         out["time_to_train_s"] = job.tokens / plan.best.tokens_per_s
         out["energy_to_train_j"] = job.tokens * plan.energy_per_token
@@ -188,6 +193,14 @@ def plan_json(plan) -> dict:
     if cost is not None:
         out["cost"] = cost
     return out
+
+
+def goodput_json(good, tokens_per_s: float) -> dict:
+    """Goodput beside throughput: what trains under failures, checkpoints and restarts."""
+    finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 -- no failures: no interval, no MTBF
+    return {"tokens_per_s": tokens_per_s * good.efficiency, "share": good.efficiency,
+            "checkpoint_interval_s": finite(good.interval), "checkpoint_write_s": good.write,
+            "restart_s": good.restart, "job_mtbf_s": finite(good.mtbf)}
 
 
 def power_json(result: PowerResult) -> dict:

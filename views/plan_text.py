@@ -68,6 +68,12 @@ def _placement_text(plan) -> str:
     return "; ".join(parts) or "one GPU"
 
 
+def goodput_text(good, tokens_per_s: float) -> str:
+    return (f"  goodput    {tokens_per_s * good.efficiency:,.0f} tokens/s ({good.efficiency:.1%} of the time trains): "
+            f"job MTBF {good.mtbf / 3600:.3g} h, checkpoint {good.write:.3g} s every {good.interval / 60:.3g} min "
+            f"(Young/Daly), restart {good.restart / 60:.3g} min")
+
+
 def plan_text(plan, timings: bool = False) -> str:
     job = plan.job
     head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
@@ -97,6 +103,8 @@ def plan_text(plan, timings: bool = False) -> str:
     if why:
         lines.append(f"  band wide  ±{half_width(why):.0%}, not ±{half_width(()):.0%}: "
                      + "; ".join(f"{r.text} (x{r.factor:.2f})" for r in why))
+    if getattr(plan, "goodput", None) is not None:
+        lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
         days = job.tokens / e.tokens_per_s / 86400
         lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")

@@ -68,6 +68,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     else:
         body.append(_section("Plan", _infeasible(context.plan) if context.plan is not None else _note(context.note)))
     body.append(_roofline_section(context))
+    body += [_schedule_section(design)] if _shared(design) else []
     body.append(_diagrams(context))
     title = f"gclc report: {context.graph.name}"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -294,6 +295,39 @@ def _roofline_section(c: Context) -> str:
         chip, precision, ops = c.graph.partitions[0].node.accelerator, "bf16", ()
         caption = f"{chip.name} at bf16 (no plan: no operations to place on it)."
     return _section("Roofline", _figure(report_plots.roofline(chip, precision, ops), caption))
+
+
+# ----------------------------------------------------------------- schedule
+
+
+def _shared(design: Design) -> bool:
+    """A design that describes a shared cluster: a workload, or jobs with a priority or an arrival."""
+    return any(e.kind == "workload" or (e.kind == "train" and ("priority" in e.record or "submit" in e.record))
+               for e in design.local())
+
+
+def _schedule_section(design: Design) -> str:
+    """`gclc schedule` under the priority policy: the summary and the utilization/Gantt plot."""
+    from ..solver.schedule.jobs import ScheduleError, build
+    from ..solver.schedule.milp import solve
+    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.simulate import simulate
+    from .report_plots import scope_ids
+    from .schedule import schedule_json, schedule_text
+    from .schedule_plot import schedule_figure
+
+    try:
+        workload = build(design)
+    except ScheduleError as error:
+        return _section("Schedule", _note("Omitted: " + "; ".join(d.summary for d in error.diagnostics) + "."))
+    outcome = simulate(workload, POLICIES["priority"], seed=0, epochs=3)
+    data = schedule_json(workload, outcome, [solve(e) for e in outcome.epochs])
+    svg = scope_ids(schedule_figure(data, "svg").decode("utf-8"), "schedule")
+    return _section("Schedule", "<p>Every job of the design on the shared cluster, simulated under the priority "
+                    "policy with failures (seed 0); `gclc schedule` compares the policies.</p>",
+                    f"<pre>{_e(schedule_text(data))}</pre>",
+                    _figure(svg, "GPUs in use and jobs waiting over time; one row per job, hatched where a run "
+                                 "ended in a preemption or a failure."))
 
 
 # ----------------------------------------------------------------- diagrams

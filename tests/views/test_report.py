@@ -17,7 +17,7 @@ from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 
 ROOT = Path(__file__).resolve().parents[2]
-PLANNED, UNPLANNED = "dgx_h100_superpod.gcl", "custom_dsa.gcl"
+PLANNED, UNPLANNED, SHARED = "dgx_h100_superpod.gcl", "custom_dsa.gcl", "shared_cluster.gcl"
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
                   "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--enable-logging=stderr",
@@ -38,7 +38,7 @@ HARNESS = """<script>
 @pytest.fixture(scope="module")
 def reports():
     out = {}
-    for name in (PLANNED, UNPLANNED, "hetero_h100_a100.gcl"):
+    for name in (PLANNED, UNPLANNED, "hetero_h100_a100.gcl", SHARED):
         design = check_file(str(ROOT / "examples" / name)).design
         out[name] = report.report_html(design, source=f"examples/{name}")
     return out
@@ -67,6 +67,13 @@ def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
         assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
         assert "<figcaption>placement:" not in text
+
+
+def test_a_shared_cluster_gets_its_schedule(reports):
+    text = reports[SHARED]
+    assert _sections(text)[-2:] == ["Schedule", "Diagrams"]
+    assert "policy priority" in text and "finetune_8b" in text and "optimum    MILP" in text
+    assert "<figcaption>GPUs in use and jobs waiting" in text
 
 
 def test_the_report_is_self_contained(reports):
