@@ -256,7 +256,7 @@ def _shared(job: Entity) -> Iterator[Diagnostic]:
     partition among those it runs on."""
     sizes = [k for k in ("tokens", "steps", "duration") if k in job.record]
     if len(sizes) > 1:
-        yield codes.SHAPE.make(job.span_of(sizes[1]), what=f"a job's work is one of `tokens`, `steps` or `duration`",
+        yield codes.SHAPE.make(job.span_of(sizes[1]), what="a job's work is one of `tokens`, `steps` or `duration`",
                                labels=[Label(job.span_of(sizes[0]), "already given here")])
     low, high = job.get("min_gpus"), job.get("gpus")
     if low is not None and high is not None and low > high:
