@@ -283,6 +283,11 @@ class Checker:
             return INVALID
         return Construct(expr.name.text, Record(tuple(items)))
 
+    def typed_countor(self, expr: ast.Expr, ftype: sc.CountOr, field: str) -> Any:
+        if isinstance(expr, ast.Call):
+            return self.typed_construct(expr, ftype.construct, field)
+        return self.typed_qty(expr, sc.COUNT, field)
+
     def typed_listof(self, expr: ast.Expr, ftype: sc.ListOf, field: str) -> Any:
         if not isinstance(expr, ast.ListExpr):
             return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))

@@ -123,6 +123,12 @@ PARAMS_MISMATCH = _code("params-mismatch", W, "stated params {stated} differ fro
                         "The stated parameter count is more than 3 % off what the shape implies.")
 BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
+SERVE_DEMAND = _code("serve-demand", E, "{what}",
+                     "A serve job's demand: request lengths, rate, trace and the SLOs that need them.")
+BAD_TRACE = _code("bad-trace", E, "trace `{path}`: {why}",
+                  "A request trace that cannot be read: rows of `arrival_s,prompt,output`.")
+UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}: {why}",
+                              "Weights or KV cache in a precision the accelerator has no peak for.")
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str:

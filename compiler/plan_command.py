@@ -77,7 +77,8 @@ def _serve(design, args: argparse.Namespace) -> int | None:
     """A serve job: the width and batch that maximize output tokens within the SLOs."""
     import json
 
-    from ..solver.serve import plan_serve, serve_entity, serve_json, serve_text
+    from ..solver.serve import plan_serve, serve_entity
+    from ..views.serve import serve_json, serve_text
 
     entity = serve_entity(design, args.job)
     if entity is None:

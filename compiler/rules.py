@@ -9,6 +9,7 @@ from typing import Callable, Iterator
 from . import codes
 from .design import Entity, Record, Symbol
 from .diagnostics import Diagnostic, Label
+from .serve_rules import serve_rules
 from .units import BANDWIDTH, Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
@@ -169,6 +170,11 @@ def _pins(job: Entity) -> Iterator[Diagnostic]:
             return
 
 
+def _serve(job: Entity) -> Iterator[Diagnostic]:
+    yield from _job(job)
+    yield from serve_rules(job)
+
+
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
+    "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _serve,
 }

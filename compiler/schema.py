@@ -105,6 +105,16 @@ class Targets:
 
 
 @attrs.frozen
+class CountOr:
+    """A whole number, or a value built by one of `construct`'s forms: `output = exponential(mean = 512)`."""
+
+    construct: "Construct"
+
+    def describe(self) -> str:
+        return "a whole number or " + self.construct.describe()
+
+
+@attrs.frozen
 class Anything:
     """A param: any value; `--set` overrides must keep its type."""
 
@@ -112,7 +122,7 @@ class Anything:
         return "a value"
 
 
-FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything]
+FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, CountOr, ListOf, Targets, Anything]
 
 
 @attrs.frozen
@@ -215,7 +225,9 @@ MODEL = Block(
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
      "mlp": Choice(("swiglu", "gelu", "relu")), "tied_embeddings": FLAG, "source": TEXT},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
-                              "dense_layers": COUNT0}, required=("routed", "top_k"))},
+                              "dense_layers": COUNT0}, required=("routed", "top_k")),
+            "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0}, required=("kv_rank",),
+                         doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per token")},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
 )
 OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput")), "minimize": Choice(("time", "energy", "cost"))}
@@ -231,12 +243,28 @@ TRAIN = Block(
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "batch"),
 )
+# Request lengths: a fixed count or a distribution (tokens; sampled with a fixed seed).
+LENGTHS = CountOr(Construct({
+    "lognormal": Constructor({"mean": AMOUNT, "sigma": AMOUNT}, ("mean", "sigma")),
+    "uniform": Constructor({"low": COUNT, "high": COUNT}, ("low", "high")),
+    "exponential": Constructor({"mean": AMOUNT}, ("mean",)),
+}, what="length distribution"))
+PERCENTILES = ("mean", "p50", "p90", "p95", "p99")
+_SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
+        for suffix in ("", *(f".{p}" for p in PERCENTILES))}
+ENGINE = Block(
+    {"mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
+     "kv_precision": Choice(PRECISIONS), "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1))},
+    blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
+                                 doc="draft tokens per step and the declared acceptance rate of each")},
+    doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages")
 SERVE = Block(
-    {"model": PartRef(("model",)), "on": Targets(), "prompt": COUNT, "output": COUNT, "batch": COUNT,
+    {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
+     "rate": positive(u.RATE), "trace": TEXT, "requests": COUNT,
      "precision": Choice(PRECISIONS), "gpus": COUNT, **OBJECTIVES},
-    blocks={"parallelism": PARALLELISM, "slo": Block(constraints={"ttft": TIME, "tpot": TIME}),
+    blocks={"parallelism": PARALLELISM, "slo": Block(constraints=_SLO), "engine": ENGINE,
             "subject to": Block(constraints=_JOB_LIMITS)},
-    required=("model", "on", "prompt", "output"),
+    required=("model", "on"),
 )
 
 KINDS: dict[str, Block] = {

@@ -26,3 +26,8 @@ def error_band(step_time: float, tokens_per_s: float, mfu: float) -> dict[str, t
     low, high = THROUGHPUT_RATIO
     return {"step_time_s": time_band(step_time), "tokens_per_s": throughput_band(tokens_per_s),
             "mfu": (mfu * low, mfu * high)}
+
+
+# Serving: measured / predicted output tokens/s over the published serving results in
+# benchmarks/serve_accuracy.py (its 10th and 90th percentiles).
+SERVE_THROUGHPUT_RATIO = (0.75, 1.3)

@@ -1,0 +1,1 @@
+"""Plans and IR as text, JSON, diagrams and reports."""
