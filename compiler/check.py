@@ -73,7 +73,7 @@ class Checker:
         parent = decl.parent.text if decl.parent else None
         entity = Entity(kind, decl.name.text, record, span, parent)
         if not holes or kind in HOLE_SAFE_RULES:  # a rule on a record with holes would report only the holes
-            self.diagnostics.extend(check_entity(entity))
+            self.diagnostics.extend(check_entity(entity, complete=not holes))
         return entity
 
     def record(self, body: Body, block: sc.Block, where: str, at: Span) -> Record:

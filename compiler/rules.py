@@ -24,9 +24,10 @@ PER_DIRECTION_CEILING = {
 }
 
 
-def check_entity(entity: Entity) -> list[Diagnostic]:
-    rule = RULES.get(entity.kind)
-    return list(rule(entity)) if rule else []
+def check_entity(entity: Entity, complete: bool = True) -> list[Diagnostic]:
+    """The rules of the entity's kind; those that need every field only when none was invalid."""
+    rules = (RULES.get(entity.kind), COMPLETE_RULES.get(entity.kind) if complete else None)
+    return [d for rule in rules if rule for d in rule(entity)]
 
 
 def _chip(chip: Entity) -> Iterator[Diagnostic]:
@@ -170,11 +171,8 @@ def _pins(job: Entity) -> Iterator[Diagnostic]:
             return
 
 
-def _serve(job: Entity) -> Iterator[Diagnostic]:
-    yield from _job(job)
-    yield from serve_rules(job)
-
-
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _serve,
+    "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
 }
+# Rules that would misreport a field whose value was invalid (and so is absent) as missing.
+COMPLETE_RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {"serve": serve_rules}

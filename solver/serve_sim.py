@@ -94,7 +94,7 @@ class Outcome:
     e2e: tuple[float, ...]
     met: int                    # measured requests meeting every SLO
     window: float               # seconds over which the measured requests arrived
-    output_tokens: float        # of measured requests
+    output_tokens: float        # made during the window, by every request
     preemptions: int
 
     @property
@@ -300,12 +300,24 @@ class _Simulation:
         limits = {m: min((v for k, v in self.slo.items() if k.startswith(m)), default=math.inf)
                   for m in ("ttft", "tpot", "e2e")}
         met = sum(1 for t, p, e in measured if t <= limits["ttft"] and p <= limits["tpot"] and e <= limits["e2e"])
-        tokens = sum(self.requests[i].output for i in range(first, len(self.requests))
-                     if math.isfinite(self.results.get(i, (math.inf,))[0]))
         # the window is the measured requests' arrivals: served rates are rates of the offered load
-        window = self.requests[-1].arrival - self.requests[first].arrival if measured else 0.0
-        if window <= 0:  # everything at once (no rate): until the last finish
-            window = self.finish - (self.requests[first].arrival if measured else 0.0)
+        start = self.requests[first].arrival if measured else 0.0
+        end = self.requests[-1].arrival
+        if end <= start:  # everything at once (no rate): until the last finish
+            end = self.finish
+        window = max(0.0, end - start)
+        tokens = sum(self._made_between(i, start, end) for i in range(len(self.requests)))
         return Outcome(tuple(sorted(m[0] for m in measured)), tuple(sorted(m[1] for m in measured)),
-                       tuple(sorted(m[2] for m in measured)), met, max(0.0, window), tokens,
-                       self.preemptions)
+                       tuple(sorted(m[2] for m in measured)), met, window, tokens, self.preemptions)
+
+    def _made_between(self, index: int, start: float, end: float) -> float:
+        """Output tokens request `index` produced in [start, end], spread evenly over its decode."""
+        ttft, _, e2e = self.results.get(index, (math.inf,) * 3)
+        if not math.isfinite(e2e):
+            return 0.0
+        r = self.requests[index]
+        first, finish = r.arrival + ttft, r.arrival + e2e
+        if finish <= first:
+            return float(r.output) if start <= finish <= end else 0.0
+        overlap = max(0.0, min(end, finish) - max(start, first))
+        return r.output * overlap / (finish - first)
