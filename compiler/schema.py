@@ -254,7 +254,8 @@ _SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
         for suffix in ("", *(f".{p}" for p in PERCENTILES))}
 ENGINE = Block(
     {"mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
-     "kv_precision": Choice(PRECISIONS), "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1))},
+     "kv_precision": Choice(PRECISIONS), "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1)),
+     "kv_reads": Choice(("grouped", "per_query_head"))},
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},
     doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages")

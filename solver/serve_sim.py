@@ -64,7 +64,7 @@ class _Server:
     role: str                   # both, prefill or decode
     waiting: collections.deque = attrs.Factory(collections.deque)
     prefilling: list = attrs.Factory(list)
-    order: list = attrs.Factory(list)       # admitted sequences, oldest first (preemption takes the newest)
+    order: dict = attrs.Factory(dict)       # admitted sequences in admission order (preemption takes the newest)
     finishing: list = attrs.Factory(list)   # heap of (finish step, tick, version, seq)
     steps: float = 0.0
     count: int = 0              # decoding sequences
@@ -188,7 +188,7 @@ class _Simulation:
             return
         step = server.pool.replica.engine.tokens_per_step
         while server.used + server.count * step > server.pool.kv_tokens and len(server.order) > 1:
-            victim = server.order.pop()
+            victim, _ = server.order.popitem()
             self.preemptions += 1
             made = 1 + server.steps - victim.base if victim.state == "decode" else victim.made
             if victim.state == "prefill":
@@ -235,7 +235,7 @@ class _Simulation:
                     break
                 seq.fixed = held
                 server.fixed += held
-                server.order.append(seq)
+                server.order[seq] = None
             server.waiting.popleft()
             if seq.todo <= 0:
                 self.begin_decoding(server, seq)
@@ -272,7 +272,7 @@ class _Simulation:
                 seq.todo, seq.state = 0.0, "waiting"
                 self.push(now + self.transfer(seq.request.prompt), "handoff", seq)
             elif seq.made >= seq.request.output:
-                server.order.remove(seq)
+                del server.order[seq]
                 self.release(server, seq)
                 self.record(seq, now)
             else:
@@ -281,7 +281,7 @@ class _Simulation:
             _, _, version, seq = heapq.heappop(server.finishing)
             if version != seq.version:
                 continue  # preempted since
-            server.order.remove(seq)
+            del server.order[seq]
             self.release(server, seq)
             self.record(seq, now)
         self.start(server, now)

@@ -48,12 +48,13 @@ def engine_of(entity: Entity) -> Engine:
     e = entity.get("engine")
     if e is None:
         return Engine()
-    spec = e.get("speculative")
-    share = e.get("prefix_share")
-    return Engine(chunk=e.get("chunk") or Engine.chunk, block=e.get("kv_block") or Engine.block,
-                  prefix_share=float(share) if share is not None else 0.0,
-                  draft=spec.get("tokens") if spec is not None else 0,
-                  acceptance=float(spec.get("acceptance")) if spec is not None else 0.0)
+    spec, share, reads = e.get("speculative"), e.get("prefix_share"), e.get("kv_reads")
+    given = {"chunk": e.get("chunk"), "block": e.get("kv_block"),
+             "prefix_share": float(share) if share is not None else None,
+             "draft": spec.get("tokens") if spec is not None else None,
+             "acceptance": float(spec.get("acceptance")) if spec is not None else None,
+             "grouped_kv": reads.name == "grouped" if reads is not None else None}
+    return Engine(**{k: v for k, v in given.items() if v is not None})
 
 
 def mode_of(entity: Entity) -> str:

@@ -65,6 +65,8 @@ class Engine:
     prefix_share: float = 0.0   # share of each prompt served from the shared-prefix cache
     draft: int = 0              # speculative tokens proposed per step
     acceptance: float = 0.0     # declared acceptance rate of each draft token
+    grouped_kv: bool = True     # decode attention reads each KV head once for its query group
+                                # (False: once per query head, as masked-MHA kernels before XQA did)
 
     @property
     def tokens_per_step(self) -> float:
@@ -124,7 +126,8 @@ class Replica:
             peak(chip, "bf16") * attention_efficiency(chip))
         touched = 1 - (1 - s.top_k / s.routed) ** tokens if s.is_moe else 0.0
         weights = self.dense_weights + self.expert_weights * touched
-        memory = (weights + kv_tokens / c.ep * self.kv.per_token_per_gpu()) / hbm_rate(chip)
+        rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
+        memory = (weights + kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads) / hbm_rate(chip)
         work = gemm + attention
         collectives = 0.0
         if c.tp > 1:
