@@ -1,5 +1,5 @@
 import sys
 
-from gclc.compiler.cli import main
+from gclc.cli.main import main
 
 sys.exit(main())

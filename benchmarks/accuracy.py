@@ -53,8 +53,8 @@ def evaluate(path: Path, measured: dict[str, dict]) -> Result:
     result = Result(run_id, meas.get("group", "(not in the measured CSV)"), value, meas.get("confidence", ""))
     try:
         from gclc.compiler.driver import check_file
-        from gclc.compiler.model.job import pinned_config, train_job
-        from gclc.compiler.model.step import estimate
+        from gclc.model.job import pinned_config, train_job
+        from gclc.model.step import estimate
 
         checked = check_file(str(path))
         if not checked.ok or checked.design is None:

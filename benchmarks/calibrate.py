@@ -25,9 +25,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from gclc.compiler.driver import check_file  # noqa: E402
-from gclc.compiler.model import step as step_module  # noqa: E402
-from gclc.compiler.model.job import pinned_config, train_job  # noqa: E402
-from gclc.compiler.model.step import estimate  # noqa: E402
+from gclc.model import step as step_module  # noqa: E402
+from gclc.model.job import pinned_config, train_job  # noqa: E402
+from gclc.model.step import estimate  # noqa: E402
 
 # Physical ranges searched: a sustained GEMM runs at 40-95 % of the dense peak; fused
 # attention (forward + backward) at 20-80 % of the bf16 peak; the MoE overhead 0-20 ms.

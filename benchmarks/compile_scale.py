@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.export import graph_json, value_count
+from gclc.compiler.ir_json import graph_json, value_count
 from gclc.compiler.lower import lower
 from gclc.compiler.metrics import explain
 from gclc.compiler.topology import fat_tree_capacity

@@ -29,7 +29,7 @@ DESIGNS = ("mt_nlg_530b", "gpt3_175b", "llama3_405b", "deepseek_v3")
 
 
 def _clear_caches() -> None:
-    from gclc.compiler.model import step
+    from gclc.model import step
 
     for name in dir(step):
         cache_clear = getattr(getattr(step, name), "cache_clear", None)
@@ -44,7 +44,7 @@ def _config(c) -> str:
 
 def run(name: str, objective: str, oracle_budget: float) -> dict:
     from gclc.compiler.driver import check_file
-    from gclc.compiler.model.job import train_job
+    from gclc.model.job import train_job
     from gclc.solver import enumerate as enumerator
     from gclc.solver.search import search
 

@@ -37,8 +37,8 @@ sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` pac
 
 from gclc.compiler.driver import check_file  # noqa: E402
 from gclc.compiler.lower import lower_cluster  # noqa: E402
-from gclc.compiler.model.inference import Engine, ServeConfig, first_token_time, replica  # noqa: E402
-from gclc.compiler.model.shape import ModelShape  # noqa: E402
+from gclc.model.inference import Engine, ServeConfig, first_token_time, replica  # noqa: E402
+from gclc.model.shape import ModelShape  # noqa: E402
 from gclc.compiler.trace import Request  # noqa: E402
 from gclc.solver.serve_sim import Pool, simulate  # noqa: E402
 

@@ -10,14 +10,15 @@ from typing import Any
 
 from ..dsl import ast
 from ..dsl.source import Span
-from . import codes, schema as sc
+from ..dsl import codes
+from . import schema as sc
 from .design import Bound, Construct, Design, Entity, Item, Partition, Record, Repeat, Symbol
-from .diagnostics import Diagnostic, Label, sort_unique
+from ..dsl.diagnostics import Diagnostic, Label, sort_unique
 from .evaluate import INVALID, Evaluator, Structure, describe_value, symbol_of
 from .resolve import BlockEntry, Body, ConstraintEntry, FieldEntry, Program, build_body, merge
 from .rules import check_entity
 from .settings import apply_settings
-from .units import Quantity, UNITS, format_quantity
+from ..dsl.units import Quantity, UNITS, format_quantity
 
 
 def check_program(program: Program, settings: dict[str, str] | None = None) -> tuple[Design | None, tuple[Diagnostic, ...]]:

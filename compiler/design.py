@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 import attrs
 
+from ..dsl import display
 from ..dsl.source import SourceFile, Span
 
 
@@ -134,7 +135,5 @@ class Design:
         return (e for e in self.entities if e.span.path == self.root)
 
     def _repr_svg_(self) -> str | None:
-        """Jupyter: the topology diagram (None without a cluster or Graphviz's `dot`)."""
-        from .render import design_svg
-
-        return design_svg(self)
+        """Jupyter: the topology diagram, drawn by whatever registered for designs."""
+        return display.render(self, "svg")

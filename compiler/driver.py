@@ -8,7 +8,7 @@ import attrs
 from ..dsl.source import SourceFile
 from .check import check_program
 from .design import Design
-from .diagnostics import Diagnostic, has_errors, sort_unique
+from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .lower import lower_cluster
 from .resolve import load
 from .sanity import sanity

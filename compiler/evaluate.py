@@ -10,10 +10,10 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from ..dsl import ast
-from . import codes
+from ..dsl import codes
 from .design import Symbol
-from .diagnostics import Diagnostic, Label
-from .units import BANDWIDTH, FLOPS, DimensionError, Quantity, UnitError, UNIT_HINTS, UNITS, describe_dim, parse_unit
+from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.units import BANDWIDTH, FLOPS, DimensionError, Quantity, UnitError, UNIT_HINTS, UNITS, describe_dim, parse_unit
 
 
 class _Invalid:

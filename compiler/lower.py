@@ -7,7 +7,7 @@ import math
 from . import topology
 from .design import Construct, Design, Entity, Record, Repeat
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
-from .units import Quantity
+from ..dsl.units import Quantity
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
 

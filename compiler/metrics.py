@@ -9,7 +9,7 @@ import attrs
 
 from ..dsl.source import Span
 from .ir import ClusterGraph, Partition
-from .units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, POWER, NONE, TIME
+from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, POWER, NONE, TIME
 
 # Host DRAM power per byte of capacity. An assumption: a 64 GB DDR4/DDR5 RDIMM draws
 # about 6 W under load (Micron TN-40-07 DDR4 power calculator, typical server load),

@@ -16,8 +16,8 @@ import attrs
 
 from ..dsl import ParseError, ast, parse
 from ..dsl.source import SourceFile, Span
-from . import codes
-from .diagnostics import Diagnostic, Label
+from ..dsl import codes
+from ..dsl.diagnostics import Diagnostic, Label
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",

@@ -6,11 +6,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Callable, Iterator
 
-from . import codes
+from ..dsl import codes
 from .design import Entity, Record, Symbol
-from .diagnostics import Diagnostic, Label
+from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.units import BANDWIDTH, Quantity, format_quantity
 from .serve_rules import serve_rules
-from .units import BANDWIDTH, Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from . import codes, topology
+from ..dsl import codes
+from . import topology
 from .design import Entity
-from .diagnostics import Diagnostic, Label
+from ..dsl.diagnostics import Diagnostic, Label
 from .ir import ClusterGraph
 from .metrics import power_breakdown
-from .units import Quantity, format_quantity, BANDWIDTH, POWER
+from ..dsl.units import Quantity, format_quantity, BANDWIDTH, POWER
 from fractions import Fraction
 
 THIN_RATIO = 20  # warn when scale-out per GPU is below 1/20 of scale-up

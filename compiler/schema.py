@@ -10,8 +10,10 @@ from typing import Union
 
 import attrs
 
-from . import units as u
-from .model.config import STACKS
+from ..dsl import units as u
+
+# The software stacks a job may name; what each does lives in model/config.py's table.
+SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "maxtext")
 
 
 @attrs.frozen
@@ -239,7 +241,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"))})
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(tuple(STACKS)), **OBJECTIVES},
+     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(SOFTWARE_STACKS), **OBJECTIVES},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "batch"),
 )

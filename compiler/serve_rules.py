@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from . import codes
+from ..dsl import codes
 from .design import Entity, Partition, Record, Repeat
-from .diagnostics import Diagnostic, Label
+from ..dsl.diagnostics import Diagnostic, Label
 from .trace import TraceError, load_trace
 
 LOW_PRECISIONS = ("fp8", "fp6", "fp4", "int8")

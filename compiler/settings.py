@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..dsl import ParseError, ast, parse
 from ..dsl.source import SourceFile
-from . import codes
-from .diagnostics import Diagnostic
+from ..dsl import codes
+from ..dsl.diagnostics import Diagnostic
 from .resolve import Program
 
 

@@ -11,8 +11,8 @@ import re
 
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from ..compiler import codes
-from ..compiler.diagnostics import Diagnostic, Label
+from . import codes
+from .diagnostics import Diagnostic, Label
 from . import ast
 from .parser import lark_parser, parse_tree
 from .source import SourceFile, Span

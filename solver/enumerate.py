@@ -38,11 +38,11 @@ from typing import Iterator
 import attrs
 
 from ..compiler.design import Bound
-from ..compiler.model.config import TrainConfig
-from ..compiler.model.job import Job
-from ..compiler.model.power import job_power
-from ..compiler.model.step import Estimate, estimate
-from ..compiler.units import Quantity
+from ..model.config import TrainConfig
+from ..model.job import Job
+from ..model.power import job_power
+from ..model.step import Estimate, estimate
+from ..dsl.units import Quantity
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)

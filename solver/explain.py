@@ -18,9 +18,9 @@ import math
 import attrs
 
 from ..compiler.design import Entity, Partition as PartitionRef, Record, Repeat
-from ..compiler.model.job import Job
-from ..compiler.model.memory import model_state
-from ..compiler.model.step import Estimate
+from ..model.job import Job
+from ..model.memory import model_state
+from ..model.step import Estimate
 from ..dsl.source import Span
 from . import enumerate as space_def
 

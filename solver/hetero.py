@@ -72,11 +72,11 @@ import cvxpy as cp
 import numpy as np
 
 from ..compiler.design import Entity, Item, Partition as PartitionRef, Record
-from ..compiler.model import comms
-from ..compiler.model.config import TrainConfig
-from ..compiler.model.job import Job, JobError, job_from_entity
-from ..compiler.model.power import job_power
-from ..compiler.model.step import Estimate, estimate
+from ..model import comms
+from ..model.config import TrainConfig
+from ..model.job import Job, JobError, job_from_entity
+from ..model.power import job_power
+from ..model.step import Estimate, estimate
 from .enumerate import admissible, limits
 from .plan import Plan, plan
 
@@ -463,51 +463,3 @@ def plan_hetero(entity_or_jobs, plans: Sequence[Plan] | None = None) -> HeteroPl
             best = other
     return HeteroPlan(jobs[0].name, "optimal" if best else "infeasible", best, data, pipe, plans,
                       time.perf_counter() - start)
-
-
-# ----------------------------------------------------------------- output
-
-
-def hetero_json(result: HeteroPlan) -> dict:
-    def one(s: HeteroSplit) -> dict:
-        return {"mode": s.mode, "status": s.status, "step_time_s": s.step_time, "compute_s": s.compute_time,
-                "exchange_s": s.exchange, "tokens_per_s": s.tokens_per_s, "facility_power_w": s.power,
-                "message": s.message,
-                "partitions": [{"partition": x.partition, "chip": x.chip, "gpus": x.gpus,
-                                ("sequences" if s.mode == "data" else "layers"): x.items, "busy_s": x.busy,
-                                "utilization": x.utilization, "fits": x.fits,
-                                "config": attrs.asdict(x.config) if x.config and x.items else None}
-                               for x in s.shares]}
-    return {"job": result.name, "status": result.status, "mode": result.best.mode if result.best else None,
-            "tokens_per_s": result.tokens_per_s, "step_time_s": result.step_time,
-            "data": one(result.data), "pipeline": one(result.pipeline),
-            "alone": [{"partition": p.job.partition.name,
-                       "tokens_per_s": p.best.tokens_per_s if p.best else None} for p in result.plans]}
-
-
-def hetero_text(result: HeteroPlan) -> str:
-    lines = [f"job {result.name}: {len(result.plans)} partitions, {result.status}"]
-    for s in (result.data, result.pipeline):
-        mark = "*" if result.best is s else " "
-        if s.status != "optimal":
-            lines.append(f"{mark} {s.mode} split: {s.status}: {s.message}")
-            continue
-        lines.append(f"{mark} {s.mode} split: {s.tokens_per_s:,.0f} tokens/s, step {s.step_time:.3f} s "
-                     f"(compute {s.compute_time:.3f} s + cross-partition {s.exchange:.3f} s), "
-                     f"{s.power / 1e6:,.3g} MW facility")
-        unit = "sequences" if s.mode == "data" else "layers"
-        for x in s.shares:
-            if x.items == 0:
-                lines.append(f"    {x.partition:<12} unused")
-                continue
-            c = x.config
-            layout = f"tp {c.tp} pp {c.pp} dp {c.dp} cp {c.cp} mb {c.microbatch}" if c else ""
-            lines.append(f"    {x.partition:<12} {x.items:>6} {unit}  busy {x.busy:.3f} s  "
-                         f"utilization {x.utilization:.0%}  {x.gpus} x {x.chip}  {layout}"
-                         + ("" if x.fits else "  (does not fit)"))
-        if s.message:
-            lines.append(f"    note: {s.message}")
-    for p in result.plans:
-        alone = f"{p.best.tokens_per_s:,.0f} tokens/s" if p.best else p.status
-        lines.append(f"  alone on {p.job.partition.name}: {alone}")
-    return "\n".join(lines)

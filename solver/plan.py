@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import attrs
 
-from ..compiler.model import comms
-from ..compiler.model.calibration import error_band
-from ..compiler.model.job import Job
-from ..compiler.model.power import Power, job_power
-from ..compiler.model.step import Estimate
+from ..dsl import display
+from ..model import comms
+from ..model.calibration import error_band
+from ..model.job import Job
+from ..model.power import Power, job_power
+from ..model.step import Estimate
 from . import enumerate as space_def
 from .explain import Infeasibility, explain
 from .search import SearchResult, least_memory, search
@@ -68,17 +69,13 @@ class Plan:
             return None
         return self.power.total / self.best.tokens_per_s
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self) -> str | None:
         """Jupyter: the plan as a table with its placement diagram."""
-        from ..compiler.report import plan_html
-
-        return plan_html(self)
+        return display.render(self, "html")
 
     def _repr_svg_(self) -> str | None:
         """Jupyter: the placement diagram (None when infeasible or without Graphviz's `dot`)."""
-        from ..compiler.render import plan_svg
-
-        return plan_svg(self)
+        return display.render(self, "svg")
 
 
 def _busy(e: Estimate) -> float:

@@ -75,9 +75,9 @@ import cvxpy as cp
 
 from ..compiler.design import Item, Record
 from ..compiler.metrics import power_breakdown
-from ..compiler.model.job import Job
-from ..compiler.model.power import gpu_power
-from ..compiler.model.step import Estimate, estimate
+from ..model.job import Job
+from ..model.power import gpu_power
+from ..model.step import Estimate, estimate
 
 F_MIN = 0.5      # ASSUMPTION: lowest useful clock ratio under a power cap. Below about half
                  # the boost clock voltage stops falling (DVFS floor) and power falls only ~f.
@@ -382,48 +382,10 @@ def throughput_curve(job_or_inputs, budgets: Iterable[float], objective: str = "
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 
 
-def curve_json(inputs: PowerInputs, budget: float) -> list[dict]:
-    """Throughput against budget around the job's budget, for `plan --json` and the report."""
+def budget_curve(inputs: PowerInputs, budget: float) -> list[tuple[float, float]]:
+    """(budget W, tokens/s) around the job's budget: the curve `gclc plan` and the report show."""
     budgets = [budget * f for f in CURVE_FRACTIONS]
-    return [{"budget_w": b, "tokens_per_s": t} for b, t in zip(budgets, throughput_curve(inputs, budgets))]
-
-
-def power_json(result: PowerResult) -> dict:
-    """Stable keys for `gclc plan --json`."""
-    return {
-        "status": result.status, "objective": result.objective, "budget_w": result.budget,
-        "gpus": result.gpus, "whole_gpus": result.whole_gpus, "units": result.units, "clock": result.clock,
-        "power_cap_w": result.power_cap, "tokens_per_s": result.tokens_per_s,
-        "whole_tokens_per_s": result.whole_tokens_per_s, "facility_power_w": result.facility_power,
-        "energy_per_token_j": result.energy_per_token, "dual": result.dual,
-        "marginal_tokens_per_s_per_mw": result.marginal_tokens_per_s_per_mw, "binding": list(result.binding),
-        "shortfall_w": result.shortfall, "time_to_train_s": result.time_to_train, "message": result.message,
-    }
-
-
-def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
-    """A few lines for `gclc plan`."""
-    head = f"power budget {result.budget / 1e6:,.4g} MW ({result.objective})"
-    if result.status != "optimal":
-        return f"{head}: {result.status}: {result.message}"
-    lines = [f"{head}: {result.message}",
-             f"  GPUs running     {result.gpus:,.1f} ({result.whole_gpus:,} in whole replicas, "
-             f"{result.whole_tokens_per_s:,.0f} tokens/s)",
-             f"  clock            {result.clock:.1%} of full, power cap {result.power_cap:,.0f} W per GPU",
-             f"  throughput       {result.tokens_per_s:,.0f} tokens/s",
-             f"  facility power   {result.facility_power / 1e6:,.4g} MW"]
-    if result.energy_per_token is not None:
-        lines.append(f"  energy           {result.energy_per_token:,.4g} J per token")
-    if result.marginal_tokens_per_s_per_mw is not None:
-        lines.append(f"  marginal power   {result.marginal_tokens_per_s_per_mw:,.0f} tokens/s per extra MW")
-    if result.time_to_train is not None:
-        lines.append(f"  time to train    {result.time_to_train / 86400:,.1f} days")
-    if inputs is not None:
-        a1, a2, a3, a4 = inputs.shares
-        check = f", {inputs.fit_error:+.1%} vs the estimate at fewer replicas" if inputs.fit_error is not None else ""
-        lines.append(f"  model            step shares: per micro-batch {a1:.2f} clocked + {a2:.2f} other, "
-                     f"fixed {a3:.2f} clocked + {a4:.2f} other{check}")
-    return "\n".join(lines)
+    return list(zip(budgets, throughput_curve(inputs, budgets)))
 
 
 def sweep(inputs: PowerInputs, budgets: Sequence[float], objective: str = "throughput") -> list[PowerResult]:

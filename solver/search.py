@@ -54,11 +54,11 @@ import time
 
 import attrs
 
-from ..compiler.model.config import TrainConfig
-from ..compiler.model.job import Job
-from ..compiler.model.memory import memory
-from ..compiler.model.power import job_power
-from ..compiler.model.step import Estimate, estimate
+from ..model.config import TrainConfig
+from ..model.job import Job
+from ..model.memory import memory
+from ..model.power import job_power
+from ..model.step import Estimate, estimate
 from . import enumerate as space_def
 from .enumerate import RECOMPUTE, Limit, Limits
 

@@ -22,10 +22,10 @@ import attrs
 
 from ..compiler.design import Design, Entity
 from ..compiler.ir import ClusterGraph, Partition
-from ..compiler.model.inference import Replica, ServeEstimate, estimate, kv_transfer_time, replica
-from ..compiler.model.job import placement
-from ..compiler.model.power import job_power
-from ..compiler.model.shape import ModelShape
+from ..model.inference import Replica, ServeEstimate, estimate, kv_transfer_time, replica
+from ..model.job import placement
+from ..model.power import job_power
+from ..model.shape import ModelShape
 from .serve_demand import Demand, demand_of
 from .serve_sim import Outcome, Pool, simulate
 from .serve_space import Limits, configs, engine_of, limits_of, mode_of

@@ -26,7 +26,7 @@ from typing import Callable
 
 import attrs
 
-from ..compiler.model.inference import Replica
+from ..model.inference import Replica
 from ..compiler.trace import Request
 
 WARMUP = 0.1

@@ -10,8 +10,8 @@ import attrs
 
 from ..compiler.design import Entity
 from ..compiler.ir import ClusterGraph, Partition
-from ..compiler.model.inference import Engine, ServeConfig
-from ..compiler.model.shape import ModelShape
+from ..model.inference import Engine, ServeConfig
+from ..model.shape import ModelShape
 
 BATCHES = tuple(2**i for i in range(13))   # 1 .. 4096 sequences per replica
 WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)

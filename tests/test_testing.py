@@ -11,13 +11,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings, strategies as st
 
 from gclc import testing as gt
-from gclc.compiler.model.job import Job
-from gclc.compiler.units import Quantity
+from gclc.model.job import Job
+from gclc.dsl.units import Quantity
 from gclc.dsl import parse
-from gclc.testing import (
-    ChipSpec, ClusterSpec, GclText, GeneratedDesign, ModelSpec, TrainSpec, check, chips, clusters, compile_design,
-    designs, fabrics, graph_of, job_of, models, nodes, plan_of, sources, train_jobs,
-)
+from gclc.testing import ChipSpec, ClusterSpec, GclText, GeneratedDesign, ModelSpec, TrainSpec, check, chips, clusters, compile_design, designs, fabrics, graph_of, job_of, models, nodes, plan_of, sources, train_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "examples" / "dgx_h100_superpod.gcl")

@@ -6,9 +6,9 @@ energy_per_token_j parallelism placement error_band binding solver`)."""
 
 from __future__ import annotations
 
-from ..compiler.model import comms
-from ..compiler.model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
-from ..compiler.model.compute import peak
+from ..model import comms
+from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
+from ..model.compute import peak
 from ..solver.serve import ServePlan, Side
 
 LATENCY_KEYS = ("p50", "p90", "p99", "mean")

@@ -8,10 +8,10 @@ from fractions import Fraction
 
 import pytest
 
-from gclc.compiler import units as u
+from gclc.dsl import units as u
 from gclc.compiler.design import Construct, Entity, Partition, Record, Repeat, Symbol
 from gclc.compiler.driver import check_file, check_text
-from gclc.compiler.units import Quantity
+from gclc.dsl.units import Quantity
 
 DESIGN = """\
 param racks = 128

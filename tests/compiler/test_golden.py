@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gclc.compiler.diagnostics import render_all
+from gclc.dsl.diagnostics import render_all
 from gclc.compiler.driver import check_file
 
 ROOT = Path(__file__).resolve().parents[2]

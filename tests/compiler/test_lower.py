@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.export import SCHEMA_PATH, from_json, graph_json, json_schema, value_count
+from gclc.compiler.ir_json import SCHEMA_PATH, from_json, graph_json, json_schema, value_count
 from gclc.compiler.flatten import to_networkx
 from gclc.compiler.lower import lower
 from gclc.compiler.metrics import bisection, power_breakdown, totals

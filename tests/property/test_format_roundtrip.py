@@ -7,7 +7,7 @@ from hypothesis import given
 
 from gclc.dsl import ast, parse
 from gclc.dsl.format import format_module, format_text
-from gclc.dsl.strategies import commented_sources, expressions, members, modules
+from gclc.testing.strategies import commented_sources, expressions, members, modules
 
 
 def _lines_are_clean(text: str) -> bool:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.export import from_json, graph_json
+from gclc.compiler.ir_json import from_json, graph_json
 from gclc.compiler.lower import lower
 from gclc.compiler.metrics import bisection, power_breakdown, totals
 

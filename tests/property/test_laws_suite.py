@@ -16,10 +16,10 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.export import from_json, graph_json
+from gclc.compiler.ir_json import from_json, graph_json
 from gclc.compiler.lower import lower
 from gclc.compiler.metrics import facility_power, power_breakdown
-from gclc.compiler.model.workload import layer_forward
+from gclc.model.workload import layer_forward
 from gclc.dsl import parse
 from gclc.dsl.format import format_text
 from gclc.solver import enumerate as enumerator

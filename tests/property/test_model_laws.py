@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.model.job import train_job
-from gclc.compiler.model.memory import model_state
-from gclc.compiler.model.step import estimate
+from gclc.model.job import train_job
+from gclc.model.memory import model_state
+from gclc.model.step import estimate
 from gclc.solver.enumerate import configurations
 from gclc.solver.plan import plan
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.model.job import train_job
+from gclc.model.job import train_job
 
 _DIR = Path(tempfile.mkdtemp(prefix="gclc-solver-tests-"))
 _COUNT = [0]

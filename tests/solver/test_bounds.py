@@ -11,8 +11,8 @@ from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.model.memory import memory
-from gclc.compiler.model.power import job_power
+from gclc.model.memory import memory
+from gclc.model.power import job_power
 from gclc.solver import enumerate as enumerator
 from gclc.solver.search import compute_monotone, search
 

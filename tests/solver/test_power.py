@@ -8,12 +8,13 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.model.config import TrainConfig
-from gclc.compiler.model.job import train_job
-from gclc.compiler.model.power import job_power
-from gclc.compiler.model.step import estimate
-from gclc.solver.power import (PowerInputs, budget_of, power_json, power_plan, power_text, solve_power,
-                               step_shares, throughput_curve, without_power_limit)
+from gclc.model.config import TrainConfig
+from gclc.model.job import train_job
+from gclc.model.power import job_power
+from gclc.model.step import estimate
+from gclc.solver.power import PowerInputs, budget_of, power_plan, solve_power, step_shares, throughput_curve, without_power_limit
+from gclc.views.plan_json import power_json
+from gclc.views.plan_text import power_text
 
 ROOT = Path(__file__).parent.parent.parent
 DATA = ROOT / "tests" / "data"
@@ -224,7 +225,7 @@ def test_reports():
 
 
 def test_plan_json_reports_the_curve_around_the_budget(capsys):
-    from gclc.compiler.cli import main
+    from gclc.cli.main import main
 
     assert main(["plan", str(Path(__file__).resolve().parents[2] / "examples" / "gb200_nvl72_100k.gcl"), "--json"]) == 0
     curve = json.loads(capsys.readouterr().out)["power_budget"]["curve"]

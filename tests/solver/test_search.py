@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.cli import main
+from gclc.cli.main import main
 from gclc.compiler.driver import check_file
-from gclc.compiler.model.job import train_job
+from gclc.model.job import train_job
 from gclc.solver import enumerate as enumerator
 from gclc.solver.plan import plan
 from gclc.solver.search import least_memory, search
@@ -97,7 +97,7 @@ def test_least_memory_is_the_enumerators(p):
     if not configs:
         assert smallest is None
         return
-    from gclc.compiler.model.memory import memory
+    from gclc.model.memory import memory
 
     assert close(smallest.memory.total, min(memory(job.shape, c).total for c in configs))
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.model.inference import Engine, ServeConfig, estimate, estimate_serve, kv_bytes_per_token, replica
-from gclc.compiler.model.job import placement
-from gclc.compiler.model.shape import ModelShape
+from gclc.model.inference import Engine, ServeConfig, estimate, estimate_serve, kv_bytes_per_token, replica
+from gclc.model.job import placement
+from gclc.model.shape import ModelShape
 from gclc.solver.serve import plan_serve, serve_entity
 from gclc.solver.serve_space import configs, limits_of
 from gclc.views.serve import serve_json

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.model.inference import Engine, ServeConfig, estimate, replica
-from gclc.compiler.model.job import placement
-from gclc.compiler.model.shape import ModelShape
+from gclc.model.inference import Engine, ServeConfig, estimate, replica
+from gclc.model.job import placement
+from gclc.model.shape import ModelShape
 from gclc.compiler.trace import Request
 from gclc.solver.serve import serve_entity
 from gclc.solver.serve_demand import demand_of

@@ -1,0 +1,95 @@
+"""What the commands share: reading and checking the input, choosing the cluster, writing `-o`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
+from ..dsl.diagnostics import render_all
+from .output import write_atomic
+
+
+def settings_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                         help='override a `param` (repeatable), e.g. --set racks=256 --set clock="1.5 GHz"')
+
+
+def error(message: str) -> None:
+    print(f"gclc: {message}", file=sys.stderr)
+
+
+def checked_design(path: str, settings: list[str]):
+    """The checked design, or None after printing the diagnostics that stop it."""
+    result = check_file(path, settings)
+    if result.diagnostics:
+        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
+    return result.design
+
+
+def checked_graph(args: argparse.Namespace):
+    """(graph, exit code): the lowered cluster, or None after printing why not."""
+    from ..compiler.lower import lower
+
+    design = checked_design(args.file, args.set)
+    if design is None:
+        return None, EXIT_ERRORS
+    problem = cluster_problem(design, args.cluster, args.file)
+    if problem is not None:
+        return None, problem
+    return lower(design, args.cluster), EXIT_OK
+
+
+def cluster_problem(design, name: str | None, path: str) -> int | None:
+    """None when `--cluster NAME` (or, without it, the design's first cluster) can be lowered;
+    else the exit code after saying why: 2 for a `--cluster` that names no cluster, 1 for a
+    design without any."""
+    clusters = [e.name for e in design.of_kind("cluster")]
+    if name is None:
+        if clusters:
+            return None
+        error(f"{path} declares no cluster (nor does anything it imports)")
+        return EXIT_ERRORS
+    entity = next((e for e in design.entities if e.name == name), None)
+    if entity is not None and entity.kind == "cluster":
+        return None
+    kind = None if entity is None else entity.kind + (" job" if entity.kind in ("train", "serve") else "")
+    what = f" (`{name}` is a {kind})" if kind else ""
+    known = f"; the design has: {', '.join(clusters)}" if clusters else "; the design declares none"
+    error(f"no cluster `{name}` in {path}{what}{known}")
+    return EXIT_USAGE
+
+
+def output_problem(args: argparse.Namespace) -> int | None:
+    """Before any work: exit 2 for `-o` naming nothing or the input file, 1 for a directory."""
+    out = args.output
+    if not out:
+        error("-o needs a file name")
+        return EXIT_USAGE
+    if _same_file(out, args.file):
+        error(f"refusing to overwrite the input file {args.file} with the output")
+        return EXIT_USAGE
+    if Path(out).is_dir():
+        error(f"cannot write `{out}`: it is a directory")
+        return EXIT_ERRORS
+    return None
+
+
+def write_output(args: argparse.Namespace, data: str | bytes) -> int:
+    """Write `-o` atomically; exit 1 with the reason when it cannot be written."""
+    out = args.output
+    try:
+        write_atomic(out, data)
+    except OSError as problem:
+        error(f"cannot write `{out}`: {problem.strerror or problem}")
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return os.path.realpath(a) == os.path.realpath(b)

@@ -1,0 +1,29 @@
+"""`gclc explain FILE [--json]`: every derived number of a cluster with its formula."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..compiler.driver import EXIT_OK
+from .common import checked_graph, settings_option
+
+
+def add(commands) -> None:
+    explain = commands.add_parser("explain", help="every derived number of a cluster with its formula")
+    explain.add_argument("file", metavar="FILE")
+    explain.add_argument("--cluster", metavar="NAME", help="the cluster to explain (default: the file's first)")
+    explain.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    settings_option(explain)
+    explain.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compiler.metrics import explain
+    from ..views.explain import explain_json, explain_text
+
+    graph, status = checked_graph(args)
+    if graph is None:
+        return status
+    metrics = explain(graph)
+    print(explain_json(graph.name, metrics) if args.json else explain_text(graph.name, metrics))
+    return EXIT_OK

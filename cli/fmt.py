@@ -1,0 +1,59 @@
+"""`gclc fmt FILE... [--check|--write]`: canonical formatting, comments kept, atomic writes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..compiler.driver import EXIT_ERRORS, EXIT_OK
+from ..dsl import ParseError
+from ..dsl.diagnostics import render_all
+from .common import error
+from .output import write_atomic
+
+
+def add(commands) -> None:
+    fmt = commands.add_parser("fmt", help="print designs in canonical form")
+    fmt.add_argument("files", nargs="+", metavar="FILE")
+    mode = fmt.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 if a file is not in canonical form")
+    mode.add_argument("--write", action="store_true", help="rewrite files in place (atomically)")
+    fmt.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return max((_one(path, args) for path in args.files), default=EXIT_OK)
+
+
+def _one(path: str, args: argparse.Namespace) -> int:
+    from ..compiler.resolve import read_text
+    from ..dsl.format import format_text
+    from ..dsl.source import SourceFile
+
+    diagnostics: list = []
+    text = read_text(path, Path(path), None, diagnostics)
+    if text is None:
+        print(render_all(diagnostics, {}), file=sys.stderr)
+        return EXIT_ERRORS
+    source = text.removeprefix("\ufeff")
+    try:
+        formatted = format_text(source, path)
+    except ParseError as problem:
+        print(render_all(problem.diagnostics, {path: SourceFile(path, source)}), file=sys.stderr)
+        return EXIT_ERRORS
+    if args.check:
+        if formatted != text:
+            print(f"{path}: not in canonical form (run `gclc fmt --write {path}`)")
+            return EXIT_ERRORS
+    elif args.write:
+        if formatted != text:
+            try:  # through a symlink to the file it names, not over the link
+                write_atomic(os.path.realpath(path), formatted)
+            except OSError as problem:
+                error(f"cannot write `{path}`: {problem.strerror or problem}")
+                return EXIT_ERRORS
+    else:
+        sys.stdout.write(formatted)
+    return EXIT_OK

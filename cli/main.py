@@ -1,0 +1,73 @@
+"""The `gclc` command line: argument parsing and exit codes only; each command is a small
+module of its own that calls the stages. Exit codes: 0 clean, 1 errors, 2 usage, 3 infeasible."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import __version__
+from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from . import check, compile, explain, fmt, plan, render, report
+
+EXIT_INTERNAL = 70
+COMMANDS = (check, compile, explain, plan, render, report, fmt)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "list_codes", False):
+        from ..views.check import codes_listing
+
+        print(codes_listing())
+        return EXIT_OK
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        status = args.run(args)
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
+        return status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_OK
+    except OSError as error:  # the environment, not a bug: stdout on a full disk, an unreadable std file
+        _silence_stdout()
+        where = f" `{error.filename}`" if error.filename else ""
+        print(f"gclc: cannot {'write the output' if where == '' else 'use'}{where}: {error.strerror or error}",
+              file=sys.stderr)
+        return EXIT_ERRORS
+    except Exception as error:  # a bug: say so in one line rather than print a traceback
+        print(f"gclc: internal error: {type(error).__name__}: {error} (please report this with the input file)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (captured in tests)
+        pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gclc", description="gclc — a compiler for GPU clusters: check, compile, plan and draw .gcl designs.",
+        epilog="Run `gclc COMMAND --help` for a command's options. Exit codes: 0 clean, 1 errors, 2 usage, 3 infeasible.")
+    parser.add_argument("--version", action="version", version=f"gclc {__version__}")
+    parser.add_argument("--list-codes", action="store_true", help="list every diagnostic code and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        command.add(commands)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""`gclc plan FILE`: plan a train job (search, power budget), a job across partitions or a
+serve job, and print it as a table or as stable JSON. Exit 0, 1 errors, 3 infeasible."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK
+from .common import checked_design, error, settings_option
+
+
+def add(commands) -> None:
+    plan = commands.add_parser("plan", help="optimize a job's parallelism and report step time, MFU, memory, power, energy")
+    plan.add_argument("file", metavar="FILE")
+    plan.add_argument("--job", metavar="NAME",
+                      help="the train or serve job to plan (default: the file's first train job, else its first serve job)")
+    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"),
+                      help="override the job's objective")
+    plan.add_argument("--top", type=_count, default=3, metavar="N", help="runner-up configurations to show")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON (stable keys)")
+    settings_option(plan)
+    plan.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..model.job import JobError
+    from ..solver.jobs import feasible, plan_design
+    from ..views.plan_json import outcome_json
+    from ..views.plan_text import infeasible_message, outcome_text
+
+    design = checked_design(args.file, args.set)
+    if design is None:
+        return EXIT_ERRORS
+    try:
+        outcome = plan_design(design, args.job, args.objective, args.top)
+    except JobError as problem:
+        error(str(problem))
+        return EXIT_ERRORS
+    print(json.dumps(outcome_json(outcome), indent=2) if args.json else outcome_text(outcome))
+    if not feasible(outcome):
+        print(infeasible_message(outcome), file=sys.stderr)
+        return EXIT_INFEASIBLE
+    return EXIT_OK
+
+
+def _count(text: str) -> int:
+    """argparse type of `--top`: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value

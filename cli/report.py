@@ -1,0 +1,38 @@
+"""`gclc report FILE -o report.html`: one self-contained HTML report."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..compiler.driver import EXIT_ERRORS
+from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
+
+
+def add(commands) -> None:
+    report = commands.add_parser("report", help="one self-contained HTML report: design, plan, plots, diagrams")
+    report.add_argument("file", metavar="FILE")
+    report.add_argument("-o", "--output", required=True, metavar="OUT", help="write the HTML here")
+    report.add_argument("--job", metavar="NAME", help="the train job to plan (default: the file's first)")
+    settings_option(report)
+    report.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..model.job import JobError
+    from ..views.report import report_html
+
+    problem = output_problem(args)
+    if problem is not None:
+        return problem
+    design = checked_design(args.file, args.set)
+    if design is None:
+        return EXIT_ERRORS
+    problem = cluster_problem(design, None, args.file)
+    if problem is not None:
+        return problem
+    try:
+        text = report_html(design, args.job, source=args.file)
+    except JobError as problem:
+        error(str(problem))
+        return EXIT_ERRORS
+    return write_output(args, text)

@@ -1,0 +1,155 @@
+"""The registry of diagnostic codes: every message the compiler can print, in one place.
+
+Like mypy's `errorcodes.py` + `message_registry.py`: raise sites name a code and pass
+values; the wording lives here. `gclc check --list-codes` prints this table.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+import attrs
+
+from .source import Span
+from .diagnostics import Diagnostic, Label, Severity
+
+E, W = Severity.ERROR, Severity.WARNING
+
+
+@attrs.frozen
+class Code:
+    name: str
+    severity: Severity
+    template: str
+    description: str
+
+    def make(
+        self,
+        subject: Span | None,
+        *,
+        label: str = "",
+        labels: Iterable[Label] = (),
+        notes: Iterable[str] = (),
+        json_path: str | None = None,
+        **values: object,
+    ) -> Diagnostic:
+        template = self.template
+        for key, value in values.items():  # `count of `gpus`` reads badly: drop the outer quotes
+            if isinstance(value, str) and "`" in value:
+                template = template.replace(f"`{{{key}}}`", f"{{{key}}}")
+        return Diagnostic(
+            self.severity, self.name, template.format(**values), subject,
+            tuple(labels), tuple(n for n in notes if n), label, json_path,
+        )
+
+
+REGISTRY: dict[str, Code] = {}
+
+
+def _code(name: str, severity: Severity, template: str, description: str) -> Code:
+    code = Code(name, severity, template, description)
+    REGISTRY[name] = code
+    return code
+
+
+# ---------------------------------------------------------------- reading and syntax
+IO_ERROR = _code("io-error", E, "cannot read `{path}`: {reason}", "A file could not be read.")
+ENCODING = _code("encoding", E, "the file is not valid UTF-8 (byte {byte} at offset {offset})",
+                 "Source files are UTF-8 text.")
+NUL_BYTE = _code("nul-byte", E, "the file contains a NUL byte", "Binary data in a source file.")
+SYNTAX = _code("syntax", E, "unexpected {found}", "The text does not follow the grammar.")
+BAD_CHARACTER = _code("bad-character", E, "unexpected character {char}",
+                      "A character that cannot start any token.")
+UNTERMINATED_STRING = _code("unterminated-string", E, "string is never closed",
+                            "A `\"` without its closing quote on the same line.")
+UNCLOSED = _code("unclosed", E, "`{opener}` is never closed; the file ends first",
+                 "A block, list or call that the file ends inside.")
+TOO_DEEP = _code("too-deep", E, "nesting deeper than {limit} levels",
+                 "Blocks or expressions nested beyond what a design needs.")
+NUMBER_RANGE = _code("number-range", E, "number `{text}` is out of range",
+                     "A number too large (or too small) to compute with.")
+BAD_ESCAPE = _code("bad-escape", E, "unknown escape `{escape}` in string", "Strings allow \\\\ \\\" \\n \\t \\u.")
+
+# ---------------------------------------------------------------- units
+UNKNOWN_UNIT = _code("unknown-unit", E, "unknown unit `{unit}`", "A unit the compiler does not know.")
+DIMENSION_MISMATCH = _code("dimension-mismatch", E, "cannot {verb} {left} and {right}",
+                           "Adding or comparing quantities of different dimensions.")
+WRONG_DIMENSION = _code("wrong-dimension", E, "`{field}` must be {expected}, not {got}",
+                        "A field's value has the wrong physical dimension.")
+DIVISION_BY_ZERO = _code("division-by-zero", E, "division by zero", "An expression divides by zero.")
+BAD_MARKER = _code("bad-marker", E, "`{marker}` does not apply here: {why}",
+                   "`bidir` marks bandwidths, `sparse` marks FLOPS.")
+
+# ---------------------------------------------------------------- names and structure
+UNKNOWN_KIND = _code("unknown-kind", E, "unknown block kind `{kind}`",
+                     "Top-level blocks are chip, cpu, nic, dpu, switch, node, supernode, fabric, cluster, model, train, serve.")
+DUPLICATE = _code("duplicate", E, "`{name}` is declared twice", "Two declarations or params share a name.")
+UNKNOWN_NAME = _code("unknown-name", E, "unknown name `{name}`", "A reference to nothing declared.")
+WRONG_REFERENCE = _code("wrong-reference", E, "`{field}` must name {expected}; `{name}` is a {got}",
+                        "A reference to a declaration of the wrong kind.")
+UNKNOWN_FIELD = _code("unknown-field", E, "`{field}` is not a field of {where}", "A misspelled or misplaced field.")
+MISSING_FIELD = _code("missing-field", E, "{where} needs {field}", "A required field is absent.")
+DUPLICATE_FIELD = _code("duplicate-field", E, "`{field}` is set twice in {where}", "A field given twice in one block.")
+EXTENDS_CYCLE = _code("extends-cycle", E, "`{name}` extends itself: {cycle}", "A cycle of `extends`.")
+EXTENDS_KIND = _code("extends-kind", E, "{kind} `{name}` cannot extend {parent_kind} `{parent}`",
+                     "A block may only extend a block of the same kind.")
+REFERENCE_CYCLE = _code("reference-cycle", E, "the value of `{name}` depends on itself: {cycle}",
+                        "Fields or params that refer to each other in a loop.")
+
+# ---------------------------------------------------------------- imports and params
+IMPORT_NOT_FOUND = _code("import-not-found", E, "cannot find `{path}` to import", "No such file below the allowed roots.")
+IMPORT_ESCAPE = _code("import-escape", E, "import `{path}` leaves the allowed folders",
+                      "Imports stay below the importing file's folder or the library roots.")
+IMPORT_CYCLE = _code("import-cycle", E, "import cycle: {cycle}", "Files that import each other.")
+UNKNOWN_PARAM = _code("unknown-param", E, "`--set {name}`: no param `{name}` in the design", "Overriding a param that does not exist.")
+BAD_SETTING = _code("bad-setting", E, "`--set {text}`: {why}", "A malformed `--set name=value`.")
+SETTING_TYPE = _code("setting-type", E, "`--set {name}` must be {expected} like the param's value, not {got}",
+                     "An override must keep the param's dimension.")
+
+# ---------------------------------------------------------------- values
+WRONG_TYPE = _code("wrong-type", E, "`{field}` must be {expected}, not {got}", "A value of the wrong type.")
+BAD_CHOICE = _code("bad-choice", E, "`{value}` is not a valid `{field}`", "A keyword outside the allowed set.")
+OUT_OF_RANGE = _code("out-of-range", E, "`{field}` must be {bound}; it is {value}", "A value outside its physical range.")
+NOT_INTEGER = _code("not-integer", E, "`{field}` must be a whole number; it is {value}", "A count with a fraction.")
+ORDER = _code("order", E, "`{low}` ({low_value}) must be below `{high}` ({high_value})",
+              "Two fields whose values must be ordered, such as idle < tdp.")
+UNKNOWN_CONSTRUCTOR = _code("unknown-constructor", E, "unknown {what} `{name}`", "A topology or constructor the compiler does not know.")
+UNKNOWN_ARGUMENT = _code("unknown-argument", E, "`{name}` is not an argument of `{call}`", "A misspelled argument.")
+MISSING_ARGUMENT = _code("missing-argument", E, "`{call}` needs `{name}`", "A required constructor argument is absent.")
+BAD_CONSTRAINT = _code("bad-constraint", E, "cannot constrain `{target}` here", "A constraint on an unknown quantity.")
+SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")
+PARAMS_MISMATCH = _code("params-mismatch", W, "stated params {stated} differ from the shape's {computed} by {percent}",
+                        "The stated parameter count is more than 3 % off what the shape implies.")
+BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",
+                   "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
+SERVE_DEMAND = _code("serve-demand", E, "{what}",
+                     "A serve job's demand: request lengths, rate, trace and the SLOs that need them.")
+BAD_TRACE = _code("bad-trace", E, "trace `{path}`: {why}",
+                  "A request trace that cannot be read: rows of `arrival_s,prompt,output`.")
+UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}: {why}",
+                              "Weights or KV cache in a precision the accelerator has no peak for.")
+
+
+def suggest(name: str, candidates: Iterable[str]) -> str:
+    """`did you mean `x`?` from the nearest candidates, or nothing."""
+    candidates = list(candidates)
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in candidates}
+        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+        close = [lowered[c] for c in close]
+    return f"help: did you mean `{close[0]}`?" if close else ""
+
+
+# ---------------------------------------------------------------- the lowered cluster
+POWER_BUDGET = _code("power-budget", E, "cluster `{name}` draws {need} at full load; the budget is {budget}",
+                     "The facility power at full load (PUE included) exceeds `power.budget`.")
+RADIX_TOO_SMALL = _code("radix-too-small", E, "`{fabric}` cannot connect {ports} ports: {tiers} tiers of radix {radix} reach {capacity}",
+                        "A fat tree too small for the endpoints cabled to it.")
+THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ratio:.0f} of its scale-up {up}",
+                      "Scale-out bandwidth per GPU far below scale-up bandwidth.")
+OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio}: GPUs above the leaf get 1/{ratio} of their bandwidth",
+                       "A tier whose uplinks carry less than its downlinks.")
+RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
+                       "Rails should match the NICs per node, one rail each.")

@@ -1,0 +1,111 @@
+"""Collective communication on the tiers of the hierarchy: alpha-beta costs with ring,
+tree, hierarchical and in-network-reduction algorithms.
+
+A group of `size` ranks laid out with `stride` (ranks between members) spans tiers of
+the partition; the collective runs as one stage per tier it crosses, each on that
+tier's per-GPU bandwidth (NCCL's hierarchical rings: reduce-scatter inside the fast
+tier, all-reduce across the slow one on 1/n of the data, all-gather back).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ..compiler.ir import Tier
+
+
+@attrs.frozen
+class Stage:
+    tier: Tier
+    peers: int            # members of the group that meet at this tier (per lower group)
+
+
+def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Stage, ...]:
+    """The stages of a group of `size` ranks, `stride` apart, over `tiers` (innermost first)."""
+    if size <= 1:
+        return ()
+    stages, inside = [], 1
+    for tier in tiers:
+        reach = min(size, max(1, tier.group_gpus // stride))
+        if reach > inside:
+            peers = math.ceil(reach / inside)
+            stages.append(Stage(tier, peers))
+            inside *= peers
+        if inside >= size:
+            break
+    if inside < size and tiers:  # beyond the declared tiers: the outermost carries the rest
+        stages.append(Stage(tiers[-1], math.ceil(size / inside)))
+    return tuple(stages)
+
+
+def _rate(tier: Tier) -> float:
+    return tier.bandwidth * tier.efficiency
+
+
+def _latency(tier: Tier, peers: int) -> float:
+    """Ring latency grows with peers, tree latency with their logarithm; NCCL picks the lower."""
+    return tier.latency * min(peers - 1, 2 * math.ceil(math.log2(peers)))
+
+
+def flat(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """The same group as one ring on its outermost tier: every rank's traffic crosses it."""
+    if not stages:
+        return stages
+    return (Stage(stages[-1].tier, math.prod(s.peers for s in stages)),)
+
+
+def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
+    """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward."""
+    time, share = 0.0, nbytes
+    for stage in stages:
+        n = stage.peers
+        if stage.tier.in_network_reduction:
+            time += share / _rate(stage.tier) + 2 * stage.tier.latency
+        else:
+            time += 2 * (n - 1) / n * share / _rate(stage.tier) + 2 * _latency(stage.tier, n)
+        share /= n
+    return time
+
+
+def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
+    """Half an all-reduce (all-gather costs the same)."""
+    time, share = 0.0, nbytes
+    for stage in stages:
+        n = stage.peers
+        time += (n - 1) / n * share / _rate(stage.tier) + _latency(stage.tier, n)
+        share /= n
+    return time
+
+
+all_gather = reduce_scatter
+
+
+def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
+    """Each rank sends `nbytes` spread evenly over the group; traffic to members reached
+    only at a tier uses that tier's bandwidth; tiers work in parallel, the slowest sets the time."""
+    total = math.prod(s.peers for s in stages)
+    if total <= 1:
+        return 0.0
+    slowest, inside = 0.0, 1
+    for stage in stages:
+        reached = inside * stage.peers
+        share = (reached - inside) / total
+        slowest = max(slowest, nbytes * share / _rate(stage.tier) + _latency(stage.tier, stage.peers))
+        inside = reached
+    return slowest
+
+
+def point_to_point(nbytes: float, tier: Tier | None) -> float:
+    if tier is None:
+        return 0.0
+    return nbytes / _rate(tier) + tier.latency
+
+
+def tier_between(stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
+    """The tier that connects two ranks `stride` apart (pipeline neighbours)."""
+    for tier in tiers:
+        if tier.group_gpus > stride:
+            return tier
+    return tiers[-1] if tiers else None

@@ -1,0 +1,81 @@
+"""A training configuration: the parallel layout and the software stack's behaviour."""
+
+from __future__ import annotations
+
+import attrs
+
+from ..compiler.schema import SOFTWARE_STACKS
+
+# What a software stack does, as far as step time is concerned. Each entry names real,
+# documented behaviour, not a fitted number:
+#   attention: "flash" (fused, causal blocks skipped) or "unfused" (s x s scores in HBM)
+#   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
+#   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
+#   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm)
+#   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A overlap)
+#   hierarchical: collectives use topology-aware rings (NCCL); DeepSpeed's ZeRO-3 of 2021
+#     issued per-partition collectives whose traffic crossed the network in full
+#   dropout: attention and residual dropout in training (GPT-3 era recipes; modern LLM
+#     pre-training runs without it, so no masks are kept)
+#   grad_bytes: bytes per gradient element in the data-parallel reduction (fp32 main
+#     gradients in Megatron-LM with bf16; the parameter dtype in Megatron-Core's DDP
+#     (grad_reduce_in_fp32 = False), NeMo recipes, FSDP mixed precision and MaxText)
+_COLUMNS = ("attention", "fused", "dropout", "tp_overlap", "dp_overlap", "ep_overlap", "hierarchical", "grad_bytes")
+STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name, row in {
+    #                 attention   fused  dropout tp_ovl dp_ovl ep_ovl hier   grad_bytes
+    "megatron":        ("unfused",  True,  True,   False, False, False, True,  4),
+    "megatron_core":   ("flash",    True,  False,  True,  True,  True,  True,  2),
+    "nemo":            ("flash",    True,  False,  True,  True,  True,  True,  2),
+    "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2),
+    "fsdp":            ("flash",    False, False,  False, True,  False, True,  2),
+    "maxtext":         ("flash",    True,  False,  True,  True,  True,  True,  2),
+}.items()}
+assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"
+DEFAULT_STACK = "megatron_core"
+DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
+
+
+@attrs.frozen
+class TrainConfig:
+    """Everything a step-time estimate needs besides the hardware and the model shape."""
+
+    batch: int                 # global batch, sequences per step
+    seq: int
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1                # virtual pipeline stages per GPU (interleaved 1F1B)
+    microbatch: int = 1        # sequences per micro-batch
+    recompute: str = "none"    # none | selective | full
+    sp: bool = False           # sequence parallelism (needs tp > 1 to matter)
+    zero: int = 1              # 0 DDP, 1 optimizer sharded (distributed optimizer), 2 + grads, 3 + weights (FSDP)
+    precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
+    stack: str = DEFAULT_STACK
+    # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
+    # outermost. Expert layers fold their own groups over the same ranks (see `stride`).
+    order: tuple[str, ...] = DEFAULT_ORDER
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def microbatches(self) -> int:
+        """Micro-batches per pipeline per step."""
+        return max(1, self.batch // (self.dp * self.microbatch))
+
+    def stride(self, dim: str) -> int:
+        """Ranks between neighbours of `dim`'s groups: the product of the sizes inside it.
+        Expert groups take consecutive ranks (MoE parallel folding with expert TP = 1)."""
+        if dim == "ep":
+            return 1
+        inner = self.order[: self.order.index(dim)]
+        size = 1
+        for d in inner:
+            size *= getattr(self, d)
+        return size
+
+    def behaviour(self, key: str) -> object:
+        return STACKS.get(self.stack, STACKS[DEFAULT_STACK])[key]

@@ -1,0 +1,101 @@
+"""From a checked `train` block to what the model evaluates: the model shape, the
+partition it runs on, and the configuration with every pinned choice applied."""
+
+from __future__ import annotations
+
+import attrs
+
+from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
+from ..compiler.ir import ClusterGraph, Partition
+from ..compiler.lower import lower_cluster
+from .config import DEFAULT_STACK, TrainConfig
+from .shape import ModelShape
+
+
+class JobError(ValueError):
+    """The job cannot be evaluated as written; the message says why."""
+
+
+@attrs.frozen
+class Job:
+    name: str
+    entity: Entity
+    shape: ModelShape
+    graph: ClusterGraph
+    partition: Partition
+    gpus: int                     # GPUs available to the job
+    batch: int
+    seq: int
+    precision: str
+    stack: str
+    pinned: dict[str, object]     # parallelism choices fixed in the file
+    tokens: float | None
+
+
+def train_job(design: Design, name: str | None = None) -> Job:
+    jobs = [e for e in design.entities if e.kind == "train"]
+    named = name is not None and not any(j.name == name for j in jobs)
+    other = next((e for e in design.entities if e.name == name), None) if named else None
+    if other is not None:
+        known = f"; the design's train jobs: {', '.join(j.name for j in jobs)}" if jobs else ""
+        what = f"{other.kind} job" if other.kind == "serve" else other.kind
+        raise JobError(f"`{name}` is a {what}, not a train job{known}")
+    if not jobs:
+        raise JobError("the design has no `train` job")
+    local = [j for j in jobs if j.span.path == design.root] or jobs
+    if name is None:
+        entity = local[0]
+    else:
+        entity = next((j for j in jobs if j.name == name), None)
+        if entity is None:
+            raise JobError(f"no train job `{name}`; the design has: {', '.join(j.name for j in jobs)}")
+    return job_from_entity(entity)
+
+
+def job_from_entity(entity: Entity) -> Job:
+    graph, partition = placement(entity)
+    model = entity.get("model")
+    shape = ModelShape.from_entity(model)
+    seq = entity.get("seq") or shape.seq
+    parallelism = entity.get("parallelism")
+    pinned = {} if parallelism is None else {i.name: _plain(i.value) for i in parallelism.items}
+    gpus = min(entity.get("gpus") or partition.gpus, partition.gpus)
+    precision = _plain(entity.get("precision", Symbol("bf16")))
+    tokens = entity.get("tokens")
+    return Job(entity.name, entity, shape, graph, partition, gpus, entity.get("batch"), seq, precision,
+               _plain(entity.get("software", Symbol(DEFAULT_STACK))), pinned,
+               float(tokens) if tokens is not None else None)
+
+
+def _plain(value: object) -> object:
+    return value.name if isinstance(value, Symbol) else value
+
+
+def placement(entity: Entity) -> tuple[ClusterGraph, Partition]:
+    target = entity.get("on")
+    if isinstance(target, tuple):
+        if len(target) != 1:
+            raise JobError(f"`{entity.name}` spans {len(target)} partitions; evaluating one configuration "
+                           "needs a single partition (the optimizer splits heterogeneous jobs)")
+        target = target[0]
+    if isinstance(target, PartitionRef):
+        graph = lower_cluster(target.cluster)
+        return graph, graph.partition(target.name)
+    graph = lower_cluster(target)
+    if len(graph.partitions) != 1:
+        names = ", ".join(f"{graph.name}.{p.name}" for p in graph.partitions)
+        raise JobError(f"`{graph.name}` has several partitions; run `{entity.name}` on one of {names}")
+    return graph, graph.partitions[0]
+
+
+def pinned_config(job: Job) -> TrainConfig:
+    """The configuration the file pins; unpinned tp/pp/cp/ep/vp default to 1 and dp fills the GPUs."""
+    p = job.pinned
+    tp, pp, cp = (int(p.get(k, 1)) for k in ("tp", "pp", "cp"))
+    most = max(1, job.gpus // (tp * pp * cp))
+    dp = int(p.get("dp") or next(d for d in range(most, 0, -1) if job.batch % d == 0))
+    recompute = p.get("recompute", "none")
+    return TrainConfig(
+        batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=int(p.get("ep", 1)), vp=int(p.get("vp", 1)),
+        microbatch=int(p.get("microbatch", 1)), recompute=str(recompute), sp=bool(p.get("sp", tp > 1)),
+        zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack))

@@ -1,0 +1,253 @@
+"""Step time of a training configuration on a partition: compute per micro-batch and
+layer, exposed communication per parallel dimension, the pipeline bubble, gradient
+synchronization and the optimizer, then throughput, MFU/HFU and memory."""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+
+from ..compiler.ir import Partition
+from . import comms
+from .compute import hbm_rate, op_time, peak
+from .config import TrainConfig
+from .memory import Memory, memory, params_per_gpu
+from .shape import ModelShape
+from .workload import backward_factor, layer_forward, logits_forward, moe_tokens
+
+TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
+DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
+ADAM_BYTES_PER_PARAM = 30  # read fp32 param, grad, m, v; write param, m, v; write bf16 copy
+# ZeRO-3/FSDP gathers and scatters parameters for every layer of every micro-batch, in
+# parallel with that compute; the collectives' kernels take SMs and HBM bandwidth from it,
+# so the overlapped part still costs this share of the shorter of the two. Fitted on the
+# ZeRO-3, FSDP and MaxText runs (benchmarks/calibrate.py).
+GATHER_CONTENTION = 0.5
+EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
+# Host-side cost of one MoE layer per micro-batch, forward and backward: dropless routing
+# needs the token counts on the host before the expert GEMMs launch (a device-to-host
+# sync per pass), so the GPU queue drains and ~100 small kernels are launched serially.
+# Fitted on the published MoE runs (benchmarks/calibrate.py); it does not scale with tokens.
+MOE_LAYER_OVERHEAD_S = 6e-3
+
+
+@attrs.frozen
+class Breakdown:
+    """Seconds per step on the critical path."""
+
+    compute: float
+    recompute: float
+    tp: float
+    cp: float
+    ep: float
+    pp: float
+    bubble: float
+    dp: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        return sum(getattr(self, f.name) for f in attrs.fields(Breakdown))
+
+    def rows(self) -> tuple[tuple[str, float], ...]:
+        return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Breakdown))
+
+
+@attrs.frozen
+class Estimate:
+    config: TrainConfig
+    step_time: float
+    breakdown: Breakdown
+    tokens_per_s: float
+    mfu: float
+    hfu: float
+    model_flops_per_gpu: float   # FLOP/s per GPU counted the model's way
+    memory: Memory
+    hbm: float
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.config.gpus
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.total <= self.hbm
+
+
+@attrs.frozen
+class _Layer:
+    """Per micro-batch seconds of one layer on one GPU, by component."""
+
+    forward: float
+    backward: float
+    recompute: float
+    tp: float
+    cp: float
+    ep: float
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward + self.recompute + self.tp + self.cp + self.ep
+
+
+def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estimate:
+    chip, tiers = partition.node.accelerator, partition.tiers
+    dense, moe = _layer(shape, cfg, partition, False), _layer(shape, cfg, partition, True)
+    moe_layers = shape.moe_layers / cfg.pp
+    dense_layers = shape.layers / cfg.pp - moe_layers
+    logits = sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op)) for op in logits_forward(shape, cfg))
+    boundary = comms.tier_between(cfg.stride("pp"), tiers)
+    # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
+    # pipeline); each of the vp model chunks on a GPU sends forward and backward.
+    message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
+    p2p = 2 * cfg.vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
+    stage = dense_layers * dense.total + moe_layers * moe.total + logits + p2p
+    m = cfg.microbatches
+    bubble = (cfg.pp - 1) / cfg.vp * stage if cfg.pp > 1 else 0.0
+    # One micro-batch through this stage's layers, exposed communication included: the
+    # window that gradient reduction and parameter gathering overlap with.
+    layer_pass = dense_layers * dense.total + moe_layers * moe.total
+    dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
+    optimizer = _optimizer_time(shape, cfg, partition)
+    per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
+    breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
+                          per("ep"), m * p2p, bubble, dp, optimizer)
+    step = breakdown.total
+    tokens = cfg.batch * cfg.seq
+    model_flops = shape.model_flops_per_token(cfg.seq) * tokens
+    hardware_flops = model_flops + _recompute_flops(shape, cfg) * tokens
+    denominator = step * cfg.gpus * peak(chip, cfg.precision)
+    return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
+                    model_flops / step / cfg.gpus, memory(shape, cfg), chip.hbm_capacity)
+
+
+def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
+    # Batch, virtual stages and the ZeRO stage never change a layer's micro-batch cost:
+    # normalize them away so that configurations differing only there share the work.
+    return _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0), partition, moe)
+
+
+@functools.lru_cache(maxsize=65536)
+def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
+    chip, tiers = partition.node.accelerator, partition.tiers
+    ops = layer_forward(shape, cfg, moe)
+    times = [(op, op_time(op, chip, cfg.precision)) for op in ops]
+    forward = sum(t for _, t in times)
+    backward = sum(t * backward_factor(op) for op, t in times)
+    attention = sum(t for op, t in times if op.kind == "attention")
+    recompute = {"full": forward, "selective": attention}.get(cfg.recompute, 0.0)
+    gemms = sum(t for op, t in times if op.kind == "gemm")
+    tp = _tp_exposed(shape, cfg, tiers, gemms)
+    cp = _cp_exposed(shape, cfg, tiers, attention)
+    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
+    return _Layer(forward, backward, recompute, tp, cp, ep)
+
+
+def _activation_message(shape: ModelShape, cfg: TrainConfig) -> float:
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    return 2 * tokens * shape.hidden / (cfg.tp if cfg.sp else 1)
+
+
+def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> float:
+    """Two all-reduces (or reduce-scatter + all-gather pairs) forward, two backward, two
+    more when the forward is recomputed; overlapped with the GEMMs by stacks that can."""
+    if cfg.tp == 1:
+        return 0.0
+    stages = comms.place(cfg.tp, cfg.stride("tp"), tiers)
+    one = comms.all_reduce(_activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), stages)
+    # With sequence parallelism the backward needs the layer input gathered again
+    # (Korthikanti et al. 2022, Sec 4.2.2): half an all-reduce more.
+    count = 4 + (2 if cfg.recompute == "full" else 0) + (0.5 if cfg.sp else 0)
+    total = count * one
+    if not cfg.behaviour("tp_overlap"):
+        return total
+    # Overlapped, the GEMMs and their collectives take as long as the slower of the two,
+    # so faster GEMMs or faster links can never lengthen the step.
+    return max(total - gemms, 0.0) + TP_OVERLAP_RESIDUE * total
+
+
+def _cp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, attention: float) -> float:
+    """Ring attention passes K and V around the CP group, overlapped with attention math."""
+    if cfg.cp == 1:
+        return 0.0
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    kv = 2 * tokens * 2 * shape.kv_heads * shape.head_dim / cfg.tp
+    stages = comms.place(cfg.cp, cfg.stride("cp"), tiers)
+    step = comms.all_to_all(kv * (cfg.cp - 1), stages)  # each rank sends its KV to every other
+    forward = max(step - attention, 0.0)
+    backward = max(2 * step - 2.5 * attention, 0.0)
+    return forward + backward
+
+
+def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> float:
+    """Dispatch and combine all-to-all, forward and backward (four per MoE layer); fp8
+    recipes dispatch in fp8, everything else moves bf16. Stacks that overlap the
+    all-to-all with another micro-batch's compute expose only what compute cannot hide."""
+    if cfg.ep == 1:
+        return 0.0
+    tokens = moe_tokens(cfg)
+    dispatch = 1 if cfg.precision in ("fp8", "fp4") else 2
+    stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
+    total = sum(comms.all_to_all(tokens * shape.top_k * shape.hidden * b, stages) for b in (dispatch, 2, 2, 2))
+    if not cfg.behaviour("ep_overlap"):
+        return total
+    return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total
+
+
+def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer_pass: float) -> float:
+    """Gradient reduction (and parameter gathering) across data-parallel replicas.
+
+    Bucketed reduction overlaps with the backward half of the last micro-batch (about
+    two thirds of its pass); FSDP gathers and reduces every micro-batch, overlapped with
+    all of them. Windows are shares of passes that count fully in the step, so a faster
+    pass can expose more communication but never lengthen the step.
+    """
+    replicas = cfg.dp * cfg.cp
+    if replicas == 1:
+        return 0.0
+    params = params_per_gpu(shape, cfg)
+    grad_bytes = int(cfg.behaviour("grad_bytes"))
+    stages = comms.place(replicas, min(cfg.stride("dp"), cfg.stride("cp")), partition.tiers)
+    if not cfg.behaviour("hierarchical"):
+        stages = comms.flat(stages)
+    if cfg.zero >= 3:
+        per_step = comms.reduce_scatter(params * grad_bytes, stages) + 2 * comms.all_gather(params * 2, stages)
+        per_step *= cfg.microbatches
+        if not cfg.behaviour("dp_overlap"):
+            return per_step
+        hidden_by = cfg.microbatches * layer_pass
+        return max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
+    if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
+        # updated parameters during the next step's first forward (Megatron's distributed optimizer)
+        parts = ((comms.reduce_scatter(params * grad_bytes, stages), 2 / 3),
+                 (comms.all_gather(params * 2, stages), 1 / 3))
+    else:
+        parts = ((comms.all_reduce(params * grad_bytes, stages), 2 / 3),)
+    if not cfg.behaviour("dp_overlap"):
+        return sum(seconds for seconds, _ in parts)
+    return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
+
+
+def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
+    """Tied input and output embeddings live on the first and last stage; their gradients
+    are all-reduced between the two every step."""
+    if cfg.pp == 1 or not shape.tied_embeddings:
+        return 0.0
+    stride = cfg.stride("pp") * (cfg.pp - 1)
+    stages = (comms.Stage(comms.tier_between(stride, tiers), 2),)
+    return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
+
+
+def _optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+    params = params_per_gpu(shape, cfg) / (cfg.dp * cfg.cp if cfg.zero >= 1 else 1)
+    return params * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
+
+
+def _recompute_flops(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Extra forward FLOPs per token that recomputation adds (for HFU)."""
+    if cfg.recompute == "full":
+        return shape.forward_flops_per_token(cfg.seq) - 2 * shape.hidden * shape.vocab
+    if cfg.recompute == "selective":
+        return shape.attention_core_flops_per_token(cfg.seq)
+    return 0.0

@@ -1,0 +1,78 @@
+"""Plan whichever job a design names: a train job (with its power budget), a job split across
+partitions, or a serve job. The command line, the report and the diagrams all start here, so
+that each job kind takes one path from the design to its plan."""
+
+from __future__ import annotations
+
+import attrs
+
+from ..compiler.design import Design, Entity
+from ..model.job import train_job
+from .hetero import HeteroPlan, hetero_entity, plan_hetero
+from .plan import Plan, plan
+from .power import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
+from .serve import ServePlan, plan_serve, serve_entity
+
+
+@attrs.frozen
+class Budgeted:
+    """A power budget met with GPU counts and clocks (the GP), and the curve around it."""
+
+    inputs: PowerInputs
+    result: PowerResult
+    curve: tuple[tuple[float, float], ...]
+
+
+@attrs.frozen
+class TrainOutcome:
+    plan: Plan
+    power: Budgeted | None = None
+
+    @property
+    def feasible(self) -> bool:
+        """A plan exists, or the only thing it breaks is the power bound that the GP meets."""
+        if self.plan.best is not None:
+            return True
+        return self.power is not None and self.power.result.feasible and self.plan.binding == ("power",)
+
+
+Outcome = TrainOutcome | HeteroPlan | ServePlan
+
+
+def job_objective(job: Entity) -> str:
+    """The planner objective a job's `maximize` / `minimize` names."""
+    maximize, minimize = job.get("maximize"), job.get("minimize")
+    if minimize is not None:
+        return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
+    return {"mfu": "mfu"}.get(getattr(maximize, "name", ""), "throughput")
+
+
+def plan_design(design: Design, job: str | None = None, objective: str | None = None, top: int = 3) -> Outcome:
+    """The plan of `job` (default: the first train job, else the first serve job).
+    Raises `model.job.JobError` when the design has no such job."""
+    entity = hetero_entity(design, job)
+    if entity is not None:
+        return plan_hetero(entity)
+    entity = serve_entity(design, job)
+    if entity is not None:
+        return plan_serve(entity, top)
+    train = train_job(design, job)
+    objective = objective or job_objective(train.entity)
+    chosen = plan(train, objective, top)
+    return TrainOutcome(chosen, _budgeted(train, chosen, objective))
+
+
+def feasible(outcome: Outcome) -> bool:
+    if isinstance(outcome, TrainOutcome):
+        return outcome.feasible
+    return outcome.best is not None
+
+
+def _budgeted(job, chosen: Plan, objective: str) -> Budgeted | None:
+    """Meet the job's power bound (or the cluster's budget) with GPU counts and clocks."""
+    bounded = without_power_limit(job) is not job
+    powered = power_plan(job, objective=objective, chosen=None if bounded else chosen)
+    if powered is None:
+        return None
+    inputs, result = powered
+    return Budgeted(inputs, result, tuple(budget_curve(inputs, result.budget)))

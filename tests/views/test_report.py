@@ -1,0 +1,141 @@
+"""`gclc report`: one self-contained, deterministic HTML file, with the sections a design
+(with or without a plannable job) calls for; it opens in headless Chromium without
+console errors and draws something."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gclc.views import report
+from gclc.cli.main import main
+from gclc.compiler.driver import check_file
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANNED, UNPLANNED = "dgx_h100_superpod.gcl", "custom_dsa.gcl"
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--enable-logging=stderr",
+                  "--v=0", "--window-size=1280,2400")
+# Injected into a copy of the report for the browser test only: the report itself has no script.
+HARNESS = """<script>
+(function () {
+  console.error = function () { console.log("GCLC-ERROR " + Array.prototype.join.call(arguments, " ")); };
+  window.addEventListener("error", function (e) {
+    var t = e.target;
+    console.log("GCLC-ERROR " + (t && t !== window ? "resource " + (t.src || t.href) : e.message));
+  }, true);
+  window.addEventListener("load", function () { console.log("GCLC-LOADED"); });
+})();
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def reports():
+    out = {}
+    for name in (PLANNED, UNPLANNED, "hetero_h100_a100.gcl"):
+        design = check_file(str(ROOT / "examples" / name)).design
+        out[name] = report.report_html(design, source=f"examples/{name}")
+    return out
+
+
+def _sections(text: str) -> list[str]:
+    return re.findall(r"<h2>([^<]+)</h2>", text)
+
+
+def test_a_planned_design_gets_every_section(reports):
+    text = reports[PLANNED]
+    assert _sections(text) == ["Design", "Plan", "Step time", "Memory per GPU", "Throughput against power budget",
+                               "Runners-up", "Roofline", "Diagrams"]
+    assert "llama3_405b_pretrain" in text and "bisection bandwidth" in text
+    assert "<th>range</th>" in text                         # the plan's 80 % error band
+    for caption in ("topology:", "placement:", "power:"):
+        assert f"<figcaption>{caption}" in text
+    assert text.count("<svg") >= 7
+
+
+def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
+    for name, why in ((UNPLANNED, "no `train` job"), ("hetero_h100_a100.gcl", "spans 2 partitions")):
+        text = reports[name]
+        assert _sections(text) == ["Design", "Plan", "Roofline", "Diagrams"]
+        assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
+        assert "<figcaption>placement:" not in text
+
+
+def test_the_report_is_self_contained(reports):
+    for text in reports.values():
+        assert "<script" not in text and "<?xml" not in text and "<!DOCTYPE svg" not in text
+        assert not re.search(r'\b(src|href)="(?!#|data:)', text)
+        assert not re.search(r"url\((?!#)", text)
+        assert "dc:date" not in text.lower()
+        ids = re.findall(r'\bid="([^"]+)"', text)
+        assert len(ids) == len(set(ids)), "inline SVGs share element ids"
+
+
+def test_the_report_is_deterministic(reports):
+    design = check_file(str(ROOT / "examples" / UNPLANNED)).design
+    assert report.report_html(design, source=f"examples/{UNPLANNED}") == reports[UNPLANNED]
+
+
+def test_the_error_band_hook_adds_a_range_column(reports):
+    from gclc.model.job import train_job
+    from gclc.solver.plan import plan
+
+    chosen = plan(train_job(check_file(str(ROOT / "examples" / PLANNED)).design))
+
+    class Banded:
+        error_band = {"step_time_s": (70.0, 90.0)}
+
+        def __getattr__(self, name):
+            return getattr(chosen, name)
+
+    assert set(report.plan_error_band(chosen)) >= {"step_time_s", "tokens_per_s", "mfu"}
+    low, high = report.plan_error_band(chosen)["step_time_s"]
+    assert low < chosen.best.step_time < high
+    table = report._metrics_table(Banded())
+    assert "<th>range</th>" in table and "70 – 90" in table
+
+
+def test_the_power_curve_section_is_omitted_with_a_note_without_solver_power(monkeypatch):
+    from gclc.model.job import train_job
+    from gclc.solver.plan import plan
+
+    chosen = plan(train_job(check_file(str(ROOT / "examples" / "a100_cluster.gcl")).design))
+    monkeypatch.setitem(sys.modules, "gclc.solver.power", None)
+    section = report._power_curve_section(chosen)
+    assert "Omitted: solver/power.py" in section and "<svg" not in section
+
+
+def test_report_command(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", str(ROOT / "examples" / UNPLANNED), "-o", str(out)]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert main(["report", str(ROOT / "examples" / UNPLANNED), "-o", str(tmp_path / "x.html"), "--job", "x"]) == 1
+    assert "no `train` job" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
+
+
+def _pixel_spread(png: Path) -> float:
+    from PIL import Image, ImageStat
+
+    with Image.open(png) as image:
+        return ImageStat.Stat(image.convert("L")).stddev[0]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
+@pytest.mark.parametrize("name", [PLANNED, UNPLANNED])
+def test_the_report_opens_in_headless_chromium(name, reports, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(reports[name].replace("<head>", "<head>\n" + HARNESS, 1))
+    shot = tmp_path / "shot.png"
+    done = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                           f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert any("GCLC-LOADED" in line for line in console), done.stderr[-2000:]
+    assert [line for line in console if "GCLC-LOADED" not in line] == []
+    assert shot.exists() and _pixel_spread(shot) > 10

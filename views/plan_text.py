@@ -1,0 +1,155 @@
+"""Plans as terminal text, for every job kind."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..dsl.units import BYTES, POWER, Quantity, format_quantity
+from ..model.step import Estimate
+from ..solver.hetero import HeteroPlan
+from ..solver.jobs import Outcome, TrainOutcome
+from ..solver.power import PowerInputs, PowerResult
+from ..solver.serve import ServePlan
+from .serve import serve_text
+from .plan_json import parallelism
+
+
+def outcome_text(outcome: Outcome) -> str:
+    """The text of any job's plan."""
+    if isinstance(outcome, HeteroPlan):
+        return hetero_text(outcome)
+    if isinstance(outcome, ServePlan):
+        return serve_text(outcome)
+    text = plan_text(outcome.plan)
+    if outcome.power is not None:
+        budgeted = outcome.power
+        text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
+            f"{b / 1e6:,.4g} MW: {t:,.0f}" for b, t in budgeted.curve) + " tokens/s"
+    return text
+
+
+def infeasible_message(outcome: Outcome) -> str:
+    """One line for stderr saying why a plan is infeasible."""
+    if isinstance(outcome, HeteroPlan):
+        reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (outcome.data, outcome.pipeline) if s.message)
+        return (f"gclc: infeasible: `{outcome.name}` fits neither split across its partitions"
+                + (f" ({reasons})" if reasons else ""))
+    if isinstance(outcome, ServePlan):
+        return (f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits"
+                + (f" ({'; '.join(outcome.binding)})" if outcome.binding else ""))
+    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
+    reason = getattr(chosen, "infeasibility", None)
+    if reason is not None:
+        return f"gclc: infeasible: {reason.message}"
+    job = chosen.job
+    return f"gclc: infeasible: no admissible configuration of `{job.name}` on {job.gpus} GPUs"
+
+
+def _b(value: float) -> str:
+    return format_quantity(Quantity(Fraction(repr(value)), BYTES))
+
+
+def _w(value: float) -> str:
+    return format_quantity(Quantity(Fraction(repr(value)), POWER))
+
+
+def _config(e: Estimate) -> str:
+    p = parallelism(e)
+    return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} vp={p['vp']} "
+            f"mb={p['microbatch']} recompute={p['recompute']} zero={p['zero']}")
+
+
+def _placement_text(plan) -> str:
+    parts = []
+    for p in getattr(plan, "placement", ()):
+        if p.size > 1:
+            parts.append(f"{p.dim}={p.size} on {' + '.join(p.tiers) or 'one GPU'}")
+    return "; ".join(parts) or "one GPU"
+
+
+def plan_text(plan) -> str:
+    job = plan.job
+    head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
+    evaluated, pruned = getattr(plan, "evaluated", plan.considered), getattr(plan, "pruned", 0)
+    lines = [head, f"  objective  {plan.objective} ({plan.status}, {plan.considered:,} configurations: "
+                   f"{evaluated:,} evaluated, {pruned:,} pruned, {plan.seconds:.2f} s)"]
+    e = plan.best
+    if e is None:
+        reason = getattr(plan, "infeasibility", None)
+        if reason is not None:
+            lines.append(f"  infeasible {reason.message}")
+        return "\n".join(lines)
+    lines += [
+        f"  parallel   {_config(e)}  ({e.config.gpus} GPUs)",
+        f"  placement  {_placement_text(plan)}  (order {', '.join(e.config.order)})",
+        f"  step       {e.step_time:.3f} s    {e.tokens_per_s:,.0f} tokens/s    {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU"
+        f"    (80 % band {plan.error_band['tokens_per_s'][0]:,.0f}-{plan.error_band['tokens_per_s'][1]:,.0f} tokens/s)",
+        f"  MFU        {e.mfu:.1%}   HFU {e.hfu:.1%}   ({e.model_flops_per_gpu / 1e12:.0f} model TFLOP/s per GPU)",
+        f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
+        + ", ".join(f"{k} {_b(v)}" for k, v in e.memory.rows() if v),
+        "  breakdown  " + ", ".join(f"{k} {v:.3f} s" for k, v in e.breakdown.rows() if v),
+        f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU), "
+        f"{plan.energy_per_token:.3g} J/token",
+        "  binds      " + "; ".join(plan.binding),
+    ]
+    if job.tokens:
+        days = job.tokens / e.tokens_per_s / 86400
+        lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")
+    for i, r in enumerate(plan.runners_up, 2):
+        lines.append(f"  #{i}         {_config(r)} [{','.join(r.config.order)}]: {r.step_time:.3f} s, MFU {r.mfu:.1%}")
+    if getattr(plan, "proof", ""):
+        lines.append(f"  proof      {plan.proof}")
+    return "\n".join(lines)
+
+
+def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
+    """A few lines for `gclc plan`."""
+    head = f"power budget {result.budget / 1e6:,.4g} MW ({result.objective})"
+    if result.status != "optimal":
+        return f"{head}: {result.status}: {result.message}"
+    lines = [f"{head}: {result.message}",
+             f"  GPUs running     {result.gpus:,.1f} ({result.whole_gpus:,} in whole replicas, "
+             f"{result.whole_tokens_per_s:,.0f} tokens/s)",
+             f"  clock            {result.clock:.1%} of full, power cap {result.power_cap:,.0f} W per GPU",
+             f"  throughput       {result.tokens_per_s:,.0f} tokens/s",
+             f"  facility power   {result.facility_power / 1e6:,.4g} MW"]
+    if result.energy_per_token is not None:
+        lines.append(f"  energy           {result.energy_per_token:,.4g} J per token")
+    if result.marginal_tokens_per_s_per_mw is not None:
+        lines.append(f"  marginal power   {result.marginal_tokens_per_s_per_mw:,.0f} tokens/s per extra MW")
+    if result.time_to_train is not None:
+        lines.append(f"  time to train    {result.time_to_train / 86400:,.1f} days")
+    if inputs is not None:
+        a1, a2, a3, a4 = inputs.shares
+        check = f", {inputs.fit_error:+.1%} vs the estimate at fewer replicas" if inputs.fit_error is not None else ""
+        lines.append(f"  model            step shares: per micro-batch {a1:.2f} clocked + {a2:.2f} other, "
+                     f"fixed {a3:.2f} clocked + {a4:.2f} other{check}")
+    return "\n".join(lines)
+
+
+def hetero_text(result: HeteroPlan) -> str:
+    lines = [f"job {result.name}: {len(result.plans)} partitions, {result.status}"]
+    for s in (result.data, result.pipeline):
+        mark = "*" if result.best is s else " "
+        if s.status != "optimal":
+            lines.append(f"{mark} {s.mode} split: {s.status}: {s.message}")
+            continue
+        lines.append(f"{mark} {s.mode} split: {s.tokens_per_s:,.0f} tokens/s, step {s.step_time:.3f} s "
+                     f"(compute {s.compute_time:.3f} s + cross-partition {s.exchange:.3f} s), "
+                     f"{s.power / 1e6:,.3g} MW facility")
+        unit = "sequences" if s.mode == "data" else "layers"
+        for x in s.shares:
+            if x.items == 0:
+                lines.append(f"    {x.partition:<12} unused")
+                continue
+            c = x.config
+            layout = f"tp {c.tp} pp {c.pp} dp {c.dp} cp {c.cp} mb {c.microbatch}" if c else ""
+            lines.append(f"    {x.partition:<12} {x.items:>6} {unit}  busy {x.busy:.3f} s  "
+                         f"utilization {x.utilization:.0%}  {x.gpus} x {x.chip}  {layout}"
+                         + ("" if x.fits else "  (does not fit)"))
+        if s.message:
+            lines.append(f"    note: {s.message}")
+    for p in result.plans:
+        alone = f"{p.best.tokens_per_s:,.0f} tokens/s" if p.best else p.status
+        lines.append(f"  alone on {p.job.partition.name}: {alone}")
+    return "\n".join(lines)

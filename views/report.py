@@ -1,0 +1,293 @@
+"""`gclc report`: one self-contained HTML file about a design and its plan.
+
+Inline CSS, inline SVG (matplotlib plots and graphviz diagrams), no script and nothing
+fetched at view time. Sections: the design summary (every derived number with its
+formula), the plan and its metrics, the step-time and memory breakdowns, the chip's
+roofline, throughput against the power budget, the runner-up plans and the three
+diagrams. A design without a plannable train job gets the summary and the diagrams.
+"""
+
+from __future__ import annotations
+
+import html
+
+import attrs
+
+from . import render
+from ..compiler.design import Design
+from ..compiler.ir import ClusterGraph
+from ..compiler.metrics import explain
+from .plan_json import parallelism
+
+CSS = """
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
+       color: #212121; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #e0e0e0; margin-top: 2em; }
+.cards { display: flex; flex-wrap: wrap; gap: 0.8em; margin: 1em 0; }
+.card { background: #f5f7fa; border-radius: 8px; padding: 0.6em 1em; min-width: 9em; }
+.card b { display: block; font-size: 1.3em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
+td, th { border-bottom: 1px solid #eeeeee; padding: 0.25em 0.8em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.formula { color: #616161; font-family: "DejaVu Sans Mono", monospace; font-size: 0.85em; }
+.note { color: #6d4c41; background: #fff8e1; padding: 0.4em 0.8em; border-radius: 4px; }
+figure { margin: 1em 0; overflow-x: auto; } figure svg { max-width: 100%; height: auto; }
+figcaption { color: #616161; font-size: 0.9em; }
+"""
+
+
+@attrs.frozen
+class Context:
+    design: Design
+    graph: ClusterGraph
+    plan: object | None          # solver.plan.Plan
+    note: str                    # why there is no plan, when there is none
+    source: str
+
+
+def plan_error_band(plan) -> dict[str, tuple[float, float]]:
+    """HOOK (error band): the uncertainty of the plan's predictions.
+
+    `solver.plan.Plan` may later carry `error_band`: a mapping from a `plan --json` metric
+    key (`step_time_s`, `tokens_per_s`, `mfu`, ...) to a (low, high) pair in that metric's
+    units. Until it does, this returns {} and the report says so in one line.
+    """
+    band = getattr(plan, "error_band", None)
+    return dict(band) if band else {}
+
+
+def report_html(design: Design, job: str | None = None, objective: str | None = None, source: str = "") -> str:
+    """The report as HTML text. `job` names the train job (a missing name raises `JobError`)."""
+    context = _context(design, job, objective, source)
+    body = [_header(context), _design_section(context.graph)]
+    body += _plan_sections(context) if context.plan is not None and context.plan.best is not None else [
+        _section("Plan", _infeasible(context.plan) if context.plan is not None else _note(context.note))]
+    body.append(_roofline_section(context))
+    body.append(_diagrams(context))
+    title = f"gclc report: {context.graph.name}"
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{_e(title)}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>{CSS}</style>\n</head>\n"
+            "<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def plan_html(plan) -> str:
+    """A plan as an HTML fragment (for Jupyter): the text summary and the placement diagram."""
+    from .plan_text import plan_text
+    from .report_plots import scope_ids
+
+    svg = render.plan_svg(plan)
+    figure = _figure(scope_ids(svg, "placement"), "placement") if svg else ""
+    return f"<div><pre>{_e(plan_text(plan))}</pre>{figure}</div>"
+
+
+def _context(design: Design, job_name: str | None, objective: str | None, source: str) -> Context:
+    from ..solver.plan import plan as make_plan
+    from ..compiler.lower import lower
+    from ..model.job import JobError, train_job
+
+    try:
+        job = train_job(design, job_name)
+    except JobError as error:
+        if job_name is not None:
+            raise
+        return Context(design, lower(design), None, str(error), source)
+    if objective is None:
+        from ..solver.jobs import job_objective
+        objective = job_objective(job.entity)
+    return Context(design, job.graph, make_plan(job, objective), "", source)
+
+
+# ----------------------------------------------------------------- HTML pieces
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _section(title: str, *parts: str) -> str:
+    return f"<section>\n<h2>{_e(title)}</h2>\n" + "\n".join(parts) + "\n</section>"
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_e(text)}</p>'
+
+
+def _table(head: tuple[str, ...], rows, numeric: tuple[int, ...] = (1,), formula: int | None = None) -> str:
+    def cell(i: int, value: object) -> str:
+        css = ' class="num"' if i in numeric else (' class="formula"' if i == formula else "")
+        return f"<td{css}>{_e(value)}</td>"
+    lines = ["<table>", "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    lines += ["<tr>" + "".join(cell(i, v) for i, v in enumerate(row)) + "</tr>" for row in rows]
+    return "\n".join(lines + ["</table>"])
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>\n{svg}\n<figcaption>{_e(caption)}</figcaption>\n</figure>"
+
+
+def _cards(pairs) -> str:
+    return '<div class="cards">' + "".join(f'<div class="card">{_e(k)}<b>{_e(v)}</b></div>' for k, v in pairs) + "</div>"
+
+
+def _header(c: Context) -> str:
+    rows = {m.key: m for m in explain(c.graph)}
+    peaks = [m for k, m in rows.items() if k.startswith("peak.")]
+    peak = next((m for m in peaks if m.key == "peak.bf16"), peaks[0] if peaks else None)
+    pairs = [("accelerators", f"{c.graph.gpus:,}"), ("HBM", rows["hbm.capacity"].text),
+             ("facility power", rows["power.facility"].text)]
+    if peak is not None:
+        pairs.insert(1, (peak.label, peak.text))
+    if c.graph.power_budget:
+        pairs.append(("power budget", render.fmt(c.graph.power_budget, "W")))
+    if c.plan is not None and c.plan.best is not None:
+        pairs += [("step time", f"{c.plan.best.step_time:.4g} s"), ("MFU", f"{c.plan.best.mfu:.1%}")]
+    where = f" from <code>{_e(c.source)}</code>" if c.source else ""
+    return f"<h1>{_e(c.graph.name)}</h1>\n<p>gclc report{where}.</p>\n" + _cards(pairs)
+
+
+def _design_section(graph: ClusterGraph) -> str:
+    rows = [(m.label, m.text, m.formula) for m in explain(graph)]
+    return _section("Design", "<p>Every derived number of the cluster, with the formula it comes from "
+                              "(as <code>gclc explain</code>).</p>",
+                    _table(("quantity", "value", "formula"), rows, formula=2))
+
+
+# ----------------------------------------------------------------- plan
+
+
+def _plan_sections(c: Context) -> list[str]:
+    from . import report_plots
+
+    p, e = c.plan, c.plan.best
+    return [
+        _section("Plan", _plan_intro(p), _table(("dimension", "value"), parallelism(e).items()),
+                 _metrics_table(p)),
+        _section("Step time", _figure(report_plots.step_breakdown(e.breakdown.rows(), e.step_time),
+                                      f"Seconds of one {e.step_time:.4g} s step on the critical path."),
+                 _table(("component", "seconds", "share"),
+                        [(k, f"{v:.4g}", f"{v / e.step_time:.1%}") for k, v in e.breakdown.rows()], (1, 2))),
+        _section("Memory per GPU", _figure(report_plots.memory(e.memory.rows(), e.hbm),
+                                           f"{render.fmt(e.memory.total, 'B')} of {render.fmt(e.hbm, 'B')} HBM."),
+                 _table(("category", "bytes"), [(k, render.fmt(v, "B")) for k, v in e.memory.rows()])),
+        _power_curve_section(p),
+        _section("Runners-up", _runners(p)),
+    ]
+
+
+def _plan_intro(p) -> str:
+    job = p.job
+    return (f"<p>Job <b>{_e(job.name)}</b> on <b>{_e(job.graph.name)}</b>"
+            + (f" partition <b>{_e(job.partition.name)}</b>" if len(job.graph.partitions) > 1 else "")
+            + f": objective {_e(p.objective)}, {_e(p.status)} over {p.considered:,} configurations. "
+            f"Binds: {_e('; '.join(p.binding))}.</p>")
+
+
+def _metrics_table(p) -> str:
+    e, job = p.best, p.job
+    rows = [("step_time_s", "step time", f"{e.step_time:.4g} s"),
+            ("tokens_per_s", "throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
+            ("tokens_per_s_per_gpu", "per GPU", f"{e.tokens_per_s_per_gpu:,.0f} tokens/s"),
+            ("mfu", "MFU", f"{e.mfu:.1%}"), ("hfu", "HFU", f"{e.hfu:.1%}"),
+            ("memory_per_gpu_bytes", "memory per GPU", render.fmt(e.memory.total, "B")),
+            ("power_w", "power", render.fmt(p.power.total, "W")),
+            ("energy_per_token_j", "energy per token", f"{p.energy_per_token:.3g} J")]
+    if job.tokens:
+        days = job.tokens / e.tokens_per_s / 86400
+        rows.append(("time_to_train_s", "time to train", f"{days:,.1f} days for {job.tokens:.3g} tokens"))
+    band = plan_error_band(p)
+    if not band:
+        return _table(("metric", "value"), [r[1:] for r in rows]) + _note(
+            "No error band for this plan.")
+    return _table(("metric", "value", "range"),  # 80 % bands from the calibration residuals
+                  [(label, value, "{:.4g} – {:.4g}".format(*band[key]) if key in band else "")
+                   for key, label, value in rows], (1, 2))
+
+
+def _infeasible(p) -> str:
+    smallest = p.smallest
+    if smallest is None:
+        return _note(f"No valid configuration of {p.job.name} on {p.job.gpus:,} GPUs.")
+    return _note(f"Infeasible: {p.job.name} needs at least {render.fmt(smallest.memory.total, 'B')} per GPU "
+                 f"with the best configuration for memory; the chip has {render.fmt(smallest.hbm, 'B')}.")
+
+
+def _runners(p) -> str:
+    if not p.runners_up:
+        return _note("No other configuration fits.")
+    rows = []
+    for rank, r in enumerate((p.best, *p.runners_up), 1):
+        par = parallelism(r)
+        rows.append((f"#{rank}", *(par[k] for k in ("tp", "pp", "dp", "cp", "ep", "vp", "microbatch")),
+                     par["recompute"], f"{r.step_time:.4g} s", f"{r.mfu:.1%}", render.fmt(r.memory.total, "B")))
+    head = ("rank", "tp", "pp", "dp", "cp", "ep", "vp", "mb", "recompute", "step", "MFU", "memory")
+    return _table(head, rows, numeric=tuple(range(1, 8)) + (9, 10, 11))
+
+
+def _power_curve_section(p) -> str:
+    """Throughput against the power budget, from `solver.power.throughput_curve` when it exists."""
+    try:
+        from ..solver.power import throughput_curve
+    except ImportError:
+        return _section("Throughput against power budget",
+                        _note("Omitted: solver/power.py (throughput_curve) is not available in this version."))
+    from . import report_plots
+
+    graph = p.job.graph
+    top = max(graph.power_budget or 0.0, p.power.total)
+    budgets = [top * (0.2 + 0.1 * i) for i in range(11)]
+    try:
+        values = list(throughput_curve(p, budgets))
+    except Exception as error:  # a later module's failure must not lose the whole report
+        return _section("Throughput against power budget", _note(f"Omitted: throughput_curve failed: {error}"))
+    points = tuple(pt for pt in map(_point, budgets, values) if pt is not None)
+    svg = report_plots.throughput_curve(points, (p.power.total, p.best.tokens_per_s), graph.power_budget)
+    return _section("Throughput against power budget", _figure(
+        svg, "Tokens/s the power model (solver/power.py) reaches under each facility budget, "
+             "by running fewer GPUs or lower clocks; 0 where the budget cannot run the job."))
+
+
+def _point(budget: float, item) -> tuple[float, float] | None:
+    """(budget W, tokens/s) from a number, a (budget, tokens/s) pair or a result with `tokens_per_s`."""
+    if isinstance(item, (int, float)):
+        return float(budget), float(item)
+    if isinstance(item, (tuple, list)) and len(item) >= 2:
+        return float(item[0]), float(item[1])
+    value = getattr(item, "tokens_per_s", None)
+    return (float(budget), float(value)) if isinstance(value, (int, float)) else None
+
+
+def _roofline_section(c: Context) -> str:
+    from . import report_plots
+    from ..model.workload import layer_forward
+
+    if c.plan is not None and c.plan.best is not None:
+        e, job = c.plan.best, c.plan.job
+        chip, precision = job.partition.node.accelerator, e.config.precision
+        ops = layer_forward(job.shape, e.config, job.shape.is_moe)
+        caption = f"{chip.name} at {precision}; points: one layer's forward operations under the plan."
+    else:
+        chip, precision, ops = c.graph.partitions[0].node.accelerator, "bf16", ()
+        caption = f"{chip.name} at bf16 (no plan: no operations to place on it)."
+    return _section("Roofline", _figure(report_plots.roofline(chip, precision, ops), caption))
+
+
+# ----------------------------------------------------------------- diagrams
+
+
+def _diagrams(c: Context) -> str:
+    from .report_plots import scope_ids
+
+    fabrics = render.fabric_entities(c.design)
+    views = [("topology", render.topology(c.graph, fabrics), "The cluster: one of each repeated unit expanded.")]
+    if c.plan is not None and c.plan.best is not None:
+        views.append(("placement", render.placement(c.plan, fabrics),
+                      "Where each parallel dimension runs, exposed communication per tier, one group highlighted."))
+    views.append(("power", render.power(c.graph), "Where the watts go at full load."))
+    parts = []
+    for name, dot, caption in views:
+        try:
+            svg = render.svg_text(dot)
+        except render.DotMissing as error:
+            return _section("Diagrams", _note(f"Omitted: {error}."))
+        parts.append(_figure(scope_ids(svg, f"diagram-{name}"), f"{name}: {caption}"))
+    return _section("Diagrams", *parts)
