@@ -10,11 +10,12 @@ tier between them. Ranks are laid out tp innermost, then ep, then pp.
 
 One iteration (continuous batching, chunked prefill) runs every decoding sequence one step
 and up to `chunk` prompt tokens. Per stage and micro-batch (the batch is cut into pp
-micro-batches so every stage works) it costs the slower of
+micro-batches so every stage works) it costs two rooflines, one per kind of kernel:
 
-- reading the stage's weights (dense ones, and the routed experts that at least one token
-  picks) and the decoding sequences' KV cache from HBM, and
-- the matrix work at the sustained GEMM rate plus attention at the fused-attention rate,
+- the GEMMs: the slower of reading the stage's weights (dense ones, and the routed experts
+  that at least one token picks) and the matrix work at the sustained GEMM rate;
+- attention: the slower of reading the decoding sequences' KV cache and its arithmetic at
+  the fused-attention rate;
 
 plus kernel launches and the collectives, which are not overlapped (a conservative bound).
 """
@@ -127,7 +128,7 @@ class Replica:
         touched = 1 - (1 - s.top_k / s.routed) ** tokens if s.is_moe else 0.0
         weights = self.dense_weights + self.expert_weights * touched
         rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
-        memory = (weights + kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads) / hbm_rate(chip)
+        kv_read = kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads / hbm_rate(chip)
         work = gemm + attention
         collectives = 0.0
         if c.tp > 1:
@@ -137,7 +138,9 @@ class Replica:
             sent = group / c.tp * s.top_k * s.hidden
             collectives += moe * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
-        return max(work, memory) + layers * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S + collectives, work
+        # the GEMMs and the attention are separate kernels: each is its own roofline
+        rooflines = max(gemm, weights / hbm_rate(chip)) + max(attention, kv_read)
+        return rooflines + layers * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S + collectives, work
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0) -> float:
         """Seconds for one scheduler iteration of the replica: every one of `decoding`

@@ -26,7 +26,7 @@ from ..model.inference import Replica, ServeEstimate, estimate, kv_transfer_time
 from ..model.job import placement
 from ..model.power import job_power
 from ..model.shape import ModelShape
-from .serve_demand import Demand, demand_of
+from .serve_demand import Demand, demand_of, lifetime
 from .serve_sim import Outcome, Pool, simulate
 from .serve_space import Limits, configs, engine_of, limits_of, mode_of
 
@@ -86,8 +86,8 @@ class ServePlan:
     def tokens_per_s(self) -> float:
         if self.decode is None:
             return 0.0
-        if self.outcome is not None:
-            return self.outcome.tokens_per_s
+        if self.outcome is not None and self.demand is not None and self.demand.rate:
+            return self.demand.rate * self.output_tokens  # the SLOs hold in simulation: the demand is served
         if self.prefill is not None:
             return min(self.decode.count * self.decode.estimate.requests_per_s,
                        self.prefill.count * self.prefill.estimate.requests_per_s) * self.demand_output
@@ -127,7 +127,8 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None) -> Ser
     engine = engine_of(entity)
     precision = getattr(entity.get("precision"), "name", "bf16")
     replicas = [replica(shape, cfg, partition, engine) for cfg in configs(shape, partition, limits.gpus, precision, entity)]
-    search = _Search(graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand)
+    search = _Search(graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
+                     lifetime(entity))
     result = search.run()
     return ServePlan(entity.name, graph, partition, limits.gpus, result.mode, result.decode, result.prefill,
                      result.outcome, demand if has_demand else None, demand.prompt, demand.output, limits,
@@ -148,8 +149,9 @@ class _Result:
 
 class _Search:
     def __init__(self, graph, partition, limits: Limits, demand: Demand | None, mode: str,
-                 replicas: list[Replica], lengths: Demand):
+                 replicas: list[Replica], lengths: Demand, warmup_s: float = 0.0):
         self.graph, self.partition, self.limits, self.demand, self.mode = graph, partition, limits, demand, mode
+        self.warmup_s = warmup_s
         self.prompt, self.output = lengths.prompt, lengths.output
         self.simulated, self.pruned = 0, 0
         self.broken: dict[str, int] = {}
@@ -185,6 +187,8 @@ class _Search:
 
     def power(self, sides: list[Side], utilization: float = 1.0) -> float:
         gpus = sum(s.gpus for s in sides)
+        if gpus == 0:
+            return 0.0
         busy = sum(s.estimate.busy * s.gpus for s in sides) / max(gpus, 1) * min(1.0, utilization)
         return job_power(self.graph, self.partition, gpus, busy).total
 
@@ -226,9 +230,14 @@ class _Search:
         return best
 
     def fit_power(self, sides_of, count: int) -> int:
-        while count > 0 and self.power(sides_of(count)) > self.limits.power:
-            count -= 1
-        return count
+        """The most replicas, up to `count`, within the power limit (power is affine in them)."""
+        if count <= 0 or self.power(sides_of(count)) <= self.limits.power:
+            return max(count, 0)
+        base, step = self.power(sides_of(0)), self.power(sides_of(1)) - self.power(sides_of(0))
+        fits = math.floor((self.limits.power - base) / step) if step > 0 else count
+        while fits > 0 and self.power(sides_of(fits)) > self.limits.power:  # rounding at the edge
+            fits -= 1
+        return max(0, min(count, fits))
 
     def under_demand(self) -> _Result:
         """A demand: the fewest GPUs whose simulated percentiles meet the SLOs."""
@@ -272,21 +281,22 @@ class _Search:
     def confirm(self, sides: list, ceiling: float) -> _Result | None:
         """Simulate, growing the pool that misses its SLO, until the percentiles hold."""
         counts = [n for _, _, n in sides]
-        binding = tuple(f"capacity: fewer {'decode ' if len(sides) == 2 else ''}replicas cannot carry the demand "
-                        "(analytic bound)" for _ in (0,))
+        binding = (f"capacity: fewer {'decode ' if len(sides) == 2 else ''}replicas cannot carry the demand "
+                   "(analytic bound)",) if counts[-1] > 1 else (
+            f"size: one replica of {sides[-1][0].gpus} GPUs carries the demand; no smaller layout fits or meets the SLOs",)
         while self.simulated < MAX_SIMULATIONS:
             gpus = sum(n * r.gpus for (r, _, _), n in zip(sides, counts))
             if gpus > self.limits.gpus or gpus > ceiling:
                 return None
             built = [Side(r, e, n) for (r, e, _), n in zip(sides, counts)]
+            power = self.power(built, utilization=self.utilization(built))
+            if power > self.limits.power:  # more replicas only draw more: no need to simulate
+                self.broken["power"] = self.broken.get("power", 0) + 1
+                return None
             outcome = self.simulate(built)
             self.simulated += 1
             missed = _missed(outcome, self.limits.slo)
             if not missed:
-                power = self.power(built, utilization=self.utilization(built))
-                if power > self.limits.power:
-                    self.broken["power"] = self.broken.get("power", 0) + 1
-                    return None
                 decode, prefill = (built[1], built[0]) if len(built) == 2 else (built[0], None)
                 return _Result("disaggregated" if prefill else "aggregated", decode, prefill, outcome, power, binding, "")
             grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
@@ -303,10 +313,10 @@ class _Search:
         hbm = self.limits.memory_bytes(sides[-1].replica.hbm)
         decode = _pool(sides[-1], hbm)
         if len(sides) == 1:
-            return simulate(self.demand.requests, decode, slo=self.limits.slo)
+            return simulate(self.demand.requests, decode, slo=self.limits.slo, warmup_s=self.warmup_s)
         pre, dec = sides[0].replica, sides[1].replica
         return simulate(self.demand.requests, decode, _pool(sides[0], hbm),
-                        lambda prompt: kv_transfer_time(pre, dec, prompt), self.limits.slo)
+                        lambda prompt: kv_transfer_time(pre, dec, prompt), self.limits.slo, self.warmup_s)
 
     # ------------------------------------------------------------ reasons
     def infeasible(self) -> _Result:

@@ -12,7 +12,9 @@ from ..compiler.design import Construct, Entity
 from ..compiler.trace import Request, load_trace
 
 SEED = 20250501
-DEFAULT_REQUESTS = 600      # enough for a stable P99 (6 requests beyond it) and a quick plan
+MIN_REQUESTS = 600          # enough for a stable P99 (6 requests beyond it)
+MAX_REQUESTS = 20_000       # keeps a plan's simulations to seconds
+HORIZONS = 4                # arrivals span this many request lifetimes: one to warm up, three to measure
 
 
 @attrs.frozen
@@ -44,12 +46,29 @@ def demand_of(entity: Entity, count: int | None = None) -> Demand:
     prompt, output = entity.get("prompt"), entity.get("output")
     rate = entity.get("rate")
     rate = float(rate) if rate is not None else None
-    n = count or entity.get("requests") or DEFAULT_REQUESTS
+    n = count or entity.get("requests") or _enough(entity, rate)
     time, requests = 0.0, []
     for _ in range(n):
         requests.append(Request(time, _draw(prompt, rng), _draw(output, rng)))
         time += rng.expovariate(rate) if rate else 0.0
     return Demand(tuple(requests), rate, mean_length(prompt), mean_length(output))
+
+
+def lifetime(entity: Entity) -> float:
+    """Seconds a request may live within its SLOs (TTFT + output x TPOT bounds, or E2E), 30 s without them."""
+    slo = {i.value.target.split(".")[0]: float(i.value.value.value) for i in getattr(entity.get("slo"), "items", ())}
+    if "e2e" in slo:
+        return slo["e2e"]
+    if "tpot" in slo:
+        return slo.get("ttft", 0.0) + mean_length(entity.get("output")) * slo["tpot"]
+    return 30.0
+
+
+def _enough(entity: Entity, rate: float | None) -> int:
+    """Requests whose arrivals span HORIZONS lifetimes, so the measured ones see a steady state."""
+    if not rate:
+        return MIN_REQUESTS
+    return int(min(MAX_REQUESTS, max(MIN_REQUESTS, HORIZONS * lifetime(entity) * rate)))
 
 
 def mean_length(spec: int | Construct) -> float:

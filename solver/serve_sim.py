@@ -13,8 +13,8 @@ Disaggregated: prefill replicas only run prompts; each finished prompt's cache m
 a decode replica (`transfer` seconds), which then decodes it. The first token is the
 prefill's, so TTFT ends there and the transfer delays the second token.
 
-Latencies are measured on the requests after the first tenth (warm-up from an empty
-system would flatter the tails).
+Latencies are measured on the requests after a warm-up (the first tenth, or the first
+`warmup_s` seconds of arrivals): a system filling up from empty would flatter the tails.
 """
 
 from __future__ import annotations
@@ -123,14 +123,17 @@ class Outcome:
 
 
 def simulate(requests: tuple[Request, ...], serve: Pool, prefill: Pool | None = None,
-             transfer: Callable[[int], float] | None = None, slo: dict[str, float] | None = None) -> Outcome:
-    """Run the requests through the pools; `serve` decodes (and prefills when no `prefill` pool)."""
-    return _Simulation(requests, serve, prefill, transfer or (lambda _: 0.0), slo or {}).run()
+             transfer: Callable[[int], float] | None = None, slo: dict[str, float] | None = None,
+             warmup_s: float | None = None) -> Outcome:
+    """Run the requests through the pools; `serve` decodes (and prefills when no `prefill` pool).
+    Requests arriving in the first `warmup_s` seconds (default: the first tenth) are not measured."""
+    return _Simulation(requests, serve, prefill, transfer or (lambda _: 0.0), slo or {}, warmup_s).run()
 
 
 class _Simulation:
-    def __init__(self, requests, serve: Pool, prefill: Pool | None, transfer, slo: dict[str, float]):
-        self.requests, self.transfer, self.slo = requests, transfer, slo
+    def __init__(self, requests, serve: Pool, prefill: Pool | None, transfer, slo: dict[str, float],
+                 warmup_s: float | None = None):
+        self.requests, self.transfer, self.slo, self.warmup_s = requests, transfer, slo, warmup_s
         self.decoders = [_Server(serve, "decode" if prefill else "both") for _ in range(serve.count)]
         self.prefillers = [_Server(prefill, "prefill") for _ in range(prefill.count)] if prefill else []
         self.events: list = []
@@ -295,7 +298,12 @@ class _Simulation:
 
     # ------------------------------------------------------------ measurement
     def outcome(self) -> Outcome:
-        first = int(len(self.requests) * WARMUP) if len(self.requests) >= 20 else 0
+        if self.warmup_s is not None:
+            start = self.requests[0].arrival + self.warmup_s
+            first = next((i for i, r in enumerate(self.requests) if r.arrival >= start), len(self.requests) - 1)
+            first = min(first, int(len(self.requests) * (1 - WARMUP)))  # keep most of a short run measured
+        else:
+            first = int(len(self.requests) * WARMUP) if len(self.requests) >= 20 else 0
         measured = [self.results.get(i, (math.inf,) * 3) for i in range(first, len(self.requests))]
         limits = {m: min((v for k, v in self.slo.items() if k.startswith(m)), default=math.inf)
                   for m in ("ttft", "tpot", "e2e")}

@@ -11,6 +11,10 @@ from gclc.compiler.driver import check_file
 from gclc.model.inference import Engine, ServeConfig, estimate, estimate_serve, kv_bytes_per_token, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
+import functools
+import json
+
+from gclc.cli.main import main
 from gclc.solver.serve import plan_serve, serve_entity
 from gclc.solver.serve_space import configs, limits_of
 from gclc.views.serve import serve_json
@@ -25,6 +29,11 @@ DS_GRAPH, DS_PARTITION = placement(DEEPSEEK)
 DS_SHAPE = ModelShape.from_entity(DEEPSEEK.get("model"))
 COMMON = ("status", "step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes", "power_w", "energy_per_token_j",
           "parallelism", "placement", "error_band", "binding", "solver")
+
+
+@functools.cache
+def dsa_plan():
+    return plan_serve(DSA)
 
 
 def serve(tp=8, batch=16, partition=PARTITION, precision="fp8", **engine):
@@ -42,7 +51,7 @@ def design_with(tmp_path, source: Path, old: str, new: str):
 
 
 def test_the_example_meets_its_slos():
-    chosen = plan_serve(DSA)
+    chosen = dsa_plan()
     assert chosen.best is not None
     first = (chosen.prefill or chosen.decode).estimate.ttft
     assert first <= 2.0 and chosen.best.tpot <= 0.050
@@ -51,7 +60,7 @@ def test_the_example_meets_its_slos():
 
 
 def test_the_plan_beats_every_valid_aggregated_configuration():
-    chosen = plan_serve(DSA)
+    chosen = dsa_plan()
     limits = limits_of(DSA, GRAPH, PARTITION)
     best = 0.0
     for cfg in configs(SHAPE, PARTITION, chosen.gpus, "fp8", DSA):
@@ -132,7 +141,7 @@ def test_power_limit_is_honoured(tmp_path):
     entity = design_with(tmp_path, ROOT / "examples" / "custom_dsa.gcl", "memory <= 85%", "memory <= 85%\n    power <= 1 MW")
     chosen = plan_serve(entity)
     assert chosen.best is not None and chosen.power_w <= 1e6
-    assert chosen.used_gpus < plan_serve(DSA).used_gpus
+    assert chosen.used_gpus < dsa_plan().used_gpus
     tiny = design_with(tmp_path, ROOT / "examples" / "custom_dsa.gcl", "memory <= 85%", "memory <= 85%\n    power <= 1 kW")
     assert plan_serve(tiny).best is None
 
@@ -175,3 +184,14 @@ def test_pinned_parallelism_is_respected(tmp_path):
     chosen = plan_serve(entity, requests=200)
     c = chosen.decode.replica.config
     assert (c.tp, c.ep, c.pp) == (8, 4, 1) and c.batch <= 128
+
+
+def test_status_and_exit_code_agree_under_a_power_limit(tmp_path, capsys):
+    text = DEEPSEEK_FILE.read_text().replace("power <= 1 MW", "power <= 10 kW").replace("demand = 40", "demand = 2")
+    path = tmp_path / "tight.gcl"
+    path.write_text(text)
+    code = main(["plan", str(path), "--json"])
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert code == 3 and data["status"] == "infeasible" and data["solver"]["status"] == "infeasible"
+    assert "power" in " ".join(data["binding"]) and "gclc: infeasible" in captured.err
