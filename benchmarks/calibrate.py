@@ -75,7 +75,7 @@ def predict(job, cfg, params: dict) -> float:
 def errors(cases, params: dict) -> list[float]:
     step_module.MOE_LAYER_OVERHEAD_S = params.get(("", "moe"), step_module.MOE_LAYER_OVERHEAD_S)
     step_module.GATHER_CONTENTION = params.get(("", "contention"), step_module.GATHER_CONTENTION)
-    step_module._layer_cached.cache_clear()
+    step_module.clear_caches()
     return [math.log(predict(job, cfg, params) / value) for _, job, cfg, value in cases]
 
 

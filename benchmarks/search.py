@@ -31,10 +31,7 @@ DESIGNS = ("mt_nlg_530b", "gpt3_175b", "llama3_405b", "deepseek_v3")
 def _clear_caches() -> None:
     from gclc.model import step
 
-    for name in dir(step):
-        cache_clear = getattr(getattr(step, name), "cache_clear", None)
-        if callable(cache_clear):
-            cache_clear()
+    step.clear_caches()
 
 
 def _config(c) -> str:

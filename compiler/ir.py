@@ -19,7 +19,7 @@ def _span() -> attrs.Attribute:
     return attrs.field(eq=False, repr=False, kw_only=True)
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
 class Accelerator:
     name: str
     vendor: str
@@ -39,7 +39,7 @@ class Accelerator:
         return dict(self.efficiency).get(key)
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
 class Part:
     """A non-accelerator part of a node or unit: a CPU, NIC, DPU or switch, `count` of them."""
 
@@ -51,7 +51,7 @@ class Part:
     span: Span = _span()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
 class NodeType:
     name: str
     accelerator: Accelerator
@@ -70,7 +70,7 @@ class NodeType:
         return sum(p.count for p in self.parts_of("nic"))
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
 class Tier:
     """One level of the communication hierarchy, as seen from one GPU.
 
@@ -92,7 +92,7 @@ class Tier:
     span: Span = _span()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
 class SwitchLayer:
     """Switches of one fabric tier, counted over the whole cluster, and the cables into it."""
 
@@ -107,7 +107,7 @@ class SwitchLayer:
     span: Span = _span()
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
 class Partition:
     """Units of one kind (a node or a supernode type) and the tiers their GPUs see."""
 
@@ -130,7 +130,7 @@ class Partition:
         return self.nodes * self.node.gpus
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
 class ClusterGraph:
     name: str
     partitions: tuple[Partition, ...]

@@ -9,7 +9,6 @@ way any plugin would: nothing here names the layer that draws.
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any, Callable
 
 Renderer = Callable[[Any], "str | None"]
@@ -37,5 +36,7 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
+    from importlib.metadata import entry_points  # only when a value is first drawn
+
     for point in entry_points(group="gclc.displays"):
         point.load()  # importing the module registers its renderers

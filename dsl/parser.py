@@ -30,6 +30,7 @@ def lark_parser() -> Lark:
         propagate_positions=True,
         maybe_placeholders=True,
         lexer_callbacks={"COMMENT": _collect_comment},
+        cache=True,  # lark keeps the LALR tables in a temp file keyed by the grammar's hash
     )
 
 

@@ -12,7 +12,7 @@ import attrs
 from ..compiler.design import Entity, Symbol
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class ModelShape:
     layers: int
     hidden: int

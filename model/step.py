@@ -11,7 +11,7 @@ import attrs
 from ..compiler.ir import Partition
 from . import comms
 from .compute import hbm_rate, op_time, peak
-from .config import TrainConfig
+from .config import DEFAULT_ORDER, TrainConfig
 from .memory import Memory, memory, params_per_gpu
 from .shape import ModelShape
 from .workload import backward_factor, layer_forward, logits_forward, moe_tokens
@@ -124,24 +124,50 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
 
 def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
     # Batch, virtual stages and the ZeRO stage never change a layer's micro-batch cost:
-    # normalize them away so that configurations differing only there share the work.
-    return _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0), partition, moe)
+    # configurations differing only there share the work (a tuple key: cheaper than evolve).
+    key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
+           cfg.precision, cfg.stack, cfg.order, partition, moe)
+    layer = _LAYERS.get(key)
+    if layer is None:
+        if len(_LAYERS) >= 65536:  # bounded, like the lru caches beside it
+            _LAYERS.clear()
+        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0), partition, moe)
+    return layer
+
+
+_LAYERS: dict[tuple, _Layer] = {}
+
+
+def clear_caches() -> None:
+    """Forget every memoized layer (benchmarks measure cold searches)."""
+    _LAYERS.clear()
+    _layer_cached.cache_clear()
+    _layer_compute.cache_clear()
 
 
 @functools.lru_cache(maxsize=65536)
 def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
-    chip, tiers = partition.node.accelerator, partition.tiers
-    ops = layer_forward(shape, cfg, moe)
-    times = [(op, op_time(op, chip, cfg.precision)) for op in ops]
-    forward = sum(t for _, t in times)
-    backward = sum(t * backward_factor(op) for op, t in times)
-    attention = sum(t for op, t in times if op.kind == "attention")
+    tiers = partition.tiers
+    # The layer's arithmetic does not depend on where its groups sit: share it across
+    # pipeline depths, data-parallel widths, rank orders and recompute choices.
+    compute_cfg = attrs.evolve(cfg, pp=1, dp=1, order=DEFAULT_ORDER, recompute="none")
+    forward, backward, attention, gemms = _layer_compute(shape, compute_cfg, partition.node.accelerator, moe)
     recompute = {"full": forward, "selective": attention}.get(cfg.recompute, 0.0)
-    gemms = sum(t for op, t in times if op.kind == "gemm")
     tp = _tp_exposed(shape, cfg, tiers, gemms)
     cp = _cp_exposed(shape, cfg, tiers, attention)
     ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
     return _Layer(forward, backward, recompute, tp, cp, ep)
+
+
+@functools.lru_cache(maxsize=16384)
+def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float, float, float]:
+    """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch."""
+    times = [(op, op_time(op, chip, cfg.precision)) for op in layer_forward(shape, cfg, moe)]
+    forward = sum(t for _, t in times)
+    backward = sum(t * backward_factor(op) for op, t in times)
+    attention = sum(t for op, t in times if op.kind == "attention")
+    gemms = sum(t for op, t in times if op.kind == "gemm")
+    return forward, backward, attention, gemms
 
 
 def _activation_message(shape: ModelShape, cfg: TrainConfig) -> float:

@@ -71,7 +71,6 @@ import warnings
 from typing import Iterable, Sequence
 
 import attrs
-import cvxpy as cp
 
 from ..compiler.design import Item, Record
 from ..compiler.metrics import power_breakdown
@@ -234,6 +233,8 @@ def budget_of(job: Job) -> float | None:
 def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput",
                 clock: str = "step") -> PowerResult:
     """The optimum under a facility budget (W). Never raises for a bad budget."""
+    import cvxpy as cp  # imported here: 2 s of start-up that most commands never need
+
     if objective not in OBJECTIVES:
         return PowerResult("error", objective, budget, message=f"unknown objective {objective!r}; one of {OBJECTIVES}")
     if clock not in ("step", "monomial"):
