@@ -261,12 +261,17 @@ ENGINE = Block(
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},
     doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages")
+# A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
+# tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
      "rate": positive(u.RATE), "trace": TEXT, "requests": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, **OBJECTIVES},
-    blocks={"parallelism": PARALLELISM, "slo": Block(constraints=_SLO), "engine": ENGINE,
-            "subject to": Block(constraints=_JOB_LIMITS)},
+     "precision": Choice(PRECISIONS), "gpus": COUNT,
+     "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
+    blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
+                                 doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
+            "slo": Block(constraints=_SLO), "engine": ENGINE,
+            "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
     required=("model", "on"),
 )
 

@@ -128,7 +128,7 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None) -> Ser
     precision = getattr(entity.get("precision"), "name", "bf16")
     replicas = [replica(shape, cfg, partition, engine) for cfg in configs(shape, partition, limits.gpus, precision, entity)]
     search = _Search(graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
-                     lifetime(entity))
+                     lifetime(entity), energy=entity.get("minimize") is not None)
     result = search.run()
     return ServePlan(entity.name, graph, partition, limits.gpus, result.mode, result.decode, result.prefill,
                      result.outcome, demand if has_demand else None, demand.prompt, demand.output, limits,
@@ -149,9 +149,9 @@ class _Result:
 
 class _Search:
     def __init__(self, graph, partition, limits: Limits, demand: Demand | None, mode: str,
-                 replicas: list[Replica], lengths: Demand, warmup_s: float = 0.0):
+                 replicas: list[Replica], lengths: Demand, warmup_s: float = 0.0, energy: bool = False):
         self.graph, self.partition, self.limits, self.demand, self.mode = graph, partition, limits, demand, mode
-        self.warmup_s = warmup_s
+        self.warmup_s, self.energy = warmup_s, energy
         self.prompt, self.output = lengths.prompt, lengths.output
         self.simulated, self.pruned = 0, 0
         self.broken: dict[str, int] = {}
@@ -203,9 +203,10 @@ class _Search:
         best: _Result | None = None
         for r, e in self.both:
             count = self.fit_power(lambda n: [Side(r, e, n)], self.limits.gpus // r.gpus)
-            if count and (best is None or e.tokens_per_s * count > _rate(best)):
-                best = _Result("aggregated", Side(r, e, count), None, None,
-                               self.power([Side(r, e, count)]), (), "exhaustive")
+            found = _Result("aggregated", Side(r, e, count), None, None, self.power([Side(r, e, count)]), (),
+                            "exhaustive") if count else None
+            if found and (best is None or self.better(found, best)):
+                best = found
         if self.mode != "aggregated":
             best = self.saturated_split(best)
         if best is None:
@@ -223,11 +224,17 @@ class _Search:
             if n_d < 1:
                 break
             n_d = self.fit_power(lambda n: [Side(rp, ep, n_p), Side(rd, ed, n)], n_d)
-            rate = min(n_p * ep.requests_per_s, n_d * ed.requests_per_s) * self.output
-            if n_d and (best is None or rate > _rate(best)):
+            if n_d:
                 sides = [Side(rp, ep, n_p), Side(rd, ed, n_d)]
-                best = _Result("disaggregated", sides[1], sides[0], None, self.power(sides), (), "exhaustive")
+                found = _Result("disaggregated", sides[1], sides[0], None, self.power(sides), (), "exhaustive")
+                best = found if best is None or self.better(found, best) else best
         return best
+
+    def better(self, a: _Result, b: _Result) -> bool:
+        """Without a demand: more tokens per second, or (minimize = energy) more tokens per joule."""
+        if self.energy:
+            return _rate(a) / a.power > _rate(b) / b.power
+        return _rate(a) > _rate(b)
 
     def fit_power(self, sides_of, count: int) -> int:
         """The most replicas, up to `count`, within the power limit (power is affine in them)."""
@@ -249,19 +256,25 @@ class _Search:
         if self.mode == "disaggregated":
             candidates = [c for c in candidates if len(c[1]) == 2]
         candidates.sort(key=lambda c: (c[0], sum(r.gpus for r, _, _ in c[1])))
+        if self.energy:  # least power first: order and prune by the power of the bound
+            candidates = [(self.power([Side(r, e, n) for r, e, n in sides], self.utilization_of(sides)), sides)
+                          for _, sides in candidates]
+            candidates.sort(key=lambda c: c[0])
         best: _Result | None = None
-        best_gpus = math.inf
+        best_key = (math.inf, math.inf)
         for bound, sides in candidates:
-            if bound >= best_gpus or bound > self.limits.gpus:
+            if bound >= best_key[0] or sum(n * r.gpus for r, _, n in sides) > self.limits.gpus:
                 self.pruned += 1
                 continue
             if self.simulated >= MAX_SIMULATIONS:
                 break
-            found = self.confirm(sides, best_gpus)
+            found = self.confirm(sides, math.inf if self.energy else best_key[0])
             if found is not None:
                 gpus = found.decode.gpus + (found.prefill.gpus if found.prefill else 0)
-                if gpus < best_gpus or (gpus == best_gpus and found.power < best.power):
-                    best, best_gpus = found, gpus
+                key = (found.power, gpus) if self.energy else (gpus, found.power)
+                if key < best_key:
+                    best, best_key = found, key
+        best_gpus = best_key[0]
         if best is None:
             return self.infeasible()
         exhausted = self.simulated >= MAX_SIMULATIONS and any(b < best_gpus for b, _ in candidates)
@@ -304,6 +317,9 @@ class _Search:
                             f"replicas break it in simulation" for m in missed)
             counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
         return None
+
+    def utilization_of(self, sides: list) -> float:
+        return self.utilization([Side(r, e, n) for r, e, n in sides])
 
     def utilization(self, sides: list[Side]) -> float:
         capacity = min(s.count * s.estimate.requests_per_s for s in sides)

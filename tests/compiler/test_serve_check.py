@@ -132,3 +132,14 @@ def test_a_trace_gives_the_demand(tmp_path):
     both.write_text(HEAD + 'serve s { model = M  on = C  trace = "t.csv"\n  rate = 3 req/s }\n')
     [(code, line, summary)] = errors(check_file(str(both)))
     assert code == "serve-demand" and line == 2 and "both state the demand" in summary
+
+
+@pytest.mark.parametrize("text, code", [
+    ("parallelism { dp = 2 }", "unknown-field"),            # replicas are the planner's; tp/ep/pp pin a replica
+    ("subject to { time <= 1 h }", "bad-constraint"),        # only power, memory and gpus bind a serve plan
+    ("maximize = goodput", "bad-choice"),                    # goodput is what the demand's SLOs already ask
+    ("minimize = cost", "bad-choice"),
+])
+def test_what_a_serve_plan_would_ignore_is_refused(text, code):
+    result = check(f"serve s {{ model = M  on = C  prompt = 10  output = 10\n  {text} }}\n")
+    assert [(c, line) for c, line, _ in errors(result)] == [(code, 2)]

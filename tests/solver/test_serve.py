@@ -195,3 +195,10 @@ def test_status_and_exit_code_agree_under_a_power_limit(tmp_path, capsys):
     data = json.loads(captured.out)
     assert code == 3 and data["status"] == "infeasible" and data["solver"]["status"] == "infeasible"
     assert "power" in " ".join(data["binding"]) and "gclc: infeasible" in captured.err
+
+
+def test_minimize_energy_draws_no_more_power(tmp_path):
+    entity = design_with(tmp_path, DEEPSEEK_FILE, "precision = fp8  #", "minimize  = energy\n  precision = fp8  #")
+    frugal, plain = plan_serve(entity, requests=200), plan_serve(DEEPSEEK, requests=200)
+    assert frugal.best is not None and frugal.power_w <= plain.power_w * (1 + 1e-9)
+    assert frugal.outcome.percentile("tpot", 90) <= 0.050
