@@ -10,6 +10,11 @@ states. The measured figure of MEASURED_CSV (columns as `public_runs_measured.cs
 file's header comment. Rows that cannot be expressed are listed with the reason in
 `<out>/UNEXPRESSIBLE.md`. Every written file is checked with gclc; a file with errors is removed
 and listed as unexpressible (a bug to fix here, not a silent drop).
+
+The sourced facts live beside it: model shapes in `run_models.py`; precision recipe names, sharding
+names, vocabulary padding and each system's scale-out fabric in `run_facts.py`; the recompute,
+offload and optimizer settings of the framework recipes in `run_recipes.py`. The audit behind them:
+`benchmarks/runs/AUDIT.md`.
 """
 
 from __future__ import annotations
@@ -23,31 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as precision_word,  # noqa: E402
+                       sharding_of, system_of)
+from run_models import Shape, Unexpressible, _norm, integer, num, resolve_shape  # noqa: E402,F401
+from run_recipes import Recipe, recipe_of  # noqa: E402
+
 DEFAULT_RUNS = HERE / "data" / "public_runs.csv"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
 DEFAULT_OUT = HERE / "runs"
 
 
-class Unexpressible(Exception):
-    """The row cannot be written as a design; the message says why."""
-
-
-# ----------------------------------------------------------------- small parsers
-
-
-def num(text: str | None) -> float | None:
-    """A plain number from a cell ('8', '1.7', '1,024'); None for '', 'n/a', words or ranges."""
-    if text is None:
-        return None
-    t = text.strip().replace(",", "")
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", t):
-        return None
-    return float(t)
-
-
-def integer(text: str | None) -> int | None:
-    value = num(text)
-    return int(value) if value is not None and value == int(value) else None
+# ----------------------------------------------------------------- small helpers
 
 
 def clean(text: str) -> str:
@@ -60,212 +53,6 @@ def fat_tree_capacity(radix: int, tiers: int) -> int:
     (the same formula as gclc's compiler/topology.py, restated so this script needs only the CSV)."""
     down = max(1, min(radix - 1, round(radix / 2)))
     return down ** (tiers - 1) * radix
-
-
-# ----------------------------------------------------------------- model library
-#
-# Public configurations used where a row lacks the shape. Each entry cites its source; the
-# generated file repeats the citation next to every number taken from here.
-
-CITE_MEGATRON_FFN = "Megatron-LM GPT default ffn_hidden_size = 4 x hidden, GeLU MLP (SC21 Sec 2: 'h -> 4h')"
-CITE_MEGATRON_TIED = "Megatron-LM GPT shares input and output embeddings unless --untie-embeddings-and-output-weights"
-CITE_KORT_T3 = "Korthikanti et al. 2022 Table 3 (rows kort_t5_* of public_runs.csv): layers/hidden/heads, vocab 51200, seq 2048"
-CITE_NEMO_GPT = "NVIDIA/NeMo nemo/collections/llm/gpt/model/base.py GPTConfig5B/20B/175B"
-CITE_GPT2_VOCAB = "GPT-2 BPE vocabulary 50257 padded by Megatron to a multiple of 128 = 50304 (make_vocab_size_divisible_by)"
-CITE_LLAMA2 = "NVIDIA/NeMo nemo/collections/llm/gpt/model/llama.py Llama2Config7B/13B/70B; vocab 32000 (Llama 2 paper: '32k tokens')"
-CITE_LLAMA3 = "NVIDIA/NeMo llama.py Llama3Config8B/70B, Llama31Config405B; vocab 128256 (Meta Llama 3 tokenizer)"
-CITE_NEMOTRON = ("NVIDIA/NeMo nemo/collections/llm/gpt/model/nemotron.py Nemotron3Config22B / Nemotron4Config15B / "
-                 "Nemotron4Config340B; vocab 256000 and squared-ReLU MLP (nvidia/Nemotron-4-340B model_config.yaml)")
-CITE_MIXTRAL = ("NVIDIA/NeMo nemo/collections/llm/gpt/model/mixtral.py MixtralConfig8x22B (56 layers, 6144, 48 heads, "
-                "ffn 16384, 8 experts top-2); 8 KV heads (Mixtral paper, arXiv:2401.04088)")
-CITE_DSV3 = ("DeepSeek-V3 Technical Report (arXiv:2412.19437) Sec 2 and 4.2: 61 layers, d_model 7168, 128 heads, dense FFN "
-             "18432 in the first 3 layers, 256 routed + 1 shared experts of width 2048, top-8, vocab 129280")
-CITE_GPTOSS = ("openai/gpt-oss-120b config (vLLM / transformers GptOssConfig defaults): 36 layers, hidden 2880, 64 query "
-               "heads of 64, 8 KV heads, 128 experts top-4 of width 2880, vocab 201088")
-CITE_QWEN3 = ("Qwen3 MoE configs as used for Megatron training (THUDM/slime scripts/models/qwen3-30B-A3B.sh and "
-              "qwen3-235B-A22B.sh): heads, 4 query groups, kv-channels 128, moe-ffn-hidden-size, 128 experts top-8, vocab 151936")
-CITE_MPT = ("mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{7b,13b,30b,70b}.yaml: d_model, n_heads, n_layers, "
-            "expansion_ratio 4, vocab_size 50368; MPT ties the output layer to the input embedding, GeLU MLP")
-CITE_MAXTEXT = ("AI-Hypercomputer/maxtext MaxText/configs/base.yml (base_emb_dim 2048, base_num_query_heads 16, "
-                "base_num_kv_heads 16, base_mlp_dim 7168, base_num_decoder_layers 16, head_dim 128, vocab_size 32000, "
-                "mlp_activations silu+linear, logits_via_embedding False) scaled by pyconfig.get_individual_scales")
-
-
-@dataclass
-class Shape:
-    layers: int
-    hidden: int
-    heads: int
-    ffn: int
-    vocab: int
-    kv_heads: int | None = None
-    head_dim: int | None = None
-    mlp: str = "swiglu"
-    tied: bool = False
-    experts: dict | None = None     # routed, shared, top_k, ffn, dense_layers
-    cite: str = ""
-    gaps: list[str] = field(default_factory=list)   # what gclc cannot express about this model
-
-
-CITE_MCORE_UNTIED = ("untied input and output embeddings: the row's params_B equals the shape's count only with "
-                     "two vocab x hidden matrices (e.g. GPT-7.1B: 6.58 B + 131072 x 4096 = 7.11 B)")
-
-
-def _megatron_gpt(layers: int, hidden: int, heads: int, vocab: int, cite: str, tied: bool = True) -> Shape:
-    return Shape(layers, hidden, heads, 4 * hidden, vocab, mlp="gelu", tied=tied,
-                 cite=f"{cite}; ffn: {CITE_MEGATRON_FFN}; {CITE_MEGATRON_TIED if tied else CITE_MCORE_UNTIED}")
-
-
-KORTHIKANTI = {  # size -> (layers, hidden, heads, tp, pp, vp, microbatch, sequences per replica)  (Tables 3 and 5)
-    "22b": (48, 6144, 64, 8, 1, 1, 4, 4), "175b": (96, 12288, 96, 8, 8, 3, 1, 64),
-    "530b": (105, 20480, 128, 8, 35, 3, 1, 280), "1t": (128, 25600, 160, 8, 64, 1, 1, 512),
-}
-NEMO_GPT3 = {"5b": (24, 4096, 32, 16384), "20b": (44, 6144, 48, 24576), "175b": (96, 12288, 96, 49152)}
-LLAMA2 = {"7b": (32, 4096, 32, 32, 11008), "13b": (40, 5120, 40, 40, 13824), "70b": (80, 8192, 64, 8, 28672)}
-LLAMA3 = {"8b": (32, 4096, 32, 8, 14336), "70b": (80, 8192, 64, 8, 28672), "405b": (126, 16384, 128, 8, 53248)}
-NEMOTRON = {"22b": (40, 6144, 48, 48, 24576), "15b": (32, 6144, 48, 8, 24576), "340b": (96, 18432, 96, 8, 73728)}
-MPT = {"7b": (32, 4096, 32), "13b": (40, 5120, 40), "30b": (48, 7168, 56), "70b": (80, 8192, 64)}
-
-
-def maxtext_shape(scale: int, base_emb: int = 2048) -> Shape:
-    """MaxText's global_parameter_scale: doubling heads+mlp, then embed, then layers in turn."""
-    log2 = int(math.log2(scale))
-    if 2 ** log2 != scale:
-        raise Unexpressible(f"MaxText global_parameter_scale {scale} is not a power of two")
-    base, rem = divmod(log2, 3)
-    head_scale = base + int(rem > 0)
-    emb_scale = base + int(rem > 1)
-    layers = 16 * 2 ** base
-    heads = 16 * 2 ** head_scale
-    return Shape(layers, base_emb * 2 ** emb_scale, heads, 7168 * 2 ** head_scale, 32000, kv_heads=heads,
-                 head_dim=128, mlp="swiglu", tied=False, cite=CITE_MAXTEXT)
-
-
-# MaxText benchmark scripts: (per-device batch, remat policy, ici tensor parallelism, ici data parallelism)
-MAXTEXT_V5P = {  # MaxText/configs/v5p/{32b,64b,128b,256b,512b,1024b}.sh
-    32: (7, "minimal", 4, 1), 64: (3, "minimal", 4, 1), 128: (1, "minimal", 8, 1), 256: (1, "minimal", 8, 1),
-    512: (2, "full", 8, 1), 1024: (2, "full", 8, 16),
-}
-MAXTEXT_V5E = {  # MaxText/configs/v5e/{16b,32b,64b,128b}.sh
-    16: (6, "full", 1, 1), 32: (4, "full", 1, 1), 64: (2, "full", 1, 1), 128: (1, "minimal_offloaded", 16, 1),
-}
-CITE_MAXTEXT_V5P = "AI-Hypercomputer/maxtext MaxText/configs/v5p/{size}b.sh (per_device_batch_size, remat_policy, ici_tensor_parallelism, ici_fsdp_parallelism=-1)"
-CITE_MAXTEXT_V5E = "AI-Hypercomputer/maxtext MaxText/configs/v5e/{size}b.sh (per_device_batch_size, remat_policy, ici_*_parallelism; dcn_data_parallelism=-1 across slices)"
-
-
-def _norm(model: str) -> str:
-    return re.sub(r"[\s_\-]", "", model.lower())
-
-
-def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
-    """The model shape for a row, and layout fill-ins implied by the model's family (for rows whose
-    source table gives the parallel layout elsewhere)."""
-    name, n = row["model"], _norm(row["model"])
-    framework = (row["framework"] + " " + row["group"]).lower()
-    layout: dict = {}
-    m = re.match(r"maxtext(\d+)b", n)
-    if m:
-        size = int(m.group(1))
-        accel = row["accelerator"].lower()
-        table, cite = (MAXTEXT_V5P, CITE_MAXTEXT_V5P) if "v5p" in accel else (MAXTEXT_V5E, CITE_MAXTEXT_V5E)
-        if size not in table:
-            raise Unexpressible(f"no MaxText benchmark script found for the {size}B synthetic model on {row['accelerator']} "
-                                "(v5p-12288.sh, scale 512 with base_emb_dim 6144, gives 1.49 T parameters, not 1160 B)")
-        shape = maxtext_shape(size)
-        pdbs, remat, tp, ici_dp = table[size]
-        layout = {"pdbs": pdbs, "remat": remat, "tp": tp, "ici_dp": ici_dp, "cite": cite.format(size=size),
-                  "seq": 2048}
-        return shape, layout
-    m = re.match(r"mpt(\d+)b", n)
-    if m and m.group(1) + "b" in MPT:
-        layers, hidden, heads = MPT[m.group(1) + "b"]
-        return Shape(layers, hidden, heads, 4 * hidden, 50368, mlp="gelu", tied=True, cite=CITE_MPT,
-                     gaps=["MPT benchmark models use learned positional embeddings (max_seq_len x d_model), "
-                           "counted by the row's NumParams but not by gclc (no compute impact)"]), layout
-    if n.startswith("deepseekv3"):
-        gaps = ["Multi-head latent attention (MLA) is written as 128 query heads of 128 with a single KV head: "
-                "gclc has no MLA; the Q/KV low-rank projections are approximated (attention projection FLOPs "
-                "~+25 %, core attention ~-20 % vs MLA's 192/128 head dims)"]
-        if "mtp" in n and "w/o" not in name.lower():
-            gaps.append("the multi-token-prediction (MTP) module (one extra layer and logits) is not modelled")
-        return Shape(61, 7168, 128, 18432, 129280, kv_heads=1, head_dim=128, mlp="swiglu",
-                     experts={"routed": 256, "shared": 1, "top_k": 8, "ffn": 2048, "dense_layers": 3},
-                     cite=CITE_DSV3, gaps=gaps), layout
-    if n.startswith("gptoss120b"):
-        return Shape(36, 2880, 64, 2880, 201088, kv_heads=8, head_dim=64, mlp="swiglu",
-                     experts={"routed": 128, "shared": 0, "top_k": 4, "ffn": 2880, "dense_layers": 0},
-                     cite=CITE_GPTOSS,
-                     gaps=["half the layers use 128-token sliding-window attention and attention sinks; gclc "
-                           "computes full causal attention in every layer"]), layout
-    m = re.match(r"qwen3(30|235)ba(3|22)b", n)
-    if m:
-        if m.group(1) == "30":
-            s = Shape(48, 2048, 32, 768, 151936, kv_heads=4, head_dim=128,
-                      experts={"routed": 128, "shared": 0, "top_k": 8, "ffn": 768, "dense_layers": 0}, cite=CITE_QWEN3)
-        else:
-            s = Shape(94, 4096, 64, 1536, 151936, kv_heads=4, head_dim=128,
-                      experts={"routed": 128, "shared": 0, "top_k": 8, "ffn": 1536, "dense_layers": 0}, cite=CITE_QWEN3)
-        return s, layout
-    if n.startswith("mixtral8x22b"):
-        return Shape(56, 6144, 48, 16384, 32768, kv_heads=8, mlp="swiglu",
-                     experts={"routed": 8, "shared": 0, "top_k": 2, "ffn": 16384, "dense_layers": 0},
-                     cite=CITE_MIXTRAL + "; vocab 32768 ASSUMPTION (Mistral v3 tokenizer of 8x22B; not re-read, "
-                     "logits are <1 % of the FLOPs)"), layout
-    m = re.match(r"nemotron(\d+)b", n)
-    if m and m.group(1) + "b" in NEMOTRON:
-        layers, hidden, heads, kv, ffn = NEMOTRON[m.group(1) + "b"]
-        return Shape(layers, hidden, heads, ffn, 256000, kv_heads=kv, mlp="relu", cite=CITE_NEMOTRON,
-                     gaps=["squared-ReLU MLP written as `mlp = relu` (two matrices; same FLOPs)"]), layout
-    m = re.match(r"llama3(\.1)?(\d+)b", n)
-    if m and m.group(2) + "b" in LLAMA3:
-        layers, hidden, heads, kv, ffn = LLAMA3[m.group(2) + "b"]
-        return Shape(layers, hidden, heads, ffn, 128256, kv_heads=kv, cite=CITE_LLAMA3), layout
-    m = re.match(r"llama2(\d+)b", n)
-    if m and m.group(1) + "b" in LLAMA2:
-        layers, hidden, heads, kv, ffn = LLAMA2[m.group(1) + "b"]
-        return Shape(layers, hidden, heads, ffn, 32000, kv_heads=kv, cite=CITE_LLAMA2), layout
-    m = re.match(r"gpt3(5|20|175)b$", n)
-    if m and "nemo" in framework:
-        layers, hidden, heads, ffn = NEMO_GPT3[m.group(1) + "b"]
-        return Shape(layers, hidden, heads, ffn, 50304, mlp="gelu", tied=True,
-                     cite=f"{CITE_NEMO_GPT}; {CITE_GPT2_VOCAB}; {CITE_MEGATRON_TIED}"), layout
-    if "131072vocab" in n and "175b" in n:
-        # Megatron-Core strong scaling: the GPT-3 175B shape with a 131072 vocabulary (177 B).
-        layout = {"tp": 8, "pp": 6, "cite": "row note: 'the 177B row of the weak-scaling table used TP8 PP6' "
-                  "(NVIDIA/Megatron-LM README model table, row mlm_h100_7)"}
-        return _megatron_gpt(96, 12288, 96, 131072,
-                             "GPT-3 175B: Brown et al. 2020 Table 2.1 (96 layers, d_model 12288, 96 heads), "
-                             "as the GPT-177B row of the same README table", tied=False), layout
-    if "gopher" in n:
-        raise Unexpressible("Gopher on TPU v3: the parallel layout (model-parallel degree, pipeline across pods) "
-                            "and the global batch are not published in the row (step rate from personal "
-                            "communication); TPU v3 is not in std")
-    if n.startswith("falcon"):
-        raise Unexpressible("no measured throughput in the source (configuration-only row); Gigatron's "
-                            "ZeRO stage is not stated")
-    m = re.match(r"gpt(?:3style)?(\d+(?:\.\d+)?)([bt])", n)
-    if m:
-        size = m.group(1).rstrip("0").rstrip(".") if "." in m.group(1) else m.group(1)
-        key = size + m.group(2)
-        layers, hidden, heads = (integer(row.get(k)) for k in ("layers", "hidden", "heads"))
-        vocab = integer(row.get("vocab")) or 51200
-        if layers and hidden and heads:
-            tied = "megatron-core" not in framework
-            if integer(row.get("ffn")):
-                s = _megatron_gpt(layers, hidden, heads, vocab, "shape from the row", tied)
-                s.ffn = integer(row["ffn"])
-                return s, layout
-            return _megatron_gpt(layers, hidden, heads, vocab, "layers/hidden/heads/vocab from the row", tied), layout
-        if key in KORTHIKANTI and "megatron" in framework:
-            l_, h_, a_, tp, pp, vp, mb, per_replica = KORTHIKANTI[key]
-            layout = {"tp": tp, "pp": pp, "vp": vp, "microbatch": mb, "seq": 2048, "per_replica": per_replica,
-                      "cite": "Korthikanti et al. 2022 Tables 3 and 5 (the same configuration as rows kort_t5_*)"}
-            return _megatron_gpt(l_, h_, a_, 51200, CITE_KORT_T3), layout
-        if "v100" in row["accelerator"].lower() or not row["n_accel"].strip():
-            raise Unexpressible("GPU count and parallel layout not published (PaLM Table 3 re-derivation of "
-                                "OpenAI's GPT-3 run); V100 is not in std")
-    raise Unexpressible(f"model shape of '{name}' unknown: the row lacks layers/hidden/heads and no public "
-                        "configuration is on file for it")
 
 
 # ----------------------------------------------------------------- hardware
@@ -297,6 +84,20 @@ def _scaleout(std: str, endpoints: int, rails: int | None, why: str) -> str:
     return "\n".join(lines)
 
 
+# The DGX GB200 rack as NVIDIA's SuperPOD runs it: one 400 Gb/s ConnectX-7 per GPU (DGX SuperPOD GB200
+# reference architecture: "NVIDIA NDR (400 Gbps) InfiniBand"); std's GB200_Tray carries the 800 Gb/s
+# ConnectX-8 of later deployments.
+DGX_GB200 = """# DGX GB200: the GB200 NVL72 rack with one 400 Gb/s ConnectX-7 per GPU (DGX SuperPOD GB200 RA: NDR 400 Gb/s).
+node GB200_Tray_CX7 extends GB200_Tray {
+  nics = 4 x ConnectX7
+}
+
+supernode DGX_GB200 extends GB200_NVL72 {
+  nodes  = 18 x GB200_Tray_CX7
+  source = "DGX SuperPOD GB200 reference architecture (NDR 400 Gb/s InfiniBand compute fabric, ConnectX-7)"
+}"""
+
+
 def resolve_platform(row: dict, n: int) -> Platform:
     accel = row["accelerator"].lower()
     network = row["inter_node_network"].lower()
@@ -311,23 +112,17 @@ def resolve_platform(row: dict, n: int) -> Platform:
         cluster.append("}")
         return Platform(imports or ["std/nvidia"], parts, "\n".join(cluster), n)
 
-    if "gb300" in accel or "gb200" in accel:
-        unit = "GB300_NVL72" if "gb300" in accel else "GB200_NVL72"
-        return dgx(unit, 72, "XDR_FatTree", None,
-                   "scale-out: one 800 Gb/s ConnectX-8 per GPU (std compute tray); the row does not restate the "
-                   "fabric, so a non-blocking XDR fat tree is ASSUMED")
-    if "b300" in accel:
-        return dgx("DGX_B300", 8, "XDR_FatTree", 8,
-                   "scale-out: 8 x 800 Gb/s ConnectX-8 per DGX B300 (std DGX_B300); the row does not restate the "
-                   "fabric, so a non-blocking XDR fat tree with one rail per GPU is ASSUMED")
-    if "b200" in accel:
-        return dgx("DGX_B200", 8, "NDR_FatTree", None,
-                   "scale-out: 8 x 400 Gb/s ConnectX-7 per DGX B200 (std DGX_B200); the row does not restate the "
-                   "fabric, so the DGX SuperPOD rail-optimized NDR fabric is ASSUMED")
-    if "h100" in accel:
-        return dgx("DGX_H100", 8, "NDR_FatTree", None,
-                   "scale-out: 8 x 400 Gb/s NDR per DGX H100; the row does not restate the fabric, so the "
-                   "DGX SuperPOD rail-optimized NDR fabric is ASSUMED")
+    system = system_of(row["accelerator"])
+    if system in ("gb300", "gb200", "b300", "b200", "h100"):
+        fab = SCALEOUT[system]
+        why = (f"scale-out: {fab.cite}; the row does not restate the fabric, so the system's reference "
+               f"architecture is ASSUMED ({fab.gbps} Gb/s per GPU)")
+        rails = fab.rails if fab.rails != FABRICS[fab.std_fabric][2] else None
+        if system == "gb200":
+            return dgx("DGX_GB200", 72, fab.std_fabric, rails, why, decls=[DGX_GB200])
+        node, per = {"gb300": ("GB300_NVL72", 72), "b300": ("DGX_B300", 8), "b200": ("DGX_B200", 8),
+                     "h100": ("DGX_H100", 8)}[system]
+        return dgx(node, per, fab.std_fabric, rails, why)
     if "a100" in accel:
         decls, node = [], "DGX_A100"
         if "40gb" in accel.replace(" ", ""):
@@ -380,15 +175,12 @@ def resolve_platform(row: dict, n: int) -> Platform:
 # ----------------------------------------------------------------- training configuration
 
 
-def precision_of(text: str) -> str:
-    t = text.lower()
-    if "fp4" in t:
-        return "fp4"
-    if "fp8" in t:
-        return "fp8"
-    if "fp16" in t and "bf16" not in t:
-        return "fp16"
-    return "bf16"
+def precision_of(text: str) -> tuple[str, str]:
+    """gclc precision and its note for a row's precision cell (recipe names: run_facts.PRECISION_WORDS)."""
+    try:
+        return precision_word(text)
+    except Unknown as e:
+        raise Unexpressible(str(e)) from None
 
 
 def software_of(row: dict) -> str:
@@ -408,14 +200,12 @@ def software_of(row: dict) -> str:
     raise Unexpressible(f"software stack '{row['framework']}' has no gclc equivalent")
 
 
-def zero_of(row: dict, stack: str) -> tuple[int, str]:
-    z = row["zero_or_fsdp"].lower()
-    if re.search(r"zero-?3|full_shard|fsdp2|fsdp \(\d+\)", z):
-        return 3, f"row: {row['zero_or_fsdp']}"
-    if "distributed optimizer" in z:
-        return 1, f"row: {row['zero_or_fsdp']}"
-    if z.strip() == "none":
-        return 0, "row: none (plain data-parallel all-reduce)"
+def zero_of(row: dict, stack: str, recipe: Recipe) -> tuple[int, str]:
+    stated = sharding_of(row["zero_or_fsdp"])
+    if stated is not None:
+        return stated
+    if recipe.zero is not None:
+        return recipe.zero, f"not in the row; recipe: {recipe.notes[0]}"
     if stack == "megatron":
         return 0, "not stated; 2021-22 Megatron-LM had no distributed optimizer (DDP all-reduce)"
     if stack in ("fsdp", "maxtext"):
@@ -423,16 +213,25 @@ def zero_of(row: dict, stack: str) -> tuple[int, str]:
     return 1, "not stated; NeMo / Megatron-Core default distributed optimizer ASSUMED"
 
 
-def recompute_of(row: dict, layout: dict) -> tuple[str | None, str]:
+def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, str]:
     r = row["recompute"].lower()
     if "remat" in layout:
         remat = layout["remat"]
         value = "full" if remat == "full" else "selective"
         return value, (f"MaxText remat_policy={remat}" + ("" if remat == "full" else
-                       " (matmul outputs saved, the rest recomputed; written as selective)"))
+                       " (matmul outputs saved, the rest recomputed; written as selective)") +
+                       ("; the saved activations are offloaded to host memory, not expressible in gclc"
+                        if "offload" in remat else ""))
     if "selective layer" in r:
+        # torchtitan config_manager.py (04133643): selective_ac_option default "2" = every other layer
         return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full; gclc has no "
                         "partial-layer recompute, written as full")
+    if "selective op" in r:
+        # torchtitan op-level SAC (torchtitan/parallelisms/parallelize_llama.py no_recompute_list, commit 04133643):
+        # saves matmul and attention outputs but recomputes every second matmul; gclc's selective
+        # (Korthikanti: recompute the attention core) is the nearest value, not an equal one
+        return "selective", ("row: 'selective op' = torchtitan op-level SAC (recomputes every 2nd matmul, keeps "
+                             "attention); not expressible, written as selective")
     if "selective" in r:
         return "selective", f"row: {row['recompute']}"
     if "full" in r or "checkpointing" in r or "recomputation" in r:
@@ -441,6 +240,8 @@ def recompute_of(row: dict, layout: dict) -> tuple[str | None, str]:
         return "none", "row: none"
     if "sc21" in row["group"].lower():
         return "full", "not stated; SC21's throughput accounting (eq. 3) assumes full activation recomputation"
+    if recipe.recompute:
+        return recipe.recompute, "not in the row; recipe: " + "; ".join(recipe.notes)
     return None, ""
 
 
@@ -451,14 +252,17 @@ class Train:
     batch_note: str
     seq: int
     precision: str
+    precision_note: str
     stack: str
     gpus: int
     fills: list[str]
+    tp: int = 1
+    gaps: list[str] = field(default_factory=list)
 
 
 def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Train:
     stack = software_of(row)
-    precision = precision_of(row["precision"])
+    precision, precision_note = precision_of(row["precision"])
     seq = integer(row["seq_len"]) or layout.get("seq")
     if not seq:
         raise Unexpressible("sequence length not published")
@@ -550,7 +354,9 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         if mb:
             pin("microbatch", mb, "row" if integer(row["micro_batch"]) and "swapped" not in batch_note
                 else "fill-in (see header)")
-    recompute, why = recompute_of(row, layout)
+    stages = max(1, pp or 1) * max(1, vp or 1)
+    recipe = recipe_of(row, _norm(row["model"]), system_of(row["accelerator"]), max(1, shape.layers // stages))
+    recompute, why = recompute_of(row, layout, recipe)
     if recompute:
         pin("recompute", recompute, why)
     r = row["recompute"].lower()
@@ -558,9 +364,29 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         pin("sp", True, "row: sequence parallelism")
     elif stack == "megatron" and tp > 1:
         pin("sp", False, "Megatron-LM before Korthikanti et al. (and its 'full' baseline) had no sequence parallelism")
-    zero, why = zero_of(row, stack)
+    zero, why = zero_of(row, stack, recipe)
     pin("zero", zero, why)
-    return Train(values, batch, batch_note, seq, precision, stack, n, fills)
+    return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, recipe.gaps)
+
+
+# ----------------------------------------------------------------- vocabulary padding
+
+
+def vocab_of(shape: Shape, row: dict, train: Train) -> tuple[int, str]:
+    """The embedding rows the framework allocates: Megatron-family stacks pad the tokenizer's vocabulary
+    to a multiple of 128 x TP (run_facts.megatron_padded_vocab, with its sources); Megatron-Bridge's
+    performance recipes switch the padding on only for Llama (`cfg.model.should_pad_vocab = True` in
+    scripts/performance/configs/llama*/*_llm_pretrain.py, v0.2.0 and v0.3.0; GPTModelProvider's default
+    is False, so DeepSeek-V3, Qwen3 and GPT-OSS keep their tokenizer's size)."""
+    bridge = "megatron-bridge" in row["group"].lower()
+    pads = train.stack in ("megatron", "megatron_core", "nemo") and (not bridge or "llama" in _norm(row["model"]))
+    if not pads:
+        why = "not padded (Megatron-Bridge should_pad_vocab False for this model)" if bridge else "not padded"
+        return shape.vocab, why
+    padded = megatron_padded_vocab(shape.vocab, train.tp)
+    if padded == shape.vocab:
+        return padded, f"{shape.vocab} is already a multiple of 128 x tp {train.tp} (Megatron padding)"
+    return padded, f"tokenizer {shape.vocab} padded to a multiple of 128 x tp {train.tp} = {padded} (Megatron padding)"
 
 
 # ----------------------------------------------------------------- writing
@@ -572,7 +398,7 @@ def _value(v) -> str:
     return str(v)
 
 
-def model_block(shape: Shape, row: dict, seq: int) -> str:
+def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> str:
     lines = ["model Model {", f"  arch     = {'moe' if shape.experts else 'dense'}"]
     row_has = lambda k: integer(row.get(k)) is not None  # noqa: E731
 
@@ -587,7 +413,7 @@ def model_block(shape: Shape, row: dict, seq: int) -> str:
     if shape.head_dim and shape.head_dim * shape.heads != shape.hidden:
         lines.append(f"  head_dim = {shape.head_dim}  # fill-in (see header)")
     lines += [f"  ffn      = {shape.ffn}  # {src('ffn')}",
-              f"  vocab    = {shape.vocab}  # {src('vocab')}",
+              f"  vocab    = {vocab[0]}  # {'row; ' if integer(row.get('vocab')) == vocab[0] else ''}{vocab[1]}",
               f"  seq      = {seq}",
               f"  mlp      = {shape.mlp}"]
     if shape.tied:
@@ -610,7 +436,7 @@ def train_block(row: dict, train: Train) -> str:
              f"  gpus      = {train.gpus}",
              f"  batch     = {train.batch}  # {train.batch_note}",
              f"  seq       = {train.seq}",
-             f"  precision = {train.precision}  # row: {clean(row['precision']) or 'not stated'}",
+             f"  precision = {train.precision}  # {clean(train.precision_note)}",
              f"  software  = {train.stack}  # row: {clean(row['framework']) or 'not stated'}",
              "  parallelism {"]
     for key, value, note in train.values:
@@ -619,7 +445,8 @@ def train_block(row: dict, train: Train) -> str:
     return "\n".join(lines)
 
 
-def header(row: dict, meas: dict, shape: Shape, platform: Platform, fills: list[str]) -> str:
+def header(row: dict, meas: dict, shape: Shape, platform: Platform, train: "Train") -> str:
+    fills = train.fills
     out = [f"# {row['run_id']} ({row['group']})",
            f"# Source: {clean(row['source'])}",
            f"#   locator: {clean(row['source_locator'])}",
@@ -636,7 +463,7 @@ def header(row: dict, meas: dict, shape: Shape, platform: Platform, fills: list[
             out.append(f"#   model shape: {clean(shape.cite)}")
         for f in fills:
             out.append(f"#   {clean(f)}")
-    gaps = shape.gaps + platform.notes
+    gaps = shape.gaps + platform.notes + train.gaps
     if gaps:
         out.append("# Not expressible in gclc (the estimate ignores it):")
         out += [f"#   {clean(g)}" for g in gaps]
@@ -656,12 +483,13 @@ def render(row: dict, meas: dict) -> str:
     shape, layout = resolve_shape(row, fills)
     train = resolve_train(row, shape, layout, fills)
     platform = resolve_platform(row, train.gpus)
-    body = [header(row, meas, shape, platform, fills), ""]
+    body = [header(row, meas, shape, platform, train), ""]
     body += [f'import "{i}"' for i in platform.imports]
     body.append("")
     for d in platform.decls:
         body += [d, ""]
-    body += [model_block(shape, row, train.seq), "", platform.cluster, "", train_block(row, train), ""]
+    body += [model_block(shape, row, train.seq, vocab_of(shape, row, train)), "", platform.cluster, "",
+             train_block(row, train), ""]
     return "\n".join(body)
 
 

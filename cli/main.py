@@ -9,10 +9,10 @@ import sys
 
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from . import check, compile, explain, fmt, plan, render, report
+from . import check, compile, explain, export, fmt, plan, render, report
 
 EXIT_INTERNAL = 70
-COMMANDS = (check, compile, explain, plan, render, report, fmt)
+COMMANDS = (check, compile, explain, plan, export, render, report, fmt)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Callable, Iterator
 
 from ..dsl import codes
+from .hostlist import HOSTNAME, HostlistError, expand_all
 from .design import Entity, Record, Symbol
 from ..dsl.diagnostics import Diagnostic, Label
 from ..dsl.units import BANDWIDTH, Quantity, format_quantity
@@ -63,11 +64,57 @@ def _cluster(cluster: Entity) -> Iterator[Diagnostic]:
         yield codes.SHAPE.make(cluster.span, what=f"cluster `{cluster.name}` has {what}", labels=labels,
                                notes=["help: give `units = N x Unit` for one kind of unit, or "
                                       "`partition name { units = ... }` blocks for several"])
+    yield from _hostnames(cluster)
     if partitions and "scaleout" not in cluster.record:
         for item in partitions.items:
             if "scaleout" not in item.value and item.value.get("units").count > 1:
                 yield codes.MISSING_FIELD.make(item.span, field="`scaleout`", where=f"partition `{item.name}`",
                                                notes=["help: set `scaleout` on the cluster or on each partition"])
+
+
+def _hostnames(cluster: Entity) -> Iterator[Diagnostic]:
+    """Each `hostnames` list expands to valid, distinct host names, one per node of its units."""
+    partitions = cluster.get("partition")
+    if "hostnames" in cluster.record and partitions:
+        yield codes.HOSTNAMES.make(cluster.span_of("hostnames"), what="a cluster of partitions lists `hostnames` "
+                                   "per partition", notes=["help: move the list into each `partition` block"])
+        return
+    places = [(cluster.record, cluster.span_of("hostnames"), "the cluster")] if partitions is None else [
+        (item.value, item.value.span_of("hostnames"), f"partition `{item.name}`") for item in partitions.items]
+    seen: set[str] = set()  # host names of the partitions before, which must not repeat either
+    for record, span, where in places:
+        expressions, units = record.get("hostnames"), record.get("units")
+        if not expressions or units is None:
+            continue
+        try:
+            names = expand_all(expressions)
+        except HostlistError as error:
+            yield codes.HOSTNAMES.make(span, what=str(error))
+            continue
+        nodes = units.count * (units.part.get("nodes").count if units.part.kind == "supernode" else 1)
+        bad = next((n for n in names if not HOSTNAME.match(n)), None)
+        repeated = _first_repeat(names, seen)
+        seen.update(names)
+        if bad is not None:
+            yield codes.HOSTNAMES.make(span, what=f"`{bad}` is not a host name",
+                                       notes=["help: lowercase letters, digits and `-`, dot-separated labels "
+                                              "of at most 63 characters (RFC 1123, as Kubernetes node names)"])
+        elif repeated is not None:
+            yield codes.HOSTNAMES.make(span, what=f"`{repeated}` is listed twice")
+        elif len(names) != nodes:
+            yield codes.HOSTNAMES.make(span, what=f"`hostnames` names {len(names)} hosts; {where} has {nodes} nodes",
+                                       labels=[Label(record.span_of("units"), f"{nodes} nodes")],
+                                       notes=["help: list one host name per node, in order, e.g. "
+                                              f"[\"gpu[{1:03d}-{nodes:03d}]\"]"])
+
+
+def _first_repeat(names: list[str], seen: set[str]) -> str | None:
+    mine: set[str] = set()
+    for name in names:
+        if name in mine or name in seen:
+            return name
+        mine.add(name)
+    return None
 
 
 def _model(model: Entity) -> Iterator[Diagnostic]:

@@ -214,10 +214,14 @@ FABRIC = Block(
     required=("kind", "topology", "bandwidth"),
 )
 _UNITS = RepeatOf(("node", "supernode"))
+# Real host names of the nodes, in the order `gclc export` names them: Slurm host lists
+# such as ["dgx[001-064]", "spare01"]; checked to name every node once.
+HOSTNAMES = ListOf(TEXT)
 CLUSTER = Block(
-    {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT},
+    {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
     blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0})},
-    labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",))}, required=("units",))},
+    labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
+                                 required=("units",))},
 )
 
 # ----------------------------------------------------------------- work

@@ -119,6 +119,8 @@ UNKNOWN_ARGUMENT = _code("unknown-argument", E, "`{name}` is not an argument of 
 MISSING_ARGUMENT = _code("missing-argument", E, "`{call}` needs `{name}`", "A required constructor argument is absent.")
 BAD_CONSTRAINT = _code("bad-constraint", E, "cannot constrain `{target}` here", "A constraint on an unknown quantity.")
 SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")
+HOSTNAMES = _code("hostnames", E, "{what}",
+                   "A `hostnames` list that does not name each node once with a valid host name.")
 PARAMS_MISMATCH = _code("params-mismatch", W, "stated params {stated} differ from the shape's {computed} by {percent}",
                         "The stated parameter count is more than 3 % off what the shape implies.")
 BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",

@@ -9,6 +9,7 @@ tier, all-reduce across the slow one on 1/n of the data, all-gather back).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import attrs
@@ -23,21 +24,53 @@ class Stage:
 
 
 def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Stage, ...]:
-    """The stages of a group of `size` ranks, `stride` apart, over `tiers` (innermost first)."""
+    """The stages of every group of `size` ranks, `stride` apart, over `tiers` (innermost first).
+
+    Ranks fill the GPUs in order, so a tier's domains are blocks of `group_gpus` consecutive
+    ranks. A group's members meet at a tier in sub-groups of `g` consecutive members, where
+    `g` is the largest divisor of `size` (a multiple of the sub-group below) whose `g` members
+    span whole blocks: `g * stride` divides `group_gpus`. Then every group's sub-groups sit
+    inside one domain, whatever the group's offset; a group whose members do not tile the
+    domains (64 consecutive ranks on 72-GPU racks) is charged the tier above for the rest."""
     if size <= 1:
         return ()
     stages, inside = [], 1
     for tier in tiers:
-        reach = min(size, max(1, tier.group_gpus // stride))
+        reach = _tiling(size, stride, tier.group_gpus, inside)
         if reach > inside:
-            peers = math.ceil(reach / inside)
-            stages.append(Stage(tier, peers))
-            inside *= peers
+            stages.append(Stage(tier, reach // inside))
+            inside = reach
         if inside >= size:
             break
     if inside < size and tiers:  # beyond the declared tiers: the outermost carries the rest
         stages.append(Stage(tiers[-1], math.ceil(size / inside)))
     return tuple(stages)
+
+
+@functools.lru_cache(maxsize=16384)
+def _tiling(size: int, stride: int, domain: int, inside: int) -> int:
+    """The most members of a group that always share one `domain`-GPU block: the largest
+    multiple `g` of `inside` dividing `size` with `g * stride` dividing `domain`."""
+    best = inside
+    for d in _divisors(size // inside):
+        g = inside * d
+        if g * stride > domain:
+            break
+        if domain % (g * stride) == 0:
+            best = g
+    return best
+
+
+def _divisors(n: int) -> list[int]:
+    """The divisors of `n`, ascending (n is a GPU count: trial division up to its root)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
+def outermost(size: int, stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
+    """The slowest tier a group of `size` ranks, `stride` apart, must cross (None: one rank)."""
+    stages = place(size, stride, tiers)
+    return stages[-1].tier if stages else None
 
 
 def _rate(tier: Tier) -> float:
@@ -101,11 +134,3 @@ def point_to_point(nbytes: float, tier: Tier | None) -> float:
     if tier is None:
         return 0.0
     return nbytes / _rate(tier) + tier.latency
-
-
-def tier_between(stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
-    """The tier that connects two ranks `stride` apart (pipeline neighbours)."""
-    for tier in tiers:
-        if tier.group_gpus > stride:
-            return tier
-    return tiers[-1] if tiers else None

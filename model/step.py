@@ -13,6 +13,7 @@ from . import comms
 from .compute import hbm_rate, op_time, peak
 from .config import DEFAULT_ORDER, TrainConfig
 from .memory import Memory, memory, params_per_gpu
+from .ranks import rank_partition
 from .shape import ModelShape
 from .workload import backward_factor, layer_forward, logits_forward, moe_tokens
 
@@ -92,12 +93,13 @@ class _Layer:
 
 
 def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estimate:
+    partition = rank_partition(partition, cfg.gpus)
     chip, tiers = partition.node.accelerator, partition.tiers
     dense, moe = _layer(shape, cfg, partition, False), _layer(shape, cfg, partition, True)
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     logits = sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op)) for op in logits_forward(shape, cfg))
-    boundary = comms.tier_between(cfg.stride("pp"), tiers)
+    boundary = comms.outermost(cfg.pp, cfg.stride("pp"), tiers)
     # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
     message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
@@ -260,8 +262,7 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     are all-reduced between the two every step."""
     if cfg.pp == 1 or not shape.tied_embeddings:
         return 0.0
-    stride = cfg.stride("pp") * (cfg.pp - 1)
-    stages = (comms.Stage(comms.tier_between(stride, tiers), 2),)
+    stages = (comms.Stage(comms.outermost(2, cfg.stride("pp") * (cfg.pp - 1), tiers), 2),)
     return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
 
 

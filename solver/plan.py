@@ -16,6 +16,7 @@ from ..model import comms
 from ..model.calibration import error_band
 from ..model.job import Job
 from ..model.power import Power, job_power
+from ..model.ranks import rank_partition
 from ..model.step import Estimate
 from . import enumerate as space_def
 from .explain import Infeasibility, explain
@@ -100,7 +101,8 @@ def plan(job: Job, objective: str = "throughput", top: int = 3) -> Plan:
 
 def placement(e: Estimate, job: Job) -> tuple[Placement, ...]:
     """Where each dimension of `e` lands: `comms.place` over the partition's tiers."""
-    c, tiers = e.config, job.partition.tiers
+    c = e.config
+    tiers = rank_partition(job.partition, c.gpus).tiers
     out = []
     for dim in DIMENSIONS:
         size, stride = getattr(c, dim), c.stride(dim)
@@ -111,9 +113,10 @@ def placement(e: Estimate, job: Job) -> tuple[Placement, ...]:
 
 def _comm_tier(e: Estimate, job: Job, dim: str):
     """The slowest tier that `dim`'s communication crosses (the outermost stage)."""
-    c, tiers = e.config, job.partition.tiers
+    c = e.config
+    tiers = rank_partition(job.partition, c.gpus).tiers
     if dim == "pp":
-        return comms.tier_between(c.stride("pp"), tiers)
+        return comms.outermost(c.pp, c.stride("pp"), tiers)
     if dim == "dp":
         stages = comms.place(c.dp * c.cp, min(c.stride("dp"), c.stride("cp")), tiers)
     else:

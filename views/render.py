@@ -19,6 +19,7 @@ import graphviz
 from ..compiler.ir import ClusterGraph, Partition, Tier
 from ..compiler.metrics import Metric, power_breakdown
 from ..model import comms
+from ..model.ranks import rank_partition
 
 FORMATS = ("svg", "png", "pdf", "dot")
 FONT = "Helvetica"
@@ -301,7 +302,7 @@ def placement_overlay(plan) -> Overlay:
     index = next(i for i, p in enumerate(graph.partitions) if p.name == job.partition.name)
     seconds = dict(e.breakdown.rows())
     notes: dict[str, list[str]] = {}
-    dims = dimension_stages(cfg, job.partition.tiers)
+    dims = dimension_stages(cfg, rank_partition(job.partition, cfg.gpus).tiers)
     for dim, size, stride, stages in dims:
         reach = 1
         for i, (stage, (_, spent)) in enumerate(zip(stages, tier_traffic(dim, seconds.get(dim, 0.0), stages))):

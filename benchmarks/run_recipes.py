@@ -1,0 +1,151 @@
+"""The recompute, offload and optimizer settings of the framework recipes behind the published runs
+whose rows leave them blank (the NeMo and Megatron-Bridge performance tables print only the
+parallel layout). `make_runs.py` pins what these recipes set instead of gclc's default (no
+recompute). Sources: the recipe files at the release that produced each table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Megatron-Bridge performance recipes, by the NeMo container release of the table (rows' `group`).
+MB_SOURCE = {
+    # commit fa0315ae2 (2025-10-10) is "update 25.09 performance summary"; its recipes are
+    # scripts/performance/configs/<family>/<model>_llm_pretrain.yaml (perf_matrix per chip and precision)
+    "25.09": "NVIDIA-NeMo/Megatron-Bridge fa0315ae2 scripts/performance/configs/*/*_llm_pretrain.yaml",
+    # v0.2.0 (2025-11-26) ships with NeMo 25.11: scripts/performance/configs/<family>/workload_base_configs.py
+    "25.11": "NVIDIA-NeMo/Megatron-Bridge v0.2.0 scripts/performance/configs/*/workload_base_configs.py",
+    # v0.3.0 (2026-02-26) ships with NeMo 26.02: scripts/performance/configs/<family>/*_workload_base_configs.py
+    "26.02": "NVIDIA-NeMo/Megatron-Bridge v0.3.0 scripts/performance/configs/*/*_workload_base_configs.py",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    release: str               # a MB_SOURCE key
+    model: str                 # regex on the normalised model name
+    chip: str                  # run_facts.system_of key, or "*" for every chip
+    precision: str             # regex on the row's precision word ("" matches all)
+    granularity: str | None = None        # recompute_granularity
+    modules: tuple[str, ...] = ()         # recompute_modules (selective granularity)
+    layers: int | None = None             # recompute_num_layers (full granularity, block method)
+    offload: int | None = None            # cpu_offloading_num_layers (activations to host memory)
+    name: str = ""                        # the recipe constant or perf_matrix entry
+
+
+# Only entries that differ from "no recompute, no offload" are listed; every other Megatron-Bridge
+# row runs without either (the recipes leave recompute_granularity None: Megatron-Core's default).
+MB_SETTINGS: tuple[Setting, ...] = (
+    # 25.09: deepseek_v3_llm_pretrain.yaml sets recompute_granularity "selective" with Megatron-Core's
+    # default recompute_modules ["core_attn"]; llama yaml perf_matrix gb200 fp8_cs entries
+    Setting("25.09", r"deepseekv3", "*", "", granularity="selective", modules=("core_attn",),
+            name="deepseek_v3_llm_pretrain.yaml model.recompute_granularity"),
+    Setting("25.09", r"llama370b", "gb200", "", offload=40, name="llama3_70b perf_matrix gb200 fp8_cs"),
+    Setting("25.09", r"llama3\.?1405b", "gb200", "", offload=95, name="llama31_405b perf_matrix gb200 fp8_cs"),
+    # 25.11 (v0.2.0 workload_base_configs.py)
+    Setting("25.11", r"deepseekv3", "gb300", "", "selective", ("moe_act",), name="DEEPSEEK_V3_GB300_BASE_CONFIG"),
+    Setting("25.11", r"deepseekv3", "gb200", "", "selective", ("mla_up_proj",), name="DEEPSEEK_V3_GB200_BASE_CONFIG"),
+    Setting("25.11", r"deepseekv3", "b200", "", "selective", ("mla_up_proj",), name="DEEPSEEK_V3_B200_BASE_CONFIG"),
+    Setting("25.11", r"gptoss120b", "gb200|b200|h100", "", "selective", ("layernorm", "moe_act"),
+            name="GPT_OSS_120B_<chip>_BF16_BASE_CONFIG"),
+    Setting("25.11", r"llama370b", "gb300", "", offload=20, name="LLAMA3_70B_GB300_FP8_CS_BASE_CONFIG"),
+    Setting("25.11", r"llama370b", "gb200", "", offload=40, name="LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG"),
+    Setting("25.11", r"llama38b", "h100", "cs", layers=5, name="LLAMA3_8B_H100_FP8_CS_BASE_CONFIG"),
+    # 26.02 (v0.3.0 *_workload_base_configs.py, the V2 presets whose batch sizes the 26.02 table prints)
+    Setting("26.02", r"deepseekv3", "gb300|gb200|b300|b200", "", "selective", ("mla_up_proj",),
+            name="DEEPSEEK_V3_PRETRAIN_CONFIG_<chip>_V2"),
+    Setting("26.02", r"gptoss120b", "gb200|b200|h100", "", "selective", ("layernorm", "moe_act"),
+            name="GPT_OSS_120B_PRETRAIN_CONFIG_<chip>_BF16_V2"),
+    Setting("26.02", r"llama370b", "gb300", "", offload=20, name="LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V2"),
+)
+
+# Megatron-Core recompute modules that re-run matmuls or attention worth counting; the others
+# (layernorm, moe_act, and MLA's small up-projections) re-run element-wise work or a small share of
+# the layer's FLOPs, which gclc's `none` approximates. "mlp" re-runs the dense MLP of DeepSeek's first
+# three layers only (the experts are "moe"): also small. (Megatron-Core transformer_config.py
+# recompute_modules docstring.)
+ATTENTION_MODULES = {"core_attn"}
+
+
+@dataclass
+class Recipe:
+    recompute: str | None = None   # gclc value to pin; None leaves the generator's default
+    zero: int | None = None
+    notes: list[str] = field(default_factory=list)   # why, with the source
+    gaps: list[str] = field(default_factory=list)    # what gclc cannot express
+
+
+def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_stage: int) -> Recipe:
+    """The recompute and offload a Megatron-Bridge table row ran with."""
+    m = re.search(r"(\d\d\.\d\d)", row["group"])
+    release = m.group(1) if m else ""
+    if release not in MB_SOURCE:
+        return Recipe()
+    precision = row["precision"].lower()
+    hit = next((s for s in MB_SETTINGS if s.release == release and re.match(s.model, model_key)
+                and (s.chip == "*" or re.fullmatch(s.chip, system or "")) and re.search(s.precision, precision)),
+               None)
+    source = MB_SOURCE[release]
+    if hit is None:
+        return Recipe("none", notes=[f"recipe sets no recompute ({source})"])
+    where = f"{source}: {hit.name}"
+    recipe = Recipe("none")
+    if hit.modules and ATTENTION_MODULES & set(hit.modules):
+        recipe.recompute = "selective"
+        recipe.notes.append(f"recompute_granularity selective, modules {list(hit.modules)} ({where})")
+    elif hit.modules:
+        recipe.notes.append(f"recompute_modules {list(hit.modules)} re-run element-wise work or small "
+                            f"projections only, written as none ({where})")
+        recipe.gaps.append(f"selective recompute of {', '.join(hit.modules)} (recipe {hit.name}) is not "
+                           "expressible; its small recompute cost and memory saving are ignored")
+    if hit.layers:
+        full = hit.layers * 2 >= layers_per_stage
+        recipe.recompute = "full" if full else "none"
+        recipe.notes.append(f"recompute_num_layers {hit.layers} of {layers_per_stage} per stage, full granularity, "
+                            f"written as {recipe.recompute} ({where})")
+        recipe.gaps.append(f"full recompute of {hit.layers} of {layers_per_stage} layers per stage is not "
+                           "expressible (gclc recomputes all layers or none)")
+    if hit.offload:
+        recipe.notes.append(f"cpu_offloading_num_layers {hit.offload} ({where})")
+        recipe.gaps.append(f"activations of {hit.offload} layers are offloaded to host memory (recipe {hit.name}): "
+                           "not expressible, so gclc's memory check sees them on the GPU")
+    if not recipe.notes:
+        recipe.notes.append(f"recipe sets no recompute ({where})")
+    return recipe
+
+
+# NeMo 24.07: the NeMo 1.0 launcher's training configs (NVIDIA/NeMo-Framework-Launcher
+# launcher_scripts/conf/training/<family>/<size>.yaml). ASSUMPTION: the 24.07 table was measured with
+# these configs (the container predates NeMo 2.0's recipes). Read: gpt3/{5b,175b}_fp8_performance.yaml,
+# llama/llama2_70b.yaml, llama/llama3_70b.yaml, nemotron/nemotron_340b.yaml; the sizes not read are
+# assumed to follow their family's config.
+LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/"
+NEMO1: tuple[tuple[str, str | None, int, str], ...] = (   # (model regex, recompute, ZeRO stage, config read)
+    # activations_checkpoint_granularity: selective; optim.name: distributed_fused_adam (Apex ZeRO-2)
+    (r"gpt3(5|20|175)b$", "selective", 2, "gpt3/{5b,175b}_fp8_performance.yaml"),
+    # activations_checkpoint_granularity: null; optim.name: distributed_fused_adam
+    (r"llama2\d+b$", "none", 2, "llama/llama2_70b.yaml"),
+    # activations_checkpoint_granularity: null; optim.name: mcore_distributed_optim (ZeRO-1)
+    (r"llama3\d+b$", "none", 1, "llama/llama3_70b.yaml"),
+    (r"nemotron\d+b$", "none", 1, "nemotron/nemotron_340b.yaml"),
+)
+
+
+def nemo_2407(row: dict, model_key: str) -> Recipe:
+    for pattern, recompute, zero, config in NEMO1:
+        if re.match(pattern, model_key):
+            optimizer = "distributed_fused_adam" if zero == 2 else "mcore_distributed_optim"
+            return Recipe(recompute, zero, notes=[f"{LAUNCHER}{config}: activations_checkpoint_granularity "
+                                                  f"{'selective' if recompute == 'selective' else 'null'}, "
+                                                  f"optim {optimizer} (ASSUMED: the 24.07 table ran these configs)"])
+    return Recipe()
+
+
+def recipe_of(row: dict, model_key: str, system: str | None, layers_per_stage: int) -> Recipe:
+    group = row["group"].lower()
+    if "megatron-bridge" in group:
+        return megatron_bridge(row, model_key, system, layers_per_stage)
+    if "nemo 24.07" in group:
+        return nemo_2407(row, model_key)
+    return Recipe()

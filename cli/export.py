@@ -1,0 +1,95 @@
+"""`gclc export FILE --to KIND [-o DIR|-] [--job NAME] [--cluster NAME]`: the plan and the
+cluster as the files Megatron-LM, torchtitan, Slurm or Kubernetes read.
+
+Every file of the kind is computed before any is written; `-o DIR` writes each one
+atomically into DIR (created when missing); without `-o`, or with `-o -`, they go to
+stdout, each after a `# ==> NAME <==` line. Exit codes: 0, 1 errors (including a plan the
+target cannot express), 2 usage, 3 infeasible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
+from .common import checked_design, error, settings_option
+from .output import write_atomic
+
+
+def add(commands) -> None:
+    from ..views.export import KINDS
+
+    export = commands.add_parser(
+        "export", help="the plan and the cluster as Megatron-LM, torchtitan, Slurm or Kubernetes files",
+        description="Write what the software stack reads: megatron (arguments and YAML), torchtitan (TOML and "
+                    "CLI overrides), slurm (slurm.conf lines, gres.conf, tree and block topology.conf, sbatch), "
+                    "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet).")
+    export.add_argument("file", metavar="FILE")
+    export.add_argument("--to", required=True, choices=KINDS, help="what to write")
+    export.add_argument("-o", "--output", metavar="DIR",
+                        help="write the files into this directory (created if missing); `-` or none: stdout")
+    export.add_argument("--job", metavar="NAME",
+                        help="the job to plan: a train job, or for slurm and kubernetes a serve job "
+                             "(default: the file's first train job, else its first serve job)")
+    export.add_argument("--cluster", metavar="NAME",
+                        help="slurm/kubernetes: the cluster to write (default: the job's, else the file's first)")
+    settings_option(export)
+    export.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..model.job import JobError
+    from ..views.export import ExportError, Infeasible, export
+
+    out = None if args.output in (None, "-") else args.output
+    problem = _output_problem(out, args.file)
+    if problem is not None:
+        return problem
+    design = checked_design(args.file, args.set)
+    if design is None:
+        return EXIT_ERRORS
+    if args.cluster is not None and not any(e.name == args.cluster for e in design.of_kind("cluster")):
+        known = ", ".join(e.name for e in design.of_kind("cluster")) or "none"
+        error(f"no cluster `{args.cluster}` in {args.file}; the design has: {known}")
+        return EXIT_USAGE
+    try:
+        files = export(args.to, design, args.job, args.cluster, args.file)
+    except Infeasible as problem:
+        error(f"infeasible: {problem}")
+        return EXIT_INFEASIBLE
+    except (ExportError, JobError, LookupError) as problem:
+        error(f"cannot export to {args.to}: {problem}")
+        return EXIT_ERRORS
+    if out is None:
+        sys.stdout.write("".join(f"# ==> {name} <==\n{text}" for name, text in files.items()))
+        return EXIT_OK
+    return _write_all(Path(out), files)
+
+
+def _output_problem(out: str | None, source: str) -> int | None:
+    if out is None:
+        return None
+    if out == "":
+        error("-o needs a directory name")
+        return EXIT_USAGE
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        what = "the input file" if os.path.realpath(out) == os.path.realpath(source) else "a file"
+        error(f"-o `{out}` is {what}; export writes several files, so -o names a directory")
+        return EXIT_USAGE
+    return None
+
+
+def _write_all(directory: Path, files: dict[str, str]) -> int:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            write_atomic(directory / name, text)
+    except OSError as problem:
+        error(f"cannot write into `{directory}`: {problem.strerror or problem}")
+        return EXIT_ERRORS
+    print(f"wrote {', '.join(files)} to {directory}", file=sys.stderr)
+    return EXIT_OK

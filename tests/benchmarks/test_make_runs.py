@@ -1,0 +1,160 @@
+"""benchmarks/make_runs.py writes the designs the calibration is fitted on; one test per class of
+error the audit (benchmarks/runs/AUDIT.md) found, on representative rows of the real CSV."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from gclc.compiler.driver import check_text
+from gclc.model.job import train_job
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+make_runs = _load("make_runs")
+run_facts = sys.modules["run_facts"]
+
+ROWS, MEASURED = make_runs.load(BENCH / "data" / "public_runs.csv", BENCH / "data" / "public_runs_measured.csv")
+BY_ID = {r["run_id"]: r for r in ROWS}
+
+
+def design(run_id: str) -> str:
+    return make_runs.render(BY_ID[run_id], MEASURED[run_id])
+
+
+def field(text: str, name: str) -> str:
+    return re.search(rf"^\s*{name}\s*=\s*([^#\n]+?)\s*(#|$)", text, re.M).group(1)
+
+
+def job(run_id: str):
+    result = check_text(design(run_id), path=str(BENCH / "runs" / f"{run_id}.gcl"))
+    assert result.ok, [d.summary for d in result.diagnostics if d.is_error]
+    return train_job(result.design)
+
+
+def scaleout_gbps(run_id: str) -> float:
+    tiers = [t for t in job(run_id).partition.tiers if t.scope == "scaleout"]
+    return tiers[0].bandwidth * 8 / 1e9
+
+
+# ----------------------------------------------------------------- model shape from the wrong release
+
+
+def test_mixtral_uses_the_tokenizer_nemo_trained_with():
+    # NeMo 25.02's pretrain_mixtral_8x22b.py trains on a 32000-token NullTokenizer, not HF's 32768
+    assert field(design("nemo2502_b200_8"), "vocab") == "32000"
+
+
+def test_nemo_gpt3_starts_from_the_gpt2_tokenizer():
+    shape, _ = make_runs.resolve_shape(BY_ID["nemo2407_1"], [])
+    assert shape.vocab == 50257 and shape.tied
+
+
+def test_mpt_30b_has_the_benchmark_yaml_heads():
+    # llm-foundry 061f2c7c scripts/train/yamls/pretrain/mpt-30b.yaml: n_heads 56 (the HF release has 64)
+    shape, _ = make_runs.resolve_shape(BY_ID["mpt_h100_5"], [])
+    assert (shape.layers, shape.hidden, shape.heads) == (48, 7168, 56)
+
+
+# ----------------------------------------------------------------- chip variant and scale-out
+
+
+def test_dgx_gb200_runs_connectx7_at_400_gbps_per_gpu():
+    text = design("mb2602_13")   # 256 GB200 GPUs over 4 racks
+    assert "4 x ConnectX7" in text and "extends NDR_FatTree" in text
+    j = job("mb2602_13")
+    assert j.partition.node.accelerator.name == "GB200"
+    assert j.partition.node.accelerator.tdp == pytest.approx(1200)
+    assert scaleout_gbps("mb2602_13") == pytest.approx(400, rel=0.01)
+
+
+@pytest.mark.parametrize("run_id, gbps", [("mb2511_25", 400), ("mb2602_31", 800), ("mb2602_18", 400),
+                                          ("sc21_t1_5", 200)])
+def test_scaleout_follows_the_reference_architecture(run_id, gbps):
+    assert scaleout_gbps(run_id) == pytest.approx(gbps, rel=0.01)
+
+
+@pytest.mark.parametrize("run_id, chip, memory_gb", [("mpt_a100_40_46", "A100_SXM_40GB", 40),
+                                                     ("mb2602_18", "B200", 180), ("kort_t5_3", "A100_SXM_80GB", 80)])
+def test_chip_variant_is_the_one_the_row_names(run_id, chip, memory_gb):
+    accelerator = job(run_id).partition.node.accelerator
+    assert accelerator.name == chip and accelerator.hbm_capacity == pytest.approx(memory_gb * 1e9)
+
+
+# ----------------------------------------------------------------- precision recipe names
+
+
+@pytest.mark.parametrize("word, precision", [
+    ("FP8-CS (FP8-MX)", "fp8"), ("MXFP8", "fp8"), ("FP8-DS", "fp8"), ("fp8_sc", "fp8"), ("NVFP4", "fp4"),
+    ("float8 (torchao)", "fp8"), ("TE hybrid", "fp8"), ("e4m3", "fp8"), ("amp_bf16", "bf16"), ("bfloat16", "bf16"),
+    ("fp16", "fp16"), ("tf32", "tf32"), ("fp32", "fp32"), ("mixed precision", "bf16"), ("", "bf16")])
+def test_precision_words(word, precision):
+    assert make_runs.precision_of(word)[0] == precision
+
+
+def test_unknown_precision_word_is_an_error_not_bf16():
+    with pytest.raises(make_runs.Unexpressible, match="int4"):
+        make_runs.precision_of("int4 awq")
+
+
+# ----------------------------------------------------------------- vocabulary padding
+
+
+def test_megatron_pads_to_128_times_tp():
+    assert run_facts.megatron_padded_vocab(128256, 8) == 129024
+    assert run_facts.megatron_padded_vocab(50257, 1) == 50304
+
+
+@pytest.mark.parametrize("run_id, vocab", [("mb2602_14", "129024"),      # Llama 3.1 405B, TP 8
+                                           ("nemo2407_3", "50688"),      # GPT-3 175B, TP 4
+                                           ("nemo_longctx_h100_8", "32768"),  # Llama 2 7B, TP 8
+                                           ("mb2509_15", "129280"),      # DeepSeek-V3: should_pad_vocab False
+                                           ("sc21_t1_10", "51200")])     # already padded in the row
+def test_vocabulary_padding(run_id, vocab):
+    assert field(design(run_id), "vocab") == vocab
+
+
+# ----------------------------------------------------------------- sharding names
+
+
+@pytest.mark.parametrize("word, stage", [
+    ("ZeRO-2", 2), ("DeepSpeed ZeRO stage 1", 1), ("ZeRO-3 (DeepSpeed)", 3), ("FSDP SHARD_GRAD_OP", 2),
+    ("NO_SHARD", 0), ("FSDP FULL_SHARD (mp mode PURE)", 3), ("FSDP2 (1D, 64 ranks)", 3), ("FSDP (64)", 3),
+    ("DDP + distributed optimizer (FSDP=0)", 1), ("distributed_fused_adam", 2), ("optim_grads", 2), ("none", 0),
+    ("distributed_fused_adam_with_cosine_annealing", 1)])   # NeMo 2.0's factory: Megatron-Core ZeRO-1, not Apex
+def test_sharding_names(word, stage):
+    assert run_facts.sharding_of(word)[0] == stage
+
+
+def test_unstated_sharding_is_left_to_the_recipe():
+    assert run_facts.sharding_of("ZeRO (stage not stated)") is None
+    assert field(design("nemo2407_3"), "zero") == "2"   # NeMo 1.0 launcher: distributed_fused_adam
+
+
+# ----------------------------------------------------------------- recompute defaults of a recipe
+
+
+def test_recipe_recompute_defaults():
+    assert field(design("mb2509_9"), "recompute") == "selective"    # 25.09 DeepSeek-V3 yaml: selective
+    assert field(design("nemo2407_3"), "recompute") == "selective"  # NeMo 1.0 GPT-3 175B config
+    assert field(design("mb2602_19"), "recompute") == "none"        # GB300 GPT-OSS: no recompute
+
+
+def test_recipe_settings_gclc_cannot_express_are_stated():
+    partial = design("mb2511_23")   # Llama 3 8B H100 FP8-CS: recompute_num_layers 5
+    assert field(partial, "recompute") == "none" and "5 of 32 layers" in partial
+    offload = design("mb2602_5")    # Llama 3 70B GB300 FSDP: cpu_offloading_num_layers 20
+    assert "offloaded to host memory" in offload and "20 layers" in offload

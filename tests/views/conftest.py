@@ -1,0 +1,95 @@
+"""The examples at sizes the export tests can afford, checked, lowered and planned once."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import attrs
+import pytest
+
+from gclc.compiler.driver import check_file
+from gclc.compiler.lower import lower
+from gclc.views.export.jobs import job_entity, job_plan
+from gclc.views.export.layout import layout
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "exports"
+# Every example, with settings that keep its cluster small and its plan feasible.
+SETTINGS = {
+    "a100_cluster": (),
+    "custom_dsa": ("cubes=4",),
+    "dgx_h100_superpod": (),
+    "gb200_nvl72_100k": ("racks=64",),
+    "hetero_h100_a100": (),
+    "mi300x_roce": (),
+}
+
+
+@attrs.frozen
+class Example:
+    name: str
+
+    @property
+    def path(self) -> str:
+        return str(ROOT / "examples" / f"{self.name}.gcl")
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        return SETTINGS[self.name]
+
+    @property
+    def design(self):
+        return _design(self.name)
+
+    @property
+    def graph(self):
+        return lower(self.design)
+
+    @property
+    def layout(self):
+        return layout(self.graph, self.design)
+
+    @property
+    def job(self):
+        return _job(self.name)
+
+
+@functools.cache
+def _design(name: str):
+    result = check_file(str(ROOT / "examples" / f"{name}.gcl"), list(SETTINGS[name]))
+    assert result.design is not None, result.diagnostics
+    return result.design
+
+
+@functools.cache
+def _job(name: str):
+    entity = job_entity(_design(name), None)
+    return job_plan(entity) if entity is not None else None
+
+
+@pytest.fixture(params=sorted(SETTINGS), scope="module")
+def example(request) -> Example:
+    return Example(request.param)
+
+
+def tiers_as_node_groups(partition) -> list[int]:
+    """From the IR alone: nodes per domain of each tier that spans several nodes, innermost
+    first (a tier no wider than the one below it adds no level)."""
+    sizes: list[int] = []
+    for tier in partition.tiers:
+        size = min(partition.nodes, tier.group_gpus // partition.node.gpus)
+        if size > 1 and (not sizes or size > sizes[-1]):
+            sizes.append(size)
+    return sizes
+
+
+@pytest.fixture(scope="session")
+def ir_levels():
+    return tiers_as_node_groups
+
+
+@pytest.fixture(scope="session")
+def named():
+    """Example by name, for tests about one design."""
+    return Example

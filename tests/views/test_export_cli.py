@@ -1,0 +1,84 @@
+"""`gclc export`: every example to every kind that applies; what does not apply is an
+error naming what the target lacks, exit 1, and no file written; atomic files, `-`."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from gclc.cli.main import main
+from gclc.views.export import KINDS
+
+FILES = {
+    "megatron": {"megatron.args", "megatron.yaml"},
+    "torchtitan": {"torchtitan.toml", "torchtitan.args"},
+    "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "job.sbatch"},
+    "kubernetes": {"kueue.yaml", "nodes.yaml", "jobset.yaml"},
+}
+# (example, kind) -> what the refusal says; everything else must export.
+REFUSED = {
+    ("custom_dsa", "megatron"): "`chat_405b` is a serve job",
+    ("custom_dsa", "torchtitan"): "`chat_405b` is a serve job",
+    ("hetero_h100_a100", "megatron"): "no heterogeneous split",
+    ("hetero_h100_a100", "torchtitan"): "no heterogeneous split",
+}
+
+
+def _run(example, *args: str) -> int:
+    settings = [word for s in example.settings for word in ("--set", s)]
+    return main(["export", example.path, *args, *settings])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_example_exports_to_every_kind_that_applies(example, kind, tmp_path, capsys):
+    out = tmp_path / "out"
+    status = _run(example, "--to", kind, "-o", str(out))
+    err = capsys.readouterr().err
+    refusal = REFUSED.get((example.name, kind))
+    if refusal is not None:
+        assert status == 1 and refusal in err and f"cannot export to {kind}" in err
+        assert not out.exists()
+        return
+    assert status == 0, err
+    expected = FILES[kind] - ({"job.sbatch", "jobset.yaml"} if example.job is None else set())
+    assert {p.name for p in out.iterdir()} == expected
+    assert all(p.read_text().startswith("#") for p in out.iterdir())
+
+
+def test_stdout_holds_every_file_after_its_name(named, capsys):
+    assert _run(named("dgx_h100_superpod"), "--to", "slurm", "-o", "-") == 0
+    out = capsys.readouterr().out
+    assert [line[6:-4] for line in out.splitlines() if line.startswith("# ==> ")] == sorted(
+        FILES["slurm"], key=["slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "job.sbatch"].index)
+
+
+def test_files_are_replaced_whole_and_keep_their_mode(named, tmp_path, capsys):
+    target = tmp_path / "slurm.conf"
+    target.write_text("old\n")
+    os.chmod(target, 0o640)
+    assert _run(named("dgx_h100_superpod"), "--to", "slurm", "-o", str(tmp_path)) == 0
+    assert target.read_text().startswith("# Slurm node") and target.stat().st_mode & 0o777 == 0o640
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+def test_usage_errors(named, tmp_path, capsys):
+    example = named("dgx_h100_superpod")
+    a_file = tmp_path / "file"
+    a_file.write_text("keep")
+    assert _run(example, "--to", "slurm", "-o", str(a_file)) == 2 and a_file.read_text() == "keep"
+    assert "names a directory" in capsys.readouterr().err
+    assert _run(example, "--to", "slurm", "--cluster", "Nope") == 2
+    assert "no cluster `Nope`" in capsys.readouterr().err
+
+
+def test_an_unknown_job_is_an_error(named, capsys):
+    assert _run(named("dgx_h100_superpod"), "--to", "megatron", "--job", "nope") == 1
+    assert "no job `nope`" in capsys.readouterr().err
+
+
+def test_an_infeasible_plan_exits_3_and_writes_nothing(named, tmp_path, capsys):
+    out = tmp_path / "out"
+    path = named("gb200_nvl72_100k").path
+    assert main(["export", path, "--to", "megatron", "-o", str(out), "--set", "racks=8"]) == 3
+    assert "infeasible" in capsys.readouterr().err and not out.exists()

@@ -1,0 +1,208 @@
+"""`gclc export --to kubernetes`, checked against published schemas.
+
+- Node and the JobSet's Job template: kubernetes-validate (Kubernetes' own OpenAPI
+  schemas, strict: no unknown fields).
+- Kueue Topology, ResourceFlavor, ClusterQueue, LocalQueue (v1beta2), JobSet (v1alpha2): the openAPIV3Schema of
+  their CRDs, shipped in tests/data/exports/ (descriptions stripped) from
+  kubernetes-sigs/kueue config/components/crd/bases/ at ff69552e79ad21652c36caa97038382e55625cf7
+  and kubernetes-sigs/jobset config/components/crd/bases/ at 08dfbdfd682714a9ab929633eca8dc95315187e7.
+- Kueue's CEL rules on Topology levels and ClusterQueue resource groups
+  (x-kubernetes-validations), which no JSON Schema validator runs, re-implemented below.
+- A round trip: the tiers read back from the Topology and the node labels are the IR's.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+import re
+from collections import Counter
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from gclc.views.export import kubernetes
+
+K8S_VERSION = "1.33"
+
+
+@pytest.fixture(scope="module")
+def schemas():
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data" / "exports"
+    load = lambda name, version: json.loads((data / name).read_text())["versions"][version]  # noqa: E731
+    return {"Topology": load("kueue_topologies.crd.json", "v1beta2"),
+            "ResourceFlavor": load("kueue_resourceflavors.crd.json", "v1beta2"),
+            "ClusterQueue": load("kueue_clusterqueues.crd.json", "v1beta2"),
+            "LocalQueue": load("kueue_localqueues.crd.json", "v1beta2"),
+            "JobSet": load("jobset_jobsets.crd.json", "v1alpha2")}
+
+
+def _crd_validate(schema: dict, document: dict) -> None:
+    jsonschema.Draft7Validator(schema).validate(document)  # OpenAPI v3 schemas are draft-4/7 JSON Schema
+
+
+def kueue_cel_levels(levels: list[dict]) -> list[str]:
+    """Kueue's CEL rules on Topology spec.levels (kueue.x-k8s.io_topologies.yaml):
+    `size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0` -> must be unique;
+    `size(self.filter(i, i.nodeLabel == 'kubernetes.io/hostname')) == 0 ||
+     self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname'` -> hostname only last."""
+    problems = []
+    if any(sum(1 for j in levels if j == i) > 1 for i in levels):
+        problems.append("must be unique")
+    if any(i["nodeLabel"] == "kubernetes.io/hostname" for i in levels) and \
+            levels[-1]["nodeLabel"] != "kubernetes.io/hostname":
+        problems.append("the kubernetes.io/hostname label can only be used at the lowest level of topology")
+    return problems
+
+
+# The API server's checks of names and labels (k8s.io/apimachinery/pkg/util/validation):
+# a node name is a DNS-1123 subdomain; a label key an optional DNS subdomain prefix and a
+# qualified name of at most 63 characters; a label value at most 63 characters.
+DNS1123_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+QUALIFIED_NAME = re.compile(r"^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^((?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+def api_server_problems(metadata: dict) -> list[str]:
+    problems = [] if DNS1123_SUBDOMAIN.match(metadata["name"]) else [f"name {metadata['name']!r}"]
+    for key, value in metadata.get("labels", {}).items():
+        prefix, _, name = key.rpartition("/")
+        if (prefix and not DNS1123_SUBDOMAIN.match(prefix)) or not QUALIFIED_NAME.match(name):
+            problems.append(f"label key {key!r}")
+        if not LABEL_VALUE.match(value):
+            problems.append(f"label value {value!r}")
+    return problems
+
+
+def test_the_api_server_checks_reject_bad_names():
+    assert api_server_problems({"name": "dgx-h100-001", "labels": {"topology.gclc.io/leaf": "leaf-01"}}) == []
+    assert len(api_server_problems({"name": "DGX_1", "labels": {"a/b/c": "x" * 64}})) == 3
+
+
+def kueue_cel_resource_groups(groups: list[dict]) -> list[str]:
+    """Kueue's CEL rule on ClusterQueue resourceGroups (kueue.x-k8s.io_clusterqueues.yaml):
+    `self.flavors.all(x, size(x.resources) == size(self.coveredResources))`; and Kueue's
+    webhook: a resource is covered by one group only."""
+    problems = []
+    if any(len(f["resources"]) != len(g["coveredResources"]) for g in groups for f in g["flavors"]):
+        problems.append("flavors must have the same number of resources as the coveredResources")
+    covered = [r for g in groups for r in g["coveredResources"]]
+    if len(covered) != len(set(covered)):
+        problems.append("a resource is covered by more than one resource group")
+    return problems
+
+
+def test_the_cel_rules_reject_what_kueue_rejects():
+    host = {"nodeLabel": "kubernetes.io/hostname"}
+    rack = {"nodeLabel": "topology.gclc.io/rack"}
+    assert kueue_cel_levels([rack, host]) == []
+    assert kueue_cel_levels([rack, rack, host]) == ["must be unique"]
+    assert kueue_cel_levels([host, rack]) == ["the kubernetes.io/hostname label can only be used at the lowest "
+                                              "level of topology"]
+    flavor = {"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}
+    assert kueue_cel_resource_groups([{"coveredResources": ["nvidia.com/gpu"], "flavors": [flavor]}]) == []
+    assert len(kueue_cel_resource_groups([{"coveredResources": ["nvidia.com/gpu", "cpu"], "flavors": [flavor]}] * 2)) == 2
+
+
+def _documents(example) -> dict[str, list[dict]]:
+    """The exported files, read back by a YAML parser (a fresh copy each call)."""
+    return copy.deepcopy(_parsed(example))
+
+
+@functools.cache
+def _parsed(example) -> dict[str, list[dict]]:
+    files = kubernetes.export(example.layout, example.job, example.name)
+    return {name: [d for d in yaml.safe_load_all(text) if d is not None] for name, text in files.items()}
+
+
+def test_every_object_passes_its_published_schema(example, schemas):
+    documents = _documents(example)
+    for document in documents["kueue.yaml"]:
+        _crd_validate(schemas[document["kind"]], document)
+        if document["kind"] == "Topology":
+            assert kueue_cel_levels(document["spec"]["levels"]) == []
+        if document["kind"] == "ClusterQueue":
+            assert kueue_cel_resource_groups(document["spec"]["resourceGroups"]) == []
+    nodes = documents["nodes.yaml"]
+    for node in nodes[:: max(1, len(nodes) // 3)]:  # the objects differ only in names and label values,
+        kubernetes_validate.validate(node, K8S_VERSION, strict=True)  # which the API server checks:
+    for node in nodes:
+        assert api_server_problems(node["metadata"]) == []
+    for jobset in documents.get("jobset.yaml", []):
+        _crd_validate(schemas["JobSet"], jobset)
+        for replicated in jobset["spec"]["replicatedJobs"]:
+            job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": replicated["name"]},
+                   "spec": replicated["template"]["spec"]}
+            kubernetes_validate.validate(job, K8S_VERSION, strict=True)
+
+
+def test_a_broken_object_fails_the_schema(schemas, named):
+    """The checks above can fail: a level without its node label, a pod without containers."""
+    documents = _documents(named("dgx_h100_superpod"))
+    topology = documents["kueue.yaml"][0]
+    topology["spec"]["levels"].append({"label": "rack"})
+    with pytest.raises(jsonschema.ValidationError):
+        _crd_validate(schemas["Topology"], topology)
+    job = documents["jobset.yaml"][0]["spec"]["replicatedJobs"][0]["template"]["spec"]
+    job["template"]["spec"]["containers"][0]["resource"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"},
+                                      "spec": job}, K8S_VERSION, strict=True)
+
+
+def test_the_tiers_read_back_from_kueue_are_the_irs(example, ir_levels):
+    documents = _documents(example)
+    topologies = {d["metadata"]["name"]: d for d in documents["kueue.yaml"] if d["kind"] == "Topology"}
+    flavors = [d for d in documents["kueue.yaml"] if d["kind"] == "ResourceFlavor"]
+    queue = next(d for d in documents["kueue.yaml"] if d["kind"] == "ClusterQueue")
+    quotas = {f["name"]: f["resources"][0]["nominalQuota"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]}
+    assert [quotas[f["metadata"]["name"]] for f in flavors] == [p.gpus for p in example.graph.partitions]
+    nodes = documents["nodes.yaml"]
+    assert len(flavors) == len(example.graph.partitions)
+    for flavor, partition in zip(flavors, example.graph.partitions):
+        selected = [n for n in nodes if all(n["metadata"]["labels"].get(k) == v
+                                            for k, v in flavor["spec"]["nodeLabels"].items())]
+        assert len(selected) == partition.nodes
+        levels = [lv["nodeLabel"] for lv in topologies[flavor["spec"]["topologyName"]]["spec"]["levels"]]
+        assert levels[-1] == "kubernetes.io/hostname"
+        sizes = []
+        for label in reversed(levels[:-1]):  # innermost first
+            domains = Counter(n["metadata"]["labels"][label] for n in selected)
+            sizes.append(max(domains.values()))
+        assert sizes == ir_levels(partition)
+
+
+def test_the_jobset_places_what_the_plan_keeps_together(example):
+    if example.job is None:
+        pytest.skip(f"{example.name} has no train job")
+    documents = _documents(example)
+    levels = {d["metadata"]["name"]: [lv["nodeLabel"] for lv in d["spec"]["levels"]]
+              for d in documents["kueue.yaml"] if d["kind"] == "Topology"}
+    known = {label for labels in levels.values() for label in labels}
+    jobset = documents["jobset.yaml"][0]
+    local = next(d for d in documents["kueue.yaml"] if d["kind"] == "LocalQueue")
+    assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == local["metadata"]["name"]
+    assert jobset["metadata"]["namespace"] == local["metadata"]["namespace"]
+    for replicated, share in zip(jobset["spec"]["replicatedJobs"], example.job.shares):
+        group = example.layout.group(share.partition)
+        spec = replicated["template"]["spec"]
+        per_pod = next(iter(spec["template"]["spec"]["containers"][0]["resources"]["limits"].values()))
+        assert replicated["replicas"] * spec["parallelism"] * per_pod == share.gpus
+        assert per_pod == group.gpus_per_node or (example.job.serve and per_pod == share.together)
+        annotations = spec["template"]["metadata"]["annotations"]
+        assert annotations["kueue.x-k8s.io/podset-preferred-topology"] in known
+        required = annotations.get("kueue.x-k8s.io/podset-slice-required-topology")
+        pods_together = math.ceil(share.together / per_pod)
+        if pods_together > 1:  # TP/EP groups wider than a node stay inside the tier the plan put them in
+            size = int(annotations["kueue.x-k8s.io/podset-slice-size"])
+            assert size == pods_together and spec["parallelism"] * replicated["replicas"] % size == 0
+            level = next(lv for lv in group.levels if kubernetes.level_label(lv) == required)
+            assert level.tier.name == share.together_tier and level.nodes_per_domain >= size
+        else:
+            assert required is None

@@ -1,0 +1,157 @@
+"""`gclc export --to megatron`, parsed with Megatron-LM's own argument definitions.
+
+Megatron-Core cannot be imported without torch (its config dataclasses and
+megatron/training/arguments.py import it), and torch's Linux wheels on PyPI bring the CUDA
+stack with them (the nvidia-* wheels, gigabytes), which this project does not install. So
+Megatron-LM's published definitions are vendored as test data: tests/data/exports/megatron_arguments.json,
+extracted by megatron_extract.py beside it from NVIDIA/Megatron-LM at the commit the file
+names (every `add_argument` of arguments.py and every field its ArgumentGroupFactory turns
+into a flag). The test builds an argparse parser from them, lets bash expand the exported
+array, parses it, and applies the consistency checks of Megatron's `validate_args` that
+the plan's numbers must pass, re-implemented here with their source lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gclc.views.export import ExportError, megatron
+
+DEFINITIONS = Path(__file__).resolve().parents[1] / "data" / "exports" / "megatron_arguments.json"
+TYPES = {"int": int, "float": float, "str": str, "any": str, None: None}
+
+
+@pytest.fixture(scope="module")
+def parser() -> argparse.ArgumentParser:
+    definitions = json.loads(DEFINITIONS.read_text())
+    parser = argparse.ArgumentParser(allow_abbrev=False, conflict_handler="resolve", exit_on_error=False)
+    for argument in definitions["arguments"]:
+        kwargs: dict = {"default": argument["default"]} if argument["action"] not in ("store_true", "store_false") else {}
+        if argument["dest"]:
+            kwargs["dest"] = argument["dest"]
+        action = argument["action"]
+        if action in ("store_true", "store_false"):
+            kwargs["action"] = action
+        elif action == "boolean_optional":
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif action == "store":
+            if TYPES[argument["type"]] is not None:
+                kwargs["type"] = TYPES[argument["type"]]
+            if argument["nargs"] is not None:
+                kwargs["nargs"] = argument["nargs"]
+            if argument["choices"] is not None:
+                kwargs["choices"] = argument["choices"]
+        else:
+            kwargs["nargs"] = "?"  # actions the definitions do not name (append, custom): accept a value
+        parser.add_argument(*argument["flags"], **kwargs)
+    return parser
+
+
+def shell_words(text: str) -> list[str]:
+    """The MEGATRON_ARGS array as bash expands it."""
+    script = text + '\nprintf "%s\\0" "${MEGATRON_ARGS[@]}"'
+    done = subprocess.run(["bash", "-c", script], capture_output=True, check=True, timeout=30)
+    return done.stdout.decode().split("\0")[:-1]
+
+
+def validate_args(args: argparse.Namespace, world: int) -> list[str]:
+    """The checks of Megatron-LM's validate_args (megatron/training/arguments.py) that the
+    exported numbers meet, each with the condition Megatron asserts."""
+    problems = []
+    model_parallel = args.tensor_model_parallel_size * args.pipeline_model_parallel_size * args.context_parallel_size
+    if world % model_parallel:
+        problems.append("world size is not divisible by tensor x pipeline x context parallel sizes")
+    dp = world // model_parallel
+    if args.global_batch_size % (args.micro_batch_size * dp):
+        problems.append("global batch size is not divisible by micro batch size times data parallel size")
+    first, last = args.decoder_first_pipeline_num_layers, args.decoder_last_pipeline_num_layers
+    pp = args.pipeline_model_parallel_size
+    if first is None and last is None and args.num_layers % pp:
+        problems.append("number of layers should be divisible by the pipeline parallel size")
+    if first is not None and last is not None and pp > 2 and (args.num_layers - first - last) % (pp - 2):
+        problems.append("the middle stages must hold equal numbers of layers")
+    if args.num_layers_per_virtual_pipeline_stage is not None:
+        if pp <= 1:
+            problems.append("interleaved schedules need pipeline parallelism")
+        elif (args.num_layers // pp) % args.num_layers_per_virtual_pipeline_stage:
+            problems.append("number of layers per pipeline stage must divide by layers per virtual stage")
+    if args.num_attention_heads % args.tensor_model_parallel_size:
+        problems.append("attention heads must divide by the tensor parallel size")
+    groups = args.num_query_groups if args.group_query_attention else args.num_attention_heads
+    if groups % args.tensor_model_parallel_size and args.tensor_model_parallel_size % groups:
+        problems.append("query groups and tensor parallel size must divide one another")
+    if args.context_parallel_size > 1 and args.seq_length % (2 * args.context_parallel_size):
+        problems.append("seq-length should be a multiple of 2 * context-parallel-size")
+    if args.num_experts:
+        if args.num_experts % args.expert_model_parallel_size:
+            problems.append("number of experts must divide by expert parallel size")
+        if (world // pp) % (args.expert_model_parallel_size * args.expert_tensor_parallel_size):
+            problems.append("expert model parallel x expert tensor parallel must divide the ranks of a stage")
+    if args.overlap_param_gather and not (args.use_distributed_optimizer or args.use_megatron_fsdp):
+        problems.append("--overlap-param-gather only supported with distributed optimizer")
+    if args.tp_comm_overlap and not args.sequence_parallel:
+        problems.append("Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled")
+    if args.bf16 and args.fp16:
+        problems.append("cannot be both fp16 and bf16")
+    return problems
+
+
+def test_megatrons_checks_can_fail(parser):
+    args = parser.parse_args(["--num-layers", "61", "--pipeline-model-parallel-size", "16", "--tensor-model-parallel-size",
+                              "3", "--num-attention-heads", "128", "--micro-batch-size", "1", "--global-batch-size",
+                              "100", "--seq-length", "4096", "--tp-comm-overlap"])
+    assert len(validate_args(args, 48)) == 4
+    with pytest.raises(argparse.ArgumentError):
+        parser.parse_args(["--recompute-granularity", "everything"])
+    with pytest.raises(SystemExit):  # an unknown flag
+        parser.parse_args(["--tensor-parallel-size", "8"])
+
+
+def test_every_training_example_exports_arguments_megatron_parses(example, parser):
+    if example.job is None or example.job.serve:
+        pytest.skip(f"{example.name} has no train job")
+    accelerator = example.layout.groups[0].partition.node.accelerator
+    try:
+        files = megatron.export(example.job, accelerator.name, accelerator.vendor, example.name)
+    except ExportError as error:
+        assert len(example.job.shares) > 1 and "heterogeneous" in str(error)
+        return
+    words = shell_words(files["megatron.args"])
+    args = parser.parse_args(words)
+    c = example.job.config
+    assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size, args.context_parallel_size) == \
+        (c.tp, c.pp, c.cp)
+    assert (args.micro_batch_size, args.global_batch_size, args.seq_length) == (c.microbatch, c.batch, c.seq)
+    assert args.num_layers == example.job.shape.layers and args.hidden_size == example.job.shape.hidden
+    assert args.sequence_parallel == (c.sp and c.tp > 1)
+    assert args.recompute_granularity == (None if c.recompute == "none" else c.recompute)
+    assert args.use_distributed_optimizer == (c.zero in (1, 2))
+    if c.vp > 1:
+        assert args.num_layers_per_virtual_pipeline_stage * c.pp * c.vp == args.num_layers
+    if example.job.shape.is_moe:
+        assert (args.num_experts, args.expert_model_parallel_size) == (example.job.shape.routed, c.ep)
+    if c.precision == "fp8":
+        assert args.fp8 == "hybrid" and args.fp8_recipe in ("delayed", "mxfp8")
+    assert validate_args(args, c.gpus) == []
+    settings = yaml.safe_load(files["megatron.yaml"])
+    assert settings == {key: getattr(args, key) for key in settings}  # the YAML holds the parsed values
+
+
+def test_a_heterogeneous_plan_is_refused_with_what_megatron_lacks(named):
+    example = named("hetero_h100_a100")
+    with pytest.raises(ExportError, match="no heterogeneous split"):
+        megatron.export(example.job, "H100_SXM", "NVIDIA", example.name)
+
+
+def test_uneven_pipelines_give_equal_middle_stages():
+    for layers in range(2, 130):
+        for pp in range(2, min(layers, 33)):
+            first, last = megatron.uneven_stages(layers, pp)
+            assert first >= last >= 1 and first + last <= layers
+            assert pp == 2 and first + last == layers or (layers - first - last) % (pp - 2) == 0

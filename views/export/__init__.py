@@ -1,0 +1,58 @@
+"""Exports to the software stack: the plan as Megatron-LM or torchtitan settings, the
+cluster (and the job) as Slurm or Kubernetes/Kueue configuration.
+
+`export(kind, design, ...)` returns {file name: text}; pure functions of the design and
+the plan. A plan the target cannot express raises `ExportError` saying what it lacks.
+"""
+
+from __future__ import annotations
+
+from ...compiler.design import Design, Entity, Partition as PartitionRef
+from ...compiler.lower import lower_cluster, pick_cluster
+from . import kubernetes, megatron, slurm, torchtitan
+from .jobs import Infeasible, job_entity, job_plan
+from .layout import layout
+from .target import ExportError, JobPlan
+
+KINDS = ("megatron", "torchtitan", "slurm", "kubernetes")
+NEEDS_JOB = ("megatron", "torchtitan")
+
+
+def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
+           source: str = "") -> dict[str, str]:
+    entity = job_entity(design, job)
+    if kind in NEEDS_JOB:
+        if entity is None or entity.kind != "train":
+            what = f"`{entity.name}` is a serve job" if entity is not None else "the design has no `train` job"
+            raise ExportError(f"{kind} settings describe a training job, and {what}")
+        plan = job_plan(entity)
+        chip = _accelerator(plan)
+        return (megatron if kind == "megatron" else torchtitan).export(plan, chip.name, chip.vendor, source)
+    target = pick_cluster(design, cluster) if cluster else (_job_cluster(entity) or pick_cluster(design))
+    if entity is not None and _job_cluster(entity).name != target.name:
+        if job is not None:
+            raise ExportError(f"`{entity.name}` runs on `{_job_cluster(entity).name}`, not on `{target.name}`")
+        entity = None  # exporting another cluster than the job's: the cluster alone
+    plan = job_plan(entity) if entity is not None else None
+    nodes = layout(lower_cluster(target), design)
+    if kind == "slurm":
+        return slurm.export(nodes, design, plan, source)
+    return kubernetes.export(nodes, plan, source)
+
+
+def _job_cluster(entity: Entity | None) -> Entity | None:
+    if entity is None:
+        return None
+    target = entity.get("on")
+    target = target[0] if isinstance(target, tuple) else target
+    return target.cluster if isinstance(target, PartitionRef) else target
+
+
+def _accelerator(plan: JobPlan):
+    """The job's chip (the first partition's, for a job over several)."""
+    from ...solver.hetero import partition_jobs
+
+    return partition_jobs(plan.entity)[0].partition.node.accelerator
+
+
+__all__ = ["KINDS", "ExportError", "Infeasible", "export"]

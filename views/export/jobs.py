@@ -1,0 +1,87 @@
+"""Plan the job an export needs: a train job on one partition (the search) or across
+several (the heterogeneous split), or a serve job (its width and replicas), as a
+`JobPlan` of one share per partition."""
+
+from __future__ import annotations
+
+from ...compiler.design import Design, Entity
+from ...model import comms
+from ...model.config import TrainConfig
+from ...model.job import JobError, job_from_entity
+from ...model.shape import ModelShape
+from ...compiler.ir import Partition
+from .target import JobPlan, Share
+
+
+class Infeasible(Exception):
+    """No configuration of the job fits; the message is the planner's reason."""
+
+
+def job_entity(design: Design, name: str | None) -> Entity | None:
+    """The job `name`, or the root file's first train job, else its first serve job (as
+    `gclc plan` chooses); None when the design has no job."""
+    jobs = [e for e in design.entities if e.kind in ("train", "serve")]
+    if name is None:
+        local = [j for j in jobs if j.span.path == design.root] or jobs
+        return next((j for j in local if j.kind == "train"), local[0] if local else None)
+    entity = next((e for e in jobs if e.name == name), None)
+    if entity is None:
+        known = ", ".join(j.name for j in jobs) or "none"
+        raise JobError(f"no job `{name}`; the design's jobs: {known}")
+    return entity
+
+
+def job_plan(entity: Entity) -> JobPlan:
+    from ...solver.hetero import is_hetero, partition_jobs, plan_hetero
+    from ...solver.jobs import job_objective
+    from ...solver.plan import plan
+
+    shape = ModelShape.from_entity(entity.get("model"))
+    if entity.kind == "serve":
+        return _serve_plan(entity, shape)
+    if is_hetero(entity):
+        result = plan_hetero(entity)
+        if result.best is None:
+            raise Infeasible(f"`{entity.name}` fits neither split across its partitions")
+        jobs = {j.partition.name: j for j in partition_jobs(entity)}
+        shares = tuple(_share(jobs[s.partition].partition, s.config, s.gpus, s.items)
+                       for s in result.best.shares if s.config is not None and s.gpus)
+        first = next(iter(jobs.values()))
+        return JobPlan(entity.name, entity, shape, first.precision, first.stack, result.best.mode, shares)
+    job = job_from_entity(entity)
+    chosen = plan(job, job_objective(entity))
+    if chosen.best is None:
+        reason = chosen.infeasibility.message if chosen.infeasibility else f"no configuration fits {job.gpus} GPUs"
+        raise Infeasible(reason)
+    config = chosen.best.config
+    share = _share(job.partition, config, config.gpus, job.batch)
+    return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,))
+
+
+def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
+    """Replicas of one width: a share of all of them, each replica kept together."""
+    from ...solver.serve import plan_serve
+
+    served = plan_serve(entity)
+    if served.best is None:
+        raise Infeasible(f"no configuration of `{entity.name}` meets its limits"
+                         + (f" ({'; '.join(served.binding)})" if served.binding else ""))
+    width = served.best.gpus
+    stages = comms.place(width, 1, served.partition.tiers)
+    share = Share(served.partition.name, width * served.replicas, None, width,
+                  stages[-1].tier.name if stages else None, served.replicas)
+    return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", (share,))
+
+
+def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:
+    """The share, with the widest of its TP and EP groups and the tier that group stays inside."""
+    together, tier = 1, None
+    for dim in ("tp", "ep"):
+        size = getattr(config, dim)
+        stages = comms.place(size, config.stride(dim), partition.tiers)
+        if size > together:
+            together, tier = size, stages[-1].tier.name if stages else None
+    return Share(partition.name, gpus, config, together, tier, items)
+
+
+__all__ = ["Infeasible", "JobError", "job_entity", "job_plan"]

@@ -1,0 +1,182 @@
+"""The plan as Megatron-LM / Megatron-Core training arguments (`pretrain_gpt.py`).
+
+Two files with the same settings: `megatron.args`, a bash array to splice into the
+launch line (`pretrain_gpt.py "${MEGATRON_ARGS[@]}" ...`), and `megatron.yaml`, the same
+settings keyed by the argument's destination (the names Megatron's parsed `args` carry).
+Flags as defined by Megatron-LM's megatron/training/arguments.py (core_v0.13 and later):
+model shape, TP / PP / virtual stages as layers per virtual stage / CP / EP with expert
+TP 1 (the model's MoE folding), sequence parallel, recomputation, the distributed
+optimizer or Megatron-FSDP for ZeRO-3, micro / global batch, precision and FP8 recipe,
+and the overlaps the job's software stack models. Data, tokenizer, optimizer and
+checkpoint arguments are the site's and are left out.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+import yaml
+
+from ...model.config import TrainConfig
+from .target import ExportError, JobPlan, header
+
+STACKS = ("megatron", "megatron_core", "nemo")
+# Blackwell runs FP8 with MX block scaling (mxfp8); Hopper and Ada with per-tensor delayed
+# scaling, Megatron-LM's --fp8-recipe default (arguments.py).
+MXFP8_CHIPS = ("B200", "GB200", "B300", "GB300")
+
+
+def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, object]]:
+    """(flag, value) pairs; value True is a switch without a value."""
+    _check(job, vendor)
+    c, s = job.config, job.shape
+    args: list[tuple[str, object]] = [
+        ("--num-layers", s.layers), ("--hidden-size", s.hidden), ("--ffn-hidden-size", s.ffn),
+        ("--num-attention-heads", s.heads)]
+    if s.kv_heads != s.heads:
+        args += [("--group-query-attention", True), ("--num-query-groups", s.kv_heads)]
+    if s.head_dim * s.heads != s.hidden:
+        args.append(("--kv-channels", s.head_dim))
+    args += [("--seq-length", c.seq), ("--max-position-embeddings", c.seq), ("--vocab-size", s.vocab)]
+    if s.mlp_matrices == 3:
+        args.append(("--swiglu", True))
+    if not s.tied_embeddings:
+        args.append(("--untie-embeddings-and-output-weights", True))
+    if s.is_moe:
+        args += _moe(job)
+    args += _parallel(job, c) + _recompute(c) + _precision(job, c, accelerator) + _stack(c)
+    args += [("--micro-batch-size", c.microbatch), ("--global-batch-size", c.batch)]
+    return args
+
+
+def _check(job: JobPlan, vendor: str) -> None:
+    if len(job.shares) > 1:
+        layouts = "; ".join(f"{s.partition}: tp {s.config.tp} pp {s.config.pp} dp {s.config.dp}" for s in job.shares)
+        raise ExportError(f"Megatron-LM runs one parallel layout on identical GPUs; it has no heterogeneous "
+                          f"split, and the plan of `{job.name}` gives its partitions different ones ({layouts})")
+    if job.stack not in STACKS:
+        raise ExportError(f"`{job.name}` is planned for the `{job.stack}` software stack; Megatron-LM arguments "
+                          f"describe {', '.join(STACKS)} (set `software` in the job to plan for one of them)")
+    if not any(v in vendor.lower() for v in ("nvidia", "amd")):
+        raise ExportError(f"Megatron-LM runs on NVIDIA GPUs (and AMD's ROCm fork); `{job.name}` runs on {vendor} chips")
+    if job.shape.mlp_matrices == 2 and job.entity.get("model").get("mlp") is not None \
+            and job.entity.get("model").get("mlp").name == "relu":
+        raise ExportError("Megatron-LM's arguments choose GeLU (default) or --swiglu; a plain ReLU MLP has no flag")
+    c = job.config
+    if c.vp > 1 and job.shape.layers % (c.pp * c.vp):
+        raise ExportError(f"Megatron-LM gives every virtual stage the same layers (--num-layers-per-virtual-"
+                          f"pipeline-stage); {job.shape.layers} layers do not split into pp {c.pp} x vp {c.vp}")
+
+
+def _moe(job: JobPlan) -> list[tuple[str, object]]:
+    s = job.shape
+    args: list[tuple[str, object]] = [("--num-experts", s.routed), ("--moe-router-topk", s.top_k),
+                                      ("--moe-ffn-hidden-size", s.expert_ffn)]
+    if s.shared:
+        args.append(("--moe-shared-expert-intermediate-size", s.shared * s.expert_ffn))
+    if s.dense_layers:  # Megatron's pattern syntax: a Python list expression, 0 = dense, 1 = MoE
+        args.append(("--moe-layer-freq", f"([0]*{s.dense_layers}+[1]*{s.moe_layers})"))
+    return args
+
+
+def _parallel(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
+    args: list[tuple[str, object]] = [("--tensor-model-parallel-size", c.tp),
+                                      ("--pipeline-model-parallel-size", c.pp),
+                                      ("--context-parallel-size", c.cp)]
+    if c.vp > 1:
+        args.append(("--num-layers-per-virtual-pipeline-stage", job.shape.layers // (c.pp * c.vp)))
+    elif job.shape.layers % c.pp:
+        first, last = uneven_stages(job.shape.layers, c.pp)
+        args += [("--decoder-first-pipeline-num-layers", first), ("--decoder-last-pipeline-num-layers", last)]
+    if job.shape.is_moe:
+        args += [("--expert-model-parallel-size", c.ep), ("--expert-tensor-parallel-size", 1)]
+    if c.sp and c.tp > 1:
+        args.append(("--sequence-parallel", True))
+    if c.zero == 3:
+        args += [("--use-megatron-fsdp", True), ("--data-parallel-sharding-strategy", "optim_grads_params")]
+    elif c.zero >= 1:
+        args.append(("--use-distributed-optimizer", True))
+    return args
+
+
+def uneven_stages(layers: int, pp: int) -> tuple[int, int]:
+    """Layers of the first and last stage when `pp` does not divide `layers`: the middle
+    stages take ceil(layers / pp) each (Megatron needs them equal), the ends share the rest,
+    the last (which also computes the output layer and loss) taking the smaller part."""
+    for middle in range(-(-layers // pp), 0, -1):
+        rest = layers - middle * (pp - 2)
+        if rest >= 2:
+            return -(-rest // 2), rest // 2
+    raise ExportError(f"{layers} layers cannot be staged over pp {pp} with equal middle stages")
+
+
+def _recompute(c: TrainConfig) -> list[tuple[str, object]]:
+    if c.recompute == "full":  # every layer, as the model's `full` recomputation assumes
+        return [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
+    if c.recompute == "selective":
+        return [("--recompute-granularity", "selective")]
+    return []
+
+
+def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str, object]]:
+    if c.precision == "fp16":
+        return [("--fp16", True)]
+    args: list[tuple[str, object]] = [("--bf16", True)]
+    if c.precision == "fp8":  # E4M3 forward, E5M2 gradients (Transformer Engine's hybrid format)
+        recipe = "mxfp8" if any(accelerator.upper().startswith(n) for n in MXFP8_CHIPS) else "delayed"
+        args += [("--fp8-format", "hybrid"), ("--fp8-recipe", recipe)]
+    elif c.precision == "fp4":
+        args += [("--fp4-format", "e2m1"), ("--fp4-recipe", "nvfp4")]
+    elif c.precision != "bf16":
+        raise ExportError(f"Megatron-LM trains in bf16, fp16, fp8 or fp4; `{job.name}` is planned in {c.precision}")
+    return args
+
+
+def _stack(c: TrainConfig) -> list[tuple[str, object]]:
+    """The behaviour the planned stack assumes (model/config.py STACKS), as flags."""
+    flash = c.behaviour("attention") == "flash"
+    args: list[tuple[str, object]] = [("--attention-backend", "flash" if flash else "unfused")]
+    dropout = 0.1 if c.behaviour("dropout") else 0.0
+    args += [("--attention-dropout", dropout), ("--hidden-dropout", dropout)]
+    if c.behaviour("tp_overlap") and c.tp > 1 and c.sp:  # Megatron overlaps TP only with sequence parallel
+        args.append(("--tp-comm-overlap", True))
+    if c.behaviour("dp_overlap") and c.dp > 1:
+        args.append(("--overlap-grad-reduce", True))
+        if c.zero >= 1:
+            args.append(("--overlap-param-gather", True))
+    if c.behaviour("ep_overlap") and c.ep > 1:
+        args.append(("--overlap-moe-expert-parallel-comm", True))
+    if c.behaviour("grad_bytes") == 4:
+        args.append(("--accumulate-allreduce-grads-in-fp32", True))
+    return args
+
+
+def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str, str]:
+    pairs = arguments(job, accelerator, vendor)
+    c = job.config
+    summary = (f"tp {c.tp} pp {c.pp} vp {c.vp} cp {c.cp} ep {c.ep} dp {c.dp}, micro-batch {c.microbatch}, "
+               f"{c.recompute} recompute, ZeRO {c.zero}, {c.precision}, stack {job.stack}")
+    lines = [header(source, f"Megatron-LM arguments for job {job.name}: {summary}"),
+             f"# launch on {c.gpus} GPUs: torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\" <data, tokenizer, optimizer>",
+             "# the design does not state normalization or position embeddings: add them for your model",
+             "# (Llama-style: --normalization RMSNorm --position-embedding-type rope --disable-bias-linear)",
+             "MEGATRON_ARGS=("]
+    for flag, value in pairs:
+        lines.append(f"  {flag}" if value is True else f"  {flag} {shlex.quote(_text(value))}")
+    lines.append(")")
+    settings = {_dest(flag): value for flag, value in pairs}
+    text = header(source, f"Megatron-LM settings for job {job.name} (argument destinations): {summary}")
+    return {"megatron.args": "\n".join(lines) + "\n",
+            "megatron.yaml": text + "\n" + yaml.safe_dump(settings, sort_keys=False)}
+
+
+def _text(value: object) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+# Flags whose destination is not the flag's own name (arguments.py `dest=`).
+_DESTS = {"--fp8-format": "fp8", "--fp4-format": "fp4", "--num-experts": "num_experts"}
+
+
+def _dest(flag: str) -> str:
+    return _DESTS.get(flag, flag.removeprefix("--").replace("-", "_"))

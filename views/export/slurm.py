@@ -1,0 +1,190 @@
+"""The cluster as Slurm configuration, and the job as an `sbatch` script.
+
+Files (slurm.conf(5), gres.conf(5), topology.conf(5) of Slurm 22.05 to 25.05):
+- `slurm.conf`: the lines a site's slurm.conf includes (`Include slurm.nodes.conf`):
+  GRES types, the tree topology plugin, one NodeName line per node type with its GPUs
+  as typed GRES, sockets, cores and memory from the node's parts, and a partition per
+  design partition.
+- `gres.conf`: each node's GPUs with their device files (NVIDIA `/dev/nvidiaN`, AMD
+  `/dev/dri/renderD128+N`; other accelerators by count).
+- `topology.conf`: tree form: one switch per domain of each fabric tier (layout.py),
+  the lowest listing nodes, the others listing switches.
+- `topology-block.conf`: block form (topology/block, Slurm 23.11+): one block per
+  scale-up domain when it spans several nodes (NVL72 racks), else per lowest tier.
+- `job.sbatch`: nodes, GPUs per node, tasks, and `--switches` (tree) or `--segment`
+  (block) for what the plan keeps together.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...compiler.design import Design
+from ...compiler.ir import NodeType
+from ...compiler.hostlist import compress, lines as host_lines
+from .layout import Group, Layout, slug
+from .target import JobPlan, header
+
+def export(layout: Layout, design: Design, job: JobPlan | None, source: str) -> dict[str, str]:
+    files = {
+        "slurm.conf": slurm_conf(layout, design, source),
+        "gres.conf": gres_conf(layout, source),
+        "topology.conf": topology_tree(layout, source),
+        "topology-block.conf": topology_block(layout, source),
+    }
+    if job is not None:
+        files["job.sbatch"] = sbatch(layout, job, source)
+    return files
+
+
+def gres_type(group: Group) -> str:
+    """`H100_SXM` -> `h100_sxm`: GRES type names are letters, digits and underscores."""
+    return slug(group.partition.node.accelerator.name).replace("-", "_")
+
+
+def slurm_conf(layout: Layout, design: Design, source: str) -> str:
+    lines = [header(source, f"Slurm node and partition lines of cluster {layout.cluster}"),
+             "# include from slurm.conf: Include <this file>",
+             "GresTypes=gpu",
+             "TopologyPlugin=topology/tree",
+             "SelectType=select/cons_tres",
+             "SelectTypeParameters=CR_Core_Memory"]
+    for group in layout.groups:
+        node = group.partition.node
+        lines.append(f"# partition {group.partition.name}: {len(group.nodes)} x {node.name}, "
+                     f"{node.gpus} x {node.accelerator.name} each")
+        shape = " ".join(f"{k}={v}" for k, v in _node_shape(node, design).items())
+        for hosts in host_lines(group.nodes):
+            lines.append(f"NodeName={hosts} {shape} Gres=gpu:{gres_type(group)}:{node.gpus} "
+                         f"Feature={slug(node.name).replace('-', '_')} State=UNKNOWN")
+    for index, group in enumerate(layout.groups):
+        nodes = "ALL" if len(layout.groups) == 1 else compress(group.nodes)
+        lines.append(f"PartitionName={group.slug} Nodes={nodes} Default={'YES' if index == 0 else 'NO'} "
+                     "MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def _node_shape(node: NodeType, design: Design) -> dict[str, int]:
+    """Sockets, cores and memory (MiB) from the node's parts; cores only when the CPU states them."""
+    shape: dict[str, int] = {}
+    entity = next((e for e in design.entities if e.kind == "node" and e.name == node.name), None)
+    cpus = entity.get("cpus") if entity is not None else None
+    if cpus is not None:
+        shape["Boards"] = 1
+        shape["SocketsPerBoard"] = cpus.count
+        cores = cpus.part.get("cores")
+        if cores:
+            shape["CoresPerSocket"] = cores
+            shape["ThreadsPerCore"] = 1  # the design does not say whether SMT is on
+    if node.dram:
+        shape["RealMemory"] = int(node.dram // 2**20)
+    return shape
+
+
+def gres_conf(layout: Layout, source: str) -> str:
+    lines = [header(source, f"Slurm GRES of cluster {layout.cluster}")]
+    for group in layout.groups:
+        accelerator, count = group.partition.node.accelerator, group.gpus_per_node
+        vendor = accelerator.vendor.lower()
+        if "nvidia" in vendor:
+            device = f" File=/dev/nvidia[0-{count - 1}]" if count > 1 else " File=/dev/nvidia0"
+        elif "amd" in vendor:
+            device = f" File=/dev/dri/renderD[128-{127 + count}]" if count > 1 else " File=/dev/dri/renderD128"
+        else:
+            device = f" Count={count}"
+        for hosts in host_lines(group.nodes):
+            lines.append(f"NodeName={hosts} Name=gpu Type={gres_type(group)}{device}")
+    return "\n".join(lines) + "\n"
+
+
+def topology_tree(layout: Layout, source: str) -> str:
+    lines = [header(source, f"Slurm tree topology of cluster {layout.cluster} (topology/tree)")]
+    tops = []
+    for group in layout.groups:
+        lines.append(f"# partition {group.partition.name}")
+        if not group.levels:  # a single node, or nodes without a fabric: one switch holds them all
+            lines.append(f"SwitchName={group.slug}-switch Nodes={compress(group.nodes)}")
+            tops.append(f"{group.slug}-switch")
+            continue
+        for level in group.levels:
+            lines.append(f"# {level.tier.name}: {len(level.domains)} x {level.nodes_per_domain} nodes")
+            for domain in level.domains:
+                if domain.children:
+                    lines.append(f"SwitchName={domain.name} Switches={compress(domain.children)}")
+                else:
+                    nodes = group.nodes[domain.first:domain.first + domain.count]
+                    lines.append(f"SwitchName={domain.name} Nodes={compress(nodes)}")
+        tops += [d.name for d in group.levels[-1].domains]
+    if len(tops) > 1:
+        lines.append(f"# the partitions' fabrics joined at the top\nSwitchName={layout.slug} Switches={compress(tops)}")
+    return "\n".join(lines) + "\n"
+
+
+def block_level(group: Group):
+    """The level whose domains are blocks: the scale-up domain if it spans nodes, else the lowest."""
+    scaleup = [level for level in group.levels if level.tier.scope != "scaleout"]
+    return (scaleup or list(group.levels) or [None])[-1 if scaleup else 0]
+
+
+def topology_block(layout: Layout, source: str) -> str:
+    lines = [header(source, f"Slurm block topology of cluster {layout.cluster} (topology/block, Slurm 23.11+)"),
+             "# slurm.conf: TopologyPlugin=topology/block"]
+    sizes = set()
+    for group in layout.groups:
+        level = block_level(group)
+        if level is None:
+            lines.append(f"BlockName={group.slug}-block Nodes={compress(group.nodes)}")
+            sizes.add(len(group.nodes))
+            continue
+        lines.append(f"# partition {group.partition.name}: one block per {level.tier.name} domain")
+        for domain in level.domains:
+            nodes = group.nodes[domain.first:domain.first + domain.count]
+            lines.append(f"BlockName={domain.name} Nodes={compress(nodes)}")
+        sizes.add(level.nodes_per_domain)
+    lines.append(f"BlockSizes={min(sizes)}")
+    return "\n".join(lines) + "\n"
+
+
+def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
+    """One component per partition share (a heterogeneous job when there are several)."""
+    lines = ["#!/bin/bash", header(source, f"sbatch script for job {job.name}")]
+    if job.serve:
+        share = job.shares[0]
+        lines.append(f"# serve: {share.items} replicas of {share.together} GPUs")
+    for index, share in enumerate(job.shares):
+        group = layout.group(share.partition)
+        per_node = group.gpus_per_node
+        nodes = math.ceil(share.gpus / per_node)
+        if index:
+            lines.append("#SBATCH hetjob")
+        lines += [f"#SBATCH --job-name={slug(job.name)}" if index == 0 else f"# component {index}: {share.partition}",
+                  f"#SBATCH --partition={group.slug}",
+                  f"#SBATCH --nodes={nodes}",
+                  f"#SBATCH --gpus-per-node={gres_type(group)}:{per_node}",
+                  f"#SBATCH --ntasks-per-node={per_node}",
+                  "#SBATCH --exclusive"]
+        lines += _placement_lines(group, share.together, nodes)
+    what = "the serving command" if job.serve else "the training command, e.g. pretrain_gpt.py with megatron.args"
+    lines.append(f"srun --kill-on-bad-exit=1 \"$@\"  # {what}")
+    return "\n".join(lines) + "\n"
+
+
+def _placement_lines(group: Group, together: int, nodes: int) -> list[str]:
+    """`--switches` for the tree (as few lowest-level switches as the job needs, each holding
+    whole groups of what the plan keeps together) and, for the block plugin, `--segment`:
+    the nodes of such a group, which a block must not split."""
+    out = []
+    segment = math.ceil(together / group.gpus_per_node)
+    if group.levels and nodes > 1:
+        lowest = group.levels[0]
+        usable = lowest.nodes_per_domain
+        if 1 < segment <= usable:
+            usable = usable // segment * segment
+        switches = math.ceil(nodes / usable)
+        out += [f"# as few {lowest.tier.name} switches ({lowest.nodes_per_domain} nodes each) as the job needs",
+                f"#SBATCH --switches={switches}@00:10:00"]
+    level = block_level(group)
+    if level is not None and 1 < segment <= level.nodes_per_domain and nodes % segment == 0:
+        out += [f"# the plan keeps {together} GPUs within one {level.tier.name} domain; with topology/block",
+                f"# (Slurm 24.11+) ask for it with: #SBATCH --segment={segment}"]
+    return out

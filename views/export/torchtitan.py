@@ -1,0 +1,138 @@
+"""The plan as torchtitan configuration: a TOML job file and the same settings as CLI overrides.
+
+Targets torchtitan v0.2.2 (tag of 2026-02-20), the last release read from TOML files
+(`--job.config_file`, torchtitan/config/job_config.py); later versions moved to Python
+configurations but keep the `--section.option` overrides. Sections written: [model] (the
+registered flavor with this shape, when there is one), [training] (batch, sequence,
+mixed precision), [parallelism], [activation_checkpoint], and [quantize] for FP8.
+
+Data parallelism maps onto FSDP2: ZeRO-3 shards and re-shards after forward; ZeRO-1 and
+ZeRO-2 shard but keep the gathered weights until backward (`fsdp_reshard_after_forward =
+"never"`), which moves the same bytes as ZeRO-1/2 and holds less; ZeRO-0 is replication.
+"""
+
+from __future__ import annotations
+
+from ...model.shape import ModelShape
+from .target import ExportError, JobPlan, header
+
+# torchtitan v0.2.2's registered flavors (torchtitan/models/*/__init__.py) by shape:
+# (layers, hidden, heads, kv_heads, vocab) -> (model name, flavor)
+FLAVORS = {
+    (32, 4096, 32, 8, 128256): ("llama3", "8B"),
+    (80, 8192, 64, 8, 128256): ("llama3", "70B"),
+    (126, 16384, 128, 8, 128256): ("llama3", "405B"),
+    (61, 7168, 128, 128, 129280): ("deepseek_v3", "671B"),
+}
+MX_CHIPS = ("B200", "GB200", "B300", "GB300")  # MX (block-scaled) FP8 tensor cores
+
+
+def flavor(shape: ModelShape) -> tuple[str, str] | None:
+    return FLAVORS.get((shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.vocab))
+
+
+def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str, object]]:
+    """Section -> option -> value, in torchtitan's JobConfig names."""
+    _check(job, vendor)
+    c, shape = job.config, job.shape
+    sections: dict[str, dict[str, object]] = {"job": {"description": f"{job.name} (planned by gclc)"}}
+    named = flavor(shape)
+    sections["model"] = {"name": named[0], "flavor": named[1]} if named else {}
+    sections["training"] = {"local_batch_size": c.batch // c.dp, "global_batch_size": c.batch, "seq_len": c.seq,
+                            "mixed_precision_param": "bfloat16", "mixed_precision_reduce": "float32"}
+    parallelism: dict[str, object] = {
+        "data_parallel_replicate_degree": 1 if c.zero else c.dp,
+        "data_parallel_shard_degree": c.dp if c.zero else 1,
+        "fsdp_reshard_after_forward": "default" if c.zero == 3 else "never",
+        "tensor_parallel_degree": c.tp, "context_parallel_degree": c.cp,
+        "pipeline_parallel_degree": c.pp, "expert_parallel_degree": c.ep, "expert_tensor_parallel_degree": 1}
+    if c.pp > 1:
+        parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if c.vp > 1 else "1F1B"
+        parallelism["pipeline_parallel_microbatch_size"] = c.microbatch
+        if c.vp > 1:
+            parallelism["pipeline_parallel_layers_per_stage"] = shape.layers // (c.pp * c.vp)
+    sections["parallelism"] = parallelism
+    sections["activation_checkpoint"] = ({"mode": "selective", "selective_ac_option": "op"}
+                                         if c.recompute == "selective" else {"mode": c.recompute})
+    if c.precision == "fp8":
+        mx = any(accelerator.upper().startswith(n) for n in MX_CHIPS)
+        kind = "mx" if mx else "float8"
+        converters = [f"quantize.linear.{kind}"] + ([f"quantize.grouped_mm.{kind}"] if shape.is_moe else [])
+        sections["model"]["converters"] = converters
+        sections["quantize.linear.mx" if mx else "quantize.linear.float8"] = (
+            {"recipe_name": "mxfp8_cublas"} if mx else {"recipe_name": "tensorwise", "filter_fqns": ["output"]})
+    return sections
+
+
+def _check(job: JobPlan, vendor: str) -> None:
+    c = job.config
+    if len(job.shares) > 1:
+        raise ExportError(f"torchtitan runs one device mesh over identical GPUs; it has no heterogeneous split, "
+                          f"and the plan of `{job.name}` spreads it over {len(job.shares)} partitions")
+    if not any(v in vendor.lower() for v in ("nvidia", "amd")):
+        raise ExportError(f"torchtitan runs on CUDA and ROCm GPUs; `{job.name}` runs on {vendor} chips")
+    if c.precision not in ("bf16", "fp8"):
+        raise ExportError(f"torchtitan trains in bf16 mixed precision, optionally with FP8 linears; "
+                          f"`{job.name}` is planned in {c.precision}")
+    if c.tp > 1 and not c.sp:
+        raise ExportError("torchtitan's tensor parallelism always shards activations along the sequence; "
+                          f"the plan of `{job.name}` has tp {c.tp} without sequence parallelism")
+    if c.batch % c.dp:
+        raise ExportError(f"torchtitan gives each data-parallel rank the same local batch; {c.batch} sequences "
+                          f"do not split over dp {c.dp}")
+    if c.vp > 1 and job.shape.layers % (c.pp * c.vp):
+        raise ExportError(f"torchtitan's pipeline_parallel_layers_per_stage is one number; {job.shape.layers} "
+                          f"layers do not split into pp {c.pp} x vp {c.vp} stages")
+    if c.ep > 1 and (c.zero == 0 or (c.dp * c.cp * c.tp) % c.ep):
+        raise ExportError(f"torchtitan's expert parallelism borrows ranks from FSDP x CP x TP "
+                          f"({c.dp} x {c.cp} x {c.tp}); ep {c.ep} does not divide them"
+                          + (" (the plan replicates data, ZeRO 0, so there is no FSDP dimension)" if c.zero == 0 else ""))
+
+
+def toml(sections: dict[str, dict[str, object]]) -> str:
+    lines = []
+    for name, options in sections.items():
+        lines.append(f"\n[{name}]")
+        if not options and name == "model":
+            lines.append("# no torchtitan v0.2.2 flavor has this shape: register one and name it here")
+        lines += [f"{key} = {_value(value)}" for key, value in options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return str(value)
+
+
+def overrides(sections: dict[str, dict[str, object]]) -> list[str]:
+    """The same settings as `--section.option value` arguments (tyro's syntax)."""
+    out = []
+    for name, options in sections.items():
+        for key, value in options.items():
+            out.append(f"--{name}.{key}")
+            if isinstance(value, list):
+                out.append(",".join(str(v) for v in value))  # torchtitan's list rule: comma-separated
+            else:
+                out.append(_value(value).strip('"') if isinstance(value, str) else _value(value).lower())
+    return out
+
+
+def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str, str]:
+    import shlex
+
+    sections = settings(job, accelerator, vendor)
+    c = job.config
+    summary = f"tp {c.tp} pp {c.pp} vp {c.vp} cp {c.cp} ep {c.ep} dp {c.dp} on {c.gpus} GPUs"
+    args = overrides(sections)
+    pairs = [" ".join(shlex.quote(a) for a in args[i:i + 2]) for i in range(0, len(args), 2)]
+    return {
+        "torchtitan.toml": header(source, f"torchtitan v0.2.2 job config for {job.name}: {summary}") + "\n"
+                           + "# run: NGPU=... ./run_train.sh --job.config_file torchtitan.toml" + toml(sections),
+        "torchtitan.args": header(source, f"torchtitan v0.2.2 CLI overrides for {job.name}: {summary}") + "\n"
+                           + "TORCHTITAN_ARGS=(\n" + "".join(f"  {p}\n" for p in pairs) + ")\n",
+    }
