@@ -191,7 +191,7 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
                    gemm_flops_per_token=2 * active * stage / (cfg.tp * cfg.ep),
                    tp_stages=comms.place(cfg.tp, 1, tiers),
                    ep_stages=comms.place(cfg.tp * cfg.ep, 1, tiers),
-                   pp_tier=comms.tier_between(cfg.tp * cfg.ep, tiers))
+                   pp_tier=comms.outermost(2, cfg.tp * cfg.ep, tiers))  # stage neighbours
 
 
 @attrs.frozen
@@ -261,7 +261,7 @@ def kv_bytes_per_token(shape: ModelShape, cfg: ServeConfig) -> float:
 def kv_transfer_time(prefill: Replica, decode: Replica, prompt: float) -> float:
     """Moving a prompt's cache from a prefill replica to a decode replica: every GPU of the
     smaller side sends its share at once over the tier that joins the two replicas."""
-    tier = comms.tier_between(max(prefill.gpus, decode.gpus), prefill.partition.tiers)
+    tier = comms.outermost(2, max(prefill.gpus, decode.gpus), prefill.partition.tiers)
     if tier is None:
         return 0.0
     senders = min(prefill.gpus, decode.gpus)
