@@ -36,9 +36,7 @@ def serve_json(p: ServePlan) -> dict:
         "power_w": p.power_w, "energy_per_token_j": p.energy_per_token,
         "tokens_per_joule": 1 / p.energy_per_token if p.energy_per_token else None,
         "placement": _placement(d) | ({"prefill": _placement(p.prefill)} if p.prefill else {}),
-        "error_band": {"confidence": BAND_CONFIDENCE,
-                       "tokens_per_s": [p.tokens_per_s * SERVE_THROUGHPUT_RATIO[0],
-                                        p.tokens_per_s * SERVE_THROUGHPUT_RATIO[1]]},
+        "error_band": _band(p.tokens_per_s, b.tpot * d.replica.engine.tokens_per_step),
         "runners_up": [{"tp": e.config.tp, "ep": e.config.ep, "pp": e.config.pp, "batch": e.config.batch,
                         "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
     })
@@ -48,6 +46,13 @@ def serve_json(p: ServePlan) -> dict:
                               for k in LATENCY_KEYS} for m in ("ttft", "tpot", "e2e")}
         out.update({"goodput_rps": o.goodput, "demand_rps": p.demand.rate, "preemptions": o.preemptions})
     return out
+
+
+def _band(tokens_per_s: float, step: float) -> dict:
+    """80 % bands from the serving benchmark's residuals (measured / predicted throughput)."""
+    low, high = SERVE_THROUGHPUT_RATIO
+    return {"confidence": BAND_CONFIDENCE, "tokens_per_s": [tokens_per_s * low, tokens_per_s * high],
+            "step_time_s": [step / high, step / low]}
 
 
 def _solver(p: ServePlan) -> dict:
