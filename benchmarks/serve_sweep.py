@@ -53,8 +53,9 @@ def main() -> None:
     for factor in FACTORS:
         rate = demand.rate * factor
         started = time.perf_counter()
-        count = args.requests or int(min(20_000, max(600, 4 * lifetime(entity) * rate)))
-        out = simulate(demand_of(entity, count).at_rate(rate).requests, decode, prefill, transfer, plan.limits.slo, lifetime(entity))
+        life = lifetime(entity, plan.output_tokens)
+        count = args.requests or int(min(20_000, max(600, 4 * life * rate)))
+        out = simulate(demand_of(entity, count).at_rate(rate).requests, decode, prefill, transfer, plan.limits.slo, life)
         took = time.perf_counter() - started
         seconds += took
         if knee is None and out.goodput < 0.9 * rate:

@@ -128,7 +128,7 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None) -> Ser
     precision = getattr(entity.get("precision"), "name", "bf16")
     replicas = [replica(shape, cfg, partition, engine) for cfg in configs(shape, partition, limits.gpus, precision, entity)]
     search = _Search(graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
-                     lifetime(entity), energy=entity.get("minimize") is not None)
+                     lifetime(entity, demand.output), energy=entity.get("minimize") is not None)
     result = search.run()
     return ServePlan(entity.name, graph, partition, limits.gpus, result.mode, result.decode, result.prefill,
                      result.outcome, demand if has_demand else None, demand.prompt, demand.output, limits,

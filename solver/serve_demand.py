@@ -54,13 +54,14 @@ def demand_of(entity: Entity, count: int | None = None) -> Demand:
     return Demand(tuple(requests), rate, mean_length(prompt), mean_length(output))
 
 
-def lifetime(entity: Entity) -> float:
-    """Seconds a request may live within its SLOs (TTFT + output x TPOT bounds, or E2E), 30 s without them."""
+def lifetime(entity: Entity, output: float | None = None) -> float:
+    """Seconds a request of `output` tokens (default: the stated mean) may live within its SLOs
+    (TTFT + output x TPOT bounds, or E2E); 30 s without them."""
     slo = {i.value.target.split(".")[0]: float(i.value.value.value) for i in getattr(entity.get("slo"), "items", ())}
     if "e2e" in slo:
         return slo["e2e"]
     if "tpot" in slo:
-        return slo.get("ttft", 0.0) + mean_length(entity.get("output")) * slo["tpot"]
+        return slo.get("ttft", 0.0) + (output or mean_length(entity.get("output"))) * slo["tpot"]
     return 30.0
 
 

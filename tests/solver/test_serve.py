@@ -202,3 +202,20 @@ def test_minimize_energy_draws_no_more_power(tmp_path):
     frugal, plain = plan_serve(entity, requests=200), plan_serve(DEEPSEEK, requests=200)
     assert frugal.best is not None and frugal.power_w <= plain.power_w * (1 + 1e-9)
     assert frugal.outcome.percentile("tpot", 90) <= 0.050
+
+
+def test_a_trace_is_planned_like_a_rate(tmp_path):
+    rows = ["arrival_s,prompt,output"] + [f"{i * 0.1:.2f},{1000 + 37 * (i % 11)},{100 + 13 * (i % 7)}" for i in range(200)]
+    (tmp_path / "chat.csv").write_text("\n".join(rows) + "\n")
+    text = DEEPSEEK_FILE.read_text()
+    for old in ("  prompt    = lognormal(mean = 2000, sigma = 0.6)\n", "  output    = exponential(mean = 500)\n",
+                "  rate      = demand * 1 req/s\n"):
+        assert old in text
+        text = text.replace(old, "")
+    path = tmp_path / "traced.gcl"
+    path.write_text(text.replace("  precision = fp8", '  trace     = "chat.csv"\n  precision = fp8', 1))
+    result = check_file(str(path))
+    assert result.design is not None, result.diagnostics
+    chosen = plan_serve(serve_entity(result.design))
+    assert chosen.best is not None and chosen.demand.rate == pytest.approx(10.0, rel=0.01)
+    assert chosen.outcome.percentile("ttft", 99) <= 2.0 and chosen.outcome.percentile("tpot", 90) <= 0.05
