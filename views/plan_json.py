@@ -65,19 +65,10 @@ def _train_json(outcome: TrainOutcome) -> dict:
 
 
 def _serve_contract(p: ServePlan) -> dict:
-    b = p.best
-    gpus = p.replicas * b.gpus if b else None
-    return {"kind": "serve", "status": "optimal" if b else "infeasible",
-            "step_time_s": b.tpot if b else None,   # one decode iteration
-            "tokens_per_s": p.tokens_per_s if b else None,
-            "mfu": None,                          # not yet modelled for serving
-            "memory_per_gpu_bytes": b.memory if b else None,
-            "power_w": p.power_w if b else None, "energy_per_token_j": p.energy_per_token if b else None,
-            "gpus": gpus, "parallelism": None,
-            "placement": {"replicas": p.replicas, "gpus_per_replica": b.gpus} if b else {},
-            "error_band": {"confidence": BAND_CONFIDENCE, "reason": "the serving model has no cross-validated "
-                           "residuals yet: no band is claimed"},
-            "solver": {"status": "optimal" if b else "infeasible", "configurations": p.considered}}
+    """The contract's keys of a serve plan: nulls where infeasible; views/serve.py fills the rest."""
+    return {"kind": "serve", "status": "optimal" if p.best else "infeasible",
+            **{key: None for key in CONTRACT if key not in ("status", "binding", "solver")},
+            "placement": {}, "solver": {"status": "optimal" if p.best else "infeasible", "configurations": p.considered}}
 
 
 def _hetero_contract(h: HeteroPlan) -> dict:

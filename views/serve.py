@@ -56,7 +56,7 @@ def _band(tokens_per_s: float, step: float) -> dict:
 
 
 def _solver(p: ServePlan) -> dict:
-    return {"status": "optimal" if p.best else "infeasible", "seconds": p.seconds, "configurations": p.considered,
+    return {"status": "optimal" if p.best else "infeasible", "configurations": p.considered,
             "evaluated": p.considered, "simulated": p.simulated, "pruned": p.pruned, "proof": p.proof}
 
 
