@@ -27,8 +27,8 @@ import math
 import attrs
 
 from ..compiler.ir import Partition
-from . import comms
-from .compute import KERNEL_OVERHEAD_S, attention_efficiency, gemm_rate, hbm_rate, peak
+from . import cache, comms
+from .compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
 from .kv import KVLayout, value_bytes
 from .shape import ModelShape
 
@@ -124,11 +124,14 @@ class Replica:
         else:
             per_cached = 4 * s.heads * s.head_dim
         attention = layers * (kv_tokens * per_cached + pairs * 4 * s.heads * s.head_dim) / (c.tp * c.ep) / (
-            peak(chip, "bf16") * attention_efficiency(chip))
+            attention_rate(chip))
         touched = 1 - (1 - s.top_k / s.routed) ** tokens if s.is_moe else 0.0
         weights = self.dense_weights + self.expert_weights * touched
         rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
-        kv_read = kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads / hbm_rate(chip)
+        kv_bytes = kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads
+        # the cache that fits in on-chip SRAM beside the streamed weights is read from there (model/cache.py)
+        kv_read = max((cache.decode_bytes(weights, kv_bytes, chip) - weights) / hbm_rate(chip),
+                      cache.l2_time(kv_bytes, chip))
         work = gemm + attention
         collectives = 0.0
         if c.tp > 1:
