@@ -32,6 +32,7 @@ class Job:
     tokens: float | None
     sample_bytes: float = 0.0     # bytes read per sequence (model/host.py)
     checkpoint_every: float = 0.0  # seconds between checkpoints (0: none modelled)
+    stack_stated: bool = True     # False when `software` is not written (the default stack is assumed)
 
 
 def train_job(design: Design, name: str | None = None) -> Job:
@@ -67,7 +68,8 @@ def job_from_entity(entity: Entity) -> Job:
     return Job(entity.name, entity, shape, graph, partition, gpus, entity.get("batch"), seq, precision,
                _plain(entity.get("software", Symbol(DEFAULT_STACK))), pinned,
                float(tokens) if tokens is not None else None,
-               float(entity.get("sample_bytes") or 0), float(entity.get("checkpoint_every") or 0))
+               float(entity.get("sample_bytes") or 0), float(entity.get("checkpoint_every") or 0),
+               entity.get("software") is not None)
 
 
 def _plain(value: object) -> object:

@@ -52,7 +52,9 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float) -> Op:
     flops = 4.0 * tokens * cfg.seq * heads * shape.head_dim
     if cfg.behaviour("attention") == "flash":
         traffic = ACT_BYTES * tokens * heads * shape.head_dim * 4
-        return Op("attention", "attention", flops / 2, traffic)
+        # n: the keys one kernel call sees (the rank's chunk: ring attention over CP
+        # ranks runs one call per chunk pair)
+        return Op("attention", "attention", flops / 2, traffic, 0, max(1, int(cfg.seq / cfg.cp)), shape.head_dim)
     # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.

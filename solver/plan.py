@@ -13,7 +13,7 @@ import attrs
 
 from ..dsl import display
 from ..model import comms
-from ..model.calibration import error_band
+from ..model.calibration import Reason, error_band, reasons
 from ..model.job import Job
 from ..model.power import Power, job_power
 from ..model.ranks import rank_partition
@@ -62,7 +62,16 @@ class Plan:
         """80 % bands of the predicted metrics, from the calibration residuals."""
         if self.best is None:
             return {}
-        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu)
+        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu, self.band_reasons)
+
+    @property
+    def band_reasons(self) -> tuple[Reason, ...]:
+        """Why the band is as wide as it is (empty: calibrated chip, precision and scale)."""
+        if self.best is None:
+            return ()
+        cfg, job = self.best.config, self.job
+        return reasons(job.partition.node.accelerator.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus,
+                       job.stack_stated)
 
     @property
     def energy_per_token(self) -> float | None:

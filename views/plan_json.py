@@ -165,7 +165,9 @@ def plan_json(plan) -> dict:
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
                               "cooling": plan.power.cooling},
         "energy_per_token_j": plan.energy_per_token,
-        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()}},
+        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
+                       "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor, "half_width": r.half_width}
+                                   for r in plan.band_reasons]},
         "placement": placement_json(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..dsl.units import BYTES, POWER, Quantity, format_quantity
+from ..model.calibration import half_width
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan
 from ..solver.jobs import Outcome, TrainOutcome
@@ -92,6 +93,10 @@ def plan_text(plan, timings: bool = False) -> str:
         f"{plan.energy_per_token:.3g} J/token",
         "  binds      " + "; ".join(plan.binding),
     ]
+    why = getattr(plan, "band_reasons", ())
+    if why:
+        lines.append(f"  band wide  ±{half_width(why):.0%}, not ±{half_width(()):.0%}: "
+                     + "; ".join(f"{r.text} (x{r.factor:.2f})" for r in why))
     if job.tokens:
         days = job.tokens / e.tokens_per_s / 86400
         lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")

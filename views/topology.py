@@ -101,9 +101,15 @@ class _View:
             if tier is not None:
                 element = ident("p", index, "unitfabric")
                 switches = [f"{s.count} × {s.name} per unit" for s in p.unit_switches]
-                c.node(element, label(self.tier_head(tier), *switches), shape="hexagon", fillcolor="#e8f5e9")
+                c.node(element, label(self.tier_head(tier), *self.more_axes(p, "supernode"), *switches), shape="hexagon",
+                       fillcolor="#e8f5e9")
                 source = ident("p", index, "nodefabric") if any(t.scope == "node" for t in p.tiers) else ident("p", index, "chip")
                 c.edge(source, element, label=f"{self.tier_speed(tier)} per GPU", **SCALE_UP)
+
+    def more_axes(self, p: Partition, scope: str) -> list[str]:
+        """The further axes of a torus, drawn in the one scale-up element of their scope."""
+        return [f"{t.name}: {t.group_gpus:,} GPUs · {self.tier_speed(t)} per GPU"
+                for t in [t for t in p.tiers if t.scope == scope][1:]]
 
     def tier_head(self, tier: Tier) -> str:
         return f"{tier.name} · {tier.kind}\\n{tier.group_gpus:,} GPUs · {self.tier_speed(tier)} per GPU"
@@ -130,7 +136,8 @@ class _View:
             tier = next((t for t in p.tiers if t.scope == "node"), None)
             if tier is not None:
                 element = ident("p", index, "nodefabric")
-                c.node(element, self.tier_head(tier), shape="hexagon", fillcolor="#e8f5e9")
+                c.node(element, label(self.tier_head(tier), *self.more_axes(p, "node")), shape="hexagon",
+                       fillcolor="#e8f5e9")
                 c.edge(chip, element, label=f"{self.tier_speed(tier)} per GPU", **SCALE_UP)
 
     def ports_part(self, p: Partition):
