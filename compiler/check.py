@@ -82,7 +82,7 @@ class Checker:
         parent = decl.parent.text if decl.parent else None
         entity = Entity(kind, decl.name.text, record, span, parent)
         if not holes or kind in HOLE_SAFE_RULES:  # a rule on a record with holes would report only the holes
-            self.diagnostics.extend(check_entity(entity))
+            self.diagnostics.extend(check_entity(entity, complete=not holes))
         return entity
 
     def record(self, body: Body, block: sc.Block, where: str, at: Span) -> Record:
@@ -310,6 +310,11 @@ class Checker:
         if missing or None in items:
             return INVALID
         return Construct(expr.name.text, Record(tuple(items)))
+
+    def typed_countor(self, expr: ast.Expr, ftype: sc.CountOr, field: str) -> Any:
+        if isinstance(expr, ast.Call):
+            return self.typed_construct(expr, ftype.construct, field)
+        return self.typed_qty(expr, sc.COUNT, field)
 
     def typed_listof(self, expr: ast.Expr, ftype: sc.ListOf, field: str) -> Any:
         if not isinstance(expr, ast.ListExpr):

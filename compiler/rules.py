@@ -12,6 +12,7 @@ from .hostlist import HOSTNAME, HostlistError, expand_all
 from .design import Entity, Partition, Record, Symbol
 from ..dsl.diagnostics import Diagnostic, Label
 from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_quantity
+from .serve_rules import serve_rules
 
 PARAMS_TOLERANCE = Fraction(3, 100)
 
@@ -25,9 +26,10 @@ PER_DIRECTION_CEILING = {
 }
 
 
-def check_entity(entity: Entity) -> list[Diagnostic]:
-    rule = RULES.get(entity.kind)
-    return list(rule(entity)) if rule else []
+def check_entity(entity: Entity, complete: bool = True) -> list[Diagnostic]:
+    """The rules of the entity's kind; those that need every field only when none was invalid."""
+    rules = (RULES.get(entity.kind), COMPLETE_RULES.get(entity.kind) if complete else None)
+    return [d for rule in rules if rule for d in rule(entity)]
 
 
 def _chip(chip: Entity) -> Iterator[Diagnostic]:
@@ -350,3 +352,5 @@ RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
     "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
     "workload": _workload,
 }
+# Rules that would misreport a field whose value was invalid (and so is absent) as missing.
+COMPLETE_RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {"serve": serve_rules}

@@ -120,6 +120,16 @@ class Priority:
 
 
 @attrs.frozen
+class CountOr:
+    """A whole number, or a value built by one of `construct`'s forms: `output = exponential(mean = 512)`."""
+
+    construct: "Construct"
+
+    def describe(self) -> str:
+        return "a whole number or " + self.construct.describe()
+
+
+@attrs.frozen
 class Anything:
     """A param: any value; `--set` overrides must keep its type."""
 
@@ -135,7 +145,7 @@ class Axis:
         return "a list of values such as `[16, 32, 64]`, or `range(low = 16, high = 1024, times = 2)`"
 
 
-FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Priority, Anything, Axis]
+FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, CountOr, ListOf, Targets, Priority, Anything, Axis]
 
 
 @attrs.frozen
@@ -278,7 +288,9 @@ MODEL = Block(
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
      "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
-                              "dense_layers": COUNT0}, required=("routed", "top_k"))},
+                              "dense_layers": COUNT0}, required=("routed", "top_k")),
+            "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0}, required=("kv_rank",),
+                         doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per token")},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
 )
 OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
@@ -305,12 +317,34 @@ TRAIN = Block(
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
 )
+# Request lengths: a fixed count or a distribution (tokens; sampled with a fixed seed).
+LENGTHS = CountOr(Construct({
+    "lognormal": Constructor({"mean": AMOUNT, "sigma": AMOUNT}, ("mean", "sigma")),
+    "uniform": Constructor({"low": COUNT, "high": COUNT}, ("low", "high")),
+    "exponential": Constructor({"mean": AMOUNT}, ("mean",)),
+}, what="length distribution"))
+PERCENTILES = ("mean", "p50", "p90", "p95", "p99")
+_SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
+        for suffix in ("", *(f".{p}" for p in PERCENTILES))}
+ENGINE = Block(
+    {"mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
+     "kv_precision": Choice(PRECISIONS), "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1)),
+     "kv_reads": Choice(("grouped", "per_query_head"))},
+    blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
+                                 doc="draft tokens per step and the declared acceptance rate of each")},
+    doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages")
+# A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
+# tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(
-    {"model": PartRef(("model",)), "on": Targets(), "prompt": COUNT, "output": COUNT, "batch": COUNT,
-     "precision": PRECISION, "gpus": COUNT, **OBJECTIVES},
-    blocks={"parallelism": PARALLELISM, "slo": Block(constraints={"ttft": TIME, "tpot": TIME}),
-            "subject to": Block(constraints=_JOB_LIMITS)},
-    required=("model", "on", "prompt", "output"),
+    {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
+     "rate": positive(u.RATE), "trace": TEXT, "requests": COUNT,
+     "precision": PRECISION, "gpus": COUNT,
+     "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
+    blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
+                                 doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
+            "slo": Block(constraints=_SLO), "engine": ENGINE,
+            "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
+    required=("model", "on"),
 )
 
 # ----------------------------------------------------------------- design space

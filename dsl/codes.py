@@ -132,6 +132,12 @@ UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run
                               "A job asks for a number format its chip has no peak for (no silent fallback).")
 BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
+SERVE_DEMAND = _code("serve-demand", E, "{what}",
+                     "A serve job's demand: request lengths, rate, trace and the SLOs that need them.")
+BAD_TRACE = _code("bad-trace", E, "trace `{path}`: {why}",
+                  "A request trace that cannot be read: rows of `arrival_s,prompt,output`.")
+UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}: {why}",
+                              "Weights or KV cache in a precision the accelerator has no peak for.")
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str:

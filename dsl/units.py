@@ -49,7 +49,7 @@ def _units() -> dict[str, tuple[Fraction, Dim]]:
     binary = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
     for count, power in {"K": 3, "M": 6, "B": 9, "T": 12}.items():
         table[count] = (Fraction(10) ** power, NONE)  # thousand, million, billion, trillion
-    for word in ("token", "tokens", "seq", "seqs"):
+    for word in ("token", "tokens", "seq", "seqs", "req", "reqs", "request", "requests"):
         table[word] = (Fraction(1), NONE)
     for word in ("byte", "bytes"):
         table[word] = (Fraction(1), BYTES)

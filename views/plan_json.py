@@ -13,6 +13,7 @@ from ..solver.hetero import HeteroPlan, HeteroSplit
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.power import PowerResult
 from ..solver.serve import ServePlan
+from .serve import serve_json
 
 PLAN_FORMAT_VERSION = 2
 # Every plan, whatever its job kind, carries these keys (null where a metric does not
@@ -67,19 +68,10 @@ def _train_json(outcome: TrainOutcome) -> dict:
 
 
 def _serve_contract(p: ServePlan) -> dict:
-    b = p.best
-    gpus = p.replicas * b.gpus if b else None
-    return {"kind": "serve", "status": "optimal" if b else "infeasible",
-            "step_time_s": b.tpot if b else None,   # one decode iteration
-            "tokens_per_s": p.tokens_per_s if b else None,
-            "mfu": None,                          # not yet modelled for serving
-            "memory_per_gpu_bytes": b.memory if b else None,
-            "power_w": p.power_w if b else None, "energy_per_token_j": p.energy_per_token if b else None,
-            "gpus": gpus, "parallelism": None,
-            "placement": {"replicas": p.replicas, "gpus_per_replica": b.gpus} if b else {},
-            "error_band": {"confidence": BAND_CONFIDENCE, "reason": "the serving model has no cross-validated "
-                           "residuals yet: no band is claimed"},
-            "solver": {"status": "optimal" if b else "infeasible", "configurations": p.considered}}
+    """The contract's keys of a serve plan: nulls where infeasible; views/serve.py fills the rest."""
+    return {"kind": "serve", "status": "optimal" if p.best else "infeasible",
+            **{key: None for key in CONTRACT if key not in ("status", "binding", "solver")},
+            "placement": {}, "solver": {"status": "optimal" if p.best else "infeasible", "configurations": p.considered}}
 
 
 def _hetero_contract(h: HeteroPlan) -> dict:
@@ -214,22 +206,6 @@ def power_json(result: PowerResult) -> dict:
         "marginal_tokens_per_s_per_mw": result.marginal_tokens_per_s_per_mw, "binding": list(result.binding),
         "shortfall_w": result.shortfall, "time_to_train_s": result.time_to_train, "message": result.message,
     }
-
-
-def serve_json(p: ServePlan) -> dict:
-    out = {"format": "gclc-serve-plan", "version": 1, "job": p.name, "cluster": p.graph.name,
-           "status": "optimal" if p.best else "infeasible", "configurations": p.considered,
-           "binding": list(p.binding)}
-    if p.best is None:
-        return out
-    b = p.best
-    out.update({"parallelism": {"tp": b.config.tp, "ep": b.config.ep, "batch": b.config.batch,
-                                "replicas": p.replicas},
-                "gpus": p.replicas * b.gpus, "ttft_s": b.ttft, "tpot_s": b.tpot, "tokens_per_s": p.tokens_per_s,
-                "tokens_per_s_per_gpu": p.tokens_per_s / (p.replicas * b.gpus),
-                "requests_per_s": b.requests_per_s * p.replicas, "memory_per_gpu_bytes": b.memory,
-                "hbm_bytes": b.hbm, "power_w": p.power_w, "energy_per_token_j": p.energy_per_token})
-    return out
 
 
 def hetero_json(result: HeteroPlan) -> dict:

@@ -12,6 +12,7 @@ from ..solver.hetero import HeteroPlan
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.power import PowerInputs, PowerResult
 from ..solver.serve import ServePlan
+from .serve import serve_text
 from .plan_json import parallelism
 
 
@@ -144,24 +145,6 @@ def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
         lines.append(f"  model            step shares: per micro-batch {a1:.2f} clocked + {a2:.2f} other, "
                      f"fixed {a3:.2f} clocked + {a4:.2f} other{check}")
     return "\n".join(lines)
-
-
-def serve_text(p: ServePlan) -> str:
-    head = f"plan {p.name} (serve) on {p.graph.name}: {p.considered} configurations"
-    if p.best is None:
-        return head + "\n  infeasible: " + "; ".join(p.binding)
-    b = p.best
-    return "\n".join([
-        head,
-        f"  parallel   tp={b.config.tp} ep={b.config.ep} batch={b.config.batch} per replica, "
-        f"{p.replicas} replicas ({p.replicas * b.gpus} GPUs)",
-        f"  latency    TTFT {b.ttft * 1e3:,.0f} ms, TPOT {b.tpot * 1e3:,.1f} ms",
-        f"  throughput {p.tokens_per_s:,.0f} output tokens/s ({p.tokens_per_s / (p.replicas * b.gpus):,.0f} per GPU), "
-        f"{b.requests_per_s * p.replicas:,.1f} requests/s",
-        f"  memory     {b.memory / 1e9:,.1f} GB of {b.hbm / 1e9:,.0f} GB per GPU",
-        f"  power      {p.power_w / 1e6:,.3g} MW, {p.energy_per_token:.3g} J per output token",
-        "  binds      " + "; ".join(p.binding),
-    ])
 
 
 def hetero_text(result: HeteroPlan) -> str:
