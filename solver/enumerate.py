@@ -228,11 +228,15 @@ def space(job: Job, lim: Limits | None = None) -> Space:
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
     """Virtual stages allowed by the pins and the layer count (before the micro-batch rule)."""
-    pinned = _pinned(job, "vp")
+    pinned, schedule = _pinned(job, "vp"), _pinned(job, "schedule")
     if pinned is not None:
-        return (int(pinned),)
+        # Only the interleaved schedule runs several virtual stages, and only on a pipeline
+        # (`gclc check` rejects the contradictions; the space never contains them).
+        vp = int(pinned)
+        if vp > 1 and (pp == 1 or schedule in ("one_f_one_b", "gpipe")) or vp == 1 and schedule == "interleaved":
+            return ()
+        return (vp,)
     interleaved = [v for v in range(2, MAX_VP + 1) if pp > 1 and job.shape.layers % (pp * v) == 0]
-    schedule = _pinned(job, "schedule")
     if schedule == "interleaved" and pp > 1:
         return tuple(interleaved)
     if schedule in ("one_f_one_b", "gpipe"):
