@@ -20,6 +20,7 @@ from ..model.ranks import rank_partition
 from ..model.step import Estimate
 from . import enumerate as space_def
 from .explain import Infeasibility, explain
+from .review import Advice, review
 from .search import SearchResult, least_memory, search
 
 OBJECTIVES = space_def.OBJECTIVES
@@ -56,6 +57,7 @@ class Plan:
     proof: str = ""
     placement: tuple[Placement, ...] = ()
     infeasibility: Infeasibility | None = None
+    warnings: tuple[Advice, ...] = ()   # what a reviewer would point out (solver.review)
 
     @property
     def error_band(self) -> dict[str, tuple[float, float]]:
@@ -96,7 +98,8 @@ def plan(job: Job, objective: str = "throughput", top: int = 3) -> Plan:
     power = job_power(job.graph, job.partition, best.config.gpus, _busy(best))
     status = "evaluated" if result.configurations == 1 else "optimal"
     return Plan(job, objective, status, best, power, result.runners_up, result.configurations, result.seconds,
-                binding(best, job, result, power), placement=placement(best, job), **common)
+                binding(best, job, result, power), placement=placement(best, job),
+                warnings=review(job, best, objective, result.limits), **common)
 
 
 def placement(e: Estimate, job: Job) -> tuple[Placement, ...]:
