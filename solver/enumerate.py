@@ -9,8 +9,9 @@ them solve, in one place:
 - validity: the parallel sizes use at most the job's GPUs, split evenly what they
   split (heads and KV heads by tp, layers by pp x vp, experts by ep, the batch by
   dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving), and
-  respect the values pinned in the file; dp is the largest that leaves a valid
-  configuration (GPUs beyond tp x pp x cp x dp stay idle when the batch does not divide);
+  respect the values pinned in the file; dp is any replica count that leaves a valid
+  configuration, so the GPU count is searched in whole replicas up to the job's GPUs
+  (unless dp is pinned): an objective may leave GPUs idle, and the plan says why;
 - feasibility (`Limits`, `admissible`): memory within HBM and within the job's
   `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
 - the objective (`objective_value`): lower is better.
@@ -274,15 +275,19 @@ def inner_choices(job: Job, pp: int, dp: int) -> list[tuple[int, tuple[int, ...]
     return out
 
 
-def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:
-    """The most replicas that leave a valid configuration (0: none); pinned dp if valid."""
+def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> tuple[int, ...]:
+    """Every replica count that leaves a valid configuration, most first (the pinned dp
+    if valid): the GPU count is searched in whole replicas, up to the job's GPUs."""
     most = space_.gpus // (tp * pp * cp)
     pinned = _pinned(job, "dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
-    for dp in candidates:
-        if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp):
-            return dp
-    return 0
+    return tuple(dp for dp in candidates
+                 if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp))
+
+
+def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:
+    """The most replicas that leave a valid configuration (0: none)."""
+    return next(iter(data_parallels(job, space_, tp, pp, cp, ep)), 0)
 
 
 def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, ...], ...]:
@@ -302,12 +307,12 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
 
 
 def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]]:
-    """(tp, pp, cp, ep, dp) of every parallel layout with at least one valid configuration."""
+    """(tp, pp, cp, ep, dp) of every parallel layout with at least one valid configuration,
+    the replica counts of each (tp, pp, cp, ep) most first."""
     for tp, pp, cp, ep in itertools.product(space_.tps, space_.pps, space_.cps, space_.eps):
         if tp * pp * cp > space_.gpus:
             continue
-        dp = data_parallel(job, space_, tp, pp, cp, ep)
-        if dp:
+        for dp in data_parallels(job, space_, tp, pp, cp, ep):
             yield tp, pp, cp, ep, dp
 
 
