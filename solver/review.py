@@ -49,8 +49,9 @@ def _idle(job: Job, e: Estimate, objective: str):
     if c.gpus < job.gpus:
         if "dp" in job.pinned:
             why.append(f"dp = {c.dp} is pinned")
-        elif c.dp < most and job.batch % most == 0:
-            why.append(f"{objective} is better with {c.dp} replicas of {replica} GPUs than with {most}")
+        elif c.dp < (widest := space_def.data_parallel(job, space_def.space(job), c.tp, c.pp, c.cp, c.ep)):
+            why.append(f"the GPU count is searched: {objective} is best with {c.dp} replicas of tp x pp x cp = "
+                       f"{replica} GPUs (up to {widest} split the batch of {_n(job.batch)})")
         else:
             why.append(f"dp = {c.dp} is the most replicas of tp x pp x cp = {replica} GPUs whose micro-batches "
                        f"split the batch of {_n(job.batch)} (at most {_n(most)} fit)")
