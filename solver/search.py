@@ -339,10 +339,10 @@ class _Search:
 
     def coarse_bound(self, layout) -> float | None:
         """A bound on a layout of fewer than the most replicas, before any of its own
-        estimates (None: open it now). Compute per sequence does not depend on dp and
-        never grows with the micro-batch, so one estimate per (tp, pp, cp, ep) at the
-        largest micro-batch allowed bounds the compute of every replica count:
-        compute >= c(largest) x batch / dp, and the bubble >= (pp - 1) / vp_max x c(largest)."""
+        estimates (None: open it now). Compute per sequence c(mb) does not depend on dp,
+        so one estimate per (tp, pp, cp, ep) and micro-batch bounds every replica count:
+        compute >= min c x batch / dp, and the bubble >= (pp - 1) / vp_max x min c; where
+        compute never grows with the micro-batch, c at the largest allowed is the minimum."""
         tp, pp, dp, cp, ep, orders, inner, _ = layout
         key = (tp, pp, cp, ep)
         if key not in self.widest:      # the most replicas of this (tp, pp, cp, ep): opened at once
@@ -350,15 +350,10 @@ class _Search:
             return None
         pinned = self.job.pinned.get("microbatch")
         largest = int(pinned) if pinned is not None else space_def.MAX_MICROBATCH
-        if not compute_monotone(self.job, tp, cp, ep, [largest, *(mb for mb, _ in inner)]):
-            return None
-        if key not in self.per_sequence:
-            cfg = attrs.evolve(self.config(tp, pp, 1, cp, ep, largest, 1, "none", self.top_zero, orders[0]),
-                               batch=largest)
-            e = self.estimate(cfg)
-            # (compute per sequence, model FLOPs per sequence over the chip's peak)
-            self.per_sequence[key] = (e.breakdown.compute / largest, e.mfu * e.step_time * cfg.gpus / largest)
-        per_seq, flops_time = self.per_sequence[key]
+        mbs = [mb for mb, _ in inner]
+        if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
+            mbs = [largest]     # compute per sequence there is the least of every micro-batch's
+        per_seq, flops_time = min(self.sequence_cost(key, mb, orders[0]) for mb in mbs)
         gpus, vmax = tp * pp * cp * dp, max(space_def.vp_candidates(self.job, pp))
         compute = per_seq * self.job.batch / dp
         step = (compute + ((pp - 1) / vmax * per_seq if pp > 1 else 0.0)) * SAFETY
@@ -369,6 +364,16 @@ class _Search:
         else:
             bound = self.power.energy_bound(gpus, step, compute * SAFETY) / self.tokens
         return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
+
+    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float]:
+        """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
+        at micro-batch `mb`: one estimate of a single micro-batch, the same for every dp."""
+        if (key, mb) not in self.per_sequence:
+            tp, pp, cp, ep = key
+            cfg = attrs.evolve(self.config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order), batch=mb)
+            e = self.estimate(cfg)
+            self.per_sequence[key, mb] = (e.breakdown.compute / mb, e.mfu * e.step_time * cfg.gpus / mb)
+        return self.per_sequence[key, mb]
 
     def representative(self, layout, i: int) -> Estimate:
         """The estimate a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""
