@@ -282,14 +282,16 @@ def _batch_split(job: Entity) -> Iterator[Diagnostic]:
                  f"but the batch is {batch}", labels=[here],
             notes=["help: drop one of the three pins; the batch fixes it"])
         return
-    ep, cp = pins.get("ep"), pins.get("cp") or 1
-    if ep and dp and (dp * cp) % ep:
+    # Megatron-Core's MoE parallel folding (expert TP = 1) builds expert groups from the
+    # tp x cp x dp ranks of a stage, so ep must divide them; certain only when all are pinned.
+    ep, tp, cp = pins.get("ep"), pins.get("tp"), pins.get("cp")
+    if ep and dp and tp and cp and (tp * cp * dp) % ep:
         yield codes.PARALLELISM.make(
             job.span_of("parallelism.ep"),
-            what=f"ep = {ep} expert groups fold over the dp x cp = {dp} x {cp} = {dp * cp} ranks of a stage, "
-                 f"which {ep} does not divide",
+            what=f"ep = {ep} expert groups fold over the tp x cp x dp = {tp} x {cp} x {dp} = {tp * cp * dp} ranks "
+                 f"of a stage, which {ep} does not divide",
             labels=[Label(job.span_of("parallelism.dp"), f"dp = {dp}")],
-            notes=[f"help: pin ep to a divisor of {dp * cp}, or dp x cp to a multiple of {ep}"])
+            notes=[f"help: pin ep to a divisor of {tp * cp * dp}, or tp x cp x dp to a multiple of {ep}"])
 
 
 def _pins(job: Entity) -> Iterator[Diagnostic]:

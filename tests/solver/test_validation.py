@@ -101,11 +101,13 @@ def test_the_search_never_plans_more_replicas_than_sequences():
 MOE = {"routed": 8, "shared": 0, "top_k": 2, "expert_ffn": 1024, "dense_layers": 0}
 
 
-def test_ep_against_pinned_dp_and_cp_is_an_error_naming_the_fold():
-    p = _p(**MOE, pins={"dp": 2, "ep": 8})
+def test_ep_against_pinned_tp_cp_dp_is_an_error_naming_the_fold():
+    p = _p(**MOE, pins={"tp": 1, "cp": 1, "dp": 2, "ep": 8})
     [error] = _errors(p)
-    assert error.code == "parallelism" and "dp x cp" in error.summary and "batch" not in error.summary
+    assert error.code == "parallelism" and "tp x cp x dp" in error.summary and "batch" not in error.summary
     assert error.subject.line == _line_of(p, "ep = 8")
+    # Folding over tp too is valid (NeMo's DeepSeek-V3 recipe: tp 2 x dp 32 holds ep 64).
+    assert _errors(_p(**MOE, pins={"tp": 2, "cp": 1, "dp": 4, "ep": 8})) == []
 
 
 def test_ep_that_no_dp_can_hold_names_the_real_cause_not_the_batch():
