@@ -156,5 +156,7 @@ THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ra
                       "Scale-out bandwidth per GPU far below scale-up bandwidth.")
 OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio}: GPUs above the leaf get 1/{ratio} of their bandwidth",
                        "A tier whose uplinks carry less than its downlinks.")
+SCALE_OUT_GROUP = _code("scale-out-group", W, "{what} cannot fit a scale-up domain of {domain} GPUs",
+                        "A pinned TP or EP group wider than the scale-up domain it runs on.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
                        "Rails should match the NICs per node, one rail each.")

@@ -105,3 +105,15 @@ def test_warnings_are_in_the_plan_json_and_text():
     data = outcome_json(outcome)
     assert {"kind": "idle-gpus", "message": outcome.plan.warnings[0].message} in data["warnings"]
     assert "  warning    10 of 16 GPUs idle" in outcome_text(outcome)
+
+
+def test_a_pinned_tp_wider_than_the_scale_up_domain_warns_in_check():
+    # tp = 16 on 8-GPU nodes: every TP collective crosses InfiniBand (issue 11's `tp = 16`).
+    p = _p(per_node=8, nodes=2, heads=16, pins={"tp": 16})
+    result = check_text(designs.text(p), "job.gcl")
+    [warning] = [d for d in result.diagnostics if d.code == "scale-out-group"]
+    assert warning.severity.name == "WARNING" and "tp = 16" in warning.summary and "8 GPUs" in warning.summary
+    line = next(i for i, text in enumerate(designs.text(p).splitlines(), 1) if "tp = 16" in text)
+    assert warning.subject.line == line
+    quiet = check_text(designs.text(_p(per_node=8, nodes=2, heads=16, pins={"tp": 8})), "job.gcl")
+    assert not [d for d in quiet.diagnostics if d.code == "scale-out-group"]
