@@ -11,7 +11,8 @@ them solve, in one place:
   dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving), and
   respect the values pinned in the file; dp is any replica count that leaves a valid
   configuration, so the GPU count is searched in whole replicas up to the job's GPUs
-  (unless dp is pinned): an objective may leave GPUs idle, and the plan says why;
+  (unless dp is pinned, or a power bound leaves the count to the power plan, which
+  chooses it with the clock): an objective may leave GPUs idle, and the plan says why;
 - feasibility (`Limits`, `admissible`): memory within HBM and within the job's
   `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
 - the objective (`objective_value`): lower is better.
@@ -198,6 +199,9 @@ class Space:
     recomputes: tuple[str, ...]
     zeros: tuple[int, ...]
     seq_parallel: bool | None    # pinned sequence parallelism (None: on when tp > 1)
+    # Under `subject to { power <= ... }` the power plan (solver.power) chooses the GPU count
+    # together with the clock, so the space keeps the most replicas of each layout.
+    widest_only: bool = False
 
 
 def _pinned(job: Job, key: str) -> object | None:
@@ -207,7 +211,8 @@ def _pinned(job: Job, key: str) -> object | None:
 
 def space(job: Job, lim: Limits | None = None) -> Space:
     shape = job.shape
-    gpus = max_gpus(job, lim or limits(job))
+    lim = lim or limits(job)
+    gpus = max_gpus(job, lim)
 
     def pick(key: str, default: list) -> tuple:
         value = _pinned(job, key)
@@ -224,7 +229,8 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     return Space(gpus, tps, pps, cps, eps,
                  (str(recompute),) if recompute is not None else RECOMPUTE,
                  (int(zero),) if zero is not None else ZERO_STAGES,
-                 None if sp is None else bool(sp))
+                 None if sp is None else bool(sp),
+                 any(i.target == "power" and i.upper for i in lim.items))
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
@@ -281,8 +287,9 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     most = space_.gpus // (tp * pp * cp)
     pinned = _pinned(job, "dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
-    return tuple(dp for dp in candidates
-                 if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp))
+    valid = (dp for dp in candidates
+             if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp))
+    return tuple(itertools.islice(valid, 1)) if space_.widest_only else tuple(valid)
 
 
 def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:
