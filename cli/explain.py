@@ -19,11 +19,12 @@ def add(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..compiler.metrics import explain
+    from ..model.chip_metrics import chip_metrics
     from ..views.explain import explain_json, explain_text
 
     graph, status = checked_graph(args)
     if graph is None:
         return status
-    metrics = explain(graph)
+    metrics = explain(graph) + chip_metrics(graph)
     print(explain_json(graph.name, metrics) if args.json else explain_text(graph.name, metrics))
     return EXIT_OK

@@ -6,18 +6,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib.metadata import entry_points
 
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from . import check, compile, explain, export, fmt, plan, render, report
+from . import check, compile, explain, export, fmt, plan, render, report, std
+from .common import set_color
 
 EXIT_INTERNAL = 70
-COMMANDS = (check, compile, explain, plan, export, render, report, fmt)
+COMMANDS = (check, compile, explain, plan, export, render, report, fmt, std)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    set_color(getattr(args, "color", None) or "auto", bool(getattr(args, "quiet", False)))
     if getattr(args, "list_codes", False):
         from ..views.check import codes_listing
 
@@ -64,9 +67,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gclc {__version__}")
     parser.add_argument("--list-codes", action="store_true", help="list every diagnostic code and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
+    for command in COMMANDS + _plugins():
         command.add(commands)
+    for sub in [parser, *commands.choices.values()]:  # before or after the command: `gclc check --color never`
+        sub.add_argument("--color", choices=("auto", "always", "never"),
+                         default=None if sub is parser else argparse.SUPPRESS,  # a command's default keeps the top's
+                         help="colour diagnostics and GCL text: auto (a terminal, unless NO_COLOR is set), "
+                              "always or never")
+        sub.add_argument("-q", "--quiet", action="store_true", default=False if sub is parser else argparse.SUPPRESS,
+                         help="print errors only: no warnings, no `ok` lines, no progress")
     return parser
+
+
+def _plugins() -> tuple:
+    """Commands of packages beside the CLI (`gclc lsp`), found through the `gclc.commands`
+    entry-point group, so that the CLI names no layer of its own rank."""
+    return tuple(point.load() for point in sorted(entry_points(group="gclc.commands"), key=lambda p: p.name))
 
 
 if __name__ == "__main__":

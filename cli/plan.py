@@ -9,6 +9,7 @@ import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK
 from .common import checked_design, error, settings_option
+from .progress import progress
 
 
 def add(commands) -> None:
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     if design is None:
         return EXIT_ERRORS
     try:
-        outcome = plan_design(design, args.job, args.objective, args.top)
+        with progress("planning"):
+            outcome = plan_design(design, args.job, args.objective, args.top)
     except JobError as problem:
         error(str(problem))
         return EXIT_ERRORS

@@ -15,6 +15,7 @@ from . import schema as sc
 from .design import Bound, Construct, Design, Entity, Item, Partition, Record, Repeat, Symbol
 from ..dsl.diagnostics import Diagnostic, Label, sort_unique
 from .evaluate import INVALID, Evaluator, Structure, describe_value, symbol_of
+from .names import unknown_name_notes, word_notes
 from .resolve import BlockEntry, Body, ConstraintEntry, FieldEntry, Program, build_body, merge
 from .rules import check_entity
 from .settings import apply_settings
@@ -83,7 +84,8 @@ class Checker:
         items = _group_labelled([i for i in items if i is not None])
         unknown = [key for key, entry in body.items() if key not in block.fields and key not in block.blocks
                    and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled]
-        absent = [name for name in block.required if name not in body]
+        absent = [name for name in block.required if name not in body
+                  and not any(all(a in body for a in group) for group in block.alternatives.get(name, ()))]
         self.holes = self.holes or bool(absent) or invalid
         missing = [name for name in absent if not self.partial
                    and not any(codes.suggest(key, [name]) for key in unknown)]  # `bandwdith` is said once
@@ -169,6 +171,8 @@ class Checker:
                                                 got=describe_value(value)))
 
     def typed_qty(self, expr: ast.Expr, ftype: sc.Qty, field: str) -> Any:
+        if (stray := self.stray_word(expr, ftype, field)) is not None:
+            return stray
         value = self.evaluator.eval(expr)
         if not isinstance(value, Quantity) or isinstance(value, bool):
             return self.mismatch(expr, ftype, field, value)
@@ -191,6 +195,8 @@ class Checker:
         return int(value.value) if ftype.integer else value
 
     def typed_text(self, expr: ast.Expr, ftype: sc.Text, field: str) -> Any:
+        if (stray := self.stray_word(expr, ftype, field)) is not None:
+            return stray
         value = self.evaluator.eval(expr)
         return value if isinstance(value, str) else self.mismatch(expr, ftype, field, value)
 
@@ -229,8 +235,8 @@ class Checker:
             if self.program.broken_imports or name.text in self.program.unknown_kinds:
                 return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
             candidates = [n for n, d in self.program.declarations.items() if d.kind.text in kinds]
-            return self.error(codes.UNKNOWN_NAME.make(name.span, name=name.text,
-                                                      notes=[codes.suggest(name.text, candidates)]))
+            return self.error(codes.UNKNOWN_NAME.make(name.span, name=name.text, notes=unknown_name_notes(
+                name.text, candidates, kinds, " or ".join(f"{k}s" for k in kinds))))
         if decl.kind.text not in kinds:
             return self.error(codes.WRONG_REFERENCE.make(name.span, field=field, expected=" or ".join(f"a {k}" for k in kinds),
                                                          name=name.text, got=decl.kind.text))
@@ -338,10 +344,20 @@ class Checker:
         if self.program.broken_imports or first.text in self.program.unknown_kinds:
             return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
         names = list(self.program.params) + list(self.program.declarations)
-        note = codes.suggest(first.text, names)
-        if first.text in UNITS:
-            note = f"help: a unit needs a number before it, as in `1 {first.text}`"
-        return self.error(codes.UNKNOWN_NAME.make(first.span, name=first.text, notes=[note]))
+        notes = word_notes(first.text) if first.text in UNITS else unknown_name_notes(first.text, names, None, "names")
+        return self.error(codes.UNKNOWN_NAME.make(first.span, name=first.text, notes=notes))
+
+    def stray_word(self, expr: ast.Expr, ftype: sc.FieldType, field: str) -> Any:
+        """`prompt = fp8`: a keyword (or unit) where a value of another type belongs is told
+        by the type expected, not as an unknown name; None when `expr` is no such word."""
+        if not (isinstance(expr, ast.Ref) and len(expr.path.parts) == 1):
+            return None
+        word = expr.path.parts[0].text
+        known = list(self.program.params) + list(self.program.declarations)
+        if word in known or self.program.broken_imports or codes.suggest(word, known) or not word_notes(word):
+            return None
+        return self.error(codes.WRONG_TYPE.make(expr.span, field=field, expected=ftype.describe(),
+                                                got=f"the word `{word}`", notes=word_notes(word)))
 
     def param(self, name: str) -> Any:
         return self.memo(("", name), lambda: self.typed(self.program.params[name].value, sc.Anything(), name))
@@ -433,10 +449,12 @@ def _unit_hint(expr: ast.Expr, ftype: sc.Qty) -> str:
 
 
 def _field_hint(name: str, block: sc.Block) -> str:
+    others = " or ".join(", ".join(f"`{a}`" for a in group) for group in block.alternatives.get(name, ()))
+    instead = f" (or give {others} to derive it)" if others else ""
     if name in block.blocks:
-        return f"help: add `{name} {{ ... }}`"
+        return f"help: add `{name} {{ ... }}`{instead}"
     ftype = block.fields.get(name)
-    return f"help: add `{name} = ...`, {ftype.describe()}" if ftype else ""
+    return f"help: add `{name} = ...`, {ftype.describe()}{instead}" if ftype else ""
 
 
 def _number_text(value) -> str:

@@ -12,6 +12,7 @@ from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .groups import group_checks
 from .lower import lower_cluster
 from .resolve import load
+from .rules import job_precision
 from .sanity import sanity
 from .settings import parse_settings
 
@@ -43,6 +44,9 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
         design, diagnostics = None, sort_unique(program.diagnostics + problems)
     else:
         design, diagnostics = check_program(program, parsed)
+    if design is not None and not has_errors(diagnostics):
+        diagnostics = sort_unique(diagnostics + tuple(d for job in design.entities if job.kind in ("train", "serve")
+                                                      for d in job_precision(job)))
     if design is not None:
         diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)))
         design = None if has_errors(diagnostics) else design

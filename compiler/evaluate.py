@@ -13,7 +13,7 @@ from ..dsl import ast
 from ..dsl import codes
 from .design import Symbol
 from ..dsl.diagnostics import Diagnostic, Label
-from ..dsl.units import BANDWIDTH, FLOPS, DimensionError, Quantity, UnitError, UNIT_HINTS, UNITS, describe_dim, parse_unit
+from ..dsl.units import BANDWIDTH, FLOPS, DimensionError, Quantity, UnitError, UNIT_HINTS, UNITS, describe_dim, parse_unit, respell
 
 
 class _Invalid:
@@ -163,6 +163,9 @@ def _percent_hint(expr: ast.BinOp) -> str:
 
 def unknown_unit(expr: ast.Number, part: str) -> Diagnostic:
     hint = UNIT_HINTS.get(part) or UNIT_HINTS.get(expr.unit or "")
+    written = respell(expr.unit or "")
+    if written:
+        hint = f"write `{written}`"
     note = f"help: {hint}" if hint else codes.suggest(part, UNITS)
     return codes.UNKNOWN_UNIT.make(expr.span, unit=part, notes=[note])
 

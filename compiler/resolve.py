@@ -18,6 +18,7 @@ from ..dsl import ParseError, ast, parse
 from ..dsl.source import SourceFile, Span
 from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic, Label
+from .names import unknown_name_notes
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
@@ -290,7 +291,8 @@ def _parent(program: Program, decl: ast.Declaration, chain: list[str]) -> ast.De
         if program.broken_imports or ref.text in program.unknown_kinds:
             return None  # most likely declared in the file that failed to load
         names = [n for n, d in program.declarations.items() if d.kind.text == decl.kind.text and d is not decl]
-        program.diagnostics.append(codes.UNKNOWN_NAME.make(ref.span, name=ref.text, notes=[codes.suggest(ref.text, names)]))
+        program.diagnostics.append(codes.UNKNOWN_NAME.make(ref.span, name=ref.text, notes=unknown_name_notes(
+            ref.text, names, (decl.kind.text,), f"{decl.kind.text}s")))
         return None
     if ref.text in chain:
         cycle = " -> ".join(chain[chain.index(ref.text):] + [ref.text])

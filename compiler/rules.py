@@ -7,10 +7,11 @@ from fractions import Fraction
 from typing import Callable, Iterator
 
 from ..dsl import codes
+from . import chip as chip_numbers
 from .hostlist import HOSTNAME, HostlistError, expand_all
-from .design import Entity, Record, Symbol
+from .design import Entity, Partition, Record, Symbol
 from ..dsl.diagnostics import Diagnostic, Label
-from ..dsl.units import BANDWIDTH, Quantity, format_quantity
+from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
 
@@ -36,10 +37,47 @@ def _chip(chip: Entity) -> Iterator[Diagnostic]:
             yield codes.ORDER.make(chip.span_of(f"power.{low}"), low=f"power.{low}", high="power.tdp",
                                    low_value=format_quantity(value), high_value=format_quantity(tdp),
                                    labels=[Label(chip.span_of("power.tdp"), "the TDP")])
+    yield from _chip_derivations(chip)
+    yield from _chip_clocks(chip)
+
+
+def _chip_derivations(chip: Entity) -> Iterator[Diagnostic]:
+    """Peaks and HBM figures: stated or derivable, and the two agreeing within 5 %."""
     peak = chip.get("peak")
-    if isinstance(peak, Record) and not peak.items:
+    if isinstance(peak, Record) and not peak.items and not chip_numbers.peaks(chip):
         yield codes.MISSING_FIELD.make(chip.span_of("peak"), field="a precision", where="`peak`",
                                        notes=["help: for example `peak { bf16 = 989 TFLOPS }`"])
+    for d in chip_numbers.disagreements(chip):
+        yield codes.DERIVED_MISMATCH.make(
+            chip.span_of(d.key), field=d.key, stated=_quantity(d.stated, d.unit), derived=_quantity(d.value, d.unit),
+            percent=f"{abs(d.stated - d.value) / d.stated:.1%}",
+            notes=[f"derived: {d.formula} = {_quantity(d.value, d.unit)}",
+                   "the stated figure is used; fix whichever is wrong"])
+
+
+def _chip_clocks(chip: Entity) -> Iterator[Diagnostic]:
+    clock = chip.get("clock")
+    for low, value, high, bound in (("base_clock", chip.get("base_clock"), "clock", clock),
+                                    ("power.min_clock", chip.get("power.min_clock"), "clock", clock),
+                                    ("power.idle", chip.get("power.idle"), "power.cap", chip.get("power.cap"))):
+        if value is not None and bound is not None and not value < bound:
+            yield codes.ORDER.make(chip.span_of(low), low=low, high=high, low_value=format_quantity(value),
+                                   high_value=format_quantity(bound), labels=[Label(chip.span_of(high), "here")])
+    cap, tdp, least = chip.get("power.cap"), chip.get("power.tdp"), chip.get("power.min_cap")
+    if cap is not None and least is not None and cap < least:
+        yield codes.ORDER.make(chip.span_of("power.min_cap"), low="power.min_cap", high="power.cap",
+                               low_value=format_quantity(least), high_value=format_quantity(cap),
+                               labels=[Label(chip.span_of("power.cap"), "the cap")],
+                               notes=["help: the firmware accepts no cap below `min_cap`"])
+    if cap is not None and tdp is not None and tdp < cap:
+        yield codes.ORDER.make(chip.span_of("power.cap"), low="power.cap", high="power.tdp",
+                               low_value=format_quantity(cap), high_value=format_quantity(tdp),
+                               notes=["help: a power cap limits the chip below its TDP"])
+
+
+def _quantity(value: float, unit: str) -> str:
+    dim = {"FLOPS": FLOPS, "B": BYTES, "B/s": BANDWIDTH}[unit]
+    return format_quantity(Quantity(Fraction(repr(value)), dim))
 
 
 def _fabric(fabric: Entity) -> Iterator[Diagnostic]:
@@ -292,6 +330,43 @@ def _batch_split(job: Entity) -> Iterator[Diagnostic]:
                  f"of a stage, which {ep} does not divide",
             labels=[Label(job.span_of("parallelism.dp"), f"dp = {dp}")],
             notes=[f"help: pin ep to a divisor of {tp * cp * dp}, or tp x cp x dp to a multiple of {ep}"])
+
+
+def job_precision(job: Entity) -> Iterator[Diagnostic]:
+    """The job's number format must be one its chips run: never a silent fallback. Run by
+    the driver once the declarations are clean (a chip with a broken peak would mislead)."""
+    precision = getattr(job.get("precision", Symbol("bf16")), "name", "bf16")
+    for chip in _chips_of(job.get("on")):
+        formats = [name for name, _ in chip_numbers.peaks(chip)]
+        if formats and precision not in formats:
+            at = job.span_of("precision") if "precision" in job.record else job.span
+            yield codes.UNSUPPORTED_PRECISION.make(
+                at, chip=chip.name, precision=precision, formats=", ".join(formats),
+                labels=[Label(chip.span_of("peak") or chip.span, "its formats")],
+                notes=[f"help: set `precision` to one of {', '.join(formats)}, or give `{chip.name}` a "
+                       f"`peak.{precision}` (or `ops_per_clock.{precision}`) if it runs {precision}"])
+            return
+
+
+def _chips_of(target: object) -> list[Entity]:
+    """The chip declarations a job's `on` reaches: clusters, partitions, lists of them."""
+    targets = target if isinstance(target, tuple) else (target,)
+    repeats = []
+    for t in targets:
+        if isinstance(t, Partition):
+            partition = (t.cluster.get("partition") or Record()).get(t.name)
+            repeats.append(partition.get("units") if isinstance(partition, Record) else None)
+        elif isinstance(t, Entity):
+            repeats.append(t.get("units"))
+            repeats += [item.value.get("units") for item in getattr(t.get("partition"), "items", ())]
+    chips: list[Entity] = []
+    for repeat in repeats:
+        unit = getattr(repeat, "part", None)
+        node = unit.get("nodes").part if unit is not None and unit.kind == "supernode" and unit.get("nodes") else unit
+        chip = getattr(node.get("gpus"), "part", None) if node is not None else None
+        if chip is not None and chip not in chips:
+            chips.append(chip)
+    return chips
 
 
 def _pins(job: Entity) -> Iterator[Diagnostic]:

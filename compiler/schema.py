@@ -46,9 +46,11 @@ class Flag:
 @attrs.frozen
 class Choice:
     options: tuple[str, ...]
+    what: str = ""  # `a precision`: how a message names the kind of word expected
 
     def describe(self) -> str:
-        return "one of " + ", ".join(f"`{o}`" for o in self.options)
+        listed = ", ".join(f"`{o}`" for o in self.options)
+        return f"{self.what}: {listed}" if self.what else f"one of {listed}"
 
 
 @attrs.frozen
@@ -127,6 +129,8 @@ class Block:
     constraints: dict[str, FieldType] = attrs.Factory(dict)
     required: tuple[str, ...] = ()
     doc: str = ""
+    # a required name is also satisfied by any one group of these (a value derived from them)
+    alternatives: dict[str, tuple[tuple[str, ...], ...]] = attrs.Factory(dict)
 
 
 # ----------------------------------------------------------------- field types
@@ -147,7 +151,8 @@ CLOCK = positive(u.RATE)
 TEXT, FLAG = Text(), Flag()
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
-PROTOCOLS = Choice(("infiniband", "ethernet", "nvlink", "pcie", "xgmi", "ici"))
+PROTOCOLS = Choice(("infiniband", "ethernet", "nvlink", "pcie", "xgmi", "ici"), "a protocol")
+PRECISION = Choice(PRECISIONS, "a precision")
 
 TOPOLOGY = Construct({
     "switched": Constructor({}),
@@ -164,17 +169,31 @@ TOPOLOGY = Construct({
 PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0}
 
 CHIP = Block(
-    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "cores": COUNT, "l2": BYTES, "process": TEXT},
+    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "base_clock": CLOCK, "cores": COUNT, "l2": BYTES,
+            "l2_bandwidth": BANDWIDTH, "process": TEXT},
     blocks={
-        "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "type": TEXT},
-                     required=("capacity", "bandwidth")),
+        "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
+                      "stack_bandwidth": BANDWIDTH, "type": TEXT},
+                     required=("capacity", "bandwidth"),
+                     alternatives={"capacity": (("stacks", "stack_capacity"),),
+                                   "bandwidth": (("stacks", "stack_bandwidth"),)},
+                     doc="capacity and bandwidth, stated or derived from stacks x stack_capacity / stack_bandwidth"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
-        "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER}, required=("tdp",)),
+        "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
+                               doc="dense operations (2 per multiply-add) per core per clock, per precision"),
+        "systolic": Block({"rows": COUNT, "cols": COUNT, "arrays": COUNT, "precision": Choice(PRECISIONS)},
+                          required=("rows", "cols"),
+                          doc="multiply-add array per core: 2 x rows x cols x arrays operations per clock"),
+        "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER, "cap": POWER, "min_clock": CLOCK,
+                        "dvfs_exponent": Qty(u.NONE, low=Fraction(1), low_open=False)}, required=("tdp",),
+                       doc="tdp, idle, the operator's power `cap` and the DVFS curve (dynamic power ~ clock^exponent "
+                           "down to `min_clock`)"),
         "efficiency": Block({**{p: SHARE for p in PRECISIONS}, "hbm": SHARE, "attention": SHARE},
                             doc="sustained GEMM throughput per precision, fused attention (of the bf16 peak) "
                                 "and HBM bandwidth, as shares of peak"),
     },
     required=("hbm", "peak", "power"),
+    alternatives={"peak": (("cores", "clock", "ops_per_clock"), ("cores", "clock", "systolic"))},
 )
 CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))
@@ -188,7 +207,7 @@ SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacit
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
-     "nvme": BYTES, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
+     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
      "overhead": POWER0},
     required=("gpus",),
 )
@@ -217,29 +236,31 @@ CLUSTER = Block(
 # ----------------------------------------------------------------- work
 
 MODEL = Block(
-    {"arch": Choice(("dense", "moe")), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
+    {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
-     "mlp": Choice(("swiglu", "gelu", "relu")), "tied_embeddings": FLAG, "source": TEXT},
+     "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0}, required=("routed", "top_k"))},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
 )
-OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput")), "minimize": Choice(("time", "energy", "cost"))}
+OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
+              "minimize": Choice(("time", "energy", "cost"), "an objective")}
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
-                     "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full")),
+                     "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
-                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"))})
+                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule")})
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(SOFTWARE_STACKS), **OBJECTIVES},
+     "sample_bytes": BYTES, "checkpoint_every": TIME,
+     "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"), **OBJECTIVES},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "batch"),
 )
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": COUNT, "output": COUNT, "batch": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, **OBJECTIVES},
+     "precision": PRECISION, "gpus": COUNT, **OBJECTIVES},
     blocks={"parallelism": PARALLELISM, "slo": Block(constraints={"ttft": TIME, "tpot": TIME}),
             "subject to": Block(constraints=_JOB_LIMITS)},
     required=("model", "on", "prompt", "output"),

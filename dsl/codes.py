@@ -132,6 +132,10 @@ HOSTNAMES = _code("hostnames", E, "{what}",
                    "A `hostnames` list that does not name each node once with a valid host name.")
 PARAMS_MISMATCH = _code("params-mismatch", W, "stated params {stated} differ from the shape's {computed} by {percent}",
                         "The stated parameter count is more than 3 % off what the shape implies.")
+DERIVED_MISMATCH = _code("derived-mismatch", W, "stated `{field}` = {stated} differs from the derived {derived} by {percent}",
+                         "A stated peak or HBM figure more than 5 % off what the microarchitecture gives.")
+UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}; it runs {formats}",
+                              "A job asks for a number format its chip has no peak for (no silent fallback).")
 BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
 

@@ -8,6 +8,7 @@ are exact; pint fights each of these and costs ~0.5 s to import.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import attrs
@@ -85,6 +86,24 @@ UNIT_HINTS = {
     "GBps": "write `GB/s`", "Gbps": "write `Gb/s`", "TBps": "write `TB/s`",
     "sec": "write `s`", "hr": "write `h`", "hours": "write `h`", "days": "write `d`",
 }
+
+
+def respell(unit: str) -> str | None:
+    """The GCL spelling of a unit written out: `Gbit/s` -> `Gb/s`, `GBytes` -> `GB`,
+    `Gbitps` -> `Gb/s`; None when `unit` is not such a spelling."""
+    numerator, slash, denominator = unit.partition("/")
+    match = re.fullmatch(r"(?P<prefix>[kKMGTPE]i?)?(?P<word>bits?|bytes?|Bytes?)(?P<ps>ps)?", numerator)
+    if match is None or (match["ps"] and slash):
+        return None
+    symbol = "b" if match["word"].startswith("bit") else "B"
+    if not match["prefix"]:
+        return None  # `bit`, `bytes` are units already
+    written = f"{match['prefix']}{symbol}" + ("/s" if match["ps"] else "") + slash + denominator
+    try:
+        parse_unit(written)
+    except UnitError:
+        return None
+    return written
 
 
 class UnitError(ValueError):

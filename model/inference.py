@@ -18,7 +18,8 @@ import attrs
 
 from ..compiler.ir import Partition
 from . import comms
-from .compute import attention_efficiency, gemm_efficiency, hbm_rate, peak
+from . import cache
+from .compute import attention_rate as fused_attention_rate, clock, gemm_efficiency, hbm_rate, peak
 from .shape import ModelShape
 
 WEIGHT_BYTES = {"fp4": 0.5, "fp8": 1.0}       # per parameter; 2 otherwise (bf16)
@@ -69,8 +70,8 @@ def weights_per_gpu(shape: ModelShape, cfg: ServeConfig) -> float:
 
 def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, prompt: int, output: int) -> ServeEstimate:
     chip, tiers = partition.node.accelerator, partition.tiers
-    rate = peak(chip, cfg.precision) * gemm_efficiency(chip, cfg.precision)
-    attention_rate = peak(chip, "bf16") * attention_efficiency(chip)
+    rate = peak(chip, cfg.precision) * gemm_efficiency(chip, cfg.precision) * clock(chip, cfg.precision)
+    attention_rate = fused_attention_rate(chip)
     stages = comms.place(cfg.tp, 1, tiers)
     active = shape.active_params / (cfg.tp * cfg.ep)  # each GPU's share of one token's work
     context = prompt + output / 2
@@ -81,7 +82,8 @@ def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, pr
     kv_read = cfg.batch * context * kv_bytes_per_token(shape, cfg)
     compute = (2 * active * cfg.batch / rate
                + cfg.batch * shape.layers * 4 * context * shape.heads * shape.head_dim / cfg.tp / attention_rate)
-    decode = max((weights + kv_read) / hbm_rate(chip), compute) + 2 * shape.layers * comms.all_reduce(
+    streamed = cache.decode_bytes(weights, kv_read, chip) / hbm_rate(chip)
+    decode = max(streamed, cache.l2_time(weights + kv_read, chip), compute) + 2 * shape.layers * comms.all_reduce(
         2 * cfg.batch * shape.hidden, stages)
     requests = 1 / (prefill + output * decode / cfg.batch)
     tpot = decode / max(1e-9, 1 - requests * prefill)

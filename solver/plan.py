@@ -175,6 +175,11 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
         out.append(f"bubble: {b.bubble / step:.0%} of the step (pp={c.pp}, vp={c.vp}, {c.microbatches} micro-batches)")
     if b.recompute > 0.05 * step:
         out.append(f"recompute: {b.recompute / step:.0%} of the step ({e.config.recompute})")
+    if b.data > 0:
+        out.append(f"data: the step is data-bound; the hosts (and DPUs) load its samples {b.data:.3g} s after "
+                   f"the compute is done ({b.data / step:.0%} of the step)")
+    if b.checkpoint > 0.01 * step:
+        out.append(f"checkpoint: synchronous saves take {b.checkpoint / step:.0%} of the step")
     limit = lim.get("power")
     if limit is not None and power is not None:
         by_power = [r for r in rejected if r.limit.target == "power"]

@@ -291,11 +291,14 @@ def _diagrams(c: Context) -> str:
     from .report_plots import scope_ids
 
     fabrics = render.fabric_entities(c.design)
-    views = [("topology", render.topology(c.graph, fabrics), "The cluster: one of each repeated unit expanded.")]
-    if c.plan is not None and c.plan.best is not None:
-        views.append(("placement", render.placement(c.plan, fabrics),
-                      "Where each parallel dimension runs, exposed communication per tier, one group highlighted."))
-    views.append(("power", render.power(c.graph), "Where the watts go at full load."))
+    views = [("topology", render.topology(c.graph, fabrics, c.design), "The cluster: one of each repeated unit expanded.")]
+    planned = c.plan if c.plan is not None and c.plan.best is not None else None
+    if planned is not None:
+        views.append(("placement", render.placement(planned, fabrics),
+                      "The rank grid: GPUs by scale-up domain and pipeline stage, the tiers each group crosses."))
+    views.append(("power", render.power(c.graph, planned),
+                  "Where the watts go at the plan's operating point (TDP for reference)." if planned is not None
+                  else "Where the watts go at full load."))
     parts = []
     for name, dot, caption in views:
         try:

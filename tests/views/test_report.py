@@ -60,7 +60,8 @@ def test_a_planned_design_gets_every_section(reports):
 
 
 def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
-    for name, why in ((UNPLANNED, "no `train` job"), ("hetero_h100_a100.gcl", "spans 2 partitions")):
+    # a serve job and a job split across partitions: their plan as text, no placement drawing
+    for name, why in ((UNPLANNED, "(serve)"), ("hetero_h100_a100.gcl", "split:")):
         text = reports[name]
         assert _sections(text) == ["Design", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
