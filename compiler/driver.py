@@ -9,6 +9,7 @@ from ..dsl.source import SourceFile
 from .check import check_program
 from .design import Design
 from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
+from .groups import group_checks
 from .lower import lower_cluster
 from .resolve import load, load_again
 from .rules import job_precision
@@ -58,9 +59,16 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
 def _cluster_checks(design: Design) -> list[Diagnostic]:
     """Lower each cluster of the root file and run the design-level checks on it."""
     found: list[Diagnostic] = []
+    graphs: dict[int, object] = {}
+
+    def lowered(cluster):
+        if id(cluster) not in graphs:
+            graphs[id(cluster)] = lower_cluster(cluster)
+        return graphs[id(cluster)]
     for cluster in design.local():
         if cluster.kind == "cluster":
-            found += sanity(cluster, lower_cluster(cluster))
+            found += sanity(cluster, lowered(cluster))
+    found += group_checks(design, lowered)
     return found
 
 

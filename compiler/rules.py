@@ -235,9 +235,12 @@ def _job(job: Entity) -> Iterator[Diagnostic]:
     if "maximize" in job.record and "minimize" in job.record:
         yield codes.SHAPE.make(job.span_of("minimize"), what="a job has one objective: `maximize` or `minimize`",
                                labels=[Label(job.span_of("maximize"), "the other objective")])
+    yield from _objective(job)
     yield from _pins(job)
     yield from _shared(job)
     yield from _goodput(job)
+    yield from _schedule(job)
+    yield from _batch_split(job)
 
 
 def _goodput(job: Entity) -> Iterator[Diagnostic]:
@@ -291,6 +294,99 @@ def _workload(workload: Entity) -> Iterator[Diagnostic]:
     from .trace import workload_jobs
 
     yield from workload_jobs(workload)[1]
+
+
+# Objectives the language reserves but the planner does not model yet: rejected rather
+# than planned as throughput behind the user's back.
+UNIMPLEMENTED_OBJECTIVES = {"minimize": ("cost",)}
+
+
+def _objective(job: Entity) -> Iterator[Diagnostic]:
+    for key, names in UNIMPLEMENTED_OBJECTIVES.items():
+        value = job.get(key)
+        if isinstance(value, Symbol) and value.name in names:
+            yield codes.NOT_IMPLEMENTED.make(
+                job.span_of(key), what=f"`{key} = {value.name}`",
+                notes=["help: plan with `maximize = throughput`, `maximize = mfu`, `minimize = time` "
+                       "or `minimize = energy`"])
+
+
+def _schedule(job: Entity) -> Iterator[Diagnostic]:
+    """A pinned schedule and pinned virtual stages must agree: only the interleaved
+    schedule runs more than one virtual stage per GPU, and it needs at least two."""
+    pins = job.get("parallelism")
+    if pins is None:
+        return
+    schedule, vp, pp = pins.get("schedule"), pins.get("vp"), pins.get("pp")
+    name = getattr(schedule, "name", None)
+    if vp and vp > 1 and name in ("gpipe", "one_f_one_b"):
+        yield codes.PARALLELISM.make(
+            job.span_of("parallelism.vp"), what=f"vp = {vp} virtual stages need the interleaved schedule, not {name}",
+            labels=[Label(job.span_of("parallelism.schedule"), "the schedule")],
+            notes=["help: set `schedule = interleaved`, or remove `vp` (it is 1 under " + name + ")"])
+    elif vp == 1 and name == "interleaved":
+        yield codes.PARALLELISM.make(
+            job.span_of("parallelism.schedule"), what="the interleaved schedule needs vp >= 2 virtual stages",
+            labels=[Label(job.span_of("parallelism.vp"), "vp = 1")],
+            notes=["help: set `vp = 2` or more, or `schedule = one_f_one_b`"])
+    elif vp and vp > 1 and pp == 1:
+        yield codes.PARALLELISM.make(
+            job.span_of("parallelism.vp"), what=f"vp = {vp} virtual stages need a pipeline; pp = 1",
+            labels=[Label(job.span_of("parallelism.pp"), "pp = 1")],
+            notes=["help: remove `vp`, or pin pp >= 2"])
+    layers = getattr(job.get("model"), "get", lambda _: None)("layers")
+    if pp and layers and pp > 1 and layers % (pp * (vp or 1)):
+        split = f"pp x vp = {pp} x {vp}" if vp and vp > 1 else f"pp = {pp}"
+        yield codes.UNEVEN_PIPELINE.make(
+            job.span_of("parallelism.pp"), what=f"{split} stages do not split the model's {layers} layers evenly",
+            notes=[f"the largest stage holds {-(-layers // (pp * (vp or 1)))} layers and sets the pace; "
+                   f"the model counts {layers / (pp * (vp or 1)):g} per stage",
+                   "help: pick stages that divide the layers, or keep it if the first and last stages are "
+                   "lightened on purpose (embedding and output layers)"])
+
+
+def _batch_split(job: Entity) -> Iterator[Diagnostic]:
+    """The global batch must split into the pinned replicas and micro-batches, and expert
+    groups must fold over the pinned data x context ranks."""
+    pins, batch = job.get("parallelism"), job.get("batch")
+    if pins is None or not isinstance(batch, int) or job.kind != "train":
+        return
+    dp, mb, count = pins.get("dp"), pins.get("microbatch"), pins.get("microbatches")
+    here = Label(job.span_of("batch"), f"batch = {batch}")
+    if dp and dp > batch:
+        yield codes.PARALLELISM.make(
+            job.span_of("parallelism.dp"), what=f"dp = {dp} replicas need at least {dp} sequences per step; "
+            f"the batch is {batch}", labels=[here],
+            notes=[f"help: pin dp to a divisor of {batch}, or raise the batch to a multiple of {dp}"])
+        return
+    parts = [(k, v) for k, v in (("dp", dp), ("microbatch", mb), ("microbatches", count)) if v]
+    unit = 1
+    for _, v in parts:
+        unit *= v
+    if parts and batch % unit:
+        names = " x ".join(f"{k} = {v}" for k, v in parts) if len(parts) > 1 else f"{parts[0][0]} = {parts[0][1]}"
+        yield codes.PARALLELISM.make(
+            job.span_of(f"parallelism.{parts[-1][0]}"),
+            what=f"the batch of {batch} sequences does not split into {names}" + (f" = {unit}" if len(parts) > 1 else ""),
+            labels=[here], notes=[f"help: make the batch a multiple of {unit}, or change the pins"])
+        return
+    if dp and mb and count and dp * mb * count != batch:
+        yield codes.PARALLELISM.make(
+            job.span_of("parallelism.microbatches"),
+            what=f"dp x microbatch x microbatches = {dp} x {mb} x {count} = {dp * mb * count} sequences, "
+                 f"but the batch is {batch}", labels=[here],
+            notes=["help: drop one of the three pins; the batch fixes it"])
+        return
+    # Megatron-Core's MoE parallel folding (expert TP = 1) builds expert groups from the
+    # tp x cp x dp ranks of a stage, so ep must divide them; certain only when all are pinned.
+    ep, tp, cp = pins.get("ep"), pins.get("tp"), pins.get("cp")
+    if ep and dp and tp and cp and (tp * cp * dp) % ep:
+        yield codes.PARALLELISM.make(
+            job.span_of("parallelism.ep"),
+            what=f"ep = {ep} expert groups fold over the tp x cp x dp = {tp} x {cp} x {dp} = {tp * cp * dp} ranks "
+                 f"of a stage, which {ep} does not divide",
+            labels=[Label(job.span_of("parallelism.dp"), f"dp = {dp}")],
+            notes=[f"help: pin ep to a divisor of {tp * cp * dp}, or tp x cp x dp to a multiple of {ep}"])
 
 
 def job_precision(job: Entity) -> Iterator[Diagnostic]:

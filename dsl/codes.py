@@ -122,6 +122,15 @@ UNKNOWN_ARGUMENT = _code("unknown-argument", E, "`{name}` is not an argument of 
 MISSING_ARGUMENT = _code("missing-argument", E, "`{call}` needs `{name}`", "A required constructor argument is absent.")
 BAD_CONSTRAINT = _code("bad-constraint", E, "cannot constrain `{target}` here", "A constraint on an unknown quantity.")
 SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")
+PARALLELISM = _code("parallelism", E, "{what}",
+                    "Pinned parallelism that cannot run: a schedule against its virtual stages, a batch that "
+                    "does not split into the pinned replicas and micro-batches, expert groups that do not fold "
+                    "over the data x context ranks.")
+NOT_IMPLEMENTED = _code("not-implemented", E, "{what} is not implemented yet",
+                        "A field value the language reserves but the planner cannot honour yet (rejected, "
+                        "never silently planned as something else).")
+UNEVEN_PIPELINE = _code("uneven-pipeline", W, "{what}",
+                        "Pinned pipeline stages that do not split the layers evenly: the slowest stage sets the pace.")
 HOSTNAMES = _code("hostnames", E, "{what}",
                    "A `hostnames` list that does not name each node once with a valid host name.")
 PARAMS_MISMATCH = _code("params-mismatch", W, "stated params {stated} differ from the shape's {computed} by {percent}",
@@ -160,6 +169,8 @@ THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ra
                       "Scale-out bandwidth per GPU far below scale-up bandwidth.")
 OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio}: GPUs above the leaf get 1/{ratio} of their bandwidth",
                        "A tier whose uplinks carry less than its downlinks.")
+SCALE_OUT_GROUP = _code("scale-out-group", W, "{what} cannot fit a scale-up domain of {domain} GPUs",
+                        "A pinned TP or EP group wider than the scale-up domain it runs on.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
                        "Rails should match the NICs per node, one rail each.")
 

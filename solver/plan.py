@@ -22,6 +22,7 @@ from . import enumerate as space_def
 from .explain import Infeasibility, explain
 from .schedule.failures import job_goodput
 from .schedule.goodput import Goodput
+from .review import Advice, review
 from .search import SearchResult, least_memory, search
 
 OBJECTIVES = space_def.OBJECTIVES
@@ -59,6 +60,7 @@ class Plan:
     placement: tuple[Placement, ...] = ()
     infeasibility: Infeasibility | None = None
     goodput: Goodput | None = None      # of `best`: the share of time that trains under failures
+    warnings: tuple[Advice, ...] = ()   # what a reviewer would point out (solver.review)
 
     @property
     def error_band(self) -> dict[str, tuple[float, float]]:
@@ -109,7 +111,8 @@ def plan(job: Job, objective: str = "throughput", top: int = 3) -> Plan:
     status = "evaluated" if result.configurations == 1 else "optimal"
     return Plan(job, objective, status, best, power, result.runners_up, result.configurations, result.seconds,
                 binding(best, job, result, power), placement=placement(best, job),
-                goodput=job_goodput(job, best.config.gpus), **common)
+                goodput=job_goodput(job, best.config.gpus), warnings=review(job, best, objective, result.limits),
+                **common)
 
 
 def placement(e: Estimate, job: Job) -> tuple[Placement, ...]:

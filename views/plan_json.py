@@ -151,6 +151,7 @@ def plan_json(plan) -> dict:
         "job": job.name, "cluster": job.graph.name, "partition": job.partition.name,
         "objective": plan.objective, "status": plan.status,
         "solver": solver_json(plan),
+        "warnings": [{"kind": w.kind, "message": w.message} for w in getattr(plan, "warnings", ())],
     }
     if plan.best is None:
         smallest, reason = plan.smallest, getattr(plan, "infeasibility", None)

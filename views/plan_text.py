@@ -119,6 +119,8 @@ def plan_text(plan, timings: bool = False) -> str:
         lines.append(f"  #{i}         {_config(r)} [{','.join(r.config.order)}]: {r.step_time:.3f} s, MFU {r.mfu:.1%}")
     if getattr(plan, "proof", ""):
         lines.append(f"  proof      {plan.proof}")
+    for w in getattr(plan, "warnings", ()):
+        lines.append(f"  warning    {w.message} [{w.kind}]")
     return "\n".join(lines)
 
 
