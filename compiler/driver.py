@@ -12,7 +12,7 @@ from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .lower import lower_cluster
 from .resolve import load
 from .sanity import sanity
-from .settings import parse_settings
+from .settings import SETTINGS_SOURCE, parse_settings, settings_source
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
 
@@ -39,6 +39,7 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
     parsed, problems = _settings(settings)
     program = load(path, text)
     if problems:
+        program.sources[SETTINGS_SOURCE] = settings_source(list(settings or []))
         design, diagnostics = None, sort_unique(program.diagnostics + problems)
     else:
         design, diagnostics = check_program(program, parsed)
