@@ -69,6 +69,8 @@ TOO_DEEP = _code("too-deep", E, "nesting deeper than {limit} levels",
                  "Blocks or expressions nested beyond what a design needs.")
 NUMBER_RANGE = _code("number-range", E, "number `{text}` is out of range",
                      "A number too large (or too small) to compute with.")
+VALUE_RANGE = _code("value-range", E, "this value lies outside 1e-{limit}..1e{limit} (in base units)",
+                    "An expression whose result is too large or too small to compute with.")
 BAD_ESCAPE = _code("bad-escape", E, "unknown escape `{escape}` in string", "Strings allow \\\\ \\\" \\n \\t \\u.")
 
 # ---------------------------------------------------------------- units

@@ -33,6 +33,7 @@ Choices made for the space, and why:
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Iterator
 
 import attrs
@@ -55,7 +56,14 @@ OBJECTIVES = ("throughput", "time", "energy", "mfu")
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:
-    return [d for d in range(1, min(n, limit or n) + 1) if n % d == 0]
+    """The divisors of `n` up to `limit`, ascending, in O(min(limit, sqrt n)) steps: `layers =
+    1e12` must not make the planner count to a trillion."""
+    top = n if limit is None else min(n, limit)
+    root = math.isqrt(n)
+    if top <= root:
+        return [d for d in range(1, top + 1) if n % d == 0]
+    small = [d for d in range(1, root + 1) if n % d == 0]
+    return sorted({d for d in small} | {n // d for d in small if n // d <= top})
 
 
 def powers_of_two(limit: int) -> list[int]:
@@ -214,9 +222,9 @@ def space(job: Job, lim: Limits | None = None) -> Space:
 
     tps = pick("tp", [t for t in powers_of_two(min(MAX_TP, gpus))
                       if shape.heads % t == 0 and shape.kv_heads % t == 0])
-    pps = pick("pp", [p for p in divisors(shape.layers) if p <= gpus])
+    pps = pick("pp", divisors(shape.layers, gpus))
     cps = pick("cp", [c for c in powers_of_two(min(MAX_CP, gpus)) if c == 1 or job.seq % (2 * c) == 0])
-    eps = pick("ep", divisors(shape.routed) if shape.is_moe else [1])
+    eps = pick("ep", divisors(shape.routed, gpus) if shape.is_moe else [1])
     recompute = _pinned(job, "recompute")
     zero = _pinned(job, "zero")
     sp = _pinned(job, "sp")
