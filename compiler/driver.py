@@ -12,6 +12,7 @@ from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .lower import lower_cluster
 from .resolve import load
 from .sanity import sanity
+from .limits import job_limit_problems
 from .settings import SETTINGS_SOURCE, parse_settings, settings_source
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
@@ -44,7 +45,7 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
     else:
         design, diagnostics = check_program(program, parsed)
     if design is not None:
-        diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)))
+        diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)) + tuple(job_limit_problems(design)))
         design = None if has_errors(diagnostics) else design
     return Result(design, diagnostics, dict(program.sources))
 

@@ -120,6 +120,16 @@ UNKNOWN_CONSTRUCTOR = _code("unknown-constructor", E, "unknown {what} `{name}`",
 UNKNOWN_ARGUMENT = _code("unknown-argument", E, "`{name}` is not an argument of `{call}`", "A misspelled argument.")
 MISSING_ARGUMENT = _code("missing-argument", E, "`{call}` needs `{name}`", "A required constructor argument is absent.")
 BAD_CONSTRAINT = _code("bad-constraint", E, "cannot constrain `{target}` here", "A constraint on an unknown quantity.")
+LIMIT_DIRECTION = _code("limit-direction", E, "`{target} {op}` bounds it the wrong way: a plan needs {side} on `{target}`",
+                        "A job limit whose operator the planner cannot enforce (`memory >= ...`, `ttft >= ...`).")
+LIMIT_NEEDS = _code("limit-needs", E, "`{target}` limit without `{needs}`: there is nothing to measure it against",
+                    "A job limit the planner could only ignore (a time limit without `tokens`).")
+LIMIT_UNSUPPORTED = _code("limit-unsupported", E, "a {kind} plan does not enforce `{target}` limits",
+                          "A limit the planner of this kind of job would ignore.")
+TOO_MANY_GPUS = _code("too-many-gpus", E, "the job asks {asked} GPUs; its target has {available}",
+                      "A job larger than the cluster or partitions it runs on.")
+TARGET_TWICE = _code("target-twice", E, "`{what}` is already in `on` (as `{earlier}`)",
+                     "A partition listed twice would count its GPUs twice.")
 SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")
 HOSTNAMES = _code("hostnames", E, "{what}",
                    "A `hostnames` list that does not name each node once with a valid host name.")

@@ -111,10 +111,12 @@ def limits(job: Job) -> Limits:
     items = []
     for item in getattr(block, "items", ()):
         bound = item.value
-        if not isinstance(bound, Bound) or not isinstance(bound.value, Quantity):
+        if not isinstance(bound, Bound):
             continue
-        value = float(bound.value.value)
-        share = bound.target == "memory" and bound.value.dim == (0, 0, 0, 0)
+        # a count (`gpus <= 8`) is checked as a plain int, a figure as a Quantity: both bind
+        quantity = bound.value if isinstance(bound.value, Quantity) else Quantity.of(bound.value)
+        value = float(quantity.value)
+        share = bound.target == "memory" and quantity.dim == (0, 0, 0, 0)
         if share:
             value *= hbm
         items.append(Limit(bound.target, bound.op, value, share, item.span))

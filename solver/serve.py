@@ -12,6 +12,7 @@ import attrs
 
 from ..compiler.design import Design, Entity
 from ..compiler.ir import ClusterGraph, Partition
+from ..dsl.units import NONE
 from ..model.inference import ServeConfig, ServeEstimate, estimate_serve
 from ..model.job import placement
 from ..model.power import job_power
@@ -93,13 +94,15 @@ def _limits(entity: Entity) -> dict[str, float]:
         for item in getattr(record, "items", ()):
             bound = item.value
             value = bound.value
-            out[bound.target] = float(value.value) if hasattr(value, "value") else float(value)
+            # `memory <= 90%` is a share of HBM, `memory <= 60 GB` bytes: the dimension says which,
+            # not the size (`memory <= 1 byte` is one byte, not 100 %)
+            key = "memory_share" if bound.target == "memory" and getattr(value, "dim", None) == NONE else bound.target
+            out[key] = float(value.value) if hasattr(value, "value") else float(value)
     return out
 
 
 def _violations(e: ServeEstimate, limits: dict[str, float]) -> tuple[str, ...]:
-    memory_limit = limits.get("memory", 1.0)
-    memory_limit = memory_limit * e.hbm if memory_limit <= 1 else memory_limit
+    memory_limit = limits.get("memory", limits.get("memory_share", 1.0) * e.hbm)
     checks = (("memory", e.memory > memory_limit), ("ttft", e.ttft > limits.get("ttft", float("inf"))),
               ("tpot", e.tpot > limits.get("tpot", float("inf"))))
     return tuple(name for name, broken in checks if broken)

@@ -151,15 +151,15 @@ def test_cluster_option_names_no_cluster(files, capsys, name, what):
 def test_job_option(files, capsys):
     base, serve, parts = files / "base.gcl", files / "serve.gcl", files / "parts.gcl"
     code, _, err = run(capsys, "plan", base, "--job", "nope")
-    assert code == 1 and "no train job `nope`; the design has: t" in err
+    assert code == 2 and "no train job `nope`; the design has: t" in err
     code, _, err = run(capsys, "plan", base, "--job", "M")
-    assert code == 1 and "`M` is a model, not a train job" in err
+    assert code == 2 and "`M` is a model, not a train job" in err
     for args in (["render", serve, "-o", files / "x.dot", "--view", "placement", "--job", "s"],
                  ["report", serve, "-o", files / "x.html", "--job", "s"]):
         code, _, err = run(capsys, *args)
-        assert code == 1 and "`s` is a serve job, not a train job" in err, err
+        assert code == 2 and "`s` is a serve job, not a train job" in err, err
     code, _, err = run(capsys, "report", parts, "-o", files / "x.html", "--job", "sv")
-    assert code == 1 and "`sv` is a serve job, not a train job; the design's train jobs: th, tx" in err
+    assert code == 2 and "`sv` is a serve job, not a train job; the design's train jobs: th, tx" in err
     code, out, _ = run(capsys, "plan", serve, "--job", "s", "--json")
     assert code == 0 and json.loads(out)["status"] == "optimal"
 
