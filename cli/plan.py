@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     except JobError as problem:
         error(str(problem))
         return EXIT_USAGE if problem.usage else EXIT_ERRORS
-    print(json.dumps(outcome_json(outcome), indent=2) if args.json else outcome_text(outcome))
+    print(json.dumps(outcome_json(outcome), indent=2, allow_nan=False) if args.json else outcome_text(outcome))
     if not feasible(outcome):
         print(infeasible_message(outcome), file=sys.stderr)
         return EXIT_INFEASIBLE

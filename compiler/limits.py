@@ -29,6 +29,7 @@ def job_limit_problems(design: Design) -> list[Diagnostic]:
         if job.kind in ("train", "serve"):
             found += _bounds(job)
             found += _targets(job)
+            found += _pins(job)
     return found
 
 
@@ -79,3 +80,19 @@ def _targets(job: Entity) -> Iterator[Diagnostic]:
     if isinstance(asked, int) and not isinstance(asked, bool) and available and asked > available:
         yield codes.TOO_MANY_GPUS.make(job.span_of("gpus"), asked=asked, available=available, notes=[
             f"help: ask for at most {available} GPUs, or run `{job.name}` on a larger cluster"])
+
+
+def _pins(job: Entity) -> Iterator[Diagnostic]:
+    """Pins that name a parallelism the job cannot have (the planner would plan without them)."""
+    parallelism = job.get("parallelism")
+    pins = {item.name: item for item in getattr(parallelism, "items", ())}
+    model = job.get("model")
+    arch = getattr(getattr(model, "get", lambda _: None)("arch"), "name", None)
+    ep = pins.get("ep")
+    if ep is not None and arch == "dense" and ep.value != 1:
+        yield codes.PIN_MEANINGLESS.make(ep.span, pin=f"ep = {ep.value}", why=f"`{model.name}` is dense: it has no experts",
+                                         notes=["help: remove `ep`, or set `arch = moe` with `experts`"])
+    vp, pp = pins.get("vp"), pins.get("pp")
+    if vp is not None and vp.value != 1 and pp is not None and pp.value == 1:
+        yield codes.PIN_MEANINGLESS.make(vp.span, pin=f"vp = {vp.value}", why="`pp = 1` has no stages to interleave",
+                                         notes=["help: virtual stages split each pipeline stage: pin `pp` > 1 or remove `vp`"])

@@ -126,6 +126,8 @@ LIMIT_NEEDS = _code("limit-needs", E, "`{target}` limit without `{needs}`: there
                     "A job limit the planner could only ignore (a time limit without `tokens`).")
 LIMIT_UNSUPPORTED = _code("limit-unsupported", E, "a {kind} plan does not enforce `{target}` limits",
                           "A limit the planner of this kind of job would ignore.")
+PIN_MEANINGLESS = _code("pin-meaningless", E, "`{pin}` cannot apply: {why}",
+                        "A parallelism pin the job cannot have (experts on a dense model).")
 TOO_MANY_GPUS = _code("too-many-gpus", E, "the job asks {asked} GPUs; its target has {available}",
                       "A job larger than the cluster or partitions it runs on.")
 TARGET_TWICE = _code("target-twice", E, "`{what}` is already in `on` (as `{earlier}`)",
