@@ -20,6 +20,8 @@ def add(commands) -> None:
                       help="override the job's objective")
     plan.add_argument("--top", type=_count, default=3, metavar="N", help="runner-up configurations to show")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON (stable keys)")
+    plan.add_argument("--timings", action="store_true",
+                      help="add the search's wall-clock seconds (left out by default: output is repeatable)")
     settings_option(plan)
     plan.set_defaults(run=run)
 
@@ -38,7 +40,10 @@ def run(args: argparse.Namespace) -> int:
     except JobError as problem:
         error(str(problem))
         return EXIT_USAGE if problem.usage else EXIT_ERRORS
-    print(json.dumps(outcome_json(outcome), indent=2, allow_nan=False) if args.json else outcome_text(outcome))
+    if args.json:
+        print(json.dumps(outcome_json(outcome, args.timings), indent=2, allow_nan=False))
+    else:
+        print(outcome_text(outcome, args.timings))
     if not feasible(outcome):
         print(infeasible_message(outcome), file=sys.stderr)
         return EXIT_INFEASIBLE

@@ -11,22 +11,108 @@ from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.power import PowerResult
 from ..solver.serve import ServePlan
 
-PLAN_FORMAT_VERSION = 1
+PLAN_FORMAT_VERSION = 2
+# Every plan, whatever its job kind, carries these keys (null where a metric does not
+# apply or the plan is infeasible); views/plan.schema.json is the contract.
+CONTRACT = ("status", "step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_bytes", "power_w",
+            "energy_per_token_j", "gpus", "parallelism", "placement", "error_band", "binding", "solver")
 
 
-def outcome_json(outcome: Outcome) -> dict:
-    """The JSON of any job's plan."""
+def outcome_json(outcome: Outcome, timings: bool = False) -> dict:
+    """The JSON of any job's plan: the common contract first, each kind's detail after.
+    Wall-clock timings only with `timings` (the default output is byte-for-byte repeatable)."""
     if isinstance(outcome, HeteroPlan):
-        return hetero_json(outcome)
-    if isinstance(outcome, ServePlan):
-        return serve_json(outcome)
-    data = plan_json(outcome.plan)
-    if outcome.power is not None:
-        budgeted = outcome.power
+        data = _hetero_contract(outcome) | hetero_json(outcome)
+    elif isinstance(outcome, ServePlan):
+        data = _serve_contract(outcome) | serve_json(outcome)
+    else:
+        data = _train_json(outcome)
+    data["format"], data["version"] = "gclc-plan", PLAN_FORMAT_VERSION
+    data["solver"] = data.get("solver") or {"status": data["status"]}
+    if timings:
+        data["solver"]["seconds"] = getattr(outcome.plan if isinstance(outcome, TrainOutcome) else outcome,
+                                            "seconds", None)
+    missing = [key for key in CONTRACT if key not in data]
+    assert not missing, f"plan JSON lacks {missing}"
+    head = {"format": data.pop("format"), "version": data.pop("version"), "kind": data.pop("kind")}
+    return head | {key: data.pop(key) for key in CONTRACT} | data
+
+
+def _train_json(outcome: TrainOutcome) -> dict:
+    data = {"kind": "train"} | plan_json(outcome.plan)
+    budgeted = outcome.power
+    if budgeted is not None:
         data["power_budget"] = power_json(budgeted.result) | {
             "shares": list(budgeted.inputs.shares), "fit_error": budgeted.inputs.fit_error,
             "curve": [{"budget_w": b, "tokens_per_s": t} for b, t in budgeted.curve]}
+    if outcome.plan.best is None:
+        data |= {key: None for key in CONTRACT if key not in data}
+    if outcome.plan.best is None and outcome.feasible:
+        # The job's own power bound rules out every configuration at full clock; the GP
+        # runs fewer GPUs or lower clocks within it: that operating point is the plan.
+        result, job = budgeted.result, outcome.plan.job
+        data["status"] = "optimal"
+        data["tokens_per_s"] = result.whole_tokens_per_s
+        data["gpus"] = result.whole_gpus
+        data["power_w"] = result.facility_power
+        data["energy_per_token_j"] = result.facility_power / result.whole_tokens_per_s
+        data["step_time_s"] = job.batch * job.seq / result.whole_tokens_per_s
+        chip = job.partition.node.accelerator
+        data["mfu"] = (job.shape.model_flops_per_token(job.seq) * result.whole_tokens_per_s
+                       / (result.whole_gpus * chip.peak_of(job.precision)))
     return data
+
+
+def _serve_contract(p: ServePlan) -> dict:
+    b = p.best
+    gpus = p.replicas * b.gpus if b else None
+    return {"kind": "serve", "status": "optimal" if b else "infeasible",
+            "step_time_s": b.tpot if b else None,   # one decode iteration
+            "tokens_per_s": p.tokens_per_s if b else None,
+            "mfu": None,                          # not yet modelled for serving
+            "memory_per_gpu_bytes": b.memory if b else None,
+            "power_w": p.power_w if b else None, "energy_per_token_j": p.energy_per_token if b else None,
+            "gpus": gpus, "parallelism": None,
+            "placement": {"replicas": p.replicas, "gpus_per_replica": b.gpus} if b else {},
+            "error_band": {"confidence": BAND_CONFIDENCE, "reason": "the serving model has no cross-validated "
+                           "residuals yet: no band is claimed"},
+            "solver": {"status": "optimal" if b else "infeasible", "configurations": p.considered}}
+
+
+def _hetero_contract(h: HeteroPlan) -> dict:
+    best = h.best
+    if best is None:
+        return {"kind": "hetero", "cluster": None, **{key: None for key in CONTRACT},
+                "status": "infeasible", "binding": [s.message for s in (h.data, h.pipeline) if s.message],
+                "solver": {"status": "infeasible", "method": "milp"}}
+    used = [x for x in best.shares if x.items]
+    by_name = {p.job.partition.name: p for p in h.plans}
+    flops = sum(by_name[x.partition].job.shape.model_flops_per_token(by_name[x.partition].job.seq)
+                for x in used[:1]) * best.tokens_per_s
+    peak = sum(x.gpus * by_name[x.partition].job.partition.node.accelerator.peak_of(by_name[x.partition].job.precision)
+               for x in used)
+    bands = [by_name[x.partition].error_band.get("tokens_per_s") for x in used if by_name[x.partition].best]
+    low = min((lo / by_name[x.partition].best.tokens_per_s for x, (lo, _) in zip(used, bands)), default=1.0)
+    high = max((hi / by_name[x.partition].best.tokens_per_s for x, (_, hi) in zip(used, bands)), default=1.0)
+    slowest = max(used, key=lambda x: x.busy)
+    binding = [f"compute on {slowest.partition} (the slowest partition, busy {slowest.busy:.3f} s)"]
+    if best.exchange > 0:
+        binding.append(f"cross-partition exchange {best.exchange:.3f} s")
+    return {"kind": "hetero", "cluster": h.plans[0].job.graph.name if h.plans else None,
+            "status": "optimal", "step_time_s": best.step_time, "tokens_per_s": best.tokens_per_s,
+            "mfu": flops / peak if peak else None,
+            "memory_per_gpu_bytes": max((by_name[x.partition].best.memory.total for x in used
+                                         if by_name[x.partition].best), default=None),
+            "power_w": best.power, "energy_per_token_j": best.power / best.tokens_per_s if best.tokens_per_s else None,
+            "gpus": sum(x.gpus for x in used),
+            "parallelism": {"mode": best.mode, "partitions": {x.partition: attrs.asdict(x.config) if x.config else None
+                                                              for x in used}},
+            "placement": {x.partition: placement_json(by_name[x.partition]) for x in used},
+            "error_band": {"confidence": BAND_CONFIDENCE,
+                           "tokens_per_s": [best.tokens_per_s * low, best.tokens_per_s * high],
+                           "reason": "the widest band of the partitions taking part"},
+            "binding": binding, "solver": {"status": "optimal", "method": "milp"}}
+
 
 def parallelism(e: Estimate) -> dict:
     c = e.config
@@ -59,7 +145,7 @@ def placement_json(plan) -> dict:
 
 
 def solver_json(plan) -> dict:
-    return {"status": plan.status, "seconds": plan.seconds, "configurations": plan.considered,
+    return {"status": plan.status, "configurations": plan.considered,
             "evaluated": getattr(plan, "evaluated", plan.considered), "pruned": getattr(plan, "pruned", 0),
             "pruned_by": dict(getattr(plan, "pruned_by", ())), "proof": getattr(plan, "proof", "")}
 
@@ -67,7 +153,6 @@ def solver_json(plan) -> dict:
 def plan_json(plan) -> dict:
     job = plan.job
     out = {
-        "format": "gclc-plan", "version": PLAN_FORMAT_VERSION,
         "job": job.name, "cluster": job.graph.name, "partition": job.partition.name,
         "objective": plan.objective, "status": plan.status,
         "solver": solver_json(plan),

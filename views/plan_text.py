@@ -13,13 +13,13 @@ from ..solver.serve import ServePlan
 from .plan_json import parallelism
 
 
-def outcome_text(outcome: Outcome) -> str:
-    """The text of any job's plan."""
+def outcome_text(outcome: Outcome, timings: bool = False) -> str:
+    """The text of any job's plan (the search's wall-clock time only with `timings`)."""
     if isinstance(outcome, HeteroPlan):
         return hetero_text(outcome)
     if isinstance(outcome, ServePlan):
         return serve_text(outcome)
-    text = plan_text(outcome.plan)
+    text = plan_text(outcome.plan, timings)
     if outcome.power is not None:
         budgeted = outcome.power
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
@@ -66,12 +66,12 @@ def _placement_text(plan) -> str:
     return "; ".join(parts) or "one GPU"
 
 
-def plan_text(plan) -> str:
+def plan_text(plan, timings: bool = False) -> str:
     job = plan.job
     head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
     evaluated, pruned = getattr(plan, "evaluated", plan.considered), getattr(plan, "pruned", 0)
     lines = [head, f"  objective  {plan.objective} ({plan.status}, {plan.considered:,} configurations: "
-                   f"{evaluated:,} evaluated, {pruned:,} pruned, {plan.seconds:.2f} s)"]
+                   f"{evaluated:,} evaluated, {pruned:,} pruned" + (f", {plan.seconds:.2f} s)" if timings else ")")]
     e = plan.best
     if e is None:
         reason = getattr(plan, "infeasibility", None)

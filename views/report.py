@@ -43,6 +43,7 @@ class Context:
     plan: object | None          # solver.plan.Plan
     note: str                    # why there is no plan, when there is none
     source: str
+    other: str = ""              # the text of a serve or heterogeneous plan (no train plan)
 
 
 def plan_error_band(plan) -> dict[str, tuple[float, float]]:
@@ -60,8 +61,12 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     """The report as HTML text. `job` names the train job (a missing name raises `JobError`)."""
     context = _context(design, job, objective, source)
     body = [_header(context), _design_section(context.graph)]
-    body += _plan_sections(context) if context.plan is not None and context.plan.best is not None else [
-        _section("Plan", _infeasible(context.plan) if context.plan is not None else _note(context.note))]
+    if context.other:
+        body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
+    elif context.plan is not None and context.plan.best is not None:
+        body += _plan_sections(context)
+    else:
+        body.append(_section("Plan", _infeasible(context.plan) if context.plan is not None else _note(context.note)))
     body.append(_roofline_section(context))
     body.append(_diagrams(context))
     title = f"gclc report: {context.graph.name}"
@@ -85,6 +90,14 @@ def _context(design: Design, job_name: str | None, objective: str | None, source
     from ..compiler.lower import lower
     from ..model.job import JobError, train_job
 
+    from ..solver.hetero import hetero_entity
+    from ..solver.serve import serve_entity
+
+    if hetero_entity(design, job_name) is not None or serve_entity(design, job_name) is not None:
+        from ..solver.jobs import plan_design
+        from .plan_text import outcome_text
+
+        return Context(design, lower(design), None, "", source, outcome_text(plan_design(design, job_name, objective)))
     try:
         job = train_job(design, job_name)
     except JobError as error:

@@ -22,6 +22,8 @@ REFUSED = {
     ("custom_dsa", "torchtitan"): "`chat_405b` is a serve job",
     ("hetero_h100_a100", "megatron"): "no heterogeneous split",
     ("hetero_h100_a100", "torchtitan"): "no heterogeneous split",
+    # the SC21 run the example pins had no sequence parallelism, which torchtitan always uses with TP
+    ("a100_cluster", "torchtitan"): "tp 8 without sequence parallelism",
 }
 
 

@@ -96,7 +96,8 @@ def test_torchtitan_reads_the_toml_and_the_overrides_alike(example, config_manag
     try:
         files = _files(example)
     except ExportError as error:
-        assert len(example.job.shares) > 1 and "heterogeneous" in str(error)
+        # a split across partitions, or the SC21 plan (TP without sequence parallelism)
+        assert ("heterogeneous" in str(error) and len(example.job.shares) > 1) or "sequence parallelism" in str(error)
         return
     (tmp_path / "job.toml").write_text(files["torchtitan.toml"])
     from_toml = config_manager().parse_args(["--job.config_file", str(tmp_path / "job.toml")])

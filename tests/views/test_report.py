@@ -139,3 +139,14 @@ def test_the_report_opens_in_headless_chromium(name, reports, tmp_path):
     assert any("GCLC-LOADED" in line for line in console), done.stderr[-2000:]
     assert [line for line in console if "GCLC-LOADED" not in line] == []
     assert shot.exists() and _pixel_spread(shot) > 10
+
+
+@pytest.mark.parametrize("example, words", [("custom_dsa.gcl", "(serve)"), ("hetero_h100_a100.gcl", "split:")])
+def test_serve_and_heterogeneous_jobs_are_reported_with_their_plan(example, words, tmp_path):
+    """Regression: a design whose job is `serve` was reported with "no train job"."""
+    from gclc.cli.main import main
+
+    out = tmp_path / "r.html"
+    assert main(["report", str(ROOT / "examples" / example), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert words in text and "no train job" not in text

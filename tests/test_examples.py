@@ -1,0 +1,49 @@
+"""Examples keep their word: a measurement an example cites lies inside its plan's band, and
+every size a sweepable param's comment names plans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gclc.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+A100_PEAK_BF16 = 312e12   # NVIDIA A100 data sheet, dense BF16 (std/nvidia.gcl A100_SXM)
+SC21_175B_MEASURED = 149e12  # Narayanan et al. SC21 Table 2, 175B on 768 A100: hardware FLOP/s per GPU
+
+
+def plan(capsys, example: str, *sets: str) -> tuple[int, dict]:
+    args = ["plan", str(ROOT / "examples" / example), "--json"]
+    for s in sets:
+        args += ["--set", s]
+    code = main(args)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_a100_example_lands_sc21s_measurement_inside_its_band(capsys):
+    code, data = plan(capsys, "a100_cluster.gcl")
+    assert code == 0 and data["gpus"] == 768
+    predicted = data["hfu"] * A100_PEAK_BF16
+    low, high = (bound / data["tokens_per_s"] for bound in data["error_band"]["tokens_per_s"])
+    assert low * predicted <= SC21_175B_MEASURED <= high * predicted, (predicted, low, high)
+
+
+@pytest.mark.parametrize("gpus", ["384", "768"])
+def test_the_a100_example_plans_at_the_sizes_its_comment_names(capsys, gpus):
+    code, data = plan(capsys, "a100_cluster.gcl", f"job_gpus={gpus}")
+    assert code == 0 and data["gpus"] == int(gpus)
+
+
+@pytest.mark.parametrize("racks", ["16", "1389"])
+def test_the_gb200_campus_plans_across_its_named_range(capsys, racks):
+    code, data = plan(capsys, "gb200_nvl72_100k.gcl", f"racks={racks}")
+    assert code == 0 and data["status"] == "optimal"
+
+
+def test_below_its_range_the_gb200_campus_says_why(capsys):
+    code = main(["plan", str(ROOT / "examples" / "gb200_nvl72_100k.gcl"), "--set", "racks=14"])
+    err = capsys.readouterr().err
+    assert code == 3 and "ep = 64" in err

@@ -1,0 +1,85 @@
+"""One plan contract for every job kind: `gclc plan --json` validates against
+views/plan.schema.json for every example and kind, its status agrees with the exit code,
+and the default output is byte-for-byte repeatable (timings only with --timings)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gclc.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "views" / "plan.schema.json").read_text(encoding="utf-8"))
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+EXAMPLES = sorted((ROOT / "examples").glob("*.gcl"))
+EXIT = {"optimal": 0, "infeasible": 3}
+
+
+def plan_json(capsys, *args) -> tuple[int, dict, str]:
+    code = main(["plan", *map(str, args), "--json"])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "internal error" not in captured.err, captured.err
+    return code, json.loads(captured.out), captured.err
+
+
+def valid(data: dict) -> None:
+    errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in VALIDATOR.iter_errors(data)]
+    assert not errors, errors
+
+
+def test_the_schema_is_a_valid_json_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_plans_to_the_contract(example, capsys):
+    code, data, _ = plan_json(capsys, example)
+    valid(data)
+    assert code == EXIT[data["status"]] and data["solver"]["status"] == data["status"]
+    assert "seconds" not in data["solver"]
+
+
+def test_each_job_kind_is_covered_by_the_examples(capsys):
+    kinds = {plan_json(capsys, example)[1]["kind"] for example in EXAMPLES}
+    assert kinds == {"train", "serve", "hetero"}
+
+
+def _copy(tmp_path, name: str, edit=None) -> Path:
+    for support in ("pod.gcl", "train.gcl"):
+        shutil.copy(ROOT / "tests" / "data" / support, tmp_path / support)
+    path = tmp_path / name
+    if edit is not None:
+        path.write_text(edit((tmp_path / "train.gcl").read_text(encoding="utf-8")), encoding="utf-8")
+    return path
+
+
+def test_an_infeasible_train_plan_keeps_the_contract_and_exits_3(tmp_path, capsys):
+    path = _copy(tmp_path, "tiny.gcl", lambda t: t.replace("batch     = 256", "batch     = 256\n  gpus      = 1"))
+    code, data, err = plan_json(capsys, path)
+    valid(data)
+    assert (code, data["status"], data["tokens_per_s"]) == (3, "infeasible", None) and "infeasible" in err
+
+
+def test_a_power_bound_met_by_fewer_gpus_or_lower_clocks_is_a_plan(tmp_path, capsys):
+    """Regression: the JSON said `infeasible` while the GP planned within the bound and exit was 0."""
+    path = _copy(tmp_path, "capped.gcl",
+                 lambda t: t.replace("precision = bf16\n}", "precision = bf16\n  subject to { power <= 60 kW }\n}"))
+    code, data, _ = plan_json(capsys, path)
+    valid(data)
+    assert code == 0 and data["status"] == "optimal" and data["binding"] == ["power"]
+    assert data["power_w"] <= 60e3 * (1 + 1e-6) and data["tokens_per_s"] > 0
+    assert data["gpus"] == data["power_budget"]["whole_gpus"]
+
+
+def test_plan_json_is_repeatable_and_timings_are_opt_in(capsys):
+    example = ROOT / "examples" / "a100_cluster.gcl"
+    first = main(["plan", str(example), "--json"]), capsys.readouterr().out
+    second = main(["plan", str(example), "--json"]), capsys.readouterr().out
+    assert first == second
+    code, timed, _ = plan_json(capsys, example, "--timings")
+    assert code == 0 and timed["solver"]["seconds"] >= 0
