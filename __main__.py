@@ -1,5 +1,3 @@
-import sys
+from gclc.cli.entry import console
 
-from gclc.cli.main import main
-
-sys.exit(main())
+console()

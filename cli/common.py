@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
-from ..dsl.diagnostics import render_all
+from ..dsl.diagnostics import printable, render_all
 from .output import write_atomic
 
 
@@ -18,7 +18,7 @@ def settings_option(command: argparse.ArgumentParser) -> None:
 
 
 def error(message: str) -> None:
-    print(f"gclc: {message}", file=sys.stderr)
+    print(f"gclc: {printable(message)}", file=sys.stderr)  # names from the input may hold ESC, NUL
 
 
 _COLOR = {"mode": "auto", "quiet": False}

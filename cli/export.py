@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INFEASIBLE
     except (ExportError, JobError, LookupError) as problem:
         error(f"cannot export to {args.to}: {problem}")
-        return EXIT_ERRORS
+        return EXIT_USAGE if getattr(problem, "usage", False) else EXIT_ERRORS
     if out is None:
         sys.stdout.write("".join(f"# ==> {name} <==\n{text}" for name, text in files.items()))
         return EXIT_OK

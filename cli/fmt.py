@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -50,8 +49,8 @@ def _one(path: str, args: argparse.Namespace) -> int:
         sys.stdout.write(_diff(path, text, formatted))
     if args.write:
         if formatted != text:
-            try:  # through a symlink to the file it names, not over the link
-                write_atomic(os.path.realpath(path), formatted)
+            try:  # through a symlink, keeping mode, owner and hard links (cli/output.py)
+                write_atomic(path, formatted)
             except OSError as problem:
                 error(f"cannot write `{path}`: {problem.strerror or problem}")
                 return EXIT_ERRORS

@@ -1,5 +1,7 @@
 """The `gclc` command line: argument parsing and exit codes only; each command is a small
-module of its own that calls the stages. Exit codes: 0 clean, 1 errors, 2 usage, 3 infeasible."""
+module of its own that calls the stages. Exit codes: 0 clean, 1 errors (also: the output could
+not be written, stdout closed early as by `| head`, so a pipeline sees it), 2 usage, 3
+infeasible, 130 interrupted (Ctrl-C), 70 an internal error (a bug: please report it)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from . import check, compile, diff, explain, export, fmt, plan, render, report, 
 from .common import set_color
 
 EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 COMMANDS = (check, compile, explain, plan, schedule, export, render, report, sweep, diff, fmt, std)
 
 
@@ -21,23 +24,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     set_color(getattr(args, "color", None) or "auto", bool(getattr(args, "quiet", False)))
-    if getattr(args, "list_codes", False):
-        from ..views.check import codes_listing
-
-        print(codes_listing())
-        return EXIT_OK
-    if not getattr(args, "command", None):
+    if not getattr(args, "command", None) and not getattr(args, "list_codes", False):
         parser.print_help()
         return EXIT_USAGE
     try:
-        status = args.run(args)
+        status = _list_codes() if args.list_codes else args.run(args)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not at interpreter exit
         return status
     except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader left (`| head`): not a success a CI pipeline may trust
         _silence_stdout()
-        return EXIT_OK
+        return EXIT_ERRORS
     except OSError as error:  # the environment, not a bug: stdout on a full disk, an unreadable std file
         _silence_stdout()
         where = f" `{error.filename}`" if error.filename else ""
@@ -48,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gclc: internal error: {type(error).__name__}: {error} (please report this with the input file)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _list_codes() -> int:
+    from ..views.check import codes_listing
+
+    print(codes_listing())
+    return EXIT_OK
 
 
 def _silence_stdout() -> None:
@@ -63,7 +68,8 @@ def _silence_stdout() -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gclc", description="gclc — a compiler for GPU clusters: check, compile, plan and draw .gcl designs.",
-        epilog="Run `gclc COMMAND --help` for a command's options. Exit codes: 0 clean, 1 errors, 2 usage, 3 infeasible.")
+        epilog="Run `gclc COMMAND --help` for a command's options. Exit codes: 0 clean, 1 errors (or output "
+               "not written, stdout closed early), 2 usage, 3 infeasible, 130 interrupted.")
     parser.add_argument("--version", action="version", version=f"gclc {__version__}")
     parser.add_argument("--list-codes", action="store_true", help="list every diagnostic code and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK
+from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 from .common import checked_design, error, settings_option
 from .progress import progress
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
             outcome = plan_design(design, args.job, args.objective, args.top)
     except JobError as problem:
         error(str(problem))
-        return EXIT_ERRORS
+        return EXIT_USAGE if problem.usage else EXIT_ERRORS
     if args.json:
         print(json.dumps(outcome_json(outcome, args.timings), indent=2, allow_nan=False))
     else:

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
             dot, status = _diagram(design, args)
     except JobError as problem:
         error(str(problem))
-        return EXIT_ERRORS
+        return EXIT_USAGE if problem.usage else EXIT_ERRORS
     if dot is None:
         return status
     try:

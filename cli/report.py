@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..compiler.driver import EXIT_ERRORS
+from ..compiler.driver import EXIT_ERRORS, EXIT_USAGE
 from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
 from .progress import progress
 
@@ -36,5 +36,5 @@ def run(args: argparse.Namespace) -> int:
             text = report_html(design, args.job, source=args.file)
     except JobError as problem:
         error(str(problem))
-        return EXIT_ERRORS
+        return EXIT_USAGE if problem.usage else EXIT_ERRORS
     return write_output(args, text)

@@ -319,6 +319,9 @@ class Checker:
     def typed_listof(self, expr: ast.Expr, ftype: sc.ListOf, field: str) -> Any:
         if not isinstance(expr, ast.ListExpr):
             return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))
+        if len(expr.items) < ftype.least:  # `torus(dims = [])`: a shape with no extent
+            return self.error(codes.OUT_OF_RANGE.make(expr.span, field=field, bound=f"a list of at least {ftype.least}",
+                                                      value="empty" if not expr.items else f"{len(expr.items)} long"))
         items = tuple(self.typed(item, ftype.item, field) for item in expr.items)
         return INVALID if INVALID in items else items
 

@@ -14,7 +14,8 @@ from .lower import lower_cluster
 from .resolve import load, load_again
 from .rules import job_precision
 from .sanity import sanity
-from .settings import parse_settings
+from .limits import job_limit_problems
+from .settings import SETTINGS_SOURCE, parse_settings, settings_source
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
 
@@ -44,6 +45,7 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
     parsed, problems = _settings(settings)
     program = load_again(path) if again and text is None else load(path, text)
     if problems:
+        program.sources[SETTINGS_SOURCE] = settings_source(list(settings or []))
         design, diagnostics = None, sort_unique(program.diagnostics + problems)
     else:
         design, diagnostics = check_program(program, parsed, reachable=again)
@@ -51,7 +53,7 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
         diagnostics = sort_unique(diagnostics + tuple(d for job in design.entities if job.kind in ("train", "serve")
                                                       for d in job_precision(job)))
     if design is not None:
-        diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)))
+        diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)) + tuple(job_limit_problems(design)))
         design = None if has_errors(diagnostics) else design
     return Result(design, diagnostics, dict(program.sources))
 

@@ -14,7 +14,9 @@ from ..dsl import ast
 from ..dsl import codes
 from .design import Symbol
 from ..dsl.diagnostics import Diagnostic, Label
-from ..dsl.units import BANDWIDTH, FLOPS, DimensionError, Quantity, UnitError, UNIT_HINTS, UNITS, describe_dim, parse_unit, respell
+from ..dsl.units import (BANDWIDTH, FLOPS, VALUE_EXPONENT, DimensionError, MagnitudeError, Quantity, UnitError,
+                         UNIT_HINTS, UNITS, describe_dim, parse_number, parse_unit, respell,
+                         value_in_range)
 
 
 class _Invalid:
@@ -76,15 +78,34 @@ class Evaluator:
 
     # ------------------------------------------------------------ literals
     def _number(self, expr: ast.Number) -> Any:
+        try:  # the syntax check refused these already; --set text and generated ASTs come here too
+            value = parse_number(expr.text)
+        except MagnitudeError as error:
+            return self.error(codes.NUMBER_RANGE.make(expr.span, text=expr.text[:40], label=str(error)))
+        if not expr.unit:
+            return Quantity(value)
         try:
-            return _literal(expr.text, expr.unit)
+            literal = _literal(expr.text, expr.unit)
         except UnitError as error:
             return self.error(unknown_unit(expr, str(error)))
+        return self._in_range(expr, literal)
+
+    def _in_range(self, expr: ast.Expr, value: Quantity) -> Any:
+        """Every value that reaches the model is finite: refuse one beyond 1e±60 base units here,
+        where it has a location, rather than overflow a float in the planner."""
+        if value_in_range(value.value):
+            return value
+        return self.error(codes.VALUE_RANGE.make(expr.span, limit=VALUE_EXPONENT, notes=[
+            "help: check the units and the arithmetic; no figure of a real cluster is this large or small"]))
 
     def _ratio(self, expr: ast.Ratio) -> Any:
-        if Fraction(expr.right) == 0:
+        try:
+            left, right = parse_number(expr.left), parse_number(expr.right)
+        except MagnitudeError as error:
+            return self.error(codes.NUMBER_RANGE.make(expr.span, text=f"{expr.left[:20]}:{expr.right[:20]}", label=str(error)))
+        if right == 0:
             return self.error(codes.DIVISION_BY_ZERO.make(expr.span))
-        return Quantity(Fraction(expr.left) / Fraction(expr.right))
+        return self._in_range(expr, Quantity(left / right))
 
     def _string(self, expr: ast.String) -> Any:
         return expr.value
@@ -110,7 +131,7 @@ class Evaluator:
                     side.span, field=f"operand of `{expr.op}`", expected="a number or quantity",
                     got=describe_value(value)))
         try:
-            return _APPLY[expr.op](left, right)
+            return self._in_range(expr, _APPLY[expr.op](left, right))
         except ZeroDivisionError:
             return self.error(codes.DIVISION_BY_ZERO.make(expr.right.span, label="this is zero"))
         except DimensionError:

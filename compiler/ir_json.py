@@ -44,7 +44,7 @@ def value_count(data: Any) -> int:
 
 def graph_json(graph: ir.ClusterGraph) -> str:
     document = {"format": "gclc-ir", "version": ir.IR_VERSION, "cluster": to_data(graph)}
-    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def from_json(text: str) -> ir.ClusterGraph:

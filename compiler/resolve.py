@@ -9,13 +9,14 @@ overrides applied), ready for evaluation and checking.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path, PurePosixPath
 from typing import Union
 
 import attrs
 
 from ..dsl import ParseError, ast, parse
-from ..dsl.source import SourceFile, Span
+from ..dsl.source import SourceFile, Span, source_text
 from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic, Label, has_errors
 from .names import unknown_name_notes
@@ -215,13 +216,13 @@ class _Loader:
 
 
 def module_text(text: str) -> str:
-    return text.removeprefix("\ufeff")
+    return source_text(text)
 
 
 def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagnostic],
               sources: dict[str, SourceFile] | None = None) -> str | None:
     try:
-        data = real.read_bytes()
+        data = _read_bounded(real)
     except OSError as error:
         diagnostics.append(codes.IO_ERROR.make(at, path=display, reason=error.strerror or str(error)))
         return None
@@ -234,6 +235,41 @@ def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagn
         diagnostics.append(codes.ENCODING.make(source.span(len(source.text), len(source.text)),
                                                byte=f"0x{data[error.start]:02x}", offset=error.start))
         return None
+
+
+# A design is text a person writes: 16 MiB is ~100x the largest real one, and reading no
+# more keeps `/dev/zero` or a runaway generator from eating the machine's memory.
+MAX_SOURCE_BYTES = 16 * 2**20
+
+
+class _Refused(OSError):
+    """An input gclc will not read; the message is the reason."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.strerror = reason
+
+
+def _read_bounded(real: Path) -> bytes:
+    """The file's bytes; a FIFO, device or directory (which would block or never end) and a
+    file over MAX_SOURCE_BYTES are refused with the reason."""
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _Refused("it is a directory, not a .gcl file")
+        if not stat.S_ISREG(info.st_mode):
+            raise _Refused("it is not a regular file (a pipe, device or socket); save the design to a file")
+        if info.st_size > MAX_SOURCE_BYTES:
+            raise _Refused(f"it is {info.st_size:,} bytes; a design may be at most {MAX_SOURCE_BYTES:,}")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_SOURCE_BYTES + 1)
+        if len(data) > MAX_SOURCE_BYTES:  # it grew while we read
+            raise _Refused(f"it is over {MAX_SOURCE_BYTES:,} bytes, the most a design may be")
+        return data
+    finally:
+        os.close(fd)
 
 
 def import_target(item: ast.Import, importer: Path, diagnostics: list[Diagnostic]) -> tuple[str, Path] | None:

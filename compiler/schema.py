@@ -95,6 +95,7 @@ class Construct:
 @attrs.frozen
 class ListOf:
     item: "FieldType"
+    least: int = 0  # the fewest items that make sense
 
     def describe(self) -> str:
         return f"a list of {self.item.describe()}"
@@ -193,7 +194,7 @@ TOPOLOGY = Construct({
                             ("tiers", "radix")),
     "rail_optimized": Constructor({"tiers": COUNT, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
                                   ("tiers", "radix")),
-    "torus": Constructor({"dims": ListOf(COUNT), "wraparound": FLAG}, ("dims",)),
+    "torus": Constructor({"dims": ListOf(COUNT, least=1), "wraparound": FLAG}, ("dims",)),
 })
 
 # ----------------------------------------------------------------- parts

@@ -5,13 +5,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import ast
-from .source import SourceFile, Span
+from .source import SourceFile, Span, source_text
 from .syntax import ParseError, parse_source
 
 
 def parse(text: str, path: str = "<string>") -> ast.Module:
     """Parse GCL text into a `Module`; raises `ParseError` (with diagnostics) on bad input."""
-    return _parse(text.removeprefix("\ufeff"), path)
+    return _parse(source_text(text), path)
 
 
 @lru_cache(maxsize=64)

@@ -69,6 +69,8 @@ TOO_DEEP = _code("too-deep", E, "nesting deeper than {limit} levels",
                  "Blocks or expressions nested beyond what a design needs.")
 NUMBER_RANGE = _code("number-range", E, "number `{text}` is out of range",
                      "A number too large (or too small) to compute with.")
+VALUE_RANGE = _code("value-range", E, "this value lies outside 1e-{limit}..1e{limit} (in base units)",
+                    "An expression whose result is too large or too small to compute with.")
 BAD_ESCAPE = _code("bad-escape", E, "unknown escape `{escape}` in string", "Strings allow \\\\ \\\" \\n \\t \\u.")
 
 # ---------------------------------------------------------------- units
@@ -121,6 +123,18 @@ UNKNOWN_CONSTRUCTOR = _code("unknown-constructor", E, "unknown {what} `{name}`",
 UNKNOWN_ARGUMENT = _code("unknown-argument", E, "`{name}` is not an argument of `{call}`", "A misspelled argument.")
 MISSING_ARGUMENT = _code("missing-argument", E, "`{call}` needs `{name}`", "A required constructor argument is absent.")
 BAD_CONSTRAINT = _code("bad-constraint", E, "cannot constrain `{target}` here", "A constraint on an unknown quantity.")
+LIMIT_DIRECTION = _code("limit-direction", E, "`{target} {op}` bounds it the wrong way: a plan needs {side} on `{target}`",
+                        "A job limit whose operator the planner cannot enforce (`memory >= ...`, `ttft >= ...`).")
+LIMIT_NEEDS = _code("limit-needs", E, "`{target}` limit without `{needs}`: there is nothing to measure it against",
+                    "A job limit the planner could only ignore (a time limit without `tokens`).")
+LIMIT_UNSUPPORTED = _code("limit-unsupported", E, "a {kind} plan does not enforce `{target}` limits",
+                          "A limit the planner of this kind of job would ignore.")
+PIN_MEANINGLESS = _code("pin-meaningless", E, "`{pin}` cannot apply: {why}",
+                        "A parallelism pin the job cannot have (experts on a dense model).")
+TOO_MANY_GPUS = _code("too-many-gpus", E, "the job asks {asked} GPUs; its target has {available}",
+                      "A job larger than the cluster or partitions it runs on.")
+TARGET_TWICE = _code("target-twice", E, "`{what}` is already in `on` (as `{earlier}`)",
+                     "A partition listed twice would count its GPUs twice.")
 SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")
 PARALLELISM = _code("parallelism", E, "{what}",
                     "Pinned parallelism that cannot run: a schedule against its virtual stages, a batch that "

@@ -86,8 +86,26 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
 _MAX_QUOTE = 160  # characters of a source line shown; longer lines are cut around the mark
 
 
+def printable(text: str) -> str:
+    """`text` safe for a terminal: control characters (ESC, BEL, NUL, CR), lone surrogates and
+    other unprintable characters from the input are shown escaped (`\\x1b`), never sent raw."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == "\n" else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def render(diagnostic: Diagnostic, sources: Mapping[str, SourceFile]) -> str:
-    """`path:line:col: error[code]: summary`, the line with an underline, labels, notes."""
+    """`path:line:col: error[code]: summary`, the line with an underline, labels, notes.
+    Everything the input supplied passes through `printable`."""
+    return printable(_render(diagnostic, sources))
+
+
+def _render(diagnostic: Diagnostic, sources: Mapping[str, SourceFile]) -> str:
     d = diagnostic
     head = f"{d.severity.value}[{d.code}]: {d.summary}"
     if d.subject is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 
 import attrs
 
@@ -59,6 +60,17 @@ class SourceFile:
         begin = self._line_starts[line - 1]
         finish = self.text.find("\n", begin)
         return self.text[begin : finish if finish >= 0 else len(self.text)]
+
+
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def source_text(text: str) -> str:
+    """Text as the parser reads it: a leading BOM dropped, and a lone CR (classic Mac line
+    ends) made a line end, as a reader of the file sees it. One character for one, so
+    offsets into the file stay right."""
+    text = text.removeprefix("\ufeff")
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
 
 
 def no_span(path: str = "<generated>") -> Span:

@@ -6,7 +6,6 @@ innermost open block named, never `UnexpectedToken`.
 
 from __future__ import annotations
 
-import math
 import re
 
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -18,6 +17,7 @@ from .parser import lark_parser, parse_tree
 from .mistake import relocate
 from .source import SourceFile, Span
 from .transform import ToAst, comments
+from .units import LITERAL_EXPONENT, MAX_DIGITS, literal_problem
 
 MAX_DEPTH = 64  # nesting of blocks and expressions; real designs use fewer than 8
 
@@ -77,9 +77,12 @@ def _limits(module: ast.Module) -> list[Diagnostic]:
                 notes.insert(0, "each operator (`+ - * /`, a leading `-`) nests one level: `a + b + c` is `(a + b) + c`")
             problems.append(codes.TOO_DEEP.make((top or node).span, limit=MAX_DEPTH, notes=notes))
             break
-        if isinstance(node, ast.Number) and not _finite(node.text):
-            problems.append(codes.NUMBER_RANGE.make(node.span, text=node.text,
-                                                    notes=["numbers must lie within ±1e300"]))
+        for text in _number_texts(node):
+            why = literal_problem(text)
+            if why:
+                problems.append(codes.NUMBER_RANGE.make(node.span, text=_shown(text), label=why, notes=[
+                    f"help: a number is 0 or lies within 1e-{LITERAL_EXPONENT}..1e{LITERAL_EXPONENT} with at most "
+                    f"{MAX_DIGITS} significant digits; a unit scales it (`2 PFLOP`, `5 ns`, `405 B`)"]))
         stack.extend((child, depth + 1, top) for child in _children(node))
     return problems
 
@@ -116,9 +119,17 @@ def _brackets(text: str, stop: int | None = None):
         i += 1
 
 
-def _finite(text: str) -> bool:
-    value = float(text.replace("_", ""))
-    return math.isfinite(value) and abs(value) <= 1e300
+def _number_texts(node: object) -> tuple[str, ...]:
+    if isinstance(node, ast.Number):
+        return (node.text,)
+    if isinstance(node, ast.Ratio):
+        return (node.left, node.right)
+    return ()
+
+
+def _shown(text: str) -> str:
+    """A 5,000-digit literal is named by its ends, not printed whole."""
+    return text if len(text) <= 40 else f"{text[:16]}…{text[-8:]} ({len(text):,} characters)"
 
 
 def _children(node: object) -> list[object]:

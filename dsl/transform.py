@@ -27,7 +27,10 @@ def unescape(body: str) -> tuple[str, str | None]:
     for match in _STRING_PART.finditer(body):
         code, escaped, plain = match.groups()
         if code:
-            out.append(chr(int(code, 16)))
+            point = int(code, 16)
+            if 0xD800 <= point <= 0xDFFF:  # half of a UTF-16 pair: no character, cannot be written out
+                bad, point = bad or "\\u" + code, 0xFFFD
+            out.append(chr(point))
         elif escaped is not None:
             if escaped not in _ESCAPES:
                 bad = bad or "\\" + escaped

@@ -129,7 +129,59 @@ def parse_unit(text: str) -> tuple[Fraction, Dim]:
     return factor, dim
 
 
+# Bounds on magnitudes, so that no input builds a huge Fraction (`1e-999999999` is 10**999999999
+# in its denominator) or a float that overflows later. A literal has at most 40 significant
+# digits and lies within 1e±30 (the largest real figure, a training budget, is ~1e26 FLOP); a
+# computed value in base units lies within 1e±60, which products of such figures reach only
+# when something is wrong.
+MAX_DIGITS = 40
+LITERAL_EXPONENT = 30
+VALUE_EXPONENT = 60
+_LITERAL = re.compile(r"(?P<whole>\d*)(?:\.(?P<fraction>\d*))?(?:[eE](?P<exponent>[+-]?\d+))?\Z")
+
+
+class MagnitudeError(ValueError):
+    """A number too large, too small or too long to compute with; the message says which."""
+
+
+def literal_problem(text: str) -> str | None:
+    """Why the number literal `text` is refused (None: it is fine), found from its digits
+    alone, before any arithmetic."""
+    text = text.replace("_", "").strip()
+    if "/" in text:  # `Fraction("1/3")` form, as Quantity.of accepts
+        return next(filter(None, map(literal_problem, text.split("/", 1))), None)
+    match = _LITERAL.match(text.lstrip("+-"))
+    if not match:
+        return "it is not a number"
+    whole, fraction = match["whole"] or "", match["fraction"] or ""
+    exponent_text = (match["exponent"] or "0").lstrip("+-").lstrip("0")
+    digits = (whole + fraction).lstrip("0")
+    if len(exponent_text) > 6 or len(whole) + len(fraction) > 4 * MAX_DIGITS:
+        return "it is too long to be a figure of a design"  # even for zero: Fraction would expand it
+    if not digits:
+        return None  # zero
+    if len(digits.rstrip("0")) > MAX_DIGITS:
+        return f"it has more than {MAX_DIGITS} significant digits"
+    exponent = int(match["exponent"] or 0)
+    stripped = whole.lstrip("0")
+    leading = len(stripped) - 1 if stripped else -(len(fraction) - len(fraction.lstrip("0")) + 1)
+    if not -LITERAL_EXPONENT <= leading + exponent <= LITERAL_EXPONENT:
+        return f"it lies outside 1e-{LITERAL_EXPONENT}..1e{LITERAL_EXPONENT}"
+    return None
+
+
+def value_in_range(value: Fraction) -> bool:
+    """Zero, or a magnitude within 1e±VALUE_EXPONENT (checked on bit lengths: no big division)."""
+    if value == 0:
+        return True
+    bits = abs(value.numerator).bit_length() - value.denominator.bit_length()
+    return abs(bits) <= VALUE_EXPONENT * 3.33  # log2(10) ~ 3.32: the bound to within one bit
+
+
 def parse_number(text: str) -> Fraction:
+    problem = literal_problem(text)
+    if problem:
+        raise MagnitudeError(problem)
     return Fraction(text.replace("_", ""))
 
 

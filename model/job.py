@@ -15,6 +15,14 @@ from .shape import ModelShape
 class JobError(ValueError):
     """The job cannot be evaluated as written; the message says why."""
 
+    usage = False  # True: the command line named a job that is not there (exit 2, not 1)
+
+
+class UnknownJob(JobError):
+    """`--job NAME` names no job of the kind the command wants: a usage error."""
+
+    usage = True
+
 
 @attrs.frozen
 class Job:
@@ -42,16 +50,16 @@ def train_job(design: Design, name: str | None = None) -> Job:
     if other is not None:
         known = f"; the design's train jobs: {', '.join(j.name for j in jobs)}" if jobs else ""
         what = f"{other.kind} job" if other.kind == "serve" else other.kind
-        raise JobError(f"`{name}` is a {what}, not a train job{known}")
+        raise UnknownJob(f"`{name}` is a {what}, not a train job{known}")
     if not jobs:
-        raise JobError("the design has no `train` job")
+        raise (UnknownJob if name is not None else JobError)("the design has no `train` job")
     local = [j for j in jobs if j.span.path == design.root] or jobs
     if name is None:
         entity = local[0]
     else:
         entity = next((j for j in jobs if j.name == name), None)
         if entity is None:
-            raise JobError(f"no train job `{name}`; the design has: {', '.join(j.name for j in jobs)}")
+            raise UnknownJob(f"no train job `{name}`; the design has: {', '.join(j.name for j in jobs)}")
     return job_from_entity(entity)
 
 

@@ -37,6 +37,7 @@ Choices made for the space, and why:
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Iterator
 
 import attrs
@@ -46,7 +47,7 @@ from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.power import job_power
 from ..model.step import Estimate, estimate
-from ..dsl.units import NONE as NONE_DIM, Quantity
+from ..dsl.units import Quantity
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)
@@ -59,7 +60,14 @@ OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput")
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:
-    return [d for d in range(1, min(n, limit or n) + 1) if n % d == 0]
+    """The divisors of `n` up to `limit`, ascending, in O(min(limit, sqrt n)) steps: `layers =
+    1e12` must not make the planner count to a trillion."""
+    top = n if limit is None else min(n, limit)
+    root = math.isqrt(n)
+    if top <= root:
+        return [d for d in range(1, top + 1) if n % d == 0]
+    small = [d for d in range(1, root + 1) if n % d == 0]
+    return sorted({d for d in small} | {n // d for d in small if n // d <= top})
 
 
 def powers_of_two(limit: int) -> list[int]:
@@ -107,10 +115,12 @@ def limits(job: Job) -> Limits:
     items = []
     for item in getattr(block, "items", ()):
         bound = item.value
-        if not isinstance(bound, Bound) or not isinstance(bound.value, Quantity):
+        if not isinstance(bound, Bound):
             continue
-        value = float(bound.value.value)
-        share = bound.target == "memory" and bound.value.dim == NONE_DIM
+        # a count (`gpus <= 8`) is checked as a plain int, a figure as a Quantity: both bind
+        quantity = bound.value if isinstance(bound.value, Quantity) else Quantity.of(bound.value)
+        value = float(quantity.value)
+        share = bound.target == "memory" and quantity.dim == (0, 0, 0, 0)
         if share:
             value *= hbm
         items.append(Limit(bound.target, bound.op, value, share, item.span))
@@ -231,9 +241,9 @@ def space(job: Job, lim: Limits | None = None) -> Space:
 
     tps = pick("tp", [t for t in powers_of_two(min(MAX_TP, gpus))
                       if shape.heads % t == 0 and shape.kv_heads % t == 0])
-    pps = pick("pp", [p for p in divisors(shape.layers) if p <= gpus])
+    pps = pick("pp", divisors(shape.layers, gpus))
     cps = pick("cp", [c for c in powers_of_two(min(MAX_CP, gpus)) if c == 1 or job.seq % (2 * c) == 0])
-    eps = pick("ep", divisors(shape.routed) if shape.is_moe else [1])
+    eps = pick("ep", divisors(shape.routed, gpus) if shape.is_moe else [1])
     recompute = _pinned(job, "recompute")
     zero = _pinned(job, "zero")
     sp = _pinned(job, "sp")

@@ -83,14 +83,20 @@ def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = No
         members = [i for i, lane in enumerate(lanes) if lane.key == name]
         if len(members) > 1:
             constraints.append(cp.sum(u[members]) <= 1)
+    uniform = len(set(factor)) == 1  # no bubble (the data split): the slowest lane's time as it is
+    c = cp.Variable(nonneg=True)      # the slowest lane's busy time
     for p, lane in enumerate(lanes):
         busy = lane.fixed * u[p] + lane.per_item * g[p] * k[p]
-        for n in range(1, size + 1):
-            cross = lane.exchange(n)
-            if n >= 2 and cross > 0:
-                constraints.append(w >= cross * (u[p] + y[n - 1] - 1))
-            big = factor[n - 1] * (lane.fixed + lane.per_item * g[p] * most[p])
-            constraints.append(t >= factor[n - 1] * busy + w - big * (1 - y[n - 1]))
+        crossing = np.array([lane.exchange(n) for n in range(1, size + 1)])
+        if crossing.any():  # w >= X_p(n) for the one n that holds, when p takes part: one row, not one per n
+            constraints.append(w >= crossing @ y - crossing.max() * (1 - u[p]))
+        constraints.append(c >= busy)
+    if uniform:
+        constraints.append(t >= factor[0] * c + w)
+    else:  # t >= factor(n) c + w for the n that holds: z_n = c when y_n, else 0 (P rows, not lanes x P)
+        z = cp.Variable(size, nonneg=True)
+        slowest = max(lane.fixed + lane.per_item * g[p] * most[p] for p, lane in enumerate(lanes))
+        constraints += [z >= c - slowest * (1 - y), t >= np.array(factor) @ z + w]
     problem = cp.Problem(cp.Minimize(t), constraints)
     try:
         with _quiet():

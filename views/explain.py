@@ -8,7 +8,7 @@ import json
 def explain_json(name: str, metrics) -> str:
     rows = [{"key": m.key, "label": m.label, "value": m.value, "unit": m.unit, "text": m.text,
              "formula": m.formula} for m in metrics]
-    return json.dumps({"cluster": name, "metrics": rows}, indent=2, ensure_ascii=False)
+    return json.dumps({"cluster": name, "metrics": rows}, indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def explain_text(name: str, metrics) -> str:

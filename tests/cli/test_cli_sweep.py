@@ -151,11 +151,11 @@ def test_cluster_option_names_no_cluster(files, capsys, name, what):
 def test_job_option(files, capsys):
     base, serve, parts = files / "base.gcl", files / "serve.gcl", files / "parts.gcl"
     code, _, err = run(capsys, "plan", base, "--job", "nope")
-    assert code == 1 and "no train job `nope`; the design has: t" in err
+    assert code == 2 and "no train job `nope`; the design has: t" in err
     code, _, err = run(capsys, "plan", base, "--job", "M")
-    assert code == 1 and "`M` is a model, not a train job" in err
+    assert code == 2 and "`M` is a model, not a train job" in err
     code, _, err = run(capsys, "render", serve, "-o", files / "x.dot", "--view", "placement", "--job", "s")
-    assert code == 1 and "`s` is a serve job, not a train job" in err, err
+    assert code == 2 and "`s` is a serve job, not a train job" in err, err
     for design, job in ((serve, "s"), (parts, "sv")):  # the report plans serve jobs too
         code, _, err = run(capsys, "report", design, "-o", files / "x.html", "--job", job)
         assert code == 0 and "(serve)" in (files / "x.html").read_text(encoding="utf-8"), err

@@ -1,0 +1,35 @@
+"""The `gclc` console script. Ctrl-C while the heavy modules load (cvxpy, numpy: a second or
+more) ends at once and quietly with 130: a KeyboardInterrupt raised inside the import machinery
+can be swallowed ("Exception ignored in ...") and the command would run on and exit 0."""
+
+from __future__ import annotations
+
+import _signal  # the C module: `signal` imports enum, slow enough to be interrupted itself
+import os
+import sys
+
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted_while_loading(signum, frame) -> None:
+    os._exit(EXIT_INTERRUPTED)  # nothing is written yet: there is nothing to clean up
+
+
+def main() -> int:
+    previous = _signal.signal(_signal.SIGINT, _interrupted_while_loading)
+    try:
+        from .main import main as run
+    finally:
+        _signal.signal(_signal.SIGINT, previous)  # from here KeyboardInterrupt: main cleans up, exits 130
+    try:
+        return run()
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def console() -> None:
+    """`gclc` and `python -m gclc`: exit with main's status; a second Ctrl-C as Python exits
+    is ignored rather than printed."""
+    status = main()
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    sys.exit(status)

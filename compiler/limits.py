@@ -1,0 +1,98 @@
+"""Job limits mean what they say: every `subject to` / `slo` bound, `gpus` and `on` of a train
+or serve job is one the planner enforces as written, or a located error here.
+
+The planner reads limits by target; a bound it would read the wrong way round (`memory >=`,
+`ttft >=`), one it has nothing to measure against (`time` without `tokens`), GPUs the target
+does not have, or a partition counted twice would otherwise be dropped or bent silently.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..dsl import codes
+from ..dsl.diagnostics import Diagnostic
+from .design import Bound, Design, Entity, Partition
+from .lower import lower_cluster
+
+# The direction in which each limit can bind a plan: a ceiling (`<=`, `<`) or a floor (`>=`, `>`).
+CEILINGS = frozenset({"memory", "power", "time", "energy", "gpus", "ttft", "tpot"})
+FLOORS = frozenset({"mfu"})
+UPPER, LOWER = ("<=", "<"), (">=", ">")
+NEEDS_TOKENS = ("time", "energy")  # a training time or energy is tokens / throughput
+SERVE_ENFORCED = frozenset({"memory", "ttft", "tpot"})  # what solver/serve.py checks a serving plan against
+
+
+def job_limit_problems(design: Design) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for job in design.local():
+        if job.kind in ("train", "serve"):
+            found += _bounds(job)
+            found += _targets(job)
+            found += _pins(job)
+    return found
+
+
+def _bounds(job: Entity) -> Iterator[Diagnostic]:
+    for block in ("subject to", "slo"):
+        for item in getattr(job.get(block), "items", ()):
+            bound = item.value
+            if not isinstance(bound, Bound):
+                continue
+            if job.kind == "serve" and bound.target not in SERVE_ENFORCED:
+                yield codes.LIMIT_UNSUPPORTED.make(item.span, target=bound.target, kind="serve", notes=[
+                    "help: a serve plan is bounded by `memory` in `subject to` and `ttft`, `tpot` in `slo`"])
+                continue
+            wanted = UPPER if bound.target in CEILINGS else LOWER if bound.target in FLOORS else None
+            if wanted is not None and bound.op not in wanted:
+                side = "a ceiling" if wanted is UPPER else "a floor"
+                yield codes.LIMIT_DIRECTION.make(item.span, target=bound.target, op=bound.op, side=side, notes=[
+                    f"help: write `{bound.target} {wanted[0]} ...`; the planner only enforces {side} on `{bound.target}`"])
+            if job.kind == "train" and bound.target in NEEDS_TOKENS and job.get("tokens") is None:
+                yield codes.LIMIT_NEEDS.make(item.span, target=bound.target, needs="tokens", notes=[
+                    f"help: add `tokens = ...` to `{job.name}`: the {bound.target} of a run is its tokens over its throughput"])
+
+
+def _targets(job: Entity) -> Iterator[Diagnostic]:
+    target = job.get("on")
+    targets = target if isinstance(target, tuple) else (target,)
+    seen: dict[tuple[str, str | None], str] = {}
+    available = 0
+    for one in targets:
+        if isinstance(one, Partition):
+            keys = [(one.cluster.name, one.name)]
+            gpus = lower_cluster(one.cluster).partition(one.name).gpus
+            shown = f"{one.cluster.name}.{one.name}"
+        elif isinstance(one, Entity) and one.kind == "cluster":
+            graph = lower_cluster(one)
+            keys = [(one.name, p.name) for p in graph.partitions]
+            gpus, shown = graph.gpus, one.name
+        else:
+            return  # the checker has reported what `on` should be
+        twice = [seen[k] for k in keys if k in seen]
+        if twice:
+            yield codes.TARGET_TWICE.make(job.span_of("on"), what=shown, earlier=twice[0], notes=[
+                "help: list each partition once; a job's GPUs are counted from the list"])
+            continue
+        seen.update({k: shown for k in keys})
+        available += gpus
+    asked = job.get("gpus")
+    if isinstance(asked, int) and not isinstance(asked, bool) and available and asked > available:
+        yield codes.TOO_MANY_GPUS.make(job.span_of("gpus"), asked=asked, available=available, notes=[
+            f"help: ask for at most {available} GPUs, or run `{job.name}` on a larger cluster"])
+
+
+def _pins(job: Entity) -> Iterator[Diagnostic]:
+    """Pins that name a parallelism the job cannot have (the planner would plan without them)."""
+    parallelism = job.get("parallelism")
+    pins = {item.name: item for item in getattr(parallelism, "items", ())}
+    model = job.get("model")
+    arch = getattr(getattr(model, "get", lambda _: None)("arch"), "name", None)
+    ep = pins.get("ep")
+    if ep is not None and arch == "dense" and ep.value != 1:
+        yield codes.PIN_MEANINGLESS.make(ep.span, pin=f"ep = {ep.value}", why=f"`{model.name}` is dense: it has no experts",
+                                         notes=["help: remove `ep`, or set `arch = moe` with `experts`"])
+    vp, pp = pins.get("vp"), pins.get("pp")
+    if vp is not None and vp.value != 1 and pp is not None and pp.value == 1:
+        yield codes.PIN_MEANINGLESS.make(vp.span, pin=f"vp = {vp.value}", why="`pp = 1` has no stages to interleave",
+                                         notes=["help: virtual stages split each pipeline stage: pin `pp` > 1 or remove `vp`"])
