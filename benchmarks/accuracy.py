@@ -24,6 +24,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
+sys.path.insert(0, str(HERE))                # calibrate, crossval, bands
+
+from calibrate import VENDOR, Case  # noqa: E402
 
 DEFAULT_RUNS = HERE / "runs"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
@@ -47,7 +50,14 @@ class Result:
 
 
 def evaluate(path: Path, measured: dict[str, dict]) -> Result:
+    return evaluate_case(path, measured)[0]
+
+
+def evaluate_case(path: Path, measured: dict[str, dict]) -> tuple[Result, Case | None]:
+    """The shipped model's prediction of one run, and the run as a calibration case
+    (None when it has no steady-state measurement or cannot be evaluated)."""
     run_id = path.stem
+    case = None
     meas = measured.get(run_id, {})
     value = _float(meas.get("meas_tokens_per_s_per_gpu"))
     result = Result(run_id, meas.get("group", "(not in the measured CSV)"), value, meas.get("confidence", ""))
@@ -74,10 +84,13 @@ def evaluate(path: Path, measured: dict[str, dict]) -> Result:
             raise ValueError(f"non-positive or non-finite prediction {result.predicted}")
         if value:
             result.error = result.predicted / value - 1
+            if meas.get("kind") == "steady_state":
+                case = Case(run_id, result.group, job, cfg, value)
+                VENDOR[case.chip] = job.partition.node.accelerator.vendor
     except Exception as exc:  # noqa: BLE001 - a broken run is a row, not a crash
         result.failure = f"{type(exc).__name__}: {exc}"
         result.error = None
-    return result
+    return result, case
 
 
 def _float(text: str | None) -> float | None:
@@ -197,33 +210,100 @@ def _finite(x):
     return x
 
 
+def cross_validated(cases: list[Case], in_sample: dict[str, float], workers: int) -> tuple[list[str], dict]:
+    """Leave-one-group-out tables and the conformal band's out-of-sample coverage."""
+    import bands
+    import crossval
+
+    preds = crossval.leave_one_group_out(cases, workers=workers)
+    residuals, flagsets, groups = [p.residual for p in preds], [p.flags for p in preds], [p.case.group for p in preds]
+    nested = bands.nested_coverage(residuals, flagsets, groups, known=bands.KNOWN)
+    covered = {p.case.run_id: inside for p, (inside, _) in zip(preds, nested)}
+    band = bands.fit_band(residuals, flagsets, known=bands.KNOWN)
+    s = crossval.stats([p.error for p in preds])
+    coverage = sum(covered.values()) / len(covered)
+    width = statistics.median(w for _, w in nested)
+    lines = ["", f"Cross-validated: leave one group out ({len(crossval.groups(cases))} groups; the physics refitted "
+             "on the other groups, calibrate.fit), |error| of predicted vs measured tokens/s per accelerator;",
+             "band80 = share inside the 80 % band fitted on the other groups' cross-validated residuals (bands.py)", ""]
+    lines += crossval.table("Per group:", crossval.split(preds, lambda p: (p.case.group,)), in_sample, covered)
+    lines.append("")
+    lines += crossval.table("Per condition:", dict(sorted(crossval.split(preds, lambda p: crossval.conditions(p.case)).items())),
+                            in_sample, covered)
+    lines.append("")
+    flagged = crossval.split(preds, lambda p: p.flags or ("(no flag)",))
+    lines += crossval.table("Per reason for uncertainty (model/calibration.py):", dict(sorted(flagged.items())),
+                            in_sample, covered)
+    worst = sorted(preds, key=lambda p: -abs(p.error))[:12]
+    lines += ["", "Largest cross-validated misses:"] + [
+        f"  {p.case.run_id:24} {p.error:+7.1%}  in band: {'yes' if covered[p.case.run_id] else 'no '}  "
+        f"[{', '.join(p.flags) or '-'}]  {p.case.group}" for p in worst]
+    lines += ["", "Overall (cross-validated):",
+              f"  |error| median {s['median']:.1%}, 90th percentile {s['p90']:.1%}, max {s['max']:.1%}; "
+              f"within 10 %: {s['within_10pct']}, within 25 %: {s['within_25pct']} of {s['n']}; "
+              f"mean signed {s['bias']:+.1%}",
+              f"  80 % band: {coverage:.0%} of the measurements inside the band fitted without their group; "
+              f"median half width {width:.1%}",
+              f"  band on all cross-validated residuals: base scale {band.base:.4f}, quantiles "
+              f"{band.quantiles[0]:+.3f} / {band.quantiles[1]:+.3f}, factors "
+              + ", ".join(f"{k} {v:.2f}" for k, v in band.factors.items())]
+    payload = {"runs": [{"run_id": p.case.run_id, "group": p.case.group, "predicted": p.predicted,
+                         "measured": p.case.measured, "error": p.error, "flags": list(p.flags),
+                         "in_band": covered[p.case.run_id]} for p in preds],
+               "overall": s, "band_coverage": coverage, "band_median_half_width": width,
+               "band": {"base": band.base, "quantiles": list(band.quantiles), "factors": band.factors}}
+    return lines, payload
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default=str(DEFAULT_RUNS), help="folder of <run_id>.gcl designs")
     parser.add_argument("--csv", default=str(DEFAULT_MEASURED), help="measured CSV (public_runs_measured.csv columns)")
     parser.add_argument("--json", action="store_true", help="print the rows and summaries as JSON")
+    parser.add_argument("--no-cv", action="store_true", help="in-sample figures only (skip the cross-validation)")
+    parser.add_argument("--workers", type=int, default=2, help="processes for the cross-validation folds")
     args = parser.parse_args(argv)
     runs_dir = Path(args.runs)
     with open(args.csv, newline="") as f:
         measured = {r["run_id"]: r for r in csv.DictReader(f)}
     order = {rid: i for i, rid in enumerate(measured)}
     paths = sorted(runs_dir.glob("*.gcl"), key=lambda p: (order.get(p.stem, len(order)), p.stem))
-    results = [evaluate(p, measured) for p in paths]
+    evaluated = [evaluate_case(p, measured) for p in paths]
+    results = [r for r, _ in evaluated]
+    cases = [c for _, c in evaluated if c is not None]
     missing = unexpressible(runs_dir, measured, {r.run_id for r in results})
+    in_sample = {r.run_id: r.error for r in results if r.error is not None}
+    cv_lines, cv = cross_validated(cases, in_sample, args.workers) if not args.no_cv and cases else ([], {})
+    sub = [r for r in results if r.run_id.startswith(SUBSET_PREFIX)]
     if args.json:
         groups: dict[str, list[Result]] = {}
         for r in results:
             groups.setdefault(r.group, []).append(r)
-        sub = [r for r in results if r.run_id.startswith(SUBSET_PREFIX)]
         payload = {"runs": [asdict(r) for r in results], "groups": {g: summary(rs) for g, rs in groups.items()},
                    "overall": summary(results), "korthikanti_table5": summary(sub),
                    "rows_total": len(measured),
                    "rows_steady_state": sum(1 for m in measured.values() if m.get("kind") == "steady_state"),
-                   "unexpressible": missing}
+                   "unexpressible": missing, "cross_validated": cv}
         print(json.dumps(_finite(payload), indent=1, allow_nan=False))
     else:
         print(report(results, missing, measured))
+        print("\n".join(cv_lines))
+        print(summary_line(results, sub, cv))
     return 0
+
+
+def summary_line(results: list[Result], korthikanti: list[Result], cv: dict) -> str:
+    s = summary(results)
+    k = [abs(r.error) for r in korthikanti if r.error is not None]
+    parts = []
+    if cv:
+        o = cv["overall"]
+        parts.append(f"cv: n={o['n']} median={o['median']:.1%} p90={o['p90']:.1%} "
+                     f"band80={cv['band_coverage']:.0%} (median ±{cv['band_median_half_width']:.1%})")
+    parts.append(f"in-sample: n={s['predicted']} median={s['median_abs_error']:.1%} p90={s['p90_abs_error']:.1%}")
+    if k:
+        parts.append(f"korthikanti mean={statistics.fmean(k):.1%} max={max(k):.1%}")
+    return " | ".join(parts)
 
 
 if __name__ == "__main__":

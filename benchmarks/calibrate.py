@@ -1,13 +1,18 @@
-"""Fit the model's physics to the published runs: per-chip sustained efficiencies (bf16 and
-fp8 GEMMs, fused attention) and the global MoE host overhead. Prints the fitted values and
-the accuracy they give; the values are then written, with this provenance, into the
-chips' `efficiency { ... }` blocks in dsl/std/ and into compiler/model/step.py.
+"""Fit the model's physics to the published runs: per-chip sustained efficiencies (GEMMs
+per precision, fused attention), the global MoE host overhead and the ZeRO-3 gather
+contention. Prints the fitted values and the accuracy they give; the values are then
+written, with this provenance, into the chips' `efficiency { ... }` blocks in dsl/std/
+and into model/step.py.
 
     .venv/bin/python benchmarks/calibrate.py [--runs DIR] [--csv MEASURED_CSV]
 
-Only physics is fitted — one number per chip and precision, one global number — never a
-per-run constant. The objective is the sum of Huber losses of log(predicted / measured),
-so that a few runs the model cannot express well do not drag the fit.
+Only physics is fitted — one number per chip and precision, a few global numbers —
+never a per-run or per-group constant. The objective is the sum of Huber losses of
+log(predicted / measured), so that a few runs the model cannot express well do not drag
+the fit. The fit ignores the efficiencies written in dsl/std/ (they are its own earlier
+output): a (chip, key) with too few runs takes the value of the same silicon's sibling
+part, else the median of the fitted chips (compute.py's default rule), so that
+benchmarks/crossval.py can refit without any group's runs and predict that group honestly.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import csv
 import math
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import attrs
@@ -24,28 +30,59 @@ import attrs
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from gclc.compiler.driver import check_file  # noqa: E402
+from gclc.model import compute as compute_module  # noqa: E402
 from gclc.model import step as step_module  # noqa: E402
-from gclc.model.job import pinned_config, train_job  # noqa: E402
+from gclc.model.calibration import SAME_SILICON  # noqa: E402
 from gclc.model.step import estimate  # noqa: E402
 
-# Physical ranges searched: a sustained GEMM runs at 40-95 % of the dense peak; fused
-# attention (forward + backward) at 20-80 % of the bf16 peak; the MoE overhead 0-20 ms.
+# Physical ranges searched: a sustained GEMM runs at 30-95 % of the dense peak; fused
+# attention (forward + backward) at 15-80 % of the bf16 peak; the MoE overhead 0-20 ms.
 GRIDS = {
-    "bf16": [round(0.40 + 0.01 * i, 2) for i in range(56)],
-    "fp8": [round(0.40 + 0.01 * i, 2) for i in range(56)],
-    "attention": [round(0.20 + 0.01 * i, 2) for i in range(61)],
+    "gemm": [round(0.30 + 0.005 * i, 3) for i in range(131)],
+    "attention": [round(0.15 + 0.005 * i, 3) for i in range(131)],
     "moe": [i * 5e-4 for i in range(0, 41)],
     "contention": [round(0.05 * i, 2) for i in range(17)],
 }
 MIN_RUNS = 4   # a chip's parameter is fitted only on at least this many runs
-HUBER = 0.15                                             # |log error| beyond which loss grows linearly
+HUBER = 0.15   # |log error| beyond which the loss grows linearly
+# The efficiency keys the fit owns; any other key a chip declares (hbm) is a measured fact.
+FITTED_KEYS = ("bf16", "fp16", "fp8", "fp4", "attention")
+GLOBALS = ("moe", "contention")
 
 
-def load(runs: Path, measured_csv: Path) -> list[tuple]:
+@dataclass(frozen=True)
+class Case:
+    """One measured run, checked and lowered once."""
+
+    run_id: str
+    group: str
+    job: object          # model.job.Job
+    cfg: object          # model.config.TrainConfig
+    measured: float      # tokens/s per accelerator
+
+    @property
+    def chip(self) -> str:
+        return self.job.partition.node.accelerator.name
+
+    @property
+    def gemm_key(self) -> str:
+        return gemm_key(self.cfg.precision)
+
+
+def gemm_key(precision: str) -> str:
+    return "bf16" if precision == "fp16" else precision
+
+
+def load(runs: Path, measured_csv: Path, keep=lambda run_id: True) -> list[Case]:
+    """The steady-state runs of `runs` with a measurement (those whose id `keep` accepts)."""
+    from gclc.compiler.driver import check_file
+    from gclc.model.job import pinned_config, train_job
+
     measured = {r["run_id"]: r for r in csv.DictReader(open(measured_csv, encoding="utf-8"))}
     cases = []
     for path in sorted(runs.glob("*.gcl")):
+        if not keep(path.stem):
+            continue
         row = measured.get(path.stem)
         value = row and row.get("meas_tokens_per_s_per_gpu")
         if not value or row.get("kind") != "steady_state":
@@ -54,7 +91,8 @@ def load(runs: Path, measured_csv: Path) -> list[tuple]:
         if result.design is None:
             continue
         job = train_job(result.design)
-        cases.append((path.stem, job, pinned_config(job), float(value)))
+        VENDOR[job.partition.node.accelerator.name] = job.partition.node.accelerator.vendor
+        cases.append(Case(path.stem, row.get("group", ""), job, pinned_config(job), float(value)))
     return cases
 
 
@@ -63,72 +101,192 @@ def loss(x: float) -> float:
     return a * a if a <= HUBER else HUBER * (2 * a - HUBER)
 
 
-def predict(job, cfg, params: dict) -> float:
-    chip = job.partition.node.accelerator
-    declared = dict(chip.efficiency)
-    declared.update({k: v for (name, k), v in params.items() if name == chip.name})
-    faster = attrs.evolve(chip, efficiency=tuple(sorted(declared.items())))
-    partition = attrs.evolve(job.partition, node=attrs.evolve(job.partition.node, accelerator=faster))
-    return estimate(job.shape, cfg, partition).tokens_per_s_per_gpu
+# ---------------------------------------------------------------- parameters -> model
+
+
+def resolved(chip: str, key: str, params: dict) -> tuple[float | None, str]:
+    """The efficiency the calibration gives (chip, key) and where it comes from: fitted on
+    the chip's runs, from its same-silicon sibling, the median of the same vendor's fitted
+    chips, or None (the model's default)."""
+    if (chip, key) in params:
+        return params[(chip, key)], "fitted"
+    sibling = SAME_SILICON.get(chip)
+    if sibling and (sibling, key) in params:
+        return params[(sibling, key)], "sibling"
+    vendor = VENDOR.get(chip)
+    family = [v for (other, k), v in params.items() if k == key and other and VENDOR.get(other) == vendor]
+    if vendor and family:
+        return statistics.median(family), "vendor"
+    return None, "default"
+
+
+# chip -> vendor of every chip a case runs on (filled as cases are evaluated)
+VENDOR: dict[str, str] = {}
+
+
+# Where every fit starts, and what an unfitted global takes: the middle of each searched
+# range, not the shipped constants (those came from a fit on all runs, held-out ones too).
+START = {what: grid[len(grid) // 2] for what, grid in GRIDS.items()}
+
+
+def defaults(params: dict) -> dict[str, float]:
+    """The model's fallback for chips without a calibrated value: the median of the fitted
+    chips (GEMMs of every precision together, attention apart)."""
+    gemm = [v for (chip, k), v in params.items() if chip and k != "attention"]
+    attention = [v for (chip, k), v in params.items() if chip and k == "attention"]
+    return {"gemm": statistics.median(gemm) if gemm else START["gemm"],
+            "attention": statistics.median(attention) if attention else START["attention"]}
+
+
+# The model's constants as shipped, to put back after fitting in this process (tests).
+_SHIPPED = {(step_module, "MOE_LAYER_OVERHEAD_S"): step_module.MOE_LAYER_OVERHEAD_S,
+            (step_module, "GATHER_CONTENTION"): step_module.GATHER_CONTENTION,
+            (compute_module, "VENDOR_DEFAULTS"): compute_module.VENDOR_DEFAULTS,
+            (compute_module, "DEFAULT_GEMM_EFFICIENCY"): compute_module.DEFAULT_GEMM_EFFICIENCY,
+            (compute_module, "DEFAULT_ATTENTION_EFFICIENCY"): compute_module.DEFAULT_ATTENTION_EFFICIENCY}
+
+
+def restore_shipped() -> None:
+    """Undo apply_globals: the model's constants as shipped, caches emptied."""
+    for (module, name), value in _SHIPPED.items():
+        setattr(module, name, value)
+    step_module.clear_caches()
+
+
+def apply_globals(params: dict) -> None:
+    """Set the global constants the model reads (module attributes) to `params`' values."""
+    step_module.MOE_LAYER_OVERHEAD_S = params.get(("", "moe"), START["moe"])
+    step_module.GATHER_CONTENTION = params.get(("", "contention"), START["contention"])
+    fallback = defaults(params)
+    compute_module.VENDOR_DEFAULTS = {}   # the fit resolves vendor medians itself (resolved)
+    compute_module.DEFAULT_GEMM_EFFICIENCY = fallback["gemm"]
+    compute_module.DEFAULT_ATTENTION_EFFICIENCY = fallback["attention"]
+    step_module.clear_caches()
+
+
+def calibrated_partition(case: Case, params: dict):
+    """The case's partition with the chip's fitted efficiencies replaced by `params`'."""
+    chip = case.job.partition.node.accelerator
+    VENDOR[chip.name] = chip.vendor
+    kept = {k: v for k, v in chip.efficiency if k not in FITTED_KEYS}
+    for key in FITTED_KEYS:
+        value, _ = resolved(chip.name, gemm_key(key) if key != "attention" else key, params)
+        if value is not None:
+            kept[key] = value
+    faster = attrs.evolve(chip, efficiency=tuple(sorted(kept.items())))
+    return attrs.evolve(case.job.partition, node=attrs.evolve(case.job.partition.node, accelerator=faster))
+
+
+def predict(case: Case, params: dict) -> float:
+    """Tokens/s per accelerator with `params` (apply_globals(params) first)."""
+    return estimate(case.job.shape, case.cfg, calibrated_partition(case, params)).tokens_per_s_per_gpu
 
 
 def errors(cases, params: dict) -> list[float]:
-    step_module.MOE_LAYER_OVERHEAD_S = params.get(("", "moe"), step_module.MOE_LAYER_OVERHEAD_S)
-    step_module.GATHER_CONTENTION = params.get(("", "contention"), step_module.GATHER_CONTENTION)
-    step_module.clear_caches()
-    return [math.log(predict(job, cfg, params) / value) for _, job, cfg, value in cases]
+    apply_globals(params)
+    return [math.log(predict(c, params) / c.measured) for c in cases]
 
 
 def total(cases, params) -> float:
     return sum(loss(e) for e in errors(cases, params))
 
 
+# ---------------------------------------------------------------- the fit
+
+
 def relevant(cases, key) -> list:
     name, what = key
     if what == "contention":
-        return [c for c in cases if c[2].zero >= 3]
-    if not name:
-        return [c for c in cases if c[1].shape.is_moe]
-    chip_cases = [c for c in cases if c[1].partition.node.accelerator.name == name]
-    if what in ("bf16", "fp8"):
-        return [c for c in chip_cases if (c[2].precision == "fp8") == (what == "fp8")]
-    return chip_cases
+        return [c for c in cases if c.cfg.zero >= 3]
+    if what == "moe":
+        return [c for c in cases if c.job.shape.is_moe]
+    on_chip = [c for c in cases if c.chip == name]
+    if what == "attention":
+        return on_chip
+    return [c for c in on_chip if c.gemm_key == what]
 
 
-def fit(cases, rounds: int = 3) -> dict:
-    chips = sorted({c[1].partition.node.accelerator.name for c in cases})
-    keys = [("", "moe"), ("", "contention")] + [(chip, what) for chip in chips for what in ("bf16", "fp8", "attention")]
-    params: dict = {}
+def keys_of(cases) -> list[tuple[str, str]]:
+    chip_keys = sorted({(c.chip, c.gemm_key) for c in cases} | {(c.chip, "attention") for c in cases})
+    return [("", g) for g in GLOBALS] + chip_keys
+
+
+def _line_search(grid: list[float], cost) -> float:
+    """Golden-section search over a sorted grid for the minimum of a unimodal cost
+    (the loss of log errors is unimodal in one efficiency: predictions rise with it)."""
+    lo, hi = 0, len(grid) - 1
+    seen: dict[int, float] = {}
+
+    def f(i: int) -> float:
+        if i not in seen:
+            seen[i] = cost(grid[i])
+        return seen[i]
+
+    while hi - lo > 3:
+        a = lo + round((hi - lo) * 0.382)
+        b = lo + round((hi - lo) * 0.618)
+        if f(a) <= f(b):
+            hi = b
+        else:
+            lo = a
+    return grid[min(range(lo, hi + 1), key=f)]
+
+
+def fit(cases, start: dict | None = None, rounds: int = 3) -> dict:
+    """Coordinate descent over the physical parameters, from `start` (or the grids' middle)."""
+    params: dict = dict(start or {})
+    keys = [k for k in keys_of(cases) if len(relevant(cases, k)) >= MIN_RUNS]
+    params = {k: v for k, v in params.items() if k in keys}
     for _ in range(rounds):
+        moved = False
         for key in keys:
             subset = relevant(cases, key)
-            if len(subset) < MIN_RUNS:
-                continue
-            params[key] = min(GRIDS[key[1]], key=lambda v: total(subset, {**params, key: v}))
+            grid = GRIDS[key[1] if key[1] in GRIDS else "gemm"]
+            best = _line_search(grid, lambda v: total(subset, {**params, key: v}))
+            moved |= params.get(key) != best
+            params[key] = best
+        if not moved:
+            break
     return params
+
+
+# ---------------------------------------------------------------- reports
+
+
+def tables(cases, params) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
+    """model/calibration.py's CALIBRATED (chip -> fitted GEMM precisions) and LARGEST_RUN
+    (chip -> GPUs of its largest run) for a fit on `cases`."""
+    calibrated: dict[str, list[str]] = {}
+    for chip, key in sorted(params):
+        if chip and key != "attention":
+            calibrated.setdefault(chip, []).append(key)
+    largest: dict[str, int] = {}
+    for c in cases:
+        largest[c.chip] = max(largest.get(c.chip, 0), c.cfg.gpus)
+    return {k: tuple(v) for k, v in calibrated.items()}, dict(sorted(largest.items()))
 
 
 def describe(cases, params) -> str:
     errs = errors(cases, params)
     absolute = sorted(abs(math.exp(e) - 1) for e in errs)
     p90 = absolute[int(0.9 * (len(absolute) - 1))]
-    ratios = sorted(math.exp(-e) for e in errs)  # measured / predicted: the error band
-    band = (ratios[int(0.1 * (len(ratios) - 1))], ratios[int(0.9 * (len(ratios) - 1))])
     lines = [f"{len(cases)} runs: median |error| {statistics.median(absolute):.1%}, p90 {p90:.1%}, "
-             f"max {absolute[-1]:.1%}; measured/predicted 10th-90th percentile {band[0]:.2f}-{band[1]:.2f} "
-             "(compiler/model/calibration.py)"]
+             f"max {absolute[-1]:.1%}"]
+    fallback = defaults(params)
+    lines.append(f"  default GEMM efficiency {fallback['gemm']:.3f}, attention {fallback['attention']:.3f} "
+                 "(model/compute.py)")
     for (chip, what), value in sorted(params.items()):
         n = len(relevant(cases, (chip, what)))
         label = {"moe": "MoE layer overhead (s)", "contention": "ZeRO-3 gather contention"}.get(what, f"{chip} {what}")
-        lines.append(f"  {label:32} {value:.3f}   ({n} runs)")
+        lines.append(f"  {label:32} {value:.4g}   ({n} runs)")
     return "\n".join(lines)
 
 
 def by_group(cases, params) -> str:
     groups: dict[str, list[float]] = {}
-    for (run_id, *_), e in zip(cases, errors(cases, params)):
-        groups.setdefault(run_id.rsplit("_", 1)[0], []).append(math.exp(e) - 1)
-    return "\n".join(f"  {g:24} n={len(v):3}  median |err| {statistics.median(abs(x) for x in v):6.1%}  "
+    for case, e in zip(cases, errors(cases, params)):
+        groups.setdefault(case.group, []).append(math.exp(e) - 1)
+    return "\n".join(f"  {g[:44]:44} n={len(v):3}  median |err| {statistics.median(abs(x) for x in v):6.1%}  "
                      f"bias {statistics.mean(v):+6.1%}" for g, v in sorted(groups.items()))
 
 
@@ -138,10 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", default=str(HERE / "data" / "public_runs_measured.csv"))
     args = parser.parse_args(argv)
     cases = load(Path(args.runs), Path(args.csv))
-    print("before:", describe(cases, {}))
     params = fit(cases)
     print("fitted:", describe(cases, params))
     print(by_group(cases, params))
+    calibrated, largest = tables(cases, params)
+    print("model/calibration.py:\nCALIBRATED =", calibrated, "\nLARGEST_RUN =", largest)
     return 0
 
 

@@ -1,13 +1,17 @@
-"""`gclc check FILE...`: parse and check; print every diagnostic. Exit 0 clean, 1 errors."""
+"""`gclc check FILE...`: parse and check; print every diagnostic (text on stderr, `--json` on stdout).
+Exit 0 clean, 1 errors."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+import attrs
+
 from ..compiler.driver import EXIT_OK, check_file
 from ..views.check import check_report
-from .common import settings_option
+from ..views.color import paint_diagnostics
+from .common import colour, quiet, settings_option
 
 
 def add(commands) -> None:
@@ -15,12 +19,19 @@ def add(commands) -> None:
     check.add_argument("files", nargs="+", metavar="FILE")
     settings_option(check)
     check.add_argument("--format", choices=("text", "json"), default="text", help="diagnostics as text (default) or JSON")
+    check.add_argument("--json", dest="format", action="store_const", const="json",
+                       help="diagnostics as JSON (the same as --format json); several files: an object keyed by file")
     check.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     results = [check_file(path, args.set) for path in args.files]
-    report = check_report(results, args.files, args.format, sys.stdout.isatty())
-    if report is not None:
-        print(report)
+    if quiet():
+        results = [attrs.evolve(r, diagnostics=tuple(d for d in r.diagnostics if d.is_error)) for r in results]
+    if args.format == "json":  # the result: stdout
+        print(check_report(results, args.files, "json", False))
+    else:  # diagnostics and `ok` lines: stderr, as every command's diagnostics
+        report = check_report(results, args.files, "text", sys.stderr.isatty(), quiet())
+        if report is not None:
+            print(paint_diagnostics(report) if colour(sys.stderr) else report, file=sys.stderr)
     return max((r.exit_code for r in results), default=EXIT_OK)

@@ -21,11 +21,46 @@ def error(message: str) -> None:
     print(f"gclc: {printable(message)}", file=sys.stderr)  # names from the input may hold ESC, NUL
 
 
+_COLOR = {"mode": "auto", "quiet": False}
+
+
+def set_color(mode: str, quiet: bool = False) -> None:
+    """`--color auto|always|never` and `--quiet`, for the whole run."""
+    _COLOR["mode"], _COLOR["quiet"] = mode, quiet
+
+
+def quiet() -> bool:
+    """`--quiet`: errors only (no warnings, no `ok` lines, no progress)."""
+    return bool(_COLOR["quiet"])
+
+
+def colour(stream) -> bool:
+    """Whether to colour what goes to `stream`: `--color`, else not under `NO_COLOR`
+    (no-color.org: any non-empty value), else when the stream is a terminal."""
+    mode = _COLOR["mode"]
+    if mode != "auto":
+        return mode == "always"
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(stream, "isatty", None) and stream.isatty())
+
+
+def diagnostics_text(diagnostics, sources, stream=None) -> str:
+    """Rendered diagnostics, in colour when `stream` (stderr by default) wants it."""
+    from ..views.color import paint_diagnostics
+
+    if quiet():
+        diagnostics = [d for d in diagnostics if d.is_error]
+    text = render_all(diagnostics, sources)
+    return paint_diagnostics(text) if colour(stream or sys.stderr) else text
+
+
 def checked_design(path: str, settings: list[str]):
     """The checked design, or None after printing the diagnostics that stop it."""
     result = check_file(path, settings)
-    if result.diagnostics:
-        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
+    shown = diagnostics_text(result.diagnostics, result.sources)
+    if shown:
+        print(shown, file=sys.stderr)
     return result.design
 
 

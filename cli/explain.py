@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..compiler.driver import EXIT_OK
-from .common import checked_graph, settings_option
+from .common import checked_design, cluster_problem, settings_option
 
 
 def add(commands) -> None:
@@ -18,12 +18,21 @@ def add(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..compiler.driver import EXIT_ERRORS
+    from ..compiler.lower import lower, pick_cluster
     from ..compiler.metrics import explain
+    from ..model.chip_metrics import chip_metrics
+    from ..compiler.tco import cost_metrics
     from ..views.explain import explain_json, explain_text
 
-    graph, status = checked_graph(args)
-    if graph is None:
-        return status
-    metrics = explain(graph)
+    design = checked_design(args.file, args.set)
+    if design is None:
+        return EXIT_ERRORS
+    problem = cluster_problem(design, args.cluster, args.file)
+    if problem is not None:
+        return problem
+    graph = lower(design, args.cluster)
+    # the cluster's numbers, the chip's derivations, the bill of materials and the TCO
+    metrics = explain(graph) + chip_metrics(graph) + cost_metrics(pick_cluster(design, args.cluster), graph)
     print(explain_json(graph.name, metrics) if args.json else explain_text(graph.name, metrics))
     return EXIT_OK

@@ -1,4 +1,4 @@
-"""`gclc fmt FILE... [--check|--write]`: canonical formatting, comments kept, atomic writes."""
+"""`gclc fmt FILE... [--check|--write] [--diff]`: canonical formatting, comments kept, atomic writes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK
 from ..dsl import ParseError
-from ..dsl.diagnostics import render_all
-from .common import error
+from ..views.color import paint_gcl
+from .common import colour, diagnostics_text, error
 from .output import write_atomic
 
 
@@ -19,6 +19,9 @@ def add(commands) -> None:
     mode = fmt.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if a file is not in canonical form")
     mode.add_argument("--write", action="store_true", help="rewrite files in place (atomically)")
+    fmt.add_argument("--diff", action="store_true",
+                     help="print what formatting changes as a unified diff (alone or with --check: exit 1 if "
+                          "anything would change; with --write: what was changed)")
     fmt.set_defaults(run=run)
 
 
@@ -34,25 +37,44 @@ def _one(path: str, args: argparse.Namespace) -> int:
     diagnostics: list = []
     text = read_text(path, Path(path), None, diagnostics)
     if text is None:
-        print(render_all(diagnostics, {}), file=sys.stderr)
+        print(diagnostics_text(diagnostics, {}), file=sys.stderr)
         return EXIT_ERRORS
     source = text.removeprefix("\ufeff")
     try:
         formatted = format_text(source, path)
     except ParseError as problem:
-        print(render_all(problem.diagnostics, {path: SourceFile(path, source)}), file=sys.stderr)
+        print(diagnostics_text(problem.diagnostics, {path: SourceFile(path, source)}), file=sys.stderr)
         return EXIT_ERRORS
-    if args.check:
-        if formatted != text:
-            print(f"{path}: not in canonical form (run `gclc fmt --write {path}`)")
-            return EXIT_ERRORS
-    elif args.write:
+    if args.diff and formatted != text:
+        sys.stdout.write(_diff(path, text, formatted))
+    if args.write:
         if formatted != text:
             try:  # through a symlink, keeping mode, owner and hard links (cli/output.py)
                 write_atomic(path, formatted)
             except OSError as problem:
                 error(f"cannot write `{path}`: {problem.strerror or problem}")
                 return EXIT_ERRORS
+    elif args.check or args.diff:
+        if formatted != text:
+            if not args.diff:
+                print(f"{path}: not in canonical form (run `gclc fmt --write {path}`)")
+            return EXIT_ERRORS
     else:
-        sys.stdout.write(formatted)
+        sys.stdout.write(paint_gcl(formatted) if colour(sys.stdout) else formatted)
     return EXIT_OK
+
+
+def _diff(path: str, before: str, after: str) -> str:
+    """`diff -u` of a file and its canonical form, coloured on a terminal."""
+    import difflib
+
+    lines = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                      f"{path}", f"{path} (formatted)"))
+    lines = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
+    if not colour(sys.stdout):
+        return "".join(lines)
+    from ..views.color import BLUE, GREEN, RED, RESET
+
+    paint = {"+": GREEN, "-": RED, "@": BLUE}
+    return "".join(f"{paint[line[0]]}{line.rstrip(chr(10))}{RESET}\n" if line[:1] in paint and not line.startswith(("+++", "---"))
+                   else line for line in lines)

@@ -8,19 +8,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib.metadata import entry_points
 
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from . import check, compile, explain, export, fmt, plan, render, report
+from . import check, compile, diff, explain, export, fmt, plan, render, report, schedule, std, sweep
+from .common import set_color
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-COMMANDS = (check, compile, explain, plan, export, render, report, fmt)
+COMMANDS = (check, compile, explain, plan, schedule, export, render, report, sweep, diff, fmt, std)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    set_color(getattr(args, "color", None) or "auto", bool(getattr(args, "quiet", False)))
     if not getattr(args, "command", None) and not getattr(args, "list_codes", False):
         parser.print_help()
         return EXIT_USAGE
@@ -70,9 +73,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gclc {__version__}")
     parser.add_argument("--list-codes", action="store_true", help="list every diagnostic code and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
+    for command in COMMANDS + _plugins():
         command.add(commands)
+    for sub in [parser, *commands.choices.values()]:  # before or after the command: `gclc check --color never`
+        sub.add_argument("--color", choices=("auto", "always", "never"),
+                         default=None if sub is parser else argparse.SUPPRESS,  # a command's default keeps the top's
+                         help="colour diagnostics and GCL text: auto (a terminal, unless NO_COLOR is set), "
+                              "always or never")
+        sub.add_argument("-q", "--quiet", action="store_true", default=False if sub is parser else argparse.SUPPRESS,
+                         help="print errors only: no warnings, no `ok` lines, no progress")
     return parser
+
+
+def _plugins() -> tuple:
+    """Commands of packages beside the CLI (`gclc lsp`), found through the `gclc.commands`
+    entry-point group, so that the CLI names no layer of its own rank."""
+    return tuple(point.load() for point in sorted(entry_points(group="gclc.commands"), key=lambda p: p.name))
 
 
 if __name__ == "__main__":

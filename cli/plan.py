@@ -9,6 +9,7 @@ import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 from .common import checked_design, error, settings_option
+from .progress import progress
 
 
 def add(commands) -> None:
@@ -16,7 +17,7 @@ def add(commands) -> None:
     plan.add_argument("file", metavar="FILE")
     plan.add_argument("--job", metavar="NAME",
                       help="the train or serve job to plan (default: the file's first train job, else its first serve job)")
-    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"),
+    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput"),
                       help="override the job's objective")
     plan.add_argument("--top", type=_count, default=3, metavar="N", help="runner-up configurations to show")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON (stable keys)")
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     if design is None:
         return EXIT_ERRORS
     try:
-        outcome = plan_design(design, args.job, args.objective, args.top)
+        with progress("planning"):
+            outcome = plan_design(design, args.job, args.objective, args.top)
     except JobError as problem:
         error(str(problem))
         return EXIT_USAGE if problem.usage else EXIT_ERRORS

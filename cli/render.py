@@ -7,6 +7,7 @@ import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
+from .progress import progress
 
 
 def add(commands) -> None:
@@ -16,7 +17,8 @@ def add(commands) -> None:
                         help="write the diagram here; the suffix picks the format: .svg .png .pdf .dot")
     render.add_argument("--view", choices=("topology", "placement", "power"), default="topology",
                         help="what to draw (default: topology)")
-    render.add_argument("--job", metavar="NAME", help="the train job whose plan `--view placement` draws")
+    render.add_argument("--job", metavar="NAME",
+                        help="the train job whose plan `--view placement` draws (and `--view power` runs at)")
     render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
     settings_option(render)
     render.set_defaults(run=run)
@@ -37,14 +39,16 @@ def run(args: argparse.Namespace) -> int:
     if design is None:
         return EXIT_ERRORS
     try:
-        dot, status = _diagram(design, args)
+        with progress(f"drawing the {args.view}"):
+            dot, status = _diagram(design, args)
     except JobError as problem:
         error(str(problem))
         return EXIT_USAGE if problem.usage else EXIT_ERRORS
     if dot is None:
         return status
     try:
-        data = render.render_bytes(dot, fmt)
+        with progress(f"laying out the {args.view} (graphviz)"):
+            data = render.render_bytes(dot, fmt)
     except render.DotMissing as problem:
         error(str(problem))
         return EXIT_ERRORS
@@ -54,22 +58,46 @@ def run(args: argparse.Namespace) -> int:
 def _diagram(design, args: argparse.Namespace):
     """(graphviz graph or None, exit code) for `--view`."""
     from ..compiler.lower import lower
-    from ..model.job import train_job
-    from ..solver.jobs import job_objective
-    from ..solver.plan import plan
     from ..views import render
-    from ..views.plan_text import infeasible_message
 
     fabrics = render.fabric_entities(design)
-    if args.view != "placement":
+    if args.view == "topology":
+        problem = cluster_problem(design, args.cluster, args.file)
+        if problem is not None:
+            return None, problem
+        return render.topology(lower(design, args.cluster), fabrics, design), EXIT_OK
+    if args.view == "power":
         problem = cluster_problem(design, args.cluster, args.file)
         if problem is not None:
             return None, problem
         graph = lower(design, args.cluster)
-        return (render.topology(graph, fabrics) if args.view == "topology" else render.power(graph)), EXIT_OK
-    job = train_job(design, args.job)
+        chosen = _power_plan(design, args, graph)
+        return render.power(graph, chosen), EXIT_OK
+    chosen, status = _plan(design, args.job)
+    return (None, status) if chosen is None else (render.placement(chosen, fabrics), EXIT_OK)
+
+
+def _plan(design, job_name: str | None):
+    """(plan, exit code): the train job's plan, or None after saying why it has none."""
+    from ..model.job import train_job
+    from ..solver.jobs import job_objective
+    from ..solver.plan import plan
+    from ..views.plan_text import infeasible_message
+
+    job = train_job(design, job_name)
     chosen = plan(job, job_objective(job.entity))
     if chosen.best is None:
         print(infeasible_message(chosen), file=sys.stderr)
         return None, EXIT_INFEASIBLE
-    return render.placement(chosen, fabrics), EXIT_OK
+    return chosen, EXIT_OK
+
+
+def _power_plan(design, args: argparse.Namespace, graph):
+    """The plan whose operating point the power view draws: `--job`'s, else the design's
+    train job on this cluster when it has one; None (full load) without."""
+    if args.job is None and not any(e.kind == "train" for e in design.entities):
+        return None
+    chosen, status = _plan(design, args.job)
+    if chosen is None or chosen.job.graph.name != graph.name:
+        return None
+    return chosen

@@ -6,6 +6,7 @@ import argparse
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_USAGE
 from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
+from .progress import progress
 
 
 def add(commands) -> None:
@@ -31,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         return problem
     try:
-        text = report_html(design, args.job, source=args.file)
+        with progress("planning and drawing the report"):
+            text = report_html(design, args.job, source=args.file)
     except JobError as problem:
         error(str(problem))
         return EXIT_USAGE if problem.usage else EXIT_ERRORS

@@ -15,18 +15,26 @@ from . import schema as sc
 from .design import Bound, Construct, Design, Entity, Item, Partition, Record, Repeat, Symbol
 from ..dsl.diagnostics import Diagnostic, Label, sort_unique
 from .evaluate import INVALID, Evaluator, Structure, describe_value, symbol_of
+from .names import unknown_name_notes, word_notes
 from .resolve import BlockEntry, Body, ConstraintEntry, FieldEntry, Program, build_body, merge
 from .rules import check_entity
 from .settings import apply_settings
 from ..dsl.units import Quantity, UNITS, format_quantity
 
 
-def check_program(program: Program, settings: dict[str, str] | None = None) -> tuple[Design | None, tuple[Diagnostic, ...]]:
-    """The typed design (None when there are errors) and all diagnostics, sorted."""
+def check_program(program: Program, settings: dict[str, str] | None = None,
+                  reachable: bool = False) -> tuple[Design | None, tuple[Diagnostic, ...]]:
+    """The typed design (None when there are errors) and all diagnostics, sorted. With
+    `reachable`, only the root file's declarations and what they use are checked: a sweep
+    checks the whole design once, then each point's changes."""
     checker = Checker(program)
     apply_settings(program, settings or {}, checker.diagnostics)
     checker.check_overrides()  # first, so that a refused override is reported once, not at every use
-    entities = [checker.entity(name) for name in program.declarations]
+    names = [n for n, d in program.declarations.items() if not reachable or d.span.path == program.root]
+    for name in names:
+        checker.entity(name)
+    entities = [checker.entities.get(name) for name in program.declarations]
+    checker.diagnostics.extend(_sweep_axes(entities, program))
     params = [Item(name, checker.param(name), p.span) for name, p in program.params.items()]
     diagnostics = sort_unique(program.diagnostics + checker.diagnostics)
     if any(d.is_error for d in diagnostics):
@@ -74,7 +82,7 @@ class Checker:
         parent = decl.parent.text if decl.parent else None
         entity = Entity(kind, decl.name.text, record, span, parent)
         if not holes or kind in HOLE_SAFE_RULES:  # a rule on a record with holes would report only the holes
-            self.diagnostics.extend(check_entity(entity))
+            self.diagnostics.extend(check_entity(entity, complete=not holes))
         return entity
 
     def record(self, body: Body, block: sc.Block, where: str, at: Span) -> Record:
@@ -82,8 +90,10 @@ class Checker:
         invalid = None in items
         items = _group_labelled([i for i in items if i is not None])
         unknown = [key for key, entry in body.items() if key not in block.fields and key not in block.blocks
-                   and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled]
-        absent = [name for name in block.required if name not in body]
+                   and not isinstance(entry, ConstraintEntry) and key.partition(" ")[0] not in block.labelled
+                   and block.free is None]
+        absent = [name for name in block.required if name not in body
+                  and not any(all(a in body for a in group) for group in block.alternatives.get(name, ()))]
         self.holes = self.holes or bool(absent) or invalid
         missing = [name for name in absent if not self.partial
                    and not any(codes.suggest(key, [name]) for key in unknown)]  # `bandwdith` is said once
@@ -111,7 +121,7 @@ class Checker:
         return self.unknown(entry.name, key, block, where)
 
     def field_entry(self, key: str, entry: FieldEntry, block: sc.Block, where: str) -> Item | None:
-        ftype = block.fields.get(key)
+        ftype = block.fields.get(key) or (block.free if key not in block.blocks else None)
         if ftype is None:
             if key in block.blocks:
                 return self.error(codes.WRONG_TYPE.make(entry.name.span, field=key, expected="a block",
@@ -169,6 +179,8 @@ class Checker:
                                                 got=describe_value(value)))
 
     def typed_qty(self, expr: ast.Expr, ftype: sc.Qty, field: str) -> Any:
+        if (stray := self.stray_word(expr, ftype, field)) is not None:
+            return stray
         value = self.evaluator.eval(expr)
         if not isinstance(value, Quantity) or isinstance(value, bool):
             return self.mismatch(expr, ftype, field, value)
@@ -191,6 +203,8 @@ class Checker:
         return int(value.value) if ftype.integer else value
 
     def typed_text(self, expr: ast.Expr, ftype: sc.Text, field: str) -> Any:
+        if (stray := self.stray_word(expr, ftype, field)) is not None:
+            return stray
         value = self.evaluator.eval(expr)
         return value if isinstance(value, str) else self.mismatch(expr, ftype, field, value)
 
@@ -225,16 +239,29 @@ class Checker:
 
     def declaration(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
         decl = self.program.declarations.get(name.text)
+        if decl is None and name.text in self.program.params:
+            return self.part_param(name, kinds, field)
         if decl is None:
             if self.program.broken_imports or name.text in self.program.unknown_kinds:
                 return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
             candidates = [n for n, d in self.program.declarations.items() if d.kind.text in kinds]
-            return self.error(codes.UNKNOWN_NAME.make(name.span, name=name.text,
-                                                      notes=[codes.suggest(name.text, candidates)]))
+            return self.error(codes.UNKNOWN_NAME.make(name.span, name=name.text, notes=unknown_name_notes(
+                name.text, candidates, kinds, " or ".join(f"{k}s" for k in kinds))))
         if decl.kind.text not in kinds:
             return self.error(codes.WRONG_REFERENCE.make(name.span, field=field, expected=" or ".join(f"a {k}" for k in kinds),
                                                          name=name.text, got=decl.kind.text))
         return self.entity(name.text) or INVALID
+
+    def part_param(self, name: ast.Identifier, kinds: tuple[str, ...], field: str) -> Any:
+        """A param that names a part (`param server = DGX_H100`), so that `--set` and sweeps swap it."""
+        value = self.param(name.text)
+        if value is INVALID:
+            return INVALID
+        if isinstance(value, Entity) and value.kind in kinds:
+            return value
+        return self.error(codes.WRONG_TYPE.make(
+            name.span, field=field, expected=" or ".join(f"a {k}" for k in kinds),
+            got=f"the param `{name.text}`, which is {describe_value(value)}"))
 
     def typed_repeatof(self, expr: ast.Expr, ftype: sc.RepeatOf, field: str) -> Any:
         if not isinstance(expr, ast.Multiplicity):
@@ -284,6 +311,11 @@ class Checker:
             return INVALID
         return Construct(expr.name.text, Record(tuple(items)))
 
+    def typed_countor(self, expr: ast.Expr, ftype: sc.CountOr, field: str) -> Any:
+        if isinstance(expr, ast.Call):
+            return self.typed_construct(expr, ftype.construct, field)
+        return self.typed_qty(expr, sc.COUNT, field)
+
     def typed_listof(self, expr: ast.Expr, ftype: sc.ListOf, field: str) -> Any:
         if not isinstance(expr, ast.ListExpr):
             return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))
@@ -313,12 +345,32 @@ class Checker:
                                                              f"`{first.text}` has partitions: {', '.join(partitions.names()) or 'none'}"]))
         return Partition(cluster, rest[0].text)
 
+    def typed_priority(self, expr: ast.Expr, ftype: sc.Priority, field: str) -> Any:
+        value = self.word(expr)
+        if isinstance(value, Symbol):
+            return self.typed_choice(expr, sc.Choice(ftype.classes), field)
+        if isinstance(value, Quantity) and value.dim == sc.u.NONE:
+            return self.in_range(expr, sc.COUNT, field, value)
+        return self.mismatch(expr, ftype, field, value)
+
     def typed_anything(self, expr: ast.Expr, ftype: sc.Anything, field: str) -> Any:
         value = self.word(expr)
         if isinstance(value, Structure):  # `param racks = 3 x DGX`: params hold plain values
             return self.error(codes.WRONG_TYPE.make(expr.span, field=field, got=value.what,
                                                     expected="a number, quantity, string, `true`/`false` or word"))
         return value
+
+    def typed_axis(self, expr: ast.Expr, ftype: sc.Axis, field: str) -> Any:
+        """`[16, 32, 64]` (each a value a param may hold) or `range(low = .., high = .., step | times = ..)`."""
+        if isinstance(expr, ast.Call):
+            return self.typed_construct(expr, sc.RANGE, field)
+        if not isinstance(expr, ast.ListExpr):
+            return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))
+        if not expr.items:
+            return self.error(codes.WRONG_TYPE.make(expr.span, field=field, expected=ftype.describe(),
+                                                    got="an empty list"))
+        items = tuple(self.typed_anything(item, sc.Anything(), field) for item in expr.items)
+        return INVALID if INVALID in items else items
 
     def check_overrides(self) -> None:
         """A `--set` value must have the type (and dimension) of the value it replaces."""
@@ -341,10 +393,20 @@ class Checker:
         if self.program.broken_imports or first.text in self.program.unknown_kinds:
             return INVALID  # declared in a file that failed to load, or with a misspelled kind: said already
         names = list(self.program.params) + list(self.program.declarations)
-        note = codes.suggest(first.text, names)
-        if first.text in UNITS:
-            note = f"help: a unit needs a number before it, as in `1 {first.text}`"
-        return self.error(codes.UNKNOWN_NAME.make(first.span, name=first.text, notes=[note]))
+        notes = word_notes(first.text) if first.text in UNITS else unknown_name_notes(first.text, names, None, "names")
+        return self.error(codes.UNKNOWN_NAME.make(first.span, name=first.text, notes=notes))
+
+    def stray_word(self, expr: ast.Expr, ftype: sc.FieldType, field: str) -> Any:
+        """`prompt = fp8`: a keyword (or unit) where a value of another type belongs is told
+        by the type expected, not as an unknown name; None when `expr` is no such word."""
+        if not (isinstance(expr, ast.Ref) and len(expr.path.parts) == 1):
+            return None
+        word = expr.path.parts[0].text
+        known = list(self.program.params) + list(self.program.declarations)
+        if word in known or self.program.broken_imports or codes.suggest(word, known) or not word_notes(word):
+            return None
+        return self.error(codes.WRONG_TYPE.make(expr.span, field=field, expected=ftype.describe(),
+                                                got=f"the word `{word}`", notes=word_notes(word)))
 
     def param(self, name: str) -> Any:
         return self.memo(("", name), lambda: self.typed(self.program.params[name].value, sc.Anything(), name))
@@ -388,9 +450,17 @@ class Checker:
         return entry.name.span if entry is not None else self.program.declarations[decl].name.span
 
 
+def _sweep_axes(entities: list[Entity | None], program: Program) -> list[Diagnostic]:
+    """Each field of a `sweep` block (but `pareto`) names a param of the design."""
+    return [codes.UNKNOWN_AXIS.make(item.span, sweep=e.name, name=item.name,
+                                    notes=[codes.suggest(item.name, program.params)])
+            for e in entities if e is not None and e.kind == "sweep"
+            for item in e.record.items if item.name != "pareto" and item.name not in program.params]
+
+
 # Kinds whose rules look only at fields that are present, so they may run on a record
 # with holes (an invalid or missing field) without reporting a consequence of the hole.
-HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve"})
+HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve", "workload"})
 
 
 def _group_labelled(items: list[Item]) -> list[Item]:
@@ -413,6 +483,8 @@ def _group_labelled(items: list[Item]) -> list[Item]:
 def _same_type(a: Any, b: Any) -> bool:
     if isinstance(a, Quantity) and isinstance(b, Quantity):
         return a.dim == b.dim
+    if isinstance(a, Entity) and isinstance(b, Entity):
+        return a.kind == b.kind  # a part swap keeps the kind: a node for a node
     return type(a) is type(b)
 
 
@@ -436,10 +508,12 @@ def _unit_hint(expr: ast.Expr, ftype: sc.Qty) -> str:
 
 
 def _field_hint(name: str, block: sc.Block) -> str:
+    others = " or ".join(", ".join(f"`{a}`" for a in group) for group in block.alternatives.get(name, ()))
+    instead = f" (or give {others} to derive it)" if others else ""
     if name in block.blocks:
-        return f"help: add `{name} {{ ... }}`"
+        return f"help: add `{name} {{ ... }}`{instead}"
     ftype = block.fields.get(name)
-    return f"help: add `{name} = ...`, {ftype.describe()}" if ftype else ""
+    return f"help: add `{name} = ...`, {ftype.describe()}{instead}" if ftype else ""
 
 
 def _number_text(value) -> str:

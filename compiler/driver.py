@@ -9,8 +9,10 @@ from ..dsl.source import SourceFile
 from .check import check_program
 from .design import Design
 from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
+from .groups import group_checks
 from .lower import lower_cluster
-from .resolve import load
+from .resolve import load, load_again
+from .rules import job_precision
 from .sanity import sanity
 from .limits import job_limit_problems
 from .settings import SETTINGS_SOURCE, parse_settings, settings_source
@@ -35,15 +37,21 @@ class Result:
         return EXIT_OK if self.ok else EXIT_ERRORS
 
 
-def check_file(path: str, settings: list[str] | dict[str, str] | None = None, text: str | None = None) -> Result:
-    """Parse, resolve and check `path` (or `text` standing for it) with `--set` overrides."""
+def check_file(path: str, settings: list[str] | dict[str, str] | None = None, text: str | None = None,
+               again: bool = False) -> Result:
+    """Parse, resolve and check `path` (or `text` standing for it) with `--set` overrides.
+    `again`: the design was checked whole before (a sweep's next point): reuse its load
+    when no file changed and check only what the root file declares and uses."""
     parsed, problems = _settings(settings)
-    program = load(path, text)
+    program = load_again(path) if again and text is None else load(path, text)
     if problems:
         program.sources[SETTINGS_SOURCE] = settings_source(list(settings or []))
         design, diagnostics = None, sort_unique(program.diagnostics + problems)
     else:
-        design, diagnostics = check_program(program, parsed)
+        design, diagnostics = check_program(program, parsed, reachable=again)
+    if design is not None and not has_errors(diagnostics):
+        diagnostics = sort_unique(diagnostics + tuple(d for job in design.entities if job.kind in ("train", "serve")
+                                                      for d in job_precision(job)))
     if design is not None:
         diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)) + tuple(job_limit_problems(design)))
         design = None if has_errors(diagnostics) else design
@@ -53,9 +61,16 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
 def _cluster_checks(design: Design) -> list[Diagnostic]:
     """Lower each cluster of the root file and run the design-level checks on it."""
     found: list[Diagnostic] = []
+    graphs: dict[int, object] = {}
+
+    def lowered(cluster):
+        if id(cluster) not in graphs:
+            graphs[id(cluster)] = lower_cluster(cluster)
+        return graphs[id(cluster)]
     for cluster in design.local():
         if cluster.kind == "cluster":
-            found += sanity(cluster, lower_cluster(cluster))
+            found += sanity(cluster, lowered(cluster))
+    found += group_checks(design, lowered)
     return found
 
 

@@ -7,6 +7,7 @@ silently, so one mistake is reported once.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..dsl import ast
@@ -14,7 +15,8 @@ from ..dsl import codes
 from .design import Symbol
 from ..dsl.diagnostics import Diagnostic, Label
 from ..dsl.units import (BANDWIDTH, FLOPS, VALUE_EXPONENT, DimensionError, MagnitudeError, Quantity, UnitError,
-                         UNIT_HINTS, UNITS, describe_dim, parse_number, parse_unit, value_in_range)
+                         UNIT_HINTS, UNITS, describe_dim, parse_number, parse_unit, respell,
+                         value_in_range)
 
 
 class _Invalid:
@@ -83,10 +85,10 @@ class Evaluator:
         if not expr.unit:
             return Quantity(value)
         try:
-            factor, dim = parse_unit(expr.unit)
+            literal = _literal(expr.text, expr.unit)
         except UnitError as error:
             return self.error(unknown_unit(expr, str(error)))
-        return self._in_range(expr, Quantity(value * factor, dim))
+        return self._in_range(expr, literal)
 
     def _in_range(self, expr: ast.Expr, value: Quantity) -> Any:
         """Every value that reaches the model is finite: refuse one beyond 1e±60 base units here,
@@ -177,8 +179,22 @@ def _percent_hint(expr: ast.BinOp) -> str:
     return ""
 
 
+@lru_cache(maxsize=4096)
+def _literal(text: str, unit: str | None) -> Quantity:
+    """`3.35` `TB/s` -> the exact quantity; cached, for the standard library's literals are
+    evaluated again at every point of a sweep. Raises UnitError for an unknown unit."""
+    value = Fraction(text.replace("_", ""))
+    if not unit:
+        return Quantity(value)
+    factor, dim = parse_unit(unit)
+    return Quantity(value * factor, dim)
+
+
 def unknown_unit(expr: ast.Number, part: str) -> Diagnostic:
     hint = UNIT_HINTS.get(part) or UNIT_HINTS.get(expr.unit or "")
+    written = respell(expr.unit or "")
+    if written:
+        hint = f"write `{written}`"
     note = f"help: {hint}" if hint else codes.suggest(part, UNITS)
     return codes.UNKNOWN_UNIT.make(expr.span, unit=part, notes=[note])
 

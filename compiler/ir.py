@@ -12,7 +12,7 @@ import attrs
 
 from ..dsl.source import Span
 
-IR_VERSION = 1
+IR_VERSION = 2  # 2: accelerators carry cores, clocks, L2 and the DVFS curve
 
 
 def _span() -> attrs.Attribute:
@@ -29,8 +29,22 @@ class Accelerator:
     hbm_bandwidth: float
     tdp: float
     idle: float
-    clock: float | None
+    clock: float | None          # Hz, boost: the clock the peaks are quoted at
+    base_clock: float | None = None   # Hz, the clock guaranteed at TDP under full load
+    cores: int | None = None
+    l2: float = 0.0              # bytes of on-chip L2 / SRAM (0 when not declared)
+    l2_bandwidth: float | None = None   # bytes/s of that level (the roofline's second ceiling)
+    power_cap: float | None = None      # W, the operator's cap below TDP
+    min_clock: float | None = None      # Hz, the DVFS floor under a cap
+    dvfs_exponent: float | None = None  # dynamic power ~ clock^exponent (model/dvfs.py default when None)
+    ops_per_clock: tuple[tuple[str, float], ...] = ()   # dense operations per core per clock
+    hbm_stacks: int | None = None
     span: Span = _span()
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        """The precisions the chip runs: those with a (stated or derived) peak."""
+        return tuple(name for name, _ in self.peak)
 
     def peak_of(self, precision: str) -> float | None:
         return dict(self.peak).get(precision)
@@ -48,6 +62,7 @@ class Part:
     count: int
     power: float                 # watts each
     bandwidth: float | None      # bytes/s per direction each (NICs, DPUs, switch ports)
+    cores: int | None = None     # CPU and DPU cores each
     span: Span = _span()
 
 
@@ -60,6 +75,7 @@ class NodeType:
     dram: float
     nvme: float
     overhead: float              # watts: fans, boards, power conversion
+    nvme_bandwidth: float | None = None   # bytes/s the node's NVMe drives read or write
     span: Span = _span()
 
     def parts_of(self, kind: str) -> tuple[Part, ...]:
@@ -89,7 +105,14 @@ class Tier:
     oversubscription: float
     in_network_reduction: bool
     efficiency: float            # achievable share of `bandwidth` (1.0 when not declared)
+    ring: int = 0                # a torus axis: chips along it (0: a switched tier)
+    wraparound: bool = False     # the axis closes into a ring (two links per chip along it)
     span: Span = _span()
+
+    @property
+    def link_bandwidth(self) -> float:
+        """Per direction to one neighbour: a ring axis uses both its links for collectives."""
+        return self.bandwidth / 2 if self.ring and self.wraparound else self.bandwidth
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every model cache lookup

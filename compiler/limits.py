@@ -16,11 +16,12 @@ from .design import Bound, Design, Entity, Partition
 from .lower import lower_cluster
 
 # The direction in which each limit can bind a plan: a ceiling (`<=`, `<`) or a floor (`>=`, `>`).
-CEILINGS = frozenset({"memory", "power", "time", "energy", "gpus", "ttft", "tpot"})
+CEILINGS = frozenset({"memory", "power", "time", "energy", "gpus", "ttft", "tpot", "e2e"})
 FLOORS = frozenset({"mfu"})
 UPPER, LOWER = ("<=", "<"), (">=", ">")
 NEEDS_TOKENS = ("time", "energy")  # a training time or energy is tokens / throughput
-SERVE_ENFORCED = frozenset({"memory", "ttft", "tpot"})  # what solver/serve.py checks a serving plan against
+# what solver/serve.py checks a serving plan against (latencies also as percentiles: `ttft.p99`)
+SERVE_ENFORCED = frozenset({"memory", "power", "gpus", "ttft", "tpot", "e2e"})
 
 
 def job_limit_problems(design: Design) -> list[Diagnostic]:
@@ -39,11 +40,13 @@ def _bounds(job: Entity) -> Iterator[Diagnostic]:
             bound = item.value
             if not isinstance(bound, Bound):
                 continue
-            if job.kind == "serve" and bound.target not in SERVE_ENFORCED:
+            target = bound.target.split(".")[0]
+            if job.kind == "serve" and target not in SERVE_ENFORCED:
                 yield codes.LIMIT_UNSUPPORTED.make(item.span, target=bound.target, kind="serve", notes=[
-                    "help: a serve plan is bounded by `memory` in `subject to` and `ttft`, `tpot` in `slo`"])
+                    "help: a serve plan is bounded by `memory`, `power` and `gpus` in `subject to` and `ttft`, "
+                    "`tpot`, `e2e` (or their percentiles, `ttft.p99`) in `slo`"])
                 continue
-            wanted = UPPER if bound.target in CEILINGS else LOWER if bound.target in FLOORS else None
+            wanted = UPPER if target in CEILINGS else LOWER if target in FLOORS else None
             if wanted is not None and bound.op not in wanted:
                 side = "a ceiling" if wanted is UPPER else "a floor"
                 yield codes.LIMIT_DIRECTION.make(item.span, target=bound.target, op=bound.op, side=side, notes=[

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
-from . import topology
+import attrs
+
+from . import chip as chip_numbers, topology
 from .design import Construct, Design, Entity, Record, Repeat
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
 from ..dsl.units import Quantity
 
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
+PRECISIONS = chip_numbers.PRECISIONS
 
 
 def lower(design: Design, cluster: str | None = None) -> ClusterGraph:
@@ -35,15 +37,16 @@ def _f(value: object, default: float = 0.0) -> float:
 
 
 def accelerator(chip: Entity) -> Accelerator:
-    peak = chip.get("peak") or Record()
     efficiency = chip.get("efficiency") or Record()
+    opt = lambda key: _f(chip.get(key)) if chip.get(key) is not None else None  # noqa: E731
     return Accelerator(
-        chip.name, chip.get("vendor", ""),
-        tuple((p, _f(peak.get(p))) for p in PRECISIONS if peak.get(p) is not None),
+        chip.name, chip.get("vendor", ""), chip_numbers.peaks(chip),
         tuple((i.name, _f(i.value)) for i in efficiency.items),
-        _f(chip.get("hbm.capacity")), _f(chip.get("hbm.bandwidth")),
-        _f(chip.get("power.tdp")), _f(chip.get("power.idle")),
-        _f(chip.get("clock"), None) if chip.get("clock") is not None else None,
+        chip_numbers.hbm(chip, "capacity"), chip_numbers.hbm(chip, "bandwidth"),
+        _f(chip.get("power.tdp")), _f(chip.get("power.idle")), opt("clock"),
+        base_clock=opt("base_clock"), cores=chip.get("cores"), l2=_f(chip.get("l2")), l2_bandwidth=opt("l2_bandwidth"),
+        power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), dvfs_exponent=opt("power.dvfs_exponent"),
+        ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
         span=chip.span,
     )
 
@@ -52,7 +55,7 @@ def part(kind: str, repeat: Repeat) -> Part:
     entity = repeat.part
     bandwidth = entity.get("bandwidth") or entity.get("port_speed")
     return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
-                _f(bandwidth) if bandwidth is not None else None, span=entity.span)
+                _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), span=entity.span)
 
 
 def node_type(node: Entity) -> NodeType:
@@ -60,7 +63,9 @@ def node_type(node: Entity) -> NodeType:
     parts = tuple(part(kind, node.get(field)) for kind, field in (("cpu", "cpus"), ("nic", "nics"), ("dpu", "dpus"))
                   if node.get(field) is not None)
     return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _f(node.get("dram")),
-                    _f(node.get("nvme")), _f(node.get("overhead")), span=node.span)
+                    _f(node.get("nvme")), _f(node.get("overhead")),
+                    nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
+                    span=node.span)
 
 
 # ----------------------------------------------------------------- partitions
@@ -130,13 +135,21 @@ def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: 
 
 
 def _scaleup_tiers(node: NodeType, node_fabric: Entity | None, unit_fabric: Entity | None, per_unit: int) -> list[Tier]:
-    tiers = []
+    tiers: list[Tier] = []
     if node_fabric is not None and (unit_fabric is None or unit_fabric.name != node_fabric.name):
-        tiers.append(_fabric_tier(node_fabric, 0, "node", node.gpus, _f(node_fabric.get("bandwidth"))))
+        tiers += _domain_tiers(node_fabric, 0, "node", node.gpus)
     if unit_fabric is not None:
-        tiers.append(_fabric_tier(unit_fabric, len(tiers), "supernode", node.gpus * per_unit,
-                                  _f(unit_fabric.get("bandwidth"))))
+        tiers += _domain_tiers(unit_fabric, len(tiers), "supernode", node.gpus * per_unit)
     return tiers
+
+
+def _domain_tiers(fabric: Entity, level: int, scope: str, gpus: int) -> list[Tier]:
+    """A scale-up fabric: one switched tier, or one tier per axis of a torus."""
+    bandwidth = _f(fabric.get("bandwidth"))
+    shape: Construct | None = fabric.get("topology")
+    if shape is None or shape.name != "torus":
+        return [_fabric_tier(fabric, level, scope, gpus, bandwidth)]
+    return _torus_tiers(fabric, shape, bandwidth, level, scope, gpus)
 
 
 def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoints: int,
@@ -149,7 +162,7 @@ def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoin
     per_gpu = per_port * ports / node.gpus
     unit_gpus = node.gpus * per_unit
     if shape.name == "torus":
-        return _torus_tiers(fabric, shape, per_gpu, first_level), []
+        return _torus_tiers(fabric, shape, per_gpu, first_level, gpus=gpus), []
     if shape.name in ("switched", "full_mesh"):
         radix = _switch_radix(fabric) or endpoints
         layer = _layer(fabric, 1, "switch", max(1, math.ceil(endpoints / radix)) if shape.name == "switched" else 0,
@@ -187,12 +200,16 @@ def _dedupe_groups(tiers: list[Tier]) -> list[Tier]:
     return out
 
 
-def _torus_tiers(fabric: Entity, shape: Construct, per_gpu: float, first_level: int) -> list[Tier]:
-    dims = shape.args.get("dims")
-    groups = topology.torus_groups(dims)
-    return [_fabric_tier(fabric, first_level + i, "scaleout", g, per_gpu * (i + 1) / len(dims),
-                         hops=max(1, dims[i] // 2), name=f"{fabric.name} dim {i + 1}")
-            for i, g in enumerate(groups)]
+def _torus_tiers(fabric: Entity, shape: Construct, per_gpu: float, first_level: int, scope: str = "scaleout",
+                 gpus: int | None = None) -> list[Tier]:
+    """One tier per axis (collectives per dimension, rings with wraparound); one hop each."""
+    dims = tuple(shape.args.get("dims"))
+    wrap = bool(shape.args.get("wraparound", True))
+    axes = topology.torus_axes(dims, per_gpu, wrap, gpus)
+    return [attrs.evolve(_fabric_tier(fabric, first_level + i, scope, min(a.group, gpus or a.group), a.ring_bandwidth,
+                                      name=f"{fabric.name} dim {i + 1}"),
+                         ring=a.length, wraparound=wrap)
+            for i, a in enumerate(axes)]
 
 
 def _tier_name(level: int, levels: int) -> str:

@@ -9,14 +9,14 @@ import attrs
 
 from ..dsl.source import Span
 from .ir import ClusterGraph, Partition
-from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, POWER, NONE, TIME
+from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, MONEY, POWER, NONE, TIME
 
 # Host DRAM power per byte of capacity. An assumption: a 64 GB DDR4/DDR5 RDIMM draws
 # about 6 W under load (Micron TN-40-07 DDR4 power calculator, typical server load),
 # i.e. ~0.1 W per GB.
 DRAM_W_PER_BYTE = 0.1e-9
 
-_DIMS = {"W": POWER, "B": BYTES, "B/s": BANDWIDTH, "FLOPS": FLOPS, "": NONE, "s": TIME}
+_DIMS = {"W": POWER, "B": BYTES, "B/s": BANDWIDTH, "FLOPS": FLOPS, "": NONE, "s": TIME, "USD": MONEY}
 
 
 @attrs.frozen
@@ -24,7 +24,7 @@ class Metric:
     key: str
     label: str
     value: float
-    unit: str                    # "W", "B", "B/s", "FLOPS", "s" or "" for counts
+    unit: str                    # "W", "B", "B/s", "FLOPS", "s", "USD" or "" for counts
     formula: str
     span: Span | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -90,13 +90,19 @@ def tiers(graph: ClusterGraph) -> tuple[Metric, ...]:
             out.append(Metric(f"{key}.group", f"{t.name}: GPUs in one group", t.group_gpus, "", _group_formula(p, t),
                               t.span))
             over = f" / oversubscription {t.oversubscription:g}" if t.oversubscription != 1 else ""
+            share = f"{t.fabric} link share per GPU{over}"
+            if t.ring:
+                share = (f"a ring along the axis: {'2 links' if t.wraparound else '1 link'} x {t.fabric} "
+                         "bandwidth per chip / its links")
             out.append(Metric(f"{key}.bandwidth", f"{t.name}: bandwidth per GPU per direction", t.bandwidth, "B/s",
-                              f"{t.fabric} link share per GPU{over}", t.span))
+                              share, t.span))
             out.append(Metric(f"{key}.latency", f"{t.name}: latency", t.latency, "s", f"hops x {t.fabric} latency", t.span))
     return tuple(out)
 
 
 def _group_formula(p: Partition, t) -> str:
+    if t.ring:
+        return f"axes up to this one ({t.ring} chips along it{', wraparound' if t.wraparound else ''})"
     if t.scope == "node":
         return f"{p.node.gpus} GPUs per {p.node.name}"
     if t.scope == "supernode":
@@ -129,9 +135,11 @@ def switches(graph: ClusterGraph) -> tuple[Metric, ...]:
 
 
 def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | None = None) -> tuple[Metric, ...]:
-    """Watts per category at full load (accelerators at TDP unless `accelerator_power` says)."""
+    """Watts per category at full load (accelerators at TDP, or their power cap, unless
+    `accelerator_power` says)."""
     def chip_power(p: Partition) -> float:
-        return (accelerator_power or {}).get(p.name, p.node.accelerator.tdp)
+        chip = p.node.accelerator
+        return (accelerator_power or {}).get(p.name, min(chip.tdp, chip.power_cap or chip.tdp))
 
     rows = [
         _sum_metric(graph, "power.accelerators", "accelerators", lambda p: p.gpus * chip_power(p),

@@ -18,11 +18,12 @@ import attrs
 from ..dsl import ParseError, ast, parse
 from ..dsl.source import SourceFile, Span, source_text
 from ..dsl import codes
-from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.diagnostics import Diagnostic, Label, has_errors
+from .names import unknown_name_notes
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
-         "cluster", "model", "train", "serve")
+         "cluster", "model", "train", "serve", "sweep", "workload")
 
 
 # ----------------------------------------------------------------- effective bodies
@@ -133,17 +134,48 @@ class Program:
 
 def load(path: str, text: str | None = None) -> Program:
     """Read `path` (or use `text` for it), follow imports, build effective bodies."""
+    return _load(path, text)[0]
+
+
+def _load(path: str, text: str | None) -> tuple[Program, tuple[tuple[Path, bytes], ...]]:
     program = Program(root=path)
-    _Loader(program).load(path, Path(path), text, [])
+    loader = _Loader(program)
+    loader.load(path, Path(path), text, [])
     _collect_symbols(program)
     _resolve_extends(program)
-    return program
+    return program, tuple(loader.read)
+
+
+_LOADED: dict[str, tuple[tuple[tuple[Path, bytes], ...], Program]] = {}
+
+
+def load_again(path: str) -> Program:
+    """`load(path)` for a design loaded before in this process (a sweep's next point): the
+    files are read again and, when none changed, the resolved program is reused. The copy
+    has its own params, sources and overrides, which `--set` changes."""
+    cached = _LOADED.get(path)
+    if cached is None or not all(_read(real) == data for real, data in cached[0]):
+        program, read = _load(path, None)
+        if has_errors(program.diagnostics):
+            return program
+        cached = _LOADED[path] = (read, program)
+    base = cached[1]
+    return attrs.evolve(base, sources=dict(base.sources), params=dict(base.params), overridden=dict(base.overridden),
+                        diagnostics=list(base.diagnostics))
+
+
+def _read(real: Path) -> bytes | None:
+    try:
+        return real.read_bytes()
+    except OSError:
+        return None
 
 
 class _Loader:
     def __init__(self, program: Program):
         self.program = program
         self.done: set[Path] = set()
+        self.read: list[tuple[Path, bytes]] = []  # every file read, to tell whether a cached load is stale
 
     def load(self, display: str, real: Path, text: str | None, stack: list[tuple[Path, Span | None]]) -> None:
         key = real.resolve() if text is None else Path(display)
@@ -156,6 +188,7 @@ class _Loader:
             if text is None:
                 self.program.broken_imports = True
                 return
+            self.read.append((real, text.encode("utf-8")))
         self.program.sources[display] = SourceFile(display, module_text(text))
         try:
             module = parse(text, display)
@@ -326,7 +359,8 @@ def _parent(program: Program, decl: ast.Declaration, chain: list[str]) -> ast.De
         if program.broken_imports or ref.text in program.unknown_kinds:
             return None  # most likely declared in the file that failed to load
         names = [n for n, d in program.declarations.items() if d.kind.text == decl.kind.text and d is not decl]
-        program.diagnostics.append(codes.UNKNOWN_NAME.make(ref.span, name=ref.text, notes=[codes.suggest(ref.text, names)]))
+        program.diagnostics.append(codes.UNKNOWN_NAME.make(ref.span, name=ref.text, notes=unknown_name_notes(
+            ref.text, names, (decl.kind.text,), f"{decl.kind.text}s")))
         return None
     if ref.text in chain:
         cycle = " -> ".join(chain[chain.index(ref.text):] + [ref.text])

@@ -46,9 +46,11 @@ class Flag:
 @attrs.frozen
 class Choice:
     options: tuple[str, ...]
+    what: str = ""  # `a precision`: how a message names the kind of word expected
 
     def describe(self) -> str:
-        return "one of " + ", ".join(f"`{o}`" for o in self.options)
+        listed = ", ".join(f"`{o}`" for o in self.options)
+        return f"{self.what}: {listed}" if self.what else f"one of {listed}"
 
 
 @attrs.frozen
@@ -108,6 +110,27 @@ class Targets:
 
 
 @attrs.frozen
+class Priority:
+    """A job's importance: an ordered class (`low` < `normal` < `high` < `critical`) or a
+    whole number >= 1 (higher is more important; also the job's weight in the optimum)."""
+
+    classes: tuple[str, ...] = ("low", "normal", "high", "critical")
+
+    def describe(self) -> str:
+        return "a priority class (" + ", ".join(f"`{c}`" for c in self.classes) + ") or a whole number >= 1"
+
+
+@attrs.frozen
+class CountOr:
+    """A whole number, or a value built by one of `construct`'s forms: `output = exponential(mean = 512)`."""
+
+    construct: "Construct"
+
+    def describe(self) -> str:
+        return "a whole number or " + self.construct.describe()
+
+
+@attrs.frozen
 class Anything:
     """A param: any value; `--set` overrides must keep its type."""
 
@@ -115,7 +138,15 @@ class Anything:
         return "a value"
 
 
-FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, ListOf, Targets, Anything]
+@attrs.frozen
+class Axis:
+    """A sweep axis: a list of values a param takes, or a `range(...)` of numbers."""
+
+    def describe(self) -> str:
+        return "a list of values such as `[16, 32, 64]`, or `range(low = 16, high = 1024, times = 2)`"
+
+
+FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, CountOr, ListOf, Targets, Priority, Anything, Axis]
 
 
 @attrs.frozen
@@ -128,6 +159,9 @@ class Block:
     constraints: dict[str, FieldType] = attrs.Factory(dict)
     required: tuple[str, ...] = ()
     doc: str = ""
+    # a required name is also satisfied by any one group of these (a value derived from them)
+    alternatives: dict[str, tuple[tuple[str, ...], ...]] = attrs.Factory(dict)
+    free: FieldType | None = None  # the type of any other field (a sweep's axes are named by params)
 
 
 # ----------------------------------------------------------------- field types
@@ -141,14 +175,17 @@ COUNT0 = Qty(u.NONE, integer=True, low=Fraction(0), low_open=False)
 AMOUNT = Qty(u.NONE)  # a positive plain number, such as 14.8 T tokens
 SHARE = Qty(u.NONE, high=Fraction(1))  # 0 < x <= 1: efficiencies, utilization
 BYTES, TIME, POWER = positive(u.BYTES), positive(u.TIME), positive(u.POWER)
+TIME0 = Qty(u.TIME, low_open=False)  # instants from the start of a schedule: `submit = 0 h`
 POWER0 = Qty(u.POWER, low_open=False)
+PRICE = Qty(u.MONEY, low_open=False)  # capex per part, `25 kUSD`; 0 for parts bundled in another's price
 BANDWIDTH = positive(u.BANDWIDTH, marker="bidir")
 FLOPS = positive(u.FLOPS, marker="sparse")
 CLOCK = positive(u.RATE)
 TEXT, FLAG = Text(), Flag()
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
-PROTOCOLS = Choice(("infiniband", "ethernet", "nvlink", "pcie", "xgmi", "ici"))
+PROTOCOLS = Choice(("infiniband", "ethernet", "nvlink", "pcie", "xgmi", "ici"), "a protocol")
+PRECISION = Choice(PRECISIONS, "a precision")
 
 TOPOLOGY = Construct({
     "switched": Constructor({}),
@@ -162,26 +199,44 @@ TOPOLOGY = Construct({
 
 # ----------------------------------------------------------------- parts
 
-PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0}
+PART_COMMON = {"vendor": TEXT, "source": TEXT, "power": POWER0, "price": PRICE}
+
+# Reliability: mean time between failures of one part (a GPU, a node's host parts, a
+# switch), mean time to repair a node; defaults in solver/schedule/goodput.py, cited there.
+RELIABILITY = {"mtbf": TIME}
 
 CHIP = Block(
-    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "cores": COUNT, "l2": BYTES, "process": TEXT},
+    fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "base_clock": CLOCK, "cores": COUNT, "l2": BYTES,
+            "l2_bandwidth": BANDWIDTH, "process": TEXT, "price": PRICE, **RELIABILITY},
     blocks={
-        "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "type": TEXT},
-                     required=("capacity", "bandwidth")),
+        "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
+                      "stack_bandwidth": BANDWIDTH, "type": TEXT},
+                     required=("capacity", "bandwidth"),
+                     alternatives={"capacity": (("stacks", "stack_capacity"),),
+                                   "bandwidth": (("stacks", "stack_bandwidth"),)},
+                     doc="capacity and bandwidth, stated or derived from stacks x stack_capacity / stack_bandwidth"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
-        "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER}, required=("tdp",)),
+        "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
+                               doc="dense operations (2 per multiply-add) per core per clock, per precision"),
+        "systolic": Block({"rows": COUNT, "cols": COUNT, "arrays": COUNT, "precision": Choice(PRECISIONS)},
+                          required=("rows", "cols"),
+                          doc="multiply-add array per core: 2 x rows x cols x arrays operations per clock"),
+        "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER, "cap": POWER, "min_clock": CLOCK,
+                        "dvfs_exponent": Qty(u.NONE, low=Fraction(1), low_open=False)}, required=("tdp",),
+                       doc="tdp, idle, the operator's power `cap` and the DVFS curve (dynamic power ~ clock^exponent "
+                           "down to `min_clock`)"),
         "efficiency": Block({**{p: SHARE for p in PRECISIONS}, "hbm": SHARE, "attention": SHARE},
                             doc="sustained GEMM throughput per precision, fused attention (of the bf16 peak) "
                                 "and HBM bandwidth, as shares of peak"),
     },
     required=("hbm", "peak", "power"),
+    alternatives={"peak": (("cores", "clock", "ops_per_clock"), ("cores", "clock", "systolic"))},
 )
 CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))
 DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS},
             required=("bandwidth",))
-SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
+SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
                 "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
                required=("radix", "port_speed"))
 
@@ -189,28 +244,40 @@ SWITCH = Block({**PART_COMMON, "radix": COUNT, "port_speed": BANDWIDTH, "capacit
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
-     "nvme": BYTES, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
-     "overhead": POWER0},
+     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
+     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH},
     required=("gpus",),
+    doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
+        "time to repair one; `storage` the checkpoint write bandwidth of one node",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
-     "switches": RepeatOf(("switch",)), "overhead": POWER0},
+     "switches": RepeatOf(("switch",)), "overhead": POWER0, "price": PRICE},
     required=("nodes", "scaleup"),
 )
 FABRIC = Block(
     {"kind": PROTOCOLS, "topology": TOPOLOGY, "bandwidth": BANDWIDTH, "rails": COUNT,
      "latency": Qty(u.TIME, low_open=False), "switch": PartRef(("switch",)), "in_network_reduction": FLAG,
-     "efficiency": SHARE, "link_power": POWER0, "source": TEXT},
+     "efficiency": SHARE, "link_power": POWER0, "source": TEXT,
+     "transceiver_price": PRICE, "fiber_price": PRICE, "copper_price": PRICE},
     required=("kind", "topology", "bandwidth"),
 )
 _UNITS = RepeatOf(("node", "supernode"))
+RATE0 = Qty(u.NONE, low=Fraction(0), low_open=False, high=Fraction(1))  # 0 <= x <= 1
+ECONOMICS = Block(
+    {"years": COUNT, "energy_price": positive(u.ENERGY_PRICE), "discount_rate": RATE0, "maintenance": RATE0,
+     "utilization": SHARE, "rack_power": POWER, "rack_price": PRICE, "source": TEXT},
+    required=("years", "energy_price"),
+    doc="cost of ownership: lifetime, energy price, yearly discount rate and maintenance (share of capex), "
+        "share of hours at load, rack power limit and price",
+)
 # Real host names of the nodes, in the order `gclc export` names them: Slurm host lists
 # such as ["dgx[001-064]", "spare01"]; checked to name every node once.
 HOSTNAMES = ListOf(TEXT)
 CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
-    blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0})},
+    blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
+            "economics": ECONOMICS},
     labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
                                  required=("units",))},
 )
@@ -218,36 +285,97 @@ CLUSTER = Block(
 # ----------------------------------------------------------------- work
 
 MODEL = Block(
-    {"arch": Choice(("dense", "moe")), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
+    {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
-     "mlp": Choice(("swiglu", "gelu", "relu")), "tied_embeddings": FLAG, "source": TEXT},
+     "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
-                              "dense_layers": COUNT0}, required=("routed", "top_k"))},
+                              "dense_layers": COUNT0}, required=("routed", "top_k")),
+            "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0}, required=("kv_rank",),
+                         doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per token")},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
 )
-OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput")), "minimize": Choice(("time", "energy", "cost"))}
+OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
+              "minimize": Choice(("time", "energy", "cost"), "an objective")}
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
-                     "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full")),
+                     "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
-                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"))})
+                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule")})
+# A job on a shared cluster: when it arrives, how important it is, how much work (one of
+# tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
+SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
+          "prefer": Targets(), "gang": FLAG}
+CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
+                   doc="checkpoint size (default: weights and Adam state), write bandwidth (default: the nodes' "
+                       "`storage`), restart time (default: a fixed start plus reading it back), and the interval "
+                       "(default: Young/Daly from the write time and the job's failure rate)")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, "software": Choice(SOFTWARE_STACKS), **OBJECTIVES},
-    blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS)},
+     "sample_bytes": BYTES, "checkpoint_every": TIME,
+     "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"), **OBJECTIVES,
+     **SHARED},
+    blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
 )
+# Request lengths: a fixed count or a distribution (tokens; sampled with a fixed seed).
+LENGTHS = CountOr(Construct({
+    "lognormal": Constructor({"mean": AMOUNT, "sigma": AMOUNT}, ("mean", "sigma")),
+    "uniform": Constructor({"low": COUNT, "high": COUNT}, ("low", "high")),
+    "exponential": Constructor({"mean": AMOUNT}, ("mean",)),
+}, what="length distribution"))
+PERCENTILES = ("mean", "p50", "p90", "p95", "p99")
+_SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
+        for suffix in ("", *(f".{p}" for p in PERCENTILES))}
+ENGINE = Block(
+    {"mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
+     "kv_precision": Choice(PRECISIONS), "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1)),
+     "kv_reads": Choice(("grouped", "per_query_head"))},
+    blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
+                                 doc="draft tokens per step and the declared acceptance rate of each")},
+    doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages")
+# A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
+# tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(
-    {"model": PartRef(("model",)), "on": Targets(), "prompt": COUNT, "output": COUNT, "batch": COUNT,
-     "precision": Choice(PRECISIONS), "gpus": COUNT, **OBJECTIVES},
-    blocks={"parallelism": PARALLELISM, "slo": Block(constraints={"ttft": TIME, "tpot": TIME}),
-            "subject to": Block(constraints=_JOB_LIMITS)},
-    required=("model", "on", "prompt", "output"),
+    {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
+     "rate": positive(u.RATE), "trace": TEXT, "requests": COUNT,
+     "precision": PRECISION, "gpus": COUNT,
+     "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
+    blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
+                                 doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
+            "slo": Block(constraints=_SLO), "engine": ENGINE,
+            "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
+    required=("model", "on"),
+)
+
+# ----------------------------------------------------------------- design space
+
+# What `gclc sweep` can put on a Pareto front (solver/sweep/pareto.py maps each to a column).
+SWEEP_OBJECTIVES = ("time_to_train", "tco", "capex", "cost_per_token", "cost_to_train", "power", "energy",
+                    "step_time", "gpus", "throughput", "mfu")
+_NUMBER = Qty(u.NONE, low=None)
+RANGE = Construct({"range": Constructor({"low": _NUMBER, "high": _NUMBER, "step": AMOUNT,
+                                         "times": Qty(u.NONE, low=Fraction(1))}, ("low", "high"))}, what="range")
+SWEEP = Block({"pareto": ListOf(Choice(SWEEP_OBJECTIVES))}, free=Axis(),
+              doc="the axes of `gclc sweep`: each other field is a param and the values it takes")
+
+# A stream of jobs without a model: a trace's rows, inline or from a CSV file below the
+# design (columns of public traces: submit, duration, gpus, gpu_type, priority).
+TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority()},
+                  required=("duration", "gpus"))
+WORKLOAD = Block(
+    {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT},
+    blocks={"checkpoint": Block({"interval": TIME, "write": TIME0, "restart": TIME0},
+                                required=("interval",),
+                                doc="how the rows checkpoint (they have no model to derive it from); without "
+                                    "it a failure or a preemption loses the whole run")},
+    labelled={"job": TRACE_JOB},
+    required=("on",),
+    doc="`trace` is a CSV path relative to the design; `priority` and `gang` apply to rows that do not set them",
 )
 
 KINDS: dict[str, Block] = {
     "chip": CHIP, "cpu": CPU, "nic": NIC, "dpu": DPU, "switch": SWITCH, "node": NODE,
     "supernode": SUPERNODE, "fabric": FABRIC, "cluster": CLUSTER, "model": MODEL,
-    "train": TRAIN, "serve": SERVE,
+    "train": TRAIN, "serve": SERVE, "sweep": SWEEP, "workload": WORKLOAD,
 }

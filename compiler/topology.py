@@ -68,3 +68,34 @@ def torus_bisection_links(dims: tuple[int, ...], wraparound: bool = True) -> int
     total = math.prod(dims)
     largest = max(dims)
     return (total // largest) * (2 if wraparound and largest > 2 else 1)
+
+
+@attrs.frozen
+class TorusAxis:
+    """One dimension of a k-D torus as a tier: the chips reachable using it and those inside it."""
+
+    length: int            # chips along this axis
+    group: int             # chips reachable using this and the inner axes
+    ring_bandwidth: float  # per chip per direction a collective along the axis gets
+
+
+def torus_axes(dims: tuple[int, ...], per_chip: float, wraparound: bool = True,
+               domain: int | None = None) -> tuple[TorusAxis, ...]:
+    """Axes of a torus whose chips have `per_chip` bandwidth per direction over all their links.
+
+    Each axis longer than 1 gives a chip two links (to both neighbours), so one link carries
+    per_chip / links. A collective along an axis runs as a ring: two counter-rotating rings
+    with wraparound (2 links' worth), one folded ring on an open line (1 link's worth).
+    Chips of a `domain` larger than the torus ride the last axis (`group` = domain).
+    """
+    links = sum(2 for d in dims if d > 1) or 1
+    link = per_chip / links
+    ring = 2 * link if wraparound else link
+    axes, size = [], 1
+    for i, d in enumerate(dims):
+        size *= d
+        last = i == len(dims) - 1
+        group = max(size, domain or 0) if last else size
+        if d > 1 or last:
+            axes.append(TorusAxis(d, group, ring))
+    return tuple(axes)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from . import ast
 from .source import SourceFile, Span, source_text
 from .syntax import ParseError, parse_source
@@ -9,7 +11,14 @@ from .syntax import ParseError, parse_source
 
 def parse(text: str, path: str = "<string>") -> ast.Module:
     """Parse GCL text into a `Module`; raises `ParseError` (with diagnostics) on bad input."""
-    return parse_source(SourceFile(path, source_text(text)))
+    return _parse(source_text(text), path)
+
+
+@lru_cache(maxsize=64)
+def _parse(text: str, path: str) -> ast.Module:
+    """Modules are frozen, so a sweep that checks one file a thousand times parses it (and
+    the standard library it imports) once per process; errors are raised, never cached."""
+    return parse_source(SourceFile(path, text))
 
 
 __all__ = ["ParseError", "SourceFile", "Span", "ast", "parse"]

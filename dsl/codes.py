@@ -85,7 +85,7 @@ BAD_MARKER = _code("bad-marker", E, "`{marker}` does not apply here: {why}",
 
 # ---------------------------------------------------------------- names and structure
 UNKNOWN_KIND = _code("unknown-kind", E, "unknown block kind `{kind}`",
-                     "Top-level blocks are chip, cpu, nic, dpu, switch, node, supernode, fabric, cluster, model, train, serve.")
+                     "Top-level blocks are chip, cpu, nic, dpu, switch, node, supernode, fabric, cluster, model, train, serve, workload.")
 DUPLICATE = _code("duplicate", E, "`{name}` is declared twice", "Two declarations or params share a name.")
 UNKNOWN_NAME = _code("unknown-name", E, "unknown name `{name}`", "A reference to nothing declared.")
 WRONG_REFERENCE = _code("wrong-reference", E, "`{field}` must name {expected}; `{name}` is a {got}",
@@ -106,6 +106,9 @@ IMPORT_ESCAPE = _code("import-escape", E, "import `{path}` leaves the allowed fo
 IMPORT_CYCLE = _code("import-cycle", E, "import cycle: {cycle}", "Files that import each other.")
 UNKNOWN_PARAM = _code("unknown-param", E, "`--set {name}`: no param `{name}` in the design", "Overriding a param that does not exist.")
 BAD_SETTING = _code("bad-setting", E, "`--set {text}`: {why}", "A malformed `--set name=value`.")
+UNKNOWN_AXIS = _code("unknown-axis", E, "sweep `{sweep}` varies `{name}`, which is no param of the design",
+                     "A sweep block's field must name a param.")
+BAD_AXIS = _code("bad-axis", E, "`--vary {text}`: {why}", "A sweep axis that names no param or gives no values.")
 SETTING_TYPE = _code("setting-type", E, "`--set {name}` must be {expected} like the param's value, not {got}",
                      "An override must keep the param's dimension.")
 
@@ -133,12 +136,31 @@ TOO_MANY_GPUS = _code("too-many-gpus", W, "the job asks {asked} GPUs; its target
 TARGET_TWICE = _code("target-twice", E, "`{what}` is already in `on` (as `{earlier}`)",
                      "A partition listed twice would count its GPUs twice.")
 SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")
+PARALLELISM = _code("parallelism", E, "{what}",
+                    "Pinned parallelism that cannot run: a schedule against its virtual stages, a batch that "
+                    "does not split into the pinned replicas and micro-batches, expert groups that do not fold "
+                    "over the data x context ranks.")
+NOT_IMPLEMENTED = _code("not-implemented", E, "{what} is not implemented yet",
+                        "A field value the language reserves but the planner cannot honour yet (rejected, "
+                        "never silently planned as something else).")
+UNEVEN_PIPELINE = _code("uneven-pipeline", W, "{what}",
+                        "Pinned pipeline stages that do not split the layers evenly: the slowest stage sets the pace.")
 HOSTNAMES = _code("hostnames", E, "{what}",
                    "A `hostnames` list that does not name each node once with a valid host name.")
 PARAMS_MISMATCH = _code("params-mismatch", W, "stated params {stated} differ from the shape's {computed} by {percent}",
                         "The stated parameter count is more than 3 % off what the shape implies.")
+DERIVED_MISMATCH = _code("derived-mismatch", W, "stated `{field}` = {stated} differs from the derived {derived} by {percent}",
+                         "A stated peak or HBM figure more than 5 % off what the microarchitecture gives.")
+UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}; it runs {formats}",
+                              "A job asks for a number format its chip has no peak for (no silent fallback).")
 BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
+SERVE_DEMAND = _code("serve-demand", E, "{what}",
+                     "A serve job's demand: request lengths, rate, trace and the SLOs that need them.")
+BAD_TRACE = _code("bad-trace", E, "trace `{path}`: {why}",
+                  "A request trace that cannot be read: rows of `arrival_s,prompt,output`.")
+UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}: {why}",
+                              "Weights or KV cache in a precision the accelerator has no peak for.")
 
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
@@ -161,5 +183,16 @@ THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ra
                       "Scale-out bandwidth per GPU far below scale-up bandwidth.")
 OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio}: GPUs above the leaf get 1/{ratio} of their bandwidth",
                        "A tier whose uplinks carry less than its downlinks.")
+SCALE_OUT_GROUP = _code("scale-out-group", W, "{what} cannot fit a scale-up domain of {domain} GPUs",
+                        "A pinned TP or EP group wider than the scale-up domain it runs on.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
                        "Rails should match the NICs per node, one rail each.")
+
+
+# ---------------------------------------------------------------- shared clusters and traces
+TRACE_PATH = _code("trace-path", E, "the trace `{path}` {why}",
+                   "A workload's `trace` must be a CSV file in the design's folder or below it.")
+TRACE_ROW = _code("trace-row", E, "{what}", "A trace row (CSV or inline `job`) that cannot be replayed.")
+JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the largest partition it may use has {most}",
+                      "A job (or trace row) larger than any partition it may run on.")
+NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")

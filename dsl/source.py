@@ -33,7 +33,10 @@ class SourceFile:
     _line_starts: tuple[int, ...] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
-        starts = [0] + [i + 1 for i, ch in enumerate(self.text) if ch == "\n"]
+        starts, find, at = [0], self.text.find, self.text.find("\n")
+        while at >= 0:  # str.find runs in C: a sweep builds this index for every file at every point
+            starts.append(at + 1)
+            at = find("\n", at + 1)
         object.__setattr__(self, "_line_starts", tuple(starts))
 
     def position(self, offset: int) -> tuple[int, int]:
@@ -46,6 +49,10 @@ class SourceFile:
         line, column = self.position(start)
         end_line, end_column = self.position(end)
         return Span(self.path, line, column, end_line, end_column, start, end)
+
+    def line_start(self, line: int) -> int:
+        """The 0-based offset where 1-based `line` begins."""
+        return self._line_starts[max(0, min(line, len(self._line_starts)) - 1)]
 
     def line_text(self, line: int) -> str:
         if not 1 <= line <= len(self._line_starts):

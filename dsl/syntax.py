@@ -14,6 +14,7 @@ from . import codes
 from .diagnostics import Diagnostic, Label
 from . import ast
 from .parser import lark_parser, parse_tree
+from .mistake import relocate
 from .source import SourceFile, Span
 from .transform import ToAst, comments
 from .units import LITERAL_EXPONENT, MAX_DIGITS, literal_problem
@@ -48,7 +49,7 @@ def parse_source(source: SourceFile) -> ast.Module:
     try:
         tree, comment_tokens = parse_tree(text)
     except UnexpectedInput as error:
-        raise ParseError((_syntax_diagnostic(error, source),)) from None
+        raise ParseError(_syntax_errors(error, source)) from None
     transformer = ToAst(source)
     module = transformer.transform(tree)
     module = ast.Module(module.items, comments(comment_tokens, source), source.path, span=module.span)
@@ -145,12 +146,59 @@ def _children(node: object) -> list[object]:
 # ----------------------------------------------------------------- syntax errors
 
 
+def _syntax_errors(error: UnexpectedInput, source: SourceFile) -> tuple[Diagnostic, ...]:
+    """Every syntax error that can be told apart: after each, the line of the mistake is
+    blanked (its braces kept, so blocks still nest) and the text parsed again. An error
+    that falls inside a blanked line is a consequence of the blanking and ends the search."""
+    found: list[Diagnostic] = []
+    text, blanked = source.text, []
+    while len(found) < MAX_SYNTAX_ERRORS:
+        current = SourceFile(source.path, text)
+        diagnostic = _syntax_diagnostic(error, current)
+        subject = diagnostic.subject
+        if found and any(start <= subject.start < end for start, end in blanked):
+            break
+        found.append(diagnostic)
+        if diagnostic.code in _FINAL or subject.start >= len(text):
+            break
+        start, end = _line_of(text, subject.start)
+        open_ = _open_brackets(text, subject.start)
+        if open_ and open_[-1][0] != "{":  # `(racks * 8` left open: the member began on its line
+            start = min(start, _line_start(text, open_[-1][1]))
+        text = _blank(text, start, end)
+        blanked.append((start, end))
+        try:
+            parse_tree(text)
+            break
+        except UnexpectedInput as again:
+            error = again
+    return tuple(sorted(found, key=Diagnostic.sort_key))
+
+
+MAX_SYNTAX_ERRORS = 20
+_FINAL = frozenset({"unclosed", "unterminated-string"})  # what follows them is not code as written
+
+
+def _line_of(text: str, offset: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return start, len(text) if end < 0 else end
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """Spaces for `text[start:end]` except its braces (outside strings and comments), so
+    that blocks still nest."""
+    keep = {i for ch, i in _brackets(text[:end]) if i >= start and ch in "{}"}
+    middle = "".join(text[i] if i in keep else " " for i in range(start, end))
+    return text[:start] + middle + text[end:]
+
+
 def _syntax_diagnostic(error: UnexpectedInput, source: SourceFile) -> Diagnostic:
     if isinstance(error, UnexpectedCharacters):
         return _bad_character(error, source)
     token = getattr(error, "token", None)
     if isinstance(error, UnexpectedEOF) or (token is not None and token.type == "$END"):
-        return _unclosed(source) or codes.SYNTAX.make(
+        return _unclosed(source) or relocate(source, len(source.text)) or codes.SYNTAX.make(
             _end_span(source), found="end of the file", label="the file ends here")
     assert isinstance(error, UnexpectedToken)
     return _unexpected_token(error, source)
@@ -174,6 +222,9 @@ def _bad_character(error: UnexpectedCharacters, source: SourceFile) -> Diagnosti
 
 def _unexpected_token(error: UnexpectedToken, source: SourceFile) -> Diagnostic:
     token = error.token
+    moved = relocate(source, token.start_pos)
+    if moved is not None:
+        return moved
     span = source.span(token.start_pos, token.end_pos)
     accepted = _accepted(error)
     expected = sorted({_describe(name) for name in accepted})
@@ -189,7 +240,7 @@ def _unexpected_token(error: UnexpectedToken, source: SourceFile) -> Diagnostic:
         notes.append("help: separate arguments and list items with `,`")
     labels = []
     stack = _open_brackets(source.text, token.start_pos)
-    if stack and _CLOSER_TERMINALS[_OPENERS[stack[-1][0]]] in accepted:
+    if stack and stack[-1][0] != "{" and _CLOSER_TERMINALS[_OPENERS[stack[-1][0]]] in accepted:
         char, offset = stack[-1]
         if source.position(offset)[0] < span.line:  # `(racks * 8` and the next line goes on
             labels.append(Label(source.span(offset, offset + 1), f"this `{char}` is still open"))

@@ -13,26 +13,29 @@ from fractions import Fraction
 
 import attrs
 
-# Base dimensions: bytes, seconds, joules, floating-point operations.
-Dim = tuple[int, int, int, int]
-NONE: Dim = (0, 0, 0, 0)
-BYTES: Dim = (1, 0, 0, 0)
-TIME: Dim = (0, 1, 0, 0)
-ENERGY: Dim = (0, 0, 1, 0)
-FLOP: Dim = (0, 0, 0, 1)
-RATE: Dim = (0, -1, 0, 0)  # frequency, tokens per second
-BANDWIDTH: Dim = (1, -1, 0, 0)
-POWER: Dim = (0, -1, 1, 0)
-FLOPS: Dim = (0, -1, 0, 1)
+# Base dimensions: bytes, seconds, joules, floating-point operations, money (US dollars).
+Dim = tuple[int, int, int, int, int]
+NONE: Dim = (0, 0, 0, 0, 0)
+BYTES: Dim = (1, 0, 0, 0, 0)
+TIME: Dim = (0, 1, 0, 0, 0)
+ENERGY: Dim = (0, 0, 1, 0, 0)
+FLOP: Dim = (0, 0, 0, 1, 0)
+RATE: Dim = (0, -1, 0, 0, 0)  # frequency, tokens per second
+BANDWIDTH: Dim = (1, -1, 0, 0, 0)
+POWER: Dim = (0, -1, 1, 0, 0)
+FLOPS: Dim = (0, -1, 0, 1, 0)
+MONEY: Dim = (0, 0, 0, 0, 1)
+ENERGY_PRICE: Dim = (0, 0, -1, 0, 1)  # USD/kWh
 
 DIMENSION_NAMES: dict[Dim, str] = {
     NONE: "a plain number", BYTES: "a data size", TIME: "a time", ENERGY: "an energy",
     FLOP: "an amount of FLOP", RATE: "a frequency or rate", BANDWIDTH: "a bandwidth",
-    POWER: "a power", FLOPS: "a compute rate (FLOPS)",
+    POWER: "a power", FLOPS: "a compute rate (FLOPS)", MONEY: "an amount of money",
+    ENERGY_PRICE: "a price of energy",
 }
 EXAMPLE_UNITS: dict[Dim, str] = {
     NONE: "", BYTES: "GB", TIME: "s", ENERGY: "kWh", FLOP: "PFLOP", RATE: "GHz",
-    BANDWIDTH: "GB/s", POWER: "W", FLOPS: "TFLOPS",
+    BANDWIDTH: "GB/s", POWER: "W", FLOPS: "TFLOPS", MONEY: "USD", ENERGY_PRICE: "USD/kWh",
 }
 
 
@@ -46,7 +49,7 @@ def _units() -> dict[str, tuple[Fraction, Dim]]:
     binary = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
     for count, power in {"K": 3, "M": 6, "B": 9, "T": 12}.items():
         table[count] = (Fraction(10) ** power, NONE)  # thousand, million, billion, trillion
-    for word in ("token", "tokens", "seq", "seqs"):
+    for word in ("token", "tokens", "seq", "seqs", "req", "reqs", "request", "requests"):
         table[word] = (Fraction(1), NONE)
     for word in ("byte", "bytes"):
         table[word] = (Fraction(1), BYTES)
@@ -73,6 +76,8 @@ def _units() -> dict[str, tuple[Fraction, Dim]]:
         table[prefix + "W"] = (factor, POWER)
         table[prefix + "J"] = (factor, ENERGY)
         table[prefix + "Wh"] = (factor * 3600, ENERGY)
+    for prefix, power in {"": 0, "k": 3, "M": 6, "B": 9}.items():
+        table[prefix + "USD"] = (Fraction(10) ** power, MONEY)  # `25 kUSD`, `1.2 MUSD`
     return table
 
 
@@ -86,6 +91,24 @@ UNIT_HINTS = {
     "GBps": "write `GB/s`", "Gbps": "write `Gb/s`", "TBps": "write `TB/s`",
     "sec": "write `s`", "hr": "write `h`", "hours": "write `h`", "days": "write `d`",
 }
+
+
+def respell(unit: str) -> str | None:
+    """The GCL spelling of a unit written out: `Gbit/s` -> `Gb/s`, `GBytes` -> `GB`,
+    `Gbitps` -> `Gb/s`; None when `unit` is not such a spelling."""
+    numerator, slash, denominator = unit.partition("/")
+    match = re.fullmatch(r"(?P<prefix>[kKMGTPE]i?)?(?P<word>bits?|bytes?|Bytes?)(?P<ps>ps)?", numerator)
+    if match is None or (match["ps"] and slash):
+        return None
+    symbol = "b" if match["word"].startswith("bit") else "B"
+    if not match["prefix"]:
+        return None  # `bit`, `bytes` are units already
+    written = f"{match['prefix']}{symbol}" + ("/s" if match["ps"] else "") + slash + denominator
+    try:
+        parse_unit(written)
+    except UnitError:
+        return None
+    return written
 
 
 class UnitError(ValueError):
@@ -240,7 +263,7 @@ def describe_dim(dim: Dim) -> str:
     if dim in DIMENSION_NAMES:
         unit = EXAMPLE_UNITS[dim]
         return DIMENSION_NAMES[dim] + (f" ({unit})" if unit else "")
-    names = ("byte", "s", "J", "FLOP")
+    names = ("byte", "s", "J", "FLOP", "USD")
     parts = [f"{n}^{p}" if p != 1 else n for n, p in zip(names, dim) if p]
     return "a quantity in " + "·".join(parts)
 
@@ -261,6 +284,8 @@ _DISPLAY: dict[Dim, tuple[tuple[str, Fraction], ...]] = {
             ("GFLOPS", Fraction(10**9)), ("FLOPS", Fraction(1))),
     FLOP: (("ZFLOP", Fraction(10**21)), ("EFLOP", Fraction(10**18)), ("PFLOP", Fraction(10**15)),
            ("TFLOP", Fraction(10**12)), ("FLOP", Fraction(1))),
+    MONEY: (("BUSD", Fraction(10**9)), ("MUSD", Fraction(10**6)), ("kUSD", Fraction(10**3)), ("USD", Fraction(1))),
+    ENERGY_PRICE: (("USD/kWh", Fraction(1, 36 * 10**5)),),
     RATE: (("GHz", Fraction(10**9)), ("MHz", Fraction(10**6)), ("kHz", Fraction(1000)), ("/s", Fraction(1))),
 }
 UNITS["ZFLOP"] = (Fraction(10**21), FLOP)

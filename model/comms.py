@@ -5,6 +5,11 @@ A group of `size` ranks laid out with `stride` (ranks between members) spans tie
 the partition; the collective runs as one stage per tier it crosses, each on that
 tier's per-GPU bandwidth (NCCL's hierarchical rings: reduce-scatter inside the fast
 tier, all-reduce across the slow one on 1/n of the data, all-gather back).
+
+A k-D torus is k tiers, one per axis (compiler/topology.py `torus_axes`): a collective
+runs dimension by dimension (TPU ICI, custom DSA meshes), each a ring along its axis with
+the wrap-around links; all-to-all is bounded by each axis's bisection, and pipeline
+neighbours talk over one link.
 """
 
 from __future__ import annotations
@@ -77,8 +82,21 @@ def _rate(tier: Tier) -> float:
     return tier.bandwidth * tier.efficiency
 
 
+def _exchange_rate(tier: Tier) -> float:
+    """Per-chip rate of an all-to-all over a tier. On a torus axis of d chips the ring's
+    bisection limits it: a uniform exchange crosses d/4 links on average (shortest way
+    round), so each chip gets min(1, 4/d) of the ring rate (d/3 and 3/d on an open line)."""
+    if not tier.ring:
+        return _rate(tier)
+    reach = 4 if tier.wraparound else 3
+    return _rate(tier) * min(1.0, reach / tier.ring)
+
+
 def _latency(tier: Tier, peers: int) -> float:
-    """Ring latency grows with peers, tree latency with their logarithm; NCCL picks the lower."""
+    """Ring latency grows with peers, tree latency with their logarithm; NCCL picks the lower.
+    Along a torus axis only the ring is one hop per step (a tree's edges would span many)."""
+    if tier.ring:
+        return tier.latency * (peers - 1)
     return tier.latency * min(peers - 1, 2 * math.ceil(math.log2(peers)))
 
 
@@ -92,22 +110,31 @@ def flat(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
 def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward."""
     time, share = 0.0, nbytes
-    for stage in stages:
+    for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
         if stage.tier.in_network_reduction:
             time += share / _rate(stage.tier) + 2 * stage.tier.latency
         else:
-            time += 2 * (n - 1) / n * share / _rate(stage.tier) + 2 * _latency(stage.tier, n)
+            time += 2 * (n - 1) / n * share / _rate(stage.tier) / axes + 2 * _latency(stage.tier, n)
         share /= n
     return time
+
+
+def _concurrent_axes(stages: tuple[Stage, ...]) -> tuple[int, ...]:
+    """For each stage, how many torus axes of its fabric the group spans. A collective over
+    j axes splits its data j ways, each part taking the axes in another order, so all j
+    axes' links work at once (the multi-dimensional rings of TPU ICI): the per-axis phases
+    take 1/j of their single-ring time. 1 for switched tiers."""
+    fabrics = [s.tier.fabric if s.tier.ring else None for s in stages]
+    return tuple(fabrics.count(f) if f is not None else 1 for f in fabrics)
 
 
 def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Half an all-reduce (all-gather costs the same)."""
     time, share = 0.0, nbytes
-    for stage in stages:
+    for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
-        time += (n - 1) / n * share / _rate(stage.tier) + _latency(stage.tier, n)
+        time += (n - 1) / n * share / _rate(stage.tier) / axes + _latency(stage.tier, n)
         share /= n
     return time
 
@@ -125,7 +152,7 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
     for stage in stages:
         reached = inside * stage.peers
         share = (reached - inside) / total
-        slowest = max(slowest, nbytes * share / _rate(stage.tier) + _latency(stage.tier, stage.peers))
+        slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers))
         inside = reached
     return slowest
 
@@ -133,4 +160,4 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
 def point_to_point(nbytes: float, tier: Tier | None) -> float:
     if tier is None:
         return 0.0
-    return nbytes / _rate(tier) + tier.latency
+    return nbytes / (tier.link_bandwidth * tier.efficiency) + tier.latency

@@ -9,42 +9,102 @@ in std/); the shape penalty and the kernel overheads below are the same for ever
 from __future__ import annotations
 
 from ..compiler.ir import Accelerator
-from .workload import Op
+from . import cache, dvfs
+from .workload import ACT_BYTES, Op
 
 # Undeclared chips: the median of the efficiencies fitted on the published runs
-# (benchmarks/calibrate.py; A100, H100, B200/GB200/GB300 fp8 and bf16, fused attention).
-DEFAULT_GEMM_EFFICIENCY = 0.61   # share of the dense peak a sustained training GEMM reaches
-DEFAULT_ATTENTION_EFFICIENCY = 0.32  # share of the bf16 peak fused attention reaches
+# (benchmarks/calibrate.py, 2026-12-01; GEMMs of every precision together, attention apart).
+DEFAULT_GEMM_EFFICIENCY = 0.69   # share of the dense peak a sustained training GEMM reaches
+DEFAULT_ATTENTION_EFFICIENCY = 0.29  # share of the bf16 peak fused attention reaches
+# Undeclared chips of a vendor with fitted chips: the median of that vendor's fitted values
+# for the key (same fit): NVIDIA bf16 of A100 40/80 GB and H100; fp8 of H100, B200, GB200,
+# GB300; attention of all seven; Google of TPU v5e and v5p. Their compilers and matrix
+# units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
+# out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
+# all-vendor default by 27 % and 20 %).
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.60, ("NVIDIA", "attention"): 0.29,
+                   ("Google", "bf16"): 0.8825, ("Google", "attention"): 0.4925}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
+# Flash attention's rate rises with the key/value length one kernel call sees (tiles of
+# 128 keys: the causal diagonal's masked half-tiles and the per-query-block prologue and
+# epilogue are amortized over fewer tiles when it is short): FlashAttention-3 paper
+# (Shah et al. 2024, Fig. 5, H100 SXM5, causal, head dim 128, forward) measures 292, 423,
+# 521, 579, 602, 616 TFLOP/s at 512, 1k, 2k, 4k, 8k, 16k; s / (s + 430) fits the ratios
+# to the 16k figure within 0.04 from 1k up. The chips' `attention` efficiencies are the
+# long-sequence asymptote.
+ATTENTION_HALF_SEQ = 430
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
 
 
+class UnsupportedPrecision(ValueError):
+    """A precision the chip has no peak for; `compiler.rules` reports it with the job's span."""
+
+
 def peak(chip: Accelerator, precision: str) -> float:
-    """Dense peak for `precision`, falling back to the nearest precision the chip declares."""
-    for candidate in (precision, *_FALLBACK.get(precision, ())):
-        value = chip.peak_of(candidate)
-        if value:
-            return value
+    """Dense peak for `precision` (stated or derived from the microarchitecture). A chip that
+    lacks it is an error, never a silent fallback to another format's rate."""
+    value = chip.peak_of(precision)
+    if not value:
+        raise UnsupportedPrecision(f"`{chip.name}` does not run {precision}; it runs {', '.join(chip.formats)}")
+    return value
+
+
+def attention_peak(chip: Accelerator) -> float:
+    """Fused attention runs its matrix math in 16-bit (bf16, else fp16, else the chip's widest
+    format it declares after them): the softmax needs the range whatever the GEMMs use."""
+    for candidate in ("bf16", "fp16", "tf32", "fp32", "fp8"):
+        if chip.peak_of(candidate):
+            return chip.peak_of(candidate)
     return max((v for _, v in chip.peak), default=1.0)
 
 
-_FALLBACK = {"fp4": ("fp8", "bf16"), "fp8": ("bf16", "fp16"), "fp16": ("bf16",), "bf16": ("fp16", "tf32"),
-             "tf32": ("fp32",), "fp32": ("tf32",)}
+def clock(chip: Accelerator, precision: str) -> float:
+    """The clock ratio the chip computes at (model/dvfs.py): below 1 under a power cap, or at
+    the base clock when nothing measured says what the chip sustains."""
+    return dvfs.sustained(chip, measured(chip, precision))
+
+
+def measured(chip: Accelerator, precision: str) -> bool:
+    """Whether the chip's sustained rate for `precision` was measured (fp16 shares bf16's)."""
+    return chip.efficiency_of(precision) is not None or (precision == "fp16" and chip.efficiency_of("bf16") is not None)
+
+
+# Wider formats whose calibrated share of peak bounds a narrower format's default.
+_WIDER = {"fp4": ("fp6", "fp8", "bf16"), "fp6": ("fp8", "bf16"), "fp8": ("bf16",), "int8": ("bf16",)}
 
 
 def gemm_efficiency(chip: Accelerator, precision: str) -> float:
+    """Share of the precision's dense peak a sustained training GEMM reaches on `chip`.
+
+    Without a calibrated value, the default never exceeds the share calibrated for a
+    wider format on the same chip: a narrower format doubles the peak but keeps the
+    same memory traffic and adds scaling/quantization kernels, so its share of peak is
+    measured lower, never higher (MAMF best shape, [mb] in dsl/std/nvidia.gcl: H100
+    bf16 80.3 % vs fp8 70.9 %; B200 bf16 77.6 % vs fp8 76.3 %).
+    """
     declared = chip.efficiency_of(precision)
-    if declared is None and precision in ("fp16",):
+    if declared is None and precision == "fp16":
         declared = chip.efficiency_of("bf16")
-    return declared or DEFAULT_GEMM_EFFICIENCY
+    if declared:
+        return declared
+    key = "bf16" if precision == "fp16" else precision
+    fallback = VENDOR_DEFAULTS.get((chip.vendor, key), DEFAULT_GEMM_EFFICIENCY)
+    wider = (chip.efficiency_of(w) for w in _WIDER.get(precision, ()))
+    return min([fallback, *(w for w in wider if w)])
 
 
 def attention_efficiency(chip: Accelerator) -> float:
     """Share of the bf16 peak fused attention (forward and backward) sustains on this chip."""
     declared = chip.efficiency_of("attention")
-    return declared or DEFAULT_ATTENTION_EFFICIENCY
+    return declared or VENDOR_DEFAULTS.get((chip.vendor, "attention"), DEFAULT_ATTENTION_EFFICIENCY)
+
+
+def attention_length_factor(kv_length: int) -> float:
+    """Share of the asymptotic attention rate a kernel over `kv_length` keys reaches
+    (1.0 when the length is unknown)."""
+    return kv_length / (kv_length + ATTENTION_HALF_SEQ) if kv_length > 0 else 1.0
 
 
 def hbm_rate(chip: Accelerator) -> float:
@@ -60,18 +120,27 @@ def shape_factor(m: int, n: int, k: int) -> float:
 
 
 def gemm_rate(chip: Accelerator, precision: str, m: int, n: int, k: int) -> float:
-    return peak(chip, precision) * gemm_efficiency(chip, precision) * shape_factor(m, n, k)
+    return peak(chip, precision) * gemm_efficiency(chip, precision) * shape_factor(m, n, k) * clock(chip, precision)
+
+
+def attention_rate(chip: Accelerator) -> float:
+    return attention_peak(chip) * attention_efficiency(chip) * clock(chip, "attention")
 
 
 def op_time(op: Op, chip: Accelerator, precision: str) -> float:
-    """Seconds for `op`: the slower of its compute and its memory traffic, plus overhead."""
+    """Seconds for `op`: the slowest of its compute, its HBM traffic and its L2 traffic (a
+    two-level roofline, model/cache.py), plus overhead."""
     memory = op.bytes / hbm_rate(chip)
     if op.kind == "gemm":
         compute = op.flops / gemm_rate(chip, precision, op.m, op.n, op.k)
+        memory = cache.gemm_bytes(op.m, op.n, op.k, op.count, ACT_BYTES, chip) / hbm_rate(chip)
     elif op.kind == "attention":
-        compute = op.flops / (peak(chip, "bf16") * attention_efficiency(chip))
-        if op.m:  # unfused: the scores go through HBM between kernels, not overlapped with math
+        if op.m:  # unfused: two batched GEMMs (QK^T: s x s x d, then AV) at the GEMM rate of
+            # their shape, and the scores go through HBM between kernels, not overlapped with math
+            compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
             return compute + memory + 4 * KERNEL_OVERHEAD_S
+        compute = op.flops / (attention_rate(chip) * attention_length_factor(op.n))
     else:
         compute = 0.0
-    return max(compute, memory) + op.count * KERNEL_OVERHEAD_S
+        memory = cache.elementwise_hbm_bytes(op.bytes, op.tensor, chip) / hbm_rate(chip)
+    return max(compute, memory, cache.l2_time(op.bytes, chip)) + op.count * KERNEL_OVERHEAD_S

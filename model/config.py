@@ -56,6 +56,10 @@ class TrainConfig:
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
     # outermost. Expert layers fold their own groups over the same ranks (see `stride`).
     order: tuple[str, ...] = DEFAULT_ORDER
+    # What the job asks of its hosts (model/host.py): bytes read per sequence, and the
+    # interval between synchronous checkpoints in seconds (0: none modelled).
+    sample_bytes: float = 0.0
+    checkpoint_every: float = 0.0
 
     @property
     def gpus(self) -> int:

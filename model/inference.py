@@ -1,91 +1,271 @@
-"""Serving (`serve` jobs): prefill is compute-bound, decode is memory-bandwidth-bound.
+"""Serving (`serve` jobs): the time of one scheduler iteration of a replica, and the
+steady rates and latencies it implies.
 
-One replica holds the model over `tp` x `ep` GPUs inside the scale-up domain and decodes
-`batch` sequences at once (continuous batching). Per replica and step:
+A replica is `pp` pipeline stages; a stage is `ep` attention groups of `tp` GPUs. Tensor
+parallelism stays inside the scale-up domain (two all-reduces per layer on its tiers); the
+attention groups hold different sequences (data-parallel attention) and share the routed
+experts, spread over all tp x ep GPUs of the stage, with an all-to-all dispatch and combine
+per MoE layer on the tiers the group spans; stages pass activations point to point on the
+tier between them. Ranks are laid out tp innermost, then ep, then pp.
 
-- prefill of one prompt: 2 x active params x prompt tokens (+ causal attention) at the
-  sustained GEMM rate, plus two TP all-reduces per layer;
-- decode of one token for the whole batch: the slower of reading the weights and the
-  KV cache from HBM and the batch's matrix work, plus two (latency-bound) all-reduces
-  per layer;
-- new requests' prefills share the GPUs with decoding: a replica finishes
-  R = 1 / (prefill + output x decode / batch) requests per second.
+One iteration (continuous batching, chunked prefill) runs every decoding sequence one step
+and up to `chunk` prompt tokens. Per stage and micro-batch (the batch is cut into pp
+micro-batches so every stage works) it costs two rooflines, one per kind of kernel:
+
+- the GEMMs: the slower of reading the stage's weights (dense ones, and the routed experts
+  that at least one token picks) and the matrix work at the sustained GEMM rate;
+- attention: the slower of reading the decoding sequences' KV cache and its arithmetic at
+  the fused-attention rate;
+
+plus kernel launches and the collectives, which are not overlapped (a conservative bound).
 """
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ..compiler.ir import Partition
-from . import comms
-from .compute import attention_efficiency, gemm_efficiency, hbm_rate, peak
+from . import cache, comms
+from .compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
+from .kv import KVLayout, value_bytes
 from .shape import ModelShape
 
-WEIGHT_BYTES = {"fp4": 0.5, "fp8": 1.0}       # per parameter; 2 otherwise (bf16)
-KV_BYTES = {"fp4": 1.0, "fp8": 1.0}           # fp8 KV cache with fp8 recipes; 2 otherwise
-BUFFER_BYTES = 4e9                            # runtime, allocator and communication buffers
-ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 20        # prefill working set per token per hidden unit
+BUFFER_BYTES = 4e9                     # runtime, allocator and communication buffers
+ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 20  # prefill working set per token per hidden unit
+KERNELS_PER_LAYER = 6                  # ASSUMPTION: fused kernels per layer (norms, QKV, attention, out, MLP x2)
+DRAFT_LAYERS = 1                       # ASSUMPTION: a draft token costs one layer's decode (MTP/EAGLE-style head)
 
 
 @attrs.frozen
 class ServeConfig:
     tp: int
-    batch: int                  # sequences decoded together per replica
-    precision: str = "bf16"
-    ep: int = 1
+    batch: int                  # sequences decoding at once per replica (the scheduler's limit)
+    precision: str = "bf16"     # weights and GEMMs
+    ep: int = 1                 # attention groups per stage sharing the experts
+    pp: int = 1
+    kv_precision: str | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.ep * self.pp
+
+    @property
+    def kv(self) -> str:
+        """The cache's precision: as declared; else fp8 with fp8/fp4 weights, bf16 otherwise."""
+        return self.kv_precision or ("fp8" if self.precision in ("fp8", "fp4") else "bf16")
+
+
+@attrs.frozen
+class Engine:
+    """Scheduler and cache options (`engine { ... }`)."""
+
+    chunk: int = 8192           # prompt tokens per iteration (chunked prefill)
+    block: int = 16             # KV page, tokens
+    prefix_share: float = 0.0   # share of each prompt served from the shared-prefix cache
+    draft: int = 0              # speculative tokens proposed per step
+    acceptance: float = 0.0     # declared acceptance rate of each draft token
+    grouped_kv: bool = True     # decode attention reads each KV head once for its query group
+                                # (False: once per query head, as masked-MHA kernels before XQA did)
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens a sequence gains per verification step (Leviathan et al. 2023, eq. 1)."""
+        a, k = self.acceptance, self.draft
+        if k == 0:
+            return 1.0
+        return k + 1.0 if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+
+
+def weight_bytes(precision: str) -> float:
+    """Bytes per weight: fp8/int8 one, fp4 half plus a scale per 16 (NVFP4), bf16 two."""
+    return value_bytes(precision)
+
+
+@attrs.frozen
+class Replica:
+    """One replica's cost coefficients, so that an iteration costs a few multiplications."""
+
+    shape: ModelShape
+    config: ServeConfig
+    engine: Engine
+    partition: Partition
+    kv: KVLayout
+    dense_weights: float        # bytes per GPU: attention, dense MLPs, shared experts, embeddings
+    expert_weights: float       # bytes per GPU: its routed experts
+    gemm_flops_per_token: float  # per GPU of a stage
+    tp_stages: tuple[comms.Stage, ...]
+    ep_stages: tuple[comms.Stage, ...]
+    pp_tier: object
+
+    @property
+    def gpus(self) -> int:
+        return self.config.gpus
+
+    @property
+    def hbm(self) -> float:
+        return self.partition.node.accelerator.hbm_capacity
+
+    @property
+    def weights(self) -> float:
+        return self.dense_weights + self.expert_weights
+
+    # ------------------------------------------------------------ one iteration
+    def stage_time(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float]:
+        """(seconds, seconds computing) of one stage on one micro-batch: `tokens` new tokens,
+        `kv_tokens` cached tokens read by its decoding sequences, `pairs` prefill attention pairs."""
+        s, c, chip = self.shape, self.config, self.partition.node.accelerator
+        layers = math.ceil(s.layers / c.pp)
+        group = tokens / c.ep
+        gemm = self.gemm_flops_per_token * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
+            per_cached = 2 * s.heads * (2 * s.kv_rank + s.rope_dim)
+        else:
+            per_cached = 4 * s.heads * s.head_dim
+        attention = layers * (kv_tokens * per_cached + pairs * 4 * s.heads * s.head_dim) / (c.tp * c.ep) / (
+            attention_rate(chip))
+        touched = 1 - (1 - s.top_k / s.routed) ** tokens if s.is_moe else 0.0
+        weights = self.dense_weights + self.expert_weights * touched
+        rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
+        kv_bytes = kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads
+        # the cache that fits in on-chip SRAM beside the streamed weights is read from there (model/cache.py)
+        kv_read = max((cache.decode_bytes(weights, kv_bytes, chip) - weights) / hbm_rate(chip),
+                      cache.l2_time(kv_bytes, chip))
+        work = gemm + attention
+        collectives = 0.0
+        if c.tp > 1:
+            collectives += 2 * layers * comms.all_reduce(group * s.hidden * 2, self.tp_stages)
+        if s.is_moe and c.tp * c.ep > 1:
+            moe = math.ceil(s.moe_layers / c.pp)
+            sent = group / c.tp * s.top_k * s.hidden
+            collectives += moe * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
+                                  + comms.all_to_all(sent * 2, self.ep_stages))
+        # the GEMMs and the attention are separate kernels: each is its own roofline
+        rooflines = max(gemm, weights / hbm_rate(chip)) + max(attention, kv_read)
+        return rooflines + layers * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S + collectives, work
+
+    def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0) -> float:
+        """Seconds for one scheduler iteration of the replica: every one of `decoding`
+        sequences advances a step while `prefill` prompt tokens are processed."""
+        return self._iteration(decoding, kv_tokens, prefill, pairs)[0]
+
+    def _iteration(self, decoding: float, kv_tokens: float, prefill: float, pairs: float) -> tuple[float, float]:
+        c, e = self.config, self.engine
+        tokens = decoding * (1 + e.draft) + prefill
+        if tokens <= 0:
+            return 0.0, 0.0
+        micro = min(c.pp, max(1.0, tokens))  # micro-batches in flight
+        stage, work = self.stage_time(tokens / micro, kv_tokens / micro, pairs / micro)
+        hop = comms.point_to_point(tokens / micro * self.shape.hidden * 2, self.pp_tier) if c.pp > 1 else 0.0
+        total = c.pp * (stage + hop)
+        if decoding and e.draft:
+            total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
+        return total, c.pp * work
+
+    # ------------------------------------------------------------ memory
+    def memory(self, sequences: float, prompt: float, output: float) -> float:
+        """Bytes per GPU with `sequences` in flight (their KV pages) and one prefill chunk."""
+        c = self.config
+        kv = sequences / c.ep * self.kv.tokens_held(prompt, output) * self.kv.per_token_per_gpu()
+        chunk = min(self.engine.chunk, max(prompt, 1))
+        activations = chunk / c.ep * self.shape.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN / c.tp
+        return self.weights + kv + activations + BUFFER_BYTES
+
+    def kv_capacity_tokens(self, limit: float) -> float:
+        """Cached tokens the replica can hold with HBM filled to `limit` bytes per GPU."""
+        c = self.config
+        activations = self.engine.chunk / c.ep * self.shape.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN / c.tp
+        free = limit - self.weights - activations - BUFFER_BYTES
+        return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
+
+
+def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: Engine = Engine()) -> Replica:
+    tiers = partition.tiers
+    routed = shape.routed * shape.expert_params * shape.moe_layers
+    dense = shape.params - routed
+    w = weight_bytes(cfg.precision)
+    stage = 1 / cfg.pp
+    active = shape.active_params
+    kv = KVLayout(shape, cfg.kv, cfg.tp, cfg.pp, engine.block, engine.prefix_share)
+    return Replica(shape, cfg, engine, partition, kv,
+                   dense_weights=dense * stage / cfg.tp * w,
+                   expert_weights=routed * stage / (cfg.tp * cfg.ep) * w,
+                   gemm_flops_per_token=2 * active * stage / (cfg.tp * cfg.ep),
+                   tp_stages=comms.place(cfg.tp, 1, tiers),
+                   ep_stages=comms.place(cfg.tp * cfg.ep, 1, tiers),
+                   pp_tier=comms.outermost(2, cfg.tp * cfg.ep, tiers))  # stage neighbours
 
 
 @attrs.frozen
 class ServeEstimate:
+    """Steady state of one replica at full batch, and its unloaded time to first token."""
+
     config: ServeConfig
-    ttft: float                 # seconds to the first token (one prompt's prefill)
-    tpot: float                 # seconds per output token while prefills interleave
-    requests_per_s: float       # per replica
+    role: str                   # "both" (aggregated), "prefill" or "decode"
+    ttft: float                 # seconds: one mean prompt's prefill on an idle replica
+    tpot: float                 # seconds per output token at full batch, prefills interleaved
+    requests_per_s: float       # per replica, at full batch
     tokens_per_s: float         # output tokens per second, per replica
     memory: float               # bytes per GPU
     hbm: float
-    busy: float                 # share of time the tensor cores compute
+    busy: float                 # share of time the GPUs compute
 
     @property
     def gpus(self) -> int:
-        return self.config.tp * self.config.ep
+        return self.config.gpus
 
     @property
     def fits(self) -> bool:
         return self.memory <= self.hbm
 
 
+def first_token_time(r: Replica, prompt: float) -> float:
+    """A prompt's prefill alone, in chunks: the floor of the time to the first token."""
+    todo, done, time = prompt * (1 - r.engine.prefix_share), prompt * r.engine.prefix_share, 0.0
+    while todo > 0:
+        chunk = min(todo, r.engine.chunk)
+        time += r.iteration(0, 0, chunk, chunk * (done + chunk / 2))
+        todo, done = todo - chunk, done + chunk
+    return time
+
+
+def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> ServeEstimate:
+    """The replica at full batch: an aggregated replica interleaves the prefills its own
+    completions call for; a prefill replica runs full chunks; a decode replica only decodes."""
+    c, e = r.config, r.engine
+    steps = output / e.tokens_per_step
+    fresh = prompt * (1 - e.prefix_share)
+    cached = c.batch * (prompt + output / 2)
+    ttft = first_token_time(r, prompt)
+    if role == "prefill":
+        chunk = e.chunk
+        time, work = r._iteration(0, 0, chunk, chunk * prompt / 2)
+        rate = chunk / max(fresh, 1.0) / time
+        return ServeEstimate(c, role, ttft, 0.0, rate, rate * output, r.memory(0, prompt, 0), r.hbm, work / time)
+    prefill = 0.0 if role == "decode" else min(c.batch * fresh / max(steps, 1e-9), e.chunk)
+    time, work = r._iteration(c.batch, cached, prefill, prefill * prompt / 2)
+    rate = prefill / fresh / time if prefill and fresh else c.batch / steps / time
+    held = c.batch if role == "decode" else c.batch + 1
+    return ServeEstimate(c, role, ttft, time / e.tokens_per_step, rate, rate * output,
+                         r.memory(held, prompt, output), r.hbm, work / time)
+
+
+def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, prompt: float, output: float,
+                   engine: Engine = Engine()) -> ServeEstimate:
+    return estimate(replica(shape, cfg, partition, engine), prompt, output)
+
+
 def kv_bytes_per_token(shape: ModelShape, cfg: ServeConfig) -> float:
-    """K and V of one token in every layer, on one GPU (KV heads split by TP, never below one)."""
-    heads = max(1.0, shape.kv_heads / cfg.tp)
-    return shape.layers * 2 * heads * shape.head_dim * KV_BYTES.get(cfg.precision, 2.0)
+    """K and V of one token in every layer, on one GPU of an attention group."""
+    return KVLayout(shape, cfg.kv, cfg.tp, cfg.pp).per_token_per_gpu()
 
 
-def weights_per_gpu(shape: ModelShape, cfg: ServeConfig) -> float:
-    experts = shape.routed * shape.expert_params * shape.moe_layers
-    dense = shape.params - experts
-    return (dense / cfg.tp + experts / (cfg.tp * cfg.ep)) * WEIGHT_BYTES.get(cfg.precision, 2.0)
-
-
-def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, prompt: int, output: int) -> ServeEstimate:
-    chip, tiers = partition.node.accelerator, partition.tiers
-    rate = peak(chip, cfg.precision) * gemm_efficiency(chip, cfg.precision)
-    attention_rate = peak(chip, "bf16") * attention_efficiency(chip)
-    stages = comms.place(cfg.tp, 1, tiers)
-    active = shape.active_params / (cfg.tp * cfg.ep)  # each GPU's share of one token's work
-    context = prompt + output / 2
-    prefill = (2 * active * prompt / rate
-               + shape.layers * 2 * prompt * prompt * shape.heads * shape.head_dim / cfg.tp / attention_rate
-               + 2 * shape.layers * comms.all_reduce(2 * prompt * shape.hidden, stages))
-    weights = weights_per_gpu(shape, cfg)
-    kv_read = cfg.batch * context * kv_bytes_per_token(shape, cfg)
-    compute = (2 * active * cfg.batch / rate
-               + cfg.batch * shape.layers * 4 * context * shape.heads * shape.head_dim / cfg.tp / attention_rate)
-    decode = max((weights + kv_read) / hbm_rate(chip), compute) + 2 * shape.layers * comms.all_reduce(
-        2 * cfg.batch * shape.hidden, stages)
-    requests = 1 / (prefill + output * decode / cfg.batch)
-    tpot = decode / max(1e-9, 1 - requests * prefill)
-    memory = (weights + cfg.batch * (prompt + output) * kv_bytes_per_token(shape, cfg)
-              + prompt * shape.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN / cfg.tp + BUFFER_BYTES)
-    busy = min(1.0, requests * (prefill + output * compute / cfg.batch))
-    return ServeEstimate(cfg, prefill, tpot, requests, requests * output, memory, chip.hbm_capacity, busy)
+def kv_transfer_time(prefill: Replica, decode: Replica, prompt: float) -> float:
+    """Moving a prompt's cache from a prefill replica to a decode replica: every GPU of the
+    smaller side sends its share at once over the tier that joins the two replicas."""
+    tier = comms.outermost(2, max(prefill.gpus, decode.gpus), prefill.partition.tiers)
+    if tier is None:
+        return 0.0
+    senders = min(prefill.gpus, decode.gpus)
+    return comms.point_to_point(prompt * prefill.kv.per_token() / senders, tier)

@@ -38,6 +38,9 @@ class Job:
     stack: str
     pinned: dict[str, object]     # parallelism choices fixed in the file
     tokens: float | None
+    sample_bytes: float = 0.0     # bytes read per sequence (model/host.py)
+    checkpoint_every: float = 0.0  # seconds between checkpoints (0: none modelled)
+    stack_stated: bool = True     # False when `software` is not written (the default stack is assumed)
 
 
 def train_job(design: Design, name: str | None = None) -> Job:
@@ -72,7 +75,9 @@ def job_from_entity(entity: Entity) -> Job:
     tokens = entity.get("tokens")
     return Job(entity.name, entity, shape, graph, partition, gpus, entity.get("batch"), seq, precision,
                _plain(entity.get("software", Symbol(DEFAULT_STACK))), pinned,
-               float(tokens) if tokens is not None else None)
+               float(tokens) if tokens is not None else None,
+               float(entity.get("sample_bytes") or 0), float(entity.get("checkpoint_every") or 0),
+               entity.get("software") is not None)
 
 
 def _plain(value: object) -> object:
@@ -106,4 +111,5 @@ def pinned_config(job: Job) -> TrainConfig:
     return TrainConfig(
         batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=int(p.get("ep", 1)), vp=int(p.get("vp", 1)),
         microbatch=int(p.get("microbatch", 1)), recompute=str(recompute), sp=bool(p.get("sp", tp > 1)),
-        zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack))
+        zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack),
+        sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every)

@@ -1,7 +1,7 @@
 """Power and energy of a training step.
 
-Accelerator power follows activity: idle when nothing runs, TDP when the tensor cores
-are saturated. A GPU that waits on communication still draws well above idle (clocks
+Accelerator power follows activity: idle when nothing runs, TDP (or the chip's power
+cap, model/dvfs.py) when the tensor cores are saturated. A GPU that waits on communication still draws well above idle (clocks
 stay up, HBM and links are busy), so waiting counts as a fraction of full activity.
 Everything else in the cluster comes from the IR's power breakdown, shared in
 proportion to the GPUs the job uses, and cooling from the PUE.
@@ -13,6 +13,7 @@ import attrs
 
 from ..compiler.ir import ClusterGraph, Partition
 from ..compiler.metrics import power_breakdown
+from . import dvfs
 
 WAITING_ACTIVITY = 0.4   # share of the idle-to-TDP range drawn while waiting on comms (assumption)
 
@@ -33,7 +34,7 @@ def gpu_power(partition: Partition, busy: float) -> float:
     """Watts of one accelerator that computes for `busy` of the step and waits otherwise."""
     chip = partition.node.accelerator
     activity = busy + (1 - busy) * WAITING_ACTIVITY
-    return chip.idle + (chip.tdp - chip.idle) * min(1.0, max(0.0, activity))
+    return chip.idle + (dvfs.draw(chip) - chip.idle) * min(1.0, max(0.0, activity))
 
 
 def job_power(graph: ClusterGraph, partition: Partition, gpus: int, busy: float) -> Power:

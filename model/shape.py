@@ -29,6 +29,8 @@ class ModelShape:
     expert_ffn: int = 0
     dense_layers: int = 0          # leading layers with a dense MLP in an MoE model
     tied_embeddings: bool = False
+    kv_rank: int = 0               # MLA: the cached latent per token and layer (0 = GQA/MHA)
+    rope_dim: int = 0              # MLA: the decoupled rotary key cached beside the latent
 
     @classmethod
     def from_entity(cls, model: Entity) -> ModelShape:
@@ -38,14 +40,20 @@ class ModelShape:
         moe = {} if experts is None else {
             "routed": experts.get("routed"), "shared": experts.get("shared", 0), "top_k": experts.get("top_k"),
             "expert_ffn": experts.get("ffn", model.get("ffn")), "dense_layers": experts.get("dense_layers", 0)}
+        mla = model.get("mla")
+        latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0)}
         return cls(model.get("layers"), hidden, heads, model.get("kv_heads", heads),
                    model.get("head_dim", hidden // heads), model.get("ffn"), model.get("vocab"), model.get("seq"),
-                   3 if gated else 2, tied_embeddings=bool(model.get("tied_embeddings", False)), **moe)
+                   3 if gated else 2, tied_embeddings=bool(model.get("tied_embeddings", False)), **moe, **latent)
 
     # ------------------------------------------------------------ structure
     @property
     def is_moe(self) -> bool:
         return self.routed > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_rank > 0
 
     @property
     def moe_layers(self) -> int:

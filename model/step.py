@@ -9,7 +9,7 @@ import functools
 import attrs
 
 from ..compiler.ir import Partition
-from . import comms
+from . import comms, host
 from .compute import hbm_rate, op_time, peak
 from .config import DEFAULT_ORDER, TrainConfig
 from .memory import Memory, memory, params_per_gpu
@@ -30,7 +30,7 @@ EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispa
 # needs the token counts on the host before the expert GEMMs launch (a device-to-host
 # sync per pass), so the GPU queue drains and ~100 small kernels are launched serially.
 # Fitted on the published MoE runs (benchmarks/calibrate.py); it does not scale with tokens.
-MOE_LAYER_OVERHEAD_S = 6e-3
+MOE_LAYER_OVERHEAD_S = 5.5e-3
 
 
 @attrs.frozen
@@ -46,6 +46,8 @@ class Breakdown:
     bubble: float
     dp: float
     optimizer: float
+    data: float = 0.0          # waiting for input the hosts (and DPUs) could not load in time
+    checkpoint: float = 0.0    # this step's share of the synchronous checkpoint saves
 
     @property
     def total(self) -> float:
@@ -115,6 +117,9 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
                           per("ep"), m * p2p, bubble, dp, optimizer)
+    data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total)
+    if data or checkpoint:
+        breakdown = attrs.evolve(breakdown, data=data, checkpoint=checkpoint)
     step = breakdown.total
     tokens = cfg.batch * cfg.seq
     model_flops = shape.model_flops_per_token(cfg.seq) * tokens
@@ -133,7 +138,8 @@ def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool)
     if layer is None:
         if len(_LAYERS) >= 65536:  # bounded, like the lru caches beside it
             _LAYERS.clear()
-        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0), partition, moe)
+        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0,
+                                                                             checkpoint_every=0.0), partition, moe)
     return layer
 
 

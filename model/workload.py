@@ -21,6 +21,7 @@ class Op:
     n: int = 0
     k: int = 0
     count: int = 1        # identical GEMMs (grouped experts)
+    tensor: float = 0.0   # bytes of one activation tensor of an elementwise chain (L2 residency)
 
 
 def gemm(name: str, m: float, n: float, k: float, count: int = 1) -> Op:
@@ -29,8 +30,8 @@ def gemm(name: str, m: float, n: float, k: float, count: int = 1) -> Op:
     return Op(name, "gemm", 2.0 * m * n * k * count, traffic, m, n, k, count)
 
 
-def elementwise(name: str, bytes_: float) -> Op:
-    return Op(name, "elementwise", 0.0, bytes_)
+def elementwise(name: str, bytes_: float, tensor: float = 0.0) -> Op:
+    return Op(name, "elementwise", 0.0, bytes_, tensor=tensor)
 
 
 def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool) -> tuple[Op, ...]:
@@ -51,7 +52,9 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float) -> Op:
     flops = 4.0 * tokens * cfg.seq * heads * shape.head_dim
     if cfg.behaviour("attention") == "flash":
         traffic = ACT_BYTES * tokens * heads * shape.head_dim * 4
-        return Op("attention", "attention", flops / 2, traffic)
+        # n: the keys one kernel call sees (the rank's chunk: ring attention over CP
+        # ranks runs one call per chunk pair)
+        return Op("attention", "attention", flops / 2, traffic, 0, max(1, int(cfg.seq / cfg.cp)), shape.head_dim)
     # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.
@@ -108,7 +111,8 @@ def _elementwise(shape: ModelShape, cfg: TrainConfig, tokens: float, moe: bool) 
         per_token *= 2
     if cfg.precision in ("fp8", "fp4"):
         per_token += ACT_BYTES * 1.5 * (3 * h + ffn / cfg.tp)  # casts of GEMM inputs with amax
-    return elementwise("elementwise", tokens * per_token)
+    tensor = ACT_BYTES * tokens * h / (cfg.tp if cfg.sp and cfg.tp > 1 else 1)
+    return elementwise("elementwise", tokens * per_token, tensor)
 
 
 def logits_forward(shape: ModelShape, cfg: TrainConfig) -> tuple[Op, ...]:

@@ -9,11 +9,15 @@ them solve, in one place:
 - validity: the parallel sizes use at most the job's GPUs, split evenly what they
   split (heads and KV heads by tp, layers by pp x vp, experts by ep, the batch by
   dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving), and
-  respect the values pinned in the file; dp is the largest that leaves a valid
-  configuration (GPUs beyond tp x pp x cp x dp stay idle when the batch does not divide);
+  respect the values pinned in the file; dp is any replica count that leaves a valid
+  configuration, so the GPU count is searched in whole replicas up to the job's GPUs
+  (unless dp is pinned, or a power bound leaves the count to the power plan, which
+  chooses it with the clock): an objective may leave GPUs idle, and the plan says why;
 - feasibility (`Limits`, `admissible`): memory within HBM and within the job's
   `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
-- the objective (`objective_value`): lower is better.
+- the objective (`objective_value`): lower is better; goodput is tokens/s times the
+  share of time that trains under failures (`solver.schedule.goodput`), which falls with
+  the GPU count, so it can choose fewer GPUs than throughput does.
 
 Choices made for the space, and why:
 
@@ -52,7 +56,7 @@ MAX_CP = 32
 MAX_MICROBATCH = 16
 MAX_VP = 8
 PLACED = ("cp", "dp", "pp")                     # the dimensions ordered outside tp
-OBJECTIVES = ("throughput", "time", "energy", "mfu")
+OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput")
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:
@@ -153,7 +157,16 @@ def objective_value(job: Job, objective: str, e: Estimate) -> float:
         return -e.mfu
     if objective == "energy":
         return power_of(job, e) / e.tokens_per_s
+    if objective == "goodput":
+        return -e.tokens_per_s * goodput_share(job, e.config.gpus)
     raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+def goodput_share(job: Job, gpus: int) -> float:
+    """The share of wall time a job on `gpus` GPUs trains, under failures and checkpoints."""
+    from .schedule.failures import job_goodput
+
+    return job_goodput(job, gpus).efficiency
 
 
 def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:
@@ -207,6 +220,9 @@ class Space:
     recomputes: tuple[str, ...]
     zeros: tuple[int, ...]
     seq_parallel: bool | None    # pinned sequence parallelism (None: on when tp > 1)
+    # Under `subject to { power <= ... }` the power plan (solver.power) chooses the GPU count
+    # together with the clock, so the space keeps the most replicas of each layout.
+    widest_only: bool = False
 
 
 def _pinned(job: Job, key: str) -> object | None:
@@ -216,7 +232,8 @@ def _pinned(job: Job, key: str) -> object | None:
 
 def space(job: Job, lim: Limits | None = None) -> Space:
     shape = job.shape
-    gpus = max_gpus(job, lim or limits(job))
+    lim = lim or limits(job)
+    gpus = max_gpus(job, lim)
 
     def pick(key: str, default: list) -> tuple:
         value = _pinned(job, key)
@@ -233,16 +250,21 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     return Space(gpus, tps, pps, cps, eps,
                  (str(recompute),) if recompute is not None else RECOMPUTE,
                  (int(zero),) if zero is not None else ZERO_STAGES,
-                 None if sp is None else bool(sp))
+                 None if sp is None else bool(sp),
+                 any(i.target == "power" and i.upper for i in lim.items))
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
     """Virtual stages allowed by the pins and the layer count (before the micro-batch rule)."""
-    pinned = _pinned(job, "vp")
+    pinned, schedule = _pinned(job, "vp"), _pinned(job, "schedule")
     if pinned is not None:
-        return (int(pinned),)
+        # Only the interleaved schedule runs several virtual stages, and only on a pipeline
+        # (`gclc check` rejects the contradictions; the space never contains them).
+        vp = int(pinned)
+        if vp > 1 and (pp == 1 or schedule in ("one_f_one_b", "gpipe")) or vp == 1 and schedule == "interleaved":
+            return ()
+        return (vp,)
     interleaved = [v for v in range(2, MAX_VP + 1) if pp > 1 and job.shape.layers % (pp * v) == 0]
-    schedule = _pinned(job, "schedule")
     if schedule == "interleaved" and pp > 1:
         return tuple(interleaved)
     if schedule in ("one_f_one_b", "gpipe"):
@@ -280,15 +302,20 @@ def inner_choices(job: Job, pp: int, dp: int) -> list[tuple[int, tuple[int, ...]
     return out
 
 
-def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:
-    """The most replicas that leave a valid configuration (0: none); pinned dp if valid."""
+def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> tuple[int, ...]:
+    """Every replica count that leaves a valid configuration, most first (the pinned dp
+    if valid): the GPU count is searched in whole replicas, up to the job's GPUs."""
     most = space_.gpus // (tp * pp * cp)
     pinned = _pinned(job, "dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
-    for dp in candidates:
-        if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp):
-            return dp
-    return 0
+    valid = (dp for dp in candidates
+             if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp))
+    return tuple(itertools.islice(valid, 1)) if space_.widest_only else tuple(valid)
+
+
+def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:
+    """The most replicas that leave a valid configuration (0: none)."""
+    return next(iter(data_parallels(job, space_, tp, pp, cp, ep)), 0)
 
 
 def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, ...], ...]:
@@ -304,16 +331,17 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
                 recompute: str, zero: int, order: tuple[str, ...]) -> TrainConfig:
     return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
                        recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
-                       precision=job.precision, stack=job.stack, order=order)
+                       precision=job.precision, stack=job.stack, order=order,
+                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every)
 
 
 def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]]:
-    """(tp, pp, cp, ep, dp) of every parallel layout with at least one valid configuration."""
+    """(tp, pp, cp, ep, dp) of every parallel layout with at least one valid configuration,
+    the replica counts of each (tp, pp, cp, ep) most first."""
     for tp, pp, cp, ep in itertools.product(space_.tps, space_.pps, space_.cps, space_.eps):
         if tp * pp * cp > space_.gpus:
             continue
-        dp = data_parallel(job, space_, tp, pp, cp, ep)
-        if dp:
+        for dp in data_parallels(job, space_, tp, pp, cp, ep):
             yield tp, pp, cp, ep, dp
 
 

@@ -166,6 +166,10 @@ def _empty(job: Job) -> Infeasibility:
             return Infeasibility("space", f"`{job.name}` pins dp = {dp}: dp x {'·'.join(fixed) or 'tp'} = "
                                  f"{dp * product} GPUs, more than its {gpus} ({spans['dp']})", dp * product, gpus,
                                  "", spans["dp"])
+    if "ep" in p:
+        reason = _expert_fold(job, product, spans["ep"])
+        if reason is not None:
+            return reason
     for key in ("microbatch", "microbatches", "vp", "schedule", "ep"):
         if key in p:
             return Infeasibility("space", f"`{job.name}`: no data-parallel size up to {gpus} GPUs splits the batch "
@@ -174,3 +178,20 @@ def _empty(job: Job) -> Infeasibility:
     span = job.entity.span_of("batch")
     return Infeasibility("space", f"`{job.name}`: no valid configuration of {gpus} GPUs for a batch of {job.batch} "
                          f"({shape.layers} layers, {shape.heads} heads) ({span})", span=span)
+
+
+def _expert_fold(job: Job, product: int, span: Span) -> Infeasibility | None:
+    """Pinned ep that no data-parallel size can hold: expert groups fold over the dp x cp
+    ranks of a stage, so dp x cp must be a multiple of ep, with dp dividing the batch."""
+    ep, cp = int(job.pinned["ep"]), int(job.pinned.get("cp", 1))
+    most = job.gpus // product
+    dps = [int(job.pinned["dp"])] if "dp" in job.pinned else [d for d in range(1, most + 1) if job.batch % d == 0]
+    if any(d <= most and (d * cp) % ep == 0 for d in dps):
+        return None
+    largest = max((d for d in dps if d <= most), default=0)
+    fixed = "·".join(k for k in ("tp", "pp", "cp") if k in job.pinned) or "tp·pp·cp"
+    return Infeasibility(
+        "space", f"`{job.name}` pins ep = {ep}, but expert groups fold over the dp x cp ranks of a pipeline stage, "
+        f"so dp x cp must be a multiple of {ep}; with {fixed} = {product} on {job.gpus} GPUs the largest dp that "
+        f"divides the batch of {job.batch} is {largest}, and dp x cp is at most {largest * cp} ({span}); "
+        f"help: pin ep to a divisor of {largest * cp}, or give the job more GPUs", ep, largest * cp, "", span)

@@ -44,7 +44,7 @@ def job_objective(job: Entity) -> str:
     maximize, minimize = job.get("maximize"), job.get("minimize")
     if minimize is not None:
         return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
-    return {"mfu": "mfu"}.get(getattr(maximize, "name", ""), "throughput")
+    return {"mfu": "mfu", "goodput": "goodput"}.get(getattr(maximize, "name", ""), "throughput")
 
 
 def plan_design(design: Design, job: str | None = None, objective: str | None = None, top: int = 3) -> Outcome:

@@ -13,13 +13,16 @@ import attrs
 
 from ..dsl import display
 from ..model import comms
-from ..model.calibration import error_band
+from ..model.calibration import Reason, error_band, reasons
 from ..model.job import Job
 from ..model.power import Power, job_power
 from ..model.ranks import rank_partition
 from ..model.step import Estimate
 from . import enumerate as space_def
 from .explain import Infeasibility, explain
+from .schedule.failures import job_goodput
+from .schedule.goodput import Goodput
+from .review import Advice, review
 from .search import SearchResult, least_memory, search
 
 OBJECTIVES = space_def.OBJECTIVES
@@ -56,13 +59,24 @@ class Plan:
     proof: str = ""
     placement: tuple[Placement, ...] = ()
     infeasibility: Infeasibility | None = None
+    goodput: Goodput | None = None      # of `best`: the share of time that trains under failures
+    warnings: tuple[Advice, ...] = ()   # what a reviewer would point out (solver.review)
 
     @property
     def error_band(self) -> dict[str, tuple[float, float]]:
         """80 % bands of the predicted metrics, from the calibration residuals."""
         if self.best is None:
             return {}
-        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu)
+        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu, self.band_reasons)
+
+    @property
+    def band_reasons(self) -> tuple[Reason, ...]:
+        """Why the band is as wide as it is (empty: calibrated chip, precision and scale)."""
+        if self.best is None:
+            return ()
+        cfg, job = self.best.config, self.job
+        return reasons(job.partition.node.accelerator.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus,
+                       job.stack_stated)
 
     @property
     def energy_per_token(self) -> float | None:
@@ -96,7 +110,9 @@ def plan(job: Job, objective: str = "throughput", top: int = 3) -> Plan:
     power = job_power(job.graph, job.partition, best.config.gpus, _busy(best))
     status = "evaluated" if result.configurations == 1 else "optimal"
     return Plan(job, objective, status, best, power, result.runners_up, result.configurations, result.seconds,
-                binding(best, job, result, power), placement=placement(best, job), **common)
+                binding(best, job, result, power), placement=placement(best, job),
+                goodput=job_goodput(job, best.config.gpus), warnings=review(job, best, objective, result.limits),
+                **common)
 
 
 def placement(e: Estimate, job: Job) -> tuple[Placement, ...]:
@@ -172,6 +188,11 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
         out.append(f"bubble: {b.bubble / step:.0%} of the step (pp={c.pp}, vp={c.vp}, {c.microbatches} micro-batches)")
     if b.recompute > 0.05 * step:
         out.append(f"recompute: {b.recompute / step:.0%} of the step ({e.config.recompute})")
+    if b.data > 0:
+        out.append(f"data: the step is data-bound; the hosts (and DPUs) load its samples {b.data:.3g} s after "
+                   f"the compute is done ({b.data / step:.0%} of the step)")
+    if b.checkpoint > 0.01 * step:
+        out.append(f"checkpoint: synchronous saves take {b.checkpoint / step:.0%} of the step")
     limit = lim.get("power")
     if limit is not None and power is not None:
         by_power = [r for r in rejected if r.limit.target == "power"]

@@ -42,9 +42,10 @@ the log-log tangent of the above at (N0, 1). It overestimates throughput away fr
 plan (below full clock, and far below N0 GPUs, where the bubble share changes), so it
 is offered for comparison only. When dp cannot be reduced, gamma = 1 (`gamma_source`).
 
-Power per GPU (dynamic power ~ f V^2 with V ~ f):
+Power per GPU: the chip's DVFS curve (`compiler.model.dvfs`, the same one the step model
+uses for a power cap; dynamic power ~ f V^2 with V ~ f, so k = 3 unless the chip says):
 
-    P(f) = P_idle + (P_full - P_idle) * f^3
+    P(f) = P_idle + (P_full - P_idle) * f^k
 
 `P_full` is `compiler.model.power.gpu_power` at the plan's busy share (the accelerator
 at full clock doing this job), `P_idle` the chip's idle power. The rest of the cluster
@@ -74,12 +75,13 @@ import attrs
 
 from ..compiler.design import Item, Record
 from ..compiler.metrics import power_breakdown
+from ..model import dvfs
+from ..model.compute import measured
 from ..model.job import Job
 from ..model.power import gpu_power
 from ..model.step import Estimate, estimate
 
-F_MIN = 0.5      # ASSUMPTION: lowest useful clock ratio under a power cap. Below about half
-                 # the boost clock voltage stops falling (DVFS floor) and power falls only ~f.
+F_MIN = dvfs.DEFAULT_FLOOR  # lowest clock ratio when the chip declares no `power.min_clock`
 OBJECTIVES = ("throughput", "time", "energy")
 _TOL = 1e-4      # relative tolerance for saying a bound binds
 
@@ -104,18 +106,24 @@ class PowerInputs:
     tokens: float | None = None  # tokens to train (for time to train)
     gamma_source: str = "given"
     fit_error: float | None = None   # step model at the second point vs its estimate, relative
+    exponent: float = dvfs.DEFAULT_EXPONENT  # the chip's DVFS curve: dynamic power ~ f^exponent
 
     @classmethod
-    def from_plan(cls, job: Job, best: Estimate, f_min: float = F_MIN) -> PowerInputs:
-        """From a job and its planned estimate (`plan(job).best`)."""
+    def from_plan(cls, job: Job, best: Estimate, f_min: float | None = None) -> PowerInputs:
+        """From a job and its planned estimate (`plan(job).best`). The clock ratio f is relative
+        to the plan's own clock; its floor is the chip's DVFS floor (`f_min` overrides)."""
         cfg, partition, graph = best.config, job.partition, job.graph
         rows = {row.key: row.value for row in power_breakdown(graph)}
         rest = (rows["power.it"] - rows["power.accelerators"]) / graph.gpus if graph.gpus else 0.0
         chip = partition.node.accelerator
+        if f_min is None:
+            planned = dvfs.sustained(chip, measured(chip, cfg.precision))
+            f_min = min(1.0, dvfs.floor(chip) / planned) if planned > 0 else dvfs.floor(chip)
         inputs = cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
                      min_gpus=float(cfg.tp * cfg.pp * cfg.cp), max_gpus=float(cfg.gpus), shares=step_shares(best),
                      p_idle=chip.idle, p_full=gpu_power(partition, busy_share(best)), p_rest=rest, pue=graph.pue,
-                     f_min=f_min, gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens)
+                     f_min=f_min, gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens,
+                     exponent=dvfs.exponent(chip))
         second = _second_point(job, best)
         if second is None:
             return attrs.evolve(inputs, gamma_source="gamma = 1: dp cannot be reduced, so no second point")
@@ -132,7 +140,7 @@ class PowerInputs:
 
     # ------------------------------------------------------------ the model, evaluated
     def gpu_watts(self, f: float) -> float:
-        return self.p_idle + (self.p_full - self.p_idle) * f ** 3
+        return dvfs.power(self.p_idle, self.p_full, f, self.exponent)
 
     def facility(self, n: float, f: float) -> float:
         return self.pue * n * (self.gpu_watts(f) + self.p_rest)
@@ -253,7 +261,7 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     n0 = inputs.gpus
     static = inputs.p_idle + inputs.p_rest
     dynamic = inputs.p_full - inputs.p_idle
-    per_gpu = static + (dynamic * f ** 3 if dynamic > 1e-9 * static else 0)
+    per_gpu = static + (dynamic * f ** inputs.exponent if dynamic > 1e-9 * static else 0)
     power = (inputs.pue * n0 / budget) * x * per_gpu           # facility / budget
     power_limit = power <= 1
     if clock == "monomial":
@@ -312,7 +320,7 @@ def _message(inputs: PowerInputs, n: float, f: float, binding: tuple[str, ...]) 
 # ----------------------------------------------------------------- conveniences
 
 
-def inputs_of(job_or_inputs, f_min: float = F_MIN) -> PowerInputs:
+def inputs_of(job_or_inputs, f_min: float | None = None) -> PowerInputs:
     """PowerInputs from PowerInputs, a Plan (with `.job` and `.best`), a (job, estimate) pair or a Job."""
     if isinstance(job_or_inputs, PowerInputs):
         return job_or_inputs
@@ -348,7 +356,7 @@ def without_power_limit(job: Job) -> Job:
 
 
 def power_plan(job: Job, budget: float | None = None, objective: str = "throughput", chosen=None,
-               f_min: float = F_MIN) -> tuple[PowerInputs, PowerResult] | None:
+               f_min: float | None = None) -> tuple[PowerInputs, PowerResult] | None:
     """Plan the job without its power bound (or take `chosen`, a Plan of it), then meet
     `budget` (default: the job's `power <=`, else the cluster's budget) with the GP.
     None when there is no budget or no feasible configuration."""

@@ -203,6 +203,8 @@ class _Search:
         # cp, ep, microbatch, order, zero, recompute, vp) fixed in the part of the space it
         # covers; tests check each against every configuration of that part.
         self.audit = audit
+        self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
+        self.per_sequence: dict[tuple, tuple[float, float]] = {}
 
     def checked(self, bound: float, **fields) -> float:
         if self.audit is not None:
@@ -232,6 +234,9 @@ class _Search:
             return step
         if self.objective == "mfu":
             return -rep.mfu * rep.step_time / step if step > 0 else float("-inf")
+        if self.objective == "goodput":  # the share depends on the GPU count alone
+            share = space_def.goodput_share(self.job, rep.config.gpus)
+            return -self.tokens / step * share if step > 0 else float("-inf")
         return self.power.energy_bound(rep.config.gpus, step, work) / self.tokens
 
     def offer(self, e: Estimate) -> None:
@@ -274,37 +279,21 @@ class _Search:
                 if self.least_power is None or self.power.floor(gpus) < self.least_power[0]:
                     self.least_power = (self.power.floor(gpus), gpus)
                 continue
-            all_vps = space_def.vp_candidates(job, pp)
-            fitting = 0
-            for mb, _ in inner:
-                least = min(self.memory(self.config(tp, pp, dp, cp, ep, mb, v, self.frugal_recompute,
-                                                    self.top_zero, orders[0])) for v in all_vps)
-                if least > self.lim.memory:   # nor does any larger micro-batch fit
-                    break
-                fitting += 1
-            self.pruned["memory"] += sum(leaves[fitting:])
-            if not fitting:
-                continue
-            layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
-            if fitting > 1 and self.monotone_in_microbatch(layout):
-                # Compute per step never grows with the micro-batch: the largest that fits
-                # bounds them all, and the most micro-batches bound the bubble's share.
-                rep = self.representative(layout, fitting - 1)
-                b, most = rep.breakdown, job.batch // (dp * inner[0][0])
-                bound = self.value_bound(step_bound(b.compute, b.optimizer, pp, max(all_vps), most),
-                                         b.compute + b.optimizer, rep)
-                bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
-                                     microbatch=tuple(mb for mb, _ in inner[:fitting]))
-                heapq.heappush(pending, (bound, next(seq), "layout", (layout, rep)))
+            layout = (tp, pp, dp, cp, ep, orders, inner, leaves)
+            coarse = self.coarse_bound(layout)
+            if coarse is None:
+                self.open_layout(layout, pending, seq)
             else:
-                self.expand(layout, None, pending, seq)
+                heapq.heappush(pending, (coarse, next(seq), "replicas", layout))
         while pending:
             bound, _, kind, node = heapq.heappop(pending)
             if bound >= self.top.threshold:
                 for _, _, k, n in [(bound, 0, kind, node), *pending]:
-                    self.pruned["bound"] += sum(n[0][-1]) if k == "layout" else n[-1]
+                    self.pruned["bound"] += sum(n[-1]) if k == "replicas" else sum(n[0][-1]) if k == "layout" else n[-1]
                 break
-            if kind == "layout":
+            if kind == "replicas":
+                self.open_layout(node, pending, seq)
+            elif kind == "layout":
                 self.expand(*node, pending, seq)
             else:
                 self.visit(node)
@@ -320,6 +309,74 @@ class _Search:
             time.perf_counter() - start, rejected,
             tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
             self.lim, self.least_power)
+
+    def open_layout(self, layout, pending: list, seq) -> None:
+        """Cut a layout's micro-batches that cannot fit, then bound the rest as one node
+        (compute monotone in the micro-batch) or push each micro-batch branch."""
+        job = self.job
+        tp, pp, dp, cp, ep, orders, inner, leaves = layout
+        all_vps = space_def.vp_candidates(job, pp)
+        fitting = 0
+        for mb, _ in inner:
+            least = min(self.memory(self.config(tp, pp, dp, cp, ep, mb, v, self.frugal_recompute,
+                                                self.top_zero, orders[0])) for v in all_vps)
+            if least > self.lim.memory:   # nor does any larger micro-batch fit
+                break
+            fitting += 1
+        self.pruned["memory"] += sum(leaves[fitting:])
+        if not fitting:
+            return
+        layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
+        if fitting > 1 and self.monotone_in_microbatch(layout):
+            # Compute per step never grows with the micro-batch: the largest that fits
+            # bounds them all, and the most micro-batches bound the bubble's share.
+            rep = self.representative(layout, fitting - 1)
+            b, most = rep.breakdown, job.batch // (dp * inner[0][0])
+            bound = self.value_bound(step_bound(b.compute, b.optimizer, pp, max(all_vps), most),
+                                     b.compute + b.optimizer, rep)
+            bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
+                                 microbatch=tuple(mb for mb, _ in inner[:fitting]))
+            heapq.heappush(pending, (bound, next(seq), "layout", (layout, rep)))
+        else:
+            self.expand(layout, None, pending, seq)
+
+    def coarse_bound(self, layout) -> float | None:
+        """A bound on a layout of fewer than the most replicas, before any of its own
+        estimates (None: open it now). Compute per sequence c(mb) does not depend on dp,
+        so one estimate per (tp, pp, cp, ep) and micro-batch bounds every replica count:
+        compute >= min c x batch / dp, and the bubble >= (pp - 1) / vp_max x min c; where
+        compute never grows with the micro-batch, c at the largest allowed is the minimum."""
+        tp, pp, dp, cp, ep, orders, inner, _ = layout
+        key = (tp, pp, cp, ep)
+        if key not in self.widest:      # the most replicas of this (tp, pp, cp, ep): opened at once
+            self.widest[key] = dp
+            return None
+        pinned = self.job.pinned.get("microbatch")
+        largest = int(pinned) if pinned is not None else space_def.MAX_MICROBATCH
+        mbs = [mb for mb, _ in inner]
+        if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
+            mbs = [largest]     # compute per sequence there is the least of every micro-batch's
+        per_seq, flops_time = min(self.sequence_cost(key, mb, orders[0]) for mb in mbs)
+        gpus, vmax = tp * pp * cp * dp, max(space_def.vp_candidates(self.job, pp))
+        compute = per_seq * self.job.batch / dp
+        step = (compute + ((pp - 1) / vmax * per_seq if pp > 1 else 0.0)) * SAFETY
+        if self.objective in ("throughput", "time"):
+            bound = step
+        elif self.objective == "mfu":
+            bound = -flops_time * self.job.batch / gpus / step if step > 0 else float("-inf")
+        else:
+            bound = self.power.energy_bound(gpus, step, compute * SAFETY) / self.tokens
+        return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
+
+    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float]:
+        """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
+        at micro-batch `mb`: one estimate of a single micro-batch, the same for every dp."""
+        if (key, mb) not in self.per_sequence:
+            tp, pp, cp, ep = key
+            cfg = attrs.evolve(self.config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order), batch=mb)
+            e = self.estimate(cfg)
+            self.per_sequence[key, mb] = (e.breakdown.compute / mb, e.mfu * e.step_time * cfg.gpus / mb)
+        return self.per_sequence[key, mb]
 
     def representative(self, layout, i: int) -> Estimate:
         """The estimate a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""

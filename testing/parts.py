@@ -285,7 +285,8 @@ def train_jobs(*, model: ModelSpec | SearchStrategy | None = None, cluster: Clus
             next(p for p in c.partitions if p.name == partition) if partition else c.partitions[0]
         chips_used = [p.node.chip for p in c.partitions] if spread else [target.node.chip]
         fp8 = all(chip.fp8_tflops is not None for chip in chips_used)
-        precisions = ("bf16", "fp16", "fp8") if fp8 else ("bf16", "fp16")
+        # only formats the chips declare: a precision without a peak is an error, not a fallback
+        precisions = ("bf16", "fp8") if fp8 else ("bf16",)
         precision = draw(st.sampled_from(precisions) if f["precision"] is None else f["precision"])
         gpus = draw(f["gpus"])
         gpus = None if gpus is None or spread else min(gpus, target.gpus)

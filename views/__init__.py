@@ -1,0 +1,1 @@
+"""Views: plans, IR, sweeps and schedules as text, JSON, tables and pictures."""

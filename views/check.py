@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from ..dsl import codes
 from ..dsl.diagnostics import render_all, to_json
 
 
-def check_report(results, paths: list[str], fmt: str, interactive: bool) -> str | None:
+def check_report(results, paths: list[str], fmt: str, interactive: bool, quiet: bool = False) -> str | None:
     """The report of `results` (one per path), or None when there is nothing to print."""
     reports = []
     for path, result in zip(paths, results):
@@ -14,10 +16,12 @@ def check_report(results, paths: list[str], fmt: str, interactive: bool) -> str 
             reports.append(to_json(result.diagnostics))
         elif result.diagnostics:
             reports.append(render_all(result.diagnostics, result.sources))
-        elif len(paths) > 1 or interactive:
+        elif (len(paths) > 1 or interactive) and not quiet:
             reports.append(f"{path}: ok")
-    if fmt == "json":
-        return reports[0] if len(paths) == 1 else "[" + ",\n".join(reports) + "]"
+    if fmt == "json":  # one file: its list; several: an object keyed by file, in the order given
+        if len(paths) == 1:
+            return reports[0]
+        return "{\n" + ",\n".join(f"{json.dumps(path)}: {report}" for path, report in zip(paths, reports)) + "\n}"
     return "\n\n".join(reports) if reports else None
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
+from ..compiler.tco import job_cost
 from ..model.calibration import BAND_CONFIDENCE
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan, HeteroSplit
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.power import PowerResult
 from ..solver.serve import ServePlan
+from .serve import serve_json
 
 PLAN_FORMAT_VERSION = 2
 # Every plan, whatever its job kind, carries these keys (null where a metric does not
@@ -64,19 +68,10 @@ def _train_json(outcome: TrainOutcome) -> dict:
 
 
 def _serve_contract(p: ServePlan) -> dict:
-    b = p.best
-    gpus = p.replicas * b.gpus if b else None
-    return {"kind": "serve", "status": "optimal" if b else "infeasible",
-            "step_time_s": b.tpot if b else None,   # one decode iteration
-            "tokens_per_s": p.tokens_per_s if b else None,
-            "mfu": None,                          # not yet modelled for serving
-            "memory_per_gpu_bytes": b.memory if b else None,
-            "power_w": p.power_w if b else None, "energy_per_token_j": p.energy_per_token if b else None,
-            "gpus": gpus, "parallelism": None,
-            "placement": {"replicas": p.replicas, "gpus_per_replica": b.gpus} if b else {},
-            "error_band": {"confidence": BAND_CONFIDENCE, "reason": "the serving model has no cross-validated "
-                           "residuals yet: no band is claimed"},
-            "solver": {"status": "optimal" if b else "infeasible", "configurations": p.considered}}
+    """The contract's keys of a serve plan: nulls where infeasible; views/serve.py fills the rest."""
+    return {"kind": "serve", "status": "optimal" if p.best else "infeasible",
+            **{key: None for key in CONTRACT if key not in ("status", "binding", "solver")},
+            "placement": {}, "solver": {"status": "optimal" if p.best else "infeasible", "configurations": p.considered}}
 
 
 def _hetero_contract(h: HeteroPlan) -> dict:
@@ -156,6 +151,7 @@ def plan_json(plan) -> dict:
         "job": job.name, "cluster": job.graph.name, "partition": job.partition.name,
         "objective": plan.objective, "status": plan.status,
         "solver": solver_json(plan),
+        "warnings": [{"kind": w.kind, "message": w.message} for w in getattr(plan, "warnings", ())],
     }
     if plan.best is None:
         smallest, reason = plan.smallest, getattr(plan, "infeasibility", None)
@@ -173,15 +169,31 @@ def plan_json(plan) -> dict:
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
                               "cooling": plan.power.cooling},
         "energy_per_token_j": plan.energy_per_token,
-        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()}},
+        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
+                       "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor, "half_width": r.half_width}
+                                   for r in plan.band_reasons]},
         "placement": placement_json(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
     })
+    good = getattr(plan, "goodput", None)
+    if good is not None:
+        out["goodput"] = goodput_json(good, plan.best.tokens_per_s)
     if job.tokens:
         out["time_to_train_s"] = job.tokens / plan.best.tokens_per_s
         out["energy_to_train_j"] = job.tokens * plan.energy_per_token
+    cost = job_cost(job.entity, job.graph, plan.best.tokens_per_s, job.tokens)
+    if cost is not None:
+        out["cost"] = cost
     return out
+
+
+def goodput_json(good, tokens_per_s: float) -> dict:
+    """Goodput beside throughput: what trains under failures, checkpoints and restarts."""
+    finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 -- no failures: no interval, no MTBF
+    return {"tokens_per_s": tokens_per_s * good.efficiency, "share": good.efficiency,
+            "checkpoint_interval_s": finite(good.interval), "checkpoint_write_s": good.write,
+            "restart_s": good.restart, "job_mtbf_s": finite(good.mtbf)}
 
 
 def power_json(result: PowerResult) -> dict:
@@ -195,22 +207,6 @@ def power_json(result: PowerResult) -> dict:
         "marginal_tokens_per_s_per_mw": result.marginal_tokens_per_s_per_mw, "binding": list(result.binding),
         "shortfall_w": result.shortfall, "time_to_train_s": result.time_to_train, "message": result.message,
     }
-
-
-def serve_json(p: ServePlan) -> dict:
-    out = {"format": "gclc-serve-plan", "version": 1, "job": p.name, "cluster": p.graph.name,
-           "status": "optimal" if p.best else "infeasible", "configurations": p.considered,
-           "binding": list(p.binding)}
-    if p.best is None:
-        return out
-    b = p.best
-    out.update({"parallelism": {"tp": b.config.tp, "ep": b.config.ep, "batch": b.config.batch,
-                                "replicas": p.replicas},
-                "gpus": p.replicas * b.gpus, "ttft_s": b.ttft, "tpot_s": b.tpot, "tokens_per_s": p.tokens_per_s,
-                "tokens_per_s_per_gpu": p.tokens_per_s / (p.replicas * b.gpus),
-                "requests_per_s": b.requests_per_s * p.replicas, "memory_per_gpu_bytes": b.memory,
-                "hbm_bytes": b.hbm, "power_w": p.power_w, "energy_per_token_j": p.energy_per_token})
-    return out
 
 
 def hetero_json(result: HeteroPlan) -> dict:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..compiler.tco import job_cost
 from ..dsl.units import BYTES, POWER, Quantity, format_quantity
+from ..model.calibration import half_width
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.power import PowerInputs, PowerResult
 from ..solver.serve import ServePlan
+from .serve import serve_text
 from .plan_json import parallelism
 
 
@@ -66,6 +69,12 @@ def _placement_text(plan) -> str:
     return "; ".join(parts) or "one GPU"
 
 
+def goodput_text(good, tokens_per_s: float) -> str:
+    return (f"  goodput    {tokens_per_s * good.efficiency:,.0f} tokens/s ({good.efficiency:.1%} of the time trains): "
+            f"job MTBF {good.mtbf / 3600:.3g} h, checkpoint {good.write:.3g} s every {good.interval / 60:.3g} min "
+            f"(Young/Daly), restart {good.restart / 60:.3g} min")
+
+
 def plan_text(plan, timings: bool = False) -> str:
     job = plan.job
     head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
@@ -91,13 +100,27 @@ def plan_text(plan, timings: bool = False) -> str:
         f"{plan.energy_per_token:.3g} J/token",
         "  binds      " + "; ".join(plan.binding),
     ]
+    why = getattr(plan, "band_reasons", ())
+    if why:
+        lines.append(f"  band wide  ±{half_width(why):.0%}, not ±{half_width(()):.0%}: "
+                     + "; ".join(f"{r.text} (x{r.factor:.2f})" for r in why))
+    if getattr(plan, "goodput", None) is not None:
+        lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
         days = job.tokens / e.tokens_per_s / 86400
         lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")
+    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
+    if cost is not None:
+        whole = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"
+        to_train = f", {cost['cost_to_train_usd'] / 1e6:,.2f} M USD to train" if "cost_to_train_usd" in cost else ""
+        lines.append(f"  cost       TCO {cost['tco_usd'] / 1e6:,.2f} M USD (capex {cost['capex_usd'] / 1e6:,.2f} M), "
+                     f"{cost['cost_per_token_usd'] * 1e6:,.3f} USD per million tokens{to_train}{whole}")
     for i, r in enumerate(plan.runners_up, 2):
         lines.append(f"  #{i}         {_config(r)} [{','.join(r.config.order)}]: {r.step_time:.3f} s, MFU {r.mfu:.1%}")
     if getattr(plan, "proof", ""):
         lines.append(f"  proof      {plan.proof}")
+    for w in getattr(plan, "warnings", ()):
+        lines.append(f"  warning    {w.message} [{w.kind}]")
     return "\n".join(lines)
 
 
@@ -124,24 +147,6 @@ def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
         lines.append(f"  model            step shares: per micro-batch {a1:.2f} clocked + {a2:.2f} other, "
                      f"fixed {a3:.2f} clocked + {a4:.2f} other{check}")
     return "\n".join(lines)
-
-
-def serve_text(p: ServePlan) -> str:
-    head = f"plan {p.name} (serve) on {p.graph.name}: {p.considered} configurations"
-    if p.best is None:
-        return head + "\n  infeasible: " + "; ".join(p.binding)
-    b = p.best
-    return "\n".join([
-        head,
-        f"  parallel   tp={b.config.tp} ep={b.config.ep} batch={b.config.batch} per replica, "
-        f"{p.replicas} replicas ({p.replicas * b.gpus} GPUs)",
-        f"  latency    TTFT {b.ttft * 1e3:,.0f} ms, TPOT {b.tpot * 1e3:,.1f} ms",
-        f"  throughput {p.tokens_per_s:,.0f} output tokens/s ({p.tokens_per_s / (p.replicas * b.gpus):,.0f} per GPU), "
-        f"{b.requests_per_s * p.replicas:,.1f} requests/s",
-        f"  memory     {b.memory / 1e9:,.1f} GB of {b.hbm / 1e9:,.0f} GB per GPU",
-        f"  power      {p.power_w / 1e6:,.3g} MW, {p.energy_per_token:.3g} J per output token",
-        "  binds      " + "; ".join(p.binding),
-    ])
 
 
 def hetero_text(result: HeteroPlan) -> str:

@@ -60,7 +60,7 @@ def plan_error_band(plan) -> dict[str, tuple[float, float]]:
 def report_html(design: Design, job: str | None = None, objective: str | None = None, source: str = "") -> str:
     """The report as HTML text. `job` names the train job (a missing name raises `JobError`)."""
     context = _context(design, job, objective, source)
-    body = [_header(context), _design_section(context.graph)]
+    body = [_header(context), _design_section(context.graph), _cost_section(context)]
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
     elif context.plan is not None and context.plan.best is not None:
@@ -68,6 +68,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     else:
         body.append(_section("Plan", _infeasible(context.plan) if context.plan is not None else _note(context.note)))
     body.append(_roofline_section(context))
+    body += [_schedule_section(design)] if _shared(design) else []
     body.append(_diagrams(context))
     title = f"gclc report: {context.graph.name}"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -163,6 +164,18 @@ def _design_section(graph: ClusterGraph) -> str:
     return _section("Design", "<p>Every derived number of the cluster, with the formula it comes from "
                               "(as <code>gclc explain</code>).</p>",
                     _table(("quantity", "value", "formula"), rows, formula=2))
+
+
+def _cost_section(c: Context) -> str:
+    """The bill of materials and, with an `economics` block, the cost of ownership."""
+    from ..compiler.lower import pick_cluster
+    from ..compiler.tco import cost_metrics
+
+    rows = [(m.label, m.text, m.formula) for m in cost_metrics(pick_cluster(c.design, c.graph.name), c.graph)]
+    return _section("Bill of materials and cost", "<p>Counts from the topology, prices from the parts' "
+                                                  "<code>price</code> fields, the cost of ownership from the "
+                                                  "cluster's <code>economics</code> block.</p>",
+                    _table(("item", "value", "formula"), rows, formula=2))
 
 
 # ----------------------------------------------------------------- plan
@@ -284,6 +297,39 @@ def _roofline_section(c: Context) -> str:
     return _section("Roofline", _figure(report_plots.roofline(chip, precision, ops), caption))
 
 
+# ----------------------------------------------------------------- schedule
+
+
+def _shared(design: Design) -> bool:
+    """A design that describes a shared cluster: a workload, or jobs with a priority or an arrival."""
+    return any(e.kind == "workload" or (e.kind == "train" and ("priority" in e.record or "submit" in e.record))
+               for e in design.local())
+
+
+def _schedule_section(design: Design) -> str:
+    """`gclc schedule` under the priority policy: the summary and the utilization/Gantt plot."""
+    from ..solver.schedule.jobs import ScheduleError, build
+    from ..solver.schedule.milp import solve
+    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.simulate import simulate
+    from .report_plots import scope_ids
+    from .schedule import schedule_json, schedule_text
+    from .schedule_plot import schedule_figure
+
+    try:
+        workload = build(design)
+    except ScheduleError as error:
+        return _section("Schedule", _note("Omitted: " + "; ".join(d.summary for d in error.diagnostics) + "."))
+    outcome = simulate(workload, POLICIES["priority"], seed=0, epochs=3)
+    data = schedule_json(workload, outcome, [solve(e) for e in outcome.epochs])
+    svg = scope_ids(schedule_figure(data, "svg").decode("utf-8"), "schedule")
+    return _section("Schedule", "<p>Every job of the design on the shared cluster, simulated under the priority "
+                    "policy with failures (seed 0); `gclc schedule` compares the policies.</p>",
+                    f"<pre>{_e(schedule_text(data))}</pre>",
+                    _figure(svg, "GPUs in use and jobs waiting over time; one row per job, hatched where a run "
+                                 "ended in a preemption or a failure."))
+
+
 # ----------------------------------------------------------------- diagrams
 
 
@@ -291,11 +337,14 @@ def _diagrams(c: Context) -> str:
     from .report_plots import scope_ids
 
     fabrics = render.fabric_entities(c.design)
-    views = [("topology", render.topology(c.graph, fabrics), "The cluster: one of each repeated unit expanded.")]
-    if c.plan is not None and c.plan.best is not None:
-        views.append(("placement", render.placement(c.plan, fabrics),
-                      "Where each parallel dimension runs, exposed communication per tier, one group highlighted."))
-    views.append(("power", render.power(c.graph), "Where the watts go at full load."))
+    views = [("topology", render.topology(c.graph, fabrics, c.design), "The cluster: one of each repeated unit expanded.")]
+    planned = c.plan if c.plan is not None and c.plan.best is not None else None
+    if planned is not None:
+        views.append(("placement", render.placement(planned, fabrics),
+                      "The rank grid: GPUs by scale-up domain and pipeline stage, the tiers each group crosses."))
+    views.append(("power", render.power(c.graph, planned),
+                  "Where the watts go at the plan's operating point (TDP for reference)." if planned is not None
+                  else "Where the watts go at full load."))
     parts = []
     for name, dot, caption in views:
         try:

@@ -260,7 +260,7 @@ def test_real_process(tmp_path):
         assert done.returncode == expected, (name, output)
         assert "Traceback" not in output, (name, output)
     done = subprocess.run(runs["bad"][0], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert LOCATED.search(done.stdout), done.stdout
+    assert LOCATED.search(done.stderr) and done.stdout == "", done.stderr  # diagnostics on stderr
 
 
 # ----------------------------------------------------------------- properties

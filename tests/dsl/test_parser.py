@@ -332,3 +332,51 @@ def test_errors_are_located(text, code, line, column):
     (diagnostic,) = info.value.diagnostics
     assert diagnostic.code == code
     assert (diagnostic.subject.path, diagnostic.subject.line, diagnostic.subject.column) == ("e.gcl", line, column)
+
+
+# ----------------------------------------------------------------- recovery
+
+
+@pytest.mark.parametrize("text, line, column, found", [
+    ("fabric F {\n  latency = 0.6 us us\n  kind = infiniband\n}\n", 2, 20, "name `us`"),
+    ("train j {\n  batch = 2048 +\n  tokens = 1 T\n}\n", 2, 16, "end of the line after `+`"),
+    ("train j {\n  batch =\n  tokens = 1 T\n}\n", 2, 9, "end of the line after `=`"),
+    ("nic N {\n  bandwidth = 400 Gb/s  ports\n  protocol = infiniband\n}\n", 2, 25, "name `ports`"),
+    ("param a = 16 *\nparam b = 2\n", 1, 14, "end of the line after `*`"),
+    ("param a = 16 *", 1, 14, "end of the line after `*`"),
+])
+def test_a_mistake_is_reported_on_its_own_line(text, line, column, found):
+    with pytest.raises(ParseError) as info:
+        parse(text, "e.gcl")
+    (diagnostic,) = info.value.diagnostics
+    assert (diagnostic.code, diagnostic.subject.line, diagnostic.subject.column) == ("syntax", line, column)
+    assert diagnostic.summary == f"unexpected {found}"
+
+
+def test_every_syntax_error_is_reported_in_one_run():
+    lines = ["chip A {", "  clock = 2 GHz GHz", "  cores = = 132", "  l2 = 50 MB;", "}", "nic B {",
+             "  bandwidth = 400 Gb/s  ports", "  protocol = infiniband", "}", "param racks = 16 *"]
+    with pytest.raises(ParseError) as info:
+        parse("\n".join(lines) + "\n", "e.gcl")
+    assert [(d.code, d.subject.line) for d in info.value.diagnostics] == [
+        ("syntax", 2), ("syntax", 3), ("bad-character", 4), ("syntax", 7), ("syntax", 10)]
+
+
+def test_recovery_reports_no_consequence_of_its_own_blanking():
+    # The blanked header leaves a bare `{`: what follows is not reported as a second error.
+    with pytest.raises(ParseError) as info:
+        parse("chip = A {\n  clock = 2 GHz\n}\nchip B { clock = 1 GHz }\n", "e.gcl")
+    assert [d.subject.line for d in info.value.diagnostics] == [1]
+
+
+@pytest.mark.parametrize("text, line, column, help_", [
+    ("chip A {\n  power { us\n    tdp = 1 W\n  }\n}\n", 2, 11, "a field is written `us = value`"),
+    ('import "std/hosts" foo\nimport "std/network"\n', 1, 20, "an import names one file"),
+    ("chip A {\n  clock = 1 GHz\n} us\nchip B { clock = 1 GHz }\n", 3, 3, "write `us = ...`"),
+])
+def test_a_stray_word_is_reported_where_it_stands(text, line, column, help_):
+    with pytest.raises(ParseError) as info:
+        parse(text, "e.gcl")
+    (diagnostic,) = info.value.diagnostics
+    assert (diagnostic.subject.line, diagnostic.subject.column) == (line, column)
+    assert any(help_ in note for note in diagnostic.notes), diagnostic.notes

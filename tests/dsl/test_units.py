@@ -189,3 +189,11 @@ def test_format_examples():
     assert format_quantity(Quantity.of(405, "B")) == "405 B"
     assert format_quantity(Quantity.of(700, "W")) == "700 W"
     assert format_quantity(Quantity(8_030_000_000)) == "8.03 B"  # an int value, as rules compute it
+
+
+def test_spelled_out_units_are_respelled():
+    from gclc.dsl.units import respell
+
+    assert respell("Gbit/s") == "Gb/s" and respell("Gbits/s") == "Gb/s" and respell("Gbitps") == "Gb/s"
+    assert respell("GBytes") == "GB" and respell("MByte/s") == "MB/s" and respell("Kibit") == "Kib"
+    assert respell("GB/s") is None and respell("bit") is None and respell("Gbps") is None

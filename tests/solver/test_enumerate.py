@@ -75,24 +75,27 @@ def test_orders_are_distinct_and_size_one_dimensions_go_last(p):
 
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(designs.designs())
-def test_data_parallelism_is_the_largest_that_leaves_a_valid_configuration(p):
+def test_every_replica_count_that_leaves_a_valid_configuration_is_searched(p):
+    # The GPU count is searched in whole replicas: every dp up to the job's GPUs that
+    # splits the batch (and folds the experts) is in the space, unless dp is pinned.
     job = designs.job(p)
     space = enumerator.space(job)
-    seen = {(c.tp, c.pp, c.cp, c.ep): c.dp for c in enumerator.configurations(job)}
-    for (tp, pp, cp, ep), dp in seen.items():
-        if "dp" in job.pinned:
-            assert dp == int(job.pinned["dp"])
-            continue
-        for larger in range(dp + 1, space.gpus // (tp * pp * cp) + 1):
-            assert (job.batch % larger or (larger * cp) % ep
-                    or not enumerator.inner_choices(job, pp, larger))
-    # and no layout with a valid configuration is missing
+    seen: dict[tuple, set[int]] = {}
+    for c in enumerator.configurations(job):
+        seen.setdefault((c.tp, c.pp, c.cp, c.ep), set()).add(c.dp)
     for tp in space.tps:
         for pp in space.pps:
             for cp in space.cps:
                 for ep in space.eps:
-                    if tp * pp * cp <= space.gpus and enumerator.data_parallel(job, space, tp, pp, cp, ep):
-                        assert (tp, pp, cp, ep) in seen
+                    if tp * pp * cp > space.gpus:
+                        continue
+                    valid = {dp for dp in range(1, space.gpus // (tp * pp * cp) + 1)
+                             if job.batch % dp == 0 and (dp * cp) % ep == 0 and enumerator.inner_choices(job, pp, dp)}
+                    if "dp" in job.pinned:
+                        valid &= {int(job.pinned["dp"])}
+                    elif space.widest_only and valid:   # a power bound: the power plan picks the count
+                        valid = {max(valid)}
+                    assert seen.get((tp, pp, cp, ep), set()) == valid
 
 
 def test_stage_two_is_left_out_unless_pinned():

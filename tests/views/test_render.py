@@ -69,10 +69,12 @@ def sources(designs, plans):
     out = {}
     for name, design in designs.items():
         graph, fabrics = lower(design), render.fabric_entities(design)
-        out[name, "topology"] = render.topology(graph, fabrics).source
+        out[name, "topology"] = render.topology(graph, fabrics, design).source
         out[name, "power"] = render.power(graph).source
         if plans[name] is not None:
             out[name, "placement"] = render.placement(plans[name], fabrics).source
+            if plans[name].job.graph.name == graph.name:
+                out[name, "power at plan"] = render.power(graph, plans[name]).source
     return out
 
 
@@ -122,20 +124,119 @@ def test_a_hundred_thousand_gpus_stay_a_small_picture(sources):
     assert len(nodes) < 30
 
 
+_CELL = re.compile(r'<TD BORDER="(\d)" COLOR="(#\w+)" BGCOLOR="(#\w+)"[^>]*><FONT [^>]*>([\d,]+)')
+
+
+def _bands(source: str) -> dict[str, list[tuple[int, str, str, bool]]]:
+    """Per band node: (rank, frame colour, fill colour, whether it belongs to the band) of each cell."""
+    out = {}
+    for node, body in re.findall(r"^\t(stage_\d+) \[label=<(.*)>\]$", source, re.MULTILINE):
+        out[node] = [(int(rank.replace(",", "")), frame, fill, border == "2")
+                     for border, frame, fill, rank in _CELL.findall(body)]
+    return out
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_placement_structure(name, plans, sources):
+def test_placement_draws_the_rank_grid(name, plans, sources):
+    from gclc.views.diagram import PALETTE
+    from gclc.views.placement import MAX_BANDS, coordinate, domain_size, ranks_view
+
     chosen = plans[name]
     if chosen is None:
         pytest.skip(f"{name} has no plannable train job")
     source, cfg = sources[name, "placement"], chosen.best.config
-    labels = "\n".join(_labels(source))
-    assert f"plan {chosen.job.name}: tp={cfg.tp} pp={cfg.pp} dp={cfg.dp} cp={cfg.cp} ep={cfg.ep}" in labels
-    for dim in render.DIM_ORDER:
-        size = getattr(cfg, dim)
-        if size > 1:
-            assert f"▶ {dim}: {size:,} of {size:,} ranks" in labels   # the group's outermost tier
-    highlighted = source.count('color="#e65100"')
-    assert highlighted >= 2 and "highlighted: one" in labels
+    assert f"plan {chosen.job.name}: tp={cfg.tp} pp={cfg.pp} dp={cfg.dp} cp={cfg.cp} ep={cfg.ep}" in source
+    bands = _bands(source)
+    stages = sorted(int(k.split("_")[1]) for k in bands)
+    assert stages == (list(range(cfg.pp)) if cfg.pp <= MAX_BANDS else list(range(MAX_BANDS - 1)) + [cfg.pp - 1])
+    if cfg.pp > MAX_BANDS:
+        assert f"{cfg.pp - len(stages)} more pipeline stages" in source
+    size = min(domain_size(ranks_view(chosen)), cfg.gpus)
+    for key, cells in bands.items():
+        stage = int(key.split("_")[1])
+        assert cells, key
+        for rank, frame, fill, mine in cells:
+            assert mine == (cfg.pp == 1 or coordinate(cfg, rank, "pp") == stage)  # a band holds its stage's GPUs
+            if mine:
+                assert frame == PALETTE[coordinate(cfg, rank, "dp") % len(PALETTE)]  # framed by DP replica
+        ranks = [rank for rank, *_ in cells]
+        assert ranks == sorted(ranks) and all(rank < cfg.gpus for rank in ranks)
+        assert f"ranks {ranks[0]:,}–{min(cfg.gpus, (ranks[0] // size + 1) * size) - 1:,}" in source
+    for dim, n, stride, stages_ in render.dimension_stages(cfg, ranks_view(chosen).tiers):
+        row = re.search(rf"<TD ALIGN=\"LEFT\">{dim} = {n} \(\w+\)</TD><TD[^>]*>{cfg.gpus // n:,} groups, "
+                        rf"ranks {stride:,} apart</TD><TD[^>]*>([^<]*)</TD>", source)
+        assert row is not None, dim
+        assert [t.rsplit(" (", 1)[0] for t in row[1].split(" → ")] == [s.tier.name for s in stages_]
+
+
+def test_tensor_groups_share_a_fill_and_expert_groups_are_outlined(plans, sources):
+    from gclc.views.placement import coordinate
+
+    chosen = plans["dgx_h100_superpod.gcl"]
+    cfg = chosen.best.config
+    cells = [c for band in _bands(sources["dgx_h100_superpod.gcl", "placement"]).values() for c in band if c[3]]
+    fills: dict[int, set[str]] = {}
+    for rank, _, fill, _ in cells:
+        fills.setdefault(rank - coordinate(cfg, rank, "tp") * cfg.stride("tp"), set()).add(fill)
+    assert cfg.tp > 1 and all(len(f) == 1 for f in fills.values())
+    firsts = sorted(fills)
+    assert any(fills[a] != fills[b] for a, b in zip(firsts, firsts[1:]))  # neighbouring groups told apart
+    moe = plans["gb200_nvl72_100k.gcl"]
+    source = sources["gb200_nvl72_100k.gcl", "placement"]
+    assert moe.best.config.ep > 1 and "outlined: expert group" in source
+    for band in re.findall(r"^\t(stage_\w+) \[label=<(.*)>\]$", source, re.MULTILINE):
+        outlined = re.findall(r'<TABLE BORDER="2" COLOR="#212121" STYLE="ROUNDED"[^>]*>(.*?)</TABLE>', band[1])
+        for group in outlined:
+            ranks = [int(r.replace(",", "")) for r in re.findall(r">([\d,]+)</FONT>", group)]
+            assert len({r // moe.best.config.ep for r in ranks}) == 1  # one expert group per outline
+
+
+def test_rail_optimized_fabrics_are_drawn_as_rails(sources, designs):
+    source = sources["dgx_h100_superpod.gcl", "topology"]
+    graph = lower(designs["dgx_h100_superpod.gcl"])
+    leaf = next(layer for layer in graph.switch_layers if layer.level == 1)
+    for k in range(8):
+        assert f"p_0_part_nic_ConnectX7:r{k}:n -> sw_SuperPOD_NDR_1_r_{k}" in source  # NIC port k to rail k
+        assert f"sw_SuperPOD_NDR_1_r_{k} -> sw_SuperPOD_NDR_2" in source
+        assert f'label="rail {k}\\n{leaf.switches // 8} × QM9700' in source
+    assert "SuperPOD_NDR leaf: 8 rails" in source and "1:1 non-blocking" in source
+    assert "127 links per rail × 400 Gb/s" in source  # the design writes 400 Gb/s, not 50 GB/s
+    assert not re.search(r"(?<![\d.])50 GB/s", source)
+    plain = sources["a100_cluster.gcl", "topology"]
+    assert " rails" not in plain and "200 Gb/s" in plain  # a fat tree stays a fat tree
+
+
+def test_oversubscription_and_plurals_are_written_out(tmp_path):
+    path = tmp_path / "small.gcl"
+    path.write_text(TORUS.split("fabric ICI")[0] + """
+fabric Thin { kind = ethernet  topology = fat_tree(tiers = 2, radix = 8, oversubscription = 3:1)  bandwidth = 100 Gb/s }
+nic N { bandwidth = 100 Gb/s }
+node Box { gpus = 4 x T1  nics = 1 x N }
+cluster Small { units = 3 x Box  scaleout = Thin }
+""")
+    design = check_file(str(path)).design
+    assert design is not None
+    source = render.topology(lower(design), render.fabric_entities(design), design).source
+    assert "oversubscribed 3:1" in source and "1 switch ·" in source and "1 switches" not in source
+
+
+def test_power_view_at_the_plans_operating_point(plans, designs, sources):
+    from gclc.compiler.metrics import power_breakdown
+    from gclc.views.power_view import operating_point
+
+    chosen = plans["dgx_h100_superpod.gcl"]
+    graph = lower(designs["dgx_h100_superpod.gcl"])
+    source = sources["dgx_h100_superpod.gcl", "power at plan"]
+    point = operating_point(graph, chosen)
+    p, used = chosen.job.partition, chosen.best.config.gpus
+    expected = used * chosen.power.per_gpu + (p.gpus - used) * p.node.accelerator.idle
+    assert point[p.name] * p.gpus == pytest.approx(expected)
+    rows = {m.key: m.value for m in power_breakdown(graph, point)}
+    full = {m.key: m.value for m in power_breakdown(graph)}
+    assert rows["power.accelerators"] < full["power.accelerators"]
+    assert render.fmt(rows["power.accelerators"], "W") in source
+    assert f"at TDP: {render.fmt(full['power.accelerators'], 'W')}" in source
+    assert "operating point" in source and f"{used:,} GPUs at {render.fmt(chosen.power.per_gpu, 'W')} each" in source
 
 
 def test_traffic_is_split_over_the_tiers_a_group_crosses(plans):
@@ -168,9 +269,9 @@ def test_tori_and_full_meshes(tmp_path):
     path.write_text(TORUS)
     design = check_file(str(path)).design
     assert design is not None
-    torus = render.topology(lower(design, "Pod")).source
+    torus = render.topology(lower(design, "Pod"), render.fabric_entities(design), design).source
     assert all(f"ICI dim {i}" in torus for i in (1, 2, 3)) and "p_0_tier_0 -> p_0_tier_1" in torus
-    mesh = render.topology(lower(design, "Mini")).source
+    mesh = render.topology(lower(design, "Mini"), render.fabric_entities(design), design).source
     assert "no switches (direct links)" in mesh and "4 links × 25 GB/s" in mesh
 
 

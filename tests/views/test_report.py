@@ -17,7 +17,7 @@ from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 
 ROOT = Path(__file__).resolve().parents[2]
-PLANNED, UNPLANNED = "dgx_h100_superpod.gcl", "custom_dsa.gcl"
+PLANNED, UNPLANNED, SHARED = "dgx_h100_superpod.gcl", "custom_dsa.gcl", "shared_cluster.gcl"
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
                   "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--enable-logging=stderr",
@@ -38,7 +38,7 @@ HARNESS = """<script>
 @pytest.fixture(scope="module")
 def reports():
     out = {}
-    for name in (PLANNED, UNPLANNED, "hetero_h100_a100.gcl"):
+    for name in (PLANNED, UNPLANNED, "hetero_h100_a100.gcl", SHARED):
         design = check_file(str(ROOT / "examples" / name)).design
         out[name] = report.report_html(design, source=f"examples/{name}")
     return out
@@ -50,9 +50,10 @@ def _sections(text: str) -> list[str]:
 
 def test_a_planned_design_gets_every_section(reports):
     text = reports[PLANNED]
-    assert _sections(text) == ["Design", "Plan", "Step time", "Memory per GPU", "Throughput against power budget",
-                               "Runners-up", "Roofline", "Diagrams"]
+    assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Step time", "Memory per GPU",
+                               "Throughput against power budget", "Runners-up", "Roofline", "Diagrams"]
     assert "llama3_405b_pretrain" in text and "bisection bandwidth" in text
+    assert "127 x 270,000 USD" in text and "capex + energy + maintenance" in text  # the bill and the TCO
     assert "<th>range</th>" in text                         # the plan's 80 % error band
     for caption in ("topology:", "placement:", "power:"):
         assert f"<figcaption>{caption}" in text
@@ -60,11 +61,19 @@ def test_a_planned_design_gets_every_section(reports):
 
 
 def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
-    for name, why in ((UNPLANNED, "no `train` job"), ("hetero_h100_a100.gcl", "spans 2 partitions")):
+    # a serve job and a job split across partitions: their plan as text, no placement drawing
+    for name, why in ((UNPLANNED, "(serve)"), ("hetero_h100_a100.gcl", "split:")):
         text = reports[name]
-        assert _sections(text) == ["Design", "Plan", "Roofline", "Diagrams"]
+        assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
         assert "<figcaption>placement:" not in text
+
+
+def test_a_shared_cluster_gets_its_schedule(reports):
+    text = reports[SHARED]
+    assert _sections(text)[-2:] == ["Schedule", "Diagrams"]
+    assert "policy priority" in text and "finetune_8b" in text and "optimum    MILP" in text
+    assert "<figcaption>GPUs in use and jobs waiting" in text
 
 
 def test_the_report_is_self_contained(reports):

@@ -1,0 +1,164 @@
+"""Accuracy of gclc's serving model against published serving measurements: predicted vs
+measured output throughput and time to first token, one row per measurement.
+
+    .venv/bin/python benchmarks/serve_accuracy.py [--json]
+
+Nothing here is fitted: the serving model uses the per-chip GEMM, attention and HBM
+efficiencies that benchmarks/calibrate.py fitted on *training* runs, so every row is
+out-of-sample. Leave-one-source-out cross-validation therefore equals the plain errors; the
+table reports each source's median as that check. Signed error = predicted / measured - 1.
+
+Sources (every row names one):
+  TRT061   TensorRT-LLM v0.6.1, docs/source/performance.md, "Peak Throughput / H100 GPUs (FP8)"
+           (github.com/NVIDIA/TensorRT-LLM @138f96d4): gptSessionBenchmark, static batches of the
+           stated size, fp8 weights and KV cache; output tokens/s per GPU. Its generation kernel
+           read the cache once per query head: grouped-query (XQA) kernels came in v0.10.0
+           ("Integrated the new NVIDIA Hopper XQA kernels for LLaMA 2 70B", release notes)
+  TRT05L   the same file, "Low Latency" (data from v0.5): first-token latency at batch 1,
+           H100 fp8 and A100 fp16
+  TRT10    TensorRT-LLM v1.0, docs/source/performance/perf-overview.md (@00f37686): trtllm-bench
+           offline maximum throughput (in-flight batching, CUDA graphs up to batch 8192, KV cache
+           up to 95 % of free memory), fixed ISL/OSL, ModelOpt fp8 checkpoints; total output tokens/s
+           over the whole run: its stated number of requests, all queued at once, is simulated here
+           (serve_sim) with the batch its scheduler guarantees (KV for ISL + OSL per request)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
+
+from gclc.compiler.driver import check_file  # noqa: E402
+from gclc.compiler.lower import lower_cluster  # noqa: E402
+from gclc.model.inference import Engine, ServeConfig, first_token_time, replica  # noqa: E402
+from gclc.model.shape import ModelShape  # noqa: E402
+from gclc.compiler.serve_trace import Request  # noqa: E402
+from gclc.solver.serve_sim import Pool, simulate  # noqa: E402
+
+DESIGN = HERE / "designs" / "serving_models.gcl"
+MAX_BATCH = 8192          # TRT10: the largest CUDA-graph batch in its llm_options.yml
+KV_SHARE = 0.95           # TRT10: --kv_cache_free_gpu_mem_fraction 0.95
+# TRT10: requests per ISL/OSL ("$num_requests" table of perf-overview.md)
+REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500, (2048, 128): 3000,
+            (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000, (500, 2000): 3000, (20000, 2000): 1000}
+
+
+@dataclass(frozen=True)
+class Row:
+    source: str
+    model: str
+    cluster: str
+    precision: str
+    tp: int
+    batch: int | None        # None: the largest that fits (maximum-throughput runs)
+    isl: int
+    osl: int
+    metric: str              # tok_s_gpu (output tokens/s per GPU), tok_s (total), ttft_s
+    measured: float
+
+
+def _rows() -> list[Row]:
+    rows = []
+    # TRT061: (model, batch, tp, isl, osl, output tok/s per GPU)
+    for model, batch, tp, isl, osl, value in (
+        ("GPTJ_6B", 1024, 1, 128, 128, 26150), ("GPTJ_6B", 120, 1, 128, 2048, 8011),
+        ("GPTJ_6B", 64, 1, 2048, 128, 2551), ("GPTJ_6B", 64, 1, 2048, 2048, 3327),
+        ("Llama2_7B", 768, 1, 128, 128, 19694), ("Llama2_7B", 112, 1, 128, 2048, 6818),
+        ("Llama2_7B", 80, 1, 2048, 128, 2244), ("Llama2_7B", 48, 1, 2048, 2048, 2740),
+        ("Llama2_70B", 1024, 2, 128, 128, 2657), ("Llama2_70B", 480, 4, 128, 2048, 1486),
+        ("Llama2_70B", 96, 2, 2048, 128, 306), ("Llama2_70B", 64, 2, 2048, 2048, 547),
+        ("Falcon_180B", 1024, 4, 128, 128, 987), ("Falcon_180B", 1024, 8, 128, 2048, 724),
+        ("Falcon_180B", 64, 4, 2048, 128, 112), ("Falcon_180B", 64, 4, 2048, 2048, 264),
+    ):
+        rows.append(Row("TRT061", model, "H100_Box", "fp8", tp, batch, isl, osl, "tok_s_gpu", value))
+    # TRT05L: (model, tp, isl, H100 fp8 ms, A100 fp16 ms)
+    for model, tp, isl, h100, a100 in (
+        ("GPTJ_6B", 1, 128, 7, 12), ("GPTJ_6B", 1, 2048, 29, 129), ("Llama2_7B", 1, 128, 7, 16),
+        ("Llama2_7B", 1, 2048, 36, 133), ("Llama2_70B", 4, 128, 26, 47), ("Llama2_70B", 4, 2048, 109, 377),
+        ("Falcon_180B", 8, 128, 27, 61), ("Falcon_180B", 8, 2048, 205, 509),
+    ):
+        rows.append(Row("TRT05L", model, "H100_Box", "fp8", tp, 1, isl, 1, "ttft_s", h100 / 1e3))
+        rows.append(Row("TRT05L", model, "A100_Box", "fp16", tp, 1, isl, 1, "ttft_s", a100 / 1e3))
+    # TRT10: ISL/OSL -> total output tok/s, per (model, cluster, tp)
+    lengths = ((128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (1000, 2000), (2048, 128),
+               (2048, 2048), (5000, 500), (20000, 2000))
+    tables = {
+        ("Llama31_8B", "H200_Box", 1): (27911, 26221, 18027, 20770, 17744, 16828, 3538, 12194, 3902, 1804),
+        ("Llama31_8B", "H100_Box", 1): (28312, 22714, 14325, 17660, 15220, 13899, 3450, 9305, 3459, 1351),
+        ("Llama33_70B", "H200_Box", 1): (3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283),
+        ("Llama33_70B", "H100_Box", 2): (6378, 6651, 4199, 5222, 4205, 4146, 762, 3082, 898, 437),
+        ("Llama31_405B", "H200_Box", 8): (3814, 5348, 4741, 4724, 3330, 3722, 456, 2948, 650, 505),
+        ("Llama31_405B", "H100_Box", 8): (3627, 4340, 3116, 3994, 2919, 2895, 453, 2296, 610, 345),
+    }
+    for (model, cluster, tp), values in tables.items():
+        for (isl, osl), value in zip(lengths, values):
+            rows.append(Row("TRT10", model, cluster, "fp8", tp, None, isl, osl, "tok_s", value))
+    return rows
+
+
+def predict(row: Row, design) -> float:
+    shape = ModelShape.from_entity(design[row.model])
+    partition = lower_cluster(design[row.cluster]).partitions[0]
+    if row.metric == "ttft_s":  # the whole prompt in one context phase, as v0.5 ran it
+        r = replica(shape, ServeConfig(row.tp, 1, row.precision), partition, Engine(chunk=row.isl))
+        return first_token_time(r, row.isl)
+    if row.batch is not None:   # a static batch: all prompts at once, then osl steps of all sequences
+        engine = Engine(chunk=row.batch * row.isl, grouped_kv=False)
+        r = replica(shape, ServeConfig(row.tp, row.batch, row.precision), partition, engine)
+        tokens = row.batch * row.isl
+        time = r.iteration(0, 0, tokens, tokens * row.isl / 2)
+        time += (row.osl - 1) * r.iteration(row.batch, row.batch * (row.isl + row.osl / 2))
+        return row.batch * row.osl / time / row.tp
+    # maximum throughput: the largest batch whose KV cache fits, continuous batching
+    probe = replica(shape, ServeConfig(row.tp, 1, row.precision), partition)
+    held = probe.kv.tokens_held(row.isl, row.osl)
+    fits = int(probe.kv_capacity_tokens(KV_SHARE * probe.hbm) // held)
+    batch = max(1, min(MAX_BATCH, fits))
+    r = replica(shape, ServeConfig(row.tp, batch, row.precision), partition)
+    queued = tuple(Request(0.0, row.isl, row.osl) for _ in range(REQUESTS[row.isl, row.osl]))
+    return simulate(queued, Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))).tokens_per_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args()
+    design = check_file(str(DESIGN)).design
+    results = []
+    for row in _rows():
+        predicted = predict(row, design)
+        results.append(asdict(row) | {"predicted": predicted, "error": predicted / row.measured - 1})
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"{'source':<7} {'model':<13} {'server':<9} {'prec':<5} {'tp':>2} {'batch':>5} {'isl':>6} {'osl':>5} "
+              f"{'metric':<9} {'measured':>10} {'predicted':>10} {'error':>7}")
+        for r in results:
+            print(f"{r['source']:<7} {r['model']:<13} {r['cluster']:<9} {r['precision']:<5} {r['tp']:>2} "
+                  f"{r['batch'] or 'max':>5} {r['isl']:>6} {r['osl']:>5} {r['metric']:<9} {r['measured']:>10,.4g} "
+                  f"{r['predicted']:>10,.4g} {r['error']:>+7.1%}")
+    errors = [abs(r["error"]) for r in results]
+    print()
+    for source in sorted({r["source"] for r in results}):
+        own = [abs(r["error"]) for r in results if r["source"] == source]
+        others = [abs(r["error"]) for r in results if r["source"] != source]
+        print(f"{source:<7} {len(own):>3} rows: median |error| {statistics.median(own):.1%} "
+              f"(held out; the other sources' median {statistics.median(others):.1%}; nothing fitted)")
+    throughput = sorted(r["measured"] / r["predicted"] for r in results if r["metric"] != "ttft_s")
+    decile = max(0, len(throughput) // 10)
+    print(f"measured / predicted throughput: 10th percentile {throughput[decile]:.2f}, "
+          f"90th {throughput[-1 - decile]:.2f} (the serve plans' 80 % band)")
+    p90 = sorted(errors)[int(0.9 * (len(errors) - 1))]
+    print(f"serve accuracy: {len(results)} published measurements from {len({r['source'] for r in results})} sources, "
+          f"median |error| {statistics.median(errors):.1%}, p90 {p90:.1%}, nothing fitted")
+
+
+if __name__ == "__main__":
+    main()

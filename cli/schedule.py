@@ -1,0 +1,103 @@
+"""`gclc schedule`: simulate the design's jobs on its shared cluster under a policy, hold
+the result against the MILP optimum, print it as text or JSON and draw it. Exit codes:
+0, 1 errors (bad input is a located diagnostic; nothing is written), 2 usage."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
+from ..dsl.diagnostics import render_all
+from .common import output_problem, settings_option
+
+PLOT_FORMATS = {".svg": "svg", ".png": "png"}
+
+
+def add(commands) -> None:
+    from ..solver.schedule.policies import POLICIES
+
+    cmd = commands.add_parser("schedule", help="simulate the jobs of a shared cluster under a scheduling policy")
+    cmd.add_argument("file", metavar="FILE")
+    cmd.add_argument("--policy", choices=tuple(POLICIES), default="priority",
+                     help="fifo, priority (+ topology-aware best fit, preemption) or slurm (lowest-switch best fit, "
+                          "backfill); default priority")
+    cmd.add_argument("--cluster", metavar="NAME", help="the cluster to schedule on (default: the file's first)")
+    cmd.add_argument("--json", action="store_true", help="print the schedule as JSON (views/schedule.schema.json)")
+    cmd.add_argument("-o", "--output", metavar="OUT", help="draw utilization and a Gantt chart here (.svg or .png)")
+    cmd.add_argument("--seed", type=int, default=0, help="seed of the failure process (default 0)")
+    cmd.add_argument("--no-failures", action="store_true", help="simulate without node and switch failures")
+    cmd.add_argument("--epochs", type=int, default=8, metavar="N",
+                     help="decision epochs at which the MILP optimum is solved (default 8; 0: none)")
+    settings_option(cmd)
+    cmd.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from ..solver.schedule.jobs import ScheduleError, build
+    from ..solver.schedule.milp import solve
+    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.simulate import simulate
+    from ..views.schedule import schedule_json, schedule_text
+
+    problem = _usage_problem(args)
+    if problem is not None:
+        return problem
+    result = check_file(args.file, args.set)
+    if result.diagnostics:
+        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
+    if result.design is None:
+        return EXIT_ERRORS
+    try:
+        workload = build(result.design, args.cluster)
+    except ScheduleError as error:
+        sources = dict(result.sources) | {s.path: s for s in error.sources}
+        print(render_all(error.diagnostics, sources), file=sys.stderr)
+        return EXIT_ERRORS
+    outcome = simulate(workload, POLICIES[args.policy], seed=args.seed, failures=not args.no_failures,
+                       epochs=max(0, args.epochs), progress=_progress_bar(len(workload.jobs)))
+    optimum = [solve(epoch) for epoch in outcome.epochs[:max(0, args.epochs)]]
+    data = schedule_json(workload, outcome, optimum)
+    if args.output:
+        from .output import write_atomic
+        from ..views.schedule_plot import schedule_figure
+
+        suffix = args.output[args.output.rfind("."):].lower()
+        try:
+            write_atomic(args.output, schedule_figure(data, PLOT_FORMATS[suffix]))
+        except OSError as error:
+            print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
+            return EXIT_ERRORS
+    print(json.dumps(data, indent=2) if args.json else schedule_text(data))
+    return EXIT_OK
+
+
+def _usage_problem(args: argparse.Namespace) -> int | None:
+    if args.epochs < 0:
+        print("gclc: --epochs must be 0 or more", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.output:
+        return None
+    suffix = args.output[args.output.rfind("."):].lower() if "." in args.output else ""
+    if suffix not in PLOT_FORMATS:
+        print(f"gclc: cannot draw `{args.output}`: the suffix picks the format, one of {', '.join(PLOT_FORMATS)}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    return output_problem(args)
+
+
+def _progress_bar(total: int):
+    """A one-line bar on stderr for long simulations in a terminal; None otherwise."""
+    if total < 1000 or not sys.stderr.isatty():
+        return None
+    step = max(1, total // 50)
+
+    def show(done: int, total: int) -> None:
+        if done % step == 0 or done == total:
+            filled = 40 * done // total
+            end = "\n" if done == total else ""
+            print(f"\r  simulating [{'#' * filled}{'.' * (40 - filled)}] {done:,}/{total:,} jobs", end=end,
+                  file=sys.stderr, flush=True)
+    return show

@@ -1,0 +1,107 @@
+"""`gclc std [list [--kind KIND] | show NAME]`: browse the standard library, each part with
+its data-sheet source. Exit codes: 0, 1 for a name the library does not have."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+
+from ..dsl.library import StdFile, StdPart, find_part, part_text, std_files, std_parts
+from ..compiler.driver import EXIT_ERRORS, EXIT_OK
+from ..compiler.names import nearest
+from ..views.color import paint_gcl
+from .common import colour
+
+
+def add(commands) -> None:
+    std = commands.add_parser("std", help="browse the standard library (std/): parts and their sources")
+    std.add_argument("action", nargs="?", choices=("list", "show"), default="list",
+                     help="list every part (default), or show one part's text")
+    std.add_argument("name", nargs="?", metavar="NAME", help="with `show`: a part (H100_SXM) or a file (std/nvidia)")
+    std.add_argument("--kind", metavar="KIND", help="with `list`: only parts of this kind (chip, node, fabric, ...)")
+    std.add_argument("--json", action="store_true",
+                     help="as JSON: `list` an array of parts, `show` one part (kind, name, import, path, line, "
+                          "source, extends, text)")
+    std.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "show":
+        if not args.name:
+            print("gclc std show: name a part, such as `gclc std show H100_SXM`", file=sys.stderr)
+            return 2
+        return _show(args.name, args.json)
+    if args.name:
+        print(f"gclc std list: takes no name (did you mean `gclc std show {args.name}`?)", file=sys.stderr)
+        return 2
+    kinds = sorted({p.kind for p in std_parts()})
+    if args.kind is not None and args.kind not in kinds:
+        print(f"gclc std list: no parts of kind `{args.kind}`; the library has {', '.join(kinds)}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([part_json(p) for p in std_parts() if args.kind is None or p.kind == args.kind], indent=2))
+    else:
+        print(list_text(args.kind))
+    return EXIT_OK
+
+
+def part_json(part: StdPart, text: bool = False) -> dict:
+    out = {"kind": part.kind, "name": part.name, "import": part.library, "path": part.span.path,
+           "line": part.span.line, "source": part.source, "extends": part.parent}
+    return {**out, "text": part_text(part)} if text else out
+
+
+def list_text(kind: str | None = None, width: int | None = None) -> str:
+    """Each std file with its parts: kind, name, and the start of the part's source."""
+    width = width or max(80, shutil.get_terminal_size((100, 24)).columns)
+    return "\n\n".join(filter(None, (_file_text(file, kind, width) for file in std_files())))
+
+
+def _file_text(file: StdFile, kind: str | None, width: int) -> str:
+    parts = [p for p in file.parts if kind is None or p.kind == kind]
+    if not parts:
+        return ""
+    name_width = max(len(p.name) for p in parts)
+    lines = [f'{file.library}  (import "{file.library}") — {file.summary}']
+    for part in parts:
+        line = f"  {part.kind:<9} {part.name:<{name_width}}  {part.source or _inherits(part)}"
+        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+    return "\n".join(lines)
+
+
+def _inherits(part: StdPart) -> str:
+    return f"(as {part.parent})" if part.parent else ""
+
+
+def _show(name: str, as_json: bool = False) -> int:
+    name = name.removesuffix(".gcl")
+    file = next((f for f in std_files() if f.library == name or f.library == f"std/{name}"), None)
+    if file is not None:
+        print(json.dumps([part_json(p) for p in file.parts], indent=2) if as_json else _file_text(file, None, 10**6))
+        return EXIT_OK
+    part = find_part(name)
+    if part is None:
+        near = nearest(name, [p.name for p in std_parts()])
+        hint = f"; did you mean `{near}`?" if near else "; `gclc std list` lists them"
+        print(f"gclc std: the standard library has no part `{name}`{hint}", file=sys.stderr)
+        return EXIT_ERRORS
+    if as_json:
+        print(json.dumps(part_json(part, text=True), indent=2, ensure_ascii=False))
+    else:
+        print(show_text(part, paint_gcl if colour(sys.stdout) else None))
+    return EXIT_OK
+
+
+def show_text(part: StdPart, paint=None) -> str:
+    head = f'{part.kind} {part.name} — {part.span.path}:{part.span.line}  (import "{part.library}")'
+    lines = [head]
+    if part.source:
+        lines.append(f"source: {part.source}")
+    parent = find_part(part.parent) if part.parent else None
+    if parent is not None:
+        lines.append(f"extends {parent.name} ({parent.span.path}:{parent.span.line}); "
+                     f"`gclc std show {parent.name}` for the fields it inherits")
+    text = part_text(part)
+    return "\n".join(lines) + "\n\n" + (paint(text) if paint else text)

@@ -1,0 +1,68 @@
+"""`gclc sweep`: arguments, files and exit codes. The work is in `solver/sweep/` (axes,
+points, the engine, the front) and `views/` (table, charts, report).
+
+Exit codes: 0 done, 1 the design does not load or an output cannot be written, 2 bad
+axes or options (nothing written), 3 no feasible point, 130 interrupted (the finished
+points are in the table)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add(commands) -> None:
+    sweep = commands.add_parser(
+        "sweep", help="compile, check and plan every point of a design space; table, Pareto front, report",
+        description="Axes: the design's `sweep { }` block and --vary NAME=a,b,c | NAME=low..high | "
+                    "NAME=low..high+step | NAME=low..high*factor. "
+                    "Points run on a local Dask cluster (one process per core) unless --in-process or --scheduler.")
+    sweep.add_argument("file", metavar="FILE")
+    sweep.add_argument("--vary", action="append", default=[], metavar="NAME=VALUES",
+                       help="a param and its values (repeatable; the points are every combination)")
+    sweep.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="fix a param for every point")
+    sweep.add_argument("-o", "--output", default="sweep", metavar="DIR",
+                       help="folder for sweep.parquet, sweep.csv, pareto.svg/.png, report.html (default: ./sweep)")
+    sweep.add_argument("--job", metavar="NAME", help="the job to plan at every point (default: the file's first)")
+    sweep.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"), default="throughput",
+                       help="what each point's plan optimizes (default: throughput)")
+    sweep.add_argument("--pareto", metavar="A,B",
+                       help="objectives of the front (default: the sweep block's `pareto`, else time_to_train,tco): "
+                            "time_to_train tco capex cost_per_token cost_to_train power energy step_time gpus "
+                            "throughput mfu")
+    where = sweep.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, such as tcp://host:8786")
+    where.add_argument("--in-process", action="store_true", help="run every point in this process (no Dask)")
+    sweep.add_argument("--workers", type=_positive, metavar="N", help="local Dask worker processes (default: cores)")
+    sweep.add_argument("--chunk", type=_positive, metavar="N", help="points per task (default: balanced)")
+    sweep.add_argument("--resume", action="store_true", help="skip the points already in DIR/sweep.parquet")
+    sweep.add_argument("--sensitivity", action="store_true",
+                       help="vary each numeric param of the file by +-DELTA and draw a tornado chart")
+    sweep.add_argument("--delta", type=_share, default=0.1, metavar="SHARE",
+                       help="the sensitivity step, such as 10%% or 0.1 (default: 10%%)")
+    sweep.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid share: {text!r} (write 10% or 0.1)") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 100 %, not {text}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from .sweep_run import run_sweep  # the work's code is loaded only when a sweep runs
+
+    return run_sweep(args)

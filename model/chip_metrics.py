@@ -1,0 +1,98 @@
+"""The chip's derived numbers for `gclc explain`, each with its formula: peaks from the
+microarchitecture, HBM from its stacks, the clock and power under a cap (model/dvfs.py),
+the L2 tile the GEMM model assumes (model/cache.py) and each torus axis's links."""
+
+from __future__ import annotations
+
+from ..compiler.chip import TOLERANCE
+from ..compiler.ir import Accelerator, ClusterGraph
+from ..compiler.metrics import Metric, _q
+from . import cache, dvfs
+
+
+def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
+    seen: list[str] = []
+    out: list[Metric] = []
+    for p in graph.partitions:
+        chip = p.node.accelerator
+        if chip.name not in seen:
+            seen.append(chip.name)
+            out += _peaks(chip) + _hbm(chip) + _clock(chip) + _cache(chip)
+    return tuple(out) + _torus(graph)
+
+
+def _peaks(chip: Accelerator) -> list[Metric]:
+    ops = dict(chip.ops_per_clock)
+    out = []
+    for precision, value in chip.peak:
+        formula = "stated (data sheet)"
+        if precision in ops and chip.cores and chip.clock:
+            derived = chip.cores * chip.clock * ops[precision]
+            product = f"{chip.cores} cores x {chip.clock / 1e9:g} GHz x {ops[precision]:g} ops/clock"
+            agree = "agrees within 5 %" if abs(derived - value) <= TOLERANCE * value else "DIFFERS by more than 5 %"
+            formula = (product if abs(derived - value) <= 1e-9 * value
+                       else f"stated; {product} = {_q(derived, 'FLOPS')} {agree}")
+        out.append(Metric(f"chip.{chip.name}.peak.{precision}", f"{chip.name} peak {precision}", value, "FLOPS",
+                          formula, chip.span))
+    return out
+
+
+def _hbm(chip: Accelerator) -> list[Metric]:
+    if not chip.hbm_stacks:
+        return []
+    n = chip.hbm_stacks
+    return [Metric(f"chip.{chip.name}.hbm.capacity", f"{chip.name} HBM capacity", chip.hbm_capacity, "B",
+                   f"{n} stacks x {_q(chip.hbm_capacity / n, 'B')}", chip.span),
+            Metric(f"chip.{chip.name}.hbm.bandwidth", f"{chip.name} HBM bandwidth", chip.hbm_bandwidth, "B/s",
+                   f"{n} stacks x {_q(chip.hbm_bandwidth / n, 'B/s')}", chip.span)]
+
+
+def _clock(chip: Accelerator) -> list[Metric]:
+    if chip.power_cap is None and chip.base_clock is None:
+        return []
+    k = dvfs.exponent(chip)
+    out = []
+    if chip.power_cap is not None:
+        f = dvfs.capped(chip)
+        out.append(Metric(f"chip.{chip.name}.clock.capped", f"{chip.name} clock under its power cap", f, "",
+                          f"max(floor {dvfs.floor(chip):g}, ((cap {_q(chip.power_cap, 'W')} - idle "
+                          f"{_q(chip.idle, 'W')}) / (TDP {_q(chip.tdp, 'W')} - idle))^(1/{k:g})) of the TDP clock",
+                          chip.span))
+    if chip.base_clock is not None and chip.clock:
+        out.append(Metric(f"chip.{chip.name}.clock.unmeasured", f"{chip.name} clock without a measured efficiency",
+                          dvfs.sustained(chip, measured=False), "",
+                          f"base {chip.base_clock / 1e9:g} GHz / boost {chip.clock / 1e9:g} GHz x the cap's ratio",
+                          chip.span))
+    return out
+
+
+def _cache(chip: Accelerator) -> list[Metric]:
+    if chip.l2 <= 0:
+        return []
+    side = cache.tile_side(chip, 2)
+    out = [Metric(f"chip.{chip.name}.l2.tile", f"{chip.name} GEMM tile side held in L2 (bf16)", side, "",
+                  f"sqrt({_q(chip.l2, 'B')} / ({cache.TILE_OPERANDS} tiles x 2 B))", chip.span)]
+    if chip.l2_bandwidth:
+        out.append(Metric(f"chip.{chip.name}.l2.bandwidth", f"{chip.name} L2 bandwidth (second roofline ceiling)",
+                          chip.l2_bandwidth, "B/s", "stated", chip.span))
+    return out
+
+
+def _torus(graph: ClusterGraph) -> tuple[Metric, ...]:
+    out = []
+    for p in graph.partitions:
+        axes = [t for t in p.tiers if t.ring]
+        if not axes:
+            continue
+        prefix = f"{p.name}." if len(graph.partitions) > 1 else ""
+        for t in axes:
+            rings = "two rings (wraparound)" if t.wraparound else "one folded ring (open line)"
+            out.append(Metric(f"{prefix}torus{t.level}.link", f"{t.name}: per link per direction", t.link_bandwidth,
+                              "B/s", f"chip bandwidth / its links; a collective along the axis uses {rings}", t.span))
+        largest = max(axes, key=lambda t: t.ring)
+        cut = axes[-1].group_gpus // largest.ring * (2 if largest.wraparound and largest.ring > 2 else 1)
+        link = largest.link_bandwidth
+        out.append(Metric(f"{prefix}torus.bisection", f"{largest.fabric}: bisection of one {axes[-1].group_gpus}-chip torus, per direction",
+                          cut * link, "B/s", f"{cut} links cut by halving axis {largest.ring} x {_q(link, 'B/s')}",
+                          largest.span))
+    return tuple(out)

@@ -1,0 +1,70 @@
+"""The clock a chip sustains under a power cap: one DVFS curve, used by the step model
+(a capped chip computes slower) and by the power GP (solver/power.py).
+
+Clocks are ratios of the boost clock (`clock`, the one the peaks are quoted at).
+
+- At TDP the chip sustains `at_tdp`: 1.0 when the chip's efficiency for the precision was
+  measured (a measured share of peak already includes whatever clock the chip held), or
+  base / boost when it declares `base_clock` and nothing was measured (the clock the
+  vendor guarantees at TDP under full load).
+- Dynamic power grows as clock^k: P(f) = idle + (P_full - idle) (f / f_full)^k. With
+  voltage scaled along with frequency, P_dyn ~ C V^2 f ~ f^3, so k = 3 by default
+  (Le Sueur and Heiser, "Dynamic voltage and frequency scaling: the laws of diminishing
+  returns", HotPower 2010); a chip may declare its own `power.dvfs_exponent`.
+- Below `power.min_clock` the voltage cannot fall further: the curve's floor. Without a
+  declared floor, half the boost clock (ASSUMPTION, as the power GP always used).
+"""
+
+from __future__ import annotations
+
+from ..compiler.ir import Accelerator
+
+DEFAULT_EXPONENT = 3.0
+DEFAULT_FLOOR = 0.5
+
+
+def exponent(chip: Accelerator) -> float:
+    return chip.dvfs_exponent or DEFAULT_EXPONENT
+
+
+def floor(chip: Accelerator) -> float:
+    """The lowest clock ratio the chip runs at under a cap."""
+    if chip.min_clock and chip.clock:
+        return min(1.0, chip.min_clock / chip.clock)
+    return DEFAULT_FLOOR
+
+
+def at_tdp(chip: Accelerator, measured: bool = True) -> float:
+    """Clock ratio sustained at TDP (see the module docstring)."""
+    if not measured and chip.base_clock and chip.clock:
+        return min(1.0, chip.base_clock / chip.clock)
+    return 1.0
+
+
+def power(idle: float, full: float, f: float, k: float = DEFAULT_EXPONENT) -> float:
+    """Watts at clock ratio `f` of the clock that draws `full`."""
+    return idle + (full - idle) * f ** k
+
+
+def clock_at(idle: float, full: float, cap: float, k: float = DEFAULT_EXPONENT) -> float:
+    """The clock ratio (of the one drawing `full`) at which the chip draws `cap`: the inverse of `power`."""
+    if cap >= full or full <= idle:
+        return 1.0
+    return max(0.0, (cap - idle) / (full - idle)) ** (1 / k)
+
+
+def capped(chip: Accelerator) -> float:
+    """Clock ratio under the chip's `power.cap`, relative to its clock at TDP (1.0 uncapped)."""
+    if chip.power_cap is None or chip.power_cap >= chip.tdp:
+        return 1.0
+    return max(floor(chip), clock_at(chip.idle, chip.tdp, chip.power_cap, exponent(chip)))
+
+
+def sustained(chip: Accelerator, measured: bool = True) -> float:
+    """Clock ratio (of boost) the chip computes at in a step: TDP clock times the cap's slowdown."""
+    return at_tdp(chip, measured) * capped(chip)
+
+
+def draw(chip: Accelerator) -> float:
+    """Watts the chip draws at full activity: TDP, or its cap."""
+    return power(chip.idle, chip.tdp, capped(chip), exponent(chip))

@@ -1,0 +1,68 @@
+"""From the design to failure rates and checkpoints: the `mtbf` of the chips, nodes and
+switches a partition is built from (defaults in `goodput`), the nodes' `mttr` and
+checkpoint `storage` bandwidth, and a train job's `checkpoint { ... }` block."""
+
+from __future__ import annotations
+
+from ...compiler.design import Entity, Record
+from ...compiler.ir import ClusterGraph, Partition
+from ...compiler.lower import _partition_specs, _unit_shape
+from ...model.shape import ModelShape
+from .goodput import (CHECKPOINT_BYTES_PER_PARAM, GPU_MTBF_S, NODE_MTBF_S, NODE_MTTR_S, NODE_STORAGE_BPS,
+                      RESTART_FIXED_S, SWITCH_MTBF_S, Checkpoint, Reliability)
+
+
+def _seconds(value: object, default: float) -> float:
+    return float(value.value) if value is not None else default
+
+
+def partition_parts(cluster: Entity, name: str) -> tuple[Entity, Entity, Entity | None]:
+    """(node, chip, scale-out switch) entities of partition `name` of `cluster`."""
+    for part_name, units, fabric, _ in _partition_specs(cluster):
+        if part_name == name:
+            node = _unit_shape(units.part)[0]
+            switch = fabric.get("switch") if fabric is not None else None
+            return node, node.get("gpus").part, switch
+    raise KeyError(name)
+
+
+def reliability(cluster: Entity, graph: ClusterGraph, partition: Partition) -> Reliability:
+    node, chip, switch = partition_parts(cluster, partition.name)
+    switches = sum(layer.switches for layer in graph.switch_layers)
+    return Reliability(
+        gpu_mtbf=_seconds(chip.get("mtbf"), GPU_MTBF_S),
+        node_mtbf=_seconds(node.get("mtbf"), NODE_MTBF_S),
+        switch_mtbf=_seconds(switch.get("mtbf") if switch is not None else None, SWITCH_MTBF_S),
+        node_mttr=_seconds(node.get("mttr"), NODE_MTTR_S),
+        gpus_per_node=partition.node.gpus,
+        switches_per_gpu=switches / graph.gpus if graph.gpus else 0.0)
+
+
+def node_storage(cluster: Entity, partition: Partition) -> float:
+    node = partition_parts(cluster, partition.name)[0]
+    return _seconds(node.get("storage"), NODE_STORAGE_BPS)
+
+
+def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, gpus: int,
+               gpus_per_node: int) -> Checkpoint:
+    """The job's checkpoint at `gpus` GPUs: what the file states, the rest derived."""
+    block = job.get("checkpoint") or Record()
+    size = block.get("size")
+    size = float(size.value) if size is not None else CHECKPOINT_BYTES_PER_PARAM * (shape.params if shape else 0)
+    nodes = -(-gpus // gpus_per_node)
+    bandwidth = _seconds(block.get("bandwidth"), storage_per_node * nodes)
+    restart = _seconds(block.get("restart"), RESTART_FIXED_S + size / bandwidth)
+    interval = block.get("interval")
+    return Checkpoint(max(size, 1.0), bandwidth, restart, float(interval.value) if interval is not None else None)
+
+
+def job_goodput(job, gpus: int):
+    """Goodput of a train `Job` (model.job) on `gpus` of its partition."""
+    from .goodput import goodput
+
+    target = job.entity.get("on")
+    target = target[0] if isinstance(target, tuple) else target
+    cluster = getattr(target, "cluster", target)
+    rates = reliability(cluster, job.graph, job.partition)
+    ckpt = checkpoint(job.entity, job.shape, node_storage(cluster, job.partition), gpus, job.partition.node.gpus)
+    return goodput(ckpt, rates.rate(gpus))

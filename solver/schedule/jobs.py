@@ -1,0 +1,238 @@
+"""What the scheduler schedules, built from the design: every `train` job of the root
+file and every row of its `workload` blocks, with the partitions each may use, the GPU
+counts it may run at and its rate at each (from `plan` for train jobs), its work, and
+its checkpoint. Problems are located diagnostics (a job larger than any partition, an
+unknown GPU type, a job without work), never exceptions."""
+
+from __future__ import annotations
+
+import attrs
+
+from ...dsl import codes
+from ...compiler.design import Design, Entity
+from ...dsl.diagnostics import Diagnostic, Label
+from ...compiler.ir import ClusterGraph, Partition
+from ...compiler.lower import lower_cluster
+from ...model.job import Job, job_from_entity
+from ...compiler.trace import priority_value, workload_jobs
+from ...dsl.source import SourceFile, Span
+from .failures import checkpoint, node_storage, reliability
+from .goodput import Reliability, goodput
+
+MAX_SIZES = 6     # GPU counts tried per partition for a job with a range
+
+
+@attrs.frozen
+class Option:
+    """One way to run a job: `gpus` GPUs of `partition` at `rate` units of work per second."""
+
+    partition: str
+    gpus: int
+    rate: float
+    interval: float          # seconds of work between checkpoints (inf: none)
+    write: float             # seconds to write one
+    restart: float           # seconds from a failure or preemption to training again
+    share: float | None      # Young/Daly goodput share at this size (None: not modelled)
+
+
+@attrs.frozen
+class SchedJob:
+    name: str
+    priority: int                 # weight in the optimum; higher runs first
+    label: str                    # the priority as written
+    submit: float                 # seconds
+    work: float                   # units: tokens for train jobs, GPU-seconds for trace rows
+    unit: str                     # tokens | GPU-s
+    gang: bool
+    options: tuple[Option, ...]   # largest first within each partition, preferred partitions first
+    prefer: tuple[str, ...]
+    span: Span = attrs.field(eq=False, repr=False)
+
+    @property
+    def partitions(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o.partition for o in self.options))
+
+    @property
+    def least(self) -> int:
+        return min(o.gpus for o in self.options)
+
+    @property
+    def best_rate(self) -> float:
+        return max(o.rate for o in self.options)
+
+
+@attrs.frozen
+class Workload:
+    graph: ClusterGraph
+    cluster: Entity
+    jobs: tuple[SchedJob, ...]
+    reliability: dict[str, Reliability]
+    sources: tuple[SourceFile, ...] = ()   # trace files, to quote them
+
+
+class ScheduleError(Exception):
+    def __init__(self, diagnostics: list[Diagnostic], sources: tuple[SourceFile, ...] = ()):
+        super().__init__("; ".join(d.summary for d in diagnostics))
+        self.diagnostics, self.sources = diagnostics, sources
+
+
+def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Workload:
+    """Every job of the root file on one cluster; raises ScheduleError with diagnostics."""
+    cluster = _cluster(design, cluster_name)
+    graph = lower_cluster(cluster)
+    rates = {p.name: reliability(cluster, graph, p) for p in graph.partitions}
+    problems: list[Diagnostic] = []
+    jobs: list[SchedJob] = []
+    sources: list[SourceFile] = []
+    for entity in design.local():
+        if entity.kind == "train" and _on_cluster(entity, cluster):
+            job = _train(entity, cluster, graph, rates, plan_fn, problems)
+            jobs += [job] if job is not None else []
+        elif entity.kind == "workload" and _on_cluster(entity, cluster):
+            rows, found, source = workload_jobs(entity)
+            problems += found
+            sources += [source] if source is not None else []
+            jobs += [j for j in (_row(r, entity, cluster, graph, problems) for r in rows) if j is not None]
+    if not jobs and not problems:
+        problems.append(codes.NO_SIZE.make(cluster.span, what=f"no train job or workload runs on `{cluster.name}`",
+                                           notes=["help: add a `train` job `on` it or a `workload` block"]))
+    if problems:
+        raise ScheduleError(problems, tuple(sources))
+    return Workload(graph, cluster, tuple(jobs), rates, tuple(sources))
+
+
+def _cluster(design: Design, name: str | None) -> Entity:
+    clusters = [e for e in design.local() if e.kind == "cluster"] or list(design.of_kind("cluster"))
+    if name is not None:
+        clusters = [c for c in design.of_kind("cluster") if c.name == name]
+    if not clusters:
+        raise ScheduleError([codes.NO_SIZE.make(None, what=f"no cluster {f'`{name}` ' if name else ''}to schedule on")])
+    return clusters[0]
+
+
+def _on_cluster(entity: Entity, cluster: Entity) -> bool:
+    on = entity.get("on")
+    return any(getattr(t, "cluster", t).name == cluster.name for t in (on if isinstance(on, tuple) else (on,)))
+
+
+def _partitions(entity: Entity, field: str, graph: ClusterGraph) -> list[Partition]:
+    target = entity.get(field)
+    if target is None:
+        return []
+    out = []
+    for t in target if isinstance(target, tuple) else (target,):
+        out += [graph.partition(t.name)] if hasattr(t, "cluster") else list(graph.partitions)
+    return list(dict.fromkeys(out))
+
+
+def _ordered(entity: Entity, graph: ClusterGraph) -> tuple[list[Partition], tuple[str, ...]]:
+    allowed = _partitions(entity, "on", graph)
+    prefer = [p for p in _partitions(entity, "prefer", graph) if p in allowed]
+    return prefer + [p for p in allowed if p not in prefer], tuple(p.name for p in prefer)
+
+
+def _sizes(low: int, high: int, step: int) -> list[int]:
+    """Candidate GPU counts from high down to low: the ends and powers of two of `step`."""
+    sizes, n = {high, low}, step
+    while n < high:
+        if n > low:
+            sizes.add(n)
+        n *= 2
+    return sorted(sizes, reverse=True)[:MAX_SIZES]
+
+
+def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
+    from ..plan import plan as make_plan
+
+    plan_fn = plan_fn or make_plan
+    partitions, prefer = _ordered(entity, graph)
+    weight, label = priority_value(entity.get("priority"))
+    job0: Job | None = None
+    options = []
+    largest = max(p.gpus for p in partitions)
+    want_high = entity.get("gpus") or largest
+    want_low = entity.get("min_gpus") or want_high
+    if want_low > largest:
+        problems.append(codes.JOB_TOO_LARGE.make(entity.span_of("min_gpus" if entity.get("min_gpus") else "gpus"),
+                                                 job=entity.name, gpus=want_low, most=largest,
+                                                 labels=[Label(entity.span_of("on"), "where it may run")]))
+        return None
+    for p in partitions:
+        high = min(want_high, p.gpus)
+        if want_low > high:
+            continue
+        base = attrs.evolve(job_from_entity(_pinned_to(entity, cluster, p)), graph=graph, partition=p)
+        storage = node_storage(cluster, p)
+        for n in _sizes(want_low, high, p.node.gpus):
+            job = attrs.evolve(base, gpus=n)
+            chosen = plan_fn(job, "throughput", 0)
+            if chosen.best is not None and chosen.best.config.gpus >= want_low:
+                used = chosen.best.config.gpus
+                ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus)
+                good = goodput(ckpt, rates[p.name].rate(used))
+                options.append(Option(p.name, used, chosen.best.tokens_per_s, good.interval, good.write,
+                                      good.restart, good.efficiency))
+                job0 = job0 or job
+    options = list({(o.partition, o.gpus): o for o in options}.values())
+    if not options:
+        problems.append(codes.JOB_TOO_LARGE.make(entity.span_of("on"), job=entity.name, gpus=want_low, most=largest,
+                                                 notes=["no GPU count in its range has a feasible plan on the "
+                                                        "partitions it may use (`gclc plan` says why)"]))
+        return None
+    work, unit = _work(entity, job0, options[0])
+    if work is None:
+        problems.append(codes.NO_SIZE.make(entity.span, what=f"`{entity.name}` has no amount of work to schedule",
+                                           notes=["help: add `tokens = 1 T`, `steps = 10000` or `duration = 2 d`"]))
+        return None
+    submit = entity.get("submit")
+    return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, work, unit,
+                    bool(entity.get("gang", True)), tuple(options), prefer, entity.span)
+
+
+def _pinned_to(entity: Entity, cluster: Entity, p: Partition) -> Entity:
+    """`entity` as if it ran `on` partition `p` alone (what `job_from_entity` evaluates)."""
+    from ...compiler.design import Item, Partition as PartitionRef, Record
+
+    on = PartitionRef(cluster, p.name) if cluster.get("partition") is not None else cluster
+    items = tuple(Item(i.name, on, i.span) if i.name == "on" else i for i in entity.record.items)
+    return attrs.evolve(entity, record=Record(items))
+
+
+def _work(entity: Entity, job: Job, first: Option) -> tuple[float | None, str]:
+    if entity.get("tokens") is not None:
+        return float(entity.get("tokens")), "tokens"
+    if entity.get("steps") is not None:
+        return float(entity.get("steps") * job.batch * job.seq), "tokens"
+    if entity.get("duration") is not None:  # the time it takes at its largest size on its first partition
+        return float(entity.get("duration").value) * first.rate, "tokens"
+    return None, "tokens"
+
+
+def _seconds(value, default: float) -> float:
+    return float(value.value) if value is not None else default
+
+
+def _row(row, workload: Entity, cluster: Entity, graph: ClusterGraph, problems) -> SchedJob | None:
+    partitions = _partitions(workload, "on", graph)
+    if row.type is not None:
+        typed = [p for p in partitions if row.type.lower() in (p.name.lower(), p.node.accelerator.name.lower())]
+        if not typed:
+            known = sorted({p.name for p in partitions} | {p.node.accelerator.name for p in partitions})
+            problems.append(codes.TRACE_ROW.make(row.span, what=f"GPU type `{row.type}` is no partition or chip of "
+                                                 f"`{workload.name}`'s target", notes=[codes.suggest(row.type, known)
+                                                                                       or f"known: {', '.join(known)}"]))
+            return None
+        partitions = typed
+    largest = max(p.gpus for p in partitions)
+    if row.gpus > largest:
+        problems.append(codes.JOB_TOO_LARGE.make(row.span, job=row.name, gpus=row.gpus, most=largest))
+        return None
+    gang = bool(workload.get("gang", True))
+    # a trace row has no model: its rate is its GPU count (work in GPU-seconds), and it
+    # checkpoints as the workload's `checkpoint` block says (else a failure loses the run)
+    interval, write, restart = (_seconds(workload.get(f"checkpoint.{k}"), d)
+                                for k, d in (("interval", float("inf")), ("write", 0.0), ("restart", 0.0)))
+    options = tuple(Option(p.name, row.gpus, float(row.gpus), interval, write, restart, None)
+                    for p in partitions if row.gpus <= p.gpus)
+    return SchedJob(row.name, row.priority, row.label, row.submit, row.duration * row.gpus, "GPU-s", gang,
+                    options, (), row.span)

@@ -1,0 +1,153 @@
+"""The cluster as the scheduler sees it: per partition, free and working GPUs per
+scale-up domain (a node, or an NVL72 rack), grouped by the fabric's tiers (leaf, spine,
+...). Counts per domain, never one record per GPU, so 100,000 GPUs are ~12,500 numbers.
+
+An allocation is the domains a job holds and how many GPUs in each; the level is the
+lowest tier whose one group holds it all (0: one scale-up domain).
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from ...compiler.ir import ClusterGraph, Partition
+
+
+@attrs.frozen
+class Allocation:
+    partition: str
+    domains: tuple[int, ...]
+    counts: tuple[int, ...]
+    level: int
+    index: dict[int, int] = attrs.field(init=False, eq=False, repr=False)   # domain -> GPUs, for failures
+    gpus: int = attrs.field(init=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "index", dict(zip(self.domains, self.counts)))
+        object.__setattr__(self, "gpus", sum(self.counts))
+
+
+@attrs.define
+class PartitionState:
+    name: str
+    chip: str
+    domain_gpus: int                 # GPUs per scale-up domain
+    node_gpus: int
+    group_domains: tuple[int, ...]   # domains per group at each level (level 0: 1)
+    tier_names: tuple[str, ...]
+    capacity: np.ndarray             # working GPUs per domain (failures take nodes out)
+    free: np.ndarray                 # free working GPUs per domain
+
+    @classmethod
+    def of(cls, p: Partition) -> "PartitionState":
+        domain = p.nodes_per_unit * p.node.gpus
+        count = p.units
+        groups = [1]
+        names = [p.tiers[0].name if p.tiers else "domain"]
+        for tier in p.tiers[1:]:
+            per = max(1, min(count, tier.group_gpus // domain))
+            if per > groups[-1]:
+                groups.append(per)
+                names.append(tier.name)
+        if groups[-1] < count:
+            groups.append(count)
+            names.append("partition")
+        full = np.full(count, domain, dtype=np.int64)
+        return cls(p.name, p.node.accelerator.name, domain, p.node.gpus, tuple(groups), tuple(names),
+                   full.copy(), full.copy())
+
+    @property
+    def domains(self) -> int:
+        return len(self.free)
+
+    def group_free(self, level: int) -> np.ndarray:
+        """Free GPUs per group of `level` (the last group may be short)."""
+        per = self.group_domains[level]
+        if per == 1:
+            return self.free
+        return np.add.reduceat(self.free, np.arange(0, self.domains, per))
+
+    def best_group(self, gpus: int, level: int) -> tuple[int, int] | None:
+        """(group, its free GPUs) of the fullest group at `level` that still has `gpus` free."""
+        sums = self.group_free(level)
+        fits = np.flatnonzero(sums >= gpus)
+        if fits.size == 0:
+            return None
+        best = fits[np.argmin(sums[fits])]
+        return int(best), int(sums[best])
+
+    def take(self, job: str, gpus: int, level: int, group: int, first_fit: bool = False) -> Allocation:
+        """Place `gpus` in `group` of `level`: the fullest single domain that holds it, else
+        whole free domains first and then the fullest partial ones (fewest domains);
+        `first_fit` walks the domains in order instead."""
+        per = self.group_domains[level]
+        lo, hi = group * per, min(self.domains, (group + 1) * per)
+        free = self.free[lo:hi]
+        if first_fit:
+            order = np.flatnonzero(free > 0)
+        elif gpus <= self.domain_gpus and (free >= gpus).any():
+            fits = np.flatnonzero(free >= gpus)
+            order = fits[np.argsort(free[fits], kind="stable")][:1]
+        else:
+            order = np.argsort(-free, kind="stable")
+        held = np.cumsum(free[order])
+        last = int(np.searchsorted(held, gpus))          # the first domain that completes it
+        if last >= len(order):
+            raise AssertionError("take() called on a group without room")
+        counts = free[order[:last + 1]].copy()
+        counts[-1] -= int(held[last]) - gpus
+        keep = counts > 0
+        domains = (order[:last + 1][keep] + lo).tolist()
+        return Allocation(self.name, tuple(domains), tuple(counts[keep].tolist()), self.level_of(domains))
+
+    def level_of(self, domains) -> int:
+        first, last = min(domains), max(domains)
+        for level, per in enumerate(self.group_domains):
+            if first // per == last // per:
+                return level
+        return len(self.group_domains) - 1
+
+    def apply(self, alloc: Allocation, sign: int) -> None:
+        """Hold (`sign` = 1) or release (-1) an allocation's GPUs."""
+        domains = np.fromiter(alloc.domains, dtype=np.int64, count=len(alloc.domains))
+        self.free[domains] -= sign * np.fromiter(alloc.counts, dtype=np.int64, count=len(alloc.counts))
+        if (self.free[domains] < 0).any() or (self.free[domains] > self.capacity[domains]).any():
+            raise AssertionError(f"GPU counts out of range in partition {self.name}")
+
+
+@attrs.define
+class ClusterState:
+    partitions: dict[str, PartitionState]
+    allocations: dict[str, Allocation] = attrs.Factory(dict)
+
+    @classmethod
+    def of(cls, graph: ClusterGraph) -> "ClusterState":
+        return cls({p.name: PartitionState.of(p) for p in graph.partitions})
+
+    def bind(self, job: str, alloc: Allocation) -> None:
+        assert job not in self.allocations, f"{job} is already bound"
+        self.partitions[alloc.partition].apply(alloc, 1)
+        self.allocations[job] = alloc
+
+    def release(self, job: str) -> Allocation:
+        alloc = self.allocations.pop(job)
+        self.partitions[alloc.partition].apply(alloc, -1)
+        return alloc
+
+    def holders(self, partition: str, domain: int) -> dict[str, int]:
+        """Jobs holding GPUs of one domain, and how many (for failures; not on a hot path)."""
+        return {job: a.index[domain] for job, a in self.allocations.items()
+                if a.partition == partition and domain in a.index}
+
+    def free(self, partition: str) -> int:
+        return int(self.partitions[partition].free.sum())
+
+    def capacity(self, partition: str) -> int:
+        return int(self.partitions[partition].capacity.sum())
+
+    def used(self) -> int:
+        return sum(a.gpus for a in self.allocations.values())
+
+    def total(self) -> int:
+        return sum(int(p.capacity.sum()) for p in self.partitions.values())

@@ -1,0 +1,133 @@
+"""One design point: check the design with its overrides, lower it, cost it, plan its job.
+
+The result is one flat row (`COLUMNS`, fixed types) so that rows stream into a table.
+A point that does not check or cannot be planned is kept: `status` says which, `reason`
+says why (the first error with its location, or the plan's binding constraint).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...compiler.driver import check_file
+from ...compiler.lower import lower, pick_cluster
+from ...compiler.metrics import facility_power
+from ...dsl.diagnostics import Diagnostic
+from ...model.job import JobError, train_job
+
+# name -> type ("int", "float", "str", "bool"); the swept values come first, as text, in
+# columns named `set_<param>` (a param may well be called `nodes` or `tp`).
+COLUMNS: dict[str, str] = {
+    "point": "int", "status": "str", "reason": "str", "job": "str", "gpus": "int", "nodes": "int",
+    "tp": "int", "pp": "int", "dp": "int", "cp": "int", "ep": "int", "vp": "int", "microbatch": "int",
+    "recompute": "str", "zero": "int",
+    "step_time_s": "float", "tokens_per_s": "float", "mfu": "float", "memory_per_gpu_bytes": "float",
+    "job_power_w": "float", "facility_power_w": "float", "time_to_train_s": "float", "energy_to_train_j": "float",
+    "racks": "int", "switches": "int", "transceivers": "int", "capex_usd": "float", "tco_usd": "float",
+    "tco_complete": "bool", "cost_per_token_usd": "float", "cost_to_train_usd": "float",
+}
+STATUSES = ("ok", "infeasible", "invalid")
+
+
+def column(param: str) -> str:
+    """The table column of a swept param."""
+    return f"set_{param}"
+
+
+def empty_row(index: int, settings: dict[str, str]) -> dict:
+    return {column(k): v for k, v in settings.items()} | {name: None for name in COLUMNS} | {"point": index}
+
+
+def evaluate(path: str, index: int, settings: dict[str, str], job: str | None = None,
+             objective: str = "throughput") -> dict:
+    """The row of the point `settings` of the design at `path`."""
+    row = empty_row(index, settings)
+    result = check_file(path, dict(settings), again=True)  # the sweep checked the whole design once
+    if result.design is None:
+        return row | {"status": "invalid", "reason": _first_error(result.diagnostics)}
+    design = result.design
+    try:
+        cluster = pick_cluster(design)
+    except LookupError as error:
+        return row | {"status": "invalid", "reason": str(error)}
+    graph = lower(design)
+    power = facility_power(graph)
+    row |= {"gpus": graph.gpus, "nodes": sum(p.nodes for p in graph.partitions),
+            "facility_power_w": power} | _costs(cluster, graph, power)
+    try:
+        return _train(design, job, objective, row)
+    except JobError as error:
+        return row | {"status": "invalid", "reason": str(error)}
+
+
+def _first_error(diagnostics: tuple[Diagnostic, ...]) -> str:
+    for d in diagnostics:
+        if d.is_error:
+            return f"{d.subject}: {d.summary}" if d.subject is not None else d.summary
+    return "the design does not check"
+
+
+def _costs(cluster, graph, power: float) -> dict:
+    from ...compiler.tco import tco
+
+    t = tco(cluster, graph, power=power)
+    if t is None:
+        return {}
+    bom = t.bom
+    return {"racks": bom.racks, "switches": bom.count("switches"), "transceivers": bom.count("transceivers"),
+            "capex_usd": t.capex, "tco_usd": t.total, "tco_complete": t.complete, "_tco": t}
+
+
+def _train(design, job: str | None, objective: str, row: dict) -> dict:
+    from ..plan import plan
+    from ..serve import plan_serve, serve_entity
+
+    served = serve_entity(design, job)
+    if served is not None:
+        return _serve(plan_serve(served, 0), row)
+    chosen = plan(train_job(design, job), objective, 0)
+    t = row.pop("_tco", None)
+    row["job"] = chosen.job.name
+    if chosen.best is None:
+        reason = chosen.infeasibility.message if chosen.infeasibility is not None else "no admissible configuration"
+        return row | {"status": "infeasible", "reason": reason}
+    e, c = chosen.best, chosen.best.config
+    row |= {"status": "ok", "reason": "", "tp": c.tp, "pp": c.pp, "dp": c.dp, "cp": c.cp, "ep": c.ep, "vp": c.vp,
+            "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero, "step_time_s": e.step_time,
+            "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "memory_per_gpu_bytes": e.memory.total,
+            "job_power_w": chosen.power.total if chosen.power is not None else None}
+    tokens = chosen.job.tokens
+    if tokens:
+        row["time_to_train_s"] = tokens / e.tokens_per_s
+        if chosen.energy_per_token is not None:
+            row["energy_to_train_j"] = tokens * chosen.energy_per_token
+    if t is not None:
+        row["cost_per_token_usd"] = t.per_token(e.tokens_per_s)
+        if tokens:
+            row["cost_to_train_usd"] = row["cost_per_token_usd"] * tokens
+    return row
+
+
+def _serve(chosen, row: dict) -> dict:
+    t = row.pop("_tco", None)
+    row["job"] = chosen.name
+    if chosen.best is None:
+        return row | {"status": "infeasible", "reason": "; ".join(chosen.binding) or "no configuration meets the SLOs"}
+    c = chosen.best.config
+    row |= {"status": "ok", "reason": "", "tp": c.tp, "ep": c.ep, "dp": chosen.replicas,
+            "tokens_per_s": chosen.tokens_per_s, "memory_per_gpu_bytes": chosen.best.memory,
+            "job_power_w": chosen.power_w}
+    if t is not None and chosen.tokens_per_s > 0:
+        row["cost_per_token_usd"] = t.per_token(chosen.tokens_per_s)
+    return row
+
+
+def clean(row: dict) -> dict:
+    """Drop private keys and make NaN-free values (None where undefined)."""
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items() if not k.startswith("_")}
+
+
+def evaluate_chunk(path: str, chunk: list[tuple[int, dict[str, str]]], job: str | None = None,
+                   objective: str = "throughput") -> list[dict]:
+    """A batch of points, so that a distributed scheduler sees few, larger tasks."""
+    return [clean(evaluate(path, index, settings, job, objective)) for index, settings in chunk]

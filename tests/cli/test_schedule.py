@@ -1,0 +1,123 @@
+"""`gclc schedule` end to end on examples/shared_cluster.gcl: text, JSON against its
+published schema, the plot; each policy's behaviour on the example; and bad input as a
+located error with exit 1 and nothing written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gclc.cli.main import main
+from gclc.compiler.driver import check_file
+from gclc.solver.schedule.jobs import build
+from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "shared_cluster.gcl"
+SCHEMA = json.loads((ROOT / "views" / "schedule.schema.json").read_text())
+LOCATED = re.compile(r"^\S+:\d+:\d+: error\[[a-z-]+\]: ", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def workload():
+    return build(check_file(str(EXAMPLE)).design)
+
+
+def test_json_follows_the_schema_and_the_plot_is_drawn(tmp_path, capsys):
+    plot = tmp_path / "shared.svg"
+    assert main(["schedule", str(EXAMPLE), "--json", "--no-failures", "--epochs", "3", "-o", str(plot)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, SCHEMA)
+    assert plot.read_text().lstrip().startswith("<?xml") and "pretrain_70b" in plot.read_text()
+    jobs = {j["name"]: j for j in data["jobs"]}
+    assert len(jobs) == 8 and all(j["state"] == "done" for j in jobs.values())
+    assert jobs["ablation_b"]["preemptions"] >= 1           # evicted by the high-priority pre-training
+    assert jobs["pretrain_70b"]["start_s"] == 2 * 3600 and jobs["pretrain_70b"]["gpus"] == 256
+    assert all(e["gap"] is None or e["gap"] >= 0 for e in data["optimum"]["epochs"])
+    assert data["events"]["changes"] == data["events"]["delivered"]
+
+
+def test_text_names_every_job_and_the_optimum(capsys):
+    assert main(["schedule", str(EXAMPLE), "--policy", "slurm", "--epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("pretrain_70b", "finetune_8b", "eval_sweep", "notebooks.n3"))
+    assert "optimum    MILP" in out and "utilization" in out
+
+
+def test_policies_differ_on_the_example(workload):
+    runs = {name: {r.job.name: r for r in simulate(workload, policy, failures=False, epochs=0).runs}
+            for name, policy in POLICIES.items()}
+    # slurm never preempts: the critical fine-tune and the pre-training start without evicting anyone
+    assert sum(r.preemptions for r in runs["slurm"].values()) == 0
+    assert sum(r.preemptions for r in runs["priority"].values()) >= 1
+    # fifo lets nothing overtake: every job starts no earlier than one submitted before it that waits
+    fifo = sorted(runs["fifo"].values(), key=lambda r: (r.job.submit, r.job.name))
+    assert all(a.first_start <= b.first_start for a, b in zip(fifo, fifo[1:]))
+
+
+def test_failures_cost_goodput(workload):
+    jobs = {r.job.name: r for r in simulate(workload, POLICIES["priority"], seed=0, failures=True, epochs=0).runs}
+    assert all(r.useful <= r.held + 1e-6 for r in jobs.values())
+
+
+BAD = {
+    "too large": ("shared_cluster.gcl", "  gpus     = 256\n", "  gpus     = 4096\n", "job-too-large"),
+    "unknown partition": ("shared_cluster.gcl", "  on       = Shared.h100\n", "  on       = Shared.h200\n",
+                          "unknown-name"),
+    "unknown type": ("shared_cluster.gcl", 'type = "A100_Aged"', 'type = "V100"', "trace-row"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_a_located_error_and_nothing_is_written(case, tmp_path, capsys):
+    name, old, new, code = BAD[case]
+    text = EXAMPLE.read_text()
+    assert old in text
+    design = tmp_path / name
+    design.write_text(text.replace(old, new, 1))
+    plot = tmp_path / "out.svg"
+    assert main(["schedule", str(design), "-o", str(plot)]) == 1
+    err = capsys.readouterr().err
+    assert LOCATED.search(err) and f"error[{code}]" in err
+    assert not plot.exists() and list(tmp_path.iterdir()) == [design]
+
+
+def test_negative_duration_in_a_csv_trace_points_at_the_cell(tmp_path, capsys):
+    trace = tmp_path / "week.csv"
+    trace.write_text("submit_time,duration,gpu_num,gpu_type\n0,3600,8,h100\n60,-5,4,a100\n")
+    text = EXAMPLE.read_text().replace("workload notebooks {", 'workload notebooks {\n  trace    = "week.csv"')
+    design = tmp_path / "shared.gcl"
+    design.write_text(text)
+    assert main(["schedule", str(design), "-o", str(tmp_path / "out.png")]) == 1
+    err = capsys.readouterr().err
+    assert f"{trace}:3:4: error[trace-row]: `duration` must be a time in seconds > 0; it is `-5`" in err
+    assert not (tmp_path / "out.png").exists()
+
+
+@pytest.mark.parametrize("path, code", [("../week.csv", "trace-path"), ("missing.csv", "io-error")])
+def test_a_trace_outside_the_folder_or_missing_is_located(path, code, tmp_path, capsys):
+    text = EXAMPLE.read_text().replace("workload notebooks {", f'workload notebooks {{\n  trace    = "{path}"')
+    (tmp_path / "shared.gcl").write_text(text)
+    assert main(["check", str(tmp_path / "shared.gcl")]) == 1
+    assert re.search(rf"shared.gcl:\d+:3: error\[{code}\]", capsys.readouterr().out)
+
+
+def test_a_good_csv_trace_is_replayed(tmp_path, capsys):
+    (tmp_path / "week.csv").write_text("submit_time,duration,gpu_num,gpu_type,priority\n0,3600,8,h100,high\n"
+                                       "60,7200,4,A100_Aged,\n")
+    text = EXAMPLE.read_text().replace("workload notebooks {", 'workload notebooks {\n  trace    = "week.csv"')
+    (tmp_path / "shared.gcl").write_text(text)
+    assert main(["schedule", str(tmp_path / "shared.gcl"), "--json", "--epochs", "0"]) == 0
+    jobs = {j["name"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
+    assert jobs["notebooks[1]"]["partition"] == "h100" and jobs["notebooks[1]"]["priority_label"] == "high"
+    assert jobs["notebooks[2]"]["partition"] == "a100" and jobs["notebooks[2]"]["work"] == 7200 * 4
+
+
+def test_an_unknown_plot_format_is_a_usage_error(tmp_path, capsys):
+    assert main(["schedule", str(EXAMPLE), "-o", str(tmp_path / "out.txt")]) == 2
+    assert not (tmp_path / "out.txt").exists()

@@ -1,0 +1,100 @@
+"""Laws of the scheduler, checked after every scheduling cycle of random workloads (with
+failures): no GPU is allocated twice or beyond capacity; a gang job holds all its GPUs
+or none; under the priority policy no job waits while lower priorities it could preempt
+hold enough GPUs; the MILP optimum is never below the scheduler's value and equals an
+exhaustive search on small mixes; goodput never exceeds throughput and falls with MTBF."""
+
+import importlib.util
+import itertools
+import math
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from gclc.solver.schedule import milp
+from gclc.solver.schedule.goodput import Checkpoint, goodput
+from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.simulate import Epoch, Simulation
+
+_spec = importlib.util.spec_from_file_location("schedule_cluster", Path(__file__).with_name("_cluster.py"))
+fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fx)
+
+
+@st.composite
+def jobs(draw, most: int = 8):
+    count = draw(st.integers(1, most))
+    out = []
+    for i in range(count):
+        partitions = draw(st.sampled_from((("a",), ("b",), ("a", "b"))))
+        gpus = draw(st.sampled_from((1, 2, 4, 6, 8, 12, 16)))
+        out.append(fx.job(f"j{i}", gpus, hours=draw(st.floats(0.5, 30)), priority=draw(st.integers(1, 4)),
+                          submit=draw(st.floats(0, 10)), partitions=partitions, gang=draw(st.booleans()),
+                          interval=draw(st.sampled_from((math.inf, 1800.0))), restart=600.0))
+    return out
+
+
+def laws(sim: Simulation) -> None:
+    held: dict[tuple[str, int], int] = {}
+    for name, alloc in sim.state.allocations.items():
+        job = sim.runs[name].job
+        sizes = {o.gpus for o in job.options if o.partition == alloc.partition}
+        if job.gang:
+            assert alloc.gpus in sizes, f"gang {name} holds {alloc.gpus} of {sizes}"
+        else:
+            assert 1 <= alloc.gpus <= max(sizes)
+        for d, n in zip(alloc.domains, alloc.counts):
+            held[(alloc.partition, d)] = held.get((alloc.partition, d), 0) + n
+    for pname, part in sim.state.partitions.items():
+        assert (part.free >= 0).all() and (part.free <= part.capacity).all()
+        for d in range(part.domains):
+            assert held.get((pname, d), 0) == part.capacity[d] - part.free[d]    # each GPU held once
+    if sim.policy.name == "priority":
+        for job in sim.pending.values():
+            for o in job.options:
+                lower = sum(a.gpus for n, a in sim.state.allocations.items()
+                            if a.partition == o.partition and sim.runs[n].job.priority < job.priority)
+                need = o.gpus if job.gang else 1
+                assert sim.state.free(o.partition) + lower < need, f"{job.name} waits behind lower priorities"
+
+
+@given(jobs(), st.sampled_from(tuple(POLICIES)), st.integers(0, 5))
+def test_laws_hold_after_every_cycle(drawn, policy, seed):
+    outcome = Simulation(fx.workload(drawn), POLICIES[policy], seed=seed, check=laws, epochs=2).run()
+    assert all(r.phase == "done" for r in outcome.runs)
+    for run in outcome.runs:
+        assert run.useful <= run.held + 1e-6
+    for epoch in outcome.epochs:
+        best = milp.solve(epoch)
+        assert best.value is not None and best.value >= best.heuristic - 1e-6
+
+
+def _exhaustive(epoch: Epoch) -> float:
+    """The best value by trying every choice (none, or one option) of every gang job."""
+    best = 0.0
+    choices = [[None] + list(j.options) for j in epoch.jobs]
+    for pick in itertools.product(*choices):
+        used: dict[str, int] = {}
+        for o in pick:
+            if o is not None:
+                used[o.partition] = used.get(o.partition, 0) + o.gpus
+        if all(used.get(p, 0) <= sum(cap) for p, cap in epoch.capacity.items()):
+            best = max(best, sum(milp.worth(j, o.partition, o.gpus) for j, o in zip(epoch.jobs, pick) if o))
+    return best
+
+
+@given(jobs(most=5))
+def test_milp_equals_the_exhaustive_optimum(drawn):
+    gang = [j for j in drawn]
+    gang = [fx.job(j.name, j.options[0].gpus * 2, priority=j.priority, partitions=j.partitions) for j in gang]
+    capacity = {"a": (16, 16), "b": (16,)}
+    epoch = Epoch(0.0, tuple(gang), (), capacity)
+    assert math.isclose(milp.solve(epoch).value, _exhaustive(epoch), abs_tol=1e-6)
+
+
+@given(size=st.floats(1e9, 1e13), bandwidth=st.floats(1e9, 1e12), restart=st.floats(0, 3600),
+       mtbf=st.floats(600, 1e8), factor=st.floats(0.01, 1))
+def test_goodput_below_throughput_and_falls_with_mtbf(size, bandwidth, restart, mtbf, factor):
+    ckpt = Checkpoint(size, bandwidth, restart)
+    high, low = goodput(ckpt, 1 / mtbf), goodput(ckpt, 1 / (mtbf * factor))
+    assert 0 <= low.efficiency <= high.efficiency <= 1

@@ -1,0 +1,89 @@
+"""The power view: facility power -> IT load and cooling -> categories -> rows, each edge
+as wide as its share. With a plan, the accelerators draw what the plan runs them at (the
+job's GPUs at the modelled per-GPU power, the rest idle) and each box gives its value
+at TDP for reference; without one, everything is at full load (TDP)."""
+
+from __future__ import annotations
+
+import graphviz
+
+from ..compiler.ir import ClusterGraph
+from ..compiler.metrics import Metric, power_breakdown
+from .diagram import FONT, fmt, ident, label
+
+_GROUPS = (("power.accelerators", "accelerators"), ("power.cpus", "hosts"), ("power.nics", "hosts"),
+           ("power.dpus", "hosts"), ("power.dram", "hosts"), ("power.node_overhead", "hosts"),
+           ("power.unit_overhead", "scale-up domains"), ("power.cluster_overhead", "cluster overhead"))
+
+
+def _group_of(metric: Metric) -> str:
+    if metric.key.startswith(("power.switches.", "power.optics.")):
+        return "network: " + metric.label.rsplit(" ", 1)[0]
+    return dict(_GROUPS).get(metric.key, metric.label)
+
+
+def operating_point(graph: ClusterGraph, plan) -> dict[str, float] | None:
+    """Watts per accelerator, averaged over each partition, at the plan's operating point:
+    the job's GPUs at the modelled draw, the partition's other GPUs idle."""
+    if plan is None or plan.best is None or plan.power is None:
+        return None
+    part, used = plan.job.partition, plan.best.config.gpus
+    out = {}
+    for p in graph.partitions:
+        idle = p.node.accelerator.idle
+        if p.name == part.name:
+            out[p.name] = (used * plan.power.per_gpu + (p.gpus - used) * idle) / p.gpus
+        else:
+            out[p.name] = idle
+    return out
+
+
+def power(graph: ClusterGraph, plan=None) -> graphviz.Digraph:
+    point = operating_point(graph, plan)
+    rows = power_breakdown(graph, point)
+    at_tdp = {m.key: m.value for m in power_breakdown(graph)} if point is not None else {}
+    by_key = {m.key: m for m in rows}
+    facility = by_key["power.facility"].value or 1.0
+    dot = graphviz.Digraph(ident(graph.name, "power"), graph_attr={
+        "rankdir": "LR", "fontname": FONT, "fontsize": "14", "labelloc": "t", "ranksep": "0.6",
+        "label": _title(graph, plan, point)},
+        node_attr={"fontname": FONT, "fontsize": "11", "shape": "box", "style": "rounded,filled"},
+        edge_attr={"color": "#ef6c00", "arrowhead": "none"})
+
+    def box(element: str, text: str, watts: float, fill: str, key: str | None = None) -> None:
+        reference = at_tdp.get(key) if key else None
+        tdp = f"at TDP: {fmt(reference, 'W')}" if reference is not None and abs(reference - watts) > 1e-6 * facility else ""
+        dot.node(element, label(text, f"{fmt(watts, 'W')} ({watts / facility:.1%})", tdp), fillcolor=fill)
+
+    def flow(a: str, b: str, watts: float) -> None:
+        dot.edge(a, b, penwidth=f"{max(0.5, 16 * watts / facility):.2f}")
+
+    budget = f" (budget {fmt(graph.power_budget, 'W')})" if graph.power_budget else ""
+    box("facility", f"facility{budget}", facility, "#ffe0b2", "power.facility")
+    for key, fill in (("power.it", "#fff3e0"), ("power.cooling", "#e1f5fe")):
+        box(ident(key), by_key[key].label, by_key[key].value, fill, key)
+        flow("facility", ident(key), by_key[key].value)
+    groups: dict[str, list[Metric]] = {}
+    for m in rows:
+        if m.key not in ("power.it", "power.cooling", "power.facility"):
+            groups.setdefault(_group_of(m), []).append(m)
+    for name, members in groups.items():
+        total = sum(m.value for m in members)
+        key = members[0].key if len(members) == 1 else None
+        box(ident("g", name), name, total, "#fff8e1", key)
+        flow(ident("power.it"), ident("g", name), total)
+        for m in members if len(members) > 1 else ():
+            box(ident(m.key), m.label, m.value, "white", m.key)
+            flow(ident("g", name), ident(m.key), m.value)
+    return dot
+
+
+def _title(graph: ClusterGraph, plan, point) -> str:
+    if point is None:
+        return f"{graph.name}: where the watts go (full load, accelerators at TDP)"
+    chip = plan.job.partition.node.accelerator
+    used = plan.best.config.gpus
+    idle = plan.job.partition.gpus - used
+    rest = f", {idle:,} idle at {fmt(chip.idle, 'W')}" if idle else ""
+    return (f"{graph.name}: where the watts go at plan {plan.job.name}'s operating point\\n"
+            f"{used:,} GPUs at {fmt(plan.power.per_gpu, 'W')} each (TDP {fmt(chip.tdp, 'W')}){rest}")

@@ -1,0 +1,166 @@
+"""A simulated schedule as stable JSON (`views/schedule.schema.json`) and as text.
+
+The JSON is built once; the text is read off it, so the two never disagree.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ..solver.schedule.jobs import Workload
+from ..solver.schedule.milp import Optimum
+from ..solver.schedule.simulate import Outcome, Run
+
+SCHEDULE_FORMAT_VERSION = 1
+MAX_POINTS = 2_000   # timeline samples kept in the JSON
+
+
+def schedule_json(workload: Workload, outcome: Outcome, optimum: list[Optimum]) -> dict:
+    graph = workload.graph
+    tiers = {p.name: workload_tiers(workload, p.name) for p in graph.partitions}
+    jobs = [_job(run, tiers) for run in outcome.runs]
+    return {
+        "format": "gclc-schedule", "version": SCHEDULE_FORMAT_VERSION,
+        "cluster": graph.name, "policy": outcome.policy, "seed": outcome.seed, "failures": outcome.failures,
+        "partitions": [{"name": p.name, "gpus": p.gpus, "chip": p.node.accelerator.name,
+                        "domain_gpus": p.nodes_per_unit * p.node.gpus, "domains": p.units,
+                        "tiers": list(tiers[p.name])} for p in graph.partitions],
+        "jobs": jobs,
+        "cluster_metrics": _cluster(workload, outcome, jobs),
+        "optimum": _optimum(optimum),
+        "events": {"changes": outcome.changes, "delivered": outcome.delivered},
+        "timeline": _timeline(outcome),
+    }
+
+
+def workload_tiers(workload: Workload, partition: str) -> tuple[str, ...]:
+    from ..solver.schedule.state import PartitionState
+
+    return PartitionState.of(workload.graph.partition(partition)).tier_names
+
+
+def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
+    j = run.job
+    last = run.segments[-1] if run.segments else None
+    model = [o.share for o in j.options if o.partition == (last[2] if last else None) and o.gpus == run.gpus]
+    return {
+        "name": j.name, "priority": j.priority, "priority_label": j.label, "submit_s": j.submit,
+        "start_s": run.first_start, "end_s": run.end,
+        "wait_s": _waited(run),
+        "first_wait_s": (run.first_start - j.submit) if run.first_start is not None else None,
+        "state": run.phase, "gang": j.gang, "work": j.work, "unit": j.unit,
+        "partition": last[2] if last else None, "gpus": last[3] if last else 0,
+        "level": last[4] if last else None,
+        "tier": tiers[last[2]][last[4]] if last else None,
+        "domains": last[5] if last else 0,
+        "goodput_share": run.useful / run.held if run.held else None,
+        "goodput_share_model": model[0] if model else None,
+        "preemptions": run.preemptions, "failures": run.failures, "restarts": run.restarts,
+        "gpu_hours_held": run.held / 3600, "gpu_hours_useful": run.useful / 3600,
+        "segments": [{"start_s": a, "end_s": b, "partition": p, "gpus": g, "level": lv, "domains": n, "ended": why}
+                     for a, b, p, g, lv, n, why in run.segments],
+    }
+
+
+def _waited(run: Run) -> float | None:
+    """Time pending in all: from submission to the end, less the time it held GPUs."""
+    if run.end is None:
+        return None
+    return run.end - run.job.submit - sum(b - a for a, b, *_ in run.segments)
+
+
+def _cluster(workload: Workload, outcome: Outcome, jobs: list[dict]) -> dict:
+    samples = outcome.samples
+    held = sum(j["gpu_hours_held"] for j in jobs) * 3600
+    useful = sum(j["gpu_hours_useful"] for j in jobs) * 3600
+    busy = capacity = frag = energy = 0.0
+    power = {p.name: (p.node.accelerator.tdp, p.node.accelerator.idle) for p in workload.graph.partitions}
+    for a, b in zip(samples, samples[1:]):
+        dt = b.time - a.time
+        busy += sum(a.used.values()) * dt
+        capacity += sum(a.capacity.values()) * dt
+        frag += a.fragmentation * dt
+        energy += sum(a.used[n] * power[n][0] + (a.capacity[n] - a.used[n]) * power[n][1] for n in power) * dt
+    span = samples[-1].time - samples[0].time if len(samples) > 1 else 0.0
+    waits: dict[str, list[float]] = {}
+    for j in jobs:
+        if j["wait_s"] is not None:
+            waits.setdefault(j["priority_label"], []).append(j["wait_s"])
+    order = sorted(waits, key=lambda k: -next(j["priority"] for j in jobs if j["priority_label"] == k))
+    return {
+        "makespan_s": outcome.end, "utilization": busy / capacity if capacity else 0.0,
+        "fragmentation": frag / span if span else 0.0,
+        "gpu_energy_j": energy * workload.graph.pue,
+        "gpu_hours_held": held / 3600, "gpu_hours_useful": useful / 3600,
+        "goodput_share": useful / held if held else None,
+        "jobs_done": sum(j["state"] == "done" for j in jobs), "jobs": len(jobs),
+        "preemptions": sum(j["preemptions"] for j in jobs), "failures": sum(j["failures"] for j in jobs),
+        "queueing_by_priority": {k: {"jobs": len(waits[k]), "mean_wait_s": statistics.fmean(waits[k]),
+                                     "max_wait_s": max(waits[k])} for k in order},
+    }
+
+
+def _optimum(optimum: list[Optimum]) -> dict:
+    epochs = [{"time_s": o.time, "milp_value": o.value, "heuristic_value": o.heuristic, "gap": o.gap,
+               "status": o.status} for o in optimum]
+    gaps = [o.gap for o in optimum if o.gap is not None]
+    return {"objective": "sum of priority x throughput / the job's best throughput",
+            "epochs": epochs, "mean_gap": statistics.fmean(gaps) if gaps else None,
+            "max_gap": max(gaps) if gaps else None}
+
+
+def _timeline(outcome: Outcome) -> dict:
+    samples = outcome.samples
+    step = max(1, len(samples) // MAX_POINTS)
+    kept = samples[::step]
+    if samples and kept[-1] is not samples[-1]:
+        kept = kept + (samples[-1],)
+    names = list(kept[0].used) if kept else []
+    return {"time_s": [s.time for s in kept], "used": {n: [s.used[n] for s in kept] for n in names},
+            "capacity": {n: [s.capacity[n] for s in kept] for n in names},
+            "pending": [s.pending for s in kept], "fragmentation": [s.fragmentation for s in kept]}
+
+
+# ----------------------------------------------------------------- text
+
+def _h(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds / 3600:,.2f} h" if seconds < 100 * 3600 else f"{seconds / 86400:,.1f} d"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def schedule_text(data: dict, limit: int = 40) -> str:
+    c = data["cluster_metrics"]
+    gpus = sum(p["gpus"] for p in data["partitions"])
+    lines = [f"schedule on {data['cluster']} ({gpus:,} GPUs: "
+             + ", ".join(f"{p['name']} {p['gpus']:,} {p['chip']}" for p in data["partitions"])
+             + f"), policy {data['policy']}, failures {'on (seed ' + str(data['seed']) + ')' if data['failures'] else 'off'}"]
+    header = (f"  {'job':<22} {'prio':>8} {'waited':>9} {'start':>9} {'end':>9} {'GPUs':>6} {'where (last run)':<34} "
+              f"{'goodput':>8} {'pre':>3} {'fail':>4}")
+    lines.append(header)
+    jobs = data["jobs"]
+    for j in jobs[:limit]:
+        where = f"{j['partition']}: {j['domains']} dom., {j['tier']}" if j["partition"] else "never ran"
+        lines.append(f"  {j['name'][:22]:<22} {j['priority_label'][:8]:>8} {_h(j['wait_s']):>9} {_h(j['start_s']):>9} "
+                     f"{_h(j['end_s']):>9} {j['gpus']:>6} {where[:34]:<34} {_pct(j['goodput_share']):>8} "
+                     f"{j['preemptions']:>3} {j['failures']:>4}")
+    if len(jobs) > limit:
+        lines.append(f"  ... and {len(jobs) - limit:,} more jobs (--json lists them all)")
+    lines.append(f"  cluster    makespan {_h(c['makespan_s'])}, utilization {_pct(c['utilization'])}, fragmentation "
+                 f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {c['gpu_hours_held']:,.0f} GPU-h held, "
+                 f"{c['jobs_done']}/{c['jobs']} jobs done, {c['preemptions']} preemptions, {c['failures']} failures")
+    lines.append(f"  energy     {c['gpu_energy_j'] / 3.6e9:,.3g} MWh (GPUs at TDP when held, idle power otherwise, x PUE)")
+    lines.append("  waiting    " + "; ".join(f"{k}: mean {_h(v['mean_wait_s'])}, max {_h(v['max_wait_s'])} ({v['jobs']} jobs)"
+                                          for k, v in c["queueing_by_priority"].items()))
+    o = data["optimum"]
+    if o["epochs"]:
+        solved = [e for e in o["epochs"] if e["milp_value"] is not None]
+        lines.append(f"  optimum    MILP at {len(o['epochs'])} epochs ({len(solved)} solved): mean gap {_pct(o['mean_gap'])}, "
+                     f"max {_pct(o['max_gap'])} of priority-weighted throughput")
+    lines.append(f"  events     {data['events']['changes']:,} changes, each delivered once by List-Watch "
+                 f"({data['events']['delivered']:,} delivered)")
+    return "\n".join(lines)

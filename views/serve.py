@@ -1,0 +1,122 @@
+"""A serve plan as stable JSON and as a terminal table.
+
+The JSON keeps the serve keys (`ttft_s tpot_s requests_per_s ...`) and carries the keys
+every plan shares (`status step_time_s tokens_per_s mfu memory_per_gpu_bytes power_w
+energy_per_token_j parallelism placement error_band binding solver`)."""
+
+from __future__ import annotations
+
+from ..model import comms
+from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
+from ..model.compute import peak
+from ..solver.serve import ServePlan, Side
+
+LATENCY_KEYS = ("p50", "p90", "p99", "mean")
+
+
+def serve_json(p: ServePlan) -> dict:
+    out = {"format": "gclc-serve-plan", "version": 2, "job": p.name, "cluster": p.graph.name,
+           "partition": p.partition.name, "status": "optimal" if p.best else "infeasible",
+           "configurations": p.considered, "binding": list(p.binding), "solver": _solver(p)}
+    if p.best is None:
+        return out
+    b, d = p.best, p.decode
+    gpus = p.used_gpus
+    out.update({
+        "mode": p.mode,
+        "parallelism": _parallelism(d) | {"replicas": d.count, "dp": d.count},
+        "pools": {"decode" if p.prefill else "serve": _side(d)} | ({"prefill": _side(p.prefill)} if p.prefill else {}),
+        "gpus": gpus, "idle_gpus": p.gpus - gpus,
+        "ttft_s": p.outcome.percentile("ttft", -1) if p.outcome else (p.prefill or d).estimate.ttft,
+        "tpot_s": p.outcome.percentile("tpot", -1) if p.outcome else b.tpot,
+        "step_time_s": b.tpot * d.replica.engine.tokens_per_step,
+        "tokens_per_s": p.tokens_per_s, "tokens_per_s_per_gpu": p.tokens_per_s / gpus,
+        "requests_per_s": p.tokens_per_s / p.demand_output,
+        "mfu": _mfu(p), "memory_per_gpu_bytes": b.memory, "hbm_bytes": b.hbm,
+        "power_w": p.power_w, "energy_per_token_j": p.energy_per_token,
+        "tokens_per_joule": 1 / p.energy_per_token if p.energy_per_token else None,
+        "placement": _placement(d) | ({"prefill": _placement(p.prefill)} if p.prefill else {}),
+        "error_band": _band(p.tokens_per_s, b.tpot * d.replica.engine.tokens_per_step),
+        "runners_up": [{"tp": e.config.tp, "ep": e.config.ep, "pp": e.config.pp, "batch": e.config.batch,
+                        "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
+    })
+    if p.outcome is not None:
+        o = p.outcome
+        out["latency"] = {m: {k: o.percentile(m, {"p50": 50, "p90": 90, "p99": 99, "mean": -1}[k])
+                              for k in LATENCY_KEYS} for m in ("ttft", "tpot", "e2e")}
+        out.update({"goodput_rps": o.goodput, "demand_rps": p.demand.rate, "preemptions": o.preemptions})
+    return out
+
+
+def _band(tokens_per_s: float, step: float) -> dict:
+    """80 % bands from the serving benchmark's residuals (measured / predicted throughput)."""
+    low, high = SERVE_THROUGHPUT_RATIO
+    return {"confidence": BAND_CONFIDENCE, "tokens_per_s": [tokens_per_s * low, tokens_per_s * high],
+            "step_time_s": [step / high, step / low]}
+
+
+def _solver(p: ServePlan) -> dict:
+    return {"status": "optimal" if p.best else "infeasible", "configurations": p.considered,
+            "evaluated": p.considered, "simulated": p.simulated, "pruned": p.pruned, "proof": p.proof}
+
+
+def _parallelism(s: Side) -> dict:
+    c = s.replica.config
+    return {"tp": c.tp, "ep": c.ep, "pp": c.pp, "cp": 1, "vp": 1, "batch": c.batch, "precision": c.precision,
+            "kv_precision": c.kv}
+
+
+def _side(s: Side) -> dict:
+    e = s.estimate
+    return _parallelism(s) | {"replicas": s.count, "gpus_per_replica": s.replica.gpus, "gpus": s.gpus,
+                              "requests_per_s_per_replica": e.requests_per_s, "ttft_s": e.ttft, "tpot_s": e.tpot,
+                              "memory_per_gpu_bytes": e.memory}
+
+
+def _placement(s: Side) -> dict:
+    """The tiers each dimension of a replica spans (ranks: tp innermost, then ep, then pp)."""
+    c, tiers = s.replica.config, s.replica.partition.tiers
+    out = {"order": ["tp", "ep", "pp"]}
+    for dim, size, stride in (("tp", c.tp, 1), ("ep", c.ep, c.tp), ("pp", c.pp, c.tp * c.ep)):
+        stages = comms.place(size, stride, tiers)
+        out[dim] = {"size": size, "stride": stride, "tiers": [st.tier.name for st in stages],
+                    "peers": [st.peers for st in stages]}
+    return out
+
+
+def _mfu(p: ServePlan) -> float:
+    """Model FLOPs served (2 x active params per prompt and output token) over the peak of the GPUs used."""
+    shape, chip = p.decode.replica.shape, p.partition.node.accelerator
+    per_request = 2 * shape.active_params * (p.decode_prompt + p.demand_output)
+    requests = p.tokens_per_s / p.demand_output
+    return requests * per_request / (p.used_gpus * peak(chip, p.best.config.precision))
+
+
+def serve_text(p: ServePlan) -> str:
+    head = f"plan {p.name} (serve) on {p.graph.name}: {p.considered} configurations, {p.simulated} simulated"
+    if p.best is None:
+        return head + "\n  infeasible: " + "; ".join(p.binding)
+    d = p.decode
+    lines = [head, f"  mode       {p.mode}, {p.used_gpus} of {p.gpus} GPUs"]
+    for name, side in (("prefill", p.prefill), ("decode" if p.prefill else "replicas", d)):
+        if side is None:
+            continue
+        c = side.replica.config
+        lines.append(f"  {name:<10} {side.count} x (tp={c.tp} ep={c.ep} pp={c.pp} = {side.replica.gpus} GPUs), "
+                     f"batch {c.batch}, {c.precision} weights, {c.kv} KV")
+    if p.outcome is not None:
+        o = p.outcome
+        for metric, scale, unit in (("ttft", 1e3, "ms"), ("tpot", 1e3, "ms"), ("e2e", 1, "s")):
+            lines.append(f"  {metric:<10} " + ", ".join(f"{k} {o.percentile(metric, v) * scale:,.1f} {unit}" for k, v in
+                                                       (("P50", 50), ("P90", 90), ("P99", 99))))
+        lines.append(f"  demand     {p.demand.rate:,.4g} requests/s; goodput {o.goodput:,.4g} requests/s within the SLOs")
+    else:
+        lines.append(f"  latency    TTFT {(p.prefill or d).estimate.ttft * 1e3:,.0f} ms (unloaded), "
+                     f"TPOT {p.best.tpot * 1e3:,.1f} ms at full batch")
+    lines += [
+        f"  throughput {p.tokens_per_s:,.0f} output tokens/s ({p.tokens_per_s / p.used_gpus:,.0f} per GPU)",
+        f"  memory     {p.best.memory / 1e9:,.1f} GB of {p.best.hbm / 1e9:,.0f} GB per GPU",
+        f"  power      {p.power_w / 1e6:,.3g} MW, {p.energy_per_token:.3g} J per output token",
+        "  binds      " + "; ".join(p.binding or ("-",)),
+    ]
+    return "\n".join(lines)
