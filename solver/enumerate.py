@@ -47,7 +47,7 @@ from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.power import job_power
 from ..model.step import Estimate, estimate
-from ..dsl.units import Quantity
+from ..dsl.units import NONE, Quantity
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)
@@ -120,7 +120,7 @@ def limits(job: Job) -> Limits:
         # a count (`gpus <= 8`) is checked as a plain int, a figure as a Quantity: both bind
         quantity = bound.value if isinstance(bound.value, Quantity) else Quantity.of(bound.value)
         value = float(quantity.value)
-        share = bound.target == "memory" and quantity.dim == (0, 0, 0, 0)
+        share = bound.target == "memory" and quantity.dim == NONE
         if share:
             value *= hbm
         items.append(Limit(bound.target, bound.op, value, share, item.span))
