@@ -95,7 +95,3 @@ def _pins(job: Entity) -> Iterator[Diagnostic]:
     if ep is not None and arch == "dense" and ep.value != 1:
         yield codes.PIN_MEANINGLESS.make(ep.span, pin=f"ep = {ep.value}", why=f"`{model.name}` is dense: it has no experts",
                                          notes=["help: remove `ep`, or set `arch = moe` with `experts`"])
-    vp, pp = pins.get("vp"), pins.get("pp")
-    if vp is not None and vp.value != 1 and pp is not None and pp.value == 1:
-        yield codes.PIN_MEANINGLESS.make(vp.span, pin=f"vp = {vp.value}", why="`pp = 1` has no stages to interleave",
-                                         notes=["help: virtual stages split each pipeline stage: pin `pp` > 1 or remove `vp`"])
