@@ -52,20 +52,15 @@ def _percentiles(job: Entity) -> Iterator[Diagnostic]:
 
 
 def _precisions(job: Entity) -> Iterator[Diagnostic]:
+    """The KV cache's format must be one the chips run (the weights' is checked for every job)."""
     chip = chip_of(job)
     peak = chip.get("peak") if chip is not None else None
-    if not isinstance(peak, Record):
-        return
-    for field in ("precision", "engine.kv_precision"):
-        value = job.get(field)
-        name = getattr(value, "name", None)
-        if name in LOW_PRECISIONS and name not in peak.names():
-            what = "weights" if field == "precision" else "the KV cache"
-            yield codes.UNSUPPORTED_PRECISION.make(
-                job.span_of(field), chip=chip.name, precision=name,
-                why=f"it declares no {name} peak, so {what} cannot be held and computed in {name}",
-                labels=[Label(chip.span_of("peak"), "its peaks")],
-                notes=[f"help: use one of {', '.join(peak.names())}"])
+    name = getattr(job.get("engine.kv_precision"), "name", None)
+    if isinstance(peak, Record) and name in LOW_PRECISIONS and name not in peak.names():
+        formats = ", ".join(peak.names())
+        yield codes.UNSUPPORTED_PRECISION.make(
+            job.span_of("engine.kv_precision"), chip=chip.name, precision=name, formats=formats,
+            labels=[Label(chip.span_of("peak"), "its peaks")], notes=[f"help: hold the KV cache in one of {formats}"])
 
 
 def chip_of(job: Entity) -> Entity | None:

@@ -159,9 +159,6 @@ SERVE_DEMAND = _code("serve-demand", E, "{what}",
                      "A serve job's demand: request lengths, rate, trace and the SLOs that need them.")
 BAD_TRACE = _code("bad-trace", E, "trace `{path}`: {why}",
                   "A request trace that cannot be read: rows of `arrival_s,prompt,output`.")
-UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}: {why}",
-                              "Weights or KV cache in a precision the accelerator has no peak for.")
-
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """`did you mean `x`?` from the nearest candidates, or nothing."""
