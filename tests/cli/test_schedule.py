@@ -104,7 +104,7 @@ def test_a_trace_outside_the_folder_or_missing_is_located(path, code, tmp_path, 
     text = EXAMPLE.read_text().replace("workload notebooks {", f'workload notebooks {{\n  trace    = "{path}"')
     (tmp_path / "shared.gcl").write_text(text)
     assert main(["check", str(tmp_path / "shared.gcl")]) == 1
-    assert re.search(rf"shared.gcl:\d+:3: error\[{code}\]", capsys.readouterr().out)
+    assert re.search(rf"shared.gcl:\d+:3: error\[{code}\]", capsys.readouterr().err)
 
 
 def test_a_good_csv_trace_is_replayed(tmp_path, capsys):

@@ -113,7 +113,7 @@ def test_energy_price_needs_money_per_energy(tmp_path, capsys):
     path = tmp_path / "bad.gcl"
     path.write_text(DESIGN.format(**DEFAULTS).replace("0.08 USD/kWh", "0.08 USD"))
     assert main(["check", str(path)]) == 1
-    err = capsys.readouterr().out
+    err = capsys.readouterr().err  # diagnostics go to stderr
     assert "bad.gcl:16:21:" in err and "energy_price" in err and "USD/kWh" in err
 
 
@@ -121,7 +121,7 @@ def test_unknown_economics_field_is_located(tmp_path, capsys):
     path = tmp_path / "bad.gcl"
     path.write_text(DESIGN.format(**DEFAULTS).replace("years ", "yeers "))
     assert main(["check", str(path)]) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # diagnostics go to stderr
     assert "unknown-field" in out and "did you mean `years`" in out
 
 
@@ -142,7 +142,7 @@ def test_a_param_that_names_a_part_is_swapped_and_checked(tmp_path, capsys):
     path = tmp_path / "d.gcl"
     path.write_text(DESIGN.format(**DEFAULTS))
     assert main(["check", str(path), "--set", "server=H100_SXM"]) == 1  # a chip where a node is named
-    assert "must be the node `DGX_H100`" in capsys.readouterr().out
+    assert "must be the node `DGX_H100`" in capsys.readouterr().err
 
 
 JOB = """

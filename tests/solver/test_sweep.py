@@ -248,7 +248,7 @@ def test_a_sweep_block_gives_axes_and_objectives_and_vary_overrides_it(design, t
 def test_a_sweep_block_is_checked_like_any_block(design, tmp_path, capsys):
     design.write_text(DESIGN + "\nsweep s {\n  nodez = [1, 2]\n  nodes = []\n}\n")
     assert main(["check", str(design)]) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # diagnostics go to stderr
     assert "small.gcl:39:3: error[unknown-axis]" in out and "did you mean `nodes`" in out
     assert "small.gcl:40:11: error[wrong-type]" in out and "an empty list" in out
     assert main(["sweep", str(design), "--in-process", "-o", str(tmp_path / "out")]) == 1
