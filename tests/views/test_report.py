@@ -124,7 +124,7 @@ def test_report_command(tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", str(ROOT / "examples" / UNPLANNED), "-o", str(out)]) == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
-    assert main(["report", str(ROOT / "examples" / UNPLANNED), "-o", str(tmp_path / "x.html"), "--job", "x"]) == 1
+    assert main(["report", str(ROOT / "examples" / UNPLANNED), "-o", str(tmp_path / "x.html"), "--job", "x"]) == 2  # a job that is not there: usage
     assert "no `train` job" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
 
 
