@@ -27,6 +27,8 @@ import unicodedata
 import attrs
 
 from . import ast
+from .source import SourceFile, source_text
+from .syntax import parse_source
 
 INDENT = "  "
 MAX_WIDTH = 100
@@ -40,9 +42,7 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t"}
 
 def format_text(text: str, path: str = "<string>") -> str:
     """Parse `text` and print it canonically; raises `ParseError` on bad input."""
-    from . import parse  # late: `dsl/__init__` may import this module
-
-    return format_module(parse(text, path))
+    return format_module(parse_source(SourceFile(path, source_text(text))))
 
 
 def format_module(module: ast.Module) -> str:
