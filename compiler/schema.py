@@ -287,11 +287,17 @@ CLUSTER = Block(
 MODEL = Block(
     {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
-     "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT},
+     "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT,
+     "mtp": COUNT0},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
-                              "dense_layers": COUNT0}, required=("routed", "top_k")),
-            "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0}, required=("kv_rank",),
-                         doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per token")},
+                              "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64))},
+                             required=("routed", "top_k"),
+                             doc="routed and shared experts; `capacity_factor = c` drops the tokens beyond c x an "
+                                 "expert's mean share and pads the rest to it (absent: dropless)"),
+            "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0, "q_rank": COUNT0}, required=("kv_rank",),
+                         doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per "
+                             "token; queries through a q_rank latent (0: a full projection); head_dim is the "
+                             "per-head key (without rope_dim) and value width")},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
 )
 OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
@@ -301,7 +307,11 @@ _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": p
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
-                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule")})
+                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
+                     "cp_balance": FLAG, "ep_overlap": FLAG},
+                    doc="parallel widths and choices; `cp_balance = false` gives each context-parallel rank one "
+                        "contiguous chunk (causal imbalance) instead of the balanced pair of chunks; "
+                        "`ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
 # tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..compiler.ir import Accelerator
 from . import cache, dvfs
-from .workload import ACT_BYTES, Op
+from .ops import ACT_BYTES, Op
 
 # Undeclared chips: the median of the efficiencies fitted on the published runs
 # (benchmarks/calibrate.py, 2026-12-01; GEMMs of every precision together, attention apart).
@@ -33,6 +33,13 @@ DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel rea
 # to the 16k figure within 0.04 from 1k up. The chips' `attention` efficiencies are the
 # long-sequence asymptote.
 ATTENTION_HALF_SEQ = 430
+# Narrow heads run flash attention slower: each tile's softmax (exponentials, rescaling)
+# costs the same whatever the head width while its two matrix products scale with it, so
+# the rate goes as d / (d + d0). The same paper's Fig. 5 (causal, forward, 16k) gives
+# 473 TFLOP/s at head dim 64 against 616 at 128: d0 = 55. At 256 it measures 642, less
+# than the law's +17 % (register pressure), so widths above 128 keep the 128 rate, which
+# is what the chips' `attention` efficiencies were fitted at.
+ATTENTION_HALF_HEAD_DIM = 55
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -107,6 +114,15 @@ def attention_length_factor(kv_length: int) -> float:
     return kv_length / (kv_length + ATTENTION_HALF_SEQ) if kv_length > 0 else 1.0
 
 
+def attention_head_factor(head_dim: int) -> float:
+    """Share of the head-dim-128 attention rate a kernel over heads this wide reaches."""
+    if head_dim <= 0 or head_dim >= 128:
+        return 1.0
+    def rate(d: int) -> float:
+        return d / (d + ATTENTION_HALF_HEAD_DIM)
+    return rate(head_dim) / rate(128)
+
+
 def hbm_rate(chip: Accelerator) -> float:
     return chip.hbm_bandwidth * (chip.efficiency_of("hbm") or DEFAULT_HBM_EFFICIENCY)
 
@@ -132,14 +148,16 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
     two-level roofline, model/cache.py), plus overhead."""
     memory = op.bytes / hbm_rate(chip)
     if op.kind == "gemm":
-        compute = op.flops / gemm_rate(chip, precision, op.m, op.n, op.k)
+        # a grouped GEMM's tiles of all its experts fill the GPU together
+        rows = op.m * op.count if op.grouped else op.m
+        compute = op.flops / gemm_rate(chip, precision, rows, op.n, op.k)
         memory = cache.gemm_bytes(op.m, op.n, op.k, op.count, ACT_BYTES, chip) / hbm_rate(chip)
     elif op.kind == "attention":
         if op.m:  # unfused: two batched GEMMs (QK^T: s x s x d, then AV) at the GEMM rate of
             # their shape, and the scores go through HBM between kernels, not overlapped with math
             compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
             return compute + memory + 4 * KERNEL_OVERHEAD_S
-        compute = op.flops / (attention_rate(chip) * attention_length_factor(op.n))
+        compute = op.flops / (attention_rate(chip) * attention_length_factor(op.n) * attention_head_factor(op.k))
     else:
         compute = 0.0
         memory = cache.elementwise_hbm_bytes(op.bytes, op.tensor, chip) / hbm_rate(chip)

@@ -33,29 +33,49 @@ class Memory:
 
 
 def params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
-    """Parameters held by the most loaded GPU (a stage with the embedding, or the output layer)."""
+    """Parameters held by the most loaded GPU (a stage with the embedding, or the output
+    layer and the MTP modules)."""
+    return dense_params_per_gpu(shape, cfg) + expert_params_per_gpu(shape, cfg)
+
+
+def expert_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Routed-expert parameters on one GPU: each EP rank holds routed / ep experts whole
+    (MoE parallel folding: expert tensor parallelism 1, EP groups over the TP x CP x DP ranks)."""
+    if not shape.is_moe:
+        return 0.0
+    layers = shape.moe_layers / cfg.pp + shape.mtp   # the MTP modules' layers sit on the last stage
+    return layers * shape.routed * shape.expert_params / cfg.ep
+
+
+def dense_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Everything but the routed experts, split by TP."""
     layers = shape.layers / cfg.pp
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
-    dense_layer = shape.layer_params(False) / cfg.tp
-    if shape.is_moe:
-        expert_part = (shape.routed * shape.expert_params) / (cfg.ep * cfg.tp)
-        moe_layer = (shape.layer_params(True) - shape.routed * shape.expert_params) / cfg.tp + expert_part
-    else:
-        moe_layer = 0.0
+    dense_layer = shape.layer_params(False)
+    moe_layer = shape.layer_params(True) - shape.routed * shape.expert_params if shape.is_moe else 0.0
     per_stage = layers * ((1 - moe_share) * dense_layer + moe_share * moe_layer)
-    embedding = shape.vocab * shape.hidden / cfg.tp
-    return per_stage + embedding * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1)
+    mtp = shape.mtp_params - shape.mtp * shape.routed * shape.expert_params
+    embedding = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1)
+    return (per_stage + mtp + embedding) / cfg.tp
+
+
+def expert_dp(cfg: TrainConfig) -> int:
+    """Replicas of each expert: the ranks of a TP x CP x DP slice over the EP width."""
+    return max(1, cfg.dp * cfg.cp * cfg.tp // cfg.ep)
 
 
 def model_state(shape: ModelShape, cfg: TrainConfig) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding over dp (and cp)."""
-    params = params_per_gpu(shape, cfg)
-    shards = cfg.dp * cfg.cp  # Megatron shards the distributed optimizer over dp x cp
+    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding over dp (and cp):
+    Megatron shards the distributed optimizer over dp x cp, an expert's over its replicas."""
+    dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
+
+    def sharded(per_param: float, stage: int) -> float:
+        if cfg.zero < stage:
+            return (dense + experts) * per_param
+        return per_param * (dense / (cfg.dp * cfg.cp) + experts / expert_dp(cfg))
+
     weight_bytes = WEIGHT_BYTES + (FP8_WEIGHT_BYTES if cfg.precision in ("fp8", "fp4") else 0)
-    weights = params * weight_bytes / (shards if cfg.zero >= 3 else 1)
-    grads = params * int(cfg.behaviour("grad_bytes")) / (shards if cfg.zero >= 2 else 1)
-    optimizer = params * OPTIMIZER_BYTES / (shards if cfg.zero >= 1 else 1)
-    return weights, grads, optimizer
+    return sharded(weight_bytes, 3), sharded(int(cfg.behaviour("grad_bytes")), 2), sharded(OPTIMIZER_BYTES, 1)
 
 
 def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> float:

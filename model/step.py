@@ -9,13 +9,14 @@ import functools
 import attrs
 
 from ..compiler.ir import Partition
-from . import comms, host
+from . import comms, context, host, moe as routed
 from .compute import hbm_rate, op_time, peak
 from .config import DEFAULT_ORDER, TrainConfig
-from .memory import Memory, memory, params_per_gpu
+from .memory import Memory, dense_params_per_gpu, expert_dp, expert_params_per_gpu, memory, params_per_gpu
+from .ops import gemm
 from .ranks import rank_partition
 from .shape import ModelShape
-from .workload import backward_factor, layer_forward, logits_forward, moe_tokens
+from .workload import backward_factor, layer_forward, logits_forward
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
@@ -26,11 +27,6 @@ ADAM_BYTES_PER_PARAM = 30  # read fp32 param, grad, m, v; write param, m, v; wri
 # ZeRO-3, FSDP and MaxText runs (benchmarks/calibrate.py).
 GATHER_CONTENTION = 0.5
 EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
-# Host-side cost of one MoE layer per micro-batch, forward and backward: dropless routing
-# needs the token counts on the host before the expert GEMMs launch (a device-to-host
-# sync per pass), so the GPU queue drains and ~100 small kernels are launched serially.
-# Fitted on the published MoE runs (benchmarks/calibrate.py); it does not scale with tokens.
-MOE_LAYER_OVERHEAD_S = 5.5e-3
 
 
 @attrs.frozen
@@ -106,7 +102,10 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
     message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
     p2p = 2 * cfg.vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
-    stage = dense_layers * dense.total + moe_layers * moe.total + logits + p2p
+    # MTP modules sit after the output layer, on the last stage: a projection, one more
+    # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2)
+    mtp = shape.mtp * ((moe if shape.is_moe else dense).total + logits + _mtp_projection(shape, cfg, chip))
+    stage = dense_layers * dense.total + moe_layers * moe.total + logits + mtp + p2p
     m = cfg.microbatches
     bubble = (cfg.pp - 1) / cfg.vp * stage if cfg.pp > 1 else 0.0
     # One micro-batch through this stage's layers, exposed communication included: the
@@ -115,8 +114,12 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
     optimizer = _optimizer_time(shape, cfg, partition)
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
-    breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
-                          per("ep"), m * p2p, bubble, dp, optimizer)
+    last = moe if shape.is_moe else dense
+    extra = lambda field: m * shape.mtp * getattr(last, field)  # noqa: E731
+    mtp_compute = m * shape.mtp * (logits + _mtp_projection(shape, cfg, chip))
+    breakdown = Breakdown(per("forward") + per("backward") + m * logits + extra("forward") + extra("backward")
+                          + mtp_compute, per("recompute") + extra("recompute"), per("tp") + extra("tp"),
+                          per("cp") + extra("cp"), per("ep") + extra("ep"), m * p2p, bubble, dp, optimizer)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total)
     if data or checkpoint:
         breakdown = attrs.evolve(breakdown, data=data, checkpoint=checkpoint)
@@ -133,7 +136,7 @@ def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool)
     # Batch, virtual stages and the ZeRO stage never change a layer's micro-batch cost:
     # configurations differing only there share the work (a tuple key: cheaper than evolve).
     key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-           cfg.precision, cfg.stack, cfg.order, partition, moe)
+           cfg.precision, cfg.stack, cfg.order, cfg.cp_balanced, cfg.ep_overlap, partition, moe)
     layer = _LAYERS.get(key)
     if layer is None:
         if len(_LAYERS) >= 65536:  # bounded, like the lru caches beside it
@@ -162,8 +165,11 @@ def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe
     forward, backward, attention, gemms = _layer_compute(shape, compute_cfg, partition.node.accelerator, moe)
     recompute = {"full": forward, "selective": attention}.get(cfg.recompute, 0.0)
     tp = _tp_exposed(shape, cfg, tiers, gemms)
-    cp = _cp_exposed(shape, cfg, tiers, attention)
-    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
+    cp = context.ring_exposed(shape, cfg, tiers, attention)
+    ep = 0.0
+    if moe:
+        ep = _ep_exposed(shape, cfg, tiers, forward + backward)
+        ep += routed.host_exposed()
     return _Layer(forward, backward, recompute, tp, cp, ep)
 
 
@@ -201,30 +207,19 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
     return max(total - gemms, 0.0) + TP_OVERLAP_RESIDUE * total
 
 
-def _cp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, attention: float) -> float:
-    """Ring attention passes K and V around the CP group, overlapped with attention math."""
-    if cfg.cp == 1:
-        return 0.0
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
-    kv = 2 * tokens * 2 * shape.kv_heads * shape.head_dim / cfg.tp
-    stages = comms.place(cfg.cp, cfg.stride("cp"), tiers)
-    step = comms.all_to_all(kv * (cfg.cp - 1), stages)  # each rank sends its KV to every other
-    forward = max(step - attention, 0.0)
-    backward = max(2 * step - 2.5 * attention, 0.0)
-    return forward + backward
-
-
 def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> float:
-    """Dispatch and combine all-to-all, forward and backward (four per MoE layer); fp8
-    recipes dispatch in fp8, everything else moves bf16. Stacks that overlap the
-    all-to-all with another micro-batch's compute expose only what compute cannot hide."""
+    """Dispatch and combine all-to-all, forward and backward (four per MoE layer), of the
+    busiest rank's routed copies (model/moe.py); fp8 recipes dispatch in fp8, everything
+    else moves bf16. The all-to-all waits on the router before it and the experts wait on
+    it, so within a micro-batch nothing hides it: only a run that overlaps one
+    micro-batch's all-to-all with another's compute (`ep_overlap`) hides it, up to that
+    compute."""
     if cfg.ep == 1:
         return 0.0
-    tokens = moe_tokens(cfg)
     dispatch = 1 if cfg.precision in ("fp8", "fp4") else 2
     stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
-    total = sum(comms.all_to_all(tokens * shape.top_k * shape.hidden * b, stages) for b in (dispatch, 2, 2, 2))
-    if not cfg.behaviour("ep_overlap"):
+    total = sum(comms.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages) for b in (dispatch, 2, 2, 2))
+    if not cfg.overlaps_ep:
         return total
     return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total
 
@@ -237,27 +232,35 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
     all of them. Windows are shares of passes that count fully in the step, so a faster
     pass can expose more communication but never lengthen the step.
     """
-    replicas = cfg.dp * cfg.cp
-    if replicas == 1:
-        return 0.0
-    params = params_per_gpu(shape, cfg)
     grad_bytes = int(cfg.behaviour("grad_bytes"))
-    stages = comms.place(replicas, min(cfg.stride("dp"), cfg.stride("cp")), partition.tiers)
-    if not cfg.behaviour("hierarchical"):
-        stages = comms.flat(stages)
+    # Routed experts are replicated over fewer ranks, ep apart (EP groups take consecutive
+    # ranks): their gradients cross the slower tiers that the dense ones reduce across
+    # only on 1/n of the data (model/memory.py expert_dp).
+    groups = [(dense_params_per_gpu(shape, cfg), cfg.dp * cfg.cp, min(cfg.stride("dp"), cfg.stride("cp"))),
+              (expert_params_per_gpu(shape, cfg), expert_dp(cfg), cfg.ep)]
+    gathers, reduces, all_reduces = 0.0, 0.0, 0.0
+    for params, replicas, stride in groups:
+        if replicas == 1 or not params:
+            continue
+        stages = comms.place(replicas, stride, partition.tiers)
+        if not cfg.behaviour("hierarchical"):
+            stages = comms.flat(stages)
+        reduces += comms.reduce_scatter(params * grad_bytes, stages)
+        gathers += comms.all_gather(params * 2, stages)
+        all_reduces += comms.all_reduce(params * grad_bytes, stages)
+    if not (gathers or reduces):
+        return 0.0
     if cfg.zero >= 3:
-        per_step = comms.reduce_scatter(params * grad_bytes, stages) + 2 * comms.all_gather(params * 2, stages)
-        per_step *= cfg.microbatches
+        per_step = (reduces + 2 * gathers) * cfg.microbatches
         if not cfg.behaviour("dp_overlap"):
             return per_step
         hidden_by = cfg.microbatches * layer_pass
         return max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
     if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
         # updated parameters during the next step's first forward (Megatron's distributed optimizer)
-        parts = ((comms.reduce_scatter(params * grad_bytes, stages), 2 / 3),
-                 (comms.all_gather(params * 2, stages), 1 / 3))
+        parts = ((reduces, 2 / 3), (gathers, 1 / 3))
     else:
-        parts = ((comms.all_reduce(params * grad_bytes, stages), 2 / 3),)
+        parts = ((all_reduces, 2 / 3),)
     if not cfg.behaviour("dp_overlap"):
         return sum(seconds for seconds, _ in parts)
     return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
@@ -273,14 +276,24 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
 
 
 def _optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
-    params = params_per_gpu(shape, cfg) / (cfg.dp * cfg.cp if cfg.zero >= 1 else 1)
+    if cfg.zero >= 1:
+        params = dense_params_per_gpu(shape, cfg) / (cfg.dp * cfg.cp) + expert_params_per_gpu(shape, cfg) / expert_dp(cfg)
+    else:
+        params = params_per_gpu(shape, cfg)
     return params * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
+
+
+def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:
+    """Forward and backward of one MTP module's projection of [hidden; embedding] to hidden."""
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    forward = op_time(gemm("mtp projection", tokens, shape.hidden / cfg.tp, 2 * shape.hidden), chip, cfg.precision)
+    return 3 * forward
 
 
 def _recompute_flops(shape: ModelShape, cfg: TrainConfig) -> float:
     """Extra forward FLOPs per token that recomputation adds (for HFU)."""
     if cfg.recompute == "full":
-        return shape.forward_flops_per_token(cfg.seq) - 2 * shape.hidden * shape.vocab
+        return shape.forward_flops_per_token(cfg.seq) - (1 + shape.mtp) * 2 * shape.hidden * shape.vocab
     if cfg.recompute == "selective":
         return shape.attention_core_flops_per_token(cfg.seq)
     return 0.0

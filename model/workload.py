@@ -3,35 +3,14 @@ shapes, attention, and memory-bound elementwise work, split by TP/SP/CP/EP."""
 
 from __future__ import annotations
 
-import attrs
-
+from . import context, mla
+from . import moe as routed
 from .config import TrainConfig
+from .ops import ACT_BYTES, Op, elementwise, gemm
 from .shape import ModelShape
 
-ACT_BYTES = 2  # bf16 activations; fp8 runs keep activations in bf16 between GEMMs
-
-
-@attrs.frozen
-class Op:
-    name: str
-    kind: str             # gemm | attention | elementwise
-    flops: float
-    bytes: float          # HBM traffic
-    m: int = 0
-    n: int = 0
-    k: int = 0
-    count: int = 1        # identical GEMMs (grouped experts)
-    tensor: float = 0.0   # bytes of one activation tensor of an elementwise chain (L2 residency)
-
-
-def gemm(name: str, m: float, n: float, k: float, count: int = 1) -> Op:
-    m, n, k = max(1, int(m)), max(1, int(n)), max(1, int(k))
-    traffic = ACT_BYTES * (m * k + k * n + m * n) * count
-    return Op(name, "gemm", 2.0 * m * n * k * count, traffic, m, n, k, count)
-
-
-def elementwise(name: str, bytes_: float, tensor: float = 0.0) -> Op:
-    return Op(name, "elementwise", 0.0, bytes_, tensor=tensor)
+__all__ = ["ACT_BYTES", "Op", "backward_factor", "layer_forward", "logits_forward", "moe_tokens"]
+moe_tokens = routed.moe_tokens
 
 
 def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool) -> tuple[Op, ...]:
@@ -39,8 +18,9 @@ def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool) -> tuple[Op, .
     t = cfg.tp
     tokens = cfg.microbatch * cfg.seq / cfg.cp
     h, d, a, kv = shape.hidden, shape.head_dim, shape.heads, shape.kv_heads
-    ops = [gemm("qkv", tokens, (a + 2 * kv) * d / t, h), _attention(shape, cfg, tokens),
-           gemm("attention out", tokens, h, a * d / t)]
+    projections = mla.projection_ops(shape, cfg, tokens) if shape.is_mla else [
+        gemm("qkv", tokens, (a + 2 * kv) * d / t, h)]
+    ops = [*projections, _attention(shape, cfg, tokens), gemm("attention out", tokens, h, a * d / t)]
     ops += _moe_mlp(shape, cfg, tokens) if moe else _dense_mlp(shape, cfg, tokens, shape.ffn)
     ops.append(_elementwise(shape, cfg, tokens, moe))
     return tuple(ops)
@@ -49,12 +29,14 @@ def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool) -> tuple[Op, .
 def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float) -> Op:
     """Scores and values: flash kernels skip the masked half; unfused ones write s x s."""
     heads = shape.heads / cfg.tp
-    flops = 4.0 * tokens * cfg.seq * heads * shape.head_dim
+    # scores over the query/key width, values over the value width (both head_dim unless MLA)
+    flops = 2.0 * tokens * cfg.seq * heads * (shape.qk_dim + shape.head_dim)
     if cfg.behaviour("attention") == "flash":
-        traffic = ACT_BYTES * tokens * heads * shape.head_dim * 4
-        # n: the keys one kernel call sees (the rank's chunk: ring attention over CP
-        # ranks runs one call per chunk pair)
-        return Op("attention", "attention", flops / 2, traffic, 0, max(1, int(cfg.seq / cfg.cp)), shape.head_dim)
+        traffic = ACT_BYTES * tokens * heads * (shape.qk_dim + shape.head_dim) * 2
+        # the busiest CP rank's causal share; n: the keys one kernel call sees (ring
+        # attention runs one call per chunk pair); k: the head width the kernel tiles
+        work = flops / 2 * context.causal_imbalance(cfg)
+        return Op("attention", "attention", work, traffic, 0, context.kernel_keys(cfg), shape.qk_dim)
     # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.
@@ -67,24 +49,9 @@ def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> 
     return [gemm("mlp up", tokens, up, shape.hidden), gemm("mlp down", tokens, shape.hidden, ffn / cfg.tp)]
 
 
-def moe_tokens(cfg: TrainConfig) -> float:
-    """Tokens one GPU routes per micro-batch. Experts are not tensor-parallel (Megatron's
-    MoE parallel folding, expert TP = 1): the TP ranks' sequence shards route separately."""
-    return cfg.microbatch * cfg.seq / cfg.cp / cfg.tp
-
-
 def _moe_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float) -> list[Op]:
-    """Routed experts as grouped GEMMs (tokens spread evenly), shared experts as a dense MLP."""
-    local_experts = max(1, shape.routed // cfg.ep)
-    routed = moe_tokens(cfg) * shape.top_k
-    per_expert = routed / local_experts
-    up = (shape.mlp_matrices - 1) * shape.expert_ffn
-    ops = [gemm("router", tokens, shape.routed, shape.hidden),
-           # softmax and top-k over the experts (fp32), then permute tokens into expert
-           # order and back (read and write each routed copy twice)
-           elementwise("routing", tokens * shape.routed * 4 * 3 + routed * shape.hidden * ACT_BYTES * 4),
-           gemm("experts up", per_expert, up, shape.hidden, local_experts),
-           gemm("experts down", per_expert, shape.hidden, shape.expert_ffn, local_experts)]
+    """Routed experts (model/moe.py), shared experts as a dense MLP beside them."""
+    ops = routed.layer_ops(shape, cfg)
     if shape.shared:
         ops += _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn)
     return ops

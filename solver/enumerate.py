@@ -332,7 +332,9 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
     return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
                        recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
                        precision=job.precision, stack=job.stack, order=order,
-                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every)
+                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every,
+                       cp_balanced=bool(job.pinned.get("cp_balance", True)),
+                       ep_overlap=None if job.pinned.get("ep_overlap") is None else bool(job.pinned["ep_overlap"]))
 
 
 def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]]:
