@@ -10,8 +10,9 @@ key/value chunk and its gradient (twice the bytes) against 2.5x the forward work
 Causal balance: with one contiguous chunk per rank, rank r attends to r + 1/2 chunks'
 worth of keys and the last rank, which every ring step waits for, does 2 - 1/cp times
 the mean work. Load-balanced chunking (TE, MaxText, torchtitan) gives each rank chunk r
-and chunk 2cp - 1 - r of 2cp, so every rank does the mean work, in steps that each see
-half a chunk of keys or queries (Megatron-Core `get_batch_on_this_cp_rank`).
+and chunk 2cp - 1 - r of 2cp, so every rank does the mean work, in steps that each pair
+half a chunk with a whole one (Megatron-Core `get_batch_on_this_cp_rank`). When the ring
+is bound by its links, both layouts take the same time: the exchange paces every step.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ def causal_imbalance(cfg: TrainConfig) -> float:
 
 def kernel_keys(cfg: TrainConfig) -> int:
     """Keys one attention kernel call sees: the whole sequence without CP, else one ring
-    step's chunk (half a rank's chunk when load-balanced)."""
-    if cfg.cp == 1:
-        return cfg.seq
-    return max(1, int(cfg.seq / (2 * cfg.cp if cfg.cp_balanced else cfg.cp)))
+    step's chunk of seq / cp (load-balanced steps pair a rank's whole chunk with half of
+    another's, queries or keys: as many tiles per call as a seq / cp square's causal half)."""
+    return max(1, int(cfg.seq / cfg.cp))
 
 
 def kv_chunk_bytes(shape: ModelShape, cfg: TrainConfig) -> float:

@@ -176,7 +176,10 @@ def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe
 @functools.lru_cache(maxsize=16384)
 def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float, float, float]:
     """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch."""
-    times = [(op, op_time(op, chip, cfg.precision)) for op in layer_forward(shape, cfg, moe)]
+    # with contiguous CP chunks every ring step waits for the rank with the most causal work
+    imbalance = context.causal_imbalance(cfg)
+    times = [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0))
+             for op in layer_forward(shape, cfg, moe)]
     forward = sum(t for _, t in times)
     backward = sum(t * backward_factor(op) for op, t in times)
     attention = sum(t for op, t in times if op.kind == "attention")

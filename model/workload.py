@@ -33,10 +33,9 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float) -> Op:
     flops = 2.0 * tokens * cfg.seq * heads * (shape.qk_dim + shape.head_dim)
     if cfg.behaviour("attention") == "flash":
         traffic = ACT_BYTES * tokens * heads * (shape.qk_dim + shape.head_dim) * 2
-        # the busiest CP rank's causal share; n: the keys one kernel call sees (ring
-        # attention runs one call per chunk pair); k: the head width the kernel tiles
-        work = flops / 2 * context.causal_imbalance(cfg)
-        return Op("attention", "attention", work, traffic, 0, context.kernel_keys(cfg), shape.qk_dim)
+        # the causal half (the busiest CP rank's excess: model/step.py); n: the keys one
+        # kernel call sees (ring attention runs one call per chunk pair); k: the head width
+        return Op("attention", "attention", flops / 2, traffic, 0, context.kernel_keys(cfg), shape.qk_dim)
     # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.
