@@ -13,8 +13,8 @@ from . import cache, dvfs
 from .ops import ACT_BYTES, Op
 
 # Undeclared chips: the median of the efficiencies fitted on the published runs
-# (benchmarks/calibrate.py, 2026-12-01; GEMMs of every precision together, attention apart).
-DEFAULT_GEMM_EFFICIENCY = 0.69   # share of the dense peak a sustained training GEMM reaches
+# (benchmarks/calibrate.py, 2026-12-02; GEMMs of every precision together, attention apart).
+DEFAULT_GEMM_EFFICIENCY = 0.67   # share of the dense peak a sustained training GEMM reaches
 DEFAULT_ATTENTION_EFFICIENCY = 0.29  # share of the bf16 peak fused attention reaches
 # Undeclared chips of a vendor with fitted chips: the median of that vendor's fitted values
 # for the key (same fit): NVIDIA bf16 of A100 40/80 GB and H100; fp8 of H100, B200, GB200,
@@ -22,7 +22,7 @@ DEFAULT_ATTENTION_EFFICIENCY = 0.29  # share of the bf16 peak fused attention re
 # units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
 # out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
 # all-vendor default by 27 % and 20 %).
-VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.60, ("NVIDIA", "attention"): 0.29,
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.59, ("NVIDIA", "attention"): 0.29,
                    ("Google", "bf16"): 0.8825, ("Google", "attention"): 0.4925}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 # Flash attention's rate rises with the key/value length one kernel call sees (tiles of

@@ -103,8 +103,11 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
     p2p = 2 * cfg.vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
     # MTP modules sit after the output layer, on the last stage: a projection, one more
-    # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2)
-    mtp = shape.mtp * ((moe if shape.is_moe else dense).total + logits + _mtp_projection(shape, cfg, chip))
+    # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2). With a
+    # pipeline, the layout gives that stage fewer decoder layers to carry them (Megatron's
+    # `pipeline_model_parallel_layout`, as the DeepSeek-V3 recipes set it): their work is
+    # spread over the pp stages like the layers'.
+    mtp = shape.mtp * ((moe if shape.is_moe else dense).total + logits + _mtp_projection(shape, cfg, chip)) / cfg.pp
     stage = dense_layers * dense.total + moe_layers * moe.total + logits + mtp + p2p
     m = cfg.microbatches
     bubble = (cfg.pp - 1) / cfg.vp * stage if cfg.pp > 1 else 0.0
@@ -115,8 +118,8 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     optimizer = _optimizer_time(shape, cfg, partition)
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     last = moe if shape.is_moe else dense
-    extra = lambda field: m * shape.mtp * getattr(last, field)  # noqa: E731
-    mtp_compute = m * shape.mtp * (logits + _mtp_projection(shape, cfg, chip))
+    extra = lambda field: m * shape.mtp / cfg.pp * getattr(last, field)  # noqa: E731
+    mtp_compute = m * shape.mtp / cfg.pp * (logits + _mtp_projection(shape, cfg, chip))
     breakdown = Breakdown(per("forward") + per("backward") + m * logits + extra("forward") + extra("backward")
                           + mtp_compute, per("recompute") + extra("recompute"), per("tp") + extra("tp"),
                           per("cp") + extra("cp"), per("ep") + extra("ep"), m * p2p, bubble, dp, optimizer)
