@@ -63,7 +63,11 @@ class Part:
     power: float                 # watts each
     bandwidth: float | None      # bytes/s per direction each (NICs, DPUs, switch ports)
     cores: int | None = None     # CPU and DPU cores each
+    offload: tuple[str, ...] = ()   # what a DPU takes over from the host: network, storage, input
     span: Span = _span()
+
+    def offloads(self, what: str) -> bool:
+        return what in self.offload
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every model cache lookup

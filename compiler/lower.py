@@ -54,8 +54,16 @@ def accelerator(chip: Entity) -> Accelerator:
 def part(kind: str, repeat: Repeat) -> Part:
     entity = repeat.part
     bandwidth = entity.get("bandwidth") or entity.get("port_speed")
+    offload = entity.get("offload")
+    offload = tuple(str(v) for v in offload) if offload is not None else (DEFAULT_DPU_OFFLOAD if kind == "dpu" else ())
     return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
-                _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), span=entity.span)
+                _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), offload=offload,
+                span=entity.span)
+
+
+# A DPU that does not say what it offloads serves storage and input (as the BlueField-3s of
+# a DGX do: "storage and in-band management"); network offload must be stated.
+DEFAULT_DPU_OFFLOAD = ("storage", "input")
 
 
 def node_type(node: Entity) -> NodeType:

@@ -234,8 +234,15 @@ CHIP = Block(
 )
 CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))
-DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS},
-            required=("bandwidth",))
+# What a DPU takes over from the host (model/dpu.py, model/host.py): `network`, the
+# transport and collective progress of the scale-out traffic (the DPU is the node's
+# scale-out NIC); `storage`, checkpoint writes; `input`, loading the training data.
+DPU_OFFLOADS = ("network", "storage", "input")
+DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS,
+             "offload": ListOf(Choice(DPU_OFFLOADS, "a DPU offload"))},
+            required=("bandwidth",),
+            doc="`offload` lists what it takes over from the host: network, storage, input "
+                "(default: storage and input)")
 SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
                 "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
                required=("radix", "port_speed"))

@@ -9,7 +9,7 @@ import functools
 import attrs
 
 from ..compiler.ir import Partition
-from . import comms, host
+from . import comms, dpu, host
 from .compute import hbm_rate, op_time, peak
 from .config import DEFAULT_ORDER, TrainConfig
 from .memory import Memory, memory, params_per_gpu
@@ -46,6 +46,7 @@ class Breakdown:
     bubble: float
     dp: float
     optimizer: float
+    host: float = 0.0          # waiting for the host CPUs: launches and network proxy work (model/dpu.py)
     data: float = 0.0          # waiting for input the hosts (and DPUs) could not load in time
     checkpoint: float = 0.0    # this step's share of the synchronous checkpoint saves
 
@@ -117,9 +118,10 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
                           per("ep"), m * p2p, bubble, dp, optimizer)
-    data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total)
-    if data or checkpoint:
-        breakdown = attrs.evolve(breakdown, data=data, checkpoint=checkpoint)
+    waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
+    data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
+    if waiting or data or checkpoint:
+        breakdown = attrs.evolve(breakdown, host=waiting, data=data, checkpoint=checkpoint)
     step = breakdown.total
     tokens = cfg.batch * cfg.seq
     model_flops = shape.model_flops_per_token(cfg.seq) * tokens
