@@ -64,6 +64,11 @@ def input_rate(node: NodeType) -> float:
     return _host_rate(node, False) + _dpu_rate(node, True)
 
 
+def host_checkpoint_rate(node: NodeType) -> float:
+    """Bytes/s of a checkpoint the host path writes (staged in host DRAM: model/offload_host.py)."""
+    return _host_rate(node, True)
+
+
 def checkpoint_rate(node: NodeType) -> float:
     return _host_rate(node, True) + _dpu_rate(node, False)
 

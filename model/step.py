@@ -5,11 +5,12 @@ synchronization and the optimizer, then throughput, MFU/HFU and memory."""
 from __future__ import annotations
 
 import functools
+import math
 
 import attrs
 
 from ..compiler.ir import Partition
-from . import comms, dpu, host
+from . import comms, dpu, host, offload_host
 from .compute import hbm_rate, op_time, peak
 from .config import DEFAULT_ORDER, TrainConfig
 from .memory import Memory, memory, params_per_gpu
@@ -69,6 +70,8 @@ class Estimate:
     model_flops_per_gpu: float   # FLOP/s per GPU counted the model's way
     memory: Memory
     hbm: float
+    host_memory: float = 0.0      # bytes of one node's DRAM the configuration needs (model/offload_host.py)
+    host_dram: float = math.inf   # ... and what the node offers
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -76,7 +79,11 @@ class Estimate:
 
     @property
     def fits(self) -> bool:
-        return self.memory.total <= self.hbm
+        return self.memory.total <= self.hbm and self.host_fits
+
+    @property
+    def host_fits(self) -> bool:
+        return self.host_memory <= self.host_dram
 
 
 @attrs.frozen
@@ -127,8 +134,9 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     model_flops = shape.model_flops_per_token(cfg.seq) * tokens
     hardware_flops = model_flops + _recompute_flops(shape, cfg) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
+    dram = offload_host.host_memory(shape, cfg, partition)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
-                    model_flops / step / cfg.gpus, memory(shape, cfg), chip.hbm_capacity)
+                    model_flops / step / cfg.gpus, memory(shape, cfg), chip.hbm_capacity, dram.need, dram.available)
 
 
 def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
