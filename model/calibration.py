@@ -16,6 +16,8 @@ import math
 
 import attrs
 
+from ..compiler.formats import family
+
 BAND_CONFIDENCE = 0.8
 # benchmarks/accuracy.py, cross-validated band on all 196 runs (2026-12-01)
 BAND_SCALE = 0.0543                 # s of a prediction with no reason for doubt
@@ -75,7 +77,7 @@ def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stat
     cross-validation passes those of each fold)."""
     calibrated = CALIBRATED if calibrated is None else calibrated
     largest_run = LARGEST_RUN if largest_run is None else largest_run
-    key = "bf16" if precision == "fp16" else precision
+    key = "bf16" if family(precision) == "fp16" else family(precision)
     sibling = SAME_SILICON.get(chip)
     out = []
     if key in calibrated.get(chip, ()):

@@ -26,6 +26,7 @@ import math
 
 import attrs
 
+from ..compiler.formats import family
 from ..compiler.ir import Partition
 from . import cache, comms
 from .compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
@@ -54,7 +55,7 @@ class ServeConfig:
     @property
     def kv(self) -> str:
         """The cache's precision: as declared; else fp8 with fp8/fp4 weights, bf16 otherwise."""
-        return self.kv_precision or ("fp8" if self.precision in ("fp8", "fp4") else "bf16")
+        return self.kv_precision or ("fp8" if family(self.precision) in ("fp8", "fp6", "fp4") else "bf16")
 
 
 @attrs.frozen

@@ -9,6 +9,7 @@ import math
 
 import attrs
 
+from ..compiler.formats import is_narrow, value_bytes
 from ..compiler.ir import Partition
 from . import comms, dpu, host, offload_host
 from .compute import hbm_rate, op_time, peak
@@ -231,7 +232,8 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> f
     if cfg.ep == 1:
         return 0.0
     tokens = moe_tokens(cfg)
-    dispatch = 1 if cfg.precision in ("fp8", "fp4") else 2
+    # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
+    dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
     stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
     total = sum(comms.all_to_all(tokens * shape.top_k * shape.hidden * b, stages) for b in (dispatch, 2, 2, 2))
     if not cfg.behaviour("ep_overlap"):
