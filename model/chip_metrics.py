@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..compiler.chip import TOLERANCE
 from ..compiler.ir import Accelerator, ClusterGraph
 from ..compiler.metrics import Metric, _q
-from . import cache, dvfs
+from . import cache, dpu, dvfs
 
 
 def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
@@ -18,7 +18,30 @@ def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
         if chip.name not in seen:
             seen.append(chip.name)
             out += _peaks(chip) + _hbm(chip) + _clock(chip) + _cache(chip)
-    return tuple(out) + _torus(graph)
+    return tuple(out) + _torus(graph) + _hosts(graph)
+
+
+def _hosts(graph: ClusterGraph) -> tuple[Metric, ...]:
+    """Per node type: host cores per GPU (what the launch and proxy threads share) and what
+    its DPUs take over from the host (model/dpu.py, model/host.py)."""
+    out: list[Metric] = []
+    seen: list[str] = []
+    for p in graph.partitions:
+        node = p.node
+        if node.name in seen:
+            continue
+        seen.append(node.name)
+        cores = dpu.host_cores(node)
+        if cores != float("inf"):
+            cpus = " + ".join(f"{c.count} x {c.cores}" for c in node.parts_of("cpu"))
+            out.append(Metric(f"node.{node.name}.host_cores_per_gpu", f"{node.name} host CPU cores per GPU",
+                              cores / node.gpus, "", f"({cpus}) cores / {node.gpus} GPUs; the launch thread and "
+                              f"network proxy of each GPU need {dpu.THREADS_PER_GPU}", node.span))
+        for part in node.parts_of("dpu"):
+            out.append(Metric(f"node.{node.name}.dpu.{part.name}", f"{node.name} {part.name} DPUs, taking over "
+                              f"{', '.join(part.offload) or 'nothing'}", part.count, "",
+                              "its `offload` (default: storage and input)", part.span))
+    return tuple(out)
 
 
 def _peaks(chip: Accelerator) -> list[Metric]:

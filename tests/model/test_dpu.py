@@ -81,3 +81,12 @@ def test_unknown_host_cores_constrain_nothing():
     assert result.ok, [str(d) for d in result.diagnostics]
     j = train_job(result.design)
     assert dpu.host_time(j.shape, pinned_config(j), j.partition) == 0.0
+
+
+def test_explain_states_what_the_dpus_take_over_and_the_host_cores_per_gpu():
+    from gclc.model.chip_metrics import chip_metrics
+
+    rows = {m.key: m for m in chip_metrics(job(dpus="dpus = 2 x Dpu").graph)}
+    assert rows["node.Box.host_cores_per_gpu"].value == 0.5  # 4 cores for 8 GPUs
+    dpus = rows["node.Box.dpu.Dpu"]
+    assert dpus.value == 2 and "taking over network" in dpus.label
