@@ -4,6 +4,7 @@ the L2 tile the GEMM model assumes (model/cache.py) and each torus axis's links.
 
 from __future__ import annotations
 
+from ..compiler import formats
 from ..compiler.chip import TOLERANCE
 from ..compiler.ir import Accelerator, ClusterGraph
 from ..compiler.metrics import Metric, _q
@@ -17,7 +18,7 @@ def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
         chip = p.node.accelerator
         if chip.name not in seen:
             seen.append(chip.name)
-            out += _peaks(chip) + _hbm(chip) + _clock(chip) + _cache(chip)
+            out += _peaks(chip) + _formats(chip) + _hbm(chip) + _clock(chip) + _cache(chip)
     return tuple(out) + _torus(graph) + _hosts(graph)
 
 
@@ -42,6 +43,15 @@ def _hosts(graph: ClusterGraph) -> tuple[Metric, ...]:
                               f"{', '.join(part.offload) or 'nothing'}", part.count, "",
                               "its `offload` (default: storage and input)", part.span))
     return tuple(out)
+
+
+def _formats(chip: Accelerator) -> list[Metric]:
+    """The formats the chip runs, each with its width and the peak it runs at."""
+    each = ", ".join(f"{f} ({formats.FORMATS[f].bits:g} bits at peak {formats.family(f)})" if f in formats.FORMATS
+                     else f for f in chip.formats)
+    where = "listed in `formats`" if chip.listed_formats else "implied by its peaks"
+    return [Metric(f"chip.{chip.name}.formats", f"{chip.name} number formats ({where})", len(chip.formats), "", each,
+                   chip.span)]
 
 
 def _peaks(chip: Accelerator) -> list[Metric]:

@@ -96,3 +96,12 @@ def test_the_model_runs_a_named_format_at_its_familys_peak_with_its_width():
     assert state["nvfp4"] > state["mxfp4"] and state["mxfp8"] > state["fp8_e4m3"]
     assert state["nvfp4"] == pytest.approx(state["fp4"])
     assert value_bytes("nvfp4") > value_bytes("mxfp4")  # the KV cache too
+
+
+def test_explain_lists_the_chips_formats_with_widths_and_peaks():
+    from gclc.compiler.driver import check_file
+    from gclc.model.chip_metrics import chip_metrics
+
+    rows = {m.key: m for m in chip_metrics(lower(check_file("examples/custom_dsa.gcl").design))}
+    row = rows["chip.Orca_DSA.formats"]
+    assert "listed" in row.label and "nvfp4 (4.5 bits at peak fp4)" in row.formula and row.value == 7
