@@ -455,8 +455,17 @@ def _pins(job: Entity) -> Iterator[Diagnostic]:
             return
 
 
+def _dpu(dpu: Entity) -> Iterator[Diagnostic]:
+    """A DPU that takes over the network runs it on its Arm cores (model/dpu.py): say how many."""
+    offload = dpu.get("offload") or ()
+    if "network" in (str(v) for v in offload) and dpu.get("cores") is None:
+        yield codes.MISSING_FIELD.make(dpu.span_of("offload"), field="`cores`", where=f"dpu `{dpu.name}` offloading the network",
+                                       notes=["help: the transport and collective progress run on the DPU's cores; "
+                                              "for example `cores = 16` (BlueField-3)"])
+
+
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
+    "dpu": _dpu, "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
     "workload": _workload,
 }
 # Rules that would misreport a field whose value was invalid (and so is absent) as missing.

@@ -90,3 +90,10 @@ def test_explain_states_what_the_dpus_take_over_and_the_host_cores_per_gpu():
     assert rows["node.Box.host_cores_per_gpu"].value == 0.5  # 4 cores for 8 GPUs
     dpus = rows["node.Box.dpu.Dpu"]
     assert dpus.value == 2 and "taking over network" in dpus.label
+
+
+def test_a_dpu_offloading_the_network_must_say_its_cores():
+    text = DESIGN.format(cores=4, dpus="dpus = 1 x Dpu", offload="offload = [network]", tp=16, dp=4)
+    result = check_text(text.replace("  cores = 16 offload", "  offload"), "dpu.gcl")
+    (error,) = [d for d in result.diagnostics if d.code == "missing-field"]
+    assert "`cores`" in error.summary and error.subject.line == 4
