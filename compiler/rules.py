@@ -51,7 +51,8 @@ def _chip_formats(chip: Entity) -> Iterator[Diagnostic]:
         fam = family(name)
         yield codes.FORMAT_WITHOUT_PEAK.make(
             chip.span_of("formats"), chip=chip.name, format=name, family=fam,
-            notes=[f"help: give `{chip.name}` a `peak.{fam}` (or `ops_per_clock.{fam}`), or drop {name} from `formats`"])
+            notes=[f"help: give `{chip.name}` a `peak.{fam}` (or `ops_per_clock.{fam}`), "
+                   f"or drop {name} from `formats`"])
 
 
 def _chip_derivations(chip: Entity) -> Iterator[Diagnostic]:
@@ -459,8 +460,8 @@ def _dpu(dpu: Entity) -> Iterator[Diagnostic]:
     """A DPU that takes over the network runs it on its Arm cores (model/dpu.py): say how many."""
     offload = dpu.get("offload") or ()
     if "network" in (str(v) for v in offload) and dpu.get("cores") is None:
-        yield codes.MISSING_FIELD.make(dpu.span_of("offload"), field="`cores`", where=f"dpu `{dpu.name}` offloading the network",
-                                       notes=["help: the transport and collective progress run on the DPU's cores; "
+        yield codes.MISSING_FIELD.make(dpu.span_of("offload"), field="`cores`",
+                                       where=f"dpu `{dpu.name}` offloading the network", notes=["help: the transport and collective progress run on the DPU's cores; "
                                               "for example `cores = 16` (BlueField-3)"])
 
 

@@ -162,7 +162,7 @@ def _layer_work(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: 
 
 
 @functools.lru_cache(maxsize=16384)
-def _step_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def _step_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[tuple[float, ...], ...]:
     """Pipeline sends and data-parallel collectives: (per micro-batch, per step)."""
     tiers = partition.tiers
     per_mb: list[tuple[float, tuple[comms.Stage, ...], float]] = []
