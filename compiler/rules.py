@@ -10,9 +10,10 @@ from ..dsl import codes
 from . import chip as chip_numbers
 from .hostlist import HOSTNAME, HostlistError, expand_all
 from .design import Entity, Partition, Record, Symbol
-from .formats import family, runs
+from .formats import runs
 from ..dsl.diagnostics import Diagnostic, Label
 from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_quantity
+from .part_rules import chip_formats, dpu_rules
 from .serve_rules import serve_rules
 
 PARAMS_TOLERANCE = Fraction(3, 100)
@@ -42,17 +43,7 @@ def _chip(chip: Entity) -> Iterator[Diagnostic]:
                                    labels=[Label(chip.span_of("power.tdp"), "the TDP")])
     yield from _chip_derivations(chip)
     yield from _chip_clocks(chip)
-    yield from _chip_formats(chip)
-
-
-def _chip_formats(chip: Entity) -> Iterator[Diagnostic]:
-    """Each listed format runs at its family's peak: the chip must have one."""
-    for name in chip_numbers.formats_without_peak(chip):
-        fam = family(name)
-        yield codes.FORMAT_WITHOUT_PEAK.make(
-            chip.span_of("formats"), chip=chip.name, format=name, family=fam,
-            notes=[f"help: give `{chip.name}` a `peak.{fam}` (or `ops_per_clock.{fam}`), "
-                   f"or drop {name} from `formats`"])
+    yield from chip_formats(chip)
 
 
 def _chip_derivations(chip: Entity) -> Iterator[Diagnostic]:
@@ -456,17 +447,8 @@ def _pins(job: Entity) -> Iterator[Diagnostic]:
             return
 
 
-def _dpu(dpu: Entity) -> Iterator[Diagnostic]:
-    """A DPU that takes over the network runs it on its Arm cores (model/dpu.py): say how many."""
-    offload = dpu.get("offload") or ()
-    if "network" in (str(v) for v in offload) and dpu.get("cores") is None:
-        yield codes.MISSING_FIELD.make(dpu.span_of("offload"), field="`cores`",
-                                       where=f"dpu `{dpu.name}` offloading the network", notes=["help: the transport and collective progress run on the DPU's cores; "
-                                              "for example `cores = 16` (BlueField-3)"])
-
-
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "dpu": _dpu, "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
+    "dpu": dpu_rules, "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
     "workload": _workload,
 }
 # Rules that would misreport a field whose value was invalid (and so is absent) as missing.
