@@ -63,8 +63,12 @@ def available(node: NodeType) -> float:
 
 
 def host_link(node: NodeType) -> float:
-    """Bytes/s per GPU and direction between a GPU and host memory."""
-    grace = any(p.name.startswith("Grace") or "grace" in p.name.lower() for p in node.parts_of("cpu"))
+    """Bytes/s per GPU and direction between a GPU and host memory: the node's declared
+    `host_link` where the IR carries one, else PCIe 5.0 x16 (NVLink-C2C behind Grace)."""
+    declared = getattr(node, "host_link", None)
+    if declared:
+        return declared * LINK_EFFICIENCY
+    grace = any("grace" in p.name.lower() for p in node.parts_of("cpu"))
     return (NVLINK_C2C if grace else PCIE5_X16) * LINK_EFFICIENCY
 
 

@@ -135,9 +135,11 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     model_flops = shape.model_flops_per_token(cfg.seq) * tokens
     hardware_flops = model_flops + _recompute_flops(shape, cfg) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
-    dram = offload_host.host_memory(shape, cfg, partition)
+    held = memory(shape, cfg)
+    # the node's DRAM holds the checkpoint staging buffer and any offloaded activations
+    dram = offload_host.host_memory(shape, cfg, partition, getattr(held, "offloaded", 0.0))
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
-                    model_flops / step / cfg.gpus, memory(shape, cfg), chip.hbm_capacity, dram.need, dram.available)
+                    model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available)
 
 
 def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:

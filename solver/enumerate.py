@@ -175,7 +175,7 @@ def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:
     watts = lambda: (power or (lambda x: power_of(job, x)))(e)  # noqa: E731
     if target == "memory":
         return e.memory.total
-    if target == "host_memory":
+    if target == "host_dram":
         return e.host_memory
     if target == "power":
         return watts()
@@ -195,7 +195,7 @@ def violated(job: Job, lim: Limits, e: Estimate, power=None) -> Limit | None:
     if e.memory.total > lim.memory:
         return lim.get("memory") if e.memory.total <= lim.hbm and lim.get("memory") else Limit("memory", "<=", lim.hbm)
     if not e.host_fits:  # the node's DRAM: checkpoint staging, offloaded tensors (model/offload_host.py)
-        return Limit("host_memory", "<=", e.host_dram)
+        return Limit("host_dram", "<=", e.host_dram)
     for limit in lim.items:
         if limit.target == "memory":
             continue

@@ -93,21 +93,21 @@ def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:
     if not smallest.host_fits:
         return _host_memory(job, smallest)
     closest = {target: e for target, _, e in result.closest}
-    if set(closest) == {"host_memory"}:
-        return _host_memory(job, closest["host_memory"])
+    if set(closest) == {"host_dram"}:
+        return _host_memory(job, closest["host_dram"])
     return _other_limit(job, lim, result)
 
 
 def _host_memory(job: Job, e: Estimate) -> Infeasibility:
     """The node's DRAM cannot hold the checkpoint staging buffer (or offloaded tensors)."""
     node = job.partition.node
-    need = offload_host.host_memory(job.shape, e.config, job.partition)
+    need = offload_host.host_memory(job.shape, e.config, job.partition, getattr(e.memory, "offloaded", 0.0))
     entity = node_entity(job)
     span = (entity.span_of("dram") or entity.span) if entity is not None else node.span
     why = offload_host.shortfall(need, node) or "its host DRAM is too small"
     help_ = ("add DRAM, give the node DPUs that take `storage` (GPUDirect Storage writes skip the host), "
              "or checkpoint less state")
-    return Infeasibility("host_memory", f"`{job.name}`: {why} ({span}), even in its least-memory configuration "
+    return Infeasibility("host_dram", f"`{job.name}`: {why} ({span}), even in its least-memory configuration "
                          f"({_config(e.config)}); {help_}", e.host_memory, e.host_dram, "B", span, e.config)
 
 

@@ -61,7 +61,7 @@ def test_host_dram_too_small_for_the_staging_buffer_is_a_located_infeasibility()
     result = plan(job())
     assert result.best is None
     reason = result.infeasibility
-    assert reason.constraint == "host_memory"
+    assert reason.constraint == "host_dram"
     assert reason.span.line == 7 and reason.span.path == "dram.gcl"  # the node's `dram`
     assert "stage its checkpoint share" in reason.message and "57.6 GB" in reason.message
     assert reason.needs > reason.limit
