@@ -10,9 +10,12 @@ Each GPU has two host threads that its step can wait on (as PyTorch and NCCL run
   chunk and receives one; an in-network reduction (SHARP) sends each chunk up once and
   receives it once, whatever the group size.
 
-Each thread works serially. With two cores per GPU they run apart; with fewer, the node's
-cores time-share the GPUs' threads, so the host needs max(launch, proxy, (launch + proxy)
-x GPUs / cores). When the host needs longer than the GPUs, the step waits for it: it is
+Each thread works serially. With two cores per GPU they run apart and neither outlasts the
+GPU work it feeds (ASSUMPTION: a launch costs the CPU less than its kernel's GPU overhead,
+`KERNEL_OVERHEAD_S`, and a chunk's proxy work less than its transfer: 512 KiB at 50 GB/s
+take 10 us), so the host never binds and is not computed. With fewer, the node's cores
+time-share the GPUs' threads, so the host needs max(launch, proxy, (launch + proxy) x GPUs
+/ cores). When the host needs longer than the GPUs, the step waits for it: it is
 host-bound, and the difference is `Breakdown.host`.
 
 A DPU whose `offload` lists `network` is the node's scale-out NIC and runs the transport
@@ -90,14 +93,14 @@ def dpu_cores(node: NodeType) -> float:
 
 
 def host_time(shape: ModelShape, cfg: TrainConfig, partition: Partition, offload: bool = True) -> float:
-    """Seconds the host needs per step (0 when the node's CPU cores are unknown). With
+    """Seconds the host needs per step (0 when its CPU cores are unknown or number two per GPU). With
     `offload`, a network DPU takes the proxy's work when that is faster."""
     node = partition.node
     cores = host_cores(node)
-    if math.isinf(cores):
+    gpus = min(node.gpus, cfg.gpus)
+    if cores >= THREADS_PER_GPU * gpus:  # unknown (inf), or a core for each thread
         return 0.0
     work = host_work(shape, cfg, partition)
-    gpus = min(node.gpus, cfg.gpus)
     plain = _threads(work.launch, work.proxy, gpus, cores)
     arm = dpu_cores(node)
     if not offload or not arm or not work.network_calls:
@@ -108,8 +111,7 @@ def host_time(shape: ModelShape, cfg: TrainConfig, partition: Partition, offload
 
 
 def _threads(launch: float, proxy: float, gpus: int, cores: float) -> float:
-    shared = (launch + proxy) * gpus / cores if cores < THREADS_PER_GPU * gpus else 0.0
-    return max(launch, proxy, shared)
+    return max(launch, proxy, (launch + proxy) * gpus / cores)
 
 
 def host_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> HostWork:
@@ -117,16 +119,39 @@ def host_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Host
     m = cfg.microbatches
     layers = shape.layers / cfg.pp
     moe_layers = shape.moe_layers / cfg.pp
-    # (launches, network calls, network-only calls, chunks): per layer and micro-batch, then per step
-    layer_cfg = attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0, checkpoint_every=0.0)
-    dense = _layer_work(shape, layer_cfg, partition, False)
-    moe = _layer_work(shape, layer_cfg, partition, True) if moe_layers else (0.0,) * 4
-    step = _step_work(shape, attrs.evolve(cfg, batch=0, recompute="none", sample_bytes=0.0, checkpoint_every=0.0),
-                      partition)
+    # (launches, network calls, network-only calls, chunks): per layer and micro-batch, then per step.
+    # Keyed on what each depends on (a tuple: cheaper than normalizing the config), so the
+    # configurations of a search share them.
+    layer_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
+                 cfg.precision, cfg.stack, cfg.order, partition)
+    step_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.vp, cfg.microbatch, cfg.sp, cfg.zero,
+                cfg.precision, cfg.stack, cfg.order, partition)
+    if len(_WORK) >= 65536:  # bounded, like the lru caches beside it
+        _WORK.clear()
+    work = _WORK.get(layer_key)
+    if work is None:
+        layer_cfg = attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0, checkpoint_every=0.0)
+        work = _WORK[layer_key] = (_layer_work(shape, layer_cfg, partition, False),
+                                   _layer_work(shape, layer_cfg, partition, True) if moe_layers else (0.0,) * 4)
+    dense, moe = work
+    step = _WORK.get(step_key)
+    if step is None:
+        step = _WORK[step_key] = _step_work(shape, attrs.evolve(cfg, batch=0, recompute="none", sample_bytes=0.0,
+                                                                checkpoint_every=0.0), partition)
     total = [m * ((layers - moe_layers) * d + moe_layers * e) for d, e in zip(dense, moe)]
     total = [t + x for t, x in zip(total, _per_microbatch_steps(step, m))]
     launches, calls, only, chunks = total
     return HostWork(launches * LAUNCH_S, chunks * MESSAGE_S, calls, only, chunks)
+
+
+_WORK: dict[tuple, tuple] = {}
+
+
+def clear_caches() -> None:
+    _WORK.clear()
+    _layer_work.cache_clear()
+    _step_work.cache_clear()
+    _kernels.cache_clear()
 
 
 def _per_microbatch_steps(step: tuple[tuple[float, ...], tuple[float, ...]], m: int) -> list[float]:

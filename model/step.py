@@ -162,6 +162,7 @@ _LAYERS: dict[tuple, _Layer] = {}
 def clear_caches() -> None:
     """Forget every memoized layer (benchmarks measure cold searches)."""
     _LAYERS.clear()
+    dpu.clear_caches()
     _layer_cached.cache_clear()
     _layer_compute.cache_clear()
 
