@@ -145,20 +145,27 @@ class Replica:
         rooflines = max(gemm, weights / hbm_rate(chip)) + max(attention, kv_read)
         return rooflines + layers * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S + collectives, work
 
-    def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0) -> float:
+    def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
+                  prefilling: float | None = None) -> float:
         """Seconds for one scheduler iteration of the replica: every one of `decoding`
-        sequences advances a step while `prefill` prompt tokens are processed."""
-        return self._iteration(decoding, kv_tokens, prefill, pairs)[0]
+        sequences advances a step while `prefill` prompt tokens of `prefilling` sequences
+        (default: one) are processed. It is also each of those sequences' latency for the step."""
+        return self._iteration(decoding, kv_tokens, prefill, pairs, prefilling)[0]
 
-    def _iteration(self, decoding: float, kv_tokens: float, prefill: float, pairs: float) -> tuple[float, float]:
+    def _iteration(self, decoding: float, kv_tokens: float, prefill: float, pairs: float,
+                   prefilling: float | None = None) -> tuple[float, float]:
         c, e = self.config, self.engine
         tokens = decoding * (1 + e.draft) + prefill
         if tokens <= 0:
             return 0.0, 0.0
-        micro = min(c.pp, max(1.0, tokens))  # micro-batches in flight
+        # Pipeline: micro-batches are whole sequences (as vLLM's virtual engines and TRT-LLM's
+        # micro-batches are), so fewer sequences than stages leave the pipeline partly empty, and
+        # every sequence passes the pp stages in turn: a lone prompt pays pp stage times and the
+        # hops between them (pipeline fill), and so does every decode step.
+        sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
+        micro = min(c.pp, max(1.0, sequences))
         stage, work = self.stage_time(tokens / micro, kv_tokens / micro, pairs / micro)
-        hop = comms.point_to_point(tokens / micro * self.shape.hidden * 2, self.pp_tier) if c.pp > 1 else 0.0
-        total = c.pp * (stage + hop)
+        total = c.pp * stage + pipeline_hops(self, tokens / micro)
         if decoding and e.draft:
             total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
         return total, c.pp * work
@@ -178,6 +185,17 @@ class Replica:
         activations = self.engine.chunk / c.ep * self.shape.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN / c.tp
         free = limit - self.weights - activations - BUFFER_BYTES
         return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
+
+
+def pipeline_hops(r: Replica, tokens: float) -> float:
+    """Seconds one micro-batch of `tokens` spends between stages on a pass through the
+    pipeline: pp - 1 activation hops (bf16, hidden wide) and the sampled token ids (int32)
+    returned from the last stage to the first, each on the tier between neighbouring stages."""
+    pp = r.config.pp
+    if pp == 1:
+        return 0.0
+    activations = comms.point_to_point(tokens * r.shape.hidden * 2, r.pp_tier)
+    return (pp - 1) * activations + comms.point_to_point(tokens * 4, r.pp_tier)
 
 
 def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: Engine = Engine()) -> Replica:
@@ -240,7 +258,7 @@ def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> Se
     ttft = first_token_time(r, prompt)
     if role == "prefill":
         chunk = e.chunk
-        time, work = r._iteration(0, 0, chunk, chunk * prompt / 2)
+        time, work = r._iteration(0, 0, chunk, chunk * prompt / 2, max(1.0, chunk / max(fresh, 1.0)))
         rate = chunk / max(fresh, 1.0) / time
         return ServeEstimate(c, role, ttft, 0.0, rate, rate * output, r.memory(0, prompt, 0), r.hbm, work / time)
     prefill = 0.0 if role == "decode" else min(c.batch * fresh / max(steps, 1e-9), e.chunk)
