@@ -97,7 +97,8 @@ class Replica:
     gemm_flops_per_token: float  # per GPU of a stage
     tp_stages: tuple[comms.Stage, ...]
     ep_stages: tuple[comms.Stage, ...]
-    pp_tier: object
+    pp_hops: tuple            # the tier each stage-to-stage hop crosses, stage 0 -> 1 first
+    pp_return: object         # the tier from the last stage back to the first (sampled tokens)
 
     @property
     def gpus(self) -> int:
@@ -191,11 +192,23 @@ def pipeline_hops(r: Replica, tokens: float) -> float:
     """Seconds one micro-batch of `tokens` spends between stages on a pass through the
     pipeline: pp - 1 activation hops (bf16, hidden wide) and the sampled token ids (int32)
     returned from the last stage to the first, each on the tier between neighbouring stages."""
-    pp = r.config.pp
-    if pp == 1:
+    if r.config.pp == 1:
         return 0.0
-    activations = comms.point_to_point(tokens * r.shape.hidden * 2, r.pp_tier)
-    return (pp - 1) * activations + comms.point_to_point(tokens * 4, r.pp_tier)
+    activations = sum(comms.point_to_point(tokens * r.shape.hidden * 2, tier) for tier in r.pp_hops)
+    return activations + comms.point_to_point(tokens * 4, r.pp_return)
+
+
+def hop_tier(first: int, last: int, tiers: tuple):
+    """The innermost tier whose domains (blocks of `group_gpus` consecutive ranks) hold every
+    rank from `first` to `last`: what a send between ranks in that span crosses."""
+    return next((t for t in tiers if first // t.group_gpus == last // t.group_gpus), tiers[-1] if tiers else None)
+
+
+def stage_hops(per_stage: int, pp: int, tiers: tuple) -> tuple:
+    """The tier of each hop between neighbouring stages of `per_stage` consecutive ranks: rank
+    i of stage s sends to rank i of stage s + 1, so the hop spans ranks s * per_stage to
+    (s + 2) * per_stage - 1; one that leaves a node pays the tier outside it."""
+    return tuple(hop_tier(s * per_stage, (s + 2) * per_stage - 1, tiers) for s in range(pp - 1))
 
 
 def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: Engine = Engine()) -> Replica:
@@ -212,7 +225,8 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
                    gemm_flops_per_token=2 * active * stage / (cfg.tp * cfg.ep),
                    tp_stages=comms.place(cfg.tp, 1, tiers),
                    ep_stages=comms.place(cfg.tp * cfg.ep, 1, tiers),
-                   pp_tier=comms.outermost(2, cfg.tp * cfg.ep, tiers))  # stage neighbours
+                   pp_hops=stage_hops(cfg.tp * cfg.ep, cfg.pp, tiers),
+                   pp_return=hop_tier(0, cfg.gpus - 1, tiers) if cfg.pp > 1 else None)
 
 
 @attrs.frozen
