@@ -25,6 +25,9 @@ Sources (every row names one):
            submissions: Llama 2 70B, Mixtral 8x7B, Llama 3.1 405B, DeepSeek-R1 on H100, H200, B200 and
            GB200 NVL72; Offline output tokens/s and Server P50 TTFT/TPOT at the scheduled rate. The rows,
            their logs and what is assumed are in benchmarks/serve_mlperf.py
+  SGL030 / VLLM060   SGLang v0.3.0 and vLLM v0.6.0 on Llama 3.1 8B (1 x A100) and 70B (4 x H100), bf16,
+           ShareGPT: online median TTFT/TPOT at 4 and 8 requests/s, offline output tokens/s
+           (benchmarks/serve_frameworks.py)
 
 Cross-validation: nothing is fitted to any row, so leaving a source out changes no prediction; the
 summary prints each source's median (what leave-one-source-out would report) and the others'.
@@ -49,7 +52,8 @@ from gclc.model.inference import Engine, ServeConfig, first_token_time, replica 
 from gclc.model.shape import ModelShape  # noqa: E402
 from gclc.compiler.serve_trace import Request  # noqa: E402
 from gclc.solver.serve_sim import Pool, simulate  # noqa: E402
-import serve_mlperf  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+import serve_frameworks  # noqa: E402  (benchmarks/ is on sys.path)
+import serve_mlperf  # noqa: E402
 
 DESIGN = HERE / "designs" / "serving_models.gcl"
 MAX_BATCH = 8192          # TRT10: the largest CUDA-graph batch in its llm_options.yml
@@ -144,12 +148,7 @@ def main() -> None:
     for row in _rows():
         predicted = predict(row, design)
         results.append(asdict(row) | {"predicted": predicted, "error": predicted / row.measured - 1, "assumed": ""})
-    for row in serve_mlperf.rows():
-        predicted = serve_mlperf.predict(row, design)
-        results.append({"source": row.source, "model": row.model, "cluster": row.cluster, "precision": row.precision,
-                        "tp": row.tp, "batch": row.batch, "isl": row.isl, "osl": round(row.osl), "metric": row.metric,
-                        "measured": row.measured, "predicted": predicted, "error": predicted / row.measured - 1,
-                        "scenario": row.scenario, "log": row.log, "assumed": row.assumed})
+    results += serve_mlperf.results(design) + serve_frameworks.results(design)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
@@ -159,8 +158,8 @@ def main() -> None:
             print(f"{r['source']:<8} {r['model']:<13} {r['cluster']:<10} {r['precision']:<5} {r['tp']:>2} "
                   f"{r['batch'] or 'max':>5} {r['isl']:>6} {r['osl']:>5} {r['metric']:<10} {r['measured']:>10,.4g} "
                   f"{r['predicted']:>10,.4g} {r['error']:>+7.1%}{'  *' if r['assumed'] else ''}")
-        print("* ASSUMPTION: a setting the submission does not state (see serve_mlperf.py); "
-              "every MLPerf input length is an ESTIMATE")
+        print("* ASSUMPTION: a setting the source does not state (see serve_mlperf.py, serve_frameworks.py); "
+              "every MLPerf and ShareGPT input length is an ESTIMATE")
     errors = [abs(r["error"]) for r in results]
     print()
     for source in sorted({r["source"] for r in results}):

@@ -164,3 +164,14 @@ def predict(row: MLPerfRow, design) -> float:
         arrivals.append(Request(t, row.isl, osl))
     out = simulate(tuple(arrivals), Pool(r, replicas, batch, kv_tokens), warmup_s=life)
     return out.percentile("ttft" if row.metric.startswith("ttft") else "tpot", 50)
+
+
+def results(design) -> list[dict]:
+    out = []
+    for row in rows():
+        predicted = predict(row, design)
+        out.append({"source": row.source, "model": row.model, "cluster": row.cluster, "precision": row.precision,
+                    "tp": row.tp, "batch": row.batch, "isl": row.isl, "osl": round(row.osl), "metric": row.metric,
+                    "measured": row.measured, "predicted": predicted, "error": predicted / row.measured - 1,
+                    "scenario": row.scenario, "log": row.log, "assumed": row.assumed})
+    return out
