@@ -85,3 +85,20 @@ def test_splitting_a_model_into_stages_never_lowers_its_ttft(pp, prompt):
         return first_token_time(replica(DENSE, ServeConfig(8, 1, "fp8", pp=stages), PARTITION, Engine(chunk=8192)),
                                 prompt)
     assert ttft(pp) >= ttft(1) * (1 - 1e-9)
+
+
+def faster_fabric(factor: float):
+    """The partition with its scale-out tier `factor` times faster (NVLink unchanged)."""
+    return attrs.evolve(PARTITION, tiers=(NVLINK, attrs.evolve(NDR, bandwidth=NDR.bandwidth * factor)))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.floats(1.0, 8.0), st.integers(1, 512), st.integers(64, 8192))
+def test_a_faster_fabric_never_slows_a_pipeline_that_crosses_it(factor, decoding, prompt):
+    """DeepSeek-V3 on two nodes (pp 2 x ep 8): the stage hop crosses NDR; more bandwidth there
+    never lengthens a step or a first token."""
+    cfg = ServeConfig(1, decoding, "fp8", ep=8, pp=2)
+    slow, fast = (replica(MOE, cfg, p, Engine()) for p in (PARTITION, faster_fabric(factor)))
+    assert [t.name for t in slow.pp_hops] == [NDR.name]
+    assert fast.iteration(decoding, decoding * 2000.0) <= slow.iteration(decoding, decoding * 2000.0)
+    assert first_token_time(fast, prompt) <= first_token_time(slow, prompt)
