@@ -121,6 +121,13 @@ def rows() -> list[MLPerfRow]:
         _offline("MLPerf51", "Llama2_70B", "B200_Box", 8, "fp4", 1, 1, None, 101527.0 / (265.005 / 0.9), 101527.0,
                  V51 + "B200-SXM-180GBx8_TRT/summary.html (llama2-70b-99 Offline)",
                  "fp4, tp 1 x 8, batch: the largest that fits"),
+        # v5.1, GB200 NVL72 (72 GPUs) results table (summary.html), offline tokens/s
+        _offline("MLPerf51", "DeepSeekR1", "GB200_Rack", 72, "fp4", 1, 8, None, 289712.0 / (3497.6047 / 0.9), 289712.0,
+                 V51 + "GB200-NVL72_GB200-186GB_aarch64x72_TRT/summary.html (deepseek-r1 Offline)",
+                 "fp4, 9 replicas of 8 attention groups sharing the experts, batch: the largest that fits"),
+        _offline("MLPerf51", "Llama31_405B", "GB200_Rack", 72, "fp4", 8, 1, None, 14774.30 / (616.212 / 0.9), 14774.30,
+                 V51 + "GB200-NVL72_GB200-186GB_aarch64x72_TRT/summary.html (llama3.1-405b Offline)",
+                 "fp4, 9 replicas of tp 8, batch: the largest that fits"),
     ]
     return out
 

@@ -13,7 +13,8 @@ and up to `chunk` prompt tokens. Per stage and micro-batch (the batch is cut int
 micro-batches so every stage works) it costs two rooflines, one per kind of kernel:
 
 - the GEMMs: the slower of reading the stage's weights (dense ones, and the routed experts
-  that at least one token picks) and the matrix work at the sustained GEMM rate;
+  that at least one token picks) and the matrix work at the sustained GEMM rate of each
+  GEMM's shape (a routed expert's GEMM has only the rows routed to it: tokens x top_k / experts);
 - attention: the slower of reading the decoding sequences' KV cache and its arithmetic at
   the fused-attention rate;
 
@@ -94,7 +95,8 @@ class Replica:
     kv: KVLayout
     dense_weights: float        # bytes per GPU: attention, dense MLPs, shared experts, embeddings
     expert_weights: float       # bytes per GPU: its routed experts
-    gemm_flops_per_token: float  # per GPU of a stage
+    gemm_flops_per_token: float  # per GPU of a stage, all GEMMs
+    expert_flops_per_token: float  # the part in routed experts (grouped GEMMs of few rows each)
     tp_stages: tuple[comms.Stage, ...]
     ep_stages: tuple[comms.Stage, ...]
     pp_hops: tuple            # the tier each stage-to-stage hop crosses, stage 0 -> 1 first
@@ -119,7 +121,12 @@ class Replica:
         s, c, chip = self.shape, self.config, self.partition.node.accelerator
         layers = math.ceil(s.layers / c.pp)
         group = tokens / c.ep
-        gemm = self.gemm_flops_per_token * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        dense = self.gemm_flops_per_token - self.expert_flops_per_token
+        gemm = dense * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        if self.expert_flops_per_token:
+            # each routed expert multiplies only the rows routed to it: tokens x top_k / experts
+            rows = max(1, round(tokens * s.top_k / s.routed))
+            gemm += self.expert_flops_per_token * tokens / gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)
         if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
             per_cached = 2 * s.heads * (2 * s.kv_rank + s.rope_dim)
         else:
@@ -223,6 +230,8 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
                    dense_weights=dense * stage / cfg.tp * w,
                    expert_weights=routed * stage / (cfg.tp * cfg.ep) * w,
                    gemm_flops_per_token=2 * active * stage / (cfg.tp * cfg.ep),
+                   expert_flops_per_token=2 * shape.top_k * shape.expert_params * shape.moe_layers * stage
+                   / (cfg.tp * cfg.ep) if shape.is_moe else 0.0,
                    tp_stages=comms.place(cfg.tp, 1, tiers),
                    ep_stages=comms.place(cfg.tp * cfg.ep, 1, tiers),
                    pp_hops=stage_hops(cfg.tp * cfg.ep, cfg.pp, tiers),
