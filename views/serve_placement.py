@@ -126,8 +126,9 @@ def _domain(c, domain: int, size: int, start: int, count: int) -> str:
 
 def _gpu(c, rank: int, start: int, group: int) -> str:
     fill, frame = PASTEL[group % len(PASTEL)], PALETTE[group % len(PALETTE)]
-    place = f"tp {(rank - start) % c.tp}" if c.tp > 1 else f"group {group}"
-    label = f"{rank:,}" if c.tp * c.ep > WIDE else f'{rank:,}<BR/><FONT POINT-SIZE="8">{place}</FONT>'
+    place = f"tp {(rank - start) % c.tp}" if c.tp > 1 else (f"group {group}" if c.ep > 1 else "")
+    small = c.tp * c.ep <= WIDE and place
+    label = f'{rank:,}<BR/><FONT POINT-SIZE="8">{place}</FONT>' if small else f"{rank:,}"
     return (f'<TD BORDER="1" COLOR="{frame}" BGCOLOR="{fill}" WIDTH="34" HEIGHT="26">'
             f'<FONT POINT-SIZE="9">{label}</FONT></TD>')
 
