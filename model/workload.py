@@ -3,6 +3,7 @@ shapes, attention, and memory-bound elementwise work, split by TP/SP/CP/EP."""
 
 from __future__ import annotations
 
+from ..compiler.formats import family
 from . import context, mla
 from . import moe as routed
 from .config import TrainConfig
@@ -75,7 +76,7 @@ def _elementwise(shape: ModelShape, cfg: TrainConfig, tokens: float, moe: bool) 
     per_token = ACT_BYTES * (replicated + activation + rotary)
     if not cfg.behaviour("fused"):
         per_token *= 2
-    if cfg.precision in ("fp8", "fp4"):
+    if family(cfg.precision) in ("fp8", "fp6", "fp4"):
         per_token += ACT_BYTES * 1.5 * (3 * h + ffn / cfg.tp)  # casts of GEMM inputs with amax
     tensor = ACT_BYTES * tokens * h / (cfg.tp if cfg.sp and cfg.tp > 1 else 1)
     return elementwise("elementwise", tokens * per_token, tensor)
