@@ -61,10 +61,12 @@ def _targets(job: Entity) -> Iterator[Diagnostic]:
     targets = target if isinstance(target, tuple) else (target,)
     seen: dict[tuple[str, str | None], str] = {}
     available = 0
+    graphs: dict[int, object] = {}   # each cluster lowered once, however many of its partitions are named
     for one in targets:
         if isinstance(one, Partition):
             keys = [(one.cluster.name, one.name)]
-            gpus = lower_cluster(one.cluster).partition(one.name).gpus
+            graph = graphs.get(id(one.cluster)) or graphs.setdefault(id(one.cluster), lower_cluster(one.cluster))
+            gpus = graph.partition(one.name).gpus
             shown = f"{one.cluster.name}.{one.name}"
         elif isinstance(one, Entity) and one.kind == "cluster":
             graph = lower_cluster(one)

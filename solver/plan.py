@@ -97,8 +97,10 @@ def _busy(e: Estimate) -> float:
     return space_def.busy(e)
 
 
-def plan(job: Job, objective: str = "throughput", top: int = 3) -> Plan:
-    result = search(job, objective, top)
+def plan(job: Job, objective: str = "throughput", top: int = 3, searched: SearchResult | None = None) -> Plan:
+    """The plan of `job`; `searched`: the search's result when it is already known (a
+    partition identical to one planned before, as the heterogeneous split has)."""
+    result = searched if searched is not None else search(job, objective, top)
     pruned_by = (("bound", result.pruned_bound), ("memory", result.pruned_memory), ("limits", result.pruned_limits))
     common = dict(evaluated=result.evaluated, pruned=result.pruned, pruned_by=pruned_by, proof=result.proof)
     if result.best is None:
