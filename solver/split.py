@@ -101,6 +101,7 @@ def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = No
         constraints.append(cp.sum(n[members]) <= len(options[members[0]].copies))
     for i, o in enumerate(options):
         constraints += _product_at_most(s[i], n[i], kmax[i], len(o.copies), o.most)
+        constraints.append(s[i] <= len(o.copies) * kmax[i])   # implied, but it gives the relaxation the fluid bound
         constraints.append(c >= o.lane.fixed * v[i] + o.lane.per_item * o.granule * kmax[i])
         crossing = np.array([o.lane.exchange(m) for m in range(1, size + 1)])
         if crossing.any():  # w >= X(m) for the one m that holds, when the option runs
