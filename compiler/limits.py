@@ -51,6 +51,10 @@ def _bounds(job: Entity) -> Iterator[Diagnostic]:
                 side = "a ceiling" if wanted is UPPER else "a floor"
                 yield codes.LIMIT_DIRECTION.make(item.span, target=bound.target, op=bound.op, side=side, notes=[
                     f"help: write `{bound.target} {wanted[0]} ...`; the planner only enforces {side} on `{bound.target}`"])
+            if (bound.target == "gpus" and bound.op == "<" and isinstance(bound.value, int)
+                    and not isinstance(bound.value, bool) and bound.value <= 1):
+                yield codes.OUT_OF_RANGE.make(item.span, field="gpus <", bound="> 1 (`gpus < 1` allows no GPU)",
+                                              value=bound.value, notes=["help: write `gpus <= 1` for one GPU"])
             if job.kind == "train" and bound.target in NEEDS_TOKENS and job.get("tokens") is None:
                 yield codes.LIMIT_NEEDS.make(item.span, target=bound.target, needs="tokens", notes=[
                     f"help: add `tokens = ...` to `{job.name}`: the {bound.target} of a run is its tokens over its throughput"])

@@ -38,7 +38,7 @@ def infeasible_message(outcome: Outcome) -> str:
                 + (f" ({reasons})" if reasons else ""))
     if isinstance(outcome, ServePlan):
         return (f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits"
-                + (f" ({'; '.join(outcome.binding)})" if outcome.binding else ""))
+                + "".join(f"\n  {reason}" for reason in outcome.binding))
     chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     reason = getattr(chosen, "infeasibility", None)
     if reason is not None:

@@ -95,7 +95,7 @@ def _mfu(p: ServePlan) -> float:
 def serve_text(p: ServePlan) -> str:
     head = f"plan {p.name} (serve) on {p.graph.name}: {p.considered} configurations, {p.simulated} simulated"
     if p.best is None:
-        return head + "\n  infeasible: " + "; ".join(p.binding)
+        return head + "\n  infeasible:" + "".join(f"\n    {reason}" for reason in p.binding)
     d = p.decode
     lines = [head, f"  mode       {p.mode}, {p.used_gpus} of {p.gpus} GPUs"]
     for name, side in (("prefill", p.prefill), ("decode" if p.prefill else "replicas", d)):
