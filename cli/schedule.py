@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
             return EXIT_ERRORS
-    print(json.dumps(data, indent=2) if args.json else schedule_text(data))
+    print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
     return EXIT_OK
 
 
