@@ -7,7 +7,11 @@ that partition, all its GPUs, the full batch). Its best configuration and runner
 and each of them with the other micro-batch sizes, are the alternatives it offers: the
 MILP picks at most one per partition (a smaller micro-batch gives a finer granule of
 sequences, at some cost per sequence) and decides how much of the work each takes.
-Configurations are not re-planned for the share a partition ends up with.
+Configurations are not re-planned for the share a partition ends up with. Partitions of
+one kind (the same units, chips and tiers under other names: a fleet bought in batches) are
+searched and laned once, and solver/split.py solves them as one class of copies (exact,
+with none of the copies' permutations left to branch over): the formulations below are
+per partition for clarity.
 
 Data split (each partition holds whole model replicas; the global batch is divided):
 
