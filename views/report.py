@@ -35,7 +35,7 @@ td, th { border-bottom: 1px solid #eeeeee; padding: 0.25em 0.8em; text-align: le
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.formula { color: #616161; font-family: "DejaVu Sans Mono", monospace; font-size: 0.85em; }
 .note { color: #6d4c41; background: #fff8e1; padding: 0.4em 0.8em; border-radius: 4px; }
-figure { margin: 1em 0; overflow-x: auto; } figure svg { max-width: 100%; height: auto; }
+figure { margin: 1em 0; overflow-x: auto; } figure svg { max-width: none; height: auto; }  /* natural size: text legible at 100 % zoom; wide diagrams scroll */
 figcaption { color: #616161; font-size: 0.9em; }
 """
 
