@@ -8,7 +8,7 @@ import sys
 
 import attrs
 
-from ..compiler.driver import EXIT_OK, check_file
+from ..compiler.driver import EXIT_OK, EXIT_USAGE, check_file
 from ..views.check import check_report
 from ..views.color import paint_diagnostics
 from .common import colour, quiet, settings_option
@@ -16,7 +16,9 @@ from .common import colour, quiet, settings_option
 
 def add(commands) -> None:
     check = commands.add_parser("check", help="parse and check designs; print diagnostics")
-    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("files", nargs="*", metavar="FILE")
+    check.add_argument("--list-codes", action="store_true", default=argparse.SUPPRESS,
+                       help="list every diagnostic code and exit (as `gclc --list-codes`)")
     settings_option(check)
     check.add_argument("--format", choices=("text", "json"), default="text", help="diagnostics as text (default) or JSON")
     check.add_argument("--json", dest="format", action="store_const", const="json",
@@ -25,6 +27,9 @@ def add(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.files:
+        print("gclc check: give at least one FILE (or --list-codes)", file=sys.stderr)
+        return EXIT_USAGE
     results = [check_file(path, args.set) for path in args.files]
     if quiet():
         results = [attrs.evolve(r, diagnostics=tuple(d for d in r.diagnostics if d.is_error)) for r in results]
