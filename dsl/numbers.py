@@ -108,15 +108,13 @@ _BARE = re.compile(r"(?<![\w.,])(\d+)(?:\.(\d+))?(?![\w.,]|\.\d)")
 
 
 def readable(text: str) -> str:
-    """Numbers written into a sentence or formula by code (`100008 x 80 TFLOPS`, `7.0%`,
-    `0.8125`) as `number` writes them: `100,008`, `7%`, `0.812`. Names (`H100`, `dgx001`)
+    """Numbers written into a sentence or formula by code (`1120 x 80 TFLOPS`, `7.0%`,
+    `0.8125`) as `number` writes them: `1,120`, `7%`, `0.812`. Names (`H100`, `dgx001`)
     and numbers with separators already are left alone."""
     def one(match: re.Match) -> str:
         whole, fraction = match[1], match[2]
-        if fraction is None:
-            return f"{int(whole):,}" if len(whole) >= 5 else whole
-        if fraction.strip("0") == "":
-            return f"{int(whole):,}" if len(whole) >= 5 else whole
+        if fraction is None or fraction.strip("0") == "":
+            return f"{int(whole):,}"
         if len(fraction) >= 4:
             return number(float(match[0]), 3)
         return match[0]

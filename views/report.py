@@ -159,8 +159,6 @@ def _header(c: Context) -> str:
         pairs.insert(1, (peak.label, peak.text))
     if c.graph.power_budget:
         pairs.append(("power budget", render.fmt(c.graph.power_budget, "W")))
-    if c.plan is not None and c.plan.best is not None:
-        pairs += [("step time", duration(c.plan.best.step_time)), ("MFU", percent(c.plan.best.mfu))]
     where = f" from <code>{_e(c.source)}</code>" if c.source else ""
     return f"<h1>{_e(c.graph.name)}</h1>\n<p>gclc report{where}.</p>\n" + _cards(pairs)
 
