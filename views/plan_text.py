@@ -171,7 +171,7 @@ def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
     state = "the budget binds" if "power" in result.binding else "the budget does not bind"
     total = f" of {number(inputs.max_gpus)}" if inputs is not None else ""
     draw = (f"each drawing {_w(result.power_cap)}" if result.clock >= 0.999 else
-            f"each capped at {_w(result.power_cap)} (its draw at that clock)")
+            f"with a power cap of {_w(result.power_cap)} per GPU (its draw at that clock)")
     lines = [f"{head}: {state}: run {number(result.gpus)}{total} GPUs at {percent(result.clock)} clock, {draw}",
              f"  GPUs running     {number(result.gpus)} ({number(result.whole_gpus)} in whole replicas, "
              f"{big(result.whole_tokens_per_s)} tokens/s)",
