@@ -105,7 +105,7 @@ def serve_text(p: ServePlan) -> str:
             continue
         c = side.replica.config
         lines.append(f"  {name:<10} {side.count} x (tp={c.tp} ep={c.ep} pp={c.pp} = {count(side.replica.gpus, 'GPU')}), "
-                     f"batch {c.batch}, {c.precision} weights, {c.kv} KV")
+                     f"batch {number(c.batch)}, {c.precision} weights, {c.kv} KV")
     if p.outcome is not None:
         o = p.outcome
         for metric in ("ttft", "tpot", "e2e"):
