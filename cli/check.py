@@ -8,7 +8,7 @@ import sys
 
 import attrs
 
-from ..compiler.driver import EXIT_OK, EXIT_USAGE, check_file
+from ..compiler.driver import EXIT_OK, check_file
 from ..views.check import check_report
 from ..views.color import paint_diagnostics
 from .common import colour, quiet, settings_option
@@ -23,13 +23,12 @@ def add(commands) -> None:
     check.add_argument("--format", choices=("text", "json"), default="text", help="diagnostics as text (default) or JSON")
     check.add_argument("--json", dest="format", action="store_const", const="json",
                        help="diagnostics as JSON (the same as --format json); several files: an object keyed by file")
-    check.set_defaults(run=run)
+    check.set_defaults(run=run, usage=check.error)
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.files:
-        print("gclc check: give at least one FILE (or --list-codes)", file=sys.stderr)
-        return EXIT_USAGE
+        args.usage("give at least one FILE (or --list-codes)")  # argparse's usage error: exit 2
     results = [check_file(path, args.set) for path in args.files]
     if quiet():
         results = [attrs.evolve(r, diagnostics=tuple(d for d in r.diagnostics if d.is_error)) for r in results]
