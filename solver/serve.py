@@ -324,7 +324,8 @@ class _Search:
                 return _Result("disaggregated" if prefill else "aggregated", decode, prefill, outcome, power, binding, "")
             grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
             binding = tuple(f"{m}: {counts[grow]} {('prefill ' if grow == 0 and len(built) == 2 else '')}"
-                            f"replicas break it in simulation" for m in missed)
+                            f"{'replica breaks' if counts[grow] == 1 else 'replicas break'} it in simulation"
+                            for m in missed)
             counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
         return None
 
