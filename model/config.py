@@ -49,8 +49,18 @@ class TrainConfig:
     vp: int = 1                # virtual pipeline stages per GPU (interleaved 1F1B)
     microbatch: int = 1        # sequences per micro-batch
     recompute: str = "none"    # none | selective | full
+    # Activation checkpointing variants (model/recompute.py): the modules a selective
+    # recompute redoes (empty: the attention core, Korthikanti's selective), and every
+    # how many layers the recompute applies (1: every layer; torchtitan's every-k-th).
+    recompute_modules: tuple[str, ...] = ()
+    recompute_every: int = 1
+    offload: float = 0.0       # share of each stage's layers whose saved activations live in host memory
     sp: bool = False           # sequence parallelism (needs tp > 1 to matter)
     zero: int = 1              # 0 DDP, 1 optimizer sharded (distributed optimizer), 2 + grads, 3 + weights (FSDP)
+    # Hybrid sharding (HSDP, MaxText ici_fsdp x dcn_data): the ZeRO state is sharded over
+    # groups of `shard` consecutive data-parallel (x context) ranks and replicated across
+    # the dp x cp / shard groups; 0: one group of all dp x cp ranks (plain ZeRO / FSDP).
+    shard: int = 0
     precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
     stack: str = DEFAULT_STACK
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
@@ -64,6 +74,11 @@ class TrainConfig:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def shards(self) -> int:
+        """Ranks that share one copy of the ZeRO-sharded state (model/sharding.py)."""
+        return self.shard or self.dp * self.cp
 
     @property
     def microbatches(self) -> int:

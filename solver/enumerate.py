@@ -44,7 +44,8 @@ import attrs
 
 from ..compiler.design import Bound
 from ..model.config import TrainConfig
-from ..model.job import Job
+from ..model.job import Job, pinned_only
+from ..model.offload import host_capacity
 from ..model.power import job_power
 from ..model.step import Estimate, estimate
 from ..dsl.units import NONE, Quantity
@@ -128,6 +129,9 @@ def limits(job: Job) -> Limits:
     for limit in items:
         if limit.target == "memory" and limit.upper:
             memory = min(memory, limit.value)
+    if pinned_only(job)["offload"] and math.isfinite(host_capacity(job.partition)):
+        # offloaded activations live in the node's DRAM, shared by its GPUs (model/offload.py)
+        items.append(Limit("host_memory", "<=", host_capacity(job.partition), span=job.entity.span_of("parallelism.offload")))
     return Limits(hbm, memory, tuple(items))
 
 
@@ -175,6 +179,8 @@ def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:
     watts = lambda: (power or (lambda x: power_of(job, x)))(e)  # noqa: E731
     if target == "memory":
         return e.memory.total
+    if target == "host_memory":
+        return e.memory.offloaded
     if target == "power":
         return watts()
     if target == "mfu":
@@ -223,6 +229,13 @@ class Space:
     # Under `subject to { power <= ... }` the power plan (solver.power) chooses the GPU count
     # together with the clock, so the space keeps the most replicas of each layout.
     widest_only: bool = False
+    # Taken from the file, never searched (model/job.py `pinned_only`): hybrid sharding's
+    # group, the recompute's modules and layer interval, the offloaded share.
+    pinned_only: dict = attrs.field(factory=dict, eq=False)
+
+    @property
+    def shard(self) -> int:
+        return int(self.pinned_only.get("shard", 0))
 
 
 def _pinned(job: Job, key: str) -> object | None:
@@ -247,11 +260,14 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     recompute = _pinned(job, "recompute")
     zero = _pinned(job, "zero")
     sp = _pinned(job, "sp")
+    extras = pinned_only(job)
+    zeros = (int(zero),) if zero is not None else ZERO_STAGES
+    if extras["shard"]:   # a shard group shards ZeRO state: stage 0 has none
+        zeros = tuple(z for z in zeros if z >= 1)
     return Space(gpus, tps, pps, cps, eps,
                  (str(recompute),) if recompute is not None else RECOMPUTE,
-                 (int(zero),) if zero is not None else ZERO_STAGES,
-                 None if sp is None else bool(sp),
-                 any(i.target == "power" and i.upper for i in lim.items))
+                 zeros, None if sp is None else bool(sp),
+                 any(i.target == "power" and i.upper for i in lim.items), extras)
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
@@ -308,8 +324,10 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     most = space_.gpus // (tp * pp * cp)
     pinned = _pinned(job, "dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
+    shard = space_.shard
     valid = (dp for dp in candidates
-             if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp))
+             if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and (dp * cp) % max(1, shard) == 0
+             and inner_choices(job, pp, dp))
     return tuple(itertools.islice(valid, 1)) if space_.widest_only else tuple(valid)
 
 
@@ -332,7 +350,7 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
     return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
                        recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
                        precision=job.precision, stack=job.stack, order=order,
-                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every)
+                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **space_.pinned_only)
 
 
 def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]]:

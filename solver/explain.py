@@ -118,7 +118,7 @@ def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
 _UNITS = {"power": ("W", lambda x: f"{x / 1e6:.3g} MW" if x >= 1e6 else f"{x / 1e3:.3g} kW"),
           "mfu": ("", lambda x: f"{x:.1%}"), "time": ("s", lambda x: f"{x / 86400:.3g} days"),
           "energy": ("J", lambda x: f"{x / 3.6e9:.3g} MWh"), "gpus": ("", lambda x: f"{x:.0f}"),
-          "memory": ("B", _gb)}
+          "memory": ("B", _gb), "host_memory": ("B", _gb)}
 
 
 def _other_limit(job: Job, lim, result) -> Infeasibility:
@@ -170,7 +170,7 @@ def _empty(job: Job) -> Infeasibility:
         reason = _expert_fold(job, product, spans["ep"])
         if reason is not None:
             return reason
-    for key in ("microbatch", "microbatches", "vp", "schedule", "ep"):
+    for key in ("microbatch", "microbatches", "vp", "schedule", "ep", "shard"):
         if key in p:
             return Infeasibility("space", f"`{job.name}`: no data-parallel size up to {gpus} GPUs splits the batch "
                                  f"of {job.batch} under the pinned {key} = {p[key]} ({spans[key]})",

@@ -57,8 +57,18 @@ def _w(value: float) -> str:
 
 def _config(e: Estimate) -> str:
     p = parallelism(e)
+    extras = ""
+    if p["recompute_modules"] and p["recompute_modules"] != ["core_attention"]:
+        extras += f" ({'+'.join(p['recompute_modules'])})"
+    if p["recompute_every"] > 1 and p["recompute"] != "none":
+        extras += f" every {p['recompute_every']} layers"
+    if p["offload"]:
+        extras += f" offload={p['offload']:.0%}"
+    extras += f" zero={p['zero']}"
+    if p["shard"] < p["dp"] * p["cp"] and p["zero"] >= 1:
+        extras += f" shard={p['shard']} (hybrid, {p['dp'] * p['cp'] // p['shard']} replicas)"
     return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} vp={p['vp']} "
-            f"mb={p['microbatch']} recompute={p['recompute']} zero={p['zero']}")
+            f"mb={p['microbatch']} recompute={p['recompute']}" + extras)
 
 
 def _placement_text(plan) -> str:
@@ -94,7 +104,8 @@ def plan_text(plan, timings: bool = False) -> str:
         f"    (80 % band {plan.error_band['tokens_per_s'][0]:,.0f}-{plan.error_band['tokens_per_s'][1]:,.0f} tokens/s)",
         f"  MFU        {e.mfu:.1%}   HFU {e.hfu:.1%}   ({e.model_flops_per_gpu / 1e12:.0f} model TFLOP/s per GPU)",
         f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
-        + ", ".join(f"{k} {_b(v)}" for k, v in e.memory.rows() if v),
+        + ", ".join(f"{k} {_b(v)}" for k, v in e.memory.rows() if v)
+        + (f"; {_b(e.memory.offloaded)} of activations in host memory" if e.memory.offloaded else ""),
         "  breakdown  " + ", ".join(f"{k} {v:.3f} s" for k, v in e.breakdown.rows() if v),
         f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU), "
         f"{plan.energy_per_token:.3g} J/token",
