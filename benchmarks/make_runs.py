@@ -34,6 +34,7 @@ from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as
                        sharding_of, system_of)
 from run_models import Shape, Unexpressible, _norm, integer, num, resolve_shape  # noqa: E402,F401
 from run_recipes import Recipe, recipe_of  # noqa: E402
+from run_stacks import software_of  # noqa: E402,F401  (the stack a run's framework and date imply)
 
 DEFAULT_RUNS = HERE / "data" / "public_runs.csv"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
@@ -181,23 +182,6 @@ def precision_of(text: str) -> tuple[str, str]:
         return precision_word(text)
     except Unknown as e:
         raise Unexpressible(str(e)) from None
-
-
-def software_of(row: dict) -> str:
-    f = (row["framework"] + " " + row["group"]).lower()
-    if "maxtext" in f:
-        return "maxtext"
-    if "deepspeed" in f:
-        return "deepspeed"
-    if "torchtitan" in f or "llm-foundry" in f or "composer" in f:
-        return "fsdp"
-    if "megatron-bridge" in f or "nemo" in f:
-        return "nemo"
-    if "megatron-core" in f:
-        return "megatron_core"
-    if "megatron" in f:
-        return "megatron"
-    raise Unexpressible(f"software stack '{row['framework']}' has no gclc equivalent")
 
 
 def zero_of(row: dict, stack: str, recipe: Recipe) -> tuple[int, str]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import attrs
 
 from ..compiler.schema import SOFTWARE_STACKS
+from .stacks import ERAS
 
 # What a software stack does, as far as step time is concerned. Each entry names real,
-# documented behaviour, not a fitted number:
+# documented behaviour, not a fitted number, of the releases model/stacks.py lists with sources:
 #   attention: "flash" (fused, causal blocks skipped) or "unfused" (s x s scores in HBM)
 #   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
 #   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
@@ -31,6 +32,7 @@ STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name,
     "maxtext":         ("flash",    True,  False,  True,  True,  True,  True,  2),
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"
+assert {e.stack for e in ERAS} == set(STACKS), "every stack names its releases (model/stacks.py)"
 DEFAULT_STACK = "megatron_core"
 DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
 
