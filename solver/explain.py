@@ -129,6 +129,13 @@ def _other_limit(job: Job, lim, result) -> Infeasibility:
         value = space_def.measure(job, e, target)
         unit, fmt = _UNITS.get(target, ("", lambda x: f"{x:.4g}"))
         word = "at least" if limit.upper else "at most"
+        if target == "host_memory":
+            node = job.partition.node
+            message = (f"`{job.name}` offloads at least {fmt(value)} of activations per GPU to host memory "
+                       f"({_config(e.config)}, `offload` at {limit.span}), more than the {fmt(limit.value)} of DRAM per "
+                       f"GPU of `{node.name}` ({fmt(node.dram)} shared by {node.gpus} GPUs); help: offload a smaller "
+                       f"share, recompute more, or use nodes with more DRAM")
+            return Infeasibility(target, message, value, limit.value, unit, limit.span, e.config)
         message = (f"`{job.name}` cannot meet `{target} {limit.op} {fmt(limit.value)}` ({limit.span}): "
                    f"the closest configuration ({_config(e.config)}) reaches {fmt(value)}, so the job needs "
                    f"{word} {fmt(value)}")

@@ -158,3 +158,30 @@ def test_recipe_settings_gclc_cannot_express_are_stated():
     assert field(partial, "recompute") == "none" and "5 of 32 layers" in partial
     offload = design("mb2602_5")    # Llama 3 70B GB300 FSDP: cpu_offloading_num_layers 20
     assert "offloaded to host memory" in offload and "20 layers" in offload
+
+
+def test_the_stack_is_the_one_the_runs_framework_and_date_imply():
+    run_stacks = sys.modules["run_stacks"]
+    by_group = {r["group"]: r for r in ROWS}
+    sc21 = by_group["Megatron SC21 weak scaling"]
+    assert (run_stacks.date_of(sc21), run_stacks.software_of(sc21)) == ("2021-04", "megatron")
+    core = by_group["Megatron-Core H100 weak scaling"]
+    assert (run_stacks.date_of(core), run_stacks.software_of(core)) == ("2024-07", "megatron_core")
+    assert field(design(core["run_id"]), "software") == "megatron_core"
+    # the same framework words, dated after Megatron-Core 0.4, get the overlapped stack
+    later = dict(sc21, source="a 2024 report (arXiv:2406.01234)", source_locator="", group="x")
+    assert run_stacks.software_of(later) == "megatron_core"
+    undated = dict(sc21, source="", source_locator="", group="x")
+    with pytest.raises(make_runs.Unexpressible, match="states no date"):
+        run_stacks.software_of(undated)
+
+
+def test_every_stack_names_releases_and_a_source():
+    from gclc.model.config import STACKS
+    from gclc.model.stacks import ERAS, NoStack, stack_for
+
+    assert {e.stack for e in ERAS} == set(STACKS)
+    assert all(e.source and e.releases and (e.last is None or e.first <= e.last) for e in ERAS)
+    assert stack_for("megatron", "2022-05").stack == "megatron" and stack_for("megatron", "2025-01").stack == "megatron_core"
+    with pytest.raises(NoStack, match="covers"):
+        stack_for("deepspeed", "2024-01")
