@@ -208,8 +208,8 @@ def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, s
                         if "offload" in remat else ""))
     if "selective layer" in r:
         # torchtitan config_manager.py (04133643): selective_ac_option default "2" = every other layer
-        return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full; gclc has no "
-                        "partial-layer recompute, written as full")
+        return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full "
+                        "(selective_ac_option default \"2\"; recompute_every = 2)")
     if "selective op" in r:
         # torchtitan op-level SAC (torchtitan/parallelisms/parallelize_llama.py no_recompute_list, commit 04133643):
         # saves matmul and attention outputs but recomputes every second matmul; gclc's selective
@@ -282,11 +282,18 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         fills.append(f"layout, batch and remat: {layout['cite']}")
         pin("tp", tp, f"ici_tensor_parallelism = {tp} ({layout['cite']})")
         pin("pp", 1, "MaxText runs no pipeline here")
-        pin("dp", dp, "ici_fsdp_parallelism = -1 (the rest of the chips)" +
-            (f"; the script also sets ici_data_parallelism = {layout['ici_dp']}: gclc shards over all dp "
-             "replicas (no hybrid FSDP)" if layout["ici_dp"] > 1 else "") +
-            ("; slices replicate over the DCN (dcn_data_parallelism = -1), gclc shards over all of them"
-             if n > 256 and "v5e" in row["accelerator"].lower() else ""))
+        pin("dp", dp, "ici_fsdp_parallelism = -1 (the rest of the chips)")
+        # Hybrid sharding: FSDP over ici_fsdp inside a slice; ici_data_parallelism and, across
+        # v5e slices, dcn_data_parallelism = -1 replicate
+        slices = n // 256 if n > 256 and "v5e" in row["accelerator"].lower() else 1
+        shard = dp // (layout["ici_dp"] * slices)
+        if shard < dp:
+            why = []
+            if layout["ici_dp"] > 1:
+                why.append(f"ici_data_parallelism = {layout['ici_dp']} replicates inside the slice")
+            if slices > 1:
+                why.append(f"dcn_data_parallelism = -1 replicates across the {slices} slices")
+            pin("shard", shard, f"ici_fsdp_parallelism: FSDP over {shard} chips; " + "; ".join(why))
         mb = layout["pdbs"]
         pin("microbatch", mb, "per_device_batch_size: one micro-batch per step per chip")
     else:
@@ -344,6 +351,8 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     if recompute:
         pin("recompute", recompute, why)
     r = row["recompute"].lower()
+    if "selective layer" in r:
+        pin("recompute_every", 2, "torchtitan selective_ac_option \"2\": every 2nd layer")
     if "sequence" in r and "parallel" in r:
         pin("sp", True, "row: sequence parallelism")
     elif stack == "megatron" and tp > 1:
