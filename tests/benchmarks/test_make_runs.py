@@ -185,3 +185,13 @@ def test_every_stack_names_releases_and_a_source():
     assert stack_for("megatron", "2022-05").stack == "megatron" and stack_for("megatron", "2025-01").stack == "megatron_core"
     with pytest.raises(NoStack, match="covers"):
         stack_for("deepspeed", "2024-01")
+
+
+def test_multislice_maxtext_is_hybrid_sharded_and_torchtitan_layer_checkpointing_every_second_layer():
+    multislice = design("maxtext_v5e_16B_16x")
+    assert (field(multislice, "dp"), field(multislice, "shard"), field(multislice, "zero")) == ("4096", "256", "3")
+    assert "shard" not in re.findall(r"^\s*(\w+)\s*=", design("maxtext_v5e_16B_1x"), re.M)   # one slice: plain FSDP
+    layered = design("torchtitan_a100_1")
+    assert (field(layered, "recompute"), field(layered, "recompute_every")) == ("full", "2")
+    job = train_job(check_text(multislice, str(BENCH / "runs" / "maxtext_v5e_16B_16x.gcl")).design)
+    assert job.pinned["shard"] == 256
