@@ -204,7 +204,8 @@ def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, s
         value = "full" if remat == "full" else "selective"
         return value, (f"MaxText remat_policy={remat}" + ("" if remat == "full" else
                        " (matmul outputs saved, the rest recomputed; written as selective)") +
-                       ("; the saved activations are offloaded to host memory, not expressible in gclc"
+                       ("; the saved activations are offloaded to host memory, not written: the TPU hosts in "
+                        "std declare no `host_link`"
                         if "offload" in remat else ""))
     if "selective layer" in r:
         # torchtitan config_manager.py (04133643): selective_ac_option default "2" = every other layer
@@ -353,6 +354,9 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     r = row["recompute"].lower()
     if "selective layer" in r:
         pin("recompute_every", 2, "torchtitan selective_ac_option \"2\": every 2nd layer")
+    if recipe.offload:
+        pin("offload", round(recipe.offload, 4), f"activations of {recipe.offload:.1%} of each stage's layers in "
+            "host memory: " + next(n for n in recipe.notes if "cpu_offloading" in n))
     if "sequence" in r and "parallel" in r:
         pin("sp", True, "row: sequence parallelism")
     elif stack == "megatron" and tp > 1:

@@ -156,8 +156,8 @@ def test_recipe_recompute_defaults():
 def test_recipe_settings_gclc_cannot_express_are_stated():
     partial = design("mb2511_23")   # Llama 3 8B H100 FP8-CS: recompute_num_layers 5
     assert field(partial, "recompute") == "none" and "5 of 32 layers" in partial
-    offload = design("mb2602_5")    # Llama 3 70B GB300 FSDP: cpu_offloading_num_layers 20
-    assert "offloaded to host memory" in offload and "20 layers" in offload
+    offload = design("mb2602_5")    # Llama 3 70B GB300 FSDP: cpu_offloading_num_layers 20 of 80
+    assert field(offload, "offload") == "0.25" and "cpu_offloading_num_layers 20" in offload   # now expressible
 
 
 def test_the_stack_is_the_one_the_runs_framework_and_date_imply():
@@ -195,3 +195,12 @@ def test_multislice_maxtext_is_hybrid_sharded_and_torchtitan_layer_checkpointing
     assert (field(layered, "recompute"), field(layered, "recompute_every")) == ("full", "2")
     job = train_job(check_text(multislice, str(BENCH / "runs" / "maxtext_v5e_16B_16x.gcl")).design)
     assert job.pinned["shard"] == 256
+
+
+def test_megatron_bridge_cpu_offloading_is_the_offloaded_share_of_a_stage():
+    # llama31_405b perf_matrix gb200 fp8_cs: cpu_offloading_num_layers 95 of 126 layers (pp 1)
+    text = design("mb2509_3")
+    assert float(field(text, "offload")) == pytest.approx(95 / 126, abs=1e-4)
+    job = train_job(check_text(text, str(BENCH / "runs" / "mb2509_3.gcl")).design)
+    assert job.partition.node.host_link == 225e9      # GB200 tray: NVLink-C2C per GPU
+    assert "offload" not in design("mb2509_9")        # a recipe without offloading
