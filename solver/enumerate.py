@@ -5,10 +5,12 @@ fast search (`solver.search`) against. This module also *defines* the problem bo
 them solve, in one place:
 
 - the space (`space`, `configurations`): tp, pp, vp, dp, ep, cp, micro-batch,
-  recompute, ZeRO stage and the placement order of the parallel dimensions;
+  recompute, ZeRO stage and the placement order of the parallel dimensions (a hybrid
+  sharding group, recompute modules and interval, and offload only as the file pins them);
 - validity: the parallel sizes use at most the job's GPUs, split evenly what they
   split (heads and KV heads by tp, layers by pp x vp, experts by ep, the batch by
-  dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving), and
+  dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving, dp x cp
+  by a pinned shard group), and
   respect the values pinned in the file; dp is any replica count that leaves a valid
   configuration, so the GPU count is searched in whole replicas up to the job's GPUs
   (unless dp is pinned, or a power bound leaves the count to the power plan, which
@@ -129,9 +131,9 @@ def limits(job: Job) -> Limits:
     for limit in items:
         if limit.target == "memory" and limit.upper:
             memory = min(memory, limit.value)
-    if pinned_only(job)["offload"] and math.isfinite(host_capacity(job.partition)):
+    if pinned_only(job)["offload"] and math.isfinite(host := host_capacity(job.partition)):
         # offloaded activations live in the node's DRAM, shared by its GPUs (model/offload.py)
-        items.append(Limit("host_memory", "<=", host_capacity(job.partition), span=job.entity.span_of("parallelism.offload")))
+        items.append(Limit("host_memory", "<=", host, span=job.entity.span_of("parallelism.offload")))
     return Limits(hbm, memory, tuple(items))
 
 
@@ -233,10 +235,6 @@ class Space:
     # group, the recompute's modules and layer interval, the offloaded share.
     pinned_only: dict = attrs.field(factory=dict, eq=False)
 
-    @property
-    def shard(self) -> int:
-        return int(self.pinned_only.get("shard", 0))
-
 
 def _pinned(job: Job, key: str) -> object | None:
     value = job.pinned.get(key)
@@ -324,7 +322,7 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     most = space_.gpus // (tp * pp * cp)
     pinned = _pinned(job, "dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
-    shard = space_.shard
+    shard = int(space_.pinned_only.get("shard", 0))
     valid = (dp for dp in candidates
              if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and (dp * cp) % max(1, shard) == 0
              and inner_choices(job, pp, dp))
