@@ -19,8 +19,10 @@ WORDS = {
     "bubble": "pipeline bubble",
     "dp": "gradient synchronization",
     "optimizer": "optimizer step",
+    "host": "waiting for the host CPUs",
     "data": "waiting for input data",
     "checkpoint": "checkpoint saves",
+    "offload": "activation copies to host memory",
 }
 MEMORY_WORDS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state",
                 "activations": "activations", "logits": "logits", "buffers": "runtime buffers"}

@@ -56,8 +56,18 @@ def _w(value: float) -> str:
 
 def _config(e: Estimate) -> str:
     p = parallelism(e)
+    extras = ""
+    if p["recompute_modules"] and p["recompute_modules"] != ["core_attention"]:
+        extras += f" ({'+'.join(p['recompute_modules'])})"
+    if p["recompute_every"] > 1 and p["recompute"] != "none":
+        extras += f" every {p['recompute_every']} layers"
+    if p["offload"]:
+        extras += f" offload={percent(p['offload'])}"
+    extras += f" zero={p['zero']}"
+    if p["shard"] < p["dp"] * p["cp"] and p["zero"] >= 1:
+        extras += f" shard={p['shard']} (hybrid, {p['dp'] * p['cp'] // p['shard']} replicas)"
     return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} vp={p['vp']} "
-            f"mb={p['microbatch']} recompute={p['recompute']} zero={p['zero']}")
+            f"mb={p['microbatch']} recompute={p['recompute']}" + extras)
 
 
 def _rate_span(low: float, high: float) -> str:
@@ -115,7 +125,8 @@ def plan_text(plan, timings: bool = False) -> str:
         f"  MFU        {percent(e.mfu)}   HFU {percent(e.hfu)}   ({quantity(e.model_flops_per_gpu, 'FLOPS')} "
         f"of model FLOPs per GPU)",
         f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
-        + ", ".join(f"{MEMORY_WORDS.get(k, k)} {_b(v)}" for k, v in e.memory.rows() if v),
+        + ", ".join(f"{MEMORY_WORDS.get(k, k)} {_b(v)}" for k, v in e.memory.rows() if v)
+        + (f"; {_b(e.memory.offloaded)} of activations in host memory" if e.memory.offloaded else ""),
         "  step parts " + ", ".join(f"{WORDS.get(k, k)} {duration(v)}" for k, v in e.breakdown.rows() if v),
         f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU), "
         f"{quantity(plan.energy_per_token, 'J')} per token",
