@@ -254,10 +254,11 @@ SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BAND
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
-     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH},
+     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
-        "time to repair one; `storage` the checkpoint write bandwidth of one node",
+        "time to repair one; `storage` the checkpoint write bandwidth of one node; `host_link` the bandwidth "
+        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
@@ -297,7 +298,8 @@ MODEL = Block(
     {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
      "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT,
-     "mtp": COUNT0},
+     "mtp": COUNT0, "window": COUNT, "global_every": COUNT,
+     "block": Choice(("sequential", "parallel"), "a block layout")},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64))},
                              required=("routed", "top_k"),
@@ -308,19 +310,30 @@ MODEL = Block(
                              "token; queries through a q_rank latent (0: a full projection); head_dim is the "
                              "per-head key (without rope_dim) and value width")},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
+    doc="`window`: sliding-window (local) attention over that many keys, in every layer or, with "
+        "`global_every = k`, all but every k-th (Gemma 2, GPT-OSS); `block = parallel`: attention and MLP "
+        "read one normed input and their outputs are summed (GPT-J, PaLM)",
 )
 OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
               "minimize": Choice(("time", "energy", "cost"), "an objective")}
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
+# Activation checkpointing variants (model/recompute.py) and offload (model/offload.py).
+RECOMPUTE_MODULES = ("core_attention", "norm", "mlp")
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
+                     "recompute_modules": ListOf(Choice(RECOMPUTE_MODULES, "a recomputed module"), least=1),
+                     "recompute_every": COUNT, "offload": SHARE,
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
+                     "shard": COUNT,
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
                      "cp_balance": FLAG, "ep_overlap": FLAG},
-                    doc="parallel widths and choices; `cp_balance = false` gives each context-parallel rank one "
-                        "contiguous chunk (causal imbalance) instead of the balanced pair of chunks; "
-                        "`ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute")
+                    doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
+                        "replicated across groups; `recompute_modules` (with `recompute = selective`) and "
+                        "`recompute_every` (every k-th layer) select what is recomputed; `offload`: the share of each "
+                        "stage's layers whose activations are kept in host memory; `cp_balance = false` gives each "
+                        "context-parallel rank one contiguous chunk (causal imbalance) instead of the balanced pair "
+                        "of chunks; `ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
 # tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,

@@ -26,11 +26,18 @@ from .shape import ModelShape
 BACKWARD_WORK = 2.5   # flash attention's backward relative to its forward (workload.backward_factor)
 
 
-def causal_imbalance(cfg: TrainConfig) -> float:
-    """The busiest CP rank's attention work relative to the mean."""
+def causal_imbalance(cfg: TrainConfig, window: int = 0) -> float:
+    """The busiest CP rank's attention work relative to the mean: the last rank's causal
+    pairs, each query p seeing min(p, window) keys (window 0: all of them; 2 - 1/cp then)."""
     if cfg.cp == 1 or cfg.cp_balanced:
         return 1.0
-    return 2.0 - 1.0 / cfg.cp
+    w = window if 0 < window < cfg.seq else cfg.seq
+
+    def pairs(x: float) -> float:   # causal pairs of the first x queries
+        return x * x / 2 if x <= w else w * x - w * w / 2
+
+    chunk = cfg.seq / cfg.cp
+    return (pairs(cfg.seq) - pairs(cfg.seq - chunk)) / (pairs(cfg.seq) / cfg.cp)
 
 
 def kernel_keys(cfg: TrainConfig) -> int:

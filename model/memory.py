@@ -8,6 +8,8 @@ import attrs
 
 from ..compiler.formats import family, is_narrow, value_bytes
 from .config import TrainConfig
+from .recompute import kept_bytes
+from .sharding import state_shards
 from .shape import ModelShape
 
 WEIGHT_BYTES = 2          # bf16 weights used by the forward pass
@@ -23,13 +25,15 @@ class Memory:
     activations: float
     logits: float
     buffers: float
+    offloaded: float = 0.0     # activations held in host memory (not on the GPU: not in `total`)
 
     @property
     def total(self) -> float:
         return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.buffers
 
     def rows(self) -> tuple[tuple[str, float], ...]:
-        return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Memory))
+        """The GPU's memory by category (host-resident activations apart)."""
+        return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Memory) if f.name != "offloaded")
 
 
 def low_precision_copy(precision: str) -> float:
@@ -65,50 +69,48 @@ def dense_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
     return (per_stage + mtp + embedding) / cfg.tp
 
 
-def expert_dp(cfg: TrainConfig) -> int:
-    """Replicas of each expert: the ranks of a TP x CP x DP slice over the EP width."""
-    return max(1, cfg.dp * cfg.cp * cfg.tp // cfg.ep)
-
-
 def model_state(shape: ModelShape, cfg: TrainConfig) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding over dp (and cp):
-    Megatron shards the distributed optimizer over dp x cp, an expert's over its replicas."""
+    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding: Megatron shards the
+    distributed optimizer over dp x cp, hybrid sharding over a group of them; a routed
+    expert's state over its replicas in one group (model/sharding.py `expert_shards`)."""
     dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
-
-    def sharded(per_param: float, stage: int) -> float:
-        if cfg.zero < stage:
-            return (dense + experts) * per_param
-        return per_param * (dense / (cfg.dp * cfg.cp) + experts / expert_dp(cfg))
-
-    weight_bytes = WEIGHT_BYTES + low_precision_copy(cfg.precision)
-    return sharded(weight_bytes, 3), sharded(int(cfg.behaviour("grad_bytes")), 2), sharded(OPTIMIZER_BYTES, 1)
+    per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")), OPTIMIZER_BYTES)
+    on_dense, on_experts = state_shards(cfg), state_shards(cfg, expert=True)
+    weights, grads, optimizer = (b * (dense / d + experts / e) for b, d, e in zip(per_param, on_dense, on_experts))
+    return weights, grads, optimizer
 
 
 def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> float:
-    """Bytes one layer keeps for backward, for one micro-batch, on one GPU."""
-    t = cfg.tp
+    """Bytes one layer keeps for backward, for one micro-batch, on one GPU (averaged over
+    the layers when only every k-th recomputes: model/recompute.py)."""
     tokens = cfg.microbatch * cfg.seq / cfg.cp
+    layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
+    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input)
+
+
+def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:
+    """Bytes per token a layer keeps for backward without recompute, by tensor."""
+    t = cfg.tp
     h, d = shape.hidden, shape.head_dim
-    if cfg.recompute == "full":
-        return 2 * tokens * h / (t if cfg.sp else 1)   # only the layer input is kept
     # fp8 recipes keep the inputs of the GEMMs in fp8 (1 byte) for the weight gradients.
     gemm_input = value_bytes(cfg.precision) if is_narrow(cfg.precision) else 2
     # Norm inputs and outputs (the latter feed the QKV and MLP GEMMs), dropout masks:
-    # replicated over TP unless sequence parallel.
-    replicated = 2 * h + 2 * h + gemm_input * h + gemm_input * h
-    if cfg.behaviour("dropout"):
-        replicated += h + h
+    # replicated over TP unless sequence parallel. A parallel block (GPT-J, PaLM) has one
+    # norm whose output feeds both.
+    norms = 1 if shape.parallel_block else 2
+    replicated = {"norm in": norms * 2 * h, "norm out": norms * gemm_input * h,
+                  "dropout": 2 * h if cfg.behaviour("dropout") else 0.0}
     if cfg.sp:
-        replicated /= t
+        replicated = {k: v / t for k, v in replicated.items()}
     ffn = shape.expert_ffn * shape.top_k + shape.expert_ffn * shape.shared if moe else shape.ffn
-    split = (2 * (shape.heads + 2 * shape.kv_heads) * d      # Q, K, V
-             + 2 * shape.heads * d                            # attention output
-             + 2 * (shape.mlp_matrices - 1) * ffn             # MLP up (and gate) outputs
-             + gemm_input * ffn) / t                          # activation output
-    scores = 0.0
-    if cfg.recompute != "selective" and cfg.behaviour("attention") == "unfused":
-        scores = 5 * shape.heads * cfg.seq / t                # softmax in/out and dropout mask
-    return tokens * (replicated + split + scores)
+    parts = {**replicated,
+             "qkv": 2 * (shape.heads + 2 * shape.kv_heads) * d / t,
+             "attention out": 2 * shape.heads * d / t,
+             "mlp up": 2 * (shape.mlp_matrices - 1) * ffn / t,    # MLP up (and gate) outputs
+             "mlp act": gemm_input * ffn / t}                     # activation output
+    if cfg.behaviour("attention") == "unfused":
+        parts["scores"] = 5 * shape.heads * cfg.seq / t           # softmax in/out and dropout mask
+    return parts
 
 
 def in_flight(cfg: TrainConfig) -> float:
@@ -130,4 +132,9 @@ def memory(shape: ModelShape, cfg: TrainConfig) -> Memory:
     activations = per_layer * layers * in_flight(cfg)
     tokens = cfg.microbatch * cfg.seq / cfg.cp
     logits = tokens * shape.vocab / cfg.tp * 4 * 2      # fp32 logits and their gradient, last stage
-    return Memory(weights, grads, optimizer, activations, logits, BUFFER_BYTES)
+    # Offloaded layers keep their activations in host memory; one layer's stay on the GPU
+    # as the copy in flight (Megatron-Core's double-buffered CPU offloading).
+    offloaded = cfg.offload * activations
+    if offloaded:
+        activations = activations - offloaded + per_layer
+    return Memory(weights, grads, optimizer, activations, logits, BUFFER_BYTES, offloaded)

@@ -34,6 +34,9 @@ class ModelShape:
     q_rank: int = 0                # MLA: the query's low-rank latent (0 = a full query projection)
     capacity_factor: float = 0.0   # MoE token dropping: each expert takes c x its mean share (0 = dropless)
     mtp: int = 0                   # multi-token-prediction depth: extra layers and logits (DeepSeek-V3: 1)
+    window: int = 0                # sliding-window (local) attention: keys each query sees (0: global)
+    global_every: int = 0          # with a window: every k-th layer attends globally (0: none does)
+    parallel_block: bool = False   # attention and MLP in parallel on one normed input (GPT-J, PaLM)
 
     @classmethod
     def from_entity(cls, model: Entity) -> ModelShape:
@@ -47,12 +50,14 @@ class ModelShape:
         mla = model.get("mla")
         latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0),
                                          "q_rank": mla.get("q_rank", 0)}
+        blocks = {"window": model.get("window", 0), "global_every": model.get("global_every", 0),
+                  "parallel_block": model.get("block", Symbol("sequential")) == Symbol("parallel")}
         # MLA expands its latent into every head's key and value
         kv_heads = heads if mla is not None else model.get("kv_heads", heads)
         return cls(model.get("layers"), hidden, heads, kv_heads,
                    model.get("head_dim", hidden // heads), model.get("ffn"), model.get("vocab"), model.get("seq"),
                    3 if gated else 2, tied_embeddings=bool(model.get("tied_embeddings", False)),
-                   mtp=model.get("mtp", 0), **moe, **latent)
+                   mtp=model.get("mtp", 0), **moe, **latent, **blocks)
 
     # ------------------------------------------------------------ structure
     @property
@@ -96,11 +101,16 @@ class ModelShape:
     def embedding_params(self) -> int:
         return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
 
+    @property
+    def norm_params(self) -> int:
+        """The layer's norm weights: two, one for a parallel block's shared input."""
+        return self.hidden * (1 if self.parallel_block else 2)
+
     def layer_params(self, moe: bool) -> int:
         if not moe:
-            return self.attention_params + self.dense_mlp_params + 2 * self.hidden
+            return self.attention_params + self.dense_mlp_params + self.norm_params
         experts = (self.routed + self.shared) * self.expert_params
-        return self.attention_params + experts + self.hidden * self.routed + 2 * self.hidden
+        return self.attention_params + experts + self.hidden * self.routed + self.norm_params
 
     @property
     def params(self) -> int:
@@ -134,9 +144,10 @@ class ModelShape:
         return layers + logits + mtp
 
     def layer_flops_per_token(self, moe: bool, seq: int | None = None) -> float:
-        """Forward matrix-multiply FLOPs of one layer per token: projections, scores over
-        qk_dim and values over head_dim (full s x s product), the MLP or the routed experts."""
-        core = 2 * (seq or self.seq) * self.heads * (self.qk_dim + self.head_dim)
+        """Forward matrix-multiply FLOPs of one mean layer per token: projections, scores over
+        qk_dim and values over head_dim (the local/global mix's mean keys, full s x s
+        convention), the MLP or the routed experts."""
+        core = self._core_flops(seq)
         if not moe:
             return 2 * (self.attention_params + self.dense_mlp_params) + core
         return 2 * (self.attention_params + (self.top_k + self.shared) * self.expert_params
@@ -148,4 +159,35 @@ class ModelShape:
 
     def attention_core_flops_per_token(self, seq: int | None = None) -> float:
         """Forward FLOPs of scores and values over all layers (what selective recompute redoes)."""
-        return (self.layers + self.mtp) * 2 * (seq or self.seq) * self.heads * (self.qk_dim + self.head_dim)
+        return (self.layers + self.mtp) * self._core_flops(seq)
+
+    def _core_flops(self, seq: int | None = None) -> float:
+        """One layer's scores (over qk_dim) and values (over head_dim) per token, over the
+        mean keys per query of the local/global mix; an MTP module's layer counts as that
+        mean layer too (the step model gives it the blended layer's time)."""
+        return 2 * self.mean_keys(seq) * self.heads * (self.qk_dim + self.head_dim)
+
+    # ------------------------------------------------------------ local attention
+    @property
+    def local_layers(self) -> int:
+        """Layers with sliding-window attention: all but every `global_every`-th one."""
+        if not self.window:
+            return 0
+        return self.layers - (self.layers // self.global_every if self.global_every else 0)
+
+    def mean_keys(self, seq: int | None = None) -> float:
+        """Keys per query, averaged over layers, under the full s x s convention."""
+        s = seq or self.seq
+        if not self.layers:
+            return float(s)
+        local = self.local_layers
+        return (local * attended_keys(s, self.window) + (self.layers - local) * s) / self.layers
+
+
+def attended_keys(seq: int, window: int) -> float:
+    """Keys per query of a layer that sees `window` keys, counted like full attention's s x s
+    product (twice the causal pairs): sum over positions p of min(p, w), times 2 / s, which
+    is s for w >= s and w (2s - w) / s below it (Mistral 7B's and Gemma 2's local layers)."""
+    if not window or window >= seq:
+        return float(seq)
+    return window * (2 * seq - window) / seq

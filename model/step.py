@@ -11,11 +11,12 @@ import attrs
 
 from ..compiler.formats import is_narrow, value_bytes
 from ..compiler.ir import Partition
-from . import comms, context, dpu, host, offload_host
+from . import comms, context, dpu, host, offload, offload_host, sharding
 from . import moe as routed
+from . import recompute as recompute_model
 from .compute import hbm_rate, op_time, peak
 from .config import DEFAULT_ORDER, TrainConfig
-from .memory import Memory, dense_params_per_gpu, expert_dp, expert_params_per_gpu, memory, params_per_gpu
+from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
 from .ops import gemm
 from .ranks import rank_partition
 from .shape import ModelShape
@@ -48,6 +49,7 @@ class Breakdown:
     host: float = 0.0          # waiting for the host CPUs: launches and network proxy work (model/dpu.py)
     data: float = 0.0          # waiting for input the hosts (and DPUs) could not load in time
     checkpoint: float = 0.0    # this step's share of the synchronous checkpoint saves
+    offload: float = 0.0       # activation copies to and from host memory that compute does not hide
 
     @property
     def total(self) -> float:
@@ -103,7 +105,7 @@ class _Layer:
 def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estimate:
     partition = rank_partition(partition, cfg.gpus)
     chip, tiers = partition.node.accelerator, partition.tiers
-    dense, moe = _layer(shape, cfg, partition, False), _layer(shape, cfg, partition, True)
+    dense, moe = _blend(shape, cfg, partition, False), _blend(shape, cfg, partition, True)
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     logits = sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op)) for op in logits_forward(shape, cfg))
@@ -132,7 +134,8 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     mtp_compute = m * shape.mtp / cfg.pp * (logits + _mtp_projection(shape, cfg, chip))
     breakdown = Breakdown(per("forward") + per("backward") + m * logits + extra("forward") + extra("backward")
                           + mtp_compute, per("recompute") + extra("recompute"), per("tp") + extra("tp"),
-                          per("cp") + extra("cp"), per("ep") + extra("ep"), m * p2p, bubble, dp, optimizer)
+                          per("cp") + extra("cp"), per("ep") + extra("ep"), m * p2p, bubble, dp, optimizer,
+                          offload=offload.exposed(shape, cfg, partition, dense, moe))
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
     if waiting or data or checkpoint:
@@ -144,22 +147,46 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
     held = memory(shape, cfg)
     # the node's DRAM holds the checkpoint staging buffer and any offloaded activations
-    dram = offload_host.host_memory(shape, cfg, partition, getattr(held, "offloaded", 0.0))
+    dram = offload_host.host_memory(shape, cfg, partition, held.offloaded)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
                     model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available)
 
 
-def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
-    # Batch, virtual stages and the ZeRO stage never change a layer's micro-batch cost:
-    # configurations differing only there share the work (a tuple key: cheaper than evolve).
-    key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-           cfg.precision, cfg.stack, cfg.order, cfg.cp_balanced, cfg.ep_overlap, partition, moe)
+def _blend(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
+    """The mean layer over sliding-window and global-attention layers (model/shape.py)."""
+    local = shape.local_layers / shape.layers if shape.layers else 0.0
+    if local == 0:
+        return _layer(shape, cfg, partition, moe)
+    windowed = _layer(shape, cfg, partition, moe, True)
+    if local == 1:
+        return windowed
+    full = _layer(shape, cfg, partition, moe)
+    return _Layer(*(local * getattr(windowed, f.name) + (1 - local) * getattr(full, f.name)
+                    for f in attrs.fields(_Layer)))
+
+
+# Fields that never change a layer's micro-batch cost (batch, virtual stages, the ZeRO
+# stage and its groups, host work, offload: step-level terms), set to these values before
+# the layer is computed so that configurations differing only there share the work.
+LAYER_NEUTRAL = {"batch": 0, "vp": 1, "zero": 0, "sample_bytes": 0.0, "checkpoint_every": 0.0, "shard": 0,
+                 "offload": 0.0}
+
+
+def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool) -> tuple:
+    """Every input of a layer's cost: each TrainConfig field but LAYER_NEUTRAL's (a tuple:
+    cheaper than evolve; tests/model/test_moe_dense.py checks that no field is missing)."""
+    return (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
+            cfg.precision, cfg.stack, cfg.order, cfg.cp_balanced, cfg.ep_overlap, cfg.recompute_modules,
+            cfg.recompute_every, partition, moe, local)
+
+
+def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool = False) -> _Layer:
+    key = layer_key(shape, cfg, partition, moe, local)
     layer = _LAYERS.get(key)
     if layer is None:
         if len(_LAYERS) >= 65536:  # bounded, like the lru caches beside it
             _LAYERS.clear()
-        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0,
-                                                                             checkpoint_every=0.0), partition, moe)
+        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, **LAYER_NEUTRAL), partition, moe, local)
     return layer
 
 
@@ -175,13 +202,15 @@ def clear_caches() -> None:
 
 
 @functools.lru_cache(maxsize=65536)
-def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
+def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool) -> _Layer:
     tiers = partition.tiers
     # The layer's arithmetic does not depend on where its groups sit: share it across
     # pipeline depths, data-parallel widths, rank orders and recompute choices.
-    compute_cfg = attrs.evolve(cfg, pp=1, dp=1, order=DEFAULT_ORDER, recompute="none")
-    forward, backward, attention, gemms = _layer_compute(shape, compute_cfg, partition.node.accelerator, moe)
-    recompute = {"full": forward, "selective": attention}.get(cfg.recompute, 0.0)
+    compute_cfg = attrs.evolve(cfg, pp=1, dp=1, order=DEFAULT_ORDER, recompute="none", recompute_modules=(),
+                               recompute_every=1)
+    forward, backward, attention, gemms, ops = _layer_compute(shape, compute_cfg, partition.node.accelerator, moe,
+                                                              local)
+    recompute = recompute_model.time(shape, cfg, moe, forward, ops)
     tp = _tp_exposed(shape, cfg, tiers, gemms)
     cp = context.ring_exposed(shape, cfg, tiers, attention)
     ep = 0.0
@@ -192,17 +221,19 @@ def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe
 
 
 @functools.lru_cache(maxsize=16384)
-def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float, float, float]:
-    """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch."""
+def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
+                   local: bool = False) -> tuple[float, float, float, float, tuple[tuple[str, float], ...]]:
+    """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch, and
+    each op's forward seconds by name (what a selective recompute redoes)."""
     # with contiguous CP chunks every ring step waits for the rank with the most causal work
-    imbalance = context.causal_imbalance(cfg)
+    imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
     times = [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0))
-             for op in layer_forward(shape, cfg, moe)]
+             for op in layer_forward(shape, cfg, moe, local)]
     forward = sum(t for _, t in times)
     backward = sum(t * backward_factor(op) for op, t in times)
     attention = sum(t for op, t in times if op.kind == "attention")
     gemms = sum(t for op, t in times if op.kind == "gemm")
-    return forward, backward, attention, gemms
+    return forward, backward, attention, gemms, tuple((op.name, t) for op, t in times)
 
 
 def _activation_message(shape: ModelShape, cfg: TrainConfig) -> float:
@@ -219,8 +250,9 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
     one = comms.all_reduce(_activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), stages)
     # With sequence parallelism the backward needs the layer input gathered again
     # (Korthikanti et al. 2022, Sec 4.2.2): half an all-reduce more.
-    count = 4 + (2 if cfg.recompute == "full" else 0) + (0.5 if cfg.sp else 0)
-    total = count * one
+    count = 4 + recompute_model.tp_collectives(cfg) + (0.5 if cfg.sp else 0)
+    # A parallel block sums the attention and MLP outputs before one reduction: half of them
+    total = count * one * (0.5 if shape.parallel_block else 1.0)
     if not cfg.behaviour("tp_overlap"):
         return total
     # Overlapped, the GEMMs and their collectives take as long as the slower of the two,
@@ -255,32 +287,31 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
     pass can expose more communication but never lengthen the step.
     """
     grad_bytes = int(cfg.behaviour("grad_bytes"))
-    # Routed experts are replicated over fewer ranks, ep apart (EP groups take consecutive
-    # ranks): their gradients cross the slower tiers that the dense ones reduce across
-    # only on 1/n of the data (model/memory.py expert_dp).
-    groups = [(dense_params_per_gpu(shape, cfg), cfg.dp * cfg.cp, min(cfg.stride("dp"), cfg.stride("cp"))),
-              (expert_params_per_gpu(shape, cfg), expert_dp(cfg), cfg.ep)]
-    gathers, reduces, all_reduces = 0.0, 0.0, 0.0
-    for params, replicas, stride in groups:
-        if replicas == 1 or not params:
+    # Dense and routed-expert state reduce over different replica groups (routed experts over
+    # fewer ranks, ep apart: model/sharding.py expert_dp); hybrid sharding splits each into
+    # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups
+    # once a step (no groups: plain ZeRO).
+    gathers = reduces = all_reduces = fsdp = across = 0.0
+    for params, expert in ((dense_params_per_gpu(shape, cfg), False), (expert_params_per_gpu(shape, cfg), True)):
+        if not params:
             continue
-        stages = comms.place(replicas, stride, partition.tiers)
-        if not cfg.behaviour("hierarchical"):
-            stages = comms.flat(stages)
-        reduces += comms.reduce_scatter(params * grad_bytes, stages)
-        gathers += comms.all_gather(params * 2, stages)
-        all_reduces += comms.all_reduce(params * grad_bytes, stages)
-    if not (gathers or reduces):
-        return 0.0
+        inner, outer = sharding.groups(cfg, partition.tiers, expert)
+        if cfg.zero >= 1:
+            across += sharding.replicate(params, grad_bytes, sharding.shards(cfg, expert), outer)
+        reduces += comms.reduce_scatter(params * grad_bytes, inner)
+        gathers += comms.all_gather(params * 2, inner)
+        all_reduces += comms.all_reduce(params * grad_bytes, inner)
+        fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner)
     if cfg.zero >= 3:
-        per_step = (reduces + 2 * gathers) * cfg.microbatches
+        per_step = fsdp * cfg.microbatches
         if not cfg.behaviour("dp_overlap"):
-            return per_step
+            return per_step + across
         hidden_by = cfg.microbatches * layer_pass
-        return max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
+        exposed = max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
+        return exposed + max(across - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * across
     if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
         # updated parameters during the next step's first forward (Megatron's distributed optimizer)
-        parts = ((reduces, 2 / 3), (gathers, 1 / 3))
+        parts = ((reduces + across, 2 / 3), (gathers, 1 / 3))
     else:
         parts = ((all_reduces, 2 / 3),)
     if not cfg.behaviour("dp_overlap"):
@@ -298,11 +329,9 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
 
 
 def _optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
-    if cfg.zero >= 1:
-        params = dense_params_per_gpu(shape, cfg) / (cfg.dp * cfg.cp) + expert_params_per_gpu(shape, cfg) / expert_dp(cfg)
-    else:
-        params = params_per_gpu(shape, cfg)
-    return params * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
+    dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
+    experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
+    return (dense + experts) * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
 
 
 def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:
@@ -314,8 +343,4 @@ def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:
 
 def _recompute_flops(shape: ModelShape, cfg: TrainConfig) -> float:
     """Extra forward FLOPs per token that recomputation adds (for HFU)."""
-    if cfg.recompute == "full":
-        return shape.forward_flops_per_token(cfg.seq) - (1 + shape.mtp) * 2 * shape.hidden * shape.vocab
-    if cfg.recompute == "selective":
-        return shape.attention_core_flops_per_token(cfg.seq)
-    return 0.0
+    return recompute_model.flops_per_token(shape, cfg)

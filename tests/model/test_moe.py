@@ -12,8 +12,9 @@ from gclc.compiler.driver import check_file
 from gclc.model import compute, moe
 from gclc.model.config import TrainConfig
 from gclc.model.job import pinned_config, train_job
-from gclc.model.memory import expert_dp, expert_params_per_gpu, model_state
+from gclc.model.memory import expert_params_per_gpu, model_state
 from gclc.model.ops import gemm
+from gclc.model.sharding import expert_dp
 from gclc.model.step import estimate
 
 DATA = Path(__file__).parent.parent / "data"
