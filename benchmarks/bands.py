@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
-RIDGE = 1e-6    # per residual, on the flags' log factors: see fit_band
+RIDGE = 1e-10   # per residual, on the flags' log factors: see fit_band
 FLOOR = 0.005   # |r| below this is taken as this: log|r| of an exact hit is not informative
 # Reasons the model names that no published run carries (every run states its software
 # stack): fit_band keeps them with factor 1; model/calibration.py sets their factor.
