@@ -112,7 +112,8 @@ def _hetero_contract(h: HeteroPlan) -> dict:
 def parallelism(e: Estimate) -> dict:
     c = e.config
     return {"tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "cp": c.cp, "vp": c.vp, "microbatch": c.microbatch,
-            "microbatches": c.microbatches, "recompute": c.recompute, "zero": c.zero, "sp": c.sp}
+            "microbatches": c.microbatches, "recompute": c.recompute, "zero": c.zero, "sp": c.sp,
+            "schedule": "gpipe" if c.gpipe else "interleaved" if c.virtual_stages > 1 else "one_f_one_b"}
 
 
 def estimate_json(e: Estimate) -> dict:

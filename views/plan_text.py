@@ -58,7 +58,8 @@ def _w(value: float) -> str:
 def _config(e: Estimate) -> str:
     p = parallelism(e)
     return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} vp={p['vp']} "
-            f"mb={p['microbatch']} recompute={p['recompute']} zero={p['zero']}")
+            f"mb={p['microbatch']} recompute={p['recompute']} zero={p['zero']}"
+            + (" schedule=gpipe" if p["schedule"] == "gpipe" else ""))
 
 
 def _placement_text(plan) -> str:
