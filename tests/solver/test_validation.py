@@ -1,6 +1,6 @@
 """Validation closes the holes issue 11 found: a schedule against its virtual stages, a
 batch that does not split into the pinned replicas and micro-batches, expert groups that
-do not fold over dp x cp, and objectives the planner does not model. Each is a located
+do not fold over tp x cp x dp, and objectives the planner does not model. Each is a located
 error from `gclc check` and never a configuration of the space."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_ep_against_pinned_tp_cp_dp_is_an_error_naming_the_fold():
 
 
 def test_ep_that_no_dp_can_hold_names_the_real_cause_not_the_batch():
-    # tp x pp = 4 on 8 GPUs leaves at most 2 replicas; ep = 8 needs dp x cp a multiple of 8.
+    # tp x pp = 8 on 8 GPUs leaves one replica: tp x cp x dp = 4 holds no 8-way expert group.
     p = _p(**MOE, pins={"tp": 4, "pp": 2, "ep": 8})
     job = designs.job(p)
     chosen = plan(job)
