@@ -110,3 +110,16 @@ def test_a_grid_band_holds_its_stage_only(result):
             band = re.search(rf"\tp{i}_stage_{stage} \[label=<(.*)>\]", source)[1]
             for rank in (int(r.replace(",", "")) for r in CELL.findall(band)):
                 assert c.pp == 1 or coordinate(c, rank, "pp") == stage
+
+
+def test_the_heterogeneous_example_draws_every_partition_it_uses(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    design = check_file(str(root / "examples" / "hetero_h100_a100.gcl")).design
+    result = plan_hetero(hetero_entity(design))
+    out = tmp_path / "example.dot"
+    assert main(["render", str(root / "examples" / "hetero_h100_a100.gcl"), "-o", str(out), "--view",
+                 "placement"]) == 0
+    frames = _clusters(out.read_text())
+    assert sorted(frames) == sorted(s.partition for s in result.best.shares)
+    for share in result.best.shares:
+        assert share.items == 0 or f"{share.gpus:,} × {share.chip}" in frames[share.partition]
