@@ -143,8 +143,8 @@ def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool)
     if layer is None:
         if len(_LAYERS) >= 65536:  # bounded, like the lru caches beside it
             _LAYERS.clear()
-        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, gpipe=False, zero=0, sample_bytes=0.0,
-                                                                             checkpoint_every=0.0), partition, moe)
+        plain = attrs.evolve(cfg, batch=0, vp=1, gpipe=False, zero=0, sample_bytes=0.0, checkpoint_every=0.0)
+        layer = _LAYERS[key] = _layer_cached(shape, plain, partition, moe)
     return layer
 
 

@@ -344,7 +344,8 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
                 recompute: str, zero: int, order: tuple[str, ...]) -> TrainConfig:
     return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
                        recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
-                       precision=job.precision, stack=job.stack, order=order, gpipe=_pinned(job, "schedule") == "gpipe",
+                       precision=job.precision, stack=job.stack, order=order,
+                       gpipe=_pinned(job, "schedule") == "gpipe",
                        sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every)
 
 

@@ -103,7 +103,8 @@ def test_every_replica_count_that_leaves_a_valid_configuration_is_searched(p):
                     if tp * pp * cp > space.gpus:
                         continue
                     valid = {dp for dp in range(1, space.gpus // (tp * pp * cp) + 1)
-                             if job.batch % dp == 0 and (tp * cp * dp) % ep == 0 and enumerator.inner_choices(job, pp, dp)}
+                             if job.batch % dp == 0 and (tp * cp * dp) % ep == 0
+                             and enumerator.inner_choices(job, pp, dp)}
                     if "dp" in job.pinned:
                         valid &= {int(job.pinned["dp"])}
                     elif space.widest_only and valid:   # a power bound: the power plan picks the count
