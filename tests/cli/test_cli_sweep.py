@@ -357,7 +357,15 @@ def test_example_plan_json(example, capsys):
     assert code == 0 and data["status"] == "optimal"
 
 
-@pytest.mark.parametrize("example", ["custom_dsa.gcl", "hetero_h100_a100.gcl"])
+@pytest.mark.parametrize("example", ["custom_dsa.gcl"])
 def test_example_render_placement_without_single_train_job(example, tmp_path, capsys):
     code, _, err = run(capsys, "render", ROOT / "examples" / example, "-o", tmp_path / "x.dot", "--view", "placement")
     assert code == 1 and err.startswith("gclc: ") and not (tmp_path / "x.dot").exists()
+
+
+def test_example_render_placement_of_a_job_on_two_partitions(tmp_path, capsys):
+    # The heterogeneous example's job spans two partitions: one grid per partition (it
+    # was an error before `views/placement_hetero.py`).
+    code, _, _ = run(capsys, "render", ROOT / "examples" / "hetero_h100_a100.gcl", "-o", tmp_path / "x.dot",
+                     "--view", "placement")
+    assert code == 0 and (tmp_path / "x.dot").read_text().count("subgraph cluster_") == 2
