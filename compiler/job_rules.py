@@ -9,6 +9,7 @@ from typing import Iterator
 from ..dsl import codes
 from . import chip as chip_numbers
 from .design import Entity, Partition, Record, Symbol
+from .formats import runs
 from ..dsl.diagnostics import Diagnostic, Label
 
 
@@ -175,14 +176,13 @@ def job_precision(job: Entity) -> Iterator[Diagnostic]:
     the driver once the declarations are clean (a chip with a broken peak would mislead)."""
     precision = getattr(job.get("precision", Symbol("bf16")), "name", "bf16")
     for chip in _chips_of(job.get("on")):
-        formats = [name for name, _ in chip_numbers.peaks(chip)]
-        if formats and precision not in formats:
+        formats = chip_numbers.formats(chip)
+        if formats and not runs(formats, precision):
             at = job.span_of("precision") if "precision" in job.record else job.span
             yield codes.UNSUPPORTED_PRECISION.make(
                 at, chip=chip.name, precision=precision, formats=", ".join(formats),
-                labels=[Label(chip.span_of("peak") or chip.span, "its formats")],
-                notes=[f"help: set `precision` to one of {', '.join(formats)}, or give `{chip.name}` a "
-                       f"`peak.{precision}` (or `ops_per_clock.{precision}`) if it runs {precision}"])
+                labels=[Label(chip.span_of("formats") or chip.span_of("peak") or chip.span, "its formats")],
+                notes=[chip_numbers.format_help(chip, precision, formats, "precision")])
             return
 
 

@@ -1,6 +1,6 @@
 """Checks that relate several fields of one declaration, by kind: hardware parts
-(`part_rules`), models (`model_rules`), jobs and workloads (`job_rules`), serve
-deployments (`serve_rules`)."""
+(`hardware_rules`; number formats and DPUs: `part_rules`), models (`model_rules`), jobs
+and workloads (`job_rules`), serve deployments (`serve_rules`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from ..dsl.diagnostics import Diagnostic
 from .design import Entity
 from .job_rules import job_rules, workload_rules
 from .model_rules import model_rules
-from .part_rules import chip_rules, cluster_rules, fabric_rules
+from .hardware_rules import chip_rules, cluster_rules, fabric_rules
+from .part_rules import dpu_rules
 from .serve_rules import serve_rules
 
 
@@ -21,8 +22,8 @@ def check_entity(entity: Entity, complete: bool = True) -> list[Diagnostic]:
 
 
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "chip": chip_rules, "fabric": fabric_rules, "cluster": cluster_rules, "model": model_rules, "train": job_rules,
-    "serve": job_rules, "workload": workload_rules,
+    "dpu": dpu_rules, "chip": chip_rules, "fabric": fabric_rules, "cluster": cluster_rules, "model": model_rules,
+    "train": job_rules, "serve": job_rules, "workload": workload_rules,
 }
 # Rules that would misreport a field whose value was invalid (and so is absent) as missing.
 COMPLETE_RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {"serve": serve_rules}
