@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
+RIDGE = 1e-10   # weight of the flags' ridge rows, against one residual's weight of 1
 FLOOR = 0.005   # |r| below this is taken as this: log|r| of an exact hit is not informative
 # Reasons the model names that no published run carries (every run states its software
 # stack): fit_band keeps them with factor 1; model/calibration.py sets their factor.
@@ -62,7 +63,12 @@ def fit_band(residuals: list[float], flagsets: list[tuple[str, ...]], confidence
     x = np.array([[1.0] + [1.0 if n in fs else 0.0 for n in names] for fs in flagsets])
     y = np.log(np.maximum(np.abs(np.array(residuals, dtype=float)), FLOOR))
     lower = [-np.inf] + [0.0] * len(names)
-    coef = lsq_linear(x, y, bounds=(lower, [np.inf] * (len(names) + 1))).x if len(y) else np.zeros(len(names) + 1)
+    # A tiny ridge on the flags' coefficients: when the flags' columns add up to the
+    # intercept's (every row flagged), the fit has a line of optima running to a -> -inf,
+    # b -> +inf; the ridge picks its finite point of least b and leaves a well-posed fit as is.
+    ridge = np.hstack([np.zeros((len(names), 1)), math.sqrt(RIDGE) * np.eye(len(names))])
+    x, y = np.vstack([x, ridge]), np.concatenate([y, np.zeros(len(names))])
+    coef = lsq_linear(x, y, bounds=(lower, [np.inf] * (len(names) + 1))).x if len(residuals) else np.zeros(len(names) + 1)
     base = math.exp(coef[0])
     carried = {f for fs in flagsets for f in fs}
     factors = {n: math.exp(b) if n in carried else 1.0 for n, b in zip(names, coef[1:])}

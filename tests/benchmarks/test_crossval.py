@@ -125,6 +125,15 @@ def test_residuals_on_the_bands_edge_are_inside_it():
     assert sum(band.covers(r, f) for r, f in zip(residuals, flags)) >= 8
 
 
+def test_a_reason_every_residual_carries_keeps_the_band_finite():
+    """Regression (the deep profile found it): with one flag on every row, the fit ran off to
+    an infinite factor (OverflowError)."""
+    residuals = [0.0] * 9 + [1.0]
+    band = bands.fit_band(residuals, [("chip",)] * 10)
+    assert math.isfinite(band.scale(("chip",)))
+    assert sum(band.covers(r, ("chip",)) for r in residuals) >= 8
+
+
 @given(residual_lists)
 def test_a_reason_never_narrows_the_band(rows):
     band = bands.fit_band([r for r, _ in rows], [tuple(sorted(f)) for _, f in rows])
