@@ -4,14 +4,12 @@ synchronization and the optimizer, then throughput, MFU/HFU and memory."""
 
 from __future__ import annotations
 
-import functools
-
 import attrs
 
 from ..compiler.ir import Partition
 from . import comms, host
 from .compute import hbm_rate, op_time, peak
-from .config import DEFAULT_ORDER, TrainConfig
+from .config import TrainConfig
 from .memory import Memory, memory, params_per_gpu
 from .ranks import rank_partition
 from .shape import ModelShape
@@ -100,7 +98,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     dense, moe = _layer(shape, cfg, partition, False), _layer(shape, cfg, partition, True)
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
-    logits = sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op)) for op in logits_forward(shape, cfg))
+    logits = _logits(shape, cfg, chip)
     boundary = comms.outermost(cfg.pp, cfg.stride("pp"), tiers)
     # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
@@ -129,53 +127,83 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
                     model_flops / step / cfg.gpus, memory(shape, cfg), chip.hbm_capacity)
 
 
+def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:
+    """(the compute term of `estimate`'s breakdown, the step's model FLOPs over the GPUs'
+    peak in seconds), without the rest of the estimate: what the search bounds with."""
+    chip = partition.node.accelerator
+    moe_layers = shape.moe_layers / cfg.pp
+    dense_layers = shape.layers / cfg.pp - moe_layers
+    dense, moe = _layer_compute(shape, cfg, chip, False), _layer_compute(shape, cfg, chip, True)
+    m = cfg.microbatches
+    forward = m * (dense_layers * dense[0] + moe_layers * moe[0])
+    backward = m * (dense_layers * dense[1] + moe_layers * moe[1])
+    model_flops = shape.model_flops_per_token(cfg.seq) * cfg.batch * cfg.seq
+    return forward + backward + m * _logits(shape, cfg, chip), model_flops / peak(chip, cfg.precision)
+
+
+# Per-layer costs are memoized by the fields they read (tuple keys: cheaper than hashing
+# a TrainConfig). Batch, virtual stages and the ZeRO stage never change a layer's
+# micro-batch cost, so configurations differing only there share the work; the
+# arithmetic (forward, backward) does not depend on where the groups sit either, so it is
+# shared across pipeline depths, data-parallel widths, rank orders and recompute choices.
+_CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
+_LAYERS: dict[tuple, _Layer] = {}
+_COMPUTE: dict[tuple, tuple[float, float, float, float]] = {}
+_LOGITS: dict[tuple, float] = {}
+
+
+def _remember(cache: dict, key: tuple, value):
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
-    # Batch, virtual stages and the ZeRO stage never change a layer's micro-batch cost:
-    # configurations differing only there share the work (a tuple key: cheaper than evolve).
     key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
            cfg.precision, cfg.stack, cfg.order, partition, moe)
     layer = _LAYERS.get(key)
-    if layer is None:
-        if len(_LAYERS) >= 65536:  # bounded, like the lru caches beside it
-            _LAYERS.clear()
-        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0,
-                                                                             checkpoint_every=0.0), partition, moe)
-    return layer
-
-
-_LAYERS: dict[tuple, _Layer] = {}
+    if layer is not None:
+        return layer
+    tiers = partition.tiers
+    forward, backward, attention, gemms = _layer_compute(shape, cfg, partition.node.accelerator, moe)
+    recompute = {"full": forward, "selective": attention}.get(cfg.recompute, 0.0)
+    tp = _tp_exposed(shape, cfg, tiers, gemms)
+    cp = _cp_exposed(shape, cfg, tiers, attention)
+    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
+    return _remember(_LAYERS, key, _Layer(forward, backward, recompute, tp, cp, ep))
 
 
 def clear_caches() -> None:
     """Forget every memoized layer (benchmarks measure cold searches)."""
     _LAYERS.clear()
-    _layer_cached.cache_clear()
-    _layer_compute.cache_clear()
+    _COMPUTE.clear()
+    _LOGITS.clear()
 
 
-@functools.lru_cache(maxsize=65536)
-def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
-    tiers = partition.tiers
-    # The layer's arithmetic does not depend on where its groups sit: share it across
-    # pipeline depths, data-parallel widths, rank orders and recompute choices.
-    compute_cfg = attrs.evolve(cfg, pp=1, dp=1, order=DEFAULT_ORDER, recompute="none")
-    forward, backward, attention, gemms = _layer_compute(shape, compute_cfg, partition.node.accelerator, moe)
-    recompute = {"full": forward, "selective": attention}.get(cfg.recompute, 0.0)
-    tp = _tp_exposed(shape, cfg, tiers, gemms)
-    cp = _cp_exposed(shape, cfg, tiers, attention)
-    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
-    return _Layer(forward, backward, recompute, tp, cp, ep)
-
-
-@functools.lru_cache(maxsize=16384)
 def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float, float, float]:
-    """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch."""
+    """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch (the
+    ops read the micro-batch, sequence, tp, cp, ep, sp, precision and stack only)."""
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, chip, moe)
+    parts = _COMPUTE.get(key)
+    if parts is not None:
+        return parts
     times = [(op, op_time(op, chip, cfg.precision)) for op in layer_forward(shape, cfg, moe)]
     forward = sum(t for _, t in times)
     backward = sum(t * backward_factor(op) for op, t in times)
     attention = sum(t for op, t in times if op.kind == "attention")
     gemms = sum(t for op, t in times if op.kind == "gemm")
-    return forward, backward, attention, gemms
+    return _remember(_COMPUTE, key, (forward, backward, attention, gemms))
+
+
+def _logits(shape: ModelShape, cfg: TrainConfig, chip) -> float:
+    """Seconds of the output layer and loss per micro-batch, forward and backward."""
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, cfg.precision, chip)
+    seconds = _LOGITS.get(key)
+    if seconds is None:
+        seconds = _remember(_LOGITS, key, sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op))
+                                              for op in logits_forward(shape, cfg)))
+    return seconds
 
 
 def _activation_message(shape: ModelShape, cfg: TrainConfig) -> float:
