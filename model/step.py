@@ -4,6 +4,8 @@ synchronization and the optimizer, then throughput, MFU/HFU and memory."""
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from ..compiler.ir import Partition
@@ -111,7 +113,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
     dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
-    optimizer = _optimizer_time(shape, cfg, partition)
+    optimizer = optimizer_time(shape, cfg, partition)
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
                           per("ep"), m * p2p, bubble, dp, optimizer)
@@ -120,8 +122,8 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
         breakdown = attrs.evolve(breakdown, data=data, checkpoint=checkpoint)
     step = breakdown.total
     tokens = cfg.batch * cfg.seq
-    model_flops = shape.model_flops_per_token(cfg.seq) * tokens
-    hardware_flops = model_flops + _recompute_flops(shape, cfg) * tokens
+    model_flops = _model_flops_per_token(shape, cfg.seq) * tokens
+    hardware_flops = model_flops + _recompute_flops(shape, cfg.seq, cfg.recompute) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
                     model_flops / step / cfg.gpus, memory(shape, cfg), chip.hbm_capacity)
@@ -137,8 +139,14 @@ def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> t
     m = cfg.microbatches
     forward = m * (dense_layers * dense[0] + moe_layers * moe[0])
     backward = m * (dense_layers * dense[1] + moe_layers * moe[1])
-    model_flops = shape.model_flops_per_token(cfg.seq) * cfg.batch * cfg.seq
+    model_flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq
     return forward + backward + m * _logits(shape, cfg, chip), model_flops / peak(chip, cfg.precision)
+
+
+def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:
+    """A floor of `estimate`'s EP term: the host overhead of the stage's MoE layers, paid by
+    every micro-batch whatever the placement (0 for a dense model)."""
+    return cfg.microbatches * (shape.moe_layers / cfg.pp) * MOE_LAYER_OVERHEAD_S
 
 
 # Per-layer costs are memoized by the fields they read (tuple keys: cheaper than hashing
@@ -300,15 +308,22 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
 
 
-def _optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+    """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shard."""
     params = params_per_gpu(shape, cfg) / (cfg.dp * cfg.cp if cfg.zero >= 1 else 1)
     return params * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
 
 
-def _recompute_flops(shape: ModelShape, cfg: TrainConfig) -> float:
+@functools.lru_cache(maxsize=1024)
+def _model_flops_per_token(shape: ModelShape, seq: int) -> float:
+    return shape.model_flops_per_token(seq)
+
+
+@functools.lru_cache(maxsize=4096)
+def _recompute_flops(shape: ModelShape, seq: int, recompute: str) -> float:
     """Extra forward FLOPs per token that recomputation adds (for HFU)."""
-    if cfg.recompute == "full":
-        return shape.forward_flops_per_token(cfg.seq) - 2 * shape.hidden * shape.vocab
-    if cfg.recompute == "selective":
-        return shape.attention_core_flops_per_token(cfg.seq)
+    if recompute == "full":
+        return shape.forward_flops_per_token(seq) - 2 * shape.hidden * shape.vocab
+    if recompute == "selective":
+        return shape.attention_core_flops_per_token(seq)
     return 0.0

@@ -70,12 +70,13 @@ def visit(search, branch) -> None:
         evaluate(rep_key)
     for order in orders:
         b = rep.breakdown
-        comm = b.cp + b.ep + b.pp if order == orders[0] else None
+        # the order's CP + EP + PP time: the representative's for its order, else at least its EP time
+        comm = b.cp + b.ep + b.pp if order == orders[0] else b.ep
         for i, z in enumerate(zeros):
             keys = [k for k in live(z, order) if k not in status]
             if not keys:
                 continue
-            if comm is not None and bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= search.top.threshold:
+            if bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= search.top.threshold:
                 cut(k for later in zeros[i:] for k in live(later, order))
                 break
             probe = evaluate((frugal, z, vp0, order)).breakdown

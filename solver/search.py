@@ -2,27 +2,36 @@
 
 It explores exactly the space of `solver.enumerate` (same validity, limits and
 objective) and returns the same optimum and runners-up, evaluating a small part of it.
-The tree, best bound first over a frontier of layouts and micro-batch branches:
+The tree, best bound first over one frontier; each node is bounded before it costs an
+estimate, and tightened only when it reaches the front (`solver/bounds.py` turns a bound on
+the step into one on the objective; `solver/branch.py` visits the leaves):
 
-1. Layout (tp, pp, cp, ep; dp is the largest valid). Cut whole when `job_power` at its
-   GPU count, even with every GPU waiting, breaks `subject to { power <= ... }`. The
-   micro-batches that can fit form a prefix (memory never grows as the micro-batch
-   shrinks; the least-memory configuration of a micro-batch is full recompute if
-   allowed, the highest ZeRO stage, any vp), and the rest is cut without an estimate.
-   One estimate at the largest fitting micro-batch bounds the layout:
+0. Replica count. Every (tp, pp, cp, ep) is opened at its most replicas; a layout of
+   fewer waits, bounded by compute per sequence, which does not depend on dp (one
+   evaluation of the compute term per (tp, pp, cp, ep) and micro-batch):
+   compute >= min c x batch / dp, plus the MoE host overhead and the bubble's share.
+1. Layout (tp, pp, cp, ep, dp). Cut whole when `job_power` at its GPU count, even with
+   every GPU waiting, breaks `subject to { power <= ... }`. The micro-batches that can fit
+   form a prefix (memory never grows as the micro-batch shrinks; the least-memory
+   configuration of a micro-batch is full recompute if allowed, the highest ZeRO stage, any
+   vp), and the rest is cut without an estimate. Without an estimate either, the compute
+   term at the largest fitting micro-batch and the optimizer at the highest ZeRO stage
+   bound the layout:
 
-       compute(largest) + optimizer + (pp - 1) / vp_max * compute(largest) / most micro-batches
+       compute(largest) + MoE overhead + optimizer + (pp - 1) / vp_max x that / most micro-batches
 
-2. Micro-batch branch. One estimate (no recompute, the highest ZeRO stage, the first vp
-   and placement order) bounds it: compute + TP + optimizer + the bubble's share of them.
+2. Micro-batch. Its own compute term, MoE overhead, the layout's least optimizer time and
+   the bubble's share bound it before any estimate; at the front, one estimate (no
+   recompute, the highest ZeRO stage, the first vp and placement order) tightens it to
+   compute + TP + EP + optimizer + the bubble's share, and it becomes a branch.
    The search stops when the next bound on the frontier cannot beat the (top + 1)-th best
    value found, so the runners-up are exact too.
 3. Inside a branch, per placement order, per ZeRO stage, per configuration: memory is
    checked exactly first (it does not depend on the order); one estimate per order gives
-   its CP + EP + PP time (the order's bound), one per (order, stage) at the most
-   recompute gives the least DP time over recompute choices and the exact optimizer
-   time (the stage's bound); each configuration is then bounded with its own recompute's
-   compute + recompute + TP and its own vp's bubble before it is estimated.
+   its CP + EP + PP time (the order's bound; before it, EP alone), one per (order, stage)
+   at the most recompute gives the least DP time over recompute choices and the exact
+   optimizer time (the stage's bound); each configuration is then bounded with its own
+   recompute's compute + recompute + TP and its own vp's bubble before it is estimated.
 
 What the bounds rest on (tests/solver/test_bounds.py checks each on random designs, and
 checks every bound the search computes against every configuration it covers, so a
@@ -33,17 +42,19 @@ recalibration that breaks one fails there rather than silently here):
   order (tp is always innermost); no recompute has the least compute + recompute + TP;
 - optimizer time depends only on the layout and the ZeRO stage, and does not grow with it;
 - CP, EP and PP time do not depend on recompute or the ZeRO stage, CP and EP not on vp,
-  and PP time does not shrink with more virtual stages;
+  EP not on the order (expert groups take consecutive ranks), and PP time does not shrink
+  with more virtual stages; EP time is at least the MoE layers' host overhead per micro-batch;
 - DP time does not depend on vp and does not grow with more recompute;
 - the bubble is at least (pp - 1) / vp x (compute + recompute + TP + CP + EP + PP) / micro-batches;
 - memory does not depend on the order and never grows with more recompute (none,
   selective, full), a higher ZeRO stage or a smaller micro-batch;
 - compute per step never grows with the micro-batch: used only for dense layers and for
   MoE layouts whose micro-batches route whole tokens to every local expert (otherwise
-  the layout is expanded without a layout bound);
-- for MFU, MFU x step time is fixed within a layout; for energy, job power is affine in
+  every micro-batch is bounded with its own compute);
+- for MFU, MFU x step time x GPUs is fixed by the job; for energy, job power is affine in
   the busy share (checked at run time per GPU count; where it is not, power is read from
-  `job_power` and bounded by its smaller end, which assumes it grows with the busy share).
+  `job_power` and bounded by its smaller end, which assumes it grows with the busy share);
+  for goodput, the share of time that trains depends on the GPU count alone.
 """
 
 from __future__ import annotations
@@ -57,7 +68,7 @@ import attrs
 from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.memory import memory, memory_grid
-from ..model.step import Estimate, compute_time, estimate
+from ..model.step import Estimate, compute_time, estimate, moe_overhead_time, optimizer_time
 from . import enumerate as space_def
 from .bounds import SAFETY, JobPower, ObjectiveBound, compute_monotone, step_bound
 from .branch import visit
@@ -91,7 +102,7 @@ class _Search:
         # covers; tests check each against every configuration of that part.
         self.audit = audit
         self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
-        self.per_sequence: dict[tuple, tuple[float, float]] = {}
+        self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
 
     def checked(self, bound: float, **fields) -> float:
         if self.audit is not None:
@@ -210,18 +221,23 @@ class _Search:
         if not fitting:
             return
         layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
+        # The optimizer at the highest ZeRO stage: the least of every configuration of the layout.
+        optimizer = optimizer_time(job.shape, self.config(tp, pp, dp, cp, ep, inner[0][0], 1, "none",
+                                                          self.top_zero, orders[0]), job.partition)
         if fitting > 1 and compute_monotone(job, tp, cp, ep, [mb for mb, _ in inner[:fitting]]):
             # Compute per step never grows with the micro-batch: the largest that fits
             # bounds them all, and the most micro-batches bound the bubble's share.
-            rep = self.representative(layout, fitting - 1)
-            b, most = rep.breakdown, job.batch // (dp * inner[0][0])
-            bound = self.value_bound(step_bound(b.compute, b.optimizer, pp, max(all_vps), most),
-                                     b.compute + b.optimizer, rep)
+            largest = inner[fitting - 1][0]
+            per_seq, flops_time, overhead = self.sequence_cost((tp, pp, cp, ep), largest, orders[0])
+            compute, most = per_seq * job.batch / dp, job.batch // (dp * inner[0][0])
+            fixed = compute + overhead * (job.batch // (dp * largest))
+            bound = self.bound(tp * pp * cp * dp, step_bound(fixed, optimizer, pp, max(all_vps), most),
+                               (compute + optimizer) * SAFETY, flops_time * job.batch)
             bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
                                  microbatch=tuple(mb for mb, _ in inner[:fitting]))
-            self.push(bound, "layout", (layout, rep), sum(leaves[:fitting]))
+            self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]))
         else:
-            self.expand(layout, None)
+            self.expand(layout, optimizer)
 
     def coarse_bound(self, layout) -> float | None:
         """A bound on a layout of fewer than the most replicas, before any of its own
@@ -239,22 +255,25 @@ class _Search:
         mbs = [mb for mb, _ in inner]
         if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
             mbs = [largest]     # compute per sequence there is the least of every micro-batch's
-        per_seq, flops_time = min(self.sequence_cost(key, mb, orders[0]) for mb in mbs)
+        costs = [self.sequence_cost(key, mb, orders[0]) for mb in mbs]
+        per_seq, flops_time = min(c[0] for c in costs), costs[0][1]
+        overhead = min(c[2] for c in costs)     # EP's host overhead per micro-batch (0: dense)
         vmax = max(space_def.vp_candidates(self.job, pp))
         compute = per_seq * self.job.batch / dp
-        step = (compute + ((pp - 1) / vmax * per_seq if pp > 1 else 0.0)) * SAFETY
+        fewest = self.job.batch // (dp * max(mb for mb, _ in inner))
+        step = (compute + overhead * fewest + ((pp - 1) / vmax * (per_seq + overhead) if pp > 1 else 0.0)) * SAFETY
         bound = self.bound(tp * pp * cp * dp, step, compute * SAFETY, flops_time * self.job.batch)
         return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
 
-    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float]:
+    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
-        at micro-batch `mb`: the compute of a single micro-batch, the same for every dp."""
+        at micro-batch `mb`, and the MoE host overhead per micro-batch: the same for every dp."""
         if (key, mb) not in self.per_sequence:
             tp, pp, cp, ep = key
             job = self.job
             cfg = attrs.evolve(self.config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order), batch=mb)
             compute, flops = compute_time(job.shape, cfg, job.partition)
-            self.per_sequence[key, mb] = (compute / mb, flops / mb)
+            self.per_sequence[key, mb] = (compute / mb, flops / mb, moe_overhead_time(job.shape, cfg))
         return self.per_sequence[key, mb]
 
     def representative(self, layout, i: int) -> Estimate:
@@ -263,33 +282,28 @@ class _Search:
         mb, vps = inner[i]
         return self.estimate(self.config(tp, pp, dp, cp, ep, mb, vps[0], "none", self.top_zero, orders[0]))
 
-    def expand(self, layout, known: Estimate | None) -> None:
+    def expand(self, layout, optimizer: float) -> None:
         """Push every micro-batch of a layout, bounded before any estimate of its own by its
-        compute per sequence, the layout's least optimizer time (from `known`, the highest
-        ZeRO stage) and the bubble's share; `known`'s micro-batch goes straight to a branch."""
+        compute per sequence, the layout's least optimizer time and the bubble's share."""
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
-        optimizer = known.breakdown.optimizer if known is not None else 0.0
         gpus, batch = tp * pp * cp * dp, self.job.batch
         for i, (mb, vps) in enumerate(inner):
-            if known is not None and known.config.microbatch == mb:
-                self.bound_branch(layout, i, known, float("-inf"))
-                continue
-            per_seq, flops_time = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])
-            compute = per_seq * batch / dp
-            step = step_bound(compute, optimizer, pp, max(vps), batch // (dp * mb))
+            per_seq, flops_time, overhead = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])
+            compute, m = per_seq * batch / dp, batch // (dp * mb)
+            step = step_bound(compute + overhead * m, optimizer, pp, max(vps), m)
             bound = self.bound(gpus, step, (compute + optimizer) * SAFETY, flops_time * batch)
             bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
-            self.push(bound, "microbatch", (layout, i, None), leaves[i])
+            self.push(bound, "microbatch", (layout, i), leaves[i])
 
-    def bound_branch(self, layout, i: int, rep: Estimate | None, floor: float) -> None:
+    def bound_branch(self, layout, i: int, floor: float) -> None:
         """Bound micro-batch `i` of a layout with its representative estimate (compute + TP +
         optimizer + bubble share, at least `floor`, the bound it had) and push the branch."""
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         mb, vps = inner[i]
-        rep = rep if rep is not None else self.representative(layout, i)
-        b = rep.breakdown
-        bound = self.value_bound(step_bound(b.compute + b.tp, b.optimizer, pp, max(vps), rep.config.microbatches),
-                                 b.compute + b.optimizer, rep)
+        rep = self.representative(layout, i)
+        b = rep.breakdown   # EP time is the same for every order, recompute, ZeRO stage and vp
+        bound = self.value_bound(step_bound(b.compute + b.tp + b.ep, b.optimizer, pp, max(vps),
+                                            rep.config.microbatches), b.compute + b.optimizer, rep)
         bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
         self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i]), leaves[i])
 

@@ -106,7 +106,8 @@ def _groups(estimates, *fields):
 @given(designs.designs(limits=False))
 def test_what_each_term_depends_on(p):
     """Compute, recompute and TP: not on ZeRO, vp or order. Optimizer: only on the layout and
-    ZeRO. CP and EP: not on recompute, ZeRO or vp; PP: not on recompute or ZeRO. DP: not on vp."""
+    ZeRO. CP and EP: not on recompute, ZeRO or vp, EP not on the order either; PP: not on
+    recompute or ZeRO. DP: not on vp."""
     es = everything(designs.job(p))
     for group in _groups(es, *LAYOUT, "microbatch", "recompute"):
         for term in ("compute", "recompute", "tp"):
@@ -119,6 +120,8 @@ def test_what_each_term_depends_on(p):
     for group in _groups(es, *LAYOUT, "microbatch", "order"):
         for term in ("cp", "ep"):
             assert all(same(getattr(e.breakdown, term), getattr(group[0].breakdown, term)) for e in group), term
+    for group in _groups(es, *LAYOUT, "microbatch"):     # expert groups take consecutive ranks in every order
+        assert all(same(e.breakdown.ep, group[0].breakdown.ep) for e in group)
     for group in _groups(es, *LAYOUT, "microbatch", "order", "recompute", "zero"):
         assert all(same(e.breakdown.dp, group[0].breakdown.dp) for e in group)
 
