@@ -206,3 +206,26 @@ def test_job_power_is_affine_in_the_busy_share(p, busy):
         p0, p1 = (job_power(job.graph, job.partition, gpus, b).total for b in (0.0, 1.0))
         value = job_power(job.graph, job.partition, gpus, busy).total
         assert math.isclose(value, p0 + (p1 - p0) * busy, rel_tol=1e-9)
+
+
+@settings(max_examples=max(10, EXAMPLES // 3), deadline=None)
+@given(designs.designs(limits=False))
+def test_the_searchs_shortcuts_equal_the_model(p):
+    """`memory_grid` gives `memory(...).total` to the last bit, `compute_time` the estimate's
+    compute term and its model FLOPs over peak, and `moe_overhead_time` never exceeds EP."""
+    import attrs
+
+    from gclc.model.memory import memory_grid
+    from gclc.model.step import compute_time, moe_overhead_time
+
+    job = designs.job(p)
+    space = enumerator.space(job)
+    for e in itertools.islice(everything(job), 400):
+        c = e.config
+        grid = memory_grid(job.shape, c, space.recomputes, space.zeros, (c.vp,))
+        for (rc, z, vp), total in grid.items():
+            assert total == memory(job.shape, attrs.evolve(c, recompute=rc, zero=z, vp=vp)).total
+        compute, flops = compute_time(job.shape, c, job.partition)
+        assert compute == e.breakdown.compute
+        assert same(flops, e.mfu * e.step_time * c.gpus)
+        assert moe_overhead_time(job.shape, c) <= e.breakdown.ep * (1 + 1e-12)
