@@ -21,6 +21,16 @@ Sources (every row names one):
            up to 95 % of free memory), fixed ISL/OSL, ModelOpt fp8 checkpoints; total output tokens/s
            over the whole run: its stated number of requests, all queued at once, is simulated here
            (serve_sim) with the batch its scheduler guarantees (KV for ISL + OSL per request)
+  MLPerf41 / MLPerf50 / MLPerf51   MLPerf Inference datacenter v4.1 / v5.0 / v5.1, NVIDIA's closed
+           submissions: Llama 2 70B, Mixtral 8x7B, Llama 3.1 405B, DeepSeek-R1 on H100, H200, B200 and
+           GB200 NVL72; Offline output tokens/s and Server P50 TTFT/TPOT at the scheduled rate. The rows,
+           their logs and what is assumed are in benchmarks/serve_mlperf.py
+  SGL030 / VLLM060   SGLang v0.3.0 and vLLM v0.6.0 on Llama 3.1 8B (1 x A100) and 70B (4 x H100), bf16,
+           ShareGPT: online median TTFT/TPOT at 4 and 8 requests/s, offline output tokens/s
+           (benchmarks/serve_frameworks.py)
+
+Cross-validation: nothing is fitted to any row, so leaving a source out changes no prediction; the
+summary prints each source's median (what leave-one-source-out would report) and the others'.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
+sys.path.insert(0, str(HERE))
 
 from gclc.compiler.driver import check_file  # noqa: E402
 from gclc.compiler.lower import lower_cluster  # noqa: E402
@@ -41,6 +52,8 @@ from gclc.model.inference import Engine, ServeConfig, first_token_time, replica 
 from gclc.model.shape import ModelShape  # noqa: E402
 from gclc.compiler.serve_trace import Request  # noqa: E402
 from gclc.solver.serve_sim import Pool, simulate  # noqa: E402
+import serve_frameworks  # noqa: E402  (benchmarks/ is on sys.path)
+import serve_mlperf  # noqa: E402
 
 DESIGN = HERE / "designs" / "serving_models.gcl"
 MAX_BATCH = 8192          # TRT10: the largest CUDA-graph batch in its llm_options.yml
@@ -113,7 +126,7 @@ def predict(row: Row, design) -> float:
         engine = Engine(chunk=row.batch * row.isl, grouped_kv=False)
         r = replica(shape, ServeConfig(row.tp, row.batch, row.precision), partition, engine)
         tokens = row.batch * row.isl
-        time = r.iteration(0, 0, tokens, tokens * row.isl / 2)
+        time = r.iteration(0, 0, tokens, tokens * row.isl / 2, row.batch)
         time += (row.osl - 1) * r.iteration(row.batch, row.batch * (row.isl + row.osl / 2))
         return row.batch * row.osl / time / row.tp
     # maximum throughput: the largest batch whose KV cache fits, continuous batching
@@ -134,16 +147,19 @@ def main() -> None:
     results = []
     for row in _rows():
         predicted = predict(row, design)
-        results.append(asdict(row) | {"predicted": predicted, "error": predicted / row.measured - 1})
+        results.append(asdict(row) | {"predicted": predicted, "error": predicted / row.measured - 1, "assumed": ""})
+    results += serve_mlperf.results(design) + serve_frameworks.results(design)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
-        print(f"{'source':<7} {'model':<13} {'server':<9} {'prec':<5} {'tp':>2} {'batch':>5} {'isl':>6} {'osl':>5} "
-              f"{'metric':<9} {'measured':>10} {'predicted':>10} {'error':>7}")
+        print(f"{'source':<8} {'model':<13} {'server':<10} {'prec':<5} {'tp':>2} {'batch':>5} {'isl':>6} {'osl':>5} "
+              f"{'metric':<10} {'measured':>10} {'predicted':>10} {'error':>7}")
         for r in results:
-            print(f"{r['source']:<7} {r['model']:<13} {r['cluster']:<9} {r['precision']:<5} {r['tp']:>2} "
-                  f"{r['batch'] or 'max':>5} {r['isl']:>6} {r['osl']:>5} {r['metric']:<9} {r['measured']:>10,.4g} "
-                  f"{r['predicted']:>10,.4g} {r['error']:>+7.1%}")
+            print(f"{r['source']:<8} {r['model']:<13} {r['cluster']:<10} {r['precision']:<5} {r['tp']:>2} "
+                  f"{r['batch'] or 'max':>5} {r['isl']:>6} {r['osl']:>5} {r['metric']:<10} {r['measured']:>10,.4g} "
+                  f"{r['predicted']:>10,.4g} {r['error']:>+7.1%}{'  *' if r['assumed'] else ''}")
+        print("* ASSUMPTION: a setting the source does not state (see serve_mlperf.py, serve_frameworks.py); "
+              "every MLPerf and ShareGPT input length is an ESTIMATE")
     errors = [abs(r["error"]) for r in results]
     print()
     for source in sorted({r["source"] for r in results}):
@@ -151,13 +167,20 @@ def main() -> None:
         others = [abs(r["error"]) for r in results if r["source"] != source]
         print(f"{source:<7} {len(own):>3} rows: median |error| {statistics.median(own):.1%} "
               f"(held out; the other sources' median {statistics.median(others):.1%}; nothing fitted)")
-    throughput = sorted(r["measured"] / r["predicted"] for r in results if r["metric"] != "ttft_s")
+    for label, keep in (("throughput rows", lambda r: r["metric"].startswith("tok_s")),
+                         ("latency rows", lambda r: not r["metric"].startswith("tok_s")),
+                         ("rows with every setting stated", lambda r: not r["assumed"])):
+        chosen = [abs(r["error"]) for r in results if keep(r)]
+        print(f"{label}: {len(chosen)}, median |error| {statistics.median(chosen):.1%}")
+    throughput = sorted(r["measured"] / r["predicted"] for r in results if r["metric"].startswith("tok_s"))
     decile = max(0, len(throughput) // 10)
     print(f"measured / predicted throughput: 10th percentile {throughput[decile]:.2f}, "
           f"90th {throughput[-1 - decile]:.2f} (the serve plans' 80 % band)")
     p90 = sorted(errors)[int(0.9 * (len(errors) - 1))]
+    mlperf = [abs(r["error"]) for r in results if r["source"].startswith("MLPerf")]
     print(f"serve accuracy: {len(results)} published measurements from {len({r['source'] for r in results})} sources, "
-          f"median |error| {statistics.median(errors):.1%}, p90 {p90:.1%}, nothing fitted")
+          f"median |error| {statistics.median(errors):.1%}, p90 {p90:.1%} (MLPerf {len(mlperf)} rows: "
+          f"{statistics.median(mlperf):.1%}), nothing fitted")
 
 
 if __name__ == "__main__":

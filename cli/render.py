@@ -18,7 +18,7 @@ def add(commands) -> None:
     render.add_argument("--view", choices=("topology", "placement", "power"), default="topology",
                         help="what to draw (default: topology)")
     render.add_argument("--job", metavar="NAME",
-                        help="the train job whose plan `--view placement` draws (and `--view power` runs at)")
+                        help="the train or serve job whose plan `--view placement` draws (and `--view power` runs at)")
     render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
     settings_option(render)
     render.set_defaults(run=run)
@@ -73,8 +73,28 @@ def _diagram(design, args: argparse.Namespace):
         graph = lower(design, args.cluster)
         chosen = _power_plan(design, args, graph)
         return render.power(graph, chosen), EXIT_OK
+    serving = _serve_placement(design, args.job)
+    if serving is not None:
+        return serving
     chosen, status = _plan(design, args.job)
     return (None, status) if chosen is None else (render.placement(chosen, fabrics), EXIT_OK)
+
+
+def _serve_placement(design, job_name: str | None):
+    """(graph or None, exit code) for a serve job (named, or the file's when it has no train
+    job); None when the placement is a train job's."""
+    from ..solver.serve import plan_serve, serve_entity
+    from ..views import render
+    from ..views.serve import serve_text
+
+    entity = serve_entity(design, job_name)
+    if entity is None:
+        return None
+    chosen = plan_serve(entity)
+    if chosen.best is None:
+        print(serve_text(chosen), file=sys.stderr)
+        return None, EXIT_INFEASIBLE
+    return render.serve_placement(chosen), EXIT_OK
 
 
 def _plan(design, job_name: str | None):

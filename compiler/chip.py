@@ -17,9 +17,10 @@ from __future__ import annotations
 import attrs
 
 from .design import Entity, Record
+from .formats import FAMILIES, family
 
 TOLERANCE = 0.05
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
+PRECISIONS = FAMILIES
 
 
 @attrs.frozen
@@ -114,3 +115,33 @@ def hbm(chip: Entity, field: str) -> float:
 def _text(value: float, unit: str) -> str:
     scale = {"B": (1e9, "GB"), "B/s": (1e9, "GB/s"), "FLOPS": (1e12, "TFLOPS")}[unit]
     return f"{value / scale[0]:,.4g} {scale[1]}"
+
+
+def stated_formats(chip: Entity) -> tuple[str, ...]:
+    """The formats the chip's `formats = [...]` lists (empty when it lists none)."""
+    listed = chip.get("formats")
+    return tuple(dict.fromkeys(str(v) for v in listed)) if listed else ()
+
+
+def formats(chip: Entity) -> tuple[str, ...]:
+    """The formats the chip runs: as listed, else the families its peaks imply."""
+    return stated_formats(chip) or tuple(name for name, _ in peaks(chip))
+
+
+def formats_without_peak(chip: Entity) -> tuple[str, ...]:
+    """Listed formats whose family has no peak (stated or derived): nothing to run them at."""
+    have = {name for name, _ in peaks(chip)}
+    return tuple(f for f in stated_formats(chip) if family(f) not in have)
+
+
+def format_help(chip: Entity, precision: str, formats: tuple[str, ...], field: str) -> str:
+    """How to fix a format the chip does not run: pick one it does, or declare it."""
+    fam = family(precision)
+    if stated_formats(chip):
+        declare = f"add {precision} to `{chip.name}`'s `formats`" + (
+            "" if any(fam == name for name, _ in peaks(chip)) else f" with a `peak.{fam}`")
+    elif fam != precision and any(fam == name for name, _ in peaks(chip)):
+        declare = f"list the named formats `{chip.name}` runs, `formats = [..., {precision}]`"
+    else:
+        declare = f"give `{chip.name}` a `peak.{fam}` (or `ops_per_clock.{fam}`)"
+    return f"help: set `{field}` to one of {', '.join(formats)}, or {declare} if it runs {precision}"

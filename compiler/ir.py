@@ -11,6 +11,7 @@ from __future__ import annotations
 import attrs
 
 from ..dsl.source import Span
+from . import formats as number_formats
 
 IR_VERSION = 2  # 2: accelerators carry cores, clocks, L2 and the DVFS curve
 
@@ -39,18 +40,23 @@ class Accelerator:
     dvfs_exponent: float | None = None  # dynamic power ~ clock^exponent (model/dvfs.py default when None)
     ops_per_clock: tuple[tuple[str, float], ...] = ()   # dense operations per core per clock
     hbm_stacks: int | None = None
+    listed_formats: tuple[str, ...] = ()   # the chip's `formats = [...]` (compiler/formats.py)
     span: Span = _span()
 
     @property
     def formats(self) -> tuple[str, ...]:
-        """The precisions the chip runs: those with a (stated or derived) peak."""
-        return tuple(name for name, _ in self.peak)
+        """The formats the chip runs: as listed, else the families with a (stated or derived) peak."""
+        return self.listed_formats or tuple(name for name, _ in self.peak)
+
+    def runs(self, precision: str) -> bool:
+        return number_formats.runs(self.formats, precision)
 
     def peak_of(self, precision: str) -> float | None:
-        return dict(self.peak).get(precision)
+        """The dense peak of a format's family (`nvfp4` runs at the fp4 peak)."""
+        return dict(self.peak).get(number_formats.family(precision))
 
     def efficiency_of(self, key: str) -> float | None:
-        return dict(self.efficiency).get(key)
+        return dict(self.efficiency).get(number_formats.family(key))
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
@@ -63,7 +69,11 @@ class Part:
     power: float                 # watts each
     bandwidth: float | None      # bytes/s per direction each (NICs, DPUs, switch ports)
     cores: int | None = None     # CPU and DPU cores each
+    offload: tuple[str, ...] = ()   # what a DPU takes over from the host: network, storage, input
     span: Span = _span()
+
+    def offloads(self, what: str) -> bool:
+        return what in self.offload
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every model cache lookup

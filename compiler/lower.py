@@ -47,15 +47,23 @@ def accelerator(chip: Entity) -> Accelerator:
         base_clock=opt("base_clock"), cores=chip.get("cores"), l2=_f(chip.get("l2")), l2_bandwidth=opt("l2_bandwidth"),
         power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), dvfs_exponent=opt("power.dvfs_exponent"),
         ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
-        span=chip.span,
+        listed_formats=chip_numbers.stated_formats(chip), span=chip.span,
     )
 
 
 def part(kind: str, repeat: Repeat) -> Part:
     entity = repeat.part
     bandwidth = entity.get("bandwidth") or entity.get("port_speed")
+    offload = entity.get("offload")
+    offload = tuple(str(v) for v in offload) if offload is not None else (DEFAULT_DPU_OFFLOAD if kind == "dpu" else ())
     return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
-                _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), span=entity.span)
+                _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), offload=offload,
+                span=entity.span)
+
+
+# A DPU that does not say what it offloads serves storage and input (as the BlueField-3s of
+# a DGX do: "storage and in-band management"); network offload must be stated.
+DEFAULT_DPU_OFFLOAD = ("storage", "input")
 
 
 def node_type(node: Entity) -> NodeType:

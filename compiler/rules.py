@@ -10,8 +10,10 @@ from ..dsl import codes
 from . import chip as chip_numbers
 from .hostlist import HOSTNAME, HostlistError, expand_all
 from .design import Entity, Partition, Record, Symbol
+from .formats import runs
 from ..dsl.diagnostics import Diagnostic, Label
 from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_quantity
+from .part_rules import chip_formats, dpu_rules
 from .serve_rules import serve_rules
 
 PARAMS_TOLERANCE = Fraction(3, 100)
@@ -41,6 +43,7 @@ def _chip(chip: Entity) -> Iterator[Diagnostic]:
                                    labels=[Label(chip.span_of("power.tdp"), "the TDP")])
     yield from _chip_derivations(chip)
     yield from _chip_clocks(chip)
+    yield from chip_formats(chip)
 
 
 def _chip_derivations(chip: Entity) -> Iterator[Diagnostic]:
@@ -394,15 +397,15 @@ def job_precision(job: Entity) -> Iterator[Diagnostic]:
     the driver once the declarations are clean (a chip with a broken peak would mislead)."""
     precision = getattr(job.get("precision", Symbol("bf16")), "name", "bf16")
     for chip in _chips_of(job.get("on")):
-        formats = [name for name, _ in chip_numbers.peaks(chip)]
-        if formats and precision not in formats:
+        formats = chip_numbers.formats(chip)
+        if formats and not runs(formats, precision):
             at = job.span_of("precision") if "precision" in job.record else job.span
             yield codes.UNSUPPORTED_PRECISION.make(
                 at, chip=chip.name, precision=precision, formats=", ".join(formats),
-                labels=[Label(chip.span_of("peak") or chip.span, "its formats")],
-                notes=[f"help: set `precision` to one of {', '.join(formats)}, or give `{chip.name}` a "
-                       f"`peak.{precision}` (or `ops_per_clock.{precision}`) if it runs {precision}"])
+                labels=[Label(chip.span_of("formats") or chip.span_of("peak") or chip.span, "its formats")],
+                notes=[chip_numbers.format_help(chip, precision, formats, "precision")])
             return
+
 
 
 def _chips_of(target: object) -> list[Entity]:
@@ -445,7 +448,7 @@ def _pins(job: Entity) -> Iterator[Diagnostic]:
 
 
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
+    "dpu": dpu_rules, "chip": _chip, "fabric": _fabric, "cluster": _cluster, "model": _model, "train": _job, "serve": _job,
     "workload": _workload,
 }
 # Rules that would misreport a field whose value was invalid (and so is absent) as missing.

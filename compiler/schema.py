@@ -11,6 +11,7 @@ from typing import Union
 import attrs
 
 from ..dsl import units as u
+from . import formats
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "maxtext")
@@ -183,9 +184,9 @@ FLOPS = positive(u.FLOPS, marker="sparse")
 CLOCK = positive(u.RATE)
 TEXT, FLAG = Text(), Flag()
 
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
+PRECISIONS = formats.FAMILIES  # the keys of `peak`, `ops_per_clock` and `efficiency`
 PROTOCOLS = Choice(("infiniband", "ethernet", "nvlink", "pcie", "xgmi", "ici"), "a protocol")
-PRECISION = Choice(PRECISIONS, "a precision")
+PRECISION = Choice(formats.NAMES, "a precision")  # a family or a named format (compiler/formats.py)
 
 TOPOLOGY = Construct({
     "switched": Constructor({}),
@@ -207,7 +208,8 @@ RELIABILITY = {"mtbf": TIME}
 
 CHIP = Block(
     fields={"vendor": TEXT, "source": TEXT, "clock": CLOCK, "base_clock": CLOCK, "cores": COUNT, "l2": BYTES,
-            "l2_bandwidth": BANDWIDTH, "process": TEXT, "price": PRICE, **RELIABILITY},
+            "l2_bandwidth": BANDWIDTH, "process": TEXT, "price": PRICE, **RELIABILITY,
+            "formats": ListOf(Choice(formats.NAMES, "a number format"), least=1)},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
                       "stack_bandwidth": BANDWIDTH, "type": TEXT},
@@ -234,8 +236,15 @@ CHIP = Block(
 )
 CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))
-DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS},
-            required=("bandwidth",))
+# What a DPU takes over from the host (model/dpu.py, model/host.py): `network`, the
+# transport and collective progress of the scale-out traffic (the DPU is the node's
+# scale-out NIC); `storage`, checkpoint writes; `input`, loading the training data.
+DPU_OFFLOADS = ("network", "storage", "input")
+DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS,
+             "offload": ListOf(Choice(DPU_OFFLOADS, "a DPU offload"))},
+            required=("bandwidth",),
+            doc="`offload` lists what it takes over from the host: network, storage, input "
+                "(default: storage and input)")
 SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
                 "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
                required=("radix", "port_speed"))
@@ -329,7 +338,7 @@ _SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
         for suffix in ("", *(f".{p}" for p in PERCENTILES))}
 ENGINE = Block(
     {"mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
-     "kv_precision": Choice(PRECISIONS), "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1)),
+     "kv_precision": PRECISION, "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1)),
      "kv_reads": Choice(("grouped", "per_query_head"))},
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..dsl import codes
+from . import chip as chip_numbers
+from .formats import is_narrow, runs
 from .design import Entity, Partition, Record, Repeat
 from ..dsl.diagnostics import Diagnostic, Label
 from .serve_trace import TraceError, load_trace
 
-LOW_PRECISIONS = ("fp8", "fp6", "fp4", "int8")
 
 
 def serve_rules(job: Entity) -> Iterator[Diagnostic]:
@@ -54,13 +55,15 @@ def _percentiles(job: Entity) -> Iterator[Diagnostic]:
 def _precisions(job: Entity) -> Iterator[Diagnostic]:
     """The KV cache's format must be one the chips run (the weights' is checked for every job)."""
     chip = chip_of(job)
-    peak = chip.get("peak") if chip is not None else None
     name = getattr(job.get("engine.kv_precision"), "name", None)
-    if isinstance(peak, Record) and name in LOW_PRECISIONS and name not in peak.names():
-        formats = ", ".join(peak.names())
+    if chip is None or name is None or not is_narrow(name):
+        return
+    formats = chip_numbers.formats(chip)
+    if formats and not runs(formats, name):
         yield codes.UNSUPPORTED_PRECISION.make(
-            job.span_of("engine.kv_precision"), chip=chip.name, precision=name, formats=formats,
-            labels=[Label(chip.span_of("peak"), "its peaks")], notes=[f"help: hold the KV cache in one of {formats}"])
+            job.span_of("engine.kv_precision"), chip=chip.name, precision=name, formats=", ".join(formats),
+            labels=[Label(chip.span_of("formats") or chip.span_of("peak"), "its formats")],
+            notes=[chip_numbers.format_help(chip, name, formats, "engine.kv_precision")])
 
 
 def chip_of(job: Entity) -> Entity | None:

@@ -153,6 +153,8 @@ DERIVED_MISMATCH = _code("derived-mismatch", W, "stated `{field}` = {stated} dif
                          "A stated peak or HBM figure more than 5 % off what the microarchitecture gives.")
 UNSUPPORTED_PRECISION = _code("unsupported-precision", E, "`{chip}` does not run {precision}; it runs {formats}",
                               "A job asks for a number format its chip has no peak for (no silent fallback).")
+FORMAT_WITHOUT_PEAK = _code("format-without-peak", E, "`{chip}` lists {format} but has no {family} peak to run it at",
+                            "A chip's `formats` names a format whose family has no stated or derived peak.")
 BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction looks like a bidirectional figure",
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
 SERVE_DEMAND = _code("serve-demand", E, "{what}",

@@ -4,10 +4,11 @@ the L2 tile the GEMM model assumes (model/cache.py) and each torus axis's links.
 
 from __future__ import annotations
 
+from ..compiler import formats
 from ..compiler.chip import TOLERANCE
 from ..compiler.ir import Accelerator, ClusterGraph
 from ..compiler.metrics import Metric, _q
-from . import cache, dvfs
+from . import cache, dpu, dvfs
 
 
 def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
@@ -17,8 +18,40 @@ def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
         chip = p.node.accelerator
         if chip.name not in seen:
             seen.append(chip.name)
-            out += _peaks(chip) + _hbm(chip) + _clock(chip) + _cache(chip)
-    return tuple(out) + _torus(graph)
+            out += _peaks(chip) + _formats(chip) + _hbm(chip) + _clock(chip) + _cache(chip)
+    return tuple(out) + _torus(graph) + _hosts(graph)
+
+
+def _hosts(graph: ClusterGraph) -> tuple[Metric, ...]:
+    """Per node type: host cores per GPU (what the launch and proxy threads share) and what
+    its DPUs take over from the host (model/dpu.py, model/host.py)."""
+    out: list[Metric] = []
+    seen: list[str] = []
+    for p in graph.partitions:
+        node = p.node
+        if node.name in seen:
+            continue
+        seen.append(node.name)
+        cores = dpu.host_cores(node)
+        if cores != float("inf"):
+            cpus = " + ".join(f"{c.count} x {c.cores}" for c in node.parts_of("cpu"))
+            out.append(Metric(f"node.{node.name}.host_cores_per_gpu", f"{node.name} host CPU cores per GPU",
+                              cores / node.gpus, "", f"({cpus}) cores / {node.gpus} GPUs; the launch thread and "
+                              f"network proxy of each GPU need {dpu.THREADS_PER_GPU}", node.span))
+        for part in node.parts_of("dpu"):
+            out.append(Metric(f"node.{node.name}.dpu.{part.name}", f"{node.name} {part.name} DPUs, taking over "
+                              f"{', '.join(part.offload) or 'nothing'}", part.count, "",
+                              "its `offload` (default: storage and input)", part.span))
+    return tuple(out)
+
+
+def _formats(chip: Accelerator) -> list[Metric]:
+    """The formats the chip runs, each with its width and the peak it runs at."""
+    each = ", ".join(f"{f} ({formats.FORMATS[f].bits:g} bits at peak {formats.family(f)})" if f in formats.FORMATS
+                     else f for f in chip.formats)
+    where = "listed in `formats`" if chip.listed_formats else "implied by its peaks"
+    return [Metric(f"chip.{chip.name}.formats", f"{chip.name} number formats ({where})", len(chip.formats), "", each,
+                   chip.span)]
 
 
 def _peaks(chip: Accelerator) -> list[Metric]:

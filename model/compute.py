@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from ..compiler.formats import family
 from ..compiler.ir import Accelerator
 from . import cache, dvfs
 from .workload import ACT_BYTES, Op
@@ -47,7 +48,7 @@ class UnsupportedPrecision(ValueError):
 def peak(chip: Accelerator, precision: str) -> float:
     """Dense peak for `precision` (stated or derived from the microarchitecture). A chip that
     lacks it is an error, never a silent fallback to another format's rate."""
-    value = chip.peak_of(precision)
+    value = chip.peak_of(precision) if chip.runs(precision) else None
     if not value:
         raise UnsupportedPrecision(f"`{chip.name}` does not run {precision}; it runs {', '.join(chip.formats)}")
     return value
@@ -70,7 +71,7 @@ def clock(chip: Accelerator, precision: str) -> float:
 
 def measured(chip: Accelerator, precision: str) -> bool:
     """Whether the chip's sustained rate for `precision` was measured (fp16 shares bf16's)."""
-    return chip.efficiency_of(precision) is not None or (precision == "fp16" and chip.efficiency_of("bf16") is not None)
+    return chip.efficiency_of(precision) is not None or (family(precision) == "fp16" and chip.efficiency_of("bf16") is not None)
 
 
 # Wider formats whose calibrated share of peak bounds a narrower format's default.
@@ -86,14 +87,15 @@ def gemm_efficiency(chip: Accelerator, precision: str) -> float:
     measured lower, never higher (MAMF best shape, [mb] in dsl/std/nvidia.gcl: H100
     bf16 80.3 % vs fp8 70.9 %; B200 bf16 77.6 % vs fp8 76.3 %).
     """
-    declared = chip.efficiency_of(precision)
-    if declared is None and precision == "fp16":
+    declared = chip.efficiency_of(precision)  # by family: nvfp4 takes fp4's
+    fam = family(precision)
+    if declared is None and fam == "fp16":
         declared = chip.efficiency_of("bf16")
     if declared:
         return declared
-    key = "bf16" if precision == "fp16" else precision
+    key = "bf16" if fam == "fp16" else fam
     fallback = VENDOR_DEFAULTS.get((chip.vendor, key), DEFAULT_GEMM_EFFICIENCY)
-    wider = (chip.efficiency_of(w) for w in _WIDER.get(precision, ()))
+    wider = (chip.efficiency_of(w) for w in _WIDER.get(fam, ()))
     return min([fallback, *(w for w in wider if w)])
 
 

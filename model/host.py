@@ -1,7 +1,8 @@
 """Hosts and DPUs where a training job uses them: loading its data and writing checkpoints.
 
-What a DPU takes over here (and nothing else): it is a second path, beside the host
-CPUs, for the job's input and its checkpoints.
+What a DPU takes over here: it is a second path, beside the host CPUs, for the job's
+input (when its `offload` lists `input`) and its checkpoints (`storage`); both are its
+default. Network transport and collectives (`network`) are model/dpu.py's.
 
 - Input pipeline. A step reads `sample_bytes` per sequence; a node reads its share of
   the batch (the job's GPUs share it evenly: ASSUMPTION, ranks of one tensor-parallel group
@@ -50,6 +51,8 @@ def _host_rate(node: NodeType, writing: bool) -> float:
 def _dpu_rate(node: NodeType, decoding: bool) -> float:
     rate = 0.0
     for dpu in node.parts_of("dpu"):
+        if not dpu.offloads("input" if decoding else "storage"):
+            continue
         line = dpu.bandwidth or 0.0
         cores = dpu.cores * HOST_BYTES_PER_CORE if decoding and dpu.cores else math.inf
         rate += dpu.count * min(line, cores)
@@ -59,6 +62,11 @@ def _dpu_rate(node: NodeType, decoding: bool) -> float:
 def input_rate(node: NodeType) -> float:
     """Bytes/s of samples a node can load: host path plus its DPUs."""
     return _host_rate(node, False) + _dpu_rate(node, True)
+
+
+def host_checkpoint_rate(node: NodeType) -> float:
+    """Bytes/s of a checkpoint the host path writes (staged in host DRAM: model/offload_host.py)."""
+    return _host_rate(node, True)
 
 
 def checkpoint_rate(node: NodeType) -> float:

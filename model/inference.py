@@ -13,7 +13,8 @@ and up to `chunk` prompt tokens. Per stage and micro-batch (the batch is cut int
 micro-batches so every stage works) it costs two rooflines, one per kind of kernel:
 
 - the GEMMs: the slower of reading the stage's weights (dense ones, and the routed experts
-  that at least one token picks) and the matrix work at the sustained GEMM rate;
+  that at least one token picks) and the matrix work at the sustained GEMM rate of each
+  GEMM's shape (a routed expert's GEMM has only the rows routed to it: tokens x top_k / experts);
 - attention: the slower of reading the decoding sequences' KV cache and its arithmetic at
   the fused-attention rate;
 
@@ -26,6 +27,7 @@ import math
 
 import attrs
 
+from ..compiler.formats import family
 from ..compiler.ir import Partition
 from . import cache, comms
 from .compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
@@ -54,7 +56,7 @@ class ServeConfig:
     @property
     def kv(self) -> str:
         """The cache's precision: as declared; else fp8 with fp8/fp4 weights, bf16 otherwise."""
-        return self.kv_precision or ("fp8" if self.precision in ("fp8", "fp4") else "bf16")
+        return self.kv_precision or ("fp8" if family(self.precision) in ("fp8", "fp6", "fp4") else "bf16")
 
 
 @attrs.frozen
@@ -94,10 +96,12 @@ class Replica:
     kv: KVLayout
     dense_weights: float        # bytes per GPU: attention, dense MLPs, shared experts, embeddings
     expert_weights: float       # bytes per GPU: its routed experts
-    gemm_flops_per_token: float  # per GPU of a stage
+    gemm_flops_per_token: float  # per GPU of a stage, all GEMMs
+    expert_flops_per_token: float  # the part in routed experts (grouped GEMMs of few rows each)
     tp_stages: tuple[comms.Stage, ...]
     ep_stages: tuple[comms.Stage, ...]
-    pp_tier: object
+    pp_hops: tuple            # the tier each stage-to-stage hop crosses, stage 0 -> 1 first
+    pp_return: object         # the tier from the last stage back to the first (sampled tokens)
 
     @property
     def gpus(self) -> int:
@@ -118,7 +122,12 @@ class Replica:
         s, c, chip = self.shape, self.config, self.partition.node.accelerator
         layers = math.ceil(s.layers / c.pp)
         group = tokens / c.ep
-        gemm = self.gemm_flops_per_token * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        dense = self.gemm_flops_per_token - self.expert_flops_per_token
+        gemm = dense * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        if self.expert_flops_per_token:
+            # each routed expert multiplies only the rows routed to it: tokens x top_k / experts
+            rows = max(1, round(tokens * s.top_k / s.routed))
+            gemm += self.expert_flops_per_token * tokens / gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)
         if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
             per_cached = 2 * s.heads * (2 * s.kv_rank + s.rope_dim)
         else:
@@ -145,20 +154,27 @@ class Replica:
         rooflines = max(gemm, weights / hbm_rate(chip)) + max(attention, kv_read)
         return rooflines + layers * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S + collectives, work
 
-    def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0) -> float:
+    def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
+                  prefilling: float | None = None) -> float:
         """Seconds for one scheduler iteration of the replica: every one of `decoding`
-        sequences advances a step while `prefill` prompt tokens are processed."""
-        return self._iteration(decoding, kv_tokens, prefill, pairs)[0]
+        sequences advances a step while `prefill` prompt tokens of `prefilling` sequences
+        (default: one) are processed. It is also each of those sequences' latency for the step."""
+        return self._iteration(decoding, kv_tokens, prefill, pairs, prefilling)[0]
 
-    def _iteration(self, decoding: float, kv_tokens: float, prefill: float, pairs: float) -> tuple[float, float]:
+    def _iteration(self, decoding: float, kv_tokens: float, prefill: float, pairs: float,
+                   prefilling: float | None = None) -> tuple[float, float]:
         c, e = self.config, self.engine
         tokens = decoding * (1 + e.draft) + prefill
         if tokens <= 0:
             return 0.0, 0.0
-        micro = min(c.pp, max(1.0, tokens))  # micro-batches in flight
+        # Pipeline: micro-batches are whole sequences (as vLLM's virtual engines and TRT-LLM's
+        # micro-batches are), so fewer sequences than stages leave the pipeline partly empty, and
+        # every sequence passes the pp stages in turn: a lone prompt pays pp stage times and the
+        # hops between them (pipeline fill), and so does every decode step.
+        sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
+        micro = min(c.pp, max(1.0, sequences))
         stage, work = self.stage_time(tokens / micro, kv_tokens / micro, pairs / micro)
-        hop = comms.point_to_point(tokens / micro * self.shape.hidden * 2, self.pp_tier) if c.pp > 1 else 0.0
-        total = c.pp * (stage + hop)
+        total = c.pp * stage + pipeline_hops(self, tokens / micro)
         if decoding and e.draft:
             total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
         return total, c.pp * work
@@ -180,6 +196,29 @@ class Replica:
         return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
 
 
+def pipeline_hops(r: Replica, tokens: float) -> float:
+    """Seconds one micro-batch of `tokens` spends between stages on a pass through the
+    pipeline: pp - 1 activation hops (bf16, hidden wide) and the sampled token ids (int32)
+    returned from the last stage to the first, each on the tier between neighbouring stages."""
+    if r.config.pp == 1:
+        return 0.0
+    activations = sum(comms.point_to_point(tokens * r.shape.hidden * 2, tier) for tier in r.pp_hops)
+    return activations + comms.point_to_point(tokens * 4, r.pp_return)
+
+
+def hop_tier(first: int, last: int, tiers: tuple):
+    """The innermost tier whose domains (blocks of `group_gpus` consecutive ranks) hold every
+    rank from `first` to `last`: what a send between ranks in that span crosses."""
+    return next((t for t in tiers if first // t.group_gpus == last // t.group_gpus), tiers[-1] if tiers else None)
+
+
+def stage_hops(per_stage: int, pp: int, tiers: tuple) -> tuple:
+    """The tier of each hop between neighbouring stages of `per_stage` consecutive ranks: rank
+    i of stage s sends to rank i of stage s + 1, so the hop spans ranks s * per_stage to
+    (s + 2) * per_stage - 1; one that leaves a node pays the tier outside it."""
+    return tuple(hop_tier(s * per_stage, (s + 2) * per_stage - 1, tiers) for s in range(pp - 1))
+
+
 def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: Engine = Engine()) -> Replica:
     tiers = partition.tiers
     routed = shape.routed * shape.expert_params * shape.moe_layers
@@ -192,9 +231,12 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
                    dense_weights=dense * stage / cfg.tp * w,
                    expert_weights=routed * stage / (cfg.tp * cfg.ep) * w,
                    gemm_flops_per_token=2 * active * stage / (cfg.tp * cfg.ep),
+                   expert_flops_per_token=2 * shape.top_k * shape.expert_params * shape.moe_layers * stage
+                   / (cfg.tp * cfg.ep) if shape.is_moe else 0.0,
                    tp_stages=comms.place(cfg.tp, 1, tiers),
                    ep_stages=comms.place(cfg.tp * cfg.ep, 1, tiers),
-                   pp_tier=comms.outermost(2, cfg.tp * cfg.ep, tiers))  # stage neighbours
+                   pp_hops=stage_hops(cfg.tp * cfg.ep, cfg.pp, tiers),
+                   pp_return=hop_tier(0, cfg.gpus - 1, tiers) if cfg.pp > 1 else None)
 
 
 @attrs.frozen
@@ -240,7 +282,7 @@ def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> Se
     ttft = first_token_time(r, prompt)
     if role == "prefill":
         chunk = e.chunk
-        time, work = r._iteration(0, 0, chunk, chunk * prompt / 2)
+        time, work = r._iteration(0, 0, chunk, chunk * prompt / 2, max(1.0, chunk / max(fresh, 1.0)))
         rate = chunk / max(fresh, 1.0) / time
         return ServeEstimate(c, role, ttft, 0.0, rate, rate * output, r.memory(0, prompt, 0), r.hbm, work / time)
     prefill = 0.0 if role == "decode" else min(c.batch * fresh / max(steps, 1e-9), e.chunk)

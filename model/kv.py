@@ -14,15 +14,14 @@ import math
 
 import attrs
 
+from ..compiler import formats
 from .shape import ModelShape
 
-# Bytes per cached value: fp8/int8 one byte; fp4 half a byte plus one fp8 scale per 16
-# values (NVFP4's micro-block scaling, NVIDIA Blackwell NVFP4 blog); bf16/fp16 two.
-VALUE_BYTES = {"fp8": 1.0, "int8": 1.0, "fp6": 0.75, "fp4": 0.5 + 1 / 16}
-
-
+# Bytes per cached value: the format's width with its block scales (compiler/formats.py):
+# fp8/int8 one byte; fp4 (NVFP4) half a byte plus one fp8 scale per 16 values; MXFP4 one
+# E8M0 scale per 32; bf16/fp16 two.
 def value_bytes(precision: str) -> float:
-    return VALUE_BYTES.get(precision, 2.0)
+    return formats.value_bytes(precision)
 
 
 @attrs.frozen

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import attrs
 
+from ..compiler.formats import family, is_narrow, value_bytes
 from .config import TrainConfig
 from .shape import ModelShape
 
 WEIGHT_BYTES = 2          # bf16 weights used by the forward pass
 OPTIMIZER_BYTES = 12      # fp32 master weights + Adam first and second moments
-FP8_WEIGHT_BYTES = 1      # the fp8 copy of the weights kept by fp8 recipes
 BUFFER_BYTES = 4e9        # CUDA context, NCCL and allocator reserve: a fixed allowance
 
 
@@ -30,6 +30,12 @@ class Memory:
 
     def rows(self) -> tuple[tuple[str, float], ...]:
         return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Memory))
+
+
+def low_precision_copy(precision: str) -> float:
+    """Bytes per parameter of the weights' copy in the GEMMs' format that fp8 and narrower
+    recipes keep beside the bf16 weights (fp8: 1; NVFP4 4.5 bits; MXFP8 8.25: compiler/formats.py)."""
+    return value_bytes(precision) if family(precision) in ("fp8", "fp6", "fp4") else 0.0
 
 
 def params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
@@ -53,7 +59,7 @@ def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) ->
     zero = cfg.zero if zero is None else zero
     params = params_per_gpu(shape, cfg)
     shards = cfg.dp * cfg.cp  # Megatron shards the distributed optimizer over dp x cp
-    weight_bytes = WEIGHT_BYTES + (FP8_WEIGHT_BYTES if cfg.precision in ("fp8", "fp4") else 0)
+    weight_bytes = WEIGHT_BYTES + low_precision_copy(cfg.precision)
     weights = params * weight_bytes / (shards if zero >= 3 else 1)
     grads = params * int(cfg.behaviour("grad_bytes")) / (shards if zero >= 2 else 1)
     optimizer = params * OPTIMIZER_BYTES / (shards if zero >= 1 else 1)
@@ -71,7 +77,7 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
     if recompute == "full":
         return 2 * tokens * h / (t if cfg.sp else 1)   # only the layer input is kept
     # fp8 recipes keep the inputs of the GEMMs in fp8 (1 byte) for the weight gradients.
-    gemm_input = 1 if cfg.precision in ("fp8", "fp4") else 2
+    gemm_input = value_bytes(cfg.precision) if is_narrow(cfg.precision) else 2
     # Norm inputs and outputs (the latter feed the QKV and MLP GEMMs), dropout masks:
     # replicated over TP unless sequence parallel.
     replicated = 2 * h + 2 * h + gemm_input * h + gemm_input * h

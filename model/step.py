@@ -5,11 +5,13 @@ synchronization and the optimizer, then throughput, MFU/HFU and memory."""
 from __future__ import annotations
 
 import functools
+import math
 
 import attrs
 
+from ..compiler.formats import is_narrow, value_bytes
 from ..compiler.ir import Partition
-from . import comms, host
+from . import comms, dpu, host, offload_host
 from .compute import hbm_rate, op_time, peak
 from .config import TrainConfig
 from .memory import Memory, memory, params_per_gpu
@@ -46,6 +48,7 @@ class Breakdown:
     bubble: float
     dp: float
     optimizer: float
+    host: float = 0.0          # waiting for the host CPUs: launches and network proxy work (model/dpu.py)
     data: float = 0.0          # waiting for input the hosts (and DPUs) could not load in time
     checkpoint: float = 0.0    # this step's share of the synchronous checkpoint saves
 
@@ -68,6 +71,8 @@ class Estimate:
     model_flops_per_gpu: float   # FLOP/s per GPU counted the model's way
     memory: Memory
     hbm: float
+    host_memory: float = 0.0      # bytes of one node's DRAM the configuration needs (model/offload_host.py)
+    host_dram: float = math.inf   # ... and what the node offers
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -75,7 +80,11 @@ class Estimate:
 
     @property
     def fits(self) -> bool:
-        return self.memory.total <= self.hbm
+        return self.memory.total <= self.hbm and self.host_fits
+
+    @property
+    def host_fits(self) -> bool:
+        return self.host_memory <= self.host_dram
 
 
 @attrs.frozen
@@ -117,16 +126,20 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
                           per("ep"), m * p2p, bubble, dp, optimizer)
-    data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total)
-    if data or checkpoint:
-        breakdown = attrs.evolve(breakdown, data=data, checkpoint=checkpoint)
+    waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
+    data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
+    if waiting or data or checkpoint:
+        breakdown = attrs.evolve(breakdown, host=waiting, data=data, checkpoint=checkpoint)
     step = breakdown.total
     tokens = cfg.batch * cfg.seq
     model_flops = _model_flops_per_token(shape, cfg.seq) * tokens
     hardware_flops = model_flops + _recompute_flops(shape, cfg.seq, cfg.recompute) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
+    held = memory(shape, cfg)
+    # the node's DRAM holds the checkpoint staging buffer and any offloaded activations
+    dram = offload_host.host_memory(shape, cfg, partition, getattr(held, "offloaded", 0.0))
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
-                    model_flops / step / cfg.gpus, memory(shape, cfg), chip.hbm_capacity)
+                    model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available)
 
 
 def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:
@@ -187,6 +200,7 @@ def clear_caches() -> None:
     _LAYERS.clear()
     _COMPUTE.clear()
     _LOGITS.clear()
+    dpu.clear_caches()
 
 
 def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float, float, float]:
@@ -257,7 +271,8 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> f
     if cfg.ep == 1:
         return 0.0
     tokens = moe_tokens(cfg)
-    dispatch = 1 if cfg.precision in ("fp8", "fp4") else 2
+    # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
+    dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
     stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
     total = sum(comms.all_to_all(tokens * shape.top_k * shape.hidden * b, stages) for b in (dispatch, 2, 2, 2))
     if not cfg.behaviour("ep_overlap"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 
+from ..compiler.formats import family
 from .config import TrainConfig
 from .shape import ModelShape
 
@@ -109,7 +110,7 @@ def _elementwise(shape: ModelShape, cfg: TrainConfig, tokens: float, moe: bool) 
     per_token = ACT_BYTES * (replicated + activation + rotary)
     if not cfg.behaviour("fused"):
         per_token *= 2
-    if cfg.precision in ("fp8", "fp4"):
+    if family(cfg.precision) in ("fp8", "fp6", "fp4"):
         per_token += ACT_BYTES * 1.5 * (3 * h + ffn / cfg.tp)  # casts of GEMM inputs with amax
     tensor = ACT_BYTES * tokens * h / (cfg.tp if cfg.sp and cfg.tp > 1 else 1)
     return elementwise("elementwise", tokens * per_token, tensor)

@@ -176,6 +176,8 @@ def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:
     watts = lambda: (power or (lambda x: power_of(job, x)))(e)  # noqa: E731
     if target == "memory":
         return e.memory.total
+    if target == "host_dram":
+        return e.host_memory
     if target == "power":
         return watts()
     if target == "mfu":
@@ -193,6 +195,8 @@ def violated(job: Job, lim: Limits, e: Estimate, power=None) -> Limit | None:
     """The first limit `e` breaks (memory first), or None when it is admissible."""
     if e.memory.total > lim.memory:
         return lim.get("memory") if e.memory.total <= lim.hbm and lim.get("memory") else Limit("memory", "<=", lim.hbm)
+    if not e.host_fits:  # the node's DRAM: checkpoint staging, offloaded tensors (model/offload_host.py)
+        return Limit("host_dram", "<=", e.host_dram)
     for limit in lim.items:
         if limit.target == "memory":
             continue

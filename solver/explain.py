@@ -19,6 +19,7 @@ import attrs
 
 from ..compiler.design import Entity, Partition as PartitionRef, Record, Repeat
 from ..model.job import Job
+from ..model import offload_host
 from ..model.memory import model_state
 from ..model.step import Estimate
 from ..dsl.source import Span
@@ -51,6 +52,13 @@ def _config(c) -> str:
 
 def chip_entity(job: Job) -> Entity | None:
     """The `chip` declaration the job's GPUs come from (for its spans), if it can be traced."""
+    node = node_entity(job)
+    gpus = node.get("gpus") if node is not None else None
+    return gpus.part if isinstance(gpus, Repeat) else None
+
+
+def node_entity(job: Job) -> Entity | None:
+    """The `node` declaration the job runs on (for its spans), if it can be traced."""
     try:
         target = job.entity.get("on")
         if isinstance(target, tuple):
@@ -63,9 +71,7 @@ def chip_entity(job: Job) -> Entity | None:
                 partitions: Record = target.get("partition")
                 units = next(i.value.get("units") for i in partitions.items if i.name == job.partition.name)
         unit = units.part if isinstance(units, Repeat) else units
-        node = unit.get("nodes").part if unit.kind == "supernode" else unit
-        gpus = node.get("gpus")
-        return gpus.part if isinstance(gpus, Repeat) else None
+        return unit.get("nodes").part if unit.kind == "supernode" else unit
     except (AttributeError, StopIteration, TypeError):
         return None
 
@@ -84,7 +90,25 @@ def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:
     lim = result.limits or space_def.limits(job)
     if smallest.memory.total > lim.memory:
         return _memory(job, lim, smallest)
+    if not smallest.host_fits:
+        return _host_memory(job, smallest)
+    closest = {target: e for target, _, e in result.closest}
+    if set(closest) == {"host_dram"}:
+        return _host_memory(job, closest["host_dram"])
     return _other_limit(job, lim, result)
+
+
+def _host_memory(job: Job, e: Estimate) -> Infeasibility:
+    """The node's DRAM cannot hold the checkpoint staging buffer (or offloaded tensors)."""
+    node = job.partition.node
+    need = offload_host.host_memory(job.shape, e.config, job.partition, getattr(e.memory, "offloaded", 0.0))
+    entity = node_entity(job)
+    span = (entity.span_of("dram") or entity.span) if entity is not None else node.span
+    why = offload_host.shortfall(need, node) or "its host DRAM is too small"
+    help_ = ("add DRAM, give the node DPUs that take `storage` (GPUDirect Storage writes skip the host), "
+             "or checkpoint less state")
+    return Infeasibility("host_dram", f"`{job.name}`: {why} ({span}), even in its least-memory configuration "
+                         f"({_config(e.config)}); {help_}", e.host_memory, e.host_dram, "B", span, e.config)
 
 
 def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:

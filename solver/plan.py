@@ -188,6 +188,9 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
         out.append(f"bubble: {b.bubble / step:.0%} of the step (pp={c.pp}, vp={c.vp}, {c.microbatches} micro-batches)")
     if b.recompute > 0.05 * step:
         out.append(f"recompute: {b.recompute / step:.0%} of the step ({e.config.recompute})")
+    if b.host > 0:
+        out.append(f"host: the step is host-bound; the host CPUs finish its kernel launches and network proxy "
+                   f"work {b.host:.3g} s after the GPUs ({b.host / step:.0%} of the step; model/dpu.py)")
     if b.data > 0:
         out.append(f"data: the step is data-bound; the hosts (and DPUs) load its samples {b.data:.3g} s after "
                    f"the compute is done ({b.data / step:.0%} of the step)")

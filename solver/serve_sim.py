@@ -181,7 +181,7 @@ class _Simulation:
             return
         prefill = sum(n for _, n in parts)
         pairs = sum(n * (s.done + n / 2) for s, n in parts)
-        time = r.iteration(decoding, server.cached, prefill, pairs)
+        time = r.iteration(decoding, server.cached, prefill, pairs, len(parts))
         server.busy = True
         self.push(now + time, "done", (server, parts, decoding))
 

@@ -20,7 +20,8 @@ from .placement import DIM_ORDER, dimension_stages, tier_traffic
 
 FORMATS = ("svg", "png", "pdf", "dot")
 __all__ = ["DIM_ORDER", "FORMATS", "DotMissing", "design_svg", "dimension_stages", "fabric_entities", "fmt",
-           "output_format", "placement", "plan_svg", "power", "render_bytes", "svg_text", "tier_traffic", "topology"]
+           "output_format", "placement", "plan_svg", "power", "render_bytes", "serve_placement", "svg_text",
+           "tier_traffic", "topology"]
 
 
 class DotMissing(RuntimeError):
@@ -39,6 +40,13 @@ def topology(graph: ClusterGraph, fabrics: dict | None = None, design=None) -> g
 def placement(plan, fabrics: dict | None = None) -> graphviz.Digraph:
     """The plan's rank grid (`fabrics` is accepted for the callers of the older view)."""
     return _placement.placement(plan)
+
+
+def serve_placement(plan) -> graphviz.Digraph:
+    """A serve plan's pools and replicas (`views/serve_placement.py`)."""
+    from .serve_placement import serve_placement as draw
+
+    return draw(plan)
 
 
 def power(graph: ClusterGraph, plan=None) -> graphviz.Digraph:

@@ -136,3 +136,39 @@ def test_dpus_never_slow_a_step_and_speed_up_host_bound_ones(cores, dpu, nvme, s
         assert fast.step_time <= slow.step_time * (1 + REL)
         if slow.breakdown.data > 0 or slow.breakdown.checkpoint > 0:  # host- or checkpoint-bound
             assert fast.step_time < slow.step_time
+
+
+# ----------------------------------------------------------------- DPUs that take the network
+
+NETWORK = """
+chip G {{ peak {{ bf16 = 2000 TFLOPS }} hbm {{ capacity = 192 GB  bandwidth = 8 TB/s }} power {{ tdp = 1000 W }} }}
+cpu Cpu {{ cores = {cores} }}
+dpu Dpu {{ bandwidth = 400 Gb/s  cores = {arm}  offload = [{offload}] }}
+fabric Up {{ kind = nvlink  topology = switched  bandwidth = 900 GB/s }}
+fabric Ib {{ kind = infiniband  topology = fat_tree(tiers = 2, radix = 64)  bandwidth = 400 Gb/s  latency = 1 us
+             in_network_reduction = {sharp} }}
+node Box {{ gpus = 8 x G  cpus = 1 x Cpu  scaleup = Up {dpus} }}
+cluster C {{ units = 4 x Box  scaleout = Ib }}
+model M {{ arch = dense  layers = 8  hidden = {hidden}  heads = 16  kv_heads = 16  ffn = 2048  vocab = 32000  seq = 512 }}
+train t {{ model = M  on = C  batch = 32 }}
+"""
+
+
+@few
+@given(st.integers(1, 32), st.integers(1, 16), st.sampled_from(["network", "network, storage", "storage, input"]),
+       st.booleans(), st.sampled_from([256, 512, 2048]), st.data())
+def test_network_dpus_never_slow_a_step_and_speed_up_host_bound_ones(cores, arm, offload, sharp, hidden, data):
+    from gclc.model import dpu
+
+    fields = dict(cores=cores, arm=arm, offload=offload, sharp="true" if sharp else "false", hidden=hidden)
+    without = job_of(NETWORK.format(dpus="", **fields))
+    with_dpus = job_of(NETWORK.format(dpus="dpus = 2 x Dpu", **fields))
+    configs = data.draw(st.lists(st.sampled_from(list(configurations(without))), min_size=1, max_size=4))
+    for cfg in configs:
+        slow = estimate(without.shape, cfg, without.partition)
+        fast = estimate(with_dpus.shape, cfg, with_dpus.partition)
+        assert fast.step_time <= slow.step_time * (1 + REL)
+        # host-bound on communication, and the DPUs take that work faster than the host does it
+        offloaded = dpu.host_time(with_dpus.shape, cfg, with_dpus.partition)
+        if slow.breakdown.host > 0 and offloaded < dpu.host_time(without.shape, cfg, without.partition) * (1 - 1e-6):
+            assert fast.step_time < slow.step_time

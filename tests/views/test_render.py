@@ -306,8 +306,10 @@ def test_render_formats_by_suffix(tmp_path, suffix, magic):
 
 def test_render_errors(tmp_path, capsys):
     example = str(ROOT / "examples" / "custom_dsa.gcl")
+    jobless = tmp_path / "jobless.gcl"  # a cluster without a job has no placement to draw
+    jobless.write_text(TORUS)
     assert main(["render", example, "-o", str(tmp_path / "x.jpg")]) == 2
-    assert main(["render", example, "-o", str(tmp_path / "x.svg"), "--view", "placement"]) == 1
+    assert main(["render", str(jobless), "-o", str(tmp_path / "x.svg"), "--view", "placement"]) == 1
     assert main(["render", example, "-o", str(tmp_path / "x.svg"), "--cluster", "Nope"]) == 2
     err = capsys.readouterr().err
     assert "use .svg, .png, .pdf or .dot" in err and "no `train` job" in err and "no cluster `Nope`" in err

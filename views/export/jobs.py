@@ -59,18 +59,22 @@ def job_plan(entity: Entity) -> JobPlan:
 
 
 def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
-    """Replicas of one width: a share of all of them, each replica kept together."""
+    """One share per pool (aggregated: one; disaggregated: prefill, then decode), each of
+    replicas of one width, each replica kept together."""
     from ...solver.serve import plan_serve
 
     served = plan_serve(entity)
     if served.best is None:
         raise Infeasible(f"no configuration of `{entity.name}` meets its limits"
                          + (f" ({'; '.join(served.binding)})" if served.binding else ""))
-    width = served.best.gpus
-    stages = comms.place(width, 1, served.partition.tiers)
-    share = Share(served.partition.name, width * served.replicas, None, width,
-                  stages[-1].tier.name if stages else None, served.replicas)
-    return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", (share,))
+    pools = [("prefill", served.prefill), ("decode", served.decode)] if served.prefill else [("serving", served.decode)]
+    shares = []
+    for role, side in pools:
+        width = side.replica.gpus
+        stages = comms.place(width, 1, served.partition.tiers)
+        shares.append(Share(served.partition.name, side.gpus, None, width, stages[-1].tier.name if stages else None,
+                            side.count, role))
+    return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", tuple(shares))
 
 
 def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:

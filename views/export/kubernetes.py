@@ -8,7 +8,8 @@ Documents (Kueue v1beta2 `Topology` and `ResourceFlavor`, JobSet v1alpha2, core 
 - `nodes.yaml`: every node with its labels: the partition, the accelerator, and one label
   per level holding the node's domain (`topology.gclc.io/nvlink-domain: gb200-nvl72-0007`).
 - `jobset.yaml` (when the design has a job): for a train job one replicated job per
-  partition share, one pod per node; for a serve job one Job per replica; with Kueue's
+  partition share, one pod per node; for a serve job one Job per replica (a disaggregated
+  plan: two replicated jobs, `prefill` and `decode`, each its pool's replicas); with Kueue's
   topology annotations: the whole share preferred inside the smallest level that holds it,
   and each TP/EP group or replica (a slice of pods) required inside the level the plan
   keeps it in.
@@ -111,19 +112,32 @@ def jobset(layout: Layout, job: JobPlan, image: str) -> dict:
 
 
 def _replicated(group: Group, share: Share, serve: bool, image: str) -> dict:
-    """A train share: one Job of a pod per node. A serve job: one Job per replica, its pods
-    holding the replica's GPUs (fewer than a node's when the replica is narrower)."""
+    """A train share: one Job of a pod per node. A serve pool: one Job per replica, its pods
+    holding the replica's GPUs (fewer than a node's when the replica is narrower); a
+    disaggregated plan's prefill and decode pools are two replicated jobs named by role,
+    their containers told their role (GCLC_SERVE_ROLE)."""
     replicas = share.items if serve else 1
     per_pod = min(group.gpus_per_node, share.together) if serve else group.gpus_per_node
     pods = math.ceil(share.gpus / replicas / per_pod)
     resource = {_resource(group): per_pod}
     template = {"metadata": {"annotations": _placement(group, share, pods * replicas, per_pod)},
                 "spec": {"restartPolicy": "Never", "nodeSelector": {PARTITION_LABEL: group.slug},
-                         "containers": [{"name": "server" if serve else "trainer", "image": image,
-                                         "resources": {"requests": dict(resource), "limits": dict(resource)}}]}}
+                         "containers": [_container(share, serve, image, resource)]}}
     job = {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
            "template": template}
-    return {"name": group.slug[:20].rstrip("-"), "replicas": replicas, "template": {"spec": job}}
+    disaggregated = serve and share.role in ("prefill", "decode")
+    name = share.role if disaggregated else group.slug[:20].rstrip("-")
+    return {"name": name, "replicas": replicas, "template": {"spec": job}}
+
+
+def _container(share: Share, serve: bool, image: str, resource: dict) -> dict:
+    container = {"name": share.role if serve and share.role in ("prefill", "decode") else
+                 ("server" if serve else "trainer"), "image": image,
+                 "resources": {"requests": dict(resource), "limits": dict(resource)}}
+    if serve and share.role:
+        container["env"] = [{"name": "GCLC_SERVE_ROLE", "value": share.role},
+                            {"name": "GCLC_REPLICA_GPUS", "value": str(share.together)}]
+    return container
 
 
 def _placement(group: Group, share: Share, pods: int, per_pod: int) -> dict[str, str]:

@@ -122,13 +122,16 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
     if c.precision == "fp16":
         return [("--fp16", True)]
     args: list[tuple[str, object]] = [("--bf16", True)]
-    if c.precision == "fp8":  # E4M3 forward, E5M2 gradients (Transformer Engine's hybrid format)
-        recipe = "mxfp8" if any(accelerator.upper().startswith(n) for n in MXFP8_CHIPS) else "delayed"
-        args += [("--fp8-format", "hybrid"), ("--fp8-recipe", recipe)]
-    elif c.precision == "fp4":
+    if c.precision in ("fp8", "mxfp8"):  # E4M3 forward, E5M2 gradients (Transformer Engine's hybrid format)
+        mx = c.precision == "mxfp8" or any(accelerator.upper().startswith(n) for n in MXFP8_CHIPS)
+        args += [("--fp8-format", "hybrid"), ("--fp8-recipe", "mxfp8" if mx else "delayed")]
+    elif c.precision == "fp8_e4m3":  # E4M3 both ways
+        args += [("--fp8-format", "e4m3"), ("--fp8-recipe", "delayed")]
+    elif c.precision in ("fp4", "nvfp4"):
         args += [("--fp4-format", "e2m1"), ("--fp4-recipe", "nvfp4")]
     elif c.precision != "bf16":
-        raise ExportError(f"Megatron-LM trains in bf16, fp16, fp8 or fp4; `{job.name}` is planned in {c.precision}")
+        raise ExportError(f"Megatron-LM trains in bf16, fp16, fp8 (hybrid, e4m3, mxfp8) or fp4 (nvfp4); "
+                          f"`{job.name}` is planned in {c.precision}")
     return args
 
 

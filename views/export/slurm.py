@@ -146,12 +146,13 @@ def topology_block(layout: Layout, source: str) -> str:
 
 
 def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
-    """One component per partition share (a heterogeneous job when there are several)."""
+    """One component per partition share or serve pool (a heterogeneous job when there are
+    several: a disaggregated serve plan's prefill and decode pools are components 0 and 1)."""
     lines = ["#!/bin/bash", header(source, f"sbatch script for job {job.name}")]
-    if job.serve:
-        share = job.shares[0]
-        lines.append(f"# serve: {share.items} replicas of {share.together} GPUs")
     for index, share in enumerate(job.shares):
+        if job.serve:
+            lines.append(f"# {'component ' + str(index) + ', ' if len(job.shares) > 1 else ''}"
+                         f"serve {share.role or 'serving'} pool: {share.items} replicas of {share.together} GPUs")
         group = layout.group(share.partition)
         per_node = group.gpus_per_node
         nodes = math.ceil(share.gpus / per_node)
@@ -164,6 +165,12 @@ def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
                   f"#SBATCH --ntasks-per-node={per_node}",
                   "#SBATCH --exclusive"]
         lines += _placement_lines(group, share.together, nodes)
+    if job.serve and len(job.shares) > 1:  # disaggregated: each pool's servers in its own component
+        lines.append("# one server per pool, told its role; the pools find each other through the job's hosts")
+        for index, share in enumerate(job.shares):
+            lines.append(f"GCLC_SERVE_ROLE={share.role} srun --het-group={index} --kill-on-bad-exit=1 \"$@\" &")
+        lines.append("wait")
+        return "\n".join(lines) + "\n"
     what = "the serving command" if job.serve else "the training command, e.g. pretrain_gpt.py with megatron.args"
     lines.append(f"srun --kill-on-bad-exit=1 \"$@\"  # {what}")
     return "\n".join(lines) + "\n"

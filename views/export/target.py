@@ -23,6 +23,7 @@ class Share:
     together: int                # GPUs the plan keeps in one group: the widest of TP and EP (a serve replica)
     together_tier: str | None    # the IR tier that group stays inside (None: inside one GPU)
     items: int = 0               # sequences (data split), layers (pipeline split) or serve replicas
+    role: str = ""               # a serve pool: "serving" (aggregated), "prefill" or "decode"
 
 
 @attrs.frozen

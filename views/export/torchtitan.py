@@ -54,8 +54,8 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
     sections["parallelism"] = parallelism
     sections["activation_checkpoint"] = ({"mode": "selective", "selective_ac_option": "op"}
                                          if c.recompute == "selective" else {"mode": c.recompute})
-    if c.precision == "fp8":
-        mx = any(accelerator.upper().startswith(n) for n in MX_CHIPS)
+    if c.precision in ("fp8", "mxfp8"):
+        mx = c.precision == "mxfp8" or any(accelerator.upper().startswith(n) for n in MX_CHIPS)
         kind = "mx" if mx else "float8"
         converters = [f"quantize.linear.{kind}"] + ([f"quantize.grouped_mm.{kind}"] if shape.is_moe else [])
         sections["model"]["converters"] = converters
@@ -71,7 +71,7 @@ def _check(job: JobPlan, vendor: str) -> None:
                           f"and the plan of `{job.name}` spreads it over {len(job.shares)} partitions")
     if not any(v in vendor.lower() for v in ("nvidia", "amd")):
         raise ExportError(f"torchtitan runs on CUDA and ROCm GPUs; `{job.name}` runs on {vendor} chips")
-    if c.precision not in ("bf16", "fp8"):
+    if c.precision not in ("bf16", "fp8", "mxfp8"):
         raise ExportError(f"torchtitan trains in bf16 mixed precision, optionally with FP8 linears; "
                           f"`{job.name}` is planned in {c.precision}")
     if c.tp > 1 and not c.sp:

@@ -1,0 +1,184 @@
+"""MLPerf Inference datacenter results for benchmarks/serve_accuracy.py: the published rows and
+how gclc predicts each one. Nothing is fitted: the rows only compare.
+
+Scenarios (MLPerf Inference rules, LoadGen):
+  Offline  every sample queued at once; the result is output tokens per second of the whole
+           system. Predicted: one replica simulated (serve_sim) on a queue of requests at the
+           benchmark's mean lengths, with the batch limit the submitter's config states (or the
+           largest that fits), times the replicas the system holds.
+  Server   Poisson arrivals at the scheduled rate; the log states the P50/P99 first-token
+           latency and time per output token at that rate. Predicted: the system's replicas
+           simulated at that rate (join the least-loaded replica), the same percentiles read.
+
+Every row names its log (repository, commit, path). Lengths: the output per sample is the
+log's tokens/s divided by samples/s; input lengths are not in the logs (ESTIMATE, see
+`ISL`). Settings the submission does not state are marked in the row's `assumed`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from gclc.compiler.lower import lower_cluster
+from gclc.compiler.serve_trace import Request
+from gclc.model.inference import Engine, ServeConfig, replica
+from gclc.model.shape import ModelShape
+from gclc.solver.serve_sim import Pool, simulate
+
+V41 = "github.com/mlcommons/inference_results_v4.1 @a2f5d66d closed/NVIDIA/results/"
+V50 = "github.com/ntuhpc/mlperf_inference_results_v5.0 (mirror of mlcommons v5.0) @cf354115 closed/NVIDIA/results/"
+V51 = "github.com/ntuhpc/inference_results_v5.1 (mirror of mlcommons v5.1) @a634ab77 closed/NVIDIA/results/"
+CFG41 = "github.com/mlcommons/inference_results_v4.1 @a2f5d66d closed/NVIDIA/configs/llama2-70b/{Offline,Server}/__init__.py"
+
+# Mean input tokens per benchmark. ESTIMATE: the result logs state output tokens only; these are
+# the datasets' means as we understand them (Llama 2 70B: OpenOrca subset, inputs capped at 1,024;
+# Mixtral: OpenOrca + GSM8K + MBXP mix; Llama 3.1 405B: long-context mix up to 128k; DeepSeek-R1:
+# math/code/QA reasoning prompts) and are the largest uncertainty of these rows.
+ISL = {"Llama2_70B": 294, "Mixtral_8x7B": 450, "Llama31_405B": 9400, "DeepSeekR1": 800}
+KV_SHARE = 0.90           # CFG41: kvcache_free_gpu_mem_frac = 0.90 (TRT-LLM: of the memory left after the weights)
+MAX_BATCH = 2048          # ASSUMPTION: the batch limit where a config states none
+QUEUE = 16                # offline: queued requests per batch slot (MLPerf queues ~10^5; the ramp and drain stay < 1/16)
+SEED = 19
+
+
+@dataclass(frozen=True)
+class MLPerfRow:
+    source: str              # MLPerf41, MLPerf50, MLPerf51
+    model: str
+    cluster: str
+    gpus: int                # accelerators of the submission
+    precision: str
+    tp: int
+    ep: int
+    batch: int | None        # the config's gpu_batch_size per replica (None: the largest that fits)
+    scenario: str            # Offline or Server
+    samples_per_s: float     # the log's (Server: scheduled samples per second)
+    tokens_per_s: float      # the log's output tokens per second
+    metric: str              # tok_s, ttft_p50_s, tpot_p50_s
+    measured: float
+    log: str                 # where the numbers are
+    assumed: str = ""        # settings not stated by the submission (ASSUMPTION)
+
+    @property
+    def osl(self) -> float:
+        return self.tokens_per_s / self.samples_per_s
+
+    @property
+    def isl(self) -> int:
+        return ISL[self.model]
+
+
+def _offline(source, model, cluster, gpus, precision, tp, ep, batch, samples, tokens, log, assumed=""):
+    return MLPerfRow(source, model, cluster, gpus, precision, tp, ep, batch, "Offline", samples, tokens,
+                     "tok_s", tokens, log, assumed)
+
+
+def _server(source, model, cluster, gpus, precision, tp, ep, batch, scheduled, tokens, ttft, tpot, log, assumed=""):
+    args = (source, model, cluster, gpus, precision, tp, ep, batch, "Server", scheduled, tokens)
+    return [MLPerfRow(*args, "ttft_p50_s", ttft, log, assumed), MLPerfRow(*args, "tpot_p50_s", tpot, log, assumed)]
+
+
+def rows() -> list[MLPerfRow]:
+    h100, h200 = "DGX-H100_H100-SXM-80GBx8_TRT/", "H200-SXM-141GBx8_TRT/"
+    out = [
+        # v4.1, Llama 2 70B: H100 TP2 x 4 (batch 896 offline, 1024 server), H200 TP1 x 8 (806 / 896), fp8 (CFG41)
+        _offline("MLPerf41", "Llama2_70B", "H100_Box", 8, "fp8", 2, 1, 896, 84.4792, 24524.9,
+                 V41 + h100 + "llama2-70b-99.9/Offline/performance/run_1/mlperf_log_summary.txt"),
+        _offline("MLPerf41", "Llama2_70B", "H200_Box", 8, "fp8", 1, 1, 806, 107.477, 31302.7,
+                 V41 + h200 + "llama2-70b-99/Offline/performance/run_1/mlperf_log_summary.txt"),
+        *_server("MLPerf41", "Llama2_70B", "H100_Box", 8, "fp8", 2, 1, 1024, 75.10, 21605.79, 0.272954995, 0.156419276,
+                 V41 + h100 + "llama2-70b-99.9/Server/performance/run_1/mlperf_log_summary.txt"),
+        *_server("MLPerf41", "Llama2_70B", "H200_Box", 8, "fp8", 1, 1, 896, 101.25, 29228.22, 0.180758928, 0.124285539,
+                 V41 + h200 + "llama2-70b-99/Server/performance/run_1/mlperf_log_summary.txt"),
+        # v4.1, Mixtral 8x7B: the per-scenario configs are not in the results repository
+        _offline("MLPerf41", "Mixtral_8x7B", "H100_Box", 8, "fp8", 1, 1, None, 359.173, 52415.9,
+                 V41 + h100 + "mixtral-8x7b/Offline/performance/run_1/mlperf_log_summary.txt",
+                 "tp 1 per GPU, fp8, batch: the largest that fits"),
+        _offline("MLPerf41", "Mixtral_8x7B", "H200_Box", 8, "fp8", 1, 1, None, 404.431, 59022.3,
+                 V41 + h200 + "mixtral-8x7b/Offline/performance/run_1/mlperf_log_summary.txt",
+                 "tp 1 per GPU, fp8, batch: the largest that fits"),
+        *_server("MLPerf41", "Mixtral_8x7B", "H100_Box", 8, "fp8", 1, 1, None, 348.37, 50795.57, 0.154281665, 0.102777619,
+                 V41 + h100 + "mixtral-8x7b/Server/performance/run_1/mlperf_log_summary.txt",
+                 "tp 1 per GPU, fp8, batch: the largest that fits"),
+        # v5.0, Llama 3.1 405B: no configs published in the mirror
+        _offline("MLPerf50", "Llama31_405B", "B200_Box", 8, "fp4", 8, 1, None, 2.32353, 1526.29,
+                 V50 + "B200-SXM-180GBx8_TRT/llama3_1-405b/Offline/performance/run_1/mlperf_log_summary.txt",
+                 "fp4 weights (NVIDIA's Blackwell submissions), tp 8, batch: the largest that fits"),
+        _offline("MLPerf50", "Llama31_405B", "GB200_Rack", 72, "fp4", 8, 1, None, 21.1733, 13886.4,
+                 V50 + "GB200-NVL72_GB200-186GB_aarch64x72_TRT_Triton/llama3_1-405b/Offline/performance/run_1/"
+                 "mlperf_log_summary.txt", "fp4, 9 replicas of tp 8, batch: the largest that fits"),
+        # v5.1, DGX B200 results table (summary.html): offline tokens/s. Its TOKENS_PER_SAMPLE is the
+        # accuracy floor, 90 % of the reference run's mean (as 265.005 = 0.9 x 294.45 for Llama 2 70B),
+        # so output per sample = floor / 0.9 and samples/s = tokens / that
+        _offline("MLPerf51", "DeepSeekR1", "B200_Box", 8, "fp4", 1, 8, None, 33379.0 / (3497.6047 / 0.9), 33379.0,
+                 V51 + "B200-SXM-180GBx8_TRT/summary.html (deepseek-r1 Offline)",
+                 "fp4, one replica of 8 attention groups sharing the experts (DP attention + EP 8), "
+                 "batch: the largest that fits"),
+        _offline("MLPerf51", "Llama31_405B", "B200_Box", 8, "fp4", 8, 1, None, 1624.11 / (616.212 / 0.9), 1624.11,
+                 V51 + "B200-SXM-180GBx8_TRT/summary.html (llama3.1-405b Offline)",
+                 "fp4, tp 8, batch: the largest that fits"),
+        _offline("MLPerf51", "Llama2_70B", "B200_Box", 8, "fp4", 1, 1, None, 101527.0 / (265.005 / 0.9), 101527.0,
+                 V51 + "B200-SXM-180GBx8_TRT/summary.html (llama2-70b-99 Offline)",
+                 "fp4, tp 1 x 8, batch: the largest that fits"),
+        # v5.1, GB200 NVL72 (72 GPUs) results table (summary.html), offline tokens/s
+        _offline("MLPerf51", "DeepSeekR1", "GB200_Rack", 72, "fp4", 1, 8, None, 289712.0 / (3497.6047 / 0.9), 289712.0,
+                 V51 + "GB200-NVL72_GB200-186GB_aarch64x72_TRT/summary.html (deepseek-r1 Offline)",
+                 "fp4, 9 replicas of 8 attention groups sharing the experts, batch: the largest that fits"),
+        _offline("MLPerf51", "Llama31_405B", "GB200_Rack", 72, "fp4", 8, 1, None, 14774.30 / (616.212 / 0.9), 14774.30,
+                 V51 + "GB200-NVL72_GB200-186GB_aarch64x72_TRT/summary.html (llama3.1-405b Offline)",
+                 "fp4, 9 replicas of tp 8, batch: the largest that fits"),
+    ]
+    return out
+
+
+def _replica(row: MLPerfRow, design, batch: int = 1):
+    shape = ModelShape.from_entity(design[row.model])
+    partition = lower_cluster(design[row.cluster]).partitions[0]
+    kv = "fp8" if row.precision in ("fp8", "fp4") else None
+    return replica(shape, ServeConfig(row.tp, batch, row.precision, ep=row.ep, kv_precision=kv), partition,
+                   Engine(block=64 if shape.is_mla else 16))
+
+
+def _kv_tokens(r) -> float:
+    """The cache TRT-LLM allocates: KV_SHARE of the memory the weights leave free."""
+    return r.kv_capacity_tokens(r.hbm - (1 - KV_SHARE) * (r.hbm - r.weights))
+
+
+def _batch(row: MLPerfRow, design) -> int:
+    if row.batch is not None:
+        return row.batch
+    probe = _replica(row, design)
+    fits = int(_kv_tokens(probe) // probe.kv.tokens_held(row.isl, row.osl))
+    return max(1, min(MAX_BATCH, fits))
+
+
+def predict(row: MLPerfRow, design) -> float:
+    batch = _batch(row, design)
+    r = _replica(row, design, batch)
+    replicas = row.gpus // r.gpus
+    kv_tokens = _kv_tokens(r)
+    osl = max(1, round(row.osl))
+    if row.scenario == "Offline":
+        queued = tuple(Request(0.0, row.isl, osl) for _ in range(QUEUE * batch))
+        return replicas * simulate(queued, Pool(r, 1, batch, kv_tokens)).tokens_per_s
+    rng = random.Random(SEED)
+    life = osl * r.iteration(batch / 2, batch / 2 * (row.isl + osl / 2))   # a request's rough lifetime
+    count = int(min(12_000, max(2_000, 3 * life * row.samples_per_s)))
+    arrivals, t = [], 0.0
+    for _ in range(count):
+        t += rng.expovariate(row.samples_per_s)
+        arrivals.append(Request(t, row.isl, osl))
+    out = simulate(tuple(arrivals), Pool(r, replicas, batch, kv_tokens), warmup_s=life)
+    return out.percentile("ttft" if row.metric.startswith("ttft") else "tpot", 50)
+
+
+def results(design) -> list[dict]:
+    out = []
+    for row in rows():
+        predicted = predict(row, design)
+        out.append({"source": row.source, "model": row.model, "cluster": row.cluster, "precision": row.precision,
+                    "tp": row.tp, "batch": row.batch, "isl": row.isl, "osl": round(row.osl), "metric": row.metric,
+                    "measured": row.measured, "predicted": predicted, "error": predicted / row.measured - 1,
+                    "scenario": row.scenario, "log": row.log, "assumed": row.assumed})
+    return out

@@ -1,0 +1,75 @@
+"""Number formats by name: which peak each runs at and how many bytes a value takes.
+
+A chip's `peak { ... }` (and `ops_per_clock`) is keyed by *family*: fp64, fp32, tf32, bf16,
+fp16, fp8, fp6, fp4, int8 — the tensor-core rate does not depend on the encoding within a
+family. A chip's `formats = [...]` and a job's `precision` name a format: a family name
+(the generic recipe: `fp8` is Transformer Engine's E4M3 forward / E5M2 backward) or one of
+the named encodings below. Block-scaled formats carry their scales in their width.
+
+Sources:
+  [ofp8]  OCP 8-bit Floating Point Specification (OFP8) rev 1.0, 2023: E4M3 and E5M2;
+          Micikevicius et al. 2022, "FP8 Formats for Deep Learning" (arXiv:2209.05433).
+  [fnuz]  ROCm HIP docs, "FP8 Numbers" (docs-6.2.0): gfx940/941/942 (MI300) run the FNUZ
+          encodings, not OCP FP8; StableHLO RFC 20230321-fp8_fnuz.
+  [mx]    OCP Microscaling Formats (MX) Specification v1.0, 2023: blocks of 32 elements
+          share one 8-bit E8M0 scale: + 8/32 = 0.25 bit per element.
+  [nvfp4] NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference"
+          (2025): E2M1 values, one FP8 E4M3 scale per 16 (+ 0.5 bit), and one FP32 scale
+          per tensor (negligible).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+FAMILIES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
+
+
+@attrs.frozen
+class Format:
+    name: str
+    family: str     # the peak it runs at
+    bits: float     # storage per value, block scales included
+
+
+_NAMED = (
+    Format("fp8_e4m3", "fp8", 8),        # [ofp8]
+    Format("fp8_e5m2", "fp8", 8),        # [ofp8]
+    Format("fp8_e4m3fnuz", "fp8", 8),    # [fnuz]
+    Format("fp8_e5m2fnuz", "fp8", 8),    # [fnuz]
+    Format("mxfp8", "fp8", 8 + 8 / 32),  # [mx] E4M3 or E5M2 elements
+    Format("mxfp6", "fp6", 6 + 8 / 32),  # [mx] E2M3 or E3M2 elements
+    Format("mxfp4", "fp4", 4 + 8 / 32),  # [mx] E2M1 elements
+    Format("nvfp4", "fp4", 4 + 8 / 16),  # [nvfp4]
+)
+# Family names as formats: their storage width. Generic fp4 and fp6 are block-scaled in
+# every shipping recipe; ASSUMPTION: NVFP4's 4.5 bits and a plain 6 bits.
+_GENERIC = {"fp64": 64, "fp32": 32, "tf32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "fp6": 6, "fp4": 4.5, "int8": 8}
+
+FORMATS: dict[str, Format] = {**{name: Format(name, name, bits) for name, bits in _GENERIC.items()},
+                              **{f.name: f for f in _NAMED}}
+NAMES = tuple(FORMATS)
+NARROW = ("fp8", "fp6", "fp4", "int8")  # families below 16 bits: low-precision recipes
+
+
+def family(name: str) -> str:
+    """The peak a format runs at (`nvfp4` -> `fp4`); unknown names are their own family."""
+    known = FORMATS.get(name)
+    return known.family if known is not None else name
+
+
+def value_bytes(name: str) -> float:
+    """Bytes one value of the format takes in memory, its block scales included."""
+    known = FORMATS.get(name)
+    return known.bits / 8 if known is not None else 2.0
+
+
+def is_narrow(name: str) -> bool:
+    """Whether the format is a sub-16-bit (fp8, fp6, fp4, int8) recipe."""
+    return family(name) in NARROW
+
+
+def runs(formats: tuple[str, ...], name: str) -> bool:
+    """Whether a chip listing `formats` runs `name`: listed, or a family name one of the
+    listed formats belongs to (`fp8` on a chip that lists `fp8_e4m3`)."""
+    return name in formats or (name in FAMILIES and any(family(f) == name for f in formats))
