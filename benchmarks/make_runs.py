@@ -34,6 +34,7 @@ from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as
                        sharding_of, system_of)
 from run_models import Shape, Unexpressible, _norm, integer, num, resolve_shape  # noqa: E402,F401
 from run_recipes import Recipe, recipe_of  # noqa: E402
+from run_stacks import software_of  # noqa: E402,F401  (the stack a run's framework and date imply)
 
 DEFAULT_RUNS = HERE / "data" / "public_runs.csv"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
@@ -183,23 +184,6 @@ def precision_of(text: str) -> tuple[str, str]:
         raise Unexpressible(str(e)) from None
 
 
-def software_of(row: dict) -> str:
-    f = (row["framework"] + " " + row["group"]).lower()
-    if "maxtext" in f:
-        return "maxtext"
-    if "deepspeed" in f:
-        return "deepspeed"
-    if "torchtitan" in f or "llm-foundry" in f or "composer" in f:
-        return "fsdp"
-    if "megatron-bridge" in f or "nemo" in f:
-        return "nemo"
-    if "megatron-core" in f:
-        return "megatron_core"
-    if "megatron" in f:
-        return "megatron"
-    raise Unexpressible(f"software stack '{row['framework']}' has no gclc equivalent")
-
-
 def zero_of(row: dict, stack: str, recipe: Recipe) -> tuple[int, str]:
     stated = sharding_of(row["zero_or_fsdp"])
     if stated is not None:
@@ -220,12 +204,13 @@ def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, s
         value = "full" if remat == "full" else "selective"
         return value, (f"MaxText remat_policy={remat}" + ("" if remat == "full" else
                        " (matmul outputs saved, the rest recomputed; written as selective)") +
-                       ("; the saved activations are offloaded to host memory, not expressible in gclc"
+                       ("; the saved activations are offloaded to host memory, not written: the TPU hosts in "
+                        "std declare no `host_link`"
                         if "offload" in remat else ""))
     if "selective layer" in r:
         # torchtitan config_manager.py (04133643): selective_ac_option default "2" = every other layer
-        return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full; gclc has no "
-                        "partial-layer recompute, written as full")
+        return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full "
+                        "(selective_ac_option default \"2\"; recompute_every = 2)")
     if "selective op" in r:
         # torchtitan op-level SAC (torchtitan/parallelisms/parallelize_llama.py no_recompute_list, commit 04133643):
         # saves matmul and attention outputs but recomputes every second matmul; gclc's selective
@@ -298,11 +283,18 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         fills.append(f"layout, batch and remat: {layout['cite']}")
         pin("tp", tp, f"ici_tensor_parallelism = {tp} ({layout['cite']})")
         pin("pp", 1, "MaxText runs no pipeline here")
-        pin("dp", dp, "ici_fsdp_parallelism = -1 (the rest of the chips)" +
-            (f"; the script also sets ici_data_parallelism = {layout['ici_dp']}: gclc shards over all dp "
-             "replicas (no hybrid FSDP)" if layout["ici_dp"] > 1 else "") +
-            ("; slices replicate over the DCN (dcn_data_parallelism = -1), gclc shards over all of them"
-             if n > 256 and "v5e" in row["accelerator"].lower() else ""))
+        pin("dp", dp, "ici_fsdp_parallelism = -1 (the rest of the chips)")
+        # Hybrid sharding: FSDP over ici_fsdp inside a slice; ici_data_parallelism and, across
+        # v5e slices, dcn_data_parallelism = -1 replicate
+        slices = n // 256 if n > 256 and "v5e" in row["accelerator"].lower() else 1
+        shard = dp // (layout["ici_dp"] * slices)
+        if shard < dp:
+            why = []
+            if layout["ici_dp"] > 1:
+                why.append(f"ici_data_parallelism = {layout['ici_dp']} replicates inside the slice")
+            if slices > 1:
+                why.append(f"dcn_data_parallelism = -1 replicates across the {slices} slices")
+            pin("shard", shard, f"ici_fsdp_parallelism: FSDP over {shard} chips; " + "; ".join(why))
         mb = layout["pdbs"]
         pin("microbatch", mb, "per_device_batch_size: one micro-batch per step per chip")
     else:
@@ -360,6 +352,11 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     if recompute:
         pin("recompute", recompute, why)
     r = row["recompute"].lower()
+    if "selective layer" in r:
+        pin("recompute_every", 2, "torchtitan selective_ac_option \"2\": every 2nd layer")
+    if recipe.offload:
+        pin("offload", round(recipe.offload, 4), f"activations of {recipe.offload:.1%} of each stage's layers in "
+            "host memory: " + next(n for n in recipe.notes if "cpu_offloading" in n))
     if "sequence" in r and "parallel" in r:
         pin("sp", True, "row: sequence parallelism")
     elif stack == "megatron" and tp > 1:

@@ -72,6 +72,7 @@ ATTENTION_MODULES = {"core_attn"}
 class Recipe:
     recompute: str | None = None   # gclc value to pin; None leaves the generator's default
     zero: int | None = None
+    offload: float | None = None   # share of each stage's layers whose activations go to host memory
     notes: list[str] = field(default_factory=list)   # why, with the source
     gaps: list[str] = field(default_factory=list)    # what gclc cannot express
 
@@ -108,8 +109,11 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
                            "expressible (gclc recomputes all layers or none)")
     if hit.offload:
         recipe.notes.append(f"cpu_offloading_num_layers {hit.offload} ({where})")
-        recipe.gaps.append(f"activations of {hit.offload} layers are offloaded to host memory (recipe {hit.name}): "
-                           "not expressible, so gclc's memory check sees them on the GPU")
+        if hit.offload < layers_per_stage:
+            recipe.offload = hit.offload / layers_per_stage
+        else:
+            recipe.gaps.append(f"activations of {hit.offload} layers are offloaded to host memory (recipe "
+                               f"{hit.name}), more than the {layers_per_stage} layers of a stage")
     if not recipe.notes:
         recipe.notes.append(f"recipe sets no recompute ({where})")
     return recipe

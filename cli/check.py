@@ -16,15 +16,19 @@ from .common import colour, quiet, settings_option
 
 def add(commands) -> None:
     check = commands.add_parser("check", help="parse and check designs; print diagnostics")
-    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("files", nargs="*", metavar="FILE")
+    check.add_argument("--list-codes", action="store_true", default=argparse.SUPPRESS,
+                       help="list every diagnostic code and exit (as `gclc --list-codes`)")
     settings_option(check)
     check.add_argument("--format", choices=("text", "json"), default="text", help="diagnostics as text (default) or JSON")
     check.add_argument("--json", dest="format", action="store_const", const="json",
                        help="diagnostics as JSON (the same as --format json); several files: an object keyed by file")
-    check.set_defaults(run=run)
+    check.set_defaults(run=run, usage=check.error)
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.files:
+        args.usage("give at least one FILE (or --list-codes)")  # argparse's usage error: exit 2
     results = [check_file(path, args.set) for path in args.files]
     if quiet():
         results = [attrs.evolve(r, diagnostics=tuple(d for d in r.diagnostics if d.is_error)) for r in results]

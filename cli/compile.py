@@ -13,6 +13,8 @@ def add(commands) -> None:
     compile_ = commands.add_parser("compile", help="lower a design to the IR graph and write it as JSON")
     compile_.add_argument("file", metavar="FILE")
     compile_.add_argument("-o", "--output", metavar="OUT", help="write the IR here (default: stdout)")
+    compile_.add_argument("--json", action="store_true",
+                          help="the IR as JSON (what compile always prints; the flag every command with results takes)")
     compile_.add_argument("--cluster", metavar="NAME", help="the cluster to lower (default: the file's first)")
     settings_option(compile_)
     compile_.set_defaults(run=run)

@@ -8,6 +8,7 @@ import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, check_file
 from ..dsl.diagnostics import render_all
+from .progress import progress
 
 
 def add(commands) -> None:
@@ -32,6 +33,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from ..compiler.settings import parse_settings
 
     settings, _ = parse_settings(args.set)
-    comparison = compare(args.a, args.b, args.job, settings)
+    with progress("planning both designs"):
+        comparison = compare(args.a, args.b, args.job, settings)
     print(diff_json(comparison) if args.json else diff_text(comparison))
     return EXIT_OK

@@ -16,11 +16,11 @@ def _interrupted_while_loading(signum, frame) -> None:
 
 
 def main() -> int:
-    previous = _signal.signal(_signal.SIGINT, _interrupted_while_loading)
+    _signal.signal(_signal.SIGINT, _interrupted_while_loading)  # (gclc/__init__.py set it already as the command)
     try:
         from .main import main as run
-    finally:
-        _signal.signal(_signal.SIGINT, previous)  # from here KeyboardInterrupt: main cleans up, exits 130
+    finally:  # from here KeyboardInterrupt: main cleans up (temporary files) and exits 130
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     try:
         return run()
     except KeyboardInterrupt:

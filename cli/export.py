@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
+from .progress import progress
 from .common import checked_design, error, settings_option
 from .output import write_atomic
 
@@ -31,6 +32,8 @@ def add(commands) -> None:
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
     export.add_argument("-o", "--output", metavar="DIR",
                         help="write the files into this directory (created if missing); `-` or none: stdout")
+    export.add_argument("--json", action="store_true",
+                        help="print the files as one JSON object keyed by file name (instead of writing -o DIR)")
     export.add_argument("--job", metavar="NAME",
                         help="the job to plan: a train job, or for slurm and kubernetes a serve job "
                              "(default: the file's first train job, else its first serve job)")
@@ -56,13 +59,19 @@ def run(args: argparse.Namespace) -> int:
         error(f"no cluster `{args.cluster}` in {args.file}; the design has: {known}")
         return EXIT_USAGE
     try:
-        files = export(args.to, design, args.job, args.cluster, args.file)
+        with progress(f"planning and exporting to {args.to}"):
+            files = export(args.to, design, args.job, args.cluster, args.file)
     except Infeasible as problem:
         error(f"infeasible: {problem}")
         return EXIT_INFEASIBLE
     except (ExportError, JobError, LookupError) as problem:
         error(f"cannot export to {args.to}: {problem}")
         return EXIT_USAGE if getattr(problem, "usage", False) else EXIT_ERRORS
+    if args.json:
+        import json
+
+        print(json.dumps(files, indent=2, ensure_ascii=False))
+        return EXIT_OK if out is None else _write_all(Path(out), files)
     if out is None:
         sys.stdout.write("".join(f"# ==> {name} <==\n{text}" for name, text in files.items()))
         return EXIT_OK

@@ -20,6 +20,7 @@ COMMANDS = (check, compile, explain, plan, schedule, export, render, report, swe
 
 
 def main(argv: list[str] | None = None) -> int:
+    _escape_unencodable()
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser(_named(argv))
     args = parser.parse_args(argv)
@@ -53,6 +54,16 @@ def _list_codes() -> int:
 
     print(codes_listing())
     return EXIT_OK
+
+
+def _escape_unencodable() -> None:
+    """A lone surrogate (from a file name or an argument) or a character the terminal's
+    encoding lacks is written escaped (`\\udc80`), never a UnicodeEncodeError mid-output."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # not a text stream we may change
+            pass
 
 
 def _silence_stdout() -> None:

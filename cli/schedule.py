@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .progress import progress
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
 from ..dsl.diagnostics import render_all
 from .common import output_problem, settings_option
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     outcome = simulate(workload, POLICIES[args.policy], seed=args.seed, failures=not args.no_failures,
                        epochs=max(0, args.epochs), progress=_progress_bar(len(workload.jobs)))
-    optimum = [solve(epoch) for epoch in outcome.epochs[:max(0, args.epochs)]]
+    with progress("solving the MILP optimum at each epoch"):
+        optimum = [solve(epoch) for epoch in outcome.epochs[:max(0, args.epochs)]]
     data = schedule_json(workload, outcome, optimum)
     if args.output:
         from .output import write_atomic
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
             return EXIT_ERRORS
-    print(json.dumps(data, indent=2) if args.json else schedule_text(data))
+    print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
     return EXIT_OK
 
 

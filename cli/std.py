@@ -12,6 +12,7 @@ from ..dsl.library import StdFile, StdPart, find_part, part_text, std_files, std
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK
 from ..compiler.names import nearest
 from ..views.color import paint_gcl
+from ..dsl.diagnostics import printable
 from .common import colour
 
 
@@ -34,11 +35,12 @@ def run(args: argparse.Namespace) -> int:
             return 2
         return _show(args.name, args.json)
     if args.name:
-        print(f"gclc std list: takes no name (did you mean `gclc std show {args.name}`?)", file=sys.stderr)
+        print(printable(f"gclc std list: takes no name (did you mean `gclc std show {args.name}`?)"), file=sys.stderr)
         return 2
     kinds = sorted({p.kind for p in std_parts()})
     if args.kind is not None and args.kind not in kinds:
-        print(f"gclc std list: no parts of kind `{args.kind}`; the library has {', '.join(kinds)}", file=sys.stderr)
+        print(printable(f"gclc std list: no parts of kind `{args.kind}`; the library has {', '.join(kinds)}"),
+              file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps([part_json(p) for p in std_parts() if args.kind is None or p.kind == args.kind], indent=2))
@@ -85,7 +87,7 @@ def _show(name: str, as_json: bool = False) -> int:
     if part is None:
         near = nearest(name, [p.name for p in std_parts()])
         hint = f"; did you mean `{near}`?" if near else "; `gclc std list` lists them"
-        print(f"gclc std: the standard library has no part `{name}`{hint}", file=sys.stderr)
+        print(printable(f"gclc std: the standard library has no part `{name}`{hint}"), file=sys.stderr)
         return EXIT_ERRORS
     if as_json:
         print(json.dumps(part_json(part, text=True), indent=2, ensure_ascii=False))

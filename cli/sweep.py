@@ -22,6 +22,8 @@ def add(commands) -> None:
     sweep.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="fix a param for every point")
     sweep.add_argument("-o", "--output", default="sweep", metavar="DIR",
                        help="folder for sweep.parquet, sweep.csv, pareto.svg/.png, report.html (default: ./sweep)")
+    sweep.add_argument("--json", action="store_true",
+                       help="print the summary (counts, reasons, the Pareto front's rows, files written) as JSON")
     sweep.add_argument("--job", metavar="NAME", help="the job to plan at every point (default: the file's first)")
     sweep.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput"), default="throughput",
                        help="what each point's plan optimizes (default: throughput)")

@@ -110,11 +110,12 @@ def _run(args, out: Path, objectives, swept, axes_values, make_points, total: in
     writer.close()
     files = [str(out / "sweep.parquet"), str(out / "sweep.csv")] + _charts(args, out, collected, objectives, total,
                                                                              axes_values, plan, kept)
-    from ..views.sweep_report import summary_text
+    from ..views.sweep_report import summary_json, summary_text
 
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    print(summary_text(collected, total, objectives, files, interrupted))
+    show = summary_json if getattr(args, "json", False) else summary_text
+    print(show(collected, total, objectives, files, interrupted))
     if interrupted:
         return 130
     return EXIT_OK if collected.statuses["ok"] else EXIT_INFEASIBLE

@@ -15,6 +15,7 @@ from .resolve import load, load_again
 from .rules import job_precision
 from .sanity import sanity
 from .limits import job_limit_problems
+from .train_rules import train_pin_problems
 from .settings import SETTINGS_SOURCE, parse_settings, settings_source
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
@@ -53,7 +54,8 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
         diagnostics = sort_unique(diagnostics + tuple(d for job in design.entities if job.kind in ("train", "serve")
                                                       for d in job_precision(job)))
     if design is not None:
-        diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)) + tuple(job_limit_problems(design)))
+        diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)) + tuple(job_limit_problems(design))
+                                   + tuple(train_pin_problems(design)))
         design = None if has_errors(diagnostics) else design
     return Result(design, diagnostics, dict(program.sources))
 

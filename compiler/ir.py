@@ -86,6 +86,7 @@ class NodeType:
     nvme: float
     overhead: float              # watts: fans, boards, power conversion
     nvme_bandwidth: float | None = None   # bytes/s the node's NVMe drives read or write
+    host_link: float | None = None        # bytes/s per direction between one GPU and host memory (PCIe, C2C)
     span: Span = _span()
 
     def parts_of(self, kind: str) -> tuple[Part, ...]:

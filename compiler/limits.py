@@ -51,6 +51,10 @@ def _bounds(job: Entity) -> Iterator[Diagnostic]:
                 side = "a ceiling" if wanted is UPPER else "a floor"
                 yield codes.LIMIT_DIRECTION.make(item.span, target=bound.target, op=bound.op, side=side, notes=[
                     f"help: write `{bound.target} {wanted[0]} ...`; the planner only enforces {side} on `{bound.target}`"])
+            if (bound.target == "gpus" and bound.op == "<" and isinstance(bound.value, int)
+                    and not isinstance(bound.value, bool) and bound.value <= 1):
+                yield codes.OUT_OF_RANGE.make(item.span, field="gpus <", bound="> 1 (`gpus < 1` allows no GPU)",
+                                              value=bound.value, notes=["help: write `gpus <= 1` for one GPU"])
             if job.kind == "train" and bound.target in NEEDS_TOKENS and job.get("tokens") is None:
                 yield codes.LIMIT_NEEDS.make(item.span, target=bound.target, needs="tokens", notes=[
                     f"help: add `tokens = ...` to `{job.name}`: the {bound.target} of a run is its tokens over its throughput"])
@@ -61,10 +65,12 @@ def _targets(job: Entity) -> Iterator[Diagnostic]:
     targets = target if isinstance(target, tuple) else (target,)
     seen: dict[tuple[str, str | None], str] = {}
     available = 0
+    graphs: dict[int, object] = {}   # each cluster lowered once, however many of its partitions are named
     for one in targets:
         if isinstance(one, Partition):
             keys = [(one.cluster.name, one.name)]
-            gpus = lower_cluster(one.cluster).partition(one.name).gpus
+            graph = graphs.get(id(one.cluster)) or graphs.setdefault(id(one.cluster), lower_cluster(one.cluster))
+            gpus = graph.partition(one.name).gpus
             shown = f"{one.cluster.name}.{one.name}"
         elif isinstance(one, Entity) and one.kind == "cluster":
             graph = lower_cluster(one)

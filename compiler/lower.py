@@ -73,6 +73,7 @@ def node_type(node: Entity) -> NodeType:
     return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _f(node.get("dram")),
                     _f(node.get("nvme")), _f(node.get("overhead")),
                     nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
+                    host_link=_f(node.get("host_link")) if node.get("host_link") is not None else None,
                     span=node.span)
 
 

@@ -9,6 +9,7 @@ import attrs
 
 from ..dsl.source import Span
 from .ir import ClusterGraph, Partition
+from ..dsl.numbers import number, readable
 from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, MONEY, POWER, NONE, TIME
 
 # Host DRAM power per byte of capacity. An assumption: a 64 GB DDR4/DDR5 RDIMM draws
@@ -25,13 +26,13 @@ class Metric:
     label: str
     value: float
     unit: str                    # "W", "B", "B/s", "FLOPS", "s", "USD" or "" for counts
-    formula: str
+    formula: str = attrs.field(converter=readable)  # numbers in it as the one formatter writes them
     span: Span | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def text(self) -> str:
         if self.unit == "":
-            return f"{self.value:,.0f}" if float(self.value).is_integer() else f"{self.value:,.4g}"
+            return number(self.value)
         return format_quantity(Quantity(_exact(self.value), _DIMS[self.unit]))
 
 

@@ -8,6 +8,8 @@ overrides applied), ready for evaluation and checking.
 
 from __future__ import annotations
 
+import difflib
+import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
@@ -224,7 +226,9 @@ def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagn
     try:
         data = _read_bounded(real)
     except OSError as error:
-        diagnostics.append(codes.IO_ERROR.make(at, path=display, reason=error.strerror or str(error)))
+        found = codes.IO_ERROR.make(at, path=display, reason=error.strerror or str(error),
+                                    notes=unreadable_help(display, real, error))
+        diagnostics.append(found if at is not None else attrs.evolve(found, file=display))
         return None
     try:
         return data.decode("utf-8")
@@ -235,6 +239,30 @@ def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagn
         diagnostics.append(codes.ENCODING.make(source.span(len(source.text), len(source.text)),
                                                byte=f"0x{data[error.start]:02x}", offset=error.start))
         return None
+
+
+def unreadable_help(display: str, real: Path, error: OSError) -> list[str]:
+    """How to fix a file that cannot be read, by what went wrong."""
+    if isinstance(error, _Refused):
+        return []  # the reason says it
+    if error.errno == errno.ENAMETOOLONG:
+        longest = max((len(part.encode("utf-8", "surrogateescape")) for part in real.parts), default=0)
+        return [f"help: a file name may have at most 255 bytes and a path 4,096 (the longest name here has "
+                f"{longest:,}); rename the file or shorten the path"]
+    if error.errno == errno.ENOENT:
+        folder = real.parent if str(real.parent) not in ("", ".") else Path(".")
+        try:
+            nearby = sorted(p.name for p in folder.iterdir() if p.suffix == ".gcl")
+        except OSError:
+            return [f"help: the folder `{folder}` does not exist either; check the path"]
+        stems = {Path(name).stem: name for name in nearby}  # compare names, not the `.gcl` they share
+        close = [stems[c] for c in difflib.get_close_matches(real.stem, list(stems), n=1)]
+        hint = f"; did you mean `{folder / close[0] if str(folder) != '.' else close[0]}`?" if close else ""
+        where = "the current folder" if str(folder) == "." else f"`{folder}`"
+        return [f"help: there is no `{real.name}` in {where}{hint}"]
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return ["help: this user may not read the file; check its permissions (`ls -l`)"]
+    return []
 
 
 # A design is text a person writes: 16 MiB is ~100x the largest real one, and reading no

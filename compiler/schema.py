@@ -254,10 +254,11 @@ SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BAND
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
-     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH},
+     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
-        "time to repair one; `storage` the checkpoint write bandwidth of one node",
+        "time to repair one; `storage` the checkpoint write bandwidth of one node; `host_link` the bandwidth "
+        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
@@ -296,21 +297,34 @@ CLUSTER = Block(
 MODEL = Block(
     {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
-     "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT},
+     "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT,
+     "window": COUNT, "global_every": COUNT, "block": Choice(("sequential", "parallel"), "a block layout")},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0}, required=("routed", "top_k")),
             "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0}, required=("kv_rank",),
                          doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per token")},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
+    doc="`window`: sliding-window (local) attention over that many keys, in every layer or, with "
+        "`global_every = k`, all but every k-th (Gemma 2, GPT-OSS); `block = parallel`: attention and MLP "
+        "read one normed input and their outputs are summed (GPT-J, PaLM)",
 )
 OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
               "minimize": Choice(("time", "energy", "cost"), "an objective")}
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
+# Activation checkpointing variants (model/recompute.py) and offload (model/offload.py).
+RECOMPUTE_MODULES = ("core_attention", "norm", "mlp")
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
+                     "recompute_modules": ListOf(Choice(RECOMPUTE_MODULES, "a recomputed module"), least=1),
+                     "recompute_every": COUNT, "offload": SHARE,
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
-                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule")})
+                     "shard": COUNT,
+                     "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule")},
+                    doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
+                        "replicated across groups; `recompute_modules` (with `recompute = selective`) and "
+                        "`recompute_every` (every k-th layer) select what is recomputed; `offload`: the share of each "
+                        "stage's layers whose activations are kept in host memory")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
 # tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,

@@ -40,6 +40,7 @@ class Diagnostic:
     notes: tuple[str, ...] = ()
     subject_label: str = ""
     json_path: str | None = None  # `$.cluster.units[0]` where no source span exists
+    file: str | None = None       # the file it is about, where no span exists (a file that cannot be read)
 
     @property
     def is_error(self) -> bool:
@@ -65,6 +66,7 @@ class Diagnostic:
             "labels": [{"span": span_json(l.span), "message": l.message} for l in self.labels],
             "notes": list(self.notes),
             "json_path": self.json_path,
+            "file": self.file,
         }
 
 
@@ -110,6 +112,8 @@ def _render(diagnostic: Diagnostic, sources: Mapping[str, SourceFile]) -> str:
     head = f"{d.severity.value}[{d.code}]: {d.summary}"
     if d.subject is not None:
         head = f"{d.subject}: {head}"
+    elif d.file:
+        head = f"{d.file}: {head}"
     elif d.json_path:
         head = f"{d.json_path}: {head}"
     lines = [head]

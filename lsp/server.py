@@ -149,6 +149,6 @@ def _import_line(text: str) -> int:
     return last + 1
 
 
-def main() -> int:
-    server.start_io()
+def main(stdin=None) -> int:
+    server.start_io(stdin)
     return 0

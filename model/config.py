@@ -5,9 +5,10 @@ from __future__ import annotations
 import attrs
 
 from ..compiler.schema import SOFTWARE_STACKS
+from .stacks import ERAS
 
 # What a software stack does, as far as step time is concerned. Each entry names real,
-# documented behaviour, not a fitted number:
+# documented behaviour, not a fitted number, of the releases model/stacks.py lists with sources:
 #   attention: "flash" (fused, causal blocks skipped) or "unfused" (s x s scores in HBM)
 #   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
 #   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
@@ -31,6 +32,7 @@ STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name,
     "maxtext":         ("flash",    True,  False,  True,  True,  True,  True,  2),
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"
+assert {e.stack for e in ERAS} == set(STACKS), "every stack names its releases (model/stacks.py)"
 DEFAULT_STACK = "megatron_core"
 DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
 
@@ -49,8 +51,18 @@ class TrainConfig:
     vp: int = 1                # virtual pipeline stages per GPU (interleaved 1F1B)
     microbatch: int = 1        # sequences per micro-batch
     recompute: str = "none"    # none | selective | full
+    # Activation checkpointing variants (model/recompute.py): the modules a selective
+    # recompute redoes (empty: the attention core, Korthikanti's selective), and every
+    # how many layers the recompute applies (1: every layer; torchtitan's every-k-th).
+    recompute_modules: tuple[str, ...] = ()
+    recompute_every: int = 1
+    offload: float = 0.0       # share of each stage's layers whose saved activations live in host memory
     sp: bool = False           # sequence parallelism (needs tp > 1 to matter)
     zero: int = 1              # 0 DDP, 1 optimizer sharded (distributed optimizer), 2 + grads, 3 + weights (FSDP)
+    # Hybrid sharding (HSDP, MaxText ici_fsdp x dcn_data): the ZeRO state is sharded over
+    # groups of `shard` consecutive data-parallel (x context) ranks and replicated across
+    # the dp x cp / shard groups; 0: one group of all dp x cp ranks (plain ZeRO / FSDP).
+    shard: int = 0
     precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
     stack: str = DEFAULT_STACK
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
@@ -64,6 +76,11 @@ class TrainConfig:
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def shards(self) -> int:
+        """Ranks that share one copy of the ZeRO-sharded state (model/sharding.py)."""
+        return self.shard or self.dp * self.cp
 
     @property
     def microbatches(self) -> int:

@@ -144,7 +144,9 @@ class Replica:
         work = gemm + attention
         collectives = 0.0
         if c.tp > 1:
-            collectives += 2 * layers * comms.all_reduce(group * s.hidden * 2, self.tp_stages)
+            # two all-reduces per layer; one where a parallel block sums attention and MLP first
+            reductions = 1 if s.parallel_block else 2
+            collectives += reductions * layers * comms.all_reduce(group * s.hidden * 2, self.tp_stages)
         if s.is_moe and c.tp * c.ep > 1:
             moe = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden

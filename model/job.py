@@ -112,4 +112,13 @@ def pinned_config(job: Job) -> TrainConfig:
         batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=int(p.get("ep", 1)), vp=int(p.get("vp", 1)),
         microbatch=int(p.get("microbatch", 1)), recompute=str(recompute), sp=bool(p.get("sp", tp > 1)),
         zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack),
-        sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every)
+        sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **pinned_only(job))
+
+
+def pinned_only(job: Job) -> dict[str, object]:
+    """The choices the planner never searches, only takes from the file: hybrid sharding's
+    group, the recompute's modules and layer interval, the offloaded share of layers."""
+    p = job.pinned
+    modules = p.get("recompute_modules") or ()
+    return {"shard": int(p.get("shard") or 0), "recompute_every": int(p.get("recompute_every") or 1),
+            "recompute_modules": tuple(_plain(m) for m in modules), "offload": float(p.get("offload") or 0.0)}

@@ -8,6 +8,8 @@ import attrs
 
 from ..compiler.formats import family, is_narrow, value_bytes
 from .config import TrainConfig
+from .recompute import kept_bytes
+from .sharding import state_shards
 from .shape import ModelShape
 
 WEIGHT_BYTES = 2          # bf16 weights used by the forward pass
@@ -23,13 +25,15 @@ class Memory:
     activations: float
     logits: float
     buffers: float
+    offloaded: float = 0.0     # activations held in host memory (not on the GPU: not in `total`)
 
     @property
     def total(self) -> float:
         return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.buffers
 
     def rows(self) -> tuple[tuple[str, float], ...]:
-        return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Memory))
+        """The GPU's memory by category (host-resident activations apart)."""
+        return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Memory) if f.name != "offloaded")
 
 
 def low_precision_copy(precision: str) -> float:
@@ -56,44 +60,49 @@ def params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
 def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding over dp (and cp),
     at `cfg`'s ZeRO stage or `zero`."""
-    zero = cfg.zero if zero is None else zero
     params = params_per_gpu(shape, cfg)
-    shards = cfg.dp * cfg.cp  # Megatron shards the distributed optimizer over dp x cp
+    # Megatron shards the distributed optimizer over dp x cp; hybrid sharding over a group of them
+    on_weights, on_grads, on_optimizer = state_shards(cfg, zero)
     weight_bytes = WEIGHT_BYTES + low_precision_copy(cfg.precision)
-    weights = params * weight_bytes / (shards if zero >= 3 else 1)
-    grads = params * int(cfg.behaviour("grad_bytes")) / (shards if zero >= 2 else 1)
-    optimizer = params * OPTIMIZER_BYTES / (shards if zero >= 1 else 1)
+    weights = params * weight_bytes / on_weights
+    grads = params * int(cfg.behaviour("grad_bytes")) / on_grads
+    optimizer = params * OPTIMIZER_BYTES / on_optimizer
     return weights, grads, optimizer
 
 
 def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False,
                                recompute: str | None = None) -> float:
-    """Bytes one layer keeps for backward, for one micro-batch, on one GPU (with `cfg`'s
-    recompute choice or `recompute`)."""
-    recompute = cfg.recompute if recompute is None else recompute
-    t = cfg.tp
+    """Bytes one layer keeps for backward, for one micro-batch, on one GPU, with `cfg`'s
+    recompute choice or `recompute` (averaged over the layers when only every k-th
+    recomputes: model/recompute.py)."""
     tokens = cfg.microbatch * cfg.seq / cfg.cp
+    layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
+    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute)
+
+
+def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:
+    """Bytes per token a layer keeps for backward without recompute, by tensor."""
+    t = cfg.tp
     h, d = shape.hidden, shape.head_dim
-    if recompute == "full":
-        return 2 * tokens * h / (t if cfg.sp else 1)   # only the layer input is kept
     # fp8 recipes keep the inputs of the GEMMs in fp8 (1 byte) for the weight gradients.
     gemm_input = value_bytes(cfg.precision) if is_narrow(cfg.precision) else 2
     # Norm inputs and outputs (the latter feed the QKV and MLP GEMMs), dropout masks:
-    # replicated over TP unless sequence parallel.
-    replicated = 2 * h + 2 * h + gemm_input * h + gemm_input * h
-    if cfg.behaviour("dropout"):
-        replicated += h + h
+    # replicated over TP unless sequence parallel. A parallel block (GPT-J, PaLM) has one
+    # norm whose output feeds both.
+    norms = 1 if shape.parallel_block else 2
+    replicated = {"norm in": norms * 2 * h, "norm out": norms * gemm_input * h,
+                  "dropout": 2 * h if cfg.behaviour("dropout") else 0.0}
     if cfg.sp:
-        replicated /= t
+        replicated = {k: v / t for k, v in replicated.items()}
     ffn = shape.expert_ffn * shape.top_k + shape.expert_ffn * shape.shared if moe else shape.ffn
-    split = (2 * (shape.heads + 2 * shape.kv_heads) * d      # Q, K, V
-             + 2 * shape.heads * d                            # attention output
-             + 2 * (shape.mlp_matrices - 1) * ffn             # MLP up (and gate) outputs
-             + gemm_input * ffn) / t                          # activation output
-    scores = 0.0
-    if recompute != "selective" and cfg.behaviour("attention") == "unfused":
-        scores = 5 * shape.heads * cfg.seq / t                # softmax in/out and dropout mask
-    return tokens * (replicated + split + scores)
+    parts = {**replicated,
+             "qkv": 2 * (shape.heads + 2 * shape.kv_heads) * d / t,
+             "attention out": 2 * shape.heads * d / t,
+             "mlp up": 2 * (shape.mlp_matrices - 1) * ffn / t,    # MLP up (and gate) outputs
+             "mlp act": gemm_input * ffn / t}                     # activation output
+    if cfg.behaviour("attention") == "unfused":
+        parts["scores"] = 5 * shape.heads * cfg.seq / t           # softmax in/out and dropout mask
+    return parts
 
 
 def in_flight(cfg: TrainConfig, vp: int | None = None) -> float:
@@ -110,8 +119,9 @@ def in_flight(cfg: TrainConfig, vp: int | None = None) -> float:
 
 def memory(shape: ModelShape, cfg: TrainConfig) -> Memory:
     weights, grads, optimizer = model_state(shape, cfg)
-    activations = _stage_activations(shape, cfg) * in_flight(cfg)
-    return Memory(weights, grads, optimizer, activations, _logits_bytes(shape, cfg), BUFFER_BYTES)
+    per_layer = _per_layer(shape, cfg)
+    activations, offloaded = _on_gpu(cfg, per_layer * (shape.layers / cfg.pp) * in_flight(cfg), per_layer)
+    return Memory(weights, grads, optimizer, activations, _logits_bytes(shape, cfg), BUFFER_BYTES, offloaded)
 
 
 def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps) -> dict[tuple[str, int, int], float]:
@@ -119,24 +129,35 @@ def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps) -> 
     of the grid, keyed so: each part is computed once for the choices it depends on (the
     same arithmetic in the same order, so the totals are equal to the last bit)."""
     states = {z: model_state(shape, cfg, z) for z in zeros}
-    stages = {r: _stage_activations(shape, cfg, r) for r in recomputes}
+    layers = {r: _per_layer(shape, cfg, r) for r in recomputes}
     flights = {v: in_flight(cfg, v) for v in vps}
     logits = _logits_bytes(shape, cfg)
+    stage_layers = shape.layers / cfg.pp
     out = {}
     for z, (weights, grads, optimizer) in states.items():
-        for r, stage in stages.items():
+        for r, per_layer in layers.items():
+            stage = per_layer * stage_layers
             for v, flight in flights.items():
-                out[r, z, v] = weights + grads + optimizer + stage * flight + logits + BUFFER_BYTES
+                activations, _ = _on_gpu(cfg, stage * flight, per_layer)
+                out[r, z, v] = weights + grads + optimizer + activations + logits + BUFFER_BYTES
     return out
 
 
-def _stage_activations(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None) -> float:
-    """Bytes one micro-batch leaves on a pipeline stage's layers."""
-    layers = shape.layers / cfg.pp
+def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None) -> float:
+    """Bytes one micro-batch leaves on a layer, averaged over dense and MoE layers."""
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
-    per_layer = ((1 - moe_share) * activation_bytes_per_layer(shape, cfg, False, recompute)
-                 + moe_share * activation_bytes_per_layer(shape, cfg, True, recompute))
-    return per_layer * layers
+    return ((1 - moe_share) * activation_bytes_per_layer(shape, cfg, False, recompute)
+            + moe_share * activation_bytes_per_layer(shape, cfg, True, recompute))
+
+
+def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[float, float]:
+    """(activations on the GPU, activations in host memory). Offloaded layers keep their
+    activations in host memory; one layer's stay on the GPU as the copy in flight
+    (Megatron-Core's double-buffered CPU offloading)."""
+    offloaded = cfg.offload * activations
+    if offloaded:
+        activations = activations - offloaded + per_layer
+    return activations, offloaded
 
 
 def _logits_bytes(shape: ModelShape, cfg: TrainConfig) -> float:

@@ -8,8 +8,8 @@ buffer and activation offload.
   two paths split a checkpoint in proportion to their rates, so only the host's share is
   staged.
 - Activation offload. Whatever a configuration keeps in host memory per GPU
-  (`offload_bytes`, from the activation model) lives in the same DRAM and crosses the
-  GPU-host link each way per micro-batch: `offload_time` is that crossing.
+  (`offload_bytes`, from the activation model) lives in the same DRAM; the copies over the
+  GPU-host link are timed in model/offload.py.
 
 The node's DRAM less `HOST_RESERVE` (operating system, framework, data-loader workers)
 must hold both; a configuration that needs more does not fit (`solver/enumerate.py`), and
@@ -31,15 +31,6 @@ from .shape import ModelShape
 # ASSUMPTION: host memory the job cannot use: the OS, the framework's CPU side and the
 # data-loader worker processes, as a share of the node's DRAM.
 HOST_RESERVE = 0.1
-# The GPU-host link, per GPU and direction. PCIe 5.0 x16: 32 GT/s x 16 lanes with
-# 128b/130b coding = 63 GB/s (PCI-SIG PCIe 5.0 specification); NVIDIA Grace hosts attach
-# each GPU over NVLink-C2C at 450 GB/s per direction (900 GB/s bidirectional, NVIDIA Grace
-# Hopper Superchip architecture whitepaper). ASSUMPTION: a DMA stream reaches 80 % of it.
-PCIE5_X16 = 32e9 * 16 * 128 / 130 / 8
-NVLINK_C2C = 450e9
-LINK_EFFICIENCY = 0.8
-
-
 @attrs.frozen
 class HostMemory:
     """Bytes of one node's DRAM a configuration needs, and what the node offers."""
@@ -60,22 +51,6 @@ class HostMemory:
 def available(node: NodeType) -> float:
     """DRAM a job may use on one node (inf when undeclared)."""
     return node.dram * (1 - HOST_RESERVE) if node.dram > 0 else math.inf
-
-
-def host_link(node: NodeType) -> float:
-    """Bytes/s per GPU and direction between a GPU and host memory: the node's declared
-    `host_link` where the IR carries one, else PCIe 5.0 x16 (NVLink-C2C behind Grace)."""
-    declared = getattr(node, "host_link", None)
-    if declared:
-        return declared * LINK_EFFICIENCY
-    grace = any("grace" in p.name.lower() for p in node.parts_of("cpu"))
-    return (NVLINK_C2C if grace else PCIE5_X16) * LINK_EFFICIENCY
-
-
-def offload_time(node: NodeType, nbytes_per_gpu: float) -> float:
-    """Seconds to move `nbytes_per_gpu` one way between each GPU and host memory (the GPUs
-    of a node move theirs at once, each on its own link)."""
-    return nbytes_per_gpu / host_link(node) if nbytes_per_gpu > 0 else 0.0
 
 
 def staging_bytes(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:

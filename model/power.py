@@ -9,6 +9,8 @@ proportion to the GPUs the job uses, and cooling from the PUE.
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from ..compiler.ir import ClusterGraph, Partition
@@ -39,8 +41,16 @@ def gpu_power(partition: Partition, busy: float) -> float:
 
 def job_power(graph: ClusterGraph, partition: Partition, gpus: int, busy: float) -> Power:
     per_gpu = gpu_power(partition, busy)
-    rows = {row.key: row.value for row in power_breakdown(graph)}
-    others = rows["power.it"] - rows["power.accelerators"]
+    others = _beside_accelerators(graph)
     share = gpus / graph.gpus if graph.gpus else 0.0
     accelerators, rest = per_gpu * gpus, others * share
     return Power(accelerators, rest, (accelerators + rest) * (graph.pue - 1), per_gpu)
+
+
+@functools.lru_cache(maxsize=32)
+def _beside_accelerators(graph: ClusterGraph) -> float:
+    """Watts of the cluster's IT load other than its accelerators: the same for every
+    job on the graph, and a whole breakdown to build (a split over 64 partitions asks
+    for it hundreds of times)."""
+    rows = {row.key: row.value for row in power_breakdown(graph)}
+    return rows["power.it"] - rows["power.accelerators"]

@@ -31,6 +31,9 @@ class ModelShape:
     tied_embeddings: bool = False
     kv_rank: int = 0               # MLA: the cached latent per token and layer (0 = GQA/MHA)
     rope_dim: int = 0              # MLA: the decoupled rotary key cached beside the latent
+    window: int = 0                # sliding-window (local) attention: keys each query sees (0: global)
+    global_every: int = 0          # with a window: every k-th layer attends globally (0: none does)
+    parallel_block: bool = False   # attention and MLP in parallel on one normed input (GPT-J, PaLM)
 
     @classmethod
     def from_entity(cls, model: Entity) -> ModelShape:
@@ -42,9 +45,12 @@ class ModelShape:
             "expert_ffn": experts.get("ffn", model.get("ffn")), "dense_layers": experts.get("dense_layers", 0)}
         mla = model.get("mla")
         latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0)}
+        blocks = {"window": model.get("window", 0), "global_every": model.get("global_every", 0),
+                  "parallel_block": model.get("block", Symbol("sequential")) == Symbol("parallel")}
         return cls(model.get("layers"), hidden, heads, model.get("kv_heads", heads),
                    model.get("head_dim", hidden // heads), model.get("ffn"), model.get("vocab"), model.get("seq"),
-                   3 if gated else 2, tied_embeddings=bool(model.get("tied_embeddings", False)), **moe, **latent)
+                   3 if gated else 2, tied_embeddings=bool(model.get("tied_embeddings", False)), **moe, **latent,
+                   **blocks)
 
     # ------------------------------------------------------------ structure
     @property
@@ -76,11 +82,16 @@ class ModelShape:
     def embedding_params(self) -> int:
         return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
 
+    @property
+    def norm_params(self) -> int:
+        """The layer's norm weights: two, one for a parallel block's shared input."""
+        return self.hidden * (1 if self.parallel_block else 2)
+
     def layer_params(self, moe: bool) -> int:
         if not moe:
-            return self.attention_params + self.dense_mlp_params + 2 * self.hidden
+            return self.attention_params + self.dense_mlp_params + self.norm_params
         experts = (self.routed + self.shared) * self.expert_params
-        return self.attention_params + experts + self.hidden * self.routed + 2 * self.hidden
+        return self.attention_params + experts + self.hidden * self.routed + self.norm_params
 
     @property
     def params(self) -> int:
@@ -98,8 +109,7 @@ class ModelShape:
     # ------------------------------------------------------------ FLOPs per token
     def forward_flops_per_token(self, seq: int | None = None) -> float:
         """Matrix-multiply FLOPs of one token's forward pass, logits included."""
-        s = seq or self.seq
-        attention_core = 4 * s * self.heads * self.head_dim
+        attention_core = 4 * self.mean_keys(seq) * self.heads * self.head_dim
         dense = 2 * (self.attention_params + self.dense_mlp_params) + attention_core
         moe = 2 * (self.attention_params + (self.top_k + self.shared) * self.expert_params
                    + self.hidden * self.routed) + attention_core
@@ -112,4 +122,29 @@ class ModelShape:
 
     def attention_core_flops_per_token(self, seq: int | None = None) -> float:
         """Forward FLOPs of scores and values over all layers (what selective recompute redoes)."""
-        return self.layers * 4 * (seq or self.seq) * self.heads * self.head_dim
+        return self.layers * 4 * self.mean_keys(seq) * self.heads * self.head_dim
+
+    # ------------------------------------------------------------ local attention
+    @property
+    def local_layers(self) -> int:
+        """Layers with sliding-window attention: all but every `global_every`-th one."""
+        if not self.window:
+            return 0
+        return self.layers - (self.layers // self.global_every if self.global_every else 0)
+
+    def mean_keys(self, seq: int | None = None) -> float:
+        """Keys per query, averaged over layers, under the full s x s convention."""
+        s = seq or self.seq
+        if not self.layers:
+            return float(s)
+        local = self.local_layers
+        return (local * attended_keys(s, self.window) + (self.layers - local) * s) / self.layers
+
+
+def attended_keys(seq: int, window: int) -> float:
+    """Keys per query of a layer that sees `window` keys, counted like full attention's s x s
+    product (twice the causal pairs): sum over positions p of min(p, w), times 2 / s, which
+    is s for w >= s and w (2s - w) / s below it (Mistral 7B's and Gemma 2's local layers)."""
+    if not window or window >= seq:
+        return float(seq)
+    return window * (2 * seq - window) / seq

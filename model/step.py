@@ -11,7 +11,8 @@ import attrs
 
 from ..compiler.formats import is_narrow, value_bytes
 from ..compiler.ir import Partition
-from . import comms, dpu, host, offload_host
+from . import comms, dpu, host, offload, offload_host, sharding
+from . import recompute as recompute_model
 from .compute import hbm_rate, op_time, peak
 from .config import TrainConfig
 from .memory import Memory, memory, params_per_gpu
@@ -51,6 +52,7 @@ class Breakdown:
     host: float = 0.0          # waiting for the host CPUs: launches and network proxy work (model/dpu.py)
     data: float = 0.0          # waiting for input the hosts (and DPUs) could not load in time
     checkpoint: float = 0.0    # this step's share of the synchronous checkpoint saves
+    offload: float = 0.0       # activation copies to and from host memory that compute does not hide
 
     @property
     def total(self) -> float:
@@ -106,7 +108,7 @@ class _Layer:
 def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estimate:
     partition = rank_partition(partition, cfg.gpus)
     chip, tiers = partition.node.accelerator, partition.tiers
-    dense, moe = _layer(shape, cfg, partition, False), _layer(shape, cfg, partition, True)
+    dense, moe = _blend(shape, cfg, partition, False), _blend(shape, cfg, partition, True)
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     logits = _logits(shape, cfg, chip)
@@ -125,7 +127,8 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     optimizer = optimizer_time(shape, cfg, partition)
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
-                          per("ep"), m * p2p, bubble, dp, optimizer)
+                          per("ep"), m * p2p, bubble, dp, optimizer,
+                          offload=offload.exposed(shape, cfg, partition, dense, moe))
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
     if waiting or data or checkpoint:
@@ -133,11 +136,11 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     step = breakdown.total
     tokens = cfg.batch * cfg.seq
     model_flops = _model_flops_per_token(shape, cfg.seq) * tokens
-    hardware_flops = model_flops + _recompute_flops(shape, cfg.seq, cfg.recompute) * tokens
+    hardware_flops = model_flops + _recompute_flops(shape, cfg) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
     held = memory(shape, cfg)
     # the node's DRAM holds the checkpoint staging buffer and any offloaded activations
-    dram = offload_host.host_memory(shape, cfg, partition, getattr(held, "offloaded", 0.0))
+    dram = offload_host.host_memory(shape, cfg, partition, held.offloaded)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
                     model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available)
 
@@ -148,7 +151,7 @@ def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> t
     chip = partition.node.accelerator
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
-    dense, moe = _layer_compute(shape, cfg, chip, False), _layer_compute(shape, cfg, chip, True)
+    dense, moe = _blend_compute(shape, cfg, chip, False), _blend_compute(shape, cfg, chip, True)
     m = cfg.microbatches
     forward = m * (dense_layers * dense[0] + moe_layers * moe[0])
     backward = m * (dense_layers * dense[1] + moe_layers * moe[1])
@@ -162,15 +165,47 @@ def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:
     return cfg.microbatches * (shape.moe_layers / cfg.pp) * MOE_LAYER_OVERHEAD_S
 
 
+def _local_share(shape: ModelShape) -> float:
+    """Share of the layers with sliding-window attention (model/shape.py)."""
+    return shape.local_layers / shape.layers if shape.layers else 0.0
+
+
+def _blend(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
+    """The mean layer over sliding-window and global-attention layers (model/shape.py)."""
+    local = _local_share(shape)
+    if local == 0:
+        return _layer(shape, cfg, partition, moe)
+    windowed = _layer(shape, cfg, partition, moe, True)
+    if local == 1:
+        return windowed
+    full = _layer(shape, cfg, partition, moe)
+    return _Layer(*(local * getattr(windowed, f.name) + (1 - local) * getattr(full, f.name)
+                    for f in attrs.fields(_Layer)))
+
+
+def _blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float]:
+    """(forward, backward) of `_blend`'s mean layer, the same arithmetic without the rest."""
+    local = _local_share(shape)
+    if local == 0:
+        return _layer_compute(shape, cfg, chip, moe)[:2]
+    windowed = _layer_compute(shape, cfg, chip, moe, True)
+    if local == 1:
+        return windowed[:2]
+    full = _layer_compute(shape, cfg, chip, moe)
+    return (local * windowed[0] + (1 - local) * full[0], local * windowed[1] + (1 - local) * full[1])
+
+
 # Per-layer costs are memoized by the fields they read (tuple keys: cheaper than hashing
-# a TrainConfig). Batch, virtual stages and the ZeRO stage never change a layer's
-# micro-batch cost, so configurations differing only there share the work; the
-# arithmetic (forward, backward) does not depend on where the groups sit either, so it is
-# shared across pipeline depths, data-parallel widths, rank orders and recompute choices.
+# a TrainConfig). Batch, virtual stages, the ZeRO stage, the shard group, the offloaded
+# share and the host's inputs never change a layer's micro-batch cost, so configurations
+# differing only there share the work; the arithmetic (forward, backward) does not depend
+# on where the groups sit nor on the recompute either, so it is shared across pipeline
+# depths, data-parallel widths, rank orders and recompute choices.
 _CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
 _LAYERS: dict[tuple, _Layer] = {}
-_COMPUTE: dict[tuple, tuple[float, float, float, float]] = {}
+_COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
 _LOGITS: dict[tuple, float] = {}
+_RECOMPUTE_FLOPS: dict[tuple, float] = {}
 
 
 def _remember(cache: dict, key: tuple, value):
@@ -180,15 +215,18 @@ def _remember(cache: dict, key: tuple, value):
     return value
 
 
-def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
+def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool = False) -> _Layer:
+    """One layer's seconds per micro-batch; `local`: a sliding-window layer. The key holds
+    every field read below: pp and dp through the strides, the recompute's variants
+    through model/recompute.py, the rest through the ops and the collectives."""
     key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-           cfg.precision, cfg.stack, cfg.order, partition, moe)
+           cfg.precision, cfg.stack, cfg.order, partition, moe, local, cfg.recompute_modules, cfg.recompute_every)
     layer = _LAYERS.get(key)
     if layer is not None:
         return layer
     tiers = partition.tiers
-    forward, backward, attention, gemms = _layer_compute(shape, cfg, partition.node.accelerator, moe)
-    recompute = {"full": forward, "selective": attention}.get(cfg.recompute, 0.0)
+    forward, backward, attention, gemms, ops = _layer_compute(shape, cfg, partition.node.accelerator, moe, local)
+    recompute = recompute_model.time(shape, cfg, moe, forward, ops)
     tp = _tp_exposed(shape, cfg, tiers, gemms)
     cp = _cp_exposed(shape, cfg, tiers, attention)
     ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
@@ -200,22 +238,25 @@ def clear_caches() -> None:
     _LAYERS.clear()
     _COMPUTE.clear()
     _LOGITS.clear()
+    _RECOMPUTE_FLOPS.clear()
     dpu.clear_caches()
 
 
-def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float, float, float]:
-    """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch (the
-    ops read the micro-batch, sequence, tp, cp, ep, sp, precision and stack only)."""
-    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, chip, moe)
+def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
+                   local: bool = False) -> tuple[float, float, float, float, tuple[tuple[str, float], ...]]:
+    """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch, and
+    each op's forward seconds by name (what a selective recompute redoes). The ops read
+    the micro-batch, sequence, tp, cp, ep, sp, precision and stack only."""
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, chip, moe, local)
     parts = _COMPUTE.get(key)
     if parts is not None:
         return parts
-    times = [(op, op_time(op, chip, cfg.precision)) for op in layer_forward(shape, cfg, moe)]
+    times = [(op, op_time(op, chip, cfg.precision)) for op in layer_forward(shape, cfg, moe, local)]
     forward = sum(t for _, t in times)
     backward = sum(t * backward_factor(op) for op, t in times)
     attention = sum(t for op, t in times if op.kind == "attention")
     gemms = sum(t for op, t in times if op.kind == "gemm")
-    return _remember(_COMPUTE, key, (forward, backward, attention, gemms))
+    return _remember(_COMPUTE, key, (forward, backward, attention, gemms, tuple((op.name, t) for op, t in times)))
 
 
 def _logits(shape: ModelShape, cfg: TrainConfig, chip) -> float:
@@ -242,8 +283,9 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
     one = comms.all_reduce(_activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), stages)
     # With sequence parallelism the backward needs the layer input gathered again
     # (Korthikanti et al. 2022, Sec 4.2.2): half an all-reduce more.
-    count = 4 + (2 if cfg.recompute == "full" else 0) + (0.5 if cfg.sp else 0)
-    total = count * one
+    count = 4 + recompute_model.tp_collectives(cfg) + (0.5 if cfg.sp else 0)
+    # A parallel block sums the attention and MLP outputs before one reduction: half of them
+    total = count * one * (0.5 if shape.parallel_block else 1.0)
     if not cfg.behaviour("tp_overlap"):
         return total
     # Overlapped, the GEMMs and their collectives take as long as the slower of the two,
@@ -293,22 +335,23 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
         return 0.0
     params = params_per_gpu(shape, cfg)
     grad_bytes = int(cfg.behaviour("grad_bytes"))
-    stages = comms.place(replicas, min(cfg.stride("dp"), cfg.stride("cp")), partition.tiers)
-    if not cfg.behaviour("hierarchical"):
-        stages = comms.flat(stages)
+    # Hybrid sharding: the ZeRO collectives inside each shard group, the gradient shards
+    # all-reduced across the groups once a step (model/sharding.py; no groups: plain ZeRO).
+    inner, outer = sharding.groups(cfg, partition.tiers)
+    across = sharding.replicate(params, grad_bytes, cfg, outer) if cfg.zero >= 1 else 0.0
     if cfg.zero >= 3:
-        per_step = comms.reduce_scatter(params * grad_bytes, stages) + 2 * comms.all_gather(params * 2, stages)
-        per_step *= cfg.microbatches
+        per_step = sharding.fsdp_microbatch(params, grad_bytes, inner) * cfg.microbatches
         if not cfg.behaviour("dp_overlap"):
-            return per_step
+            return per_step + across
         hidden_by = cfg.microbatches * layer_pass
-        return max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
+        exposed = max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
+        return exposed + max(across - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * across
     if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
         # updated parameters during the next step's first forward (Megatron's distributed optimizer)
-        parts = ((comms.reduce_scatter(params * grad_bytes, stages), 2 / 3),
-                 (comms.all_gather(params * 2, stages), 1 / 3))
+        parts = ((comms.reduce_scatter(params * grad_bytes, inner) + across, 2 / 3),
+                 (comms.all_gather(params * 2, inner), 1 / 3))
     else:
-        parts = ((comms.all_reduce(params * grad_bytes, stages), 2 / 3),)
+        parts = ((comms.all_reduce(params * grad_bytes, inner), 2 / 3),)
     if not cfg.behaviour("dp_overlap"):
         return sum(seconds for seconds, _ in parts)
     return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
@@ -325,7 +368,7 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
 
 def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
     """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shard."""
-    params = params_per_gpu(shape, cfg) / (cfg.dp * cfg.cp if cfg.zero >= 1 else 1)
+    params = params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
     return params * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
 
 
@@ -334,11 +377,10 @@ def _model_flops_per_token(shape: ModelShape, seq: int) -> float:
     return shape.model_flops_per_token(seq)
 
 
-@functools.lru_cache(maxsize=4096)
-def _recompute_flops(shape: ModelShape, seq: int, recompute: str) -> float:
+def _recompute_flops(shape: ModelShape, cfg: TrainConfig) -> float:
     """Extra forward FLOPs per token that recomputation adds (for HFU)."""
-    if recompute == "full":
-        return shape.forward_flops_per_token(seq) - 2 * shape.hidden * shape.vocab
-    if recompute == "selective":
-        return shape.attention_core_flops_per_token(seq)
-    return 0.0
+    key = (shape, cfg.seq, cfg.recompute, cfg.recompute_modules, cfg.recompute_every)
+    flops = _RECOMPUTE_FLOPS.get(key)
+    if flops is None:
+        flops = _remember(_RECOMPUTE_FLOPS, key, recompute_model.flops_per_token(shape, cfg))
+    return flops

@@ -5,10 +5,12 @@ fast search (`solver.search`) against. This module also *defines* the problem bo
 them solve, in one place:
 
 - the space (`space`, `configurations`): tp, pp, vp, dp, ep, cp, micro-batch,
-  recompute, ZeRO stage and the placement order of the parallel dimensions;
+  recompute, ZeRO stage and the placement order of the parallel dimensions (a hybrid
+  sharding group, recompute modules and interval, and offload only as the file pins them);
 - validity: the parallel sizes use at most the job's GPUs, split evenly what they
   split (heads and KV heads by tp, layers by pp x vp, experts by ep, the batch by
-  dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving), and
+  dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving, dp x cp
+  by a pinned shard group), and
   respect the values pinned in the file; dp is any replica count that leaves a valid
   configuration, so the GPU count is searched in whole replicas up to the job's GPUs
   (unless dp is pinned, or a power bound leaves the count to the power plan, which
@@ -45,7 +47,7 @@ import attrs
 
 from ..compiler.design import Bound
 from ..model.config import TrainConfig
-from ..model.job import Job
+from ..model.job import Job, pinned_only
 from ..model.power import job_power
 from ..model.step import Estimate, estimate
 from ..dsl.units import NONE, Quantity
@@ -228,6 +230,9 @@ class Space:
     # Under `subject to { power <= ... }` the power plan (solver.power) chooses the GPU count
     # together with the clock, so the space keeps the most replicas of each layout.
     widest_only: bool = False
+    # Taken from the file, never searched (model/job.py `pinned_only`): hybrid sharding's
+    # group, the recompute's modules and layer interval, the offloaded share.
+    pinned_only: dict = attrs.field(factory=dict, eq=False)
 
 
 def _pinned(job: Job, key: str) -> object | None:
@@ -252,11 +257,14 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     recompute = _pinned(job, "recompute")
     zero = _pinned(job, "zero")
     sp = _pinned(job, "sp")
+    extras = pinned_only(job)
+    zeros = (int(zero),) if zero is not None else ZERO_STAGES
+    if extras["shard"]:   # a shard group shards ZeRO state: stage 0 has none
+        zeros = tuple(z for z in zeros if z >= 1)
     return Space(gpus, tps, pps, cps, eps,
                  (str(recompute),) if recompute is not None else RECOMPUTE,
-                 (int(zero),) if zero is not None else ZERO_STAGES,
-                 None if sp is None else bool(sp),
-                 any(i.target == "power" and i.upper for i in lim.items))
+                 zeros, None if sp is None else bool(sp),
+                 any(i.target == "power" and i.upper for i in lim.items), extras)
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
@@ -321,8 +329,10 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     most = space_.gpus // (tp * pp * cp)
     pinned = _pinned(job, "dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
+    shard = int(space_.pinned_only.get("shard", 0))
     valid = (dp for dp in candidates
-             if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and inner_choices(job, pp, dp))
+             if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and (dp * cp) % max(1, shard) == 0
+             and inner_choices(job, pp, dp))
     return tuple(itertools.islice(valid, 1)) if space_.widest_only else tuple(valid)
 
 
@@ -345,7 +355,7 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
     return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
                        recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
                        precision=job.precision, stack=job.stack, order=order,
-                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every)
+                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **space_.pinned_only)
 
 
 def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]]:

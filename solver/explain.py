@@ -107,6 +107,10 @@ def _host_memory(job: Job, e: Estimate) -> Infeasibility:
     why = offload_host.shortfall(need, node) or "its host DRAM is too small"
     help_ = ("add DRAM, give the node DPUs that take `storage` (GPUDirect Storage writes skip the host), "
              "or checkpoint less state")
+    if need.offload > need.staging and (pin := job.entity.span_of("parallelism.offload")) is not None:
+        # the activations a pinned `offload` sends to the host fill it: that line is the cause
+        span = pin
+        help_ = f"offload a smaller share, recompute more, or use nodes with more DRAM ({node.name} at {node.span})"
     return Infeasibility("host_dram", f"`{job.name}`: {why} ({span}), even in its least-memory configuration "
                          f"({_config(e.config)}); {help_}", e.host_memory, e.host_dram, "B", span, e.config)
 
@@ -194,7 +198,7 @@ def _empty(job: Job) -> Infeasibility:
         reason = _expert_fold(job, product, spans["ep"])
         if reason is not None:
             return reason
-    for key in ("microbatch", "microbatches", "vp", "schedule", "ep"):
+    for key in ("microbatch", "microbatches", "vp", "schedule", "ep", "shard"):
         if key in p:
             return Infeasibility("space", f"`{job.name}`: no data-parallel size up to {gpus} GPUs splits the batch "
                                  f"of {job.batch} under the pinned {key} = {p[key]} ({spans[key]})",

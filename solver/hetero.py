@@ -7,7 +7,11 @@ that partition, all its GPUs, the full batch). Its best configuration and runner
 and each of them with the other micro-batch sizes, are the alternatives it offers: the
 MILP picks at most one per partition (a smaller micro-batch gives a finer granule of
 sequences, at some cost per sequence) and decides how much of the work each takes.
-Configurations are not re-planned for the share a partition ends up with.
+Configurations are not re-planned for the share a partition ends up with. Partitions of
+one kind (the same units, chips and tiers under other names: a fleet bought in batches) are
+searched and laned once, and solver/split.py solves them as one class of copies (exact,
+with none of the copies' permutations left to branch over): the formulations below are
+per partition for clarity.
 
 Data split (each partition holds whole model replicas; the global batch is divided):
 
@@ -74,6 +78,7 @@ from ..model.power import job_power
 from ..model.step import Estimate, estimate
 from .enumerate import admissible, limits
 from .plan import Plan, plan
+from .search import search
 from .split import Lane, split
 
 MODES = ("data", "pipeline")
@@ -99,16 +104,41 @@ def hetero_entity(design, name: str | None = None) -> Entity | None:
 
 
 def partition_jobs(entity: Entity) -> list[Job]:
-    """The job restricted to each partition it names, with all of that partition's GPUs."""
+    """The job restricted to each partition it names, with all of that partition's GPUs.
+    Each cluster is lowered once: the partitions of one cluster share its graph."""
     refs = partition_refs(entity)
     if not refs:
         return [job_from_entity(entity)]
-    out = []
+    out, lowered = [], {}
     for ref in refs:
         items = tuple(Item(i.name, ref, i.span) if i.name == "on" else i for i in entity.record.items)
-        job = job_from_entity(attrs.evolve(entity, record=Record(items)))
+        restricted = attrs.evolve(entity, record=Record(items))
+        first = lowered.get(id(ref.cluster))
+        if first is None:
+            job = lowered[id(ref.cluster)] = job_from_entity(restricted)
+        else:
+            job = attrs.evolve(first, entity=restricted, partition=first.graph.partition(ref.name))
         out.append(attrs.evolve(job, gpus=job.partition.gpus))
     return out
+
+
+def kind(job: Job):
+    """What a partition's plan depends on beyond the job it shares with the others: two
+    partitions of one kind (the same units, chips and tiers under another name) have the
+    same plan, lanes and costs, so each kind is planned and evaluated once."""
+    return attrs.evolve(job.partition, name="")
+
+
+def plan_partitions(jobs: Sequence[Job]) -> tuple[Plan, ...]:
+    """Each partition planned alone on the full batch; the search runs once per kind."""
+    searched: dict[object, object] = {}
+    plans = []
+    for job in jobs:
+        key = kind(job)
+        if key not in searched:
+            searched[key] = search(job, "throughput")
+        plans.append(plan(job, "throughput", searched=searched[key]))
+    return tuple(plans)
 
 
 # ----------------------------------------------------------------- results
@@ -204,10 +234,20 @@ def candidates(job: Job, chosen: Plan, micro: bool = True) -> list[Estimate]:
 
 
 def data_lanes(jobs: Sequence[Job], plans: Sequence[Plan]) -> list[Lane]:
-    lanes = []
+    lanes, made = [], {}
     for job, chosen in zip(jobs, plans):
+        name, key = job.partition.name, kind(job)
+        if key not in made:
+            made[key] = _data_lanes(job, chosen, len(jobs))
+        lanes += [attrs.evolve(lane, name=name, group=name) for lane in made[key]]
+    return lanes
+
+
+def _data_lanes(job: Job, chosen: Plan, partitions: int) -> list[Lane]:
+    lanes = []
+    if chosen.best:
         name, batch = job.partition.name, job.batch
-        for e in candidates(job, chosen) if chosen.best else []:
+        for e in candidates(job, chosen):
             cfg, g = e.config, _granule(e.config)
             if batch > g:
                 small = estimate(job.shape, attrs.evolve(cfg, batch=g), job.partition).step_time
@@ -215,7 +255,7 @@ def data_lanes(jobs: Sequence[Job], plans: Sequence[Plan]) -> list[Lane]:
                 fixed = max(0.0, e.step_time - per * batch)
             else:
                 per, fixed = e.step_time / batch, 0.0
-            crossing = tuple(_gradient_exchange(job, cfg, n) for n in range(2, len(jobs) + 1))
+            crossing = tuple(_gradient_exchange(job, cfg, n) for n in range(2, partitions + 1))
             lanes.append(Lane(name, g, fixed, per, batch, crossing, name, cfg))
     return lanes
 
@@ -252,8 +292,10 @@ def data_split(jobs: Sequence[Job], plans: Sequence[Plan]) -> HeteroSplit:
         used = [(lane.config, i) for lane, i in zip(lanes, chosen.items) if lane.key == job.partition.name and i > 0]
         picks.append(used[0] if used else (None, 0))
     options = [_evaluate_data(jobs, plans, lanes, picks)]
+    kinds = set()
     for p, (job, chosen_p) in enumerate(zip(jobs, plans)):      # never worse than one partition alone
-        if chosen_p.best is not None:
+        if chosen_p.best is not None and kind(job) not in kinds:   # (the first of each kind)
+            kinds.add(kind(job))
             alone: list[tuple[TrainConfig | None, int]] = [(None, 0)] * len(jobs)
             alone[p] = (chosen_p.best.config, job.batch)
             options.append(_evaluate_data(jobs, plans, lanes, alone))
@@ -333,7 +375,7 @@ def plan_hetero(entity_or_jobs, plans: Sequence[Plan] | None = None) -> HeteroPl
     jobs = list(entity_or_jobs) if isinstance(entity_or_jobs, (list, tuple)) else partition_jobs(entity_or_jobs)
     if not jobs:
         raise JobError("no partitions to split over")
-    plans = tuple(plans) if plans is not None else tuple(plan(job, "throughput") for job in jobs)
+    plans = tuple(plans) if plans is not None else plan_partitions(jobs)
     data, pipe = data_split(jobs, plans), pipeline_split(jobs, plans)
     feasible = [s for s in (data, pipe) if s.status == "optimal"]
     best = feasible[0] if feasible else None

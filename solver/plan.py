@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import attrs
 
+from ..dsl.numbers import percent, quantity
 from ..dsl import display
 from ..model import comms
 from ..model.calibration import Reason, error_band, reasons
@@ -97,8 +98,10 @@ def _busy(e: Estimate) -> float:
     return space_def.busy(e)
 
 
-def plan(job: Job, objective: str = "throughput", top: int = 3) -> Plan:
-    result = search(job, objective, top)
+def plan(job: Job, objective: str = "throughput", top: int = 3, searched: SearchResult | None = None) -> Plan:
+    """The plan of `job`; `searched`: the search's result when it is already known (a
+    partition identical to one planned before, as the heterogeneous split has)."""
+    result = searched if searched is not None else search(job, objective, top)
     pruned_by = (("bound", result.pruned_bound), ("memory", result.pruned_memory), ("limits", result.pruned_limits))
     common = dict(evaluated=result.evaluated, pruned=result.pruned, pruned_by=pruned_by, proof=result.proof)
     if result.best is None:
@@ -146,18 +149,18 @@ def _config(c) -> str:
 
 
 def _gb(x: float) -> str:
-    return f"{x / 1e9:.1f} GB"
+    return quantity(x, "B")
 
 
 def _mw(x: float) -> str:
-    return f"{x / 1e6:.3g} MW" if x >= 1e6 else f"{x / 1e3:.3g} kW"
+    return quantity(x, "W")
 
 
 def _better(r, e: Estimate, result: SearchResult | None) -> str:
     """How much better a configuration a limit excluded would have been."""
     if result is None or result.objective in ("throughput", "time"):
-        return f"{1 - r.estimate.step_time / e.step_time:.1%} faster"
-    return f"better for {result.objective} ({abs(1 - r.value / result.value):.1%})"
+        return f"{percent(1 - r.estimate.step_time / e.step_time)} faster"
+    return f"better for {result.objective} ({percent(abs(1 - r.value / result.value))})"
 
 
 def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Power | None = None) -> tuple[str, ...]:

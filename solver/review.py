@@ -64,7 +64,7 @@ def _uneven(job: Job, e: Estimate):
     if c.pp > 1 and layers % (c.pp * c.vp):
         stages = c.pp * c.vp
         yield Advice("uneven-pipeline", f"pp x vp = {c.pp} x {c.vp} stages do not split {layers} layers evenly: "
-                     f"the largest holds {math.ceil(layers / stages)} layers, the model assumes {layers / stages:g}")
+                     f"the largest holds {math.ceil(layers / stages)} layers, the model assumes {layers / stages:.3g}")
 
 
 def _scale_out(job: Job, e: Estimate):

@@ -27,6 +27,7 @@ from ..model.job import placement
 from ..model.power import job_power
 from ..model.shape import ModelShape
 from .serve_demand import Demand, demand_of, lifetime
+from .serve_explain import infeasible_reasons
 from .serve_sim import Outcome, Pool, simulate
 from .serve_space import Limits, configs, engine_of, limits_of, mode_of
 
@@ -130,6 +131,9 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None) -> Ser
     search = _Search(graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
                      lifetime(entity, demand.output), energy=entity.get("minimize") is not None)
     result = search.run()
+    if result.decode is None and search.broken:
+        result = attrs.evolve(result, binding=infeasible_reasons(entity, search.broken, search.nearest, search.total)
+                              + tuple(r for r in result.binding if r.startswith("demand:")))
     return ServePlan(entity.name, graph, partition, limits.gpus, result.mode, result.decode, result.prefill,
                      result.outcome, demand if has_demand else None, demand.prompt, demand.output, limits,
                      tuple(search.runners_up(result, top)), len(replicas), search.simulated, search.pruned,
@@ -154,7 +158,8 @@ class _Search:
         self.warmup_s, self.energy = warmup_s, energy
         self.prompt, self.output = lengths.prompt, lengths.output
         self.simulated, self.pruned = 0, 0
-        self.broken: dict[str, int] = {}
+        self.broken: dict[str, set[int]] = {}   # limit -> the replicas (ids) that break it
+        self.nearest: dict[str, float] = {}      # limit -> the best any replica reaches (to say how far)
         self.both = self.admissible(replicas, "both")
         self.prefills = self.admissible(replicas, "prefill") if mode != "aggregated" else []
         self.decodes = self.admissible(replicas, "decode") if mode != "aggregated" else []
@@ -169,7 +174,7 @@ class _Search:
             e = estimate(r, self.prompt, self.output, role)
             broken = self.violations(r, e, role)
             for name in broken:
-                self.broken[name] = self.broken.get(name, 0) + 1
+                self.broken.setdefault(name, set()).add(id(r))
             if not broken:
                 out.append((r, e))
         return out
@@ -178,12 +183,15 @@ class _Search:
         lim = self.limits
         unloaded_tpot = r.iteration(1, self.prompt + self.output / 2) / r.engine.tokens_per_step
         tpot = unloaded_tpot if self.demand is not None else e.tpot  # under demand the batch fills as needed
-        checks = (("memory", e.memory > lim.memory_bytes(e.hbm)),
-                  ("ttft", role != "decode" and e.ttft > lim.latency("ttft")),
-                  ("tpot", role != "prefill" and tpot > lim.latency("tpot")),
-                  ("e2e", role == "both" and e.ttft + self.output * unloaded_tpot > lim.latency("e2e")),
-                  ("gpus", r.gpus > lim.gpus))
-        return tuple(name for name, broken in checks if broken)
+        values = (("memory", True, e.memory, lim.memory_bytes(e.hbm)),
+                  ("ttft", role != "decode", e.ttft, lim.latency("ttft")),
+                  ("tpot", role != "prefill", tpot, lim.latency("tpot")),
+                  ("e2e", role == "both", e.ttft + self.output * unloaded_tpot, lim.latency("e2e")),
+                  ("gpus", True, r.gpus, lim.gpus))
+        for name, applies, value, _ in values:
+            if applies:
+                self.nearest[name] = min(self.nearest.get(name, math.inf), value)
+        return tuple(name for name, applies, value, bound in values if applies and value > bound)
 
     def power(self, sides: list[Side], utilization: float = 1.0) -> float:
         gpus = sum(s.gpus for s in sides)
@@ -205,6 +213,8 @@ class _Search:
             count = self.fit_power(lambda n: [Side(r, e, n)], self.limits.gpus // r.gpus)
             found = _Result("aggregated", Side(r, e, count), None, None, self.power([Side(r, e, count)]), (),
                             "exhaustive") if count else None
+            if not count and self.limits.gpus >= r.gpus:  # one replica already draws more than allowed
+                self.broke_power(id(r), self.power([Side(r, e, 1)]))
             if found and (best is None or self.better(found, best)):
                 best = found
         if self.mode != "aggregated":
@@ -304,7 +314,7 @@ class _Search:
             built = [Side(r, e, n) for (r, e, _), n in zip(sides, counts)]
             power = self.power(built, utilization=self.utilization(built))
             if power > self.limits.power:  # more replicas only draw more: no need to simulate
-                self.broken["power"] = self.broken.get("power", 0) + 1
+                self.broke_power(id(sides[-1][0]), power)
                 return None
             outcome = self.simulate(built)
             self.simulated += 1
@@ -314,7 +324,8 @@ class _Search:
                 return _Result("disaggregated" if prefill else "aggregated", decode, prefill, outcome, power, binding, "")
             grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
             binding = tuple(f"{m}: {counts[grow]} {('prefill ' if grow == 0 and len(built) == 2 else '')}"
-                            f"replicas break it in simulation" for m in missed)
+                            f"{'replica breaks' if counts[grow] == 1 else 'replicas break'} it in simulation"
+                            for m in missed)
             counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
         return None
 
@@ -335,8 +346,13 @@ class _Search:
                         lambda prompt: kv_transfer_time(pre, dec, prompt), self.limits.slo, self.warmup_s)
 
     # ------------------------------------------------------------ reasons
+    def broke_power(self, key: int, watts: float) -> None:
+        self.broken.setdefault("power", set()).add(key)
+        self.nearest["power"] = min(self.nearest.get("power", math.inf), watts)
+
     def infeasible(self) -> _Result:
-        reasons = tuple(f"{name}: broken by {n} of {self.total} configurations" for name, n in sorted(self.broken.items()))
+        reasons = tuple(f"{name}: broken by {len(ids)} of {self.total} configurations"
+                        for name, ids in sorted(self.broken.items()))
         if not reasons and self.demand is not None:
             reasons = (f"demand: no configuration meets the SLO percentiles at {self.demand.rate:,.4g} requests/s "
                        f"on {self.limits.gpus} GPUs",)

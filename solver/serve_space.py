@@ -8,9 +8,10 @@ import math
 
 import attrs
 
-from ..compiler.design import Entity
+from ..compiler.design import Bound, Entity
 from ..compiler.ir import ClusterGraph, Partition
 from ..model.inference import Engine, ServeConfig
+from ..dsl.units import NONE, Quantity
 from ..model.shape import ModelShape
 
 BATCHES = tuple(2**i for i in range(13))   # 1 .. 4096 sequences per replica
@@ -20,7 +21,7 @@ WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 @attrs.frozen
 class Limits:
     slo: dict[str, float]               # `ttft.p99` -> seconds; bare `ttft` is the mean (unloaded without a rate)
-    memory: float                       # share of HBM (<= 1) or bytes
+    memory: float                       # bytes per GPU (`memory <= 85%` is 85 % of the chip's HBM)
     power: float                        # watts, facility (PUE included), job bound or cluster budget
     gpus: int
 
@@ -29,19 +30,33 @@ class Limits:
         return min((v for k, v in self.slo.items() if k.split(".")[0] == metric), default=math.inf)
 
     def memory_bytes(self, hbm: float) -> float:
-        return self.memory * hbm if self.memory <= 1 else self.memory
+        return min(self.memory, hbm)
 
 
 def limits_of(entity: Entity, graph: ClusterGraph, partition: Partition) -> Limits:
+    """The bounds as the planner checks them (`x <= bound`): the unit says whether `memory`
+    is a share of HBM or bytes (never the magnitude: `memory <= 1 byte` is one byte), a
+    strict `<` is the largest value below the bound (one GPU fewer for `gpus < 16`), and
+    a target bounded twice keeps the tighter bound. The checker refuses the other
+    operators (compiler/limits.py)."""
+    hbm = partition.node.accelerator.hbm_capacity
     slo: dict[str, float] = {}
     bounds: dict[str, float] = {}
     for block, out in (("slo", slo), ("subject to", bounds)):
         for item in getattr(entity.get(block), "items", ()):
-            value = item.value.value
-            out[item.value.target] = float(value.value) if hasattr(value, "value") else float(value)
+            bound = item.value
+            if not isinstance(bound, Bound):
+                continue
+            quantity = bound.value if isinstance(bound.value, Quantity) else Quantity.of(bound.value)
+            value = float(quantity.value)
+            if bound.target == "memory" and quantity.dim == NONE:
+                value *= hbm
+            if bound.op == "<":
+                value = value - 1 if bound.target == "gpus" else math.nextafter(value, -math.inf)
+            out[bound.target] = min(out.get(bound.target, math.inf), value)
     power = min(bounds.get("power", math.inf), graph.power_budget or math.inf)
     gpus = min(entity.get("gpus") or partition.gpus, int(bounds.get("gpus", partition.gpus)), partition.gpus)
-    return Limits(slo, bounds.get("memory", 1.0), power, gpus)
+    return Limits(slo, bounds.get("memory", hbm), power, max(0, gpus))
 
 
 def engine_of(entity: Entity) -> Engine:

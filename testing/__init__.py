@@ -33,7 +33,8 @@ from .edit import edit_source
 from .helpers import check, compile_design, graph_of, job_of, plan_of
 from .parts import chips, clusters, facility_power, fabrics, models, nics, nodes, train_jobs
 from .profiles import PROFILE_ENV, PROFILES, load_profile, register_profiles
-from .specs import (ChipSpec, ClusterSpec, CpuSpec, ExpertsSpec, FabricSpec, GclText, ModelSpec, NicSpec, NodeSpec,
+from .gcl_tree import GclText
+from .specs import (ChipSpec, ClusterSpec, CpuSpec, ExpertsSpec, FabricSpec, ModelSpec, NicSpec, NodeSpec,
                     PartitionSpec, SwitchSpec, TrainSpec)
 
 __all__ = [

@@ -14,7 +14,7 @@ from hypothesis.strategies import SearchStrategy
 from ..dsl.units import UNITS, parse_number
 from ..dsl import ast, parse
 from .edit import edit_source
-from .specs import GclText, _decimal
+from .gcl_tree import GclText, _decimal
 from .generated import GeneratedDesign, _settings
 from .parts import _strategy, clusters, train_jobs
 

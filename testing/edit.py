@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any, Iterator, Mapping
 
 from ..dsl import ast, parse
-from .specs import _decimal, _terminates
+from .gcl_tree import _decimal, _terminates
 
 def _value_text(value: Any, old: ast.Expr | None, old_text: str | None) -> str:
     """GCL text for a value; numbers take the unit (and marker) `old` is written with."""

@@ -14,7 +14,7 @@ from ..dsl.diagnostics import render_all
 from ..compiler.driver import Result, check_file
 from ..compiler.ir import ClusterGraph
 from .edit import _value_text, edit_source
-from .specs import GclText, _Renders
+from .gcl_tree import GclText, _Renders
 from .profiles import GENERATED_PATH
 
 

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from ..compiler.design import Design
 from ..compiler.driver import Result
 from ..compiler.ir import ClusterGraph
-from .specs import _Renders
+from .gcl_tree import _Renders
 from .generated import GeneratedDesign, _require, _settings
 
 

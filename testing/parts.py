@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from ..model.config import STACKS
-from .specs import ChipSpec, ClusterSpec, CpuSpec, ExpertsSpec, FabricSpec, ModelSpec, NicSpec, NodeSpec, PartitionSpec, SwitchSpec, TrainSpec, _Renders
+from .specs import ChipSpec, ClusterSpec, CpuSpec, ExpertsSpec, FabricSpec, ModelSpec, NicSpec, NodeSpec, PartitionSpec, SwitchSpec, TrainSpec
+from .gcl_tree import _Renders
 
 
 def _strategy(value: Any) -> SearchStrategy:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..compiler.metrics import Metric
+from ..dsl.numbers import count, number, quantity  # noqa: F401  (count: the views' plural counts)
 
 FONT = "Helvetica"
 SCALE_UP = {"color": "#2e7d32", "penwidth": "2.5", "style": "solid", "fontcolor": "#2e7d32"}
@@ -21,24 +21,13 @@ BIT_KINDS = frozenset({"infiniband", "ethernet"})  # quoted per port in Gb/s on 
 
 
 def fmt(value: float, unit: str) -> str:
-    """`3.35 TB/s`, `1.2 MW`: the project's quantity format (`unit` as in `Metric`)."""
-    return Metric("", "", value, unit, "").text
+    """`3.35 TB/s`, `1.2 MW`: the one number formatter (dsl/numbers.py), `unit` as in `Metric`."""
+    return quantity(value, unit) if unit else number(value)
 
 
 def speed(bytes_per_s: float, bits: bool) -> str:
     """A link rate in bits (`400 Gb/s`) or bytes (`450 GB/s`) per second, per direction."""
-    if not bits:
-        return fmt(bytes_per_s, "B/s")
-    value = bytes_per_s * 8
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.4g} {prefix}b/s"
-    return f"{value:.4g} b/s"
-
-
-def count(n: int, word: str, plural: str | None = None) -> str:
-    """`1 switch`, `16 switches`, `1,016 links`."""
-    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+    return quantity(bytes_per_s * 8, "b/s") if bits else quantity(bytes_per_s, "B/s")
 
 
 def ident(*parts: object) -> str:

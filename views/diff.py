@@ -47,4 +47,4 @@ def diff_json(c: Comparison) -> str:
     data = {"a": c.a, "b": c.b, "status": {"a": c.status[0], "b": c.status[1]},
             "reasons": {"a": c.reasons[0], "b": c.reasons[1]},
             "changes": [{"section": x.section, "key": x.key, "a": x.a, "b": x.b} for x in c.changes]}
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)

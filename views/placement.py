@@ -16,6 +16,7 @@ import math
 
 import graphviz
 
+from ..dsl.numbers import duration, percent
 from ..compiler.ir import Tier
 from ..model import comms
 from ..model.ranks import rank_partition
@@ -98,7 +99,7 @@ def _title(plan) -> str:
     cfg = e.config
     dims = " ".join(f"{d}={getattr(cfg, d)}" for d in ("tp", "pp", "dp", "cp", "ep"))
     return (f"plan {job.name}: {dims} · {cfg.gpus:,} of {job.graph.gpus:,} GPUs · "
-            f"step {e.step_time:.3g} s · MFU {e.mfu:.1%}")
+            f"step {duration(e.step_time)} · MFU {percent(e.mfu)}")
 
 
 def _shown(n: int, limit: int) -> list[int | None]:
@@ -214,7 +215,7 @@ def _tier_table(plan, size: int) -> str:
     rows = ['<TR><TD ALIGN="LEFT"><B>dimension</B></TD><TD ALIGN="LEFT"><B>groups</B></TD>'
             '<TD ALIGN="LEFT"><B>tiers crossed (innermost first) · exposed comm per step</B></TD></TR>']
     for dim, n, stride, stages in dimension_stages(cfg, ranks_view(plan).tiers):
-        crossed = " → ".join(f"{escape(tier.name)} ({spent:.3g} s)"
+        crossed = " → ".join(f"{escape(tier.name)} ({duration(spent)})"
                              for tier, spent in tier_traffic(dim, seconds.get(dim, 0.0), stages)) or "one GPU"
         groups = cfg.gpus // n
         rows.append(f'<TR><TD ALIGN="LEFT">{dim} = {n} ({_NAMES[dim]})</TD>'

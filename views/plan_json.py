@@ -8,6 +8,7 @@ import attrs
 
 from ..compiler.tco import job_cost
 from ..model.calibration import BAND_CONFIDENCE
+from ..model.recompute import modules as recompute_modules
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan, HeteroSplit
 from ..solver.jobs import Outcome, TrainOutcome
@@ -112,7 +113,10 @@ def _hetero_contract(h: HeteroPlan) -> dict:
 def parallelism(e: Estimate) -> dict:
     c = e.config
     return {"tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "cp": c.cp, "vp": c.vp, "microbatch": c.microbatch,
-            "microbatches": c.microbatches, "recompute": c.recompute, "zero": c.zero, "sp": c.sp}
+            "microbatches": c.microbatches, "recompute": c.recompute, "zero": c.zero, "sp": c.sp,
+            # hybrid sharding's group (dp x cp: plain ZeRO), the recompute's selection, the offloaded share
+            "shard": c.shards, "recompute_modules": list(recompute_modules(c)) if c.recompute == "selective" else [],
+            "recompute_every": c.recompute_every, "offload": c.offload}
 
 
 def estimate_json(e: Estimate) -> dict:
@@ -125,6 +129,7 @@ def estimate_json(e: Estimate) -> dict:
         "model_flops_per_gpu": e.model_flops_per_gpu,
         "memory_per_gpu_bytes": e.memory.total,
         "memory_breakdown_bytes": dict(e.memory.rows()),
+        "host_memory_per_gpu_bytes": e.memory.offloaded,
         "hbm_bytes": e.hbm,
         "step_breakdown_s": dict(e.breakdown.rows()),
         "parallelism": parallelism(e),

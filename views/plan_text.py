@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from ..compiler.tco import job_cost
-from ..dsl.units import BYTES, POWER, Quantity, format_quantity
+from ..dsl.numbers import big, count, duration, number, percent, quantity, span
 from ..model.calibration import half_width
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan
@@ -13,6 +11,7 @@ from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.power import PowerInputs, PowerResult
 from ..solver.serve import ServePlan
 from .serve import serve_text
+from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
 from .plan_json import parallelism
 
 
@@ -26,7 +25,7 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     if outcome.power is not None:
         budgeted = outcome.power
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
-            f"{b / 1e6:,.4g} MW: {t:,.0f}" for b, t in budgeted.curve) + " tokens/s"
+            f"{quantity(b, 'W')}: {big(t)}" for b, t in budgeted.curve) + " tokens/s"
     return text
 
 
@@ -38,7 +37,7 @@ def infeasible_message(outcome: Outcome) -> str:
                 + (f" ({reasons})" if reasons else ""))
     if isinstance(outcome, ServePlan):
         return (f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits"
-                + (f" ({'; '.join(outcome.binding)})" if outcome.binding else ""))
+                + "".join(f"\n  {reason}" for reason in outcome.binding))
     chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     reason = getattr(chosen, "infeasibility", None)
     if reason is not None:
@@ -48,75 +47,108 @@ def infeasible_message(outcome: Outcome) -> str:
 
 
 def _b(value: float) -> str:
-    return format_quantity(Quantity(Fraction(repr(value)), BYTES))
+    return quantity(value, "B")
 
 
 def _w(value: float) -> str:
-    return format_quantity(Quantity(Fraction(repr(value)), POWER))
+    return quantity(value, "W")
 
 
 def _config(e: Estimate) -> str:
     p = parallelism(e)
+    extras = ""
+    if p["recompute_modules"] and p["recompute_modules"] != ["core_attention"]:
+        extras += f" ({'+'.join(p['recompute_modules'])})"
+    if p["recompute_every"] > 1 and p["recompute"] != "none":
+        extras += f" every {p['recompute_every']} layers"
+    if p["offload"]:
+        extras += f" offload={percent(p['offload'])}"
+    extras += f" zero={p['zero']}"
+    if p["shard"] < p["dp"] * p["cp"] and p["zero"] >= 1:
+        extras += f" shard={p['shard']} (hybrid, {p['dp'] * p['cp'] // p['shard']} replicas)"
     return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} vp={p['vp']} "
-            f"mb={p['microbatch']} recompute={p['recompute']} zero={p['zero']}")
+            f"mb={p['microbatch']} recompute={p['recompute']}" + extras)
+
+
+def _rate_span(low: float, high: float) -> str:
+    """`78,222–100,210 tokens/s`, `39.2–86.9 M tokens/s`."""
+    if high >= 1e6:
+        return span(low / 1e6, high / 1e6, "M tokens/s")
+    return span(low, high, "tokens/s")
+
+
+def config_words(e: Estimate) -> str:
+    """`micro-batch 1, 4 virtual stages per GPU, full recomputation, ZeRO-0, sequence parallel`."""
+    p = parallelism(e)
+    words = [f"micro-batch {p['microbatch']}"]
+    if p["vp"] > 1:
+        words.append(f"{p['vp']} virtual stages per GPU")
+    words.append({"none": "no recomputation", "full": "full recomputation"}.get(
+        p["recompute"], f"{p['recompute']} recomputation"))
+    words.append(f"ZeRO-{p['zero']}")
+    if p.get("sp"):
+        words.append("sequence parallel")
+    return ", ".join(words)
 
 
 def _placement_text(plan) -> str:
-    parts = []
-    for p in getattr(plan, "placement", ()):
-        if p.size > 1:
-            parts.append(f"{p.dim}={p.size} on {' + '.join(p.tiers) or 'one GPU'}")
+    parts = [f"{p.dim}={p.size} on {tiers_text(p.tiers)}" for p in getattr(plan, "placement", ()) if p.size > 1]
     return "; ".join(parts) or "one GPU"
 
 
 def goodput_text(good, tokens_per_s: float) -> str:
-    return (f"  goodput    {tokens_per_s * good.efficiency:,.0f} tokens/s ({good.efficiency:.1%} of the time trains): "
-            f"job MTBF {good.mtbf / 3600:.3g} h, checkpoint {good.write:.3g} s every {good.interval / 60:.3g} min "
-            f"(Young/Daly), restart {good.restart / 60:.3g} min")
+    return (f"  goodput    {big(tokens_per_s * good.efficiency)} tokens/s ({percent(good.efficiency)} of the time "
+            f"trains): job MTBF {duration(good.mtbf)}, a checkpoint takes {duration(good.write)} every "
+            f"{duration(good.interval)} (Young/Daly), a restart {duration(good.restart)}")
 
 
 def plan_text(plan, timings: bool = False) -> str:
     job = plan.job
     head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
     evaluated, pruned = getattr(plan, "evaluated", plan.considered), getattr(plan, "pruned", 0)
-    lines = [head, f"  objective  {plan.objective} ({plan.status}, {plan.considered:,} configurations: "
-                   f"{evaluated:,} evaluated, {pruned:,} pruned" + (f", {plan.seconds:.2f} s)" if timings else ")")]
+    lines = [head, f"  objective  {plan.objective} ({plan.status}, {count(plan.considered, 'configuration')}: "
+                   f"{number(evaluated)} evaluated, {number(pruned)} pruned"
+                   + (f", {duration(plan.seconds)})" if timings else ")")]
     e = plan.best
     if e is None:
         reason = getattr(plan, "infeasibility", None)
         if reason is not None:
             lines.append(f"  infeasible {reason.message}")
         return "\n".join(lines)
+    low, high = plan.error_band["tokens_per_s"]
     lines += [
-        f"  parallel   {_config(e)}  ({e.config.gpus} GPUs)",
-        f"  placement  {_placement_text(plan)}  (order {', '.join(e.config.order)})",
-        f"  step       {e.step_time:.3f} s    {e.tokens_per_s:,.0f} tokens/s    {e.tokens_per_s_per_gpu:,.0f} tokens/s/GPU"
-        f"    (80 % band {plan.error_band['tokens_per_s'][0]:,.0f}-{plan.error_band['tokens_per_s'][1]:,.0f} tokens/s)",
-        f"  MFU        {e.mfu:.1%}   HFU {e.hfu:.1%}   ({e.model_flops_per_gpu / 1e12:.0f} model TFLOP/s per GPU)",
+        f"  parallel   {_config(e)}  ({count(e.config.gpus, 'GPU')})",
+        f"             {config_words(e)}",
+        f"  placement  {_placement_text(plan)}  (ranks ordered {', '.join(e.config.order)}, innermost first)",
+        f"  step       {duration(e.step_time)}    {big(e.tokens_per_s)} tokens/s    "
+        f"{number(e.tokens_per_s_per_gpu)} tokens/s per GPU    (80 % band {_rate_span(low, high)})",
+        f"  MFU        {percent(e.mfu)}   HFU {percent(e.hfu)}   ({quantity(e.model_flops_per_gpu, 'FLOPS')} "
+        f"of model FLOPs per GPU)",
         f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
-        + ", ".join(f"{k} {_b(v)}" for k, v in e.memory.rows() if v),
-        "  breakdown  " + ", ".join(f"{k} {v:.3f} s" for k, v in e.breakdown.rows() if v),
+        + ", ".join(f"{MEMORY_WORDS.get(k, k)} {_b(v)}" for k, v in e.memory.rows() if v)
+        + (f"; {_b(e.memory.offloaded)} of activations in host memory" if e.memory.offloaded else ""),
+        "  step parts " + ", ".join(f"{WORDS.get(k, k)} {duration(v)}" for k, v in e.breakdown.rows() if v),
         f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU), "
-        f"{plan.energy_per_token:.3g} J/token",
-        "  binds      " + "; ".join(plan.binding),
+        f"{quantity(plan.energy_per_token, 'J')} per token",
+        f"  limits     {limits_sentence(plan)}",
     ]
     why = getattr(plan, "band_reasons", ())
     if why:
-        lines.append(f"  band wide  ±{half_width(why):.0%}, not ±{half_width(()):.0%}: "
-                     + "; ".join(f"{r.text} (x{r.factor:.2f})" for r in why))
+        lines.append(f"  band wide  ±{percent(half_width(why), 2)}, not ±{percent(half_width(()), 2)}: "
+                     + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why))
     if getattr(plan, "goodput", None) is not None:
         lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
-        days = job.tokens / e.tokens_per_s / 86400
-        lines.append(f"  training   {job.tokens:.3g} tokens in {days:.1f} days")
+        lines.append(f"  training   {big(job.tokens)} tokens in {duration(job.tokens / e.tokens_per_s)}")
     cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
     if cost is not None:
         whole = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"
-        to_train = f", {cost['cost_to_train_usd'] / 1e6:,.2f} M USD to train" if "cost_to_train_usd" in cost else ""
-        lines.append(f"  cost       TCO {cost['tco_usd'] / 1e6:,.2f} M USD (capex {cost['capex_usd'] / 1e6:,.2f} M), "
-                     f"{cost['cost_per_token_usd'] * 1e6:,.3f} USD per million tokens{to_train}{whole}")
+        to_train = f", {quantity(cost['cost_to_train_usd'], 'USD')} to train" if "cost_to_train_usd" in cost else ""
+        lines.append(f"  cost       TCO {quantity(cost['tco_usd'], 'USD')} (capex {quantity(cost['capex_usd'], 'USD')}), "
+                     f"{number(cost['cost_per_token_usd'] * 1e6)} USD per million tokens{to_train}{whole}")
     for i, r in enumerate(plan.runners_up, 2):
-        lines.append(f"  #{i}         {_config(r)} [{','.join(r.config.order)}]: {r.step_time:.3f} s, MFU {r.mfu:.1%}")
+        lines.append(f"  #{i:<9} {_config(r)}, ranks {','.join(r.config.order)}: {duration(r.step_time)}, "
+                     f"MFU {percent(r.mfu)}{runner_difference(e, r)}")
     if getattr(plan, "proof", ""):
         lines.append(f"  proof      {plan.proof}")
     for w in getattr(plan, "warnings", ()):
@@ -124,28 +156,52 @@ def plan_text(plan, timings: bool = False) -> str:
     return "\n".join(lines)
 
 
+def runner_difference(best: Estimate, other: Estimate) -> str:
+    """`  (differs: vp 8, not 4)`: the settings in which a runner-up differs from the plan."""
+    a, b = parallelism(best), parallelism(other)
+    changed = [f"{_SETTING.get(k, k)} {_setting(b[k])}, not {_setting(a[k])}" for k in a
+               if k != "microbatches" and a[k] != b[k]]
+    if best.config.order != other.config.order:
+        changed.append(f"ranks {','.join(other.config.order)}, not {','.join(best.config.order)}")
+    return f"  (differs: {'; '.join(changed)})" if changed else ""
+
+
+_SETTING = {"microbatch": "micro-batch", "recompute": "recomputation", "zero": "ZeRO stage",
+            "sp": "sequence parallel", "vp": "virtual stages"}
+
+
+def _setting(value) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
 def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
     """A few lines for `gclc plan`."""
-    head = f"power budget {result.budget / 1e6:,.4g} MW ({result.objective})"
+    head = f"power budget {quantity(result.budget, 'W')} ({result.objective})"
     if result.status != "optimal":
         return f"{head}: {result.status}: {result.message}"
-    lines = [f"{head}: {result.message}",
-             f"  GPUs running     {result.gpus:,.1f} ({result.whole_gpus:,} in whole replicas, "
-             f"{result.whole_tokens_per_s:,.0f} tokens/s)",
-             f"  clock            {result.clock:.1%} of full, power cap {result.power_cap:,.0f} W per GPU",
-             f"  throughput       {result.tokens_per_s:,.0f} tokens/s",
-             f"  facility power   {result.facility_power / 1e6:,.4g} MW"]
+    state = "the budget binds" if "power" in result.binding else "the budget does not bind"
+    total = f" of {number(inputs.max_gpus)}" if inputs is not None else ""
+    draw = (f"each drawing {_w(result.power_cap)}" if result.clock >= 0.999 else
+            f"with a power cap of {_w(result.power_cap)} per GPU (its draw at that clock)")
+    lines = [f"{head}: {state}: run {number(result.gpus)}{total} GPUs at {percent(result.clock)} clock, {draw}",
+             f"  GPUs running     {number(result.gpus)} ({number(result.whole_gpus)} in whole replicas, "
+             f"{big(result.whole_tokens_per_s)} tokens/s)",
+             f"  clock            {percent(result.clock)} of full; modelled draw {_w(result.power_cap)} per GPU",
+             f"  throughput       {big(result.tokens_per_s)} tokens/s",
+             f"  facility power   {_w(result.facility_power)}"]
     if result.energy_per_token is not None:
-        lines.append(f"  energy           {result.energy_per_token:,.4g} J per token")
+        lines.append(f"  energy           {quantity(result.energy_per_token, 'J')} per token")
     if result.marginal_tokens_per_s_per_mw is not None:
-        lines.append(f"  marginal power   {result.marginal_tokens_per_s_per_mw:,.0f} tokens/s per extra MW")
+        lines.append(f"  marginal power   {number(round(result.marginal_tokens_per_s_per_mw))} tokens/s per extra MW")
     if result.time_to_train is not None:
-        lines.append(f"  time to train    {result.time_to_train / 86400:,.1f} days")
+        lines.append(f"  time to train    {duration(result.time_to_train)}")
     if inputs is not None:
         a1, a2, a3, a4 = inputs.shares
-        check = f", {inputs.fit_error:+.1%} vs the estimate at fewer replicas" if inputs.fit_error is not None else ""
-        lines.append(f"  model            step shares: per micro-batch {a1:.2f} clocked + {a2:.2f} other, "
-                     f"fixed {a3:.2f} clocked + {a4:.2f} other{check}")
+        error = inputs.fit_error
+        check = ("" if error is None else "; it matches the estimate with fewer replicas" if abs(error) < 5e-4 else
+                 f"; it is {percent(abs(error))} {'above' if error > 0 else 'below'} the estimate with fewer replicas")
+        lines.append(f"  model            of the step, {percent(a1 + a3)} slows with a lower clock and "
+                     f"{percent(a1 + a2)} shrinks with more replicas{check}")
     return "\n".join(lines)
 
 
@@ -156,9 +212,9 @@ def hetero_text(result: HeteroPlan) -> str:
         if s.status != "optimal":
             lines.append(f"{mark} {s.mode} split: {s.status}: {s.message}")
             continue
-        lines.append(f"{mark} {s.mode} split: {s.tokens_per_s:,.0f} tokens/s, step {s.step_time:.3f} s "
-                     f"(compute {s.compute_time:.3f} s + cross-partition {s.exchange:.3f} s), "
-                     f"{s.power / 1e6:,.3g} MW facility")
+        lines.append(f"{mark} {s.mode} split: {big(s.tokens_per_s)} tokens/s, step {duration(s.step_time)} "
+                     f"(compute {duration(s.compute_time)} + cross-partition {duration(s.exchange)}), "
+                     f"{_w(s.power)} facility")
         unit = "sequences" if s.mode == "data" else "layers"
         for x in s.shares:
             if x.items == 0:
@@ -166,12 +222,12 @@ def hetero_text(result: HeteroPlan) -> str:
                 continue
             c = x.config
             layout = f"tp {c.tp} pp {c.pp} dp {c.dp} cp {c.cp} mb {c.microbatch}" if c else ""
-            lines.append(f"    {x.partition:<12} {x.items:>6} {unit}  busy {x.busy:.3f} s  "
-                         f"utilization {x.utilization:.0%}  {x.gpus} x {x.chip}  {layout}"
+            lines.append(f"    {x.partition:<12} {number(x.items):>6} {unit}  busy {duration(x.busy)}  "
+                         f"utilization {percent(x.utilization)}  {number(x.gpus)} x {x.chip}  {layout}"
                          + ("" if x.fits else "  (does not fit)"))
         if s.message:
             lines.append(f"    note: {s.message}")
     for p in result.plans:
-        alone = f"{p.best.tokens_per_s:,.0f} tokens/s" if p.best else p.status
+        alone = f"{big(p.best.tokens_per_s)} tokens/s" if p.best else p.status
         lines.append(f"  alone on {p.job.partition.name}: {alone}")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import graphviz
 
 from ..compiler.ir import ClusterGraph
+from ..dsl.numbers import percent
 from ..compiler.metrics import Metric, power_breakdown
 from .diagram import FONT, fmt, ident, label
 
@@ -53,7 +54,7 @@ def power(graph: ClusterGraph, plan=None) -> graphviz.Digraph:
     def box(element: str, text: str, watts: float, fill: str, key: str | None = None) -> None:
         reference = at_tdp.get(key) if key else None
         tdp = f"at TDP: {fmt(reference, 'W')}" if reference is not None and abs(reference - watts) > 1e-6 * facility else ""
-        dot.node(element, label(text, f"{fmt(watts, 'W')} ({watts / facility:.1%})", tdp), fillcolor=fill)
+        dot.node(element, label(text, f"{fmt(watts, 'W')} ({percent(watts / facility)})", tdp), fillcolor=fill)
 
     def flow(a: str, b: str, watts: float) -> None:
         dot.edge(a, b, penwidth=f"{max(0.5, 16 * watts / facility):.2f}")

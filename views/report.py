@@ -17,7 +17,11 @@ from . import render
 from ..compiler.design import Design
 from ..compiler.ir import ClusterGraph
 from ..compiler.metrics import explain
+from ..dsl.numbers import big, duration, number, percent, quantity, span
 from .plan_json import parallelism
+from .limits import MEMORY_WORDS, WORDS
+from .plan_text import config_words, runner_difference
+from .report_headline import CSS as HEADLINE_CSS, headline_html
 
 CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
@@ -31,7 +35,7 @@ td, th { border-bottom: 1px solid #eeeeee; padding: 0.25em 0.8em; text-align: le
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.formula { color: #616161; font-family: "DejaVu Sans Mono", monospace; font-size: 0.85em; }
 .note { color: #6d4c41; background: #fff8e1; padding: 0.4em 0.8em; border-radius: 4px; }
-figure { margin: 1em 0; overflow-x: auto; } figure svg { max-width: 100%; height: auto; }
+figure { margin: 1em 0; overflow-x: auto; } figure svg { max-width: none; height: auto; }  /* natural size: text legible at 100 % zoom; wide diagrams scroll */
 figcaption { color: #616161; font-size: 0.9em; }
 """
 
@@ -60,7 +64,9 @@ def plan_error_band(plan) -> dict[str, tuple[float, float]]:
 def report_html(design: Design, job: str | None = None, objective: str | None = None, source: str = "") -> str:
     """The report as HTML text. `job` names the train job (a missing name raises `JobError`)."""
     context = _context(design, job, objective, source)
-    body = [_header(context), _design_section(context.graph), _cost_section(context)]
+    planned = context.plan is not None and context.plan.best is not None
+    body = [_header(context)] + ([headline_html(context.plan)] if planned and not context.other else [])
+    body += [_design_section(context.graph), _cost_section(context)]
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
     elif context.plan is not None and context.plan.best is not None:
@@ -72,7 +78,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     body.append(_diagrams(context))
     title = f"gclc report: {context.graph.name}"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{_e(title)}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>{CSS}</style>\n</head>\n"
+            f"<title>{_e(title)}</title>\n<link rel=\"icon\" href=\"data:,\">\n<style>{CSS}{HEADLINE_CSS}</style>\n</head>\n"
             "<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
 
@@ -153,8 +159,6 @@ def _header(c: Context) -> str:
         pairs.insert(1, (peak.label, peak.text))
     if c.graph.power_budget:
         pairs.append(("power budget", render.fmt(c.graph.power_budget, "W")))
-    if c.plan is not None and c.plan.best is not None:
-        pairs += [("step time", f"{c.plan.best.step_time:.4g} s"), ("MFU", f"{c.plan.best.mfu:.1%}")]
     where = f" from <code>{_e(c.source)}</code>" if c.source else ""
     return f"<h1>{_e(c.graph.name)}</h1>\n<p>gclc report{where}.</p>\n" + _cards(pairs)
 
@@ -186,15 +190,15 @@ def _plan_sections(c: Context) -> list[str]:
 
     p, e = c.plan, c.plan.best
     return [
-        _section("Plan", _plan_intro(p), _table(("dimension", "value"), parallelism(e).items()),
-                 _metrics_table(p)),
+        _section("Plan", _plan_intro(p), _table(("dimension", "value"), _settings(e)), _metrics_table(p)),
         _section("Step time", _figure(report_plots.step_breakdown(e.breakdown.rows(), e.step_time),
-                                      f"Seconds of one {e.step_time:.4g} s step on the critical path."),
-                 _table(("component", "seconds", "share"),
-                        [(k, f"{v:.4g}", f"{v / e.step_time:.1%}") for k, v in e.breakdown.rows()], (1, 2))),
+                                      f"The parts of one {duration(e.step_time)} step on the critical path."),
+                 _table(("component", "time", "share"),
+                        [(WORDS.get(k, k), duration(v), percent(v / e.step_time)) for k, v in e.breakdown.rows() if v],
+                        (1, 2))),
         _section("Memory per GPU", _figure(report_plots.memory(e.memory.rows(), e.hbm),
                                            f"{render.fmt(e.memory.total, 'B')} of {render.fmt(e.hbm, 'B')} HBM."),
-                 _table(("category", "bytes"), [(k, render.fmt(v, "B")) for k, v in e.memory.rows()])),
+                 _table(("category", "bytes"), [(MEMORY_WORDS.get(k, k), quantity(v, "B")) for k, v in e.memory.rows()])),
         _power_curve_section(p),
         _section("Runners-up", _runners(p)),
     ]
@@ -210,22 +214,22 @@ def _plan_intro(p) -> str:
 
 def _metrics_table(p) -> str:
     e, job = p.best, p.job
-    rows = [("step_time_s", "step time", f"{e.step_time:.4g} s"),
-            ("tokens_per_s", "throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
-            ("tokens_per_s_per_gpu", "per GPU", f"{e.tokens_per_s_per_gpu:,.0f} tokens/s"),
-            ("mfu", "MFU", f"{e.mfu:.1%}"), ("hfu", "HFU", f"{e.hfu:.1%}"),
-            ("memory_per_gpu_bytes", "memory per GPU", render.fmt(e.memory.total, "B")),
-            ("power_w", "power", render.fmt(p.power.total, "W")),
-            ("energy_per_token_j", "energy per token", f"{p.energy_per_token:.3g} J")]
+    rows = [("step_time_s", "step time", duration(e.step_time)),
+            ("tokens_per_s", "throughput", f"{big(e.tokens_per_s)} tokens/s"),
+            ("tokens_per_s_per_gpu", "per GPU", f"{number(e.tokens_per_s_per_gpu)} tokens/s"),
+            ("mfu", "MFU", percent(e.mfu)), ("hfu", "HFU", percent(e.hfu)),
+            ("memory_per_gpu_bytes", "memory per GPU", quantity(e.memory.total, "B")),
+            ("power_w", "power", quantity(p.power.total, "W")),
+            ("energy_per_token_j", "energy per token", quantity(p.energy_per_token, "J"))]
     if job.tokens:
-        days = job.tokens / e.tokens_per_s / 86400
-        rows.append(("time_to_train_s", "time to train", f"{days:,.1f} days for {job.tokens:.3g} tokens"))
+        rows.append(("time_to_train_s", "time to train",
+                     f"{duration(job.tokens / e.tokens_per_s)} for {big(job.tokens)} tokens"))
     band = plan_error_band(p)
     if not band:
         return _table(("metric", "value"), [r[1:] for r in rows]) + _note(
             "No error band for this plan.")
     return _table(("metric", "value", "range"),  # 80 % bands from the calibration residuals
-                  [(label, value, "{:.4g} – {:.4g}".format(*band[key]) if key in band else "")
+                  [(label, value, _band(key, *band[key]) if key in band else "")
                    for key, label, value in rows], (1, 2))
 
 
@@ -243,10 +247,28 @@ def _runners(p) -> str:
     rows = []
     for rank, r in enumerate((p.best, *p.runners_up), 1):
         par = parallelism(r)
+        differs = "the plan" if rank == 1 else runner_difference(p.best, r).strip()[len("(differs: "):-1] or "—"
         rows.append((f"#{rank}", *(par[k] for k in ("tp", "pp", "dp", "cp", "ep", "vp", "microbatch")),
-                     par["recompute"], f"{r.step_time:.4g} s", f"{r.mfu:.1%}", render.fmt(r.memory.total, "B")))
-    head = ("rank", "tp", "pp", "dp", "cp", "ep", "vp", "mb", "recompute", "step", "MFU", "memory")
-    return _table(head, rows, numeric=tuple(range(1, 8)) + (9, 10, 11))
+                     par["recompute"], f"ZeRO-{par['zero']}", ",".join(r.config.order), duration(r.step_time),
+                     percent(r.mfu), quantity(r.memory.total, "B"), differs))
+    head = ("rank", "tp", "pp", "dp", "cp", "ep", "vp", "mb", "recompute", "ZeRO", "rank order", "step", "MFU",
+            "memory", "differs from the plan in")
+    return _table(head, rows, numeric=tuple(range(1, 8)) + (11, 12, 13))
+
+
+def _settings(e) -> list[tuple[str, str]]:
+    """The parallel layout as a table: the degrees, then the rest in words."""
+    par = parallelism(e)
+    rows = [(k, number(par[k])) for k in ("tp", "pp", "dp", "cp", "ep", "vp")]
+    return rows + [("GPUs", number(e.config.gpus)), ("micro-batches per step", number(par["microbatches"])),
+                   ("settings", config_words(e)), ("rank order", ", ".join(e.config.order) + " (innermost first)")]
+
+
+def _band(key: str, low: float, high: float) -> str:
+    """An 80 % band in its metric's unit: `33.1–41.9 s`, `78,222–100,210 tokens/s`, `35–45%`."""
+    unit = {"step_time_s": "s", "mfu": "%", "hfu": "%", "power_w": "W", "memory_per_gpu_bytes": "B",
+            "energy_per_token_j": "J"}.get(key, "tokens/s" if key.startswith("tokens_per_s") else "")
+    return span(low, high, unit)
 
 
 def _power_curve_section(p) -> str:

@@ -14,8 +14,11 @@ import re
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
+from ..dsl.numbers import big, duration, number, percent, quantity
 from ..model.compute import BEST_SHAPE, gemm_rate, hbm_rate, op_time, peak
+from .limits import MEMORY_WORDS, WORDS
 
 COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#5d4037", "#9e9d24", "#ad1457")
 _RC = {"svg.fonttype": "none", "font.family": "DejaVu Sans", "font.size": 9, "axes.spines.top": False,
@@ -48,8 +51,12 @@ def scope_ids(svg: str, prefix: str) -> str:
     return re.sub(r'(\bid="|url\(#|href="#)([^")]+)', rename, svg)
 
 
-def _seconds(value: float) -> str:
-    return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:.3g} s"
+def _readable_axes(ax, y_words: bool = False) -> None:
+    """Tick labels as the one formatter writes numbers (`1.5`, `30,000`, `1 M` when `y_words`)."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: big(v) if y_words else number(v)))
 
 
 def step_breakdown(rows: tuple[tuple[str, float], ...], step: float) -> str:
@@ -58,10 +65,11 @@ def step_breakdown(rows: tuple[tuple[str, float], ...], step: float) -> str:
     with rc_context(_RC):
         fig = _figure(7.0, 0.45 * len(rows) + 0.9)
         ax = fig.add_subplot()
-        names = [k for k, _ in rows][::-1]
+        names = [WORDS.get(k, k) for k, _ in rows][::-1]
         values = [v for _, v in rows][::-1]
         bars = ax.barh(names, values, color=[COLORS[i % len(COLORS)] for i in range(len(rows))][::-1])
-        ax.bar_label(bars, labels=[f"{_seconds(v)} ({v / step:.0%})" for v in values], padding=3)
+        ax.bar_label(bars, labels=[f"{duration(v)} ({percent(v / step)})" for v in values], padding=3)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
         ax.set_xlabel("seconds per step")
         ax.set_xlim(0, max(values) * 1.35)
         return to_svg(fig, "step")
@@ -76,10 +84,11 @@ def memory(rows: tuple[tuple[str, float], ...], hbm: float) -> str:
         left = 0.0
         for i, (name, value) in enumerate(rows):
             ax.barh(["per GPU"], [value / 1e9], left=left / 1e9, color=COLORS[i % len(COLORS)],
-                    label=f"{name} {value / 1e9:.3g} GB")
+                    label=f"{MEMORY_WORDS.get(name, name)} {quantity(value, 'B')}")
             left += value
-        ax.axvline(hbm / 1e9, color="#c62828", linestyle="--", linewidth=1.5, label=f"HBM {hbm / 1e9:.3g} GB")
+        ax.axvline(hbm / 1e9, color="#c62828", linestyle="--", linewidth=1.5, label=f"HBM {quantity(hbm, 'B')}")
         ax.set_xlim(0, max(left, hbm) / 1e9 * 1.05)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
         ax.set_xlabel("GB per GPU")
         fig.legend(loc="outside lower center", ncols=4, frameon=False)
         return to_svg(fig, "memory")
@@ -99,12 +108,12 @@ def roofline(chip, precision: str, ops: tuple = ()) -> str:
                   label="best-shape GEMM rate, HBM streaming rate")
         ridge = top / chip.hbm_bandwidth
         ax.axvline(ridge, color="#9e9e9e", linewidth=0.8, linestyle=":")
-        ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, top / 30), rotation=90, color="#616161",
+        ax.annotate(f"ridge {number(ridge)} FLOP/B", (ridge, top / 30), rotation=90, color="#616161",
                     xytext=(3, 0), textcoords="offset points")
         for i, op in enumerate(o for o in ops if o.flops > 0 and o.bytes > 0):
             rate = op.flops / op_time(op, chip, precision)
             ax.plot([op.flops / op.bytes], [rate], "os^Dv<>p"[i % 8], color=COLORS[(i + 2) % len(COLORS)],
-                    label=f"{op.name}: {op.flops / op.bytes:,.0f} FLOP/B, {rate / top:.0%} of peak")
+                    label=f"{op.name}: {number(op.flops / op.bytes)} FLOP/B, {percent(rate / top)} of peak")
         ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
         ax.set_ylabel("FLOP/s")
         ax.set_ylim(top / 1e4, top * 2)
@@ -124,6 +133,7 @@ def throughput_curve(points: tuple[tuple[float, float], ...], chosen: tuple[floa
             ax.plot([chosen[0] / 1e6], [chosen[1]], "*", markersize=12, color="#ef6c00", label="the plan above")
         if budget:
             ax.axvline(budget / 1e6, color="#c62828", linestyle="--", linewidth=1, label="design budget")
+        _readable_axes(ax, y_words=True)
         ax.set_xlabel("facility power budget (MW)")
         ax.set_ylabel("tokens/s")
         ax.legend(frameon=False)

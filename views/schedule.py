@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 
+from ..dsl.numbers import count, percent, quantity
 from ..solver.schedule.jobs import Workload
 from ..solver.schedule.milp import Optimum
 from ..solver.schedule.simulate import Outcome, Run
@@ -130,7 +131,7 @@ def _h(seconds: float | None) -> str:
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1%}"
+    return "-" if x is None else percent(x)
 
 
 def schedule_text(data: dict, limit: int = 40) -> str:
@@ -152,9 +153,10 @@ def schedule_text(data: dict, limit: int = 40) -> str:
         lines.append(f"  ... and {len(jobs) - limit:,} more jobs (--json lists them all)")
     lines.append(f"  cluster    makespan {_h(c['makespan_s'])}, utilization {_pct(c['utilization'])}, fragmentation "
                  f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {c['gpu_hours_held']:,.0f} GPU-h held, "
-                 f"{c['jobs_done']}/{c['jobs']} jobs done, {c['preemptions']} preemptions, {c['failures']} failures")
-    lines.append(f"  energy     {c['gpu_energy_j'] / 3.6e9:,.3g} MWh (GPUs at TDP when held, idle power otherwise, x PUE)")
-    lines.append("  waiting    " + "; ".join(f"{k}: mean {_h(v['mean_wait_s'])}, max {_h(v['max_wait_s'])} ({v['jobs']} jobs)"
+                 f"{c['jobs_done']}/{c['jobs']} jobs done, {count(c['preemptions'], 'preemption')}, "
+                 f"{count(c['failures'], 'failure')}")
+    lines.append(f"  energy     {quantity(c['gpu_energy_j'] / 3600, 'Wh')} (GPUs at TDP when held, idle power otherwise, x PUE)")
+    lines.append("  waiting    " + "; ".join(f"{k}: mean {_h(v['mean_wait_s'])}, max {_h(v['max_wait_s'])} ({count(v['jobs'], 'job')})"
                                           for k, v in c["queueing_by_priority"].items()))
     o = data["optimum"]
     if o["epochs"]:

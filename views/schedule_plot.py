@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 
+from ..dsl.numbers import number, percent
+
 MAX_ROWS = 60   # Gantt rows drawn; the longest-running jobs when there are more
 
 
@@ -15,6 +17,7 @@ def schedule_figure(data: dict, fmt: str = "svg") -> bytes:
     from matplotlib import colormaps, rc_context
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
     jobs = [j for j in data["jobs"] if j["segments"]]
     if len(jobs) > MAX_ROWS:
@@ -28,8 +31,12 @@ def schedule_figure(data: dict, fmt: str = "svg") -> bytes:
     _queue(middle, data)
     _gantt(gantt, jobs, colormaps["viridis"])
     gantt.set_xlabel("hours")
+    for ax in (top, middle, gantt, *middle.get_shared_x_axes().get_siblings(middle)):
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
+    for ax in (top, middle):
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
     fig.suptitle(f"{data['cluster']}: policy {data['policy']}, utilization "
-                 f"{data['cluster_metrics']['utilization']:.1%}", fontsize=11)
+                 f"{percent(data['cluster_metrics']['utilization'])}", fontsize=11)
     out = io.BytesIO()
     with rc_context({"svg.hashsalt": "gclc-schedule", "svg.fonttype": "none"}):
         fig.savefig(out, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else {})
@@ -56,6 +63,7 @@ def _queue(ax, data: dict) -> None:
                label="fragmentation")
     share.set_ylabel("free GPUs in partly used domains", fontsize=7)
     share.set_ylim(0, 1.05)
+    share.yaxis.set_major_formatter(lambda v, _: percent(v))
     ax.legend(handles=ax.get_lines() + share.get_lines(), loc="upper left", fontsize=7, ncol=2)
 
 

@@ -6,6 +6,7 @@ energy_per_token_j parallelism placement error_band binding solver`)."""
 
 from __future__ import annotations
 
+from ..dsl.numbers import big, count, duration, number, quantity
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
 from ..model.compute import peak
@@ -93,30 +94,32 @@ def _mfu(p: ServePlan) -> float:
 
 
 def serve_text(p: ServePlan) -> str:
-    head = f"plan {p.name} (serve) on {p.graph.name}: {p.considered} configurations, {p.simulated} simulated"
+    head = (f"plan {p.name} (serve) on {p.graph.name}: {count(p.considered, 'configuration')}, "
+            f"{number(p.simulated)} simulated")
     if p.best is None:
-        return head + "\n  infeasible: " + "; ".join(p.binding)
+        return head + "\n  infeasible:" + "".join(f"\n    {reason}" for reason in p.binding)
     d = p.decode
-    lines = [head, f"  mode       {p.mode}, {p.used_gpus} of {p.gpus} GPUs"]
+    lines = [head, f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"]
     for name, side in (("prefill", p.prefill), ("decode" if p.prefill else "replicas", d)):
         if side is None:
             continue
         c = side.replica.config
-        lines.append(f"  {name:<10} {side.count} x (tp={c.tp} ep={c.ep} pp={c.pp} = {side.replica.gpus} GPUs), "
-                     f"batch {c.batch}, {c.precision} weights, {c.kv} KV")
+        lines.append(f"  {name:<10} {side.count} x (tp={c.tp} ep={c.ep} pp={c.pp} = {count(side.replica.gpus, 'GPU')}), "
+                     f"batch {number(c.batch)}, {c.precision} weights, {c.kv} KV")
     if p.outcome is not None:
         o = p.outcome
-        for metric, scale, unit in (("ttft", 1e3, "ms"), ("tpot", 1e3, "ms"), ("e2e", 1, "s")):
-            lines.append(f"  {metric:<10} " + ", ".join(f"{k} {o.percentile(metric, v) * scale:,.1f} {unit}" for k, v in
+        for metric in ("ttft", "tpot", "e2e"):
+            lines.append(f"  {metric:<10} " + ", ".join(f"{k} {duration(o.percentile(metric, v))}" for k, v in
                                                        (("P50", 50), ("P90", 90), ("P99", 99))))
-        lines.append(f"  demand     {p.demand.rate:,.4g} requests/s; goodput {o.goodput:,.4g} requests/s within the SLOs")
+        lines.append(f"  demand     {number(p.demand.rate)} requests/s; goodput {number(o.goodput)} requests/s "
+                     "within the SLOs")
     else:
-        lines.append(f"  latency    TTFT {(p.prefill or d).estimate.ttft * 1e3:,.0f} ms (unloaded), "
-                     f"TPOT {p.best.tpot * 1e3:,.1f} ms at full batch")
+        lines.append(f"  latency    TTFT {duration((p.prefill or d).estimate.ttft)} (unloaded), "
+                     f"TPOT {duration(p.best.tpot)} at full batch")
     lines += [
-        f"  throughput {p.tokens_per_s:,.0f} output tokens/s ({p.tokens_per_s / p.used_gpus:,.0f} per GPU)",
-        f"  memory     {p.best.memory / 1e9:,.1f} GB of {p.best.hbm / 1e9:,.0f} GB per GPU",
-        f"  power      {p.power_w / 1e6:,.3g} MW, {p.energy_per_token:.3g} J per output token",
+        f"  throughput {big(p.tokens_per_s)} output tokens/s ({number(p.tokens_per_s / p.used_gpus)} per GPU)",
+        f"  memory     {quantity(p.best.memory, 'B')} of {quantity(p.best.hbm, 'B')} per GPU",
+        f"  power      {quantity(p.power_w, 'W')}, {quantity(p.energy_per_token, 'J')} per output token",
         "  binds      " + "; ".join(p.binding or ("-",)),
     ]
     return "\n".join(lines)

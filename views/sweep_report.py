@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 
 from ..solver.sweep.pareto import OBJECTIVES
 from ..solver.sweep.point import column
@@ -47,6 +48,15 @@ def summary_text(collected, total: int, objectives: tuple[str, ...], files: list
     lines += ["  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in table]
     lines += [f"wrote {f}" for f in files]
     return "\n".join(lines)
+
+
+def summary_json(collected, total: int, objectives: tuple[str, ...], files: list[str], interrupted: bool) -> str:
+    """`gclc sweep --json`: the counts, the reasons, the Pareto front's rows and the files written."""
+    s = collected.statuses
+    return json.dumps({"points": total, "interrupted": interrupted, "feasible": s["ok"], "infeasible": s["infeasible"],
+                       "invalid": s["invalid"], "resumed": collected.resumed,
+                       "reasons": dict(collected.reasons.most_common()), "objectives": list(objectives),
+                       "pareto": collected.front_rows(), "files": files}, indent=2, default=str, allow_nan=False)
 
 
 def report_html(path: str, collected, total: int, objectives: tuple[str, ...], svg: str | None,

@@ -2,14 +2,23 @@
 clusters, one representative of each repeated unit expanded and the rest collapsed by
 multiplicity; scale-up solid green, scale-out dashed blue.
 
-A rail-optimized fabric is drawn after the compute-fabric figure of NVIDIA's DGX SuperPOD
-reference architecture (docs.nvidia.com/dgx-superpod/reference-architecture/
-scalable-infrastructure-b300/latest/network-fabrics.html: "each group of 64 nodes is
-rail-aligned ... traffic between nodes, or between rails, traverses the spine layer").
-Taken from it: NIC k of every node cabled to the leaves of rail k, one leaf per rail per
-scalable unit, one hue per rail from the node's NIC ports up to its leaves, the spine
-above all rails, one switch hop within a rail. Left out: the storage, in-band and
-out-of-band fabrics, and the RA's twin-plane variant (a design states one fabric).
+A rail-optimized fabric is drawn after the compute-fabric figures of NVIDIA's DGX SuperPOD
+reference architectures: DGX H100 (RA-11333-001 V11, 2023: scalable units of 32 DGX H100,
+eight NDR leaves per unit, one per rail) and DGX B300 (docs.nvidia.com/dgx-superpod/
+reference-architecture/scalable-infrastructure-b300/latest/network-fabrics.html: "each
+group of 64 nodes is rail-aligned ... traffic between nodes, or between rails, traverses
+the spine layer"; its Table 3 gives as many leaf-spine cables as node-leaf cables).
+Taken from them:
+- rails: NIC k of every node cabled to the leaves of rail k, one hue per rail from the
+  node's NIC ports up to its leaves, one switch hop within a rail;
+- leaf and spine groups: per rail, its leaves as one box (`rail 3: 4 x QM9700, 32 nodes
+  each`, one leaf per rail per scalable unit), the spine layer as one box above all rails
+  with its switch count and the GPUs one spine group reaches;
+- the oversubscription label on the leaf-to-spine uplinks, as the RA's tables state it by
+  cable counts: `1:1 non-blocking` when uplinks equal downlinks, else `oversubscribed 2:1`,
+  with the link count and speed (`1,024 links x 400 Gb/s`).
+Left out: the storage, in-band and out-of-band fabrics, the RA's twin-plane variant (a
+design states one fabric) and the physical rack rows (the view is logical).
 Link speeds read as on the data sheet: network links in bits per second (`400 Gb/s`),
 scale-up links in bytes (`450 GB/s`); oversubscription is written on the uplinks.
 """

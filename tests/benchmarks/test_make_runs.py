@@ -156,5 +156,51 @@ def test_recipe_recompute_defaults():
 def test_recipe_settings_gclc_cannot_express_are_stated():
     partial = design("mb2511_23")   # Llama 3 8B H100 FP8-CS: recompute_num_layers 5
     assert field(partial, "recompute") == "none" and "5 of 32 layers" in partial
-    offload = design("mb2602_5")    # Llama 3 70B GB300 FSDP: cpu_offloading_num_layers 20
-    assert "offloaded to host memory" in offload and "20 layers" in offload
+    offload = design("mb2602_5")    # Llama 3 70B GB300 FSDP: cpu_offloading_num_layers 20 of 80
+    assert field(offload, "offload") == "0.25" and "cpu_offloading_num_layers 20" in offload   # now expressible
+
+
+def test_the_stack_is_the_one_the_runs_framework_and_date_imply():
+    run_stacks = sys.modules["run_stacks"]
+    by_group = {r["group"]: r for r in ROWS}
+    sc21 = by_group["Megatron SC21 weak scaling"]
+    assert (run_stacks.date_of(sc21), run_stacks.software_of(sc21)) == ("2021-04", "megatron")
+    core = by_group["Megatron-Core H100 weak scaling"]
+    assert (run_stacks.date_of(core), run_stacks.software_of(core)) == ("2024-07", "megatron_core")
+    assert field(design(core["run_id"]), "software") == "megatron_core"
+    # the same framework words, dated after Megatron-Core 0.4, get the overlapped stack
+    later = dict(sc21, source="a 2024 report (arXiv:2406.01234)", source_locator="", group="x")
+    assert run_stacks.software_of(later) == "megatron_core"
+    undated = dict(sc21, source="", source_locator="", group="x")
+    with pytest.raises(make_runs.Unexpressible, match="states no date"):
+        run_stacks.software_of(undated)
+
+
+def test_every_stack_names_releases_and_a_source():
+    from gclc.model.config import STACKS
+    from gclc.model.stacks import ERAS, NoStack, stack_for
+
+    assert {e.stack for e in ERAS} == set(STACKS)
+    assert all(e.source and e.releases and (e.last is None or e.first <= e.last) for e in ERAS)
+    assert stack_for("megatron", "2022-05").stack == "megatron" and stack_for("megatron", "2025-01").stack == "megatron_core"
+    with pytest.raises(NoStack, match="covers"):
+        stack_for("deepspeed", "2024-01")
+
+
+def test_multislice_maxtext_is_hybrid_sharded_and_torchtitan_layer_checkpointing_every_second_layer():
+    multislice = design("maxtext_v5e_16B_16x")
+    assert (field(multislice, "dp"), field(multislice, "shard"), field(multislice, "zero")) == ("4096", "256", "3")
+    assert "shard" not in re.findall(r"^\s*(\w+)\s*=", design("maxtext_v5e_16B_1x"), re.M)   # one slice: plain FSDP
+    layered = design("torchtitan_a100_1")
+    assert (field(layered, "recompute"), field(layered, "recompute_every")) == ("full", "2")
+    job = train_job(check_text(multislice, str(BENCH / "runs" / "maxtext_v5e_16B_16x.gcl")).design)
+    assert job.pinned["shard"] == 256
+
+
+def test_megatron_bridge_cpu_offloading_is_the_offloaded_share_of_a_stage():
+    # llama31_405b perf_matrix gb200 fp8_cs: cpu_offloading_num_layers 95 of 126 layers (pp 1)
+    text = design("mb2509_3")
+    assert float(field(text, "offload")) == pytest.approx(95 / 126, abs=1e-4)
+    job = train_job(check_text(text, str(BENCH / "runs" / "mb2509_3.gcl")).design)
+    assert job.partition.node.host_link == 225e9      # GB200 tray: NVLink-C2C per GPU
+    assert "offload" not in design("mb2509_9")        # a recipe without offloading

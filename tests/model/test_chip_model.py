@@ -74,7 +74,7 @@ def test_a_stated_peak_more_than_5_percent_off_warns_with_both_numbers():
 
 def test_explain_shows_each_derivation_with_its_formula():
     rows = {m.key: m for m in chip_metrics(lower(design().design))}
-    assert rows["chip.Dsa.peak.bf16"].formula == "64 cores x 1.6 GHz x 8192 ops/clock"
+    assert rows["chip.Dsa.peak.bf16"].formula == "64 cores x 1.6 GHz x 8,192 ops/clock"
     assert rows["chip.Dsa.hbm.capacity"].formula.startswith("6 stacks x 24 GB")
 
 

@@ -73,11 +73,8 @@ def test_dpus_that_take_storage_make_it_fit():
     assert plan(job(dram="dram = 2 TB")).best is not None  # or enough DRAM
 
 
-def test_offload_crosses_the_host_link():
+def test_offloaded_tensors_count_against_the_nodes_dram():
     pcie = job().partition.node
-    assert offload_host.offload_time(pcie, 1e9) == pytest.approx(1e9 / (offload_host.PCIE5_X16 * 0.8))
-    grace = job(cpu="Grace_Like").partition.node
-    assert offload_host.offload_time(grace, 1e9) < offload_host.offload_time(pcie, 1e9) / 5
     none = job(checkpoint="")
     need = offload_host.host_memory(none.shape, pinned_config(none), none.partition, offload_bytes=10e9)
     assert need.offload == 80e9 and not need.fits

@@ -93,3 +93,22 @@ def ir_levels():
 def named():
     """Example by name, for tests about one design."""
     return Example
+
+
+def _variant_plan(pins: str, model: str = "window = window"):
+    """The dense-variants design (tests/data/dense_variants.gcl) with other pins, planned."""
+    from gclc.compiler.driver import check_text
+
+    path = ROOT / "tests" / "data" / "dense_variants.gcl"
+    text = path.read_text().replace(
+        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
+        pins).replace("window = window", model).replace("software  = fsdp", "software  = megatron_core")
+    result = check_text(text, str(path))
+    assert result.design is not None, result.diagnostics
+    return job_plan(job_entity(result.design, None))
+
+
+@pytest.fixture(scope="session")
+def variant_plan():
+    """Plan the dense-variants design under other pins (sharding, recompute, offload, attention)."""
+    return _variant_plan

@@ -155,3 +155,29 @@ def test_uneven_pipelines_give_equal_middle_stages():
             first, last = megatron.uneven_stages(layers, pp)
             assert first >= last >= 1 and first + last <= layers
             assert pp == 2 and first + last == layers or (layers - first - last) % (pp - 2) == 0
+
+
+def test_hybrid_sharding_recompute_offload_and_windows_parse_as_megatron_arguments(parser, variant_plan):
+    job = variant_plan("parallelism { tp = 1 pp = 2 vp = 1 dp = 16 zero = 1 shard = 8 recompute = full "
+                        "recompute_every = 2 offload = 50% }", "window = 4096  global_every = 4")
+    args = parser.parse_args(shell_words(megatron.export(job, "H100_SXM", "NVIDIA", "variants")["megatron.args"]))
+    assert args.use_distributed_optimizer and args.num_distributed_optimizer_instances == 2    # 16 / 8
+    assert (args.recompute_granularity, args.recompute_method, args.recompute_num_layers) == ("full", "block", 8)
+    assert args.cpu_offloading and args.cpu_offloading_num_layers == 8                         # half of 16
+    assert getattr(args, "window_size") == "(4096,0)" and getattr(args, "window_attn_skip_freq") == "4"
+    assert validate_args(args, job.config.gpus) == []
+    fsdp = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 shard = 8 recompute = selective "
+                         "recompute_modules = [core_attention, mlp] }")
+    args = parser.parse_args(shell_words(megatron.export(fsdp, "H100_SXM", "NVIDIA", "variants")["megatron.args"]))
+    assert args.use_megatron_fsdp and args.num_distributed_optimizer_instances == 4
+    assert args.outer_dp_sharding_strategy == "no_shard"
+    assert args.recompute_modules == ["core_attn", "mlp"]
+
+
+def test_what_megatron_cannot_express_of_the_variants_is_an_error(variant_plan):
+    parallel = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 }", "block = parallel")
+    with pytest.raises(ExportError, match="parallel"):
+        megatron.export(parallel, "H100_SXM", "NVIDIA", "variants")
+    every = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = selective recompute_every = 2 }")
+    with pytest.raises(ExportError, match="every layer"):
+        megatron.export(every, "H100_SXM", "NVIDIA", "variants")

@@ -138,3 +138,17 @@ def test_what_torchtitan_cannot_run_is_an_error(named):
 def test_overrides_quote_for_the_shell():
     words = torchtitan.overrides({"job": {"description": "a b"}, "model": {"converters": ["x", "y"]}})
     assert shlex.split(shlex.join(words)) == ["--job.description", "a b", "--model.converters", "x,y"]
+
+
+def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(config_manager, tmp_path, variant_plan):
+    job = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 shard = 8 recompute = full recompute_every = 2 }")
+    files = torchtitan.export(job, "H100_SXM", "NVIDIA", "variants")
+    (tmp_path / "job.toml").write_text(files["torchtitan.toml"])
+    parsed = config_manager().parse_args(["--job.config_file", str(tmp_path / "job.toml")])
+    p = parsed.parallelism
+    assert (p.data_parallel_shard_degree, p.data_parallel_replicate_degree) == (8, 4)
+    assert (parsed.activation_checkpoint.mode, parsed.activation_checkpoint.selective_ac_option) == ("selective", "2")
+    assert parallel_dims_problems(p, 32) == []
+    offloaded = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = full offload = 50% }")
+    with pytest.raises(ExportError, match="offload"):
+        torchtitan.export(offloaded, "H100_SXM", "NVIDIA", "variants")

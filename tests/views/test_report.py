@@ -50,7 +50,8 @@ def _sections(text: str) -> list[str]:
 
 def test_a_planned_design_gets_every_section(reports):
     text = reports[PLANNED]
-    assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Step time", "Memory per GPU",
+    assert _sections(text) == ["llama3_405b_pretrain: the answer", "Design", "Bill of materials and cost", "Plan",
+                               "Step time", "Memory per GPU",
                                "Throughput against power budget", "Runners-up", "Roofline", "Diagrams"]
     assert "llama3_405b_pretrain" in text and "bisection bandwidth" in text
     assert "127 x 270,000 USD" in text and "capex + energy + maintenance" in text  # the bill and the TCO
@@ -107,7 +108,7 @@ def test_the_error_band_hook_adds_a_range_column(reports):
     low, high = report.plan_error_band(chosen)["step_time_s"]
     assert low < chosen.best.step_time < high
     table = report._metrics_table(Banded())
-    assert "<th>range</th>" in table and "70 – 90" in table
+    assert "<th>range</th>" in table and "70–90 s" in table
 
 
 def test_the_power_curve_section_is_omitted_with_a_note_without_solver_power(monkeypatch):

@@ -18,6 +18,7 @@ import shlex
 import yaml
 
 from ...model.config import TrainConfig
+from ...model.recompute import modules as recompute_modules
 from .target import ExportError, JobPlan, header
 
 STACKS = ("megatron", "megatron_core", "nemo")
@@ -44,7 +45,11 @@ def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, ob
         args.append(("--untie-embeddings-and-output-weights", True))
     if s.is_moe:
         args += _moe(job)
-    args += _parallel(job, c) + _recompute(c) + _precision(job, c, accelerator) + _stack(c)
+    if s.window:  # local attention through Transformer Engine (Megatron-Core 0.5+): (left, right) keys
+        args.append(("--window-size", f"({s.window},0)"))
+        if s.global_every:   # every k-th layer attends globally
+            args.append(("--window-attn-skip-freq", s.global_every))
+    args += _parallel(job, c) + _recompute(job, c) + _offload(job, c) + _precision(job, c, accelerator) + _stack(c)
     args += [("--micro-batch-size", c.microbatch), ("--global-batch-size", c.batch)]
     return args
 
@@ -62,6 +67,9 @@ def _check(job: JobPlan, vendor: str) -> None:
     if job.shape.mlp_matrices == 2 and job.entity.get("model").get("mlp") is not None \
             and job.entity.get("model").get("mlp").name == "relu":
         raise ExportError("Megatron-LM's arguments choose GeLU (default) or --swiglu; a plain ReLU MLP has no flag")
+    if job.shape.parallel_block:
+        raise ExportError("Megatron-LM's GPT layers run attention and MLP in sequence; it has no parallel "
+                          f"(GPT-J / PaLM) block, and `{job.name}`'s model sets `block = parallel`")
     c = job.config
     if c.vp > 1 and job.shape.layers % (c.pp * c.vp):
         raise ExportError(f"Megatron-LM gives every virtual stage the same layers (--num-layers-per-virtual-"
@@ -96,6 +104,12 @@ def _parallel(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
         args += [("--use-megatron-fsdp", True), ("--data-parallel-sharding-strategy", "optim_grads_params")]
     elif c.zero >= 1:
         args.append(("--use-distributed-optimizer", True))
+    if c.zero >= 1 and c.shards < c.dp * c.cp:
+        # hybrid sharding: one optimizer (or FSDP) instance per group of `shard` data-parallel ranks,
+        # replicated across the groups (Megatron-Core 0.13 CHANGELOG: "Hybrid Shard Data-Parallel")
+        args.append(("--num-distributed-optimizer-instances", c.dp * c.cp // c.shards))
+        if c.zero == 3:
+            args.append(("--outer-dp-sharding-strategy", "no_shard"))
     return args
 
 
@@ -110,12 +124,40 @@ def uneven_stages(layers: int, pp: int) -> tuple[int, int]:
     raise ExportError(f"{layers} layers cannot be staged over pp {pp} with equal middle stages")
 
 
-def _recompute(c: TrainConfig) -> list[tuple[str, object]]:
-    if c.recompute == "full":  # every layer, as the model's `full` recomputation assumes
-        return [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
-    if c.recompute == "selective":
-        return [("--recompute-granularity", "selective")]
-    return []
+def _recompute(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
+    if c.recompute == "none":
+        return []
+    chunk = job.shape.layers // (c.pp * c.vp)     # layers of one (virtual) pipeline stage
+    if c.recompute == "full":
+        if c.recompute_every == 1:  # every layer, as the model's `full` recomputation assumes
+            return [("--recompute-granularity", "full"), ("--recompute-method", "uniform"),
+                    ("--recompute-num-layers", 1)]
+        if chunk % c.recompute_every:
+            raise ExportError(f"Megatron-LM recomputes a number of layers per stage (--recompute-method block); "
+                              f"every {c.recompute_every}th of {chunk} layers per stage is not a whole number")
+        # the same share of layers: the first chunk / k of each stage (Megatron's block method)
+        return [("--recompute-granularity", "full"), ("--recompute-method", "block"),
+                ("--recompute-num-layers", chunk // c.recompute_every)]
+    if c.recompute_every > 1:
+        raise ExportError("Megatron-LM's selective recompute applies to every layer; recompute_every = "
+                          f"{c.recompute_every} has no flag (use `recompute = full` for every k-th layer)")
+    names = {"core_attention": ["core_attn"], "norm": ["layernorm"],
+             "mlp": ["mlp"] + (["moe"] if job.shape.is_moe else [])}
+    modules = [n for m in recompute_modules(c) for n in names[m]]
+    return [("--recompute-granularity", "selective"), ("--recompute-modules", modules)]
+
+
+def _offload(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
+    """Activation offload: the layers of each stage whose activations go to host memory."""
+    if not c.offload:
+        return []
+    stage = job.shape.layers // c.pp
+    count = c.offload * stage
+    if abs(count - round(count)) > 1e-9 or round(count) >= stage:
+        raise ExportError(f"Megatron-LM offloads whole layers and keeps at least one per stage on the GPU "
+                          f"(--cpu-offloading-num-layers < layers); offload = {c.offload:.0%} of {stage} layers "
+                          f"per stage is {count:g}")
+    return [("--cpu-offloading", True), ("--cpu-offloading-num-layers", round(count))]
 
 
 def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str, object]]:
@@ -165,7 +207,10 @@ def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str
              "# (Llama-style: --normalization RMSNorm --position-embedding-type rope --disable-bias-linear)",
              "MEGATRON_ARGS=("]
     for flag, value in pairs:
-        lines.append(f"  {flag}" if value is True else f"  {flag} {shlex.quote(_text(value))}")
+        if isinstance(value, list):   # nargs="+": one word per value
+            lines.append(f"  {flag} " + " ".join(shlex.quote(_text(v)) for v in value))
+        else:
+            lines.append(f"  {flag}" if value is True else f"  {flag} {shlex.quote(_text(value))}")
     lines.append(")")
     settings = {_dest(flag): value for flag, value in pairs}
     text = header(source, f"Megatron-LM settings for job {job.name} (argument destinations): {summary}")

@@ -9,6 +9,9 @@ mixed precision), [parallelism], [activation_checkpoint], and [quantize] for FP8
 Data parallelism maps onto FSDP2: ZeRO-3 shards and re-shards after forward; ZeRO-1 and
 ZeRO-2 shard but keep the gathered weights until backward (`fsdp_reshard_after_forward =
 "never"`), which moves the same bytes as ZeRO-1/2 and holds less; ZeRO-0 is replication.
+Hybrid sharding (`shard`) is HSDP: `data_parallel_shard_degree` ranks (x cp) shard, and
+`data_parallel_replicate_degree` groups replicate. Full recompute of every k-th layer is
+torchtitan's layer-level selective checkpointing (`selective_ac_option = "k"`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ MX_CHIPS = ("B200", "GB200", "B300", "GB300")  # MX (block-scaled) FP8 tensor co
 
 
 def flavor(shape: ModelShape) -> tuple[str, str] | None:
+    if shape.window or shape.parallel_block:   # no registered flavor has local attention or parallel blocks
+        return None
     return FLAVORS.get((shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.vocab))
 
 
@@ -40,9 +45,11 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
     sections["model"] = {"name": named[0], "flavor": named[1]} if named else {}
     sections["training"] = {"local_batch_size": c.batch // c.dp, "global_batch_size": c.batch, "seq_len": c.seq,
                             "mixed_precision_param": "bfloat16", "mixed_precision_reduce": "float32"}
+    # FSDP2 shards over dp_shard x cp; hybrid sharding (HSDP) replicates across dp_replicate
+    shard = c.shards // c.cp if c.zero else 1
     parallelism: dict[str, object] = {
-        "data_parallel_replicate_degree": 1 if c.zero else c.dp,
-        "data_parallel_shard_degree": c.dp if c.zero else 1,
+        "data_parallel_replicate_degree": c.dp // shard,
+        "data_parallel_shard_degree": shard,
         "fsdp_reshard_after_forward": "default" if c.zero == 3 else "never",
         "tensor_parallel_degree": c.tp, "context_parallel_degree": c.cp,
         "pipeline_parallel_degree": c.pp, "expert_parallel_degree": c.ep, "expert_tensor_parallel_degree": 1}
@@ -52,8 +59,11 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         if c.vp > 1:
             parallelism["pipeline_parallel_layers_per_stage"] = shape.layers // (c.pp * c.vp)
     sections["parallelism"] = parallelism
-    sections["activation_checkpoint"] = ({"mode": "selective", "selective_ac_option": "op"}
-                                         if c.recompute == "selective" else {"mode": c.recompute})
+    if c.recompute == "full" and c.recompute_every > 1:   # torchtitan's layer SAC: every k-th block in full
+        sections["activation_checkpoint"] = {"mode": "selective", "selective_ac_option": str(c.recompute_every)}
+    else:
+        sections["activation_checkpoint"] = ({"mode": "selective", "selective_ac_option": "op"}
+                                             if c.recompute == "selective" else {"mode": c.recompute})
     if c.precision in ("fp8", "mxfp8"):
         mx = c.precision == "mxfp8" or any(accelerator.upper().startswith(n) for n in MX_CHIPS)
         kind = "mx" if mx else "float8"
@@ -77,6 +87,18 @@ def _check(job: JobPlan, vendor: str) -> None:
     if c.tp > 1 and not c.sp:
         raise ExportError("torchtitan's tensor parallelism always shards activations along the sequence; "
                           f"the plan of `{job.name}` has tp {c.tp} without sequence parallelism")
+    if c.zero and c.shards % c.cp:
+        raise ExportError(f"torchtitan's FSDP shards over dp_shard x cp; a shard group of {c.shards} ranks is not "
+                          f"a multiple of cp {c.cp}")
+    if c.recompute == "selective" and (c.recompute_every > 1 or tuple(c.recompute_modules) not in
+                                       ((), ("core_attention",))):
+        raise ExportError("torchtitan's selective checkpointing is per operator ('op') or every k-th layer in full; "
+                          f"the plan of `{job.name}` recomputes {', '.join(c.recompute_modules) or 'the attention core'}"
+                          + (f" every {c.recompute_every} layers" if c.recompute_every > 1 else "")
+                          + " (use `recompute = full` with `recompute_every`)")
+    if c.offload:
+        raise ExportError("torchtitan v0.2.2 has no activation offload to host memory; the plan of "
+                          f"`{job.name}` offloads {c.offload:.0%} of each stage's layers")
     if c.batch % c.dp:
         raise ExportError(f"torchtitan gives each data-parallel rank the same local batch; {c.batch} sequences "
                           f"do not split over dp {c.dp}")

@@ -1,0 +1,69 @@
+"""Software stacks by era: each `software` value names a documented behaviour (the columns
+of model/config.py's STACKS) and the releases that behave so. A run described by its
+framework and date (benchmarks/make_runs.py) gets the stack whose releases cover the date.
+
+Sources, abbreviated below:
+  [sc21]  Narayanan et al., SC21 (arXiv:2104.04473), Sec 4.2: fused kernels (bias + GeLU,
+          bias + dropout + add, scale + mask + softmax over the materialized scores), dropout
+          as in GPT-3, gradients all-reduced after the backward pass
+  [kort]  Korthikanti et al. 2022 (arXiv:2205.05198): sequence parallelism and selective
+          recompute on the same Megatron-LM (scores still materialized: Sec 5)
+  [mcore] NVIDIA/Megatron-LM CHANGELOG.md: core 0.4.0 "Model parallel efficient Distributed
+          Data Parallel (DDP)" (gradient reduce / parameter gather overlapped with compute),
+          core 0.5.0 "Sliding window attention (via Transformer Engine)", "Activation
+          offloading to CPU", core 0.13.0 hybrid sharding and fine-grained recompute;
+          attention through Transformer Engine's fused (flash) kernels
+  [nemo]  NVIDIA NeMo performance summaries (NeMo 24.03 onwards) and Megatron-Bridge's: the
+          containers run Megatron-Core with TP/DP overlap and bf16 gradient reduction
+  [zero]  SC21 Table 2 (DeepSpeed ZeRO-3 of 2021) and Rajbhandari et al. 2020
+  [fsdp]  PyTorch FSDP (torch 1.11, 2022-03) and FSDP2 (torchtitan, 2024); llm-foundry's
+          benchmarks (Composer FSDP, flash attention)
+  [maxtext] AI-Hypercomputer/maxtext README (2023-04 onwards): XLA fuses attention and
+          overlaps collectives
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class Era:
+    stack: str          # the `software` value
+    framework: str      # the family of releases: megatron, nemo, deepspeed, fsdp, maxtext
+    first: str          # YYYY-MM of the first release that behaves so
+    last: str | None    # YYYY-MM of the last one (None: current)
+    releases: str       # the releases, in the framework's own names
+    source: str
+
+
+ERAS = (
+    Era("megatron", "megatron", "2019-09", "2023-11", "Megatron-LM v1-v3 (2019-2023) before Megatron-Core 0.4",
+        "[sc21] [kort]: unfused scores, dropout, fp32 gradient all-reduce after backward, no TP overlap"),
+    Era("megatron_core", "megatron", "2023-12", None, "Megatron-Core 0.4 (ESTIMATE: tag of 2023-12) and later",
+        "[mcore]: flash attention through Transformer Engine, overlapped DP and TP communication"),
+    Era("nemo", "nemo", "2024-03", None, "NeMo 24.03 containers onwards, Megatron-Bridge",
+        "[nemo]: Megatron-Core underneath, the recipes' overlaps on"),
+    Era("deepspeed", "deepspeed", "2020-02", "2022-12", "DeepSpeed ZeRO-3 as compared in SC21",
+        "[zero]: per-partition collectives crossing the network in full"),
+    Era("fsdp", "fsdp", "2022-03", None, "PyTorch FSDP (1.11) and FSDP2, torchtitan, llm-foundry",
+        "[fsdp]"),
+    Era("maxtext", "maxtext", "2023-04", None, "MaxText", "[maxtext]"),
+)
+
+
+class NoStack(ValueError):
+    """No stack of the framework covers the date."""
+
+
+def stack_for(framework: str, date: str) -> Era:
+    """The era of `framework` (a family of ERAS) that covers `date` (YYYY-MM)."""
+    family = [e for e in ERAS if e.framework == framework]
+    if not family:
+        raise NoStack(f"no software stack of framework `{framework}`; known: "
+                      + ", ".join(sorted({e.framework for e in ERAS})))
+    for era in family:
+        if era.first <= date and (era.last is None or date <= era.last):
+            return era
+    spans = "; ".join(f"{e.stack}: {e.first} to {e.last or 'now'}" for e in family)
+    raise NoStack(f"no {framework} stack covers {date} ({spans})")

@@ -1,0 +1,82 @@
+"""Located errors for sharding, recompute, offload and attention pins that cannot mean
+what they say (compiler/train_rules.py)."""
+
+from pathlib import Path
+
+import pytest
+
+from gclc.compiler.driver import check_text
+
+DESIGN = (Path(__file__).parent.parent / "data" / "dense_variants.gcl").read_text()
+PINS = "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }"
+
+
+def diagnose(text: str):
+    result = check_text(text, str(Path(__file__).parent.parent / "data" / "dense_variants.gcl"))
+    return [d for d in result.diagnostics if d.is_error], text
+
+
+def one_error(pins: str | None = None, model: str | None = None, replace: tuple[str, str] | None = None):
+    text = DESIGN.replace(PINS, pins) if pins else DESIGN
+    if model:
+        text = text.replace("window = window", model)
+    if replace:
+        text = text.replace(*replace)
+    errors, text = diagnose(text)
+    assert len(errors) == 1, [e.message for e in errors]
+    return errors[0], text
+
+
+def column_of(text: str, needle: str) -> tuple[int, int]:
+    for number, line in enumerate(text.splitlines(), 1):
+        if needle in line and not line.startswith("param"):
+            return number, line.index(needle) + 1
+    raise AssertionError(needle)
+
+
+def test_the_design_as_written_is_clean():
+    errors, _ = diagnose(DESIGN)
+    assert errors == []
+
+
+@pytest.mark.parametrize("pins, at, words", [
+    ("parallelism { zero = 0 shard = 8 }", "shard = 8", "nothing to shard"),
+    ("parallelism { dp = 4 zero = 3 shard = 8 }", "shard = 8", "do not tile"),
+    ("parallelism { recompute = full recompute_modules = [mlp] }", "recompute_modules", "selective"),
+    ("parallelism { recompute_modules = [mlp] }", "recompute_modules", "does not pin"),
+    ("parallelism { recompute = selective recompute_modules = [mlp, mlp] }", "recompute_modules", "twice"),
+    ("parallelism { recompute = none recompute_every = 2 }", "recompute_every", "recomputes nothing"),
+    ("parallelism { recompute = full recompute_every = 40 }", "recompute_every", "exceeds"),
+])
+def test_a_meaningless_pin_is_an_error_at_the_pin(pins, at, words):
+    error, text = one_error(pins)
+    assert words in error.summary
+    assert (error.subject.line, error.subject.column) == column_of(text, at)
+
+
+def test_a_bad_module_name_lists_the_modules():
+    error, _ = one_error("parallelism { recompute = selective recompute_modules = [attention] }")
+    assert "core_attention" in "\n".join([error.summary, *error.notes])
+
+
+def test_offload_needs_the_nodes_host_link():
+    bare = "node Bare { gpus = 8 x H100_SXM  nics = 8 x ConnectX7  scaleup = NVLink4 }\n"
+    text = DESIGN.replace("cluster Pod {", bare + "cluster Pod {").replace("nodes x DGX_H100", "nodes x Bare")
+    errors, text = diagnose(text)
+    assert len(errors) == 1 and "declares no `host_link`" in errors[0].summary
+    assert (errors[0].subject.line, errors[0].subject.column) == column_of(text, "offload = offload")
+    assert diagnose(text.replace("nodes x Bare", "nodes x Bare { host_link = 64 GB/s }"))[0] == []
+
+
+def test_a_global_layer_interval_needs_a_window():
+    error, text = one_error(model="global_every = 2")
+    assert "without a `window`" in error.summary
+    assert (error.subject.line, error.subject.column) == column_of(text, "global_every = 2")
+
+
+def test_serving_a_windowed_model_is_refused_not_planned_as_global_attention():
+    serve = ('\nserve chat {\n  model = Mistral7B\n  on = Pod\n  prompt = 512\n  output = 128\n  batch = 8\n}\n')
+    errors, text = diagnose(DESIGN + serve)
+    assert len(errors) == 1 and errors[0].code == "not-implemented" and "sliding-window" in errors[0].summary
+    assert errors[0].subject.line == len(DESIGN.splitlines()) + 3
+    assert diagnose(DESIGN.replace("window = window", "") + serve)[0] == []

@@ -1,0 +1,94 @@
+"""The report as a reader sees it at 100 % zoom, measured in headless Chromium from the
+laid-out page (not from pixels): the headline comes first, holds the figures an architect
+asks for in large type and says what limits the design; every plot and diagram is drawn
+at a size whose text is legible (no diagram shrunk to fit the column); runner-up rows
+show what differs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gclc.compiler.driver import check_file
+from gclc.views import report
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+# Injected into a copy of the report for the test only (the report itself has no script):
+# after layout, the boxes of the headline and of every figure's SVG and its text, in CSS px.
+MEASURE = """<script>
+window.addEventListener("load", function () {
+  function box(el) { var r = el.getBoundingClientRect(); return {top: r.top + window.scrollY, width: r.width, height: r.height}; }
+  var out = {headline: null, figures: []}, h = document.getElementById("headline");
+  if (h) {
+    out.headline = box(h);
+    out.headline.figures = Array.prototype.map.call(h.querySelectorAll(".figure"), function (f) { return f.getAttribute("data-figure"); });
+    out.headline.value_px = parseFloat(getComputedStyle(h.querySelector(".figure b")).fontSize);
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("figure"), function (fig) {
+    var svg = fig.querySelector("svg"), heights = [];
+    Array.prototype.forEach.call(svg ? svg.querySelectorAll("text") : [], function (t) {
+      var r = t.getBoundingClientRect(); if (t.textContent.trim() && r.height > 0) heights.push(r.height); });
+    heights.sort(function (a, b) { return a - b; });
+    out.figures.push({caption: fig.querySelector("figcaption").textContent, box: svg ? box(svg) : null,
+                      texts: heights.length, min_text_px: heights.length ? heights[0] : 0});
+  });
+  var pre = document.createElement("pre"); pre.id = "gclc-measure"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def superpod() -> str:
+    design = check_file(str(ROOT / "examples" / "dgx_h100_superpod.gcl")).design
+    return report.report_html(design, source="examples/dgx_h100_superpod.gcl")
+
+
+def test_the_headline_says_the_answer_first(superpod):
+    head = superpod[superpod.index("<body>"):superpod.index("<h2>Design</h2>")]
+    names = re.findall(r'data-figure="([^"]+)"', head)
+    assert names == ["time to train", "throughput", "MFU", "power", "energy to train", "cost to train"]
+    assert re.search(r"<b>[\d.]+ (days|years|h)</b>", head) and re.search(r"<b>[\d.,]+ MUSD</b>", head)
+    limits = re.search(r"<b>What limits it:</b> ([^<]+)</p>", head)[1]
+    assert limits.startswith("Compute takes") and "MFU" in limits and "Memory:" in limits and "Power:" in limits
+
+
+def test_runner_up_rows_show_what_differs(superpod):
+    table = superpod[superpod.index("<h2>Runners-up</h2>"):]
+    table = table[:table.index("</table>")]
+    assert "<th>ZeRO</th>" in table and "<th>rank order</th>" in table
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
+    assert "the plan" in rows[0] and all(re.search(r"(ranks|ZeRO stage|tp|pp|dp|cp|micro-batch) [\w,]+, not ", r)
+                                         for r in rows[1:])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
+def test_at_100_percent_the_headline_leads_and_every_figure_is_legible(superpod, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(superpod.replace("<head>", "<head>\n" + MEASURE, 1))
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--window-size=1280,2400", "--force-device-scale-factor=1",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+                           page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="gclc-measure">([^<]+)</pre>', done.stdout)
+    assert found, done.stdout[-2000:]
+    layout = json.loads(found[1].replace("&quot;", '"').replace("&amp;", "&"))
+    head = layout["headline"]
+    assert head is not None and head["top"] < 400 and head["height"] > 60  # above the fold of a laptop screen
+    assert len(head["figures"]) == 6 and head["value_px"] >= 20
+    captions = [f["caption"] for f in layout["figures"]]
+    assert len(captions) == 7 and any(c.startswith("topology:") for c in captions)
+    assert any(c.startswith("placement:") for c in captions) and any(c.startswith("power:") for c in captions)
+    for figure in layout["figures"]:
+        assert figure["box"]["width"] >= 300 and figure["texts"] >= 5, figure
+        assert figure["min_text_px"] >= 10, f"text drawn {figure['min_text_px']:.1f} px high: {figure['caption']}"
+    figures_top = min(f["box"]["top"] for f in layout["figures"])
+    assert head["top"] < figures_top
