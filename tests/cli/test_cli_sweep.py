@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gclc.cli import fmt as cli_fmt, main as cli
+from gclc.cli import fmt as cli_fmt
 from gclc.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,6 @@ in the middle of the work ends the command quietly with 130: no traceback, no
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

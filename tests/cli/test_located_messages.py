@@ -5,7 +5,6 @@ and say how to fix it; every operator and unit of a serve limit means what it sa
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 

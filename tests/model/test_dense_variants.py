@@ -78,7 +78,7 @@ def test_plain_fsdp_is_the_shard_group_of_every_replica():
 # ------------------------------------------------------------------ recompute variants
 
 def test_every_second_layer_keeps_the_mean_of_full_and_none():
-    s, b, h, t = 2048, 4, 6144, 8
+    s, b, h = 2048, 4, 6144
     none = activation_bytes_per_layer(GPT, cfg())
     assert activation_bytes_per_layer(GPT, cfg(recompute="full", recompute_every=2)) == \
         pytest.approx((2 * s * b * h + none) / 2)

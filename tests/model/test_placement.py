@@ -1,7 +1,6 @@
 """Group placement from the rank layout: a group is charged a tier only for the members that
 always share one of its domains, whatever the group's offset in the rank order."""
 
-import attrs
 from hypothesis import given, strategies as st
 
 from gclc.compiler.ir import Tier

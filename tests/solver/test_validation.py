@@ -12,7 +12,6 @@ import attrs
 import pytest
 
 from gclc.compiler.driver import check_text
-from gclc.model.job import train_job
 from gclc.solver import enumerate as enumerator
 from gclc.solver.plan import plan
 
