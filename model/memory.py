@@ -48,7 +48,9 @@ def params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
     dense_layer = shape.layer_params(False) / cfg.tp
     if shape.is_moe:
-        expert_part = (shape.routed * shape.expert_params) / (cfg.ep * cfg.tp)
+        # Experts are not tensor-parallel (MoE parallel folding, expert TP = 1, as the
+        # step model computes them: model/workload.py): each GPU holds routed / ep whole experts.
+        expert_part = (shape.routed * shape.expert_params) / cfg.ep
         moe_layer = (shape.layer_params(True) - shape.routed * shape.expert_params) / cfg.tp + expert_part
     else:
         moe_layer = 0.0
@@ -106,12 +108,17 @@ def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> 
 
 
 def in_flight(cfg: TrainConfig, vp: int | None = None) -> float:
-    """Micro-batches whose activations the first stage holds at once (1F1B: pp; interleaved
-    more), with `cfg`'s virtual stages or `vp`."""
-    vp = cfg.vp if vp is None else vp
+    """Micro-batches whose activations the first stage holds at once, with `cfg`'s virtual
+    stages or `vp`: 1F1B at most pp (interleaved a little more: Narayanan et al. 2021, Sec
+    2.2.2); GPipe all of them, since every forward runs before the first backward (Huang et
+    al. 2019). Without a pipeline, gradient accumulation runs each micro-batch's backward
+    right after its forward."""
     if cfg.pp == 1:
         return 1.0
+    if cfg.gpipe:
+        return float(cfg.microbatches)
     flight = float(min(cfg.pp, cfg.microbatches))
+    vp = cfg.virtual_stages if vp is None else vp
     if vp > 1:
         flight *= 1 + (cfg.pp - 1) / (cfg.pp * vp)
     return flight

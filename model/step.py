@@ -106,6 +106,8 @@ class _Layer:
 
 
 def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estimate:
+    if min(cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.vp, cfg.microbatch, cfg.batch) < 1:
+        raise ValueError(f"every parallel width, the micro-batch and the batch must be >= 1: {cfg}")
     partition = rank_partition(partition, cfg.gpus)
     chip, tiers = partition.node.accelerator, partition.tiers
     dense, moe = _blend(shape, cfg, partition, False), _blend(shape, cfg, partition, True)
@@ -116,10 +118,13 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
     message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
-    p2p = 2 * cfg.vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
+    vp = cfg.virtual_stages   # 1 without a pipeline: no bubble, no sends, whatever vp says
+    p2p = 2 * vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
     stage = dense_layers * dense.total + moe_layers * moe.total + logits + p2p
     m = cfg.microbatches
-    bubble = (cfg.pp - 1) / cfg.vp * stage if cfg.pp > 1 else 0.0
+    # The same bubble under GPipe and 1F1B (Narayanan et al. 2021, Sec 2.2.1); the schedules
+    # differ in the activations held (model/memory.py `in_flight`).
+    bubble = (cfg.pp - 1) / vp * stage if cfg.pp > 1 else 0.0
     # One micro-batch through this stage's layers, exposed communication included: the
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total

@@ -140,14 +140,15 @@ def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = Tru
         chosen = draw(st.lists(st.sampled_from(sorted(choices)), max_size=3, unique=True))
         pins = {k: draw(st.sampled_from(choices[k])) for k in chosen if draw(st.integers(0, 2)) == 0}
         # Only pins `gclc check` accepts: the schedule agrees with vp, the batch splits into
-        # the pinned replicas and micro-batches, expert groups fold over dp x cp.
+        # the pinned replicas and micro-batches, expert groups fold over tp x cp x dp.
         if "schedule" in pins and "vp" in pins:
             pins["vp"] = 2 if pins["schedule"] == "interleaved" else 1
         if pins.get("vp", 1) > 1 and pins.get("pp") == 1:
             del pins["vp"]
         unit = pins.get("dp", 1) * pins.get("microbatch", 1)
         p["batch"] += -p["batch"] % unit
-        if "ep" in pins and "dp" in pins and (pins["dp"] * pins.get("cp", 1)) % pins["ep"]:
+        if "ep" in pins and all(k in pins for k in ("tp", "cp", "dp")) and (
+                pins["tp"] * pins["cp"] * pins["dp"]) % pins["ep"]:
             del pins["ep"]
         p["pins"] = pins
     if variants or (variants is None and draw(st.booleans())):
