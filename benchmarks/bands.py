@@ -43,8 +43,10 @@ class Band:
         return self.quantiles[0] * s, self.quantiles[1] * s
 
     def covers(self, residual: float, flags) -> bool:
-        low, high = self.interval(flags)
-        return low <= residual <= high
+        # compared as a normalized score, the arithmetic `fit_band` ranked: (r / s) * s
+        # can round past r and drop a residual that sits on the band's edge
+        low, high = self.quantiles
+        return low <= residual / self.scale(flags) <= high
 
     def half_width(self, flags) -> float:
         """Half the band's width as a share of the prediction."""
