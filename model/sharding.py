@@ -49,7 +49,7 @@ def optimizer_shards(cfg: TrainConfig) -> int:
     return cfg.shards if cfg.zero >= 1 else 1
 
 
-def state_shards(cfg: TrainConfig) -> tuple[int, int, int]:
-    """Divisors of (weights, gradients, optimizer state) per GPU for the ZeRO stage."""
-    s = cfg.shards
-    return (s if cfg.zero >= 3 else 1), (s if cfg.zero >= 2 else 1), (s if cfg.zero >= 1 else 1)
+def state_shards(cfg: TrainConfig, zero: int | None = None) -> tuple[int, int, int]:
+    """Divisors of (weights, gradients, optimizer state) per GPU for `cfg`'s ZeRO stage or `zero`."""
+    s, zero = cfg.shards, cfg.zero if zero is None else zero
+    return (s if zero >= 3 else 1), (s if zero >= 2 else 1), (s if zero >= 1 else 1)

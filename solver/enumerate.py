@@ -45,6 +45,7 @@ Choices made for the space, and why:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Iterator
@@ -292,7 +293,11 @@ def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
 
 
 def microbatch_candidates(job: Job, per_replica: int) -> tuple[int, ...]:
-    pinned, count = _pinned(job, "microbatch"), _pinned(job, "microbatches")
+    return _microbatches(per_replica, _pinned(job, "microbatch"), _pinned(job, "microbatches"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _microbatches(per_replica: int, pinned, count) -> tuple[int, ...]:
     if pinned is not None:
         options = [int(pinned)] if per_replica % int(pinned) == 0 else []
     else:
@@ -307,18 +312,22 @@ def vp_valid(vp: int, pp: int, microbatches: int) -> bool:
     return vp == 1 or microbatches % pp == 0
 
 
-def inner_choices(job: Job, pp: int, dp: int) -> list[tuple[int, tuple[int, ...]]]:
+def inner_choices(job: Job, pp: int, dp: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """(micro-batch, valid vps) pairs of a (tp, pp, cp, ep, dp) branch, micro-batch ascending."""
     if dp < 1 or job.batch % dp:
-        return []
+        return ()
     per_replica = job.batch // dp
-    vps = vp_candidates(job, pp)
+    return _inner(per_replica, pp, vp_candidates(job, pp), microbatch_candidates(job, per_replica))
+
+
+@functools.lru_cache(maxsize=4096)
+def _inner(per_replica: int, pp: int, vps: tuple[int, ...], microbatches: tuple[int, ...]):
     out = []
-    for mb in microbatch_candidates(job, per_replica):
+    for mb in microbatches:
         valid = tuple(v for v in vps if vp_valid(v, pp, per_replica // mb))
         if valid:
             out.append((mb, valid))
-    return out
+    return tuple(out)
 
 
 def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> tuple[int, ...]:
