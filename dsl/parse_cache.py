@@ -1,9 +1,9 @@
 """A per-user disk cache of the parsed standard library, so that every `gclc` process does
 not parse `std/` again: lark takes most of a `gclc check` of a small design doing so.
 
-Entries are keyed by a hash of the gclc version, the grammar, the file's path and its text,
-so an edited file or grammar is parsed afresh. Only `std/` files are cached (they change
-with gclc, not with the user's work, so the cache stays small). The folder is the user's
+Entries are keyed by a hash of the gclc version, the dsl package's code, the grammar, the
+file's path and its text, so an edited file, grammar or parser is parsed afresh. Only `std/`
+files are cached (they change with gclc, not with the user's work, so the cache stays small). The folder is the user's
 own (`$GCLC_CACHE_DIR`, else `$XDG_CACHE_HOME/gclc`, else `~/.cache/gclc`), created with
 mode 0700 and used only while no one else can write to it, because entries are pickles.
 Anything unexpected (no home, a read-only disk, a damaged entry) parses as if there were
@@ -12,6 +12,7 @@ no cache; writes are atomic.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -44,9 +45,19 @@ def _private(folder: Path) -> bool:
     return owner_ok and stat.S_ISDIR(info.st_mode) and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
+@functools.cache
+def _code() -> str:
+    """A hash of the dsl package's source: an edited AST or transformer (a development
+    install between versions) must not unpickle into objects of an older shape."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
 def _key(text: str, path: str, grammar: str) -> str:
     digest = hashlib.sha256()
-    for part in (__version__, grammar, path, text):
+    for part in (__version__, _code(), grammar, path, text):
         digest.update(part.encode("utf-8"))
         digest.update(b"\0")
     return digest.hexdigest()

@@ -83,3 +83,15 @@ def test_an_empty_setting_turns_the_cache_off(monkeypatch, tmp_path):
     _parse(counter=parses)
     _parse(counter=parses)
     assert parses == [1, 1] and not list(tmp_path.rglob("*.ast"))
+
+
+def test_an_edited_parser_is_parsed_afresh(cache, monkeypatch):
+    """Entries of an older dsl package (a development install between versions) are not
+    unpickled into the new one: its code is part of the key."""
+    from gclc.dsl import parse_cache
+
+    _parse()
+    monkeypatch.setattr(parse_cache, "_code", lambda: "another version of the dsl package")
+    parses = []
+    _parse(counter=parses)
+    assert parses == [1] and len(list(cache.glob("*.ast"))) == 2
