@@ -25,12 +25,9 @@ TIES = {"hbm": 6, "up": 100, "inr": "true", "per_node": 8, "layers": 2, "hidden"
         "dense_layers": 1, "pins": {}, "limits": []}
 
 
-# KNOWN DEFECT (solver/search.py, found by the deep run of test_search_finds_the_enumerators_optimum,
-# present on main before this branch): under `goodput` the search prunes a layout that ties
-# the runners-up, so its second runner-up is worse than the enumerator's. The bound audit of
-# tests/solver/test_bounds.py (marked there too) reports bounds above covered values for it.
-@pytest.mark.xfail(reason="search bounds under goodput prune a tie of the runners-up: see solver/search.py",
-                   strict=False)
+# Found by the deep run of test_search_finds_the_enumerators_optimum: under `goodput` the
+# search pruned a layout that ties the runners-up (a replica-count bound used the energy
+# formula for goodput's negative values; fixed in solver/bounds.py).
 def test_goodput_runners_up_keep_every_tie():
     job = designs.job(TIES)
     result = search(job, "goodput", 2)
