@@ -8,7 +8,6 @@ import importlib.util
 import math
 from pathlib import Path
 
-import pytest
 
 from gclc.solver import enumerate as enumerator
 from gclc.solver.search import search
