@@ -1,7 +1,7 @@
 """Fit the model's physics to the published runs: per-chip sustained efficiencies (GEMMs
-per precision, fused attention), the ZeRO-3 gather contention and the host time of a
-dropless MoE layer (routing, grouped GEMMs and all-to-all are physics without a fitted
-constant: model/moe.py). Prints the fitted values and the accuracy they give; the values are then
+per precision, fused attention) and the ZeRO-3 gather contention (routing, grouped GEMMs,
+all-to-all and the MoE layer's host time are physics without a fitted constant:
+model/moe.py). Prints the fitted values and the accuracy they give; the values are then
 written, with this provenance, into the chips' `efficiency { ... }` blocks in dsl/std/
 and into model/step.py.
 
@@ -32,7 +32,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from gclc.model import compute as compute_module  # noqa: E402
-from gclc.model import moe as moe_module  # noqa: E402
 from gclc.model import step as step_module  # noqa: E402
 from gclc.model.calibration import SAME_SILICON  # noqa: E402
 from gclc.model.step import estimate  # noqa: E402
@@ -43,13 +42,12 @@ GRIDS = {
     "gemm": [round(0.30 + 0.005 * i, 3) for i in range(131)],
     "attention": [round(0.15 + 0.005 * i, 3) for i in range(131)],
     "contention": [round(0.05 * i, 2) for i in range(17)],
-    "moe_host": [i * 5e-4 for i in range(0, 41)],
 }
 MIN_RUNS = 4   # a chip's parameter is fitted only on at least this many runs
 HUBER = 0.15   # |log error| beyond which the loss grows linearly
 # The efficiency keys the fit owns; any other key a chip declares (hbm) is a measured fact.
 FITTED_KEYS = ("bf16", "fp16", "fp8", "fp4", "attention")
-GLOBALS = ("moe_host", "contention")
+GLOBALS = ("contention",)
 
 
 @dataclass(frozen=True)
@@ -141,8 +139,7 @@ def defaults(params: dict) -> dict[str, float]:
 
 
 # The model's constants as shipped, to put back after fitting in this process (tests).
-_SHIPPED = {(moe_module, "HOST_ISSUE_S"): moe_module.HOST_ISSUE_S,
-            (step_module, "GATHER_CONTENTION"): step_module.GATHER_CONTENTION,
+_SHIPPED = {(step_module, "GATHER_CONTENTION"): step_module.GATHER_CONTENTION,
             (compute_module, "VENDOR_DEFAULTS"): compute_module.VENDOR_DEFAULTS,
             (compute_module, "DEFAULT_GEMM_EFFICIENCY"): compute_module.DEFAULT_GEMM_EFFICIENCY,
             (compute_module, "DEFAULT_ATTENTION_EFFICIENCY"): compute_module.DEFAULT_ATTENTION_EFFICIENCY}
@@ -158,7 +155,6 @@ def restore_shipped() -> None:
 def apply_globals(params: dict) -> None:
     """Set the global constants the model reads (module attributes) to `params`' values."""
     step_module.GATHER_CONTENTION = params.get(("", "contention"), START["contention"])
-    moe_module.HOST_ISSUE_S = params.get(("", "moe_host"), START["moe_host"])
     fallback = defaults(params)
     compute_module.VENDOR_DEFAULTS = {}   # the fit resolves vendor medians itself (resolved)
     compute_module.DEFAULT_GEMM_EFFICIENCY = fallback["gemm"]
@@ -200,8 +196,6 @@ def relevant(cases, key) -> list:
     name, what = key
     if what == "contention":
         return [c for c in cases if c.cfg.zero >= 3]
-    if what == "moe_host":
-        return [c for c in cases if c.job.shape.is_moe]
     on_chip = [c for c in cases if c.chip == name]
     if what == "attention":
         return on_chip
@@ -279,7 +273,7 @@ def describe(cases, params) -> str:
                  "(model/compute.py)")
     for (chip, what), value in sorted(params.items()):
         n = len(relevant(cases, (chip, what)))
-        label = {"contention": "ZeRO-3 gather contention", "moe_host": "MoE host issue time (s)"}.get(what, f"{chip} {what}")
+        label = {"contention": "ZeRO-3 gather contention"}.get(what, f"{chip} {what}")
         lines.append(f"  {label:32} {value:.4g}   ({n} runs)")
     return "\n".join(lines)
 

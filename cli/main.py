@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib.metadata import entry_points
 
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
@@ -22,7 +21,8 @@ COMMANDS = (check, compile, explain, plan, schedule, export, render, report, swe
 
 def main(argv: list[str] | None = None) -> int:
     _escape_unencodable()
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _parser(_named(argv))
     args = parser.parse_args(argv)
     set_color(getattr(args, "color", None) or "auto", bool(getattr(args, "quiet", False)))
     if not getattr(args, "command", None) and not getattr(args, "list_codes", False):
@@ -76,7 +76,16 @@ def _silence_stdout() -> None:
         pass
 
 
-def _parser() -> argparse.ArgumentParser:
+def _named(argv: list[str]):
+    """The built-in command `argv` names (its first word that is one), else None. Only its
+    parser is built then: the others' choices import stages (numpy, the exporters) and the
+    plug-ins' entry points cost start-up time that a `gclc check` should not pay."""
+    by_name = {command.__name__.rsplit(".", 1)[-1]: command for command in COMMANDS}
+    return next((by_name[word] for word in argv if word in by_name), None)
+
+
+def _parser(only=None) -> argparse.ArgumentParser:
+    """The argument parser: every command's, or only the command module `only`'s."""
     parser = argparse.ArgumentParser(
         prog="gclc", description="gclc — a compiler for GPU clusters: check, compile, plan and draw .gcl designs.",
         epilog="Run `gclc COMMAND --help` for a command's options. Exit codes: 0 clean, 1 errors (or output "
@@ -84,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gclc {__version__}")
     parser.add_argument("--list-codes", action="store_true", help="list every diagnostic code and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS + _plugins():
+    for command in (only,) if only is not None else COMMANDS + _plugins():
         command.add(commands)
     for sub in [parser, *commands.choices.values()]:  # before or after the command: `gclc check --color never`
         sub.add_argument("--color", choices=("auto", "always", "never"),
@@ -99,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
 def _plugins() -> tuple:
     """Commands of packages beside the CLI (`gclc lsp`), found through the `gclc.commands`
     entry-point group, so that the CLI names no layer of its own rank."""
+    from importlib.metadata import entry_points  # 0.1 s of start-up: only when every command is listed
+
     return tuple(point.load() for point in sorted(entry_points(group="gclc.commands"), key=lambda p: p.name))
 
 

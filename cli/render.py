@@ -18,7 +18,8 @@ def add(commands) -> None:
     render.add_argument("--view", choices=("topology", "placement", "power"), default="topology",
                         help="what to draw (default: topology)")
     render.add_argument("--job", metavar="NAME",
-                        help="the train or serve job whose plan `--view placement` draws (and `--view power` runs at)")
+                        help="the train or serve job whose plan `--view placement` draws (one grid per partition "
+                             "for a job on several; `--view power` runs at its plan)")
     render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
     settings_option(render)
     render.set_defaults(run=run)
@@ -73,11 +74,30 @@ def _diagram(design, args: argparse.Namespace):
         graph = lower(design, args.cluster)
         chosen = _power_plan(design, args, graph)
         return render.power(graph, chosen), EXIT_OK
+    hetero = _hetero_plan(design, args.job)
+    if hetero is not None:
+        return hetero
     serving = _serve_placement(design, args.job)
     if serving is not None:
         return serving
     chosen, status = _plan(design, args.job)
     return (None, status) if chosen is None else (render.placement(chosen, fabrics), EXIT_OK)
+
+
+def _hetero_plan(design, job_name: str | None):
+    """(diagram or None, exit code) when the job spans several partitions; None otherwise."""
+    from ..solver.hetero import hetero_entity, plan_hetero
+    from ..views.placement_hetero import hetero_placement
+    from ..views.plan_text import infeasible_message
+
+    entity = hetero_entity(design, job_name)
+    if entity is None:
+        return None
+    result = plan_hetero(entity)
+    if result.best is None:
+        print(infeasible_message(result), file=sys.stderr)
+        return None, EXIT_INFEASIBLE
+    return hetero_placement(result), EXIT_OK
 
 
 def _serve_placement(design, job_name: str | None):

@@ -25,12 +25,12 @@ def add(commands) -> None:
     sweep.add_argument("--json", action="store_true",
                        help="print the summary (counts, reasons, the Pareto front's rows, files written) as JSON")
     sweep.add_argument("--job", metavar="NAME", help="the job to plan at every point (default: the file's first)")
-    sweep.add_argument("--objective", choices=("throughput", "time", "energy", "mfu"), default="throughput",
+    sweep.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput"), default="throughput",
                        help="what each point's plan optimizes (default: throughput)")
     sweep.add_argument("--pareto", metavar="A,B",
                        help="objectives of the front (default: the sweep block's `pareto`, else time_to_train,tco): "
                             "time_to_train tco capex cost_per_token cost_to_train power energy step_time gpus "
-                            "throughput mfu")
+                            "throughput mfu goodput")
     where = sweep.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, such as tcp://host:8786")
     where.add_argument("--in-process", action="store_true", help="run every point in this process (no Dask)")

@@ -12,7 +12,7 @@ from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .groups import group_checks
 from .lower import lower_cluster
 from .resolve import load, load_again
-from .rules import job_precision
+from .job_rules import job_precision
 from .sanity import sanity
 from .limits import job_limit_problems
 from .train_rules import train_pin_problems

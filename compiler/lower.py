@@ -98,7 +98,24 @@ def _unit_shape(unit: Entity) -> tuple[Entity, int, Entity | None, float, tuple[
     return nodes.part, nodes.count, unit.get("scaleup"), _f(unit.get("overhead")), switches
 
 
+# The graph of each recently lowered cluster, by identity: one check, its limits, the job
+# and the sweep's costs each lower the same (immutable) cluster entity of a design point.
+_LOWERED: dict[int, tuple[Entity, ClusterGraph]] = {}
+_LOWERED_KEPT = 16
+
+
 def lower_cluster(cluster: Entity) -> ClusterGraph:
+    hit = _LOWERED.get(id(cluster))
+    if hit is not None and hit[0] is cluster:
+        return hit[1]
+    graph = _lower_cluster(cluster)
+    if len(_LOWERED) >= _LOWERED_KEPT:
+        _LOWERED.pop(next(iter(_LOWERED)), None)
+    _LOWERED[id(cluster)] = (cluster, graph)   # the entity is kept, so its id is not reused while here
+    return graph
+
+
+def _lower_cluster(cluster: Entity) -> ClusterGraph:
     specs = _partition_specs(cluster)
     shapes = [(name, units, fabric, span, _unit_shape(units.part)) for name, units, fabric, span in specs]
     ntypes = [node_type(shape[0]) for *_, shape in shapes]

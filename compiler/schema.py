@@ -384,7 +384,7 @@ SERVE = Block(
 
 # What `gclc sweep` can put on a Pareto front (solver/sweep/pareto.py maps each to a column).
 SWEEP_OBJECTIVES = ("time_to_train", "tco", "capex", "cost_per_token", "cost_to_train", "power", "energy",
-                    "step_time", "gpus", "throughput", "mfu")
+                    "step_time", "gpus", "throughput", "mfu", "goodput")
 _NUMBER = Qty(u.NONE, low=None)
 RANGE = Construct({"range": Constructor({"low": _NUMBER, "high": _NUMBER, "step": AMOUNT,
                                          "times": Qty(u.NONE, low=Fraction(1))}, ("low", "high"))}, what="range")

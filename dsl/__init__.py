@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import ast
+from .parse_cache import cached_parse
+from .parser import grammar_text
 from .source import SourceFile, Span, source_text
 from .syntax import ParseError, parse_source
 
@@ -18,7 +20,7 @@ def parse(text: str, path: str = "<string>") -> ast.Module:
 def _parse(text: str, path: str) -> ast.Module:
     """Modules are frozen, so a sweep that checks one file a thousand times parses it (and
     the standard library it imports) once per process; errors are raised, never cached."""
-    return parse_source(SourceFile(path, text))
+    return cached_parse(text, path, grammar_text(), lambda: parse_source(SourceFile(path, text)))
 
 
 __all__ = ["ParseError", "SourceFile", "Span", "ast", "parse"]

@@ -14,7 +14,7 @@ import re
 
 import attrs
 
-from . import codes
+import gclc.dsl.codes as codes  # absolute: the package `dsl` imports this module
 from .diagnostics import Diagnostic
 from .units import UnitError, parse_unit
 from .source import SourceFile

@@ -10,9 +10,9 @@ import re
 
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from . import codes
+import gclc.dsl.codes as codes  # absolute: the package `dsl` imports this module
 from .diagnostics import Diagnostic, Label
-from . import ast
+import gclc.dsl.ast as ast  # absolute: the package `dsl` imports this module
 from .parser import lark_parser, parse_tree
 from .mistake import relocate
 from .source import SourceFile, Span

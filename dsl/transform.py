@@ -6,7 +6,7 @@ import re
 
 from lark import Token, Transformer_NonRecursive, v_args
 
-from . import ast
+import gclc.dsl.ast as ast  # absolute: the package `dsl` imports this module
 from .source import SourceFile, Span
 
 _QUANTITY = re.compile(r"(?P<number>[\d_.]+(?:[eE][+-]?\d+)?)[ \t]*(?P<unit>\S*)\Z")

@@ -28,6 +28,7 @@ class Stage:
     peers: int            # members of the group that meet at this tier (per lower group)
 
 
+@functools.lru_cache(maxsize=16384)   # immutable arguments, asked for every estimate
 def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Stage, ...]:
     """The stages of every group of `size` ranks, `stride` apart, over `tiers` (innermost first).
 

@@ -8,6 +8,8 @@ in std/); the shape penalty and the kernel overheads below are the same for ever
 
 from __future__ import annotations
 
+import functools
+
 from ..compiler.formats import family
 from ..compiler.ir import Accelerator
 from . import cache, dvfs
@@ -120,27 +122,43 @@ def attention_head_factor(head_dim: int) -> float:
     """Share of the head-dim-128 attention rate a kernel over heads this wide reaches."""
     if head_dim <= 0 or head_dim >= 128:
         return 1.0
+
     def rate(d: int) -> float:
         return d / (d + ATTENTION_HALF_HEAD_DIM)
     return rate(head_dim) / rate(128)
 
 
+# The rates below depend on the chip alone (an immutable IR value) and are read for every
+# operation the model times: memoized per chip and precision.
+@functools.lru_cache(maxsize=1024)
 def hbm_rate(chip: Accelerator) -> float:
     return chip.hbm_bandwidth * (chip.efficiency_of("hbm") or DEFAULT_HBM_EFFICIENCY)
 
 
+def _saturation(x: int) -> float:
+    return x / (x + HALF_SATURATION)
+
+
+_BEST_SHAPE_FACTOR = _saturation(BEST_SHAPE[0]) * _saturation(BEST_SHAPE[1]) * _saturation(BEST_SHAPE[2])
+
+
 def shape_factor(m: int, n: int, k: int) -> float:
     """How close a GEMM of this shape gets to the best shape's rate (1.0 at best)."""
-    def f(x: int) -> float:
-        return x / (x + HALF_SATURATION)
-    best = f(BEST_SHAPE[0]) * f(BEST_SHAPE[1]) * f(BEST_SHAPE[2])
-    return min(1.0, f(m) * f(n) * f(k) / best)
+    return min(1.0, _saturation(m) * _saturation(n) * _saturation(k) / _BEST_SHAPE_FACTOR)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sustained_gemm(chip: Accelerator, precision: str) -> tuple[float, float]:
+    """(peak x GEMM efficiency, clock ratio) of `chip` at `precision`."""
+    return peak(chip, precision) * gemm_efficiency(chip, precision), clock(chip, precision)
 
 
 def gemm_rate(chip: Accelerator, precision: str, m: int, n: int, k: int) -> float:
-    return peak(chip, precision) * gemm_efficiency(chip, precision) * shape_factor(m, n, k) * clock(chip, precision)
+    top, ratio = _sustained_gemm(chip, precision)
+    return top * shape_factor(m, n, k) * ratio
 
 
+@functools.lru_cache(maxsize=1024)
 def attention_rate(chip: Accelerator) -> float:
     return attention_peak(chip) * attention_efficiency(chip) * clock(chip, "attention")
 

@@ -52,6 +52,9 @@ class TrainConfig:
     cp: int = 1
     ep: int = 1
     vp: int = 1                # virtual pipeline stages per GPU (interleaved 1F1B)
+    # GPipe (Huang et al. 2019): every micro-batch's forward before any backward, so a
+    # stage holds all micro-batches' activations at once; 1F1B holds at most pp of them.
+    gpipe: bool = False
     microbatch: int = 1        # sequences per micro-batch
     recompute: str = "none"    # none | selective | full
     # Activation checkpointing variants (model/recompute.py): the modules a selective
@@ -101,6 +104,12 @@ class TrainConfig:
     def microbatches(self) -> int:
         """Micro-batches per pipeline per step."""
         return max(1, self.batch // (self.dp * self.microbatch))
+
+    @property
+    def virtual_stages(self) -> int:
+        """Model chunks per GPU that the schedule interleaves: vp on a pipeline, 1 without
+        one (vp means nothing when pp = 1, whatever a configuration says)."""
+        return self.vp if self.pp > 1 else 1
 
     def stride(self, dim: str) -> int:
         """Ranks between neighbours of `dim`'s groups: the product of the sizes inside it.

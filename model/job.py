@@ -112,6 +112,7 @@ def pinned_config(job: Job) -> TrainConfig:
         batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=int(p.get("ep", 1)), vp=int(p.get("vp", 1)),
         microbatch=int(p.get("microbatch", 1)), recompute=str(recompute), sp=bool(p.get("sp", tp > 1)),
         zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack),
+        gpipe=p.get("schedule") == "gpipe",
         sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **pinned_only(job))
 
 

@@ -69,23 +69,26 @@ def dense_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
     return (per_stage + mtp + embedding) / cfg.tp
 
 
-def model_state(shape: ModelShape, cfg: TrainConfig) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding: Megatron shards the
-    distributed optimizer over dp x cp, hybrid sharding over a group of them; a routed
-    expert's state over its replicas in one group (model/sharding.py `expert_shards`)."""
+def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding, at `cfg`'s ZeRO
+    stage or `zero`: Megatron shards the distributed optimizer over dp x cp, hybrid sharding
+    over a group of them; a routed expert's state over its replicas in one group
+    (model/sharding.py `expert_shards`)."""
     dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
     per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")), OPTIMIZER_BYTES)
-    on_dense, on_experts = state_shards(cfg), state_shards(cfg, expert=True)
+    on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
     weights, grads, optimizer = (b * (dense / d + experts / e) for b, d, e in zip(per_param, on_dense, on_experts))
     return weights, grads, optimizer
 
 
-def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> float:
-    """Bytes one layer keeps for backward, for one micro-batch, on one GPU (averaged over
-    the layers when only every k-th recomputes: model/recompute.py)."""
+def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False,
+                               recompute: str | None = None) -> float:
+    """Bytes one layer keeps for backward, for one micro-batch, on one GPU, with `cfg`'s
+    recompute choice or `recompute` (averaged over the layers when only every k-th
+    recomputes: model/recompute.py)."""
     tokens = cfg.microbatch * cfg.seq / cfg.cp
     layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
-    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input)
+    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute)
 
 
 def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:
@@ -113,28 +116,66 @@ def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> 
     return parts
 
 
-def in_flight(cfg: TrainConfig) -> float:
-    """Micro-batches whose activations the first stage holds at once (1F1B: pp; interleaved more)."""
+def in_flight(cfg: TrainConfig, vp: int | None = None) -> float:
+    """Micro-batches whose activations the first stage holds at once, with `cfg`'s virtual
+    stages or `vp`: 1F1B at most pp (interleaved a little more: Narayanan et al. 2021, Sec
+    2.2.2); GPipe all of them, since every forward runs before the first backward (Huang et
+    al. 2019). Without a pipeline, gradient accumulation runs each micro-batch's backward
+    right after its forward."""
     if cfg.pp == 1:
         return 1.0
+    if cfg.gpipe:
+        return float(cfg.microbatches)
     flight = float(min(cfg.pp, cfg.microbatches))
-    if cfg.vp > 1:
-        flight *= 1 + (cfg.pp - 1) / (cfg.pp * cfg.vp)
+    vp = cfg.virtual_stages if vp is None else vp
+    if vp > 1:
+        flight *= 1 + (cfg.pp - 1) / (cfg.pp * vp)
     return flight
 
 
 def memory(shape: ModelShape, cfg: TrainConfig) -> Memory:
     weights, grads, optimizer = model_state(shape, cfg)
-    layers = shape.layers / cfg.pp
+    per_layer = _per_layer(shape, cfg)
+    activations, offloaded = _on_gpu(cfg, per_layer * (shape.layers / cfg.pp) * in_flight(cfg), per_layer)
+    return Memory(weights, grads, optimizer, activations, _logits_bytes(shape, cfg), BUFFER_BYTES, offloaded)
+
+
+def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps) -> dict[tuple[str, int, int], float]:
+    """`memory(shape, cfg').total` for every cfg' that is `cfg` with a (recompute, zero, vp)
+    of the grid, keyed so: each part is computed once for the choices it depends on (the
+    same arithmetic in the same order, so the totals are equal to the last bit)."""
+    states = {z: model_state(shape, cfg, z) for z in zeros}
+    layers = {r: _per_layer(shape, cfg, r) for r in recomputes}
+    flights = {v: in_flight(cfg, v) for v in vps}
+    logits = _logits_bytes(shape, cfg)
+    stage_layers = shape.layers / cfg.pp
+    out = {}
+    for z, (weights, grads, optimizer) in states.items():
+        for r, per_layer in layers.items():
+            stage = per_layer * stage_layers
+            for v, flight in flights.items():
+                activations, _ = _on_gpu(cfg, stage * flight, per_layer)
+                out[r, z, v] = weights + grads + optimizer + activations + logits + BUFFER_BYTES
+    return out
+
+
+def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None) -> float:
+    """Bytes one micro-batch leaves on a layer, averaged over dense and MoE layers."""
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
-    per_layer = ((1 - moe_share) * activation_bytes_per_layer(shape, cfg, False)
-                 + moe_share * activation_bytes_per_layer(shape, cfg, True))
-    activations = per_layer * layers * in_flight(cfg)
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
-    logits = tokens * shape.vocab / cfg.tp * 4 * 2      # fp32 logits and their gradient, last stage
-    # Offloaded layers keep their activations in host memory; one layer's stay on the GPU
-    # as the copy in flight (Megatron-Core's double-buffered CPU offloading).
+    return ((1 - moe_share) * activation_bytes_per_layer(shape, cfg, False, recompute)
+            + moe_share * activation_bytes_per_layer(shape, cfg, True, recompute))
+
+
+def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[float, float]:
+    """(activations on the GPU, activations in host memory). Offloaded layers keep their
+    activations in host memory; one layer's stay on the GPU as the copy in flight
+    (Megatron-Core's double-buffered CPU offloading)."""
     offloaded = cfg.offload * activations
     if offloaded:
         activations = activations - offloaded + per_layer
-    return Memory(weights, grads, optimizer, activations, logits, BUFFER_BYTES, offloaded)
+    return activations, offloaded
+
+
+def _logits_bytes(shape: ModelShape, cfg: TrainConfig) -> float:
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    return tokens * shape.vocab / cfg.tp * 4 * 2      # fp32 logits and their gradient, last stage

@@ -30,15 +30,26 @@ from .ops import ACT_BYTES, Op, elementwise, gemm
 M_TILE = 128            # rows of one grouped-GEMM tile (see above)
 # Dropless routing synchronizes the host with the device in every MoE layer (the token
 # counts size the all-to-all and the grouped GEMMs: Megatron-Core's token dispatchers'
-# `cuda_sync_point`), so the GPU's queue drains and the rest of the layer's ~100 small
-# kernels (permutations, the all-to-all, the grouped GEMMs, their casts) start only as
-# the host issues them one by one (eager PyTorch, tens of microseconds each): latency the
-# device work does not hide. Fitted (benchmarks/calibrate.py "moe_host", 0-20 ms
-# searched) on the published MoE runs: seconds per MoE layer, forward and backward, per
-# micro-batch. Drop-and-pad runs pay it too in the fit (their static shapes remove the
-# sync, not the serial issue); the fit adding it to the device time beats taking the
-# longer of the two (median 5.9 % vs 6.4 % in sample, 2026-12-02).
-HOST_ISSUE_S = 4.0e-3   # benchmarks/calibrate.py, 196 runs, 2026-12-02
+# `cuda_sync_point`), so the GPU's queue drains and the rest of the layer's kernels start
+# only as the host issues them one by one, each through eager PyTorch's Python and
+# dispatcher path: latency the device work does not hide. The host time is the count of
+# those framework ops times the cost of one:
+# - ESTIMATE: 5-25 us of CPU per eager op before its kernel is queued (Python, pybind,
+#   autograd recording, ATen dispatch, launch: J. Lin, "From PyTorch op to kernel launch",
+#   jiahuanglin.xyz gpu_kernel_serving lesson 18); the midpoint.
+EAGER_OP_S = 15e-6
+# - ESTIMATE: framework ops of one MoE layer's forward besides the expert GEMMs: the router
+#   (linear, score function, top-k, routing map, load-balancing loss), the dispatcher's
+#   preprocessing (tokens per expert, the counts' all-gather and device-to-host copies),
+#   permute, chunk sort by expert, the two all-to-alls, unpermute (Megatron-Core
+#   router.py, token_dispatcher.py, moe_utils.py read as of core_r0.12: about 50).
+ROUTING_OPS = 50
+# - the expert GEMMs: Transformer Engine's GroupedLinear issues one cuBLAS GEMM per local
+#   expert (`general_grouped_gemm` loops over the GEMMs on a few streams), for the first
+#   and the second projection, and the backward their data and weight gradients;
+# - the backward replays each forward op's gradient: two ops for each (ASSUMPTION, as the
+#   launch count of model/dpu.py `_kernels`).
+BACKWARD_OPS = 2
 ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
 
 
@@ -102,6 +113,13 @@ def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) 
     return routed_rows(shape, cfg) * shape.hidden * bytes_per_value
 
 
-def host_exposed() -> float:
-    """Seconds one MoE layer per micro-batch waits for the host (forward and backward)."""
-    return HOST_ISSUE_S
+def host_ops(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Framework ops the host issues for one MoE layer and micro-batch, forward and backward."""
+    local = max(1, shape.routed // cfg.ep)
+    return (ROUTING_OPS + 2 * local) * (1 + BACKWARD_OPS)
+
+
+def host_exposed(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Seconds one MoE layer per micro-batch waits for the host (forward and backward):
+    its ops after the routing sync, issued one by one."""
+    return host_ops(shape, cfg) * EAGER_OP_S

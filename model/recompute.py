@@ -34,9 +34,10 @@ def modules(cfg: TrainConfig) -> tuple[str, ...]:
     return cfg.recompute_modules or ("core_attention",)
 
 
-def layer_share(cfg: TrainConfig) -> float:
-    """Share of the layers that recompute (0 without recompute)."""
-    return 0.0 if cfg.recompute == "none" else 1.0 / max(1, cfg.recompute_every)
+def layer_share(cfg: TrainConfig, recompute: str | None = None) -> float:
+    """Share of the layers that recompute (0 without recompute), with `cfg`'s recompute or `recompute`."""
+    recompute = cfg.recompute if recompute is None else recompute
+    return 0.0 if recompute == "none" else 1.0 / max(1, cfg.recompute_every)
 
 
 def time(shape: ModelShape, cfg: TrainConfig, moe: bool, forward: float, ops: tuple[tuple[str, float], ...]) -> float:
@@ -89,14 +90,16 @@ def flops_per_token(shape: ModelShape, cfg: TrainConfig) -> float:
     return share * flops
 
 
-def kept_bytes(parts: dict[str, float], cfg: TrainConfig, layer_input: float) -> float:
+def kept_bytes(parts: dict[str, float], cfg: TrainConfig, layer_input: float, recompute: str | None = None) -> float:
     """Bytes per token a layer keeps for backward, averaged over the layers: `parts` are
-    what it keeps without recompute (model/memory.py), `layer_input` what full keeps."""
+    what it keeps without recompute (model/memory.py), `layer_input` what full keeps; with
+    `cfg`'s recompute or `recompute` (the modules and interval are `cfg`'s)."""
+    recompute = cfg.recompute if recompute is None else recompute
     whole = sum(parts.values())
-    share = layer_share(cfg)
+    share = layer_share(cfg, recompute)
     if share == 0:
         return whole
-    if cfg.recompute == "full":
+    if recompute == "full":
         recomputed = layer_input
     else:
         dropped = {"core_attention": ("scores",), "norm": ("norm out",), "mlp": ("mlp up", "mlp act")}

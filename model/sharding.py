@@ -79,7 +79,8 @@ def optimizer_shards(cfg: TrainConfig, expert: bool = False) -> int:
     return shards(cfg, expert) if cfg.zero >= 1 else 1
 
 
-def state_shards(cfg: TrainConfig, expert: bool = False) -> tuple[int, int, int]:
-    """Divisors of (weights, gradients, optimizer state) per GPU for the ZeRO stage."""
-    s = shards(cfg, expert)
-    return (s if cfg.zero >= 3 else 1), (s if cfg.zero >= 2 else 1), (s if cfg.zero >= 1 else 1)
+def state_shards(cfg: TrainConfig, expert: bool = False, zero: int | None = None) -> tuple[int, int, int]:
+    """Divisors of (weights, gradients, optimizer state) per GPU for `cfg`'s ZeRO stage or
+    `zero` (`expert`: routed-expert state, sharded over its own replicas)."""
+    s, zero = shards(cfg, expert), cfg.zero if zero is None else zero
+    return (s if zero >= 3 else 1), (s if zero >= 2 else 1), (s if zero >= 1 else 1)

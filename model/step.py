@@ -15,7 +15,7 @@ from . import comms, context, dpu, host, offload, offload_host, sharding
 from . import moe as routed
 from . import recompute as recompute_model
 from .compute import hbm_rate, op_time, peak
-from .config import DEFAULT_ORDER, TrainConfig
+from .config import TrainConfig
 from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
 from .ops import gemm
 from .ranks import rank_partition
@@ -103,17 +103,20 @@ class _Layer:
 
 
 def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estimate:
+    if min(cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.vp, cfg.microbatch, cfg.batch) < 1:
+        raise ValueError(f"every parallel width, the micro-batch and the batch must be >= 1: {cfg}")
     partition = rank_partition(partition, cfg.gpus)
     chip, tiers = partition.node.accelerator, partition.tiers
     dense, moe = _blend(shape, cfg, partition, False), _blend(shape, cfg, partition, True)
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
-    logits = sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op)) for op in logits_forward(shape, cfg))
+    logits = _logits(shape, cfg, chip)
     boundary = comms.outermost(cfg.pp, cfg.stride("pp"), tiers)
     # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
     message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
-    p2p = 2 * cfg.vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
+    vp = cfg.virtual_stages   # 1 without a pipeline: no bubble, no sends, whatever vp says
+    p2p = 2 * vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
     # MTP modules sit after the output layer, on the last stage: a projection, one more
     # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2). With a
     # pipeline, the layout gives that stage fewer decoder layers to carry them (Megatron's
@@ -122,18 +125,19 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     mtp = shape.mtp * ((moe if shape.is_moe else dense).total + logits + _mtp_projection(shape, cfg, chip)) / cfg.pp
     stage = dense_layers * dense.total + moe_layers * moe.total + logits + mtp + p2p
     m = cfg.microbatches
-    bubble = (cfg.pp - 1) / cfg.vp * stage if cfg.pp > 1 else 0.0
+    # The same bubble under GPipe and 1F1B (Narayanan et al. 2021, Sec 2.2.1); the schedules
+    # differ in the activations held (model/memory.py `in_flight`).
+    bubble = (cfg.pp - 1) / vp * stage if cfg.pp > 1 else 0.0
     # One micro-batch through this stage's layers, exposed communication included: the
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
     dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
-    optimizer = _optimizer_time(shape, cfg, partition)
+    optimizer = optimizer_time(shape, cfg, partition)
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
     last = moe if shape.is_moe else dense
     extra = lambda field: m * shape.mtp / cfg.pp * getattr(last, field)  # noqa: E731
-    mtp_compute = m * shape.mtp / cfg.pp * (logits + _mtp_projection(shape, cfg, chip))
-    breakdown = Breakdown(per("forward") + per("backward") + m * logits + extra("forward") + extra("backward")
-                          + mtp_compute, per("recompute") + extra("recompute"), per("tp") + extra("tp"),
+    compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), logits)
+    breakdown = Breakdown(compute, per("recompute") + extra("recompute"), per("tp") + extra("tp"),
                           per("cp") + extra("cp"), per("ep") + extra("ep"), m * p2p, bubble, dp, optimizer,
                           offload=offload.exposed(shape, cfg, partition, dense, moe))
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
@@ -142,7 +146,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
         breakdown = attrs.evolve(breakdown, host=waiting, data=data, checkpoint=checkpoint)
     step = breakdown.total
     tokens = cfg.batch * cfg.seq
-    model_flops = shape.model_flops_per_token(cfg.seq) * tokens
+    model_flops = _model_flops_per_token(shape, cfg.seq) * tokens
     hardware_flops = model_flops + _recompute_flops(shape, cfg) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
     held = memory(shape, cfg)
@@ -152,9 +156,48 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
                     model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available)
 
 
+def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:
+    """(the compute term of `estimate`'s breakdown, the step's model FLOPs over the GPUs'
+    peak in seconds), without the rest of the estimate: what the search bounds with."""
+    chip = partition.node.accelerator
+    dense, moe = _blend_compute(shape, cfg, chip, False), _blend_compute(shape, cfg, chip, True)
+    model_flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq
+    return (_compute_term(shape, cfg, chip, dense, moe, _logits(shape, cfg, chip)),
+            model_flops / peak(chip, cfg.precision))
+
+
+def _compute_term(shape: ModelShape, cfg: TrainConfig, chip, dense: tuple[float, float], moe: tuple[float, float],
+                  logits: float) -> float:
+    """The breakdown's compute: the stage's layers forward and backward (`dense`, `moe`: one
+    mean layer's), the output layer, and its share of the MTP modules (a layer like the
+    last, the output head again and the projection), every micro-batch."""
+    moe_layers = shape.moe_layers / cfg.pp
+    dense_layers = shape.layers / cfg.pp - moe_layers
+    m = cfg.microbatches
+    compute = m * (dense_layers * dense[0] + moe_layers * moe[0]) + m * (dense_layers * dense[1] + moe_layers * moe[1])
+    compute += m * logits
+    if shape.mtp:
+        last = moe if shape.is_moe else dense
+        compute += m * shape.mtp / cfg.pp * (last[0] + last[1] + logits + _mtp_projection(shape, cfg, chip))
+    return compute
+
+
+def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:
+    """A floor of `estimate`'s EP term: the host time of the stage's MoE layers (MTP's
+    included), paid by every micro-batch whatever the placement (0 for a dense model)."""
+    if not shape.is_moe:
+        return 0.0
+    return cfg.microbatches * (shape.moe_layers + shape.mtp) / cfg.pp * routed.host_exposed(shape, cfg)
+
+
+def _local_share(shape: ModelShape) -> float:
+    """Share of the layers with sliding-window attention (model/shape.py)."""
+    return shape.local_layers / shape.layers if shape.layers else 0.0
+
+
 def _blend(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool) -> _Layer:
     """The mean layer over sliding-window and global-attention layers (model/shape.py)."""
-    local = shape.local_layers / shape.layers if shape.layers else 0.0
+    local = _local_share(shape)
     if local == 0:
         return _layer(shape, cfg, partition, moe)
     windowed = _layer(shape, cfg, partition, moe, True)
@@ -165,66 +208,85 @@ def _blend(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool)
                     for f in attrs.fields(_Layer)))
 
 
-# Fields that never change a layer's micro-batch cost (batch, virtual stages, the ZeRO
-# stage and its groups, host work, offload: step-level terms), set to these values before
-# the layer is computed so that configurations differing only there share the work.
-LAYER_NEUTRAL = {"batch": 0, "vp": 1, "zero": 0, "sample_bytes": 0.0, "checkpoint_every": 0.0, "shard": 0,
-                 "offload": 0.0}
+def _blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple[float, float]:
+    """(forward, backward) of `_blend`'s mean layer, the same arithmetic without the rest."""
+    local = _local_share(shape)
+    if local == 0:
+        return _layer_compute(shape, cfg, chip, moe)[:2]
+    windowed = _layer_compute(shape, cfg, chip, moe, True)
+    if local == 1:
+        return windowed[:2]
+    full = _layer_compute(shape, cfg, chip, moe)
+    return (local * windowed[0] + (1 - local) * full[0], local * windowed[1] + (1 - local) * full[1])
+
+
+# Per-layer costs are memoized by the fields they read (tuple keys: cheaper than hashing
+# a TrainConfig). The fields in LAYER_NEUTRAL (batch, virtual stages, the schedule, the ZeRO stage, the
+# shard group, the offloaded share and the host's inputs: step-level terms) never change a
+# layer's micro-batch cost, so configurations differing only there share the work; the
+# arithmetic (forward, backward) does not depend on where the groups sit nor on the
+# recompute either, so it is shared across pipeline depths, data-parallel widths, rank
+# orders and recompute choices.
+LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "shard", "offload"})
+_CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
+_LAYERS: dict[tuple, _Layer] = {}
+_COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
+_LOGITS: dict[tuple, float] = {}
+_RECOMPUTE_FLOPS: dict[tuple, float] = {}
+
+
+def _remember(cache: dict, key: tuple, value):
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool) -> tuple:
-    """Every input of a layer's cost: each TrainConfig field but LAYER_NEUTRAL's (a tuple:
-    cheaper than evolve; tests/model/test_moe_dense.py checks that no field is missing)."""
+    """Every input of a layer's cost: each TrainConfig field but LAYER_NEUTRAL's
+    (tests/model/test_moe_dense.py checks that no field is missing)."""
     return (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
             cfg.precision, cfg.stack, cfg.order, cfg.cp_balanced, cfg.ep_overlap, cfg.recompute_modules,
             cfg.recompute_every, partition, moe, local)
 
 
 def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool = False) -> _Layer:
+    """One layer's seconds per micro-batch; `local`: a sliding-window layer. The key holds
+    every field read below: pp and dp through the strides, the recompute's variants
+    through model/recompute.py, the rest through the ops and the collectives."""
     key = layer_key(shape, cfg, partition, moe, local)
     layer = _LAYERS.get(key)
-    if layer is None:
-        if len(_LAYERS) >= 65536:  # bounded, like the lru caches beside it
-            _LAYERS.clear()
-        layer = _LAYERS[key] = _layer_cached(shape, attrs.evolve(cfg, **LAYER_NEUTRAL), partition, moe, local)
-    return layer
-
-
-_LAYERS: dict[tuple, _Layer] = {}
+    if layer is not None:
+        return layer
+    tiers = partition.tiers
+    forward, backward, attention, gemms, ops = _layer_compute(shape, cfg, partition.node.accelerator, moe, local)
+    recompute = recompute_model.time(shape, cfg, moe, forward, ops)
+    tp = _tp_exposed(shape, cfg, tiers, gemms)
+    cp = context.ring_exposed(shape, cfg, tiers, attention)
+    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + routed.host_exposed(shape, cfg) if moe else 0.0
+    return _remember(_LAYERS, key, _Layer(forward, backward, recompute, tp, cp, ep))
 
 
 def clear_caches() -> None:
     """Forget every memoized layer (benchmarks measure cold searches)."""
     _LAYERS.clear()
+    _COMPUTE.clear()
+    _LOGITS.clear()
+    _RECOMPUTE_FLOPS.clear()
     dpu.clear_caches()
-    _layer_cached.cache_clear()
-    _layer_compute.cache_clear()
 
 
-@functools.lru_cache(maxsize=65536)
-def _layer_cached(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool) -> _Layer:
-    tiers = partition.tiers
-    # The layer's arithmetic does not depend on where its groups sit: share it across
-    # pipeline depths, data-parallel widths, rank orders and recompute choices.
-    compute_cfg = attrs.evolve(cfg, pp=1, dp=1, order=DEFAULT_ORDER, recompute="none", recompute_modules=(),
-                               recompute_every=1)
-    forward, backward, attention, gemms, ops = _layer_compute(shape, compute_cfg, partition.node.accelerator, moe,
-                                                              local)
-    recompute = recompute_model.time(shape, cfg, moe, forward, ops)
-    tp = _tp_exposed(shape, cfg, tiers, gemms)
-    cp = context.ring_exposed(shape, cfg, tiers, attention)
-    ep = 0.0
-    if moe:
-        ep = _ep_exposed(shape, cfg, tiers, forward + backward)
-        ep += routed.host_exposed()
-    return _Layer(forward, backward, recompute, tp, cp, ep)
-
-
-@functools.lru_cache(maxsize=16384)
 def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
                    local: bool = False) -> tuple[float, float, float, float, tuple[tuple[str, float], ...]]:
     """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch, and
-    each op's forward seconds by name (what a selective recompute redoes)."""
+    each op's forward seconds by name (what a selective recompute redoes). The ops read
+    the micro-batch, sequence, tp, cp, ep, sp, precision and stack only; the causal
+    balance of the CP chunks scales the attention."""
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, cfg.cp_balanced,
+           chip, moe, local)
+    parts = _COMPUTE.get(key)
+    if parts is not None:
+        return parts
     # with contiguous CP chunks every ring step waits for the rank with the most causal work
     imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
     times = [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0))
@@ -233,7 +295,17 @@ def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
     backward = sum(t * backward_factor(op) for op, t in times)
     attention = sum(t for op, t in times if op.kind == "attention")
     gemms = sum(t for op, t in times if op.kind == "gemm")
-    return forward, backward, attention, gemms, tuple((op.name, t) for op, t in times)
+    return _remember(_COMPUTE, key, (forward, backward, attention, gemms, tuple((op.name, t) for op, t in times)))
+
+
+def _logits(shape: ModelShape, cfg: TrainConfig, chip) -> float:
+    """Seconds of the output layer and loss per micro-batch, forward and backward."""
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, cfg.precision, chip)
+    seconds = _LOGITS.get(key)
+    if seconds is None:
+        seconds = _remember(_LOGITS, key, sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op))
+                                              for op in logits_forward(shape, cfg)))
+    return seconds
 
 
 def _activation_message(shape: ModelShape, cfg: TrainConfig) -> float:
@@ -328,7 +400,9 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
 
 
-def _optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+    """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shards (dense
+    and routed-expert state shard over their own groups: model/sharding.py)."""
     dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
     experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
     return (dense + experts) * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
@@ -341,6 +415,15 @@ def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:
     return 3 * forward
 
 
+@functools.lru_cache(maxsize=1024)
+def _model_flops_per_token(shape: ModelShape, seq: int) -> float:
+    return shape.model_flops_per_token(seq)
+
+
 def _recompute_flops(shape: ModelShape, cfg: TrainConfig) -> float:
     """Extra forward FLOPs per token that recomputation adds (for HFU)."""
-    return recompute_model.flops_per_token(shape, cfg)
+    key = (shape, cfg.seq, cfg.recompute, cfg.recompute_modules, cfg.recompute_every)
+    flops = _RECOMPUTE_FLOPS.get(key)
+    if flops is None:
+        flops = _remember(_RECOMPUTE_FLOPS, key, recompute_model.flops_per_token(shape, cfg))
+    return flops

@@ -32,12 +32,20 @@ Choices made for the space, and why:
   size is above one; dimensions of size one go outermost (they span no link, and there
   they cannot distort the stride of a combined dp x cp group), so orders that give the
   same strides appear once.
+- Experts fold over the ranks of a stage (Megatron-Core's MoE parallel folding with
+  expert TP = 1: Liu et al. 2025, "MoE Parallel Folding"): an expert group is ep
+  consecutive ranks of the stage's tp x cp x dp, so ep divides tp x cp x dp (what
+  `gclc check` asks of pinned values) and only orders whose pipeline stride is a multiple
+  of ep are kept: there a stage's ranks come in blocks that hold whole expert groups, so
+  the group's span is that of ep consecutive ranks (`TrainConfig.stride("ep") == 1`).
+  The order with pp outermost always qualifies.
 - Pinned values are taken as written, even where they do not divide evenly (DeepSeek-V3
   runs 61 layers on 16 stages); only the batch must still split into whole micro-batches.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Iterator
@@ -285,7 +293,11 @@ def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
 
 
 def microbatch_candidates(job: Job, per_replica: int) -> tuple[int, ...]:
-    pinned, count = _pinned(job, "microbatch"), _pinned(job, "microbatches")
+    return _microbatches(per_replica, _pinned(job, "microbatch"), _pinned(job, "microbatches"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _microbatches(per_replica: int, pinned, count) -> tuple[int, ...]:
     if pinned is not None:
         options = [int(pinned)] if per_replica % int(pinned) == 0 else []
     else:
@@ -300,18 +312,22 @@ def vp_valid(vp: int, pp: int, microbatches: int) -> bool:
     return vp == 1 or microbatches % pp == 0
 
 
-def inner_choices(job: Job, pp: int, dp: int) -> list[tuple[int, tuple[int, ...]]]:
+def inner_choices(job: Job, pp: int, dp: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """(micro-batch, valid vps) pairs of a (tp, pp, cp, ep, dp) branch, micro-batch ascending."""
     if dp < 1 or job.batch % dp:
-        return []
+        return ()
     per_replica = job.batch // dp
-    vps = vp_candidates(job, pp)
+    return _inner(per_replica, pp, vp_candidates(job, pp), microbatch_candidates(job, per_replica))
+
+
+@functools.lru_cache(maxsize=4096)
+def _inner(per_replica: int, pp: int, vps: tuple[int, ...], microbatches: tuple[int, ...]):
     out = []
-    for mb in microbatch_candidates(job, per_replica):
+    for mb in microbatches:
         valid = tuple(v for v in vps if vp_valid(v, pp, per_replica // mb))
         if valid:
             out.append((mb, valid))
-    return out
+    return tuple(out)
 
 
 def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> tuple[int, ...]:
@@ -322,7 +338,7 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
     shard = int(space_.pinned_only.get("shard", 0))
     valid = (dp for dp in candidates
-             if dp <= most and job.batch % dp == 0 and (dp * cp) % ep == 0 and (dp * cp) % max(1, shard) == 0
+             if dp <= most and job.batch % dp == 0 and (tp * cp * dp) % ep == 0 and (dp * cp) % max(1, shard) == 0
              and inner_choices(job, pp, dp))
     return tuple(itertools.islice(valid, 1)) if space_.widest_only else tuple(valid)
 
@@ -334,11 +350,17 @@ def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -
 
 def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, ...], ...]:
     """Placement orders with distinct strides: tp innermost, then each order of the
-    dimensions above one (dp counts when ep groups its ranks), size-one dimensions last."""
-    size = {"cp": cp, "dp": dp if ep == 1 else max(dp, 2), "pp": pp}
+    dimensions above one, size-one dimensions last; with experts, only the orders whose
+    stages hold whole expert groups of consecutive ranks (the pipeline stride a multiple of ep)."""
+    size = {"tp": tp, "cp": cp, "dp": dp, "pp": pp}
     placed = [d for d in PLACED if size[d] > 1]
     rest = tuple(d for d in PLACED if size[d] == 1)
-    return tuple(("tp", *perm, *rest) for perm in itertools.permutations(placed))
+    out = []
+    for perm in itertools.permutations(placed):
+        order = ("tp", *perm, *rest)
+        if math.prod(size[d] for d in order[: order.index("pp")]) % ep == 0:
+            out.append(order)
+    return tuple(out)
 
 
 def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep: int, mb: int, vp: int,
@@ -346,6 +368,7 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
     return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
                        recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
                        precision=job.precision, stack=job.stack, order=order,
+                       gpipe=_pinned(job, "schedule") == "gpipe",
                        sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **space_.pinned_only)
 
 

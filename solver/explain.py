@@ -209,17 +209,22 @@ def _empty(job: Job) -> Infeasibility:
 
 
 def _expert_fold(job: Job, product: int, span: Span) -> Infeasibility | None:
-    """Pinned ep that no data-parallel size can hold: expert groups fold over the dp x cp
-    ranks of a stage, so dp x cp must be a multiple of ep, with dp dividing the batch."""
-    ep, cp = int(job.pinned["ep"]), int(job.pinned.get("cp", 1))
-    most = job.gpus // product
-    dps = [int(job.pinned["dp"])] if "dp" in job.pinned else [d for d in range(1, most + 1) if job.batch % d == 0]
-    if any(d <= most and (d * cp) % ep == 0 for d in dps):
-        return None
-    largest = max((d for d in dps if d <= most), default=0)
+    """Pinned ep that no layout can hold: expert groups fold over the tp x cp x dp ranks of
+    a pipeline stage (MoE parallel folding, expert TP = 1), so tp x cp x dp must be a
+    multiple of ep, with dp dividing the batch (the enumerator's rule, over its space)."""
+    ep, space = int(job.pinned["ep"]), space_def.space(job)
+    largest, fold = 0, 0
+    for tp, pp, cp in ((t, p, c) for t in space.tps for p in space.pps for c in space.cps):
+        most = job.gpus // (tp * pp * cp)
+        dps = [int(job.pinned["dp"])] if "dp" in job.pinned else range(1, most + 1)
+        fitting = [d for d in dps if d <= most and job.batch % d == 0]
+        if any((tp * cp * d) % ep == 0 for d in fitting):
+            return None
+        largest = max([largest, *fitting])
+        fold = max([fold, *(tp * cp * d for d in fitting)])
     fixed = "·".join(k for k in ("tp", "pp", "cp") if k in job.pinned) or "tp·pp·cp"
     return Infeasibility(
-        "space", f"`{job.name}` pins ep = {ep}, but expert groups fold over the dp x cp ranks of a pipeline stage, "
-        f"so dp x cp must be a multiple of {ep}; with {fixed} = {product} on {job.gpus} GPUs the largest dp that "
-        f"divides the batch of {job.batch} is {largest}, and dp x cp is at most {largest * cp} ({span}); "
-        f"help: pin ep to a divisor of {largest * cp}, or give the job more GPUs", ep, largest * cp, "", span)
+        "space", f"`{job.name}` pins ep = {ep}, but expert groups fold over the tp x cp x dp ranks of a pipeline "
+        f"stage, so tp x cp x dp must be a multiple of {ep}; with {fixed} = {product} on {job.gpus} GPUs the "
+        f"largest dp that divides the batch of {job.batch} is {largest}, and tp x cp x dp is at most {fold} ({span}); "
+        f"help: pin ep to a divisor of {fold}, or give the job more GPUs", ep, fold, "", span)

@@ -8,6 +8,7 @@ import attrs
 
 from ..compiler.design import Design, Entity
 from ..model.job import train_job
+from ..model.step import Estimate
 from .hetero import HeteroPlan, hetero_entity, plan_hetero
 from .plan import Plan, plan
 from .power import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
@@ -21,6 +22,7 @@ class Budgeted:
     inputs: PowerInputs
     result: PowerResult
     curve: tuple[tuple[float, float], ...]
+    layout: Estimate | None = None    # the full-clock configuration whose GPUs and clock the GP scales
 
 
 @attrs.frozen
@@ -70,9 +72,11 @@ def feasible(outcome: Outcome) -> bool:
 
 def _budgeted(job, chosen: Plan, objective: str) -> Budgeted | None:
     """Meet the job's power bound (or the cluster's budget) with GPU counts and clocks."""
-    bounded = without_power_limit(job) is not job
-    powered = power_plan(job, objective=objective, chosen=None if bounded else chosen)
+    freed = without_power_limit(job)
+    if freed is not job:      # the GP scales the best layout the bound did not constrain
+        chosen = plan(freed, "throughput")
+    powered = power_plan(job, objective=objective, chosen=chosen)
     if powered is None:
         return None
     inputs, result = powered
-    return Budgeted(inputs, result, tuple(budget_curve(inputs, result.budget)))
+    return Budgeted(inputs, result, tuple(budget_curve(inputs, result.budget)), chosen.best)

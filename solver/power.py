@@ -74,92 +74,15 @@ from typing import Iterable, Sequence
 import attrs
 
 from ..compiler.design import Item, Record
-from ..compiler.metrics import power_breakdown
-from ..model import dvfs
-from ..model.compute import measured
 from ..model.job import Job
-from ..model.power import gpu_power
-from ..model.step import Estimate, estimate
+from .power_inputs import F_MIN, PowerInputs, budget_of, busy_share, step_shares
 
-F_MIN = dvfs.DEFAULT_FLOOR  # lowest clock ratio when the chip declares no `power.min_clock`
+__all__ = ["F_MIN", "OBJECTIVES", "PowerInputs", "PowerResult", "budget_curve", "budget_of", "busy_share",
+           "inputs_of", "power_plan", "solve_power", "step_shares", "sweep", "throughput_curve",
+           "without_power_limit"]
+
 OBJECTIVES = ("throughput", "time", "energy")
 _TOL = 1e-4      # relative tolerance for saying a bound binds
-
-
-@attrs.frozen
-class PowerInputs:
-    """Everything the GP needs, as plain numbers (W, tokens/s, GPUs)."""
-
-    name: str
-    tokens_per_s: float          # T0 at N0 GPUs, full clock
-    gpus: float                  # N0
-    min_gpus: float              # n_min: one replica
-    max_gpus: float              # n_max
-    shares: tuple[float, float, float, float]   # a1..a4 of the step (see the module docstring)
-    p_idle: float                # W per GPU, idle
-    p_full: float                # W per GPU at full clock, this job's activity
-    p_rest: float                # W per GPU, the rest of the cluster
-    pue: float
-    gamma: float = 1.0           # throughput ~ n^gamma (monomial model only)
-    f_min: float = F_MIN
-    gpus_per_unit: int = 1       # GPUs per scale-up unit or node (reporting only)
-    tokens: float | None = None  # tokens to train (for time to train)
-    gamma_source: str = "given"
-    fit_error: float | None = None   # step model at the second point vs its estimate, relative
-    exponent: float = dvfs.DEFAULT_EXPONENT  # the chip's DVFS curve: dynamic power ~ f^exponent
-
-    @classmethod
-    def from_plan(cls, job: Job, best: Estimate, f_min: float | None = None) -> PowerInputs:
-        """From a job and its planned estimate (`plan(job).best`). The clock ratio f is relative
-        to the plan's own clock; its floor is the chip's DVFS floor (`f_min` overrides)."""
-        cfg, partition, graph = best.config, job.partition, job.graph
-        rows = {row.key: row.value for row in power_breakdown(graph)}
-        rest = (rows["power.it"] - rows["power.accelerators"]) / graph.gpus if graph.gpus else 0.0
-        chip = partition.node.accelerator
-        if f_min is None:
-            planned = dvfs.sustained(chip, measured(chip, cfg.precision))
-            f_min = min(1.0, dvfs.floor(chip) / planned) if planned > 0 else dvfs.floor(chip)
-        inputs = cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
-                     min_gpus=float(cfg.tp * cfg.pp * cfg.cp), max_gpus=float(cfg.gpus), shares=step_shares(best),
-                     p_idle=chip.idle, p_full=gpu_power(partition, busy_share(best)), p_rest=rest, pue=graph.pue,
-                     f_min=f_min, gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens,
-                     exponent=dvfs.exponent(chip))
-        second = _second_point(job, best)
-        if second is None:
-            return attrs.evolve(inputs, gamma_source="gamma = 1: dp cannot be reduced, so no second point")
-        n1, t1 = float(second.config.gpus), second.tokens_per_s
-        gamma = math.log(best.tokens_per_s / t1) / math.log(cfg.gpus / n1) if t1 > 0 else 1.0
-        source = f"fitted from dp {cfg.dp} ({cfg.gpus} GPUs) and dp {second.config.dp} ({second.config.gpus} GPUs)"
-        fit_error = inputs.throughput(n1, 1.0) / t1 - 1 if t1 > 0 else None
-        return attrs.evolve(inputs, gamma=min(1.0, max(1e-3, gamma)), fit_error=fit_error, gamma_source=source)
-
-    @property
-    def alpha(self) -> float:
-        """The clock-scaled share of the planned step."""
-        return self.shares[0] + self.shares[2]
-
-    # ------------------------------------------------------------ the model, evaluated
-    def gpu_watts(self, f: float) -> float:
-        return dvfs.power(self.p_idle, self.p_full, f, self.exponent)
-
-    def facility(self, n: float, f: float) -> float:
-        return self.pue * n * (self.gpu_watts(f) + self.p_rest)
-
-    def throughput(self, n: float, f: float, clock: str = "step") -> float:
-        x = n / self.gpus
-        if clock == "monomial":
-            return self.tokens_per_s * x ** self.gamma * f ** self.alpha
-        a1, a2, a3, a4 = self.shares
-        return self.tokens_per_s / (a1 / (x * f) + a2 / x + a3 / f + a4)
-
-    @property
-    def least_power(self) -> float:
-        """Facility watts of one replica at the lowest clock: below this nothing runs."""
-        return self.facility(self.min_gpus, self.f_min)
-
-    @property
-    def full_power(self) -> float:
-        return self.facility(self.max_gpus, 1.0)
 
 
 @attrs.frozen
@@ -189,50 +112,6 @@ class PowerResult:
     @property
     def energy_per_token(self) -> float | None:
         return self.facility_power / self.tokens_per_s if self.tokens_per_s > 0 else None
-
-
-# ----------------------------------------------------------------- model inputs
-
-
-def busy_share(e: Estimate) -> float:
-    """Share of the step the tensor cores compute (as `solver.plan` attributes power)."""
-    b = e.breakdown
-    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time) if e.step_time > 0 else 1.0
-
-
-def step_shares(e: Estimate) -> tuple[float, float, float, float]:
-    """(a1, a2, a3, a4): per-micro-batch clocked, per-micro-batch other, fixed clocked,
-    fixed other shares of the step (see the module docstring); they sum to 1."""
-    b, cfg = e.breakdown, e.config
-    if e.step_time <= 0:
-        return (1.0, 0.0, 0.0, 0.0)
-    math_time = b.compute + b.recompute
-    comms = b.tp + b.cp + b.ep + b.pp
-    bubble_clocked = b.bubble * math_time / (math_time + comms) if math_time + comms > 0 else 0.0
-    sharded_optimizer = b.optimizer if cfg.zero >= 1 else 0.0
-    parts = [math_time, comms + sharded_optimizer, bubble_clocked]
-    parts.append(max(0.0, e.step_time - sum(parts)))
-    total = sum(parts)
-    return tuple(p / total for p in parts)  # type: ignore[return-value]
-
-
-def _second_point(job: Job, best: Estimate) -> Estimate | None:
-    """The same configuration with fewer data-parallel replicas (the next divisor of dp)."""
-    cfg = best.config
-    fewer = [d for d in range(cfg.dp - 1, 0, -1) if cfg.dp % d == 0 and (d * cfg.cp) % cfg.ep == 0]
-    if not fewer:
-        return None
-    return estimate(job.shape, attrs.evolve(cfg, dp=fewer[0]), job.partition)
-
-
-def budget_of(job: Job) -> float | None:
-    """The job's facility power limit in W: `subject to { power <= X }`, else the cluster's budget."""
-    limits = job.entity.get("subject to")
-    for item in getattr(limits, "items", ()):
-        bound = item.value
-        if getattr(bound, "target", None) == "power" and getattr(bound, "op", "") in ("<=", "<"):
-            return float(bound.value.value)
-    return job.graph.power_budget
 
 
 # ----------------------------------------------------------------- the GP

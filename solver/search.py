@@ -2,27 +2,36 @@
 
 It explores exactly the space of `solver.enumerate` (same validity, limits and
 objective) and returns the same optimum and runners-up, evaluating a small part of it.
-The tree, best bound first over a frontier of layouts and micro-batch branches:
+The tree, best bound first over one frontier; each node is bounded before it costs an
+estimate, and tightened only when it reaches the front (`solver/bounds.py` turns a bound on
+the step into one on the objective; `solver/branch.py` visits the leaves):
 
-1. Layout (tp, pp, cp, ep; dp is the largest valid). Cut whole when `job_power` at its
-   GPU count, even with every GPU waiting, breaks `subject to { power <= ... }`. The
-   micro-batches that can fit form a prefix (memory never grows as the micro-batch
-   shrinks; the least-memory configuration of a micro-batch is full recompute if
-   allowed, the highest ZeRO stage, any vp), and the rest is cut without an estimate.
-   One estimate at the largest fitting micro-batch bounds the layout:
+0. Replica count. Every (tp, pp, cp, ep) is opened at its most replicas; a layout of
+   fewer waits, bounded by compute per sequence, which does not depend on dp (one
+   evaluation of the compute term per (tp, pp, cp, ep) and micro-batch):
+   compute >= min c x batch / dp, plus the MoE host overhead and the bubble's share.
+1. Layout (tp, pp, cp, ep, dp). Cut whole when `job_power` at its GPU count, even with
+   every GPU waiting, breaks `subject to { power <= ... }`. The micro-batches that can fit
+   form a prefix (memory never grows as the micro-batch shrinks; the least-memory
+   configuration of a micro-batch is full recompute if allowed, the highest ZeRO stage, any
+   vp), and the rest is cut without an estimate. Without an estimate either, the compute
+   term at the largest fitting micro-batch and the optimizer at the highest ZeRO stage
+   bound the layout:
 
-       compute(largest) + optimizer + (pp - 1) / vp_max * compute(largest) / most micro-batches
+       compute(largest) + MoE overhead + optimizer + (pp - 1) / vp_max x that / most micro-batches
 
-2. Micro-batch branch. One estimate (no recompute, the highest ZeRO stage, the first vp
-   and placement order) bounds it: compute + TP + optimizer + the bubble's share of them.
+2. Micro-batch. Its own compute term, MoE overhead, the layout's least optimizer time and
+   the bubble's share bound it before any estimate; at the front, one estimate (no
+   recompute, the highest ZeRO stage, the first vp and placement order) tightens it to
+   compute + TP + EP + optimizer + the bubble's share, and it becomes a branch.
    The search stops when the next bound on the frontier cannot beat the (top + 1)-th best
    value found, so the runners-up are exact too.
 3. Inside a branch, per placement order, per ZeRO stage, per configuration: memory is
    checked exactly first (it does not depend on the order); one estimate per order gives
-   its CP + EP + PP time (the order's bound), one per (order, stage) at the most
-   recompute gives the least DP time over recompute choices and the exact optimizer
-   time (the stage's bound); each configuration is then bounded with its own recompute's
-   compute + recompute + TP and its own vp's bubble before it is estimated.
+   its CP + EP + PP time (the order's bound; before it, EP alone), one per (order, stage)
+   at the most recompute gives the least DP time over recompute choices and the exact
+   optimizer time (the stage's bound); each configuration is then bounded with its own
+   recompute's compute + recompute + TP and its own vp's bubble before it is estimated.
 
 What the bounds rest on (tests/solver/test_bounds.py checks each on random designs, and
 checks every bound the search computes against every configuration it covers, so a
@@ -33,17 +42,19 @@ recalibration that breaks one fails there rather than silently here):
   order (tp is always innermost); no recompute has the least compute + recompute + TP;
 - optimizer time depends only on the layout and the ZeRO stage, and does not grow with it;
 - CP, EP and PP time do not depend on recompute or the ZeRO stage, CP and EP not on vp,
-  and PP time does not shrink with more virtual stages;
+  EP not on the order (expert groups take consecutive ranks), and PP time does not shrink
+  with more virtual stages; EP time is at least the MoE layers' host overhead per micro-batch;
 - DP time does not depend on vp and does not grow with more recompute;
 - the bubble is at least (pp - 1) / vp x (compute + recompute + TP + CP + EP + PP) / micro-batches;
 - memory does not depend on the order and never grows with more recompute (none,
   selective, full), a higher ZeRO stage or a smaller micro-batch;
 - compute per step never grows with the micro-batch: used only for dense layers and for
   MoE layouts whose micro-batches route whole tokens to every local expert (otherwise
-  the layout is expanded without a layout bound);
-- for MFU, MFU x step time is fixed within a layout; for energy, job power is affine in
+  every micro-batch is bounded with its own compute);
+- for MFU, MFU x step time x GPUs is fixed by the job; for energy, job power is affine in
   the busy share (checked at run time per GPU count; where it is not, power is read from
-  `job_power` and bounded by its smaller end, which assumes it grows with the busy share).
+  `job_power` and bounded by its smaller end, which assumes it grows with the busy share);
+  for goodput, the share of time that trains depends on the GPU count alone.
 """
 
 from __future__ import annotations
@@ -56,128 +67,15 @@ import attrs
 
 from ..model.config import TrainConfig
 from ..model.job import Job
-from ..model.memory import memory
-from ..model.power import job_power
-from ..model.step import Estimate, estimate
+from ..model.memory import memory, memory_grid
+from ..model.step import Estimate, compute_time, estimate, moe_overhead_time, optimizer_time
 from . import enumerate as space_def
-from .enumerate import RECOMPUTE, Limit, Limits
+from .bounds import SAFETY, JobPower, ObjectiveBound, compute_monotone, step_bound
+from .branch import visit
+from .enumerate import RECOMPUTE, Limit
+from .search_result import Rejected, SearchResult, Top
 
-SAFETY = 1 - 1e-12   # bounds are scaled down by this, so rounding never makes one exceed a true value
-
-
-@attrs.frozen
-class Rejected:
-    """An evaluated configuration better than the optimum that a limit excluded."""
-
-    value: float
-    estimate: Estimate
-    limit: Limit
-
-
-@attrs.frozen
-class SearchResult:
-    objective: str
-    status: str                          # optimal | infeasible (valid configurations, none admissible) | empty
-    best: Estimate | None
-    value: float | None                  # objective value of `best` (lower is better)
-    runners_up: tuple[Estimate, ...]
-    runner_values: tuple[float, ...]
-    configurations: int                  # size of the space (= enumerator's count)
-    evaluated: int                       # configurations whose estimate was taken
-    pruned_bound: int                    # cut by a lower bound on the objective
-    pruned_memory: int                   # cut by memory without an estimate
-    pruned_limits: int                   # cut by another limit (power) without an estimate
-    estimates: int                       # estimate() calls, bounds included
-    seconds: float
-    rejected: tuple[Rejected, ...] = ()  # faster configurations that a limit excluded (witnesses)
-    closest: tuple[tuple[str, float, Estimate], ...] = ()   # infeasible: best value reached per limit
-    limits: Limits | None = None
-    least_power: tuple[float, int] | None = None   # (W, GPUs): the lowest power floor of a layout cut by power
-
-    @property
-    def pruned(self) -> int:
-        return self.pruned_bound + self.pruned_memory + self.pruned_limits
-
-    @property
-    def proof(self) -> str:
-        if self.status == "empty":
-            return "the space is empty: no configuration satisfies the pinned values and divisibility"
-        head = (f"exhaustive with bound pruning over {self.configurations:,} configurations: "
-                f"{self.evaluated:,} evaluated, {self.pruned_bound:,} cut by lower bounds "
-                f"(compute + recompute + TP + optimizer + bubble share), {self.pruned_memory:,} cut by memory "
-                f"(monotone in micro-batch, recompute and ZeRO stage)")
-        if self.pruned_limits:
-            head += f", {self.pruned_limits:,} cut by the power limit"
-        if self.status == "infeasible":
-            return head + "; no configuration is admissible"
-        return head + "; gap 0"
-
-
-class _Top:
-    """The best `keep` admissible values seen; the worst of them is the pruning threshold."""
-
-    def __init__(self, keep: int) -> None:
-        self.keep, self.heap, self.count = keep, [], itertools.count()
-
-    @property
-    def threshold(self) -> float:
-        return -self.heap[0][0] if len(self.heap) >= self.keep else float("inf")
-
-    def offer(self, value: float, e: Estimate) -> None:
-        item = (-value, -next(self.count), e)
-        if len(self.heap) < self.keep:
-            heapq.heappush(self.heap, item)
-        elif value < -self.heap[0][0]:
-            heapq.heapreplace(self.heap, item)
-
-    def ranked(self) -> list[tuple[float, Estimate]]:
-        return [(-v, e) for v, _, e in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
-
-
-def fixed_time(e: Estimate) -> float:
-    """Compute + recompute + TP: what every configuration sharing e's (tp, pp, cp, ep, dp,
-    micro-batch, recompute) spends, whatever its ZeRO stage, vp or placement."""
-    b = e.breakdown
-    return b.compute + b.recompute + b.tp
-
-
-def step_bound(fixed: float, optimizer: float, pp: int, vp: int, microbatches: int) -> float:
-    """A lower bound on the step time: the fixed work, the optimizer and the bubble's share of it."""
-    bubble = (pp - 1) / vp * fixed / microbatches if pp > 1 else 0.0
-    return (fixed + optimizer + bubble) * SAFETY
-
-
-class _Power:
-    """Job power as a function of the GPU count and the busy share: `job_power`, read as
-    P0 + (P1 - P0) x busy where it is affine (it is: activity is linear in busy)."""
-
-    def __init__(self, job: Job) -> None:
-        self.job, self.table = job, {}
-
-    def ends(self, gpus: int) -> tuple[float, float, bool]:
-        if gpus not in self.table:
-            job = self.job
-            p0, half, p1 = (job_power(job.graph, job.partition, gpus, b).total for b in (0.0, 0.5, 1.0))
-            self.table[gpus] = (p0, p1, abs(half - (p0 + p1) / 2) <= 1e-9 * max(abs(p0), abs(p1), 1.0))
-        return self.table[gpus]
-
-    def __call__(self, e: Estimate) -> float:
-        p0, p1, affine = self.ends(e.config.gpus)
-        if not affine:
-            return space_def.power_of(self.job, e)
-        return p0 + (p1 - p0) * space_def.busy(e)
-
-    def floor(self, gpus: int) -> float:
-        p0, p1, _ = self.ends(gpus)
-        return min(p0, p1)
-
-    def energy_bound(self, gpus: int, step: float, work: float) -> float:
-        """Joules per step at least, for a step of at least `step` s with at least `work`
-        s of computing (busy = work / step, capped at 1)."""
-        p0, p1, affine = self.ends(gpus)
-        if not affine or p1 < p0:
-            return min(p0, p1) * step * SAFETY
-        return (p0 * step + (p1 - p0) * min(step, work)) * SAFETY
+__all__ = ["Rejected", "SearchResult", "compute_monotone", "least_memory", "search"]
 
 
 class _Search:
@@ -187,14 +85,14 @@ class _Search:
         self.job, self.objective = job, objective
         self.lim = space_def.limits(job)
         self.space = space_def.space(job, self.lim)
-        self.top = _Top(max(1, top + 1))
+        self.top = Top(max(1, top + 1))
         self.total = self.evaluated = self.estimates = 0
         self.pruned = {"bound": 0, "memory": 0, "limits": 0}
         self.rejected: list[Rejected] = []
         self.closest: dict[str, tuple[float, Estimate]] = {}
-        self.power = _Power(job)
+        self.power = JobPower(job)
+        self.bound = ObjectiveBound(job, objective, self.power)
         self.least_power: tuple[float, int] | None = None
-        self.tokens = job.batch * job.seq
         rec = self.space.recomputes
         self.frugal_recompute = max(rec, key=RECOMPUTE.index)   # the least activation memory allowed
         self.top_zero = max(self.space.zeros)
@@ -204,7 +102,7 @@ class _Search:
         # covers; tests check each against every configuration of that part.
         self.audit = audit
         self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
-        self.per_sequence: dict[tuple, tuple[float, float]] = {}
+        self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
 
     def checked(self, bound: float, **fields) -> float:
         if self.audit is not None:
@@ -219,9 +117,6 @@ class _Search:
         self.estimates += 1
         return estimate(self.job.shape, cfg, self.job.partition)
 
-    def memory(self, cfg: TrainConfig) -> float:
-        return memory(self.job.shape, cfg).total
-
     def value(self, e: Estimate) -> float:
         if self.objective == "energy":
             return self.power(e) / e.tokens_per_s
@@ -230,14 +125,8 @@ class _Search:
     def value_bound(self, step: float, work: float, rep: Estimate) -> float:
         """A lower bound on the objective of a configuration on rep's GPUs whose step is at
         least `step` s, of which at least `work` s compute (compute + recompute + optimizer)."""
-        if self.objective in ("throughput", "time"):
-            return step
-        if self.objective == "mfu":
-            return -rep.mfu * rep.step_time / step if step > 0 else float("-inf")
-        if self.objective == "goodput":  # the share depends on the GPU count alone
-            share = space_def.goodput_share(self.job, rep.config.gpus)
-            return -self.tokens / step * share if step > 0 else float("-inf")
-        return self.power.energy_bound(rep.config.gpus, step, work) / self.tokens
+        gpus = rep.config.gpus
+        return self.bound(gpus, step, work, rep.mfu * rep.step_time * gpus)
 
     def offer(self, e: Estimate) -> None:
         """Count an evaluated configuration and keep it if admissible."""
@@ -265,13 +154,13 @@ class _Search:
     def run(self) -> SearchResult:
         start = time.perf_counter()
         job, space = self.job, self.space
-        pending = []      # best-first frontier: (bound, seq, kind, node), kind "layout" or "branch"
-        seq = itertools.count()
+        # best-first frontier: (bound, seq, kind, node, leaves covered)
+        self.pending, self.seq = [], itertools.count()
+        per_vp = len(space.recomputes) * len(space.zeros)
         for tp, pp, cp, ep, dp in space_def.branches(job, space):
             orders = space_def.orders(tp, pp, dp, cp, ep)
             inner = space_def.inner_choices(job, pp, dp)
-            per_vp = len(space.recomputes) * len(space.zeros) * len(orders)
-            leaves = [len(vps) * per_vp for _, vps in inner]
+            leaves = tuple(len(vps) * per_vp * len(orders) for _, vps in inner)
             self.total += sum(leaves)
             gpus = tp * pp * cp * dp
             if self.power_limit is not None and not self.power_limit.holds(self.power.floor(gpus)):
@@ -282,21 +171,23 @@ class _Search:
             layout = (tp, pp, dp, cp, ep, orders, inner, leaves)
             coarse = self.coarse_bound(layout)
             if coarse is None:
-                self.open_layout(layout, pending, seq)
+                self.open_layout(layout)
             else:
-                heapq.heappush(pending, (coarse, next(seq), "replicas", layout))
+                self.push(coarse, "replicas", layout, sum(leaves))
+        pending = self.pending
         while pending:
-            bound, _, kind, node = heapq.heappop(pending)
+            bound, _, kind, node, leaves = heapq.heappop(pending)
             if bound >= self.top.threshold:
-                for _, _, k, n in [(bound, 0, kind, node), *pending]:
-                    self.pruned["bound"] += sum(n[-1]) if k == "replicas" else sum(n[0][-1]) if k == "layout" else n[-1]
+                self.pruned["bound"] += leaves + sum(item[-1] for item in pending)
                 break
             if kind == "replicas":
-                self.open_layout(node, pending, seq)
+                self.open_layout(node)
             elif kind == "layout":
-                self.expand(*node, pending, seq)
+                self.expand(*node)
+            elif kind == "microbatch":
+                self.bound_branch(*node, bound)
             else:
-                self.visit(node)
+                visit(self, node)
         ranked = self.top.ranked()
         best_value = ranked[0][0] if ranked else None
         rejected = tuple(sorted((r for r in self.rejected if best_value is None or r.value < best_value),
@@ -310,16 +201,19 @@ class _Search:
             tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
             self.lim, self.least_power)
 
-    def open_layout(self, layout, pending: list, seq) -> None:
+    def push(self, bound: float, kind: str, node, leaves: int) -> None:
+        heapq.heappush(self.pending, (bound, next(self.seq), kind, node, leaves))
+
+    def open_layout(self, layout) -> None:
         """Cut a layout's micro-batches that cannot fit, then bound the rest as one node
-        (compute monotone in the micro-batch) or push each micro-batch branch."""
+        (compute monotone in the micro-batch) or push each micro-batch."""
         job = self.job
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         all_vps = space_def.vp_candidates(job, pp)
         fitting = 0
         for mb, _ in inner:
-            least = min(self.memory(self.config(tp, pp, dp, cp, ep, mb, v, self.frugal_recompute,
-                                                self.top_zero, orders[0])) for v in all_vps)
+            frugal = self.config(tp, pp, dp, cp, ep, mb, 1, self.frugal_recompute, self.top_zero, orders[0])
+            least = min(memory_grid(job.shape, frugal, (self.frugal_recompute,), (self.top_zero,), all_vps).values())
             if least > self.lim.memory:   # nor does any larger micro-batch fit
                 break
             fitting += 1
@@ -327,23 +221,28 @@ class _Search:
         if not fitting:
             return
         layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
-        if fitting > 1 and self.monotone_in_microbatch(layout):
+        # The optimizer at the highest ZeRO stage: the least of every configuration of the layout.
+        optimizer = optimizer_time(job.shape, self.config(tp, pp, dp, cp, ep, inner[0][0], 1, "none",
+                                                          self.top_zero, orders[0]), job.partition)
+        if fitting > 1 and compute_monotone(job, tp, cp, ep, [mb for mb, _ in inner[:fitting]]):
             # Compute per step never grows with the micro-batch: the largest that fits
             # bounds them all, and the most micro-batches bound the bubble's share.
-            rep = self.representative(layout, fitting - 1)
-            b, most = rep.breakdown, job.batch // (dp * inner[0][0])
-            bound = self.value_bound(step_bound(b.compute, b.optimizer, pp, max(all_vps), most),
-                                     b.compute + b.optimizer, rep)
+            largest = inner[fitting - 1][0]
+            per_seq, flops_time, overhead = self.sequence_cost((tp, pp, cp, ep), largest, orders[0])
+            compute, most = per_seq * job.batch / dp, job.batch // (dp * inner[0][0])
+            fixed = compute + overhead * (job.batch // (dp * largest))
+            bound = self.bound(tp * pp * cp * dp, step_bound(fixed, optimizer, pp, max(all_vps), most),
+                               (compute + optimizer) * SAFETY, flops_time * job.batch)
             bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
                                  microbatch=tuple(mb for mb, _ in inner[:fitting]))
-            heapq.heappush(pending, (bound, next(seq), "layout", (layout, rep)))
+            self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]))
         else:
-            self.expand(layout, None, pending, seq)
+            self.expand(layout, optimizer)
 
     def coarse_bound(self, layout) -> float | None:
         """A bound on a layout of fewer than the most replicas, before any of its own
         estimates (None: open it now). Compute per sequence c(mb) does not depend on dp,
-        so one estimate per (tp, pp, cp, ep) and micro-batch bounds every replica count:
+        so one evaluation per (tp, pp, cp, ep) and micro-batch bounds every replica count:
         compute >= min c x batch / dp, and the bubble >= (pp - 1) / vp_max x min c; where
         compute never grows with the micro-batch, c at the largest allowed is the minimum."""
         tp, pp, dp, cp, ep, orders, inner, _ = layout
@@ -356,26 +255,25 @@ class _Search:
         mbs = [mb for mb, _ in inner]
         if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
             mbs = [largest]     # compute per sequence there is the least of every micro-batch's
-        per_seq, flops_time = min(self.sequence_cost(key, mb, orders[0]) for mb in mbs)
-        gpus, vmax = tp * pp * cp * dp, max(space_def.vp_candidates(self.job, pp))
+        costs = [self.sequence_cost(key, mb, orders[0]) for mb in mbs]
+        per_seq, flops_time = min(c[0] for c in costs), costs[0][1]
+        overhead = min(c[2] for c in costs)     # EP's host overhead per micro-batch (0: dense)
+        vmax = max(space_def.vp_candidates(self.job, pp))
         compute = per_seq * self.job.batch / dp
-        step = (compute + ((pp - 1) / vmax * per_seq if pp > 1 else 0.0)) * SAFETY
-        if self.objective in ("throughput", "time"):
-            bound = step
-        elif self.objective == "mfu":
-            bound = -flops_time * self.job.batch / gpus / step if step > 0 else float("-inf")
-        else:
-            bound = self.power.energy_bound(gpus, step, compute * SAFETY) / self.tokens
+        fewest = self.job.batch // (dp * max(mb for mb, _ in inner))
+        step = (compute + overhead * fewest + ((pp - 1) / vmax * (per_seq + overhead) if pp > 1 else 0.0)) * SAFETY
+        bound = self.bound(tp * pp * cp * dp, step, compute * SAFETY, flops_time * self.job.batch)
         return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
 
-    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float]:
+    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
-        at micro-batch `mb`: one estimate of a single micro-batch, the same for every dp."""
+        at micro-batch `mb`, and the MoE host overhead per micro-batch: the same for every dp."""
         if (key, mb) not in self.per_sequence:
             tp, pp, cp, ep = key
+            job = self.job
             cfg = attrs.evolve(self.config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order), batch=mb)
-            e = self.estimate(cfg)
-            self.per_sequence[key, mb] = (e.breakdown.compute / mb, e.mfu * e.step_time * cfg.gpus / mb)
+            compute, flops = compute_time(job.shape, cfg, job.partition)
+            self.per_sequence[key, mb] = (compute / mb, flops / mb, moe_overhead_time(job.shape, cfg))
         return self.per_sequence[key, mb]
 
     def representative(self, layout, i: int) -> Estimate:
@@ -384,126 +282,30 @@ class _Search:
         mb, vps = inner[i]
         return self.estimate(self.config(tp, pp, dp, cp, ep, mb, vps[0], "none", self.top_zero, orders[0]))
 
-    def expand(self, layout, known: Estimate | None, pending: list, seq) -> None:
-        """Push every micro-batch branch of a layout with its bound (compute + TP + optimizer + bubble share)."""
+    def expand(self, layout, optimizer: float) -> None:
+        """Push every micro-batch of a layout, bounded before any estimate of its own by its
+        compute per sequence, the layout's least optimizer time and the bubble's share."""
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
+        gpus, batch = tp * pp * cp * dp, self.job.batch
         for i, (mb, vps) in enumerate(inner):
-            rep = known if known is not None and known.config.microbatch == mb else self.representative(layout, i)
-            b = rep.breakdown
-            bound = self.value_bound(step_bound(b.compute + b.tp, b.optimizer, pp, max(vps), rep.config.microbatches),
-                                     b.compute + b.optimizer, rep)
+            per_seq, flops_time, overhead = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])
+            compute, m = per_seq * batch / dp, batch // (dp * mb)
+            step = step_bound(compute + overhead * m, optimizer, pp, max(vps), m)
+            bound = self.bound(gpus, step, (compute + optimizer) * SAFETY, flops_time * batch)
             bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
-            heapq.heappush(pending, (bound, next(seq), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i])))
+            self.push(bound, "microbatch", (layout, i), leaves[i])
 
-    def monotone_in_microbatch(self, layout) -> bool:
-        tp, pp, dp, cp, ep, orders, inner, _ = layout
-        return compute_monotone(self.job, tp, cp, ep, [mb for mb, _ in inner])
-
-    def visit(self, branch) -> None:
-        """Every configuration of one (tp, pp, cp, ep, dp, micro-batch) branch: evaluated or cut.
-
-        Leaves are keyed (recompute, zero, vp, order). Per placement order, one probe (the
-        most recompute allowed, the first vp) gives the order's CP, EP and PP time (the
-        same for every recompute and ZeRO stage, and the least over vp) and, per ZeRO
-        stage, the least DP time over recompute choices; with the branch's compute and
-        TP time they bound the order, the stage, and each remaining configuration."""
-        tp, pp, dp, cp, ep, mb, vps, orders, rep, _ = branch
-        lim, space = self.lim, self.space
-        m = rep.config.microbatches
-        recomputes = sorted(space.recomputes, key=RECOMPUTE.index)
-        frugal = recomputes[-1]
-        zeros = sorted(space.zeros, key=lambda z: (z != 1, z))      # the distributed optimizer first
-        vp0, vmax = vps[0], max(vps)
-        fitting: dict[tuple, bool] = {}
-
-        def fits(rc: str, z: int, vp: int) -> bool:
-            key = (rc, z, vp)
-            if key not in fitting:
-                cfg = self.config(tp, pp, dp, cp, ep, mb, vp, rc, z, orders[0])
-                fitting[key] = self.memory(cfg) <= lim.memory
-            return fitting[key]
-        status: dict[tuple, str] = {}
-        cache: dict[tuple, Estimate] = {}
-        fixed = {"none": fixed_time(rep)}        # compute + recompute + TP, per recompute choice ("none": the least)
-        redo = {"none": 0.0}                      # recompute time, per recompute choice
-        floor_fixed, floor_optimizer, compute = fixed_time(rep), rep.breakdown.optimizer, rep.breakdown.compute
-
-        def bound(rc: str, comm: float, dp_time: float, optimizer: float, vp_most: int, **fields) -> float:
-            """A bound for configurations with recompute `rc` ("none": any) and vp <= `vp_most`."""
-            f = fixed.get(rc, floor_fixed)
-            step = f + comm + dp_time + optimizer + ((pp - 1) / vp_most * (f + comm) / m if pp > 1 else 0.0)
-            value = self.value_bound(step * SAFETY, compute + redo.get(rc, 0.0) + optimizer, rep)
-            return self.checked(value, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb, **fields)
-
-        def evaluate(key: tuple) -> Estimate:
-            if key not in cache:
-                rc, z, vp, order = key
-                cache[key] = self.estimate(self.config(tp, pp, dp, cp, ep, mb, vp, rc, z, order))
-            e = cache[key]
-            if key not in status:
-                status[key] = "evaluated"
-                self.offer(e)
-            fixed[key[0]], redo[key[0]] = fixed_time(e), e.breakdown.recompute
-            return e
-
-        def cut(keys, kind: str = "bound") -> None:
-            for key in keys:
-                if key not in status:
-                    status[key] = kind
-                    self.pruned[kind] += 1
-
-        def live(z: int, order: tuple) -> list[tuple]:
-            return [(rc, z, vp, order) for rc in recomputes for vp in vps if fits(rc, z, vp)]
-
-        rep_key = ("none", self.top_zero, vp0, orders[0])
-        cache[rep_key] = rep
-        if "none" in space.recomputes:
-            evaluate(rep_key)
-        for order in orders:
-            b = rep.breakdown
-            comm = b.cp + b.ep + b.pp if order == orders[0] else None
-            for i, z in enumerate(zeros):
-                keys = [k for k in live(z, order) if k not in status]
-                if not keys:
-                    continue
-                if comm is not None and bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= self.top.threshold:
-                    cut(k for later in zeros[i:] for k in live(later, order))
-                    break
-                probe = evaluate((frugal, z, vp0, order)).breakdown
-                comm = probe.cp + probe.ep + probe.pp
-                if bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= self.top.threshold:
-                    cut(k for later in zeros[i:] for k in live(later, order))
-                    break
-                if bound("none", comm, probe.dp, probe.optimizer, vmax, order=order, zero=z) >= self.top.threshold:
-                    cut(keys)
-                    continue
-                for key in keys:
-                    if key in status:
-                        continue
-                    rc, _, vp, _ = key
-                    if bound(rc, comm, probe.dp, probe.optimizer, vp, order=order, zero=z, recompute=rc,
-                             vp=vp) >= self.top.threshold:
-                        cut((key,))
-                    else:
-                        evaluate(key)
-        for rc, z, vp in itertools.product(recomputes, zeros, vps):
-            cut(((rc, z, vp, order) for order in orders), "bound" if fits(rc, z, vp) else "memory")
-
-
-def compute_monotone(job: Job, tp: int, cp: int, ep: int, microbatches) -> bool:
-    """Whether the search may take compute per step not to grow with the micro-batch: for
-    dense layers always (bigger GEMMs are never slower per token); for MoE layers only
-    where every micro-batch routes whole tokens to every local expert, even split over the
-    TP ranks (tokens x top_k divisible by the local experts), so no grouped GEMM rounds
-    its rows."""
-    shape = job.shape
-    if not shape.is_moe:
-        return True
-    if shape.routed % ep:
-        return False
-    local, split = shape.routed // ep, cp * tp
-    return all((mb * job.seq) % split == 0 and (mb * job.seq // split * shape.top_k) % local == 0
-               for mb in microbatches)
+    def bound_branch(self, layout, i: int, floor: float) -> None:
+        """Bound micro-batch `i` of a layout with its representative estimate (compute + TP +
+        optimizer + bubble share, at least `floor`, the bound it had) and push the branch."""
+        tp, pp, dp, cp, ep, orders, inner, leaves = layout
+        mb, vps = inner[i]
+        rep = self.representative(layout, i)
+        b = rep.breakdown   # EP time is the same for every order, recompute, ZeRO stage and vp
+        bound = self.value_bound(step_bound(b.compute + b.tp + b.ep, b.optimizer, pp, max(vps),
+                                            rep.config.microbatches), b.compute + b.optimizer, rep)
+        bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
+        self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i]), leaves[i])
 
 
 def search(job: Job, objective: str = "throughput", top: int = 3, audit=None) -> SearchResult:

@@ -64,7 +64,12 @@ def coordinate(cfg, rank: int, dim: str) -> int:
 
 def ranks_view(plan):
     """The partition as the plan's ranks see it (segmented racks: `model/ranks.py`)."""
-    return rank_partition(plan.job.partition, plan.best.config.gpus)
+    return partition_view(plan.job, plan.best.config)
+
+
+def partition_view(job, cfg):
+    """`job`'s partition as `cfg`'s ranks see it."""
+    return rank_partition(job.partition, cfg.gpus)
 
 
 def domain_size(partition) -> int:
@@ -75,23 +80,33 @@ def domain_size(partition) -> int:
 
 
 def placement(plan) -> graphviz.Digraph:
-    job, e = plan.job, plan.best
-    cfg = e.config
-    size = min(domain_size(ranks_view(plan)), cfg.gpus)
-    dot = graphviz.Digraph(ident(job.name, "placement"), graph_attr={
+    dot = graphviz.Digraph(ident(plan.job.name, "placement"), graph_attr={
         "rankdir": "TB", "fontname": FONT, "fontsize": "14", "labelloc": "t", "nodesep": "0.25", "ranksep": "0.25",
         "label": _title(plan)}, node_attr={"fontname": FONT, "fontsize": "10", "shape": "plain"})
+    draw_grid(dot, plan.job, plan.best)
+    return dot
+
+
+def draw_grid(dot, job, e, prefix: str = "", layers: tuple[int, int] | None = None, share: float = 1.0) -> str:
+    """Draw `e`'s rank grid on `job`'s partition into `dot` (a graph or a cluster): its
+    pipeline bands, then its tier table; node ids start with `prefix`. `layers` is (first,
+    count) when the configuration runs only part of the model (a heterogeneous pipeline
+    split), `share` the part of its communication that is this grid's. Returns the id of
+    the last node drawn."""
+    cfg = e.config
+    size = min(domain_size(partition_view(job, cfg)), cfg.gpus)
+    whole, held = layers is None, layers or (0, job.shape.layers)
     bands = _shown(cfg.pp, MAX_BANDS)
     previous = None
     for stage in bands:
-        element = ident("stage", stage) if stage is not None else ident("stage", "more", previous)
-        dot.node(element, _band(job, cfg, stage, size) if stage is not None else _elided_band(cfg, bands))
+        element = prefix + (ident("stage", stage) if stage is not None else ident("stage", "more", previous))
+        dot.node(element, _band(cfg, stage, size, held, whole) if stage is not None else _elided_band(cfg, bands))
         if previous is not None:
             dot.edge(previous, element, style="invis")
         previous = element
-    dot.node("tiers", _tier_table(plan, size))
-    dot.edge(previous, "tiers", style="invis")
-    return dot
+    dot.node(prefix + "tiers", _tier_table(job, e, size, share))
+    dot.edge(previous, prefix + "tiers", style="invis")
+    return prefix + "tiers"
 
 
 def _title(plan) -> str:
@@ -112,16 +127,17 @@ def _shown(n: int, limit: int) -> list[int | None]:
 # ----------------------------------------------------------------- bands and domains
 
 
-def _band(job, cfg, stage: int, size: int) -> str:
+def _band(cfg, stage: int, size: int, held: tuple[int, int], whole: bool = True) -> str:
     stage = stage if cfg.pp > 1 else None
     ranks = [r for r in range(cfg.gpus) if stage is None or coordinate(cfg, r, "pp") == stage]
     domains = sorted({r // size for r in ranks})
-    per_stage = job.shape.layers / cfg.pp
-    layers = (f"layers {round(stage * per_stage)}–{round((stage + 1) * per_stage) - 1}" if stage is not None
-              else f"{job.shape.layers} layers")
+    first, count = held
+    per_stage = count / cfg.pp
+    layers = (f"layers {first + round(stage * per_stage)}–{first + round((stage + 1) * per_stage) - 1}"
+              if stage is not None else f"{count} layers" if whole else f"layers {first}–{first + count - 1}")
     head = f"stage {stage}" if stage is not None else "all ranks"
     cells = [f'<TD VALIGN="MIDDLE" BGCOLOR="#eceff1"><B>{head}</B><BR/>{layers}<BR/>'
-             f'<FONT POINT-SIZE="9">{len(ranks):,} GPUs · {len(domains):,} domains</FONT></TD>']
+             f'<FONT POINT-SIZE="9">{len(ranks):,} GPUs · {_count(len(domains), "domain")}</FONT></TD>']
     for d in _shown(len(domains), MAX_DOMAINS):
         if d is None:
             cells.append(f'<TD BORDER="0">… {len(domains) - MAX_DOMAINS + 1:,}<BR/>more<BR/>domains</TD>')
@@ -157,6 +173,10 @@ def _domain(cfg, domain: int, size: int, stage: int | None) -> str:
     return (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0" COLOR="#455a64" BGCOLOR="white">'
             f'<TR><TD><FONT POINT-SIZE="9">domain {domain:,} · ranks {ranks[0]:,}–{ranks[-1]:,}'
             f'{" · " + shared if shared else ""}</FONT></TD></TR>{body}</TABLE>')
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _slots(line: list[tuple[str, int]]) -> int:
@@ -208,18 +228,17 @@ def _fill_group(cfg, rank: int) -> int:
 # ----------------------------------------------------------------- tiers
 
 
-def _tier_table(plan, size: int) -> str:
-    job, e = plan.job, plan.best
+def _tier_table(job, e, size: int, share: float = 1.0) -> str:
     cfg = e.config
-    seconds = dict(e.breakdown.rows())
+    seconds = {k: v * share for k, v in e.breakdown.rows()}
     rows = ['<TR><TD ALIGN="LEFT"><B>dimension</B></TD><TD ALIGN="LEFT"><B>groups</B></TD>'
             '<TD ALIGN="LEFT"><B>tiers crossed (innermost first) · exposed comm per step</B></TD></TR>']
-    for dim, n, stride, stages in dimension_stages(cfg, ranks_view(plan).tiers):
+    for dim, n, stride, stages in dimension_stages(cfg, partition_view(job, cfg).tiers):
         crossed = " → ".join(f"{escape(tier.name)} ({duration(spent)})"
                              for tier, spent in tier_traffic(dim, seconds.get(dim, 0.0), stages)) or "one GPU"
         groups = cfg.gpus // n
         rows.append(f'<TR><TD ALIGN="LEFT">{dim} = {n} ({_NAMES[dim]})</TD>'
-                    f'<TD ALIGN="LEFT">{groups:,} groups, ranks {stride:,} apart</TD>'
+                    f'<TD ALIGN="LEFT">{_count(groups, "group")}, ranks {stride:,} apart</TD>'
                     f'<TD ALIGN="LEFT">{crossed}</TD></TR>')
     filled = fill_dimension(cfg)
     whole = max((t.group_gpus for t in job.partition.tiers if t.scope in ("node", "supernode")), default=size)

@@ -116,7 +116,8 @@ def parallelism(e: Estimate) -> dict:
             "microbatches": c.microbatches, "recompute": c.recompute, "zero": c.zero, "sp": c.sp,
             # hybrid sharding's group (dp x cp: plain ZeRO), the recompute's selection, the offloaded share
             "shard": c.shards, "recompute_modules": list(recompute_modules(c)) if c.recompute == "selective" else [],
-            "recompute_every": c.recompute_every, "offload": c.offload}
+            "recompute_every": c.recompute_every, "offload": c.offload,
+            "schedule": "gpipe" if c.gpipe else "interleaved" if c.virtual_stages > 1 else "one_f_one_b"}
 
 
 def estimate_json(e: Estimate) -> dict:

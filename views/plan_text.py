@@ -21,12 +21,46 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
         return hetero_text(outcome)
     if isinstance(outcome, ServePlan):
         return serve_text(outcome)
-    text = plan_text(outcome.plan, timings)
-    if outcome.power is not None:
-        budgeted = outcome.power
+    budgeted = outcome.power
+    if outcome.plan.best is None and outcome.feasible:
+        text = power_bound_text(outcome, timings)     # the plan is the power plan's operating point
+    else:
+        text = plan_text(outcome.plan, timings)
+        if budgeted is not None and budgeted.result.feasible and (
+                budgeted.result.whole_tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
+            text += (f"\n  note       the power plan below runs {budgeted.result.whole_tokens_per_s:,.0f} tokens/s "
+                     f"within the same bound by lowering the clock rather than the layout")
+    if budgeted is not None:
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
             f"{quantity(b, 'W')}: {big(t)}" for b, t in budgeted.curve) + " tokens/s"
     return text
+
+
+def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
+    """A plan that only the power plan makes feasible: what runs first (GPUs, clock, the
+    layout it scales), then what the bound removed (every configuration at full clock)."""
+    chosen, budgeted = outcome.plan, outcome.power
+    job, result, layout = chosen.job, budgeted.result, budgeted.layout
+    head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
+    step = job.batch * job.seq / result.whole_tokens_per_s
+    lines = [head,
+             f"  objective  {chosen.objective} (optimal under the power bound: fewer GPUs and a lower clock)",
+             f"  planned    {result.whole_gpus:,} of {job.gpus:,} GPUs at {result.clock:.1%} clock "
+             f"(power cap {result.power_cap:,.0f} W per GPU): {result.whole_tokens_per_s:,.0f} tokens/s, "
+             f"step {step:.3f} s, facility {_w(result.facility_power * result.whole_gpus / result.gpus)}"]
+    if layout is not None:
+        c = layout.config
+        replica = c.tp * c.pp * c.cp
+        lines.append(f"  layout     tp={c.tp} pp={c.pp} cp={c.cp} ep={c.ep} vp={c.vp} mb={c.microbatch} "
+                     f"recompute={c.recompute} zero={c.zero} per replica ({replica} GPU{'s' if replica > 1 else ''}), "
+                     f"{result.whole_gpus // replica:,} replicas of the {c.dp:,} it plans at full clock")
+    evaluated, pruned = getattr(chosen, "evaluated", chosen.considered), getattr(chosen, "pruned", 0)
+    counts = (f"{chosen.considered:,} configurations: {evaluated:,} evaluated, {pruned:,} pruned"
+              + (f", {chosen.seconds:.2f} s" if timings else ""))
+    reason = getattr(chosen, "infeasibility", None)
+    removed = reason.message if reason is not None else "no configuration meets the job's limits"
+    lines.append(f"  removed    at full clock on every GPU ({counts}): {removed}")
+    return "\n".join(lines)
 
 
 def infeasible_message(outcome: Outcome) -> str:
@@ -67,7 +101,8 @@ def _config(e: Estimate) -> str:
     if p["shard"] < p["dp"] * p["cp"] and p["zero"] >= 1:
         extras += f" shard={p['shard']} (hybrid, {p['dp'] * p['cp'] // p['shard']} replicas)"
     return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} ep={p['ep']} vp={p['vp']} "
-            f"mb={p['microbatch']} recompute={p['recompute']}" + extras)
+            f"mb={p['microbatch']} recompute={p['recompute']}" + extras
+            + (" schedule=gpipe" if p["schedule"] == "gpipe" else ""))
 
 
 def _rate_span(low: float, high: float) -> str:

@@ -15,6 +15,7 @@ _SCALES = {
     "cost_to_train_usd": ("cost to train (M USD)", 1e6), "facility_power_w": ("facility power (MW)", 1e6),
     "energy_to_train_j": ("energy to train (MWh)", 3.6e9), "step_time_s": ("step time (s)", 1.0),
     "tokens_per_s": ("tokens/s (millions)", 1e6), "mfu": ("MFU", 1.0), "gpus": ("GPUs", 1.0),
+    "goodput_tokens_per_s": ("goodput: tokens/s trained under failures (millions)", 1e6),
 }
 _RC = {"svg.fonttype": "none", "font.family": "DejaVu Sans", "font.size": 9, "axes.spines.top": False,
        "axes.spines.right": False, "svg.hashsalt": "gclc-sweep"}

@@ -9,7 +9,7 @@ from ..solver.sweep.pareto import OBJECTIVES
 from ..solver.sweep.point import column
 from .sweep_plots import axis
 
-_SHOWN = ("gpus", "tp", "pp", "dp", "tokens_per_s", "mfu", "time_to_train_s", "facility_power_w", "capex_usd",
+_SHOWN = ("gpus", "tp", "pp", "dp", "tokens_per_s", "goodput_share", "mfu", "time_to_train_s", "facility_power_w", "capex_usd",
           "tco_usd", "cost_per_token_usd")
 
 
@@ -22,7 +22,7 @@ def _fmt(column: str, value) -> str:
         return f"{value * 1e6:,.2f} $/Mtok" if column == "cost_per_token_usd" else f"{value / 1e6:,.2f} M$"
     if column.endswith("_w"):
         return f"{value / 1e6:,.3f} MW"
-    if column == "mfu":
+    if column in ("mfu", "goodput_share"):
         return f"{value:.1%}"
     if isinstance(value, float):
         return f"{value:,.0f}"

@@ -97,6 +97,11 @@ class Fifo:
         return _take(job, c, state, first_fit=True)
 
 
+def by_priority(pending):
+    """Highest priority first, then first submitted (names break ties, for determinism)."""
+    return sorted(pending, key=lambda j: (-j.priority, j.submit, j.name))
+
+
 @attrs.frozen
 class PriorityBestFit:
     name: str = "priority"
@@ -104,7 +109,7 @@ class PriorityBestFit:
     blocking: bool = False
 
     def order(self, pending):
-        return sorted(pending, key=lambda j: (-j.priority, j.submit, j.name))
+        return by_priority(pending)
 
     def filter(self, job, state):
         return fits(job, state)
@@ -124,7 +129,7 @@ class SlurmTree:
     blocking: bool = False
 
     def order(self, pending):
-        return sorted(pending, key=lambda j: (-j.priority, j.submit, j.name))
+        return by_priority(pending)
 
     def filter(self, job, state):
         return fits(job, state)

@@ -17,6 +17,7 @@ OBJECTIVES: dict[str, tuple[str, int]] = {
     "cost_per_token": ("cost_per_token_usd", 1), "cost_to_train": ("cost_to_train_usd", 1),
     "power": ("facility_power_w", 1), "energy": ("energy_to_train_j", 1), "step_time": ("step_time_s", 1),
     "gpus": ("gpus", 1), "throughput": ("tokens_per_s", -1), "mfu": ("mfu", -1),
+    "goodput": ("goodput_tokens_per_s", -1),
 }
 
 

@@ -22,6 +22,9 @@ COLUMNS: dict[str, str] = {
     "tp": "int", "pp": "int", "dp": "int", "cp": "int", "ep": "int", "vp": "int", "microbatch": "int",
     "recompute": "str", "zero": "int",
     "step_time_s": "float", "tokens_per_s": "float", "mfu": "float", "memory_per_gpu_bytes": "float",
+    # goodput (train jobs): the share of wall time that trains under failures, checkpoints
+    # and restarts (solver/schedule/goodput.py), and the tokens/s that share leaves
+    "goodput_share": "float", "goodput_tokens_per_s": "float",
     "job_power_w": "float", "facility_power_w": "float", "time_to_train_s": "float", "energy_to_train_j": "float",
     "racks": "int", "switches": "int", "transceivers": "int", "capex_usd": "float", "tco_usd": "float",
     "tco_complete": "bool", "cost_per_token_usd": "float", "cost_to_train_usd": "float",
@@ -96,6 +99,9 @@ def _train(design, job: str | None, objective: str, row: dict) -> dict:
             "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero, "step_time_s": e.step_time,
             "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "memory_per_gpu_bytes": e.memory.total,
             "job_power_w": chosen.power.total if chosen.power is not None else None}
+    if chosen.goodput is not None:
+        row |= {"goodput_share": chosen.goodput.efficiency,
+                "goodput_tokens_per_s": e.tokens_per_s * chosen.goodput.efficiency}
     tokens = chosen.job.tokens
     if tokens:
         row["time_to_train_s"] = tokens / e.tokens_per_s

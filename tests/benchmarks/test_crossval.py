@@ -116,6 +116,24 @@ def test_the_band_covers_at_least_its_confidence_of_its_own_residuals(rows):
     assert inside >= 0.8 * len(rows)
 
 
+def test_residuals_on_the_bands_edge_are_inside_it():
+    """Regression (hypothesis found it): scaled back from score space, 0.75 rounded past
+    the band's upper edge of 0.75 and three of ten residuals fell outside."""
+    residuals = [0.0] * 5 + [0.5, 0.75, 0.75, 0.75, 0.0]
+    flags = [()] * 9 + [("chip",)]
+    band = bands.fit_band(residuals, flags)
+    assert sum(band.covers(r, f) for r, f in zip(residuals, flags)) >= 8
+
+
+def test_a_reason_every_residual_carries_keeps_the_band_finite():
+    """Regression (the deep profile found it): with one flag on every row, the fit ran off to
+    an infinite factor (OverflowError)."""
+    residuals = [0.0] * 9 + [1.0]
+    band = bands.fit_band(residuals, [("chip",)] * 10)
+    assert math.isfinite(band.scale(("chip",)))
+    assert sum(band.covers(r, ("chip",)) for r in residuals) >= 8
+
+
 @given(residual_lists)
 def test_a_reason_never_narrows_the_band(rows):
     band = bands.fit_band([r for r, _ in rows], [tuple(sorted(f)) for _, f in rows])

@@ -280,8 +280,11 @@ def test_partitions(files, capsys):
     assert code == 0 and data["status"] == "optimal" and data["mode"] in ("data", "pipeline")
     code, out, _ = run(capsys, "plan", parts, "--job", "sv", "--json")
     assert code == 0 and json.loads(out)["cluster"] == "L"
+    # A job on two partitions is drawn as one rank grid per partition its split uses.
     code, _, err = run(capsys, "render", parts, "-o", files / "x.dot", "--view", "placement", "--job", "tx")
-    assert code == 1 and "spans 2 partitions" in err
+    drawn, used = (files / "x.dot").read_text(), data["parallelism"]["partitions"]
+    assert code == 0 and drawn.count("subgraph cluster_") == 2
+    assert all(f'label="{p}: ' in drawn for p in used)
 
 
 def test_hetero_infeasible_says_why(files, capsys):
@@ -356,10 +359,12 @@ def test_example_plan_json(example, capsys):
     assert code == 0 and data["status"] == "optimal"
 
 
-@pytest.mark.parametrize("example", ["hetero_h100_a100.gcl"])
-def test_example_render_placement_without_single_train_job(example, tmp_path, capsys):
-    code, _, err = run(capsys, "render", ROOT / "examples" / example, "-o", tmp_path / "x.dot", "--view", "placement")
-    assert code == 1 and err.startswith("gclc: ") and not (tmp_path / "x.dot").exists()
+def test_example_render_placement_of_a_job_on_two_partitions(tmp_path, capsys):
+    # The heterogeneous example's job spans two partitions: one grid per partition (it
+    # was an error before `views/placement_hetero.py`).
+    code, _, _ = run(capsys, "render", ROOT / "examples" / "hetero_h100_a100.gcl", "-o", tmp_path / "x.dot",
+                     "--view", "placement")
+    assert code == 0 and (tmp_path / "x.dot").read_text().count("subgraph cluster_") == 2
 
 
 def test_example_render_placement_of_a_serve_job(tmp_path, capsys):

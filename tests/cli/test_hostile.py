@@ -185,8 +185,13 @@ def test_ctrl_c_while_loading_exits_130_quietly(tmp_path):
     """After the interpreter has started (our code runs), Ctrl-C during the imports is 130, silent."""
     path = tmp_path / "in.gcl"
     path.write_text(design())
+    # Half-way through an uninterrupted run: past interpreter start-up, inside the imports or
+    # the plan (a fixed delay raced the whole run once `plan` took under half a second).
+    start = time.perf_counter()
+    assert subprocess.run([*GCLC, "plan", str(path)], capture_output=True, timeout=60).returncode == 0
+    whole = time.perf_counter() - start
     process = subprocess.Popen([*GCLC, "plan", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(0.6)  # past interpreter start-up, inside the heavy imports or the plan
+    time.sleep(whole / 2)
     process.send_signal(signal.SIGINT)
     err = process.stderr.read().decode()
     assert process.wait(60) == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err

@@ -68,6 +68,19 @@ def test_router_and_permutation_traffic():
     assert up.grouped and up.count == 16 and (up.n, up.k) == (2 * 2048, 7168)
 
 
+def test_host_time_is_the_layers_framework_ops_times_one_eager_op():
+    # 256 routed experts over ep 16: 16 local, two cuBLAS GEMMs each (TE GroupedLinear), 50
+    # routing ops, and the backward two ops per forward op: (50 + 32) x 3 = 246 ops
+    assert moe.host_ops(SHAPE, CFG) == (50 + 2 * 16) * 3
+    assert moe.host_exposed(SHAPE, CFG) == pytest.approx(246 * 15e-6)
+    # fewer local experts (wider EP) issue fewer GEMMs from the host: never more time
+    times = [moe.host_exposed(SHAPE, attrs.evolve(CFG, ep=ep)) for ep in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+    assert times == sorted(times, reverse=True) and times[0] > times[-1]
+    # and it is part of the step's EP term, paid whatever the links
+    e = estimate(SHAPE, CFG, JOB.partition)
+    assert e.breakdown.ep >= CFG.microbatches * (SHAPE.moe_layers + SHAPE.mtp) * moe.host_exposed(SHAPE, CFG) * (1 - 1e-12)
+
+
 def test_a_grouped_gemm_fills_the_gpu_as_one_gemm_of_all_its_rows():
     chip = JOB.partition.node.accelerator
     grouped = gemm("g", 512, 4096, 7168, 16, grouped=True)

@@ -37,7 +37,7 @@ node Box {{
   cpus    = 2 x Host
   nics    = {per_node} x Nic
   scaleup = Up
-}}
+{node_extra}}}
 cluster Farm {{
   units    = {nodes} x Box
   scaleout = Out
@@ -53,7 +53,7 @@ model M {{
   vocab    = {vocab}
   seq      = {seq}
   mlp      = {mlp}
-{experts}}}
+{model_extra}{experts}}}
 train T {{
   model     = M
   on        = Farm
@@ -77,8 +77,11 @@ def text(p: dict) -> str:
     if p.get("limits"):
         limits = "  subject to {\n" + "".join(f"    {k}\n" for k in p["limits"]) + "  }\n"
     gpus = f"  gpus      = {p['job_gpus']}\n" if p.get("job_gpus") else ""
-    fields = {k: v for k, v in p.items() if k not in ("pins", "limits", "job_gpus")}
+    fields = {k: v for k, v in p.items() if k not in ("pins", "limits", "job_gpus", "model_extra", "node_extra")}
+    model_extra = "".join(f"  {k} = {v}\n" for k, v in (p.get("model_extra") or {}).items())
+    node_extra = "".join(f"  {k} = {v}\n" for k, v in (p.get("node_extra") or {}).items())
     return TEMPLATE.format(experts=experts, parallelism=parallelism, limits=limits, gpus=gpus,
+                           model_extra=model_extra, node_extra=node_extra,
                            arch="moe" if p.get("routed") else "dense", **fields)
 
 
@@ -94,8 +97,12 @@ def job(p: dict):
 
 
 @st.composite
-def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = True, hbm=None, max_gpus: int = 16):
-    """Parameters of a small design: model shape, GPUs, batch, pins and limits."""
+def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = True, hbm=None, max_gpus: int = 16,
+            variants: bool | None = False):
+    """Parameters of a small design: model shape, GPUs, batch, pins and limits; with
+    `variants`, also a sliding window (some layers global), parallel blocks, a host link and
+    the pins the search never chooses (hybrid sharding, recompute modules and interval,
+    activation offload); `variants=None` draws whether."""
     heads = draw(st.sampled_from([4, 8, 16]))
     head_dim = draw(st.sampled_from([32, 64, 128]))
     hidden = heads * head_dim
@@ -133,16 +140,19 @@ def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = Tru
         chosen = draw(st.lists(st.sampled_from(sorted(choices)), max_size=3, unique=True))
         pins = {k: draw(st.sampled_from(choices[k])) for k in chosen if draw(st.integers(0, 2)) == 0}
         # Only pins `gclc check` accepts: the schedule agrees with vp, the batch splits into
-        # the pinned replicas and micro-batches, expert groups fold over dp x cp.
+        # the pinned replicas and micro-batches, expert groups fold over tp x cp x dp.
         if "schedule" in pins and "vp" in pins:
             pins["vp"] = 2 if pins["schedule"] == "interleaved" else 1
         if pins.get("vp", 1) > 1 and pins.get("pp") == 1:
             del pins["vp"]
         unit = pins.get("dp", 1) * pins.get("microbatch", 1)
         p["batch"] += -p["batch"] % unit
-        if "ep" in pins and "dp" in pins and (pins["dp"] * pins.get("cp", 1)) % pins["ep"]:
+        if "ep" in pins and all(k in pins for k in ("tp", "cp", "dp")) and (
+                pins["tp"] * pins["cp"] * pins["dp"]) % pins["ep"]:
             del pins["ep"]
         p["pins"] = pins
+    if variants or (variants is None and draw(st.booleans())):
+        _variants(draw, p)
     if limits:
         items = []
         memory = draw(st.sampled_from([None, None, "memory <= 80%", "memory <= 10 GB"]))
@@ -154,3 +164,36 @@ def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = Tru
             items.append(f"mfu >= {draw(st.sampled_from([10, 30]))}%")
         p["limits"] = items
     return p
+
+
+def _variants(draw, p: dict) -> None:
+    """Dense-model variants and the pins taken from the file only (model/sharding.py,
+    model/recompute.py, model/offload.py), kept to what `gclc check` accepts."""
+    model = {}
+    if draw(st.booleans()):
+        model["window"] = draw(st.sampled_from([64, 128, 512]))
+        if draw(st.booleans()):
+            model["global_every"] = draw(st.integers(1, p["layers"]))
+    if draw(st.booleans()):
+        model["block"] = "parallel"
+    p["model_extra"] = model
+    p["node_extra"] = {"host_link": f"{draw(st.sampled_from([32, 64, 450]))} GB/s"}
+    pins = p.setdefault("pins", {})
+    if draw(st.booleans()):
+        pins["shard"] = draw(st.sampled_from([1, 2]))
+        if pins.get("zero") == 0:
+            del pins["zero"]
+        if (pins.get("dp", 1) * pins.get("cp", 1)) % pins["shard"]:
+            pins.pop("dp", None)
+            pins.pop("cp", None)
+    kind = draw(st.sampled_from(["plain", "modules", "every"]))
+    if kind == "modules":
+        pins["recompute"] = "selective"
+        chosen = draw(st.lists(st.sampled_from(["core_attention", "norm", "mlp"]), min_size=1, max_size=3, unique=True))
+        pins["recompute_modules"] = "[" + ", ".join(chosen) + "]"
+    if kind == "every" or (kind == "modules" and draw(st.booleans())):
+        if pins.get("recompute") not in ("selective", "full"):
+            pins["recompute"] = draw(st.sampled_from(["selective", "full"]))
+        pins["recompute_every"] = draw(st.integers(1, p["layers"]))
+    if draw(st.booleans()):
+        pins["offload"] = f"{draw(st.sampled_from([25, 50, 100]))}%"

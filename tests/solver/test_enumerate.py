@@ -3,6 +3,7 @@ every configuration is valid, dp is the largest that leaves a valid configuratio
 placement orders are distinct and canonical."""
 
 import importlib.util
+import itertools
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -39,7 +40,9 @@ def test_every_configuration_is_valid(p):
             assert job.seq % (2 * c.cp) == 0
         if "ep" not in pins:
             assert (shape.routed if shape.is_moe else 1) % c.ep == 0
-        assert (c.dp * c.cp) % c.ep == 0
+        # Expert groups fold over a stage's tp x cp x dp ranks as consecutive ranks: the
+        # pipeline stride holds whole groups (MoE parallel folding, expert TP = 1).
+        assert (c.tp * c.cp * c.dp) % c.ep == 0 and c.stride("pp") % c.ep == 0
         if "zero" not in pins:
             assert c.zero in enumerator.ZERO_STAGES
         assert c.order[0] == "tp" and sorted(c.order) == ["cp", "dp", "pp", "tp"]
@@ -52,6 +55,12 @@ def test_every_configuration_is_valid(p):
                 assert c.microbatches == int(v)
 
 
+def _pipeline_stride(tp: int, perm: tuple[str, ...], sizes: dict[str, int]) -> int:
+    """Ranks between pipeline neighbours: tp and the placed dimensions inside pp (all when pp is one)."""
+    inside = perm[: perm.index("pp")] if "pp" in perm else perm
+    return tp * math.prod(sizes[d] for d in inside)
+
+
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(designs.designs())
 def test_orders_are_distinct_and_size_one_dimensions_go_last(p):
@@ -59,7 +68,7 @@ def test_orders_are_distinct_and_size_one_dimensions_go_last(p):
     strides = defaultdict(set)
     for c in enumerator.configurations(job):
         sizes = {d: getattr(c, d) for d in ("cp", "dp", "pp")}
-        big = [d for d in c.order[1:] if sizes[d] > 1 or (d == "dp" and c.ep > 1)]
+        big = [d for d in c.order[1:] if sizes[d] > 1]
         assert list(c.order[1 : 1 + len(big)]) == big        # the dimensions above one come first
         signature = tuple(c.stride(d) for d in ("tp", "cp", "dp", "pp") if getattr(c, d) > 1)
         layout = (c.tp, c.pp, c.dp, c.cp, c.ep, c.microbatch, c.vp, c.recompute, c.zero)
@@ -67,10 +76,14 @@ def test_orders_are_distinct_and_size_one_dimensions_go_last(p):
         strides[layout].add((signature, c.order))
     for layout, seen in strides.items():
         tp, pp, dp, cp, ep = layout[:5]
-        placed = sum(1 for s in (pp, cp) if s > 1) + (1 if dp > 1 or ep > 1 else 0)
-        assert len(seen) == math.factorial(placed)
-        if ep == 1:  # different orders give different strides for some dimension above one
-            assert len({sig for sig, _ in seen}) == len(seen)
+        sizes_of = {"cp": cp, "dp": dp, "pp": pp}
+        placed = sum(1 for s in (pp, cp, dp) if s > 1)
+        # every order of the placed dimensions whose stages hold whole expert groups
+        wanted = sum(1 for perm in itertools.permutations([d for d in ("cp", "dp", "pp") if sizes_of[d] > 1])
+                     if _pipeline_stride(tp, perm, sizes_of) % ep == 0)
+        assert len(seen) == wanted and (ep > 1 or wanted == math.factorial(placed))
+        # different orders give different strides for some dimension above one
+        assert len({sig for sig, _ in seen}) == len(seen)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -90,7 +103,8 @@ def test_every_replica_count_that_leaves_a_valid_configuration_is_searched(p):
                     if tp * pp * cp > space.gpus:
                         continue
                     valid = {dp for dp in range(1, space.gpus // (tp * pp * cp) + 1)
-                             if job.batch % dp == 0 and (dp * cp) % ep == 0 and enumerator.inner_choices(job, pp, dp)}
+                             if job.batch % dp == 0 and (tp * cp * dp) % ep == 0
+                             and enumerator.inner_choices(job, pp, dp)}
                     if "dp" in job.pinned:
                         valid &= {int(job.pinned["dp"])}
                     elif space.widest_only and valid:   # a power bound: the power plan picks the count

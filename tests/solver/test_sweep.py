@@ -147,6 +147,25 @@ def test_sweep_writes_table_front_and_keeps_infeasible_points(design, tmp_path, 
     assert "<svg" in (out / "report.html").read_text()
 
 
+def test_goodput_column_is_the_plans_goodput(design, tmp_path, capsys):
+    """The table's goodput is the job's goodput at the planned GPU count (failures of GPUs,
+    nodes and switches, Young/Daly checkpoints), recomputed here from each point's job."""
+    from gclc.compiler.driver import check_file
+    from gclc.model.job import train_job
+    from gclc.solver.schedule.failures import job_goodput
+
+    out = tmp_path / "out"
+    assert main(["sweep", str(design), "--vary", "nodes=2,4,8", "--in-process", "-o", str(out)]) == 0
+    rows = sorted(read_rows(out), key=lambda r: r["point"])
+    assert [r["status"] for r in rows] == ["ok"] * 3
+    for r in rows:
+        job = train_job(check_file(str(design), {"nodes": r["set_nodes"]}).design)
+        share = job_goodput(job, r["gpus"]).efficiency
+        assert 0 < r["goodput_share"] < 1 and r["goodput_share"] == pytest.approx(share, rel=1e-12)
+        assert r["goodput_tokens_per_s"] == pytest.approx(r["tokens_per_s"] * share, rel=1e-12)
+    assert "goodput_share" in capsys.readouterr().out      # a column of the printed front
+
+
 @pytest.fixture(scope="module")
 def dask_client():
     """A real 2-process LocalCluster, bounded in time and always closed (one for the module)."""

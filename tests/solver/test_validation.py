@@ -1,6 +1,6 @@
 """Validation closes the holes issue 11 found: a schedule against its virtual stages, a
 batch that does not split into the pinned replicas and micro-batches, expert groups that
-do not fold over dp x cp, and objectives the planner does not model. Each is a located
+do not fold over tp x cp x dp, and objectives the planner does not model. Each is a located
 error from `gclc check` and never a configuration of the space."""
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ from pathlib import Path
 
 import attrs
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
+from gclc.model import comms
+from gclc.model.job import train_job
 from gclc.solver import enumerate as enumerator
 from gclc.solver.plan import plan
 
@@ -110,13 +113,13 @@ def test_ep_against_pinned_tp_cp_dp_is_an_error_naming_the_fold():
 
 
 def test_ep_that_no_dp_can_hold_names_the_real_cause_not_the_batch():
-    # tp x pp = 4 on 8 GPUs leaves at most 2 replicas; ep = 8 needs dp x cp a multiple of 8.
+    # tp x pp = 8 on 8 GPUs leaves one replica: tp x cp x dp = 4 holds no 8-way expert group.
     p = _p(**MOE, pins={"tp": 4, "pp": 2, "ep": 8})
     job = designs.job(p)
     chosen = plan(job)
     assert chosen.status == "infeasible"
     message = chosen.infeasibility.message
-    assert "dp x cp must be a multiple of 8" in message and "splitting" not in message
+    assert "tp x cp x dp must be a multiple of 8" in message and "splitting" not in message
     assert "the largest dp that divides the batch of 64 is 1" in message
     assert chosen.infeasibility.span.line == _line_of(p, "ep = 8")
 
@@ -136,3 +139,63 @@ def test_unimplemented_objectives_are_rejected_at_the_field(objective):
                                        "minimize = energy", "maximize = goodput"])
 def test_implemented_objectives_pass(objective):
     assert _errors(_p(), f"  {objective}\n") == []
+
+
+# ----------------------------------------------------------------- check and planner agree
+
+
+# Pins drawn without the strategy's own filter: `gclc check` alone decides what is valid.
+_RAW_PINS = {"tp": [1, 2, 4], "pp": [1, 2], "cp": [1, 2], "dp": [1, 2, 4, 8], "ep": [1, 2, 4, 8],
+             "microbatch": [1, 2], "vp": [1, 2], "schedule": ["gpipe", "interleaved", "one_f_one_b"]}
+
+
+@settings(max_examples=max(20, settings.default.max_examples // 2), deadline=None)
+@given(designs.designs(moe=True, pins=False, limits=False, max_gpus=16),
+       st.dictionaries(st.sampled_from(sorted(_RAW_PINS)), st.integers(0, 3), max_size=4))
+def test_whatever_check_accepts_the_planner_plans_or_explains(p, picks):
+    pins = {k: _RAW_PINS[k][i % len(_RAW_PINS[k])] for k, i in picks.items()}
+    p = dict(p, pins=pins)
+    result = check_text(designs.text(p), "job.gcl")
+    assume(result.design is not None and not any(d.severity.name == "ERROR" for d in result.diagnostics))
+    chosen = plan(train_job(result.design))
+    if chosen.best is not None:
+        c = chosen.best.config
+        assert (c.tp * c.cp * c.dp) % c.ep == 0
+        for k in ("tp", "pp", "dp", "cp", "ep", "microbatch", "vp"):
+            if k in pins:
+                assert getattr(c, k) == pins[k]
+        assert c.gpipe == (pins.get("schedule") == "gpipe")
+    else:
+        assert chosen.status == "infeasible"
+        reason = chosen.infeasibility
+        assert reason is not None and reason.message and reason.span is not None, reason
+
+
+def test_experts_fold_over_tensor_parallel_ranks_when_dp_x_cp_cannot_hold_them():
+    # 8 GPUs, tp = 4 x dp = 2: dp x cp = 2 holds no 8-way expert group, but the stage's
+    # tp x cp x dp = 8 ranks do (MoE parallel folding); the plan runs it, not an error.
+    p = _p(**MOE, pins={"tp": 4, "dp": 2, "ep": 8})
+    assert _errors(p) == []
+    chosen = plan(designs.job(p))
+    c = chosen.best.config
+    assert (c.tp, c.dp, c.ep) == (4, 2, 8)
+    # The expert group is 8 consecutive ranks: inside one 8-GPU node, on NVLink only.
+    [stage] = comms.place(8, c.stride("ep"), chosen.job.partition.tiers)
+    assert stage.tier.scope == "node" and stage.peers == 8
+
+
+@settings(max_examples=max(20, settings.default.max_examples // 2), deadline=None)
+@given(designs.designs(moe=True, pins=False, limits=False, max_gpus=16))
+def test_every_expert_group_lies_in_one_pipeline_stage(p):
+    # The span the model charges (ep consecutive ranks) is the real one only if the
+    # consecutive ranks share a stage: check it rank by rank for every enumerated layout.
+    job = designs.job(p)
+    seen = set()
+    for c in enumerator.configurations(job):
+        key = (c.tp, c.pp, c.dp, c.cp, c.ep, c.order)
+        if c.ep == 1 or key in seen:
+            continue
+        seen.add(key)
+        for first in range(0, c.gpus, c.ep):
+            stages = {(r // c.stride("pp")) % c.pp for r in range(first, first + c.ep)}
+            assert len(stages) == 1, (c, first)

@@ -206,3 +206,26 @@ def test_the_jobset_places_what_the_plan_keeps_together(example):
             assert level.tier.name == share.together_tier and level.nodes_per_domain >= size
         else:
             assert required is None
+
+
+def test_the_slice_tier_is_the_tier_the_plan_places_the_group_in():
+    """Regression: at 64 NVL72 racks the plan keeps each 64-GPU expert group in one NVLink
+    domain (NVL72 used in segments of 64), and the export must require that domain, not
+    the campus spine (it placed the group in the raw 72-GPU domains, not the model's)."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from gclc.cli.main import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "gb200_nvl72_100k.gcl"
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["plan", str(example), "--set", "racks=64", "--json"]) == 0
+    ep = json.loads(out.getvalue())["placement"]["ep"]
+    assert ep["size"] == 64 and ep["tiers"] == ["NVLink5 (supernode)"]   # the plan: one NVLink domain
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["export", str(example), "--set", "racks=64", "--to", "kubernetes", "-o", "-"]) == 0
+    assert "podset-slice-required-topology: topology.gclc.io/nvlink-domain" in out.getvalue()

@@ -8,6 +8,7 @@ from ...compiler.design import Design, Entity
 from ...model import comms
 from ...model.config import TrainConfig
 from ...model.job import JobError, job_from_entity
+from ...model.ranks import rank_partition
 from ...model.shape import ModelShape
 from ...compiler.ir import Partition
 from .target import JobPlan, Share
@@ -80,9 +81,10 @@ def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
 def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:
     """The share, with the widest of its TP and EP groups and the tier that group stays inside."""
     together, tier = 1, None
+    tiers = rank_partition(partition, config.gpus).tiers   # the domains the model placed ranks in (NVL72: 64)
     for dim in ("tp", "ep"):
         size = getattr(config, dim)
-        stages = comms.place(size, config.stride(dim), partition.tiers)
+        stages = comms.place(size, config.stride(dim), tiers)
         if size > together:
             together, tier = size, stages[-1].tier.name if stages else None
     return Share(partition.name, gpus, config, together, tier, items)

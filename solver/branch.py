@@ -1,0 +1,100 @@
+"""The leaves of one micro-batch branch of the exact search (solver/search.py): every
+configuration of a (tp, pp, cp, ep, dp, micro-batch) evaluated or cut by a bound or by memory."""
+
+from __future__ import annotations
+
+import itertools
+
+from ..model.memory import memory_grid
+from ..model.step import Estimate
+from .bounds import SAFETY, fixed_time
+from .enumerate import RECOMPUTE
+
+
+def visit(search, branch) -> None:
+    """Every configuration of one (tp, pp, cp, ep, dp, micro-batch) branch: evaluated or cut.
+
+    Leaves are keyed (recompute, zero, vp, order). Per placement order, one probe (the
+    most recompute allowed, the first vp) gives the order's CP, EP and PP time (the
+    same for every recompute and ZeRO stage, and the least over vp) and, per ZeRO
+    stage, the least DP time over recompute choices; with the branch's compute and
+    TP time they bound the order, the stage, and each remaining configuration."""
+    tp, pp, dp, cp, ep, mb, vps, orders, rep, _ = branch
+    lim, space = search.lim, search.space
+    m = rep.config.microbatches
+    recomputes = sorted(space.recomputes, key=RECOMPUTE.index)
+    frugal = recomputes[-1]
+    zeros = sorted(space.zeros, key=lambda z: (z != 1, z))      # the distributed optimizer first
+    vp0, vmax = vps[0], max(vps)
+    need = memory_grid(search.job.shape, rep.config, recomputes, zeros, vps)   # memory: not on the order
+
+    def fits(rc: str, z: int, vp: int) -> bool:
+        return need[rc, z, vp] <= lim.memory
+
+    status: dict[tuple, str] = {}
+    cache: dict[tuple, Estimate] = {}
+    fixed = {"none": fixed_time(rep)}        # compute + recompute + TP, per recompute choice ("none": the least)
+    redo = {"none": 0.0}                      # recompute time, per recompute choice
+    floor_fixed, floor_optimizer, compute = fixed_time(rep), rep.breakdown.optimizer, rep.breakdown.compute
+
+    def bound(rc: str, comm: float, dp_time: float, optimizer: float, vp_most: int, **fields) -> float:
+        """A bound for configurations with recompute `rc` ("none": any) and vp <= `vp_most`."""
+        f = fixed.get(rc, floor_fixed)
+        step = f + comm + dp_time + optimizer + ((pp - 1) / vp_most * (f + comm) / m if pp > 1 else 0.0)
+        value = search.value_bound(step * SAFETY, compute + redo.get(rc, 0.0) + optimizer, rep)
+        return search.checked(value, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb, **fields)
+
+    def evaluate(key: tuple) -> Estimate:
+        if key not in cache:
+            rc, z, vp, order = key
+            cache[key] = search.estimate(search.config(tp, pp, dp, cp, ep, mb, vp, rc, z, order))
+        e = cache[key]
+        if key not in status:
+            status[key] = "evaluated"
+            search.offer(e)
+        fixed[key[0]], redo[key[0]] = fixed_time(e), e.breakdown.recompute
+        return e
+
+    def cut(keys, kind: str = "bound") -> None:
+        for key in keys:
+            if key not in status:
+                status[key] = kind
+                search.pruned[kind] += 1
+
+    def live(z: int, order: tuple) -> list[tuple]:
+        return [(rc, z, vp, order) for rc in recomputes for vp in vps if fits(rc, z, vp)]
+
+    rep_key = ("none", search.top_zero, vp0, orders[0])
+    cache[rep_key] = rep
+    if "none" in space.recomputes:
+        evaluate(rep_key)
+    for order in orders:
+        b = rep.breakdown
+        # the order's CP + EP + PP time: the representative's for its order, else at least its EP time
+        comm = b.cp + b.ep + b.pp if order == orders[0] else b.ep
+        for i, z in enumerate(zeros):
+            keys = [k for k in live(z, order) if k not in status]
+            if not keys:
+                continue
+            if bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= search.top.threshold:
+                cut(k for later in zeros[i:] for k in live(later, order))
+                break
+            probe = evaluate((frugal, z, vp0, order)).breakdown
+            comm = probe.cp + probe.ep + probe.pp
+            if bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= search.top.threshold:
+                cut(k for later in zeros[i:] for k in live(later, order))
+                break
+            if bound("none", comm, probe.dp, probe.optimizer, vmax, order=order, zero=z) >= search.top.threshold:
+                cut(keys)
+                continue
+            for key in keys:
+                if key in status:
+                    continue
+                rc, _, vp, _ = key
+                if bound(rc, comm, probe.dp, probe.optimizer, vp, order=order, zero=z, recompute=rc,
+                         vp=vp) >= search.top.threshold:
+                    cut((key,))
+                else:
+                    evaluate(key)
+    for rc, z, vp in itertools.product(recomputes, zeros, vps):
+        cut(((rc, z, vp, order) for order in orders), "bound" if fits(rc, z, vp) else "memory")

@@ -1,0 +1,113 @@
+"""Pipeline schedules in the model: GPipe holds every micro-batch's activations before the
+first backward (Huang et al. 2019), 1F1B at most pp of them (Narayanan et al. 2021); vp
+means nothing without a pipeline; every configuration the enumerator yields has a
+positive, finite step time."""
+
+import importlib.util
+import itertools
+import math
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.model.config import TrainConfig
+from gclc.model.job import train_job
+from gclc.model.memory import memory
+from gclc.model.shape import ModelShape
+from gclc.model.step import estimate
+from gclc.solver import enumerate as enumerator
+
+_spec = importlib.util.spec_from_file_location(
+    "solver_designs", Path(__file__).parent.parent / "solver" / "_designs.py")
+designs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(designs)
+
+DATA = Path(__file__).parent.parent / "data"
+JOB = train_job(check_file(str(DATA / "train.gcl"), {"nodes": "4"}).design)
+EXAMPLES = max(20, settings.default.max_examples // 2)
+
+# Llama-2-7B's shape (Touvron et al. 2023, Table 1): powers of two make the hand figures exact.
+LLAMA = ModelShape(layers=32, hidden=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008, vocab=32000, seq=4096,
+                   mlp_matrices=3, tied_embeddings=False)
+
+
+def test_gpipe_activations_by_hand():
+    # Full recompute keeps only each layer's input: 2 bytes x s x b x h per layer.
+    # pp = 4 stages of 8 layers, dp = 2, batch 64, micro-batch 1: 32 micro-batches.
+    # 1F1B holds pp = 4 of them: 2 x 4096 x 4096 x 8 x 4 = 2^30 B; GPipe all 32: 2^33 B.
+    one_f_one_b = TrainConfig(batch=64, seq=4096, pp=4, dp=2, microbatch=1, recompute="full")
+    gpipe = attrs.evolve(one_f_one_b, gpipe=True)
+    assert one_f_one_b.microbatches == 32
+    assert memory(LLAMA, one_f_one_b).activations == 2 ** 30
+    assert memory(LLAMA, gpipe).activations == 2 ** 33
+    # The rest of the memory and the step time (same bubble: Narayanan et al. 2021,
+    # Sec 2.2.1) do not depend on the schedule.
+    for field in ("weights", "gradients", "optimizer", "logits", "buffers"):
+        assert getattr(memory(LLAMA, gpipe), field) == getattr(memory(LLAMA, one_f_one_b), field)
+    slow, fast = (estimate(LLAMA, c, JOB.partition) for c in (gpipe, one_f_one_b))
+    assert slow.step_time == fast.step_time
+
+
+def test_gpipe_activations_scale_with_micro_batches_not_with_stages():
+    base = TrainConfig(batch=64, seq=4096, pp=4, dp=1, microbatch=1, recompute="full", gpipe=True)
+    per_mb = memory(LLAMA, base).activations / base.microbatches
+    doubled = attrs.evolve(base, batch=128)
+    assert memory(LLAMA, doubled).activations == pytest.approx(2 * memory(LLAMA, base).activations)
+    # 1F1B: the batch does not matter once it has pp micro-batches
+    assert memory(LLAMA, attrs.evolve(doubled, gpipe=False)).activations == memory(
+        LLAMA, attrs.evolve(base, gpipe=False)).activations
+    assert per_mb == pytest.approx(2 * 4096 * 4096 * 8)
+
+
+def test_a_pinned_gpipe_schedule_reaches_the_plan():
+    from gclc.solver.plan import plan
+
+    p = {"hbm": 80, "up": 300, "inr": "true", "per_node": 8, "nodes": 1, "layers": 8, "hidden": 1024, "heads": 8,
+         "kv_heads": 8, "ffn": 4096, "vocab": 8000, "seq": 1024, "mlp": "swiglu", "batch": 64,
+         "precision": "bf16", "stack": "megatron_core", "pins": {"pp": 2, "schedule": "gpipe"}}
+    chosen = plan(designs.job(p))
+    c = chosen.best.config
+    assert c.gpipe and c.vp == 1
+    assert chosen.best.memory.activations == memory(chosen.job.shape, c).activations
+    assert memory(chosen.job.shape, attrs.evolve(c, gpipe=False)).activations <= chosen.best.memory.activations
+
+
+@given(st.sampled_from([c for c in itertools.islice(enumerator.configurations(JOB), 4000) if c.vp == 1]))
+def test_gpipe_never_needs_less_activation_memory_than_1f1b(cfg):
+    gpipe = memory(JOB.shape, attrs.evolve(cfg, gpipe=True))
+    one_f_one_b = memory(JOB.shape, attrs.evolve(cfg, gpipe=False))
+    assert gpipe.activations >= one_f_one_b.activations
+    assert gpipe.total - gpipe.activations == pytest.approx(one_f_one_b.total - one_f_one_b.activations)
+
+
+# ----------------------------------------------------------------- vp without a pipeline
+
+
+@pytest.mark.parametrize("vp", [2, 7])
+def test_virtual_stages_without_a_pipeline_change_nothing(vp):
+    cfg = TrainConfig(batch=64, seq=4096, pp=1, dp=8)
+    plain, odd = (estimate(LLAMA, c, JOB.partition) for c in (cfg, attrs.evolve(cfg, vp=vp)))
+    assert odd.step_time == plain.step_time > 0
+    assert odd.breakdown.bubble == odd.breakdown.pp == 0
+    assert odd.memory == plain.memory
+
+
+@pytest.mark.parametrize("field", ["vp", "pp", "microbatch", "dp"])
+def test_a_width_below_one_is_refused_by_the_model(field):
+    with pytest.raises(ValueError, match=">= 1"):
+        estimate(LLAMA, attrs.evolve(TrainConfig(batch=64, seq=4096), **{field: 0}), JOB.partition)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(designs.designs(), st.randoms(use_true_random=False))
+def test_every_enumerated_configuration_has_a_positive_finite_step_time(p, rng):
+    job = designs.job(p)
+    configs = list(itertools.islice(enumerator.configurations(job), 20000))
+    for cfg in rng.sample(configs, min(len(configs), 40)):
+        e = estimate(job.shape, cfg, job.partition)
+        assert math.isfinite(e.step_time) and e.step_time > 0, cfg
+        assert all(math.isfinite(v) and v >= 0 for _, v in e.breakdown.rows()), cfg
+        assert math.isfinite(e.memory.total) and e.memory.total > 0
