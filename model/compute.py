@@ -17,16 +17,16 @@ from .ops import ACT_BYTES, Op
 
 # Undeclared chips: the median of the efficiencies fitted on the published runs
 # (benchmarks/calibrate.py, 2026-12-02; GEMMs of every precision together, attention apart).
-DEFAULT_GEMM_EFFICIENCY = 0.67   # share of the dense peak a sustained training GEMM reaches
-DEFAULT_ATTENTION_EFFICIENCY = 0.29  # share of the bf16 peak fused attention reaches
+DEFAULT_GEMM_EFFICIENCY = 0.745  # share of the dense peak a sustained training GEMM reaches
+DEFAULT_ATTENTION_EFFICIENCY = 0.32  # share of the bf16 peak fused attention reaches
 # Undeclared chips of a vendor with fitted chips: the median of that vendor's fitted values
 # for the key (same fit): NVIDIA bf16 of A100 40/80 GB and H100; fp8 of H100, B200, GB200,
 # GB300; attention of all seven; Google of TPU v5e and v5p. Their compilers and matrix
 # units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
 # out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
 # all-vendor default by 27 % and 20 %).
-VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.59, ("NVIDIA", "attention"): 0.29,
-                   ("Google", "bf16"): 0.8825, ("Google", "attention"): 0.4925}
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.6275, ("NVIDIA", "attention"): 0.28,
+                   ("Google", "bf16"): 0.875, ("Google", "attention"): 0.5925}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 # Flash attention's rate rises with the key/value length one kernel call sees (tiles of
 # 128 keys: the causal diagonal's masked half-tiles and the per-query-block prologue and
@@ -43,6 +43,13 @@ ATTENTION_HALF_SEQ = 430
 # than the law's +17 % (register pressure), so widths above 128 keep the 128 rate, which
 # is what the chips' `attention` efficiencies were fitted at.
 ATTENTION_HALF_HEAD_DIM = 55
+# FlashAttention-2's kernels use Ampere's synchronous mma instructions; on chips with
+# asynchronous warp-group tensor cores (Hopper, Blackwell) they leave much of the rate
+# the vendor's kernels reach: 370 against cuDNN's 595 TFLOP/s at 16k keys, head dim 128,
+# on an H100 SXM5 (Shah et al. 2024, arXiv:2407.08608, "Attention forward speed, head dim
+# 128"). The fitted `attention` efficiencies are those of cuDNN's fused attention, which
+# the current stacks run through Transformer Engine.
+PORTABLE_ATTENTION_SHARE = 370 / 595
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -112,6 +119,13 @@ def attention_efficiency(chip: Accelerator) -> float:
     return declared or VENDOR_DEFAULTS.get((chip.vendor, "attention"), DEFAULT_ATTENTION_EFFICIENCY)
 
 
+def warp_group_tensor_cores(chip: Accelerator) -> bool:
+    """Whether the chip's tensor cores are the asynchronous warp-group kind that portable
+    attention kernels leave idle: NVIDIA's parts with an fp8 peak (Hopper, Blackwell;
+    ASSUMPTION: fp8 came with them, Ampere has none)."""
+    return chip.vendor == "NVIDIA" and chip.peak_of("fp8") is not None
+
+
 def attention_length_factor(kv_length: int) -> float:
     """Share of the asymptotic attention rate a kernel over `kv_length` keys reaches
     (1.0 when the length is unknown)."""
@@ -177,7 +191,10 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
             # their shape, and the scores go through HBM between kernels, not overlapped with math
             compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
             return compute + memory + 4 * KERNEL_OVERHEAD_S
-        compute = op.flops / (attention_rate(chip) * attention_length_factor(op.n) * attention_head_factor(op.k))
+        rate = attention_rate(chip) * attention_length_factor(op.n) * attention_head_factor(op.k)
+        if op.portable and warp_group_tensor_cores(chip):
+            rate *= PORTABLE_ATTENTION_SHARE
+        compute = op.flops / rate
     else:
         compute = 0.0
         memory = cache.elementwise_hbm_bytes(op.bytes, op.tensor, chip) / hbm_rate(chip)

@@ -9,7 +9,10 @@ from .stacks import ERAS
 
 # What a software stack does, as far as step time is concerned. Each entry names real,
 # documented behaviour, not a fitted number, of the releases model/stacks.py lists with sources:
-#   attention: "flash" (fused, causal blocks skipped) or "unfused" (s x s scores in HBM)
+#   attention: "flash" (fused, causal blocks skipped; on Hopper and Blackwell the
+#     vendor's warp-group kernels: Transformer Engine's cuDNN fused attention, XLA's),
+#     "flash2" (the same algorithm in FlashAttention-2's portable kernels, as PyTorch's
+#     SDPA flash backend and llm-foundry run it) or "unfused" (s x s scores in HBM)
 #   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
 #   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
 #   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm)
@@ -31,7 +34,7 @@ STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name,
     "megatron_core":   ("flash",    True,  False,  True,  True,  False, True,  2),
     "nemo":            ("flash",    True,  False,  True,  True,  False, True,  2),
     "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2),
-    "fsdp":            ("flash",    False, False,  False, True,  False, True,  2),
+    "fsdp":            ("flash2",   False, False,  False, True,  False, True,  2),
     "maxtext":         ("flash",    True,  False,  True,  True,  False, True,  2),
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"

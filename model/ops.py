@@ -22,6 +22,9 @@ class Op:
     # A grouped GEMM: one persistent kernel schedules the tiles of all `count` GEMMs, so
     # the GPU fills as for one GEMM of count x m rows (model/moe.py).
     grouped: bool = False
+    # Attention by a kernel written without the chip's asynchronous tensor-core instructions
+    # (FlashAttention-2 on Hopper or Blackwell: model/compute.py PORTABLE_ATTENTION_SHARE).
+    portable: bool = False
 
 
 def gemm(name: str, m: float, n: float, k: float, count: int = 1, grouped: bool = False) -> Op:

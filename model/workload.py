@@ -39,14 +39,16 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool =
     heads = shape.heads / cfg.tp
     # scores over the query/key width, values over the value width (both head_dim unless MLA)
     flops = 2.0 * tokens * cfg.seq * heads * (shape.qk_dim + shape.head_dim)
-    if cfg.behaviour("attention") == "flash":
+    kernel = cfg.behaviour("attention")
+    if kernel != "unfused":
         keys = attended_keys(cfg.seq, shape.window) if local else cfg.seq
         traffic = ACT_BYTES * tokens * heads * (shape.qk_dim + shape.head_dim) * 2
         # the causal half, of the window's keys in a local layer (the busiest CP rank's
         # excess: model/step.py); n: the keys one kernel call sees (ring attention runs one
         # call per chunk pair; a window bounds it); k: the head width
         seen = min(context.kernel_keys(cfg), shape.window) if local else context.kernel_keys(cfg)
-        return Op("attention", "attention", flops / 2 * keys / cfg.seq, traffic, 0, max(1, int(seen)), shape.qk_dim)
+        return Op("attention", "attention", flops / 2 * keys / cfg.seq, traffic, 0, max(1, int(seen)), shape.qk_dim,
+                  portable=kernel == "flash2")
     # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.

@@ -71,6 +71,24 @@ def test_narrow_heads_run_attention_slower():
     assert compute.attention_head_factor(64) < compute.attention_head_factor(96) < 1.0
 
 
+def test_flashattention2_kernels_leave_hopper_s_warp_group_rate():
+    """The fsdp stack (llm-foundry, torchtitan) runs FlashAttention-2: on an H100 its attention
+    takes 595 / 370 of the cuDNN kernels' time (Shah et al. 2024), on an A100 (no warp-group
+    tensor cores) the same; the GEMMs are untouched."""
+    h100 = attrs.evolve(JOB.partition.node.accelerator, vendor="NVIDIA")   # the test design's chip names none
+    assert compute.warp_group_tensor_cores(h100)
+    cfg = attrs.evolve(BASE, cp=1, seq=8192)
+    fsdp = attrs.evolve(cfg, stack="fsdp")
+    ops = {s: {op.name: op for op in layer_forward(JOB.shape, c, False)} for s, c in (("mc", cfg), ("fsdp", fsdp))}
+    # each kernel's launch-and-tail overhead aside, the compute roof binds at this length
+    t = {s: compute.op_time(o["attention"], h100, "bf16") - compute.KERNEL_OVERHEAD_S for s, o in ops.items()}
+    assert ops["fsdp"]["attention"].portable and not ops["mc"]["attention"].portable
+    assert t["fsdp"] / t["mc"] == pytest.approx(595 / 370)
+    a100 = attrs.evolve(h100, peak=tuple((k, v) for k, v in h100.peak if k != "fp8"), listed_formats=())
+    assert not compute.warp_group_tensor_cores(a100)
+    assert compute.op_time(ops["fsdp"]["attention"], a100, "bf16") == compute.op_time(ops["mc"]["attention"], a100, "bf16")
+
+
 def test_cp_balance_is_stated_in_the_design():
     source = (DATA / "train.gcl").read_text(encoding="utf-8").replace(
         "  precision = bf16\n", "  precision = bf16\n  parallelism { cp = 2  cp_balance = false }\n")

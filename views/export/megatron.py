@@ -188,7 +188,7 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
 
 def _stack(c: TrainConfig) -> list[tuple[str, object]]:
     """The behaviour the planned stack assumes (model/config.py STACKS), as flags."""
-    flash = c.behaviour("attention") == "flash"
+    flash = c.behaviour("attention") != "unfused"
     args: list[tuple[str, object]] = [("--attention-backend", "flash" if flash else "unfused")]
     dropout = 0.1 if c.behaviour("dropout") else 0.0
     args += [("--attention-dropout", dropout), ("--hidden-dropout", dropout)]
