@@ -13,7 +13,16 @@ import attrs
 from ..dsl.source import Span
 from . import formats as number_formats
 
-IR_VERSION = 2  # 2: accelerators carry cores, clocks, L2 and the DVFS curve
+# Bump on every change to the IR's classes or fields (tests/compiler/test_ir_version.py pins
+# the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
+# 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list.
+IR_VERSION = 3
+# sha256 of each version's JSON Schema (less its version number), as
+# tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
+IR_SCHEMA_SHA256 = {
+    2: "2efbdcbd6e9b4198bbd85f55ad2a325a6c3d420ae30b10a8790756c679f8cf58",
+    3: "9e1eb48ec421bfdaf02da0922ab239d9ce5f8bdcb7bc89f42d0b1898b6a1d408",
+}
 
 
 def _span() -> attrs.Attribute:

@@ -2,12 +2,13 @@
 
 What a DPU takes over here: it is a second path, beside the host CPUs, for the job's
 input (when its `offload` lists `input`) and its checkpoints (`storage`); both are its
-default. Network transport and collectives (`network`) are model/dpu.py's.
+default. What that path carries is model/dpu.py's (`dpu.input_rate`, `dpu.storage_rate`),
+like the network transport and collectives it takes over.
 
 - Input pipeline. A step reads `sample_bytes` per sequence; a node reads its share of
   the batch (the job's GPUs share it evenly: ASSUMPTION, ranks of one tensor-parallel group
   read the same sequences but only one of them from storage). The host path runs at
-  CPU cores x `HOST_BYTES_PER_CORE`, capped by the node's NVMe read bandwidth when declared;
+  CPU cores x `BYTES_PER_CORE`, capped by the node's NVMe read bandwidth when declared;
   each DPU adds its own (its Arm cores x the same rate, at most its port's line rate).
   Loading is prefetched, so it costs the step only what the step cannot hide: a step
   whose data takes longer than its compute is data-bound (`Breakdown.data`).
@@ -25,13 +26,11 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import NodeType, Partition
+from . import dpu
 from .config import TrainConfig
+from .dpu import BYTES_PER_CORE
 from .memory import model_state
 from .shape import ModelShape
-
-# ASSUMPTION: one host (or DPU Arm) core reads, decompresses and collates about 1 GB/s of
-# tokenized samples (memcpy-class work); image or video decoding is far slower.
-HOST_BYTES_PER_CORE = 1e9
 
 
 def _cores(node: NodeType, kind: str) -> float:
@@ -42,26 +41,15 @@ def _cores(node: NodeType, kind: str) -> float:
 
 
 def _host_rate(node: NodeType, writing: bool) -> float:
-    cpu = _cores(node, "cpu") * HOST_BYTES_PER_CORE if node.parts_of("cpu") else math.inf
+    cpu = _cores(node, "cpu") * BYTES_PER_CORE if node.parts_of("cpu") else math.inf
     nics = sum(p.count * p.bandwidth for p in node.parts_of("nic") if p.bandwidth)
     device = node.nvme_bandwidth or (nics if writing and nics else math.inf)
     return min(cpu, device)
 
 
-def _dpu_rate(node: NodeType, decoding: bool) -> float:
-    rate = 0.0
-    for dpu in node.parts_of("dpu"):
-        if not dpu.offloads("input" if decoding else "storage"):
-            continue
-        line = dpu.bandwidth or 0.0
-        cores = dpu.cores * HOST_BYTES_PER_CORE if decoding and dpu.cores else math.inf
-        rate += dpu.count * min(line, cores)
-    return rate
-
-
 def input_rate(node: NodeType) -> float:
     """Bytes/s of samples a node can load: host path plus its DPUs."""
-    return _host_rate(node, False) + _dpu_rate(node, True)
+    return _host_rate(node, False) + dpu.input_rate(node)
 
 
 def host_checkpoint_rate(node: NodeType) -> float:
@@ -70,7 +58,7 @@ def host_checkpoint_rate(node: NodeType) -> float:
 
 
 def checkpoint_rate(node: NodeType) -> float:
-    return _host_rate(node, True) + _dpu_rate(node, False)
+    return _host_rate(node, True) + dpu.storage_rate(node)
 
 
 def data_time(cfg: TrainConfig, partition: Partition) -> float:

@@ -1,12 +1,19 @@
 """From the design to failure rates and checkpoints: the `mtbf` of the chips, nodes and
 switches a partition is built from (defaults in `goodput`), the nodes' `mttr` and
-checkpoint `storage` bandwidth, and a train job's `checkpoint { ... }` block."""
+checkpoint `storage` bandwidth, and a train job's `checkpoint { ... }` block.
+
+A node writes (and, at a restart, reads back) its checkpoint over two paths: the host's,
+at the node's `storage` bandwidth (Llama 3's per-host figure when not stated), and its
+DPUs' whose `offload` lists `storage` (model/dpu.py `storage_rate`: NVMe-oF through the
+DPU's ports, GPUDirect Storage, no host copy). A job's `checkpoint { bandwidth }` states
+the whole job's rate instead (a storage system slower than its nodes' paths, say)."""
 
 from __future__ import annotations
 
 from ...compiler.design import Entity, Record
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import _partition_specs, _unit_shape
+from ...model import dpu
 from ...model.shape import ModelShape
 from .goodput import (CHECKPOINT_BYTES_PER_PARAM, GPU_MTBF_S, NODE_MTBF_S, NODE_MTTR_S, NODE_STORAGE_BPS,
                       RESTART_FIXED_S, SWITCH_MTBF_S, Checkpoint, Reliability)
@@ -39,8 +46,9 @@ def reliability(cluster: Entity, graph: ClusterGraph, partition: Partition) -> R
 
 
 def node_storage(cluster: Entity, partition: Partition) -> float:
+    """Bytes/s one node of the partition writes its checkpoint at: host path plus DPU path."""
     node = partition_parts(cluster, partition.name)[0]
-    return _seconds(node.get("storage"), NODE_STORAGE_BPS)
+    return _seconds(node.get("storage"), NODE_STORAGE_BPS) + dpu.storage_rate(partition.node)
 
 
 def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, gpus: int,
