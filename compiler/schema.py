@@ -330,9 +330,10 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
           "prefer": Targets(), "gang": FLAG}
 CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
-                   doc="checkpoint size (default: weights and Adam state), write bandwidth (default: the nodes' "
-                       "`storage`), restart time (default: a fixed start plus reading it back), and the interval "
-                       "(default: Young/Daly from the write time and the job's failure rate)")
+                   doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
+                       "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
+                       "plus reading it back), and the interval (default: the job's `checkpoint_every`, else "
+                       "Young/Daly from the write time and the job's failure rate)")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,

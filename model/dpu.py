@@ -166,14 +166,16 @@ def host_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Host
         _WORK.clear()
     work = _WORK.get(layer_key)
     if work is None:
-        layer_cfg = attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0, checkpoint_every=0.0)
+        layer_cfg = attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0, checkpoint_every=0.0,
+                                 checkpoint_size=0.0, checkpoint_bandwidth=0.0)
         work = _WORK[layer_key] = (_layer_work(shape, layer_cfg, partition, False),
                                    _layer_work(shape, layer_cfg, partition, True) if moe_layers else (0.0,) * 4)
     dense, moe = work
     step = _WORK.get(step_key)
     if step is None:
         step = _WORK[step_key] = _step_work(shape, attrs.evolve(cfg, batch=0, recompute="none", sample_bytes=0.0,
-                                                                checkpoint_every=0.0), partition)
+                                                                checkpoint_every=0.0, checkpoint_size=0.0,
+                                                                checkpoint_bandwidth=0.0), partition)
     total = [m * ((layers - moe_layers) * d + moe_layers * e) for d, e in zip(dense, moe)]
     total = [t + x for t, x in zip(total, _per_microbatch_steps(step, m))]
     launches, calls, only, chunks = total

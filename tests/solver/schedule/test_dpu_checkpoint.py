@@ -12,7 +12,8 @@ from gclc.compiler.driver import check_text
 from gclc.model import dpu
 from gclc.model.job import train_job
 from gclc.solver.schedule import failures
-from gclc.solver.schedule.goodput import CHECKPOINT_BYTES_PER_PARAM, NODE_STORAGE_BPS, RESTART_FIXED_S
+from gclc.model.host import CHECKPOINT_BYTES_PER_PARAM, NODE_STORAGE_BPS
+from gclc.solver.schedule.goodput import RESTART_FIXED_S
 
 DESIGN = """
 chip G {{ peak {{ bf16 = 1000 TFLOPS }} hbm {{ capacity = 80 GB  bandwidth = 3 TB/s }} power {{ tdp = 700 W }} }}
@@ -86,3 +87,59 @@ def test_dpus_never_lower_goodput_and_raise_it_when_they_take_storage(count, lin
     assert with_dpus.write <= plain.write and with_dpus.efficiency >= plain.efficiency
     if "network]" not in offload:  # the DPUs take storage (the default or stated)
         assert with_dpus.write < plain.write and with_dpus.efficiency > plain.efficiency
+
+
+def test_explain_shows_the_dpu_paths_with_their_formulas():
+    from gclc.compiler.lower import lower
+    from gclc.model.chip_metrics import chip_metrics
+
+    result = check_text(DESIGN.format(dpus="dpus = 2 x Dpu", offload="", storage="", line=400), "ckpt.gcl")
+    rows = {m.key: m for m in chip_metrics(lower(result.design))}
+    assert rows["node.Box.dpu_storage"].value == pytest.approx(100e9)
+    assert "2 x 50 GB/s line rate" in rows["node.Box.dpu_storage"].formula
+    assert rows["node.Box.dpu_input"].value == pytest.approx(2 * 16e9)  # 16 Arm cores at 1 GB/s each, under 50 GB/s
+    plain = check_text(DESIGN.format(dpus="", offload="", storage="", line=400), "ckpt.gcl")
+    assert not any(k.endswith(("dpu_storage", "dpu_input")) for k in (m.key for m in chip_metrics(lower(plain.design))))
+
+
+# ----------------------------------------------------------------- one checkpoint model: step and goodput
+
+
+def with_job(extra: str, dpus: str = ""):
+    text = DESIGN.format(dpus=dpus, offload="", storage="storage = 2 GB/s", line=400).replace(
+        "batch = 512", f"batch = 512  {extra}")
+    result = check_text(text, "ckpt.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return train_job(result.design)
+
+
+@pytest.mark.parametrize("extra, dpus", [("checkpoint_every = 30 min", ""),
+                                         ("checkpoint_every = 30 min", "dpus = 2 x Dpu"),
+                                         ("checkpoint_every = 1 h  checkpoint { size = 300 GB }", "dpus = 2 x Dpu"),
+                                         ("checkpoint_every = 1 h  checkpoint { bandwidth = 20 GB/s }", "")])
+def test_the_step_and_goodput_write_the_same_checkpoint_in_the_same_time(extra, dpus):
+    from gclc.model import host
+    from gclc.model.job import pinned_config
+
+    j = with_job(extra, dpus)
+    cfg = pinned_config(j)
+    good = failures.job_goodput(j, cfg.gpus)
+    assert good.write == pytest.approx(host.checkpoint_time(j.shape, cfg, j.partition))
+    # the interval is the job's, and the step already carries each save: the write is counted once
+    assert good.pinned and good.interval == cfg.checkpoint_every
+    assert good.efficiency == pytest.approx(1 - (good.restart + (good.interval + good.write) / 2) / good.mtbf)
+
+
+def test_a_job_states_its_checkpoint_interval_once():
+    text = DESIGN.format(dpus="", offload="", storage="", line=400).replace(
+        "batch = 512", "batch = 512  checkpoint_every = 1 h\n  checkpoint { interval = 30 min }")
+    (error,) = [d for d in check_text(text, "ckpt.gcl").diagnostics if d.is_error]
+    assert "checkpoint_every" in error.summary and error.subject.line == 10 and error.labels[0].span.line == 9
+
+
+def test_the_plan_says_a_pinned_interval_is_pinned():
+    from gclc.solver.plan import plan
+    from gclc.views.plan_text import plan_text
+
+    text = plan_text(plan(with_job("checkpoint_every = 30 min  parallelism { tp = 8  pp = 1 }")))
+    assert "every 30 min (pinned)" in text
