@@ -37,7 +37,8 @@ the one place that says what a DPU can do.
   between the host and the remote target with no copy on the Arm cores (NVIDIA BlueField-3
   SNAP 4.3.1 docs, Introduction), so the path runs at the DPU's line rate
   (ASSUMPTION: a checkpoint is large sequential writes; it stalls training, so no
-  collective traffic shares the DPU's ports while it is written).
+  collective traffic shares the DPU's ports while it is written; and the storage system
+  absorbs what the nodes send: a job states a slower one with `checkpoint { bandwidth }`).
 - Input: samples read through the DPU are decoded and collated on its Arm cores, at the
   same rate per core as a host core (`BYTES_PER_CORE`), at most its line rate.
 

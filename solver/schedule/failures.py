@@ -4,8 +4,8 @@ checkpoint `storage` bandwidth, and a train job's `checkpoint { ... }` block.
 
 A node writes (and, at a restart, reads back) its checkpoint over two paths
 (model/host.py `checkpoint_rate`, the model the step's `checkpoint_every` share uses):
-the host's, at the node's `storage` bandwidth (Llama 3's per-host figure when not
-stated), and its DPUs' whose `offload` lists `storage` (model/dpu.py `storage_rate`:
+the host's, at the node's `storage` bandwidth (its NVMe's when only that is declared,
+Llama 3's per-host figure when neither is), and its DPUs' whose `offload` lists `storage` (model/dpu.py `storage_rate`:
 NVMe-oF through the DPU's ports, GPUDirect Storage, no host copy). A job's `checkpoint {
 bandwidth }` states the whole job's rate instead (a storage system slower than its nodes'
 paths, say); its `checkpoint_every` pins the interval."""
