@@ -227,7 +227,8 @@ def _blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tupl
 # arithmetic (forward, backward) does not depend on where the groups sit nor on the
 # recompute either, so it is shared across pipeline depths, data-parallel widths, rank
 # orders and recompute choices.
-LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "shard", "offload"})
+LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
+                           "checkpoint_bandwidth", "shard", "offload"})
 _CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
 _LAYERS: dict[tuple, _Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
