@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..compiler import metrics, schema as sc
-from ..compiler.design import Construct, Entity, Partition, Record, Repeat, Symbol
+from ..compiler.design import Record
+from ..compiler.show import show_value as show
 from ..compiler.evaluate import INVALID
 from ..compiler.lower import lower_cluster
-from ..dsl.units import EXAMPLE_UNITS, Quantity, format_quantity
+from ..dsl.units import EXAMPLE_UNITS
 from ..dsl import ast
 from .analysis import Analysis
 from .locate import Spot, spot_at
@@ -160,28 +161,6 @@ def _reference(analysis: Analysis, spot: Spot) -> str | None:
 def _kind_of(analysis: Analysis, name: str) -> str | None:
     decl = analysis.program.declarations.get(name)
     return decl.kind.text if decl else None
-
-
-def show(value: Any) -> str:
-    """A checked value as an architect reads it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Quantity):
-        return format_quantity(value)
-    if isinstance(value, Entity):
-        return value.name
-    if isinstance(value, Repeat):
-        return f"{value.count} x {value.part.name}"
-    if isinstance(value, Construct):
-        args = ", ".join(f"{i.name} = {show(i.value)}" for i in value.args.items)
-        return f"{value.name}({args})" if args else value.name
-    if isinstance(value, Partition):
-        return f"{value.cluster.name}.{value.name}"
-    if isinstance(value, (Symbol, str, int)):
-        return str(value)
-    if isinstance(value, tuple):
-        return "[" + ", ".join(show(v) for v in value) + "]"
-    return str(value)
 
 
 def _list(names) -> str:

@@ -7,6 +7,7 @@ import math
 import attrs
 
 from ..compiler.tco import job_cost
+from ..dsl.numbers import duration
 from ..model.calibration import BAND_CONFIDENCE
 from ..model.recompute import modules as recompute_modules
 from ..model.step import Estimate
@@ -91,9 +92,9 @@ def _hetero_contract(h: HeteroPlan) -> dict:
     low = min((lo / by_name[x.partition].best.tokens_per_s for x, (lo, _) in zip(used, bands)), default=1.0)
     high = max((hi / by_name[x.partition].best.tokens_per_s for x, (_, hi) in zip(used, bands)), default=1.0)
     slowest = max(used, key=lambda x: x.busy)
-    binding = [f"compute on {slowest.partition} (the slowest partition, busy {slowest.busy:.3f} s)"]
+    binding = [f"compute on {slowest.partition} (the slowest partition, busy {duration(slowest.busy)})"]
     if best.exchange > 0:
-        binding.append(f"cross-partition exchange {best.exchange:.3f} s")
+        binding.append(f"cross-partition exchange {duration(best.exchange)}")
     return {"kind": "hetero", "cluster": h.plans[0].job.graph.name if h.plans else None,
             "status": "optimal", "step_time_s": best.step_time, "tokens_per_s": best.tokens_per_s,
             "mfu": flops / peak if peak else None,

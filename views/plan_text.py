@@ -28,7 +28,7 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
         text = plan_text(outcome.plan, timings)
         if budgeted is not None and budgeted.result.feasible and (
                 budgeted.result.whole_tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
-            text += (f"\n  note       the power plan below runs {budgeted.result.whole_tokens_per_s:,.0f} tokens/s "
+            text += (f"\n  note       the power plan below runs {number(budgeted.result.whole_tokens_per_s)} tokens/s "
                      f"within the same bound by lowering the clock rather than the layout")
     if budgeted is not None:
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
@@ -45,9 +45,9 @@ def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
     step = job.batch * job.seq / result.whole_tokens_per_s
     lines = [head,
              f"  objective  {chosen.objective} (optimal under the power bound: fewer GPUs and a lower clock)",
-             f"  planned    {result.whole_gpus:,} of {job.gpus:,} GPUs at {result.clock:.1%} clock "
-             f"(power cap {result.power_cap:,.0f} W per GPU): {result.whole_tokens_per_s:,.0f} tokens/s, "
-             f"step {step:.3f} s, facility {_w(result.facility_power * result.whole_gpus / result.gpus)}"]
+             f"  planned    {result.whole_gpus:,} of {job.gpus:,} GPUs at {percent(result.clock)} clock "
+             f"(power cap {quantity(result.power_cap, 'W')} per GPU): {number(result.whole_tokens_per_s)} tokens/s, "
+             f"step {duration(step)}, facility {_w(result.facility_power * result.whole_gpus / result.gpus)}"]
     if layout is not None:
         c = layout.config
         replica = c.tp * c.pp * c.cp

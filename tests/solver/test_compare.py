@@ -67,7 +67,7 @@ def test_diff_text_and_identical_designs(tmp_path, capsys):
     a, b = _write(tmp_path, "a.gcl"), _write(tmp_path, "b.gcl", nodes=8)
     assert main(["diff", a, b]) == 0
     out = capsys.readouterr().out
-    assert "plan, power and cost:" in out and "(+100.0%)" in out
+    assert "plan, power and cost:" in out and "(+100%)" in out
     assert main(["diff", a, _write(tmp_path, "c.gcl")]) == 0
     assert "no differences" in capsys.readouterr().out
 
