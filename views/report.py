@@ -48,6 +48,7 @@ class Context:
     note: str                    # why there is no plan, when there is none
     source: str
     other: str = ""              # the text of a serve or heterogeneous plan (no train plan)
+    outcome: object | None = None  # that serve or heterogeneous plan (solver.serve / solver.hetero)
 
 
 def plan_error_band(plan) -> dict[str, tuple[float, float]]:
@@ -104,7 +105,8 @@ def _context(design: Design, job_name: str | None, objective: str | None, source
         from ..solver.jobs import plan_design
         from .plan_text import outcome_text
 
-        return Context(design, lower(design), None, "", source, outcome_text(plan_design(design, job_name, objective)))
+        outcome = plan_design(design, job_name, objective)
+        return Context(design, lower(design), None, "", source, outcome_text(outcome), outcome)
     try:
         job = train_job(design, job_name)
     except JobError as error:
@@ -356,22 +358,11 @@ def _schedule_section(design: Design) -> str:
 
 
 def _diagrams(c: Context) -> str:
-    from .report_plots import scope_ids
+    from .report_diagrams import diagrams
 
-    fabrics = render.fabric_entities(c.design)
-    views = [("topology", render.topology(c.graph, fabrics, c.design), "The cluster: one of each repeated unit expanded.")]
     planned = c.plan if c.plan is not None and c.plan.best is not None else None
-    if planned is not None:
-        views.append(("placement", render.placement(planned, fabrics),
-                      "The rank grid: GPUs by scale-up domain and pipeline stage, the tiers each group crosses."))
-    views.append(("power", render.power(c.graph, planned),
-                  "Where the watts go at the plan's operating point (TDP for reference)." if planned is not None
-                  else "Where the watts go at full load."))
-    parts = []
-    for name, dot, caption in views:
-        try:
-            svg = render.svg_text(dot)
-        except render.DotMissing as error:
-            return _section("Diagrams", _note(f"Omitted: {error}."))
-        parts.append(_figure(scope_ids(svg, f"diagram-{name}"), f"{name}: {caption}"))
-    return _section("Diagrams", *parts)
+    try:
+        figures = diagrams(c.design, c.graph, planned, c.outcome)
+    except render.DotMissing as error:
+        return _section("Diagrams", _note(f"Omitted: {error}."))
+    return _section("Diagrams", *(_figure(svg, caption) for svg, caption in figures))
