@@ -21,7 +21,7 @@ from ..dsl.numbers import big, duration, number, percent, quantity, span
 from .plan_json import parallelism
 from .limits import MEMORY_WORDS, WORDS
 from .plan_text import config_words, runner_difference
-from .report_headline import CSS as HEADLINE_CSS, headline_html
+from .report_headline import CSS as HEADLINE_CSS, headline_html, outcome_headline_html
 
 CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
@@ -67,6 +67,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     context = _context(design, job, objective, source)
     planned = context.plan is not None and context.plan.best is not None
     body = [_header(context)] + ([headline_html(context.plan)] if planned and not context.other else [])
+    body += [_outcome_headline(context.outcome)] if context.outcome is not None else []
     body += [_design_section(context.graph), _cost_section(context)]
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
@@ -355,6 +356,17 @@ def _schedule_section(design: Design) -> str:
 
 
 # ----------------------------------------------------------------- diagrams
+
+
+def _outcome_headline(outcome) -> str:
+    """A heterogeneous or serve plan's headline; nothing when it has no plan (the Plan section says why)."""
+    from ..solver.hetero import HeteroPlan
+    from .plan_json import outcome_json
+
+    if getattr(outcome, "best", None) is None:
+        return ""
+    tokens = outcome.plans[0].job.tokens if isinstance(outcome, HeteroPlan) and outcome.plans else None
+    return outcome_headline_html(outcome_json(outcome), tokens)
 
 
 def _diagrams(c: Context) -> str:

@@ -66,11 +66,20 @@ def test_serve_and_heterogeneous_jobs_get_their_plan_and_its_placement(reports):
     # drawing `gclc render --view placement` makes of it (pools; one grid per partition)
     for name, why, drawn in ((UNPLANNED, "(serve)", "pool ·"), ("hetero_h100_a100.gcl", "split:", "h100: ")):
         text = reports[name]
-        assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
+        assert _sections(text)[0].endswith(": the answer")
+        assert _sections(text)[1:] == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
         placement = text[text.index('id="diagram-placement'):text.index("<figcaption>placement:")]
         assert drawn in placement, name
     hetero = reports["hetero_h100_a100.gcl"]
+    head = hetero[hetero.index('id="headline"'):hetero.index("<h2>Design</h2>")]
+    assert re.findall(r'data-figure="([^"]+)"', head) == ["time to train", "throughput", "MFU", "power",
+                                                          "energy to train"]
+    assert "What limits it:</b> Compute on a100 (the slowest partition" in head
+    serve = reports[UNPLANNED]
+    head = serve[serve.index('id="headline"'):serve.index("<h2>Design</h2>")]
+    assert re.findall(r'data-figure="([^"]+)"', head) == ["throughput", "MFU", "power", "energy"]
+    assert "What limits it:</b> GPUs: every GPU serves." in head
     placement = hetero[hetero.index('id="diagram-placement'):hetero.index("<figcaption>placement:")]
     assert "a100: " in placement and "GPUs ·" in placement     # both partitions' frames, the split's title
 

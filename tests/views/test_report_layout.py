@@ -111,3 +111,8 @@ def test_the_placement_of_a_serve_or_heterogeneous_plan_is_drawn_legibly(example
     # drawn at its natural size (wide drawings scroll): its text as high as the other diagrams'
     assert figure["box"]["width"] >= 300 and figure["texts"] >= 10, figure
     assert figure["min_text_px"] >= 10, f"text drawn {figure['min_text_px']:.1f} px high"
+    head = layout["headline"]    # the answer first, as for a train plan
+    assert head is not None and head["top"] < 400 and head["top"] < min(f["box"]["top"] for f in layout["figures"])
+    assert {"throughput", "MFU", "power"} <= set(head["figures"]) and head["value_px"] >= 20
+    expected = "time to first token (p90)" if "serve" in example else "time to train"   # a chat demand; 15 T tokens
+    assert expected in head["figures"]
