@@ -22,6 +22,8 @@ def _show(key: str, value) -> str:
         if key == "mfu":
             return percent(value)
         unit = next((u for suffix, u in _UNITS if key.endswith(suffix)), "")
+        if unit == "s" and "_per_" in key:   # a rate (`tokens_per_s`), not a time
+            unit = ""
         if key.endswith("per_token_usd"):   # as the report's headline says it
             return f"{number(value * 1e6)} USD per M tokens"
         if unit == "USD":   # money in full dollars (cents below one): a budget reads every digit

@@ -123,3 +123,13 @@ def test_hover_and_diff_render_a_value_alike(tmp_path, capsys):
     (Quantity.of("0.123456789", "s"), "123.457 ms")])
 def test_the_one_renderer(value, text):
     assert show_value(value) == text
+
+
+def test_the_sweep_front_reads_like_the_report():
+    from gclc.views.sweep_report import front_table
+
+    row = {"gpus": 64, "tp": 8, "pp": 1, "dp": 8, "tokens_per_s": 12345.6, "goodput_share": 0.97, "mfu": 0.413,
+           "time_to_train_s": 3.2e6, "facility_power_w": 1.23e6, "capex_usd": 4.5e7, "tco_usd": 9.9e7,
+           "cost_per_token_usd": 2.3e-7}
+    assert front_table([row], ())[1] == ["64", "8", "1", "8", "12,346", "97%", "41.3%", "37 days", "1.23 MW",
+                                         "45 MUSD", "99 MUSD", "0.23 USD per M tokens"]
