@@ -133,3 +133,9 @@ def test_the_sweep_front_reads_like_the_report():
            "cost_per_token_usd": 2.3e-7}
     assert front_table([row], ())[1] == ["64", "8", "1", "8", "12,346", "97%", "41.3%", "37 days", "1.23 MW",
                                          "45 MUSD", "99 MUSD", "0.23 USD per M tokens"]
+
+
+def test_a_number_passed_to_a_diagnostic_reads_with_separators():
+    result = check_file(str(ROOT / "tests" / "data" / "pod.gcl"), {"nodes": "512"})
+    assert [d.summary for d in result.diagnostics if d.code == "radix-too-small"] == [
+        "`NDR` cannot connect 4,096 ports: 2 tiers of radix 64 reach 2,048"]
