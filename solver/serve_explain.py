@@ -7,7 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..compiler.design import Bound, Entity
-from ..dsl.numbers import number, percent
+from ..dsl.numbers import number, percent as share_text
 from ..dsl.units import NONE, Quantity, format_quantity
 
 UNITS = {"memory": "byte", "ttft": "s", "tpot": "s", "e2e": "s", "power": "W", "gpus": None}
@@ -52,7 +52,7 @@ def _written(entity: Entity, name: str):
 
 def _show(value, unit: str | None = None, percent: bool = False) -> str:
     if isinstance(value, Quantity) and percent and value.dim == NONE:
-        return percent(float(value.value), 3)
+        return share_text(float(value.value), 3)
     if isinstance(value, Quantity):
         return format_quantity(value)
     if unit is None:
