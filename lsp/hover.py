@@ -8,7 +8,7 @@ from typing import Any
 
 from ..compiler import metrics, schema as sc
 from ..compiler.design import Record
-from ..compiler.show import show_value as show
+from ..compiler.show import show_value
 from ..compiler.evaluate import INVALID
 from ..compiler.lower import lower_cluster
 from ..dsl.units import EXAMPLE_UNITS
@@ -76,7 +76,7 @@ def _field(analysis: Analysis, spot: Spot) -> str | None:
     if spot.override_of is None:
         value = analysis.value(declaration, ".".join(p.replace(" ", ".") for p in path))
         if value is not None and value is not INVALID and not isinstance(value, Record):
-            lines.append(f"value: `{show(value)}`")
+            lines.append(f"value: `{show_value(value)}`")
         lines += _where(analysis, declaration, path)
     return "\n\n".join(lines)
 
@@ -132,7 +132,7 @@ def _derived(analysis: Analysis, decl: ast.Declaration) -> list[str]:
     if decl.kind.text == "chip":
         keys = ("hbm.capacity", "hbm.bandwidth", "peak.bf16", "peak.fp8", "power.tdp")
         found = [(k, entity.get(k)) for k in keys if entity.get(k) is not None]
-        return ["\n".join(f"- {k}: {show(v)}" for k, v in found)] if found else []
+        return ["\n".join(f"- {k}: {show_value(v)}" for k, v in found)] if found else []
     return []
 
 
@@ -144,7 +144,7 @@ def _reference(analysis: Analysis, spot: Spot) -> str | None:
     if first in analysis.program.params and not rest:
         param = analysis.program.params[first]
         value = analysis.checker.param(first)
-        return (f"**param {first}** = `{show(value)}`\n\ndeclared at `{param.name.span.path}:{param.name.span.line}`"
+        return (f"**param {first}** = `{show_value(value)}`\n\ndeclared at `{param.name.span.path}:{param.name.span.line}`"
                 "\n\noverride with `--set " + first + "=...`")
     if first not in analysis.program.declarations:
         return None
@@ -154,7 +154,7 @@ def _reference(analysis: Analysis, spot: Spot) -> str | None:
     lines = [f"**{first}.{'.'.join(rest)}** — {describe_type(field_type(kind, tuple(rest)))}"]
     value = analysis.value(first, ".".join(rest))
     if value is not None and value is not INVALID and not isinstance(value, Record):
-        lines.append(f"value: `{show(value)}`")
+        lines.append(f"value: `{show_value(value)}`")
     return "\n\n".join(lines + _where(analysis, first, tuple(rest)))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from ..compiler.design import Design, Entity, Record, Repeat
-from ..compiler.show import show_value as text
+from ..compiler.show import show_value
 from ..compiler.driver import check_file
 from ..compiler.lower import lower, pick_cluster
 from .sweep.point import evaluate
@@ -56,7 +56,7 @@ def _changed(section: str, a: dict[str, Any], b: dict[str, Any]) -> list[Change]
 
 
 def _params(design: Design) -> dict[str, str]:
-    return {i.name: text(i.value) for i in design.params if i.span.path == design.root}
+    return {i.name: show_value(i.value) for i in design.params if i.span.path == design.root}
 
 
 def _part_changes(a: Design, b: Design) -> list[Change]:
@@ -99,7 +99,7 @@ def _flat(record: Record, prefix: str = "") -> dict[str, str]:
         if isinstance(item.value, Record):
             out |= _flat(item.value, f"{prefix}{item.name}.")
         else:
-            out[f"{prefix}{item.name}"] = text(item.value)
+            out[f"{prefix}{item.name}"] = show_value(item.value)
     return out
 
 
