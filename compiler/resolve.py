@@ -1,4 +1,5 @@
-"""Loading and name resolution: files and imports, the symbol table, `extends` chains.
+"""Loading and name resolution: files and imports (reading one file is `compiler/files.py`),
+the symbol table, `extends` chains.
 
 Imports are hermetic: a path is either `std/...` (the shipped library) or relative to
 the importing file's folder, never absolute and never through `..`. The result is a
