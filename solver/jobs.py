@@ -53,8 +53,10 @@ def job_objective(job: Entity) -> str:
     return {"mfu": "mfu", "goodput": "goodput"}.get(getattr(maximize, "name", ""), "throughput")
 
 
-def plan_design(design: Design, job: str | None = None, objective: str | None = None, top: int = 3) -> Outcome:
-    """The plan of `job` (default: the first train job, else the first serve job).
+def plan_design(design: Design, job: str | None = None, objective: str | None = None, top: int = 3,
+                power: bool = True) -> Outcome:
+    """The plan of `job` (default: the first train job, else the first serve job); a train
+    job's power budget too unless `power` is False (a drawing of the layout needs none).
     Raises `model.job.JobError` when the design has no such job."""
     entity = hetero_entity(design, job)
     if entity is not None:
@@ -68,7 +70,7 @@ def plan_design(design: Design, job: str | None = None, objective: str | None = 
     train = train_job(design, job)
     objective = objective or job_objective(train.entity)
     chosen = plan(train, objective, top)
-    return TrainOutcome(chosen, _budgeted(train, chosen, objective))
+    return TrainOutcome(chosen, _budgeted(train, chosen, objective) if power else None)
 
 
 def feasible(outcome: Outcome) -> bool:
