@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -14,8 +15,9 @@ from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan, HeteroSplit
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.power import PowerResult
-from ..solver.serve import ServePlan
-from .serve import serve_json
+
+if TYPE_CHECKING:  # serving's modules load only for a serve plan
+    from ..solver.serve import ServePlan
 
 PLAN_FORMAT_VERSION = 2
 # Every plan, whatever its job kind, carries these keys (null where a metric does not
@@ -29,10 +31,12 @@ def outcome_json(outcome: Outcome, timings: bool = False) -> dict:
     Wall-clock timings only with `timings` (the default output is byte-for-byte repeatable)."""
     if isinstance(outcome, HeteroPlan):
         data = _hetero_contract(outcome) | hetero_json(outcome)
-    elif isinstance(outcome, ServePlan):
-        data = _serve_contract(outcome) | serve_json(outcome)
-    else:
+    elif isinstance(outcome, TrainOutcome):
         data = _train_json(outcome)
+    else:  # a ServePlan
+        from .serve import serve_json
+
+        data = _serve_contract(outcome) | serve_json(outcome)
     data["format"], data["version"] = "gclc-plan", PLAN_FORMAT_VERSION
     data["solver"] = data.get("solver") or {"status": data["status"]}
     if timings:

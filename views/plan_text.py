@@ -8,9 +8,8 @@ from ..model.calibration import half_width
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan
 from ..solver.jobs import Outcome, TrainOutcome
+from ..solver.plan import Plan
 from ..solver.power import PowerInputs, PowerResult
-from ..solver.serve import ServePlan
-from .serve import serve_text
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
 from .plan_json import parallelism
 
@@ -19,7 +18,9 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     """The text of any job's plan (the search's wall-clock time only with `timings`)."""
     if isinstance(outcome, HeteroPlan):
         return hetero_text(outcome)
-    if isinstance(outcome, ServePlan):
+    if not isinstance(outcome, TrainOutcome):  # a ServePlan
+        from .serve import serve_text  # serving's modules load only for a serve plan
+
         return serve_text(outcome)
     budgeted = outcome.power
     if outcome.plan.best is None and outcome.feasible:
@@ -69,10 +70,10 @@ def infeasible_message(outcome: Outcome) -> str:
         reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (outcome.data, outcome.pipeline) if s.message)
         return (f"gclc: infeasible: `{outcome.name}` fits neither split across its partitions"
                 + (f" ({reasons})" if reasons else ""))
-    if isinstance(outcome, ServePlan):
+    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
+    if not isinstance(chosen, Plan):  # a ServePlan
         return (f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits"
                 + "".join(f"\n  {reason}" for reason in outcome.binding))
-    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     reason = getattr(chosen, "infeasibility", None)
     if reason is not None:
         return f"gclc: infeasible: {reason.message}"

@@ -64,6 +64,14 @@ def summary_json(collected, total: int, objectives: tuple[str, ...], files: list
                        "pareto": collected.front_rows(), "files": files}, indent=2, default=str, allow_nan=False)
 
 
+def tornado_text(bars: list[tuple[str, float, float]], name: str, delta: float) -> str:
+    """The sensitivity of `name` to each param moved by -delta and +delta, largest swing first."""
+    lines = [f"sensitivity of {name} to +-{delta:.0%}:"]
+    for param, low, high in sorted(bars, key=lambda b: -max(abs(b[1]), abs(b[2]))):
+        lines.append(f"  {param:24} {low:+8.1%} {high:+8.1%}")
+    return "\n".join(lines)
+
+
 def report_html(path: str, collected, total: int, objectives: tuple[str, ...], svg: str | None,
                 axes: dict[str, tuple[str, ...]]) -> str:
     s = collected.statuses

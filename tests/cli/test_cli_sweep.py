@@ -269,6 +269,9 @@ def test_serve_infeasible_says_why(files, capsys):
     assert code == 3 and json.loads(out)["status"] == "infeasible"
     assert "gclc: infeasible: no configuration of `s` meets its limits\n" in err
     assert re.search(r"serve\.gcl:\d+:\d+: `ttft <= 1 ms` is broken by every one of \d+ configurations", err), err
+    code, _, err = run(capsys, "render", path, "-o", files / "s.dot", "--view", "placement")  # says why as plan does
+    assert code == 3 and "gclc: infeasible: no configuration of `s` meets its limits\n" in err
+    assert re.search(r"serve\.gcl:\d+:\d+: `ttft <= 1 ms` is broken", err) and not (files / "s.dot").exists()
 
 
 def test_partitions(files, capsys):
