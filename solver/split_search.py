@@ -38,6 +38,17 @@ import attrs
 import numpy as np
 
 
+_NONE = 1 << 40                  # "no way to make these items" in the fewest-partitions arrays
+
+
+def _shifted(values: np.ndarray, by: int) -> np.ndarray:
+    """values[s - by] at s (nothing below `by`)."""
+    out = np.full_like(values, _NONE)
+    if by < len(values):
+        out[by:] = values[:len(values) - by]
+    return out
+
+
 @attrs.frozen
 class Choice:
     """One alternative of a class of identical partitions, as the search sees it."""
@@ -76,6 +87,7 @@ class _Search:
         busy = [np.asarray([c.lane.busy(c.granule * k) for k in range(1, c.most + 1)], dtype=float)
                 for c in self.choices]
         self.caps = np.unique(np.concatenate(busy)) if busy else np.zeros(0)
+        self.fewest: dict[tuple[frozenset[int], float], int] = {}   # (choices, cap): fewest partitions
 
     # ------------------------------------------------------------ the subproblems
 
@@ -248,10 +260,54 @@ class _Search:
         return None
 
     def _feasible(self, pair: _Pair, cap: float) -> bool:
+        if pair.counted and pair.least == 1:
+            key = (pair.allowed, float(cap))
+            if key not in self.fewest:
+                self.fewest[key] = int(self._fewest(pair, cap, keep=False)[0][self.total])
+            return self.fewest[key] <= pair.hi
         return self._final(pair, self._run(pair, cap, keep=False)[0]) is not None
+
+    def _fewest(self, pair: _Pair, cap: float, keep: bool) -> tuple[np.ndarray, list[np.ndarray]]:
+        """For "at most hi partitions" the fewest partitions that make each count of items
+        (an array; a run serves every hi): the same recursion as `_run`, min for or."""
+        whole = attrs.evolve(pair, hi=self.size)
+        state = np.full(self.total + 1, _NONE, dtype=np.int64)
+        state[0] = 0
+        states = []
+        for _, _, windows in self._copies(whole, cap):
+            if keep:
+                states.append(state)
+            new = state
+            for _, g, lo, hi in windows:
+                cur = _shifted(state, g * lo) + 1
+                span, width = 1, hi - lo + 1
+                while span < width:
+                    step = min(span, width - span)
+                    cur = np.minimum(cur, _shifted(cur, g * step))
+                    span += step
+                new = np.minimum(new, cur)
+            state = new
+        return state, states
+
+    def _fewest_witness(self, pair: _Pair, cap: float) -> dict[tuple[int, int], int]:
+        state, states = self._fewest(pair, cap, keep=True)
+        s, count = self.total, int(state[self.total])
+        picks: dict[tuple[int, int], int] = {}
+        whole = attrs.evolve(pair, hi=self.size)
+        for (_, q, windows), before in zip(reversed(self._copies(whole, cap)), reversed(states)):
+            if before[s] == count:
+                continue                                  # this partition need not run
+            i, g, k = next((i, g, k) for i, g, lo, hi in windows for k in range(lo, hi + 1)
+                           if s - g * k >= 0 and before[s - g * k] == count - 1)
+            picks[(i, q)] = k
+            s, count = s - g * k, count - 1
+        assert s == 0 and count == 0, "the witness must account for every item"
+        return picks
 
     def _witness(self, pair: _Pair, cap: float) -> dict[tuple[int, int], int]:
         """Walk the kept states back from the total: which partition takes what."""
+        if pair.counted and pair.least == 1:
+            return self._fewest_witness(pair, cap)
         state, states = self._run(pair, cap, keep=True)
         block = self._layout(pair)[0]
         j, s = self._final(pair, state), self.total
