@@ -24,9 +24,10 @@ small ones that are each solved exactly.
 
 When every exchange and the bubble grow with the count (as physics has them), a range
 may admit fewer partitions than lo: their true step time is then no more than the one
-evaluated at hi, and the optimum still appears in its own range. Otherwise only counts
-in [lo, hi] are admitted. With no upper limit on the count left, the count drops out of
-the state (bits of items only).
+evaluated at hi, and the optimum still appears in its own range; "at most hi" is then
+checked with the fewest partitions that make each count of items (one run per allowed set
+and cap serves every hi). Otherwise only counts in [lo, hi] are admitted (the count in the
+bits). With no upper limit on the count left, the count drops out (bits of items only).
 """
 
 from __future__ import annotations
