@@ -11,6 +11,7 @@ from . import chip as chip_numbers
 from .design import Entity, Partition, Record, Symbol
 from .formats import runs
 from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.numbers import number
 
 
 def job_rules(job: Entity) -> Iterator[Diagnostic]:
@@ -126,7 +127,7 @@ def _schedule(job: Entity) -> Iterator[Diagnostic]:
         yield codes.UNEVEN_PIPELINE.make(
             job.span_of("parallelism.pp"), what=f"{split} stages do not split the model's {layers} layers evenly",
             notes=[f"the largest stage holds {-(-layers // (pp * (vp or 1)))} layers and sets the pace; "
-                   f"the model counts {layers / (pp * (vp or 1)):g} per stage",
+                   f"the model counts {number(layers / (pp * (vp or 1)))} per stage",
                    "help: pick stages that divide the layers, or keep it if the first and last stages are "
                    "lightened on purpose (embedding and output layers)"])
 

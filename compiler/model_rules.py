@@ -8,6 +8,7 @@ from typing import Iterator
 from ..dsl import codes
 from .design import Entity, Symbol
 from ..dsl.diagnostics import Diagnostic
+from ..dsl.numbers import percent
 from ..dsl.units import Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
@@ -18,9 +19,9 @@ def model_rules(model: Entity) -> Iterator[Diagnostic]:
     stated = model.get("params")
     computed = model_params(model)
     if stated is not None and computed and abs(stated.value - computed) > PARAMS_TOLERANCE * computed:
-        percent = f"{float(abs(stated.value - computed) / computed):.1%}"
+        off = percent(float(abs(stated.value - computed) / computed))
         yield codes.PARAMS_MISMATCH.make(model.span_of("params"), stated=format_quantity(stated),
-                                         computed=format_quantity(Quantity(Fraction(computed))), percent=percent,
+                                         computed=format_quantity(Quantity(Fraction(computed))), percent=off,
                                          notes=["the shape gives " + params_formula(model)])
 
 

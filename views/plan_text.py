@@ -8,9 +8,8 @@ from ..model.calibration import half_width
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan
 from ..solver.jobs import Outcome, TrainOutcome
+from ..solver.plan import Plan
 from ..solver.power import PowerInputs, PowerResult
-from ..solver.serve import ServePlan
-from .serve import serve_text
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
 from .plan_json import parallelism
 
@@ -19,7 +18,9 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     """The text of any job's plan (the search's wall-clock time only with `timings`)."""
     if isinstance(outcome, HeteroPlan):
         return hetero_text(outcome)
-    if isinstance(outcome, ServePlan):
+    if not isinstance(outcome, TrainOutcome):  # a ServePlan
+        from .serve import serve_text  # serving's modules load only for a serve plan
+
         return serve_text(outcome)
     budgeted = outcome.power
     if outcome.plan.best is None and outcome.feasible:
@@ -28,7 +29,7 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
         text = plan_text(outcome.plan, timings)
         if budgeted is not None and budgeted.result.feasible and (
                 budgeted.result.whole_tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
-            text += (f"\n  note       the power plan below runs {budgeted.result.whole_tokens_per_s:,.0f} tokens/s "
+            text += (f"\n  note       the power plan below runs {number(budgeted.result.whole_tokens_per_s)} tokens/s "
                      f"within the same bound by lowering the clock rather than the layout")
     if budgeted is not None:
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
@@ -45,9 +46,9 @@ def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
     step = job.batch * job.seq / result.whole_tokens_per_s
     lines = [head,
              f"  objective  {chosen.objective} (optimal under the power bound: fewer GPUs and a lower clock)",
-             f"  planned    {result.whole_gpus:,} of {job.gpus:,} GPUs at {result.clock:.1%} clock "
-             f"(power cap {result.power_cap:,.0f} W per GPU): {result.whole_tokens_per_s:,.0f} tokens/s, "
-             f"step {step:.3f} s, facility {_w(result.facility_power * result.whole_gpus / result.gpus)}"]
+             f"  planned    {result.whole_gpus:,} of {job.gpus:,} GPUs at {percent(result.clock)} clock "
+             f"(power cap {quantity(result.power_cap, 'W')} per GPU): {number(result.whole_tokens_per_s)} tokens/s, "
+             f"step {duration(step)}, facility {_w(result.facility_power * result.whole_gpus / result.gpus)}"]
     if layout is not None:
         c = layout.config
         replica = c.tp * c.pp * c.cp
@@ -69,10 +70,10 @@ def infeasible_message(outcome: Outcome) -> str:
         reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (outcome.data, outcome.pipeline) if s.message)
         return (f"gclc: infeasible: `{outcome.name}` fits neither split across its partitions"
                 + (f" ({reasons})" if reasons else ""))
-    if isinstance(outcome, ServePlan):
+    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
+    if not isinstance(chosen, Plan):  # a ServePlan
         return (f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits"
                 + "".join(f"\n  {reason}" for reason in outcome.binding))
-    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     reason = getattr(chosen, "infeasibility", None)
     if reason is not None:
         return f"gclc: infeasible: {reason.message}"
