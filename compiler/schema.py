@@ -174,6 +174,10 @@ def positive(dim: u.Dim, marker: str | None = None) -> Qty:
 COUNT = Qty(u.NONE, integer=True, low=Fraction(1), low_open=False)
 COUNT0 = Qty(u.NONE, integer=True, low=Fraction(0), low_open=False)
 AMOUNT = Qty(u.NONE)  # a positive plain number, such as 14.8 T tokens
+# Switching tiers of a fat tree: built ones have 2-4 (3 serve 65,536 hosts at radix 64); 8 tiers
+# of radix-64 switches would serve 32^7 x 64 (2.2e12) endpoints. A bound keeps the lowering's
+# per-tier loop (and its powers of the radix) small.
+TIERS = Qty(u.NONE, integer=True, low=Fraction(1), low_open=False, high=Fraction(8))
 SHARE = Qty(u.NONE, high=Fraction(1))  # 0 < x <= 1: efficiencies, utilization
 BYTES, TIME, POWER = positive(u.BYTES), positive(u.TIME), positive(u.POWER)
 TIME0 = Qty(u.TIME, low_open=False)  # instants from the start of a schedule: `submit = 0 h`
@@ -191,9 +195,9 @@ PRECISION = Choice(formats.NAMES, "a precision")  # a family or a named format (
 TOPOLOGY = Construct({
     "switched": Constructor({}),
     "full_mesh": Constructor({}),
-    "fat_tree": Constructor({"tiers": COUNT, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
+    "fat_tree": Constructor({"tiers": TIERS, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
                             ("tiers", "radix")),
-    "rail_optimized": Constructor({"tiers": COUNT, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
+    "rail_optimized": Constructor({"tiers": TIERS, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
                                   ("tiers", "radix")),
     "torus": Constructor({"dims": ListOf(COUNT, least=1), "wraparound": FLAG}, ("dims",)),
 })
