@@ -175,6 +175,7 @@ class Replica:
         # hops between them (pipeline fill), and so does every decode step.
         sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
         micro = min(c.pp, max(1.0, sequences))
+        kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
         stage, work = self.stage_time(tokens / micro, kv_tokens / micro, pairs / micro)
         total = c.pp * stage + pipeline_hops(self, tokens / micro)
         if decoding and e.draft:
@@ -269,7 +270,7 @@ def first_token_time(r: Replica, prompt: float) -> float:
     todo, done, time = prompt * (1 - r.engine.prefix_share), prompt * r.engine.prefix_share, 0.0
     while todo > 0:
         chunk = min(todo, r.engine.chunk)
-        time += r.iteration(0, 0, chunk, chunk * (done + chunk / 2))
+        time += r.iteration(0, 0, chunk, r.kv.pairs(done, chunk))
         todo, done = todo - chunk, done + chunk
     return time
 
@@ -282,13 +283,14 @@ def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> Se
     fresh = prompt * (1 - e.prefix_share)
     cached = c.batch * (prompt + output / 2)
     ttft = first_token_time(r, prompt)
+    keys = r.kv.pairs(0, prompt) / prompt if prompt else 0.0   # mean keys a prompt token attends to
     if role == "prefill":
         chunk = e.chunk
-        time, work = r._iteration(0, 0, chunk, chunk * prompt / 2, max(1.0, chunk / max(fresh, 1.0)))
+        time, work = r._iteration(0, 0, chunk, chunk * keys, max(1.0, chunk / max(fresh, 1.0)))
         rate = chunk / max(fresh, 1.0) / time
         return ServeEstimate(c, role, ttft, 0.0, rate, rate * output, r.memory(0, prompt, 0), r.hbm, work / time)
     prefill = 0.0 if role == "decode" else min(c.batch * fresh / max(steps, 1e-9), e.chunk)
-    time, work = r._iteration(c.batch, cached, prefill, prefill * prompt / 2)
+    time, work = r._iteration(c.batch, cached, prefill, prefill * keys)
     rate = prefill / fresh / time if prefill and fresh else c.batch / steps / time
     held = c.batch if role == "decode" else c.batch + 1
     return ServeEstimate(c, role, ttft, time / e.tokens_per_step, rate, rate * output,
@@ -301,7 +303,8 @@ def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, pr
 
 
 def kv_bytes_per_token(shape: ModelShape, cfg: ServeConfig) -> float:
-    """K and V of one token in every layer, on one GPU of an attention group."""
+    """K and V of one token in every layer, on one GPU of an attention group (a token inside
+    every window: windowed layers bound what a long sequence holds, KVLayout.effective)."""
     return KVLayout(shape, cfg.kv, cfg.tp, cfg.pp).per_token_per_gpu()
 
 
@@ -312,4 +315,4 @@ def kv_transfer_time(prefill: Replica, decode: Replica, prompt: float) -> float:
     if tier is None:
         return 0.0
     senders = min(prefill.gpus, decode.gpus)
-    return comms.point_to_point(prompt * prefill.kv.per_token() / senders, tier)
+    return comms.point_to_point(prefill.kv.effective(prompt) * prefill.kv.per_token() / senders, tier)
