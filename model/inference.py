@@ -14,11 +14,13 @@ micro-batches so every stage works) it costs two rooflines, one per kind of kern
 
 - the GEMMs: the slower of reading the stage's weights (dense ones, and the routed experts
   that at least one token picks) and the matrix work at the sustained GEMM rate of each
-  GEMM's shape (a routed expert's GEMM has only the rows routed to it: tokens x top_k / experts);
+  GEMM's shape (a routed expert's GEMM has only the rows routed to it: tokens x top_k / experts,
+  padded to its tile, on the busiest GPU, at the grouped-GEMM rate: model/inference_moe.py);
 - attention: the slower of reading the decoding sequences' KV cache and its arithmetic at
   the fused-attention rate;
 
-plus kernel launches and the collectives, which are not overlapped (a conservative bound).
+plus the MoE routing's HBM traffic, kernel launches and the collectives, which are not
+overlapped (a conservative bound).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..compiler.formats import family
 from ..compiler.ir import Partition
 from . import cache, comms
 from .compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
+from . import inference_moe as moe
 from .kv import KVLayout, value_bytes
 from .shape import ModelShape
 
@@ -70,6 +73,8 @@ class Engine:
     acceptance: float = 0.0     # declared acceptance rate of each draft token
     grouped_kv: bool = True     # decode attention reads each KV head once for its query group
                                 # (False: once per query head, as masked-MHA kernels before XQA did)
+    scheduler_steps: int = 1    # decode steps per scheduling round: prompts join only between rounds
+                                # (vLLM's --num-scheduler-steps; 1: every iteration, as SGLang/TRT-LLM)
 
     @property
     def tokens_per_step(self) -> float:
@@ -124,18 +129,20 @@ class Replica:
         group = tokens / c.ep
         dense = self.gemm_flops_per_token - self.expert_flops_per_token
         gemm = dense * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        routing = 0.0
         if self.expert_flops_per_token:
             # each routed expert multiplies only the rows routed to it: tokens x top_k / experts
             rows = max(1, round(tokens * s.top_k / s.routed))
-            gemm += self.expert_flops_per_token * tokens / gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)
+            rate = gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)
+            gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep)
+            routing = moe.routing_bytes(s, group, math.ceil(s.moe_layers / c.pp)) / hbm_rate(chip)
         if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
             per_cached = 2 * s.heads * (2 * s.kv_rank + s.rope_dim)
         else:
             per_cached = 4 * s.heads * s.head_dim
         attention = layers * (kv_tokens * per_cached + pairs * 4 * s.heads * s.head_dim) / (c.tp * c.ep) / (
             attention_rate(chip))
-        touched = 1 - (1 - s.top_k / s.routed) ** tokens if s.is_moe else 0.0
-        weights = self.dense_weights + self.expert_weights * touched
+        weights = self.dense_weights + self.expert_weights * moe.touched(s, tokens)
         rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
         kv_bytes = kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads
         # the cache that fits in on-chip SRAM beside the streamed weights is read from there (model/cache.py)
@@ -148,13 +155,14 @@ class Replica:
             reductions = 1 if s.parallel_block else 2
             collectives += reductions * layers * comms.all_reduce(group * s.hidden * 2, self.tp_stages)
         if s.is_moe and c.tp * c.ep > 1:
-            moe = math.ceil(s.moe_layers / c.pp)
+            moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
-            collectives += moe * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
+            collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
         # the GEMMs and the attention are separate kernels: each is its own roofline
         rooflines = max(gemm, weights / hbm_rate(chip)) + max(attention, kv_read)
-        return rooflines + layers * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S + collectives, work
+        launches = layers * moe.kernels_per_layer(s, KERNELS_PER_LAYER) * KERNEL_OVERHEAD_S
+        return rooflines + routing + launches + collectives, work
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
                   prefilling: float | None = None) -> float:

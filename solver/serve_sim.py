@@ -4,7 +4,8 @@ Requests arrive (a trace or Poisson arrivals) and join the replica with the fewe
 requests in hand. Each replica runs iterations back to back: every admitted sequence that
 has its prompt decodes one step (speculative decoding: the declared expected tokens per
 step), and prompt chunks fill the rest of the iteration's token budget (chunked prefill,
-first come first served). A request is admitted while the replica has fewer than
+first come first served; with multi-step scheduling only every `scheduler_steps`-th
+iteration, the others decode only). A request is admitted while the replica has fewer than
 `max_batch` sequences and KV pages for its prompt; when decoding outgrows the cache the
 newest sequence is preempted and recomputed later (vLLM's default). The iteration's time
 comes from the replica's cost model (`model/inference.py`). With sliding-window layers a
@@ -74,6 +75,7 @@ class _Server:
     sum_base: float = 0.0
     fixed: float = 0.0          # KV tokens held by admitted sequences beside their outputs
     busy: bool = False
+    round: int = 0              # decode steps since prompts last could join (multi-step scheduling)
 
     @property
     def load(self) -> int:
@@ -177,7 +179,10 @@ class _Simulation:
         r = server.pool.replica
         self.grow(server)
         decoding = server.count
-        parts = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft))
+        if decoding and server.round < r.engine.scheduler_steps and server.role != "prefill":
+            parts, server.round = [], server.round + 1      # inside a multi-step round: decode only
+        else:
+            parts, server.round = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft)), 1
         if not decoding and not parts:
             server.busy = False
             return
