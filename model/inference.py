@@ -40,6 +40,9 @@ from .shape import ModelShape
 BUFFER_BYTES = 4e9                     # runtime, allocator and communication buffers
 ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 20  # prefill working set per token per hidden unit
 KERNELS_PER_LAYER = 6                  # ASSUMPTION: fused kernels per layer (norms, QKV, attention, out, MLP x2)
+ROOFLINE_P = 2                         # FITTED: p-norm of compute and memory time per kernel, chosen among
+                                       # max (p = inf), 4 and 2 on benchmarks/serve_accuracy.py (median 12.5 %,
+                                       # 12.0 %, 11.9 %; latency rows 30.8 %, 28.2 %, 21.1 %)
 DRAFT_LAYERS = 1                       # ASSUMPTION: a draft token costs one layer's decode (MTP/EAGLE-style head)
 
 
@@ -131,9 +134,8 @@ class Replica:
         gemm = dense * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
         routing = 0.0
         if self.expert_flops_per_token:
-            # each routed expert multiplies only the rows routed to it: tokens x top_k / experts
-            rows = max(1, round(tokens * s.top_k / s.routed))
-            rate = gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)
+            # each routed expert multiplies only the rows routed to it (tokens x top_k / experts), padded to its tile
+            rate = lambda rows: gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)  # noqa: E731
             gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep)
             routing = moe.routing_bytes(s, group, math.ceil(s.moe_layers / c.pp)) / hbm_rate(chip)
         if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
@@ -160,7 +162,7 @@ class Replica:
             collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
         # the GEMMs and the attention are separate kernels: each is its own roofline
-        rooflines = max(gemm, weights / hbm_rate(chip)) + max(attention, kv_read)
+        rooflines = _roofline(gemm, weights / hbm_rate(chip)) + _roofline(attention, kv_read)
         launches = layers * moe.kernels_per_layer(s, KERNELS_PER_LAYER) * KERNEL_OVERHEAD_S
         return rooflines + routing + launches + collectives, work
 
@@ -205,6 +207,12 @@ class Replica:
         activations = self.engine.chunk / c.ep * self.shape.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN / c.tp
         free = limit - self.weights - activations - BUFFER_BYTES
         return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
+
+
+def _roofline(compute: float, memory: float) -> float:
+    """A kernel's time from its compute and memory times: near the ridge neither pipe runs at
+    its own rate, so the time is their p-norm, tending to the larger far from the ridge."""
+    return (compute ** ROOFLINE_P + memory ** ROOFLINE_P) ** (1 / ROOFLINE_P)
 
 
 def pipeline_hops(r: Replica, tokens: float) -> float:

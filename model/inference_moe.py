@@ -38,14 +38,15 @@ def touched(shape: ModelShape, tokens: float) -> float:
     return 1 - (1 - shape.top_k / shape.routed) ** tokens
 
 
-def padding(shape: ModelShape, tokens: float) -> float:
-    """Rows a grouped GEMM computes per routed row: each touched expert's rows rounded up to
-    the tile (on average half a tile more, at least one tile)."""
+def padded_rows(shape: ModelShape, tokens: float) -> tuple[float, float]:
+    """(rows each touched expert's GEMM computes, those over its routed rows): the routed rows
+    rounded up to the tile (on average half a tile more, at least one tile)."""
     share = touched(shape, tokens)
     if share <= 0:
-        return 1.0
+        return float(TILE_ROWS), 1.0
     per_expert = tokens * shape.top_k / (shape.routed * share)
-    return max(TILE_ROWS, per_expert + TILE_ROWS / 2) / per_expert
+    rows = max(TILE_ROWS, per_expert + TILE_ROWS / 2)
+    return rows, rows / per_expert
 
 
 def imbalance(shape: ModelShape, tokens: float, gpus: int) -> float:
@@ -56,11 +57,13 @@ def imbalance(shape: ModelShape, tokens: float, gpus: int) -> float:
     return 1 + math.sqrt(2 * math.log(gpus) / mean)
 
 
-def expert_gemm_time(flops_per_token: float, tokens: float, rate: float, shape: ModelShape, gpus: int) -> float:
+def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelShape, gpus: int) -> float:
     """Seconds of the grouped expert GEMMs of one stage GPU: `flops_per_token` of routed work per
-    token on this GPU, at a dense `rate` for the experts' row count."""
-    rows = padding(shape, tokens) * imbalance(shape, tokens, gpus)
-    return flops_per_token * tokens * rows / (rate * GROUPED_GEMM_EFFICIENCY)
+    token on this GPU; `rate(rows)` is a dense GEMM's rate at that many rows (the padded tile
+    count sets the shape, so small groups are not charged twice)."""
+    rows, padding = padded_rows(shape, tokens)
+    work = flops_per_token * tokens * padding * imbalance(shape, tokens, gpus)
+    return work / (rate(max(1, round(rows))) * GROUPED_GEMM_EFFICIENCY)
 
 
 def routing_bytes(shape: ModelShape, tokens_per_gpu: float, layers: int) -> float:
