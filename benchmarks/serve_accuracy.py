@@ -145,42 +145,49 @@ def predict(row: Row, design) -> float:
     return simulate(queued, Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))).tokens_per_s
 
 
-EFFICIENCY_GRID = tuple(round(0.3 + 0.05 * i, 2) for i in range(15))   # 0.30 .. 1.00
+EFFICIENCY_GRID = tuple(round(0.3 + 0.1 * i, 1) for i in range(8))   # 0.3 .. 1.0
 
 
-def _moe_errors(design, efficiency: float, model: str | None = None) -> list[float]:
-    """Signed errors of the MLPerf MoE throughput rows (of `model`, or all) at a grouped-GEMM efficiency."""
+def _moe_errors(design, efficiency: float) -> dict[str, list[float]]:
+    """Signed errors of the MLPerf MoE throughput rows, by model, at a grouped-GEMM efficiency."""
     shipped = inference_moe.GROUPED_GEMM_EFFICIENCY
     inference_moe.GROUPED_GEMM_EFFICIENCY = efficiency
     try:
-        return [serve_mlperf.predict(row, design) / row.measured - 1 for row in serve_mlperf.rows()
-                if row.metric == "tok_s" and row.model in MOE_MODELS and (model is None or row.model == model)]
+        out: dict[str, list[float]] = {m: [] for m in MOE_MODELS}
+        for row in serve_mlperf.rows():
+            if row.metric == "tok_s" and row.model in MOE_MODELS:
+                out[row.model].append(serve_mlperf.predict(row, design) / row.measured - 1)
+        return out
     finally:
         inference_moe.GROUPED_GEMM_EFFICIENCY = shipped
 
 
-def _fit(design, model: str | None) -> tuple[float, float]:
-    """(efficiency, median |error|) minimizing the median |error| of `model`'s MoE rows (None: all)."""
-    return min(((e, statistics.median(abs(x) for x in _moe_errors(design, e, model))) for e in EFFICIENCY_GRID),
-               key=lambda pair: pair[1])
-
-
 def leave_one_model_out(design) -> list[str]:
     """The fitted constant held out by model: fit on the other MoE model, predict this one."""
-    lines = []
-    fitted, error = _fit(design, None)
-    lines.append(f"grouped-GEMM efficiency fitted on all {len(MOE_MODELS)} MoE models' throughput rows: {fitted:.2f} "
-                 f"(median |error| {error:.1%}; shipped {inference_moe.GROUPED_GEMM_EFFICIENCY:.2f})")
+    table = {e: _moe_errors(design, e) for e in EFFICIENCY_GRID}
+
+    def fit(models) -> tuple[float, float]:
+        """(efficiency, median |error|) minimizing the median |error| of `models`' rows."""
+        return min(((e, statistics.median(abs(x) for m in models for x in table[e][m])) for e in EFFICIENCY_GRID),
+                   key=lambda pair: pair[1])
+
+    fitted, error = fit(MOE_MODELS)
+    lines = [f"grouped-GEMM efficiency fitted on all {len(MOE_MODELS)} MoE models' throughput rows: {fitted:.2f} "
+             f"(median |error| {error:.1%}; shipped {inference_moe.GROUPED_GEMM_EFFICIENCY:.2f})"]
     held = []
     for model in MOE_MODELS:
         others = [m for m in MOE_MODELS if m != model]
-        value, _ = min((_fit(design, m) for m in others), key=lambda pair: pair[1])
-        errors = _moe_errors(design, value, model)
+        value, _ = fit(others)
+        errors = table[value][model]
         held += [abs(x) for x in errors]
         lines.append(f"leave-one-model-out: {model} held out, efficiency fitted on {', '.join(others)} = {value:.2f}: "
                      f"errors {', '.join(f'{x:+.1%}' for x in errors)}")
     lines.append(f"leave-one-model-out MoE throughput: {len(held)} rows, median |error| {statistics.median(held):.1%}")
     return lines
+
+
+def errors_of(results: list[dict], throughput: bool) -> list[float]:
+    return [abs(r["error"]) for r in results if r["metric"].startswith("tok_s") == throughput]
 
 
 def main() -> None:
@@ -221,9 +228,11 @@ def main() -> None:
         own = [r["error"] for r in results if r["model"] == model]
         print(f"{model:<13} {len(own):>3} rows: median |error| {statistics.median(abs(x) for x in own):.1%}, "
               f"median signed {statistics.median(own):+.1%}")
+    held = ""
     if not args.no_holdout:
-        for line in leave_one_model_out(design):
-            print(line)
+        lines = leave_one_model_out(design)
+        print("\n".join(lines))
+        held = "; MoE leave-one-model-out " + lines[-1].rsplit(" ", 1)[-1]
     throughput = sorted(r["measured"] / r["predicted"] for r in results if r["metric"].startswith("tok_s"))
     decile = max(0, len(throughput) // 10)
     print(f"measured / predicted throughput: 10th percentile {throughput[decile]:.2f}, "
@@ -232,7 +241,8 @@ def main() -> None:
     mlperf = [abs(r["error"]) for r in results if r["source"].startswith("MLPerf")]
     print(f"serve accuracy: {len(results)} published measurements from {len({r['source'] for r in results})} sources, "
           f"median |error| {statistics.median(errors):.1%}, p90 {p90:.1%} (MLPerf {len(mlperf)} rows: "
-          f"{statistics.median(mlperf):.1%}), one constant fitted (MoE GEMM rate)")
+          f"{statistics.median(mlperf):.1%}; throughput {statistics.median(a for a in errors_of(results, True)):.1%}, "
+          f"latency {statistics.median(errors_of(results, False)):.1%}{held})")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,7 @@ class ServePlan:
     power_w: float | None
     seconds: float
     proof: str
+    entity: object = None               # the serve job (for its cluster's cost of ownership)
 
     @property
     def best(self) -> ServeEstimate | None:
@@ -137,7 +138,7 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None) -> Ser
     return ServePlan(entity.name, graph, partition, limits.gpus, result.mode, result.decode, result.prefill,
                      result.outcome, demand if has_demand else None, demand.prompt, demand.output, limits,
                      tuple(search.runners_up(result, top)), len(replicas), search.simulated, search.pruned,
-                     result.binding, result.power, time.perf_counter() - started, result.proof)
+                     result.binding, result.power, time.perf_counter() - started, result.proof, entity)
 
 
 @attrs.frozen
