@@ -15,6 +15,7 @@ from gclc.model.shape import ModelShape
 from gclc.compiler.serve_trace import Request
 from gclc.solver.serve import serve_entity
 from gclc.solver.serve_demand import demand_of
+from gclc.solver.serve_bound import loaded_step, tpot_replicas
 from gclc.solver.serve_sim import Pool, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,3 +152,24 @@ def test_longer_scheduling_rounds_never_lower_time_to_first_token_at_load(steps)
     a = simulate(requests, Pool(base, 1, 256, base.kv_capacity_tokens(0.9 * base.hbm)))
     b = simulate(requests, Pool(longer, 1, 256, longer.kv_capacity_tokens(0.9 * longer.hbm)))
     assert b.percentile("ttft", 50) >= a.percentile("ttft", 50)
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.sampled_from([0.1, 0.3, 0.5, 0.7, 0.9]))
+def test_the_tpot_floor_is_below_the_simulated_tpot(fraction):
+    """solver/serve_bound.py: the decode-only fixed point of Little's law never exceeds the
+    simulated median or mean TPOT (the planner skips replica counts it rules out)."""
+    p = pool()
+    rate = fraction * capacity()
+    out = run(rate)
+    floor = loaded_step(p.replica, rate, PROMPT, OUTPUT) / p.replica.engine.tokens_per_step
+    assert floor <= out.percentile("tpot", 50) and floor <= out.percentile("tpot", -1)
+
+
+def test_the_tpot_floor_by_hand_at_low_load():
+    """A rate so low that under one sequence decodes on average: the floor is the lone step."""
+    p = pool()
+    step = p.replica.iteration(1, PROMPT + OUTPUT / 2)
+    assert loaded_step(p.replica, 1e-6, PROMPT, OUTPUT) == step
+    assert tpot_replicas(p.replica, 1e-6, 1, 4, step / p.replica.engine.tokens_per_step, PROMPT, OUTPUT) == 1
+    assert tpot_replicas(p.replica, 1e-6, 1, 4, 0.5 * step, PROMPT, OUTPUT) == 5   # none can: most + 1
