@@ -45,6 +45,10 @@ def _shared(job: Entity) -> Iterator[Diagnostic]:
     if len(sizes) > 1:
         yield codes.SHAPE.make(job.span_of(sizes[1]), what="a job's work is one of `tokens`, `steps` or `duration`",
                                labels=[Label(job.span_of(sizes[0]), "already given here")])
+    if job.get("checkpoint_every") is not None and job.get("checkpoint.interval") is not None:
+        yield codes.SHAPE.make(job.span_of("checkpoint.interval"),
+                               what="a job's checkpoint interval is one of `checkpoint_every` or `checkpoint { interval }`",
+                               labels=[Label(job.span_of("checkpoint_every"), "already given here")])
     low, high = job.get("min_gpus"), job.get("gpus")
     if low is not None and high is not None and low > high:
         yield codes.ORDER.make(job.span_of("min_gpus"), low="min_gpus", high="gpus", low_value=str(low),

@@ -257,7 +257,8 @@ NODE = Block(
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
-        "time to repair one; `storage` the checkpoint write bandwidth of one node; `host_link` the bandwidth "
+        "time to repair one; `storage` the checkpoint write bandwidth of one node's host path (its storage DPUs add their line rate; "
+        "default: its `nvme_bandwidth`, else Llama 3's ~1 GB/s per host); `host_link` the bandwidth "
         "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
 )
 SUPERNODE = Block(
@@ -330,9 +331,10 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
           "prefer": Targets(), "gang": FLAG}
 CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
-                   doc="checkpoint size (default: weights and Adam state), write bandwidth (default: the nodes' "
-                       "`storage`), restart time (default: a fixed start plus reading it back), and the interval "
-                       "(default: Young/Daly from the write time and the job's failure rate)")
+                   doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
+                       "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
+                       "plus reading it back), and the interval (default: the job's `checkpoint_every`, else "
+                       "Young/Daly from the write time and the job's failure rate)")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,

@@ -71,10 +71,13 @@ class TrainConfig:
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
     # outermost. Expert layers fold their own groups over the same ranks (see `stride`).
     order: tuple[str, ...] = DEFAULT_ORDER
-    # What the job asks of its hosts (model/host.py): bytes read per sequence, and the
-    # interval between synchronous checkpoints in seconds (0: none modelled).
+    # What the job asks of its hosts (model/host.py): bytes read per sequence, the interval
+    # between synchronous checkpoints in seconds (0: none modelled), and the checkpoint's size
+    # and write bandwidth as the `checkpoint { ... }` block states them (model/host.py).
     sample_bytes: float = 0.0
     checkpoint_every: float = 0.0
+    checkpoint_size: float = 0.0
+    checkpoint_bandwidth: float = 0.0  # bytes/s of the whole job's writes, as stated (0: the nodes' paths)
 
     @property
     def gpus(self) -> int:

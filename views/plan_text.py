@@ -134,7 +134,8 @@ def _placement_text(plan) -> str:
 def goodput_text(good, tokens_per_s: float) -> str:
     return (f"  goodput    {big(tokens_per_s * good.efficiency)} tokens/s ({percent(good.efficiency)} of the time "
             f"trains): job MTBF {duration(good.mtbf)}, a checkpoint takes {duration(good.write)} every "
-            f"{duration(good.interval)} (Young/Daly), a restart {duration(good.restart)}")
+            f"{duration(good.interval)} ({'pinned' if good.pinned else 'Young/Daly'}), a restart "
+            f"{duration(good.restart)}")
 
 
 def plan_text(plan, timings: bool = False) -> str:
