@@ -1,12 +1,12 @@
 """Accuracy of gclc's serving model against published serving measurements: predicted vs
 measured output throughput and time to first token, one row per measurement.
 
-    .venv/bin/python benchmarks/serve_accuracy.py [--json]
+    .venv/bin/python benchmarks/serve_accuracy.py [--json] [--no-holdout]
 
-Nothing here is fitted: the serving model uses the per-chip GEMM, attention and HBM
-efficiencies that benchmarks/calibrate.py fitted on *training* runs, so every row is
-out-of-sample. Leave-one-source-out cross-validation therefore equals the plain errors; the
-table reports each source's median as that check. Signed error = predicted / measured - 1.
+The serving model uses the per-chip GEMM, attention and HBM efficiencies that
+benchmarks/calibrate.py fitted on *training* runs, so the dense rows are out-of-sample; the
+one serving constant fitted here (the MoE grouped-GEMM rate) is checked leave-one-model-out
+below. Signed error = predicted / measured - 1.
 
 Sources (every row names one):
   TRT061   TensorRT-LLM v0.6.1, docs/source/performance.md, "Peak Throughput / H100 GPUs (FP8)"
@@ -29,8 +29,12 @@ Sources (every row names one):
            ShareGPT: online median TTFT/TPOT at 4 and 8 requests/s, offline output tokens/s
            (benchmarks/serve_frameworks.py)
 
-Cross-validation: nothing is fitted to any row, so leaving a source out changes no prediction; the
-summary prints each source's median (what leave-one-source-out would report) and the others'.
+Cross-validation: one constant is fitted here, the grouped expert GEMM's rate relative to a dense
+GEMM's (model/inference_moe.py GROUPED_GEMM_EFFICIENCY), on the MoE throughput rows; everything else
+comes from the training calibration, so leaving a source out changes no other prediction. The summary
+prints each source's median (what leave-one-source-out would report) and the others', and a
+leave-one-model-out check of the fitted constant: for each MoE model, the constant fitted on the
+other MoE model's rows predicts the held-out model's rows.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ sys.path.insert(0, str(HERE))
 
 from gclc.compiler.driver import check_file  # noqa: E402
 from gclc.compiler.lower import lower_cluster  # noqa: E402
+from gclc.model import inference_moe  # noqa: E402
 from gclc.model.inference import Engine, ServeConfig, first_token_time, replica  # noqa: E402
 from gclc.model.shape import ModelShape  # noqa: E402
 from gclc.compiler.serve_trace import Request  # noqa: E402
@@ -56,6 +61,7 @@ import serve_frameworks  # noqa: E402  (benchmarks/ is on sys.path)
 import serve_mlperf  # noqa: E402
 
 DESIGN = HERE / "designs" / "serving_models.gcl"
+MOE_MODELS = ("Mixtral_8x7B", "DeepSeekR1")
 MAX_BATCH = 8192          # TRT10: the largest CUDA-graph batch in its llm_options.yml
 KV_SHARE = 0.95           # TRT10: --kv_cache_free_gpu_mem_fraction 0.95
 # TRT10: requests per ISL/OSL ("$num_requests" table of perf-overview.md)
@@ -139,9 +145,55 @@ def predict(row: Row, design) -> float:
     return simulate(queued, Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))).tokens_per_s
 
 
+EFFICIENCY_GRID = tuple(round(0.3 + 0.1 * i, 1) for i in range(8))   # 0.3 .. 1.0
+
+
+def _moe_errors(design, efficiency: float) -> dict[str, list[float]]:
+    """Signed errors of the MLPerf MoE throughput rows, by model, at a grouped-GEMM efficiency."""
+    shipped = inference_moe.GROUPED_GEMM_EFFICIENCY
+    inference_moe.GROUPED_GEMM_EFFICIENCY = efficiency
+    try:
+        out: dict[str, list[float]] = {m: [] for m in MOE_MODELS}
+        for row in serve_mlperf.rows():
+            if row.metric == "tok_s" and row.model in MOE_MODELS:
+                out[row.model].append(serve_mlperf.predict(row, design) / row.measured - 1)
+        return out
+    finally:
+        inference_moe.GROUPED_GEMM_EFFICIENCY = shipped
+
+
+def leave_one_model_out(design) -> list[str]:
+    """The fitted constant held out by model: fit on the other MoE model, predict this one."""
+    table = {e: _moe_errors(design, e) for e in EFFICIENCY_GRID}
+
+    def fit(models) -> tuple[float, float]:
+        """(efficiency, median |error|) minimizing the median |error| of `models`' rows."""
+        return min(((e, statistics.median(abs(x) for m in models for x in table[e][m])) for e in EFFICIENCY_GRID),
+                   key=lambda pair: pair[1])
+
+    fitted, error = fit(MOE_MODELS)
+    lines = [f"grouped-GEMM efficiency fitted on all {len(MOE_MODELS)} MoE models' throughput rows: {fitted:.2f} "
+             f"(median |error| {error:.1%}; shipped {inference_moe.GROUPED_GEMM_EFFICIENCY:.2f})"]
+    held = []
+    for model in MOE_MODELS:
+        others = [m for m in MOE_MODELS if m != model]
+        value, _ = fit(others)
+        errors = table[value][model]
+        held += [abs(x) for x in errors]
+        lines.append(f"leave-one-model-out: {model} held out, efficiency fitted on {', '.join(others)} = {value:.2f}: "
+                     f"errors {', '.join(f'{x:+.1%}' for x in errors)}")
+    lines.append(f"leave-one-model-out MoE throughput: {len(held)} rows, median |error| {statistics.median(held):.1%}")
+    return lines
+
+
+def errors_of(results: list[dict], throughput: bool) -> list[float]:
+    return [abs(r["error"]) for r in results if r["metric"].startswith("tok_s") == throughput]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--no-holdout", action="store_true", help="skip the leave-one-model-out refits (faster)")
     args = parser.parse_args()
     design = check_file(str(DESIGN)).design
     results = []
@@ -166,12 +218,21 @@ def main() -> None:
         own = [abs(r["error"]) for r in results if r["source"] == source]
         others = [abs(r["error"]) for r in results if r["source"] != source]
         print(f"{source:<7} {len(own):>3} rows: median |error| {statistics.median(own):.1%} "
-              f"(held out; the other sources' median {statistics.median(others):.1%}; nothing fitted)")
+              f"(held out; the other sources' median {statistics.median(others):.1%})")
     for label, keep in (("throughput rows", lambda r: r["metric"].startswith("tok_s")),
                          ("latency rows", lambda r: not r["metric"].startswith("tok_s")),
                          ("rows with every setting stated", lambda r: not r["assumed"])):
         chosen = [abs(r["error"]) for r in results if keep(r)]
         print(f"{label}: {len(chosen)}, median |error| {statistics.median(chosen):.1%}")
+    for model in sorted({r["model"] for r in results}):
+        own = [r["error"] for r in results if r["model"] == model]
+        print(f"{model:<13} {len(own):>3} rows: median |error| {statistics.median(abs(x) for x in own):.1%}, "
+              f"median signed {statistics.median(own):+.1%}")
+    held = ""
+    if not args.no_holdout:
+        lines = leave_one_model_out(design)
+        print("\n".join(lines))
+        held = "; MoE leave-one-model-out " + lines[-1].rsplit(" ", 1)[-1]
     throughput = sorted(r["measured"] / r["predicted"] for r in results if r["metric"].startswith("tok_s"))
     decile = max(0, len(throughput) // 10)
     print(f"measured / predicted throughput: 10th percentile {throughput[decile]:.2f}, "
@@ -180,7 +241,8 @@ def main() -> None:
     mlperf = [abs(r["error"]) for r in results if r["source"].startswith("MLPerf")]
     print(f"serve accuracy: {len(results)} published measurements from {len({r['source'] for r in results})} sources, "
           f"median |error| {statistics.median(errors):.1%}, p90 {p90:.1%} (MLPerf {len(mlperf)} rows: "
-          f"{statistics.median(mlperf):.1%}), nothing fitted")
+          f"{statistics.median(mlperf):.1%}; throughput {statistics.median(a for a in errors_of(results, True)):.1%}, "
+          f"latency {statistics.median(errors_of(results, False)):.1%}{held})")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ class Engines:
     mem_frac: float     # the share of HBM for weights and KV cache
     max_batch: int      # running requests the scheduler allows
     chunk: int          # prompt tokens per iteration
+    steps: int = 1      # decode steps per scheduling round
 
 
 # SGLang v0.3.0: mem_frac 0.88 (README notes: 0.88 at TP 1, set to 0.88 at TP 4); its running-request
@@ -43,7 +44,9 @@ class Engines:
 # tokens (ASSUMPTION: the default of that release). vLLM v0.6.0: gpu_memory_utilization 0.9 (README),
 # max_num_seqs 256 and, with --max_model_len 4096 and no chunked prefill, 4096 batched tokens
 # (ASSUMPTION: vLLM's defaults of that release).
-ENGINES = {"SGL030": Engines(0.88, 4096, 8192), "VLLM060": Engines(0.90, 256, 4096)}
+# vLLM was started with `--num-scheduler-steps 10` (the README's Notes and commands): multi-step
+# scheduling, prompts join the batch only every 10 decode steps.
+ENGINES = {"SGL030": Engines(0.88, 4096, 8192), "VLLM060": Engines(0.90, 256, 4096, 10)}
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ def predict(row: FrameworkRow, design) -> float:
     e = ENGINES[row.source]
     shape = ModelShape.from_entity(design[row.model])   # Llama 3.3 70B has Llama 3.1 70B's shape
     partition = lower_cluster(design[row.cluster]).partitions[0]
-    r = replica(shape, ServeConfig(row.tp, e.max_batch, row.precision), partition, Engine(chunk=e.chunk))
+    r = replica(shape, ServeConfig(row.tp, e.max_batch, row.precision), partition, Engine(chunk=e.chunk, scheduler_steps=e.steps))
     pool = Pool(r, 1, e.max_batch, r.kv_capacity_tokens(e.mem_frac * r.hbm))
     if row.rate is None:
         return simulate(tuple(Request(0.0, ISL, OSL) for _ in range(row.prompts)), pool).tokens_per_s

@@ -368,10 +368,12 @@ _SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
 ENGINE = Block(
     {"mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
      "kv_precision": PRECISION, "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1)),
-     "kv_reads": Choice(("grouped", "per_query_head"))},
+     "kv_reads": Choice(("grouped", "per_query_head")), "scheduler_steps": COUNT},
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},
-    doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages")
+    doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages; "
+        "`scheduler_steps`: decode steps per scheduling round (vLLM's multi-step scheduling: prompts join "
+        "only between rounds)")
 # A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
 # tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(

@@ -21,21 +21,7 @@ def train_pin_problems(design: Design) -> list[Diagnostic]:
             found += _offload(entity)
         elif entity.kind == "model":
             found += _attention(entity)
-        elif entity.kind == "serve":
-            found += _serve_window(entity)
     return found
-
-
-def _serve_window(job: Entity) -> Iterator[Diagnostic]:
-    """Serving plans cache every layer's keys for the whole context: a sliding window would
-    be planned as global attention (more KV memory and reads than the model needs)."""
-    model = job.get("model")
-    if isinstance(model, Entity) and model.get("window") is not None:
-        yield codes.NOT_IMPLEMENTED.make(
-            job.span_of("model"), what=f"serving `{model.name}`'s sliding-window attention",
-            labels=[Label(model.span_of("window"), "its window")],
-            notes=["help: the serving model caches every layer's keys for the whole context; plan the serve job "
-                   "with a model without `window` for an upper bound on its KV cache"])
 
 
 def _pins(job: Entity):

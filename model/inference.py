@@ -14,11 +14,13 @@ micro-batches so every stage works) it costs two rooflines, one per kind of kern
 
 - the GEMMs: the slower of reading the stage's weights (dense ones, and the routed experts
   that at least one token picks) and the matrix work at the sustained GEMM rate of each
-  GEMM's shape (a routed expert's GEMM has only the rows routed to it: tokens x top_k / experts);
+  GEMM's shape (a routed expert's GEMM has only the rows routed to it: tokens x top_k / experts,
+  padded to its tile, on the busiest GPU, at the grouped-GEMM rate: model/inference_moe.py);
 - attention: the slower of reading the decoding sequences' KV cache and its arithmetic at
   the fused-attention rate;
 
-plus kernel launches and the collectives, which are not overlapped (a conservative bound).
+plus the MoE routing's HBM traffic, kernel launches and the collectives, which are not
+overlapped (a conservative bound).
 """
 
 from __future__ import annotations
@@ -31,12 +33,16 @@ from ..compiler.formats import family
 from ..compiler.ir import Partition
 from . import cache, comms
 from .compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
+from . import inference_moe as moe
 from .kv import KVLayout, value_bytes
 from .shape import ModelShape
 
 BUFFER_BYTES = 4e9                     # runtime, allocator and communication buffers
 ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 20  # prefill working set per token per hidden unit
 KERNELS_PER_LAYER = 6                  # ASSUMPTION: fused kernels per layer (norms, QKV, attention, out, MLP x2)
+ROOFLINE_P = 2                         # FITTED: p-norm of compute and memory time per kernel, chosen among
+                                       # max (p = inf), 4 and 2 on benchmarks/serve_accuracy.py (median 12.5 %,
+                                       # 12.0 %, 11.9 %; latency rows 30.8 %, 28.2 %, 21.1 %)
 DRAFT_LAYERS = 1                       # ASSUMPTION: a draft token costs one layer's decode (MTP/EAGLE-style head)
 
 
@@ -70,6 +76,8 @@ class Engine:
     acceptance: float = 0.0     # declared acceptance rate of each draft token
     grouped_kv: bool = True     # decode attention reads each KV head once for its query group
                                 # (False: once per query head, as masked-MHA kernels before XQA did)
+    scheduler_steps: int = 1    # decode steps per scheduling round: prompts join only between rounds
+                                # (vLLM's --num-scheduler-steps; 1: every iteration, as SGLang/TRT-LLM)
 
     @property
     def tokens_per_step(self) -> float:
@@ -124,18 +132,19 @@ class Replica:
         group = tokens / c.ep
         dense = self.gemm_flops_per_token - self.expert_flops_per_token
         gemm = dense * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        routing = 0.0
         if self.expert_flops_per_token:
-            # each routed expert multiplies only the rows routed to it: tokens x top_k / experts
-            rows = max(1, round(tokens * s.top_k / s.routed))
-            gemm += self.expert_flops_per_token * tokens / gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)
+            # each routed expert multiplies only the rows routed to it (tokens x top_k / experts), padded to its tile
+            rate = lambda rows: gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)  # noqa: E731
+            gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep)
+            routing = moe.routing_bytes(s, group, math.ceil(s.moe_layers / c.pp)) / hbm_rate(chip)
         if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
             per_cached = 2 * s.heads * (2 * s.kv_rank + s.rope_dim)
         else:
             per_cached = 4 * s.heads * s.head_dim
         attention = layers * (kv_tokens * per_cached + pairs * 4 * s.heads * s.head_dim) / (c.tp * c.ep) / (
             attention_rate(chip))
-        touched = 1 - (1 - s.top_k / s.routed) ** tokens if s.is_moe else 0.0
-        weights = self.dense_weights + self.expert_weights * touched
+        weights = self.dense_weights + self.expert_weights * moe.touched(s, tokens)
         rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
         kv_bytes = kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads
         # the cache that fits in on-chip SRAM beside the streamed weights is read from there (model/cache.py)
@@ -148,13 +157,14 @@ class Replica:
             reductions = 1 if s.parallel_block else 2
             collectives += reductions * layers * comms.all_reduce(group * s.hidden * 2, self.tp_stages)
         if s.is_moe and c.tp * c.ep > 1:
-            moe = math.ceil(s.moe_layers / c.pp)
+            moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
-            collectives += moe * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
+            collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
         # the GEMMs and the attention are separate kernels: each is its own roofline
-        rooflines = max(gemm, weights / hbm_rate(chip)) + max(attention, kv_read)
-        return rooflines + layers * KERNELS_PER_LAYER * KERNEL_OVERHEAD_S + collectives, work
+        rooflines = _roofline(gemm, weights / hbm_rate(chip)) + _roofline(attention, kv_read)
+        launches = layers * moe.kernels_per_layer(s, KERNELS_PER_LAYER) * KERNEL_OVERHEAD_S
+        return rooflines + routing + launches + collectives, work
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
                   prefilling: float | None = None) -> float:
@@ -175,6 +185,7 @@ class Replica:
         # hops between them (pipeline fill), and so does every decode step.
         sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
         micro = min(c.pp, max(1.0, sequences))
+        kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
         stage, work = self.stage_time(tokens / micro, kv_tokens / micro, pairs / micro)
         total = c.pp * stage + pipeline_hops(self, tokens / micro)
         if decoding and e.draft:
@@ -196,6 +207,12 @@ class Replica:
         activations = self.engine.chunk / c.ep * self.shape.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN / c.tp
         free = limit - self.weights - activations - BUFFER_BYTES
         return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
+
+
+def _roofline(compute: float, memory: float) -> float:
+    """A kernel's time from its compute and memory times: near the ridge neither pipe runs at
+    its own rate, so the time is their p-norm, tending to the larger far from the ridge."""
+    return (compute ** ROOFLINE_P + memory ** ROOFLINE_P) ** (1 / ROOFLINE_P)
 
 
 def pipeline_hops(r: Replica, tokens: float) -> float:
@@ -269,7 +286,7 @@ def first_token_time(r: Replica, prompt: float) -> float:
     todo, done, time = prompt * (1 - r.engine.prefix_share), prompt * r.engine.prefix_share, 0.0
     while todo > 0:
         chunk = min(todo, r.engine.chunk)
-        time += r.iteration(0, 0, chunk, chunk * (done + chunk / 2))
+        time += r.iteration(0, 0, chunk, r.kv.pairs(done, chunk))
         todo, done = todo - chunk, done + chunk
     return time
 
@@ -282,13 +299,14 @@ def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> Se
     fresh = prompt * (1 - e.prefix_share)
     cached = c.batch * (prompt + output / 2)
     ttft = first_token_time(r, prompt)
+    keys = r.kv.pairs(0, prompt) / prompt if prompt else 0.0   # mean keys a prompt token attends to
     if role == "prefill":
         chunk = e.chunk
-        time, work = r._iteration(0, 0, chunk, chunk * prompt / 2, max(1.0, chunk / max(fresh, 1.0)))
+        time, work = r._iteration(0, 0, chunk, chunk * keys, max(1.0, chunk / max(fresh, 1.0)))
         rate = chunk / max(fresh, 1.0) / time
         return ServeEstimate(c, role, ttft, 0.0, rate, rate * output, r.memory(0, prompt, 0), r.hbm, work / time)
     prefill = 0.0 if role == "decode" else min(c.batch * fresh / max(steps, 1e-9), e.chunk)
-    time, work = r._iteration(c.batch, cached, prefill, prefill * prompt / 2)
+    time, work = r._iteration(c.batch, cached, prefill, prefill * keys)
     rate = prefill / fresh / time if prefill and fresh else c.batch / steps / time
     held = c.batch if role == "decode" else c.batch + 1
     return ServeEstimate(c, role, ttft, time / e.tokens_per_step, rate, rate * output,
@@ -301,7 +319,8 @@ def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, pr
 
 
 def kv_bytes_per_token(shape: ModelShape, cfg: ServeConfig) -> float:
-    """K and V of one token in every layer, on one GPU of an attention group."""
+    """K and V of one token in every layer, on one GPU of an attention group (a token inside
+    every window: windowed layers bound what a long sequence holds, KVLayout.effective)."""
     return KVLayout(shape, cfg.kv, cfg.tp, cfg.pp).per_token_per_gpu()
 
 
@@ -312,4 +331,4 @@ def kv_transfer_time(prefill: Replica, decode: Replica, prompt: float) -> float:
     if tier is None:
         return 0.0
     senders = min(prefill.gpus, decode.gpus)
-    return comms.point_to_point(prompt * prefill.kv.per_token() / senders, tier)
+    return comms.point_to_point(prefill.kv.effective(prompt) * prefill.kv.per_token() / senders, tier)

@@ -26,6 +26,7 @@ from ..model.inference import Replica, ServeEstimate, estimate, kv_transfer_time
 from ..model.job import placement
 from ..model.power import job_power
 from ..model.shape import ModelShape
+from .serve_bound import tpot_replicas
 from .serve_demand import Demand, demand_of, lifetime
 from .serve_explain import infeasible_reasons
 from .serve_sim import Outcome, Pool, simulate
@@ -70,6 +71,7 @@ class ServePlan:
     power_w: float | None
     seconds: float
     proof: str
+    entity: object = None               # the serve job (for its cluster's cost of ownership)
 
     @property
     def best(self) -> ServeEstimate | None:
@@ -137,7 +139,7 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None) -> Ser
     return ServePlan(entity.name, graph, partition, limits.gpus, result.mode, result.decode, result.prefill,
                      result.outcome, demand if has_demand else None, demand.prompt, demand.output, limits,
                      tuple(search.runners_up(result, top)), len(replicas), search.simulated, search.pruned,
-                     result.binding, result.power, time.perf_counter() - started, result.proof)
+                     result.binding, result.power, time.perf_counter() - started, result.proof, entity)
 
 
 @attrs.frozen
@@ -278,6 +280,10 @@ class _Search:
                 continue
             if self.simulated >= MAX_SIMULATIONS:
                 break
+            sides = self.tpot_floor(sides)
+            if not self.energy and sum(n * r.gpus for r, _, n in sides) >= best_key[0]:
+                self.pruned += 1
+                continue
             found = self.confirm(sides, math.inf if self.energy else best_key[0])
             if found is not None:
                 gpus = found.decode.gpus + (found.prefill.gpus if found.prefill else 0)
@@ -300,6 +306,18 @@ class _Search:
                 n_p, n_d = math.ceil(rate / ep.requests_per_s), math.ceil(rate / ed.requests_per_s)
                 out.append((n_p * rp.gpus + n_d * rd.gpus, [(rp, ep, n_p), (rd, ed, n_d)]))
         return out
+
+    def tpot_floor(self, sides: list) -> list:
+        """The serving pool grown to the fewest replicas whose loaded mean TPOT meets a TPOT
+        bound on the median or a higher percentile (solver/serve_bound.py): fewer break it
+        in any simulation, so they need not be simulated."""
+        bound = min((v for k, v in self.limits.slo.items() if k.split(".")[0] == "tpot"
+                     and k.partition(".")[2] not in ("", "mean") and float(k.partition(".")[2][1:]) >= 50),
+                    default=math.inf)
+        r, e, n = sides[-1]
+        most = max(n, (self.limits.gpus - sum(c * x.gpus for x, _, c in sides[:-1])) // r.gpus)
+        grown = tpot_replicas(r, self.demand.rate or 0.0, n, most, bound, self.prompt, self.output)
+        return [*sides[:-1], (r, e, grown)]
 
     def confirm(self, sides: list, ceiling: float) -> _Result | None:
         """Simulate, growing the pool that misses its SLO, until the percentiles hold."""

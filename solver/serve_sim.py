@@ -4,10 +4,13 @@ Requests arrive (a trace or Poisson arrivals) and join the replica with the fewe
 requests in hand. Each replica runs iterations back to back: every admitted sequence that
 has its prompt decodes one step (speculative decoding: the declared expected tokens per
 step), and prompt chunks fill the rest of the iteration's token budget (chunked prefill,
-first come first served). A request is admitted while the replica has fewer than
+first come first served; with multi-step scheduling only every `scheduler_steps`-th
+iteration, the others decode only). A request is admitted while the replica has fewer than
 `max_batch` sequences and KV pages for its prompt; when decoding outgrows the cache the
 newest sequence is preempted and recomputed later (vLLM's default). The iteration's time
-comes from the replica's cost model (`model/inference.py`).
+comes from the replica's cost model (`model/inference.py`). With sliding-window layers a
+sequence is admitted for its prompt's layer-mean tokens (model/kv.py) and then grows one
+token a step in every layer: an upper bound on the cache once its windows are full.
 
 Disaggregated: prefill replicas only run prompts; each finished prompt's cache moves to
 a decode replica (`transfer` seconds), which then decodes it. The first token is the
@@ -37,7 +40,7 @@ class Pool:
     replica: Replica
     count: int
     max_batch: int
-    kv_tokens: float            # KV cache capacity of one replica, tokens
+    kv_tokens: float            # KV cache capacity of one replica, layer-mean tokens (model/kv.py)
 
 
 @attrs.define(eq=False)
@@ -49,7 +52,7 @@ class _Seq:
     made: float = 0.0           # output tokens generated (while decoding: 1 + server steps - base)
     first: float | None = None  # time of the first token
     base: float = 0.0
-    fixed: float = 0.0          # KV tokens it holds beside its output: fresh prompt and half a page
+    fixed: float = 0.0          # KV tokens it holds beside its output: fresh prompt (layer-mean) and half a page
     state: str = "waiting"      # waiting, prefill or decode
     version: int = 0            # bumps when it leaves decoding, so stale heap entries are skipped
 
@@ -72,6 +75,7 @@ class _Server:
     sum_base: float = 0.0
     fixed: float = 0.0          # KV tokens held by admitted sequences beside their outputs
     busy: bool = False
+    round: int = 0              # decode steps since prompts last could join (multi-step scheduling)
 
     @property
     def load(self) -> int:
@@ -175,12 +179,15 @@ class _Simulation:
         r = server.pool.replica
         self.grow(server)
         decoding = server.count
-        parts = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft))
+        if decoding and server.round < r.engine.scheduler_steps and server.role != "prefill":
+            parts, server.round = [], server.round + 1      # inside a multi-step round: decode only
+        else:
+            parts, server.round = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft)), 1
         if not decoding and not parts:
             server.busy = False
             return
         prefill = sum(n for _, n in parts)
-        pairs = sum(n * (s.done + n / 2) for s, n in parts)
+        pairs = sum(r.kv.pairs(s.done, n) for s, n in parts)
         time = r.iteration(decoding, server.cached, prefill, pairs, len(parts))
         server.busy = True
         self.push(now + time, "done", (server, parts, decoding))
@@ -223,12 +230,11 @@ class _Simulation:
             n = min(seq.todo, budget)
             parts.append((seq, n))
             budget -= n
-        share = pool.replica.engine.prefix_share
         while server.waiting and (len(server.order) < pool.max_batch or server.role == "prefill"):
             seq = server.waiting[0]
             if seq.todo > 0 and budget <= 0:
                 break
-            held = seq.request.prompt * (1 - share) + pool.replica.engine.block / 2
+            held = pool.replica.kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
             if server.role != "prefill":
                 if server.used + held + seq.made > pool.kv_tokens:
                     if not server.order:  # it can never fit: served never

@@ -68,7 +68,8 @@ def engine_of(entity: Entity) -> Engine:
              "prefix_share": float(share) if share is not None else None,
              "draft": spec.get("tokens") if spec is not None else None,
              "acceptance": float(spec.get("acceptance")) if spec is not None else None,
-             "grouped_kv": reads.name == "grouped" if reads is not None else None}
+             "grouped_kv": reads.name == "grouped" if reads is not None else None,
+             "scheduler_steps": e.get("scheduler_steps")}
     return Engine(**{k: v for k, v in given.items() if v is not None})
 
 

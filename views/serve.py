@@ -6,6 +6,7 @@ energy_per_token_j parallelism placement error_band binding solver`)."""
 
 from __future__ import annotations
 
+from ..compiler.tco import job_cost
 from ..dsl.numbers import big, count, duration, number, quantity
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
@@ -41,12 +42,30 @@ def serve_json(p: ServePlan) -> dict:
         "runners_up": [{"tp": e.config.tp, "ep": e.config.ep, "pp": e.config.pp, "batch": e.config.batch,
                         "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
     })
+    cost = serve_cost(p)
+    if cost is not None:
+        out["cost"] = cost
     if p.outcome is not None:
         o = p.outcome
         out["latency"] = {m: {k: o.percentile(m, {"p50": 50, "p90": 90, "p99": 99, "mean": -1}[k])
                               for k in LATENCY_KEYS} for m in ("ttft", "tpot", "e2e")}
         out.update({"goodput_rps": o.goodput, "demand_rps": p.demand.rate, "preemptions": o.preemptions})
     return out
+
+
+def serve_cost(p: ServePlan) -> dict | None:
+    """Capex, TCO and USD per output token of the GPUs the plan uses: their share of the
+    cluster's cost of ownership (compiler/tco.py) over the tokens they serve; None without
+    the cluster's `economics`."""
+    if p.entity is None or p.best is None or p.tokens_per_s <= 0:
+        return None
+    whole = job_cost(p.entity, p.graph, p.tokens_per_s)
+    if whole is None:
+        return None
+    share = p.used_gpus / p.graph.gpus
+    return {"capex_usd": whole["capex_usd"] * share, "tco_usd": whole["tco_usd"] * share,
+            "cost_per_token_usd": whole["cost_per_token_usd"] * share, "gpu_share": share,
+            "complete": whole["complete"]}
 
 
 def _band(tokens_per_s: float, step: float) -> dict:
@@ -120,6 +139,11 @@ def serve_text(p: ServePlan) -> str:
         f"  throughput {big(p.tokens_per_s)} output tokens/s ({number(p.tokens_per_s / p.used_gpus)} per GPU)",
         f"  memory     {quantity(p.best.memory, 'B')} of {quantity(p.best.hbm, 'B')} per GPU",
         f"  power      {quantity(p.power_w, 'W')}, {quantity(p.energy_per_token, 'J')} per output token",
-        "  binds      " + "; ".join(p.binding or ("-",)),
     ]
+    cost = serve_cost(p)
+    if cost is not None:
+        lower = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"
+        lines.append(f"  cost       {number(cost['cost_per_token_usd'] * 1e6)} USD per million output tokens "
+                     f"(TCO {quantity(cost['tco_usd'], 'USD')} of the GPUs used){lower}")
+    lines.append("  binds      " + "; ".join(p.binding or ("-",)))
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from gclc.model.shape import ModelShape
 from gclc.compiler.serve_trace import Request
 from gclc.solver.serve import serve_entity
 from gclc.solver.serve_demand import demand_of
+from gclc.solver.serve_bound import loaded_step, tpot_replicas
 from gclc.solver.serve_sim import Pool, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,3 +123,53 @@ def test_disaggregated_pools_hand_the_cache_over():
     fast = simulate(requests, pool(), prefill, lambda prompt: 0.0)
     assert slow.percentile("ttft", 50) == pytest.approx(fast.percentile("ttft", 50))  # TTFT ends at the prefill
     assert slow.percentile("e2e", 50) > fast.percentile("e2e", 50) + 0.4              # the transfer delays the rest
+
+
+def test_multi_step_scheduling_delays_first_tokens_not_decoding():
+    """vLLM's multi-step scheduling (engine.scheduler_steps): prompts join only every k-th
+    iteration, so a prompt arriving into a decoding replica waits for the round to end.
+    By hand: one sequence decodes alone; a second arrives just after the first's prompt; with
+    k = 4 its prompt starts only after the round's remaining decode-only iterations."""
+    def first_tokens(steps):
+        r = replica(SHAPE, CONFIG, PARTITION, Engine(block=64, scheduler_steps=steps))
+        p = Pool(r, 1, 256, r.kv_capacity_tokens(0.9 * r.hbm))
+        step = r.iteration(1, 1000)
+        requests = (Request(0.0, 1000, 200), Request(1e-9, 1000, 200))
+        return simulate(requests, p), step
+    one, _ = first_tokens(1)
+    four, step = first_tokens(4)
+    assert max(four.ttft) > max(one.ttft) + 2 * step      # the second prompt waited for the round
+    assert min(four.ttft) == min(one.ttft)                # the first found the replica idle
+    assert sorted(four.tpot)[0] <= sorted(one.tpot)[-1] * 1.5  # decoding itself is not slowed
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(1, 12))
+def test_longer_scheduling_rounds_never_lower_time_to_first_token_at_load(steps):
+    base = replica(SHAPE, CONFIG, PARTITION, Engine(block=64))
+    longer = replica(SHAPE, CONFIG, PARTITION, Engine(block=64, scheduler_steps=steps + 1))
+    requests = DEMAND.at_rate(0.5 * capacity()).requests[:80]
+    a = simulate(requests, Pool(base, 1, 256, base.kv_capacity_tokens(0.9 * base.hbm)))
+    b = simulate(requests, Pool(longer, 1, 256, longer.kv_capacity_tokens(0.9 * longer.hbm)))
+    assert b.percentile("ttft", 50) >= a.percentile("ttft", 50)
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.sampled_from([0.1, 0.3, 0.5, 0.7, 0.9]))
+def test_the_tpot_floor_is_below_the_simulated_tpot(fraction):
+    """solver/serve_bound.py: the decode-only fixed point of Little's law never exceeds the
+    simulated median or mean TPOT (the planner skips replica counts it rules out)."""
+    p = pool()
+    rate = fraction * capacity()
+    out = run(rate)
+    floor = loaded_step(p.replica, rate, PROMPT, OUTPUT) / p.replica.engine.tokens_per_step
+    assert floor <= out.percentile("tpot", 50) and floor <= out.percentile("tpot", -1)
+
+
+def test_the_tpot_floor_by_hand_at_low_load():
+    """A rate so low that under one sequence decodes on average: the floor is the lone step."""
+    p = pool()
+    step = p.replica.iteration(1, PROMPT + OUTPUT / 2)
+    assert loaded_step(p.replica, 1e-6, PROMPT, OUTPUT) == step
+    assert tpot_replicas(p.replica, 1e-6, 1, 4, step / p.replica.engine.tokens_per_step, PROMPT, OUTPUT) == 1
+    assert tpot_replicas(p.replica, 1e-6, 1, 4, 0.5 * step, PROMPT, OUTPUT) == 5   # none can: most + 1

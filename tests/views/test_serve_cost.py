@@ -1,0 +1,38 @@
+"""Serve plans on a cluster with `economics` report USD per million output tokens: the share
+of the cluster's cost of ownership their GPUs take, over the tokens they serve."""
+
+from pathlib import Path
+
+import attrs
+
+from gclc.compiler.driver import check_file
+from gclc.compiler.lower import lower_cluster
+from gclc.compiler.tco import job_cluster, tco
+from gclc.solver.serve import plan_serve, serve_entity
+from gclc.views.serve import serve_cost, serve_json, serve_text
+
+DESIGN = check_file(str(Path(__file__).parent.parent / "data" / "serve_cost.gcl")).design
+PLAN = plan_serve(serve_entity(DESIGN))
+
+
+def test_cost_per_token_by_hand():
+    """TCO of the cluster x the GPUs' share / (tokens/s x the seconds of its life at load)."""
+    entity = serve_entity(DESIGN)
+    t = tco(job_cluster(entity), PLAN.graph)
+    share = PLAN.used_gpus / PLAN.graph.gpus
+    cost = serve_cost(PLAN)
+    assert cost["gpu_share"] == share
+    assert abs(cost["cost_per_token_usd"] - t.total * share / (PLAN.tokens_per_s * t.lifetime_seconds)) \
+        <= 1e-12 * cost["cost_per_token_usd"]
+    assert serve_json(PLAN)["cost"] == cost
+    assert "USD per million output tokens" in serve_text(PLAN)
+
+
+def test_using_fewer_gpus_charges_their_share():
+    half = attrs.evolve(PLAN, decode=attrs.evolve(PLAN.decode, count=PLAN.decode.count // 2))
+    assert serve_cost(half)["tco_usd"] == serve_cost(PLAN)["tco_usd"] / 2
+
+
+def test_no_economics_no_cost():
+    assert serve_cost(attrs.evolve(PLAN, entity=None)) is None
+    assert lower_cluster(job_cluster(serve_entity(DESIGN))).gpus == 16
