@@ -43,6 +43,7 @@ KERNELS_PER_LAYER = 6                  # ASSUMPTION: fused kernels per layer (no
 ROOFLINE_P = 2                         # FITTED: p-norm of compute and memory time per kernel, chosen among
                                        # max (p = inf), 4 and 2 on benchmarks/serve_accuracy.py (median 12.5 %,
                                        # 12.0 %, 11.9 %; latency rows 30.8 %, 28.2 %, 21.1 %)
+MEMO_ENTRIES = 1 << 16                 # token counts whose stage costs a replica keeps (bounds its memory)
 DRAFT_LAYERS = 1                       # ASSUMPTION: a draft token costs one layer's decode (MTP/EAGLE-style head)
 
 
@@ -110,6 +111,7 @@ class Replica:
     ep_stages: tuple[comms.Stage, ...]
     pp_hops: tuple            # the tier each stage-to-stage hop crosses, stage 0 -> 1 first
     pp_return: object         # the tier from the last stage back to the first (sampled tokens)
+    _memo: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)  # _stage's costs per token count
 
     @property
     def gpus(self) -> int:
@@ -127,6 +129,43 @@ class Replica:
     def stage_time(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float]:
         """(seconds, seconds computing) of one stage on one micro-batch: `tokens` new tokens,
         `kv_tokens` cached tokens read by its decoding sequences, `pairs` prefill attention pairs."""
+        seconds, work, _ = self._stage(tokens, kv_tokens, pairs)
+        return seconds, work
+
+    def _stage(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float, float]:
+        """stage_time, and the pipeline hops of the micro-batch (pipeline_hops)."""
+        memo = self._memo
+        fixed = memo.get(tokens)
+        if fixed is None:  # the simulator asks for the same micro-batch sizes step after step
+            if len(memo) >= MEMO_ENTRIES:
+                memo.clear()
+            fixed = memo[tokens] = self._token_costs(tokens)
+        gemm, weights, gemm_roofline, routing, launches, collectives, hops = fixed
+        terms = memo.get("attention") or memo.setdefault("attention", self._attention_terms())
+        layers, per_cached, heads, head_dim, groups, rate, ep, per_token, rereads, hbm, chip = terms
+        attention = layers * (kv_tokens * per_cached + pairs * 4 * heads * head_dim) / groups / rate
+        kv_bytes = kv_tokens / ep * per_token * rereads
+        # the cache that fits in on-chip SRAM beside the streamed weights is read from there (model/cache.py)
+        kv_read = max((cache.decode_bytes(weights, kv_bytes, chip) - weights) / hbm, cache.l2_time(kv_bytes, chip))
+        work = gemm + attention
+        # the GEMMs and the attention are separate kernels: each is its own roofline
+        rooflines = gemm_roofline + _roofline(attention, kv_read)
+        return rooflines + routing + launches + collectives, work, hops
+
+    def _attention_terms(self) -> tuple:
+        """The replica's constants of the attention roofline and the cache read."""
+        s, c, chip = self.shape, self.config, self.partition.node.accelerator
+        if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
+            per_cached = 2 * s.heads * (2 * s.kv_rank + s.rope_dim)
+        else:
+            per_cached = 4 * s.heads * s.head_dim
+        rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
+        return (math.ceil(s.layers / c.pp), per_cached, s.heads, s.head_dim, c.tp * c.ep, attention_rate(chip),
+                c.ep, self.kv.per_token_per_gpu(), rereads, hbm_rate(chip), chip)
+
+    def _token_costs(self, tokens: float) -> tuple:
+        """The parts of a stage's time that depend on its new tokens alone: (GEMM seconds, weight
+        bytes read, the GEMMs' roofline, routing, launches, collectives, pipeline hops)."""
         s, c, chip = self.shape, self.config, self.partition.node.accelerator
         layers = math.ceil(s.layers / c.pp)
         group = tokens / c.ep
@@ -138,19 +177,7 @@ class Replica:
             rate = lambda rows: gemm_rate(chip, c.precision, rows, s.expert_ffn, s.hidden)  # noqa: E731
             gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep)
             routing = moe.routing_bytes(s, group, math.ceil(s.moe_layers / c.pp)) / hbm_rate(chip)
-        if s.is_mla:  # absorbed MLA decode: scores and values against the latent, every head
-            per_cached = 2 * s.heads * (2 * s.kv_rank + s.rope_dim)
-        else:
-            per_cached = 4 * s.heads * s.head_dim
-        attention = layers * (kv_tokens * per_cached + pairs * 4 * s.heads * s.head_dim) / (c.tp * c.ep) / (
-            attention_rate(chip))
         weights = self.dense_weights + self.expert_weights * moe.touched(s, tokens)
-        rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
-        kv_bytes = kv_tokens / c.ep * self.kv.per_token_per_gpu() * rereads
-        # the cache that fits in on-chip SRAM beside the streamed weights is read from there (model/cache.py)
-        kv_read = max((cache.decode_bytes(weights, kv_bytes, chip) - weights) / hbm_rate(chip),
-                      cache.l2_time(kv_bytes, chip))
-        work = gemm + attention
         collectives = 0.0
         if c.tp > 1:
             # two all-reduces per layer; one where a parallel block sums attention and MLP first
@@ -161,10 +188,9 @@ class Replica:
             sent = group / c.tp * s.top_k * s.hidden
             collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
-        # the GEMMs and the attention are separate kernels: each is its own roofline
-        rooflines = _roofline(gemm, weights / hbm_rate(chip)) + _roofline(attention, kv_read)
         launches = layers * moe.kernels_per_layer(s, KERNELS_PER_LAYER) * KERNEL_OVERHEAD_S
-        return rooflines + routing + launches + collectives, work
+        gemm_roofline = _roofline(gemm, weights / hbm_rate(chip))
+        return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens)
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
                   prefilling: float | None = None) -> float:
@@ -186,8 +212,8 @@ class Replica:
         sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
         micro = min(c.pp, max(1.0, sequences))
         kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
-        stage, work = self.stage_time(tokens / micro, kv_tokens / micro, pairs / micro)
-        total = c.pp * stage + pipeline_hops(self, tokens / micro)
+        stage, work, hops = self._stage(tokens / micro, kv_tokens / micro, pairs / micro)
+        total = c.pp * stage + hops
         if decoding and e.draft:
             total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
         return total, c.pp * work

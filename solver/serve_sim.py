@@ -186,8 +186,8 @@ class _Simulation:
         if not decoding and not parts:
             server.busy = False
             return
-        prefill = sum(n for _, n in parts)
-        pairs = sum(r.kv.pairs(s.done, n) for s, n in parts)
+        prefill = sum(n for _, n in parts) if parts else 0
+        pairs = sum(r.kv.pairs(s.done, n) for s, n in parts) if parts else 0
         time = r.iteration(decoding, server.cached, prefill, pairs, len(parts))
         server.busy = True
         self.push(now + time, "done", (server, parts, decoding))

@@ -36,16 +36,28 @@ def test_the_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
+@pytest.fixture(scope="module")
+def plans() -> dict:
+    """Each example's `plan --json`, made once for the module (the serve example simulates for seconds)."""
+    return {}
+
+
+def planned(plans: dict, capsys, example: Path) -> tuple[int, dict, str]:
+    if example not in plans:
+        plans[example] = plan_json(capsys, example)
+    return plans[example]
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
-def test_every_example_plans_to_the_contract(example, capsys):
-    code, data, _ = plan_json(capsys, example)
+def test_every_example_plans_to_the_contract(example, plans, capsys):
+    code, data, _ = planned(plans, capsys, example)
     valid(data)
     assert code == EXIT[data["status"]] and data["solver"]["status"] == data["status"]
     assert "seconds" not in data["solver"]
 
 
-def test_each_job_kind_is_covered_by_the_examples(capsys):
-    kinds = {plan_json(capsys, example)[1]["kind"] for example in EXAMPLES}
+def test_each_job_kind_is_covered_by_the_examples(plans, capsys):
+    kinds = {planned(plans, capsys, example)[1]["kind"] for example in EXAMPLES}
     assert kinds == {"train", "serve", "hetero"}
 
 
