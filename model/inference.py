@@ -25,6 +25,7 @@ overlapped (a conservative bound).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import attrs
@@ -80,7 +81,7 @@ class Engine:
     scheduler_steps: int = 1    # decode steps per scheduling round: prompts join only between rounds
                                 # (vLLM's --num-scheduler-steps; 1: every iteration, as SGLang/TRT-LLM)
 
-    @property
+    @functools.cached_property  # asked at every simulated step
     def tokens_per_step(self) -> float:
         """Expected tokens a sequence gains per verification step (Leviathan et al. 2023, eq. 1)."""
         a, k = self.acceptance, self.draft

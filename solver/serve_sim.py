@@ -151,10 +151,17 @@ class _Simulation:
         heapq.heappush(self.events, (time, self.tick, kind, payload))
 
     def run(self) -> Outcome:
-        for index, request in enumerate(self.requests):
-            self.push(request.arrival, "arrive", index)
-        while self.events:
-            now, _, kind, payload = heapq.heappop(self.events)
+        # arrivals come in time order (ties by index) and before any other event at the same
+        # time, as if all were queued first; only the servers' events need the heap
+        arrivals = sorted(range(len(self.requests)), key=lambda i: (self.requests[i].arrival, i))
+        upcoming = 0
+        while self.events or upcoming < len(arrivals):
+            if upcoming < len(arrivals) and (not self.events or
+                                             self.requests[arrivals[upcoming]].arrival <= self.events[0][0]):
+                now, kind, payload = self.requests[arrivals[upcoming]].arrival, "arrive", arrivals[upcoming]
+                upcoming += 1
+            else:
+                now, _, kind, payload = heapq.heappop(self.events)
             if kind == "arrive":
                 request = self.requests[payload]
                 share = self.prefillers[0].pool.replica.engine.prefix_share if self.prefillers else \
