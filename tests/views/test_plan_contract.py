@@ -73,7 +73,23 @@ def test_a_power_bound_met_by_fewer_gpus_or_lower_clocks_is_a_plan(tmp_path, cap
     valid(data)
     assert code == 0 and data["status"] == "optimal" and data["binding"] == ["power"]
     assert data["power_w"] <= 60e3 * (1 + 1e-6) and data["tokens_per_s"] > 0
-    assert data["gpus"] == data["power_budget"]["whole_gpus"]
+    assert data["gpus"] == data["power_budget"]["gpus"]
+
+
+def test_the_power_plan_carries_the_parallelism_it_runs(tmp_path, capsys):
+    """Regression: `parallelism` (and memory, placement) were null when only the power plan is
+    feasible; they are the layout the GP scales, at the replica count it runs."""
+    path = _copy(tmp_path, "capped.gcl",
+                 lambda t: t.replace("precision = bf16\n}", "precision = bf16\n  subject to { power <= 60 kW }\n}"))
+    code, data, _ = plan_json(capsys, path)
+    valid(data)
+    assert code == 0 and data["status"] == "optimal" and data["binding"] == ["power"]
+    par, budget = data["parallelism"], data["power_budget"]
+    assert par is not None and par["dp"] == budget["replicas"]
+    assert data["gpus"] == par["tp"] * par["pp"] * par["cp"] * par["dp"] == budget["gpus"]
+    assert 256 % (par["dp"] * par["microbatch"]) == 0          # the batch splits over the replicas it runs
+    assert 0 < data["memory_per_gpu_bytes"] <= data["hbm_bytes"]
+    assert data["placement"]["dp"]["size"] == par["dp"] and data["placement"]["tp"]["size"] == par["tp"]
 
 
 def test_plan_json_is_repeatable_and_timings_are_opt_in(capsys):

@@ -82,5 +82,5 @@ def test_a_full_clock_plan_slower_than_the_power_plan_points_to_it(tmp_path, cap
     note = next(line for line in lines if line.startswith("  note"))
     code, out = _plan(tmp_path, capsys, "40 kW", "--json")
     data = json.loads(out)
-    faster = data["power_budget"]["whole_tokens_per_s"]
+    faster = data["power_budget"]["tokens_per_s"]
     assert faster > data["tokens_per_s"] and f"{faster:,.0f} tokens/s" in note
