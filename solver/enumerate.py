@@ -15,8 +15,8 @@ them solve, in one place:
   by a pinned shard group), and
   respect the values pinned in the file; dp is any replica count that leaves a valid
   configuration, so the GPU count is searched in whole replicas up to the job's GPUs
-  (unless dp is pinned, or a power bound leaves the count to the power plan, which
-  chooses it with the clock): an objective may leave GPUs idle, and the plan says why;
+  (unless dp is pinned; under a power bound too, at full clock, beside the power plan's
+  choice of count and clock): an objective may leave GPUs idle, and the plan says why;
 - feasibility (`Limits`, `admissible`): memory within HBM and within the job's
   `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
 - the objective (`objective_value`): lower is better; goodput is tokens/s times the
@@ -114,9 +114,6 @@ class Space:
     recomputes: tuple[str, ...]
     zeros: tuple[int, ...]
     seq_parallel: bool | None    # pinned sequence parallelism (None: on when tp > 1)
-    # Under `subject to { power <= ... }` the power plan (solver.power) chooses the GPU count
-    # together with the clock, so the space keeps the most replicas of each layout.
-    widest_only: bool = False
     # Hybrid sharding's group, the recompute's modules and layer interval, the offloaded
     # share (model/job.py `pinned_only`): as the file pins them, or one variant of those the
     # job asks to search (`variant_spaces`).
@@ -199,8 +196,7 @@ def space(job: Job, lim: Limits | None = None) -> Space:
         zeros = tuple(z for z in zeros if z >= 1)
     return Space(gpus, tps, pps, cps, eps,
                  (str(recompute),) if recompute is not None else RECOMPUTE,
-                 zeros, None if sp is None else bool(sp),
-                 any(i.target == "power" and i.upper for i in lim.items), extras, searched(job))
+                 zeros, None if sp is None else bool(sp), extras, searched(job))
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
@@ -271,7 +267,7 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     valid = (dp for dp in candidates
              if dp <= most and job.batch % dp == 0 and (tp * cp * dp) % ep == 0 and (dp * cp) % max(1, shard) == 0
              and not (proper and dp * cp <= shard) and inner_choices(job, pp, dp))
-    return tuple(itertools.islice(valid, 1)) if space_.widest_only else tuple(valid)
+    return tuple(valid)
 
 
 def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:

@@ -28,8 +28,10 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
         text = plan_text(outcome.plan, timings)
         if budgeted is not None and budgeted.result.feasible and (
                 budgeted.result.tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
-            text += (f"\n  note       the power plan below runs {budgeted.result.tokens_per_s:,.0f} tokens/s "
-                     f"within the same bound by lowering the clock rather than the layout")
+            result = budgeted.result
+            text += (f"\n  note       the power plan below runs {result.tokens_per_s:,.0f} tokens/s within the same "
+                     f"bound on {result.gpus:,} GPUs at {result.clock:.1%} clock (a lower clock rather than a "
+                     f"full-clock layout)")
     if budgeted is not None:
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
             f"{quantity(b, 'W')}: {big(t)}" for b, t in budgeted.curve) + " tokens/s"
@@ -59,7 +61,7 @@ def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
               + (f", {chosen.seconds:.2f} s" if timings else ""))
     reason = getattr(chosen, "infeasibility", None)
     removed = reason.message if reason is not None else "no configuration meets the job's limits"
-    lines.append(f"  removed    at full clock on every GPU ({counts}): {removed}")
+    lines.append(f"  removed    at full clock, every GPU count ({counts}): {removed}")
     return "\n".join(lines)
 
 

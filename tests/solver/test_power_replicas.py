@@ -106,3 +106,17 @@ def test_the_whole_replicas_are_the_best_allowed_count(inputs, share, objective)
             best = value if best is None else max(best, value)
     found = result.tokens_per_s if objective == "throughput" else -result.facility_power / result.tokens_per_s
     assert found >= best - 1e-6 * abs(best)
+
+
+def test_the_regression_whose_relaxed_count_does_not_divide_the_batch():
+    """Regression: 60 kW for Llama 2 7B on the test pod. The GP's optimum is 13.0 replicas
+    of 4 GPUs; rounding it down ran 12, and 256 sequences do not split over 12."""
+    from gclc.compiler.driver import check_file
+    from gclc.model.job import train_job
+
+    job = train_job(check_file(str(Path(__file__).parents[1] / "data" / "train.gcl")).design)
+    inputs, result = power_plan(job, 60e3)
+    replica = inputs.replica_gpus
+    assert job.batch % math.floor(result.relaxed_gpus / replica) != 0      # what rounding down ran
+    assert job.batch % result.replicas == 0 and result.gpus == result.replicas * replica
+    assert result.facility_power <= 60e3 * (1 + 1e-9)
