@@ -48,6 +48,7 @@ class Context:
     note: str                    # why there is no plan, when there is none
     source: str
     other: str = ""              # the text of a serve or heterogeneous plan (no train plan)
+    outcome: object | None = None  # that serve or heterogeneous plan (its placement is drawn)
 
 
 def plan_error_band(plan) -> dict[str, tuple[float, float]]:
@@ -104,7 +105,8 @@ def _context(design: Design, job_name: str | None, objective: str | None, source
         from ..solver.jobs import plan_design
         from .plan_text import outcome_text
 
-        return Context(design, lower(design), None, "", source, outcome_text(plan_design(design, job_name, objective)))
+        outcome = plan_design(design, job_name, objective)
+        return Context(design, lower(design), None, "", source, outcome_text(outcome), outcome)
     try:
         job = train_job(design, job_name)
     except JobError as error:
@@ -355,6 +357,19 @@ def _schedule_section(design: Design) -> str:
 # ----------------------------------------------------------------- diagrams
 
 
+def _other_placement(outcome) -> tuple:
+    """The placement view of a serve or heterogeneous plan (as `render --view placement` draws it)."""
+    from ..solver.hetero import HeteroPlan
+
+    if isinstance(outcome, HeteroPlan):
+        from .placement_hetero import hetero_placement
+
+        return ("placement", hetero_placement(outcome),
+                "One rank grid per partition taking part: its GPUs by scale-up domain and pipeline stage.")
+    return ("placement", render.serve_placement(outcome),
+            "The serving pools and their replicas: GPUs by scale-up domain, the tiers each replica spans.")
+
+
 def _diagrams(c: Context) -> str:
     from .report_plots import scope_ids
 
@@ -364,6 +379,8 @@ def _diagrams(c: Context) -> str:
     if planned is not None:
         views.append(("placement", render.placement(planned, fabrics),
                       "The rank grid: GPUs by scale-up domain and pipeline stage, the tiers each group crosses."))
+    elif getattr(c.outcome, "best", None) is not None:
+        views.append(_other_placement(c.outcome))
     views.append(("power", render.power(c.graph, planned),
                   "Where the watts go at the plan's operating point (TDP for reference)." if planned is not None
                   else "Where the watts go at full load."))

@@ -62,12 +62,13 @@ def test_a_planned_design_gets_every_section(reports):
 
 
 def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
-    # a serve job and a job split across partitions: their plan as text, no placement drawing
-    for name, why in ((UNPLANNED, "(serve)"), ("hetero_h100_a100.gcl", "split:")):
+    # a serve job and a job split across partitions: their plan as text and their placement
+    # drawn as `render --view placement` draws it (it was missing from the report: issue 11)
+    for name, why, drawn in ((UNPLANNED, "(serve)", "serving pools"), ("hetero_h100_a100.gcl", "split:", "per partition")):
         text = reports[name]
         assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
-        assert "<figcaption>placement:" not in text
+        assert "<figcaption>placement:" in text and drawn in text
 
 
 def test_a_shared_cluster_gets_its_schedule(reports):
