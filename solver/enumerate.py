@@ -41,8 +41,9 @@ Choices made for the space, and why:
   of ep are kept: there a stage's ranks come in blocks that hold whole expert groups, so
   the group's span is that of ep consecutive ranks (`TrainConfig.stride("ep") == 1`).
   The order with pp outermost always qualifies.
-- The choices searched only on request (`variants`: SEARCHABLE) multiply the space (all
-  four: ~100x per shard value), so a job names those it wants searched. Their grids:
+- The choices searched only on request (`variants`: SEARCHABLE) multiply the space (each
+  about triples the benchmark designs' spaces, offload x4; the search's CPU time grows 3-6x
+  per choice, benchmarks/search.py --search), so a job names those it wants searched. Grids:
   shard groups of 2, 4, 8, ... ranks (a power of two below dp x cp; a group of every rank is
   plain ZeRO), every non-empty set of recompute modules (selective only), recompute on
   every 1st, 2nd, 4th or 8th layer (up to the layer count; selective or full), offload of

@@ -33,6 +33,13 @@ the step into one on the objective; `solver/branch.py` visits the leaves):
    optimizer time (the stage's bound); each configuration is then bounded with its own
    recompute's compute + recompute + TP and its own vp's bubble before it is estimated.
 
+Choices a job asks to search (`parallelism { search = [...] }`: shard group, recompute
+modules and interval, offload) split the space into variants (`enumerate.variant_spaces`),
+each explored as above with its choices fixed, so every bound is one of a pinned variant's.
+The best values found carry over from variant to variant (one top list), and after the
+first, every layout is bounded by compute before any is opened, so a variant that cannot
+beat the values found costs a compute bound per layout.
+
 What the bounds rest on (tests/solver/test_bounds.py checks each on random designs, and
 checks every bound the search computes against every configuration it covers, so a
 recalibration that breaks one fails there rather than silently here):
