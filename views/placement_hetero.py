@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import graphviz
 
+from ..dsl.numbers import duration
 from ..model.step import estimate
 from ..solver.hetero import HeteroPlan, HeteroSplit, Share
 from .diagram import FONT, escape, ident
@@ -55,8 +56,8 @@ def _title(result: HeteroPlan, split: HeteroSplit) -> str:
     used = sum(1 for s in split.shares if s.items)
     return (f"job {result.name}: {split.mode} split over {used} of {len(split.shares)} partitions · "
             f"{sum(s.gpus for s in split.shares):,} GPUs · {split.tokens_per_s:,.0f} tokens/s · "
-            f"step {split.step_time:.3g} s (compute {split.compute_time:.3g} s + cross-partition "
-            f"{split.exchange:.3g} s)")
+            f"step {duration(split.step_time)} (compute {duration(split.compute_time)} + cross-partition "
+            f"{duration(split.exchange)})")
 
 
 def _frame_label(share: Share, mode: str, first_layer: int) -> str:
@@ -66,7 +67,7 @@ def _frame_label(share: Share, mode: str, first_layer: int) -> str:
     work = (f"{share.items:,} sequences of each step" if mode == "data"
             else f"layers {first_layer}–{first_layer + share.items - 1}")
     return (f"{share.partition}: {share.gpus:,} × {share.chip} · {work} · tp={c.tp} pp={c.pp} dp={c.dp} cp={c.cp} "
-            f"ep={c.ep} · busy {share.busy:.3g} s ({share.utilization:.0%} of the compute phase)")
+            f"ep={c.ep} · busy {duration(share.busy)} ({share.utilization:.0%} of the compute phase)")
 
 
 def _cross_edges(dot: graphviz.Digraph, split: HeteroSplit, anchors: list[tuple[str, str, str]]) -> None:
@@ -75,6 +76,6 @@ def _cross_edges(dot: graphviz.Digraph, split: HeteroSplit, anchors: list[tuple[
     pipeline split."""
     what = "gradient all-reduce" if split.mode == "data" else "activations and their gradients"
     for (_, last, frame_a), (first, _, frame_b) in zip(anchors, anchors[1:]):
-        dot.edge(last, first, label=f"{what}: {split.exchange:.3g} s per step", fontname=FONT, fontsize="10",
+        dot.edge(last, first, label=f"{what}: {duration(split.exchange)} per step", fontname=FONT, fontsize="10",
                  color="#455a64", style="dashed", ltail=frame_a, lhead=frame_b,
                  dir="both" if split.mode == "data" else "forward")

@@ -12,6 +12,7 @@ import pytest
 
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
+from gclc.dsl.numbers import duration
 from gclc.model.step import estimate
 from gclc.solver.hetero import hetero_entity, plan_hetero
 from gclc.views.placement import coordinate
@@ -50,7 +51,7 @@ def test_every_partition_of_the_data_split_gets_its_own_grid(result):
         for dim in ("tp", "dp"):
             if getattr(c, dim) > 1:
                 assert f"{dim} = {getattr(c, dim)} (" in body
-    assert f"gradient all-reduce: {split.exchange:.3g} s per step" in source
+    assert f"gradient all-reduce: {duration(split.exchange)} per step" in source   # the one number formatter
     assert "data split over 2 of 2 partitions" in source
 
 
