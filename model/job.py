@@ -117,8 +117,9 @@ def pinned_config(job: Job) -> TrainConfig:
 
 
 def pinned_only(job: Job) -> dict[str, object]:
-    """The choices the planner never searches, only takes from the file: hybrid sharding's
-    group, the recompute's modules and layer interval, the offloaded share of layers."""
+    """The choices the planner takes from the file unless the job asks it to search them
+    (`search = [...]`, solver/enumerate.py `variants`): hybrid sharding's group, the
+    recompute's modules and layer interval, the offloaded share of layers."""
     p = job.pinned
     modules = p.get("recompute_modules") or ()
     return {"shard": int(p.get("shard") or 0), "recompute_every": int(p.get("recompute_every") or 1),
