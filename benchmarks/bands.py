@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear
 
-RIDGE = 1e-10   # weight of the flags' ridge rows, against one residual's weight of 1
+RIDGE = 1e-10   # per residual, on the flags' log factors: see fit_band
 FLOOR = 0.005   # |r| below this is taken as this: log|r| of an exact hit is not informative
 # Reasons the model names that no published run carries (every run states its software
 # stack): fit_band keeps them with factor 1; model/calibration.py sets their factor.
@@ -44,8 +44,8 @@ class Band:
         return self.quantiles[0] * s, self.quantiles[1] * s
 
     def covers(self, residual: float, flags) -> bool:
-        # compared as a normalized score, the arithmetic `fit_band` ranked: (r / s) * s
-        # can round past r and drop a residual that sits on the band's edge
+        # the normalized score against the quantiles, the arithmetic fit_band ranks by
+        # (q x s against r can miss a boundary score by a rounding)
         low, high = self.quantiles
         return low <= residual / self.scale(flags) <= high
 
@@ -62,12 +62,14 @@ def fit_band(residuals: list[float], flagsets: list[tuple[str, ...]], confidence
     names = sorted({f for fs in flagsets for f in fs} | set(known))
     x = np.array([[1.0] + [1.0 if n in fs else 0.0 for n in names] for fs in flagsets])
     y = np.log(np.maximum(np.abs(np.array(residuals, dtype=float)), FLOOR))
-    lower = [-np.inf] + [0.0] * len(names)
-    # A tiny ridge on the flags' coefficients: when the flags' columns add up to the
-    # intercept's (every row flagged), the fit has a line of optima running to a -> -inf,
-    # b -> +inf; the ridge picks its finite point of least b and leaves a well-posed fit as is.
-    ridge = np.hstack([np.zeros((len(names), 1)), math.sqrt(RIDGE) * np.eye(len(names))])
+    # A flag on every residual (collinear with a) or two flags always together leave the
+    # least-squares fit without a unique solution, and the solver's answer then hangs on
+    # the last bits of its linear algebra (overflowing factors in one process, sane ones in
+    # another). A tiny ridge on b picks the smallest factors among the equal fits (such a
+    # flag's share goes to a; flags always together share it), unique and continuous.
+    ridge = np.hstack([np.zeros((len(names), 1)), math.sqrt(RIDGE * max(1, len(y))) * np.eye(len(names))])
     x, y = np.vstack([x, ridge]), np.concatenate([y, np.zeros(len(names))])
+    lower = [-np.inf] + [0.0] * len(names)
     coef = lsq_linear(x, y, bounds=(lower, [np.inf] * (len(names) + 1))).x if len(residuals) else np.zeros(len(names) + 1)
     base = math.exp(coef[0])
     carried = {f for fs in flagsets for f in fs}

@@ -1,6 +1,7 @@
 """Fit the model's physics to the published runs: per-chip sustained efficiencies (GEMMs
-per precision, fused attention), the global MoE host overhead and the ZeRO-3 gather
-contention. Prints the fitted values and the accuracy they give; the values are then
+per precision, fused attention) and the ZeRO-3 gather contention (routing, grouped GEMMs,
+all-to-all and the MoE layer's host time are physics without a fitted constant:
+model/moe.py). Prints the fitted values and the accuracy they give; the values are then
 written, with this provenance, into the chips' `efficiency { ... }` blocks in dsl/std/
 and into model/step.py.
 
@@ -36,18 +37,17 @@ from gclc.model.calibration import SAME_SILICON  # noqa: E402
 from gclc.model.step import estimate  # noqa: E402
 
 # Physical ranges searched: a sustained GEMM runs at 30-95 % of the dense peak; fused
-# attention (forward + backward) at 15-80 % of the bf16 peak; the MoE overhead 0-20 ms.
+# attention (forward + backward) at 15-80 % of the bf16 peak.
 GRIDS = {
     "gemm": [round(0.30 + 0.005 * i, 3) for i in range(131)],
     "attention": [round(0.15 + 0.005 * i, 3) for i in range(131)],
-    "moe": [i * 5e-4 for i in range(0, 41)],
     "contention": [round(0.05 * i, 2) for i in range(17)],
 }
 MIN_RUNS = 4   # a chip's parameter is fitted only on at least this many runs
 HUBER = 0.15   # |log error| beyond which the loss grows linearly
 # The efficiency keys the fit owns; any other key a chip declares (hbm) is a measured fact.
 FITTED_KEYS = ("bf16", "fp16", "fp8", "fp4", "attention")
-GLOBALS = ("moe", "contention")
+GLOBALS = ("contention",)
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,7 @@ def defaults(params: dict) -> dict[str, float]:
 
 
 # The model's constants as shipped, to put back after fitting in this process (tests).
-_SHIPPED = {(step_module, "MOE_LAYER_OVERHEAD_S"): step_module.MOE_LAYER_OVERHEAD_S,
-            (step_module, "GATHER_CONTENTION"): step_module.GATHER_CONTENTION,
+_SHIPPED = {(step_module, "GATHER_CONTENTION"): step_module.GATHER_CONTENTION,
             (compute_module, "VENDOR_DEFAULTS"): compute_module.VENDOR_DEFAULTS,
             (compute_module, "DEFAULT_GEMM_EFFICIENCY"): compute_module.DEFAULT_GEMM_EFFICIENCY,
             (compute_module, "DEFAULT_ATTENTION_EFFICIENCY"): compute_module.DEFAULT_ATTENTION_EFFICIENCY}
@@ -155,7 +154,6 @@ def restore_shipped() -> None:
 
 def apply_globals(params: dict) -> None:
     """Set the global constants the model reads (module attributes) to `params`' values."""
-    step_module.MOE_LAYER_OVERHEAD_S = params.get(("", "moe"), START["moe"])
     step_module.GATHER_CONTENTION = params.get(("", "contention"), START["contention"])
     fallback = defaults(params)
     compute_module.VENDOR_DEFAULTS = {}   # the fit resolves vendor medians itself (resolved)
@@ -198,8 +196,6 @@ def relevant(cases, key) -> list:
     name, what = key
     if what == "contention":
         return [c for c in cases if c.cfg.zero >= 3]
-    if what == "moe":
-        return [c for c in cases if c.job.shape.is_moe]
     on_chip = [c for c in cases if c.chip == name]
     if what == "attention":
         return on_chip
@@ -277,7 +273,7 @@ def describe(cases, params) -> str:
                  "(model/compute.py)")
     for (chip, what), value in sorted(params.items()):
         n = len(relevant(cases, (chip, what)))
-        label = {"moe": "MoE layer overhead (s)", "contention": "ZeRO-3 gather contention"}.get(what, f"{chip} {what}")
+        label = {"contention": "ZeRO-3 gather contention"}.get(what, f"{chip} {what}")
         lines.append(f"  {label:32} {value:.4g}   ({n} runs)")
     return "\n".join(lines)
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as precision_word,  # noqa: E402
                        sharding_of, system_of)
 from run_models import Shape, Unexpressible, _norm, integer, num, resolve_shape  # noqa: E402,F401
-from run_recipes import Recipe, recipe_of  # noqa: E402
+from run_recipes import Recipe, a2a_overlap, recipe_of  # noqa: E402
 from run_stacks import software_of  # noqa: E402,F401  (the stack a run's framework and date imply)
 
 DEFAULT_RUNS = HERE / "data" / "public_runs.csv"
@@ -363,6 +363,9 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         pin("sp", False, "Megatron-LM before Korthikanti et al. (and its 'full' baseline) had no sequence parallelism")
     zero, why = zero_of(row, stack, recipe)
     pin("zero", zero, why)
+    overlap = a2a_overlap(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else ""
+    if overlap and ep and ep > 1:
+        pin("ep_overlap", True, f"recipe: {overlap}")
     return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, recipe.gaps)
 
 
@@ -405,7 +408,7 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
     lines += [f"  layers   = {shape.layers}  # {src('layers')}",
               f"  hidden   = {shape.hidden}  # {src('hidden')}",
               f"  heads    = {shape.heads}  # {src('heads')}"]
-    if shape.kv_heads and shape.kv_heads != shape.heads:
+    if shape.kv_heads and shape.kv_heads != shape.heads and not shape.mla:
         lines.append(f"  kv_heads = {shape.kv_heads}  # {src('kv_heads')}")
     if shape.head_dim and shape.head_dim * shape.heads != shape.hidden:
         lines.append(f"  head_dim = {shape.head_dim}  # fill-in (see header)")
@@ -417,8 +420,13 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
         lines.append("  tied_embeddings = true")
     if shape.experts:
         e = shape.experts
+        capacity = f"  capacity_factor = {e['capacity_factor']:g}" if e.get("capacity_factor") else ""
         lines.append(f"  experts {{ routed = {e['routed']}  shared = {e['shared']}  top_k = {e['top_k']}  "
-                     f"ffn = {e['ffn']}  dense_layers = {e['dense_layers']} }}")
+                     f"ffn = {e['ffn']}  dense_layers = {e['dense_layers']}{capacity} }}")
+    if shape.mla:
+        lines.append("  mla { " + "  ".join(f"{k} = {v}" for k, v in shape.mla.items()) + " }")
+    if shape.mtp:
+        lines.append(f"  mtp      = {shape.mtp}  # fill-in (see header)")
     params = num(row.get("params_B"))
     if params is not None:
         lines.append(f"  params   = {params:g} B  # row params_B (gclc warns if the shape disagrees by > 3 %)")

@@ -56,6 +56,10 @@ CITE_MIXTRAL = ("NVIDIA/NeMo nemo/collections/llm/gpt/model/mixtral.py MixtralCo
 CITE_MIXTRAL_NEMO_VOCAB = "vocab 32000: NeMo scripts/performance/llm/pretrain_mixtral_8x22b.py NullTokenizer(vocab_size=32000)"
 CITE_DSV3 = ("DeepSeek-V3 Technical Report (arXiv:2412.19437) Sec 2 and 4.2: 61 layers, d_model 7168, 128 heads, dense FFN "
              "18432 in the first 3 layers, 256 routed + 1 shared experts of width 2048, top-8, vocab 129280")
+CITE_DSV3_MLA = ("MLA: deepseek-ai/DeepSeek-V3 config.json q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, "
+                 "qk_nope_head_dim = v_head_dim = 128")
+# NVIDIA/NeMo nemo/lightning/pytorch/callbacks/moe_token_drop.py: MegatronTokenDropCallback defaults
+CITE_TOKEN_DROP = "MegatronTokenDropCallback moe_expert_capacity_factor 1.0, moe_pad_expert_input_to_capacity True"
 CITE_GPTOSS = ("openai/gpt-oss-120b config (vLLM / transformers GptOssConfig defaults): 36 layers, hidden 2880, 64 query "
                "heads of 64, 8 KV heads, 128 experts top-4 of width 2880, vocab 201088")
 CITE_QWEN3 = ("Qwen3 MoE configs as used for Megatron training (THUDM/slime scripts/models/qwen3-30B-A3B.sh and "
@@ -78,7 +82,9 @@ class Shape:
     head_dim: int | None = None
     mlp: str = "swiglu"
     tied: bool = False
-    experts: dict | None = None     # routed, shared, top_k, ffn, dense_layers
+    experts: dict | None = None     # routed, shared, top_k, ffn, dense_layers (and capacity_factor)
+    mla: dict | None = None         # kv_rank, rope_dim, q_rank
+    mtp: int = 0                    # multi-token-prediction modules
     cite: str = ""
     gaps: list[str] = field(default_factory=list)   # what gclc cannot express about this model
 
@@ -137,12 +143,30 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
     """The model shape for a row, and layout fill-ins implied by the model's family (for rows whose
     source table gives the parallel layout elsewhere)."""
     name, n = row["model"], _norm(row["model"])
-    if "tokendrop" in n:
-        # Megatron-Bridge 25.09 table: "tokendrop" variant = capacity-factor routing that drops overflow tokens
-        fills.append("MoE 'tokendrop' variant: capacity-factor token dropping is not expressible in gclc "
-                     "(the estimate routes every token, as dropless)")
     framework = (row["framework"] + " " + row["group"]).lower()
     layout: dict = {}
+    shape, layout = _resolve_shape(row, fills, name, n, framework, layout)
+    drop = token_drop(row, n)
+    if drop and shape.experts is not None and "capacity_factor" not in shape.experts:
+        shape.experts = {**shape.experts, "capacity_factor": 1.0}
+        shape.cite += f"; capacity_factor 1.0: {drop} ({CITE_TOKEN_DROP})"
+    return shape, layout
+
+
+def token_drop(row: dict, n: str) -> str:
+    """Why a row's MoE routing drops tokens ('' when dropless)."""
+    if "tokendrop" in n:
+        return "the row's 'tokendrop' model variant (Megatron-Bridge 25.09 run_script apply_moe_token_drop)"
+    accel = row["accelerator"].lower()
+    if (n.startswith("deepseekv3") and "25.09" in row["group"]
+            and any(chip in accel for chip in ("b200", "gb200")) and "tokendrop" not in n):
+        # NVIDIA-NeMo/Megatron-Bridge fa0315ae2 scripts/performance/run_script.py: DeepSeek-V3 on
+        # B200/GB200 runs use_tokendrop unless told otherwise
+        return "Megatron-Bridge fa0315ae2 run_script.py: use_tokendrop defaults to True for DeepSeek-V3 on B200/GB200"
+    return ""
+
+
+def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: str, layout: dict) -> tuple[Shape, dict]:
     m = re.match(r"maxtext(\d+)b", n)
     if m:
         size = int(m.group(1))
@@ -166,18 +190,16 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
                            "attention kernel: Triton flash attention (submit_benchmarks.py --attn_impl default 'triton'), "
                            "not the CUDA FlashAttention gclc's attention efficiency is calibrated on elsewhere"]), layout
     if n.startswith("deepseekv3"):
-        gaps = ["Multi-head latent attention (MLA) is written as 128 query heads of 128 with a single KV head: "
-                "gclc has no MLA; the Q/KV low-rank projections are approximated (attention projection FLOPs "
-                "~+25 %, core attention ~-20 % vs MLA's 192/128 head dims)"]
         # Megatron-Bridge v0.3.0 (NeMo 26.02) recipes/deepseek/deepseek_v3.py: mtp_num_layers defaults to 1
         mtp_default = "26.02" in row["group"]
-        if ("mtp" in n or mtp_default) and "w/o" not in name.lower():
-            gaps.append("the multi-token-prediction (MTP) module (one extra layer and logits) is not modelled" +
-                        (" (26.02 recipe default mtp_num_layers = 1, Megatron-Bridge v0.3.0 deepseek_v3.py)"
-                         if mtp_default and "mtp" not in n else ""))
-        return Shape(61, 7168, 128, 18432, 129280, kv_heads=1, head_dim=128, mlp="swiglu",
+        mtp = 1 if ("mtp" in n or mtp_default) and "w/o" not in name.lower() else 0
+        cite = CITE_DSV3 + "; " + CITE_DSV3_MLA
+        if mtp:
+            cite += "; mtp = 1: " + ("the row's model name" if "mtp" in n else
+                                     "26.02 recipe default mtp_num_layers = 1 (Megatron-Bridge v0.3.0 deepseek_v3.py)")
+        return Shape(61, 7168, 128, 18432, 129280, head_dim=128, mlp="swiglu",
                      experts={"routed": 256, "shared": 1, "top_k": 8, "ffn": 2048, "dense_layers": 3},
-                     cite=CITE_DSV3, gaps=gaps), layout
+                     mla={"kv_rank": 512, "rope_dim": 64, "q_rank": 1536}, mtp=mtp, cite=cite), layout
     if n.startswith("gptoss120b"):
         return Shape(36, 2880, 64, 2880, 201088, kv_heads=8, head_dim=64, mlp="swiglu",
                      experts={"routed": 128, "shared": 0, "top_k": 4, "ffn": 2880, "dense_layers": 0},
@@ -197,12 +219,14 @@ def resolve_shape(row: dict, fills: list[str]) -> tuple[Shape, dict]:
         nemo = "nemo" in framework
         # NeMo's 64k recipe in performance mode adds MegatronTokenDropCallback (capacity-factor token
         # dropping): NVIDIA/NeMo nemo/collections/llm/recipes/mixtral_8x22b_64k.py
-        drop = ["MoE token dropping (MegatronTokenDropCallback of NeMo's mixtral_8x22b_64k recipe, performance "
-                "mode) is not expressible; gclc routes every token"] if nemo else []
+        experts = {"routed": 8, "shared": 0, "top_k": 2, "ffn": 16384, "dense_layers": 0}
+        cite = CITE_MIXTRAL + "; " + (CITE_MIXTRAL_NEMO_VOCAB if nemo else
+                                      "vocab 32768 ASSUMPTION (Mistral v3 tokenizer of 8x22B; not re-read)")
+        if nemo:
+            experts["capacity_factor"] = 1.0
+            cite += "; capacity_factor 1.0: " + CITE_TOKEN_DROP + " (added by the mixtral_8x22b_64k recipe)"
         return Shape(56, 6144, 48, 16384, 32000 if nemo else 32768, kv_heads=8, mlp="swiglu",
-                     experts={"routed": 8, "shared": 0, "top_k": 2, "ffn": 16384, "dense_layers": 0},
-                     cite=CITE_MIXTRAL + "; " + (CITE_MIXTRAL_NEMO_VOCAB if nemo else
-                     "vocab 32768 ASSUMPTION (Mistral v3 tokenizer of 8x22B; not re-read)"), gaps=drop), layout
+                     experts=experts, cite=cite), layout
     m = re.match(r"nemotron(\d+)b", n)
     if m and m.group(1) + "b" in NEMOTRON:
         layers, hidden, heads, kv, ffn = NEMOTRON[m.group(1) + "b"]

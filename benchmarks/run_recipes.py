@@ -153,3 +153,31 @@ def recipe_of(row: dict, model_key: str, system: str | None, layers_per_stage: i
     if "nemo 24.07" in group:
         return nemo_2407(row, model_key)
     return Recipe()
+
+
+# Megatron-Bridge recipes that overlap the MoE all-to-all with another micro-batch's compute
+# (`moe_a2a_overlap=True`, Megatron-Core overlap_moe_expert_parallel_comm; off by default):
+# (release, model regex, chip regex, where). Read at the tags of MB_SOURCE: v0.2.0
+# deepseek/ and qwen3/workload_base_configs.py, v0.3.0 qwen/qwen3_workload_base_configs.py
+# (the V2 presets inherit it from V1 through dataclasses.replace); for 25.09, fa0315ae2
+# run_script.py sets A2A_1F1B for DeepSeek-V3 on H100 only.
+A2A_OVERLAP: tuple[tuple[str, str, str, str], ...] = (
+    ("25.09", r"deepseekv3", "h100", "run_script.py A2A_1F1B = gpu in ['h100']"),
+    ("25.11", r"deepseekv3", "h100", "DEEPSEEK_V3_H100_BASE_CONFIG"),
+    ("25.11", r"qwen3(30|235)b", "h100", "QWEN3_*_H100_*_BASE_CONFIG"),
+    ("25.11", r"qwen3235b", "b200", "QWEN3_235B_A22B_B200_*_BASE_CONFIG"),
+    ("26.02", r"qwen3(30|235)b", "h100", "QWEN3_*_PRETRAIN_CONFIG_H100_*_V1/V2"),
+    ("26.02", r"qwen3235b", "b300", "QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*_V1/V2"),
+)
+
+
+def a2a_overlap(row: dict, model_key: str, system: str | None) -> str:
+    """Where the run's recipe turns the MoE all-to-all overlap on ('' when it does not)."""
+    m = re.search(r"(\d\d\.\d\d)", row["group"])
+    release = m.group(1) if m else ""
+    if "megatron-bridge" not in row["group"].lower() or release not in MB_SOURCE:
+        return ""
+    for rel, model, chip, where in A2A_OVERLAP:
+        if rel == release and re.match(model, model_key) and re.fullmatch(chip, system or ""):
+            return f"moe_a2a_overlap ({MB_SOURCE[release] if release != '25.09' else 'Megatron-Bridge fa0315ae2'}: {where})"
+    return ""

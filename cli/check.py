@@ -29,6 +29,7 @@ def add(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.files:
         args.usage("give at least one FILE (or --list-codes)")  # argparse's usage error: exit 2
+    args.files = list(dict.fromkeys(args.files))  # a file named twice is checked once (JSON keys are unique)
     results = [check_file(path, args.set) for path in args.files]
     if quiet():
         results = [attrs.evolve(r, diagnostics=tuple(d for d in r.diagnostics if d.is_error)) for r in results]

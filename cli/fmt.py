@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK
 from ..dsl import ParseError
-from ..views.color import paint_gcl
+from ..views.color import paint_gcl, unified_diff
 from .common import colour, diagnostics_text, error
 from .output import write_atomic
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _one(path: str, args: argparse.Namespace) -> int:
-    from ..compiler.resolve import read_text
+    from ..compiler.files import read_text
     from ..dsl.format import format_text
     from ..dsl.source import SourceFile
 
@@ -46,7 +46,7 @@ def _one(path: str, args: argparse.Namespace) -> int:
         print(diagnostics_text(problem.diagnostics, {path: SourceFile(path, source)}), file=sys.stderr)
         return EXIT_ERRORS
     if args.diff and formatted != text:
-        sys.stdout.write(_diff(path, text, formatted))
+        sys.stdout.write(unified_diff(path, text, formatted, colour(sys.stdout)))
     if args.write:
         if formatted != text:
             try:  # through a symlink, keeping mode, owner and hard links (cli/output.py)
@@ -62,19 +62,3 @@ def _one(path: str, args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(paint_gcl(formatted) if colour(sys.stdout) else formatted)
     return EXIT_OK
-
-
-def _diff(path: str, before: str, after: str) -> str:
-    """`diff -u` of a file and its canonical form, coloured on a terminal."""
-    import difflib
-
-    lines = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                      f"{path}", f"{path} (formatted)"))
-    lines = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
-    if not colour(sys.stdout):
-        return "".join(lines)
-    from ..views.color import BLUE, GREEN, RED, RESET
-
-    paint = {"+": GREEN, "-": RED, "@": BLUE}
-    return "".join(f"{paint[line[0]]}{line.rstrip(chr(10))}{RESET}\n" if line[:1] in paint and not line.startswith(("+++", "---"))
-                   else line for line in lines)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -55,6 +54,8 @@ def _write_through(target: Path, payload: bytes, truncate: bool = False) -> None
 
 
 def _replace(target: Path, payload: bytes, info: os.stat_result | None) -> None:
+    import tempfile  # here: a command that prints to stdout does not load it (start-up time)
+
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -74,47 +74,14 @@ def _diagram(design, args: argparse.Namespace):
         graph = lower(design, args.cluster)
         chosen = _power_plan(design, args, graph)
         return render.power(graph, chosen), EXIT_OK
-    hetero = _hetero_plan(design, args.job)
-    if hetero is not None:
-        return hetero
-    serving = _serve_placement(design, args.job)
-    if serving is not None:
-        return serving
-    chosen, status = _plan(design, args.job)
-    return (None, status) if chosen is None else (render.placement(chosen, fabrics), EXIT_OK)
-
-
-def _hetero_plan(design, job_name: str | None):
-    """(diagram or None, exit code) when the job spans several partitions; None otherwise."""
-    from ..solver.hetero import hetero_entity, plan_hetero
-    from ..views.placement_hetero import hetero_placement
+    from ..solver.jobs import feasible, plan_design
     from ..views.plan_text import infeasible_message
 
-    entity = hetero_entity(design, job_name)
-    if entity is None:
-        return None
-    result = plan_hetero(entity)
-    if result.best is None:
-        print(infeasible_message(result), file=sys.stderr)
+    outcome = plan_design(design, args.job, power=False)
+    if not feasible(outcome):
+        print(infeasible_message(outcome), file=sys.stderr)
         return None, EXIT_INFEASIBLE
-    return hetero_placement(result), EXIT_OK
-
-
-def _serve_placement(design, job_name: str | None):
-    """(graph or None, exit code) for a serve job (named, or the file's when it has no train
-    job); None when the placement is a train job's."""
-    from ..solver.serve import plan_serve, serve_entity
-    from ..views import render
-    from ..views.serve import serve_text
-
-    entity = serve_entity(design, job_name)
-    if entity is None:
-        return None
-    chosen = plan_serve(entity)
-    if chosen.best is None:
-        print(serve_text(chosen), file=sys.stderr)
-        return None, EXIT_INFEASIBLE
-    return render.serve_placement(chosen), EXIT_OK
+    return render.job_placement(outcome, fabrics), EXIT_OK
 
 
 def _plan(design, job_name: str | None):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 
-from ..dsl.library import StdFile, StdPart, find_part, part_text, std_files, std_parts
+from ..dsl.library import find_part, std_files, std_parts
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK
 from ..compiler.names import nearest
 from ..views.color import paint_gcl
+from ..views.std import file_text, list_text, part_json, show_text
 from ..dsl.diagnostics import printable
 from .common import colour
 
@@ -49,39 +49,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def part_json(part: StdPart, text: bool = False) -> dict:
-    out = {"kind": part.kind, "name": part.name, "import": part.library, "path": part.span.path,
-           "line": part.span.line, "source": part.source, "extends": part.parent}
-    return {**out, "text": part_text(part)} if text else out
-
-
-def list_text(kind: str | None = None, width: int | None = None) -> str:
-    """Each std file with its parts: kind, name, and the start of the part's source."""
-    width = width or max(80, shutil.get_terminal_size((100, 24)).columns)
-    return "\n\n".join(filter(None, (_file_text(file, kind, width) for file in std_files())))
-
-
-def _file_text(file: StdFile, kind: str | None, width: int) -> str:
-    parts = [p for p in file.parts if kind is None or p.kind == kind]
-    if not parts:
-        return ""
-    name_width = max(len(p.name) for p in parts)
-    lines = [f'{file.library}  (import "{file.library}") — {file.summary}']
-    for part in parts:
-        line = f"  {part.kind:<9} {part.name:<{name_width}}  {part.source or _inherits(part)}"
-        lines.append(line if len(line) <= width else line[: width - 1] + "…")
-    return "\n".join(lines)
-
-
-def _inherits(part: StdPart) -> str:
-    return f"(as {part.parent})" if part.parent else ""
-
-
 def _show(name: str, as_json: bool = False) -> int:
     name = name.removesuffix(".gcl")
     file = next((f for f in std_files() if f.library == name or f.library == f"std/{name}"), None)
     if file is not None:
-        print(json.dumps([part_json(p) for p in file.parts], indent=2) if as_json else _file_text(file, None, 10**6))
+        print(json.dumps([part_json(p) for p in file.parts], indent=2) if as_json else file_text(file, None, 10**6))
         return EXIT_OK
     part = find_part(name)
     if part is None:
@@ -94,16 +66,3 @@ def _show(name: str, as_json: bool = False) -> int:
     else:
         print(show_text(part, paint_gcl if colour(sys.stdout) else None))
     return EXIT_OK
-
-
-def show_text(part: StdPart, paint=None) -> str:
-    head = f'{part.kind} {part.name} — {part.span.path}:{part.span.line}  (import "{part.library}")'
-    lines = [head]
-    if part.source:
-        lines.append(f"source: {part.source}")
-    parent = find_part(part.parent) if part.parent else None
-    if parent is not None:
-        lines.append(f"extends {parent.name} ({parent.span.path}:{parent.span.line}); "
-                     f"`gclc std show {parent.name}` for the fields it inherits")
-    text = part_text(part)
-    return "\n".join(lines) + "\n\n" + (paint(text) if paint else text)

@@ -186,6 +186,7 @@ def _charts(args, out: Path, collected, objectives, total, axes_values, plan, ke
 def _tornado(out: Path, rows, plan, delta: float) -> list[str]:
     from ..solver.sweep.study import tornado
     from ..views import sweep_plots
+    from ..views.sweep_report import tornado_text
     from .output import write_atomic
 
     written = []
@@ -197,7 +198,5 @@ def _tornado(out: Path, rows, plan, delta: float) -> list[str]:
         path = out / f"tornado_{column.removesuffix('_s').removesuffix('_usd')}.svg"
         write_atomic(path, sweep_plots.save(fig, "svg"))
         written.append(str(path))
-        print(f"sensitivity of {name} to +-{delta:.0%}:")
-        for param, low, high in sorted(bars, key=lambda b: -max(abs(b[1]), abs(b[2]))):
-            print(f"  {param:24} {low:+8.1%} {high:+8.1%}")
+        print(tornado_text(bars, name, delta))
     return written

@@ -18,6 +18,7 @@ import attrs
 
 from .design import Entity, Record
 from .formats import FAMILIES, family
+from ..dsl.numbers import number, quantity
 
 TOLERANCE = 0.05
 PRECISIONS = FAMILIES
@@ -52,7 +53,7 @@ def ops_per_clock(chip: Entity) -> dict[str, float]:
 def _ops_formula(chip: Entity, precision: str) -> str:
     table = chip.get("ops_per_clock")
     if table is not None and table.get(precision) is not None:
-        return f"{float(table.get(precision)):g} ops/clock"
+        return f"{number(float(table.get(precision)), 6)} ops/clock"
     array = chip.get("systolic")
     return f"2 x {array.get('rows')} x {array.get('cols')} x {array.get('arrays', 1)} array ops/clock"
 
@@ -64,7 +65,7 @@ def derived_peaks(chip: Entity) -> tuple[Derived, ...]:
         return ()
     peak = chip.get("peak")
     return tuple(Derived(f"peak.{p}", cores * clock * ops[p], "FLOPS",
-                         f"{cores} cores x {clock / 1e9:g} GHz x {_ops_formula(chip, p)}",
+                         f"{number(cores)} cores x {number(clock / 1e9, 6)} GHz x {_ops_formula(chip, p)}",
                          _f(peak.get(p)) if peak is not None else None)
                  for p in PRECISIONS if p in ops)
 
@@ -113,8 +114,7 @@ def hbm(chip: Entity, field: str) -> float:
 
 
 def _text(value: float, unit: str) -> str:
-    scale = {"B": (1e9, "GB"), "B/s": (1e9, "GB/s"), "FLOPS": (1e12, "TFLOPS")}[unit]
-    return f"{value / scale[0]:,.4g} {scale[1]}"
+    return quantity(value, unit)
 
 
 def stated_formats(chip: Entity) -> tuple[str, ...]:

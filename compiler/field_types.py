@@ -50,11 +50,12 @@ class FieldTyper:
         high_ok = ftype.high is None or value.value <= ftype.high
         if not (low_ok and high_ok):
             percent = is_share(expr) and ftype.dim == sc.u.NONE  # `105%` is told in percent
-            shown = f"{_number_text(value.value * 100)}%" if percent else format_quantity(value)
+            # the value as written, every digit: `1.0001` beyond `<= 1` must not read as `1`
+            shown = f"{_number_text(value.value * 100, 9)}%" if percent else format_quantity(value, 9)
             return self.error(codes.OUT_OF_RANGE.make(expr.span, field=field, bound=_bound_text(ftype, percent),
                                                       value=shown))
         if ftype.integer and value.value.denominator != 1:
-            return self.error(codes.NOT_INTEGER.make(expr.span, field=field, value=format_quantity(value)))
+            return self.error(codes.NOT_INTEGER.make(expr.span, field=field, value=format_quantity(value, 9)))
         return int(value.value) if ftype.integer else value
 
     def typed_text(self, expr: ast.Expr, ftype: sc.Text, field: str) -> Any:
@@ -259,5 +260,5 @@ def _unit_hint(expr: ast.Expr, ftype: sc.Qty) -> str:
     return f"help: write it in units such as `{example}`" if example else ""
 
 
-def _number_text(value) -> str:
-    return format_quantity(Quantity(value))
+def _number_text(value, digits: int = 3) -> str:
+    return format_quantity(Quantity(value), digits)

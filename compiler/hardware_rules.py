@@ -13,7 +13,8 @@ from .hostlist import HOSTNAME, HostlistError, expand_all
 from .design import Entity, Record
 from .part_rules import chip_formats
 from ..dsl.diagnostics import Diagnostic, Label
-from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_quantity
+from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_distinct, format_quantity
+from ..dsl.numbers import percent
 
 # The fastest per-direction bandwidth per GPU each link kind offers today; a figure above
 # it is most likely a bidirectional number. NVLink 5: 900 GB/s per direction (NVIDIA
@@ -31,7 +32,7 @@ def chip_rules(chip: Entity) -> Iterator[Diagnostic]:
     for low, value in (("idle", idle), ("min_cap", cap)):
         if tdp is not None and value is not None and not value < tdp:
             yield codes.ORDER.make(chip.span_of(f"power.{low}"), low=f"power.{low}", high="power.tdp",
-                                   low_value=format_quantity(value), high_value=format_quantity(tdp),
+                                   **_pair(value, tdp),
                                    labels=[Label(chip.span_of("power.tdp"), "the TDP")])
     yield from _chip_derivations(chip)
     yield from _chip_clocks(chip)
@@ -47,7 +48,7 @@ def _chip_derivations(chip: Entity) -> Iterator[Diagnostic]:
     for d in chip_numbers.disagreements(chip):
         yield codes.DERIVED_MISMATCH.make(
             chip.span_of(d.key), field=d.key, stated=_quantity(d.stated, d.unit), derived=_quantity(d.value, d.unit),
-            percent=f"{abs(d.stated - d.value) / d.stated:.1%}",
+            percent=percent(abs(d.stated - d.value) / d.stated),
             notes=[f"derived: {d.formula} = {_quantity(d.value, d.unit)}",
                    "the stated figure is used; fix whichever is wrong"])
 
@@ -58,18 +59,23 @@ def _chip_clocks(chip: Entity) -> Iterator[Diagnostic]:
                                     ("power.min_clock", chip.get("power.min_clock"), "clock", clock),
                                     ("power.idle", chip.get("power.idle"), "power.cap", chip.get("power.cap"))):
         if value is not None and bound is not None and not value < bound:
-            yield codes.ORDER.make(chip.span_of(low), low=low, high=high, low_value=format_quantity(value),
-                                   high_value=format_quantity(bound), labels=[Label(chip.span_of(high), "here")])
+            yield codes.ORDER.make(chip.span_of(low), low=low, high=high, **_pair(value, bound), labels=[Label(chip.span_of(high), "here")])
     cap, tdp, least = chip.get("power.cap"), chip.get("power.tdp"), chip.get("power.min_cap")
     if cap is not None and least is not None and cap < least:
         yield codes.ORDER.make(chip.span_of("power.min_cap"), low="power.min_cap", high="power.cap",
-                               low_value=format_quantity(least), high_value=format_quantity(cap),
+                               **_pair(least, cap),
                                labels=[Label(chip.span_of("power.cap"), "the cap")],
                                notes=["help: the firmware accepts no cap below `min_cap`"])
     if cap is not None and tdp is not None and tdp < cap:
         yield codes.ORDER.make(chip.span_of("power.cap"), low="power.cap", high="power.tdp",
-                               low_value=format_quantity(cap), high_value=format_quantity(tdp),
+                               **_pair(cap, tdp),
                                notes=["help: a power cap limits the chip below its TDP"])
+
+
+def _pair(low: Quantity, high: Quantity) -> dict[str, str]:
+    """ORDER's two values, with the digits it takes to tell them apart."""
+    low_value, high_value = format_distinct(low, high)
+    return {"low_value": low_value, "high_value": high_value}
 
 
 def _quantity(value: float, unit: str) -> str:
@@ -84,7 +90,7 @@ def fabric_rules(fabric: Entity) -> Iterator[Diagnostic]:
         yield codes.BIDIR_HINT.make(
             fabric.span_of("bandwidth"), field="bandwidth", value=format_quantity(bandwidth),
             notes=[f"the fastest {kind.name} today carries {format_quantity(ceiling)} per GPU per direction",
-                   f"help: if this is the sum of both directions, write `{format_quantity(bandwidth)} bidir`"
+                   f"help: if this is the sum of both directions, write `{format_quantity(bandwidth, 9)} bidir`"
                    f" (= {format_quantity(bandwidth.scaled(Fraction(1, 2)))} per direction)"])
 
 

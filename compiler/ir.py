@@ -13,7 +13,17 @@ import attrs
 from ..dsl.source import Span
 from . import formats as number_formats
 
-IR_VERSION = 2  # 2: accelerators carry cores, clocks, L2 and the DVFS curve
+# Bump on every change to the IR's classes or fields (tests/compiler/test_ir_version.py pins
+# the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
+# 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list, nodes
+# their checkpoint `storage` bandwidth.
+IR_VERSION = 3
+# sha256 of each version's JSON Schema (less its version number), as
+# tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
+IR_SCHEMA_SHA256 = {
+    2: "2efbdcbd6e9b4198bbd85f55ad2a325a6c3d420ae30b10a8790756c679f8cf58",
+    3: "d642b5856a02f9a1dc60b9d783df75eea4f4a3a9ef8ee26e31bb67955e735c1d",
+}
 
 
 def _span() -> attrs.Attribute:
@@ -87,6 +97,7 @@ class NodeType:
     overhead: float              # watts: fans, boards, power conversion
     nvme_bandwidth: float | None = None   # bytes/s the node's NVMe drives read or write
     host_link: float | None = None        # bytes/s per direction between one GPU and host memory (PCIe, C2C)
+    storage: float | None = None          # bytes/s the host writes its checkpoint to storage at (model/host.py)
     span: Span = _span()
 
     def parts_of(self, kind: str) -> tuple[Part, ...]:

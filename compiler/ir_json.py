@@ -120,5 +120,5 @@ def _schema_of(kind: Any, definitions: dict[str, dict]) -> dict:
             bool: {"type": "boolean"}, type(None): {"type": "null"}}[kind]
 
 
-if __name__ == "__main__":  # regenerate the schema file: python -m gclc.compiler.export
+if __name__ == "__main__":  # regenerate the schema file: python -m gclc.compiler.ir_json
     SCHEMA_PATH.write_text(json.dumps(json_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")

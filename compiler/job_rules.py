@@ -11,6 +11,7 @@ from . import chip as chip_numbers
 from .design import Entity, Partition, Record, Symbol
 from .formats import runs
 from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.numbers import number
 
 
 def job_rules(job: Entity) -> Iterator[Diagnostic]:
@@ -45,6 +46,10 @@ def _shared(job: Entity) -> Iterator[Diagnostic]:
     if len(sizes) > 1:
         yield codes.SHAPE.make(job.span_of(sizes[1]), what="a job's work is one of `tokens`, `steps` or `duration`",
                                labels=[Label(job.span_of(sizes[0]), "already given here")])
+    if job.get("checkpoint_every") is not None and job.get("checkpoint.interval") is not None:
+        yield codes.SHAPE.make(job.span_of("checkpoint.interval"),
+                               what="a job's checkpoint interval is one of `checkpoint_every` or `checkpoint { interval }`",
+                               labels=[Label(job.span_of("checkpoint_every"), "already given here")])
     low, high = job.get("min_gpus"), job.get("gpus")
     if low is not None and high is not None and low > high:
         yield codes.ORDER.make(job.span_of("min_gpus"), low="min_gpus", high="gpus", low_value=str(low),
@@ -122,7 +127,7 @@ def _schedule(job: Entity) -> Iterator[Diagnostic]:
         yield codes.UNEVEN_PIPELINE.make(
             job.span_of("parallelism.pp"), what=f"{split} stages do not split the model's {layers} layers evenly",
             notes=[f"the largest stage holds {-(-layers // (pp * (vp or 1)))} layers and sets the pace; "
-                   f"the model counts {layers / (pp * (vp or 1)):g} per stage",
+                   f"the model counts {number(layers / (pp * (vp or 1)))} per stage",
                    "help: pick stages that divide the layers, or keep it if the first and last stages are "
                    "lightened on purpose (embedding and output layers)"])
 

@@ -74,6 +74,7 @@ def node_type(node: Entity) -> NodeType:
                     _f(node.get("nvme")), _f(node.get("overhead")),
                     nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
                     host_link=_f(node.get("host_link")) if node.get("host_link") is not None else None,
+                    storage=_f(node.get("storage")) if node.get("storage") is not None else None,
                     span=node.span)
 
 

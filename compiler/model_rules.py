@@ -8,6 +8,7 @@ from typing import Iterator
 from ..dsl import codes
 from .design import Entity, Symbol
 from ..dsl.diagnostics import Diagnostic
+from ..dsl.numbers import percent
 from ..dsl.units import Quantity, format_quantity
 
 PARAMS_TOLERANCE = Fraction(3, 100)
@@ -18,9 +19,9 @@ def model_rules(model: Entity) -> Iterator[Diagnostic]:
     stated = model.get("params")
     computed = model_params(model)
     if stated is not None and computed and abs(stated.value - computed) > PARAMS_TOLERANCE * computed:
-        percent = f"{float(abs(stated.value - computed) / computed):.1%}"
+        off = percent(float(abs(stated.value - computed) / computed))
         yield codes.PARAMS_MISMATCH.make(model.span_of("params"), stated=format_quantity(stated),
-                                         computed=format_quantity(Quantity(Fraction(computed))), percent=percent,
+                                         computed=format_quantity(Quantity(Fraction(computed))), percent=off,
                                          notes=["the shape gives " + params_formula(model)])
 
 
@@ -38,6 +39,11 @@ def _model_shape(model: Entity) -> Iterator[Diagnostic]:
                                notes=["help: set `head_dim` if the heads are not hidden / heads wide"])
     if heads and kv and heads % kv:
         yield codes.SHAPE.make(model.span_of("kv_heads"), what=f"kv_heads = {kv} does not divide heads = {heads}")
+    if model.get("mla") is not None and kv is not None and kv != heads:
+        yield codes.SHAPE.make(model.span_of("kv_heads"),
+                               what=f"with `mla`, every head gets its own key and value from the latent: kv_heads = {kv} "
+                                    f"is not heads = {heads}",
+                               notes=["help: remove `kv_heads` (MLA's cache size comes from `kv_rank` and `rope_dim`)"])
     if experts is not None and experts.get("top_k", 0) > experts.get("routed", 0):
         yield codes.SHAPE.make(model.span_of("experts.top_k"), what="top_k exceeds the number of routed experts")
     if experts is not None and experts.get("dense_layers", 0) > model.get("layers", 0):
@@ -67,6 +73,12 @@ def _shape(model: Entity):
     if None in (h, layers, heads, ffn, vocab):
         return None
     attention = h * head_dim * (2 * heads + 2 * kv)
+    mla = model.get("mla")
+    if mla is not None:  # the same projections as model/shape.py's attention_params
+        q_rank, kv_rank, rope = mla.get("q_rank", 0), mla.get("kv_rank"), mla.get("rope_dim", 0)
+        qk = head_dim + rope
+        query = q_rank * (h + heads * qk) if q_rank else h * heads * qk
+        attention = query + h * (kv_rank + rope) + kv_rank * heads * 2 * head_dim + heads * head_dim * h
     matrices = 3 if model.get("mlp", Symbol("swiglu")) == Symbol("swiglu") else 2
     dense_mlp = matrices * h * ffn
     experts = model.get("experts")

@@ -174,6 +174,10 @@ def positive(dim: u.Dim, marker: str | None = None) -> Qty:
 COUNT = Qty(u.NONE, integer=True, low=Fraction(1), low_open=False)
 COUNT0 = Qty(u.NONE, integer=True, low=Fraction(0), low_open=False)
 AMOUNT = Qty(u.NONE)  # a positive plain number, such as 14.8 T tokens
+# Switching tiers of a fat tree: built ones have 2-4 (3 serve 65,536 hosts at radix 64); 8 tiers
+# of radix-64 switches would serve 32^7 x 64 (2.2e12) endpoints. A bound keeps the lowering's
+# per-tier loop (and its powers of the radix) small.
+TIERS = Qty(u.NONE, integer=True, low=Fraction(1), low_open=False, high=Fraction(8))
 SHARE = Qty(u.NONE, high=Fraction(1))  # 0 < x <= 1: efficiencies, utilization
 BYTES, TIME, POWER = positive(u.BYTES), positive(u.TIME), positive(u.POWER)
 TIME0 = Qty(u.TIME, low_open=False)  # instants from the start of a schedule: `submit = 0 h`
@@ -191,9 +195,9 @@ PRECISION = Choice(formats.NAMES, "a precision")  # a family or a named format (
 TOPOLOGY = Construct({
     "switched": Constructor({}),
     "full_mesh": Constructor({}),
-    "fat_tree": Constructor({"tiers": COUNT, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
+    "fat_tree": Constructor({"tiers": TIERS, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
                             ("tiers", "radix")),
-    "rail_optimized": Constructor({"tiers": COUNT, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
+    "rail_optimized": Constructor({"tiers": TIERS, "radix": COUNT, "oversubscription": Qty(u.NONE, low=Fraction(1), low_open=False)},
                                   ("tiers", "radix")),
     "torus": Constructor({"dims": ListOf(COUNT, least=1), "wraparound": FLAG}, ("dims",)),
 })
@@ -257,7 +261,8 @@ NODE = Block(
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
-        "time to repair one; `storage` the checkpoint write bandwidth of one node; `host_link` the bandwidth "
+        "time to repair one; `storage` the checkpoint write bandwidth of one node's host path (its storage DPUs add their line rate; "
+        "default: its `nvme_bandwidth`, else Llama 3's ~1 GB/s per host); `host_link` the bandwidth "
         "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
 )
 SUPERNODE = Block(
@@ -298,11 +303,17 @@ MODEL = Block(
     {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
      "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT,
-     "window": COUNT, "global_every": COUNT, "block": Choice(("sequential", "parallel"), "a block layout")},
+     "mtp": COUNT0, "window": COUNT, "global_every": COUNT,
+     "block": Choice(("sequential", "parallel"), "a block layout")},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
-                              "dense_layers": COUNT0}, required=("routed", "top_k")),
-            "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0}, required=("kv_rank",),
-                         doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per token")},
+                              "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64))},
+                             required=("routed", "top_k"),
+                             doc="routed and shared experts; `capacity_factor = c` drops the tokens beyond c x an "
+                                 "expert's mean share and pads the rest to it (absent: dropless)"),
+            "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0, "q_rank": COUNT0}, required=("kv_rank",),
+                         doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per "
+                             "token; queries through a q_rank latent (0: a full projection); head_dim is the "
+                             "per-head key (without rope_dim) and value width")},
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
     doc="`window`: sliding-window (local) attention over that many keys, in every layer or, with "
         "`global_every = k`, all but every k-th (Gemma 2, GPT-OSS); `block = parallel`: attention and MLP "
@@ -323,21 +334,25 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
                      "shard": COUNT,
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
+                     "cp_balance": FLAG, "ep_overlap": FLAG,
                      "search": ListOf(Choice(SEARCHABLE, "a choice the planner can search"), least=1)},
                     doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
                         "replicated across groups; `recompute_modules` (with `recompute = selective`) and "
                         "`recompute_every` (every k-th layer) select what is recomputed; `offload`: the share of each "
-                        "stage's layers whose activations are kept in host memory; `search`: those of `shard`, "
-                        "`recompute_modules`, `recompute_every` and `offload` the planner also searches (each "
-                        "multiplies the space)")
+                        "stage's layers whose activations are kept in host memory; `cp_balance = false` gives each "
+                        "context-parallel rank one contiguous chunk (causal imbalance) instead of the balanced pair "
+                        "of chunks; `ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute; "
+                        "`search`: those of `shard`, `recompute_modules`, `recompute_every` and `offload` the planner "
+                        "also searches (each multiplies the space)")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
 # tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
           "prefer": Targets(), "gang": FLAG}
 CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
-                   doc="checkpoint size (default: weights and Adam state), write bandwidth (default: the nodes' "
-                       "`storage`), restart time (default: a fixed start plus reading it back), and the interval "
-                       "(default: Young/Daly from the write time and the job's failure rate)")
+                   doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
+                       "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
+                       "plus reading it back), and the interval (default: the job's `checkpoint_every`, else "
+                       "Young/Daly from the write time and the job's failure rate)")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,

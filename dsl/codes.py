@@ -11,6 +11,7 @@ from typing import Iterable
 
 import attrs
 
+from .numbers import number
 from .source import Span
 from .diagnostics import Diagnostic, Label, Severity
 
@@ -38,6 +39,9 @@ class Code:
         for key, value in values.items():  # `count of `gpus`` reads badly: drop the outer quotes
             if isinstance(value, str) and "`" in value:
                 template = template.replace(f"`{{{key}}}`", f"{{{key}}}")
+        # a number passed as it is (no format spec in the template) reads as the one formatter writes it
+        values = {k: number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and f"{{{k}}}" in template
+                  else v for k, v in values.items()}
         return Diagnostic(
             self.severity, self.name, template.format(**values), subject,
             tuple(labels), tuple(n for n in notes if n), label, json_path,

@@ -17,7 +17,6 @@ import hashlib
 import os
 import pickle
 import stat
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -77,6 +76,8 @@ def cached_parse(text: str, path: str, grammar: str, parse: Callable[[], object]
     except Exception:  # a damaged or foreign entry: parse again and replace it  # noqa: BLE001
         pass
     module = parse()
+    import tempfile  # here: a process that finds the entry does not load it (start-up time)
+
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".tmp-", delete=False) as handle:
             pickle.dump(module, handle, protocol=pickle.HIGHEST_PROTOCOL)

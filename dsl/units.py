@@ -13,6 +13,8 @@ from fractions import Fraction
 
 import attrs
 
+from .numbers import big, number
+
 # Base dimensions: bytes, seconds, joules, floating-point operations, money (US dollars).
 Dim = tuple[int, int, int, int, int]
 NONE: Dim = (0, 0, 0, 0, 0)
@@ -291,32 +293,28 @@ _DISPLAY: dict[Dim, tuple[tuple[str, Fraction], ...]] = {
 UNITS["ZFLOP"] = (Fraction(10**21), FLOP)
 
 
-def format_quantity(q: Quantity, digits: int = 4) -> str:
-    """A readable form: `3.35 TB/s`, `1.2 MW`, `405 B` for large plain counts."""
-    q = Quantity(Fraction(q.value), q.dim)  # an int or float value (from counts) formats like a Fraction
+def format_quantity(q: Quantity, digits: int = 3) -> str:
+    """A readable form in the units GCL writes (`3.35 TB/s`, `1.2 MW`, `405 B` for large plain
+    counts), its number written by the one formatter (`dsl/numbers.py`): separators, `digits`
+    significant digits, whole numbers in full, never an exponent."""
+    value = Fraction(q.value)  # an int or float value (from counts) formats like a Fraction
     if q.dim == NONE:
-        return _plain(q.value, digits)
+        return big(float(value), digits)
     scales = _DISPLAY.get(q.dim)
     if not scales:
-        return f"{_number(q.value, digits)} [{describe_dim(q.dim)}]"
-    magnitude = abs(q.value)
+        return f"{number(float(value), digits)} [{describe_dim(q.dim)}]"
+    magnitude = abs(value)
     for name, factor in scales:
         if magnitude >= factor:
             break
-    return f"{_number(q.value / factor, digits)} {name}".replace(" /s", "/s")
+    return f"{number(float(value / factor), digits)} {name}".replace(" /s", "/s")
 
 
-def _plain(value: Fraction, digits: int) -> str:
-    if value.denominator == 1 and abs(value) < 10**6:
-        return str(value.numerator)
-    for suffix, factor in (("T", 10**12), ("B", 10**9), ("M", 10**6)):
-        if abs(value) >= factor:
-            return f"{_number(value / factor, digits)} {suffix}"
-    return _number(value, digits)
-
-
-def _number(value: Fraction, digits: int) -> str:
-    if value.denominator == 1:
-        return str(value.numerator)
-    text = f"{float(value):.{digits}g}"
-    return text if "e" not in text else f"{float(value):.{digits}e}"
+def format_distinct(a: Quantity, b: Quantity) -> tuple[str, str]:
+    """Two quantities a message compares (`idle` must be below `tdp`), with as many digits
+    as it takes to tell them apart (at most 9): never `1 GHz must be below 1 GHz`."""
+    for digits in range(3, 10):
+        left, right = format_quantity(a, digits), format_quantity(b, digits)
+        if left != right or a == b:
+            break
+    return left, right

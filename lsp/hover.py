@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..compiler import metrics, schema as sc
-from ..compiler.design import Construct, Entity, Partition, Record, Repeat, Symbol
+from ..compiler.design import Record
+from ..compiler.show import show_value
 from ..compiler.evaluate import INVALID
 from ..compiler.lower import lower_cluster
-from ..dsl.units import EXAMPLE_UNITS, Quantity, format_quantity
+from ..dsl.units import EXAMPLE_UNITS
 from ..dsl import ast
 from .analysis import Analysis
 from .locate import Spot, spot_at
@@ -75,7 +76,7 @@ def _field(analysis: Analysis, spot: Spot) -> str | None:
     if spot.override_of is None:
         value = analysis.value(declaration, ".".join(p.replace(" ", ".") for p in path))
         if value is not None and value is not INVALID and not isinstance(value, Record):
-            lines.append(f"value: `{show(value)}`")
+            lines.append(f"value: `{show_value(value)}`")
         lines += _where(analysis, declaration, path)
     return "\n\n".join(lines)
 
@@ -131,7 +132,7 @@ def _derived(analysis: Analysis, decl: ast.Declaration) -> list[str]:
     if decl.kind.text == "chip":
         keys = ("hbm.capacity", "hbm.bandwidth", "peak.bf16", "peak.fp8", "power.tdp")
         found = [(k, entity.get(k)) for k in keys if entity.get(k) is not None]
-        return ["\n".join(f"- {k}: {show(v)}" for k, v in found)] if found else []
+        return ["\n".join(f"- {k}: {show_value(v)}" for k, v in found)] if found else []
     return []
 
 
@@ -143,7 +144,7 @@ def _reference(analysis: Analysis, spot: Spot) -> str | None:
     if first in analysis.program.params and not rest:
         param = analysis.program.params[first]
         value = analysis.checker.param(first)
-        return (f"**param {first}** = `{show(value)}`\n\ndeclared at `{param.name.span.path}:{param.name.span.line}`"
+        return (f"**param {first}** = `{show_value(value)}`\n\ndeclared at `{param.name.span.path}:{param.name.span.line}`"
                 "\n\noverride with `--set " + first + "=...`")
     if first not in analysis.program.declarations:
         return None
@@ -153,35 +154,13 @@ def _reference(analysis: Analysis, spot: Spot) -> str | None:
     lines = [f"**{first}.{'.'.join(rest)}** — {describe_type(field_type(kind, tuple(rest)))}"]
     value = analysis.value(first, ".".join(rest))
     if value is not None and value is not INVALID and not isinstance(value, Record):
-        lines.append(f"value: `{show(value)}`")
+        lines.append(f"value: `{show_value(value)}`")
     return "\n\n".join(lines + _where(analysis, first, tuple(rest)))
 
 
 def _kind_of(analysis: Analysis, name: str) -> str | None:
     decl = analysis.program.declarations.get(name)
     return decl.kind.text if decl else None
-
-
-def show(value: Any) -> str:
-    """A checked value as an architect reads it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Quantity):
-        return format_quantity(value)
-    if isinstance(value, Entity):
-        return value.name
-    if isinstance(value, Repeat):
-        return f"{value.count} x {value.part.name}"
-    if isinstance(value, Construct):
-        args = ", ".join(f"{i.name} = {show(i.value)}" for i in value.args.items)
-        return f"{value.name}({args})" if args else value.name
-    if isinstance(value, Partition):
-        return f"{value.cluster.name}.{value.name}"
-    if isinstance(value, (Symbol, str, int)):
-        return str(value)
-    if isinstance(value, tuple):
-        return "[" + ", ".join(show(v) for v in value) + "]"
-    return str(value)
 
 
 def _list(names) -> str:

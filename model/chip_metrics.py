@@ -42,7 +42,27 @@ def _hosts(graph: ClusterGraph) -> tuple[Metric, ...]:
             out.append(Metric(f"node.{node.name}.dpu.{part.name}", f"{node.name} {part.name} DPUs, taking over "
                               f"{', '.join(part.offload) or 'nothing'}", part.count, "",
                               "its `offload` (default: storage and input)", part.span))
+        out += _dpu_paths(node)
     return tuple(out)
+
+
+def _dpu_paths(node) -> list[Metric]:
+    """What the node's DPUs carry beside the host: checkpoint writes and sample loading."""
+    out = []
+    storage = [p for p in node.parts_of("dpu") if p.offloads("storage") and p.bandwidth]
+    if storage:
+        terms = " + ".join(f"{p.count} x {_q(p.bandwidth, 'B/s')} line rate" for p in storage)
+        out.append(Metric(f"node.{node.name}.dpu_storage", f"{node.name} checkpoint path through its DPUs",
+                          dpu.storage_rate(node), "B/s", f"{terms} (NVMe-oF, GPUDirect Storage; beside the host's "
+                          "`storage`, used by goodput and `checkpoint_every`)", node.span))
+    loading = [p for p in node.parts_of("dpu") if p.offloads("input") and p.bandwidth]
+    if loading:
+        terms = " + ".join(f"{p.count} x min({_q(p.bandwidth, 'B/s')}, {p.cores} cores x "
+                           f"{_q(dpu.BYTES_PER_CORE, 'B/s')})" if p.cores else f"{p.count} x {_q(p.bandwidth, 'B/s')}"
+                           for p in loading)
+        out.append(Metric(f"node.{node.name}.dpu_input", f"{node.name} sample loading through its DPUs",
+                          dpu.input_rate(node), "B/s", terms, node.span))
+    return out
 
 
 def _formats(chip: Accelerator) -> list[Metric]:

@@ -13,20 +13,20 @@ import functools
 from ..compiler.formats import family
 from ..compiler.ir import Accelerator
 from . import cache, dvfs
-from .workload import ACT_BYTES, Op
+from .ops import ACT_BYTES, Op
 
 # Undeclared chips: the median of the efficiencies fitted on the published runs
-# (benchmarks/calibrate.py, 2026-12-01; GEMMs of every precision together, attention apart).
-DEFAULT_GEMM_EFFICIENCY = 0.69   # share of the dense peak a sustained training GEMM reaches
-DEFAULT_ATTENTION_EFFICIENCY = 0.29  # share of the bf16 peak fused attention reaches
+# (benchmarks/calibrate.py, 2026-12-02; GEMMs of every precision together, attention apart).
+DEFAULT_GEMM_EFFICIENCY = 0.745  # share of the dense peak a sustained training GEMM reaches
+DEFAULT_ATTENTION_EFFICIENCY = 0.32  # share of the bf16 peak fused attention reaches
 # Undeclared chips of a vendor with fitted chips: the median of that vendor's fitted values
 # for the key (same fit): NVIDIA bf16 of A100 40/80 GB and H100; fp8 of H100, B200, GB200,
 # GB300; attention of all seven; Google of TPU v5e and v5p. Their compilers and matrix
 # units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
 # out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
 # all-vendor default by 27 % and 20 %).
-VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.60, ("NVIDIA", "attention"): 0.29,
-                   ("Google", "bf16"): 0.8825, ("Google", "attention"): 0.4925}
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.6275, ("NVIDIA", "attention"): 0.28,
+                   ("Google", "bf16"): 0.875, ("Google", "attention"): 0.5925}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 # Flash attention's rate rises with the key/value length one kernel call sees (tiles of
 # 128 keys: the causal diagonal's masked half-tiles and the per-query-block prologue and
@@ -36,6 +36,20 @@ DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel rea
 # to the 16k figure within 0.04 from 1k up. The chips' `attention` efficiencies are the
 # long-sequence asymptote.
 ATTENTION_HALF_SEQ = 430
+# Narrow heads run flash attention slower: each tile's softmax (exponentials, rescaling)
+# costs the same whatever the head width while its two matrix products scale with it, so
+# the rate goes as d / (d + d0). The same paper's Fig. 5 (causal, forward, 16k) gives
+# 473 TFLOP/s at head dim 64 against 616 at 128: d0 = 55. At 256 it measures 642, less
+# than the law's +17 % (register pressure), so widths above 128 keep the 128 rate, which
+# is what the chips' `attention` efficiencies were fitted at.
+ATTENTION_HALF_HEAD_DIM = 55
+# FlashAttention-2's kernels use Ampere's synchronous mma instructions; on chips with
+# asynchronous warp-group tensor cores (Hopper, Blackwell) they leave much of the rate
+# the vendor's kernels reach: 370 against cuDNN's 595 TFLOP/s at 16k keys, head dim 128,
+# on an H100 SXM5 (Shah et al. 2024, arXiv:2407.08608, "Attention forward speed, head dim
+# 128"). The fitted `attention` efficiencies are those of cuDNN's fused attention, which
+# the current stacks run through Transformer Engine.
+PORTABLE_ATTENTION_SHARE = 370 / 595
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -105,10 +119,27 @@ def attention_efficiency(chip: Accelerator) -> float:
     return declared or VENDOR_DEFAULTS.get((chip.vendor, "attention"), DEFAULT_ATTENTION_EFFICIENCY)
 
 
+def warp_group_tensor_cores(chip: Accelerator) -> bool:
+    """Whether the chip's tensor cores are the asynchronous warp-group kind that portable
+    attention kernels leave idle: NVIDIA's parts with an fp8 peak (Hopper, Blackwell;
+    ASSUMPTION: fp8 came with them, Ampere has none)."""
+    return chip.vendor == "NVIDIA" and chip.peak_of("fp8") is not None
+
+
 def attention_length_factor(kv_length: int) -> float:
     """Share of the asymptotic attention rate a kernel over `kv_length` keys reaches
     (1.0 when the length is unknown)."""
     return kv_length / (kv_length + ATTENTION_HALF_SEQ) if kv_length > 0 else 1.0
+
+
+def attention_head_factor(head_dim: int) -> float:
+    """Share of the head-dim-128 attention rate a kernel over heads this wide reaches."""
+    if head_dim <= 0 or head_dim >= 128:
+        return 1.0
+
+    def rate(d: int) -> float:
+        return d / (d + ATTENTION_HALF_HEAD_DIM)
+    return rate(head_dim) / rate(128)
 
 
 # The rates below depend on the chip alone (an immutable IR value) and are read for every
@@ -151,14 +182,19 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
     two-level roofline, model/cache.py), plus overhead."""
     memory = op.bytes / hbm_rate(chip)
     if op.kind == "gemm":
-        compute = op.flops / gemm_rate(chip, precision, op.m, op.n, op.k)
+        # a grouped GEMM's tiles of all its experts fill the GPU together
+        rows = op.m * op.count if op.grouped else op.m
+        compute = op.flops / gemm_rate(chip, precision, rows, op.n, op.k)
         memory = cache.gemm_bytes(op.m, op.n, op.k, op.count, ACT_BYTES, chip) / hbm_rate(chip)
     elif op.kind == "attention":
         if op.m:  # unfused: two batched GEMMs (QK^T: s x s x d, then AV) at the GEMM rate of
             # their shape, and the scores go through HBM between kernels, not overlapped with math
             compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
             return compute + memory + 4 * KERNEL_OVERHEAD_S
-        compute = op.flops / (attention_rate(chip) * attention_length_factor(op.n))
+        rate = attention_rate(chip) * attention_length_factor(op.n) * attention_head_factor(op.k)
+        if op.portable and warp_group_tensor_cores(chip):
+            rate *= PORTABLE_ATTENTION_SHARE
+        compute = op.flops / rate
     else:
         compute = 0.0
         memory = cache.elementwise_hbm_bytes(op.bytes, op.tensor, chip) / hbm_rate(chip)

@@ -9,11 +9,17 @@ from .stacks import ERAS
 
 # What a software stack does, as far as step time is concerned. Each entry names real,
 # documented behaviour, not a fitted number, of the releases model/stacks.py lists with sources:
-#   attention: "flash" (fused, causal blocks skipped) or "unfused" (s x s scores in HBM)
+#   attention: "flash" (fused, causal blocks skipped; on Hopper and Blackwell the
+#     vendor's warp-group kernels: Transformer Engine's cuDNN fused attention, XLA's),
+#     "flash2" (the same algorithm in FlashAttention-2's portable kernels, as PyTorch's
+#     SDPA flash backend and llm-foundry run it) or "unfused" (s x s scores in HBM)
 #   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
 #   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
 #   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm)
-#   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A overlap)
+#   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A
+#     overlap) unless the job says: off by default in Megatron-Core
+#     (`overlap_moe_expert_parallel_comm = False`), so in NeMo and Megatron-Bridge recipes
+#     unless one sets `moe_a2a_overlap`; MaxText's MoE all-to-all is not overlapped either
 #   hierarchical: collectives use topology-aware rings (NCCL); DeepSpeed's ZeRO-3 of 2021
 #     issued per-partition collectives whose traffic crossed the network in full
 #   dropout: attention and residual dropout in training (GPT-3 era recipes; modern LLM
@@ -25,11 +31,11 @@ _COLUMNS = ("attention", "fused", "dropout", "tp_overlap", "dp_overlap", "ep_ove
 STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name, row in {
     #                 attention   fused  dropout tp_ovl dp_ovl ep_ovl hier   grad_bytes
     "megatron":        ("unfused",  True,  True,   False, False, False, True,  4),
-    "megatron_core":   ("flash",    True,  False,  True,  True,  True,  True,  2),
-    "nemo":            ("flash",    True,  False,  True,  True,  True,  True,  2),
+    "megatron_core":   ("flash",    True,  False,  True,  True,  False, True,  2),
+    "nemo":            ("flash",    True,  False,  True,  True,  False, True,  2),
     "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2),
-    "fsdp":            ("flash",    False, False,  False, True,  False, True,  2),
-    "maxtext":         ("flash",    True,  False,  True,  True,  True,  True,  2),
+    "fsdp":            ("flash2",   False, False,  False, True,  False, True,  2),
+    "maxtext":         ("flash",    True,  False,  True,  True,  False, True,  2),
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"
 assert {e.stack for e in ERAS} == set(STACKS), "every stack names its releases (model/stacks.py)"
@@ -71,10 +77,25 @@ class TrainConfig:
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
     # outermost. Expert layers fold their own groups over the same ranks (see `stride`).
     order: tuple[str, ...] = DEFAULT_ORDER
-    # What the job asks of its hosts (model/host.py): bytes read per sequence, and the
-    # interval between synchronous checkpoints in seconds (0: none modelled).
+    # What the job asks of its hosts (model/host.py): bytes read per sequence, the interval
+    # between synchronous checkpoints in seconds (0: none modelled), and the checkpoint's size
+    # and write bandwidth as the `checkpoint { ... }` block states them (model/host.py).
     sample_bytes: float = 0.0
     checkpoint_every: float = 0.0
+    checkpoint_size: float = 0.0
+    checkpoint_bandwidth: float = 0.0  # bytes/s of the whole job's writes, as stated (0: the nodes' paths)
+    # Context parallelism gives each rank two chunks, one from each end of the sequence, so
+    # that every rank does the same causal work (Megatron/TE, MaxText, torchtitan default);
+    # False: one contiguous chunk per rank (model/context.py).
+    cp_balanced: bool = True
+    # MoE all-to-all of one micro-batch overlapped with another's compute (Megatron-Core
+    # `overlap_moe_expert_parallel_comm`, Megatron-Bridge `moe_a2a_overlap`); None: the
+    # stack's default (model/step.py `_ep_exposed`)
+    ep_overlap: bool | None = None
+
+    @property
+    def overlaps_ep(self) -> bool:
+        return bool(self.behaviour("ep_overlap") if self.ep_overlap is None else self.ep_overlap)
 
     @property
     def gpus(self) -> int:

@@ -25,6 +25,23 @@ node's DPU cores, and the network stage of each collective is posted to the DPU
 (`POST_S`) instead of being launched as a kernel (its launch share leaves the host). The
 runtime keeps the host path when that is faster, so a DPU never slows a step.
 
+Beside the network, a DPU is a second path for the node's data (its `offload` lists
+`storage` and `input` by default): `storage_rate` and `input_rate` below are what that path
+carries, used by the step's data loading and checkpoint share (model/host.py) and by
+goodput's checkpoint write and restart read (solver/schedule/failures.py). This module is
+the one place that says what a DPU can do.
+
+- Storage: the DPU writes checkpoints to network storage through its own ports, NVMe-oF
+  presented to the host as a local drive (BlueField SNAP), with GPUDirect Storage moving the
+  bytes from GPU memory by DMA and no staging in host DRAM. SNAP's zero-copy mode DMAs
+  between the host and the remote target with no copy on the Arm cores (NVIDIA BlueField-3
+  SNAP 4.3.1 docs, Introduction), so the path runs at the DPU's line rate
+  (ASSUMPTION: a checkpoint is large sequential writes; it stalls training, so no
+  collective traffic shares the DPU's ports while it is written; and the storage system
+  absorbs what the nodes send: a job states a slower one with `checkpoint { bandwidth }`).
+- Input: samples read through the DPU are decoded and collated on its Arm cores, at the
+  same rate per core as a host core (`BYTES_PER_CORE`), at most its line rate.
+
 A node that does not declare its CPU cores constrains nothing: unknown is not slow.
 """
 
@@ -64,6 +81,9 @@ CHUNK_BYTES = 4 * 2**20 / 8
 # DistributedDataParallel docs); one collective call per bucket.
 BUCKET_BYTES = 25e6
 THREADS_PER_GPU = 2     # the launch thread and the network proxy
+# ASSUMPTION: one host (or DPU Arm) core reads, decompresses and collates about 1 GB/s of
+# tokenized samples (memcpy-class work); image or video decoding is far slower.
+BYTES_PER_CORE = 1e9
 
 
 @attrs.frozen
@@ -90,6 +110,23 @@ def host_cores(node: NodeType) -> float:
 def dpu_cores(node: NodeType) -> float:
     """Arm cores of the DPUs that take over the node's network (0 when none does)."""
     return float(sum(p.count * (p.cores or 0) for p in node.parts_of("dpu") if p.offloads("network")))
+
+
+@functools.lru_cache(maxsize=1024)
+def storage_rate(node: NodeType) -> float:
+    """Bytes/s the node's storage-offloading DPUs write to (or read from) network storage."""
+    return float(sum(p.count * (p.bandwidth or 0.0) for p in node.parts_of("dpu") if p.offloads("storage")))
+
+
+@functools.lru_cache(maxsize=1024)
+def input_rate(node: NodeType) -> float:
+    """Bytes/s of samples the node's input-offloading DPUs load: Arm cores, at most line rate."""
+    rate = 0.0
+    for p in node.parts_of("dpu"):
+        if p.offloads("input"):
+            cores = p.cores * BYTES_PER_CORE if p.cores else math.inf
+            rate += p.count * min(p.bandwidth or 0.0, cores)
+    return rate
 
 
 def host_time(shape: ModelShape, cfg: TrainConfig, partition: Partition, offload: bool = True) -> float:
@@ -130,14 +167,16 @@ def host_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Host
         _WORK.clear()
     work = _WORK.get(layer_key)
     if work is None:
-        layer_cfg = attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0, checkpoint_every=0.0)
+        layer_cfg = attrs.evolve(cfg, batch=0, vp=1, zero=0, sample_bytes=0.0, checkpoint_every=0.0,
+                                 checkpoint_size=0.0, checkpoint_bandwidth=0.0)
         work = _WORK[layer_key] = (_layer_work(shape, layer_cfg, partition, False),
                                    _layer_work(shape, layer_cfg, partition, True) if moe_layers else (0.0,) * 4)
     dense, moe = work
     step = _WORK.get(step_key)
     if step is None:
         step = _WORK[step_key] = _step_work(shape, attrs.evolve(cfg, batch=0, recompute="none", sample_bytes=0.0,
-                                                                checkpoint_every=0.0), partition)
+                                                                checkpoint_every=0.0, checkpoint_size=0.0,
+                                                                checkpoint_bandwidth=0.0), partition)
     total = [m * ((layers - moe_layers) * d + moe_layers * e) for d, e in zip(dense, moe)]
     total = [t + x for t, x in zip(total, _per_microbatch_steps(step, m))]
     launches, calls, only, chunks = total

@@ -2,22 +2,29 @@
 
 What a DPU takes over here: it is a second path, beside the host CPUs, for the job's
 input (when its `offload` lists `input`) and its checkpoints (`storage`); both are its
-default. Network transport and collectives (`network`) are model/dpu.py's.
+default. What that path carries is model/dpu.py's (`dpu.input_rate`, `dpu.storage_rate`),
+like the network transport and collectives it takes over.
 
 - Input pipeline. A step reads `sample_bytes` per sequence; a node reads its share of
   the batch (the job's GPUs share it evenly: ASSUMPTION, ranks of one tensor-parallel group
   read the same sequences but only one of them from storage). The host path runs at
-  CPU cores x `HOST_BYTES_PER_CORE`, capped by the node's NVMe read bandwidth when declared;
+  CPU cores x `BYTES_PER_CORE`, capped by the node's NVMe read bandwidth when declared;
   each DPU adds its own (its Arm cores x the same rate, at most its port's line rate).
   Loading is prefetched, so it costs the step only what the step cannot hide: a step
   whose data takes longer than its compute is data-bound (`Breakdown.data`).
-- Checkpoints. Every `checkpoint_every`, each node writes its GPUs' weights and optimizer
-  state. The host path writes at its CPU rate, capped by the NVMe (or NIC) bandwidth; a DPU
-  writes straight to network storage at its line rate (GPUDirect Storage through the DPU,
-  no host copy). The save stalls training (a synchronous checkpoint), so each step carries
-  its share: checkpoint time x step / interval (`Breakdown.checkpoint`).
+- Checkpoints. One model of them serves the step (`checkpoint_every`) and goodput
+  (solver/schedule): the job's checkpoint (`checkpoint { size }`, else
+  `CHECKPOINT_BYTES_PER_PARAM` per parameter) is written by all its nodes at once, an even
+  share each (ASSUMPTION: PyTorch Distributed Checkpoint's planner writes each replicated
+  tensor once and spreads the shards). A node writes over two paths: the host's, at its
+  `storage` bandwidth (its local NVMe when only that is declared; Llama 3's per-host figure
+  when neither is), capped by its CPU copy rate; and its storage DPUs' at their line rate
+  (GPUDirect Storage through the DPU, no host copy). The save stalls training (a
+  synchronous checkpoint), so each step carries its share: checkpoint time x step /
+  interval (`Breakdown.checkpoint`).
 
-A node that declares no CPU, NVMe or DPU figures constrains nothing: unknown is not slow.
+A node that declares no CPU, NVMe or DPU figures constrains nothing but its checkpoint,
+which a job that asks for one always pays at the default storage bandwidth.
 """
 
 from __future__ import annotations
@@ -25,13 +32,19 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import NodeType, Partition
+from . import dpu
 from .config import TrainConfig
-from .memory import model_state
+from .dpu import BYTES_PER_CORE
 from .shape import ModelShape
 
-# ASSUMPTION: one host (or DPU Arm) core reads, decompresses and collates about 1 GB/s of
-# tokenized samples (memcpy-class work); image or video decoding is far slower.
-HOST_BYTES_PER_CORE = 1e9
+# The checkpoint: bf16 weights, fp32 master weights and Adam's two moments, 14 bytes per
+# parameter (Rajbhandari et al., ZeRO, SC'20, section 3.1: 16 bytes per parameter with the
+# fp16 gradients, which a checkpoint does not keep).
+CHECKPOINT_BYTES_PER_PARAM = 14
+# Storage write bandwidth per node: Llama 3's Tectonic sustains 2 TB/s for the 2,048 hosts
+# of a 16K-GPU job (Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, section
+# 3.3.1) -> ~1 GB/s per host.
+NODE_STORAGE_BPS = 2e12 / 2_048
 
 
 def _cores(node: NodeType, kind: str) -> float:
@@ -42,26 +55,15 @@ def _cores(node: NodeType, kind: str) -> float:
 
 
 def _host_rate(node: NodeType, writing: bool) -> float:
-    cpu = _cores(node, "cpu") * HOST_BYTES_PER_CORE if node.parts_of("cpu") else math.inf
-    nics = sum(p.count * p.bandwidth for p in node.parts_of("nic") if p.bandwidth)
-    device = node.nvme_bandwidth or (nics if writing and nics else math.inf)
-    return min(cpu, device)
-
-
-def _dpu_rate(node: NodeType, decoding: bool) -> float:
-    rate = 0.0
-    for dpu in node.parts_of("dpu"):
-        if not dpu.offloads("input" if decoding else "storage"):
-            continue
-        line = dpu.bandwidth or 0.0
-        cores = dpu.cores * HOST_BYTES_PER_CORE if decoding and dpu.cores else math.inf
-        rate += dpu.count * min(line, cores)
-    return rate
+    cpu = _cores(node, "cpu") * BYTES_PER_CORE if node.parts_of("cpu") else math.inf
+    if writing:
+        return min(cpu, node.storage or node.nvme_bandwidth or NODE_STORAGE_BPS)
+    return min(cpu, node.nvme_bandwidth or math.inf)
 
 
 def input_rate(node: NodeType) -> float:
     """Bytes/s of samples a node can load: host path plus its DPUs."""
-    return _host_rate(node, False) + _dpu_rate(node, True)
+    return _host_rate(node, False) + dpu.input_rate(node)
 
 
 def host_checkpoint_rate(node: NodeType) -> float:
@@ -70,7 +72,18 @@ def host_checkpoint_rate(node: NodeType) -> float:
 
 
 def checkpoint_rate(node: NodeType) -> float:
-    return _host_rate(node, True) + _dpu_rate(node, False)
+    """Bytes/s one node writes (or reads back) its checkpoint share at: host path plus DPU path."""
+    return _host_rate(node, True) + dpu.storage_rate(node)
+
+
+def checkpoint_bytes(shape: ModelShape, stated: float = 0.0) -> float:
+    """Bytes of the whole job's checkpoint: as stated, else derived from the parameters."""
+    return stated or CHECKPOINT_BYTES_PER_PARAM * shape.params
+
+
+def node_checkpoint_bytes(shape: ModelShape, cfg: TrainConfig, node: NodeType) -> float:
+    """One node's even share of the job's checkpoint."""
+    return checkpoint_bytes(shape, cfg.checkpoint_size) / math.ceil(cfg.gpus / node.gpus)
 
 
 def data_time(cfg: TrainConfig, partition: Partition) -> float:
@@ -83,12 +96,14 @@ def data_time(cfg: TrainConfig, partition: Partition) -> float:
 
 
 def checkpoint_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
-    """Seconds one node needs to write its GPUs' weights and optimizer state."""
+    """Seconds the job's nodes need to write its checkpoint (0 when it takes none): at the
+    job's stated `checkpoint { bandwidth }`, else each node its share over its paths."""
     if cfg.checkpoint_every <= 0:
         return 0.0
-    weights, _, optimizer = model_state(shape, cfg)
+    if cfg.checkpoint_bandwidth > 0:
+        return checkpoint_bytes(shape, cfg.checkpoint_size) / cfg.checkpoint_bandwidth
     node = partition.node
-    return (weights + optimizer) * min(node.gpus, cfg.gpus) / checkpoint_rate(node)
+    return node_checkpoint_bytes(shape, cfg, node) / checkpoint_rate(node)
 
 
 def host_terms(shape: ModelShape, cfg: TrainConfig, partition: Partition, step: float) -> tuple[float, float]:

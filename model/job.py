@@ -41,6 +41,8 @@ class Job:
     sample_bytes: float = 0.0     # bytes read per sequence (model/host.py)
     checkpoint_every: float = 0.0  # seconds between checkpoints (0: none modelled)
     stack_stated: bool = True     # False when `software` is not written (the default stack is assumed)
+    checkpoint_size: float = 0.0  # bytes, the `checkpoint { size }` stated (0: derived, model/host.py)
+    checkpoint_bandwidth: float = 0.0  # bytes/s, the `checkpoint { bandwidth }` stated (0: the nodes' paths)
 
 
 def train_job(design: Design, name: str | None = None) -> Job:
@@ -77,7 +79,13 @@ def job_from_entity(entity: Entity) -> Job:
                _plain(entity.get("software", Symbol(DEFAULT_STACK))), pinned,
                float(tokens) if tokens is not None else None,
                float(entity.get("sample_bytes") or 0), float(entity.get("checkpoint_every") or 0),
-               entity.get("software") is not None)
+               entity.get("software") is not None, _stated(entity, "checkpoint.size"),
+               _stated(entity, "checkpoint.bandwidth"))
+
+
+def _stated(entity: Entity, path: str) -> float:
+    value = entity.get(path)
+    return float(value.value) if value is not None else 0.0
 
 
 def _plain(value: object) -> object:
@@ -117,10 +125,15 @@ def pinned_config(job: Job) -> TrainConfig:
 
 
 def pinned_only(job: Job) -> dict[str, object]:
-    """The choices the planner takes from the file unless the job asks it to search them
-    (`search = [...]`, solver/enumerate.py `variants`): hybrid sharding's group, the
-    recompute's modules and layer interval, the offloaded share of layers."""
+    """The choices the planner takes from the file: hybrid sharding's group, the recompute's
+    modules and layer interval, the offloaded share of layers (these four searched instead
+    where the job asks: `search = [...]`, solver/enumerate.py `variants`), the
+    context-parallel balance, the MoE all-to-all overlap, and the checkpoint's stated size
+    and bandwidth."""
     p = job.pinned
     modules = p.get("recompute_modules") or ()
     return {"shard": int(p.get("shard") or 0), "recompute_every": int(p.get("recompute_every") or 1),
-            "recompute_modules": tuple(_plain(m) for m in modules), "offload": float(p.get("offload") or 0.0)}
+            "recompute_modules": tuple(_plain(m) for m in modules), "offload": float(p.get("offload") or 0.0),
+            "cp_balanced": bool(p.get("cp_balance", True)),
+            "ep_overlap": None if p.get("ep_overlap") is None else bool(p["ep_overlap"]),
+            "checkpoint_size": job.checkpoint_size, "checkpoint_bandwidth": job.checkpoint_bandwidth}

@@ -43,32 +43,41 @@ def low_precision_copy(precision: str) -> float:
 
 
 def params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
-    """Parameters held by the most loaded GPU (a stage with the embedding, or the output layer)."""
+    """Parameters held by the most loaded GPU (a stage with the embedding, or the output
+    layer and the MTP modules)."""
+    return dense_params_per_gpu(shape, cfg) + expert_params_per_gpu(shape, cfg)
+
+
+def expert_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Routed-expert parameters on one GPU: each EP rank holds routed / ep experts whole
+    (MoE parallel folding: expert tensor parallelism 1, EP groups over the TP x CP x DP ranks)."""
+    if not shape.is_moe:
+        return 0.0
+    layers = shape.moe_layers / cfg.pp + shape.mtp   # the MTP modules' layers sit on the last stage
+    return layers * shape.routed * shape.expert_params / cfg.ep
+
+
+def dense_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Everything but the routed experts, split by TP."""
     layers = shape.layers / cfg.pp
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
-    dense_layer = shape.layer_params(False) / cfg.tp
-    if shape.is_moe:
-        # Experts are not tensor-parallel (MoE parallel folding, expert TP = 1, as the
-        # step model computes them: model/workload.py): each GPU holds routed / ep whole experts.
-        expert_part = (shape.routed * shape.expert_params) / cfg.ep
-        moe_layer = (shape.layer_params(True) - shape.routed * shape.expert_params) / cfg.tp + expert_part
-    else:
-        moe_layer = 0.0
+    dense_layer = shape.layer_params(False)
+    moe_layer = shape.layer_params(True) - shape.routed * shape.expert_params if shape.is_moe else 0.0
     per_stage = layers * ((1 - moe_share) * dense_layer + moe_share * moe_layer)
-    embedding = shape.vocab * shape.hidden / cfg.tp
-    return per_stage + embedding * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1)
+    mtp = shape.mtp_params - shape.mtp * shape.routed * shape.expert_params
+    embedding = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1)
+    return (per_stage + mtp + embedding) / cfg.tp
 
 
 def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding over dp (and cp),
-    at `cfg`'s ZeRO stage or `zero`."""
-    params = params_per_gpu(shape, cfg)
-    # Megatron shards the distributed optimizer over dp x cp; hybrid sharding over a group of them
-    on_weights, on_grads, on_optimizer = state_shards(cfg, zero)
-    weight_bytes = WEIGHT_BYTES + low_precision_copy(cfg.precision)
-    weights = params * weight_bytes / on_weights
-    grads = params * int(cfg.behaviour("grad_bytes")) / on_grads
-    optimizer = params * OPTIMIZER_BYTES / on_optimizer
+    """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding, at `cfg`'s ZeRO
+    stage or `zero`: Megatron shards the distributed optimizer over dp x cp, hybrid sharding
+    over a group of them; a routed expert's state over its replicas in one group
+    (model/sharding.py `expert_shards`)."""
+    dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
+    per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")), OPTIMIZER_BYTES)
+    on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
+    weights, grads, optimizer = (b * (dense / d + experts / e) for b, d, e in zip(per_param, on_dense, on_experts))
     return weights, grads, optimizer
 
 

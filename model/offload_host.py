@@ -2,7 +2,7 @@
 buffer and activation offload.
 
 - Checkpoint staging. The host path of a checkpoint (model/host.py) copies the node's
-  share of weights and optimizer state into host DRAM before it writes it out (PyTorch
+  share of the checkpoint (weights and optimizer state) into host DRAM before it writes it out (PyTorch
   Distributed Checkpoint and Megatron-Core's async save stage to CPU memory). A DPU that
   takes `storage` writes straight from the GPUs (GPUDirect Storage), with no host copy; the
   two paths split a checkpoint in proportion to their rates, so only the host's share is
@@ -25,7 +25,6 @@ import attrs
 from ..compiler.ir import NodeType, Partition
 from . import host
 from .config import TrainConfig
-from .memory import model_state
 from .shape import ModelShape
 
 # ASSUMPTION: host memory the job cannot use: the OS, the framework's CPU side and the
@@ -58,8 +57,7 @@ def staging_bytes(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> 
     if cfg.checkpoint_every <= 0:
         return 0.0
     node = partition.node
-    weights, _, optimizer = model_state(shape, cfg)
-    whole = (weights + optimizer) * min(node.gpus, cfg.gpus)
+    whole = host.node_checkpoint_bytes(shape, cfg, node)
     through_host = host.host_checkpoint_rate(node)
     return whole * through_host / host.checkpoint_rate(node) if through_host else 0.0
 

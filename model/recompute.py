@@ -77,15 +77,16 @@ def flops_per_token(shape: ModelShape, cfg: TrainConfig) -> float:
     if share == 0:
         return 0.0
     if cfg.recompute == "full":
-        return share * (shape.forward_flops_per_token(cfg.seq) - 2 * shape.hidden * shape.vocab)
+        # everything but the output heads (the main one and each MTP module's)
+        return share * (shape.forward_flops_per_token(cfg.seq) - (1 + shape.mtp) * 2 * shape.hidden * shape.vocab)
     flops = 0.0
     chosen = modules(cfg)
     if "core_attention" in chosen:
         flops += shape.attention_core_flops_per_token(cfg.seq)
-    if "mlp" in chosen:
-        dense = shape.layers - shape.moe_layers
-        flops += 2 * (dense * shape.dense_mlp_params
-                      + shape.moe_layers * (shape.top_k + shape.shared) * shape.expert_params)
+    if "mlp" in chosen:   # an MTP module's layer is like the last one (routed when the model is)
+        dense = shape.layers - shape.moe_layers + (0 if shape.is_moe else shape.mtp)
+        routed = shape.moe_layers + (shape.mtp if shape.is_moe else 0)
+        flops += 2 * (dense * shape.dense_mlp_params + routed * (shape.top_k + shape.shared) * shape.expert_params)
     return share * flops
 
 

@@ -31,6 +31,9 @@ class ModelShape:
     tied_embeddings: bool = False
     kv_rank: int = 0               # MLA: the cached latent per token and layer (0 = GQA/MHA)
     rope_dim: int = 0              # MLA: the decoupled rotary key cached beside the latent
+    q_rank: int = 0                # MLA: the query's low-rank latent (0 = a full query projection)
+    capacity_factor: float = 0.0   # MoE token dropping: each expert takes c x its mean share (0 = dropless)
+    mtp: int = 0                   # multi-token-prediction depth: extra layers and logits (DeepSeek-V3: 1)
     window: int = 0                # sliding-window (local) attention: keys each query sees (0: global)
     global_every: int = 0          # with a window: every k-th layer attends globally (0: none does)
     parallel_block: bool = False   # attention and MLP in parallel on one normed input (GPT-J, PaLM)
@@ -42,15 +45,19 @@ class ModelShape:
         gated = model.get("mlp", Symbol("swiglu")) == Symbol("swiglu")
         moe = {} if experts is None else {
             "routed": experts.get("routed"), "shared": experts.get("shared", 0), "top_k": experts.get("top_k"),
-            "expert_ffn": experts.get("ffn", model.get("ffn")), "dense_layers": experts.get("dense_layers", 0)}
+            "expert_ffn": experts.get("ffn", model.get("ffn")), "dense_layers": experts.get("dense_layers", 0),
+            "capacity_factor": float(experts.get("capacity_factor") or 0.0)}
         mla = model.get("mla")
-        latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0)}
+        latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0),
+                                         "q_rank": mla.get("q_rank", 0)}
         blocks = {"window": model.get("window", 0), "global_every": model.get("global_every", 0),
                   "parallel_block": model.get("block", Symbol("sequential")) == Symbol("parallel")}
-        return cls(model.get("layers"), hidden, heads, model.get("kv_heads", heads),
+        # MLA expands its latent into every head's key and value
+        kv_heads = heads if mla is not None else model.get("kv_heads", heads)
+        return cls(model.get("layers"), hidden, heads, kv_heads,
                    model.get("head_dim", hidden // heads), model.get("ffn"), model.get("vocab"), model.get("seq"),
-                   3 if gated else 2, tied_embeddings=bool(model.get("tied_embeddings", False)), **moe, **latent,
-                   **blocks)
+                   3 if gated else 2, tied_embeddings=bool(model.get("tied_embeddings", False)),
+                   mtp=model.get("mtp", 0), **moe, **latent, **blocks)
 
     # ------------------------------------------------------------ structure
     @property
@@ -66,8 +73,20 @@ class ModelShape:
         return self.layers - self.dense_layers if self.is_moe else 0
 
     @property
+    def qk_dim(self) -> int:
+        """Width of one head's query and key (MLA adds the decoupled rotary part)."""
+        return self.head_dim + self.rope_dim
+
+    @property
     def attention_params(self) -> int:
-        return self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads)
+        if not self.is_mla:
+            return self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads)
+        # MLA (DeepSeek-V2 Sec 2.1): query down (h x q_rank) and up (q_rank x heads x qk),
+        # or one h x heads x qk projection; the joint KV latent and rotary key (h x (kv_rank +
+        # rope)); key and value up-projections (kv_rank x heads x 2 d); the output (heads d x h)
+        h, a, d = self.hidden, self.heads, self.head_dim
+        query = self.q_rank * (h + a * self.qk_dim) if self.q_rank else h * a * self.qk_dim
+        return query + h * (self.kv_rank + self.rope_dim) + self.kv_rank * a * 2 * d + a * d * h
 
     @property
     def dense_mlp_params(self) -> int:
@@ -95,8 +114,15 @@ class ModelShape:
 
     @property
     def params(self) -> int:
+        """The main model's parameters (published counts leave the MTP modules out)."""
         dense = (self.layers - self.moe_layers) * self.layer_params(False)
         return dense + self.moe_layers * self.layer_params(True) + self.embedding_params + self.hidden
+
+    @property
+    def mtp_params(self) -> int:
+        """Each MTP module: a projection of [h; embedding] (2h x h), two norms and one layer
+        like the last (DeepSeek-V3 Sec 2.2); embedding and output head are shared."""
+        return self.mtp * (2 * self.hidden * self.hidden + 2 * self.hidden + self.layer_params(self.is_moe))
 
     @property
     def active_params(self) -> int:
@@ -109,12 +135,23 @@ class ModelShape:
     # ------------------------------------------------------------ FLOPs per token
     def forward_flops_per_token(self, seq: int | None = None) -> float:
         """Matrix-multiply FLOPs of one token's forward pass, logits included."""
-        attention_core = 4 * self.mean_keys(seq) * self.heads * self.head_dim
-        dense = 2 * (self.attention_params + self.dense_mlp_params) + attention_core
-        moe = 2 * (self.attention_params + (self.top_k + self.shared) * self.expert_params
-                   + self.hidden * self.routed) + attention_core
+        s = seq or self.seq
+        dense, moe = self.layer_flops_per_token(False, s), self.layer_flops_per_token(True, s)
         layers = (self.layers - self.moe_layers) * dense + self.moe_layers * moe
-        return layers + 2 * self.hidden * self.vocab
+        logits = 2 * self.hidden * self.vocab
+        # each MTP module: its projection, one more layer and the shared output head again
+        mtp = self.mtp * (2 * 2 * self.hidden * self.hidden + (moe if self.is_moe else dense) + logits)
+        return layers + logits + mtp
+
+    def layer_flops_per_token(self, moe: bool, seq: int | None = None) -> float:
+        """Forward matrix-multiply FLOPs of one mean layer per token: projections, scores over
+        qk_dim and values over head_dim (the local/global mix's mean keys, full s x s
+        convention), the MLP or the routed experts."""
+        core = self._core_flops(seq)
+        if not moe:
+            return 2 * (self.attention_params + self.dense_mlp_params) + core
+        return 2 * (self.attention_params + (self.top_k + self.shared) * self.expert_params
+                    + self.hidden * self.routed) + core
 
     def model_flops_per_token(self, seq: int | None = None) -> float:
         """Training FLOPs per token as MFU counts them: 3 x forward."""
@@ -122,7 +159,13 @@ class ModelShape:
 
     def attention_core_flops_per_token(self, seq: int | None = None) -> float:
         """Forward FLOPs of scores and values over all layers (what selective recompute redoes)."""
-        return self.layers * 4 * self.mean_keys(seq) * self.heads * self.head_dim
+        return (self.layers + self.mtp) * self._core_flops(seq)
+
+    def _core_flops(self, seq: int | None = None) -> float:
+        """One layer's scores (over qk_dim) and values (over head_dim) per token, over the
+        mean keys per query of the local/global mix; an MTP module's layer counts as that
+        mean layer too (the step model gives it the blended layer's time)."""
+        return 2 * self.mean_keys(seq) * self.heads * (self.qk_dim + self.head_dim)
 
     # ------------------------------------------------------------ local attention
     @property

@@ -17,7 +17,8 @@ Sources, abbreviated below:
           containers run Megatron-Core with TP/DP overlap and bf16 gradient reduction
   [zero]  SC21 Table 2 (DeepSpeed ZeRO-3 of 2021) and Rajbhandari et al. 2020
   [fsdp]  PyTorch FSDP (torch 1.11, 2022-03) and FSDP2 (torchtitan, 2024); llm-foundry's
-          benchmarks (Composer FSDP, flash attention)
+          benchmarks (Composer FSDP, flash attention); attention through FlashAttention-2's
+          kernels (flash-attn 2, or PyTorch SDPA's flash backend, which is FlashAttention-2)
   [maxtext] AI-Hypercomputer/maxtext README (2023-04 onwards): XLA fuses attention and
           overlaps collectives
 """

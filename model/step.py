@@ -11,14 +11,16 @@ import attrs
 
 from ..compiler.formats import is_narrow, value_bytes
 from ..compiler.ir import Partition
-from . import comms, dpu, host, offload, offload_host, sharding
+from . import comms, context, dpu, host, offload, offload_host, sharding
+from . import moe as routed
 from . import recompute as recompute_model
 from .compute import hbm_rate, op_time, peak
 from .config import TrainConfig
-from .memory import Memory, memory, params_per_gpu
+from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
+from .ops import gemm
 from .ranks import rank_partition
 from .shape import ModelShape
-from .workload import backward_factor, layer_forward, logits_forward, moe_tokens
+from .workload import backward_factor, layer_forward, logits_forward
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
@@ -29,11 +31,6 @@ ADAM_BYTES_PER_PARAM = 30  # read fp32 param, grad, m, v; write param, m, v; wri
 # ZeRO-3, FSDP and MaxText runs (benchmarks/calibrate.py).
 GATHER_CONTENTION = 0.5
 EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
-# Host-side cost of one MoE layer per micro-batch, forward and backward: dropless routing
-# needs the token counts on the host before the expert GEMMs launch (a device-to-host
-# sync per pass), so the GPU queue drains and ~100 small kernels are launched serially.
-# Fitted on the published MoE runs (benchmarks/calibrate.py); it does not scale with tokens.
-MOE_LAYER_OVERHEAD_S = 5.5e-3
 
 
 @attrs.frozen
@@ -120,7 +117,13 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     message = _activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
     vp = cfg.virtual_stages   # 1 without a pipeline: no bubble, no sends, whatever vp says
     p2p = 2 * vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
-    stage = dense_layers * dense.total + moe_layers * moe.total + logits + p2p
+    # MTP modules sit after the output layer, on the last stage: a projection, one more
+    # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2). With a
+    # pipeline, the layout gives that stage fewer decoder layers to carry them (Megatron's
+    # `pipeline_model_parallel_layout`, as the DeepSeek-V3 recipes set it): their work is
+    # spread over the pp stages like the layers'.
+    mtp = shape.mtp * ((moe if shape.is_moe else dense).total + logits + _mtp_projection(shape, cfg, chip)) / cfg.pp
+    stage = dense_layers * dense.total + moe_layers * moe.total + logits + mtp + p2p
     m = cfg.microbatches
     # The same bubble under GPipe and 1F1B (Narayanan et al. 2021, Sec 2.2.1); the schedules
     # differ in the activations held (model/memory.py `in_flight`).
@@ -131,8 +134,11 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
     optimizer = optimizer_time(shape, cfg, partition)
     per = lambda field: m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))  # noqa: E731
-    breakdown = Breakdown(per("forward") + per("backward") + m * logits, per("recompute"), per("tp"), per("cp"),
-                          per("ep"), m * p2p, bubble, dp, optimizer,
+    last = moe if shape.is_moe else dense
+    extra = lambda field: m * shape.mtp / cfg.pp * getattr(last, field)  # noqa: E731
+    compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), logits)
+    breakdown = Breakdown(compute, per("recompute") + extra("recompute"), per("tp") + extra("tp"),
+                          per("cp") + extra("cp"), per("ep") + extra("ep"), m * p2p, bubble, dp, optimizer,
                           offload=offload.exposed(shape, cfg, partition, dense, moe))
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
@@ -154,20 +160,34 @@ def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> t
     """(the compute term of `estimate`'s breakdown, the step's model FLOPs over the GPUs'
     peak in seconds), without the rest of the estimate: what the search bounds with."""
     chip = partition.node.accelerator
+    dense, moe = _blend_compute(shape, cfg, chip, False), _blend_compute(shape, cfg, chip, True)
+    model_flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq
+    return (_compute_term(shape, cfg, chip, dense, moe, _logits(shape, cfg, chip)),
+            model_flops / peak(chip, cfg.precision))
+
+
+def _compute_term(shape: ModelShape, cfg: TrainConfig, chip, dense: tuple[float, float], moe: tuple[float, float],
+                  logits: float) -> float:
+    """The breakdown's compute: the stage's layers forward and backward (`dense`, `moe`: one
+    mean layer's), the output layer, and its share of the MTP modules (a layer like the
+    last, the output head again and the projection), every micro-batch."""
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
-    dense, moe = _blend_compute(shape, cfg, chip, False), _blend_compute(shape, cfg, chip, True)
     m = cfg.microbatches
-    forward = m * (dense_layers * dense[0] + moe_layers * moe[0])
-    backward = m * (dense_layers * dense[1] + moe_layers * moe[1])
-    model_flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq
-    return forward + backward + m * _logits(shape, cfg, chip), model_flops / peak(chip, cfg.precision)
+    compute = m * (dense_layers * dense[0] + moe_layers * moe[0]) + m * (dense_layers * dense[1] + moe_layers * moe[1])
+    compute += m * logits
+    if shape.mtp:
+        last = moe if shape.is_moe else dense
+        compute += m * shape.mtp / cfg.pp * (last[0] + last[1] + logits + _mtp_projection(shape, cfg, chip))
+    return compute
 
 
 def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:
-    """A floor of `estimate`'s EP term: the host overhead of the stage's MoE layers, paid by
-    every micro-batch whatever the placement (0 for a dense model)."""
-    return cfg.microbatches * (shape.moe_layers / cfg.pp) * MOE_LAYER_OVERHEAD_S
+    """A floor of `estimate`'s EP term: the host time of the stage's MoE layers (MTP's
+    included), paid by every micro-batch whatever the placement (0 for a dense model)."""
+    if not shape.is_moe:
+        return 0.0
+    return cfg.microbatches * (shape.moe_layers + shape.mtp) / cfg.pp * routed.host_exposed(shape, cfg)
 
 
 def _local_share(shape: ModelShape) -> float:
@@ -201,11 +221,14 @@ def _blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tupl
 
 
 # Per-layer costs are memoized by the fields they read (tuple keys: cheaper than hashing
-# a TrainConfig). Batch, virtual stages, the ZeRO stage, the shard group, the offloaded
-# share and the host's inputs never change a layer's micro-batch cost, so configurations
-# differing only there share the work; the arithmetic (forward, backward) does not depend
-# on where the groups sit nor on the recompute either, so it is shared across pipeline
-# depths, data-parallel widths, rank orders and recompute choices.
+# a TrainConfig). The fields in LAYER_NEUTRAL (batch, virtual stages, the schedule, the ZeRO stage, the
+# shard group, the offloaded share and the host's inputs: step-level terms) never change a
+# layer's micro-batch cost, so configurations differing only there share the work; the
+# arithmetic (forward, backward) does not depend on where the groups sit nor on the
+# recompute either, so it is shared across pipeline depths, data-parallel widths, rank
+# orders and recompute choices.
+LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
+                           "checkpoint_bandwidth", "shard", "offload"})
 _CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
 _LAYERS: dict[tuple, _Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
@@ -220,12 +243,19 @@ def _remember(cache: dict, key: tuple, value):
     return value
 
 
+def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool) -> tuple:
+    """Every input of a layer's cost: each TrainConfig field but LAYER_NEUTRAL's
+    (tests/model/test_moe_dense.py checks that no field is missing)."""
+    return (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
+            cfg.precision, cfg.stack, cfg.order, cfg.cp_balanced, cfg.ep_overlap, cfg.recompute_modules,
+            cfg.recompute_every, partition, moe, local)
+
+
 def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool = False) -> _Layer:
     """One layer's seconds per micro-batch; `local`: a sliding-window layer. The key holds
     every field read below: pp and dp through the strides, the recompute's variants
     through model/recompute.py, the rest through the ops and the collectives."""
-    key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-           cfg.precision, cfg.stack, cfg.order, partition, moe, local, cfg.recompute_modules, cfg.recompute_every)
+    key = layer_key(shape, cfg, partition, moe, local)
     layer = _LAYERS.get(key)
     if layer is not None:
         return layer
@@ -233,8 +263,8 @@ def _layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool,
     forward, backward, attention, gemms, ops = _layer_compute(shape, cfg, partition.node.accelerator, moe, local)
     recompute = recompute_model.time(shape, cfg, moe, forward, ops)
     tp = _tp_exposed(shape, cfg, tiers, gemms)
-    cp = _cp_exposed(shape, cfg, tiers, attention)
-    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + MOE_LAYER_OVERHEAD_S if moe else 0.0
+    cp = context.ring_exposed(shape, cfg, tiers, attention)
+    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + routed.host_exposed(shape, cfg) if moe else 0.0
     return _remember(_LAYERS, key, _Layer(forward, backward, recompute, tp, cp, ep))
 
 
@@ -251,12 +281,17 @@ def _layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
                    local: bool = False) -> tuple[float, float, float, float, tuple[tuple[str, float], ...]]:
     """Seconds of one layer's forward, backward, attention and GEMMs per micro-batch, and
     each op's forward seconds by name (what a selective recompute redoes). The ops read
-    the micro-batch, sequence, tp, cp, ep, sp, precision and stack only."""
-    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, chip, moe, local)
+    the micro-batch, sequence, tp, cp, ep, sp, precision and stack only; the causal
+    balance of the CP chunks scales the attention."""
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, cfg.cp_balanced,
+           chip, moe, local)
     parts = _COMPUTE.get(key)
     if parts is not None:
         return parts
-    times = [(op, op_time(op, chip, cfg.precision)) for op in layer_forward(shape, cfg, moe, local)]
+    # with contiguous CP chunks every ring step waits for the rank with the most causal work
+    imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
+    times = [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0))
+             for op in layer_forward(shape, cfg, moe, local)]
     forward = sum(t for _, t in times)
     backward = sum(t * backward_factor(op) for op, t in times)
     attention = sum(t for op, t in times if op.kind == "attention")
@@ -298,31 +333,20 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
     return max(total - gemms, 0.0) + TP_OVERLAP_RESIDUE * total
 
 
-def _cp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, attention: float) -> float:
-    """Ring attention passes K and V around the CP group, overlapped with attention math."""
-    if cfg.cp == 1:
-        return 0.0
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
-    kv = 2 * tokens * 2 * shape.kv_heads * shape.head_dim / cfg.tp
-    stages = comms.place(cfg.cp, cfg.stride("cp"), tiers)
-    step = comms.all_to_all(kv * (cfg.cp - 1), stages)  # each rank sends its KV to every other
-    forward = max(step - attention, 0.0)
-    backward = max(2 * step - 2.5 * attention, 0.0)
-    return forward + backward
-
-
 def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> float:
-    """Dispatch and combine all-to-all, forward and backward (four per MoE layer); fp8
-    recipes dispatch in fp8, everything else moves bf16. Stacks that overlap the
-    all-to-all with another micro-batch's compute expose only what compute cannot hide."""
+    """Dispatch and combine all-to-all, forward and backward (four per MoE layer), of the
+    busiest rank's routed copies (model/moe.py); fp8 recipes dispatch in fp8, everything
+    else moves bf16. The all-to-all waits on the router before it and the experts wait on
+    it, so within a micro-batch nothing hides it: only a run that overlaps one
+    micro-batch's all-to-all with another's compute (`ep_overlap`) hides it, up to that
+    compute."""
     if cfg.ep == 1:
         return 0.0
-    tokens = moe_tokens(cfg)
     # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
     dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
     stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
-    total = sum(comms.all_to_all(tokens * shape.top_k * shape.hidden * b, stages) for b in (dispatch, 2, 2, 2))
-    if not cfg.behaviour("ep_overlap"):
+    total = sum(comms.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages) for b in (dispatch, 2, 2, 2))
+    if not cfg.overlaps_ep:
         return total
     return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total
 
@@ -335,17 +359,24 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
     all of them. Windows are shares of passes that count fully in the step, so a faster
     pass can expose more communication but never lengthen the step.
     """
-    replicas = cfg.dp * cfg.cp
-    if replicas == 1:
-        return 0.0
-    params = params_per_gpu(shape, cfg)
     grad_bytes = int(cfg.behaviour("grad_bytes"))
-    # Hybrid sharding: the ZeRO collectives inside each shard group, the gradient shards
-    # all-reduced across the groups once a step (model/sharding.py; no groups: plain ZeRO).
-    inner, outer = sharding.groups(cfg, partition.tiers)
-    across = sharding.replicate(params, grad_bytes, cfg, outer) if cfg.zero >= 1 else 0.0
+    # Dense and routed-expert state reduce over different replica groups (routed experts over
+    # fewer ranks, ep apart: model/sharding.py expert_dp); hybrid sharding splits each into
+    # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups
+    # once a step (no groups: plain ZeRO).
+    gathers = reduces = all_reduces = fsdp = across = 0.0
+    for params, expert in ((dense_params_per_gpu(shape, cfg), False), (expert_params_per_gpu(shape, cfg), True)):
+        if not params:
+            continue
+        inner, outer = sharding.groups(cfg, partition.tiers, expert)
+        if cfg.zero >= 1:
+            across += sharding.replicate(params, grad_bytes, sharding.shards(cfg, expert), outer)
+        reduces += comms.reduce_scatter(params * grad_bytes, inner)
+        gathers += comms.all_gather(params * 2, inner)
+        all_reduces += comms.all_reduce(params * grad_bytes, inner)
+        fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner)
     if cfg.zero >= 3:
-        per_step = sharding.fsdp_microbatch(params, grad_bytes, inner) * cfg.microbatches
+        per_step = fsdp * cfg.microbatches
         if not cfg.behaviour("dp_overlap"):
             return per_step + across
         hidden_by = cfg.microbatches * layer_pass
@@ -353,10 +384,9 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
         return exposed + max(across - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * across
     if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
         # updated parameters during the next step's first forward (Megatron's distributed optimizer)
-        parts = ((comms.reduce_scatter(params * grad_bytes, inner) + across, 2 / 3),
-                 (comms.all_gather(params * 2, inner), 1 / 3))
+        parts = ((reduces + across, 2 / 3), (gathers, 1 / 3))
     else:
-        parts = ((comms.all_reduce(params * grad_bytes, inner), 2 / 3),)
+        parts = ((all_reduces, 2 / 3),)
     if not cfg.behaviour("dp_overlap"):
         return sum(seconds for seconds, _ in parts)
     return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
@@ -372,9 +402,18 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
 
 
 def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
-    """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shard."""
-    params = params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
-    return params * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
+    """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shards (dense
+    and routed-expert state shard over their own groups: model/sharding.py)."""
+    dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
+    experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
+    return (dense + experts) * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
+
+
+def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:
+    """Forward and backward of one MTP module's projection of [hidden; embedding] to hidden."""
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    forward = op_time(gemm("mtp projection", tokens, shape.hidden / cfg.tp, 2 * shape.hidden), chip, cfg.precision)
+    return 3 * forward
 
 
 @functools.lru_cache(maxsize=1024)

@@ -3,36 +3,15 @@ shapes, attention, and memory-bound elementwise work, split by TP/SP/CP/EP."""
 
 from __future__ import annotations
 
-import attrs
-
 from ..compiler.formats import family
+from . import context, mla
+from . import moe as routed
 from .config import TrainConfig
+from .ops import ACT_BYTES, Op, elementwise, gemm
 from .shape import ModelShape, attended_keys
 
-ACT_BYTES = 2  # bf16 activations; fp8 runs keep activations in bf16 between GEMMs
-
-
-@attrs.frozen
-class Op:
-    name: str
-    kind: str             # gemm | attention | elementwise
-    flops: float
-    bytes: float          # HBM traffic
-    m: int = 0
-    n: int = 0
-    k: int = 0
-    count: int = 1        # identical GEMMs (grouped experts)
-    tensor: float = 0.0   # bytes of one activation tensor of an elementwise chain (L2 residency)
-
-
-def gemm(name: str, m: float, n: float, k: float, count: int = 1) -> Op:
-    m, n, k = max(1, int(m)), max(1, int(n)), max(1, int(k))
-    traffic = ACT_BYTES * (m * k + k * n + m * n) * count
-    return Op(name, "gemm", 2.0 * m * n * k * count, traffic, m, n, k, count)
-
-
-def elementwise(name: str, bytes_: float, tensor: float = 0.0) -> Op:
-    return Op(name, "elementwise", 0.0, bytes_, tensor=tensor)
+__all__ = ["ACT_BYTES", "Op", "backward_factor", "layer_forward", "logits_forward", "moe_tokens"]
+moe_tokens = routed.moe_tokens
 
 
 def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool, local: bool = False) -> tuple[Op, ...]:
@@ -41,13 +20,15 @@ def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool, local: bool = 
     tokens = cfg.microbatch * cfg.seq / cfg.cp
     h, d, a, kv = shape.hidden, shape.head_dim, shape.heads, shape.kv_heads
     mlp = _moe_mlp(shape, cfg, tokens) if moe else _dense_mlp(shape, cfg, tokens, shape.ffn)
-    qkv = gemm("qkv", tokens, (a + 2 * kv) * d / t, h)
+    projections = mla.projection_ops(shape, cfg, tokens) if shape.is_mla else [
+        gemm("qkv", tokens, (a + 2 * kv) * d / t, h)]
     if shape.parallel_block and not moe:
-        # GPT-J / PaLM: attention and MLP read the same normed input, so the QKV and MLP-up
-        # projections run as one GEMM of their summed width (PaLM, Chowdhery et al. 2022, Sec 2)
-        up = mlp.pop(0)
-        qkv = gemm("qkv + mlp up", tokens, qkv.n + up.n, h)
-    ops = [qkv, _attention(shape, cfg, tokens, local), gemm("attention out", tokens, h, a * d / t), *mlp]
+        # GPT-J / PaLM: attention and MLP read the same normed input, so the first projection
+        # (QKV; MLA's query) and the MLP-up run as one GEMM of their summed width (PaLM,
+        # Chowdhery et al. 2022, Sec 2)
+        first, up = projections[0], mlp.pop(0)
+        projections[0] = gemm(f"{first.name} + mlp up", tokens, first.n + up.n, h)
+    ops = [*projections, _attention(shape, cfg, tokens, local), gemm("attention out", tokens, h, a * d / t), *mlp]
     ops.append(_elementwise(shape, cfg, tokens, moe))
     return tuple(ops)
 
@@ -56,14 +37,18 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool =
     """Scores and values: flash kernels skip the masked half (and, in a sliding-window layer,
     the tiles outside the window); unfused ones write s x s whatever the mask."""
     heads = shape.heads / cfg.tp
-    flops = 4.0 * tokens * cfg.seq * heads * shape.head_dim
-    if cfg.behaviour("attention") == "flash":
+    # scores over the query/key width, values over the value width (both head_dim unless MLA)
+    flops = 2.0 * tokens * cfg.seq * heads * (shape.qk_dim + shape.head_dim)
+    kernel = cfg.behaviour("attention")
+    if kernel != "unfused":
         keys = attended_keys(cfg.seq, shape.window) if local else cfg.seq
-        traffic = ACT_BYTES * tokens * heads * shape.head_dim * 4
-        # n: the keys one kernel call sees (the rank's chunk: ring attention over CP
-        # ranks runs one call per chunk pair; a window bounds it)
-        seen = min(cfg.seq / cfg.cp, shape.window) if local else cfg.seq / cfg.cp
-        return Op("attention", "attention", flops / 2 * keys / cfg.seq, traffic, 0, max(1, int(seen)), shape.head_dim)
+        traffic = ACT_BYTES * tokens * heads * (shape.qk_dim + shape.head_dim) * 2
+        # the causal half, of the window's keys in a local layer (the busiest CP rank's
+        # excess: model/step.py); n: the keys one kernel call sees (ring attention runs one
+        # call per chunk pair; a window bounds it); k: the head width
+        seen = min(context.kernel_keys(cfg), shape.window) if local else context.kernel_keys(cfg)
+        return Op("attention", "attention", flops / 2 * keys / cfg.seq, traffic, 0, max(1, int(seen)), shape.qk_dim,
+                  portable=kernel == "flash2")
     # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.
@@ -76,24 +61,9 @@ def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> 
     return [gemm("mlp up", tokens, up, shape.hidden), gemm("mlp down", tokens, shape.hidden, ffn / cfg.tp)]
 
 
-def moe_tokens(cfg: TrainConfig) -> float:
-    """Tokens one GPU routes per micro-batch. Experts are not tensor-parallel (Megatron's
-    MoE parallel folding, expert TP = 1): the TP ranks' sequence shards route separately."""
-    return cfg.microbatch * cfg.seq / cfg.cp / cfg.tp
-
-
 def _moe_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float) -> list[Op]:
-    """Routed experts as grouped GEMMs (tokens spread evenly), shared experts as a dense MLP."""
-    local_experts = max(1, shape.routed // cfg.ep)
-    routed = moe_tokens(cfg) * shape.top_k
-    per_expert = routed / local_experts
-    up = (shape.mlp_matrices - 1) * shape.expert_ffn
-    ops = [gemm("router", tokens, shape.routed, shape.hidden),
-           # softmax and top-k over the experts (fp32), then permute tokens into expert
-           # order and back (read and write each routed copy twice)
-           elementwise("routing", tokens * shape.routed * 4 * 3 + routed * shape.hidden * ACT_BYTES * 4),
-           gemm("experts up", per_expert, up, shape.hidden, local_experts),
-           gemm("experts down", per_expert, shape.hidden, shape.expert_ffn, local_experts)]
+    """Routed experts (model/moe.py), shared experts as a dense MLP beside them."""
+    ops = routed.layer_ops(shape, cfg)
     if shape.shared:
         ops += _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn)
     return ops

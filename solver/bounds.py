@@ -88,10 +88,13 @@ def compute_monotone(job: Job, tp: int, cp: int, ep: int, microbatches) -> bool:
     dense layers always (bigger GEMMs are never slower per token); for MoE layers only
     where every micro-batch routes whole tokens to every local expert, even split over the
     TP ranks (tokens x top_k divisible by the local experts), so no grouped GEMM rounds
-    its rows."""
+    its rows, and dropless (a capacity factor pads each expert's rows to whole M tiles, a
+    cost per token that rises and falls with the micro-batch: model/moe.py)."""
     shape = job.shape
     if not shape.is_moe:
         return True
+    if shape.capacity_factor:
+        return False
     if shape.routed % ep:
         return False
     local, split = shape.routed // ep, cp * tp

@@ -7,10 +7,10 @@ from typing import Any
 
 import attrs
 
-from ..compiler.design import Bound, Construct, Design, Entity, Record, Repeat, Symbol
+from ..compiler.design import Design, Entity, Record, Repeat
+from ..compiler.show import show_value
 from ..compiler.driver import check_file
 from ..compiler.lower import lower, pick_cluster
-from ..dsl.units import Quantity, format_quantity
 from .sweep.point import evaluate
 
 METRICS = ("gpus", "nodes", "tp", "pp", "dp", "cp", "ep", "step_time_s", "tokens_per_s", "mfu",
@@ -56,7 +56,7 @@ def _changed(section: str, a: dict[str, Any], b: dict[str, Any]) -> list[Change]
 
 
 def _params(design: Design) -> dict[str, str]:
-    return {i.name: text(i.value) for i in design.params if i.span.path == design.root}
+    return {i.name: show_value(i.value) for i in design.params if i.span.path == design.root}
 
 
 def _part_changes(a: Design, b: Design) -> list[Change]:
@@ -99,27 +99,8 @@ def _flat(record: Record, prefix: str = "") -> dict[str, str]:
         if isinstance(item.value, Record):
             out |= _flat(item.value, f"{prefix}{item.name}.")
         else:
-            out[f"{prefix}{item.name}"] = text(item.value)
+            out[f"{prefix}{item.name}"] = show_value(item.value)
     return out
-
-
-def text(value: Any) -> str:
-    if isinstance(value, Quantity):
-        return format_quantity(value)
-    if isinstance(value, Entity):
-        return value.name
-    if isinstance(value, Repeat):
-        return f"{value.count} x {value.part.name}"
-    if isinstance(value, Construct):
-        args = ", ".join(f"{i.name} = {text(i.value)}" for i in value.args.items)
-        return f"{value.name}({args})" if args else value.name
-    if isinstance(value, Bound):
-        return f"{value.target} {value.op} {text(value.value)}"
-    if isinstance(value, tuple):
-        return "[" + ", ".join(text(v) for v in value) + "]"
-    if isinstance(value, Symbol):
-        return value.name
-    return str(value)
 
 
 def _bom(design: Design) -> dict[str, Any]:

@@ -115,9 +115,9 @@ class Space:
     recomputes: tuple[str, ...]
     zeros: tuple[int, ...]
     seq_parallel: bool | None    # pinned sequence parallelism (None: on when tp > 1)
-    # Hybrid sharding's group, the recompute's modules and layer interval, the offloaded
-    # share (model/job.py `pinned_only`): as the file pins them, or one variant of those the
-    # job asks to search (`variant_spaces`).
+    # Taken from the file (model/job.py `pinned_only`): hybrid sharding's group, the recompute's
+    # modules and layer interval, the offloaded share, the CP balance and EP overlap; of the
+    # first four, one variant of those the job asks to search (`variant_spaces`).
     pinned_only: dict = attrs.field(factory=dict, eq=False)
     searched: frozenset = frozenset()    # the SEARCHABLE choices the job asks to search
 
@@ -147,7 +147,7 @@ def variants(job: Job, space_: Space) -> list[dict]:
     if "offload" in asked:
         grids["offload"] = list(OFFLOAD_SHARES)
     keys = list(grids)
-    return [dict(zip(keys, values)) for values in itertools.product(*(grids[k] for k in keys))]
+    return [base | dict(zip(keys, values)) for values in itertools.product(*(grids[k] for k in keys))]
 
 
 def variant_spaces(job: Job, space_: Space) -> list[Space]:

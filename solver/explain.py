@@ -23,6 +23,7 @@ from ..model import offload_host
 from ..model.memory import model_state
 from ..model.step import Estimate
 from ..dsl.source import Span
+from ..dsl.numbers import duration, number, percent, quantity
 from . import enumerate as space_def
 
 
@@ -42,7 +43,7 @@ class Infeasibility:
 
 
 def _gb(x: float) -> str:
-    return f"{x / 1e9:.1f} GB"
+    return quantity(x, "B")
 
 
 def _config(c) -> str:
@@ -133,7 +134,7 @@ def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
         parts = ", ".join(f"{k} {_gb(v)}" for k, v in m.rows() if v)
         what = f"needs {_gb(need)} per GPU ({parts})"
     least = f"even in its least-memory configuration ({_config(smallest.config)})"
-    short = f"short by {_gb(need - limit)} ({need / limit:.2g}x)"
+    short = f"short by {_gb(need - limit)} ({number(need / limit, 2)}x)"
     # Every parallel dimension and ZeRO-3 at most split the model state evenly, so the
     # whole state over what a GPU has left after its fixed buffers bounds the GPU count.
     whole = sum(model_state(job.shape, attrs.evolve(smallest.config, tp=1, pp=1, dp=1, cp=1, ep=1, zero=0)))
@@ -143,9 +144,9 @@ def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
                          span, smallest.config)
 
 
-_UNITS = {"power": ("W", lambda x: f"{x / 1e6:.3g} MW" if x >= 1e6 else f"{x / 1e3:.3g} kW"),
-          "mfu": ("", lambda x: f"{x:.1%}"), "time": ("s", lambda x: f"{x / 86400:.3g} days"),
-          "energy": ("J", lambda x: f"{x / 3.6e9:.3g} MWh"), "gpus": ("", lambda x: f"{x:.0f}"),
+_UNITS = {"power": ("W", lambda x: quantity(x, "W")),
+          "mfu": ("", percent), "time": ("s", duration),
+          "energy": ("J", lambda x: quantity(x / 3600, "Wh")), "gpus": ("", lambda x: number(round(x))),
           "memory": ("B", _gb)}
 
 
@@ -155,7 +156,7 @@ def _other_limit(job: Job, lim, result) -> Infeasibility:
         if limit is None:
             continue
         value = space_def.measure(job, e, target)
-        unit, fmt = _UNITS.get(target, ("", lambda x: f"{x:.4g}"))
+        unit, fmt = _UNITS.get(target, ("", number))
         word = "at least" if limit.upper else "at most"
         message = (f"`{job.name}` cannot meet `{target} {limit.op} {fmt(limit.value)}` ({limit.span}): "
                    f"the closest configuration ({_config(e.config)}) reaches {fmt(value)}, so the job needs "
@@ -167,7 +168,7 @@ def _other_limit(job: Job, lim, result) -> Infeasibility:
         fmt = _UNITS["power"][1]
         return Infeasibility("power", f"`{job.name}` cannot meet `power {power.op} {fmt(power.value)}` "
                              f"({power.span}): the smallest valid layout ({gpus} GPUs) draws at least {fmt(watts)} "
-                             f"even when its GPUs wait, {watts / power.value:.2g}x the limit",
+                             f"even when its GPUs wait, {number(watts / power.value, 2)}x the limit",
                              watts, power.value, "W", power.span)
     return Infeasibility("limits", f"`{job.name}`: no configuration meets the job's `subject to` limits "
                          f"({job.entity.span})", span=job.entity.span)

@@ -1,17 +1,17 @@
 """Heterogeneous jobs: one training job over partitions of different chips (`on = [A.h100,
 A.a100]`), split so that no partition idles waiting on another. Two splits, each a
-small MILP (cvxpy with HiGHS), and the better one is the answer.
+small integer program solved exactly (solver/split.py), and the better one is the answer.
 
 Each partition is first planned on its own (`solver.plan.plan` on the job restricted to
 that partition, all its GPUs, the full batch). Its best configuration and runners-up,
 and each of them with the other micro-batch sizes, are the alternatives it offers: the
-MILP picks at most one per partition (a smaller micro-batch gives a finer granule of
+split picks at most one per partition (a smaller micro-batch gives a finer granule of
 sequences, at some cost per sequence) and decides how much of the work each takes.
 Configurations are not re-planned for the share a partition ends up with. Partitions of
 one kind (the same units, chips and tiers under other names: a fleet bought in batches) are
 searched and laned once, and solver/split.py solves them as one class of copies (exact,
-with none of the copies' permutations left to branch over): the formulations below are
-per partition for clarity.
+with none of the copies' permutations left to visit): the formulations below are per
+partition for clarity; solver/split_search.py solves them without a MILP solver.
 
 Data split (each partition holds whole model replicas; the global batch is divided):
 
@@ -59,7 +59,7 @@ Pipeline split (layers across partitions, one pipeline through all of them):
     the layer count that fits p's memory (all of them when its own plan fits).
 
 The data split is evaluated again with the step model at the chosen shares (the
-reported times are the model's, not the MILP's), and never loses to running on the
+reported times are the model's, not the split's), and never loses to running on the
 best single partition. Utilization is a partition's busy time over the compute phase
 of the step (the slowest partition: 1); the cross-partition exchange follows it.
 """

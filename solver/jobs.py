@@ -4,6 +4,8 @@ that each job kind takes one path from the design to its plan."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 import attrs
 
 from ..compiler.design import Design, Entity
@@ -12,7 +14,9 @@ from ..model.step import Estimate, estimate
 from .hetero import HeteroPlan, hetero_entity, plan_hetero
 from .plan import Plan, plan
 from .power import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
-from .serve import ServePlan, plan_serve, serve_entity
+
+if TYPE_CHECKING:  # serving's modules load only for a design with a serve job
+    from .serve import ServePlan
 
 
 @attrs.frozen
@@ -41,7 +45,7 @@ class TrainOutcome:
         return self.power is not None and self.power.result.feasible and self.plan.binding == ("power",)
 
 
-Outcome = TrainOutcome | HeteroPlan | ServePlan
+Outcome: TypeAlias = "TrainOutcome | HeteroPlan | ServePlan"
 
 
 def job_objective(job: Entity) -> str:
@@ -52,19 +56,24 @@ def job_objective(job: Entity) -> str:
     return {"mfu": "mfu", "goodput": "goodput"}.get(getattr(maximize, "name", ""), "throughput")
 
 
-def plan_design(design: Design, job: str | None = None, objective: str | None = None, top: int = 3) -> Outcome:
-    """The plan of `job` (default: the first train job, else the first serve job).
+def plan_design(design: Design, job: str | None = None, objective: str | None = None, top: int = 3,
+                power: bool = True) -> Outcome:
+    """The plan of `job` (default: the first train job, else the first serve job); a train
+    job's power budget too unless `power` is False (a drawing of the layout needs none).
     Raises `model.job.JobError` when the design has no such job."""
     entity = hetero_entity(design, job)
     if entity is not None:
         return plan_hetero(entity)
-    entity = serve_entity(design, job)
-    if entity is not None:
-        return plan_serve(entity, top)
+    if any(e.kind == "serve" for e in design.entities):
+        from .serve import plan_serve, serve_entity
+
+        entity = serve_entity(design, job)
+        if entity is not None:
+            return plan_serve(entity, top)
     train = train_job(design, job)
     objective = objective or job_objective(train.entity)
     chosen = plan(train, objective, top)
-    return TrainOutcome(chosen, _budgeted(train, chosen, objective))
+    return TrainOutcome(chosen, _budgeted(train, chosen, objective) if power else None)
 
 
 def feasible(outcome: Outcome) -> bool:

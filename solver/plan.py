@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..dsl.numbers import percent, quantity
+from ..dsl.numbers import duration, percent, quantity
 from ..dsl import display
 from ..model import comms
 from ..model.calibration import Reason, error_band, reasons
@@ -193,9 +193,9 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
         out.append(f"recompute: {b.recompute / step:.0%} of the step ({e.config.recompute})")
     if b.host > 0:
         out.append(f"host: the step is host-bound; the host CPUs finish its kernel launches and network proxy "
-                   f"work {b.host:.3g} s after the GPUs ({b.host / step:.0%} of the step; model/dpu.py)")
+                   f"work {duration(b.host)} after the GPUs ({b.host / step:.0%} of the step; model/dpu.py)")
     if b.data > 0:
-        out.append(f"data: the step is data-bound; the hosts (and DPUs) load its samples {b.data:.3g} s after "
+        out.append(f"data: the step is data-bound; the hosts (and DPUs) load its samples {duration(b.data)} after "
                    f"the compute is done ({b.data / step:.0%} of the step)")
     if b.checkpoint > 0.01 * step:
         out.append(f"checkpoint: synchronous saves take {b.checkpoint / step:.0%} of the step")

@@ -83,6 +83,7 @@ from typing import Iterable, Sequence
 import attrs
 
 from ..compiler.design import Item, Record
+from ..dsl.numbers import number, percent, quantity
 from ..model.job import Job
 from .power_inputs import F_MIN, PowerInputs, budget_of, busy_share, step_shares
 
@@ -144,9 +145,9 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     if not budget > 0 or budget < least * (1 - 1e-9):
         short = least - max(budget, 0.0) if budget == budget else least
         return PowerResult("infeasible", objective, budget, shortfall=short, binding=("power",),
-                           message=(f"the budget {budget / 1e6:.4g} MW is {short / 1e6:.4g} MW short of the "
-                                    f"{least / 1e6:.4g} MW that one replica ({inputs.min_gpus:g} GPUs) draws at "
-                                    f"clock {inputs.f_min:g}"))
+                           message=(f"the budget {quantity(budget, 'W')} is {quantity(short, 'W')} short of the "
+                                    f"{quantity(least, 'W')} that one replica ({number(inputs.min_gpus)} GPUs) "
+                                    f"draws at {percent(inputs.f_min)} clock"))
     inputs = attrs.evolve(inputs, max_gpus=max(inputs.max_gpus, inputs.min_gpus))
     x = cp.Variable(pos=True, name="n_over_N0")
     f = cp.Variable(pos=True, name="clock")

@@ -13,6 +13,7 @@ from ..model import comms
 from ..model.job import Job
 from ..model.ranks import rank_partition
 from ..model.step import Estimate
+from ..dsl.numbers import number
 from . import enumerate as space_def
 
 HEADROOM = 0.05       # warn when less than this share of the memory limit is left
@@ -70,7 +71,7 @@ def _uneven(job: Job, e: Estimate):
     if c.pp > 1 and layers % (c.pp * c.vp):
         stages = c.pp * c.vp
         yield Advice("uneven-pipeline", f"pp x vp = {c.pp} x {c.vp} stages do not split {layers} layers evenly: "
-                     f"the largest holds {math.ceil(layers / stages)} layers, the model assumes {layers / stages:.3g}")
+                     f"the largest holds {math.ceil(layers / stages)} layers, the model assumes {number(layers / stages)}")
 
 
 def _scale_out(job: Job, e: Estimate):

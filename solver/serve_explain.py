@@ -7,6 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..compiler.design import Bound, Entity
+from ..dsl.numbers import number, percent as share_text
 from ..dsl.units import NONE, Quantity, format_quantity
 
 UNITS = {"memory": "byte", "ttft": "s", "tpot": "s", "e2e": "s", "power": "W", "gpus": None}
@@ -51,9 +52,9 @@ def _written(entity: Entity, name: str):
 
 def _show(value, unit: str | None = None, percent: bool = False) -> str:
     if isinstance(value, Quantity) and percent and value.dim == NONE:
-        return f"{float(value.value) * 100:.4g}%"
+        return share_text(float(value.value), 3)
     if isinstance(value, Quantity):
         return format_quantity(value)
     if unit is None:
-        return f"{value:,.0f}" if isinstance(value, float) else str(value)
+        return number(round(value)) if isinstance(value, float) else str(value)
     return format_quantity(Quantity.of(Fraction(value).limit_denominator(10**9), unit))

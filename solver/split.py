@@ -1,22 +1,21 @@
 """The heterogeneous split's core: divide a job's items (sequences or layers) over lanes
 (partitions, or one partition's alternative configurations) so that the slowest lane plus
-the cross-partition exchange is as short as possible: a small MILP solved by HiGHS through
-cvxpy. See solver/hetero.py for what the lanes stand for."""
+the cross-partition exchange is as short as possible, exactly (solver/split_search.py).
+See solver/hetero.py for what the lanes stand for."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 from typing import Sequence
 
 import attrs
 
 from ..model.config import TrainConfig
+from .split_search import Choice as _Choice, optimum
+
 
 @attrs.frozen
 class Lane:
-    """One partition as the MILP sees it: items (sequences or layers) cost `fixed` once
+    """One partition as the split sees it: items (sequences or layers) cost `fixed` once
     plus `per_item` each, in multiples of `granule`, at most `limit`."""
 
     name: str
@@ -55,23 +54,23 @@ class Split:
         return self.compute_time + self.exchange
 
 
-def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = None) -> Split:
-    """Divide `total` items over `lanes` to minimize the step time (MILP, HiGHS).
+SEARCH_ITEMS = 1 << 16        # the search's bit sets hold this many items (sequences or layers)
+SEARCH_CAPS = 1 << 21         # and this many busy times; above either, the MILP
+
+
+def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = None,
+          engine: str | None = None) -> Split:
+    """Divide `total` items over `lanes` to minimize the step time, exactly.
 
     Lanes that share a `group` are alternative configurations of one partition: at most
     one of them runs. `bubble[n - 1]` multiplies the busy times when n groups take part
     (pipeline fill and drain); 1 when not given.
 
-    Identical partitions (the same alternatives at the same costs) are one class in the
-    MILP: per class and alternative it chooses how many copies n run it, how many
-    granules s they take together and the most any one of them takes, kmax; any s in
-    [n, n kmax] is a split among the copies, and spreading s evenly gives each at most
-    kmax. This is exact, and it leaves no permutations of identical partitions for the
-    branch and bound to visit (64 partitions of two kinds: a handful of integers). An
-    alternative that another of its partition beats on every count is dropped first."""
-    import cvxpy as cp  # imported here: 2 s of start-up that most commands never need
-    import numpy as np
-
+    Identical partitions (the same alternatives at the same costs) are one class, and an
+    alternative that another of its partition beats on every count is dropped; then
+    solver/split_search.py finds the optimum (see there how, and why it is exact), or,
+    for more items than its bit sets hold, the MILP of solver/split_milp.py (`engine`
+    forces one: "search" or "milp")."""
     count = len(lanes)
     if count == 0 or total <= 0:
         return Split("infeasible", message="nothing to split" if count else "no partitions")
@@ -81,52 +80,28 @@ def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = No
     options = _options(lanes, groups, size)
     if not options:
         return _infeasible(total, lanes)
-    classes = list(dict.fromkeys(o.kind for o in options))
-    kinds = len(options)
-    g = np.array([o.granule for o in options], dtype=float)
-    most = np.array([o.most for o in options], dtype=float)
-    copies = np.array([len(o.copies) for o in options], dtype=float)
-    n = cp.Variable(kinds, integer=True)        # copies running the option
-    v = cp.Variable(kinds, boolean=True)        # n > 0
-    s = cp.Variable(kinds, integer=True)        # granules the copies take together
-    kmax = cp.Variable(kinds, integer=True)     # the most granules one copy takes
-    y = cp.Variable(size, boolean=True)         # exactly this many partitions take part
-    w = cp.Variable(nonneg=True)
-    t = cp.Variable(nonneg=True)
-    c = cp.Variable(nonneg=True)                # the slowest partition's busy time
-    constraints = [g @ s == total, n >= 0, n <= cp.multiply(copies, v), v <= n, s >= n,
-                   kmax >= 0, kmax <= most, cp.sum(y) == 1, np.arange(1, size + 1) @ y == cp.sum(n)]
-    for key in classes:
-        members = [i for i, o in enumerate(options) if o.kind == key]
-        constraints.append(cp.sum(n[members]) <= len(options[members[0]].copies))
-    for i, o in enumerate(options):
-        constraints += _product_at_most(s[i], n[i], kmax[i], len(o.copies), o.most)
-        constraints.append(s[i] <= len(o.copies) * kmax[i])   # implied, but it gives the relaxation the fluid bound
-        constraints.append(c >= o.lane.fixed * v[i] + o.lane.per_item * o.granule * kmax[i])
-        crossing = np.array([o.lane.exchange(m) for m in range(1, size + 1)])
-        if crossing.any():  # w >= X(m) for the one m that holds, when the option runs
-            constraints.append(w >= crossing @ y - crossing.max() * (1 - v[i]))
-    if len(set(factor)) == 1:  # no bubble (the data split): the slowest lane's time as it is
-        constraints.append(t >= factor[0] * c + w)
-    else:  # t >= factor(m) c + w for the m that holds: z_m = c when y_m, else 0
-        z = cp.Variable(size, nonneg=True)
-        slowest = max(o.lane.fixed + o.lane.per_item * o.granule * o.most for o in options)
-        constraints += [z >= c - slowest * (1 - y), t >= np.array(factor) @ z + w]
-    problem = cp.Problem(cp.Minimize(t), constraints)
-    try:
-        with _quiet():
-            problem.solve(solver=cp.HIGHS, mip_rel_gap=1e-9, mip_abs_gap=0.0)
-    except (cp.SolverError, ValueError, ArithmeticError) as error:
-        return Split("error", message=f"the MILP solver failed: {error}")
-    if problem.status in ("infeasible", "infeasible_inaccurate"):
+    choices = [_Choice(o.lane, o.granule, min(o.most, total // o.granule), len(o.copies), o.kind) for o in options]
+    if engine is None:
+        small = total <= SEARCH_ITEMS and sum(c.most for c in choices) <= SEARCH_CAPS
+        engine = "search" if small else "milp"
+    if engine == "search":
+        chosen = optimum(total, choices, factor)
+    else:
+        from .split_milp import MilpError, milp
+
+        try:
+            chosen = milp(total, choices, factor)
+        except MilpError as error:
+            return Split("error", message=str(error))
+    if chosen is None:
         return _infeasible(total, lanes)
-    if problem.status not in ("optimal", "optimal_inaccurate") or s.value is None:
-        return Split("error", message=f"the MILP solver says {problem.status}")
-    items = _spread(count, options, np.rint(n.value).astype(int), np.rint(s.value).astype(int))
+    items = [0] * count
+    for (option, copy), granules in chosen.items():
+        items[options[option].copies[copy]] = granules * options[option].granule
     used = sum(1 for i in items if i > 0)
     compute = max(factor[used - 1] * lane.busy(i) for lane, i in zip(lanes, items))
     exchange = max((lane.exchange(used) for lane, i in zip(lanes, items) if i > 0), default=0.0)
-    return Split("optimal", items, used, compute, exchange)
+    return Split("optimal", tuple(items), used, compute, exchange)
 
 
 def _infeasible(total: int, lanes: Sequence[Lane]) -> Split:
@@ -147,7 +122,7 @@ class _Option:
 
 
 def _options(lanes: Sequence[Lane], groups: list[str], size: int) -> list[_Option]:
-    """The MILP's options: identical partitions merged into classes, dominated alternatives
+    """The options: identical partitions merged into classes, dominated alternatives
     dropped, and those that cannot take a single granule left out."""
     def cost(i: int) -> tuple:
         lane = lanes[i]
@@ -183,51 +158,3 @@ def _beats(a: tuple, b: tuple, size: int, earlier: bool) -> bool:
     return earlier or a != b
 
 
-def _product_at_most(s, n, kmax, copies: int, most: int) -> list:
-    """s <= n kmax, exactly: n written in binary digits d_j, each product d_j kmax a
-    continuous p_j held to it by four rows (n <= copies, kmax <= most)."""
-    import cvxpy as cp
-    import numpy as np
-
-    digits = max(1, copies.bit_length())
-    d = cp.Variable(digits, boolean=True)
-    p = cp.Variable(digits, nonneg=True)
-    weights = 2.0 ** np.arange(digits)
-    return [n == weights @ d, p <= most * d, p <= kmax, p >= kmax - most * (1 - d), s <= weights @ p]
-
-
-def _spread(count: int, options: Sequence[_Option], runs, granules) -> tuple[int, ...]:
-    """Each option's granules spread evenly over the first copies of its class not yet taken."""
-    items = [0] * count
-    taken: dict[int, int] = {}
-    for o, copies_run, total in zip(options, runs, granules):
-        if copies_run <= 0:
-            continue
-        start = taken.get(o.kind, 0)
-        taken[o.kind] = start + copies_run
-        base, extra = divmod(int(total), int(copies_run))
-        for j in range(copies_run):
-            items[o.copies[start + j]] = (base + (1 if j < extra else 0)) * o.granule
-    return tuple(items)
-
-
-@contextlib.contextmanager
-def _quiet():
-    """HiGHS prints a banner on stdout (file descriptor 1) when cvxpy creates it; keep
-    `gclc plan --json` clean."""
-    try:
-        sys.stdout.flush()
-        saved = os.dup(1)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as sink:
-            os.dup2(sink.fileno(), 1)
-            yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-# ----------------------------------------------------------------- jobs per partition

@@ -1,6 +1,6 @@
 """Colour for terminals: rendered diagnostics painted by their parts, GCL text highlighted
-with the project's Pygments lexer. Callers decide whether colour is wanted (`--color`,
-`NO_COLOR`, a terminal); these functions only paint."""
+with the project's Pygments lexer, `gclc fmt --diff`'s unified diff. Callers decide whether
+colour is wanted (`--color`, `NO_COLOR`, a terminal); these functions only paint."""
 
 from __future__ import annotations
 
@@ -55,3 +55,18 @@ def paint_gcl(text: str) -> str:
 def strip(text: str) -> str:
     """`text` without ANSI colour codes (what a test compares)."""
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def unified_diff(path: str, before: str, after: str, colour: bool = False) -> str:
+    """`diff -u` of a file and its canonical form, its added, removed and hunk lines coloured
+    with `colour`."""
+    import difflib
+
+    lines = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                      f"{path}", f"{path} (formatted)"))
+    lines = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
+    if not colour:
+        return "".join(lines)
+    paint = {"+": GREEN, "-": RED, "@": BLUE}
+    return "".join(f"{paint[line[0]]}{line.rstrip(chr(10))}{RESET}\n" if line[:1] in paint and not line.startswith(("+++", "---"))
+                   else line for line in lines)

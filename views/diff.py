@@ -4,26 +4,39 @@ from __future__ import annotations
 
 import json
 
+from ..dsl.numbers import number, percent, quantity
+
 from ..solver.compare import Comparison
 
 _SECTIONS = {"params": "params", "parts": "parts", "bom": "bill of materials", "plan": "plan, power and cost"}
 
 
+# plan metrics by the suffix of their key: the unit the one formatter writes them in
+_UNITS = (("_usd", "USD"), (": cost", "USD"), ("_bytes", "B"), ("_w", "W"), ("_j", "J"), ("_s", "s"))
+
+
 def _show(key: str, value) -> str:
     if value is None:
         return "-"
-    if isinstance(value, float):
-        if key.endswith("_usd") or key.endswith(": cost"):
-            return f"{value:,.6g} USD" if value < 1 else f"{value:,.0f} USD"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         if key == "mfu":
-            return f"{value:.1%}"
-        return f"{value:,.6g}"
+            return percent(value)
+        unit = next((u for suffix, u in _UNITS if key.endswith(suffix)), "")
+        if unit == "s" and "_per_" in key:   # a rate (`tokens_per_s`), not a time
+            unit = ""
+        if key.endswith("per_token_usd"):   # as the report's headline says it
+            return f"{number(value * 1e6)} USD per M tokens"
+        if unit == "USD":   # money in full dollars (cents below one): a budget reads every digit
+            return f"{number(value if abs(value) < 1 else round(value))} USD"
+        if unit:
+            return quantity(value, unit, 4)
+        return number(value, 4)
     return str(value)
 
 
 def _ratio(a, b) -> str:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a:
-        return f"  ({b / a - 1:+.1%})"
+        return f"  ({'+' if b >= a else '-'}{percent(abs(b / a - 1))})"
     return ""
 
 

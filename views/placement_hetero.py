@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import graphviz
 
-from ..dsl.numbers import duration
+from ..dsl.numbers import duration, number, percent
 from ..model.step import estimate
 from ..solver.hetero import HeteroPlan, HeteroSplit, Share
 from .diagram import FONT, escape, ident
@@ -55,7 +55,7 @@ def hetero_placement(result: HeteroPlan) -> graphviz.Digraph:
 def _title(result: HeteroPlan, split: HeteroSplit) -> str:
     used = sum(1 for s in split.shares if s.items)
     return (f"job {result.name}: {split.mode} split over {used} of {len(split.shares)} partitions · "
-            f"{sum(s.gpus for s in split.shares):,} GPUs · {split.tokens_per_s:,.0f} tokens/s · "
+            f"{sum(s.gpus for s in split.shares):,} GPUs · {number(split.tokens_per_s)} tokens/s · "
             f"step {duration(split.step_time)} (compute {duration(split.compute_time)} + cross-partition "
             f"{duration(split.exchange)})")
 
@@ -67,7 +67,7 @@ def _frame_label(share: Share, mode: str, first_layer: int) -> str:
     work = (f"{share.items:,} sequences of each step" if mode == "data"
             else f"layers {first_layer}–{first_layer + share.items - 1}")
     return (f"{share.partition}: {share.gpus:,} × {share.chip} · {work} · tp={c.tp} pp={c.pp} dp={c.dp} cp={c.cp} "
-            f"ep={c.ep} · busy {duration(share.busy)} ({share.utilization:.0%} of the compute phase)")
+            f"ep={c.ep} · busy {duration(share.busy)} ({percent(share.utilization)} of the compute phase)")
 
 
 def _cross_edges(dot: graphviz.Digraph, split: HeteroSplit, anchors: list[tuple[str, str, str]]) -> None:

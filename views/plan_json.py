@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ..compiler.tco import job_cost
+from ..dsl.numbers import duration
 from ..model.calibration import BAND_CONFIDENCE
 from ..model.recompute import modules as recompute_modules
 from ..model.step import Estimate
@@ -14,8 +16,9 @@ from ..solver.hetero import HeteroPlan, HeteroSplit
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.plan import placement
 from ..solver.power import PowerResult
-from ..solver.serve import ServePlan
-from .serve import serve_json
+
+if TYPE_CHECKING:  # serving's modules load only for a serve plan
+    from ..solver.serve import ServePlan
 
 PLAN_FORMAT_VERSION = 2
 # Every plan, whatever its job kind, carries these keys (null where a metric does not
@@ -29,10 +32,12 @@ def outcome_json(outcome: Outcome, timings: bool = False) -> dict:
     Wall-clock timings only with `timings` (the default output is byte-for-byte repeatable)."""
     if isinstance(outcome, HeteroPlan):
         data = _hetero_contract(outcome) | hetero_json(outcome)
-    elif isinstance(outcome, ServePlan):
-        data = _serve_contract(outcome) | serve_json(outcome)
-    else:
+    elif isinstance(outcome, TrainOutcome):
         data = _train_json(outcome)
+    else:  # a ServePlan
+        from .serve import serve_json
+
+        data = _serve_contract(outcome) | serve_json(outcome)
     data["format"], data["version"] = "gclc-plan", PLAN_FORMAT_VERSION
     data["solver"] = data.get("solver") or {"status": data["status"]}
     if timings:
@@ -101,9 +106,9 @@ def _hetero_contract(h: HeteroPlan) -> dict:
     low = min((lo / by_name[x.partition].best.tokens_per_s for x, (lo, _) in zip(used, bands)), default=1.0)
     high = max((hi / by_name[x.partition].best.tokens_per_s for x, (_, hi) in zip(used, bands)), default=1.0)
     slowest = max(used, key=lambda x: x.busy)
-    binding = [f"compute on {slowest.partition} (the slowest partition, busy {slowest.busy:.3f} s)"]
+    binding = [f"compute on {slowest.partition} (the slowest partition, busy {duration(slowest.busy)})"]
     if best.exchange > 0:
-        binding.append(f"cross-partition exchange {best.exchange:.3f} s")
+        binding.append(f"cross-partition exchange {duration(best.exchange)}")
     return {"kind": "hetero", "cluster": h.plans[0].job.graph.name if h.plans else None,
             "status": "optimal", "step_time_s": best.step_time, "tokens_per_s": best.tokens_per_s,
             "mfu": flops / peak if peak else None,

@@ -8,9 +8,8 @@ from ..model.calibration import half_width
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan
 from ..solver.jobs import Outcome, TrainOutcome
+from ..solver.plan import Plan
 from ..solver.power import PowerInputs, PowerResult
-from ..solver.serve import ServePlan
-from .serve import serve_text
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
 from .plan_json import parallelism
 
@@ -19,7 +18,9 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     """The text of any job's plan (the search's wall-clock time only with `timings`)."""
     if isinstance(outcome, HeteroPlan):
         return hetero_text(outcome)
-    if isinstance(outcome, ServePlan):
+    if not isinstance(outcome, TrainOutcome):  # a ServePlan
+        from .serve import serve_text  # serving's modules load only for a serve plan
+
         return serve_text(outcome)
     budgeted = outcome.power
     if outcome.plan.best is None and outcome.feasible:
@@ -29,8 +30,8 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
         if budgeted is not None and budgeted.result.feasible and (
                 budgeted.result.tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
             result = budgeted.result
-            text += (f"\n  note       the power plan below runs {result.tokens_per_s:,.0f} tokens/s within the same "
-                     f"bound on {result.gpus:,} GPUs at {result.clock:.1%} clock (a lower clock rather than a "
+            text += (f"\n  note       the power plan below runs {number(result.tokens_per_s)} tokens/s within the same "
+                     f"bound on {result.gpus:,} GPUs at {percent(result.clock)} clock (a lower clock rather than a "
                      f"full-clock layout)")
     if budgeted is not None:
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
@@ -47,9 +48,9 @@ def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
     step = job.batch * job.seq / result.tokens_per_s
     lines = [head,
              f"  objective  {chosen.objective} (optimal under the power bound: fewer GPUs and a lower clock)",
-             f"  planned    {result.gpus:,} of {job.gpus:,} GPUs at {result.clock:.1%} clock "
-             f"(power cap {result.power_cap:,.0f} W per GPU): {result.tokens_per_s:,.0f} tokens/s, "
-             f"step {step:.3f} s, facility {_w(result.facility_power)}"]
+             f"  planned    {result.gpus:,} of {job.gpus:,} GPUs at {percent(result.clock)} clock "
+             f"(power cap {quantity(result.power_cap, 'W')} per GPU): {number(result.tokens_per_s)} tokens/s, "
+             f"step {duration(step)}, facility {_w(result.facility_power)}"]
     if layout is not None:
         c = layout.config
         replica = c.tp * c.pp * c.cp
@@ -71,10 +72,10 @@ def infeasible_message(outcome: Outcome) -> str:
         reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (outcome.data, outcome.pipeline) if s.message)
         return (f"gclc: infeasible: `{outcome.name}` fits neither split across its partitions"
                 + (f" ({reasons})" if reasons else ""))
-    if isinstance(outcome, ServePlan):
+    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
+    if not isinstance(chosen, Plan):  # a ServePlan
         return (f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits"
                 + "".join(f"\n  {reason}" for reason in outcome.binding))
-    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     reason = getattr(chosen, "infeasibility", None)
     if reason is not None:
         return f"gclc: infeasible: {reason.message}"
@@ -136,7 +137,8 @@ def _placement_text(plan) -> str:
 def goodput_text(good, tokens_per_s: float) -> str:
     return (f"  goodput    {big(tokens_per_s * good.efficiency)} tokens/s ({percent(good.efficiency)} of the time "
             f"trains): job MTBF {duration(good.mtbf)}, a checkpoint takes {duration(good.write)} every "
-            f"{duration(good.interval)} (Young/Daly), a restart {duration(good.restart)}")
+            f"{duration(good.interval)} ({'pinned' if good.pinned else 'Young/Daly'}), a restart "
+            f"{duration(good.restart)}")
 
 
 def plan_text(plan, timings: bool = False) -> str:

@@ -20,8 +20,8 @@ from .placement import DIM_ORDER, dimension_stages, tier_traffic
 
 FORMATS = ("svg", "png", "pdf", "dot")
 __all__ = ["DIM_ORDER", "FORMATS", "DotMissing", "design_svg", "dimension_stages", "fabric_entities", "fmt",
-           "output_format", "placement", "plan_svg", "power", "render_bytes", "serve_placement", "svg_text",
-           "tier_traffic", "topology"]
+           "job_placement", "output_format", "placement", "plan_svg", "power", "render_bytes", "serve_placement",
+           "svg_text", "tier_traffic", "topology"]
 
 
 class DotMissing(RuntimeError):
@@ -40,6 +40,21 @@ def topology(graph: ClusterGraph, fabrics: dict | None = None, design=None) -> g
 def placement(plan, fabrics: dict | None = None) -> graphviz.Digraph:
     """The plan's rank grid (`fabrics` is accepted for the callers of the older view)."""
     return _placement.placement(plan)
+
+
+def job_placement(outcome, fabrics: dict | None = None) -> graphviz.Digraph:
+    """The placement of any job's feasible plan (`solver.jobs.plan_design`): a train job's rank
+    grid, one grid per partition for a job on several, a serve job's pools and replicas."""
+    from ..solver.hetero import HeteroPlan
+    from ..solver.jobs import TrainOutcome
+
+    if isinstance(outcome, TrainOutcome):
+        return placement(outcome.plan, fabrics)
+    if isinstance(outcome, HeteroPlan):
+        from .placement_hetero import hetero_placement
+
+        return hetero_placement(outcome)
+    return serve_placement(outcome)
 
 
 def serve_placement(plan) -> graphviz.Digraph:

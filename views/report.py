@@ -21,7 +21,7 @@ from ..dsl.numbers import big, duration, number, percent, quantity, span
 from .plan_json import parallelism
 from .limits import MEMORY_WORDS, WORDS
 from .plan_text import config_words, runner_difference
-from .report_headline import CSS as HEADLINE_CSS, headline_html
+from .report_headline import CSS as HEADLINE_CSS, headline_html, outcome_headline_html
 
 CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
@@ -48,7 +48,7 @@ class Context:
     note: str                    # why there is no plan, when there is none
     source: str
     other: str = ""              # the text of a serve or heterogeneous plan (no train plan)
-    outcome: object | None = None  # that serve or heterogeneous plan (its placement is drawn)
+    outcome: object | None = None  # that serve or heterogeneous plan (solver.serve / solver.hetero)
 
 
 def plan_error_band(plan) -> dict[str, tuple[float, float]]:
@@ -67,6 +67,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     context = _context(design, job, objective, source)
     planned = context.plan is not None and context.plan.best is not None
     body = [_header(context)] + ([headline_html(context.plan)] if planned and not context.other else [])
+    body += [_outcome_headline(context.outcome)] if context.outcome is not None else []
     body += [_design_section(context.graph), _cost_section(context)]
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
@@ -357,38 +358,23 @@ def _schedule_section(design: Design) -> str:
 # ----------------------------------------------------------------- diagrams
 
 
-def _other_placement(outcome) -> tuple:
-    """The placement view of a serve or heterogeneous plan (as `render --view placement` draws it)."""
+def _outcome_headline(outcome) -> str:
+    """A heterogeneous or serve plan's headline; nothing when it has no plan (the Plan section says why)."""
     from ..solver.hetero import HeteroPlan
+    from .plan_json import outcome_json
 
-    if isinstance(outcome, HeteroPlan):
-        from .placement_hetero import hetero_placement
-
-        return ("placement", hetero_placement(outcome),
-                "One rank grid per partition taking part: its GPUs by scale-up domain and pipeline stage.")
-    return ("placement", render.serve_placement(outcome),
-            "The serving pools and their replicas: GPUs by scale-up domain, the tiers each replica spans.")
+    if getattr(outcome, "best", None) is None:
+        return ""
+    tokens = outcome.plans[0].job.tokens if isinstance(outcome, HeteroPlan) and outcome.plans else None
+    return outcome_headline_html(outcome_json(outcome), tokens)
 
 
 def _diagrams(c: Context) -> str:
-    from .report_plots import scope_ids
+    from .report_diagrams import diagrams
 
-    fabrics = render.fabric_entities(c.design)
-    views = [("topology", render.topology(c.graph, fabrics, c.design), "The cluster: one of each repeated unit expanded.")]
     planned = c.plan if c.plan is not None and c.plan.best is not None else None
-    if planned is not None:
-        views.append(("placement", render.placement(planned, fabrics),
-                      "The rank grid: GPUs by scale-up domain and pipeline stage, the tiers each group crosses."))
-    elif getattr(c.outcome, "best", None) is not None:
-        views.append(_other_placement(c.outcome))
-    views.append(("power", render.power(c.graph, planned),
-                  "Where the watts go at the plan's operating point (TDP for reference)." if planned is not None
-                  else "Where the watts go at full load."))
-    parts = []
-    for name, dot, caption in views:
-        try:
-            svg = render.svg_text(dot)
-        except render.DotMissing as error:
-            return _section("Diagrams", _note(f"Omitted: {error}."))
-        parts.append(_figure(scope_ids(svg, f"diagram-{name}"), f"{name}: {caption}"))
-    return _section("Diagrams", *parts)
+    try:
+        figures = diagrams(c.design, c.graph, planned, c.outcome)
+    except render.DotMissing as error:
+        return _section("Diagrams", _note(f"Omitted: {error}."))
+    return _section("Diagrams", *(_figure(svg, caption) for svg, caption in figures))

@@ -5,9 +5,10 @@ job trains, how fast, how well it uses the chips, what it draws and burns, what 
 from __future__ import annotations
 
 import html
+import re
 
 from ..compiler.tco import job_cost
-from ..dsl.numbers import big, duration, percent, quantity
+from ..dsl.numbers import big, duration, number, percent, quantity
 from .limits import limits_sentence
 
 CSS = """
@@ -41,13 +42,48 @@ def headline_html(plan) -> str:
             figures.append(("cost to train", quantity(cost["cost_to_train_usd"], "USD") + bound,
                             f"TCO {quantity(cost['tco_usd'], 'USD')}"))
         else:
-            figures.append(("cost per million tokens", f"{cost['cost_per_token_usd'] * 1e6:,.2f} USD" + bound,
+            figures.append(("cost per million tokens", f"{number(cost['cost_per_token_usd'] * 1e6)} USD" + bound,
                             f"TCO {quantity(cost['tco_usd'], 'USD')}"))
-    cells = "".join(f'<div class="figure" data-figure="{_e(name)}"><span>{_e(name)}</span><b>{_e(value)}</b>'
-                    f'<span>{_e(detail)}</span></div>' for name, value, detail in figures)
-    return (f'<section class="headline" id="headline">\n<h2>{_e(job.name)}: the answer</h2>\n'
+    return _block(job.name, figures, limits_sentence(plan))
+
+
+def outcome_headline_html(data: dict, tokens: float | None = None) -> str:
+    """The headline of a heterogeneous or serve plan, from its `plan --json` contract
+    (`views/plan_json.py`): the same figures where they apply, a serve plan's latencies,
+    and what binds it. `tokens`: a training job's work, for its time and energy to train."""
+    rate, gpus = data["tokens_per_s"], data["gpus"]
+    figures = []
+    if tokens and rate:
+        figures.append(("time to train", duration(tokens / rate), f"{big(tokens)} tokens"))
+    figures.append(("throughput", f"{big(rate)} tokens/s", f"{number(data['requests_per_s'])} requests/s"
+                    if "requests_per_s" in data else f"step {duration(data['step_time_s'])}"))
+    if "latency" in data:
+        ttft, tpot = data["latency"]["ttft"], data["latency"]["tpot"]
+        figures += [("time to first token (p90)", duration(ttft["p90"]), f"median {duration(ttft['p50'])}"),
+                    ("time per output token (p90)", duration(tpot["p90"]), f"median {duration(tpot['p50'])}")]
+    figures += [("MFU", percent(data["mfu"]), f"{number(gpus)} GPUs"),
+                ("power", quantity(data["power_w"], "W"), f"{quantity(data['power_w'] / gpus, 'W')} per GPU")]
+    if tokens and rate:
+        figures.append(("energy to train", quantity(data["power_w"] * tokens / rate / 3600, "Wh"),
+                        f"{quantity(data['energy_per_token_j'], 'J')} per token"))
+    else:
+        figures.append(("energy", f"{quantity(data['energy_per_token_j'], 'J')} per token", "at the facility"))
+    binding = "; ".join(_SLO.sub(lambda m: f"the {m[2]} {_SLO_WORDS[m[1]]}", line) for line in data.get("binding") or ())
+    binding = re.sub(r"^gpus:", "GPUs:", binding)
+    limits = f"{binding[0].upper()}{binding[1:]}." if binding else "No limit binds: the plan meets every one."
+    return _block(data["job"], figures, limits)
+
+
+_SLO = re.compile(r"\b(ttft|tpot|e2e)\.(p\d+|mean)\b")
+_SLO_WORDS = {"ttft": "time to first token", "tpot": "time per output token", "e2e": "end-to-end latency"}
+
+
+def _block(name: str, figures: list[tuple[str, str, str]], limits: str) -> str:
+    cells = "".join(f'<div class="figure" data-figure="{_e(figure)}"><span>{_e(figure)}</span><b>{_e(value)}</b>'
+                    f'<span>{_e(detail)}</span></div>' for figure, value, detail in figures)
+    return (f'<section class="headline" id="headline">\n<h2>{_e(name)}: the answer</h2>\n'
             f'<div class="figures">{cells}</div>\n'
-            f'<p class="limits"><b>What limits it:</b> {_e(limits_sentence(plan))}</p>\n</section>')
+            f'<p class="limits"><b>What limits it:</b> {_e(limits)}</p>\n</section>')
 
 
 def _e(text: object) -> str:

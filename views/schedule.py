@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..dsl.numbers import count, percent, quantity
+from ..dsl.numbers import count, duration, percent, quantity
 from ..solver.schedule.jobs import Workload
 from ..solver.schedule.milp import Optimum
 from ..solver.schedule.simulate import Outcome, Run
@@ -127,7 +127,7 @@ def _timeline(outcome: Outcome) -> dict:
 def _h(seconds: float | None) -> str:
     if seconds is None:
         return "-"
-    return f"{seconds / 3600:,.2f} h" if seconds < 100 * 3600 else f"{seconds / 86400:,.1f} d"
+    return duration(seconds)
 
 
 def _pct(x: float | None) -> str:

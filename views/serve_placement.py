@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import graphviz
 
+from ..dsl.numbers import duration, number
 from ..model import comms
 from ..model.inference import Replica, kv_transfer_time
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
@@ -193,4 +194,4 @@ def _handoff(plan) -> str:
     tier = kv_tier(plan)
     seconds = kv_transfer_time(plan.prefill.replica, plan.decode.replica, plan.prompt_tokens)
     where = tier.name if tier is not None else "the same GPUs"
-    return f"KV cache over {where}\n{seconds * 1e3:.3g} ms per {plan.prompt_tokens:,.0f}-token prompt"
+    return f"KV cache over {where}\n{duration(seconds)} per {number(plan.prompt_tokens)}-token prompt"

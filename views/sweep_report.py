@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import json
 
+from ..dsl.numbers import duration, number, percent, quantity
+
 from ..solver.sweep.pareto import OBJECTIVES
 from ..solver.sweep.point import column
 from .sweep_plots import axis
@@ -14,18 +16,21 @@ _SHOWN = ("gpus", "tp", "pp", "dp", "tokens_per_s", "goodput_share", "mfu", "tim
 
 
 def _fmt(column: str, value) -> str:
+    """A Pareto cell as the one number formatter writes it (`dsl/numbers.py`)."""
     if value is None:
         return "-"
-    if column in ("time_to_train_s",):
-        return f"{value / 86400:,.1f} d"
+    if column.endswith("_s") and "_per_" not in column:   # a time, not a rate (`tokens_per_s`)
+        return duration(value)
+    if column == "cost_per_token_usd":
+        return f"{number(value * 1e6)} USD per M tokens"
     if column.endswith("_usd"):
-        return f"{value * 1e6:,.2f} $/Mtok" if column == "cost_per_token_usd" else f"{value / 1e6:,.2f} M$"
+        return quantity(value, "USD")
     if column.endswith("_w"):
-        return f"{value / 1e6:,.3f} MW"
+        return quantity(value, "W")
     if column in ("mfu", "goodput_share"):
-        return f"{value:.1%}"
+        return percent(value)
     if isinstance(value, float):
-        return f"{value:,.0f}"
+        return number(value)
     return str(value)
 
 
@@ -57,6 +62,14 @@ def summary_json(collected, total: int, objectives: tuple[str, ...], files: list
                        "invalid": s["invalid"], "resumed": collected.resumed,
                        "reasons": dict(collected.reasons.most_common()), "objectives": list(objectives),
                        "pareto": collected.front_rows(), "files": files}, indent=2, default=str, allow_nan=False)
+
+
+def tornado_text(bars: list[tuple[str, float, float]], name: str, delta: float) -> str:
+    """The sensitivity of `name` to each param moved by -delta and +delta, largest swing first."""
+    lines = [f"sensitivity of {name} to +-{delta:.0%}:"]
+    for param, low, high in sorted(bars, key=lambda b: -max(abs(b[1]), abs(b[2]))):
+        lines.append(f"  {param:24} {low:+8.1%} {high:+8.1%}")
+    return "\n".join(lines)
 
 
 def report_html(path: str, collected, total: int, objectives: tuple[str, ...], svg: str | None,

@@ -1,15 +1,23 @@
 """From the design to failure rates and checkpoints: the `mtbf` of the chips, nodes and
 switches a partition is built from (defaults in `goodput`), the nodes' `mttr` and
-checkpoint `storage` bandwidth, and a train job's `checkpoint { ... }` block."""
+checkpoint `storage` bandwidth, and a train job's `checkpoint { ... }` block.
+
+A node writes (and, at a restart, reads back) its checkpoint over two paths
+(model/host.py `checkpoint_rate`, the model the step's `checkpoint_every` share uses):
+the host's, at the node's `storage` bandwidth (its NVMe's when only that is declared,
+Llama 3's per-host figure when neither is), and its DPUs' whose `offload` lists `storage` (model/dpu.py `storage_rate`:
+NVMe-oF through the DPU's ports, GPUDirect Storage, no host copy). A job's `checkpoint {
+bandwidth }` states the whole job's rate instead (a storage system slower than its nodes'
+paths, say); its `checkpoint_every` pins the interval."""
 
 from __future__ import annotations
 
 from ...compiler.design import Entity, Record
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import _partition_specs, _unit_shape
+from ...model import host
 from ...model.shape import ModelShape
-from .goodput import (CHECKPOINT_BYTES_PER_PARAM, GPU_MTBF_S, NODE_MTBF_S, NODE_MTTR_S, NODE_STORAGE_BPS,
-                      RESTART_FIXED_S, SWITCH_MTBF_S, Checkpoint, Reliability)
+from .goodput import GPU_MTBF_S, NODE_MTBF_S, NODE_MTTR_S, RESTART_FIXED_S, SWITCH_MTBF_S, Checkpoint, Reliability
 
 
 def _seconds(value: object, default: float) -> float:
@@ -39,8 +47,8 @@ def reliability(cluster: Entity, graph: ClusterGraph, partition: Partition) -> R
 
 
 def node_storage(cluster: Entity, partition: Partition) -> float:
-    node = partition_parts(cluster, partition.name)[0]
-    return _seconds(node.get("storage"), NODE_STORAGE_BPS)
+    """Bytes/s one node of the partition writes its checkpoint at: host path plus DPU path."""
+    return host.checkpoint_rate(partition.node)
 
 
 def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, gpus: int,
@@ -48,12 +56,14 @@ def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, g
     """The job's checkpoint at `gpus` GPUs: what the file states, the rest derived."""
     block = job.get("checkpoint") or Record()
     size = block.get("size")
-    size = float(size.value) if size is not None else CHECKPOINT_BYTES_PER_PARAM * (shape.params if shape else 0)
+    size = float(size.value) if size is not None else (host.checkpoint_bytes(shape) if shape else 0.0)
     nodes = -(-gpus // gpus_per_node)
     bandwidth = _seconds(block.get("bandwidth"), storage_per_node * nodes)
     restart = _seconds(block.get("restart"), RESTART_FIXED_S + size / bandwidth)
     interval = block.get("interval")
-    return Checkpoint(max(size, 1.0), bandwidth, restart, float(interval.value) if interval is not None else None)
+    every = float(job.get("checkpoint_every") or 0)
+    pinned = float(interval.value) if interval is not None else (every or None)
+    return Checkpoint(max(size, 1.0), bandwidth, restart, pinned, in_step=every > 0)
 
 
 def job_goodput(job, gpus: int):

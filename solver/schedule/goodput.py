@@ -9,6 +9,9 @@ trains (first order, Daly 2006 eq. 13 without the higher terms):
 
     efficiency = tau / (tau + delta) * (1 - (R + (tau + delta) / 2) / M), at least 0.
 
+A job that states `checkpoint_every` pins tau, and its step time already carries each
+save's stall (model/host.py): the first factor is then 1, so the write is counted once.
+
 Defaults, each from a published large run (Llama 3: Dubey et al., "The Llama 3 Herd of
 Models", arXiv:2407.21783, section 3.3.4 and Table 5: 419 unexpected interruptions in a
 54-day snapshot on 16,384 H100 GPUs, 2,048 hosts):
@@ -19,11 +22,9 @@ Models", arXiv:2407.21783, section 3.3.4 and Table 5: 419 unexpected interruptio
 - switch: network switch and cable 35; ESTIMATE ~1,200 switches in the job's RoCE Clos
   (1,024 rack switches for 16 GPUs each plus aggregation) -> 44,000 h.
 - node repair (MTTR): ASSUMPTION 4 h (swap from a spare pool; Llama 3 reports none).
-- checkpoint size: bf16 weights plus fp32 master weights and Adam's two moments, 14 bytes
-  per parameter (Rajbhandari et al., ZeRO, SC'20, section 3.1: 16 bytes per parameter with
-  the fp16 gradients, which a checkpoint does not keep).
-- storage write bandwidth per node: Llama 3's Tectonic sustains 2 TB/s for the 2,048 hosts
-  of a 16K-GPU job (section 3.3.1) -> ~1 GB/s per node.
+- checkpoint size (14 bytes per parameter) and each node's write rate (its host's `storage`
+  path, ~1 GB/s from Llama 3 by default, plus its storage DPUs): model/host.py, the one
+  checkpoint model the step's `checkpoint_every` share uses too.
 - restart: ASSUMPTION 10 min to reschedule and start the processes, plus reading the
   checkpoint back at the same bandwidth.
 """
@@ -39,8 +40,6 @@ GPU_MTBF_S = 16_384 * 1_296 * HOUR / 246
 NODE_MTBF_S = 2_048 * 1_296 * HOUR / 53
 SWITCH_MTBF_S = 1_200 * 1_296 * HOUR / 35      # ESTIMATE: switch count, see above
 NODE_MTTR_S = 4 * HOUR                          # ASSUMPTION
-CHECKPOINT_BYTES_PER_PARAM = 14                 # ZeRO (SC'20) section 3.1, gradients excluded
-NODE_STORAGE_BPS = 2e12 / 2_048                 # Llama 3 section 3.3.1, per host
 RESTART_FIXED_S = 600.0                         # ASSUMPTION
 
 
@@ -68,6 +67,7 @@ class Checkpoint:
     bandwidth: float       # bytes/s the job writes at (all its nodes together)
     restart: float         # seconds from a failure to training again, reading included
     interval: float | None = None   # pinned in the file; None: Young/Daly
+    in_step: bool = False  # the step time already carries each save (`checkpoint_every`)
 
     @property
     def write(self) -> float:
@@ -81,6 +81,7 @@ class Goodput:
     write: float           # seconds per checkpoint
     restart: float
     mtbf: float            # of the job at its size, seconds
+    pinned: bool = False   # the interval is the file's (`checkpoint { interval }`, `checkpoint_every`)
 
 
 def young_daly(write: float, mtbf: float) -> float:
@@ -96,5 +97,6 @@ def goodput(checkpoint: Checkpoint, failure_rate: float) -> Goodput:
     if math.isinf(mtbf):
         return Goodput(1.0, math.inf, delta, checkpoint.restart, mtbf)
     tau = checkpoint.interval or young_daly(delta, mtbf)
-    efficiency = tau / (tau + delta) * (1 - (checkpoint.restart + (tau + delta) / 2) / mtbf)
-    return Goodput(max(0.0, efficiency), tau, delta, checkpoint.restart, mtbf)
+    saving = 1.0 if checkpoint.in_step else tau / (tau + delta)
+    efficiency = saving * (1 - (checkpoint.restart + (tau + delta) / 2) / mtbf)
+    return Goodput(max(0.0, efficiency), tau, delta, checkpoint.restart, mtbf, pinned=bool(checkpoint.interval))

@@ -147,3 +147,17 @@ def test_nested_coverage_fits_each_groups_band_without_it():
     nested = bands.nested_coverage(residuals, flags, groups)
     # b's outlier is judged by a's band alone (which never saw it): outside
     assert nested[-1][0] is False
+
+
+def test_a_flag_on_every_residual_is_absorbed_into_the_base_not_left_to_rounding():
+    # the column of a flag every row carries equals the intercept's: without the ridge the
+    # least-squares problem has no unique answer and the solver's pick (once an overflow)
+    # hung on its linear algebra's last bits
+    residuals = [0.0] * 9 + [1.0]
+    flagged = bands.fit_band(residuals, [("chip",)] * 10)
+    plain = bands.fit_band(residuals, [()] * 10)
+    assert flagged.factors["chip"] == pytest.approx(1.0, abs=1e-3)
+    assert flagged.scale(("chip",)) == pytest.approx(plain.scale(()), rel=1e-3)
+    # two flags always together share one factor
+    both = bands.fit_band([0.01, 0.02, 0.5, 0.6] * 3, [(), (), ("cp", "moe"), ("cp", "moe")] * 3)
+    assert both.factors["cp"] == pytest.approx(both.factors["moe"], rel=1e-3) and both.factors["cp"] > 1

@@ -160,6 +160,30 @@ def test_recipe_settings_gclc_cannot_express_are_stated():
     assert field(offload, "offload") == "0.25" and "cpu_offloading_num_layers 20" in offload   # now expressible
 
 
+def _shape(run_id: str):
+    return train_job(check_text(design(run_id), f"{run_id}.gcl").design)
+
+
+def test_deepseek_v3_is_written_with_mla_and_the_recipes_mtp():
+    # 25.11 GB200 row "w/o MTP"; the 26.02 recipe defaults to mtp_num_layers = 1
+    without, with_mtp = _shape("mb2511_12"), _shape("mb2602_16")
+    for job in (without, with_mtp):
+        s = job.shape
+        assert (s.kv_rank, s.rope_dim, s.q_rank, s.head_dim, s.kv_heads) == (512, 64, 1536, 128, 128)
+    assert without.shape.mtp == 0 and with_mtp.shape.mtp == 1
+
+
+@pytest.mark.parametrize("run_id, factor", [("mb2509_5", 1.0), ("nemo2502_b200_8", 1.0), ("mb2511_15", 0.0)])
+def test_token_dropping_rows_route_with_a_capacity_factor(run_id, factor):
+    # 'tokendrop' variants of the 25.09 table and NeMo's Mixtral 64k recipe (MegatronTokenDropCallback)
+    assert _shape(run_id).shape.capacity_factor == factor
+
+
+@pytest.mark.parametrize("run_id, overlap", [("mb2511_27", True), ("mb2602_33", True), ("mb2511_15", None)])
+def test_recipes_that_overlap_the_moe_all_to_all_pin_it(run_id, overlap):
+    assert _shape(run_id).pinned.get("ep_overlap") == overlap
+
+
 def test_the_stack_is_the_one_the_runs_framework_and_date_imply():
     run_stacks = sys.modules["run_stacks"]
     by_group = {r["group"]: r for r in ROWS}

@@ -254,12 +254,12 @@ def test_stdout_failure_is_not_internal(files, capsys, monkeypatch):
 def test_job_that_cannot_fit_memory(files, capsys):
     nofit = files / "nofit.gcl"
     code, _, err = run(capsys, "plan", nofit)
-    assert code == 3 and "gclc: infeasible:" in err and "GB per GPU" in err
+    assert code == 3 and "gclc: infeasible:" in err and re.search(r"[\d.]+ [GT]B per GPU", err)
     code, out, err = run(capsys, "plan", nofit, "--json")
     data = json.loads(out)
     assert code == 3 and data["status"] == "infeasible" and data["infeasible"]["constraint"] == "memory"
     code, _, err = run(capsys, "render", nofit, "-o", files / "x.dot", "--view", "placement")
-    assert code == 3 and "GB per GPU" in err and not (files / "x.dot").exists()
+    assert code == 3 and re.search(r"[\d.]+ [GT]B per GPU", err) and not (files / "x.dot").exists()
 
 
 def test_serve_infeasible_says_why(files, capsys):
@@ -269,6 +269,9 @@ def test_serve_infeasible_says_why(files, capsys):
     assert code == 3 and json.loads(out)["status"] == "infeasible"
     assert "gclc: infeasible: no configuration of `s` meets its limits\n" in err
     assert re.search(r"serve\.gcl:\d+:\d+: `ttft <= 1 ms` is broken by every one of \d+ configurations", err), err
+    code, _, err = run(capsys, "render", path, "-o", files / "s.dot", "--view", "placement")  # says why as plan does
+    assert code == 3 and "gclc: infeasible: no configuration of `s` meets its limits\n" in err
+    assert re.search(r"serve\.gcl:\d+:\d+: `ttft <= 1 ms` is broken", err) and not (files / "s.dot").exists()
 
 
 def test_partitions(files, capsys):

@@ -80,6 +80,9 @@ def test_check_json_is_one_flag_and_keyed_by_file(tmp_path, capsys):
     assert main(["check", "--json", str(bad)]) == 1
     single = json.loads(capsys.readouterr().out)
     assert single == data[str(bad)]  # one file: its list, as `--format json` always printed
+    assert main(["check", "--json", str(good), str(bad), str(good)]) == 1  # named twice: one key, checked once
+    text = capsys.readouterr().out
+    assert text.count(f'"{good}"') == 1 and json.loads(text) == data
 
 
 def test_fmt_diff_is_the_change_to_canonical_form(tmp_path, capsys):
@@ -112,8 +115,10 @@ def test_diagnostics_go_to_stderr_and_quiet_keeps_errors_only(tmp_path, capsys):
     assert out == "" and "warning" not in err.replace("0 warnings", "") and "error[unknown-unit]" in err
     good = tmp_path / "good.gcl"
     good.write_text("param racks = 4\n")
-    assert main(["check", str(good), str(good)]) == 0 and ": ok" in capsys.readouterr().err
-    assert main(["-q", "check", str(good), str(good)]) == 0 and capsys.readouterr().err == ""
+    other = tmp_path / "other.gcl"
+    other.write_text("param racks = 8\n")
+    assert main(["check", str(good), str(other)]) == 0 and ": ok" in capsys.readouterr().err
+    assert main(["-q", "check", str(good), str(other)]) == 0 and capsys.readouterr().err == ""
 
 
 class _TerminalBuffer(io.StringIO):

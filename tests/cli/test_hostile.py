@@ -124,6 +124,24 @@ def test_huge_layer_count_plans_quickly_or_is_refused(tmp_path, capsys):
     assert code in (0, 1, 3) and time.perf_counter() - start < 60
 
 
+TIERED = 'fabric F extends HDR_FatTree {\n  topology = fat_tree(tiers = %s, radix = 64)\n}\n'
+
+
+@pytest.mark.parametrize("tiers, accepted", [("1", True), ("3", True), ("8", True), ("9", False),
+                                             ("64", False), ("1e6", False), ("1e30", False)])
+def test_fat_tree_tiers_are_bounded_before_lowering(tmp_path, capsys, tiers, accepted):
+    # `tiers = 1e6` used to lower a million tiers of ever larger powers of the radix (a hang)
+    text = design(**{"scaleout = HDR_FatTree": "scaleout = F"}).replace('import "std/nvidia"\n',
+                                                                        'import "std/nvidia"\n' + TIERED % tiers)
+    start = time.perf_counter()
+    code, out = run(tmp_path, capsys, text)
+    assert time.perf_counter() - start < 30
+    if accepted:
+        assert "out-of-range" not in codes_of(out), out
+    else:
+        assert code == 1 and "out-of-range" in codes_of(out) and "<= 8" in out, out
+
+
 def test_fifo_input_is_refused_not_a_hang(tmp_path):
     fifo = tmp_path / "in.gcl"
     os.mkfifo(fifo)

@@ -14,7 +14,7 @@ from gclc.model.kv import value_bytes
 from gclc.model.memory import model_state
 from gclc.model.step import estimate
 
-DESIGN = """import "std/nvidia"
+DESIGN = """import "std/nvidia"  import "std/amd"
 chip X {{
   peak {{ bf16 = 1000 TFLOPS  fp8 = 2000 TFLOPS  fp4 = 4000 TFLOPS }}
   hbm {{ capacity = 192 GB  bandwidth = 8 TB/s }}
@@ -105,3 +105,25 @@ def test_explain_lists_the_chips_formats_with_widths_and_peaks():
     rows = {m.key: m for m in chip_metrics(lower(check_file("examples/custom_dsa.gcl").design))}
     row = rows["chip.Orca_DSA.formats"]
     assert "listed" in row.label and "nvfp4 (4.5 bits at peak fp4)" in row.formula and row.value == 7
+
+
+@pytest.mark.parametrize("chip, fp6_peak", [("B200", 4500e12), ("GB200", 5000e12), ("B300", 4500e12),
+                                           ("MI355X", 256 * 2.4e9 * 16384)])
+def test_std_chips_that_run_mxfp6_run_it_at_their_listed_fp6_peak(chip, fp6_peak):
+    result = check(chip=chip, precision="mxfp6")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    j = train_job(result.design)
+    accelerator = j.partition.node.accelerator
+    assert accelerator.peak_of("mxfp6") == pytest.approx(fp6_peak)
+    step = estimate(j.shape, pinned_config(j), j.partition)
+    assert step.mfu == pytest.approx(step.model_flops_per_gpu / fp6_peak)  # the MFU's denominator
+    # ... and one held at 6.25 bits (MXFP6) beside the bf16 master weights, less than an fp8 copy
+    fp8 = train_job(check(chip=chip, precision="fp8").design)
+    assert model_state(j.shape, pinned_config(j))[0] < model_state(fp8.shape, pinned_config(fp8))[0]
+
+
+@pytest.mark.parametrize("chip", ["H100_SXM", "A100_SXM_80GB", "MI300X"])
+def test_mxfp6_on_a_std_chip_without_it_is_a_located_error_listing_its_formats(chip):
+    (error,) = errors(check(chip=chip, precision="mxfp6"))
+    assert error.code == "unsupported-precision" and chip in error.summary and "bf16" in error.summary
+    assert error.subject.line == 12 and error.subject.path == "f.gcl"

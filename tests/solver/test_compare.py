@@ -4,6 +4,7 @@ no differences; a design that does not check is an error."""
 from __future__ import annotations
 
 import json
+import re
 
 from gclc.cli.main import main
 
@@ -67,7 +68,12 @@ def test_diff_text_and_identical_designs(tmp_path, capsys):
     a, b = _write(tmp_path, "a.gcl"), _write(tmp_path, "b.gcl", nodes=8)
     assert main(["diff", a, b]) == 0
     out = capsys.readouterr().out
-    assert "plan, power and cost:" in out and "(+100.0%)" in out
+    assert "plan, power and cost:" in out and "(+100%)" in out
+    # each metric in its unit by the one formatter: a rate as a number, watts, money, a time
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    assert re.search(r"tokens_per_s +[\d,]+ -> [\d,]+ ", rows["tokens_per_s"]), rows["tokens_per_s"]
+    assert re.search(r" [\d.]+ kW -> [\d.]+ kW", rows["job_power_w"]) and " USD -> " in rows["capex_usd"]
+    assert re.search(r" [\d.]+ (days|years) -> [\d.]+ (days|years)", rows["time_to_train_s"])
     assert main(["diff", a, _write(tmp_path, "c.gcl")]) == 0
     assert "no differences" in capsys.readouterr().out
 

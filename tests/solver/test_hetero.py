@@ -1,4 +1,4 @@
-"""Heterogeneous splits (solver/hetero.py): the MILP's laws and the split of a real design."""
+"""Heterogeneous splits (solver/hetero.py): the split's laws and the split of a real design."""
 
 import itertools
 import json
@@ -23,7 +23,7 @@ RESULT = plan_hetero(JOBS, PLANS)
 # Half the profile's examples (30 under `ci`, 1000 under GCLC_HYPOTHESIS=deep): each is a solve.
 EXAMPLES = max(10, settings.default.max_examples // 2)
 
-# ----------------------------------------------------------------- the MILP on random lanes
+# ----------------------------------------------------------------- the split on random lanes
 
 GRANULES = st.sampled_from([1, 2, 3, 4, 8])
 
@@ -80,7 +80,7 @@ def brute_force(total, group):
 
 @settings(max_examples=EXAMPLES)
 @given(st.lists(lanes("x"), min_size=1, max_size=3), st.integers(1, 40))
-def test_the_milp_is_the_exhaustive_optimum(group, total):
+def test_the_split_is_the_exhaustive_optimum(group, total):
     group = [Lane(f"p{i}", lane.granule, lane.fixed, lane.per_item, min(lane.limit, 40), lane.crossing)
              for i, lane in enumerate(group)]
     result, exact = split(total, group), brute_force(total, group)

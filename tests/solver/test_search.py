@@ -163,7 +163,7 @@ def test_memory_infeasible_names_the_chip_capacity_and_the_shortfall(tmp_path):
     reason = chosen.infeasibility
     assert reason.constraint == "memory" and reason.needs > reason.limit == 8e9
     assert str(reason.span).startswith(f"{path}:2:")       # the chip's `hbm { capacity = ... }` line
-    assert "8.0 GB" in reason.message and "short by" in reason.message
+    assert "has 8 GB" in reason.message and "short by" in reason.message
     # The numbers are the least memory any configuration needs.
     assert math.isclose(reason.needs, min(e.memory.total for e in enumerator.evaluate_all(job)))
 

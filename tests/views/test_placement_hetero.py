@@ -51,7 +51,7 @@ def test_every_partition_of_the_data_split_gets_its_own_grid(result):
         for dim in ("tp", "dp"):
             if getattr(c, dim) > 1:
                 assert f"{dim} = {getattr(c, dim)} (" in body
-    assert f"gradient all-reduce: {duration(split.exchange)} per step" in source   # the one number formatter
+    assert f"gradient all-reduce: {duration(split.exchange)} per step" in source
     assert "data split over 2 of 2 partitions" in source
 
 

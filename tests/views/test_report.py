@@ -61,14 +61,27 @@ def test_a_planned_design_gets_every_section(reports):
     assert text.count("<svg") >= 7
 
 
-def test_designs_without_a_plannable_job_get_summary_and_diagrams(reports):
-    # a serve job and a job split across partitions: their plan as text and their placement
-    # drawn as `render --view placement` draws it (it was missing from the report: issue 11)
-    for name, why, drawn in ((UNPLANNED, "(serve)", "serving pools"), ("hetero_h100_a100.gcl", "split:", "per partition")):
+def test_serve_and_heterogeneous_jobs_get_their_plan_and_its_placement(reports):
+    # a serve job and a job split across partitions: their plan as text, and the placement
+    # drawing `gclc render --view placement` makes of it (pools; one grid per partition)
+    for name, why, drawn in ((UNPLANNED, "(serve)", "pool ·"), ("hetero_h100_a100.gcl", "split:", "h100: ")):
         text = reports[name]
-        assert _sections(text) == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
+        assert _sections(text)[0].endswith(": the answer")
+        assert _sections(text)[1:] == ["Design", "Bill of materials and cost", "Plan", "Roofline", "Diagrams"]
         assert why in text and "<figcaption>topology:" in text and "<figcaption>power:" in text
-        assert "<figcaption>placement:" in text and drawn in text
+        placement = text[text.index('id="diagram-placement'):text.index("<figcaption>placement:")]
+        assert drawn in placement, name
+    hetero = reports["hetero_h100_a100.gcl"]
+    head = hetero[hetero.index('id="headline"'):hetero.index("<h2>Design</h2>")]
+    assert re.findall(r'data-figure="([^"]+)"', head) == ["time to train", "throughput", "MFU", "power",
+                                                          "energy to train"]
+    assert "What limits it:</b> Compute on a100 (the slowest partition" in head
+    serve = reports[UNPLANNED]
+    head = serve[serve.index('id="headline"'):serve.index("<h2>Design</h2>")]
+    assert re.findall(r'data-figure="([^"]+)"', head) == ["throughput", "MFU", "power", "energy"]
+    assert "What limits it:</b> GPUs: every GPU serves." in head
+    placement = hetero[hetero.index('id="diagram-placement'):hetero.index("<figcaption>placement:")]
+    assert "a100: " in placement and "GPUs ·" in placement     # both partitions' frames, the split's title
 
 
 def test_a_shared_cluster_gets_its_schedule(reports):

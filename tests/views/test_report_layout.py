@@ -68,10 +68,10 @@ def test_runner_up_rows_show_what_differs(superpod):
                                          for r in rows[1:])
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
-def test_at_100_percent_the_headline_leads_and_every_figure_is_legible(superpod, tmp_path):
+def _layout(text: str, tmp_path: Path) -> dict:
+    """The report laid out by headless Chromium at 100 % zoom, measured by MEASURE."""
     page = tmp_path / "report.html"
-    page.write_text(superpod.replace("<head>", "<head>\n" + MEASURE, 1))
+    page.write_text(text.replace("<head>", "<head>\n" + MEASURE, 1))
     done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
                            "--window-size=1280,2400", "--force-device-scale-factor=1",
@@ -80,7 +80,12 @@ def test_at_100_percent_the_headline_leads_and_every_figure_is_legible(superpod,
     assert done.returncode == 0, done.stderr[-2000:]
     found = re.search(r'<pre id="gclc-measure">([^<]+)</pre>', done.stdout)
     assert found, done.stdout[-2000:]
-    layout = json.loads(found[1].replace("&quot;", '"').replace("&amp;", "&"))
+    return json.loads(found[1].replace("&quot;", '"').replace("&amp;", "&"))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
+def test_at_100_percent_the_headline_leads_and_every_figure_is_legible(superpod, tmp_path):
+    layout = _layout(superpod, tmp_path)
     head = layout["headline"]
     assert head is not None and head["top"] < 400 and head["height"] > 60  # above the fold of a laptop screen
     assert len(head["figures"]) == 6 and head["value_px"] >= 20
@@ -92,3 +97,22 @@ def test_at_100_percent_the_headline_leads_and_every_figure_is_legible(superpod,
         assert figure["min_text_px"] >= 10, f"text drawn {figure['min_text_px']:.1f} px high: {figure['caption']}"
     figures_top = min(f["box"]["top"] for f in layout["figures"])
     assert head["top"] < figures_top
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
+@pytest.mark.parametrize("example, drawn", [("hetero_h100_a100.gcl", "One rank grid per partition"),
+                                            ("deepseek_v3_serve.gcl", "The serving pools")])
+def test_the_placement_of_a_serve_or_heterogeneous_plan_is_drawn_legibly(example, drawn, tmp_path):
+    design = check_file(str(ROOT / "examples" / example)).design
+    layout = _layout(report.report_html(design, source=f"examples/{example}"), tmp_path)
+    placement = [f for f in layout["figures"] if f["caption"].startswith("placement:")]
+    assert len(placement) == 1 and drawn in placement[0]["caption"]
+    figure = placement[0]
+    # drawn at its natural size (wide drawings scroll): its text as high as the other diagrams'
+    assert figure["box"]["width"] >= 300 and figure["texts"] >= 10, figure
+    assert figure["min_text_px"] >= 10, f"text drawn {figure['min_text_px']:.1f} px high"
+    head = layout["headline"]    # the answer first, as for a train plan
+    assert head is not None and head["top"] < 400 and head["top"] < min(f["box"]["top"] for f in layout["figures"])
+    assert {"throughput", "MFU", "power"} <= set(head["figures"]) and head["value_px"] >= 20
+    expected = "time to first token (p90)" if "serve" in example else "time to train"   # a chat demand; 15 T tokens
+    assert expected in head["figures"]

@@ -34,10 +34,17 @@ def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, ob
     args: list[tuple[str, object]] = [
         ("--num-layers", s.layers), ("--hidden-size", s.hidden), ("--ffn-hidden-size", s.ffn),
         ("--num-attention-heads", s.heads)]
-    if s.kv_heads != s.heads:
+    if s.is_mla:  # Megatron-Core's MLA: qk_head_dim excludes the rotary part, v_head_dim
+        args += [("--multi-latent-attention", True), ("--kv-lora-rank", s.kv_rank), ("--qk-head-dim", s.head_dim),
+                 ("--qk-pos-emb-head-dim", s.rope_dim), ("--v-head-dim", s.head_dim)]
+        if s.q_rank:
+            args.append(("--q-lora-rank", s.q_rank))
+    elif s.kv_heads != s.heads:
         args += [("--group-query-attention", True), ("--num-query-groups", s.kv_heads)]
-    if s.head_dim * s.heads != s.hidden:
+    if s.head_dim * s.heads != s.hidden and not s.is_mla:
         args.append(("--kv-channels", s.head_dim))
+    if s.mtp:
+        args.append(("--mtp-num-layers", s.mtp))
     args += [("--seq-length", c.seq), ("--max-position-embeddings", c.seq), ("--vocab-size", s.vocab)]
     if s.mlp_matrices == 3:
         args.append(("--swiglu", True))
@@ -84,6 +91,8 @@ def _moe(job: JobPlan) -> list[tuple[str, object]]:
         args.append(("--moe-shared-expert-intermediate-size", s.shared * s.expert_ffn))
     if s.dense_layers:  # Megatron's pattern syntax: a Python list expression, 0 = dense, 1 = MoE
         args.append(("--moe-layer-freq", f"([0]*{s.dense_layers}+[1]*{s.moe_layers})"))
+    if s.capacity_factor:  # drop and pad: model/moe.py computes every expert at its capacity
+        args += [("--moe-expert-capacity-factor", s.capacity_factor), ("--moe-pad-expert-input-to-capacity", True)]
     return args
 
 
@@ -179,7 +188,7 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
 
 def _stack(c: TrainConfig) -> list[tuple[str, object]]:
     """The behaviour the planned stack assumes (model/config.py STACKS), as flags."""
-    flash = c.behaviour("attention") == "flash"
+    flash = c.behaviour("attention") != "unfused"
     args: list[tuple[str, object]] = [("--attention-backend", "flash" if flash else "unfused")]
     dropout = 0.1 if c.behaviour("dropout") else 0.0
     args += [("--attention-dropout", dropout), ("--hidden-dropout", dropout)]
@@ -189,7 +198,7 @@ def _stack(c: TrainConfig) -> list[tuple[str, object]]:
         args.append(("--overlap-grad-reduce", True))
         if c.zero >= 1:
             args.append(("--overlap-param-gather", True))
-    if c.behaviour("ep_overlap") and c.ep > 1:
+    if c.overlaps_ep and c.ep > 1:
         args.append(("--overlap-moe-expert-parallel-comm", True))
     if c.behaviour("grad_bytes") == 4:
         args.append(("--accumulate-allreduce-grads-in-fp32", True))

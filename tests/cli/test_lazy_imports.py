@@ -1,0 +1,51 @@
+"""Start-up: a command loads what its job needs and nothing else (issue 10). Each case runs
+the command in a fresh interpreter and lists the modules it left in `sys.modules`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("cvxpy", "scipy", "numpy", "highspy", "networkx", "matplotlib", "graphviz", "jsonschema", "yaml",
+         "pyarrow", "distributed", "pygments")
+PROBE = ("import contextlib, io, sys; from gclc.cli.main import main\n"
+         "with contextlib.redirect_stdout(io.StringIO()): status = main(sys.argv[2:])\n"
+         "loaded = [m for m in sys.modules if m.split('.')[0] in sys.argv[1].split(',')\n"
+         "          or any(m == p or m.startswith(p + '.') for p in sys.argv[1].split(','))]\n"
+         "print(status, ' '.join(sorted(loaded)))")
+
+
+def loaded(command: list[str], watched: tuple[str, ...]) -> tuple[int, list[str]]:
+    done = subprocess.run([sys.executable, "-c", PROBE, ",".join(watched), *command], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    status, _, names = done.stdout.strip().partition(" ")
+    return int(status), names.split()
+
+
+def test_a_train_plan_loads_no_serving_no_solver_library_and_no_drawing():
+    status, names = loaded(["plan", "tests/data/train.gcl", "--json"],
+                           HEAVY + ("gclc.solver.serve", "gclc.views.serve", "gclc.views.report", "gclc.solver.sweep",
+                                    "gclc.views.export"))
+    assert status == 0
+    assert names == []
+
+
+def test_check_loads_neither_the_model_nor_the_solver():
+    status, names = loaded(["check", "examples/a100_cluster.gcl"], HEAVY + ("gclc.model", "gclc.solver"))
+    assert status == 0
+    assert names == []
+
+
+@pytest.mark.parametrize("command, needed", [
+    (["plan", "examples/deepseek_v3_serve.gcl", "--json"], "gclc.solver.serve"),
+])
+def test_the_job_kind_that_needs_a_module_still_loads_it(command, needed):
+    """The lazy imports are taken where the job needs them (a serve plan plans with serving's modules)."""
+    status, names = loaded(command, (needed,))
+    assert status == 0
+    assert needed in names
