@@ -2,10 +2,13 @@
 four published-scale training jobs (goal: <= 1 s each on one core).
 
     .venv/bin/python benchmarks/search.py [--oracle SECONDS] [--objective throughput]
+                                          [--search shard,recompute_modules,recompute_every,offload]
 
 Designs (benchmarks/designs/*.gcl, sources in their comments): MT-NLG 530B on 5,128 A100,
 GPT-3 175B on 4,096 A100, Llama 3 405B on 16,384 H100, a DeepSeek-V3-style MoE on 2,048
-H800. Nothing in them is pinned, so the search covers the whole space.
+H800. Nothing in them is pinned, so the search covers the whole space. `--search` asks the
+planner to search those choices as well (as `parallelism { search = [...] }` does; offload
+only on nodes that declare a `host_link`).
 
 For each design the script prints the search's wall and CPU time (cold: the model's layer
 cache is cleared first), the size of the space, how many configurations were evaluated and
@@ -39,7 +42,7 @@ def _config(c) -> str:
             f"zero={c.zero} order={','.join(c.order)}")
 
 
-def run(name: str, objective: str, oracle_budget: float) -> dict:
+def run(name: str, objective: str, oracle_budget: float, asked: tuple[str, ...] = ()) -> dict:
     from gclc.compiler.driver import check_file
     from gclc.model.job import train_job
     from gclc.solver import enumerate as enumerator
@@ -49,6 +52,10 @@ def run(name: str, objective: str, oracle_budget: float) -> dict:
     if checked.design is None:
         raise SystemExit(f"{name}: the design does not check")
     job = train_job(checked.design)
+    if asked:
+        import attrs
+
+        job = attrs.evolve(job, pinned={**job.pinned, "search": asked})
     _clear_caches()
     wall, cpu = time.perf_counter(), time.process_time()
     result = search(job, objective)
@@ -68,16 +75,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oracle", type=float, default=60.0, metavar="SECONDS",
                         help="run the exhaustive enumerator when its projected time is below this (default 60)")
     parser.add_argument("--objective", default="throughput", choices=("throughput", "time", "energy", "mfu"))
+    parser.add_argument("--search", default="", metavar="CHOICES",
+                        help="comma-separated choices the planner also searches (shard, recompute_modules, "
+                             "recompute_every, offload)")
     parser.add_argument("designs", nargs="*", default=list(DESIGNS), help="design names (default: all four)")
     args = parser.parse_args(argv)
+    asked = tuple(a for a in args.search.split(",") if a)
     from gclc.solver import enumerate as enumerator
 
-    failures = 0
+    failures, total_cpu, total_estimates = 0, 0.0, 0
     print(f"{'design':<13} {'GPUs':>6} {'wall s':>7} {'CPU s':>6} {'space':>9} {'evaluated':>9} {'pruned':>9} "
           f"{'estimates':>9}  optimum")
     for name in args.designs:
-        row = run(name, args.objective, args.oracle)
+        row = run(name, args.objective, args.oracle, asked)
         r = row["result"]
+        total_cpu, total_estimates = total_cpu + row["cpu"], total_estimates + r.estimates
         if r.best is None:
             optimum = f"{r.status}"
         else:
@@ -97,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"{'':<13} enumerator: {r.configurations:,} configurations, projected "
                   f"{row['oracle_projected']:.0f} s on one core (not run; --oracle {row['oracle_projected']:.0f} runs it)")
+    print(f"search: {len(args.designs)} designs, {total_cpu:.2f} s CPU, {total_estimates:,} estimates"
+          f"{', searching ' + '+'.join(asked) if asked else ''}; {failures} optima differ from the enumerator's")
     return 1 if failures else 0
 
 

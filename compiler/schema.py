@@ -325,6 +325,8 @@ _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": p
                "gpus": COUNT, "mfu": SHARE}
 # Activation checkpointing variants (model/recompute.py) and offload (model/offload.py).
 RECOMPUTE_MODULES = ("core_attention", "norm", "mlp")
+# Choices the planner searches only where a job asks (solver/enumerate.py `variants`).
+SEARCHABLE = ("shard", "recompute_modules", "recompute_every", "offload")
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),
                      "recompute_modules": ListOf(Choice(RECOMPUTE_MODULES, "a recomputed module"), least=1),
@@ -332,13 +334,16 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
                      "shard": COUNT,
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
-                     "cp_balance": FLAG, "ep_overlap": FLAG},
+                     "cp_balance": FLAG, "ep_overlap": FLAG,
+                     "search": ListOf(Choice(SEARCHABLE, "a choice the planner can search"), least=1)},
                     doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
                         "replicated across groups; `recompute_modules` (with `recompute = selective`) and "
                         "`recompute_every` (every k-th layer) select what is recomputed; `offload`: the share of each "
                         "stage's layers whose activations are kept in host memory; `cp_balance = false` gives each "
                         "context-parallel rank one contiguous chunk (causal imbalance) instead of the balanced pair "
-                        "of chunks; `ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute")
+                        "of chunks; `ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute; "
+                        "`search`: those of `shard`, `recompute_modules`, `recompute_every` and `offload` the planner "
+                        "also searches (each multiplies the space)")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
 # tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,

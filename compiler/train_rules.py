@@ -19,6 +19,7 @@ def train_pin_problems(design: Design) -> list[Diagnostic]:
             found += _shard(entity)
             found += _recompute(entity)
             found += _offload(entity)
+            found += _search(entity)
         elif entity.kind == "model":
             found += _attention(entity)
     return found
@@ -82,15 +83,52 @@ def _recompute(job: Entity) -> Iterator[Diagnostic]:
                                      notes=[f"help: pick at most {layers}"])
 
 
+def _searched(pins) -> list[str]:
+    return [str(getattr(m, "name", m)) for m in (pins.get("search") or ())] if pins is not None else []
+
+
+def _search(job: Entity) -> Iterator[Diagnostic]:
+    """A choice the planner is asked to search must be free, listed once, and able to apply."""
+    pins = _pins(job)
+    asked = _searched(pins)
+    if not asked:
+        return
+    here = job.span_of("parallelism.search")
+    if len(set(asked)) != len(asked):
+        yield codes.SHAPE.make(here, what="a choice is listed twice in `search`",
+                               notes=["help: list each of `shard`, `recompute_modules`, `recompute_every`, "
+                                      "`offload` at most once"])
+    for name in dict.fromkeys(asked):
+        if pins.get(name) is not None:
+            yield codes.PARALLELISM.make(here, what=f"`{name}` is both pinned and listed in `search`",
+                                         labels=[Label(job.span_of(f"parallelism.{name}"), f"`{name}` pinned")],
+                                         notes=[f"help: remove `{name}` from `search` to keep the pin, or remove "
+                                                "the pin to have the planner choose it"])
+    mode = getattr(pins.get("recompute"), "name", None)
+    needs = {"recompute_modules": ("selective",), "recompute_every": ("selective", "full")}
+    for name, modes in needs.items():
+        if name in asked and mode is not None and mode not in modes:
+            yield codes.PIN_MEANINGLESS.make(
+                here, pin=f"search = [{name}]", why=f"`{name}` applies to a {' or '.join(modes)} recompute, and this "
+                f"job pins `recompute = {mode}`", labels=[Label(job.span_of("parallelism.recompute"), f"recompute = {mode}")],
+                notes=[f"help: remove `{name}` from `search`, or unpin `recompute`"])
+    if "shard" in asked and pins.get("zero") == 0:
+        yield codes.PIN_MEANINGLESS.make(
+            here, pin="search = [shard]", why="ZeRO stage 0 replicates the whole model state: there is nothing to "
+            "shard over a group", labels=[Label(job.span_of("parallelism.zero"), "zero = 0")],
+            notes=["help: remove `shard` from `search`, or unpin `zero`"])
+
+
 def _offload(job: Entity) -> Iterator[Diagnostic]:
     """Offloaded activations travel over the node's host link, which must be declared."""
     pins = _pins(job)
-    if pins is None or not pins.get("offload"):
+    if pins is None or not (pins.get("offload") or "offload" in _searched(pins)):
         return
+    where = "parallelism.offload" if pins.get("offload") else "parallelism.search"
     for node in _nodes(job.get("on")):
         if node.host_link is None:
             yield codes.PARALLELISM.make(
-                job.span_of("parallelism.offload"),
+                job.span_of(where),
                 what=f"activation offload needs the host link of `{node.name}`, which declares no `host_link`",
                 labels=[Label(node.span, f"`{node.name}`")],
                 notes=[f"help: give `{node.name}` its GPU-to-host bandwidth per direction, e.g. `host_link = "

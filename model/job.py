@@ -125,8 +125,9 @@ def pinned_config(job: Job) -> TrainConfig:
 
 
 def pinned_only(job: Job) -> dict[str, object]:
-    """The choices the planner never searches, only takes from the file: hybrid sharding's
-    group, the recompute's modules and layer interval, the offloaded share of layers, the
+    """The choices the planner takes from the file: hybrid sharding's group, the recompute's
+    modules and layer interval, the offloaded share of layers (these four searched instead
+    where the job asks: `search = [...]`, solver/enumerate.py `variants`), the
     context-parallel balance, the MoE all-to-all overlap, and the checkpoint's stated size
     and bandwidth."""
     p = job.pinned

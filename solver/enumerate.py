@@ -5,16 +5,18 @@ fast search (`solver.search`) against. This module also *defines* the problem bo
 them solve, in one place:
 
 - the space (`space`, `configurations`): tp, pp, vp, dp, ep, cp, micro-batch,
-  recompute, ZeRO stage and the placement order of the parallel dimensions (a hybrid
-  sharding group, recompute modules and interval, and offload only as the file pins them);
+  recompute, ZeRO stage and the placement order of the parallel dimensions; a hybrid
+  sharding group, the recompute's modules and layer interval, and the offloaded share as
+  the file pins them, or, where the job asks (`parallelism { search = [shard, offload] }`)
+  and leaves them free, each from its grid (`variants`);
 - validity: the parallel sizes use at most the job's GPUs, split evenly what they
   split (heads and KV heads by tp, layers by pp x vp, experts by ep, the batch by
   dp x micro-batch, the sequence by 2 x cp, micro-batches by pp when interleaving, dp x cp
   by a pinned shard group), and
   respect the values pinned in the file; dp is any replica count that leaves a valid
   configuration, so the GPU count is searched in whole replicas up to the job's GPUs
-  (unless dp is pinned, or a power bound leaves the count to the power plan, which
-  chooses it with the clock): an objective may leave GPUs idle, and the plan says why;
+  (unless dp is pinned; under a power bound too, at full clock, beside the power plan's
+  choice of count and clock): an objective may leave GPUs idle, and the plan says why;
 - feasibility (`Limits`, `admissible`): memory within HBM and within the job's
   `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
 - the objective (`objective_value`): lower is better; goodput is tokens/s times the
@@ -39,6 +41,13 @@ Choices made for the space, and why:
   of ep are kept: there a stage's ranks come in blocks that hold whole expert groups, so
   the group's span is that of ep consecutive ranks (`TrainConfig.stride("ep") == 1`).
   The order with pp outermost always qualifies.
+- The choices searched only on request (`variants`: SEARCHABLE) multiply the space (each
+  about triples the benchmark designs' spaces, offload x4; the search's CPU time grows 3-6x
+  per choice, benchmarks/search.py --search), so a job names those it wants searched. Grids:
+  shard groups of 2, 4, 8, ... ranks (a power of two below dp x cp; a group of every rank is
+  plain ZeRO), every non-empty set of recompute modules (selective only), recompute on
+  every 1st, 2nd, 4th or 8th layer (up to the layer count; selective or full), offload of
+  0, 25, 50 or 100 % of each stage's layers.
 - Pinned values are taken as written, even where they do not divide evenly (DeepSeek-V3
   runs 61 layers on 16 stages); only the batch must still split into whole micro-batches.
 """
@@ -52,12 +61,13 @@ from typing import Iterator
 
 import attrs
 
-from ..compiler.design import Bound
+from ..compiler.schema import RECOMPUTE_MODULES, SEARCHABLE
 from ..model.config import TrainConfig
 from ..model.job import Job, pinned_only
-from ..model.power import job_power
 from ..model.step import Estimate, estimate
-from ..dsl.units import NONE, Quantity
+# The job's limits and the objective (solver/limits.py): part of the problem defined here.
+from .limits import (OBJECTIVES, Limit, Limits, admissible, busy, goodput_share, limits, max_gpus,  # noqa: F401
+                     measure, objective_value, power_of, violated)
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)
@@ -66,7 +76,9 @@ MAX_CP = 32
 MAX_MICROBATCH = 16
 MAX_VP = 8
 PLACED = ("cp", "dp", "pp")                     # the dimensions ordered outside tp
-OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput")
+# SEARCHABLE: searched only where the job asks (`parallelism { search = [...] }`) and does not pin them.
+RECOMPUTE_EVERY = (1, 2, 4, 8)
+OFFLOAD_SHARES = (0.0, 0.25, 0.5, 1.0)
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:
@@ -88,137 +100,6 @@ def powers_of_two(limit: int) -> list[int]:
     return out
 
 
-# ----------------------------------------------------------------- limits
-
-
-@attrs.frozen
-class Limit:
-    target: str          # memory | power | mfu | time | energy | gpus
-    op: str              # <=, <, >=, >
-    value: float         # base units (bytes, W, share, s, J, count)
-    share: bool = False  # memory given as a share of HBM
-    span: object = attrs.field(default=None, eq=False)
-
-    @property
-    def upper(self) -> bool:
-        return self.op in ("<=", "<", "==")
-
-    def holds(self, x: float) -> bool:
-        return {"<=": x <= self.value, "<": x < self.value, ">=": x >= self.value, ">": x > self.value,
-                "==": x <= self.value}[self.op]
-
-
-@attrs.frozen
-class Limits:
-    hbm: float                   # bytes per GPU on the chip
-    memory: float                # bytes per GPU a configuration may use: HBM, or less under `subject to`
-    items: tuple[Limit, ...] = ()
-
-    def get(self, target: str) -> Limit | None:
-        return next((i for i in self.items if i.target == target), None)
-
-
-def limits(job: Job) -> Limits:
-    """The job's `subject to { ... }` bounds in base units, and the memory cap they imply."""
-    hbm = job.partition.node.accelerator.hbm_capacity
-    block = job.entity.get("subject to")
-    items = []
-    for item in getattr(block, "items", ()):
-        bound = item.value
-        if not isinstance(bound, Bound):
-            continue
-        # a count (`gpus <= 8`) is checked as a plain int, a figure as a Quantity: both bind
-        quantity = bound.value if isinstance(bound.value, Quantity) else Quantity.of(bound.value)
-        value = float(quantity.value)
-        share = bound.target == "memory" and quantity.dim == NONE
-        if share:
-            value *= hbm
-        items.append(Limit(bound.target, bound.op, value, share, item.span))
-    memory = hbm
-    for limit in items:
-        if limit.target == "memory" and limit.upper:
-            memory = min(memory, limit.value)
-    return Limits(hbm, memory, tuple(items))
-
-
-def max_gpus(job: Job, lim: Limits) -> int:
-    gpus = job.gpus
-    for limit in lim.items:
-        if limit.target == "gpus" and limit.upper:
-            gpus = min(gpus, int(limit.value) - (1 if limit.op == "<" else 0))
-    return max(0, gpus)
-
-
-def busy(e: Estimate) -> float:
-    """Share of the step the tensor cores compute (what power follows)."""
-    b = e.breakdown
-    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time)
-
-
-def power_of(job: Job, e: Estimate) -> float:
-    return job_power(job.graph, job.partition, e.config.gpus, busy(e)).total
-
-
-def objective_value(job: Job, objective: str, e: Estimate) -> float:
-    """What the optimizer minimizes: step time (throughput, time), energy per token, -MFU."""
-    if objective in ("throughput", "time"):
-        return e.step_time
-    if objective == "mfu":
-        return -e.mfu
-    if objective == "energy":
-        return power_of(job, e) / e.tokens_per_s
-    if objective == "goodput":
-        return -e.tokens_per_s * goodput_share(job, e.config.gpus)
-    raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-
-
-def goodput_share(job: Job, gpus: int) -> float:
-    """The share of wall time a job on `gpus` GPUs trains, under failures and checkpoints."""
-    from .schedule.failures import job_goodput
-
-    return job_goodput(job, gpus).efficiency
-
-
-def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:
-    """The value of a job-level quantity that a `subject to` bound constrains; `power`
-    (Estimate -> W) replaces `power_of` where a caller has a faster equivalent."""
-    watts = lambda: (power or (lambda x: power_of(job, x)))(e)  # noqa: E731
-    if target == "memory":
-        return e.memory.total
-    if target == "host_dram":
-        return e.host_memory
-    if target == "power":
-        return watts()
-    if target == "mfu":
-        return e.mfu
-    if target == "gpus":
-        return float(e.config.gpus)
-    if target == "time":
-        return job.tokens / e.tokens_per_s if job.tokens else None
-    if target == "energy":
-        return job.tokens * watts() / e.tokens_per_s if job.tokens else None
-    return None
-
-
-def violated(job: Job, lim: Limits, e: Estimate, power=None) -> Limit | None:
-    """The first limit `e` breaks (memory first), or None when it is admissible."""
-    if e.memory.total > lim.memory:
-        return lim.get("memory") if e.memory.total <= lim.hbm and lim.get("memory") else Limit("memory", "<=", lim.hbm)
-    if not e.host_fits:  # the node's DRAM: checkpoint staging, offloaded tensors (model/offload_host.py)
-        return Limit("host_dram", "<=", e.host_dram)
-    for limit in lim.items:
-        if limit.target == "memory":
-            continue
-        value = measure(job, e, limit.target, power)
-        if value is not None and not limit.holds(value):
-            return limit
-    return None
-
-
-def admissible(job: Job, lim: Limits, e: Estimate) -> bool:
-    return violated(job, lim, e) is None
-
-
 # ----------------------------------------------------------------- the space
 
 
@@ -234,12 +115,58 @@ class Space:
     recomputes: tuple[str, ...]
     zeros: tuple[int, ...]
     seq_parallel: bool | None    # pinned sequence parallelism (None: on when tp > 1)
-    # Under `subject to { power <= ... }` the power plan (solver.power) chooses the GPU count
-    # together with the clock, so the space keeps the most replicas of each layout.
-    widest_only: bool = False
-    # Taken from the file, never searched (model/job.py `pinned_only`): hybrid sharding's
-    # group, the recompute's modules and layer interval, the offloaded share, the CP balance and EP overlap.
+    # Taken from the file (model/job.py `pinned_only`): hybrid sharding's group, the recompute's
+    # modules and layer interval, the offloaded share, the CP balance and EP overlap; of the
+    # first four, one variant of those the job asks to search (`variant_spaces`).
     pinned_only: dict = attrs.field(factory=dict, eq=False)
+    searched: frozenset = frozenset()    # the SEARCHABLE choices the job asks to search
+
+
+def searched(job: Job) -> frozenset:
+    """The SEARCHABLE choices the job asks the planner to search and does not pin."""
+    asked = job.pinned.get("search") or ()
+    names = {str(getattr(a, "name", a)) for a in (asked if isinstance(asked, (tuple, list)) else (asked,))}
+    return frozenset(n for n in SEARCHABLE if n in names and job.pinned.get(n) is None)
+
+
+def variants(job: Job, space_: Space) -> list[dict]:
+    """Every combination of the searched choices' values (the pinned ones fixed), the
+    file's own values first."""
+    base = dict(space_.pinned_only)
+    grids = {"shard": [base["shard"]], "recompute_modules": [base["recompute_modules"]],
+             "recompute_every": [base["recompute_every"]], "offload": [base["offload"]]}
+    asked = space_.searched
+    if "shard" in asked:
+        grids["shard"] = [0, *powers_of_two(space_.gpus)[1:]]
+    if "recompute_modules" in asked:
+        grids["recompute_modules"] = [()] + [combo for k in range(1, len(RECOMPUTE_MODULES) + 1)
+                                             for combo in itertools.combinations(RECOMPUTE_MODULES, k)
+                                             if combo != ("core_attention",)]   # () is the attention core
+    if "recompute_every" in asked:
+        grids["recompute_every"] = [k for k in RECOMPUTE_EVERY if k <= job.shape.layers]
+    if "offload" in asked:
+        grids["offload"] = list(OFFLOAD_SHARES)
+    keys = list(grids)
+    return [base | dict(zip(keys, values)) for values in itertools.product(*(grids[k] for k in keys))]
+
+
+def variant_spaces(job: Job, space_: Space) -> list[Space]:
+    """The space once per variant of the searched choices, each with the recompute modes and
+    ZeRO stages its variant allows (modules: selective; an interval: selective or full; a
+    shard group: ZeRO >= 1); one space, the job's own, when nothing is searched."""
+    if not space_.searched:
+        return [space_]
+    out = []
+    for v in variants(job, space_):
+        recomputes = space_.recomputes
+        if v["recompute_modules"]:
+            recomputes = tuple(r for r in recomputes if r == "selective")
+        if v["recompute_every"] > 1:
+            recomputes = tuple(r for r in recomputes if r != "none")
+        zeros = tuple(z for z in space_.zeros if z >= 1) if v["shard"] else space_.zeros
+        if recomputes and zeros:
+            out.append(attrs.evolve(space_, recomputes=recomputes, zeros=zeros, pinned_only=v))
+    return out
 
 
 def _pinned(job: Job, key: str) -> object | None:
@@ -270,8 +197,7 @@ def space(job: Job, lim: Limits | None = None) -> Space:
         zeros = tuple(z for z in zeros if z >= 1)
     return Space(gpus, tps, pps, cps, eps,
                  (str(recompute),) if recompute is not None else RECOMPUTE,
-                 zeros, None if sp is None else bool(sp),
-                 any(i.target == "power" and i.upper for i in lim.items), extras)
+                 zeros, None if sp is None else bool(sp), extras, searched(job))
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
@@ -337,10 +263,12 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     pinned = _pinned(job, "dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
     shard = int(space_.pinned_only.get("shard", 0))
+    # a searched shard group is a proper hybrid one (a group of every rank is plain ZeRO, shard = 0)
+    proper = "shard" in space_.searched and shard > 0
     valid = (dp for dp in candidates
              if dp <= most and job.batch % dp == 0 and (tp * cp * dp) % ep == 0 and (dp * cp) % max(1, shard) == 0
-             and inner_choices(job, pp, dp))
-    return tuple(itertools.islice(valid, 1)) if space_.widest_only else tuple(valid)
+             and not (proper and dp * cp <= shard) and inner_choices(job, pp, dp))
+    return tuple(valid)
 
 
 def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -> int:
@@ -384,21 +312,21 @@ def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]
 
 def configurations(job: Job) -> Iterator[TrainConfig]:
     """Every configuration that is valid for `job` (memory and limits not yet checked)."""
-    space_ = space(job)
-    for tp, pp, cp, ep, dp in branches(job, space_):
-        for order in orders(tp, pp, dp, cp, ep):
-            for mb, vps in inner_choices(job, pp, dp):
-                for vp, recompute, zero in itertools.product(vps, space_.recomputes, space_.zeros):
-                    yield make_config(job, space_, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
+    for space_ in variant_spaces(job, space(job)):
+        for tp, pp, cp, ep, dp in branches(job, space_):
+            for order in orders(tp, pp, dp, cp, ep):
+                for mb, vps in inner_choices(job, pp, dp):
+                    for vp, recompute, zero in itertools.product(vps, space_.recomputes, space_.zeros):
+                        yield make_config(job, space_, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
 
 
 def space_size(job: Job) -> int:
     """How many configurations `configurations` yields, counted without building them."""
-    space_ = space(job)
     total = 0
-    for tp, pp, cp, ep, dp in branches(job, space_):
-        inner = sum(len(vps) for _, vps in inner_choices(job, pp, dp))
-        total += len(orders(tp, pp, dp, cp, ep)) * inner * len(space_.recomputes) * len(space_.zeros)
+    for space_ in variant_spaces(job, space(job)):
+        for tp, pp, cp, ep, dp in branches(job, space_):
+            inner = sum(len(vps) for _, vps in inner_choices(job, pp, dp))
+            total += len(orders(tp, pp, dp, cp, ep)) * inner * len(space_.recomputes) * len(space_.zeros)
     return total
 
 

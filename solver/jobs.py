@@ -10,7 +10,7 @@ import attrs
 
 from ..compiler.design import Design, Entity
 from ..model.job import train_job
-from ..model.step import Estimate
+from ..model.step import Estimate, estimate
 from .hetero import HeteroPlan, hetero_entity, plan_hetero
 from .plan import Plan, plan
 from .power import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
@@ -27,6 +27,9 @@ class Budgeted:
     result: PowerResult
     curve: tuple[tuple[float, float], ...]
     layout: Estimate | None = None    # the full-clock configuration whose GPUs and clock the GP scales
+    # The layout with the replica count the power plan runs (at full clock): its parallelism,
+    # memory and placement are the plan's when only the power plan is feasible.
+    scaled: Estimate | None = None
 
 
 @attrs.frozen
@@ -88,4 +91,9 @@ def _budgeted(job, chosen: Plan, objective: str) -> Budgeted | None:
     if powered is None:
         return None
     inputs, result = powered
-    return Budgeted(inputs, result, tuple(budget_curve(inputs, result.budget)), chosen.best)
+    scaled = None
+    if result.feasible:
+        c = chosen.best.config
+        scaled = chosen.best if result.replicas == c.dp else estimate(job.shape, attrs.evolve(c, dp=result.replicas),
+                                                                        job.partition)
+    return Budgeted(inputs, result, tuple(budget_curve(inputs, result.budget)), chosen.best, scaled)

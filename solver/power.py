@@ -5,11 +5,11 @@ The model, built from one planned configuration (an `Estimate` of `N0` GPUs givi
 `T0` tokens/s at full clock):
 
 Variables
-    n   GPUs that run, continuous, `n_min <= n <= n_max`. `n_min` is one model replica
-        (tp x pp x cp GPUs of the planned configuration: fewer cannot hold the model),
-        `n_max` the GPUs the planned configuration uses (the batch does not split over
-        more). Fewer GPUs means fewer data-parallel replicas; GPUs (with their share of
-        hosts, network and overheads) that do not run are powered off.
+    n   GPUs that run, continuous, `n_min <= n <= n_max`. `n_min` is the fewest
+        replicas (of tp x pp x cp GPUs: fewer cannot hold the model) that the plan
+        allows, `n_max` the GPUs the planned configuration uses (the batch does not split
+        over more). Fewer GPUs means fewer data-parallel replicas; GPUs (with their share
+        of hosts, network and overheads) that do not run are powered off.
     f   clock (and so power-cap) ratio, `f_min <= f <= 1`.
     T   throughput, tokens/s.
 
@@ -58,8 +58,16 @@ that realizes clock f is P(f).
 Objectives: "throughput" (maximize T), "time" (minimize tokens/T: the same optimum),
 "energy" (minimize facility/T: a posynomial over a monomial, so still a GP).
 
+Whole replicas. The GP's n is continuous (the `relaxed_*` figures: a bound); what runs
+is a replica count the parallelism allows (`power_inputs.replica_counts`: the batch
+splits into whole micro-batches of the planned size over it, expert and shard groups
+tile, memory still fits), each at its own best clock within the budget (the highest for
+throughput; for energy the least energy per token, a posynomial in f). In log variables
+the GP is convex, so the relaxation's optimum over f is concave (or, for energy, convex)
+in log n: the best allowed count is a neighbour of the relaxed n (`whole_replicas`).
+
 Marginal value of power: in a GP the dual `y` of the power constraint is the
-sensitivity of log T to log budget, so `dT/dB = y * T / B`; reported per MW.
+sensitivity of log T to log budget, so `dT/dB = y * T / B` (of the relaxation); per MW.
 
 Infeasible budgets (below one replica at f_min) are an answer: status "infeasible",
 with the shortfall in watts. Nothing here raises for a bad budget.
@@ -67,6 +75,7 @@ with the shortfall in watts. Nothing here raises for a bad budget.
 
 from __future__ import annotations
 
+import bisect
 import math
 import warnings
 from typing import Iterable, Sequence
@@ -80,7 +89,7 @@ from .power_inputs import F_MIN, PowerInputs, budget_of, busy_share, step_shares
 
 __all__ = ["F_MIN", "OBJECTIVES", "PowerInputs", "PowerResult", "budget_curve", "budget_of", "busy_share",
            "inputs_of", "power_plan", "solve_power", "step_shares", "sweep", "throughput_curve",
-           "without_power_limit"]
+           "whole_replicas", "without_power_limit"]
 
 OBJECTIVES = ("throughput", "time", "energy")
 _TOL = 1e-4      # relative tolerance for saying a bound binds
@@ -91,18 +100,23 @@ class PowerResult:
     status: str                  # optimal | infeasible | error
     objective: str
     budget: float                # W, facility
-    gpus: float = 0.0            # n at the optimum (continuous)
+    # What runs: whole data-parallel replicas, a count the parallelism allows (the batch
+    # divides it; `PowerInputs.allowed_gpus`), at the best clock for that count.
+    gpus: int = 0
+    replicas: int = 0            # data-parallel replicas (dp) of the planned layout
     clock: float = 0.0           # f
     power_cap: float = 0.0       # W per GPU that realizes f
     tokens_per_s: float = 0.0
     facility_power: float = 0.0  # W
-    dual: float = 0.0            # d log(objective) / d log(budget), from the GP
+    dual: float = 0.0            # d log(objective) / d log(budget), from the GP (the relaxation)
     marginal_tokens_per_s_per_mw: float | None = None
     binding: tuple[str, ...] = ()
     shortfall: float = 0.0       # W more budget needed (infeasible only)
-    whole_gpus: int = 0          # n rounded down to whole replicas, same clock
-    whole_tokens_per_s: float = 0.0
-    units: float = 0.0           # n in scale-up units (or nodes)
+    # The GP's optimum over continuous GPU counts: a bound the whole replicas approach.
+    relaxed_gpus: float = 0.0
+    relaxed_clock: float = 0.0
+    relaxed_tokens_per_s: float = 0.0
+    units: float = 0.0           # the GPUs that run, in scale-up units (or nodes)
     time_to_train: float | None = None   # s, when the job says how many tokens
     message: str = ""
 
@@ -165,35 +179,91 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
         return PowerResult("error", objective, budget, message=f"the GP solver failed: {error}")
     if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
         return PowerResult("error", objective, budget, message=f"the GP solver says {problem.status}")
-    n = min(max(float(x.value) * n0, inputs.min_gpus), inputs.max_gpus)
-    clk = min(max(float(f.value), inputs.f_min), 1.0)
+    n_relaxed = min(max(float(x.value) * n0, inputs.min_gpus), inputs.max_gpus)
+    f_relaxed = min(max(float(f.value), inputs.f_min), 1.0)
+    relaxed = inputs.throughput(n_relaxed, f_relaxed, clock)
+    chosen = whole_replicas(inputs, budget, objective, clock, n_relaxed)
+    if chosen is None:   # the relaxation rounds to no allowed count: cannot be, one replica fits
+        return PowerResult("error", objective, budget, message="no whole replica count fits the budget")
+    n, clk = chosen
     tokens_per_s = inputs.throughput(n, clk, clock)
     facility = inputs.facility(n, clk)
     dual = float(power_limit.dual_value or 0.0)
     marginal = None
     if objective != "energy":
-        marginal = max(0.0, dual) * tokens_per_s / budget * 1e6
+        marginal = max(0.0, dual) * relaxed / budget * 1e6
     binding = tuple(name for name, hit in (
         ("power", facility >= budget * (1 - _TOL)),
         ("all GPUs", n >= inputs.max_gpus * (1 - _TOL)),
         ("one replica", n <= inputs.min_gpus * (1 + _TOL)),
         ("full clock", clk >= 1 - _TOL),
         ("lowest clock", clk <= inputs.f_min * (1 + _TOL))) if hit)
-    replicas = max(1, math.floor(n / inputs.min_gpus + 1e-6))
-    whole = int(replicas * inputs.min_gpus)
+    replica = inputs.replica_gpus or inputs.min_gpus
     return PowerResult(
-        "optimal", objective, budget, gpus=n, clock=clk, power_cap=inputs.gpu_watts(clk),
-        tokens_per_s=tokens_per_s, facility_power=facility, dual=dual, marginal_tokens_per_s_per_mw=marginal,
-        binding=binding, whole_gpus=whole, whole_tokens_per_s=inputs.throughput(whole, clk, clock),
-        units=n / max(1, inputs.gpus_per_unit),
+        "optimal", objective, budget, gpus=round(n), replicas=round(n / replica), clock=clk,
+        power_cap=inputs.gpu_watts(clk), tokens_per_s=tokens_per_s, facility_power=facility, dual=dual,
+        marginal_tokens_per_s_per_mw=marginal, binding=binding, relaxed_gpus=n_relaxed, relaxed_clock=f_relaxed,
+        relaxed_tokens_per_s=relaxed, units=n / max(1, inputs.gpus_per_unit),
         time_to_train=inputs.tokens / tokens_per_s if inputs.tokens and tokens_per_s > 0 else None,
         message=_message(inputs, n, clk, binding) + (" (the solver reports low accuracy)"
                                                       if problem.status == "optimal_inaccurate" else ""))
 
 
+NEIGHBOURS = 3      # allowed counts tried on each side of the relaxation's optimum
+EXHAUSTIVE = 64     # up to this many allowed counts, every one is tried
+
+
+def whole_replicas(inputs: PowerInputs, budget: float, objective: str, clock: str,
+                   n_relaxed: float) -> tuple[float, float] | None:
+    """(GPUs, clock) of the best allowed GPU count, each at its best clock within the budget.
+
+    In log variables the GP is convex, so its optimum over the other variables is concave
+    (throughput) or convex (energy) in log n: over a set of counts the best is a neighbour
+    of the continuous optimum. Small sets are tried whole; large ones around it."""
+    counts = inputs.allowed_gpus()
+    if len(counts) > EXHAUSTIVE:
+        i = bisect.bisect_left(counts, n_relaxed)
+        counts = counts[max(0, i - NEIGHBOURS): i + NEIGHBOURS]
+    best, best_key = None, None
+    for n in counts:
+        top = inputs.clock_within(n, budget)
+        if top is None:
+            continue
+        f = _frugal_clock(inputs, n, top, clock) if objective == "energy" else top
+        tokens = inputs.throughput(n, f, clock)
+        if objective == "energy":
+            key = (inputs.facility(n, f) / tokens, -tokens)
+        else:
+            key = (-tokens, n)   # ties: fewer GPUs
+        if best_key is None or key < best_key:
+            best, best_key = (n, f), key
+    return best
+
+
+def _frugal_clock(inputs: PowerInputs, n: float, top: float, clock: str) -> float:
+    """The clock in [f_min, top] with the least energy per token at `n` GPUs: energy per
+    token is a posynomial in f, so convex in log f (golden-section search on log f)."""
+    def energy(log_f: float) -> float:
+        f = math.exp(log_f)
+        return inputs.facility(n, f) / inputs.throughput(n, f, clock)
+
+    low, high = math.log(inputs.f_min), math.log(top)
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(80):
+        if high - low < 1e-12:
+            break
+        a, b = high - ratio * (high - low), low + ratio * (high - low)
+        if energy(a) <= energy(b):
+            high = b
+        else:
+            low = a
+    return min(max(math.exp((low + high) / 2), inputs.f_min), top)
+
+
 def _message(inputs: PowerInputs, n: float, f: float, binding: tuple[str, ...]) -> str:
     state = "the budget binds" if "power" in binding else "the budget does not bind"
-    return (f"{state}: run {n:,.0f} of {inputs.max_gpus:,.0f} GPUs at {f:.0%} clock "
+    replica = inputs.replica_gpus or inputs.min_gpus
+    return (f"{state}: run {n:,.0f} of {inputs.max_gpus:,.0f} GPUs ({n / replica:,.0f} replicas) at {f:.0%} clock "
             f"(power cap {inputs.gpu_watts(f):,.0f} W per GPU)")
 
 

@@ -14,6 +14,7 @@ from ..model.compute import measured
 from ..model.job import Job
 from ..model.power import gpu_power
 from ..model.step import Estimate, estimate
+from . import enumerate as space_def
 
 F_MIN = dvfs.DEFAULT_FLOOR  # lowest clock ratio when the chip declares no `power.min_clock`
 
@@ -39,6 +40,10 @@ class PowerInputs:
     gamma_source: str = "given"
     fit_error: float | None = None   # step model at the second point vs its estimate, relative
     exponent: float = dvfs.DEFAULT_EXPONENT  # the chip's DVFS curve: dynamic power ~ f^exponent
+    # The GPU counts the plan may run: whole data-parallel replicas of `replica_gpus` GPUs,
+    # `counts` of them (ascending; empty: every whole number from `min_gpus` to `max_gpus`).
+    replica_gpus: float = 0.0    # 0: `min_gpus`
+    counts: tuple[int, ...] = ()
 
     @classmethod
     def from_plan(cls, job: Job, best: Estimate, f_min: float | None = None) -> PowerInputs:
@@ -51,11 +56,12 @@ class PowerInputs:
         if f_min is None:
             planned = dvfs.sustained(chip, measured(chip, cfg.precision))
             f_min = min(1.0, dvfs.floor(chip) / planned) if planned > 0 else dvfs.floor(chip)
+        replica, counts = cfg.tp * cfg.pp * cfg.cp, replica_counts(job, best)
         inputs = cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
-                     min_gpus=float(cfg.tp * cfg.pp * cfg.cp), max_gpus=float(cfg.gpus), shares=step_shares(best),
+                     min_gpus=float(replica * counts[0]), max_gpus=float(cfg.gpus), shares=step_shares(best),
                      p_idle=chip.idle, p_full=gpu_power(partition, busy_share(best)), p_rest=rest, pue=graph.pue,
                      f_min=f_min, gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens,
-                     exponent=dvfs.exponent(chip))
+                     exponent=dvfs.exponent(chip), replica_gpus=float(replica), counts=counts)
         second = _second_point(job, best)
         if second is None:
             return attrs.evolve(inputs, gamma_source="gamma = 1: dp cannot be reduced, so no second point")
@@ -83,6 +89,22 @@ class PowerInputs:
             return self.tokens_per_s * x ** self.gamma * f ** self.alpha
         a1, a2, a3, a4 = self.shares
         return self.tokens_per_s / (a1 / (x * f) + a2 / x + a3 / f + a4)
+
+    def allowed_gpus(self) -> list[float]:
+        """The GPU counts the plan may run, ascending."""
+        replica = self.replica_gpus or self.min_gpus
+        if self.counts:
+            return [replica * k for k in self.counts]
+        first, last = round(self.min_gpus / replica), math.floor(self.max_gpus / replica + 1e-9)
+        return [replica * k for k in range(max(1, first), max(first, last) + 1)]
+
+    def clock_within(self, n: float, budget: float) -> float | None:
+        """The highest clock ratio (at most 1) at which `n` GPUs stay within `budget` W
+        of facility power; None when even the lowest clock exceeds it."""
+        if self.facility(n, self.f_min) > budget * (1 + 1e-12):
+            return None
+        cap = budget / (self.pue * n) - self.p_rest
+        return min(1.0, max(self.f_min, dvfs.clock_at(self.p_idle, self.p_full, cap, self.exponent)))
 
     @property
     def least_power(self) -> float:
@@ -114,6 +136,36 @@ def step_shares(e: Estimate) -> tuple[float, float, float, float]:
     parts.append(max(0.0, e.step_time - sum(parts)))
     total = sum(parts)
     return tuple(p / total for p in parts)  # type: ignore[return-value]
+
+
+def replica_counts(job: Job, best: Estimate) -> tuple[int, ...]:
+    """The data-parallel replica counts a power plan may run the planned layout with,
+    ascending, up to the planned dp: those the parallelism allows (the batch splits into
+    whole micro-batches of the planned size, interleaving still fills whole rounds, expert
+    groups fold over tp x cp x dp, shard groups tile dp x cp) and whose configuration still
+    fits the memory limit and the node's DRAM (fewer replicas shard ZeRO state over fewer
+    GPUs). A pinned dp is the only count; the planned dp is always one."""
+    cfg = best.config
+    if job.pinned.get("dp") is not None:
+        return (cfg.dp,)
+    lim = space_def.limits(job)
+    count = job.pinned.get("microbatches")
+    gpu_limits = [limit for limit in lim.items if limit.target == "gpus"]
+    out = []
+    for dp in space_def.divisors(job.batch, cfg.dp):
+        per_replica, gpus = job.batch // dp, cfg.gpus // cfg.dp * dp
+        if (per_replica % cfg.microbatch or (cfg.tp * cfg.cp * dp) % cfg.ep or (dp * cfg.cp) % max(1, cfg.shard)
+                or not space_def.vp_valid(cfg.virtual_stages, cfg.pp, per_replica // cfg.microbatch)
+                or (count is not None and per_replica // cfg.microbatch != int(count))
+                or not all(limit.holds(gpus) for limit in gpu_limits)):
+            continue
+        if dp == cfg.dp:
+            out.append(dp)
+            continue
+        fewer = estimate(job.shape, attrs.evolve(cfg, dp=dp), job.partition)
+        if fewer.memory.total <= lim.memory and fewer.host_fits:
+            out.append(dp)
+    return tuple(out) if cfg.dp in out else (*out, cfg.dp)
 
 
 def _second_point(job: Job, best: Estimate) -> Estimate | None:

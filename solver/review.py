@@ -50,7 +50,7 @@ def _idle(job: Job, e: Estimate, objective: str):
     if c.gpus < job.gpus:
         if "dp" in job.pinned:
             why.append(f"dp = {c.dp} is pinned")
-        elif c.dp < (widest := space_def.data_parallel(job, space_def.space(job), c.tp, c.pp, c.cp, c.ep)):
+        elif c.dp < (widest := space_def.data_parallel(job, _space_of(job, c), c.tp, c.pp, c.cp, c.ep)):
             why.append(f"the GPU count is searched: {objective} is best with {c.dp} replicas of tp x pp x cp = "
                        f"{replica} GPUs (up to {widest} split the batch of {_n(job.batch)})")
         else:
@@ -58,6 +58,12 @@ def _idle(job: Job, e: Estimate, objective: str):
                        f"split the batch of {_n(job.batch)} (at most {_n(most)} fit)")
     yield Advice("idle-gpus", f"{_n(available - c.gpus)} of {_n(available)} GPUs idle ({_n(c.gpus)} used): "
                  + "; ".join(why))
+
+
+def _space_of(job: Job, c):
+    """The job's space with the searched choices (a shard group among them) as `c` takes them."""
+    space = space_def.space(job)
+    return attrs.evolve(space, pinned_only={k: getattr(c, k) for k in space.pinned_only})
 
 
 def _uneven(job: Job, e: Estimate):

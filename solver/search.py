@@ -33,6 +33,13 @@ the step into one on the objective; `solver/branch.py` visits the leaves):
    optimizer time (the stage's bound); each configuration is then bounded with its own
    recompute's compute + recompute + TP and its own vp's bubble before it is estimated.
 
+Choices a job asks to search (`parallelism { search = [...] }`: shard group, recompute
+modules and interval, offload) split the space into variants (`enumerate.variant_spaces`),
+each explored as above with its choices fixed, so every bound is one of a pinned variant's.
+The best values found carry over from variant to variant (one top list), and after the
+first, every layout is bounded by compute before any is opened, so a variant that cannot
+beat the values found costs a compute bound per layout.
+
 What the bounds rest on (tests/solver/test_bounds.py checks each on random designs, and
 checks every bound the search computes against every configuration it covers, so a
 recalibration that breaks one fails there rather than silently here):
@@ -84,7 +91,7 @@ class _Search:
             raise ValueError(f"unknown objective {objective!r}")
         self.job, self.objective = job, objective
         self.lim = space_def.limits(job)
-        self.space = space_def.space(job, self.lim)
+        self.spaces = space_def.variant_spaces(job, space_def.space(job, self.lim))
         self.top = Top(max(1, top + 1))
         self.total = self.evaluated = self.estimates = 0
         self.pruned = {"bound": 0, "memory": 0, "limits": 0}
@@ -93,20 +100,27 @@ class _Search:
         self.power = JobPower(job)
         self.bound = ObjectiveBound(job, objective, self.power)
         self.least_power: tuple[float, int] | None = None
-        rec = self.space.recomputes
-        self.frugal_recompute = max(rec, key=RECOMPUTE.index)   # the least activation memory allowed
-        self.top_zero = max(self.space.zeros)
         self.power_limit = next((lim for lim in self.lim.items if lim.target == "power" and lim.upper), None)
         # audit(bound, fields): called with every bound computed and the fields (tp, pp, dp,
         # cp, ep, microbatch, order, zero, recompute, vp) fixed in the part of the space it
         # covers; tests check each against every configuration of that part.
         self.audit = audit
+        self.use(self.spaces[0] if self.spaces else space_def.space(job, self.lim), first=True)
+
+    def use(self, space, first: bool = False) -> None:
+        """Search `space` next: one variant of the choices the job asks to search (the whole
+        space when it asks for none). The best values found so far carry over, so a later
+        variant's layouts are all bounded before any is opened (`coarse_bound`)."""
+        self.space, self.first = space, first
+        self.frugal_recompute = max(space.recomputes, key=RECOMPUTE.index)   # the least activation memory allowed
+        self.top_zero = max(space.zeros)
         self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
 
     def checked(self, bound: float, **fields) -> float:
         if self.audit is not None:
-            self.audit(bound, fields)
+            # a searched variant fixes its choices too (shard, recompute modules and interval, offload)
+            self.audit(bound, fields | (dict(self.space.pinned_only) if self.space.searched else {}))
         return bound
 
     # ------------------------------------------------------------ helpers
@@ -153,6 +167,24 @@ class _Search:
     # ------------------------------------------------------------ the tree
     def run(self) -> SearchResult:
         start = time.perf_counter()
+        for i, space in enumerate(self.spaces):
+            self.use(space, first=i == 0)
+            self.explore()
+        ranked = self.top.ranked()
+        best_value = ranked[0][0] if ranked else None
+        rejected = tuple(sorted((r for r in self.rejected if best_value is None or r.value < best_value),
+                                key=lambda r: r.value))
+        status = "optimal" if ranked else ("infeasible" if self.total else "empty")
+        return SearchResult(
+            self.objective, status, ranked[0][1] if ranked else None, best_value,
+            tuple(e for _, e in ranked[1:]), tuple(v for v, _ in ranked[1:]), self.total, self.evaluated,
+            self.pruned["bound"], self.pruned["memory"], self.pruned["limits"], self.estimates,
+            time.perf_counter() - start, rejected,
+            tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
+            self.lim, self.least_power)
+
+    def explore(self) -> None:
+        """Best-first over the current space's frontier, until no bound can beat the top."""
         job, space = self.job, self.space
         # best-first frontier: (bound, seq, kind, node, leaves covered)
         self.pending, self.seq = [], itertools.count()
@@ -188,18 +220,6 @@ class _Search:
                 self.bound_branch(*node, bound)
             else:
                 visit(self, node)
-        ranked = self.top.ranked()
-        best_value = ranked[0][0] if ranked else None
-        rejected = tuple(sorted((r for r in self.rejected if best_value is None or r.value < best_value),
-                                key=lambda r: r.value))
-        status = "optimal" if ranked else ("infeasible" if self.total else "empty")
-        return SearchResult(
-            self.objective, status, ranked[0][1] if ranked else None, best_value,
-            tuple(e for _, e in ranked[1:]), tuple(v for v, _ in ranked[1:]), self.total, self.evaluated,
-            self.pruned["bound"], self.pruned["memory"], self.pruned["limits"], self.estimates,
-            time.perf_counter() - start, rejected,
-            tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
-            self.lim, self.least_power)
 
     def push(self, bound: float, kind: str, node, leaves: int) -> None:
         heapq.heappush(self.pending, (bound, next(self.seq), kind, node, leaves))
@@ -247,7 +267,7 @@ class _Search:
         compute never grows with the micro-batch, c at the largest allowed is the minimum."""
         tp, pp, dp, cp, ep, orders, inner, _ = layout
         key = (tp, pp, cp, ep)
-        if key not in self.widest:      # the most replicas of this (tp, pp, cp, ep): opened at once
+        if key not in self.widest and self.first:   # the most replicas of this (tp, pp, cp, ep): opened at once
             self.widest[key] = dp
             return None
         pinned = self.job.pinned.get("microbatch")
@@ -318,21 +338,21 @@ def search(job: Job, objective: str = "throughput", top: int = 3, audit=None) ->
 def least_memory(job: Job) -> Estimate | None:
     """The valid configuration that needs the least memory per GPU, found with the same
     monotonicity as the search (more recompute, a higher ZeRO stage and a smaller
-    micro-batch never need more)."""
-    space = space_def.space(job)
+    micro-batch never need more), over every variant of the choices the job asks to search."""
     best_cfg, best_memory = None, float("inf")
-    frugal = max(space.recomputes, key=RECOMPUTE.index)
-    top_zero = max(space.zeros)
-    for tp, pp, cp, ep, dp in space_def.branches(job, space):
-        order = space_def.orders(tp, pp, dp, cp, ep)[0]
-        all_vps = space_def.vp_candidates(job, pp)
-        for mb, vps in space_def.inner_choices(job, pp, dp):
-            def need(v: int) -> tuple[float, TrainConfig]:
-                cfg = space_def.make_config(job, space, tp, pp, dp, cp, ep, mb, v, frugal, top_zero, order)
-                return memory(job.shape, cfg).total, cfg
-            if min(need(v)[0] for v in all_vps) >= best_memory:
-                break       # no larger micro-batch needs less
-            amount, cfg = min((need(v) for v in vps), key=lambda pair: pair[0])
-            if amount < best_memory:
-                best_cfg, best_memory = cfg, amount
+    for space in space_def.variant_spaces(job, space_def.space(job)):
+        frugal = max(space.recomputes, key=RECOMPUTE.index)
+        top_zero = max(space.zeros)
+        for tp, pp, cp, ep, dp in space_def.branches(job, space):
+            order = space_def.orders(tp, pp, dp, cp, ep)[0]
+            all_vps = space_def.vp_candidates(job, pp)
+            for mb, vps in space_def.inner_choices(job, pp, dp):
+                def need(v: int) -> tuple[float, TrainConfig]:
+                    cfg = space_def.make_config(job, space, tp, pp, dp, cp, ep, mb, v, frugal, top_zero, order)
+                    return memory(job.shape, cfg).total, cfg
+                if min(need(v)[0] for v in all_vps) >= best_memory:
+                    break       # no larger micro-batch needs less
+                amount, cfg = min((need(v) for v in vps), key=lambda pair: pair[0])
+                if amount < best_memory:
+                    best_cfg, best_memory = cfg, amount
     return None if best_cfg is None else estimate(job.shape, best_cfg, job.partition)

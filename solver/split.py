@@ -10,7 +10,6 @@ from typing import Sequence
 import attrs
 
 from ..model.config import TrainConfig
-from .split_search import Choice as _Choice, optimum
 
 
 @attrs.frozen
@@ -80,7 +79,10 @@ def split(total: int, lanes: Sequence[Lane], bubble: Sequence[float] | None = No
     options = _options(lanes, groups, size)
     if not options:
         return _infeasible(total, lanes)
-    choices = [_Choice(o.lane, o.granule, min(o.most, total // o.granule), len(o.copies), o.kind) for o in options]
+    # numpy loads only when a split runs (a plan of one partition never needs it)
+    from .split_search import Choice, optimum
+
+    choices = [Choice(o.lane, o.granule, min(o.most, total // o.granule), len(o.copies), o.kind) for o in options]
     if engine is None:
         small = total <= SEARCH_ITEMS and sum(c.most for c in choices) <= SEARCH_CAPS
         engine = "search" if small else "milp"

@@ -14,6 +14,7 @@ from ..model.recompute import modules as recompute_modules
 from ..model.step import Estimate
 from ..solver.hetero import HeteroPlan, HeteroSplit
 from ..solver.jobs import Outcome, TrainOutcome
+from ..solver.plan import placement
 from ..solver.power import PowerResult
 
 if TYPE_CHECKING:  # serving's modules load only for a serve plan
@@ -59,17 +60,26 @@ def _train_json(outcome: TrainOutcome) -> dict:
         data |= {key: None for key in CONTRACT if key not in data}
     if outcome.plan.best is None and outcome.feasible:
         # The job's own power bound rules out every configuration at full clock; the GP
-        # runs fewer GPUs or lower clocks within it: that operating point is the plan.
-        result, job = budgeted.result, outcome.plan.job
+        # runs fewer GPUs or lower clocks within it: that operating point is the plan, with
+        # the layout it scales at the replica count it runs.
+        result, job, scaled = budgeted.result, outcome.plan.job, budgeted.scaled
         data["status"] = "optimal"
-        data["tokens_per_s"] = result.whole_tokens_per_s
-        data["gpus"] = result.whole_gpus
+        data["tokens_per_s"] = result.tokens_per_s
+        data["gpus"] = result.gpus
         data["power_w"] = result.facility_power
-        data["energy_per_token_j"] = result.facility_power / result.whole_tokens_per_s
-        data["step_time_s"] = job.batch * job.seq / result.whole_tokens_per_s
+        data["energy_per_token_j"] = result.facility_power / result.tokens_per_s
+        data["step_time_s"] = job.batch * job.seq / result.tokens_per_s
         chip = job.partition.node.accelerator
-        data["mfu"] = (job.shape.model_flops_per_token(job.seq) * result.whole_tokens_per_s
-                       / (result.whole_gpus * chip.peak_of(job.precision)))
+        data["mfu"] = (job.shape.model_flops_per_token(job.seq) * result.tokens_per_s
+                       / (result.gpus * chip.peak_of(job.precision)))
+        data["clock"] = result.clock
+        data["parallelism"] = parallelism(scaled)
+        data["memory_per_gpu_bytes"] = scaled.memory.total
+        data["memory_breakdown_bytes"] = dict(scaled.memory.rows())
+        data["hbm_bytes"] = scaled.hbm
+        data["placement"] = {"order": list(scaled.config.order)} | {
+            p.dim: {"size": p.size, "stride": p.stride, "tiers": list(p.tiers), "peers": list(p.peers)}
+            for p in placement(scaled, job)}
     return data
 
 
@@ -211,9 +221,11 @@ def power_json(result: PowerResult) -> dict:
     """Stable keys for `gclc plan --json`."""
     return {
         "status": result.status, "objective": result.objective, "budget_w": result.budget,
-        "gpus": result.gpus, "whole_gpus": result.whole_gpus, "units": result.units, "clock": result.clock,
-        "power_cap_w": result.power_cap, "tokens_per_s": result.tokens_per_s,
-        "whole_tokens_per_s": result.whole_tokens_per_s, "facility_power_w": result.facility_power,
+        "gpus": result.gpus, "replicas": result.replicas, "units": result.units, "clock": result.clock,
+        "power_cap_w": result.power_cap, "tokens_per_s": result.tokens_per_s, "facility_power_w": result.facility_power,
+        # the GP over continuous GPU counts: a bound the whole replicas above approach
+        "relaxed": {"gpus": result.relaxed_gpus, "clock": result.relaxed_clock,
+                    "tokens_per_s": result.relaxed_tokens_per_s},
         "energy_per_token_j": result.energy_per_token, "dual": result.dual,
         "marginal_tokens_per_s_per_mw": result.marginal_tokens_per_s_per_mw, "binding": list(result.binding),
         "shortfall_w": result.shortfall, "time_to_train_s": result.time_to_train, "message": result.message,

@@ -28,9 +28,11 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     else:
         text = plan_text(outcome.plan, timings)
         if budgeted is not None and budgeted.result.feasible and (
-                budgeted.result.whole_tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
-            text += (f"\n  note       the power plan below runs {number(budgeted.result.whole_tokens_per_s)} tokens/s "
-                     f"within the same bound by lowering the clock rather than the layout")
+                budgeted.result.tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
+            result = budgeted.result
+            text += (f"\n  note       the power plan below runs {number(result.tokens_per_s)} tokens/s within the same "
+                     f"bound on {result.gpus:,} GPUs at {percent(result.clock)} clock (a lower clock rather than a "
+                     f"full-clock layout)")
     if budgeted is not None:
         text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
             f"{quantity(b, 'W')}: {big(t)}" for b, t in budgeted.curve) + " tokens/s"
@@ -43,24 +45,24 @@ def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
     chosen, budgeted = outcome.plan, outcome.power
     job, result, layout = chosen.job, budgeted.result, budgeted.layout
     head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
-    step = job.batch * job.seq / result.whole_tokens_per_s
+    step = job.batch * job.seq / result.tokens_per_s
     lines = [head,
              f"  objective  {chosen.objective} (optimal under the power bound: fewer GPUs and a lower clock)",
-             f"  planned    {result.whole_gpus:,} of {job.gpus:,} GPUs at {percent(result.clock)} clock "
-             f"(power cap {quantity(result.power_cap, 'W')} per GPU): {number(result.whole_tokens_per_s)} tokens/s, "
-             f"step {duration(step)}, facility {_w(result.facility_power * result.whole_gpus / result.gpus)}"]
+             f"  planned    {result.gpus:,} of {job.gpus:,} GPUs at {percent(result.clock)} clock "
+             f"(power cap {quantity(result.power_cap, 'W')} per GPU): {number(result.tokens_per_s)} tokens/s, "
+             f"step {duration(step)}, facility {_w(result.facility_power)}"]
     if layout is not None:
         c = layout.config
         replica = c.tp * c.pp * c.cp
         lines.append(f"  layout     tp={c.tp} pp={c.pp} cp={c.cp} ep={c.ep} vp={c.vp} mb={c.microbatch} "
                      f"recompute={c.recompute} zero={c.zero} per replica ({replica} GPU{'s' if replica > 1 else ''}), "
-                     f"{result.whole_gpus // replica:,} replicas of the {c.dp:,} it plans at full clock")
+                     f"{result.replicas:,} replicas of the {c.dp:,} it plans at full clock")
     evaluated, pruned = getattr(chosen, "evaluated", chosen.considered), getattr(chosen, "pruned", 0)
     counts = (f"{chosen.considered:,} configurations: {evaluated:,} evaluated, {pruned:,} pruned"
               + (f", {chosen.seconds:.2f} s" if timings else ""))
     reason = getattr(chosen, "infeasibility", None)
     removed = reason.message if reason is not None else "no configuration meets the job's limits"
-    lines.append(f"  removed    at full clock on every GPU ({counts}): {removed}")
+    lines.append(f"  removed    at full clock, every GPU count ({counts}): {removed}")
     return "\n".join(lines)
 
 
@@ -221,8 +223,9 @@ def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
     draw = (f"each drawing {_w(result.power_cap)}" if result.clock >= 0.999 else
             f"with a power cap of {_w(result.power_cap)} per GPU (its draw at that clock)")
     lines = [f"{head}: {state}: run {number(result.gpus)}{total} GPUs at {percent(result.clock)} clock, {draw}",
-             f"  GPUs running     {number(result.gpus)} ({number(result.whole_gpus)} in whole replicas, "
-             f"{big(result.whole_tokens_per_s)} tokens/s)",
+             f"  GPUs running     {number(result.gpus)} in {number(result.replicas)} whole replicas (a count the "
+             f"batch splits over; continuous GPU counts would reach {number(round(result.relaxed_gpus))} GPUs at "
+             f"{percent(result.relaxed_clock)} clock, {big(result.relaxed_tokens_per_s)} tokens/s)",
              f"  clock            {percent(result.clock)} of full; modelled draw {_w(result.power_cap)} per GPU",
              f"  throughput       {big(result.tokens_per_s)} tokens/s",
              f"  facility power   {_w(result.facility_power)}"]

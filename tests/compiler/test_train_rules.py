@@ -68,6 +68,34 @@ def test_offload_needs_the_nodes_host_link():
     assert diagnose(text.replace("nodes x Bare", "nodes x Bare { host_link = 64 GB/s }"))[0] == []
 
 
+@pytest.mark.parametrize("pins, words", [
+    ("parallelism { offload = 50% search = [offload] }", "both pinned and listed"),
+    ("parallelism { search = [shard, shard] }", "twice"),
+    ("parallelism { recompute = full search = [recompute_modules] }", "selective recompute"),
+    ("parallelism { recompute = none search = [recompute_every] }", "selective or full"),
+    ("parallelism { zero = 0 search = [shard] }", "nothing to shard"),
+])
+def test_a_search_that_cannot_apply_is_an_error_at_the_search(pins, words):
+    # the design's params named `shard` and `offload` would stand for their values in the list
+    unnamed = DESIGN.replace("param shard", "param shard_size").replace("param offload", "param offload_share")
+    errors, text = diagnose(unnamed.replace(PINS, pins))
+    assert len(errors) == 1, [e.message for e in errors]
+    error = errors[0]
+    assert words in error.summary
+    assert (error.subject.line, error.subject.column) == column_of(text, "search = [")
+
+
+def test_searched_offload_needs_the_nodes_host_link():
+    bare = "node Bare { gpus = 8 x H100_SXM  nics = 8 x ConnectX7  scaleup = NVLink4 }\n"
+    text = (DESIGN.replace("cluster Pod {", bare + "cluster Pod {").replace("nodes x DGX_H100", "nodes x Bare")
+            .replace(PINS, "parallelism { search = [offload, shard] }")
+            .replace("param shard", "param shard_size").replace("param offload", "param offload_share"))
+    errors, text = diagnose(text)
+    assert len(errors) == 1 and "declares no `host_link`" in errors[0].summary
+    assert (errors[0].subject.line, errors[0].subject.column) == column_of(text, "search = [")
+    assert diagnose(text.replace("nodes x Bare", "nodes x Bare { host_link = 64 GB/s }"))[0] == []
+
+
 def test_a_global_layer_interval_needs_a_window():
     error, text = one_error(model="global_every = 2")
     assert "without a `window`" in error.summary

@@ -98,11 +98,12 @@ def job(p: dict):
 
 @st.composite
 def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = True, hbm=None, max_gpus: int = 16,
-            variants: bool | None = False):
+            variants: bool | None = False, search: bool = False):
     """Parameters of a small design: model shape, GPUs, batch, pins and limits; with
     `variants`, also a sliding window (some layers global), parallel blocks, a host link and
-    the pins the search never chooses (hybrid sharding, recompute modules and interval,
-    activation offload); `variants=None` draws whether."""
+    the pins the search chooses only on request (hybrid sharding, recompute modules and
+    interval, activation offload); `variants=None` draws whether; with `search`, the job asks
+    the planner to search one or two of those it leaves free (`parallelism { search = [...] }`)."""
     heads = draw(st.sampled_from([4, 8, 16]))
     head_dim = draw(st.sampled_from([32, 64, 128]))
     hidden = heads * head_dim
@@ -153,6 +154,8 @@ def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = Tru
         p["pins"] = pins
     if variants or (variants is None and draw(st.booleans())):
         _variants(draw, p)
+    if search:
+        _search(draw, p)
     if limits:
         items = []
         memory = draw(st.sampled_from([None, None, "memory <= 80%", "memory <= 10 GB"]))
@@ -197,3 +200,22 @@ def _variants(draw, p: dict) -> None:
         pins["recompute_every"] = draw(st.integers(1, p["layers"]))
     if draw(st.booleans()):
         pins["offload"] = f"{draw(st.sampled_from([25, 50, 100]))}%"
+
+
+def _search(draw, p: dict) -> None:
+    """Ask the planner to search one or two of the choices the design leaves free (with a
+    host link for offload; without pins that make the choice meaningless)."""
+    pins = p.setdefault("pins", {})
+    free = [n for n in ("shard", "recompute_modules", "recompute_every", "offload") if n not in pins]
+    if pins.get("recompute") in ("none", "full"):
+        free = [n for n in free if n != "recompute_modules"]
+    if pins.get("recompute") == "none":
+        free = [n for n in free if n != "recompute_every"]
+    if pins.get("zero") == 0:
+        free = [n for n in free if n != "shard"]
+    if not free:
+        return
+    chosen = draw(st.lists(st.sampled_from(free), min_size=1, max_size=2, unique=True))
+    if "offload" in chosen:
+        p["node_extra"] = {**(p.get("node_extra") or {}), "host_link": f"{draw(st.sampled_from([32, 450]))} GB/s"}
+    pins["search"] = "[" + ", ".join(chosen) + "]"

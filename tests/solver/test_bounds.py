@@ -55,7 +55,8 @@ def _check_every_bound(job, objective):
             mb = fields["microbatch"]
             if cfg.microbatch not in (mb if isinstance(mb, tuple) else (mb,)):
                 continue
-            if any(getattr(cfg, f) != fields[f] for f in ("order", "zero", "recompute", "vp") if f in fields):
+            if any(getattr(cfg, f) != fields[f] for f in ("order", "zero", "recompute", "vp", *enumerator.SEARCHABLE)
+                   if f in fields):
                 continue
             covered += 1
             assert below(bound, value), (bound, value, fields, cfg)
@@ -66,6 +67,12 @@ def _check_every_bound(job, objective):
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(designs.designs(limits=False, variants=None), st.sampled_from(enumerator.OBJECTIVES))
 def test_every_bound_is_below_every_configuration_it_covers(p, objective):
+    _check_every_bound(designs.job(p), objective)
+
+
+@settings(max_examples=max(8, EXAMPLES // 3), deadline=None)
+@given(designs.designs(limits=False, variants=None, search=True, max_gpus=8), st.sampled_from(enumerator.OBJECTIVES))
+def test_every_bound_holds_over_the_choices_a_job_asks_to_search(p, objective):
     _check_every_bound(designs.job(p), objective)
 
 

@@ -107,8 +107,6 @@ def test_every_replica_count_that_leaves_a_valid_configuration_is_searched(p):
                              and enumerator.inner_choices(job, pp, dp)}
                     if "dp" in job.pinned:
                         valid &= {int(job.pinned["dp"])}
-                    elif space.widest_only and valid:   # a power bound: the power plan picks the count
-                        valid = {max(valid)}
                     assert seen.get((tp, pp, cp, ep), set()) == valid
 
 

@@ -66,7 +66,8 @@ def test_throughput_never_falls_as_the_budget_grows(inputs, a, b):
 @given(power_inputs(), st.floats(0.02, 0.98))
 def test_marginal_value_matches_the_curve(inputs, share):
     """d log T / d log B from the dual lies between the one-sided differences of the
-    curve (log T is concave in log B, so the right slope <= dual <= the left slope)."""
+    relaxation's curve (log T is concave in log B, so the right slope <= dual <= the left
+    slope): the dual is the GP's, over continuous GPU counts."""
     budget = budget_between(inputs, share)
     result = solve_power(inputs, budget)
     assert result.feasible
@@ -74,9 +75,9 @@ def test_marginal_value_matches_the_curve(inputs, share):
     h = 1e-3
     down, up = solve_power(inputs, budget * (1 - h)), solve_power(inputs, budget * (1 + h))
     assume(down.feasible)
-    left = (math.log(result.tokens_per_s) - math.log(down.tokens_per_s)) / -math.log(1 - h)
-    right = (math.log(up.tokens_per_s) - math.log(result.tokens_per_s)) / math.log(1 + h)
-    slope = result.marginal_tokens_per_s_per_mw / 1e6 * budget / result.tokens_per_s
+    left = (math.log(result.relaxed_tokens_per_s) - math.log(down.relaxed_tokens_per_s)) / -math.log(1 - h)
+    right = (math.log(up.relaxed_tokens_per_s) - math.log(result.relaxed_tokens_per_s)) / math.log(1 + h)
+    slope = result.marginal_tokens_per_s_per_mw / 1e6 * budget / result.relaxed_tokens_per_s
     assert right - 1e-3 <= slope <= left + 1e-3
 
 
@@ -85,7 +86,8 @@ def test_marginal_value_is_the_derivative_on_the_job():
     result = solve_power(INPUTS, budget)
     assert "power" in result.binding
     h = 1e-4 * budget
-    derivative = (solve_power(INPUTS, budget + h).tokens_per_s - solve_power(INPUTS, budget - h).tokens_per_s) / (2 * h)
+    derivative = (solve_power(INPUTS, budget + h).relaxed_tokens_per_s
+                  - solve_power(INPUTS, budget - h).relaxed_tokens_per_s) / (2 * h)
     assert result.marginal_tokens_per_s_per_mw == pytest.approx(derivative * 1e6, rel=1e-2)
 
 
@@ -129,7 +131,9 @@ def test_unknown_objective_is_an_error_result():
 def test_inputs_from_a_job():
     assert sum(INPUTS.shares) == pytest.approx(1.0)
     assert all(s >= 0 for s in INPUTS.shares) and INPUTS.shares[2] > 0   # a bubble that scales with clock
-    assert INPUTS.min_gpus == CONFIG.tp * CONFIG.pp * CONFIG.cp and INPUTS.max_gpus == CONFIG.gpus
+    # the fewest replicas whose configuration fits (fewer replicas shard ZeRO state over fewer GPUs)
+    assert INPUTS.min_gpus == CONFIG.tp * CONFIG.pp * CONFIG.cp * INPUTS.counts[0] and INPUTS.max_gpus == CONFIG.gpus
+    assert INPUTS.counts[-1] == CONFIG.dp and all(CONFIG.batch % (k * CONFIG.microbatch) == 0 for k in INPUTS.counts)
     assert INPUTS.p_idle < INPUTS.p_full <= JOB.partition.node.accelerator.tdp
     assert INPUTS.throughput(INPUTS.gpus, 1.0) == pytest.approx(BEST.tokens_per_s)
     assert 0 < INPUTS.gamma <= 1
@@ -165,7 +169,8 @@ def test_a_tight_budget_is_met_exactly():
     assert result.facility_power == pytest.approx(budget, rel=1e-5)
     assert INPUTS.f_min - 1e-9 <= result.clock <= 1 + 1e-9
     assert result.power_cap == pytest.approx(INPUTS.gpu_watts(result.clock))
-    assert result.whole_gpus <= result.gpus + 1e-6 and result.whole_gpus % INPUTS.min_gpus == 0
+    assert result.gpus in INPUTS.allowed_gpus() and result.gpus == result.replicas * CONFIG.tp * CONFIG.pp * CONFIG.cp
+    assert result.tokens_per_s <= result.relaxed_tokens_per_s * (1 + 1e-6)   # the relaxation bounds it
 
 
 def test_curve_of_the_job_is_non_decreasing():
@@ -216,7 +221,8 @@ def test_power_plan_from_a_plan():
 
 
 def test_reports():
-    result = solve_power(INPUTS, 0.5 * INPUTS.full_power)
+    result = solve_power(INPUTS, INPUTS.facility(INPUTS.max_gpus, 0.85))   # every GPU, below full clock
+    assert result.clock < 0.999
     text = power_text(result, INPUTS)
     assert "tokens/s per extra MW" in text and "power cap" in text
     data = power_json(result)

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
@@ -67,6 +67,41 @@ def test_search_finds_the_enumerators_optimum(p, objective):
                 assert cfg.sp == bool(value)
             elif key == "schedule" and value == "gpipe":
                 assert cfg.vp == 1
+
+
+@settings(max_examples=max(10, EXAMPLES // 3), deadline=None)
+@given(designs.designs(variants=None, search=True, max_gpus=8), st.sampled_from(enumerator.OBJECTIVES))
+def test_search_over_the_choices_a_job_asks_to_search(p, objective):
+    """`parallelism { search = [...] }`: the shard group, recompute modules and interval and
+    the offloaded share join the space; the search's optimum is still the enumerator's, and
+    every configuration takes a searched choice's value from its grid."""
+    assume("search" in p["pins"])     # every choice pinned: nothing left to search
+    job = designs.job(p)
+    result, ranked = check_against_enumerator(job, objective)
+    asked = enumerator.searched(job)
+    assert asked and asked <= set(enumerator.SEARCHABLE)
+    grids = {"offload": set(enumerator.OFFLOAD_SHARES), "recompute_every": set(enumerator.RECOMPUTE_EVERY)}
+    for cfg in [e.config for _, e in ranked]:
+        for name in asked & set(grids):
+            assert getattr(cfg, name) in grids[name]
+        if "shard" in asked and cfg.shard:
+            assert cfg.shard < cfg.dp * cfg.cp and (cfg.dp * cfg.cp) % cfg.shard == 0 and cfg.zero >= 1
+        if cfg.recompute_modules:
+            assert cfg.recompute == "selective"
+
+
+def test_a_searched_choice_is_searched_and_a_free_one_is_not():
+    base = {"hbm": 24, "up": 300, "inr": "false", "per_node": 4, "layers": 4, "hidden": 512, "heads": 8,
+            "kv_heads": 8, "ffn": 2048, "vocab": 8000, "seq": 1024, "mlp": "gelu", "batch": 16, "precision": "bf16",
+            "stack": "megatron_core", "nodes": 1, "node_extra": {"host_link": "64 GB/s"}}
+    plain = designs.job(base)
+    asked = designs.job({**base, "pins": {"search": "[shard, offload]"}})
+    assert enumerator.searched(plain) == frozenset() and enumerator.searched(asked) == {"shard", "offload"}
+    values = {(c.shard, c.offload) for c in enumerator.configurations(asked)}
+    assert {c.offload for c in enumerator.configurations(plain)} == {0.0}
+    assert {o for _, o in values} == set(enumerator.OFFLOAD_SHARES) and {s for s, _ in values} == {0, 2}
+    assert enumerator.space_size(asked) > enumerator.space_size(plain)
+    check_against_enumerator(asked, "throughput")
 
 
 @settings(max_examples=EXAMPLES // 2, deadline=None)

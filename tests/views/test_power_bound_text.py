@@ -34,27 +34,31 @@ train job {{
   on        = Pod
   batch     = 256
   precision = bf16
-  subject to {{ power <= {limit} }}
+{pins}  subject to {{ power <= {limit} }}
 }}
 """
 
 
-def _plan(tmp_path, capsys, limit: str, *flags: str) -> tuple[int, str]:
+def _plan(tmp_path, capsys, limit: str, *flags: str, pins: str = "") -> tuple[int, str]:
     shutil.copy(DATA / "pod.gcl", tmp_path / "pod.gcl")
     path = tmp_path / "bound.gcl"
-    path.write_text(DESIGN.format(limit=limit))
+    path.write_text(DESIGN.format(limit=limit, pins=f"  parallelism {{ {pins} }}\n" if pins else ""))
     code = main(["plan", str(path), "--set", "nodes=4", *flags])
     return code, capsys.readouterr().out
 
 
+TIGHT_PINS = "tp = 8  pp = 1"
+
+
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory):
-    """15 kW for 32 H100s: every layout at full clock needs more than twice that."""
+    """8 kW for replicas of 8 H100s (tp = 8 pinned): every layout at full clock, even one
+    replica, needs more (the GPU count is searched, so a looser bound has a full-clock plan)."""
     return tmp_path_factory.mktemp("tight")
 
 
 def test_a_plan_only_the_power_plan_meets_says_what_runs_first(tight, capsys):
-    code, text = _plan(tight, capsys, "15 kW")
+    code, text = _plan(tight, capsys, "8 kW", pins=TIGHT_PINS)
     assert code == 0
     lines = text.splitlines()
     assert not any(line.lstrip().startswith("infeasible") for line in lines)
@@ -63,8 +67,8 @@ def test_a_plan_only_the_power_plan_meets_says_what_runs_first(tight, capsys):
     removed = next(i for i, line in enumerate(lines) if line.startswith("  removed"))
     budget = next(i for i, line in enumerate(lines) if line.startswith("power budget"))
     assert planned < removed < budget
-    assert "cannot meet `power <= 15 kW`" in lines[removed] and "at full clock" in lines[removed]
-    code, out = _plan(tight, capsys, "15 kW", "--json")
+    assert "cannot meet `power <= 8 kW`" in lines[removed] and "at full clock" in lines[removed]
+    code, out = _plan(tight, capsys, "8 kW", "--json", pins=TIGHT_PINS)
     data = json.loads(out)
     assert code == 0 and data["status"] == "optimal"
     # The first line states the JSON's operating point: GPUs, clock and tokens/s.
@@ -82,5 +86,5 @@ def test_a_full_clock_plan_slower_than_the_power_plan_points_to_it(tmp_path, cap
     note = next(line for line in lines if line.startswith("  note"))
     code, out = _plan(tmp_path, capsys, "40 kW", "--json")
     data = json.loads(out)
-    faster = data["power_budget"]["whole_tokens_per_s"]
+    faster = data["power_budget"]["tokens_per_s"]
     assert faster > data["tokens_per_s"] and f"{faster:,.0f} tokens/s" in note
