@@ -302,7 +302,7 @@ def summary_line(results: list[Result], korthikanti: list[Result], cv: dict) -> 
                      f"band80={cv['band_coverage']:.0%} (median ±{cv['band_median_half_width']:.1%})")
     parts.append(f"in-sample: n={s['predicted']} median={s['median_abs_error']:.1%} p90={s['p90_abs_error']:.1%}")
     if k:
-        parts.append(f"korthikanti mean={statistics.fmean(k):.1%} max={max(k):.1%}")
+        parts.append(f"korthikanti mean={statistics.fmean(k):.2%} max={max(k):.1%}")  # 2 decimals: the target is 2 %
     return " | ".join(parts)
 
 

@@ -170,6 +170,8 @@ class FieldTyper:
     def typed_countor(self, expr: ast.Expr, ftype: sc.CountOr, field: str) -> Any:
         if isinstance(expr, ast.Call):
             return self.typed_construct(expr, ftype.construct, field)
+        if (stray := self.stray_word(expr, ftype, field)) is not None:  # told with the distributions too
+            return stray
         return self.typed_qty(expr, sc.COUNT, field)
 
     def typed_listof(self, expr: ast.Expr, ftype: sc.ListOf, field: str) -> Any:
