@@ -157,6 +157,10 @@ def _beats(a: tuple, b: tuple, size: int, earlier: bool) -> bool:
                 for m in range(2, size + 1)]
     if any(ea > eb for ea, eb in exchange):
         return False
-    return earlier or a != b
+    # equal on everything that counts here (crossings beyond `size` partitions never do):
+    # only the earlier one stays, else two such alternatives would drop each other
+    strictly = (ga != gb or fa < fb or da < db or (la // ga) * ga > (lb // gb) * gb
+                or any(ea < eb for ea, eb in exchange))
+    return earlier or strictly
 
 

@@ -138,3 +138,14 @@ def test_each_kind_of_partition_is_searched_once(monkeypatch):
         assert chosen.job.partition.name == job.partition.name
         assert chosen.best.config == outcome.plans[int(job.partition.name[1:]) % 2].best.config
     assert sum(s.items for s in outcome.data.shares) == jobs[0].batch
+
+
+def test_two_alternatives_equal_on_every_count_that_counts_keep_one():
+    # found by the deep profile: one partition with two alternatives that differ only in
+    # their crossing times, which never count for a single partition; each was judged to
+    # beat the other and both were dropped, so the split said "infeasible"
+    fast = Lane("p0", 1, 0.0, 1.0, 1, crossing=(0.0,) * 5, group="p0")
+    slow_exchange = Lane("p0", 1, 0.0, 1.0, 1, crossing=(0.5, 0.65, 0.8, 0.95, 1.1), group="p0")
+    for lanes in ([fast, slow_exchange], [slow_exchange, fast]):
+        result = split(1, lanes)
+        assert result.status == "optimal" and result.step_time == pytest.approx(exhaustive(1, lanes))
