@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
-from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
+from .common import checked_design, cluster_problem, error, json_option, output_problem, settings_option, write_output
 from .progress import progress
 
 
@@ -22,6 +22,7 @@ def add(commands) -> None:
                              "for a job on several; `--view power` runs at its plan)")
     render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
     settings_option(render)
+    json_option(render, "the file, its size, format and view")
     render.set_defaults(run=run)
 
 
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except render.DotMissing as problem:
         error(str(problem))
         return EXIT_ERRORS
-    return write_output(args, data)
+    return write_output(args, data, {"format": fmt, "view": args.view})
 
 
 def _diagram(design, args: argparse.Namespace):
