@@ -85,27 +85,20 @@ def _diagram(design, args: argparse.Namespace):
     return render.job_placement(outcome, fabrics), EXIT_OK
 
 
-def _plan(design, job_name: str | None):
-    """(plan, exit code): the train job's plan, or None after saying why it has none."""
-    from ..model.job import train_job
-    from ..solver.jobs import job_objective
-    from ..solver.plan import plan
-    from ..views.plan_text import infeasible_message
-
-    job = train_job(design, job_name)
-    chosen = plan(job, job_objective(job.entity))
-    if chosen.best is None:
-        print(infeasible_message(chosen), file=sys.stderr)
-        return None, EXIT_INFEASIBLE
-    return chosen, EXIT_OK
-
-
 def _power_plan(design, args: argparse.Namespace, graph):
     """The plan whose operating point the power view draws: `--job`'s, else the design's
-    train job on this cluster when it has one; None (full load) without."""
-    if args.job is None and not any(e.kind == "train" for e in design.entities):
+    first train or serve job's when it runs on this cluster; None (full load) without one
+    or when it is infeasible (said on stderr)."""
+    from ..solver.jobs import TrainOutcome, feasible, plan_design
+    from ..views.plan_text import infeasible_message
+
+    if args.job is None and not any(e.kind in ("train", "serve") for e in design.entities):
         return None
-    chosen, status = _plan(design, args.job)
-    if chosen is None or chosen.job.graph.name != graph.name:
+    outcome = plan_design(design, args.job, power=False)
+    if not feasible(outcome):
+        print(infeasible_message(outcome), file=sys.stderr)
         return None
-    return chosen
+    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
+    clusters = {p.job.graph.name for p in chosen.plans} if hasattr(chosen, "plans") else {
+        (chosen.job if hasattr(chosen, "job") else chosen).graph.name}
+    return chosen if clusters == {graph.name} else None
