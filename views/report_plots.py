@@ -109,13 +109,16 @@ def roofline(chip, precision: str, points: tuple = (), name: str = "roofline") -
                   label="best-shape GEMM rate, HBM streaming rate")
         ridge = top / chip.hbm_bandwidth
         ax.axvline(ridge, color="#9e9e9e", linewidth=0.8, linestyle=":")
-        ax.annotate(f"ridge {number(ridge)} FLOP/B", (ridge, top / 30), rotation=90, color="#616161",
+        ax.annotate(f"ridge {number(ridge)} FLOP/B", (ridge, top / 3000), rotation=90, color="#616161", va="bottom",
                     xytext=(3, 0), textcoords="offset points")
         for i, point in enumerate(points):
             ax.plot([point.intensity], [point.rate], "os^Dv<>p"[i % 8], color=COLORS[(i + 2) % len(COLORS)],
                     label=f"{point.label}: {number(point.intensity)} FLOP/B, {percent(point.rate / top)} of peak")
         ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
-        ax.set_ylabel("FLOP/s")
+        ax.set_ylabel("attainable rate")
+        # decades as the one formatter writes them (`1,000`, `100 TFLOPS`), not `10^3`
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: quantity(v, "FLOPS")))
         ax.set_ylim(top / 1e4, top * 2)
         fig.legend(loc="outside right center", frameon=False, fontsize=8)
         return to_svg(fig, name)

@@ -82,6 +82,8 @@ def test_a_serve_plan_shows_its_prefill_and_decode_operating_points(serve):
     _under_the_roofs(figure)
     section = _roofline_section(report.report_html(design))
     assert "no plan" not in section and "prefill: a 1,000-token chunk" in section and "decode: a step of" in section
+    # the axes' decades as the one formatter writes them, not as powers of ten
+    assert re.search(r">1 [TP]FLOPS<", section) and ">1,000<" in section and "mathdefault" not in section
 
 
 def test_a_heterogeneous_plan_on_a_priced_cluster_states_its_cost(hetero):
