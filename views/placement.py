@@ -227,6 +227,12 @@ def fill_dimension(cfg) -> str | None:
     return next((d for d in ("tp", "cp") if getattr(cfg, d) > 1), None)
 
 
+def _repeats(cfg, filled: str | None) -> bool:
+    """Whether two groups share a fill (more groups than pastel colours) or two replicas a frame."""
+    groups = cfg.gpus // getattr(cfg, filled) if filled else 1
+    return groups > len(PASTEL) or cfg.dp > len(PALETTE)
+
+
 def _fill_group(cfg, rank: int) -> int:
     """The index of `rank`'s group along the fill dimension (its members share a colour)."""
     dim = fill_dimension(cfg)
@@ -259,7 +265,7 @@ def _tier_table(job, e, size: int, share: float = 1.0) -> str:
            + (" · frame: data-parallel replica" if cfg.dp > 1 else "")
            + (" · outlined: expert group" if cfg.ep > 1 else "")
            + (" · bands: pipeline stages (grey: another stage's GPU)" if cfg.pp > 1 else "")
-           + (f" · colours repeat every {len(PASTEL)}" if cfg.gpus > len(PASTEL) else ""))
+           + (f" · colours repeat every {len(PASTEL)}" if _repeats(cfg, filled) else ""))
     swatches = "".join(f'<TD BORDER="2" COLOR="{PALETTE[k % len(PALETTE)]}" BGCOLOR="white">dp {k}</TD>'
                        for k in range(min(cfg.dp, len(PALETTE))))
     rows.append(f'<TR><TD COLSPAN="3" ALIGN="LEFT"><FONT POINT-SIZE="10">{escape(key)}</FONT></TD></TR>')

@@ -61,3 +61,28 @@ def test_an_interleaved_plan_names_each_stages_chunks_and_counts_the_elided_stag
     assert "⋮ 1 more pipeline stage, each" in source and "1 more pipeline stages" not in source
     plain = _placement(tmp_path, 8, 1)
     assert re.search(r"⋮ 5 more pipeline stages, each", plain) and "layers 28–31<" in plain
+
+
+def test_the_legend_says_colours_repeat_only_when_they_do(tmp_path):
+    """16 GPUs in 8 tensor groups and 8 replicas: every group its own colour, so no
+    "colours repeat" note; 64 GPUs in 16 groups: the note."""
+    few = _placement(tmp_path, 1, 1)            # tp 4, dp 16 on 64 GPUs: 16 fill groups > 12 colours
+    assert "colours repeat every 12" in few
+    path = tmp_path / "small.gcl"
+    path.write_text(DESIGN.replace("8 x DGX_H100", "2 x DGX_H100").replace("PP", "1").replace("VP", "1")
+                    .replace("batch = 64", "batch = 4"))
+    chosen = plan(train_job(check_file(str(path)).design))
+    cfg = chosen.best.config
+    assert cfg.gpus // cfg.tp <= 12 and cfg.dp <= 12
+    assert "colours repeat" not in render.placement(chosen).source
+
+
+def test_a_one_gpu_serve_replica_reads_in_the_singular(tmp_path):
+    from gclc.solver.serve import plan_serve, serve_entity
+
+    design = check_file(str(Path(__file__).resolve().parents[1] / "data" / "serve_cost.gcl")).design
+    served = plan_serve(serve_entity(design))
+    assert served.decode.replica.gpus == 1
+    source = render.serve_placement(served).source
+    assert f"= 1 GPU, batch {served.decode.replica.config.batch:,}" in source and "1 GPUs" not in source
+    assert "· rank 0<" in source and "ranks 0–0" not in source
