@@ -33,14 +33,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        records = {path: record for path, (_, record) in results.items() if record is not None}
+        records = {path: record for path, (_, record) in results.items()}
         one = len(results) == 1
         print(json.dumps(next(iter(records.values()), None) if one else records, indent=2))
     return max((code for code, _ in results.values()), default=EXIT_OK)
 
 
 def _one(path: str, args: argparse.Namespace) -> tuple[int, dict | None]:
-    """(exit code, what `--json` says of the file: None when it could not be read or parsed)."""
+    """(exit code, what `--json` says of the file; `canonical` null when it could not be read or
+    parsed: the diagnostics say why, on stderr)."""
     from ..compiler.files import read_text
     from ..dsl.format import format_text
     from ..dsl.source import SourceFile
@@ -49,13 +50,13 @@ def _one(path: str, args: argparse.Namespace) -> tuple[int, dict | None]:
     text = read_text(path, Path(path), None, diagnostics)
     if text is None:
         print(diagnostics_text(diagnostics, {}), file=sys.stderr)
-        return EXIT_ERRORS, None
+        return EXIT_ERRORS, _unreadable(path)
     source = text.removeprefix("\ufeff")
     try:
         formatted = format_text(source, path)
     except ParseError as problem:
         print(diagnostics_text(problem.diagnostics, {path: SourceFile(path, source)}), file=sys.stderr)
-        return EXIT_ERRORS, None
+        return EXIT_ERRORS, _unreadable(path)
     changed = formatted != text
     record = {"file": path, "canonical": not changed, "written": False,
               "diff": unified_diff(path, text, formatted, False) if changed else ""}
@@ -77,3 +78,7 @@ def _one(path: str, args: argparse.Namespace) -> tuple[int, dict | None]:
     elif not args.json:
         sys.stdout.write(paint_gcl(formatted) if colour(sys.stdout) else formatted)
     return EXIT_OK, record
+
+
+def _unreadable(path: str) -> dict:
+    return {"file": path, "canonical": None, "written": False, "diff": None}

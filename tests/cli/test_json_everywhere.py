@@ -70,6 +70,12 @@ def test_fmt_json_says_per_file_whether_it_is_canonical(tmp_path, capsys):
     assert main(["fmt", str(messy), "--write", "--json"]) == 0
     one = json.loads(capsys.readouterr().out)       # one file: its object
     assert one["written"] is True and messy.read_text() == clean.read_text()
+    broken = tmp_path / "broken.gcl"
+    broken.write_text("model M { layers = 2 + }\n")
+    assert main(["fmt", str(broken), "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"file": str(broken), "canonical": None, "written": False, "diff": None}
+    assert "error[syntax]" in captured.err
 
 
 def test_export_json_is_keyed_by_file_name(capsys):
