@@ -10,7 +10,10 @@ never read: no efficiency, constant or band was fitted on them. Each design in
 pinned_config -> estimate) with the shipped model; its prediction is compared with the measured
 steady-state tokens/s per accelerator, and the measurement is checked against the 80 % band a plan
 would print for that design (model/calibration.py: the shipped scale, quantiles and the factors of
-the design's reasons for doubt). Rows the generator could not express are listed with the reason.
+the design's reasons for doubt). Where the source publishes the peak memory (the row's
+`other_measured`, 'peak memory N GiB'), the model's memory per GPU is printed beside it: a run that
+ran but that the model says does not fit is a miss of the memory model. Rows the generator could not
+express are listed with the reason.
 The last line is a one-line summary.
 """
 
@@ -20,6 +23,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -47,6 +51,9 @@ class Check:
     band: tuple[float, float] | None = None   # 80 % band on tokens/s per accelerator
     in_band: bool | None = None
     reasons: tuple[str, ...] = ()
+    fits: bool | None = None
+    memory_gib: float | None = None           # the model's memory per GPU
+    measured_memory_gib: float | None = None  # the source's peak, where published
     config: str = ""
     failure: str | None = None
 
@@ -72,9 +79,13 @@ def check_run(path: Path, measured: dict[str, dict]) -> Check:
     result, case = evaluate_case(path, measured)
     row = measured.get(path.stem, {})
     out = Check(result.run_id, result.group, result.measured, row.get("confidence", ""), result.predicted,
-                result.error, config=result.config, failure=result.failure)
+                result.error, fits=result.fits, config=result.config, failure=result.failure)
+    peak = re.search(r"peak memory ([0-9.]+) GiB", row.get("other_measured", ""))
+    out.measured_memory_gib = float(peak.group(1)) if peak else None
     if case is None or result.predicted is None:
         return out
+    from gclc.model.step import estimate
+    out.memory_gib = estimate(case.job.shape, case.cfg, case.job.partition).memory.total / 2**30
     why = reasons(case.chip, case.cfg.precision, case.job.shape.is_moe, case.cfg.cp, case.cfg.gpus,
                   case.job.stack_stated)
     low, high = ratio_band(why)
@@ -92,6 +103,7 @@ def stats(checks: list[Check]) -> dict:
     if not errs:
         return {"n": 0}
     return {"n": len(errs), "median": statistics.median(errs), "p90": percentile(errs, 0.9), "max": max(errs),
+            "ran_but_does_not_fit": sum(1 for c in checks if c.fits is False),
             "bias": statistics.fmean(signed), "within_10pct": sum(e <= 0.10 for e in errs),
             "within_25pct": sum(e <= 0.25 for e in errs),
             "band80": sum(inside) / len(inside) if inside else math.nan,
@@ -102,13 +114,17 @@ def report(checks: list[Check], missing: list[dict], rows: list[dict], overlap: 
     w = max([len(c.run_id) for c in checks] + [6])
     out = ["Never fitted: published runs outside the calibration set (benchmarks/data/validation_runs.csv), "
            "predicted by the shipped model", "",
-           f"{'run':<{w}}  {'predicted':>9} {'measured':>9} {'error':>8}  {'80 % band':>17} in   conf    reasons / config"]
+           f"{'run':<{w}}  {'predicted':>9} {'measured':>9} {'error':>8}  {'80 % band':>17} in   fits  "
+           f"{'GiB model/run':>13}  conf    reasons / config"]
     for c in checks:
         pred = f"{c.predicted:9.1f}" if c.predicted is not None else f"{'ERROR':>9}"
         band = f"{c.band[0]:8.1f}-{c.band[1]:<8.1f}" if c.band else f"{'-':>17}"
         inside = {True: "yes", False: "NO ", None: " - "}[c.in_band]
-        line = (f"{c.run_id:<{w}}  {pred} {c.measured or math.nan:9.1f} {_pct(c.error):>8}  {band} {inside}  "
-                f"{c.confidence:7} [{', '.join(c.reasons) or '-'}] {c.config}")
+        fits = {True: "yes ", False: "NO  ", None: "  - "}[c.fits]
+        memory = (f"{c.memory_gib:5.1f}/" if c.memory_gib is not None else "    -/") + (
+            f"{c.measured_memory_gib:<5.1f}" if c.measured_memory_gib is not None else "-    ")
+        line = (f"{c.run_id:<{w}}  {pred} {c.measured or math.nan:9.1f} {_pct(c.error):>8}  {band} {inside}  {fits}  "
+                f"{memory:>13}  {c.confidence:7} [{', '.join(c.reasons) or '-'}] {c.config}")
         out.append(line + (f"  !! {c.failure}" if c.failure else ""))
     out += ["", "Per group:", f"  {'group':<52} {'n':>3} {'median':>7} {'p90':>7} {'max':>7} {'bias':>7} {'band80':>7}"]
     groups: dict[str, list[Check]] = {}
@@ -134,6 +150,7 @@ def report(checks: list[Check], missing: list[dict], rows: list[dict], overlap: 
                    f"{s['within_10pct']}, within 25 %: {s['within_25pct']} of {s['n']}; mean signed {s['bias']:+.1%}")
         out.append(f"  80 % band (shipped, model/calibration.py): {s['band80']:.0%} of the measurements inside; "
                    f"median half width {s['band_median_half_width']:.1%}")
+        out.append(f"  published runs the model says do not fit in memory: {s['ran_but_does_not_fit']}")
     out.append(f"  run ids also in the calibration set: {len(overlap)}" + (f" ({', '.join(sorted(overlap))})" if overlap else ""))
     return "\n".join(out)
 
