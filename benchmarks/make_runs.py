@@ -135,6 +135,12 @@ def resolve_platform(row: dict, n: int) -> Platform:
         if variant:
             return dgx(variant.node, per, fab.std_fabric, rails, why, decls=[variant.decl])
         return dgx(node, per, fab.std_fabric, rails, why)
+    if "h200" in accel:
+        # std's HGX_H200 (8 x H200 SXM 141 GB, 8 x ConnectX-7); the compute fabric is the H100 SuperPOD's class
+        fab = SCALEOUT["h100"]
+        why = (f"scale-out: {clean(row['inter_node_network']) or 'not stated'} (the row); {fab.std_fabric} at "
+               f"{fab.gbps} Gb/s per GPU (ASSUMPTION where the row states no topology)")
+        return dgx("HGX_H200", 8, fab.std_fabric, None, why)
     if "a100" in accel:
         decls, node = [], "DGX_A100"
         if "40gb" in accel.replace(" ", ""):

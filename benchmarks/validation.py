@@ -179,10 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         payload = {"runs": [asdict(c) for c in checks], "overall": stats(checks), "unexpressible": missing,
                    "in_calibration_set": sorted(overlap)}
+        payload["summary"] = summary_line(checks, missing, rows)
         print(json.dumps(_finite(payload), indent=1, allow_nan=False))
     else:
         print(report(checks, missing, rows, overlap))
-    print(summary_line(checks, missing, rows))
+        print(summary_line(checks, missing, rows))
     return 0
 
 
