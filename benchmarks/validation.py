@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` pac
 sys.path.insert(0, str(HERE))
 
 from accuracy import _abs_pct, _finite, _pct, evaluate_case, percentile, unexpressible  # noqa: E402
+from crossval import conditions  # noqa: E402
 
 VALIDATION_CSV = HERE / "data" / "validation_runs.csv"
 VALIDATION_DIR = HERE / "validation"
@@ -51,6 +52,7 @@ class Check:
     band: tuple[float, float] | None = None   # 80 % band on tokens/s per accelerator
     in_band: bool | None = None
     reasons: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()          # crossval.conditions, and the stack
     fits: bool | None = None
     memory_gib: float | None = None           # the model's memory per GPU
     measured_memory_gib: float | None = None  # the source's peak, where published
@@ -92,6 +94,7 @@ def check_run(path: Path, measured: dict[str, dict]) -> Check:
     out.band = (result.predicted * low, result.predicted * high)
     out.in_band = low <= case.measured / result.predicted <= high
     out.reasons = tuple(r.key for r in why)
+    out.conditions = conditions(case) + (f"stack {case.cfg.stack}",)
     return out
 
 
@@ -126,15 +129,19 @@ def report(checks: list[Check], missing: list[dict], rows: list[dict], overlap: 
         line = (f"{c.run_id:<{w}}  {pred} {c.measured or math.nan:9.1f} {_pct(c.error):>8}  {band} {inside}  {fits}  "
                 f"{memory:>13}  {c.confidence:7} [{', '.join(c.reasons) or '-'}] {c.config}")
         out.append(line + (f"  !! {c.failure}" if c.failure else ""))
-    out += ["", "Per group:", f"  {'group':<52} {'n':>3} {'median':>7} {'p90':>7} {'max':>7} {'bias':>7} {'band80':>7}"]
     groups: dict[str, list[Check]] = {}
+    by_condition: dict[str, list[Check]] = {}
     for c in checks:
         groups.setdefault(c.group, []).append(c)
-    for g, cs in groups.items():
-        s = stats(cs)
-        if s["n"]:
-            out.append(f"  {g[:52]:<52} {s['n']:>3} {_abs_pct(s['median']):>7} {_abs_pct(s['p90']):>7} "
-                       f"{_abs_pct(s['max']):>7} {_pct(s['bias']):>7} {s['band80']:>7.0%}")
+        for k in c.conditions:
+            by_condition.setdefault(k, []).append(c)
+    for title, table in (("Per group:", groups), ("Per condition:", dict(sorted(by_condition.items())))):
+        out += ["", title, f"  {'':<52} {'n':>3} {'median':>7} {'p90':>7} {'max':>7} {'bias':>7} {'band80':>7}"]
+        for g, cs in table.items():
+            s = stats(cs)
+            if s["n"]:
+                out.append(f"  {g[:52]:<52} {s['n']:>3} {_abs_pct(s['median']):>7} {_abs_pct(s['p90']):>7} "
+                           f"{_abs_pct(s['max']):>7} {_pct(s['bias']):>7} {s['band80']:>7.0%}")
     worst = sorted((c for c in checks if c.error is not None), key=lambda c: -abs(c.error))[:8]
     out += ["", "Largest misses:"] + [f"  {c.run_id:<{w}} {c.error:+7.1%}  in band: {'yes' if c.in_band else 'no '}  "
                                       f"{c.group}" for c in worst]
