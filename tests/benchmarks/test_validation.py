@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import importlib.util
 import io
 import math
 import sys
@@ -22,17 +21,10 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 VALIDATION = BENCH / "validation"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-make_runs = _load("make_runs")
-validation = _load("validation")
-run_variants = sys.modules["run_variants"]
+sys.path.insert(0, str(BENCH))   # the benchmark scripts import each other by name
+import make_runs  # noqa: E402
+import run_variants  # noqa: E402
+import validation  # noqa: E402
 
 ROWS = validation.read_rows()
 BY_ID = {r["run_id"]: r for r in ROWS}
