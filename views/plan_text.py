@@ -59,7 +59,7 @@ def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
                      f"{result.replicas:,} replicas of the {c.dp:,} it plans at full clock")
     evaluated, pruned = getattr(chosen, "evaluated", chosen.considered), getattr(chosen, "pruned", 0)
     counts = (f"{chosen.considered:,} configurations: {evaluated:,} evaluated, {pruned:,} pruned"
-              + (f", {chosen.seconds:.2f} s" if timings else ""))
+              + (f", {duration(chosen.seconds)}" if timings else ""))
     reason = getattr(chosen, "infeasibility", None)
     removed = reason.message if reason is not None else "no configuration meets the job's limits"
     lines.append(f"  removed    at full clock, every GPU count ({counts}): {removed}")
