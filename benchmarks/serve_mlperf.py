@@ -11,10 +11,12 @@ Scenarios (MLPerf Inference rules, LoadGen):
            (LoadGen counts them all). Predicted: the system's replicas simulated at that rate for
            that duration (join the least-loaded replica), the same percentiles read over every
            request. The duration matters near saturation: a queue that grows slowly needs
-           minutes to reach the lengths it keeps (a 2-minute run put the H200 row's TPOT 22 %
-           below the 40-minute one's). The submissions chose their rates so that the P99s meet
-           the latency constraints (loadgen/mlperf.conf: Llama 2 70B TTFT 2,000 ms, TPOT 200 ms),
-           so they run near the knee where a small error in capacity is a large one in latency.
+           minutes to reach the lengths it keeps (with equal lengths, a 2-minute run put the
+           H200 row's TPOT P50 at 96 ms, the 40-minute run at 117 ms). The submissions chose
+           their rates so that the P99s meet the latency constraints (github.com/mlcommons/
+           inference loadgen/mlperf.conf: llama2-70b.Server.ttft_latency = 2000 and
+           tpot_latency = 200, ms), so they run near the knee, where a small
+           error in capacity is a large one in latency (`sensitivity`).
 
 Every row names its log (repository, commit, path). Lengths: the mean output per sample is
 the log's tokens/s divided by samples/s, each request's drawn around it (serve_common
