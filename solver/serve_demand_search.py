@@ -25,7 +25,6 @@ import math
 import attrs
 
 from ..model.inference import kv_transfer_time
-from ..model.power import job_power
 from .serve_bound import tpot_replicas
 from .serve_screen import Screen, SearchResult, Side
 from .serve_outcome import Outcome, slo_percentile
@@ -92,26 +91,14 @@ class DemandSearch(Screen):
         return [[(rp, ep, _needed(rate, ep)), (rd, ed, _needed(rate, ed))] for rp, ep in pres for rd, ed in decs]
 
     def bound(self, sides: list) -> tuple[float, float]:
-        """A lower bound on the key of every plan confirming `sides` can reach (its pools only
-        grow): the fewest GPUs, then the power at exactly these counts (the only plan with as
-        few GPUs); minimizing energy, the power floor, then the GPUs."""
-        if self.energy:
-            return self.power_floor(sides), _gpus(sides)
-        built = [Side(r, e, n) for r, e, n in sides]
-        return _gpus(sides), self.power(built, self.utilization(built))
+        """A lower bound on the key of every plan confirming `sides` can reach: its pools only
+        grow, and the GPUs and the power (solver/serve_screen.py) grow with them."""
+        gpus, power = _gpus(sides), self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate)
+        return (power, gpus) if self.energy else (gpus, power)
 
     def key(self, found: SearchResult) -> tuple[float, float]:
         gpus = found.decode.gpus + (found.prefill.gpus if found.prefill else 0)
         return (found.power, gpus) if self.energy else (gpus, found.power)
-
-    def power_floor(self, sides: list) -> float:
-        """The least power pools of at least these counts draw at the demand: the GPUs' idle
-        and waiting draw grows with them, and each pool is busy at least for its own share
-        of the demand (the utilization of the pools is that of the scarcer one)."""
-        rate = self.demand.rate or math.inf
-        gpus = _gpus(sides)
-        busy = sum(e.busy * r.gpus * min(n, rate / e.requests_per_s) for r, e, n in sides)
-        return job_power(self.graph, self.partition, gpus, busy / gpus).total
 
     def tpot_floor(self, sides: list) -> list:
         """The serving pool grown to the fewest replicas whose loaded mean TPOT meets a TPOT
@@ -131,9 +118,10 @@ class DemandSearch(Screen):
         when the counts break a limit or (`against`: this candidate's index and the best
         key so far) their bound cannot beat the best plan."""
         counts = [n for _, _, n in sides]
-        binding = (f"capacity: fewer {'decode ' if len(sides) == 2 else ''}replicas cannot carry the demand "
-                   "(analytic bound)",) if counts[-1] > 1 else (
-            f"size: one replica of {sides[-1][0].gpus} GPUs carries the demand; no smaller layout fits or meets the SLOs",)
+        pool = "decode " if len(sides) == 2 else ""
+        binding = (f"capacity: fewer {pool}replicas cannot carry the demand (analytic bound)",) if counts[-1] > 1 else (
+            f"size: one {pool}replica of {sides[-1][0].gpus} GPUs carries the demand; no smaller layout fits or meets "
+            "the SLOs",)
         while self.exhaustive or self.simulated < MAX_SIMULATIONS:
             now = [(r, e, n) for (r, e, _), n in zip(sides, counts)]
             if _gpus(now) > self.limits.gpus:
@@ -141,7 +129,7 @@ class DemandSearch(Screen):
             if against is not None and (*self.bound(now), against[0]) > against[1]:
                 return None
             built = [Side(r, e, n) for r, e, n in now]
-            power = self.power(built, utilization=self.utilization(built))
+            power = self.power(built, self.demand.rate)
             if power > self.limits.power:  # more replicas only draw more: no need to simulate
                 self.broke_power(id(sides[-1][0]), power)
                 return None
@@ -157,10 +145,6 @@ class DemandSearch(Screen):
                             for m in missed)
             counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
         return None
-
-    def utilization(self, sides: list[Side]) -> float:
-        capacity = min(s.count * s.estimate.requests_per_s for s in sides)
-        return (self.demand.rate or capacity) / capacity if capacity else 1.0
 
     def simulate(self, sides: list[Side]) -> Outcome:
         """The simulated outcome; reused when the same pools ran under another batch limit that

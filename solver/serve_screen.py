@@ -82,12 +82,16 @@ class Screen:
                 self.nearest[name] = min(self.nearest.get(name, math.inf), value)
         return tuple(name for name, applies, value, bound in values if applies and value > bound)
 
-    def power(self, sides: list[Side], utilization: float = 1.0) -> float:
+    def power(self, sides: list[Side], rate: float | None = None) -> float:
+        """Watts of the pools serving `rate` requests per second (None: each at its full-batch
+        capacity): each pool computes for its share of the time its capacity is in use, so
+        the power never falls as a pool grows (what the demand search prunes by)."""
         gpus = sum(s.gpus for s in sides)
         if gpus == 0:
             return 0.0
-        busy = sum(s.estimate.busy * s.gpus for s in sides) / max(gpus, 1) * min(1.0, utilization)
-        return job_power(self.graph, self.partition, gpus, busy).total
+        busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
+                   for s in sides)
+        return job_power(self.graph, self.partition, gpus, busy / gpus).total
 
     def broke_power(self, key: int, watts: float) -> None:
         self.broken.setdefault("power", set()).add(key)

@@ -1,6 +1,6 @@
 """The serve planner's branch and bound (solver/serve_demand_search.py) against confirming
 every candidate (`exhaustive=True`) on small designs: the same plan, with fewer simulations;
-and the shortcuts it takes are exact: the power floor bounds every larger pool's power, a
+and the shortcuts it takes are exact: pools that grow never draw less power, a
 run stopped at its first certainly broken SLO agrees with the full run, and a run whose
 batch limit never binds is the run under any larger limit."""
 
@@ -123,19 +123,19 @@ def test_a_batch_limit_the_run_never_reaches_changes_nothing(tp, count, rate, ex
 
 @settings(max_examples=RUNS, deadline=None)
 @given(st.integers(0, 4), st.integers(0, 4), st.integers(0, 6), st.integers(0, 6), st.floats(0.5, 400))
-def test_the_power_floor_bounds_the_power_of_larger_pools(p0, d0, p_more, d_more, rate):
-    """What the branch and bound prunes by when minimizing energy: pools grown from the
-    floor's counts never draw less than it (at the same demand)."""
+def test_pools_that_grow_never_draw_less(p0, d0, p_more, d_more, rate):
+    """What the branch and bound prunes by: at the same demand, more replicas in either pool
+    never lower the power (each pool is busy for its own share of the demand)."""
     limits = attrs.evolve(limits_of(SMALL, GRAPH, PARTITION), slo={})
     search = DemandSearch(GRAPH, PARTITION, limits, attrs.evolve(DEMAND, rate=rate), "auto",
                           [replica(SHAPE, ServeConfig(tp, b, "fp8", pp=pp), PARTITION)
                            for tp in (1, 2) for pp in (1, 2) for b in (1, 8)], DEMAND)
     (rp, ep), (rd, ed) = search.prefills[p0 % len(search.prefills)], search.decodes[d0 % len(search.decodes)]
-    for sides in ([(rd, ed, 1 + d0)], [(rp, ep, 1 + p0), (rd, ed, 1 + d0)]):
-        floor = search.power_floor(sides)
-        grown = [(r, e, n + (p_more if i == 0 and len(sides) == 2 else d_more)) for i, (r, e, n) in enumerate(sides)]
-        built = [Side(r, e, n) for r, e, n in grown]
-        assert search.power(built, search.utilization(built)) >= floor * (1 - 1e-12)
+    for sides in ([Side(rd, ed, 1 + d0)], [Side(rp, ep, 1 + p0), Side(rd, ed, 1 + d0)]):
+        for grown in ([attrs.evolve(s, count=s.count + d_more) for s in sides],
+                      [attrs.evolve(sides[0], count=sides[0].count + p_more), *sides[1:]]):
+            assert search.power(grown, rate) >= search.power(sides, rate) * (1 - 1e-12)
+            assert search.power(grown, rate) <= search.power(grown)   # never more than at full capacity
 
 
 def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
