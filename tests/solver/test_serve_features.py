@@ -79,3 +79,24 @@ def test_a_power_limit_under_a_demand_is_honoured():
     assert limited(free.power_w + 1).decode == free.decode
     tight = limited(free.power_w - 1)
     assert tight.decode is None and tight.binding[0].split(": ")[1].startswith("`power <= ")
+
+
+def test_a_sweep_of_the_demand_counts_the_gpus_the_plans_use(tmp_path):
+    """`gclc sweep --vary demand=...` on a serve job: each row carries the GPUs its plan uses
+    and their share of the cost, as `gclc plan` says (not the whole cluster's)."""
+    import csv
+
+    from gclc.cli.main import main
+    from gclc.views.serve import serve_cost
+
+    text = SOURCE.replace("rate = 20 req/s", "rate = demand * 1 req/s").replace("serve chat {", "param demand = 5\n\nserve chat {")
+    design = tmp_path / "chat.gcl"
+    design.write_text(text)
+    assert main(["sweep", str(design), "--in-process", "-o", str(tmp_path / "out"), "--vary", "demand=5,60"]) == 0
+    rows = {r["set_demand"]: r for r in csv.DictReader((tmp_path / "out" / "sweep.csv").open())}
+    for demand in ("5", "60"):
+        plan = plan_serve(serve_entity(check_text(text.replace("param demand = 5", f"param demand = {demand}"),
+                                                  str(design)).design))
+        assert int(rows[demand]["gpus"]) == plan.used_gpus < plan.graph.gpus
+        assert float(rows[demand]["cost_per_token_usd"]) == pytest.approx(serve_cost(plan)["cost_per_token_usd"])
+    assert int(rows["60"]["gpus"]) > int(rows["5"]["gpus"])
