@@ -122,6 +122,7 @@ class DemandSearch(Screen):
         binding = (f"capacity: fewer {pool}replicas cannot carry the demand (analytic bound)",) if counts[-1] > 1 else (
             f"size: one {pool}replica of {sides[-1][0].gpus} GPUs carries the demand; no smaller layout fits or meets "
             "the SLOs",)
+        failed = None   # (pool, count) of the last run that broke an SLO
         while self.exhaustive or self.simulated < MAX_SIMULATIONS:
             now = [(r, e, n) for (r, e, _), n in zip(sides, counts)]
             if _gpus(now) > self.limits.gpus:
@@ -136,15 +137,28 @@ class DemandSearch(Screen):
             outcome = self.simulate(built)
             missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
             if not missed:
-                decode, prefill = (built[1], built[0]) if len(built) == 2 else (built[0], None)
-                return SearchResult("disaggregated" if prefill else "aggregated", decode, prefill, outcome, power,
-                                    binding, "")
+                found = _result(built, outcome, power, binding)
+                return self.narrow(sides, counts, *failed, found) if failed else found
             grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
-            binding = tuple(f"{m}: {counts[grow]} {('prefill ' if grow == 0 and len(built) == 2 else '')}"
-                            f"{'replica breaks' if counts[grow] == 1 else 'replicas break'} it in simulation"
-                            for m in missed)
+            binding, failed = _broken(missed, counts[grow], grow, len(built)), (grow, counts[grow])
             counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
         return None
+
+    def narrow(self, sides: list, counts: list[int], grow: int, lo: int, found: SearchResult) -> SearchResult:
+        """A pool that grew by a step of GROWTH may have passed the fewest replicas that meet
+        the SLOs: bisect between the last count that broke one and the first that met them
+        all (more replicas of a pool never serve worse), within the simulation budget."""
+        hi, binding = counts[grow], found.binding
+        while hi - lo > 1 and (self.exhaustive or self.simulated < MAX_SIMULATIONS):
+            mid = (lo + hi) // 2
+            built = [Side(r, e, mid if i == grow else n) for i, ((r, e, _), n) in enumerate(zip(sides, counts))]
+            outcome = self.simulate(built)
+            missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
+            if missed:
+                lo, binding = mid, _broken(missed, mid, grow, len(built))
+            else:
+                hi, found = mid, _result(built, outcome, self.power(built, self.demand.rate), ())
+        return attrs.evolve(found, binding=binding)
 
     def simulate(self, sides: list[Side]) -> Outcome:
         """The simulated outcome; reused when the same pools ran under another batch limit that
@@ -171,6 +185,18 @@ class DemandSearch(Screen):
         return simulate(self.demand.requests, decode, _pool(sides[0], hbm),
                         lambda prompt: kv_transfer_time(pre, dec, prompt), self.limits.slo, self.warmup_s,
                         lambda missed: any(m.startswith("ttft") for m in missed) or len(missed) == len(self.limits.slo))
+
+
+def _result(built: list[Side], outcome: Outcome, power: float, binding: tuple[str, ...]) -> SearchResult:
+    decode, prefill = (built[1], built[0]) if len(built) == 2 else (built[0], None)
+    return SearchResult("disaggregated" if prefill else "aggregated", decode, prefill, outcome, power, binding, "")
+
+
+def _broken(missed: list[str], count: int, pool: int, pools: int) -> tuple[str, ...]:
+    """The binding lines of a run that broke `missed` with `count` replicas in `pool`."""
+    which = "prefill " if pool == 0 and pools == 2 else ""
+    return tuple(f"{m}: {count} {which}{'replica breaks' if count == 1 else 'replicas break'} it in simulation"
+                 for m in missed)
 
 
 def _known(missed: tuple[str, ...]) -> bool:

@@ -4,6 +4,7 @@ and the shortcuts it takes are exact: pools that grow never draw less power, a
 run stopped at its first certainly broken SLO agrees with the full run, and a run whose
 batch limit never binds is the run under any larger limit."""
 
+import re
 from pathlib import Path
 
 import attrs
@@ -15,7 +16,7 @@ from gclc.model.inference import Engine, ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_demand import demand_of
+from gclc.solver.serve_demand import demand_of, lifetime
 from gclc.solver.serve_demand_search import DemandSearch, _missed
 from gclc.solver.serve_screen import Side
 from gclc.solver.serve_sim import Pool, simulate
@@ -70,6 +71,12 @@ def test_the_pruned_search_chooses_what_the_exhaustive_one_does(rate, ttft, ttft
     assert chosen(pruned) == chosen(exhaustive)
     assert pruned.binding == exhaustive.binding
     assert pruned.simulated <= exhaustive.simulated
+    # the fewest replicas: a pool that grew in simulation grew by one past the count that broke an SLO
+    for line in pruned.binding:
+        broke = re.search(r": (\d+) (prefill )?replicas? breaks? it in simulation", line)
+        if broke:
+            grown = pruned.prefill if broke.group(2) else pruned.decode
+            assert int(broke.group(1)) == grown.count - 1, (line, grown.count)
 
 
 def test_the_pruned_search_simulates_less_on_a_contested_design():
@@ -143,3 +150,18 @@ def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
     requests = tuple(Request(0.001 * i, 1000, 200) for i in range(200))
     out = simulate(requests, small_pool(1, 8, 1), slo={"ttft.p99": 0.1}, stop=lambda missed: True)
     assert out.stopped == ("ttft.p99",) and _missed(out, {"ttft.p99": 0.1}) == ["ttft.p99"]
+
+
+def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
+    """Long prompts under a 100 ms TTFT P99 need ten replicas: the pool grows by a quarter at
+    a time (6, 8, 10) and then bisects back, so one replica fewer breaks the SLO in
+    simulation (the count it names) and the plan's count meets it."""
+    job = entity(50, "ttft.p99 <= 100 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
+    plan = plan_serve(job)
+    n = plan.decode.count
+    assert n >= 6 and plan.binding == (f"ttft.p99: {n - 1} replicas break it in simulation",)
+    fewer = simulate(plan.demand.requests, Pool(plan.decode.replica, n - 1, plan.decode.replica.config.batch,
+                                                plan.decode.replica.kv_capacity_tokens(plan.limits.memory)),
+                     slo=plan.limits.slo, warmup_s=lifetime(job, plan.demand.output))   # as the planner runs it
+    assert _missed(fewer, plan.limits.slo)
+    assert not _missed(plan.outcome, plan.limits.slo)
