@@ -155,6 +155,12 @@ class Replica:
         rooflines = gemm_roofline + _roofline(attention, kv_read)
         return rooflines + routing + launches + collectives, work, hops
 
+    def attention_work(self, kv_tokens: float, pairs: float) -> tuple[float, float]:
+        """(FLOPs, cache bytes read) per GPU of one stage's attention over `kv_tokens` cached
+        tokens of decoding sequences and `pairs` prefill pairs: the terms _stage times."""
+        layers, per_cached, per_pair, groups, _, ep, per_token, rereads, _, _ = self._attention_terms()
+        return layers * (kv_tokens * per_cached + pairs * per_pair) / groups, kv_tokens / ep * per_token * rereads
+
     def _attention_terms(self) -> tuple:
         """The replica's constants of the attention roofline and the cache read."""
         s, c, chip = self.shape, self.config, self.partition.node.accelerator

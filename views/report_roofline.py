@@ -100,7 +100,6 @@ def serve_point(r, prompt: float, output: float, phase: str) -> Point:
     from ..model import inference_moe
 
     c, e, s = r.config, r.engine, r.shape
-    layers, per_cached, heads, head_dim, groups, _, ep, per_token, rereads, _, _ = r._attention_terms()
     if phase == "prefill":
         chunk = min(e.chunk, max(prompt, 1.0))
         sequences, decoding, kv_tokens, pairs, tokens = 1.0, 0.0, 0.0, r.kv.pairs(0, chunk), chunk
@@ -110,10 +109,10 @@ def serve_point(r, prompt: float, output: float, phase: str) -> Point:
         kv_tokens = decoding * (prompt + output / 2)     # the mean sequence is half way through its output
     micro = min(c.pp, max(1.0, sequences))
     read = r.kv.effective_total(kv_tokens, decoding) if decoding else 0.0   # windowed layers read their window
-    attention = layers * (read * per_cached + pairs * 4 * heads * head_dim) / groups
+    attention, kv_bytes = r.attention_work(read, pairs)
     flops = r.gemm_flops_per_token * tokens + attention
     weights = r.dense_weights + r.expert_weights * (inference_moe.touched(s, tokens / micro) if s.is_moe else 1.0)
-    traffic = micro * weights + read / ep * per_token * rereads
+    traffic = micro * weights + kv_bytes
     seconds = r.iteration(decoding, kv_tokens, tokens if phase == "prefill" else 0.0, pairs)
     words = (f"prefill: a {number(tokens)}-token chunk" if phase == "prefill"
              else f"decode: a step of {count(c.batch, 'sequence')}")

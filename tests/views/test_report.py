@@ -61,7 +61,7 @@ def test_a_planned_design_gets_every_section(reports):
                                "Step time", "Memory per GPU",
                                "Throughput against power budget", "Runners-up", "Roofline", "Diagrams"]
     assert "llama3_405b_pretrain" in text and "bisection bandwidth" in text
-    assert "127 x 270,000 USD" in text and "capex + energy + maintenance" in text  # the bill and the TCO
+    assert "127 x 270 kUSD" in text and "capex + energy + maintenance" in text  # the bill (270,000 USD a node) and the TCO
     assert "<th>range</th>" in text                         # the plan's 80 % error band
     for caption in ("topology:", "placement:", "power:"):
         assert f"<figcaption>{caption}" in text
