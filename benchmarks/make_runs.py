@@ -450,6 +450,10 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
         lines.append("  mla { " + "  ".join(f"{k} = {v}" for k, v in shape.mla.items()) + " }")
     if shape.mtp:
         lines.append(f"  mtp      = {shape.mtp}  # fill-in (see header)")
+    if shape.window:
+        lines.append(f"  window   = {shape.window}  # fill-in (see header)")
+        if shape.global_every:
+            lines.append(f"  global_every = {shape.global_every}  # fill-in (see header)")
     params = num(row.get("params_B"))
     if params is not None:
         lines.append(f"  params   = {params:g} B  # row params_B (gclc warns if the shape disagrees by > 3 %)")

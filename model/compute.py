@@ -18,14 +18,14 @@ from .ops import ACT_BYTES, Op
 # Undeclared chips: the median of the efficiencies fitted on the published runs
 # (benchmarks/calibrate.py, 2026-12-02; GEMMs of every precision together, attention apart).
 DEFAULT_GEMM_EFFICIENCY = 0.745  # share of the dense peak a sustained training GEMM reaches
-DEFAULT_ATTENTION_EFFICIENCY = 0.32  # share of the bf16 peak fused attention reaches
+DEFAULT_ATTENTION_EFFICIENCY = 0.315  # share of the bf16 peak fused attention reaches
 # Undeclared chips of a vendor with fitted chips: the median of that vendor's fitted values
 # for the key (same fit): NVIDIA bf16 of A100 40/80 GB and H100; fp8 of H100, B200, GB200,
 # GB300; attention of all seven; Google of TPU v5e and v5p. Their compilers and matrix
 # units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
 # out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
 # all-vendor default by 27 % and 20 %).
-VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.6275, ("NVIDIA", "attention"): 0.28,
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.6325, ("NVIDIA", "attention"): 0.28,
                    ("Google", "bf16"): 0.875, ("Google", "attention"): 0.5925}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 # Flash attention's rate rises with the key/value length one kernel call sees (tiles of

@@ -36,7 +36,9 @@ M_TILE = 128            # rows of one grouped-GEMM tile (see above)
 # those framework ops times the cost of one:
 # - ESTIMATE: 5-25 us of CPU per eager op before its kernel is queued (Python, pybind,
 #   autograd recording, ATen dispatch, launch: J. Lin, "From PyTorch op to kernel launch",
-#   jiahuanglin.xyz gpu_kernel_serving lesson 18); the midpoint.
+#   jiahuanglin.xyz gpu_kernel_serving lesson 18); the midpoint. (Fitted as a global on the
+#   34 MoE runs it comes out at 19 us, but leave-one-group-out the fit moves with the group
+#   held out and the MoE median error rises from 11.6 % to 13.4 %: kept at the midpoint.)
 EAGER_OP_S = 15e-6
 # - ESTIMATE: framework ops of one MoE layer's forward besides the expert GEMMs: the router
 #   (linear, score function, top-k, routing map, load-balancing loss), the dispatcher's
@@ -60,7 +62,10 @@ def moe_tokens(cfg: TrainConfig) -> float:
 
 
 def load_factor(shape: ModelShape, cfg: TrainConfig) -> float:
-    """Routed copies the busiest EP rank computes, relative to the mean share."""
+    """Routed copies the busiest EP rank computes, relative to the mean share. Uniform random
+    routing is what benchmark runs route with: Megatron-Core's `moe_router_force_load_balancing`
+    (the "force-balanced" of the Megatron-Bridge 26.02 tables) replaces the router's logits with
+    random ones (router.py `apply_random_logits`), so it is this law, not a perfect balance."""
     if shape.capacity_factor:
         return shape.capacity_factor
     lam = moe_tokens(cfg) * shape.top_k

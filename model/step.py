@@ -126,8 +126,12 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     stage = dense_layers * dense.total + moe_layers * moe.total + logits + mtp + p2p
     m = cfg.microbatches
     # The same bubble under GPipe and 1F1B (Narayanan et al. 2021, Sec 2.2.1); the schedules
-    # differ in the activations held (model/memory.py `in_flight`).
-    bubble = (cfg.pp - 1) / vp * stage if cfg.pp > 1 else 0.0
+    # differ in the activations held (model/memory.py `in_flight`). The step runs at the pace
+    # of the last stage, which also carries the output layer; the fill and the drain pass
+    # through the other p - 1 stages, which do not: the bubble is (p - 1) / v of a stage
+    # without it (with stages of times t_i and the last the slowest, 1F1B takes
+    # m x t_last + sum of the other t_i).
+    bubble = (cfg.pp - 1) / vp * (stage - logits) if cfg.pp > 1 else 0.0
     # One micro-batch through this stage's layers, exposed communication included: the
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
@@ -180,6 +184,12 @@ def _compute_term(shape: ModelShape, cfg: TrainConfig, chip, dense: tuple[float,
         last = moe if shape.is_moe else dense
         compute += m * shape.mtp / cfg.pp * (last[0] + last[1] + logits + _mtp_projection(shape, cfg, chip))
     return compute
+
+
+def output_layer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+    """Seconds of the output layer and loss per micro-batch on the last stage, forward and
+    backward: part of the step's pace, not of the pipeline's fill and drain (the bubble)."""
+    return _logits(shape, cfg, partition.node.accelerator)
 
 
 def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:

@@ -116,5 +116,12 @@ def logits_forward(shape: ModelShape, cfg: TrainConfig) -> tuple[Op, ...]:
 
 def backward_factor(op: Op) -> float:
     """Backward work relative to forward: dgrad + wgrad for GEMMs; flash attention's
-    backward recomputes scores (2.5x); elementwise reads and writes gradients (2x)."""
+    backward recomputes scores (2.5x); elementwise reads and writes gradients (2x).
+    Unfused attention (`op.m`: its scores went through HBM) recomputes nothing: the
+    gradients of its two batched GEMMs are twice their forward FLOPs, and per score its
+    backward moves about 19 bytes against the forward's 13 (AV's gradients write dP and read
+    the dropped probabilities, dropout's reads dP and its mask and writes, the softmax's reads
+    the probabilities and that and writes dS, QK^T's two gradients read dS): ESTIMATE 2x."""
+    if op.kind == "attention" and op.m:
+        return 2.0
     return {"gemm": 2.0, "attention": 2.5, "elementwise": 2.0}[op.kind]

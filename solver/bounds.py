@@ -20,10 +20,17 @@ def fixed_time(e: Estimate) -> float:
     return b.compute + b.recompute + b.tp
 
 
-def step_bound(fixed: float, optimizer: float, pp: int, vp: int, microbatches: int) -> float:
-    """A lower bound on the step time: the fixed work, the optimizer and the bubble's share of it."""
-    bubble = (pp - 1) / vp * fixed / microbatches if pp > 1 else 0.0
-    return (fixed + optimizer + bubble) * SAFETY
+def bubble_share(work: float, pp: int, vp: int, microbatches: int, head: float = 0.0) -> float:
+    """A lower bound on the bubble: (pp - 1) / vp of one micro-batch's share of `work`, less
+    `head`, at least the output layer's seconds per micro-batch (the last stage's, outside
+    the fill and drain: model/step.py)."""
+    return (pp - 1) / vp * max(work / microbatches - head, 0.0) if pp > 1 else 0.0
+
+
+def step_bound(fixed: float, optimizer: float, pp: int, vp: int, microbatches: int, head: float = 0.0) -> float:
+    """A lower bound on the step time: the fixed work, the optimizer and the bubble's share of
+    it (`head`: see bubble_share)."""
+    return (fixed + optimizer + bubble_share(fixed, pp, vp, microbatches, head)) * SAFETY
 
 
 class JobPower:

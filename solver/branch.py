@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 
 from ..model.memory import memory_grid
-from ..model.step import Estimate
-from .bounds import SAFETY, fixed_time
+from ..model.step import Estimate, output_layer_time
+from .bounds import SAFETY, bubble_share, fixed_time
 from .enumerate import RECOMPUTE
 
 
@@ -36,11 +36,12 @@ def visit(search, branch) -> None:
     fixed = {"none": fixed_time(rep)}        # compute + recompute + TP, per recompute choice ("none": the least)
     redo = {"none": 0.0}                      # recompute time, per recompute choice
     floor_fixed, floor_optimizer, compute = fixed_time(rep), rep.breakdown.optimizer, rep.breakdown.compute
+    head = output_layer_time(search.job.shape, rep.config, search.job.partition)   # outside the bubble
 
     def bound(rc: str, comm: float, dp_time: float, optimizer: float, vp_most: int, **fields) -> float:
         """A bound for configurations with recompute `rc` ("none": any) and vp <= `vp_most`."""
         f = fixed.get(rc, floor_fixed)
-        step = f + comm + dp_time + optimizer + ((pp - 1) / vp_most * (f + comm) / m if pp > 1 else 0.0)
+        step = f + comm + dp_time + optimizer + bubble_share(f + comm, pp, vp_most, m, head)
         value = search.value_bound(step * SAFETY, compute + redo.get(rc, 0.0) + optimizer, rep)
         return search.checked(value, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb, **fields)
 

@@ -52,7 +52,8 @@ recalibration that breaks one fails there rather than silently here):
   EP not on the order (expert groups take consecutive ranks), and PP time does not shrink
   with more virtual stages; EP time is at least the MoE layers' host overhead per micro-batch;
 - DP time does not depend on vp and does not grow with more recompute;
-- the bubble is at least (pp - 1) / vp x (compute + recompute + TP + CP + EP + PP) / micro-batches;
+- the bubble is at least (pp - 1) / vp x ((compute + recompute + TP + CP + EP + PP) / micro-batches
+  - the output layer's time per micro-batch), which grows with the micro-batch;
 - memory does not depend on the order and never grows with more recompute (none,
   selective, full), a higher ZeRO stage or a smaller micro-batch;
 - compute per step never grows with the micro-batch: used only for dense layers and for
@@ -75,9 +76,9 @@ import attrs
 from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.memory import memory, memory_grid
-from ..model.step import Estimate, compute_time, estimate, moe_overhead_time, optimizer_time
+from ..model.step import Estimate, compute_time, estimate, moe_overhead_time, optimizer_time, output_layer_time
 from . import enumerate as space_def
-from .bounds import SAFETY, JobPower, ObjectiveBound, compute_monotone, step_bound
+from .bounds import SAFETY, JobPower, ObjectiveBound, bubble_share, compute_monotone, step_bound
 from .branch import visit
 from .enumerate import RECOMPUTE, Limit
 from .search_result import Rejected, SearchResult, Top
@@ -248,10 +249,11 @@ class _Search:
             # Compute per step never grows with the micro-batch: the largest that fits
             # bounds them all, and the most micro-batches bound the bubble's share.
             largest = inner[fitting - 1][0]
-            per_seq, flops_time, overhead = self.sequence_cost((tp, pp, cp, ep), largest, orders[0])
+            # (the output layer's time per micro-batch grows with it: the largest's bounds them all)
+            per_seq, flops_time, overhead, head = self.sequence_cost((tp, pp, cp, ep), largest, orders[0])
             compute, most = per_seq * job.batch / dp, job.batch // (dp * inner[0][0])
             fixed = compute + overhead * (job.batch // (dp * largest))
-            bound = self.bound(tp * pp * cp * dp, step_bound(fixed, optimizer, pp, max(all_vps), most),
+            bound = self.bound(tp * pp * cp * dp, step_bound(fixed, optimizer, pp, max(all_vps), most, head),
                                (compute + optimizer) * SAFETY, flops_time * job.batch)
             bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
                                  microbatch=tuple(mb for mb, _ in inner[:fitting]))
@@ -278,22 +280,25 @@ class _Search:
         costs = [self.sequence_cost(key, mb, orders[0]) for mb in mbs]
         per_seq, flops_time = min(c[0] for c in costs), costs[0][1]
         overhead = min(c[2] for c in costs)     # EP's host overhead per micro-batch (0: dense)
+        head = max(c[3] for c in costs)         # the most output-layer time per micro-batch
         vmax = max(space_def.vp_candidates(self.job, pp))
         compute = per_seq * self.job.batch / dp
         fewest = self.job.batch // (dp * max(mb for mb, _ in inner))
-        step = (compute + overhead * fewest + ((pp - 1) / vmax * (per_seq + overhead) if pp > 1 else 0.0)) * SAFETY
+        step = (compute + overhead * fewest + bubble_share(per_seq + overhead, pp, vmax, 1, head)) * SAFETY
         bound = self.bound(tp * pp * cp * dp, step, compute * SAFETY, flops_time * self.job.batch)
         return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
 
-    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float]:
+    def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
-        at micro-batch `mb`, and the MoE host overhead per micro-batch: the same for every dp."""
+        at micro-batch `mb`, the MoE host overhead and the output layer's seconds per
+        micro-batch: the same for every dp."""
         if (key, mb) not in self.per_sequence:
             tp, pp, cp, ep = key
             job = self.job
             cfg = attrs.evolve(self.config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order), batch=mb)
             compute, flops = compute_time(job.shape, cfg, job.partition)
-            self.per_sequence[key, mb] = (compute / mb, flops / mb, moe_overhead_time(job.shape, cfg))
+            self.per_sequence[key, mb] = (compute / mb, flops / mb, moe_overhead_time(job.shape, cfg),
+                                          output_layer_time(job.shape, cfg, job.partition))
         return self.per_sequence[key, mb]
 
     def representative(self, layout, i: int) -> Estimate:
@@ -308,9 +313,9 @@ class _Search:
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         gpus, batch = tp * pp * cp * dp, self.job.batch
         for i, (mb, vps) in enumerate(inner):
-            per_seq, flops_time, overhead = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])
+            per_seq, flops_time, overhead, head = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])
             compute, m = per_seq * batch / dp, batch // (dp * mb)
-            step = step_bound(compute + overhead * m, optimizer, pp, max(vps), m)
+            step = step_bound(compute + overhead * m, optimizer, pp, max(vps), m, head)
             bound = self.bound(gpus, step, (compute + optimizer) * SAFETY, flops_time * batch)
             bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
             self.push(bound, "microbatch", (layout, i), leaves[i])
@@ -322,8 +327,9 @@ class _Search:
         mb, vps = inner[i]
         rep = self.representative(layout, i)
         b = rep.breakdown   # EP time is the same for every order, recompute, ZeRO stage and vp
+        head = output_layer_time(self.job.shape, rep.config, self.job.partition)
         bound = self.value_bound(step_bound(b.compute + b.tp + b.ep, b.optimizer, pp, max(vps),
-                                            rep.config.microbatches), b.compute + b.optimizer, rep)
+                                            rep.config.microbatches, head), b.compute + b.optimizer, rep)
         bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
         self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i]), leaves[i])
 

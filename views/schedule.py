@@ -54,7 +54,8 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         "level": last[4] if last else None,
         "tier": tiers[last[2]][last[4]] if last else None,
         "domains": last[5] if last else 0,
-        "goodput_share": run.useful / run.held if run.held else None,
+        # useful time is part of the held time; the two sums round apart by an ulp
+        "goodput_share": min(run.useful / run.held, 1.0) if run.held else None,
         "goodput_share_model": model[0] if model else None,
         "preemptions": run.preemptions, "failures": run.failures, "restarts": run.restarts,
         "gpu_hours_held": run.held / 3600, "gpu_hours_useful": run.useful / 3600,
@@ -93,7 +94,7 @@ def _cluster(workload: Workload, outcome: Outcome, jobs: list[dict]) -> dict:
         "fragmentation": frag / span if span else 0.0,
         "gpu_energy_j": energy * workload.graph.pue,
         "gpu_hours_held": held / 3600, "gpu_hours_useful": useful / 3600,
-        "goodput_share": useful / held if held else None,
+        "goodput_share": min(useful / held, 1.0) if held else None,
         "jobs_done": sum(j["state"] == "done" for j in jobs), "jobs": len(jobs),
         "preemptions": sum(j["preemptions"] for j in jobs), "failures": sum(j["failures"] for j in jobs),
         "queueing_by_priority": {k: {"jobs": len(waits[k]), "mean_wait_s": statistics.fmean(waits[k]),

@@ -168,6 +168,19 @@ def test_flash_kernels_skip_what_the_window_masks_and_unfused_ones_do_not():
     assert attention(unfused, True) == attention(unfused, False)
 
 
+def test_unfused_attention_recomputes_nothing_in_its_backward():
+    # flash kernels recompute the scores in the backward (2.5x the forward); unfused ones
+    # (the scores through HBM, Megatron-LM 2021-22) differentiate two batched GEMMs (2x their
+    # FLOPs) and move ~19 bytes per score against 13: 2x, like a GEMM
+    from gclc.model.workload import backward_factor
+
+    c = TrainConfig(batch=64, seq=2048, tp=8, dp=1, microbatch=1, stack="megatron_core")
+    flash = next(o for o in layer_forward(GPT, c, False) if o.kind == "attention")
+    unfused = next(o for o in layer_forward(GPT, attrs.evolve(c, stack="megatron"), False) if o.kind == "attention")
+    assert unfused.m == 2048 and flash.m == 0
+    assert (backward_factor(flash), backward_factor(unfused)) == (2.5, 2.0)
+
+
 def test_a_parallel_block_halves_the_tensor_parallel_reductions():
     c = TrainConfig(batch=64, seq=8192, tp=8, dp=1, microbatch=1, sp=False, stack="megatron")
     sequential = attrs.evolve(MISTRAL, window=0)

@@ -111,3 +111,37 @@ def test_every_enumerated_configuration_has_a_positive_finite_step_time(p, rng):
         assert math.isfinite(e.step_time) and e.step_time > 0, cfg
         assert all(math.isfinite(v) and v >= 0 for _, v in e.breakdown.rows()), cfg
         assert math.isfinite(e.memory.total) and e.memory.total > 0
+
+
+# ----------------------------------------------------------------- the bubble and the output layer
+
+
+def test_the_bubble_is_the_fill_and_drain_of_the_stages_without_the_output_layer():
+    # With stage times t_i and the last stage the slowest (it also runs the output layer, h
+    # per micro-batch), 1F1B takes m x t_last + the sum of the other t_i: the bubble is
+    # (pp - 1) / vp x (t_last - h), not (pp - 1) / vp x t_last. By hand from the breakdown:
+    # per micro-batch the last stage runs (compute + recompute + TP + CP + EP + PP) / m.
+    from gclc.model.step import output_layer_time
+
+    cfg = TrainConfig(batch=64, seq=4096, pp=4, dp=2, microbatch=1, recompute="selective")
+    for vp in (1, 2):
+        c = attrs.evolve(cfg, vp=vp)
+        e = estimate(LLAMA, c, JOB.partition)
+        b, m = e.breakdown, c.microbatches
+        head = output_layer_time(LLAMA, c, JOB.partition)
+        stage = (b.compute + b.recompute + b.tp + b.cp + b.ep + b.pp) / m
+        assert head > 0 and b.bubble == pytest.approx((4 - 1) / vp * (stage - head), rel=1e-12)
+        # Llama-2-7B's output layer is 32000 x 4096 against a stage's 8 layers of ~202 M
+        # parameters each: its FLOPs are 131 M / (8 x 202 M + 131 M) = 7.5 % of the stage's
+        assert 0.03 < head / stage < 0.15
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.integers(1, 64), st.integers(2, 16))
+def test_a_larger_vocabulary_never_lengthens_the_bubble(extra, pp):
+    # Only the last stage runs the output layer: the fill and drain do not pass through it.
+    cfg = TrainConfig(batch=64 * pp, seq=4096, pp=pp, dp=1, microbatch=1)
+    small, large = (estimate(attrs.evolve(LLAMA, vocab=v), cfg, JOB.partition)
+                    for v in (32000, 32000 + 1024 * extra))
+    assert large.breakdown.bubble == pytest.approx(small.breakdown.bubble, rel=1e-12)
+    assert large.step_time > small.step_time

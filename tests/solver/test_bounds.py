@@ -9,6 +9,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -138,8 +139,12 @@ def test_what_each_term_depends_on(p):
 def test_the_orderings_the_bounds_use(p):
     """No recompute has the least compute + recompute + TP; more recompute never adds DP time;
     a higher ZeRO stage never adds optimizer time; more virtual stages never cut PP time;
-    the bubble is at least (pp - 1) / vp of one micro-batch's work on a stage."""
-    es = everything(designs.job(p))
+    the bubble is at least (pp - 1) / vp of one micro-batch's work on a stage but the output
+    layer's."""
+    from gclc.model.step import output_layer_time
+
+    job = designs.job(p)
+    es = everything(job)
     fixed = lambda e: e.breakdown.compute + e.breakdown.recompute + e.breakdown.tp  # noqa: E731
     for group in _groups(es, *LAYOUT, "microbatch", "zero", "vp", "order"):
         by = {e.config.recompute: e for e in group}
@@ -158,8 +163,14 @@ def test_the_orderings_the_bounds_use(p):
     for e in es:
         b, c = e.breakdown, e.config
         if c.pp > 1:
-            share = (c.pp - 1) / c.vp * (fixed(e) + b.cp + b.ep + b.pp) / c.microbatches
+            head = output_layer_time(job.shape, c, job.partition)
+            share = (c.pp - 1) / c.vp * ((fixed(e) + b.cp + b.ep + b.pp) / c.microbatches - head)
             assert share <= b.bubble * (1 + 1e-9)
+            # and the output layer's time per micro-batch grows with the micro-batch (the search
+            # bounds a layout's micro-batches with the largest's)
+            if c.microbatch > 1:
+                smaller = attrs.evolve(c, microbatch=c.microbatch // 2)
+                assert output_layer_time(job.shape, smaller, job.partition) <= head * (1 + 1e-12)
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -222,7 +233,6 @@ def test_the_searchs_shortcuts_equal_the_model(p):
     and vp (with hybrid sharding, recompute modules and intervals, offload pinned beside
     them), `compute_time` the estimate's compute term (windowed and global layers blended,
     parallel blocks) and its model FLOPs over peak, and `moe_overhead_time` never exceeds EP."""
-    import attrs
 
     from gclc.model.memory import memory_grid
     from gclc.model.step import compute_time, moe_overhead_time
