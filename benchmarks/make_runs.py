@@ -215,7 +215,7 @@ def zero_of(row: dict, stack: str, recipe: Recipe) -> tuple[int, str]:
         return recipe.zero, f"not in the row; recipe: {recipe.notes[0]}"
     if stack == "megatron":
         return 0, "not stated; 2021-22 Megatron-LM had no distributed optimizer (DDP all-reduce)"
-    if stack in ("fsdp", "maxtext"):
+    if stack in ("fsdp", "fsdp_compiled", "maxtext"):
         return 3, "not stated; the stack shards weights, gradients and optimizer state (FSDP)"
     return 1, "not stated; NeMo / Megatron-Core default distributed optimizer ASSUMED"
 

@@ -14,7 +14,7 @@ from ..dsl import units as u
 from . import formats
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
-SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "maxtext")
+SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
 
 
 @attrs.frozen

@@ -59,6 +59,8 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         if c.vp > 1:
             parallelism["pipeline_parallel_layers_per_stage"] = shape.layers // (c.pp * c.vp)
     sections["parallelism"] = parallelism
+    if job.stack == "fsdp_compiled":   # the compiled stack: torch.compile of each block (model/stacks.py)
+        sections["compile"] = {"enable": True}
     if c.recompute == "full" and c.recompute_every > 1:   # torchtitan's layer SAC: every k-th block in full
         sections["activation_checkpoint"] = {"mode": "selective", "selective_ac_option": str(c.recompute_every)}
     else:
