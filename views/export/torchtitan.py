@@ -93,7 +93,7 @@ def _check(job: JobPlan, vendor: str) -> None:
         raise ExportError(f"torchtitan's FSDP shards over dp_shard x cp; a shard group of {c.shards} ranks is not "
                           f"a multiple of cp {c.cp}")
     if c.recompute == "selective" and (c.recompute_every > 1 or tuple(c.recompute_modules) not in
-                                       ((), ("core_attention",))):
+                                       ((), ("core_attention",), ("op_level",))):
         raise ExportError("torchtitan's selective checkpointing is per operator ('op') or every k-th layer in full; "
                           f"the plan of `{job.name}` recomputes {', '.join(c.recompute_modules) or 'the attention core'}"
                           + (f" every {c.recompute_every} layers" if c.recompute_every > 1 else "")
