@@ -4,9 +4,9 @@ measured output throughput and time to first token, one row per measurement.
     .venv/bin/python benchmarks/serve_accuracy.py [--json] [--no-holdout]
 
 The serving model uses the per-chip GEMM, attention and HBM efficiencies that
-benchmarks/calibrate.py fitted on *training* runs, so the dense rows are out-of-sample; the
-one serving constant fitted here (the MoE grouped-GEMM rate) is checked leave-one-model-out
-below. Signed error = predicted / measured - 1.
+benchmarks/calibrate.py fitted on *training* runs, so the rows are out-of-sample but for one
+constant chosen here: the p of the kernels' p-norm roofline (model/inference.py ROOFLINE_P).
+Signed error = predicted / measured - 1.
 
 Sources (every row names one):
   TRT061   TensorRT-LLM v0.6.1, docs/source/performance.md, "Peak Throughput / H100 GPUs (FP8)"
@@ -29,18 +29,21 @@ Sources (every row names one):
            ShareGPT: online median TTFT/TPOT at 4 and 8 requests/s, offline output tokens/s
            (benchmarks/serve_frameworks.py)
 
-Cross-validation: one constant is fitted here, the grouped expert GEMM's rate relative to a dense
-GEMM's (model/inference_moe.py GROUPED_GEMM_EFFICIENCY), on the MoE throughput rows; everything else
-comes from the training calibration, so leaving a source out changes no other prediction. The summary
-prints each source's median (what leave-one-source-out would report) and the others', and a
-leave-one-model-out check of the fitted constant: for each MoE model, the constant fitted on the
-other MoE model's rows predicts the held-out model's rows.
+Cross-validation: the one constant chosen here, the roofline's p, is chosen from a grid
+(P_GRID) as the value with the least median |error|. Leave-one-source-out: for each source,
+p is chosen on the other sources' rows and the source's rows are predicted with it; likewise
+leave-one-model-out (each model's rows predicted with the p the other models chose). The
+summary line prints the median |error| of the rows so predicted, held out by model first: that
+is the figure to judge the serving model on (MoE rows also apart: the MoE physics has no
+constant fitted on serving rows). The grouped-GEMM rate is no longer fitted
+(model/inference_moe.py GROUPED_GEMM_EFFICIENCY).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -52,16 +55,17 @@ sys.path.insert(0, str(HERE))
 
 from gclc.compiler.driver import check_file  # noqa: E402
 from gclc.compiler.lower import lower_cluster  # noqa: E402
-from gclc.model import inference_moe  # noqa: E402
+from gclc.model import inference  # noqa: E402
 from gclc.model.inference import Engine, ServeConfig, first_token_time, replica  # noqa: E402
 from gclc.model.shape import ModelShape  # noqa: E402
-from gclc.compiler.serve_trace import Request  # noqa: E402
 from gclc.solver.serve_sim import Pool, simulate  # noqa: E402
-import serve_frameworks  # noqa: E402  (benchmarks/ is on sys.path)
+import serve_common  # noqa: E402  (benchmarks/ is on sys.path)
+import serve_frameworks  # noqa: E402
 import serve_mlperf  # noqa: E402
 
 DESIGN = HERE / "designs" / "serving_models.gcl"
 MOE_MODELS = ("Mixtral_8x7B", "DeepSeekR1")
+P_GRID = (1.5, 2.0, 3.0, 4.0, math.inf)  # the roofline p-norms tried (inf: the slower of compute and memory)
 MAX_BATCH = 8192          # TRT10: the largest CUDA-graph batch in its llm_options.yml
 KV_SHARE = 0.95           # TRT10: --kv_cache_free_gpu_mem_fraction 0.95
 # TRT10: requests per ISL/OSL ("$num_requests" table of perf-overview.md)
@@ -141,49 +145,67 @@ def predict(row: Row, design) -> float:
     fits = int(probe.kv_capacity_tokens(KV_SHARE * probe.hbm) // held)
     batch = max(1, min(MAX_BATCH, fits))
     r = replica(shape, ServeConfig(row.tp, batch, row.precision), partition)
-    queued = tuple(Request(0.0, row.isl, row.osl) for _ in range(REQUESTS[row.isl, row.osl]))
-    return simulate(queued, Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))).tokens_per_s
+    requests = serve_common.queued(REQUESTS[row.isl, row.osl], row.isl, row.osl)
+    return simulate(requests, Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))).tokens_per_s
 
 
-EFFICIENCY_GRID = tuple(round(0.3 + 0.1 * i, 1) for i in range(8))   # 0.3 .. 1.0
+def all_results(design) -> list[dict]:
+    """Every row, predicted with the model as it is now."""
+    serve_common.forget()
+    out = []
+    for row in _rows():
+        predicted = predict(row, design)
+        out.append(asdict(row) | {"predicted": predicted, "error": predicted / row.measured - 1, "assumed": ""})
+    return out + serve_mlperf.results(design) + serve_frameworks.results(design)
 
 
-def _moe_errors(design, efficiency: float) -> dict[str, list[float]]:
-    """Signed errors of the MLPerf MoE throughput rows, by model, at a grouped-GEMM efficiency."""
-    shipped = inference_moe.GROUPED_GEMM_EFFICIENCY
-    inference_moe.GROUPED_GEMM_EFFICIENCY = efficiency
+def results_at(design, p: float) -> list[dict]:
+    """Every row, predicted with the roofline's p-norm set to `p`."""
+    shipped = inference.ROOFLINE_P
+    inference.ROOFLINE_P = p
     try:
-        out: dict[str, list[float]] = {m: [] for m in MOE_MODELS}
-        for row in serve_mlperf.rows():
-            if row.metric == "tok_s" and row.model in MOE_MODELS:
-                out[row.model].append(serve_mlperf.predict(row, design) / row.measured - 1)
-        return out
+        return all_results(design)
     finally:
-        inference_moe.GROUPED_GEMM_EFFICIENCY = shipped
+        inference.ROOFLINE_P = shipped
 
 
-def leave_one_model_out(design) -> list[str]:
-    """The fitted constant held out by model: fit on the other MoE model, predict this one."""
-    table = {e: _moe_errors(design, e) for e in EFFICIENCY_GRID}
+def _median(values) -> float:
+    values = list(values)
+    return statistics.median(values) if values else math.nan
 
-    def fit(models) -> tuple[float, float]:
-        """(efficiency, median |error|) minimizing the median |error| of `models`' rows."""
-        return min(((e, statistics.median(abs(x) for m in models for x in table[e][m])) for e in EFFICIENCY_GRID),
-                   key=lambda pair: pair[1])
 
-    fitted, error = fit(MOE_MODELS)
-    lines = [f"grouped-GEMM efficiency fitted on all {len(MOE_MODELS)} MoE models' throughput rows: {fitted:.2f} "
-             f"(median |error| {error:.1%}; shipped {inference_moe.GROUPED_GEMM_EFFICIENCY:.2f})"]
-    held = []
-    for model in MOE_MODELS:
-        others = [m for m in MOE_MODELS if m != model]
-        value, _ = fit(others)
-        errors = table[value][model]
-        held += [abs(x) for x in errors]
-        lines.append(f"leave-one-model-out: {model} held out, efficiency fitted on {', '.join(others)} = {value:.2f}: "
-                     f"errors {', '.join(f'{x:+.1%}' for x in errors)}")
-    lines.append(f"leave-one-model-out MoE throughput: {len(held)} rows, median |error| {statistics.median(held):.1%}")
-    return lines
+def cross_validate(table: dict[float, list[dict]], key: str) -> tuple[list[dict], list[str]]:
+    """Leave one `key` (source or model) out: p chosen on the other groups' rows (least median
+    |error|), the group's rows predicted with it. Returns those rows and a line per group."""
+    groups = sorted({r[key] for r in next(iter(table.values()))})
+    held, lines = [], []
+    for group in groups:
+        def others(p):
+            return _median(abs(r["error"]) for r in table[p] if r[key] != group)
+        chosen = min(table, key=others)
+        rows = [r for r in table[chosen] if r[key] == group]
+        held += rows
+        lines.append(f"  {group:<13} p = {chosen:g} (chosen on the others): {len(rows):>3} rows, "
+                     f"median |error| {_median(abs(r['error']) for r in rows):.1%}")
+    return held, lines
+
+
+def p_choice(design, shipped: list[dict]) -> tuple[dict, list[str]]:
+    """The p-norm grid: each p's median |error| on all rows, and the cross-validated figures
+    (`shipped`: the rows at the model's own p, not predicted again)."""
+    table = {p: shipped if p == inference.ROOFLINE_P else results_at(design, p) for p in P_GRID}
+    lines = ["roofline p-norm (model/inference.py ROOFLINE_P): " + ", ".join(
+        f"p = {p:g}: {_median(abs(r['error']) for r in rows):.1%}" for p, rows in table.items())
+        + f"; shipped p = {inference.ROOFLINE_P:g}"]
+    figures = {}
+    for key in ("source", "model"):
+        held, fold_lines = cross_validate(table, key)
+        moe = [abs(r["error"]) for r in held if r["model"] in MOE_MODELS and r["metric"].startswith("tok_s")]
+        figures[key] = (_median(abs(r["error"]) for r in held), _median(moe))
+        lines += [f"leave-one-{key}-out:"] + fold_lines + [
+            f"leave-one-{key}-out: {len(held)} rows, median |error| {figures[key][0]:.1%} "
+            f"(MoE throughput rows {figures[key][1]:.1%})"]
+    return figures, lines
 
 
 def errors_of(results: list[dict], throughput: bool) -> list[float]:
@@ -193,14 +215,11 @@ def errors_of(results: list[dict], throughput: bool) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    parser.add_argument("--no-holdout", action="store_true", help="skip the leave-one-model-out refits (faster)")
+    parser.add_argument("--no-holdout", action="store_true",
+                        help="skip the cross-validation of the roofline p-norm (5x faster)")
     args = parser.parse_args()
     design = check_file(str(DESIGN)).design
-    results = []
-    for row in _rows():
-        predicted = predict(row, design)
-        results.append(asdict(row) | {"predicted": predicted, "error": predicted / row.measured - 1, "assumed": ""})
-    results += serve_mlperf.results(design) + serve_frameworks.results(design)
+    results = all_results(design)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
@@ -228,11 +247,14 @@ def main() -> None:
         own = [r["error"] for r in results if r["model"] == model]
         print(f"{model:<13} {len(own):>3} rows: median |error| {statistics.median(abs(x) for x in own):.1%}, "
               f"median signed {statistics.median(own):+.1%}")
-    held = ""
+    print("MLPerf Server runs near their knee (diagnostic, not rows):")
+    print("\n".join(serve_mlperf.sensitivity(design)))
+    held = "held out: skipped (--no-holdout); "
     if not args.no_holdout:
-        lines = leave_one_model_out(design)
+        figures, lines = p_choice(design, results)
         print("\n".join(lines))
-        held = "; MoE leave-one-model-out " + lines[-1].rsplit(" ", 1)[-1]
+        held = (f"held out by model median |error| {figures['model'][0]:.1%} (MoE throughput "
+                f"{figures['model'][1]:.1%}), by source {figures['source'][0]:.1%}; ")
     throughput = sorted(r["measured"] / r["predicted"] for r in results if r["metric"].startswith("tok_s"))
     decile = max(0, len(throughput) // 10)
     print(f"measured / predicted throughput: 10th percentile {throughput[decile]:.2f}, "
@@ -240,9 +262,9 @@ def main() -> None:
     p90 = sorted(errors)[int(0.9 * (len(errors) - 1))]
     mlperf = [abs(r["error"]) for r in results if r["source"].startswith("MLPerf")]
     print(f"serve accuracy: {len(results)} published measurements from {len({r['source'] for r in results})} sources, "
-          f"median |error| {statistics.median(errors):.1%}, p90 {p90:.1%} (MLPerf {len(mlperf)} rows: "
+          f"{held}in sample median {statistics.median(errors):.1%}, p90 {p90:.1%} (MLPerf {len(mlperf)} rows: "
           f"{statistics.median(mlperf):.1%}; throughput {statistics.median(a for a in errors_of(results, True)):.1%}, "
-          f"latency {statistics.median(errors_of(results, False)):.1%}{held})")
+          f"latency {statistics.median(errors_of(results, False)):.1%})")
 
 
 if __name__ == "__main__":

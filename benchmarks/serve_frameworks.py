@@ -9,26 +9,25 @@ model, GPUs, TP, memory fractions, prompt counts and rates. ShareGPT prompts; bf
 checkpoints' dtype: no quantization flag is passed).
 
 Predicted with gclc's replica model and the continuous-batching simulation (serve_sim), at the
-mean lengths below, one replica of the stated TP.
+mean prompt length below and outputs spread around the mean below (serve_common
+`output_length`), one replica of the stated TP.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
 from gclc.compiler.lower import lower_cluster
-from gclc.compiler.serve_trace import Request
 from gclc.model.inference import Engine, ServeConfig, replica
 from gclc.model.shape import ModelShape
 from gclc.solver.serve_sim import Pool, simulate
+from serve_common import latency, online, poisson_arrivals, queued, result
 
 URL = "github.com/sgl-project/sglang @120affb9 benchmark/benchmark_vllm_060/README.md"
 # Output tokens per ShareGPT request: the offline table's output tokens/s over its requests/s
 # (4281.51 / 22.03 = 194.3 and 3856.01 / 19.84 = 194.4 for SGLang; vLLM's give the same).
 OSL = 194
 ISL = 220       # ESTIMATE: mean ShareGPT prompt tokens (not stated in the table)
-SEED = 19
 
 
 @dataclass(frozen=True)
@@ -96,22 +95,13 @@ def predict(row: FrameworkRow, design) -> float:
     r = replica(shape, ServeConfig(row.tp, e.max_batch, row.precision), partition, Engine(chunk=e.chunk, scheduler_steps=e.steps))
     pool = Pool(r, 1, e.max_batch, r.kv_capacity_tokens(e.mem_frac * r.hbm))
     if row.rate is None:
-        return simulate(tuple(Request(0.0, ISL, OSL) for _ in range(row.prompts)), pool).tokens_per_s
-    rng, t, arrivals = random.Random(SEED), 0.0, []
-    for _ in range(row.prompts):
-        t += rng.expovariate(row.rate)
-        arrivals.append(Request(t, ISL, OSL))
-    out = simulate(tuple(arrivals), pool)
-    return out.percentile("ttft" if row.metric.startswith("ttft") else "tpot", 50)
+        return simulate(queued(row.prompts, ISL, OSL, vary=True), pool).tokens_per_s
+    key = (row.source, row.model, row.cluster, row.tp, row.rate, row.prompts)
+    return latency(online(key, lambda: poisson_arrivals(row.rate, row.prompts, ISL, OSL, vary=True), pool), row.metric)
 
 
 def results(design) -> list[dict]:
-    out = []
-    for row in rows():
-        predicted = predict(row, design)
-        out.append({"source": row.source, "model": row.model, "cluster": row.cluster, "precision": row.precision,
-                    "tp": row.tp, "batch": ENGINES[row.source].max_batch, "isl": ISL, "osl": OSL,
-                    "metric": row.metric, "measured": row.measured, "predicted": predicted,
-                    "error": predicted / row.measured - 1, "scenario": row.scenario, "log": URL,
-                    "assumed": row.assumed})
-    return out
+    return [result(source=row.source, model=row.model, cluster=row.cluster, precision=row.precision, tp=row.tp,
+                   batch=ENGINES[row.source].max_batch, isl=ISL, osl=OSL, metric=row.metric, measured=row.measured,
+                   predicted=predict(row, design), scenario=row.scenario, log=URL, assumed=row.assumed)
+            for row in rows()]

@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+from ..dsl.numbers import duration
+
 DELAY_S = 1.0   # quicker work shows nothing
 TICK_S = 0.25
 
@@ -30,7 +32,7 @@ def progress(what: str, enabled: bool | None = None):
         if done.wait(DELAY_S):
             return
         while not done.is_set():
-            stream.write(f"\r\x1b[K{what}… {time.monotonic() - start:.0f} s")
+            stream.write(f"\r\x1b[K{what}… {duration(round(time.monotonic() - start))}")
             stream.flush()
             done.wait(TICK_S)
         stream.write("\r\x1b[K")

@@ -28,6 +28,7 @@ from .design import Construct, Entity, Repeat
 from .ir import ClusterGraph, Partition, SwitchLayer
 from .lower import _partition_specs
 from .metrics import DRAM_W_PER_BYTE
+from ..dsl.numbers import quantity
 from ..dsl.units import Quantity
 
 DEFAULT_RACK_POWER = 41e3  # W; ASSUMPTION: four DGX H100 (10.2 kW max each) per rack, as in the DGX SuperPOD H100 RA
@@ -67,8 +68,8 @@ def _price(entity: Entity | None) -> float | None:
     return float(value) if isinstance(value, Quantity) else None
 
 
-def _usd(x: float) -> str:
-    return f"{x:,.0f} USD"
+def usd(x: float) -> str:
+    return quantity(x, "USD")
 
 
 def bill(cluster: Entity, graph: ClusterGraph, rack_power: float = DEFAULT_RACK_POWER,
@@ -86,7 +87,7 @@ def bill(cluster: Entity, graph: ClusterGraph, rack_power: float = DEFAULT_RACK_
             fabrics[fabric.name] = fabric
     each = rack_price or 0.0
     lines.append(Line("racks", "compute racks", racks, rack_price, racks * each,
-                      f"{racks} x {_usd(each)}" if rack_price is not None else
+                      f"{racks} x {usd(each)}" if rack_price is not None else
                       f"{racks} racks (no `rack_price` in `economics`: not costed)"))
     ports_per_rack = _ports_per_rack(graph, racks)
     for layer in graph.switch_layers:
@@ -109,7 +110,7 @@ def _partition_lines(p: Partition, units: Repeat, missing: list[str], prefix: st
             missing.append(unit.name)
         out.append(Line(f"{prefix}units", f"{unit.name} (scale-up units)", p.units, unit_price,
                         p.units * unit_price if priced else 0.0,
-                        f"{p.units} x {_usd(unit_price)}" if priced else f"{p.units} units, priced by their parts"))
+                        f"{p.units} x {usd(unit_price)}" if priced else f"{p.units} units, priced by their parts"))
         for s in p.unit_switches:
             switch = unit.get("switches").part
             each = _price(switch)
@@ -122,7 +123,7 @@ def _partition_lines(p: Partition, units: Repeat, missing: list[str], prefix: st
         missing.append(node.name)
     out.append(Line(f"{prefix}nodes", f"{node.name} (nodes)", p.nodes, node_each,
                     p.nodes * node_each if node_each is not None and not in_unit else 0.0,
-                    (f"{p.nodes} x {_usd(node_each)}" if node_each is not None else f"{p.nodes} nodes, no price")
+                    (f"{p.nodes} x {usd(node_each)}" if node_each is not None else f"{p.nodes} nodes, no price")
                     + (f" (in the {unit.name} price)" if in_unit else ""), in_unit))
     covered = in_unit or node_price is not None
     chip = node.get("gpus").part
@@ -144,7 +145,7 @@ def _part_line(key: str, label: str, count: int, each: float | None, included: b
     if each is None:
         missing.append(name)
         return Line(key, label, count, None, 0.0, f"{counted}, no price")
-    return Line(key, label, count, each, count * each, f"{counted} x {_usd(each)}")
+    return Line(key, label, count, each, count * each, f"{counted} x {usd(each)}")
 
 
 def unit_power(p: Partition) -> float:

@@ -9,6 +9,7 @@ from ..dsl import codes
 from . import topology
 from .design import Entity
 from ..dsl.diagnostics import Diagnostic, Label
+from ..dsl.numbers import number
 from .ir import ClusterGraph
 from .metrics import power_breakdown
 from ..dsl.units import Quantity, format_quantity, BANDWIDTH, POWER
@@ -78,7 +79,7 @@ def _thin(cluster: Entity, graph: ClusterGraph) -> Iterator[Diagnostic]:
         out = [t for t in p.tiers if t.scope == "scaleout"]
         if up and out and out[0].bandwidth * THIN_RATIO < up[-1].bandwidth:
             yield codes.THIN_SCALEOUT.make(p.span, out=_bw(out[0].bandwidth), up=_bw(up[-1].bandwidth),
-                                           ratio=up[-1].bandwidth / out[0].bandwidth,
+                                           ratio=number(round(up[-1].bandwidth / out[0].bandwidth)),
                                            labels=[Label(out[0].span, "the scale-out fabric")])
 
 

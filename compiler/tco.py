@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import attrs
 
-from .bom import DEFAULT_RACK_POWER, Bom, bill
+from .bom import DEFAULT_RACK_POWER, Bom, bill, usd
 from .design import Entity
 from .ir import ClusterGraph
 from .metrics import Metric, facility_power
+from ..dsl.numbers import number, percent, quantity
 from ..dsl.units import Quantity
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
@@ -94,10 +95,6 @@ def tco(cluster: Entity, graph: ClusterGraph, economics: Economics | None = None
                econ.annuity * econ.maintenance * bom.capex)
 
 
-def _usd(x: float) -> str:
-    return f"{x:,.0f} USD"
-
-
 def bom_metrics(bom: Bom) -> tuple[Metric, ...]:
     rows = [Metric(f"bom.{line.key}.count", f"{line.label}", line.count, "", line.formula) for line in bom.lines]
     rows.append(Metric("bom.rack_power", "IT load per compute rack", bom.rack_it_power, "W",
@@ -111,20 +108,20 @@ def tco_metrics(t: Tco) -> tuple[Metric, ...]:
             for line in t.bom.lines if line.cost]
     rows.append(Metric("capex", "capex", t.capex, "USD", "sum of the capex rows"
                        + (f"; no price for {', '.join(t.bom.missing)} (a lower bound)" if t.bom.missing else "")))
-    rate = f"{e.discount_rate:.1%}"
+    rate = percent(e.discount_rate)
     rows.append(Metric("tco.annuity", "annuity factor", e.annuity, "",
                        f"sum over {e.years} years of 1 / (1 + {rate})^year"))
     kwh = e.energy_price * 3.6e6
     rows.append(Metric("tco.energy", "energy (present value)", t.energy, "USD",
-                       f"{t.facility_power / 1e6:,.4g} MW facility x {e.utilization:.0%} x {HOURS_PER_YEAR:g} h x "
-                       f"{kwh:.4g} USD/kWh x annuity {e.annuity:.4g}"))
+                       f"{quantity(t.facility_power, 'W')} facility x {percent(e.utilization)} x {number(HOURS_PER_YEAR)} h x "
+                       f"{number(kwh)} USD/kWh x annuity {number(e.annuity)}"))
     rows.append(Metric("tco.maintenance", "maintenance (present value)", t.maintenance, "USD",
-                       f"{e.maintenance:.1%} x capex {_usd(t.capex)} x annuity {e.annuity:.4g}"))
+                       f"{percent(e.maintenance)} x capex {usd(t.capex)} x annuity {number(e.annuity)}"))
     rows.append(Metric("tco", "cost of ownership", t.total, "USD", "capex + energy + maintenance"))
     rows.append(Metric("tco.per_gpu_hour", "cost per GPU-hour at load", t.total / (t.bom.count("accelerators") or 1)
                        / (t.lifetime_seconds / 3600), "USD",
-                       f"TCO / {t.bom.count('accelerators')} GPUs / ({e.years} years x {HOURS_PER_YEAR:g} h x "
-                       f"{e.utilization:.0%})"))
+                       f"TCO / {number(t.bom.count('accelerators'))} GPUs / ({e.years} years x {number(HOURS_PER_YEAR)} h x "
+                       f"{percent(e.utilization)})"))
     return tuple(rows)
 
 

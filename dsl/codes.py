@@ -182,7 +182,7 @@ POWER_BUDGET = _code("power-budget", E, "cluster `{name}` draws {need} at full l
                      "The facility power at full load (PUE included) exceeds `power.budget`.")
 RADIX_TOO_SMALL = _code("radix-too-small", E, "`{fabric}` cannot connect {ports} ports: {tiers} tiers of radix {radix} reach {capacity}",
                         "A fat tree too small for the endpoints cabled to it.")
-THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ratio:.0f} of its scale-up {up}",
+THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ratio} of its scale-up {up}",
                       "Scale-out bandwidth per GPU far below scale-up bandwidth.")
 OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio}: GPUs above the leaf get 1/{ratio} of their bandwidth",
                        "A tier whose uplinks carry less than its downlinks.")

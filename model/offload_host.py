@@ -23,6 +23,7 @@ import math
 import attrs
 
 from ..compiler.ir import NodeType, Partition
+from ..dsl.numbers import percent, quantity
 from . import host
 from .config import TrainConfig
 from .shape import ModelShape
@@ -74,8 +75,8 @@ def shortfall(need: HostMemory, node: NodeType) -> str | None:
         return None
     parts = []
     if need.staging:
-        parts.append(f"{need.staging / 1e9:.1f} GB to stage its checkpoint share")
+        parts.append(f"{quantity(need.staging, 'B')} to stage its checkpoint share")
     if need.offload:
-        parts.append(f"{need.offload / 1e9:.1f} GB of offloaded tensors")
-    return (f"each `{node.name}` needs {' and '.join(parts)} in host DRAM, but has {need.available / 1e9:.1f} GB "
-            f"({node.dram / 1e9:.0f} GB less a {HOST_RESERVE:.0%} reserve)")
+        parts.append(f"{quantity(need.offload, 'B')} of offloaded tensors")
+    return (f"each `{node.name}` needs {' and '.join(parts)} in host DRAM, but has {quantity(need.available, 'B')} "
+            f"({quantity(node.dram, 'B')} less a {percent(HOST_RESERVE)} reserve)")

@@ -126,7 +126,7 @@ def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
         allows = f"the {chip.name} has {_gb(lim.hbm)} ({span})"
     else:
         limit, span = lim.memory, bound.span
-        share = f"{bound.value / lim.hbm:.0%} of " if bound.share else ""
+        share = f"{percent(bound.value / lim.hbm)} of " if bound.share else ""
         allows = f"the job allows {_gb(lim.memory)} ({share}the {chip.name}'s {_gb(lim.hbm)}, {span})"
     if state > limit:
         what = f"needs {_gb(state)} per GPU for weights, gradients and optimizer state alone ({_gb(need)} in all)"

@@ -13,7 +13,7 @@ from ..model import comms
 from ..model.job import Job
 from ..model.ranks import rank_partition
 from ..model.step import Estimate
-from ..dsl.numbers import number
+from ..dsl.numbers import number, percent, quantity
 from . import enumerate as space_def
 
 HEADROOM = 0.05       # warn when less than this share of the memory limit is left
@@ -34,10 +34,6 @@ def review(job: Job, e: Estimate, objective: str = "throughput", lim: space_def.
     return tuple(out)
 
 
-def _n(x: float) -> str:
-    return f"{x:,.0f}"
-
-
 def _idle(job: Job, e: Estimate, objective: str):
     c, available = e.config, job.partition.gpus
     if c.gpus >= available:
@@ -46,17 +42,17 @@ def _idle(job: Job, e: Estimate, objective: str):
     most = job.gpus // replica
     why = []
     if job.gpus < available:
-        why.append(f"the job's `gpus = {_n(job.gpus)}` leaves {_n(available - job.gpus)}")
+        why.append(f"the job's `gpus = {number(job.gpus)}` leaves {number(available - job.gpus)}")
     if c.gpus < job.gpus:
         if "dp" in job.pinned:
             why.append(f"dp = {c.dp} is pinned")
         elif c.dp < (widest := space_def.data_parallel(job, _space_of(job, c), c.tp, c.pp, c.cp, c.ep)):
             why.append(f"the GPU count is searched: {objective} is best with {c.dp} replicas of tp x pp x cp = "
-                       f"{replica} GPUs (up to {widest} split the batch of {_n(job.batch)})")
+                       f"{replica} GPUs (up to {widest} split the batch of {number(job.batch)})")
         else:
             why.append(f"dp = {c.dp} is the most replicas of tp x pp x cp = {replica} GPUs whose micro-batches "
-                       f"split the batch of {_n(job.batch)} (at most {_n(most)} fit)")
-    yield Advice("idle-gpus", f"{_n(available - c.gpus)} of {_n(available)} GPUs idle ({_n(c.gpus)} used): "
+                       f"split the batch of {number(job.batch)} (at most {number(most)} fit)")
+    yield Advice("idle-gpus", f"{number(available - c.gpus)} of {number(available)} GPUs idle ({number(c.gpus)} used): "
                  + "; ".join(why))
 
 
@@ -91,14 +87,14 @@ def _few_microbatches(e: Estimate):
     c = e.config
     if c.pp > 1 and c.microbatches < c.pp:
         yield Advice("few-microbatches", f"{c.microbatches} micro-batches for {c.pp} pipeline stages: stages wait "
-                     f"for work most of the step (the bubble is {e.breakdown.bubble / e.step_time:.0%})")
+                     f"for work most of the step (the bubble is {percent(e.breakdown.bubble / e.step_time)})")
 
 
 def _headroom(e: Estimate, lim: space_def.Limits):
     left = 1 - e.memory.total / lim.memory
     if left < HEADROOM:
-        yield Advice("memory-headroom", f"memory {e.memory.total / 1e9:.1f} GB of the {lim.memory / 1e9:.1f} GB limit "
-                     f"per GPU leaves {left:.1%} headroom: allocator fragmentation and NCCL buffers can run it out")
+        yield Advice("memory-headroom", f"memory {quantity(e.memory.total, 'B')} of the {quantity(lim.memory, 'B')} limit "
+                     f"per GPU leaves {percent(left)} headroom: allocator fragmentation and NCCL buffers can run it out")
 
 
 def _low_mfu(job: Job, e: Estimate):
@@ -113,13 +109,13 @@ def _low_mfu(job: Job, e: Estimate):
         need = math.ceil((c.pp - 1) / c.vp * (1 - BUBBLE_TARGET) / BUBBLE_TARGET)
         replicas = max(1, job.batch // (c.microbatch * need))
         batch = need * c.microbatch * c.dp
-        cause = (f"batch {_n(job.batch)} is too small for {_n(c.gpus)} GPUs: the bubble is {b.bubble / step:.0%} "
+        cause = (f"batch {number(job.batch)} is too small for {number(c.gpus)} GPUs: the bubble is {percent(b.bubble / step)} "
                  f"of the step ({c.microbatches} micro-batches on {c.pp} stages)")
-        fix = f"use <= {_n(replicas * c.tp * c.pp * c.cp)} GPUs or batch >= {_n(batch)}"
+        fix = f"use <= {number(replicas * c.tp * c.pp * c.cp)} GPUs or batch >= {number(batch)}"
     elif seconds >= b.recompute:
-        cause = f"{dim} communication is {seconds / step:.0%} of the step"
+        cause = f"{dim} communication is {percent(seconds / step)} of the step"
         fix = f"keep {dim} inside the scale-up domain or overlap it (a smaller {dim}, a faster tier)"
     else:
-        cause = f"{c.recompute} recompute is {b.recompute / step:.0%} of the step"
+        cause = f"{c.recompute} recompute is {percent(b.recompute / step)} of the step"
         fix = "more memory per GPU (a higher ZeRO stage, more pp) to recompute less"
-    yield Advice("low-mfu", f"MFU {e.mfu:.1%}: {cause}; {fix}")
+    yield Advice("low-mfu", f"MFU {percent(e.mfu)}: {cause}; {fix}")

@@ -8,16 +8,18 @@ first come first served; with multi-step scheduling only every `scheduler_steps`
 iteration, the others decode only). A request is admitted while the replica has fewer than
 `max_batch` sequences and KV pages for its prompt; when decoding outgrows the cache the
 newest sequence is preempted and recomputed later (vLLM's default). The iteration's time
-comes from the replica's cost model (`model/inference.py`). With sliding-window layers a
-sequence is admitted for its prompt's layer-mean tokens (model/kv.py) and then grows one
-token a step in every layer: an upper bound on the cache once its windows are full.
+comes from the replica's cost model (`model/inference.py`). The cache is counted exactly in
+layer-mean tokens (model/kv.py): a sequence is admitted for its prompt's pages and then
+grows a token a step in every layer until it reaches the window; from there its windowed
+layers stay full and flat while its global layers keep growing.
 
 Disaggregated: prefill replicas only run prompts; each finished prompt's cache moves to
 a decode replica (`transfer` seconds), which then decodes it. The first token is the
 prefill's, so TTFT ends there and the transfer delays the second token.
 
-Latencies are measured on the requests after a warm-up (the first tenth, or the first
-`warmup_s` seconds of arrivals): a system filling up from empty would flatter the tails.
+Latencies are measured on the requests after a warm-up (solver/serve_outcome.py). A planner
+that only needs to know whether a run breaks its SLOs may stop it as soon as one is broken
+for certain (`stop`).
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ import attrs
 
 from ..model.inference import Replica
 from ..compiler.serve_trace import Request
+from .serve_outcome import Misses, Outcome, first_measured, measure
 
-WARMUP = 0.1
+__all__ = ["Outcome", "Pool", "simulate"]
 
 
 @attrs.frozen
@@ -54,6 +57,7 @@ class _Seq:
     base: float = 0.0
     fixed: float = 0.0          # KV tokens it holds beside its output: fresh prompt (layer-mean) and half a page
     state: str = "waiting"      # waiting, prefill or decode
+    full: bool = False          # decoding past the window: its windowed layers no longer grow
     version: int = 0            # bumps when it leaves decoding, so stale heap entries are skipped
 
 
@@ -61,7 +65,13 @@ class _Seq:
 class _Server:
     """A replica. Decoding sequences are tracked in aggregate (their count, and sums of
     their prompts and start steps), so an iteration costs O(1) plus its admissions and
-    finishes rather than O(batch)."""
+    finishes rather than O(batch).
+
+    With sliding-window layers, a sequence of prompt P with m tokens out holds
+    effective(P + m) - effective(P) layer-mean tokens beside its prompt: m below the window w,
+    g m + (1 - g) max(0, w - P) past it (g: the share of global layers). Those past the
+    window are summed apart (`full_*`); each moves there at the step it reaches the window
+    (the `filling` heap)."""
 
     pool: Pool
     role: str                   # both, prefill or decode
@@ -74,6 +84,12 @@ class _Server:
     sum_prompt: float = 0.0
     sum_base: float = 0.0
     fixed: float = 0.0          # KV tokens held by admitted sequences beside their outputs
+    filling: list = attrs.Factory(list)     # heap of (step it reaches the window, tick, version, seq)
+    full_count: int = 0         # decoding sequences past the window
+    full_sum_base: float = 0.0
+    full_offset: float = 0.0    # their sum of (1 - g) max(0, w - P)
+    window: float = 0.0         # the model's window (0: none)
+    frozen: float = 0.0         # 1 - g: the share of layers that stop growing at the window
     busy: bool = False
     round: int = 0              # decode steps since prompts last could join (multi-step scheduling)
 
@@ -81,9 +97,42 @@ class _Server:
     def load(self) -> int:
         return len(self.waiting) + len(self.prefilling) + self.count
 
+    def __attrs_post_init__(self) -> None:
+        shape = self.pool.replica.kv.shape
+        self.window = shape.window or 0
+        self.frozen = shape.local_layers / shape.layers if self.window else 0.0
+
     @property
     def used(self) -> float:
-        return self.fixed + self.count * (1 + self.steps) - self.sum_base
+        """Layer-mean KV tokens held now (call `reach` first when the steps moved)."""
+        outputs = self.count * (1 + self.steps) - self.sum_base
+        if not self.full_count:
+            return self.fixed + outputs
+        full = self.full_count * (1 + self.steps) - self.full_sum_base
+        return self.fixed + outputs - self.frozen * full + self.full_offset
+
+    def growth(self, step: float) -> float:
+        """Layer-mean tokens the decoding sequences add in the next `step` tokens each: a
+        sequence reaching the window within it adds g for each token past the window."""
+        add = step * (self.count - self.frozen * self.full_count)
+        if self.filling and self.filling[0][0] < self.steps + step:
+            end = self.steps + step
+            add -= self.frozen * sum(end - at for at, _, version, seq in self.filling
+                                     if at < end and version == seq.version)
+        return add
+
+    def reach(self) -> None:
+        """Sequences whose output has reached the window by now count as past it."""
+        while self.filling and self.filling[0][0] <= self.steps:
+            _, _, version, seq = heapq.heappop(self.filling)
+            if version == seq.version:
+                self.fill_window(seq)
+
+    def fill_window(self, seq: _Seq) -> None:
+        seq.full = True
+        self.full_count += 1
+        self.full_sum_base += seq.base
+        self.full_offset += self.frozen * max(0.0, self.window - seq.request.prompt)
 
     @property
     def cached(self) -> float:
@@ -91,53 +140,20 @@ class _Server:
         return self.sum_prompt + self.count * (1 + self.steps) - self.sum_base
 
 
-@attrs.frozen
-class Outcome:
-    ttft: tuple[float, ...]     # sorted, seconds, measured requests (inf: never served)
-    tpot: tuple[float, ...]
-    e2e: tuple[float, ...]
-    met: int                    # measured requests meeting every SLO
-    window: float               # seconds over which the measured requests arrived
-    output_tokens: float        # made during the window, by every request
-    preemptions: int
-
-    @property
-    def goodput(self) -> float:
-        """Requests per second that meet every SLO."""
-        return self.met / self.window if self.window > 0 else 0.0
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.output_tokens / self.window if self.window > 0 else 0.0
-
-    def percentile(self, metric: str, p: float) -> float:
-        """Nearest-rank percentile (`p` in 0..100); `mean` for p < 0."""
-        values = getattr(self, metric)
-        if not values:
-            return math.inf
-        if p < 0:
-            return sum(values) / len(values)
-        return values[max(0, math.ceil(p / 100 * len(values)) - 1)]
-
-    def summary(self) -> dict[str, float]:
-        out = {f"{m}_{name}_s": self.percentile(m, p) for m in ("ttft", "tpot", "e2e")
-               for name, p in (("p50", 50), ("p90", 90), ("p99", 99), ("mean", -1))}
-        return out | {"goodput_rps": self.goodput, "output_tokens_per_s": self.tokens_per_s,
-                      "requests": len(self.ttft), "preemptions": self.preemptions}
-
-
 def simulate(requests: tuple[Request, ...], serve: Pool, prefill: Pool | None = None,
              transfer: Callable[[int], float] | None = None, slo: dict[str, float] | None = None,
-             warmup_s: float | None = None) -> Outcome:
+             warmup_s: float | None = None, stop: Callable[[tuple[str, ...]], bool] | None = None) -> Outcome:
     """Run the requests through the pools; `serve` decodes (and prefills when no `prefill` pool).
-    Requests arriving in the first `warmup_s` seconds (default: the first tenth) are not measured."""
-    return _Simulation(requests, serve, prefill, transfer or (lambda _: 0.0), slo or {}, warmup_s).run()
+    Requests arriving in the first `warmup_s` seconds (default: the first tenth) are not measured.
+    `stop` is asked, each time another SLO bound becomes certainly broken, whether to end the
+    run there (given those bounds, in the order of `slo`; the outcome's `stopped` names them)."""
+    return _Simulation(requests, serve, prefill, transfer or (lambda _: 0.0), slo or {}, warmup_s, stop).run()
 
 
 class _Simulation:
     def __init__(self, requests, serve: Pool, prefill: Pool | None, transfer, slo: dict[str, float],
-                 warmup_s: float | None = None):
-        self.requests, self.transfer, self.slo, self.warmup_s = requests, transfer, slo, warmup_s
+                 warmup_s: float | None = None, stop=None):
+        self.requests, self.transfer, self.slo = requests, transfer, slo
         self.decoders = [_Server(serve, "decode" if prefill else "both") for _ in range(serve.count)]
         self.prefillers = [_Server(prefill, "prefill") for _ in range(prefill.count)] if prefill else []
         self.events: list = []
@@ -145,6 +161,11 @@ class _Simulation:
         self.results: dict[int, tuple[float, float, float]] = {}
         self.finish = 0.0
         self.preemptions = 0
+        self.peak_batch = 0
+        self.peak_kv = 0.0
+        self.first = first_measured(requests, warmup_s) if requests else 0
+        self.misses = Misses(slo, len(requests) - self.first) if stop else None
+        self.stop, self.stopped = stop, ()
 
     def push(self, time: float, kind: str, payload) -> None:
         self.tick += 1
@@ -155,7 +176,7 @@ class _Simulation:
         # time, as if all were queued first; only the servers' events need the heap
         arrivals = sorted(range(len(self.requests)), key=lambda i: (self.requests[i].arrival, i))
         upcoming = 0
-        while self.events or upcoming < len(arrivals):
+        while (self.events or upcoming < len(arrivals)) and not self.stopped:
             if upcoming < len(arrivals) and (not self.events or
                                              self.requests[arrivals[upcoming]].arrival <= self.events[0][0]):
                 now, kind, payload = self.requests[arrivals[upcoming]].arrival, "arrive", arrivals[upcoming]
@@ -184,6 +205,7 @@ class _Simulation:
     # ------------------------------------------------------------ one iteration
     def start(self, server: _Server, now: float) -> None:
         r = server.pool.replica
+        server.reach()
         self.grow(server)
         decoding = server.count
         if decoding and server.round < r.engine.scheduler_steps and server.role != "prefill":
@@ -204,7 +226,7 @@ class _Simulation:
         if server.role == "prefill":
             return
         step = server.pool.replica.engine.tokens_per_step
-        while server.used + server.count * step > server.pool.kv_tokens and len(server.order) > 1:
+        while server.used + server.growth(step) > server.pool.kv_tokens and len(server.order) > 1:
             victim, _ = server.order.popitem()
             self.preemptions += 1
             made = 1 + server.steps - victim.base if victim.state == "decode" else victim.made
@@ -215,6 +237,8 @@ class _Simulation:
             victim.made, victim.done = made, share
             victim.todo = victim.request.prompt - share + max(0.0, made - 1)
             server.waiting.appendleft(victim)
+        if server.count:
+            self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
 
     def release(self, server: _Server, seq: _Seq) -> None:
         """`seq` leaves the replica's cache."""
@@ -225,6 +249,11 @@ class _Simulation:
             server.sum_prompt -= seq.request.prompt
             server.sum_base -= seq.base
             seq.version += 1
+            if seq.full:
+                seq.full = False
+                server.full_count -= 1
+                server.full_sum_base -= seq.base
+                server.full_offset -= server.frozen * max(0.0, server.window - seq.request.prompt)
         seq.state = "waiting"
 
     def fill(self, server: _Server, budget: float) -> list[tuple[_Seq, float]]:
@@ -241,17 +270,21 @@ class _Simulation:
             seq = server.waiting[0]
             if seq.todo > 0 and budget <= 0:
                 break
-            held = pool.replica.kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
+            kv = pool.replica.kv
+            held = kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
             if server.role != "prefill":
-                if server.used + held + seq.made > pool.kv_tokens:
+                made = seq.made if not server.window else \
+                    kv.effective(seq.request.prompt + seq.made) - kv.effective(seq.request.prompt)
+                if server.used + held + made > pool.kv_tokens:
                     if not server.order:  # it can never fit: served never
                         server.waiting.popleft()
-                        self.results[seq.index] = (math.inf, math.inf, math.inf)
+                        self.result(seq.index, (math.inf, math.inf, math.inf))
                         continue
                     break
                 seq.fixed = held
                 server.fixed += held
                 server.order[seq] = None
+                self.peak_batch = max(self.peak_batch, len(server.order))
             server.waiting.popleft()
             if seq.todo <= 0:
                 self.begin_decoding(server, seq)
@@ -272,6 +305,12 @@ class _Simulation:
         server.sum_base += seq.base
         self.tick += 1
         heapq.heappush(server.finishing, (seq.base + seq.request.output - 1, self.tick, seq.version, seq))
+        if server.window:
+            reaches = seq.base + server.window - seq.request.prompt - 1   # the step its length is the window
+            if reaches <= server.steps:
+                server.fill_window(seq)
+            else:
+                heapq.heappush(server.filling, (reaches, self.tick, seq.version, seq))
 
     def complete(self, server: _Server, parts, decoding: int, now: float) -> None:
         if decoding:
@@ -306,39 +345,16 @@ class _Simulation:
         r = seq.request
         ttft = seq.first - r.arrival
         tpot = (now - seq.first) / (r.output - 1) if r.output > 1 else 0.0
-        self.results[seq.index] = (ttft, tpot, now - r.arrival)
+        self.result(seq.index, (ttft, tpot, now - r.arrival))
         self.finish = max(self.finish, now)
+
+    def result(self, index: int, values: tuple[float, float, float]) -> None:
+        self.results[index] = values
+        if self.misses is not None and index >= self.first and self.misses.record(values):
+            if self.stop(tuple(self.misses.missed)):
+                self.stopped = tuple(self.misses.missed)
 
     # ------------------------------------------------------------ measurement
     def outcome(self) -> Outcome:
-        if self.warmup_s is not None:
-            start = self.requests[0].arrival + self.warmup_s
-            first = next((i for i, r in enumerate(self.requests) if r.arrival >= start), len(self.requests) - 1)
-            first = min(first, int(len(self.requests) * (1 - WARMUP)))  # keep most of a short run measured
-        else:
-            first = int(len(self.requests) * WARMUP) if len(self.requests) >= 20 else 0
-        measured = [self.results.get(i, (math.inf,) * 3) for i in range(first, len(self.requests))]
-        limits = {m: min((v for k, v in self.slo.items() if k.startswith(m)), default=math.inf)
-                  for m in ("ttft", "tpot", "e2e")}
-        met = sum(1 for t, p, e in measured if t <= limits["ttft"] and p <= limits["tpot"] and e <= limits["e2e"])
-        # the window is the measured requests' arrivals: served rates are rates of the offered load
-        start = self.requests[first].arrival if measured else 0.0
-        end = self.requests[-1].arrival
-        if end <= start:  # everything at once (no rate): until the last finish
-            end = self.finish
-        window = max(0.0, end - start)
-        tokens = sum(self._made_between(i, start, end) for i in range(len(self.requests)))
-        return Outcome(tuple(sorted(m[0] for m in measured)), tuple(sorted(m[1] for m in measured)),
-                       tuple(sorted(m[2] for m in measured)), met, window, tokens, self.preemptions)
-
-    def _made_between(self, index: int, start: float, end: float) -> float:
-        """Output tokens request `index` produced in [start, end], spread evenly over its decode."""
-        ttft, _, e2e = self.results.get(index, (math.inf,) * 3)
-        if not math.isfinite(e2e):
-            return 0.0
-        r = self.requests[index]
-        first, finish = r.arrival + ttft, r.arrival + e2e
-        if finish <= first:
-            return float(r.output) if start <= finish <= end else 0.0
-        overlap = max(0.0, min(end, finish) - max(start, first))
-        return r.output * overlap / (finish - first)
+        return measure(self.requests, self.results, self.first, self.slo, self.finish, preemptions=self.preemptions,
+                       peak_batch=self.peak_batch, peak_kv_tokens=self.peak_kv, stopped=self.stopped)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..dsl.numbers import count, duration, percent, quantity
+from ..dsl.numbers import count, duration, number, percent, quantity
 from ..solver.schedule.jobs import Workload
 from ..solver.schedule.milp import Optimum
 from ..solver.schedule.simulate import Outcome, Run
@@ -152,7 +152,7 @@ def schedule_text(data: dict, limit: int = 40) -> str:
     if len(jobs) > limit:
         lines.append(f"  ... and {len(jobs) - limit:,} more jobs (--json lists them all)")
     lines.append(f"  cluster    makespan {_h(c['makespan_s'])}, utilization {_pct(c['utilization'])}, fragmentation "
-                 f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {c['gpu_hours_held']:,.0f} GPU-h held, "
+                 f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {number(c['gpu_hours_held'])} GPU-h held, "
                  f"{c['jobs_done']}/{c['jobs']} jobs done, {count(c['preemptions'], 'preemption')}, "
                  f"{count(c['failures'], 'failure')}")
     lines.append(f"  energy     {quantity(c['gpu_energy_j'] / 3600, 'Wh')} (GPUs at TDP when held, idle power otherwise, x PUE)")

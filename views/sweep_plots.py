@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+from ..dsl.numbers import percent
 from ..solver.sweep.pareto import OBJECTIVES
 
 # how each column reads on an axis: (label, divisor)
@@ -71,8 +72,8 @@ def tornado_figure(bars: list[tuple[str, float, float]], metric: str, delta: flo
     ax = fig.add_subplot()
     ordered = sorted(bars, key=lambda b: max(abs(b[1]), abs(b[2])))
     names = [b[0] for b in ordered]
-    ax.barh(names, [b[1] * 100 for b in ordered], color="#ef6c00", label=f"param -{delta:.0%}")
-    ax.barh(names, [b[2] * 100 for b in ordered], color="#1565c0", label=f"param +{delta:.0%}")
+    ax.barh(names, [b[1] * 100 for b in ordered], color="#ef6c00", label=f"param -{percent(delta)}")
+    ax.barh(names, [b[2] * 100 for b in ordered], color="#1565c0", label=f"param +{percent(delta)}")
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel(f"change of {metric} (%)")
     ax.legend(loc="lower right", fontsize=8)

@@ -66,7 +66,7 @@ def summary_json(collected, total: int, objectives: tuple[str, ...], files: list
 
 def tornado_text(bars: list[tuple[str, float, float]], name: str, delta: float) -> str:
     """The sensitivity of `name` to each param moved by -delta and +delta, largest swing first."""
-    lines = [f"sensitivity of {name} to +-{delta:.0%}:"]
+    lines = [f"sensitivity of {name} to +-{percent(delta)}:"]
     for param, low, high in sorted(bars, key=lambda b: -max(abs(b[1]), abs(b[2]))):
         lines.append(f"  {param:24} {low:+8.1%} {high:+8.1%}")
     return "\n".join(lines)

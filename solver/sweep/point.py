@@ -120,11 +120,12 @@ def _serve(chosen, row: dict) -> dict:
     if chosen.best is None:
         return row | {"status": "infeasible", "reason": "; ".join(chosen.binding) or "no configuration meets the SLOs"}
     c = chosen.best.config
-    row |= {"status": "ok", "reason": "", "tp": c.tp, "ep": c.ep, "dp": chosen.replicas,
-            "tokens_per_s": chosen.tokens_per_s, "memory_per_gpu_bytes": chosen.best.memory,
+    share = chosen.used_gpus / chosen.graph.gpus   # a serve plan uses (and is charged for) only its pools' GPUs
+    row |= {"status": "ok", "reason": "", "gpus": chosen.used_gpus, "tp": c.tp, "pp": c.pp, "ep": c.ep,
+            "dp": chosen.replicas, "tokens_per_s": chosen.tokens_per_s, "memory_per_gpu_bytes": chosen.best.memory,
             "job_power_w": chosen.power_w}
     if t is not None and chosen.tokens_per_s > 0:
-        row["cost_per_token_usd"] = t.per_token(chosen.tokens_per_s)
+        row["cost_per_token_usd"] = t.per_token(chosen.tokens_per_s) * share   # as views/serve.py serve_cost
     return row
 
 

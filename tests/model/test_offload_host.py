@@ -77,4 +77,4 @@ def test_offloaded_tensors_count_against_the_nodes_dram():
     none = job(checkpoint="")
     need = offload_host.host_memory(none.shape, pinned_config(none), none.partition, offload_bytes=10e9)
     assert need.offload == 80e9 and not need.fits
-    assert "80.0 GB of offloaded tensors" in offload_host.shortfall(need, pcie)
+    assert "80 GB of offloaded tensors" in offload_host.shortfall(need, pcie)

@@ -17,6 +17,7 @@ import shlex
 
 import yaml
 
+from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
 from ...model.recompute import modules as recompute_modules
 from .target import ExportError, JobPlan, header
@@ -167,8 +168,8 @@ def _offload(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     count = c.offload * stage
     if abs(count - round(count)) > 1e-9 or round(count) >= stage:
         raise ExportError(f"Megatron-LM offloads whole layers and keeps at least one per stage on the GPU "
-                          f"(--cpu-offloading-num-layers < layers); offload = {c.offload:.0%} of {stage} layers "
-                          f"per stage is {count:g}")
+                          f"(--cpu-offloading-num-layers < layers); offload = {percent(c.offload)} of {stage} layers "
+                          f"per stage is {number(count)}")
     return [("--cpu-offloading", True), ("--cpu-offloading-num-layers", round(count))]
 
 

@@ -16,6 +16,7 @@ torchtitan's layer-level selective checkpointing (`selective_ac_option = "k"`).
 
 from __future__ import annotations
 
+from ...dsl.numbers import percent
 from ...model.shape import ModelShape
 from .target import ExportError, JobPlan, header
 
@@ -100,7 +101,7 @@ def _check(job: JobPlan, vendor: str) -> None:
                           + " (use `recompute = full` with `recompute_every`)")
     if c.offload:
         raise ExportError("torchtitan v0.2.2 has no activation offload to host memory; the plan of "
-                          f"`{job.name}` offloads {c.offload:.0%} of each stage's layers")
+                          f"`{job.name}` offloads {percent(c.offload)} of each stage's layers")
     if c.batch % c.dp:
         raise ExportError(f"torchtitan gives each data-parallel rank the same local batch; {c.batch} sequences "
                           f"do not split over dp {c.dp}")

@@ -1,0 +1,116 @@
+"""What every serve search shares: the analytic screening of replica configurations against
+memory, the SLOs, the GPU and power limits (and the record of which limit broke which, to
+say why nothing fits), the power a set of pools draws, and the runners-up."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ..dsl.numbers import number
+from ..model.inference import Replica, ServeEstimate, estimate
+from ..model.power import job_power
+from .serve_demand import Demand
+from .serve_sim import Outcome
+from .serve_space import Limits
+
+
+@attrs.frozen
+class Side:
+    """One pool: its replica, the analytic estimate and how many replicas run."""
+
+    replica: Replica
+    estimate: ServeEstimate
+    count: int
+
+    @property
+    def gpus(self) -> int:
+        return self.count * self.replica.gpus
+
+
+@attrs.frozen
+class SearchResult:
+    mode: str
+    decode: Side | None
+    prefill: Side | None
+    outcome: Outcome | None
+    power: float | None
+    binding: tuple[str, ...]
+    proof: str
+
+
+class Screen:
+    """The candidates' analytic screening and what the searches built on it share."""
+
+    def __init__(self, graph, partition, limits: Limits, demand: Demand | None, mode: str,
+                 replicas: list[Replica], lengths: Demand, warmup_s: float = 0.0, energy: bool = False):
+        self.graph, self.partition, self.limits, self.demand, self.mode = graph, partition, limits, demand, mode
+        self.warmup_s, self.energy = warmup_s, energy
+        self.prompt, self.output = lengths.prompt, lengths.output
+        self.simulated, self.pruned = 0, 0
+        self.broken: dict[str, set[int]] = {}   # limit -> the replicas (ids) that break it
+        self.nearest: dict[str, float] = {}      # limit -> the best any replica reaches (to say how far)
+        self.both = self.admissible(replicas, "both")
+        self.prefills = self.admissible(replicas, "prefill") if mode != "aggregated" else []
+        self.decodes = self.admissible(replicas, "decode") if mode != "aggregated" else []
+        self.total = len(replicas)
+        self.replicas = replicas
+
+    def admissible(self, replicas: list[Replica], role: str) -> list[tuple[Replica, ServeEstimate]]:
+        out = []
+        for r in replicas:
+            if role == "prefill" and r.config.batch != 1:
+                continue  # a prefill replica's batch is its chunk budget, not a decode batch
+            e = estimate(r, self.prompt, self.output, role)
+            broken = self.violations(r, e, role)
+            for name in broken:
+                self.broken.setdefault(name, set()).add(id(r))
+            if not broken:
+                out.append((r, e))
+        return out
+
+    def violations(self, r: Replica, e: ServeEstimate, role: str) -> tuple[str, ...]:
+        lim = self.limits
+        unloaded_tpot = r.iteration(1, self.prompt + self.output / 2) / r.engine.tokens_per_step
+        tpot = unloaded_tpot if self.demand is not None else e.tpot  # under demand the batch fills as needed
+        values = (("memory", True, e.memory, lim.memory_bytes(e.hbm)),
+                  ("ttft", role != "decode", e.ttft, lim.latency("ttft")),
+                  ("tpot", role != "prefill", tpot, lim.latency("tpot")),
+                  ("e2e", role == "both", e.ttft + self.output * unloaded_tpot, lim.latency("e2e")),
+                  ("gpus", True, r.gpus, lim.gpus))
+        for name, applies, value, _ in values:
+            if applies:
+                self.nearest[name] = min(self.nearest.get(name, math.inf), value)
+        return tuple(name for name, applies, value, bound in values if applies and value > bound)
+
+    def power(self, sides: list[Side], rate: float | None = None) -> float:
+        """Watts of the pools serving `rate` requests per second (None: each at its full-batch
+        capacity): each pool computes for its share of the time its capacity is in use, so
+        the power never falls as a pool grows (what the demand search prunes by)."""
+        gpus = sum(s.gpus for s in sides)
+        if gpus == 0:
+            return 0.0
+        busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
+                   for s in sides)
+        return job_power(self.graph, self.partition, gpus, busy / gpus).total
+
+    def broke_power(self, key: int, watts: float) -> None:
+        self.broken.setdefault("power", set()).add(key)
+        self.nearest["power"] = min(self.nearest.get("power", math.inf), watts)
+
+    def infeasible(self) -> SearchResult:
+        reasons = tuple(f"{name}: broken by {len(ids)} of {self.total} configurations"
+                        for name, ids in sorted(self.broken.items()))
+        if not reasons and self.demand is not None:
+            reasons = (f"demand: no configuration meets the SLO percentiles at {number(self.demand.rate)} requests/s "
+                       f"on {self.limits.gpus} GPUs",)
+        return SearchResult(self.mode, None, None, None, None, reasons or ("no configuration fits",), "")
+
+    def runners_up(self, result: SearchResult, top: int) -> list[ServeEstimate]:
+        if result.decode is None:
+            return []
+        chosen = result.decode.replica.config
+        ranked = sorted((e for _, e in self.both if e.config != chosen),
+                        key=lambda e: -e.tokens_per_s / e.gpus)
+        return ranked[:top]

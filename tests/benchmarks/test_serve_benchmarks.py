@@ -1,0 +1,71 @@
+"""The shared parts of the serving benchmarks (benchmarks/serve_common.py) and the
+cross-validation of benchmarks/serve_accuracy.py: a held-out group is predicted with the p the
+other groups chose, never with its own."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from gclc.solver.serve_sim import Outcome
+from gclc.testing import load_profile
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import serve_accuracy  # noqa: E402
+import serve_common  # noqa: E402
+
+load_profile()
+
+
+@given(st.floats(1.0, 5000.0), st.integers(0, 2**32 - 1))
+def test_spread_output_lengths_stay_between_one_and_twice_the_mean(osl, seed):
+    rng = random.Random(seed)
+    mean = max(1, round(osl))
+    for _ in range(20):
+        assert 1 <= serve_common.output_length(rng, osl, True) <= 2 * mean - 1
+    assert serve_common.output_length(rng, osl, False) == mean
+
+
+def test_spread_output_lengths_keep_the_mean():
+    """Uniform on 1 .. 2 x 290 - 1: mean 290; 40,000 draws land within 1 % of it."""
+    lengths = [r.output for r in serve_common.queued(40_000, 294, 290, vary=True)]
+    assert abs(statistics.fmean(lengths) - 290) < 0.01 * 290
+    assert min(lengths) >= 1 and max(lengths) <= 579
+
+
+def test_poisson_arrivals_by_hand():
+    """Gaps exponential at the rate: 20,000 arrivals at 75 req/s span about 20,000 / 75 s; the
+    same seed gives the same requests."""
+    requests = serve_common.poisson_arrivals(75.0, 20_000, 294, 290)
+    assert abs(requests[-1].arrival - 20_000 / 75) < 0.03 * 20_000 / 75
+    assert all(a.arrival < b.arrival for a, b in zip(requests, requests[1:]))
+    assert requests == serve_common.poisson_arrivals(75.0, 20_000, 294, 290)
+    assert {r.output for r in requests} == {290}
+
+
+def test_a_latency_row_reads_its_percentile():
+    outcome = Outcome(ttft=(0.1, 0.2, 0.3, 0.4), tpot=(0.01, 0.02, 0.03, 0.04), e2e=(1, 2, 3, 4), met=4,
+                      window=1.0, output_tokens=10.0, preemptions=0)
+    assert serve_common.latency(outcome, "ttft_p50_s") == 0.2
+    assert serve_common.latency(outcome, "tpot_p99_s") == 0.04
+
+
+def _row(group: str, error: float) -> dict:
+    return {"source": group, "model": group, "error": error, "metric": "tok_s"}
+
+
+def test_a_held_out_group_gets_the_p_the_others_chose():
+    """Group A alone would pick p = 1.5 (its error 0 there), the others pick p = 2: A is
+    predicted at p = 2 and so carries its p = 2 error; B and C at the p that A and the other chose."""
+    table = {1.5: [_row("A", 0.0), _row("B", 0.5), _row("C", 0.5)],
+             2.0: [_row("A", 0.3), _row("B", 0.1), _row("C", 0.1)]}
+    held, lines = serve_accuracy.cross_validate(table, "source")
+    by_group = {r["source"]: r["error"] for r in held}
+    assert by_group == {"A": 0.3, "B": 0.1, "C": 0.1}
+    assert len(lines) == 3 and "p = 2" in lines[0]

@@ -1,0 +1,167 @@
+"""The serve planner's branch and bound (solver/serve_demand_search.py) against confirming
+every candidate (`exhaustive=True`) on small designs: the same plan, with fewer simulations;
+and the shortcuts it takes are exact: pools that grow never draw less power, a
+run stopped at its first certainly broken SLO agrees with the full run, and a run whose
+batch limit never binds is the run under any larger limit."""
+
+import re
+from pathlib import Path
+
+import attrs
+from hypothesis import given, settings, strategies as st
+
+from gclc.compiler.driver import check_text
+from gclc.compiler.serve_trace import Request
+from gclc.model.inference import Engine, ServeConfig, replica
+from gclc.model.job import placement
+from gclc.model.shape import ModelShape
+from gclc.solver.serve import plan_serve, serve_entity
+from gclc.solver.serve_demand import demand_of, lifetime
+from gclc.solver.serve_demand_search import DemandSearch, _missed
+from gclc.solver.serve_screen import Side
+from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve_space import limits_of
+
+ROOT = Path(__file__).resolve().parents[2]
+# Llama 3.1 8B on 2 DGX H100 (tests/data/serve_cost.gcl), everything above its serve job
+CLUSTER = (ROOT / "tests" / "data" / "serve_cost.gcl").read_text().split("serve chat")[0]
+PLANS = max(4, settings.default.max_examples // 10)    # each example plans twice, once exhaustively
+RUNS = max(5, settings.default.max_examples // 6)
+
+
+def job(rate: float, ttft: str, tpot: str, mode: str, energy: bool, gpus: int, prompt: int) -> str:
+    return CLUSTER + f"""
+serve chat {{
+  model = Llama8B
+  on = Box
+  precision = fp8
+  prompt = uniform(low = {prompt // 4}, high = {prompt * 7 // 4})
+  output = exponential(mean = 150)
+  rate = {rate} req/s
+  requests = 60
+  {"minimize = energy" if energy else ""}
+  engine {{ mode = {mode}  max_batch = 8 }}
+  slo {{ {ttft}  {tpot} }}
+  subject to {{ gpus <= {gpus} }}
+}}
+"""
+
+
+def entity(*args):
+    result = check_text(job(*args), str(ROOT / "tests" / "data" / "serve_law.gcl"))
+    assert result.design is not None, result.diagnostics
+    return serve_entity(result.design)
+
+
+def chosen(plan):
+    pools = tuple((s.replica.config, s.count) for s in (plan.decode, plan.prefill) if s is not None)
+    return plan.mode, pools, plan.power_w, plan.outcome.summary() if plan.outcome else None
+
+
+@settings(max_examples=PLANS, deadline=None)
+@given(st.floats(1, 60), st.sampled_from(["ttft.p99", "ttft.p90", "ttft"]), st.integers(60, 3000),
+       st.sampled_from(["tpot.p90", "tpot.p50", "tpot.p99", "tpot"]), st.integers(6, 60),
+       st.sampled_from(["auto", "aggregated", "disaggregated"]), st.booleans(), st.integers(2, 16),
+       st.sampled_from([400, 1000, 3000]))
+def test_the_pruned_search_chooses_what_the_exhaustive_one_does(rate, ttft, ttft_ms, tpot, tpot_ms, mode, energy,
+                                                                 gpus, prompt):
+    e = entity(round(rate, 1), f"{ttft} <= {ttft_ms} ms", f"{tpot} <= {tpot_ms} ms", mode, energy, gpus, prompt)
+    pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
+    assert pruned.proof in ("bound", "") and exhaustive.proof in ("exhaustive", "")
+    assert chosen(pruned) == chosen(exhaustive)
+    assert pruned.binding == exhaustive.binding
+    assert pruned.simulated <= exhaustive.simulated
+    # the fewest replicas: a pool that grew in simulation grew by one past the count that broke an SLO
+    for line in pruned.binding:
+        broke = re.search(r": (\d+) (prefill )?replicas? breaks? it in simulation", line)
+        if broke:
+            grown = pruned.prefill if broke.group(2) else pruned.decode
+            assert int(broke.group(1)) == grown.count - 1, (line, grown.count)
+
+
+def test_the_pruned_search_simulates_less_on_a_contested_design():
+    """Long prompts under a tight TTFT P99: the first layouts tried break it in simulation;
+    the bound leaves most of the rest unsimulated and still finds the exhaustive plan."""
+    e = entity(30, "ttft.p99 <= 150 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
+    pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
+    assert chosen(pruned) == chosen(exhaustive) and pruned.decode is not None
+    assert pruned.binding[0].startswith("ttft.p99:")   # fewer replicas were simulated and broke it
+    assert pruned.simulated < exhaustive.simulated / 2
+
+
+# ------------------------------------------------------------ the shortcuts are exact
+SMALL = entity(50, "ttft.p99 <= 500 ms", "tpot.p90 <= 20 ms", "auto", False, 16, 1000)
+GRAPH, PARTITION = placement(SMALL)
+SHAPE = ModelShape.from_entity(SMALL.get("model"))
+DEMAND = demand_of(SMALL, 120)
+
+
+def small_pool(tp: int, batch: int, count: int) -> Pool:
+    r = replica(SHAPE, ServeConfig(tp, batch, "fp8"), PARTITION, Engine())
+    return Pool(r, count, batch, r.kv_capacity_tokens(0.9 * r.hbm))
+
+
+@settings(max_examples=RUNS, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.integers(1, 4), st.floats(5, 400), st.floats(0.005, 0.05),
+       st.floats(0.05, 2.0), st.sampled_from(["tpot.p90", "tpot.p50", "tpot"]))
+def test_a_run_stopped_at_its_first_broken_slo_agrees_with_the_full_run(tp, count, rate, tpot, ttft, which):
+    slo = {"ttft.p99": ttft, which: tpot}
+    requests = DEMAND.at_rate(rate).requests
+    pool = small_pool(tp, 64, count)
+    full = simulate(requests, pool, slo=slo)
+    stopped = simulate(requests, pool, slo=slo, stop=lambda missed: True)
+    missed = _missed(full, slo)
+    if not missed:
+        assert stopped == full   # nothing broke: it ran to the end
+    else:
+        assert stopped.stopped and set(stopped.stopped) <= set(missed)
+
+
+@settings(max_examples=RUNS, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.integers(1, 3), st.floats(5, 200), st.integers(0, 64))
+def test_a_batch_limit_the_run_never_reaches_changes_nothing(tp, count, rate, extra):
+    requests = DEMAND.at_rate(rate).requests
+    loose = simulate(requests, small_pool(tp, 4096, count))
+    limit = loose.peak_batch + 1 + extra
+    assert simulate(requests, small_pool(tp, limit, count)) == loose
+    tight = simulate(requests, small_pool(tp, loose.peak_batch, count))
+    assert tight.peak_batch <= loose.peak_batch
+
+
+@settings(max_examples=RUNS, deadline=None)
+@given(st.integers(0, 4), st.integers(0, 4), st.integers(0, 6), st.integers(0, 6), st.floats(0.5, 400))
+def test_pools_that_grow_never_draw_less(p0, d0, p_more, d_more, rate):
+    """What the branch and bound prunes by: at the same demand, more replicas in either pool
+    never lower the power (each pool is busy for its own share of the demand)."""
+    limits = attrs.evolve(limits_of(SMALL, GRAPH, PARTITION), slo={})
+    search = DemandSearch(GRAPH, PARTITION, limits, attrs.evolve(DEMAND, rate=rate), "auto",
+                          [replica(SHAPE, ServeConfig(tp, b, "fp8", pp=pp), PARTITION)
+                           for tp in (1, 2) for pp in (1, 2) for b in (1, 8)], DEMAND)
+    (rp, ep), (rd, ed) = search.prefills[p0 % len(search.prefills)], search.decodes[d0 % len(search.decodes)]
+    for sides in ([Side(rd, ed, 1 + d0)], [Side(rp, ep, 1 + p0), Side(rd, ed, 1 + d0)]):
+        for grown in ([attrs.evolve(s, count=s.count + d_more) for s in sides],
+                      [attrs.evolve(sides[0], count=sides[0].count + p_more), *sides[1:]]):
+            assert search.power(grown, rate) >= search.power(sides, rate) * (1 - 1e-12)
+            assert search.power(grown, rate) <= search.power(grown)   # never more than at full capacity
+
+
+def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
+    """A pool far too small for its demand: the planner's run stops early and names the SLO."""
+    requests = tuple(Request(0.001 * i, 1000, 200) for i in range(200))
+    out = simulate(requests, small_pool(1, 8, 1), slo={"ttft.p99": 0.1}, stop=lambda missed: True)
+    assert out.stopped == ("ttft.p99",) and _missed(out, {"ttft.p99": 0.1}) == ["ttft.p99"]
+
+
+def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
+    """Long prompts under a 100 ms TTFT P99 need ten replicas: the pool grows by a quarter at
+    a time (6, 8, 10) and then bisects back, so one replica fewer breaks the SLO in
+    simulation (the count it names) and the plan's count meets it."""
+    job = entity(50, "ttft.p99 <= 100 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
+    plan = plan_serve(job)
+    n = plan.decode.count
+    assert n >= 6 and plan.binding == (f"ttft.p99: {n - 1} replicas break it in simulation",)
+    fewer = simulate(plan.demand.requests, Pool(plan.decode.replica, n - 1, plan.decode.replica.config.batch,
+                                                plan.decode.replica.kv_capacity_tokens(plan.limits.memory)),
+                     slo=plan.limits.slo, warmup_s=lifetime(job, plan.demand.output))   # as the planner runs it
+    assert _missed(fewer, plan.limits.slo)
+    assert not _missed(plan.outcome, plan.limits.slo)
