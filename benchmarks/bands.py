@@ -24,8 +24,9 @@ from scipy.optimize import lsq_linear
 RIDGE = 1e-10   # per residual, on the flags' log factors: see fit_band
 FLOOR = 0.005   # |r| below this is taken as this: log|r| of an exact hit is not informative
 # Reasons the model names that no published run carries (every run states its software
-# stack): fit_band keeps them with factor 1; model/calibration.py sets their factor.
-KNOWN = ("stack",)
+# stack; no calibrated run is power-capped): fit_band keeps them with factor 1;
+# model/calibration.py sets their factor.
+KNOWN = ("stack", "power_cap")
 
 
 @dataclass(frozen=True)

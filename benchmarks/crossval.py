@@ -10,6 +10,7 @@ make it uncertain relative to the runs it was fitted on (model/calibration.py's 
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import math
 import multiprocessing
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import calibrate
 from calibrate import Case
 
-from gclc.model.calibration import reasons
+from gclc.model.calibration import power_capped, reasons
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,14 @@ def flags(case: Case, fitted_on: list[Case], params: dict) -> tuple[str, ...]:
     model/calibration.py's reasons, against the fold's tables instead of the shipped ones."""
     calibrated, largest = calibrate.tables(fitted_on, params)
     why = reasons(case.chip, case.cfg.precision, case.job.shape.is_moe, case.cfg.cp, case.cfg.gpus,
-                  case.job.entity.get("software") is not None, calibrated, largest)
+                  case.job.entity.get("software") is not None, calibrated, largest, stack=case.cfg.stack,
+                  stack_runs=stack_runs(fitted_on), power_capped=power_capped(case.job.partition.node.accelerator))
     return tuple(r.key for r in why)
+
+
+def stack_runs(cases) -> dict[str, int]:
+    """model/calibration.py's STACK_RUNS for a fit on `cases`: runs per software stack."""
+    return dict(sorted(collections.Counter(c.cfg.stack for c in cases).items()))
 
 
 def predict_group(held_out: list[Case], fitted_on: list[Case], params: dict) -> list[Prediction]:

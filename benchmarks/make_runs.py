@@ -215,7 +215,7 @@ def zero_of(row: dict, stack: str, recipe: Recipe) -> tuple[int, str]:
         return recipe.zero, f"not in the row; recipe: {recipe.notes[0]}"
     if stack == "megatron":
         return 0, "not stated; 2021-22 Megatron-LM had no distributed optimizer (DDP all-reduce)"
-    if stack in ("fsdp", "maxtext"):
+    if stack in ("fsdp", "fsdp_compiled", "maxtext"):
         return 3, "not stated; the stack shards weights, gradients and optimizer state (FSDP)"
     return 1, "not stated; NeMo / Megatron-Core default distributed optimizer ASSUMED"
 
@@ -235,11 +235,10 @@ def recompute_of(row: dict, layout: dict, recipe: Recipe) -> tuple[str | None, s
         return "full", ("row: 'selective layer' = torchtitan recomputes every 2nd layer in full "
                         "(selective_ac_option default \"2\"; recompute_every = 2)")
     if "selective op" in r:
-        # torchtitan op-level SAC (torchtitan/parallelisms/parallelize_llama.py no_recompute_list, commit 04133643):
-        # saves matmul and attention outputs but recomputes every second matmul; gclc's selective
-        # (Korthikanti: recompute the attention core) is the nearest value, not an equal one
-        return "selective", ("row: 'selective op' = torchtitan op-level SAC (recomputes every 2nd matmul, keeps "
-                             "attention); not expressible, written as selective")
+        # torchtitan op-level SAC (torchtitan/parallelisms/parallelize_llama.py, commits 04133643 and
+        # 6b03ffa3): saves matmul and attention outputs but recomputes every second matmul
+        return "selective", ("row: 'selective op' = torchtitan op-level SAC (saves matmul and attention "
+                             "outputs except every 2nd matmul; recompute_modules = [op_level])")
     if "selective" in r:
         return "selective", f"row: {row['recompute']}"
     if "full" in r or "checkpointing" in r or "recomputation" in r:
@@ -377,6 +376,8 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     r = row["recompute"].lower()
     if "selective layer" in r:
         pin("recompute_every", 2, "torchtitan selective_ac_option \"2\": every 2nd layer")
+    if "selective op" in r:
+        pin("recompute_modules", ["op_level"], "torchtitan selective_ac_option \"op\"")
     if recipe.offload:
         pin("offload", round(recipe.offload, 4), f"activations of {recipe.offload:.1%} of each stage's layers in "
             "host memory: " + next(n for n in recipe.notes if "cpu_offloading" in n))
@@ -418,6 +419,8 @@ def vocab_of(shape: Shape, row: dict, train: Train) -> tuple[int, str]:
 def _value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(map(str, v)) + "]"
     return str(v)
 
 

@@ -17,7 +17,9 @@ CORE_RELEASES = {"0.4": "2023-12", "0.5": "2024-03", "0.6": "2024-04", "0.7": "2
 
 def family_of(row: dict) -> str:
     words = (row["framework"] + " " + row["group"]).lower()
-    for needle, family in (("maxtext", "maxtext"), ("deepspeed", "deepspeed"), ("torchtitan", "fsdp"),
+    # torch.compile named in the framework: the compiled variant (model/stacks.py [compile])
+    for needle, family in (("maxtext", "maxtext"), ("deepspeed", "deepspeed"), ("torch.compile", "fsdp_compiled"),
+                           ("torchtitan", "fsdp"),
                            ("llm-foundry", "fsdp"), ("composer", "fsdp"), ("megatron-bridge", "nemo"),
                            ("nemo", "nemo"), ("megatron", "megatron")):
         if needle in words:

@@ -76,7 +76,7 @@ def calibration_ids() -> set[str]:
 
 def check_run(path: Path, measured: dict[str, dict]) -> Check:
     """The shipped model's prediction of one validation design and the band a plan would print."""
-    from gclc.model.calibration import ratio_band, reasons
+    from gclc.model.calibration import power_capped, ratio_band, reasons
 
     result, case = evaluate_case(path, measured)
     row = measured.get(path.stem, {})
@@ -89,7 +89,8 @@ def check_run(path: Path, measured: dict[str, dict]) -> Check:
     from gclc.model.step import estimate  # again: accuracy's Result keeps no memory figure
     out.memory_gib = estimate(case.job.shape, case.cfg, case.job.partition).memory.total / 2**30
     why = reasons(case.chip, case.cfg.precision, case.job.shape.is_moe, case.cfg.cp, case.cfg.gpus,
-                  case.job.stack_stated)
+                  case.job.stack_stated, stack=case.cfg.stack,
+                  power_capped=power_capped(case.job.partition.node.accelerator))
     low, high = ratio_band(why)
     out.band = (result.predicted * low, result.predicted * high)
     out.in_band = low <= case.measured / result.predicted <= high

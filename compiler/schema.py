@@ -14,7 +14,7 @@ from ..dsl import units as u
 from . import formats
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
-SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "maxtext")
+SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
 
 
 @attrs.frozen
@@ -324,7 +324,7 @@ OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
 # Activation checkpointing variants (model/recompute.py) and offload (model/offload.py).
-RECOMPUTE_MODULES = ("core_attention", "norm", "mlp")
+RECOMPUTE_MODULES = ("core_attention", "norm", "mlp", "op_level")   # op_level: torchtitan's op SAC, listed alone
 # Choices the planner searches only where a job asks (solver/enumerate.py `variants`).
 SEARCHABLE = ("shard", "recompute_modules", "recompute_every", "offload")
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,

@@ -70,6 +70,11 @@ def _recompute(job: Entity) -> Iterator[Diagnostic]:
     elif modules is not None and len({getattr(m, "name", m) for m in modules}) != len(modules):
         yield codes.SHAPE.make(job.span_of("parallelism.recompute_modules"), what="a module is listed twice",
                                notes=["help: list each of `core_attention`, `norm`, `mlp` at most once"])
+    elif modules is not None and len(modules) > 1 and "op_level" in {getattr(m, "name", m) for m in modules}:
+        yield codes.SHAPE.make(job.span_of("parallelism.recompute_modules"),
+                               what="`op_level` is a whole policy (torchtitan's op-level selective AC) and "
+                                    "combines with no other module",
+                               notes=["help: list `op_level` alone, or the modules without it"])
     if every is not None and every > 1 and mode not in ("selective", "full"):
         yield codes.PIN_MEANINGLESS.make(
             job.span_of("parallelism.recompute_every"), pin=f"recompute_every = {every}",

@@ -39,7 +39,17 @@ FACTORS = {
     # raises their median |log error| from 0.057 to 0.070 (benchmarks/calibrate.py cases,
     # shipped model, 2026-12-01): a factor of 1.23.
     "stack": 1.23,
+    # The stack's releases behave as documented (model/config.py STACKS), but fewer than
+    # MIN_STACK_RUNS calibrated runs used them: the calibrated efficiencies absorbed none
+    # of what the model leaves out of that stack. Carried in cross-validation by each group
+    # whose stack the other groups barely use; 1.00 until benchmarks/bands.py refits it.
+    "stack_runs": 1.00,
+    # A power cap below TDP: the clock comes from the one DVFS curve of model/dvfs.py (cube
+    # law, ASSUMPTION) and not from a measurement at that cap. No calibrated run is capped,
+    # so benchmarks/bands.py keeps 1.00 (bands.KNOWN) until one is.
+    "power_cap": 1.00,
 }
+MIN_STACK_RUNS = 4   # as benchmarks/calibrate.py's least runs per fitted key
 # Parts built on the same die: with too few runs of its own, a part takes its sibling's
 # fitted efficiencies. ASSUMPTION: same silicon, same sustained share of peak (dsl/std/
 # declares each of these parts with `extends` on its sibling for this reason).
@@ -52,6 +62,8 @@ CALIBRATED = {
     "A100_SXM_40GB": ("bf16",), "A100_SXM_80GB": ("bf16",), "B200": ("fp8",), "GB200": ("fp8",),
     "GB300": ("fp8",), "H100_SXM": ("bf16", "fp8"), "TPU_v5e": ("bf16",), "TPU_v5p": ("bf16",),
 }
+# Calibrated runs per software stack (benchmarks/runs/, 196 runs, 2026-12-02).
+STACK_RUNS = {"deepspeed": 6, "fsdp": 55, "maxtext": 20, "megatron": 30, "megatron_core": 11, "nemo": 74}
 LARGEST_RUN = {
     "A100_SXM_40GB": 128, "A100_SXM_80GB": 3072, "B200": 256, "B300": 256, "GB200": 256,
     "GB300": 256, "H100_SXM": 6144, "TPU_v5e": 8192, "TPU_v5p": 2048,
@@ -76,12 +88,15 @@ class Reason:
 
 def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stated: bool,
             calibrated: dict[str, tuple[str, ...]] | None = None,
-            largest_run: dict[str, int] | None = None) -> tuple[Reason, ...]:
+            largest_run: dict[str, int] | None = None, *, stack: str | None = None,
+            stack_runs: dict[str, int] | None = None, power_capped: bool = False) -> tuple[Reason, ...]:
     """What makes a prediction of this configuration uncertain, relative to the runs the
-    model was calibrated on (`calibrated` and `largest_run` default to the shipped tables;
-    cross-validation passes those of each fold)."""
+    model was calibrated on (`calibrated`, `largest_run` and `stack_runs` default to the
+    shipped tables; cross-validation passes those of each fold). `stack`: the software
+    stack the prediction assumes; `power_capped`: the chip runs under a cap below its TDP."""
     calibrated = CALIBRATED if calibrated is None else calibrated
     largest_run = LARGEST_RUN if largest_run is None else largest_run
+    stack_runs = STACK_RUNS if stack_runs is None else stack_runs
     key = "bf16" if family(precision) == "fp16" else family(precision)
     sibling = SAME_SILICON.get(chip)
     out = []
@@ -103,7 +118,18 @@ def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stat
         out.append(Reason("scale", f"{gpus:,} GPUs, beyond the largest calibrated run on {chip} ({largest:,})"))
     if not stack_stated:
         out.append(Reason("stack", "software stack not stated (assumed megatron_core)"))
+    elif stack is not None and stack_runs.get(stack, 0) < MIN_STACK_RUNS:
+        out.append(Reason("stack_runs", f"{stack_runs.get(stack, 0)} calibrated runs on the {stack} stack "
+                                        f"(fewer than {MIN_STACK_RUNS})"))
+    if power_capped:
+        out.append(Reason("power_cap", f"{chip} capped below its TDP: the clock comes from the default DVFS "
+                                       "curve (model/dvfs.py), not a measurement at the cap"))
     return tuple(out)
+
+
+def power_capped(chip) -> bool:
+    """Whether the accelerator (compiler/ir.py Accelerator) runs under a cap below its TDP."""
+    return chip.power_cap is not None and bool(chip.tdp) and chip.power_cap < chip.tdp
 
 
 def ratio_band(why: tuple[Reason, ...] = ()) -> tuple[float, float]:

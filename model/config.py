@@ -15,7 +15,10 @@ from .stacks import ERAS
 #     SDPA flash backend and llm-foundry run it) or "unfused" (s x s scores in HBM)
 #   tp_overlap: TP collectives overlapped with GEMMs (Transformer Engine userbuffers)
 #   dp_overlap: gradient reduction overlapped with backward (bucketed, as DDP/Megatron)
-#   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm)
+#   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm; under
+#     torch.compile TorchInductor fuses the norms, rotary, activation and residual adds into
+#     generated kernels: model/stacks.py [compile]); unfused chains read and write each
+#     intermediate (model/workload.py `elementwise_parts`: twice the HBM traffic)
 #   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A
 #     overlap) unless the job says: off by default in Megatron-Core
 #     (`overlap_moe_expert_parallel_comm = False`), so in NeMo and Megatron-Bridge recipes
@@ -35,6 +38,7 @@ STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name,
     "nemo":            ("flash",    True,  False,  True,  True,  False, True,  2),
     "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2),
     "fsdp":            ("flash2",   False, False,  False, True,  False, True,  2),
+    "fsdp_compiled":   ("flash2",   True,  False,  False, True,  False, True,  2),
     "maxtext":         ("flash",    True,  False,  True,  True,  False, True,  2),
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"

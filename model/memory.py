@@ -8,7 +8,7 @@ import attrs
 
 from ..compiler.formats import family, is_narrow, value_bytes
 from .config import TrainConfig
-from .recompute import kept_bytes
+from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from .shape import ModelShape
 
@@ -88,7 +88,8 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
     recomputes: model/recompute.py)."""
     tokens = cfg.microbatch * cfg.seq / cfg.cp
     layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
-    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute)
+    op_level = op_level_kept(shape, cfg, moe) if "op_level" in modules(cfg) else 0.0
+    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute, op_level)
 
 
 def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:

@@ -19,6 +19,11 @@ Sources, abbreviated below:
   [fsdp]  PyTorch FSDP (torch 1.11, 2022-03) and FSDP2 (torchtitan, 2024); llm-foundry's
           benchmarks (Composer FSDP, flash attention); attention through FlashAttention-2's
           kernels (flash-attn 2, or PyTorch SDPA's flash backend, which is FlashAttention-2)
+  [compile] Ansel et al., "PyTorch 2", ASPLOS 2024, Sec 4-5: TorchInductor fuses pointwise and
+          reduction ops (norms, activations, residual adds) into generated Triton kernels, so the
+          intermediates stay in registers; torchtitan `--training.compile` compiles each
+          transformer block (docs/performance.md rows "FSDP + torch.compile", 2024-12); the
+          matmuls and SDPA attention stay the same library kernels
   [maxtext] AI-Hypercomputer/maxtext README (2023-04 onwards): XLA fuses attention and
           overlaps collectives
 """
@@ -31,7 +36,7 @@ import attrs
 @attrs.frozen
 class Era:
     stack: str          # the `software` value
-    framework: str      # the family of releases: megatron, nemo, deepspeed, fsdp, maxtext
+    framework: str      # the family of releases: megatron, nemo, deepspeed, fsdp, fsdp_compiled, maxtext
     first: str          # YYYY-MM of the first release that behaves so
     last: str | None    # YYYY-MM of the last one (None: current)
     releases: str       # the releases, in the framework's own names
@@ -49,6 +54,8 @@ ERAS = (
         "[zero]: per-partition collectives crossing the network in full"),
     Era("fsdp", "fsdp", "2022-03", None, "PyTorch FSDP (1.11) and FSDP2, torchtitan, llm-foundry",
         "[fsdp]"),
+    Era("fsdp_compiled", "fsdp_compiled", "2023-03", None, "PyTorch 2.0 (torch.compile) onwards over FSDP/FSDP2 "
+        "blocks: torchtitan --training.compile", "[fsdp] [compile]: fused elementwise kernels"),
     Era("maxtext", "maxtext", "2023-04", None, "MaxText", "[maxtext]"),
 )
 

@@ -141,7 +141,8 @@ def variants(job: Job, space_: Space) -> list[dict]:
     if "recompute_modules" in asked:
         grids["recompute_modules"] = [()] + [combo for k in range(1, len(RECOMPUTE_MODULES) + 1)
                                              for combo in itertools.combinations(RECOMPUTE_MODULES, k)
-                                             if combo != ("core_attention",)]   # () is the attention core
+                                             if combo != ("core_attention",)   # () is the attention core
+                                             and ("op_level" not in combo or len(combo) == 1)]   # a whole policy
     if "recompute_every" in asked:
         grids["recompute_every"] = [k for k in RECOMPUTE_EVERY if k <= job.shape.layers]
     if "offload" in asked:

@@ -204,7 +204,7 @@ def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
     top = _top_tier(job)
     if top is None or peers < 2:
         return 0.0
-    grad_bytes = 2 if cfg.stack in ("fsdp", "maxtext") else 4
+    grad_bytes = 2 if cfg.stack in ("fsdp", "fsdp_compiled", "maxtext") else 4
     share = job.shape.params * grad_bytes / cfg.gpus
     return comms.all_reduce(share, (comms.Stage(top, peers),))
 

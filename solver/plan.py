@@ -14,7 +14,7 @@ import attrs
 from ..dsl.numbers import duration, percent, quantity
 from ..dsl import display
 from ..model import comms
-from ..model.calibration import Reason, error_band, reasons
+from ..model.calibration import Reason, error_band, power_capped, reasons
 from ..model.job import Job
 from ..model.power import Power, job_power
 from ..model.ranks import rank_partition
@@ -76,8 +76,9 @@ class Plan:
         if self.best is None:
             return ()
         cfg, job = self.best.config, self.job
-        return reasons(job.partition.node.accelerator.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus,
-                       job.stack_stated)
+        chip = job.partition.node.accelerator
+        return reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
+                       stack=cfg.stack, power_capped=power_capped(chip))
 
     @property
     def energy_per_token(self) -> float | None:

@@ -8,6 +8,7 @@ import contextlib
 import csv
 import io
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -128,3 +129,29 @@ def test_the_report_ends_with_a_summary_of_every_design():
     last = out.getvalue().strip().splitlines()[-1]
     assert last.startswith(f"never fitted: n={len(DESIGNS)} ")
     assert f"unexpressible {len(ROWS) - len(DESIGNS)} of {len(ROWS)}" in last
+
+
+# ----------------------------------------------------------------- torchtitan: compile and op-level AC
+
+
+def _pins(run_id: str) -> dict[str, str]:
+    text = (VALIDATION / f"{run_id}.gcl").read_text()
+    return {k: v.strip() for k, v in re.findall(r"^\s*(software|recompute|recompute_modules)\s*=\s*([^#\n]+)",
+                                                  text, re.M)}
+
+
+def test_torchtitan_rows_get_the_compiled_stack_only_when_they_name_torch_compile():
+    import run_stacks
+    for row in ROWS:
+        if "torchtitan" not in row["framework"]:
+            continue
+        compiled = "torch.compile" in row["framework"]
+        assert run_stacks.software_of(row) == ("fsdp_compiled" if compiled else "fsdp"), row["run_id"]
+        assert _pins(row["run_id"])["software"] == run_stacks.software_of(row)
+
+
+def test_op_level_activation_checkpointing_maps_to_the_op_level_policy():
+    for row in ROWS:
+        if "selective op" in row["recompute"].lower():
+            pins = _pins(row["run_id"])
+            assert (pins["recompute"], pins["recompute_modules"]) == ("selective", "[op_level]"), row["run_id"]

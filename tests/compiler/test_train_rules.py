@@ -45,6 +45,8 @@ def test_the_design_as_written_is_clean():
     ("parallelism { recompute = full recompute_modules = [mlp] }", "recompute_modules", "selective"),
     ("parallelism { recompute_modules = [mlp] }", "recompute_modules", "does not pin"),
     ("parallelism { recompute = selective recompute_modules = [mlp, mlp] }", "recompute_modules", "twice"),
+    ("parallelism { recompute = selective recompute_modules = [op_level, norm] }", "recompute_modules",
+     "combines with no other"),
     ("parallelism { recompute = none recompute_every = 2 }", "recompute_every", "recomputes nothing"),
     ("parallelism { recompute = full recompute_every = 40 }", "recompute_every", "exceeds"),
 ])

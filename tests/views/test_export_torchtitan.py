@@ -152,3 +152,22 @@ def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(confi
     offloaded = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = full offload = 50% }")
     with pytest.raises(ExportError, match="offload"):
         torchtitan.export(offloaded, "H100_SXM", "NVIDIA", "variants")
+
+
+def test_the_compiled_stack_turns_torch_compile_on(config_manager, tmp_path):
+    from gclc.compiler.driver import check_text
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    path = Path(__file__).resolve().parents[2] / "tests" / "data" / "dense_variants.gcl"
+    text = path.read_text().replace(
+        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
+        "parallelism { tp = 1 pp = 1 dp = 32 zero = 3 recompute = selective recompute_modules = [op_level] }")
+    plans = {}
+    for stack in ("fsdp", "fsdp_compiled"):
+        result = check_text(text.replace("software  = fsdp", f"software  = {stack}"), str(path))
+        assert result.design is not None, result.diagnostics
+        files = torchtitan.export(job_plan(job_entity(result.design, None)), "H100_SXM", "NVIDIA", "variants")
+        (tmp_path / f"{stack}.toml").write_text(files["torchtitan.toml"])
+        plans[stack] = config_manager().parse_args(["--job.config_file", str(tmp_path / f"{stack}.toml")])
+    assert plans["fsdp_compiled"].compile.enable and not plans["fsdp"].compile.enable
+    assert plans["fsdp_compiled"].activation_checkpoint.selective_ac_option == "op"

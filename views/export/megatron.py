@@ -151,6 +151,9 @@ def _recompute(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     if c.recompute_every > 1:
         raise ExportError("Megatron-LM's selective recompute applies to every layer; recompute_every = "
                           f"{c.recompute_every} has no flag (use `recompute = full` for every k-th layer)")
+    if "op_level" in recompute_modules(c):
+        raise ExportError("Megatron-LM has no op-level selective recompute (torchtitan's policy); pick "
+                          "`recompute_modules` among core_attention, norm, mlp")
     names = {"core_attention": ["core_attn"], "norm": ["layernorm"],
              "mlp": ["mlp"] + (["moe"] if job.shape.is_moe else [])}
     modules = [n for m in recompute_modules(c) for n in names[m]]

@@ -60,6 +60,8 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         if c.vp > 1:
             parallelism["pipeline_parallel_layers_per_stage"] = shape.layers // (c.pp * c.vp)
     sections["parallelism"] = parallelism
+    if job.stack == "fsdp_compiled":   # the compiled stack: torch.compile of each block (model/stacks.py)
+        sections["compile"] = {"enable": True}
     if c.recompute == "full" and c.recompute_every > 1:   # torchtitan's layer SAC: every k-th block in full
         sections["activation_checkpoint"] = {"mode": "selective", "selective_ac_option": str(c.recompute_every)}
     else:
@@ -92,7 +94,7 @@ def _check(job: JobPlan, vendor: str) -> None:
         raise ExportError(f"torchtitan's FSDP shards over dp_shard x cp; a shard group of {c.shards} ranks is not "
                           f"a multiple of cp {c.cp}")
     if c.recompute == "selective" and (c.recompute_every > 1 or tuple(c.recompute_modules) not in
-                                       ((), ("core_attention",))):
+                                       ((), ("core_attention",), ("op_level",))):
         raise ExportError("torchtitan's selective checkpointing is per operator ('op') or every k-th layer in full; "
                           f"the plan of `{job.name}` recomputes {', '.join(c.recompute_modules) or 'the attention core'}"
                           + (f" every {c.recompute_every} layers" if c.recompute_every > 1 else "")
