@@ -4,6 +4,8 @@ GQA, gated MLPs, MoE and flash attention), pipeline in-flight micro-batches, buf
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from ..compiler.formats import family, is_narrow, value_bytes
@@ -59,14 +61,19 @@ def expert_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
 
 def dense_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
     """Everything but the routed experts, split by TP."""
-    layers = shape.layers / cfg.pp
+    return _dense_params(shape, cfg.pp, cfg.tp)
+
+
+@functools.lru_cache(maxsize=4096)   # read by every estimate and memory bound: it depends on pp and tp alone
+def _dense_params(shape: ModelShape, pp: int, tp: int) -> float:
+    layers = shape.layers / pp
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
     dense_layer = shape.layer_params(False)
     moe_layer = shape.layer_params(True) - shape.routed * shape.expert_params if shape.is_moe else 0.0
     per_stage = layers * ((1 - moe_share) * dense_layer + moe_share * moe_layer)
     mtp = shape.mtp_params - shape.mtp * shape.routed * shape.expert_params
-    embedding = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1)
-    return (per_stage + mtp + embedding) / cfg.tp
+    embedding = shape.vocab * shape.hidden * (2 if pp == 1 and not shape.tied_embeddings else 1)
+    return (per_stage + mtp + embedding) / tp
 
 
 def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) -> tuple[float, float, float]:
