@@ -14,7 +14,8 @@ from . import recompute as recompute_model
 from .compute import op_time
 from .config import TrainConfig
 from .shape import ModelShape
-from .workload import backward_factor, layer_forward, logits_forward
+from .ops import Op
+from .workload import backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
@@ -90,6 +91,7 @@ PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and C
 _CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
 _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
+_MIXER: dict[tuple, list[tuple[Op, float]]] = {}
 _LOGITS: dict[tuple, float] = {}
 _RECOMPUTE_FLOPS: dict[tuple, float] = {}
 
@@ -132,6 +134,7 @@ def clear_caches() -> None:
     """Forget every memoized layer (benchmarks measure cold searches)."""
     _LAYERS.clear()
     _COMPUTE.clear()
+    _MIXER.clear()
     _LOGITS.clear()
     _RECOMPUTE_FLOPS.clear()
 
@@ -147,15 +150,31 @@ def layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
     parts = _COMPUTE.get(key)
     if parts is not None:
         return parts
-    # with contiguous CP chunks every ring step waits for the rank with the most causal work
-    imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
-    times = [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0))
-             for op in layer_forward(shape, cfg, moe, local)]
+    if shape.parallel_block and not moe:   # the MLP's first GEMM is fused into the first projection
+        times = _timed(shape, cfg, chip, local, layer_forward(shape, cfg, moe, local))
+    else:   # the same projections and attention in dense and MoE layers: timed once for both
+        times = [*_mixer(shape, cfg, chip, local), *_timed(shape, cfg, chip, local, mlp_ops(shape, cfg, moe))]
     forward = sum(t for _, t in times)
     backward = sum(t * backward_factor(op) for op, t in times)
     attention = sum(t for op, t in times if op.kind == "attention")
     gemms = sum(t for op, t in times if op.kind == "gemm")
     return _remember(_COMPUTE, key, (forward, backward, attention, gemms, tuple((op.name, t) for op, t in times)))
+
+
+def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> list[tuple[Op, float]]:
+    """The projections' and attention's forward seconds (workload.mixer_ops), by op."""
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, cfg.cp_balanced, chip,
+           local)
+    timed = _MIXER.get(key)
+    if timed is None:
+        timed = _remember(_MIXER, key, _timed(shape, cfg, chip, local, mixer_ops(shape, cfg, local)))
+    return timed
+
+
+def _timed(shape: ModelShape, cfg: TrainConfig, chip, local: bool, ops) -> list[tuple[Op, float]]:
+    # with contiguous CP chunks every ring step waits for the rank with the most causal work
+    imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
+    return [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0)) for op in ops]
 
 
 def logits(shape: ModelShape, cfg: TrainConfig, chip) -> float:

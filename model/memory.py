@@ -76,16 +76,42 @@ def _dense_params(shape: ModelShape, pp: int, tp: int) -> float:
     return (per_stage + mtp + embedding) / tp
 
 
+# model_state and the bytes a layer keeps per token are read for every estimate and every
+# memory bound of a search: memoized by the fields they read (bounded, as model/layer_cost.py's).
+_CACHE_LIMIT = 65536
+_STATE: dict[tuple, tuple[float, float, float]] = {}
+_KEPT: dict[tuple, float] = {}
+
+
+def _remember(cache: dict, key: tuple, value):
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def clear_caches() -> None:
+    _STATE.clear()
+    _KEPT.clear()
+    _dense_params.cache_clear()
+
+
 def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) -> tuple[float, float, float]:
     """(weights, gradients, optimizer) bytes per GPU after ZeRO sharding, at `cfg`'s ZeRO
     stage or `zero`: Megatron shards the distributed optimizer over dp x cp, hybrid sharding
     over a group of them; a routed expert's state over its replicas in one group
     (model/sharding.py `expert_shards`)."""
-    dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
-    per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")), OPTIMIZER_BYTES)
-    on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
-    weights, grads, optimizer = (b * (dense / d + experts / e) for b, d, e in zip(per_param, on_dense, on_experts))
-    return weights, grads, optimizer
+    zero = cfg.zero if zero is None else zero
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero)
+    state = _STATE.get(key)
+    if state is None:
+        dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
+        per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")),
+                     OPTIMIZER_BYTES)
+        on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
+        state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
+                                             for b, d, e in zip(per_param, on_dense, on_experts)))
+    return state
 
 
 def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False,
@@ -94,8 +120,14 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
     recompute choice or `recompute` (averaged over the layers when only every k-th
     recomputes: model/recompute.py)."""
     tokens = cfg.microbatch * cfg.seq / cfg.cp
-    layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
-    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute)
+    recompute = cfg.recompute if recompute is None else recompute
+    key = (shape, cfg.seq, cfg.tp, cfg.sp, cfg.precision, cfg.stack, moe, recompute, cfg.recompute_modules,
+           cfg.recompute_every)
+    kept = _KEPT.get(key)
+    if kept is None:
+        layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
+        kept = _remember(_KEPT, key, kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute))
+    return tokens * kept
 
 
 def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:

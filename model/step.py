@@ -14,6 +14,7 @@ from . import comms, dpu, host, offload, offload_host, sharding
 from . import moe as routed
 from .compute import hbm_rate, op_time, peak
 from . import layer_cost
+from . import memory as memory_model
 from .config import TrainConfig
 from .layer_cost import LAYER_NEUTRAL, Layer, activation_message, blend, blend_compute, layer_key, logits, recompute_flops
 from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
@@ -141,6 +142,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
 def clear_caches() -> None:
     """Forget every memoized layer and host cost (benchmarks measure cold searches)."""
     layer_cost.clear_caches()
+    memory_model.clear_caches()
     dpu.clear_caches()
 
 
