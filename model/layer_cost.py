@@ -15,7 +15,7 @@ from .compute import op_time
 from .config import TrainConfig
 from .shape import ModelShape
 from .ops import Op
-from .workload import backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
+from .workload import after_routing_ops, backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
@@ -92,6 +92,7 @@ _CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
 _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
 _MIXER: dict[tuple, list[tuple[Op, float]]] = {}
+_ROUTED: dict[tuple, list[tuple[Op, float]]] = {}
 _LOGITS: dict[tuple, float] = {}
 _RECOMPUTE_FLOPS: dict[tuple, float] = {}
 
@@ -135,6 +136,7 @@ def clear_caches() -> None:
     _LAYERS.clear()
     _COMPUTE.clear()
     _MIXER.clear()
+    _ROUTED.clear()
     _LOGITS.clear()
     _RECOMPUTE_FLOPS.clear()
 
@@ -152,6 +154,9 @@ def layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
         return parts
     if shape.parallel_block and not moe:   # the MLP's first GEMM is fused into the first projection
         times = _timed(shape, cfg, chip, local, layer_forward(shape, cfg, moe, local))
+    elif moe:   # the routed experts' ops depend on the tokens each GPU routes and ep alone
+        times = [*_mixer(shape, cfg, chip, local), *_routed(shape, cfg, chip),
+                 *_timed(shape, cfg, chip, local, after_routing_ops(shape, cfg))]
     else:   # the same projections and attention in dense and MoE layers: timed once for both
         times = [*_mixer(shape, cfg, chip, local), *_timed(shape, cfg, chip, local, mlp_ops(shape, cfg, moe))]
     forward = sum(t for _, t in times)
@@ -168,6 +173,16 @@ def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> list[tuple
     timed = _MIXER.get(key)
     if timed is None:
         timed = _remember(_MIXER, key, _timed(shape, cfg, chip, local, mixer_ops(shape, cfg, local)))
+    return timed
+
+
+def _routed(shape: ModelShape, cfg: TrainConfig, chip) -> list[tuple[Op, float]]:
+    """The routed experts' forward seconds by op (model/moe.py `layer_ops`: it reads the
+    tokens one GPU routes, ep and the capacity factor; the ops are timed at the precision)."""
+    key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, chip)
+    timed = _ROUTED.get(key)
+    if timed is None:
+        timed = _remember(_ROUTED, key, _timed(shape, cfg, chip, False, routed.layer_ops(shape, cfg)))
     return timed
 
 

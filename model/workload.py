@@ -11,6 +11,7 @@ from .ops import ACT_BYTES, Op, elementwise, gemm
 from .shape import ModelShape, attended_keys
 
 __all__ = ["ACT_BYTES", "Op", "backward_factor", "layer_forward", "logits_forward", "mixer_ops", "mlp_ops",
+           "after_routing_ops",
            "moe_tokens"]
 moe_tokens = routed.moe_tokens
 
@@ -39,10 +40,18 @@ def mixer_ops(shape: ModelShape, cfg: TrainConfig, local: bool = False) -> list[
 
 def mlp_ops(shape: ModelShape, cfg: TrainConfig, moe: bool) -> list[Op]:
     """A layer's ops from its MLP on: the dense MLP or the routed experts, then the elementwise work."""
+    if moe:
+        return [*routed.layer_ops(shape, cfg), *after_routing_ops(shape, cfg)]
     tokens = cfg.microbatch * cfg.seq / cfg.cp
-    mlp = _moe_mlp(shape, cfg, tokens) if moe else _dense_mlp(shape, cfg, tokens, shape.ffn)
-    mlp.append(_elementwise(shape, cfg, tokens, moe))
-    return mlp
+    return [*_dense_mlp(shape, cfg, tokens, shape.ffn), _elementwise(shape, cfg, tokens, False)]
+
+
+def after_routing_ops(shape: ModelShape, cfg: TrainConfig) -> list[Op]:
+    """An MoE layer's ops after its routed experts (model/moe.py `layer_ops`): the shared
+    experts, a dense MLP beside them, and the elementwise work."""
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    shared = _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn) if shape.shared else []
+    return [*shared, _elementwise(shape, cfg, tokens, True)]
 
 
 def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool = False) -> Op:
@@ -71,14 +80,6 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool =
 def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> list[Op]:
     up = (shape.mlp_matrices - 1) * ffn / cfg.tp
     return [gemm("mlp up", tokens, up, shape.hidden), gemm("mlp down", tokens, shape.hidden, ffn / cfg.tp)]
-
-
-def _moe_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float) -> list[Op]:
-    """Routed experts (model/moe.py), shared experts as a dense MLP beside them."""
-    ops = routed.layer_ops(shape, cfg)
-    if shape.shared:
-        ops += _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn)
-    return ops
 
 
 def _elementwise(shape: ModelShape, cfg: TrainConfig, tokens: float, moe: bool) -> Op:
