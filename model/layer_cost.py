@@ -88,17 +88,18 @@ def blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple
 LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
                            "checkpoint_bandwidth", "shard", "offload"})
 PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and CP strides
-_CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
+CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
 _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
 _MIXER: dict[tuple, list[tuple[Op, float]]] = {}
 _ROUTED: dict[tuple, list[tuple[Op, float]]] = {}
+_ALL_TO_ALL: dict[tuple, float] = {}
 _LOGITS: dict[tuple, float] = {}
 _RECOMPUTE_FLOPS: dict[tuple, float] = {}
 
 
 def _remember(cache: dict, key: tuple, value):
-    if len(cache) >= _CACHE_LIMIT:
+    if len(cache) >= CACHE_LIMIT:
         cache.clear()
     cache[key] = value
     return value
@@ -127,7 +128,7 @@ def layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, 
     recompute = recompute_model.time(shape, cfg, moe, forward, ops)
     tp = _tp_exposed(shape, cfg, tiers, gemms)
     cp = context.ring_exposed(shape, cfg, tiers, attention)
-    ep = _ep_exposed(shape, cfg, tiers, forward + backward) + routed.host_exposed(shape, cfg) if moe else 0.0
+    ep = _ep_exposed(shape, cfg, partition, forward + backward) + routed.host_exposed(shape, cfg) if moe else 0.0
     return _remember(_LAYERS, key, Layer(forward, backward, recompute, tp, cp, ep))
 
 
@@ -137,6 +138,7 @@ def clear_caches() -> None:
     _COMPUTE.clear()
     _MIXER.clear()
     _ROUTED.clear()
+    _ALL_TO_ALL.clear()
     _LOGITS.clear()
     _RECOMPUTE_FLOPS.clear()
 
@@ -235,7 +237,7 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> flo
     return max(total - gemms, 0.0) + TP_OVERLAP_RESIDUE * total
 
 
-def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> float:
+def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compute: float) -> float:
     """Dispatch and combine all-to-all, forward and backward (four per MoE layer), of the
     busiest rank's routed copies (model/moe.py); fp8 recipes dispatch in fp8, everything
     else moves bf16. The all-to-all waits on the router before it and the experts wait on
@@ -244,10 +246,16 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, tiers, compute: float) -> f
     compute."""
     if cfg.ep == 1:
         return 0.0
-    # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
-    dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
-    stages = comms.place(cfg.ep, cfg.stride("ep"), tiers)
-    total = sum(comms.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages) for b in (dispatch, 2, 2, 2))
+    # the exchange reads the tokens one GPU routes, ep, the precision and the tiers alone:
+    # shared by every tp, cp, micro-batch and recompute choice that routes as many tokens
+    key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, partition)
+    total = _ALL_TO_ALL.get(key)
+    if total is None:
+        # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
+        dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
+        stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
+        total = _remember(_ALL_TO_ALL, key, sum(comms.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages)
+                                                for b in (dispatch, 2, 2, 2)))
     if not cfg.overlaps_ep:
         return total
     return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total

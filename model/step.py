@@ -142,6 +142,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
 def clear_caches() -> None:
     """Forget every memoized layer and host cost (benchmarks measure cold searches)."""
     layer_cost.clear_caches()
+    _DP_TRAFFIC.clear()
     memory_model.clear_caches()
     dpu.clear_caches()
 
@@ -217,6 +218,38 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
     all of them. Windows are shares of passes that count fully in the step, so a faster
     pass can expose more communication but never lengthen the step.
     """
+    gathers, reduces, all_reduces, fsdp, across = _dp_traffic(shape, cfg, partition)
+    if cfg.zero >= 3:
+        per_step = fsdp * cfg.microbatches
+        if not cfg.behaviour("dp_overlap"):
+            return per_step + across
+        hidden_by = cfg.microbatches * layer_pass
+        exposed = max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
+        return exposed + max(across - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * across
+    if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
+        # updated parameters during the next step's first forward (Megatron's distributed optimizer)
+        parts = ((reduces + across, 2 / 3), (gathers, 1 / 3))
+    else:
+        parts = ((all_reduces, 2 / 3),)
+    if not cfg.behaviour("dp_overlap"):
+        return sum(seconds for seconds, _ in parts)
+    return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
+
+
+# The collectives' seconds depend on the layout, the ZeRO stage, the shard group, where the
+# data-parallel groups sit and the stack, not on the micro-batch, recompute or vp: memoized
+# (configurations of one branch differ there). Bounded, and emptied by `clear_caches`.
+_DP_TRAFFIC: dict[tuple, tuple[float, float, float, float, float]] = {}
+
+
+def _dp_traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float, float, float, float]:
+    """(gathers, reduce-scatters, all-reduces, FSDP per micro-batch, across shard groups) seconds
+    of the dense and routed-expert state's data-parallel collectives."""
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.zero, cfg.stack,
+           min(cfg.stride("dp"), cfg.stride("cp")), partition)
+    traffic = _DP_TRAFFIC.get(key)
+    if traffic is not None:
+        return traffic
     grad_bytes = int(cfg.behaviour("grad_bytes"))
     # Dense and routed-expert state reduce over different replica groups (routed experts over
     # fewer ranks, ep apart: model/sharding.py expert_dp); hybrid sharding splits each into
@@ -233,21 +266,10 @@ def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer
         gathers += comms.all_gather(params * 2, inner)
         all_reduces += comms.all_reduce(params * grad_bytes, inner)
         fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner)
-    if cfg.zero >= 3:
-        per_step = fsdp * cfg.microbatches
-        if not cfg.behaviour("dp_overlap"):
-            return per_step + across
-        hidden_by = cfg.microbatches * layer_pass
-        exposed = max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
-        return exposed + max(across - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * across
-    if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
-        # updated parameters during the next step's first forward (Megatron's distributed optimizer)
-        parts = ((reduces + across, 2 / 3), (gathers, 1 / 3))
-    else:
-        parts = ((all_reduces, 2 / 3),)
-    if not cfg.behaviour("dp_overlap"):
-        return sum(seconds for seconds, _ in parts)
-    return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
+    if len(_DP_TRAFFIC) >= layer_cost.CACHE_LIMIT:
+        _DP_TRAFFIC.clear()
+    _DP_TRAFFIC[key] = traffic = (gathers, reduces, all_reduces, fsdp, across)
+    return traffic
 
 
 def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:

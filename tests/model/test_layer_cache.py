@@ -23,7 +23,7 @@ VARIANTS = [
     {}, {"recompute_modules": ("mlp",)}, {"recompute_modules": ("norm",)},
     {"recompute_modules": ("core_attention", "mlp")}, {"recompute_every": 2}, {"recompute_every": 4},
     {"recompute": "full"}, {"recompute": "full", "recompute_every": 2}, {"recompute": "none"},
-    {"shard": 4, "zero": 3}, {"offload": 0.5}, {"sp": False}, {"order": ("tp", "dp", "cp", "pp")},
+    {"shard": 4, "zero": 3}, {"zero": 0}, {"zero": 3}, {"offload": 0.5}, {"sp": False}, {"order": ("tp", "dp", "cp", "pp")},
     {"precision": "fp8"}, {"stack": "fsdp"},
     # placement: in the key only through the TP and CP strides (model/layer_cost.py)
     {"pp": 2}, {"dp": 8}, {"order": ("dp", "tp", "cp", "pp")}, {"cp": 2, "dp": 8},
