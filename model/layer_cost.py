@@ -93,6 +93,7 @@ _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
 _MIXER: dict[tuple, list[tuple[Op, float]]] = {}
 _ROUTED: dict[tuple, list[tuple[Op, float]]] = {}
+_AFTER_ROUTING: dict[tuple, list[tuple[Op, float]]] = {}
 _ALL_TO_ALL: dict[tuple, float] = {}
 _LOGITS: dict[tuple, float] = {}
 _RECOMPUTE_FLOPS: dict[tuple, float] = {}
@@ -138,6 +139,7 @@ def clear_caches() -> None:
     _COMPUTE.clear()
     _MIXER.clear()
     _ROUTED.clear()
+    _AFTER_ROUTING.clear()
     _ALL_TO_ALL.clear()
     _LOGITS.clear()
     _RECOMPUTE_FLOPS.clear()
@@ -157,8 +159,7 @@ def layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
     if shape.parallel_block and not moe:   # the MLP's first GEMM is fused into the first projection
         times = _timed(shape, cfg, chip, local, layer_forward(shape, cfg, moe, local))
     elif moe:   # the routed experts' ops depend on the tokens each GPU routes and ep alone
-        times = [*_mixer(shape, cfg, chip, local), *_routed(shape, cfg, chip),
-                 *_timed(shape, cfg, chip, local, after_routing_ops(shape, cfg))]
+        times = [*_mixer(shape, cfg, chip, local), *_routed(shape, cfg, chip), *_after_routing(shape, cfg, chip)]
     else:   # the same projections and attention in dense and MoE layers: timed once for both
         times = [*_mixer(shape, cfg, chip, local), *_timed(shape, cfg, chip, local, mlp_ops(shape, cfg, moe))]
     forward = sum(t for _, t in times)
@@ -185,6 +186,17 @@ def _routed(shape: ModelShape, cfg: TrainConfig, chip) -> list[tuple[Op, float]]
     timed = _ROUTED.get(key)
     if timed is None:
         timed = _remember(_ROUTED, key, _timed(shape, cfg, chip, False, routed.layer_ops(shape, cfg)))
+    return timed
+
+
+def _after_routing(shape: ModelShape, cfg: TrainConfig, chip) -> list[tuple[Op, float]]:
+    """The shared experts' and the elementwise work's forward seconds by op (workload.py
+    `after_routing_ops`: they read the tokens of the micro-batch's CP chunk, tp, sp, the
+    precision and the stack, not ep)."""
+    key = (shape, cfg.microbatch * cfg.seq / cfg.cp, cfg.tp, cfg.sp, cfg.precision, cfg.stack, chip)
+    timed = _AFTER_ROUTING.get(key)
+    if timed is None:
+        timed = _remember(_AFTER_ROUTING, key, _timed(shape, cfg, chip, False, after_routing_ops(shape, cfg)))
     return timed
 
 

@@ -280,6 +280,7 @@ def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -
     return next(iter(data_parallels(job, space_, tp, pp, cp, ep)), 0)
 
 
+@functools.lru_cache(maxsize=16384)   # asked for every layout of a search
 def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, ...], ...]:
     """Placement orders with distinct strides: tp innermost, then each order of the
     dimensions above one, size-one dimensions last; with experts, only the orders whose
