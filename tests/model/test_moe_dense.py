@@ -177,3 +177,16 @@ def test_the_search_bound_terms_are_the_estimates_own(change):
         b = estimate(shape, cfg, PART).breakdown
         step.clear_caches()
         assert step.bound_terms(shape, cfg, PART) == (b.compute, b.tp, b.ep, b.optimizer)
+
+
+def test_a_warm_cache_answers_like_a_cold_one_when_only_sequence_parallelism_changes():
+    """Sequence parallelism splits an MoE layer's elementwise work over the TP ranks: the
+    memoized work after the routed experts (model/layer_cost.py) must tell sp apart."""
+    base = attrs.evolve(CFG, tp=2, dp=8, sp=True)
+    variant = attrs.evolve(base, sp=False)
+    step.clear_caches()
+    warm_base = estimate(SHAPE, base, PART).breakdown.compute
+    warm = estimate(SHAPE, variant, PART).breakdown.compute
+    step.clear_caches()
+    assert estimate(SHAPE, variant, PART).breakdown.compute == warm
+    assert warm != warm_base
