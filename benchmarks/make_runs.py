@@ -1,14 +1,16 @@
 """Turn every published training run into a checked gclc design: `benchmarks/runs/<run_id>.gcl`.
 
     .venv/bin/python benchmarks/make_runs.py [RUNS_CSV [MEASURED_CSV]] [--out DIR] [--no-check]
+    .venv/bin/python benchmarks/make_runs.py --validation   # the never-fitted runs -> benchmarks/validation/
 
 Each row of RUNS_CSV (columns as `benchmarks/data/public_runs.csv`) becomes one design: the
 hardware (std nodes and fabrics sized to the row's accelerator count), the model shape (from the
 row; where the row lacks layers / hidden / heads / ffn / vocab, from the model's public
 configuration, cited in the file), and a `train` block that pins every parallel setting the row
 states. The measured figure of MEASURED_CSV (columns as `public_runs_measured.csv`) goes into the
-file's header comment. Rows that cannot be expressed are listed with the reason in
-`<out>/UNEXPRESSIBLE.md`. Every written file is checked with gclc; a file with errors is removed
+file's header comment. With --validation, RUNS_CSV is `data/validation_runs.csv` (its rows carry
+their own measured columns) and DIR `benchmarks/validation`: runs no calibration sees. Rows that
+cannot be expressed are listed with the reason in `<out>/UNEXPRESSIBLE.md`. Every written file is checked with gclc; a file with errors is removed
 and listed as unexpressible (a bug to fix here, not a silent drop).
 
 The sourced facts live beside it: model shapes in `run_models.py`; precision recipe names, sharding
@@ -35,10 +37,15 @@ from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as
 from run_models import Shape, Unexpressible, _norm, integer, num, resolve_shape  # noqa: E402,F401
 from run_recipes import Recipe, a2a_overlap, recipe_of  # noqa: E402
 from run_stacks import software_of  # noqa: E402,F401  (the stack a run's framework and date imply)
+from run_variants import h100_variant, stated_nics  # noqa: E402  (hardware a row states beyond the std parts)
 
 DEFAULT_RUNS = HERE / "data" / "public_runs.csv"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
 DEFAULT_OUT = HERE / "runs"
+DEFAULT_ORIGIN = "benchmarks/data/public_runs.csv"   # named in each design's header
+# Published runs that no calibration sees (benchmarks/validation.py judges the shipped model on them)
+VALIDATION_RUNS = HERE / "data" / "validation_runs.csv"
+VALIDATION_OUT = HERE / "validation"
 
 
 # ----------------------------------------------------------------- small helpers
@@ -73,7 +80,7 @@ FABRICS = {  # std fabric -> (topology constructor, radix, rails)
 }
 
 
-def _scaleout(std: str, endpoints: int, rails: int | None, why: str) -> str:
+def _scaleout(std: str, endpoints: int, rails: int | None, why: str, gbps: float | None = None) -> str:
     kind, radix, std_rails = FABRICS[std]
     tiers = next(t for t in range(1, 6) if fat_tree_capacity(radix, t) >= endpoints)
     lines = [f"# {why}", f"fabric Scaleout extends {std} {{",
@@ -81,6 +88,8 @@ def _scaleout(std: str, endpoints: int, rails: int | None, why: str) -> str:
              f"{tiers} tier(s) of radix {radix} serve up to {fat_tree_capacity(radix, tiers)}"]
     if rails and rails != std_rails:
         lines.append(f"  rails    = {rails}  # one NIC port per GPU")
+    if gbps:
+        lines.append(f"  bandwidth = {gbps:g} Gb/s  # per GPU, as the row states")
     lines.append("}")
     return "\n".join(lines)
 
@@ -103,12 +112,12 @@ def resolve_platform(row: dict, n: int) -> Platform:
     accel = row["accelerator"].lower()
     network = row["inter_node_network"].lower()
 
-    def dgx(node: str, per: int, std_fabric: str, rails: int | None, why: str, decls=None, imports=None):
+    def dgx(node: str, per: int, std_fabric: str, rails: int | None, why: str, decls=None, imports=None, gbps=None):
         nodes = math.ceil(n / per)
         parts = list(decls or [])
         cluster = ["cluster Cluster {", f"  units    = {nodes} x {node}  # {nodes} x {per} = {nodes * per} GPUs"]
         if nodes > 1:
-            parts.append(_scaleout(std_fabric, nodes * per, rails, why))  # one NIC port per GPU
+            parts.append(_scaleout(std_fabric, nodes * per, rails, why, gbps))  # one NIC port per GPU
             cluster.append("  scaleout = Scaleout")
         cluster.append("}")
         return Platform(imports or ["std/nvidia"], parts, "\n".join(cluster), n)
@@ -123,7 +132,16 @@ def resolve_platform(row: dict, n: int) -> Platform:
             return dgx("DGX_GB200", 72, fab.std_fabric, rails, why, decls=[DGX_GB200])
         node, per = {"gb300": ("GB300_NVL72", 72), "b300": ("DGX_B300", 8), "b200": ("DGX_B200", 8),
                      "h100": ("DGX_H100", 8)}[system]
+        variant = h100_variant(row) if system == "h100" else None
+        if variant:
+            return dgx(variant.node, per, fab.std_fabric, rails, why, decls=[variant.decl])
         return dgx(node, per, fab.std_fabric, rails, why)
+    if "h200" in accel:
+        # std's HGX_H200 (8 x H200 SXM 141 GB, 8 x ConnectX-7); the compute fabric is the H100 SuperPOD's class
+        fab = SCALEOUT["h100"]
+        why = (f"scale-out: {clean(row['inter_node_network']) or 'not stated'} (the row); {fab.std_fabric} at "
+               f"{fab.gbps} Gb/s per GPU (ASSUMPTION where the row states no topology)")
+        return dgx("HGX_H200", 8, fab.std_fabric, None, why)
     if "a100" in accel:
         decls, node = [], "DGX_A100"
         if "40gb" in accel.replace(" ", ""):
@@ -149,6 +167,11 @@ def resolve_platform(row: dict, n: int) -> Platform:
             if nodes == 1:
                 decls.pop()
             return Platform(["std/nvidia"], decls, cluster, n)
+        nics = None if "hdr" in network or "selene" in network else stated_nics(row, 8)
+        if nics:
+            why = (f"scale-out: {clean(row['inter_node_network'])} (the row): {nics.note(8)}; an HDR-class "
+                   "fat tree otherwise (ASSUMPTION: the row's topology is not a gclc topology)")
+            return dgx(node, 8, "HDR_FatTree", None, why, decls, gbps=nics.per_gpu)
         why = ("scale-out: Selene, 8 x 200 Gb/s HDR InfiniBand per DGX A100 (the row)" if "hdr" in network or
                "selene" in network else "scale-out: not stated in the row; 8 x 200 Gb/s HDR per DGX A100 ASSUMED")
         return dgx(node, 8, "HDR_FatTree", None, why, decls)
@@ -450,7 +473,8 @@ def train_block(row: dict, train: Train) -> str:
     return "\n".join(lines)
 
 
-def header(row: dict, meas: dict, shape: Shape, platform: Platform, train: "Train") -> str:
+def header(row: dict, meas: dict, shape: Shape, platform: Platform, train: "Train",
+           origin: str = DEFAULT_ORIGIN) -> str:
     fills = train.fills
     out = [f"# {row['run_id']} ({row['group']})",
            f"# Source: {clean(row['source'])}",
@@ -460,7 +484,7 @@ def header(row: dict, meas: dict, shape: Shape, platform: Platform, train: "Trai
            f"#   derivation: {clean(meas['derivation'])}"]
     if row.get("notes"):
         out.append(f"# Row notes: {clean(row['notes'])}")
-    out.append("# Generated by benchmarks/make_runs.py from benchmarks/data/public_runs.csv; regenerate, do not edit.")
+    out.append(f"# Generated by benchmarks/make_runs.py from {origin}; regenerate, do not edit.")
     if shape.cite or fills:
         out.append("#")
         out.append("# Model shape and fill-ins (numbers not in the row), with their sources:")
@@ -475,7 +499,7 @@ def header(row: dict, meas: dict, shape: Shape, platform: Platform, train: "Trai
     return "\n".join(out)
 
 
-def render(row: dict, meas: dict) -> str:
+def render(row: dict, meas: dict, origin: str = DEFAULT_ORIGIN) -> str:
     if meas is None or meas.get("kind") != "steady_state" or num(meas.get("meas_tokens_per_s_per_gpu")) is None:
         kind = meas.get("kind") if meas else "missing"
         extra = ""
@@ -488,7 +512,7 @@ def render(row: dict, meas: dict) -> str:
     shape, layout = resolve_shape(row, fills)
     train = resolve_train(row, shape, layout, fills)
     platform = resolve_platform(row, train.gpus)
-    body = [header(row, meas, shape, platform, train), ""]
+    body = [header(row, meas, shape, platform, train, origin), ""]
     body += [f'import "{i}"' for i in platform.imports]
     body.append("")
     for d in platform.decls:
@@ -498,9 +522,13 @@ def render(row: dict, meas: dict) -> str:
     return "\n".join(body)
 
 
-def load(runs_csv: Path, measured_csv: Path) -> tuple[list[dict], dict[str, dict]]:
+def load(runs_csv: Path, measured_csv: Path | None) -> tuple[list[dict], dict[str, dict]]:
+    """The rows, and their measured figures by run_id (from the rows themselves when measured_csv is None:
+    the validation CSV carries its measured columns)."""
     with open(runs_csv, newline="") as f:
         rows = list(csv.DictReader(f))
+    if measured_csv is None:
+        return rows, {r["run_id"]: r for r in rows}
     with open(measured_csv, newline="") as f:
         measured = {r["run_id"]: r for r in csv.DictReader(f)}
     return rows, measured
@@ -518,11 +546,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs_csv", nargs="?", default=str(DEFAULT_RUNS))
     parser.add_argument("measured_csv", nargs="?", default=str(DEFAULT_MEASURED))
-    parser.add_argument("--out", default=str(DEFAULT_OUT), help="folder for the .gcl files (default benchmarks/runs)")
+    parser.add_argument("--out", help="folder for the .gcl files (default benchmarks/runs, or benchmarks/validation)")
     parser.add_argument("--no-check", action="store_true", help="do not run gclc check on the written files")
+    parser.add_argument("--validation", action="store_true",
+                        help="the never-fitted runs: data/validation_runs.csv (measured columns in the same file) "
+                             "-> benchmarks/validation")
     args = parser.parse_args(argv)
-    rows, measured = load(Path(args.runs_csv), Path(args.measured_csv))
-    out = Path(args.out)
+    if args.validation:
+        runs_csv, measured_csv, out = VALIDATION_RUNS, None, Path(args.out or VALIDATION_OUT)
+    else:
+        runs_csv, measured_csv, out = Path(args.runs_csv), Path(args.measured_csv), Path(args.out or DEFAULT_OUT)
+    rows, measured = load(runs_csv, measured_csv)
+    origin = f"benchmarks/data/{runs_csv.name}"
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.gcl"):
         old.unlink()
@@ -530,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         meas = measured.get(row["run_id"])
         try:
-            text = render(row, meas)
+            text = render(row, meas, origin)
         except Unexpressible as e:
             skipped.append((row, meas, str(e)))
             continue
@@ -542,17 +577,18 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append((row, meas, "gclc check errors: " + "; ".join(errors)))
         else:
             written.append(row["run_id"])
-    write_unexpressible(out / "UNEXPRESSIBLE.md", skipped, len(rows))
+    write_unexpressible(out / "UNEXPRESSIBLE.md", skipped, len(rows), origin)
     steady = sum(1 for r in rows if (measured.get(r["run_id"]) or {}).get("kind") == "steady_state")
     print(f"wrote {len(written)} designs to {out}; {len(skipped)} rows unexpressible "
           f"({len(written)}/{steady} of the rows with a steady-state measured figure)")
     return 0
 
 
-def write_unexpressible(path: Path, skipped: list, total: int) -> None:
+def write_unexpressible(path: Path, skipped: list, total: int, origin: str = DEFAULT_ORIGIN) -> None:
     lines = ["# Rows that are not expressed as gclc designs",
              "",
-             f"Generated by `benchmarks/make_runs.py`: {len(skipped)} of {total} rows. Each reason says what is "
+             f"Generated by `benchmarks/make_runs.py`: {len(skipped)} of {total} rows"
+             + (f" of `{origin}`" if origin != DEFAULT_ORIGIN else "") + ". Each reason says what is "
              "missing (from the row or from gclc).",
              "",
              "| run_id | group | measured kind | reason |",

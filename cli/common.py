@@ -112,15 +112,26 @@ def output_problem(args: argparse.Namespace) -> int | None:
     return None
 
 
-def write_output(args: argparse.Namespace, data: str | bytes) -> int:
-    """Write `-o` atomically; exit 1 with the reason when it cannot be written."""
+def write_output(args: argparse.Namespace, data: str | bytes, summary: dict | None = None) -> int:
+    """Write `-o` atomically; exit 1 with the reason when it cannot be written. With
+    `--json`, what was written as one JSON document on stdout: the file, its size, `summary`."""
     out = args.output
     try:
         write_atomic(out, data)
     except OSError as problem:
         error(f"cannot write `{out}`: {problem.strerror or problem}")
         return EXIT_ERRORS
+    if getattr(args, "json", False):
+        import json
+
+        size = len(data.encode("utf-8") if isinstance(data, str) else data)
+        print(json.dumps({"output": out, "bytes": size} | (summary or {}), indent=2))
     return EXIT_OK
+
+
+def json_option(parser, what: str) -> None:
+    """The one `--json` of a command that writes a file: a summary of what it wrote."""
+    parser.add_argument("--json", action="store_true", help=f"print what was written as JSON ({what})")
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -22,14 +22,26 @@ def add(commands) -> None:
     fmt.add_argument("--diff", action="store_true",
                      help="print what formatting changes as a unified diff (alone or with --check: exit 1 if "
                           "anything would change; with --write: what was changed)")
+    fmt.add_argument("--json", action="store_true",
+                     help="print per file whether it is canonical, whether it was written and the diff, as JSON "
+                          "(one file: its object; several: keyed by file)")
     fmt.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    return max((_one(path, args) for path in args.files), default=EXIT_OK)
+    results = {path: _one(path, args) for path in dict.fromkeys(args.files)}
+    if args.json:
+        import json
+
+        records = {path: record for path, (_, record) in results.items()}
+        one = len(results) == 1
+        print(json.dumps(next(iter(records.values()), None) if one else records, indent=2))
+    return max((code for code, _ in results.values()), default=EXIT_OK)
 
 
-def _one(path: str, args: argparse.Namespace) -> int:
+def _one(path: str, args: argparse.Namespace) -> tuple[int, dict | None]:
+    """(exit code, what `--json` says of the file; `canonical` null when it could not be read or
+    parsed: the diagnostics say why, on stderr)."""
     from ..compiler.files import read_text
     from ..dsl.format import format_text
     from ..dsl.source import SourceFile
@@ -38,27 +50,35 @@ def _one(path: str, args: argparse.Namespace) -> int:
     text = read_text(path, Path(path), None, diagnostics)
     if text is None:
         print(diagnostics_text(diagnostics, {}), file=sys.stderr)
-        return EXIT_ERRORS
+        return EXIT_ERRORS, _unreadable(path)
     source = text.removeprefix("\ufeff")
     try:
         formatted = format_text(source, path)
     except ParseError as problem:
         print(diagnostics_text(problem.diagnostics, {path: SourceFile(path, source)}), file=sys.stderr)
-        return EXIT_ERRORS
-    if args.diff and formatted != text:
+        return EXIT_ERRORS, _unreadable(path)
+    changed = formatted != text
+    record = {"file": path, "canonical": not changed, "written": False,
+              "diff": unified_diff(path, text, formatted, False) if changed else ""}
+    if args.diff and changed and not args.json:
         sys.stdout.write(unified_diff(path, text, formatted, colour(sys.stdout)))
     if args.write:
-        if formatted != text:
+        if changed:
             try:  # through a symlink, keeping mode, owner and hard links (cli/output.py)
                 write_atomic(path, formatted)
             except OSError as problem:
                 error(f"cannot write `{path}`: {problem.strerror or problem}")
-                return EXIT_ERRORS
+                return EXIT_ERRORS, record
+            record["written"] = True
     elif args.check or args.diff:
-        if formatted != text:
-            if not args.diff:
+        if changed:
+            if not args.diff and not args.json:
                 print(f"{path}: not in canonical form (run `gclc fmt --write {path}`)")
-            return EXIT_ERRORS
-    else:
+            return EXIT_ERRORS, record
+    elif not args.json:
         sys.stdout.write(paint_gcl(formatted) if colour(sys.stdout) else formatted)
-    return EXIT_OK
+    return EXIT_OK, record
+
+
+def _unreadable(path: str) -> dict:
+    return {"file": path, "canonical": None, "written": False, "diff": None}

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
-from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
+from .common import checked_design, cluster_problem, error, json_option, output_problem, settings_option, write_output
 from .progress import progress
 
 
@@ -22,6 +22,7 @@ def add(commands) -> None:
                              "for a job on several; `--view power` runs at its plan)")
     render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
     settings_option(render)
+    json_option(render, "the file, its size, format and view")
     render.set_defaults(run=run)
 
 
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except render.DotMissing as problem:
         error(str(problem))
         return EXIT_ERRORS
-    return write_output(args, data)
+    return write_output(args, data, {"format": fmt, "view": args.view})
 
 
 def _diagram(design, args: argparse.Namespace):
@@ -84,27 +85,20 @@ def _diagram(design, args: argparse.Namespace):
     return render.job_placement(outcome, fabrics), EXIT_OK
 
 
-def _plan(design, job_name: str | None):
-    """(plan, exit code): the train job's plan, or None after saying why it has none."""
-    from ..model.job import train_job
-    from ..solver.jobs import job_objective
-    from ..solver.plan import plan
-    from ..views.plan_text import infeasible_message
-
-    job = train_job(design, job_name)
-    chosen = plan(job, job_objective(job.entity))
-    if chosen.best is None:
-        print(infeasible_message(chosen), file=sys.stderr)
-        return None, EXIT_INFEASIBLE
-    return chosen, EXIT_OK
-
-
 def _power_plan(design, args: argparse.Namespace, graph):
     """The plan whose operating point the power view draws: `--job`'s, else the design's
-    train job on this cluster when it has one; None (full load) without."""
-    if args.job is None and not any(e.kind == "train" for e in design.entities):
+    first train or serve job's when it runs on this cluster; None (full load) without one
+    or when it is infeasible (said on stderr)."""
+    from ..solver.jobs import TrainOutcome, feasible, plan_design
+    from ..views.plan_text import infeasible_message
+
+    if args.job is None and not any(e.kind in ("train", "serve") for e in design.entities):
         return None
-    chosen, status = _plan(design, args.job)
-    if chosen is None or chosen.job.graph.name != graph.name:
+    outcome = plan_design(design, args.job, power=False)
+    if not feasible(outcome):
+        print(infeasible_message(outcome), file=sys.stderr)
         return None
-    return chosen
+    chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
+    clusters = {p.job.graph.name for p in chosen.plans} if hasattr(chosen, "plans") else {
+        (chosen.job if hasattr(chosen, "job") else chosen).graph.name}
+    return chosen if clusters == {graph.name} else None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import html
+import re
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_USAGE
-from .common import checked_design, cluster_problem, error, output_problem, settings_option, write_output
+from .common import checked_design, cluster_problem, error, json_option, output_problem, settings_option, write_output
 from .progress import progress
 
 
@@ -15,6 +17,7 @@ def add(commands) -> None:
     report.add_argument("-o", "--output", required=True, metavar="OUT", help="write the HTML here")
     report.add_argument("--job", metavar="NAME", help="the train job to plan (default: the file's first)")
     settings_option(report)
+    json_option(report, "the file, its size and its sections")
     report.set_defaults(run=run)
 
 
@@ -37,4 +40,5 @@ def run(args: argparse.Namespace) -> int:
     except JobError as problem:
         error(str(problem))
         return EXIT_USAGE if problem.usage else EXIT_ERRORS
-    return write_output(args, text)
+    sections = [html.unescape(title) for title in re.findall(r"<h2>([^<]+)</h2>", text)]
+    return write_output(args, text, {"sections": sections})

@@ -128,7 +128,8 @@ class Checker(FieldTyper):
             if key in block.blocks:
                 return self.error(codes.WRONG_TYPE.make(entry.name.span, field=key, expected="a block",
                                                         got="a single value",
-                                                        notes=[f"help: write `{key} {{ ... }}`"])) and None
+                                                        notes=[f"help: write `{key} {{ {_required(block.blocks[key])} }}`"])
+                                  ) and None
             return self.unknown(entry.name, key, block, where)
         value = self.typed(entry.expr, ftype, key)
         return None if value is INVALID else Item(key, value, entry.span)
@@ -151,7 +152,9 @@ class Checker(FieldTyper):
         owner = self.inherited_from(name.span)
         if owner is not None and self.building and where == self.building[1]:
             where = f"{owner.kind.text} `{owner.name.text}`"  # the same words as the parent's own report
-        note = codes.suggest(key, known) or f"{where} has: {', '.join(known)}"
+        inner = next((b for b, sub in block.blocks.items() if key in sub.fields), None)
+        note = (f"help: `{key}` is a field of the `{inner}` block: write `{inner} {{ {key} = ... }}`" if inner
+                else codes.suggest(key, known) or f"{where} has: {', '.join(known)}")
         self.error(codes.UNKNOWN_FIELD.make(name.span, field=key, where=where, notes=[note]))
         return None
 
@@ -271,6 +274,11 @@ def _same_type(a: Any, b: Any) -> bool:
     if isinstance(a, Entity) and isinstance(b, Entity):
         return a.kind == b.kind  # a part swap keeps the kind: a node for a node
     return type(a) is type(b)
+
+
+def _required(block: sc.Block) -> str:
+    """The fields a block cannot do without, as a template: `routed = ...  top_k = ...`."""
+    return "  ".join(f"{name} = ..." for name in block.required) or "..."
 
 
 def _field_hint(name: str, block: sc.Block) -> str:

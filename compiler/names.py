@@ -4,6 +4,7 @@ and for a bare word where a value was expected, what that word is."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import Iterable
 
@@ -23,7 +24,8 @@ def unknown_name_notes(name: str, candidates: Iterable[str], kinds: tuple[str, .
         return [f'help: `{name}` is a {part.kind} in the standard library: add `import "{part.library}"`']
     close = nearest(name, candidates)
     if close:
-        return [f"help: did you mean `{close}`?"]
+        others = [c for c in difflib.get_close_matches(name, candidates, n=4, cutoff=0.75) if c != close][:3]
+        return [f"help: did you mean `{close}`?"] + ([f"also close: {_listing(others)}"] if others else [])
     library = [p for p in std_parts() if kinds is None or p.kind in kinds]
     near = nearest(name, [p.name for p in library])
     if near:

@@ -137,6 +137,7 @@ class Share:
     utilization: float           # busy / the compute phase (slowest = 1)
     config: TrainConfig | None
     fits: bool = True
+    watts: float = 0.0           # W per GPU at the split's operating point (0 when unused)
 
 
 @attrs.frozen
@@ -252,16 +253,22 @@ def _share(job: Job, e: Estimate | None, items: int, busy: float, compute: float
                  e.config, e.fits)
 
 
-def _power(jobs: Sequence[Job], shares: Sequence[Share], estimates: Sequence[Estimate | None], step: float) -> float:
-    total = 0.0
+def _power(jobs: Sequence[Job], shares: Sequence[Share], estimates: Sequence[Estimate | None],
+           step: float) -> tuple[float, tuple[Share, ...]]:
+    """The facility watts of the partitions taking part, and the shares with each one's
+    watts per GPU (the power view draws them)."""
+    total, out = 0.0, []
     for job, share, e in zip(jobs, shares, estimates):
         if share.items == 0 or e is None:
+            out.append(share)
             continue
         b = e.breakdown
         compute = min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time) if e.step_time else 1.0
         busy = compute * share.busy / step if step > 0 else compute
-        total += job_power(job.graph, job.partition, share.gpus, busy).total
-    return total
+        drawn = job_power(job.graph, job.partition, share.gpus, busy)
+        total += drawn.total
+        out.append(attrs.evolve(share, watts=drawn.per_gpu))
+    return total, tuple(out)
 
 
 def data_split(jobs: Sequence[Job], plans: Sequence[Plan]) -> HeteroSplit:
@@ -305,7 +312,7 @@ def _evaluate_data(jobs: Sequence[Job], plans: Sequence[Plan], lanes: Sequence[L
     shares = tuple(_share(job, e, b, s, compute) for job, e, (_, b), s in zip(jobs, estimates, picks, busy))
     tokens = jobs[0].batch * jobs[0].seq / step
     fits = all(s.fits for s in shares if s.items)
-    power = _power(jobs, shares, estimates, step)
+    power, shares = _power(jobs, shares, estimates, step)
     return HeteroSplit("data", "optimal", step, compute, exchange, tokens, shares, power,
                        "" if fits else "a partition's share does not fit in memory")
 
@@ -346,8 +353,8 @@ def pipeline_split(jobs: Sequence[Job], plans: Sequence[Plan]) -> HeteroSplit:
         shares.append(_share(job, base, n, factor * lane.busy(n), compute))
         bases.append(base)
     step = chosen.step_time
-    return HeteroSplit("pipeline", "optimal", step, compute, chosen.exchange, batch * seq / step, tuple(shares),
-                       _power(jobs, shares, bases, step),
+    power, drawn = _power(jobs, shares, bases, step)
+    return HeteroSplit("pipeline", "optimal", step, compute, chosen.exchange, batch * seq / step, drawn, power,
                        "fluid layer model: each partition's planned step time per layer, plus the chain's bubble")
 
 

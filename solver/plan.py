@@ -178,31 +178,31 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
                    f"but needs {_gb(r.estimate.memory.total)} per GPU (limit {_gb(lim.memory)})")
     elif e.memory.total > 0.9 * lim.memory:
         out.append(f"memory: {_gb(e.memory.total)} of the {_gb(lim.memory)} per GPU limit "
-                   f"({e.memory.total / lim.memory:.0%})")
+                   f"({percent(e.memory.total / lim.memory)})")
     b = e.breakdown
     comm = {"tp": b.tp, "cp": b.cp, "ep": b.ep, "pp": b.pp, "dp": b.dp}
     dim, seconds = max(comm.items(), key=lambda kv: kv[1])
     if seconds > 0.01 * step:
         tier = _comm_tier(e, job, dim)
         where = f" on {tier.name} (level {tier.level}, {tier.kind})" if tier is not None else ""
-        out.append(f"link: {dim} communication, {seconds / step:.0%} of the step{where}")
+        out.append(f"link: {dim} communication, {percent(seconds / step)} of the step{where}")
     if b.bubble > 0.05 * step:
         c = e.config
-        out.append(f"bubble: {b.bubble / step:.0%} of the step (pp={c.pp}, vp={c.vp}, {c.microbatches} micro-batches)")
+        out.append(f"bubble: {percent(b.bubble / step)} of the step (pp={c.pp}, vp={c.vp}, {c.microbatches} micro-batches)")
     if b.recompute > 0.05 * step:
-        out.append(f"recompute: {b.recompute / step:.0%} of the step ({e.config.recompute})")
+        out.append(f"recompute: {percent(b.recompute / step)} of the step ({e.config.recompute})")
     if b.host > 0:
         out.append(f"host: the step is host-bound; the host CPUs finish its kernel launches and network proxy "
-                   f"work {duration(b.host)} after the GPUs ({b.host / step:.0%} of the step; model/dpu.py)")
+                   f"work {duration(b.host)} after the GPUs ({percent(b.host / step)} of the step; model/dpu.py)")
     if b.data > 0:
         out.append(f"data: the step is data-bound; the hosts (and DPUs) load its samples {duration(b.data)} after "
-                   f"the compute is done ({b.data / step:.0%} of the step)")
+                   f"the compute is done ({percent(b.data / step)} of the step)")
     if b.checkpoint > 0.01 * step:
-        out.append(f"checkpoint: synchronous saves take {b.checkpoint / step:.0%} of the step")
+        out.append(f"checkpoint: synchronous saves take {percent(b.checkpoint / step)} of the step")
     limit = lim.get("power")
     if limit is not None and power is not None:
         by_power = [r for r in rejected if r.limit.target == "power"]
-        line = f"power: {_mw(power.total)} of the {_mw(limit.value)} limit ({power.total / limit.value:.0%})"
+        line = f"power: {_mw(power.total)} of the {_mw(limit.value)} limit ({percent(power.total / limit.value)})"
         if by_power:
             line += f"; {_config(by_power[0].estimate.config)} would be {_better(by_power[0], e, result)} but exceeds it"
         out.append(line)

@@ -263,8 +263,11 @@ def _frugal_clock(inputs: PowerInputs, n: float, top: float, clock: str) -> floa
 def _message(inputs: PowerInputs, n: float, f: float, binding: tuple[str, ...]) -> str:
     state = "the budget binds" if "power" in binding else "the budget does not bind"
     replica = inputs.replica_gpus or inputs.min_gpus
-    return (f"{state}: run {n:,.0f} of {inputs.max_gpus:,.0f} GPUs ({n / replica:,.0f} replicas) at {f:.0%} clock "
-            f"(power cap {inputs.gpu_watts(f):,.0f} W per GPU)")
+    watts = quantity(inputs.gpu_watts(f), "W")
+    # at full clock the GPUs draw what the model gives them; below it the draw is the cap to set
+    draw = f"each drawing {watts}" if f >= 0.999 else f"power cap {watts} per GPU (its draw at that clock)"
+    return (f"{state}: run {number(round(n))} of {number(round(inputs.max_gpus))} GPUs "
+            f"({number(round(n / replica))} replicas) at {percent(f)} clock, {draw}")
 
 
 # ----------------------------------------------------------------- conveniences

@@ -22,6 +22,7 @@ import attrs
 
 from ..compiler.design import Entity
 from ..compiler.ir import ClusterGraph, Partition
+from ..dsl.numbers import number, quantity
 from ..model.inference import Replica, ServeEstimate, estimate, kv_transfer_time, replica
 from ..model.job import placement, serve_entity  # noqa: F401  (serve_entity: re-exported, where callers find it)
 from ..model.power import job_power
@@ -156,6 +157,7 @@ class _Search:
         self.prefills = self.admissible(replicas, "prefill") if mode != "aggregated" else []
         self.decodes = self.admissible(replicas, "decode") if mode != "aggregated" else []
         self.total = len(replicas)
+        self.replicas = replicas
 
     # ------------------------------------------------------------ analytic screening
     def admissible(self, replicas: list[Replica], role: str) -> list[tuple[Replica, ServeEstimate]]:
@@ -362,20 +364,32 @@ class _Search:
         reasons = tuple(f"{name}: broken by {len(ids)} of {self.total} configurations"
                         for name, ids in sorted(self.broken.items()))
         if not reasons and self.demand is not None:
-            reasons = (f"demand: no configuration meets the SLO percentiles at {self.demand.rate:,.4g} requests/s "
+            reasons = (f"demand: no configuration meets the SLO percentiles at {number(self.demand.rate)} requests/s "
                        f"on {self.limits.gpus} GPUs",)
         return _Result(self.mode, None, None, None, None, reasons or ("no configuration fits",), "")
 
     def binding_saturated(self, best: _Result) -> tuple[str, ...]:
         d = best.decode
-        bigger = [e for r, e in self.both if r.config.batch > d.replica.config.batch and
-                  attrs.evolve(r.config, batch=d.replica.config.batch) == d.replica.config]
+        batch = d.replica.config.batch
+        bigger = [e for r, e in self.both if r.config.batch > batch and
+                  attrs.evolve(r.config, batch=batch) == d.replica.config]
         out = []
         if d.count * d.replica.gpus + (best.prefill.gpus if best.prefill else 0) + d.replica.gpus <= self.limits.gpus:
-            out.append(f"power: {self.limits.power / 1e6:,.4g} MW stops another replica")
+            out.append(f"power: {quantity(self.limits.power, 'W')} stops another replica")
         if best.mode == "aggregated" and not bigger:
-            out.append("batch: a larger batch breaks the SLOs or memory")
+            out.append(self.batch_binding(d.replica.config))
         return tuple(out) or ("gpus: every GPU serves",)
+
+    def batch_binding(self, chosen) -> str:
+        """Why the batch is no larger: the limits the next larger batch of the same replica
+        breaks, or the end of the batches searched."""
+        larger = sorted((r for r in self.replicas if r.config.batch > chosen.batch
+                         and attrs.evolve(r.config, batch=chosen.batch) == chosen), key=lambda r: r.config.batch)
+        if not larger:
+            return f"batch: {number(chosen.batch)} sequences per replica, the largest searched"
+        broken = sorted(name for name, ids in self.broken.items() if id(larger[0]) in ids)
+        words = " and ".join(broken) if broken else "the SLOs in simulation"
+        return f"batch: {number(larger[0].config.batch)} sequences per replica would break {words}"
 
     def runners_up(self, result: _Result, top: int) -> list[ServeEstimate]:
         if result.decode is None:

@@ -16,7 +16,7 @@ import math
 
 import graphviz
 
-from ..dsl.numbers import duration, percent
+from ..dsl.numbers import count, duration, percent
 from ..compiler.ir import Tier
 from ..model import comms
 from ..model.ranks import rank_partition
@@ -131,13 +131,12 @@ def _band(cfg, stage: int, size: int, held: tuple[int, int], whole: bool = True)
     stage = stage if cfg.pp > 1 else None
     ranks = [r for r in range(cfg.gpus) if stage is None or coordinate(cfg, r, "pp") == stage]
     domains = sorted({r // size for r in ranks})
-    first, count = held
-    per_stage = count / cfg.pp
-    layers = (f"layers {first + round(stage * per_stage)}–{first + round((stage + 1) * per_stage) - 1}"
-              if stage is not None else f"{count} layers" if whole else f"layers {first}–{first + count - 1}")
+    first, total = held
+    layers = (stage_layers(first, total, cfg.pp, cfg.vp, stage)
+              if stage is not None else f"{total} layers" if whole else f"layers {first}–{first + total - 1}")
     head = f"stage {stage}" if stage is not None else "all ranks"
     cells = [f'<TD VALIGN="MIDDLE" BGCOLOR="#eceff1"><B>{head}</B><BR/>{layers}<BR/>'
-             f'<FONT POINT-SIZE="9">{len(ranks):,} GPUs · {_count(len(domains), "domain")}</FONT></TD>']
+             f'<FONT POINT-SIZE="9">{len(ranks):,} GPUs · {count(len(domains), "domain")}</FONT></TD>']
     for d in _shown(len(domains), MAX_DOMAINS):
         if d is None:
             cells.append(f'<TD BORDER="0">… {len(domains) - MAX_DOMAINS + 1:,}<BR/>more<BR/>domains</TD>')
@@ -146,9 +145,25 @@ def _band(cfg, stage: int, size: int, held: tuple[int, int], whole: bool = True)
     return f'<<TABLE BORDER="1" STYLE="ROUNDED" CELLBORDER="0" CELLSPACING="4" COLOR="#90a4ae"><TR>{"".join(cells)}</TR></TABLE>>'
 
 
+def stage_runs(first: int, total: int, pp: int, vp: int, stage: int) -> list[tuple[int, int]]:
+    """The layers pipeline stage `stage` holds, as (first, last) runs: one run of total / pp
+    layers, or with `vp` virtual stages per GPU (Megatron's interleaved schedule) the vp
+    chunks of total / (pp x vp) layers at virtual stages stage, stage + pp, stage + 2 pp, ..."""
+    chunk = total / (pp * vp)
+    return [(first + round((v * pp + stage) * chunk), first + round((v * pp + stage + 1) * chunk) - 1)
+            for v in range(vp)]
+
+
+def stage_layers(first: int, total: int, pp: int, vp: int, stage: int) -> str:
+    """`layers 8–15`, or `layers 0–1, 8–9, 16–17, … (4 chunks)` under an interleaved schedule."""
+    runs = [(a, b) for a, b in stage_runs(first, total, pp, vp, stage) if b >= a]
+    text = ", ".join(f"{a}–{b}" if b > a else f"{a}" for a, b in runs[:3]) + (", …" if vp > 3 else "")
+    return f"layers {text}" + (f" ({vp} chunks)" if vp > 1 else "")
+
+
 def _elided_band(cfg, bands: list[int | None]) -> str:
     hidden = cfg.pp - sum(b is not None for b in bands)
-    return (f'<<TABLE BORDER="0"><TR><TD><FONT POINT-SIZE="11">⋮ {hidden} more pipeline stages, '
+    return (f'<<TABLE BORDER="0"><TR><TD><FONT POINT-SIZE="11">⋮ {count(hidden, "more pipeline stage")}, '
             f'each laid out like the ones shown</FONT></TD></TR></TABLE>>')
 
 
@@ -173,10 +188,6 @@ def _domain(cfg, domain: int, size: int, stage: int | None) -> str:
     return (f'<TABLE BORDER="1" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0" COLOR="#455a64" BGCOLOR="white">'
             f'<TR><TD><FONT POINT-SIZE="9">domain {domain:,} · ranks {ranks[0]:,}–{ranks[-1]:,}'
             f'{" · " + shared if shared else ""}</FONT></TD></TR>{body}</TABLE>')
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _slots(line: list[tuple[str, int]]) -> int:
@@ -216,6 +227,12 @@ def fill_dimension(cfg) -> str | None:
     return next((d for d in ("tp", "cp") if getattr(cfg, d) > 1), None)
 
 
+def _repeats(cfg, filled: str | None) -> bool:
+    """Whether two groups share a fill (more groups than pastel colours) or two replicas a frame."""
+    groups = cfg.gpus // getattr(cfg, filled) if filled else 1
+    return groups > len(PASTEL) or cfg.dp > len(PALETTE)
+
+
 def _fill_group(cfg, rank: int) -> int:
     """The index of `rank`'s group along the fill dimension (its members share a colour)."""
     dim = fill_dimension(cfg)
@@ -238,7 +255,7 @@ def _tier_table(job, e, size: int, share: float = 1.0) -> str:
                              for tier, spent in tier_traffic(dim, seconds.get(dim, 0.0), stages)) or "one GPU"
         groups = cfg.gpus // n
         rows.append(f'<TR><TD ALIGN="LEFT">{dim} = {n} ({_NAMES[dim]})</TD>'
-                    f'<TD ALIGN="LEFT">{_count(groups, "group")}, ranks {stride:,} apart</TD>'
+                    f'<TD ALIGN="LEFT">{count(groups, "group")}, ranks {stride:,} apart</TD>'
                     f'<TD ALIGN="LEFT">{crossed}</TD></TR>')
     filled = fill_dimension(cfg)
     whole = max((t.group_gpus for t in job.partition.tiers if t.scope in ("node", "supernode")), default=size)
@@ -248,7 +265,7 @@ def _tier_table(job, e, size: int, share: float = 1.0) -> str:
            + (" · frame: data-parallel replica" if cfg.dp > 1 else "")
            + (" · outlined: expert group" if cfg.ep > 1 else "")
            + (" · bands: pipeline stages (grey: another stage's GPU)" if cfg.pp > 1 else "")
-           + (f" · colours repeat every {len(PASTEL)}" if cfg.gpus > len(PASTEL) else ""))
+           + (f" · colours repeat every {len(PASTEL)}" if _repeats(cfg, filled) else ""))
     swatches = "".join(f'<TD BORDER="2" COLOR="{PALETTE[k % len(PALETTE)]}" BGCOLOR="white">dp {k}</TD>'
                        for k in range(min(cfg.dp, len(PALETTE))))
     rows.append(f'<TR><TD COLSPAN="3" ALIGN="LEFT"><FONT POINT-SIZE="10">{escape(key)}</FONT></TD></TR>')

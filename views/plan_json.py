@@ -122,7 +122,24 @@ def _hetero_contract(h: HeteroPlan) -> dict:
             "error_band": {"confidence": BAND_CONFIDENCE,
                            "tokens_per_s": [best.tokens_per_s * low, best.tokens_per_s * high],
                            "reason": "the widest band of the partitions taking part"},
-            "binding": binding, "solver": {"status": "optimal", "method": "milp"}}
+            "binding": binding, "solver": {"status": "optimal", "method": "milp"}} | _cost(hetero_cost(h))
+
+
+def hetero_cost(h: HeteroPlan) -> dict | None:
+    """A heterogeneous job's cost as a train job's (compiler/tco.py): its cluster's cost of
+    ownership over the tokens the split trains; None without `economics`, or when its
+    partitions belong to several clusters (no one cluster's TCO is the job's)."""
+    if h.best is None or not h.plans:
+        return None
+    clusters = {id(getattr(p.job.entity.get("on"), "cluster", None)) for p in h.plans}
+    if len(clusters) != 1:
+        return None
+    job = h.plans[0].job
+    return job_cost(job.entity, job.graph, h.best.tokens_per_s, job.tokens)
+
+
+def _cost(cost: dict | None) -> dict:
+    return {} if cost is None else {"cost": cost}
 
 
 def parallelism(e: Estimate) -> dict:

@@ -12,7 +12,7 @@ from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.plan import Plan
 from ..solver.power import PowerInputs, PowerResult
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
-from .plan_json import parallelism
+from .plan_json import hetero_cost, parallelism
 
 if TYPE_CHECKING:  # the heterogeneous split's modules load only for its plans
     from ..solver.hetero import HeteroPlan
@@ -185,10 +185,7 @@ def plan_text(plan, timings: bool = False) -> str:
         lines.append(f"  training   {big(job.tokens)} tokens in {duration(job.tokens / e.tokens_per_s)}")
     cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
     if cost is not None:
-        whole = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"
-        to_train = f", {quantity(cost['cost_to_train_usd'], 'USD')} to train" if "cost_to_train_usd" in cost else ""
-        lines.append(f"  cost       TCO {quantity(cost['tco_usd'], 'USD')} (capex {quantity(cost['capex_usd'], 'USD')}), "
-                     f"{number(cost['cost_per_token_usd'] * 1e6)} USD per million tokens{to_train}{whole}")
+        lines.append(cost_line(cost))
     for i, r in enumerate(plan.runners_up, 2):
         lines.append(f"  #{i:<9} {_config(r)}, ranks {','.join(r.config.order)}: {duration(r.step_time)}, "
                      f"MFU {percent(r.mfu)}{runner_difference(e, r)}")
@@ -197,6 +194,14 @@ def plan_text(plan, timings: bool = False) -> str:
     for w in getattr(plan, "warnings", ()):
         lines.append(f"  warning    {w.message} [{w.kind}]")
     return "\n".join(lines)
+
+
+def cost_line(cost: dict) -> str:
+    """A train job's cost (compiler/tco.job_cost) as one plan line."""
+    whole = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"
+    to_train = f", {quantity(cost['cost_to_train_usd'], 'USD')} to train" if "cost_to_train_usd" in cost else ""
+    return (f"  cost       TCO {quantity(cost['tco_usd'], 'USD')} (capex {quantity(cost['capex_usd'], 'USD')}), "
+            f"{number(cost['cost_per_token_usd'] * 1e6)} USD per million tokens{to_train}{whole}")
 
 
 def runner_difference(best: Estimate, other: Estimate) -> str:
@@ -274,4 +279,7 @@ def hetero_text(result: HeteroPlan) -> str:
     for p in result.plans:
         alone = f"{big(p.best.tokens_per_s)} tokens/s" if p.best else p.status
         lines.append(f"  alone on {p.job.partition.name}: {alone}")
+    cost = hetero_cost(result)
+    if cost is not None:
+        lines.append(cost_line(cost))
     return "\n".join(lines)

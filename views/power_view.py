@@ -5,6 +5,7 @@ at TDP for reference; without one, everything is at full load (TDP)."""
 
 from __future__ import annotations
 
+import attrs
 import graphviz
 
 from ..compiler.ir import ClusterGraph
@@ -23,19 +24,51 @@ def _group_of(metric: Metric) -> str:
     return dict(_GROUPS).get(metric.key, metric.label)
 
 
+@attrs.frozen
+class Draw:
+    """A partition's GPUs that run the plan, and what each draws there."""
+
+    partition: str
+    gpus: int
+    watts: float
+
+
+def draws(plan) -> tuple[str, tuple[Draw, ...]] | None:
+    """(job name, its draws) for a train plan (solver.plan.Plan), a heterogeneous plan (one
+    draw per partition of the split) or a serve plan; None without a feasible plan."""
+    from ..solver.hetero import HeteroPlan
+
+    if plan is None or plan.best is None:
+        return None
+    if isinstance(plan, HeteroPlan):
+        return plan.name, tuple(Draw(s.partition, s.gpus, s.watts) for s in plan.best.shares if s.items and s.gpus)
+    if hasattr(plan, "job"):      # a train plan
+        if plan.power is None:
+            return None
+        return plan.job.name, (Draw(plan.job.partition.name, plan.best.config.gpus, plan.power.per_gpu),)
+    return plan.name, (Draw(plan.partition.name, plan.used_gpus, serve_gpu_watts(plan)),)
+
+
+def serve_gpu_watts(p) -> float:
+    """Watts per GPU of a serve plan, from its facility power (model/power.job_power: the
+    GPUs' draw plus their share of the rest of the IT load, times the PUE)."""
+    graph, gpus = p.graph, p.used_gpus
+    rows = {m.key: m.value for m in power_breakdown(graph)}
+    others = (rows["power.it"] - rows["power.accelerators"]) * gpus / graph.gpus
+    return (p.power_w / graph.pue - others) / gpus
+
+
 def operating_point(graph: ClusterGraph, plan) -> dict[str, float] | None:
     """Watts per accelerator, averaged over each partition, at the plan's operating point:
     the job's GPUs at the modelled draw, the partition's other GPUs idle."""
-    if plan is None or plan.best is None or plan.power is None:
+    drawn = draws(plan)
+    if drawn is None:
         return None
-    part, used = plan.job.partition, plan.best.config.gpus
+    by_name = {d.partition: d for d in drawn[1]}
     out = {}
     for p in graph.partitions:
-        idle = p.node.accelerator.idle
-        if p.name == part.name:
-            out[p.name] = (used * plan.power.per_gpu + (p.gpus - used) * idle) / p.gpus
-        else:
-            out[p.name] = idle
+        idle, d = p.node.accelerator.idle, by_name.get(p.name)
+        out[p.name] = idle if d is None else (d.gpus * d.watts + (p.gpus - d.gpus) * idle) / p.gpus
     return out
 
 
@@ -82,9 +115,13 @@ def power(graph: ClusterGraph, plan=None) -> graphviz.Digraph:
 def _title(graph: ClusterGraph, plan, point) -> str:
     if point is None:
         return f"{graph.name}: where the watts go (full load, accelerators at TDP)"
-    chip = plan.job.partition.node.accelerator
-    used = plan.best.config.gpus
-    idle = plan.job.partition.gpus - used
-    rest = f", {idle:,} idle at {fmt(chip.idle, 'W')}" if idle else ""
-    return (f"{graph.name}: where the watts go at plan {plan.job.name}'s operating point\\n"
-            f"{used:,} GPUs at {fmt(plan.power.per_gpu, 'W')} each (TDP {fmt(chip.tdp, 'W')}){rest}")
+    name, drawn = draws(plan)
+    parts = {p.name: p for p in graph.partitions}
+    lines = []
+    for d in drawn:
+        part = parts[d.partition]
+        chip, idle = part.node.accelerator, part.gpus - d.gpus
+        rest = f", {idle:,} idle at {fmt(chip.idle, 'W')}" if idle else ""
+        where = f"{d.partition}: " if len(graph.partitions) > 1 else ""
+        lines.append(f"{where}{d.gpus:,} GPUs at {fmt(d.watts, 'W')} each (TDP {fmt(chip.tdp, 'W')}){rest}")
+    return f"{graph.name}: where the watts go at plan {name}'s operating point\\n" + "\\n".join(lines)

@@ -306,18 +306,15 @@ def _point(budget: float, item) -> tuple[float, float] | None:
 
 
 def _roofline_section(c: Context) -> str:
+    """Where the plan runs on its chip: one figure per chip it uses (views/report_roofline.py)."""
     from . import report_plots
-    from ..model.workload import layer_forward
+    from .report_roofline import rooflines
 
-    if c.plan is not None and c.plan.best is not None:
-        e, job = c.plan.best, c.plan.job
-        chip, precision = job.partition.node.accelerator, e.config.precision
-        ops = layer_forward(job.shape, e.config, job.shape.is_moe)
-        caption = f"{chip.name} at {precision}; points: one layer's forward operations under the plan."
-    else:
-        chip, precision, ops = c.graph.partitions[0].node.accelerator, "bf16", ()
-        caption = f"{chip.name} at bf16 (no plan: no operations to place on it)."
-    return _section("Roofline", _figure(report_plots.roofline(chip, precision, ops), caption))
+    planned = c.plan if c.plan is not None and c.plan.best is not None else None
+    figures, note = rooflines(planned, c.outcome, c.graph)
+    return _section("Roofline", *([_note(note)] if note else []),
+                    *(_figure(report_plots.roofline(f.chip, f.precision, f.points, f.name), f.caption)
+                      for f in figures))
 
 
 # ----------------------------------------------------------------- schedule

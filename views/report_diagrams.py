@@ -18,8 +18,9 @@ def diagrams(design, graph, planned, outcome) -> list[tuple[str, str]]:
         views.append(("placement", render.placement(planned, fabrics),
                       "The rank grid: GPUs by scale-up domain and pipeline stage, the tiers each group crosses."))
     views += _other_placement(outcome)
-    views.append(("power", render.power(graph, planned),
-                  "Where the watts go at the plan's operating point (TDP for reference)." if planned is not None
+    running = planned if planned is not None else outcome if getattr(outcome, "best", None) is not None else None
+    views.append(("power", render.power(graph, running),
+                  "Where the watts go at the plan's operating point (TDP for reference)." if running is not None
                   else "Where the watts go at full load."))
     return [(scope_ids(render.svg_text(dot), f"diagram-{name}"), f"{name}: {caption}") for name, dot, caption in views]
 

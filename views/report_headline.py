@@ -36,15 +36,21 @@ def headline_html(plan) -> str:
     else:
         figures.append(("energy", f"{quantity(plan.energy_per_token, 'J')} per token", "at the facility"))
     cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
-    if cost is not None:
-        bound = "" if cost["complete"] else " (at least)"
-        if "cost_to_train_usd" in cost:
-            figures.append(("cost to train", quantity(cost["cost_to_train_usd"], "USD") + bound,
-                            f"TCO {quantity(cost['tco_usd'], 'USD')}"))
-        else:
-            figures.append(("cost per million tokens", f"{number(cost['cost_per_token_usd'] * 1e6)} USD" + bound,
-                            f"TCO {quantity(cost['tco_usd'], 'USD')}"))
+    figures += _cost_figure(cost)
     return _block(job.name, figures, limits_sentence(plan))
+
+
+def _cost_figure(cost: dict | None, tokens: str = "tokens") -> list[tuple[str, str, str]]:
+    """The money figure (compiler/tco.py): to train the job's tokens, else per million `tokens`;
+    "(at least)" when a part has no price; nothing without the cluster's `economics`."""
+    if cost is None:
+        return []
+    bound = "" if cost["complete"] else " (at least)"
+    of = f"TCO {quantity(cost['tco_usd'], 'USD')}" + (f" ({percent(cost['gpu_share'])} of the cluster)"
+                                                      if "gpu_share" in cost else "")
+    if "cost_to_train_usd" in cost:
+        return [("cost to train", quantity(cost["cost_to_train_usd"], "USD") + bound, of)]
+    return [(f"cost per million {tokens}", f"{number(cost['cost_per_token_usd'] * 1e6)} USD" + bound, of)]
 
 
 def outcome_headline_html(data: dict, tokens: float | None = None) -> str:
@@ -68,6 +74,7 @@ def outcome_headline_html(data: dict, tokens: float | None = None) -> str:
                         f"{quantity(data['energy_per_token_j'], 'J')} per token"))
     else:
         figures.append(("energy", f"{quantity(data['energy_per_token_j'], 'J')} per token", "at the facility"))
+    figures += _cost_figure(data.get("cost"), "output tokens" if "latency" in data or "pools" in data else "tokens")
     binding = "; ".join(_SLO.sub(lambda m: f"the {m[2]} {_SLO_WORDS[m[1]]}", line) for line in data.get("binding") or ())
     binding = re.sub(r"^gpus:", "GPUs:", binding)
     limits = f"{binding[0].upper()}{binding[1:]}." if binding else "No limit binds: the plan meets every one."

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from ..dsl.numbers import big, duration, number, percent, quantity
-from ..model.compute import BEST_SHAPE, gemm_rate, hbm_rate, op_time, peak
+from ..model.compute import BEST_SHAPE, gemm_rate, hbm_rate, peak
 from .limits import MEMORY_WORDS, WORDS
 
 COLORS = ("#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#5d4037", "#9e9d24", "#ad1457")
@@ -94,9 +94,10 @@ def memory(rows: tuple[tuple[str, float], ...], hbm: float) -> str:
         return to_svg(fig, "memory")
 
 
-def roofline(chip, precision: str, ops: tuple = ()) -> str:
+def roofline(chip, precision: str, points: tuple = (), name: str = "roofline") -> str:
     """Attainable FLOP/s against arithmetic intensity: the dense peak, the model's GEMM
-    ceiling (its rate at the best shape) and the HBM slopes, with the plan's operations."""
+    ceiling (its rate at the best shape) and the HBM slopes, with the plan's points
+    (views/report_roofline.Point: a label, FLOP per byte, FLOP/s achieved)."""
     top, sustained = peak(chip, precision), gemm_rate(chip, precision, *BEST_SHAPE)
     xs = [10 ** (i / 8) for i in range(-8, 33)]
     with rc_context(_RC):
@@ -108,17 +109,19 @@ def roofline(chip, precision: str, ops: tuple = ()) -> str:
                   label="best-shape GEMM rate, HBM streaming rate")
         ridge = top / chip.hbm_bandwidth
         ax.axvline(ridge, color="#9e9e9e", linewidth=0.8, linestyle=":")
-        ax.annotate(f"ridge {number(ridge)} FLOP/B", (ridge, top / 30), rotation=90, color="#616161",
+        ax.annotate(f"ridge {number(ridge)} FLOP/B", (ridge, top / 3000), rotation=90, color="#616161", va="bottom",
                     xytext=(3, 0), textcoords="offset points")
-        for i, op in enumerate(o for o in ops if o.flops > 0 and o.bytes > 0):
-            rate = op.flops / op_time(op, chip, precision)
-            ax.plot([op.flops / op.bytes], [rate], "os^Dv<>p"[i % 8], color=COLORS[(i + 2) % len(COLORS)],
-                    label=f"{op.name}: {number(op.flops / op.bytes)} FLOP/B, {percent(rate / top)} of peak")
+        for i, point in enumerate(points):
+            ax.plot([point.intensity], [point.rate], "os^Dv<>p"[i % 8], color=COLORS[(i + 2) % len(COLORS)],
+                    label=f"{point.label}: {number(point.intensity)} FLOP/B, {percent(point.rate / top)} of peak")
         ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
-        ax.set_ylabel("FLOP/s")
+        ax.set_ylabel("attainable rate")
+        # decades as the one formatter writes them (`1,000`, `100 TFLOPS`), not `10^3`
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: quantity(v, "FLOPS")))
         ax.set_ylim(top / 1e4, top * 2)
         fig.legend(loc="outside right center", frameon=False, fontsize=8)
-        return to_svg(fig, "roofline")
+        return to_svg(fig, name)
 
 
 def throughput_curve(points: tuple[tuple[float, float], ...], chosen: tuple[float, float] | None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import graphviz
 
-from ..dsl.numbers import duration, number
+from ..dsl.numbers import count, duration, number
 from ..model import comms
 from ..model.inference import Replica, kv_transfer_time
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
@@ -38,7 +38,7 @@ def serve_placement(plan) -> graphviz.Digraph:
     for role, side in pools(plan):
         name = ident("pool", role)
         with dot.subgraph(name=f"cluster_{name}") as box:
-            box.attr(label=f"{role} pool · {side.count:,} × {side.replica.gpus:,} GPUs", style="rounded",
+            box.attr(label=f"{role} pool · {side.count:,} × {count(side.replica.gpus, 'GPU')}", style="rounded",
                      color="#90a4ae", fontname=FONT, fontsize="12")
             box.node(name, _pool(side.replica, side.count, offset, size))
             box.node(ident(name, "tiers"), _tiers(side.replica))
@@ -65,7 +65,7 @@ def _title(plan) -> str:
 
 def _layout(r: Replica) -> str:
     c = r.config
-    return f"tp={c.tp} ep={c.ep} pp={c.pp} = {c.gpus} GPUs, batch {c.batch}"
+    return f"tp={c.tp} ep={c.ep} pp={c.pp} = {count(c.gpus, 'GPU')}, batch {number(c.batch)}"
 
 
 # ----------------------------------------------------------------- replicas
@@ -85,10 +85,11 @@ def _replica(r: Replica, index: int, first: int, size: int) -> str:
     c = r.config
     per_stage = c.tp * c.ep
     layers = r.shape.layers / c.pp
-    rows = [f'<TR><TD BGCOLOR="#eceff1"><B>replica {index:,}</B> · ranks {first:,}–{first + r.gpus - 1:,}</TD></TR>']
+    ranks = f"ranks {first:,}–{first + r.gpus - 1:,}" if r.gpus > 1 else f"rank {first:,}"
+    rows = [f'<TR><TD BGCOLOR="#eceff1"><B>replica {index:,}</B> · {ranks}</TD></TR>']
     for s in _shown(c.pp, MAX_STAGES):
         if s is None:
-            rows.append(f'<TR><TD><FONT POINT-SIZE="9">⋮ {c.pp - MAX_STAGES + 1} more stages</FONT></TD></TR>')
+            rows.append(f'<TR><TD><FONT POINT-SIZE="9">⋮ {count(c.pp - MAX_STAGES + 1, "more stage")}</FONT></TD></TR>')
             continue
         start = first + s * per_stage
         head = (f"stage {s} · layers {round(s * layers)}–{round((s + 1) * layers) - 1}" if c.pp > 1

@@ -91,8 +91,9 @@ class _View:
     def partition(self, dot, index: int, p: Partition) -> None:
         head = f"partition {p.name}: " if len(self.graph.partitions) > 1 else ""
         with dot.subgraph(name=ident("cluster_p", index)) as c:
+            # labels at the bottom of a partition, a unit and a node: their cables leave upwards
             c.attr(label=label(f"{head}{p.units:,} × {p.unit}", f"{p.gpus:,} GPUs"), style="rounded,dashed",
-                   color="#616161")
+                   color="#616161", labelloc="t")
             if p.nodes_per_unit > 1:
                 self.unit(c, index, p)
             else:
@@ -103,7 +104,7 @@ class _View:
     def unit(self, dot, index: int, p: Partition) -> None:
         with dot.subgraph(name=ident("cluster_p", index, "unit")) as c:
             c.attr(label=label(f"{p.unit} (supernode): 1 of {p.units:,}", count(p.nodes_per_unit, "node")),
-                   style="rounded", color="#2e7d32")
+                   style="rounded", color="#2e7d32", labelloc="t")
             self.node(c, index, p)
             _more(c, ident("p", index, "unit", "more"), p.nodes_per_unit - 1, p.node.name)
             tier = next((t for t in p.tiers if t.scope == "supernode"), None)
@@ -128,7 +129,7 @@ class _View:
         of = f"1 of {p.nodes_per_unit:,} per {p.unit}" if p.nodes_per_unit > 1 else f"1 of {p.units:,}"
         rails = self.rails(_scaleout_fabric(p) or "")
         with dot.subgraph(name=ident("cluster_p", index, "node")) as c:
-            c.attr(label=f"{node.name} (node): {of}", style="rounded", color="#455a64")
+            c.attr(label=f"{node.name} (node): {of}", style="rounded", color="#455a64", labelloc="t")
             chip = ident("p", index, "chip")
             c.node(chip, label(*_chip_lines(p)), shape="box3d", fillcolor="#fff8e1")
             for part in node.parts:
@@ -219,9 +220,12 @@ class _View:
         what = f"{per_rail} × {switch.name}" if switch is not None else count(per_rail, "leaf", "leaves")
         each = f"{math.ceil(nodes / per_rail):,} nodes each" if per_rail > 1 else f"{nodes:,} nodes"
         with dot.subgraph(name=ident("cluster_sw", layer.fabric, layer.level)) as c:
-            c.attr(label=label(f"{layer.name}: {rails} rails · {self.layer_line(layer)}",
-                               "rail k joins NIC k of every node: one switch hop within a rail"),
-                   style="rounded", color="#1565c0", fontcolor="#1565c0")
+            # the title is a node beside the rails, not the cluster's label: the cables enter the
+            # rails from below and leave them above, and dot routes edges around nodes only
+            c.attr(label="", style="rounded", color="#1565c0", rank="same")
+            c.node(ident("sw", layer.fabric, layer.level, "title"),
+                   label(f"{layer.name}: {rails} rails", self.layer_line(layer), "rail k joins NIC k of every",
+                         "node: one switch hop within a rail"), shape="plaintext", style="", fontcolor="#1565c0")
             for k in _shown(rails):
                 c.node(_rail_id(layer, k), label(f"rail {k}", what, each), shape="hexagon",
                        fillcolor=PASTEL[k % len(PASTEL)], color=PALETTE[k % len(PALETTE)], penwidth="2")

@@ -17,7 +17,8 @@ from gclc.cli.main import _parser, main
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = str(ROOT / "tests" / "data" / "train.gcl")
 SHARED = str(ROOT / "examples" / "shared_cluster.gcl")
-WITH_RESULTS = ("check", "compile", "explain", "plan", "schedule", "export", "sweep", "diff", "std")
+WITH_RESULTS = ("check", "compile", "explain", "plan", "schedule", "export", "sweep", "diff", "std", "fmt", "render",
+                "report")
 
 
 def test_every_command_with_results_has_one_json_flag():
@@ -40,6 +41,41 @@ def test_json_is_one_document_on_stdout(argv, check, capsys):
     assert main([*argv, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert check(data)
+
+
+def test_commands_that_write_a_file_say_what_they_wrote(tmp_path, capsys):
+    dot = tmp_path / "t.dot"
+    assert main(["render", TRAIN, "--set", "nodes=2", "-o", str(dot), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data == {"output": str(dot), "bytes": dot.stat().st_size, "format": "dot", "view": "topology"}
+    page = tmp_path / "t.html"
+    assert main(["report", TRAIN, "--set", "nodes=2", "-o", str(page), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bytes"] == page.stat().st_size and data["sections"][1:3] == ["Design", "Bill of materials and cost"]
+    assert data["sections"][0].endswith(": the answer") and "Roofline" in data["sections"]
+
+
+def test_fmt_json_says_per_file_whether_it_is_canonical(tmp_path, capsys):
+    messy, clean = tmp_path / "messy.gcl", tmp_path / "clean.gcl"
+    messy.write_text("model M { arch = dense  layers = 2  hidden = 64  heads = 2  ffn = 128  vocab = 100  seq = 128 }\n")
+    assert main(["fmt", str(messy), "--write"]) == 0
+    clean.write_text(messy.read_text())
+    messy.write_text(messy.read_text().replace("  arch", "arch", 1))
+    capsys.readouterr()
+    assert main(["fmt", str(messy), str(clean), "--check", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {str(messy), str(clean)}
+    assert data[str(clean)] == {"file": str(clean), "canonical": True, "written": False, "diff": ""}
+    assert data[str(messy)]["canonical"] is False and data[str(messy)]["diff"].startswith(f"--- {messy}")
+    assert main(["fmt", str(messy), "--write", "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)       # one file: its object
+    assert one["written"] is True and messy.read_text() == clean.read_text()
+    broken = tmp_path / "broken.gcl"
+    broken.write_text("model M { layers = 2 + }\n")
+    assert main(["fmt", str(broken), "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"file": str(broken), "canonical": None, "written": False, "diff": None}
+    assert "error[syntax]" in captured.err
 
 
 def test_export_json_is_keyed_by_file_name(capsys):

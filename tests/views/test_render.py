@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -281,6 +282,44 @@ def test_dot_renders_every_view_without_warnings(sources):
         done = subprocess.run([DOT, "-Tsvg", "-o", os.devnull], input=source.encode(), capture_output=True,
                               timeout=60)
         assert done.returncode == 0 and done.stderr == b"", (name, view, done.stderr.decode())
+
+
+def _bezier(pos: str, steps: int = 12) -> list[tuple[float, float]]:
+    """Points along an edge's spline as `dot -Tjson` gives it (`e,x,y` / `s,x,y` are arrowheads)."""
+    pts = [tuple(map(float, tok.split(",")[:2])) for tok in pos.split() if not tok.startswith(("e,", "s,"))]
+    out = []
+    for i in range(0, len(pts) - 3, 3):
+        p0, p1, p2, p3 = pts[i:i + 4]
+        for k in range(steps + 1):
+            t = k / steps
+            w = ((1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t * t, t ** 3)
+            out.append((sum(a * p[0] for a, p in zip(w, (p0, p1, p2, p3))),
+                        sum(a * p[1] for a, p in zip(w, (p0, p1, p2, p3)))))
+    return out
+
+
+@NEEDS_DOT
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_no_cable_crosses_a_box_or_a_label_in_the_topology(name, sources):
+    """Laid out by dot: no drawn edge passes through a box other than its two ends, nor through
+    the label of a group (a rail group's title is a box beside its rails; a node's, a
+    partition's and a unit's labels sit below them, away from the cables that leave upwards)."""
+    done = subprocess.run([DOT, "-Tjson"], input=sources[name, "topology"].encode(), capture_output=True, timeout=60)
+    laid = json.loads(done.stdout)
+    boxes = []    # (what, gvid, (x0, y0, x1, y1)) in points, 2 pt inside the drawn box
+    for o in laid.get("objects", []):
+        if "pos" in o and "width" in o:
+            x, y = map(float, o["pos"].split(",")[:2])
+            w, h = float(o["width"]) * 36, float(o["height"]) * 36
+            boxes.append((o["name"], o["_gvid"], (x - w + 2, y - h + 2, x + w - 2, y + h - 2)))
+        elif o.get("label") and "lp" in o:
+            x, y = map(float, o["lp"].split(","))
+            w, h = float(o["lwidth"]) * 36, float(o["lheight"]) * 36
+            boxes.append((f"label {o['label']!r}", None, (x - w + 2, y - h + 2, x + w - 2, y + h - 2)))
+    crossed = [(what, edge["tail"], edge["head"]) for edge in laid.get("edges", []) if edge.get("style") != "invis"
+               for what, gvid, (x0, y0, x1, y1) in boxes if gvid not in (edge["tail"], edge["head"])
+               and any(x0 < x < x1 and y0 < y < y1 for x, y in _bezier(edge["pos"]))]
+    assert crossed == []
 
 
 def test_dot_output_is_identical_across_runs(tmp_path):

@@ -111,6 +111,11 @@ def test_the_placement_of_a_serve_or_heterogeneous_plan_is_drawn_legibly(example
     # drawn at its natural size (wide drawings scroll): its text as high as the other diagrams'
     assert figure["box"]["width"] >= 300 and figure["texts"] >= 10, figure
     assert figure["min_text_px"] >= 10, f"text drawn {figure['min_text_px']:.1f} px high"
+    # the roofline: one per partition of the split, one with prefill and decode for serving
+    rooflines = [f for f in layout["figures"] if "points:" in f["caption"]]
+    assert len(rooflines) == (1 if "serve" in example else 2), [f["caption"] for f in layout["figures"]]
+    for figure in rooflines:
+        assert figure["box"]["width"] >= 300 and figure["texts"] >= 8 and figure["min_text_px"] >= 10, figure
     head = layout["headline"]    # the answer first, as for a train plan
     assert head is not None and head["top"] < 400 and head["top"] < min(f["box"]["top"] for f in layout["figures"])
     assert {"throughput", "MFU", "power"} <= set(head["figures"]) and head["value_px"] >= 20

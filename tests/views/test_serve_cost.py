@@ -36,3 +36,15 @@ def test_using_fewer_gpus_charges_their_share():
 def test_no_economics_no_cost():
     assert serve_cost(attrs.evolve(PLAN, entity=None)) is None
     assert lower_cluster(job_cluster(serve_entity(DESIGN))).gpus == 16
+
+
+def test_the_batch_binding_names_the_limit_the_next_batch_breaks(tmp_path):
+    """Regression: "a larger batch breaks the SLOs or memory" was said with no SLO at all."""
+    binding = [b for b in PLAN.binding if b.startswith("batch:")]
+    batch = PLAN.decode.replica.config.batch
+    assert binding == [f"batch: {2 * batch:,} sequences per replica would break memory"]
+    pinned = tmp_path / "cap.gcl"   # a cap the search stops at: nothing broke, the search ended
+    pinned.write_text((Path(__file__).parent.parent / "data" / "serve_cost.gcl").read_text().replace(
+        "output = 200", "output = 200\n  engine { max_batch = 8 }"))
+    capped = plan_serve(serve_entity(check_file(str(pinned)).design))
+    assert "batch: 8 sequences per replica, the largest searched" in capped.binding

@@ -34,7 +34,7 @@ BAD = {
     "a number ending in .0": re.compile(r"(?<![\d.])\d[\d,]*\.0(?![\d.])"),
     "more than three decimals": re.compile(r"(?<![\d.])\d+\.\d{4,}(?![\d.])"),
     "a Python word": re.compile(r"\b(?:True|False|None)\b"),
-    "one with a plural": re.compile(rf"(?<![\d.,])(?<!x )\b1 (?:{PLURALS})\b"),
+    "one with a plural": re.compile(rf"(?<![\d.,])(?<!x )\b1 (?:more |other )?(?:pipeline )?(?:{PLURALS})\b"),
     "no thousands separators": re.compile(r"(?<![\w.,/#:=-])\d{5,}(?![\w.,])"),
 }
 
@@ -95,7 +95,7 @@ def test_every_output_of_every_example_reads_without_decoding(name):
 
 def test_the_scan_catches_what_the_issue_found():
     for line in ("1.031e+05 - 1.298e+05", "0.4633 - 0.583", "sp True", "GPUs running 768.0", "1 switches",
-                 "(all 100008 at the top tier)"):
+                 "(all 100008 at the top tier)", "⋮ 1 more pipeline stages, each", "tp=1 = 1 GPUs, batch 8"):
         assert problems(line), line
     assert problems("88,565 tokens/s, 35.5 s, 1 switch, 16 switches, 2,048 GPUs, H100_SXM, dgx-001, v0.2.2") == []
 

@@ -1,0 +1,83 @@
+"""The power view at the operating point of every job kind, TDP for reference: a
+heterogeneous plan's partitions each at the watts the split runs them at, a serve plan's
+GPUs at the draw its facility power implies; `gclc render --view power` and the report draw
+them (a heterogeneous design had exited 1, a serve design was drawn at full load)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gclc.cli.main import main
+from gclc.compiler.driver import check_file
+from gclc.compiler.metrics import power_breakdown
+from gclc.dsl.numbers import quantity
+from gclc.model.power import gpu_power, job_power
+from gclc.solver.hetero import hetero_entity, plan_hetero
+from gclc.solver.serve import plan_serve, serve_entity
+from gclc.views import render, report
+from gclc.views.power_view import draws, operating_point
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def hetero():
+    design = check_file(str(DATA / "hetero_cost.gcl")).design
+    return design, plan_hetero(hetero_entity(design))
+
+
+@pytest.fixture(scope="module")
+def serve():
+    design = check_file(str(DATA / "serve_cost.gcl")).design
+    return design, plan_serve(serve_entity(design))
+
+
+def _accelerators(graph, point) -> float:
+    return next(m.value for m in power_breakdown(graph, point) if m.key == "power.accelerators")
+
+
+def test_a_split_draws_each_partition_at_its_own_watts(hetero):
+    design, plan = hetero
+    graph = plan.plans[0].job.graph
+    name, drawn = draws(plan)
+    parts = {p.name: p for p in graph.partitions}
+    assert name == "mixed" and [d.partition for d in drawn] == ["h100", "a100"]
+    for d in drawn:
+        chip = parts[d.partition].node.accelerator
+        assert chip.idle < d.watts <= chip.tdp * (1 + 1e-9)       # between idle and TDP
+        assert gpu_power(parts[d.partition], 0.0) <= d.watts <= gpu_power(parts[d.partition], 1.0) * (1 + 1e-9)
+    assert drawn[0].watts != drawn[1].watts                       # two chips, two draws
+    point = operating_point(graph, plan)
+    expected = sum(d.gpus * d.watts + (parts[d.partition].gpus - d.gpus) * parts[d.partition].node.accelerator.idle
+                   for d in drawn)
+    assert _accelerators(graph, point) == pytest.approx(expected, rel=1e-12)
+    assert _accelerators(graph, point) < _accelerators(graph, None)   # below the full-load figure
+    title = render.power(graph, plan).graph_attr["label"]
+    for d in drawn:
+        assert f"{d.partition}: {d.gpus:,} GPUs at {quantity(d.watts, 'W')} each" in title
+
+
+def test_a_serve_plan_draws_its_gpus_at_the_plans_power(serve):
+    design, plan = serve
+    (d,) = draws(plan)[1]
+    assert d.gpus == plan.used_gpus
+    part = plan.partition
+    # the facility power the plan states is what its GPUs' draw composes to (model/power.job_power)
+    busy = next(b / 1000 for b in range(1001) if gpu_power(part, b / 1000) >= d.watts - 1e-9)
+    assert job_power(plan.graph, part, d.gpus, busy).total == pytest.approx(plan.power_w, rel=2e-3)
+    assert part.node.accelerator.idle < d.watts <= part.node.accelerator.tdp * (1 + 1e-9)
+    title = render.power(plan.graph, plan).graph_attr["label"]
+    assert "at plan chat's operating point" in title and f"at {quantity(d.watts, 'W')} each" in title
+
+
+def test_the_cli_and_the_report_draw_power_at_the_operating_point(hetero, tmp_path, capsys):
+    out = tmp_path / "p.dot"
+    assert main(["render", str(DATA / "hetero_cost.gcl"), "--view", "power", "-o", str(out)]) == 0
+    assert "at plan mixed's operating point" in out.read_text() and "at TDP:" in out.read_text()
+    assert main(["render", str(DATA / "serve_cost.gcl"), "--view", "power", "-o", str(out)]) == 0
+    assert "at plan chat's operating point" in out.read_text()
+    text = report.report_html(hetero[0])
+    assert re.search(r"<figcaption>power: Where the watts go at the plan&#x27;s operating point", text)
