@@ -59,6 +59,7 @@ class UnsupportedPrecision(ValueError):
     """A precision the chip has no peak for; `compiler.rules` reports it with the job's span."""
 
 
+@functools.lru_cache(maxsize=1024)   # read by every estimate and compute bound; chips are immutable IR values
 def peak(chip: Accelerator, precision: str) -> float:
     """Dense peak for `precision` (stated or derived from the microarchitecture). A chip that
     lacks it is an error, never a silent fallback to another format's rate."""

@@ -45,7 +45,26 @@ class Job:
     checkpoint_bandwidth: float = 0.0  # bytes/s, the `checkpoint { bandwidth }` stated (0: the nodes' paths)
 
 
+def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
+    """What kind of job `name` is, and its entity: "hetero" (a train job across several
+    partitions), "serve" or "train". Without a name: the root file's first train job, else
+    its first serve job. Raises `JobError` (`UnknownJob` for a name) when there is none.
+    Every command that plans starts here, so that each loads only its kind's solver."""
+    entity = hetero_entity(design, name)
+    if entity is not None:
+        return "hetero", entity
+    entity = serve_entity(design, name)
+    if entity is not None:
+        return "serve", entity
+    return "train", train_entity(design, name)
+
+
 def train_job(design: Design, name: str | None = None) -> Job:
+    """The train job `name` (default: the root file's first) as the model evaluates it."""
+    return job_from_entity(train_entity(design, name))
+
+
+def train_entity(design: Design, name: str | None = None) -> Entity:
     jobs = [e for e in design.entities if e.kind == "train"]
     named = name is not None and not any(j.name == name for j in jobs)
     other = next((e for e in design.entities if e.name == name), None) if named else None
@@ -57,12 +76,40 @@ def train_job(design: Design, name: str | None = None) -> Job:
         raise (UnknownJob if name is not None else JobError)("the design has no `train` job")
     local = [j for j in jobs if j.span.path == design.root] or jobs
     if name is None:
-        entity = local[0]
-    else:
-        entity = next((j for j in jobs if j.name == name), None)
-        if entity is None:
-            raise UnknownJob(f"no train job `{name}`; the design has: {', '.join(j.name for j in jobs)}")
-    return job_from_entity(entity)
+        return local[0]
+    entity = next((j for j in jobs if j.name == name), None)
+    if entity is None:
+        raise UnknownJob(f"no train job `{name}`; the design has: {', '.join(j.name for j in jobs)}")
+    return entity
+
+
+def partition_refs(entity: Entity) -> tuple[PartitionRef, ...]:
+    target = entity.get("on")
+    return tuple(target) if isinstance(target, tuple) else ()
+
+
+def is_hetero(entity: Entity) -> bool:
+    """True when a train job names two or more partitions in `on`."""
+    return len(partition_refs(entity)) > 1
+
+
+def hetero_entity(design: Design, name: str | None = None) -> Entity | None:
+    """The train job `name` (or the root file's first) when it spans several partitions."""
+    jobs = [e for e in design.entities if e.kind == "train"]
+    local = [j for j in jobs if j.span.path == design.root] or jobs
+    entity = next((j for j in jobs if j.name == name), None) if name else (local[0] if local else None)
+    return entity if entity is not None and is_hetero(entity) else None
+
+
+def serve_entity(design: Design, name: str | None = None) -> Entity | None:
+    """The serve job `name`, or the root file's first when it has no train job."""
+    serves = [e for e in design.entities if e.kind == "serve"]
+    if name is not None:
+        return next((e for e in serves if e.name == name), None)
+    if any(e.kind == "train" and e.span.path == design.root for e in design.entities):
+        return None
+    local = [e for e in serves if e.span.path == design.root] or serves
+    return local[0] if local else None
 
 
 def job_from_entity(entity: Entity) -> Job:

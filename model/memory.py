@@ -4,6 +4,8 @@ GQA, gated MLPs, MoE and flash attention), pipeline in-flight micro-batches, buf
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from ..compiler.formats import family, is_narrow, value_bytes
@@ -59,14 +61,39 @@ def expert_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
 
 def dense_params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
     """Everything but the routed experts, split by TP."""
-    layers = shape.layers / cfg.pp
+    return _dense_params(shape, cfg.pp, cfg.tp)
+
+
+@functools.lru_cache(maxsize=4096)   # read by every estimate and memory bound: it depends on pp and tp alone
+def _dense_params(shape: ModelShape, pp: int, tp: int) -> float:
+    layers = shape.layers / pp
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
     dense_layer = shape.layer_params(False)
     moe_layer = shape.layer_params(True) - shape.routed * shape.expert_params if shape.is_moe else 0.0
     per_stage = layers * ((1 - moe_share) * dense_layer + moe_share * moe_layer)
     mtp = shape.mtp_params - shape.mtp * shape.routed * shape.expert_params
-    embedding = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1)
-    return (per_stage + mtp + embedding) / cfg.tp
+    embedding = shape.vocab * shape.hidden * (2 if pp == 1 and not shape.tied_embeddings else 1)
+    return (per_stage + mtp + embedding) / tp
+
+
+# model_state and the bytes a layer keeps per token are read for every estimate and every
+# memory bound of a search: memoized by the fields they read (bounded, as model/layer_cost.py's).
+_CACHE_LIMIT = 65536
+_STATE: dict[tuple, tuple[float, float, float]] = {}
+_KEPT: dict[tuple, float] = {}
+
+
+def _remember(cache: dict, key: tuple, value):
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def clear_caches() -> None:
+    _STATE.clear()
+    _KEPT.clear()
+    _dense_params.cache_clear()
 
 
 def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) -> tuple[float, float, float]:
@@ -74,11 +101,17 @@ def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) ->
     stage or `zero`: Megatron shards the distributed optimizer over dp x cp, hybrid sharding
     over a group of them; a routed expert's state over its replicas in one group
     (model/sharding.py `expert_shards`)."""
-    dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
-    per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")), OPTIMIZER_BYTES)
-    on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
-    weights, grads, optimizer = (b * (dense / d + experts / e) for b, d, e in zip(per_param, on_dense, on_experts))
-    return weights, grads, optimizer
+    zero = cfg.zero if zero is None else zero
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero)
+    state = _STATE.get(key)
+    if state is None:
+        dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
+        per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")),
+                     OPTIMIZER_BYTES)
+        on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
+        state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
+                                             for b, d, e in zip(per_param, on_dense, on_experts)))
+    return state
 
 
 def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False,
@@ -87,9 +120,16 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
     recompute choice or `recompute` (averaged over the layers when only every k-th
     recomputes: model/recompute.py)."""
     tokens = cfg.microbatch * cfg.seq / cfg.cp
-    layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
-    op_level = op_level_kept(shape, cfg, moe) if "op_level" in modules(cfg) else 0.0
-    return tokens * kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute, op_level)
+    recompute = cfg.recompute if recompute is None else recompute
+    key = (shape, cfg.seq, cfg.tp, cfg.sp, cfg.precision, cfg.stack, moe, recompute, cfg.recompute_modules,
+           cfg.recompute_every)
+    kept = _KEPT.get(key)
+    if kept is None:
+        layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
+        op_level = op_level_kept(shape, cfg, moe) if "op_level" in modules(cfg) else 0.0
+        kept = _remember(_KEPT, key, kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute,
+                                                op_level))
+    return tokens * kept
 
 
 def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:

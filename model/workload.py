@@ -10,27 +10,48 @@ from .config import TrainConfig
 from .ops import ACT_BYTES, Op, elementwise, gemm
 from .shape import ModelShape, attended_keys
 
-__all__ = ["ACT_BYTES", "Op", "backward_factor", "layer_forward", "logits_forward", "moe_tokens"]
+__all__ = ["ACT_BYTES", "Op", "backward_factor", "layer_forward", "logits_forward", "mixer_ops", "mlp_ops",
+           "after_routing_ops",
+           "moe_tokens"]
 moe_tokens = routed.moe_tokens
 
 
 def layer_forward(shape: ModelShape, cfg: TrainConfig, moe: bool, local: bool = False) -> tuple[Op, ...]:
     """One layer's forward ops on one GPU for one micro-batch; `local`: a sliding-window layer."""
-    t = cfg.tp
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
-    h, d, a, kv = shape.hidden, shape.head_dim, shape.heads, shape.kv_heads
-    mlp = _moe_mlp(shape, cfg, tokens) if moe else _dense_mlp(shape, cfg, tokens, shape.ffn)
-    projections = mla.projection_ops(shape, cfg, tokens) if shape.is_mla else [
-        gemm("qkv", tokens, (a + 2 * kv) * d / t, h)]
+    mixer, mlp = mixer_ops(shape, cfg, local), mlp_ops(shape, cfg, moe)
     if shape.parallel_block and not moe:
         # GPT-J / PaLM: attention and MLP read the same normed input, so the first projection
         # (QKV; MLA's query) and the MLP-up run as one GEMM of their summed width (PaLM,
         # Chowdhery et al. 2022, Sec 2)
-        first, up = projections[0], mlp.pop(0)
-        projections[0] = gemm(f"{first.name} + mlp up", tokens, first.n + up.n, h)
-    ops = [*projections, _attention(shape, cfg, tokens, local), gemm("attention out", tokens, h, a * d / t), *mlp]
-    ops.append(_elementwise(shape, cfg, tokens, moe))
-    return tuple(ops)
+        first, up = mixer[0], mlp.pop(0)
+        mixer[0] = gemm(f"{first.name} + mlp up", cfg.microbatch * cfg.seq / cfg.cp, first.n + up.n, shape.hidden)
+    return (*mixer, *mlp)
+
+
+def mixer_ops(shape: ModelShape, cfg: TrainConfig, local: bool = False) -> list[Op]:
+    """A layer's ops before its MLP, the same in dense and MoE layers: the projections,
+    attention and its output projection."""
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    h, d, a, kv = shape.hidden, shape.head_dim, shape.heads, shape.kv_heads
+    projections = mla.projection_ops(shape, cfg, tokens) if shape.is_mla else [
+        gemm("qkv", tokens, (a + 2 * kv) * d / cfg.tp, h)]
+    return [*projections, _attention(shape, cfg, tokens, local), gemm("attention out", tokens, h, a * d / cfg.tp)]
+
+
+def mlp_ops(shape: ModelShape, cfg: TrainConfig, moe: bool) -> list[Op]:
+    """A layer's ops from its MLP on: the dense MLP or the routed experts, then the elementwise work."""
+    if moe:
+        return [*routed.layer_ops(shape, cfg), *after_routing_ops(shape, cfg)]
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    return [*_dense_mlp(shape, cfg, tokens, shape.ffn), _elementwise(shape, cfg, tokens, False)]
+
+
+def after_routing_ops(shape: ModelShape, cfg: TrainConfig) -> list[Op]:
+    """An MoE layer's ops after its routed experts (model/moe.py `layer_ops`): the shared
+    experts, a dense MLP beside them, and the elementwise work."""
+    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    shared = _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn) if shape.shared else []
+    return [*shared, _elementwise(shape, cfg, tokens, True)]
 
 
 def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool = False) -> Op:
@@ -59,14 +80,6 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool =
 def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> list[Op]:
     up = (shape.mlp_matrices - 1) * ffn / cfg.tp
     return [gemm("mlp up", tokens, up, shape.hidden), gemm("mlp down", tokens, shape.hidden, ffn / cfg.tp)]
-
-
-def _moe_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float) -> list[Op]:
-    """Routed experts (model/moe.py), shared experts as a dense MLP beside them."""
-    ops = routed.layer_ops(shape, cfg)
-    if shape.shared:
-        ops += _dense_mlp(shape, cfg, tokens, shape.shared * shape.expert_ffn)
-    return ops
 
 
 def _elementwise(shape: ModelShape, cfg: TrainConfig, tokens: float, moe: bool) -> Op:

@@ -5,8 +5,11 @@ docstring, checked by tests/solver/test_bounds.py)."""
 
 from __future__ import annotations
 
+import functools
+
 from ..model.job import Job
 from ..model.power import job_power
+from ..model.shape import ModelShape
 from ..model.step import Estimate
 from . import enumerate as space_def
 
@@ -97,7 +100,11 @@ def compute_monotone(job: Job, tp: int, cp: int, ep: int, microbatches) -> bool:
     TP ranks (tokens x top_k divisible by the local experts), so no grouped GEMM rounds
     its rows, and dropless (a capacity factor pads each expert's rows to whole M tiles, a
     cost per token that rises and falls with the micro-batch: model/moe.py)."""
-    shape = job.shape
+    return _compute_monotone(job.shape, job.seq, tp, cp, ep, tuple(microbatches))
+
+
+@functools.lru_cache(maxsize=16384)   # asked for every layout of a search
+def _compute_monotone(shape: ModelShape, seq: int, tp: int, cp: int, ep: int, microbatches: tuple[int, ...]) -> bool:
     if not shape.is_moe:
         return True
     if shape.capacity_factor:
@@ -105,5 +112,4 @@ def compute_monotone(job: Job, tp: int, cp: int, ep: int, microbatches) -> bool:
     if shape.routed % ep:
         return False
     local, split = shape.routed // ep, cp * tp
-    return all((mb * job.seq) % split == 0 and (mb * job.seq // split * shape.top_k) % local == 0
-               for mb in microbatches)
+    return all((mb * seq) % split == 0 and (mb * seq // split * shape.top_k) % local == 0 for mb in microbatches)

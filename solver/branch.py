@@ -20,6 +20,8 @@ def visit(search, branch) -> None:
     stage, the least DP time over recompute choices; with the branch's compute and
     TP time they bound the order, the stage, and each remaining configuration."""
     tp, pp, dp, cp, ep, mb, vps, orders, rep, _ = branch
+    if not isinstance(rep, Estimate):   # the representative's configuration: estimated only now
+        rep = search.estimate(rep)
     lim, space = search.lim, search.space
     m = rep.config.microbatches
     recomputes = sorted(space.recomputes, key=RECOMPUTE.index)

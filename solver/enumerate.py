@@ -203,7 +203,11 @@ def space(job: Job, lim: Limits | None = None) -> Space:
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
     """Virtual stages allowed by the pins and the layer count (before the micro-batch rule)."""
-    pinned, schedule = _pinned(job, "vp"), _pinned(job, "schedule")
+    return _vp_candidates(_pinned(job, "vp"), _pinned(job, "schedule"), job.shape.layers, pp)
+
+
+@functools.lru_cache(maxsize=4096)   # asked for every layout and micro-batch the search opens
+def _vp_candidates(pinned, schedule, layers: int, pp: int) -> tuple[int, ...]:
     if pinned is not None:
         # Only the interleaved schedule runs several virtual stages, and only on a pipeline
         # (`gclc check` rejects the contradictions; the space never contains them).
@@ -211,7 +215,7 @@ def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
         if vp > 1 and (pp == 1 or schedule in ("one_f_one_b", "gpipe")) or vp == 1 and schedule == "interleaved":
             return ()
         return (vp,)
-    interleaved = [v for v in range(2, MAX_VP + 1) if pp > 1 and job.shape.layers % (pp * v) == 0]
+    interleaved = [v for v in range(2, MAX_VP + 1) if pp > 1 and layers % (pp * v) == 0]
     if schedule == "interleaved" and pp > 1:
         return tuple(interleaved)
     if schedule in ("one_f_one_b", "gpipe"):
@@ -277,6 +281,7 @@ def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -
     return next(iter(data_parallels(job, space_, tp, pp, cp, ep)), 0)
 
 
+@functools.lru_cache(maxsize=16384)   # asked for every layout of a search
 def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, ...], ...]:
     """Placement orders with distinct strides: tp innermost, then each order of the
     dimensions above one, size-one dimensions last; with experts, only the orders whose

@@ -70,10 +70,11 @@ from typing import Sequence
 
 import attrs
 
-from ..compiler.design import Entity, Item, Partition as PartitionRef, Record
+from ..compiler.design import Entity, Item, Record
 from ..model import comms
 from ..model.config import TrainConfig
-from ..model.job import Job, JobError, job_from_entity
+# hetero_entity, is_hetero: re-exported, where callers find them (model/job.py selects the job)
+from ..model.job import Job, JobError, hetero_entity, is_hetero, job_from_entity, partition_refs  # noqa: F401
 from ..model.power import job_power
 from ..model.step import Estimate, estimate
 from .enumerate import admissible, limits
@@ -83,24 +84,6 @@ from .split import Lane, split
 
 MODES = ("data", "pipeline")
 MAX_MICROBATCH = 16          # as the enumerator
-
-
-def partition_refs(entity: Entity) -> tuple[PartitionRef, ...]:
-    target = entity.get("on")
-    return tuple(target) if isinstance(target, tuple) else ()
-
-
-def is_hetero(entity: Entity) -> bool:
-    """True when a train job names two or more partitions in `on`."""
-    return len(partition_refs(entity)) > 1
-
-
-def hetero_entity(design, name: str | None = None) -> Entity | None:
-    """The train job `name` (or the root file's first) when it spans several partitions."""
-    jobs = [e for e in design.entities if e.kind == "train"]
-    local = [j for j in jobs if j.span.path == design.root] or jobs
-    entity = next((j for j in jobs if j.name == name), None) if name else (local[0] if local else None)
-    return entity if entity is not None and is_hetero(entity) else None
 
 
 def partition_jobs(entity: Entity) -> list[Job]:
@@ -172,6 +155,7 @@ class HeteroSplit:
 
 @attrs.frozen
 class HeteroPlan:
+    job_kind = "hetero"   # not a field: what the views dispatch on (solver/jobs.py `Outcome`)
     name: str
     status: str                  # optimal | infeasible
     best: HeteroSplit | None

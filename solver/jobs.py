@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, TypeAlias
 import attrs
 
 from ..compiler.design import Design, Entity
-from ..model.job import train_job
+from ..model.job import job_from_entity, select_job
 from ..model.step import Estimate, estimate
-from .hetero import HeteroPlan, hetero_entity, plan_hetero
 from .plan import Plan, plan
 from .power import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
 
-if TYPE_CHECKING:  # serving's modules load only for a design with a serve job
+if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of their kind
+    from .hetero import HeteroPlan
     from .serve import ServePlan
 
 
@@ -34,6 +34,7 @@ class Budgeted:
 
 @attrs.frozen
 class TrainOutcome:
+    job_kind = "train"   # not a field: what the views dispatch on (`Outcome`)
     plan: Plan
     power: Budgeted | None = None
 
@@ -45,6 +46,8 @@ class TrainOutcome:
         return self.power is not None and self.power.result.feasible and self.plan.binding == ("power",)
 
 
+# Each kind says which it is (`job_kind`: "train", "hetero" or "serve"), so that a view
+# dispatches on it without loading the other kinds' modules.
 Outcome: TypeAlias = "TrainOutcome | HeteroPlan | ServePlan"
 
 
@@ -61,16 +64,16 @@ def plan_design(design: Design, job: str | None = None, objective: str | None = 
     """The plan of `job` (default: the first train job, else the first serve job); a train
     job's power budget too unless `power` is False (a drawing of the layout needs none).
     Raises `model.job.JobError` when the design has no such job."""
-    entity = hetero_entity(design, job)
-    if entity is not None:
-        return plan_hetero(entity)
-    if any(e.kind == "serve" for e in design.entities):
-        from .serve import plan_serve, serve_entity
+    kind, entity = select_job(design, job)
+    if kind == "hetero":
+        from .hetero import plan_hetero
 
-        entity = serve_entity(design, job)
-        if entity is not None:
-            return plan_serve(entity, top)
-    train = train_job(design, job)
+        return plan_hetero(entity)
+    if kind == "serve":
+        from .serve import plan_serve
+
+        return plan_serve(entity, top)
+    train = job_from_entity(entity)
     objective = objective or job_objective(train.entity)
     chosen = plan(train, objective, top)
     return TrainOutcome(chosen, _budgeted(train, chosen, objective) if power else None)

@@ -21,9 +21,11 @@ the step into one on the objective; `solver/branch.py` visits the leaves):
        compute(largest) + MoE overhead + optimizer + (pp - 1) / vp_max x that / most micro-batches
 
 2. Micro-batch. Its own compute term, MoE overhead, the layout's least optimizer time and
-   the bubble's share bound it before any estimate; at the front, one estimate (no
-   recompute, the highest ZeRO stage, the first vp and placement order) tightens it to
-   compute + TP + EP + optimizer + the bubble's share, and it becomes a branch.
+   the bubble's share bound it before any estimate; at the front, the compute, TP, EP and
+   optimizer terms of one configuration (no recompute, the highest ZeRO stage, the first vp
+   and placement order: `model.step.bound_terms`, the estimate's own arithmetic) tighten it
+   to compute + TP + EP + optimizer + the bubble's share, and it becomes a branch; that
+   configuration's whole estimate waits for the branch's visit.
    The search stops when the next bound on the frontier cannot beat the (top + 1)-th best
    value found, so the runners-up are exact too.
 3. Inside a branch, per placement order, per ZeRO stage, per configuration: memory is
@@ -76,7 +78,8 @@ import attrs
 from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.memory import memory, memory_grid
-from ..model.step import Estimate, compute_time, estimate, moe_overhead_time, optimizer_time, output_layer_time
+from ..model.step import (Estimate, bound_terms, compute_time, estimate, moe_overhead_time, optimizer_time,
+                          output_layer_time)
 from . import enumerate as space_def
 from .bounds import SAFETY, JobPower, ObjectiveBound, bubble_share, compute_monotone, step_bound
 from .branch import visit
@@ -136,12 +139,6 @@ class _Search:
         if self.objective == "energy":
             return self.power(e) / e.tokens_per_s
         return space_def.objective_value(self.job, self.objective, e)
-
-    def value_bound(self, step: float, work: float, rep: Estimate) -> float:
-        """A lower bound on the objective of a configuration on rep's GPUs whose step is at
-        least `step` s, of which at least `work` s compute (compute + recompute + optimizer)."""
-        gpus = rep.config.gpus
-        return self.bound(gpus, step, work, rep.mfu * rep.step_time * gpus)
 
     def offer(self, e: Estimate) -> None:
         """Count an evaluated configuration and keep it if admissible."""
@@ -301,11 +298,11 @@ class _Search:
                                           output_layer_time(job.shape, cfg, job.partition))
         return self.per_sequence[key, mb]
 
-    def representative(self, layout, i: int) -> Estimate:
-        """The estimate a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""
+    def representative(self, layout, i: int) -> TrainConfig:
+        """The configuration a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""
         tp, pp, dp, cp, ep, orders, inner, _ = layout
         mb, vps = inner[i]
-        return self.estimate(self.config(tp, pp, dp, cp, ep, mb, vps[0], "none", self.top_zero, orders[0]))
+        return self.config(tp, pp, dp, cp, ep, mb, vps[0], "none", self.top_zero, orders[0])
 
     def expand(self, layout, optimizer: float) -> None:
         """Push every micro-batch of a layout, bounded before any estimate of its own by its
@@ -321,17 +318,26 @@ class _Search:
             self.push(bound, "microbatch", (layout, i), leaves[i])
 
     def bound_branch(self, layout, i: int, floor: float) -> None:
-        """Bound micro-batch `i` of a layout with its representative estimate (compute + TP +
-        optimizer + bubble share, at least `floor`, the bound it had) and push the branch."""
+        """Bound micro-batch `i` of a layout with its representative's compute + TP + EP +
+        optimizer + bubble share (at least `floor`, the bound it had) and push the branch. Only
+        those terms are computed here (the whole estimate waits for the branch's visit), but
+        for the MFU objective, whose bound reads the representative's MFU."""
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         mb, vps = inner[i]
-        rep = self.representative(layout, i)
-        b = rep.breakdown   # EP time is the same for every order, recompute, ZeRO stage and vp
-        head = output_layer_time(self.job.shape, rep.config, self.job.partition)
-        bound = self.value_bound(step_bound(b.compute + b.tp + b.ep, b.optimizer, pp, max(vps),
-                                            rep.config.microbatches, head), b.compute + b.optimizer, rep)
+        cfg = self.representative(layout, i)
+        rep = self.estimate(cfg) if self.objective == "mfu" else None
+        if rep is not None:
+            b = rep.breakdown   # EP time is the same for every order, recompute, ZeRO stage and vp
+            compute, tp_time, ep_time, optimizer = b.compute, b.tp, b.ep, b.optimizer
+            flops_time = rep.mfu * rep.step_time * cfg.gpus
+        else:
+            compute, tp_time, ep_time, optimizer = bound_terms(self.job.shape, cfg, self.job.partition)
+            flops_time = 0.0    # read by the MFU objective's bound only
+        head = output_layer_time(self.job.shape, cfg, self.job.partition)
+        bound = self.bound(cfg.gpus, step_bound(compute + tp_time + ep_time, optimizer, pp, max(vps), cfg.microbatches,
+                                                head), compute + optimizer, flops_time)
         bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
-        self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep, leaves[i]), leaves[i])
+        self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep or cfg, leaves[i]), leaves[i])
 
 
 def search(job: Job, objective: str = "throughput", top: int = 3, audit=None) -> SearchResult:

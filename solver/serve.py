@@ -18,10 +18,10 @@ import time
 
 import attrs
 
-from ..compiler.design import Design, Entity
+from ..compiler.design import Entity
 from ..compiler.ir import ClusterGraph, Partition
 from ..model.inference import ServeEstimate, replica
-from ..model.job import placement
+from ..model.job import placement, serve_entity  # noqa: F401  (serve_entity: re-exported, where callers find it)
 from ..model.shape import ModelShape
 from .serve_demand import Demand, demand_of, lifetime
 from .serve_demand_search import DemandSearch
@@ -36,6 +36,7 @@ __all__ = ["ServePlan", "Side", "plan_serve", "serve_entity"]
 
 @attrs.frozen
 class ServePlan:
+    job_kind = "serve"   # not a field: what the views dispatch on (solver/jobs.py `Outcome`)
     name: str
     graph: ClusterGraph
     partition: Partition
@@ -92,17 +93,6 @@ class ServePlan:
     @property
     def energy_per_token(self) -> float | None:
         return self.power_w / self.tokens_per_s if self.decode and self.power_w and self.tokens_per_s else None
-
-
-def serve_entity(design: Design, name: str | None = None) -> Entity | None:
-    """The serve job `name`, or the root file's first when it has no train job."""
-    serves = [e for e in design.entities if e.kind == "serve"]
-    if name is not None:
-        return next((e for e in serves if e.name == name), None)
-    if any(e.kind == "train" and e.span.path == design.root for e in design.entities):
-        return None
-    local = [e for e in serves if e.span.path == design.root] or serves
-    return local[0] if local else None
 
 
 def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaustive: bool = False) -> ServePlan:

@@ -12,12 +12,12 @@ from ..dsl.numbers import duration
 from ..model.calibration import BAND_CONFIDENCE
 from ..model.recompute import modules as recompute_modules
 from ..model.step import Estimate
-from ..solver.hetero import HeteroPlan, HeteroSplit
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.plan import placement
 from ..solver.power import PowerResult
 
-if TYPE_CHECKING:  # serving's modules load only for a serve plan
+if TYPE_CHECKING:  # the heterogeneous split's and serving's modules load only for a plan of their kind
+    from ..solver.hetero import HeteroPlan, HeteroSplit
     from ..solver.serve import ServePlan
 
 PLAN_FORMAT_VERSION = 2
@@ -30,7 +30,7 @@ CONTRACT = ("status", "step_time_s", "tokens_per_s", "mfu", "memory_per_gpu_byte
 def outcome_json(outcome: Outcome, timings: bool = False) -> dict:
     """The JSON of any job's plan: the common contract first, each kind's detail after.
     Wall-clock timings only with `timings` (the default output is byte-for-byte repeatable)."""
-    if isinstance(outcome, HeteroPlan):
+    if outcome.job_kind == "hetero":
         data = _hetero_contract(outcome) | hetero_json(outcome)
     elif isinstance(outcome, TrainOutcome):
         data = _train_json(outcome)

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..compiler.tco import job_cost
 from ..dsl.numbers import big, count, duration, number, percent, quantity, span
 from ..model.calibration import half_width
 from ..model.step import Estimate
-from ..solver.hetero import HeteroPlan
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.plan import Plan
 from ..solver.power import PowerInputs, PowerResult
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
 from .plan_json import hetero_cost, parallelism
 
+if TYPE_CHECKING:  # the heterogeneous split's modules load only for its plans
+    from ..solver.hetero import HeteroPlan
+
 
 def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     """The text of any job's plan (the search's wall-clock time only with `timings`)."""
-    if isinstance(outcome, HeteroPlan):
+    if outcome.job_kind == "hetero":
         return hetero_text(outcome)
     if not isinstance(outcome, TrainOutcome):  # a ServePlan
         from .serve import serve_text  # serving's modules load only for a serve plan
@@ -68,7 +72,7 @@ def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
 
 def infeasible_message(outcome: Outcome) -> str:
     """One line for stderr saying why a plan is infeasible."""
-    if isinstance(outcome, HeteroPlan):
+    if outcome.job_kind == "hetero":
         reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (outcome.data, outcome.pipeline) if s.message)
         return (f"gclc: infeasible: `{outcome.name}` fits neither split across its partitions"
                 + (f" ({reasons})" if reasons else ""))

@@ -45,12 +45,9 @@ def placement(plan, fabrics: dict | None = None) -> graphviz.Digraph:
 def job_placement(outcome, fabrics: dict | None = None) -> graphviz.Digraph:
     """The placement of any job's feasible plan (`solver.jobs.plan_design`): a train job's rank
     grid, one grid per partition for a job on several, a serve job's pools and replicas."""
-    from ..solver.hetero import HeteroPlan
-    from ..solver.jobs import TrainOutcome
-
-    if isinstance(outcome, TrainOutcome):
+    if outcome.job_kind == "train":
         return placement(outcome.plan, fabrics)
-    if isinstance(outcome, HeteroPlan):
+    if outcome.job_kind == "hetero":
         from .placement_hetero import hetero_placement
 
         return hetero_placement(outcome)

@@ -97,23 +97,21 @@ def plan_html(plan) -> str:
 def _context(design: Design, job_name: str | None, objective: str | None, source: str) -> Context:
     from ..solver.plan import plan as make_plan
     from ..compiler.lower import lower
-    from ..model.job import JobError, train_job
+    from ..model.job import JobError, job_from_entity, select_job
 
-    from ..solver.hetero import hetero_entity
-    from ..solver.serve import serve_entity
-
-    if hetero_entity(design, job_name) is not None or serve_entity(design, job_name) is not None:
+    try:
+        kind, entity = select_job(design, job_name)
+        job = job_from_entity(entity) if kind == "train" else None
+    except JobError as error:
+        if job_name is not None:
+            raise
+        return Context(design, lower(design), None, str(error), source)
+    if job is None:     # a job across partitions or a serve job: planned whole
         from ..solver.jobs import plan_design
         from .plan_text import outcome_text
 
         outcome = plan_design(design, job_name, objective)
         return Context(design, lower(design), None, "", source, outcome_text(outcome), outcome)
-    try:
-        job = train_job(design, job_name)
-    except JobError as error:
-        if job_name is not None:
-            raise
-        return Context(design, lower(design), None, str(error), source)
     if objective is None:
         from ..solver.jobs import job_objective
         objective = job_objective(job.entity)

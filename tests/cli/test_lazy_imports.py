@@ -30,7 +30,15 @@ def loaded(command: list[str], watched: tuple[str, ...]) -> tuple[int, list[str]
 def test_a_train_plan_loads_no_serving_no_solver_library_and_no_drawing():
     status, names = loaded(["plan", "tests/data/train.gcl", "--json"],
                            HEAVY + ("gclc.solver.serve", "gclc.views.serve", "gclc.views.report", "gclc.solver.sweep",
-                                    "gclc.views.export"))
+                                    "gclc.views.export", "gclc.solver.hetero", "gclc.solver.split",
+                                    "gclc.solver.split_search"))
+    assert status == 0
+    assert names == []
+
+
+def test_a_serve_plan_loads_no_heterogeneous_split():
+    status, names = loaded(["plan", "examples/deepseek_v3_serve.gcl", "--json"],
+                           ("gclc.solver.hetero", "gclc.solver.split", "gclc.solver.split_search"))
     assert status == 0
     assert names == []
 
@@ -43,6 +51,7 @@ def test_check_loads_neither_the_model_nor_the_solver():
 
 @pytest.mark.parametrize("command, needed", [
     (["plan", "examples/deepseek_v3_serve.gcl", "--json"], "gclc.solver.serve"),
+    (["plan", "examples/hetero_h100_a100.gcl", "--json"], "gclc.solver.hetero"),
 ])
 def test_the_job_kind_that_needs_a_module_still_loads_it(command, needed):
     """The lazy imports are taken where the job needs them (a serve plan plans with serving's modules)."""

@@ -15,7 +15,8 @@ from gclc.model.job import pinned_config, train_job
 from gclc.model.offload_host import HOST_RESERVE
 from gclc.model.memory import activation_bytes_per_layer, memory, model_state, params_per_gpu
 from gclc.model.shape import ModelShape, attended_keys
-from gclc.model.step import _blend, estimate
+from gclc.model.layer_cost import blend
+from gclc.model.step import estimate
 from gclc.model.workload import layer_forward
 from gclc.solver.plan import plan
 
@@ -125,7 +126,7 @@ def test_offload_copies_are_exposed_only_beyond_the_layers_compute():
     c2c = attrs.evolve(PART, node=attrs.evolve(PART.node, host_link=450e9))   # NVLink-C2C class
     assert estimate(MISTRAL, c, c2c).breakdown.offload == 0.0
     # PCIe Gen5 (the DGX H100's 64 GB/s): ~1.1 GB per layer takes longer than a layer's forward
-    layer = _blend(MISTRAL, c, PART, False)
+    layer = blend(MISTRAL, c, PART, False)
     copy = activation_bytes_per_layer(MISTRAL, c) / (64e9 * 0.85)
     expected = c.microbatches * 0.5 * 32 * (max(copy - layer.forward, 0) + max(copy - layer.backward, 0))
     assert copy > layer.forward

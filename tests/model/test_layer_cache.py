@@ -1,4 +1,4 @@
-"""The step model's per-layer caches (model/step.py `_layer`, `_layer_compute`, `_logits`)
+"""The step model's per-layer caches (model/layer_cost.py `layer`, `layer_compute`, `logits`)
 are keyed by the fields the layer cost reads: an estimate taken with a warm cache, filled
 by configurations that differ in one field only, equals the estimate taken cold. A field
 missing from a key would return another configuration's layer here (a silent wrong answer)."""
@@ -23,8 +23,11 @@ VARIANTS = [
     {}, {"recompute_modules": ("mlp",)}, {"recompute_modules": ("norm",)},
     {"recompute_modules": ("core_attention", "mlp")}, {"recompute_every": 2}, {"recompute_every": 4},
     {"recompute": "full"}, {"recompute": "full", "recompute_every": 2}, {"recompute": "none"},
-    {"shard": 4, "zero": 3}, {"offload": 0.5}, {"sp": False}, {"order": ("tp", "dp", "cp", "pp")},
+    {"shard": 4, "zero": 3}, {"zero": 0}, {"zero": 3}, {"offload": 0.5}, {"sp": False}, {"order": ("tp", "dp", "cp", "pp")},
     {"precision": "fp8"}, {"stack": "fsdp"},
+    # placement: in the key only through the TP and CP strides (model/layer_cost.py)
+    {"pp": 2}, {"dp": 8}, {"order": ("dp", "tp", "cp", "pp")}, {"cp": 2, "dp": 8},
+    {"cp": 2, "dp": 8, "order": ("tp", "dp", "cp", "pp")}, {"cp": 2, "dp": 4, "order": ("tp", "dp", "cp", "pp")},
 ]
 
 
@@ -59,3 +62,13 @@ def test_windowed_and_global_layers_are_cached_apart():
                for name, shape in (("blend", HALF), ("windowed", JOB.shape), ("global", GLOBAL))}
     assert compute["windowed"] < compute["global"]
     assert compute["blend"] == pytest.approx(share * compute["windowed"] + (1 - share) * compute["global"], rel=1e-12)
+
+
+@pytest.mark.parametrize("shape", [JOB.shape, HALF], ids=["windowed", "blend"])
+def test_the_search_bound_terms_of_a_dense_model_are_the_estimates_own(shape):
+    """A dense model has no MoE layer to cost (model/layer_cost.py NO_LAYER): the terms the
+    search bounds with stay the estimate's, to the last bit."""
+    from gclc.model.step import bound_terms
+    for c in (attrs.evolve(BASE, **v) for v in VARIANTS):
+        b = estimate(shape, c, JOB.partition).breakdown
+        assert bound_terms(shape, c, JOB.partition) == (b.compute, b.tp, b.ep, b.optimizer), c

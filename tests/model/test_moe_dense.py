@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import context, recompute, sharding, step
+from gclc.model import context, layer_cost, recompute, sharding, step
 from gclc.model.config import TrainConfig
 from gclc.model.job import pinned_config, train_job
 from gclc.model.memory import dense_params_per_gpu, expert_params_per_gpu, model_state
@@ -125,18 +125,34 @@ _NEW = {int: lambda v: v + 1, float: lambda v: v + 0.5, bool: lambda v: not v, s
 
 def test_the_layer_cache_key_holds_every_field_a_layer_reads():
     args = (SHAPE, CFG, PART, True, False)
-    base = step.layer_key(*args)
+    base = layer_cost.layer_key(*args)
     for field in attrs.fields(TrainConfig):
-        if field.name in step.LAYER_NEUTRAL:
+        if field.name in layer_cost.LAYER_NEUTRAL or field.name in layer_cost.PLACEMENT:
             continue
         value = getattr(CFG, field.name)
         changed = attrs.evolve(CFG, **{field.name: _NEW[type(value)](value)})
-        assert step.layer_key(SHAPE, changed, PART, True, False) != base, field.name
-    assert step.layer_key(SHAPE, CFG, PART, True, True) != base
-    assert step.layer_key(SHAPE, CFG, PART, False, False) != base
+        assert layer_cost.layer_key(SHAPE, changed, PART, True, False) != base, field.name
+    assert layer_cost.layer_key(SHAPE, CFG, PART, True, True) != base
+    assert layer_cost.layer_key(SHAPE, CFG, PART, False, False) != base
 
 
-@pytest.mark.parametrize("change", [dict(cp_balanced=False), dict(ep_overlap=True),
+def test_placement_reaches_the_layer_key_through_the_tp_and_cp_strides():
+    """pp, dp and the order are in the key only as the strides of the TP and CP groups:
+    a change that moves a group changes the key, one that moves neither shares the entry."""
+    cfg = attrs.evolve(CFG, tp=2, order=("tp", "dp", "cp", "pp"))   # CP's stride is tp x dp
+    key = lambda c: layer_cost.layer_key(SHAPE, c, PART, True, False)  # noqa: E731
+    assert key(attrs.evolve(cfg, dp=8)) != key(cfg)                      # CP's groups move
+    assert key(attrs.evolve(cfg, order=("dp", "tp", "cp", "pp"))) != key(cfg)   # TP's groups move
+    assert key(attrs.evolve(cfg, pp=4)) == key(cfg)                      # the outermost dimension moves nothing
+    assert key(attrs.evolve(CFG, dp=8, pp=4)) == key(CFG)                # CP inside dp and pp: nothing moves
+    for moved in (attrs.evolve(cfg, dp=8), attrs.evolve(cfg, order=("dp", "tp", "cp", "pp"))):
+        warm = estimate(SHAPE, cfg, PART).breakdown, estimate(SHAPE, moved, PART).breakdown
+        step.clear_caches()
+        assert estimate(SHAPE, moved, PART).breakdown == warm[1]
+        assert (warm[1].tp, warm[1].cp) != (warm[0].tp, warm[0].cp)    # the move changed the layer's cost
+
+
+@pytest.mark.parametrize("change", [dict(cp_balanced=False), dict(ep_overlap=True), dict(ep=8), dict(tp=2, sp=True),
                                     dict(recompute="selective", recompute_modules=("mlp",)),
                                     dict(recompute="full", recompute_every=2)])
 def test_a_warm_cache_answers_like_a_cold_one(change):
@@ -149,3 +165,28 @@ def test_a_warm_cache_answers_like_a_cold_one(change):
     cold = estimate(shape, variant, PART).step_time
     assert warm == cold
     assert warm != warm_base        # the field matters, so a stale entry would show
+
+
+@pytest.mark.parametrize("change", [{}, dict(ep=8, pp=2, dp=8), dict(tp=2, sp=True, recompute="full"),
+                                    dict(microbatch=2, zero=3, cp=1, dp=32), dict(precision="fp8", ep_overlap=True)])
+def test_the_search_bound_terms_are_the_estimates_own(change):
+    """The search bounds a branch with `bound_terms` instead of a whole estimate: the
+    same floats, to the last bit, or the search would prune differently."""
+    cfg = attrs.evolve(CFG, **change)
+    for shape in (SHAPE, attrs.evolve(SHAPE, window=1024, global_every=2)):
+        b = estimate(shape, cfg, PART).breakdown
+        step.clear_caches()
+        assert step.bound_terms(shape, cfg, PART) == (b.compute, b.tp, b.ep, b.optimizer)
+
+
+def test_a_warm_cache_answers_like_a_cold_one_when_only_sequence_parallelism_changes():
+    """Sequence parallelism splits an MoE layer's elementwise work over the TP ranks: the
+    memoized work after the routed experts (model/layer_cost.py) must tell sp apart."""
+    base = attrs.evolve(CFG, tp=2, dp=8, sp=True)
+    variant = attrs.evolve(base, sp=False)
+    step.clear_caches()
+    warm_base = estimate(SHAPE, base, PART).breakdown.compute
+    warm = estimate(SHAPE, variant, PART).breakdown.compute
+    step.clear_caches()
+    assert estimate(SHAPE, variant, PART).breakdown.compute == warm
+    assert warm != warm_base
