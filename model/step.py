@@ -117,7 +117,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # through the other p - 1 stages, which do not: the bubble is (p - 1) / v of a stage
     # without it (with stages of times t_i and the last the slowest, 1F1B takes
     # m x t_last + sum of the other t_i).
-    bubble = (cfg.pp - 1) / vp * (stage - logits) if cfg.pp > 1 else 0.0
+    bubble = (cfg.pp - 1) / vp * (stage - head) if cfg.pp > 1 else 0.0
     # One micro-batch through this stage's layers, exposed communication included: the
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
@@ -209,7 +209,7 @@ def _compute_term(shape: ModelShape, cfg: TrainConfig, chip, dense: tuple[float,
 def output_layer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
     """Seconds of the output layer and loss per micro-batch on the last stage, forward and
     backward: part of the step's pace, not of the pipeline's fill and drain (the bubble)."""
-    return _logits(shape, cfg, partition.node.accelerator)
+    return logits(shape, cfg, partition.node.accelerator)
 
 
 def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:

@@ -63,7 +63,6 @@ def test_the_distinct_experts_touched_by_hand():
     assert inference_moe.touched(MOE, 1) == 8 / 256
     assert inference_moe.touched(MOE, 2) * 256 == pytest.approx(15.75, rel=1e-12)
     r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
-    chip = PARTITION.node.accelerator
     # one token: a memory-bound step reads the dense weights and 8 of the 256 experts' (per GPU: their share)
     assert r.dense_weights + r.expert_weights * 8 / 256 < r.weights
 

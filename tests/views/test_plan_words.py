@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 
 from gclc.compiler.driver import check_file
 from gclc.dsl.numbers import percent
