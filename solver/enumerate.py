@@ -57,7 +57,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Iterator
+from typing import Callable, Iterator
 
 import attrs
 
@@ -170,18 +170,13 @@ def variant_spaces(job: Job, space_: Space) -> list[Space]:
     return out
 
 
-def _pinned(job: Job, key: str) -> object | None:
-    value = job.pinned.get(key)
-    return None if value is None else value
-
-
 def space(job: Job, lim: Limits | None = None) -> Space:
     shape = job.shape
     lim = lim or limits(job)
     gpus = max_gpus(job, lim)
 
     def pick(key: str, default: list) -> tuple:
-        value = _pinned(job, key)
+        value = job.pinned.get(key)
         return (int(value),) if value is not None else tuple(default)
 
     tps = pick("tp", [t for t in powers_of_two(min(MAX_TP, gpus))
@@ -189,9 +184,9 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     pps = pick("pp", divisors(shape.layers, gpus))
     cps = pick("cp", [c for c in powers_of_two(min(MAX_CP, gpus)) if c == 1 or job.seq % (2 * c) == 0])
     eps = pick("ep", divisors(shape.routed, gpus) if shape.is_moe else [1])
-    recompute = _pinned(job, "recompute")
-    zero = _pinned(job, "zero")
-    sp = _pinned(job, "sp")
+    recompute = job.pinned.get("recompute")
+    zero = job.pinned.get("zero")
+    sp = job.pinned.get("sp")
     extras = pinned_only(job)
     zeros = (int(zero),) if zero is not None else ZERO_STAGES
     if extras["shard"]:   # a shard group shards ZeRO state: stage 0 has none
@@ -203,7 +198,7 @@ def space(job: Job, lim: Limits | None = None) -> Space:
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
     """Virtual stages allowed by the pins and the layer count (before the micro-batch rule)."""
-    return _vp_candidates(_pinned(job, "vp"), _pinned(job, "schedule"), job.shape.layers, pp)
+    return _vp_candidates(job.pinned.get("vp"), job.pinned.get("schedule"), job.shape.layers, pp)
 
 
 @functools.lru_cache(maxsize=4096)   # asked for every layout and micro-batch the search opens
@@ -224,7 +219,7 @@ def _vp_candidates(pinned, schedule, layers: int, pp: int) -> tuple[int, ...]:
 
 
 def microbatch_candidates(job: Job, per_replica: int) -> tuple[int, ...]:
-    return _microbatches(per_replica, _pinned(job, "microbatch"), _pinned(job, "microbatches"))
+    return _microbatches(per_replica, job.pinned.get("microbatch"), job.pinned.get("microbatches"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -265,7 +260,7 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     """Every replica count that leaves a valid configuration, most first (the pinned dp
     if valid): the GPU count is searched in whole replicas, up to the job's GPUs."""
     most = space_.gpus // (tp * pp * cp)
-    pinned = _pinned(job, "dp")
+    pinned = job.pinned.get("dp")
     candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
     shard = int(space_.pinned_only.get("shard", 0))
     # a searched shard group is a proper hybrid one (a group of every rank is plain ZeRO, shard = 0)
@@ -299,11 +294,23 @@ def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, 
 
 def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep: int, mb: int, vp: int,
                 recompute: str, zero: int, order: tuple[str, ...]) -> TrainConfig:
-    return TrainConfig(batch=job.batch, seq=job.seq, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp, microbatch=mb,
-                       recompute=recompute, zero=zero, sp=tp > 1 if space_.seq_parallel is None else space_.seq_parallel,
-                       precision=job.precision, stack=job.stack, order=order,
-                       gpipe=_pinned(job, "schedule") == "gpipe",
-                       sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **space_.pinned_only)
+    return config_maker(job, space_)(tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
+
+
+def config_maker(job: Job, space_: Space) -> Callable[..., TrainConfig]:
+    """`make_config` for one job and space, the fields that depend on neither computed once
+    (a search builds tens of thousands of configurations)."""
+    fixed = dict(seq=job.seq, precision=job.precision, stack=job.stack, gpipe=job.pinned.get("schedule") == "gpipe",
+                 sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **space_.pinned_only)
+    seq_parallel, job_batch = space_.seq_parallel, job.batch
+
+    def make(tp: int, pp: int, dp: int, cp: int, ep: int, mb: int, vp: int, recompute: str, zero: int,
+             order: tuple[str, ...], batch: int | None = None) -> TrainConfig:
+        """`batch`: a global batch other than the job's (a bound's one micro-batch per replica)."""
+        return TrainConfig(batch=job_batch if batch is None else batch, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp,
+                           microbatch=mb, recompute=recompute, zero=zero,
+                           sp=tp > 1 if seq_parallel is None else seq_parallel, order=order, **fixed)
+    return make
 
 
 def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]]:

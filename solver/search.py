@@ -73,8 +73,6 @@ import heapq
 import itertools
 import time
 
-import attrs
-
 from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.memory import memory, memory_grid
@@ -116,6 +114,7 @@ class _Search:
         space when it asks for none). The best values found so far carry over, so a later
         variant's layouts are all bounded before any is opened (`coarse_bound`)."""
         self.space, self.first = space, first
+        self.make_config = space_def.config_maker(self.job, space)
         self.frugal_recompute = max(space.recomputes, key=RECOMPUTE.index)   # the least activation memory allowed
         self.top_zero = max(space.zeros)
         self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
@@ -129,7 +128,7 @@ class _Search:
 
     # ------------------------------------------------------------ helpers
     def config(self, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order) -> TrainConfig:
-        return space_def.make_config(self.job, self.space, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
+        return self.make_config(tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
 
     def estimate(self, cfg: TrainConfig) -> Estimate:
         self.estimates += 1
@@ -193,10 +192,13 @@ class _Search:
         # best-first frontier: (bound, seq, kind, node, leaves covered)
         self.pending, self.seq = [], itertools.count()
         per_vp = len(space.recomputes) * len(space.zeros)
+        leaf_counts: dict[tuple, tuple[int, ...]] = {}   # (inner choices, orders) -> leaves per micro-batch
         for tp, pp, cp, ep, dp in space_def.branches(job, space):
             orders = space_def.orders(tp, pp, dp, cp, ep)
             inner = space_def.inner_choices(job, pp, dp)
-            leaves = tuple(len(vps) * per_vp * len(orders) for _, vps in inner)
+            leaves = leaf_counts.get((inner, len(orders)))
+            if leaves is None:
+                leaves = leaf_counts[inner, len(orders)] = tuple(len(vps) * per_vp * len(orders) for _, vps in inner)
             self.total += sum(leaves)
             gpus = tp * pp * cp * dp
             if self.power_limit is not None and not self.power_limit.holds(self.power.floor(gpus)):
@@ -298,7 +300,7 @@ class _Search:
         if (key, mb) not in self.per_sequence:
             tp, pp, cp, ep = key
             job = self.job
-            cfg = attrs.evolve(self.config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order), batch=mb)
+            cfg = self.make_config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order, batch=mb)
             compute, flops = compute_time(job.shape, cfg, job.partition)
             self.per_sequence[key, mb] = (compute / mb, flops / mb, moe_overhead_time(job.shape, cfg),
                                           output_layer_time(job.shape, cfg, job.partition))
