@@ -283,15 +283,16 @@ class _Search:
         if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
             mbs = [largest]     # compute per sequence there is the least of every micro-batch's
         costs = [self.sequence_cost(key, mb, orders[0]) for mb in mbs]
-        per_seq, flops_time = min(c[0] for c in costs), costs[0][1]
-        overhead = min(c[2] for c in costs)     # EP's host overhead per micro-batch (0: dense)
-        head = max(c[3] for c in costs)         # the most output-layer time per micro-batch
+        # (lists rather than generators: a layout's few micro-batches, thousands of layouts)
+        per_seq, flops_time = min([c[0] for c in costs]), costs[0][1]
+        overhead = min([c[2] for c in costs])     # EP's host overhead per micro-batch (0: dense)
+        head = max([c[3] for c in costs])         # the most output-layer time per micro-batch
         vmax = max(space_def.vp_candidates(self.job, pp))
         compute = per_seq * self.job.batch / dp
-        fewest = self.job.batch // (dp * max(mb for mb, _ in inner))
+        fewest = self.job.batch // (dp * inner[-1][0])     # micro-batches ascending: the largest last
         step = (compute + overhead * fewest + bubble_share(per_seq + overhead, pp, vmax, 1, head)) * SAFETY
         bound = self.bound(tp * pp * cp * dp, step, compute * SAFETY, flops_time * self.job.batch)
-        return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
+        return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple([mb for mb, _ in inner]))
 
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
