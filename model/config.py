@@ -113,7 +113,8 @@ class TrainConfig:
     @property
     def microbatches(self) -> int:
         """Micro-batches per pipeline per step."""
-        return max(1, self.batch // (self.dp * self.microbatch))
+        count = self.batch // (self.dp * self.microbatch)
+        return count if count > 1 else 1     # (read for every estimate: no call to max)
 
     @property
     def virtual_stages(self) -> int:

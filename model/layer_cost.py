@@ -167,7 +167,7 @@ def layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
     backward = sum([t * backward_factor(op) for op, t in times])
     attention = sum([t for op, t in times if op.kind == "attention"])
     gemms = sum([t for op, t in times if op.kind == "gemm"])
-    return _remember(_COMPUTE, key, (forward, backward, attention, gemms, tuple((op.name, t) for op, t in times)))
+    return _remember(_COMPUTE, key, (forward, backward, attention, gemms, tuple([(op.name, t) for op, t in times])))
 
 
 def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> list[tuple[Op, float]]:

@@ -7,6 +7,8 @@ discount); training is forward + backward = 3 x forward.
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from ..compiler.design import Entity, Symbol
@@ -60,7 +62,8 @@ class ModelShape:
                    mtp=model.get("mtp", 0), **moe, **latent, **blocks)
 
     # ------------------------------------------------------------ structure
-    @property
+    # is_moe and moe_layers: read for every cost and memory figure of a search, so computed once
+    @functools.cached_property
     def is_moe(self) -> bool:
         return self.routed > 0
 
@@ -68,7 +71,7 @@ class ModelShape:
     def is_mla(self) -> bool:
         return self.kv_rank > 0
 
-    @property
+    @functools.cached_property
     def moe_layers(self) -> int:
         return self.layers - self.dense_layers if self.is_moe else 0
 

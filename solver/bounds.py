@@ -112,4 +112,7 @@ def _compute_monotone(shape: ModelShape, seq: int, tp: int, cp: int, ep: int, mi
     if shape.routed % ep:
         return False
     local, split = shape.routed // ep, cp * tp
-    return all((mb * seq) % split == 0 and (mb * seq // split * shape.top_k) % local == 0 for mb in microbatches)
+    for mb in microbatches:
+        if (mb * seq) % split or (mb * seq // split * shape.top_k) % local:
+            return False
+    return True

@@ -287,7 +287,7 @@ def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, 
     out = []
     for perm in itertools.permutations(placed):
         order = ("tp", *perm, *rest)
-        if math.prod(size[d] for d in order[: order.index("pp")]) % ep == 0:
+        if math.prod([size[d] for d in order[: order.index("pp")]]) % ep == 0:
             out.append(order)
     return tuple(out)
 
