@@ -45,7 +45,9 @@ def visit(search, branch) -> None:
         f = fixed.get(rc, floor_fixed)
         step = f + comm + dp_time + optimizer + bubble_share(f + comm, pp, vp_most, m, head)
         value = search.value_bound(step * SAFETY, compute + redo.get(rc, 0.0) + optimizer, rep)
-        return search.checked(value, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb, **fields)
+        if search.audit is not None:
+            search.checked(value, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb, **fields)
+        return value
 
     def evaluate(key: tuple) -> Estimate:
         if key not in cache:

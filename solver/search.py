@@ -121,6 +121,8 @@ class _Search:
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
 
     def checked(self, bound: float, **fields) -> float:
+        """Show `bound` to the audit (callers skip the call, and building its fields, when
+        nothing audits: a search bounds tens of thousands of nodes)."""
         if self.audit is not None:
             # a searched variant fixes its choices too (shard, recompute modules and interval, offload)
             self.audit(bound, fields | (dict(self.space.pinned_only) if self.space.searched else {}))
@@ -260,8 +262,9 @@ class _Search:
             fixed = compute + overhead * (job.batch // (dp * largest))
             bound = self.bound(tp * pp * cp * dp, step_bound(fixed, optimizer, pp, max(all_vps), most, head),
                                (compute + optimizer) * SAFETY, flops_time * job.batch)
-            bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
-                                 microbatch=tuple(mb for mb, _ in inner[:fitting]))
+            if self.audit is not None:
+                self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
+                             microbatch=tuple(mb for mb, _ in inner[:fitting]))
             self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]))
         else:
             self.expand(layout, optimizer)
@@ -292,7 +295,9 @@ class _Search:
         fewest = self.job.batch // (dp * inner[-1][0])     # micro-batches ascending: the largest last
         step = (compute + overhead * fewest + bubble_share(per_seq + overhead, pp, vmax, 1, head)) * SAFETY
         bound = self.bound(tp * pp * cp * dp, step, compute * SAFETY, flops_time * self.job.batch)
-        return self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple([mb for mb, _ in inner]))
+        if self.audit is not None:
+            self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
+        return bound
 
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
@@ -323,7 +328,8 @@ class _Search:
             compute, m = per_seq * batch / dp, batch // (dp * mb)
             step = step_bound(compute + overhead * m, optimizer, pp, max(vps), m, head)
             bound = self.bound(gpus, step, (compute + optimizer) * SAFETY, flops_time * batch)
-            bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
+            if self.audit is not None:
+                self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
             self.push(bound, "microbatch", (layout, i), leaves[i])
 
     def bound_branch(self, layout, i: int, floor: float) -> None:
@@ -345,7 +351,8 @@ class _Search:
         head = output_layer_time(self.job.shape, cfg, self.job.partition)
         bound = self.bound(cfg.gpus, step_bound(compute + tp_time + ep_time, optimizer, pp, max(vps), cfg.microbatches,
                                                 head), compute + optimizer, flops_time)
-        bound = self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
+        if self.audit is not None:
+            self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
         self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep or cfg, leaves[i]), leaves[i])
 
 
