@@ -132,7 +132,7 @@ class DemandSearch(Screen):
             built = [Side(r, e, n) for r, e, n in now]
             power = self.power(built, self.demand.rate)
             if power > self.limits.power:  # more replicas only draw more: no need to simulate
-                self.broke_power(id(sides[-1][0]), power)
+                self.broke_power(id(sides[-1][0]), power, "decode" if len(sides) == 2 else "both")
                 return None
             outcome = self.simulate(built)
             missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
