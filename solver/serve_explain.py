@@ -35,22 +35,27 @@ def infeasible_reasons(entity: Entity, misses: dict[tuple[str, int], dict[str, f
     configuration breaks) would admit a configuration: a limit that only configurations
     breaking more limits break is not why the job is infeasible and is not named. How far a
     binding limit is: the nearest a configuration breaking the fewest limits gets. Aggregated
-    replicas are explained first, then each role of a disaggregated plan that none fits."""
+    replicas are explained first (those that fit and failed later, in a power check or the
+    simulation, are left out), then each role of a disaggregated plan that none fits."""
     out, named = [], set()
     for role, how in ROLES.items():
         group = [m for (r, _), m in misses.items() if r == role]
-        if not group or not all(group):
-            continue  # no configuration of the role, or one fits it (the job failed later)
-        for name, line in _binding(entity, group, how):
+        if not group or role != "both" and not all(group):
+            continue  # no configuration of the role, or one fits the role: the other role is why
+        total, group = len(group), [m for m in group if m]  # aggregated ones that fit failed later
+        if not group:
+            continue
+        for name, line in _binding(entity, group, total, how):
             if name not in named:
                 named.add(name)
                 out.append(line)
     return tuple(out)
 
 
-def _binding(entity: Entity, group: list[dict[str, float]], how: str):
-    """(limit, line) for each limit binding in a group of configurations that all break some."""
-    total, fewest = len(group), min(len(m) for m in group)
+def _binding(entity: Entity, group: list[dict[str, float]], total: int, how: str):
+    """(limit, line) for each limit binding among the configurations of a role (`total` of them)
+    that break some (`group`)."""
+    fewest = min(len(m) for m in group)
     closest = [m for m in group if len(m) == fewest]
     among: dict[str, list[float]] = {}
     for m in closest:
