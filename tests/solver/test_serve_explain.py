@@ -69,4 +69,5 @@ def test_a_role_that_some_configuration_fits_is_not_the_reason(tmp_path):
     lines = infeasible_reasons(entity, misses)
     assert len(lines) == 1 and "`tpot <= 10 ms` is broken by every one of 1 configurations;" in lines[0], lines
     lines = infeasible_reasons(entity, {("both", 1): {}, ("both", 2): {"tpot": 0.02}})
-    assert len(lines) == 1 and "is broken by 1 of 2 configurations, the only limit 1 of them break; the nearest of those reaches 20 ms" in lines[0], lines
+    assert len(lines) == 1 and ("is broken by 1 of 2 configurations, the only limit 1 of them break; "
+                                "the nearest of those reaches 20 ms") in lines[0], lines
