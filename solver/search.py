@@ -140,6 +140,12 @@ class _Search:
             return self.power(e) / e.tokens_per_s
         return space_def.objective_value(self.job, self.objective, e)
 
+    def value_bound(self, step: float, work: float, rep: Estimate) -> float:
+        """A lower bound on the objective of a configuration on rep's GPUs whose step is at
+        least `step` s, of which at least `work` s compute (compute + recompute + optimizer)."""
+        gpus = rep.config.gpus
+        return self.bound(gpus, step, work, rep.mfu * rep.step_time * gpus)
+
     def offer(self, e: Estimate) -> None:
         """Count an evaluated configuration and keep it if admissible."""
         self.evaluated += 1
