@@ -6,9 +6,9 @@ A candidate is a replica layout (aggregated) or a pair of them (prefill and deco
 every admissible prefill layout with every admissible decode layout, none dropped by a rule
 of thumb), each pool starting at the replicas its analytic capacity needs: the full-batch
 rate is an upper bound on what the simulation achieves (it adds queueing and length
-variability, and an iteration's cost is convex in its contents). Confirming a candidate simulates it, growing the
-pool that misses its SLO until the percentiles hold; counts only grow, so a candidate's key
-at its starting counts bounds every key it can reach (`bound`).
+variability, and an iteration's cost is convex in its contents). Confirming a candidate
+simulates it, growing the pool that misses its SLO until the percentiles hold; counts only
+grow, so a candidate's key at its starting counts bounds every key it can reach (`bound`).
 
 Branch and bound: candidates leave a heap in the order of their bound. The first time one
 leaves, its bound is tightened with the TPOT floor (solver/serve_bound.py) and it goes back;
