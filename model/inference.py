@@ -206,14 +206,19 @@ class Replica:
         return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens)
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
-                  prefilling: float | None = None) -> float:
+                  prefilling: float | None = None, layer_mean: bool = False) -> float:
         """Seconds for one scheduler iteration of the replica: every one of `decoding`
         sequences advances a step while `prefill` prompt tokens of `prefilling` sequences
-        (default: one) are processed. It is also each of those sequences' latency for the step."""
-        return self._iteration(decoding, kv_tokens, prefill, pairs, prefilling)[0]
+        (default: one) are processed. It is also each of those sequences' latency for the step.
+
+        `kv_tokens` are the decoding sequences' tokens in all; with sliding-window layers they
+        are read as if each sequence had the mean length (an upper bound, KVLayout.effective_total)
+        unless `layer_mean` says they are already the layer-mean tokens read, summed sequence by
+        sequence (exact: the simulator knows each sequence's length)."""
+        return self._iteration(decoding, kv_tokens, prefill, pairs, prefilling, layer_mean)[0]
 
     def _iteration(self, decoding: float, kv_tokens: float, prefill: float, pairs: float,
-                   prefilling: float | None = None) -> tuple[float, float]:
+                   prefilling: float | None = None, layer_mean: bool = False) -> tuple[float, float]:
         c, e = self.config, self.engine
         tokens = decoding * (1 + e.draft) + prefill
         if tokens <= 0:
@@ -224,7 +229,8 @@ class Replica:
         # hops between them (pipeline fill), and so does every decode step.
         sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
         micro = min(c.pp, max(1.0, sequences))
-        kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
+        if not layer_mean:
+            kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
         stage, work, hops = self._stage(tokens / micro, kv_tokens / micro, pairs / micro)
         total = c.pp * stage + hops
         if decoding and e.draft:

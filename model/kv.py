@@ -61,6 +61,15 @@ class KVLayout:
             return length
         return ((s.layers - s.local_layers) * length + s.local_layers * s.window) / s.layers
 
+    def least_total(self, tokens: float) -> float:
+        """Layer-mean tokens that sequences holding `tokens` in all read at least, whatever their
+        lengths: the global layers' share of them (a windowed layer may hold few; effective() is
+        at least global share x length for every length, the steepest line under it)."""
+        s = self.shape
+        if not s.window:
+            return tokens
+        return tokens * (s.layers - s.local_layers) / s.layers
+
     def effective_total(self, tokens: float, sequences: float) -> float:
         """Layer-mean tokens `sequences` sequences of `tokens` tokens in all hold. Only the total
         is known, so each is taken at the mean length: since effective() is concave this is an

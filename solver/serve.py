@@ -114,8 +114,9 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
         search.exhaustive = exhaustive
     result = search.run()
     if result.decode is None and search.broken:
-        result = attrs.evolve(result, binding=infeasible_reasons(entity, search.broken, search.nearest, search.total)
-                              + tuple(r for r in result.binding if r.startswith("demand:")))
+        reasons = infeasible_reasons(entity, search.misses)
+        result = attrs.evolve(result, binding=reasons + tuple(r for r in result.binding if r.startswith("demand:"))
+                              or result.binding)
     return ServePlan(entity.name, graph, partition, limits.gpus, result.mode, result.decode, result.prefill,
                      result.outcome, demand if has_demand else None, demand.prompt, demand.output, limits,
                      tuple(search.runners_up(result, top)), len(replicas), search.simulated, search.pruned,

@@ -5,7 +5,8 @@ decoding sequences on average, N = (rate / n) x (output / tokens per step) x t (
 where t is the mean iteration time. An iteration with N sequences takes at least the
 decode-only iteration at N (prompt chunks never make it faster), and that time is convex in
 N, so the mean step is at least the smallest fixed point of t -> iteration(N(t)), which
-iterating from the unloaded step climbs to. A TPOT bound on the median or a higher
+iterating from the unloaded step climbs to (with sliding windows, reading only what the global
+layers certainly hold: the mean length says too little of a windowed layer's). A TPOT bound on the median or a higher
 percentile that this floor already breaks needs more replicas. (Averaging the prompts into
 every iteration would not be a bound: an iteration's cost is not convex in its prompt tokens.)
 """
@@ -24,12 +25,14 @@ def loaded_step(r: Replica, per_replica_rate: float, prompt: float, output: floa
     concurrency it implies exceeds the replica's batch."""
     steps = output / r.engine.tokens_per_step
     context = prompt + output / 2
-    t = r.iteration(1, context)
+    # with sliding windows only the global layers' read is certain from mean lengths
+    # (model/kv.py `least_total`): reading every sequence at the mean length would not be a bound
+    t = r.iteration(1, r.kv.least_total(context), layer_mean=True)
     for _ in range(ITERATIONS):
         n = per_replica_rate * steps * t
         if n > r.config.batch:
             return math.inf
-        following = r.iteration(max(n, 1.0), max(n, 1.0) * context)
+        following = r.iteration(max(n, 1.0), r.kv.least_total(max(n, 1.0) * context), layer_mean=True)
         if following <= t * (1 + 1e-6):
             return max(t, following)
         t = following

@@ -2,19 +2,24 @@
 `minimize = energy`: the least power, then the fewest GPUs), whose simulated percentiles meet
 the SLOs.
 
-A candidate is a replica layout (aggregated) or a pair of them (prefill and decode pools),
-each pool starting at the replicas its analytic capacity needs: the full-batch rate is an
-upper bound on what the simulation achieves (it adds queueing and length variability, and an
-iteration's cost is convex in its contents). Confirming a candidate simulates it, growing the
-pool that misses its SLO until the percentiles hold; counts only grow, so a candidate's key
-at its starting counts bounds every key it can reach (`bound`).
+A candidate is a replica layout (aggregated) or a pair of them (prefill and decode pools:
+every admissible prefill layout with every admissible decode layout, none dropped by a rule
+of thumb), each pool starting at the replicas its analytic capacity needs: the full-batch
+rate is an upper bound on what the simulation achieves (it adds queueing and length
+variability, and an iteration's cost is convex in its contents). Confirming a candidate
+simulates it, growing the pool that misses its SLO until the percentiles hold; counts only
+grow, so a candidate's key at its starting counts bounds every key it can reach (`bound`).
 
 Branch and bound: candidates leave a heap in the order of their bound. The first time one
 leaves, its bound is tightened with the TPOT floor (solver/serve_bound.py) and it goes back;
-the second time it is confirmed. The search stops when the least bound left cannot beat the
-best plan found. Ties go to the earlier candidate (the order of their capacity bounds), so
-the choice is exactly that of confirming every candidate (`exhaustive=True`, kept for the
-law that checks it: tests/solver/test_serve_search_laws.py).
+the second time it is confirmed. The pairs, too many to bound one by one (DeepSeek-V3 on 32
+nodes pairs some 10^5), are drawn lazily: one drawer per prefill layout walks the decode
+layouts in the order of the part of the bound that adds up over pools (GPUs, or watts under
+`minimize = energy`), so a pair is bounded only once the search could confirm it. The search
+stops when the least bound left cannot beat the best plan found. Ties go to the earlier
+candidate (the order of their capacity bounds), so the choice is exactly that of confirming
+every candidate (`exhaustive=True`, kept for the law that checks it:
+tests/solver/test_serve_search_laws.py).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from .serve_sim import Pool, simulate
 
 MAX_SIMULATIONS = 60        # finalists simulated before the search reports its gap
 GROWTH = 1.25               # a pool that misses its SLO grows by this factor (at least one replica)
-PREFILLS, DECODES = 4, 8    # disaggregated: the best prefill and decode layouts paired
+PAIRS, LOOSE, TIGHT = -1, 0, 1  # heap entries: a drawer of split pairs; a candidate before and after its TPOT floor
 
 
 class DemandSearch(Screen):
@@ -42,53 +47,96 @@ class DemandSearch(Screen):
         super().__init__(*args, **kwargs)
         self.outcomes = 0   # candidates' outcomes looked at, simulated or reused
         self.runs: dict[tuple, list[tuple[int, Outcome]]] = {}  # pools but the batch limit -> (limit, outcome)
+        self.pre_sides: list[tuple] = []        # the split's prefill pools, by drawer
+        self.dec_sides: list[tuple] = []        # (decode layout's index, pool), in the order the drawers walk
 
     def run(self) -> SearchResult:
-        candidates = self.candidates()
-        heap = [(self.bound(sides), i, False) for i, sides in enumerate(candidates)]
-        heapq.heapify(heap)
-        best, best_key = None, (math.inf, math.inf, math.inf)
+        heap = self.start()
+        best, best_key = None, (math.inf, math.inf, (math.inf,))
         budget_left = False
         while heap:
-            bound, i, tight = heapq.heappop(heap)
-            if not self.exhaustive and (*bound, i) > best_key:
-                self.pruned += 1 + len(heap)  # the least bound left: none of them can win
+            entry = heapq.heappop(heap)
+            bound, tie, stage, sides = entry[:2], entry[2], entry[3], entry[4]
+            if not self.exhaustive and (*bound, tie) > best_key:
+                # the least bound left: none of them, nor any pair not yet drawn, can win
+                self.pruned += sum(self.size(e) for e in (entry, *heap))
                 break
+            if stage == PAIRS:
+                self.draw(heap, *sides)
+                continue
             if bound[0 if not self.energy else 1] > self.limits.gpus:
                 self.pruned += 1  # more GPUs than allowed, and confirming only adds replicas
                 continue
-            if not tight:
-                candidates[i] = self.tpot_floor(candidates[i])
-                heapq.heappush(heap, (self.bound(candidates[i]), i, True))
+            if stage == LOOSE:
+                grown = self.tpot_floor(sides)
+                heapq.heappush(heap, (*self.bound(grown), tie, TIGHT, grown))
                 continue
             if not self.exhaustive and self.simulated >= MAX_SIMULATIONS:
                 budget_left = True
                 break
             outcomes = self.outcomes
-            found = self.confirm(candidates[i], None if self.exhaustive else (i, best_key))
+            found = self.confirm(sides, None if self.exhaustive else (tie, best_key))
             self.pruned += self.outcomes == outcomes
-            if found is not None and (*self.key(found), i) < best_key:
-                best, best_key = found, (*self.key(found), i)
+            if found is not None and (*self.key(found), tie) < best_key:
+                best, best_key = found, (*self.key(found), tie)
         if best is None:
             return self.infeasible()
         proof = "exhaustive" if self.exhaustive else "budget: finalists left unsimulated" if budget_left else "bound"
         return SearchResult(best.mode, best.decode, best.prefill, best.outcome, best.power, best.binding, proof)
 
     # ------------------------------------------------------------ candidates and their bounds
-    def candidates(self) -> list[list]:
-        """Every pool layout at the replicas its capacity needs, in the order of their GPUs
-        (then the smaller replicas): the order that breaks ties."""
+    def start(self) -> list[tuple]:
+        """The heap: every aggregated layout at the replicas its capacity needs, and for the
+        split, one drawer per prefill layout that yields its pairs with every decode layout in
+        the order of their bound. Each entry is (bound, tie, stage, item); the tie is the
+        candidate's place in the order of its GPUs, then its replicas' GPUs, aggregated first
+        (the order that breaks ties, the same whether the search prunes or not)."""
         rate = self.demand.rate or 0.0
-        out = [] if self.mode == "disaggregated" else [[(r, e, _needed(rate, e))] for r, e in self.both]
-        if self.mode != "aggregated":
-            out += self.split_candidates(rate)
-        return sorted(out, key=lambda c: (_gpus(c), sum(r.gpus for r, _, _ in c)))
+        heap = []
+        if self.mode != "disaggregated":
+            for a, (r, e) in enumerate(self.both):
+                sides = [(r, e, _needed(rate, e))]
+                heap.append((*self.bound(sides), (_gpus(sides), r.gpus, 0, a), LOOSE, sides))
+        if self.mode != "aggregated" and self.prefills and self.decodes:
+            self.pre_sides = [(r, e, _needed(rate, e)) for r, e in self.prefills]
+            decs = [(d, (r, e, _needed(rate, e))) for d, (r, e) in enumerate(self.decodes)]
+            self.dec_sides = sorted(decs, key=lambda d: self.least([d[1]]))   # each drawer walks them in this order
+            heap += [self.drawer(p, 0) for p in range(len(self.pre_sides))]
+        heapq.heapify(heap)
+        return heap
 
-    def split_candidates(self, rate: float) -> list[list]:
-        """Prefill and decode pools sized by their capacity; the best few of each side."""
-        pres = sorted(self.prefills, key=lambda p: _needed(rate, p[1]) * p[0].gpus)[:PREFILLS]
-        decs = sorted(self.decodes, key=lambda d: _needed(rate, d[1]) * d[0].gpus)[:DECODES]
-        return [[(rp, ep, _needed(rate, ep)), (rd, ed, _needed(rate, ed))] for rp, ep in pres for rd, ed in decs]
+    def least(self, sides: list) -> float:
+        """The part of the bound's first term that adds up over pools: GPUs, or (minimize =
+        energy) watts, since the power of two pools is the sum of each pool's own
+        (model/power.py: each GPU draws for its own busy share; tested by the laws)."""
+        if not self.energy:
+            return float(_gpus(sides))
+        return self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate)
+
+    def drawer(self, p: int, j: int) -> tuple:
+        """The entry that draws prefill layout `p`'s pair with the `j`th decode layout: its
+        bound is below that of every pair it has left to draw (the decodes ascend in `least`;
+        a margin covers rounding), and its tie below every candidate's, so a pair is drawn
+        before any candidate its bound could tie is confirmed."""
+        first = self.least([self.pre_sides[p]]) + self.least([self.dec_sides[j][1]])
+        return (first * (1 - 1e-9) if self.energy else first, -math.inf, (-1, p), PAIRS, (p, j))
+
+    def draw(self, heap: list, p: int, j: int) -> None:
+        """Push prefill layout `p`'s pair with the `j`th decode layout and the drawer of the next
+        one; a drawer past the GPUs allowed is dropped, with every pair it had left."""
+        if not self.energy and self.least([self.pre_sides[p], self.dec_sides[j][1]]) > self.limits.gpus:
+            self.pruned += len(self.dec_sides) - j   # the rest need more GPUs still
+            return
+        d, dec = self.dec_sides[j]
+        pre = self.pre_sides[p]
+        sides = [pre, dec]
+        heapq.heappush(heap, (*self.bound(sides), (_gpus(sides), pre[0].gpus + dec[0].gpus, 1, p, d), LOOSE, sides))
+        if j + 1 < len(self.dec_sides):
+            heapq.heappush(heap, self.drawer(p, j + 1))
+
+    def size(self, entry: tuple) -> int:
+        """Candidates an entry stands for: one, or a drawer's pairs left to draw."""
+        return len(self.dec_sides) - entry[4][1] if entry[3] == PAIRS else 1
 
     def bound(self, sides: list) -> tuple[float, float]:
         """A lower bound on the key of every plan confirming `sides` can reach: its pools only
@@ -132,7 +180,7 @@ class DemandSearch(Screen):
             built = [Side(r, e, n) for r, e, n in now]
             power = self.power(built, self.demand.rate)
             if power > self.limits.power:  # more replicas only draw more: no need to simulate
-                self.broke_power(id(sides[-1][0]), power)
+                self.broke_power(id(sides[-1][0]), power, "decode" if len(sides) == 2 else "both")
                 return None
             outcome = self.simulate(built)
             missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)

@@ -1,6 +1,6 @@
-"""Why a serve job has no plan, in the user's terms: each limit that configurations break,
-where it is written (file:line:col), how many of the configurations break it, the best
-any of them reaches, and what would make room."""
+"""Why a serve job has no plan, in the user's terms: each limit that keeps every configuration
+out (not every limit some configuration breaks), where it is written (file:line:col), how
+many of the configurations break it, the nearest any of them gets, and what would make room."""
 
 from __future__ import annotations
 
@@ -23,22 +23,61 @@ HELP = {
 }
 
 
-def infeasible_reasons(entity: Entity, broken: dict[str, set[int]], nearest: dict[str, float],
-                       total: int) -> tuple[str, ...]:
-    """One line per broken limit: `file:line:col: `ttft <= 1 ms` is broken by every one of
-    624 configurations; the best reaches 180 ms; help: ...`."""
-    out = []
-    for name in sorted(broken, key=lambda n: (-len(broken[n]), n)):  # what breaks every configuration first
+ROLES = {"both": "", "prefill": " as prefill replicas", "decode": " as decode replicas"}
+
+
+def infeasible_reasons(entity: Entity, misses: dict[tuple[str, int], dict[str, float]]) -> tuple[str, ...]:
+    """One line per limit that keeps the job from a plan: `file:line:col: `ttft <= 1 ms` is
+    broken by every one of 624 configurations; the best reaches 180 ms; help: ...`.
+
+    `misses` holds, for each (role, configuration), the value it reaches on each limit it
+    breaks. A limit binds when relaxing it (alone, or with the others of the fewest any
+    configuration breaks) would admit a configuration: a limit that only configurations
+    breaking more limits break is not why the job is infeasible and is not named. How far a
+    binding limit is: the nearest a configuration breaking the fewest limits gets. Aggregated
+    replicas are explained first (those that fit and failed later, in a power check or the
+    simulation, are left out), then each role of a disaggregated plan that none fits."""
+    out, named = [], set()
+    for role, how in ROLES.items():
+        group = [m for (r, _), m in misses.items() if r == role]
+        if not group or role != "both" and not all(group):
+            continue  # no configuration of the role, or one fits the role: the other role is why
+        total, group = len(group), [m for m in group if m]  # aggregated ones that fit failed later
+        if not group:
+            continue
+        for name, line in _binding(entity, group, total, how):
+            if name not in named:
+                named.add(name)
+                out.append(line)
+    return tuple(out)
+
+
+def _binding(entity: Entity, group: list[dict[str, float]], total: int, how: str):
+    """(limit, line) for each limit binding among the configurations of a role (`total` of them)
+    that break some (`group`)."""
+    fewest = min(len(m) for m in group)
+    closest = [m for m in group if len(m) == fewest]
+    among: dict[str, list[float]] = {}
+    for m in closest:
+        for name, value in m.items():
+            among.setdefault(name, []).append(value)
+    for name in sorted(among, key=lambda n: (-len(among[n]), n)):
         item = _written(entity, name)
         where = f"{item.span}: " if item is not None else ""
         what = f"`{item.value.target} {item.value.op} {_show(item.value.value, percent=name == 'memory')}`" \
             if item is not None else {"power": "the cluster's power budget", "gpus": "the partition's GPUs",
                                       "memory": "the GPUs' HBM"}.get(name, f"`{name}`")
-        count = len(broken[name])
-        how_many = f"every one of {total}" if count >= total else f"{count} of {total}"
-        best = f"; the best reaches {_show(nearest[name], UNITS.get(name))}" if name in nearest else ""
-        out.append(f"{where}{what} is broken by {how_many} configurations{best}; help: {HELP.get(name, 'relax it')}")
-    return tuple(out)
+        count = sum(name in m for m in group)
+        unit, fix = UNITS.get(name), HELP.get(name, "relax it")
+        if count >= total:
+            best = min(m[name] for m in group)
+            yield name, (f"{where}{what} is broken by every one of {total} configurations{how}; "
+                         f"the best reaches {_show(best, unit)}; help: {fix}")
+            continue
+        alone = (f"the only limit {len(among[name])} of them break" if fewest == 1 else
+                 f"one of the {fewest} limits {len(among[name])} of them break, the fewest any configuration breaks")
+        yield name, (f"{where}{what} is broken by {count} of {total} configurations{how}, {alone}; the nearest "
+                     f"of those reaches {_show(min(among[name]), unit)}; help: {fix}")
 
 
 def _written(entity: Entity, name: str):

@@ -51,6 +51,8 @@ class Screen:
         self.simulated, self.pruned = 0, 0
         self.broken: dict[str, set[int]] = {}   # limit -> the replicas (ids) that break it
         self.nearest: dict[str, float] = {}      # limit -> the best any replica reaches (to say how far)
+        self.misses: dict[tuple[str, int], dict[str, float]] = {}  # (role, replica id) -> the limits it breaks,
+        # each with the value it reaches (what says which limits keep every configuration out)
         self.both = self.admissible(replicas, "both")
         self.prefills = self.admissible(replicas, "prefill") if mode != "aggregated" else []
         self.decodes = self.admissible(replicas, "decode") if mode != "aggregated" else []
@@ -63,14 +65,16 @@ class Screen:
             if role == "prefill" and r.config.batch != 1:
                 continue  # a prefill replica's batch is its chunk budget, not a decode batch
             e = estimate(r, self.prompt, self.output, role)
-            broken = self.violations(r, e, role)
-            for name in broken:
+            missed = self.violations(r, e, role)
+            for name in missed:
                 self.broken.setdefault(name, set()).add(id(r))
-            if not broken:
+            self.misses[role, id(r)] = missed
+            if not missed:
                 out.append((r, e))
         return out
 
-    def violations(self, r: Replica, e: ServeEstimate, role: str) -> tuple[str, ...]:
+    def violations(self, r: Replica, e: ServeEstimate, role: str) -> dict[str, float]:
+        """The limits the replica breaks in `role`, each with the value it reaches."""
         lim = self.limits
         unloaded_tpot = r.iteration(1, self.prompt + self.output / 2) / r.engine.tokens_per_step
         tpot = unloaded_tpot if self.demand is not None else e.tpot  # under demand the batch fills as needed
@@ -82,7 +86,7 @@ class Screen:
         for name, applies, value, _ in values:
             if applies:
                 self.nearest[name] = min(self.nearest.get(name, math.inf), value)
-        return tuple(name for name, applies, value, bound in values if applies and value > bound)
+        return {name: value for name, applies, value, bound in values if applies and value > bound}
 
     def power(self, sides: list[Side], rate: float | None = None) -> float:
         """Watts of the pools serving `rate` requests per second (None: each at its full-batch
@@ -95,14 +99,17 @@ class Screen:
                    for s in sides)
         return job_power(self.graph, self.partition, gpus, busy / gpus).total
 
-    def broke_power(self, key: int, watts: float) -> None:
+    def broke_power(self, key: int, watts: float, role: str = "both") -> None:
         self.broken.setdefault("power", set()).add(key)
         self.nearest["power"] = min(self.nearest.get("power", math.inf), watts)
+        missed = self.misses.setdefault((role, key), {})
+        missed["power"] = min(missed.get("power", math.inf), watts)
 
     def infeasible(self) -> SearchResult:
         reasons = tuple(f"{name}: broken by {len(ids)} of {self.total} configurations"
                         for name, ids in sorted(self.broken.items()))
-        if not reasons and self.demand is not None:
+        admitted = any(not m for (role, _), m in self.misses.items() if role == "both")  # then failed in simulation
+        if self.demand is not None and (not reasons or admitted):
             reasons = (f"demand: no configuration meets the SLO percentiles at {number(self.demand.rate)} requests/s "
                        f"on {self.limits.gpus} GPUs",)
         return SearchResult(self.mode, None, None, None, None, reasons or ("no configuration fits",), "")

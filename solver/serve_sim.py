@@ -82,6 +82,7 @@ class _Server:
     steps: float = 0.0
     count: int = 0              # decoding sequences
     sum_prompt: float = 0.0
+    sum_prompt_read: float = 0.0  # layer-mean tokens of their prompts (KVLayout.effective): what decoding reads of them
     sum_base: float = 0.0
     fixed: float = 0.0          # KV tokens held by admitted sequences beside their outputs
     filling: list = attrs.Factory(list)     # heap of (step it reaches the window, tick, version, seq)
@@ -105,11 +106,17 @@ class _Server:
     @property
     def used(self) -> float:
         """Layer-mean KV tokens held now (call `reach` first when the steps moved)."""
+        return self.fixed + self.grown
+
+    @property
+    def grown(self) -> float:
+        """Layer-mean KV tokens the decoding sequences' outputs add to their prompts:
+        effective(P + m) - effective(P) summed sequence by sequence."""
         outputs = self.count * (1 + self.steps) - self.sum_base
         if not self.full_count:
-            return self.fixed + outputs
+            return outputs
         full = self.full_count * (1 + self.steps) - self.full_sum_base
-        return self.fixed + outputs - self.frozen * full + self.full_offset
+        return outputs - self.frozen * full + self.full_offset
 
     def growth(self, step: float) -> float:
         """Layer-mean tokens the decoding sequences add in the next `step` tokens each: a
@@ -138,6 +145,15 @@ class _Server:
     def cached(self) -> float:
         """Tokens the decoding sequences read: their prompts and outputs so far."""
         return self.sum_prompt + self.count * (1 + self.steps) - self.sum_base
+
+    @property
+    def read(self) -> float:
+        """Layer-mean tokens the decoding sequences read in a step, sequence by sequence: a
+        windowed layer reads min(length, window) of each, a global layer all (exact, where the
+        mean length would give an upper bound). Without windows: `cached`, as it is."""
+        if not self.window:
+            return self.cached
+        return self.sum_prompt_read + self.grown
 
 
 def simulate(requests: tuple[Request, ...], serve: Pool, prefill: Pool | None = None,
@@ -217,7 +233,7 @@ class _Simulation:
             return
         prefill = sum(n for _, n in parts) if parts else 0
         pairs = sum(r.kv.pairs(s.done, n) for s, n in parts) if parts else 0
-        time = r.iteration(decoding, server.cached, prefill, pairs, len(parts))
+        time = r.iteration(decoding, server.read, prefill, pairs, len(parts), layer_mean=True)
         server.busy = True
         self.push(now + time, "done", (server, parts, decoding))
 
@@ -247,6 +263,7 @@ class _Simulation:
         if seq.state == "decode":
             server.count -= 1
             server.sum_prompt -= seq.request.prompt
+            server.sum_prompt_read -= server.pool.replica.kv.effective(seq.request.prompt) if server.window else 0.0
             server.sum_base -= seq.base
             seq.version += 1
             if seq.full:
@@ -302,6 +319,7 @@ class _Simulation:
         seq.base = server.steps + 1 - seq.made
         server.count += 1
         server.sum_prompt += seq.request.prompt
+        server.sum_prompt_read += server.pool.replica.kv.effective(seq.request.prompt) if server.window else 0.0
         server.sum_base += seq.base
         self.tick += 1
         heapq.heappush(server.finishing, (seq.base + seq.request.output - 1, self.tick, seq.version, seq))

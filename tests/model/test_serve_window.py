@@ -118,3 +118,19 @@ def test_a_windowed_model_is_planned():
     unwindowed = check_text(DATA.read_text().replace("window = window", "") + SERVE, str(DATA)).design
     reference = plan_serve(serve_entity(unwindowed, "chat"))
     assert plan.best.memory < reference.best.memory   # 6,500-token sequences: the window holds 4,096
+
+
+def test_the_least_read_by_hand():
+    """MIXED: 2 of 12 layers global. Sequences holding 12,000 tokens in all read at least the
+    global layers' share, 12,000 x 2 / 12 = 2,000 layer-mean tokens; without a window, all."""
+    assert _replica(MIXED).kv.least_total(12_000) == 2_000
+    assert _replica(GLOBAL).kv.least_total(12_000) == 12_000
+
+
+@given(st.lists(st.floats(min_value=0, max_value=200_000), min_size=1, max_size=20),
+       st.sampled_from([MISTRAL, MIXED, GLOBAL]))
+def test_the_least_read_is_below_every_split_of_the_tokens(lengths, shape):
+    """Whatever the sequences' lengths, their exact layer-mean read is at least least_total of
+    their sum: what the TPOT floor (solver/serve_bound.py) may count on from mean lengths."""
+    kv = _replica(shape).kv
+    assert kv.least_total(sum(lengths)) <= sum(kv.effective(n) for n in lengths) * (1 + 1e-12) + 1e-9

@@ -1,10 +1,13 @@
 """The serve planner's branch and bound (solver/serve_demand_search.py) against confirming
-every candidate (`exhaustive=True`) on small designs: the same plan, with fewer simulations;
-and the shortcuts it takes are exact: pools that grow never draw less power, a
+every candidate (`exhaustive=True`: every aggregated layout and every pair of prefill and
+decode layouts) on small designs: the same plan, with fewer simulations; and the shortcuts it
+takes are exact: a pair's power is at least the sum of its pools' own, pools that grow never draw less power, a
 run stopped at its first certainly broken SLO agrees with the full run, and a run whose
 batch limit never binds is the run under any larger limit."""
 
 import re
+from collections import Counter
+from unittest import mock
 from pathlib import Path
 
 import attrs
@@ -17,7 +20,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve import plan_serve, serve_entity
 from gclc.solver.serve_demand import demand_of, lifetime
-from gclc.solver.serve_demand_search import DemandSearch, _missed
+from gclc.solver.serve_demand_search import DemandSearch, _missed, _needed
 from gclc.solver.serve_screen import Side
 from gclc.solver.serve_sim import Pool, simulate
 from gclc.solver.serve_space import limits_of
@@ -143,6 +146,9 @@ def test_pools_that_grow_never_draw_less(p0, d0, p_more, d_more, rate):
                       [attrs.evolve(sides[0], count=sides[0].count + p_more), *sides[1:]]):
             assert search.power(grown, rate) >= search.power(sides, rate) * (1 - 1e-12)
             assert search.power(grown, rate) <= search.power(grown)   # never more than at full capacity
+    # the split's drawers (minimize = energy) bound a pair's power by the sum of its pools' own
+    pre, dec = Side(rp, ep, 1 + p0), Side(rd, ed, 1 + d0)
+    assert search.power([pre, dec], rate) >= (search.power([pre], rate) + search.power([dec], rate)) * (1 - 1e-9)
 
 
 def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
@@ -166,3 +172,54 @@ def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
                      slo=plan.limits.slo, warmup_s=lifetime(job, plan.demand.output))   # as the planner runs it
     assert _missed(fewer, plan.limits.slo)
     assert not _missed(plan.outcome, plan.limits.slo)
+
+
+# ------------------------------------------------------------ every pair is weighed
+class Recording(DemandSearch):
+    """The real search, recording each candidate it confirms (nothing is replaced)."""
+
+    made: list["Recording"] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.confirmed: list[tuple] = []
+        Recording.made.append(self)
+
+    def confirm(self, sides, against):
+        self.confirmed.append(tuple(r.config for r, _, _ in sides))
+        return super().confirm(sides, against)
+
+
+def recorded(e, exhaustive: bool):
+    Recording.made.clear()
+    with mock.patch("gclc.solver.serve.DemandSearch", Recording):   # the real search, recording
+        plan = plan_serve(e, exhaustive=exhaustive)
+    (search,) = Recording.made
+    return plan, search
+
+
+@settings(max_examples=PLANS, deadline=None)
+@given(st.floats(5, 60), st.integers(150, 3000), st.integers(8, 60), st.booleans(), st.integers(4, 16))
+def test_the_exhaustive_search_confirms_every_pair_within_the_gpus(rate, ttft_ms, tpot_ms, energy, gpus):
+    """Every admissible prefill layout with every admissible decode layout (not a chosen few):
+    each pair whose starting pools fit the GPUs is confirmed once, and the pruned search,
+    which the law above holds to the exhaustive choice, is then the best over all pairs."""
+    e = entity(round(rate, 1), f"ttft.p99 <= {ttft_ms} ms", f"tpot.p90 <= {tpot_ms} ms", "disaggregated", energy,
+               gpus, 1000)
+    plan, search = recorded(e, exhaustive=True)
+    rate = search.demand.rate
+    fitting = [(rp.config, rd.config) for rp, ep in search.prefills for rd, ed in search.decodes
+               if _needed(rate, ep) * rp.gpus + _needed(rate, ed) * rd.gpus <= gpus]
+    assert Counter(search.confirmed) == Counter(fitting)   # each once, none left out
+    pruned, searched = recorded(e, exhaustive=False)
+    assert chosen(pruned) == chosen(plan)
+    assert set(searched.confirmed) <= set(fitting)
+
+
+def test_the_laws_weigh_more_pairs_than_a_chosen_few():
+    """The designs the laws plan pair more than 4 prefill x 8 decode layouts, so a search
+    that dropped the rest could choose differently from the exhaustive one and they would see it."""
+    e = entity(20, "ttft.p99 <= 500 ms", "tpot.p90 <= 30 ms", "disaggregated", False, 16, 1000)
+    plan, search = recorded(e, exhaustive=True)
+    assert len(search.prefills) > 4 and len(search.decodes) > 8
+    assert len(search.confirmed) > 4 * 8 and plan.prefill is not None
