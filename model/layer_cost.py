@@ -13,6 +13,7 @@ from . import moe as routed
 from . import recompute as recompute_model
 from .compute import op_time
 from .config import TrainConfig
+from .memo import remember as _remember
 from .shape import ModelShape
 from .ops import Op
 from .workload import after_routing_ops, backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
@@ -88,7 +89,6 @@ def blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple
 LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
                            "checkpoint_bandwidth", "shard", "offload"})
 PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and CP strides
-CACHE_LIMIT = 65536   # bounded: a long sweep must not grow memory without end
 _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
 _MIXER: dict[tuple, list[tuple[Op, float]]] = {}
@@ -97,13 +97,6 @@ _AFTER_ROUTING: dict[tuple, list[tuple[Op, float]]] = {}
 _ALL_TO_ALL: dict[tuple, float] = {}
 _LOGITS: dict[tuple, float] = {}
 _RECOMPUTE_FLOPS: dict[tuple, float] = {}
-
-
-def _remember(cache: dict, key: tuple, value):
-    if len(cache) >= CACHE_LIMIT:
-        cache.clear()
-    cache[key] = value
-    return value
 
 
 def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool) -> tuple:

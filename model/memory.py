@@ -10,6 +10,7 @@ import attrs
 
 from ..compiler.formats import family, is_narrow, value_bytes
 from .config import TrainConfig
+from .memo import remember as _remember
 from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from .shape import ModelShape
@@ -77,17 +78,9 @@ def _dense_params(shape: ModelShape, pp: int, tp: int) -> float:
 
 
 # model_state and the bytes a layer keeps per token are read for every estimate and every
-# memory bound of a search: memoized by the fields they read (bounded, as model/layer_cost.py's).
-_CACHE_LIMIT = 65536
+# memory bound of a search: memoized by the fields they read (bounded tables: model/memo.py).
 _STATE: dict[tuple, tuple[float, float, float]] = {}
 _KEPT: dict[tuple, float] = {}
-
-
-def _remember(cache: dict, key: tuple, value):
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    cache[key] = value
-    return value
 
 
 def clear_caches() -> None:

@@ -16,6 +16,7 @@ from .compute import hbm_rate, op_time, peak
 from . import layer_cost
 from . import memory as memory_model
 from .config import TrainConfig
+from .memo import remember
 from .layer_cost import LAYER_NEUTRAL, Layer, activation_message, blend, blend_compute, layer_key, logits, recompute_flops
 from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
 from .ops import gemm
@@ -276,10 +277,7 @@ def _dp_traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tu
         gathers += comms.all_gather(params * 2, inner)
         all_reduces += comms.all_reduce(params * grad_bytes, inner)
         fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner)
-    if len(_DP_TRAFFIC) >= layer_cost.CACHE_LIMIT:
-        _DP_TRAFFIC.clear()
-    _DP_TRAFFIC[key] = traffic = (gathers, reduces, all_reduces, fsdp, across)
-    return traffic
+    return remember(_DP_TRAFFIC, key, (gathers, reduces, all_reduces, fsdp, across))
 
 
 def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:

@@ -1,4 +1,5 @@
-"""The examples at sizes the export tests can afford, checked, lowered and planned once."""
+"""The examples at sizes the export tests can afford, checked, lowered and planned once; a
+priced heterogeneous design and a serve design planned once per module (`hetero`, `serve`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import pytest
 
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower
+from gclc.solver.hetero import hetero_entity, plan_hetero
+from gclc.solver.serve import plan_serve, serve_entity
 from gclc.views.export.jobs import job_entity, job_plan
 from gclc.views.export.layout import layout
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "exports"
+JOBS = ROOT / "tests" / "data"
 # Every example, with settings that keep its cluster small and its plan feasible.
 SETTINGS = {
     "a100_cluster": (),
@@ -112,3 +116,15 @@ def _variant_plan(pins: str, model: str = "window = window"):
 def variant_plan():
     """Plan the dense-variants design under other pins (sharding, recompute, offload, attention)."""
     return _variant_plan
+
+
+@pytest.fixture(scope="module")
+def hetero():
+    design = check_file(str(JOBS / "hetero_cost.gcl")).design
+    return design, plan_hetero(hetero_entity(design))
+
+
+@pytest.fixture(scope="module")
+def serve():
+    design = check_file(str(JOBS / "serve_cost.gcl")).design
+    return design, plan_serve(serve_entity(design))

@@ -11,28 +11,13 @@ from pathlib import Path
 import pytest
 
 from gclc.cli.main import main
-from gclc.compiler.driver import check_file
 from gclc.compiler.metrics import power_breakdown
 from gclc.dsl.numbers import quantity
 from gclc.model.power import gpu_power, job_power
-from gclc.solver.hetero import hetero_entity, plan_hetero
-from gclc.solver.serve import plan_serve, serve_entity
 from gclc.views import render, report
 from gclc.views.power_view import draws, operating_point
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-@pytest.fixture(scope="module")
-def hetero():
-    design = check_file(str(DATA / "hetero_cost.gcl")).design
-    return design, plan_hetero(hetero_entity(design))
-
-
-@pytest.fixture(scope="module")
-def serve():
-    design = check_file(str(DATA / "serve_cost.gcl")).design
-    return design, plan_serve(serve_entity(design))
 
 
 def _accelerators(graph, point) -> float:

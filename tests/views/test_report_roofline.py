@@ -22,7 +22,6 @@ from gclc.compiler.tco import job_cluster, tco
 from gclc.dsl.numbers import quantity
 from gclc.model.compute import peak
 from gclc.solver.hetero import hetero_entity, plan_hetero
-from gclc.solver.serve import plan_serve, serve_entity
 from gclc.views import report
 from gclc.views.plan_json import outcome_json
 from gclc.views.plan_text import outcome_text
@@ -31,18 +30,6 @@ from gclc.views.report_roofline import hetero_rooflines, serve_roofline
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 SCHEMA = jsonschema.Draft202012Validator(json.loads((ROOT / "views" / "plan.schema.json").read_text()))
-
-
-@pytest.fixture(scope="module")
-def hetero():
-    design = check_file(str(DATA / "hetero_cost.gcl")).design
-    return design, plan_hetero(hetero_entity(design))
-
-
-@pytest.fixture(scope="module")
-def serve():
-    design = check_file(str(DATA / "serve_cost.gcl")).design
-    return design, plan_serve(serve_entity(design))
 
 
 def _under_the_roofs(figure) -> None:
