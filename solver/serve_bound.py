@@ -5,9 +5,9 @@ decoding sequences on average, N = (rate / n) x (output / tokens per step) x t (
 where t is the mean iteration time. An iteration with N sequences takes at least the
 decode-only iteration at N (prompt chunks never make it faster), and that time is convex in
 N, so the mean step is at least the smallest fixed point of t -> iteration(N(t)), which
-iterating from the unloaded step climbs to (with sliding windows, reading only what the global
-layers certainly hold: the mean length says too little of a windowed layer's). A TPOT bound on the median or a higher
-percentile that this floor already breaks needs more replicas. (Averaging the prompts into
+iterating from the unloaded step climbs to (with sliding windows, reading only what the
+global layers certainly hold: the mean length says too little of a windowed layer's). A TPOT
+bound on the median or a higher percentile that this floor already breaks needs more replicas. (Averaging the prompts into
 every iteration would not be a bound: an iteration's cost is not convex in its prompt tokens.)
 """
 
