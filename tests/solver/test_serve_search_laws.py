@@ -11,6 +11,7 @@ from unittest import mock
 from pathlib import Path
 
 import attrs
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
@@ -80,6 +81,15 @@ def test_the_pruned_search_chooses_what_the_exhaustive_one_does(rate, ttft, ttft
         if broke:
             grown = pruned.prefill if broke.group(2) else pruned.decode
             assert int(broke.group(1)) == grown.count - 1, (line, grown.count)
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: the pruned search's simulation budget (MAX_SIMULATIONS) runs out "
+                   "before its bounds prove the choice ('budget: finalists left unsimulated'); found by the deep "
+                   "profile on 2026-12-02, kept until the budget or the bounds close it")
+def test_the_deep_profiles_counterexample_of_the_pruned_search():
+    e = entity(2.0, "ttft.p99 <= 60 ms", "tpot.p90 <= 34 ms", "auto", False, 15, 3000)
+    pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
+    assert pruned.proof in ("bound", "") and chosen(pruned) == chosen(exhaustive)
 
 
 def test_the_pruned_search_simulates_less_on_a_contested_design():
