@@ -144,7 +144,7 @@ class Replica:
                 memo.clear()
             fixed = memo[tokens] = self._token_costs(tokens)
         gemm, weights, gemm_roofline, routing, launches, collectives, hops = fixed
-        terms = memo.get("attention") or memo.setdefault("attention", self._attention_terms())
+        terms = self._terms()
         layers, per_cached, per_pair, groups, rate, ep, per_token, rereads, hbm, chip = terms
         attention = layers * (kv_tokens * per_cached + pairs * per_pair) / groups / rate
         kv_bytes = kv_tokens / ep * per_token * rereads
@@ -158,8 +158,13 @@ class Replica:
     def attention_work(self, kv_tokens: float, pairs: float) -> tuple[float, float]:
         """(FLOPs, cache bytes read) per GPU of one stage's attention over `kv_tokens` cached
         tokens of decoding sequences and `pairs` prefill pairs: the terms _stage times."""
-        layers, per_cached, per_pair, groups, _, ep, per_token, rereads, _, _ = self._attention_terms()
+        layers, per_cached, per_pair, groups, _, ep, per_token, rereads, _, _ = self._terms()
         return layers * (kv_tokens * per_cached + pairs * per_pair) / groups, kv_tokens / ep * per_token * rereads
+
+    def _terms(self) -> tuple:
+        """_attention_terms, computed once per replica (they depend on nothing an iteration asks)."""
+        memo = self._memo
+        return memo.get("attention") or memo.setdefault("attention", self._attention_terms())
 
     def _attention_terms(self) -> tuple:
         """The replica's constants of the attention roofline and the cache read."""
