@@ -41,21 +41,18 @@ class Unit:
     def rate(self) -> float:
         return self.estimate.requests_per_s
 
-    @property
-    def out(self) -> float:
-        """Output tokens per request (what a decode pool's requests are worth)."""
-        return self.estimate.tokens_per_s / max(self.estimate.requests_per_s, 1e-30)
-
 
 Plan = tuple   # ((unit, count),) aggregated, or ((prefill, n), (decode, m))
 
 
-def tokens_per_s(plan: Plan) -> float:
+def tokens_per_s(plan: Plan, output: float) -> float:
+    """As the plan reports them (solver/serve.py `ServePlan.tokens_per_s`): a split serves
+    the requests of its slower pool, `output` tokens each."""
     if len(plan) == 1:
         (u, c), = plan
         return u.estimate.tokens_per_s * c
     (p, n), (d, m) = plan
-    return min(m * d.rate, n * p.rate) * d.out
+    return min(m * d.rate, n * p.rate) * output
 
 
 def summed_watts(plan: Plan) -> float:
@@ -63,31 +60,33 @@ def summed_watts(plan: Plan) -> float:
 
 
 def undominated(units: list[Unit]) -> list[Unit]:
-    """The layouts no other one beats outright: as many GPUs or fewer, as many requests
-    (and tokens per request) or more, and less power (by more than rounding). A plan with a
+    """The layouts of a pool no other one beats outright: as many GPUs or fewer, as many
+    requests per second or more, and less power (by more than rounding). A plan with a
     dominated layout does no better than the same counts of the one that dominates it."""
     kept: list[Unit] = []
     for u in sorted(units, key=lambda u: (u.gpus, u.watts, -u.rate)):
-        if not any(k.gpus <= u.gpus and k.rate >= u.rate and k.out >= u.out
-                   and k.watts < u.watts * (1 - ROUNDING) for k in kept):
+        if not any(k.gpus <= u.gpus and k.rate >= u.rate and k.watts < u.watts * (1 - ROUNDING) for k in kept):
             kept.append(u)
     return kept
 
 
 class Counts:
     """The best counts of a layout or a pair, within `gpus` and `limit` watts (`fits` is the
-    search's own check of a plan's power)."""
+    search's own check of a plan's power), a request being worth `output` tokens."""
 
-    def __init__(self, gpus: int, limit: float, fits: Callable[[Plan], bool], energy: bool):
-        self.gpus, self.limit, self.fits, self.energy = gpus, limit, fits, energy
+    def __init__(self, gpus: int, limit: float, fits: Callable[[Plan], bool], energy: bool, output: float):
+        self.gpus, self.limit, self.fits, self.energy, self.output = gpus, limit, fits, energy, output
+
+    def rate(self, plan: Plan) -> float:
+        return tokens_per_s(plan, self.output)
 
     # ------------------------------------------------------------ the criteria
     def first(self, plan: Plan) -> float:
-        rate = tokens_per_s(plan)
+        rate = self.rate(plan)
         return rate / summed_watts(plan) if self.energy else rate
 
     def second(self, plan: Plan) -> float:
-        return tokens_per_s(plan) if self.energy else -summed_watts(plan)
+        return self.rate(plan) if self.energy else -summed_watts(plan)
 
     def ceiling(self, p: Unit, d: Unit) -> float:
         """Above the first criterion of any counts of the pair: the pools balanced with
@@ -97,8 +96,8 @@ class Counts:
         per_gpu = p.gpus / p.rate + d.gpus / d.rate
         per_watt = p.watts / p.rate + d.watts / d.rate
         if self.energy:
-            return d.out / per_watt * (1 + ROUNDING)
-        return d.out * min(self.gpus / per_gpu, self.limit / per_watt) * (1 + ROUNDING)
+            return self.output / per_watt * (1 + ROUNDING)
+        return self.output * min(self.gpus / per_gpu, self.limit / per_watt) * (1 + ROUNDING)
 
     # ------------------------------------------------------------ counts
     def most(self, plan_of: Callable[[int], Plan], top: int) -> int:
@@ -166,7 +165,7 @@ class Counts:
         best: Plan | None = None
         for n in range(1, (self.gpus - d.gpus) // p.gpus + 1):
             top = self.decodes(p, n, d)
-            if top < 1 or not self.energy and top * d.rate * d.out < floor:
+            if top < 1 or not self.energy and top * d.rate * self.output < floor:
                 break    # more prefill replicas leave fewer decode replicas: all slower still
             plan = self._energy_count(p, n, d, top, floor) if self.energy else self._rate_count(p, n, d, top, floor)
             if plan is not None and (best is None or self.second(plan) > self.second(best)):
@@ -177,7 +176,7 @@ class Counts:
         """Tokens per second: the fewest decode replicas whose plan reaches `floor`."""
         if self.first(((p, n), (d, top))) < floor:
             return None
-        m = max(1, min(top, math.ceil(floor / (d.rate * d.out))))
+        m = max(1, min(top, math.ceil(floor / (d.rate * self.output))))
         while m > 1 and self.first(((p, n), (d, m - 1))) >= floor:
             m -= 1
         while self.first(((p, n), (d, m))) < floor:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import attrs
 
 from ..dsl.numbers import number, quantity
-from .serve_counts import EPS, Counts, Plan, Unit, tokens_per_s, undominated
+from .serve_counts import EPS, Counts, Plan, Unit, undominated
 from .serve_screen import Screen, SearchResult, Side
 
 
 class SaturatedSearch(Screen):
     def run(self) -> SearchResult:
-        self.counts = Counts(self.limits.gpus, self.limits.power, self.fits, self.energy)
+        self.counts = Counts(self.limits.gpus, self.limits.power, self.fits, self.energy, self.output)
         singles = [self.unit(r, e) for r, e in self.both] if self.mode != "disaggregated" else []
         pairs = self.pairs() if self.mode != "aggregated" else []
         tops = [self.single_top(u) for u in singles]
@@ -108,7 +108,7 @@ class SaturatedSearch(Screen):
         grown = tuple((v, c + (j == i)) for j, (v, c) in enumerate(plan))
         if not self.fits(grown):
             return f"power: {quantity(self.limits.power, 'W')} stops another {role}replica"
-        if tokens_per_s(grown) <= tokens_per_s(plan):
+        if self.counts.rate(grown) <= self.counts.rate(plan):
             return f"balance: another {role}replica would wait on the {('prefill', 'decode')[1 - i]} pool"
         return f"energy: another {role}replica would serve fewer tokens per joule"
 

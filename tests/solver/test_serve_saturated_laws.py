@@ -19,7 +19,7 @@ from gclc.solver.serve_screen import Side
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = (ROOT / "tests" / "data" / "serve_cost.gcl").read_text().split("serve chat")[0]
-PLANS = max(6, settings.default.max_examples // 10)
+PLANS = max(6, settings.default.max_examples // 3)
 TIE = 1e-9 / 2     # inside the search's band of ties (solver/serve_counts.py EPS)
 
 
@@ -110,7 +110,7 @@ def check_optimal(plan, search):
 
 
 @settings(max_examples=PLANS, deadline=None)
-@given(st.sampled_from([200, 1000, 3000]), st.sampled_from([50, 200, 800]), st.integers(6, 60),
+@given(st.integers(100, 4000), st.integers(20, 1000), st.integers(6, 60),
        st.sampled_from([4, 16, 64]), st.sampled_from(["auto", "aggregated", "disaggregated"]), st.booleans(),
        st.integers(2, 16), st.floats(1.5, 25))
 def test_the_plan_is_the_brute_force_optimum(prompt, output, tpot_ms, cap, mode, energy, gpus, kw):
