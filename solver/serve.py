@@ -1,8 +1,10 @@
 """Planning a `serve` job: aggregated or disaggregated, the replica parallelism (tp inside
 the scale-up domain, ep and pp across nodes), the batch limit and the pool sizes.
 
-Without a demand the plan serves the most output tokens per second with every GPU it may
-use, within the SLOs (unloaded TTFT, TPOT at full batch), memory and power.
+Without a demand the plan serves the most output tokens per second (then draws the least
+power; with `minimize = energy`, the most tokens per joule, then the most tokens per second)
+on the GPUs and power it may use, within the SLOs (unloaded TTFT, TPOT at full batch) and
+memory: an exact search over the layouts and their replica counts.
 
 With a demand (`rate` or `trace`) the plan is the one with the fewest GPUs (then the least
 power) whose simulated percentiles meet the SLOs, found by branch and bound over analytic

@@ -1,10 +1,11 @@
 """The serve planner without a demand (solver/serve_saturated.py) against brute force: every
 aggregated (layout, count) and every (prefill layout, count, decode layout, count) within the
-GPUs and the power limit, on small designs (Llama 3.1 8B on 2 DGX H100,
+GPUs and the power limit, on small designs (Llama 3.1 8B on 1, 2 or 4 DGX H100,
 tests/data/serve_cost.gcl). The plan reaches the best tokens per second (or tokens per
 joule), and among the plans that tie with it, the least power (or the most tokens per
 second). A pool is one layout (solver/serve_screen.py's `Side`), as the brute force counts."""
 
+import math
 from pathlib import Path
 from unittest import mock
 
@@ -23,8 +24,9 @@ PLANS = max(6, settings.default.max_examples // 3)
 TIE = 1e-9 / 2     # inside the search's band of ties (solver/serve_counts.py EPS)
 
 
-def job(prompt: int, output: int, tpot_ms: int, cap: int, mode: str, energy: bool, gpus: int, kw: float) -> str:
-    return CLUSTER + f"""
+def job(prompt: int, output: int, tpot_ms: int, cap: int, mode: str, energy: bool, gpus: int, kw: float,
+        nodes: int = 2) -> str:
+    return CLUSTER.replace("2 x DGX_H100", f"{nodes} x DGX_H100") + f"""
 serve chat {{
   model = Llama8B
   on = Box
@@ -112,9 +114,9 @@ def check_optimal(plan, search):
 @settings(max_examples=PLANS, deadline=None)
 @given(st.integers(100, 4000), st.integers(20, 1000), st.integers(6, 60),
        st.sampled_from([4, 16, 64]), st.sampled_from(["auto", "aggregated", "disaggregated"]), st.booleans(),
-       st.integers(2, 16), st.floats(1.5, 25))
-def test_the_plan_is_the_brute_force_optimum(prompt, output, tpot_ms, cap, mode, energy, gpus, kw):
-    plan, search = planned(job(prompt, output, tpot_ms, cap, mode, energy, gpus, round(kw, 2)))
+       st.integers(2, 32), st.floats(1.5, 50), st.sampled_from([1, 2, 4]))
+def test_the_plan_is_the_brute_force_optimum(prompt, output, tpot_ms, cap, mode, energy, gpus, kw, nodes):
+    plan, search = planned(job(prompt, output, tpot_ms, cap, mode, energy, gpus, round(kw, 2), nodes))
     check_optimal(plan, search)
 
 
@@ -162,3 +164,19 @@ def test_deepseek_v3_under_300_kw_serves_a_quarter_more_than_the_best_per_gpu_pa
     plan, search = planned(text.replace("power <= 1 MW", "power <= 300 kW"))
     assert plan.mode == "disaggregated" and plan.power_w <= 300e3
     assert plan.tokens_per_s > 1.25 * best_per_gpu_pairing(search)
+
+
+@pytest.mark.parametrize("energy", [False, True])
+def test_a_power_limit_at_exactly_a_plans_draw_admits_it(energy):
+    """The edge of the power limit is the planner's own power function, not a sum rounded
+    differently: bounded at exactly its draw, the plan is still chosen (or one as good), and
+    bounded a hair below it, the brute force still agrees."""
+    text = job(1000, 200, 30, 16, "auto", energy, 16, 9)
+    plan, _ = planned(text)
+    at = plan.power_w
+    again, search = planned(text.replace("power <= 9 kW", f"power <= {at!r} W"))
+    assert search.limits.power == at
+    check_optimal(again, search)
+    assert again.tokens_per_s / (again.power_w if energy else 1) >= plan.tokens_per_s / (at if energy else 1) * (1 - 1e-9)
+    below, search = planned(text.replace("power <= 9 kW", f"power <= {math.nextafter(at, 0)!r} W"))
+    check_optimal(below, search)
