@@ -3,11 +3,13 @@ energy`, the most tokens per joule, then the most tokens per second) on the GPUs
 allowed, aggregated or split into prefill and decode pools, each pool one replica layout.
 
 The search is exact (solver/serve_counts.py chooses each candidate's counts): every
-aggregated layout at its best count, and every pair of prefill and decode layouts that no
-other pair dominates, weighed in the order of an upper bound on what any counts of the pair
-reach (the pools balanced with fractional replicas) until the bound cannot beat the best. A
-first pass finds the best first criterion; a second, among the candidates within EPS of it,
-the best second criterion (ties within rounding, such as the same plan at twice the size)."""
+aggregated layout at its best count, and every pair of a prefill and a decode layout (each
+one that no layout of its pool dominates), weighed in the order of an upper bound on what
+any counts of the pair reach (the pools balanced with fractional replicas) until the bound
+cannot beat the best. A first pass finds the best first criterion; a second, among the
+candidates within EPS of it, the best second criterion (ties within rounding, such as the
+same plan at twice the size). The proof says `bound` when pairs were left out by dominance,
+the limits or the bound, `exhaustive` when every one was weighed."""
 
 from __future__ import annotations
 
