@@ -72,6 +72,9 @@ def test_hover_on_an_override_names_where_it_is_set_and_its_comment(tmp_path):
     ("gpus = 8 x MyChip }", "gpus = 8 x MyChip { ", {"hbm", "peak", "power", "clock"}, {"gpus"}),
     ("  batch = 8\n", "  batch = 8\n  precision = ", {"bf16", "fp8"}, {"GB"}),
     ("  model = M\n", "  model = M\n  maximize = ", {"throughput", "mfu"}, {"time"}),
+    ("  batch = 8\n", "  batch = 8\n  ", {"optimizer_state", "master_weights"}, {"tp"}),
+    ("  batch = 8\n", "  batch = 8\n  optimizer_state = ", {"fp32", "bf16", "fp16", "fp8"}, {"none", "fp4"}),
+    ("  batch = 8\n", "  batch = 8\n  master_weights = ", {"fp32", "bf16", "fp16", "none"}, {"fp8"}),
 ])
 def test_completion_by_context(design, edit, after, expected, absent):
     path, analysis = design
