@@ -111,6 +111,35 @@ def time(shape: ModelShape, cfg: TrainConfig, moe: bool, forward: float, ops: tu
     return share * seconds
 
 
+def kernels(cfg: TrainConfig, counts: dict[str, float], op_level_rerun: float) -> float:
+    """Kernels one layer's recompute launches per micro-batch, averaged over the layers, from
+    the forward's kernels per op (`counts`, model/workload.py names): the whole forward (full);
+    the chosen modules' ops and, where a module reruns elementwise work, the elementwise
+    kernels; for op-level AC, the matmuls it does not save (`op_level_rerun`: `op_level_kernels`)
+    and every elementwise kernel, but not the attention kernel, whose output it saves."""
+    share = layer_share(cfg)
+    if share == 0:
+        return 0.0
+    if cfg.recompute == "full":
+        return share * sum(counts.values())
+    chosen = modules(cfg)
+    elementwise = counts.get("elementwise", 0.0)
+    if "op_level" in chosen:
+        return share * (op_level_rerun + elementwise)
+    rerun = sum(n for name, n in counts.items() if any(name in _OPS[m] for m in chosen))
+    return share * (rerun + (elementwise if any(_ELEMENTWISE[m] for m in chosen) else 0.0))
+
+
+def op_level_kernels(shape: ModelShape, counts: dict[str, float]) -> float:
+    """Kernels of the matmuls op-level AC recomputes: each unsaved matmul reruns as its own
+    projection (torchtitan's wq, wk, wv, wo, w1, w2, w3 are separate linears), as many
+    kernels as the forward op it is part of launches (an MoE layer's experts' and shared
+    experts' GEMMs with the MLP's)."""
+    alias = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
+    return sum(sum(counts.get(n, 0.0) for n in alias.get(op, (op,)))
+               for op, _, saved in op_level_matmuls(shape) if not saved)
+
+
 def tp_collectives(cfg: TrainConfig) -> float:
     """Tensor-parallel collectives (in all-reduces) the recompute adds per layer: a full
     recompute reruns both of the forward's; recomputing the MLP under sequence parallelism
