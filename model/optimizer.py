@@ -27,6 +27,7 @@ from .config import TrainConfig
 # The bytes each format the language accepts stores.
 _BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "none": 0}
 assert set(OPTIMIZER_STATES) | set(MASTER_WEIGHTS) == set(_BYTES), "every accepted format has a width"
+MIXED_PRECISION_BYTES = 12.0   # fp32 master and two fp32 moments: the state without the fields
 WEIGHT_BYTES = 2    # the bf16 weights the GEMMs read (their fp8 copy apart: model/memory.py)
 MAIN_GRAD_BYTES = 4  # the fp32 main gradient Adam reads (Megatron's distributed optimizer casts its shard)
 # Megatron-Core's precision-aware optimizer with bf16 weights keeps an fp32 master as the 16 low
@@ -70,4 +71,4 @@ def step_bytes(cfg: TrainConfig) -> float:
 def checkpoint_bytes(cfg: TrainConfig | None) -> float:
     """Bytes per parameter of a checkpoint: the bf16 weights and the optimizer's state (14 by
     default; gradients are not kept)."""
-    return WEIGHT_BYTES + (12.0 if cfg is None else state_bytes(cfg))
+    return WEIGHT_BYTES + (MIXED_PRECISION_BYTES if cfg is None else state_bytes(cfg))

@@ -33,6 +33,8 @@ MODULES = ("core_attention", "norm", "mlp", "op_level")
 _OPS = {"core_attention": ("attention",),
         "mlp": ("mlp up", "mlp down", "router", "routing", "experts up", "experts down"),
         "norm": (), "op_level": ()}
+# An op-level matmul of the MLP is the dense MLP's or, on an MoE layer, the experts'.
+_MLP_OPS = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
 # The elementwise work (model/workload.py `elementwise_parts`) each module reruns; op_level all of it.
 _ELEMENTWISE = {"core_attention": (), "mlp": ("activation",), "norm": ("norm",), "op_level": None}
 
@@ -56,8 +58,7 @@ def op_level_matmuls(shape: ModelShape) -> tuple[tuple[str, float, bool], ...]:
 def _op_level_rerun(shape: ModelShape, ops: tuple[tuple[str, float], ...]) -> float:
     """Seconds of the matmuls op-level AC recomputes (experts ops go with the MLP's)."""
     times = dict(ops)
-    alias = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
-    return sum(share * sum(times.get(n, 0.0) for n in alias.get(op, (op,)))
+    return sum(share * sum(times.get(n, 0.0) for n in _MLP_OPS.get(op, (op,)))
                for op, share, saved in op_level_matmuls(shape) if not saved)
 
 
@@ -135,8 +136,7 @@ def op_level_kernels(shape: ModelShape, counts: dict[str, float]) -> float:
     projection (torchtitan's wq, wk, wv, wo, w1, w2, w3 are separate linears), as many
     kernels as the forward op it is part of launches (an MoE layer's experts' and shared
     experts' GEMMs with the MLP's)."""
-    alias = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
-    return sum(sum(counts.get(n, 0.0) for n in alias.get(op, (op,)))
+    return sum(sum(counts.get(n, 0.0) for n in _MLP_OPS.get(op, (op,)))
                for op, _, saved in op_level_matmuls(shape) if not saved)
 
 
