@@ -364,8 +364,9 @@ TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,
      "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"),
-     "optimizer_state": Choice(OPTIMIZER_STATES, "an optimizer-state precision"),
-     "master_weights": Choice(MASTER_WEIGHTS, "a master-weight precision"), **OBJECTIVES, **SHARED},
+     "optimizer_state": Choice(OPTIMIZER_STATES, "the format Adam's two moments are stored in"),
+     "master_weights": Choice(MASTER_WEIGHTS, "the copy of the weights Adam updates (`none`: the weights "
+                                              "themselves)"), **OBJECTIVES, **SHARED},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
     doc="`precision`: the GEMMs' number format; `optimizer_state`: the format Adam's two moments are stored "
