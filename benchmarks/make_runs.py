@@ -265,6 +265,7 @@ class Train:
     fills: list[str]
     tp: int = 1
     gaps: list[str] = field(default_factory=list)
+    optimizer: list[tuple[str, str, str]] = field(default_factory=list)   # (field, value, note) of the job
 
 
 def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Train:
@@ -390,7 +391,10 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     overlap = a2a_overlap(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else ""
     if overlap and ep and ep > 1:
         pin("ep_overlap", True, f"recipe: {overlap}")
-    return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, recipe.gaps)
+    optimizer = [(name, value, recipe.why[name]) for name, value in
+                 (("optimizer_state", recipe.optimizer_state), ("master_weights", recipe.master_weights)) if value]
+    return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, recipe.gaps,
+                 optimizer)
 
 
 # ----------------------------------------------------------------- vocabulary padding
@@ -472,8 +476,9 @@ def train_block(row: dict, train: Train) -> str:
              f"  batch     = {train.batch}  # {train.batch_note}",
              f"  seq       = {train.seq}",
              f"  precision = {train.precision}  # {clean(train.precision_note)}",
-             f"  software  = {train.stack}  # row: {clean(row['framework']) or 'not stated'}",
-             "  parallelism {"]
+             f"  software  = {train.stack}  # row: {clean(row['framework']) or 'not stated'}"]
+    lines += [f"  {key} = {value}  # {clean(note)}" for key, value, note in train.optimizer]
+    lines.append("  parallelism {")
     for key, value, note in train.values:
         lines.append(f"    {key} = {_value(value)}  # {clean(note)}")
     lines += ["  }", "}"]

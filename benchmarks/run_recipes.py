@@ -1,4 +1,4 @@
-"""The recompute, offload and optimizer settings of the framework recipes behind the published runs
+"""The recompute, offload and optimizer settings (ZeRO stage, state precisions) of the framework recipes behind the published runs
 whose rows leave them blank (the NeMo and Megatron-Bridge performance tables print only the
 parallel layout). `make_runs.py` pins what these recipes set instead of gclc's default (no
 recompute). Sources: the recipe files at the release that produced each table.
@@ -73,6 +73,9 @@ class Recipe:
     recompute: str | None = None   # gclc value to pin; None leaves the generator's default
     zero: int | None = None
     offload: float | None = None   # share of each stage's layers whose activations go to host memory
+    optimizer_state: str | None = None   # Adam's moments as stored (None: fp32, gclc's default)
+    master_weights: str | None = None    # the master weights Adam updates (None: fp32)
+    why: dict[str, str] = field(default_factory=dict)   # the source of each optimizer field set
     notes: list[str] = field(default_factory=list)   # why, with the source
     gaps: list[str] = field(default_factory=list)    # what gclc cannot express
 
@@ -146,12 +149,39 @@ def nemo_2407(row: dict, model_key: str) -> Recipe:
     return Recipe()
 
 
+# DGX Cloud benchmarking's NeMo 24.11 Nemotron-4 340B recipe: NVIDIA/dgxc-benchmarking 143b90dd
+# nemotron/nemotron4-340b-synth.yaml (the --config-name configure.sh passes NeMo 1.0's
+# megatron_gpt_pretraining) and configure.sh (the overrides: fp8 runs add model.fp8 and
+# +model.fp8_params). NeMo 1.0 builds Apex's DistributedFusedAdam, ZeRO-2 (optimizer state and
+# gradients sharded), with `dtype` as its state; its `store_params` follows
+# nemo/collections/nlp/models/language_modeling/megatron_base_model.py (NeMo v2.0.0,
+# setup_optimization): False when the state dtype is the model's bf16 (Adam updates the bf16
+# weights: no master), True with fp8 parameters (a bf16 master beside the fp8 weights).
+DGXC_2411 = "NVIDIA/dgxc-benchmarking 143b90dd nemotron/nemotron4-340b-synth.yaml"
+
+
+def dgxc_2411(row: dict) -> Recipe:
+    fp8 = "fp8" in row["precision"].lower()
+    recipe = Recipe("selective", 2, optimizer_state="bf16", master_weights="bf16" if fp8 else "none", notes=[
+        f"{DGXC_2411}: optim.name distributed_fused_adam (Apex ZeRO-2), activations_checkpoint_granularity selective"],
+        why={"optimizer_state": f"recipe: {DGXC_2411}: optim.dtype bf16 (Apex DistributedFusedAdam's state)",
+             "master_weights": "recipe: NeMo 1.0 megatron_base_model.py store_params = " + (
+                 "True with +model.fp8_params (configure.sh): a bf16 master" if fp8 else
+                 "False when the optimizer's dtype is the model's bf16: Adam updates the weights")})
+    if fp8:
+        recipe.gaps.append("fp8 parameters (+model.fp8_params): the GPUs hold fp8 weights and the optimizer's "
+                           "sharded bf16 master only; gclc also counts whole bf16 weights beside the fp8 copy")
+    return recipe
+
+
 def recipe_of(row: dict, model_key: str, system: str | None, layers_per_stage: int) -> Recipe:
     group = row["group"].lower()
     if "megatron-bridge" in group:
         return megatron_bridge(row, model_key, system, layers_per_stage)
     if "nemo 24.07" in group:
         return nemo_2407(row, model_key)
+    if "dgx cloud benchmarking, nemo 24.11" in group:
+        return dgxc_2411(row)
     return Recipe()
 
 

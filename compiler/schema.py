@@ -15,6 +15,11 @@ from . import formats
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
+# How a train job stores Adam's state (model/optimizer.py): the moments' formats are Megatron-LM's
+# --exp-avg-dtype choices (megatron/training/arguments.py); the master weights' add bf16 (Apex's
+# DistributedFusedAdam) and `none` (no copy: Adam updates the weights the GEMMs read).
+OPTIMIZER_STATES = ("fp32", "bf16", "fp16", "fp8")
+MASTER_WEIGHTS = ("fp32", "bf16", "fp16", "none")
 
 
 @attrs.frozen
@@ -337,7 +342,9 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "cp_balance": FLAG, "ep_overlap": FLAG,
                      "search": ListOf(Choice(SEARCHABLE, "a choice the planner can search"), least=1)},
                     doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
-                        "replicated across groups; `recompute_modules` (with `recompute = selective`) and "
+                        "replicated across groups; `recompute_modules` (with `recompute = selective`: any of "
+                        "core_attention, norm, mlp, or `op_level` alone, torchtitan's op-level policy that saves every "
+                        "other matmul's output and the attention kernel's and recomputes the rest) and "
                         "`recompute_every` (every k-th layer) select what is recomputed; `offload`: the share of each "
                         "stage's layers whose activations are kept in host memory; `cp_balance = false` gives each "
                         "context-parallel rank one contiguous chunk (causal imbalance) instead of the balanced pair "
@@ -356,10 +363,18 @@ CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "in
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,
-     "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"), **OBJECTIVES,
-     **SHARED},
+     "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"),
+     "optimizer_state": Choice(OPTIMIZER_STATES, "the format Adam's two moments are stored in"),
+     "master_weights": Choice(MASTER_WEIGHTS, "the copy of the weights Adam updates (`none`: the weights "
+                                              "themselves)"), **OBJECTIVES, **SHARED},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
+    doc="`precision`: the GEMMs' number format; `optimizer_state`: the format Adam's two moments are stored "
+        "in (default fp32; Megatron's --exp-avg-dtype / --exp-avg-sq-dtype); `master_weights`: the copy of the "
+        "weights Adam updates (default fp32, which Megatron-Core and NeMo keep as 16-bit remainders of the bf16 "
+        "weights once the moments are narrower; `none`: no copy, the weights themselves, as NeMo 1.0's "
+        "distributed Adam with a bf16 state). Both change the optimizer's memory, its step's HBM traffic and "
+        "the checkpoint",
 )
 # Request lengths: a fixed count or a distribution (tokens; sampled with a fixed seed).
 LENGTHS = CountOr(Construct({

@@ -32,7 +32,8 @@ def hover_text(analysis: Analysis, offset: int) -> str | None:
         return _reference(analysis, spot)
     if spot.kind == "kind" and spot.decl is not None:
         block = sc.KINDS.get(spot.decl.kind.text)
-        return f"`{spot.decl.kind.text}`: fields {_list(block.fields)}" if block else None
+        doc = f"{block.doc}; " if block and block.doc else ""
+        return f"`{spot.decl.kind.text}`: {doc}fields {_list(block.fields)}" if block else None
     return None
 
 

@@ -77,6 +77,10 @@ class TrainConfig:
     # the dp x cp / shard groups; 0: one group of all dp x cp ranks (plain ZeRO / FSDP).
     shard: int = 0
     precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
+    # Adam's moments and master weights as stored (model/optimizer.py): fp32 and fp32 is
+    # mixed-precision Adam's 12 bytes per parameter; `none` masters: Adam updates the weights.
+    optimizer_state: str = "fp32"
+    master_weights: str = "fp32"
     stack: str = DEFAULT_STACK
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
     # outermost. Expert layers fold their own groups over the same ranks (see `stride`).

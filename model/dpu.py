@@ -53,7 +53,7 @@ import math
 import attrs
 
 from ..compiler.ir import NodeType, Partition
-from . import comms
+from . import comms, recompute
 from .config import TrainConfig
 from .memory import params_per_gpu
 from .shape import ModelShape
@@ -159,8 +159,8 @@ def host_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Host
     # (launches, network calls, network-only calls, chunks): per layer and micro-batch, then per step.
     # Keyed on what each depends on (a tuple: cheaper than normalizing the config), so the
     # configurations of a search share them.
-    layer_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-                 cfg.precision, cfg.stack, cfg.order, partition)
+    layer_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute,
+                 cfg.recompute_modules, cfg.recompute_every, cfg.sp, cfg.precision, cfg.stack, cfg.order, partition)
     step_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.vp, cfg.microbatch, cfg.sp, cfg.zero,
                 cfg.precision, cfg.stack, cfg.order, partition)
     if len(_WORK) >= 65536:  # bounded, like the lru caches beside it
@@ -261,11 +261,11 @@ def _buckets(nbytes: float) -> float:
 @functools.lru_cache(maxsize=4096)
 def _kernels(shape: ModelShape, cfg: TrainConfig, moe: bool) -> float:
     """Kernels of one layer for one micro-batch: the forward's, twice as many backward (data
-    and weight gradients: ASSUMPTION), and the recomputed forward (or its attention)."""
-    ops = layer_forward(shape, cfg, moe)
-    forward = sum(op.count for op in ops)
-    recompute = {"full": forward, "selective": sum(op.count for op in ops if op.kind == "attention")}
-    return 3 * forward + recompute.get(cfg.recompute, 0)
+    and weight gradients: ASSUMPTION), and those the recompute reruns (model/recompute.py)."""
+    counts: dict[str, float] = {}
+    for op in layer_forward(shape, cfg, moe):
+        counts[op.name] = counts.get(op.name, 0.0) + op.count
+    return 3 * sum(counts.values()) + recompute.kernels(cfg, counts, recompute.op_level_kernels(shape, counts))
 
 
 def _network(tier) -> bool:

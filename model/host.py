@@ -32,14 +32,15 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import NodeType, Partition
-from . import dpu
+from . import dpu, optimizer
 from .config import TrainConfig
 from .dpu import BYTES_PER_CORE
 from .shape import ModelShape
 
 # The checkpoint: bf16 weights, fp32 master weights and Adam's two moments, 14 bytes per
 # parameter (Rajbhandari et al., ZeRO, SC'20, section 3.1: 16 bytes per parameter with the
-# fp16 gradients, which a checkpoint does not keep).
+# fp16 gradients, which a checkpoint does not keep); a job's narrower state, fewer
+# (model/optimizer.py `checkpoint_bytes`).
 CHECKPOINT_BYTES_PER_PARAM = 14
 # Storage write bandwidth per node: Llama 3's Tectonic sustains 2 TB/s for the 2,048 hosts
 # of a 16K-GPU job (Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, section
@@ -76,14 +77,15 @@ def checkpoint_rate(node: NodeType) -> float:
     return _host_rate(node, True) + dpu.storage_rate(node)
 
 
-def checkpoint_bytes(shape: ModelShape, stated: float = 0.0) -> float:
-    """Bytes of the whole job's checkpoint: as stated, else derived from the parameters."""
-    return stated or CHECKPOINT_BYTES_PER_PARAM * shape.params
+def checkpoint_bytes(shape: ModelShape, stated: float = 0.0, cfg: TrainConfig | None = None) -> float:
+    """Bytes of the whole job's checkpoint: as stated, else derived from the parameters and
+    the optimizer state's precisions (`cfg`; None: mixed-precision Adam's)."""
+    return stated or optimizer.checkpoint_bytes(cfg) * shape.params
 
 
 def node_checkpoint_bytes(shape: ModelShape, cfg: TrainConfig, node: NodeType) -> float:
     """One node's even share of the job's checkpoint."""
-    return checkpoint_bytes(shape, cfg.checkpoint_size) / math.ceil(cfg.gpus / node.gpus)
+    return checkpoint_bytes(shape, cfg.checkpoint_size, cfg) / math.ceil(cfg.gpus / node.gpus)
 
 
 def data_time(cfg: TrainConfig, partition: Partition) -> float:
@@ -101,7 +103,7 @@ def checkpoint_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -
     if cfg.checkpoint_every <= 0:
         return 0.0
     if cfg.checkpoint_bandwidth > 0:
-        return checkpoint_bytes(shape, cfg.checkpoint_size) / cfg.checkpoint_bandwidth
+        return checkpoint_bytes(shape, cfg.checkpoint_size, cfg) / cfg.checkpoint_bandwidth
     node = partition.node
     return node_checkpoint_bytes(shape, cfg, node) / checkpoint_rate(node)
 

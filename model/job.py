@@ -43,6 +43,8 @@ class Job:
     stack_stated: bool = True     # False when `software` is not written (the default stack is assumed)
     checkpoint_size: float = 0.0  # bytes, the `checkpoint { size }` stated (0: derived, model/host.py)
     checkpoint_bandwidth: float = 0.0  # bytes/s, the `checkpoint { bandwidth }` stated (0: the nodes' paths)
+    optimizer_state: str = "fp32"  # Adam's moments as stored (model/optimizer.py)
+    master_weights: str = "fp32"   # the master weights Adam updates, or `none`
 
 
 def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
@@ -127,7 +129,19 @@ def job_from_entity(entity: Entity) -> Job:
                float(tokens) if tokens is not None else None,
                float(entity.get("sample_bytes") or 0), float(entity.get("checkpoint_every") or 0),
                entity.get("software") is not None, _stated(entity, "checkpoint.size"),
-               _stated(entity, "checkpoint.bandwidth"))
+               _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity))
+
+
+def optimizer_fields(entity: Entity) -> dict[str, str]:
+    """The job's `optimizer_state` and `master_weights` (mixed-precision Adam's fp32 when absent)."""
+    return {k: str(_plain(entity.get(k, Symbol("fp32")))) for k in ("optimizer_state", "master_weights")}
+
+
+def state_config(entity: Entity) -> TrainConfig:
+    """What the optimizer state's size reads of a train job, without planning it (the
+    checkpoint of a schedule: solver/schedule)."""
+    return TrainConfig(batch=1, seq=1, precision=str(_plain(entity.get("precision", Symbol("bf16")))),
+                       stack=str(_plain(entity.get("software", Symbol(DEFAULT_STACK)))), **optimizer_fields(entity))
 
 
 def _stated(entity: Entity, path: str) -> float:
@@ -168,7 +182,8 @@ def pinned_config(job: Job) -> TrainConfig:
         microbatch=int(p.get("microbatch", 1)), recompute=str(recompute), sp=bool(p.get("sp", tp > 1)),
         zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack),
         gpipe=p.get("schedule") == "gpipe",
-        sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **pinned_only(job))
+        sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every,
+        optimizer_state=job.optimizer_state, master_weights=job.master_weights, **pinned_only(job))
 
 
 def pinned_only(job: Job) -> dict[str, object]:

@@ -78,16 +78,16 @@ def blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple
 
 # Per-layer costs are memoized by the fields they read (tuple keys: cheaper than hashing
 # a TrainConfig). The fields in LAYER_NEUTRAL (batch, virtual stages, the schedule, the ZeRO stage, the
-# shard group, the offloaded share and the host's inputs: step-level terms) never change a
-# layer's micro-batch cost, so configurations differing only there share the work. The
-# pipeline depth, the data-parallel width and the rank order reach a layer only through
+# shard group, the offloaded share, the host's inputs and the optimizer state's precisions:
+# step-level terms) never change a layer's micro-batch cost, so configurations differing only
+# there share the work. The pipeline depth, the data-parallel width and the rank order reach a layer only through
 # where its TP and CP groups sit (their strides; expert groups take consecutive ranks), so
 # the key holds the strides instead of them. The arithmetic (forward, backward) does not
 # depend on where the groups sit nor on the recompute either, so it is shared across
 # pipeline depths, data-parallel widths, rank orders and recompute choices; a dense
 # layer's, across expert-parallel widths too.
 LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
-                           "checkpoint_bandwidth", "shard", "offload"})
+                           "checkpoint_bandwidth", "shard", "offload", "optimizer_state", "master_weights"})
 PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and CP strides
 _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}

@@ -1,6 +1,7 @@
-"""Memory per GPU by category: weights, gradients, optimizer state (mixed-precision
-Adam, sharded by the ZeRO stage), activations (Korthikanti et al. 2022, generalized to
-GQA, gated MLPs, MoE and flash attention), pipeline in-flight micro-batches, buffers."""
+"""Memory per GPU by category: weights, gradients, optimizer state (Adam at the job's
+state precisions, model/optimizer.py, sharded by the ZeRO stage), activations (Korthikanti
+et al. 2022, generalized to GQA, gated MLPs, MoE and flash attention), pipeline in-flight
+micro-batches, buffers."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ import attrs
 from ..compiler.formats import family, is_narrow, value_bytes
 from .config import TrainConfig
 from .memo import remember as _remember
+from .optimizer import WEIGHT_BYTES, state_bytes
 from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from .shape import ModelShape
 
-WEIGHT_BYTES = 2          # bf16 weights used by the forward pass
-OPTIMIZER_BYTES = 12      # fp32 master weights + Adam first and second moments
 BUFFER_BYTES = 4e9        # CUDA context, NCCL and allocator reserve: a fixed allowance
 
 
@@ -95,12 +95,13 @@ def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) ->
     over a group of them; a routed expert's state over its replicas in one group
     (model/sharding.py `expert_shards`)."""
     zero = cfg.zero if zero is None else zero
-    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero)
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero,
+           cfg.optimizer_state, cfg.master_weights)
     state = _STATE.get(key)
     if state is None:
         dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
         per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")),
-                     OPTIMIZER_BYTES)
+                     state_bytes(cfg))
         on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
         state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
                                              for b, d, e in zip(per_param, on_dense, on_experts)))

@@ -33,6 +33,8 @@ MODULES = ("core_attention", "norm", "mlp", "op_level")
 _OPS = {"core_attention": ("attention",),
         "mlp": ("mlp up", "mlp down", "router", "routing", "experts up", "experts down"),
         "norm": (), "op_level": ()}
+# An op-level matmul of the MLP is the dense MLP's or, on an MoE layer, the experts'.
+_MLP_OPS = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
 # The elementwise work (model/workload.py `elementwise_parts`) each module reruns; op_level all of it.
 _ELEMENTWISE = {"core_attention": (), "mlp": ("activation",), "norm": ("norm",), "op_level": None}
 
@@ -56,8 +58,7 @@ def op_level_matmuls(shape: ModelShape) -> tuple[tuple[str, float, bool], ...]:
 def _op_level_rerun(shape: ModelShape, ops: tuple[tuple[str, float], ...]) -> float:
     """Seconds of the matmuls op-level AC recomputes (experts ops go with the MLP's)."""
     times = dict(ops)
-    alias = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
-    return sum(share * sum(times.get(n, 0.0) for n in alias.get(op, (op,)))
+    return sum(share * sum(times.get(n, 0.0) for n in _MLP_OPS.get(op, (op,)))
                for op, share, saved in op_level_matmuls(shape) if not saved)
 
 
@@ -109,6 +110,34 @@ def time(shape: ModelShape, cfg: TrainConfig, moe: bool, forward: float, ops: tu
     if rerun:
         seconds += dict(ops).get("elementwise", 0.0) * rerun / sum(parts.values())
     return share * seconds
+
+
+def kernels(cfg: TrainConfig, counts: dict[str, float], op_level_rerun: float) -> float:
+    """Kernels one layer's recompute launches per micro-batch, averaged over the layers, from
+    the forward's kernels per op (`counts`, model/workload.py names): the whole forward (full);
+    the chosen modules' ops and, where a module reruns elementwise work, the elementwise
+    kernels; for op-level AC, the matmuls it does not save (`op_level_rerun`: `op_level_kernels`)
+    and every elementwise kernel, but not the attention kernel, whose output it saves."""
+    share = layer_share(cfg)
+    if share == 0:
+        return 0.0
+    if cfg.recompute == "full":
+        return share * sum(counts.values())
+    chosen = modules(cfg)
+    elementwise = counts.get("elementwise", 0.0)
+    if "op_level" in chosen:
+        return share * (op_level_rerun + elementwise)
+    rerun = sum(n for name, n in counts.items() if any(name in _OPS[m] for m in chosen))
+    return share * (rerun + (elementwise if any(_ELEMENTWISE[m] for m in chosen) else 0.0))
+
+
+def op_level_kernels(shape: ModelShape, counts: dict[str, float]) -> float:
+    """Kernels of the matmuls op-level AC recomputes: each unsaved matmul reruns as its own
+    projection (torchtitan's wq, wk, wv, wo, w1, w2, w3 are separate linears), as many
+    kernels as the forward op it is part of launches (an MoE layer's experts' and shared
+    experts' GEMMs with the MLP's)."""
+    return sum(sum(counts.get(n, 0.0) for n in _MLP_OPS.get(op, (op,)))
+               for op, _, saved in op_level_matmuls(shape) if not saved)
 
 
 def tp_collectives(cfg: TrainConfig) -> float:

@@ -11,6 +11,7 @@ import attrs
 
 from ..compiler.ir import Partition
 from . import comms, dpu, host, offload, offload_host, sharding
+from . import optimizer as adam
 from . import moe as routed
 from .compute import hbm_rate, op_time, peak
 from . import layer_cost
@@ -27,7 +28,6 @@ __all__ = ["LAYER_NEUTRAL", "Breakdown", "Estimate", "clear_caches", "compute_ti
            "moe_overhead_time", "optimizer_time"]
 
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
-ADAM_BYTES_PER_PARAM = 30  # read fp32 param, grad, m, v; write param, m, v; write bf16 copy
 # ZeRO-3/FSDP gathers and scatters parameters for every layer of every micro-batch, in
 # parallel with that compute; the collectives' kernels take SMs and HBM bandwidth from it,
 # so the overlapped part still costs this share of the shorter of the two. Fitted on the
@@ -291,10 +291,11 @@ def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
 
 def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
     """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shards (dense
-    and routed-expert state shard over their own groups: model/sharding.py)."""
+    and routed-expert state shard over their own groups: model/sharding.py), the bytes it moves
+    per parameter at the state's precisions (model/optimizer.py)."""
     dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
     experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
-    return (dense + experts) * ADAM_BYTES_PER_PARAM / hbm_rate(partition.node.accelerator)
+    return (dense + experts) * adam.step_bytes(cfg) / hbm_rate(partition.node.accelerator)
 
 
 def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:

@@ -301,7 +301,8 @@ def config_maker(job: Job, space_: Space) -> Callable[..., TrainConfig]:
     """`make_config` for one job and space, the fields that depend on neither computed once
     (a search builds tens of thousands of configurations)."""
     fixed = dict(seq=job.seq, precision=job.precision, stack=job.stack, gpipe=job.pinned.get("schedule") == "gpipe",
-                 sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, **space_.pinned_only)
+                 sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every,
+                 optimizer_state=job.optimizer_state, master_weights=job.master_weights, **space_.pinned_only)
     seq_parallel, job_batch = space_.seq_parallel, job.batch
 
     def make(tp: int, pp: int, dp: int, cp: int, ep: int, mb: int, vp: int, recompute: str, zero: int,

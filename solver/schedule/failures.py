@@ -16,6 +16,7 @@ from ...compiler.design import Entity, Record
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import _partition_specs, _unit_shape
 from ...model import host
+from ...model.job import state_config
 from ...model.shape import ModelShape
 from .goodput import GPU_MTBF_S, NODE_MTBF_S, NODE_MTTR_S, RESTART_FIXED_S, SWITCH_MTBF_S, Checkpoint, Reliability
 
@@ -56,7 +57,8 @@ def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, g
     """The job's checkpoint at `gpus` GPUs: what the file states, the rest derived."""
     block = job.get("checkpoint") or Record()
     size = block.get("size")
-    size = float(size.value) if size is not None else (host.checkpoint_bytes(shape) if shape else 0.0)
+    size = float(size.value) if size is not None else \
+        (host.checkpoint_bytes(shape, cfg=state_config(job)) if shape else 0.0)
     nodes = -(-gpus // gpus_per_node)
     bandwidth = _seconds(block.get("bandwidth"), storage_per_node * nodes)
     restart = _seconds(block.get("restart"), RESTART_FIXED_S + size / bandwidth)

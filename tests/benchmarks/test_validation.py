@@ -136,8 +136,8 @@ def test_the_report_ends_with_a_summary_of_every_design():
 
 def _pins(run_id: str) -> dict[str, str]:
     text = (VALIDATION / f"{run_id}.gcl").read_text()
-    return {k: v.strip() for k, v in re.findall(r"^\s*(software|recompute|recompute_modules)\s*=\s*([^#\n]+)",
-                                                  text, re.M)}
+    return {k: v.strip() for k, v in re.findall(r"^\s*(software|recompute|recompute_modules|optimizer_state|"
+                                                  r"master_weights|zero)\s*=\s*([^#\n]+)", text, re.M)}
 
 
 def test_torchtitan_rows_get_the_compiled_stack_only_when_they_name_torch_compile():
@@ -155,3 +155,28 @@ def test_op_level_activation_checkpointing_maps_to_the_op_level_policy():
         if "selective op" in row["recompute"].lower():
             pins = _pins(row["run_id"])
             assert (pins["recompute"], pins["recompute_modules"]) == ("selective", "[op_level]"), row["run_id"]
+
+
+# ----------------------------------------------------------------- NeMo 24.11's Adam state
+
+
+def test_nemo_2411_nemotron_runs_keep_the_recipes_bf16_adam_state():
+    """nemotron4-340b-synth.yaml (dgxc-benchmarking 143b90dd): Apex's distributed Adam (ZeRO-2) with
+    optim.dtype bf16; no master beside bf16 weights, a bf16 master beside fp8 parameters."""
+    rows = [r for r in ROWS if "nemo 24.11" in r["group"].lower()]
+    assert len(rows) == 6
+    for row in rows:
+        pins = _pins(row["run_id"])
+        fp8 = "fp8" in row["precision"].lower()
+        assert (pins["optimizer_state"], pins["master_weights"]) == ("bf16", "bf16" if fp8 else "none"), row["run_id"]
+        assert (pins["zero"], pins["recompute"]) == ("2", "selective"), row["run_id"]
+    others = [r for r in ROWS if "nemo 24.11" not in r["group"].lower() and r["run_id"] in {p.stem for p in DESIGNS}]
+    assert others and all("optimizer_state" not in _pins(r["run_id"]) for r in others)
+
+
+def test_the_128_gpu_nemotron_runs_that_ran_fit():
+    for run_id in ("dgxc2411_nemotron340b_bf16_128", "dgxc2411_nemotron340b_fp8_128"):
+        job = train_job(check_file(str(VALIDATION / f"{run_id}.gcl")).design)
+        cfg = pinned_config(job)
+        need = estimate(job.shape, cfg, job.partition).memory.total
+        assert need <= job.partition.node.accelerator.hbm_capacity, run_id

@@ -108,3 +108,28 @@ def test_serving_a_windowed_model_is_accepted():
     """Sliding-window serving is modelled (model/kv.py); tests/model/test_serve_window.py checks it."""
     serve = ('\nserve chat {\n  model = Mistral7B\n  on = Pod\n  prompt = 512\n  output = 128\n  batch = 8\n}\n')
     assert diagnose(DESIGN + serve)[0] == []
+
+
+@pytest.mark.parametrize("field, value, listed", [
+    ("optimizer_state", "fp4", "`fp32`, `bf16`, `fp16`, `fp8`"),
+    ("optimizer_state", "none", "`fp32`, `bf16`, `fp16`, `fp8`"),   # the moments cannot be dropped
+    ("master_weights", "fp8", "`fp32`, `bf16`, `fp16`, `none`"),
+])
+def test_an_optimizer_state_precision_gclc_cannot_store_is_located_with_the_choices(field, value, listed):
+    error, text = one_error(replace=("  software  = fsdp", f"  software  = fsdp\n  {field} = {value}"))
+    assert f"`{value}` is not a valid `{field}`" in error.summary
+    assert listed in "\n".join(error.notes)
+    line, column = column_of(text, f"{field} = {value}")
+    assert (error.subject.line, error.subject.column) == (line, column + len(f"{field} = "))  # at the value
+
+
+def test_the_optimizer_state_precisions_reach_the_job():
+    from gclc.model.job import pinned_config, train_job
+
+    path = str(Path(__file__).parent.parent / "data" / "dense_variants.gcl")
+    text = DESIGN.replace("  software  = fsdp", "  software  = fsdp\n  optimizer_state = bf16\n  master_weights = none")
+    result = check_text(text, path)
+    config = pinned_config(train_job(result.design))
+    assert (config.optimizer_state, config.master_weights) == ("bf16", "none")
+    default = pinned_config(train_job(check_text(DESIGN, path).design))
+    assert (default.optimizer_state, default.master_weights) == ("fp32", "fp32")

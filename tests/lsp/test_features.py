@@ -66,12 +66,24 @@ def test_hover_on_an_override_names_where_it_is_set_and_its_comment(tmp_path):
     assert analysis.sources["std/nvidia.gcl"].line_text(parent.line).strip().startswith("tdp  = 700 W")
 
 
+def test_hover_on_a_kind_gives_its_doc_and_on_a_train_field_its_meaning(design):
+    path, analysis = design
+    text = MAIN.replace("  batch = 8\n", "  batch = 8\n  optimizer_state = bf16\n")
+    edited = analyse(path, text)
+    assert "Adam's two moments" in hover_text(edited, text.index("optimizer_state") + 2)
+    kind = hover_text(edited, text.index("train t") + 1)
+    assert "`optimizer_state`: the format Adam's two moments" in kind and "`master_weights`" in kind
+
+
 @pytest.mark.parametrize("edit, after, expected, absent", [
     ("subject to { memory <= 90% }", "subject to { memory <= 90%\n    ", {"power", "time", "energy"}, {"model"}),
     ("  scaleout = NDR_FatTree\n", "  scaleout = NDR_FatTree\n  ", {"units", "scaleout", "power", "partition"}, {"tp"}),
     ("gpus = 8 x MyChip }", "gpus = 8 x MyChip { ", {"hbm", "peak", "power", "clock"}, {"gpus"}),
     ("  batch = 8\n", "  batch = 8\n  precision = ", {"bf16", "fp8"}, {"GB"}),
     ("  model = M\n", "  model = M\n  maximize = ", {"throughput", "mfu"}, {"time"}),
+    ("  batch = 8\n", "  batch = 8\n  ", {"optimizer_state", "master_weights"}, {"tp"}),
+    ("  batch = 8\n", "  batch = 8\n  optimizer_state = ", {"fp32", "bf16", "fp16", "fp8"}, {"none", "fp4"}),
+    ("  batch = 8\n", "  batch = 8\n  master_weights = ", {"fp32", "bf16", "fp16", "none"}, {"fp8"}),
 ])
 def test_completion_by_context(design, edit, after, expected, absent):
     path, analysis = design

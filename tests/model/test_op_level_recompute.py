@@ -66,3 +66,19 @@ def test_recompute_time_is_the_recomputed_matmuls_and_all_elementwise_work():
 def test_sequence_parallel_op_level_gathers_both_inputs_again():
     assert recompute.tp_collectives(cfg(tp=8, dp=1, sp=True)) == 1.0
     assert recompute.tp_collectives(cfg(tp=8, dp=1, sp=False)) == 0.0
+
+
+def test_op_level_relaunches_the_unsaved_matmuls_and_the_elementwise_kernels_not_attention():
+    from gclc.model import dpu
+    # one layer's forward: qkv, attention, attention out, mlp up, mlp down, elementwise (one kernel
+    # each as model/workload.py counts them); backward twice that: 3 x 6 = 18 before any recompute
+    base = 18
+    op = dpu._kernels(LLAMA8B, cfg(), False)
+    assert op == base + 3 + 1                  # k, o, w3 (the second up projection) and the elementwise work
+    assert dpu._kernels(GPT, cfg(), False) == base + 3 + 1   # ungated: k, o and the down projection
+    assert dpu._kernels(LLAMA8B, cfg(recompute_modules=()), False) == base + 1      # the attention kernel alone
+    assert dpu._kernels(LLAMA8B, cfg(recompute_modules=("norm",)), False) == base + 1   # the norms' elementwise
+    assert dpu._kernels(LLAMA8B, cfg(recompute_modules=("core_attention", "mlp")), False) == base + 1 + 2 + 1
+    assert dpu._kernels(LLAMA8B, cfg(recompute_every=2), False) == base + (3 + 1) / 2
+    assert dpu._kernels(LLAMA8B, cfg(recompute="full", recompute_modules=()), False) == base + 6
+    assert dpu._kernels(LLAMA8B, cfg(recompute="none", recompute_modules=()), False) == base

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gclc.model.optimizer import precision_aware
 from gclc.views.export import ExportError, megatron
 
 DEFINITIONS = Path(__file__).resolve().parents[1] / "data" / "exports" / "megatron_arguments.json"
@@ -99,6 +100,14 @@ def validate_args(args: argparse.Namespace, world: int) -> list[str]:
         problems.append("Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled")
     if args.bf16 and args.fp16:
         problems.append("cannot be both fp16 and bf16")
+    # megatron/core/optimizer/optimizer_config.py OptimizerConfig.__post_init__ (Megatron-FSDP v1
+    # turns the distributed optimizer on itself: arguments.py validate_args)
+    dtypes = (args.main_grads_dtype, args.main_params_dtype, args.exp_avg_dtype, args.exp_avg_sq_dtype)
+    if args.use_precision_aware_optimizer and not (args.use_distributed_optimizer or args.use_megatron_fsdp):
+        problems.append("--use-precision-aware-optimizer only supported with distributed optimizer")
+    if not args.use_precision_aware_optimizer and any(d != "fp32" for d in dtypes):
+        problems.append("main_grads/main_params/exp_avg/exp_avg_sq dtypes can only be fp32 when not using "
+                        "precision-aware optimizer")
     return problems
 
 
@@ -107,6 +116,13 @@ def test_megatrons_checks_can_fail(parser):
                               "3", "--num-attention-heads", "128", "--micro-batch-size", "1", "--global-batch-size",
                               "100", "--seq-length", "4096", "--tp-comm-overlap"])
     assert len(validate_args(args, 48)) == 4
+    state = parser.parse_args(["--num-layers", "8", "--num-attention-heads", "8", "--micro-batch-size", "1",
+                               "--global-batch-size", "8", "--seq-length", "4096", "--exp-avg-dtype", "bf16"])
+    assert len(validate_args(state, 8)) == 1        # a narrow moment without the precision-aware optimizer
+    state.use_precision_aware_optimizer = True
+    assert len(validate_args(state, 8)) == 1        # ... which needs the distributed optimizer
+    with pytest.raises(argparse.ArgumentError):     # Megatron's master weights are fp32 or fp16 only
+        parser.parse_args(["--main-params-dtype", "bf16"])
     with pytest.raises(argparse.ArgumentError):
         parser.parse_args(["--recompute-granularity", "everything"])
     with pytest.raises(SystemExit):  # an unknown flag
@@ -132,6 +148,8 @@ def test_every_training_example_exports_arguments_megatron_parses(example, parse
     assert args.sequence_parallel == (c.sp and c.tp > 1)
     assert args.recompute_granularity == (None if c.recompute == "none" else c.recompute)
     assert args.use_distributed_optimizer == (c.zero in (1, 2))
+    assert args.use_precision_aware_optimizer == precision_aware(c)
+    assert (args.exp_avg_dtype, args.exp_avg_sq_dtype) == (c.optimizer_state, c.optimizer_state)
     if c.vp > 1:
         assert args.num_layers_per_virtual_pipeline_stage * c.pp * c.vp == args.num_layers
     if example.job.shape.is_moe:
@@ -181,3 +199,27 @@ def test_what_megatron_cannot_express_of_the_variants_is_an_error(variant_plan):
     every = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = selective recompute_every = 2 }")
     with pytest.raises(ExportError, match="every layer"):
         megatron.export(every, "H100_SXM", "NVIDIA", "variants")
+
+
+def test_optimizer_state_precisions_export_as_the_precision_aware_optimizer(parser, variant_plan):
+    job = variant_plan("optimizer_state = bf16  master_weights = fp16\n"
+                       "  parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }")
+    args = parser.parse_args(shell_words(megatron.export(job, "H100_SXM", "NVIDIA", "variants")["megatron.args"]))
+    assert args.use_precision_aware_optimizer and args.use_distributed_optimizer
+    assert (args.exp_avg_dtype, args.exp_avg_sq_dtype, args.main_params_dtype) == ("bf16", "bf16", "fp16")
+    assert validate_args(args, job.config.gpus) == []
+    fsdp = variant_plan("optimizer_state = fp8  master_weights = bf16\n"
+                        "  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
+    args = parser.parse_args(shell_words(megatron.export(fsdp, "H100_SXM", "NVIDIA", "variants")["megatron.args"]))
+    assert args.use_megatron_fsdp and args.use_precision_aware_optimizer
+    assert (args.exp_avg_dtype, args.megatron_fsdp_main_params_dtype) == ("fp8", "bf16")
+    assert validate_args(args, fsdp.config.gpus) == []
+
+
+def test_optimizer_state_megatron_cannot_hold_is_an_error(variant_plan):
+    none = variant_plan("optimizer_state = bf16  master_weights = none\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }")
+    with pytest.raises(ExportError, match="master_weights = none"):
+        megatron.export(none, "H100_SXM", "NVIDIA", "variants")
+    ddp = variant_plan("optimizer_state = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
+    with pytest.raises(ExportError, match="distributed optimizer"):
+        megatron.export(ddp, "H100_SXM", "NVIDIA", "variants")

@@ -152,6 +152,9 @@ def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(confi
     offloaded = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = full offload = 50% }")
     with pytest.raises(ExportError, match="offload"):
         torchtitan.export(offloaded, "H100_SXM", "NVIDIA", "variants")
+    narrow = variant_plan("optimizer_state = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
+    with pytest.raises(ExportError, match="optimizer_state = bf16"):
+        torchtitan.export(narrow, "H100_SXM", "NVIDIA", "variants")
 
 
 def test_the_compiled_stack_turns_torch_compile_on(config_manager, tmp_path):

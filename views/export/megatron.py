@@ -6,9 +6,10 @@ settings keyed by the argument's destination (the names Megatron's parsed `args`
 Flags as defined by Megatron-LM's megatron/training/arguments.py (core_v0.13 and later):
 model shape, TP / PP / virtual stages as layers per virtual stage / CP / EP with expert
 TP 1 (the model's MoE folding), sequence parallel, recomputation, the distributed
-optimizer or Megatron-FSDP for ZeRO-3, micro / global batch, precision and FP8 recipe,
-and the overlaps the job's software stack models. Data, tokenizer, optimizer and
-checkpoint arguments are the site's and are left out.
+optimizer or Megatron-FSDP for ZeRO-3, micro / global batch, precision and FP8 recipe, the
+optimizer state's precisions (the precision-aware optimizer), and the overlaps the job's
+software stack models. Data, tokenizer, learning-rate and checkpoint arguments are the
+site's and are left out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
+from ...model.optimizer import precision_aware
 from ...model.recompute import modules as recompute_modules
 from .target import ExportError, JobPlan, header
 
@@ -57,7 +59,8 @@ def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, ob
         args.append(("--window-size", f"({s.window},0)"))
         if s.global_every:   # every k-th layer attends globally
             args.append(("--window-attn-skip-freq", s.global_every))
-    args += _parallel(job, c) + _recompute(job, c) + _offload(job, c) + _precision(job, c, accelerator) + _stack(c)
+    args += _parallel(job, c) + _recompute(job, c) + _offload(job, c) + _precision(job, c, accelerator)
+    args += _optimizer(job, c) + _stack(c)
     args += [("--micro-batch-size", c.microbatch), ("--global-batch-size", c.batch)]
     return args
 
@@ -188,6 +191,28 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
         raise ExportError(f"Megatron-LM trains in bf16, fp16, fp8 (hybrid, e4m3, mxfp8) or fp4 (nvfp4); "
                           f"`{job.name}` is planned in {c.precision}")
     return args
+
+
+def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
+    """Adam's state precisions as Megatron-Core's precision-aware optimizer (Transformer Engine's
+    FusedAdam), which megatron/core/optimizer/optimizer_config.py allows only with the
+    distributed optimizer; Megatron-FSDP names its master weights' dtype apart."""
+    if not precision_aware(c):
+        return []
+    if c.zero == 0:
+        raise ExportError(f"Megatron-LM stores optimizer state below fp32 only with the distributed optimizer "
+                          f"(--use-precision-aware-optimizer asserts it); the plan of `{job.name}` uses ZeRO 0 "
+                          f"with optimizer_state = {c.optimizer_state} (pin `zero = 1`)")
+    masters = ("fp32", "bf16", "fp16") if c.zero == 3 else ("fp32", "fp16")
+    if c.master_weights not in masters:
+        raise ExportError(f"Megatron-LM keeps master weights in {' or '.join(masters)} "
+                          f"({'--megatron-fsdp-main-params-dtype' if c.zero == 3 else '--main-params-dtype'}); "
+                          f"`{job.name}` states master_weights = {c.master_weights}")
+    args: list[tuple[str, object]] = [("--use-precision-aware-optimizer", True),
+                                      ("--exp-avg-dtype", c.optimizer_state), ("--exp-avg-sq-dtype", c.optimizer_state)]
+    if c.zero == 3:
+        return args + [("--megatron-fsdp-main-params-dtype", c.master_weights)]
+    return args + [("--main-params-dtype", c.master_weights)]
 
 
 def _stack(c: TrainConfig) -> list[tuple[str, object]]:
