@@ -219,3 +219,22 @@ def sensitivity(design, more: float = 0.05) -> list[str]:
         lines.append(f"  {row.source} {row.model} {row.cluster} Server: {more:.0%} more load moves TTFT p50 "
                      f"{moved[0]:+.0%}, TPOT p50 {moved[1]:+.0%}")
     return lines
+
+
+def in_flight(design) -> list[str]:
+    """Each Server run's sequences decoding at once, measured (Little's law: scheduled rate per
+    replica x output tokens x the log's TPOT P50) beside the sequences the replica's KV cache
+    holds at the mean lengths: where they meet, the run is bound by its cache (preemptions
+    stretch TPOT), which a capacity the Offline rows call close can miss entirely."""
+    lines = []
+    for row in rows():
+        if row.metric != "tpot_p50_s":
+            continue
+        r = _replica(row, design, _batch(row, design))
+        replicas = row.gpus // r.gpus
+        measured = row.samples_per_s / replicas * row.osl * row.measured
+        fits = _kv_tokens(r) / r.kv.tokens_held(row.isl, row.osl)
+        lines.append(f"  {row.source} {row.model} {row.cluster} Server: about {measured:,.0f} sequences decoding "
+                     f"per replica (Little's law on the log), the KV cache holds {fits:,.0f}, "
+                     f"the batch limit is {_batch(row, design)}")
+    return lines
