@@ -51,13 +51,13 @@ QUEUE = 16                # offline: queued requests per batch slot (MLPerf queu
 # Llama 2 70B; elsewhere LoadGen's default of 10 minutes (mlperf.conf *.Server.min_duration =
 # 600000; ASSUMPTION for the submissions whose configs are not published)
 DURATION = {"Llama2_70B": 2400.0}
+DEFAULT_DURATION = 600.0
 # Mixtral's checkpoint mixes fp8 with bf16 layers: NVIDIA's MLPerf configs for it (github.com/sheldon-xiong/
 # xxd-mlpinf @a7e9579c, a copy of NVIDIA's later closed/NVIDIA code: configs/DGX-H100_H100-SXM-80GBx1/{Offline,
 # Server}/mixtral-8x7b.py and H200-SXM-141GBx8/Offline/mixtral-8x7b.py) set trtllm_checkpoint_flags
 # effective_bits = 8.75 (ModelOpt AutoQuantize over fp8 and bf16), so (8.75 - 8) / (16 - 8) of the weights
 # stay bf16. ASSUMPTION: the v4.1 submission's checkpoint was built the same way (its configs are not published)
 WIDE_SHARE = {"Mixtral_8x7B": (8.75 - 8) / (16 - 8)}
-DEFAULT_DURATION = 600.0
 
 
 @dataclass(frozen=True)
