@@ -223,7 +223,8 @@ def sensitivity(design, more: float = 0.05) -> list[str]:
 
 def in_flight(design) -> list[str]:
     """Each Server run's sequences decoding at once, measured (Little's law: scheduled rate per
-    replica x output tokens x the log's TPOT P50) beside the sequences the replica's KV cache
+    replica x output tokens x the log's TPOT P50) and predicted (the same with the simulated
+    TPOT P50), beside the sequences the replica's KV cache
     holds at the mean lengths: where they meet, the run is bound by its cache (preemptions
     stretch TPOT), which a capacity the Offline rows call close can miss entirely."""
     lines = []
@@ -232,9 +233,9 @@ def in_flight(design) -> list[str]:
             continue
         r = _replica(row, design, _batch(row, design))
         replicas = row.gpus // r.gpus
-        measured = row.samples_per_s / replicas * row.osl * row.measured
+        per_tpot = row.samples_per_s / replicas * row.osl   # sequences decoding per second of TPOT
         fits = _kv_tokens(r) / r.kv.tokens_held(row.isl, row.osl)
-        lines.append(f"  {row.source} {row.model} {row.cluster} Server: about {measured:,.0f} sequences decoding "
-                     f"per replica (Little's law on the log), the KV cache holds {fits:,.0f}, "
-                     f"the batch limit is {_batch(row, design)}")
+        lines.append(f"  {row.source} {row.model} {row.cluster} Server: about {per_tpot * row.measured:,.0f} "
+                     f"sequences decoding per replica (Little's law on the log; {per_tpot * predict(row, design):,.0f} "
+                     f"predicted), the KV cache holds {fits:,.0f}, the batch limit is {_batch(row, design)}")
     return lines
