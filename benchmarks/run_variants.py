@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# What std/nvidia's H100_SXM declares (its sources are in dsl/std/nvidia.gcl).
+# What std/nvidia's H100_SXM is (its sources are in dsl/std/nvidia.gcl): the data sheet's 80 GB part, which
+# std writes as the 81,559 MiB the driver reports; a row naming another size gets that size as written.
 H100_STD = {"capacity_gb": 80, "bandwidth_tbs": 3.35, "type": "HBM3", "tdp_w": 700}
 
 

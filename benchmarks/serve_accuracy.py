@@ -249,6 +249,8 @@ def main() -> None:
               f"median signed {statistics.median(own):+.1%}")
     print("MLPerf Server runs near their knee (diagnostic, not rows):")
     print("\n".join(serve_mlperf.sensitivity(design)))
+    print("MLPerf Server runs against their KV cache (diagnostic, not rows):")
+    print("\n".join(serve_mlperf.in_flight(design)))
     held = "held out: skipped (--no-holdout); "
     if not args.no_holdout:
         figures, lines = p_choice(design, results)

@@ -52,6 +52,12 @@ QUEUE = 16                # offline: queued requests per batch slot (MLPerf queu
 # 600000; ASSUMPTION for the submissions whose configs are not published)
 DURATION = {"Llama2_70B": 2400.0}
 DEFAULT_DURATION = 600.0
+# Mixtral's checkpoint mixes fp8 with bf16 layers: NVIDIA's MLPerf configs for it (github.com/sheldon-xiong/
+# xxd-mlpinf @a7e9579c, a copy of NVIDIA's later closed/NVIDIA code: configs/DGX-H100_H100-SXM-80GBx1/{Offline,
+# Server}/mixtral-8x7b.py and H200-SXM-141GBx8/Offline/mixtral-8x7b.py) set trtllm_checkpoint_flags
+# effective_bits = 8.75 (ModelOpt AutoQuantize over fp8 and bf16), so (8.75 - 8) / (16 - 8) of the weights
+# stay bf16. ASSUMPTION: the v4.1 submission's checkpoint was built the same way (its configs are not published)
+WIDE_SHARE = {"Mixtral_8x7B": (8.75 - 8) / (16 - 8)}
 
 
 @dataclass(frozen=True)
@@ -106,13 +112,13 @@ def rows() -> list[MLPerfRow]:
         # v4.1, Mixtral 8x7B: the per-scenario configs are not in the results repository
         _offline("MLPerf41", "Mixtral_8x7B", "H100_Box", 8, "fp8", 1, 1, None, 359.173, 52415.9,
                  V41 + h100 + "mixtral-8x7b/Offline/performance/run_1/mlperf_log_summary.txt",
-                 "tp 1 per GPU, fp8, batch: the largest that fits"),
+                 "tp 1 per GPU, fp8 with 8.75 effective bits (WIDE_SHARE), batch: the largest that fits"),
         _offline("MLPerf41", "Mixtral_8x7B", "H200_Box", 8, "fp8", 1, 1, None, 404.431, 59022.3,
                  V41 + h200 + "mixtral-8x7b/Offline/performance/run_1/mlperf_log_summary.txt",
-                 "tp 1 per GPU, fp8, batch: the largest that fits"),
+                 "tp 1 per GPU, fp8 with 8.75 effective bits (WIDE_SHARE), batch: the largest that fits"),
         *_server("MLPerf41", "Mixtral_8x7B", "H100_Box", 8, "fp8", 1, 1, None, 348.37, 50795.57, 0.154281665, 0.102777619,
                  V41 + h100 + "mixtral-8x7b/Server/performance/run_1/mlperf_log_summary.txt",
-                 "tp 1 per GPU, fp8, batch: the largest that fits"),
+                 "tp 1 per GPU, fp8 with 8.75 effective bits (WIDE_SHARE), batch: the largest that fits"),
         # v5.0, Llama 3.1 405B: no configs published in the mirror
         _offline("MLPerf50", "Llama31_405B", "B200_Box", 8, "fp4", 8, 1, None, 2.32353, 1526.29,
                  V50 + "B200-SXM-180GBx8_TRT/llama3_1-405b/Offline/performance/run_1/mlperf_log_summary.txt",
@@ -148,8 +154,9 @@ def _replica(row: MLPerfRow, design, batch: int = 1):
     shape = ModelShape.from_entity(design[row.model])
     partition = lower_cluster(design[row.cluster]).partitions[0]
     kv = "fp8" if row.precision in ("fp8", "fp4") else None
-    return replica(shape, ServeConfig(row.tp, batch, row.precision, ep=row.ep, kv_precision=kv), partition,
-                   Engine(block=64 if shape.is_mla else 16))
+    cfg = ServeConfig(row.tp, batch, row.precision, ep=row.ep, kv_precision=kv,
+                      wide_share=WIDE_SHARE.get(row.model, 0.0))
+    return replica(shape, cfg, partition, Engine(block=64 if shape.is_mla else 16))
 
 
 def _kv_tokens(r) -> float:
@@ -211,4 +218,24 @@ def sensitivity(design, more: float = 0.05) -> list[str]:
         moved = [latency(runs[1], m) / latency(runs[0], m) - 1 for m in ("ttft_p50_s", "tpot_p50_s")]
         lines.append(f"  {row.source} {row.model} {row.cluster} Server: {more:.0%} more load moves TTFT p50 "
                      f"{moved[0]:+.0%}, TPOT p50 {moved[1]:+.0%}")
+    return lines
+
+
+def in_flight(design) -> list[str]:
+    """Each Server run's sequences decoding at once, measured (Little's law: scheduled rate per
+    replica x output tokens x the log's TPOT P50) and predicted (the same with the simulated
+    TPOT P50), beside the sequences the replica's KV cache
+    holds at the mean lengths: where they meet, the run is bound by its cache (preemptions
+    stretch TPOT), which a capacity the Offline rows call close can miss entirely."""
+    lines = []
+    for row in rows():
+        if row.metric != "tpot_p50_s":
+            continue
+        r = _replica(row, design, _batch(row, design))
+        replicas = row.gpus // r.gpus
+        per_tpot = row.samples_per_s / replicas * row.osl   # sequences decoding per second of TPOT
+        fits = _kv_tokens(r) / r.kv.tokens_held(row.isl, row.osl)
+        lines.append(f"  {row.source} {row.model} {row.cluster} Server: about {per_tpot * row.measured:,.0f} "
+                     f"sequences decoding per replica (Little's law on the log; {per_tpot * predict(row, design):,.0f} "
+                     f"predicted), the KV cache holds {fits:,.0f}, the batch limit is {_batch(row, design)}")
     return lines

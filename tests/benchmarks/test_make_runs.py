@@ -88,11 +88,13 @@ def test_scaleout_follows_the_reference_architecture(run_id, gbps):
     assert scaleout_gbps(run_id) == pytest.approx(gbps, rel=0.01)
 
 
-@pytest.mark.parametrize("run_id, chip, memory_gb", [("mpt_a100_40_46", "A100_SXM_40GB", 40),
-                                                     ("mb2602_18", "B200", 180), ("kort_t5_3", "A100_SXM_80GB", 80)])
-def test_chip_variant_is_the_one_the_row_names(run_id, chip, memory_gb):
+# the row's "40 GB" / "180 GB" / "80 GB" part, at the capacity nvidia-smi reports for it (std/nvidia [smi])
+@pytest.mark.parametrize("run_id, chip, memory_mib", [("mpt_a100_40_46", "A100_SXM_40GB", 40960),
+                                                      ("mb2602_18", "B200", 183359),
+                                                      ("kort_t5_3", "A100_SXM_80GB", 81920)])
+def test_chip_variant_is_the_one_the_row_names(run_id, chip, memory_mib):
     accelerator = job(run_id).partition.node.accelerator
-    assert accelerator.name == chip and accelerator.hbm_capacity == pytest.approx(memory_gb * 1e9)
+    assert accelerator.name == chip and accelerator.hbm_capacity == pytest.approx(memory_mib * 2**20)
 
 
 # ----------------------------------------------------------------- precision recipe names

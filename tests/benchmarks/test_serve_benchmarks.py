@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
+from gclc.compiler.driver import check_file
 from gclc.solver.serve_sim import Outcome
 from gclc.testing import load_profile
 
@@ -19,6 +20,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import serve_accuracy  # noqa: E402
 import serve_common  # noqa: E402
+import serve_mlperf  # noqa: E402
 
 load_profile()
 
@@ -69,3 +71,17 @@ def test_a_held_out_group_gets_the_p_the_others_chose():
     by_group = {r["source"]: r["error"] for r in held}
     assert by_group == {"A": 0.3, "B": 0.1, "C": 0.1}
     assert len(lines) == 3 and "p = 2" in lines[0]
+
+
+def test_mixtral_runs_at_the_submitters_effective_bits():
+    """effective_bits 8.75 over fp8 and bf16: 0.75 of the 8 extra bits, 9.375 % of the weights at bf16."""
+    assert serve_mlperf.WIDE_SHARE == {"Mixtral_8x7B": 0.09375}
+
+
+def test_in_flight_is_littles_law_on_the_log():
+    """The H100 Llama 2 70B Server run: 75.10 scheduled samples/s over 4 replicas of tp 2, 21,605.79
+    output tokens/s (287.7 per sample), TPOT P50 0.156 s: 75.10 / 4 x 287.7 x 0.156 = 843 decoding."""
+    design = check_file(str(serve_accuracy.DESIGN)).design
+    line = next(x for x in serve_mlperf.in_flight(design) if "Llama2_70B H100_Box" in x)
+    expected = 75.10 / 4 * (21605.79 / 75.10) * 0.156419276
+    assert f"about {expected:,.0f} sequences" in line and "batch limit is 1024" in line

@@ -35,7 +35,7 @@ def test_show_prints_the_part_with_its_source_and_parent(capsys):
     assert out.startswith(f"chip A100_SXM_40GB — std/nvidia.gcl:{part.span.line}")
     assert f"source: {part.source}" in out
     assert "extends A100_SXM_80GB (std/nvidia.gcl:" in out
-    assert "chip A100_SXM_40GB extends A100_SXM_80GB {" in out and "capacity  = 40 GB" in out
+    assert "chip A100_SXM_40GB extends A100_SXM_80GB {" in out and "capacity  = 40960 MiB" in out
     assert out.rstrip().endswith("}")
 
 
