@@ -188,7 +188,7 @@ class Replica:
         layers = math.ceil(s.layers / c.pp)
         group = tokens / c.ep
         dense = self.gemm_flops_per_token - self.expert_flops_per_token
-        gemm = dense * tokens / gemm_rate(chip, c.precision, max(1, round(group)), s.hidden, s.hidden)
+        gemm = dense * tokens / gemm_rate(chip, c.precision, max(1.0, group), s.hidden, s.hidden)
         routing = 0.0
         if self.expert_flops_per_token:
             # each routed expert multiplies only the rows routed to it (tokens x top_k / experts), padded to its tile
