@@ -5,6 +5,7 @@ takes are exact: a pair's power is at least the sum of its pools' own, pools tha
 run stopped at its first certainly broken SLO agrees with the full run, and a run whose
 batch limit never binds is the run under any larger limit."""
 
+import contextlib
 import re
 from collections import Counter
 from unittest import mock
@@ -95,20 +96,28 @@ def test_the_deep_profiles_counterexample_of_the_pruned_search():
 
 
 @settings(max_examples=PLANS, deadline=None)
-@given(st.floats(1, 30), st.sampled_from(["ttft.p99", "ttft.p50", "ttft"]), st.integers(20, 400),
+@given(st.floats(1, 60), st.sampled_from(["ttft.p99", "ttft.p50", "ttft"]), st.integers(20, 2000),
        st.sampled_from(["tpot.p90", "tpot.p50", "tpot"]), st.integers(6, 40), st.sampled_from(["auto", "aggregated"]),
-       st.integers(2, 6), st.sampled_from([400, 3000]))
-def test_the_screen_discards_no_plan_the_simulation_would_accept(rate, ttft, ttft_ms, tpot, tpot_ms, mode, gpus,
-                                                                  prompt):
-    """The screen discards a layout when the floors of its latency percentiles break an SLO
-    (solver/serve_floor.py); confirming every layout that fits the memory and the GPUs, the
-    floors aside, chooses the same plan: no layout the screen drops would have won."""
+       st.integers(2, 8), st.sampled_from([400, 3000]))
+def test_no_bound_discards_the_plan_the_simulation_would_choose(rate, ttft, ttft_ms, tpot, tpot_ms, mode, gpus, prompt):
+    """Confirming every layout that fits the memory and the GPUs, each from the replicas its
+    capacity needs, without the screen's latency floors (solver/serve_floor.py) and without
+    the loaded TPOT floor (solver/serve_bound.py), chooses the plan the exhaustive search
+    with them does: no layout or pool size they discard would have won."""
     e = entity(round(rate, 1), f"{ttft} <= {ttft_ms} ms", f"{tpot} <= {tpot_ms} ms", mode, False, gpus, prompt)
-    screened = plan_serve(e, exhaustive=True)
-    with mock.patch("gclc.solver.serve_floor.Floors.broken", return_value={}):   # no latency discards
-        unscreened = plan_serve(e, exhaustive=True)
-    assert chosen(screened) == chosen(unscreened)
-    assert screened.simulated <= unscreened.simulated
+    bounded = plan_serve(e, exhaustive=True)
+    with unbounded():
+        plain = plan_serve(e, exhaustive=True)
+    assert chosen(bounded) == chosen(plain)
+    assert bounded.simulated <= plain.simulated
+
+
+def unbounded():
+    """Neither the screen's floors nor the loaded TPOT floor discard anything."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(mock.patch("gclc.solver.serve_floor.Floors.broken", return_value={}))
+    stack.enter_context(mock.patch("gclc.solver.serve_demand_search.DemandSearch.tpot_floor", lambda self, sides: sides))
+    return stack
 
 
 def test_the_floors_spare_simulations_where_long_prompts_meet_a_tight_ttft():
@@ -116,7 +125,7 @@ def test_the_floors_spare_simulations_where_long_prompts_meet_a_tight_ttft():
     their floors alone; without the floors the same plan costs more simulations."""
     e = entity(2.0, "ttft.p99 <= 60 ms", "tpot.p90 <= 34 ms", "auto", False, 4, 3000)
     screened = plan_serve(e, exhaustive=True)
-    with mock.patch("gclc.solver.serve_floor.Floors.broken", return_value={}):
+    with unbounded():
         unscreened = plan_serve(e, exhaustive=True)
     assert chosen(screened) == chosen(unscreened) and screened.decode is not None
     assert screened.simulated < unscreened.simulated
