@@ -39,6 +39,7 @@ def least_iteration(r: Replica, decoding: float, kv_tokens: float, prefill: floa
 
 
 def first_token_floor(r: Replica, prompt: float) -> float:
+    """The whole fresh prompt in one iteration (a shared prefix is already cached)."""
     share = r.engine.prefix_share
     fresh, done = prompt * (1 - share), prompt * share
     return least_iteration(r, 0, 0.0, fresh, r.kv.pairs(done, fresh)) if fresh > 0 else 0.0
@@ -60,13 +61,12 @@ class Floors:
         self.prompts = sorted(q.prompt for q in measured)
         # TPOT: a single-token request has none (0 in the simulation)
         self.decoding = sorted(q.prompt if q.output > 1 else -1 for q in measured)
-        self.e2e = any(k.startswith("e2e") for k in self.slo)
         self.requests = measured
 
     def broken(self, r: Replica, role: str) -> dict[str, float]:
         """SLO key -> its floor, for each SLO the floors already break on `r` in `role` (every
         simulation that holds `r` in that role breaks it)."""
-        out = {}
+        out, e2e = {}, None
         if not self.requests:
             return out
         for key, bound in self.slo.items():
@@ -76,7 +76,8 @@ class Floors:
             elif metric == "tpot" and role != "prefill":
                 value = self.percentile(self.decoding, p, lambda q: step_floor(r, q) if q >= 0 else 0.0)
             elif metric == "e2e" and role == "both":
-                value = self.e2e_floors(r).percentile("e2e", p)
+                e2e = e2e or self.e2e_floors(r)
+                value = e2e.percentile("e2e", p)
             else:
                 continue
             if value > bound:
