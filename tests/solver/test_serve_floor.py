@@ -51,13 +51,15 @@ def below(floors, measured) -> None:
 
 
 @settings(max_examples=RUNS, deadline=None)
-@given(st.sampled_from(sorted(MODELS)), st.sampled_from([1, 2, 4]), st.sampled_from([1, 2]), st.sampled_from([1, 4, 32]),
-       st.integers(1, 3), st.booleans(), st.sampled_from([0, 2]), st.sampled_from([0.0, 0.5]),
+@given(st.sampled_from(sorted(MODELS)), st.sampled_from([1, 2, 4]), st.sampled_from([1, 4]), st.sampled_from([1, 2]),
+       st.sampled_from([1, 4, 32]), st.integers(1, 3), st.booleans(), st.sampled_from([0, 2]),
+       st.sampled_from([0.0, 0.5]),
        st.lists(st.tuples(st.floats(0.0, 0.05), st.integers(1, 6000), st.integers(1, 300)), min_size=3, max_size=40))
-def test_no_simulated_request_beats_its_floors(model, tp, pp, batch, count, split, draft, share, drawn):
+def test_no_simulated_request_beats_its_floors(model, tp, ep, pp, batch, count, split, draft, share, drawn):
     shape, partition = MODELS[model]
+    ep = ep if shape.is_moe else 1     # expert parallelism splits the routed experts (and the attention groups)
     engine = Engine(draft=draft, acceptance=0.7 if draft else 0.0, prefix_share=share)
-    cfg = ServeConfig(tp, batch, "fp8", pp=pp)
+    cfg = ServeConfig(tp, batch, "fp8", ep=ep, pp=pp)
     r = replica(shape, cfg, partition, engine)
     if r.kv_capacity_tokens(0.9 * r.hbm) <= 0:
         return  # the weights alone fill the HBM: nothing to serve
@@ -68,7 +70,7 @@ def test_no_simulated_request_beats_its_floors(model, tp, pp, batch, count, spli
     requests = tuple(requests)
     measured = requests[first_measured(requests, None):]
     if split:
-        pre = replica(shape, ServeConfig(tp, 1, "fp8", pp=pp), partition, engine)
+        pre = replica(shape, ServeConfig(tp, 1, "fp8", ep=ep, pp=pp), partition, engine)
         out = simulate(requests, pool(r, count), pool(pre, 1), lambda p: kv_transfer_time(pre, r, p))
         first, roles = pre, {"prefill": pre, "decode": r}
     else:
@@ -98,7 +100,8 @@ def test_a_percentiles_floor_reads_the_prompt_of_its_rank():
     assert broken["tpot.p99"] == step_floor(r, 900)   # the 1,000-token prompt makes one token: no TPOT
 
 
-@pytest.mark.parametrize("role, metrics", [("prefill", {"ttft"}), ("decode", {"tpot"}), ("both", {"ttft", "tpot", "e2e"})])
+@pytest.mark.parametrize("role, metrics",
+                         [("prefill", {"ttft"}), ("decode", {"tpot"}), ("both", {"ttft", "tpot", "e2e"})])
 def test_each_role_is_held_to_its_own_latencies(role, metrics):
     shape, partition = MODELS["dense"]
     r = replica(shape, ServeConfig(1, 8, "fp8"), partition)

@@ -116,7 +116,8 @@ def unbounded():
     """Neither the screen's floors nor the loaded TPOT floor discard anything."""
     stack = contextlib.ExitStack()
     stack.enter_context(mock.patch("gclc.solver.serve_floor.Floors.broken", return_value={}))
-    stack.enter_context(mock.patch("gclc.solver.serve_demand_search.DemandSearch.tpot_floor", lambda self, sides: sides))
+    stack.enter_context(mock.patch("gclc.solver.serve_demand_search.DemandSearch.tpot_floor",
+                                   lambda self, sides: sides))
     return stack
 
 
