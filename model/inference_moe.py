@@ -69,7 +69,7 @@ def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelSh
     count sets the shape, so small groups are not charged twice)."""
     rows, padding = padded_rows(shape, tokens)
     work = flops_per_token * tokens * padding * imbalance(shape, tokens, gpus)
-    return work / (rate(max(1, round(rows))) * GROUPED_GEMM_EFFICIENCY)
+    return work / (rate(max(1.0, rows)) * GROUPED_GEMM_EFFICIENCY)   # unrounded rows: more tokens never run faster
 
 
 def routing_bytes(shape: ModelShape, tokens_per_gpu: float, layers: int) -> float:

@@ -1,4 +1,5 @@
-"""A lower bound on the decode replicas a demand needs to meet a TPOT bound.
+"""An estimate of the decode replicas a demand needs to meet a TPOT bound: the count a
+candidate's serving pool starts confirming from (solver/serve_demand_search.py).
 
 With n replicas each serves rate / n requests per second. In steady state a replica holds N
 decoding sequences on average, N = (rate / n) x (output / tokens per step) x t (Little's law),
@@ -7,8 +8,16 @@ decode-only iteration at N (prompt chunks never make it faster), and that time i
 N, so the mean step is at least the smallest fixed point of t -> iteration(N(t)), which
 iterating from the unloaded step climbs to (with sliding windows, reading only what the
 global layers certainly hold: the mean length says too little of a windowed layer's). A TPOT
-bound on the median or a higher percentile that this floor already breaks needs more replicas. (Averaging the prompts into
-every iteration would not be a bound: an iteration's cost is not convex in its prompt tokens.)
+bound on the median or a higher percentile that this floor already breaks needs more replicas.
+(Averaging the prompts into every iteration would not be a bound: an iteration's cost is not
+convex in its prompt tokens.)
+
+ASSUMPTION: this is a steady-state argument on mean lengths, of the same kind as the capacity
+count each pool starts from, not a request-by-request floor: a finite run's percentiles need
+not obey it (a median need not lie above a mean). What the screen discards by is proved
+request by request (solver/serve_floor.py); this count only says where confirming starts,
+and a law checks that it never changes the plan the exhaustive search chooses without it
+(tests/solver/test_serve_search_laws.py `test_no_bound_discards_the_plan_the_simulation_would_choose`).
 """
 
 from __future__ import annotations

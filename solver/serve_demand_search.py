@@ -4,14 +4,16 @@ the SLOs.
 
 A candidate is a replica layout (aggregated) or a pair of them (prefill and decode pools:
 every admissible prefill layout with every admissible decode layout, none dropped by a rule
-of thumb), each pool starting at the replicas its analytic capacity needs: the full-batch
-rate is an upper bound on what the simulation achieves (it adds queueing and length
-variability, and an iteration's cost is convex in its contents). Confirming a candidate
+of thumb; the screen drops only layouts whose latency floors already break an SLO:
+solver/serve_floor.py), each pool starting at the replicas its analytic capacity needs: the
+full-batch rate is an upper bound on what the simulation achieves (it adds queueing and
+length variability, and an iteration's cost is convex in its contents). Confirming a candidate
 simulates it, growing the pool that misses its SLO until the percentiles hold; counts only
 grow, so a candidate's key at its starting counts bounds every key it can reach (`bound`).
 
 Branch and bound: candidates leave a heap in the order of their bound. The first time one
-leaves, its bound is tightened with the TPOT floor (solver/serve_bound.py) and it goes back;
+leaves, its bound is tightened with the loaded TPOT estimate (solver/serve_bound.py, a
+steady-state ASSUMPTION that a law holds to the plan confirming without it) and it goes back;
 the second time it is confirmed. The pairs, too many to bound one by one (DeepSeek-V3 on 32
 nodes pairs some 10^5), are drawn lazily: one drawer per prefill layout walks the decode
 layouts in the order of the part of the bound that adds up over pools (GPUs, or watts under

@@ -71,13 +71,25 @@ def _binding(entity: Entity, group: list[dict[str, float]], total: int, how: str
         unit, fix = UNITS.get(name), HELP.get(name, "relax it")
         if count >= total:
             best = min(m[name] for m in group)
-            yield name, (f"{where}{what} is broken by every one of {total} configurations{how}; "
+            yield name, (f"{where}{what} is broken by {broken_by(count, total)}{how}; "
                          f"the best reaches {_show(best, unit)}; help: {fix}")
             continue
-        alone = (f"the only limit {len(among[name])} of them break" if fewest == 1 else
-                 f"one of the {fewest} limits {len(among[name])} of them break, the fewest any configuration breaks")
-        yield name, (f"{where}{what} is broken by {count} of {total} configurations{how}, {alone}; the nearest "
+        them = len(among[name])
+        alone = (f"the only limit {them} of them {_verb(them)}" if fewest == 1 else
+                 f"one of the {fewest} limits {them} of them {_verb(them)}, the fewest any configuration breaks")
+        yield name, (f"{where}{what} is broken by {broken_by(count, total)}{how}, {alone}; the nearest "
                      f"of those reaches {_show(min(among[name]), unit)}; help: {fix}")
+
+
+def broken_by(count: int, total: int) -> str:
+    """`3 of 4 configurations`, `every one of 4 configurations`, `the only configuration`."""
+    if count >= total:
+        return "the only configuration" if total == 1 else f"every one of {total} configurations"
+    return f"{count} of {total} configuration{'' if total == 1 else 's'}"
+
+
+def _verb(count: int) -> str:
+    return "breaks" if count == 1 else "break"
 
 
 def _written(entity: Entity, name: str):

@@ -46,7 +46,7 @@ class Outcome:
             return math.inf
         if p < 0:
             return sum(values) / len(values)
-        return values[_rank(p, len(values))]
+        return values[nearest_rank(p, len(values))]
 
     def summary(self) -> dict[str, float]:
         out = {f"{m}_{name}_s": self.percentile(m, p) for m in METRICS
@@ -83,7 +83,7 @@ class Misses:
             metric, p = slo_percentile(key)
             if metric in METRICS:
                 # a mean: the sum of the values past bound x M; a percentile: M - rank values over the bound
-                need = (bound * measured, None) if p < 0 else (bound, measured - _rank(p, measured))
+                need = (bound * measured, None) if p < 0 else (bound, measured - nearest_rank(p, measured))
                 self.rules.append((key, METRICS.index(metric), *need))
         self.tally = [0.0] * len(self.rules)
         self.missed: list[str] = []     # in the order of the SLO block
@@ -107,7 +107,7 @@ class Misses:
         return broke
 
 
-def _rank(p: float, n: int) -> int:
+def nearest_rank(p: float, n: int) -> int:
     return max(0, math.ceil(p / 100 * n) - 1)
 
 

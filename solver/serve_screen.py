@@ -12,6 +12,8 @@ from ..dsl.numbers import number
 from ..model.inference import Replica, ServeEstimate, estimate
 from ..model.power import job_power
 from .serve_demand import Demand
+from .serve_explain import broken_by
+from .serve_floor import Floors
 from .serve_sim import Outcome
 from .serve_space import Limits
 
@@ -50,9 +52,9 @@ class Screen:
         self.prompt, self.output = lengths.prompt, lengths.output
         self.simulated, self.pruned = 0, 0
         self.broken: dict[str, set[int]] = {}   # limit -> the replicas (ids) that break it
-        self.nearest: dict[str, float] = {}      # limit -> the best any replica reaches (to say how far)
         self.misses: dict[tuple[str, int], dict[str, float]] = {}  # (role, replica id) -> the limits it breaks,
         # each with the value it reaches (what says which limits keep every configuration out)
+        self.floors = Floors(demand.requests, warmup_s, limits.slo) if demand is not None else None
         self.both = self.admissible(replicas, "both")
         self.prefills = self.admissible(replicas, "prefill") if mode != "aggregated" else []
         self.decodes = self.admissible(replicas, "decode") if mode != "aggregated" else []
@@ -74,19 +76,22 @@ class Screen:
         return out
 
     def violations(self, r: Replica, e: ServeEstimate, role: str) -> dict[str, float]:
-        """The limits the replica breaks in `role`, each with the value it reaches."""
+        """The limits the replica breaks in `role`, each with the value it reaches. Without a
+        demand the latency SLOs bound the replica's own figures (unloaded TTFT, TPOT at full
+        batch); with one, the simulated percentiles, which a discard must prove broken: their
+        request-by-request floors (solver/serve_floor.py) already break them."""
         lim = self.limits
-        unloaded_tpot = r.iteration(1, self.prompt + self.output / 2) / r.engine.tokens_per_step
-        tpot = unloaded_tpot if self.demand is not None else e.tpot  # under demand the batch fills as needed
-        values = (("memory", True, e.memory, lim.memory_bytes(e.hbm)),
-                  ("ttft", role != "decode", e.ttft, lim.latency("ttft")),
-                  ("tpot", role != "prefill", tpot, lim.latency("tpot")),
-                  ("e2e", role == "both", e.ttft + self.output * unloaded_tpot, lim.latency("e2e")),
-                  ("gpus", True, r.gpus, lim.gpus))
-        for name, applies, value, _ in values:
-            if applies:
-                self.nearest[name] = min(self.nearest.get(name, math.inf), value)
-        return {name: value for name, applies, value, bound in values if applies and value > bound}
+        values = [("memory", True, e.memory, lim.memory_bytes(e.hbm)), ("gpus", True, r.gpus, lim.gpus)]
+        if self.floors is None:
+            unloaded_tpot = r.iteration(1, self.prompt + self.output / 2) / r.engine.tokens_per_step
+            values += [("ttft", role != "decode", e.ttft, lim.latency("ttft")),
+                       ("tpot", role != "prefill", e.tpot, lim.latency("tpot")),
+                       ("e2e", role == "both", e.ttft + self.output * unloaded_tpot, lim.latency("e2e"))]
+        missed = {name: value for name, applies, value, bound in values if applies and value > bound}
+        if self.floors is not None:
+            for key, floor in self.floors.broken(r, role).items():
+                missed.setdefault(key.split(".")[0], floor)    # the first broken SLO of each metric
+        return missed
 
     def power(self, sides: list[Side], rate: float | None = None) -> float:
         """Watts of the pools serving `rate` requests per second (None: each at its full-batch
@@ -101,12 +106,11 @@ class Screen:
 
     def broke_power(self, key: int, watts: float, role: str = "both") -> None:
         self.broken.setdefault("power", set()).add(key)
-        self.nearest["power"] = min(self.nearest.get("power", math.inf), watts)
         missed = self.misses.setdefault((role, key), {})
         missed["power"] = min(missed.get("power", math.inf), watts)
 
     def infeasible(self) -> SearchResult:
-        reasons = tuple(f"{name}: broken by {len(ids)} of {self.total} configurations"
+        reasons = tuple(f"{name}: broken by {broken_by(len(ids), self.total)}"
                         for name, ids in sorted(self.broken.items()))
         admitted = any(not m for (role, _), m in self.misses.items() if role == "both")  # then failed in simulation
         if self.demand is not None and (not reasons or admitted):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gclc.compiler.driver import check_file
 from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_explain import infeasible_reasons
+from gclc.solver.serve_explain import broken_by, infeasible_reasons
 
 ROOT = Path(__file__).resolve().parents[2]
 DSA = ROOT / "examples" / "custom_dsa.gcl"
@@ -57,7 +57,7 @@ def test_each_binding_limit_says_how_near_the_configurations_it_alone_keeps_out_
     assert re.match(r".+:\d+:\d+: `tpot <= 10 ms` is broken by 3 of 4 configurations, the only limit 2 of them "
                     r"break; the nearest of those reaches 12 ms; help: ", lines[0]), lines
     assert re.match(r".+:\d+:\d+: `memory <= 85%` is broken by 2 of 4 configurations, the only limit 1 of them "
-                    r"break; the nearest of those reaches 90 GB; help: ", lines[1]), lines
+                    r"breaks; the nearest of those reaches 90 GB; help: ", lines[1]), lines
 
 
 def test_a_role_that_some_configuration_fits_is_not_the_reason(tmp_path):
@@ -67,7 +67,15 @@ def test_a_role_that_some_configuration_fits_is_not_the_reason(tmp_path):
     entity = _job(tmp_path, "10 ms", "85%")
     misses = {("both", 1): {"tpot": 0.02}, ("prefill", 1): {}, ("decode", 1): {"tpot": 0.011}}
     lines = infeasible_reasons(entity, misses)
-    assert len(lines) == 1 and "`tpot <= 10 ms` is broken by every one of 1 configurations;" in lines[0], lines
+    assert len(lines) == 1 and "`tpot <= 10 ms` is broken by the only configuration;" in lines[0], lines
     lines = infeasible_reasons(entity, {("both", 1): {}, ("both", 2): {"tpot": 0.02}})
-    assert len(lines) == 1 and ("is broken by 1 of 2 configurations, the only limit 1 of them break; "
+    assert len(lines) == 1 and ("is broken by 1 of 2 configurations, the only limit 1 of them breaks; "
                                 "the nearest of those reaches 20 ms") in lines[0], lines
+
+
+def test_counts_of_configurations_agree_in_number():
+    """One configuration is `the only configuration`, never `every one of 1 configurations`."""
+    assert broken_by(1, 1) == "the only configuration"
+    assert broken_by(4, 4) == "every one of 4 configurations"
+    assert broken_by(1, 4) == "1 of 4 configurations"
+    assert not any(re.search(r"\b1 configurations\b", broken_by(c, t)) for t in range(1, 5) for c in range(1, t + 1))
