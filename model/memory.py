@@ -113,7 +113,16 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
     """Bytes one layer keeps for backward, for one micro-batch, on one GPU, with `cfg`'s
     recompute choice or `recompute` (averaged over the layers when only every k-th
     recomputes: model/recompute.py)."""
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    return _tokens(cfg, cfg.microbatch) * _kept_per_token(shape, cfg, moe, recompute)
+
+
+def _tokens(cfg: TrainConfig, microbatch: int) -> float:
+    """Tokens of one micro-batch of `microbatch` sequences on one GPU (its CP chunk)."""
+    return microbatch * cfg.seq / cfg.cp
+
+
+def _kept_per_token(shape: ModelShape, cfg: TrainConfig, moe: bool, recompute: str | None) -> float:
+    """Bytes per token one layer keeps for backward (it does not depend on the micro-batch)."""
     recompute = cfg.recompute if recompute is None else recompute
     key = (shape, cfg.seq, cfg.tp, cfg.sp, cfg.precision, cfg.stack, moe, recompute, cfg.recompute_modules,
            cfg.recompute_every)
@@ -123,7 +132,7 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
         op_level = op_level_kept(shape, cfg, moe) if "op_level" in modules(cfg) else 0.0
         kept = _remember(_KEPT, key, kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute,
                                                 op_level))
-    return tokens * kept
+    return kept
 
 
 def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:
@@ -151,17 +160,18 @@ def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> 
     return parts
 
 
-def in_flight(cfg: TrainConfig, vp: int | None = None) -> float:
+def in_flight(cfg: TrainConfig, vp: int | None = None, microbatches: int | None = None) -> float:
     """Micro-batches whose activations the first stage holds at once, with `cfg`'s virtual
-    stages or `vp`: 1F1B at most pp (interleaved a little more: Narayanan et al. 2021, Sec
+    stages or `vp` (and its micro-batches per pipeline or `microbatches`): 1F1B at most pp (interleaved a little more: Narayanan et al. 2021, Sec
     2.2.2); GPipe all of them, since every forward runs before the first backward (Huang et
     al. 2019). Without a pipeline, gradient accumulation runs each micro-batch's backward
     right after its forward."""
     if cfg.pp == 1:
         return 1.0
+    microbatches = cfg.microbatches if microbatches is None else microbatches
     if cfg.gpipe:
-        return float(cfg.microbatches)
-    flight = float(min(cfg.pp, cfg.microbatches))
+        return float(microbatches)
+    flight = float(min(cfg.pp, microbatches))
     vp = cfg.virtual_stages if vp is None else vp
     if vp > 1:
         flight *= 1 + (cfg.pp - 1) / (cfg.pp * vp)
@@ -175,30 +185,37 @@ def memory(shape: ModelShape, cfg: TrainConfig) -> Memory:
     return Memory(weights, grads, optimizer, activations, _logits_bytes(shape, cfg), BUFFER_BYTES, offloaded)
 
 
-def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps) -> dict[tuple[str, int, int], float]:
+def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps,
+                microbatch: int | None = None) -> dict[tuple[str, int, int], float]:
     """`memory(shape, cfg').total` for every cfg' that is `cfg` with a (recompute, zero, vp)
-    of the grid, keyed so: each part is computed once for the choices it depends on (the
+    of the grid (and the micro-batch `microbatch`, if given), keyed (recompute, zero, vp):
+    each part is computed once for the choices it depends on, without building cfg' (the
     same arithmetic in the same order, so the totals are equal to the last bit)."""
-    states = {z: model_state(shape, cfg, z) for z in zeros}
-    layers = {r: _per_layer(shape, cfg, r) for r in recomputes}
-    flights = {v: in_flight(cfg, v) for v in vps}
-    logits = _logits_bytes(shape, cfg)
+    mb = cfg.microbatch if microbatch is None else microbatch
+    tokens = _tokens(cfg, mb)
+    count = cfg.batch // (cfg.dp * mb)      # TrainConfig.microbatches of cfg'
+    flights = [(v, in_flight(cfg, v, count if count > 1 else 1)) for v in vps]
+    layers = [(r, _per_layer(shape, cfg, r, tokens)) for r in recomputes]
+    logits = _logits_bytes(shape, cfg, tokens)
     stage_layers = shape.layers / cfg.pp
     out = {}
-    for z, (weights, grads, optimizer) in states.items():
-        for r, per_layer in layers.items():
+    for z in zeros:
+        weights, grads, optimizer = model_state(shape, cfg, z)
+        state = weights + grads + optimizer
+        for r, per_layer in layers:
             stage = per_layer * stage_layers
-            for v, flight in flights.items():
+            for v, flight in flights:
                 activations, _ = _on_gpu(cfg, stage * flight, per_layer)
-                out[r, z, v] = weights + grads + optimizer + activations + logits + BUFFER_BYTES
+                out[r, z, v] = state + activations + logits + BUFFER_BYTES
     return out
 
 
-def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None) -> float:
-    """Bytes one micro-batch leaves on a layer, averaged over dense and MoE layers."""
+def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None, tokens: float | None = None) -> float:
+    """Bytes one micro-batch (of `tokens` per GPU, if given) leaves on a layer, averaged over dense and MoE layers."""
+    tokens = _tokens(cfg, cfg.microbatch) if tokens is None else tokens
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
-    return ((1 - moe_share) * activation_bytes_per_layer(shape, cfg, False, recompute)
-            + moe_share * activation_bytes_per_layer(shape, cfg, True, recompute))
+    return ((1 - moe_share) * (tokens * _kept_per_token(shape, cfg, False, recompute))
+            + moe_share * (tokens * _kept_per_token(shape, cfg, True, recompute)))
 
 
 def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[float, float]:
@@ -211,6 +228,6 @@ def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[flo
     return activations, offloaded
 
 
-def _logits_bytes(shape: ModelShape, cfg: TrainConfig) -> float:
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
+def _logits_bytes(shape: ModelShape, cfg: TrainConfig, tokens: float | None = None) -> float:
+    tokens = _tokens(cfg, cfg.microbatch) if tokens is None else tokens
     return tokens * shape.vocab / cfg.tp * 4 * 2      # fp32 logits and their gradient, last stage

@@ -238,10 +238,11 @@ class _Search:
         job = self.job
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         all_vps = space_def.vp_candidates(job, pp)
+        # the least-memory configuration of the smallest micro-batch; memory_grid reads the others' off it
+        frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
         fitting = 0
         for mb, _ in inner:
-            frugal = self.config(tp, pp, dp, cp, ep, mb, 1, self.frugal_recompute, self.top_zero, orders[0])
-            least = min(memory_grid(job.shape, frugal, (self.frugal_recompute,), (self.top_zero,), all_vps).values())
+            least = min(memory_grid(job.shape, frugal, (self.frugal_recompute,), (self.top_zero,), all_vps, mb).values())
             if least > self.lim.memory:   # nor does any larger micro-batch fit
                 break
             fitting += 1
@@ -249,9 +250,9 @@ class _Search:
         if not fitting:
             return
         layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
-        # The optimizer at the highest ZeRO stage: the least of every configuration of the layout.
-        optimizer = optimizer_time(job.shape, self.config(tp, pp, dp, cp, ep, inner[0][0], 1, "none",
-                                                          self.top_zero, orders[0]), job.partition)
+        # The optimizer at the highest ZeRO stage: the least of every configuration of the
+        # layout (it reads neither the micro-batch nor the recompute: frugal's is theirs).
+        optimizer = optimizer_time(job.shape, frugal, job.partition)
         if fitting > 1 and compute_monotone(job, tp, cp, ep, [mb for mb, _ in inner[:fitting]]):
             # Compute per step never grows with the micro-batch: the largest that fits
             # bounds them all, and the most micro-batches bound the bubble's share.
