@@ -6,6 +6,7 @@ micro-batches, buffers."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 
 import attrs
 
@@ -193,29 +194,61 @@ def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps,
     same arithmetic in the same order, so the totals are equal to the last bit)."""
     mb = cfg.microbatch if microbatch is None else microbatch
     tokens = _tokens(cfg, mb)
-    count = cfg.batch // (cfg.dp * mb)      # TrainConfig.microbatches of cfg'
-    flights = [(v, in_flight(cfg, v, count if count > 1 else 1)) for v in vps]
+    flights = _flights(cfg, vps, mb)
     layers = [(r, _per_layer(shape, cfg, r, tokens)) for r in recomputes]
     logits = _logits_bytes(shape, cfg, tokens)
-    stage_layers = shape.layers / cfg.pp
     out = {}
     for z in zeros:
-        weights, grads, optimizer = model_state(shape, cfg, z)
-        state = weights + grads + optimizer
+        state = _state_total(shape, cfg, z)
         for r, per_layer in layers:
-            stage = per_layer * stage_layers
-            for v, flight in flights:
-                activations, _ = _on_gpu(cfg, stage * flight, per_layer)
-                out[r, z, v] = state + activations + logits + BUFFER_BYTES
+            for v, total in _totals(shape, cfg, state, per_layer, flights, logits):
+                out[r, z, v] = total
     return out
+
+
+def least_memory_by_microbatch(shape: ModelShape, cfg: TrainConfig, recompute: str, zero: int, vps,
+                               microbatches) -> Iterator[float]:
+    """For each of `microbatches` in turn, the least over `vps` of `memory_grid(shape, cfg,
+    (recompute,), (zero,), vps, microbatch)` (equal to the last bit), what does not depend on
+    the micro-batch computed once: a search asks it of every micro-batch of every layout."""
+    state = _state_total(shape, cfg, zero)
+    kept = (_kept_per_token(shape, cfg, False, recompute), _kept_per_token(shape, cfg, True, recompute))
+    for mb in microbatches:
+        tokens = _tokens(cfg, mb)
+        per_layer = _mean_layer(shape, tokens, *kept)
+        yield min([total for _, total in _totals(shape, cfg, state, per_layer, _flights(cfg, vps, mb),
+                                                 _logits_bytes(shape, cfg, tokens))])
+
+
+def _state_total(shape: ModelShape, cfg: TrainConfig, zero: int) -> float:
+    weights, grads, optimizer = model_state(shape, cfg, zero)
+    return weights + grads + optimizer    # (Memory.total's order of addition)
+
+
+def _flights(cfg: TrainConfig, vps, microbatch: int) -> list[tuple[int, float]]:
+    """(vp, in_flight) of `cfg` with micro-batch `microbatch`, for each vp."""
+    count = cfg.batch // (cfg.dp * microbatch)      # TrainConfig.microbatches
+    return [(v, in_flight(cfg, v, count if count > 1 else 1)) for v in vps]
+
+
+def _totals(shape: ModelShape, cfg: TrainConfig, state: float, per_layer: float, flights, logits: float):
+    """(vp, Memory.total) for each (vp, in_flight) of `flights`."""
+    stage = per_layer * (shape.layers / cfg.pp)
+    for v, flight in flights:
+        activations, _ = _on_gpu(cfg, stage * flight, per_layer)
+        yield v, state + activations + logits + BUFFER_BYTES
 
 
 def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None, tokens: float | None = None) -> float:
     """Bytes one micro-batch (of `tokens` per GPU, if given) leaves on a layer, averaged over dense and MoE layers."""
     tokens = _tokens(cfg, cfg.microbatch) if tokens is None else tokens
+    return _mean_layer(shape, tokens, _kept_per_token(shape, cfg, False, recompute),
+                       _kept_per_token(shape, cfg, True, recompute))
+
+
+def _mean_layer(shape: ModelShape, tokens: float, kept_dense: float, kept_moe: float) -> float:
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
-    return ((1 - moe_share) * (tokens * _kept_per_token(shape, cfg, False, recompute))
-            + moe_share * (tokens * _kept_per_token(shape, cfg, True, recompute)))
+    return (1 - moe_share) * (tokens * kept_dense) + moe_share * (tokens * kept_moe)
 
 
 def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[float, float]:

@@ -75,7 +75,7 @@ import time
 
 from ..model.config import TrainConfig
 from ..model.job import Job
-from ..model.memory import memory, memory_grid
+from ..model.memory import least_memory_by_microbatch, memory
 from ..model.step import (Estimate, bound_terms, compute_time, estimate, moe_overhead_time, optimizer_time,
                           output_layer_time)
 from . import enumerate as space_def
@@ -119,6 +119,8 @@ class _Search:
         self.top_zero = max(space.zeros)
         self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
+        pinned = self.job.pinned.get("microbatch")
+        self.largest_microbatch = int(pinned) if pinned is not None else space_def.MAX_MICROBATCH
 
     def checked(self, bound: float, **fields) -> float:
         """Show `bound` to the audit (callers skip the call, and building its fields, when
@@ -194,13 +196,15 @@ class _Search:
         # best-first frontier: (bound, seq, kind, node, leaves covered)
         self.pending, self.seq = [], itertools.count()
         per_vp = len(space.recomputes) * len(space.zeros)
-        leaf_counts: dict[tuple, tuple[int, ...]] = {}   # (inner choices, orders) -> leaves per micro-batch
+        # (pp, dp, orders) -> (inner choices, leaves per micro-batch): the inner choices depend on pp and dp alone
+        choices: dict[tuple[int, int, int], tuple[tuple, tuple[int, ...]]] = {}
         for tp, pp, cp, ep, dp in space_def.branches(job, space):
             orders = space_def.orders(tp, pp, dp, cp, ep)
-            inner = space_def.inner_choices(job, pp, dp)
-            leaves = leaf_counts.get((inner, len(orders)))
-            if leaves is None:
-                leaves = leaf_counts[inner, len(orders)] = tuple(len(vps) * per_vp * len(orders) for _, vps in inner)
+            known = choices.get((pp, dp, len(orders)))
+            if known is None:
+                inner = space_def.inner_choices(job, pp, dp)
+                known = choices[pp, dp, len(orders)] = (inner, tuple(len(vps) * per_vp * len(orders) for _, vps in inner))
+            inner, leaves = known
             self.total += sum(leaves)
             gpus = tp * pp * cp * dp
             if self.power_limit is not None and not self.power_limit.holds(self.power.floor(gpus)):
@@ -238,11 +242,11 @@ class _Search:
         job = self.job
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         all_vps = space_def.vp_candidates(job, pp)
-        # the least-memory configuration of the smallest micro-batch; memory_grid reads the others' off it
+        # the least-memory configuration of the smallest micro-batch: the others' memory is read off it
         frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
         fitting = 0
-        for mb, _ in inner:
-            least = min(memory_grid(job.shape, frugal, (self.frugal_recompute,), (self.top_zero,), all_vps, mb).values())
+        for least in least_memory_by_microbatch(job.shape, frugal, self.frugal_recompute, self.top_zero, all_vps,
+                                                [mb for mb, _ in inner]):
             if least > self.lim.memory:   # nor does any larger micro-batch fit
                 break
             fitting += 1
@@ -281,8 +285,7 @@ class _Search:
         if key not in self.widest and self.first:   # the most replicas of this (tp, pp, cp, ep): opened at once
             self.widest[key] = dp
             return None
-        pinned = self.job.pinned.get("microbatch")
-        largest = int(pinned) if pinned is not None else space_def.MAX_MICROBATCH
+        largest = self.largest_microbatch
         mbs = [mb for mb, _ in inner]
         if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
             mbs = [largest]     # compute per sequence there is the least of every micro-batch's
