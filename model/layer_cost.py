@@ -98,6 +98,7 @@ _ROUTED: dict[tuple, _Timed] = {}
 _AFTER_ROUTING: dict[tuple, _Timed] = {}
 _ALL_TO_ALL: dict[tuple, float] = {}
 _LOGITS: dict[tuple, float] = {}
+_TP_ALL_REDUCE: dict[tuple, float] = {}
 _RECOMPUTE_FLOPS: dict[tuple, float] = {}
 
 
@@ -122,7 +123,7 @@ def layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, 
     tiers = partition.tiers
     forward, backward, attention, gemms, ops = layer_compute(shape, cfg, partition.node.accelerator, moe, local)
     recompute = recompute_model.time(shape, cfg, moe, forward, ops)
-    tp = _tp_exposed(shape, cfg, tiers, gemms)
+    tp = _tp_exposed(shape, cfg, partition, gemms)
     cp = context.ring_exposed(shape, cfg, tiers, attention)
     ep = _ep_exposed(shape, cfg, partition, forward + backward) + routed.host_exposed(shape, cfg) if moe else 0.0
     return _remember(_LAYERS, key, Layer(forward, backward, recompute, tp, cp, ep))
@@ -137,6 +138,7 @@ def clear_caches() -> None:
     _AFTER_ROUTING.clear()
     _ALL_TO_ALL.clear()
     _LOGITS.clear()
+    _TP_ALL_REDUCE.clear()
     _RECOMPUTE_FLOPS.clear()
 
 
@@ -236,13 +238,17 @@ def activation_message(shape: ModelShape, cfg: TrainConfig) -> float:
     return 2 * tokens * shape.hidden / (cfg.tp if cfg.sp else 1)
 
 
-def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> float:
+def _tp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, gemms: float) -> float:
     """Two all-reduces (or reduce-scatter + all-gather pairs) forward, two backward, two
     more when the forward is recomputed; overlapped with the GEMMs by stacks that can."""
     if cfg.tp == 1:
         return 0.0
-    stages = comms.place(cfg.tp, cfg.stride("tp"), tiers)
-    one = comms.all_reduce(activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), stages)
+    nbytes, stride = activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), cfg.stride("tp")
+    # one all-reduce reads its bytes and where the group sits alone: shared by every recompute choice
+    key = (nbytes, cfg.tp, stride, partition)
+    one = _TP_ALL_REDUCE.get(key)
+    if one is None:
+        one = _remember(_TP_ALL_REDUCE, key, comms.all_reduce(nbytes, comms.place(cfg.tp, stride, partition.tiers)))
     # With sequence parallelism the backward needs the layer input gathered again
     # (Korthikanti et al. 2022, Sec 4.2.2): half an all-reduce more.
     count = 4 + recompute_model.tp_collectives(cfg) + (0.5 if cfg.sp else 0)

@@ -125,8 +125,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
-    breakdown = Breakdown(compute, _per_step(shape, cfg, dense, moe, "recompute"), _per_step(shape, cfg, dense, moe, "tp"),
-                          _per_step(shape, cfg, dense, moe, "cp"), _per_step(shape, cfg, dense, moe, "ep"), m * p2p,
+    breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")), m * p2p,
                           bubble, dp, optimizer, offload=offload.exposed(shape, cfg, partition, dense, moe))
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
@@ -148,6 +147,7 @@ def clear_caches() -> None:
     """Forget every memoized layer and host cost (benchmarks measure cold searches)."""
     layer_cost.clear_caches()
     _DP_TRAFFIC.clear()
+    _OPTIMIZER.clear()
     memory_model.clear_caches()
     dpu.clear_caches()
 
@@ -161,8 +161,7 @@ def bound_terms(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tu
     dense, moe = blend(shape, cfg, partition, False), blend(shape, cfg, partition, True)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward),
                             logits(shape, cfg, chip))
-    return (compute, _per_step(shape, cfg, dense, moe, "tp"), _per_step(shape, cfg, dense, moe, "ep"),
-            optimizer_time(shape, cfg, partition))
+    return (compute, *_per_step(shape, cfg, dense, moe, ("tp", "ep")), optimizer_time(shape, cfg, partition))
 
 
 def _check(cfg: TrainConfig) -> None:
@@ -170,15 +169,16 @@ def _check(cfg: TrainConfig) -> None:
         raise ValueError(f"every parallel width, the micro-batch and the batch must be >= 1: {cfg}")
 
 
-def _per_step(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer, field: str) -> float:
-    """One component of the layers' cost over a step: the stage's layers and its share of
-    the MTP modules' layers (like the last), every micro-batch."""
+def _per_step(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer, fields: tuple[str, ...]) -> list[float]:
+    """Components of the layers' cost over a step, one per field: the stage's layers and its
+    share of the MTP modules' layers (like the last), every micro-batch."""
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     m = cfg.microbatches
     last = moe if shape.is_moe else dense
-    return (m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))
-            + m * shape.mtp / cfg.pp * getattr(last, field))
+    mtp_share = m * shape.mtp / cfg.pp
+    return [m * (dense_layers * getattr(dense, f) + moe_layers * getattr(moe, f)) + mtp_share * getattr(last, f)
+            for f in fields]
 
 
 def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:
@@ -293,9 +293,20 @@ def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) ->
     """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shards (dense
     and routed-expert state shard over their own groups: model/sharding.py), the bytes it moves
     per parameter at the state's precisions (model/optimizer.py)."""
-    dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
-    experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
-    return (dense + experts) * adam.step_bytes(cfg) / hbm_rate(partition.node.accelerator)
+    # read for every estimate and bound: memoized by the fields it reads (the layout, the shard
+    # group, the ZeRO stage, and what model/optimizer.py `step_bytes` reads)
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.zero, cfg.optimizer_state,
+           cfg.master_weights, cfg.stack, cfg.precision, partition)
+    seconds = _OPTIMIZER.get(key)
+    if seconds is None:
+        dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
+        experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
+        seconds = remember(_OPTIMIZER, key, (dense + experts) * adam.step_bytes(cfg)
+                           / hbm_rate(partition.node.accelerator))
+    return seconds
+
+
+_OPTIMIZER: dict[tuple, float] = {}
 
 
 def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:
