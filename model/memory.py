@@ -197,11 +197,12 @@ def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps,
     flights = _flights(cfg, vps, mb)
     layers = [(r, _per_layer(shape, cfg, r, tokens)) for r in recomputes]
     logits = _logits_bytes(shape, cfg, tokens)
+    stage_layers = shape.layers / cfg.pp
     out = {}
     for z in zeros:
         state = _state_total(shape, cfg, z)
         for r, per_layer in layers:
-            for v, total in _totals(shape, cfg, state, per_layer, flights, logits):
+            for v, total in zip(vps, _stage_totals(cfg, state, per_layer, stage_layers, flights, logits)):
                 out[r, z, v] = total
     return out
 
@@ -213,11 +214,11 @@ def least_memory_by_microbatch(shape: ModelShape, cfg: TrainConfig, recompute: s
     the micro-batch computed once: a search asks it of every micro-batch of every layout."""
     state = _state_total(shape, cfg, zero)
     kept = (_kept_per_token(shape, cfg, False, recompute), _kept_per_token(shape, cfg, True, recompute))
+    stage_layers = shape.layers / cfg.pp
     for mb in microbatches:
         tokens = _tokens(cfg, mb)
-        per_layer = _mean_layer(shape, tokens, *kept)
-        yield min([total for _, total in _totals(shape, cfg, state, per_layer, _flights(cfg, vps, mb),
-                                                 _logits_bytes(shape, cfg, tokens))])
+        yield min(_stage_totals(cfg, state, _mean_layer(shape, tokens, *kept), stage_layers, _flights(cfg, vps, mb),
+                                _logits_bytes(shape, cfg, tokens)))
 
 
 def _state_total(shape: ModelShape, cfg: TrainConfig, zero: int) -> float:
@@ -225,18 +226,18 @@ def _state_total(shape: ModelShape, cfg: TrainConfig, zero: int) -> float:
     return weights + grads + optimizer    # (Memory.total's order of addition)
 
 
-def _flights(cfg: TrainConfig, vps, microbatch: int) -> list[tuple[int, float]]:
-    """(vp, in_flight) of `cfg` with micro-batch `microbatch`, for each vp."""
+def _flights(cfg: TrainConfig, vps, microbatch: int) -> list[float]:
+    """`in_flight` of `cfg` with micro-batch `microbatch`, for each vp of `vps`."""
     count = cfg.batch // (cfg.dp * microbatch)      # TrainConfig.microbatches
-    return [(v, in_flight(cfg, v, count if count > 1 else 1)) for v in vps]
+    count = count if count > 1 else 1
+    return [in_flight(cfg, v, count) for v in vps]
 
 
-def _totals(shape: ModelShape, cfg: TrainConfig, state: float, per_layer: float, flights, logits: float):
-    """(vp, Memory.total) for each (vp, in_flight) of `flights`."""
-    stage = per_layer * (shape.layers / cfg.pp)
-    for v, flight in flights:
-        activations, _ = _on_gpu(cfg, stage * flight, per_layer)
-        yield v, state + activations + logits + BUFFER_BYTES
+def _stage_totals(cfg: TrainConfig, state: float, per_layer: float, stage_layers: float, flights: list[float],
+                  logits: float) -> list[float]:
+    """Memory.total for each in-flight count of `flights` (`state`: weights + gradients + optimizer)."""
+    stage = per_layer * stage_layers
+    return [state + _on_gpu(cfg, stage * flight, per_layer)[0] + logits + BUFFER_BYTES for flight in flights]
 
 
 def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None, tokens: float | None = None) -> float:
