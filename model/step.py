@@ -24,7 +24,8 @@ from .ops import gemm
 from .ranks import rank_partition
 from .shape import ModelShape
 
-__all__ = ["LAYER_NEUTRAL", "Breakdown", "Estimate", "clear_caches", "compute_time", "estimate", "layer_key",
+__all__ = ["LAYER_NEUTRAL", "Breakdown", "Estimate", "clear_caches", "compute_by_depth", "compute_time", "estimate",
+           "layer_key",
            "moe_overhead_time", "optimizer_time"]
 
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
@@ -191,19 +192,33 @@ def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> t
             model_flops / peak(chip, cfg.precision))
 
 
+def compute_by_depth(shape: ModelShape, cfg: TrainConfig, partition: Partition,
+                     pps) -> list[tuple[float, float, float]]:
+    """For `cfg` with each pipeline depth of `pps` in turn: `compute_time`'s two terms and
+    `moe_overhead_time` (the same arithmetic), the per-layer work shared by every depth."""
+    chip = partition.node.accelerator
+    dense, moe = blend_compute(shape, cfg, chip, False), blend_compute(shape, cfg, chip, True)
+    head = logits(shape, cfg, chip)
+    flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq / peak(chip, cfg.precision)
+    return [(_compute_term(shape, cfg, chip, dense, moe, head, pp), flops, moe_overhead_time(shape, cfg, pp))
+            for pp in pps]
+
+
 def _compute_term(shape: ModelShape, cfg: TrainConfig, chip, dense: tuple[float, float], moe: tuple[float, float],
-                  logits: float) -> float:
+                  logits: float, pp: int | None = None) -> float:
     """The breakdown's compute: the stage's layers forward and backward (`dense`, `moe`: one
     mean layer's), the output layer, and its share of the MTP modules (a layer like the
-    last, the output head again and the projection), every micro-batch."""
-    moe_layers = shape.moe_layers / cfg.pp
-    dense_layers = shape.layers / cfg.pp - moe_layers
+    last, the output head again and the projection), every micro-batch (`pp`: for `cfg`
+    with that many stages)."""
+    pp = cfg.pp if pp is None else pp
+    moe_layers = shape.moe_layers / pp
+    dense_layers = shape.layers / pp - moe_layers
     m = cfg.microbatches
     compute = m * (dense_layers * dense[0] + moe_layers * moe[0]) + m * (dense_layers * dense[1] + moe_layers * moe[1])
     compute += m * logits
     if shape.mtp:
         last = moe if shape.is_moe else dense
-        compute += m * shape.mtp / cfg.pp * (last[0] + last[1] + logits + _mtp_projection(shape, cfg, chip))
+        compute += m * shape.mtp / pp * (last[0] + last[1] + logits + _mtp_projection(shape, cfg, chip))
     return compute
 
 
@@ -213,12 +228,13 @@ def output_layer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition)
     return logits(shape, cfg, partition.node.accelerator)
 
 
-def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:
+def moe_overhead_time(shape: ModelShape, cfg: TrainConfig, pp: int | None = None) -> float:
     """A floor of `estimate`'s EP term: the host time of the stage's MoE layers (MTP's
     included), paid by every micro-batch whatever the placement (0 for a dense model)."""
     if not shape.is_moe:
         return 0.0
-    return cfg.microbatches * (shape.moe_layers + shape.mtp) / cfg.pp * routed.host_exposed(shape, cfg)
+    pp = cfg.pp if pp is None else pp
+    return cfg.microbatches * (shape.moe_layers + shape.mtp) / pp * routed.host_exposed(shape, cfg)
 
 
 def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer_pass: float) -> float:

@@ -76,8 +76,7 @@ import time
 from ..model.config import TrainConfig
 from ..model.job import Job
 from ..model.memory import least_memory_by_microbatch, memory
-from ..model.step import (Estimate, bound_terms, compute_time, estimate, moe_overhead_time, optimizer_time,
-                          output_layer_time)
+from ..model.step import Estimate, bound_terms, compute_by_depth, estimate, optimizer_time, output_layer_time
 from . import enumerate as space_def
 from .bounds import SAFETY, JobPower, ObjectiveBound, bubble_share, compute_monotone, step_bound
 from .branch import visit
@@ -306,15 +305,19 @@ class _Search:
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
         at micro-batch `mb`, the MoE host overhead and the output layer's seconds per
-        micro-batch: the same for every dp."""
-        if (key, mb) not in self.per_sequence:
+        micro-batch: the same for every dp, and computed for every pp at once (the layers'
+        work does not depend on it)."""
+        cost = self.per_sequence.get((key, mb))
+        if cost is None:
             tp, pp, cp, ep = key
             job = self.job
+            pps = [depth for depth in self.space.pps if tp * depth * cp <= self.space.gpus]   # (as `branches`)
             cfg = self.make_config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order, batch=mb)
-            compute, flops = compute_time(job.shape, cfg, job.partition)
-            self.per_sequence[key, mb] = (compute / mb, flops / mb, moe_overhead_time(job.shape, cfg),
-                                          output_layer_time(job.shape, cfg, job.partition))
-        return self.per_sequence[key, mb]
+            head = output_layer_time(job.shape, cfg, job.partition)
+            for depth, (compute, flops, overhead) in zip(pps, compute_by_depth(job.shape, cfg, job.partition, pps)):
+                self.per_sequence[(tp, depth, cp, ep), mb] = (compute / mb, flops / mb, overhead, head)
+            cost = self.per_sequence[key, mb]
+        return cost
 
     def representative(self, layout, i: int) -> TrainConfig:
         """The configuration a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""
