@@ -355,7 +355,7 @@ class _Search:
         else:
             compute, tp_time, ep_time, optimizer = bound_terms(self.job.shape, cfg, self.job.partition)
             flops_time = 0.0    # read by the MFU objective's bound only
-        head = output_layer_time(self.job.shape, cfg, self.job.partition)
+        head = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])[3]   # the output layer's time (expand read it)
         bound = self.bound(cfg.gpus, step_bound(compute + tp_time + ep_time, optimizer, pp, max(vps), cfg.microbatches,
                                                 head), compute + optimizer, flops_time)
         if self.audit is not None:
