@@ -4,6 +4,9 @@ between the configurations a search estimates (model/step.py assembles the step)
 
 from __future__ import annotations
 
+from itertools import chain
+from typing import NamedTuple
+
 import attrs
 
 from ..compiler.formats import is_narrow, value_bytes
@@ -15,7 +18,6 @@ from .compute import op_time
 from .config import TrainConfig
 from .memo import remember as _remember
 from .shape import ModelShape
-from .ops import Op
 from .workload import after_routing_ops, backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
@@ -91,11 +93,12 @@ LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "chec
 PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and CP strides
 _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
-_MIXER: dict[tuple, list[tuple[Op, float]]] = {}
-_ROUTED: dict[tuple, list[tuple[Op, float]]] = {}
-_AFTER_ROUTING: dict[tuple, list[tuple[Op, float]]] = {}
+_MIXER: dict[tuple, _Timed] = {}
+_ROUTED: dict[tuple, _Timed] = {}
+_AFTER_ROUTING: dict[tuple, _Timed] = {}
 _ALL_TO_ALL: dict[tuple, float] = {}
 _LOGITS: dict[tuple, float] = {}
+_TP_ALL_REDUCE: dict[tuple, float] = {}
 _RECOMPUTE_FLOPS: dict[tuple, float] = {}
 
 
@@ -120,7 +123,7 @@ def layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, 
     tiers = partition.tiers
     forward, backward, attention, gemms, ops = layer_compute(shape, cfg, partition.node.accelerator, moe, local)
     recompute = recompute_model.time(shape, cfg, moe, forward, ops)
-    tp = _tp_exposed(shape, cfg, tiers, gemms)
+    tp = _tp_exposed(shape, cfg, partition, gemms)
     cp = context.ring_exposed(shape, cfg, tiers, attention)
     ep = _ep_exposed(shape, cfg, partition, forward + backward) + routed.host_exposed(shape, cfg) if moe else 0.0
     return _remember(_LAYERS, key, Layer(forward, backward, recompute, tp, cp, ep))
@@ -135,6 +138,7 @@ def clear_caches() -> None:
     _AFTER_ROUTING.clear()
     _ALL_TO_ALL.clear()
     _LOGITS.clear()
+    _TP_ALL_REDUCE.clear()
     _RECOMPUTE_FLOPS.clear()
 
 
@@ -150,20 +154,27 @@ def layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
     if parts is not None:
         return parts
     if shape.parallel_block and not moe:   # the MLP's first GEMM is fused into the first projection
-        times = _timed(shape, cfg, chip, local, layer_forward(shape, cfg, moe, local))
+        parts = (_timed(shape, cfg, chip, local, layer_forward(shape, cfg, moe, local)),)
     elif moe:   # the routed experts' ops depend on the tokens each GPU routes and ep alone
-        times = [*_mixer(shape, cfg, chip, local), *_routed(shape, cfg, chip), *_after_routing(shape, cfg, chip)]
+        parts = (_mixer(shape, cfg, chip, local), _routed(shape, cfg, chip), _after_routing(shape, cfg, chip))
     else:   # the same projections and attention in dense and MoE layers: timed once for both
-        times = [*_mixer(shape, cfg, chip, local), *_timed(shape, cfg, chip, local, mlp_ops(shape, cfg, moe))]
-    # (lists rather than generators: the same sums, in the same order, with fewer calls)
-    forward = sum([t for _, t in times])
-    backward = sum([t * backward_factor(op) for op, t in times])
-    attention = sum([t for op, t in times if op.kind == "attention"])
-    gemms = sum([t for op, t in times if op.kind == "gemm"])
-    return _remember(_COMPUTE, key, (forward, backward, attention, gemms, tuple([(op.name, t) for op, t in times])))
+        parts = (_mixer(shape, cfg, chip, local), _timed(shape, cfg, chip, local, mlp_ops(shape, cfg, moe)))
+    # each sum over the layer's ops in order (the parts' terms were computed as they were timed)
+    return _remember(_COMPUTE, key, tuple([sum(chain.from_iterable([part[i] for part in parts])) for i in range(4)])
+                     + (tuple(chain.from_iterable([part.named for part in parts])),))
 
 
-def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> list[tuple[Op, float]]:
+class _Timed(NamedTuple):
+    """Ops timed in order: what `layer_compute` sums, term by term, for each op."""
+
+    forward: tuple[float, ...]             # forward seconds
+    backward: tuple[float, ...]            # forward seconds x the op's backward factor
+    attention: tuple[float, ...]           # the attention ops' forward seconds
+    gemms: tuple[float, ...]               # the GEMMs' forward seconds
+    named: tuple[tuple[str, float], ...]   # (name, forward seconds)
+
+
+def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> _Timed:
     """The projections' and attention's forward seconds (workload.mixer_ops), by op."""
     key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, cfg.cp_balanced, chip,
            local)
@@ -173,7 +184,7 @@ def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> list[tuple
     return timed
 
 
-def _routed(shape: ModelShape, cfg: TrainConfig, chip) -> list[tuple[Op, float]]:
+def _routed(shape: ModelShape, cfg: TrainConfig, chip) -> _Timed:
     """The routed experts' forward seconds by op (model/moe.py `layer_ops`: it reads the
     tokens one GPU routes, ep and the capacity factor; the ops are timed at the precision)."""
     key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, chip)
@@ -183,7 +194,7 @@ def _routed(shape: ModelShape, cfg: TrainConfig, chip) -> list[tuple[Op, float]]
     return timed
 
 
-def _after_routing(shape: ModelShape, cfg: TrainConfig, chip) -> list[tuple[Op, float]]:
+def _after_routing(shape: ModelShape, cfg: TrainConfig, chip) -> _Timed:
     """The shared experts' and the elementwise work's forward seconds by op (workload.py
     `after_routing_ops`: they read the tokens of the micro-batch's CP chunk, tp, sp, the
     precision and the stack, not ep)."""
@@ -194,10 +205,13 @@ def _after_routing(shape: ModelShape, cfg: TrainConfig, chip) -> list[tuple[Op, 
     return timed
 
 
-def _timed(shape: ModelShape, cfg: TrainConfig, chip, local: bool, ops) -> list[tuple[Op, float]]:
+def _timed(shape: ModelShape, cfg: TrainConfig, chip, local: bool, ops) -> _Timed:
     # with contiguous CP chunks every ring step waits for the rank with the most causal work
     imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
-    return [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0)) for op in ops]
+    times = [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0)) for op in ops]
+    return _Timed(tuple([t for _, t in times]), tuple([t * backward_factor(op) for op, t in times]),
+                  tuple([t for op, t in times if op.kind == "attention"]),
+                  tuple([t for op, t in times if op.kind == "gemm"]), tuple([(op.name, t) for op, t in times]))
 
 
 def logits(shape: ModelShape, cfg: TrainConfig, chip) -> float:
@@ -224,13 +238,17 @@ def activation_message(shape: ModelShape, cfg: TrainConfig) -> float:
     return 2 * tokens * shape.hidden / (cfg.tp if cfg.sp else 1)
 
 
-def _tp_exposed(shape: ModelShape, cfg: TrainConfig, tiers, gemms: float) -> float:
+def _tp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, gemms: float) -> float:
     """Two all-reduces (or reduce-scatter + all-gather pairs) forward, two backward, two
     more when the forward is recomputed; overlapped with the GEMMs by stacks that can."""
     if cfg.tp == 1:
         return 0.0
-    stages = comms.place(cfg.tp, cfg.stride("tp"), tiers)
-    one = comms.all_reduce(activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), stages)
+    nbytes, stride = activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1), cfg.stride("tp")
+    # one all-reduce reads its bytes and where the group sits alone: shared by every recompute choice
+    key = (nbytes, cfg.tp, stride, partition)
+    one = _TP_ALL_REDUCE.get(key)
+    if one is None:
+        one = _remember(_TP_ALL_REDUCE, key, comms.all_reduce(nbytes, comms.place(cfg.tp, stride, partition.tiers)))
     # With sequence parallelism the backward needs the layer input gathered again
     # (Korthikanti et al. 2022, Sec 4.2.2): half an all-reduce more.
     count = 4 + recompute_model.tp_collectives(cfg) + (0.5 if cfg.sp else 0)

@@ -6,6 +6,7 @@ micro-batches, buffers."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 
 import attrs
 
@@ -113,7 +114,16 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
     """Bytes one layer keeps for backward, for one micro-batch, on one GPU, with `cfg`'s
     recompute choice or `recompute` (averaged over the layers when only every k-th
     recomputes: model/recompute.py)."""
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
+    return _tokens(cfg, cfg.microbatch) * _kept_per_token(shape, cfg, moe, recompute)
+
+
+def _tokens(cfg: TrainConfig, microbatch: int) -> float:
+    """Tokens of one micro-batch of `microbatch` sequences on one GPU (its CP chunk)."""
+    return microbatch * cfg.seq / cfg.cp
+
+
+def _kept_per_token(shape: ModelShape, cfg: TrainConfig, moe: bool, recompute: str | None) -> float:
+    """Bytes per token one layer keeps for backward (it does not depend on the micro-batch)."""
     recompute = cfg.recompute if recompute is None else recompute
     key = (shape, cfg.seq, cfg.tp, cfg.sp, cfg.precision, cfg.stack, moe, recompute, cfg.recompute_modules,
            cfg.recompute_every)
@@ -123,7 +133,7 @@ def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = 
         op_level = op_level_kept(shape, cfg, moe) if "op_level" in modules(cfg) else 0.0
         kept = _remember(_KEPT, key, kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute,
                                                 op_level))
-    return tokens * kept
+    return kept
 
 
 def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> dict[str, float]:
@@ -151,17 +161,18 @@ def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> 
     return parts
 
 
-def in_flight(cfg: TrainConfig, vp: int | None = None) -> float:
+def in_flight(cfg: TrainConfig, vp: int | None = None, microbatches: int | None = None) -> float:
     """Micro-batches whose activations the first stage holds at once, with `cfg`'s virtual
-    stages or `vp`: 1F1B at most pp (interleaved a little more: Narayanan et al. 2021, Sec
+    stages or `vp` (and its micro-batches per pipeline or `microbatches`): 1F1B at most pp (interleaved a little more: Narayanan et al. 2021, Sec
     2.2.2); GPipe all of them, since every forward runs before the first backward (Huang et
     al. 2019). Without a pipeline, gradient accumulation runs each micro-batch's backward
     right after its forward."""
     if cfg.pp == 1:
         return 1.0
+    microbatches = cfg.microbatches if microbatches is None else microbatches
     if cfg.gpipe:
-        return float(cfg.microbatches)
-    flight = float(min(cfg.pp, cfg.microbatches))
+        return float(microbatches)
+    flight = float(min(cfg.pp, microbatches))
     vp = cfg.virtual_stages if vp is None else vp
     if vp > 1:
         flight *= 1 + (cfg.pp - 1) / (cfg.pp * vp)
@@ -175,30 +186,70 @@ def memory(shape: ModelShape, cfg: TrainConfig) -> Memory:
     return Memory(weights, grads, optimizer, activations, _logits_bytes(shape, cfg), BUFFER_BYTES, offloaded)
 
 
-def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps) -> dict[tuple[str, int, int], float]:
+def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps,
+                microbatch: int | None = None) -> dict[tuple[str, int, int], float]:
     """`memory(shape, cfg').total` for every cfg' that is `cfg` with a (recompute, zero, vp)
-    of the grid, keyed so: each part is computed once for the choices it depends on (the
+    of the grid (and the micro-batch `microbatch`, if given), keyed (recompute, zero, vp):
+    each part is computed once for the choices it depends on, without building cfg' (the
     same arithmetic in the same order, so the totals are equal to the last bit)."""
-    states = {z: model_state(shape, cfg, z) for z in zeros}
-    layers = {r: _per_layer(shape, cfg, r) for r in recomputes}
-    flights = {v: in_flight(cfg, v) for v in vps}
-    logits = _logits_bytes(shape, cfg)
+    mb = cfg.microbatch if microbatch is None else microbatch
+    tokens = _tokens(cfg, mb)
+    flights = _flights(cfg, vps, mb)
+    layers = [(r, _per_layer(shape, cfg, r, tokens)) for r in recomputes]
+    logits = _logits_bytes(shape, cfg, tokens)
     stage_layers = shape.layers / cfg.pp
     out = {}
-    for z, (weights, grads, optimizer) in states.items():
-        for r, per_layer in layers.items():
-            stage = per_layer * stage_layers
-            for v, flight in flights.items():
-                activations, _ = _on_gpu(cfg, stage * flight, per_layer)
-                out[r, z, v] = weights + grads + optimizer + activations + logits + BUFFER_BYTES
+    for z in zeros:
+        state = _state_total(shape, cfg, z)
+        for r, per_layer in layers:
+            for v, total in zip(vps, _stage_totals(cfg, state, per_layer, stage_layers, flights, logits)):
+                out[r, z, v] = total
     return out
 
 
-def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None) -> float:
-    """Bytes one micro-batch leaves on a layer, averaged over dense and MoE layers."""
+def least_memory_by_microbatch(shape: ModelShape, cfg: TrainConfig, recompute: str, zero: int, vps,
+                               microbatches) -> Iterator[float]:
+    """For each of `microbatches` in turn, the least over `vps` of `memory_grid(shape, cfg,
+    (recompute,), (zero,), vps, microbatch)` (equal to the last bit), what does not depend on
+    the micro-batch computed once: a search asks it of every micro-batch of every layout."""
+    state = _state_total(shape, cfg, zero)
+    kept = (_kept_per_token(shape, cfg, False, recompute), _kept_per_token(shape, cfg, True, recompute))
+    stage_layers = shape.layers / cfg.pp
+    for mb in microbatches:
+        tokens = _tokens(cfg, mb)
+        yield min(_stage_totals(cfg, state, _mean_layer(shape, tokens, *kept), stage_layers, _flights(cfg, vps, mb),
+                                _logits_bytes(shape, cfg, tokens)))
+
+
+def _state_total(shape: ModelShape, cfg: TrainConfig, zero: int) -> float:
+    weights, grads, optimizer = model_state(shape, cfg, zero)
+    return weights + grads + optimizer    # (Memory.total's order of addition)
+
+
+def _flights(cfg: TrainConfig, vps, microbatch: int) -> list[float]:
+    """`in_flight` of `cfg` with micro-batch `microbatch`, for each vp of `vps`."""
+    count = cfg.batch // (cfg.dp * microbatch)      # TrainConfig.microbatches
+    count = count if count > 1 else 1
+    return [in_flight(cfg, v, count) for v in vps]
+
+
+def _stage_totals(cfg: TrainConfig, state: float, per_layer: float, stage_layers: float, flights: list[float],
+                  logits: float) -> list[float]:
+    """Memory.total for each in-flight count of `flights` (`state`: weights + gradients + optimizer)."""
+    stage = per_layer * stage_layers
+    return [state + _on_gpu(cfg, stage * flight, per_layer)[0] + logits + BUFFER_BYTES for flight in flights]
+
+
+def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None, tokens: float | None = None) -> float:
+    """Bytes one micro-batch (of `tokens` per GPU, if given) leaves on a layer, averaged over dense and MoE layers."""
+    tokens = _tokens(cfg, cfg.microbatch) if tokens is None else tokens
+    return _mean_layer(shape, tokens, _kept_per_token(shape, cfg, False, recompute),
+                       _kept_per_token(shape, cfg, True, recompute))
+
+
+def _mean_layer(shape: ModelShape, tokens: float, kept_dense: float, kept_moe: float) -> float:
     moe_share = shape.moe_layers / shape.layers if shape.layers else 0
-    return ((1 - moe_share) * activation_bytes_per_layer(shape, cfg, False, recompute)
-            + moe_share * activation_bytes_per_layer(shape, cfg, True, recompute))
+    return (1 - moe_share) * (tokens * kept_dense) + moe_share * (tokens * kept_moe)
 
 
 def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[float, float]:
@@ -211,6 +262,6 @@ def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[flo
     return activations, offloaded
 
 
-def _logits_bytes(shape: ModelShape, cfg: TrainConfig) -> float:
-    tokens = cfg.microbatch * cfg.seq / cfg.cp
+def _logits_bytes(shape: ModelShape, cfg: TrainConfig, tokens: float | None = None) -> float:
+    tokens = _tokens(cfg, cfg.microbatch) if tokens is None else tokens
     return tokens * shape.vocab / cfg.tp * 4 * 2      # fp32 logits and their gradient, last stage

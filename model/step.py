@@ -24,7 +24,8 @@ from .ops import gemm
 from .ranks import rank_partition
 from .shape import ModelShape
 
-__all__ = ["LAYER_NEUTRAL", "Breakdown", "Estimate", "clear_caches", "compute_time", "estimate", "layer_key",
+__all__ = ["LAYER_NEUTRAL", "Breakdown", "Estimate", "clear_caches", "compute_by_depth", "compute_time", "estimate",
+           "layer_key",
            "moe_overhead_time", "optimizer_time"]
 
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
@@ -125,8 +126,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
-    breakdown = Breakdown(compute, _per_step(shape, cfg, dense, moe, "recompute"), _per_step(shape, cfg, dense, moe, "tp"),
-                          _per_step(shape, cfg, dense, moe, "cp"), _per_step(shape, cfg, dense, moe, "ep"), m * p2p,
+    breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")), m * p2p,
                           bubble, dp, optimizer, offload=offload.exposed(shape, cfg, partition, dense, moe))
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
@@ -148,6 +148,7 @@ def clear_caches() -> None:
     """Forget every memoized layer and host cost (benchmarks measure cold searches)."""
     layer_cost.clear_caches()
     _DP_TRAFFIC.clear()
+    _OPTIMIZER.clear()
     memory_model.clear_caches()
     dpu.clear_caches()
 
@@ -161,8 +162,7 @@ def bound_terms(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tu
     dense, moe = blend(shape, cfg, partition, False), blend(shape, cfg, partition, True)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward),
                             logits(shape, cfg, chip))
-    return (compute, _per_step(shape, cfg, dense, moe, "tp"), _per_step(shape, cfg, dense, moe, "ep"),
-            optimizer_time(shape, cfg, partition))
+    return (compute, *_per_step(shape, cfg, dense, moe, ("tp", "ep")), optimizer_time(shape, cfg, partition))
 
 
 def _check(cfg: TrainConfig) -> None:
@@ -170,15 +170,16 @@ def _check(cfg: TrainConfig) -> None:
         raise ValueError(f"every parallel width, the micro-batch and the batch must be >= 1: {cfg}")
 
 
-def _per_step(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer, field: str) -> float:
-    """One component of the layers' cost over a step: the stage's layers and its share of
-    the MTP modules' layers (like the last), every micro-batch."""
+def _per_step(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer, fields: tuple[str, ...]) -> list[float]:
+    """Components of the layers' cost over a step, one per field: the stage's layers and its
+    share of the MTP modules' layers (like the last), every micro-batch."""
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     m = cfg.microbatches
     last = moe if shape.is_moe else dense
-    return (m * (dense_layers * getattr(dense, field) + moe_layers * getattr(moe, field))
-            + m * shape.mtp / cfg.pp * getattr(last, field))
+    mtp_share = m * shape.mtp / cfg.pp
+    return [m * (dense_layers * getattr(dense, f) + moe_layers * getattr(moe, f)) + mtp_share * getattr(last, f)
+            for f in fields]
 
 
 def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:
@@ -191,19 +192,33 @@ def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> t
             model_flops / peak(chip, cfg.precision))
 
 
+def compute_by_depth(shape: ModelShape, cfg: TrainConfig, partition: Partition,
+                     pps) -> list[tuple[float, float, float]]:
+    """For `cfg` with each pipeline depth of `pps` in turn: `compute_time`'s two terms and
+    `moe_overhead_time` (the same arithmetic), the per-layer work shared by every depth."""
+    chip = partition.node.accelerator
+    dense, moe = blend_compute(shape, cfg, chip, False), blend_compute(shape, cfg, chip, True)
+    head = logits(shape, cfg, chip)
+    flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq / peak(chip, cfg.precision)
+    return [(_compute_term(shape, cfg, chip, dense, moe, head, pp), flops, moe_overhead_time(shape, cfg, pp))
+            for pp in pps]
+
+
 def _compute_term(shape: ModelShape, cfg: TrainConfig, chip, dense: tuple[float, float], moe: tuple[float, float],
-                  logits: float) -> float:
+                  logits: float, pp: int | None = None) -> float:
     """The breakdown's compute: the stage's layers forward and backward (`dense`, `moe`: one
     mean layer's), the output layer, and its share of the MTP modules (a layer like the
-    last, the output head again and the projection), every micro-batch."""
-    moe_layers = shape.moe_layers / cfg.pp
-    dense_layers = shape.layers / cfg.pp - moe_layers
+    last, the output head again and the projection), every micro-batch (`pp`: for `cfg`
+    with that many stages)."""
+    pp = cfg.pp if pp is None else pp
+    moe_layers = shape.moe_layers / pp
+    dense_layers = shape.layers / pp - moe_layers
     m = cfg.microbatches
     compute = m * (dense_layers * dense[0] + moe_layers * moe[0]) + m * (dense_layers * dense[1] + moe_layers * moe[1])
     compute += m * logits
     if shape.mtp:
         last = moe if shape.is_moe else dense
-        compute += m * shape.mtp / cfg.pp * (last[0] + last[1] + logits + _mtp_projection(shape, cfg, chip))
+        compute += m * shape.mtp / pp * (last[0] + last[1] + logits + _mtp_projection(shape, cfg, chip))
     return compute
 
 
@@ -213,12 +228,13 @@ def output_layer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition)
     return logits(shape, cfg, partition.node.accelerator)
 
 
-def moe_overhead_time(shape: ModelShape, cfg: TrainConfig) -> float:
+def moe_overhead_time(shape: ModelShape, cfg: TrainConfig, pp: int | None = None) -> float:
     """A floor of `estimate`'s EP term: the host time of the stage's MoE layers (MTP's
     included), paid by every micro-batch whatever the placement (0 for a dense model)."""
     if not shape.is_moe:
         return 0.0
-    return cfg.microbatches * (shape.moe_layers + shape.mtp) / cfg.pp * routed.host_exposed(shape, cfg)
+    pp = cfg.pp if pp is None else pp
+    return cfg.microbatches * (shape.moe_layers + shape.mtp) / pp * routed.host_exposed(shape, cfg)
 
 
 def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer_pass: float) -> float:
@@ -293,9 +309,20 @@ def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) ->
     """The optimizer term of `estimate`'s breakdown: Adam's pass over this GPU's shards (dense
     and routed-expert state shard over their own groups: model/sharding.py), the bytes it moves
     per parameter at the state's precisions (model/optimizer.py)."""
-    dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
-    experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
-    return (dense + experts) * adam.step_bytes(cfg) / hbm_rate(partition.node.accelerator)
+    # read for every estimate and bound: memoized by the fields it reads (the layout, the shard
+    # group, the ZeRO stage, and what model/optimizer.py `step_bytes` reads)
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.zero, cfg.optimizer_state,
+           cfg.master_weights, cfg.stack, cfg.precision, partition)
+    seconds = _OPTIMIZER.get(key)
+    if seconds is None:
+        dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)
+        experts = expert_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg, expert=True)
+        seconds = remember(_OPTIMIZER, key, (dense + experts) * adam.step_bytes(cfg)
+                           / hbm_rate(partition.node.accelerator))
+    return seconds
+
+
+_OPTIMIZER: dict[tuple, float] = {}
 
 
 def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:

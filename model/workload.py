@@ -137,4 +137,7 @@ def backward_factor(op: Op) -> float:
     the probabilities and that and writes dS, QK^T's two gradients read dS): ESTIMATE 2x."""
     if op.kind == "attention" and op.m:
         return 2.0
-    return {"gemm": 2.0, "attention": 2.5, "elementwise": 2.0}[op.kind]
+    return _BACKWARD_FACTOR[op.kind]
+
+
+_BACKWARD_FACTOR = {"gemm": 2.0, "attention": 2.5, "elementwise": 2.0}

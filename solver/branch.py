@@ -3,6 +3,7 @@ configuration of a (tp, pp, cp, ep, dp, micro-batch) evaluated or cut by a bound
 
 from __future__ import annotations
 
+import collections
 import itertools
 
 from ..model.memory import memory_grid
@@ -33,7 +34,7 @@ def visit(search, branch) -> None:
     def fits(rc: str, z: int, vp: int) -> bool:
         return need[rc, z, vp] <= lim.memory
 
-    status: dict[tuple, str] = {}
+    evaluated: set[tuple] = set()   # the leaves offered; every other is cut, counted at the end
     cache: dict[tuple, Estimate] = {}
     fixed = {"none": fixed_time(rep)}        # compute + recompute + TP, per recompute choice ("none": the least)
     redo = {"none": 0.0}                      # recompute time, per recompute choice
@@ -54,17 +55,11 @@ def visit(search, branch) -> None:
             rc, z, vp, order = key
             cache[key] = search.estimate(search.config(tp, pp, dp, cp, ep, mb, vp, rc, z, order))
         e = cache[key]
-        if key not in status:
-            status[key] = "evaluated"
+        if key not in evaluated:
+            evaluated.add(key)
             search.offer(e)
         fixed[key[0]], redo[key[0]] = fixed_time(e), e.breakdown.recompute
         return e
-
-    def cut(keys, kind: str = "bound") -> None:
-        for key in keys:
-            if key not in status:
-                status[key] = kind
-                search.pruned[kind] += 1
 
     def live(z: int, order: tuple) -> list[tuple]:
         return [(rc, z, vp, order) for rc in recomputes for vp in vps if fits(rc, z, vp)]
@@ -78,28 +73,26 @@ def visit(search, branch) -> None:
         # the order's CP + EP + PP time: the representative's for its order, else at least its EP time
         comm = b.cp + b.ep + b.pp if order == orders[0] else b.ep
         for i, z in enumerate(zeros):
-            keys = [k for k in live(z, order) if k not in status]
+            keys = [k for k in live(z, order) if k not in evaluated]
             if not keys:
                 continue
+            # (a bound that cuts leaves them unevaluated: the count at the end counts them cut)
             if bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= search.top.threshold:
-                cut(k for later in zeros[i:] for k in live(later, order))
-                break
+                break   # this stage and the later ones
             probe = evaluate((frugal, z, vp0, order)).breakdown
             comm = probe.cp + probe.ep + probe.pp
             if bound("none", comm, 0.0, floor_optimizer, vmax, order=order) >= search.top.threshold:
-                cut(k for later in zeros[i:] for k in live(later, order))
                 break
             if bound("none", comm, probe.dp, probe.optimizer, vmax, order=order, zero=z) >= search.top.threshold:
-                cut(keys)
-                continue
+                continue   # this stage
             for key in keys:
-                if key in status:
-                    continue
                 rc, _, vp, _ = key
-                if bound(rc, comm, probe.dp, probe.optimizer, vp, order=order, zero=z, recompute=rc,
-                         vp=vp) >= search.top.threshold:
-                    cut((key,))
-                else:
+                if key not in evaluated and not bound(rc, comm, probe.dp, probe.optimizer, vp, order=order, zero=z,
+                                                      recompute=rc, vp=vp) >= search.top.threshold:
                     evaluate(key)
+    # every leaf not evaluated was cut: by memory where it does not fit, else by a bound
+    seen = collections.Counter([key[:3] for key in evaluated])     # (recompute, zero, vp) -> orders evaluated
     for rc, z, vp in itertools.product(recomputes, zeros, vps):
-        cut(((rc, z, vp, order) for order in orders), "bound" if fits(rc, z, vp) else "memory")
+        left = len(orders) - seen[rc, z, vp]
+        if left:
+            search.pruned["bound" if fits(rc, z, vp) else "memory"] += left

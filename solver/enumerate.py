@@ -261,7 +261,8 @@ def data_parallels(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) 
     if valid): the GPU count is searched in whole replicas, up to the job's GPUs."""
     most = space_.gpus // (tp * pp * cp)
     pinned = job.pinned.get("dp")
-    candidates = [int(pinned)] if pinned is not None else range(most, 0, -1)
+    # (a replica count divides the batch: its divisors up to `most`, most first)
+    candidates = [int(pinned)] if pinned is not None else reversed(divisors(job.batch, most) if job.batch > 0 else ())
     shard = int(space_.pinned_only.get("shard", 0))
     # a searched shard group is a proper hybrid one (a group of every rank is plain ZeRO, shard = 0)
     proper = "shard" in space_.searched and shard > 0
@@ -276,11 +277,19 @@ def data_parallel(job: Job, space_: Space, tp: int, pp: int, cp: int, ep: int) -
     return next(iter(data_parallels(job, space_, tp, pp, cp, ep)), 0)
 
 
-@functools.lru_cache(maxsize=16384)   # asked for every layout of a search
 def orders(tp: int, pp: int, dp: int, cp: int, ep: int = 1) -> tuple[tuple[str, ...], ...]:
     """Placement orders with distinct strides: tp innermost, then each order of the
     dimensions above one, size-one dimensions last; with experts, only the orders whose
     stages hold whole expert groups of consecutive ranks (the pipeline stride a multiple of ep)."""
+    if pp == 1 and (tp * cp * dp) % ep == 0:
+        ep = 1   # without a pipeline, pp is last: its stride is tp x cp x dp in every order
+    if ep == 1:   # every order qualifies: only which dimensions are above one matters
+        return _orders(1, min(pp, 2), min(dp, 2), min(cp, 2), 1)
+    return _orders(tp, pp, dp, cp, ep)
+
+
+@functools.lru_cache(maxsize=16384)   # asked for every layout of a search
+def _orders(tp: int, pp: int, dp: int, cp: int, ep: int) -> tuple[tuple[str, ...], ...]:
     size = {"tp": tp, "cp": cp, "dp": dp, "pp": pp}
     placed = [d for d in PLACED if size[d] > 1]
     rest = tuple(d for d in PLACED if size[d] == 1)

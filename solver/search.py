@@ -75,9 +75,8 @@ import time
 
 from ..model.config import TrainConfig
 from ..model.job import Job
-from ..model.memory import memory, memory_grid
-from ..model.step import (Estimate, bound_terms, compute_time, estimate, moe_overhead_time, optimizer_time,
-                          output_layer_time)
+from ..model.memory import least_memory_by_microbatch, memory
+from ..model.step import Estimate, bound_terms, compute_by_depth, estimate, optimizer_time, output_layer_time
 from . import enumerate as space_def
 from .bounds import SAFETY, JobPower, ObjectiveBound, bubble_share, compute_monotone, step_bound
 from .branch import visit
@@ -119,6 +118,8 @@ class _Search:
         self.top_zero = max(space.zeros)
         self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
+        pinned = self.job.pinned.get("microbatch")
+        self.largest_microbatch = int(pinned) if pinned is not None else space_def.MAX_MICROBATCH
 
     def checked(self, bound: float, **fields) -> float:
         """Show `bound` to the audit (callers skip the call, and building its fields, when
@@ -194,13 +195,15 @@ class _Search:
         # best-first frontier: (bound, seq, kind, node, leaves covered)
         self.pending, self.seq = [], itertools.count()
         per_vp = len(space.recomputes) * len(space.zeros)
-        leaf_counts: dict[tuple, tuple[int, ...]] = {}   # (inner choices, orders) -> leaves per micro-batch
+        # (pp, dp, orders) -> (inner choices, leaves per micro-batch): the inner choices depend on pp and dp alone
+        choices: dict[tuple[int, int, int], tuple[tuple, tuple[int, ...]]] = {}
         for tp, pp, cp, ep, dp in space_def.branches(job, space):
             orders = space_def.orders(tp, pp, dp, cp, ep)
-            inner = space_def.inner_choices(job, pp, dp)
-            leaves = leaf_counts.get((inner, len(orders)))
-            if leaves is None:
-                leaves = leaf_counts[inner, len(orders)] = tuple(len(vps) * per_vp * len(orders) for _, vps in inner)
+            known = choices.get((pp, dp, len(orders)))
+            if known is None:
+                inner = space_def.inner_choices(job, pp, dp)
+                known = choices[pp, dp, len(orders)] = (inner, tuple(len(vps) * per_vp * len(orders) for _, vps in inner))
+            inner, leaves = known
             self.total += sum(leaves)
             gpus = tp * pp * cp * dp
             if self.power_limit is not None and not self.power_limit.holds(self.power.floor(gpus)):
@@ -238,10 +241,11 @@ class _Search:
         job = self.job
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         all_vps = space_def.vp_candidates(job, pp)
+        # the least-memory configuration of the smallest micro-batch: the others' memory is read off it
+        frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
         fitting = 0
-        for mb, _ in inner:
-            frugal = self.config(tp, pp, dp, cp, ep, mb, 1, self.frugal_recompute, self.top_zero, orders[0])
-            least = min(memory_grid(job.shape, frugal, (self.frugal_recompute,), (self.top_zero,), all_vps).values())
+        for least in least_memory_by_microbatch(job.shape, frugal, self.frugal_recompute, self.top_zero, all_vps,
+                                                [mb for mb, _ in inner]):
             if least > self.lim.memory:   # nor does any larger micro-batch fit
                 break
             fitting += 1
@@ -249,9 +253,9 @@ class _Search:
         if not fitting:
             return
         layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
-        # The optimizer at the highest ZeRO stage: the least of every configuration of the layout.
-        optimizer = optimizer_time(job.shape, self.config(tp, pp, dp, cp, ep, inner[0][0], 1, "none",
-                                                          self.top_zero, orders[0]), job.partition)
+        # The optimizer at the highest ZeRO stage: the least of every configuration of the
+        # layout (it reads neither the micro-batch nor the recompute: frugal's is theirs).
+        optimizer = optimizer_time(job.shape, frugal, job.partition)
         if fitting > 1 and compute_monotone(job, tp, cp, ep, [mb for mb, _ in inner[:fitting]]):
             # Compute per step never grows with the micro-batch: the largest that fits
             # bounds them all, and the most micro-batches bound the bubble's share.
@@ -280,8 +284,7 @@ class _Search:
         if key not in self.widest and self.first:   # the most replicas of this (tp, pp, cp, ep): opened at once
             self.widest[key] = dp
             return None
-        pinned = self.job.pinned.get("microbatch")
-        largest = int(pinned) if pinned is not None else space_def.MAX_MICROBATCH
+        largest = self.largest_microbatch
         mbs = [mb for mb, _ in inner]
         if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
             mbs = [largest]     # compute per sequence there is the least of every micro-batch's
@@ -302,15 +305,19 @@ class _Search:
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
         at micro-batch `mb`, the MoE host overhead and the output layer's seconds per
-        micro-batch: the same for every dp."""
-        if (key, mb) not in self.per_sequence:
+        micro-batch: the same for every dp, and computed for every pp at once (the layers'
+        work does not depend on it)."""
+        cost = self.per_sequence.get((key, mb))
+        if cost is None:
             tp, pp, cp, ep = key
             job = self.job
+            pps = [depth for depth in self.space.pps if tp * depth * cp <= self.space.gpus]   # (as `branches`)
             cfg = self.make_config(tp, pp, 1, cp, ep, mb, 1, "none", self.top_zero, order, batch=mb)
-            compute, flops = compute_time(job.shape, cfg, job.partition)
-            self.per_sequence[key, mb] = (compute / mb, flops / mb, moe_overhead_time(job.shape, cfg),
-                                          output_layer_time(job.shape, cfg, job.partition))
-        return self.per_sequence[key, mb]
+            head = output_layer_time(job.shape, cfg, job.partition)
+            for depth, (compute, flops, overhead) in zip(pps, compute_by_depth(job.shape, cfg, job.partition, pps)):
+                self.per_sequence[(tp, depth, cp, ep), mb] = (compute / mb, flops / mb, overhead, head)
+            cost = self.per_sequence[key, mb]
+        return cost
 
     def representative(self, layout, i: int) -> TrainConfig:
         """The configuration a micro-batch branch is bounded with: no recompute, the highest ZeRO stage."""
@@ -348,7 +355,7 @@ class _Search:
         else:
             compute, tp_time, ep_time, optimizer = bound_terms(self.job.shape, cfg, self.job.partition)
             flops_time = 0.0    # read by the MFU objective's bound only
-        head = output_layer_time(self.job.shape, cfg, self.job.partition)
+        head = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])[3]   # the output layer's time (expand read it)
         bound = self.bound(cfg.gpus, step_bound(compute + tp_time + ep_time, optimizer, pp, max(vps), cfg.microbatches,
                                                 head), compute + optimizer, flops_time)
         if self.audit is not None:

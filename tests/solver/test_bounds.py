@@ -248,3 +248,30 @@ def test_the_searchs_shortcuts_equal_the_model(p):
         assert compute == e.breakdown.compute
         assert same(flops, e.mfu * e.step_time * c.gpus)
         assert moe_overhead_time(job.shape, c) <= e.breakdown.ep * (1 + 1e-12)
+
+
+@settings(max_examples=max(10, EXAMPLES // 3), deadline=None)
+@given(designs.designs(limits=False, variants=None))
+def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p):
+    """What the search reads off one configuration for others, to the last bit: memory at
+    another micro-batch (`memory_grid`'s, `least_memory_by_microbatch`'s), and the compute
+    term, model FLOPs and MoE overhead at another pipeline depth (`compute_by_depth`)."""
+
+    from gclc.model.memory import least_memory_by_microbatch, memory_grid
+    from gclc.model.step import compute_by_depth, compute_time, moe_overhead_time
+
+    job = designs.job(p)
+    mbs, pps = (1, 2, 3, 4, 8), (1, 2, 3, 4)
+    for e in itertools.islice(everything(job), 200):
+        c = e.config
+        for mb in mbs:
+            other = attrs.evolve(c, microbatch=mb)
+            for (rc, z, vp), total in memory_grid(job.shape, c, RECOMPUTE, (1, 3), (1, 2), mb).items():
+                assert total == memory(job.shape, attrs.evolve(other, recompute=rc, zero=z, vp=vp)).total
+        least = list(least_memory_by_microbatch(job.shape, c, "full", 3, (1, 2), mbs))
+        assert least == [min(memory(job.shape, attrs.evolve(c, microbatch=mb, recompute="full", zero=3, vp=vp)).total
+                             for vp in (1, 2)) for mb in mbs]
+        for pp, (compute, flops, overhead) in zip(pps, compute_by_depth(job.shape, c, job.partition, pps)):
+            deeper = attrs.evolve(c, pp=pp)
+            assert (compute, flops) == compute_time(job.shape, deeper, job.partition)
+            assert overhead == moe_overhead_time(job.shape, deeper)

@@ -112,3 +112,16 @@ def test_every_replica_count_that_leaves_a_valid_configuration_is_searched(p):
 
 def test_stage_two_is_left_out_unless_pinned():
     assert 2 not in enumerator.ZERO_STAGES and set(enumerator.ZERO_STAGES) == {0, 1, 3}
+
+
+def test_orders_equal_their_definition_for_every_size():
+    """`orders` shares its cache between sizes that place alike: it still returns, for every
+    size, each order of the dimensions above one whose pipeline stride holds whole expert groups."""
+    sizes = (1, 2, 3, 4, 6, 8, 61, 64)
+    for tp, pp, dp, cp, ep in itertools.product((1, 2, 8), sizes, sizes, (1, 2, 3), (1, 2, 3, 8, 64)):
+        size = {"cp": cp, "dp": dp, "pp": pp}
+        placed = [d for d in ("cp", "dp", "pp") if size[d] > 1]
+        rest = tuple(d for d in ("cp", "dp", "pp") if size[d] == 1)
+        wanted = tuple(("tp", *perm, *rest) for perm in itertools.permutations(placed)
+                       if _pipeline_stride(tp, (*perm, *rest), size) % ep == 0)
+        assert enumerator.orders(tp, pp, dp, cp, ep) == wanted, (tp, pp, dp, cp, ep)
