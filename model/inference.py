@@ -335,13 +335,25 @@ class ServeEstimate:
         return self.memory <= self.hbm
 
 
+# Chunks of one prefill timed one by one; a longer prefill (a million-token prompt, or
+# `chunk = 1`) is timed in this many runs of equal chunks, so that the planner's cost per
+# configuration stays bounded whatever the lengths (issue 12: no input may hang it).
+EXACT_CHUNKS = 512
+
+
 def first_token_time(r: Replica, prompt: float) -> float:
-    """A prompt's prefill alone, in chunks: the floor of the time to the first token."""
+    """A prompt's prefill alone, in chunks: the floor of the time to the first token. Up to
+    EXACT_CHUNKS chunks each is timed; beyond, each run of equal chunks is timed at its
+    middle chunk's cached tokens (the midpoint rule: a chunk's time grows smoothly with them)."""
     todo, done, time = prompt * (1 - r.engine.prefix_share), prompt * r.engine.prefix_share, 0.0
+    full = math.floor(todo / r.engine.chunk)
+    run = max(1, math.ceil(full / EXACT_CHUNKS)) if full > EXACT_CHUNKS else 1
     while todo > 0:
         chunk = min(todo, r.engine.chunk)
-        time += r.iteration(0, 0, chunk, r.kv.pairs(done, chunk))
-        todo, done = todo - chunk, done + chunk
+        count = min(run, math.floor(todo / chunk))
+        middle = done + (count - 1) / 2 * chunk
+        time += count * r.iteration(0, 0, chunk, r.kv.pairs(middle, chunk))
+        todo, done = todo - count * chunk, done + count * chunk
     return time
 
 
