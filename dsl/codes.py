@@ -188,6 +188,8 @@ OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio
                        "A tier whose uplinks carry less than its downlinks.")
 SCALE_OUT_GROUP = _code("scale-out-group", W, "{what} cannot fit a scale-up domain of {domain} GPUs",
                         "A pinned TP or EP group wider than the scale-up domain it runs on.")
+PROTOCOL_MISMATCH = _code("protocol-mismatch", W, "{what}",
+                          "A fabric's switch, or every NIC and DPU of a node on it, speaks another protocol.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
                        "Rails should match the NICs per node, one rail each.")
 
