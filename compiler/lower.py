@@ -157,9 +157,16 @@ def ports_per_node(fabric: Entity, node: NodeType) -> int:
 def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: float,
                  hops: int = 1, oversubscription: float = 1.0, name: str | None = None) -> Tier:
     return Tier(level, name or f"{fabric.name} ({scope})", fabric.name, fabric.get("kind").name, scope, group,
-                bandwidth, hops * _f(fabric.get("latency")), oversubscription,
+                bandwidth, hops * _hop_latency(fabric), oversubscription,
                 bool(fabric.get("in_network_reduction", False)), _f(fabric.get("efficiency"), 1.0),
                 span=fabric.span)
+
+
+def _hop_latency(fabric: Entity) -> float:
+    """Seconds per switch hop: the fabric's `latency`, else its switch's (0 when neither says)."""
+    switch = fabric.get("switch")
+    stated = fabric.get("latency")
+    return _f(stated if stated is not None or switch is None else switch.get("latency"))
 
 
 def _scaleup_tiers(node: NodeType, node_fabric: Entity | None, unit_fabric: Entity | None, per_unit: int) -> list[Tier]:
