@@ -200,4 +200,6 @@ TRACE_PATH = _code("trace-path", E, "the trace `{path}` {why}",
 TRACE_ROW = _code("trace-row", E, "{what}", "A trace row (CSV or inline `job`) that cannot be replayed.")
 JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the largest partition it may use has {most}",
                       "A job (or trace row) larger than any partition it may run on.")
+NO_FEASIBLE_SIZE = _code("no-feasible-size", E, "{what}",
+                          "A job to schedule whose GPU range holds no size the planner finds a feasible plan for.")
 NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")
