@@ -341,9 +341,8 @@ class ServeEstimate:
         return self.memory <= self.hbm
 
 
-# Chunks of one prefill timed one by one; a longer prefill (a million-token prompt, or
-# `chunk = 1`) is timed in this many runs of equal chunks, so that the planner's cost per
-# configuration stays bounded whatever the lengths (issue 12: no input may hang it).
+# Prefill chunks timed one by one; a longer prefill is timed in this many runs of equal
+# chunks, so a planner's cost stays bounded whatever the lengths (a 1e8-token prompt, `chunk = 1`).
 EXACT_CHUNKS = 512
 
 
