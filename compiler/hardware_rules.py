@@ -85,6 +85,14 @@ def _quantity(value: float, unit: str) -> str:
 
 def fabric_rules(fabric: Entity) -> Iterator[Diagnostic]:
     kind, bandwidth = fabric.get("kind"), fabric.get("bandwidth")
+    switch = fabric.get("switch")
+    spoken = _protocol(switch) if isinstance(switch, Entity) else None
+    if kind is not None and spoken not in (None, kind.name):
+        yield codes.PROTOCOL_MISMATCH.make(
+            fabric.span_of("switch"), what=f"`{switch.name}` speaks {spoken}; fabric `{fabric.name}` is {kind.name}",
+            labels=[Label(fabric.span_of("kind"), "the fabric's kind"), Label(switch.span_of("protocol"), "the switch's")],
+            notes=[f"help: name a switch that speaks {kind.name}; if `{switch.name}` runs both, declare "
+                   f"`switch My{switch.name} extends {switch.name} {{ protocol = {kind.name} }}` and name that"])
     ceiling = PER_DIRECTION_CEILING.get(getattr(kind, "name", ""))
     if ceiling is not None and bandwidth is not None and ceiling < bandwidth:
         yield codes.BIDIR_HINT.make(
@@ -104,6 +112,7 @@ def cluster_rules(cluster: Entity) -> Iterator[Diagnostic]:
                                notes=["help: give `units = N x Unit` for one kind of unit, or "
                                       "`partition name { units = ... }` blocks for several"])
     yield from _hostnames(cluster)
+    yield from _node_protocols(cluster)
     if partitions and "scaleout" not in cluster.record:
         for item in partitions.items:
             if "scaleout" not in item.value and item.value.get("units").count > 1:
@@ -155,3 +164,32 @@ def _first_repeat(names: list[str], seen: set[str]) -> str | None:
         mine.add(name)
     return None
 
+
+
+def _protocol(part: Entity) -> str | None:
+    return getattr(part.get("protocol"), "name", None)
+
+
+def _node_protocols(cluster: Entity) -> Iterator[Diagnostic]:
+    """A node on a scale-out fabric has a NIC or DPU that speaks the fabric's protocol (when
+    its parts say what they speak): an Ethernet card cannot join an InfiniBand fabric."""
+    partitions = cluster.get("partition")
+    places = [(cluster.record, cluster.span_of("units"))] if partitions is None else [
+        (item.value, item.value.span_of("units")) for item in partitions.items]
+    for record, span in places:
+        fabric, units = record.get("scaleout") or cluster.get("scaleout"), record.get("units")
+        kind = getattr(fabric.get("kind"), "name", None) if isinstance(fabric, Entity) else None
+        node = units.part if units is not None else None
+        if node is not None and node.kind == "supernode":
+            node = getattr(node.get("nodes"), "part", None)
+        if kind is None or node is None:
+            continue
+        cards = [r.part for r in (node.get("nics"), node.get("dpus")) if r is not None]
+        spoken = {_protocol(card) for card in cards}
+        if spoken and None not in spoken and kind not in spoken:  # a card that does not say may speak it
+            yield codes.PROTOCOL_MISMATCH.make(
+                span, what=f"no NIC or DPU of `{node.name}` speaks {kind}, the protocol of `{fabric.name}`",
+                labels=[Label(fabric.span_of("kind"), f"{kind}")],
+                notes=[f"its cards speak {', '.join(sorted(spoken))}",
+                       f"help: give `{node.name}` NICs that speak {kind} (a card that runs both: `nics = 8 x Card "
+                       f"{{ protocol = {kind} }}`), or put it on a fabric of its cards' protocol"])

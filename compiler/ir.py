@@ -16,13 +16,14 @@ from . import formats as number_formats
 # Bump on every change to the IR's classes or fields (tests/compiler/test_ir_version.py pins
 # the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
 # 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list, nodes
-# their checkpoint `storage` bandwidth.
-IR_VERSION = 3
+# their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`).
+IR_VERSION = 4
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
     2: "2efbdcbd6e9b4198bbd85f55ad2a325a6c3d420ae30b10a8790756c679f8cf58",
     3: "d642b5856a02f9a1dc60b9d783df75eea4f4a3a9ef8ee26e31bb67955e735c1d",
+    4: "08b4c592a1b6cad1779a7a2f132b33a289f5a7894655cef56119701025a873ec",
 }
 
 
@@ -47,6 +48,7 @@ class Accelerator:
     l2_bandwidth: float | None = None   # bytes/s of that level (the roofline's second ceiling)
     power_cap: float | None = None      # W, the operator's cap below TDP
     min_clock: float | None = None      # Hz, the DVFS floor under a cap
+    min_cap: float | None = None        # W, the lowest cap the firmware accepts (a floor of the clock too)
     dvfs_exponent: float | None = None  # dynamic power ~ clock^exponent (model/dvfs.py default when None)
     ops_per_clock: tuple[tuple[str, float], ...] = ()   # dense operations per core per clock
     hbm_stacks: int | None = None

@@ -45,7 +45,8 @@ def accelerator(chip: Entity) -> Accelerator:
         chip_numbers.hbm(chip, "capacity"), chip_numbers.hbm(chip, "bandwidth"),
         _f(chip.get("power.tdp")), _f(chip.get("power.idle")), opt("clock"),
         base_clock=opt("base_clock"), cores=chip.get("cores"), l2=_f(chip.get("l2")), l2_bandwidth=opt("l2_bandwidth"),
-        power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), dvfs_exponent=opt("power.dvfs_exponent"),
+        power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), min_cap=opt("power.min_cap"),
+        dvfs_exponent=opt("power.dvfs_exponent"),
         ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
         listed_formats=chip_numbers.stated_formats(chip), span=chip.span,
     )
@@ -156,9 +157,16 @@ def ports_per_node(fabric: Entity, node: NodeType) -> int:
 def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: float,
                  hops: int = 1, oversubscription: float = 1.0, name: str | None = None) -> Tier:
     return Tier(level, name or f"{fabric.name} ({scope})", fabric.name, fabric.get("kind").name, scope, group,
-                bandwidth, hops * _f(fabric.get("latency")), oversubscription,
+                bandwidth, hops * _hop_latency(fabric), oversubscription,
                 bool(fabric.get("in_network_reduction", False)), _f(fabric.get("efficiency"), 1.0),
                 span=fabric.span)
+
+
+def _hop_latency(fabric: Entity) -> float:
+    """Seconds per switch hop: the fabric's `latency`, else its switch's (0 when neither says)."""
+    switch = fabric.get("switch")
+    stated = fabric.get("latency")
+    return _f(stated if stated is not None or switch is None else switch.get("latency"))
 
 
 def _scaleup_tiers(node: NodeType, node_fabric: Entity | None, unit_fabric: Entity | None, per_unit: int) -> list[Tier]:

@@ -12,6 +12,7 @@ import attrs
 
 from ..dsl import units as u
 from . import formats
+from .serve_trace import MAX_ROWS
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
@@ -382,6 +383,9 @@ LENGTHS = CountOr(Construct({
     "uniform": Constructor({"low": COUNT, "high": COUNT}, ("low", "high")),
     "exponential": Constructor({"mean": AMOUNT}, ("mean",)),
 }, what="length distribution"))
+# Requests a plan simulates: at most what a trace may hold (compiler/serve_trace.py), so
+# that each of a plan's simulations stays bounded.
+REQUESTS = Qty(u.NONE, integer=True, low=Fraction(1), low_open=False, high=Fraction(MAX_ROWS))
 PERCENTILES = ("mean", "p50", "p90", "p95", "p99")
 _SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
         for suffix in ("", *(f".{p}" for p in PERCENTILES))}
@@ -398,7 +402,7 @@ ENGINE = Block(
 # tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
-     "rate": positive(u.RATE), "trace": TEXT, "requests": COUNT,
+     "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
      "precision": PRECISION, "gpus": COUNT,
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},

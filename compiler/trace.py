@@ -60,10 +60,13 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     """The rows of `workload` (inline first, then the CSV), the problems found, and the
     CSV's text (to quote it in diagnostics)."""
     default, label = priority_value(workload.get("priority"))
-    rows, problems = [], []
+    rows, problems, invalid = [], [], False
     jobs = workload.get("job")
     for item in getattr(jobs, "items", ()):
         r = item.value
+        if r.get("duration") is None or r.get("gpus") is None:  # missing or invalid: reported where it is
+            invalid = True
+            continue
         submit = r.get("submit")
         weight, name = priority_value(r.get("priority")) if r.get("priority") is not None else (default, label)
         kind = r.get("type")
@@ -74,7 +77,7 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     if path is not None:
         source, found, problems = read_csv(workload, path, default, label)
         rows += found
-    if not rows and not problems:
+    if not rows and not problems and not invalid:
         problems.append(codes.TRACE_ROW.make(workload.span, what=f"workload `{workload.name}` has no jobs",
                                              notes=["help: add `job name { duration = 2 h  gpus = 8 }` rows or "
                                                     "`trace = \"file.csv\"`"]))

@@ -188,6 +188,8 @@ OVERSUBSCRIBED = _code("oversubscribed", W, "`{fabric}` is oversubscribed {ratio
                        "A tier whose uplinks carry less than its downlinks.")
 SCALE_OUT_GROUP = _code("scale-out-group", W, "{what} cannot fit a scale-up domain of {domain} GPUs",
                         "A pinned TP or EP group wider than the scale-up domain it runs on.")
+PROTOCOL_MISMATCH = _code("protocol-mismatch", W, "{what}",
+                          "A fabric's switch, or every NIC and DPU of a node on it, speaks another protocol.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
                        "Rails should match the NICs per node, one rail each.")
 
@@ -198,4 +200,6 @@ TRACE_PATH = _code("trace-path", E, "the trace `{path}` {why}",
 TRACE_ROW = _code("trace-row", E, "{what}", "A trace row (CSV or inline `job`) that cannot be replayed.")
 JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the largest partition it may use has {most}",
                       "A job (or trace row) larger than any partition it may run on.")
+NO_FEASIBLE_SIZE = _code("no-feasible-size", E, "{what}",
+                          "A job to schedule whose GPU range holds no size the planner finds a feasible plan for.")
 NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")

@@ -88,6 +88,12 @@ class Engine:
     scheduler_steps: int = 1    # decode steps per scheduling round: prompts join only between rounds
                                 # (vLLM's --num-scheduler-steps; 1: every iteration, as SGLang/TRT-LLM)
 
+    def split(self, prompt: float) -> tuple[float, float]:
+        """(computed, cached) tokens of a prompt: the shared prefix comes from the cache, but
+        never the last token, which is computed for its logits even on a full hit (vLLM)."""
+        fresh, cached = prompt * (1 - self.prefix_share), prompt * self.prefix_share
+        return (1.0, prompt - 1.0) if fresh < 1 <= prompt else (fresh, cached)
+
     @functools.cached_property  # asked at every simulated step
     def tokens_per_step(self) -> float:
         """Expected tokens a sequence gains per verification step (Leviathan et al. 2023, eq. 1)."""
@@ -352,13 +358,24 @@ class ServeEstimate:
         return self.memory <= self.hbm
 
 
+# Prefill chunks timed one by one; a longer prefill is timed in this many runs of equal
+# chunks, so a planner's cost stays bounded whatever the lengths (a 1e8-token prompt, `chunk = 1`).
+EXACT_CHUNKS = 512
+
+
 def first_token_time(r: Replica, prompt: float) -> float:
-    """A prompt's prefill alone, in chunks: the floor of the time to the first token."""
-    todo, done, time = prompt * (1 - r.engine.prefix_share), prompt * r.engine.prefix_share, 0.0
+    """A prompt's prefill alone, in chunks: the floor of the time to the first token. Up to
+    EXACT_CHUNKS chunks each is timed; beyond, each run of equal chunks is timed at its
+    middle chunk's cached tokens (the midpoint rule: a chunk's time grows smoothly with them)."""
+    (todo, done), time = r.engine.split(prompt), 0.0
+    full = math.floor(todo / r.engine.chunk)
+    run = max(1, math.ceil(full / EXACT_CHUNKS)) if full > EXACT_CHUNKS else 1
     while todo > 0:
         chunk = min(todo, r.engine.chunk)
-        time += r.iteration(0, 0, chunk, r.kv.pairs(done, chunk))
-        todo, done = todo - chunk, done + chunk
+        count = min(run, math.floor(todo / chunk))
+        middle = done + (count - 1) / 2 * chunk
+        time += count * r.iteration(0, 0, chunk, r.kv.pairs(middle, chunk))
+        todo, done = todo - count * chunk, done + count * chunk
     return time
 
 
@@ -367,7 +384,7 @@ def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> Se
     completions call for; a prefill replica runs full chunks; a decode replica only decodes."""
     c, e = r.config, r.engine
     steps = output / e.tokens_per_step
-    fresh = prompt * (1 - e.prefix_share)
+    fresh, _ = e.split(prompt)
     cached = c.batch * (prompt + output / 2)
     ttft = first_token_time(r, prompt)
     keys = r.kv.pairs(0, prompt) / prompt if prompt else 0.0   # mean keys a prompt token attends to

@@ -48,7 +48,8 @@ class PowerInputs:
     @classmethod
     def from_plan(cls, job: Job, best: Estimate, f_min: float | None = None) -> PowerInputs:
         """From a job and its planned estimate (`plan(job).best`). The clock ratio f is relative
-        to the plan's own clock; its floor is the chip's DVFS floor (`f_min` overrides)."""
+        to the plan's own clock; its floor is the chip's DVFS floor (`f_min` overrides), raised to the
+        clock at which this job draws the chip's `min_cap`."""
         cfg, partition, graph = best.config, job.partition, job.graph
         rows = {row.key: row.value for row in power_breakdown(graph)}
         rest = (rows["power.it"] - rows["power.accelerators"]) / graph.gpus if graph.gpus else 0.0
@@ -57,9 +58,12 @@ class PowerInputs:
             planned = dvfs.sustained(chip, measured(chip, cfg.precision))
             f_min = min(1.0, dvfs.floor(chip) / planned) if planned > 0 else dvfs.floor(chip)
         replica, counts = cfg.tp * cfg.pp * cfg.cp, replica_counts(job, best)
+        p_full = gpu_power(partition, busy_share(best))
+        if chip.min_cap:  # the firmware refuses a lower cap: no clock below the one this job draws it at
+            f_min = max(f_min, dvfs.clock_at(chip.idle, p_full, chip.min_cap, dvfs.exponent(chip)))
         inputs = cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
                      min_gpus=float(replica * counts[0]), max_gpus=float(cfg.gpus), shares=step_shares(best),
-                     p_idle=chip.idle, p_full=gpu_power(partition, busy_share(best)), p_rest=rest, pue=graph.pue,
+                     p_idle=chip.idle, p_full=p_full, p_rest=rest, pue=graph.pue,
                      f_min=f_min, gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens,
                      exponent=dvfs.exponent(chip), replica_gpus=float(replica), counts=counts)
         second = _second_point(job, best)

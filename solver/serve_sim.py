@@ -201,9 +201,8 @@ class _Simulation:
                 now, _, kind, payload = heapq.heappop(self.events)
             if kind == "arrive":
                 request = self.requests[payload]
-                share = self.prefillers[0].pool.replica.engine.prefix_share if self.prefillers else \
-                    self.decoders[0].pool.replica.engine.prefix_share
-                seq = _Seq(request, payload, request.prompt * (1 - share), request.prompt * share)
+                engine = (self.prefillers or self.decoders)[0].pool.replica.engine
+                seq = _Seq(request, payload, *engine.split(request.prompt))
                 self.enqueue(self.prefillers or self.decoders, seq, now)
             elif kind == "handoff":
                 self.enqueue(self.decoders, payload, now)
@@ -249,7 +248,7 @@ class _Simulation:
             if victim.state == "prefill":
                 server.prefilling.remove(victim)
             self.release(server, victim)
-            share = victim.request.prompt * server.pool.replica.engine.prefix_share
+            _, share = server.pool.replica.engine.split(victim.request.prompt)
             victim.made, victim.done = made, share
             victim.todo = victim.request.prompt - share + max(0.0, made - 1)
             server.waiting.appendleft(victim)

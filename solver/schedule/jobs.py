@@ -152,6 +152,10 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
     largest = max(p.gpus for p in partitions)
     want_high = entity.get("gpus") or largest
     want_low = entity.get("min_gpus") or want_high
+    # the fewest GPUs a plan may use: the job's stated floor; without one, any plan the
+    # planner finds on the GPUs it may take (it leaves GPUs idle that do not help)
+    least = entity.get("min_gpus") or entity.get("gpus") or 1
+    fewer: tuple[int, int] | None = None  # (GPUs given, GPUs used) of a plan below `least`
     if want_low > largest:
         problems.append(codes.JOB_TOO_LARGE.make(entity.span_of("min_gpus" if entity.get("min_gpus") else "gpus"),
                                                  job=entity.name, gpus=want_low, most=largest,
@@ -166,7 +170,9 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
         for n in _sizes(want_low, high, p.node.gpus):
             job = attrs.evolve(base, gpus=n)
             chosen = plan_fn(job, "throughput", 0)
-            if chosen.best is not None and chosen.best.config.gpus >= want_low:
+            if chosen.best is not None and chosen.best.config.gpus < least:
+                fewer = fewer or (n, chosen.best.config.gpus)
+            elif chosen.best is not None:
                 used = chosen.best.config.gpus
                 ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus)
                 good = goodput(ckpt, rates[p.name].rate(used))
@@ -175,9 +181,12 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
                 job0 = job0 or job
     options = list({(o.partition, o.gpus): o for o in options}.values())
     if not options:
-        problems.append(codes.JOB_TOO_LARGE.make(entity.span_of("on"), job=entity.name, gpus=want_low, most=largest,
-                                                 notes=["no GPU count in its range has a feasible plan on the "
-                                                        "partitions it may use (`gclc plan` says why)"]))
+        span = entity.span_of(next((f for f in ("min_gpus", "gpus") if entity.get(f)), "on"))
+        notes = [f"help: the plan on {fewer[0]:,} GPUs uses {fewer[1]:,}; allow it with `min_gpus = {fewer[1]}`"
+                 if fewer else "help: `gclc plan` on the job says why it has no feasible plan"]
+        problems.append(codes.NO_FEASIBLE_SIZE.make(
+            span, what=f"`{entity.name}` has no feasible plan on {want_low:,} to {want_high:,} GPUs "
+                       "of the partitions it may use", notes=notes))
         return None
     work, unit = _work(entity, job0, options[0])
     if work is None:

@@ -290,3 +290,12 @@ def test_cr_only_line_ends_are_line_ends(tmp_path, capsys):
     code, out = run(tmp_path, capsys, "# a comment\rchip X { vendr = 1 }\r")
     assert code == 1 and "in.gcl:2:10: error[unknown-field]" in out, out
     assert check_text("param a = 1\rparam b = a + 1\r").design is not None
+
+
+def test_a_whole_prompt_from_the_prefix_cache_plans(tmp_path, capsys):
+    """Found by the fuzz: `prefix_share = 1` was an internal error (TypeError) in the simulator."""
+    text = (ROOT / "examples" / "deepseek_v3_serve.gcl").read_text()
+    assert "chunk        = 8192" in text
+    code, out = run(tmp_path, capsys, text.replace("chunk        = 8192", "prefix_share = 1"), "plan", "--json")
+    plan = json.loads(out[: out.rindex("}") + 1])
+    assert code == 0 and plan["status"] == "optimal" and plan["latency"]["ttft"]["p50"] > 0, out[-2000:]

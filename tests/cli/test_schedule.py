@@ -121,3 +121,23 @@ def test_a_good_csv_trace_is_replayed(tmp_path, capsys):
 def test_an_unknown_plot_format_is_a_usage_error(tmp_path, capsys):
     assert main(["schedule", str(EXAMPLE), "-o", str(tmp_path / "out.txt")]) == 2
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_a_job_without_a_gpu_range_runs_on_what_its_plan_uses(capsys):
+    """Found by the fuzz: the GB200 example was refused with "needs 100,008 GPUs; the largest
+    partition has 100,008" because its plan leaves GPUs idle (81,920 used)."""
+    example = ROOT / "examples" / "gb200_nvl72_100k.gcl"
+    assert main(["schedule", str(example), "--json", "--no-failures", "--epochs", "1"]) == 0
+    job, = json.loads(capsys.readouterr().out)["jobs"]
+    assert job["state"] == "done" and 0 < job["gpus"] <= 100_008
+
+
+def test_a_stated_size_the_plan_cannot_fill_is_located_with_the_fix(tmp_path, capsys):
+    text = EXAMPLE.read_text()
+    assert "  gpus     = 64\n" in text   # finetune_8b and eval_sweep: 63 GPUs leave one idle
+    path = tmp_path / "odd.gcl"
+    path.write_text(text.replace("  gpus     = 64\n", "  gpus     = 63\n"))
+    assert main(["schedule", str(path), "--no-failures"]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"odd\.gcl:\d+:\d+: error\[no-feasible-size\]: `finetune_8b` .* on 63 to 63 GPUs", err), err
+    assert "allow it with `min_gpus = " in err

@@ -104,3 +104,18 @@ def test_budget_exceeded_is_an_error_with_breakdown(tmp_path):
 def test_radix_too_small(tmp_path):
     result = check_file(str(DATA / "pod.gcl"), {"nodes": "512"})
     assert [d.code for d in result.diagnostics if d.is_error] == ["radix-too-small"]
+
+
+def test_a_fabric_without_latency_takes_its_switchs(tmp_path):
+    """`latency` on a switch was accepted and ignored: a fabric that states none had 0 s hops."""
+    pod = (DATA / "pod.gcl").read_text()
+    assert "  latency    = 0.6 us\n" in pod and "switch QM9700 {\n" in pod
+    text = pod.replace("  latency    = 0.6 us\n", "").replace("switch QM9700 {\n", "switch QM9700 {\n  latency = 0.4 us\n")
+    (tmp_path / "pod.gcl").write_text(text)
+    result = check_file(str(tmp_path / "pod.gcl"))
+    assert result.design is not None, [d.summary for d in result.diagnostics]
+    stated = {t.name: t.latency for t in graph_of("pod.gcl").partitions[0].tiers if t.scope == "scaleout"}
+    derived = {t.name: t.latency for t in lower(result.design).partitions[0].tiers if t.scope == "scaleout"}
+    assert stated.keys() == derived.keys() and stated
+    for name, seconds in stated.items():
+        assert derived[name] == pytest.approx(seconds * 0.4 / 0.6) and derived[name] > 0

@@ -96,6 +96,14 @@ def test_rate_must_be_a_rate():
     assert (code, line) == ("wrong-dimension", 2)
 
 
+def test_simulated_requests_are_bounded_like_a_trace():
+    """Found by the fuzz: `requests = 100000000` made `plan` simulate 1e8 requests (a hang)."""
+    assert check("serve s { model = M  on = C  prompt = 10  output = 10\n  requests = 100000 }\n").ok
+    [(code, line, summary)] = errors(check("serve s { model = M  on = C  prompt = 10  output = 10\n"
+                                           "  requests = 100001 }\n"))
+    assert (code, line) == ("out-of-range", 2) and "<= 100,000" in summary
+
+
 @pytest.mark.parametrize("rows, why", [
     ("arrival_s,prompt,output\n0,100,10\n0.5,abc,3\n", "line 3"),
     ("when,prompt,output\n0,100,10\n", "header"),

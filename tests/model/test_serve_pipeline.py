@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model.inference import Engine, ServeConfig, first_token_time, replica
+from gclc.model.inference import EXACT_CHUNKS, Engine, ServeConfig, first_token_time, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve import serve_entity
@@ -102,3 +102,33 @@ def test_a_faster_fabric_never_slows_a_pipeline_that_crosses_it(factor, decoding
     assert [t.name for t in slow.pp_hops] == [NDR.name]
     assert fast.iteration(decoding, decoding * 2000.0) <= slow.iteration(decoding, decoding * 2000.0)
     assert first_token_time(fast, prompt) <= first_token_time(slow, prompt)
+
+
+def chunk_by_chunk(r, prompt: float) -> float:
+    """By hand: every chunk of the prefill timed after the tokens before it."""
+    todo, done, time = prompt, 0.0, 0.0
+    while todo > 0:
+        chunk = min(todo, r.engine.chunk)
+        time += r.iteration(0, 0, chunk, r.kv.pairs(done, chunk))
+        todo, done = todo - chunk, done + chunk
+    return time
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from([1, 7, 64, 512]), st.integers(EXACT_CHUNKS + 1, 40 * EXACT_CHUNKS), st.booleans())
+def test_a_long_prefill_timed_in_runs_matches_chunk_by_chunk(chunk, chunks, moe):
+    """Beyond EXACT_CHUNKS chunks the prefill is timed in runs of equal chunks at their middle:
+    within a part per million of timing each chunk (issue 12: a 100M-token prompt hung `plan`)."""
+    shape, config = (MOE, ServeConfig(1, 1, "fp8", ep=8)) if moe else (DENSE, ServeConfig(8, 1, "fp8"))
+    r = replica(shape, config, PARTITION, Engine(chunk=chunk))
+    prompt = chunks * chunk + chunk // 2
+    assert first_token_time(r, prompt) == pytest.approx(chunk_by_chunk(r, prompt), rel=1e-6)
+
+
+def test_a_huge_prefill_costs_a_bounded_number_of_iterations(monkeypatch):
+    r = replica(DENSE, ServeConfig(8, 1, "fp8"), PARTITION, Engine(chunk=1))
+    calls = []
+    timed = type(r).iteration
+    monkeypatch.setattr(type(r), "iteration", lambda *args: calls.append(args) or timed(*args))
+    assert first_token_time(r, 1e8) > first_token_time(r, 1e7) > 0
+    assert len(calls) <= 2 * (EXACT_CHUNKS + 2)

@@ -4,6 +4,7 @@ import json
 import math
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
@@ -240,3 +241,24 @@ def test_plan_json_reports_the_curve_around_the_budget(capsys):
     assert budgets == sorted(budgets) and len(curve) == 6
     assert all(b >= a * (1 - 1e-6) for a, b in zip(tokens, tokens[1:]))
     assert tokens[0] < tokens[-1]  # a quarter of the budget cannot run every GPU at full clock
+
+
+def with_min_cap(min_cap: float):
+    """JOB on chips whose firmware refuses a power cap below `min_cap` W."""
+    partition = JOB.partition
+    chip = attrs.evolve(partition.node.accelerator, min_cap=min_cap)
+    return attrs.evolve(JOB, partition=attrs.evolve(partition, node=attrs.evolve(partition.node, accelerator=chip)))
+
+
+@settings(max_examples=EXAMPLES)
+@given(st.floats(0.05, 0.95), st.floats(0.0, 1.0))
+def test_the_power_plan_never_sets_a_cap_below_the_chips_min_cap(cap_share, share):
+    """`power.min_cap` (issue 12: accepted and ignored, the plan set 302 W on a 650 W floor):
+    the cap the plan sets is one the firmware accepts, at any budget it can meet."""
+    chip = JOB.partition.node.accelerator
+    min_cap = chip.idle + cap_share * (chip.tdp - chip.idle)
+    inputs = PowerInputs.from_plan(with_min_cap(min_cap), BEST)
+    assert inputs.f_min >= INPUTS.f_min
+    result = solve_power(inputs, budget_between(inputs, share))
+    if result.status == "optimal":
+        assert result.power_cap >= min(min_cap, inputs.p_full) * (1 - 1e-6)

@@ -2,9 +2,11 @@
 own tests are in tests/solver/test_serve.py): speculative decoding, prefix sharing, chunked
 prefill, tokens per joule, and a power limit under a demand."""
 
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.model.inference import Engine, ServeConfig, replica
@@ -100,3 +102,20 @@ def test_a_sweep_of_the_demand_counts_the_gpus_the_plans_use(tmp_path):
         assert int(rows[demand]["gpus"]) == plan.used_gpus < plan.graph.gpus
         assert float(rows[demand]["cost_per_token_usd"]) == pytest.approx(serve_cost(plan)["cost_per_token_usd"])
     assert int(rows["60"]["gpus"]) > int(rows["5"]["gpus"])
+
+
+def test_a_prompt_wholly_in_the_prefix_cache_still_computes_its_last_token():
+    """`prefix_share = 1` crashed the simulator (issue 12: a first token never set): the last
+    prompt token is computed for its logits even on a full hit, so every request gets a first
+    token after at least one prefill of one token."""
+    full, half = run(prefix_share=1.0), run(prefix_share=0.5)
+    assert 0 < full.percentile("ttft", 50) < half.percentile("ttft", 50)
+    assert all(math.isfinite(full.percentile(m, 99)) for m in ("ttft", "tpot"))
+
+
+@given(st.floats(0.0, 1.0), st.integers(1, 100_000))
+def test_a_prompt_splits_into_computed_and_cached_tokens(share, prompt):
+    computed, cached = Engine(prefix_share=share).split(prompt)
+    assert computed >= 1 and cached >= 0 and computed + cached == pytest.approx(prompt)
+    if prompt * (1 - share) >= 1:
+        assert (computed, cached) == (prompt * (1 - share), prompt * share)
