@@ -165,7 +165,6 @@ def _first_repeat(names: list[str], seen: set[str]) -> str | None:
     return None
 
 
-
 def _protocol(part: Entity) -> str | None:
     return getattr(part.get("protocol"), "name", None)
 
