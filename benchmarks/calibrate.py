@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from gclc.model import compute as compute_module  # noqa: E402
 from gclc.model import step as step_module  # noqa: E402
+from gclc.model import dp_sync  # noqa: E402
 from gclc.model.calibration import SAME_SILICON  # noqa: E402
 from gclc.model.step import estimate  # noqa: E402
 
@@ -139,7 +140,7 @@ def defaults(params: dict) -> dict[str, float]:
 
 
 # The model's constants as shipped, to put back after fitting in this process (tests).
-_SHIPPED = {(step_module, "GATHER_CONTENTION"): step_module.GATHER_CONTENTION,
+_SHIPPED = {(dp_sync, "GATHER_CONTENTION"): dp_sync.GATHER_CONTENTION,
             (compute_module, "VENDOR_DEFAULTS"): compute_module.VENDOR_DEFAULTS,
             (compute_module, "DEFAULT_GEMM_EFFICIENCY"): compute_module.DEFAULT_GEMM_EFFICIENCY,
             (compute_module, "DEFAULT_ATTENTION_EFFICIENCY"): compute_module.DEFAULT_ATTENTION_EFFICIENCY}
@@ -154,7 +155,7 @@ def restore_shipped() -> None:
 
 def apply_globals(params: dict) -> None:
     """Set the global constants the model reads (module attributes) to `params`' values."""
-    step_module.GATHER_CONTENTION = params.get(("", "contention"), START["contention"])
+    dp_sync.GATHER_CONTENTION = params.get(("", "contention"), START["contention"])
     fallback = defaults(params)
     compute_module.VENDOR_DEFAULTS = {}   # the fit resolves vendor medians itself (resolved)
     compute_module.DEFAULT_GEMM_EFFICIENCY = fallback["gemm"]

@@ -10,7 +10,7 @@ import math
 import attrs
 
 from ..compiler.ir import Partition
-from . import comms, dpu, host, offload, offload_host, sharding
+from . import comms, dp_sync, dpu, host, offload, offload_host, sharding
 from . import optimizer as adam
 from . import moe as routed
 from .compute import hbm_rate, op_time, peak
@@ -27,13 +27,6 @@ from .shape import ModelShape
 __all__ = ["LAYER_NEUTRAL", "Breakdown", "Estimate", "clear_caches", "compute_by_depth", "compute_time", "estimate",
            "layer_key",
            "moe_overhead_time", "optimizer_time"]
-
-DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
-# ZeRO-3/FSDP gathers and scatters parameters for every layer of every micro-batch, in
-# parallel with that compute; the collectives' kernels take SMs and HBM bandwidth from it,
-# so the overlapped part still costs this share of the shorter of the two. Fitted on the
-# ZeRO-3, FSDP and MaxText runs (benchmarks/calibrate.py).
-GATHER_CONTENTION = 0.5
 
 
 @attrs.frozen
@@ -123,7 +116,8 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # One micro-batch through this stage's layers, exposed communication included: the
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
-    dp = _dp_exposed(shape, cfg, partition, layer_pass) + _embedding_sync(shape, cfg, tiers)
+    dp = (dp_sync.exposed(dp_sync.traffic(shape, cfg, partition), cfg.zero, cfg.microbatches,
+                          cfg.behaviour("dp_overlap"), layer_pass) + dp_sync.embedding_sync(shape, cfg, tiers))
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
     breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")), m * p2p,
@@ -147,7 +141,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
 def clear_caches() -> None:
     """Forget every memoized layer and host cost (benchmarks measure cold searches)."""
     layer_cost.clear_caches()
-    _DP_TRAFFIC.clear()
+    dp_sync.clear_caches()
     _OPTIMIZER.clear()
     memory_model.clear_caches()
     dpu.clear_caches()
@@ -235,74 +229,6 @@ def moe_overhead_time(shape: ModelShape, cfg: TrainConfig, pp: int | None = None
         return 0.0
     pp = cfg.pp if pp is None else pp
     return cfg.microbatches * (shape.moe_layers + shape.mtp) / pp * routed.host_exposed(shape, cfg)
-
-
-def _dp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, layer_pass: float) -> float:
-    """Gradient reduction (and parameter gathering) across data-parallel replicas.
-
-    Bucketed reduction overlaps with the backward half of the last micro-batch (about
-    two thirds of its pass); FSDP gathers and reduces every micro-batch, overlapped with
-    all of them. Windows are shares of passes that count fully in the step, so a faster
-    pass can expose more communication but never lengthen the step.
-    """
-    gathers, reduces, all_reduces, fsdp, across = _dp_traffic(shape, cfg, partition)
-    if cfg.zero >= 3:
-        per_step = fsdp * cfg.microbatches
-        if not cfg.behaviour("dp_overlap"):
-            return per_step + across
-        hidden_by = cfg.microbatches * layer_pass
-        exposed = max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
-        return exposed + max(across - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * across
-    if cfg.zero >= 1:  # reduce-scatter gradients during the last backward, gather the
-        # updated parameters during the next step's first forward (Megatron's distributed optimizer)
-        parts = ((reduces + across, 2 / 3), (gathers, 1 / 3))
-    else:
-        parts = ((all_reduces, 2 / 3),)
-    if not cfg.behaviour("dp_overlap"):
-        return sum(seconds for seconds, _ in parts)
-    return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
-
-
-# The collectives' seconds depend on the layout, the ZeRO stage, the shard group, where the
-# data-parallel groups sit and the stack, not on the micro-batch, recompute or vp: memoized
-# (configurations of one branch differ there). Bounded, and emptied by `clear_caches`.
-_DP_TRAFFIC: dict[tuple, tuple[float, float, float, float, float]] = {}
-
-
-def _dp_traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float, float, float, float]:
-    """(gathers, reduce-scatters, all-reduces, FSDP per micro-batch, across shard groups) seconds
-    of the dense and routed-expert state's data-parallel collectives."""
-    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.zero, cfg.stack,
-           min(cfg.stride("dp"), cfg.stride("cp")), partition)
-    traffic = _DP_TRAFFIC.get(key)
-    if traffic is not None:
-        return traffic
-    grad_bytes = int(cfg.behaviour("grad_bytes"))
-    # Dense and routed-expert state reduce over different replica groups (routed experts over
-    # fewer ranks, ep apart: model/sharding.py expert_dp); hybrid sharding splits each into
-    # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups
-    # once a step (no groups: plain ZeRO).
-    gathers = reduces = all_reduces = fsdp = across = 0.0
-    for params, expert in ((dense_params_per_gpu(shape, cfg), False), (expert_params_per_gpu(shape, cfg), True)):
-        if not params:
-            continue
-        inner, outer = sharding.groups(cfg, partition.tiers, expert)
-        if cfg.zero >= 1:
-            across += sharding.replicate(params, grad_bytes, sharding.shards(cfg, expert), outer)
-        reduces += comms.reduce_scatter(params * grad_bytes, inner)
-        gathers += comms.all_gather(params * 2, inner)
-        all_reduces += comms.all_reduce(params * grad_bytes, inner)
-        fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner)
-    return remember(_DP_TRAFFIC, key, (gathers, reduces, all_reduces, fsdp, across))
-
-
-def _embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
-    """Tied input and output embeddings live on the first and last stage; their gradients
-    are all-reduced between the two every step."""
-    if cfg.pp == 1 or not shape.tied_embeddings:
-        return 0.0
-    stages = (comms.Stage(comms.outermost(2, cfg.stride("pp") * (cfg.pp - 1), tiers), 2),)
-    return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
 
 
 def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:

@@ -24,7 +24,8 @@ from .explain import Infeasibility, explain
 from .schedule.failures import job_goodput
 from .schedule.goodput import Goodput
 from .review import Advice, review
-from .search import SearchResult, least_memory, search
+from .least_memory import least_memory
+from .search import SearchResult, search
 
 OBJECTIVES = space_def.OBJECTIVES
 DIMENSIONS = ("tp", "cp", "dp", "pp", "ep")

@@ -27,7 +27,10 @@ the step into one on the objective; `solver/branch.py` visits the leaves):
    to compute + TP + EP + optimizer + the bubble's share, and it becomes a branch; that
    configuration's whole estimate waits for the branch's visit.
    The search stops when the next bound on the frontier cannot beat the (top + 1)-th best
-   value found, so the runners-up are exact too.
+   value found, so the runners-up are exact too. A node of steps 0 to 2 that reaches the
+   front is first raised by the least gradient synchronization its configurations expose
+   (solver/sync_bound.py: over the ZeRO stages at which one of them fits and the placement
+   orders) and goes back if it no longer leads.
 3. Inside a branch, per placement order, per ZeRO stage, per configuration: memory is
    checked exactly first (it does not depend on the order); one estimate per order gives
    its CP + EP + PP time (the order's bound; before it, EP alone), one per (order, stage)
@@ -53,7 +56,8 @@ recalibration that breaks one fails there rather than silently here):
 - CP, EP and PP time do not depend on recompute or the ZeRO stage, CP and EP not on vp,
   EP not on the order (expert groups take consecutive ranks), and PP time does not shrink
   with more virtual stages; EP time is at least the MoE layers' host overhead per micro-batch;
-- DP time does not depend on vp and does not grow with more recompute;
+- DP time does not depend on vp and does not grow with more recompute, nor with a longer
+  pass of a micro-batch through the stage's layers; the step less DP time holds m such passes;
 - the bubble is at least (pp - 1) / vp x ((compute + recompute + TP + CP + EP + PP) / micro-batches
   - the output layer's time per micro-batch), which grows with the micro-batch;
 - memory does not depend on the order and never grows with more recompute (none,
@@ -75,15 +79,16 @@ import time
 
 from ..model.config import TrainConfig
 from ..model.job import Job
-from ..model.memory import least_memory_by_microbatch, memory
+from ..model.memory import least_memory_by_microbatch
 from ..model.step import Estimate, bound_terms, compute_by_depth, estimate, optimizer_time, output_layer_time
 from . import enumerate as space_def
 from .bounds import SAFETY, JobPower, ObjectiveBound, bubble_share, compute_monotone, step_bound
 from .branch import visit
 from .enumerate import RECOMPUTE, Limit
 from .search_result import Rejected, SearchResult, Top
+from .sync_bound import SyncFloor
 
-__all__ = ["Rejected", "SearchResult", "compute_monotone", "least_memory", "search"]
+__all__ = ["Rejected", "SearchResult", "compute_monotone", "search"]
 
 
 class _Search:
@@ -115,6 +120,8 @@ class _Search:
         self.space, self.first = space, first
         self.make_config = space_def.config_maker(self.job, space)
         self.frugal_recompute = max(space.recomputes, key=RECOMPUTE.index)   # the least activation memory allowed
+        self.sync = SyncFloor(self.job, self.make_config, space.zeros, self.frugal_recompute, self.lim.memory,
+                              lambda pp: space_def.vp_candidates(self.job, pp))
         self.top_zero = max(space.zeros)
         self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
@@ -216,13 +223,18 @@ class _Search:
             if coarse is None:
                 self.open_layout(layout)
             else:
-                self.push(coarse, "replicas", layout, sum(leaves))
+                self.push(coarse[0], "replicas", layout, sum(leaves), coarse[1])
         pending = self.pending
         while pending:
-            bound, _, kind, node, leaves = heapq.heappop(pending)
+            bound, _, kind, node, leaves, sync = heapq.heappop(pending)
             if bound >= self.top.threshold:
-                self.pruned["bound"] += leaves + sum(item[-1] for item in pending)
+                self.pruned["bound"] += leaves + sum(item[4] for item in pending)
                 break
+            if sync is not None:    # at the front: raise the bound by the synchronization first
+                raised = self.with_sync(*sync)
+                if raised > bound:
+                    self.push(raised, kind, node, leaves)
+                    continue
             if kind == "replicas":
                 self.open_layout(node)
             elif kind == "layout":
@@ -232,8 +244,18 @@ class _Search:
             else:
                 visit(self, node)
 
-    def push(self, bound: float, kind: str, node, leaves: int) -> None:
-        heapq.heappush(self.pending, (bound, next(self.seq), kind, node, leaves))
+    def push(self, bound: float, kind: str, node, leaves: int, sync: tuple | None = None) -> None:
+        """`sync`: what `with_sync` raises the bound with when the node reaches the front."""
+        heapq.heappush(self.pending, (bound, next(self.seq), kind, node, leaves, sync))
+
+    def with_sync(self, layout: tuple, gpus: int, step: float, work: float, flops_time: float, microbatches,
+                  fields: dict | None) -> float:
+        """The bound of a node whose step is at least `step` without the data-parallel
+        synchronization, raised by the least that its configurations expose (solver/sync_bound.py)."""
+        bound = self.bound(gpus, self.sync.step(layout, step, microbatches), work, flops_time)
+        if self.audit is not None:
+            self.checked(bound, **fields, fitting=True)   # (it covers the configurations that fit)
+        return bound
 
     def open_layout(self, layout) -> None:
         """Cut a layout's micro-batches that cannot fit, then bound the rest as one node
@@ -264,18 +286,21 @@ class _Search:
             per_seq, flops_time, overhead, head = self.sequence_cost((tp, pp, cp, ep), largest, orders[0])
             compute, most = per_seq * job.batch / dp, job.batch // (dp * inner[0][0])
             fixed = compute + overhead * (job.batch // (dp * largest))
-            bound = self.bound(tp * pp * cp * dp, step_bound(fixed, optimizer, pp, max(all_vps), most, head),
-                               (compute + optimizer) * SAFETY, flops_time * job.batch)
+            step = step_bound(fixed, optimizer, pp, max(all_vps), most, head)
+            bound = self.bound(tp * pp * cp * dp, step, (compute + optimizer) * SAFETY, flops_time * job.batch)
+            fields = None
             if self.audit is not None:
-                self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
-                             microbatch=tuple(mb for mb, _ in inner[:fitting]))
-            self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]))
+                fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner[:fitting]))
+                self.checked(bound, **fields)
+            sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, (compute + optimizer) * SAFETY,
+                    flops_time * job.batch, {job.batch // (dp * mb) for mb, _ in inner[:fitting]}, fields)
+            self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]), sync)
         else:
             self.expand(layout, optimizer)
 
-    def coarse_bound(self, layout) -> float | None:
+    def coarse_bound(self, layout) -> tuple[float, tuple] | None:
         """A bound on a layout of fewer than the most replicas, before any of its own
-        estimates (None: open it now). Compute per sequence c(mb) does not depend on dp,
+        estimates, and what raises it at the front (None: open it now). Compute per sequence c(mb) does not depend on dp,
         so one evaluation per (tp, pp, cp, ep) and micro-batch bounds every replica count:
         compute >= min c x batch / dp, and the bubble >= (pp - 1) / vp_max x min c; where
         compute never grows with the micro-batch, c at the largest allowed is the minimum."""
@@ -298,9 +323,12 @@ class _Search:
         fewest = self.job.batch // (dp * inner[-1][0])     # micro-batches ascending: the largest last
         step = (compute + overhead * fewest + bubble_share(per_seq + overhead, pp, vmax, 1, head)) * SAFETY
         bound = self.bound(tp * pp * cp * dp, step, compute * SAFETY, flops_time * self.job.batch)
+        fields = None
         if self.audit is not None:
-            self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
-        return bound
+            fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
+            self.checked(bound, **fields)
+        return bound, ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, compute * SAFETY,
+                       flops_time * self.job.batch, {self.job.batch // (dp * mb) for mb, _ in inner}, fields)
 
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
@@ -335,9 +363,13 @@ class _Search:
             compute, m = per_seq * batch / dp, batch // (dp * mb)
             step = step_bound(compute + overhead * m, optimizer, pp, max(vps), m, head)
             bound = self.bound(gpus, step, (compute + optimizer) * SAFETY, flops_time * batch)
+            fields = None
             if self.audit is not None:
-                self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
-            self.push(bound, "microbatch", (layout, i), leaves[i])
+                fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
+                self.checked(bound, **fields)
+            sync = ((tp, pp, dp, cp, ep, orders, mb), gpus, step, (compute + optimizer) * SAFETY, flops_time * batch,
+                    (m,), fields)
+            self.push(bound, "microbatch", (layout, i), leaves[i], sync)
 
     def bound_branch(self, layout, i: int, floor: float) -> None:
         """Bound micro-batch `i` of a layout with its representative's compute + TP + EP +
@@ -356,11 +388,16 @@ class _Search:
             compute, tp_time, ep_time, optimizer = bound_terms(self.job.shape, cfg, self.job.partition)
             flops_time = 0.0    # read by the MFU objective's bound only
         head = self.sequence_cost((tp, pp, cp, ep), mb, orders[0])[3]   # the output layer's time (expand read it)
-        bound = self.bound(cfg.gpus, step_bound(compute + tp_time + ep_time, optimizer, pp, max(vps), cfg.microbatches,
-                                                head), compute + optimizer, flops_time)
+        step = step_bound(compute + tp_time + ep_time, optimizer, pp, max(vps), cfg.microbatches, head)
+        bound = self.bound(cfg.gpus, step, compute + optimizer, flops_time)
+        fields = None
         if self.audit is not None:
-            self.checked(bound, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
-        self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep or cfg, leaves[i]), leaves[i])
+            fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
+            self.checked(bound, **fields)
+        sync = ((tp, pp, dp, cp, ep, orders, mb), cfg.gpus, step, compute + optimizer, flops_time,
+                (cfg.microbatches,), fields)
+        self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep or cfg, leaves[i]), leaves[i],
+                  sync)
 
 
 def search(job: Job, objective: str = "throughput", top: int = 3, audit=None) -> SearchResult:
@@ -368,26 +405,3 @@ def search(job: Job, objective: str = "throughput", top: int = 3, audit=None) ->
     and how much of the space was evaluated and pruned (see the module docstring).
     `audit(bound, fields)`, if given, sees every lower bound the search computes."""
     return _Search(job, objective, top, audit).run()
-
-
-def least_memory(job: Job) -> Estimate | None:
-    """The valid configuration that needs the least memory per GPU, found with the same
-    monotonicity as the search (more recompute, a higher ZeRO stage and a smaller
-    micro-batch never need more), over every variant of the choices the job asks to search."""
-    best_cfg, best_memory = None, float("inf")
-    for space in space_def.variant_spaces(job, space_def.space(job)):
-        frugal = max(space.recomputes, key=RECOMPUTE.index)
-        top_zero = max(space.zeros)
-        for tp, pp, cp, ep, dp in space_def.branches(job, space):
-            order = space_def.orders(tp, pp, dp, cp, ep)[0]
-            all_vps = space_def.vp_candidates(job, pp)
-            for mb, vps in space_def.inner_choices(job, pp, dp):
-                def need(v: int) -> tuple[float, TrainConfig]:
-                    cfg = space_def.make_config(job, space, tp, pp, dp, cp, ep, mb, v, frugal, top_zero, order)
-                    return memory(job.shape, cfg).total, cfg
-                if min(need(v)[0] for v in all_vps) >= best_memory:
-                    break       # no larger micro-batch needs less
-                amount, cfg = min((need(v) for v in vps), key=lambda pair: pair[0])
-                if amount < best_memory:
-                    best_cfg, best_memory = cfg, amount
-    return None if best_cfg is None else estimate(job.shape, best_cfg, job.partition)

@@ -15,7 +15,8 @@ from gclc.compiler.driver import check_file
 from gclc.model.job import train_job
 from gclc.solver import enumerate as enumerator
 from gclc.solver.plan import plan
-from gclc.solver.search import least_memory, search
+from gclc.solver.least_memory import least_memory
+from gclc.solver.search import search
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)

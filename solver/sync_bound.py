@@ -1,0 +1,86 @@
+"""The search's bounds raised by data-parallel synchronization (solver/search.py).
+
+A bound B on a configuration's step, from every term but the gradient synchronization's
+(compute, TP, EP, optimizer, the bubble), bounds S = the step less that synchronization.
+S holds every micro-batch's pass through the stage's layers, so the layer pass is at most
+S / m (m micro-batches), and the exposed synchronization never grows with the layer pass
+(model/dp_sync.py `exposed`). The step is then at least
+
+    min over S >= B of  S + exposed(S / m),
+
+a piecewise linear function of S whose least value lies at B or at a kink (`dp_sync.kinks`
+times m). Taken over every placement order and every ZeRO stage at which some configuration
+of the node fits in memory (the least memory of a stage: the most recompute, the best vp,
+the node's smallest micro-batch), it bounds every configuration of the node that fits; the
+search computes it only for the nodes that reach the front of its frontier.
+"""
+
+from __future__ import annotations
+
+from ..model import dp_sync
+from ..model.memory import least_memory_by_microbatch
+from ..model.ranks import rank_partition
+from .bounds import SAFETY
+
+
+def raised(step: float, traffic: dp_sync.Traffic, zero: int, microbatches: int, overlap: bool) -> float:
+    """The least step of a configuration with this synchronization whose other terms take at
+    least `step` seconds (see the module docstring)."""
+    m = microbatches
+    candidates = [step, *[m * kink for kink in dp_sync.kinks(traffic, zero, overlap) if m * kink > step]]
+    return min([s + dp_sync.exposed(traffic, zero, m, overlap, s / m) for s in candidates])
+
+
+class SyncFloor:
+    """Per layout, the synchronization each (ZeRO stage, placement order) of one search space
+    runs, computed once, and the bounds it raises."""
+
+    def __init__(self, job, make_config, zeros, frugal: str, memory_limit: float, vps) -> None:
+        self.job, self.make_config, self.zeros = job, make_config, tuple(sorted(zeros))
+        self.frugal, self.memory_limit, self.vps = frugal, memory_limit, vps   # vps(pp): the vp candidates
+        self.traffics: dict[tuple, tuple[bool, tuple]] = {}
+        self.fitting: dict[tuple, tuple[int, ...]] = {}
+
+    def layout_traffic(self, layout: tuple, zeros) -> tuple[bool, tuple]:
+        """(overlapped, the distinct (ZeRO stage, traffic) pairs) of a layout (tp, pp, dp, cp,
+        ep, orders, a micro-batch it runs) at each of `zeros`."""
+        key = layout[:5] + (zeros,)
+        found = self.traffics.get(key)
+        if found is None:
+            tp, pp, dp, cp, ep, orders, mb = layout
+            partition = rank_partition(self.job.partition, tp * pp * cp * dp)
+            pairs, cfg = set(), None
+            for zero in zeros:
+                for order in orders:
+                    cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", zero, order)
+                    pairs.add((zero, dp_sync.traffic(self.job.shape, cfg, partition)))
+            found = self.traffics[key] = (cfg is not None and bool(cfg.behaviour("dp_overlap")), tuple(pairs))
+        return found
+
+    def fitting_zeros(self, layout: tuple) -> tuple[int, ...]:
+        """The ZeRO stages at which the layout's micro-batch (layout[6]) fits with the most
+        recompute and the best vp (memory does not depend on the order, and never grows with
+        a higher stage: the first that does not fit ends the list)."""
+        key = layout[:5] + layout[6:]
+        found = self.fitting.get(key)
+        if found is None:
+            tp, pp, dp, cp, ep, orders, mb = layout
+            frugal = self.make_config(tp, pp, dp, cp, ep, mb, 1, self.frugal, self.zeros[-1], orders[0])
+            fit = []
+            for zero in self.zeros[::-1]:
+                if next(least_memory_by_microbatch(self.job.shape, frugal, self.frugal, zero, self.vps(pp), [mb])) \
+                        > self.memory_limit:
+                    break
+                fit.append(zero)
+            found = self.fitting[key] = tuple(fit)
+        return found
+
+    def step(self, layout: tuple, step: float, microbatches) -> float:
+        """`step`, a bound from every term but the synchronization on the configurations of
+        `layout` (tp, pp, dp, cp, ep, orders, their smallest micro-batch) that run
+        `microbatches` micro-batches and fit, raised by the least synchronization they expose."""
+        zeros = self.fitting_zeros(layout)
+        if not zeros:
+            return step
+        overlap, pairs = self.layout_traffic(layout, zeros)
+        return min([raised(step, traffic, zero, m, overlap) for zero, traffic in pairs for m in microbatches]) * SAFETY
