@@ -221,6 +221,24 @@ def least_memory_by_microbatch(shape: ModelShape, cfg: TrainConfig, recompute: s
                                 _logits_bytes(shape, cfg, tokens)))
 
 
+def least_memory_by_zero(shape: ModelShape, cfg: TrainConfig, recompute: str, zeros, vps,
+                         microbatch: int) -> list[float]:
+    """For each of `zeros` in turn, `least_memory_by_microbatch(shape, cfg, recompute, zero, vps,
+    [microbatch])`'s one value (equal to the last bit), the activations computed once: the
+    ZeRO stage changes the model state alone."""
+    tokens = _tokens(cfg, microbatch)
+    per_layer = _mean_layer(shape, tokens, _kept_per_token(shape, cfg, False, recompute),
+                            _kept_per_token(shape, cfg, True, recompute))
+    stage = per_layer * (shape.layers / cfg.pp)
+    held = [_on_gpu(cfg, stage * flight, per_layer)[0] for flight in _flights(cfg, vps, microbatch)]
+    logits = _logits_bytes(shape, cfg, tokens)
+    out = []
+    for zero in zeros:
+        state = _state_total(shape, cfg, zero)
+        out.append(min([state + on_gpu + logits + BUFFER_BYTES for on_gpu in held]))   # (_stage_totals' order)
+    return out
+
+
 def _state_total(shape: ModelShape, cfg: TrainConfig, zero: int) -> float:
     weights, grads, optimizer = model_state(shape, cfg, zero)
     return weights + grads + optimizer    # (Memory.total's order of addition)

@@ -18,7 +18,7 @@ search computes it only for the nodes that reach the front of its frontier.
 from __future__ import annotations
 
 from ..model import dp_sync
-from ..model.memory import least_memory_by_microbatch
+from ..model.memory import least_memory_by_zero
 from ..model.ranks import rank_partition
 from .bounds import SAFETY
 
@@ -43,36 +43,33 @@ class SyncFloor:
 
     def layout_traffic(self, layout: tuple, zeros) -> tuple[bool, tuple]:
         """(overlapped, the distinct (ZeRO stage, traffic) pairs) of a layout (tp, pp, dp, cp,
-        ep, orders, a micro-batch it runs) at each of `zeros`."""
+        ep, orders, a micro-batch it runs) at each of `zeros` (stages 1 to 3 run the same
+        collectives: model/dp_sync.py)."""
         key = layout[:5] + (zeros,)
         found = self.traffics.get(key)
         if found is None:
             tp, pp, dp, cp, ep, orders, mb = layout
             partition = rank_partition(self.job.partition, tp * pp * cp * dp)
-            pairs, cfg = set(), None
-            for zero in zeros:
-                for order in orders:
-                    cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", zero, order)
-                    pairs.add((zero, dp_sync.traffic(self.job.shape, cfg, partition)))
+            pairs, cfg = [], None
+            for sharded in (False, True):
+                stages = [zero for zero in zeros if (zero >= 1) == sharded]
+                for order in orders if stages else ():
+                    cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", stages[0], order)
+                    traffic = dp_sync.traffic(self.job.shape, cfg, partition)
+                    pairs += [(zero, traffic) for zero in stages if (zero, traffic) not in pairs]
             found = self.traffics[key] = (cfg is not None and bool(cfg.behaviour("dp_overlap")), tuple(pairs))
         return found
 
     def fitting_zeros(self, layout: tuple) -> tuple[int, ...]:
         """The ZeRO stages at which the layout's micro-batch (layout[6]) fits with the most
-        recompute and the best vp (memory does not depend on the order, and never grows with
-        a higher stage: the first that does not fit ends the list)."""
+        recompute and the best vp (memory does not depend on the order)."""
         key = layout[:5] + layout[6:]
         found = self.fitting.get(key)
         if found is None:
             tp, pp, dp, cp, ep, orders, mb = layout
             frugal = self.make_config(tp, pp, dp, cp, ep, mb, 1, self.frugal, self.zeros[-1], orders[0])
-            fit = []
-            for zero in self.zeros[::-1]:
-                if next(least_memory_by_microbatch(self.job.shape, frugal, self.frugal, zero, self.vps(pp), [mb])) \
-                        > self.memory_limit:
-                    break
-                fit.append(zero)
-            found = self.fitting[key] = tuple(fit)
+            least = least_memory_by_zero(self.job.shape, frugal, self.frugal, self.zeros, self.vps(pp), mb)
+            found = self.fitting[key] = tuple(z for z, need in zip(self.zeros, least) if need <= self.memory_limit)
         return found
 
     def step(self, layout: tuple, step: float, microbatches) -> float:

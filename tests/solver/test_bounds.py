@@ -258,10 +258,10 @@ def test_the_searchs_shortcuts_equal_the_model(p):
 @given(designs.designs(limits=False, variants=None))
 def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p):
     """What the search reads off one configuration for others, to the last bit: memory at
-    another micro-batch (`memory_grid`'s, `least_memory_by_microbatch`'s), and the compute
-    term, model FLOPs and MoE overhead at another pipeline depth (`compute_by_depth`)."""
+    another micro-batch or ZeRO stage (`memory_grid`'s, `least_memory_by_microbatch`'s,
+    `least_memory_by_zero`'s), and the compute term, model FLOPs and MoE overhead at another pipeline depth (`compute_by_depth`)."""
 
-    from gclc.model.memory import least_memory_by_microbatch, memory_grid
+    from gclc.model.memory import least_memory_by_microbatch, least_memory_by_zero, memory_grid
     from gclc.model.step import compute_by_depth, compute_time, moe_overhead_time
 
     job = designs.job(p)
@@ -275,6 +275,9 @@ def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p)
         least = list(least_memory_by_microbatch(job.shape, c, "full", 3, (1, 2), mbs))
         assert least == [min(memory(job.shape, attrs.evolve(c, microbatch=mb, recompute="full", zero=3, vp=vp)).total
                              for vp in (1, 2)) for mb in mbs]
+        for mb in mbs:   # every ZeRO stage at once (the sync bound's memory filter)
+            assert least_memory_by_zero(job.shape, c, "selective", (0, 1, 2, 3), (1, 2), mb) == [
+                next(least_memory_by_microbatch(job.shape, c, "selective", z, (1, 2), [mb])) for z in (0, 1, 2, 3)]
         for pp, (compute, flops, overhead) in zip(pps, compute_by_depth(job.shape, c, job.partition, pps)):
             deeper = attrs.evolve(c, pp=pp)
             assert (compute, flops) == compute_time(job.shape, deeper, job.partition)
