@@ -94,10 +94,11 @@ class Misses:
         self.tally = [0.0] * len(self.rules)
         self.missed: list[str] = []     # in the order of the SLO block
         # the percentile rules of latencies since arrival, each with the requests it has counted
-        # and how far through `arrivals` (the measured requests as (arrival, index), in time order) it has looked
+        # (index -> counted as a miss) and how far through `arrivals` (the measured requests as (arrival, index), in time order) it has looked
         self.arrivals = arrivals or []
-        self.clocked = {i: (set(), [0]) for i, (_, metric, _, need) in enumerate(self.rules)
+        self.clocked = {i: ({}, [0]) for i, (_, metric, _, need) in enumerate(self.rules)
                         if need is not None and METRICS[metric] != "tpot"}
+        self.due = -math.inf    # no request is overdue before this time (now - arrival > bound implies now >= due)
 
     def record(self, values: tuple[float, float, float], index: int) -> bool:
         """Count one measured request's (ttft, tpot, e2e); True when a bound becomes broken."""
@@ -111,20 +112,23 @@ class Misses:
     def overdue(self, now: float) -> bool:
         """Count as broken the bounds of the requests still without a first token (TTFT) or an
         answer (end-to-end) more than the bound after they arrived: their values will be at
-        least now - arrival. True when a bound becomes broken."""
-        broke = False
+        least now - arrival. True when a bound becomes broken. Nothing is due before `due`."""
+        broke, arrivals, self.due = False, self.arrivals, math.inf
         for i, (counted, at) in self.clocked.items():
             key, _, bound, need = self.rules[i]
-            arrivals = self.arrivals
+            if key in self.missed:
+                continue
             while at[0] < len(arrivals) and now - arrivals[at[0]][0] > bound:
                 index = arrivals[at[0]][1]
                 at[0] += 1
-                if index not in counted:
-                    counted.add(index)
+                if index not in counted:     # no first token (answer) yet: it will come after now
+                    counted[index] = True
                     self.tally[i] += 1
-            if key not in self.missed and self.tally[i] >= need:
+            if self.tally[i] >= need:
                 self.missed.append(key)
                 broke = True
+            elif at[0] < len(arrivals):
+                self.due = min(self.due, arrivals[at[0]][0] + bound)
         return broke
 
     def _count(self, values, index: int, rules) -> bool:
@@ -133,12 +137,15 @@ class Misses:
             key, metric, bound, need = self.rules[i]
             if key in self.missed:
                 continue
+            value = values[metric]
             if i in self.clocked:
                 counted = self.clocked[i][0]
-                if index in counted:
+                # counted already (at its first token, or overdue) as a miss, or as met: then only
+                # a sequence its decode replica can never hold, recorded as never served (inf)
+                # after its first token, turns into a miss
+                if counted.get(index) or (index in counted and not value > bound):
                     continue
-                counted.add(index)
-            value = values[metric]
+                counted[index] = value > bound
             if need is None:
                 self.tally[i] += value
                 broke_now = self.tally[i] > bound

@@ -201,7 +201,7 @@ class _Simulation:
                 upcoming += 1
             else:
                 now, _, kind, payload = heapq.heappop(self.events)
-            if self.misses is not None and self.misses.overdue(now):
+            if self.misses is not None and now >= self.misses.due and self.misses.overdue(now):
                 self.check_stop()
                 if self.stopped:
                     break
