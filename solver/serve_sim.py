@@ -234,6 +234,8 @@ class _Simulation:
         else:
             parts, server.round = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft)), 1
         if not decoding and not parts:
+            if server.count:    # an idle decode replica admitted prefilled sequences: they decode now
+                return self.start(server, now)
             server.busy = False
             return
         prefill = sum(n for _, n in parts) if parts else 0
