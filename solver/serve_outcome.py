@@ -94,10 +94,11 @@ class Misses:
         self.tally = [0.0] * len(self.rules)
         self.missed: list[str] = []     # in the order of the SLO block
         # the percentile rules of latencies since arrival, each with the requests it has counted
-        # (index -> counted as a miss) and how far through `arrivals` (the measured requests as (arrival, index), in time order) it has looked
+        # (index -> counted as a miss) and how far through `arrivals` it has looked (the measured
+        # requests as (arrival, index), in time order)
         self.arrivals = arrivals or []
         self.clocked = {i: ({}, [0]) for i, (_, metric, _, need) in enumerate(self.rules)
-                        if need is not None and METRICS[metric] != "tpot"}
+                        if need is not None and METRICS[metric] != "tpot" and measured}
         self.due = -math.inf    # no request is overdue before this time (now - arrival > bound implies now >= due)
 
     def record(self, values: tuple[float, float, float], index: int) -> bool:

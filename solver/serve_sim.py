@@ -19,7 +19,8 @@ prefill's, so TTFT ends there and the transfer delays the second token.
 
 Latencies are measured on the requests after a warm-up (solver/serve_outcome.py). A planner
 that only needs to know whether a run breaks its SLOs may stop it as soon as one is broken
-for certain (`stop`).
+for certain (`stop`): TTFT and end-to-end percentiles already while requests wait past
+their bound (solver/serve_outcome.py `Misses`).
 """
 
 from __future__ import annotations
