@@ -75,9 +75,15 @@ class Misses:
     """The SLO bounds a run has already broken for certain, as measured requests finish: a
     nearest-rank percentile p of M values exceeds its bound once M - rank(p) of them do,
     whatever the others turn out to be; a mean once their sum exceeds bound x M (latencies
-    are never negative)."""
+    are never negative).
 
-    def __init__(self, slo: dict[str, float], measured: int):
+    A TTFT or end-to-end value is certain sooner: a request's TTFT is known at its first
+    token, and one still without a first token (or an answer) more than the bound after it
+    arrived exceeds the bound whatever happens next (`overdue`). A queue that never drains,
+    as behind long multi-step scheduling rounds, so breaks a percentile's bound as soon as
+    enough requests have waited past it, not only once they finish."""
+
+    def __init__(self, slo: dict[str, float], measured: int, arrivals: list[tuple[float, int]] | None = None):
         self.rules = []     # (key, metric index, what the tally must exceed or reach)
         for key, bound in slo.items():
             metric, p = slo_percentile(key)
@@ -87,14 +93,60 @@ class Misses:
                 self.rules.append((key, METRICS.index(metric), *need))
         self.tally = [0.0] * len(self.rules)
         self.missed: list[str] = []     # in the order of the SLO block
+        # the percentile rules of latencies since arrival, each with the requests it has counted
+        # (index -> counted as a miss) and how far through `arrivals` it has looked (the measured
+        # requests as (arrival, index), in time order)
+        self.arrivals = arrivals or []
+        self.clocked = {i: ({}, [0]) for i, (_, metric, _, need) in enumerate(self.rules)
+                        if need is not None and METRICS[metric] != "tpot" and measured}
+        self.due = -math.inf    # no request is overdue before this time (now - arrival > bound implies now >= due)
 
-    def record(self, values: tuple[float, float, float]) -> bool:
+    def record(self, values: tuple[float, float, float], index: int) -> bool:
         """Count one measured request's (ttft, tpot, e2e); True when a bound becomes broken."""
+        return self._count(values, index, range(len(self.rules)))
+
+    def first_token(self, ttft: float, index: int) -> bool:
+        """Count a measured request's TTFT at its first token; True when a bound becomes broken."""
+        return self._count((ttft, math.nan, math.nan), index,
+                           [i for i in self.clocked if METRICS[self.rules[i][1]] == "ttft"])
+
+    def overdue(self, now: float) -> bool:
+        """Count as broken the bounds of the requests still without a first token (TTFT) or an
+        answer (end-to-end) more than the bound after they arrived: their values will be at
+        least now - arrival. True when a bound becomes broken. Nothing is due before `due`."""
+        broke, arrivals, self.due = False, self.arrivals, math.inf
+        for i, (counted, at) in self.clocked.items():
+            key, _, bound, need = self.rules[i]
+            if key in self.missed:
+                continue
+            while at[0] < len(arrivals) and now - arrivals[at[0]][0] > bound:
+                index = arrivals[at[0]][1]
+                at[0] += 1
+                if index not in counted:     # no first token (answer) yet: it will come after now
+                    counted[index] = True
+                    self.tally[i] += 1
+            if self.tally[i] >= need:
+                self.missed.append(key)
+                broke = True
+            elif at[0] < len(arrivals):
+                self.due = min(self.due, arrivals[at[0]][0] + bound)
+        return broke
+
+    def _count(self, values, index: int, rules) -> bool:
         broke = False
-        for i, (key, metric, bound, need) in enumerate(self.rules):
+        for i in rules:
+            key, metric, bound, need = self.rules[i]
             if key in self.missed:
                 continue
             value = values[metric]
+            if i in self.clocked:
+                counted = self.clocked[i][0]
+                # counted already (at its first token, or overdue) as a miss, or as met: then only
+                # a sequence its decode replica can never hold, recorded as never served (inf)
+                # after its first token, turns into a miss
+                if counted.get(index) or (index in counted and not value > bound):
+                    continue
+                counted[index] = value > bound
             if need is None:
                 self.tally[i] += value
                 broke_now = self.tally[i] > bound

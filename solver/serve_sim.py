@@ -19,7 +19,8 @@ prefill's, so TTFT ends there and the transfer delays the second token.
 
 Latencies are measured on the requests after a warm-up (solver/serve_outcome.py). A planner
 that only needs to know whether a run breaks its SLOs may stop it as soon as one is broken
-for certain (`stop`).
+for certain (`stop`): TTFT and end-to-end percentiles already while requests wait past
+their bound (solver/serve_outcome.py `Misses`).
 """
 
 from __future__ import annotations
@@ -180,7 +181,11 @@ class _Simulation:
         self.peak_batch = 0
         self.peak_kv = 0.0
         self.first = first_measured(requests, warmup_s) if requests else 0
-        self.misses = Misses(slo, len(requests) - self.first) if stop else None
+        # arrivals come in time order (ties by index) and before any other event at the same
+        # time, as if all were queued first; only the servers' events need the heap
+        self.arrivals = sorted(range(len(requests)), key=lambda i: (requests[i].arrival, i))
+        self.misses = Misses(slo, len(requests) - self.first, [(requests[i].arrival, i) for i in self.arrivals
+                                                               if i >= self.first]) if stop else None
         self.stop, self.stopped = stop, ()
 
     def push(self, time: float, kind: str, payload) -> None:
@@ -188,9 +193,7 @@ class _Simulation:
         heapq.heappush(self.events, (time, self.tick, kind, payload))
 
     def run(self) -> Outcome:
-        # arrivals come in time order (ties by index) and before any other event at the same
-        # time, as if all were queued first; only the servers' events need the heap
-        arrivals = sorted(range(len(self.requests)), key=lambda i: (self.requests[i].arrival, i))
+        arrivals = self.arrivals
         upcoming = 0
         while (self.events or upcoming < len(arrivals)) and not self.stopped:
             if upcoming < len(arrivals) and (not self.events or
@@ -199,6 +202,10 @@ class _Simulation:
                 upcoming += 1
             else:
                 now, _, kind, payload = heapq.heappop(self.events)
+            if self.misses is not None and now >= self.misses.due and self.misses.overdue(now):
+                self.check_stop()
+                if self.stopped:
+                    break
             if kind == "arrive":
                 request = self.requests[payload]
                 engine = (self.prefillers or self.decoders)[0].pool.replica.engine
@@ -228,6 +235,8 @@ class _Simulation:
         else:
             parts, server.round = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft)), 1
         if not decoding and not parts:
+            if server.count:    # an idle decode replica admitted prefilled sequences: they decode now
+                return self.start(server, now)
             server.busy = False
             return
         prefill = sum(n for _, n in parts) if parts else 0
@@ -340,6 +349,9 @@ class _Simulation:
             server.prefilling.remove(seq)
             if seq.first is None:
                 seq.first, seq.made = now, 1.0
+                if self.misses is not None and seq.index >= self.first and \
+                        self.misses.first_token(now - seq.request.arrival, seq.index):
+                    self.check_stop()
             if server.role == "prefill":
                 seq.todo, seq.state = 0.0, "waiting"
                 self.push(now + self.transfer(seq.request.prompt), "handoff", seq)
@@ -367,9 +379,13 @@ class _Simulation:
 
     def result(self, index: int, values: tuple[float, float, float]) -> None:
         self.results[index] = values
-        if self.misses is not None and index >= self.first and self.misses.record(values):
-            if self.stop(tuple(self.misses.missed)):
-                self.stopped = tuple(self.misses.missed)
+        if self.misses is not None and index >= self.first and self.misses.record(values, index):
+            self.check_stop()
+
+    def check_stop(self) -> None:
+        """Another bound has become certainly broken: ask whether to end the run."""
+        if self.stop(tuple(self.misses.missed)):
+            self.stopped = tuple(self.misses.missed)
 
     # ------------------------------------------------------------ measurement
     def outcome(self) -> Outcome:

@@ -119,3 +119,21 @@ def test_a_prompt_splits_into_computed_and_cached_tokens(share, prompt):
     assert computed >= 1 and cached >= 0 and computed + cached == pytest.approx(prompt)
     if prompt * (1 - share) >= 1:
         assert (computed, cached) == (prompt * (1 - share), prompt * share)
+
+
+def test_a_plan_with_thousand_step_scheduling_rounds_completes_and_meets_its_slos():
+    """Fuzz: `scheduler_steps = 1000` made `gclc plan` run for minutes (its runs broke the TTFT
+    percentile only once enough late requests had finished). Prompts now join an aggregated
+    replica only every 1000th decode step, so no aggregated layout meets a 300 ms TTFT P99:
+    the plan splits prefill (never multi-step) from decode, and needs more GPUs than with
+    every-step scheduling, since a handed-over sequence waits for its decode replica's round
+    to end (fewer sequences per replica, shorter waits). Whatever it chooses meets the SLOs
+    in its full simulation."""
+    source = SOURCE.replace("  requests = 200\n", "  requests = 200\n  engine { scheduler_steps = 1000 }\n")
+    steps = serve_entity(check_text(source, str(ROOT / "tests" / "data" / "serve_features.gcl")).design)
+    assert steps.get("engine").get("scheduler_steps") == 1000
+    every, rounds = plan_serve(ENTITY), plan_serve(steps)
+    assert rounds.decode is not None and rounds.mode == "disaggregated" and rounds.prefill is not None
+    assert not rounds.outcome.stopped and rounds.outcome.percentile("ttft", 99) <= 0.3
+    assert rounds.outcome.percentile("tpot", 90) <= 0.02
+    assert rounds.decode.gpus + rounds.prefill.gpus > every.decode.gpus

@@ -54,11 +54,15 @@ def below(floors, measured) -> None:
 @given(st.sampled_from(sorted(MODELS)), st.sampled_from([1, 2, 4]), st.sampled_from([1, 4]), st.sampled_from([1, 2]),
        st.sampled_from([1, 4, 32]), st.integers(1, 3), st.booleans(), st.sampled_from([0, 2]),
        st.sampled_from([0.0, 0.5]),
-       st.lists(st.tuples(st.floats(0.0, 0.05), st.integers(1, 6000), st.integers(1, 300)), min_size=3, max_size=40))
-def test_no_simulated_request_beats_its_floors(model, tp, ep, pp, batch, count, split, draft, share, drawn):
+       st.lists(st.tuples(st.floats(0.0, 0.05), st.integers(1, 6000), st.integers(1, 300)), min_size=3, max_size=40),
+       st.sampled_from([1, 1, 4, 1000]))
+def test_no_simulated_request_beats_its_floors(model, tp, ep, pp, batch, count, split, draft, share, drawn, steps):
+    """Also under multi-step scheduling (`steps` decode steps per round): the wait for the
+    next round only adds to a request's latencies, so the floors, which leave it out (a
+    request that finds its replica idle or with nothing decoding does not wait), still hold."""
     shape, partition = MODELS[model]
     ep = ep if shape.is_moe else 1     # expert parallelism splits the routed experts (and the attention groups)
-    engine = Engine(draft=draft, acceptance=0.7 if draft else 0.0, prefix_share=share)
+    engine = Engine(draft=draft, acceptance=0.7 if draft else 0.0, prefix_share=share, scheduler_steps=steps)
     cfg = ServeConfig(tp, batch, "fp8", ep=ep, pp=pp)
     r = replica(shape, cfg, partition, engine)
     if r.kv_capacity_tokens(0.9 * r.hbm) <= 0:
@@ -108,3 +112,16 @@ def test_each_role_is_held_to_its_own_latencies(role, metrics):
     requests = tuple(Request(0.1 * i, 2000, 100) for i in range(10))
     broken = Floors(requests, 0.0, {"ttft.p50": 0.0, "tpot.p50": 0.0, "e2e.p50": 0.0}).broken(r, role)
     assert {k.split(".")[0] for k in broken} == metrics
+
+
+@pytest.mark.parametrize("steps", [1, 1000])
+def test_a_request_finding_its_replica_idle_meets_its_floor_whatever_the_scheduling_rounds(steps):
+    """Why the TTFT floor leaves out the wait for the next multi-step round: a request that
+    finds its replica idle (or with nothing decoding) starts at once, and its TTFT is the
+    floor exactly, under 1000-step rounds as under every-step scheduling; a floor with any
+    of the wait added would discard a configuration that can meet the SLO."""
+    shape, partition = MODELS["dense"]
+    r = replica(shape, ServeConfig(1, 8, "fp8"), partition, Engine(scheduler_steps=steps))
+    requests = (Request(0.0, 3000, 400), Request(60.0, 3000, 400))   # the second arrives long after the first left
+    out = simulate(requests, pool(r, 1))
+    assert max(out.ttft) == pytest.approx(first_token_floor(r, 3000), rel=1e-12)

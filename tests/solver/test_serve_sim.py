@@ -130,6 +130,23 @@ def test_disaggregated_pools_hand_the_cache_over():
     assert slow.percentile("e2e", 50) > fast.percentile("e2e", 50) + 0.4              # the transfer delays the rest
 
 
+@pytest.mark.parametrize("steps", [1, 4])
+def test_a_prefilled_sequence_reaching_an_idle_decode_replica_is_decoded(steps):
+    """Regression: an idle decode replica admitted a handed-over sequence but ran no
+    iteration for it (nothing was decoding before the admission, and it brings no prompt
+    chunk), so it waited for the next hand-over, and the last ones were never served. Alone,
+    a request decodes at once: its end-to-end latency is its TTFT, the transfer and its
+    decode steps on the otherwise idle replica."""
+    r = replica(SHAPE, CONFIG, PARTITION, Engine(block=64, scheduler_steps=steps))
+    prefill = Pool(replica(SHAPE, attrs.evolve(CONFIG, batch=1), PARTITION), 1, 1, 0.0)
+    out = simulate((Request(0.0, 1000, 50),), Pool(r, 1, 256, r.kv_capacity_tokens(0.9 * r.hbm)), prefill,
+                   lambda prompt: 0.01)
+    ttft, e2e = out.percentile("ttft", 100), out.percentile("e2e", 100)
+    assert 0 < ttft < 1     # served (a request never served counts as infinitely late)
+    least = sum(r.iteration(1, 1000 + m, layer_mean=True) for m in range(1, 50))  # 49 steps, one sequence
+    assert ttft + 0.01 + least * (1 - 1e-9) <= e2e <= ttft + 0.01 + least * (1 + 1e-9)
+
+
 def test_multi_step_scheduling_delays_first_tokens_not_decoding():
     """vLLM's multi-step scheduling (engine.scheduler_steps): prompts join only every k-th
     iteration, so a prompt arriving into a decoding replica waits for the round to end.
