@@ -26,7 +26,7 @@ from ..model.inference import ServeEstimate, replica
 from ..model.job import placement, serve_entity  # noqa: F401  (serve_entity: re-exported, where callers find it)
 from ..model.shape import ModelShape
 from .serve_demand import Demand, demand_of, lifetime
-from .serve_demand_search import DemandSearch
+from .serve_demand_search import UNDECIDED, DemandSearch
 from .serve_explain import infeasible_reasons
 from .serve_saturated import SaturatedSearch
 from .serve_screen import Side
@@ -64,6 +64,15 @@ class ServePlan:
     @property
     def best(self) -> ServeEstimate | None:
         return self.decode.estimate if self.decode else None
+
+    @property
+    def undecided(self) -> bool:
+        """No plan found, but none proven impossible: the search's simulation budget ran out."""
+        return self.decode is None and self.proof == UNDECIDED
+
+    @property
+    def status(self) -> str:
+        return "optimal" if self.decode else "undecided" if self.undecided else "infeasible"
 
     @property
     def replicas(self) -> int:

@@ -31,6 +31,7 @@ import math
 
 import attrs
 
+from ..dsl.numbers import number
 from ..model.inference import kv_transfer_time
 from .serve_bound import tpot_replicas
 from .serve_screen import Screen, SearchResult, Side
@@ -38,6 +39,7 @@ from .serve_outcome import Outcome, slo_percentile
 from .serve_sim import Pool, simulate
 
 MAX_SIMULATIONS = 60        # finalists simulated before the search reports its gap
+UNDECIDED = "budget: finalists left unsimulated, none simulated meets the SLOs"   # the proof of a plan not found
 GROWTH = 1.25               # a pool that misses its SLO grows by this factor (at least one replica)
 PAIRS, LOOSE, TIGHT = -1, 0, 1  # heap entries: a drawer of split pairs; a candidate before and after its TPOT floor
 
@@ -74,7 +76,7 @@ class DemandSearch(Screen):
                 heapq.heappush(heap, (*self.bound(grown), tie, TIGHT, grown))
                 continue
             if not self.exhaustive and self.simulated >= MAX_SIMULATIONS:
-                budget_left = True
+                budget_left = sum(self.size(e) for e in (entry, *heap))
                 break
             outcomes = self.outcomes
             found = self.confirm(sides, None if self.exhaustive else (tie, best_key))
@@ -82,9 +84,19 @@ class DemandSearch(Screen):
             if found is not None and (*self.key(found), tie) < best_key:
                 best, best_key = found, (*self.key(found), tie)
         if best is None:
-            return self.infeasible()
+            return self.undecided(budget_left) if budget_left else self.infeasible()
         proof = "exhaustive" if self.exhaustive else "budget: finalists left unsimulated" if budget_left else "bound"
         return SearchResult(best.mode, best.decode, best.prefill, best.outcome, best.power, best.binding, proof)
+
+    def undecided(self, left: int) -> SearchResult:
+        """No plan, but not proven infeasible: the budget ran out with `left` candidates unsimulated."""
+        found = self.infeasible()
+        rate = number(self.demand.rate) if self.demand is not None else "the"
+        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated meets the SLO percentiles at {rate} "
+               f"requests/s on {self.limits.gpus} GPUs, and {number(left)} were left unsimulated (the search's "
+               "budget): one of them may, so this is not proven infeasible")
+        return attrs.evolve(found, binding=tuple(r for r in found.binding if not r.startswith("demand:")) + (why,),
+                            proof=UNDECIDED)
 
     # ------------------------------------------------------------ candidates and their bounds
     def start(self) -> list[tuple]:

@@ -85,9 +85,9 @@ def _train_json(outcome: TrainOutcome) -> dict:
 
 def _serve_contract(p: ServePlan) -> dict:
     """The contract's keys of a serve plan: nulls where infeasible; views/serve.py fills the rest."""
-    return {"kind": "serve", "status": "optimal" if p.best else "infeasible",
+    return {"kind": "serve", "status": p.status,
             **{key: None for key in CONTRACT if key not in ("status", "binding", "solver")},
-            "placement": {}, "solver": {"status": "optimal" if p.best else "infeasible", "configurations": p.considered}}
+            "placement": {}, "solver": {"status": p.status, "configurations": p.considered}}
 
 
 def _hetero_contract(h: HeteroPlan) -> dict:

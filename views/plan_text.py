@@ -78,8 +78,10 @@ def infeasible_message(outcome: Outcome) -> str:
                 + (f" ({reasons})" if reasons else ""))
     chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     if not isinstance(chosen, Plan):  # a ServePlan
-        return (f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits"
-                + "".join(f"\n  {reason}" for reason in outcome.binding))
+        head = (f"gclc: undecided: no configuration of `{outcome.name}` found that meets its limits within the "
+                "search's budget" if outcome.undecided else
+                f"gclc: infeasible: no configuration of `{outcome.name}` meets its limits")
+        return head + "".join(f"\n  {reason}" for reason in outcome.binding)
     reason = getattr(chosen, "infeasibility", None)
     if reason is not None:
         return f"gclc: infeasible: {reason.message}"

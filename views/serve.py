@@ -18,7 +18,7 @@ LATENCY_KEYS = ("p50", "p90", "p99", "mean")
 
 def serve_json(p: ServePlan) -> dict:
     out = {"format": "gclc-serve-plan", "version": 2, "job": p.name, "cluster": p.graph.name,
-           "partition": p.partition.name, "status": "optimal" if p.best else "infeasible",
+           "partition": p.partition.name, "status": p.status,
            "configurations": p.considered, "binding": list(p.binding), "solver": _solver(p)}
     if p.best is None:
         return out
@@ -76,7 +76,7 @@ def _band(tokens_per_s: float, step: float) -> dict:
 
 
 def _solver(p: ServePlan) -> dict:
-    return {"status": "optimal" if p.best else "infeasible", "configurations": p.considered,
+    return {"status": p.status, "configurations": p.considered,
             "evaluated": p.considered, "simulated": p.simulated, "pruned": p.pruned, "proof": p.proof}
 
 
@@ -116,7 +116,8 @@ def serve_text(p: ServePlan) -> str:
     head = (f"plan {p.name} (serve) on {p.graph.name}: {count(p.considered, 'configuration')}, "
             f"{number(p.simulated)} simulated")
     if p.best is None:
-        return head + "\n  infeasible:" + "".join(f"\n    {reason}" for reason in p.binding)
+        verdict = "undecided" if p.undecided else "infeasible"
+        return head + f"\n  {verdict}:" + "".join(f"\n    {reason}" for reason in p.binding)
     d = p.decode
     lines = [head, f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"]
     for name, side in (("prefill", p.prefill), ("decode" if p.prefill else "replicas", d)):

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "views" / "plan.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 EXAMPLES = sorted((ROOT / "examples").glob("*.gcl"))
-EXIT = {"optimal": 0, "infeasible": 3}
+EXIT = {"optimal": 0, "infeasible": 3, "undecided": 3}
 
 
 def plan_json(capsys, *args) -> tuple[int, dict, str]:
@@ -116,3 +116,24 @@ def test_plan_json_is_repeatable_and_timings_are_opt_in(capsys):
     assert first == second
     code, timed, _ = plan_json(capsys, example, "--timings")
     assert code == 0 and timed["solver"]["seconds"] >= 0
+
+
+def test_a_serve_search_out_of_budget_is_undecided_not_infeasible(capsys, monkeypatch):
+    """A demand search that stops at its simulation budget before any simulated candidate
+    meets the SLOs has not proven that none does: it says undecided (text, JSON and stderr),
+    with the count left unsimulated, never "no configuration meets". The budget is set to
+    nothing here so that the first candidate to be simulated ends the search."""
+    from gclc.solver import serve_demand_search
+
+    monkeypatch.setattr(serve_demand_search, "MAX_SIMULATIONS", 0)
+    example = ROOT / "examples" / "deepseek_v3_serve.gcl"   # a demand: the search that has a budget
+    code, data, err = plan_json(capsys, example)
+    valid(data)
+    assert code == 3 and data["status"] == "undecided" and data["solver"]["status"] == "undecided"
+    assert data["solver"]["simulated"] == 0
+    assert any("not proven infeasible" in reason and "left unsimulated" in reason for reason in data["binding"])
+    assert not any("no configuration meets" in reason for reason in data["binding"])
+    assert err.startswith("gclc: undecided:")
+    assert main(["plan", str(example)]) == 3
+    text = capsys.readouterr().out
+    assert "\n  undecided:" in text and "infeasible:" not in text
