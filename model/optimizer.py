@@ -48,6 +48,13 @@ def precision_aware(cfg: TrainConfig) -> bool:
     return cfg.optimizer_state != "fp32" or cfg.master_weights != "fp32" or cfg.main_grads != "fp32"
 
 
+def narrowed(cfg: TrainConfig) -> str:
+    """`optimizer_state = bf16, main_grads = bf16`: the precisions a job narrows from fp32, as
+    written (for messages)."""
+    return ", ".join(f"{k} = {getattr(cfg, k)}" for k in ("optimizer_state", "master_weights", "main_grads")
+                     if getattr(cfg, k) != "fp32")
+
+
 def grad_bytes(cfg: TrainConfig) -> int:
     """Bytes per element of the gradient buffer and of the data-parallel reduction: the stack's
     (model/config.py STACKS `grad_bytes`) with fp32 main gradients; with bf16 ones at most 2.
