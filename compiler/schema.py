@@ -21,6 +21,8 @@ SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fs
 # DistributedFusedAdam) and `none` (no copy: Adam updates the weights the GEMMs read).
 OPTIMIZER_STATES = ("fp32", "bf16", "fp16", "fp8")
 MASTER_WEIGHTS = ("fp32", "bf16", "fp16", "none")
+# The main gradients Adam reads: Megatron-LM's --main-grads-dtype choices (megatron/training/arguments.py).
+MAIN_GRADS = ("fp32", "bf16")
 
 
 @attrs.frozen
@@ -367,7 +369,9 @@ TRAIN = Block(
      "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"),
      "optimizer_state": Choice(OPTIMIZER_STATES, "the format Adam's two moments are stored in"),
      "master_weights": Choice(MASTER_WEIGHTS, "the copy of the weights Adam updates (`none`: the weights "
-                                              "themselves)"), **OBJECTIVES, **SHARED},
+                                              "themselves)"),
+     "main_grads": Choice(MAIN_GRADS, "the format of the gradient buffer Adam reads and data parallelism reduces"),
+     **OBJECTIVES, **SHARED},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
     doc="`precision`: the GEMMs' number format; `optimizer_state`: the format Adam's two moments are stored "
@@ -375,7 +379,9 @@ TRAIN = Block(
         "weights Adam updates (default fp32, which Megatron-Core and NeMo keep as 16-bit remainders of the bf16 "
         "weights once the moments are narrower; `none`: no copy, the weights themselves, as NeMo 1.0's "
         "distributed Adam with a bf16 state). Both change the optimizer's memory, its step's HBM traffic and "
-        "the checkpoint",
+        "the checkpoint. `main_grads`: the gradients Adam reads (Megatron's --main-grads-dtype; default fp32, "
+        "with the stack's gradient reduction; bf16: the gradient buffer, the data-parallel reduction and "
+        "Adam's read all in bf16)",
 )
 # Request lengths: a fixed count or a distribution (tokens; sampled with a fixed seed).
 LENGTHS = CountOr(Construct({

@@ -81,6 +81,9 @@ class TrainConfig:
     # mixed-precision Adam's 12 bytes per parameter; `none` masters: Adam updates the weights.
     optimizer_state: str = "fp32"
     master_weights: str = "fp32"
+    # The main gradients Adam reads (model/optimizer.py `grad_bytes`): fp32, or bf16 buffers
+    # that the data-parallel reduction and Adam read as they are.
+    main_grads: str = "fp32"
     stack: str = DEFAULT_STACK
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
     # outermost. Expert layers fold their own groups over the same ranks (see `stride`).

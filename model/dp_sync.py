@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..compiler.ir import Partition
-from . import comms, sharding
+from . import comms, optimizer, sharding
 from .config import TrainConfig
 from .memo import remember
 from .memory import dense_params_per_gpu, expert_params_per_gpu
@@ -80,12 +80,12 @@ _TRAFFIC: dict[tuple, Traffic] = {}
 
 def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffic:
     """The seconds of `cfg`'s data-parallel collectives on `partition`."""
-    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, min(cfg.zero, 1), cfg.stack,
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, min(cfg.zero, 1), cfg.stack, cfg.main_grads,
            min(cfg.stride("dp"), cfg.stride("cp")), partition)
     found = _TRAFFIC.get(key)
     if found is not None:
         return found
-    grad_bytes = int(cfg.behaviour("grad_bytes"))
+    grad_bytes = optimizer.grad_bytes(cfg)   # the stack's, or the bf16 main gradients'
     # Dense and routed-expert state reduce over different replica groups (routed experts over
     # fewer ranks, ep apart: model/sharding.py expert_dp); hybrid sharding splits each into
     # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups

@@ -53,7 +53,7 @@ import math
 import attrs
 
 from ..compiler.ir import NodeType, Partition
-from . import comms, recompute
+from . import comms, optimizer, recompute
 from .config import TrainConfig
 from .memory import params_per_gpu
 from .shape import ModelShape
@@ -162,7 +162,7 @@ def host_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Host
     layer_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute,
                  cfg.recompute_modules, cfg.recompute_every, cfg.sp, cfg.precision, cfg.stack, cfg.order, partition)
     step_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.vp, cfg.microbatch, cfg.sp, cfg.zero,
-                cfg.precision, cfg.stack, cfg.order, partition)
+                cfg.precision, cfg.stack, cfg.main_grads, cfg.order, partition)
     if len(_WORK) >= 65536:  # bounded, like the lru caches beside it
         _WORK.clear()
     work = _WORK.get(layer_key)
@@ -242,7 +242,7 @@ def _step_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tup
         if not cfg.behaviour("hierarchical"):
             stages = comms.flat(stages)
         params = params_per_gpu(shape, cfg)
-        grads, weights = params * int(cfg.behaviour("grad_bytes")), params * 2
+        grads, weights = params * optimizer.grad_bytes(cfg), params * 2
         if cfg.zero >= 3:  # per layer, every micro-batch: gather forward and backward, reduce-scatter
             per = max(1.0, shape.layers / cfg.pp)
             per_mb += [(per, stages, _scatter(grads / per, stages)), (2 * per, stages, _scatter(weights / per, stages))]

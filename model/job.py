@@ -45,6 +45,7 @@ class Job:
     checkpoint_bandwidth: float = 0.0  # bytes/s, the `checkpoint { bandwidth }` stated (0: the nodes' paths)
     optimizer_state: str = "fp32"  # Adam's moments as stored (model/optimizer.py)
     master_weights: str = "fp32"   # the master weights Adam updates, or `none`
+    main_grads: str = "fp32"       # the main gradients Adam reads
 
 
 def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
@@ -132,9 +133,19 @@ def job_from_entity(entity: Entity) -> Job:
                _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity))
 
 
+# The optimizer's precisions a train job may state (model/optimizer.py), each fp32 when absent.
+OPTIMIZER_FIELDS = ("optimizer_state", "master_weights", "main_grads")
+
+
 def optimizer_fields(entity: Entity) -> dict[str, str]:
-    """The job's `optimizer_state` and `master_weights` (mixed-precision Adam's fp32 when absent)."""
-    return {k: str(_plain(entity.get(k, Symbol("fp32")))) for k in ("optimizer_state", "master_weights")}
+    """The job's `optimizer_state`, `master_weights` and `main_grads` (mixed-precision Adam's fp32
+    when absent)."""
+    return {k: str(_plain(entity.get(k, Symbol("fp32")))) for k in OPTIMIZER_FIELDS}
+
+
+def job_optimizer(job: Job) -> dict[str, str]:
+    """The optimizer's precisions of a job, as TrainConfig fields."""
+    return {k: getattr(job, k) for k in OPTIMIZER_FIELDS}
 
 
 def state_config(entity: Entity) -> TrainConfig:
@@ -183,7 +194,7 @@ def pinned_config(job: Job) -> TrainConfig:
         zero=int(p.get("zero", 1)), precision=str(job.precision), stack=str(job.stack),
         gpipe=p.get("schedule") == "gpipe",
         sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every,
-        optimizer_state=job.optimizer_state, master_weights=job.master_weights, **pinned_only(job))
+        **job_optimizer(job), **pinned_only(job))
 
 
 def pinned_only(job: Job) -> dict[str, object]:

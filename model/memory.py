@@ -13,7 +13,7 @@ import attrs
 from ..compiler.formats import family, is_narrow, value_bytes
 from .config import TrainConfig
 from .memo import remember as _remember
-from .optimizer import WEIGHT_BYTES, state_bytes
+from .optimizer import WEIGHT_BYTES, grad_bytes, state_bytes
 from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from .shape import ModelShape
@@ -97,12 +97,11 @@ def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) ->
     (model/sharding.py `expert_shards`)."""
     zero = cfg.zero if zero is None else zero
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero,
-           cfg.optimizer_state, cfg.master_weights)
+           cfg.optimizer_state, cfg.master_weights, cfg.main_grads)
     state = _STATE.get(key)
     if state is None:
         dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
-        per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), int(cfg.behaviour("grad_bytes")),
-                     state_bytes(cfg))
+        per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), grad_bytes(cfg), state_bytes(cfg))
         on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
         state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
                                              for b, d, e in zip(per_param, on_dense, on_experts)))

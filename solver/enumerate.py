@@ -63,7 +63,7 @@ import attrs
 
 from ..compiler.schema import RECOMPUTE_MODULES, SEARCHABLE
 from ..model.config import TrainConfig
-from ..model.job import Job, pinned_only
+from ..model.job import Job, job_optimizer, pinned_only
 from ..model.step import Estimate, estimate
 # The job's limits and the objective (solver/limits.py): part of the problem defined here.
 from .limits import (OBJECTIVES, Limit, Limits, admissible, busy, goodput_share, limits, max_gpus,  # noqa: F401
@@ -311,7 +311,7 @@ def config_maker(job: Job, space_: Space) -> Callable[..., TrainConfig]:
     (a search builds tens of thousands of configurations)."""
     fixed = dict(seq=job.seq, precision=job.precision, stack=job.stack, gpipe=job.pinned.get("schedule") == "gpipe",
                  sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every,
-                 optimizer_state=job.optimizer_state, master_weights=job.master_weights, **space_.pinned_only)
+                 **job_optimizer(job), **space_.pinned_only)
     seq_parallel, job_batch = space_.seq_parallel, job.batch
 
     def make(tp: int, pp: int, dp: int, cp: int, ep: int, mb: int, vp: int, recompute: str, zero: int,

@@ -188,7 +188,8 @@ def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
     top = _top_tier(job)
     if top is None or peers < 2:
         return 0.0
-    grad_bytes = 2 if cfg.stack in ("fsdp", "fsdp_compiled", "maxtext") else 4
+    # fp32 but where the stack or bf16 main gradients (model/optimizer.py) reduce in bf16
+    grad_bytes = 2 if cfg.stack in ("fsdp", "fsdp_compiled", "maxtext") or cfg.main_grads == "bf16" else 4
     share = job.shape.params * grad_bytes / cfg.gpus
     return comms.all_reduce(share, (comms.Stage(top, peers),))
 

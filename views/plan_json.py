@@ -9,7 +9,9 @@ import attrs
 
 from ..compiler.tco import job_cost
 from ..dsl.numbers import duration
+from ..model import optimizer
 from ..model.calibration import BAND_CONFIDENCE
+from ..model.config import TrainConfig
 from ..model.recompute import modules as recompute_modules
 from ..model.step import Estimate
 from ..solver.jobs import Outcome, TrainOutcome
@@ -116,7 +118,7 @@ def _hetero_contract(h: HeteroPlan) -> dict:
                                          if by_name[x.partition].best), default=None),
             "power_w": best.power, "energy_per_token_j": best.power / best.tokens_per_s if best.tokens_per_s else None,
             "gpus": sum(x.gpus for x in used),
-            "parallelism": {"mode": best.mode, "partitions": {x.partition: attrs.asdict(x.config) if x.config else None
+            "parallelism": {"mode": best.mode, "partitions": {x.partition: config_json(x.config) if x.config else None
                                                               for x in used}},
             "placement": {x.partition: placement_json(by_name[x.partition]) for x in used},
             "error_band": {"confidence": BAND_CONFIDENCE,
@@ -150,6 +152,22 @@ def parallelism(e: Estimate) -> dict:
             "shard": c.shards, "recompute_modules": list(recompute_modules(c)) if c.recompute == "selective" else [],
             "recompute_every": c.recompute_every, "offload": c.offload,
             "schedule": "gpipe" if c.gpipe else "interleaved" if c.virtual_stages > 1 else "one_f_one_b"}
+
+
+def config_json(c: TrainConfig) -> dict:
+    """A configuration's fields; `main_grads` only where bf16 (it came after the format's
+    version 2: plans that do not state it keep their keys)."""
+    return attrs.asdict(c, filter=lambda field, value: field.name != "main_grads" or value != "fp32")
+
+
+def optimizer_json(c: TrainConfig) -> dict | None:
+    """The optimizer's precisions (model/optimizer.py) where a job narrows any from fp32; None
+    for mixed-precision Adam's fp32 (plans that state none keep their keys)."""
+    if not optimizer.precision_aware(c):
+        return None
+    return {"optimizer_state": c.optimizer_state, "master_weights": c.master_weights, "main_grads": c.main_grads,
+            "master_remainders": optimizer.stores_remainders(c), "state_bytes_per_param": optimizer.state_bytes(c),
+            "grad_bytes_per_param": optimizer.grad_bytes(c)}
 
 
 def estimate_json(e: Estimate) -> dict:
@@ -202,6 +220,9 @@ def plan_json(plan) -> dict:
         out["binding"] = list(plan.binding)
         return out
     out.update(estimate_json(plan.best))
+    state = optimizer_json(plan.best.config)
+    if state is not None:
+        out["optimizer"] = state
     out.update({
         "power_w": plan.power.total,
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
@@ -257,7 +278,7 @@ def hetero_json(result: HeteroPlan) -> dict:
                 "partitions": [{"partition": x.partition, "chip": x.chip, "gpus": x.gpus,
                                 ("sequences" if s.mode == "data" else "layers"): x.items, "busy_s": x.busy,
                                 "utilization": x.utilization, "fits": x.fits,
-                                "config": attrs.asdict(x.config) if x.config and x.items else None}
+                                "config": config_json(x.config) if x.config and x.items else None}
                                for x in s.shares]}
     return {"job": result.name, "status": result.status, "mode": result.best.mode if result.best else None,
             "tokens_per_s": result.tokens_per_s, "step_time_s": result.step_time,

@@ -12,7 +12,7 @@ from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.plan import Plan
 from ..solver.power import PowerInputs, PowerResult
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
-from .plan_json import hetero_cost, parallelism
+from .plan_json import hetero_cost, optimizer_json, parallelism
 
 if TYPE_CHECKING:  # the heterogeneous split's modules load only for its plans
     from ..solver.hetero import HeteroPlan
@@ -114,6 +114,20 @@ def _config(e: Estimate) -> str:
             + (" schedule=gpipe" if p["schedule"] == "gpipe" else ""))
 
 
+def optimizer_lines(e: Estimate) -> list[str]:
+    """`  optimizer  moments bf16, master weights fp16, main gradients fp32 (6 B of optimizer state
+    per parameter, not 12; 2 B per gradient)`: only where the job narrows a precision."""
+    state = optimizer_json(e.config)
+    if state is None:
+        return []
+    master = {"none": "no master weights (Adam updates the weights)"}.get(
+        state["master_weights"], f"master weights {state['master_weights']}"
+        + (" as 16-bit remainders of the bf16 weights" if state["master_remainders"] else ""))
+    return [f"  optimizer  moments {state['optimizer_state']}, {master}, main gradients {state['main_grads']} "
+            f"({number(state['state_bytes_per_param'])} B of optimizer state per parameter, not 12; "
+            f"{state['grad_bytes_per_param']} B per gradient)"]
+
+
 def _rate_span(low: float, high: float) -> str:
     """`78,222–100,210 tokens/s`, `39.2–86.9 M tokens/s`."""
     if high >= 1e6:
@@ -172,6 +186,7 @@ def plan_text(plan, timings: bool = False) -> str:
         f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
         + ", ".join(f"{MEMORY_WORDS.get(k, k)} {_b(v)}" for k, v in e.memory.rows() if v)
         + (f"; {_b(e.memory.offloaded)} of activations in host memory" if e.memory.offloaded else ""),
+        *optimizer_lines(e),
         "  step parts " + ", ".join(f"{WORDS.get(k, k)} {duration(v)}" for k, v in e.breakdown.rows() if v),
         f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU), "
         f"{quantity(plan.energy_per_token, 'J')} per token",

@@ -114,6 +114,8 @@ def test_serving_a_windowed_model_is_accepted():
     ("optimizer_state", "fp4", "`fp32`, `bf16`, `fp16`, `fp8`"),
     ("optimizer_state", "none", "`fp32`, `bf16`, `fp16`, `fp8`"),   # the moments cannot be dropped
     ("master_weights", "fp8", "`fp32`, `bf16`, `fp16`, `none`"),
+    ("main_grads", "fp16", "`fp32`, `bf16`"),    # Megatron's --main-grads-dtype choices
+    ("main_grads", "none", "`fp32`, `bf16`"),
 ])
 def test_an_optimizer_state_precision_gclc_cannot_store_is_located_with_the_choices(field, value, listed):
     error, text = one_error(replace=("  software  = fsdp", f"  software  = fsdp\n  {field} = {value}"))
@@ -127,9 +129,10 @@ def test_the_optimizer_state_precisions_reach_the_job():
     from gclc.model.job import pinned_config, train_job
 
     path = str(Path(__file__).parent.parent / "data" / "dense_variants.gcl")
-    text = DESIGN.replace("  software  = fsdp", "  software  = fsdp\n  optimizer_state = bf16\n  master_weights = none")
+    text = DESIGN.replace("  software  = fsdp", "  software  = fsdp\n  optimizer_state = bf16\n  master_weights = none\n"
+                                                 "  main_grads = bf16")
     result = check_text(text, path)
     config = pinned_config(train_job(result.design))
-    assert (config.optimizer_state, config.master_weights) == ("bf16", "none")
+    assert (config.optimizer_state, config.master_weights, config.main_grads) == ("bf16", "none", "bf16")
     default = pinned_config(train_job(check_text(DESIGN, path).design))
-    assert (default.optimizer_state, default.master_weights) == ("fp32", "fp32")
+    assert (default.optimizer_state, default.master_weights, default.main_grads) == ("fp32", "fp32", "fp32")

@@ -73,6 +73,7 @@ def test_hover_on_a_kind_gives_its_doc_and_on_a_train_field_its_meaning(design):
     assert "Adam's two moments" in hover_text(edited, text.index("optimizer_state") + 2)
     kind = hover_text(edited, text.index("train t") + 1)
     assert "`optimizer_state`: the format Adam's two moments" in kind and "`master_weights`" in kind
+    assert "`main_grads`: the gradients Adam reads" in kind
 
 
 @pytest.mark.parametrize("edit, after, expected, absent", [
@@ -81,9 +82,10 @@ def test_hover_on_a_kind_gives_its_doc_and_on_a_train_field_its_meaning(design):
     ("gpus = 8 x MyChip }", "gpus = 8 x MyChip { ", {"hbm", "peak", "power", "clock"}, {"gpus"}),
     ("  batch = 8\n", "  batch = 8\n  precision = ", {"bf16", "fp8"}, {"GB"}),
     ("  model = M\n", "  model = M\n  maximize = ", {"throughput", "mfu"}, {"time"}),
-    ("  batch = 8\n", "  batch = 8\n  ", {"optimizer_state", "master_weights"}, {"tp"}),
+    ("  batch = 8\n", "  batch = 8\n  ", {"optimizer_state", "master_weights", "main_grads"}, {"tp"}),
     ("  batch = 8\n", "  batch = 8\n  optimizer_state = ", {"fp32", "bf16", "fp16", "fp8"}, {"none", "fp4"}),
     ("  batch = 8\n", "  batch = 8\n  master_weights = ", {"fp32", "bf16", "fp16", "none"}, {"fp8"}),
+    ("  batch = 8\n", "  batch = 8\n  main_grads = ", {"fp32", "bf16"}, {"fp16", "none"}),
 ])
 def test_completion_by_context(design, edit, after, expected, absent):
     path, analysis = design

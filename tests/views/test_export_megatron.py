@@ -108,6 +108,9 @@ def validate_args(args: argparse.Namespace, world: int) -> list[str]:
     if not args.use_precision_aware_optimizer and any(d != "fp32" for d in dtypes):
         problems.append("main_grads/main_params/exp_avg/exp_avg_sq dtypes can only be fp32 when not using "
                         "precision-aware optimizer")
+    # megatron/training/arguments.py validate_args, its bf16 branch
+    if args.bf16 and args.accumulate_allreduce_grads_in_fp32 and args.main_grads_dtype != "fp32":
+        problems.append("--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set")
     return problems
 
 
@@ -123,6 +126,13 @@ def test_megatrons_checks_can_fail(parser):
     assert len(validate_args(state, 8)) == 1        # ... which needs the distributed optimizer
     with pytest.raises(argparse.ArgumentError):     # Megatron's master weights are fp32 or fp16 only
         parser.parse_args(["--main-params-dtype", "bf16"])
+    grads = parser.parse_args(["--num-layers", "8", "--num-attention-heads", "8", "--micro-batch-size", "1",
+                               "--global-batch-size", "8", "--seq-length", "4096", "--bf16", "--main-grads-dtype",
+                               "bf16", "--use-precision-aware-optimizer", "--use-distributed-optimizer",
+                               "--accumulate-allreduce-grads-in-fp32"])
+    assert len(validate_args(grads, 8)) == 1        # bf16 main grads cannot accumulate and reduce in fp32
+    with pytest.raises(argparse.ArgumentError):     # Megatron's main grads are fp32 or bf16 only
+        parser.parse_args(["--main-grads-dtype", "fp16"])
     with pytest.raises(argparse.ArgumentError):
         parser.parse_args(["--recompute-granularity", "everything"])
     with pytest.raises(SystemExit):  # an unknown flag
@@ -222,4 +232,46 @@ def test_optimizer_state_megatron_cannot_hold_is_an_error(variant_plan):
         megatron.export(none, "H100_SXM", "NVIDIA", "variants")
     ddp = variant_plan("optimizer_state = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
     with pytest.raises(ExportError, match="distributed optimizer"):
+        megatron.export(ddp, "H100_SXM", "NVIDIA", "variants")
+
+
+def on_stack(stack: str, pins: str):
+    """The dense-variants design (tests/data/dense_variants.gcl) on `stack` with other pins, planned."""
+    from gclc.compiler.driver import check_text
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    path = Path(__file__).resolve().parents[1] / "data" / "dense_variants.gcl"
+    text = path.read_text().replace("software  = fsdp", f"software  = {stack}").replace(
+        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
+        pins)
+    return job_plan(job_entity(check_text(text, str(path)).design, None))
+
+
+@pytest.mark.parametrize("stack", ["megatron", "megatron_core"])
+def test_bf16_main_grads_export_as_the_precision_aware_optimizers_main_grads_dtype(parser, variant_plan, stack):
+    job = on_stack(stack, "main_grads = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }")
+    args = parser.parse_args(shell_words(megatron.export(job, "H100_SXM", "NVIDIA", "variants")["megatron.args"]))
+    assert args.use_precision_aware_optimizer and args.use_distributed_optimizer
+    assert (args.main_grads_dtype, args.main_params_dtype, args.exp_avg_dtype) == ("bf16", "fp32", "fp32")
+    # Megatron-LM before Core accumulates in fp32 (model/config.py), which bf16 main grads turn off
+    assert not args.accumulate_allreduce_grads_in_fp32
+    assert validate_args(args, job.config.gpus) == []
+    fsdp = variant_plan("main_grads = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
+    args = parser.parse_args(shell_words(megatron.export(fsdp, "H100_SXM", "NVIDIA", "variants")["megatron.args"]))
+    assert args.use_megatron_fsdp and args.use_precision_aware_optimizer
+    assert (args.megatron_fsdp_main_grads_dtype, args.main_grads_dtype) == ("bf16", "fp32")
+    assert validate_args(args, fsdp.config.gpus) == []
+
+
+def test_fp32_main_grads_keep_the_megatron_default(parser):
+    job = on_stack("megatron", "parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }")
+    text = megatron.export(job, "H100_SXM", "NVIDIA", "variants")["megatron.args"]
+    args = parser.parse_args(shell_words(text))
+    assert "--main-grads-dtype" not in text and not args.use_precision_aware_optimizer
+    assert args.main_grads_dtype == "fp32" and args.accumulate_allreduce_grads_in_fp32
+
+
+def test_bf16_main_grads_without_the_distributed_optimizer_is_an_error(variant_plan):
+    ddp = variant_plan("main_grads = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
+    with pytest.raises(ExportError, match="distributed optimizer.*ZeRO 0 with main_grads = bf16"):
         megatron.export(ddp, "H100_SXM", "NVIDIA", "variants")

@@ -155,6 +155,9 @@ def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(confi
     narrow = variant_plan("optimizer_state = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
     with pytest.raises(ExportError, match="optimizer_state = bf16"):
         torchtitan.export(narrow, "H100_SXM", "NVIDIA", "variants")
+    grads = variant_plan("main_grads = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
+    with pytest.raises(ExportError, match=r"reduce in fp32 .*`job` states main_grads = bf16 \(remove"):
+        torchtitan.export(grads, "H100_SXM", "NVIDIA", "variants")
 
 
 def test_the_compiled_stack_turns_torch_compile_on(config_manager, tmp_path):

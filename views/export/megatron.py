@@ -20,7 +20,7 @@ import yaml
 
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
-from ...model.optimizer import precision_aware
+from ...model.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.recompute import modules as recompute_modules
 from .target import ExportError, JobPlan, header
 
@@ -196,13 +196,17 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
 def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     """Adam's state precisions as Megatron-Core's precision-aware optimizer (Transformer Engine's
     FusedAdam), which megatron/core/optimizer/optimizer_config.py allows only with the
-    distributed optimizer; Megatron-FSDP names its master weights' dtype apart."""
+    distributed optimizer; Megatron-FSDP names its master weights' and main gradients' dtypes
+    apart (--megatron-fsdp-main-grads-dtype "replaces --main-grads-dtype":
+    megatron/training/arguments.py). The main gradients' dtype is written only when bf16: fp32
+    is --main-grads-dtype's default, and Megatron-FSDP's `auto` keeps the gradient dtype the
+    plan models."""
     if not precision_aware(c):
         return []
     if c.zero == 0:
-        raise ExportError(f"Megatron-LM stores optimizer state below fp32 only with the distributed optimizer "
-                          f"(--use-precision-aware-optimizer asserts it); the plan of `{job.name}` uses ZeRO 0 "
-                          f"with optimizer_state = {c.optimizer_state} (pin `zero = 1`)")
+        raise ExportError(f"Megatron-LM stores or reads optimizer state below fp32 only with the distributed "
+                          f"optimizer (--use-precision-aware-optimizer asserts it); the plan of `{job.name}` uses "
+                          f"ZeRO 0 with {narrowed(c)} (pin `zero = 1`)")
     masters = ("fp32", "bf16", "fp16") if c.zero == 3 else ("fp32", "fp16")
     if c.master_weights not in masters:
         raise ExportError(f"Megatron-LM keeps master weights in {' or '.join(masters)} "
@@ -210,9 +214,11 @@ def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
                           f"`{job.name}` states master_weights = {c.master_weights}")
     args: list[tuple[str, object]] = [("--use-precision-aware-optimizer", True),
                                       ("--exp-avg-dtype", c.optimizer_state), ("--exp-avg-sq-dtype", c.optimizer_state)]
-    if c.zero == 3:
-        return args + [("--megatron-fsdp-main-params-dtype", c.master_weights)]
-    return args + [("--main-params-dtype", c.master_weights)]
+    fsdp = c.zero == 3
+    args.append(("--megatron-fsdp-main-params-dtype" if fsdp else "--main-params-dtype", c.master_weights))
+    if c.main_grads != "fp32":
+        args.append(("--megatron-fsdp-main-grads-dtype" if fsdp else "--main-grads-dtype", c.main_grads))
+    return args
 
 
 def _stack(c: TrainConfig) -> list[tuple[str, object]]:
@@ -229,7 +235,7 @@ def _stack(c: TrainConfig) -> list[tuple[str, object]]:
             args.append(("--overlap-param-gather", True))
     if c.overlaps_ep and c.ep > 1:
         args.append(("--overlap-moe-expert-parallel-comm", True))
-    if c.behaviour("grad_bytes") == 4:
+    if grad_bytes(c) == 4:   # (Megatron asserts fp32 main grads with it: bf16 ones reduce in bf16)
         args.append(("--accumulate-allreduce-grads-in-fp32", True))
     return args
 

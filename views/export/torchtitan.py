@@ -17,7 +17,7 @@ torchtitan's layer-level selective checkpointing (`selective_ac_option = "k"`).
 from __future__ import annotations
 
 from ...dsl.numbers import percent
-from ...model.optimizer import precision_aware
+from ...model.optimizer import narrowed, precision_aware
 from ...model.shape import ModelShape
 from .target import ExportError, JobPlan, header
 
@@ -90,8 +90,9 @@ def _check(job: JobPlan, vendor: str) -> None:
                           f"`{job.name}` is planned in {c.precision}")
     if precision_aware(c):
         raise ExportError(f"torchtitan's AdamW keeps its moments and weights in the fp32 of FSDP's sharded parameters "
-                          f"([optimizer] has no state dtype); `{job.name}` states optimizer_state = {c.optimizer_state}, "
-                          f"master_weights = {c.master_weights} (remove them to export)")
+                          f"([optimizer] has no state dtype) and its gradients reduce in fp32 ([training] "
+                          f"mixed_precision_reduce allows float32 only); `{job.name}` states {narrowed(c)} (remove "
+                          f"them to export)")
     if c.tp > 1 and not c.sp:
         raise ExportError("torchtitan's tensor parallelism always shards activations along the sequence; "
                           f"the plan of `{job.name}` has tp {c.tp} without sequence parallelism")

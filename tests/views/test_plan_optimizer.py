@@ -1,0 +1,69 @@
+"""The optimizer's precisions in plans: a job that narrows any (optimizer_state, master_weights,
+main_grads) gets an `optimizer` line in the text and an `optimizer` object in the JSON, which
+views/plan.schema.json describes; a job that states none keeps its plan as it was."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from gclc.cli.main import main
+from gclc.compiler.schema import MAIN_GRADS, MASTER_WEIGHTS, OPTIMIZER_STATES
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "views" / "plan.schema.json").read_text(encoding="utf-8"))
+
+
+def design(tmp_path: Path, fields: str) -> Path:
+    """tests/data/train.gcl with `fields` added to its job."""
+    shutil.copy(ROOT / "tests" / "data" / "pod.gcl", tmp_path / "pod.gcl")
+    text = (ROOT / "tests" / "data" / "train.gcl").read_text(encoding="utf-8")
+    path = tmp_path / "job.gcl"
+    path.write_text(text.replace("precision = bf16\n}", f"precision = bf16\n  {fields}\n}}"), encoding="utf-8")
+    return path
+
+
+def planned(capsys, path: Path) -> tuple[dict, str]:
+    assert main(["plan", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert main(["plan", str(path)]) == 0
+    return data, capsys.readouterr().out
+
+
+def test_the_schema_names_the_choices_the_language_accepts():
+    fields = SCHEMA["properties"]["optimizer"]["properties"]
+    assert tuple(fields["optimizer_state"]["enum"]) == OPTIMIZER_STATES
+    assert tuple(fields["master_weights"]["enum"]) == MASTER_WEIGHTS
+    assert tuple(fields["main_grads"]["enum"]) == MAIN_GRADS
+
+
+@pytest.mark.parametrize("fields, moments, master, grads", [
+    ("optimizer_state = bf16  main_grads = bf16", "bf16", "fp32", "bf16"),
+    ("master_weights = none", "fp32", "none", "fp32"),
+])
+def test_a_job_that_narrows_a_precision_shows_them_all(tmp_path, capsys, fields, moments, master, grads):
+    data, text = planned(capsys, design(tmp_path, fields))
+    jsonschema.Draft202012Validator(SCHEMA).validate(data)
+    state = data["optimizer"]
+    assert (state["optimizer_state"], state["master_weights"], state["main_grads"]) == (moments, master, grads)
+    # Megatron-Core (the default stack) keeps an fp32 master as remainders under ZeRO 1-2 only
+    assert state["master_remainders"] == (master == "fp32" and data["parallelism"]["zero"] in (1, 2))
+    moment_bytes = {"fp32": 4, "bf16": 2}[moments]
+    master_bytes = 2 if state["master_remainders"] else {"fp32": 4, "none": 0}[master]
+    assert state["state_bytes_per_param"] == 2 * moment_bytes + master_bytes
+    assert state["grad_bytes_per_param"] == 2        # Megatron-Core reduces bf16 gradients either way
+    line = next(x for x in text.splitlines() if x.startswith("  optimizer "))
+    assert f"moments {moments}," in line and f"main gradients {grads} " in line
+    assert ("no master weights" in line) == (master == "none")
+    assert ("16-bit remainders" in line) == state["master_remainders"]
+    assert f"({state['state_bytes_per_param']:g} B of optimizer state per parameter, not 12; 2 B per gradient)" in line
+
+
+def test_a_job_that_states_no_precision_has_no_optimizer_line_nor_key(tmp_path, capsys):
+    data, text = planned(capsys, design(tmp_path, "software = megatron_core"))
+    assert "optimizer" not in data
+    assert not any(x.startswith("  optimizer ") for x in text.splitlines())
