@@ -1,6 +1,9 @@
 """The cluster as the scheduler sees it: per partition, free and working GPUs per
 scale-up domain (a node, or an NVL72 rack), grouped by the fabric's tiers (leaf, spine,
-...). Counts per domain, never one record per GPU, so 100,000 GPUs are ~12,500 numbers.
+...). Counts per domain, never one record per GPU, so 100,000 GPUs are ~12,500 numbers;
+and the totals the simulation reads at every event (working, free, free in wholly free
+domains) are kept as each change happens, so an event costs what it touches, not a pass
+over every domain.
 
 An allocation is the domains a job holds and how many GPUs in each; the level is the
 lowest tier whose one group holds it all (0: one scale-up domain).
@@ -12,6 +15,7 @@ import attrs
 import numpy as np
 
 from ...compiler.ir import ClusterGraph, Partition
+from .prefix import Fenwick
 
 
 @attrs.frozen
@@ -36,8 +40,17 @@ class PartitionState:
     node_gpus: int
     group_domains: tuple[int, ...]   # domains per group at each level (level 0: 1)
     tier_names: tuple[str, ...]
-    capacity: np.ndarray             # working GPUs per domain (failures take nodes out)
-    free: np.ndarray                 # free working GPUs per domain
+    capacity: np.ndarray             # working GPUs per domain (failures take nodes out): change with `resize`
+    free: np.ndarray                 # free working GPUs per domain: change with `apply`
+    working_gpus: int = attrs.field(init=False)      # capacity.sum()
+    free_gpus: int = attrs.field(init=False)         # free.sum()
+    whole_free_gpus: int = attrs.field(init=False)   # free GPUs of domains wholly free
+    _working: Fenwick = attrs.field(init=False, repr=False)   # capacity, to find the r-th working GPU
+
+    def __attrs_post_init__(self) -> None:
+        self.working_gpus, self.free_gpus = int(self.capacity.sum()), int(self.free.sum())
+        self.whole_free_gpus = self._whole(self.free)
+        self._working = Fenwick(self.capacity.tolist())
 
     @classmethod
     def of(cls, p: Partition) -> "PartitionState":
@@ -108,12 +121,37 @@ class PartitionState:
                 return level
         return len(self.group_domains) - 1
 
+    def _whole(self, free: np.ndarray) -> int:
+        return int(free[free == self.domain_gpus].sum())
+
     def apply(self, alloc: Allocation, sign: int) -> None:
         """Hold (`sign` = 1) or release (-1) an allocation's GPUs."""
         domains = np.fromiter(alloc.domains, dtype=np.int64, count=len(alloc.domains))
-        self.free[domains] -= sign * np.fromiter(alloc.counts, dtype=np.int64, count=len(alloc.counts))
-        if (self.free[domains] < 0).any() or (self.free[domains] > self.capacity[domains]).any():
+        before = self.free[domains]
+        after = before - sign * np.fromiter(alloc.counts, dtype=np.int64, count=len(alloc.counts))
+        if (after < 0).any() or (after > self.capacity[domains]).any():
             raise AssertionError(f"GPU counts out of range in partition {self.name}")
+        self.free[domains] = after
+        self.free_gpus -= sign * alloc.gpus
+        self.whole_free_gpus += self._whole(after) - self._whole(before)
+
+    def resize(self, domain: int, gpus: int) -> None:
+        """A node of `domain` comes back (`gpus` > 0) or goes down (< 0, its GPUs free):
+        its GPUs join or leave both the working and the free count."""
+        before, after = int(self.free[domain]), int(self.free[domain]) + gpus
+        if after < 0:
+            raise AssertionError(f"a node of domain {domain} of {self.name} goes down while its GPUs are held")
+        self.capacity[domain] += gpus
+        self.free[domain] = after
+        self.working_gpus += gpus
+        self.free_gpus += gpus
+        whole = self.domain_gpus
+        self.whole_free_gpus += (after if after == whole else 0) - (before if before == whole else 0)
+        self._working.add(domain, gpus)
+
+    def domain_of_working(self, unit: int) -> int:
+        """The domain that holds working GPU number `unit` (0 <= unit < working_gpus), in domain order."""
+        return self._working.find(unit)
 
 
 @attrs.define
@@ -141,13 +179,13 @@ class ClusterState:
                 if a.partition == partition and domain in a.index}
 
     def free(self, partition: str) -> int:
-        return int(self.partitions[partition].free.sum())
+        return self.partitions[partition].free_gpus
 
     def capacity(self, partition: str) -> int:
-        return int(self.partitions[partition].capacity.sum())
+        return self.partitions[partition].working_gpus
 
     def used(self) -> int:
         return sum(a.gpus for a in self.allocations.values())
 
     def total(self) -> int:
-        return sum(int(p.capacity.sum()) for p in self.partitions.values())
+        return sum(p.working_gpus for p in self.partitions.values())
