@@ -46,11 +46,14 @@ class PartitionState:
     free_gpus: int = attrs.field(init=False)         # free.sum()
     whole_free_gpus: int = attrs.field(init=False)   # free GPUs of domains wholly free
     _working: Fenwick = attrs.field(init=False, repr=False)   # capacity, to find the r-th working GPU
+    _sums: list = attrs.field(init=False, repr=False)         # free GPUs per group at each level (0: `free`)
 
     def __attrs_post_init__(self) -> None:
         self.working_gpus, self.free_gpus = int(self.capacity.sum()), int(self.free.sum())
         self.whole_free_gpus = self._whole(self.free)
         self._working = Fenwick(self.capacity.tolist())
+        self._sums = [self.free] + [np.add.reduceat(self.free, np.arange(0, len(self.free), per))
+                                    for per in self.group_domains[1:]]
 
     @classmethod
     def of(cls, p: Partition) -> "PartitionState":
@@ -75,14 +78,14 @@ class PartitionState:
         return len(self.free)
 
     def group_free(self, level: int) -> np.ndarray:
-        """Free GPUs per group of `level` (the last group may be short)."""
-        per = self.group_domains[level]
-        if per == 1:
-            return self.free
-        return np.add.reduceat(self.free, np.arange(0, self.domains, per))
+        """Free GPUs per group of `level` (the last group may be short); kept as GPUs are
+        held and released, so read it, never write it."""
+        return self._sums[level]
 
     def best_group(self, gpus: int, level: int) -> tuple[int, int] | None:
         """(group, its free GPUs) of the fullest group at `level` that still has `gpus` free."""
+        if gpus > self.group_domains[level] * self.domain_gpus:    # no group of this level is that large
+            return None
         sums = self.group_free(level)
         fits = np.flatnonzero(sums >= gpus)
         if fits.size == 0:
@@ -132,6 +135,8 @@ class PartitionState:
         if (after < 0).any() or (after > self.capacity[domains]).any():
             raise AssertionError(f"GPU counts out of range in partition {self.name}")
         self.free[domains] = after
+        for per, sums in zip(self.group_domains[1:], self._sums[1:]):
+            np.add.at(sums, domains // per, after - before)
         self.free_gpus -= sign * alloc.gpus
         self.whole_free_gpus += self._whole(after) - self._whole(before)
 
@@ -143,6 +148,8 @@ class PartitionState:
             raise AssertionError(f"a node of domain {domain} of {self.name} goes down while its GPUs are held")
         self.capacity[domain] += gpus
         self.free[domain] = after
+        for per, sums in zip(self.group_domains[1:], self._sums[1:]):
+            sums[domain // per] += gpus
         self.working_gpus += gpus
         self.free_gpus += gpus
         whole = self.domain_gpus
