@@ -46,7 +46,7 @@ class PartitionState:
     free_gpus: int = attrs.field(init=False)         # free.sum()
     whole_free_gpus: int = attrs.field(init=False)   # free GPUs of domains wholly free
     _working: Fenwick = attrs.field(init=False, repr=False)   # capacity, to find the r-th working GPU
-    _sums: list = attrs.field(init=False, repr=False)         # free GPUs per group at each level (0: `free`)
+    _sums: list[np.ndarray] = attrs.field(init=False, repr=False)   # free GPUs per group at each level (0: `free`)
 
     def __attrs_post_init__(self) -> None:
         self.working_gpus, self.free_gpus = int(self.capacity.sum()), int(self.free.sum())
