@@ -100,8 +100,11 @@ class PartitionState:
         per = self.group_domains[level]
         lo, hi = group * per, min(self.domains, (group + 1) * per)
         free = self.free[lo:hi]
-        if first_fit:
-            order = np.flatnonzero(free > 0)
+        if first_fit:       # only the leading domains that hold it: a prefix, doubled until it does
+            end = min(len(free), 64)
+            while end < len(free) and int(free[:end].sum()) < gpus:
+                end = min(len(free), 2 * end)
+            order = np.flatnonzero(free[:end] > 0)
         elif gpus <= self.domain_gpus and (free >= gpus).any():
             fits = np.flatnonzero(free >= gpus)
             order = fits[np.argsort(free[fits], kind="stable")][:1]
