@@ -1,9 +1,9 @@
 """The cluster as the scheduler sees it: per partition, free and working GPUs per
 scale-up domain (a node, or an NVL72 rack), grouped by the fabric's tiers (leaf, spine,
 ...). Counts per domain, never one record per GPU, so 100,000 GPUs are ~12,500 numbers;
-and the totals the simulation reads at every event (working, free, free in wholly free
-domains) are kept as each change happens, so an event costs what it touches, not a pass
-over every domain.
+and what the simulation reads at every event (working GPUs, free GPUs, free GPUs in wholly
+free domains, free GPUs per group of each tier) is kept as each change happens, so an
+event costs what it touches, not a pass over every domain.
 
 An allocation is the domains a job holds and how many GPUs in each; the level is the
 lowest tier whose one group holds it all (0: one scale-up domain).
