@@ -17,10 +17,9 @@ from __future__ import annotations
 from typing import Iterable, Protocol
 
 import attrs
-import numpy as np
 
 from .jobs import Option, SchedJob
-from .state import Allocation, ClusterState, PartitionState
+from .state import Allocation, ClusterState
 
 
 @attrs.frozen
@@ -52,7 +51,7 @@ def fits(job: SchedJob, state: ClusterState, topology: bool = True) -> list[Cand
     out = []
     for option in job.options:
         part = state.partitions[option.partition]
-        free = int(part.free.sum())
+        free = part.free_gpus
         if not job.gang:
             if free > 0:
                 gpus = min(free, option.gpus)
@@ -156,21 +155,19 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
                         if alloc.partition == option.partition and running[name][0].priority < job.priority),
                        key=lambda n: (running[n][0].priority, -running[n][1], n))
         need = option.gpus if job.gang else 1
-        if int(part.free.sum()) + sum(state.allocations[n].gpus for n in lower) < need:
+        free = part.free_gpus          # room counts GPUs, not where they are: a total is enough
+        if free + sum(state.allocations[n].gpus for n in lower) < need:
             continue
-        free = part.free.copy()
         chosen: list[str] = []
         for name in lower:
-            _give(free, state.allocations[name], 1)
+            free += state.allocations[name].gpus
             chosen.append(name)
-            if _room(part, free, need):
+            if free >= need:
                 break
         for name in sorted(chosen, key=lambda n: (-running[n][0].priority, running[n][1], n)):
-            _give(free, state.allocations[name], -1)
-            if _room(part, free, need):
+            if free - state.allocations[name].gpus >= need:
+                free -= state.allocations[name].gpus
                 chosen.remove(name)
-            else:
-                _give(free, state.allocations[name], 1)
         if not chosen:
             continue
         cost = (max(running[n][0].priority for n in chosen), len(chosen),
@@ -179,11 +176,3 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
             best = (cost, chosen)
     return None if best is None else best[1]
 
-
-def _give(free: np.ndarray, alloc: Allocation, sign: int) -> None:
-    for d, n in zip(alloc.domains, alloc.counts):
-        free[d] += sign * n
-
-
-def _room(part: PartitionState, free: np.ndarray, need: int) -> bool:
-    return int(free.sum()) >= need

@@ -117,10 +117,8 @@ class Simulation:
 
     def _on_node(self, c: Change) -> None:
         partition, domain, gpus = c.data
-        part = self.state.partitions[partition]
         sign = -1 if c.kind == "node-down" else 1
-        part.capacity[domain] += sign * gpus
-        part.free[domain] += sign * gpus
+        self.state.partitions[partition].resize(domain, sign * gpus)
         self.freed = self.freed or sign > 0
 
     # ------------------------------------------------------------ the loop
@@ -236,10 +234,10 @@ class Simulation:
             return
         rel, part = self.workload.reliability[partition], self.state.partitions[partition]
         if kind == "node-fail":
-            nodes = int(part.capacity.sum()) // part.node_gpus
+            nodes = part.working_gpus // part.node_gpus
             rate = nodes * (part.node_gpus / rel.gpu_mtbf + 1 / rel.node_mtbf)
         else:
-            rate = rel.switches_per_gpu * int(part.capacity.sum()) / rel.switch_mtbf
+            rate = rel.switches_per_gpu * part.working_gpus / rel.switch_mtbf
         if rate > 0:
             self.timeline.push(Timer(now + self.rng.exponential(1 / rate), kind, partition))
 
@@ -248,8 +246,7 @@ class Simulation:
         or some job's (counts, not identities: the job holding that slot is hit, and more
         of the domain's jobs while fewer than a node's GPUs are free)."""
         part = self.state.partitions[partition]
-        working = np.cumsum(part.capacity)
-        d = int(np.searchsorted(working, self.rng.integers(working[-1]), side="right"))
+        d = part.domain_of_working(int(self.rng.integers(part.working_gpus)))
         size = part.node_gpus
         if part.capacity[d] < size:
             return
@@ -286,11 +283,10 @@ class Simulation:
 
     # ------------------------------------------------------------ records
     def _sample(self, now: float) -> None:
-        cap = {n: int(p.capacity.sum()) for n, p in self.state.partitions.items()}
-        frees = {n: int(p.free.sum()) for n, p in self.state.partitions.items()}
-        used = {n: cap[n] - frees[n] for n in cap}
-        free = sum(frees.values())
-        whole = sum(int(p.free[p.free == p.domain_gpus].sum()) for p in self.state.partitions.values())
+        cap = {n: p.working_gpus for n, p in self.state.partitions.items()}
+        used = {n: p.working_gpus - p.free_gpus for n, p in self.state.partitions.items()}
+        free = sum(p.free_gpus for p in self.state.partitions.values())
+        whole = sum(p.whole_free_gpus for p in self.state.partitions.values())
         frag = 1 - whole / free if free else 0.0
         self.samples.append(Sample(now, used, cap, len(self.pending), frag))
 

@@ -1,6 +1,9 @@
 """The cluster as the scheduler sees it: per partition, free and working GPUs per
 scale-up domain (a node, or an NVL72 rack), grouped by the fabric's tiers (leaf, spine,
-...). Counts per domain, never one record per GPU, so 100,000 GPUs are ~12,500 numbers.
+...). Counts per domain, never one record per GPU, so 100,000 GPUs are ~12,500 numbers;
+and what the simulation reads at every event (working GPUs, free GPUs, free GPUs in wholly
+free domains, free GPUs per group of each tier) is kept as each change happens, so an
+event costs what it touches, not a pass over every domain.
 
 An allocation is the domains a job holds and how many GPUs in each; the level is the
 lowest tier whose one group holds it all (0: one scale-up domain).
@@ -12,6 +15,7 @@ import attrs
 import numpy as np
 
 from ...compiler.ir import ClusterGraph, Partition
+from .prefix import Fenwick
 
 
 @attrs.frozen
@@ -36,8 +40,20 @@ class PartitionState:
     node_gpus: int
     group_domains: tuple[int, ...]   # domains per group at each level (level 0: 1)
     tier_names: tuple[str, ...]
-    capacity: np.ndarray             # working GPUs per domain (failures take nodes out)
-    free: np.ndarray                 # free working GPUs per domain
+    capacity: np.ndarray             # working GPUs per domain (failures take nodes out): change with `resize`
+    free: np.ndarray                 # free working GPUs per domain: change with `apply`
+    working_gpus: int = attrs.field(init=False)      # capacity.sum()
+    free_gpus: int = attrs.field(init=False)         # free.sum()
+    whole_free_gpus: int = attrs.field(init=False)   # free GPUs of domains wholly free
+    _working: Fenwick = attrs.field(init=False, repr=False)   # capacity, to find the r-th working GPU
+    _sums: list[np.ndarray] = attrs.field(init=False, repr=False)   # free GPUs per group at each level (0: `free`)
+
+    def __attrs_post_init__(self) -> None:
+        self.working_gpus, self.free_gpus = int(self.capacity.sum()), int(self.free.sum())
+        self.whole_free_gpus = self._whole(self.free)
+        self._working = Fenwick(self.capacity.tolist())
+        self._sums = [self.free] + [np.add.reduceat(self.free, np.arange(0, len(self.free), per))
+                                    for per in self.group_domains[1:]]
 
     @classmethod
     def of(cls, p: Partition) -> "PartitionState":
@@ -62,14 +78,14 @@ class PartitionState:
         return len(self.free)
 
     def group_free(self, level: int) -> np.ndarray:
-        """Free GPUs per group of `level` (the last group may be short)."""
-        per = self.group_domains[level]
-        if per == 1:
-            return self.free
-        return np.add.reduceat(self.free, np.arange(0, self.domains, per))
+        """Free GPUs per group of `level` (the last group may be short); kept as GPUs are
+        held and released, so read it, never write it."""
+        return self._sums[level]
 
     def best_group(self, gpus: int, level: int) -> tuple[int, int] | None:
         """(group, its free GPUs) of the fullest group at `level` that still has `gpus` free."""
+        if gpus > self.group_domains[level] * self.domain_gpus:    # no group of this level is that large
+            return None
         sums = self.group_free(level)
         fits = np.flatnonzero(sums >= gpus)
         if fits.size == 0:
@@ -84,8 +100,11 @@ class PartitionState:
         per = self.group_domains[level]
         lo, hi = group * per, min(self.domains, (group + 1) * per)
         free = self.free[lo:hi]
-        if first_fit:
-            order = np.flatnonzero(free > 0)
+        if first_fit:       # only the leading domains that hold it: a prefix, doubled until it does
+            end = min(len(free), 64)
+            while end < len(free) and int(free[:end].sum()) < gpus:
+                end = min(len(free), 2 * end)
+            order = np.flatnonzero(free[:end] > 0)
         elif gpus <= self.domain_gpus and (free >= gpus).any():
             fits = np.flatnonzero(free >= gpus)
             order = fits[np.argsort(free[fits], kind="stable")][:1]
@@ -108,12 +127,41 @@ class PartitionState:
                 return level
         return len(self.group_domains) - 1
 
+    def _whole(self, free: np.ndarray) -> int:
+        return int(free[free == self.domain_gpus].sum())
+
     def apply(self, alloc: Allocation, sign: int) -> None:
         """Hold (`sign` = 1) or release (-1) an allocation's GPUs."""
         domains = np.fromiter(alloc.domains, dtype=np.int64, count=len(alloc.domains))
-        self.free[domains] -= sign * np.fromiter(alloc.counts, dtype=np.int64, count=len(alloc.counts))
-        if (self.free[domains] < 0).any() or (self.free[domains] > self.capacity[domains]).any():
+        before = self.free[domains]
+        after = before - sign * np.fromiter(alloc.counts, dtype=np.int64, count=len(alloc.counts))
+        if (after < 0).any() or (after > self.capacity[domains]).any():
             raise AssertionError(f"GPU counts out of range in partition {self.name}")
+        self.free[domains] = after
+        for per, sums in zip(self.group_domains[1:], self._sums[1:]):
+            np.add.at(sums, domains // per, after - before)
+        self.free_gpus -= sign * alloc.gpus
+        self.whole_free_gpus += self._whole(after) - self._whole(before)
+
+    def resize(self, domain: int, gpus: int) -> None:
+        """A node of `domain` comes back (`gpus` > 0) or goes down (< 0, its GPUs free):
+        its GPUs join or leave both the working and the free count."""
+        before, after = int(self.free[domain]), int(self.free[domain]) + gpus
+        if after < 0:
+            raise AssertionError(f"a node of domain {domain} of {self.name} goes down while its GPUs are held")
+        self.capacity[domain] += gpus
+        self.free[domain] = after
+        for per, sums in zip(self.group_domains[1:], self._sums[1:]):
+            sums[domain // per] += gpus
+        self.working_gpus += gpus
+        self.free_gpus += gpus
+        whole = self.domain_gpus
+        self.whole_free_gpus += (after if after == whole else 0) - (before if before == whole else 0)
+        self._working.add(domain, gpus)
+
+    def domain_of_working(self, unit: int) -> int:
+        """The domain that holds working GPU number `unit` (0 <= unit < working_gpus), in domain order."""
+        return self._working.find(unit)
 
 
 @attrs.define
@@ -141,13 +189,13 @@ class ClusterState:
                 if a.partition == partition and domain in a.index}
 
     def free(self, partition: str) -> int:
-        return int(self.partitions[partition].free.sum())
+        return self.partitions[partition].free_gpus
 
     def capacity(self, partition: str) -> int:
-        return int(self.partitions[partition].capacity.sum())
+        return self.partitions[partition].working_gpus
 
     def used(self) -> int:
         return sum(a.gpus for a in self.allocations.values())
 
     def total(self) -> int:
-        return sum(int(p.capacity.sum()) for p in self.partitions.values())
+        return sum(p.working_gpus for p in self.partitions.values())

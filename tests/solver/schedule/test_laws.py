@@ -1,7 +1,8 @@
 """Laws of the scheduler, checked after every scheduling cycle of random workloads (with
 failures): no GPU is allocated twice or beyond capacity; a gang job holds all its GPUs
-or none; under the priority policy no job waits while lower priorities it could preempt
-hold enough GPUs; the MILP optimum is never below the scheduler's value and equals an
+or none; the totals kept as changes happen equal the per-domain counts; under the
+priority policy no job waits while lower priorities it could preempt hold enough GPUs;
+the MILP optimum is never below the scheduler's value and equals an
 exhaustive search on small mixes; goodput never exceeds throughput and falls with MTBF."""
 
 import importlib.util
@@ -9,6 +10,7 @@ import itertools
 import math
 from pathlib import Path
 
+import numpy as np
 from hypothesis import given, strategies as st
 
 from gclc.solver.schedule import milp
@@ -49,6 +51,7 @@ def laws(sim: Simulation) -> None:
         assert (part.free >= 0).all() and (part.free <= part.capacity).all()
         for d in range(part.domains):
             assert held.get((pname, d), 0) == part.capacity[d] - part.free[d]    # each GPU held once
+        totals_are_kept(part)
     if sim.policy.name == "priority":
         for job in sim.pending.values():
             for o in job.options:
@@ -56,6 +59,19 @@ def laws(sim: Simulation) -> None:
                             if a.partition == o.partition and sim.runs[n].job.priority < job.priority)
                 need = o.gpus if job.gang else 1
                 assert sim.state.free(o.partition) + lower < need, f"{job.name} waits behind lower priorities"
+
+
+def totals_are_kept(part) -> None:
+    """What the state keeps as changes happen equals what it would recompute from the
+    per-domain counts: the totals, the free GPUs per group of every level, and the
+    domain of each working GPU (the failed node's draw)."""
+    assert part.working_gpus == part.capacity.sum() and part.free_gpus == part.free.sum()
+    assert part.whole_free_gpus == part.free[part.free == part.domain_gpus].sum()
+    for level, per in enumerate(part.group_domains):
+        assert (part.group_free(level) == np.add.reduceat(part.free, np.arange(0, part.domains, per))).all()
+    working = np.cumsum(part.capacity)
+    assert [part.domain_of_working(u) for u in range(part.working_gpus)] == \
+        np.searchsorted(working, np.arange(part.working_gpus), side="right").tolist()
 
 
 @given(jobs(), st.sampled_from(tuple(POLICIES)), st.integers(0, 5))
