@@ -125,7 +125,8 @@ def reduction_note(job: JobPlan) -> str:
     reduces them in fp32 only: FSDP2's reduce_dtype is [training] mixed_precision_reduce, typed
     Literal["float32"] (torchtitan/config/job_config.py), and its DDP path autocasts fp32
     parameters, whose gradients are fp32. The `fsdp` stacks model a bf16 reduction
-    (model/config.py STACKS `grad_bytes` 2: FSDP2's own default reduce_dtype, the parameters'),
+    (model/config.py STACKS `grad_bytes` 2: FSDP2's own default, reduce_dtype None reducing in the
+    compute dtype: MixedPrecisionPolicy, torch/distributed/fsdp/_fully_shard/_fsdp_api.py),
     which torchtitan cannot be told; the export says so in its files rather than refuse the
     framework the stack describes."""
     planned = grad_bytes(job.config)
