@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gclc.model.optimizer import precision_aware
+from gclc.model.optimizer import grad_bytes, precision_aware
 from gclc.views.export import ExportError, megatron
 
 DEFINITIONS = Path(__file__).resolve().parents[1] / "data" / "exports" / "megatron_arguments.json"
 TYPES = {"int": int, "float": float, "str": str, "any": str, None: None}
+WIDTHS = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +109,34 @@ def validate_args(args: argparse.Namespace, world: int) -> list[str]:
     if not args.use_precision_aware_optimizer and any(d != "fp32" for d in dtypes):
         problems.append("main_grads/main_params/exp_avg/exp_avg_sq dtypes can only be fp32 when not using "
                         "precision-aware optimizer")
-    # megatron/training/arguments.py validate_args, its bf16 branch
-    if args.bf16 and args.accumulate_allreduce_grads_in_fp32 and args.main_grads_dtype != "fp32":
-        problems.append("--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set")
+    # megatron/training/arguments.py validate_args, its bf16 branch (l. 1204-1217 at d98e8a64): the
+    # assertion, then the settings it changes, as Megatron changes them on its parsed args
+    if args.bf16:
+        if args.accumulate_allreduce_grads_in_fp32 and args.main_grads_dtype != "fp32":
+            problems.append("--main-grads-dtype can only be fp32 when --accumulate-allreduce-grads-in-fp32 is set")
+        if args.grad_reduce_in_bf16:
+            args.accumulate_allreduce_grads_in_fp32 = False
+        elif not args.accumulate_allreduce_grads_in_fp32 and args.main_grads_dtype == "fp32":
+            args.accumulate_allreduce_grads_in_fp32 = True
     return problems
+
+
+def reduction_dtype(args: argparse.Namespace) -> str:
+    """The dtype the validated run keeps and reduces data-parallel gradients in (Megatron-LM at
+    d98e8a64). DDP and the distributed optimizer: fp32 when grad_reduce_in_fp32, which
+    training.py get_megatron_ddp_config sets from accumulate_allreduce_grads_in_fp32, else the
+    parameters' dtype (megatron/core/distributed/param_and_grad_buffer.py
+    group_params_for_buffers). Megatron-FSDP, which never reads grad_reduce_in_fp32: the
+    gradient communication dtype, `auto` meaning the main gradients' (MixedPrecisionPolicy,
+    fsdp/src/megatron_fsdp/mixed_precision.py), `auto` there meaning the parameters' dtype, bf16
+    for fp8 ones (param_and_grad_buffer.py _resolve_group_grad_dtype)."""
+    params = "fp16" if args.fp16 else "bf16" if args.bf16 else "fp32"   # validate_args' params_dtype
+    if not args.use_megatron_fsdp:
+        return "fp32" if args.accumulate_allreduce_grads_in_fp32 else params
+    for chosen in (args.megatron_fsdp_grad_comm_dtype, args.megatron_fsdp_main_grads_dtype):
+        if chosen != "auto":
+            return chosen
+    return params
 
 
 def test_megatrons_checks_can_fail(parser):
@@ -133,6 +158,16 @@ def test_megatrons_checks_can_fail(parser):
     assert len(validate_args(grads, 8)) == 1        # bf16 main grads cannot accumulate and reduce in fp32
     with pytest.raises(argparse.ArgumentError):     # Megatron's main grads are fp32 or bf16 only
         parser.parse_args(["--main-grads-dtype", "fp16"])
+    shape = ["--num-layers", "8", "--num-attention-heads", "8", "--micro-batch-size", "1", "--global-batch-size",
+             "8", "--seq-length", "4096"]
+    plain = parser.parse_args(shape + ["--bf16"])   # bf16 with fp32 main grads and no reduction flag ...
+    assert validate_args(plain, 8) == [] and reduction_dtype(plain) == "fp32"   # ... reduces in fp32
+    narrow = parser.parse_args(shape + ["--bf16", "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16"])
+    assert validate_args(narrow, 8) == [] and reduction_dtype(narrow) == "bf16"  # the bf16 flag wins
+    half = parser.parse_args(shape + ["--fp16"])    # the fp16 branch turns nothing on
+    assert validate_args(half, 8) == [] and reduction_dtype(half) == "fp16"
+    fsdp = parser.parse_args(shape + ["--bf16", "--use-megatron-fsdp", "--accumulate-allreduce-grads-in-fp32"])
+    assert validate_args(fsdp, 8) == [] and reduction_dtype(fsdp) == "bf16"    # Megatron-FSDP ignores the flag
     with pytest.raises(argparse.ArgumentError):
         parser.parse_args(["--recompute-granularity", "everything"])
     with pytest.raises(SystemExit):  # an unknown flag
@@ -167,6 +202,7 @@ def test_every_training_example_exports_arguments_megatron_parses(example, parse
     if c.precision == "fp8":
         assert args.fp8 == "hybrid" and args.fp8_recipe in ("delayed", "mxfp8")
     assert validate_args(args, c.gpus) == []
+    assert WIDTHS[reduction_dtype(args)] == grad_bytes(c)   # the reduction the plan modelled
     settings = yaml.safe_load(files["megatron.yaml"])
     assert settings == {key: getattr(args, key) for key in settings}  # the YAML holds the parsed values
 
@@ -235,15 +271,16 @@ def test_optimizer_state_megatron_cannot_hold_is_an_error(variant_plan):
         megatron.export(ddp, "H100_SXM", "NVIDIA", "variants")
 
 
-def on_stack(stack: str, pins: str):
-    """The dense-variants design (tests/data/dense_variants.gcl) on `stack` with other pins, planned."""
+def on_stack(stack: str, pins: str, precision: str = "bf16"):
+    """The dense-variants design (tests/data/dense_variants.gcl) on `stack` in `precision` with
+    other pins, planned."""
     from gclc.compiler.driver import check_text
     from gclc.views.export.jobs import job_entity, job_plan
 
     path = Path(__file__).resolve().parents[1] / "data" / "dense_variants.gcl"
     text = path.read_text().replace("software  = fsdp", f"software  = {stack}").replace(
         "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
-        pins)
+        pins).replace("precision = bf16", f"precision = {precision}")
     return job_plan(job_entity(check_text(text, str(path)).design, None))
 
 
@@ -275,3 +312,22 @@ def test_bf16_main_grads_without_the_distributed_optimizer_is_an_error(variant_p
     ddp = variant_plan("main_grads = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
     with pytest.raises(ExportError, match="distributed optimizer.*ZeRO 0 with main_grads = bf16"):
         megatron.export(ddp, "H100_SXM", "NVIDIA", "variants")
+
+
+@pytest.mark.parametrize("stack", megatron.STACKS)
+@pytest.mark.parametrize("zero", [0, 1, 3])
+@pytest.mark.parametrize("main_grads", ["fp32", "bf16"])
+@pytest.mark.parametrize("precision", ["bf16", "fp8", "fp16"])
+def test_the_exported_run_reduces_gradients_in_the_width_the_plan_models(parser, stack, zero, main_grads, precision):
+    if main_grads == "bf16" and zero == 0:
+        pytest.skip("bf16 main grads need the distributed optimizer (an export error, tested above)")
+    job = on_stack(stack, f"main_grads = {main_grads}\n  parallelism {{ tp = 8 pp = 1 dp = 4 zero = {zero} }}",
+                   precision)
+    c = job.config
+    args = parser.parse_args(shell_words(megatron.export(job, "H100_SXM", "NVIDIA", "variants")["megatron.args"]))
+    assert validate_args(args, c.gpus) == []
+    wide = {"megatron": 4, "megatron_core": 2, "nemo": 2}[stack] == 4 and main_grads == "fp32"
+    assert grad_bytes(c) == (4 if wide else 2)      # model/config.py STACKS, narrowed by bf16 main grads
+    assert WIDTHS[reduction_dtype(args)] == grad_bytes(c)
+    if precision != "fp16":     # (fp16 runs keep fp16 gradients, or the bf16 main grads they state)
+        assert reduction_dtype(args) == ("fp32" if wide else "bf16")

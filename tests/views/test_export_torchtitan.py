@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from gclc.model.optimizer import grad_bytes
 from gclc.views.export import ExportError, torchtitan
 
 VENDORED = Path(__file__).resolve().parents[1] / "data" / "exports" / "torchtitan_v0_2_2"
@@ -117,6 +118,9 @@ def test_torchtitan_reads_the_toml_and_the_overrides_alike(example, config_manag
     if c.pp > 1:
         assert p.pipeline_parallel_microbatch_size == c.microbatch
     assert parallel_dims_problems(p, c.gpus) == []
+    assert from_toml.training.mixed_precision_reduce == "float32"    # the only reduction torchtitan has
+    for text in files.values():   # a plan that timed a narrower one says so in both files
+        assert ("NOTE: the plan timed a 2-byte" in text) == (grad_bytes(c) == 2)
 
 
 def test_a_misspelled_option_is_refused_by_torchtitan(config_manager, tmp_path):
@@ -177,3 +181,26 @@ def test_the_compiled_stack_turns_torch_compile_on(config_manager, tmp_path):
         plans[stack] = config_manager().parse_args(["--job.config_file", str(tmp_path / f"{stack}.toml")])
     assert plans["fsdp_compiled"].compile.enable and not plans["fsdp"].compile.enable
     assert plans["fsdp_compiled"].activation_checkpoint.selective_ac_option == "op"
+
+
+@pytest.mark.parametrize("stack", ["fsdp", "fsdp_compiled", "megatron_core", "megatron"])
+def test_a_reduction_narrower_than_torchtitans_fp32_is_noted(config_manager, tmp_path, stack):
+    from gclc.compiler.driver import check_text
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    path = Path(__file__).resolve().parents[2] / "tests" / "data" / "dense_variants.gcl"
+    text = path.read_text().replace("software  = fsdp", f"software  = {stack}").replace(
+        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
+        "parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
+    result = check_text(text, str(path))
+    assert result.design is not None, result.diagnostics
+    job = job_plan(job_entity(result.design, None))
+    files = torchtitan.export(job, "H100_SXM", "NVIDIA", "variants")
+    (tmp_path / "job.toml").write_text(files["torchtitan.toml"])
+    parsed = config_manager().parse_args(["--job.config_file", str(tmp_path / "job.toml")])
+    assert parsed.training.mixed_precision_reduce == "float32"
+    narrow = stack != "megatron"       # model/config.py STACKS: Megatron-LM before Core reduces in fp32
+    assert grad_bytes(job.config) == (2 if narrow else 4)
+    for text in files.values():
+        assert (f"2-byte (bf16) data-parallel gradient reduction (stack {stack})" in text) == narrow
+        assert ("2x the bytes the plan assumed" in text) == narrow

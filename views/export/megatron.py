@@ -198,9 +198,9 @@ def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     FusedAdam), which megatron/core/optimizer/optimizer_config.py allows only with the
     distributed optimizer; Megatron-FSDP names its master weights' and main gradients' dtypes
     apart (--megatron-fsdp-main-grads-dtype "replaces --main-grads-dtype":
-    megatron/training/arguments.py). The main gradients' dtype is written only when bf16: fp32
-    is --main-grads-dtype's default, and Megatron-FSDP's `auto` keeps the gradient dtype the
-    plan models."""
+    megatron/training/arguments.py). The main gradients' dtype is written here only when bf16:
+    fp32 is --main-grads-dtype's default, and `_grad_reduction` sets Megatron-FSDP's gradient
+    buffer where the plan keeps it in fp32."""
     if not precision_aware(c):
         return []
     if c.zero == 0:
@@ -235,9 +235,32 @@ def _stack(c: TrainConfig) -> list[tuple[str, object]]:
             args.append(("--overlap-param-gather", True))
     if c.overlaps_ep and c.ep > 1:
         args.append(("--overlap-moe-expert-parallel-comm", True))
-    if grad_bytes(c) == 4:   # (Megatron asserts fp32 main grads with it: bf16 ones reduce in bf16)
-        args.append(("--accumulate-allreduce-grads-in-fp32", True))
-    return args
+    return args + _grad_reduction(c)
+
+
+def _grad_reduction(c: TrainConfig) -> list[tuple[str, object]]:
+    """The data-parallel gradient buffer and reduction in the width the plan models
+    (model/optimizer.py `grad_bytes`), stated rather than left to Megatron's defaults, which
+    differ from the plan's. Megatron-LM at d98e8a64 (megatron/training/arguments.py):
+    - DDP and the distributed optimizer (ZeRO 0-2) keep and reduce gradients in fp32 when
+      `accumulate_allreduce_grads_in_fp32` (training.py get_megatron_ddp_config:
+      grad_reduce_in_fp32), else in the parameters' dtype (param_and_grad_buffer.py
+      group_params_for_buffers). validate_args' bf16 branch (l. 1209-1217) asserts fp32
+      --main-grads-dtype with --accumulate-allreduce-grads-in-fp32, turns it off under
+      --grad-reduce-in-bf16, and otherwise turns it ON whenever main grads are fp32 (the
+      default): a bf16 reduction of fp32-main-grads plans needs --grad-reduce-in-bf16. Its
+      fp16 branch leaves the flag as given, so an fp16 run reduces in fp16 without one.
+    - Megatron-FSDP (ZeRO 3) ignores that flag: its buffer is --megatron-fsdp-main-grads-dtype
+      (`auto`: the parameters' dtype, bf16 beside fp8 ones: fsdp/src/megatron_fsdp/
+      param_and_grad_buffer.py _resolve_group_grad_dtype) and it reduces in
+      --megatron-fsdp-grad-comm-dtype (`auto`: the buffer's: MixedPrecisionPolicy), so an fp32
+      reduction names fp32 main grads (bf16 ones are written by `_optimizer`)."""
+    wide = grad_bytes(c) == 4
+    if c.zero == 3:
+        return [("--megatron-fsdp-main-grads-dtype", "fp32")] if wide else []
+    if wide:
+        return [("--accumulate-allreduce-grads-in-fp32", True)]
+    return [] if c.precision == "fp16" else [("--grad-reduce-in-bf16", True)]
 
 
 def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ torchtitan's layer-level selective checkpointing (`selective_ac_option = "k"`).
 from __future__ import annotations
 
 from ...dsl.numbers import percent
-from ...model.optimizer import narrowed, precision_aware
+from ...model.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.shape import ModelShape
 from .target import ExportError, JobPlan, header
 
@@ -120,6 +120,23 @@ def _check(job: JobPlan, vendor: str) -> None:
                           + (" (the plan replicates data, ZeRO 0, so there is no FSDP dimension)" if c.zero == 0 else ""))
 
 
+def reduction_note(job: JobPlan) -> str:
+    """A comment where the run reduces gradients wider than the plan timed. torchtitan v0.2.2
+    reduces them in fp32 only: FSDP2's reduce_dtype is [training] mixed_precision_reduce, typed
+    Literal["float32"] (torchtitan/config/job_config.py), and its DDP path autocasts fp32
+    parameters, whose gradients are fp32. The `fsdp` stacks model a bf16 reduction
+    (model/config.py STACKS `grad_bytes` 2: FSDP2's own default, reduce_dtype None reducing in the
+    compute dtype: MixedPrecisionPolicy, torch/distributed/fsdp/_fully_shard/_fsdp_api.py),
+    which torchtitan cannot be told; the export says so in its files rather than refuse the
+    framework the stack describes."""
+    planned = grad_bytes(job.config)
+    if planned >= 4:
+        return ""
+    return (f"\n# NOTE: the plan timed a {planned}-byte (bf16) data-parallel gradient reduction (stack {job.stack}); "
+            f"torchtitan v0.2.2 reduces in fp32 only,\n# so its gradients take {4 // planned}x the bytes the plan "
+            f"assumed, in the data-parallel traffic and in memory")
+
+
 def toml(sections: dict[str, dict[str, object]]) -> str:
     lines = []
     for name, options in sections.items():
@@ -161,9 +178,10 @@ def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str
     summary = f"tp {c.tp} pp {c.pp} vp {c.vp} cp {c.cp} ep {c.ep} dp {c.dp} on {c.gpus} GPUs"
     args = overrides(sections)
     pairs = [" ".join(shlex.quote(a) for a in args[i:i + 2]) for i in range(0, len(args), 2)]
+    note = reduction_note(job)
     return {
-        "torchtitan.toml": header(source, f"torchtitan v0.2.2 job config for {job.name}: {summary}") + "\n"
+        "torchtitan.toml": header(source, f"torchtitan v0.2.2 job config for {job.name}: {summary}") + note + "\n"
                            + "# run: NGPU=... ./run_train.sh --job.config_file torchtitan.toml" + toml(sections),
-        "torchtitan.args": header(source, f"torchtitan v0.2.2 CLI overrides for {job.name}: {summary}") + "\n"
+        "torchtitan.args": header(source, f"torchtitan v0.2.2 CLI overrides for {job.name}: {summary}") + note + "\n"
                            + "TORCHTITAN_ARGS=(\n" + "".join(f"  {p}\n" for p in pairs) + ")\n",
     }
