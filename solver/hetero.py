@@ -75,6 +75,7 @@ from ..model import comms
 from ..model.config import TrainConfig
 # hetero_entity, is_hetero: re-exported, where callers find them (model/job.py selects the job)
 from ..model.job import Job, JobError, hetero_entity, is_hetero, job_from_entity, partition_refs  # noqa: F401
+from ..model.optimizer import grad_bytes
 from ..model.power import job_power
 from ..model.step import Estimate, estimate
 from .enumerate import admissible, limits
@@ -188,9 +189,8 @@ def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
     top = _top_tier(job)
     if top is None or peers < 2:
         return 0.0
-    # fp32 but where the stack or bf16 main gradients (model/optimizer.py) reduce in bf16
-    grad_bytes = 2 if cfg.stack in ("fsdp", "fsdp_compiled", "maxtext") or cfg.main_grads == "bf16" else 4
-    share = job.shape.params * grad_bytes / cfg.gpus
+    # the width the stack reduces gradients in, as inside a partition (model/optimizer.py)
+    share = job.shape.params * grad_bytes(cfg) / cfg.gpus
     return comms.all_reduce(share, (comms.Stage(top, peers),))
 
 
