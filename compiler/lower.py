@@ -8,6 +8,7 @@ import attrs
 
 from . import chip as chip_numbers, topology
 from .design import Construct, Design, Entity, Record, Repeat
+from .switch_rules import in_network_reduction
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
 from ..dsl.units import Quantity
 
@@ -59,7 +60,7 @@ def part(kind: str, repeat: Repeat) -> Part:
     offload = tuple(str(v) for v in offload) if offload is not None else (DEFAULT_DPU_OFFLOAD if kind == "dpu" else ())
     return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
                 _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), offload=offload,
-                span=entity.span)
+                ports=entity.get("ports") or 1, span=entity.span)
 
 
 # A DPU that does not say what it offloads serves storage and input (as the BlueField-3s of
@@ -158,7 +159,7 @@ def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: 
                  hops: int = 1, oversubscription: float = 1.0, name: str | None = None) -> Tier:
     return Tier(level, name or f"{fabric.name} ({scope})", fabric.name, fabric.get("kind").name, scope, group,
                 bandwidth, hops * _hop_latency(fabric), oversubscription,
-                bool(fabric.get("in_network_reduction", False)), _f(fabric.get("efficiency"), 1.0),
+                in_network_reduction(fabric), _f(fabric.get("efficiency"), 1.0),
                 span=fabric.span)
 
 
@@ -192,8 +193,7 @@ def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoin
     shape: Construct = fabric.get("topology")
     gpus = node.gpus * per_unit * units
     ports = ports_per_node(fabric, node)
-    nic_bandwidth = min((p.bandwidth for p in node.parts_of("nic") if p.bandwidth), default=math.inf)
-    per_port = min(_f(fabric.get("bandwidth")), nic_bandwidth)
+    per_port = min(_f(fabric.get("bandwidth")), node.port_bandwidth)
     per_gpu = per_port * ports / node.gpus
     unit_gpus = node.gpus * per_unit
     if shape.name == "torus":
