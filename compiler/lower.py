@@ -72,12 +72,20 @@ def node_type(node: Entity) -> NodeType:
     gpus: Repeat = node.get("gpus")
     parts = tuple(part(kind, node.get(field)) for kind, field in (("cpu", "cpus"), ("nic", "nics"), ("dpu", "dpus"))
                   if node.get(field) is not None)
-    return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _f(node.get("dram")),
+    return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _dram(node),
                     _f(node.get("nvme")), _f(node.get("overhead")),
                     nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
                     host_link=_f(node.get("host_link")) if node.get("host_link") is not None else None,
                     storage=_f(node.get("storage")) if node.get("storage") is not None else None,
                     span=node.span)
+
+
+def _dram(node: Entity) -> float:
+    """Host memory: the node's `dram`, else its CPUs' `memory` (LPDDR on the package, as Grace's)."""
+    if node.get("dram") is not None:
+        return _f(node.get("dram"))
+    cpus: Repeat | None = node.get("cpus")
+    return cpus.count * _f(cpus.part.get("memory")) if cpus is not None else 0.0
 
 
 # ----------------------------------------------------------------- partitions

@@ -40,8 +40,8 @@ def switch_rules(switch: Entity) -> Iterator[Diagnostic]:
             capacity=bits(capacity), labels=[Label(switch.span_of("radix"), "the ports"),
                                              Label(switch.span_of("port_speed"), "their speed")],
             notes=["its ports cannot all send at line rate at once: the switch is blocking",
-                   "help: vendors quote capacity as the sum of both directions (`51.2 Tb/s bidir` for 64 x "
-                   "400 Gb/s); if this figure is per direction, drop `bidir`, else check the radix and port speed"])
+                   "help: `capacity` is per direction; a vendor's sum of both directions is written with `bidir` "
+                   "(`51.2 Tb/s bidir` for 64 x 400 Gb/s): check it, the radix and the port speed"])
 
 
 def fabric_switch_rules(fabric: Entity) -> Iterator[Diagnostic]:
@@ -57,6 +57,8 @@ def _capacity(fabric: Entity, switch: Entity | None) -> Iterator[Diagnostic]:
     if capacity is None or bandwidth is None or getattr(shape, "name", None) not in TREES:
         return
     radix = shape.args.get("radix")
+    if radix is None:  # invalid, and reported as such
+        return
     need = bandwidth.value * radix
     if need > capacity.value:
         most = int(capacity.value / bandwidth.value)
