@@ -38,10 +38,6 @@ train t {{ model = M  on = C  batch = 64 }}
 """
 PLANES = ["switched", "rail_optimized(tiers = 2, radix = 64)", "rail_optimized(tiers = 3, radix = 16, oversubscription = 2:1)"]
 TREES = ["fat_tree(tiers = 2, radix = 64)", "fat_tree(tiers = 3, radix = 16, oversubscription = 2:1)"]
-# Trees whose switches have a power of two of down ports (32, 8, 16), so that leaf and spine groups
-# divide the collectives: see the counterexample below.
-EVEN_TREES = ["fat_tree(tiers = 2, radix = 64)", "fat_tree(tiers = 3, radix = 16)",
-              "fat_tree(tiers = 3, radix = 24, oversubscription = 2:1)"]
 
 
 def job_of(**fields):
@@ -72,10 +68,10 @@ def test_more_ports_at_the_same_speed_never_slow_a_step(design, ports, speed, da
 
 
 @few
-@given(designs(PLANES + EVEN_TREES), st.sampled_from([(1, 2), (2, 4), (1, 4)]), st.sampled_from([100, 200, 400, 800]),
-       st.data())
+@given(designs(PLANES), st.sampled_from([(1, 2), (2, 4), (1, 4)]), st.sampled_from([100, 200, 400, 800]), st.data())
 def test_splitting_a_card_over_more_ports_never_speeds_a_step(design, ports, card, data):
-    # port counts that divide a node's 8 GPUs, trees whose groups divide the job: see below
+    # port counts that divide a node's 8 GPUs; on planes, where a split leaves the groups as
+    # they were (on a plain fat tree it regroups the nodes under the leaves: see below)
     design = {**design, "fabric": max(design["fabric"], card)}  # links that carry the whole card
     whole = job_of(card=card, ports=ports[0], **design)
     split = job_of(card=card, ports=ports[1], **design)
@@ -102,17 +98,23 @@ def test_on_a_plain_fat_tree_more_ports_per_node_leave_fewer_nodes_per_leaf():
     assert two[1].bandwidth == one[0].bandwidth == 4 * 100e9 / 8 / 8
 
 
-@pytest.mark.xfail(strict=True, reason="a leaf group that does not divide the collective (24 of 32, 40 of 128 GPUs) "
-                                       "is costed worse than a smaller one that does: model/comms.py, not the ports")
-@pytest.mark.parametrize("cards, nodes, ports, dp", [(1, 4, (3, 4), 32), (2, 16, (1, 2), 64)])
-def test_splitting_a_card_into_a_dividing_leaf_does_not_speed_a_step(cards, nodes, ports, dp):
+@pytest.mark.xfail(strict=True, reason="on a plain fat tree a split regroups the nodes under the leaves and spines; "
+                                       "a group that does not divide the collective (24 of 32, 40 of 64) is costed "
+                                       "worse than a smaller one that does, and a deeper hierarchy takes fewer ring "
+                                       "steps: model/comms.py, not the ports")
+@pytest.mark.parametrize("topology, cards, nodes, ports, dp", [(TREES[1], 1, 4, (3, 4), 32),
+                                                               (TREES[1], 2, 16, (1, 2), 64),
+                                                               ("fat_tree(tiers = 3, radix = 16)", 4, 16, (2, 4), 64)])
+def test_splitting_a_card_into_a_dividing_leaf_does_not_speed_a_step(topology, cards, nodes, ports, dp):
     """The deep search's counterexamples to the splitting law, on a 3-tier fat tree of radix 16
     at 2:1 (11 down ports a switch): 100 Gb/s a node (one card) over 3 ports puts 3 nodes under
     a leaf (24 GPUs), over 4 ports 2 (16); two cards of one port put 5 nodes there (40 GPUs), of
     two ports 2 (16). Each GPU has the same bandwidth either way, yet the data-parallel step is
     faster with the smaller leaf that divides it. The same leaves come from `rails`: the
-    collective's cost over a group the leaf does not divide, not the ports."""
-    design = dict(topology=TREES[1], fabric=100, cards=cards, nodes=nodes, hidden=512)
+    collective's cost over a group the leaf does not divide, not the ports. The third, on a
+    non-blocking tree (8 down ports): 8 ports a node put one node under a leaf and 8 under a
+    spine, 16 ports half a node and 4 (the job then crosses the core), 0.13 % faster."""
+    design = dict(topology=topology, fabric=100, cards=cards, nodes=nodes, hidden=512)
     whole = job_of(card=100, ports=ports[0], **design)
     split = job_of(card=100, ports=ports[1], **design)
     cfg = next(c for c in configurations(whole) if (c.tp, c.pp, c.dp) == (1, 1, dp))
