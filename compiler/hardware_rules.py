@@ -12,6 +12,7 @@ from . import chip as chip_numbers
 from .hostlist import HOSTNAME, HostlistError, expand_all
 from .design import Entity, Record
 from .part_rules import chip_formats
+from .switch_rules import fabric_switch_rules
 from ..dsl.diagnostics import Diagnostic, Label
 from ..dsl.units import BANDWIDTH, BYTES, FLOPS, Quantity, format_distinct, format_quantity
 from ..dsl.numbers import percent
@@ -100,6 +101,7 @@ def fabric_rules(fabric: Entity) -> Iterator[Diagnostic]:
             notes=[f"the fastest {kind.name} today carries {format_quantity(ceiling)} per GPU per direction",
                    f"help: if this is the sum of both directions, write `{format_quantity(bandwidth, 9)} bidir`"
                    f" (= {format_quantity(bandwidth.scaled(Fraction(1, 2)))} per direction)"])
+    yield from fabric_switch_rules(fabric)
 
 
 def cluster_rules(cluster: Entity) -> Iterator[Diagnostic]:

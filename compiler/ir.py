@@ -8,6 +8,8 @@ Flattening to one vertex per GPU is explicit: `flatten()` in `compiler/flatten.p
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ..dsl.source import Span
@@ -16,14 +18,16 @@ from . import formats as number_formats
 # Bump on every change to the IR's classes or fields (tests/compiler/test_ir_version.py pins
 # the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
 # 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list, nodes
-# their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`).
-IR_VERSION = 4
+# their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`);
+# 5: parts carry their network `ports` (a NIC's or DPU's `bandwidth` is split over them).
+IR_VERSION = 5
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
     2: "2efbdcbd6e9b4198bbd85f55ad2a325a6c3d420ae30b10a8790756c679f8cf58",
     3: "d642b5856a02f9a1dc60b9d783df75eea4f4a3a9ef8ee26e31bb67955e735c1d",
     4: "08b4c592a1b6cad1779a7a2f132b33a289f5a7894655cef56119701025a873ec",
+    5: "a4a21f7dd3cc8a0d1894cc6e7ba2e042af30c14aafb5811e889f3f2055dbb8ad",
 }
 
 
@@ -79,13 +83,19 @@ class Part:
     name: str
     count: int
     power: float                 # watts each
-    bandwidth: float | None      # bytes/s per direction each (NICs, DPUs, switch ports)
+    bandwidth: float | None      # bytes/s per direction each: a NIC's or DPU's over all its ports; a switch port's
     cores: int | None = None     # CPU and DPU cores each
     offload: tuple[str, ...] = ()   # what a DPU takes over from the host: network, storage, input
+    ports: int = 1               # network ports each (NICs, DPUs): `bandwidth` is split evenly over them
     span: Span = _span()
 
     def offloads(self, what: str) -> bool:
         return what in self.offload
+
+    @property
+    def port_bandwidth(self) -> float | None:
+        """Bytes/s per direction of one of its ports."""
+        return self.bandwidth / self.ports if self.bandwidth is not None else None
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
@@ -106,8 +116,20 @@ class NodeType:
         return tuple(p for p in self.parts if p.kind == kind)
 
     @property
+    def scaleout_cards(self) -> tuple[Part, ...]:
+        """The cards cabled to the scale-out fabric: its NICs, and the DPUs that take over the
+        network (model/dpu.py: such a DPU is a scale-out NIC); storage DPUs sit on another network."""
+        return tuple(p for p in self.parts if p.kind == "nic" or (p.kind == "dpu" and p.offloads("network")))
+
+    @property
     def nic_ports(self) -> int:
-        return sum(p.count for p in self.parts_of("nic"))
+        """Scale-out ports: each scale-out card's `ports`, one link (a rail) each."""
+        return sum(p.count * p.ports for p in self.scaleout_cards)
+
+    @property
+    def port_bandwidth(self) -> float:
+        """Bytes/s per direction of the slowest scale-out port (inf when no card says)."""
+        return min((p.port_bandwidth for p in self.scaleout_cards if p.bandwidth), default=math.inf)
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every model cache lookup

@@ -8,6 +8,7 @@ import attrs
 
 from . import chip as chip_numbers, topology
 from .design import Construct, Design, Entity, Record, Repeat
+from .switch_rules import in_network_reduction
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
 from ..dsl.units import Quantity
 
@@ -59,7 +60,7 @@ def part(kind: str, repeat: Repeat) -> Part:
     offload = tuple(str(v) for v in offload) if offload is not None else (DEFAULT_DPU_OFFLOAD if kind == "dpu" else ())
     return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
                 _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), offload=offload,
-                span=entity.span)
+                ports=entity.get("ports") or 1, span=entity.span)
 
 
 # A DPU that does not say what it offloads serves storage and input (as the BlueField-3s of
@@ -71,12 +72,20 @@ def node_type(node: Entity) -> NodeType:
     gpus: Repeat = node.get("gpus")
     parts = tuple(part(kind, node.get(field)) for kind, field in (("cpu", "cpus"), ("nic", "nics"), ("dpu", "dpus"))
                   if node.get(field) is not None)
-    return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _f(node.get("dram")),
+    return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _dram(node),
                     _f(node.get("nvme")), _f(node.get("overhead")),
                     nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
                     host_link=_f(node.get("host_link")) if node.get("host_link") is not None else None,
                     storage=_f(node.get("storage")) if node.get("storage") is not None else None,
                     span=node.span)
+
+
+def _dram(node: Entity) -> float:
+    """Host memory: the node's `dram`, else its CPUs' `memory` (LPDDR on the package, as Grace's)."""
+    if node.get("dram") is not None:
+        return _f(node.get("dram"))
+    cpus: Repeat | None = node.get("cpus")
+    return cpus.count * _f(cpus.part.get("memory")) if cpus is not None else 0.0
 
 
 # ----------------------------------------------------------------- partitions
@@ -158,7 +167,7 @@ def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: 
                  hops: int = 1, oversubscription: float = 1.0, name: str | None = None) -> Tier:
     return Tier(level, name or f"{fabric.name} ({scope})", fabric.name, fabric.get("kind").name, scope, group,
                 bandwidth, hops * _hop_latency(fabric), oversubscription,
-                bool(fabric.get("in_network_reduction", False)), _f(fabric.get("efficiency"), 1.0),
+                in_network_reduction(fabric), _f(fabric.get("efficiency"), 1.0),
                 span=fabric.span)
 
 
@@ -192,8 +201,7 @@ def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoin
     shape: Construct = fabric.get("topology")
     gpus = node.gpus * per_unit * units
     ports = ports_per_node(fabric, node)
-    nic_bandwidth = min((p.bandwidth for p in node.parts_of("nic") if p.bandwidth), default=math.inf)
-    per_port = min(_f(fabric.get("bandwidth")), nic_bandwidth)
+    per_port = min(_f(fabric.get("bandwidth")), node.port_bandwidth)
     per_gpu = per_port * ports / node.gpus
     unit_gpus = node.gpus * per_unit
     if shape.name == "torus":

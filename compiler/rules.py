@@ -1,5 +1,6 @@
 """Checks that relate several fields of one declaration, by kind: hardware parts
-(`hardware_rules`; number formats and DPUs: `part_rules`), models (`model_rules`), jobs
+(`hardware_rules`; number formats and DPUs: `part_rules`; switches and what a fabric asks of
+its switch: `switch_rules`), models (`model_rules`), jobs
 and workloads (`job_rules`), serve deployments (`serve_rules`)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from .job_rules import job_rules, workload_rules
 from .model_rules import model_rules
 from .hardware_rules import chip_rules, cluster_rules, fabric_rules
 from .part_rules import dpu_rules
+from .switch_rules import switch_rules
 from .serve_rules import serve_rules
 
 
@@ -22,7 +24,7 @@ def check_entity(entity: Entity, complete: bool = True) -> list[Diagnostic]:
 
 
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "dpu": dpu_rules, "chip": chip_rules, "fabric": fabric_rules, "cluster": cluster_rules, "model": model_rules,
+    "dpu": dpu_rules, "switch": switch_rules, "chip": chip_rules, "fabric": fabric_rules, "cluster": cluster_rules, "model": model_rules,
     "train": job_rules, "serve": job_rules, "workload": workload_rules,
 }
 # Rules that would misreport a field whose value was invalid (and so is absent) as missing.

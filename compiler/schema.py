@@ -247,7 +247,14 @@ CHIP = Block(
     alternatives={"peak": (("cores", "clock", "ops_per_clock"), ("cores", "clock", "systolic"))},
 )
 CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
-NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",))
+# A card's `bandwidth` is its line rate over all its ports, as NVIDIA quotes a card (ConnectX-7
+# and BlueField-3: 1 x 400 or 2 x 200 Gb/s); `ports` (default 1) split it evenly. Each port
+# of a scale-out card is one link into the fabric, a rail (compiler/lower.py `ports_per_node`).
+_CARD_DOC = ("`bandwidth` is the card's line rate per direction over all its `ports` (default 1), which "
+             "split it evenly: `bandwidth = 400 Gb/s  ports = 2` is 2 x 200 Gb/s. Each port of a scale-out "
+             "card is one link (a rail) into the fabric")
+NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",),
+            doc=_CARD_DOC)
 # What a DPU takes over from the host (model/dpu.py, model/host.py): `network`, the
 # transport and collective progress of the scale-out traffic (the DPU is the node's
 # scale-out NIC); `storage`, checkpoint writes; `input`, loading the training data.
@@ -255,11 +262,16 @@ DPU_OFFLOADS = ("network", "storage", "input")
 DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COUNT, "protocol": PROTOCOLS,
              "offload": ListOf(Choice(DPU_OFFLOADS, "a DPU offload"))},
             required=("bandwidth",),
-            doc="`offload` lists what it takes over from the host: network, storage, input "
-                "(default: storage and input)")
+            doc="`offload` lists what it takes over from the host: network (its ports are then scale-out links, "
+                "as a NIC's), storage, input (default: storage and input, which use the card's whole `bandwidth`); "
+                + _CARD_DOC)
 SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
                 "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
-               required=("radix", "port_speed"))
+               required=("radix", "port_speed"),
+               doc="`capacity`: switching capacity per direction (write a vendor's sum of both directions with "
+                   "`bidir`), checked against radix x port_speed and against the radix x bandwidth of each fat tree "
+                   "built from it; `in_network_reduction`: the switch can reduce (SHARP, NVLS), the default of its "
+                   "fabrics")
 
 # ----------------------------------------------------------------- systems
 
@@ -268,7 +280,7 @@ NODE = Block(
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
-    doc="`mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
+    doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
         "time to repair one; `storage` the checkpoint write bandwidth of one node's host path (its storage DPUs add their line rate; "
         "default: its `nvme_bandwidth`, else Llama 3's ~1 GB/s per host); `host_link` the bandwidth "
         "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
@@ -284,6 +296,9 @@ FABRIC = Block(
      "efficiency": SHARE, "link_power": POWER0, "source": TEXT,
      "transceiver_price": PRICE, "fiber_price": PRICE, "copper_price": PRICE},
     required=("kind", "topology", "bandwidth"),
+    doc="`bandwidth`: per port (a rail) of a scale-out fabric, per GPU of a scale-up one; "
+        "`in_network_reduction`: collectives reduce in the switches (SHARP, NVLS); absent, as its `switch` says "
+        "(else false); an error on a switch that says it cannot, or on a torus or full mesh",
 )
 _UNITS = RepeatOf(("node", "supernode"))
 RATE0 = Qty(u.NONE, low=Fraction(0), low_open=False, high=Fraction(1))  # 0 <= x <= 1

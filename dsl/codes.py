@@ -191,7 +191,18 @@ SCALE_OUT_GROUP = _code("scale-out-group", W, "{what} cannot fit a scale-up doma
 PROTOCOL_MISMATCH = _code("protocol-mismatch", W, "{what}",
                           "A fabric's switch, or every NIC and DPU of a node on it, speaks another protocol.")
 RAILS_MISMATCH = _code("rails-mismatch", W, "`{fabric}` has {rails} rails but `{node}` has {nics} NIC ports",
-                       "Rails should match the NICs per node, one rail each.")
+                       "Rails should match the scale-out ports per node (each NIC's `ports`), one rail each.")
+SWITCH_CAPACITY = _code("switch-capacity", W,
+                        "`{switch}` has {radix} ports x {speed} = {line} per direction, above its capacity {capacity}",
+                        "A switch whose ports at line rate exceed its switching capacity (blocking, or a per-direction "
+                        "capacity marked `bidir`).")
+FABRIC_CAPACITY = _code("fabric-capacity", E,
+                        "`{fabric}` drives {radix} ports x {bandwidth} = {need} per direction through each `{switch}`, "
+                        "which switches {capacity}",
+                        "A fat tree whose radix at the fabric's bandwidth exceeds its switch's capacity.")
+IN_NETWORK_REDUCTION = _code("in-network-reduction", E, "{what}",
+                             "A fabric that reduces in its switches (SHARP, NVLS) on a switch that cannot, or with no "
+                             "switch (a torus or full mesh).")
 
 
 # ---------------------------------------------------------------- shared clusters and traces

@@ -119,3 +119,20 @@ def test_a_fabric_without_latency_takes_its_switchs(tmp_path):
     assert stated.keys() == derived.keys() and stated
     for name, seconds in stated.items():
         assert derived[name] == pytest.approx(seconds * 0.4 / 0.6) and derived[name] > 0
+
+
+def test_a_node_without_dram_has_its_cpus_memory():
+    """`memory` on a CPU was accepted and read only by references: a node that states no `dram`
+    now has its CPUs' (Grace's LPDDR5X is on the package); a stated `dram` wins."""
+    design = """
+chip G { peak { bf16 = 1000 TFLOPS } hbm { capacity = 80 GB  bandwidth = 3 TB/s } power { tdp = 700 W } }
+cpu Host { cores = 72  memory = 480 GB  power = 250 W }
+node Tray { gpus = 4 x G  cpus = 2 x Host %s }
+cluster C { units = 1 x Tray }
+"""
+    for extra, dram in (("", 960e9), ("dram = 1 TB", 1e12)):
+        result = check_file("mem.gcl", None, design % extra)
+        assert result.ok, [str(d) for d in result.diagnostics]
+        assert lower(result.design).partitions[0].node.dram == dram
+    no_memory = check_file("mem.gcl", None, (design % "").replace("memory = 480 GB  ", ""))
+    assert lower(no_memory.design).partitions[0].node.dram == 0.0

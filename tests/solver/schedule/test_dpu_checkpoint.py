@@ -61,11 +61,25 @@ def test_storage_dpus_add_their_line_rate_and_raise_goodput():
     assert fast_good.efficiency > slow_good.efficiency
 
 
+def job_with_nics(count: int, line: int):
+    """The node of `job()` with `count` plain NICs of `line` Gb/s as its scale-out cards."""
+    text = DESIGN.format(dpus=f"nics = {count} x Nic", offload="", storage="storage = 2 GB/s", line=line)
+    result = check_text(text + f"nic Nic {{ bandwidth = {line} Gb/s }}\n", "ckpt.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return train_job(result.design)
+
+
 def test_dpus_that_do_not_take_storage_change_nothing():
+    """A DPU that takes only the network adds nothing to the checkpoint path. Its ports are the
+    node's scale-out links (model/dpu.py: it is the node's scale-out NIC), so one at the fabric's
+    rate, where the node had no card, changes nothing at all; two cable twice the ports into the
+    fabric (more switches to fail) but write and read the checkpoint as fast."""
     plain = failures.job_goodput(job(), 128)
-    network = job(dpus="dpus = 2 x Dpu", offload="offload = [network]")
-    assert dpu.storage_rate(network.partition.node) == 0
-    assert failures.job_goodput(network, 128) == plain
+    one = job(dpus="dpus = 1 x Dpu", offload="offload = [network]")
+    assert dpu.storage_rate(one.partition.node) == 0
+    assert failures.job_goodput(one, 128) == plain
+    two = failures.job_goodput(job(dpus="dpus = 2 x Dpu", offload="offload = [network]"), 128)
+    assert (two.write, two.restart) == (plain.write, plain.restart)
 
 
 def test_a_stated_job_bandwidth_wins_over_the_paths():
@@ -82,10 +96,13 @@ def test_a_stated_job_bandwidth_wins_over_the_paths():
                                                                                  "offload = [storage]"]),
        st.sampled_from([8, 64, 512]))
 def test_dpus_never_lower_goodput_and_raise_it_when_they_take_storage(count, line, offload, gpus):
-    plain = failures.job_goodput(job(line=line), gpus)
+    # DPUs that take the network are the node's scale-out NICs: against NICs of the same line
+    # rate they change who runs the transport, never the checkpoint or the fabric
+    network = "network]" in offload
+    plain = failures.job_goodput(job_with_nics(count, line) if network else job(line=line), gpus)
     with_dpus = failures.job_goodput(job(dpus=f"dpus = {count} x Dpu", offload=offload, line=line), gpus)
     assert with_dpus.write <= plain.write and with_dpus.efficiency >= plain.efficiency
-    if "network]" not in offload:  # the DPUs take storage (the default or stated)
+    if not network:  # the DPUs take storage (the default or stated)
         assert with_dpus.write < plain.write and with_dpus.efficiency > plain.efficiency
 
 
