@@ -367,7 +367,7 @@ class _Search:
             if self.audit is not None:
                 fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
                 self.checked(bound, **fields)
-            sync = ((tp, pp, dp, cp, ep, orders, mb), gpus, step, (compute + optimizer) * SAFETY, flops_time * batch,
+            sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), gpus, step, (compute + optimizer) * SAFETY, flops_time * batch,
                     (m,), fields)
             self.push(bound, "microbatch", (layout, i), leaves[i], sync)
 
@@ -394,7 +394,7 @@ class _Search:
         if self.audit is not None:
             fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
             self.checked(bound, **fields)
-        sync = ((tp, pp, dp, cp, ep, orders, mb), cfg.gpus, step, compute + optimizer, flops_time,
+        sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), cfg.gpus, step, compute + optimizer, flops_time,
                 (cfg.microbatches,), fields)
         self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep or cfg, leaves[i]), leaves[i],
                   sync)

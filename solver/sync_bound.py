@@ -10,9 +10,10 @@ S / m (m micro-batches), and the exposed synchronization never grows with the la
 
 a piecewise linear function of S whose least value lies at B or at a kink (`dp_sync.kinks`
 times m). Taken over every placement order and every ZeRO stage at which some configuration
-of the node fits in memory (the least memory of a stage: the most recompute, the best vp,
-the node's smallest micro-batch), it bounds every configuration of the node that fits; the
-search computes it only for the nodes that reach the front of its frontier.
+of the layout fits in memory (the least memory of a stage: the most recompute, the best vp,
+the layout's smallest micro-batch; one check per layout), it bounds every configuration of
+the node that fits; the search computes it only for the nodes that reach the front of its
+frontier.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class SyncFloor:
 
     def step(self, layout: tuple, step: float, microbatches) -> float:
         """`step`, a bound from every term but the synchronization on the configurations of
-        `layout` (tp, pp, dp, cp, ep, orders, their smallest micro-batch) that run
+        `layout` (tp, pp, dp, cp, ep, orders, the layout's smallest micro-batch) that run
         `microbatches` micro-batches and fit, raised by the least synchronization they expose."""
         zeros = self.fitting_zeros(layout)
         if not zeros:
