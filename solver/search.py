@@ -293,15 +293,16 @@ class _Search:
                 fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner[:fitting]))
                 self.checked(bound, **fields)
             sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, (compute + optimizer) * SAFETY,
-                    flops_time * job.batch, {job.batch // (dp * mb) for mb, _ in inner[:fitting]}, fields)
+                    flops_time * job.batch, {max(1, job.batch // (dp * mb)) for mb, _ in inner[:fitting]}, fields)
             self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]), sync)
         else:
             self.expand(layout, optimizer)
 
     def coarse_bound(self, layout) -> tuple[float, tuple] | None:
         """A bound on a layout of fewer than the most replicas, before any of its own
-        estimates, and what raises it at the front (None: open it now). Compute per sequence c(mb) does not depend on dp,
-        so one evaluation per (tp, pp, cp, ep) and micro-batch bounds every replica count:
+        estimates, and what raises it at the front (None: open it now). Compute per sequence
+        c(mb) does not depend on dp, so one evaluation per (tp, pp, cp, ep) and micro-batch
+        bounds every replica count:
         compute >= min c x batch / dp, and the bubble >= (pp - 1) / vp_max x min c; where
         compute never grows with the micro-batch, c at the largest allowed is the minimum."""
         tp, pp, dp, cp, ep, orders, inner, _ = layout
@@ -328,7 +329,7 @@ class _Search:
             fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
             self.checked(bound, **fields)
         return bound, ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, compute * SAFETY,
-                       flops_time * self.job.batch, {self.job.batch // (dp * mb) for mb, _ in inner}, fields)
+                       flops_time * self.job.batch, {max(1, self.job.batch // (dp * mb)) for mb, _ in inner}, fields)
 
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
@@ -368,7 +369,7 @@ class _Search:
                 fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
                 self.checked(bound, **fields)
             sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), gpus, step, (compute + optimizer) * SAFETY, flops_time * batch,
-                    (m,), fields)
+                    (max(1, m),), fields)
             self.push(bound, "microbatch", (layout, i), leaves[i], sync)
 
     def bound_branch(self, layout, i: int, floor: float) -> None:

@@ -57,7 +57,7 @@ class DemandSearch(Screen):
     def run(self) -> SearchResult:
         heap = self.start()
         best, best_key = None, (math.inf, math.inf, (math.inf,))
-        budget_left = False
+        unsimulated = 0     # candidates left when the budget ran out
         while heap:
             entry = heapq.heappop(heap)
             bound, tie, stage, sides = entry[:2], entry[2], entry[3], entry[4]
@@ -76,7 +76,7 @@ class DemandSearch(Screen):
                 heapq.heappush(heap, (*self.bound(grown), tie, TIGHT, grown))
                 continue
             if not self.exhaustive and self.simulated >= MAX_SIMULATIONS:
-                budget_left = sum(self.size(e) for e in (entry, *heap))
+                unsimulated = sum(self.size(e) for e in (entry, *heap))
                 break
             outcomes = self.outcomes
             found = self.confirm(sides, None if self.exhaustive else (tie, best_key))
@@ -84,15 +84,15 @@ class DemandSearch(Screen):
             if found is not None and (*self.key(found), tie) < best_key:
                 best, best_key = found, (*self.key(found), tie)
         if best is None:
-            return self.undecided(budget_left) if budget_left else self.infeasible()
-        proof = "exhaustive" if self.exhaustive else "budget: finalists left unsimulated" if budget_left else "bound"
+            return self.undecided(unsimulated) if unsimulated else self.infeasible()
+        proof = "exhaustive" if self.exhaustive else "budget: finalists left unsimulated" if unsimulated else "bound"
         return SearchResult(best.mode, best.decode, best.prefill, best.outcome, best.power, best.binding, proof)
 
     def undecided(self, left: int) -> SearchResult:
         """No plan, but not proven infeasible: the budget ran out with `left` candidates unsimulated."""
         found = self.infeasible()
-        rate = number(self.demand.rate) if self.demand is not None else "the"
-        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated meets the SLO percentiles at {rate} "
+        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated meets the SLO percentiles at "
+               f"{number(self.demand.rate)} "
                f"requests/s on {self.limits.gpus} GPUs, and {number(left)} were left unsimulated (the search's "
                "budget): one of them may, so this is not proven infeasible")
         return attrs.evolve(found, binding=tuple(r for r in found.binding if not r.startswith("demand:")) + (why,),
