@@ -64,7 +64,7 @@ def evaluate_case(path: Path, measured: dict[str, dict]) -> tuple[Result, Case |
     try:
         from gclc.compiler.driver import check_file
         from gclc.model.job import pinned_config, train_job
-        from gclc.model.step import estimate
+        from gclc.model.train.step import estimate
 
         checked = check_file(str(path))
         if not checked.ok or checked.design is None:

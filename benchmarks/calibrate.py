@@ -1,9 +1,9 @@
 """Fit the model's physics to the published runs: per-chip sustained efficiencies (GEMMs
 per precision, fused attention) and the ZeRO-3 gather contention (routing, grouped GEMMs,
 all-to-all and the MoE layer's host time are physics without a fitted constant:
-model/moe.py). Prints the fitted values and the accuracy they give; the values are then
+model/train/moe.py). Prints the fitted values and the accuracy they give; the values are then
 written, with this provenance, into the chips' `efficiency { ... }` blocks in dsl/std/
-and into model/step.py.
+and into model/train/step.py.
 
     .venv/bin/python benchmarks/calibrate.py [--runs DIR] [--csv MEASURED_CSV]
 
@@ -31,11 +31,11 @@ import attrs
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from gclc.model import compute as compute_module  # noqa: E402
-from gclc.model import step as step_module  # noqa: E402
-from gclc.model import dp_sync  # noqa: E402
-from gclc.model.calibration import SAME_SILICON  # noqa: E402
-from gclc.model.step import estimate  # noqa: E402
+from gclc.model import compute as compute_module
+from gclc.model.train import step as step_module
+from gclc.model.train import dp_sync
+from gclc.model.calibration import SAME_SILICON
+from gclc.model.train.step import estimate
 
 # Physical ranges searched: a sustained GEMM runs at 30-95 % of the dense peak; fused
 # attention (forward + backward) at 15-80 % of the bf16 peak.

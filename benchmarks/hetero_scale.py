@@ -13,7 +13,7 @@ Table 3), the servers std/nvidia's; the pod sizes are ASSUMPTIONs.
 With --fabric SpectrumX_RoCE (no in-network reduction) the gradient exchange grows with the
 number of partitions taking part, so every count is a range of its own for the split.
 With --kinds K the pods also differ in size (1 to K/2 nodes): K kinds of partition. Each kind
-is planned once and is one class of the split (solver/split_search.py). The last line gives the
+is planned once and is one class of the split (solver/split/search.py). The last line gives the
 largest N's CPU seconds for each K (64 of 16 kinds: 18 s CPU in the split's MILP before the
 exact search replaced it).
 """

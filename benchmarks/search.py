@@ -12,7 +12,7 @@ only on nodes that declare a `host_link`).
 
 For each design the script prints the search's wall and CPU time (cold: the model's layer
 cache is cleared first), the size of the space, how many configurations were evaluated and
-pruned, and the optimum. The exhaustive enumerator (`solver.enumerate`) is run as well when
+pruned, and the optimum. The exhaustive enumerator (`solver.train.enumerate`) is run as well when
 its projected time (space size x the measured cost of one estimate) is under `--oracle`
 seconds (default 60); otherwise its projected time is printed instead. With the
 enumerator's answer, the script checks that both optima are equal.
@@ -32,7 +32,7 @@ DESIGNS = ("mt_nlg_530b", "gpt3_175b", "llama3_405b", "deepseek_v3")
 
 
 def _clear_caches() -> None:
-    from gclc.model import step
+    from gclc.model.train import step
 
     step.clear_caches()
 
@@ -45,8 +45,8 @@ def _config(c) -> str:
 def run(name: str, objective: str, oracle_budget: float, asked: tuple[str, ...] = ()) -> dict:
     from gclc.compiler.driver import check_file
     from gclc.model.job import train_job
-    from gclc.solver import enumerate as enumerator
-    from gclc.solver.search import search
+    from gclc.solver.train import enumerate as enumerator
+    from gclc.solver.train.search import search
 
     checked = check_file(str(HERE / "designs" / f"{name}.gcl"))
     if checked.design is None:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("designs", nargs="*", default=list(DESIGNS), help="design names (default: all four)")
     args = parser.parse_args(argv)
     asked = tuple(a for a in args.search.split(",") if a)
-    from gclc.solver import enumerate as enumerator
+    from gclc.solver.train import enumerate as enumerator
 
     failures, total_cpu, total_estimates = 0, 0.0, 0
     print(f"{'design':<13} {'GPUs':>6} {'wall s':>7} {'CPU s':>6} {'space':>9} {'evaluated':>9} {'pruned':>9} "

@@ -5,7 +5,7 @@ measured output throughput and time to first token, one row per measurement.
 
 The serving model uses the per-chip GEMM, attention and HBM efficiencies that
 benchmarks/calibrate.py fitted on *training* runs, so the rows are out-of-sample but for one
-constant chosen here: the p of the kernels' p-norm roofline (model/inference.py ROOFLINE_P).
+constant chosen here: the p of the kernels' p-norm roofline (model/serve/inference.py ROOFLINE_P).
 Signed error = predicted / measured - 1.
 
 Sources (every row names one):
@@ -36,7 +36,7 @@ leave-one-model-out (each model's rows predicted with the p the other models cho
 summary line prints the median |error| of the rows so predicted, held out by model first: that
 is the figure to judge the serving model on (MoE rows also apart: the MoE physics has no
 constant fitted on serving rows). The grouped-GEMM rate is no longer fitted
-(model/inference_moe.py GROUPED_GEMM_EFFICIENCY).
+(model/serve/moe.py GROUPED_GEMM_EFFICIENCY).
 """
 
 from __future__ import annotations
@@ -53,12 +53,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
 sys.path.insert(0, str(HERE))
 
-from gclc.compiler.driver import check_file  # noqa: E402
-from gclc.compiler.lower import lower_cluster  # noqa: E402
-from gclc.model import inference  # noqa: E402
-from gclc.model.inference import Engine, ServeConfig, first_token_time, replica  # noqa: E402
-from gclc.model.shape import ModelShape  # noqa: E402
-from gclc.solver.serve_sim import Pool, simulate  # noqa: E402
+from gclc.compiler.driver import check_file
+from gclc.compiler.lower import lower_cluster
+from gclc.model.serve import inference
+from gclc.model.serve.inference import Engine, ServeConfig, first_token_time, replica
+from gclc.model.shape import ModelShape
+from gclc.solver.serve.sim import Pool, simulate
 import serve_common  # noqa: E402  (benchmarks/ is on sys.path)
 import serve_frameworks  # noqa: E402
 import serve_mlperf  # noqa: E402
@@ -194,7 +194,7 @@ def p_choice(design, shipped: list[dict]) -> tuple[dict, list[str]]:
     """The p-norm grid: each p's median |error| on all rows, and the cross-validated figures
     (`shipped`: the rows at the model's own p, not predicted again)."""
     table = {p: shipped if p == inference.ROOFLINE_P else results_at(design, p) for p in P_GRID}
-    lines = ["roofline p-norm (model/inference.py ROOFLINE_P): " + ", ".join(
+    lines = ["roofline p-norm (model/serve/inference.py ROOFLINE_P): " + ", ".join(
         f"p = {p:g}: {_median(abs(r['error']) for r in rows):.1%}" for p, rows in table.items())
         + f"; shipped p = {inference.ROOFLINE_P:g}"]
     figures = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from gclc.compiler.serve_trace import Request
-from gclc.solver.serve_sim import Outcome, Pool, simulate
+from gclc.solver.serve.sim import Outcome, Pool, simulate
 
 SEED = 19
 

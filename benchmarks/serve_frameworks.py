@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gclc.compiler.lower import lower_cluster
-from gclc.model.inference import Engine, ServeConfig, replica
+from gclc.model.serve.inference import Engine, ServeConfig, replica
 from gclc.model.shape import ModelShape
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.sim import Pool, simulate
 from serve_common import latency, online, poisson_arrivals, queued, result
 
 URL = "github.com/sgl-project/sglang @120affb9 benchmark/benchmark_vllm_060/README.md"

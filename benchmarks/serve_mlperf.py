@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gclc.compiler.lower import lower_cluster
-from gclc.model.inference import Engine, ServeConfig, replica
+from gclc.model.serve.inference import Engine, ServeConfig, replica
 from gclc.model.shape import ModelShape
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.sim import Pool, simulate
 from serve_common import latency, online, poisson_arrivals, queued, result
 
 V41 = "github.com/mlcommons/inference_results_v4.1 @a2f5d66d closed/NVIDIA/results/"

@@ -17,11 +17,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
 
-from gclc.compiler.driver import check_file  # noqa: E402
-from gclc.model.inference import kv_transfer_time  # noqa: E402
-from gclc.solver.serve import plan_serve, serve_entity  # noqa: E402
-from gclc.solver.serve_demand import demand_of, lifetime  # noqa: E402
-from gclc.solver.serve_sim import Pool, simulate  # noqa: E402
+from gclc.compiler.driver import check_file
+from gclc.model.serve.inference import kv_transfer_time
+from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.solver.serve.demand import demand_of, lifetime
+from gclc.solver.serve.sim import Pool, simulate
 
 FACTORS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
 

@@ -43,7 +43,7 @@ PLAN_TARGET_S, CHECK_TARGET_S = 1.0, 0.3
 # What `gclc plan` imports before it plans a train job (cli/plan.py's imports).
 PLAN_IMPORTS = ("gclc.cli.main", "gclc.cli.plan", "gclc.solver.jobs", "gclc.views.plan_json", "gclc.views.plan_text")
 # What a train plan has no use for: a plan that loads one of these pays for nothing.
-NOT_FOR_TRAIN = ("gclc.solver.hetero", "gclc.solver.serve", "gclc.views.report", "cvxpy", "scipy", "numpy",
+NOT_FOR_TRAIN = ("gclc.solver.split.plan", "gclc.solver.serve.plan", "gclc.views.report.page", "cvxpy", "scipy", "numpy",
                  "highspy", "jsonschema", "matplotlib", "networkx", "graphviz", "yaml", "pyarrow", "distributed")
 
 

@@ -59,7 +59,7 @@ def _rate(job: str, n: int, workers: int | None, memory: list[float] | None = No
     """(points per wall minute, points per CPU minute); `workers` None runs in this process.
     `memory`, if given, receives the resident set half-way and at the end."""
     from gclc.solver.sweep import engine
-    from gclc.views.sweep_table import TableWriter
+    from gclc.views.sweep.table import TableWriter
 
     todo = _points(n)
     with tempfile.TemporaryDirectory() as folder:

@@ -36,7 +36,7 @@ DESIGNS = ("benchmarks/designs/mt_nlg_530b.gcl", "benchmarks/designs/gpt3_175b.g
 def plan(path: Path, profile: cProfile.Profile | None = None) -> tuple[float, str]:
     """(CPU seconds, `plan --json` output) of one plan, run in this process with cold model caches."""
     from gclc.cli.main import main
-    from gclc.model.step import clear_caches
+    from gclc.model.train.step import clear_caches
 
     clear_caches()
     out = io.StringIO()

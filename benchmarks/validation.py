@@ -86,7 +86,7 @@ def check_run(path: Path, measured: dict[str, dict]) -> Check:
     out.measured_memory_gib = float(peak.group(1)) if peak else None
     if case is None or result.predicted is None:
         return out
-    from gclc.model.step import estimate  # again: accuracy's Result keeps no memory figure
+    from gclc.model.train.step import estimate
     out.memory_gib = estimate(case.job.shape, case.cfg, case.job.partition).memory.total / 2**30
     why = reasons(case.chip, case.cfg.precision, case.job.shape.is_moe, case.cfg.cp, case.cfg.gpus,
                   case.job.stack_stated, stack=case.cfg.stack,

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from ..compiler.lower import lower, pick_cluster
     from ..compiler.metrics import explain
     from ..model.chip_metrics import chip_metrics
-    from ..compiler.tco import cost_metrics
+    from ..compiler.cost.tco import cost_metrics
     from ..views.explain import explain_json, explain_text
 
     design = checked_design(args.file, args.set)

@@ -23,7 +23,7 @@ def add(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..model.job import JobError
-    from ..views.report import report_html
+    from ..views.report.page import report_html
 
     problem = output_problem(args)
     if problem is not None:

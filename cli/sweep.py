@@ -65,6 +65,6 @@ def _share(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .sweep_run import run_sweep  # the work's code is loaded only when a sweep runs
+    from .sweep_run import run_sweep
 
     return run_sweep(args)

@@ -74,7 +74,7 @@ def _run(args, out: Path, objectives, swept, axes_values, make_points, total: in
     from ..solver.sweep import engine
     from ..solver.sweep.point import column
     from ..solver.sweep.study import Collected
-    from ..views.sweep_table import TableWriter, iter_rows
+    from ..views.sweep.table import TableWriter, iter_rows
 
     out.mkdir(parents=True, exist_ok=True)
     collected = Collected(objectives, swept)
@@ -110,7 +110,7 @@ def _run(args, out: Path, objectives, swept, axes_values, make_points, total: in
     writer.close()
     files = [str(out / "sweep.parquet"), str(out / "sweep.csv")] + _charts(args, out, collected, objectives, total,
                                                                              axes_values, plan, kept)
-    from ..views.sweep_report import summary_json, summary_text
+    from ..views.sweep.report import summary_json, summary_text
 
     if sys.stderr.isatty():
         print(file=sys.stderr)
@@ -162,8 +162,8 @@ def _progress_printer():
 
 def _charts(args, out: Path, collected, objectives, total, axes_values, plan, kept) -> list[str]:
     from ..solver.sweep.point import column
-    from ..views import sweep_plots
-    from ..views.sweep_report import report_html
+    from ..views.sweep import plots as sweep_plots
+    from ..views.sweep.report import report_html
     from .output import write_atomic
 
     written, svg = [], None
@@ -185,8 +185,8 @@ def _charts(args, out: Path, collected, objectives, total, axes_values, plan, ke
 
 def _tornado(out: Path, rows, plan, delta: float) -> list[str]:
     from ..solver.sweep.study import tornado
-    from ..views import sweep_plots
-    from ..views.sweep_report import tornado_text
+    from ..views.sweep import plots as sweep_plots
+    from ..views.sweep.report import tornado_text
     from .output import write_atomic
 
     written = []

@@ -19,7 +19,7 @@ from .evaluate import INVALID, Evaluator, describe_value
 from .field_types import FieldTyper, is_share
 from .names import unknown_name_notes, word_notes
 from .resolve import BlockEntry, Body, ConstraintEntry, FieldEntry, Program
-from .rules import check_entity
+from .rules.entity import check_entity
 from .settings import apply_settings
 from ..dsl.units import Quantity, UNITS
 

@@ -12,10 +12,10 @@ from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .groups import group_checks
 from .lower import lower_cluster
 from .resolve import load, load_again
-from .job_rules import job_precision
+from .rules.job import job_precision
 from .sanity import sanity
 from .limits import job_limit_problems
-from .train_rules import train_pin_problems
+from .rules.train import train_pin_problems
 from .settings import SETTINGS_SOURCE, parse_settings, settings_source
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3

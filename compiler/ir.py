@@ -109,7 +109,7 @@ class NodeType:
     overhead: float              # watts: fans, boards, power conversion
     nvme_bandwidth: float | None = None   # bytes/s the node's NVMe drives read or write
     host_link: float | None = None        # bytes/s per direction between one GPU and host memory (PCIe, C2C)
-    storage: float | None = None          # bytes/s the host writes its checkpoint to storage at (model/host.py)
+    storage: float | None = None          # bytes/s the host writes its checkpoint to storage at (model/train/host.py)
     span: Span = _span()
 
     def parts_of(self, kind: str) -> tuple[Part, ...]:
@@ -118,7 +118,7 @@ class NodeType:
     @property
     def scaleout_cards(self) -> tuple[Part, ...]:
         """The cards cabled to the scale-out fabric: its NICs, and the DPUs that take over the
-        network (model/dpu.py: such a DPU is a scale-out NIC); storage DPUs sit on another network."""
+        network (model/train/dpu.py: such a DPU is a scale-out NIC); storage DPUs sit on another network."""
         return tuple(p for p in self.parts if p.kind == "nic" or (p.kind == "dpu" and p.offloads("network")))
 
     @property

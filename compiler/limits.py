@@ -20,7 +20,7 @@ CEILINGS = frozenset({"memory", "power", "time", "energy", "gpus", "ttft", "tpot
 FLOORS = frozenset({"mfu"})
 UPPER, LOWER = ("<=", "<"), (">=", ">")
 NEEDS_TOKENS = ("time", "energy")  # a training time or energy is tokens / throughput
-# what solver/serve.py checks a serving plan against (latencies also as percentiles: `ttft.p99`)
+# what solver/serve/plan.py checks a serving plan against (latencies also as percentiles: `ttft.p99`)
 SERVE_ENFORCED = frozenset({"memory", "power", "gpus", "ttft", "tpot", "e2e"})
 
 

@@ -8,7 +8,7 @@ import attrs
 
 from . import chip as chip_numbers, topology
 from .design import Construct, Design, Entity, Record, Repeat
-from .switch_rules import in_network_reduction
+from .rules.switch import in_network_reduction
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
 from ..dsl.units import Quantity
 

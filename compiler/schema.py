@@ -16,7 +16,7 @@ from .serve_trace import MAX_ROWS
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
-# How a train job stores Adam's state (model/optimizer.py): the moments' formats are Megatron-LM's
+# How a train job stores Adam's state (model/train/optimizer.py): the moments' formats are Megatron-LM's
 # --exp-avg-dtype choices (megatron/training/arguments.py); the master weights' add bf16 (Apex's
 # DistributedFusedAdam) and `none` (no copy: Adam updates the weights the GEMMs read).
 OPTIMIZER_STATES = ("fp32", "bf16", "fp16", "fp8")
@@ -255,7 +255,7 @@ _CARD_DOC = ("`bandwidth` is the card's line rate per direction over all its `po
              "card is one link (a rail) into the fabric")
 NIC = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "protocol": PROTOCOLS}, required=("bandwidth",),
             doc=_CARD_DOC)
-# What a DPU takes over from the host (model/dpu.py, model/host.py): `network`, the
+# What a DPU takes over from the host (model/train/dpu.py, model/train/host.py): `network`, the
 # transport and collective progress of the scale-out traffic (the DPU is the node's
 # scale-out NIC); `storage`, checkpoint writes; `input`, loading the training data.
 DPU_OFFLOADS = ("network", "storage", "input")
@@ -346,9 +346,9 @@ OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective
               "minimize": Choice(("time", "energy", "cost"), "an objective")}
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
-# Activation checkpointing variants (model/recompute.py) and offload (model/offload.py).
+# Activation checkpointing variants (model/train/recompute.py) and offload (model/train/offload.py).
 RECOMPUTE_MODULES = ("core_attention", "norm", "mlp", "op_level")   # op_level: torchtitan's op SAC, listed alone
-# Choices the planner searches only where a job asks (solver/enumerate.py `variants`).
+# Choices the planner searches only where a job asks (solver/train/enumerate.py `variants`).
 SEARCHABLE = ("shard", "recompute_modules", "recompute_every", "offload")
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
                      "microbatch": COUNT, "microbatches": COUNT, "recompute": Choice(("none", "selective", "full"), "a recomputation mode"),

@@ -57,7 +57,7 @@ class _OneLine(logging.Filter):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .server import main  # pygls loads only for this command
+    from .server import main
 
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(_OneLine())

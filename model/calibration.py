@@ -7,9 +7,9 @@ held-out residuals r = log(measured / predicted), a scale s = BAND_SCALE x the p
 the FACTORS of the prediction's reasons, and the split-conformal quantiles of r / s.
 Measured out of sample (each group's band fitted without it), 80 % of the 196 runs fall
 inside their 80 % band, median half width 11.1 % (2026-12-02, after the pipeline bubble
-stopped counting the last stage's output layer, model/step.py, unfused attention's
-backward its recompute, model/workload.py, and torchtitan's op-level checkpointing and
-compiled stack, model/recompute.py and model/stacks.py). A reason's factor is 1 when the held-out
+stopped counting the last stage's output layer, model/train/step.py, unfused attention's
+backward its recompute, model/train/workload.py, and torchtitan's op-level checkpointing and
+compiled stack, model/train/recompute.py and model/stacks.py). A reason's factor is 1 when the held-out
 residuals carrying it are no wider than the rest.
 """
 

@@ -8,7 +8,8 @@ from ..compiler import formats
 from ..compiler.chip import TOLERANCE
 from ..compiler.ir import Accelerator, ClusterGraph
 from ..compiler.metrics import Metric, _q
-from . import cache, dpu, dvfs
+from . import cache, dvfs
+from .train import dpu
 
 
 def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
@@ -24,7 +25,7 @@ def chip_metrics(graph: ClusterGraph) -> tuple[Metric, ...]:
 
 def _hosts(graph: ClusterGraph) -> tuple[Metric, ...]:
     """Per node type: host cores per GPU (what the launch and proxy threads share) and what
-    its DPUs take over from the host (model/dpu.py, model/host.py)."""
+    its DPUs take over from the host (model/train/dpu.py, model/train/host.py)."""
     out: list[Metric] = []
     seen: list[str] = []
     for p in graph.partitions:

@@ -56,7 +56,7 @@ KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
 
 
 class UnsupportedPrecision(ValueError):
-    """A precision the chip has no peak for; `compiler.rules` reports it with the job's span."""
+    """A precision the chip has no peak for; `compiler.rules.entity` reports it with the job's span."""
 
 
 @functools.lru_cache(maxsize=1024)   # read by every estimate and compute bound; chips are immutable IR values

@@ -18,7 +18,7 @@ from .stacks import ERAS
 #   fused: elementwise ops fused (bias-GeLU, bias-dropout-add, fused LayerNorm/RMSNorm; under
 #     torch.compile TorchInductor fuses the norms, rotary, activation and residual adds into
 #     generated kernels: model/stacks.py [compile]); unfused chains read and write each
-#     intermediate (model/workload.py `elementwise_parts`: twice the HBM traffic)
+#     intermediate (model/train/workload.py `elementwise_parts`: twice the HBM traffic)
 #   ep_overlap: MoE all-to-all overlapped with another micro-batch's compute (1F1B A2A
 #     overlap) unless the job says: off by default in Megatron-Core
 #     (`overlap_moe_expert_parallel_comm = False`), so in NeMo and Megatron-Bridge recipes
@@ -64,7 +64,7 @@ class TrainConfig:
     gpipe: bool = False
     microbatch: int = 1        # sequences per micro-batch
     recompute: str = "none"    # none | selective | full
-    # Activation checkpointing variants (model/recompute.py): the modules a selective
+    # Activation checkpointing variants (model/train/recompute.py): the modules a selective
     # recompute redoes (empty: the attention core, Korthikanti's selective), and every
     # how many layers the recompute applies (1: every layer; torchtitan's every-k-th).
     recompute_modules: tuple[str, ...] = ()
@@ -77,31 +77,31 @@ class TrainConfig:
     # the dp x cp / shard groups; 0: one group of all dp x cp ranks (plain ZeRO / FSDP).
     shard: int = 0
     precision: str = "bf16"    # GEMM precision: bf16, fp16, fp8, fp4
-    # Adam's moments and master weights as stored (model/optimizer.py): fp32 and fp32 is
+    # Adam's moments and master weights as stored (model/train/optimizer.py): fp32 and fp32 is
     # mixed-precision Adam's 12 bytes per parameter; `none` masters: Adam updates the weights.
     optimizer_state: str = "fp32"
     master_weights: str = "fp32"
-    # The main gradients Adam reads (model/optimizer.py `grad_bytes`): fp32, or bf16 buffers
+    # The main gradients Adam reads (model/train/optimizer.py `grad_bytes`): fp32, or bf16 buffers
     # that the data-parallel reduction and Adam read as they are.
     main_grads: str = "fp32"
     stack: str = DEFAULT_STACK
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
     # outermost. Expert layers fold their own groups over the same ranks (see `stride`).
     order: tuple[str, ...] = DEFAULT_ORDER
-    # What the job asks of its hosts (model/host.py): bytes read per sequence, the interval
+    # What the job asks of its hosts (model/train/host.py): bytes read per sequence, the interval
     # between synchronous checkpoints in seconds (0: none modelled), and the checkpoint's size
-    # and write bandwidth as the `checkpoint { ... }` block states them (model/host.py).
+    # and write bandwidth as the `checkpoint { ... }` block states them (model/train/host.py).
     sample_bytes: float = 0.0
     checkpoint_every: float = 0.0
     checkpoint_size: float = 0.0
     checkpoint_bandwidth: float = 0.0  # bytes/s of the whole job's writes, as stated (0: the nodes' paths)
     # Context parallelism gives each rank two chunks, one from each end of the sequence, so
     # that every rank does the same causal work (Megatron/TE, MaxText, torchtitan default);
-    # False: one contiguous chunk per rank (model/context.py).
+    # False: one contiguous chunk per rank (model/train/context.py).
     cp_balanced: bool = True
     # MoE all-to-all of one micro-batch overlapped with another's compute (Megatron-Core
     # `overlap_moe_expert_parallel_comm`, Megatron-Bridge `moe_a2a_overlap`); None: the
-    # stack's default (model/step.py `_ep_exposed`)
+    # stack's default (model/train/step.py `_ep_exposed`)
     ep_overlap: bool | None = None
 
     @property
@@ -114,7 +114,7 @@ class TrainConfig:
 
     @property
     def shards(self) -> int:
-        """Ranks that share one copy of the ZeRO-sharded state (model/sharding.py)."""
+        """Ranks that share one copy of the ZeRO-sharded state (model/train/sharding.py)."""
         return self.shard or self.dp * self.cp
 
     @property

@@ -1,5 +1,5 @@
 """The clock a chip sustains under a power cap: one DVFS curve, used by the step model
-(a capped chip computes slower) and by the power GP (solver/power.py).
+(a capped chip computes slower) and by the power GP (solver/power/program.py).
 
 Clocks are ratios of the boost clock (`clock`, the one the peaks are quoted at).
 

@@ -38,12 +38,12 @@ class Job:
     stack: str
     pinned: dict[str, object]     # parallelism choices fixed in the file
     tokens: float | None
-    sample_bytes: float = 0.0     # bytes read per sequence (model/host.py)
+    sample_bytes: float = 0.0     # bytes read per sequence (model/train/host.py)
     checkpoint_every: float = 0.0  # seconds between checkpoints (0: none modelled)
     stack_stated: bool = True     # False when `software` is not written (the default stack is assumed)
-    checkpoint_size: float = 0.0  # bytes, the `checkpoint { size }` stated (0: derived, model/host.py)
+    checkpoint_size: float = 0.0  # bytes, the `checkpoint { size }` stated (0: derived, model/train/host.py)
     checkpoint_bandwidth: float = 0.0  # bytes/s, the `checkpoint { bandwidth }` stated (0: the nodes' paths)
-    optimizer_state: str = "fp32"  # Adam's moments as stored (model/optimizer.py)
+    optimizer_state: str = "fp32"  # Adam's moments as stored (model/train/optimizer.py)
     master_weights: str = "fp32"   # the master weights Adam updates, or `none`
     main_grads: str = "fp32"       # the main gradients Adam reads
 
@@ -133,7 +133,7 @@ def job_from_entity(entity: Entity) -> Job:
                _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity))
 
 
-# The optimizer's precisions a train job may state (model/optimizer.py), each fp32 when absent.
+# The optimizer's precisions a train job may state (model/train/optimizer.py), each fp32 when absent.
 OPTIMIZER_FIELDS = ("optimizer_state", "master_weights", "main_grads")
 
 
@@ -200,7 +200,7 @@ def pinned_config(job: Job) -> TrainConfig:
 def pinned_only(job: Job) -> dict[str, object]:
     """The choices the planner takes from the file: hybrid sharding's group, the recompute's
     modules and layer interval, the offloaded share of layers (these four searched instead
-    where the job asks: `search = [...]`, solver/enumerate.py `variants`), the
+    where the job asks: `search = [...]`, solver/train/enumerate.py `variants`), the
     context-parallel balance, the MoE all-to-all overlap, and the checkpoint's stated size
     and bandwidth."""
     p = job.pinned

@@ -20,7 +20,7 @@ class Op:
     count: int = 1        # identical GEMMs (grouped experts)
     tensor: float = 0.0   # bytes of one activation tensor of an elementwise chain (L2 residency)
     # A grouped GEMM: one persistent kernel schedules the tiles of all `count` GEMMs, so
-    # the GPU fills as for one GEMM of count x m rows (model/moe.py).
+    # the GPU fills as for one GEMM of count x m rows (model/train/moe.py).
     grouped: bool = False
     # Attention by a kernel written without the chip's asynchronous tensor-core instructions
     # (FlashAttention-2 on Hopper or Blackwell: model/compute.py PORTABLE_ATTENTION_SHARE).

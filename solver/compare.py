@@ -104,8 +104,8 @@ def _flat(record: Record, prefix: str = "") -> dict[str, str]:
 
 
 def _bom(design: Design) -> dict[str, Any]:
-    from ..compiler.bom import bill
-    from ..compiler.tco import economics_of
+    from ..compiler.cost.bom import bill
+    from ..compiler.cost.tco import economics_of
 
     try:
         cluster = pick_cluster(design)

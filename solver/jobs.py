@@ -10,13 +10,13 @@ import attrs
 
 from ..compiler.design import Design, Entity
 from ..model.job import job_from_entity, select_job
-from ..model.step import Estimate, estimate
-from .plan import Plan, plan
-from .power import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
+from ..model.train.step import Estimate, estimate
+from .train.plan import Plan, plan
+from .power.program import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
 
 if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of their kind
-    from .hetero import HeteroPlan
-    from .serve import ServePlan
+    from .split.plan import HeteroPlan
+    from .serve.plan import ServePlan
 
 
 @attrs.frozen
@@ -66,11 +66,11 @@ def plan_design(design: Design, job: str | None = None, objective: str | None = 
     Raises `model.job.JobError` when the design has no such job."""
     kind, entity = select_job(design, job)
     if kind == "hetero":
-        from .hetero import plan_hetero
+        from .split.plan import plan_hetero
 
         return plan_hetero(entity)
     if kind == "serve":
-        from .serve import plan_serve
+        from .serve.plan import plan_serve
 
         return plan_serve(entity, top)
     train = job_from_entity(entity)

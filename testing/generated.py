@@ -76,15 +76,15 @@ class GeneratedDesign:
     def plan(self, objective: str = "throughput", **options: Any):
         key = (objective, tuple(sorted(options.items())))
         if key not in self._plans:
-            from ..solver.plan import plan
+            from ..solver.train.plan import plan
 
             self._plans[key] = plan(self.job, objective, **options)
         return self._plans[key]
 
     def hetero_plan(self):
-        """The `solver.hetero` plan of the job over the partitions it names (`on = [C.a, C.b]`)."""
+        """The `solver.split.plan` plan of the job over the partitions it names (`on = [C.a, C.b]`)."""
         if "hetero" not in self._plans:
-            from ..solver.hetero import plan_hetero
+            from ..solver.split.plan import plan_hetero
 
             self._plans["hetero"] = plan_hetero(self.job_entity)
         return self._plans["hetero"]

@@ -65,6 +65,6 @@ def job_of(source: Any, *, job: str | None = None, **settings: Any):
 
 def plan_of(source: Any, objective: str = "throughput", *, job: str | None = None, **settings: Any):
     """The `Plan` of the design's training job under `objective`."""
-    from ..solver.plan import plan
+    from ..solver.train.plan import plan
 
     return plan(job_of(source, job=job, **settings), objective)

@@ -268,7 +268,7 @@ def train_jobs(*, model: ModelSpec | SearchStrategy | None = None, cluster: Clus
                pins: bool = False, spread: bool = False, **fields: Any) -> SearchStrategy[TrainSpec]:
     """Training jobs with their model and cluster. On a heterogeneous cluster a job runs on
     one partition, or with `spread=True` on all of them (`on = [C.p0, C.p1]`, planned by
-    `solver.hetero`). `pins=True` pins some of tp, pp, recompute and ZeRO to valid values."""
+    `solver.split.plan`). `pins=True` pins some of tp, pp, recompute and ZeRO to valid values."""
     f = _fields({"batch": st.integers(1, 32), "precision": None, "software": st.none() | st.sampled_from(sorted(STACKS)),
                  "gpus": st.none() | st.integers(1, max_gpus), "memory_percent": st.none() | st.integers(20, 100),
                  "batch_param": st.just(False)}, fields, "train_jobs")

@@ -20,7 +20,7 @@ def _plan_svg(plan) -> str | None:
 
 
 def _plan_html(plan) -> str | None:
-    from .report import plan_html
+    from .report.page import plan_html
 
     return plan_html(plan)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import graphviz
 
 from ..dsl.numbers import duration, number, percent
-from ..model.step import estimate
-from ..solver.hetero import HeteroPlan, HeteroSplit, Share
+from ..model.train.step import estimate
+from ..solver.split.plan import HeteroPlan, HeteroSplit, Share
 from .diagram import FONT, escape, ident
 from .placement import draw_grid
 

@@ -7,20 +7,20 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ..compiler.tco import job_cost
+from ..compiler.cost.tco import job_cost
 from ..dsl.numbers import duration
-from ..model import optimizer
+from ..model.train import optimizer
 from ..model.calibration import BAND_CONFIDENCE
 from ..model.config import TrainConfig
-from ..model.recompute import modules as recompute_modules
-from ..model.step import Estimate
+from ..model.train.recompute import modules as recompute_modules
+from ..model.train.step import Estimate
 from ..solver.jobs import Outcome, TrainOutcome
-from ..solver.plan import placement
-from ..solver.power import PowerResult
+from ..solver.train.plan import placement
+from ..solver.power.program import PowerResult
 
 if TYPE_CHECKING:  # the heterogeneous split's and serving's modules load only for a plan of their kind
-    from ..solver.hetero import HeteroPlan, HeteroSplit
-    from ..solver.serve import ServePlan
+    from ..solver.split.plan import HeteroPlan, HeteroSplit
+    from ..solver.serve.plan import ServePlan
 
 PLAN_FORMAT_VERSION = 2
 # Every plan, whatever its job kind, carries these keys (null where a metric does not
@@ -128,7 +128,7 @@ def _hetero_contract(h: HeteroPlan) -> dict:
 
 
 def hetero_cost(h: HeteroPlan) -> dict | None:
-    """A heterogeneous job's cost as a train job's (compiler/tco.py): its cluster's cost of
+    """A heterogeneous job's cost as a train job's (compiler/cost/tco.py): its cluster's cost of
     ownership over the tokens the split trains; None without `economics`, or when its
     partitions belong to several clusters (no one cluster's TCO is the job's)."""
     if h.best is None or not h.plans:
@@ -161,7 +161,7 @@ def config_json(c: TrainConfig) -> dict:
 
 
 def optimizer_json(c: TrainConfig) -> dict | None:
-    """The optimizer's precisions (model/optimizer.py) where a job narrows any from fp32; None
+    """The optimizer's precisions (model/train/optimizer.py) where a job narrows any from fp32; None
     for mixed-precision Adam's fp32 (plans that state none keep their keys)."""
     if not optimizer.precision_aware(c):
         return None

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..compiler.tco import job_cost
+from ..compiler.cost.tco import job_cost
 from ..dsl.numbers import big, count, duration, number, percent, quantity, span
 from ..model.calibration import half_width
-from ..model.step import Estimate
+from ..model.train.step import Estimate
 from ..solver.jobs import Outcome, TrainOutcome
-from ..solver.plan import Plan
-from ..solver.power import PowerInputs, PowerResult
+from ..solver.train.plan import Plan
+from ..solver.power.program import PowerInputs, PowerResult
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
 from .plan_json import hetero_cost, optimizer_json, parallelism
 
 if TYPE_CHECKING:  # the heterogeneous split's modules load only for its plans
-    from ..solver.hetero import HeteroPlan
+    from ..solver.split.plan import HeteroPlan
 
 
 def outcome_text(outcome: Outcome, timings: bool = False) -> str:
@@ -23,7 +23,7 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     if outcome.job_kind == "hetero":
         return hetero_text(outcome)
     if not isinstance(outcome, TrainOutcome):  # a ServePlan
-        from .serve import serve_text  # serving's modules load only for a serve plan
+        from .serve import serve_text
 
         return serve_text(outcome)
     budgeted = outcome.power

@@ -34,9 +34,9 @@ class Draw:
 
 
 def draws(plan) -> tuple[str, tuple[Draw, ...]] | None:
-    """(job name, its draws) for a train plan (solver.plan.Plan), a heterogeneous plan (one
+    """(job name, its draws) for a train plan (solver.train.plan.Plan), a heterogeneous plan (one
     draw per partition of the split) or a serve plan; None without a feasible plan."""
-    from ..solver.hetero import HeteroPlan
+    from ..solver.split.plan import HeteroPlan
 
     if plan is None or plan.best is None:
         return None

@@ -6,12 +6,12 @@ energy_per_token_j parallelism placement error_band binding solver`)."""
 
 from __future__ import annotations
 
-from ..compiler.tco import job_cost
+from ..compiler.cost.tco import job_cost
 from ..dsl.numbers import big, count, duration, number, quantity
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
 from ..model.compute import peak
-from ..solver.serve import ServePlan, Side
+from ..solver.serve.plan import ServePlan, Side
 
 LATENCY_KEYS = ("p50", "p90", "p99", "mean")
 
@@ -55,7 +55,7 @@ def serve_json(p: ServePlan) -> dict:
 
 def serve_cost(p: ServePlan) -> dict | None:
     """Capex, TCO and USD per output token of the GPUs the plan uses: their share of the
-    cluster's cost of ownership (compiler/tco.py) over the tokens they serve; None without
+    cluster's cost of ownership (compiler/cost/tco.py) over the tokens they serve; None without
     the cluster's `economics`."""
     if p.entity is None or p.best is None or p.tokens_per_s <= 0:
         return None

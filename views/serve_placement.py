@@ -4,7 +4,7 @@ sit in the machine.
 An aggregated plan has one pool; a disaggregated plan a prefill pool and a decode pool.
 Ranks are numbered prefill pool first, then decode, replica after replica; inside a replica
 tensor parallelism is innermost, then the attention groups that share the experts (ep),
-then the pipeline stages (the layout `model/inference.py` costs). Each replica is drawn as
+then the pipeline stages (the layout `model/serve/inference.py` costs). Each replica is drawn as
 its pipeline stages, each stage as the scale-up domains it occupies, each GPU a cell filled
 by tensor-parallel group and outlined by attention group. Beside each pool, the tiers its
 groups cross; for a disaggregated plan, the tier the KV cache crosses from prefill to decode.
@@ -18,7 +18,7 @@ import graphviz
 
 from ..dsl.numbers import count, duration, number
 from ..model import comms
-from ..model.inference import Replica, kv_transfer_time
+from ..model.serve.inference import Replica, kv_transfer_time
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
 from .placement import domain_size
 

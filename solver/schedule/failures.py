@@ -3,9 +3,9 @@ switches a partition is built from (defaults in `goodput`), the nodes' `mttr` an
 checkpoint `storage` bandwidth, and a train job's `checkpoint { ... }` block.
 
 A node writes (and, at a restart, reads back) its checkpoint over two paths
-(model/host.py `checkpoint_rate`, the model the step's `checkpoint_every` share uses):
+(model/train/host.py `checkpoint_rate`, the model the step's `checkpoint_every` share uses):
 the host's, at the node's `storage` bandwidth (its NVMe's when only that is declared,
-Llama 3's per-host figure when neither is), and its DPUs' whose `offload` lists `storage` (model/dpu.py `storage_rate`:
+Llama 3's per-host figure when neither is), and its DPUs' whose `offload` lists `storage` (model/train/dpu.py `storage_rate`:
 NVMe-oF through the DPU's ports, GPUDirect Storage, no host copy). A job's `checkpoint {
 bandwidth }` states the whole job's rate instead (a storage system slower than its nodes'
 paths, say); its `checkpoint_every` pins the interval."""
@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...compiler.design import Entity, Record
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import _partition_specs, _unit_shape
-from ...model import host
+from ...model.train import host
 from ...model.job import state_config
 from ...model.shape import ModelShape
 from .goodput import GPU_MTBF_S, NODE_MTBF_S, NODE_MTTR_S, RESTART_FIXED_S, SWITCH_MTBF_S, Checkpoint, Reliability

@@ -10,7 +10,7 @@ trains (first order, Daly 2006 eq. 13 without the higher terms):
     efficiency = tau / (tau + delta) * (1 - (R + (tau + delta) / 2) / M), at least 0.
 
 A job that states `checkpoint_every` pins tau, and its step time already carries each
-save's stall (model/host.py): the first factor is then 1, so the write is counted once.
+save's stall (model/train/host.py): the first factor is then 1, so the write is counted once.
 
 Defaults, each from a published large run (Llama 3: Dubey et al., "The Llama 3 Herd of
 Models", arXiv:2407.21783, section 3.3.4 and Table 5: 419 unexpected interruptions in a
@@ -23,7 +23,7 @@ Models", arXiv:2407.21783, section 3.3.4 and Table 5: 419 unexpected interruptio
   (1,024 rack switches for 16 GPUs each plus aggregation) -> 44,000 h.
 - node repair (MTTR): ASSUMPTION 4 h (swap from a spare pool; Llama 3 reports none).
 - checkpoint size (14 bytes per parameter) and each node's write rate (its host's `storage`
-  path, ~1 GB/s from Llama 3 by default, plus its storage DPUs): model/host.py, the one
+  path, ~1 GB/s from Llama 3 by default, plus its storage DPUs): model/train/host.py, the one
   checkpoint model the step's `checkpoint_every` share uses too.
 - restart: ASSUMPTION 10 min to reschedule and start the processes, plus reading the
   checkpoint back at the same bandwidth.

@@ -142,7 +142,7 @@ def _sizes(low: int, high: int, step: int) -> list[int]:
 
 
 def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
-    from ..plan import plan as make_plan
+    from ..train.plan import plan as make_plan
 
     plan_fn = plan_fn or make_plan
     partitions, prefer = _ordered(entity, graph)

@@ -71,7 +71,7 @@ def _first_error(diagnostics: tuple[Diagnostic, ...]) -> str:
 
 
 def _costs(cluster, graph, power: float) -> dict:
-    from ...compiler.tco import tco
+    from ...compiler.cost.tco import tco
 
     t = tco(cluster, graph, power=power)
     if t is None:
@@ -82,8 +82,8 @@ def _costs(cluster, graph, power: float) -> dict:
 
 
 def _train(design, job: str | None, objective: str, row: dict) -> dict:
-    from ..plan import plan
-    from ..serve import plan_serve, serve_entity
+    from ..train.plan import plan
+    from ..serve.plan import plan_serve, serve_entity
 
     served = serve_entity(design, job)
     if served is not None:

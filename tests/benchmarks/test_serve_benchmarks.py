@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.solver.serve_sim import Outcome
+from gclc.solver.serve.sim import Outcome
 from gclc.testing import load_profile
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

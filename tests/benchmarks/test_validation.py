@@ -16,7 +16,7 @@ import pytest
 
 from gclc.compiler.driver import check_file, check_text
 from gclc.model.job import pinned_config, train_job
-from gclc.model.step import estimate
+from gclc.model.train.step import estimate
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 VALIDATION = BENCH / "validation"

@@ -20,7 +20,7 @@ from gclc.cli.main import main
 from gclc.compiler.driver import check_text
 from gclc.dsl.diagnostics import printable
 from gclc.dsl.units import literal_problem, value_in_range
-from gclc.solver.enumerate import divisors
+from gclc.solver.train.enumerate import divisors
 from gclc.testing import load_profile
 
 load_profile()

@@ -48,8 +48,8 @@ def _quiet(err: str) -> bool:
 @pytest.mark.parametrize("module, args", [
     ("cvxpy", ["plan", "power.gcl"]),                  # the power-bound plan's convex program
     ("scipy.stats", ["plan", "power.gcl"]),            # deep inside cvxpy's own imports
-    ("gclc.solver.plan", ["plan", "hetero.gcl"]),      # the command's own layers
-    ("gclc.solver.split_search", ["plan", "hetero.gcl"]),  # the heterogeneous split's search
+    ("gclc.solver.train.plan", ["plan", "hetero.gcl"]),      # the command's own layers
+    ("gclc.solver.split.search", ["plan", "hetero.gcl"]),  # the heterogeneous split's search
 ])
 def test_sigint_inside_a_lazy_import_exits_130_quietly(tmp_path, module, args):
     (tmp_path / "hetero.gcl").write_text((DATA / "hetero.gcl").read_text())

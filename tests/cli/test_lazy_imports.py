@@ -29,16 +29,16 @@ def loaded(command: list[str], watched: tuple[str, ...]) -> tuple[int, list[str]
 
 def test_a_train_plan_loads_no_serving_no_solver_library_and_no_drawing():
     status, names = loaded(["plan", "tests/data/train.gcl", "--json"],
-                           HEAVY + ("gclc.solver.serve", "gclc.views.serve", "gclc.views.report", "gclc.solver.sweep",
-                                    "gclc.views.export", "gclc.solver.hetero", "gclc.solver.split",
-                                    "gclc.solver.split_search"))
+                           HEAVY + ("gclc.solver.serve.plan", "gclc.views.serve", "gclc.views.report.page", "gclc.solver.sweep",
+                                    "gclc.views.export", "gclc.solver.split.plan", "gclc.solver.split.lanes",
+                                    "gclc.solver.split.search"))
     assert status == 0
     assert names == []
 
 
 def test_a_serve_plan_loads_no_heterogeneous_split():
     status, names = loaded(["plan", "examples/deepseek_v3_serve.gcl", "--json"],
-                           ("gclc.solver.hetero", "gclc.solver.split", "gclc.solver.split_search"))
+                           ("gclc.solver.split.plan", "gclc.solver.split.lanes", "gclc.solver.split.search"))
     assert status == 0
     assert names == []
 
@@ -50,8 +50,8 @@ def test_check_loads_neither_the_model_nor_the_solver():
 
 
 @pytest.mark.parametrize("command, needed", [
-    (["plan", "examples/deepseek_v3_serve.gcl", "--json"], "gclc.solver.serve"),
-    (["plan", "examples/hetero_h100_a100.gcl", "--json"], "gclc.solver.hetero"),
+    (["plan", "examples/deepseek_v3_serve.gcl", "--json"], "gclc.solver.serve.plan"),
+    (["plan", "examples/hetero_h100_a100.gcl", "--json"], "gclc.solver.split.plan"),
 ])
 def test_the_job_kind_that_needs_a_module_still_loads_it(command, needed):
     """The lazy imports are taken where the job needs them (a serve plan plans with serving's modules)."""

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from gclc.cli.main import main
 from gclc.compiler.driver import check_text
 from gclc.dsl.diagnostics import has_errors
-from gclc.solver.serve import plan_serve, serve_entity
+from gclc.solver.serve.plan import plan_serve, serve_entity
 
 ROOT = Path(__file__).resolve().parents[2]
 DSA = (ROOT / "examples" / "custom_dsa.gcl").read_text()

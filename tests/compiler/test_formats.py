@@ -10,9 +10,9 @@ from gclc.compiler import formats
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
 from gclc.model.job import pinned_config, train_job
-from gclc.model.kv import value_bytes
-from gclc.model.memory import model_state
-from gclc.model.step import estimate
+from gclc.model.serve.kv import value_bytes
+from gclc.model.train.memory import model_state
+from gclc.model.train.step import estimate
 
 DESIGN = """import "std/nvidia"  import "std/amd"
 chip X {{

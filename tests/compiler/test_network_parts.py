@@ -1,5 +1,5 @@
 """NIC and DPU ports, switch capacity and in-network reduction: fields that were accepted and
-then ignored, now read (compiler/lower.py, compiler/switch_rules.py), on hand-checkable designs."""
+then ignored, now read (compiler/lower.py, compiler/rules/switch.py), on hand-checkable designs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
-from gclc.model import dpu
+from gclc.model.train import dpu
 from gclc.model.job import pinned_config, train_job
-from gclc.model.step import estimate
+from gclc.model.train.step import estimate
 
 DESIGN = """
 chip G {{ peak {{ bf16 = 1000 TFLOPS }} hbm {{ capacity = 80 GB  bandwidth = 3 TB/s }} power {{ tdp = 700 W }} }}

@@ -8,7 +8,7 @@ import pytest
 from gclc.compiler.design import Construct
 from gclc.compiler.driver import check_file, check_text
 from gclc.dsl.units import Quantity
-from gclc.solver.serve_demand import demand_of, mean_length
+from gclc.solver.serve.demand import demand_of, mean_length
 
 HEAD = """\
 import "std/nvidia"

@@ -7,7 +7,7 @@ import pytest
 
 from gclc.compiler.driver import check_text
 from gclc.model.job import train_job
-from gclc.solver.plan import plan
+from gclc.solver.train.plan import plan
 
 BASE = """\
 chip C {

@@ -8,11 +8,11 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.bom import bill
+from gclc.compiler.cost.bom import bill
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower, pick_cluster
 from gclc.compiler.metrics import facility_power
-from gclc.compiler.tco import HOURS_PER_YEAR, cost_metrics, tco
+from gclc.compiler.cost.tco import HOURS_PER_YEAR, cost_metrics, tco
 from gclc.cli.main import main
 
 DESIGN = """\

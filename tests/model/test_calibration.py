@@ -12,11 +12,11 @@ from gclc.compiler.driver import check_file
 from gclc.compiler.ir import Accelerator
 from gclc.model import calibration, compute
 from gclc.model.job import train_job
-from gclc.model.workload import Op
+from gclc.model.train.workload import Op
 from gclc.views.plan_json import plan_json
 from gclc.views.plan_text import plan_text
 from gclc.dsl.source import no_span
-from gclc.solver.plan import plan
+from gclc.solver.train.plan import plan
 from gclc.testing import load_profile
 
 load_profile()

@@ -13,13 +13,14 @@ from gclc.compiler import topology
 from gclc.compiler.driver import check_text
 from gclc.compiler.ir import Accelerator, Tier
 from gclc.compiler.lower import lower
-from gclc.model import cache, comms, dvfs, host
+from gclc.model import cache, comms, dvfs
+from gclc.model.train import host
 from gclc.model.chip_metrics import chip_metrics
 from gclc.model.compute import UnsupportedPrecision, op_time, peak
 from gclc.model.job import pinned_config, train_job
-from gclc.model.step import estimate
-from gclc.model.workload import Op
-from gclc.solver.power import PowerInputs
+from gclc.model.train.step import estimate
+from gclc.model.train.workload import Op
+from gclc.solver.power.program import PowerInputs
 
 CHIP = """
 chip Dsa {{

@@ -1,4 +1,4 @@
-"""Context parallelism (model/context.py) and the attention kernel's rate (model/compute.py)
+"""Context parallelism (model/train/context.py) and the attention kernel's rate (model/compute.py)
 against hand calculations, and their laws."""
 
 from pathlib import Path
@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import comms, compute, context
+from gclc.model import comms, compute
+from gclc.model.train import context
 from gclc.model.job import pinned_config, train_job
-from gclc.model.step import estimate
-from gclc.model.workload import layer_forward
+from gclc.model.train.step import estimate
+from gclc.model.train.workload import layer_forward
 
 DATA = Path(__file__).parent.parent / "data"
 JOB = train_job(check_file(str(DATA / "train.gcl"), {"nodes": "4"}).design)   # Llama 2 7B, 32 heads of 128

@@ -9,16 +9,16 @@ import attrs
 import pytest
 
 from gclc.compiler.driver import check_file, check_text
-from gclc.model import recompute, sharding
+from gclc.model.train import recompute, sharding
 from gclc.model.config import TrainConfig
 from gclc.model.job import pinned_config, train_job
-from gclc.model.offload_host import HOST_RESERVE
-from gclc.model.memory import activation_bytes_per_layer, memory, model_state, params_per_gpu
+from gclc.model.train.offload_host import HOST_RESERVE
+from gclc.model.train.memory import activation_bytes_per_layer, memory, model_state, params_per_gpu
 from gclc.model.shape import ModelShape, attended_keys
-from gclc.model.layer_cost import blend
-from gclc.model.step import estimate
-from gclc.model.workload import layer_forward
-from gclc.solver.plan import plan
+from gclc.model.train.layer_cost import blend
+from gclc.model.train.step import estimate
+from gclc.model.train.workload import layer_forward
+from gclc.solver.train.plan import plan
 
 DESIGN = Path(__file__).parent.parent / "data" / "dense_variants.gcl"
 JOB = train_job(check_file(str(DESIGN)).design)
@@ -173,7 +173,7 @@ def test_unfused_attention_recomputes_nothing_in_its_backward():
     # flash kernels recompute the scores in the backward (2.5x the forward); unfused ones
     # (the scores through HBM, Megatron-LM 2021-22) differentiate two batched GEMMs (2x their
     # FLOPs) and move ~19 bytes per score against 13: 2x, like a GEMM
-    from gclc.model.workload import backward_factor
+    from gclc.model.train.workload import backward_factor
 
     c = TrainConfig(batch=64, seq=2048, tp=8, dp=1, microbatch=1, stack="megatron_core")
     flash = next(o for o in layer_forward(GPT, c, False) if o.kind == "attention")

@@ -1,4 +1,4 @@
-"""Host CPU work of a step and the DPU's network offload (model/dpu.py), on hand counts
+"""Host CPU work of a step and the DPU's network offload (model/train/dpu.py), on hand counts
 and on a job built to be host-bound on its communication."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 import pytest
 
 from gclc.compiler.driver import check_text
-from gclc.model import dpu
+from gclc.model.train import dpu
 from gclc.model.job import pinned_config, train_job
-from gclc.model.memory import params_per_gpu
-from gclc.model.step import estimate
+from gclc.model.train.memory import params_per_gpu
+from gclc.model.train.step import estimate
 
 # 8 nodes of 8 GPUs, 4 host cores each (a thin host: half a core per GPU), tp = 16 across
 # two nodes: every layer's all-reduces leave the node in small messages.

@@ -1,4 +1,4 @@
-"""The step model's per-layer caches (model/layer_cost.py `layer`, `layer_compute`, `logits`)
+"""The step model's per-layer caches (model/train/layer_cost.py `layer`, `layer_compute`, `logits`)
 are keyed by the fields the layer cost reads: an estimate taken with a warm cache, filled
 by configurations that differ in one field only, equals the estimate taken cold. A field
 missing from a key would return another configuration's layer here (a silent wrong answer)."""
@@ -11,7 +11,7 @@ import pytest
 from gclc.compiler.driver import check_file
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
-from gclc.model.step import clear_caches, estimate
+from gclc.model.train.step import clear_caches, estimate
 
 JOB = train_job(check_file(str(Path(__file__).parent.parent / "data" / "dense_variants.gcl")).design)
 BASE = TrainConfig(batch=64, seq=8192, tp=2, dp=16, microbatch=1, sp=True, stack="megatron_core", zero=1,
@@ -25,7 +25,7 @@ VARIANTS = [
     {"recompute": "full"}, {"recompute": "full", "recompute_every": 2}, {"recompute": "none"},
     {"shard": 4, "zero": 3}, {"zero": 0}, {"zero": 3}, {"offload": 0.5}, {"sp": False}, {"order": ("tp", "dp", "cp", "pp")},
     {"precision": "fp8"}, {"stack": "fsdp"},
-    # placement: in the key only through the TP and CP strides (model/layer_cost.py)
+    # placement: in the key only through the TP and CP strides (model/train/layer_cost.py)
     {"pp": 2}, {"dp": 8}, {"order": ("dp", "tp", "cp", "pp")}, {"cp": 2, "dp": 8},
     {"cp": 2, "dp": 8, "order": ("tp", "dp", "cp", "pp")}, {"cp": 2, "dp": 4, "order": ("tp", "dp", "cp", "pp")},
 ]
@@ -66,9 +66,9 @@ def test_windowed_and_global_layers_are_cached_apart():
 
 @pytest.mark.parametrize("shape", [JOB.shape, HALF], ids=["windowed", "blend"])
 def test_the_search_bound_terms_of_a_dense_model_are_the_estimates_own(shape):
-    """A dense model has no MoE layer to cost (model/layer_cost.py NO_LAYER): the terms the
+    """A dense model has no MoE layer to cost (model/train/layer_cost.py NO_LAYER): the terms the
     search bounds with stay the estimate's, to the last bit."""
-    from gclc.model.step import bound_terms
+    from gclc.model.train.step import bound_terms
     for c in (attrs.evolve(BASE, **v) for v in VARIANTS):
         b = estimate(shape, c, JOB.partition).breakdown
         assert bound_terms(shape, c, JOB.partition) == (b.compute, b.tp, b.ep, b.optimizer), c

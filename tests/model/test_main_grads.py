@@ -1,4 +1,4 @@
-"""The main gradients Adam reads (`main_grads`, model/optimizer.py): the gradient buffer, the
+"""The main gradients Adam reads (`main_grads`, model/train/optimizer.py): the gradient buffer, the
 data-parallel reduction and the optimizer step against hand counts, and the law that narrower
 main gradients never need more memory nor a slower step."""
 
@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import optimizer
+from gclc.model.train import optimizer
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
-from gclc.model.memory import dense_params_per_gpu, memory
-from gclc.model.step import estimate
+from gclc.model.train.memory import dense_params_per_gpu, memory
+from gclc.model.train.step import estimate
 
 JOB = train_job(check_file(str(Path(__file__).parent.parent / "data" / "dense_variants.gcl")).design)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from gclc.model.config import TrainConfig
-from gclc.model.memory import activation_bytes_per_layer, memory, model_state, params_per_gpu
+from gclc.model.train.memory import activation_bytes_per_layer, memory, model_state, params_per_gpu
 from gclc.model.shape import ModelShape
 
 GPT = ModelShape(layers=48, hidden=6144, heads=64, kv_heads=64, head_dim=96, ffn=24576, vocab=51200, seq=2048,

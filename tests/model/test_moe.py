@@ -1,5 +1,5 @@
 """MoE, MLA and MTP physics against hand calculations, what GCL lets a user state about
-them, and the laws they obey (model/moe.py, model/mla.py, model/shape.py, model/step.py)."""
+them, and the laws they obey (model/train/moe.py, model/train/mla.py, model/shape.py, model/train/step.py)."""
 
 import math
 from pathlib import Path
@@ -9,13 +9,14 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import compute, moe
+from gclc.model import compute
+from gclc.model.train import moe
 from gclc.model.config import TrainConfig
 from gclc.model.job import pinned_config, train_job
-from gclc.model.memory import expert_params_per_gpu, model_state
+from gclc.model.train.memory import expert_params_per_gpu, model_state
 from gclc.model.ops import gemm
-from gclc.model.sharding import expert_dp
-from gclc.model.step import estimate
+from gclc.model.train.sharding import expert_dp
+from gclc.model.train.step import estimate
 
 DATA = Path(__file__).parent.parent / "data"
 MOE = DATA / "moe.gcl"

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import context, layer_cost, recompute, sharding, step
+from gclc.model.train import context, layer_cost, recompute, sharding, step
 from gclc.model.config import TrainConfig
 from gclc.model.job import pinned_config, train_job
-from gclc.model.memory import dense_params_per_gpu, expert_params_per_gpu, model_state
+from gclc.model.train.memory import dense_params_per_gpu, expert_params_per_gpu, model_state
 from gclc.model.shape import attended_keys
-from gclc.model.step import estimate
+from gclc.model.train.step import estimate
 from gclc.testing import load_profile
 
 load_profile()
@@ -110,7 +110,7 @@ def test_the_causal_imbalance_grows_with_the_window_up_to_the_full_one(cp, small
 
 def test_attention_in_a_local_layer_does_the_windows_share_of_the_work():
     shape = attrs.evolve(SHAPE, window=512)
-    from gclc.model.workload import layer_forward
+    from gclc.model.train.workload import layer_forward
     full = next(op for op in layer_forward(shape, CFG, True) if op.kind == "attention")
     local = next(op for op in layer_forward(shape, CFG, True, True) if op.kind == "attention")
     assert local.flops == pytest.approx(full.flops * attended_keys(4096, 512) / 4096)
@@ -181,7 +181,7 @@ def test_the_search_bound_terms_are_the_estimates_own(change):
 
 def test_a_warm_cache_answers_like_a_cold_one_when_only_sequence_parallelism_changes():
     """Sequence parallelism splits an MoE layer's elementwise work over the TP ranks: the
-    memoized work after the routed experts (model/layer_cost.py) must tell sp apart."""
+    memoized work after the routed experts (model/train/layer_cost.py) must tell sp apart."""
     base = attrs.evolve(CFG, tp=2, dp=8, sp=True)
     variant = attrs.evolve(base, sp=False)
     step.clear_caches()

@@ -1,4 +1,4 @@
-"""Host DRAM and the GPU-host link as constraints (model/offload_host.py): the checkpoint
+"""Host DRAM and the GPU-host link as constraints (model/train/offload_host.py): the checkpoint
 staging buffer by hand, a plan that host DRAM makes infeasible with a located reason, and
 DPUs that write checkpoints past the host and so make it feasible."""
 
@@ -9,10 +9,10 @@ import math
 import pytest
 
 from gclc.compiler.driver import check_text
-from gclc.model import host, offload_host
+from gclc.model.train import host, offload_host
 from gclc.model.job import pinned_config, train_job
-from gclc.model.step import estimate
-from gclc.solver.plan import plan
+from gclc.model.train.step import estimate
+from gclc.solver.train.plan import plan
 
 DESIGN = """
 chip G {{ peak {{ bf16 = 1000 TFLOPS }} hbm {{ capacity = 80 GB  bandwidth = 3 TB/s }} power {{ tdp = 700 W }} }}

@@ -4,11 +4,11 @@ outputs of matmuls and of the attention kernel, except every second matmul of a 
 
 import pytest
 
-from gclc.model import recompute
+from gclc.model.train import recompute
 from gclc.model.config import TrainConfig
-from gclc.model.memory import activation_bytes_per_layer
+from gclc.model.train.memory import activation_bytes_per_layer
 from gclc.model.shape import ModelShape
-from gclc.model.workload import layer_forward
+from gclc.model.train.workload import layer_forward
 
 # Llama 3.1 8B (Meta's params.json): 32 layers, hidden 4096, 32 heads, 8 KV heads, SwiGLU 14336
 LLAMA8B = ModelShape(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256,
@@ -69,9 +69,9 @@ def test_sequence_parallel_op_level_gathers_both_inputs_again():
 
 
 def test_op_level_relaunches_the_unsaved_matmuls_and_the_elementwise_kernels_not_attention():
-    from gclc.model import dpu
+    from gclc.model.train import dpu
     # one layer's forward: qkv, attention, attention out, mlp up, mlp down, elementwise (one kernel
-    # each as model/workload.py counts them); backward twice that: 3 x 6 = 18 before any recompute
+    # each as model/train/workload.py counts them); backward twice that: 3 x 6 = 18 before any recompute
     base = 18
     op = dpu._kernels(LLAMA8B, cfg(), False)
     assert op == base + 3 + 1                  # k, o, w3 (the second up projection) and the elementwise work

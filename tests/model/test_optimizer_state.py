@@ -1,4 +1,4 @@
-"""Adam's state at the job's precisions (model/optimizer.py): bytes against hand counts, and the
+"""Adam's state at the job's precisions (model/train/optimizer.py): bytes against hand counts, and the
 laws that narrower state never needs more memory nor a slower step."""
 
 from pathlib import Path
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import host, optimizer
+from gclc.model.train import host, optimizer
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
-from gclc.model.memory import dense_params_per_gpu, memory, model_state
-from gclc.model.step import estimate
+from gclc.model.train.memory import dense_params_per_gpu, memory, model_state
+from gclc.model.train.step import estimate
 
 JOB = train_job(check_file(str(Path(__file__).parent.parent / "data" / "dense_variants.gcl")).design)
 

@@ -15,10 +15,10 @@ from hypothesis import given, settings, strategies as st
 from gclc.compiler.driver import check_file
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
-from gclc.model.memory import memory
+from gclc.model.train.memory import memory
 from gclc.model.shape import ModelShape
-from gclc.model.step import estimate
-from gclc.solver import enumerate as enumerator
+from gclc.model.train.step import estimate
+from gclc.solver.train import enumerate as enumerator
 
 _spec = importlib.util.spec_from_file_location(
     "solver_designs", Path(__file__).parent.parent / "solver" / "_designs.py")
@@ -63,7 +63,7 @@ def test_gpipe_activations_scale_with_micro_batches_not_with_stages():
 
 
 def test_a_pinned_gpipe_schedule_reaches_the_plan():
-    from gclc.solver.plan import plan
+    from gclc.solver.train.plan import plan
 
     p = {"hbm": 80, "up": 300, "inr": "true", "per_node": 8, "nodes": 1, "layers": 8, "hidden": 1024, "heads": 8,
          "kv_heads": 8, "ffn": 4096, "vocab": 8000, "seq": 1024, "mlp": "swiglu", "batch": 64,
@@ -121,7 +121,7 @@ def test_the_bubble_is_the_fill_and_drain_of_the_stages_without_the_output_layer
     # per micro-batch), 1F1B takes m x t_last + the sum of the other t_i: the bubble is
     # (pp - 1) / vp x (t_last - h), not (pp - 1) / vp x t_last. By hand from the breakdown:
     # per micro-batch the last stage runs (compute + recompute + TP + CP + EP + PP) / m.
-    from gclc.model.step import output_layer_time
+    from gclc.model.train.step import output_layer_time
 
     cfg = TrainConfig(batch=64, seq=4096, pp=4, dp=2, microbatch=1, recompute="selective")
     for vp in (1, 2):

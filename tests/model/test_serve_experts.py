@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import inference_moe
+from gclc.model.serve import moe as inference_moe
 from gclc.model.compute import gemm_rate
-from gclc.model.inference import ServeConfig, replica
+from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import serve_entity
+from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
 
 load_profile()

@@ -7,11 +7,11 @@ from pathlib import Path
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import inference
-from gclc.model.inference import Engine, ServeConfig, replica
+from gclc.model.serve import inference
+from gclc.model.serve.inference import Engine, ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import serve_entity
+from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
 
 load_profile()

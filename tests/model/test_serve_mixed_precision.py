@@ -10,10 +10,10 @@ from hypothesis import example, given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
 from gclc.model.compute import gemm_rate
-from gclc.model.inference import ServeConfig, mixed_gemm_rate, replica, weight_bytes
+from gclc.model.serve.inference import ServeConfig, mixed_gemm_rate, replica, weight_bytes
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import serve_entity
+from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
 
 load_profile()

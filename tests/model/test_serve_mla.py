@@ -1,4 +1,4 @@
-"""MLA attention and the kernels' p-norm roofline in the serving model (model/inference.py):
+"""MLA attention and the kernels' p-norm roofline in the serving model (model/serve/inference.py):
 absorbed decode reads the compressed latent, prefill attends in the decompressed form; both
 by hand, and laws with the project's profiles."""
 
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import inference
+from gclc.model.serve import inference
 from gclc.model.compute import attention_rate
-from gclc.model.inference import ServeConfig, replica
+from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import serve_entity
+from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
 
 load_profile()

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model.inference import EXACT_CHUNKS, Engine, ServeConfig, first_token_time, replica
+from gclc.model.serve.inference import EXACT_CHUNKS, Engine, ServeConfig, first_token_time, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import serve_entity
+from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
 
 load_profile()

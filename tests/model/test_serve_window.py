@@ -1,6 +1,6 @@
 """Serving models with sliding-window attention (Mistral 7B, Gemma 2/3, GPT-OSS): a windowed
 layer keeps at most `window` keys per sequence, and its prefill and decode attention see at
-most that many; global layers keep everything (model/kv.py). Hand calculations first, then
+most that many; global layers keep everything (model/serve/kv.py). Hand calculations first, then
 laws, then a plan end to end."""
 
 from pathlib import Path
@@ -10,11 +10,11 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.serve_trace import Request
-from gclc.model.inference import ServeConfig, replica
+from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.solver.serve.sim import Pool, simulate
 from gclc.testing import load_profile
 
 load_profile()
@@ -131,6 +131,6 @@ def test_the_least_read_by_hand():
        st.sampled_from([MISTRAL, MIXED, GLOBAL]))
 def test_the_least_read_is_below_every_split_of_the_tokens(lengths, shape):
     """Whatever the sequences' lengths, their exact layer-mean read is at least least_total of
-    their sum: what the TPOT floor (solver/serve_bound.py) may count on from mean lengths."""
+    their sum: what the TPOT floor (solver/serve/bound.py) may count on from mean lengths."""
     kv = _replica(shape).kv
     assert kv.least_total(sum(lengths)) <= sum(kv.effective(n) for n in lengths) * (1 + 1e-12) + 1e-9

@@ -11,7 +11,7 @@ from gclc.model import calibration
 from gclc.model.config import STACKS, TrainConfig
 from gclc.model.shape import ModelShape
 from gclc.model.stacks import stack_for
-from gclc.model.workload import elementwise_parts
+from gclc.model.train.workload import elementwise_parts
 
 RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "runs"
 LLAMA8B = ModelShape(layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256,

@@ -21,8 +21,8 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.model.job import train_job
-from gclc.model.step import estimate
-from gclc.solver.enumerate import configurations
+from gclc.model.train.step import estimate
+from gclc.solver.train.enumerate import configurations
 
 few = settings(max_examples=max(10, settings.default.max_examples // 3))
 REL = 1e-9
@@ -158,7 +158,7 @@ train t {{ model = M  on = C  batch = 32 }}
 @given(st.integers(1, 32), st.integers(1, 16), st.sampled_from(["network", "network, storage", "storage, input"]),
        st.booleans(), st.sampled_from([256, 512, 2048]), st.data())
 def test_network_dpus_never_slow_a_step_and_speed_up_host_bound_ones(cores, arm, offload, sharp, hidden, data):
-    from gclc.model import dpu
+    from gclc.model.train import dpu
 
     fields = dict(cores=cores, arm=arm, offload=offload, sharp="true" if sharp else "false", hidden=hidden)
     without = job_of(NETWORK.format(dpus="", **fields))

@@ -9,8 +9,8 @@ from hypothesis import given, strategies as st
 from gclc.compiler.driver import check_file
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
-from gclc.model.memory import memory, model_state
-from gclc.model.step import estimate
+from gclc.model.train.memory import memory, model_state
+from gclc.model.train.step import estimate
 
 JOB = train_job(check_file(str(Path(__file__).parent.parent / "data" / "dense_variants.gcl")).design)
 configs = st.builds(lambda dp, mb, stack, zero, rc: TrainConfig(batch=64, seq=8192, tp=1, dp=dp, microbatch=mb,

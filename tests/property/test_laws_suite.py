@@ -19,10 +19,10 @@ from gclc.compiler.driver import check_file
 from gclc.compiler.ir_json import from_json, graph_json
 from gclc.compiler.lower import lower
 from gclc.compiler.metrics import facility_power, power_breakdown
-from gclc.model.workload import layer_forward
+from gclc.model.train.workload import layer_forward
 from gclc.dsl import parse
 from gclc.dsl.format import format_text
-from gclc.solver import enumerate as enumerator
+from gclc.solver.train import enumerate as enumerator
 from gclc.testing import designs, sources
 
 # Plans cost tens of milliseconds each; laws that plan twice run a third of the examples.
@@ -183,7 +183,7 @@ def test_a_budget_below_full_load_is_an_error(d):
 @heavy
 @given(designs(heterogeneous=None), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
 def test_a_larger_facility_budget_never_lowers_power_constrained_throughput(d, a, b):
-    power = pytest.importorskip("gclc.solver.power")
+    power = pytest.importorskip("gclc.solver.power.program")
     plan = d.plan()
     assume(plan.best is not None)
     inputs = power.inputs_of(plan)
@@ -308,7 +308,7 @@ def test_the_plan_keeps_the_jobs_memory_limit(d):
 @settings(max_examples=max(8, settings.default.max_examples // 6))
 @given(designs(heterogeneous=True, spread=True, cluster={"partitions": 2}))
 def test_adding_a_partition_never_lowers_a_heterogeneous_jobs_throughput(d):
-    """`solver.hetero` may always leave a partition out, so one more never hurts."""
+    """`solver.split.plan` may always leave a partition out, so one more never hurts."""
     cluster = d.spec.cluster
     names = [f"{cluster.name}.{p}" for p in d.spec.partition]
     fewer = d.with_fields({"job.on": f"[{', '.join(names[:-1])}]"})

@@ -8,10 +8,10 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
 from gclc.model.job import train_job
-from gclc.model.memory import model_state
-from gclc.model.step import estimate
-from gclc.solver.enumerate import configurations
-from gclc.solver.plan import plan
+from gclc.model.train.memory import model_state
+from gclc.model.train.step import estimate
+from gclc.solver.train.enumerate import configurations
+from gclc.solver.train.plan import plan
 
 DATA = Path(__file__).parent.parent / "data"
 JOB = train_job(check_file(str(DATA / "train.gcl"), {"nodes": "4"}).design)

@@ -20,8 +20,8 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.model.job import train_job
-from gclc.model.step import estimate
-from gclc.solver.enumerate import configurations
+from gclc.model.train.step import estimate
+from gclc.solver.train.enumerate import configurations
 
 few = settings(max_examples=max(10, settings.default.max_examples // 3), deadline=None)
 REL = 1e-9

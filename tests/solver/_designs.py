@@ -170,8 +170,8 @@ def designs(draw, moe: bool | None = None, pins: bool = True, limits: bool = Tru
 
 
 def _variants(draw, p: dict) -> None:
-    """Dense-model variants and the pins taken from the file only (model/sharding.py,
-    model/recompute.py, model/offload.py), kept to what `gclc check` accepts."""
+    """Dense-model variants and the pins taken from the file only (model/train/sharding.py,
+    model/train/recompute.py, model/train/offload.py), kept to what `gclc check` accepts."""
     model = {}
     if draw(st.booleans()):
         model["window"] = draw(st.sampled_from([64, 128, 512]))

@@ -1,6 +1,6 @@
 """The search's lower bounds never exceed the true objective of any configuration in the
 part of the space they cover, and the structure of the cost model they rest on holds (see
-solver/search.py's docstring): if a recalibration breaks one of these, the search could
+solver/train/search.py's docstring): if a recalibration breaks one of these, the search could
 return a wrong optimum, so it fails here first."""
 
 import importlib.util
@@ -13,10 +13,10 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclc.model.memory import memory
+from gclc.model.train.memory import memory
 from gclc.model.power import job_power
-from gclc.solver import enumerate as enumerator
-from gclc.solver.search import compute_monotone, search
+from gclc.solver.train import enumerate as enumerator
+from gclc.solver.train.search import compute_monotone, search
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)
@@ -145,7 +145,7 @@ def test_the_orderings_the_bounds_use(p):
     a higher ZeRO stage never adds optimizer time; more virtual stages never cut PP time;
     the bubble is at least (pp - 1) / vp of one micro-batch's work on a stage but the output
     layer's."""
-    from gclc.model.step import output_layer_time
+    from gclc.model.train.step import output_layer_time
 
     job = designs.job(p)
     es = everything(job)
@@ -238,8 +238,8 @@ def test_the_searchs_shortcuts_equal_the_model(p):
     them), `compute_time` the estimate's compute term (windowed and global layers blended,
     parallel blocks) and its model FLOPs over peak, and `moe_overhead_time` never exceeds EP."""
 
-    from gclc.model.memory import memory_grid
-    from gclc.model.step import compute_time, moe_overhead_time
+    from gclc.model.train.memory import memory_grid
+    from gclc.model.train.step import compute_time, moe_overhead_time
 
     job = designs.job(p)
     for e in itertools.islice(everything(job), 400):
@@ -261,8 +261,8 @@ def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p)
     another micro-batch or ZeRO stage (`memory_grid`'s, `least_memory_by_microbatch`'s,
     `least_memory_by_zero`'s), and the compute term, model FLOPs and MoE overhead at another pipeline depth (`compute_by_depth`)."""
 
-    from gclc.model.memory import least_memory_by_microbatch, least_memory_by_zero, memory_grid
-    from gclc.model.step import compute_by_depth, compute_time, moe_overhead_time
+    from gclc.model.train.memory import least_memory_by_microbatch, least_memory_by_zero, memory_grid
+    from gclc.model.train.step import compute_by_depth, compute_time, moe_overhead_time
 
     job = designs.job(p)
     mbs, pps = (1, 2, 3, 4, 8), (1, 2, 3, 4)

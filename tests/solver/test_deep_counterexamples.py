@@ -9,8 +9,8 @@ import math
 from pathlib import Path
 
 
-from gclc.solver import enumerate as enumerator
-from gclc.solver.search import search
+from gclc.solver.train import enumerate as enumerator
+from gclc.solver.train.search import search
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)
@@ -26,7 +26,7 @@ TIES = {"hbm": 6, "up": 100, "inr": "true", "per_node": 8, "layers": 2, "hidden"
 
 # Found by the deep run of test_search_finds_the_enumerators_optimum: under `goodput` the
 # search pruned a layout that ties the runners-up (a replica-count bound used the energy
-# formula for goodput's negative values; fixed in solver/bounds.py).
+# formula for goodput's negative values; fixed in solver/train/bounds.py).
 def test_goodput_runners_up_keep_every_tie():
     job = designs.job(TIES)
     result = search(job, "goodput", 2)

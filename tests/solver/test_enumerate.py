@@ -1,4 +1,4 @@
-"""The enumerator's space (solver/enumerate.py), checked rule by rule on random designs:
+"""The enumerator's space (solver/train/enumerate.py), checked rule by rule on random designs:
 every configuration is valid, dp is the largest that leaves a valid configuration, and
 placement orders are distinct and canonical."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 
-from gclc.solver import enumerate as enumerator
+from gclc.solver.train import enumerate as enumerator
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)

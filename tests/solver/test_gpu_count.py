@@ -8,8 +8,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from gclc.solver import enumerate as enumerator
-from gclc.solver.plan import plan
+from gclc.solver.train import enumerate as enumerator
+from gclc.solver.train.plan import plan
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)

@@ -1,4 +1,4 @@
-"""Heterogeneous splits (solver/hetero.py): the split's laws and the split of a real design."""
+"""Heterogeneous splits (solver/split/plan.py): the split's laws and the split of a real design."""
 
 import itertools
 import json
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.solver.hetero import hetero_entity, partition_jobs, plan_hetero
-from gclc.solver.split import Lane, split
+from gclc.solver.split.plan import hetero_entity, partition_jobs, plan_hetero
+from gclc.solver.split.lanes import Lane, split
 from gclc.views.plan_json import hetero_json
 from gclc.views.plan_text import hetero_text
-from gclc.solver.plan import plan
+from gclc.solver.train.plan import plan
 
 DATA = Path(__file__).parent.parent / "data"
 ENTITY = hetero_entity(check_file(str(DATA / "hetero.gcl"), {}).design)

@@ -1,4 +1,4 @@
-"""Power-constrained throughput (solver/power.py): the GP's laws and its reading of a job."""
+"""Power-constrained throughput (solver/power/program.py): the GP's laws and its reading of a job."""
 
 import json
 import math
@@ -12,8 +12,8 @@ from gclc.compiler.driver import check_file
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
 from gclc.model.power import job_power
-from gclc.model.step import estimate
-from gclc.solver.power import PowerInputs, budget_of, power_plan, solve_power, step_shares, throughput_curve, without_power_limit
+from gclc.model.train.step import estimate
+from gclc.solver.power.program import PowerInputs, budget_of, power_plan, solve_power, step_shares, throughput_curve, without_power_limit
 from gclc.views.plan_json import power_json
 from gclc.views.plan_text import power_text
 

@@ -1,5 +1,5 @@
 """The power plan runs whole data-parallel replicas that the parallelism allows
-(solver/power.py `whole_replicas`, solver/power_inputs.py `replica_counts`): the batch
+(solver/power/program.py `whole_replicas`, solver/power/inputs.py `replica_counts`): the batch
 splits over them, they fit the cluster, and the choice is the best of every allowed count."""
 
 import importlib.util
@@ -9,11 +9,11 @@ from pathlib import Path
 import attrs
 from hypothesis import assume, given, settings, strategies as st
 
-from gclc.model.step import estimate
-from gclc.solver import enumerate as enumerator
-from gclc.solver.plan import plan
-from gclc.solver.power import PowerInputs, power_plan, solve_power
-from gclc.solver.power_inputs import replica_counts
+from gclc.model.train.step import estimate
+from gclc.solver.train import enumerate as enumerator
+from gclc.solver.train.plan import plan
+from gclc.solver.power.program import PowerInputs, power_plan, solve_power
+from gclc.solver.power.inputs import replica_counts
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)

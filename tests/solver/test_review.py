@@ -1,4 +1,4 @@
-"""The warnings a reviewer would give on a plan (solver/review.py), in the plan's text and
+"""The warnings a reviewer would give on a plan (solver/train/review.py), in the plan's text and
 JSON: idle GPUs and why, layers not divisible by pp x vp, TP or EP over the scale-out
 fabric, fewer micro-batches than stages, memory headroom under 5 %, low MFU with its
 cause and a fix that works."""
@@ -11,11 +11,11 @@ from pathlib import Path
 import attrs
 
 from gclc.compiler.driver import check_text
-from gclc.model.step import estimate
-from gclc.solver import enumerate as enumerator
+from gclc.model.train.step import estimate
+from gclc.solver.train import enumerate as enumerator
 from gclc.solver.jobs import plan_design
-from gclc.solver.plan import plan
-from gclc.solver.review import review
+from gclc.solver.train.plan import plan
+from gclc.solver.train.review import review
 from gclc.views.plan_json import outcome_json
 from gclc.views.plan_text import outcome_text
 

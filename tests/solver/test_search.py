@@ -1,4 +1,4 @@
-"""The exact search (solver/search.py) against the exhaustive enumerator (solver/enumerate.py)
+"""The exact search (solver/train/search.py) against the exhaustive enumerator (solver/train/enumerate.py)
 on random small designs: same optimum, exact runners-up, every configuration accounted for,
 pins respected; and infeasible jobs answered with a reason that points at the source."""
 
@@ -13,10 +13,10 @@ from hypothesis import assume, given, settings, strategies as st
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 from gclc.model.job import train_job
-from gclc.solver import enumerate as enumerator
-from gclc.solver.plan import plan
-from gclc.solver.least_memory import least_memory
-from gclc.solver.search import search
+from gclc.solver.train import enumerate as enumerator
+from gclc.solver.train.plan import plan
+from gclc.solver.train.least_memory import least_memory
+from gclc.solver.train.search import search
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)
@@ -133,7 +133,7 @@ def test_least_memory_is_the_enumerators(p):
     if not configs:
         assert smallest is None
         return
-    from gclc.model.memory import memory
+    from gclc.model.train.memory import memory
 
     assert close(smallest.memory.total, min(memory(job.shape, c).total for c in configs))
 

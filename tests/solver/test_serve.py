@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model.inference import Engine, ServeConfig, estimate, estimate_serve, kv_bytes_per_token, replica
+from gclc.model.serve.inference import Engine, ServeConfig, estimate, estimate_serve, kv_bytes_per_token, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 import functools
@@ -16,8 +16,8 @@ import re
 import json
 
 from gclc.cli.main import main
-from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_space import configs, limits_of
+from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.solver.serve.space import configs, limits_of
 from gclc.views.serve import serve_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 from gclc.compiler.driver import check_file
-from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_explain import broken_by, infeasible_reasons
+from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.solver.serve.explain import broken_by, infeasible_reasons
 
 ROOT = Path(__file__).resolve().parents[2]
 DSA = ROOT / "examples" / "custom_dsa.gcl"

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_text
-from gclc.model.inference import Engine, ServeConfig, replica
+from gclc.model.serve.inference import Engine, ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_demand import demand_of
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.solver.serve.demand import demand_of
+from gclc.solver.serve.sim import Pool, simulate
 from gclc.views.serve import serve_json, serve_text
 
 ROOT = Path(__file__).resolve().parents[2]

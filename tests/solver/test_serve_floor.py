@@ -1,4 +1,4 @@
-"""The screen's floors (solver/serve_floor.py) never exceed what the simulation measures: no
+"""The screen's floors (solver/serve/floor.py) never exceed what the simulation measures: no
 request's TTFT, TPOT or end-to-end latency beats its floor, on dense, sliding-window and MoE
 (MLA) replicas, pipelined or not, with speculative decoding and a shared prefix, aggregated
 or split into prefill and decode pools; so a configuration the screen discards breaks its SLO
@@ -12,12 +12,12 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.serve_trace import Request
-from gclc.model.inference import Engine, ServeConfig, kv_transfer_time, replica
+from gclc.model.serve.inference import Engine, ServeConfig, kv_transfer_time, replica
 from gclc.model.job import placement, serve_entity
 from gclc.model.shape import ModelShape
-from gclc.solver.serve_floor import Floors, first_token_floor, step_floor
-from gclc.solver.serve_outcome import first_measured, slo_percentile
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.floor import Floors, first_token_floor, step_floor
+from gclc.solver.serve.outcome import first_measured, slo_percentile
+from gclc.solver.serve.sim import Pool, simulate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUNS = max(10, settings.default.max_examples // 4)

@@ -1,9 +1,9 @@
-"""The serve planner without a demand (solver/serve_saturated.py) against brute force: every
+"""The serve planner without a demand (solver/serve/saturated.py) against brute force: every
 aggregated (layout, count) and every (prefill layout, count, decode layout, count) within the
 GPUs and the power limit, on small designs (Llama 3.1 8B on 1, 2 or 4 DGX H100,
 tests/data/serve_cost.gcl). The plan reaches the best tokens per second (or tokens per
 joule), and among the plans that tie with it, the least power (or the most tokens per
-second). A pool is one layout (solver/serve_screen.py's `Side`), as the brute force counts."""
+second). A pool is one layout (solver/serve/screen.py's `Side`), as the brute force counts."""
 
 import math
 from pathlib import Path
@@ -14,14 +14,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
-from gclc.solver import serve_saturated
-from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_screen import Side
+from gclc.solver.serve import saturated as serve_saturated
+from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.solver.serve.screen import Side
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = (ROOT / "tests" / "data" / "serve_cost.gcl").read_text().split("serve chat")[0]
 PLANS = max(6, settings.default.max_examples // 3)
-TIE = 1e-9 / 2     # inside the search's band of ties (solver/serve_counts.py EPS)
+TIE = 1e-9 / 2     # inside the search's band of ties (solver/serve/counts.py EPS)
 
 
 def job(prompt: int, output: int, tpot_ms: int, cap: int, mode: str, energy: bool, gpus: int, kw: float,
@@ -53,7 +53,7 @@ def planned(text: str):
     result = check_text(text, str(ROOT / "tests" / "data" / "serve_saturated.gcl"))
     assert result.design is not None, result.diagnostics
     Recording.made.clear()
-    with mock.patch("gclc.solver.serve.SaturatedSearch", Recording):
+    with mock.patch("gclc.solver.serve.plan.SaturatedSearch", Recording):
         plan = plan_serve(serve_entity(result.design))
     (search,) = Recording.made
     return plan, search

@@ -1,4 +1,4 @@
-"""The serve planner's branch and bound (solver/serve_demand_search.py) against confirming
+"""The serve planner's branch and bound (solver/serve/demand_search.py) against confirming
 every candidate (`exhaustive=True`: every aggregated layout and every pair of prefill and
 decode layouts) on small designs: the same plan, with fewer simulations; and the shortcuts it
 takes are exact: a pair's power is at least the sum of its pools' own, pools that grow never draw less power, a
@@ -16,15 +16,15 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.serve_trace import Request
-from gclc.model.inference import Engine, ServeConfig, replica
+from gclc.model.serve.inference import Engine, ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import plan_serve, serve_entity
-from gclc.solver.serve_demand import demand_of, lifetime
-from gclc.solver.serve_demand_search import MAX_SIMULATIONS, DemandSearch, _missed, _needed
-from gclc.solver.serve_screen import Side
-from gclc.solver.serve_sim import Pool, simulate
-from gclc.solver.serve_space import limits_of
+from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.solver.serve.demand import demand_of, lifetime
+from gclc.solver.serve.demand_search import MAX_SIMULATIONS, DemandSearch, _missed, _needed
+from gclc.solver.serve.screen import Side
+from gclc.solver.serve.sim import Pool, simulate
+from gclc.solver.serve.space import limits_of
 
 ROOT = Path(__file__).resolve().parents[2]
 # Llama 3.1 8B on 2 DGX H100 (tests/data/serve_cost.gcl), everything above its serve job
@@ -88,7 +88,7 @@ def test_the_deep_profiles_counterexample_of_the_pruned_search():
     P99 on 15 GPUs. The 1- and 2-GPU layouts cannot prefill the P99 prompt in 60 ms alone,
     but the screen read the mean prompt, so the search grew them in simulation until its
     budget ran out ('budget: finalists left unsimulated'). The P99 prompt's TTFT floor
-    (solver/serve_floor.py) now discards them unsimulated and the bound proves the choice."""
+    (solver/serve/floor.py) now discards them unsimulated and the bound proves the choice."""
     e = entity(2.0, "ttft.p99 <= 60 ms", "tpot.p90 <= 34 ms", "auto", False, 15, 3000)
     pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
     assert pruned.proof == "bound" and chosen(pruned) == chosen(exhaustive)
@@ -101,8 +101,8 @@ def test_the_deep_profiles_counterexample_of_the_pruned_search():
        st.integers(2, 8), st.sampled_from([400, 3000]))
 def test_no_bound_discards_the_plan_the_simulation_would_choose(rate, ttft, ttft_ms, tpot, tpot_ms, mode, gpus, prompt):
     """Confirming every layout that fits the memory and the GPUs, each from the replicas its
-    capacity needs, without the screen's latency floors (solver/serve_floor.py) and without
-    the loaded TPOT floor (solver/serve_bound.py), chooses the plan the exhaustive search
+    capacity needs, without the screen's latency floors (solver/serve/floor.py) and without
+    the loaded TPOT floor (solver/serve/bound.py), chooses the plan the exhaustive search
     with them does: no layout or pool size they discard would have won."""
     e = entity(round(rate, 1), f"{ttft} <= {ttft_ms} ms", f"{tpot} <= {tpot_ms} ms", mode, False, gpus, prompt)
     bounded = plan_serve(e, exhaustive=True)
@@ -115,8 +115,8 @@ def test_no_bound_discards_the_plan_the_simulation_would_choose(rate, ttft, ttft
 def unbounded():
     """Neither the screen's floors nor the loaded TPOT floor discard anything."""
     stack = contextlib.ExitStack()
-    stack.enter_context(mock.patch("gclc.solver.serve_floor.Floors.broken", return_value={}))
-    stack.enter_context(mock.patch("gclc.solver.serve_demand_search.DemandSearch.tpot_floor",
+    stack.enter_context(mock.patch("gclc.solver.serve.floor.Floors.broken", return_value={}))
+    stack.enter_context(mock.patch("gclc.solver.serve.demand_search.DemandSearch.tpot_floor",
                                    lambda self, sides: sides))
     return stack
 
@@ -265,7 +265,7 @@ class Recording(DemandSearch):
 
 def recorded(e, exhaustive: bool):
     Recording.made.clear()
-    with mock.patch("gclc.solver.serve.DemandSearch", Recording):   # the real search, recording
+    with mock.patch("gclc.solver.serve.plan.DemandSearch", Recording):   # the real search, recording
         plan = plan_serve(e, exhaustive=exhaustive)
     (search,) = Recording.made
     return plan, search

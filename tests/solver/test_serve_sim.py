@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model.inference import Engine, ServeConfig, estimate, replica
+from gclc.model.serve.inference import Engine, ServeConfig, estimate, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.compiler.serve_trace import Request
-from gclc.solver.serve import serve_entity
-from gclc.solver.serve_demand import demand_of
-from gclc.solver.serve_bound import loaded_step, tpot_replicas
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.plan import serve_entity
+from gclc.solver.serve.demand import demand_of
+from gclc.solver.serve.bound import loaded_step, tpot_replicas
+from gclc.solver.serve.sim import Pool, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTITY = serve_entity(check_file(str(ROOT / "examples" / "deepseek_v3_serve.gcl")).design)
@@ -179,7 +179,7 @@ def test_longer_scheduling_rounds_never_lower_time_to_first_token_at_load(steps)
 @settings(max_examples=laws(4), deadline=None)
 @given(st.floats(0.05, 0.95))
 def test_the_tpot_floor_is_below_the_simulated_tpot(fraction):
-    """solver/serve_bound.py: the decode-only fixed point of Little's law never exceeds the
+    """solver/serve/bound.py: the decode-only fixed point of Little's law never exceeds the
     simulated median or mean TPOT (the planner skips replica counts it rules out)."""
     p = pool()
     rate = fraction * capacity()

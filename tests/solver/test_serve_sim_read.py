@@ -10,11 +10,11 @@ import pytest
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.serve_trace import Request
-from gclc.model.inference import Replica, ServeConfig, replica
+from gclc.model.serve.inference import Replica, ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import serve_entity
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.plan import serve_entity
+from gclc.solver.serve.sim import Pool, simulate
 
 DATA = Path(__file__).parent.parent / "data" / "dense_variants.gcl"
 SERVE = "\nserve chat {\n  model = Mistral7B\n  on = Pod\n  prompt = 6000\n  output = 500\n  batch = 64\n}\n"

@@ -1,6 +1,6 @@
 """The simulator's KV cache with sliding-window layers, by hand: a sequence's layer-mean
 occupancy grows a token a step until its length reaches the window; past it the windowed
-layers stay flat and only the global ones grow (model/kv.py `effective`)."""
+layers stay flat and only the global ones grow (model/serve/kv.py `effective`)."""
 
 from pathlib import Path
 
@@ -9,11 +9,11 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.serve_trace import Request
-from gclc.model.inference import ServeConfig, replica
+from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
-from gclc.solver.serve import serve_entity
-from gclc.solver.serve_sim import Pool, simulate
+from gclc.solver.serve.plan import serve_entity
+from gclc.solver.serve.sim import Pool, simulate
 
 DATA = Path(__file__).parent.parent / "data" / "dense_variants.gcl"
 SERVE = "\nserve chat {\n  model = Mistral7B\n  on = Pod\n  prompt = 6000\n  output = 500\n  batch = 64\n}\n"
@@ -72,7 +72,7 @@ def test_two_sequences_fit_a_cache_of_exactly_their_windows():
 @given(st.integers(1, 6000), st.integers(2, 3000), st.sampled_from([256, 1024, 4096]), st.sampled_from([0, 2, 3, 6]))
 def test_a_lone_sequence_peaks_at_what_it_holds_at_its_end(prompt, output, window, every):
     """Whatever the pattern, the simulated peak is the cache model's size of the finished
-    sequence (model/kv.py `tokens_held`): exact, neither the window's bound nor the prompt's."""
+    sequence (model/serve/kv.py `tokens_held`): exact, neither the window's bound nor the prompt's."""
     shape = attrs.evolve(MISTRAL, layers=12, window=window, global_every=every)
     r = replica(shape, ServeConfig(1, 8, "bf16"), PARTITION)
     out = simulate((Request(0.0, prompt, output),), Pool(r, 1, 8, 1e12))

@@ -1,5 +1,5 @@
 """The heterogeneous split's two exact engines (issue 12, class 9): the search of
-solver/split_search.py (the default) and the MILP of solver/split_milp.py (for more items
+solver/split/search.py (the default) and the MILP of solver/split/milp.py (for more items
 than the search's bit sets hold). Both equal the exhaustive optimum, on costs that need
 not grow with the count of partitions (the search then admits only the counts of each
 range) and on busy times that do not grow with the items."""
@@ -7,8 +7,8 @@ range) and on busy times that do not grow with the items."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclc.solver import split_search
-from gclc.solver.split import Lane, split
+from gclc.solver.split import search as split_search
+from gclc.solver.split.lanes import Lane, split
 
 from .test_hetero_scale import exhaustive
 

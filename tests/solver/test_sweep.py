@@ -14,7 +14,7 @@ from gclc.cli.main import main
 from gclc.solver.sweep import engine
 from gclc.solver.sweep.axes import AxisError, count, parse_axis, points
 from gclc.solver.sweep.pareto import dominates
-from gclc.views.sweep_table import TableWriter, read_rows
+from gclc.views.sweep.table import TableWriter, read_rows
 
 DESIGN = """\
 import "std/nvidia"

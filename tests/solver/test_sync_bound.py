@@ -1,11 +1,11 @@
-"""The synchronization bound (solver/sync_bound.py) on its own: for any step S at least the
+"""The synchronization bound (solver/train/sync_bound.py) on its own: for any step S at least the
 bound B of every other term, and any layer pass at most S / m, the step S + exposed(pass)
 is never below `raised(B)`; and `raised` gives B back when nothing is exposed."""
 
 from hypothesis import given, settings, strategies as st
 
-from gclc.model import dp_sync
-from gclc.solver.sync_bound import raised
+from gclc.model.train import dp_sync
+from gclc.solver.train.sync_bound import raised
 
 SECONDS = st.floats(min_value=0.0, max_value=50.0, allow_nan=False)
 TRAFFIC = st.builds(dp_sync.Traffic, SECONDS, SECONDS, SECONDS, SECONDS, SECONDS)

@@ -15,8 +15,8 @@ from hypothesis import assume, given, settings, strategies as st
 from gclc.compiler.driver import check_text
 from gclc.model import comms
 from gclc.model.job import train_job
-from gclc.solver import enumerate as enumerator
-from gclc.solver.plan import plan
+from gclc.solver.train import enumerate as enumerator
+from gclc.solver.train.plan import plan
 
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).with_name("_designs.py"))
 designs = importlib.util.module_from_spec(_spec)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gclc.model.optimizer import grad_bytes, precision_aware
+from gclc.model.train.optimizer import grad_bytes, precision_aware
 from gclc.views.export import ExportError, megatron
 
 DEFINITIONS = Path(__file__).resolve().parents[1] / "data" / "exports" / "megatron_arguments.json"

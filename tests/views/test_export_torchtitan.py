@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from gclc.model.optimizer import grad_bytes
+from gclc.model.train.optimizer import grad_bytes
 from gclc.views.export import ExportError, torchtitan
 
 VENDORED = Path(__file__).resolve().parents[1] / "data" / "exports" / "torchtitan_v0_2_2"

@@ -13,8 +13,8 @@ import pytest
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 from gclc.dsl.numbers import duration
-from gclc.model.step import estimate
-from gclc.solver.hetero import hetero_entity, plan_hetero
+from gclc.model.train.step import estimate
+from gclc.solver.split.plan import hetero_entity, plan_hetero
 from gclc.views.placement import coordinate
 from gclc.views.placement_hetero import hetero_placement
 

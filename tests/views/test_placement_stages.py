@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
 from gclc.model.job import train_job
-from gclc.solver.plan import plan
+from gclc.solver.train.plan import plan
 from gclc.testing import load_profile
 from gclc.views import render
 from gclc.views.placement import MAX_BANDS, stage_layers, stage_runs
@@ -78,7 +78,7 @@ def test_the_legend_says_colours_repeat_only_when_they_do(tmp_path):
 
 
 def test_a_one_gpu_serve_replica_reads_in_the_singular(tmp_path):
-    from gclc.solver.serve import plan_serve, serve_entity
+    from gclc.solver.serve.plan import plan_serve, serve_entity
 
     design = check_file(str(Path(__file__).resolve().parents[1] / "data" / "serve_cost.gcl")).design
     served = plan_serve(serve_entity(design))

@@ -123,7 +123,7 @@ def test_a_serve_search_out_of_budget_is_undecided_not_infeasible(capsys, monkey
     meets the SLOs has not proven that none does: it says undecided (text, JSON and stderr),
     with the count left unsimulated, never "no configuration meets". The budget is set to
     nothing here so that the first candidate to be simulated ends the search."""
-    from gclc.solver import serve_demand_search
+    from gclc.solver.serve import demand_search as serve_demand_search
 
     monkeypatch.setattr(serve_demand_search, "MAX_SIMULATIONS", 0)
     example = ROOT / "examples" / "deepseek_v3_serve.gcl"   # a demand: the search that has a budget

@@ -14,7 +14,8 @@ from gclc.cli.main import main
 from gclc.compiler.metrics import power_breakdown
 from gclc.dsl.numbers import quantity
 from gclc.model.power import gpu_power, job_power
-from gclc.views import render, report
+from gclc.views import render
+from gclc.views.report import page as report
 from gclc.views.power_view import draws, operating_point
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -19,7 +19,7 @@ from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower
 from gclc.model.job import JobError, train_job
-from gclc.solver.plan import plan
+from gclc.solver.train.plan import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.gcl"))

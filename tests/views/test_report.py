@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gclc.views import report
+from gclc.views.report import page as report
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 
@@ -119,7 +119,7 @@ def test_the_report_is_deterministic(reports):
 
 def test_the_error_band_hook_adds_a_range_column(reports):
     from gclc.model.job import train_job
-    from gclc.solver.plan import plan
+    from gclc.solver.train.plan import plan
 
     chosen = plan(train_job(check_file(str(ROOT / "examples" / PLANNED)).design))
 
@@ -138,12 +138,12 @@ def test_the_error_band_hook_adds_a_range_column(reports):
 
 def test_the_power_curve_section_is_omitted_with_a_note_without_solver_power(monkeypatch):
     from gclc.model.job import train_job
-    from gclc.solver.plan import plan
+    from gclc.solver.train.plan import plan
 
     chosen = plan(train_job(check_file(str(ROOT / "examples" / "a100_cluster.gcl")).design))
-    monkeypatch.setitem(sys.modules, "gclc.solver.power", None)
+    monkeypatch.setitem(sys.modules, "gclc.solver.power.program", None)
     section = report._power_curve_section(chosen)
-    assert "Omitted: solver/power.py" in section and "<svg" not in section
+    assert "Omitted: solver/power/program.py" in section and "<svg" not in section
 
 
 def test_report_command(tmp_path, capsys):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gclc.compiler.driver import check_file
-from gclc.views import report
+from gclc.views.report import page as report
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)

@@ -18,14 +18,14 @@ import jsonschema
 import pytest
 
 from gclc.compiler.driver import check_file
-from gclc.compiler.tco import job_cluster, tco
+from gclc.compiler.cost.tco import job_cluster, tco
 from gclc.dsl.numbers import quantity
 from gclc.model.compute import peak
-from gclc.solver.hetero import hetero_entity, plan_hetero
-from gclc.views import report
+from gclc.solver.split.plan import hetero_entity, plan_hetero
+from gclc.views.report import page as report
 from gclc.views.plan_json import outcome_json
 from gclc.views.plan_text import outcome_text
-from gclc.views.report_roofline import hetero_rooflines, serve_roofline
+from gclc.views.report.roofline import hetero_rooflines, serve_roofline
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

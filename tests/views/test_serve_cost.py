@@ -7,8 +7,8 @@ import attrs
 
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower_cluster
-from gclc.compiler.tco import job_cluster, tco
-from gclc.solver.serve import plan_serve, serve_entity
+from gclc.compiler.cost.tco import job_cluster, tco
+from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.views.serve import serve_cost, serve_json, serve_text
 
 DESIGN = check_file(str(Path(__file__).parent.parent / "data" / "serve_cost.gcl")).design

@@ -13,7 +13,7 @@ import pytest
 
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
-from gclc.solver.serve import plan_serve, serve_entity
+from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.views import render
 from gclc.views.serve_placement import group_tiers, kv_tier, pools
 

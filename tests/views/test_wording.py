@@ -17,11 +17,11 @@ import pytest
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower, pick_cluster
 from gclc.compiler.metrics import explain
-from gclc.compiler.tco import cost_metrics
+from gclc.compiler.cost.tco import cost_metrics
 from gclc.model.chip_metrics import chip_metrics
 from gclc.dsl.numbers import big, count, duration, number, percent, quantity, span
 from gclc.solver.jobs import plan_design
-from gclc.views import report
+from gclc.views.report import page as report
 from gclc.views.explain import explain_text
 from gclc.views.plan_text import outcome_text
 

@@ -50,7 +50,7 @@ def _job_cluster(entity: Entity | None) -> Entity | None:
 
 def _accelerator(plan: JobPlan):
     """The job's chip (the first partition's, for a job over several)."""
-    from ...solver.hetero import partition_jobs
+    from ...solver.split.plan import partition_jobs
 
     return partition_jobs(plan.entity)[0].partition.node.accelerator
 

@@ -33,9 +33,9 @@ def job_entity(design: Design, name: str | None) -> Entity | None:
 
 
 def job_plan(entity: Entity) -> JobPlan:
-    from ...solver.hetero import is_hetero, partition_jobs, plan_hetero
+    from ...solver.split.plan import is_hetero, partition_jobs, plan_hetero
     from ...solver.jobs import job_objective
-    from ...solver.plan import plan
+    from ...solver.train.plan import plan
 
     shape = ModelShape.from_entity(entity.get("model"))
     if entity.kind == "serve":
@@ -62,7 +62,7 @@ def job_plan(entity: Entity) -> JobPlan:
 def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
     """One share per pool (aggregated: one; disaggregated: prefill, then decode), each of
     replicas of one width, each replica kept together."""
-    from ...solver.serve import plan_serve
+    from ...solver.serve.plan import plan_serve
 
     served = plan_serve(entity)
     if served.best is None:

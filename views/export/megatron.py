@@ -20,8 +20,8 @@ import yaml
 
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
-from ...model.optimizer import grad_bytes, narrowed, precision_aware
-from ...model.recompute import modules as recompute_modules
+from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
+from ...model.train.recompute import modules as recompute_modules
 from .target import ExportError, JobPlan, header
 
 STACKS = ("megatron", "megatron_core", "nemo")
@@ -95,7 +95,7 @@ def _moe(job: JobPlan) -> list[tuple[str, object]]:
         args.append(("--moe-shared-expert-intermediate-size", s.shared * s.expert_ffn))
     if s.dense_layers:  # Megatron's pattern syntax: a Python list expression, 0 = dense, 1 = MoE
         args.append(("--moe-layer-freq", f"([0]*{s.dense_layers}+[1]*{s.moe_layers})"))
-    if s.capacity_factor:  # drop and pad: model/moe.py computes every expert at its capacity
+    if s.capacity_factor:  # drop and pad: model/train/moe.py computes every expert at its capacity
         args += [("--moe-expert-capacity-factor", s.capacity_factor), ("--moe-pad-expert-input-to-capacity", True)]
     return args
 
@@ -240,7 +240,7 @@ def _stack(c: TrainConfig) -> list[tuple[str, object]]:
 
 def _grad_reduction(c: TrainConfig) -> list[tuple[str, object]]:
     """The data-parallel gradient buffer and reduction in the width the plan models
-    (model/optimizer.py `grad_bytes`), stated rather than left to Megatron's defaults, which
+    (model/train/optimizer.py `grad_bytes`), stated rather than left to Megatron's defaults, which
     differ from the plan's. Megatron-LM at d98e8a64 (megatron/training/arguments.py):
     - DDP and the distributed optimizer (ZeRO 0-2) keep and reduce gradients in fp32 when
       `accumulate_allreduce_grads_in_fp32` (training.py get_megatron_ddp_config:

@@ -17,7 +17,7 @@ torchtitan's layer-level selective checkpointing (`selective_ac_option = "k"`).
 from __future__ import annotations
 
 from ...dsl.numbers import percent
-from ...model.optimizer import grad_bytes, narrowed, precision_aware
+from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.shape import ModelShape
 from .target import ExportError, JobPlan, header
 

@@ -1,4 +1,4 @@
-"""Goodput's checkpoint over the DPU path (solver/schedule/failures.py, model/dpu.py): a node
+"""Goodput's checkpoint over the DPU path (solver/schedule/failures.py, model/train/dpu.py): a node
 whose DPUs take storage writes and reads its checkpoint over their ports beside the host's
 `storage` path, so the checkpoint is shorter and goodput higher; a node without DPUs, or
 whose DPUs take only the network, is unchanged. Checked on hand calculations and as a law."""
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
-from gclc.model import dpu
+from gclc.model.train import dpu
 from gclc.model.job import train_job
 from gclc.solver.schedule import failures
-from gclc.model.host import CHECKPOINT_BYTES_PER_PARAM, NODE_STORAGE_BPS
+from gclc.model.train.host import CHECKPOINT_BYTES_PER_PARAM, NODE_STORAGE_BPS
 from gclc.solver.schedule.goodput import RESTART_FIXED_S
 
 DESIGN = """
@@ -71,7 +71,7 @@ def job_with_nics(count: int, line: int):
 
 def test_dpus_that_do_not_take_storage_change_nothing():
     """A DPU that takes only the network adds nothing to the checkpoint path. Its ports are the
-    node's scale-out links (model/dpu.py: it is the node's scale-out NIC), so one at the fabric's
+    node's scale-out links (model/train/dpu.py: it is the node's scale-out NIC), so one at the fabric's
     rate, where the node had no card, changes nothing at all; two cable twice the ports into the
     fabric (more switches to fail) but write and read the checkpoint as fast."""
     plain = failures.job_goodput(job(), 128)
@@ -135,7 +135,7 @@ def with_job(extra: str, dpus: str = ""):
                                          ("checkpoint_every = 1 h  checkpoint { size = 300 GB }", "dpus = 2 x Dpu"),
                                          ("checkpoint_every = 1 h  checkpoint { bandwidth = 20 GB/s }", "")])
 def test_the_step_and_goodput_write_the_same_checkpoint_in_the_same_time(extra, dpus):
-    from gclc.model import host
+    from gclc.model.train import host
     from gclc.model.job import pinned_config
 
     j = with_job(extra, dpus)
@@ -155,7 +155,7 @@ def test_a_job_states_its_checkpoint_interval_once():
 
 
 def test_the_plan_says_a_pinned_interval_is_pinned():
-    from gclc.solver.plan import plan
+    from gclc.solver.train.plan import plan
     from gclc.views.plan_text import plan_text
 
     text = plan_text(plan(with_job("checkpoint_every = 30 min  parallelism { tp = 8  pp = 1 }")))

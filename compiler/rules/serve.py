@@ -1,0 +1,84 @@
+"""Checks of a `serve` job's demand: lengths or a trace, percentile SLOs that need a
+load to be measured under, a readable trace, and precisions the chips run."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...dsl import codes
+from .. import chip as chip_numbers
+from ..formats import is_narrow, runs
+from ..design import Entity, Partition, Record, Repeat
+from ...dsl.diagnostics import Diagnostic, Label
+from ..serve_trace import TraceError, load_trace
+
+
+
+def serve_rules(job: Entity) -> Iterator[Diagnostic]:
+    trace = job.get("trace")
+    if trace is None and ("prompt" not in job.record or "output" not in job.record):
+        missing = " and ".join(f"`{f}`" for f in ("prompt", "output") if f not in job.record)
+        yield codes.SERVE_DEMAND.make(job.span, what=f"serve job `{job.name}` needs {missing} (tokens per request)",
+                                      notes=["help: write `prompt = 2048  output = 512`, a distribution such as "
+                                             "`output = exponential(mean = 512)`, or `trace = \"requests.csv\"`"])
+    if trace is not None:
+        yield from _trace(job, trace)
+    yield from _percentiles(job)
+    yield from _precisions(job)
+
+
+def _trace(job: Entity, trace: str) -> Iterator[Diagnostic]:
+    for field in ("rate", "prompt", "output"):
+        if field in job.record:
+            yield codes.SERVE_DEMAND.make(job.span_of(field), what=f"`{field}` and `trace` both state the demand",
+                                          labels=[Label(job.span_of("trace"), "the trace")],
+                                          notes=["help: the trace gives arrivals and lengths; drop one of them"])
+            return
+    try:
+        load_trace(job.span.path, trace)
+    except TraceError as error:
+        yield codes.BAD_TRACE.make(job.span_of("trace"), path=trace, why=str(error))
+
+
+def _percentiles(job: Entity) -> Iterator[Diagnostic]:
+    if "rate" in job.record or "trace" in job.record:
+        return
+    slo = job.get("slo")
+    for item in getattr(slo, "items", ()):
+        target = item.value.target
+        if "." in target and not target.endswith(".mean") or target.startswith("e2e"):
+            yield codes.SERVE_DEMAND.make(item.span, what=f"`{target}` is measured under a load: the job states none",
+                                          notes=["help: state the demand, `rate = 40 req/s`, or a `trace`; "
+                                                 "without one, bound the unloaded latency: `ttft <= 2 s`"])
+
+
+def _precisions(job: Entity) -> Iterator[Diagnostic]:
+    """The KV cache's format must be one the chips run (the weights' is checked for every job)."""
+    chip = chip_of(job)
+    name = getattr(job.get("engine.kv_precision"), "name", None)
+    if chip is None or name is None or not is_narrow(name):
+        return
+    formats = chip_numbers.formats(chip)
+    if formats and not runs(formats, name):
+        yield codes.UNSUPPORTED_PRECISION.make(
+            job.span_of("engine.kv_precision"), chip=chip.name, precision=name, formats=", ".join(formats),
+            labels=[Label(chip.span_of("formats") or chip.span_of("peak"), "its formats")],
+            notes=[chip_numbers.format_help(chip, name, formats, "engine.kv_precision")])
+
+
+def chip_of(job: Entity) -> Entity | None:
+    """The accelerator of the job's (first) target, or None when it cannot be told."""
+    target = job.get("on")
+    if isinstance(target, tuple):
+        target = target[0] if target else None
+    if isinstance(target, Partition):
+        part = (target.cluster.get("partition") or Record()).get(target.name)
+        units = part.get("units") if isinstance(part, Record) else None
+    else:
+        units = target.get("units") if isinstance(target, Entity) else None
+    unit = units.part if isinstance(units, Repeat) else None
+    if unit is not None and unit.kind == "supernode":
+        nodes = unit.get("nodes")
+        unit = nodes.part if isinstance(nodes, Repeat) else None
+    gpus = unit.get("gpus") if unit is not None else None
+    return gpus.part if isinstance(gpus, Repeat) else None

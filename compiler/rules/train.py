@@ -1,0 +1,165 @@
+"""Checks of a train job's sharding, activation checkpointing and offload pins, and of a
+model's attention and block layout: each pin the model reads must mean something as
+written (an accepted field the model would ignore is an error here, with its fix)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...dsl import codes
+from ...dsl.diagnostics import Diagnostic, Label
+from ..design import Design, Entity, Partition
+from ..lower import lower_cluster
+
+
+def train_pin_problems(design: Design) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    for entity in design.local():
+        if entity.kind == "train":
+            found += _shard(entity)
+            found += _recompute(entity)
+            found += _offload(entity)
+            found += _search(entity)
+        elif entity.kind == "model":
+            found += _attention(entity)
+    return found
+
+
+def _pins(job: Entity):
+    return job.get("parallelism")
+
+
+def _shard(job: Entity) -> Iterator[Diagnostic]:
+    """Hybrid sharding splits the state a ZeRO stage shards; its groups tile dp x cp."""
+    pins = _pins(job)
+    shard = pins.get("shard") if pins is not None else None
+    if not shard:
+        return
+    here = job.span_of("parallelism.shard")
+    zero = pins.get("zero")
+    if zero == 0:
+        yield codes.PIN_MEANINGLESS.make(here, pin=f"shard = {shard}", why="ZeRO stage 0 replicates the whole "
+                                         "model state: there is nothing to shard over a group",
+                                         labels=[Label(job.span_of("parallelism.zero"), "zero = 0")],
+                                         notes=["help: pin `zero = 1` (optimizer state, Megatron's distributed "
+                                                "optimizer instances) or `zero = 3` (HSDP), or remove `shard`"])
+        return
+    dp, cp = pins.get("dp"), pins.get("cp") or 1
+    if dp and (dp * cp) % shard:
+        yield codes.PARALLELISM.make(here, what=f"shard groups of {shard} ranks do not tile the dp x cp = "
+                                     f"{dp} x {cp} = {dp * cp} data-parallel ranks",
+                                     labels=[Label(job.span_of("parallelism.dp"), f"dp = {dp}")],
+                                     notes=[f"help: pick a shard group that divides {dp * cp} (a scale-up domain's "
+                                            "GPUs over tp, typically)"])
+
+
+def _recompute(job: Entity) -> Iterator[Diagnostic]:
+    """Module selections belong to a selective recompute; an interval to some recompute."""
+    pins = _pins(job)
+    if pins is None:
+        return
+    mode = getattr(pins.get("recompute"), "name", None)
+    modules, every = pins.get("recompute_modules"), pins.get("recompute_every")
+    if modules is not None and mode != "selective":
+        label = [Label(job.span_of("parallelism.recompute"), f"recompute = {mode}")] if mode else []
+        yield codes.PIN_MEANINGLESS.make(
+            job.span_of("parallelism.recompute_modules"), pin="recompute_modules",
+            why="it selects what a selective recompute redoes" + (f", and this job's recompute is {mode}" if mode
+                                                                   else ", and the job does not pin `recompute`"),
+            labels=label, notes=["help: pin `recompute = selective` beside it, or remove `recompute_modules`"])
+    elif modules is not None and len({getattr(m, "name", m) for m in modules}) != len(modules):
+        yield codes.SHAPE.make(job.span_of("parallelism.recompute_modules"), what="a module is listed twice",
+                               notes=["help: list each of `core_attention`, `norm`, `mlp` at most once"])
+    elif modules is not None and len(modules) > 1 and "op_level" in {getattr(m, "name", m) for m in modules}:
+        yield codes.SHAPE.make(job.span_of("parallelism.recompute_modules"),
+                               what="`op_level` is a whole policy (torchtitan's op-level selective AC) and "
+                                    "combines with no other module",
+                               notes=["help: list `op_level` alone, or the modules without it"])
+    if every is not None and every > 1 and mode not in ("selective", "full"):
+        yield codes.PIN_MEANINGLESS.make(
+            job.span_of("parallelism.recompute_every"), pin=f"recompute_every = {every}",
+            why="it spaces out the layers that recompute" + (", and this job recomputes nothing" if mode else
+                                                             ", and the job does not pin `recompute`"),
+            notes=["help: pin `recompute = full` (or `selective`) beside it, or remove `recompute_every`"])
+    layers = getattr(job.get("model"), "get", lambda _: None)("layers")
+    if every and layers and every > layers:
+        yield codes.PARALLELISM.make(job.span_of("parallelism.recompute_every"),
+                                     what=f"recompute_every = {every} exceeds the model's {layers} layers",
+                                     notes=[f"help: pick at most {layers}"])
+
+
+def _searched(pins) -> list[str]:
+    return [str(getattr(m, "name", m)) for m in (pins.get("search") or ())] if pins is not None else []
+
+
+def _search(job: Entity) -> Iterator[Diagnostic]:
+    """A choice the planner is asked to search must be free, listed once, and able to apply."""
+    pins = _pins(job)
+    asked = _searched(pins)
+    if not asked:
+        return
+    here = job.span_of("parallelism.search")
+    if len(set(asked)) != len(asked):
+        yield codes.SHAPE.make(here, what="a choice is listed twice in `search`",
+                               notes=["help: list each of `shard`, `recompute_modules`, `recompute_every`, "
+                                      "`offload` at most once"])
+    for name in dict.fromkeys(asked):
+        if pins.get(name) is not None:
+            yield codes.PARALLELISM.make(here, what=f"`{name}` is both pinned and listed in `search`",
+                                         labels=[Label(job.span_of(f"parallelism.{name}"), f"`{name}` pinned")],
+                                         notes=[f"help: remove `{name}` from `search` to keep the pin, or remove "
+                                                "the pin to have the planner choose it"])
+    mode = getattr(pins.get("recompute"), "name", None)
+    needs = {"recompute_modules": ("selective",), "recompute_every": ("selective", "full")}
+    for name, modes in needs.items():
+        if name in asked and mode is not None and mode not in modes:
+            yield codes.PIN_MEANINGLESS.make(
+                here, pin=f"search = [{name}]", why=f"`{name}` applies to a {' or '.join(modes)} recompute, and this "
+                f"job pins `recompute = {mode}`", labels=[Label(job.span_of("parallelism.recompute"), f"recompute = {mode}")],
+                notes=[f"help: remove `{name}` from `search`, or unpin `recompute`"])
+    if "shard" in asked and pins.get("zero") == 0:
+        yield codes.PIN_MEANINGLESS.make(
+            here, pin="search = [shard]", why="ZeRO stage 0 replicates the whole model state: there is nothing to "
+            "shard over a group", labels=[Label(job.span_of("parallelism.zero"), "zero = 0")],
+            notes=["help: remove `shard` from `search`, or unpin `zero`"])
+
+
+def _offload(job: Entity) -> Iterator[Diagnostic]:
+    """Offloaded activations travel over the node's host link, which must be declared."""
+    pins = _pins(job)
+    if pins is None or not (pins.get("offload") or "offload" in _searched(pins)):
+        return
+    where = "parallelism.offload" if pins.get("offload") else "parallelism.search"
+    for node in _nodes(job.get("on")):
+        if node.host_link is None:
+            yield codes.PARALLELISM.make(
+                job.span_of(where),
+                what=f"activation offload needs the host link of `{node.name}`, which declares no `host_link`",
+                labels=[Label(node.span, f"`{node.name}`")],
+                notes=[f"help: give `{node.name}` its GPU-to-host bandwidth per direction, e.g. `host_link = "
+                       "64 GB/s` for PCIe Gen5 x16 or `host_link = 450 GB/s` for NVLink-C2C, or remove `offload`"])
+            return
+
+
+def _nodes(target: object) -> list:
+    targets = target if isinstance(target, tuple) else (target,)
+    nodes = []
+    for one in targets:
+        if isinstance(one, Partition):
+            nodes.append(lower_cluster(one.cluster).partition(one.name).node)
+        elif isinstance(one, Entity) and one.kind == "cluster":
+            nodes += [p.node for p in lower_cluster(one).partitions]
+    return nodes
+
+
+def _attention(model: Entity) -> Iterator[Diagnostic]:
+    window, every, layers = model.get("window"), model.get("global_every"), model.get("layers")
+    if every is not None and window is None:
+        yield codes.PIN_MEANINGLESS.make(model.span_of("global_every"), pin=f"global_every = {every}",
+                                         why="without a `window` every layer attends globally",
+                                         notes=["help: add `window = ...` (the local layers' keys), or remove "
+                                                "`global_every`"])
+    elif every is not None and layers and every > layers:
+        yield codes.SHAPE.make(model.span_of("global_every"),
+                               what=f"global_every = {every} exceeds the model's {layers} layers: no layer is global",
+                               notes=["help: remove `global_every` for a model whose every layer is local"])

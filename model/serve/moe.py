@@ -1,0 +1,84 @@
+"""The routed experts of a serving iteration (model/serve/inference.py): what a mixture-of-experts
+layer costs beyond a dense layer of the same active width.
+
+- Distinct experts touched: with B tokens each picking k of E experts, an expert is idle with
+  probability (1 - k/E)^B, so E (1 - (1 - k/E)^B) experts are touched and only their weights
+  are read from HBM (`touched`).
+- Grouped GEMM: each touched expert multiplies only its rows, padded up to the kernel's row
+  tile (CUTLASS grouped GEMM and vLLM's fused_moe pad every expert's rows to a tile), at a
+  dense GEMM's rate of the padded rows' shape (`GROUPED_GEMM_EFFICIENCY`).
+- Expert parallelism: the GPU holding the most routed rows sets the pace; with G GPUs and a
+  mean of m rows each, the expected maximum of the (near-Poisson) loads is m + sqrt(2 m ln G).
+- Routing traffic: the permute before the expert GEMMs and the un-permute and weighted sum
+  after them move every routed row through HBM: k x hidden activations, written and read on
+  each side (four passes, 16-bit).
+- Kernels: routing adds its own kernels to every MoE layer, MLA its projections to every layer.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..shape import ModelShape
+
+TILE_ROWS = 64                 # ASSUMPTION: row tile of the grouped GEMMs (vLLM fused_moe BLOCK_SIZE_M 16-128
+                               # by token count, TRT-LLM's CUTLASS MoE tiles 64-128); the middle of that range
+GROUPED_GEMM_EFFICIENCY = 1.0  # a grouped expert GEMM's rate / a dense GEMM's of the shape of one expert's padded
+                               # rows: grouped kernels fill the GPU with every expert's tiles at once and run
+                               # near the dense rate (github.com/deepseek-ai/DeepGEMM pull 74, H800 fp8, 128 x 128
+                               # tiles: grouped contiguous, 4 groups of 8192 x 4096 x 7168, 1,317 TFLOP/s; dense
+                               # 4096 x 7168 x 16384, 1,404: the 6 % between them is within the shapes' own
+                               # difference). What small groups lose is the tile padding and the row count's
+                               # shape factor, modelled apart. (It was 0.7, fitted on the MoE rows: that did
+                               # not transfer between models, 49 % median error held out by model.)
+ROUTING_PASSES = 4             # permute write + read, un-permute write + read of each routed row
+ACTIVATION_BYTES = 2           # the routed rows move in bf16
+MOE_KERNELS = 5                # ASSUMPTION: router GEMM, top-k softmax, permute, un-permute/combine, row expansion
+MLA_KERNELS = 6                # ASSUMPTION: q down/up, kv down, two norms and rope beside GQA's QKV kernel
+
+
+def touched(shape: ModelShape, tokens: float) -> float:
+    """Share of the routed experts at least one of `tokens` tokens picks."""
+    if not shape.is_moe or tokens <= 0:
+        return 0.0
+    return 1 - (1 - shape.top_k / shape.routed) ** tokens
+
+
+def padded_rows(shape: ModelShape, tokens: float) -> tuple[float, float]:
+    """(rows each touched expert's GEMM computes, those over its routed rows): the routed rows
+    rounded up to the tile (on average half a tile more, at least one tile)."""
+    share = touched(shape, tokens)
+    if share <= 0:
+        return float(TILE_ROWS), 1.0
+    per_expert = tokens * shape.top_k / (shape.routed * share)
+    rows = max(TILE_ROWS, per_expert + TILE_ROWS / 2)
+    return rows, rows / per_expert
+
+
+def imbalance(shape: ModelShape, tokens: float, gpus: int) -> float:
+    """The busiest of `gpus` GPUs' routed rows over the mean (expected maximum of near-Poisson loads)."""
+    if gpus <= 1 or tokens <= 0:
+        return 1.0
+    mean = tokens * shape.top_k / gpus
+    return 1 + math.sqrt(2 * math.log(gpus) / mean)
+
+
+def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelShape, gpus: int) -> float:
+    """Seconds of the grouped expert GEMMs of one stage GPU: `flops_per_token` of routed work per
+    token on this GPU; `rate(rows)` is a dense GEMM's rate at that many rows (the padded tile
+    count sets the shape, so small groups are not charged twice)."""
+    rows, padding = padded_rows(shape, tokens)
+    work = flops_per_token * tokens * padding * imbalance(shape, tokens, gpus)
+    return work / (rate(max(1.0, rows)) * GROUPED_GEMM_EFFICIENCY)   # unrounded rows: more tokens never run faster
+
+
+def routing_bytes(shape: ModelShape, tokens_per_gpu: float, layers: int) -> float:
+    """HBM bytes one GPU moves to permute and un-permute its routed rows over `layers` MoE layers."""
+    return layers * tokens_per_gpu * shape.top_k * shape.hidden * ACTIVATION_BYTES * ROUTING_PASSES
+
+
+def kernels_per_layer(shape: ModelShape, base: int) -> float:
+    """Kernels of the mean layer: `base` for a dense GQA layer, plus routing in MoE layers and
+    the latent projections of MLA."""
+    extra = MOE_KERNELS * shape.moe_layers / shape.layers if shape.is_moe else 0.0
+    return base + extra + (MLA_KERNELS if shape.is_mla else 0)

@@ -1,0 +1,118 @@
+"""Data-parallel synchronization of one training step: the seconds of each collective the
+replicas run (`traffic`), how much of it the layers' passes hide (`exposed`), where that
+exposure changes slope (`kinks`, what the search's bound reads), and the tied embeddings'
+all-reduce between the first and last pipeline stage."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ...compiler.ir import Partition
+from .. import comms
+from . import optimizer, sharding
+from ..config import TrainConfig
+from ..memo import remember
+from .memory import dense_params_per_gpu, expert_params_per_gpu
+from ..shape import ModelShape
+
+DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
+# ZeRO-3/FSDP gathers and scatters parameters for every layer of every micro-batch, in
+# parallel with that compute; the collectives' kernels take SMs and HBM bandwidth from it,
+# so the overlapped part still costs this share of the shorter of the two. Fitted on the
+# ZeRO-3, FSDP and MaxText runs (benchmarks/calibrate.py).
+GATHER_CONTENTION = 0.5
+
+
+class Traffic(NamedTuple):
+    """Seconds of the dense and routed-expert state's data-parallel collectives."""
+
+    gathers: float       # parameter all-gathers in the shard group (ZeRO >= 1)
+    reduces: float       # gradient reduce-scatters in the shard group
+    all_reduces: float   # gradient all-reduces over every replica (ZeRO-0)
+    fsdp: float          # ZeRO-3 / FSDP per micro-batch
+    across: float        # all-reduce of each shard across the shard groups, once a step
+
+
+def exposed(traffic: Traffic, zero: int, microbatches: int, overlap: bool, layer_pass: float) -> float:
+    """Gradient reduction (and parameter gathering) across data-parallel replicas, for a
+    layer pass (one micro-batch through the stage's layers) of `layer_pass` seconds.
+
+    Bucketed reduction overlaps with the backward half of the last micro-batch (about
+    two thirds of its pass); FSDP gathers and reduces every micro-batch, overlapped with
+    all of them. Windows are shares of passes that count fully in the step, so a faster
+    pass can expose more communication but never lengthen the step.
+    """
+    gathers, reduces, all_reduces, fsdp, across = traffic
+    if zero >= 3:
+        per_step = fsdp * microbatches
+        if not overlap:
+            return per_step + across
+        hidden_by = microbatches * layer_pass
+        exposed = max(per_step - hidden_by, 0.0) + GATHER_CONTENTION * min(per_step, hidden_by)
+        return exposed + max(across - 2 / 3 * layer_pass, 0.0) + DP_BUCKET_RESIDUE * across
+    if zero >= 1:  # reduce-scatter gradients during the last backward, gather the
+        # updated parameters during the next step's first forward (Megatron's distributed optimizer)
+        parts = ((reduces + across, 2 / 3), (gathers, 1 / 3))
+    else:
+        parts = ((all_reduces, 2 / 3),)
+    if not overlap:
+        return sum(seconds for seconds, _ in parts)
+    return sum(max(seconds - share * layer_pass, 0.0) + DP_BUCKET_RESIDUE * seconds for seconds, share in parts)
+
+
+def kinks(traffic: Traffic, zero: int, overlap: bool) -> tuple[float, ...]:
+    """The layer passes at which `exposed` changes slope: between them (and beyond the last)
+    it is linear in the layer pass, and constant past the last."""
+    if not overlap:
+        return ()
+    if zero >= 3:
+        return (traffic.fsdp, 1.5 * traffic.across)
+    if zero >= 1:
+        return (1.5 * (traffic.reduces + traffic.across), 3 * traffic.gathers)
+    return (1.5 * traffic.all_reduces,)
+
+
+# The collectives' seconds depend on the layout, whether ZeRO shards the state (stages 1 to 3
+# run the same collectives; `exposed` reads the stage), the shard group, where the
+# data-parallel groups sit and the stack, not on the micro-batch, recompute or vp: memoized
+# (configurations of one branch differ there). Bounded, and emptied by `clear_caches`.
+_TRAFFIC: dict[tuple, Traffic] = {}
+
+
+def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffic:
+    """The seconds of `cfg`'s data-parallel collectives on `partition`."""
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, min(cfg.zero, 1), cfg.stack, cfg.main_grads,
+           min(cfg.stride("dp"), cfg.stride("cp")), partition)
+    found = _TRAFFIC.get(key)
+    if found is not None:
+        return found
+    grad_bytes = optimizer.grad_bytes(cfg)   # the stack's, or the bf16 main gradients'
+    # Dense and routed-expert state reduce over different replica groups (routed experts over
+    # fewer ranks, ep apart: model/train/sharding.py expert_dp); hybrid sharding splits each into
+    # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups
+    # once a step (no groups: plain ZeRO).
+    gathers = reduces = all_reduces = fsdp = across = 0.0
+    for params, expert in ((dense_params_per_gpu(shape, cfg), False), (expert_params_per_gpu(shape, cfg), True)):
+        if not params:
+            continue
+        inner, outer = sharding.groups(cfg, partition.tiers, expert)
+        if cfg.zero >= 1:
+            across += sharding.replicate(params, grad_bytes, sharding.shards(cfg, expert), outer)
+        reduces += comms.reduce_scatter(params * grad_bytes, inner)
+        gathers += comms.all_gather(params * 2, inner)
+        all_reduces += comms.all_reduce(params * grad_bytes, inner)
+        fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner)
+    return remember(_TRAFFIC, key, Traffic(gathers, reduces, all_reduces, fsdp, across))
+
+
+def embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
+    """Tied input and output embeddings live on the first and last stage; their gradients
+    are all-reduced between the two every step."""
+    if cfg.pp == 1 or not shape.tied_embeddings:
+        return 0.0
+    stages = (comms.Stage(comms.outermost(2, cfg.stride("pp") * (cfg.pp - 1), tiers), 2),)
+    return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
+
+
+def clear_caches() -> None:
+    _TRAFFIC.clear()

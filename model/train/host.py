@@ -1,0 +1,116 @@
+"""Hosts and DPUs where a training job uses them: loading its data and writing checkpoints.
+
+What a DPU takes over here: it is a second path, beside the host CPUs, for the job's
+input (when its `offload` lists `input`) and its checkpoints (`storage`); both are its
+default. What that path carries is model/train/dpu.py's (`dpu.input_rate`, `dpu.storage_rate`),
+like the network transport and collectives it takes over.
+
+- Input pipeline. A step reads `sample_bytes` per sequence; a node reads its share of
+  the batch (the job's GPUs share it evenly: ASSUMPTION, ranks of one tensor-parallel group
+  read the same sequences but only one of them from storage). The host path runs at
+  CPU cores x `BYTES_PER_CORE`, capped by the node's NVMe read bandwidth when declared;
+  each DPU adds its own (its Arm cores x the same rate, at most its port's line rate).
+  Loading is prefetched, so it costs the step only what the step cannot hide: a step
+  whose data takes longer than its compute is data-bound (`Breakdown.data`).
+- Checkpoints. One model of them serves the step (`checkpoint_every`) and goodput
+  (solver/schedule): the job's checkpoint (`checkpoint { size }`, else
+  `CHECKPOINT_BYTES_PER_PARAM` per parameter) is written by all its nodes at once, an even
+  share each (ASSUMPTION: PyTorch Distributed Checkpoint's planner writes each replicated
+  tensor once and spreads the shards). A node writes over two paths: the host's, at its
+  `storage` bandwidth (its local NVMe when only that is declared; Llama 3's per-host figure
+  when neither is), capped by its CPU copy rate; and its storage DPUs' at their line rate
+  (GPUDirect Storage through the DPU, no host copy). The save stalls training (a
+  synchronous checkpoint), so each step carries its share: checkpoint time x step /
+  interval (`Breakdown.checkpoint`).
+
+A node that declares no CPU, NVMe or DPU figures constrains nothing but its checkpoint,
+which a job that asks for one always pays at the default storage bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...compiler.ir import NodeType, Partition
+from . import dpu, optimizer
+from ..config import TrainConfig
+from .dpu import BYTES_PER_CORE
+from ..shape import ModelShape
+
+# The checkpoint: bf16 weights, fp32 master weights and Adam's two moments, 14 bytes per
+# parameter (Rajbhandari et al., ZeRO, SC'20, section 3.1: 16 bytes per parameter with the
+# fp16 gradients, which a checkpoint does not keep); a job's narrower state, fewer
+# (model/train/optimizer.py `checkpoint_bytes`).
+CHECKPOINT_BYTES_PER_PARAM = 14
+# Storage write bandwidth per node: Llama 3's Tectonic sustains 2 TB/s for the 2,048 hosts
+# of a 16K-GPU job (Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, section
+# 3.3.1) -> ~1 GB/s per host.
+NODE_STORAGE_BPS = 2e12 / 2_048
+
+
+def _cores(node: NodeType, kind: str) -> float:
+    parts = node.parts_of(kind)
+    if not parts or any(p.cores is None for p in parts):
+        return math.inf
+    return sum(p.count * p.cores for p in parts)
+
+
+def _host_rate(node: NodeType, writing: bool) -> float:
+    cpu = _cores(node, "cpu") * BYTES_PER_CORE if node.parts_of("cpu") else math.inf
+    if writing:
+        return min(cpu, node.storage or node.nvme_bandwidth or NODE_STORAGE_BPS)
+    return min(cpu, node.nvme_bandwidth or math.inf)
+
+
+def input_rate(node: NodeType) -> float:
+    """Bytes/s of samples a node can load: host path plus its DPUs."""
+    return _host_rate(node, False) + dpu.input_rate(node)
+
+
+def host_checkpoint_rate(node: NodeType) -> float:
+    """Bytes/s of a checkpoint the host path writes (staged in host DRAM: model/train/offload_host.py)."""
+    return _host_rate(node, True)
+
+
+def checkpoint_rate(node: NodeType) -> float:
+    """Bytes/s one node writes (or reads back) its checkpoint share at: host path plus DPU path."""
+    return _host_rate(node, True) + dpu.storage_rate(node)
+
+
+def checkpoint_bytes(shape: ModelShape, stated: float = 0.0, cfg: TrainConfig | None = None) -> float:
+    """Bytes of the whole job's checkpoint: as stated, else derived from the parameters and
+    the optimizer state's precisions (`cfg`; None: mixed-precision Adam's)."""
+    return stated or optimizer.checkpoint_bytes(cfg) * shape.params
+
+
+def node_checkpoint_bytes(shape: ModelShape, cfg: TrainConfig, node: NodeType) -> float:
+    """One node's even share of the job's checkpoint."""
+    return checkpoint_bytes(shape, cfg.checkpoint_size, cfg) / math.ceil(cfg.gpus / node.gpus)
+
+
+def data_time(cfg: TrainConfig, partition: Partition) -> float:
+    """Seconds one node needs to load its share of a step's samples."""
+    if cfg.sample_bytes <= 0:
+        return 0.0
+    node = partition.node
+    share = min(1.0, node.gpus / cfg.gpus)
+    return cfg.batch * cfg.sample_bytes * share / input_rate(node)
+
+
+def checkpoint_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+    """Seconds the job's nodes need to write its checkpoint (0 when it takes none): at the
+    job's stated `checkpoint { bandwidth }`, else each node its share over its paths."""
+    if cfg.checkpoint_every <= 0:
+        return 0.0
+    if cfg.checkpoint_bandwidth > 0:
+        return checkpoint_bytes(shape, cfg.checkpoint_size, cfg) / cfg.checkpoint_bandwidth
+    node = partition.node
+    return node_checkpoint_bytes(shape, cfg, node) / checkpoint_rate(node)
+
+
+def host_terms(shape: ModelShape, cfg: TrainConfig, partition: Partition, step: float) -> tuple[float, float]:
+    """(data wait, checkpoint share) seconds per step added to a step of `step` seconds."""
+    wait = max(0.0, data_time(cfg, partition) - step)
+    saving = checkpoint_time(shape, cfg, partition)
+    share = (step + wait) * saving / cfg.checkpoint_every if cfg.checkpoint_every > 0 else 0.0
+    return wait, share

@@ -1,0 +1,130 @@
+"""What one MoE layer costs besides its attention: the router, the permutation of tokens
+into expert order and back, the grouped expert GEMMs at the tokens each expert really
+gets, capacity-factor token dropping, and the all-to-all exchange of the routed tokens.
+
+Tokens per expert: each GPU routes `moe_tokens(cfg)` tokens to `top_k` experts each. The
+step waits for the busiest expert-parallel rank:
+- dropless (no `capacity_factor`): every routed copy is computed; with uniform routing the
+  copies a rank receives are Poisson with mean lam, and the largest of `ep` such counts is
+  about lam + sqrt(2 lam ln ep) (the Gaussian tail of the maximum);
+- token dropping (`capacity_factor = c`, GShard/Switch, Megatron's `drop_and_pad`): every
+  expert takes exactly c x its mean share, padded when it got fewer and dropping the
+  overflow, so the work, the all-to-all and the memory are c x the mean, fixed shapes.
+
+Grouped GEMMs (Megatron's TE/cuBLAS grouped GEMM, DeepGEMM): one kernel computes all local
+experts, each expert's rows padded to the M tile (128 rows on Hopper and Blackwell:
+DeepGEMM's `get_mk_alignment_for_contiguous_layout()` = 128; NVIDIA "Matrix Multiplication
+Background User's Guide", tile quantization). Random counts waste half a tile per expert
+on average; the expert's weights are read once per expert whatever its rows, so as tokens
+per expert shrink the GEMM slides down the roofline (arithmetic intensity ~ its rows).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..config import TrainConfig
+from ..shape import ModelShape
+from ..ops import ACT_BYTES, Op, elementwise, gemm
+
+M_TILE = 128            # rows of one grouped-GEMM tile (see above)
+# Dropless routing synchronizes the host with the device in every MoE layer (the token
+# counts size the all-to-all and the grouped GEMMs: Megatron-Core's token dispatchers'
+# `cuda_sync_point`), so the GPU's queue drains and the rest of the layer's kernels start
+# only as the host issues them one by one, each through eager PyTorch's Python and
+# dispatcher path: latency the device work does not hide. The host time is the count of
+# those framework ops times the cost of one:
+# - ESTIMATE: 5-25 us of CPU per eager op before its kernel is queued (Python, pybind,
+#   autograd recording, ATen dispatch, launch: J. Lin, "From PyTorch op to kernel launch",
+#   jiahuanglin.xyz gpu_kernel_serving lesson 18); the midpoint. (Fitted as a global on the
+#   34 MoE runs it comes out at 19 us, but leave-one-group-out the fit moves with the group
+#   held out and the MoE median error rises from 11.6 % to 13.4 %: kept at the midpoint.)
+EAGER_OP_S = 15e-6
+# - ESTIMATE: framework ops of one MoE layer's forward besides the expert GEMMs: the router
+#   (linear, score function, top-k, routing map, load-balancing loss), the dispatcher's
+#   preprocessing (tokens per expert, the counts' all-gather and device-to-host copies),
+#   permute, chunk sort by expert, the two all-to-alls, unpermute (Megatron-Core
+#   router.py, token_dispatcher.py, moe_utils.py read as of core_r0.12: about 50).
+ROUTING_OPS = 50
+# - the expert GEMMs: Transformer Engine's GroupedLinear issues one cuBLAS GEMM per local
+#   expert (`general_grouped_gemm` loops over the GEMMs on a few streams), for the first
+#   and the second projection, and the backward their data and weight gradients;
+# - the backward replays each forward op's gradient: two ops for each (ASSUMPTION, as the
+#   launch count of model/train/dpu.py `_kernels`).
+BACKWARD_OPS = 2
+ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
+
+
+def moe_tokens(cfg: TrainConfig) -> float:
+    """Tokens one GPU routes per micro-batch. Experts are not tensor-parallel (Megatron's
+    MoE parallel folding, expert TP = 1): the TP ranks' sequence shards route separately."""
+    return cfg.microbatch * cfg.seq / cfg.cp / cfg.tp
+
+
+def load_factor(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Routed copies the busiest EP rank computes, relative to the mean share. Uniform random
+    routing is what benchmark runs route with: Megatron-Core's `moe_router_force_load_balancing`
+    (the "force-balanced" of the Megatron-Bridge 26.02 tables) replaces the router's logits with
+    random ones (router.py `apply_random_logits`), so it is this law, not a perfect balance."""
+    if shape.capacity_factor:
+        return shape.capacity_factor
+    lam = moe_tokens(cfg) * shape.top_k
+    if cfg.ep <= 1 or lam <= 0:
+        return 1.0
+    return 1.0 + math.sqrt(2.0 * math.log(cfg.ep) / lam)
+
+
+def routed_rows(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Routed token copies the busiest GPU computes per micro-batch (all its experts)."""
+    return moe_tokens(cfg) * shape.top_k * load_factor(shape, cfg)
+
+
+def padded_rows_per_expert(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Rows one local expert's GEMM computes, its M-tile padding included."""
+    local = max(1, shape.routed // cfg.ep)
+    rows = routed_rows(shape, cfg) / local
+    if shape.capacity_factor:   # fixed capacity: the same padding on every expert
+        return math.ceil(rows / M_TILE) * M_TILE if rows > 0 else 0.0
+    return rows + (M_TILE - 1) / 2 if rows > 0 else 0.0   # random counts: half a tile on average
+
+
+def layer_ops(shape: ModelShape, cfg: TrainConfig) -> list[Op]:
+    """The routed MoE MLP's forward ops on one GPU for one micro-batch (each TP rank
+    routes its own sequence shard)."""
+    local = max(1, shape.routed // cfg.ep)
+    tokens = moe_tokens(cfg)
+    routed = tokens * shape.top_k                       # copies this GPU sends
+    received = routed_rows(shape, cfg)                  # copies the busiest GPU computes
+    rows = padded_rows_per_expert(shape, cfg)
+    up = (shape.mlp_matrices - 1) * shape.expert_ffn
+    h = shape.hidden
+    ops = [gemm("router", tokens, shape.routed, h),
+           # scores, top-k and the routing map in fp32: read and write the tokens x experts logits three times
+           elementwise("top-k", tokens * shape.routed * ROUTER_BYTES * 3),
+           # permute: gather each routed copy into expert order (read h, write h), before the
+           # dispatch; un-permute after the combine: read each copy, weight it and sum into
+           # its token (read h, write h)
+           elementwise("permute", routed * h * ACT_BYTES * 2, routed * h * ACT_BYTES),
+           elementwise("un-permute", routed * h * ACT_BYTES * 2, routed * h * ACT_BYTES),
+           gemm("experts up", rows, up, h, local, grouped=True),
+           gemm("experts down", rows, h, shape.expert_ffn, local, grouped=True)]
+    if received > routed:  # the busiest rank also permutes more copies locally after the dispatch
+        ops.append(elementwise("receive imbalance", (received - routed) * h * ACT_BYTES * 2))
+    return ops
+
+
+def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:
+    """Bytes the busiest GPU sends (and receives) in one dispatch or combine."""
+    return routed_rows(shape, cfg) * shape.hidden * bytes_per_value
+
+
+def host_ops(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Framework ops the host issues for one MoE layer and micro-batch, forward and backward."""
+    local = max(1, shape.routed // cfg.ep)
+    return (ROUTING_OPS + 2 * local) * (1 + BACKWARD_OPS)
+
+
+def host_exposed(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Seconds one MoE layer per micro-batch waits for the host (forward and backward):
+    its ops after the routing sync, issued one by one."""
+    return host_ops(shape, cfg) * EAGER_OP_S

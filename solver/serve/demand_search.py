@@ -1,0 +1,289 @@
+"""A serve job with a demand (`rate` or `trace`): the fewest GPUs, then the least power (with
+`minimize = energy`: the least power, then the fewest GPUs), whose simulated percentiles meet
+the SLOs.
+
+A candidate is a replica layout (aggregated) or a pair of them (prefill and decode pools:
+every admissible prefill layout with every admissible decode layout, none dropped by a rule
+of thumb; the screen drops only layouts whose latency floors already break an SLO:
+solver/serve/floor.py), each pool starting at the replicas its analytic capacity needs: the
+full-batch rate is an upper bound on what the simulation achieves (it adds queueing and
+length variability, and an iteration's cost is convex in its contents). Confirming a candidate
+simulates it, growing the pool that misses its SLO until the percentiles hold; counts only
+grow, so a candidate's key at its starting counts bounds every key it can reach (`bound`).
+
+Branch and bound: candidates leave a heap in the order of their bound. The first time one
+leaves, its bound is tightened with the loaded TPOT estimate (solver/serve/bound.py, a
+steady-state ASSUMPTION that a law holds to the plan confirming without it) and it goes back;
+the second time it is confirmed. The pairs, too many to bound one by one (DeepSeek-V3 on 32
+nodes pairs some 10^5), are drawn lazily: one drawer per prefill layout walks the decode
+layouts in the order of the part of the bound that adds up over pools (GPUs, or watts under
+`minimize = energy`), so a pair is bounded only once the search could confirm it. The search
+stops when the least bound left cannot beat the best plan found. Ties go to the earlier
+candidate (the order of their capacity bounds), so the choice is exactly that of confirming
+every candidate (`exhaustive=True`, kept for the law that checks it:
+tests/solver/test_serve_search_laws.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import attrs
+
+from ...dsl.numbers import number
+from ...model.serve.inference import kv_transfer_time
+from .bound import tpot_replicas
+from .screen import Screen, SearchResult, Side
+from .outcome import Outcome, slo_percentile
+from .sim import Pool, simulate
+
+MAX_SIMULATIONS = 60        # finalists simulated before the search reports its gap
+UNDECIDED = "budget: finalists left unsimulated, none simulated meets the SLOs"   # the proof of a plan not found
+GROWTH = 1.25               # a pool that misses its SLO grows by this factor (at least one replica)
+PAIRS, LOOSE, TIGHT = -1, 0, 1  # heap entries: a drawer of split pairs; a candidate before and after its TPOT floor
+
+
+class DemandSearch(Screen):
+    exhaustive = False      # confirm every candidate (no bound, no budget): the reference the bounds must match
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.outcomes = 0   # candidates' outcomes looked at, simulated or reused
+        self.runs: dict[tuple, list[tuple[int, Outcome]]] = {}  # pools but the batch limit -> (limit, outcome)
+        self.pre_sides: list[tuple] = []        # the split's prefill pools, by drawer
+        self.dec_sides: list[tuple] = []        # (decode layout's index, pool), in the order the drawers walk
+
+    def run(self) -> SearchResult:
+        heap = self.start()
+        best, best_key = None, (math.inf, math.inf, (math.inf,))
+        unsimulated = 0     # candidates left when the budget ran out
+        while heap:
+            entry = heapq.heappop(heap)
+            bound, tie, stage, sides = entry[:2], entry[2], entry[3], entry[4]
+            if not self.exhaustive and (*bound, tie) > best_key:
+                # the least bound left: none of them, nor any pair not yet drawn, can win
+                self.pruned += sum(self.size(e) for e in (entry, *heap))
+                break
+            if stage == PAIRS:
+                self.draw(heap, *sides)
+                continue
+            if bound[0 if not self.energy else 1] > self.limits.gpus:
+                self.pruned += 1  # more GPUs than allowed, and confirming only adds replicas
+                continue
+            if stage == LOOSE:
+                grown = self.tpot_floor(sides)
+                heapq.heappush(heap, (*self.bound(grown), tie, TIGHT, grown))
+                continue
+            if not self.exhaustive and self.simulated >= MAX_SIMULATIONS:
+                unsimulated = sum(self.size(e) for e in (entry, *heap))
+                break
+            outcomes = self.outcomes
+            found = self.confirm(sides, None if self.exhaustive else (tie, best_key))
+            self.pruned += self.outcomes == outcomes
+            if found is not None and (*self.key(found), tie) < best_key:
+                best, best_key = found, (*self.key(found), tie)
+        if best is None:
+            return self.undecided(unsimulated) if unsimulated else self.infeasible()
+        proof = "exhaustive" if self.exhaustive else "budget: finalists left unsimulated" if unsimulated else "bound"
+        return SearchResult(best.mode, best.decode, best.prefill, best.outcome, best.power, best.binding, proof)
+
+    def undecided(self, left: int) -> SearchResult:
+        """No plan, but not proven infeasible: the budget ran out with `left` candidates unsimulated."""
+        found = self.infeasible()
+        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated meets the SLO percentiles at "
+               f"{number(self.demand.rate)} "
+               f"requests/s on {self.limits.gpus} GPUs, and {number(left)} were left unsimulated (the search's "
+               "budget): one of them may, so this is not proven infeasible")
+        return attrs.evolve(found, binding=tuple(r for r in found.binding if not r.startswith("demand:")) + (why,),
+                            proof=UNDECIDED)
+
+    # ------------------------------------------------------------ candidates and their bounds
+    def start(self) -> list[tuple]:
+        """The heap: every aggregated layout at the replicas its capacity needs, and for the
+        split, one drawer per prefill layout that yields its pairs with every decode layout in
+        the order of their bound. Each entry is (bound, tie, stage, item); the tie is the
+        candidate's place in the order of its GPUs, then its replicas' GPUs, aggregated first
+        (the order that breaks ties, the same whether the search prunes or not)."""
+        rate = self.demand.rate or 0.0
+        heap = []
+        if self.mode != "disaggregated":
+            for a, (r, e) in enumerate(self.both):
+                sides = [(r, e, _needed(rate, e))]
+                heap.append((*self.bound(sides), (_gpus(sides), r.gpus, 0, a), LOOSE, sides))
+        if self.mode != "aggregated" and self.prefills and self.decodes:
+            self.pre_sides = [(r, e, _needed(rate, e)) for r, e in self.prefills]
+            decs = [(d, (r, e, _needed(rate, e))) for d, (r, e) in enumerate(self.decodes)]
+            self.dec_sides = sorted(decs, key=lambda d: self.least([d[1]]))   # each drawer walks them in this order
+            heap += [self.drawer(p, 0) for p in range(len(self.pre_sides))]
+        heapq.heapify(heap)
+        return heap
+
+    def least(self, sides: list) -> float:
+        """The part of the bound's first term that adds up over pools: GPUs, or (minimize =
+        energy) watts, since the power of two pools is the sum of each pool's own
+        (model/power.py: each GPU draws for its own busy share; tested by the laws)."""
+        if not self.energy:
+            return float(_gpus(sides))
+        return self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate)
+
+    def drawer(self, p: int, j: int) -> tuple:
+        """The entry that draws prefill layout `p`'s pair with the `j`th decode layout: its
+        bound is below that of every pair it has left to draw (the decodes ascend in `least`;
+        a margin covers rounding), and its tie below every candidate's, so a pair is drawn
+        before any candidate its bound could tie is confirmed."""
+        first = self.least([self.pre_sides[p]]) + self.least([self.dec_sides[j][1]])
+        return (first * (1 - 1e-9) if self.energy else first, -math.inf, (-1, p), PAIRS, (p, j))
+
+    def draw(self, heap: list, p: int, j: int) -> None:
+        """Push prefill layout `p`'s pair with the `j`th decode layout and the drawer of the next
+        one; a drawer past the GPUs allowed is dropped, with every pair it had left."""
+        if not self.energy and self.least([self.pre_sides[p], self.dec_sides[j][1]]) > self.limits.gpus:
+            self.pruned += len(self.dec_sides) - j   # the rest need more GPUs still
+            return
+        d, dec = self.dec_sides[j]
+        pre = self.pre_sides[p]
+        sides = [pre, dec]
+        heapq.heappush(heap, (*self.bound(sides), (_gpus(sides), pre[0].gpus + dec[0].gpus, 1, p, d), LOOSE, sides))
+        if j + 1 < len(self.dec_sides):
+            heapq.heappush(heap, self.drawer(p, j + 1))
+
+    def size(self, entry: tuple) -> int:
+        """Candidates an entry stands for: one, or a drawer's pairs left to draw."""
+        return len(self.dec_sides) - entry[4][1] if entry[3] == PAIRS else 1
+
+    def bound(self, sides: list) -> tuple[float, float]:
+        """A lower bound on the key of every plan confirming `sides` can reach: its pools only
+        grow, and the GPUs and the power (solver/serve/screen.py) grow with them."""
+        gpus, power = _gpus(sides), self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate)
+        return (power, gpus) if self.energy else (gpus, power)
+
+    def key(self, found: SearchResult) -> tuple[float, float]:
+        gpus = found.decode.gpus + (found.prefill.gpus if found.prefill else 0)
+        return (found.power, gpus) if self.energy else (gpus, found.power)
+
+    def tpot_floor(self, sides: list) -> list:
+        """The serving pool grown to the fewest replicas whose loaded mean TPOT meets a TPOT
+        bound on the median or a higher percentile (solver/serve/bound.py): fewer break it
+        in any simulation, so they need not be simulated."""
+        bound = min((v for k, v in self.limits.slo.items() if k.split(".")[0] == "tpot"
+                     and k.partition(".")[2] not in ("", "mean") and float(k.partition(".")[2][1:]) >= 50),
+                    default=math.inf)
+        r, e, n = sides[-1]
+        most = max(n, (self.limits.gpus - sum(c * x.gpus for x, _, c in sides[:-1])) // r.gpus)
+        grown = tpot_replicas(r, self.demand.rate or 0.0, n, most, bound, self.prompt, self.output)
+        return [*sides[:-1], (r, e, grown)]
+
+    # ------------------------------------------------------------ confirming one candidate
+    def confirm(self, sides: list, against: tuple[int, tuple] | None) -> SearchResult | None:
+        """Simulate, growing the pool that misses its SLO, until the percentiles hold; give up
+        when the counts break a limit or (`against`: this candidate's index and the best
+        key so far) their bound cannot beat the best plan."""
+        counts = [n for _, _, n in sides]
+        pool = "decode " if len(sides) == 2 else ""
+        binding = (f"capacity: fewer {pool}replicas cannot carry the demand (analytic bound)",) if counts[-1] > 1 else (
+            f"size: one {pool}replica of {sides[-1][0].gpus} GPUs carries the demand; no smaller layout fits or meets "
+            "the SLOs",)
+        failed = None   # (pool, count) of the last run that broke an SLO
+        while self.exhaustive or self.simulated < MAX_SIMULATIONS:
+            now = [(r, e, n) for (r, e, _), n in zip(sides, counts)]
+            if _gpus(now) > self.limits.gpus:
+                return None
+            if against is not None and (*self.bound(now), against[0]) > against[1]:
+                return None
+            built = [Side(r, e, n) for r, e, n in now]
+            power = self.power(built, self.demand.rate)
+            if power > self.limits.power:  # more replicas only draw more: no need to simulate
+                self.broke_power(id(sides[-1][0]), power, "decode" if len(sides) == 2 else "both")
+                return None
+            outcome = self.simulate(built)
+            missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
+            if not missed:
+                found = _result(built, outcome, power, binding)
+                return self.narrow(sides, counts, *failed, found) if failed else found
+            grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
+            binding, failed = _broken(missed, counts[grow], grow, len(built)), (grow, counts[grow])
+            counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
+        return None
+
+    def narrow(self, sides: list, counts: list[int], grow: int, lo: int, found: SearchResult) -> SearchResult:
+        """A pool that grew by a step of GROWTH may have passed the fewest replicas that meet
+        the SLOs: bisect between the last count that broke one and the first that met them
+        all (more replicas of a pool never serve worse), within the simulation budget."""
+        hi, binding = counts[grow], found.binding
+        while hi - lo > 1 and (self.exhaustive or self.simulated < MAX_SIMULATIONS):
+            mid = (lo + hi) // 2
+            built = [Side(r, e, mid if i == grow else n) for i, ((r, e, _), n) in enumerate(zip(sides, counts))]
+            outcome = self.simulate(built)
+            missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
+            if missed:
+                lo, binding = mid, _broken(missed, mid, grow, len(built))
+            else:
+                hi, found = mid, _result(built, outcome, self.power(built, self.demand.rate), ())
+        return attrs.evolve(found, binding=binding)
+
+    def simulate(self, sides: list[Side]) -> Outcome:
+        """The simulated outcome; reused when the same pools ran under another batch limit that
+        neither run reaches (the limit is then never what stops an admission: the runs are one)."""
+        self.outcomes += 1
+        limit = sides[-1].replica.config.batch
+        pools = tuple((attrs.evolve(s.replica.config, batch=0), s.count) for s in sides)
+        runs = self.runs.setdefault(pools, [])
+        for other, outcome in runs:
+            if outcome.peak_batch < min(limit, other):
+                return outcome
+        outcome = self.run_simulation(sides)
+        self.simulated += 1
+        runs.append((limit, outcome))
+        return outcome
+
+    def run_simulation(self, sides: list[Side]) -> Outcome:
+        hbm = self.limits.memory_bytes(sides[-1].replica.hbm)
+        decode = _pool(sides[-1], hbm)
+        if len(sides) == 1:
+            return simulate(self.demand.requests, decode, slo=self.limits.slo, warmup_s=self.warmup_s, stop=_known)
+        pre, dec = sides[0].replica, sides[1].replica
+        # a split grows its prefill pool when TTFT breaks, else its decode pool: stop once that is known
+        return simulate(self.demand.requests, decode, _pool(sides[0], hbm),
+                        lambda prompt: kv_transfer_time(pre, dec, prompt), self.limits.slo, self.warmup_s,
+                        lambda missed: any(m.startswith("ttft") for m in missed) or len(missed) == len(self.limits.slo))
+
+
+def _result(built: list[Side], outcome: Outcome, power: float, binding: tuple[str, ...]) -> SearchResult:
+    decode, prefill = (built[1], built[0]) if len(built) == 2 else (built[0], None)
+    return SearchResult("disaggregated" if prefill else "aggregated", decode, prefill, outcome, power, binding, "")
+
+
+def _broken(missed: list[str], count: int, pool: int, pools: int) -> tuple[str, ...]:
+    """The binding lines of a run that broke `missed` with `count` replicas in `pool`."""
+    which = "prefill " if pool == 0 and pools == 2 else ""
+    return tuple(f"{m}: {count} {which}{'replica breaks' if count == 1 else 'replicas break'} it in simulation"
+                 for m in missed)
+
+
+def _known(missed: tuple[str, ...]) -> bool:
+    """A pool that breaks any SLO grows: a run may stop at the first broken bound."""
+    return True
+
+
+def _needed(rate: float, e) -> int:
+    """Replicas whose full-batch capacity carries `rate` (at least one)."""
+    return max(1, math.ceil(rate / e.requests_per_s))
+
+
+def _gpus(sides: list) -> int:
+    return sum(n * r.gpus for r, _, n in sides)
+
+
+def _pool(side: Side, hbm_limit: float) -> Pool:
+    r = side.replica
+    return Pool(r, side.count, r.config.batch, r.kv_capacity_tokens(hbm_limit))
+
+
+def _missed(outcome: Outcome, slo: dict[str, float]) -> list[str]:
+    """The SLO bounds the simulated percentiles break (bare names bound the mean)."""
+    missed = []
+    for key, bound in slo.items():
+        if outcome.percentile(*slo_percentile(key)) > bound:
+            missed.append(key)
+    return missed

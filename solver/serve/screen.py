@@ -1,0 +1,127 @@
+"""What every serve search shares: the analytic screening of replica configurations against
+memory, the SLOs, the GPU and power limits (and the record of which limit broke which, to
+say why nothing fits), the power a set of pools draws, and the runners-up."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ...dsl.numbers import number
+from ...model.serve.inference import Replica, ServeEstimate, estimate
+from ...model.power import job_power
+from .demand import Demand
+from .explain import broken_by
+from .floor import Floors
+from .sim import Outcome
+from .space import Limits
+
+
+@attrs.frozen
+class Side:
+    """One pool: its replica, the analytic estimate and how many replicas run."""
+
+    replica: Replica
+    estimate: ServeEstimate
+    count: int
+
+    @property
+    def gpus(self) -> int:
+        return self.count * self.replica.gpus
+
+
+@attrs.frozen
+class SearchResult:
+    mode: str
+    decode: Side | None
+    prefill: Side | None
+    outcome: Outcome | None
+    power: float | None
+    binding: tuple[str, ...]
+    proof: str
+
+
+class Screen:
+    """The candidates' analytic screening and what the searches built on it share."""
+
+    def __init__(self, graph, partition, limits: Limits, demand: Demand | None, mode: str,
+                 replicas: list[Replica], lengths: Demand, warmup_s: float = 0.0, energy: bool = False):
+        self.graph, self.partition, self.limits, self.demand, self.mode = graph, partition, limits, demand, mode
+        self.warmup_s, self.energy = warmup_s, energy
+        self.prompt, self.output = lengths.prompt, lengths.output
+        self.simulated, self.pruned = 0, 0
+        self.broken: dict[str, set[int]] = {}   # limit -> the replicas (ids) that break it
+        self.misses: dict[tuple[str, int], dict[str, float]] = {}  # (role, replica id) -> the limits it breaks,
+        # each with the value it reaches (what says which limits keep every configuration out)
+        self.floors = Floors(demand.requests, warmup_s, limits.slo) if demand is not None else None
+        self.both = self.admissible(replicas, "both")
+        self.prefills = self.admissible(replicas, "prefill") if mode != "aggregated" else []
+        self.decodes = self.admissible(replicas, "decode") if mode != "aggregated" else []
+        self.total = len(replicas)
+        self.replicas = replicas
+
+    def admissible(self, replicas: list[Replica], role: str) -> list[tuple[Replica, ServeEstimate]]:
+        out = []
+        for r in replicas:
+            if role == "prefill" and r.config.batch != 1:
+                continue  # a prefill replica's batch is its chunk budget, not a decode batch
+            e = estimate(r, self.prompt, self.output, role)
+            missed = self.violations(r, e, role)
+            for name in missed:
+                self.broken.setdefault(name, set()).add(id(r))
+            self.misses[role, id(r)] = missed
+            if not missed:
+                out.append((r, e))
+        return out
+
+    def violations(self, r: Replica, e: ServeEstimate, role: str) -> dict[str, float]:
+        """The limits the replica breaks in `role`, each with the value it reaches. Without a
+        demand the latency SLOs bound the replica's own figures (unloaded TTFT, TPOT at full
+        batch); with one, the simulated percentiles, which a discard must prove broken: their
+        request-by-request floors (solver/serve/floor.py) already break them."""
+        lim = self.limits
+        values = [("memory", True, e.memory, lim.memory_bytes(e.hbm)), ("gpus", True, r.gpus, lim.gpus)]
+        if self.floors is None:
+            unloaded_tpot = r.iteration(1, self.prompt + self.output / 2) / r.engine.tokens_per_step
+            values += [("ttft", role != "decode", e.ttft, lim.latency("ttft")),
+                       ("tpot", role != "prefill", e.tpot, lim.latency("tpot")),
+                       ("e2e", role == "both", e.ttft + self.output * unloaded_tpot, lim.latency("e2e"))]
+        missed = {name: value for name, applies, value, bound in values if applies and value > bound}
+        if self.floors is not None:
+            for key, floor in self.floors.broken(r, role).items():
+                missed.setdefault(key.split(".")[0], floor)    # the first broken SLO of each metric
+        return missed
+
+    def power(self, sides: list[Side], rate: float | None = None) -> float:
+        """Watts of the pools serving `rate` requests per second (None: each at its full-batch
+        capacity): each pool computes for its share of the time its capacity is in use, so
+        the power never falls as a pool grows (what the demand search prunes by)."""
+        gpus = sum(s.gpus for s in sides)
+        if gpus == 0:
+            return 0.0
+        busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
+                   for s in sides)
+        return job_power(self.graph, self.partition, gpus, busy / gpus).total
+
+    def broke_power(self, key: int, watts: float, role: str = "both") -> None:
+        self.broken.setdefault("power", set()).add(key)
+        missed = self.misses.setdefault((role, key), {})
+        missed["power"] = min(missed.get("power", math.inf), watts)
+
+    def infeasible(self) -> SearchResult:
+        reasons = tuple(f"{name}: broken by {broken_by(len(ids), self.total)}"
+                        for name, ids in sorted(self.broken.items()))
+        admitted = any(not m for (role, _), m in self.misses.items() if role == "both")  # then failed in simulation
+        if self.demand is not None and (not reasons or admitted):
+            reasons = (f"demand: no configuration meets the SLO percentiles at {number(self.demand.rate)} requests/s "
+                       f"on {self.limits.gpus} GPUs",)
+        return SearchResult(self.mode, None, None, None, None, reasons or ("no configuration fits",), "")
+
+    def runners_up(self, result: SearchResult, top: int) -> list[ServeEstimate]:
+        if result.decode is None:
+            return []
+        chosen = result.decode.replica.config
+        ranked = sorted((e for _, e in self.both if e.config != chosen),
+                        key=lambda e: -e.tokens_per_s / e.gpus)
+        return ranked[:top]

@@ -1,0 +1,393 @@
+"""A discrete-event simulation of continuous batching (vLLM/SGLang-style schedulers).
+
+Requests arrive (a trace or Poisson arrivals) and join the replica with the fewest
+requests in hand. Each replica runs iterations back to back: every admitted sequence that
+has its prompt decodes one step (speculative decoding: the declared expected tokens per
+step), and prompt chunks fill the rest of the iteration's token budget (chunked prefill,
+first come first served; with multi-step scheduling only every `scheduler_steps`-th
+iteration, the others decode only). A request is admitted while the replica has fewer than
+`max_batch` sequences and KV pages for its prompt; when decoding outgrows the cache the
+newest sequence is preempted and recomputed later (vLLM's default). The iteration's time
+comes from the replica's cost model (`model/serve/inference.py`). The cache is counted exactly in
+layer-mean tokens (model/serve/kv.py): a sequence is admitted for its prompt's pages and then
+grows a token a step in every layer until it reaches the window; from there its windowed
+layers stay full and flat while its global layers keep growing.
+
+Disaggregated: prefill replicas only run prompts; each finished prompt's cache moves to
+a decode replica (`transfer` seconds), which then decodes it. The first token is the
+prefill's, so TTFT ends there and the transfer delays the second token.
+
+Latencies are measured on the requests after a warm-up (solver/serve/outcome.py). A planner
+that only needs to know whether a run breaks its SLOs may stop it as soon as one is broken
+for certain (`stop`): TTFT and end-to-end percentiles already while requests wait past
+their bound (solver/serve/outcome.py `Misses`).
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import math
+from typing import Callable
+
+import attrs
+
+from ...model.serve.inference import Replica
+from ...compiler.serve_trace import Request
+from .outcome import Misses, Outcome, first_measured, measure
+
+__all__ = ["Outcome", "Pool", "simulate"]
+
+
+@attrs.frozen
+class Pool:
+    replica: Replica
+    count: int
+    max_batch: int
+    kv_tokens: float            # KV cache capacity of one replica, layer-mean tokens (model/serve/kv.py)
+
+
+@attrs.define(eq=False)
+class _Seq:
+    request: Request
+    index: int
+    todo: float                 # prompt tokens still to prefill (after a preemption: prompt and output so far)
+    done: float                 # prompt tokens in the cache (a shared prefix counts as done)
+    made: float = 0.0           # output tokens generated (while decoding: 1 + server steps - base)
+    first: float | None = None  # time of the first token
+    base: float = 0.0
+    fixed: float = 0.0          # KV tokens it holds beside its output: fresh prompt (layer-mean) and half a page
+    state: str = "waiting"      # waiting, prefill or decode
+    full: bool = False          # decoding past the window: its windowed layers no longer grow
+    version: int = 0            # bumps when it leaves decoding, so stale heap entries are skipped
+
+
+@attrs.define(eq=False)
+class _Server:
+    """A replica. Decoding sequences are tracked in aggregate (their count, and sums of
+    their prompts and start steps), so an iteration costs O(1) plus its admissions and
+    finishes rather than O(batch).
+
+    With sliding-window layers, a sequence of prompt P with m tokens out holds
+    effective(P + m) - effective(P) layer-mean tokens beside its prompt: m below the window w,
+    g m + (1 - g) max(0, w - P) past it (g: the share of global layers). Those past the
+    window are summed apart (`full_*`); each moves there at the step it reaches the window
+    (the `filling` heap)."""
+
+    pool: Pool
+    role: str                   # both, prefill or decode
+    waiting: collections.deque = attrs.Factory(collections.deque)
+    prefilling: list = attrs.Factory(list)
+    order: dict = attrs.Factory(dict)       # admitted sequences in admission order (preemption takes the newest)
+    finishing: list = attrs.Factory(list)   # heap of (finish step, tick, version, seq)
+    steps: float = 0.0
+    count: int = 0              # decoding sequences
+    sum_prompt: float = 0.0
+    sum_prompt_read: float = 0.0  # layer-mean tokens of their prompts (KVLayout.effective): what decoding reads of them
+    sum_base: float = 0.0
+    fixed: float = 0.0          # KV tokens held by admitted sequences beside their outputs
+    filling: list = attrs.Factory(list)     # heap of (step it reaches the window, tick, version, seq)
+    full_count: int = 0         # decoding sequences past the window
+    full_sum_base: float = 0.0
+    full_offset: float = 0.0    # their sum of (1 - g) max(0, w - P)
+    window: float = 0.0         # the model's window (0: none)
+    frozen: float = 0.0         # 1 - g: the share of layers that stop growing at the window
+    busy: bool = False
+    round: int = 0              # decode steps since prompts last could join (multi-step scheduling)
+
+    @property
+    def load(self) -> int:
+        return len(self.waiting) + len(self.prefilling) + self.count
+
+    def __attrs_post_init__(self) -> None:
+        shape = self.pool.replica.kv.shape
+        self.window = shape.window or 0
+        self.frozen = shape.local_layers / shape.layers if self.window else 0.0
+
+    @property
+    def used(self) -> float:
+        """Layer-mean KV tokens held now (call `reach` first when the steps moved)."""
+        return self.fixed + self.grown
+
+    @property
+    def grown(self) -> float:
+        """Layer-mean KV tokens the decoding sequences' outputs add to their prompts:
+        effective(P + m) - effective(P) summed sequence by sequence."""
+        outputs = self.count * (1 + self.steps) - self.sum_base
+        if not self.full_count:
+            return outputs
+        full = self.full_count * (1 + self.steps) - self.full_sum_base
+        return outputs - self.frozen * full + self.full_offset
+
+    def growth(self, step: float) -> float:
+        """Layer-mean tokens the decoding sequences add in the next `step` tokens each: a
+        sequence reaching the window within it adds g for each token past the window."""
+        add = step * (self.count - self.frozen * self.full_count)
+        if self.filling and self.filling[0][0] < self.steps + step:
+            end = self.steps + step
+            add -= self.frozen * sum(end - at for at, _, version, seq in self.filling
+                                     if at < end and version == seq.version)
+        return add
+
+    def reach(self) -> None:
+        """Sequences whose output has reached the window by now count as past it."""
+        while self.filling and self.filling[0][0] <= self.steps:
+            _, _, version, seq = heapq.heappop(self.filling)
+            if version == seq.version:
+                self.fill_window(seq)
+
+    def fill_window(self, seq: _Seq) -> None:
+        seq.full = True
+        self.full_count += 1
+        self.full_sum_base += seq.base
+        self.full_offset += self.frozen * max(0.0, self.window - seq.request.prompt)
+
+    @property
+    def cached(self) -> float:
+        """Tokens the decoding sequences read: their prompts and outputs so far."""
+        return self.sum_prompt + self.count * (1 + self.steps) - self.sum_base
+
+    @property
+    def read(self) -> float:
+        """Layer-mean tokens the decoding sequences read in a step, sequence by sequence: a
+        windowed layer reads min(length, window) of each, a global layer all (exact, where the
+        mean length would give an upper bound). Without windows: `cached`, as it is."""
+        if not self.window:
+            return self.cached
+        return self.sum_prompt_read + self.grown
+
+
+def simulate(requests: tuple[Request, ...], serve: Pool, prefill: Pool | None = None,
+             transfer: Callable[[int], float] | None = None, slo: dict[str, float] | None = None,
+             warmup_s: float | None = None, stop: Callable[[tuple[str, ...]], bool] | None = None) -> Outcome:
+    """Run the requests through the pools; `serve` decodes (and prefills when no `prefill` pool).
+    Requests arriving in the first `warmup_s` seconds (default: the first tenth) are not measured.
+    `stop` is asked, each time another SLO bound becomes certainly broken, whether to end the
+    run there (given those bounds, in the order of `slo`; the outcome's `stopped` names them)."""
+    return _Simulation(requests, serve, prefill, transfer or (lambda _: 0.0), slo or {}, warmup_s, stop).run()
+
+
+class _Simulation:
+    def __init__(self, requests, serve: Pool, prefill: Pool | None, transfer, slo: dict[str, float],
+                 warmup_s: float | None = None, stop=None):
+        self.requests, self.transfer, self.slo = requests, transfer, slo
+        self.decoders = [_Server(serve, "decode" if prefill else "both") for _ in range(serve.count)]
+        self.prefillers = [_Server(prefill, "prefill") for _ in range(prefill.count)] if prefill else []
+        self.events: list = []
+        self.tick = 0
+        self.results: dict[int, tuple[float, float, float]] = {}
+        self.finish = 0.0
+        self.preemptions = 0
+        self.peak_batch = 0
+        self.peak_kv = 0.0
+        self.first = first_measured(requests, warmup_s) if requests else 0
+        # arrivals come in time order (ties by index) and before any other event at the same
+        # time, as if all were queued first; only the servers' events need the heap
+        self.arrivals = sorted(range(len(requests)), key=lambda i: (requests[i].arrival, i))
+        self.misses = Misses(slo, len(requests) - self.first, [(requests[i].arrival, i) for i in self.arrivals
+                                                               if i >= self.first]) if stop else None
+        self.stop, self.stopped = stop, ()
+
+    def push(self, time: float, kind: str, payload) -> None:
+        self.tick += 1
+        heapq.heappush(self.events, (time, self.tick, kind, payload))
+
+    def run(self) -> Outcome:
+        arrivals = self.arrivals
+        upcoming = 0
+        while (self.events or upcoming < len(arrivals)) and not self.stopped:
+            if upcoming < len(arrivals) and (not self.events or
+                                             self.requests[arrivals[upcoming]].arrival <= self.events[0][0]):
+                now, kind, payload = self.requests[arrivals[upcoming]].arrival, "arrive", arrivals[upcoming]
+                upcoming += 1
+            else:
+                now, _, kind, payload = heapq.heappop(self.events)
+            if self.misses is not None and now >= self.misses.due and self.misses.overdue(now):
+                self.check_stop()
+                if self.stopped:
+                    break
+            if kind == "arrive":
+                request = self.requests[payload]
+                engine = (self.prefillers or self.decoders)[0].pool.replica.engine
+                seq = _Seq(request, payload, *engine.split(request.prompt))
+                self.enqueue(self.prefillers or self.decoders, seq, now)
+            elif kind == "handoff":
+                self.enqueue(self.decoders, payload, now)
+            else:
+                server, parts, decoding = payload
+                self.complete(server, parts, decoding, now)
+        return self.outcome()
+
+    def enqueue(self, servers: list[_Server], seq: _Seq, now: float) -> None:
+        server = min(servers, key=lambda s: s.load)
+        server.waiting.append(seq)
+        if not server.busy:
+            self.start(server, now)
+
+    # ------------------------------------------------------------ one iteration
+    def start(self, server: _Server, now: float) -> None:
+        r = server.pool.replica
+        server.reach()
+        self.grow(server)
+        decoding = server.count
+        if decoding and server.round < r.engine.scheduler_steps and server.role != "prefill":
+            parts, server.round = [], server.round + 1      # inside a multi-step round: decode only
+        else:
+            parts, server.round = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft)), 1
+        if not decoding and not parts:
+            if server.count:    # an idle decode replica admitted prefilled sequences: they decode now
+                return self.start(server, now)
+            server.busy = False
+            return
+        prefill = sum(n for _, n in parts) if parts else 0
+        pairs = sum(r.kv.pairs(s.done, n) for s, n in parts) if parts else 0
+        time = r.iteration(decoding, server.read, prefill, pairs, len(parts), layer_mean=True)
+        server.busy = True
+        self.push(now + time, "done", (server, parts, decoding))
+
+    def grow(self, server: _Server) -> None:
+        """Room for this step's tokens; preempt the newest sequences while they do not fit."""
+        if server.role == "prefill":
+            return
+        step = server.pool.replica.engine.tokens_per_step
+        while server.used + server.growth(step) > server.pool.kv_tokens and len(server.order) > 1:
+            victim, _ = server.order.popitem()
+            self.preemptions += 1
+            made = 1 + server.steps - victim.base if victim.state == "decode" else victim.made
+            if victim.state == "prefill":
+                server.prefilling.remove(victim)
+            self.release(server, victim)
+            _, share = server.pool.replica.engine.split(victim.request.prompt)
+            victim.made, victim.done = made, share
+            victim.todo = victim.request.prompt - share + max(0.0, made - 1)
+            server.waiting.appendleft(victim)
+        if server.count:
+            self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
+
+    def release(self, server: _Server, seq: _Seq) -> None:
+        """`seq` leaves the replica's cache."""
+        server.fixed -= seq.fixed
+        seq.fixed = 0.0
+        if seq.state == "decode":
+            server.count -= 1
+            server.sum_prompt -= seq.request.prompt
+            server.sum_prompt_read -= server.pool.replica.kv.effective(seq.request.prompt) if server.window else 0.0
+            server.sum_base -= seq.base
+            seq.version += 1
+            if seq.full:
+                seq.full = False
+                server.full_count -= 1
+                server.full_sum_base -= seq.base
+                server.full_offset -= server.frozen * max(0.0, server.window - seq.request.prompt)
+        seq.state = "waiting"
+
+    def fill(self, server: _Server, budget: float) -> list[tuple[_Seq, float]]:
+        """Prompt chunks: sequences part-way through their prompt first, then admissions
+        (a sequence whose cache arrived from a prefill replica joins the decoders at once)."""
+        parts, pool = [], server.pool
+        for seq in server.prefilling:
+            if budget <= 0:
+                break
+            n = min(seq.todo, budget)
+            parts.append((seq, n))
+            budget -= n
+        while server.waiting and (len(server.order) < pool.max_batch or server.role == "prefill"):
+            seq = server.waiting[0]
+            if seq.todo > 0 and budget <= 0:
+                break
+            kv = pool.replica.kv
+            held = kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
+            if server.role != "prefill":
+                made = seq.made if not server.window else \
+                    kv.effective(seq.request.prompt + seq.made) - kv.effective(seq.request.prompt)
+                if server.used + held + made > pool.kv_tokens:
+                    if not server.order:  # it can never fit: served never
+                        server.waiting.popleft()
+                        self.result(seq.index, (math.inf, math.inf, math.inf))
+                        continue
+                    break
+                seq.fixed = held
+                server.fixed += held
+                server.order[seq] = None
+                self.peak_batch = max(self.peak_batch, len(server.order))
+            server.waiting.popleft()
+            if seq.todo <= 0:
+                self.begin_decoding(server, seq)
+                continue
+            seq.state = "prefill"
+            server.prefilling.append(seq)
+            n = min(seq.todo, budget)
+            parts.append((seq, n))
+            budget -= n
+        return parts
+
+    def begin_decoding(self, server: _Server, seq: _Seq) -> None:
+        """`seq` decodes from the next iteration with `seq.made` tokens out."""
+        seq.todo, seq.state = 0.0, "decode"
+        seq.base = server.steps + 1 - seq.made
+        server.count += 1
+        server.sum_prompt += seq.request.prompt
+        server.sum_prompt_read += server.pool.replica.kv.effective(seq.request.prompt) if server.window else 0.0
+        server.sum_base += seq.base
+        self.tick += 1
+        heapq.heappush(server.finishing, (seq.base + seq.request.output - 1, self.tick, seq.version, seq))
+        if server.window:
+            reaches = seq.base + server.window - seq.request.prompt - 1   # the step its length is the window
+            if reaches <= server.steps:
+                server.fill_window(seq)
+            else:
+                heapq.heappush(server.filling, (reaches, self.tick, seq.version, seq))
+
+    def complete(self, server: _Server, parts, decoding: int, now: float) -> None:
+        if decoding:
+            server.steps += server.pool.replica.engine.tokens_per_step
+        for seq, n in parts:
+            seq.todo -= n
+            seq.done += n
+            if seq.todo > 1e-9:
+                continue
+            server.prefilling.remove(seq)
+            if seq.first is None:
+                seq.first, seq.made = now, 1.0
+                if self.misses is not None and seq.index >= self.first and \
+                        self.misses.first_token(now - seq.request.arrival, seq.index):
+                    self.check_stop()
+            if server.role == "prefill":
+                seq.todo, seq.state = 0.0, "waiting"
+                self.push(now + self.transfer(seq.request.prompt), "handoff", seq)
+            elif seq.made >= seq.request.output:
+                del server.order[seq]
+                self.release(server, seq)
+                self.record(seq, now)
+            else:
+                self.begin_decoding(server, seq)
+        while server.finishing and server.finishing[0][0] <= server.steps + 1e-9:
+            _, _, version, seq = heapq.heappop(server.finishing)
+            if version != seq.version:
+                continue  # preempted since
+            del server.order[seq]
+            self.release(server, seq)
+            self.record(seq, now)
+        self.start(server, now)
+
+    def record(self, seq: _Seq, now: float) -> None:
+        r = seq.request
+        ttft = seq.first - r.arrival
+        tpot = (now - seq.first) / (r.output - 1) if r.output > 1 else 0.0
+        self.result(seq.index, (ttft, tpot, now - r.arrival))
+        self.finish = max(self.finish, now)
+
+    def result(self, index: int, values: tuple[float, float, float]) -> None:
+        self.results[index] = values
+        if self.misses is not None and index >= self.first and self.misses.record(values, index):
+            self.check_stop()
+
+    def check_stop(self) -> None:
+        """Another bound has become certainly broken: ask whether to end the run."""
+        if self.stop(tuple(self.misses.missed)):
+            self.stopped = tuple(self.misses.missed)
+
+    # ------------------------------------------------------------ measurement
+    def outcome(self) -> Outcome:
+        return measure(self.requests, self.results, self.first, self.slo, self.finish, preemptions=self.preemptions,
+                       peak_batch=self.peak_batch, peak_kv_tokens=self.peak_kv, stopped=self.stopped)

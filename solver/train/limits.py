@@ -1,0 +1,144 @@
+"""What a training configuration must satisfy and what the planner minimizes: the job's
+`subject to { ... }` limits in base units (memory within HBM first), the measures they
+bound, and the objective (lower is better). Part of the problem `solver.train.enumerate`
+defines; the search (`solver.train.search`) and its bounds read the same functions."""
+
+from __future__ import annotations
+
+import attrs
+
+from ...compiler.design import Bound
+from ...dsl.units import NONE, Quantity
+from ...model.job import Job
+from ...model.power import job_power
+from ...model.train.step import Estimate
+
+OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput")
+
+
+@attrs.frozen
+class Limit:
+    target: str          # memory | power | mfu | time | energy | gpus
+    op: str              # <=, <, >=, >
+    value: float         # base units (bytes, W, share, s, J, count)
+    share: bool = False  # memory given as a share of HBM
+    span: object = attrs.field(default=None, eq=False)
+
+    @property
+    def upper(self) -> bool:
+        return self.op in ("<=", "<", "==")
+
+    def holds(self, x: float) -> bool:
+        return {"<=": x <= self.value, "<": x < self.value, ">=": x >= self.value, ">": x > self.value,
+                "==": x <= self.value}[self.op]
+
+
+@attrs.frozen
+class Limits:
+    hbm: float                   # bytes per GPU on the chip
+    memory: float                # bytes per GPU a configuration may use: HBM, or less under `subject to`
+    items: tuple[Limit, ...] = ()
+
+    def get(self, target: str) -> Limit | None:
+        return next((i for i in self.items if i.target == target), None)
+
+
+def limits(job: Job) -> Limits:
+    """The job's `subject to { ... }` bounds in base units, and the memory cap they imply."""
+    hbm = job.partition.node.accelerator.hbm_capacity
+    block = job.entity.get("subject to")
+    items = []
+    for item in getattr(block, "items", ()):
+        bound = item.value
+        if not isinstance(bound, Bound):
+            continue
+        # a count (`gpus <= 8`) is checked as a plain int, a figure as a Quantity: both bind
+        quantity = bound.value if isinstance(bound.value, Quantity) else Quantity.of(bound.value)
+        value = float(quantity.value)
+        share = bound.target == "memory" and quantity.dim == NONE
+        if share:
+            value *= hbm
+        items.append(Limit(bound.target, bound.op, value, share, item.span))
+    memory = hbm
+    for limit in items:
+        if limit.target == "memory" and limit.upper:
+            memory = min(memory, limit.value)
+    return Limits(hbm, memory, tuple(items))
+
+
+def max_gpus(job: Job, lim: Limits) -> int:
+    gpus = job.gpus
+    for limit in lim.items:
+        if limit.target == "gpus" and limit.upper:
+            gpus = min(gpus, int(limit.value) - (1 if limit.op == "<" else 0))
+    return max(0, gpus)
+
+
+def busy(e: Estimate) -> float:
+    """Share of the step the tensor cores compute (what power follows)."""
+    b = e.breakdown
+    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time)
+
+
+def power_of(job: Job, e: Estimate) -> float:
+    return job_power(job.graph, job.partition, e.config.gpus, busy(e)).total
+
+
+def objective_value(job: Job, objective: str, e: Estimate) -> float:
+    """What the optimizer minimizes: step time (throughput, time), energy per token, -MFU."""
+    if objective in ("throughput", "time"):
+        return e.step_time
+    if objective == "mfu":
+        return -e.mfu
+    if objective == "energy":
+        return power_of(job, e) / e.tokens_per_s
+    if objective == "goodput":
+        return -e.tokens_per_s * goodput_share(job, e.config.gpus)
+    raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+def goodput_share(job: Job, gpus: int) -> float:
+    """The share of wall time a job on `gpus` GPUs trains, under failures and checkpoints."""
+    from ..schedule.failures import job_goodput
+
+    return job_goodput(job, gpus).efficiency
+
+
+def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:
+    """The value of a job-level quantity that a `subject to` bound constrains; `power`
+    (Estimate -> W) replaces `power_of` where a caller has a faster equivalent."""
+    watts = lambda: (power or (lambda x: power_of(job, x)))(e)  # noqa: E731
+    if target == "memory":
+        return e.memory.total
+    if target == "host_dram":
+        return e.host_memory
+    if target == "power":
+        return watts()
+    if target == "mfu":
+        return e.mfu
+    if target == "gpus":
+        return float(e.config.gpus)
+    if target == "time":
+        return job.tokens / e.tokens_per_s if job.tokens else None
+    if target == "energy":
+        return job.tokens * watts() / e.tokens_per_s if job.tokens else None
+    return None
+
+
+def violated(job: Job, lim: Limits, e: Estimate, power=None) -> Limit | None:
+    """The first limit `e` breaks (memory first), or None when it is admissible."""
+    if e.memory.total > lim.memory:
+        return lim.get("memory") if e.memory.total <= lim.hbm and lim.get("memory") else Limit("memory", "<=", lim.hbm)
+    if not e.host_fits:  # the node's DRAM: checkpoint staging, offloaded tensors (model/train/offload_host.py)
+        return Limit("host_dram", "<=", e.host_dram)
+    for limit in lim.items:
+        if limit.target == "memory":
+            continue
+        value = measure(job, e, limit.target, power)
+        if value is not None and not limit.holds(value):
+            return limit
+    return None
+
+
+def admissible(job: Job, lim: Limits, e: Estimate) -> bool:
+    return violated(job, lim, e) is None

@@ -1,0 +1,84 @@
+"""The search's bounds raised by data-parallel synchronization (solver/train/search.py).
+
+A bound B on a configuration's step, from every term but the gradient synchronization's
+(compute, TP, EP, optimizer, the bubble), bounds S = the step less that synchronization.
+S holds every micro-batch's pass through the stage's layers, so the layer pass is at most
+S / m (m micro-batches), and the exposed synchronization never grows with the layer pass
+(model/train/dp_sync.py `exposed`). The step is then at least
+
+    min over S >= B of  S + exposed(S / m),
+
+a piecewise linear function of S whose least value lies at B or at a kink (`dp_sync.kinks`
+times m). Taken over every placement order and every ZeRO stage at which some configuration
+of the layout fits in memory (the least memory of a stage: the most recompute, the best vp,
+the layout's smallest micro-batch; one check per layout), it bounds every configuration of
+the node that fits; the search computes it only for the nodes that reach the front of its
+frontier.
+"""
+
+from __future__ import annotations
+
+from ...model.train import dp_sync
+from ...model.train.memory import least_memory_by_zero
+from ...model.ranks import rank_partition
+from .bounds import SAFETY
+
+
+def raised(step: float, traffic: dp_sync.Traffic, zero: int, microbatches: int, overlap: bool) -> float:
+    """The least step of a configuration with this synchronization whose other terms take at
+    least `step` seconds (see the module docstring)."""
+    m = microbatches
+    candidates = [step, *[m * kink for kink in dp_sync.kinks(traffic, zero, overlap) if m * kink > step]]
+    return min([s + dp_sync.exposed(traffic, zero, m, overlap, s / m) for s in candidates])
+
+
+class SyncFloor:
+    """Per layout, the synchronization each (ZeRO stage, placement order) of one search space
+    runs, computed once, and the bounds it raises."""
+
+    def __init__(self, job, make_config, zeros, frugal: str, memory_limit: float, vps) -> None:
+        self.job, self.make_config, self.zeros = job, make_config, tuple(sorted(zeros))
+        self.frugal, self.memory_limit, self.vps = frugal, memory_limit, vps   # vps(pp): the vp candidates
+        self.traffics: dict[tuple, tuple[bool, tuple]] = {}
+        self.fitting: dict[tuple, tuple[int, ...]] = {}
+
+    def layout_traffic(self, layout: tuple, zeros) -> tuple[bool, tuple]:
+        """(overlapped, the distinct (ZeRO stage, traffic) pairs) of a layout (tp, pp, dp, cp,
+        ep, orders, a micro-batch it runs) at each of `zeros` (stages 1 to 3 run the same
+        collectives: model/train/dp_sync.py)."""
+        key = layout[:5] + (zeros,)
+        found = self.traffics.get(key)
+        if found is None:
+            tp, pp, dp, cp, ep, orders, mb = layout
+            partition = rank_partition(self.job.partition, tp * pp * cp * dp)
+            pairs, cfg = [], None
+            for sharded in (False, True):
+                stages = [zero for zero in zeros if (zero >= 1) == sharded]
+                for order in orders if stages else ():
+                    cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", stages[0], order)
+                    traffic = dp_sync.traffic(self.job.shape, cfg, partition)
+                    pairs += [(zero, traffic) for zero in stages if (zero, traffic) not in pairs]
+            found = self.traffics[key] = (cfg is not None and bool(cfg.behaviour("dp_overlap")), tuple(pairs))
+        return found
+
+    def fitting_zeros(self, layout: tuple) -> tuple[int, ...]:
+        """The ZeRO stages at which the layout's micro-batch (layout[6]) fits with the most
+        recompute and the best vp (memory does not depend on the order)."""
+        key = layout[:5] + layout[6:]
+        found = self.fitting.get(key)
+        if found is None:
+            tp, pp, dp, cp, ep, orders, mb = layout
+            frugal = self.make_config(tp, pp, dp, cp, ep, mb, 1, self.frugal, self.zeros[-1], orders[0])
+            least = least_memory_by_zero(self.job.shape, frugal, self.frugal, self.zeros, self.vps(pp), mb)
+            found = self.fitting[key] = tuple(z for z, need in zip(self.zeros, least) if need <= self.memory_limit)
+        return found
+
+    def step(self, layout: tuple, step: float, microbatches) -> float:
+        """`step`, a bound from every term but the synchronization on the configurations of
+        `layout` (tp, pp, dp, cp, ep, orders, the layout's smallest micro-batch) that run
+        `microbatches` micro-batches and fit, raised by the least synchronization they expose."""
+        zeros = self.fitting_zeros(layout)
+        if not zeros:
+            return step
+        overlap, pairs = self.layout_traffic(layout, zeros)
+        return min([raised(step, traffic, zero, m, overlap) for zero, traffic in pairs for m in microbatches]) * SAFETY

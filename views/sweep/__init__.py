@@ -1,0 +1,1 @@
+"""A sweep's views: its table, plots and HTML report."""
