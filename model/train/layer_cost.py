@@ -106,7 +106,7 @@ _RECOMPUTE_FLOPS: dict[tuple, float] = {}
 
 def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, local: bool) -> tuple:
     """Every input of a layer's cost: each TrainConfig field but LAYER_NEUTRAL's and
-    PLACEMENT's, and the strides PLACEMENT's fields set (tests/model/test_moe_dense.py
+    PLACEMENT's, and the strides PLACEMENT's fields set (tests/model/train/test_moe_dense.py
     checks that no field is missing)."""
     return (shape, cfg.seq, cfg.tp, cfg.stride("tp") if cfg.tp > 1 else 0, cfg.cp,
             cfg.stride("cp") if cfg.cp > 1 else 0, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,

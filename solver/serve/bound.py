@@ -17,7 +17,7 @@ count each pool starts from, not a request-by-request floor: a finite run's perc
 not obey it (a median need not lie above a mean). What the screen discards by is proved
 request by request (solver/serve/floor.py); this count only says where confirming starts,
 and a law checks that it never changes the plan the exhaustive search chooses without it
-(tests/solver/test_serve_search_laws.py `test_no_bound_discards_the_plan_the_simulation_would_choose`).
+(tests/solver/serve/test_search_laws.py `test_no_bound_discards_the_plan_the_simulation_would_choose`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 A pool is one replica layout run `count` times: a plan never mixes layouts inside a pool
 (solver/serve/screen.py's `Side`), so the choice is a layout (or a pair) and its counts.
 Power adds up over replicas and pools (each GPU draws for its own busy share,
-model/power.py; tests/solver/test_serve_saturated_laws.py checks it), so a pool's watts are
+model/power.py; tests/solver/serve/test_saturated_laws.py checks it), so a pool's watts are
 its count times one replica's; the power limit is checked with the search's own power
 function (`fits`), linear arithmetic only places the edge.
 

@@ -21,7 +21,7 @@ layouts in the order of the part of the bound that adds up over pools (GPUs, or 
 stops when the least bound left cannot beat the best plan found. Ties go to the earlier
 candidate (the order of their capacity bounds), so the choice is exactly that of confirming
 every candidate (`exhaustive=True`, kept for the law that checks it:
-tests/solver/test_serve_search_laws.py).
+tests/solver/serve/test_search_laws.py).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ a floor is the iteration whose tokens are spread over all pp. A nearest-rank per
 a mean) of values each at least its floor is at least that of the floors, over the same
 measured requests; the floors grow with the prompt, so a percentile's floor is the floor at
 the prompt of its rank. The law that a simulated request never beats its floors:
-tests/solver/test_serve_floor.py.
+tests/solver/serve/test_floor.py.
 """
 
 from __future__ import annotations

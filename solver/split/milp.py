@@ -1,7 +1,7 @@
 """The heterogeneous split as one MILP (cvxpy with HiGHS): the exact answer when there are
 more items than solver/split/search.py's bit sets hold (a batch of millions of sequences).
 Slower than the search when there are many kinds of partition (its bound is weak), but its
-size does not grow with the number of items. tests/solver/test_split_engines.py holds the
+size does not grow with the number of items. tests/solver/split/test_engines.py holds the
 two to the same optimum.
 
 Per class of identical partitions and alternative it chooses how many copies n run it, how

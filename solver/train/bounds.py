@@ -1,7 +1,7 @@
 """Lower bounds on the objective for the exact search (solver/train/search.py): from a lower
 bound on the step time and on its computing time to a lower bound on the objective, for
 every objective, and the facts about the cost model they rest on (listed in search.py's
-docstring, checked by tests/solver/test_bounds.py)."""
+docstring, checked by tests/solver/train/test_bounds.py)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ The best values found carry over from variant to variant (one top list), and aft
 first, every layout is bounded by compute before any is opened, so a variant that cannot
 beat the values found costs a compute bound per layout.
 
-What the bounds rest on (tests/solver/test_bounds.py checks each on random designs, and
+What the bounds rest on (tests/solver/train/test_bounds.py checks each on random designs, and
 checks every bound the search computes against every configuration it covers, so a
 recalibration that breaks one fails there rather than silently here):
 

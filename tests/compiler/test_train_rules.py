@@ -105,7 +105,7 @@ def test_a_global_layer_interval_needs_a_window():
 
 
 def test_serving_a_windowed_model_is_accepted():
-    """Sliding-window serving is modelled (model/serve/kv.py); tests/model/test_serve_window.py checks it."""
+    """Sliding-window serving is modelled (model/serve/kv.py); tests/model/serve/test_window.py checks it."""
     serve = ('\nserve chat {\n  model = Mistral7B\n  on = Pod\n  prompt = 512\n  output = 128\n  batch = 8\n}\n')
     assert diagnose(DESIGN + serve)[0] == []
 

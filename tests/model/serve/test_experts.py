@@ -1,0 +1,96 @@
+"""Routed experts in the serving model: each expert's GEMM has only the rows routed to it
+(tokens x top_k / experts), so the same active work spread over more experts runs at a
+lower GEMM rate (the grouped-GEMM shape effect), and never faster."""
+
+import math
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.model.serve import moe as inference_moe
+from gclc.model.compute import gemm_rate
+from gclc.model.serve.inference import ServeConfig, replica
+from gclc.model.job import placement
+from gclc.model.shape import ModelShape
+from gclc.solver.serve.plan import serve_entity
+from gclc.testing import load_profile
+
+load_profile()
+
+ROOT = Path(__file__).resolve().parents[3]
+ENTITY = serve_entity(check_file(str(ROOT / "examples" / "deepseek_v3_serve.gcl")).design)
+_, PARTITION = placement(ENTITY)
+MOE = ModelShape.from_entity(ENTITY.get("model"))   # 256 routed experts, 8 active, width 2048
+
+
+def test_expert_gemms_run_at_the_rate_of_their_rows():
+    """By hand: the stage's compute is the dense GEMMs at the rate of `tokens / ep` rows plus
+    the expert GEMMs, plus attention (none: no cache). 4,096 tokens x 8 of 256 experts touch
+    every expert (1 - (31/32)^4096 = 1 to 1e-56) with 128 rows each, padded to 128 + 64 / 2 = 160
+    rows (a tile of 64, half a tile wasted on average), on the busiest of 8 GPUs (mean 4,096 rows:
+    1 + sqrt(2 ln 8 / 4096)), at the grouped-GEMM share of the dense rate at 160 rows."""
+    r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
+    chip, tokens = PARTITION.node.accelerator, 4096
+    expert = r.expert_flops_per_token
+    assert expert == 2 * 8 * MOE.expert_params * MOE.moe_layers / 8
+    assert inference_moe.TILE_ROWS == 64
+    dense_time = (r.gemm_flops_per_token - expert) * tokens / gemm_rate(chip, "fp8", tokens // 8, 7168, 7168)
+    busiest = 1 + math.sqrt(2 * math.log(8) / 4096)
+    expert_time = expert * tokens * (160 / 128) * busiest / (
+        gemm_rate(chip, "fp8", 160, 2048, 7168) * inference_moe.GROUPED_GEMM_EFFICIENCY)
+    _, work = r.stage_time(tokens, 0, 0)
+    assert abs(work - (dense_time + expert_time)) <= 1e-12 * work
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(64, 16384), st.sampled_from([2, 4]))
+def test_more_experts_at_the_same_active_work_never_compute_faster(tokens, factor):
+    few = attrs.evolve(MOE, routed=MOE.routed // factor)
+    many = MOE
+    cfg = ServeConfig(1, 1, "fp8", ep=8)
+    work_few = replica(few, cfg, PARTITION).stage_time(tokens, 0, 0)[1]
+    work_many = replica(many, cfg, PARTITION).stage_time(tokens, 0, 0)[1]
+    assert work_many >= work_few
+
+
+def test_the_distinct_experts_touched_by_hand():
+    """B tokens each pick 8 of 256: an expert is idle with probability (31/32)^B, so one token
+    touches 8 experts (1/32 of them), two tokens 256 x (1 - (31/32)^2) = 15.75, and the weights
+    read are the dense ones plus that share of the routed ones."""
+    assert inference_moe.touched(MOE, 1) == 8 / 256
+    assert inference_moe.touched(MOE, 2) * 256 == pytest.approx(15.75, rel=1e-12)
+    r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
+    # one token: a memory-bound step reads the dense weights and 8 of the 256 experts' (per GPU: their share)
+    assert r.dense_weights + r.expert_weights * 8 / 256 < r.weights
+
+
+def test_routing_moves_every_routed_row_four_times():
+    """Permute and un-permute: k x hidden bf16 values per token and MoE layer, written and read
+    on each side: 1,000 tokens x 8 x 7,168 x 2 bytes x 4 over 58 MoE layers."""
+    assert inference_moe.routing_bytes(MOE, 1000, 58) == 58 * 1000 * 8 * 7168 * 2 * 4
+
+
+def test_padding_by_hand():
+    """At least one 64-row tile per touched expert; half a tile wasted on average above that."""
+    rows, factor = inference_moe.padded_rows(MOE, 4096)      # 128 rows per expert
+    assert (rows, factor) == (pytest.approx(160), pytest.approx(160 / 128))
+    rows, factor = inference_moe.padded_rows(MOE, 64)        # 512 rows over 256 (1 - (31/32)^64) touched experts
+    per_touched = 64 * 8 / (256 * (1 - (31 / 32) ** 64))     # 2.30: each still costs a whole tile
+    assert rows == 64 and factor == pytest.approx(64 / per_touched, rel=1e-12)
+
+
+def test_the_busiest_gpu_by_hand():
+    assert inference_moe.imbalance(MOE, 4096, 1) == 1.0
+    assert inference_moe.imbalance(MOE, 1024, 8) == 1 + math.sqrt(2 * math.log(8) / 1024)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(1, 4096), st.integers(1, 4096))
+def test_more_tokens_never_make_a_moe_stage_faster(a, b):
+    """Law: the stage time grows with its tokens (padding and imbalance shrink per token, never in total)."""
+    r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
+    low, high = min(a, b), max(a, b)
+    assert r.stage_time(low, 0, 0)[0] <= r.stage_time(high, 0, 0)[0] * (1 + 1e-12)

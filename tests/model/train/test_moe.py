@@ -1,0 +1,197 @@
+"""MoE, MLA and MTP physics against hand calculations, what GCL lets a user state about
+them, and the laws they obey (model/train/moe.py, model/train/mla.py, model/shape.py, model/train/step.py)."""
+
+import math
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.model import compute
+from gclc.model.train import moe
+from gclc.model.config import TrainConfig
+from gclc.model.job import pinned_config, train_job
+from gclc.model.train.memory import expert_params_per_gpu, model_state
+from gclc.model.ops import gemm
+from gclc.model.train.sharding import expert_dp
+from gclc.model.train.step import estimate
+
+DATA = Path(__file__).parent.parent.parent / "data"
+MOE = DATA / "moe.gcl"
+SOURCE = MOE.read_text(encoding="utf-8")
+JOB = train_job(check_file(str(MOE), {"nodes": "4"}).design)
+CFG = pinned_config(JOB)          # tp1 pp1 cp2 ep16 dp16 mb1, bf16
+SHAPE = JOB.shape
+
+
+def checked(text: str):
+    return check_file(str(MOE), {"nodes": "4"}, text=text)
+
+
+def with_scaleout_bandwidth(partition, factor):
+    outer = partition.tiers[-1].level
+    tiers = tuple(attrs.evolve(t, bandwidth=t.bandwidth * factor)
+                  if t.level == outer else t for t in partition.tiers)
+    return attrs.evolve(partition, tiers=tiers)
+
+
+# ------------------------------------------------------------------ routing by hand
+
+
+def test_tokens_per_expert_dropless_is_the_poisson_maximum():
+    # each GPU routes 4096 / cp 2 = 2048 tokens to 8 experts: 16384 copies; the busiest of
+    # 16 ranks gets lam + sqrt(2 lam ln 16)
+    lam = 2048 * 8
+    assert moe.routed_rows(SHAPE, CFG) == pytest.approx(lam + math.sqrt(2 * lam * math.log(16)))
+    # 256 / 16 = 16 local experts, half a 128-row tile of padding each on average
+    assert moe.padded_rows_per_expert(SHAPE, CFG) == pytest.approx(moe.routed_rows(SHAPE, CFG) / 16 + 63.5)
+
+
+@pytest.mark.parametrize("factor, rows", [(1.0, 1024), (1.25, 1280), (1.3, 1408)])
+def test_capacity_factor_pads_every_expert_to_its_capacity_in_whole_tiles(factor, rows):
+    shape = attrs.evolve(SHAPE, capacity_factor=factor)
+    assert moe.routed_rows(shape, CFG) == pytest.approx(16384 * factor)
+    # 16384 x factor / 16 experts, rounded up to 128 rows: 1024, 1280, 1331.2 -> 1408
+    assert moe.padded_rows_per_expert(shape, CFG) == rows
+
+
+def test_router_and_permutation_traffic():
+    ops = {op.name: op for op in moe.layer_ops(SHAPE, CFG)}
+    router = ops["router"]
+    assert (router.m, router.n, router.k) == (2048, 256, 7168)
+    # permute and un-permute each read and write every routed copy of the hidden state once
+    assert ops["permute"].bytes == ops["un-permute"].bytes == 16384 * 7168 * 2 * 2
+    # fp32 logits over 256 experts, read and written three times (scores, top-k, map)
+    assert ops["top-k"].bytes == 2048 * 256 * 4 * 3
+    up = ops["experts up"]
+    assert up.grouped and up.count == 16 and (up.n, up.k) == (2 * 2048, 7168)
+
+
+def test_host_time_is_the_layers_framework_ops_times_one_eager_op():
+    # 256 routed experts over ep 16: 16 local, two cuBLAS GEMMs each (TE GroupedLinear), 50
+    # routing ops, and the backward two ops per forward op: (50 + 32) x 3 = 246 ops
+    assert moe.host_ops(SHAPE, CFG) == (50 + 2 * 16) * 3
+    assert moe.host_exposed(SHAPE, CFG) == pytest.approx(246 * moe.EAGER_OP_S)
+    # fewer local experts (wider EP) issue fewer GEMMs from the host: never more time
+    times = [moe.host_exposed(SHAPE, attrs.evolve(CFG, ep=ep)) for ep in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+    assert times == sorted(times, reverse=True) and times[0] > times[-1]
+    # and it is part of the step's EP term, paid whatever the links
+    e = estimate(SHAPE, CFG, JOB.partition)
+    assert e.breakdown.ep >= CFG.microbatches * (SHAPE.moe_layers + SHAPE.mtp) * moe.host_exposed(SHAPE, CFG) * (1 - 1e-12)
+
+
+def test_a_grouped_gemm_fills_the_gpu_as_one_gemm_of_all_its_rows():
+    chip = JOB.partition.node.accelerator
+    grouped = gemm("g", 512, 4096, 7168, 16, grouped=True)
+    separate = gemm("g", 512, 4096, 7168, 16)
+    rate = compute.gemm_rate(chip, "bf16", 512 * 16, 4096, 7168)
+    assert compute.op_time(grouped, chip, "bf16") >= grouped.flops / rate
+    assert compute.op_time(grouped, chip, "bf16") < compute.op_time(separate, chip, "bf16")
+
+
+def test_few_tokens_per_expert_leave_the_grouped_gemm_reading_weights():
+    chip = JOB.partition.node.accelerator
+    weights = 16 * 4096 * 7168 * 2 / compute.hbm_rate(chip)   # each expert's weights read once
+
+    def per_row(rows: int) -> float:
+        return compute.op_time(gemm("g", rows, 4096, 7168, 16, grouped=True), chip, "bf16") / rows
+
+    assert compute.op_time(gemm("g", 16, 4096, 7168, 16, grouped=True), chip, "bf16") >= weights
+    assert per_row(16) > 4 * per_row(2048)   # the curve: cost per token rises as tokens per expert shrink
+    assert per_row(16) >= per_row(64) >= per_row(256) >= per_row(2048)
+
+
+def test_experts_are_replicated_over_the_ranks_of_a_slice_per_ep_width():
+    # tp1 x cp2 x dp16 = 32 ranks over ep 16: every expert lives on 2 GPUs
+    assert expert_dp(CFG) == 2
+    layers = 7 + 1   # 7 MoE layers (one dense) and the MTP module's layer
+    assert expert_params_per_gpu(SHAPE, CFG) == layers * 256 * 3 * 7168 * 2048 / 16
+    # ZeRO-1 shards an expert's optimizer state over its 2 replicas, the rest over dp x cp
+    _, _, optimizer = model_state(SHAPE, CFG)
+    dense = model_state(SHAPE, attrs.evolve(CFG, zero=0))[2] - expert_params_per_gpu(SHAPE, CFG) * 12
+    assert optimizer == pytest.approx(dense / 32 + expert_params_per_gpu(SHAPE, CFG) * 12 / 2)
+
+
+# ------------------------------------------------------------------ MLA and MTP by hand
+
+
+def test_mla_parameters_of_deepseek_v3():
+    shape = attrs.evolve(SHAPE, layers=61, dense_layers=3, mtp=0)
+    # q 1536 x (7168 + 128 x 192), kv down 7168 x 576, kv up 512 x 128 x 256, out 128 x 128 x 7168
+    assert shape.attention_params == 48_758_784 + 4_128_768 + 16_777_216 + 117_440_512
+    # the report's 671 B total and 37 B activated (Sec 1)
+    assert shape.params == pytest.approx(671e9, rel=0.005)
+    assert shape.active_params == pytest.approx(37e9, rel=0.03)
+
+
+def test_mla_attention_core_uses_192_wide_queries_and_keys_and_128_wide_values():
+    dense = SHAPE.layer_flops_per_token(False, 4096)
+    assert dense == 2 * (SHAPE.attention_params + SHAPE.dense_mlp_params) + 2 * 4096 * 128 * (192 + 128)
+
+
+def test_mtp_adds_a_projection_a_layer_and_the_output_head():
+    without = attrs.evolve(SHAPE, mtp=0)
+    extra = SHAPE.forward_flops_per_token(4096) - without.forward_flops_per_token(4096)
+    assert extra == 2 * 2 * 7168 * 7168 + SHAPE.layer_flops_per_token(True, 4096) + 2 * 7168 * 129280
+    assert estimate(SHAPE, CFG, JOB.partition).step_time > estimate(without, CFG, JOB.partition).step_time
+
+
+# ------------------------------------------------------------------ what GCL accepts
+
+
+def test_capacity_factor_and_mla_query_rank_reach_the_model():
+    text = SOURCE.replace("dense_layers = 1 }", "dense_layers = 1  capacity_factor = 1.25 }")
+    job = train_job(checked(text).design)
+    assert job.shape.capacity_factor == 1.25 and job.shape.q_rank == 1536 and job.shape.mtp == 1
+
+
+def test_kv_heads_beside_mla_is_an_error_with_its_location():
+    text = SOURCE.replace("  head_dim = 128\n", "  head_dim = 128\n  kv_heads = 8\n")
+    result = checked(text)
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert errors and "kv_heads" in errors[0].summary and "mla" in errors[0].summary
+    assert errors[0].subject.line == text.splitlines().index("  kv_heads = 8") + 1
+
+
+def test_a_non_positive_capacity_factor_is_rejected():
+    text = SOURCE.replace("dense_layers = 1 }", "dense_layers = 1  capacity_factor = 0 }")
+    assert not checked(text).ok
+
+
+def test_ep_overlap_pin_overrides_the_stack():
+    text = SOURCE.replace("    microbatch = 1\n", "    microbatch = 1\n    ep_overlap = true\n")
+    cfg = pinned_config(train_job(checked(text).design))
+    assert cfg.overlaps_ep and not CFG.overlaps_ep
+    assert estimate(SHAPE, cfg, JOB.partition).breakdown.ep < estimate(SHAPE, CFG, JOB.partition).breakdown.ep
+
+
+# ------------------------------------------------------------------ laws
+
+factors = st.floats(1.0, 8.0)
+configs = st.builds(lambda ep, mb, cp, overlap: attrs.evolve(CFG, ep=ep, microbatch=mb, cp=cp, dp=32 // cp,
+                                                                      ep_overlap=overlap),
+                    st.sampled_from([8, 16, 32]), st.sampled_from([1, 2]), st.sampled_from([1, 2]), st.booleans())
+
+
+@given(configs, factors)
+def test_more_all_to_all_bandwidth_never_slows_a_step(cfg, factor):
+    base = estimate(SHAPE, cfg, JOB.partition)
+    faster = estimate(SHAPE, cfg, with_scaleout_bandwidth(JOB.partition, factor))
+    assert faster.step_time <= base.step_time * (1 + 1e-12)
+    assert faster.breakdown.ep <= base.breakdown.ep * (1 + 1e-12)
+
+
+@given(configs, st.floats(0.5, 4.0), st.floats(0.0, 2.0))
+def test_a_higher_capacity_factor_never_computes_fewer_rows_nor_runs_faster(cfg, low, more):
+    lower, higher = attrs.evolve(SHAPE, capacity_factor=low), attrs.evolve(SHAPE, capacity_factor=low + more)
+    assert moe.padded_rows_per_expert(higher, cfg) >= moe.padded_rows_per_expert(lower, cfg)
+    flops = lambda shape: sum(op.flops for op in moe.layer_ops(shape, cfg))  # noqa: E731
+    assert flops(higher) >= flops(lower)
+    assert estimate(higher, cfg, JOB.partition).step_time >= estimate(lower, cfg, JOB.partition).step_time * (1 - 1e-12)
+
+
+def test_train_config_defaults_route_dropless_without_overlap():
+    cfg = TrainConfig(batch=8, seq=4096)
+    assert cfg.cp_balanced and cfg.ep_overlap is None and not cfg.overlaps_ep
