@@ -96,3 +96,43 @@ def test_the_walk_sees_imports_inside_functions(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from ..views import render\n", encoding="utf-8")
     assert imports("gclc.compiler.m", module, {"gclc.views.render": module}) == {"gclc.views.render"}
+
+
+# Rooms by job kind inside a stage (a folder below a layer folder). A room imports the shared
+# modules at its stage's top and only the rooms named here: serving and training never import
+# each other, and what one room takes from another is written down once.
+ROOM_USES: dict[str, set[str]] = {
+    "solver/split": {"solver/train"},      # each partition's alternatives are train plans
+    "solver/power": {"solver/train"},      # re-plans the train configuration at each clock
+    "solver/schedule": {"solver/train"},   # a job's plan on the GPUs it is given
+    "solver/train": {"solver/schedule"},   # goodput under the failure process
+    "solver/sweep": {"solver/train", "solver/serve"},
+}
+
+
+def room(module: str) -> str | None:
+    """`model/train` for gclc.model.train.step; None for a stage's top-level modules."""
+    parts = module.split(".")
+    if len(parts) > 3 or (len(parts) == 3 and (ROOT / parts[1] / parts[2]).is_dir()):
+        return f"{parts[1]}/{parts[2]}"
+    return None
+
+
+def test_rooms_import_only_the_rooms_they_name():
+    crossing = []
+    for a, b in graph().edges:
+        ra, rb = room(a), room(b)
+        if not (ra and rb) or ra == rb:
+            continue
+        same_stage = ra.split("/")[0] == rb.split("/")[0]
+        kinds = {ra.split("/")[1], rb.split("/")[1]}
+        if (same_stage and rb not in ROOM_USES.get(ra, set())) or kinds == {"train", "serve"}:
+            crossing.append(f"{a} -> {b}")
+    assert not crossing, "imports between rooms not in ROOM_USES:\n" + "\n".join(sorted(crossing))
+
+
+def test_every_room_has_a_docstring_that_says_what_it_holds():
+    for init in ROOT.glob("*/*/__init__.py"):
+        if init.parts[-3] in RANK:
+            doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+            assert doc and len(doc) > 40, f"{init.relative_to(ROOT)} says nothing about what its room holds"
