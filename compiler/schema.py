@@ -426,11 +426,13 @@ SERVE = Block(
      "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
      "precision": PRECISION, "gpus": COUNT,
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
-    blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
-                                 doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
+    blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT, "replicas": COUNT},
+                                 doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes; "
+                                     "`replicas`: how many of them serve (one aggregated pool)"),
             "slo": Block(constraints=_SLO), "engine": ENGINE,
             "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
     required=("model", "on"),
+    doc="`gpus`: the GPUs the plan uses, exactly (`subject to { gpus <= N }` bounds them instead)",
 )
 
 # ----------------------------------------------------------------- design space

@@ -38,6 +38,8 @@ def serve_json(p: ServePlan) -> dict:
         "power_w": p.power_w, "energy_per_token_j": p.energy_per_token,
         "tokens_per_joule": 1 / p.energy_per_token if p.energy_per_token else None,
         "placement": _placement(d) | ({"prefill": _placement(p.prefill)} if p.prefill else {}),
+        "layout": {role.replace("replicas", "serve"): layout(side, first, p.partition.node.gpus)
+                   for role, side, first in pool_offsets(p)},
         "error_band": _band(p.tokens_per_s, b.tpot * d.replica.engine.tokens_per_step),
         "runners_up": [{"tp": e.config.tp, "ep": e.config.ep, "pp": e.config.pp, "batch": e.config.batch,
                         "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
@@ -104,6 +106,47 @@ def _placement(s: Side) -> dict:
     return out
 
 
+def pool_offsets(p: ServePlan) -> list[tuple[str, Side, int]]:
+    """(role, side, first rank) of each pool: ranks go prefill pool first, then decode
+    (views/serve_placement.py draws them so)."""
+    out, offset = [], 0
+    for role, side in (("prefill", p.prefill), ("decode" if p.prefill else "replicas", p.decode)):
+        if side is not None:
+            out.append((role, side, offset))
+            offset += side.gpus
+    return out
+
+
+LAYOUT_SHOWN = 3    # replicas whose GPUs a layout line lists before eliding
+
+
+def layout(s: Side, first: int, node_gpus: int) -> dict:
+    """Where a pool's replicas sit: GPUs per replica, replicas per node (or nodes per replica),
+    the nodes the pool spans, each replica's first and last rank (ranks fill nodes in order)."""
+    g = s.replica.gpus
+    ranks = [[first + i * g, first + (i + 1) * g - 1] for i in range(s.count)]
+    nodes = (first + s.gpus - 1) // node_gpus - first // node_gpus + 1
+    return {"gpus_per_replica": g, "replicas_per_node": node_gpus // g if g <= node_gpus else None,
+            "nodes_per_replica": -(-g // node_gpus) if g > node_gpus else None, "nodes": nodes,
+            "first_node": first // node_gpus, "ranks": ranks}
+
+
+def layout_text(s: Side, first: int, node_gpus: int) -> str:
+    """`2 per node on 1 node (GPUs 0-3, 4-7); tp over NVLink4 (node)`."""
+    where = layout(s, first, node_gpus)
+    per = (f"{number(where['replicas_per_node'])} per node on {count(where['nodes'], 'node')}"
+           if where["replicas_per_node"] else
+           f"each across {count(where['nodes_per_replica'], 'node')}, {count(where['nodes'], 'node')} in all")
+    shown = [f"{a}-{b}" if b > a else f"{a}" for a, b in where["ranks"][:LAYOUT_SHOWN]]
+    if s.count > LAYOUT_SHOWN:
+        a, b = where["ranks"][-1]
+        shown[-1:] = [shown[-1], "...", f"{a}-{b}" if b > a else f"{a}"]
+    tiers = _placement(s)
+    spans = "; ".join(f"{dim} over {' + '.join(tiers[dim]['tiers'])}" for dim in ("tp", "ep", "pp")
+                      if tiers[dim]["size"] > 1)
+    return f"{per} (GPUs {', '.join(shown)})" + (f"; {spans}" if spans else "")
+
+
 def _mfu(p: ServePlan) -> float:
     """Model FLOPs served (2 x active params per prompt and output token) over the peak of the GPUs used."""
     shape, chip = p.decode.replica.shape, p.partition.node.accelerator
@@ -120,12 +163,12 @@ def serve_text(p: ServePlan) -> str:
         return head + f"\n  {verdict}:" + "".join(f"\n    {reason}" for reason in p.binding)
     d = p.decode
     lines = [head, f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"]
-    for name, side in (("prefill", p.prefill), ("decode" if p.prefill else "replicas", d)):
-        if side is None:
-            continue
+    node_gpus = p.partition.node.gpus
+    for name, side, first in pool_offsets(p):
         c = side.replica.config
         lines.append(f"  {name:<10} {side.count} x (tp={c.tp} ep={c.ep} pp={c.pp} = {count(side.replica.gpus, 'GPU')}), "
                      f"batch {number(c.batch)}, {c.precision} weights, {c.kv} KV")
+        lines.append(f"  {'':<10} {layout_text(side, first, node_gpus)}")
     if p.outcome is not None:
         o = p.outcome
         for metric in ("ttft", "tpot", "e2e"):

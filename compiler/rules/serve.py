@@ -25,6 +25,43 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
         yield from _trace(job, trace)
     yield from _percentiles(job)
     yield from _precisions(job)
+    yield from _sizes(job)
+
+
+def _sizes(job: Entity) -> Iterator[Diagnostic]:
+    """Pinned replicas make one aggregated pool, and pinned widths and counts must make up the
+    pinned GPUs: replicas x tp x ep x pp GPUs in all (an unpinned width is searched, at least 1)."""
+    pins, gpus = job.get("parallelism"), job.get("gpus")
+    replicas = pins.get("replicas") if pins is not None else None
+    mode = getattr(job.get("engine.mode"), "name", None)
+    if replicas and mode == "disaggregated":
+        yield codes.PARALLELISM.make(job.span_of("parallelism.replicas"),
+                                     what="`replicas` pins an aggregated pool; the engine's mode is disaggregated",
+                                     labels=[Label(job.span_of("engine.mode"), "the mode")],
+                                     notes=["help: drop `replicas` (the planner sizes both pools), or serve aggregated"])
+        return
+    widths = {k: pins.get(k) for k in ("tp", "ep", "pp")} if pins is not None else {}
+    if not job.get("model") or job.get("model").get("experts") is None:
+        widths["ep"] = widths.get("ep") or 1    # a dense model's replicas have one attention group
+    size = 1
+    for width in widths.values():
+        size *= width or 1
+    whole = all(widths.get(k) for k in ("tp", "ep", "pp"))
+    named = " x ".join(f"{k} = {v}" for k, v in widths.items() if v)
+    # a replica's GPUs are a multiple of the pinned widths' product (the others are searched)
+    least = (replicas or 1) * size
+    if replicas and gpus and (gpus % least or whole and least != gpus):
+        yield codes.PARALLELISM.make(
+            job.span_of("parallelism.replicas"),
+            what=f"{replicas} replicas of {named or 'one GPU'} take " + (f"{least}" if whole else f"a multiple of {least}")
+                 + f" GPUs; the job pins `gpus = {gpus}`",
+            labels=[Label(job.span_of("gpus"), "the GPUs it uses")],
+            notes=["help: make replicas x tp x ep x pp equal to `gpus`, or drop one of the pins"])
+    elif gpus and gpus % size:
+        yield codes.PARALLELISM.make(
+            job.span_of("gpus"), what=f"`gpus = {gpus}` is not a whole number of replicas: each takes "
+                                      + ("" if whole else "a multiple of ") + f"{named} = {size} GPUs",
+            notes=[f"help: pin a multiple of {size} GPUs, or change the widths"])
 
 
 def _trace(job: Entity, trace: str) -> Iterator[Diagnostic]:

@@ -74,8 +74,11 @@ class Counts:
     """The best counts of a layout or a pair, within `gpus` and `limit` watts (`fits` is the
     search's own check of a plan's power), a request being worth `output` tokens."""
 
-    def __init__(self, gpus: int, limit: float, fits: Callable[[Plan], bool], energy: bool, output: float):
+    def __init__(self, gpus: int, limit: float, fits: Callable[[Plan], bool], energy: bool, output: float,
+                 exact: bool = False, replicas: int | None = None):
         self.gpus, self.limit, self.fits, self.energy, self.output = gpus, limit, fits, energy, output
+        self.exact = exact          # `gpus = N`: every plan uses exactly `gpus` GPUs
+        self.replicas = replicas    # pinned replicas of an aggregated plan
 
     def rate(self, plan: Plan) -> float:
         return tokens_per_s(plan, self.output)
@@ -118,9 +121,22 @@ class Counts:
             k += 1
         return k
 
+    def pinned(self, u: Unit) -> int | None:
+        """The one count an aggregated layout may run (pinned replicas, or the exact GPUs over its
+        replica's); 0 when it cannot make them up; None when the count is free."""
+        if self.replicas:
+            fits = self.replicas * u.gpus == self.gpus if self.exact else self.replicas * u.gpus <= self.gpus
+            return self.replicas if fits else 0
+        if self.exact:
+            return self.gpus // u.gpus if self.gpus % u.gpus == 0 else 0
+        return None
+
     def single_top(self, u: Unit) -> Plan | None:
         """An aggregated layout's most replicas: the most tokens per second, and the same
         tokens per joule as any count (power is proportional to the replicas)."""
+        pinned = self.pinned(u)
+        if pinned is not None:
+            return ((u, pinned),) if pinned and self.fits(((u, pinned),)) else None
         c = self.most(lambda k: ((u, k),), self.gpus // u.gpus)
         return ((u, c),) if c else None
 
@@ -129,7 +145,7 @@ class Counts:
         top = self.single_top(u)
         if top is None or self.first(top) < floor:
             return None
-        if self.energy:
+        if self.energy or self.pinned(u) is not None:
             return top
         c = top[0][1]
         while c > 1 and self.first(((u, c - 1),)) >= floor:   # the fewest replicas as fast (least power)
@@ -137,19 +153,35 @@ class Counts:
         return ((u, c),)
 
     def decodes(self, p: Unit, n: int, d: Unit) -> int:
-        """The most decode replicas beside n prefill replicas (0: none fits)."""
-        return self.most(lambda m: ((p, n), (d, m)), (self.gpus - n * p.gpus) // d.gpus)
+        """The most decode replicas beside n prefill replicas (0: none fits); with exact GPUs,
+        the one count that uses the rest of them (0: none does, or it draws too much)."""
+        rest = self.gpus - n * p.gpus
+        if self.exact:
+            m = rest // d.gpus if rest > 0 and rest % d.gpus == 0 else 0
+            return m if m and self.fits(((p, n), (d, m))) else 0
+        return self.most(lambda m: ((p, n), (d, m)), rest // d.gpus)
+
+    def prefills(self, p: Unit, d: Unit) -> range:
+        """The prefill counts a pair may run beside at least one decode replica."""
+        return range(1, (self.gpus - d.gpus) // p.gpus + 1)
+
+    def _left_over(self, p: Unit, n: int, d: Unit) -> bool:
+        """With exact GPUs, a prefill count whose rest no decode count makes up exactly, while
+        a larger prefill count may: skipped, where without them the loop would end."""
+        return self.exact and self.gpus - n * p.gpus >= d.gpus
 
     def pair_top(self, p: Unit, d: Unit) -> float:
         """The best first criterion of any counts of the pair (-inf: none fits). For each
         prefill count the decode count that scores best: the most that fit (tokens per
         second), or those nearest the balance (tokens per joule rises up to it, falls after)."""
         best = -math.inf
-        for n in range(1, (self.gpus - d.gpus) // p.gpus + 1):
+        for n in self.prefills(p, d):
             top = self.decodes(p, n, d)
             if top < 1:
+                if self._left_over(p, n, d):
+                    continue
                 break    # more prefill replicas leave less for the decode pool
-            if self.energy:
+            if self.energy and not self.exact:
                 f = math.floor(n * p.rate / d.rate)
                 for m in {min(max(k, 1), top) for k in (f - 1, f, f + 1)}:
                     best = max(best, self.first(((p, n), (d, m))))
@@ -163,11 +195,17 @@ class Counts:
         """The pair's counts with the best second criterion among those whose first reaches
         `floor` (None: none does)."""
         best: Plan | None = None
-        for n in range(1, (self.gpus - d.gpus) // p.gpus + 1):
+        for n in self.prefills(p, d):
             top = self.decodes(p, n, d)
+            if top < 1 and self._left_over(p, n, d):
+                continue
             if top < 1 or not self.energy and top * d.rate * self.output < floor:
                 break    # more prefill replicas leave fewer decode replicas: all slower still
-            plan = self._energy_count(p, n, d, top, floor) if self.energy else self._rate_count(p, n, d, top, floor)
+            if self.exact:    # the decode count is the rest of the GPUs
+                plan = ((p, n), (d, top)) if self.first(((p, n), (d, top))) >= floor else None
+            else:
+                plan = self._energy_count(p, n, d, top, floor) if self.energy else \
+                    self._rate_count(p, n, d, top, floor)
             if plan is not None and (best is None or self.second(plan) > self.second(best)):
                 best = plan
         return best

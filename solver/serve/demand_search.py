@@ -73,6 +73,9 @@ class DemandSearch(Screen):
                 continue
             if stage == LOOSE:
                 grown = self.tpot_floor(sides)
+                if len(sides) == 1 and self.fixed(sides[0][0]) and grown[0][2] > sides[0][2]:
+                    self.pruned += 1    # its pinned count is below the TPOT floor's
+                    continue
                 heapq.heappush(heap, (*self.bound(grown), tie, TIGHT, grown))
                 continue
             if not self.exhaustive and self.simulated >= MAX_SIMULATIONS:
@@ -109,7 +112,11 @@ class DemandSearch(Screen):
         heap = []
         if self.mode != "disaggregated":
             for a, (r, e) in enumerate(self.both):
-                sides = [(r, e, _needed(rate, e))]
+                fixed = self.fixed(r)
+                if fixed == 0:
+                    self.pruned += 1    # its replicas cannot make up the pinned GPUs or replicas
+                    continue
+                sides = [(r, e, fixed or _needed(rate, e))]
                 heap.append((*self.bound(sides), (_gpus(sides), r.gpus, 0, a), LOOSE, sides))
         if self.mode != "aggregated" and self.prefills and self.decodes:
             self.pre_sides = [(r, e, _needed(rate, e)) for r, e in self.prefills]
@@ -118,6 +125,16 @@ class DemandSearch(Screen):
             heap += [self.drawer(p, 0) for p in range(len(self.pre_sides))]
         heapq.heapify(heap)
         return heap
+
+    def fixed(self, r) -> int | None:
+        """The one count an aggregated layout may run: pinned replicas, or the exact GPUs over
+        its replica's (0: it cannot make them up); None when the count is searched."""
+        lim = self.limits
+        if lim.replicas:
+            return lim.replicas if lim.allows(lim.replicas * r.gpus) else 0
+        if lim.exact:
+            return lim.gpus // r.gpus if lim.gpus % r.gpus == 0 else 0
+        return None
 
     def least(self, sides: list) -> float:
         """The part of the bound's first term that adds up over pools: GPUs, or (minimize =
@@ -155,7 +172,12 @@ class DemandSearch(Screen):
     def bound(self, sides: list) -> tuple[float, float]:
         """A lower bound on the key of every plan confirming `sides` can reach: its pools only
         grow, and the GPUs and the power (solver/serve/screen.py) grow with them."""
-        gpus, power = _gpus(sides), self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate)
+        gpus = _gpus(sides)
+        if self.limits.exact and gpus <= self.limits.gpus:
+            # every plan it reaches uses them all: their power is that of its pools among all of
+            # them (a pool's busy GPUs serve the same rate whatever its count beyond its need)
+            gpus = self.limits.gpus
+        power = self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate, gpus)
         return (power, gpus) if self.energy else (gpus, power)
 
     def key(self, found: SearchResult) -> tuple[float, float]:
@@ -179,6 +201,10 @@ class DemandSearch(Screen):
         """Simulate, growing the pool that misses its SLO, until the percentiles hold; give up
         when the counts break a limit or (`against`: this candidate's index and the best
         key so far) their bound cannot beat the best plan."""
+        if len(sides) == 1 and self.fixed(sides[0][0]):
+            return self.confirm_fixed(sides)
+        if len(sides) == 2 and self.limits.exact:
+            return self.confirm_split_exactly(sides)
         counts = [n for _, _, n in sides]
         pool = "decode " if len(sides) == 2 else ""
         binding = (f"capacity: fewer {pool}replicas cannot carry the demand (analytic bound)",) if counts[-1] > 1 else (
@@ -204,6 +230,50 @@ class DemandSearch(Screen):
             grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
             binding, failed = _broken(missed, counts[grow], grow, len(built)), (grow, counts[grow])
             counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
+        return None
+
+    def confirm_fixed(self, sides: list) -> SearchResult | None:
+        """An aggregated layout at its one allowed count: simulated once."""
+        built = [Side(r, e, n) for r, e, n in sides]
+        what = "replicas" if self.limits.replicas else "gpus"
+        return self.settle(built, (f"{what}: {number(built[0].count)} replicas of {number(built[0].replica.gpus)} "
+                                   f"GPUs, as pinned",))
+
+    def settle(self, built: list[Side], binding: tuple[str, ...]) -> SearchResult | None:
+        """The pools as they are, simulated: a plan when the power allows them and they meet the SLOs."""
+        power = self.power(built, self.demand.rate)
+        if power > self.limits.power:
+            self.broke_power(id(built[-1].replica), power, "decode" if len(built) == 2 else "both")
+            return None
+        outcome = self.simulate(built)
+        missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
+        return None if missed else _result(built, outcome, power, binding)
+
+    def confirm_split_exactly(self, sides: list) -> SearchResult | None:
+        """A prefill and a decode layout on exactly the GPUs pinned: the splits n x prefill +
+        m x decode = gpus with each pool at least what its capacity needs, bisected on n (a
+        broken TTFT asks for more prefill replicas, any other SLO for more decode replicas;
+        each pool serves no worse with more replicas)."""
+        (p, pe, n0), (d, de, m0) = sides
+        total = self.limits.gpus
+        splits = [n for n in range(n0, (total - m0 * d.gpus) // p.gpus + 1) if (total - n * p.gpus) % d.gpus == 0]
+        lo, hi = 0, len(splits) - 1
+        while lo <= hi and (self.exhaustive or self.simulated < MAX_SIMULATIONS):
+            mid = (lo + hi) // 2
+            n = splits[mid]
+            built = [Side(p, pe, n), Side(d, de, (total - n * p.gpus) // d.gpus)]
+            power = self.power(built, self.demand.rate)
+            if power > self.limits.power:
+                self.broke_power(id(d), power, "decode")
+                return None
+            outcome = self.simulate(built)
+            missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
+            if not missed:
+                return _result(built, outcome, power, ("gpus: every GPU serves, as pinned",))
+            ttft = any(m.startswith("ttft") for m in missed)
+            if ttft and any(m.startswith("tpot") for m in missed):
+                return None     # both pools fall short: moving GPUs from one to the other cannot serve
+            lo, hi = (mid + 1, hi) if ttft else (lo, mid - 1)
         return None
 
     def narrow(self, sides: list, counts: list[int], grow: int, lo: int, found: SearchResult) -> SearchResult:

@@ -62,6 +62,12 @@ def _binding(entity: Entity, group: list[dict[str, float]], total: int, how: str
         for name, value in m.items():
             among.setdefault(name, []).append(value)
     for name in sorted(among, key=lambda n: (-len(among[n]), n)):
+        if name == "gpus" and entity.get("gpus") is not None:
+            count = sum(name in m for m in group)
+            yield name, (f"{entity.span_of('gpus')}: `gpus = {entity.get('gpus')}` is not a whole number of replicas "
+                         f"for {broken_by(count, total)}{how}; help: pin a count that "
+                         "a replica's tp x ep x pp divides (with `replicas`, replicas x tp x ep x pp), or drop `gpus`")
+            continue
         item = _written(entity, name)
         where = f"{item.span}: " if item is not None else ""
         what = f"`{item.value.target} {item.value.op} {_show(item.value.value, percent=name == 'memory')}`" \

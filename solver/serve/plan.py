@@ -29,9 +29,9 @@ from .demand import Demand, demand_of, lifetime
 from .demand_search import UNDECIDED, DemandSearch
 from .explain import infeasible_reasons
 from .saturated import SaturatedSearch
-from .screen import Side
+from .screen import SearchResult, Side
 from .sim import Outcome
-from .space import Limits, configs, engine_of, limits_of, mode_of
+from .space import Limits, configs, engine_of, limits_of, mode_of, short_of_gpus
 
 __all__ = ["ServePlan", "Side", "plan_serve", "serve_entity"]
 
@@ -123,8 +123,9 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
         lifetime(entity, demand.output), energy=entity.get("minimize") is not None)
     if has_demand:
         search.exhaustive = exhaustive
-    result = search.run()
-    if result.decode is None and search.broken:
+    short = short_of_gpus(limits)
+    result = SearchResult(search.mode, None, None, None, None, (short,), "") if short else search.run()
+    if result.decode is None and search.broken and not short:
         reasons = infeasible_reasons(entity, search.misses)
         result = attrs.evolve(result, binding=reasons + tuple(r for r in result.binding if r.startswith("demand:"))
                               or result.binding)

@@ -22,7 +22,8 @@ from .screen import Screen, SearchResult, Side
 
 class SaturatedSearch(Screen):
     def run(self) -> SearchResult:
-        self.counts = Counts(self.limits.gpus, self.limits.power, self.fits, self.energy, self.output)
+        lim = self.limits
+        self.counts = Counts(lim.gpus, lim.power, self.fits, self.energy, self.output, lim.exact, lim.replicas)
         singles = [self.unit(r, e) for r, e in self.both] if self.mode != "disaggregated" else []
         pairs = self.pairs() if self.mode != "aggregated" else []
         tops = [self.single_top(u) for u in singles]
@@ -50,8 +51,12 @@ class SaturatedSearch(Screen):
 
     def single_top(self, u: Unit) -> Plan | None:
         top = self.counts.single_top(u)
-        if top is None and self.limits.gpus >= u.gpus:   # one replica already draws more than allowed
-            self.broke_power(id(u.replica), u.watts)
+        pinned = self.counts.pinned(u)
+        if pinned == 0:     # its replicas cannot make up the pinned GPUs or replicas
+            self.broken.setdefault("gpus", set()).add(id(u.replica))
+            self.misses.setdefault(("both", id(u.replica)), {})["gpus"] = u.gpus
+        elif top is None and self.limits.gpus >= u.gpus:   # the replicas draw more than allowed
+            self.broke_power(id(u.replica), u.watts * (pinned or 1))
         return top
 
     def pairs(self) -> list[tuple[float, Unit, Unit]]:
@@ -102,6 +107,8 @@ class SaturatedSearch(Screen):
     def stops(self, plan: Plan, i: int) -> str:
         u, count = plan[i]
         role = "" if len(plan) == 1 else ("prefill ", "decode ")[i]
+        if self.limits.replicas:
+            return f"replicas: {number(count)} pinned (`parallelism {{ replicas }}`)"
         free = self.limits.gpus - sum(v.gpus * c for v, c in plan)
         if free == 0:
             return "gpus: every GPU serves"

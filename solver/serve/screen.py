@@ -93,11 +93,12 @@ class Screen:
                 missed.setdefault(key.split(".")[0], floor)    # the first broken SLO of each metric
         return missed
 
-    def power(self, sides: list[Side], rate: float | None = None) -> float:
+    def power(self, sides: list[Side], rate: float | None = None, gpus: int | None = None) -> float:
         """Watts of the pools serving `rate` requests per second (None: each at its full-batch
         capacity): each pool computes for its share of the time its capacity is in use, so
-        the power never falls as a pool grows (what the demand search prunes by)."""
-        gpus = sum(s.gpus for s in sides)
+        the power never falls as a pool grows (what the demand search prunes by). `gpus`: the
+        GPUs drawing idle power beside them, when more than the pools' own (exact sizes)."""
+        gpus = max(gpus or 0, sum(s.gpus for s in sides))
         if gpus == 0:
             return 0.0
         busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)

@@ -24,6 +24,13 @@ class Limits:
     memory: float                       # bytes per GPU (`memory <= 85%` is 85 % of the chip's HBM)
     power: float                        # watts, facility (PUE included), job bound or cluster budget
     gpus: int
+    exact: bool = False                 # `gpus = N`: the plan uses exactly `gpus` GPUs (else at most)
+    replicas: int | None = None         # `parallelism { replicas }`: the serving pool's count, pinned
+    available: int | None = None        # GPUs the partition and a `gpus <=` bound allow (None: `gpus`)
+
+    def allows(self, used: int) -> bool:
+        """Whether a plan on `used` GPUs keeps to the GPU count: exactly it, or at most it."""
+        return used == self.gpus if self.exact else used <= self.gpus
 
     def latency(self, metric: str) -> float:
         """The tightest bound on `metric` whatever its percentile."""
@@ -55,8 +62,24 @@ def limits_of(entity: Entity, graph: ClusterGraph, partition: Partition) -> Limi
                 value = value - 1 if bound.target == "gpus" else math.nextafter(value, -math.inf)
             out[bound.target] = min(out.get(bound.target, math.inf), value)
     power = min(bounds.get("power", math.inf), graph.power_budget or math.inf)
-    gpus = min(entity.get("gpus") or partition.gpus, int(bounds.get("gpus", partition.gpus)), partition.gpus)
-    return Limits(slo, bounds.get("memory", hbm), power, max(0, gpus))
+    stated = entity.get("gpus")
+    available = max(0, min(partition.gpus, int(bounds.get("gpus", partition.gpus))))
+    # `gpus = N` is the count the plan uses (one beyond what is available leaves no plan:
+    # `short_of_gpus` says why); without it, at most what the partition and the bound allow
+    gpus = stated if stated is not None else available
+    return Limits(slo, bounds.get("memory", hbm), power, gpus, stated is not None,
+                  entity.get("parallelism.replicas"), available)
+
+
+def short_of_gpus(limits: Limits) -> str | None:
+    """Why a pinned GPU count cannot be planned at all, or None: more GPUs than the partition
+    and the `gpus` bound allow, or pinned replicas of pinned widths that do not make it up."""
+    if limits.exact and limits.available is not None and limits.gpus > limits.available:
+        return (f"gpus: `gpus = {limits.gpus}` asks for more than the {limits.available} GPUs the partition and the "
+                "`subject to { gpus }` bound allow")
+    if limits.replicas and limits.replicas > limits.gpus:
+        return f"replicas: {limits.replicas} replicas need at least as many GPUs; the job may use {limits.gpus}"
+    return None
 
 
 def engine_of(entity: Entity) -> Engine:
@@ -74,7 +97,10 @@ def engine_of(entity: Entity) -> Engine:
 
 
 def mode_of(entity: Entity) -> str:
+    """The plan's mode: as stated; pinned replicas make one serving pool (aggregated)."""
     mode = entity.get("engine.mode")
+    if mode is None and entity.get("parallelism.replicas"):
+        return "aggregated"
     return mode.name if mode is not None else "auto"
 
 

@@ -65,7 +65,9 @@ def brute(search):
     rates, watts, gpus = [], [], []
 
     def keep(r, w, g, sides_of):
-        fits = (g <= G) & (w <= L * (1 + 1e-9))
+        fits = ((g == G) if search.limits.exact else (g <= G)) & (w <= L * (1 + 1e-9))
+        if search.limits.replicas and len(sides_of(0)) == 1:
+            fits &= g == search.limits.replicas * sides_of(0)[0].replica.gpus
         edge = fits & (w > L * (1 - 1e-9))   # within rounding of the limit: the search's own power decides
         for i in np.flatnonzero(edge):
             fits[i] = search.power(sides_of(i)) <= L
@@ -94,7 +96,7 @@ def check_optimal(plan, search):
         assert plan.decode is None
         return
     assert plan.decode is not None
-    assert plan.used_gpus <= search.limits.gpus and plan.power_w <= search.limits.power
+    assert search.limits.allows(plan.used_gpus) and plan.power_w <= search.limits.power
     assert search.mode != "disaggregated" or plan.prefill is not None
     assert search.mode != "aggregated" or plan.prefill is None
     rate, power = plan.tokens_per_s, plan.power_w
