@@ -56,6 +56,7 @@ sys.path.insert(0, str(HERE))
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower_cluster
 from gclc.model.serve import inference
+from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import Engine, ServeConfig, first_token_time, replica
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.sim import Pool, simulate
@@ -139,12 +140,17 @@ def predict(row: Row, design) -> float:
         time = r.iteration(0, 0, tokens, tokens * row.isl / 2, row.batch)
         time += (row.osl - 1) * r.iteration(row.batch, row.batch * (row.isl + row.osl / 2))
         return row.batch * row.osl / time / row.tp
-    # maximum throughput: the largest batch whose KV cache fits, continuous batching
-    probe = replica(shape, ServeConfig(row.tp, 1, row.precision), partition)
+    # maximum throughput: the largest batch whose KV cache fits, continuous batching, on
+    # TensorRT-LLM 1.0's PyTorch backend run in process by trtllm-bench (no front end), CUDA graphs
+    # up to MAX_BATCH (its llm_options.yml)
+    chip = partition.node.accelerator
+    engine = profile("trtllm_pytorch").engine(chip.hbm_capacity, chip.name, frontend_s=0.0, graph_batch=MAX_BATCH,
+                                              max_seqs=MAX_BATCH)
+    probe = replica(shape, ServeConfig(row.tp, 1, row.precision), partition, engine)
     held = probe.kv.tokens_held(row.isl, row.osl)
     fits = int(probe.kv_capacity_tokens(KV_SHARE * probe.hbm) // held)
     batch = max(1, min(MAX_BATCH, fits))
-    r = replica(shape, ServeConfig(row.tp, batch, row.precision), partition)
+    r = replica(shape, ServeConfig(row.tp, batch, row.precision), partition, engine)
     requests = serve_common.queued(REQUESTS[row.isl, row.osl], row.isl, row.osl)
     return simulate(requests, Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))).tokens_per_s
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gclc.compiler.lower import lower_cluster
-from gclc.model.serve.inference import Engine, ServeConfig, replica
+from gclc.model.serve.engines import profile
+from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.sim import Pool, simulate
 from serve_common import latency, online, poisson_arrivals, queued, result
@@ -46,6 +47,8 @@ class Engines:
 # vLLM was started with `--num-scheduler-steps 10` (the README's Notes and commands): multi-step
 # scheduling, prompts join the batch only every 10 decode steps.
 ENGINES = {"SGL030": Engines(0.88, 4096, 8192), "VLLM060": Engines(0.90, 256, 4096, 10)}
+# the engines by release (model/serve/engines.py), their knobs overridden by the commands above
+PROFILES = {"SGL030": "sglang_0_3", "VLLM060": "vllm_0_6"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,10 @@ def predict(row: FrameworkRow, design) -> float:
     e = ENGINES[row.source]
     shape = ModelShape.from_entity(design[row.model])   # Llama 3.3 70B has Llama 3.1 70B's shape
     partition = lower_cluster(design[row.cluster]).partitions[0]
-    r = replica(shape, ServeConfig(row.tp, e.max_batch, row.precision), partition, Engine(chunk=e.chunk, scheduler_steps=e.steps))
+    chip = partition.node.accelerator
+    engine = profile(PROFILES[row.source]).engine(chip.hbm_capacity, chip.name, chunk=e.chunk, scheduler_steps=e.steps,
+                                                  max_seqs=e.max_batch)
+    r = replica(shape, ServeConfig(row.tp, e.max_batch, row.precision), partition, engine)
     pool = Pool(r, 1, e.max_batch, r.kv_capacity_tokens(e.mem_frac * r.hbm))
     if row.rate is None:
         return simulate(queued(row.prompts, ISL, OSL, vary=True), pool).tokens_per_s

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gclc.compiler.lower import lower_cluster
-from gclc.model.serve.inference import Engine, ServeConfig, replica
+from gclc.model.serve.engines import profile
+from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.sim import Pool, simulate
 from serve_common import latency, online, poisson_arrivals, queued, result
@@ -58,6 +59,12 @@ DEFAULT_DURATION = 600.0
 # effective_bits = 8.75 (ModelOpt AutoQuantize over fp8 and bf16), so (8.75 - 8) / (16 - 8) of the weights
 # stay bf16. ASSUMPTION: the v4.1 submission's checkpoint was built the same way (its configs are not published)
 WIDE_SHARE = {"Mixtral_8x7B": (8.75 - 8) / (16 - 8)}
+
+
+# The TensorRT-LLM release of each round (model/serve/engines.py): v4.1 (2024-08) and v5.0 (2025-04)
+# ran TensorRT engines, v5.1 (2025-09) the PyTorch backend (ASSUMPTION: by the rounds' dates; the
+# submissions name their TensorRT-LLM commit, not a release)
+ENGINE = {"MLPerf41": "trtllm_0_12", "MLPerf50": "trtllm_0_12", "MLPerf51": "trtllm_pytorch"}
 
 
 @dataclass(frozen=True)
@@ -156,7 +163,11 @@ def _replica(row: MLPerfRow, design, batch: int = 1):
     kv = "fp8" if row.precision in ("fp8", "fp4") else None
     cfg = ServeConfig(row.tp, batch, row.precision, ep=row.ep, kv_precision=kv,
                       wide_share=WIDE_SHARE.get(row.model, 0.0))
-    return replica(shape, cfg, partition, Engine(block=64 if shape.is_mla else 16))
+    chip = partition.node.accelerator
+    # NVIDIA's harness runs TensorRT-LLM in process (no HTTP front end); the round's release
+    engine = profile(ENGINE[row.source]).engine(chip.hbm_capacity, chip.name, frontend_s=0.0,
+                                                block=64 if shape.is_mla else None)
+    return replica(shape, cfg, partition, engine)
 
 
 def _kv_tokens(r) -> float:

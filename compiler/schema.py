@@ -16,6 +16,9 @@ from .serve_trace import MAX_ROWS
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
+# Serving engines by release (model/serve/engines.py PROFILES holds what each one does)
+SERVING_ENGINES = ("ideal", "vllm_0_2", "vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang", "trtllm_0_9", "trtllm_0_12",
+                   "trtllm_pytorch")
 # How a train job stores Adam's state (model/train/optimizer.py): the moments' formats are Megatron-LM's
 # --exp-avg-dtype choices (megatron/training/arguments.py); the master weights' add bf16 (Apex's
 # DistributedFusedAdam) and `none` (no copy: Adam updates the weights the GEMMs read).
@@ -410,21 +413,33 @@ REQUESTS = Qty(u.NONE, integer=True, low=Fraction(1), low_open=False, high=Fract
 PERCENTILES = ("mean", "p50", "p90", "p95", "p99")
 _SLO = {f"{metric}{suffix}": TIME for metric in ("ttft", "tpot", "e2e")
         for suffix in ("", *(f".{p}" for p in PERCENTILES))}
+ENGINE_NAME = Choice(SERVING_ENGINES, "a serving engine")
 ENGINE = Block(
-    {"mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
+    {"profile": ENGINE_NAME,
+     "mode": Choice(("auto", "aggregated", "disaggregated")), "max_batch": COUNT, "chunk": COUNT,
      "kv_precision": PRECISION, "kv_block": COUNT, "prefix_share": Qty(u.NONE, low_open=False, high=Fraction(1)),
-     "kv_reads": Choice(("grouped", "per_query_head")), "scheduler_steps": COUNT},
+     "kv_reads": Choice(("grouped", "per_query_head")), "scheduler_steps": COUNT,
+     "mixed": FLAG, "graph_batch": COUNT0, "host_step": TIME0, "host_per_sequence": TIME0, "overlap": FLAG,
+     "eager_op": TIME0, "frontend": TIME0, "preemption": Choice(("recompute", "swap", "reserve"), "a preemption policy"),
+     "moe_path": Choice(("grouped", "tp_sharded", "per_expert"), "an MoE kernel path")},
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},
-    doc="the serving engine: aggregated or disaggregated prefill/decode, scheduler limits, KV cache pages; "
-        "`scheduler_steps`: decode steps per scheduling round (vLLM's multi-step scheduling: prompts join "
-        "only between rounds)")
+    doc="the serving engine: `profile` names one by release (default vllm_v1), whose knobs the other fields "
+        "override: aggregated or disaggregated prefill/decode, `max_batch` (running sequences), `chunk` "
+        "(tokens per iteration), KV cache pages; `scheduler_steps`: decode steps per scheduling round (vLLM's "
+        "multi-step scheduling: prompts join only between rounds); `mixed`: prompt chunks ride in decode "
+        "iterations (false: prompts run first, alone); `graph_batch`: the largest decode batch run as a CUDA "
+        "graph; `host_step`, `host_per_sequence`: the host's time per iteration and per decoding sequence; "
+        "`overlap`: the host prepares the next iteration while the GPU runs; `eager_op`: host time per kernel "
+        "issued outside a graph; `frontend`: time a request spends outside the engine before its first token; "
+        "`preemption`: recompute, swap (to host memory) or reserve (admit only what fits whole); `moe_path`: "
+        "grouped GEMMs, TP-sharded experts or a loop over experts")
 # A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
 # tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
      "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
-     "precision": PRECISION, "gpus": COUNT,
+     "precision": PRECISION, "gpus": COUNT, "engine": ENGINE_NAME,
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT, "replicas": COUNT},
                                  doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes; "
@@ -432,7 +447,8 @@ SERVE = Block(
             "slo": Block(constraints=_SLO), "engine": ENGINE,
             "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
     required=("model", "on"),
-    doc="`gpus`: the GPUs the plan uses, exactly (`subject to { gpus <= N }` bounds them instead)",
+    doc="`gpus`: the GPUs the plan uses, exactly (`subject to { gpus <= N }` bounds them instead); `engine = "
+        "vllm_v1` names the serving engine (or `engine { profile = vllm_v1 ... }` with overrides)",
 )
 
 # ----------------------------------------------------------------- design space

@@ -19,7 +19,19 @@ import math
 
 import attrs
 
-from ..compiler.ir import Tier
+from ..compiler.ir import Partition, Tier
+
+# ASSUMPTION: share of the host link's per-direction rate a large pinned-memory copy
+# reaches (PCIe 128b/130b encoding and TLP headers; NVIDIA's nvbandwidth reports about
+# 55 GB/s host-to-device on a 64 GB/s PCIe Gen5 x16 link).
+HOST_LINK_EFFICIENCY = 0.85
+
+
+def host_rate(partition: Partition) -> float:
+    """Bytes/s one GPU copies to or from host memory (inf when the node declares no host
+    link: `gclc check` refuses an offload on such a node, so this never decides a plan)."""
+    link = partition.node.host_link
+    return link * HOST_LINK_EFFICIENCY if link else math.inf
 
 
 @attrs.frozen

@@ -53,6 +53,11 @@ PORTABLE_ATTENTION_SHARE = 370 / 595
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
+# ESTIMATE: 5-25 us of CPU per eager PyTorch op before its kernel is queued (Python, pybind,
+# autograd recording, ATen dispatch, launch: J. Lin, "From PyTorch op to kernel launch",
+# jiahuanglin.xyz gpu_kernel_serving lesson 18); the midpoint. A GPU whose kernels the host
+# issues one by one (no CUDA graph) waits for them whenever they are shorter than this.
+EAGER_OP_S = 15e-6
 
 
 class UnsupportedPrecision(ValueError):

@@ -11,6 +11,7 @@ from ..dsl.numbers import big, count, duration, number, quantity
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
 from ..model.compute import peak
+from ..model.serve.engines import Engine
 from ..solver.serve.plan import ServePlan, Side
 
 LATENCY_KEYS = ("p50", "p90", "p99", "mean")
@@ -44,6 +45,7 @@ def serve_json(p: ServePlan) -> dict:
         "runners_up": [{"tp": e.config.tp, "ep": e.config.ep, "pp": e.config.pp, "batch": e.config.batch,
                         "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
     })
+    out["engine"] = engine_json(d.replica.engine)
     cost = serve_cost(p)
     if cost is not None:
         out["cost"] = cost
@@ -53,6 +55,27 @@ def serve_json(p: ServePlan) -> dict:
                               for k in LATENCY_KEYS} for m in ("ttft", "tpot", "e2e")}
         out.update({"goodput_rps": o.goodput, "demand_rps": p.demand.rate, "preemptions": o.preemptions})
     return out
+
+
+def engine_json(e: Engine) -> dict:
+    """The engine the plan runs, by name and release, with every knob as the simulation used it
+    (plain fields: a launch config is written from them)."""
+    return {"name": e.name, "releases": e.releases, "max_num_seqs": e.max_seqs, "max_num_batched_tokens": e.chunk,
+            "mixed_batches": e.mixed, "scheduler_steps": e.scheduler_steps, "kv_block_tokens": e.block,
+            "prefix_share": e.prefix_share, "cuda_graph_max_batch": e.graph_batch or None,
+            "host_step_s": e.step_s, "host_per_sequence_s": e.seq_s, "host_overlapped": e.overlap,
+            "eager_op_s": e.eager_op_s, "frontend_s": e.frontend_s, "preemption": e.preemption,
+            "moe_path": e.moe_path, "grouped_kv_reads": e.grouped_kv,
+            "speculative": {"tokens": e.draft, "acceptance": e.acceptance} if e.draft else None}
+
+
+def engine_text(e: Engine) -> str:
+    """`vllm_v1 (vLLM 0.8.0 and later): mixed batches of 8,192 tokens, ...`."""
+    batches = (f"mixed batches of {number(e.chunk)} tokens" if e.mixed else
+               f"prompts first, in iterations of {number(e.chunk)} tokens")
+    host = ("host overlapped" if e.overlap else "host") + f" {duration(e.step_s)} + {duration(e.seq_s)} per sequence"
+    return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, {e.moe_path} MoE, "
+            f"{number(e.block)}-token KV pages")
 
 
 def serve_cost(p: ServePlan) -> dict | None:
@@ -162,7 +185,8 @@ def serve_text(p: ServePlan) -> str:
         verdict = "undecided" if p.undecided else "infeasible"
         return head + f"\n  {verdict}:" + "".join(f"\n    {reason}" for reason in p.binding)
     d = p.decode
-    lines = [head, f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"]
+    lines = [head, f"  engine     {engine_text(d.replica.engine)}",
+             f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"]
     node_gpus = p.partition.node.gpus
     for name, side, first in pool_offsets(p):
         c = side.replica.config

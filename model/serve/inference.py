@@ -25,7 +25,6 @@ overlapped (a conservative bound).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import attrs
@@ -35,6 +34,7 @@ from ...compiler.ir import Partition
 from .. import cache, comms
 from ..compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
 from . import moe
+from .engines import Engine
 from .kv import KVLayout, value_bytes
 from .pipeline import hop_tier, pipeline_hops, stage_hops
 from ..shape import ModelShape
@@ -73,35 +73,6 @@ class ServeConfig:
     def kv(self) -> str:
         """The cache's precision: as declared; else fp8 with fp8/fp4 weights, bf16 otherwise."""
         return self.kv_precision or ("fp8" if family(self.precision) in ("fp8", "fp6", "fp4") else "bf16")
-
-
-@attrs.frozen
-class Engine:
-    """Scheduler and cache options (`engine { ... }`)."""
-
-    chunk: int = 8192           # prompt tokens per iteration (chunked prefill)
-    block: int = 16             # KV page, tokens
-    prefix_share: float = 0.0   # share of each prompt served from the shared-prefix cache
-    draft: int = 0              # speculative tokens proposed per step
-    acceptance: float = 0.0     # declared acceptance rate of each draft token
-    grouped_kv: bool = True     # decode attention reads each KV head once for its query group
-                                # (False: once per query head, as masked-MHA kernels before XQA did)
-    scheduler_steps: int = 1    # decode steps per scheduling round: prompts join only between rounds
-                                # (vLLM's --num-scheduler-steps; 1: every iteration, as SGLang/TRT-LLM)
-
-    def split(self, prompt: float) -> tuple[float, float]:
-        """(computed, cached) tokens of a prompt: the shared prefix comes from the cache, but
-        never the last token, which is computed for its logits even on a full hit (vLLM)."""
-        fresh, cached = prompt * (1 - self.prefix_share), prompt * self.prefix_share
-        return (1.0, prompt - 1.0) if fresh < 1 <= prompt else (fresh, cached)
-
-    @functools.cached_property  # asked at every simulated step
-    def tokens_per_step(self) -> float:
-        """Expected tokens a sequence gains per verification step (Leviathan et al. 2023, eq. 1)."""
-        a, k = self.acceptance, self.draft
-        if k == 0:
-            return 1.0
-        return k + 1.0 if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
 
 
 def weight_bytes(precision: str, wide_share: float = 0.0) -> float:
@@ -216,8 +187,9 @@ class Replica:
         routing = 0.0
         if self.expert_flops_per_token:
             # each routed expert multiplies only the rows routed to it (tokens x top_k / experts), padded to its tile
-            rate = lambda rows: mixed_gemm_rate(chip, c, rows, s.expert_ffn, s.hidden)  # noqa: E731
-            gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep)
+            rate = lambda rows, n: mixed_gemm_rate(chip, c, rows, n, s.hidden)  # noqa: E731
+            gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep,
+                                         self.engine.moe_path, c.tp)
             routing = moe.routing_bytes(s, group, math.ceil(s.moe_layers / c.pp)) / hbm_rate(chip)
         weights = self.dense_weights + self.expert_weights * moe.touched(s, tokens)
         collectives = 0.0
@@ -230,7 +202,8 @@ class Replica:
             sent = group / c.tp * s.top_k * s.hidden
             collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
-        launches = layers * moe.kernels_per_layer(s, KERNELS_PER_LAYER) * KERNEL_OVERHEAD_S
+        loops = moe.loop_kernels(s, tokens, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0
+        launches = (layers * moe.kernels_per_layer(s, self.engine.layer_kernels) + loops) * KERNEL_OVERHEAD_S
         gemm_roofline = _roofline(gemm, weights / hbm_rate(chip))
         return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens)
 
@@ -264,7 +237,15 @@ class Replica:
         total = c.pp * stage + hops
         if decoding and e.draft:
             total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
-        return total, c.pp * work
+        return e.host(decoding, tokens, self._kernels(tokens), total), c.pp * work
+
+    def _kernels(self, tokens: float) -> float:
+        """Kernels of one pass through every stage: a layer's own, its tensor-parallel
+        all-reduces, and (a loop over experts) a few per expert its tokens touch."""
+        s, c = self.shape, self.config
+        per_layer = moe.kernels_per_layer(s, self.engine.layer_kernels) + (2 if c.tp > 1 else 0)
+        loops = moe.loop_kernels(s, tokens, self.engine.moe_path) * s.moe_layers if s.is_moe else 0.0
+        return s.layers * per_layer + loops
 
     # ------------------------------------------------------------ memory
     def memory(self, sequences: float, prompt: float, output: float) -> float:

@@ -13,6 +13,8 @@ layer costs beyond a dense layer of the same active width.
   after them move every routed row through HBM: k x hidden activations, written and read on
   each side (four passes, 16-bit).
 - Kernels: routing adds its own kernels to every MoE layer, MLA its projections to every layer.
+- Kernel paths by era (the engine's `moe_path`, model/serve/engines.py): grouped GEMMs over
+  expert-parallel GPUs, TP-sharded experts, or a loop over experts (`expert_gemm_time`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ ROUTING_PASSES = 4             # permute write + read, un-permute write + read o
 ACTIVATION_BYTES = 2           # the routed rows move in bf16
 MOE_KERNELS = 5                # ASSUMPTION: router GEMM, top-k softmax, permute, un-permute/combine, row expansion
 MLA_KERNELS = 6                # ASSUMPTION: q down/up, kv down, two norms and rope beside GQA's QKV kernel
+LOOP_KERNELS = 4               # ASSUMPTION: per expert in a loop: gather its rows, the gate/up GEMM, the
+                               # down GEMM, the weighted scatter-add. vLLM pull 2542 (engines.py [moe2542])
+                               # measured the loop 2.6 ms a step slower at batch 1 on Mixtral (32 layers x
+                               # 2 touched experts): about 40 us per expert and layer, more than 4 launches
 
 
 def touched(shape: ModelShape, tokens: float) -> float:
@@ -63,13 +69,39 @@ def imbalance(shape: ModelShape, tokens: float, gpus: int) -> float:
     return 1 + math.sqrt(2 * math.log(gpus) / mean)
 
 
-def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelShape, gpus: int) -> float:
-    """Seconds of the grouped expert GEMMs of one stage GPU: `flops_per_token` of routed work per
-    token on this GPU; `rate(rows)` is a dense GEMM's rate at that many rows (the padded tile
-    count sets the shape, so small groups are not charged twice)."""
-    rows, padding = padded_rows(shape, tokens)
-    work = flops_per_token * tokens * padding * imbalance(shape, tokens, gpus)
-    return work / (rate(max(1.0, rows)) * GROUPED_GEMM_EFFICIENCY)   # unrounded rows: more tokens never run faster
+def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelShape, gpus: int,
+                     path: str = "grouped", tp: int = 1) -> float:
+    """Seconds of the expert GEMMs of one stage GPU: `flops_per_token` of routed work per token on
+    this GPU; `rate(rows, n)` is a dense GEMM's rate at that many rows and output columns.
+
+    - grouped (fused MoE, CUTLASS/DeepGEMM grouped GEMM): the experts spread over all `gpus`,
+      each expert's rows padded to the tile (the padded tile count sets the shape, so small
+      groups are not charged twice), the busiest GPU setting the pace;
+    - tp_sharded (TensorRT-LLM's MoE plugin in tensor-parallel mode): every GPU of a tensor-
+      parallel group holds 1/tp of each expert, so its GEMMs are 1/tp as wide; the load spreads
+      over the gpus / tp groups only;
+    - per_expert (a loop over experts, as vLLM before its fused kernel): each touched expert's
+      GEMMs are kernels of their own on its rows, unpadded, TP-sharded as above (their launches:
+      `loop_kernels`)."""
+    if path == "grouped":
+        rows, padding = padded_rows(shape, tokens)
+        work = flops_per_token * tokens * padding * imbalance(shape, tokens, gpus)
+        return work / (rate(max(1.0, rows), shape.expert_ffn) * GROUPED_GEMM_EFFICIENCY)  # unrounded rows
+    spread, width = max(1, gpus // tp), shape.expert_ffn / tp
+    rows, padding = padded_rows(shape, tokens) if path == "tp_sharded" else (routed_rows(shape, tokens), 1.0)
+    work = flops_per_token * tokens * padding * imbalance(shape, tokens, spread)
+    return work / (rate(max(1.0, rows), width) * GROUPED_GEMM_EFFICIENCY)
+
+
+def routed_rows(shape: ModelShape, tokens: float) -> float:
+    """The mean rows a touched expert receives from `tokens` tokens."""
+    share = touched(shape, tokens)
+    return tokens * shape.top_k / (shape.routed * share) if share > 0 else 1.0
+
+
+def loop_kernels(shape: ModelShape, tokens: float, path: str) -> float:
+    """Kernels a loop over experts adds to one MoE layer: LOOP_KERNELS per touched expert."""
+    return touched(shape, tokens) * shape.routed * LOOP_KERNELS if path == "per_expert" else 0.0
 
 
 def routing_bytes(shape: ModelShape, tokens_per_gpu: float, layers: int) -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from ..compute import EAGER_OP_S
 from ..config import TrainConfig
 from ..shape import ModelShape
 from ..ops import ACT_BYTES, Op, elementwise, gemm
@@ -34,12 +35,9 @@ M_TILE = 128            # rows of one grouped-GEMM tile (see above)
 # only as the host issues them one by one, each through eager PyTorch's Python and
 # dispatcher path: latency the device work does not hide. The host time is the count of
 # those framework ops times the cost of one:
-# - ESTIMATE: 5-25 us of CPU per eager op before its kernel is queued (Python, pybind,
-#   autograd recording, ATen dispatch, launch: J. Lin, "From PyTorch op to kernel launch",
-#   jiahuanglin.xyz gpu_kernel_serving lesson 18); the midpoint. (Fitted as a global on the
+# - model/compute.py EAGER_OP_S: the CPU time of one eager op. (Fitted as a global on the
 #   34 MoE runs it comes out at 19 us, but leave-one-group-out the fit moves with the group
 #   held out and the MoE median error rises from 11.6 % to 13.4 %: kept at the midpoint.)
-EAGER_OP_S = 15e-6
 # - ESTIMATE: framework ops of one MoE layer's forward besides the expert GEMMs: the router
 #   (linear, score function, top-k, routing map, load-balancing loss), the dispatcher's
 #   preprocessing (tokens per expert, the counts' all-gather and device-to-host copies),

@@ -20,17 +20,7 @@ from ..config import TrainConfig
 from .memory import activation_bytes_per_layer
 from ..shape import ModelShape
 
-# ASSUMPTION: share of the host link's per-direction rate a large pinned-memory copy
-# reaches (PCIe 128b/130b encoding and TLP headers; NVIDIA's nvbandwidth reports about
-# 55 GB/s host-to-device on a 64 GB/s PCIe Gen5 x16 link).
-HOST_LINK_EFFICIENCY = 0.85
-
-
-def host_rate(partition: Partition) -> float:
-    """Bytes/s one GPU copies to or from host memory (inf when the node declares no host
-    link: `gclc check` refuses an offload on such a node, so this never decides a plan)."""
-    link = partition.node.host_link
-    return link * HOST_LINK_EFFICIENCY if link else math.inf
+from ..comms import HOST_LINK_EFFICIENCY, host_rate  # noqa: F401  (the host link's copy rate)
 
 
 def exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, dense, moe) -> float:

@@ -39,10 +39,12 @@ def least_iteration(r: Replica, decoding: float, kv_tokens: float, prefill: floa
 
 
 def first_token_floor(r: Replica, prompt: float) -> float:
-    """The whole fresh prompt in one iteration (a shared prefix is already cached)."""
+    """The whole fresh prompt in one iteration (a shared prefix is already cached), and the
+    engine's front end the first token crosses."""
     share = r.engine.prefix_share
     fresh, done = prompt * (1 - share), prompt * share
-    return least_iteration(r, 0, 0.0, fresh, r.kv.pairs(done, fresh)) if fresh > 0 else 0.0
+    alone = least_iteration(r, 0, 0.0, fresh, r.kv.pairs(done, fresh)) if fresh > 0 else 0.0
+    return alone + r.engine.frontend_s
 
 
 def step_floor(r: Replica, prompt: float) -> float:

@@ -115,9 +115,10 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
     limits = limits_of(entity, graph, partition)
     has_demand = entity.get("rate") is not None or entity.get("trace") is not None
     demand = demand_of(entity, requests) if has_demand else demand_of(attrs.evolve(entity), 1)
-    engine = engine_of(entity)
+    engine = engine_of(entity, partition)
     precision = getattr(entity.get("precision"), "name", "bf16")
-    replicas = [replica(shape, cfg, partition, engine) for cfg in configs(shape, partition, limits.gpus, precision, entity)]
+    replicas = [replica(shape, cfg, partition, engine)
+                for cfg in configs(shape, partition, limits.gpus, precision, entity, engine.max_seqs)]
     search = (DemandSearch if has_demand else SaturatedSearch)(
         graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
         lifetime(entity, demand.output), energy=entity.get("minimize") is not None)

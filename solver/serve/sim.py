@@ -1,14 +1,19 @@
-"""A discrete-event simulation of continuous batching (vLLM/SGLang-style schedulers).
+"""A discrete-event simulation of continuous batching, as the named engine schedules it
+(model/serve/engines.py).
 
 Requests arrive (a trace or Poisson arrivals) and join the replica with the fewest
 requests in hand. Each replica runs iterations back to back: every admitted sequence that
 has its prompt decodes one step (speculative decoding: the declared expected tokens per
 step), and prompt chunks fill the rest of the iteration's token budget (chunked prefill,
 first come first served; with multi-step scheduling only every `scheduler_steps`-th
-iteration, the others decode only). A request is admitted while the replica has fewer than
-`max_batch` sequences and KV pages for its prompt; when decoding outgrows the cache the
-newest sequence is preempted and recomputed later (vLLM's default). The iteration's time
-comes from the replica's cost model (`model/serve/inference.py`). The cache is counted exactly in
+iteration, the others decode only). An engine that does not mix (`mixed = False`: vLLM's V0
+scheduler, SGLang) runs waiting prompts first, in iterations of their own, while the decodes
+wait. A request is admitted while the replica has fewer than `max_batch` sequences and KV
+pages for its prompt (an engine that reserves admits it only when its whole length fits, and
+never preempts); when decoding outgrows the cache the newest sequence is preempted and
+recomputed later (vLLM's default) or swapped to host memory and back over the host link. The
+iteration's time comes from the replica's cost model (`model/serve/inference.py`), the
+engine's host time included; the engine's front end adds to every TTFT and end-to-end time. The cache is counted exactly in
 layer-mean tokens (model/serve/kv.py): a sequence is admitted for its prompt's pages and then
 grows a token a step in every layer until it reaches the window; from there its windowed
 layers stay full and flat while its global layers keep growing.
@@ -32,6 +37,7 @@ from typing import Callable
 
 import attrs
 
+from ...model.comms import host_rate
 from ...model.serve.inference import Replica
 from ...compiler.serve_trace import Request
 from .outcome import Misses, Outcome, first_measured, measure
@@ -60,6 +66,8 @@ class _Seq:
     state: str = "waiting"      # waiting, prefill or decode
     full: bool = False          # decoding past the window: its windowed layers no longer grow
     version: int = 0            # bumps when it leaves decoding, so stale heap entries are skipped
+    reserved: float = 0.0       # KV tokens held for its whole length (engines that reserve)
+    swapped: float = 0.0        # KV tokens it left in host memory when preempted (swap)
 
 
 @attrs.define(eq=False)
@@ -94,6 +102,8 @@ class _Server:
     frozen: float = 0.0         # 1 - g: the share of layers that stop growing at the window
     busy: bool = False
     round: int = 0              # decode steps since prompts last could join (multi-step scheduling)
+    reserved: float = 0.0       # KV tokens reserved for admitted sequences' whole lengths
+    copying: float = 0.0        # seconds of KV swapped to or from host memory the next iteration waits for
 
     @property
     def load(self) -> int:
@@ -227,13 +237,18 @@ class _Simulation:
     # ------------------------------------------------------------ one iteration
     def start(self, server: _Server, now: float) -> None:
         r = server.pool.replica
+        e = r.engine
         server.reach()
         self.grow(server)
         decoding = server.count
-        if decoding and server.round < r.engine.scheduler_steps and server.role != "prefill":
+        if decoding and server.round < e.scheduler_steps and server.role != "prefill":
             parts, server.round = [], server.round + 1      # inside a multi-step round: decode only
+        elif not e.mixed and server.role == "both":
+            # prompts first: an iteration of waiting prompts alone, the decodes paused
+            parts, server.round = self.fill(server, e.chunk), 1
+            decoding = 0 if parts else server.count
         else:
-            parts, server.round = self.fill(server, r.engine.chunk - decoding * (1 + r.engine.draft)), 1
+            parts, server.round = self.fill(server, e.chunk - decoding * (1 + e.draft)), 1
         if not decoding and not parts:
             if server.count:    # an idle decode replica admitted prefilled sequences: they decode now
                 return self.start(server, now)
@@ -241,15 +256,18 @@ class _Simulation:
             return
         prefill = sum(n for _, n in parts) if parts else 0
         pairs = sum(r.kv.pairs(s.done, n) for s, n in parts) if parts else 0
-        time = r.iteration(decoding, server.read, prefill, pairs, len(parts), layer_mean=True)
+        time = r.iteration(decoding, server.read if decoding else 0.0, prefill, pairs, len(parts), layer_mean=True)
+        time, server.copying = time + server.copying, 0.0
         server.busy = True
         self.push(now + time, "done", (server, parts, decoding))
 
     def grow(self, server: _Server) -> None:
-        """Room for this step's tokens; preempt the newest sequences while they do not fit."""
-        if server.role == "prefill":
-            return
-        step = server.pool.replica.engine.tokens_per_step
+        """Room for this step's tokens; preempt the newest sequences while they do not fit:
+        their cache is dropped and recomputed later, or (swap) copied to host memory and back."""
+        engine = server.pool.replica.engine
+        if server.role == "prefill" or engine.preemption == "reserve":
+            return      # an engine that reserves each sequence's whole length never runs out
+        step = engine.tokens_per_step
         while server.used + server.growth(step) > server.pool.kv_tokens and len(server.order) > 1:
             victim, _ = server.order.popitem()
             self.preemptions += 1
@@ -257,17 +275,31 @@ class _Simulation:
             if victim.state == "prefill":
                 server.prefilling.remove(victim)
             self.release(server, victim)
-            _, share = server.pool.replica.engine.split(victim.request.prompt)
-            victim.made, victim.done = made, share
-            victim.todo = victim.request.prompt - share + max(0.0, made - 1)
+            victim.made = made
+            if engine.preemption == "swap" and victim.todo <= 0:
+                victim.swapped = server.pool.replica.kv.tokens_held(victim.request.prompt, made)
+                server.copying += self.copy_time(server, victim.swapped)
+            else:
+                _, share = engine.split(victim.request.prompt)
+                victim.done = share
+                victim.todo = victim.request.prompt - share + max(0.0, made - 1)
             server.waiting.appendleft(victim)
         if server.count:
             self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
+
+    @staticmethod
+    def copy_time(server: _Server, tokens: float) -> float:
+        """Seconds to copy `tokens` cached tokens between HBM and host memory: every GPU of the
+        replica moves its share at once over its host link."""
+        r = server.pool.replica
+        return tokens * r.kv.per_token_per_gpu() / r.config.ep / host_rate(r.partition)
 
     def release(self, server: _Server, seq: _Seq) -> None:
         """`seq` leaves the replica's cache."""
         server.fixed -= seq.fixed
         seq.fixed = 0.0
+        server.reserved -= seq.reserved
+        seq.reserved = 0.0
         if seq.state == "decode":
             server.count -= 1
             server.sum_prompt -= seq.request.prompt
@@ -285,6 +317,11 @@ class _Simulation:
         """Prompt chunks: sequences part-way through their prompt first, then admissions
         (a sequence whose cache arrived from a prefill replica joins the decoders at once)."""
         parts, pool = [], server.pool
+        # the running sequences' next tokens are placed first (vLLM V1 allocates the running
+        # requests' slots before it admits any; V0 keeps a watermark): a prompt admitted into the
+        # room they need would be preempted at once, and re-admitted, and preempted again
+        step = pool.replica.engine.tokens_per_step
+        room = pool.kv_tokens - (server.growth(step) if server.count else 0.0)
         for seq in server.prefilling:
             if budget <= 0:
                 break
@@ -300,17 +337,24 @@ class _Simulation:
             if server.role != "prefill":
                 made = seq.made if not server.window else \
                     kv.effective(seq.request.prompt + seq.made) - kv.effective(seq.request.prompt)
-                if server.used + held + made > pool.kv_tokens:
+                reserve = kv.tokens_held(seq.request.prompt, seq.request.output) \
+                    if pool.replica.engine.preemption == "reserve" else 0.0
+                grows = step if seq.todo <= 0 or seq.made else 0.0    # it decodes in the next iteration too
+                if server.used + held + made + grows > room or server.reserved + reserve > pool.kv_tokens:
                     if not server.order:  # it can never fit: served never
                         server.waiting.popleft()
                         self.result(seq.index, (math.inf, math.inf, math.inf))
                         continue
                     break
-                seq.fixed = held
+                seq.fixed, seq.reserved = held, reserve
                 server.fixed += held
+                server.reserved += reserve
                 server.order[seq] = None
                 self.peak_batch = max(self.peak_batch, len(server.order))
             server.waiting.popleft()
+            if seq.swapped:     # its cache comes back from host memory before it decodes on
+                server.copying += self.copy_time(server, seq.swapped)
+                seq.swapped = 0.0
             if seq.todo <= 0:
                 self.begin_decoding(server, seq)
                 continue
@@ -348,9 +392,10 @@ class _Simulation:
                 continue
             server.prefilling.remove(seq)
             if seq.first is None:
-                seq.first, seq.made = now, 1.0
+                # the first token reaches the client after the engine's front end (HTTP, streaming)
+                seq.first, seq.made = now + server.pool.replica.engine.frontend_s, 1.0
                 if self.misses is not None and seq.index >= self.first and \
-                        self.misses.first_token(now - seq.request.arrival, seq.index):
+                        self.misses.first_token(seq.first - seq.request.arrival, seq.index):
                     self.check_stop()
             if server.role == "prefill":
                 seq.todo, seq.state = 0.0, "waiting"
@@ -358,7 +403,7 @@ class _Simulation:
             elif seq.made >= seq.request.output:
                 del server.order[seq]
                 self.release(server, seq)
-                self.record(seq, now)
+                self.record(server, seq, now)
             else:
                 self.begin_decoding(server, seq)
         while server.finishing and server.finishing[0][0] <= server.steps + 1e-9:
@@ -367,14 +412,14 @@ class _Simulation:
                 continue  # preempted since
             del server.order[seq]
             self.release(server, seq)
-            self.record(seq, now)
+            self.record(server, seq, now)
         self.start(server, now)
 
-    def record(self, seq: _Seq, now: float) -> None:
+    def record(self, server: _Server, seq: _Seq, now: float) -> None:
         r = seq.request
-        ttft = seq.first - r.arrival
-        tpot = (now - seq.first) / (r.output - 1) if r.output > 1 else 0.0
-        self.result(seq.index, (ttft, tpot, now - r.arrival))
+        end = max(now + server.pool.replica.engine.frontend_s, seq.first)  # the last token crosses it too
+        tpot = (end - seq.first) / (r.output - 1) if r.output > 1 else 0.0
+        self.result(seq.index, (seq.first - r.arrival, tpot, end - r.arrival))
         self.finish = max(self.finish, now)
 
     def result(self, index: int, values: tuple[float, float, float]) -> None:

@@ -10,7 +10,8 @@ import attrs
 
 from ...compiler.design import Bound, Entity
 from ...compiler.ir import ClusterGraph, Partition
-from ...model.serve.inference import Engine, ServeConfig
+from ...model.serve.engines import Engine, profile
+from ...model.serve.inference import ServeConfig
 from ...dsl.units import NONE, Quantity
 from ...model.shape import ModelShape
 
@@ -82,18 +83,38 @@ def short_of_gpus(limits: Limits) -> str | None:
     return None
 
 
-def engine_of(entity: Entity) -> Engine:
+DEFAULT_ENGINE = "vllm_v1"      # the engine of a job that names none (the most deployed today)
+
+
+def engine_name(entity: Entity) -> str:
+    """The engine a serve job names (`engine = sglang` or `engine { profile = sglang }`)."""
+    named = entity.get("engine")
+    symbol = named if not hasattr(named, "items") else entity.get("engine.profile")
+    return getattr(symbol, "name", None) or DEFAULT_ENGINE
+
+
+def engine_of(entity: Entity, partition: Partition | None = None) -> Engine:
+    """The job's engine on `partition`'s chips: its profile's knobs, each overridden where the
+    `engine` block states it."""
     e = entity.get("engine")
-    if e is None:
-        return Engine()
-    spec, share, reads = e.get("speculative"), e.get("prefix_share"), e.get("kv_reads")
-    given = {"chunk": e.get("chunk"), "block": e.get("kv_block"),
+    e = e if hasattr(e, "items") else None
+    get = (lambda k: e.get(k)) if e is not None else (lambda k: None)
+    spec, share, reads = get("speculative"), get("prefix_share"), get("kv_reads")
+    given = {"chunk": get("chunk"), "block": get("kv_block"),
              "prefix_share": float(share) if share is not None else None,
              "draft": spec.get("tokens") if spec is not None else None,
              "acceptance": float(spec.get("acceptance")) if spec is not None else None,
              "grouped_kv": reads.name == "grouped" if reads is not None else None,
-             "scheduler_steps": e.get("scheduler_steps")}
-    return Engine(**{k: v for k, v in given.items() if v is not None})
+             "scheduler_steps": get("scheduler_steps"), "max_seqs": get("max_batch"),
+             "mixed": get("mixed"), "graph_batch": get("graph_batch"), "overlap": get("overlap"),
+             "preemption": getattr(get("preemption"), "name", None), "moe_path": getattr(get("moe_path"), "name", None)}
+    for field, knob in (("host_step", "step_s"), ("host_per_sequence", "seq_s"), ("eager_op", "eager_op_s"),
+                        ("frontend", "frontend_s")):
+        value = get(field)
+        given[knob] = float(value.value) if value is not None else None
+    chip = partition.node.accelerator if partition is not None else None
+    return profile(engine_name(entity)).engine(chip.hbm_capacity if chip else None, chip.name if chip else "",
+                                               **given)
 
 
 def mode_of(entity: Entity) -> str:
@@ -108,8 +129,10 @@ def scaleup_domain(partition: Partition) -> int:
     return max((t.group_gpus for t in partition.tiers if t.scope != "scaleout"), default=partition.node.gpus)
 
 
-def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, entity: Entity):
-    """Replica configurations: tp inside the scale-up domain, ep and pp across nodes."""
+def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, entity: Entity,
+            engine_cap: int | None = None):
+    """Replica configurations: tp inside the scale-up domain, ep and pp across nodes; batches
+    up to the engine's running sequences (`engine_cap`, or `engine { max_batch }`)."""
     domain = scaleup_domain(partition)
     pinned = entity.get("parallelism")
     pin = (lambda k: pinned.get(k)) if pinned is not None else (lambda k: None)
@@ -118,7 +141,7 @@ def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, 
     eps = [pin("ep")] if pin("ep") else (
         [e for e in WIDTHS if shape.routed % e == 0] if shape.is_moe else [1])
     pps = [pin("pp")] if pin("pp") else [p for p in WIDTHS if p <= shape.layers]
-    cap = entity.get("engine.max_batch")
+    cap = entity.get("engine.max_batch") or engine_cap
     batches = [entity.get("batch")] if entity.get("batch") else [b for b in BATCHES if not cap or b <= cap] or [cap]
     for tp, ep, pp, batch in itertools.product(tps, eps, pps, batches):
         if tp * ep * pp <= gpus:

@@ -89,8 +89,9 @@ def test_serve_and_heterogeneous_jobs_get_their_plan_and_its_placement(reports):
     assert f"What limits it:</b> Compute on {slowest} (the slowest partition" in head
     serve = reports[UNPLANNED]
     head = serve[serve.index('id="headline"'):serve.index("<h2>Design</h2>")]
-    assert re.findall(r'data-figure="([^"]+)"', head) == ["throughput", "MFU", "power", "energy"]
-    assert "What limits it:</b> GPUs: every GPU serves." in head
+    assert re.findall(r'data-figure="([^"]+)"', head) == ["throughput", "engine", "MFU", "power", "energy"]
+    assert "vllm_v1" in head and "vLLM 0.8.0 and later" in head     # the engine and its releases
+    assert "What limits it:</b> GPUs: " in head     # the plan's binding line (gpus:), in words
     placement = hetero[hetero.index('id="diagram-placement'):hetero.index("<figcaption>placement:")]
     assert "a100: " in placement and "GPUs ·" in placement     # both partitions' frames, the split's title
 

@@ -67,6 +67,8 @@ def outcome_headline_html(data: dict, tokens: float | None = None) -> str:
         ttft, tpot = data["latency"]["ttft"], data["latency"]["tpot"]
         figures += [("time to first token (p90)", duration(ttft["p90"]), f"median {duration(ttft['p50'])}"),
                     ("time per output token (p90)", duration(tpot["p90"]), f"median {duration(tpot['p50'])}")]
+    if "engine" in data:    # a serve plan runs on a named engine and release
+        figures.append(("engine", data["engine"]["name"], data["engine"]["releases"]))
     figures += [("MFU", percent(data["mfu"]), f"{number(gpus)} GPUs"),
                 ("power", quantity(data["power_w"], "W"), f"{quantity(data['power_w'] / gpus, 'W')} per GPU")]
     if tokens and rate:

@@ -6,6 +6,7 @@ joule), and among the plans that tie with it, the least power (or the most token
 second). A pool is one layout (solver/serve/screen.py's `Side`), as the brute force counts."""
 
 import math
+import re
 from pathlib import Path
 from unittest import mock
 
@@ -163,6 +164,8 @@ def test_a_power_limit_makes_the_best_per_gpu_pairing_lose():
 def test_deepseek_v3_under_300_kw_serves_a_quarter_more_than_the_best_per_gpu_pairing():
     text = (ROOT / "examples" / "deepseek_v3_serve.gcl").read_text()
     text = text.replace("  rate      = demand * 1 req/s\n", "").replace("ttft.p99 <= 2 s  tpot.p90", "ttft <= 2 s  tpot")
+    # the case was found on the kernels alone (before engines were named): it stays on them
+    text = re.sub(r"engine \{\n    profile *= *\w+", "engine {\n    profile = ideal", text)
     plan, search = planned(text.replace("power <= 1 MW", "power <= 300 kW"))
     assert plan.mode == "disaggregated" and plan.power_w <= 300e3
     assert plan.tokens_per_s > 1.25 * best_per_gpu_pairing(search)

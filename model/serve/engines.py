@@ -1,0 +1,270 @@
+"""Serving engines by name and release (`engine = vllm_v1`), as model/stacks.py names training
+stacks: each profile states how its scheduler forms a batch, what the host does per iteration,
+how it preempts, which MoE kernel path and KV page it uses, and where each figure comes from.
+`Engine` holds the knobs one replica runs with: a profile's, with the job's overrides
+(`engine { max_batch = 512 }`), each a plain field a launch config can be written from.
+
+Sources, abbreviated below:
+  [v1args]  vllm-project/vllm vllm/engine/arg_utils.py `_set_default_args_v1` / `get_batch_defaults`
+            (v0.8-v0.11): V1 always runs chunked prefill; on GPUs of >= 70 GiB other than A100 the
+            OpenAI server batches 8192 tokens and 1024 sequences, elsewhere 2048 and 256 (PR #17885)
+  [v0sched] vllm/core/scheduler.py (v0.2-v0.6) `_schedule_default`: waiting prompts are scheduled
+            before running decodes, which pause (no chunked prefill unless enabled); preemption by
+            recompute for single-sequence requests; SchedulerConfig max_num_seqs 256; block_size 16;
+            vllm/worker/model_runner.py captures CUDA graphs for decode batches up to 256
+  [v060]    blog.vllm.ai 2024-09-05 "vLLM v0.6.0: 2.7x Throughput Improvement": on v0.5.3, Llama 3 8B
+            on one H100 spends 33 % of the time in the API server, 29 % scheduling and preparing
+            inputs and 38 % on the GPU; v0.6 moves the API server to its own process, processes
+            outputs asynchronously (-8.7 % TPOT, 70B on 4 x H100) and offers multi-step scheduling
+            (+28 % throughput, 70B on 4 x H100)
+  [v1blog]  blog.vllm.ai 2025-01-27 "vLLM V1": the engine core in its own busy loop, a persistent
+            batch (inputs updated by differences), piecewise CUDA graphs (torch.compile,
+            cudagraph capture sizes up to 512 tokens)
+  [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
+            per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
+            28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
+  [sgl04]   lmsys.org/blog/2024-12-04-sglang-v0-4: the zero-overhead (overlap) batch scheduler runs
+            the CPU one batch ahead of the GPU, 1.1x throughput over v0.3
+  [sglargs] sgl-project/sglang python/sglang/srt/server_args.py (v0.3-v0.4): chunked_prefill_size
+            8192; enable_mixed_chunk off (a prefill batch runs apart from the decode batch, and
+            first); cuda_graph_max_bs 160; token-granular KV pool (page size 1)
+  [trtifb]  NVIDIA/TensorRT-LLM docs "In-flight batching" / executor SchedulerConfig: context and
+            generation requests in one batch; capacity scheduler GUARANTEED_NO_EVICT by default
+            (a request starts only when the cache holds its whole length: never preempted);
+            tokens_per_block 64 (TensorRT engines) and 32 (PyTorch backend)
+  [trtmoe]  NVIDIA/TensorRT-LLM examples/mixtral README (v0.9-v0.11): `--moe_tp_mode`, experts
+            tensor-parallel by default (every GPU holds a slice of every expert)
+  [trtovl]  NVIDIA/TensorRT-LLM docs/source/torch/features/overlap_scheduler.md: the PyTorch
+            backend overlaps the CPU work of step n with the GPU work of step n + 1, on by default
+  [llama]   vllm-project/vllm vllm/model_executor/models/llama.py LlamaDecoderLayer / LlamaAttention
+            forward (SGLang's llama.py alike): fused add + RMSNorm twice, the QKV GEMM, rotary, the
+            cache write, attention, the O GEMM, the gate-up GEMM, SiLU-and-multiply, the down GEMM:
+            10 kernels; TensorRT engines fuse rotary and the cache write into the attention plugin
+            and the gate into the MLP (model/serve/inference.py KERNELS_PER_LAYER, 6)
+"""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+
+from ..compute import EAGER_OP_S
+
+GIB = 1 << 30
+PREEMPTIONS = ("recompute", "swap", "reserve")   # reserve: admit only when the whole length fits
+MOE_PATHS = ("grouped", "tp_sharded", "per_expert")
+
+
+@attrs.frozen
+class Engine:
+    """The scheduler, host and cache knobs one replica runs with (`engine { ... }`). The
+    defaults are an ideal engine (no host time, mixed batches); a named profile sets real ones."""
+
+    chunk: int = 8192           # prompt tokens per iteration (the token budget less the decodes)
+    block: int = 16             # KV page, tokens
+    prefix_share: float = 0.0   # share of each prompt served from the shared-prefix cache
+    draft: int = 0              # speculative tokens proposed per step
+    acceptance: float = 0.0     # declared acceptance rate of each draft token
+    grouped_kv: bool = True     # decode attention reads each KV head once for its query group
+                                # (False: once per query head, as masked-MHA kernels before XQA did)
+    scheduler_steps: int = 1    # decode steps per scheduling round: prompts join only between rounds
+                                # (vLLM's --num-scheduler-steps; 1: every iteration, as SGLang/TRT-LLM)
+    mixed: bool = True          # prompt chunks ride in decode iterations (chunked prefill, in-flight
+                                # batching); False: waiting prompts run first in prompt-only iterations
+    max_seqs: int | None = None  # running sequences the scheduler allows (None: the plan's batch)
+    graph_batch: int = 0        # decode batches up to this run as CUDA graphs; larger ones and
+                                # prompt iterations are issued kernel by kernel (0: always graphed)
+    graph_tokens: int = 0       # iterations of at most this many tokens are graphed even with
+                                # prompts (vLLM V1's piecewise graphs; 0: none)
+    eager_op_s: float = 0.0     # host seconds per kernel of an iteration issued kernel by kernel
+    step_s: float = 0.0         # host seconds per iteration: scheduling, input preparation
+    seq_s: float = 0.0          # host seconds per decoding sequence per iteration: sampling, stop
+                                # checks, output processing
+    overlap: bool = False       # the host prepares iteration n + 1 while the GPU runs n
+    preemption: str = "recompute"  # recompute, swap (KV to host memory and back) or reserve
+    moe_path: str = "grouped"   # grouped GEMM, TP-sharded experts, or a loop over experts
+    frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
+                                # the first token back): added to its TTFT
+    layer_kernels: int = 6      # kernels of a dense decoder layer besides its collectives (each pays
+                                # model/compute.py KERNEL_OVERHEAD_S; eager ones the host's op time)
+    name: str = "ideal"         # the profile, and the releases it stands for
+    releases: str = "no engine overheads (the replica's kernels alone)"
+
+    def split(self, prompt: float) -> tuple[float, float]:
+        """(computed, cached) tokens of a prompt: the shared prefix comes from the cache, but
+        never the last token, which is computed for its logits even on a full hit (vLLM)."""
+        fresh, cached = prompt * (1 - self.prefix_share), prompt * self.prefix_share
+        return (1.0, prompt - 1.0) if fresh < 1 <= prompt else (fresh, cached)
+
+    @functools.cached_property  # asked at every simulated step
+    def tokens_per_step(self) -> float:
+        """Expected tokens a sequence gains per verification step (Leviathan et al. 2023, eq. 1)."""
+        a, k = self.acceptance, self.draft
+        if k == 0:
+            return 1.0
+        return k + 1.0 if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+
+    def graphed(self, decoding: float, tokens: float) -> bool:
+        """Whether an iteration runs as a CUDA graph (its kernels cost the host nothing)."""
+        if self.eager_op_s <= 0:
+            return True
+        if tokens <= self.graph_tokens:
+            return True
+        return tokens <= decoding * (1 + self.draft) and decoding <= self.graph_batch
+
+    def host(self, decoding: float, tokens: float, kernels: float, gpu: float) -> float:
+        """Seconds an iteration takes given its GPU time `gpu`: a host that issues its `kernels`
+        one by one holds the GPU to their pace, and the host's own work per iteration adds to
+        it unless the engine overlaps it with the GPU's previous iteration."""
+        if not self.graphed(decoding, tokens):
+            gpu = max(gpu, kernels * self.eager_op_s)
+        work = self.step_s + self.seq_s * decoding
+        return max(gpu, work) if self.overlap else gpu + work
+
+
+@attrs.frozen
+class Profile:
+    """An engine as released: its family, the releases that behave so, its knobs and sources."""
+
+    name: str
+    family: str                 # vllm, sglang, trtllm
+    first: str                  # YYYY-MM of the first release
+    last: str | None            # YYYY-MM of the last (None: current)
+    releases: str
+    knobs: dict                 # Engine fields
+    sources: dict               # knob -> where its value comes from
+    small_gpu: dict = attrs.Factory(dict)   # knobs on GPUs under 70 GiB and on A100 ([v1args])
+
+    def __attrs_post_init__(self) -> None:
+        if "eager_op_s" in self.knobs:   # the one shared estimate (model/compute.py EAGER_OP_S)
+            self.sources.setdefault("eager_op_s", "ESTIMATE: model/compute.py EAGER_OP_S, eager PyTorch's CPU per op")
+
+    def engine(self, hbm: float | None = None, chip: str = "", **overrides) -> Engine:
+        """The knobs on a chip of `hbm` bytes named `chip`, with the job's overrides."""
+        knobs = dict(self.knobs)
+        if self.small_gpu and hbm is not None and (hbm < 70 * GIB or "a100" in chip.lower()):
+            knobs.update(self.small_gpu)
+        return Engine(**knobs | {k: v for k, v in overrides.items() if v is not None},
+                      name=self.name, releases=self.releases)
+
+
+# Host time per iteration, derived from the sources' shares (ESTIMATE each; the arithmetic is
+# in docs/serving.md). [v060]: on v0.5.3 the host took 62 % of a Llama 3 8B H100 run, whose
+# GPU step at the benchmark's ~256 sequences is about 10 ms: about 16 ms of host time, 60 us
+# per sequence and 2 ms per step. v0.6: multi-step's +28 % on 70B (4 x H100, GPU step ~20 ms
+# at 256 sequences) leaves about 5.5 ms of scheduling and input preparation per step: 25 us
+# per sequence and 1 ms per step, outputs processed asynchronously. [sgl04]: overlapping
+# SGLang v0.3's host work gained 1.1x, so it was about a tenth of a ~10 ms step: 0.5 ms and
+# 2 us per sequence. V1's persistent batch and TRT-LLM's C++ batch manager: ASSUMPTION a
+# tenth of v0.6's, and the PyTorch backend's Python executor a third of v0.6's, overlapped.
+_PYTORCH_EAGER = {"eager_op_s": EAGER_OP_S}  # prompt iterations and large batches issued op by op
+
+PROFILES = {p.name: p for p in (
+    Profile("ideal", "ideal", "2023-01", None, "no engine: the replica's kernels alone, every batch mixed",
+            {}, {"*": "the cost model's own iteration: a bound no engine beats"}),
+    Profile("vllm_0_2", "vllm", "2023-06", "2024-01", "vLLM 0.2.0-0.2.7",
+            {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
+             "step_s": 2e-3, "seq_s": 60e-6, "preemption": "recompute", "moe_path": "per_expert", "block": 16,
+             "frontend_s": 2e-3, "layer_kernels": 10},
+            {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
+             "preemption": "[v0sched]", "moe_path": "[moe2542]: before it, a loop over TP-sharded experts",
+             "step_s": "ESTIMATE from [v060]", "seq_s": "ESTIMATE from [v060]",
+             "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
+             "frontend_s": "ESTIMATE: HTTP, tokenizing and streaming the first token (API server in process)",
+             "layer_kernels": "[llama]"}),
+    Profile("vllm_v0", "vllm", "2024-02", "2024-08", "vLLM 0.3.0-0.5.5, the V0 engine",
+            {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
+             "step_s": 2e-3, "seq_s": 60e-6, "preemption": "recompute", "moe_path": "grouped", "block": 16,
+             "frontend_s": 2e-3, "layer_kernels": 10},
+            {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
+             "preemption": "[v0sched]", "moe_path": "[moe2542]: the fused (grouped) MoE kernel",
+             "step_s": "ESTIMATE from [v060] (v0.5.3)", "seq_s": "ESTIMATE from [v060] (v0.5.3)",
+             "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
+             "frontend_s": "ESTIMATE: HTTP, tokenizing and streaming the first token (API server in process)",
+             "layer_kernels": "[llama]"}),
+    Profile("vllm_0_6", "vllm", "2024-09", "2025-02", "vLLM 0.6.0-0.7.x, the V0 engine with its API server apart",
+            {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
+             "step_s": 1e-3, "seq_s": 25e-6, "preemption": "recompute", "moe_path": "grouped", "block": 16,
+             "frontend_s": 2e-3, "layer_kernels": 10},
+            {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
+             "preemption": "[v0sched]", "moe_path": "[moe2542]", "step_s": "ESTIMATE from [v060] (multi-step +28 %)",
+             "seq_s": "ESTIMATE from [v060]; output processing overlapped (async output)",
+             "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
+             "frontend_s": "ESTIMATE: the API server process and its ZMQ hop", "layer_kernels": "[llama]"}),
+    Profile("vllm_v1", "vllm", "2025-03", None, "vLLM 0.8.0 and later, the V1 engine",
+            {"chunk": 8192, "max_seqs": 1024, "mixed": True, "graph_batch": 512, "graph_tokens": 512,
+             **_PYTORCH_EAGER, "step_s": 0.1e-3, "seq_s": 2.5e-6, "preemption": "recompute", "moe_path": "grouped",
+             "block": 16, "frontend_s": 2e-3, "layer_kernels": 10},
+            {"chunk": "[v1args]", "max_seqs": "[v1args]", "mixed": "[v1args]", "graph_batch": "[v1blog]",
+             "graph_tokens": "[v1blog]", "step_s": "ASSUMPTION: a tenth of v0.6's ([v1blog] persistent batch)",
+             "seq_s": "ASSUMPTION: a tenth of v0.6's", "preemption": "V1 recomputes (vllm/v1/core/sched)",
+             "moe_path": "[moe2542]", "block": "[v0sched]", "frontend_s": "ESTIMATE: the API server process",
+             "layer_kernels": "[llama]"},
+            small_gpu={"chunk": 2048, "max_seqs": 256}),
+    Profile("sglang_0_3", "sglang", "2024-09", "2024-11", "SGLang 0.3.x",
+            {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
+             "seq_s": 2e-6, "overlap": False, "preemption": "recompute", "moe_path": "grouped", "block": 1,
+             "frontend_s": 2e-3, "layer_kernels": 10},
+            {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
+             "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
+             "overlap": "[sgl04]: the overlap scheduler came in 0.4",
+             "preemption": "SGLang retracts decoding requests and recomputes them",
+             "moe_path": "fused_moe ported from vLLM (sgl-project/sglang pull 460)",
+             "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]"}),
+    Profile("sglang", "sglang", "2024-12", None, "SGLang 0.4.0 and later",
+            {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
+             "seq_s": 2e-6, "overlap": True, "preemption": "recompute", "moe_path": "grouped", "block": 1,
+             "frontend_s": 2e-3, "layer_kernels": 10},
+            {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
+             "overlap": "[sgl04]", "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
+             "preemption": "SGLang retracts decoding requests and recomputes them", "moe_path": "[sglargs]",
+             "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]"}),
+    Profile("trtllm_0_9", "trtllm", "2024-04", "2024-07", "TensorRT-LLM 0.9-0.11, TensorRT engines",
+            {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
+             "preemption": "reserve", "moe_path": "tp_sharded", "block": 64},
+            {"chunk": "trtllm-build max_num_tokens 8192 (ASSUMPTION: the builds' default)",
+             "max_seqs": "trtllm-build max_batch_size 256", "mixed": "[trtifb]", "preemption": "[trtifb]",
+             "block": "[trtifb]", "moe_path": "[trtmoe]",
+             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s"}),
+    Profile("trtllm_0_12", "trtllm", "2024-08", "2025-04", "TensorRT-LLM 0.12-0.18, TensorRT engines",
+            {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
+             "preemption": "reserve", "moe_path": "grouped", "block": 64},
+            {"chunk": "trtllm-build max_num_tokens 8192", "max_seqs": "trtllm-build max_batch_size 256",
+             "mixed": "[trtifb]", "preemption": "[trtifb]", "block": "[trtifb]",
+             "moe_path": "CUTLASS grouped MoE GEMMs with expert parallelism (moe_ep_size)",
+             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s"}),
+    Profile("trtllm_pytorch", "trtllm", "2025-05", None, "TensorRT-LLM 0.19 and later, the PyTorch backend (the default from 1.0)",
+            {"chunk": 8192, "max_seqs": 2048, "mixed": True, "graph_batch": 128, **_PYTORCH_EAGER,
+             "step_s": 0.3e-3, "seq_s": 8e-6, "overlap": True, "preemption": "reserve", "moe_path": "grouped",
+             "block": 32, "layer_kernels": 7},
+            {"chunk": "LLM API max_num_tokens 8192", "max_seqs": "LLM API max_batch_size 2048",
+             "mixed": "[trtifb]", "graph_batch": "ASSUMPTION: cuda_graph_config max_batch_size 128",
+             "overlap": "[trtovl]", "preemption": "[trtifb]", "block": "[trtifb]",
+             "step_s": "ASSUMPTION: a third of vLLM 0.6's (Python executor)", "seq_s": "ASSUMPTION: as step_s",
+             "moe_path": "CUTLASS fused MoE; DeepGEMM grouped GEMMs for fp8 on Hopper",
+             "layer_kernels": "ASSUMPTION: [llama] less rotary and cache write (fused into its attention op) and "
+                              "the norms fused with the all-reduces"}),
+)}
+IDEAL = Engine()
+
+
+def profile(name: str) -> Profile:
+    return PROFILES[name]
+
+
+def profile_for(family: str, date: str) -> Profile:
+    """The profile of `family` whose releases cover `date` (YYYY-MM)."""
+    for p in PROFILES.values():
+        if p.family == family and p.first <= date and (p.last is None or date <= p.last):
+            return p
+    spans = "; ".join(f"{p.name}: {p.first} to {p.last or 'now'}" for p in PROFILES.values() if p.family == family)
+    raise KeyError(f"no {family} engine covers {date} ({spans})")
+
+
+def _names_agree() -> None:
+    from ...compiler.schema import SERVING_ENGINES
+    assert tuple(PROFILES) == SERVING_ENGINES, "the language and the model name the same engines"
+
+
+_names_agree()
