@@ -191,7 +191,8 @@ class Replica:
             gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep,
                                          self.engine.moe_path, c.tp)
             routing = moe.routing_bytes(s, group, math.ceil(s.moe_layers / c.pp)) / hbm_rate(chip)
-        weights = self.dense_weights + self.expert_weights * moe.touched(s, tokens)
+        weights = self.dense_weights + self.expert_weights * moe.touched_share(s, tokens, self.engine.moe_path,
+                                                                               c.tp * c.ep, c.tp)
         collectives = 0.0
         if c.tp > 1:
             # two all-reduces per layer; one where a parallel block sums attention and MLP first
@@ -202,7 +203,7 @@ class Replica:
             sent = group / c.tp * s.top_k * s.hidden
             collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
-        loops = moe.loop_kernels(s, tokens, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0
+        loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0
         launches = (layers * moe.kernels_per_layer(s, self.engine.layer_kernels) + loops) * KERNEL_OVERHEAD_S
         gemm_roofline = _roofline(gemm, weights / hbm_rate(chip))
         return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens)
@@ -244,7 +245,7 @@ class Replica:
         all-reduces, and (a loop over experts) a few per expert its tokens touch."""
         s, c = self.shape, self.config
         per_layer = moe.kernels_per_layer(s, self.engine.layer_kernels) + (2 if c.tp > 1 else 0)
-        loops = moe.loop_kernels(s, tokens, self.engine.moe_path) * s.moe_layers if s.is_moe else 0.0
+        loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * s.moe_layers if s.is_moe else 0.0
         return s.layers * per_layer + loops
 
     # ------------------------------------------------------------ memory

@@ -19,6 +19,7 @@ layer costs beyond a dense layer of the same active width.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..shape import ModelShape
@@ -37,10 +38,8 @@ ROUTING_PASSES = 4             # permute write + read, un-permute write + read o
 ACTIVATION_BYTES = 2           # the routed rows move in bf16
 MOE_KERNELS = 5                # ASSUMPTION: router GEMM, top-k softmax, permute, un-permute/combine, row expansion
 MLA_KERNELS = 6                # ASSUMPTION: q down/up, kv down, two norms and rope beside GQA's QKV kernel
-LOOP_KERNELS = 4               # ASSUMPTION: per expert in a loop: gather its rows, the gate/up GEMM, the
-                               # down GEMM, the weighted scatter-add. vLLM pull 2542 (engines.py [moe2542])
-                               # measured the loop 2.6 ms a step slower at batch 1 on Mixtral (32 layers x
-                               # 2 touched experts): about 40 us per expert and layer, more than 4 launches
+LOOP_KERNELS = 4               # per expert in vLLM 0.2's loop: the gate-up GEMM, SiLU-and-multiply, the down
+                               # GEMM, the routing weight's multiply-add (vllm-project/vllm issue 2459 quotes it)
 
 
 def touched(shape: ModelShape, tokens: float) -> float:
@@ -80,15 +79,18 @@ def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelSh
     - tp_sharded (TensorRT-LLM's MoE plugin in tensor-parallel mode): every GPU of a tensor-
       parallel group holds 1/tp of each expert, so its GEMMs are 1/tp as wide; the load spreads
       over the gpus / tp groups only;
-    - per_expert (a loop over experts, as vLLM before its fused kernel): each touched expert's
-      GEMMs are kernels of their own on its rows, unpadded, TP-sharded as above (their launches:
-      `loop_kernels`)."""
+    - per_expert (vLLM 0.2 after its expert-parallel Mixtral, before the fused kernel: engines.py
+      [moe2542]): each GPU loops over its own whole experts, each GEMM a kernel of its own on
+      the rows routed to it, unpadded; LOOP_KERNELS kernels per local expert (`loop_kernels`)."""
     if path == "grouped":
         rows, padding = padded_rows(shape, tokens)
         work = flops_per_token * tokens * padding * imbalance(shape, tokens, gpus)
         return work / (rate(max(1.0, rows), shape.expert_ffn) * GROUPED_GEMM_EFFICIENCY)  # unrounded rows
+    if path == "per_expert":     # each expert's own GEMM on its routed rows, unpadded
+        work = flops_per_token * tokens * imbalance(shape, tokens, gpus)
+        return work / (rate(max(1.0, routed_rows(shape, tokens)), shape.expert_ffn) * GROUPED_GEMM_EFFICIENCY)
     spread, width = max(1, gpus // tp), shape.expert_ffn / tp
-    rows, padding = padded_rows(shape, tokens) if path == "tp_sharded" else (routed_rows(shape, tokens), 1.0)
+    rows, padding = padded_rows(shape, tokens)
     work = flops_per_token * tokens * padding * imbalance(shape, tokens, spread)
     return work / (rate(max(1.0, rows), width) * GROUPED_GEMM_EFFICIENCY)
 
@@ -99,9 +101,37 @@ def routed_rows(shape: ModelShape, tokens: float) -> float:
     return tokens * shape.top_k / (shape.routed * share) if share > 0 else 1.0
 
 
-def loop_kernels(shape: ModelShape, tokens: float, path: str) -> float:
-    """Kernels a loop over experts adds to one MoE layer: LOOP_KERNELS per touched expert."""
-    return touched(shape, tokens) * shape.routed * LOOP_KERNELS if path == "per_expert" else 0.0
+def touched_share(shape: ModelShape, tokens: float, path: str, gpus: int, tp: int = 1) -> float:
+    """Share of a GPU's routed experts whose weights the busiest GPU reads in an iteration. With
+    expert parallelism each GPU holds whole experts and reads those its tokens pick, so at small
+    batches the GPU that drew the most sets the pace (the expected maximum over the GPUs of a
+    binomial count); TP-sharded experts spread every expert over the tensor-parallel GPUs, whose
+    reads are then even within a group (the groups differ: expert parallel over gpus / tp)."""
+    q = touched(shape, tokens)
+    groups = max(1, gpus // tp) if path == "tp_sharded" else gpus
+    local = shape.routed / groups if groups else shape.routed
+    if q <= 0 or groups <= 1 or q >= 1:
+        return q
+    if local < 1:   # a GPU holds a slice of one expert: the busiest reads it whole if any expert is picked
+        return 1 - (1 - q) ** shape.routed
+    return _expected_max(round(local), q, groups) / round(local)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expected_max(n: int, q: float, groups: int) -> float:
+    """E[max of `groups` independent Binomial(n, q)] = sum over j >= 1 of P(max >= j)."""
+    cdf, total, term = 0.0, 0.0, (1 - q) ** n
+    for j in range(n):
+        cdf += term      # P(X <= j)
+        total += 1 - min(1.0, cdf) ** groups
+        term *= (n - j) / (j + 1) * q / (1 - q)
+    return total
+
+
+def loop_kernels(shape: ModelShape, gpus: int, path: str) -> float:
+    """Kernels a loop over experts adds to one MoE layer of a GPU: LOOP_KERNELS per local expert
+    (vLLM 0.2 skipped an expert no token picked: ASSUMPTION every local expert, an upper bound)."""
+    return shape.routed / max(1, gpus) * LOOP_KERNELS if path == "per_expert" else 0.0
 
 
 def routing_bytes(shape: ModelShape, tokens_per_gpu: float, layers: int) -> float:

@@ -232,11 +232,13 @@ def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
 
 
 def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
-    """Long prompts at 80 requests/s under a 100 ms TTFT P99 need a dozen replicas: the pool
-    grows by a quarter at a time and then bisects back, so one replica fewer breaks the SLO in
-    simulation (the count it names) and the plan's count meets it. (At 50 requests/s, as first
-    written, the serving physics of 2026-12-02 needs only five replicas: no growth to test.)"""
-    job = entity(80, "ttft.p99 <= 100 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
+    """Long prompts at 60 requests/s under an 80 ms TTFT P99 need more replicas than carry the
+    load: the pool grows by a quarter at a time and then bisects back, so one replica fewer
+    breaks the SLO in simulation (the count it names) and the plan's count meets it. (At 50
+    requests/s, as first written, the physics of 2026-12-02 needed only five replicas; at 80
+    requests/s under 100 ms, with the engines' host overheads of issue 31 the capacity bound
+    alone sets the count: no growth to test.)"""
+    job = entity(60, "ttft.p99 <= 80 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
     plan = plan_serve(job)
     n = plan.decode.count
     assert n >= 6 and plan.binding == (f"ttft.p99: {n - 1} replicas break it in simulation",)
