@@ -214,3 +214,13 @@ JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the larges
 NO_FEASIBLE_SIZE = _code("no-feasible-size", E, "{what}",
                           "A job to schedule whose GPU range holds no size the planner finds a feasible plan for.")
 NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")
+
+
+# ---------------------------------------------------------------- measurements (gclc calibrate)
+MEASUREMENT = _code("measurement", E, "{what}",
+                    "A measurement file gclc cannot read: nccl-tests output, a Megatron-LM, torchtitan or NeMo "
+                    "training log, a vLLM/SGLang `bench serve` result, a genai-perf/aiperf export or a kernel CSV "
+                    "(docs/calibration.md lists the formats).")
+MEASUREMENT_UNUSED = _code("measurement-unused", W, "{what}",
+                           "A measurement gclc read but cannot relate to the design (a collective it does not model, "
+                           "a log without the configuration it ran).")
