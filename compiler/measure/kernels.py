@@ -20,6 +20,7 @@ import attrs
 
 from ...dsl.source import SourceFile
 from .records import KERNELS, KernelPoint, KernelRun
+from ...dsl.numbers import number as number_text
 from .text import Problems, line_span, number
 
 MAGIC = "# gclc kernels v1"
@@ -99,7 +100,7 @@ def _row(source: SourceFile, line: int, row: dict[str, str], whole: bool, proble
     seconds = values.get("seconds") or point.work / values["rate"]
     if "seconds" in values and "rate" in values and abs(point.work / seconds / values["rate"] - 1) > AGREE:
         fail("rate", f"rate {row['rate']} disagrees with the shape's work over `seconds` "
-                     f"({point.work / seconds:.4g} per s)", "check the seconds' unit (a median per call, in seconds)")
+                     f"({number_text(point.work / seconds)} per s)", "check the seconds' unit (a median per call, in seconds)")
         return None
     return attrs.evolve(point, seconds=seconds)
 
