@@ -16,13 +16,14 @@ PLOT_FORMATS = {".svg": "svg", ".png": "png"}
 
 
 def add(commands) -> None:
-    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.catalog import POLICIES
 
     cmd = commands.add_parser("schedule", help="simulate the jobs of a shared cluster under a scheduling policy")
     cmd.add_argument("file", metavar="FILE")
     cmd.add_argument("--policy", choices=tuple(POLICIES), default="priority",
-                     help="fifo, priority (+ topology-aware best fit, preemption) or slurm (lowest-switch best fit, "
-                          "backfill); default priority")
+                     help="fifo, priority (+ topology-aware best fit, preemption) or slurm (main loop with partition "
+                          "blocking, backfill with reservations from time limits, lowest-switch best fit); "
+                          "default priority")
     cmd.add_argument("--cluster", metavar="NAME", help="the cluster to schedule on (default: the file's first)")
     cmd.add_argument("--json", action="store_true", help="print the schedule as JSON (views/schedule.schema.json)")
     cmd.add_argument("-o", "--output", metavar="OUT", help="draw utilization and a Gantt chart here (.svg or .png)")
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..solver.schedule.jobs import ScheduleError, build
     from ..solver.schedule.milp import solve
-    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.catalog import POLICIES
     from ..solver.schedule.simulate import simulate
     from ..views.schedule import schedule_json, schedule_text
 

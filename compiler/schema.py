@@ -370,9 +370,10 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                         "`search`: those of `shard`, `recompute_modules`, `recompute_every` and `offload` the planner "
                         "also searches (each multiplies the space)")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
-# tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
+# tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not, and
+# how long a run may last before the scheduler ends it (Slurm's --time).
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
-          "prefer": Targets(), "gang": FLAG}
+          "prefer": Targets(), "gang": FLAG, "time_limit": TIME}
 CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
                    doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
                        "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
@@ -446,17 +447,20 @@ SWEEP = Block({"pareto": ListOf(Choice(SWEEP_OBJECTIVES))}, free=Axis(),
 
 # A stream of jobs without a model: a trace's rows, inline or from a CSV file below the
 # design (columns of public traces: submit, duration, gpus, gpu_type, priority).
-TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority()},
+TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority(),
+                   "time_limit": TIME},
                   required=("duration", "gpus"))
 WORKLOAD = Block(
-    {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT},
+    {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT, "time_limit": TIME},
     blocks={"checkpoint": Block({"interval": TIME, "write": TIME0, "restart": TIME0},
                                 required=("interval",),
                                 doc="how the rows checkpoint (they have no model to derive it from); without "
                                     "it a failure or a preemption loses the whole run")},
     labelled={"job": TRACE_JOB},
     required=("on",),
-    doc="`trace` is a CSV path relative to the design; `priority` and `gang` apply to rows that do not set them",
+    doc="`trace` is a CSV path relative to the design; `priority`, `gang` and `time_limit` apply to rows that "
+        "do not set them (a row without a time limit runs as long as it takes, and backfill cannot plan "
+        "around it)",
 )
 
 KINDS: dict[str, Block] = {

@@ -6,6 +6,8 @@ design, read with the columns of public cluster traces (seconds, one job per row
     gpus      gpus, gpu_num, num_gpus, gpu_count                   (required, whole, >= 1)
     type      gpu_type, type, gpu_model                            (a partition or chip name)
     priority  priority                                             (a class or a whole number)
+    time_limit  time_limit, timelimit, time_req, requested_time, wallclock_limit
+                                                                   (seconds > 0; the time asked for)
 
 A bad row is a diagnostic at its line and column in the CSV, never an exception.
 """
@@ -30,6 +32,7 @@ COLUMNS = {
     "gpus": ("gpus", "gpu_num", "num_gpus", "gpu_count"),
     "type": ("gpu_type", "type", "gpu_model"),
     "priority": ("priority",),
+    "time_limit": ("time_limit", "timelimit", "time_req", "requested_time", "wallclock_limit"),
 }
 PRIORITY_CLASSES = {"low": 1, "normal": 2, "high": 4, "critical": 8}
 MAX_ROWS = 1_000_000
@@ -45,6 +48,7 @@ class TraceJob:
     priority: int
     label: str                        # the priority as written
     span: Span = attrs.field(eq=False, repr=False)
+    time_limit: float = math.inf      # seconds a run may last (the time the job asked for)
 
 
 def priority_value(value: object) -> tuple[int, str]:
@@ -60,6 +64,8 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     """The rows of `workload` (inline first, then the CSV), the problems found, and the
     CSV's text (to quote it in diagnostics)."""
     default, label = priority_value(workload.get("priority"))
+    limit = workload.get("time_limit")
+    limit = float(limit.value) if limit is not None else math.inf
     rows, problems, invalid = [], [], False
     jobs = workload.get("job")
     for item in getattr(jobs, "items", ()):
@@ -70,12 +76,14 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
         submit = r.get("submit")
         weight, name = priority_value(r.get("priority")) if r.get("priority") is not None else (default, label)
         kind = r.get("type")
+        own = r.get("time_limit")
         rows.append(TraceJob(f"{workload.name}.{item.name}", float(submit.value) if submit is not None else 0.0,
-                             float(r.get("duration").value), r.get("gpus"), kind, weight, name, item.span))
+                             float(r.get("duration").value), r.get("gpus"), kind, weight, name, item.span,
+                             float(own.value) if own is not None else limit))
     source = None
     path = workload.get("trace")
     if path is not None:
-        source, found, problems = read_csv(workload, path, default, label)
+        source, found, problems = read_csv(workload, path, default, label, limit)
         rows += found
     if not rows and not problems and not invalid:
         problems.append(codes.TRACE_ROW.make(workload.span, what=f"workload `{workload.name}` has no jobs",
@@ -84,7 +92,7 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     return tuple(rows), problems, source
 
 
-def read_csv(workload: Entity, path: str, default: int, label: str):
+def read_csv(workload: Entity, path: str, default: int, label: str, limit: float = math.inf):
     at = workload.span_of("trace")
     base = Path(at.path).resolve().parent
     target = (base / path).resolve()
@@ -96,11 +104,12 @@ def read_csv(workload: Entity, path: str, default: int, label: str):
     except (OSError, UnicodeDecodeError) as error:
         return None, [], [codes.IO_ERROR.make(at, path=path, reason=getattr(error, "strerror", None) or str(error))]
     source = SourceFile(str(target), text)
-    rows, problems = _rows(workload.name, source, default, label)
+    rows, problems = _rows(workload.name, source, default, label, limit)
     return source, rows, problems
 
 
-def _rows(name: str, source: SourceFile, default: int, label: str) -> tuple[list[TraceJob], list[Diagnostic]]:
+def _rows(name: str, source: SourceFile, default: int, label: str,
+          limit: float = math.inf) -> tuple[list[TraceJob], list[Diagnostic]]:
     lines = source.text.splitlines()
     reader = csv.reader(io.StringIO(source.text))
     header = next(reader, None)
@@ -121,7 +130,7 @@ def _rows(name: str, source: SourceFile, default: int, label: str) -> tuple[list
         if len(rows) + len(problems) >= MAX_ROWS:
             problems.append(codes.TRACE_ROW.make(_cell(source, number, 0, cells), what=f"more than {MAX_ROWS:,} rows"))
             break
-        row = _row(name, source, number, cells, index, default, label)
+        row = _row(name, source, number, cells, index, default, label, limit)
         (problems if isinstance(row, Diagnostic) else rows).append(row)
     return rows, problems
 
@@ -137,16 +146,17 @@ def _cell(source: SourceFile, line: int, column: int, cells: list[str]) -> Span:
     return source.span(offset + begin, offset + max(end, begin + 1))
 
 
-def _row(name, source, number, cells, index, default, label):
+def _row(name, source, number, cells, index, default, label, limit=math.inf):
     def cell(key):
         i = index[key]
         return (cells[i].strip() if i is not None and i < len(cells) else ""), i
 
     values = {}
-    for key, integer, low in (("submit", False, 0.0), ("duration", False, None), ("gpus", True, 1)):
+    for key, integer, low in (("submit", False, 0.0), ("duration", False, None), ("gpus", True, 1),
+                              ("time_limit", False, None)):
         text, i = cell(key)
-        if not text and key == "submit":
-            values[key] = 0.0
+        if not text and key in ("submit", "time_limit"):
+            values[key] = 0.0 if key == "submit" else limit
             continue
         try:
             value = float(text)
@@ -156,7 +166,7 @@ def _row(name, source, number, cells, index, default, label):
                or (value <= 0 if low is None else value < low))
         if bad:
             need = {"submit": "a time in seconds >= 0", "duration": "a time in seconds > 0",
-                    "gpus": "a whole number >= 1"}[key]
+                    "gpus": "a whole number >= 1", "time_limit": "a time in seconds > 0"}[key]
             return codes.TRACE_ROW.make(_cell(source, number, i or 0, cells),
                                         what=f"`{key}` must be {need}; it is `{text or 'empty'}`",
                                         notes=[f"row {number - 1} of the trace"])
@@ -173,4 +183,4 @@ def _row(name, source, number, cells, index, default, label):
             return codes.TRACE_ROW.make(_cell(source, number, i, cells), what=f"`priority` `{text}` is neither a class "
                                         f"({', '.join(PRIORITY_CLASSES)}) nor a whole number >= 1")
     return TraceJob(f"{name}[{number - 1}]", values["submit"], values["duration"], values["gpus"], kind,
-                    weight, shown, _cell(source, number, 0, cells))
+                    weight, shown, _cell(source, number, 0, cells), values["time_limit"])
