@@ -40,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..solver.schedule.jobs import ScheduleError, build
     from ..solver.schedule.milp import solve
-    from ..solver.schedule.catalog import POLICIES
+    from ..solver.schedule.catalog import policy
+    from ..solver.schedule.settings import settings_of
     from ..solver.schedule.simulate import simulate
     from ..views.schedule import schedule_json, schedule_text
 
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         sources = dict(result.sources) | {s.path: s for s in error.sources}
         print(render_all(error.diagnostics, sources), file=sys.stderr)
         return EXIT_ERRORS
-    outcome = simulate(workload, POLICIES[args.policy], seed=args.seed, failures=not args.no_failures,
+    chosen = policy(args.policy, settings_of(result.design, workload.cluster, args.policy))
+    outcome = simulate(workload, chosen, seed=args.seed, failures=not args.no_failures,
                        epochs=max(0, args.epochs), progress=_progress_bar(len(workload.jobs)))
     with progress("solving the MILP optimum at each epoch"):
         optimum = [solve(epoch) for epoch in outcome.epochs[:max(0, args.epochs)]]

@@ -8,6 +8,8 @@ design, read with the columns of public cluster traces (seconds, one job per row
     priority  priority                                             (a class or a whole number)
     time_limit  time_limit, timelimit, time_req, requested_time, wallclock_limit
                                                                    (seconds > 0; the time asked for)
+    tenant    tenant, account, vc, queue                           (the tenant charged; Helios' and
+                                                                    Philly's virtual cluster `vc`)
 
 A bad row is a diagnostic at its line and column in the CSV, never an exception.
 """
@@ -33,6 +35,7 @@ COLUMNS = {
     "type": ("gpu_type", "type", "gpu_model"),
     "priority": ("priority",),
     "time_limit": ("time_limit", "timelimit", "time_req", "requested_time", "wallclock_limit"),
+    "tenant": ("tenant", "account", "vc", "queue"),
 }
 PRIORITY_CLASSES = {"low": 1, "normal": 2, "high": 4, "critical": 8}
 MAX_ROWS = 1_000_000
@@ -49,6 +52,7 @@ class TraceJob:
     label: str                        # the priority as written
     span: Span = attrs.field(eq=False, repr=False)
     time_limit: float = math.inf      # seconds a run may last (the time the job asked for)
+    tenant: str = ""                  # the tenant charged ("": the workload's, else none)
 
 
 def priority_value(value: object) -> tuple[int, str]:
@@ -66,6 +70,7 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     default, label = priority_value(workload.get("priority"))
     limit = workload.get("time_limit")
     limit = float(limit.value) if limit is not None else math.inf
+    tenant = getattr(workload.get("tenant"), "name", "")
     rows, problems, invalid = [], [], False
     jobs = workload.get("job")
     for item in getattr(jobs, "items", ()):
@@ -79,11 +84,12 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
         own = r.get("time_limit")
         rows.append(TraceJob(f"{workload.name}.{item.name}", float(submit.value) if submit is not None else 0.0,
                              float(r.get("duration").value), r.get("gpus"), kind, weight, name, item.span,
-                             float(own.value) if own is not None else limit))
+                             float(own.value) if own is not None else limit,
+                             getattr(r.get("tenant"), "name", tenant)))
     source = None
     path = workload.get("trace")
     if path is not None:
-        source, found, problems = read_csv(workload, path, default, label, limit)
+        source, found, problems = read_csv(workload, path, default, label, limit, tenant)
         rows += found
     if not rows and not problems and not invalid:
         problems.append(codes.TRACE_ROW.make(workload.span, what=f"workload `{workload.name}` has no jobs",
@@ -92,7 +98,7 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     return tuple(rows), problems, source
 
 
-def read_csv(workload: Entity, path: str, default: int, label: str, limit: float = math.inf):
+def read_csv(workload: Entity, path: str, default: int, label: str, limit: float = math.inf, tenant: str = ""):
     at = workload.span_of("trace")
     base = Path(at.path).resolve().parent
     target = (base / path).resolve()
@@ -104,12 +110,12 @@ def read_csv(workload: Entity, path: str, default: int, label: str, limit: float
     except (OSError, UnicodeDecodeError) as error:
         return None, [], [codes.IO_ERROR.make(at, path=path, reason=getattr(error, "strerror", None) or str(error))]
     source = SourceFile(str(target), text)
-    rows, problems = _rows(workload.name, source, default, label, limit)
+    rows, problems = _rows(workload.name, source, default, label, limit, tenant)
     return source, rows, problems
 
 
 def _rows(name: str, source: SourceFile, default: int, label: str,
-          limit: float = math.inf) -> tuple[list[TraceJob], list[Diagnostic]]:
+          limit: float = math.inf, tenant: str = "") -> tuple[list[TraceJob], list[Diagnostic]]:
     lines = source.text.splitlines()
     reader = csv.reader(io.StringIO(source.text))
     header = next(reader, None)
@@ -130,7 +136,7 @@ def _rows(name: str, source: SourceFile, default: int, label: str,
         if len(rows) + len(problems) >= MAX_ROWS:
             problems.append(codes.TRACE_ROW.make(_cell(source, number, 0, cells), what=f"more than {MAX_ROWS:,} rows"))
             break
-        row = _row(name, source, number, cells, index, default, label, limit)
+        row = _row(name, source, number, cells, index, default, label, limit, tenant)
         (problems if isinstance(row, Diagnostic) else rows).append(row)
     return rows, problems
 
@@ -146,7 +152,7 @@ def _cell(source: SourceFile, line: int, column: int, cells: list[str]) -> Span:
     return source.span(offset + begin, offset + max(end, begin + 1))
 
 
-def _row(name, source, number, cells, index, default, label, limit=math.inf):
+def _row(name, source, number, cells, index, default, label, limit=math.inf, tenant=""):
     def cell(key):
         i = index[key]
         return (cells[i].strip() if i is not None and i < len(cells) else ""), i
@@ -183,4 +189,4 @@ def _row(name, source, number, cells, index, default, label, limit=math.inf):
             return codes.TRACE_ROW.make(_cell(source, number, i, cells), what=f"`priority` `{text}` is neither a class "
                                         f"({', '.join(PRIORITY_CLASSES)}) nor a whole number >= 1")
     return TraceJob(f"{name}[{number - 1}]", values["submit"], values["duration"], values["gpus"], kind,
-                    weight, shown, _cell(source, number, 0, cells), values["time_limit"])
+                    weight, shown, _cell(source, number, 0, cells), values["time_limit"], cell("tenant")[0] or tenant)

@@ -18,13 +18,16 @@ from .policies import Candidate, Policy, victims
 from .state import Allocation, ClusterState
 
 
+FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
+
+
 @attrs.define
 class Run:
     """One job's life in the simulation."""
 
     job: SchedJob
     remaining: float
-    phase: str = "pending"             # pending | running | done | timeout (ended by its time limit)
+    phase: str = "pending"             # pending | running, or one of FINAL
     run_id: int = 0
     start: float = 0.0                 # of the current run
     delay: float = 0.0                 # restart delay of the current run
@@ -93,6 +96,8 @@ class Simulation:
         self.freed = True
         self.fresh: list[str] = []
         self.reservations: tuple = ()      # what a planning policy (Slurm's backfill) holds for later
+        self.memory: dict = {}             # a policy's own state over the run (Slurm's fair-share usage)
+        self.stopped: list[tuple[str, int, float, float]] = []   # (tenant, GPUs, start, end) since a policy read it
         self.check, self.progress = check, progress
         self.done = 0
         last = max((j.submit for j in workload.jobs), default=0.0)
@@ -178,6 +183,7 @@ class Simulation:
             self._epoch_due(now)
             return
         full = self.freed or self.policy.blocking
+        self.stopped.clear()               # read only by policies with a cycle of their own
         while True:
             names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
             queue = self.policy.order(self.pending[n] for n in names)
@@ -203,16 +209,20 @@ class Simulation:
             evict = victims(job, self.state, self.running, self.policy)
             if evict:
                 evicted = True
-                for name in evict:
-                    self.runs[name].preemptions += 1
-                    self._stop(now, self.runs[name], "preempted")
-                self.informer.sync()
+                self.evict(now, evict)
                 candidates = self.policy.filter(job, self.state)
         if not candidates:
             return False
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
         self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
+        """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
+        for name in names:
+            self.runs[name].preemptions += 1
+            self._stop(now, self.runs[name], "preempted" if mode == "requeue" else "cancelled")
+        self.informer.sync()
 
     def start(self, now: float, job: SchedJob, candidate: Candidate, rule: str) -> None:
         """Bind `job` as `candidate` says and start its run; `rule` names why (the log)."""
@@ -242,6 +252,9 @@ class Simulation:
         if why == "finished":
             kept, run.phase, run.end = run.remaining, "done", now
             self.done += 1
+        elif why == "cancelled":                 # preempted with PreemptMode=CANCEL: the job ends
+            kept, run.phase, run.end = 0.0, "cancelled", now
+            self.done += 1
         else:
             worked = now - run.start - run.delay
             periods = math.floor(worked / (o.interval + o.write)) if worked > 0 and math.isfinite(o.interval) else 0
@@ -259,7 +272,8 @@ class Simulation:
         run.held += (now - run.start) * run.gpus
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
                              run.rule))
-        self.api.commit(now, "released", run.job.name, "finished" if run.phase in ("done", "timeout") else why)
+        self.stopped.append((run.job.tenant, run.gpus, run.start, now))
+        self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 

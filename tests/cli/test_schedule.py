@@ -71,6 +71,31 @@ def test_slurm_starts_the_top_job_when_its_reservation_comes(workload):
                for r in runs.values() if r is not top and r is not holder for s in r.segments)
 
 
+def test_a_scheduler_block_configures_slurm(tmp_path, capsys):
+    """`scheduler slurm { preempt_type = qos }`: the critical fine-tune evicts lower QOS
+    instead of waiting; without it Slurm's default (no preemption) holds."""
+    text = EXAMPLE.read_text() + "\nscheduler slurm {\n  on           = Shared\n  preempt_type = qos\n}\n"
+    (tmp_path / "shared.gcl").write_text(text)
+    assert main(["schedule", str(tmp_path / "shared.gcl"), "--policy", "slurm", "--json", "--epochs", "0",
+                 "--no-failures"]) == 0
+    jobs = {j["name"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
+    assert jobs["finetune_8b"]["wait_s"] == 0 and jobs["finetune_8b"]["segments"][0]["rule"] == "preempt"
+    assert sum(j["preemptions"] for j in jobs.values()) >= 1
+    assert main(["schedule", str(EXAMPLE), "--policy", "slurm", "--json", "--epochs", "0", "--no-failures"]) == 0
+    jobs = {j["name"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
+    assert jobs["finetune_8b"]["wait_s"] > 0 and sum(j["preemptions"] for j in jobs.values()) == 0
+
+
+def test_tenants_must_be_named_where_a_cluster_has_them(tmp_path, capsys):
+    text = EXAMPLE.read_text() + "\ntenant lab {\n  on = Shared\n}\n"
+    (tmp_path / "shared.gcl").write_text(text)
+    assert main(["schedule", str(tmp_path / "shared.gcl"), "--epochs", "0"]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"shared.gcl:\d+:1: error\[tenant\]: `pretrain_70b` names no tenant, and `Shared` is shared by "
+                     r"tenants", err) and "`tenant = lab`" in err
+    assert "Traceback" not in err
+
+
 def test_failures_cost_goodput(workload):
     jobs = {r.job.name: r for r in simulate(workload, POLICIES["priority"], seed=0, failures=True, epochs=0).runs}
     assert all(r.useful <= r.held + 1e-6 for r in jobs.values())
