@@ -40,6 +40,11 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     "bash .ci/setup && .venv/bin/python -m pytest": "runs this suite",
     "cd editors/vscode && npm ci --omit=dev": "installs the VS Code extension's dependency (docs/editors.md)",
     'ln -s "$PWD" ~/.vscode/extensions/gclc.gcl-0.1.0': "installs into the reader's VS Code",
+    # docs/model.md's figures: the cross-validation takes minutes (19 refits); the plot itself is
+    # tested in tests/benchmarks/test_accuracy_plot.py
+    ".venv/bin/python benchmarks/accuracy.py --json > accuracy.json": "19 refits: minutes",
+    ".venv/bin/python benchmarks/validation.py --json > validation.json": "tests/benchmarks/test_validation.py runs it",
+    ".venv/bin/python benchmarks/accuracy_plot.py accuracy.json validation.json -o docs/img": "needs the two above",
 }
 FIRST_PLAN = "gclc plan examples/a100_cluster.gcl"  # the half of NOT_RUN's first line after setup
 LIMIT_S = 600  # the slowest, the sweep of 24 points on a local Dask cluster, takes ~40 s on 2 busy cores
