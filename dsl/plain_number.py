@@ -19,6 +19,7 @@ from fractions import Fraction
 from .numbers import number
 from .units import literal_problem
 
+_DIGITS = re.compile(r"[0-9]+\Z", re.ASCII)
 _PLAIN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z", re.ASCII)
 _SHOWN = 24  # characters of a bad number quoted in a message
 
@@ -33,10 +34,14 @@ def shown(text: str) -> str:
 
 
 def parse_plain(text: str, *, whole: bool = False, low: float | None = None, high: float | None = None,
-                low_open: bool = False, what: str = "a number") -> int | float:
+                low_open: bool = False, digits_only: bool = False, what: str = "a number") -> int | float:
     """The value of `text` (spaces around it allowed): an int when `whole`, else a float.
-    `low`/`high` bound it (`low_open`: strictly above `low`)."""
-    value = _exact(text.strip(" \t"), what)
+    `low`/`high` bound it (`low_open`: strictly above `low`); `digits_only`: nothing but
+    ASCII digits (a host number: no sign, point or exponent)."""
+    text = text.strip(" \t")
+    if digits_only and not _DIGITS.match(text):
+        raise PlainNumberError(f"`{shown(text)}` is not a number: {_why_not(text, 'write only the digits 0-9')}")
+    value = _exact(text, what)
     if whole and value.denominator != 1:
         raise PlainNumberError(f"`{shown(text)}` is not a whole number: {what} counts whole units")
     if (low is not None and (value <= low if low_open else value < low)) or (high is not None and value > high):
@@ -53,7 +58,8 @@ def _exact(text: str, what: str) -> Fraction:
     return Fraction(text)
 
 
-def _why_not(text: str) -> str:
+def _why_not(text: str, otherwise: str = "write digits 0-9 with an optional sign, `.` and exponent, "
+                                         "such as 12, 0.5 or 1e3") -> str:
     if not text:
         return "it is empty"
     if "_" in text or "," in text:
@@ -62,7 +68,7 @@ def _why_not(text: str) -> str:
         return "write it in ASCII digits 0-9"
     if text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
         return "it must be a finite number"
-    return "write digits 0-9 with an optional sign, `.` and exponent, such as 12, 0.5 or 1e3"
+    return otherwise
 
 
 def _bounds(low: float | None, high: float | None, low_open: bool) -> str:
