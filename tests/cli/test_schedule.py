@@ -131,7 +131,7 @@ def test_negative_duration_in_a_csv_trace_points_at_the_cell(tmp_path, capsys):
     design.write_text(text)
     assert main(["schedule", str(design), "-o", str(tmp_path / "out.png")]) == 1
     err = capsys.readouterr().err
-    assert f"{trace}:3:4: error[trace-row]: `duration` must be a time in seconds > 0; it is `-5`" in err
+    assert f"{trace}:3:4: error[trace-row]: `-5` is out of range: `duration` must be above 0" in err
     assert not (tmp_path / "out.png").exists()
 
 
