@@ -74,7 +74,7 @@ def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
         width = side.replica.gpus
         stages = comms.place(width, 1, served.partition.tiers)
         shares.append(Share(served.partition.name, side.gpus, None, width, stages[-1].tier.name if stages else None,
-                            side.count, role))
+                            side.count, role, served.partition.tiers, served.partition.node.accelerator.name))
     return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", tuple(shares))
 
 
@@ -87,7 +87,8 @@ def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> 
         stages = comms.place(size, config.stride(dim), tiers)
         if size > together:
             together, tier = size, stages[-1].tier.name if stages else None
-    return Share(partition.name, gpus, config, together, tier, items)
+    return Share(partition.name, gpus, config, together, tier, items, tiers=tiers,
+                 accelerator=partition.node.accelerator.name)
 
 
 __all__ = ["Infeasible", "JobError", "job_entity", "job_plan"]

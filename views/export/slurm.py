@@ -23,6 +23,7 @@ from ...compiler.design import Design
 from ...compiler.ir import NodeType
 from ...compiler.hostlist import compress, lines as host_lines
 from .layout import Group, Layout, slug
+from .environment import shell_lines
 from .target import JobPlan, header
 
 def export(layout: Layout, design: Design, job: JobPlan | None, source: str) -> dict[str, str]:
@@ -172,6 +173,7 @@ def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
         lines.append("wait")
         return "\n".join(lines) + "\n"
     what = "the serving command" if job.serve else "the training command, e.g. pretrain_gpt.py with megatron.args"
+    lines += shell_lines(job)
     lines.append(f"srun --kill-on-bad-exit=1 \"$@\"  # {what}")
     return "\n".join(lines) + "\n"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from ...compiler.design import Entity
+from ...compiler.ir import Tier
 from ...model.config import TrainConfig
 from ...model.shape import ModelShape
 
@@ -24,6 +25,8 @@ class Share:
     together_tier: str | None    # the IR tier that group stays inside (None: inside one GPU)
     items: int = 0               # sequences (data split), layers (pipeline split) or serve replicas
     role: str = ""               # a serve pool: "serving" (aggregated), "prefill" or "decode"
+    tiers: tuple[Tier, ...] = ()  # the partition's tiers as the share's ranks see them
+    accelerator: str = ""        # the chip's name (`H100_SXM`)
 
 
 @attrs.frozen
