@@ -377,7 +377,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
 # tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
-          "prefer": Targets(), "gang": FLAG}
+          "prefer": Targets(), "gang": FLAG, "time_limit": TIME}
 CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
                    doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
                        "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
@@ -429,7 +429,7 @@ ENGINE = Block(
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
      "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
-     "precision": PRECISION, "gpus": COUNT,
+     "precision": PRECISION, "gpus": COUNT, "priority": Priority(), "time_limit": TIME,
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
                                  doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
