@@ -327,7 +327,9 @@ MODEL = Block(
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
      "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT,
      "mtp": COUNT0, "window": COUNT, "global_every": COUNT,
-     "block": Choice(("sequential", "parallel"), "a block layout")},
+     "block": Choice(("sequential", "parallel"), "a block layout"),
+     "position_embedding": Choice(("rope", "learned", "none"), "a position embedding"),
+     "normalization": Choice(("rmsnorm", "layernorm"), "a normalization")},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64))},
                              required=("routed", "top_k"),
@@ -340,7 +342,10 @@ MODEL = Block(
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
     doc="`window`: sliding-window (local) attention over that many keys, in every layer or, with "
         "`global_every = k`, all but every k-th (Gemma 2, GPT-OSS); `block = parallel`: attention and MLP "
-        "read one normed input and their outputs are summed (GPT-J, PaLM)",
+        "read one normed input and their outputs are summed (GPT-J, PaLM); `position_embedding`: rotary (rope, "
+        "no weights), a learned table of seq x hidden weights (learned) or none; `normalization`: rmsnorm (a "
+        "scale per norm) or layernorm (a scale and a bias); both unstated: no position weights and rmsnorm's, "
+        "and exports that must name them ask for them",
 )
 OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
               "minimize": Choice(("time", "energy", "cost"), "an objective")}
@@ -425,7 +430,7 @@ ENGINE = Block(
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
      "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
-     "precision": PRECISION, "gpus": COUNT,
+     "precision": PRECISION, "gpus": COUNT, "priority": Priority(), "time_limit": TIME,
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
                                  doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
