@@ -312,10 +312,21 @@ ECONOMICS = Block(
 # Real host names of the nodes, in the order `gclc export` names them: Slurm host lists
 # such as ["dgx[001-064]", "spare01"]; checked to name every node once.
 HOSTNAMES = ListOf(TEXT)
+# What `gclc calibrate` writes of a cluster calibrated on its operator's runs: how many
+# end-to-end runs the band comes from, its 80 % bounds on measured / predicted throughput,
+# and what those runs covered (precisions, their largest GPU count, MoE), against which a
+# plan's reasons for a wider band are judged (model/calibration.py `own`).
+CALIBRATION = Block(
+    {"runs": COUNT, "low": SHARE, "high": Qty(u.NONE, low=Fraction(1), low_open=False, high=Fraction(100)),
+     "precisions": ListOf(Choice(PRECISIONS, "a precision"), least=1), "gpus": COUNT, "moe": FLAG, "source": TEXT},
+    required=("runs", "low", "high"),
+    doc="the error band of plans on this cluster, from `gclc calibrate`: `runs` end-to-end runs of the operator's, "
+        "`low` and `high` the 80 % bounds on measured / predicted throughput; `precisions`, `gpus` (the largest run) "
+        "and `moe` say what the runs covered (a plan beyond them gets a wider band)")
 CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
     blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
-            "economics": ECONOMICS},
+            "economics": ECONOMICS, "calibration": CALIBRATION},
     labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
                                  required=("units",))},
 )

@@ -219,3 +219,13 @@ TENANT = _code("tenant", E, "{what}",
                "or a job on a cluster with tenants that names none.")
 SCHEDULER_SETTING = _code("scheduler-setting", E, "{what}",
                           "A `scheduler` block named for no policy, or holding a setting of another policy.")
+
+
+# ---------------------------------------------------------------- measurements (gclc calibrate)
+MEASUREMENT = _code("measurement", E, "{what}",
+                    "A measurement file gclc cannot read: nccl-tests output, a Megatron-LM, torchtitan or NeMo "
+                    "training log, a vLLM/SGLang `bench serve` result, a genai-perf/aiperf export or a kernel CSV "
+                    "(docs/calibration.md lists the formats).")
+MEASUREMENT_UNUSED = _code("measurement-unused", W, "{what}",
+                           "A measurement gclc read but cannot relate to the design (a collective it does not model, "
+                           "a log without the configuration it ran).")
