@@ -86,19 +86,9 @@ def _row(source: SourceFile, line: int, row: dict[str, str], whole: bool, proble
     if kind not in KERNELS + COLLECTIVES:
         fail("kind", f"unknown kernel `{kind}`", "one of " + ", ".join(KERNELS + COLLECTIVES))
         return None
-    values = {}
-    for column in (*SHAPES[kind], "seconds", "rate"):
-        cell = row[column]
-        if not cell:
-            continue
-        try:
-            values[column] = number(cell)
-        except ValueError:
-            fail(column, f"`{cell}` is not a number ({column})")
-            return None
-        if not values[column] > 0:
-            fail(column, f"{column} must be positive, not {cell}")
-            return None
+    values = _numbers(row, (*SHAPES[kind], "seconds", "rate"), fail)
+    if values is None:
+        return None
     absent = [c for c in SHAPES[kind] if c not in values]
     if absent:
         fail(absent[0], f"a {kind} row needs `{absent[0]}`")
@@ -117,6 +107,24 @@ def _row(source: SourceFile, line: int, row: dict[str, str], whole: bool, proble
                      f"({number_text(point.work / seconds)} per s)", "check the seconds' unit (a median per call, in seconds)")
         return None
     return attrs.evolve(point, seconds=seconds)
+
+
+def _numbers(row: dict[str, str], columns: tuple[str, ...], fail) -> dict[str, float] | None:
+    """The positive numbers of a row's non-empty `columns`, or None after `fail` names the first bad one."""
+    values = {}
+    for column in columns:
+        cell = row[column]
+        if not cell:
+            continue
+        try:
+            values[column] = number(cell)
+        except ValueError:
+            fail(column, f"`{cell}` is not a number ({column})")
+            return None
+        if not values[column] > 0:
+            fail(column, f"{column} must be positive, not {cell}")
+            return None
+    return values
 
 
 def _collective(op: str, dtype: str, values: dict, span) -> tuple:
