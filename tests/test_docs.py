@@ -262,3 +262,10 @@ def test_the_property_test_example(clone):
     (clone / "test_my_cluster.py").write_text(_find("python", PYTHON_RUN[1]))
     done = _run(f"{sys.executable} -m pytest -q -p no:cacheprovider test_my_cluster.py", clone)
     assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-3000:]
+
+
+def test_the_language_page_lists_every_block_kind():
+    from gclc.compiler.schema import KINDS
+
+    listed = re.search(r"\*\*Block kinds\*\*: `([^`]+)`", PAGES["docs/language.md"])[1].split()
+    assert listed == list(KINDS), "docs/language.md's block kinds are not the schema's (compiler/schema.py KINDS)"

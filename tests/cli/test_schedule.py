@@ -161,7 +161,7 @@ def test_a_csv_time_limit_column_ends_the_row_there(tmp_path, capsys):
     text = EXAMPLE.read_text().replace("workload notebooks {", 'workload notebooks {\n  trace    = "week.csv"')
     (tmp_path / "shared.gcl").write_text(text)
     assert main(["schedule", str(tmp_path / "shared.gcl"), "--json", "--epochs", "0"]) == 1
-    assert "week.csv:4:8: error[trace-row]: `time_limit` must be a time in seconds > 0; it is `-1`" in \
+    assert "week.csv:4:8: error[trace-row]: `-1` is out of range: `time_limit` must be above 0" in \
         capsys.readouterr().err
     (tmp_path / "week.csv").write_text("submit,runtime,gpus,timelimit\n0,7200,8,3600\n0,600,8,\n")
     assert main(["schedule", str(tmp_path / "shared.gcl"), "--json", "--epochs", "0", "--no-failures"]) == 0
