@@ -507,8 +507,8 @@ SCHEDULER = Block(
      "reclaim_within_cohort": Choice(("never", "lower_priority", "any")),
      "borrow_within_cohort": Choice(("never", "lower_priority")),
      "fair_sharing": FLAG, "wait_for_pods_ready": TIME, "topology": Choice(("required", "preferred")),
-     # kube-scheduler: the NodeResourcesFit scoring strategy and coscheduling's permit timeout
-     "scoring": Choice(("least_allocated", "most_allocated")), "permit_timeout": TIME},
+     # kube-scheduler: the NodeResourcesFit scoring strategy
+     "scoring": Choice(("least_allocated", "most_allocated"))},
     blocks={"priority_weight": Block({k: COUNT0 for k in ("age", "fairshare", "job_size", "partition", "qos")},
                                      doc="slurm.conf PriorityWeightAge, ...Fairshare, ...JobSize, ...Partition, "
                                          "...QOS")},

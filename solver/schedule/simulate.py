@@ -167,6 +167,12 @@ class Simulation:
             self._next_failure(t.time, t.subject, t.kind)
         elif t.kind == "node-repair":
             self.api.commit(t.time, "node-up", t.subject, t.data)
+        elif t.kind == "wake":                 # a policy asked to look again (pods ready)
+            self.freed = True
+        elif t.kind == "deactivate":
+            run = self.runs[t.subject]
+            if run.phase == "running" and run.run_id == t.data:
+                self.evict(t.time, [t.subject], "cancel")
 
     # ------------------------------------------------------------ scheduling cycle
     def _cycle(self, now: float) -> None:
@@ -216,6 +222,14 @@ class Simulation:
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
         self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    def wake_at(self, time: float) -> None:
+        """Run a scheduling cycle at `time` even if nothing else happens then."""
+        self.timeline.push(Timer(time, "wake", ""))
+
+    def deactivate_at(self, time: float, name: str) -> None:
+        """End `name`'s current run at `time` for good (Kueue deactivating a workload)."""
+        self.timeline.push(Timer(time, "deactivate", name, self.runs[name].run_id))
 
     def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
         """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
