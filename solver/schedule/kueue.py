@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import attrs
 
-from .jobs import SchedJob
+from .records import SchedJob
 from .policies import Candidate, fits, take
 from .settings import KueueSettings
 from .tenants import Tenant
@@ -98,17 +98,22 @@ class Kueue:
         return heads
 
     def _flavor(self, sim, queues, used, job: SchedJob):
-        """(option, borrows) of the first flavor whose quota admits `job` (after preemption
-        where the queue's policy allows it), or None."""
+        """(option, borrows) of the option `job` is offered on: the first whose quota admits it
+        and that places now; else the first whose quota admits it (preemption may make room);
+        else, where the queue may preempt, its first. None if none. Options are flavors and,
+        for an elastic job, its sizes largest first (partial admission)."""
+        fitting = []
         for option in job.options:
             room = quota_room(queues, used, job.tenant, option.partition)
             need = option.gpus if job.gang else 1
-            if need <= room.own:
-                return option, False
             if need <= room.own + room.borrowable:
-                return option, True
-            if self._may_preempt(queues, used, job, option):
-                return option, need > room.own
+                fitting.append((option, need > room.own))
+        placed = [f for f in fitting if any(c.option == f[0] for c in self.filter(job, sim.state))]
+        if placed or fitting:
+            return (placed or fitting)[0]
+        if job.options and self._may_preempt(queues, used, job, job.options[0]):
+            room = quota_room(queues, used, job.tenant, job.options[0].partition)
+            return job.options[0], (job.options[0].gpus if job.gang else 1) > room.own
         return None
 
     def _may_preempt(self, queues, used, job: SchedJob, option) -> bool:

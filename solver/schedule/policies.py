@@ -6,7 +6,8 @@ Kubernetes scheduling framework's extension points, and the policies built on it
 - `priority`: highest priority first, then arrival; scores a preferred partition first
   (like Kueue's ordered flavors), then the job's planned throughput at that size and
   partition, then topology-aware best fit like Kueue's TAS (the lowest tier whose one
-  group holds the job, the fullest such group); preempts lower priorities.
+  group holds the job, the fullest such group); preempts lower priorities; restarts elastic
+  jobs larger when GPUs idle (solver/schedule/simulate.py `_grow`).
 - `kube`: kube-scheduler's default profile (NodeResourcesFit scoring) with gangs.
 - `slurm`: Slurm's main loop and backfill with reservations (solver/schedule/slurm.py).
 - `kueue`: Kueue's quota-based admission by ClusterQueue and cohort (solver/schedule/kueue.py).
@@ -20,7 +21,7 @@ from typing import Iterable, Protocol
 
 import attrs
 
-from .jobs import Option, SchedJob
+from .records import Option, SchedJob
 from .settings import KubeSettings
 from .state import Allocation, ClusterState
 
@@ -110,6 +111,7 @@ class PriorityBestFit:
     name: str = "priority"
     preempts: bool = True
     blocking: bool = False
+    grows: bool = True     # elastic jobs restart larger when GPUs idle (simulate.py `_grow`)
 
     def order(self, pending):
         return by_priority(pending)

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 
 from gclc.solver.schedule.catalog import policy
-from gclc.solver.schedule.jobs import Workload
+from gclc.solver.schedule.records import Workload
 from gclc.solver.schedule.settings import KueueSettings
 from gclc.solver.schedule.simulate import simulate
 from gclc.solver.schedule.tenants import Tenant
