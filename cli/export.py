@@ -71,11 +71,11 @@ def run(args: argparse.Namespace) -> int:
         import json
 
         print(json.dumps(files, indent=2, ensure_ascii=False))
-        return EXIT_OK if out is None else _write_all(Path(out), files)
+        return EXIT_OK if out is None else write_all(Path(out), files)
     if out is None:
         sys.stdout.write("".join(f"# ==> {name} <==\n{text}" for name, text in files.items()))
         return EXIT_OK
-    return _write_all(Path(out), files)
+    return write_all(Path(out), files)
 
 
 def _unknown_cluster(design, name: str, source: str) -> str | None:
@@ -106,10 +106,11 @@ def _output_problem(out: str | None, source: str) -> int | None:
     return None
 
 
-def _write_all(directory: Path, files: dict[str, str]) -> int:
+def write_all(directory: Path, files: dict[str, str]) -> int:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)   # `jobs/...` of a schedule's replay
             write_atomic(directory / name, text)
     except OSError as problem:
         error(f"cannot write into `{directory}`: {problem.strerror or problem}")

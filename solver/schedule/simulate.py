@@ -42,7 +42,8 @@ class Run:
     timeouts: int = 0                  # runs ended by the time limit
     restarts: int = 0
     rule: str = ""                     # the rule that started the current run
-    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule)
+    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule,
+                                           #  ((domain, GPUs held in it), ...))
 
 
 @attrs.frozen
@@ -316,7 +317,7 @@ class Simulation:
         run.useful += kept / rate * run.gpus
         run.held += (now - run.start) * run.gpus
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
-                             run.rule))
+                             run.rule, tuple(zip(alloc.domains, alloc.counts))))
         self.stopped.append((run.job.tenant, run.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
