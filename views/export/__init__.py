@@ -47,7 +47,7 @@ def export(kind: str, design: Design, job: str | None = None, cluster: str | Non
                 raise ExportError(f"the plan of `{plan.name}` runs on {target.name}.{where}, not on {cluster}")
             plan = None
     if kind == "slurm":
-        return slurm.export(nodes, design, plan, source)
+        return slurm.export(nodes, design, plan, source, target)
     return kubernetes.export(nodes, plan, source)
 
 
