@@ -14,7 +14,7 @@ FILES = {
     "megatron": {"megatron.args", "megatron.yaml"},
     "torchtitan": {"torchtitan.toml", "torchtitan.args"},
     "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"},
-    "kubernetes": {"kueue.yaml", "nodes.yaml", "jobset.yaml"},
+    "kubernetes": {"kueue.yaml", "kueue-config.yaml", "nodes.yaml", "jobset.yaml"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
 REFUSED = {

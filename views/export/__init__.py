@@ -48,7 +48,7 @@ def export(kind: str, design: Design, job: str | None = None, cluster: str | Non
             plan = None
     if kind == "slurm":
         return slurm.export(nodes, design, plan, source, target)
-    return kubernetes.export(nodes, plan, source)
+    return kubernetes.export(nodes, plan, source, design=design, cluster=target)
 
 
 def _job_cluster(entity: Entity | None) -> Entity | None:
