@@ -59,12 +59,14 @@ def on_one_partition(entity: Entity) -> list[Entity]:
             for name in names]
 
 
-def job_plan(entity: Entity) -> JobPlan:
+def job_plan(entity: Entity, timed: bool = True) -> JobPlan:
     """The job's plan; on a cluster of several partitions without one named, the partition
-    whose plan is best (the one the job prefers, if it says)."""
+    whose plan is best (the one the job prefers, if it says). `timed`: with the time limit a
+    scheduler is asked for (what the Slurm and Kubernetes exports need)."""
+    timing = _with_time_limit if timed else (lambda plan, _: plan)
     candidates = on_one_partition(entity)
     if len(candidates) == 1:
-        return _with_time_limit(_job_plan(candidates[0]), entity)
+        return timing(_job_plan(candidates[0]), entity)
     plans, reasons = [], []
     for candidate in candidates:
         try:
@@ -73,7 +75,7 @@ def job_plan(entity: Entity) -> JobPlan:
             reasons.append(f"{candidate.get('on').name}: {problem}")
     if not plans:
         raise Infeasible("; ".join(reasons))
-    return _with_time_limit(max(plans, key=lambda p: p.tokens_per_s), entity)
+    return timing(max(plans, key=lambda p: p.tokens_per_s), entity)
 
 
 def _with_time_limit(plan: JobPlan, entity: Entity) -> JobPlan:
@@ -119,7 +121,7 @@ def _cluster_of(entity: Entity) -> Entity:
 def _job_plan(entity: Entity) -> JobPlan:
     from ...solver.split.plan import is_hetero, partition_jobs, plan_hetero
     from ...solver.jobs import job_objective
-    from ...solver.train.plan import plan
+    from ...solver.train.plan import placement, plan
 
     shape = ModelShape.from_entity(entity.get("model"))
     if entity.kind == "serve":
@@ -142,7 +144,8 @@ def _job_plan(entity: Entity) -> JobPlan:
     config = chosen.best.config
     share = _share(job.partition, config, config.gpus, job.batch)
     return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,),
-                   _run(entity, chosen.goodput), chosen.best.tokens_per_s)
+                   _run(entity, chosen.goodput), chosen.best.tokens_per_s, chosen.best, placement(chosen.best, job),
+                   job.partition)
 
 
 def _run(entity: Entity, goodput) -> Run:

@@ -65,6 +65,9 @@ class JobPlan:
     shares: tuple[Share, ...]
     run: Run = attrs.field(factory=lambda: Run())
     tokens_per_s: float = 0.0    # the plan's throughput (tokens trained, or served, per second)
+    estimate: object = None      # a single-partition train plan's step (model/train/step.py Estimate)
+    placement: tuple = ()        # ... where each parallel dimension lands (solver/train/plan.py Placement)
+    ir_partition: object = None  # ... the partition it runs on (compiler/ir.py Partition)
 
     @property
     def config(self) -> TrainConfig:
