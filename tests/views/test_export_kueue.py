@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -31,7 +32,7 @@ tenant research {
   borrowing_limit { h100 = 64 }
 }
 
-tenant product {
+tenant production {
   on     = Shared
   shares = 1
   cohort = "lab"
@@ -53,10 +54,14 @@ scheduler kueue {
 """
 
 
+def bare() -> str:
+    """The shared example without its own tenants and `scheduler kueue` block (its jobs keep
+    naming `production` and `research`)."""
+    return re.sub(r"\n(tenant \w+|scheduler kueue) \{.*?\n\}\n", "\n", SHARED.read_text(), flags=re.S)
+
+
 def design(extra: str = TENANTS + KUEUE):
-    text = SHARED.read_text().replace("  priority = ", "  tenant   = research\n  priority = ") + extra
-    text = text.replace("  tenant   = research\n  priority = critical", "  tenant   = product\n  priority = critical")
-    result = check_text(text, str(SHARED))
+    result = check_text(bare() + extra, str(SHARED))
     assert result.design is not None, result.diagnostics
     return result.design
 
@@ -90,10 +95,10 @@ def test_a_cluster_queue_per_tenant_with_its_quota_cohort_limits_and_the_policy(
     for document in kueue + documents["jobset.yaml"]:
         _valid(document)
     queues = {d["metadata"]["name"]: d["spec"] for d in kueue if d["kind"] == "ClusterQueue"}
-    assert set(queues) == {"research", "product"}
+    assert set(queues) == {"research", "production"}
     flavors = {d["spec"]["nodeLabels"]["gclc.io/partition"]: d["metadata"]["name"]
                for d in kueue if d["kind"] == "ResourceFlavor"}
-    for name, quota, shares in (("research", {"h100": 192, "a100": 128}, 3), ("product", {"h100": 64, "a100": 128}, 1)):
+    for name, quota, shares in (("research", {"h100": 192, "a100": 128}, 3), ("production", {"h100": 64, "a100": 128}, 1)):
         spec = queues[name]
         assert spec["cohortName"] == "lab" and spec["fairSharing"] == {"weight": shares}
         assert spec["queueingStrategy"] == "StrictFIFO"
@@ -102,15 +107,15 @@ def test_a_cluster_queue_per_tenant_with_its_quota_cohort_limits_and_the_policy(
         resources = {f["name"]: f["resources"][0] for g in spec["resourceGroups"] for f in g["flavors"]}
         assert {p: resources[flavors[p]]["nominalQuota"] for p in quota} == quota
     research = {f["name"]: f["resources"][0] for g in queues["research"]["resourceGroups"] for f in g["flavors"]}
-    product = {f["name"]: f["resources"][0] for g in queues["product"]["resourceGroups"] for f in g["flavors"]}
+    product = {f["name"]: f["resources"][0] for g in queues["production"]["resourceGroups"] for f in g["flavors"]}
     assert research[flavors["h100"]]["borrowingLimit"] == 64 and "borrowingLimit" not in research[flavors["a100"]]
     assert product[flavors["a100"]]["lendingLimit"] == 64 and "lendingLimit" not in product[flavors["h100"]]
     local = {d["metadata"]["name"]: d["spec"]["clusterQueue"] for d in kueue if d["kind"] == "LocalQueue"}
-    assert local == {"research": "research", "product": "product"}
+    assert local == {"research": "research", "production": "production"}
 
     jobset = next(d for d in documents["jobset.yaml"] if d["kind"] == "JobSet")
     labels = jobset["metadata"]["labels"]
-    assert labels["kueue.x-k8s.io/queue-name"] == "product" and labels["kueue.x-k8s.io/priority-class"] == "critical"
+    assert labels["kueue.x-k8s.io/queue-name"] == "production" and labels["kueue.x-k8s.io/priority-class"] == "critical"
     for replicated in jobset["spec"]["replicatedJobs"]:
         annotations = replicated["template"]["spec"]["template"]["metadata"]["annotations"]
         assert "kueue.x-k8s.io/podset-required-topology" in annotations
@@ -139,9 +144,8 @@ def test_the_jobset_runs_as_long_as_slurm_is_asked_for():
 
 
 def test_without_tenants_one_queue_holds_the_cluster():
-    from gclc.compiler.driver import check_file
-
-    files = export("kubernetes", check_file(str(SHARED)).design, "pretrain_70b", None, "shared.gcl")
+    untenanted = re.sub(r"\n  tenant +=[^\n]*", "", bare())
+    files = export("kubernetes", check_text(untenanted, str(SHARED)).design, "pretrain_70b", None, "shared.gcl")
     kueue = [d for d in yaml.safe_load_all(files["kueue.yaml"]) if d]
     queues = [d for d in kueue if d["kind"] == "ClusterQueue"]
     assert len(queues) == 1 and "cohortName" not in queues[0]["spec"]

@@ -32,21 +32,7 @@ from .slurm_real import MariaDB, Slurmctld, Slurmdbd, have_accounting
 pytestmark = pytest.mark.skipif(not have_accounting(), reason="Debian's slurmdbd and mariadb-server are not installed "
                                                                 "(apt-get install slurmdbd mariadb-server)")
 SHARED = Path(__file__).resolve().parents[2] / "examples" / "shared_cluster.gcl"
-TENANTS = """
-tenant research {
-  on     = Shared
-  shares = 3
-  cohort = "lab"
-  quota { h100 = 192  a100 = 128 }
-}
-
-tenant product {
-  on     = Shared
-  shares = 1
-  cohort = "lab"
-  quota { h100 = 64  a100 = 128 }
-}
-
+SLURM = """
 scheduler slurm {
   on                       = Shared
   preempt_type             = qos
@@ -63,9 +49,9 @@ scheduler slurm {
 
 
 def shared_design():
-    text = SHARED.read_text().replace("  priority = ", "  tenant   = research\n  priority = ") + TENANTS
-    text = text.replace("  tenant   = research\n  priority = critical", "  tenant   = product\n  priority = critical")
-    result = check_text(text, str(SHARED))
+    """The shared example (tenants `production`, shares 2, and `research`, shares 1) with a
+    `scheduler slurm` block stating every setting away from Slurm's defaults."""
+    result = check_text(SHARED.read_text() + SLURM, str(SHARED))
     assert result.design is not None, result.diagnostics
     return result.design
 
@@ -98,7 +84,7 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
     design = shared_design()
     cluster = design.of_kind("cluster")[0]
     files = export("slurm", design, "finetune_8b", None, "shared.gcl")
-    assert "#SBATCH --account=product" in files["job.sbatch"] and "#SBATCH --qos=critical" in files["job.sbatch"]
+    assert "#SBATCH --account=production" in files["job.sbatch"] and "#SBATCH --qos=critical" in files["job.sbatch"]
     nodes = _nodes(files["slurm.conf"])
     env = dict(dbd.env, SLURM_CONF=str(tmp_path / "dbd" / "slurm.conf"))   # sacctmgr talks to slurmdbd alone
     (tmp_path / "dbd" / "slurm.conf").write_text("ClusterName=gclctest\nAuthType=auth/none\nSlurmctldHost=localhost\n"
@@ -108,7 +94,7 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
         (tmp_path / script).write_text(files[script])
         done = subprocess.run(["sh", str(tmp_path / script)], env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
-    sacctmgr(env, "add", "user", "root", "Account=product")
+    sacctmgr(env, "add", "user", "root", "Account=production")
     ctld = Slurmctld(tmp_path, files, nodes, dbd.slurm_lines())
     started.append(ctld)
     assert ctld.ready(), ctld.log()[-2000:]
@@ -136,13 +122,13 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
     assert set(qos["critical"][1].split(",")) == {"low", "normal", "high"} and qos["low"][1] == ""
     shares = dict(row.split("|") for row in sacctmgr(env, "-nP", "show", "assoc", "where", "user=",
                                                      "format=Account,Fairshare").split() if not row.startswith("root"))
-    assert shares == {"research": "3", "product": "1"}
+    assert shares == {"production": "2", "research": "1"}
 
     # the job is placed under its account and QOS; what the scripts did not create is refused
     script = files["job.sbatch"]
     placed = ctld.sbatch_test_only(script)
     assert placed.returncode == 0 and "to start at" in placed.stderr, placed.stderr
-    other = ctld.sbatch_test_only(script.replace("--account=product", "--account=research"))
+    other = ctld.sbatch_test_only(script.replace("--account=production", "--account=research"))
     assert other.returncode != 0 and "account" in other.stderr.lower(), other.stderr   # root is not in research
     bogus = ctld.sbatch_test_only(script.replace("--qos=critical", "--qos=urgent"))
     assert bogus.returncode != 0 and "qos" in bogus.stderr.lower(), bogus.stderr
