@@ -1,5 +1,6 @@
 """`gclc export FILE --to KIND [-o DIR|-] [--job NAME] [--cluster NAME]`: the plan and the
-cluster as the files Megatron-LM, torchtitan, Slurm or Kubernetes read.
+cluster as the files Megatron-LM, torchtitan, Slurm or Kubernetes read, or the planned step
+as a Chrome/Perfetto trace.
 
 Every file of the kind is computed before any is written; `-o DIR` writes each one
 atomically into DIR (created when missing); without `-o`, or with `-o -`, they go to
@@ -24,10 +25,11 @@ def add(commands) -> None:
     from ..views.export import KINDS
 
     export = commands.add_parser(
-        "export", help="the plan and the cluster as Megatron-LM, torchtitan, Slurm or Kubernetes files",
+        "export", help="the plan and the cluster as Megatron-LM, torchtitan, Slurm or Kubernetes files, or a trace",
         description="Write what the software stack reads: megatron (arguments and YAML), torchtitan (TOML and "
                     "CLI overrides), slurm (slurm.conf lines, gres.conf, tree and block topology.conf, sbatch), "
-                    "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet).")
+                    "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet), trace (the planned "
+                    "step as a Chrome/Perfetto trace: a track per pipeline stage and per communicator).")
     export.add_argument("file", metavar="FILE")
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
     export.add_argument("-o", "--output", metavar="DIR",

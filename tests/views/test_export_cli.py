@@ -3,6 +3,7 @@ error naming what the target lacks, exit 1, and no file written; atomic files, `
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -14,7 +15,8 @@ FILES = {
     "megatron": {"megatron.args", "megatron.yaml"},
     "torchtitan": {"torchtitan.toml", "torchtitan.args"},
     "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"},
-    "kubernetes": {"kueue.yaml", "nodes.yaml", "jobset.yaml"},
+    "kubernetes": {"kueue.yaml", "kueue-config.yaml", "nodes.yaml", "jobset.yaml"},
+    "trace": {"trace.json"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
 REFUSED = {
@@ -22,6 +24,8 @@ REFUSED = {
     ("custom_dsa", "torchtitan"): "`chat_405b` is a serve job",
     ("hetero_h100_a100", "megatron"): "no heterogeneous split",
     ("hetero_h100_a100", "torchtitan"): "no heterogeneous split",
+    ("custom_dsa", "trace"): "`chat_405b` is a serve job",
+    ("hetero_h100_a100", "trace"): "the heterogeneous split runs several",
     # the SC21 run the example pins had no sequence parallelism, which torchtitan always uses with TP
     ("a100_cluster", "torchtitan"): "tp 8 without sequence parallelism",
 }
@@ -45,6 +49,9 @@ def test_every_example_exports_to_every_kind_that_applies(example, kind, tmp_pat
     assert status == 0, err
     expected = FILES[kind] - ({"job.sbatch", "jobset.yaml"} if example.job is None else set())
     assert {p.name for p in out.iterdir()} == expected
+    if kind == "trace":   # JSON has no comments: the design stands in the trace's own metadata
+        assert json.loads((out / "trace.json").read_text())["otherData"]["design"] == example.path
+        return
     assert all(p.read_text().startswith("#") for p in out.iterdir())
 
 
