@@ -224,11 +224,13 @@ CHIP = Block(
             "formats": ListOf(Choice(formats.NAMES, "a number format"), least=1)},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
-                      "stack_bandwidth": BANDWIDTH, "type": TEXT},
+                      "stack_bandwidth": BANDWIDTH, "type": TEXT, "nominal": BYTES},
                      required=("capacity", "bandwidth"),
                      alternatives={"capacity": (("stacks", "stack_capacity"),),
                                    "bandwidth": (("stacks", "stack_bandwidth"),)},
-                     doc="capacity and bandwidth, stated or derived from stacks x stack_capacity / stack_bandwidth"),
+                     doc="capacity (what the driver exposes: plans fit in it) and bandwidth, stated or derived from "
+                         "stacks x stack_capacity / stack_bandwidth; `nominal`, the data sheet's figure as it writes it "
+                         "(`80 GB`, `95 GiB`), names the part in every output (default: the capacity)"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
         "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
                                doc="dense operations (2 per multiply-add) per core per clock, per precision"),

@@ -30,6 +30,7 @@ import math
 import graphviz
 
 from ..compiler.ir import ClusterGraph, Partition, SwitchLayer, Tier
+from ..dsl.numbers import datasheet_memory
 from .diagram import (FONT, HOST_LINK, PALETTE, PASTEL, SCALE_OUT, SCALE_UP, count, escape, fmt, ident, in_bits,
                       label, speed)
 
@@ -298,7 +299,7 @@ def _more(dot, element: str, n: int, what: str) -> None:
 def _chip_lines(p: Partition) -> list[str]:
     chip = p.node.accelerator
     peak = next(((name, value) for name, value in chip.peak if name == "bf16"), chip.peak[0] if chip.peak else None)
-    lines = [f"{p.node.gpus} × {chip.name}", f"{fmt(chip.hbm_capacity, 'B')} HBM · {fmt(chip.hbm_bandwidth, 'B/s')}"]
+    lines = [f"{p.node.gpus} × {chip.name}", f"{datasheet_memory(chip.hbm_datasheet)} HBM · {fmt(chip.hbm_bandwidth, 'B/s')}"]
     if peak is not None:
         lines.append(f"{fmt(peak[1], 'FLOPS')} {peak[0]} · {fmt(chip.tdp, 'W')} TDP")
     return lines
