@@ -4,11 +4,14 @@ error naming what the target lacks, exit 1, and no file written; atomic files, `
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from gclc.cli.main import main
 from gclc.views.export import KINDS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 FILES = {
     "megatron": {"megatron.args", "megatron.yaml"},
@@ -81,6 +84,6 @@ def test_an_unknown_job_is_an_error(named, capsys):
 
 def test_an_infeasible_plan_exits_3_and_writes_nothing(named, tmp_path, capsys):
     out = tmp_path / "out"
-    path = named("gb200_nvl72_100k").path
+    path = str(ROOT / "tests" / "data" / "gb200_moe.gcl")   # pp 16 x ep 64 cannot split the batch on 8 racks
     assert main(["export", path, "--to", "megatron", "-o", str(out), "--set", "racks=8"]) == 3
     assert "infeasible" in capsys.readouterr().err and not out.exists()

@@ -87,7 +87,7 @@ def test_diagnostics_write_numbers_with_the_one_formatter():
     whole = _check("node N {\n  gpus = 2.5 x H\n}\nchip H {\n  peak { bf16 = 1 PFLOPS }\n"
                    "  hbm { capacity = 80 GB  bandwidth = 3 TB/s }\n  power { tdp = 700 W }\n}\n")
     assert any("whole number; it is 2.5" in m for m in whole), whole
-    uneven = check_file(str(ROOT / "examples" / "gb200_nvl72_100k.gcl")).diagnostics
+    uneven = check_file(str(ROOT / "tests" / "data" / "gb200_moe.gcl")).diagnostics   # 61 layers on 16 stages
     notes = " ".join(n for d in uneven if d.code == "uneven-pipeline" for n in d.notes)
     assert "the model counts 3.81 per stage" in notes
 
