@@ -73,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
             return EXIT_ERRORS
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
+    if args.output and not args.json:
+        from .common import wrote
+
+        wrote(args.output)
     return EXIT_OK
 
 
