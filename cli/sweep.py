@@ -38,7 +38,8 @@ def add(commands) -> None:
     sweep.add_argument("--chunk", type=_positive, metavar="N", help="points per task (default: balanced)")
     sweep.add_argument("--resume", action="store_true", help="skip the points already in DIR/sweep.parquet")
     sweep.add_argument("--sensitivity", action="store_true",
-                       help="vary each numeric param of the file by +-DELTA and draw a tornado chart")
+                       help="vary each numeric param of the file by +-DELTA and draw a tornado chart (no --vary; "
+                            "a whole number is rounded, and the chart says how far it moved)")
     sweep.add_argument("--delta", type=_share, default=0.1, metavar="SHARE",
                        help="the sensitivity step, such as 10%% or 0.1 (default: 10%%)")
     sweep.set_defaults(run=run)

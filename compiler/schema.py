@@ -74,9 +74,11 @@ class PartRef:
 
 @attrs.frozen
 class RepeatOf:
-    """`count x Part` where Part is one of `kinds`."""
+    """`count x Part` where Part is one of `kinds`; `least` 0 where none is a design choice a
+    sweep may reach (`dpus = 0 x BlueField3`, a partition of `0 x DGX_A100`)."""
 
     kinds: tuple[str, ...]
+    least: int = 1
 
     def describe(self) -> str:
         return f"a count of a {' or '.join(self.kinds)}, such as `8 x Name`"
@@ -279,7 +281,7 @@ SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BAND
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
-     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
+     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",), least=0), "scaleup": PartRef(("fabric",)),
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
@@ -318,8 +320,9 @@ CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
     blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
             "economics": ECONOMICS},
-    labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
-                                 required=("units",))},
+    # a partition may hold no units (swept to zero): it drops out of the cluster and the jobs on it
+    labelled={"partition": Block({"units": RepeatOf(("node", "supernode"), least=0), "scaleout": PartRef(("fabric",)),
+                                  "hostnames": HOSTNAMES}, required=("units",))},
 )
 
 # ----------------------------------------------------------------- work
