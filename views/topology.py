@@ -31,6 +31,8 @@ import graphviz
 
 from ..compiler.ir import ClusterGraph, Partition, SwitchLayer, Tier
 from ..dsl.numbers import datasheet_memory
+from . import torus
+from .torus import is_torus
 from .diagram import (FONT, HOST_LINK, PALETTE, PASTEL, SCALE_OUT, SCALE_UP, count, escape, fmt, ident, in_bits,
                       label, speed)
 
@@ -110,12 +112,24 @@ class _View:
             _more(c, ident("p", index, "unit", "more"), p.nodes_per_unit - 1, p.node.name)
             tier = next((t for t in p.tiers if t.scope == "supernode"), None)
             if tier is not None:
-                element = ident("p", index, "unitfabric")
-                switches = [f"{s.count} × {s.name} per unit" for s in p.unit_switches]
-                c.node(element, label(self.tier_head(tier), *self.more_axes(p, "supernode"), *switches), shape="hexagon",
-                       fillcolor="#e8f5e9")
+                element = self.scaleup(c, ident("p", index, "unitfabric"), p, "supernode")
                 source = ident("p", index, "nodefabric") if any(t.scope == "node" for t in p.tiers) else ident("p", index, "chip")
                 c.edge(source, element, label=f"{self.tier_speed(tier)} per GPU", **SCALE_UP)
+
+    def scaleup(self, c, element: str, p: Partition, scope: str) -> str:
+        """The scale-up fabric of `scope`: a torus as its grid of chips and rings, a switched
+        fabric as one hexagon; the element edges into it meet."""
+        tiers = [t for t in p.tiers if t.scope == scope]
+        if is_torus(tiers):
+            return torus.draw(c, element, tiers, f"{tiers[0].name.rsplit(' dim ', 1)[0]} · {tiers[0].kind}",
+                              self.tier_speed_link(tiers[0]))
+        switches = [f"{s.count} × {s.name} per unit" for s in p.unit_switches] if scope == "supernode" else []
+        c.node(element, label(self.tier_head(tiers[0]), *self.more_axes(p, scope), *switches), shape="hexagon",
+               fillcolor="#e8f5e9")
+        return element
+
+    def tier_speed_link(self, tier: Tier) -> str:
+        return speed(tier.link_bandwidth, self.bits(tier.fabric, tier.kind))
 
     def more_axes(self, p: Partition, scope: str) -> list[str]:
         """The further axes of a torus, drawn in the one scale-up element of their scope."""
@@ -146,9 +160,7 @@ class _View:
                     c.edge(chip, element, **HOST_LINK)
             tier = next((t for t in p.tiers if t.scope == "node"), None)
             if tier is not None:
-                element = ident("p", index, "nodefabric")
-                c.node(element, label(self.tier_head(tier), *self.more_axes(p, "node")), shape="hexagon",
-                       fillcolor="#e8f5e9")
+                element = self.scaleup(c, ident("p", index, "nodefabric"), p, "node")
                 c.edge(chip, element, label=f"{self.tier_speed(tier)} per GPU", **SCALE_UP)
 
     def ports_part(self, p: Partition):
@@ -185,6 +197,11 @@ class _View:
 
     def tier_chain(self, dot, index: int, p: Partition, source: str, per_link: str) -> None:
         tiers = [t for t in p.tiers if t.scope == "scaleout"]
+        if is_torus(tiers):  # the nodes' ports are the torus's links: drawn as its grid and rings
+            element = torus.draw(dot, ident("p", index, "torus"), tiers, f"{tiers[0].name.rsplit(' dim ', 1)[0]} · "
+                                 f"{tiers[0].kind}", per_link, SCALE_OUT)
+            dot.edge(source, element, label=f"{per_link} per link", **SCALE_OUT)
+            return
         for tier in tiers:
             dot.node(ident("p", index, "tier", tier.level), self.tier_head(tier), shape="hexagon", fillcolor="#e3f2fd")
         dot.edge(source, ident("p", index, "tier", tiers[0].level), label=f"{per_link} per link", **SCALE_OUT)
