@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FILES = {
     "megatron": {"megatron.args", "megatron.yaml"},
     "torchtitan": {"torchtitan.toml", "torchtitan.args"},
-    "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "job.sbatch"},
+    "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"},
     "kubernetes": {"kueue.yaml", "nodes.yaml", "jobset.yaml"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
@@ -55,7 +55,7 @@ def test_stdout_holds_every_file_after_its_name(named, capsys):
     assert _run(named("dgx_h100_superpod"), "--to", "slurm", "-o", "-") == 0
     out = capsys.readouterr().out
     assert [line[6:-4] for line in out.splitlines() if line.startswith("# ==> ")] == sorted(
-        FILES["slurm"], key=["slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "job.sbatch"].index)
+        FILES["slurm"], key=["slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"].index)
 
 
 def test_files_are_replaced_whole_and_keep_their_mode(named, tmp_path, capsys):

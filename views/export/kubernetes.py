@@ -22,6 +22,7 @@ import math
 import yaml
 
 from .layout import Group, Layout, Level, slug
+from .environment import environment
 from .target import JobPlan, Share, header
 
 LABEL_PREFIX = "topology.gclc.io/"
@@ -107,22 +108,23 @@ def jobset(layout: Layout, job: JobPlan, image: str) -> dict:
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": slug(job.name)[:40].rstrip("-"), "namespace": NAMESPACE,
                          "labels": {"kueue.x-k8s.io/queue-name": layout.slug}},
-            "spec": {"replicatedJobs": [_replicated(layout.group(share.partition), share, job.serve, image)
+            "spec": {"replicatedJobs": [_replicated(layout.group(share.partition), share, job, image)
                                         for share in job.shares]}}
 
 
-def _replicated(group: Group, share: Share, serve: bool, image: str) -> dict:
+def _replicated(group: Group, share: Share, plan: JobPlan, image: str) -> dict:
     """A train share: one Job of a pod per node. A serve pool: one Job per replica, its pods
     holding the replica's GPUs (fewer than a node's when the replica is narrower); a
     disaggregated plan's prefill and decode pools are two replicated jobs named by role,
     their containers told their role (GCLC_SERVE_ROLE)."""
+    serve = plan.serve
     replicas = share.items if serve else 1
     per_pod = min(group.gpus_per_node, share.together) if serve else group.gpus_per_node
     pods = math.ceil(share.gpus / replicas / per_pod)
     resource = {_resource(group): per_pod}
     template = {"metadata": {"annotations": _placement(group, share, pods * replicas, per_pod)},
                 "spec": {"restartPolicy": "Never", "nodeSelector": {PARTITION_LABEL: group.slug},
-                         "containers": [_container(share, serve, image, resource)]}}
+                         "containers": [_container(share, plan, image, resource)]}}
     job = {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
            "template": template}
     disaggregated = serve and share.role in ("prefill", "decode")
@@ -130,13 +132,17 @@ def _replicated(group: Group, share: Share, serve: bool, image: str) -> dict:
     return {"name": name, "replicas": replicas, "template": {"spec": job}}
 
 
-def _container(share: Share, serve: bool, image: str, resource: dict) -> dict:
+def _container(share: Share, plan: JobPlan, image: str, resource: dict) -> dict:
+    serve = plan.serve
     container = {"name": share.role if serve and share.role in ("prefill", "decode") else
                  ("server" if serve else "trainer"), "image": image,
                  "resources": {"requests": dict(resource), "limits": dict(resource)}}
+    env = [{"name": v.name, "value": v.value} for v in environment(plan)]
     if serve and share.role:
-        container["env"] = [{"name": "GCLC_SERVE_ROLE", "value": share.role},
-                            {"name": "GCLC_REPLICA_GPUS", "value": str(share.together)}]
+        env += [{"name": "GCLC_SERVE_ROLE", "value": share.role},
+                {"name": "GCLC_REPLICA_GPUS", "value": str(share.together)}]
+    if env:
+        container["env"] = env
     return container
 
 

@@ -198,6 +198,7 @@ def _plan_sections(c: Context) -> list[str]:
                  _table(("component", "time", "share"),
                         [(WORDS.get(k, k), duration(v), percent(v / e.step_time)) for k, v in e.breakdown.rows() if v],
                         (1, 2))),
+        _timeline_section(p),
         _section("Memory per GPU", _figure(report_plots.memory(e.memory.rows(), e.hbm, hbm(chip.hbm_datasheet, e.hbm)),
                                            f"{memory_of(e.memory.total, chip.hbm_datasheet, e.hbm)} HBM."),
                  _table(("category", "bytes"), [(MEMORY_WORDS.get(k, k), memory(v, binary_bytes(chip.hbm_datasheet)))
@@ -205,6 +206,18 @@ def _plan_sections(c: Context) -> list[str]:
         _power_curve_section(p),
         _section("Runners-up", _runners(p)),
     ]
+
+
+def _timeline_section(p) -> str:
+    from . import timeline
+
+    c = p.best.config
+    shown = "every stage" if c.pp <= timeline.MAX_ROWS else "the first and last four stages"
+    caption = (f"One {duration(p.best.step_time)} step per pipeline stage ({shown} of {c.pp}), from the step "
+               f"model: each micro-batch pass's compute and exposed communication, the bubble where a stage "
+               f"waits in the 1F1B schedule, then gradient synchronization and the optimizer; hatched, the "
+               f"synchronization the last backward pass hides.")
+    return _section("Step timeline", _figure(timeline.figure(p), caption))
 
 
 def _plan_intro(p) -> str:
@@ -333,7 +346,7 @@ def _schedule_section(design: Design) -> str:
     """`gclc schedule` under the priority policy: the summary and the utilization/Gantt plot."""
     from ...solver.schedule.jobs import ScheduleError, build
     from ...solver.schedule.milp import solve
-    from ...solver.schedule.policies import POLICIES
+    from ...solver.schedule.catalog import POLICIES
     from ...solver.schedule.simulate import simulate
     from .plots import scope_ids
     from ..schedule import schedule_json, schedule_text
