@@ -1,7 +1,7 @@
 """A torus drawn as one (issue 27: it was a hexagon, a switch it does not have): a corner
-of its grid of chips, the neighbour links of its first two axes, and where the axes close
-into rings, their wraparound links; the label names every axis, so a 16 x 16 x 24 slice
-reads as one."""
+of its grid of chips with the neighbour links of its first two axes, each row going on
+(dashed) to the rest of its ring and the wraparound; the label names every axis's ring, so
+a 16 x 16 x 24 slice reads as one."""
 
 from __future__ import annotations
 
@@ -32,13 +32,16 @@ def draw(dot, element: str, tiers: list[Tier], head: str, link: str, colour: dic
     dims = [t.ring for t in tiers]
     cols = min(dims[0], SHOWN if len(dims) > 1 else RING_SHOWN)
     rows = min(dims[1], SHOWN) if len(dims) > 1 else 1
-    more = [f"axis {i + 1}: {t.ring:,} chips, {t.group_gpus:,} GPUs reached" for i, t in enumerate(tiers)]
+    more = [f"{t.name}: ring of {t.ring:,} chips, {t.group_gpus:,} GPUs reached" for t in tiers]
     links = {"color": style["color"], "penwidth": "1.5", "arrowhead": "none"}
     closing = {**links, "style": "dashed", "fontsize": "9", "fontcolor": style["color"]}
-    across, up = _continues(tiers[0], cols), len(tiers) > 1 and _continues(tiers[1], rows)
+    # each row goes on past its last chip (dashed, to a point); the other axes' rings are in the
+    # label: links drawn above the grid would cross it, and those below the cables coming in
+    across = _continues(tiers[0], cols)
     with dot.subgraph(name=f"cluster_{element}") as c:
         c.attr(label=label(head, shape_text(tiers), f"{link} per link", *more), style="rounded,filled",
-               fillcolor="#f1f8e9", color=style["color"], labelloc="t")
+               fillcolor="#f1f8e9", color=style["color"], labelloc="b")   # above the grid (rankdir BT):
+        # the cables into the torus come from below
         for i in range(rows):
             with c.subgraph() as row:  # one rank per row; the row's ring continues past its last chip
                 row.attr(rank="same")
@@ -54,11 +57,6 @@ def draw(dot, element: str, tiers: list[Tier], head: str, link: str, colour: dic
         for i in range(rows - 1):
             for j in range(cols):
                 c.edge(_chip(element, i, j), _chip(element, i + 1, j), **links)
-        if up:
-            for j in range(cols):
-                c.node(_stub(element, 1, j), **_STUB)
-                c.edge(_chip(element, rows - 1, j), _stub(element, 1, j),
-                       label=_ring_text(tiers[1], rows) if j == 0 else "", **closing)
     return _chip(element, 0, 0)
 
 

@@ -274,13 +274,14 @@ def test_tori_and_full_meshes(tmp_path):
     assert design is not None
     torus = render.topology(lower(design, "Pod"), render.fabric_entities(design), design).source
     # drawn as a torus (issue 27: it was one hexagon, a switch it does not have): a 4 x 4 corner of
-    # chips with its 2 x 4 x 3 neighbour links, each row and column going on to wrap around
+    # chips with its 2 x 4 x 3 neighbour links, each row going on to its wraparound
     assert "4 × 4 × 4 torus, wraparound" in torus and "hexagon" not in torus.split("legend")[0]
     chips = re.findall(r"^\t+(p_0_torus_chip_\d_\d) \[", torus, re.MULTILINE)
     links = re.findall(r"^\t+p_0_torus_chip_(\d)_(\d) -> p_0_torus_chip_(\d)_(\d)", torus, re.MULTILINE)
     assert len(set(chips)) == 16 and len(links) == 24
     assert all(abs(int(a) - int(c)) + abs(int(b) - int(d)) == 1 for a, b, c, d in links)   # neighbours only
-    assert len(re.findall(r"-> p_0_torus_wrap_", torus)) == 8 and "wraps to the first" in torus
+    assert len(re.findall(r"-> p_0_torus_wrap_", torus)) == 4 and "wraps to the first" in torus
+    assert all(f"ICI dim {i}: ring of 4 chips" in torus for i in (1, 2, 3))
     tpu = check_file("tpu.gcl", text='import "std/google"\ncluster S { units = 1 x TPU_v5p_Pod }\n').design
     pod = render.topology(lower(tpu), render.fabric_entities(tpu), tpu).source
     assert "16 × 16 × 24 torus, wraparound" in pod and "+12 chips, wraps to the first" in pod

@@ -48,7 +48,7 @@ def step_rows(plan) -> tuple[Row, ...]:
     work = [(k, getattr(b, k)) for k in WORK if getattr(b, k) > 0]
     total_work = sum(v for _, v in work)
     warm = total_work / max(1, c.microbatches)   # the first micro-batch's pass: the warm-up
-    hidden = _hidden_dp(plan)
+    hidden = hidden_sync(plan)
     stages = list(range(c.pp)) if c.pp <= MAX_ROWS else [*range(4), *range(c.pp - 4, c.pp)]
     rows = []
     for s in stages:
@@ -81,7 +81,7 @@ def _spread(out: list[Segment], work, t: float, share: float) -> float:
     return t
 
 
-def _hidden_dp(plan) -> float:
+def hidden_sync(plan) -> float:
     """Gradient synchronization the backward pass hides: what it takes alone less what the
     step exposes (model/train/dp_sync.py)."""
     e, job = plan.best, plan.job
