@@ -76,7 +76,7 @@ class _View:
         load = self.loads.get(tier, 0.0)
         colour = link_load.colour(load)
         busy = f"busy {percent(load)} of the step" if load else "idle at this plan"
-        return {**style, "color": colour, "fontcolor": colour, "penwidth": f"{1.2 + 4 * load:.2f}",
+        return {**style, "color": colour, "fontcolor": colour, "penwidth": str(round(1.2 + 4 * load, 2)),
                 "label": label(text, busy)}
 
     # ------------------------------------------------------------ units and speeds

@@ -129,10 +129,10 @@ def test_the_one_renderer(value, text):
 def test_the_sweep_front_reads_like_the_report():
     from gclc.views.sweep.report import front_table
 
-    row = {"gpus": 64, "tp": 8, "pp": 1, "dp": 8, "tokens_per_s": 12345.6, "goodput_share": 0.97, "mfu": 0.413,
-           "time_to_train_s": 3.2e6, "facility_power_w": 1.23e6, "capex_usd": 4.5e7, "tco_usd": 9.9e7,
+    row = {"gpus": 64, "tp": 8, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "tokens_per_s": 12345.6, "goodput_share": 0.97,
+           "mfu": 0.413, "time_to_train_s": 3.2e6, "facility_power_w": 1.23e6, "capex_usd": 4.5e7, "tco_usd": 9.9e7,
            "cost_per_token_usd": 2.3e-7}
-    assert front_table([row], ())[1] == ["64", "8", "1", "8", "12,346", "97%", "41.3%", "37 days", "1.23 MW",
+    assert front_table([row], ())[1] == ["64", "8", "1", "8", "1", "1", "12,346", "97%", "41.3%", "37 days", "1.23 MW",
                                          "45 MUSD", "99 MUSD", "0.23 USD per M tokens"]
 
 
