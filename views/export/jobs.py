@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 
+import attrs
+
 from ...compiler.design import Design, Entity
+from ...compiler.lower import lower_cluster
 from ...model import comms
 from ...model.config import TrainConfig
 from ...model.job import JobError, job_from_entity
@@ -34,7 +37,45 @@ def job_entity(design: Design, name: str | None) -> Entity | None:
     return entity
 
 
+def on_one_partition(entity: Entity) -> list[Entity]:
+    """A job whose `on` is a cluster of several partitions, as one job per partition it may
+    take (its `prefer`red one alone when it names one); any other job as itself."""
+    from ...compiler.design import Item, Partition as PartitionRef, Record
+
+    target = entity.get("on")
+    if isinstance(target, (tuple, PartitionRef)) or target is None or target.kind != "cluster":
+        return [entity]
+    names = [p.name for p in lower_cluster(target).partitions]
+    if len(names) == 1:
+        return [entity]
+    preferred = entity.get("prefer")
+    preferred = preferred[0] if isinstance(preferred, tuple) else preferred
+    if isinstance(preferred, PartitionRef) and preferred.name in names:
+        names = [preferred.name]
+    span = entity.span_of("on")
+    return [attrs.evolve(entity, record=Record(tuple(Item(i.name, PartitionRef(target, name), span)
+                                                     if i.name == "on" else i for i in entity.record.items)))
+            for name in names]
+
+
 def job_plan(entity: Entity) -> JobPlan:
+    """The job's plan; on a cluster of several partitions without one named, the partition
+    whose plan is best (the one the job prefers, if it says)."""
+    candidates = on_one_partition(entity)
+    if len(candidates) == 1:
+        return _job_plan(candidates[0])
+    plans, reasons = [], []
+    for candidate in candidates:
+        try:
+            plans.append(_job_plan(candidate))
+        except Infeasible as problem:
+            reasons.append(f"{candidate.get('on').name}: {problem}")
+    if not plans:
+        raise Infeasible("; ".join(reasons))
+    return max(plans, key=lambda p: p.tokens_per_s)
+
+
+def _job_plan(entity: Entity) -> JobPlan:
     from ...solver.split.plan import is_hetero, partition_jobs, plan_hetero
     from ...solver.jobs import job_objective
     from ...solver.train.plan import plan
@@ -51,7 +92,7 @@ def job_plan(entity: Entity) -> JobPlan:
                        for s in result.best.shares if s.config is not None and s.gpus)
         first = next(iter(jobs.values()))
         return JobPlan(entity.name, entity, shape, first.precision, first.stack, result.best.mode, shares,
-                       _run(entity, result.best.tokens_per_s, None))
+                       _run(entity, result.best.tokens_per_s, None), result.best.tokens_per_s)
     job = job_from_entity(entity)
     chosen = plan(job, job_objective(entity))
     if chosen.best is None:
@@ -60,7 +101,7 @@ def job_plan(entity: Entity) -> JobPlan:
     config = chosen.best.config
     share = _share(job.partition, config, config.gpus, job.batch)
     return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,),
-                   _run(entity, chosen.best.tokens_per_s, chosen.goodput))
+                   _run(entity, chosen.best.tokens_per_s, chosen.goodput), chosen.best.tokens_per_s)
 
 
 def _run(entity: Entity, tokens_per_s: float, goodput) -> Run:

@@ -82,7 +82,7 @@ def slurm_conf(layout: Layout, design: Design, source: str) -> str:
              "SelectType=select/cons_tres",
              "SelectTypeParameters=CR_Core_Memory",
              f"SchedulerParameters=max_switch_wait={SWITCH_WAIT_S}",
-             "# the queue's order: the QOS of the job's priority first (qos.sh), then age, as the plan's",
+             "# the queue's order: the QOS of the job's priority (qos.sh), then submission, as the plan's",
              "# `slurm` schedule policy; a failed node requeues its job, which restarts from its checkpoint",
              "PriorityType=priority/multifactor",
              "PriorityWeightQOS=100000",

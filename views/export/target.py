@@ -61,6 +61,7 @@ class JobPlan:
     mode: str                    # single | data | pipeline | serve
     shares: tuple[Share, ...]
     run: Run = attrs.field(factory=lambda: Run())
+    tokens_per_s: float = 0.0    # the plan's throughput (tokens trained, or served, per second)
 
     @property
     def config(self) -> TrainConfig:
