@@ -18,6 +18,7 @@ from pathlib import Path
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 from .progress import progress
 from .common import checked_design, error, settings_option
+from .common import wrote
 from .output import write_atomic
 
 
@@ -117,5 +118,6 @@ def write_all(directory: Path, files: dict[str, str]) -> int:
     except OSError as problem:
         error(f"cannot write into `{directory}`: {problem.strerror or problem}")
         return EXIT_ERRORS
-    print(f"wrote {', '.join(files)} to {directory}", file=sys.stderr)
+    for name in files:
+        wrote(directory / name)
     return EXIT_OK

@@ -93,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
         if code != EXIT_OK:
             return code
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
+    if args.output and not args.json:
+        from .common import wrote
+
+        wrote(args.output)
     return EXIT_OK
 
 

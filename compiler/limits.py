@@ -70,7 +70,7 @@ def _targets(job: Entity) -> Iterator[Diagnostic]:
         if isinstance(one, Partition):
             keys = [(one.cluster.name, one.name)]
             graph = graphs.get(id(one.cluster)) or graphs.setdefault(id(one.cluster), lower_cluster(one.cluster))
-            gpus = graph.partition(one.name).gpus
+            gpus = 0 if one.empty else graph.partition(one.name).gpus   # swept to 0 units
             shown = f"{one.cluster.name}.{one.name}"
         elif isinstance(one, Entity) and one.kind == "cluster":
             graph = lower_cluster(one)

@@ -74,9 +74,11 @@ class PartRef:
 
 @attrs.frozen
 class RepeatOf:
-    """`count x Part` where Part is one of `kinds`."""
+    """`count x Part` where Part is one of `kinds`; `least` 0 where none is a design choice a
+    sweep may reach (`dpus = 0 x BlueField3`, a partition of `0 x DGX_A100`)."""
 
     kinds: tuple[str, ...]
+    least: int = 1
 
     def describe(self) -> str:
         return f"a count of a {' or '.join(self.kinds)}, such as `8 x Name`"
@@ -224,11 +226,13 @@ CHIP = Block(
             "formats": ListOf(Choice(formats.NAMES, "a number format"), least=1)},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
-                      "stack_bandwidth": BANDWIDTH, "type": TEXT},
+                      "stack_bandwidth": BANDWIDTH, "type": TEXT, "nominal": BYTES},
                      required=("capacity", "bandwidth"),
                      alternatives={"capacity": (("stacks", "stack_capacity"),),
                                    "bandwidth": (("stacks", "stack_bandwidth"),)},
-                     doc="capacity and bandwidth, stated or derived from stacks x stack_capacity / stack_bandwidth"),
+                     doc="capacity (what the driver exposes: plans fit in it) and bandwidth, stated or derived from "
+                         "stacks x stack_capacity / stack_bandwidth; `nominal`, the data sheet's figure as it writes it "
+                         "(`80 GB`, `95 GiB`), names the part in every output (default: the capacity)"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
         "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
                                doc="dense operations (2 per multiply-add) per core per clock, per precision"),
@@ -277,7 +281,7 @@ SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BAND
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
-     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
+     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",), least=0), "scaleup": PartRef(("fabric",)),
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
@@ -327,8 +331,9 @@ CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
     blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
             "economics": ECONOMICS, "calibration": CALIBRATION},
-    labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
-                                 required=("units",))},
+    # a partition may hold no units (swept to zero): it drops out of the cluster and the jobs on it
+    labelled={"partition": Block({"units": RepeatOf(("node", "supernode"), least=0), "scaleout": PartRef(("fabric",)),
+                                  "hostnames": HOSTNAMES}, required=("units",))},
 )
 
 # ----------------------------------------------------------------- work

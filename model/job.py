@@ -87,8 +87,9 @@ def train_entity(design: Design, name: str | None = None) -> Entity:
 
 
 def partition_refs(entity: Entity) -> tuple[PartitionRef, ...]:
+    """The partitions a job names in `on = [...]`, less those that hold no units (swept to 0)."""
     target = entity.get("on")
-    return tuple(target) if isinstance(target, tuple) else ()
+    return tuple(t for t in target if not (isinstance(t, PartitionRef) and t.empty)) if isinstance(target, tuple) else ()
 
 
 def is_hetero(entity: Entity) -> bool:
@@ -167,11 +168,15 @@ def _plain(value: object) -> object:
 def placement(entity: Entity) -> tuple[ClusterGraph, Partition]:
     target = entity.get("on")
     if isinstance(target, tuple):
+        target = partition_refs(entity) or target   # the partitions that hold units
         if len(target) != 1:
             raise JobError(f"`{entity.name}` spans {len(target)} partitions; evaluating one configuration "
                            "needs a single partition (the optimizer splits heterogeneous jobs)")
         target = target[0]
     if isinstance(target, PartitionRef):
+        if target.empty:
+            raise JobError(f"`{entity.name}` runs on `{target.cluster.name}.{target.name}`, which holds 0 units: "
+                           "give it nodes, or the job another partition")
         graph = lower_cluster(target.cluster)
         return graph, graph.partition(target.name)
     graph = lower_cluster(target)

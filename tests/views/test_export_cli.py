@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from gclc.cli.main import main
 from gclc.views.export import KINDS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 FILES = {
     "megatron": {"megatron.args", "megatron.yaml"},
@@ -88,7 +91,7 @@ def test_an_unknown_job_is_an_error(named, capsys):
 
 def test_an_infeasible_plan_exits_3_and_writes_nothing(named, tmp_path, capsys):
     out = tmp_path / "out"
-    path = named("gb200_nvl72_100k").path
+    path = str(ROOT / "tests" / "data" / "gb200_moe.gcl")   # pp 16 x ep 64 cannot split the batch on 8 racks
     assert main(["export", path, "--to", "megatron", "-o", str(out), "--set", "racks=8"]) == 3
     assert "infeasible" in capsys.readouterr().err and not out.exists()
 

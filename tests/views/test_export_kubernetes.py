@@ -217,7 +217,7 @@ def test_the_slice_tier_is_the_tier_the_plan_places_the_group_in():
 
     from gclc.cli.main import main
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "gb200_nvl72_100k.gcl"
+    example = Path(__file__).resolve().parents[2] / "tests" / "data" / "gb200_moe.gcl"   # DeepSeek-V3, ep 64 per rack
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
