@@ -111,9 +111,22 @@ all_gather = reduce_scatter
 def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Each rank sends `nbytes` spread evenly over the group; traffic to members reached
     only at a tier uses that tier's bandwidth; tiers work in parallel, the slowest sets the time.
-    A ring in rank order stands for its tiled stages here (an exchange is no ring)."""
-    stages = tuple(t for s in stages for t in (s.tiled or (s,)))
-    total = math.prod(s.peers for s in stages)
+    Over a ring in rank order's members (a ragged group), each tier it crosses carries what
+    leaves the domains below it, shared by their GPUs (`Stage.exchange`), or the tiled
+    stages' charge, whichever is less."""
+    tiled = _exchange(nbytes, tuple(t for s in stages for t in (s.tiled or (s,))))
+    if not any(s.exchange for s in stages):
+        return tiled
+    ragged = _exchange(nbytes, tuple(s for s in stages if not s.tiled), math.prod(s.peers for s in stages))
+    for stage in stages:
+        for tier, per_byte in stage.exchange:
+            ragged = max(ragged, nbytes * per_byte + _latency(tier, stage.peers))
+    return min(tiled, ragged)
+
+
+def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None) -> float:
+    """The tiled all-to-all over `stages`, the innermost of a group of `total` members."""
+    total = total or math.prod(s.peers for s in stages)
     if total <= 1:
         return 0.0
     slowest, inside = 0.0, 1

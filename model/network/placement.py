@@ -29,7 +29,8 @@ class Stage:
     tier: Tier
     peers: int            # members of the group that meet at this tier (per lower group)
     rate: float = 0.0     # bytes/s per GPU of a ring in rank order whose hops mostly stay below `tier` (0: the tier's)
-    tiled: tuple = ()     # the hierarchical stages such a ring stands for (what an all-to-all runs over)
+    tiled: tuple = ()     # the hierarchical stages such a ring stands for
+    exchange: tuple = ()  # (tier, seconds per byte) an all-to-all over the ring's members spends on each tier it crosses
 
 
 def rate(tier: Tier) -> float:
@@ -134,7 +135,7 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
     None when the ring would cross no domain (the tiled stages are the same thing)."""
     extent, jobs = size * stride, tiers[-1].group_gpus   # a group's ranks; the job's, as the tiers see it
     slot = inside * stride                              # ranks between a ring's consecutive members
-    limit, outer = math.inf, None
+    limit, outer, exchange = math.inf, None, []
     for below, above in zip(tiers, tiers[1:]):
         straddling = _straddling(extent, below.group_gpus, jobs)
         if not straddling or above.group_gpus <= below.group_gpus:
@@ -142,11 +143,31 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
         share = below.group_gpus / slot / straddling     # the domain's uplink per hop that leaves it
         limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
         outer = above
+        average, most = _leaving(extent, below.group_gpus, jobs, slot)
+        exchange.append((above, max(average / rate(above), most / port_rate(above))))
     if outer is None:
         return None
     first = next((t for t in tiers if t.group_gpus >= 2 * slot), outer)   # where consecutive members meet
     limit = min(limit, rate(first))
-    return Stage(outer, size // inside, limit, rest)
+    return Stage(outer, size // inside, limit, rest, tuple(exchange))
+
+
+@functools.lru_cache(maxsize=4096)
+def _leaving(extent: int, domain: int, ranks: int, slot: int) -> tuple[float, float]:
+    """Of an all-to-all's bytes over groups of `extent` consecutive ranks, the share that
+    leaves a `domain`-rank block: (per GPU of the block's uplinks, the most any GPU sends
+    out), worst block. A GPU whose group has m of its n slots in the block sends (n - m)/n
+    out; the block's uplinks (a whole domain's, even where the job fills it only in part)
+    are shared by all its GPUs, its port by one."""
+    slots, worst_average, worst_most = extent / slot, 0.0, 0.0
+    blocks = min(ranks, extent // math.gcd(extent, domain) * domain + domain)
+    for lo in range(0, blocks, domain):
+        hi = min(lo + domain, ranks)
+        inside = [min(hi, (g + 1) * extent) - max(lo, g * extent) for g in range(lo // extent, (hi - 1) // extent + 1)]
+        leaving = [(slots - m / slot) / slots for m in inside]
+        worst_average = max(worst_average, sum(m * f for m, f in zip(inside, leaving)) / domain)
+        worst_most = max(worst_most, max(leaving))
+    return worst_average, worst_most
 
 
 @functools.lru_cache(maxsize=4096)
