@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import Tier
-from .network.placement import Stage, place, port_rate, rate as _rate, stage_rate, tile  # noqa: F401 (the interface)
+from .network.placement import Stage, place, port_rate, rate as _rate, send_rate, stage_rate, tile  # noqa: F401 (the interface)
 
 
 def outermost(size: int, stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
@@ -136,6 +136,15 @@ def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None
         slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers))
         inside = reached
     return slowest
+
+
+def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[Tier, ...]) -> float:
+    """One send between pipeline neighbours (`size` stages, `stride` ranks apart), all stages'
+    at once: at the rate of the slowest, shared uplinks counted (model/network/placement.py)."""
+    outer, speed = send_rate(size, stride, tiers)
+    if outer is None:
+        return 0.0
+    return nbytes / speed + outer.latency
 
 
 def point_to_point(nbytes: float, tier: Tier | None) -> float:

@@ -145,8 +145,8 @@ def stage_communicators(name: str, size: int, stride: int, tiers: tuple[Tier, ..
     from . import placement
 
     if not ring:
-        outer = placement.tile(size, stride, tiers)
-        return [(Communicator(f"{name}.0", size, stride, ring=False), placement.stage_rate(outer[-1]))] if outer else []
+        outer, speed = placement.send_rate(size, stride, tiers)
+        return [(Communicator(f"{name}.0", size, stride, ring=False), speed)] if outer is not None else []
     out, inside = [], 1
     for k, stage in enumerate(placement.place(size, stride, tiers)):
         out.append((Communicator(f"{name}.{k}", stage.peers, stride * inside), placement.stage_rate(stage)))

@@ -153,6 +153,29 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
 
 
 @functools.lru_cache(maxsize=4096)
+def send_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | None, float]:
+    """Pipeline neighbours: `size` stages of `stride` ranks, each rank sending to the one
+    `stride` ahead. (The outermost tier a send crosses, the rate of the slowest send.) A
+    domain of D GPUs holds min(D, stride) GPUs whose partner is outside it, and its uplinks
+    carry D GPUs' worth of the tier above: sends share them as ring hops do, never faster
+    than the port. On a torus, one link of the outermost axis."""
+    stages = tile(size, stride, tiers)
+    if not stages:
+        return None, 0.0
+    outer = stages[-1].tier
+    if any(t.ring for t in tiers):
+        return outer, outer.link_bandwidth * outer.efficiency
+    extent, ranks, limit = size * stride, tiers[-1].group_gpus, math.inf
+    for below, above in zip(tiers, tiers[1:]):
+        domain = below.group_gpus
+        if above.group_gpus <= domain or not _straddling(extent, domain, ranks) and extent <= domain:
+            continue
+        share = domain / min(domain, stride)
+        limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
+    return outer, (limit if limit < math.inf else rate(outer))
+
+
+@functools.lru_cache(maxsize=4096)
 def _leaving(extent: int, domain: int, ranks: int, slot: int) -> tuple[float, float]:
     """Of an all-to-all's bytes over groups of `extent` consecutive ranks, the share that
     leaves a `domain`-rank block: (per GPU of the block's uplinks, the most any GPU sends

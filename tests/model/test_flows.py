@@ -8,7 +8,7 @@ from scipy import sparse
 
 from gclc.compiler.ir import Tier
 from gclc.dsl.source import no_span
-from gclc.model.network import flows
+from gclc.model.network import flows, placement
 
 
 def tier(level, group, bandwidth, oversubscription=1.0, fabric="ib", kind="infiniband"):
@@ -57,3 +57,26 @@ def test_the_analytic_rate_of_every_stage_is_the_simulated_one(leaf, oversubscri
     tiers = (NODE, tier(1, leaf, 50e9), tier(2, gpus, 50e9 / oversubscription, oversubscription))
     for name, analytic, alone, _ in flows.compare(tiers, gpus, [("g", size, stride, True)]):
         assert alone == pytest.approx(analytic, rel=1e-9), name
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 3), deadline=None)
+@given(st.sampled_from([16, 24, 40, 48, 64]), st.sampled_from([1.0, 2.0, 3.0]), st.sampled_from([8, 12, 16, 24]),
+       st.sampled_from([(2, 8), (4, 8), (2, 16), (3, 32), (4, 2), (2, 48)]))
+def test_the_analytic_rate_of_pipeline_sends_is_the_simulated_one(leaf, oversubscription, nodes, pipeline):
+    """Every stage sends to the next at once: the slowest send's analytic rate (shared uplinks
+    counted) is the simulated one."""
+    size, stride = pipeline
+    gpus = nodes * 8
+    if gpus % (size * stride):
+        return
+    tiers = (NODE, tier(1, leaf, 50e9), tier(2, gpus, 50e9 / oversubscription, oversubscription))
+    [(name, analytic, alone, _)] = flows.compare(tiers, gpus, [("pp", size, stride, False)])
+    assert alone == pytest.approx(analytic, rel=1e-9)
+
+
+def test_pipeline_sends_pay_the_spine_only_where_a_pair_leaves_the_leaf():
+    # 8 stages of 2048 GPUs: every GPU's partner is under another 344-GPU leaf (2:1 spine: half
+    # the port), but only the pairs near a spine domain's edge climb to the 4:1 core
+    tiers = (NODE, tier(1, 344, 40e9), tier(2, 14792, 20e9, 2.0), tier(3, 16384, 10e9, 4.0))
+    outer, speed = placement.send_rate(8, 2048, tiers)
+    assert outer.level == 3 and speed == pytest.approx(20e9)
