@@ -5,6 +5,8 @@ The JSON is built once; the text is read off it, so the two never disagree.
 
 from __future__ import annotations
 
+import collections
+import math
 import statistics
 
 from ..dsl.numbers import count, duration, number, percent, quantity
@@ -57,10 +59,12 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         # useful time is part of the held time; the two sums round apart by an ulp
         "goodput_share": min(run.useful / run.held, 1.0) if run.held else None,
         "goodput_share_model": model[0] if model else None,
-        "preemptions": run.preemptions, "failures": run.failures, "restarts": run.restarts,
+        "preemptions": run.preemptions, "failures": run.failures, "timeouts": run.timeouts,
+        "restarts": run.restarts,
+        "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
         "gpu_hours_held": run.held / 3600, "gpu_hours_useful": run.useful / 3600,
-        "segments": [{"start_s": a, "end_s": b, "partition": p, "gpus": g, "level": lv, "domains": n, "ended": why}
-                     for a, b, p, g, lv, n, why in run.segments],
+        "segments": [{"start_s": a, "end_s": b, "partition": p, "gpus": g, "level": lv, "domains": n, "ended": why,
+                      "rule": rule} for a, b, p, g, lv, n, why, rule in run.segments],
     }
 
 
@@ -97,6 +101,8 @@ def _cluster(workload: Workload, outcome: Outcome, jobs: list[dict]) -> dict:
         "goodput_share": min(useful / held, 1.0) if held else None,
         "jobs_done": sum(j["state"] == "done" for j in jobs), "jobs": len(jobs),
         "preemptions": sum(j["preemptions"] for j in jobs), "failures": sum(j["failures"] for j in jobs),
+        "timeouts": sum(j["timeouts"] for j in jobs),
+        "starts_by_rule": dict(sorted(collections.Counter(s["rule"] for j in jobs for s in j["segments"]).items())),
         "queueing_by_priority": {k: {"jobs": len(waits[k]), "mean_wait_s": statistics.fmean(waits[k]),
                                      "max_wait_s": max(waits[k])} for k in order},
     }
@@ -156,6 +162,8 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                  f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {number(c['gpu_hours_held'])} GPU-h held, "
                  f"{c['jobs_done']}/{c['jobs']} jobs done, {count(c['preemptions'], 'preemption')}, "
                  f"{count(c['failures'], 'failure')}")
+    starts = ", ".join(f"{n:,} {rule}" for rule, n in c["starts_by_rule"].items())
+    lines.append(f"  decisions  runs started by rule: {starts or 'none'}; time limits reached: {c['timeouts']:,}")
     lines.append(f"  energy     {quantity(c['gpu_energy_j'] / 3600, 'Wh')} (GPUs at TDP when held, idle power otherwise, x PUE)")
     lines.append("  waiting    " + "; ".join(f"{k}: mean {_h(v['mean_wait_s'])}, max {_h(v['max_wait_s'])} ({count(v['jobs'], 'job')})"
                                           for k, v in c["queueing_by_priority"].items()))

@@ -131,7 +131,7 @@ def serve_text(p: ServePlan) -> str:
         for metric in ("ttft", "tpot", "e2e"):
             lines.append(f"  {metric:<10} " + ", ".join(f"{k} {duration(o.percentile(metric, v))}" for k, v in
                                                        (("P50", 50), ("P90", 90), ("P99", 99))))
-        lines.append(f"  demand     {number(p.demand.rate)} requests/s; goodput {number(o.goodput)} requests/s "
+        lines.append(f"  demand     {p.demand.described()}; goodput {number(o.goodput)} requests/s "
                      "within the SLOs")
     else:
         lines.append(f"  latency    TTFT {duration((p.prefill or d).estimate.ttft)} (unloaded), "

@@ -10,7 +10,7 @@ from .. import chip as chip_numbers
 from ..formats import is_narrow, runs
 from ..design import Entity, Partition, Record, Repeat
 from ...dsl.diagnostics import Diagnostic, Label
-from ..serve_trace import TraceError, load_trace
+from ..serve_trace import read_requests
 
 
 
@@ -34,10 +34,7 @@ def _trace(job: Entity, trace: str) -> Iterator[Diagnostic]:
                                           labels=[Label(job.span_of("trace"), "the trace")],
                                           notes=["help: the trace gives arrivals and lengths; drop one of them"])
             return
-    try:
-        load_trace(job.span.path, trace)
-    except TraceError as error:
-        yield codes.BAD_TRACE.make(job.span_of("trace"), path=trace, why=str(error))
+    yield from read_requests(job.span_of("trace"), trace)[1]
 
 
 def _percentiles(job: Entity) -> Iterator[Diagnostic]:

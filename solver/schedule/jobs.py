@@ -6,6 +6,8 @@ unknown GPU type, a job without work), never exceptions."""
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ...dsl import codes
@@ -18,6 +20,8 @@ from ...compiler.trace import priority_value, workload_jobs
 from ...dsl.source import SourceFile, Span
 from .failures import checkpoint, node_storage, reliability
 from .goodput import Reliability, goodput
+from .tenants import Tenant, tenants_of, unknown_tenants
+from .time_limit import expected_run, requested
 
 MAX_SIZES = 6     # GPU counts tried per partition for a job with a range
 
@@ -47,6 +51,8 @@ class SchedJob:
     options: tuple[Option, ...]   # largest first within each partition, preferred partitions first
     prefer: tuple[str, ...]
     span: Span = attrs.field(eq=False, repr=False)
+    time_limit: float = math.inf  # seconds a run may last before the scheduler ends it (Slurm's --time)
+    tenant: str = ""              # the account / ClusterQueue it is charged to ("" where the design has none)
 
     @property
     def partitions(self) -> tuple[str, ...]:
@@ -68,6 +74,7 @@ class Workload:
     jobs: tuple[SchedJob, ...]
     reliability: dict[str, Reliability]
     sources: tuple[SourceFile, ...] = ()   # trace files, to quote them
+    tenants: dict[str, Tenant] = attrs.Factory(dict)
 
 
 class ScheduleError(Exception):
@@ -96,9 +103,11 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     if not jobs and not problems:
         problems.append(codes.NO_SIZE.make(cluster.span, what=f"no train job or workload runs on `{cluster.name}`",
                                            notes=["help: add a `train` job `on` it or a `workload` block"]))
+    tenants = tenants_of(design, cluster)
+    problems += unknown_tenants(jobs, tenants, cluster)
     if problems:
         raise ScheduleError(problems, tuple(sources))
-    return Workload(graph, cluster, tuple(jobs), rates, tuple(sources))
+    return Workload(graph, cluster, tuple(jobs), rates, tuple(sources), tenants)
 
 
 def _cluster(design: Design, name: str | None) -> Entity:
@@ -193,9 +202,13 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
         problems.append(codes.NO_SIZE.make(entity.span, what=f"`{entity.name}` has no amount of work to schedule",
                                            notes=["help: add `tokens = 1 T`, `steps = 10000` or `duration = 2 d`"]))
         return None
-    submit = entity.get("submit")
+    submit, stated = entity.get("submit"), entity.get("time_limit")
+    # asked for the slowest way it may run, so that no option it starts on is cut short
+    slowest = max(expected_run(work, o.rate, o.interval, o.write) for o in options)
+    limit = requested(float(stated.value) if stated is not None else None, slowest)
     return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, work, unit,
-                    bool(entity.get("gang", True)), tuple(options), prefer, entity.span)
+                    bool(entity.get("gang", True)), tuple(options), prefer, entity.span, limit,
+                    getattr(entity.get("tenant"), "name", ""))
 
 
 def _pinned_to(entity: Entity, cluster: Entity, p: Partition) -> Entity:
@@ -244,4 +257,4 @@ def _row(row, workload: Entity, cluster: Entity, graph: ClusterGraph, problems) 
     options = tuple(Option(p.name, row.gpus, float(row.gpus), interval, write, restart, None)
                     for p in partitions if row.gpus <= p.gpus)
     return SchedJob(row.name, row.priority, row.label, row.submit, row.duration * row.gpus, "GPU-s", gang,
-                    options, (), row.span)
+                    options, (), row.span, row.time_limit, row.tenant)

@@ -18,13 +18,16 @@ from .policies import Candidate, Policy, victims
 from .state import Allocation, ClusterState
 
 
+FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
+
+
 @attrs.define
 class Run:
     """One job's life in the simulation."""
 
     job: SchedJob
     remaining: float
-    phase: str = "pending"             # pending | running | done
+    phase: str = "pending"             # pending | running, or one of FINAL
     run_id: int = 0
     start: float = 0.0                 # of the current run
     delay: float = 0.0                 # restart delay of the current run
@@ -36,8 +39,10 @@ class Run:
     held: float = 0.0                  # GPU-seconds allocated
     preemptions: int = 0
     failures: int = 0
+    timeouts: int = 0                  # runs ended by the time limit
     restarts: int = 0
-    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended)
+    rule: str = ""                     # the rule that started the current run
+    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule)
 
 
 @attrs.frozen
@@ -90,6 +95,9 @@ class Simulation:
         self.epochs: list[Epoch] = []
         self.freed = True
         self.fresh: list[str] = []
+        self.reservations: tuple = ()      # what a planning policy (Slurm's backfill) holds for later
+        self.memory: dict = {}             # a policy's own state over the run (Slurm's fair-share usage)
+        self.stopped: list[tuple[str, int, float, float]] = []   # (tenant, GPUs, start, end) since a policy read it
         self.check, self.progress = check, progress
         self.done = 0
         last = max((j.submit for j in workload.jobs), default=0.0)
@@ -145,10 +153,12 @@ class Simulation:
     def _fire(self, t: Timer) -> None:
         if t.kind == "arrive":
             self.api.commit(t.time, "submitted", t.subject)
-        elif t.kind == "finish":
+        elif t.kind in ("finish", "timeout"):
             run = self.runs[t.subject]
             if run.phase == "running" and run.run_id == t.data:   # a run preempted or failed since: stale
-                self._stop(t.time, run, "finished")
+                if t.kind == "timeout":
+                    run.timeouts += 1
+                self._stop(t.time, run, "finished" if t.kind == "finish" else "timeout")
         elif t.kind == "node-fail":
             self._node_failure(t.time, t.subject)
             self._next_failure(t.time, t.subject, t.kind)
@@ -162,8 +172,18 @@ class Simulation:
     def _cycle(self, now: float) -> None:
         """Passes over the queue: all pending jobs when GPUs were freed (or the policy blocks),
         else only the new arrivals; again while a pass preempts, since evicted jobs are
-        pending again and the GPUs left over from an eviction may fit others."""
+        pending again and the GPUs left over from an eviction may fit others. A policy with
+        a `cycle` of its own (Slurm's main loop and backfill) runs that instead."""
+        own = getattr(self.policy, "cycle", None)
+        if own is not None:
+            if self.freed or self.fresh:
+                self.freed, self.fresh = False, []
+                own(self, now)
+                self.informer.sync()
+            self._epoch_due(now)
+            return
         full = self.freed or self.policy.blocking
+        self.stopped.clear()               # read only by policies with a cycle of their own
         while True:
             names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
             queue = self.policy.order(self.pending[n] for n in names)
@@ -175,27 +195,41 @@ class Simulation:
             if self.policy.blocking or not (self.freed or self.fresh):
                 break
             full = self.freed
+        self._epoch_due(now)
+
+    def _epoch_due(self, now: float) -> None:
         if now >= self.next_epoch:
             self._epoch(now)
             self.next_epoch = now + self.epoch_step
 
     def _place(self, now: float, job: SchedJob) -> bool:
         candidates = self.policy.filter(job, self.state)
+        evicted = False
         if not candidates and self.policy.preempts and self.running:
-            evict = victims(job, self.state, self.running)
+            evict = victims(job, self.state, self.running, self.policy)
             if evict:
-                for name in evict:
-                    self.runs[name].preemptions += 1
-                    self._stop(now, self.runs[name], "preempted")
-                self.informer.sync()
+                evicted = True
+                self.evict(now, evict)
                 candidates = self.policy.filter(job, self.state)
         if not candidates:
             return False
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
-        alloc = self.policy.bind(job, best, self.state)
-        self._start(now, self.runs[job.name], best, alloc)
-        self.informer.sync()
+        self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
+        """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
+        for name in names:
+            self.runs[name].preemptions += 1
+            self._stop(now, self.runs[name], "preempted" if mode == "requeue" else "cancelled")
+        self.informer.sync()
+
+    def start(self, now: float, job: SchedJob, candidate: Candidate, rule: str) -> None:
+        """Bind `job` as `candidate` says and start its run; `rule` names why (the log)."""
+        alloc = self.policy.bind(job, candidate, self.state)
+        self._start(now, self.runs[job.name], candidate, alloc)
+        self.runs[job.name].rule = rule
+        self.informer.sync()
 
     # ------------------------------------------------------------ runs
     def _start(self, now: float, run: Run, c: Candidate, alloc: Allocation) -> None:
@@ -207,7 +241,10 @@ class Simulation:
         checkpoints = math.ceil(run.remaining / (rate * o.interval)) - 1 if math.isfinite(o.interval) else 0
         length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
         self.api.commit(now, "bound", run.job.name, (alloc, c))
-        self.timeline.push(Timer(now + length, "finish", run.job.name, run.run_id))
+        if length > run.job.time_limit:   # the scheduler ends it at its limit (Slurm's --time)
+            self.timeline.push(Timer(now + run.job.time_limit, "timeout", run.job.name, run.run_id))
+        else:
+            self.timeline.push(Timer(now + length, "finish", run.job.name, run.run_id))
 
     def _stop(self, now: float, run: Run, why: str) -> None:
         o, alloc = run.option, self.state.allocations[run.job.name]
@@ -215,16 +252,28 @@ class Simulation:
         if why == "finished":
             kept, run.phase, run.end = run.remaining, "done", now
             self.done += 1
+        elif why == "cancelled":                 # preempted with PreemptMode=CANCEL: the job ends
+            kept, run.phase, run.end = 0.0, "cancelled", now
+            self.done += 1
         else:
             worked = now - run.start - run.delay
             periods = math.floor(worked / (o.interval + o.write)) if worked > 0 and math.isfinite(o.interval) else 0
             kept = min(run.remaining, periods * o.interval * rate) if periods else 0.0   # 0 x inf is nan
-            run.phase, run.restarts = "pending", run.restarts + 1
+            if why == "timeout" and not (run.job.unit == "tokens" and kept > 0):
+                # a trace row, or a run that kept nothing in its limit, ends there: requeued it
+                # would time out again (a train job that checkpointed is requeued, like
+                # `sbatch --requeue` chaining a long run through its time limits)
+                why, run.phase, run.end = "time limit", "timeout", now
+                self.done += 1
+            else:
+                run.phase, run.restarts = "pending", run.restarts + 1
         run.remaining -= kept
         run.useful += kept / rate * run.gpus
         run.held += (now - run.start) * run.gpus
-        run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why))
-        self.api.commit(now, "released", run.job.name, why)
+        run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
+                             run.rule))
+        self.stopped.append((run.job.tenant, run.gpus, run.start, now))
+        self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 

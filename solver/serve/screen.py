@@ -114,7 +114,7 @@ class Screen:
                         for name, ids in sorted(self.broken.items()))
         admitted = any(not m for (role, _), m in self.misses.items() if role == "both")  # then failed in simulation
         if self.demand is not None and (not reasons or admitted):
-            reasons = (f"demand: no configuration meets the SLO percentiles at {number(self.demand.rate)} requests/s "
+            reasons = (f"demand: no configuration meets the SLO percentiles at {self.demand.described()} "
                        f"on {self.limits.gpus} GPUs",)
         return SearchResult(self.mode, None, None, None, None, reasons or ("no configuration fits",), "")
 

@@ -46,7 +46,9 @@ COMMANDS = {
     "diff": (["BASE"], None),          # the hostile file against a valid one
     "diff-json": (["BASE", "--json"], None),
     "explain-json": (["--json"], None),
+    "calibrate": (["MEAS", "-o", "cal.gcl"], "cal.gcl"),   # a published nccl-tests run as the measurement
 }
+MEASUREMENT = Path(__file__).resolve().parents[1] / "data" / "measurements" / "nccl" / "bitdeer_h100_1node_all_reduce.txt"
 # Commands that take no design file, fuzzed on their own below: `std` (names), `lsp` (stdin).
 OTHER_COMMANDS = {"std", "lsp"}
 
@@ -94,9 +96,13 @@ def run_case(folder: Path, command: str, text: str, capsys) -> tuple[int, str]:
     base = folder / "base.gcl"
     if "BASE" in extra and not base.exists():
         base.write_text(SMALL.replace("EXTRA", ""), encoding="utf-8")
+    measurement = folder / "all_reduce_perf.txt"
+    if "MEAS" in extra and not measurement.exists():
+        shutil.copy(MEASUREMENT, measurement)
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     argv = [command.split("-")[0], str(source),
-            *[str(folder / a) if a == output else str(base) if a == "BASE" else a for a in extra]]
+            *[str(folder / a) if a == output else str(base) if a == "BASE" else str(measurement) if a == "MEAS" else a
+              for a in extra]]
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(CASE_SECONDS)
     try:

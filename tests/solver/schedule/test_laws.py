@@ -15,7 +15,7 @@ from hypothesis import given, strategies as st
 
 from gclc.solver.schedule import milp
 from gclc.solver.schedule.goodput import Checkpoint, goodput
-from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.simulate import Epoch, Simulation
 
 _spec = importlib.util.spec_from_file_location("schedule_cluster", Path(__file__).with_name("_cluster.py"))

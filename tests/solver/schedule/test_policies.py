@@ -4,7 +4,8 @@ lowest-switch best fit, the priority policy's topology-aware fit and preemption.
 import importlib.util
 from pathlib import Path
 
-from gclc.solver.schedule.policies import POLICIES, victims
+from gclc.solver.schedule.policies import victims
+from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.simulate import simulate
 from gclc.solver.schedule.state import Allocation, ClusterState
 
@@ -42,7 +43,7 @@ def test_priority_preempts_the_lower_job_and_slurm_does_not():
     runs = _runs(simulate(fx.workload(jobs), POLICIES["priority"], failures=False))
     assert runs["high"].first_start == 1 * H and runs["low"].preemptions == 1
     low = runs["low"]
-    assert low.segments[0][-1] == "preempted" and low.end > 10 * H    # lost work and a restart
+    assert low.segments[0][6] == "preempted" and low.end > 10 * H    # lost work and a restart
     assert 0 < low.useful < low.held
     runs = _runs(simulate(fx.workload(jobs), POLICIES["slurm"], failures=False))
     assert runs["high"].first_start == 10 * H and runs["low"].preemptions == 0

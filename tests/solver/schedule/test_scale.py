@@ -15,7 +15,7 @@ import pytest
 
 from gclc.compiler.driver import check_file
 from gclc.solver.schedule.jobs import build
-from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.simulate import Simulation
 from gclc.views.schedule import schedule_json
 
