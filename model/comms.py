@@ -61,9 +61,18 @@ def _in_network(stage: Stage) -> bool:
     return stage.tier.in_network_reduction and not stage.tiled
 
 
+def _fastest(collective, nbytes: float, stages) -> float:
+    """A group that can run several ways (a Placement's options) takes the fastest at this size."""
+    return min(collective(nbytes, tuple(option)) for option in getattr(stages, "options", (stages,)))
+
+
 def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward.
     In the network (SHARP, NVLS) a stage sends its share once up and receives the sum once."""
+    return _fastest(_all_reduce, nbytes, stages)
+
+
+def _all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
@@ -93,7 +102,10 @@ def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     none of the ring's crossings of oversubscribed links and two switch traversals of
     latency. NCCL takes whichever is faster: on one NVSwitch the ring (NVIDIA/nccl#1047),
     on an oversubscribed SHARP fabric the switches."""
-    stages = getattr(stages, "scatter", stages)   # a Placement: the stages half an all-reduce runs best over
+    return _fastest(_reduce_scatter, nbytes, stages)
+
+
+def _reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers

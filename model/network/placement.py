@@ -49,23 +49,23 @@ def stage_rate(stage: Stage) -> float:
 
 
 class Placement(tuple):
-    """The stages an all-reduce runs over (the tuple itself), and those a reduce-scatter or an
-    all-gather runs over (`scatter`): where the switches reduce, an all-reduce may take them
-    while half of one moves fewer bytes along a ring in rank order."""
+    """The stages an all-reduce moves its bytes over fastest (the tuple itself: what views
+    show), and every way the group can run (`options`): a collective of a given size takes
+    the fastest of them, latency included, as NCCL picks its algorithm per call."""
 
-    scatter: tuple[Stage, ...]
+    options: tuple[tuple[Stage, ...], ...]
 
-    def __new__(cls, stages: tuple[Stage, ...], scatter: tuple[Stage, ...] | None = None) -> "Placement":
+    def __new__(cls, stages: tuple[Stage, ...], options: tuple[tuple[Stage, ...], ...] = ()) -> "Placement":
         made = super().__new__(cls, stages)
-        made.scatter = tuple(stages) if scatter is None else scatter
+        made.options = options or (tuple(stages),)
         return made
 
 
 @functools.lru_cache(maxsize=16384)   # immutable arguments, asked for every estimate
 def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> Placement:
     """The stages of every group of `size` ranks, `stride` apart, over `tiers` (innermost first):
-    the tiled stages, or a tiled prefix then one ring in rank order, whichever costs less
-    bandwidth (ties keep the tiled stages, which take fewer latency steps)."""
+    the tiled stages, or a tiled prefix then one ring in rank order. Each is an option; the
+    tuple is the one whose all-reduce moves its bytes soonest."""
     stages = tile(size, stride, tiers)
     if len(stages) == 0 or any(t.ring for t in tiers) or math.prod(s.peers for s in stages) != size:
         return Placement(stages)
@@ -75,14 +75,15 @@ def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> Placement:
         ring = _rank_ring(size, inside, stride, tiers, stages[prefix:])
         if ring is not None:
             candidates.append(stages[:prefix] + (ring,))
-    return Placement(_cheapest(candidates, False), _cheapest(candidates, True))
+    return Placement(_cheapest(candidates), tuple(candidates))
 
 
-def _cheapest(candidates: list[tuple[Stage, ...]], scatter: bool) -> tuple[Stage, ...]:
-    best, cost = candidates[0], _bandwidth_term(candidates[0], scatter)
+def _cheapest(candidates: list[tuple[Stage, ...]]) -> tuple[Stage, ...]:
+    """The candidate whose all-reduce moves its bytes soonest (ties keep the tiled stages)."""
+    best, cost = candidates[0], _bandwidth_term(candidates[0])
     for stages in candidates[1:]:
-        if _bandwidth_term(stages, scatter) < cost * (1 - 1e-12):
-            best, cost = stages, _bandwidth_term(stages, scatter)
+        if _bandwidth_term(stages) < cost * (1 - 1e-12):
+            best, cost = stages, _bandwidth_term(stages)
     return best
 
 
@@ -210,13 +211,12 @@ def _straddling(extent: int, domain: int, ranks: int) -> int:
     return worst
 
 
-def _bandwidth_term(stages: tuple[Stage, ...], scatter: bool) -> float:
-    """Seconds per byte of an all-reduce (`scatter`: a reduce-scatter) over `stages`, latency
-    aside: what picks the algorithm (model/comms.py prices the same)."""
+def _bandwidth_term(stages: tuple[Stage, ...]) -> float:
+    """Seconds per byte of an all-reduce over `stages`, latency aside (model/comms.py prices the same)."""
     total, share = 0.0, 1.0
     for stage in stages:
         n = stage.peers
-        ring = (1 if scatter else 2) * (n - 1) / n * share / stage_rate(stage)
+        ring = 2 * (n - 1) / n * share / stage_rate(stage)
         if stage.tier.in_network_reduction and not stage.tiled:
             ring = min(ring, share / port_rate(stage.tier))
         total += ring

@@ -161,3 +161,16 @@ def test_reducing_in_the_network_never_slows_a_step(topology, nodes, hidden, nvl
     configs = data.draw(st.lists(st.sampled_from(list(configurations(plain))), min_size=1, max_size=3))
     for reduced, ring in zip(steps(switches, configs), steps(plain, configs)):
         assert reduced <= ring * (1 + REL)
+
+
+def test_sharp_never_slows_zero_where_its_tie_with_a_ring_would_have_cost_latency():
+    """The deep run's counterexample to the law above: 16 nodes, one under each radix-16 leaf
+    at 2:1, data parallel 16 with ZeRO-3. Through the switches, a reduce-scatter's share
+    crossed at the port's rate in two switch traversals; a ring in rank order moved the same
+    bytes in one latency step, and the placement had kept the tiled stages on the bandwidth
+    tie. Now every collective takes the fastest option at its size."""
+    design = dict(topology=TREES[1], nodes=16, hidden=512)
+    plain = sharp_job(sharp="false", nvls="false", **design)
+    switches = sharp_job(sharp="true", nvls="false", **design)
+    cfg = next(c for c in configurations(plain) if (c.tp, c.pp, c.dp, c.zero, c.recompute) == (1, 1, 16, 3, "none"))
+    assert steps(switches, [cfg])[0] <= steps(plain, [cfg])[0] * (1 + REL)
