@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import Tier
-from .network.placement import Stage, place, port_rate, rate as _rate, send_rate, stage_rate, tile  # noqa: F401 (the interface)
+from .network.placement import Stage, hop_rate, place, port_rate, rate as _rate, send_rate, stage_rate, tile  # noqa: F401
 
 
 def outermost(size: int, stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
@@ -148,6 +148,15 @@ def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None
         slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers))
         inside = reached
     return slowest
+
+
+def ring_send(nbytes: float, size: int, stride: int, tiers: tuple[Tier, ...]) -> float:
+    """One step of a ring in rank order over every member (ring attention): the slowest hop's
+    send, all hops at once, shared uplinks counted (model/network/placement.py)."""
+    outer, speed = hop_rate(size, stride, tiers)
+    if outer is None:
+        return 0.0
+    return nbytes / speed + outer.latency
 
 
 def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[Tier, ...]) -> float:

@@ -154,6 +154,21 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
 
 
 @functools.lru_cache(maxsize=4096)
+def hop_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | None, float]:
+    """A ring in rank order over every member (ring attention passes its chunks so): (the
+    outermost tier a hop crosses, the rate of the slowest hop, shared uplinks counted). On a
+    torus, one link of the outermost axis."""
+    stages = tile(size, stride, tiers)
+    if not stages:
+        return None, 0.0
+    outer = stages[-1].tier
+    if any(t.ring for t in tiers):
+        return outer, outer.link_bandwidth * outer.efficiency
+    ring = _rank_ring(size, 1, stride, tiers, stages)
+    return (ring.tier, ring.rate) if ring is not None else (outer, rate(outer))
+
+
+@functools.lru_cache(maxsize=4096)
 def send_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | None, float]:
     """Pipeline neighbours: `size` stages of `stride` ranks, each rank sending to the one
     `stride` ahead. (The outermost tier a send crosses, the rate of the slowest send.) A
