@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import Tier
-from .network.placement import Stage, hop_rate, place, port_rate, rate as _rate, send_rate, stage_rate, tile  # noqa: F401
+from .network.placement import (Stage, exchange_costs, hop_rate, place, port_rate, rate as _rate,  # noqa: F401
+                                send_rate, stage_rate, tile)
 
 
 def outermost(size: int, stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
@@ -124,14 +125,14 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Each rank sends `nbytes` spread evenly over the group; traffic to members reached
     only at a tier uses that tier's bandwidth; tiers work in parallel, the slowest sets the time.
     Over a ring in rank order's members (a ragged group), each tier it crosses carries what
-    leaves the domains below it, shared by their GPUs (`Stage.exchange`), or the tiled
+    leaves the domains below it, shared by their GPUs (`exchange_costs`), or the tiled
     stages' charge, whichever is less."""
     tiled = _exchange(nbytes, tuple(t for s in stages for t in (s.tiled or (s,))))
-    if not any(s.exchange for s in stages):
+    if not any(s.crossings for s in stages):
         return tiled
     ragged = _exchange(nbytes, tuple(s for s in stages if not s.tiled), math.prod(s.peers for s in stages))
     for stage in stages:
-        for tier, per_byte in stage.exchange:
+        for tier, per_byte in exchange_costs(stage):
             ragged = max(ragged, nbytes * per_byte + _latency(tier, stage.peers))
     return min(tiled, ragged)
 

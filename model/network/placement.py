@@ -30,7 +30,7 @@ class Stage:
     peers: int            # members of the group that meet at this tier (per lower group)
     rate: float = 0.0     # bytes/s per GPU of a ring in rank order whose hops mostly stay below `tier` (0: the tier's)
     tiled: tuple = ()     # the hierarchical stages such a ring stands for
-    exchange: tuple = ()  # (tier, seconds per byte) an all-to-all over the ring's members spends on each tier it crosses
+    crossings: tuple = () # (tier above, group ranks, domain below, job ranks, slot) of each domain edge the ring leaves
 
 
 def rate(tier: Tier) -> float:
@@ -144,8 +144,7 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
         share = below.group_gpus / slot / straddling     # the domain's uplink per hop that leaves it
         limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
         outer = above
-        average, most = _leaving(extent, below.group_gpus, jobs, slot)
-        exchange.append((above, max(average / rate(above), most / port_rate(above))))
+        exchange.append((above, extent, below.group_gpus, jobs, slot))
     if outer is None:
         return None
     first = next((t for t in tiers if t.group_gpus >= 2 * slot), outer)   # where consecutive members meet
@@ -189,6 +188,18 @@ def send_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | N
         share = domain / min(domain, stride)
         limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
     return outer, (limit if limit < math.inf else rate(outer))
+
+
+@functools.lru_cache(maxsize=4096)
+def exchange_costs(stage: Stage) -> tuple[tuple[Tier, float], ...]:
+    """(tier, seconds per byte) an all-to-all over a ring stage's members spends on each tier
+    it crosses: what leaves the domains below, per GPU of their uplinks or through one port.
+    Computed when an all-to-all asks (the planner's rings never need it)."""
+    found = []
+    for above, extent, domain, ranks, slot in stage.crossings:
+        average, most = _leaving(extent, domain, ranks, slot)
+        found.append((above, max(average / rate(above), most / port_rate(above))))
+    return tuple(found)
 
 
 @functools.lru_cache(maxsize=4096)
