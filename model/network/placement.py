@@ -169,11 +169,11 @@ def hop_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | No
 
 @functools.lru_cache(maxsize=4096)
 def send_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | None, float]:
-    """Pipeline neighbours: `size` stages of `stride` ranks, each rank sending to the one
-    `stride` ahead. (The outermost tier a send crosses, the rate of the slowest send.) A
-    domain of D GPUs holds min(D, stride) GPUs whose partner is outside it, and its uplinks
-    carry D GPUs' worth of the tier above: sends share them as ring hops do, never faster
-    than the port. On a torus, one link of the outermost axis."""
+    """Pipeline neighbours: `size` stages of `stride` ranks, each rank but the last stage's
+    sending to the one `stride` ahead. (The outermost tier a send crosses, the rate of the
+    slowest send.) A domain's uplinks carry D GPUs' worth of the tier above, shared by the
+    sends that leave it (at most min(D, stride)), never faster than the port. On a torus,
+    one link of the outermost axis."""
     stages = tile(size, stride, tiers)
     if not stages:
         return None, 0.0
@@ -185,9 +185,25 @@ def send_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | N
         domain = below.group_gpus
         if above.group_gpus <= domain or not _straddling(extent, domain, ranks) and extent <= domain:
             continue
-        share = domain / min(domain, stride)
-        limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
+        leaving = _sends_leaving(size, stride, domain, ranks)
+        if leaving:
+            limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, domain / leaving)))
     return outer, (limit if limit < math.inf else rate(outer))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sends_leaving(size: int, stride: int, domain: int, ranks: int) -> int:
+    """The most forward sends of pipelines (`size` stages, `stride` apart, tiling `ranks`
+    from 0) that leave one `domain`-rank block: ranks of a stage with a next one, whose
+    partner `stride` ahead lies past the block's end (the deep run's counterexample: two
+    stages of 48 on 64-GPU leaves send 32 out of the first leaf, not 48)."""
+    extent, worst = size * stride, 0
+    blocks = min(ranks, extent // math.gcd(extent, domain) * domain + domain)
+    for lo in range(0, blocks, domain):
+        hi = min(lo + domain, ranks)
+        first = max(lo, hi - stride)     # a partner past the block's end
+        worst = max(worst, sum(1 for r in range(first, hi) if r % extent < extent - stride))
+    return worst
 
 
 @functools.lru_cache(maxsize=4096)

@@ -74,6 +74,16 @@ def test_the_analytic_rate_of_pipeline_sends_is_the_simulated_one(leaf, oversubs
     assert alone == pytest.approx(analytic, rel=1e-9)
 
 
+def test_the_last_stage_sends_nothing_forward():
+    """The deep run's counterexample to the law above: 2 stages of 48 ranks on 64-GPU leaves
+    at 2:1. The first leaf holds all of stage 0 and 16 of stage 1; only stage 0's last 32
+    send past the leaf (stage 1 has no next stage), so they share 64 GPUs' worth of 25 GB/s
+    uplinks: 50 GB/s, the port's. Counting 48 senders gave 33 GB/s."""
+    tiers = (NODE, tier(1, 64, 50e9), tier(2, 96, 25e9, 2.0))
+    [(name, analytic, alone, _)] = flows.compare(tiers, 96, [("pp", 2, 48, False)])
+    assert analytic == pytest.approx(50e9) and alone == pytest.approx(50e9)
+
+
 def test_pipeline_sends_pay_the_spine_only_where_a_pair_leaves_the_leaf():
     # 8 stages of 2048 GPUs: every GPU's partner is under another 344-GPU leaf (2:1 spine: half
     # the port), but only the pairs near a spine domain's edge climb to the 4:1 core
