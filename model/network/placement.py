@@ -198,11 +198,11 @@ def _sends_leaving(size: int, stride: int, domain: int, ranks: int) -> int:
     partner `stride` ahead lies past the block's end (the deep run's counterexample: two
     stages of 48 on 64-GPU leaves send 32 out of the first leaf, not 48)."""
     extent, worst = size * stride, 0
+    senders = lambda end: end // extent * (extent - stride) + min(end % extent, extent - stride)  # noqa: E731  in [0, end)
     blocks = min(ranks, extent // math.gcd(extent, domain) * domain + domain)
     for lo in range(0, blocks, domain):
         hi = min(lo + domain, ranks)
-        first = max(lo, hi - stride)     # a partner past the block's end
-        worst = max(worst, sum(1 for r in range(first, hi) if r % extent < extent - stride))
+        worst = max(worst, senders(hi) - senders(max(lo, hi - stride)))   # partners past the block's end
     return worst
 
 
