@@ -107,6 +107,9 @@ ROOM_USES: dict[str, set[str]] = {
     "solver/schedule": {"solver/train"},   # a job's plan on the GPUs it is given
     "solver/train": {"solver/schedule"},   # goodput under the failure process
     "solver/sweep": {"solver/train", "solver/serve"},
+    # RL: a generation pool (serving's simulator and layouts) and a training pool (training's planner)
+    "model/rl": {"model/serve", "model/train"},
+    "solver/rl": {"solver/serve", "solver/train"},
 }
 
 
