@@ -453,9 +453,12 @@ SERVE = Block(
 # RL post-training (solver/rl): a policy trained on samples it generates, scored by optional
 # reference / reward models, with a critic for PPO; a generation pool (an inference engine) and
 # a training pool, on separate GPUs or on the same ones in turn.
-RL_ENGINE = Block({k: v for k, v in ENGINE.fields.items() if k != "mode"}, blocks=ENGINE.blocks,
+RL_ENGINE = Block({**{k: v for k, v in ENGINE.fields.items() if k != "mode"}, "memory": SHARE},
+                  blocks=ENGINE.blocks,
                   doc="the generation pool's engine (as a serve job's, without prefill/decode disaggregation); "
-                      "`prefix_share` defaults to (samples - 1) / samples: a prompt's samples share its cache")
+                      "`prefix_share` defaults to (samples - 1) / samples: a prompt's samples share its cache; "
+                      "`memory`: the share of each GPU's HBM the engine may fill with its weights and cache "
+                      "(vLLM's gpu_memory_utilization; default: the job's memory bound)")
 RL_GENERATE = Block(
     {"on": Targets(), "gpus": COUNT, "precision": PRECISION},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},

@@ -100,12 +100,13 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
 
 
 def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float) -> float:
-    """The samples over the pool's steady rate: each replica at full batch (as many sequences of
-    the mean lengths as its cache holds, at most `max_batch`), prefilling what it completes."""
+    """The samples over the pool's steady rate: each replica as full as it gets (as many
+    sequences of the mean lengths as its cache holds, at most `max_batch`, and at most its share
+    of a step's samples: one step is in flight while the other trains), prefilling what it completes."""
     prompt = sum(q.prompt for q in requests) / len(requests)
     output = sum(q.output for q in requests) / len(requests)
     held = max(1.0, r.kv.tokens_held(prompt, output))
-    batch = max(1, min(layout.config.batch, int(kv // held)))
+    batch = max(1, min(layout.config.batch, int(kv // held), math.ceil(len(requests) / layout.replicas)))
     full = estimate(attrs.evolve(r, config=attrs.evolve(r.config, batch=batch)), prompt, output)
     return len(requests) / (layout.replicas * full.requests_per_s)
 

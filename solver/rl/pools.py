@@ -27,6 +27,13 @@ from ..train.plan import plan
 from .cost import usd_per_gpu_second
 from .generation import GenLayout, Generation
 
+
+def shares_weights(train: "TrainPool", layout: GenLayout) -> bool:
+    """Colocated pools whose layouts split the weights alike: the engine reads the trained
+    weights in place (veRL's 3D-HybridEngine), so neither keeps or moves a second copy."""
+    c = train.policy.config
+    return (c.tp, c.pp) == (layout.config.tp, layout.config.pp) and c.zero < 3
+
 WEIGHT_BYTES = 2.0          # bf16 weights of the models a pool keeps beside the one it trains
 
 
@@ -105,10 +112,11 @@ def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_
     nbytes = ph.policy_bytes(job.policy, gen.config.precision)
     c = train.policy.config
     held = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else 1)
+    fixed = ph.refit_overhead(job.policy)
     if placement == COLOCATED:
-        return ph.reshard_time(nbytes, held, gen.shard, train_partition)
+        return ph.reshard_time(nbytes, held, gen.shard, train_partition, fixed)
     link = ph.link_between(gen_partition, train_partition, gen.gpus, train.gpus)
-    return ph.broadcast_time(nbytes, train.gpus, gen.shard, link)
+    return ph.broadcast_time(nbytes, train.gpus, gen.shard, link, fixed)
 
 
 def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation, train: TrainPool,
@@ -116,7 +124,10 @@ def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation,
     """The pair of pools at `generation`'s times (or at the bounds given instead)."""
     gen = generation.layout
     gp, tp = job.partition(gen.partition), job.partition(train.partition)
-    offload = ph.offload_time(ph.offload_bytes(train.policy), tp) if placement == COLOCATED else 0.0
+    offload = 0.0
+    if placement == COLOCATED:
+        engine = ph.policy_bytes(job.policy, gen.config.precision) / gen.shard
+        offload = ph.offload_time(ph.offload_bytes(train.policy, engine, shares_weights(train, gen)), tp)
     phases = Phases(makespan if makespan is not None else generation.makespan,
                     stream if stream is not None else generation.stream, train.score, train.train,
                     sync_time(job, gen, train, placement, gp, tp), offload)

@@ -29,7 +29,7 @@ from ...model.rl.step import COLOCATED
 from ...model.serve.inference import Engine
 from ..serve.space import engine_of
 from . import generation as gen
-from .pools import Candidate, TrainPool, evaluate, train_pool
+from .pools import Candidate, TrainPool, evaluate, shares_weights, train_pool
 from .rollout import mean_length, rollout
 from .space import Pools, gen_layouts, pools, staleness_choices
 
@@ -84,12 +84,14 @@ class Context:
         """Bytes per GPU the engine may fill: the pool's bound, less (colocated) what training
         keeps there: the other models' weights, and its own weights unless both layouts split
         them alike (then the engine reads the trained weights in place)."""
-        limit = self.job.memory_of(self.job.partition(layout.partition))
+        partition = self.job.partition(layout.partition)
+        limit = self.job.memory_of(partition)
+        share = self.job.entity.get("generate.engine.memory")
+        engine = float(share) * partition.node.accelerator.hbm_capacity if share is not None else limit
         if placement != COLOCATED:
-            return limit
-        c = train.policy.config
-        shared = (c.tp, c.pp) == (layout.config.tp, layout.config.pp) and c.zero < 3
-        return limit - train.resident - (0.0 if shared else train.policy.memory.weights)
+            return min(limit, engine)
+        kept = train.resident + (0.0 if shares_weights(train, layout) else train.policy.memory.weights)
+        return min(limit - kept, engine)
 
     def bound(self, layout: gen.GenLayout, limit: float) -> tuple[float, float] | None:
         key = (layout, limit)
