@@ -15,7 +15,11 @@ that gives the lower bounds the search prunes with (`bound`), which never exceed
 times (tests/solver/rl/test_generation.py checks them):
 
 - tail: a replica's longest sample needs its prompt's prefill and then one decode step per
-  token, each no shorter than a one-sequence step with an empty cache;
+  token, each no shorter than a step with an empty cache of the sequences certainly still
+  decoding beside it. Where the replica admits its first `max_batch` samples at once and their
+  whole cache fits (so none is preempted), every one of them whose response is longer than the
+  longest's step plus the prefill iterations (the most any of them can have started decoding
+  before it) is still there; otherwise one sequence;
 - work: a replica's output tokens need decode steps of at most `max_batch` sequences, each
   no cheaper per token than the cheapest step of any batch up to that size with an empty cache
   (for the stream: the mean replica's tokens, since a fed engine evens the shares out).
@@ -111,20 +115,44 @@ def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: flo
     return len(requests) / (layout.replicas * full.requests_per_s)
 
 
-def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...]) -> tuple[float, float]:
-    """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work."""
+def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0) -> tuple[float, float]:
+    """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
+    with the cache's capacity `kv`, the stream's is exact where the steady time is below the
+    makespan's bound (the stream is the smaller of the two)."""
     steps = r.engine.tokens_per_step
-    single = r.iteration(1, 0) / steps
     cheapest = min(r.iteration(b, 0) / (b * steps) for b in _batch_sizes(layout.config.batch))
     tail = work = 0.0
     for share in shares(requests, layout.replicas):
         if not share:
             continue
-        longest = max(share, key=lambda q: q.output)
-        tail = max(tail, first_token_time(r, longest.prompt) + (longest.output - 1) * single)
+        tail = max(tail, _tail(r, layout, share, kv))
         work = max(work, sum(q.output - 1 for q in share) * cheapest)
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
-    return max(tail, work), mean
+    makespan = max(tail, work)
+    if kv > 0:
+        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv)))
+    return makespan, mean
+
+
+def _tail(r: Replica, layout: GenLayout, share: tuple[Request, ...], kv: float) -> float:
+    """The longest sample of a replica's share: its prefill and its decode steps, each step as
+    long as an empty-cache step of the sequences certainly decoding beside it (module docstring)."""
+    steps = r.engine.tokens_per_step
+    longest = max(share, key=lambda q: q.output)
+    first = share[:layout.config.batch]
+    together = longest in first and sum(r.kv.tokens_held(q.prompt, q.output) for q in first) <= kv
+    lags = math.ceil(sum(r.engine.split(q.prompt)[0] for q in first) / r.engine.chunk) if together else 0
+    others = sorted((q.output for q in first if q is not longest), reverse=True) if together else []
+    time, step, alive = first_token_time(r, longest.prompt), 0, len(others)
+    total = math.ceil((longest.output - 1) / steps)
+    while step < total:
+        while alive and others[alive - 1] <= step * steps + lags:   # those done by this step have left
+            alive -= 1
+        # the same batch lasts until the next of them may leave
+        until = total if not alive else min(total, max(step + 1, math.floor((others[alive - 1] - lags) / steps)))
+        time += (until - step) * r.iteration(1 + alive, 0)
+        step = until
+    return time
 
 
 def _batch_sizes(most: int) -> list[int]:

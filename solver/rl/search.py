@@ -103,7 +103,7 @@ class Context:
                              f"{layout.partition} cannot hold the longest sample's cache"] = None
                 self._bounds[key] = None
             else:
-                self._bounds[key] = gen.bound(r, layout, self.requests)
+                self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit))
         return self._bounds[key]
 
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
@@ -139,7 +139,10 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
             continue
         placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0)
         low = evaluate(job, where.placement, staleness, placeholder, train)
-        heapq.heappush(heap, (low.value(job.objective), next(tick), False, (where, layout, limit, train, staleness)))
+        # an overlapped step reads only the stream, which the bound gives exactly when it is the
+        # steady time (model/rl/step.py): such a point needs no simulation to be ranked
+        known = staleness > 0 and where.placement != COLOCATED and bounds[1] < bounds[0]
+        heapq.heappush(heap, (low.value(job.objective), next(tick), known, (where, layout, limit, train, staleness)))
     found, over = [], 0
     while heap and len(found) < top + 1:
         value, _, exact, point = heapq.heappop(heap)

@@ -42,7 +42,7 @@ def errors(result) -> list[tuple[str, int, int, str]]:
 def test_a_full_job_checks_clean():
     result = check("""placement = disaggregated  steps = 100  minimize = time
   generate { on = Lab.a100  gpus = 8  precision = bf16  parallelism { tp = 2 }
-             engine { max_batch = 256  chunk = 4096  kv_precision = fp8  prefix_share = 50% } }
+             engine { max_batch = 256  chunk = 4096  kv_precision = fp8  prefix_share = 50%  memory = 80% } }
   train { on = Lab.h100  gpus = 16  software = megatron  precision = bf16  parallelism { tp = 2  recompute = full } }
   subject to { memory <= 90%  power <= 100 kW  gpus <= 32 }""")
     assert not result.diagnostics, [d.summary for d in result.diagnostics]

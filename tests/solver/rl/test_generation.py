@@ -31,7 +31,7 @@ def test_the_bounds_never_exceed_the_simulated_times(reqs, part, tp, replicas, b
     layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
     r = gen.build(JOB.policy, JOB.partition(part), layout, Engine(prefix_share=share))
     out = gen.simulate_generation(r, layout, reqs, JOB.memory_of(JOB.partition(part)))
-    makespan, stream = gen.bound(r, layout, reqs)
+    makespan, stream = gen.bound(r, layout, reqs, gen.kv_capacity(r, JOB.memory_of(JOB.partition(part))))
     assert makespan <= out.makespan * (1 + 1e-9)
     assert stream <= out.stream * (1 + 1e-9) and out.stream <= out.makespan
 
@@ -44,7 +44,7 @@ def test_the_slowest_sample_holds_the_step():
     tail = short + (Request(0.0, 200, 3000),)
     limit = JOB.memory_of(JOB.partition("h100"))
     a, b = gen.simulate_generation(r, layout, short, limit), gen.simulate_generation(r, layout, tail, limit)
-    assert b.makespan > 10 * a.makespan and b.makespan >= gen.bound(r, layout, tail)[0]
+    assert b.makespan > 10 * a.makespan and b.makespan >= gen.bound(r, layout, tail, b.kv_tokens)[0]
     assert b.stream < b.makespan / 5     # a steadily fed engine does not wait on the tail
 
 
