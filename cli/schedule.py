@@ -23,8 +23,10 @@ def add(commands) -> None:
     cmd = commands.add_parser("schedule", help="simulate the jobs of a shared cluster under a scheduling policy")
     cmd.add_argument("file", metavar="FILE")
     cmd.add_argument("--policy", choices=tuple(POLICIES), default="priority",
-                     help="fifo, priority (+ topology-aware best fit, preemption) or slurm (main loop with partition "
-                          "blocking, backfill with reservations from time limits, lowest-switch best fit); "
+                     help="fifo, priority (+ topology-aware best fit, preemption), slurm (main loop with partition "
+                          "blocking, multifactor priority, backfill with reservations from time limits), kueue "
+                          "(ClusterQueues per tenant with quotas and cohorts, topology-aware) or kube "
+                          "(kube-scheduler's default profile); a `scheduler NAME { ... }` block sets its settings; "
                           "default priority")
     cmd.add_argument("--cluster", metavar="NAME", help="the cluster to schedule on (default: the file's first)")
     cmd.add_argument("--json", action="store_true", help="print the schedule as JSON (views/schedule.schema.json)")

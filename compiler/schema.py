@@ -442,13 +442,17 @@ SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
      "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
      "precision": PRECISION, "gpus": COUNT, "priority": Priority(), "time_limit": TIME,
+     "tenant": PartRef(("tenant",)), "daily_load": ListOf(SHARE, least=1),
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
                                  doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
             "slo": Block(constraints=_SLO), "engine": ENGINE,
             "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
     required=("model", "on"),
-)
+    doc="`daily_load`: the demand over a day as shares of `rate`, evenly spaced from midnight (24 values: "
+        "hourly); the plan is for `rate`, and each stretch of the day runs the replicas its share needs "
+        "(solver/serve/daily.py): `gclc plan` reports the GPUs, power and energy over the day, `gclc schedule` "
+        "holds those GPUs hour by hour beside the cluster's other jobs")
 
 # RL post-training (solver/rl): a policy trained on samples it generates, scored by optional
 # reference / reward models, with a critic for PPO; a generation pool (an inference engine) and
@@ -552,8 +556,8 @@ SCHEDULER = Block(
      "reclaim_within_cohort": Choice(("never", "lower_priority", "any")),
      "borrow_within_cohort": Choice(("never", "lower_priority")),
      "fair_sharing": FLAG, "wait_for_pods_ready": TIME, "topology": Choice(("required", "preferred")),
-     # kube-scheduler: the NodeResourcesFit scoring strategy and coscheduling's permit timeout
-     "scoring": Choice(("least_allocated", "most_allocated")), "permit_timeout": TIME},
+     # kube-scheduler: the NodeResourcesFit scoring strategy
+     "scoring": Choice(("least_allocated", "most_allocated"))},
     blocks={"priority_weight": Block({k: COUNT0 for k in ("age", "fairshare", "job_size", "partition", "qos")},
                                      doc="slurm.conf PriorityWeightAge, ...Fairshare, ...JobSize, ...Partition, "
                                          "...QOS")},

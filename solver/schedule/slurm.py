@@ -29,7 +29,7 @@ import math
 import attrs
 
 from .backfill import Profile, rounded_up
-from .jobs import SchedJob
+from .records import SchedJob
 from .multifactor import FairShare, priorities
 from .policies import Candidate, fits, take, victims
 from .settings import SlurmSettings
