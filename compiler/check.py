@@ -250,7 +250,7 @@ def _sweep_axes(entities: list[Entity | None], program: Program) -> list[Diagnos
 
 # Kinds whose rules look only at fields that are present, so they may run on a record
 # with holes (an invalid or missing field) without reporting a consequence of the hole.
-HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve", "workload"})
+HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve", "workload", "rl"})
 
 
 def _group_labelled(items: list[Item]) -> list[Item]:

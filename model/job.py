@@ -50,8 +50,9 @@ class Job:
 
 def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
     """What kind of job `name` is, and its entity: "hetero" (a train job across several
-    partitions), "serve" or "train". Without a name: the root file's first train job, else
-    its first serve job. Raises `JobError` (`UnknownJob` for a name) when there is none.
+    partitions), "serve", "rl" or "train". Without a name: the root file's first train job, else
+    its first serve job, else its first rl job. Raises `JobError` (`UnknownJob` for a name) when
+    there is none.
     Every command that plans starts here, so that each loads only its kind's solver."""
     entity = hetero_entity(design, name)
     if entity is not None:
@@ -59,7 +60,21 @@ def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
     entity = serve_entity(design, name)
     if entity is not None:
         return "serve", entity
+    entity = rl_entity(design, name)
+    if entity is not None:
+        return "rl", entity
     return "train", train_entity(design, name)
+
+
+def rl_entity(design: Design, name: str | None = None) -> Entity | None:
+    """The rl job `name`, or the root file's first when it has no train or serve job."""
+    jobs = [e for e in design.entities if e.kind == "rl"]
+    if name is not None:
+        return next((e for e in jobs if e.name == name), None)
+    if any(e.kind in ("train", "serve") and e.span.path == design.root for e in design.entities):
+        return None
+    local = [e for e in jobs if e.span.path == design.root] or jobs
+    return local[0] if local else None
 
 
 def train_job(design: Design, name: str | None = None) -> Job:

@@ -34,6 +34,10 @@ def outcome_json(outcome: Outcome, timings: bool = False) -> dict:
     Wall-clock timings only with `timings` (the default output is byte-for-byte repeatable)."""
     if outcome.job_kind == "hetero":
         data = _hetero_contract(outcome) | hetero_json(outcome)
+    elif outcome.job_kind == "rl":
+        from .rl import rl_json
+
+        data = rl_json(outcome, parallelism)
     elif isinstance(outcome, TrainOutcome):
         data = _train_json(outcome)
     else:  # a ServePlan

@@ -22,6 +22,10 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     """The text of any job's plan (the search's wall-clock time only with `timings`)."""
     if outcome.job_kind == "hetero":
         return hetero_text(outcome)
+    if outcome.job_kind == "rl":
+        from .rl import rl_text
+
+        return rl_text(outcome, timings)
     if not isinstance(outcome, TrainOutcome):  # a ServePlan
         from .serve import serve_text
 
@@ -76,6 +80,9 @@ def infeasible_message(outcome: Outcome) -> str:
         reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (outcome.data, outcome.pipeline) if s.message)
         return (f"gclc: infeasible: `{outcome.name}` fits neither split across its partitions"
                 + (f" ({reasons})" if reasons else ""))
+    if outcome.job_kind == "rl":
+        return f"gclc: infeasible: no pair of pools runs `{outcome.name}`" + "".join(
+            f"\n  {reason}" for reason in outcome.result.reasons)
     chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     if not isinstance(chosen, Plan):  # a ServePlan
         head = (f"gclc: undecided: no configuration of `{outcome.name}` found that meets its limits within the "

@@ -57,6 +57,10 @@ def job_placement(outcome, fabrics: dict | None = None) -> graphviz.Digraph:
         from .placement_hetero import hetero_placement
 
         return hetero_placement(outcome)
+    if outcome.job_kind == "rl":
+        from .rl_placement import rl_placement
+
+        return rl_placement(outcome)
     return serve_placement(outcome)
 
 

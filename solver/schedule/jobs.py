@@ -1,10 +1,12 @@
 """What the scheduler schedules, built from the design: every `train` job of the root
-file and every row of its `workload` blocks, with the partitions each may use, the GPU
-counts it may run at and its rate at each (from `plan` for train jobs), its work, and
-its checkpoint. Problems are located diagnostics (a job larger than any partition, an
-unknown GPU type, a job without work), never exceptions."""
+file (and `rl` job: solver/rl/schedule.py) and every row of its `workload` blocks, with
+the partitions each may use, the GPU counts it may run at and its rate at each (from `plan`
+for train jobs), its work, and its checkpoint. Problems are located diagnostics (a job
+larger than any partition, an unknown GPU type, a job without work), never exceptions."""
 
 from __future__ import annotations
+
+import math
 
 import attrs
 
@@ -42,6 +44,9 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     for entity in design.local():
         if entity.kind == "train" and _on_cluster(entity, cluster):
             job = _train(entity, cluster, graph, rates, plan_fn, problems)
+            jobs += [job] if job is not None else []
+        elif entity.kind == "rl" and _on_cluster(entity, cluster):
+            job = _rl(entity, problems)
             jobs += [job] if job is not None else []
         elif entity.kind == "workload" and _on_cluster(entity, cluster):
             rows, found, source = workload_jobs(entity)
@@ -186,6 +191,22 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
     limit = requested(float(stated.value) if stated is not None else None, slowest)
     return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, work, unit,
                     bool(entity.get("gang", True)), tuple(options), prefer, entity.span, limit,
+                    getattr(entity.get("tenant"), "name", ""))
+
+
+def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
+    """An rl job: one gang holding both its pools, on one partition (solver/rl/schedule.py)."""
+    from ..rl.schedule import gang_options
+
+    found = gang_options(entity, problems)
+    if found is None:
+        return None
+    options, steps = found
+    weight, label = priority_value(entity.get("priority"))
+    submit, limit = entity.get("submit"), entity.get("time_limit")
+    return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, steps, "steps",
+                    True, tuple(Option(p, gpus, rate, math.inf, 0.0, 0.0, None) for p, gpus, rate in options), (),
+                    entity.span, float(limit.value) if limit is not None else math.inf,
                     getattr(entity.get("tenant"), "name", ""))
 
 

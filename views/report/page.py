@@ -71,6 +71,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     body += [_design_section(context.graph), _cost_section(context)]
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
+        body += _rl_section(context.outcome)
     elif context.plan is not None and context.plan.best is not None:
         body += _plan_sections(context)
     else:
@@ -378,6 +379,16 @@ def _outcome_headline(outcome) -> str:
         return ""
     tokens = outcome.plans[0].job.tokens if isinstance(outcome, HeteroPlan) and outcome.plans else None
     return outcome_headline_html(outcome_json(outcome), tokens)
+
+
+def _rl_section(outcome) -> list[str]:
+    """An rl plan's step, pool by pool (views/report/rl_timeline.py)."""
+    if getattr(outcome, "job_kind", "") != "rl" or outcome.best is None:
+        return []
+    from ..plan_json import outcome_json
+    from .rl_timeline import rl_section
+
+    return [rl_section(outcome_json(outcome))]
 
 
 def _diagrams(c: Context) -> str:
