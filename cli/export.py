@@ -109,7 +109,8 @@ def _output_problem(out: str | None, source: str) -> int | None:
     return None
 
 
-def write_all(directory: Path, files: dict[str, str]) -> int:
+def write_all(directory: Path, files: dict[str, str], announce: bool = True) -> int:
+    """Every file into `directory`; `wrote` lines unless the command prints JSON instead."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
@@ -118,6 +119,6 @@ def write_all(directory: Path, files: dict[str, str]) -> int:
     except OSError as problem:
         error(f"cannot write into `{directory}`: {problem.strerror or problem}")
         return EXIT_ERRORS
-    for name in files:
+    for name in files if announce else ():
         wrote(directory / name)
     return EXIT_OK

@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         from ..views.export.replay import slurm_replay
         from .export import write_all
 
-        code = write_all(Path(args.export[1]), slurm_replay(result.design, workload, data, args.file))
+        code = write_all(Path(args.export[1]), slurm_replay(result.design, workload, data, args.file),
+                         announce=not args.json)
         if code != EXIT_OK:
             return code
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))

@@ -24,6 +24,7 @@ import time
 import attrs
 
 from ...compiler.design import Record
+from ...dsl.numbers import quantity
 from ...model.rl.job import RLJob
 from ...model.rl.step import COLOCATED
 from ...model.serve.inference import Engine
@@ -159,7 +160,7 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
             continue
         found.append(candidate)
     if over and not found:
-        ctx.reasons[f"every plan found draws more than the {job.power:.0f} W power bound"] = None
+        ctx.reasons[f"every plan found draws more than the {quantity(job.power, 'W')} power bound"] = None
     return SearchResult(tuple(found), total, ctx.simulated, max(0, len(heap)), over, tuple(ctx.reasons),
                         time.perf_counter() - started)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from ...compiler.design import Design
+from ...dsl.numbers import duration
 from ...compiler.hostlist import compress
 from .layout import Layout, layout, slug
 from .slurm import export as cluster_files, slurm_time
@@ -44,7 +45,7 @@ def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: i
     nodes = _nodes(group, workload, job["name"], seg)
     length = seg["end_s"] - seg["start_s"]
     lines = ["#!/bin/bash", header(source, f"replay of {job['name']}, run {index + 1}: "
-                                           f"{seg['gpus']} GPUs from {seg['start_s']:.0f} s, ended {seg['ended']}"),
+                                           f"{seg['gpus']} GPUs from {duration(seg['start_s'])}, ended {seg['ended']}"),
              f"#SBATCH --job-name={slug(job['name'])}",
              f"#SBATCH --partition={group.slug}",
              f"#SBATCH --nodelist={compress(nodes)}",
