@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ...compiler.design import Entity
+from ...compiler.ir import Tier
 from ...model.config import TrainConfig
 from ...model.shape import ModelShape
 
@@ -24,6 +27,31 @@ class Share:
     together_tier: str | None    # the IR tier that group stays inside (None: inside one GPU)
     items: int = 0               # sequences (data split), layers (pipeline split) or serve replicas
     role: str = ""               # a serve pool: "serving" (aggregated), "prefill" or "decode"
+    tiers: tuple[Tier, ...] = ()  # the partition's tiers as the share's ranks see them
+    accelerator: str = ""        # the chip's name (`H100_SXM`)
+
+
+@attrs.frozen
+class Run:
+    """How long the job runs and how it survives failures, as the plan models them."""
+
+    time_limit: float | None = None   # seconds of wall clock to ask the scheduler for
+    time_source: str = ""             # where it comes from: `time_limit` or the schedule's rule (or why none)
+    priority: object = None           # the design's priority: a class name or a whole number
+    mtbf: float = math.inf            # seconds between the job's failures (solver/schedule/failures.py)
+    restart: float = 0.0              # seconds from a failure to training again from the checkpoint
+    tenant: str = ""                  # the tenant charged: a Slurm account, a Kueue ClusterQueue ("": none)
+    interval: float = math.inf        # seconds of work between checkpoints
+    write: float = 0.0                # seconds to write one
+
+    @property
+    def restarts(self) -> int:
+        """Restarts to allow: the failures the time limit expects, Poisson's 99.9 % bound
+        (n + 3 sqrt(n)); at least one where the job can fail at all."""
+        if not self.time_limit or math.isinf(self.mtbf):
+            return 0
+        n = self.time_limit / self.mtbf
+        return max(1, math.ceil(n + 3 * math.sqrt(n)))
 
 
 @attrs.frozen
@@ -35,6 +63,11 @@ class JobPlan:
     stack: str
     mode: str                    # single | data | pipeline | serve
     shares: tuple[Share, ...]
+    run: Run = attrs.field(factory=lambda: Run())
+    tokens_per_s: float = 0.0    # the plan's throughput (tokens trained, or served, per second)
+    estimate: object = None      # a single-partition train plan's step (model/train/step.py Estimate)
+    placement: tuple = ()        # ... where each parallel dimension lands (solver/train/plan.py Placement)
+    ir_partition: object = None  # ... the partition it runs on (compiler/ir.py Partition)
 
     @property
     def config(self) -> TrainConfig:

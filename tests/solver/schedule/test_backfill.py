@@ -1,0 +1,144 @@
+"""Slurm's backfill: the free-GPU profile against a brute-force reading of the same holds,
+reservations honoured, a backfilled job never delaying one, time limits ending runs."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from gclc.solver.schedule.backfill import BackfillParams, Profile
+from gclc.solver.schedule.catalog import POLICIES, policy
+from gclc.solver.schedule.settings import SlurmSettings
+from gclc.solver.schedule.simulate import Simulation, simulate
+from gclc.testing import load_profile
+
+load_profile()
+_spec = importlib.util.spec_from_file_location("schedule_cluster", Path(__file__).with_name("_cluster.py"))
+fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fx)
+H = fx.HOUR
+
+holds = st.lists(st.tuples(st.integers(0, 20), st.integers(1, 20), st.integers(1, 8)), max_size=6)
+
+
+def _brute_free(now, free, released, held, t):
+    """Free GPUs at `t`: what is free now, plus GPUs released by then, less holds over `t`."""
+    return free + sum(g for end, g in released if end <= t) - sum(g for a, b, g in held if a <= t < b)
+
+
+@given(st.integers(0, 32), st.lists(st.tuples(st.integers(1, 20), st.integers(1, 8)), max_size=4), holds,
+       st.integers(1, 40), st.integers(1, 10))
+def test_the_earliest_start_is_the_first_time_a_brute_force_finds(free, released, held, need, length):
+    p = Profile(0.0, free)
+    for end, g in released:
+        p.release_at(float(end), g)
+    spans = [(float(a), float(a + d), g) for a, d, g in held]
+    for a, b, g in spans:
+        p.hold(a, b, g)
+    found = p.earliest(need, float(length), 100.0)
+    # every step boundary is an integer time here, so the integer grid holds every candidate
+    ok = [t for t in range(0, 101)
+          if all(_brute_free(0, free, released, spans, t + k) >= need for k in range(length))]
+    assert found == (float(ok[0]) if ok else None)
+
+
+def test_a_job_is_backfilled_only_where_it_ends_before_the_reservation():
+    # partition a: 32 GPUs; `wide` holds 24 until 2 h; `big` (28) reserves from 2 h;
+    # `short` (8 GPUs, 1 h) ends before it and is backfilled, `long` (8 GPUs, 3 h) would not
+    jobs = [fx.job("wide", 24, hours=2, partitions=("a",), limit=2),
+            fx.job("big", 28, hours=1, submit=0.1, partitions=("a",), limit=1),
+            fx.job("short", 8, hours=1, submit=0.2, partitions=("a",), limit=1),
+            fx.job("long", 8, hours=3, submit=0.3, priority=1, partitions=("a",), limit=3)]
+    runs = {r.job.name: r for r in simulate(fx.workload(jobs), POLICIES["slurm"], failures=False).runs}
+    assert runs["short"].first_start == 0.2 * H and runs["short"].segments[0][7] == "backfill"
+    assert runs["big"].first_start == 2 * H                 # its reservation held
+    assert runs["long"].first_start == 3 * H                # after `big`, not before it
+
+
+def test_without_time_limits_backfill_cannot_protect_anyone():
+    jobs = [fx.job("wide", 24, hours=2, partitions=("a",)),
+            fx.job("big", 28, hours=1, submit=0.1, partitions=("a",)),
+            fx.job("long", 8, hours=3, submit=0.3, priority=1, partitions=("a",))]
+    runs = {r.job.name: r for r in simulate(fx.workload(jobs), POLICIES["slurm"], failures=False).runs}
+    assert runs["long"].first_start == 0.3 * H and runs["big"].first_start == 3.3 * H
+
+
+def test_a_time_limit_ends_a_trace_row_and_requeues_a_checkpointed_train_job():
+    row = fx.job("row", 4, hours=3, partitions=("a",), limit=1)
+    runs = {r.job.name: r for r in simulate(fx.workload([row]), POLICIES["slurm"], failures=False).runs}
+    assert runs["row"].phase == "timeout" and runs["row"].end == 1 * H and runs["row"].timeouts == 1
+    train = fx.job("train", 4, hours=3, partitions=("a",), limit=2, interval=1800.0, unit="tokens")
+    run = simulate(fx.workload([train]), POLICIES["slurm"], failures=False).runs[0]
+    assert run.phase == "done" and run.timeouts == 1 and [s[6] for s in run.segments] == ["timeout", "finished"]
+    assert run.end == 2 * H + 1 * H                          # 2 h kept (4 checkpoints), 1 h left
+
+
+@st.composite
+def queues(draw):
+    out = []
+    for i in range(draw(st.integers(1, 7))):
+        hours = draw(st.integers(1, 12))
+        out.append(fx.job(f"j{i}", draw(st.sampled_from((2, 4, 8, 12, 16, 24, 32))), hours=hours,
+                          priority=draw(st.integers(1, 4)), partitions=draw(st.sampled_from((("a",), ("b",), ("a", "b")))),
+                          limit=hours))
+    return out
+
+
+UNBOUNDED = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12)))
+
+
+def _first_reservations(jobs, chosen) -> tuple[dict[str, float], dict[str, object]]:
+    first: dict[str, float] = {}
+
+    def record(sim):
+        for r in sim.reservations:
+            first.setdefault(r.job, r.start)
+
+    runs = Simulation(fx.workload(jobs), chosen, failures=False, check=record, epochs=0).run().runs
+    return first, {r.job.name: r for r in runs}
+
+
+@given(queues())
+def test_a_backfilled_job_never_delays_a_reservation(drawn):
+    """All jobs arrive at once and run exactly their time limits, failures off, and backfill
+    looks far enough ahead to reserve for every job at once: every job starts no later than
+    the first reservation backfill made for it."""
+    first, runs = _first_reservations(drawn, UNBOUNDED)
+    for name, start in first.items():
+        assert runs[name].first_start <= start + 1e-6, (name, runs[name].first_start, first)
+
+
+def test_a_job_entering_the_window_may_take_a_later_jobs_reserved_slot():
+    """The deep run's counterexample to the law above with Slurm's 1-day `bf_window`: at 0 h
+    `j3` (24 GPUs) fits nowhere within the day and gets no reservation, so `j6`, after it in
+    priority order, reserves 22 h; an hour later the window reaches 25 h, `j3` reserves it
+    and `j6` moves behind it to 26 h. Slurm does the same: reservations are recomputed in
+    priority order each pass, and only those inside the window exist."""
+    spec = [("j0", 24, 10, 2), ("j1", 12, 6, 3), ("j2", 12, 1, 1), ("j3", 24, 1, 1), ("j4", 12, 9, 2),
+            ("j5", 12, 6, 1), ("j6", 12, 6, 1)]
+    jobs = [fx.job(n, g, hours=h, priority=p, partitions=("a",), limit=h) for n, g, h, p in spec]
+    first, runs = _first_reservations(jobs, POLICIES["slurm"])
+    assert "j3" not in first or first["j3"] > first["j6"]
+    assert first["j6"] == 22 * H and runs["j6"].first_start == 26 * H and runs["j3"].first_start == 25 * H
+    first, runs = _first_reservations(jobs, UNBOUNDED)
+    assert all(runs[n].first_start <= t + 1e-6 for n, t in first.items())
+
+
+def test_a_job_waits_max_switch_wait_for_one_leaf_then_spreads():
+    # partition a: two leaves of 16 GPUs. `fill` holds one leaf for 1 h, `b` and `c` take 4 GPUs
+    # of the other each, so `wide` (16) finds 24 free GPUs at 1.2 h but no leaf of its own
+    jobs = [fx.job("fill", 16, hours=1, partitions=("a",), limit=1),
+            fx.job("b", 4, hours=3, partitions=("a",), limit=3),
+            fx.job("c", 4, hours=3, submit=1.1, partitions=("a",), limit=3),
+            fx.job("wide", 16, hours=1, submit=1.2, partitions=("a",), limit=1)]
+
+    def wide(wait_s):
+        settings = SlurmSettings(max_switch_wait=wait_s)
+        runs = simulate(fx.workload(jobs), policy("slurm", settings), failures=False).runs
+        return next(r for r in runs if r.job.name == "wide")
+
+    soon = wide(300.0)     # Slurm's default: five minutes, then anywhere
+    assert soon.first_start == 1.2 * H + 300.0 and soon.segments[0][4] == 2      # across the spine
+    patient = wide(10 * H)  # waits until one leaf holds it whole
+    assert patient.first_start == 3 * H and patient.segments[0][4] == 1
