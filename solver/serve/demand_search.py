@@ -235,8 +235,9 @@ class DemandSearch(Screen):
         """An aggregated layout at its one allowed count: simulated once."""
         built = [Side(r, e, n) for r, e, n in sides]
         what = "replicas" if self.limits.replicas else "gpus"
-        return self.settle(built, (f"{what}: {number(built[0].count)} replicas of {number(built[0].replica.gpus)} "
-                                   f"GPUs, as pinned",))
+        each = built[0].replica.gpus
+        return self.settle(built, (f"{what}: {number(built[0].count)} replicas of {number(each)} "
+                                   f"GPU{'s' if each != 1 else ''}, as pinned",))
 
     def settle(self, built: list[Side], binding: tuple[str, ...]) -> SearchResult | None:
         """The pools as they are, simulated: a plan when the power allows them and they meet the SLOs."""
