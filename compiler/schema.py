@@ -17,6 +17,11 @@ from .serve_trace import MAX_ROWS
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)
+# How a serve job's requests pick a replica (solver/serve/sim.py), as the SGLang router's `--policy`
+# names them (sgl-project/sglang sgl-router; its gateway's docs/concepts/routing/load-balancing.md):
+# the fewest requests in hand (running and waiting: least-request routing), in turn, at random, or
+# the lighter of two drawn at random.
+SERVE_ROUTERS = ("least_requests", "round_robin", "random", "power_of_two")
 SERVING_ENGINES = ("ideal", "vllm_0_2", "vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang", "trtllm_0_9", "trtllm_0_12",
                    "trtllm_pytorch")
 # How a train job stores Adam's state (model/train/optimizer.py): the moments' formats are Megatron-LM's
@@ -461,7 +466,8 @@ ENGINE = Block(
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
      "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
-     "precision": PRECISION, "gpus": COUNT, "engine": ENGINE_NAME, "priority": Priority(), "time_limit": TIME,
+     "precision": PRECISION, "gpus": COUNT, "engine": ENGINE_NAME, "router": Choice(SERVE_ROUTERS, "a router"),
+     "priority": Priority(), "time_limit": TIME,
      "tenant": PartRef(("tenant",)), "daily_load": ListOf(SHARE, least=1),
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT, "replicas": COUNT},
@@ -471,7 +477,8 @@ SERVE = Block(
             "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
     required=("model", "on"),
     doc="`gpus`: the GPUs the plan uses, exactly (`subject to { gpus <= N }` bounds them instead); `engine = "
-        "vllm_v1` names the serving engine (or `engine { profile = vllm_v1 ... }` with overrides); "
+        "vllm_v1` names the serving engine (or `engine { profile = vllm_v1 ... }` with overrides); `router`: "
+        "how requests pick a replica (least_requests, round_robin, random, power_of_two); "
         "`daily_load`: the demand over a day as shares of `rate`, evenly spaced from midnight (24 values: "
         "hourly); the plan is for `rate`, and each stretch of the day runs the replicas its share needs "
         "(solver/serve/daily.py): `gclc plan` reports the GPUs, power and energy over the day, `gclc schedule` "

@@ -14,8 +14,11 @@ from ..model.compute import peak
 from ..model.serve.engines import Engine
 from ..solver.serve.daily import daily, summary
 from ..solver.serve.plan import ServePlan, Side
+from ..solver.serve.space import router_of
 
 LATENCY_KEYS = ("p50", "p90", "p99", "mean")
+ROUTED = {"least_requests": "to the replica with the fewest in hand", "round_robin": "in turn",
+          "random": "at random", "power_of_two": "to the lighter of two drawn at random"}
 
 
 def serve_json(p: ServePlan) -> dict:
@@ -48,6 +51,7 @@ def serve_json(p: ServePlan) -> dict:
                         "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
     })
     out["engine"] = engine_json(d.replica.engine)
+    out["router"] = _router(p)
     cost = serve_cost(p)
     if cost is not None:
         out["cost"] = cost
@@ -83,6 +87,11 @@ def engine_text(e: Engine) -> str:
     host = ("host overlapped" if e.overlap else "host") + f" {duration(e.step_s)} + {duration(e.seq_s)} per sequence"
     return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, {e.moe_path} MoE, "
             f"{number(e.block)}-token KV pages")
+
+
+def _router(p: ServePlan) -> str:
+    """How the plan's requests pick a replica (the simulation's router)."""
+    return router_of(p.entity) if p.entity is not None else "least_requests"
 
 
 def _daily(p: ServePlan):
@@ -201,7 +210,8 @@ def serve_text(p: ServePlan) -> str:
         return head + f"\n  {verdict}:" + "".join(f"\n    {reason}" for reason in p.binding)
     d = p.decode
     lines = [head, f"  engine     {engine_text(d.replica.engine)}",
-             f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"]
+             f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"
+             + (f", requests routed {ROUTED[_router(p)]}" if _router(p) != "least_requests" else "")]
     node_gpus = p.partition.node.gpus
     for name, side, first in pool_offsets(p):
         c = side.replica.config

@@ -309,12 +309,12 @@ class DemandSearch(Screen):
 
     def run_simulation(self, sides: list[Side]) -> Outcome:
         hbm = self.limits.memory_bytes(sides[-1].replica.hbm)
-        decode = _pool(sides[-1], hbm)
+        decode = _pool(sides[-1], hbm, self.router)
         if len(sides) == 1:
             return simulate(self.demand.requests, decode, slo=self.limits.slo, warmup_s=self.warmup_s, stop=_known)
         pre, dec = sides[0].replica, sides[1].replica
         # a split grows its prefill pool when TTFT breaks, else its decode pool: stop once that is known
-        return simulate(self.demand.requests, decode, _pool(sides[0], hbm),
+        return simulate(self.demand.requests, decode, _pool(sides[0], hbm, self.router),
                         lambda prompt: kv_transfer_time(pre, dec, prompt), self.limits.slo, self.warmup_s,
                         lambda missed: any(m.startswith("ttft") for m in missed) or len(missed) == len(self.limits.slo))
 
@@ -345,9 +345,9 @@ def _gpus(sides: list) -> int:
     return sum(n * r.gpus for r, _, n in sides)
 
 
-def _pool(side: Side, hbm_limit: float) -> Pool:
+def _pool(side: Side, hbm_limit: float, router: str = "least_requests") -> Pool:
     r = side.replica
-    return Pool(r, side.count, r.config.batch, r.kv_capacity_tokens(hbm_limit))
+    return Pool(r, side.count, r.config.batch, r.kv_capacity_tokens(hbm_limit), router)
 
 
 def _missed(outcome: Outcome, slo: dict[str, float]) -> list[str]:

@@ -31,7 +31,7 @@ from .explain import infeasible_reasons
 from .saturated import SaturatedSearch
 from .screen import SearchResult, Side
 from .sim import Outcome
-from .space import Limits, configs, engine_of, limits_of, mode_of, short_of_gpus
+from .space import Limits, configs, engine_of, limits_of, mode_of, router_of, short_of_gpus
 
 __all__ = ["ServePlan", "Side", "plan_serve", "serve_entity"]
 
@@ -121,7 +121,7 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
                 for cfg in configs(shape, partition, limits.gpus, precision, entity, engine.max_seqs)]
     search = (DemandSearch if has_demand else SaturatedSearch)(
         graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
-        lifetime(entity, demand.output), energy=entity.get("minimize") is not None)
+        lifetime(entity, demand.output), energy=entity.get("minimize") is not None, router=router_of(entity))
     if has_demand:
         search.exhaustive = exhaustive
     short = short_of_gpus(limits)

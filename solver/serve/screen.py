@@ -59,9 +59,10 @@ class Screen:
     """The candidates' analytic screening and what the searches built on it share."""
 
     def __init__(self, graph, partition, limits: Limits, demand: Demand | None, mode: str,
-                 replicas: list[Replica], lengths: Demand, warmup_s: float = 0.0, energy: bool = False):
+                 replicas: list[Replica], lengths: Demand, warmup_s: float = 0.0, energy: bool = False,
+                 router: str = "least_requests"):
         self.graph, self.partition, self.limits, self.demand, self.mode = graph, partition, limits, demand, mode
-        self.warmup_s, self.energy = warmup_s, energy
+        self.warmup_s, self.energy, self.router = warmup_s, energy, router
         self.prompt, self.output = lengths.prompt, lengths.output
         self.simulated, self.pruned = 0, 0
         self.broken: dict[str, set[int]] = {}   # limit -> the replicas (ids) that break it

@@ -1,8 +1,8 @@
 """A discrete-event simulation of continuous batching, as the named engine schedules it
 (model/serve/engines.py).
 
-Requests arrive (a trace or Poisson arrivals) and join the replica with the fewest
-requests in hand. Each replica runs iterations back to back: every admitted sequence that
+Requests arrive (a trace or Poisson arrivals) and join the replica the pool's router picks
+(default: the one with the fewest requests in hand; ROUTERS). Each replica runs iterations back to back: every admitted sequence that
 has its prompt decodes one step (speculative decoding: the declared expected tokens per
 step), and prompt chunks fill the rest of the iteration's token budget (chunked prefill,
 first come first served; with multi-step scheduling only every `scheduler_steps`-th
@@ -33,16 +33,20 @@ from __future__ import annotations
 import collections
 import heapq
 import math
+import random
 from typing import Callable
 
 import attrs
 
 from ...model.comms import host_rate
 from ...model.serve.inference import Replica
+from ...compiler.schema import SERVE_ROUTERS as ROUTERS
 from ...compiler.serve_trace import Request
 from .outcome import Misses, Outcome, first_measured, measure
 
-__all__ = ["Outcome", "Pool", "simulate"]
+__all__ = ["Outcome", "Pool", "ROUTERS", "simulate"]
+
+ROUTER_SEED = 0     # the random routers draw from a fixed seed: a plan is the same run to run
 
 
 @attrs.frozen
@@ -51,6 +55,7 @@ class Pool:
     count: int
     max_batch: int
     kv_tokens: float            # KV cache capacity of one replica, layer-mean tokens (model/serve/kv.py)
+    router: str = "least_requests"   # how arrivals pick a replica (ROUTERS)
 
 
 @attrs.define(eq=False)
@@ -197,6 +202,8 @@ class _Simulation:
         self.misses = Misses(slo, len(requests) - self.first, [(requests[i].arrival, i) for i in self.arrivals
                                                                if i >= self.first]) if stop else None
         self.stop, self.stopped = stop, ()
+        self.turn = collections.Counter()           # round robin: the next replica of each pool
+        self.draws = random.Random(ROUTER_SEED)
 
     def push(self, time: float, kind: str, payload) -> None:
         self.tick += 1
@@ -229,10 +236,24 @@ class _Simulation:
         return self.outcome()
 
     def enqueue(self, servers: list[_Server], seq: _Seq, now: float) -> None:
-        server = min(servers, key=lambda s: s.load)
+        server = self.route(servers)
         server.waiting.append(seq)
         if not server.busy:
             self.start(server, now)
+
+    def route(self, servers: list[_Server]) -> _Server:
+        """The replica the pool's router sends the next request to (ties: the first)."""
+        router = servers[0].pool.router
+        if router == "round_robin":
+            role = servers[0].role
+            self.turn[role] += 1
+            return servers[(self.turn[role] - 1) % len(servers)]
+        if router == "random":
+            return servers[self.draws.randrange(len(servers))]
+        if router == "power_of_two" and len(servers) > 2:
+            first, second = self.draws.sample(range(len(servers)), 2)
+            return servers[first] if servers[first].load <= servers[second].load else servers[second]
+        return min(servers, key=lambda s: s.load)
 
     # ------------------------------------------------------------ one iteration
     def start(self, server: _Server, now: float) -> None:

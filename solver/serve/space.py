@@ -117,6 +117,11 @@ def engine_of(entity: Entity, partition: Partition | None = None) -> Engine:
                                                **given)
 
 
+def router_of(entity: Entity) -> str:
+    """How the job's requests pick a replica (default: the fewest requests in hand)."""
+    return getattr(entity.get("router"), "name", None) or "least_requests"
+
+
 def mode_of(entity: Entity) -> str:
     """The plan's mode: as stated; pinned replicas make one serving pool (aggregated)."""
     mode = entity.get("engine.mode")

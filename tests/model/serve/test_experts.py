@@ -30,8 +30,9 @@ def test_expert_gemms_run_at_the_rate_of_their_rows():
     """By hand: the stage's compute is the dense GEMMs at the rate of `tokens / ep` rows plus
     the expert GEMMs, plus attention (none: no cache). 4,096 tokens x 8 of 256 experts touch
     every expert (1 - (31/32)^4096 = 1 to 1e-56) with 128 rows each, padded to 128 + 64 / 2 = 160
-    rows (a tile of 64, half a tile wasted on average), on the busiest of 8 GPUs (mean 4,096 rows:
-    1 + sqrt(2 ln 8 / 4096)), at the grouped-GEMM share of the dense rate at 160 rows."""
+    rows (a tile of 64, half a tile wasted on average), and the busiest of 8 GPUs routes
+    sqrt(2 ln 8 / 4096) more than the mean's 4,096 rows, at the grouped-GEMM share of the dense
+    rate at 160 rows."""
     r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
     chip, tokens = PARTITION.node.accelerator, 4096
     expert = r.expert_flops_per_token
@@ -39,7 +40,7 @@ def test_expert_gemms_run_at_the_rate_of_their_rows():
     assert inference_moe.TILE_ROWS == 64
     dense_time = (r.gemm_flops_per_token - expert) * tokens / gemm_rate(chip, "fp8", tokens // 8, 7168, 7168)
     busiest = 1 + math.sqrt(2 * math.log(8) / 4096)
-    expert_time = expert * tokens * (160 / 128) * busiest / (
+    expert_time = expert * tokens * (160 / 128 + busiest - 1) / (
         gemm_rate(chip, "fp8", 160, 2048, 7168) * inference_moe.GROUPED_GEMM_EFFICIENCY)
     _, work = r.stage_time(tokens, 0, 0)
     assert abs(work - (dense_time + expert_time)) <= 1e-12 * work

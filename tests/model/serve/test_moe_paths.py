@@ -66,7 +66,7 @@ def test_expected_maximum_of_binomials_by_hand():
     assert moe._expected_max(3, 1 - 1e-12, 4) == pytest.approx(3.0, abs=1e-6)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
 @given(st.integers(1, 16), st.floats(0.01, 0.99), st.integers(1, 16), st.integers(0, 2**32 - 1))
 def test_expected_maximum_of_binomials_matches_sampling(n, q, groups, seed):
     rng = random.Random(seed)
@@ -77,7 +77,7 @@ def test_expected_maximum_of_binomials_matches_sampling(n, q, groups, seed):
     assert n * q - 1e-9 <= moe._expected_max(n, q, groups) <= n
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=max(10, settings.default.max_examples * 2 // 3), deadline=None)
 @given(st.floats(0.5, 4096), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 8]))
 def test_expert_parallel_reads_at_least_what_tp_sharding_does_and_that_at_least_the_mean(tokens, tp, ep):
     gpus = tp * ep
@@ -87,9 +87,20 @@ def test_expert_parallel_reads_at_least_what_tp_sharding_does_and_that_at_least_
     assert mean - 1e-12 <= sharded <= parallel + 1e-12 <= 1 + 1e-12
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=max(10, settings.default.max_examples * 2 // 3), deadline=None)
 @given(st.sampled_from(["grouped", "tp_sharded", "per_expert"]), st.integers(1, 2000), st.integers(1, 2000))
 def test_more_tokens_never_make_an_iteration_faster_on_any_path(path, tokens, more):
     engine = attrs.evolve(profile("ideal").engine(), moe_path=path)
     r = replica(MIXTRAL, ServeConfig(2, 512, "fp8", ep=2), H100, engine)
     assert r.iteration(tokens + more, (tokens + more) * 500.0) >= r.iteration(tokens, tokens * 500.0) * (1 - 1e-9)
+
+
+def test_the_deep_profiles_counterexamples_of_an_iteration_faster_with_more_tokens():
+    """GCLC_HYPOTHESIS=deep found them: the busiest GPU's imbalance multiplied its padded rows,
+    so grouped, 10 tokens ran 0.06 % faster than 9, and TP-sharded, 15 than 13 (fixed: every
+    GPU pads its experts' rows, and the busiest carries its routed rows beyond the mean); the
+    loop's GEMMs ran at their unpadded rows' rate, so 14 tokens ran faster than 9 (fixed: a
+    tile's rows at least)."""
+    test_more_tokens_never_make_an_iteration_faster_on_any_path.hypothesis.inner_test("grouped", 9, 1)
+    test_more_tokens_never_make_an_iteration_faster_on_any_path.hypothesis.inner_test("tp_sharded", 13, 2)
+    test_more_tokens_never_make_an_iteration_faster_on_any_path.hypothesis.inner_test("per_expert", 9, 5)
