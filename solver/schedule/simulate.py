@@ -98,7 +98,11 @@ class Simulation:
         self.fresh: list[str] = []
         self.reservations: tuple = ()      # what a planning policy (Slurm's backfill) holds for later
         self.memory: dict = {}             # a policy's own state over the run (Slurm's fair-share usage)
-        self.stopped: list[tuple[str, int, float, float]] = []   # (tenant, GPUs, start, end) since a policy read it
+        # runs started and stopped, in order, since a policy with a cycle of its own read them
+        # (Slurm's fair share and backfill keep running sums, so an event costs what it touches):
+        # ("start", name, tenant, partition, GPUs, start, time limit) and
+        # ("stop", name, tenant, partition, GPUs, start, end)
+        self.run_changes: list[tuple[str, str, str, str, int, float, float]] = []
         self.check, self.progress = check, progress
         self.done = 0
         # the runs whose ends end the simulation: every job but the stretches of a service,
@@ -199,7 +203,7 @@ class Simulation:
             self._epoch_due(now)
             return
         full = self.freed or self.policy.blocking
-        self.stopped.clear()               # read only by policies with a cycle of their own
+        self.run_changes.clear()           # read only by policies with a cycle of their own
         while True:
             names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
             queue = self.policy.order(self.pending[n] for n in names)
@@ -290,6 +294,8 @@ class Simulation:
         checkpoints = math.ceil(run.remaining / (rate * o.interval)) - 1 if math.isfinite(o.interval) else 0
         length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
         self.api.commit(now, "bound", run.job.name, (alloc, c))
+        self.run_changes.append(("start", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, now,
+                                 run.job.time_limit))
         if length > run.job.time_limit:   # the scheduler ends it at its limit (Slurm's --time)
             self.timeline.push(Timer(now + run.job.time_limit, "timeout", run.job.name, run.run_id))
         else:
@@ -321,7 +327,7 @@ class Simulation:
         run.held += (now - run.start) * run.gpus
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
                              run.rule, tuple(zip(alloc.domains, alloc.counts))))
-        self.stopped.append((run.job.tenant, run.gpus, run.start, now))
+        self.run_changes.append(("stop", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
