@@ -382,8 +382,7 @@ class Simulation:
         per = part.group_domains[level]
         group = int(self.rng.integers(math.ceil(part.domains / per)))
         lo, hi = group * per, (group + 1) * per
-        hit = {n for n, a in self.state.allocations.items()
-               if a.partition == partition and not a.index.keys().isdisjoint(range(lo, hi))}
+        hit = self.state.holders_within(partition, lo, hi)
         for name in sorted(hit):
             self.runs[name].failures += 1
             self._stop(now, self.runs[name], "failed")
