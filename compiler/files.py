@@ -31,9 +31,9 @@ from ..dsl.source import SourceFile, Span, source_text
 # hold more. Reading no more keeps `/dev/zero` or a runaway generator from eating memory.
 MAX_SOURCE_BYTES = 2 * 2**20
 MAX_DESIGN_BYTES = 2 * 2**20
-# A data file (a trace) is written by a program: 64 MiB holds a million rows of a public
+# A data file (a trace) is written by a program: 16 MiB holds 100,000 rows of a public
 # cluster trace; a line of one is under 200 characters, so 4,096 bounds every cell.
-MAX_DATA_BYTES = 64 * 2**20
+MAX_DATA_BYTES = 16 * 2**20
 MAX_LINE_CHARS = 4096
 
 _READ: set[tuple[int, int]] = set()          # (device, inode) of every file this run read

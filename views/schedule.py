@@ -156,6 +156,9 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                  f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {number(c['gpu_hours_held'])} GPU-h held, "
                  f"{c['jobs_done']}/{c['jobs']} jobs done, {count(c['preemptions'], 'preemption')}, "
                  f"{count(c['failures'], 'failure')}")
+    if c["jobs_done"] < c["jobs"]:
+        lines.append(f"  unfinished {count(c['jobs'] - c['jobs_done'], 'job')} had not ended when the simulation stopped at "
+                     f"{_h(c['makespan_s'])} (the horizon: submit times and durations are at most 10 years)")
     lines.append(f"  energy     {quantity(c['gpu_energy_j'] / 3600, 'Wh')} (GPUs at TDP when held, idle power otherwise, x PUE)")
     lines.append("  waiting    " + "; ".join(f"{k}: mean {_h(v['mean_wait_s'])}, max {_h(v['max_wait_s'])} ({count(v['jobs'], 'job')})"
                                           for k, v in c["queueing_by_priority"].items()))

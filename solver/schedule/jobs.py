@@ -14,7 +14,7 @@ from ...dsl.diagnostics import Diagnostic, Label
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import lower_cluster
 from ...model.job import Job, job_from_entity
-from ...compiler.trace import priority_value, workload_jobs
+from ...compiler.trace import MAX_SECONDS, beyond_horizon, priority_value, workload_jobs
 from ...dsl.source import SourceFile, Span
 from .failures import checkpoint, node_storage, reliability
 from .goodput import Reliability, goodput
@@ -86,6 +86,11 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     sources: list[SourceFile] = []
     for entity in design.local():
         if entity.kind == "train" and _on_cluster(entity, cluster):
+            late = [f for f in ("submit", "duration") if entity.get(f) is not None
+                    and float(entity.get(f).value) > MAX_SECONDS]
+            if late:
+                problems.append(beyond_horizon(entity.span_of(late[0]), late[0], float(entity.get(late[0]).value)))
+                continue
             job = _train(entity, cluster, graph, rates, plan_fn, problems)
             jobs += [job] if job is not None else []
         elif entity.kind == "workload" and _on_cluster(entity, cluster):

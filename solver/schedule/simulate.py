@@ -7,11 +7,14 @@ loses the work since the last one and costs a restart.
 
 from __future__ import annotations
 
+import bisect
+import collections
 import math
 
 import attrs
 import numpy as np
 
+from ...compiler.trace import MAX_SECONDS
 from .events import ApiServer, Change, Informer, Timeline, Timer
 from .jobs import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
@@ -72,6 +75,58 @@ class Outcome:
     failures: bool
 
 
+class PendingQueue:
+    """The pending jobs: by name in the order they became pending, and sorted by the policy's
+    key, kept sorted as jobs come and go (a cycle over a trace's thousands of waiting jobs
+    does not sort them again)."""
+
+    def __init__(self, key) -> None:
+        self.key, self.jobs, self.sorted = key, {}, []
+        self.needs: collections.Counter[int] = collections.Counter()   # the fewest GPUs each job can start on
+
+    def add(self, job: SchedJob) -> None:
+        self.jobs[job.name] = job
+        bisect.insort(self.sorted, (self.key(job), job.name))
+        self.needs[_least(job)] += 1
+
+    def remove(self, name: str) -> None:
+        job = self.jobs.pop(name)
+        del self.sorted[bisect.bisect_left(self.sorted, (self.key(job), name))]
+        self.needs[_least(job)] -= 1
+        if not self.needs[_least(job)]:
+            del self.needs[_least(job)]
+
+    @property
+    def least(self) -> int:
+        """The fewest free GPUs any pending job could start on (a job not in a gang takes one)."""
+        return min(self.needs, default=0)
+
+    def ordered(self):
+        """The jobs in the policy's order, as of now (a pass that stops early reads few)."""
+        jobs = self.jobs
+        return (jobs[name] for _, name in self.sorted.copy() if name in jobs)
+
+    def values(self):
+        return self.jobs.values()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.jobs
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+
+def _least(job: SchedJob) -> int:
+    return job.least if job.gang else 1
+
+
+# The simulated horizon: submit times and durations are at most MAX_SECONDS, so a lone job ends
+# within twice that without failures. A job that has not ended then (a queue of years of work,
+# or one that fails faster than it checkpoints) is reported unfinished: the failure process and
+# the scheduler stop here, whatever the durations, so the events a run walks are bounded.
+HORIZON_S = 2 * MAX_SECONDS
+
+
 class Simulation:
     def __init__(self, workload: Workload, policy: Policy, seed: int = 0, failures: bool = True,
                  epochs: int = 8, check=None, progress=None) -> None:
@@ -81,8 +136,13 @@ class Simulation:
         self.timeline, self.api = Timeline(), ApiServer()
         self.state = ClusterState.of(workload.graph)
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
-        self.pending: dict[str, SchedJob] = {}
+        # what decides whether a job fits: its partitions, gang and priority, and its sizes
+        self.shapes = {j.name: ((tuple(o.partition for o in j.options), j.gang, j.priority),
+                                tuple(o.gpus for o in j.options)) for j in workload.jobs}
+        self.pending = PendingQueue(policy.key)
         self.running: dict[str, tuple[SchedJob, float]] = {}
+        self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
+        self.evictions = 0
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
                                             "released": self._on_released, "node-down": self._on_node,
                                             "node-up": self._on_node})
@@ -98,21 +158,25 @@ class Simulation:
 
     # ------------------------------------------------------------ the cache (informer handlers)
     def _on_submitted(self, c: Change) -> None:
-        self.pending[c.subject] = self.runs[c.subject].job
+        self.pending.add(self.runs[c.subject].job)
         self.fresh.append(c.subject)
 
     def _on_bound(self, c: Change) -> None:
         alloc, _ = c.data
         self.state.bind(c.subject, alloc)
-        del self.pending[c.subject]
+        self.pending.remove(c.subject)
         self.running[c.subject] = (self.runs[c.subject].job, c.time)
+        self.priorities[self.runs[c.subject].job.priority] += 1
 
     def _on_released(self, c: Change) -> None:
         self.state.release(c.subject)
-        del self.running[c.subject]
+        job = self.running.pop(c.subject)[0]
+        self.priorities[job.priority] -= 1
+        if not self.priorities[job.priority]:
+            del self.priorities[job.priority]
         self.freed = True
         if c.data != "finished":
-            self.pending[c.subject] = self.runs[c.subject].job
+            self.pending.add(self.runs[c.subject].job)
             self.fresh.append(c.subject)
 
     def _on_node(self, c: Change) -> None:
@@ -131,6 +195,9 @@ class Simulation:
                 self._next_failure(0.0, name, "switch-fail")
         now = 0.0
         while self.timeline and self.done < len(self.runs):
+            if self.timeline.peek_time() > HORIZON_S:
+                now = self._stop_at_horizon()
+                break
             now = self.timeline.peek_time()
             while self.timeline and self.timeline.peek_time() == now:
                 self._fire(self.timeline.pop())
@@ -141,6 +208,22 @@ class Simulation:
                 self.check(self)
         return Outcome(self.policy.name, tuple(self.runs.values()), tuple(self.samples), tuple(self.epochs),
                        self.api.version, self.informer.delivered, now, self.seed, self.with_failures)
+
+    def _stop_at_horizon(self) -> float:
+        """Close every run still going at the horizon (its segment ends `horizon`; the work
+        since its start counts, as a checkpoint taken then would keep it)."""
+        for name in list(self.running):
+            run = self.runs[name]
+            o, alloc = run.option, self.state.allocations[name]
+            rate = o.rate * run.gpus / o.gpus
+            kept = min(run.remaining, max(0.0, HORIZON_S - run.start - run.delay) * rate)
+            run.remaining -= kept
+            run.useful += kept / rate * run.gpus
+            run.held += (HORIZON_S - run.start) * run.gpus
+            run.segments.append((run.start, HORIZON_S, alloc.partition, run.gpus, alloc.level, len(alloc.domains),
+                                 "horizon"))
+        self._sample(HORIZON_S)
+        return HORIZON_S
 
     def _fire(self, t: Timer) -> None:
         if t.kind == "arrive":
@@ -165,25 +248,60 @@ class Simulation:
         pending again and the GPUs left over from an eviction may fit others."""
         full = self.freed or self.policy.blocking
         while True:
-            names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
-            queue = self.policy.order(self.pending[n] for n in names)
+            queue = self.pending.ordered() if full else \
+                self.policy.order(self.pending.jobs[n] for n in self.fresh if n in self.pending)
             self.freed, self.fresh = False, []
-            for job in queue:
-                if job.name in self.pending and not self._place(now, job) and self.policy.blocking:
-                    break
+            self._pass(now, queue)
             self.informer.sync()
             if self.policy.blocking or not (self.freed or self.fresh):
                 break
             full = self.freed
-        if now >= self.next_epoch:
+        if now >= self.next_epoch and len(self.epochs) < self.epoch_count:  # only those the optimum solves
             self._epoch(now)
             self.next_epoch = now + self.epoch_step
 
+    def _pass(self, now: float, queue: list[SchedJob]) -> None:
+        """Place the queue's jobs in order. A job like one that just failed to fit (the same
+        options, gang and priority, no fewer GPUs) is not tried again until an eviction frees
+        GPUs; once no partition has the GPUs the smallest pending job needs and no job left may
+        preempt, the pass ends: a queue of a trace's thousands of jobs costs what fits, not
+        what waits."""
+        failed: dict[tuple, tuple[int, ...]] = {}
+        most_free, least = self._most_free(), self.pending.least
+        for job in queue:
+            if job.name not in self.pending:
+                continue
+            if most_free < least and not self._may_preempt(job):
+                break   # the order is by priority: nothing later may preempt either
+            key, sizes = self.shapes[job.name]
+            before = failed.get(key)
+            if before is not None and all(n >= m for n, m in zip(sizes, before)):
+                if self.policy.blocking:
+                    break
+                continue
+            evicted = self.evictions
+            placed = self._place(now, job)
+            most_free, least = self._most_free(), self.pending.least
+            if placed:
+                continue
+            if self.evictions != evicted:  # an eviction changed what fits: forget what failed
+                failed.clear()
+            failed[key] = sizes
+            if self.policy.blocking:
+                break
+
+    def _most_free(self) -> int:
+        return max(p.free_gpus for p in self.state.partitions.values())
+
+    def _may_preempt(self, job: SchedJob) -> bool:
+        return self.policy.preempts and bool(self.running) and job.priority > min(self.priorities)
+
     def _place(self, now: float, job: SchedJob) -> bool:
         candidates = self.policy.filter(job, self.state)
-        if not candidates and self.policy.preempts and self.running:
+        if not candidates and self._may_preempt(job):
             evict = victims(job, self.state, self.running)
             if evict:
+                self.evictions += 1
                 for name in evict:
                     self.runs[name].preemptions += 1
                     self._stop(now, self.runs[name], "preempted")
@@ -291,7 +409,7 @@ class Simulation:
         self.samples.append(Sample(now, used, cap, len(self.pending), frag))
 
     def _epoch(self, now: float) -> None:
-        present = tuple(self.runs[n].job for n in list(self.pending) + list(self.running))
+        present = tuple(self.runs[n].job for n in list(self.pending.jobs) + list(self.running))
         if not present:
             return
         running = tuple((n, a.partition, a.gpus) for n, a in self.state.allocations.items())

@@ -140,3 +140,64 @@ def test_seed_minus_one_is_a_usage_error_and_1e3_a_seed(capsys):
     assert exit_.value.code == 2 and "argument --seed" in capsys.readouterr().err
     code, _ = run(["schedule", example, "--seed", "1e3", "--no-failures", "--epochs", "0", "--json"], capsys)
     assert code == 0
+
+
+# ----------------------------------------------------------------- the schedule's horizon
+
+@pytest.mark.parametrize("where, text", [
+    ("csv", "submit,duration,gpus\n0,1e12,8\n"),
+    ("csv", "submit,duration,gpus\n1e308,10,8\n"),
+    ("inline", "  job late { submit = 1e12 s  duration = 1 h  gpus = 8 }\n"),
+    ("train", "  submit   = 1e12 s\n")])
+def test_a_time_past_ten_years_is_located_not_simulated(shared, capsys, where, text):
+    """`duration` or `submit` of 1e12..1e308 s made `schedule` run for minutes and grow past 1 GB."""
+    design = Path("shared.gcl").read_text()
+    if where == "csv":
+        shared(text)
+    else:
+        shared("submit,duration,gpus\n0,60,8\n")
+        if where == "inline":
+            design = design.replace("workload notebooks {\n", "workload notebooks {\n" + text)
+        else:
+            design = design.replace("  submit   = 0 h\n  duration = 12 h\n", text + "  duration = 12 h\n")
+    Path("shared.gcl").write_text(design)
+    start = time.process_time()
+    code, out = run(["schedule", "shared.gcl", "--json"], capsys)
+    assert code == 1 and time.process_time() - start < 10
+    assert [w["code"] for w in located(out)] in (["trace-row"], ["out-of-range"]) and "10 years" in out
+
+
+def test_a_job_that_never_ends_stops_at_the_horizon(shared, capsys):
+    """Nine and a half years of work that a failure restarts from the beginning (a trace row
+    has no checkpoints) never ends: the simulation stops at 20 years, with failures on."""
+    shared("submit,duration,gpus\n0,3e8,8\n")
+    start = time.process_time()
+    code, out = run(["schedule", "shared.gcl", "--json", "--epochs", "0"], capsys)
+    data = __import__("json").loads(out)
+    [row] = [j for j in data["jobs"] if j["name"] == "notebooks[1]"]
+    assert code == 0 and time.process_time() - start < 20
+    assert row["state"] == "running" and row["end_s"] is None and row["segments"][-1]["ended"] == "horizon"
+    assert data["cluster_metrics"]["makespan_s"] == 20 * 365.25 * 86400 and row["failures"] > 0
+    code, out = run(["schedule", "shared.gcl", "--epochs", "0"], capsys)
+    assert "1 job had not ended when the simulation stopped at 20 years" in out
+
+
+def test_a_long_queue_costs_what_fits_not_what_waits(shared, capsys, monkeypatch):
+    """A trace that overloads the cluster keeps a queue hundreds long: each scheduling pass
+    tries what may fit, not every waiting job (it was 389 tries per row for 1,000 rows)."""
+    import random
+
+    from gclc.solver.schedule.simulate import Simulation
+
+    draw, now, rows = random.Random(1), 0.0, ["submit,duration,gpus,priority"]
+    for _ in range(1000):
+        now += draw.expovariate(1 / 30)
+        rows.append(f"{now:.0f},{draw.randint(60, 7200)},{draw.choice([1, 2, 4, 8, 16])},"
+                    f"{draw.choice(['low', 'normal', 'high'])}")
+    shared("\n".join(rows) + "\n")
+    tries = []
+    place = Simulation._place
+    monkeypatch.setattr(Simulation, "_place", lambda self, now, job: tries.append(1) or place(self, now, job))
+    code, out = run(["schedule", "shared.gcl", "--json", "--epochs", "0", "--no-failures"], capsys)
+    assert code == 0 and __import__("json").loads(out)["cluster_metrics"]["jobs_done"] == 1000 + 8
+    assert len(tries) < 15 * 1000, len(tries)
