@@ -7,6 +7,7 @@ values; the wording lives here. `gclc check --list-codes` prints this table.
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Iterable
 
 import attrs
@@ -168,6 +169,11 @@ SERVE_DEMAND = _code("serve-demand", E, "{what}",
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """`did you mean `x`?` from the nearest candidates, or nothing."""
+    return _suggest(name, tuple(candidates))
+
+
+@functools.lru_cache(maxsize=4096)  # difflib is slow, and a broken file repeats its mistakes
+def _suggest(name: str, candidates: tuple[str, ...]) -> str:
     candidates = list(candidates)
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     if not close:

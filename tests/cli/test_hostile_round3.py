@@ -201,3 +201,72 @@ def test_a_long_queue_costs_what_fits_not_what_waits(shared, capsys, monkeypatch
     code, out = run(["schedule", "shared.gcl", "--json", "--epochs", "0", "--no-failures"], capsys)
     assert code == 0 and __import__("json").loads(out)["cluster_metrics"]["jobs_done"] == 1000 + 8
     assert len(tries) < 15 * 1000, len(tries)
+
+
+# ----------------------------------------------------------------- sizes
+
+def test_a_15_mb_design_is_refused_before_it_is_read(tmp_path, capsys):
+    """One 15 MB file under the old 16 MiB limit took 113 s of CPU and 1.7 GB."""
+    big = tmp_path / "big.gcl"
+    with open(big, "wb") as handle:
+        handle.truncate(15 * 10**6)  # sparse: the size is refused before a byte is read
+    start = time.process_time()
+    code, out = run(["check", str(big)], capsys)
+    assert code == 1 and "at most 1,048,576" in out and time.process_time() - start < 1
+
+
+SHAPES = {  # the slowest shapes per byte found (docs/hostile-input.md)
+    "chips": ('import "std/nvidia"\n', 'chip C{i} extends H100_SXM {{\n  clock = 1.9 GHz\n  power {{ tdp = 700 W }}\n}}\n'),
+    "unknown fields": ("", "chip C{i} {{ memory = 80 GB  hbm_bw = 3 TB/s }}\n"),
+    "params": ("", "param p{i} = {i} * 2 GB + 3 MB\n"),
+}
+
+
+def _design(head: str, unit: str, size: int) -> str:
+    parts, total, i = [head], len(head), 0
+    while total < size:
+        parts.append(unit.format(i=i))
+        total, i = total + len(parts[-1]), i + 1
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_check_time_grows_linearly_with_the_design(tmp_path, capsys, shape):
+    """Four times the text costs about four times the CPU (a quadratic step would cost 16x)."""
+    from gclc.compiler.driver import check_file
+
+    warm = tmp_path / "warm.gcl"
+    warm.write_text(_design(*SHAPES[shape], 2_000))
+    check_file(str(warm))  # the grammar, std and the caches of literals, outside the measure
+    seconds = []
+    for size in (10_000, 40_000):
+        path = tmp_path / f"{size}.gcl"
+        path.write_text(_design(*SHAPES[shape], size))
+        start = time.process_time()
+        check_file(str(path))
+        seconds.append(time.process_time() - start)
+    assert seconds[1] < 8 * seconds[0] + 0.05, seconds
+
+
+# ----------------------------------------------------------------- the language server
+
+def _message(obj=None, raw: bytes | None = None, header: bytes | None = None) -> bytes:
+    body = raw if raw is not None else __import__("json").dumps(obj).encode()
+    return (header if header is not None else b"Content-Length: %d\r\n\r\n" % len(body)) + body
+
+
+def test_the_language_server_resynchronizes_and_prints_no_traceback():
+    """After a header without a valid Content-Length it stayed up but never answered again;
+    a message with malformed params printed a library traceback on stderr."""
+    stream = b"".join([
+        _message({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+        _message(raw=b'{"jsonrpc": "2.0", "method": "x"}', header=b"Content-Length: abc\r\n\r\n"),
+        _message({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": 5}),
+        _message({"jsonrpc": "2.0", "id": 7, "method": "textDocument/hover", "params": {
+            "textDocument": {"uri": "file:///nope.gcl"}, "position": {"line": -1, "character": "x"}}}),
+        _message({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}), _message({"jsonrpc": "2.0", "method": "exit"})])
+    done = subprocess.run([*GCLC, "lsp"], input=stream, capture_output=True, timeout=60)
+    err = done.stderr.decode()
+    assert done.returncode == 0 and b'"id": 2' in done.stdout.replace(b'"id":2', b'"id": 2'), (done.stdout, err)
+    assert "Traceback" not in err and "  File " not in err and "skipped" in err
+    assert all(len(line) < 300 for line in err.splitlines()), err
