@@ -16,6 +16,14 @@ def _interrupted_while_loading(signum, frame) -> None:
     os._exit(EXIT_INTERRUPTED)  # nothing is written yet: there is nothing to clean up
 
 
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM unwinds like an exception, so that a temporary output file is removed."""
+    raise SystemExit(EXIT_TERMINATED)
+
+
 def main() -> int:
     _signal.signal(_signal.SIGINT, _interrupted_while_loading)  # (gclc/__init__.py set it already as the command)
     # Loading makes tens of thousands of objects that live as long as the process and no
@@ -31,6 +39,7 @@ def main() -> int:
         gc.freeze()
         gc.set_threshold(10_000)
         gc.enable()
+    _signal.signal(_signal.SIGTERM, _terminated)  # `kill`, a CI timeout: clean up as for Ctrl-C
     try:
         return run()
     except KeyboardInterrupt:
