@@ -270,3 +270,79 @@ def test_the_language_server_resynchronizes_and_prints_no_traceback():
     assert done.returncode == 0 and b'"id": 2' in done.stdout.replace(b'"id":2', b'"id": 2'), (done.stdout, err)
     assert "Traceback" not in err and "  File " not in err and "skipped" in err
     assert all(len(line) < 300 for line in err.splitlines()), err
+
+
+# ----------------------------------------------------------------- old classes still open
+
+def test_a_chain_of_200_references_used_before_it_is_declared_checks(tmp_path, capsys):
+    """`chip X { clock = a199 * 1 MHz }` before `param a199 = a198 + 1` ... raised RecursionError."""
+    chain = "".join(f"param a{i} = a{i - 1} + 1\n" for i in range(199, 0, -1)) + "param a0 = 1\n"
+    (tmp_path / "c.gcl").write_text('import "std/nvidia"\nchip X extends H100_SXM { clock = a199 * 10 MHz }\n' + chain)
+    code, out = run(["check", "--json", str(tmp_path / "c.gcl")], capsys)
+    assert code == 0, out
+
+
+def test_a_chain_of_100000_references_evaluates_without_recursion():
+    """Past the design budget as a file (1.6 MB), so its syntax tree is built here and checked:
+    `param z = a99999`, `param a99999 = a99998 + 1`, ..., `param a0 = 1`."""
+    import sys
+
+    from gclc.compiler.check import check_program
+    from gclc.compiler.resolve import Program
+    from gclc.dsl import ast
+
+    def ref(name):
+        return ast.Ref(ast.Dotted((ast.Identifier(name),)))
+
+    n, one = 100_000, ast.Number("1")
+    params = [ast.Param(ast.Identifier("z"), ref(f"a{n - 1}"))]
+    params += [ast.Param(ast.Identifier(f"a{i}"), ast.BinOp("+", ref(f"a{i - 1}"), one)) for i in range(n - 1, 0, -1)]
+    params.append(ast.Param(ast.Identifier("a0"), one))
+    program = Program(root="chain.gcl", params={p.name.text: p for p in params})
+    design, diagnostics = check_program(program)
+    assert not diagnostics and sys.getrecursionlimit() <= 10_000
+    assert {i.name: i.value for i in design.params}["z"].value == n
+
+
+def test_a_long_loop_of_references_is_one_error_that_names_its_ends(tmp_path, capsys):
+    (tmp_path / "ring.gcl").write_text("".join(f"param a{i} = a{(i + 1) % 5000} + 1\n" for i in range(5000)))
+    code, out = run(["check", str(tmp_path / "ring.gcl")], capsys)
+    assert code == 1 and [w["code"] for w in located(out)] == ["reference-cycle"]
+    assert "a0 -> a1 -> " in out and "(4,989 more)" in out and "a4999 -> a0" in out
+
+
+def _train(tmp_path, pins: str, on: str = "C") -> Path:
+    text = (ROOT / "tests" / "cli" / "test_hostile.py").read_text()
+    small = text[text.index('SMALL = """\\\n') + 13:text.index('EXTRA}\n"""') + 6].replace("EXTRA", pins)
+    path = tmp_path / "t.gcl"
+    path.write_text(small.replace("  on        = C\n", f"  on        = {on}\n"))
+    return path
+
+
+@pytest.mark.parametrize("pins, words", [
+    ("  parallelism { pp = 2  vp = 7 }\n", "pp x vp = 2 x 7 = 14 virtual stages do not split the model's 24 layers"),
+    ("  parallelism { vp = 5 }\n", "vp = 5 chunks per stage do not split the model's 24 layers evenly at any"),
+])
+def test_virtual_stages_that_do_not_divide_the_layers_are_an_error(tmp_path, capsys, pins, words):
+    code, out = run(["check", str(_train(tmp_path, pins))], capsys)
+    assert code == 1 and [w["code"] for w in located(out)] == ["parallelism"] and words in out
+
+
+def test_virtual_stages_that_divide_the_layers_plan(tmp_path, capsys):
+    code, out = run(["plan", str(_train(tmp_path, "  parallelism { pp = 2  vp = 3 }\n")), "--json"], capsys)
+    assert code == 0 and __import__("json").loads(out)["parallelism"]["vp"] == 3
+
+
+def test_an_empty_target_list_is_located(tmp_path, capsys):
+    code, out = run(["check", str(_train(tmp_path, "", on="[]"))], capsys)
+    [where] = located(out)
+    assert code == 1 and where["code"] == "out-of-range" and "empty list" in out
+
+
+def test_a_long_import_path_is_located(tmp_path, capsys):
+    path = tmp_path / "i.gcl"
+    path.write_text('import "' + "/".join(["abcdefgh"] * 600) + '"\n')
+    code, out = run(["check", str(path)], capsys)
+    [where] = located(out)
+    assert code == 1 and where["code"] == "io-error" and (where["line"], where["column"]) == ("1", "1")
+    assert "(5,399 characters)" in out and "this path has" in out
