@@ -70,7 +70,7 @@ BAD_CHARACTER = _code("bad-character", E, "unexpected character {char}",
                       "A character that cannot start any token.")
 UNTERMINATED_STRING = _code("unterminated-string", E, "string is never closed",
                             "A `\"` without its closing quote on the same line.")
-UNCLOSED = _code("unclosed", E, "`{opener}` is never closed; the file ends first",
+UNCLOSED = _code("unclosed", E, "`{opener}` is never closed; {first} first",
                  "A block, list or call that the file ends inside.")
 TOO_DEEP = _code("too-deep", E, "nesting deeper than {limit} levels",
                  "Blocks or expressions nested beyond what a design needs.")

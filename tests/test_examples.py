@@ -47,3 +47,15 @@ def test_below_its_range_the_gb200_campus_says_why(capsys):
     code = main(["plan", str(ROOT / "examples" / "gb200_nvl72_100k.gcl"), "--set", "racks=14"])
     err = capsys.readouterr().err
     assert code == 3 and "ep = 64" in err
+
+
+SHIPPED = sorted((ROOT / "examples").glob("*.gcl")) + sorted((ROOT / "dsl" / "std").glob("*.gcl"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[f"{p.parent.name}/{p.name}" for p in SHIPPED])
+def test_every_shipped_file_is_in_canonical_form(capsys, path):
+    """`gclc fmt --check` on every example and standard-library file (issue 30): what the
+    project ships is what `gclc fmt` writes, so a user's `fmt --check` of a copy passes."""
+    code = main(["fmt", "--check", str(path)])
+    assert code == 0, capsys.readouterr().out
+    assert len(SHIPPED) >= 14  # eight examples, six std files: a moved folder must not make this vacuous
