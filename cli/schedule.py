@@ -18,13 +18,16 @@ MAX_EPOCHS = 100       # a MILP solve each: 8 by default
 
 
 def add(commands) -> None:
-    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.catalog import POLICIES
 
     cmd = commands.add_parser("schedule", help="simulate the jobs of a shared cluster under a scheduling policy")
     cmd.add_argument("file", metavar="FILE")
     cmd.add_argument("--policy", choices=tuple(POLICIES), default="priority",
-                     help="fifo, priority (+ topology-aware best fit, preemption) or slurm (lowest-switch best fit, "
-                          "backfill); default priority")
+                     help="fifo, priority (+ topology-aware best fit, preemption), slurm (main loop with partition "
+                          "blocking, multifactor priority, backfill with reservations from time limits), kueue "
+                          "(ClusterQueues per tenant with quotas and cohorts, topology-aware) or kube "
+                          "(kube-scheduler's default profile); a `scheduler NAME { ... }` block sets its settings; "
+                          "default priority")
     cmd.add_argument("--cluster", metavar="NAME", help="the cluster to schedule on (default: the file's first)")
     cmd.add_argument("--json", action="store_true", help="print the schedule as JSON (views/schedule.schema.json)")
     cmd.add_argument("-o", "--output", metavar="OUT", help="draw utilization and a Gantt chart here (.svg or .png)")
@@ -42,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..solver.schedule.jobs import ScheduleError, build
     from ..solver.schedule.milp import solve
-    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.catalog import policy
+    from ..solver.schedule.settings import settings_of
     from ..solver.schedule.simulate import simulate
     from ..views.schedule import schedule_json, schedule_text
 
@@ -60,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         sources = dict(result.sources) | {s.path: s for s in error.sources}
         print(render_all(error.diagnostics, sources), file=sys.stderr)
         return EXIT_ERRORS
-    outcome = simulate(workload, POLICIES[args.policy], seed=args.seed, failures=not args.no_failures,
+    chosen = policy(args.policy, settings_of(result.design, workload.cluster, args.policy))
+    outcome = simulate(workload, chosen, seed=args.seed, failures=not args.no_failures,
                        epochs=args.epochs, progress=_progress_bar(len(workload.jobs)))
     with progress("solving the MILP optimum at each epoch"):
         optimum = [solve(epoch) for epoch in outcome.epochs[:args.epochs]]

@@ -24,7 +24,7 @@ from .names import unknown_name_notes
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
-         "cluster", "model", "train", "serve", "sweep", "workload")
+         "cluster", "model", "train", "serve", "sweep", "workload", "tenant", "scheduler")
 
 
 # ----------------------------------------------------------------- effective bodies

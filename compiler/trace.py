@@ -6,11 +6,17 @@ design, read with the columns of public cluster traces (seconds, one job per row
     gpus      gpus, gpu_num, num_gpus, gpu_count                   (required, whole, >= 1)
     type      gpu_type, type, gpu_model                            (a partition or chip name)
     priority  priority                                             (a class or a whole number)
+    time_limit  time_limit, timelimit, time_req, requested_time, wallclock_limit
+                                                                   (seconds > 0; the time asked for)
+    tenant    tenant, account, vc, queue                           (the tenant charged; Helios' and
+                                                                    Philly's virtual cluster `vc`)
 
 A bad row is a diagnostic at its line and column in the CSV, never an exception.
 """
 
 from __future__ import annotations
+
+import math
 
 import attrs
 
@@ -27,6 +33,8 @@ COLUMNS = {
     "gpus": ("gpus", "gpu_num", "num_gpus", "gpu_count"),
     "type": ("gpu_type", "type", "gpu_model"),
     "priority": ("priority",),
+    "time_limit": ("time_limit", "timelimit", "time_req", "requested_time", "wallclock_limit"),
+    "tenant": ("tenant", "account", "vc", "queue"),
 }
 PRIORITY_CLASSES = {"low": 1, "normal": 2, "high": 4, "critical": 8}
 # What a schedule simulates in well under a minute: 20,000 rows of a trace that overloads the
@@ -51,6 +59,8 @@ class TraceJob:
     priority: int
     label: str                        # the priority as written
     span: Span = attrs.field(eq=False, repr=False)
+    time_limit: float = math.inf      # seconds a run may last (the time the job asked for)
+    tenant: str = ""                  # the tenant charged ("": the workload's, else none)
 
 
 def priority_value(value: object) -> tuple[int, str]:
@@ -66,6 +76,9 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     """The rows of `workload` (inline first, then the CSV), the problems found, and the
     CSV's text (to quote it in diagnostics)."""
     default, label = priority_value(workload.get("priority"))
+    limit = workload.get("time_limit")
+    limit = float(limit.value) if limit is not None else math.inf
+    tenant = getattr(workload.get("tenant"), "name", "")
     rows, problems, invalid = [], [], False
     jobs = workload.get("job")
     for item in getattr(jobs, "items", ()):
@@ -80,12 +93,15 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
             continue
         weight, name = priority_value(r.get("priority")) if r.get("priority") is not None else (default, label)
         kind = r.get("type")
+        own = r.get("time_limit")
         rows.append(TraceJob(f"{workload.name}.{item.name}", float(submit.value) if submit is not None else 0.0,
-                             float(r.get("duration").value), r.get("gpus"), kind, weight, name, item.span))
+                             float(r.get("duration").value), r.get("gpus"), kind, weight, name, item.span,
+                             float(own.value) if own is not None else limit,
+                             getattr(r.get("tenant"), "name", tenant)))
     source = None
     path = workload.get("trace")
     if path is not None:
-        source, found, more = read_csv(workload, path, default, label)
+        source, found, more = read_csv(workload, path, default, label, limit, tenant)
         rows += found
         problems += more
     if not rows and not problems and not invalid:
@@ -103,15 +119,16 @@ def beyond_horizon(span: Span, field: str, seconds: float) -> Diagnostic:
                                    notes=["help: a schedule simulates 20 years at most; check the unit (s, h, d)"])
 
 
-def read_csv(workload: Entity, path: str, default: int, label: str):
+def read_csv(workload: Entity, path: str, default: int, label: str, limit: float = math.inf, tenant: str = ""):
     table, problems = read_table(workload.span_of("trace"), path, "workload trace", MAX_ROWS)
     if table is None:
         return None, [], problems
-    rows, problems = _rows(workload.name, table, default, label)
+    rows, problems = _rows(workload.name, table, default, label, limit, tenant)
     return table.source, rows, problems
 
 
-def _rows(name: str, table: Table, default: int, label: str) -> tuple[list[TraceJob], list[Diagnostic]]:
+def _rows(name: str, table: Table, default: int, label: str, limit: float = math.inf,
+          tenant: str = "") -> tuple[list[TraceJob], list[Diagnostic]]:
     if table.header is None:
         return [], [codes.TRACE_ROW.make(table.source.span(0, 0), what="the trace is empty",
                                          notes=["help: a header line first: submit,duration,gpus,gpu_type"])]
@@ -123,7 +140,7 @@ def _rows(name: str, table: Table, default: int, label: str) -> tuple[list[Trace
                                          notes=[f"help: name it one of {', '.join(COLUMNS[missing[0]])}"])]
     rows, problems = [], []
     for number, row in enumerate(table.rows, start=1):
-        job = _row(name, table, number, row, index, default, label)
+        job = _row(name, table, number, row, index, default, label, limit, tenant)
         (problems if isinstance(job, Diagnostic) else rows).append(job)
         if len(problems) >= MAX_PROBLEMS:  # enough to show the pattern of a broken file
             break
@@ -132,24 +149,26 @@ def _rows(name: str, table: Table, default: int, label: str) -> tuple[list[Trace
 
 MAX_PROBLEMS = 20
 _NEEDS = {"submit": f"a time in seconds >= 0, at most {MAX_SECONDS_TEXT}",
-          "duration": f"a time in seconds > 0, at most {MAX_SECONDS_TEXT}", "gpus": "a whole number >= 1"}
+          "duration": f"a time in seconds > 0, at most {MAX_SECONDS_TEXT}", "gpus": "a whole number >= 1",
+          "time_limit": "a time in seconds > 0"}
 
 
-def _row(name: str, table: Table, number: int, row: Row, index: dict, default: int, label: str):
+def _row(name: str, table: Table, number: int, row: Row, index: dict, default: int, label: str,
+         limit: float = math.inf, tenant: str = ""):
     def cell(key):
         i = index[key]
         return (row.cells[i].strip() if i is not None and i < len(row.cells) else ""), i
 
     values = {}
-    for key in ("submit", "duration", "gpus"):
+    for key in ("submit", "duration", "gpus", "time_limit"):
         text, i = cell(key)
-        if not text and key == "submit":
-            values[key] = 0.0
+        if not text and key in ("submit", "time_limit"):
+            values[key] = 0.0 if key == "submit" else limit
             continue
         try:
             values[key] = parse_plain(text, whole=key == "gpus", low=0 if key == "submit" else 1 if key == "gpus" else 0,
-                                      low_open=key == "duration", high=None if key == "gpus" else MAX_SECONDS,
-                                      what=f"`{key}`")
+                                      low_open=key in ("duration", "time_limit"),
+                                      high=MAX_SECONDS if key in ("submit", "duration") else None, what=f"`{key}`")
         except PlainNumberError as error:
             return codes.TRACE_ROW.make(table.span(row, i or 0), what=str(error),
                                         notes=[f"row {number} of the trace; `{key}` is {_NEEDS[key]}"])
@@ -166,4 +185,4 @@ def _row(name: str, table: Table, number: int, row: Row, index: dict, default: i
             return codes.TRACE_ROW.make(table.span(row, i), what=str(error), notes=[
                 f"help: a class ({', '.join(PRIORITY_CLASSES)}) or a whole number >= 1"])
     return TraceJob(f"{name}[{number}]", values["submit"], values["duration"], values["gpus"], kind,
-                    weight, shown, table.span(row, 0))
+                    weight, shown, table.span(row, 0), float(values["time_limit"]), cell("tenant")[0] or tenant)

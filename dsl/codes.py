@@ -220,3 +220,18 @@ JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the larges
 NO_FEASIBLE_SIZE = _code("no-feasible-size", E, "{what}",
                           "A job to schedule whose GPU range holds no size the planner finds a feasible plan for.")
 NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")
+TENANT = _code("tenant", E, "{what}",
+               "A tenant of a shared cluster that cannot be built: a quota or limit of a partition its cluster lacks, "
+               "or a job on a cluster with tenants that names none.")
+SCHEDULER_SETTING = _code("scheduler-setting", E, "{what}",
+                          "A `scheduler` block named for no policy, or holding a setting of another policy.")
+
+
+# ---------------------------------------------------------------- measurements (gclc calibrate)
+MEASUREMENT = _code("measurement", E, "{what}",
+                    "A measurement file gclc cannot read: nccl-tests output, a Megatron-LM, torchtitan or NeMo "
+                    "training log, a vLLM/SGLang `bench serve` result, a genai-perf/aiperf export or a kernel CSV "
+                    "(docs/calibration.md lists the formats).")
+MEASUREMENT_UNUSED = _code("measurement-unused", W, "{what}",
+                           "A measurement gclc read but cannot relate to the design (a collective it does not model, "
+                           "a log without the configuration it ran).")

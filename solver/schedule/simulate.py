@@ -7,18 +7,21 @@ loses the work since the last one and costs a restart.
 
 from __future__ import annotations
 
-import bisect
 import collections
 import math
 
 import attrs
 import numpy as np
 
-from ...compiler.trace import MAX_SECONDS
 from .events import ApiServer, Change, Informer, Timeline, Timer
-from .jobs import Option, SchedJob, Workload
+from .records import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
+from .horizon import HORIZON_S, stop_at_horizon
+from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
+
+
+FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
 
 
 @attrs.define
@@ -27,7 +30,7 @@ class Run:
 
     job: SchedJob
     remaining: float
-    phase: str = "pending"             # pending | running | done
+    phase: str = "pending"             # pending | running, or one of FINAL
     run_id: int = 0
     start: float = 0.0                 # of the current run
     delay: float = 0.0                 # restart delay of the current run
@@ -39,8 +42,10 @@ class Run:
     held: float = 0.0                  # GPU-seconds allocated
     preemptions: int = 0
     failures: int = 0
+    timeouts: int = 0                  # runs ended by the time limit
     restarts: int = 0
-    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended)
+    rule: str = ""                     # the rule that started the current run
+    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule)
 
 
 @attrs.frozen
@@ -75,58 +80,6 @@ class Outcome:
     failures: bool
 
 
-class PendingQueue:
-    """The pending jobs: by name in the order they became pending, and sorted by the policy's
-    key, kept sorted as jobs come and go (a cycle over a trace's thousands of waiting jobs
-    does not sort them again)."""
-
-    def __init__(self, key) -> None:
-        self.key, self.jobs, self.sorted = key, {}, []
-        self.needs: collections.Counter[int] = collections.Counter()   # the fewest GPUs each job can start on
-
-    def add(self, job: SchedJob) -> None:
-        self.jobs[job.name] = job
-        bisect.insort(self.sorted, (self.key(job), job.name))
-        self.needs[_least(job)] += 1
-
-    def remove(self, name: str) -> None:
-        job = self.jobs.pop(name)
-        del self.sorted[bisect.bisect_left(self.sorted, (self.key(job), name))]
-        self.needs[_least(job)] -= 1
-        if not self.needs[_least(job)]:
-            del self.needs[_least(job)]
-
-    @property
-    def least(self) -> int:
-        """The fewest free GPUs any pending job could start on (a job not in a gang takes one)."""
-        return min(self.needs, default=0)
-
-    def ordered(self):
-        """The jobs in the policy's order, as of now (a pass that stops early reads few)."""
-        jobs = self.jobs
-        return (jobs[name] for _, name in self.sorted.copy() if name in jobs)
-
-    def values(self):
-        return self.jobs.values()
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.jobs
-
-    def __len__(self) -> int:
-        return len(self.jobs)
-
-
-def _least(job: SchedJob) -> int:
-    return job.least if job.gang else 1
-
-
-# The simulated horizon: submit times and durations are at most MAX_SECONDS, so a lone job ends
-# within twice that without failures. A job that has not ended then (a queue of years of work,
-# or one that fails faster than it checkpoints) is reported unfinished: the failure process and
-# the scheduler stop here, whatever the durations, so the events a run walks are bounded.
-HORIZON_S = 2 * MAX_SECONDS
-
-
 class Simulation:
     def __init__(self, workload: Workload, policy: Policy, seed: int = 0, failures: bool = True,
                  epochs: int = 8, check=None, progress=None) -> None:
@@ -136,12 +89,10 @@ class Simulation:
         self.timeline, self.api = Timeline(), ApiServer()
         self.state = ClusterState.of(workload.graph)
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
-        # what decides whether a job fits: its partitions, gang and priority, and its sizes
-        self.shapes = {j.name: ((tuple(o.partition for o in j.options), j.gang, j.priority),
-                                tuple(o.gpus for o in j.options)) for j in workload.jobs}
-        self.pending = PendingQueue(policy.key)
+        self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
         self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
+        self.shapes = {j.name: shape(j) for j in workload.jobs}
         self.evictions = 0
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
                                             "released": self._on_released, "node-down": self._on_node,
@@ -150,21 +101,28 @@ class Simulation:
         self.epochs: list[Epoch] = []
         self.freed = True
         self.fresh: list[str] = []
+        self.reservations: tuple = ()      # what a planning policy (Slurm's backfill) holds for later
+        self.memory: dict = {}             # a policy's own state over the run (Slurm's fair-share usage)
+        self.stopped: list[tuple[str, int, float, float]] = []   # (tenant, GPUs, start, end) since a policy read it
         self.check, self.progress = check, progress
         self.done = 0
+        # the runs whose ends end the simulation: every job but the stretches of a service,
+        # which serve for as long as anything else runs (all of them where nothing else is)
+        self.owed = {n for n, r in self.runs.items() if not r.job.service} or set(self.runs)
+        self.left = len(self.owed)
         last = max((j.submit for j in workload.jobs), default=0.0)
         self.epoch_step = last / max(1, epochs - 1) if last > 0 else math.inf
         self.next_epoch = 0.0
 
     # ------------------------------------------------------------ the cache (informer handlers)
     def _on_submitted(self, c: Change) -> None:
-        self.pending.add(self.runs[c.subject].job)
+        self.pending[c.subject] = self.runs[c.subject].job
         self.fresh.append(c.subject)
 
     def _on_bound(self, c: Change) -> None:
         alloc, _ = c.data
         self.state.bind(c.subject, alloc)
-        self.pending.remove(c.subject)
+        del self.pending[c.subject]
         self.running[c.subject] = (self.runs[c.subject].job, c.time)
         self.priorities[self.runs[c.subject].job.priority] += 1
 
@@ -176,7 +134,7 @@ class Simulation:
             del self.priorities[job.priority]
         self.freed = True
         if c.data != "finished":
-            self.pending.add(self.runs[c.subject].job)
+            self.pending[c.subject] = self.runs[c.subject].job
             self.fresh.append(c.subject)
 
     def _on_node(self, c: Change) -> None:
@@ -194,9 +152,9 @@ class Simulation:
                 self._next_failure(0.0, name, "node-fail")
                 self._next_failure(0.0, name, "switch-fail")
         now = 0.0
-        while self.timeline and self.done < len(self.runs):
+        while self.timeline and self.left > 0:
             if self.timeline.peek_time() > HORIZON_S:
-                now = self._stop_at_horizon()
+                now = stop_at_horizon(self)
                 break
             now = self.timeline.peek_time()
             while self.timeline and self.timeline.peek_time() == now:
@@ -206,32 +164,20 @@ class Simulation:
             self._sample(now)
             if self.check is not None:
                 self.check(self)
-        return Outcome(self.policy.name, tuple(self.runs.values()), tuple(self.samples), tuple(self.epochs),
+        # stretches of a service due after everything else ended were never simulated
+        runs = tuple(r for r in self.runs.values() if r.job.name in self.owed or r.job.submit <= now)
+        return Outcome(self.policy.name, runs, tuple(self.samples), tuple(self.epochs),
                        self.api.version, self.informer.delivered, now, self.seed, self.with_failures)
-
-    def _stop_at_horizon(self) -> float:
-        """Close every run still going at the horizon (its segment ends `horizon`; the work
-        since its start counts, as a checkpoint taken then would keep it)."""
-        for name in list(self.running):
-            run = self.runs[name]
-            o, alloc = run.option, self.state.allocations[name]
-            rate = o.rate * run.gpus / o.gpus
-            kept = min(run.remaining, max(0.0, HORIZON_S - run.start - run.delay) * rate)
-            run.remaining -= kept
-            run.useful += kept / rate * run.gpus
-            run.held += (HORIZON_S - run.start) * run.gpus
-            run.segments.append((run.start, HORIZON_S, alloc.partition, run.gpus, alloc.level, len(alloc.domains),
-                                 "horizon"))
-        self._sample(HORIZON_S)
-        return HORIZON_S
 
     def _fire(self, t: Timer) -> None:
         if t.kind == "arrive":
             self.api.commit(t.time, "submitted", t.subject)
-        elif t.kind == "finish":
+        elif t.kind in ("finish", "timeout"):
             run = self.runs[t.subject]
             if run.phase == "running" and run.run_id == t.data:   # a run preempted or failed since: stale
-                self._stop(t.time, run, "finished")
+                if t.kind == "timeout":
+                    run.timeouts += 1
+                self._stop(t.time, run, "finished" if t.kind == "finish" else "timeout")
         elif t.kind == "node-fail":
             self._node_failure(t.time, t.subject)
             self._next_failure(t.time, t.subject, t.kind)
@@ -240,80 +186,107 @@ class Simulation:
             self._next_failure(t.time, t.subject, t.kind)
         elif t.kind == "node-repair":
             self.api.commit(t.time, "node-up", t.subject, t.data)
+        elif t.kind == "wake":                 # a policy asked to look again (pods ready)
+            self.freed = True
+        elif t.kind == "deactivate":
+            run = self.runs[t.subject]
+            if run.phase == "running" and run.run_id == t.data:
+                self.evict(t.time, [t.subject], "cancel")
 
     # ------------------------------------------------------------ scheduling cycle
     def _cycle(self, now: float) -> None:
         """Passes over the queue: all pending jobs when GPUs were freed (or the policy blocks),
         else only the new arrivals; again while a pass preempts, since evicted jobs are
-        pending again and the GPUs left over from an eviction may fit others."""
+        pending again and the GPUs left over from an eviction may fit others. A policy with
+        a `cycle` of its own (Slurm's main loop and backfill) runs that instead."""
+        own = getattr(self.policy, "cycle", None)
+        if own is not None:
+            if self.freed or self.fresh:
+                self.freed, self.fresh = False, []
+                own(self, now)
+                self.informer.sync()
+            self._epoch_due(now)
+            return
         full = self.freed or self.policy.blocking
+        self.stopped.clear()               # read only by policies with a cycle of their own
         while True:
-            queue = self.pending.ordered() if full else \
-                self.policy.order(self.pending.jobs[n] for n in self.fresh if n in self.pending)
+            queue = self.pending.ordered(self.policy) if full else \
+                self.policy.order(self.pending[n] for n in self.fresh if n in self.pending)
             self.freed, self.fresh = False, []
-            self._pass(now, queue)
+            place_in_order(self, now, queue)
             self.informer.sync()
             if self.policy.blocking or not (self.freed or self.fresh):
                 break
             full = self.freed
+        if getattr(self.policy, "grows", False) and not self.pending:
+            self._grow(now)
+        self._epoch_due(now)
+
+    def _grow(self, now: float) -> None:
+        """Elastic jobs (a GPU range) running below their largest size restart larger when
+        nothing waits and GPUs are idle, if that ends them sooner than staying, counting the
+        restart and the work since their last checkpoint (TorchElastic-style: a resize is a
+        restart from the checkpoint at the new size)."""
+        for name, (job, _) in list(self.running.items()):
+            run, alloc = self.runs[name], self.state.allocations[name]
+            room = self.state.partitions[alloc.partition].free_gpus + run.gpus
+            bigger = [o for o in job.options if o.partition == alloc.partition and run.gpus < o.gpus <= room]
+            if not job.gang or job.service or not bigger:
+                continue
+            o, now_rate = max(bigger, key=lambda o: o.gpus), run.option.rate * run.gpus / run.option.gpus
+            worked = max(0.0, now - run.start - run.delay)
+            periods = math.floor(worked / (run.option.interval + run.option.write)) if math.isfinite(
+                run.option.interval) else 0
+            kept = min(run.remaining, periods * run.option.interval * now_rate)
+            stay = (run.remaining - min(run.remaining, worked * now_rate)) / now_rate
+            grown = o.restart + (run.remaining - kept) / o.rate
+            if grown < stay:
+                self._stop(now, run, "resized")
+                self.informer.sync()
+                self._place(now, job)
+
+    def _epoch_due(self, now: float) -> None:
         if now >= self.next_epoch and len(self.epochs) < self.epoch_count:  # only those the optimum solves
             self._epoch(now)
             self.next_epoch = now + self.epoch_step
 
-    def _pass(self, now: float, queue: list[SchedJob]) -> None:
-        """Place the queue's jobs in order. A job like one that just failed to fit (the same
-        options, gang and priority, no fewer GPUs) is not tried again until an eviction frees
-        GPUs; once no partition has the GPUs the smallest pending job needs and no job left may
-        preempt, the pass ends: a queue of a trace's thousands of jobs costs what fits, not
-        what waits."""
-        failed: dict[tuple, tuple[int, ...]] = {}
-        most_free, least = self._most_free(), self.pending.least
-        for job in queue:
-            if job.name not in self.pending:
-                continue
-            if most_free < least and not self._may_preempt(job):
-                break   # the order is by priority: nothing later may preempt either
-            key, sizes = self.shapes[job.name]
-            before = failed.get(key)
-            if before is not None and all(n >= m for n, m in zip(sizes, before)):
-                if self.policy.blocking:
-                    break
-                continue
-            evicted = self.evictions
-            placed = self._place(now, job)
-            most_free, least = self._most_free(), self.pending.least
-            if placed:
-                continue
-            if self.evictions != evicted:  # an eviction changed what fits: forget what failed
-                failed.clear()
-            failed[key] = sizes
-            if self.policy.blocking:
-                break
-
-    def _most_free(self) -> int:
-        return max(p.free_gpus for p in self.state.partitions.values())
-
-    def _may_preempt(self, job: SchedJob) -> bool:
-        return self.policy.preempts and bool(self.running) and job.priority > min(self.priorities)
-
     def _place(self, now: float, job: SchedJob) -> bool:
         candidates = self.policy.filter(job, self.state)
-        if not candidates and self._may_preempt(job):
-            evict = victims(job, self.state, self.running)
+        evicted = False
+        if not candidates and may_preempt(self, job):
+            evict = victims(job, self.state, self.running, self.policy)
             if evict:
-                self.evictions += 1
-                for name in evict:
-                    self.runs[name].preemptions += 1
-                    self._stop(now, self.runs[name], "preempted")
-                self.informer.sync()
+                evicted = True
+                self.evict(now, evict)
                 candidates = self.policy.filter(job, self.state)
         if not candidates:
             return False
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
-        alloc = self.policy.bind(job, best, self.state)
-        self._start(now, self.runs[job.name], best, alloc)
-        self.informer.sync()
+        self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    def wake_at(self, time: float) -> None:
+        """Run a scheduling cycle at `time` even if nothing else happens then."""
+        self.timeline.push(Timer(time, "wake", ""))
+
+    def deactivate_at(self, time: float, name: str) -> None:
+        """End `name`'s current run at `time` for good (Kueue deactivating a workload)."""
+        self.timeline.push(Timer(time, "deactivate", name, self.runs[name].run_id))
+
+    def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
+        """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
+        self.evictions += 1
+        for name in names:
+            self.runs[name].preemptions += 1
+            self._stop(now, self.runs[name], "preempted" if mode == "requeue" else "cancelled")
+        self.informer.sync()
+
+    def start(self, now: float, job: SchedJob, candidate: Candidate, rule: str) -> None:
+        """Bind `job` as `candidate` says and start its run; `rule` names why (the log)."""
+        alloc = self.policy.bind(job, candidate, self.state)
+        self._start(now, self.runs[job.name], candidate, alloc)
+        self.runs[job.name].rule = rule
+        self.informer.sync()
 
     # ------------------------------------------------------------ runs
     def _start(self, now: float, run: Run, c: Candidate, alloc: Allocation) -> None:
@@ -325,30 +298,49 @@ class Simulation:
         checkpoints = math.ceil(run.remaining / (rate * o.interval)) - 1 if math.isfinite(o.interval) else 0
         length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
         self.api.commit(now, "bound", run.job.name, (alloc, c))
-        self.timeline.push(Timer(now + length, "finish", run.job.name, run.run_id))
+        if length > run.job.time_limit:   # the scheduler ends it at its limit (Slurm's --time)
+            self.timeline.push(Timer(now + run.job.time_limit, "timeout", run.job.name, run.run_id))
+        else:
+            self.timeline.push(Timer(now + length, "finish", run.job.name, run.run_id))
 
     def _stop(self, now: float, run: Run, why: str) -> None:
         o, alloc = run.option, self.state.allocations[run.job.name]
         rate = o.rate * run.gpus / o.gpus
         if why == "finished":
             kept, run.phase, run.end = run.remaining, "done", now
-            self.done += 1
+            self._ended(run)
+        elif why == "cancelled":                 # preempted with PreemptMode=CANCEL: the job ends
+            kept, run.phase, run.end = 0.0, "cancelled", now
+            self._ended(run)
         else:
             worked = now - run.start - run.delay
             periods = math.floor(worked / (o.interval + o.write)) if worked > 0 and math.isfinite(o.interval) else 0
             kept = min(run.remaining, periods * o.interval * rate) if periods else 0.0   # 0 x inf is nan
-            run.phase, run.restarts = "pending", run.restarts + 1
+            if why == "timeout" and not (run.job.unit == "tokens" and kept > 0):
+                # a trace row, or a run that kept nothing in its limit, ends there: requeued it
+                # would time out again (a train job that checkpointed is requeued, like
+                # `sbatch --requeue` chaining a long run through its time limits)
+                why, run.phase, run.end = "time limit", "timeout", now
+                self._ended(run)
+            else:
+                run.phase, run.restarts = "pending", run.restarts + 1
         run.remaining -= kept
         run.useful += kept / rate * run.gpus
         run.held += (now - run.start) * run.gpus
-        run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why))
-        self.api.commit(now, "released", run.job.name, why)
+        run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
+                             run.rule))
+        self.stopped.append((run.job.tenant, run.gpus, run.start, now))
+        self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 
     # ------------------------------------------------------------ failures
+    def _ended(self, run: Run) -> None:
+        self.done += 1
+        self.left -= run.job.name in self.owed
+
     def _next_failure(self, now: float, partition: str, kind: str) -> None:
-        if self.done >= len(self.runs):
+        if self.left <= 0:
             return
         rel, part = self.workload.reliability[partition], self.state.partitions[partition]
         if kind == "node-fail":
@@ -409,7 +401,7 @@ class Simulation:
         self.samples.append(Sample(now, used, cap, len(self.pending), frag))
 
     def _epoch(self, now: float) -> None:
-        present = tuple(self.runs[n].job for n in list(self.pending.jobs) + list(self.running))
+        present = tuple(self.runs[n].job for n in list(self.pending) + list(self.running))
         if not present:
             return
         running = tuple((n, a.partition, a.gpus) for n, a in self.state.allocations.items())

@@ -170,7 +170,7 @@ def test_a_time_past_ten_years_is_located_not_simulated(shared, capsys, where, t
 def test_a_job_that_never_ends_stops_at_the_horizon(shared, capsys):
     """Nine and a half years of work that a failure restarts from the beginning (a trace row
     has no checkpoints) never ends: the simulation stops at 20 years, with failures on."""
-    shared("submit,duration,gpus\n0,3e8,8\n")
+    shared("submit,duration,gpus,time_limit\n0,3e8,8,1e9\n")
     start = time.process_time()
     code, out = run(["schedule", "shared.gcl", "--json", "--epochs", "0"], capsys)
     data = __import__("json").loads(out)
