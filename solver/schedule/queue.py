@@ -82,15 +82,17 @@ def place_in_order(sim, now: float, queue) -> None:
     """Place `queue`'s jobs in order through `sim._place`, as the module says."""
     failed: dict[tuple, tuple[int, ...]] = {}
     most_free, least = _most_free(sim), sim.pending.least
+    pending, shapes, blocking = sim.pending.jobs, sim.shapes, sim.policy.blocking
     for job in queue:
-        if job.name not in sim.pending:
+        name = job.name
+        if name not in pending:
             continue
         if most_free < least and not may_preempt(sim, job):
             break   # the order is by priority: nothing later may preempt either
-        key, sizes = sim.shapes[job.name]
+        key, sizes = shapes[name]
         before = failed.get(key)
-        if before is not None and all(n >= m for n, m in zip(sizes, before)):
-            if sim.policy.blocking:
+        if before is not None and (sizes >= before if len(sizes) == 1 else all(map(int.__ge__, sizes, before))):
+            if blocking:
                 break
             continue
         evicted = sim.evictions
@@ -101,7 +103,7 @@ def place_in_order(sim, now: float, queue) -> None:
         if sim.evictions != evicted:  # an eviction changed what fits: forget what failed
             failed.clear()
         failed[key] = sizes
-        if sim.policy.blocking:
+        if blocking:
             break
 
 
