@@ -86,11 +86,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
             return EXIT_ERRORS
     if args.export:
+        from ..views.export import ExportError
         from ..views.export.replay import slurm_replay
         from .export import write_all
 
-        code = write_all(Path(args.export[1]), slurm_replay(result.design, workload, data, args.file),
-                         announce=not args.json)
+        try:
+            files = slurm_replay(result.design, workload, data, args.file)
+        except ExportError as problem:  # a setting Slurm cannot state (`bf_resolution = 0.5 s`)
+            print(f"gclc: cannot export to slurm: {problem}", file=sys.stderr)
+            return EXIT_USAGE if getattr(problem, "usage", False) else EXIT_ERRORS
+        code = write_all(Path(args.export[1]), files, announce=not args.json)
         if code != EXIT_OK:
             return code
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
