@@ -110,6 +110,11 @@ def _usage_problem(args: argparse.Namespace) -> int | None:
     if args.export and args.export[0] != "slurm":
         print(f"gclc: --export {args.export[0]}: the simulated decisions export to `slurm`", file=sys.stderr)
         return EXIT_USAGE
+    if args.export and (not args.export[1] or (Path(args.export[1]).exists() and not Path(args.export[1]).is_dir())):
+        # checked before the simulation: the replay is several files, so DIR names a folder
+        print(f"gclc: --export slurm `{args.export[1]}`: DIR names a folder (new or existing) for the replay's files",
+              file=sys.stderr)
+        return EXIT_USAGE
     if not args.output:
         return None
     suffix = args.output[args.output.rfind("."):].lower() if "." in args.output else ""

@@ -42,12 +42,9 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     jobs: list[SchedJob] = []
     sources: list[SourceFile] = []
     for entity in design.local():
+        if entity.kind in ("train", "rl") and _on_cluster(entity, cluster) and _late(entity, problems):
+            continue
         if entity.kind == "train" and _on_cluster(entity, cluster):
-            late = [f for f in ("submit", "duration") if entity.get(f) is not None
-                    and float(entity.get(f).value) > MAX_SECONDS]
-            if late:
-                problems.append(beyond_horizon(entity.span_of(late[0]), late[0], float(entity.get(late[0]).value)))
-                continue
             job = _train(entity, cluster, graph, rates, plan_fn, problems)
             jobs += [job] if job is not None else []
         elif entity.kind == "rl" and _on_cluster(entity, cluster):
@@ -67,6 +64,15 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     if problems:
         raise ScheduleError(problems, tuple(sources))
     return Workload(graph, cluster, tuple(jobs), rates, tuple(sources), tenants)
+
+
+def _late(entity: Entity, problems: list[Diagnostic]) -> bool:
+    """Whether a train or rl job's `submit` (or `duration`) passes what a schedule simulates
+    (compiler/trace.py MAX_SECONDS), adding the located error if so."""
+    late = [f for f in ("submit", "duration") if entity.get(f) is not None and float(entity.get(f).value) > MAX_SECONDS]
+    if late:
+        problems.append(beyond_horizon(entity.span_of(late[0]), late[0], float(entity.get(late[0]).value)))
+    return bool(late)
 
 
 def _services(design: Design, cluster: Entity, graph: ClusterGraph, others: list[SchedJob],

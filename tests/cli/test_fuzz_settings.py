@@ -7,6 +7,9 @@ says so (it was exit 70)."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from .test_fuzz_readers import EXAMPLES, FUZZ, run_case, run_once, shared_folder  # noqa: F401 (a fixture)
@@ -50,3 +53,13 @@ def test_a_setting_slurm_cannot_state_is_an_error_that_says_so(shared_folder, ca
                                                "--no-failures", "--export", "slurm", "replay"], capsys)
     assert code == 1 and "cannot export to slurm" in err and "bf_resolution" in err and "whole seconds" in err
     assert not (shared_folder / "replay").exists()
+
+
+@pytest.mark.parametrize("target", ["shared.gcl", "w.csv", "fifo", "/dev/null", ""])
+def test_the_replay_folder_is_a_folder(shared_folder, capsys, target):
+    """`--export slurm DIR` onto the design, its trace, a FIFO, a device or nothing: a usage
+    error before any simulation, and nothing read is changed."""
+    (shared_folder / "w.csv").write_text("submit,duration,gpus\n0,60,8\n")
+    os.mkfifo(shared_folder / "fifo")
+    code, _, err, _ = run_once(shared_folder, ["schedule", "shared.gcl", "--export", "slurm", target], capsys)
+    assert code == 2 and "DIR names a folder" in err
