@@ -142,3 +142,22 @@ def test_measurement_numbers_use_the_one_parser():
         number("2.5", whole=True)
     with pytest.raises(PlainNumberError):
         number("0", positive=True)
+
+
+def test_a_folder_walk_stops_at_the_file_limit(lab, capsys, monkeypatch):
+    """A folder of measurements is walked only until the limit (10,000 entries; 50 here): a
+    larger tree, `/` say, is refused at once rather than walked whole; hidden folders
+    (`.git`) and notes (`.md`) are skipped."""
+    from gclc.compiler.measure import read
+
+    monkeypatch.setattr(read, "MAX_FILES", 50)
+    runs = lab / "runs"
+    (runs / ".git").mkdir(parents=True)
+    (runs / ".git" / "config").write_text("not a measurement")
+    (runs / "NOTES.md").write_text("# where these came from")
+    shutil.copy(DATA / "measurements" / SAMPLES["all_reduce_perf.txt"], runs / "all_reduce_perf.txt")
+    assert run_once(lab, ["calibrate", "pod.gcl", "runs"], capsys)[0] == 0
+    for i in range(60):
+        (runs / "deep" / str(i)).mkdir(parents=True)
+    code, _, err, _ = run_once(lab, ["calibrate", "pod.gcl", "runs"], capsys)
+    assert code == 1 and "runs: error[measurement]: `runs` holds more than 50 files" in err
