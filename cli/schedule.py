@@ -87,13 +87,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
             return EXIT_ERRORS
     if args.export:
+        from ..views.export import ExportError
         from ..views.export.kube_replay import kubernetes_replay
         from ..views.export.replay import slurm_replay
         from .export import write_all
 
         replay = slurm_replay if args.export[0] == "slurm" else kubernetes_replay
-        code = write_all(Path(args.export[1]), replay(result.design, workload, data, args.file),
-                         announce=not args.json)
+        try:
+            files = replay(result.design, workload, data, args.file)
+        except ExportError as problem:  # a setting the scheduler cannot state (`bf_resolution = 0.5 s`)
+            print(f"gclc: cannot export to {args.export[0]}: {problem}", file=sys.stderr)
+            return EXIT_USAGE if getattr(problem, "usage", False) else EXIT_ERRORS
+        code = write_all(Path(args.export[1]), files, announce=not args.json)
         if code != EXIT_OK:
             return code
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
@@ -107,6 +112,11 @@ def run(args: argparse.Namespace) -> int:
 def _usage_problem(args: argparse.Namespace) -> int | None:
     if args.export and args.export[0] not in ("slurm", "kubernetes"):
         print(f"gclc: --export {args.export[0]}: the simulated decisions export to `slurm` or `kubernetes`",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.export and (not args.export[1] or (Path(args.export[1]).exists() and not Path(args.export[1]).is_dir())):
+        # checked before the simulation: the replay is several files, so DIR names a folder
+        print(f"gclc: --export {args.export[0]} `{args.export[1]}`: DIR names a folder (new or existing) for the replay's files",
               file=sys.stderr)
         return EXIT_USAGE
     if not args.output:

@@ -7,6 +7,7 @@ loses the work since the last one and costs a restart.
 
 from __future__ import annotations
 
+import collections
 import math
 
 import attrs
@@ -15,6 +16,8 @@ import numpy as np
 from .events import ApiServer, Change, Informer, Timeline, Timer
 from .records import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
+from .horizon import HORIZON_S, stop_at_horizon
+from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
 
 
@@ -87,8 +90,11 @@ class Simulation:
         self.timeline, self.api = Timeline(), ApiServer()
         self.state = ClusterState.of(workload.graph)
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
-        self.pending: dict[str, SchedJob] = {}
+        self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
+        self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
+        self.shapes = {j.name: shape(j) for j in workload.jobs}
+        self.evictions = 0
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
                                             "released": self._on_released, "node-down": self._on_node,
                                             "node-up": self._on_node})
@@ -126,10 +132,14 @@ class Simulation:
         self.state.bind(c.subject, alloc)
         del self.pending[c.subject]
         self.running[c.subject] = (self.runs[c.subject].job, c.time)
+        self.priorities[self.runs[c.subject].job.priority] += 1
 
     def _on_released(self, c: Change) -> None:
         self.state.release(c.subject)
-        del self.running[c.subject]
+        job = self.running.pop(c.subject)[0]
+        self.priorities[job.priority] -= 1
+        if not self.priorities[job.priority]:
+            del self.priorities[job.priority]
         self.freed = True
         if c.data != "finished":
             self.pending[c.subject] = self.runs[c.subject].job
@@ -151,6 +161,9 @@ class Simulation:
                 self._next_failure(0.0, name, "switch-fail")
         now = 0.0
         while self.timeline and self.left > 0:
+            if self.timeline.peek_time() > HORIZON_S:
+                now = stop_at_horizon(self)
+                break
             now = self.timeline.peek_time()
             while self.timeline and self.timeline.peek_time() == now:
                 self._fire(self.timeline.pop())
@@ -205,12 +218,10 @@ class Simulation:
         full = self.freed or self.policy.blocking
         self.run_changes.clear()           # read only by policies with a cycle of their own
         while True:
-            names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
-            queue = self.policy.order(self.pending[n] for n in names)
+            queue = self.pending.ordered(self.policy) if full else \
+                self.policy.order(self.pending[n] for n in self.fresh if n in self.pending)
             self.freed, self.fresh = False, []
-            for job in queue:
-                if job.name in self.pending and not self._place(now, job) and self.policy.blocking:
-                    break
+            place_in_order(self, now, queue)
             self.informer.sync()
             if self.policy.blocking or not (self.freed or self.fresh):
                 break
@@ -243,14 +254,14 @@ class Simulation:
                 self._place(now, job)
 
     def _epoch_due(self, now: float) -> None:
-        if now >= self.next_epoch:
+        if now >= self.next_epoch and len(self.epochs) < self.epoch_count:  # only those the optimum solves
             self._epoch(now)
             self.next_epoch = now + self.epoch_step
 
     def _place(self, now: float, job: SchedJob) -> bool:
         candidates = self.policy.filter(job, self.state)
         evicted = False
-        if not candidates and self.policy.preempts and self.running:
+        if not candidates and may_preempt(self, job):
             evict = victims(job, self.state, self.running, self.policy)
             if evict:
                 evicted = True
@@ -272,6 +283,7 @@ class Simulation:
 
     def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
         """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
+        self.evictions += 1
         for name in names:
             self.runs[name].preemptions += 1
             self._stop(now, self.runs[name], "preempted" if mode == "requeue" else "cancelled")
