@@ -73,6 +73,17 @@ def fits(job: SchedJob, state: ClusterState, topology: bool = True) -> list[Cand
     return out
 
 
+def required_level(c: Candidate, state: ClusterState) -> int:
+    """The smallest tier whose one group can hold the candidate's job (at least the leaf,
+    level 1, where the fabric has one): Kueue's podset-required-topology at that level,
+    Slurm's `--switches` for as few leaf switches as the job needs."""
+    part = state.partitions[c.option.partition]
+    for level, per in enumerate(part.group_domains):
+        if per * part.domain_gpus >= c.option.gpus:
+            return max(level, min(1, len(part.group_domains) - 1))
+    return len(part.group_domains) - 1
+
+
 def take(job: SchedJob, c: Candidate, state: ClusterState, first_fit: bool = False,
          spread: bool = False) -> Allocation:
     return state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit, spread)
