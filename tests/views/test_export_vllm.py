@@ -40,10 +40,12 @@ def _design(path: Path):
 def _plans(directory: str) -> dict[str, tuple]:
     """{case: (design, job)}: the example's aggregated plan, the same design disaggregated, and
     the shared cluster's Llama 3 70B chat (a dense GQA model with pipeline stages)."""
-    disaggregated = Path(directory) / "disaggregated.gcl"
-    disaggregated.write_text(SERVE.read_text().replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated"))
+    vllm = SERVE.read_text().replace("profile      = sglang", "profile      = vllm_v1")   # planned for vLLM
+    aggregated, disaggregated = Path(directory) / "aggregated.gcl", Path(directory) / "disaggregated.gcl"
+    aggregated.write_text(vllm)
+    disaggregated.write_text(vllm.replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated"))
     shared = check_file(str(ROOT / "examples" / "shared_cluster.gcl"), []).design
-    return {"aggregated": (_design(SERVE), None), "disaggregated": (_design(disaggregated), None),
+    return {"aggregated": (_design(aggregated), None), "disaggregated": (_design(disaggregated), None),
             "llama": (shared, None)}   # the first serve job, after five train jobs
 
 
@@ -135,7 +137,9 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
 
 def test_the_exported_replica_is_the_plans(verdicts, tmp_path):
     """What vLLM made of the array is the planned replica and the design's engine block."""
-    best = job_plan(job_entity(_design(SERVE), None)).served.decode.replica.config
+    planned = tmp_path / "aggregated.gcl"
+    planned.write_text(SERVE.read_text().replace("profile      = sglang", "profile      = vllm_v1"))
+    best = job_plan(job_entity(_design(planned), None)).served.decode.replica.config
     got = verdicts["aggregated/serving/args"][1]["config"]
     assert (got["tp"], got["dp"], got["pp"], got["max_num_seqs"]) == (best.tp, best.ep, best.pp, best.batch)
     assert (got["max_num_batched_tokens"], got["block_size"], got["max_model_len"]) == (8192, 64, 4096)
@@ -148,7 +152,8 @@ def test_vllm_rejects_the_negative_controls(verdicts):
 
 
 def test_what_vllm_cannot_run_is_refused(tmp_path):
-    """A chip vLLM has no platform for, a multi-step scheduler, and a train job: refused, with the reason."""
+    """A chip vLLM has no platform for, a multi-step scheduler, a train job, and a plan made for
+    another engine: refused, with the reason."""
     dsa = check_file(str(ROOT / "examples" / "custom_dsa.gcl"), ["cubes=4"]).design
     with pytest.raises(ExportError, match="vLLM serves on NVIDIA and AMD GPUs"):
         export("vllm", dsa, job="chat_405b")
@@ -158,6 +163,10 @@ def test_what_vllm_cannot_run_is_refused(tmp_path):
     with pytest.raises(ExportError, match="describe a serve job, and the design has no `serve` job"):
         export("vllm", train)
     steps = tmp_path / "steps.gcl"
-    steps.write_text(SERVE.read_text().replace("chunk        = 8192", "chunk        = 8192\n    scheduler_steps = 4"))
+    steps.write_text(SERVE.read_text().replace("profile      = sglang", "profile      = vllm_v1")
+                     .replace("chunk        = 8192", "chunk        = 8192\n    scheduler_steps = 4"))
     with pytest.raises(ExportError, match="no --num-scheduler-steps"):
         export("vllm", _design(steps))
+    # one answer: a plan simulated with SGLang's scheduler is not exported as vLLM's flags
+    with pytest.raises(ExportError, match="made for the `sglang` engine"):
+        export("vllm", _design(SERVE))

@@ -31,6 +31,7 @@ import shlex
 import yaml
 
 from ...dsl.numbers import number
+from ...model.serve.engines import PROFILES
 from .target import ExportError, header
 
 VENDORS = ("NVIDIA", "AMD")   # vLLM's GPU platforms (CUDA and ROCm)
@@ -76,6 +77,11 @@ def memory_share(served) -> float:
 
 
 def _check(served, config, engine) -> None:
+    family = PROFILES[engine.name].family if engine.name in PROFILES else "vllm"
+    if family not in ("vllm", "ideal"):
+        raise ExportError(f"the plan was made for the `{engine.name}` engine ({engine.releases}), whose batches "
+                          f"and host costs are not vLLM's: plan with `engine {{ profile = vllm_v1 }}` to export "
+                          f"to vLLM")
     chip = served.partition.node.accelerator
     if chip.vendor not in VENDORS:
         raise ExportError(f"vLLM serves on NVIDIA and AMD GPUs; `{chip.name}` is {chip.vendor or 'neither'}'s")
