@@ -132,7 +132,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     model_flops = _model_flops_per_token(shape, cfg.seq) * tokens
     hardware_flops = model_flops + recompute_flops(shape, cfg) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
-    held = memory(shape, cfg)
+    held = memory(shape, cfg, chip)
     # the node's DRAM holds the checkpoint staging buffer and any offloaded activations
     dram = offload_host.host_memory(shape, cfg, partition, held.offloaded)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,

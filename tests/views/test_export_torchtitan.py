@@ -182,3 +182,15 @@ def test_the_full_gb200_plan_runs_on_torchs_pipeline_schedules(tmp_path):
                         "--parallelism.data_parallel_shard_degree", str(dims.dp_shard // 80)])
     schedule = real.pipeline_schedule(small, real.parallel_dims(small, c.gpus // 80), job.shape.layers)
     assert type(schedule).__name__ == "ScheduleGPipe" and schedule._n_microbatches == c.microbatches
+
+
+def test_the_loss_a_plan_states_reads_back_from_torchtitan(tmp_path, variant_plan):
+    # the variants design runs the fsdp stack (blocks not compiled): a compiled loss alone
+    job = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = compiled }")
+    parsed = read_toml(torchtitan.export(job, "H100_SXM", "NVIDIA", "variants"), tmp_path)
+    assert parsed.compile.enable and list(parsed.compile.components) == ["loss"]
+    eager = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = eager }")
+    assert not read_toml(torchtitan.export(eager, "H100_SXM", "NVIDIA", "variants"), tmp_path).compile.enable
+    fused = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = fused }")
+    with pytest.raises(ExportError, match="loss = fused"):
+        torchtitan.export(fused, "H100_SXM", "NVIDIA", "variants")
