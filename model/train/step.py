@@ -14,6 +14,7 @@ from .. import comms
 from . import dp_sync, dpu, host, offload, offload_host, sharding
 from . import optimizer as adam
 from . import moe as routed
+from .. import compute
 from ..compute import hbm_rate, op_time, peak
 from . import layer_cost
 from . import memory as memory_model
@@ -141,6 +142,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
 
 def clear_caches() -> None:
     """Forget every memoized layer and host cost (benchmarks measure cold searches)."""
+    compute.clear_caches()
     layer_cost.clear_caches()
     dp_sync.clear_caches()
     _OPTIMIZER.clear()
