@@ -17,6 +17,7 @@ from .power.program import PowerInputs, PowerResult, budget_curve, power_plan, w
 if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of their kind
     from .split.plan import HeteroPlan
     from .serve.plan import ServePlan
+    from .rl.plan import RLPlan
 
 
 @attrs.frozen
@@ -46,9 +47,9 @@ class TrainOutcome:
         return self.power is not None and self.power.result.feasible and self.plan.binding == ("power",)
 
 
-# Each kind says which it is (`job_kind`: "train", "hetero" or "serve"), so that a view
+# Each kind says which it is (`job_kind`: "train", "hetero", "serve" or "rl"), so that a view
 # dispatches on it without loading the other kinds' modules.
-Outcome: TypeAlias = "TrainOutcome | HeteroPlan | ServePlan"
+Outcome: TypeAlias = "TrainOutcome | HeteroPlan | ServePlan | RLPlan"
 
 
 def job_objective(job: Entity) -> str:
@@ -73,6 +74,10 @@ def plan_design(design: Design, job: str | None = None, objective: str | None = 
         from .serve.plan import plan_serve
 
         return plan_serve(entity, top)
+    if kind == "rl":
+        from .rl.plan import plan_rl
+
+        return plan_rl(entity, top, objective)
     train = job_from_entity(entity)
     objective = objective or job_objective(train.entity)
     chosen = plan(train, objective, top)

@@ -7,10 +7,11 @@ energy_per_token_j parallelism placement error_band binding solver`)."""
 from __future__ import annotations
 
 from ..compiler.cost.tco import job_cost
-from ..dsl.numbers import big, count, duration, number, quantity
+from ..dsl.numbers import big, count, duration, exact_bytes, memory_of, number, quantity
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
 from ..model.compute import peak
+from ..solver.serve.daily import daily, summary
 from ..solver.serve.plan import ServePlan, Side
 
 LATENCY_KEYS = ("p50", "p90", "p99", "mean")
@@ -35,6 +36,7 @@ def serve_json(p: ServePlan) -> dict:
         "tokens_per_s": p.tokens_per_s, "tokens_per_s_per_gpu": p.tokens_per_s / gpus,
         "requests_per_s": p.tokens_per_s / p.demand_output,
         "mfu": _mfu(p), "memory_per_gpu_bytes": b.memory, "hbm_bytes": b.hbm,
+        "hbm_datasheet_bytes": exact_bytes(p.partition.node.accelerator.hbm_datasheet),
         "power_w": p.power_w, "energy_per_token_j": p.energy_per_token,
         "tokens_per_joule": 1 / p.energy_per_token if p.energy_per_token else None,
         "placement": _placement(d) | ({"prefill": _placement(p.prefill)} if p.prefill else {}),
@@ -50,7 +52,20 @@ def serve_json(p: ServePlan) -> dict:
         out["latency"] = {m: {k: o.percentile(m, {"p50": 50, "p90": 90, "p99": 99, "mean": -1}[k])
                               for k in LATENCY_KEYS} for m in ("ttft", "tpot", "e2e")}
         out.update({"goodput_rps": o.goodput, "demand_rps": p.demand.rate, "preemptions": o.preemptions})
+    day = _daily(p)
+    if day is not None:
+        out["daily"] = summary(day) | {"stretches": [
+            {"start_s": s.start_s, "length_s": s.length_s, "share": s.share, "rate_rps": s.rate,
+             "replicas": list(s.replicas), "gpus": s.gpus, "power_w": s.power_w} for s in day]}
     return out
+
+
+def _daily(p: ServePlan):
+    """The plan over its job's `daily_load` (None without one, or without a rate)."""
+    shares = getattr(p.entity, "get", lambda _: None)("daily_load")
+    if not shares or p.demand is None or not p.demand.rate or p.decode is None:
+        return None
+    return daily(p, tuple(float(s) for s in shares))
 
 
 def serve_cost(p: ServePlan) -> dict | None:
@@ -138,9 +153,14 @@ def serve_text(p: ServePlan) -> str:
                      f"TPOT {duration(p.best.tpot)} at full batch")
     lines += [
         f"  throughput {big(p.tokens_per_s)} output tokens/s ({number(p.tokens_per_s / p.used_gpus)} per GPU)",
-        f"  memory     {quantity(p.best.memory, 'B')} of {quantity(p.best.hbm, 'B')} per GPU",
+        f"  memory     {memory_of(p.best.memory, p.partition.node.accelerator.hbm_datasheet, p.best.hbm)} per GPU",
         f"  power      {quantity(p.power_w, 'W')}, {quantity(p.energy_per_token, 'J')} per output token",
     ]
+    day = _daily(p)
+    if day is not None:
+        s = summary(day)
+        lines.append(f"  daily      {number(s['least_gpus'])} to {count(s['peak_gpus'], 'GPU')} over {len(day)} stretches "
+                     f"of the day ({number(s['gpu_hours'])} GPU-h, {quantity(s['energy_j'] / 3600, 'Wh')} a day)")
     cost = serve_cost(p)
     if cost is not None:
         lower = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"

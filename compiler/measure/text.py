@@ -6,20 +6,25 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import attrs
+
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic
-from ...dsl.source import SourceFile, Span, source_text
-from ..files import read_text
+from ...dsl.source import SourceFile, Span
+from ..files import MAX_DATA_BYTES, read_data
 
 # A number as the tools print it: 1,234.5 (torchtitan's thousands), 1.2E+03, inf.
 NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+|inf|nan)"
 
 
 def read_source(path: str, diagnostics: list[Diagnostic]) -> SourceFile | None:
-    """The file as text (bounded as design files are: compiler/files.py), or None after
-    adding the located reason it cannot be read."""
-    text = read_text(path, Path(path), None, diagnostics)
-    return None if text is None else SourceFile(path, source_text(text))
+    """The file as text (through the one bounded reader of data files, compiler/files.py:
+    a regular file of at most MAX_DATA_BYTES; no line limit, since a saved benchmark result
+    may hold every request's numbers on one line), or None after adding the reason it
+    cannot be read."""
+    source, problems = read_data(path, Path(path), None, what="measurement file", line_chars=MAX_DATA_BYTES)
+    diagnostics += [p if p.subject is not None else attrs.evolve(p, file=path) for p in problems]
+    return source
 
 
 class Problems:

@@ -17,7 +17,7 @@ POLICY_SETTINGS = {
               "priority_decay_half_life", "preempt_type", "preempt_mode", "priority_weight"),
     "kueue": ("queueing", "within_cluster_queue", "reclaim_within_cohort", "borrow_within_cohort", "fair_sharing",
               "wait_for_pods_ready", "topology"),
-    "kube": ("scoring", "permit_timeout"),
+    "kube": ("scoring",),
     "fifo": (),
     "priority": (),
 }

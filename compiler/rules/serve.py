@@ -25,6 +25,10 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
         yield from _trace(job, trace)
     yield from _percentiles(job)
     yield from _precisions(job)
+    if "daily_load" in job.record and "rate" not in job.record:
+        yield codes.SERVE_DEMAND.make(job.span_of("daily_load"), what="`daily_load` scales `rate`, which the job "
+                                      "does not state", notes=["help: state the peak `rate = 40 req/s`; each share "
+                                                              "of the day is a share of it"])
 
 
 def _trace(job: Entity, trace: str) -> Iterator[Diagnostic]:

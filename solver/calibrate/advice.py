@@ -46,8 +46,12 @@ def _more_runs(calibration: Calibration) -> Advice:
     mean_square = sum(r * r for r in band.residuals) / len(band.residuals)
     now = half_width_of(own_scale(band.residuals))
     then = half_width_of(own_scale(list(band.residuals) + [math.sqrt(mean_square)]))
-    return Advice("one more training run like yours (another layout or GPU count of the job)",
-                  f"the band would go from ±{percent(now)} to about ±{percent(then)}", now - then)
+    what = "one more training run like yours (another layout or GPU count of the job)"
+    if then < now:
+        return Advice(what, f"the band would go from ±{percent(now)} to about ±{percent(then)}", now - then)
+    # the runs' held-out errors are wider than the shipped band: more runs settle how wide, not narrower
+    return Advice(what, f"your runs' held-out errors are wider than the shipped band (±{percent(half_width_of(BAND_SCALE))}); "
+                        f"more runs would settle the band near ±{percent(then)}; first see why the model misses them", 0.0)
 
 
 def _unmeasured(calibration: Calibration, job, cfg) -> list[Advice]:

@@ -134,6 +134,13 @@ def parameters(found: list[Observation]) -> dict:
 def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
     found_job, partition, cluster = design_partition(design, job)
     found, skipped, notes = observations(measurements, found_job, partition)
+    return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes))
+
+
+def calibrate_observations(found: list[Observation], cluster: str = "", partition: Partition | None = None,
+                           skipped: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Calibration:
+    """The fit, outliers and band of observations made already (benchmarks build them from
+    published runs)."""
     params = parameters(found)
     prior = {k: p.prior for k, p in params.items()}
     outliers = {id(o) for o in found if _unexplained(o, params, prior)}
@@ -143,7 +150,8 @@ def calibrate(design: Design, measurements: list, job: str | None = None) -> Cal
     rows = tuple(Row(o, residual(o, prior), residual(o, values), held.get(id(o)), id(o) in outliers) for o in found)
     runs = [-r for r in held.values()]
     band = Band(len(runs), *own_band(runs), tuple(runs)) if runs else None
-    return Calibration(cluster, partition, params, values, rows, band, tuple(skipped), tuple(notes))
+    partition = partition if partition is not None else (found[0].partition if found else None)
+    return Calibration(cluster, partition, params, values, rows, band, skipped, notes)
 
 
 def _unexplained(obs: Observation, params: dict, prior: dict) -> bool:

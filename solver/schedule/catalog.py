@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import attrs
 
-from .policies import Fifo, PriorityBestFit
+from .kueue import Kueue
+from .policies import Fifo, Kube, PriorityBestFit
 from .slurm import Slurm
 
-POLICIES = {"fifo": Fifo(), "priority": PriorityBestFit(), "slurm": Slurm()}
+POLICIES = {"fifo": Fifo(), "priority": PriorityBestFit(), "slurm": Slurm(), "kueue": Kueue(), "kube": Kube()}
 
 
 def policy(name: str, settings=None):

@@ -1,8 +1,8 @@
 """What the scheduler schedules, built from the design: every `train` job of the root
-file and every row of its `workload` blocks, with the partitions each may use, the GPU
-counts it may run at and its rate at each (from `plan` for train jobs), its work, and
-its checkpoint. Problems are located diagnostics (a job larger than any partition, an
-unknown GPU type, a job without work), never exceptions."""
+file (and `rl` job: solver/rl/schedule.py) and every row of its `workload` blocks, with
+the partitions each may use, the GPU counts it may run at and its rate at each (from `plan`
+for train jobs), its work, and its checkpoint. Problems are located diagnostics (a job
+larger than any partition, an unknown GPU type, a job without work), never exceptions."""
 
 from __future__ import annotations
 
@@ -17,64 +17,15 @@ from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import lower_cluster
 from ...model.job import Job, job_from_entity
 from ...compiler.trace import priority_value, workload_jobs
-from ...dsl.source import SourceFile, Span
+from ...dsl.source import SourceFile
 from .failures import checkpoint, node_storage, reliability
 from .goodput import Reliability, goodput
-from .tenants import Tenant, tenants_of, unknown_tenants
+from .records import Option, SchedJob, Workload
+from .services import days_covered, service_of, stretches
+from .tenants import tenants_of, unknown_tenants
 from .time_limit import expected_run, requested
 
 MAX_SIZES = 6     # GPU counts tried per partition for a job with a range
-
-
-@attrs.frozen
-class Option:
-    """One way to run a job: `gpus` GPUs of `partition` at `rate` units of work per second."""
-
-    partition: str
-    gpus: int
-    rate: float
-    interval: float          # seconds of work between checkpoints (inf: none)
-    write: float             # seconds to write one
-    restart: float           # seconds from a failure or preemption to training again
-    share: float | None      # Young/Daly goodput share at this size (None: not modelled)
-
-
-@attrs.frozen
-class SchedJob:
-    name: str
-    priority: int                 # weight in the optimum; higher runs first
-    label: str                    # the priority as written
-    submit: float                 # seconds
-    work: float                   # units: tokens for train jobs, GPU-seconds for trace rows
-    unit: str                     # tokens | GPU-s
-    gang: bool
-    options: tuple[Option, ...]   # largest first within each partition, preferred partitions first
-    prefer: tuple[str, ...]
-    span: Span = attrs.field(eq=False, repr=False)
-    time_limit: float = math.inf  # seconds a run may last before the scheduler ends it (Slurm's --time)
-    tenant: str = ""              # the account / ClusterQueue it is charged to ("" where the design has none)
-
-    @property
-    def partitions(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(o.partition for o in self.options))
-
-    @property
-    def least(self) -> int:
-        return min(o.gpus for o in self.options)
-
-    @property
-    def best_rate(self) -> float:
-        return max(o.rate for o in self.options)
-
-
-@attrs.frozen
-class Workload:
-    graph: ClusterGraph
-    cluster: Entity
-    jobs: tuple[SchedJob, ...]
-    reliability: dict[str, Reliability]
-    sources: tuple[SourceFile, ...] = ()   # trace files, to quote them
-    tenants: dict[str, Tenant] = attrs.Factory(dict)
 
 
 class ScheduleError(Exception):
@@ -86,8 +37,7 @@ class ScheduleError(Exception):
 def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Workload:
     """Every job of the root file on one cluster; raises ScheduleError with diagnostics."""
     cluster = _cluster(design, cluster_name)
-    graph = lower_cluster(cluster)
-    rates = {p.name: reliability(cluster, graph, p) for p in graph.partitions}
+    graph, rates = _lowered(cluster)
     problems: list[Diagnostic] = []
     jobs: list[SchedJob] = []
     sources: list[SourceFile] = []
@@ -95,11 +45,15 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
         if entity.kind == "train" and _on_cluster(entity, cluster):
             job = _train(entity, cluster, graph, rates, plan_fn, problems)
             jobs += [job] if job is not None else []
+        elif entity.kind == "rl" and _on_cluster(entity, cluster):
+            job = _rl(entity, problems)
+            jobs += [job] if job is not None else []
         elif entity.kind == "workload" and _on_cluster(entity, cluster):
             rows, found, source = workload_jobs(entity)
             problems += found
             sources += [source] if source is not None else []
             jobs += [j for j in (_row(r, entity, cluster, graph, problems) for r in rows) if j is not None]
+    jobs += _services(design, cluster, graph, jobs, problems)
     if not jobs and not problems:
         problems.append(codes.NO_SIZE.make(cluster.span, what=f"no train job or workload runs on `{cluster.name}`",
                                            notes=["help: add a `train` job `on` it or a `workload` block"]))
@@ -108,6 +62,33 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     if problems:
         raise ScheduleError(problems, tuple(sources))
     return Workload(graph, cluster, tuple(jobs), rates, tuple(sources), tenants)
+
+
+def _services(design: Design, cluster: Entity, graph: ClusterGraph, others: list[SchedJob],
+              problems: list[Diagnostic]) -> list[SchedJob]:
+    """Every serve job on the cluster as stretches of serving over the days the others need."""
+    serving = [e for e in design.local() if e.kind == "serve" and _on_cluster(e, cluster)]
+    if not serving:
+        return []
+    days = days_covered(others)
+    out = []
+    for entity in serving:
+        service = service_of(entity, graph, problems)
+        out += stretches(service, entity, days) if service is not None else []
+    return out
+
+
+def train_job(entity: Entity, cluster: Entity, plan_fn=None) -> tuple[SchedJob | None, list[Diagnostic]]:
+    """One train job as `build` schedules it on `cluster`, with the time it asks for (what
+    the exports ask the real scheduler for), or None and the problems that keep it out."""
+    graph, rates = _lowered(cluster)
+    problems: list[Diagnostic] = []
+    return _train(entity, cluster, graph, rates, plan_fn, problems), problems
+
+
+def _lowered(cluster: Entity) -> tuple[ClusterGraph, dict[str, Reliability]]:
+    graph = lower_cluster(cluster)
+    return graph, {p.name: reliability(cluster, graph, p) for p in graph.partitions}
 
 
 def _cluster(design: Design, name: str | None) -> Entity:
@@ -141,8 +122,10 @@ def _ordered(entity: Entity, graph: ClusterGraph) -> tuple[list[Partition], tupl
 
 
 def _sizes(low: int, high: int, step: int) -> list[int]:
-    """Candidate GPU counts from high down to low: the ends and powers of two of `step`."""
-    sizes, n = {high, low}, step
+    """Candidate GPU counts from high down to low: the ends, one, two and four steps (nodes)
+    below the top (an elastic job makes room for a service's few nodes without halving),
+    and powers of two of `step`; the largest MAX_SIZES of them."""
+    sizes, n = {high, low} | {high - k * step for k in (1, 2, 4) if high - k * step > low}, step
     while n < high:
         if n > low:
             sizes.add(n)
@@ -197,7 +180,7 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
             span, what=f"`{entity.name}` has no feasible plan on {want_low:,} to {want_high:,} GPUs "
                        "of the partitions it may use", notes=notes))
         return None
-    work, unit = _work(entity, job0, options[0])
+    work, unit = _work(entity, job0.batch, job0.seq, options[0])
     if work is None:
         problems.append(codes.NO_SIZE.make(entity.span, what=f"`{entity.name}` has no amount of work to schedule",
                                            notes=["help: add `tokens = 1 T`, `steps = 10000` or `duration = 2 d`"]))
@@ -211,6 +194,22 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
                     getattr(entity.get("tenant"), "name", ""))
 
 
+def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
+    """An rl job: one gang holding both its pools, on one partition (solver/rl/schedule.py)."""
+    from ..rl.schedule import gang_options
+
+    found = gang_options(entity, problems)
+    if found is None:
+        return None
+    options, steps = found
+    weight, label = priority_value(entity.get("priority"))
+    submit, limit = entity.get("submit"), entity.get("time_limit")
+    return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, steps, "steps",
+                    True, tuple(Option(p, gpus, rate, math.inf, 0.0, 0.0, None) for p, gpus, rate in options), (),
+                    entity.span, float(limit.value) if limit is not None else math.inf,
+                    getattr(entity.get("tenant"), "name", ""))
+
+
 def _pinned_to(entity: Entity, cluster: Entity, p: Partition) -> Entity:
     """`entity` as if it ran `on` partition `p` alone (what `job_from_entity` evaluates)."""
     from ...compiler.design import Item, Partition as PartitionRef, Record
@@ -220,11 +219,22 @@ def _pinned_to(entity: Entity, cluster: Entity, p: Partition) -> Entity:
     return attrs.evolve(entity, record=Record(items))
 
 
-def _work(entity: Entity, job: Job, first: Option) -> tuple[float | None, str]:
+def time_asked(entity: Entity, batch: int, seq: int, option: Option) -> float | None:
+    """The time limit the schedule's rule gives `entity` were `option` its only way to run
+    (what an export asks for a plan the schedule itself would not start); None without work."""
+    work, _ = _work(entity, batch, seq, option)
+    if work is None:
+        return None
+    stated = entity.get("time_limit")
+    return requested(float(stated.value) if stated is not None else None,
+                     expected_run(work, option.rate, option.interval, option.write))
+
+
+def _work(entity: Entity, batch: int, seq: int, first: Option) -> tuple[float | None, str]:
     if entity.get("tokens") is not None:
         return float(entity.get("tokens")), "tokens"
     if entity.get("steps") is not None:
-        return float(entity.get("steps") * job.batch * job.seq), "tokens"
+        return float(entity.get("steps") * batch * seq), "tokens"
     if entity.get("duration") is not None:  # the time it takes at its largest size on its first partition
         return float(entity.get("duration").value) * first.rate, "tokens"
     return None, "tokens"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from .jobs import SchedJob
+from .records import SchedJob
 from .settings import SlurmSettings
 
 

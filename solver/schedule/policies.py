@@ -6,8 +6,11 @@ Kubernetes scheduling framework's extension points, and the policies built on it
 - `priority`: highest priority first, then arrival; scores a preferred partition first
   (like Kueue's ordered flavors), then the job's planned throughput at that size and
   partition, then topology-aware best fit like Kueue's TAS (the lowest tier whose one
-  group holds the job, the fullest such group); preempts lower priorities.
+  group holds the job, the fullest such group); preempts lower priorities; restarts elastic
+  jobs larger when GPUs idle (solver/schedule/simulate.py `_grow`).
+- `kube`: kube-scheduler's default profile (NodeResourcesFit scoring) with gangs.
 - `slurm`: Slurm's main loop and backfill with reservations (solver/schedule/slurm.py).
+- `kueue`: Kueue's quota-based admission by ClusterQueue and cohort (solver/schedule/kueue.py).
 
 Every policy by the name the command line takes: solver/schedule/catalog.py.
 """
@@ -18,7 +21,8 @@ from typing import Iterable, Protocol
 
 import attrs
 
-from .jobs import Option, SchedJob
+from .records import Option, SchedJob
+from .settings import KubeSettings
 from .state import Allocation, ClusterState
 
 
@@ -69,8 +73,20 @@ def fits(job: SchedJob, state: ClusterState, topology: bool = True) -> list[Cand
     return out
 
 
-def take(job: SchedJob, c: Candidate, state: ClusterState, first_fit: bool = False) -> Allocation:
-    return state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit)
+def required_level(c: Candidate, state: ClusterState) -> int:
+    """The smallest tier whose one group can hold the candidate's job (at least the leaf,
+    level 1, where the fabric has one): Kueue's podset-required-topology at that level,
+    Slurm's `--switches` for as few leaf switches as the job needs."""
+    part = state.partitions[c.option.partition]
+    for level, per in enumerate(part.group_domains):
+        if per * part.domain_gpus >= c.option.gpus:
+            return max(level, min(1, len(part.group_domains) - 1))
+    return len(part.group_domains) - 1
+
+
+def take(job: SchedJob, c: Candidate, state: ClusterState, first_fit: bool = False,
+         spread: bool = False) -> Allocation:
+    return state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit, spread)
 
 
 def _rate(job: SchedJob, c: Candidate) -> float:
@@ -106,6 +122,7 @@ class PriorityBestFit:
     name: str = "priority"
     preempts: bool = True
     blocking: bool = False
+    grows: bool = True     # elastic jobs restart larger when GPUs idle (simulate.py `_grow`)
 
     def order(self, pending):
         return by_priority(pending)
@@ -119,6 +136,32 @@ class PriorityBestFit:
 
     def bind(self, job, c, state):
         return take(job, c, state)
+
+
+@attrs.frozen
+class Kube:
+    """kube-scheduler's default profile, gangs made all-or-nothing by coscheduling's
+    PodGroups: PriorityClass order, then creation time; the NodeResourcesFit score
+    (`least_allocated` spreads pods over the emptiest nodes, `most_allocated` packs the
+    fullest) without topology awareness; the default preemption (PostFilter) of lower
+    priorities, only where the pod then fits."""
+
+    name: str = "kube"
+    preempts: bool = True
+    blocking: bool = False
+    settings: KubeSettings = KubeSettings()
+
+    def order(self, pending):
+        return by_priority(pending)
+
+    def filter(self, job, state):
+        return fits(job, state, topology=False)
+
+    def score(self, job, c, state):
+        return (c.option.partition in job.prefer, -job.options.index(c.option))
+
+    def bind(self, job, c, state):
+        return take(job, c, state, spread=self.settings.scoring == "least_allocated")
 
 
 def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJob, float]],

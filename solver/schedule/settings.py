@@ -18,8 +18,8 @@ off (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/); to
 scheduling `preferred` (podset-preferred-topology).
 
 kube-scheduler: the default profile's NodeResourcesFit scoring, LeastAllocated
-(https://kubernetes.io/docs/reference/scheduling/config/), and the coscheduling plugin's
-permit timeout, 60 s (scheduler-plugins' CoschedulingArgs permitWaitingTimeSeconds).
+(https://kubernetes.io/docs/reference/scheduling/config/); gangs are all or nothing, as the
+coscheduling plugin's PodGroups (scheduler-plugins) make them.
 """
 
 from __future__ import annotations
@@ -66,7 +66,6 @@ class KueueSettings:
 @attrs.frozen
 class KubeSettings:
     scoring: str = "least_allocated"
-    permit_timeout: float = 60.0
 
 
 DEFAULTS = {"slurm": SlurmSettings(), "kueue": KueueSettings(), "kube": KubeSettings()}

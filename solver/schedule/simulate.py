@@ -13,7 +13,7 @@ import attrs
 import numpy as np
 
 from .events import ApiServer, Change, Informer, Timeline, Timer
-from .jobs import Option, SchedJob, Workload
+from .records import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
 from .state import Allocation, ClusterState
 
@@ -42,7 +42,8 @@ class Run:
     timeouts: int = 0                  # runs ended by the time limit
     restarts: int = 0
     rule: str = ""                     # the rule that started the current run
-    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule)
+    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule,
+                                           #  ((domain, GPUs held in it), ...))
 
 
 @attrs.frozen
@@ -100,6 +101,13 @@ class Simulation:
         self.stopped: list[tuple[str, int, float, float]] = []   # (tenant, GPUs, start, end) since a policy read it
         self.check, self.progress = check, progress
         self.done = 0
+        # the runs whose ends end the simulation: every job but the stretches of a service,
+        # which serve for as long as anything else runs (all of them where nothing else is)
+        self.owed = {n for n, r in self.runs.items() if not r.job.service} or set(self.runs)
+        # jobs with more than one size on a partition: the only ones that can grow
+        self.elastic = {n for n, r in self.runs.items() if r.job.gang and not r.job.service
+                        and len({(o.partition, o.gpus) for o in r.job.options}) > len(r.job.partitions)}
+        self.left = len(self.owed)
         last = max((j.submit for j in workload.jobs), default=0.0)
         self.epoch_step = last / max(1, epochs - 1) if last > 0 else math.inf
         self.next_epoch = 0.0
@@ -138,7 +146,7 @@ class Simulation:
                 self._next_failure(0.0, name, "node-fail")
                 self._next_failure(0.0, name, "switch-fail")
         now = 0.0
-        while self.timeline and self.done < len(self.runs):
+        while self.timeline and self.left > 0:
             now = self.timeline.peek_time()
             while self.timeline and self.timeline.peek_time() == now:
                 self._fire(self.timeline.pop())
@@ -147,7 +155,9 @@ class Simulation:
             self._sample(now)
             if self.check is not None:
                 self.check(self)
-        return Outcome(self.policy.name, tuple(self.runs.values()), tuple(self.samples), tuple(self.epochs),
+        # stretches of a service due after everything else ended were never simulated
+        runs = tuple(r for r in self.runs.values() if r.job.name in self.owed or r.job.submit <= now)
+        return Outcome(self.policy.name, runs, tuple(self.samples), tuple(self.epochs),
                        self.api.version, self.informer.delivered, now, self.seed, self.with_failures)
 
     def _fire(self, t: Timer) -> None:
@@ -167,6 +177,12 @@ class Simulation:
             self._next_failure(t.time, t.subject, t.kind)
         elif t.kind == "node-repair":
             self.api.commit(t.time, "node-up", t.subject, t.data)
+        elif t.kind == "wake":                 # a policy asked to look again (pods ready)
+            self.freed = True
+        elif t.kind == "deactivate":
+            run = self.runs[t.subject]
+            if run.phase == "running" and run.run_id == t.data:
+                self.evict(t.time, [t.subject], "cancel")
 
     # ------------------------------------------------------------ scheduling cycle
     def _cycle(self, now: float) -> None:
@@ -195,7 +211,32 @@ class Simulation:
             if self.policy.blocking or not (self.freed or self.fresh):
                 break
             full = self.freed
+        if getattr(self.policy, "grows", False) and not self.pending:
+            self._grow(now)
         self._epoch_due(now)
+
+    def _grow(self, now: float) -> None:
+        """Elastic jobs (a GPU range) running below their largest size restart larger when
+        nothing waits and GPUs are idle, if that ends them sooner than staying, counting the
+        restart and the work since their last checkpoint (TorchElastic-style: a resize is a
+        restart from the checkpoint at the new size)."""
+        for name in [n for n in self.elastic if n in self.running]:
+            job, run, alloc = self.runs[name].job, self.runs[name], self.state.allocations[name]
+            room = self.state.partitions[alloc.partition].free_gpus + run.gpus
+            bigger = [o for o in job.options if o.partition == alloc.partition and run.gpus < o.gpus <= room]
+            if not bigger:
+                continue
+            o, now_rate = max(bigger, key=lambda o: o.gpus), run.option.rate * run.gpus / run.option.gpus
+            worked = max(0.0, now - run.start - run.delay)
+            periods = math.floor(worked / (run.option.interval + run.option.write)) if math.isfinite(
+                run.option.interval) else 0
+            kept = min(run.remaining, periods * run.option.interval * now_rate)
+            stay = (run.remaining - min(run.remaining, worked * now_rate)) / now_rate
+            grown = o.restart + (run.remaining - kept) / o.rate
+            if grown < stay:
+                self._stop(now, run, "resized")
+                self.informer.sync()
+                self._place(now, job)
 
     def _epoch_due(self, now: float) -> None:
         if now >= self.next_epoch:
@@ -216,6 +257,14 @@ class Simulation:
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
         self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    def wake_at(self, time: float) -> None:
+        """Run a scheduling cycle at `time` even if nothing else happens then."""
+        self.timeline.push(Timer(time, "wake", ""))
+
+    def deactivate_at(self, time: float, name: str) -> None:
+        """End `name`'s current run at `time` for good (Kueue deactivating a workload)."""
+        self.timeline.push(Timer(time, "deactivate", name, self.runs[name].run_id))
 
     def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
         """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
@@ -251,10 +300,10 @@ class Simulation:
         rate = o.rate * run.gpus / o.gpus
         if why == "finished":
             kept, run.phase, run.end = run.remaining, "done", now
-            self.done += 1
+            self._ended(run)
         elif why == "cancelled":                 # preempted with PreemptMode=CANCEL: the job ends
             kept, run.phase, run.end = 0.0, "cancelled", now
-            self.done += 1
+            self._ended(run)
         else:
             worked = now - run.start - run.delay
             periods = math.floor(worked / (o.interval + o.write)) if worked > 0 and math.isfinite(o.interval) else 0
@@ -264,22 +313,26 @@ class Simulation:
                 # would time out again (a train job that checkpointed is requeued, like
                 # `sbatch --requeue` chaining a long run through its time limits)
                 why, run.phase, run.end = "time limit", "timeout", now
-                self.done += 1
+                self._ended(run)
             else:
                 run.phase, run.restarts = "pending", run.restarts + 1
         run.remaining -= kept
         run.useful += kept / rate * run.gpus
         run.held += (now - run.start) * run.gpus
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
-                             run.rule))
+                             run.rule, tuple(zip(alloc.domains, alloc.counts))))
         self.stopped.append((run.job.tenant, run.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 
     # ------------------------------------------------------------ failures
+    def _ended(self, run: Run) -> None:
+        self.done += 1
+        self.left -= run.job.name in self.owed
+
     def _next_failure(self, now: float, partition: str, kind: str) -> None:
-        if self.done >= len(self.runs):
+        if self.left <= 0:
             return
         rel, part = self.workload.reliability[partition], self.state.partitions[partition]
         if kind == "node-fail":

@@ -14,6 +14,9 @@ partition blocking) and then the backfill pass (`sched/backfill`), with the
   forever in the plan: time limits are what make backfill work.
 - Order: the multifactor priority (solver/schedule/multifactor.py: age, Fair Tree fair
   share over the tenants, job size, partition, QOS), recomputed at every cycle.
+- Placement: topology/tree's lowest-switch best fit, as few leaf switches as the job needs
+  (the `--switches` the export writes) until it has waited `max_switch_wait` (default 5
+  minutes), then anywhere in the partition.
 - Preemption: none by default (`PreemptType=preempt/none`); with `preempt_type = qos`, a
   job the main loop cannot start evicts running jobs of lower QOS that free a placement
   (`PreemptMode=REQUEUE`: they queue again from their checkpoint; `CANCEL`: they end).
@@ -29,9 +32,9 @@ import math
 import attrs
 
 from .backfill import Profile, rounded_up
-from .jobs import SchedJob
+from .records import SchedJob
 from .multifactor import FairShare, priorities
-from .policies import Candidate, fits, take, victims
+from .policies import Candidate, fits, required_level, take, victims
 from .settings import SlurmSettings
 
 
@@ -82,13 +85,25 @@ class Slurm:
         running = [(job.tenant, sim.state.allocations[name].gpus, started) for name, (job, started) in sim.running.items()]
         return fair.factors(fair.usage(now, running))
 
+    def placements(self, job: SchedJob, state, now: float, sim=None) -> list[Candidate]:
+        """Where `job` may start now: as few leaf switches as it needs (`--switches`, as the
+        export asks) until it has waited `max_switch_wait`, anywhere after (topology/tree);
+        `sim` is woken when that wait ends if only the switches keep the job waiting."""
+        found = self.filter(job, state)
+        if now - job.submit >= self.settings.max_switch_wait:
+            return found
+        near = [c for c in found if c.level <= required_level(c, state)]
+        if found and not near and sim is not None:
+            sim.wake_at(job.submit + self.settings.max_switch_wait)
+        return near
+
     def _main(self, sim, now: float, queue: list[SchedJob]) -> None:
         blocked: set[str] = set()
         for job in queue:
             if job.name not in sim.pending:      # a job this loop preempted earlier (cancelled or requeued)
                 continue
             open_to = [p for p in job.partitions if p not in blocked]
-            found = [c for c in self.filter(job, sim.state) if c.option.partition in open_to]
+            found = [c for c in self.placements(job, sim.state, now, sim) if c.option.partition in open_to]
             rule = "main"
             if not found and self.settings.preempt_type == "qos" and open_to:
                 found, rule = self._preempt(sim, now, job, open_to), "preempt"
@@ -104,7 +119,7 @@ class Slurm:
         if not gone:
             return []
         sim.evict(now, gone, "requeue" if self.settings.preempt_mode == "requeue" else "cancel")
-        return [c for c in self.filter(job, sim.state) if c.option.partition in open_to]
+        return [c for c in self.placements(job, sim.state, now) if c.option.partition in open_to]
 
     def _backfill(self, sim, now: float, queue: list[SchedJob]) -> tuple[Reservation, ...]:
         p = self.settings.backfill
@@ -127,7 +142,7 @@ class Slurm:
             t, option, need = best
             profile = profiles[option.partition]
             if t == now:
-                candidate = self._placement(sim, job, option, profile.least(now, now + length))
+                candidate = self._placement(sim, now, job, option, profile.least(now, now + length))
                 if candidate is not None:
                     sim.start(now, job, candidate, "backfill")
                     profile.hold(now, now + length, candidate.gpus)
@@ -136,10 +151,10 @@ class Slurm:
             reserved.append(Reservation(job.name, option.partition, t, t + length, need))
         return tuple(reserved)
 
-    def _placement(self, sim, job: SchedJob, option, unreserved: int) -> Candidate | None:
+    def _placement(self, sim, now: float, job: SchedJob, option, unreserved: int) -> Candidate | None:
         """The best placement of `job` on `option` with at most the GPUs no reservation
         needs over its time limit (a job that is not a gang takes up to that many)."""
-        found = [c for c in self.filter(job, sim.state) if c.option == option]
+        found = [c for c in self.placements(job, sim.state, now) if c.option == option]
         if not found:
             return None
         best = max(found, key=lambda c: self.score(job, c, sim.state))

@@ -42,6 +42,18 @@ class SearchResult:
     proof: str
 
 
+def pools_power(graph, partition, sides: list[Side], rate: float | None = None) -> float:
+    """Watts of the pools serving `rate` requests per second (None: each at its full-batch
+    capacity): each pool computes for its share of the time its capacity is in use, so
+    the power never falls as a pool grows (what the demand search prunes by)."""
+    gpus = sum(s.gpus for s in sides)
+    if gpus == 0:
+        return 0.0
+    busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
+               for s in sides)
+    return job_power(graph, partition, gpus, busy / gpus).total
+
+
 class Screen:
     """The candidates' analytic screening and what the searches built on it share."""
 
@@ -94,15 +106,7 @@ class Screen:
         return missed
 
     def power(self, sides: list[Side], rate: float | None = None) -> float:
-        """Watts of the pools serving `rate` requests per second (None: each at its full-batch
-        capacity): each pool computes for its share of the time its capacity is in use, so
-        the power never falls as a pool grows (what the demand search prunes by)."""
-        gpus = sum(s.gpus for s in sides)
-        if gpus == 0:
-            return 0.0
-        busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
-                   for s in sides)
-        return job_power(self.graph, self.partition, gpus, busy / gpus).total
+        return pools_power(self.graph, self.partition, sides, rate)
 
     def broke_power(self, key: int, watts: float, role: str = "both") -> None:
         self.broken.setdefault("power", set()).add(key)

@@ -389,3 +389,21 @@ def ranked(job: Job, objective: str = "throughput") -> list[tuple[float, Estimat
     out = [(objective_value(job, objective, e), e) for e in evaluate_all(job) if admissible(job, lim, e)]
     out.sort(key=lambda pair: pair[0])
     return out
+
+
+def layout(e: Estimate) -> TrainConfig:
+    """What makes two configurations different layouts: everything but the rank order (the
+    same layout placed another way is the same plan, not a runner-up)."""
+    return attrs.evolve(e.config, order=())
+
+
+def distinct(ranked_list: list[tuple[float, Estimate]]) -> list[tuple[float, Estimate]]:
+    """The best rank order of each layout (`layout`), best first: what the search keeps as
+    the plan and its runners-up."""
+    seen, out = set(), []
+    for value, e in ranked_list:
+        key = layout(e)
+        if key not in seen:
+            seen.add(key)
+            out.append((value, e))
+    return out

@@ -9,7 +9,7 @@ import itertools
 import attrs
 
 from ...model.train.step import Estimate
-from .enumerate import Limit, Limits
+from .enumerate import Limit, Limits, layout
 
 
 @attrs.frozen
@@ -62,22 +62,38 @@ class SearchResult:
 
 
 class Top:
-    """The best `keep` admissible values seen; the worst of them is the pruning threshold.
-    Equal values rank in the order they were offered."""
+    """The best `keep` admissible values seen, one per layout (`layout`: the best rank order
+    of each); the worst of them is the pruning threshold. A configuration bounded at the
+    threshold can enter neither as a new layout nor as a better order of a kept one, so
+    pruning at it keeps the list exact. Equal values rank in the order they were offered."""
 
     def __init__(self, keep: int) -> None:
-        self.keep, self.heap, self.count = keep, [], itertools.count()
+        self.keep, self.heap, self.count, self.kept = keep, [], itertools.count(), {}
 
     @property
     def threshold(self) -> float:
         return -self.heap[0][0] if len(self.heap) >= self.keep else float("inf")
 
     def offer(self, value: float, e: Estimate) -> None:
+        key = layout(e)
+        held = self.kept.get(key)
+        if held is not None:
+            if value < -held[0]:   # a better order of a kept layout replaces it in place
+                self.heap.remove(held)
+                heapq.heapify(self.heap)
+                self._push((-value, -next(self.count), e), key)
+            return
         item = (-value, -next(self.count), e)
         if len(self.heap) < self.keep:
-            heapq.heappush(self.heap, item)
+            self._push(item, key)
         elif value < -self.heap[0][0]:
-            heapq.heapreplace(self.heap, item)
+            dropped = heapq.heappop(self.heap)
+            del self.kept[layout(dropped[2])]
+            self._push(item, key)
+
+    def _push(self, item, key) -> None:
+        heapq.heappush(self.heap, item)
+        self.kept[key] = item
 
     def ranked(self) -> list[tuple[float, Estimate]]:
         return [(-v, e) for v, _, e in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]

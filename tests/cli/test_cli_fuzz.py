@@ -49,8 +49,9 @@ COMMANDS = {
     "calibrate": (["MEAS", "-o", "cal.gcl"], "cal.gcl"),   # a published nccl-tests run as the measurement
 }
 MEASUREMENT = Path(__file__).resolve().parents[1] / "data" / "measurements" / "nccl" / "bitdeer_h100_1node_all_reduce.txt"
-# Commands that take no design file, fuzzed on their own below: `std` (names), `lsp` (stdin).
-OTHER_COMMANDS = {"std", "lsp"}
+# Commands that take no design file, fuzzed on their own below: `std` (names), `lsp` (stdin),
+# `probe` (where it is told to write).
+OTHER_COMMANDS = {"std", "lsp", "probe"}
 
 NUMBERS = ["0", "-1", "1e-999999999", "1e999999", "1e12", "1e30", "1e-30", "99999999999999999999999", "1:0",
            "0.0000001", "1" * 60, "3.5", "2 PB", "1 byte", "1e20 GHz"]
@@ -222,6 +223,19 @@ def test_std_survives_hostile_names(capsys, action, name):
     out = captured.out + captured.err
     assert code in EXIT_CODES and "Traceback" not in out and "internal error" not in out, (argv, out[-2000:])
     assert "\x1b[" not in out, "an escape sequence from the name reached the terminal raw"
+
+
+@pytest.mark.parametrize("output", ["", ".", "missing-folder/m.csv", "a" * 300 + ".csv"])
+def test_probe_survives_hostile_outputs(tmp_path, capsys, monkeypatch, output):
+    pytest.importorskip("torch", reason="PyTorch installs with the dev extras (.ci/setup)")
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(["probe", "-o", output, "--quick", "--no-collectives"])
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert code in {1, 2} and "Traceback" not in out and "internal error" not in out, (output, out[-2000:])
 
 
 LSP_INPUTS = st.one_of(

@@ -34,10 +34,13 @@ def test_json_follows_the_schema_and_the_plot_is_drawn(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     jsonschema.validate(data, SCHEMA)
     assert plot.read_text().lstrip().startswith("<?xml") and "pretrain_70b" in plot.read_text()
-    jobs = {j["name"]: j for j in data["jobs"]}
+    jobs = {j["name"]: j for j in data["jobs"] if not j["service"]}
     assert len(jobs) == 8 and all(j["state"] == "done" for j in jobs.values())
     assert jobs["ablation_b"]["preemptions"] >= 1           # evicted by the high-priority pre-training
-    assert jobs["pretrain_70b"]["start_s"] == 2 * 3600 and jobs["pretrain_70b"]["gpus"] == 256
+    # the pre-training starts on arrival with what the chat service leaves of the H100s
+    assert jobs["pretrain_70b"]["start_s"] == 2 * 3600 and 128 <= jobs["pretrain_70b"]["gpus"] <= 256 - 8
+    chat = data["cluster_metrics"]["services"]["chat"]
+    assert chat["on_time"] == chat["stretches"] and chat["attainment"] == pytest.approx(1.0)
     assert all(e["gap"] is None or e["gap"] >= 0 for e in data["optimum"]["epochs"])
     assert data["events"]["changes"] == data["events"]["delivered"]
 
@@ -60,10 +63,19 @@ def test_policies_differ_on_the_example(workload):
     assert all(a.first_start <= b.first_start for a, b in zip(fifo, fifo[1:]))
 
 
-def test_slurm_starts_the_top_job_when_its_reservation_comes(workload):
+def _gang_pretraining(text: str) -> str:
+    """The example without its chat service and with the pre-training a gang of all 256 H100s."""
+    text = text[:text.index("# Chat, critical, on the H100s")]
+    assert "  min_gpus = 128\n" in text
+    return text.replace("  min_gpus = 128\n", "", 1)
+
+
+def test_slurm_starts_the_top_job_when_its_reservation_comes(tmp_path):
     """The high-priority pre-training (all 256 H100) waits only for the run that holds
     H100s when it arrives: backfill starts nothing on H100 that would end after that."""
-    runs = {r.job.name: r for r in simulate(workload, POLICIES["slurm"], failures=False, epochs=0).runs}
+    (tmp_path / "gang.gcl").write_text(_gang_pretraining(EXAMPLE.read_text()))
+    runs = {r.job.name: r for r in simulate(build(check_file(str(tmp_path / "gang.gcl")).design), POLICIES["slurm"],
+                                            failures=False, epochs=0).runs}
     top, holder = runs["pretrain_70b"], runs["ablation_b"]
     assert holder.segments[0][2] == "h100" and holder.first_start < top.job.submit
     assert top.first_start == holder.end
@@ -74,25 +86,29 @@ def test_slurm_starts_the_top_job_when_its_reservation_comes(workload):
 def test_a_scheduler_block_configures_slurm(tmp_path, capsys):
     """`scheduler slurm { preempt_type = qos }`: the critical fine-tune evicts lower QOS
     instead of waiting; without it Slurm's default (no preemption) holds."""
-    text = EXAMPLE.read_text() + "\nscheduler slurm {\n  on           = Shared\n  preempt_type = qos\n}\n"
+    plain = _gang_pretraining(EXAMPLE.read_text())
+    (tmp_path / "plain.gcl").write_text(plain)
+    text = plain + "\nscheduler slurm {\n  on           = Shared\n  preempt_type = qos\n}\n"
     (tmp_path / "shared.gcl").write_text(text)
     assert main(["schedule", str(tmp_path / "shared.gcl"), "--policy", "slurm", "--json", "--epochs", "0",
                  "--no-failures"]) == 0
     jobs = {j["name"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
     assert jobs["finetune_8b"]["wait_s"] == 0 and jobs["finetune_8b"]["segments"][0]["rule"] == "preempt"
     assert sum(j["preemptions"] for j in jobs.values()) >= 1
-    assert main(["schedule", str(EXAMPLE), "--policy", "slurm", "--json", "--epochs", "0", "--no-failures"]) == 0
+    assert main(["schedule", str(tmp_path / "plain.gcl"), "--policy", "slurm", "--json", "--epochs", "0",
+                 "--no-failures"]) == 0
     jobs = {j["name"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
     assert jobs["finetune_8b"]["wait_s"] > 0 and sum(j["preemptions"] for j in jobs.values()) == 0
 
 
 def test_tenants_must_be_named_where_a_cluster_has_them(tmp_path, capsys):
-    text = EXAMPLE.read_text() + "\ntenant lab {\n  on = Shared\n}\n"
-    (tmp_path / "shared.gcl").write_text(text)
+    text = EXAMPLE.read_text()
+    assert text.count("  tenant   = research\n") == 3
+    (tmp_path / "shared.gcl").write_text(text.replace("  tenant   = research\n", "", 1))   # from ablation_a
     assert main(["schedule", str(tmp_path / "shared.gcl"), "--epochs", "0"]) == 1
     err = capsys.readouterr().err
-    assert re.search(r"shared.gcl:\d+:1: error\[tenant\]: `pretrain_70b` names no tenant, and `Shared` is shared by "
-                     r"tenants", err) and "`tenant = lab`" in err
+    assert re.search(r"shared.gcl:\d+:1: error\[tenant\]: `ablation_a` names no tenant, and `Shared` is shared by "
+                     r"tenants", err) and "`tenant = production`" in err
     assert "Traceback" not in err
 
 
@@ -102,7 +118,8 @@ def test_failures_cost_goodput(workload):
 
 
 BAD = {
-    "too large": ("shared_cluster.gcl", "  gpus     = 256\n", "  gpus     = 4096\n", "job-too-large"),
+    "too large": ("shared_cluster.gcl", "  gpus     = 256\n  min_gpus = 128\n", "  gpus     = 4096\n  min_gpus = 2048\n",
+                  "job-too-large"),
     "unknown partition": ("shared_cluster.gcl", "  on       = Shared.h100\n", "  on       = Shared.h200\n",
                           "unknown-name"),
     "unknown type": ("shared_cluster.gcl", 'type = "A100_Aged"', 'type = "V100"', "trace-row"),
@@ -182,7 +199,7 @@ def test_a_job_without_a_gpu_range_runs_on_what_its_plan_uses(capsys):
     example = ROOT / "examples" / "gb200_nvl72_100k.gcl"
     assert main(["schedule", str(example), "--json", "--no-failures", "--epochs", "1"]) == 0
     job, = json.loads(capsys.readouterr().out)["jobs"]
-    assert job["state"] == "done" and 0 < job["gpus"] <= 100_008
+    assert job["state"] == "done" and 0 < job["gpus"] <= 100_800
 
 
 def test_a_stated_size_the_plan_cannot_fill_is_located_with_the_fix(tmp_path, capsys):

@@ -213,7 +213,7 @@ def test_kernel_csv_catches_the_published_latency_unit_slip():
 
 def test_kernel_csv_refuses_unknown_kinds_and_missing_shapes():
     text = (DATA / "kernels/h100_mamf.csv").read_text()
-    found, problems = read("kernels/bad.csv", text + "gemv,bf16,1,2,3,,,,,,,,1e12\nattention,bf16,,,,8,32,,128,1,,0.01,\n")
+    found, problems = read("kernels/bad.csv", text + "gemv,bf16,1,2,3,,,,,,,,,,1e12\nattention,bf16,,,,8,32,,128,1,,,,0.01,\n")
     assert not [p for p in problems if p.subject.line == 5]
     assert where(problems) == [(6, 1, "unknown kernel `gemv`"), (7, 24, "a attention row needs `seq`")]
     found, problems = read("kernels/bad.csv", text.replace("kind,precision", "sort,precision"))

@@ -59,15 +59,15 @@ def overrides(design: Design, calibration: Calibration, design_path: str, output
     clash = [f"{n}_{tag}" for n in renamed if f"{n}_{tag}" in taken]
     if clash:
         raise CannotWrite(f"the design already declares `{clash[0]}`; name the output file differently")
-    head = [f"# {line}" if line else "#" for line in _header(calibration, source, tag)]
+    head = [f"# {line}" if line else "#" for line in _header(calibration, source, output)]
     return "\n".join(head + ["", f'import "{import_path(design_path, output)}"', ""] + ["\n\n".join(blocks)]) + "\n"
 
 
-def _header(calibration: Calibration, source: str, tag: str) -> list[str]:
+def _header(calibration: Calibration, source: str, output: str) -> list[str]:
     files = sorted({r.obs.span.path for r in calibration.rows})
     band = calibration.band
     lines = [f"Calibrated by {source}", f"on {len(calibration.rows)} measurements from {len(files)} files.",
-             f"Plan the calibrated job: gclc plan {tag}.gcl (the design is left as it was)."]
+             f"Plan the calibrated job: gclc plan {output} (the design is left as it was)."]
     if band is not None:
         lines.append(f"Band: calibrated on {band.runs} of your runs, ±{percent(band.half_width)} "
                      "(each run predicted by a fit without it).")
@@ -167,10 +167,12 @@ def _value(param, value: float, groups: tuple[str, ...], what: str | None = None
 
 
 def _short(group: str, folder: Path) -> str:
-    """A measurement's file, relative to the written file's folder, and line."""
+    """A measurement's file and line: relative to the written file's folder when it lies below
+    it, else as it was named on the command line."""
     path, _, line = group.rpartition(":") if group.rpartition(":")[2].isdigit() else (group, "", "")
     try:
-        path = os.path.relpath(Path(path).resolve(), folder).replace(os.sep, "/")
+        relative = os.path.relpath(Path(path).resolve(), folder).replace(os.sep, "/")
     except ValueError:   # another drive
-        pass
-    return f"{path}:{line}" if line else path
+        relative = ".."
+    shown = path if relative.startswith("..") else relative
+    return f"{shown}:{line}" if line else shown

@@ -7,37 +7,50 @@ the plan. A plan the target cannot express raises `ExportError` saying what it l
 
 from __future__ import annotations
 
+import attrs
+
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
-from . import kubernetes, megatron, slurm, torchtitan
+from . import kubernetes, megatron, slurm, torchtitan, trace
 from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
 
-KINDS = ("megatron", "torchtitan", "slurm", "kubernetes")
-NEEDS_JOB = ("megatron", "torchtitan")
+KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace")
+NEEDS_JOB = ("megatron", "torchtitan", "trace")
 
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
            source: str = "") -> dict[str, str]:
+    """`cluster` names a cluster, or one partition of it as `Cluster.part`."""
     entity = job_entity(design, job)
     if kind in NEEDS_JOB:
         if entity is None or entity.kind != "train":
             what = f"`{entity.name}` is a serve job" if entity is not None else "the design has no `train` job"
             raise ExportError(f"{kind} settings describe a training job, and {what}")
-        plan = job_plan(entity)
+        plan = job_plan(entity, timed=False)
+        if kind == "trace":
+            return trace.export(plan, source)
         chip = _accelerator(plan)
         return (megatron if kind == "megatron" else torchtitan).export(plan, chip.name, chip.vendor, source)
-    target = pick_cluster(design, cluster) if cluster else (_job_cluster(entity) or pick_cluster(design))
+    name, _, part = (cluster or "").partition(".")
+    target = pick_cluster(design, name) if cluster else (_job_cluster(entity) or pick_cluster(design))
     if entity is not None and _job_cluster(entity).name != target.name:
         if job is not None:
             raise ExportError(f"`{entity.name}` runs on `{_job_cluster(entity).name}`, not on `{target.name}`")
         entity = None  # exporting another cluster than the job's: the cluster alone
     plan = job_plan(entity) if entity is not None else None
     nodes = layout(lower_cluster(target), design)
+    if part:
+        nodes = attrs.evolve(nodes, groups=tuple(g for g in nodes.groups if g.partition.name == part))
+        if plan is not None and any(s.partition != part for s in plan.shares):
+            where = ", ".join(s.partition for s in plan.shares)
+            if job is not None:
+                raise ExportError(f"the plan of `{plan.name}` runs on {target.name}.{where}, not on {cluster}")
+            plan = None
     if kind == "slurm":
-        return slurm.export(nodes, design, plan, source)
-    return kubernetes.export(nodes, plan, source)
+        return slurm.export(nodes, design, plan, source, target)
+    return kubernetes.export(nodes, plan, source, design=design, cluster=target)
 
 
 def _job_cluster(entity: Entity | None) -> Entity | None:

@@ -149,3 +149,18 @@ def test_real_published_measurements_calibrate_the_pod(design):
     assert ("chip", "H100_SXM", "fp8") in result.values
     # two hosts: NCCL's pipelined NVLS+IB all-reduce is faster than any setting of the summed hierarchical phases
     assert any(r.outlier for r in result.rows if r.obs.group.endswith("2node_all_reduce.txt:3"))
+
+
+def test_measure_next_says_whether_one_more_run_narrows_the_band(design):
+    from gclc.solver.calibrate.advice import advice
+
+    job = train_job(design)
+    agreeing = calibrate(design, [train_run(design, 0.58, dp, line) for dp, line in ((2, 1), (4, 2))])
+    first = advice(agreeing, job, pinned_config(job))[0]
+    assert "the band would go from ±" in first.why and first.effect > 0
+    # the ranking reads the job's sensitivity: an unmeasured attention efficiency matters, HBM less
+    named = [a.why.split(" is not measured")[0] for a in advice(agreeing, job, pinned_config(job))[1:]]
+    assert named[0] == "H100_SXM attention"
+    disagreeing = calibrate(design, [train_run(design, 0.58, 2, 1), train_run(design, 0.40, 4, 2)])
+    first = advice(disagreeing, job, pinned_config(job))[0]
+    assert "wider than the shipped band" in first.why and first.effect == 0

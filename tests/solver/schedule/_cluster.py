@@ -6,7 +6,7 @@ from __future__ import annotations
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower_cluster
 from gclc.solver.schedule.failures import reliability
-from gclc.solver.schedule.jobs import Option, SchedJob, Workload
+from gclc.solver.schedule.records import Option, SchedJob, Workload
 from gclc.dsl.source import no_span
 
 DESIGN = """\

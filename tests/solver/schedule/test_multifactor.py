@@ -10,7 +10,7 @@ import attrs
 from hypothesis import given, strategies as st
 
 from gclc.solver.schedule.catalog import policy
-from gclc.solver.schedule.jobs import Workload
+from gclc.solver.schedule.records import Workload
 from gclc.solver.schedule.multifactor import FairShare, priorities
 from gclc.solver.schedule.settings import SlurmSettings
 from gclc.solver.schedule.simulate import simulate
