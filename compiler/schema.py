@@ -379,7 +379,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
                      "shard": COUNT,
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
-                     "cp_balance": FLAG, "ep_overlap": FLAG,
+                     "cp_balance": FLAG, "ep_overlap": FLAG, "tp_overlap": FLAG, "dp_overlap": FLAG,
                      "loss": Choice(LOSSES, "a loss implementation"),
                      "search": ListOf(Choice(SEARCHABLE, "a choice the planner can search"), least=1)},
                     doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
@@ -390,6 +390,9 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                         "stage's layers whose activations are kept in host memory; `cp_balance = false` gives each "
                         "context-parallel rank one contiguous chunk (causal imbalance) instead of the balanced pair "
                         "of chunks; `ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute; "
+                        "`tp_overlap` and `dp_overlap` say whether the tensor-parallel collectives run under the GEMMs "
+                        "(Transformer Engine's userbuffers, MegaScale's fused kernels) and the data-parallel gradient "
+                        "reduction and parameter gathers under the backward and forward (default: the software stack's); "
                         "`loss`: the cross entropy's implementation, which sets the logits' peak memory (eager: "
                         "PyTorch's on fp32 logits, 12 bytes a logit; fused: Megatron's vocabulary-parallel loss, 6; "
                         "compiled: torch.compile's fused loss, 4; default: the software stack's); "

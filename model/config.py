@@ -112,6 +112,11 @@ class TrainConfig:
     # `overlap_moe_expert_parallel_comm`, Megatron-Bridge `moe_a2a_overlap`); None: the
     # stack's default (model/train/step.py `_ep_exposed`)
     ep_overlap: bool | None = None
+    # TP collectives under the GEMMs, DP reduction and gathers under the backward and forward,
+    # as a job states them (a stack that runs them, as MegaScale's, on a stack that does not,
+    # or the reverse); None: the stack's (model/train/layer_cost.py `_tp_exposed`, dp_sync.exposed)
+    tp_overlap: bool | None = None
+    dp_overlap: bool | None = None
     # The loss's implementation (model/train/peak.py `LOSS_BYTES`: eager, fused, compiled); None:
     # the stack's
     loss: str | None = None
@@ -119,6 +124,14 @@ class TrainConfig:
     @property
     def overlaps_ep(self) -> bool:
         return bool(self.behaviour("ep_overlap") if self.ep_overlap is None else self.ep_overlap)
+
+    @property
+    def overlaps_tp(self) -> bool:
+        return bool(self.behaviour("tp_overlap") if self.tp_overlap is None else self.tp_overlap)
+
+    @property
+    def overlaps_dp(self) -> bool:
+        return bool(self.behaviour("dp_overlap") if self.dp_overlap is None else self.dp_overlap)
 
     @property
     def gpus(self) -> int:

@@ -223,7 +223,7 @@ def pinned_only(job: Job) -> dict[str, object]:
     """The choices the planner takes from the file: hybrid sharding's group, the recompute's
     modules and layer interval, the offloaded share of layers (these four searched instead
     where the job asks: `search = [...]`, solver/train/enumerate.py `variants`), the
-    context-parallel balance, the MoE all-to-all overlap, the loss's implementation, and the checkpoint's stated size
+    context-parallel balance, the MoE all-to-all, TP and DP overlaps, the loss's implementation, and the checkpoint's stated size
     and bandwidth."""
     p = job.pinned
     modules = p.get("recompute_modules") or ()
@@ -231,5 +231,7 @@ def pinned_only(job: Job) -> dict[str, object]:
             "recompute_modules": tuple(_plain(m) for m in modules), "offload": float(p.get("offload") or 0.0),
             "cp_balanced": bool(p.get("cp_balance", True)),
             "ep_overlap": None if p.get("ep_overlap") is None else bool(p["ep_overlap"]),
+            "tp_overlap": None if p.get("tp_overlap") is None else bool(p["tp_overlap"]),
+            "dp_overlap": None if p.get("dp_overlap") is None else bool(p["dp_overlap"]),
             "loss": None if p.get("loss") is None else str(p["loss"]),
             "checkpoint_size": job.checkpoint_size, "checkpoint_bandwidth": job.checkpoint_bandwidth}

@@ -118,7 +118,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
     dp = (dp_sync.exposed(dp_sync.traffic(shape, cfg, partition), cfg.zero, cfg.microbatches,
-                          cfg.behaviour("dp_overlap"), layer_pass) + dp_sync.embedding_sync(shape, cfg, tiers))
+                          cfg.overlaps_dp, layer_pass) + dp_sync.embedding_sync(shape, cfg, tiers))
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
     breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")), m * p2p,

@@ -58,7 +58,7 @@ class SyncFloor:
                     cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", stages[0], order)
                     traffic = dp_sync.traffic(self.job.shape, cfg, partition)
                     pairs += [(zero, traffic) for zero in stages if (zero, traffic) not in pairs]
-            found = self.traffics[key] = (cfg is not None and bool(cfg.behaviour("dp_overlap")), tuple(pairs))
+            found = self.traffics[key] = (cfg is not None and cfg.overlaps_dp, tuple(pairs))
         return found
 
     def fitting_zeros(self, layout: tuple) -> tuple[int, ...]:

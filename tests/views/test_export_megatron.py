@@ -306,3 +306,17 @@ def test_a_loss_megatron_does_not_compute_is_an_error():
     job = on_stack("megatron_core", "parallelism { tp = 1 pp = 1 dp = 32 zero = 1 loss = eager }")
     with pytest.raises(ExportError, match="vocabulary-parallel cross entropy.*loss = eager"):
         exported(job)
+
+
+@pytest.mark.parametrize("stack, pins, tp_overlap, dp_overlap", [
+    ("megatron_core", "", True, True),                                   # the stack's own
+    ("megatron_core", "tp_overlap = false dp_overlap = false", False, False),
+    ("megatron", "", False, False),
+    ("megatron", "tp_overlap = true dp_overlap = true", True, True),     # a tuned stack on the old base
+])
+def test_the_overlaps_a_plan_models_are_the_ones_megatron_runs(stack, pins, tp_overlap, dp_overlap):
+    job = on_stack(stack, f"parallelism {{ tp = 8 pp = 1 dp = 4 zero = 1 sp = true {pins} }}")
+    assert (job.config.overlaps_tp, job.config.overlaps_dp) == (tp_overlap, dp_overlap)
+    args = run(exported(job), job.config.gpus)
+    assert bool(args.tp_comm_overlap) == tp_overlap
+    assert bool(args.overlap_grad_reduce) == dp_overlap and bool(args.overlap_param_gather) == dp_overlap

@@ -266,9 +266,9 @@ def _stack(c: TrainConfig) -> list[tuple[str, object]]:
     args: list[tuple[str, object]] = [("--attention-backend", "flash" if flash else "unfused")]
     dropout = 0.1 if c.behaviour("dropout") else 0.0
     args += [("--attention-dropout", dropout), ("--hidden-dropout", dropout)]
-    if c.behaviour("tp_overlap") and c.tp > 1 and c.sp:  # Megatron overlaps TP only with sequence parallel
+    if c.overlaps_tp and c.tp > 1 and c.sp:  # Megatron overlaps TP only with sequence parallel
         args.append(("--tp-comm-overlap", True))
-    if c.behaviour("dp_overlap") and c.dp > 1:
+    if c.overlaps_dp and c.dp > 1:
         args.append(("--overlap-grad-reduce", True))
         if c.zero >= 1:
             args.append(("--overlap-param-gather", True))

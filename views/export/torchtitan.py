@@ -60,8 +60,10 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         parallelism["pipeline_parallel_microbatch_size"] = c.microbatch
         if c.vp > 1:
             parallelism["pipeline_parallel_layers_per_stage"] = shape.layers // (c.pp * c.vp)
-    sections["parallelism"] = parallelism
     compiled = ["model"] if job.stack == "fsdp_compiled" else []   # torch.compile of each block (model/stacks.py)
+    if c.tp_overlap and c.tp > 1:      # stated: async TP, micro-pipelined collective matmuls (compiled only)
+        parallelism["enable_async_tensor_parallel"] = True
+    sections["parallelism"] = parallelism
     if c.loss == "compiled":           # and the loss, as torchtitan has compiled it since 2025-04
         compiled.append("loss")
     if compiled:                       # [compile] components defaults to both: name the planned ones
@@ -113,6 +115,14 @@ def _check(job: JobPlan, vendor: str) -> None:
     if c.loss == "fused":
         raise ExportError(f"torchtitan's loss is PyTorch's cross entropy, eager or compiled; `{job.name}` states "
                           f"loss = fused (Megatron's vocabulary-parallel loss): state `eager` or `compiled`")
+    if c.tp_overlap and c.tp > 1 and job.stack != "fsdp_compiled":
+        raise ExportError(f"torchtitan overlaps tensor-parallel collectives with the matmuls only under torch.compile "
+                          f"(parallelism.enable_async_tensor_parallel: 'Async TP requires torch.compile'); "
+                          f"`{job.name}` states tp_overlap = true on {job.stack}: state software = fsdp_compiled, "
+                          f"or remove tp_overlap")
+    if c.dp_overlap is False and c.dp > 1:
+        raise ExportError(f"torchtitan's FSDP2 always prefetches its gathers and overlaps its reductions with "
+                          f"compute; `{job.name}` states dp_overlap = false (remove it to export)")
     if c.tp > 1 and not c.sp:
         raise ExportError("torchtitan's tensor parallelism always shards activations along the sequence; "
                           f"the plan of `{job.name}` has tp {c.tp} without sequence parallelism")
