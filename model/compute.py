@@ -16,17 +16,20 @@ from . import cache, dvfs
 from .ops import ACT_BYTES, Op
 
 # Undeclared chips: the median of the efficiencies fitted on the published runs
-# (benchmarks/calibrate.py, 2026-12-06; GEMMs of every precision together, attention apart:
-# the chips without attention kernel data, A100 and TPU).
+# (benchmarks/calibrate.py, 2026-12-06; GEMMs of every precision together). Attention apart:
+# the median over the calibrated chips (model/calibration.py CALIBRATED) of the efficiency each
+# runs at, its generation's kernels times the in-training share where it has kernel data (H100
+# 0.309, B200/GB200/GB300 0.283), else its fitted value (A100 40/80 GB 0.50/0.375, TPU v5e/v5p
+# 0.79/0.375): not of the fitted ones alone, which leaves out the newer parts.
 DEFAULT_GEMM_EFFICIENCY = 0.725  # share of the dense peak a sustained training GEMM reaches
-DEFAULT_ATTENTION_EFFICIENCY = 0.438  # share of the bf16 peak fused attention reaches
+DEFAULT_ATTENTION_EFFICIENCY = 0.342  # share of the bf16 peak fused attention reaches
 # Undeclared chips of a vendor with fitted chips: the median of that vendor's fitted values
 # for the key (same fit): NVIDIA bf16 of A100 40/80 GB and H100; fp8 of H100, B200, GB200,
-# GB300; attention of the A100s (the others' comes from kernel data); Google of TPU v5e and v5p. Their compilers and matrix
+# GB300; attention as above over NVIDIA's six calibrated parts; Google of TPU v5e and v5p. Their compilers and matrix
 # units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
 # out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
 # all-vendor default by 27 % and 20 %).
-VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.57, ("NVIDIA", "attention"): 0.4375,
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.57, ("NVIDIA", "attention"): 0.296,
                    ("Google", "bf16"): 0.8725, ("Google", "attention"): 0.5825}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 # Flash attention's rate rises with the key/value length one kernel call sees (tiles of

@@ -134,8 +134,10 @@ def test_the_floors_spare_simulations_where_long_prompts_meet_a_tight_ttft():
 
 def test_the_pruned_search_simulates_less_on_a_contested_design():
     """Long prompts under a tight TTFT P99: the first layouts tried break it in simulation;
-    the bound leaves most of the rest unsimulated and still finds the exhaustive plan."""
-    e = entity(30, "ttft.p99 <= 150 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
+    the bound leaves most of the rest unsimulated and still finds the exhaustive plan. (At 30
+    requests/s, as first written, the refit of 2026-12-06 (attention from kernel data, H100 bf16
+    65 %) lets the analytic capacity bound decide: nothing contested to test.)"""
+    e = entity(35, "ttft.p99 <= 150 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
     pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
     assert chosen(pruned) == chosen(exhaustive) and pruned.decode is not None
     assert pruned.binding[0].startswith("ttft.p99:")   # fewer replicas were simulated and broke it
@@ -232,11 +234,12 @@ def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
 
 
 def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
-    """Long prompts at 80 requests/s under a 100 ms TTFT P99 need a dozen replicas: the pool
+    """Long prompts at 90 requests/s under a 100 ms TTFT P99 need a dozen replicas: the pool
     grows by a quarter at a time and then bisects back, so one replica fewer breaks the SLO in
     simulation (the count it names) and the plan's count meets it. (At 50 requests/s, as first
-    written, the serving physics of 2026-12-02 needs only five replicas: no growth to test.)"""
-    job = entity(80, "ttft.p99 <= 100 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
+    written, the serving physics of 2026-12-02 needs only five replicas: no growth to test; at
+    80, after the refit of 2026-12-06, six, and the analytic capacity bound names the count.)"""
+    job = entity(90, "ttft.p99 <= 100 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
     plan = plan_serve(job)
     n = plan.decode.count
     assert n >= 6 and plan.binding == (f"ttft.p99: {n - 1} replicas break it in simulation",)
