@@ -40,6 +40,8 @@ class Policy(Protocol):
     preempts: bool     # may evict lower priorities when nothing fits
     blocking: bool     # a job that does not fit stops the cycle
 
+    def key(self, job: SchedJob) -> tuple: ...   # the queue's order: the simulation keeps it sorted by this
+
     def order(self, pending: Iterable[SchedJob]) -> list[SchedJob]: ...
 
     def filter(self, job: SchedJob, state: ClusterState) -> list[Candidate]: ...
@@ -99,8 +101,11 @@ class Fifo:
     preempts: bool = False
     blocking: bool = True
 
+    def key(self, job):
+        return (job.submit, job.name)
+
     def order(self, pending):
-        return sorted(pending, key=lambda j: (j.submit, j.name))
+        return sorted(pending, key=self.key)
 
     def filter(self, job, state):
         return fits(job, state, topology=False)
@@ -112,9 +117,13 @@ class Fifo:
         return take(job, c, state, first_fit=True)
 
 
-def by_priority(pending):
+def priority_key(job: SchedJob) -> tuple:
     """Highest priority first, then first submitted (names break ties, for determinism)."""
-    return sorted(pending, key=lambda j: (-j.priority, j.submit, j.name))
+    return (-job.priority, job.submit, job.name)
+
+
+def by_priority(pending):
+    return sorted(pending, key=priority_key)
 
 
 @attrs.frozen
@@ -123,6 +132,9 @@ class PriorityBestFit:
     preempts: bool = True
     blocking: bool = False
     grows: bool = True     # elastic jobs restart larger when GPUs idle (simulate.py `_grow`)
+
+    def key(self, job):
+        return priority_key(job)
 
     def order(self, pending):
         return by_priority(pending)
@@ -150,6 +162,9 @@ class Kube:
     preempts: bool = True
     blocking: bool = False
     settings: KubeSettings = KubeSettings()
+
+    def key(self, job):
+        return priority_key(job)
 
     def order(self, pending):
         return by_priority(pending)

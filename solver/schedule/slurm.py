@@ -31,7 +31,7 @@ import math
 
 import attrs
 
-from .backfill import Profile, rounded_up
+from .backfill import Releases, rounded_up
 from .records import SchedJob
 from .multifactor import FairShare, priorities
 from .policies import Candidate, fits, required_level, take, victims
@@ -71,19 +71,35 @@ class Slurm:
         return take(job, c, state)
 
     def cycle(self, sim, now: float) -> None:
+        if "top_qos" not in sim.memory:
+            sim.memory["top_qos"] = max(r.job.priority for r in sim.runs.values())
         queue = self.order(sim.pending.values(), now, self._fair_share(sim, now), sim.state.total(),
-                           sim.memory.setdefault("top_qos", max(r.job.priority for r in sim.runs.values())))
+                           sim.memory["top_qos"])
         self._main(sim, now, queue)
         sim.reservations = self._backfill(sim, now, [j for j in queue if j.name in sim.pending])
 
     def _fair_share(self, sim, now: float) -> dict[str, float]:
-        shares = {name: t.shares for name, t in sim.workload.tenants.items()}
-        fair = sim.memory.setdefault("fairshare", FairShare(self.settings.decay_half_life, shares))
-        for tenant, gpus, start, end in sim.stopped:
-            fair.add(tenant, gpus, start, end)
-        sim.stopped.clear()
-        running = [(job.tenant, sim.state.allocations[name].gpus, started) for name, (job, started) in sim.running.items()]
-        return fair.factors(fair.usage(now, running))
+        fair, _ = self._ledgers(sim)
+        return fair.factors(fair.usage(now))
+
+    def _ledgers(self, sim) -> tuple[FairShare, dict[str, Releases]]:
+        """The fair-share usage and the partitions' releases, brought up to the runs started
+        and stopped since the last cycle."""
+        if "fairshare" not in sim.memory:
+            shares = {name: t.shares for name, t in sim.workload.tenants.items()}
+            sim.memory["fairshare"] = FairShare(self.settings.decay_half_life, shares)
+            sim.memory["releases"] = {name: Releases() for name in sim.state.partitions}
+        fair, releases = sim.memory["fairshare"], sim.memory["releases"]
+        resolution = self.settings.backfill.resolution
+        for kind, name, tenant, partition, gpus, start, last in sim.run_changes:
+            if kind == "start":
+                fair.started(tenant, gpus, start)
+                releases[partition].add(name, rounded_up(start + last, resolution), gpus)
+            else:
+                fair.stopped(tenant, gpus, start, last)
+                releases[partition].remove(name)
+        sim.run_changes.clear()
+        return fair, releases
 
     def placements(self, job: SchedJob, state, now: float, sim=None) -> list[Candidate]:
         """Where `job` may start now: as few leaf switches as it needs (`--switches`, as the
@@ -99,7 +115,10 @@ class Slurm:
 
     def _main(self, sim, now: float, queue: list[SchedJob]) -> None:
         blocked: set[str] = set()
+        everywhere = set(sim.state.partitions)
         for job in queue:
+            if blocked >= everywhere:            # nothing after this can start in the main loop
+                break
             if job.name not in sim.pending:      # a job this loop preempted earlier (cancelled or requeued)
                 continue
             open_to = [p for p in job.partitions if p not in blocked]
@@ -123,11 +142,8 @@ class Slurm:
 
     def _backfill(self, sim, now: float, queue: list[SchedJob]) -> tuple[Reservation, ...]:
         p = self.settings.backfill
-        profiles = {name: Profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
-        for name, (job, started) in sim.running.items():
-            alloc = sim.state.allocations[name]
-            profiles[alloc.partition].release_at(max(now, rounded_up(started + job.time_limit, p.resolution)),
-                                                 alloc.gpus)
+        _, releases = self._ledgers(sim)          # the main loop's starts and preemptions too
+        profiles = {name: releases[name].profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
         reserved = []
         for job in queue[:p.max_job_test]:
             length = rounded_up(job.time_limit, p.resolution)

@@ -20,6 +20,7 @@ FILES = {
     "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"},
     "kubernetes": {"kueue.yaml", "kueue-config.yaml", "nodes.yaml", "jobset.yaml"},
     "trace": {"trace.json"},
+    "vllm": {"vllm.args", "vllm-serving.yaml"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
 REFUSED = {
@@ -28,6 +29,13 @@ REFUSED = {
     ("hetero_h100_a100", "megatron"): "no heterogeneous split",
     ("hetero_h100_a100", "torchtitan"): "no heterogeneous split",
     ("custom_dsa", "trace"): "`chat_405b` is a serve job",
+    # a serving engine's settings need a serve job on a chip the engine runs on
+    ("custom_dsa", "vllm"): "vLLM serves on NVIDIA and AMD GPUs",
+    ("a100_cluster", "vllm"): "the design has no `serve` job",
+    ("dgx_h100_superpod", "vllm"): "the design has no `serve` job",
+    ("gb200_nvl72_100k", "vllm"): "the design has no `serve` job",
+    ("hetero_h100_a100", "vllm"): "the design has no `serve` job",
+    ("mi300x_roce", "vllm"): "the design has no `serve` job",
     ("hetero_h100_a100", "trace"): "the heterogeneous split runs several",
     # the SC21 run the example pins had no sequence parallelism, which torchtitan always uses with TP
     ("a100_cluster", "torchtitan"): "tp 8 without sequence parallelism",

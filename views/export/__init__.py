@@ -1,5 +1,6 @@
-"""Exports to the software stack: the plan as Megatron-LM or torchtitan settings, the
-cluster (and the job) as Slurm or Kubernetes/Kueue configuration.
+"""Exports to the software stack: the plan as Megatron-LM or torchtitan settings, a serve plan
+as a serving engine's launch settings (vLLM), the cluster (and the job) as Slurm or
+Kubernetes/Kueue configuration.
 
 `export(kind, design, ...)` returns {file name: text}; pure functions of the design and
 the plan. A plan the target cannot express raises `ExportError` saying what it lacks.
@@ -11,19 +12,25 @@ import attrs
 
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
-from . import kubernetes, megatron, slurm, torchtitan, trace
+from . import kubernetes, megatron, slurm, torchtitan, trace, vllm
 from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
 
-KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace")
+KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "vllm")
 NEEDS_JOB = ("megatron", "torchtitan", "trace")
+SERVING_ENGINES = {"vllm": vllm}   # a serve job's engine launch settings (views/export/<engine>.py)
 
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
            source: str = "") -> dict[str, str]:
     """`cluster` names a cluster, or one partition of it as `Cluster.part`."""
-    entity = job_entity(design, job)
+    entity = job_entity(design, job, "serve" if kind in SERVING_ENGINES else "train")
+    if kind in SERVING_ENGINES:
+        if entity is None or entity.kind != "serve":
+            what = f"`{entity.name}` is a train job" if job is not None else "the design has no `serve` job"
+            raise ExportError(f"{kind} settings describe a serve job, and {what}")
+        return SERVING_ENGINES[kind].export(job_plan(entity).served, source)
     if kind in NEEDS_JOB:
         if entity is None or entity.kind != "train":
             what = f"`{entity.name}` is a serve job" if entity is not None else "the design has no `train` job"

@@ -24,13 +24,13 @@ class Infeasible(Exception):
     """No configuration of the job fits; the message is the planner's reason."""
 
 
-def job_entity(design: Design, name: str | None) -> Entity | None:
-    """The job `name`, or the root file's first train job, else its first serve job (as
-    `gclc plan` chooses); None when the design has no job."""
+def job_entity(design: Design, name: str | None, first: str = "train") -> Entity | None:
+    """The job `name`, or the root file's first `first` job (train, as `gclc plan` chooses,
+    or serve for a serving engine), else its first job; None when the design has no job."""
     jobs = [e for e in design.entities if e.kind in ("train", "serve")]
     if name is None:
         local = [j for j in jobs if j.span.path == design.root] or jobs
-        return next((j for j in local if j.kind == "train"), local[0] if local else None)
+        return next((j for j in local if j.kind == first), local[0] if local else None)
     entity = next((e for e in jobs if e.name == name), None)
     if entity is None:
         known = ", ".join(j.name for j in jobs) or "none"
@@ -184,7 +184,8 @@ def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
     limit = entity.get("time_limit")
     run = Run(float(limit) if limit is not None else None, "time_limit" if limit is not None else "",
               _priority(entity.get("priority")), tenant=_tenant(entity))
-    return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", tuple(shares), run)
+    return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", tuple(shares), run,
+                   served=served)
 
 
 def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:

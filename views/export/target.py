@@ -68,6 +68,7 @@ class JobPlan:
     estimate: object = None      # a single-partition train plan's step (model/train/step.py Estimate)
     placement: tuple = ()        # ... where each parallel dimension lands (solver/train/plan.py Placement)
     ir_partition: object = None  # ... the partition it runs on (compiler/ir.py Partition)
+    served: object = None        # a serve job's plan (solver/serve/plan.py ServePlan): its pools' replicas
 
     @property
     def config(self) -> TrainConfig:

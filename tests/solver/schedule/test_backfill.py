@@ -43,6 +43,17 @@ def test_the_earliest_start_is_the_first_time_a_brute_force_finds(free, released
     assert found == (float(ok[0]) if ok else None)
 
 
+@given(st.integers(0, 32), st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.5, 7.0, math.inf]), st.integers(1, 8)),
+                                    max_size=8))
+def test_a_profile_built_in_one_sort_is_the_one_built_release_by_release(free, releases):
+    one_by_one = Profile(0.0, free)
+    for t, g in releases:
+        one_by_one.release_at(t, g)
+    sorted_once = Profile.releasing(0.0, free, releases)
+    for t in (0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 7.0, 100.0):
+        assert sorted_once.least(t, t + 0.1) == one_by_one.least(t, t + 0.1)
+
+
 def test_a_job_is_backfilled_only_where_it_ends_before_the_reservation():
     # partition a: 32 GPUs; `wide` holds 24 until 2 h; `big` (28) reserves from 2 h;
     # `short` (8 GPUs, 1 h) ends before it and is backfilled, `long` (8 GPUs, 3 h) would not

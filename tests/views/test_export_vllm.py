@@ -1,0 +1,163 @@
+"""`gclc export --to vllm`, read and checked by vLLM 0.33.0 itself: its `FlexibleArgumentParser`
+with `EngineArgs.add_cli_args` reads the exported bash arrays and the `--config` YAML files,
+and `create_engine_config` validates them against the model's config (tests/views/vllm_real.py
+says how, and names the stubs: a `config.json` of the design's model for the checkpoint, and
+vLLM's CPU platform for the GPU). vLLM is imported once per session, in one subprocess that
+checks every case (its import alone takes about 30 s)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gclc.compiler.driver import check_file
+from gclc.model.shape import ModelShape
+from gclc.views.export import ExportError, export
+from gclc.views.export.jobs import job_entity, job_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE = ROOT / ".venv" / "engines" / "vllm"
+SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
+SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
+
+if not (ENGINE / "vllm" / "engine" / "arg_utils.py").exists():
+    pytest.skip("vLLM 0.33.0 is installed by .ci/setup into .venv/engines/vllm", allow_module_level=True)
+
+
+def _design(path: Path):
+    result = check_file(str(path), SETTINGS)
+    assert result.design is not None, result.diagnostics
+    return result.design
+
+
+@functools.cache
+def _plans(directory: str) -> dict[str, tuple]:
+    """{case: (design, job)}: the example's aggregated plan, the same design disaggregated, and
+    the shared cluster's Llama 3 70B chat (a dense GQA model with pipeline stages)."""
+    disaggregated = Path(directory) / "disaggregated.gcl"
+    disaggregated.write_text(SERVE.read_text().replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated"))
+    shared = check_file(str(ROOT / "examples" / "shared_cluster.gcl"), []).design
+    return {"aggregated": (_design(SERVE), None), "disaggregated": (_design(disaggregated), None),
+            "llama": (shared, None)}   # the first serve job, after five train jobs
+
+
+def hf_config(model) -> dict:
+    """The stub checkpoint: a Hugging Face config.json of the design's model (DeepSeek-V3's
+    layout for an MLA mixture of experts, Llama's otherwise); the routing groups are left at
+    transformers' DeepseekV3Config defaults (the design does not state them)."""
+    s = ModelShape.from_entity(model)
+    common = {"hidden_size": s.hidden, "intermediate_size": s.ffn, "num_hidden_layers": s.layers,
+              "num_attention_heads": s.heads, "vocab_size": s.vocab,
+              "max_position_embeddings": int(model.get("seq")), "torch_dtype": "bfloat16"}
+    if not s.is_mla:
+        return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_key_value_heads": s.kv_heads,
+                "head_dim": s.head_dim, **common}
+    return {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", **common,
+            "num_key_value_heads": s.heads, "moe_intermediate_size": s.expert_ffn, "n_routed_experts": s.routed,
+            "n_shared_experts": s.shared, "num_experts_per_tok": s.top_k, "first_k_dense_replace": s.dense_layers,
+            "kv_lora_rank": s.kv_rank, "q_lora_rank": s.q_rank or None, "qk_rope_head_dim": s.rope_dim,
+            "qk_nope_head_dim": s.head_dim, "v_head_dim": s.head_dim, "num_nextn_predict_layers": s.mtp}
+
+
+def bash_array(args_file: Path, name: str) -> list[str]:
+    """The words bash gives the launch line from the exported array."""
+    out = subprocess.run(["bash", "-c", f'source "$0"; printf "%s\\0" "${{{name}[@]}}"', str(args_file)],
+                         check=True, capture_output=True, text=True).stdout
+    return out.split("\0")[:-1]
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    """Every case through vLLM in one process: {case name: (argv, verdict)}."""
+    root = tmp_path_factory.mktemp("vllm")
+    cases = {}
+    for plan, (design, job) in _plans(str(root)).items():
+        (root / plan / "checkpoint").mkdir(parents=True)
+        (root / plan / "checkpoint" / "config.json").write_text(json.dumps(hf_config(job_entity(design, job, "serve").get("model"))))
+        stub = ["--model", str(root / plan / "checkpoint"), "--load-format", "dummy", "--skip-tokenizer-init"]
+        files = export("vllm", design, job=job, source=f"{plan}.gcl")
+        for name, text in files.items():
+            (root / plan / name).write_text(text)
+        for role in [n.removeprefix("vllm-").removesuffix(".yaml") for n in files if n.endswith(".yaml")]:
+            words = bash_array(root / plan / "vllm.args", f"VLLM_{role.upper()}_ARGS")
+            cases[f"{plan}/{role}/args"] = words + stub
+            cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"vllm-{role}.yaml")] + stub
+    good = cases["aggregated/serving/args"]
+    tp = good.index("--tensor-parallel-size") + 1
+    cases["negative/tp3"] = good[:tp] + ["3"] + good[tp + 1:]   # 128 heads do not split 3 ways
+    cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]   # gone with vLLM's V0 engine
+    request = root / "request.json"
+    request.write_text(json.dumps([{"name": k, "argv": v} for k, v in cases.items()]))
+    env = {**os.environ, "PYTHONPATH": str(ENGINE), "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, str(Path(__file__).with_name("vllm_real.py")), str(request)],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=root)
+    lines = [json.loads(l.removeprefix("VERDICT ")) for l in run.stdout.splitlines() if l.startswith("VERDICT ")]
+    assert len(lines) == len(cases), run.stderr[-3000:]
+    return {v["name"]: (cases[v["name"]], v) for v in lines}
+
+
+def _flag(words: list[str], flag: str, default=None) -> str:
+    return words[words.index(flag) + 1] if flag in words else default
+
+
+def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
+    """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
+    what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
+    of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
+    pools = [n for n in verdicts if not n.startswith("negative/")]
+    assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
+                                                     "disaggregated/decode", "llama/serving"}
+    for name in pools:
+        verdict = verdicts[name][1]
+        assert "error" not in verdict, f"{name}: {verdict.get('error')}"
+        got, args = verdict["config"], verdicts[name.rsplit("/", 1)[0] + "/args"][0]
+        flag = functools.partial(_flag, args)
+        assert (got["tp"], got["pp"], got["dp"]) == (int(flag("--tensor-parallel-size")),
+                                                     int(flag("--pipeline-parallel-size")),
+                                                     int(flag("--data-parallel-size", 1)))
+        assert got["expert_parallel"] == ("--enable-expert-parallel" in args)
+        assert got["chunked_prefill"] and not got["prefix_caching"]
+        for key, f in (("max_num_seqs", "--max-num-seqs"), ("max_num_batched_tokens", "--max-num-batched-tokens"),
+                       ("block_size", "--block-size"), ("max_model_len", "--max-model-len")):
+            assert got[key] == int(flag(f)), key
+        assert got["gpu_memory_utilization"] == pytest.approx(float(flag("--gpu-memory-utilization")))
+        assert got["cache_dtype"] == "fp8" and got["quantization"] == "fp8"   # both designs serve fp8
+        disaggregated = name.startswith("disaggregated/")
+        assert (got["kv_connector"], got["kv_role"]) == (("NixlConnector", "kv_both") if disaggregated else (None, None))
+
+
+def test_the_exported_replica_is_the_plans(verdicts, tmp_path):
+    """What vLLM made of the array is the planned replica and the design's engine block."""
+    best = job_plan(job_entity(_design(SERVE), None)).served.decode.replica.config
+    got = verdicts["aggregated/serving/args"][1]["config"]
+    assert (got["tp"], got["dp"], got["pp"], got["max_num_seqs"]) == (best.tp, best.ep, best.pp, best.batch)
+    assert (got["max_num_batched_tokens"], got["block_size"], got["max_model_len"]) == (8192, 64, 4096)
+    assert got["gpu_memory_utilization"] == pytest.approx(0.9)   # `memory <= 90%`
+
+
+def test_vllm_rejects_the_negative_controls(verdicts):
+    assert "must be divisible by tensor parallel size (3)" in verdicts["negative/tp3"][1]["error"]
+    assert "SystemExit" in verdicts["negative/unknown"][1]["error"]
+
+
+def test_what_vllm_cannot_run_is_refused(tmp_path):
+    """A chip vLLM has no platform for, a multi-step scheduler, and a train job: refused, with the reason."""
+    dsa = check_file(str(ROOT / "examples" / "custom_dsa.gcl"), ["cubes=4"]).design
+    with pytest.raises(ExportError, match="vLLM serves on NVIDIA and AMD GPUs"):
+        export("vllm", dsa, job="chat_405b")
+    train = check_file(str(ROOT / "examples" / "a100_cluster.gcl"), []).design
+    with pytest.raises(ExportError, match="describe a serve job, and `gpt3_175b` is a train job"):
+        export("vllm", train, job="gpt3_175b")
+    with pytest.raises(ExportError, match="describe a serve job, and the design has no `serve` job"):
+        export("vllm", train)
+    steps = tmp_path / "steps.gcl"
+    steps.write_text(SERVE.read_text().replace("chunk        = 8192", "chunk        = 8192\n    scheduler_steps = 4"))
+    with pytest.raises(ExportError, match="no --num-scheduler-steps"):
+        export("vllm", _design(steps))

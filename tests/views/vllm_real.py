@@ -1,0 +1,55 @@
+"""vLLM 0.33.0's own engine-argument checks, run on this CPU (used by test_export_vllm.py).
+
+`python vllm_real.py REQUEST.json` reads cases {"name", "argv"} and prints one JSON line per
+case: what vLLM's `create_engine_config` made of the words (the fields the export sets), or
+the error it raised. Each argv goes through vLLM's own `FlexibleArgumentParser` with
+`EngineArgs.add_cli_args` (so `--config FILE.yaml` is read by vLLM's own loader),
+`EngineArgs.from_cli_args` and `create_engine_config`, which validates the parallel layout
+against the model's config, the scheduler limits and the cache settings.
+
+vLLM is imported once per run (about 30 s: its import graph is large), from the folder
+.ci/setup installs it in (.venv/engines/vllm, beside the .venv's CPU torch 2.13).
+
+Stubs, named: the checkpoint is a folder holding only a Hugging Face `config.json` of the
+design's model (the test writes it; `--load-format dummy` and `--skip-tokenizer-init` keep
+vLLM from asking for weights or a tokenizer); the platform is vLLM's own CPU platform
+(`VLLM_TARGET_DEVICE=cpu`, set by the caller), since no GPU answers here: the checks that need
+a CUDA device (the chip's compute capability for fp8 kernels) do not run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def engine_config(argv: list[str]) -> dict:
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+    config = EngineArgs.from_cli_args(parser.parse_args(argv)).create_engine_config()
+    p, s, c, m = config.parallel_config, config.scheduler_config, config.cache_config, config.model_config
+    transfer = config.kv_transfer_config
+    return {"tp": p.tensor_parallel_size, "pp": p.pipeline_parallel_size, "dp": p.data_parallel_size,
+            "expert_parallel": p.enable_expert_parallel, "max_num_seqs": s.max_num_seqs,
+            "max_num_batched_tokens": s.max_num_batched_tokens, "chunked_prefill": s.enable_chunked_prefill,
+            "block_size": c.block_size, "cache_dtype": str(c.cache_dtype),
+            "gpu_memory_utilization": c.gpu_memory_utilization, "prefix_caching": c.enable_prefix_caching,
+            "max_model_len": m.max_model_len, "quantization": m.quantization,
+            "served_model_name": m.served_model_name,
+            "kv_connector": transfer.kv_connector if transfer else None,
+            "kv_role": transfer.kv_role if transfer else None}
+
+
+def main(request: str) -> None:
+    for case in json.load(open(request)):
+        try:
+            verdict = {"name": case["name"], "config": engine_config(case["argv"])}
+        except (Exception, SystemExit) as error:   # argparse exits on a word it does not know
+            verdict = {"name": case["name"], "error": f"{type(error).__name__}: {error}"}
+        print("VERDICT " + json.dumps(verdict), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

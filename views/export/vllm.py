@@ -1,0 +1,130 @@
+"""A serve plan as vLLM's launch settings (`vllm serve`), one set per pool.
+
+Flags as defined by vLLM 0.33.0's `EngineArgs` (vllm/engine/arg_utils.py), whose own parser and
+`create_engine_config` accept every export (tests/views/test_export_vllm.py). Each pool of the
+plan (aggregated: `serving`; disaggregated: `prefill` and `decode`) becomes a replica's flags,
+written twice: `vllm.args`, bash arrays to splice into the launch line, and `vllm-<pool>.yaml`,
+the same flags as vLLM's `--config` file. A replica is one `vllm serve` process group; the
+plan's replica count is how many of them to start (Slurm and Kubernetes exports place them).
+
+The mapping, plan -> vLLM: tp -> --tensor-parallel-size; pp -> --pipeline-parallel-size; the
+attention groups sharing the routed experts (ep) -> --data-parallel-size with
+--enable-expert-parallel (vLLM's EP spans TP x DP GPUs); the batch limit -> --max-num-seqs; the
+engine's chunk -> --max-num-batched-tokens (chunked prefill is vLLM's only mode since V1); the
+KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound ->
+--gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
+the plan's memory bound limits); the model's sequence -> --max-model-len; a declared prefix
+share -> prefix caching on (off where the plan counts no hits); speculative decoding -> the
+model's own MTP heads. Disaggregated pools exchange KV through NIXL (`NixlConnector`, both
+roles `kv_both` as vLLM's disaggregated-serving guide runs them).
+
+Engine knobs vLLM has no flag for are refused, never dropped: more than one decode step per
+scheduling round (V1 schedules every step), a draft without MTP heads to draft with (the
+design names no draft model), weights or a KV cache in a precision the mapping has no flag for.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import yaml
+
+from ...dsl.numbers import number
+from .target import ExportError, header
+
+VENDORS = ("NVIDIA", "AMD")   # vLLM's GPU platforms (CUDA and ROCm)
+WEIGHTS = {"bf16": None, "fp8": "fp8"}            # the plan's weight precision -> --quantization
+KV_CACHE = {"bf16": "auto", "fp8": "fp8"}          # the plan's KV precision -> --kv-cache-dtype
+KV_CONNECTOR = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
+    """(flag, value) pairs for one replica of `side` (a solver/serve/screen.py Side): True and
+    False are a switch on and off, a dict vLLM's JSON argument."""
+    replica, entity = side.replica, served.entity
+    c, engine, shape = replica.config, replica.engine, replica.shape
+    _check(served, c, engine)
+    model = entity.get("model")
+    args: list[tuple[str, object]] = [
+        ("--served-model-name", getattr(model, "name", "model")), ("--dtype", "bfloat16"),
+        ("--tensor-parallel-size", c.tp), ("--pipeline-parallel-size", c.pp)]
+    if c.ep > 1:
+        args += [("--data-parallel-size", c.ep), ("--enable-expert-parallel", True)]
+    if WEIGHTS[c.precision]:
+        args.append(("--quantization", WEIGHTS[c.precision]))
+    args += [("--max-model-len", shape_seq(entity)), ("--max-num-seqs", c.batch),
+             ("--max-num-batched-tokens", engine.chunk), ("--block-size", engine.block),
+             ("--kv-cache-dtype", KV_CACHE[c.kv]),
+             ("--gpu-memory-utilization", round(memory_share(served), 4)),
+             ("--enable-chunked-prefill", True), ("--enable-prefix-caching", engine.prefix_share > 0)]
+    if engine.draft:
+        args.append(("--speculative-config", {"method": "mtp", "num_speculative_tokens": engine.draft}))
+    if role in ("prefill", "decode"):
+        args.append(("--kv-transfer-config", dict(KV_CONNECTOR)))
+    return args
+
+
+def shape_seq(entity) -> int:
+    return int(entity.get("model").get("seq"))
+
+
+def memory_share(served) -> float:
+    """The plan's memory bound as a share of HBM (1.0 where the design sets none)."""
+    hbm = served.partition.node.accelerator.hbm_capacity
+    return min(1.0, served.limits.memory_bytes(hbm) / hbm)
+
+
+def _check(served, config, engine) -> None:
+    chip = served.partition.node.accelerator
+    if chip.vendor not in VENDORS:
+        raise ExportError(f"vLLM serves on NVIDIA and AMD GPUs; `{chip.name}` is {chip.vendor or 'neither'}'s")
+    if config.precision not in WEIGHTS:
+        raise ExportError(f"the plan serves {config.precision} weights, which the vLLM export has no "
+                          f"--quantization for ({', '.join(WEIGHTS)}); pin `precision` to one of them")
+    if config.kv not in KV_CACHE:
+        raise ExportError(f"the plan keeps the KV cache in {config.kv}; vLLM's --kv-cache-dtype here is "
+                          f"{' or '.join(KV_CACHE)}: set `engine {{ kv_precision = ... }}`")
+    if engine.scheduler_steps != 1:
+        raise ExportError(f"the plan runs {engine.scheduler_steps} decode steps per scheduling round; vLLM's "
+                          "V1 engine schedules every step (no --num-scheduler-steps): remove `scheduler_steps`")
+    if engine.draft and not served.entity.get("model").get("mtp"):
+        raise ExportError("the plan drafts speculative tokens, but the model has no MTP heads to draft with and "
+                          "the design names no draft model for vLLM's --speculative-config")
+
+
+def pools(served) -> list[tuple[str, object]]:
+    """(role, side): aggregated `serving`, or `prefill` then `decode`."""
+    if served.best is None:
+        raise ExportError(f"`{served.name}` has no plan to export")
+    return [("prefill", served.prefill), ("decode", served.decode)] if served.prefill else [("serving", served.decode)]
+
+
+def words(args: list[tuple[str, object]]) -> list[str]:
+    out: list[str] = []
+    for flag, value in args:
+        if isinstance(value, bool):
+            out.append(flag if value else "--no-" + flag.removeprefix("--"))
+        else:
+            out += [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
+    return out
+
+
+def export(served, source: str) -> dict[str, str]:
+    roles = pools(served)
+    lines = [header(source, f"vLLM 0.33.0 launch settings of `{served.name}`: one array per pool"),
+             "# launch each replica: vllm serve \"$CHECKPOINT\" \"${VLLM_<POOL>_ARGS[@]}\""]
+    files: dict[str, str] = {}
+    for role, side in roles:
+        args = pool_arguments(served, side, role)
+        c = side.replica.config
+        lines += ["", f"# {role}: {side.count} replica(s) of {c.gpus} GPU(s) (TP {c.tp} x DP {c.ep} x PP {c.pp}), "
+                      f"{number(side.estimate.tokens_per_s)} output tokens/s each in the plan",
+                  f"VLLM_{role.upper()}_ARGS=("]
+        lines += [f"  {shlex.join(words([pair]))}" for pair in args]
+        lines.append(")")
+        keyed = {flag.removeprefix("--"): value for flag, value in args}
+        files[f"vllm-{role}.yaml"] = (header(source, f"vLLM `--config` of the {role} pool of `{served.name}` "
+                                              f"({side.count} replica(s))") + "\n"
+                                       + yaml.safe_dump(keyed, sort_keys=False))
+    return {"vllm.args": "\n".join(lines) + "\n", **files}
