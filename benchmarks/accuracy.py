@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
 sys.path.insert(0, str(HERE))                # calibrate, crossval, bands
 
-from calibrate import VENDOR, Case  # noqa: E402
+from calibrate import Case, note_chip  # noqa: E402
 
 DEFAULT_RUNS = HERE / "runs"
 DEFAULT_MEASURED = HERE / "data" / "public_runs_measured.csv"
@@ -86,7 +86,7 @@ def evaluate_case(path: Path, measured: dict[str, dict]) -> tuple[Result, Case |
             result.error = result.predicted / value - 1
             if meas.get("kind") == "steady_state":
                 case = Case(run_id, result.group, job, cfg, value)
-                VENDOR[case.chip] = job.partition.node.accelerator.vendor
+                note_chip(job.partition.node.accelerator)
     except Exception as exc:  # noqa: BLE001 - a broken run is a row, not a crash
         result.failure = f"{type(exc).__name__}: {exc}"
         result.error = None

@@ -43,12 +43,14 @@ GRIDS = {
     "gemm": [round(0.30 + 0.005 * i, 3) for i in range(131)],
     "attention": [round(0.15 + 0.005 * i, 3) for i in range(131)],
     "contention": [round(0.05 * i, 2) for i in range(17)],
+    # the share of the attention kernels' rate reached inside training (model/compute.py)
+    "attention_share": [round(0.20 + 0.01 * i, 2) for i in range(101)],
 }
 MIN_RUNS = 4   # a chip's parameter is fitted only on at least this many runs
 HUBER = 0.15   # |log error| beyond which the loss grows linearly
 # The efficiency keys the fit owns; any other key a chip declares (hbm) is a measured fact.
 FITTED_KEYS = ("bf16", "fp16", "fp8", "fp4", "attention")
-GLOBALS = ("contention",)
+GLOBALS = ("contention", "attention_share")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ class Case:
     @property
     def gemm_key(self) -> str:
         return gemm_key(self.cfg.precision)
+
+    @property
+    def kernels(self) -> bool:
+        """Whether its chip's attention comes from kernel data (model/compute.py ATTENTION_KERNELS)."""
+        return compute_module.kernel_efficiency(self.job.partition.node.accelerator) is not None
 
 
 def gemm_key(precision: str) -> str:
@@ -92,7 +99,7 @@ def load(runs: Path, measured_csv: Path, keep=lambda run_id: True) -> list[Case]
         if result.design is None:
             continue
         job = train_job(result.design)
-        VENDOR[job.partition.node.accelerator.name] = job.partition.node.accelerator.vendor
+        note_chip(job.partition.node.accelerator)
         cases.append(Case(path.stem, row.get("group", ""), job, pinned_config(job), float(value)))
     return cases
 
@@ -125,6 +132,10 @@ def resolved(chip: str, key: str, params: dict) -> tuple[float | None, str]:
 VENDOR: dict[str, str] = {}
 
 
+def note_chip(chip) -> None:
+    VENDOR[chip.name] = chip.vendor
+
+
 # Where every fit starts, and what an unfitted global takes: the middle of each searched
 # range, not the shipped constants (those came from a fit on all runs, held-out ones too).
 START = {what: grid[len(grid) // 2] for what, grid in GRIDS.items()}
@@ -143,7 +154,8 @@ def defaults(params: dict) -> dict[str, float]:
 _SHIPPED = {(dp_sync, "GATHER_CONTENTION"): dp_sync.GATHER_CONTENTION,
             (compute_module, "VENDOR_DEFAULTS"): compute_module.VENDOR_DEFAULTS,
             (compute_module, "DEFAULT_GEMM_EFFICIENCY"): compute_module.DEFAULT_GEMM_EFFICIENCY,
-            (compute_module, "DEFAULT_ATTENTION_EFFICIENCY"): compute_module.DEFAULT_ATTENTION_EFFICIENCY}
+            (compute_module, "DEFAULT_ATTENTION_EFFICIENCY"): compute_module.DEFAULT_ATTENTION_EFFICIENCY,
+            (compute_module, "ATTENTION_TRAINING_SHARE"): compute_module.ATTENTION_TRAINING_SHARE}
 
 
 def restore_shipped() -> None:
@@ -156,6 +168,7 @@ def restore_shipped() -> None:
 def apply_globals(params: dict) -> None:
     """Set the global constants the model reads (module attributes) to `params`' values."""
     dp_sync.GATHER_CONTENTION = params.get(("", "contention"), START["contention"])
+    compute_module.ATTENTION_TRAINING_SHARE = params.get(("", "attention_share"), START["attention_share"])
     fallback = defaults(params)
     compute_module.VENDOR_DEFAULTS = {}   # the fit resolves vendor medians itself (resolved)
     compute_module.DEFAULT_GEMM_EFFICIENCY = fallback["gemm"]
@@ -166,9 +179,11 @@ def apply_globals(params: dict) -> None:
 def calibrated_partition(case: Case, params: dict):
     """The case's partition with the chip's fitted efficiencies replaced by `params`'."""
     chip = case.job.partition.node.accelerator
-    VENDOR[chip.name] = chip.vendor
+    note_chip(chip)
     kept = {k: v for k, v in chip.efficiency if k not in FITTED_KEYS}
     for key in FITTED_KEYS:
+        if key == "attention" and compute_module.kernel_efficiency(chip) is not None:
+            continue   # its generation's kernels times the fitted global share (model/compute.py)
         value, _ = resolved(chip.name, gemm_key(key) if key != "attention" else key, params)
         if value is not None:
             kept[key] = value
@@ -197,6 +212,8 @@ def relevant(cases, key) -> list:
     name, what = key
     if what == "contention":
         return [c for c in cases if c.cfg.zero >= 3]
+    if what == "attention_share":
+        return [c for c in cases if c.kernels and c.cfg.behaviour("attention") != "unfused"]
     on_chip = [c for c in cases if c.chip == name]
     if what == "attention":
         return on_chip
@@ -204,7 +221,8 @@ def relevant(cases, key) -> list:
 
 
 def keys_of(cases) -> list[tuple[str, str]]:
-    chip_keys = sorted({(c.chip, c.gemm_key) for c in cases} | {(c.chip, "attention") for c in cases})
+    chip_keys = sorted({(c.chip, c.gemm_key) for c in cases}
+                       | {(c.chip, "attention") for c in cases if not c.kernels})
     return [("", g) for g in GLOBALS] + chip_keys
 
 
@@ -274,7 +292,8 @@ def describe(cases, params) -> str:
                  "(model/compute.py)")
     for (chip, what), value in sorted(params.items()):
         n = len(relevant(cases, (chip, what)))
-        label = {"contention": "ZeRO-3 gather contention"}.get(what, f"{chip} {what}")
+        label = {"contention": "ZeRO-3 gather contention",
+                 "attention_share": "attention kernels' in-training share"}.get(what, f"{chip} {what}")
         lines.append(f"  {label:32} {value:.4g}   ({n} runs)")
     return "\n".join(lines)
 

@@ -371,6 +371,11 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
                 else "fill-in (see header)")
     stages = max(1, pp or 1) * max(1, vp or 1)
     recipe = recipe_of(row, _norm(row["model"]), system_of(row["accelerator"]), max(1, shape.layers // stages))
+    if recipe.microbatch and recipe.microbatch != mb:
+        mb = recipe.microbatch
+        values[:] = [(k, mb if k == "microbatch" else v, f"recipe: {recipe.why['microbatch']}" if k == "microbatch"
+                      else note) for k, v, note in values]
+        fills.append(f"micro-batch {mb}: {recipe.why['microbatch']}")
     recompute, why = recompute_of(row, layout, recipe)
     if recompute:
         pin("recompute", recompute, why)
@@ -379,6 +384,8 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         pin("recompute_every", 2, "torchtitan selective_ac_option \"2\": every 2nd layer")
     if "selective op" in r:
         pin("recompute_modules", ["op_level"], "torchtitan selective_ac_option \"op\"")
+    elif recipe.modules:
+        pin("recompute_modules", list(recipe.modules), "recipe: " + recipe.notes[0])
     if recipe.offload:
         pin("offload", round(recipe.offload, 4), f"activations of {recipe.offload:.1%} of each stage's layers in "
             "host memory: " + next(n for n in recipe.notes if "cpu_offloading" in n))
@@ -388,13 +395,58 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         pin("sp", False, "Megatron-LM before Korthikanti et al. (and its 'full' baseline) had no sequence parallelism")
     zero, why = zero_of(row, stack, recipe)
     pin("zero", zero, why)
+    loss, why = loss_of(row, stack)
+    if loss:
+        pin("loss", loss, why)
     overlap = a2a_overlap(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else ""
     if overlap and ep and ep > 1:
         pin("ep_overlap", True, f"recipe: {overlap}")
     optimizer = [(name, value, recipe.why[name]) for name, value in
                  (("optimizer_state", recipe.optimizer_state), ("master_weights", recipe.master_weights)) if value]
+    fp8_params = fp8_params_of(row, precision, recipe)
+    if fp8_params:
+        optimizer.append(("fp8_params", "true", fp8_params))
     return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, recipe.gaps,
                  optimizer)
+
+
+# Megatron-Bridge's mixed-precision recipes keep the weights in fp8 (fp8_param_gather = True) for
+# delayed, per-tensor current and MXFP8 scaling, not for sub-channel scaling: src/megatron/bridge/
+# training/mixed_precision.py at fa0315ae2 (25.09), v0.2.0 (25.11) and v0.3.0 (26.02), which the
+# performance scripts take unchanged (scripts/performance/utils get_precision_config).
+MB_FP8_PARAMS = ("NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/mixed_precision.py (fa0315ae2, v0.2.0, "
+                 "v0.3.0): bf16_with_fp8_current_scaling_mixed / bf16_with_mxfp8_mixed / "
+                 "bf16_with_fp8_delayed_scaling_mixed set fp8_param_gather = True")
+
+
+def fp8_params_of(row: dict, precision: str, recipe: Recipe) -> str:
+    """Why a run keeps its weights in fp8 only ("" when it does not or nothing says so)."""
+    if precision != "fp8":
+        return ""
+    group, word = row["group"].lower(), row["precision"].lower()
+    if "megatron-bridge" in group and not re.search(r"fp8[-_ ]?s[cs]|sub[-_ ]?channel|blockwise",
+                                                     re.sub(r"\([^)]*\)", " ", word)):
+        return MB_FP8_PARAMS
+    return recipe.why.get("fp8_params", "")
+
+
+LLM_FOUNDRY_LOSS = ("mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: loss_fn "
+                    "defaults to 'fused_crossentropy', flash-attn's fused cross entropy (flash_attn.losses.cross_entropy)")
+
+
+def loss_of(row: dict, stack: str) -> tuple[str, str]:
+    """(the loss's implementation where the run's framework differs from its stack's default, why):
+    llm-foundry's MPT runs flash-attn's fused cross entropy; torchtitan compiles the loss with the
+    model when `training.compile` is set since 2025-04 (pytorch/torchtitan PR #1033, merged
+    2025-04-01), its runs before compiled the transformer blocks alone."""
+    words = (row["framework"] + " " + row["group"]).lower()
+    if "llm-foundry" in words or "composer" in words:
+        return "fused", LLM_FOUNDRY_LOSS
+    dated = re.search(r"(20\d\d)-(\d\d)", row["source"])
+    if stack != "fsdp_compiled" or "torchtitan" not in words or not dated or dated.group(0) < "2025-04":
+        return "", ""
+    return "compiled", (f"torchtitan of {dated.group(0)} compiles the loss with the model (pytorch/torchtitan "
+                        "PR #1033, 2025-04)")
 
 
 # ----------------------------------------------------------------- vocabulary padding

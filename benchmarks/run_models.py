@@ -141,9 +141,13 @@ def maxtext_shape(scale: int, base_emb: int = 2048) -> Shape:
 
 
 # MaxText benchmark scripts: (per-device batch, remat policy, ici tensor parallelism, ici data parallelism)
+# 1024b.sh writes `ici_tensor_parallelism=8\ ici_data_parallelism=16\`: the backslash-escaped space
+# joins both settings into one argument, and with data parallelism 16 the model state alone (1,024 B
+# parameters over FSDP 16 x TP 8) would need 116 GiB of a v5p's 95 GiB, so the run the README
+# reports cannot have used it: ASSUMPTION FSDP over all 256 non-tensor-parallel chips (ici_data 1).
 MAXTEXT_V5P = {  # MaxText/configs/v5p/{32b,64b,128b,256b,512b,1024b}.sh
     32: (7, "minimal", 4, 1), 64: (3, "minimal", 4, 1), 128: (1, "minimal", 8, 1), 256: (1, "minimal", 8, 1),
-    512: (2, "full", 8, 1), 1024: (2, "full", 8, 16),
+    512: (2, "full", 8, 1), 1024: (2, "full", 8, 1),
 }
 MAXTEXT_V5E = {  # MaxText/configs/v5e/{16b,32b,64b,128b}.sh
     16: (6, "full", 1, 1), 32: (4, "full", 1, 1), 64: (2, "full", 1, 1), 128: (1, "minimal_offloaded", 16, 1),

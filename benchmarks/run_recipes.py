@@ -66,6 +66,8 @@ MB_SETTINGS: tuple[Setting, ...] = (
 # three layers only (the experts are "moe"): also small. (Megatron-Core transformer_config.py
 # recompute_modules docstring.)
 ATTENTION_MODULES = {"core_attn"}
+# Megatron-Core's recompute modules (--recompute-modules) that gclc's `recompute_modules` name.
+GCLC_MODULES = {"core_attn": "core_attention", "layernorm": "norm", "mlp": "mlp", "moe_act": "moe_act"}
 
 
 @dataclass
@@ -73,11 +75,22 @@ class Recipe:
     recompute: str | None = None   # gclc value to pin; None leaves the generator's default
     zero: int | None = None
     offload: float | None = None   # share of each stage's layers whose activations go to host memory
+    modules: tuple[str, ...] = ()  # gclc recompute_modules of a selective recompute (empty: the attention core)
+    microbatch: int | None = None  # the recipe's micro-batch where the table's contradicts it
     optimizer_state: str | None = None   # Adam's moments as stored (None: fp32, gclc's default)
     master_weights: str | None = None    # the master weights Adam updates (None: fp32)
     why: dict[str, str] = field(default_factory=dict)   # the source of each optimizer field set
     notes: list[str] = field(default_factory=list)   # why, with the source
     gaps: list[str] = field(default_factory=list)    # what gclc cannot express
+
+
+# Rows whose table micro-batch the recipe contradicts: (release, model regex, chip) -> (micro-batch, why).
+MB_MICROBATCH = {
+    ("25.11", r"gptoss120b", "h100"): (1, "v0.2.0 scripts/performance/configs/gpt_oss/workload_base_configs.py: "
+                                          "GPT_OSS_120B_H100_BF16_BASE_CONFIG keeps BASE_GPT_OSS_120B_CONFIG's "
+                                          "micro_batch_size 1 (the 26.02 table prints MBS 1 for it); the 25.11 table's "
+                                          "MBS 4 and GA 2 contradict its PP 4 on 64 GPUs (512 / (4 x 16) = 8)"),
+}
 
 
 def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_stage: int) -> Recipe:
@@ -97,6 +110,10 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
     recipe = Recipe("none")
     if hit.modules and ATTENTION_MODULES & set(hit.modules):
         recipe.recompute = "selective"
+        recipe.notes.append(f"recompute_granularity selective, modules {list(hit.modules)} ({where})")
+    elif hit.modules and set(hit.modules) <= set(GCLC_MODULES):
+        recipe.recompute = "selective"
+        recipe.modules = tuple(GCLC_MODULES[m] for m in hit.modules)
         recipe.notes.append(f"recompute_granularity selective, modules {list(hit.modules)} ({where})")
     elif hit.modules:
         recipe.notes.append(f"recompute_modules {list(hit.modules)} re-run element-wise work or small "
@@ -119,6 +136,11 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
                                f"{hit.name}), more than the {layers_per_stage} layers of a stage")
     if not recipe.notes:
         recipe.notes.append(f"recipe sets no recompute ({where})")
+    recipe.microbatch = next((mb for (rel, model, chip), (mb, _) in MB_MICROBATCH.items()
+                              if rel == release and re.match(model, model_key) and chip == system), None)
+    if recipe.microbatch:
+        recipe.why["microbatch"] = next(why for (rel, model, chip), (_, why) in MB_MICROBATCH.items()
+                                        if rel == release and re.match(model, model_key) and chip == system)
     return recipe
 
 
@@ -167,10 +189,9 @@ def dgxc_2411(row: dict) -> Recipe:
         why={"optimizer_state": f"recipe: {DGXC_2411}: optim.dtype bf16 (Apex DistributedFusedAdam's state)",
              "master_weights": "recipe: NeMo 1.0 megatron_base_model.py store_params = " + (
                  "True with +model.fp8_params (configure.sh): a bf16 master" if fp8 else
-                 "False when the optimizer's dtype is the model's bf16: Adam updates the weights")})
-    if fp8:
-        recipe.gaps.append("fp8 parameters (+model.fp8_params): the GPUs hold fp8 weights and the optimizer's "
-                           "sharded bf16 master only; gclc also counts whole bf16 weights beside the fp8 copy")
+                 "False when the optimizer's dtype is the model's bf16: Adam updates the weights"),
+             **({"fp8_params": f"recipe: {DGXC_2411} configure.sh: +model.fp8_params (fp8 weights, the "
+                               "optimizer's sharded bf16 master)"} if fp8 else {})})
     return recipe
 
 

@@ -376,7 +376,8 @@ OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective
 _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": positive(u.ENERGY),
                "gpus": COUNT, "mfu": SHARE}
 # Activation checkpointing variants (model/train/recompute.py) and offload (model/train/offload.py).
-RECOMPUTE_MODULES = ("core_attention", "norm", "mlp", "op_level")   # op_level: torchtitan's op SAC, listed alone
+LOSSES = ("eager", "fused", "compiled")   # the cross entropy's implementation (model/train/peak.py)
+RECOMPUTE_MODULES = ("core_attention", "norm", "mlp", "moe_act", "op_level")   # op_level: torchtitan's op SAC, listed alone
 # Choices the planner searches only where a job asks (solver/train/enumerate.py `variants`).
 SEARCHABLE = ("shard", "recompute_modules", "recompute_every", "offload")
 PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": COUNT, "vp": COUNT,
@@ -386,16 +387,23 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "zero": Qty(u.NONE, integer=True, low=Fraction(0), low_open=False, high=Fraction(3)),
                      "shard": COUNT,
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
-                     "cp_balance": FLAG, "ep_overlap": FLAG,
+                     "cp_balance": FLAG, "ep_overlap": FLAG, "tp_overlap": FLAG, "dp_overlap": FLAG,
+                     "loss": Choice(LOSSES, "a loss implementation"),
                      "search": ListOf(Choice(SEARCHABLE, "a choice the planner can search"), least=1)},
                     doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
                         "replicated across groups; `recompute_modules` (with `recompute = selective`: any of "
-                        "core_attention, norm, mlp, or `op_level` alone, torchtitan's op-level policy that saves every "
+                        "core_attention, norm, mlp, moe_act (the routed experts' activation function), or `op_level` alone, torchtitan's op-level policy that saves every "
                         "other matmul's output and the attention kernel's and recomputes the rest) and "
                         "`recompute_every` (every k-th layer) select what is recomputed; `offload`: the share of each "
                         "stage's layers whose activations are kept in host memory; `cp_balance = false` gives each "
                         "context-parallel rank one contiguous chunk (causal imbalance) instead of the balanced pair "
                         "of chunks; `ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute; "
+                        "`tp_overlap` and `dp_overlap` say whether the tensor-parallel collectives run under the GEMMs "
+                        "(Transformer Engine's userbuffers, MegaScale's fused kernels) and the data-parallel gradient "
+                        "reduction and parameter gathers under the backward and forward (default: the software stack's); "
+                        "`loss`: the cross entropy's implementation, which sets the logits' peak memory (eager: "
+                        "PyTorch's on fp32 logits, 12 bytes a logit; fused: Megatron's vocabulary-parallel loss, 6; "
+                        "compiled: torch.compile's fused loss, 4; default: the software stack's); "
                         "`search`: those of `shard`, `recompute_modules`, `recompute_every` and `offload` the planner "
                         "also searches (each multiplies the space)")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
@@ -416,6 +424,7 @@ TRAIN = Block(
      "master_weights": Choice(MASTER_WEIGHTS, "the copy of the weights Adam updates (`none`: the weights "
                                               "themselves)"),
      "main_grads": Choice(MAIN_GRADS, "the format of the gradient buffer Adam reads and data parallelism reduces"),
+     "fp8_params": FLAG,
      **OBJECTIVES, **SHARED},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
@@ -426,7 +435,8 @@ TRAIN = Block(
         "distributed Adam with a bf16 state). Both change the optimizer's memory, its step's HBM traffic and "
         "the checkpoint. `main_grads`: the gradients Adam reads (Megatron's --main-grads-dtype; default fp32, "
         "with the stack's gradient reduction; bf16: the gradient buffer, the data-parallel reduction and "
-        "Adam's read all in bf16)",
+        "Adam's read all in bf16). `fp8_params = true` (an fp8 `precision`): the weights are kept and gathered in "
+        "the GEMMs' fp8 format only, no bf16 copy (Megatron's --fp8-param-gather, NeMo's fp8_params)",
 )
 # Request lengths: a fixed count or a distribution (tokens; sampled with a fixed seed).
 LENGTHS = CountOr(Construct({

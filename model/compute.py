@@ -16,17 +16,21 @@ from . import cache, dvfs
 from .ops import ACT_BYTES, Op
 
 # Undeclared chips: the median of the efficiencies fitted on the published runs
-# (benchmarks/calibrate.py, 2026-12-02; GEMMs of every precision together, attention apart).
-DEFAULT_GEMM_EFFICIENCY = 0.745  # share of the dense peak a sustained training GEMM reaches
-DEFAULT_ATTENTION_EFFICIENCY = 0.315  # share of the bf16 peak fused attention reaches
+# (benchmarks/calibrate.py, 2026-12-06; GEMMs of every precision together). Attention apart:
+# the median over the calibrated chips (model/calibration.py CALIBRATED) of the efficiency each
+# runs at, its generation's kernels times the in-training share where it has kernel data (H100
+# 0.309, B200/GB200/GB300 0.283), else its fitted value (A100 40/80 GB 0.50/0.375, TPU v5e/v5p
+# 0.79/0.375): not of the fitted ones alone, which leaves out the newer parts.
+DEFAULT_GEMM_EFFICIENCY = 0.725  # share of the dense peak a sustained training GEMM reaches
+DEFAULT_ATTENTION_EFFICIENCY = 0.342  # share of the bf16 peak fused attention reaches
 # Undeclared chips of a vendor with fitted chips: the median of that vendor's fitted values
 # for the key (same fit): NVIDIA bf16 of A100 40/80 GB and H100; fp8 of H100, B200, GB200,
-# GB300; attention of all seven; Google of TPU v5e and v5p. Their compilers and matrix
+# GB300; attention as above over NVIDIA's six calibrated parts; Google of TPU v5e and v5p. Their compilers and matrix
 # units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
 # out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
 # all-vendor default by 27 % and 20 %).
-VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.6325, ("NVIDIA", "attention"): 0.28,
-                   ("Google", "bf16"): 0.875, ("Google", "attention"): 0.5925}
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.57, ("NVIDIA", "attention"): 0.296,
+                   ("Google", "bf16"): 0.8725, ("Google", "attention"): 0.5825}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 # Flash attention's rate rises with the key/value length one kernel call sees (tiles of
 # 128 keys: the causal diagonal's masked half-tiles and the per-query-block prologue and
@@ -50,6 +54,24 @@ ATTENTION_HALF_HEAD_DIM = 55
 # 128"). The fitted `attention` efficiencies are those of cuDNN's fused attention, which
 # the current stacks run through Transformer Engine.
 PORTABLE_ATTENTION_SHARE = 370 / 595
+# Fused attention kernels' rates by tensor-core generation (bf16, head dim 128, long sequences,
+# the vendor's kernels the current stacks call: cuDNN through Transformer Engine), forward and
+# backward, TFLOP/s, on the part measured and its bf16 peak:
+# - hopper: H100 SXM5, cuDNN: 595 forward and 516 backward at 16k keys (Shah et al. 2024,
+#   FlashAttention-3, arXiv:2407.08608, Figs. "Attention forward / backward speed, head dim 128
+#   (H100 80GB SXM5)");
+# - blackwell: B200, cuDNN 9.13: FlashAttention-4 reaches 1613 TFLOP/s forward, "up to 1.3x"
+#   cuDNN 9.13's (Zadouri et al. 2026, arXiv:2603.05451, abstract): 1613 / 1.3; backward not
+#   read, ASSUMPTION cuDNN's backward / forward ratio on Hopper (516 / 595).
+# A training step runs one forward and a backward of 2.5x its FLOPs (workload.py
+# `backward_factor`): the kernels' combined share of peak is 3.5 / (1/fwd + 2.5/bwd) / peak.
+# Ampere has no kernel data here: its chips keep fitted `attention` efficiencies.
+ATTENTION_KERNELS = {"hopper": (595.0, 516.0, 989.0), "blackwell": (1613 / 1.3, 1613 / 1.3 * 516 / 595, 2250.0)}
+# The share of those kernels' combined rate that attention reaches inside a training step
+# (causal masking, grouped queries, heads split by TP, chunks of context-parallel rings, the
+# variable lengths of packed documents): one number for every chip with kernel data, fitted on
+# the published runs of those chips (benchmarks/calibrate.py `attention_share`).
+ATTENTION_TRAINING_SHARE = 0.57
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -120,9 +142,40 @@ def gemm_efficiency(chip: Accelerator, precision: str) -> float:
 
 
 def attention_efficiency(chip: Accelerator) -> float:
-    """Share of the bf16 peak fused attention (forward and backward) sustains on this chip."""
+    """Share of the bf16 peak fused attention (forward and backward) sustains on this chip: a
+    declared (measured) value, else its generation's kernels times the in-training share, else
+    the vendor's fitted median."""
     declared = chip.efficiency_of("attention")
-    return declared or VENDOR_DEFAULTS.get((chip.vendor, "attention"), DEFAULT_ATTENTION_EFFICIENCY)
+    if declared:
+        return declared
+    kernels = kernel_efficiency(chip)
+    if kernels is not None:
+        return kernels * ATTENTION_TRAINING_SHARE
+    return VENDOR_DEFAULTS.get((chip.vendor, "attention"), DEFAULT_ATTENTION_EFFICIENCY)
+
+
+def attention_generation(chip: Accelerator) -> str | None:
+    """The tensor-core generation whose attention kernels the chip runs (None: no kernel data):
+    NVIDIA parts with an fp4 peak are Blackwell, with an fp8 peak Hopper (ASSUMPTION, as
+    `warp_group_tensor_cores`)."""
+    if chip.vendor != "NVIDIA":
+        return None
+    if chip.peak_of("fp4"):
+        return "blackwell"
+    return "hopper" if chip.peak_of("fp8") else None
+
+
+def kernel_efficiency(chip: Accelerator) -> float | None:
+    """The combined forward-and-backward share of peak of the chip's generation's fused attention
+    kernels (`ATTENTION_KERNELS`), None without kernel data."""
+    generation = attention_generation(chip)
+    return None if generation is None else generation_efficiency(generation)
+
+
+def generation_efficiency(generation: str) -> float:
+    """The combined forward-and-backward share of peak of a generation's fused attention kernels."""
+    forward, backward, reference = ATTENTION_KERNELS[generation]
+    return 3.5 / (1 / forward + 2.5 / backward) / reference
 
 
 def warp_group_tensor_cores(chip: Accelerator) -> bool:
@@ -205,3 +258,10 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
         compute = 0.0
         memory = cache.elementwise_hbm_bytes(op.bytes, op.tensor, chip) / hbm_rate(chip)
     return max(compute, memory, cache.l2_time(op.bytes, chip)) + op.count * KERNEL_OVERHEAD_S
+
+
+def clear_caches() -> None:
+    """Forget the per-chip rates (they read module constants a calibration changes)."""
+    attention_rate.cache_clear()
+    _sustained_gemm.cache_clear()
+    hbm_rate.cache_clear()

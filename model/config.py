@@ -30,16 +30,22 @@ from .stacks import ERAS
 #   grad_bytes: bytes per gradient element in the data-parallel reduction (fp32 main
 #     gradients in Megatron-LM with bf16; the parameter dtype in Megatron-Core's DDP
 #     (grad_reduce_in_fp32 = False), NeMo recipes, FSDP mixed precision and MaxText)
-_COLUMNS = ("attention", "fused", "dropout", "tp_overlap", "dp_overlap", "ep_overlap", "hierarchical", "grad_bytes")
+#   loss: the cross entropy's implementation, which sets the logits' peak memory
+#     (model/train/peak.py `LOSS_BYTES`): Megatron's vocab-parallel loss is "fused" (fp32 softmax
+#     in place); PyTorch FSDP recipes call eager `cross_entropy` on fp32 logits, torchtitan's
+#     compiled ones too until it compiled the loss in 2025-04 (a job states `loss = compiled`);
+#     XLA fuses MaxText's (ESTIMATE: as Megatron's, its logits cast to fp32)
+_COLUMNS = ("attention", "fused", "dropout", "tp_overlap", "dp_overlap", "ep_overlap", "hierarchical", "grad_bytes",
+            "loss")
 STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name, row in {
-    #                 attention   fused  dropout tp_ovl dp_ovl ep_ovl hier   grad_bytes
-    "megatron":        ("unfused",  True,  True,   False, False, False, True,  4),
-    "megatron_core":   ("flash",    True,  False,  True,  True,  False, True,  2),
-    "nemo":            ("flash",    True,  False,  True,  True,  False, True,  2),
-    "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2),
-    "fsdp":            ("flash2",   False, False,  False, True,  False, True,  2),
-    "fsdp_compiled":   ("flash2",   True,  False,  False, True,  False, True,  2),
-    "maxtext":         ("flash",    True,  False,  True,  True,  False, True,  2),
+    #                 attention   fused  dropout tp_ovl dp_ovl ep_ovl hier   grad_bytes loss
+    "megatron":        ("unfused",  True,  True,   False, False, False, True,  4,  "fused"),
+    "megatron_core":   ("flash",    True,  False,  True,  True,  False, True,  2,  "fused"),
+    "nemo":            ("flash",    True,  False,  True,  True,  False, True,  2,  "fused"),
+    "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2,  "fused"),
+    "fsdp":            ("flash2",   False, False,  False, True,  False, True,  2,  "eager"),
+    "fsdp_compiled":   ("flash2",   True,  False,  False, True,  False, True,  2,  "eager"),
+    "maxtext":         ("flash",    True,  False,  True,  True,  False, True,  2,  "fused"),
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"
 assert {e.stack for e in ERAS} == set(STACKS), "every stack names its releases (model/stacks.py)"
@@ -84,6 +90,9 @@ class TrainConfig:
     # The main gradients Adam reads (model/train/optimizer.py `grad_bytes`): fp32, or bf16 buffers
     # that the data-parallel reduction and Adam read as they are.
     main_grads: str = "fp32"
+    # The weights kept in the GEMMs' fp8 format only, no bf16 copy (Megatron-LM --fp8-param-gather,
+    # NeMo fp8_params; model/train/memory.py `weight_bytes`)
+    fp8_params: bool = False
     stack: str = DEFAULT_STACK
     # Placement: the dimensions from innermost (consecutive ranks, the fastest tier) to
     # outermost. Expert layers fold their own groups over the same ranks (see `stride`).
@@ -103,10 +112,26 @@ class TrainConfig:
     # `overlap_moe_expert_parallel_comm`, Megatron-Bridge `moe_a2a_overlap`); None: the
     # stack's default (model/train/step.py `_ep_exposed`)
     ep_overlap: bool | None = None
+    # TP collectives under the GEMMs, DP reduction and gathers under the backward and forward,
+    # as a job states them (a stack that runs them, as MegaScale's, on a stack that does not,
+    # or the reverse); None: the stack's (model/train/layer_cost.py `_tp_exposed`, dp_sync.exposed)
+    tp_overlap: bool | None = None
+    dp_overlap: bool | None = None
+    # The loss's implementation (model/train/peak.py `LOSS_BYTES`: eager, fused, compiled); None:
+    # the stack's
+    loss: str | None = None
 
     @property
     def overlaps_ep(self) -> bool:
         return bool(self.behaviour("ep_overlap") if self.ep_overlap is None else self.ep_overlap)
+
+    @property
+    def overlaps_tp(self) -> bool:
+        return bool(self.behaviour("tp_overlap") if self.tp_overlap is None else self.tp_overlap)
+
+    @property
+    def overlaps_dp(self) -> bool:
+        return bool(self.behaviour("dp_overlap") if self.dp_overlap is None else self.dp_overlap)
 
     @property
     def gpus(self) -> int:

@@ -46,6 +46,7 @@ class Job:
     optimizer_state: str = "fp32"  # Adam's moments as stored (model/train/optimizer.py)
     master_weights: str = "fp32"   # the master weights Adam updates, or `none`
     main_grads: str = "fp32"       # the main gradients Adam reads
+    fp8_params: bool = False       # weights kept in the GEMMs' fp8 format only (model/train/memory.py)
 
 
 def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
@@ -146,7 +147,8 @@ def job_from_entity(entity: Entity) -> Job:
                float(tokens) if tokens is not None else None,
                float(entity.get("sample_bytes") or 0), float(entity.get("checkpoint_every") or 0),
                entity.get("software") is not None, _stated(entity, "checkpoint.size"),
-               _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity))
+               _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity),
+               fp8_params=bool(entity.get("fp8_params", False)))
 
 
 # The optimizer's precisions a train job may state (model/train/optimizer.py), each fp32 when absent.
@@ -159,9 +161,9 @@ def optimizer_fields(entity: Entity) -> dict[str, str]:
     return {k: str(_plain(entity.get(k, Symbol("fp32")))) for k in OPTIMIZER_FIELDS}
 
 
-def job_optimizer(job: Job) -> dict[str, str]:
-    """The optimizer's precisions of a job, as TrainConfig fields."""
-    return {k: getattr(job, k) for k in OPTIMIZER_FIELDS}
+def job_optimizer(job: Job) -> dict[str, object]:
+    """The optimizer's precisions of a job and whether its weights are kept in fp8, as TrainConfig fields."""
+    return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params}
 
 
 def state_config(entity: Entity) -> TrainConfig:
@@ -221,7 +223,7 @@ def pinned_only(job: Job) -> dict[str, object]:
     """The choices the planner takes from the file: hybrid sharding's group, the recompute's
     modules and layer interval, the offloaded share of layers (these four searched instead
     where the job asks: `search = [...]`, solver/train/enumerate.py `variants`), the
-    context-parallel balance, the MoE all-to-all overlap, and the checkpoint's stated size
+    context-parallel balance, the MoE all-to-all, TP and DP overlaps, the loss's implementation, and the checkpoint's stated size
     and bandwidth."""
     p = job.pinned
     modules = p.get("recompute_modules") or ()
@@ -229,4 +231,7 @@ def pinned_only(job: Job) -> dict[str, object]:
             "recompute_modules": tuple(_plain(m) for m in modules), "offload": float(p.get("offload") or 0.0),
             "cp_balanced": bool(p.get("cp_balance", True)),
             "ep_overlap": None if p.get("ep_overlap") is None else bool(p["ep_overlap"]),
+            "tp_overlap": None if p.get("tp_overlap") is None else bool(p["tp_overlap"]),
+            "dp_overlap": None if p.get("dp_overlap") is None else bool(p["dp_overlap"]),
+            "loss": None if p.get("loss") is None else str(p["loss"]),
             "checkpoint_size": job.checkpoint_size, "checkpoint_bandwidth": job.checkpoint_bandwidth}

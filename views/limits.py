@@ -25,7 +25,9 @@ WORDS = {
     "offload": "activation copies to host memory",
 }
 MEMORY_WORDS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state",
-                "activations": "activations", "logits": "logits", "buffers": "runtime buffers"}
+                "activations": "activations", "logits": "logits", "buffers": "CUDA context and NCCL buffers",
+                "rebuilt": "recomputed layer", "gathered": "gathered ZeRO-3 layers",
+                "allocator": "allocator slack"}
 COMMUNICATION = ("tp", "cp", "ep", "pp", "dp")
 _NOTABLE = 0.02   # parts of the step below this share are left out of the sentence
 

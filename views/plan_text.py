@@ -203,8 +203,7 @@ def plan_text(plan, timings: bool = False) -> str:
                      f"±{percent(own.half_width(), 2)}" + (f" (±{percent(own.half_width(why), 2)} here: "
                      + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why) + ")" if why else ""))
     elif why:
-        lines.append(f"  band wide  ±{percent(half_width(why), 2)}, not ±{percent(half_width(()), 2)}: "
-                     + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why))
+        lines.append(_band_line(why))
     if getattr(plan, "goodput", None) is not None:
         lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
@@ -220,6 +219,17 @@ def plan_text(plan, timings: bool = False) -> str:
     for w in getattr(plan, "warnings", ()):
         lines.append(f"  warning    {w.message} [{w.kind}]")
     return "\n".join(lines)
+
+
+def _band_line(why) -> str:
+    """The band and its reasons; reasons whose held-out runs were no wider than the rest (factor
+    1) are named as such, never as a 'wide' band of the usual width."""
+    wide, usual = half_width(why), half_width(())
+    if wide > usual:
+        return (f"  band wide  ±{percent(wide, 2)}, not ±{percent(usual, 2)}: "
+                + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why))
+    return (f"  band       ±{percent(usual, 2)}; held-out runs were no wider for: "
+            + "; ".join(r.text for r in why))
 
 
 def cost_line(cost: dict) -> str:

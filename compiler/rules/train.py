@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...dsl import codes
+from ..formats import family
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition
 from ..lower import lower_cluster
@@ -20,6 +21,8 @@ def train_pin_problems(design: Design) -> list[Diagnostic]:
             found += _recompute(entity)
             found += _offload(entity)
             found += _search(entity)
+            found += _fp8_params(entity)
+            found += _moe_act(entity)
         elif entity.kind == "model":
             found += _attention(entity)
     return found
@@ -139,6 +142,32 @@ def _offload(job: Entity) -> Iterator[Diagnostic]:
                 notes=[f"help: give `{node.name}` its GPU-to-host bandwidth per direction, e.g. `host_link = "
                        "64 GB/s` for PCIe Gen5 x16 or `host_link = 450 GB/s` for NVLink-C2C, or remove `offload`"])
             return
+
+
+def _fp8_params(job: Entity) -> Iterator[Diagnostic]:
+    """fp8 parameters are the GEMMs' fp8 weights: they need an fp8 precision."""
+    if not job.get("fp8_params"):
+        return
+    precision = str(getattr(job.get("precision"), "name", job.get("precision") or "bf16"))
+    if family(precision) != "fp8":
+        yield codes.PIN_MEANINGLESS.make(
+            job.span_of("fp8_params"), pin="fp8_params = true",
+            why=f"it keeps the weights in the GEMMs' fp8 format, and this job's GEMMs run in {precision}",
+            notes=["help: set an fp8 `precision` (fp8, mxfp8) beside it, or remove `fp8_params`"])
+
+
+def _moe_act(job: Entity) -> Iterator[Diagnostic]:
+    """`moe_act` recomputes the routed experts' activation: a dense model has none."""
+    pins = _pins(job)
+    modules = pins.get("recompute_modules") if pins is not None else None
+    model = job.get("model")
+    if not modules or "moe_act" not in {getattr(m, "name", m) for m in modules} or not hasattr(model, "get"):
+        return
+    if getattr(model.get("arch"), "name", model.get("arch")) != "moe":
+        yield codes.PIN_MEANINGLESS.make(
+            job.span_of("parallelism.recompute_modules"), pin="recompute_modules = [..., moe_act]",
+            why="it recomputes the routed experts' activation function, and this job's model has no routed experts",
+            notes=["help: list `mlp` to recompute a dense MLP's activation, or remove `moe_act`"])
 
 
 def _nodes(target: object) -> list:

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from ...compiler.ir import Partition
 from .. import comms
 from . import optimizer, sharding
+from ...compiler.formats import value_bytes
 from ..config import TrainConfig
 from ..memo import remember
 from .memory import dense_params_per_gpu, expert_params_per_gpu
@@ -82,11 +83,13 @@ _TRAFFIC: dict[tuple, Traffic] = {}
 def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffic:
     """The seconds of `cfg`'s data-parallel collectives on `partition`."""
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, min(cfg.zero, 1), cfg.stack, cfg.main_grads,
-           min(cfg.stride("dp"), cfg.stride("cp")), partition)
+           cfg.fp8_params, cfg.precision if cfg.fp8_params else None, min(cfg.stride("dp"), cfg.stride("cp")), partition)
     found = _TRAFFIC.get(key)
     if found is not None:
         return found
     grad_bytes = optimizer.grad_bytes(cfg)   # the stack's, or the bf16 main gradients'
+    # parameters are gathered in bf16, or in fp8 where the weights are kept so (fp8_params)
+    weight_bytes = value_bytes(cfg.precision) if cfg.fp8_params else 2
     # Dense and routed-expert state reduce over different replica groups (routed experts over
     # fewer ranks, ep apart: model/train/sharding.py expert_dp); hybrid sharding splits each into
     # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups
@@ -99,9 +102,9 @@ def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffi
         if cfg.zero >= 1:
             across += sharding.replicate(params, grad_bytes, sharding.shards(cfg, expert), outer)
         reduces += comms.reduce_scatter(params * grad_bytes, inner)
-        gathers += comms.all_gather(params * 2, inner)
+        gathers += comms.all_gather(params * weight_bytes, inner)
         all_reduces += comms.all_reduce(params * grad_bytes, inner)
-        fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner)
+        fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner, weight_bytes)
     return remember(_TRAFFIC, key, Traffic(gathers, reduces, all_reduces, fsdp, across))
 
 

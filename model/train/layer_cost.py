@@ -81,7 +81,7 @@ def blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple
 
 # Per-layer costs are memoized by the fields they read (tuple keys: cheaper than hashing
 # a TrainConfig). The fields in LAYER_NEUTRAL (batch, virtual stages, the schedule, the ZeRO stage, the
-# shard group, the offloaded share, the host's inputs and the optimizer state's precisions:
+# shard group, the offloaded share, the host's inputs, the optimizer state's precisions, the DP overlap:
 # step-level terms) never change a layer's micro-batch cost, so configurations differing only
 # there share the work. The pipeline depth, the data-parallel width and the rank order reach a layer only through
 # where its TP and CP groups sit (their strides; expert groups take consecutive ranks), so
@@ -91,7 +91,7 @@ def blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple
 # layer's, across expert-parallel widths too.
 LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
                            "checkpoint_bandwidth", "shard", "offload", "optimizer_state", "master_weights",
-                           "main_grads"})
+                           "main_grads", "fp8_params", "loss", "dp_overlap"})
 PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and CP strides
 _LAYERS: dict[tuple, Layer] = {}
 _COMPUTE: dict[tuple, tuple[float, float, float, float, tuple[tuple[str, float], ...]]] = {}
@@ -110,7 +110,7 @@ def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bo
     checks that no field is missing)."""
     return (shape, cfg.seq, cfg.tp, cfg.stride("tp") if cfg.tp > 1 else 0, cfg.cp,
             cfg.stride("cp") if cfg.cp > 1 else 0, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-            cfg.precision, cfg.stack, cfg.cp_balanced, cfg.ep_overlap, cfg.recompute_modules,
+            cfg.precision, cfg.stack, cfg.cp_balanced, cfg.ep_overlap, cfg.tp_overlap, cfg.recompute_modules,
             cfg.recompute_every, partition, moe, local)
 
 
@@ -256,7 +256,7 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, gemms
     count = 4 + recompute_model.tp_collectives(cfg) + (0.5 if cfg.sp else 0)
     # A parallel block sums the attention and MLP outputs before one reduction: half of them
     total = count * one * (0.5 if shape.parallel_block else 1.0)
-    if not cfg.behaviour("tp_overlap"):
+    if not cfg.overlaps_tp:
         return total
     # Overlapped, the GEMMs and their collectives take as long as the slower of the two,
     # so faster GEMMs or faster links can never lengthen the step.

@@ -1,24 +1,38 @@
 """Memory per GPU by category: weights, gradients, optimizer state (Adam at the job's
 state precisions, model/train/optimizer.py, sharded by the ZeRO stage), activations (Korthikanti
 et al. 2022, generalized to GQA, gated MLPs, MoE and flash attention), pipeline in-flight
-micro-batches, buffers."""
+micro-batches; what the peak adds (model/train/peak.py: the stage that binds, the loss's
+logits, the layer a recompute rebuilds, ZeRO-3's gathered layers, the allocator's slack, and the
+CUDA context and NCCL buffers outside it)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 
 import attrs
 
 from ...compiler.formats import family, is_narrow, value_bytes
 from ..config import TrainConfig
 from ..memo import remember as _remember
+from . import peak
 from .optimizer import WEIGHT_BYTES, grad_bytes, state_bytes
 from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from ..shape import ModelShape
+from ...compiler.ir import Accelerator
 
-BUFFER_BYTES = 4e9        # CUDA context, NCCL and allocator reserve: a fixed allowance
+# PyTorch FSDP stacks: under a pipeline torchtitan keeps each stage's parameters unsharded from
+# forward to backward ("For PP, by default do not reshard after forward to avoid per-microbatch
+# all-gathers": torchtitan/distributed/parallel_dims / parallelize.py, `reshard_after_forward =
+# not pp_enabled`), and torch.distributed.pipelining accumulates unsharded gradients until the
+# last micro-batch's backward (`set_requires_gradient_sync(last_backward)`, stage.py
+# `backward_maybe_with_nosync`): weights and gradients are held as ZeRO-1 holds them.
+FSDP_STACKS = ("fsdp", "fsdp_compiled")
+# ... and FSDP2 accumulates those unsharded gradients in its reduce dtype (torch/distributed/fsdp/
+# _fully_shard/_fsdp_param.py `to_accumulated_grad_if_needed`), float32 in torchtitan
+# (`training.mixed_precision_reduce`, its default and only choice) and in Composer's DEFAULT policy;
+# without FSDP (ZeRO 0) torchtitan's parameters, so their gradients, are fp32 too.
+FSDP_ACCUMULATION_BYTES = 4
 
 
 @attrs.frozen
@@ -26,24 +40,53 @@ class Memory:
     weights: float
     gradients: float
     optimizer: float
-    activations: float
-    logits: float
-    buffers: float
+    activations: float         # held for backward by the stage that binds (model/train/peak.py)
+    logits: float              # the loss's peak, when the last stage binds and it exceeds `rebuilt`
+    buffers: float             # outside the framework's allocator: CUDA context, NCCL buffers
+    rebuilt: float = 0.0       # the layer a recompute rebuilds in its backward, when it binds
+    gathered: float = 0.0      # ZeRO-3's gathered layers and their unsharded gradients
+    allocator: float = 0.0     # reserved by the caching allocator and not handed out
     offloaded: float = 0.0     # activations held in host memory (not on the GPU: not in `total`)
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.buffers
+        return (self.weights + self.gradients + self.optimizer + self.activations + self.logits + self.rebuilt
+                + self.gathered + self.allocator + self.buffers)
+
+    @property
+    def reserved(self) -> float:
+        """What a framework reports as its peak (torch.cuda.max_memory_reserved): all but the
+        memory outside its allocator."""
+        return self.total - self.buffers
+
+    @property
+    def allocated(self) -> float:
+        """The tensors' own peak (torch.cuda.max_memory_allocated)."""
+        return self.reserved - self.allocator
 
     def rows(self) -> tuple[tuple[str, float], ...]:
         """The GPU's memory by category (host-resident activations apart)."""
         return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Memory) if f.name != "offloaded")
 
 
-def low_precision_copy(precision: str) -> float:
-    """Bytes per parameter of the weights' copy in the GEMMs' format that fp8 and narrower
-    recipes keep beside the bf16 weights (fp8: 1; NVFP4 4.5 bits; MXFP8 8.25: compiler/formats.py)."""
-    return value_bytes(precision) if family(precision) in ("fp8", "fp6", "fp4") else 0.0
+def low_precision_copy(cfg: TrainConfig) -> float:
+    """Bytes per parameter of the weights' copy in the GEMMs' format that Transformer Engine's fp8
+    and narrower recipes keep beside the bf16 weights across micro-batches (fp8: 1; NVFP4 4.5 bits;
+    MXFP8 8.25: compiler/formats.py). torchao's float8 and MX training (PyTorch FSDP stacks) and
+    XLA cast the weights at each use and keep no copy (torchao/float8 `Float8Linear`: "dynamic"
+    scaling casts the weight in every forward)."""
+    if cfg.stack in FSDP_STACKS or cfg.stack == "maxtext":
+        return 0.0
+    return value_bytes(cfg.precision) if family(cfg.precision) in ("fp8", "fp6", "fp4") else 0.0
+
+
+def weight_bytes(cfg: TrainConfig) -> float:
+    """Bytes per parameter of the weights a GPU holds: bf16 and the GEMMs' low-precision copy, or
+    with `fp8_params` the fp8 weights alone (Megatron-LM --fp8-param-gather: Transformer Engine's
+    fp8 parameters, gathered in fp8; the optimizer's master keeps the precision: optimizer.py)."""
+    if cfg.fp8_params:
+        return value_bytes(cfg.precision)
+    return WEIGHT_BYTES + low_precision_copy(cfg)
 
 
 def params_per_gpu(shape: ModelShape, cfg: TrainConfig) -> float:
@@ -82,11 +125,13 @@ def _dense_params(shape: ModelShape, pp: int, tp: int) -> float:
 # memory bound of a search: memoized by the fields they read (bounded tables: model/memo.py).
 _STATE: dict[tuple, tuple[float, float, float]] = {}
 _KEPT: dict[tuple, float] = {}
+_GATHERED: dict[tuple, float] = {}
 
 
 def clear_caches() -> None:
     _STATE.clear()
     _KEPT.clear()
+    _GATHERED.clear()
     _dense_params.cache_clear()
 
 
@@ -97,15 +142,52 @@ def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) ->
     (model/train/sharding.py `expert_shards`)."""
     zero = cfg.zero if zero is None else zero
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero,
-           cfg.optimizer_state, cfg.master_weights, cfg.main_grads)
+           cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params)
     state = _STATE.get(key)
     if state is None:
         dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
-        per_param = (WEIGHT_BYTES + low_precision_copy(cfg.precision), grad_bytes(cfg), state_bytes(cfg))
-        on_dense, on_experts = state_shards(cfg, zero=zero), state_shards(cfg, expert=True, zero=zero)
+        grads = FSDP_ACCUMULATION_BYTES if cfg.pp > 1 and cfg.stack in FSDP_STACKS else grad_bytes(cfg)
+        per_param = (weight_bytes(cfg), grads, state_bytes(cfg))
+        on_dense, on_experts = _divisors(cfg, zero), _divisors(cfg, zero, expert=True)
         state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
                                              for b, d, e in zip(per_param, on_dense, on_experts)))
     return state
+
+
+def _divisors(cfg: TrainConfig, zero: int, expert: bool = False) -> tuple[int, int, int]:
+    """`state_shards`, but weights and gradients held whole where FSDP runs under a pipeline."""
+    weights, grads, optimizer = state_shards(cfg, expert=expert, zero=zero)
+    if _unsharded_under_pipeline(cfg, zero):
+        weights, grads, _ = state_shards(cfg, expert=expert, zero=1)
+    return weights, grads, optimizer
+
+
+def _unsharded_under_pipeline(cfg: TrainConfig, zero: int) -> bool:
+    return zero >= 2 and cfg.pp > 1 and cfg.stack in FSDP_STACKS
+
+
+def gathered_bytes(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) -> float:
+    """ZeRO-3's working set on one GPU at `cfg`'s stage or `zero` (model/train/peak.py `gathered`):
+    a layer is the stage's parameters less its embedding or output layer over its layers; FSDP
+    stacks keep that root module whole."""
+    zero = cfg.zero if zero is None else zero
+    if zero < 3 or _unsharded_under_pipeline(cfg, zero):
+        return 0.0
+    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, cfg.main_grads,
+           cfg.fp8_params)
+    held = _GATHERED.get(key)
+    if held is None:
+        root = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1) / cfg.tp
+        layers = max(1.0, shape.layers / cfg.pp)
+        layer = (dense_params_per_gpu(shape, cfg) - root + expert_params_per_gpu(shape, cfg)) / layers
+        saved = model_state(shape, cfg, 2)[0] - model_state(shape, cfg, 3)[0]
+        if cfg.stack == "deepspeed":   # gathered module by module: its largest matrix (model/train/peak.py)
+            layer = min(layer, shape.hidden * max(shape.ffn, (shape.heads + 2 * shape.kv_heads) * shape.head_dim)
+                        / cfg.tp)
+        width = value_bytes(cfg.precision) if cfg.fp8_params else WEIGHT_BYTES
+        held = _remember(_GATHERED, key, peak.gathered(saved, layer, root if cfg.stack in FSDP_STACKS else 0.0,
+                                                       width, grad_bytes(cfg)))
+    return held
 
 
 def activation_bytes_per_layer(shape: ModelShape, cfg: TrainConfig, moe: bool = False,
@@ -131,7 +213,7 @@ def _kept_per_token(shape: ModelShape, cfg: TrainConfig, moe: bool, recompute: s
         layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps
         op_level = op_level_kept(shape, cfg, moe) if "op_level" in modules(cfg) else 0.0
         kept = _remember(_KEPT, key, kept_bytes(activation_parts(shape, cfg, moe), cfg, layer_input, recompute,
-                                                op_level))
+                                                op_level, moe))
     return kept
 
 
@@ -178,64 +260,38 @@ def in_flight(cfg: TrainConfig, vp: int | None = None, microbatches: int | None 
     return flight
 
 
-def memory(shape: ModelShape, cfg: TrainConfig) -> Memory:
+def memory(shape: ModelShape, cfg: TrainConfig, chip: Accelerator | None = None) -> Memory:
+    """Memory per GPU at the step's peak, on `chip` (None: a CUDA device) for what lies outside
+    the framework's allocator."""
     weights, grads, optimizer = model_state(shape, cfg)
-    per_layer = _per_layer(shape, cfg)
-    activations, offloaded = _on_gpu(cfg, per_layer * (shape.layers / cfg.pp) * in_flight(cfg), per_layer)
-    return Memory(weights, grads, optimizer, activations, _logits_bytes(shape, cfg), BUFFER_BYTES, offloaded)
+    tokens = _tokens(cfg, cfg.microbatch)
+    kept = _kept(shape, cfg, None)
+    first = in_flight(cfg)
+    (activations, logits, rebuilt), offloaded = _binding(shape, cfg, kept, tokens,
+                                                         (first, peak.last_flight(cfg, first)),
+                                                         _logits_bytes(shape, cfg, tokens))
+    gathered = gathered_bytes(shape, cfg)
+    allocated = weights + grads + optimizer + activations + logits + rebuilt + gathered
+    return Memory(weights, grads, optimizer, activations, logits, outside_allocator(cfg, chip), rebuilt, gathered,
+                  _slack(cfg, allocated, logits), offloaded)
 
 
-def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps,
-                microbatch: int | None = None) -> dict[tuple[str, int, int], float]:
-    """`memory(shape, cfg').total` for every cfg' that is `cfg` with a (recompute, zero, vp)
-    of the grid (and the micro-batch `microbatch`, if given), keyed (recompute, zero, vp):
-    each part is computed once for the choices it depends on, without building cfg' (the
-    same arithmetic in the same order, so the totals are equal to the last bit)."""
-    mb = cfg.microbatch if microbatch is None else microbatch
-    tokens = _tokens(cfg, mb)
-    flights = _flights(cfg, vps, mb)
-    layers = [(r, _per_layer(shape, cfg, r, tokens)) for r in recomputes]
-    logits = _logits_bytes(shape, cfg, tokens)
-    stage_layers = shape.layers / cfg.pp
-    out = {}
-    for z in zeros:
-        state = _state_total(shape, cfg, z)
-        for r, per_layer in layers:
-            for v, total in zip(vps, _stage_totals(cfg, state, per_layer, stage_layers, flights, logits)):
-                out[r, z, v] = total
-    return out
+def _slack(cfg: TrainConfig, allocated: float, logits: float) -> float:
+    """The caching allocator's reserved-but-unallocated bytes at the peak (model/train/peak.py):
+    its general slack, and the blocks the loss leaves stranded when the loss's peak binds."""
+    return peak.FRAGMENTATION * allocated + peak.stranded_share(cfg) * logits
 
 
-def least_memory_by_microbatch(shape: ModelShape, cfg: TrainConfig, recompute: str, zero: int, vps,
-                               microbatches) -> Iterator[float]:
-    """For each of `microbatches` in turn, the least over `vps` of `memory_grid(shape, cfg,
-    (recompute,), (zero,), vps, microbatch)` (equal to the last bit), what does not depend on
-    the micro-batch computed once: a search asks it of every micro-batch of every layout."""
-    state = _state_total(shape, cfg, zero)
-    kept = (_kept_per_token(shape, cfg, False, recompute), _kept_per_token(shape, cfg, True, recompute))
-    stage_layers = shape.layers / cfg.pp
-    for mb in microbatches:
-        tokens = _tokens(cfg, mb)
-        yield min(_stage_totals(cfg, state, _mean_layer(shape, tokens, *kept), stage_layers, _flights(cfg, vps, mb),
-                                _logits_bytes(shape, cfg, tokens)))
+def outside_allocator(cfg: TrainConfig, chip: Accelerator | None) -> float:
+    """Device memory outside the framework's allocator on `chip` (None: a CUDA device)."""
+    return peak.outside_allocator(cfg, chip.vendor if chip is not None else None)
 
 
-def least_memory_by_zero(shape: ModelShape, cfg: TrainConfig, recompute: str, zeros, vps,
-                         microbatch: int) -> list[float]:
-    """For each of `zeros` in turn, `least_memory_by_microbatch(shape, cfg, recompute, zero, vps,
-    [microbatch])`'s one value (equal to the last bit), the activations computed once: the
-    ZeRO stage changes the model state alone."""
-    tokens = _tokens(cfg, microbatch)
-    per_layer = _mean_layer(shape, tokens, _kept_per_token(shape, cfg, False, recompute),
-                            _kept_per_token(shape, cfg, True, recompute))
-    stage = per_layer * (shape.layers / cfg.pp)
-    held = [_on_gpu(cfg, stage * flight, per_layer)[0] for flight in _flights(cfg, vps, microbatch)]
-    logits = _logits_bytes(shape, cfg, tokens)
-    out = []
-    for zero in zeros:
-        state = _state_total(shape, cfg, zero)
-        out.append(min([state + on_gpu + logits + BUFFER_BYTES for on_gpu in held]))   # (_stage_totals' order)
-    return out
+def _total(cfg: TrainConfig, state: float, activations: float, logits: float, rebuilt: float, gathered: float,
+           outside: float) -> float:
+    """Memory.total from its parts (the same additions in the same order)."""
+    allocated = state + activations + logits + rebuilt + gathered
+    return allocated + _slack(cfg, allocated, logits) + outside
 
 
 def _state_total(shape: ModelShape, cfg: TrainConfig, zero: int) -> float:
@@ -243,18 +299,37 @@ def _state_total(shape: ModelShape, cfg: TrainConfig, zero: int) -> float:
     return weights + grads + optimizer    # (Memory.total's order of addition)
 
 
-def _flights(cfg: TrainConfig, vps, microbatch: int) -> list[float]:
-    """`in_flight` of `cfg` with micro-batch `microbatch`, for each vp of `vps`."""
+def _flights(cfg: TrainConfig, vps, microbatch: int) -> list[tuple[float, float]]:
+    """(first stage, last stage) micro-batches held with micro-batch `microbatch`, for each vp of `vps`."""
     count = cfg.batch // (cfg.dp * microbatch)      # TrainConfig.microbatches
     count = count if count > 1 else 1
-    return [in_flight(cfg, v, count) for v in vps]
+    out = []
+    for v in vps:
+        first = in_flight(cfg, v, count)
+        out.append((first, peak.last_flight(cfg, first, v)))
+    return out
 
 
-def _stage_totals(cfg: TrainConfig, state: float, per_layer: float, stage_layers: float, flights: list[float],
-                  logits: float) -> list[float]:
-    """Memory.total for each in-flight count of `flights` (`state`: weights + gradients + optimizer)."""
-    stage = per_layer * stage_layers
-    return [state + _on_gpu(cfg, stage * flight, per_layer)[0] + logits + BUFFER_BYTES for flight in flights]
+def _kept(shape: ModelShape, cfg: TrainConfig, recompute: str | None) -> tuple[float, float, float]:
+    """Bytes per token a dense and an MoE layer keep with the recompute, and the most one layer
+    rebuilds during its backward (what recompute does not keep, on the layer kind that drops more)."""
+    dense, moe = _kept_per_token(shape, cfg, False, recompute), _kept_per_token(shape, cfg, True, recompute)
+    rebuilt = _kept_per_token(shape, cfg, False, "none") - dense
+    if shape.is_moe:
+        rebuilt_moe = _kept_per_token(shape, cfg, True, "none") - moe
+        rebuilt = rebuilt_moe if rebuilt_moe > rebuilt else rebuilt
+    return dense, moe, rebuilt
+
+
+def _binding(shape: ModelShape, cfg: TrainConfig, kept: tuple[float, float, float], tokens: float,
+             flight: tuple[float, float], logits: float) -> tuple[tuple[float, float, float], float]:
+    """((activations, logits, rebuilt) of the stage that binds (model/train/peak.py `stage_peaks`),
+    the first stage's activations in host memory)."""
+    per_layer = _mean_layer(shape, tokens, kept[0], kept[1])
+    stage = per_layer * (shape.layers / cfg.pp)
+    first, offloaded = _on_gpu(cfg, stage * flight[0], per_layer)
+    last = _on_gpu(cfg, stage * flight[1], per_layer)[0] if cfg.pp > 1 else first
+    return peak.stage_peaks(first, last, logits, tokens * kept[2], cfg.pp > 1), offloaded
 
 
 def _per_layer(shape: ModelShape, cfg: TrainConfig, recompute: str | None = None, tokens: float | None = None) -> float:
@@ -280,5 +355,6 @@ def _on_gpu(cfg: TrainConfig, activations: float, per_layer: float) -> tuple[flo
 
 
 def _logits_bytes(shape: ModelShape, cfg: TrainConfig, tokens: float | None = None) -> float:
+    """The loss's peak for one micro-batch on the last stage (model/train/peak.py `logits`)."""
     tokens = _tokens(cfg, cfg.microbatch) if tokens is None else tokens
-    return tokens * shape.vocab / cfg.tp * 4 * 2      # fp32 logits and their gradient, last stage
+    return peak.logits(shape, cfg, tokens)

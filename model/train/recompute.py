@@ -6,8 +6,10 @@ and what the layers keep for backward in exchange.
   without modules, the attention core (Korthikanti et al. 2022, Sec 5: scores, softmax,
   dropout and the value product). Modules, after Megatron-Core 0.13's `--recompute-modules`
   (CHANGELOG "Fine-grained recomputation"): `core_attention`, `norm` (the norms'
-  outputs are recomputed from their inputs) and `mlp` (the MLP's up projection and
-  activation from its input; on MoE layers the routed and shared experts), and
+  outputs are recomputed from their inputs), `mlp` (the MLP's up projection and
+  activation from its input; on MoE layers the routed and shared experts), `moe_act`
+  (the routed experts' activation function from its input, MoE layers only: Megatron-Core's
+  `moe_act`, megatron/core/transformer/moe/experts.py), and
   `op_level`, a whole policy listed alone: torchtitan's op-level selective AC
   (`selective_ac_option = "op"`; torchtitan/parallelisms/parallelize_llama.py `_save_list`
   and `_custom_policy`, 2024-12, commit 6b03ffa3): it saves the outputs of the matmuls and
@@ -28,15 +30,16 @@ from ..config import TrainConfig
 from ..shape import ModelShape
 from .workload import elementwise_parts
 
-MODULES = ("core_attention", "norm", "mlp", "op_level")
+MODULES = ("core_attention", "norm", "mlp", "moe_act", "op_level")
 # The forward ops of model/train/workload.py that belong to each module.
 _OPS = {"core_attention": ("attention",),
         "mlp": ("mlp up", "mlp down", "router", "routing", "experts up", "experts down"),
-        "norm": (), "op_level": ()}
+        "norm": (), "moe_act": (), "op_level": ()}
 # An op-level matmul of the MLP is the dense MLP's or, on an MoE layer, the experts'.
 _MLP_OPS = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
 # The elementwise work (model/train/workload.py `elementwise_parts`) each module reruns; op_level all of it.
-_ELEMENTWISE = {"core_attention": (), "mlp": ("activation",), "norm": ("norm",), "op_level": None}
+_ELEMENTWISE = {"core_attention": (), "mlp": ("activation",), "norm": ("norm",), "moe_act": ("activation",),
+                "op_level": None}
 
 
 def op_level_matmuls(shape: ModelShape) -> tuple[tuple[str, float, bool], ...]:
@@ -106,7 +109,7 @@ def time(shape: ModelShape, cfg: TrainConfig, moe: bool, forward: float, ops: tu
         return share * (_op_level_rerun(shape, ops) + dict(ops).get("elementwise", 0.0))
     seconds = sum(t for name, t in ops if any(name in _OPS[m] for m in chosen))
     parts = elementwise_parts(shape, cfg, moe)
-    rerun = sum(parts.get(p, 0.0) for m in chosen for p in _ELEMENTWISE[m])
+    rerun = sum(parts.get(p, 0.0) for m in chosen if moe or m != "moe_act" for p in _ELEMENTWISE[m])
     if rerun:
         seconds += dict(ops).get("elementwise", 0.0) * rerun / sum(parts.values())
     return share * seconds
@@ -183,7 +186,7 @@ def flops_per_token(shape: ModelShape, cfg: TrainConfig) -> float:
 
 
 def kept_bytes(parts: dict[str, float], cfg: TrainConfig, layer_input: float, recompute: str | None = None,
-               op_level: float = 0.0) -> float:
+               op_level: float = 0.0, moe: bool = False) -> float:
     """Bytes per token a layer keeps for backward, averaged over the layers: `parts` are
     what it keeps without recompute (model/train/memory.py), `layer_input` what full keeps,
     `op_level` what op-level AC keeps (`op_level_kept`); with `cfg`'s recompute or
@@ -198,6 +201,7 @@ def kept_bytes(parts: dict[str, float], cfg: TrainConfig, layer_input: float, re
     elif "op_level" in modules(cfg):
         recomputed = op_level
     else:
-        dropped = {"core_attention": ("scores",), "norm": ("norm out",), "mlp": ("mlp up", "mlp act")}
+        dropped = {"core_attention": ("scores",), "norm": ("norm out",), "mlp": ("mlp up", "mlp act"),
+                   "moe_act": ("mlp act",) if moe else ()}
         recomputed = whole - sum(parts.get(p, 0.0) for m in modules(cfg) for p in dropped[m])
     return share * recomputed + (1 - share) * whole

@@ -62,10 +62,11 @@ def groups(cfg: TrainConfig, tiers: tuple[Tier, ...],
     return inner, outer
 
 
-def fsdp_microbatch(params: float, grad_bytes: int, inner: tuple[comms.Stage, ...]) -> float:
-    """ZeRO-3 / FSDP per micro-batch: parameters gathered for forward and again for backward,
-    gradients reduce-scattered, all inside the shard group."""
-    return comms.reduce_scatter(params * grad_bytes, inner) + 2 * comms.all_gather(params * 2, inner)
+def fsdp_microbatch(params: float, grad_bytes: int, inner: tuple[comms.Stage, ...], weight_bytes: float = 2) -> float:
+    """ZeRO-3 / FSDP per micro-batch: parameters gathered (`weight_bytes` each: bf16, or fp8
+    parameters) for forward and again for backward, gradients reduce-scattered, all inside the
+    shard group."""
+    return comms.reduce_scatter(params * grad_bytes, inner) + 2 * comms.all_gather(params * weight_bytes, inner)
 
 
 def replicate(params: float, grad_bytes: int, sharded: int, outer: tuple[comms.Stage, ...]) -> float:

@@ -14,6 +14,7 @@ from .. import comms
 from . import dp_sync, dpu, host, offload, offload_host, sharding
 from . import optimizer as adam
 from . import moe as routed
+from .. import compute
 from ..compute import hbm_rate, op_time, peak
 from . import layer_cost
 from . import memory as memory_model
@@ -117,7 +118,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
     dp = (dp_sync.exposed(dp_sync.traffic(shape, cfg, partition), cfg.zero, cfg.microbatches,
-                          cfg.behaviour("dp_overlap"), layer_pass) + dp_sync.embedding_sync(shape, cfg, tiers))
+                          cfg.overlaps_dp, layer_pass) + dp_sync.embedding_sync(shape, cfg, tiers))
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
     breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")), m * p2p,
@@ -131,7 +132,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     model_flops = _model_flops_per_token(shape, cfg.seq) * tokens
     hardware_flops = model_flops + recompute_flops(shape, cfg) * tokens
     denominator = step * cfg.gpus * peak(chip, cfg.precision)
-    held = memory(shape, cfg)
+    held = memory(shape, cfg, chip)
     # the node's DRAM holds the checkpoint staging buffer and any offloaded activations
     dram = offload_host.host_memory(shape, cfg, partition, held.offloaded)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
@@ -140,6 +141,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
 
 def clear_caches() -> None:
     """Forget every memoized layer and host cost (benchmarks measure cold searches)."""
+    compute.clear_caches()
     layer_cost.clear_caches()
     dp_sync.clear_caches()
     _OPTIMIZER.clear()

@@ -60,6 +60,8 @@ def train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit: flo
     """The training pool on `gpus` GPUs of `partition`, within `limit` bytes per GPU; None
     when no layout fits."""
     resident = other_weights(job, gpus)
+    if resident >= limit:      # the other models' weights alone fill what a GPU may use
+        return None
     policy_job = train_job(job, partition, gpus, seq, limit - resident)
     best = plan(policy_job, "throughput", 0).best
     if best is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import itertools
 
-from ...model.train.memory import memory_grid
+from ...model.train.memory_grid import memory_grid
 from ...model.train.step import Estimate, output_layer_time
 from .bounds import SAFETY, bubble_share, fixed_time
 from .enumerate import RECOMPUTE
@@ -29,7 +29,8 @@ def visit(search, branch) -> None:
     frugal = recomputes[-1]
     zeros = sorted(space.zeros, key=lambda z: (z != 1, z))      # the distributed optimizer first
     vp0, vmax = vps[0], max(vps)
-    need = memory_grid(search.job.shape, rep.config, recomputes, zeros, vps)   # memory: not on the order
+    need = memory_grid(search.job.shape, rep.config, recomputes, zeros, vps,   # memory: not on the order
+                       chip=search.job.partition.node.accelerator)
 
     def fits(rc: str, z: int, vp: int) -> bool:
         return need[rc, z, vp] <= lim.memory

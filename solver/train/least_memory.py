@@ -25,7 +25,7 @@ def least_memory(job: Job) -> Estimate | None:
             for mb, vps in space_def.inner_choices(job, pp, dp):
                 def need(v: int) -> tuple[float, TrainConfig]:
                     cfg = space_def.make_config(job, space, tp, pp, dp, cp, ep, mb, v, frugal, top_zero, order)
-                    return memory(job.shape, cfg).total, cfg
+                    return memory(job.shape, cfg, job.partition.node.accelerator).total, cfg
                 if min(need(v)[0] for v in all_vps) >= best_memory:
                     break       # no larger micro-batch needs less
                 amount, cfg = min((need(v) for v in vps), key=lambda pair: pair[0])

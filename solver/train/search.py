@@ -79,7 +79,7 @@ import time
 
 from ...model.config import TrainConfig
 from ...model.job import Job
-from ...model.train.memory import least_memory_by_microbatch
+from ...model.train.memory_grid import least_memory_by_microbatch
 from ...model.train.step import (
     Estimate,
     bound_terms,
@@ -274,7 +274,7 @@ class _Search:
         frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
         fitting = 0
         for least in least_memory_by_microbatch(job.shape, frugal, self.frugal_recompute, self.top_zero, all_vps,
-                                                [mb for mb, _ in inner]):
+                                                [mb for mb, _ in inner], job.partition.node.accelerator):
             if least > self.lim.memory:   # nor does any larger micro-batch fit
                 break
             fitting += 1

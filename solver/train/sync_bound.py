@@ -19,7 +19,7 @@ frontier.
 from __future__ import annotations
 
 from ...model.train import dp_sync
-from ...model.train.memory import least_memory_by_zero
+from ...model.train.memory_grid import least_memory_by_zero
 from ...model.ranks import rank_partition
 from .bounds import SAFETY
 
@@ -58,7 +58,7 @@ class SyncFloor:
                     cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", stages[0], order)
                     traffic = dp_sync.traffic(self.job.shape, cfg, partition)
                     pairs += [(zero, traffic) for zero in stages if (zero, traffic) not in pairs]
-            found = self.traffics[key] = (cfg is not None and bool(cfg.behaviour("dp_overlap")), tuple(pairs))
+            found = self.traffics[key] = (cfg is not None and cfg.overlaps_dp, tuple(pairs))
         return found
 
     def fitting_zeros(self, layout: tuple) -> tuple[int, ...]:
@@ -69,7 +69,8 @@ class SyncFloor:
         if found is None:
             tp, pp, dp, cp, ep, orders, mb = layout
             frugal = self.make_config(tp, pp, dp, cp, ep, mb, 1, self.frugal, self.zeros[-1], orders[0])
-            least = least_memory_by_zero(self.job.shape, frugal, self.frugal, self.zeros, self.vps(pp), mb)
+            least = least_memory_by_zero(self.job.shape, frugal, self.frugal, self.zeros, self.vps(pp), mb,
+                                         self.job.partition.node.accelerator)
             found = self.fitting[key] = tuple(z for z, need in zip(self.zeros, least) if need <= self.memory_limit)
         return found
 

@@ -112,3 +112,30 @@ def test_a_plan_says_why_its_band_is_wide():
     assert "band wide" in plan_text(p)
     # a calibrated chip at a calibrated precision narrows the band
     assert calibration.half_width(why) > calibration.half_width(())
+
+
+@given(st.sets(st.sampled_from(sorted(calibration.FACTORS)), min_size=1))
+def test_the_band_line_never_calls_the_usual_width_wide(keys):
+    from gclc.views.plan_text import _band_line
+
+    why = tuple(calibration.Reason(k, f"reason {k}") for k in sorted(keys))
+    line = _band_line(why)
+    assert all(f"reason {k}" in line for k in keys)           # every reason is named
+    wide, usual = calibration.half_width(why), calibration.half_width(())
+    assert ("band wide" in line) == (wide > usual)
+    if "band wide" not in line:                                 # "±11%, not ±11%" was the bug
+        assert ", not ±" not in line and line.count("±") == 1
+
+
+def test_a_plan_whose_reasons_do_not_widen_says_so():
+    from gclc.compiler.driver import check_text
+
+    text = ('import "std/nvidia"\ncluster C { units = 4 x HGX_H200  scaleout = NDR_FatTree }\n'
+            "model M { arch = dense  layers = 32  hidden = 4096  heads = 32  ffn = 11008  vocab = 32000  seq = 4096 }\n"
+            "train job { model = M  on = C  batch = 256  precision = bf16  software = megatron_core\n"
+            "  parallelism { tp = 1 pp = 1 dp = 32 } }\n")
+    p = plan(train_job(check_text(text, "h200.gcl").design))
+    assert [r.key for r in p.band_reasons] == ["sibling"]       # bf16 of H200 taken from H100 (factor 1)
+    shown = plan_text(p)
+    assert "band       ±" in shown and "no wider for: bf16 efficiency of H200_SXM taken from H100_SXM" in shown
+    assert "band wide" not in shown

@@ -293,3 +293,30 @@ def test_the_exported_run_reduces_gradients_in_the_width_the_plan_models(stack, 
     assert WIDTHS[reduction_dtype(args)] == grad_bytes(c)
     if precision != "fp16":     # (fp16 runs keep fp16 gradients, or the bf16 main grads they state)
         assert reduction_dtype(args) == ("fp32" if wide else "bf16")
+
+
+def test_fp8_parameters_export_as_fp8_param_gather_megatron_accepts():
+    job = on_stack("megatron_core", "fp8_params = true\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }",
+                   precision="fp8")
+    args = run(exported(job), job.config.gpus)
+    assert args.fp8_param_gather and args.use_distributed_optimizer and args.fp8 == "hybrid"
+
+
+def test_a_loss_megatron_does_not_compute_is_an_error():
+    job = on_stack("megatron_core", "parallelism { tp = 1 pp = 1 dp = 32 zero = 1 loss = eager }")
+    with pytest.raises(ExportError, match="vocabulary-parallel cross entropy.*loss = eager"):
+        exported(job)
+
+
+@pytest.mark.parametrize("stack, pins, tp_overlap, dp_overlap", [
+    ("megatron_core", "", True, True),                                   # the stack's own
+    ("megatron_core", "tp_overlap = false dp_overlap = false", False, False),
+    ("megatron", "", False, False),
+    ("megatron", "tp_overlap = true dp_overlap = true", True, True),     # a tuned stack on the old base
+])
+def test_the_overlaps_a_plan_models_are_the_ones_megatron_runs(stack, pins, tp_overlap, dp_overlap):
+    job = on_stack(stack, f"parallelism {{ tp = 8 pp = 1 dp = 4 zero = 1 sp = true {pins} }}")
+    assert (job.config.overlaps_tp, job.config.overlaps_dp) == (tp_overlap, dp_overlap)
+    args = run(exported(job), job.config.gpus)
+    assert bool(args.tp_comm_overlap) == tp_overlap
+    assert bool(args.overlap_grad_reduce) == dp_overlap and bool(args.overlap_param_gather) == dp_overlap

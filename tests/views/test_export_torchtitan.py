@@ -183,3 +183,53 @@ def test_the_full_gb200_plan_runs_on_torchs_pipeline_schedules(tmp_path):
                         "--parallelism.data_parallel_shard_degree", str(dims.dp_shard // 80)])
     schedule = real.pipeline_schedule(small, real.parallel_dims(small, c.gpus // 80), job.shape.layers)
     assert type(schedule).__name__ == "ScheduleGPipe" and schedule._n_microbatches == c.microbatches
+
+
+def test_the_loss_a_plan_states_reads_back_from_torchtitan(tmp_path, variant_plan):
+    # the variants design runs the fsdp stack (blocks not compiled): a compiled loss alone
+    job = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = compiled }")
+    parsed = read_toml(torchtitan.export(job, "H100_SXM", "NVIDIA", "variants"), tmp_path)
+    assert parsed.compile.enable and list(parsed.compile.components) == ["loss"]
+    eager = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = eager }")
+    assert not read_toml(torchtitan.export(eager, "H100_SXM", "NVIDIA", "variants"), tmp_path).compile.enable
+    fused = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = fused }")
+    with pytest.raises(ExportError, match="loss = fused"):
+        torchtitan.export(fused, "H100_SXM", "NVIDIA", "variants")
+
+
+def _tp_plan(stack: str, pins: str):
+    from gclc.compiler.driver import check_text
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    path = ROOT / "tests" / "data" / "dense_variants.gcl"
+    text = path.read_text().replace("software  = fsdp", f"software  = {stack}").replace(
+        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
+        f"parallelism {{ tp = 4 pp = 1 dp = 8 zero = 3 {pins} }}")
+    result = check_text(text, str(path))
+    assert result.design is not None, result.diagnostics
+    return job_plan(job_entity(result.design, None))
+
+
+def test_a_stated_tp_overlap_is_torchtitans_async_tp_which_its_own_check_accepts_compiled_only(tmp_path):
+    import torch._inductor.config as inductor
+    from torchtitan.distributed.tensor_parallel import maybe_enable_async_tp
+
+    # negative control: torchtitan refuses async TP without a compiled model
+    bare = real.parse(["--parallelism.enable_async_tensor_parallel"])
+    with pytest.raises(RuntimeError, match="Async TP requires"):
+        maybe_enable_async_tp(bare, None)
+    parsed = read_toml(torchtitan.export(_tp_plan("fsdp_compiled", "tp_overlap = true"), "H100_SXM", "NVIDIA",
+                                         "variants"), tmp_path)
+    assert parsed.parallelism.enable_async_tensor_parallel
+    before = inductor._micro_pipeline_tp
+    try:
+        maybe_enable_async_tp(parsed, None)      # accepted: only the compiled plan asks for it
+        assert inductor._micro_pipeline_tp
+    finally:
+        inductor._micro_pipeline_tp = before
+    unstated = read_toml(torchtitan.export(_tp_plan("fsdp_compiled", ""), "H100_SXM", "NVIDIA", "variants"), tmp_path)
+    assert not unstated.parallelism.enable_async_tensor_parallel
+    with pytest.raises(ExportError, match="tp_overlap = true on fsdp"):
+        torchtitan.export(_tp_plan("fsdp", "tp_overlap = true"), "H100_SXM", "NVIDIA", "variants")
+    with pytest.raises(ExportError, match="dp_overlap = false"):
+        torchtitan.export(_tp_plan("fsdp", "dp_overlap = false"), "H100_SXM", "NVIDIA", "variants")

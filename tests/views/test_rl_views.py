@@ -50,7 +50,7 @@ def test_the_json_keeps_the_contract_and_the_text_says_the_same(capsys, planned)
 
 def test_an_infeasible_rl_plan_keeps_the_contract_and_exits_3(capsys, tmp_path):
     path = tmp_path / "tight.gcl"
-    path.write_text(SMALL.read_text().replace("memory <= 90%", "memory <= 12 GB"))
+    path.write_text(SMALL.read_text().replace("memory <= 90%", "memory <= 6 GB"))
     code, out, err = run(capsys, "plan", path, "--json")
     data = json.loads(out)
     assert code == 3 and data["status"] == "infeasible" and not list(VALIDATOR.iter_errors(data))

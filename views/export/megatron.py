@@ -225,6 +225,14 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
     elif c.precision != "bf16":
         raise ExportError(f"Megatron-LM trains in bf16, fp16, fp8 (hybrid, e4m3, mxfp8) or fp4 (nvfp4); "
                           f"`{job.name}` is planned in {c.precision}")
+    if c.fp8_params:   # the weights kept in fp8 only (model/train/memory.py `weight_bytes`)
+        if c.zero == 0:
+            raise ExportError(f"Megatron-LM keeps fp8 parameters only with the distributed optimizer or FSDP "
+                              f"(--fp8-param-gather asserts it); the plan of `{job.name}` uses ZeRO 0 (pin `zero = 1`)")
+        args.append(("--fp8-param-gather", True))
+    if c.loss in ("eager", "compiled"):
+        raise ExportError(f"Megatron-LM computes the loss with its vocabulary-parallel cross entropy (fused); "
+                          f"`{job.name}` states loss = {c.loss} (remove it or state `fused`)")
     return args
 
 
@@ -258,9 +266,9 @@ def _stack(c: TrainConfig) -> list[tuple[str, object]]:
     args: list[tuple[str, object]] = [("--attention-backend", "flash" if flash else "unfused")]
     dropout = 0.1 if c.behaviour("dropout") else 0.0
     args += [("--attention-dropout", dropout), ("--hidden-dropout", dropout)]
-    if c.behaviour("tp_overlap") and c.tp > 1 and c.sp:  # Megatron overlaps TP only with sequence parallel
+    if c.overlaps_tp and c.tp > 1 and c.sp:  # Megatron overlaps TP only with sequence parallel
         args.append(("--tp-comm-overlap", True))
-    if c.behaviour("dp_overlap") and c.dp > 1:
+    if c.overlaps_dp and c.dp > 1:
         args.append(("--overlap-grad-reduce", True))
         if c.zero >= 1:
             args.append(("--overlap-param-gather", True))

@@ -60,9 +60,14 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         parallelism["pipeline_parallel_microbatch_size"] = c.microbatch
         if c.vp > 1:
             parallelism["pipeline_parallel_layers_per_stage"] = shape.layers // (c.pp * c.vp)
+    compiled = ["model"] if job.stack == "fsdp_compiled" else []   # torch.compile of each block (model/stacks.py)
+    if c.tp_overlap and c.tp > 1:      # stated: async TP, micro-pipelined collective matmuls (compiled only)
+        parallelism["enable_async_tensor_parallel"] = True
     sections["parallelism"] = parallelism
-    if job.stack == "fsdp_compiled":   # the compiled stack: torch.compile of each block (model/stacks.py)
-        sections["compile"] = {"enable": True}
+    if c.loss == "compiled":           # and the loss, as torchtitan has compiled it since 2025-04
+        compiled.append("loss")
+    if compiled:                       # [compile] components defaults to both: name the planned ones
+        sections["compile"] = {"enable": True, "components": compiled}
     if c.recompute == "full" and c.recompute_every > 1:   # torchtitan's layer SAC: every k-th block in full
         sections["activation_checkpoint"] = {"mode": "selective", "selective_ac_option": str(c.recompute_every)}
     else:
@@ -104,6 +109,20 @@ def _check(job: JobPlan, vendor: str) -> None:
                           f"([optimizer] has no state dtype) and its gradients reduce in fp32 ([training] "
                           f"mixed_precision_reduce allows float32 only); `{job.name}` states {narrowed(c)} (remove "
                           f"them to export)")
+    if c.fp8_params:
+        raise ExportError(f"torchtitan keeps FSDP's sharded fp32 parameters and casts them at each use (its float8 "
+                          f"all-gather included); `{job.name}` states fp8_params = true (remove it to export)")
+    if c.loss == "fused":
+        raise ExportError(f"torchtitan's loss is PyTorch's cross entropy, eager or compiled; `{job.name}` states "
+                          f"loss = fused (Megatron's vocabulary-parallel loss): state `eager` or `compiled`")
+    if c.tp_overlap and c.tp > 1 and job.stack != "fsdp_compiled":
+        raise ExportError(f"torchtitan overlaps tensor-parallel collectives with the matmuls only under torch.compile "
+                          f"(parallelism.enable_async_tensor_parallel: 'Async TP requires torch.compile'); "
+                          f"`{job.name}` states tp_overlap = true on {job.stack}: state software = fsdp_compiled, "
+                          f"or remove tp_overlap")
+    if c.dp_overlap is False and c.dp > 1:
+        raise ExportError(f"torchtitan's FSDP2 always prefetches its gathers and overlaps its reductions with "
+                          f"compute; `{job.name}` states dp_overlap = false (remove it to export)")
     if c.tp > 1 and not c.sp:
         raise ExportError("torchtitan's tensor parallelism always shards activations along the sequence; "
                           f"the plan of `{job.name}` has tp {c.tp} without sequence parallelism")

@@ -134,8 +134,10 @@ def test_the_floors_spare_simulations_where_long_prompts_meet_a_tight_ttft():
 
 def test_the_pruned_search_simulates_less_on_a_contested_design():
     """Long prompts under a tight TTFT P99: the first layouts tried break it in simulation;
-    the bound leaves most of the rest unsimulated and still finds the exhaustive plan."""
-    e = entity(30, "ttft.p99 <= 150 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
+    the bound leaves most of the rest unsimulated and still finds the exhaustive plan. (At 30
+    requests/s, as first written, the refit of 2026-12-06 (attention from kernel data, H100 bf16
+    65 %) lets the analytic capacity bound decide: nothing contested to test.)"""
+    e = entity(35, "ttft.p99 <= 150 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
     pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
     assert chosen(pruned) == chosen(exhaustive) and pruned.decode is not None
     assert pruned.binding[0].startswith("ttft.p99:")   # fewer replicas were simulated and broke it
@@ -232,16 +234,15 @@ def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
 
 
 def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
-    """Long prompts at 60 requests/s under an 80 ms TTFT P99 need more replicas than carry the
-    load: the pool grows by a quarter at a time and then bisects back, so one replica fewer
-    breaks the SLO in simulation (the count it names) and the plan's count meets it. (At 50
-    requests/s, as first written, the physics of 2026-12-02 needed only five replicas; at 80
-    requests/s under 100 ms, with the engines' host overheads of issue 31 the capacity bound
-    alone sets the count: no growth to test.)"""
-    job = entity(60, "ttft.p99 <= 80 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
+    """Long prompts at 50 requests/s under a 45 ms TTFT P99 need more replicas than carry the
+    load: the pool grows past the capacity bound and then bisects back, so one replica fewer
+    breaks the SLO in simulation (the count it names) and the plan's count meets it. (The rate
+    and limit move with the physics: after issue 31's engine overheads and issue 35's attention
+    rates, looser limits at higher rates are set by the capacity bound alone: no growth to test.)"""
+    job = entity(50, "ttft.p99 <= 45 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
     plan = plan_serve(job)
     n = plan.decode.count
-    assert n >= 6 and plan.binding == (f"ttft.p99: {n - 1} replicas break it in simulation",)
+    assert n >= 4 and plan.binding == (f"ttft.p99: {n - 1} replicas break it in simulation",)
     fewer = simulate(plan.demand.requests, Pool(plan.decode.replica, n - 1, plan.decode.replica.config.batch,
                                                 plan.decode.replica.kv_capacity_tokens(plan.limits.memory)),
                      slo=plan.limits.slo, warmup_s=lifetime(job, plan.demand.output))   # as the planner runs it

@@ -238,7 +238,7 @@ def test_the_searchs_shortcuts_equal_the_model(p):
     them), `compute_time` the estimate's compute term (windowed and global layers blended,
     parallel blocks) and its model FLOPs over peak, and `moe_overhead_time` never exceeds EP."""
 
-    from gclc.model.train.memory import memory_grid
+    from gclc.model.train.memory_grid import memory_grid
     from gclc.model.train.step import compute_time, moe_overhead_time
 
     job = designs.job(p)
@@ -261,7 +261,7 @@ def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p)
     another micro-batch or ZeRO stage (`memory_grid`'s, `least_memory_by_microbatch`'s,
     `least_memory_by_zero`'s), and the compute term, model FLOPs and MoE overhead at another pipeline depth (`compute_by_depth`)."""
 
-    from gclc.model.train.memory import least_memory_by_microbatch, least_memory_by_zero, memory_grid
+    from gclc.model.train.memory_grid import least_memory_by_microbatch, least_memory_by_zero, memory_grid
     from gclc.model.train.step import compute_by_depth, compute_time, moe_overhead_time
 
     job = designs.job(p)

@@ -170,15 +170,15 @@ def test_memory_infeasible_names_the_chip_capacity_and_the_shortfall(tmp_path):
 
 
 def test_memory_limit_from_subject_to_binds(tmp_path):
-    p = _base(limits=["memory <= 10%"])
+    p = _base(limits=["memory <= 2%"])     # 1.6 GB: the CUDA context and NCCL buffers alone nearly fill it
     path = _write(tmp_path, p)
     job = train_job(check_file(path).design)
     chosen = plan(job)
     reason = chosen.infeasibility
-    assert reason.constraint == "memory" and reason.limit == pytest.approx(8e9)
+    assert reason.constraint == "memory" and reason.limit == pytest.approx(1.6e9)
     assert str(reason.span).startswith(path)
     line = Path(path).read_text().splitlines()[reason.span.line - 1]
-    assert "memory <= 10%" in line
+    assert "memory <= 2%" in line
 
 
 def test_power_limit_infeasible(tmp_path):

@@ -1,0 +1,61 @@
+"""Attention rates from kernel physics (model/compute.py ATTENTION_KERNELS): the published
+kernels' forward and backward rates of each tensor-core generation, combined as a training
+step runs them, times one in-training share; chips without kernel data keep a fitted value."""
+
+import attrs
+import pytest
+
+from gclc.compiler.driver import check_text
+from gclc.model import compute
+from gclc.model.ops import Op
+
+_DESIGN = check_text('import "std/nvidia"\nimport "std/google"\n', "chips.gcl").design
+
+
+def _accelerator(name: str):
+    from gclc.compiler.lower import accelerator
+
+    return accelerator(_DESIGN[name])
+
+
+def test_the_kernels_combine_as_a_step_runs_them_by_hand():
+    # one forward and a backward of 2.5x its FLOPs: 3.5 / (1/595 + 2.5/516) of the H100's 989
+    assert compute.ATTENTION_KERNELS["hopper"] == (595.0, 516.0, 989.0)
+    hopper = 3.5 / (1 / 595 + 2.5 / 516) / 989
+    assert hopper == pytest.approx(0.5423, abs=1e-4)
+    # Blackwell: FlashAttention-4's 1613 TFLOP/s forward is up to 1.3x cuDNN 9.13's
+    forward = 1613 / 1.3
+    blackwell = 3.5 / (1 / forward + 2.5 / (forward * 516 / 595)) / 2250
+    assert blackwell == pytest.approx(0.4971, abs=1e-4)
+    assert compute.kernel_efficiency(_accelerator("B200")) == pytest.approx(blackwell)
+    assert compute.kernel_efficiency(_accelerator("H100_SXM")) == pytest.approx(hopper)
+
+
+@pytest.mark.parametrize("name, generation", [("H100_SXM", "hopper"), ("H200_SXM", "hopper"), ("H800", "hopper"),
+                                              ("B200", "blackwell"), ("GB200", "blackwell"), ("GB300", "blackwell"),
+                                              ("A100_SXM_80GB", None), ("TPU_v5p", None)])
+def test_each_std_chip_takes_its_generations_kernels_or_its_fitted_value(name, generation):
+    chip = _accelerator(name)
+    assert compute.attention_generation(chip) == generation
+    if generation is None:     # a fitted value, declared in std
+        assert compute.attention_efficiency(chip) == chip.efficiency_of("attention")
+    else:                      # nothing declared: the kernels' share times the in-training share
+        assert chip.efficiency_of("attention") is None
+        assert compute.attention_efficiency(chip) == pytest.approx(
+            compute.kernel_efficiency(chip) * compute.ATTENTION_TRAINING_SHARE)
+
+
+def test_a_declared_attention_efficiency_is_a_measurement_and_wins():
+    chip = _accelerator("B200")
+    measured = attrs.evolve(chip, efficiency=(*chip.efficiency, ("attention", 0.33)))
+    assert compute.attention_efficiency(measured) == 0.33
+
+
+def test_blackwell_runs_attention_faster_than_hopper_in_time_not_in_share():
+    # a long-sequence attention call, same FLOPs: the B200 at 2.25x the H100's peak is faster, at a
+    # slightly lower share of its peak (its exponential units and shared memory did not scale)
+    h100, b200 = _accelerator("H100_SXM"), _accelerator("B200")
+    op = Op("attention", "attention", 1e15, 0.0, 0, 65536, 128)
+    t_h100, t_b200 = compute.op_time(op, h100, "bf16"), compute.op_time(op, b200, "bf16")
+    assert t_b200 < t_h100 / 1.9
+    assert compute.kernel_efficiency(b200) < compute.kernel_efficiency(h100)
