@@ -45,13 +45,16 @@ sizes = st.floats(1.0, 2.0**34)
 
 
 def wire(collective, nbytes, stages):
-    """The tiers' bytes alone over the fastest placement: what no protocol beats."""
-    return min(comms.PER_OPTION[collective](nbytes, tuple(o), latency=False) for o in stages.options)
+    """The tiers' bytes alone over the fastest placement, NVLS at its share of the port: what
+    no protocol beats."""
+    return min(comms.PER_OPTION[collective](nbytes, tuple(o), latency=False, nvls=nccl.NVLS_EFFICIENCY)
+               for o in stages.options)
 
 
 def fastest_latency(collective, stages):
     """The latency of the option NCCL's tables make fastest, on the placement the tiers make fastest."""
-    option = min(stages.options, key=lambda o: comms.PER_OPTION[collective](2.0**40, tuple(o), latency=False))
+    option = min(stages.options, key=lambda o: comms.PER_OPTION[collective](2.0**40, tuple(o), latency=False,
+                                                                            nvls=nccl.NVLS_EFFICIENCY))
     options = nccl._options(collective, collectives.communicator(tuple(option)))
     fastest = max(bandwidth for *_, bandwidth in options)
     return min(latency for *_, latency, bandwidth in options if bandwidth == fastest)
