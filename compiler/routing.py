@@ -22,9 +22,6 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
-from scipy.stats import poisson
-
 ROUTINGS = ("adaptive", "ecmp")
 
 
@@ -64,6 +61,9 @@ def expected_max_load(balls: int, bins: int) -> float:
 
 def _at_most(balls: int, bins: int, k: int) -> float:
     """P(no bin holds more than k of `balls` in `bins`)."""
+    import numpy as np                   # here: `gclc check` and plans without ECMP load neither
+    from scipy.stats import poisson
+
     rate = balls / bins
     one = poisson.pmf(np.arange(min(k, balls) + 1), rate)
     power = _power(one, bins, balls)
@@ -71,8 +71,10 @@ def _at_most(balls: int, bins: int, k: int) -> float:
     return float(min(1.0, power[balls] / whole)) if power.size > balls else 0.0
 
 
-def _power(poly: np.ndarray, n: int, degree: int) -> np.ndarray:
-    """poly ** n, coefficients above `degree` dropped, by repeated squaring."""
+def _power(poly, n: int, degree: int):
+    """poly ** n (a numpy array), coefficients above `degree` dropped, by repeated squaring."""
+    import numpy as np
+
     result = np.ones(1)
     while n:
         if n & 1:
