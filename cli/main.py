@@ -12,12 +12,12 @@ import sys
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from ..compiler.files import forget_reads
-from . import calibrate, check, compile, diff, explain, export, fmt, plan, probe, render, report, schedule, std, sweep
+from . import calibrate, check, compile, degrade, diff, explain, export, fmt, plan, probe, render, report, schedule, std, sweep
 from .common import set_color
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-COMMANDS = (check, compile, explain, plan, calibrate, probe, schedule, export, render, report, sweep, diff, fmt, std)
+COMMANDS = (check, compile, explain, plan, degrade, calibrate, probe, schedule, export, render, report, sweep, diff, fmt, std)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ import math
 
 import attrs
 
-from . import chip as chip_numbers, topology
+from . import chip as chip_numbers, routing, topology
 from .design import Construct, Design, Entity, Record, Repeat
 from .rules.switch import in_network_reduction
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
@@ -218,15 +218,29 @@ def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoin
     gpus_per_port = node.gpus / ports
     rail_factor = ports if shape.name == "rail_optimized" else 1
     tiers, layers = [], []
+    hashed = _routed(fabric, radix, oversub)
     for s in shapes:
         group = min(gpus, max(unit_gpus, _round_to(s.group_endpoints * gpus_per_port * rail_factor, unit_gpus)))
         if s.level == len(shapes):
             group = gpus
         name = f"{fabric.name} {_tier_name(s.level, len(shapes))}"
-        tiers.append(_fabric_tier(fabric, first_level + s.level - 1, "scaleout", group,
-                                  per_gpu / s.oversubscription, s.hops, s.oversubscription, name))
+        tier = _fabric_tier(fabric, first_level + s.level - 1, "scaleout", group,
+                            per_gpu / s.oversubscription, s.hops, s.oversubscription, name)
+        if s.level > 1:   # reached through the uplinks of the switches below: hashed or spread
+            tier = attrs.evolve(tier, efficiency=tier.efficiency * hashed)
+        tiers.append(tier)
         layers.append(_layer(fabric, s.level, _tier_name(s.level, len(shapes)), s.switches, radix, s.links_below))
     return _dedupe_groups(tiers), layers
+
+
+def _routed(fabric: Entity, radix: int, oversubscription: float) -> float:
+    """The share of the uplinks a synchronous collective gets above a fat tree's leaves under the
+    fabric's routing (a tier's efficiency carries it): every down port's flows climb in a stage
+    that crosses the tier, over the switch's uplinks; 1 where they spread (adaptive)."""
+    if routing.routing_of(fabric) != "ecmp":
+        return 1.0
+    down = topology.down_ports(radix, oversubscription)
+    return routing.ecmp_share(down * (fabric.get("flows") or 1), radix - down)
 
 
 def _round_to(value: float, multiple: int) -> int:

@@ -306,11 +306,16 @@ FABRIC = Block(
     {"kind": PROTOCOLS, "topology": TOPOLOGY, "bandwidth": BANDWIDTH, "rails": COUNT,
      "latency": Qty(u.TIME, low_open=False), "switch": PartRef(("switch",)), "in_network_reduction": FLAG,
      "efficiency": SHARE, "link_power": POWER0, "source": TEXT,
-     "transceiver_price": PRICE, "fiber_price": PRICE, "copper_price": PRICE},
+     "transceiver_price": PRICE, "fiber_price": PRICE, "copper_price": PRICE,
+     "routing": Choice(("adaptive", "ecmp"), "a routing"), "flows": COUNT},
     required=("kind", "topology", "bandwidth"),
     doc="`bandwidth`: per port (a rail) of a scale-out fabric, per GPU of a scale-up one; "
         "`in_network_reduction`: collectives reduce in the switches (SHARP, NVLS); absent, as its `switch` says "
-        "(else false); an error on a switch that says it cannot, or on a torus or full mesh",
+        "(else false); an error on a switch that says it cannot, or on a torus or full mesh; "
+        "`routing`: how flows spread over a fat tree's uplinks, `adaptive` (adaptive routing, packet spraying, "
+        "InfiniBand's fat-tree routes: no collisions) or `ecmp` (each flow hashed onto one uplink: collisions); "
+        "default `ecmp` on Ethernet, `adaptive` otherwise; `flows`: flows per port that ECMP hashes "
+        "(queue pairs per connection, default 1 as NCCL's NCCL_IB_QPS_PER_CONNECTION), only with `ecmp`",
 )
 _UNITS = RepeatOf(("node", "supernode"))
 RATE0 = Qty(u.NONE, low=Fraction(0), low_open=False, high=Fraction(1))  # 0 <= x <= 1

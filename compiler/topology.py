@@ -30,7 +30,7 @@ class TierShape:
 
 def fat_tree(endpoints: int, radix: int, tiers: int, oversubscription: float = 1.0) -> tuple[TierShape, ...]:
     """Tiers of a (possibly oversubscribed) folded-Clos fat tree serving `endpoints` ports."""
-    down = _down_ports(radix, oversubscription)
+    down = down_ports(radix, oversubscription)
     shapes, links, cumulative = [], endpoints, 1.0
     for level in range(1, tiers + 1):
         top = level == tiers
@@ -46,11 +46,11 @@ def fat_tree(endpoints: int, radix: int, tiers: int, oversubscription: float = 1
 
 def fat_tree_capacity(radix: int, tiers: int, oversubscription: float = 1.0) -> int:
     """The most endpoints such a tree can serve: d^(t-1) * k for the folded Clos."""
-    down = _down_ports(radix, oversubscription)
+    down = down_ports(radix, oversubscription)
     return down ** (tiers - 1) * radix
 
 
-def _down_ports(radix: int, oversubscription: float) -> int:
+def down_ports(radix: int, oversubscription: float) -> int:
     return max(1, min(radix - 1, round(radix * oversubscription / (oversubscription + 1))))
 
 

@@ -212,6 +212,8 @@ FABRIC_CAPACITY = _code("fabric-capacity", E,
 IN_NETWORK_REDUCTION = _code("in-network-reduction", E, "{what}",
                              "A fabric that reduces in its switches (SHARP, NVLS) on a switch that cannot, or with no "
                              "switch (a torus or full mesh).")
+ROUTING_FLOWS = _code("routing-flows", E, "{what}",
+                      "`flows` (flows per port that ECMP hashes) on a fabric whose routing does not hash them.")
 
 
 # ---------------------------------------------------------------- shared clusters and traces

@@ -85,16 +85,23 @@ def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     return _fastest(_all_reduce, nbytes, stages)
 
 
-def _all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
+def _all_reduce(nbytes: float, stages: tuple[Stage, ...], latency: bool = True, nvls: float = 1.0) -> float:
+    """`latency=False`: the bytes alone (model/collectives.py adds NCCL's latencies instead);
+    `nvls`: the share of the port an NVLink switch's reduction gets (model/collectives.py)."""
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
         if _in_network(stage):
-            time += share / port_rate(stage.tier) + 2 * stage.tier.latency
+            time += share / _reducing_rate(stage.tier, nvls) + 2 * stage.tier.latency * latency
         else:
-            time += 2 * (n - 1) / n * share / stage_rate(stage) / axes + 2 * _latency(stage.tier, n)
+            time += 2 * (n - 1) / n * share / stage_rate(stage) / axes + 2 * _latency(stage.tier, n) * latency
         share /= n
     return time
+
+
+def _reducing_rate(tier: Tier, nvls: float) -> float:
+    """The port rate of a tier whose switches reduce, at `nvls` of it inside a scale-up domain."""
+    return port_rate(tier) * (nvls if tier.scope != "scaleout" else 1.0)
 
 
 def _concurrent_axes(stages: tuple[Stage, ...]) -> tuple[int, ...]:
@@ -118,19 +125,24 @@ def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     return _fastest(_reduce_scatter, nbytes, stages)
 
 
-def _reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
+def _reduce_scatter(nbytes: float, stages: tuple[Stage, ...], latency: bool = True, nvls: float = 1.0) -> float:
+    """`latency=False` and `nvls`: as `_all_reduce`'s."""
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
-        ring = (n - 1) / n * share / stage_rate(stage) / axes + _latency(stage.tier, n)
+        ring = (n - 1) / n * share / stage_rate(stage) / axes + _latency(stage.tier, n) * latency
         if _in_network(stage):
-            ring = min(ring, share / port_rate(stage.tier) + 2 * stage.tier.latency)
+            ring = min(ring, share / _reducing_rate(stage.tier, nvls) + 2 * stage.tier.latency * latency)
         time += ring
         share /= n
     return time
 
 
 all_gather = reduce_scatter
+
+# One placement option's price, `latency=False` for the bytes alone (model/collectives.py
+# adds NCCL's latencies to them).
+PER_OPTION = {"all_reduce": _all_reduce, "reduce_scatter": _reduce_scatter, "all_gather": _reduce_scatter}
 
 
 def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:

@@ -12,6 +12,7 @@ from ...dsl.diagnostics import Diagnostic, Label
 from ...dsl.numbers import number
 from ...dsl.units import Quantity
 from ..design import Entity
+from ..routing import routing_of
 
 # Topologies whose `radix` counts the ports of one switch, each at the fabric's `bandwidth`.
 TREES = ("fat_tree", "rail_optimized")
@@ -48,6 +49,20 @@ def fabric_switch_rules(fabric: Entity) -> Iterator[Diagnostic]:
     switch = fabric.get("switch")
     yield from _capacity(fabric, switch if isinstance(switch, Entity) else None)
     yield from _reduction(fabric, switch if isinstance(switch, Entity) else None)
+    yield from _flows(fabric)
+
+
+def _flows(fabric: Entity) -> Iterator[Diagnostic]:
+    """`flows` says how many flows a port's traffic is hashed as: read only where flows are hashed."""
+    if fabric.get("flows") is None:
+        return
+    if routing_of(fabric) != "ecmp":
+        stated = fabric.get("routing") is not None
+        how = "says `routing = adaptive`" if stated else "routes adaptively (the default off Ethernet)"
+        yield codes.ROUTING_FLOWS.make(
+            fabric.span_of("flows"),
+            what=f"`{fabric.name}` sets `flows`, but it {how}: no flow is hashed onto one uplink",
+            notes=["help: set `routing = ecmp` to model hash collisions, or drop `flows`"])
 
 
 def _capacity(fabric: Entity, switch: Entity | None) -> Iterator[Diagnostic]:

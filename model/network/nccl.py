@@ -95,6 +95,24 @@ def choose(collective: str, nbytes: float, c: Communicator) -> Choice:
     return best
 
 
+def on_topology(collective: str, nbytes: float, wire: float, c: Communicator) -> Choice:
+    """NCCL's pick when the topology, not NCCL's tables, says how fast the bytes can move:
+    the fastest option moves `nbytes` in `wire` seconds (gclc's tiers: oversubscription,
+    ragged groups and in-network reduction counted), every other option as much slower as
+    NCCL's tables make it (LL's half bandwidth and caps, a tree's share), and each pays its
+    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency."""
+    if c.ranks <= 1:
+        return Choice("none", "none", 0.0)
+    options = _options(collective, c)
+    fastest = max(bandwidth for *_, bandwidth in options)
+    best = None
+    for algorithm, protocol, latency, bandwidth in options:
+        seconds = latency + wire * fastest / bandwidth
+        if best is None or seconds < best.seconds:
+            best = Choice(algorithm, protocol, seconds)
+    return best
+
+
 def bus_bandwidth(collective: str, nbytes: float, seconds: float, ranks: int) -> float:
     """nccl-tests' busbw: algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the others."""
     factor = 2 * (ranks - 1) / ranks if collective == "all_reduce" else (ranks - 1) / ranks

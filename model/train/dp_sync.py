@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from ...compiler.ir import Partition
 from .. import comms
+from .. import collectives
 from . import optimizer, sharding
 from ...compiler.formats import value_bytes
 from ..config import TrainConfig
@@ -101,9 +102,9 @@ def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffi
         inner, outer = sharding.groups(cfg, partition.tiers, expert)
         if cfg.zero >= 1:
             across += sharding.replicate(params, grad_bytes, sharding.shards(cfg, expert), outer)
-        reduces += comms.reduce_scatter(params * grad_bytes, inner)
-        gathers += comms.all_gather(params * weight_bytes, inner)
-        all_reduces += comms.all_reduce(params * grad_bytes, inner)
+        reduces += collectives.reduce_scatter(params * grad_bytes, inner)
+        gathers += collectives.all_gather(params * weight_bytes, inner)
+        all_reduces += collectives.all_reduce(params * grad_bytes, inner)
         fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner, weight_bytes)
     return remember(_TRAFFIC, key, Traffic(gathers, reduces, all_reduces, fsdp, across))
 
@@ -114,7 +115,7 @@ def embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     if cfg.pp == 1 or not shape.tied_embeddings:
         return 0.0
     stages = (comms.Stage(comms.outermost(2, cfg.stride("pp") * (cfg.pp - 1), tiers), 2),)
-    return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
+    return collectives.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
 
 
 def unhidden(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:

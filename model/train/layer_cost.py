@@ -12,6 +12,7 @@ import attrs
 from ...compiler.formats import is_narrow, value_bytes
 from ...compiler.ir import Partition
 from .. import comms
+from .. import collectives
 from . import context
 from . import moe as routed
 from . import recompute as recompute_model
@@ -250,7 +251,7 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, gemms
     key = (nbytes, cfg.tp, stride, partition)
     one = _TP_ALL_REDUCE.get(key)
     if one is None:
-        one = _remember(_TP_ALL_REDUCE, key, comms.all_reduce(nbytes, comms.place(cfg.tp, stride, partition.tiers)))
+        one = _remember(_TP_ALL_REDUCE, key, collectives.all_reduce(nbytes, comms.place(cfg.tp, stride, partition.tiers)))
     # With sequence parallelism the backward needs the layer input gathered again
     # (Korthikanti et al. 2022, Sec 4.2.2): half an all-reduce more.
     count = 4 + recompute_model.tp_collectives(cfg) + (0.5 if cfg.sp else 0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ...compiler.ir import Tier
 from .. import comms
+from .. import collectives
 from ..config import TrainConfig
 
 
@@ -66,13 +67,14 @@ def fsdp_microbatch(params: float, grad_bytes: int, inner: tuple[comms.Stage, ..
     """ZeRO-3 / FSDP per micro-batch: parameters gathered (`weight_bytes` each: bf16, or fp8
     parameters) for forward and again for backward, gradients reduce-scattered, all inside the
     shard group."""
-    return comms.reduce_scatter(params * grad_bytes, inner) + 2 * comms.all_gather(params * weight_bytes, inner)
+    return (collectives.reduce_scatter(params * grad_bytes, inner)
+            + 2 * collectives.all_gather(params * weight_bytes, inner))
 
 
 def replicate(params: float, grad_bytes: int, sharded: int, outer: tuple[comms.Stage, ...]) -> float:
     """The all-reduce of each shard group's gradient shard (1 / `sharded` of them) across
     the groups, once a step (zero without hybrid sharding: no replica group)."""
-    return comms.all_reduce(params * grad_bytes / sharded, outer)
+    return collectives.all_reduce(params * grad_bytes / sharded, outer)
 
 
 def optimizer_shards(cfg: TrainConfig, expert: bool = False) -> int:

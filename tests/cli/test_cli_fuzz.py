@@ -47,6 +47,8 @@ COMMANDS = {
     "diff-json": (["BASE", "--json"], None),
     "explain-json": (["--json"], None),
     "calibrate": (["MEAS", "-o", "cal.gcl"], "cal.gcl"),   # a published nccl-tests run as the measurement
+    "degrade": (["nic=down"], None),
+    "degrade-json": (["link=0.5", "--json"], None),
 }
 MEASUREMENT = Path(__file__).resolve().parents[1] / "data" / "measurements" / "nccl" / "bitdeer_h100_1node_all_reduce.txt"
 # Commands that take no design file, fuzzed on their own below: `std` (names), `lsp` (stdin),

@@ -59,13 +59,16 @@ def test_hybrid_sharding_gathers_inside_the_node_and_all_reduces_shards_across_n
     assert [(s.tier.name, s.peers) for s in outer] == [(leaf.name, 4)]
     p = params_per_gpu(MISTRAL, c)
     rate = lambda t: t.bandwidth * t.efficiency  # noqa: E731
-    # ring reduce-scatter / all-gather over 8: 7/8 of the bytes, latency min(7, log2 8 = 3) hops
-    rs = 7 / 8 * p * 4 / rate(nvlink) + 3 * nvlink.latency
-    ag = 7 / 8 * p * 2 / rate(nvlink) + 3 * nvlink.latency
-    # all-reduce of the 1/8 shard across 4 groups, reduced in the NDR switches (SHARP): the
-    # shard once through the link, two switch traversals
+    # ring reduce-scatter / all-gather over 8: 7/8 of the bytes at the NVLink rate, and NCCL's
+    # ring/Simple latency on one node (tuning.cc: base 8.4 us + 7 steps of 3.4 us)
+    ring_latency = (8.4 + 7 * 3.4) * 1e-6
+    rs = 7 / 8 * p * 4 / rate(nvlink) + ring_latency
+    ag = 7 / 8 * p * 2 / rate(nvlink) + ring_latency
+    # all-reduce of the 1/8 shard across 4 groups, one GPU a node, reduced in the NDR switches
+    # (SHARP, NCCL's CollNet): the shard once through the link; with one GPU a node NCCL
+    # steps the network as a tree (tuning.cc: 14 us, tree/Simple), and the wire both ways
     assert leaf.in_network_reduction
-    ar = (p * 4 / 8) / rate(leaf) + 2 * leaf.latency
+    ar = (p * 4 / 8) / rate(leaf) + 14e-6 + 2 * leaf.latency
     e = estimate(MISTRAL, c, PART)
     assert e.breakdown.dp == pytest.approx(c.microbatches * (rs + 2 * ag) + ar)
 
