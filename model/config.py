@@ -103,6 +103,11 @@ class TrainConfig:
     # `overlap_moe_expert_parallel_comm`, Megatron-Bridge `moe_a2a_overlap`); None: the
     # stack's default (model/train/step.py `_ep_exposed`)
     ep_overlap: bool | None = None
+    # The operating point: a power cap per GPU (W) the run sets below the chip's own limits
+    # (`nvidia-smi -pl`), so that the chip computes at a lower clock on its DVFS curve
+    # (model/dvfs.py `with_cap`); None: the chip as it is. The planner chooses it under a
+    # power limit or for energy (solver/train/enumerate.py `operating_caps`).
+    power_cap: float | None = None
 
     @property
     def overlaps_ep(self) -> bool:

@@ -17,7 +17,11 @@ Clocks are ratios of the boost clock (`clock`, the one the peaks are quoted at).
 
 from __future__ import annotations
 
-from ..compiler.ir import Accelerator
+import functools
+
+import attrs
+
+from ..compiler.ir import Accelerator, Partition
 
 DEFAULT_EXPONENT = 3.0
 DEFAULT_FLOOR = 0.5
@@ -68,3 +72,59 @@ def sustained(chip: Accelerator, measured: bool = True) -> float:
 def draw(chip: Accelerator) -> float:
     """Watts the chip draws at full activity: TDP, or its cap."""
     return power(chip.idle, chip.tdp, capped(chip), exponent(chip))
+
+
+# ----------------------------------------------------------------- operating points under a cap
+
+# The planner's clock resolution: steps of 5 % of the chip's own sustained clock, down to its
+# floor. Finer steps are a bigger space for little gain: the power GP's continuous clock
+# (solver/power/program.py) bounds what they could add, and the plan prints that gap.
+CLOCK_STEP = 0.05
+
+
+def cap_for(chip: Accelerator, ratio: float) -> float:
+    """The power cap (W) under which `chip` computes at `ratio` of its own sustained clock
+    (the clock its TDP and its own `power.cap` leave it): its full-load draw at that clock."""
+    return power(chip.idle, chip.tdp, ratio * capped(chip), exponent(chip))
+
+
+def lowest_ratio(chip: Accelerator) -> float:
+    """The lowest ratio of its own sustained clock a cap can hold the chip at: the DVFS floor,
+    and no cap below the firmware's `min_cap`."""
+    own = capped(chip)
+    low = floor(chip) / own if own > 0 else 1.0
+    if chip.min_cap:
+        low = max(low, clock_at(chip.idle, chip.tdp, chip.min_cap, exponent(chip)) / own if own > 0 else 1.0)
+    return min(1.0, low)
+
+
+def clock_steps(chip: Accelerator) -> tuple[tuple[float, float | None], ...]:
+    """(ratio of the chip's own clock, the cap that holds it there) for every step the planner
+    searches, fastest first; the first is the chip as it is (cap None)."""
+    low, out, i = lowest_ratio(chip), [(1.0, None)], 1
+    while 1.0 - i * CLOCK_STEP >= low - 1e-9:
+        ratio = round(1.0 - i * CLOCK_STEP, 6)
+        out.append((ratio, cap_for(chip, ratio)))
+        i += 1
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=512)   # asked for every estimate: the same few caps of one partition
+def with_cap(partition: Partition, cap: float | None) -> Partition:
+    """`partition` with its accelerators under an operator's power cap of `cap` W (the lower of
+    it and the chip's own `power.cap`); the partition itself when `cap` is None or changes nothing."""
+    if cap is None:
+        return partition
+    chip = partition.node.accelerator
+    lower = min(cap, chip.power_cap) if chip.power_cap is not None else cap
+    if lower == chip.power_cap or lower >= chip.tdp and chip.power_cap is None:
+        return partition
+    node = attrs.evolve(partition.node, accelerator=attrs.evolve(chip, power_cap=lower))
+    return attrs.evolve(partition, node=node)
+
+
+def clock_of(partition: Partition, cap: float | None) -> float:
+    """The ratio of the chip's own sustained clock that `cap` holds it at (1.0 for None)."""
+    chip = partition.node.accelerator
+    own = capped(chip)
+    return capped(with_cap(partition, cap).node.accelerator) / own if own > 0 else 1.0

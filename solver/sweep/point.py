@@ -21,6 +21,9 @@ COLUMNS: dict[str, str] = {
     "point": "int", "status": "str", "reason": "str", "job": "str", "gpus": "int", "nodes": "int",
     "tp": "int", "pp": "int", "dp": "int", "cp": "int", "ep": "int", "vp": "int", "microbatch": "int",
     "recompute": "str", "zero": "int",
+    # the operating point (train jobs): GPUs the plan runs, its clock (a ratio of the chip's own)
+    # and the power cap per GPU that holds it there (empty: full clock)
+    "job_gpus": "int", "clock": "float", "power_cap_w": "float",
     "step_time_s": "float", "tokens_per_s": "float", "mfu": "float", "memory_per_gpu_bytes": "float",
     # goodput (train jobs): the share of wall time that trains under failures, checkpoints
     # and restarts (solver/schedule/goodput.py), and the tokens/s that share leaves
@@ -96,7 +99,8 @@ def _train(design, job: str | None, objective: str, row: dict) -> dict:
         return row | {"status": "infeasible", "reason": reason}
     e, c = chosen.best, chosen.best.config
     row |= {"status": "ok", "reason": "", "tp": c.tp, "pp": c.pp, "dp": c.dp, "cp": c.cp, "ep": c.ep, "vp": c.vp,
-            "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero, "step_time_s": e.step_time,
+            "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero, "job_gpus": c.gpus,
+            "clock": chosen.clock, "power_cap_w": c.power_cap, "step_time_s": e.step_time,
             "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "memory_per_gpu_bytes": e.memory.total,
             "job_power_w": chosen.power.total if chosen.power is not None else None}
     if chosen.goodput is not None:

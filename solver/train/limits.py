@@ -10,6 +10,7 @@ import attrs
 from ...compiler.design import Bound
 from ...dsl.units import NONE, Quantity
 from ...model.job import Job
+from ...model.dvfs import with_cap
 from ...model.power import job_power
 from ...model.train.step import Estimate
 
@@ -81,7 +82,9 @@ def busy(e: Estimate) -> float:
 
 
 def power_of(job: Job, e: Estimate) -> float:
-    return job_power(job.graph, job.partition, e.config.gpus, busy(e)).total
+    """Facility watts of the job running `e`, its chips under `e`'s power cap."""
+    partition = with_cap(job.partition, e.config.power_cap)
+    return job_power(job.graph, partition, e.config.gpus, busy(e)).total
 
 
 def objective_value(job: Job, objective: str, e: Estimate) -> float:

@@ -13,7 +13,7 @@ import attrs
 
 from ...dsl.numbers import duration, percent, quantity
 from ...dsl import display
-from ...model import comms
+from ...model import comms, dvfs
 from ...model.calibration import Reason, error_band, power_capped, reasons
 from ...model.job import Job
 from ...model.power import Power, job_power
@@ -79,7 +79,14 @@ class Plan:
         cfg, job = self.best.config, self.job
         chip = job.partition.node.accelerator
         return reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
-                       stack=cfg.stack, power_capped=power_capped(chip))
+                       stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)
+
+    @property
+    def clock(self) -> float:
+        """The clock the plan runs at, as a ratio of the chip's own (1.0: full clock, no cap set)."""
+        if self.best is None:
+            return 1.0
+        return dvfs.clock_of(self.job.partition, self.best.config.power_cap)
 
     @property
     def energy_per_token(self) -> float | None:
@@ -112,7 +119,8 @@ def plan(job: Job, objective: str = "throughput", top: int = 3, searched: Search
         return Plan(job, objective, "infeasible", None, None, (), result.configurations, result.seconds,
                     (reason.constraint,), smallest, infeasibility=reason, **common)
     best = result.best
-    power = job_power(job.graph, job.partition, best.config.gpus, _busy(best))
+    running = space_def.at_cap(job, best.config.power_cap)   # its chips under the plan's power cap, if any
+    power = job_power(running.graph, running.partition, best.config.gpus, _busy(best))
     status = "evaluated" if result.configurations == 1 else "optimal"
     return Plan(job, objective, status, best, power, result.runners_up, result.configurations, result.seconds,
                 binding(best, job, result, power), placement=placement(best, job),

@@ -63,21 +63,30 @@ class SearchResult:
 
 class Top:
     """The best `keep` admissible values seen; the worst of them is the pruning threshold.
-    Equal values rank in the order they were offered."""
+    Equal values rank in the order they were offered. With `key`, configurations of one key
+    (a layout at several power caps) hold one place, the best of them."""
 
-    def __init__(self, keep: int) -> None:
-        self.keep, self.heap, self.count = keep, [], itertools.count()
+    def __init__(self, keep: int, key=None) -> None:
+        self.keep, self.heap, self.count, self.key = keep, [], itertools.count(), key
 
     @property
     def threshold(self) -> float:
         return -self.heap[0][0] if len(self.heap) >= self.keep else float("inf")
 
     def offer(self, value: float, e: Estimate) -> None:
-        item = (-value, -next(self.count), e)
+        key = self.key(e) if self.key is not None else None
+        item = (-value, -next(self.count), e, key)
+        if key is not None:
+            same = next((i for i, held in enumerate(self.heap) if held[3] == key), None)
+            if same is not None:
+                if value < -self.heap[same][0]:     # the better operating point of the same layout
+                    self.heap[same] = item
+                    heapq.heapify(self.heap)
+                return
         if len(self.heap) < self.keep:
             heapq.heappush(self.heap, item)
         elif value < -self.heap[0][0]:
             heapq.heapreplace(self.heap, item)
 
     def ranked(self) -> list[tuple[float, Estimate]]:
-        return [(-v, e) for v, _, e in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
+        return [(-t[0], t[2]) for t in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]

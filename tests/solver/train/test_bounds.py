@@ -22,6 +22,9 @@ _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).
 designs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(designs)
 
+# the search is exact whatever the clock grid: a coarse one keeps the enumerator quick (tests/solver/conftest.py)
+pytestmark = pytest.mark.usefixtures("coarse_clock_steps")
+
 EXAMPLES = max(15, settings.default.max_examples // 2)
 LAYOUT = ("tp", "pp", "dp", "cp", "ep")
 RECOMPUTE = enumerator.RECOMPUTE

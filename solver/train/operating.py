@@ -1,0 +1,41 @@
+"""The operating point beside a training configuration's layout: the power cap per GPU (and
+so the clock on the chip's DVFS curve, model/dvfs.py) it runs at. Part of the problem
+`solver.train.enumerate` defines: the caps its space holds and how one layout at several
+caps is told apart from another layout."""
+
+from __future__ import annotations
+
+import attrs
+
+from ...model import dvfs
+from ...model.config import TrainConfig
+from ...model.job import Job
+from ...model.train.step import Estimate
+from .limits import limits
+
+
+def power_limited(job: Job) -> bool:
+    """Whether the job's power is bounded from above (`subject to { power <= ... }`)."""
+    return any(limit.target == "power" and limit.upper for limit in limits(job).items)
+
+
+def operating_caps(job: Job, objective: str) -> tuple[float | None, ...]:
+    """The power caps per GPU the space holds beside the layout: the chip as it is (None),
+    and, where a lower clock can win, each clock step of the chip's DVFS curve
+    (model/dvfs.py `clock_steps`): under a power limit (fewer watts per GPU run more GPUs or
+    fit at all) and for energy (a lower clock can spend fewer joules per token). Without
+    either, a lower clock only slows the step: throughput, time, MFU and goodput never gain."""
+    if objective != "energy" and not power_limited(job):
+        return (None,)
+    return tuple(cap for _, cap in dvfs.clock_steps(job.partition.node.accelerator))
+
+
+def at_cap(job: Job, cap: float | None) -> Job:
+    """The job on chips under power cap `cap` (the job itself for None)."""
+    return job if cap is None else attrs.evolve(job, partition=dvfs.with_cap(job.partition, cap))
+
+
+def operating_key(e: Estimate) -> TrainConfig:
+    """A configuration without its power cap: the same layout at another clock is one choice,
+    listed once (at its best clock) among the runners-up."""
+    return attrs.evolve(e.config, power_cap=None)
