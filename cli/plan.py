@@ -17,7 +17,7 @@ def add(commands) -> None:
     plan.add_argument("file", metavar="FILE")
     plan.add_argument("--job", metavar="NAME",
                       help="the train or serve job to plan (default: the file's first train job, else its first serve job)")
-    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput"),
+    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput", "cost"),
                       help="override the job's objective")
     plan.add_argument("--top", type=_count, default=3, metavar="N", help="runner-up configurations to show")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON (stable keys)")

@@ -40,7 +40,7 @@ def job_objective(job: Entity) -> str:
     """The planner objective a job's `maximize` / `minimize` names."""
     maximize, minimize = job.get("maximize"), job.get("minimize")
     if minimize is not None:
-        return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
+        return {"time": "time", "energy": "energy", "cost": "cost"}.get(minimize.name, "throughput")
     return {"mfu": "mfu", "goodput": "goodput"}.get(getattr(maximize, "name", ""), "throughput")
 
 

@@ -220,7 +220,7 @@ def plan_json(plan) -> dict:
     if job.tokens:
         out["time_to_train_s"] = job.tokens / plan.best.tokens_per_s
         out["energy_to_train_j"] = job.tokens * plan.energy_per_token
-    cost = job_cost(job.entity, job.graph, plan.best.tokens_per_s, job.tokens)
+    cost = job_cost(job.entity, job.graph, plan.best.tokens_per_s, job.tokens, plan.power.total)
     if cost is not None:
         out["cost"] = cost
     return out

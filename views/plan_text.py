@@ -165,7 +165,7 @@ def plan_text(plan, timings: bool = False) -> str:
         lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
         lines.append(f"  training   {big(job.tokens)} tokens in {duration(job.tokens / e.tokens_per_s)}")
-    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
+    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens, plan.power.total)
     if cost is not None:
         lines.append(cost_line(cost))
     for i, r in enumerate(plan.runners_up, 2):

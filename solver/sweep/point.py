@@ -111,8 +111,11 @@ def _train(design, job: str | None, objective: str, row: dict) -> dict:
         row["time_to_train_s"] = tokens / e.tokens_per_s
         if chosen.energy_per_token is not None:
             row["energy_to_train_j"] = tokens * chosen.energy_per_token
-    if t is not None:
-        row["cost_per_token_usd"] = t.per_token(e.tokens_per_s)
+    if t is not None:   # the job's cost per token at its own power (compiler/cost/tco.py `cost_rates`), as its plan says
+        from ..train.limits import cost_rates
+
+        per_second, per_joule = cost_rates(chosen.job)
+        row["cost_per_token_usd"] = (per_second + per_joule * chosen.power.total) / e.tokens_per_s
         if tokens:
             row["cost_to_train_usd"] = row["cost_per_token_usd"] * tokens
     return row

@@ -110,6 +110,9 @@ class ObjectiveBound:
         if objective == "goodput":  # the share depends on the GPU count alone
             share = space_def.goodput_share(self.job, gpus)
             return -self.tokens / step * share if step > 0 else float("-inf")
+        if objective == "cost":   # USD per second at load over the step, USD per joule over its energy
+            per_second, per_joule = space_def.cost_rates(self.job)
+            return (per_second * step * SAFETY + per_joule * self.power.energy_bound(gpus, step, work)) / self.tokens
         return self.power.energy_bound(gpus, step, work) / self.tokens
 
 

@@ -75,11 +75,13 @@ from .limits import (
     Limits,
     admissible,
     busy,
+    cost_rates,
     goodput_share,
     limits,
     max_gpus,
     measure,
     objective_value,
+    objectives,
     power_of,
     violated,
 )

@@ -9,12 +9,12 @@ import attrs
 
 from ...compiler.design import Bound
 from ...dsl.units import NONE, Quantity
-from ...model.job import Job
+from ...model.job import Job, JobError
 from ...model.dvfs import with_cap
 from ...model.power import job_power
 from ...model.train.step import Estimate
 
-OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput")
+OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput", "cost")   # cost: where the cluster has `economics`
 
 
 @attrs.frozen
@@ -97,7 +97,37 @@ def objective_value(job: Job, objective: str, e: Estimate) -> float:
         return power_of(job, e) / e.tokens_per_s
     if objective == "goodput":
         return -e.tokens_per_s * goodput_share(job, e.config.gpus)
+    if objective == "cost":
+        per_second, per_joule = cost_rates(job)
+        return (per_second + per_joule * power_of(job, e)) / e.tokens_per_s
     raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+_RATES: dict[int, tuple[object, tuple[float, float] | None]] = {}
+
+
+def cost_rates(job: Job) -> tuple[float, float]:
+    """(USD per second at load, USD per facility joule) of the job's cluster
+    (compiler/cost/tco.py `cost_rates`); a JobError when it has no `economics`."""
+    key = id(job.entity)
+    held = _RATES.get(key)
+    if held is None or held[0] is not job.entity:
+        from ...compiler.cost.tco import cost_rates as rates
+
+        held = _RATES[key] = (job.entity, rates(job.entity, job.graph))
+    if held[1] is None:
+        raise JobError(f"`minimize = cost` needs the cluster's `economics {{ years, energy_price }}` block: "
+                       f"the cost of `{job.name}` is not defined without it ({job.entity.span})")
+    return held[1]
+
+
+def objectives(job: Job) -> tuple[str, ...]:
+    """The objectives the job can be planned for: cost only where its cluster has `economics`."""
+    try:
+        cost_rates(job)
+    except JobError:
+        return tuple(o for o in OBJECTIVES if o != "cost")
+    return OBJECTIVES
 
 
 def goodput_share(job: Job, gpus: int) -> float:

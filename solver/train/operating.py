@@ -23,9 +23,9 @@ def operating_caps(job: Job, objective: str) -> tuple[float | None, ...]:
     """The power caps per GPU the space holds beside the layout: the chip as it is (None),
     and, where a lower clock can win, each clock step of the chip's DVFS curve
     (model/dvfs.py `clock_steps`): under a power limit (fewer watts per GPU run more GPUs or
-    fit at all) and for energy (a lower clock can spend fewer joules per token). Without
+    fit at all) and for energy or cost (a lower clock can spend fewer joules per token). Without
     either, a lower clock only slows the step: throughput, time, MFU and goodput never gain."""
-    if objective != "energy" and not power_limited(job):
+    if objective not in ("energy", "cost") and not power_limited(job):
         return (None,)
     return tuple(cap for _, cap in dvfs.clock_steps(job.partition.node.accelerator))
 

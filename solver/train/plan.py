@@ -110,6 +110,8 @@ def _busy(e: Estimate) -> float:
 def plan(job: Job, objective: str = "throughput", top: int = 3, searched: SearchResult | None = None) -> Plan:
     """The plan of `job`; `searched`: the search's result when it is already known (a
     partition identical to one planned before, as the heterogeneous split has)."""
+    if objective == "cost":
+        space_def.cost_rates(job)     # a JobError that says so when the cluster has no `economics`
     result = searched if searched is not None else search(job, objective, top)
     pruned_by = (("bound", result.pruned_bound), ("memory", result.pruned_memory), ("limits", result.pruned_limits))
     common = dict(evaluated=result.evaluated, pruned=result.pruned, pruned_by=pruned_by, proof=result.proof)

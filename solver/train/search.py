@@ -174,6 +174,9 @@ class _Search:
     def value(self, e: Estimate) -> float:
         if self.objective == "energy":
             return self.power(e) / e.tokens_per_s
+        if self.objective == "cost":
+            per_second, per_joule = space_def.cost_rates(self.job)
+            return (per_second + per_joule * self.power(e)) / e.tokens_per_s
         return space_def.objective_value(self.job, self.objective, e)
 
     def value_bound(self, step: float, work: float, rep: Estimate) -> float:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gclc.cli.main import main
+from gclc.dsl.numbers import percent
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -69,9 +70,9 @@ def test_a_bound_only_a_lower_clock_meets_is_a_plan_at_that_clock(tight, capsys)
     gpus, clock, cap = data["gpus"], data["clock"], data["parallelism"]["power_cap_w"]
     assert gpus == 8 and clock < 1 and cap is not None
     power = next(line for line in lines if line.startswith("  power "))
-    assert f"at {clock:.0%} clock under a power cap" in power
+    assert f"at {percent(clock)} clock under a power cap" in power
     section = next(line for line in lines if line.startswith("power limit"))
-    assert f"{gpus} of 32 GPUs at {clock:.0%} clock" in section
+    assert f"{gpus} of 32 GPUs at {percent(clock)} clock" in section
     assert f"{data['tokens_per_s']:,.0f} tokens/s" in section and "power" in data["power_budget"]["binds"]
 
 
