@@ -13,7 +13,8 @@ from .progress import progress
 
 
 def add(commands) -> None:
-    plan = commands.add_parser("plan", help="optimize a job's parallelism and report step time, MFU, memory, power, energy")
+    plan = commands.add_parser("plan", help="optimize a job's parallelism (under `subject to { power <= ... }` or a `power.budget`, "
+                                  "its GPU count and clock too) and report step time, MFU, memory, power, energy")
     plan.add_argument("file", metavar="FILE")
     plan.add_argument("--job", metavar="NAME",
                       help="the train or serve job to plan (default: the file's first train job, else its first serve job)")

@@ -19,8 +19,9 @@ from . import formats as number_formats
 # the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
 # 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list, nodes
 # their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`);
-# 5: parts carry their network `ports` (a NIC's or DPU's `bandwidth` is split over them).
-IR_VERSION = 5
+# 5: parts carry their network `ports` (a NIC's or DPU's `bandwidth` is split over them);
+# 6: partitions carry their own `power.budget`.
+IR_VERSION = 6
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -28,6 +29,7 @@ IR_SCHEMA_SHA256 = {
     3: "d642b5856a02f9a1dc60b9d783df75eea4f4a3a9ef8ee26e31bb67955e735c1d",
     4: "08b4c592a1b6cad1779a7a2f132b33a289f5a7894655cef56119701025a873ec",
     5: "a4a21f7dd3cc8a0d1894cc6e7ba2e042af30c14aafb5811e889f3f2055dbb8ad",
+    6: "4cd3fc91cc3fa9cba779c46da39417622a224de9b2df8eb731aeee18d3ac7fef",
 }
 
 
@@ -189,6 +191,7 @@ class Partition:
     unit_switches: tuple[Part, ...]
     tiers: tuple[Tier, ...]
     span: Span = _span()
+    power_budget: float | None = None   # W at the facility: the partition's own `power.budget`
 
     @property
     def nodes(self) -> int:

@@ -91,13 +91,18 @@ def _dram(node: Entity) -> float:
 # ----------------------------------------------------------------- partitions
 
 
-def _partition_specs(cluster: Entity) -> list[tuple[str, Repeat, Entity | None, object]]:
-    """(name, units, scale-out fabric, span) for each partition; one unnamed when `units` is set."""
+def _partition_specs(cluster: Entity) -> list[tuple[str, Repeat, Entity | None, object, float | None]]:
+    """(name, units, scale-out fabric, span, its own power budget) for each partition; one unnamed
+    when `units` is set (the cluster's budget is the graph's)."""
     if cluster.get("units") is not None:
-        return [(cluster.name, cluster.get("units"), cluster.get("scaleout"), cluster.span_of("units"))]
+        return [(cluster.name, cluster.get("units"), cluster.get("scaleout"), cluster.span_of("units"), None)]
     partitions: Record = cluster.get("partition")
-    return [(item.name, item.value.get("units"), item.value.get("scaleout") or cluster.get("scaleout"), item.span)
-            for item in partitions.items]
+    out = []
+    for item in partitions.items:
+        budget = item.value.get("power.budget")
+        out.append((item.name, item.value.get("units"), item.value.get("scaleout") or cluster.get("scaleout"),
+                    item.span, _f(budget) if budget is not None else None))
+    return out
 
 
 def _unit_shape(unit: Entity) -> tuple[Entity, int, Entity | None, float, tuple[Part, ...]]:
@@ -128,7 +133,8 @@ def lower_cluster(cluster: Entity) -> ClusterGraph:
 
 def _lower_cluster(cluster: Entity) -> ClusterGraph:
     specs = _partition_specs(cluster)
-    shapes = [(name, units, fabric, span, _unit_shape(units.part)) for name, units, fabric, span in specs]
+    budgets = {spec[0]: spec[4] for spec in specs}
+    shapes = [(name, units, fabric, span, _unit_shape(units.part)) for name, units, fabric, span, _ in specs]
     ntypes = [node_type(shape[0]) for *_, shape in shapes]
     endpoints = _endpoints_per_fabric(shapes, ntypes)
     partitions, layers = [], {}
@@ -139,7 +145,7 @@ def _lower_cluster(cluster: Entity) -> ClusterGraph:
             tiers += out_tiers
             layers.update({(layer.fabric, layer.level): layer for layer in out_layers})
         partitions.append(Partition(name, units.part.name, units.count, per_unit, ntype, overhead, switches,
-                                    tuple(tiers), span=span))
+                                    tuple(tiers), span=span, power_budget=budgets[name]))
     budget = cluster.get("power.budget")
     return ClusterGraph(cluster.name, tuple(partitions), tuple(layers.values()),
                         _f(budget) if budget is not None else None, _f(cluster.get("power.pue"), 1.0),

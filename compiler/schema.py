@@ -317,6 +317,9 @@ CLUSTER = Block(
     blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
             "economics": ECONOMICS},
     labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
+                                 blocks={"power": Block({"budget": POWER},
+                                                        doc="the partition's own facility budget: a job on it "
+                                                            "plans under the lower of it and the cluster's")},
                                  required=("units",))},
 )
 

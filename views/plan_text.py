@@ -213,6 +213,18 @@ def operating_words(plan) -> str:
     return f"{number(c.gpus)} of {number(job.gpus)} GPUs at {at}"
 
 
+def _gap_words(gap: float | None) -> str:
+    """What finer clock steps and GPU counts could add, in words."""
+    if gap is None:
+        return ""
+    if gap >= 5e-4:
+        return (f" ({percent(gap)} beyond the plan, which is exact over whole replicas and "
+                f"{percent(dvfs.CLOCK_STEP)} clock steps)")
+    if gap > -5e-4:
+        return " (the plan reaches it)"
+    return f" (the GP's smooth step model is {percent(-gap)} below the plan's estimate: finer steps add nothing)"
+
+
 def power_text(plan, section: PowerSection) -> str:
     """The power section of a power-limited plan: the operating point the plan above runs
     (the same numbers), what binds, the relaxation's bound and the layout's curve."""
@@ -241,8 +253,7 @@ def power_text(plan, section: PowerSection) -> str:
         lines.append(f"  bound            continuous GPU counts and clocks of this layout (the power GP, "
                      f"solver/power/program.py): {big(r.relaxed_tokens_per_s)} tokens/s at "
                      f"{number(round(r.relaxed_gpus))} GPUs and {percent(r.relaxed_clock)} clock"
-                     + (f" ({percent(gap)} beyond the plan, which is exact over whole replicas and "
-                        f"{percent(dvfs.CLOCK_STEP)} clock steps)" if gap is not None else ""))
+                     + _gap_words(gap))
         if r.marginal_tokens_per_s_per_mw is not None:
             lines.append(f"  marginal power   {number(round(r.marginal_tokens_per_s_per_mw))} tokens/s per extra MW "
                          f"(the GP's dual)")

@@ -300,9 +300,11 @@ def inputs_of(job_or_inputs, f_min: float | None = None) -> PowerInputs:
 
 
 def without_power_limit(job: Job) -> Job:
-    """The job with its `subject to { power ... }` bounds removed, so that the search picks
-    the configuration at full clock and this GP meets the budget with clocks and GPU counts
-    (rather than the search discarding every configuration that breaks it at full clock)."""
+    """The job with no limit on its power: its `subject to { power ... }` bounds removed, and
+    its partition's and cluster's `power.budget` (what the plan would be without them)."""
+    if job.graph.power_budget is not None or job.partition.power_budget is not None:
+        job = attrs.evolve(job, graph=attrs.evolve(job.graph, power_budget=None),
+                           partition=attrs.evolve(job.partition, power_budget=None))
     limits = job.entity.get("subject to")
     items = getattr(limits, "items", None)
     if not items:

@@ -74,7 +74,7 @@ def power_limit(job: Job) -> tuple[float, str] | None:
     limit = space_def.limits(job).get("power")
     if limit is None or not limit.upper:
         return None
-    return limit.value, f"`subject to {{ power {limit.op} ... }}`" + (f" ({limit.span})" if limit.span else "")
+    return limit.value, limit.source + (f" ({limit.span})" if limit.span else "")
 
 
 def power_section(job: Job, chosen: Plan) -> PowerSection | None:

@@ -54,7 +54,7 @@ def limits_of(entity: Entity, graph: ClusterGraph, partition: Partition) -> Limi
             if bound.op == "<":
                 value = value - 1 if bound.target == "gpus" else math.nextafter(value, -math.inf)
             out[bound.target] = min(out.get(bound.target, math.inf), value)
-    power = min(bounds.get("power", math.inf), graph.power_budget or math.inf)
+    power = min(bounds.get("power", math.inf), graph.power_budget or math.inf, partition.power_budget or math.inf)
     gpus = min(entity.get("gpus") or partition.gpus, int(bounds.get("gpus", partition.gpus)), partition.gpus)
     return Limits(slo, bounds.get("memory", hbm), power, max(0, gpus))
 

@@ -24,6 +24,7 @@ class Limit:
     value: float         # base units (bytes, W, share, s, J, count)
     share: bool = False  # memory given as a share of HBM
     span: object = attrs.field(default=None, eq=False)
+    source: str = attrs.field(default="", eq=False)   # where it is written, in words (power budgets)
 
     @property
     def upper(self) -> bool:
@@ -59,12 +60,43 @@ def limits(job: Job) -> Limits:
         share = bound.target == "memory" and quantity.dim == NONE
         if share:
             value *= hbm
-        items.append(Limit(bound.target, bound.op, value, share, item.span))
+        source = f"`subject to {{ {bound.target} {bound.op} ... }}`"
+        items.append(Limit(bound.target, bound.op, value, share, item.span, source))
+    items = _tightest_power(items + budgets(job))
     memory = hbm
     for limit in items:
         if limit.target == "memory" and limit.upper:
             memory = min(memory, limit.value)
     return Limits(hbm, memory, tuple(items))
+
+
+def budgets(job: Job) -> list[Limit]:
+    """The power budgets the job's GPUs sit under, as limits on its facility power: its
+    partition's `power.budget` and its cluster's (the GPUs and hosts it does not use count as
+    powered off, as job power does: model/power.py)."""
+    from ...compiler.cost.tco import job_cluster
+
+    cluster, partition, out = job_cluster(job.entity), job.partition, []
+    if partition.power_budget is not None:
+        named = cluster.get("partition") if cluster is not None else None
+        item = next((i for i in getattr(named, "items", ()) if i.name == partition.name), None)
+        span = item.value.span_of("power.budget") if item is not None else partition.span
+        out.append(Limit("power", "<=", partition.power_budget, span=span,
+                         source=f"partition `{partition.name}` `power.budget`"))
+    if job.graph.power_budget is not None:
+        span = cluster.span_of("power.budget") if cluster is not None else job.graph.span
+        out.append(Limit("power", "<=", job.graph.power_budget, span=span,
+                         source=f"cluster `{job.graph.name}` `power.budget`"))
+    return out
+
+
+def _tightest_power(items: list[Limit]) -> list[Limit]:
+    """`items` with one upper limit on power, the lowest (the job's own first among equals)."""
+    upper = [i for i in items if i.target == "power" and i.upper]
+    if len(upper) <= 1:
+        return items
+    keep = min(upper, key=lambda i: i.value)
+    return [i for i in items if not (i.target == "power" and i.upper) or i is keep]
 
 
 def max_gpus(job: Job, lim: Limits) -> int:

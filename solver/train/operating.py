@@ -10,13 +10,20 @@ import attrs
 from ...model import dvfs
 from ...model.config import TrainConfig
 from ...model.job import Job
+from ...model.power import job_power
 from ...model.train.step import Estimate
 from .limits import limits
 
 
 def power_limited(job: Job) -> bool:
-    """Whether the job's power is bounded from above (`subject to { power <= ... }`)."""
-    return any(limit.target == "power" and limit.upper for limit in limits(job).items)
+    """Whether a power limit on the job (its `subject to { power <= ... }`, its partition's or
+    cluster's `power.budget`) can bind: below what all its GPUs draw computing the whole step at
+    the chip's own clock, the most any configuration draws (job power grows with the GPU count
+    and the busy share: model/power.py)."""
+    limit = limits(job).get("power")
+    if limit is None or not limit.upper:
+        return False
+    return job_power(job.graph, job.partition, job.gpus, 1.0).total > limit.value
 
 
 def operating_caps(job: Job, objective: str) -> tuple[float | None, ...]:
