@@ -20,8 +20,8 @@ from . import formats as number_formats
 # 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list, nodes
 # their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`);
 # 5: parts carry their network `ports` (a NIC's or DPU's `bandwidth` is split over them);
-# 6: partitions carry their own `power.budget`.
-IR_VERSION = 6
+# 6: partitions carry their own `power.budget`; 7: accelerators carry the top of their DVFS curve (`full_clock`).
+IR_VERSION = 7
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -30,6 +30,7 @@ IR_SCHEMA_SHA256 = {
     4: "08b4c592a1b6cad1779a7a2f132b33a289f5a7894655cef56119701025a873ec",
     5: "a4a21f7dd3cc8a0d1894cc6e7ba2e042af30c14aafb5811e889f3f2055dbb8ad",
     6: "4cd3fc91cc3fa9cba779c46da39417622a224de9b2df8eb731aeee18d3ac7fef",
+    7: "5e75b72d930d1f59b0e84954aebef14c3ca2dd8d417061ef9358fd764dd208ff",
 }
 
 
@@ -56,6 +57,7 @@ class Accelerator:
     min_clock: float | None = None      # Hz, the DVFS floor under a cap
     min_cap: float | None = None        # W, the lowest cap the firmware accepts (a floor of the clock too)
     dvfs_exponent: float | None = None  # dynamic power ~ clock^exponent (model/dvfs.py default when None)
+    full_clock: float | None = None     # W at full load at the full clock: the DVFS curve's top (None: tdp)
     ops_per_clock: tuple[tuple[str, float], ...] = ()   # dense operations per core per clock
     hbm_stacks: int | None = None
     listed_formats: tuple[str, ...] = ()   # the chip's `formats = [...]` (compiler/formats.py)

@@ -47,7 +47,7 @@ def accelerator(chip: Entity) -> Accelerator:
         _f(chip.get("power.tdp")), _f(chip.get("power.idle")), opt("clock"),
         base_clock=opt("base_clock"), cores=chip.get("cores"), l2=_f(chip.get("l2")), l2_bandwidth=opt("l2_bandwidth"),
         power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), min_cap=opt("power.min_cap"),
-        dvfs_exponent=opt("power.dvfs_exponent"),
+        dvfs_exponent=opt("power.dvfs_exponent"), full_clock=opt("power.full_clock"),
         ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
         listed_formats=chip_numbers.stated_formats(chip), span=chip.span,
     )
