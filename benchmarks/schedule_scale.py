@@ -29,7 +29,7 @@ import numpy as np
 from gclc.compiler.driver import check_file
 from gclc.solver.schedule.jobs import build
 from gclc.solver.schedule.milp import solve
-from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.simulate import simulate
 from gclc.views.schedule import schedule_json
 

@@ -12,6 +12,38 @@ from ..dsl.diagnostics import printable, render_all
 from .output import write_atomic
 
 
+def number_option(*, whole: bool = True, low: float | None = None, high: float | None = None,
+                  low_open: bool = False, high_open: bool = False, percent: bool = False):
+    """The argparse `type` of a numeric option: the one plain-number parser (`dsl/plain_number.py`:
+    ASCII digits, GCL's ranges, `1e3` as 1000), then the option's bounds; a bad value is a usage
+    error that names the option (`argument --seed: ...`). `percent`: `10%` is 0.1."""
+    from ..dsl.plain_number import PlainNumberError, parse_plain
+
+    def parse(text: str):
+        scale = 100 if percent and text.strip().endswith("%") else 1
+        written = text.strip().removesuffix("%") if scale == 100 else text
+        try:
+            value = parse_plain(written, whole=whole and scale == 1, what="the value")
+        except PlainNumberError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        value = value / scale if scale != 1 else value
+        if (low is not None and (value <= low if low_open else value < low)) or \
+                (high is not None and (value >= high if high_open else value > high)):
+            raise argparse.ArgumentTypeError(f"`{text}` is out of range: the value must be "
+                                             f"{_range_text(low, high, low_open, high_open, percent)}")
+        return value
+    parse.__name__ = "number"  # argparse names the type in some messages
+    return parse
+
+
+def _range_text(low, high, low_open: bool, high_open: bool, percent: bool) -> str:
+    def shown(x):
+        return f"{x * 100:,g}%" if percent else f"{x:,}"
+    parts = [f"{'above' if low_open else 'at least'} {shown(low)}" if low is not None else "",
+             f"{'below' if high_open else 'at most'} {shown(high)}" if high is not None else ""]
+    return " and ".join(p for p in parts if p)
+
+
 def settings_option(command: argparse.ArgumentParser) -> None:
     command.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                          help='override a `param` (repeatable), e.g. --set racks=256 --set clock="1.5 GHz"')

@@ -38,7 +38,8 @@ def add(commands) -> None:
                         help="the job to plan: a train job, or for slurm and kubernetes a serve job "
                              "(default: the file's first train job, else its first serve job)")
     export.add_argument("--cluster", metavar="NAME",
-                        help="slurm/kubernetes: the cluster to write (default: the job's, else the file's first)")
+                        help="slurm/kubernetes: the cluster to write, or one partition of it as CLUSTER.PART "
+                             "(default: the job's, else the file's first)")
     settings_option(export)
     export.set_defaults(run=run)
 
@@ -54,9 +55,8 @@ def run(args: argparse.Namespace) -> int:
     design = checked_design(args.file, args.set)
     if design is None:
         return EXIT_ERRORS
-    if args.cluster is not None and not any(e.name == args.cluster for e in design.of_kind("cluster")):
-        known = ", ".join(e.name for e in design.of_kind("cluster")) or "none"
-        error(f"no cluster `{args.cluster}` in {args.file}; the design has: {known}")
+    if args.cluster is not None and (problem := _unknown_cluster(design, args.cluster, args.file)):
+        error(problem)
         return EXIT_USAGE
     try:
         with progress(f"planning and exporting to {args.to}"):
@@ -76,6 +76,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("".join(f"# ==> {name} <==\n{text}" for name, text in files.items()))
         return EXIT_OK
     return _write_all(Path(out), files)
+
+
+def _unknown_cluster(design, name: str, source: str) -> str | None:
+    """What is wrong with `--cluster NAME` (a cluster, or `Cluster.part`), or None."""
+    from ..compiler.lower import lower_cluster
+
+    cluster, _, part = name.partition(".")
+    clusters = {e.name: e for e in design.of_kind("cluster")}
+    if cluster not in clusters:
+        return f"no cluster `{cluster}` in {source}; the design has: {', '.join(clusters) or 'none'}"
+    parts = [p.name for p in lower_cluster(clusters[cluster]).partitions]
+    if part and part not in parts:
+        return f"cluster `{cluster}` has no partition `{part}`; its partitions: {', '.join(parts)}"
+    return None
 
 
 def _output_problem(out: str | None, source: str) -> int | None:

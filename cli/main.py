@@ -11,15 +11,17 @@ import sys
 
 from .. import __version__
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from . import check, compile, diff, explain, export, fmt, plan, render, report, schedule, std, sweep
+from ..compiler.files import forget_reads
+from . import calibrate, check, compile, diff, explain, export, fmt, plan, probe, render, report, schedule, std, sweep
 from .common import set_color
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-COMMANDS = (check, compile, explain, plan, schedule, export, render, report, sweep, diff, fmt, std)
+COMMANDS = (check, compile, explain, plan, calibrate, probe, schedule, export, render, report, sweep, diff, fmt, std)
 
 
 def main(argv: list[str] | None = None) -> int:
+    forget_reads()  # a new run: no output may be written onto a file it reads (cli/output.py)
     _escape_unencodable()
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser(_named(argv))

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
-from .common import checked_design, error, settings_option
+from .common import checked_design, error, number_option, settings_option
 from .progress import progress
 
 
@@ -20,7 +20,8 @@ def add(commands) -> None:
                       help="the train or serve job to plan (default: the file's first train job, else its first serve job)")
     plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput", "cost"),
                       help="override the job's objective")
-    plan.add_argument("--top", type=_count, default=3, metavar="N", help="runner-up configurations to show")
+    plan.add_argument("--top", type=number_option(low=0), default=3, metavar="N",
+                      help="runner-up configurations to show (a count: more than there are shows them all)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON (stable keys)")
     plan.add_argument("--timings", action="store_true",
                       help="add the search's wall-clock seconds (left out by default: output is repeatable)")
@@ -53,12 +54,3 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _count(text: str) -> int:
-    """argparse type of `--top`: a whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value

@@ -10,26 +10,32 @@ import sys
 from .progress import progress
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
 from ..dsl.diagnostics import render_all
-from .common import output_problem, settings_option
+from .common import number_option, output_problem, settings_option
 
 PLOT_FORMATS = {".svg": "svg", ".png": "png"}
+MAX_SEED = 2**64 - 1   # numpy's generators take any; 64 bits is what a seed is elsewhere
+MAX_EPOCHS = 100       # a MILP solve each: 8 by default
 
 
 def add(commands) -> None:
-    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.catalog import POLICIES
 
     cmd = commands.add_parser("schedule", help="simulate the jobs of a shared cluster under a scheduling policy")
     cmd.add_argument("file", metavar="FILE")
     cmd.add_argument("--policy", choices=tuple(POLICIES), default="priority",
-                     help="fifo, priority (+ topology-aware best fit, preemption) or slurm (lowest-switch best fit, "
-                          "backfill); default priority")
+                     help="fifo, priority (+ topology-aware best fit, preemption), slurm (main loop with partition "
+                          "blocking, multifactor priority, backfill with reservations from time limits), kueue "
+                          "(ClusterQueues per tenant with quotas and cohorts, topology-aware) or kube "
+                          "(kube-scheduler's default profile); a `scheduler NAME { ... }` block sets its settings; "
+                          "default priority")
     cmd.add_argument("--cluster", metavar="NAME", help="the cluster to schedule on (default: the file's first)")
     cmd.add_argument("--json", action="store_true", help="print the schedule as JSON (views/schedule.schema.json)")
     cmd.add_argument("-o", "--output", metavar="OUT", help="draw utilization and a Gantt chart here (.svg or .png)")
-    cmd.add_argument("--seed", type=int, default=0, help="seed of the failure process (default 0)")
+    cmd.add_argument("--seed", type=number_option(low=0, high=MAX_SEED), default=0,
+                     help="seed of the failure process, 0 to 2**64-1 (default 0)")
     cmd.add_argument("--no-failures", action="store_true", help="simulate without node and switch failures")
-    cmd.add_argument("--epochs", type=int, default=8, metavar="N",
-                     help="decision epochs at which the MILP optimum is solved (default 8; 0: none)")
+    cmd.add_argument("--epochs", type=number_option(low=0, high=MAX_EPOCHS), default=8, metavar="N",
+                     help=f"decision epochs at which the MILP optimum is solved (default 8; 0: none; at most {MAX_EPOCHS})")
     settings_option(cmd)
     cmd.set_defaults(run=run)
 
@@ -39,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..solver.schedule.jobs import ScheduleError, build
     from ..solver.schedule.milp import solve
-    from ..solver.schedule.policies import POLICIES
+    from ..solver.schedule.catalog import policy
+    from ..solver.schedule.settings import settings_of
     from ..solver.schedule.simulate import simulate
     from ..views.schedule import schedule_json, schedule_text
 
@@ -57,10 +64,11 @@ def run(args: argparse.Namespace) -> int:
         sources = dict(result.sources) | {s.path: s for s in error.sources}
         print(render_all(error.diagnostics, sources), file=sys.stderr)
         return EXIT_ERRORS
-    outcome = simulate(workload, POLICIES[args.policy], seed=args.seed, failures=not args.no_failures,
-                       epochs=max(0, args.epochs), progress=_progress_bar(len(workload.jobs)))
+    chosen = policy(args.policy, settings_of(result.design, workload.cluster, args.policy))
+    outcome = simulate(workload, chosen, seed=args.seed, failures=not args.no_failures,
+                       epochs=args.epochs, progress=_progress_bar(len(workload.jobs)))
     with progress("solving the MILP optimum at each epoch"):
-        optimum = [solve(epoch) for epoch in outcome.epochs[:max(0, args.epochs)]]
+        optimum = [solve(epoch) for epoch in outcome.epochs[:args.epochs]]
     data = schedule_json(workload, outcome, optimum)
     if args.output:
         from .output import write_atomic
@@ -77,9 +85,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _usage_problem(args: argparse.Namespace) -> int | None:
-    if args.epochs < 0:
-        print("gclc: --epochs must be 0 or more", file=sys.stderr)
-        return EXIT_USAGE
     if not args.output:
         return None
     suffix = args.output[args.output.rfind("."):].lower() if "." in args.output else ""

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import argparse
 
+from .common import number_option
+
+MAX_WORKERS = 1024     # local processes; a machine with more cores uses --scheduler
+MAX_CHUNK = 1_000_000  # points per task: more than a sweep holds
+
 
 def add(commands) -> None:
     sweep = commands.add_parser(
@@ -34,34 +39,17 @@ def add(commands) -> None:
     where = sweep.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, such as tcp://host:8786")
     where.add_argument("--in-process", action="store_true", help="run every point in this process (no Dask)")
-    sweep.add_argument("--workers", type=_positive, metavar="N", help="local Dask worker processes (default: cores)")
-    sweep.add_argument("--chunk", type=_positive, metavar="N", help="points per task (default: balanced)")
+    sweep.add_argument("--workers", type=number_option(low=1, high=MAX_WORKERS), metavar="N",
+                       help="local Dask worker processes (default: cores)")
+    sweep.add_argument("--chunk", type=number_option(low=1, high=MAX_CHUNK), metavar="N",
+                       help="points per task (default: balanced)")
     sweep.add_argument("--resume", action="store_true", help="skip the points already in DIR/sweep.parquet")
     sweep.add_argument("--sensitivity", action="store_true",
                        help="vary each numeric param of the file by +-DELTA and draw a tornado chart")
-    sweep.add_argument("--delta", type=_share, default=0.1, metavar="SHARE",
+    sweep.add_argument("--delta", type=number_option(whole=False, low=0, high=1, low_open=True,
+                                                        high_open=True, percent=True), default=0.1, metavar="SHARE",
                        help="the sensitivity step, such as 10%% or 0.1 (default: 10%%)")
     sweep.set_defaults(run=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid count: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid share: {text!r} (write 10% or 0.1)") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 100 %, not {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import attrs
 
 from ..dsl.source import SourceFile
 from .check import check_program
+from .files import data_sources
 from .design import Design
 from ..dsl.diagnostics import Diagnostic, has_errors, sort_unique
 from .groups import group_checks
@@ -57,7 +58,7 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
         diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)) + tuple(job_limit_problems(design))
                                    + tuple(train_pin_problems(design)))
         design = None if has_errors(diagnostics) else design
-    return Result(design, diagnostics, dict(program.sources))
+    return Result(design, diagnostics, dict(program.sources) | data_sources())  # a trace's rows are quoted too
 
 
 def _cluster_checks(design: Design) -> list[Diagnostic]:

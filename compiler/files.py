@@ -1,6 +1,15 @@
-"""Reading a design file: its bytes within bounds, decoded as UTF-8, or a located error
-that says how to fix it (a missing file with the nearest name, a directory, a FIFO or device
-that would block or never end, a file too large, a byte that is not UTF-8)."""
+"""Reading every file gclc opens: a design and its imports, and the data files a design names
+(CSV traces; calibration and measurement tables to come). One bounded reader for all of them:
+
+- regular files only: a FIFO, device or socket is refused at once (it would block or never end);
+- a size limit per file, and a total budget over a design and everything it imports;
+- a line limit for data files, so that no cell can be longer than a line;
+- UTF-8, a byte that is not is a located error;
+- the path shown as the user gave it (a design-relative name joined to the design's name as
+  written), never made absolute;
+- every file read is remembered by identity (device and inode), so that no output of the run
+  is written onto it (`cli/output.py`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +17,7 @@ import difflib
 import errno
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import attrs
 
@@ -16,46 +25,148 @@ from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic
 from ..dsl.source import SourceFile, Span, source_text
 
+# A design is text a person writes: the largest shipped example is 7 KB and the whole
+# standard library 63 KB. 2 MiB for a design and all its imports together is 30x the
+# library, and bounds a check at about 20 s of CPU (docs/hostile-input.md); no file may
+# hold more. Reading no more keeps `/dev/zero` or a runaway generator from eating memory.
+MAX_SOURCE_BYTES = 2 * 2**20
+MAX_DESIGN_BYTES = 2 * 2**20
+# A data file (a trace) is written by a program: 64 MiB holds a million rows of a public
+# cluster trace; a line of one is under 200 characters, so 4,096 bounds every cell.
+MAX_DATA_BYTES = 64 * 2**20
+MAX_LINE_CHARS = 4096
+
+_READ: set[tuple[int, int]] = set()          # (device, inode) of every file this run read
+_DATA: dict[str, SourceFile] = {}            # data files read, by the path shown: to quote them
+
+
+def was_read(info: os.stat_result) -> bool:
+    """Whether the file `info` describes is one this run read (by identity, not by name)."""
+    return (info.st_dev, info.st_ino) in _READ
+
+
+def forget_reads() -> None:
+    """A new run (one CLI command) starts: nothing read yet."""
+    _READ.clear()
+    _DATA.clear()
+
+
+def data_sources() -> dict[str, SourceFile]:
+    """The data files read so far in this run, by the path shown, to quote in diagnostics."""
+    return dict(_DATA)
+
+
+@attrs.define
+class Budget:
+    """Bytes left for one design and everything it imports."""
+
+    left: int = MAX_DESIGN_BYTES
+
 
 def read_text(display: str, real: Path, at: Span | None, diagnostics: list[Diagnostic],
-              sources: dict[str, SourceFile] | None = None) -> str | None:
-    """The text of the file at `real` (named `display` in messages), or None after adding the
-    located error (at the import `at`, else on the file) to `diagnostics`; a file that is not
-    UTF-8 is added to `sources` with the bad byte replaced, so that the error can quote it."""
+              sources: dict[str, SourceFile] | None = None, budget: Budget | None = None) -> str | None:
+    """The text of the design file at `real` (named `display` in messages), or None after
+    adding the located error (at the import `at`, else on the file) to `diagnostics`; a file
+    that is not UTF-8 is added to `sources` with the bad byte replaced, so that the error can
+    quote it. `budget`: what is left of the design's total, taken from."""
+    limit = MAX_SOURCE_BYTES if budget is None else min(MAX_SOURCE_BYTES, budget.left)
     try:
-        data = _read_bounded(real)
+        data = read_bounded(real, limit, _design_refusal(budget, limit))
     except OSError as error:
-        found = codes.IO_ERROR.make(at, path=display, reason=error.strerror or str(error),
+        found = codes.IO_ERROR.make(at, path=shown_path(display), reason=error.strerror or str(error),
                                     notes=unreadable_help(display, real, error))
         diagnostics.append(found if at is not None else attrs.evolve(found, file=display))
         return None
+    if budget is not None:
+        budget.left -= len(data)
+    text, problem = _decoded(display, data, sources)
+    if problem is not None:
+        diagnostics.append(problem)
+    return text
+
+
+def _design_refusal(budget: Budget | None, limit: int) -> str:
+    if budget is not None and limit < MAX_SOURCE_BYTES:
+        return (f"the design and its imports may hold at most {MAX_DESIGN_BYTES:,} bytes together, and "
+                f"{MAX_DESIGN_BYTES - budget.left:,} are read already")
+    return f"a design file may be at most {MAX_SOURCE_BYTES:,} bytes"
+
+
+def read_data(display: str, real: Path, at: Span, what: str = "trace", limit: int = MAX_DATA_BYTES,
+              line_chars: int = MAX_LINE_CHARS) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """A data file a design names (at `at`): its text, or None and the located errors. A line
+    over `line_chars` characters is an error at that line, so no cell of it can be longer."""
     try:
-        return data.decode("utf-8")
+        data = read_bounded(real, limit, f"a {what} may be at most {limit:,} bytes")
+    except OSError as error:
+        return None, [codes.IO_ERROR.make(at, path=shown_path(display), reason=error.strerror or str(error),
+                                          notes=unreadable_help(display, real, error, suffix=None))]
+    text, problem = _decoded(display, data, None)
+    if problem is not None:
+        return None, [problem]
+    source = SourceFile(display, source_text(text))
+    _DATA[display] = source
+    long = next((n for n, line in enumerate(source.text.split("\n"), 1) if len(line) > line_chars), None)
+    if long is not None:
+        start = source.line_start(long) + line_chars
+        return None, [codes.LONG_LINE.make(source.span(start, start + 1), what=what,
+                                           length=len(source.line_text(long)), limit=line_chars,
+                                           notes=[f"help: a {what} holds short rows of numbers and names; "
+                                                  "is this the right file?"])]
+    return source, []
+
+
+def data_path(design: str, text: str) -> tuple[str, Path] | str:
+    """(path shown, path to open) of the data file `text` named in the design file shown as
+    `design`, or why it is refused: it must lie in the design's folder or below it, as
+    imports do (a link that leads out counts as out)."""
+    if not text or "\x00" in text:
+        return "is not a file name"
+    if PurePath(text).is_absolute():
+        return "is an absolute path; name it relative to the design's folder"
+    folder = Path(os.path.dirname(design) or ".")
+    real = folder / text
+    try:
+        if not real.resolve().is_relative_to(folder.resolve()):
+            return "leaves the design's folder"
+    except (OSError, RuntimeError) as error:  # a name too long, a symlink loop
+        return f"cannot be opened ({getattr(error, 'strerror', None) or error})"
+    return os.path.normpath(os.path.join(os.path.dirname(design), text)), real
+
+
+def shown_path(path: str) -> str:
+    """A path as a message quotes it: a 4,000-character import is named by its ends."""
+    return path if len(path) <= 120 else f"{path[:60]}…{path[-40:]} ({len(path):,} characters)"
+
+
+def _decoded(display: str, data: bytes, sources: dict[str, SourceFile] | None) -> tuple[str | None, Diagnostic | None]:
+    try:
+        return data.decode("utf-8"), None
     except UnicodeDecodeError as error:
         source = SourceFile(display, source_text(data[: error.start].decode("utf-8")))
         if sources is not None:  # to quote the line; the bad byte shows as U+FFFD
             sources[display] = SourceFile(display, source_text(data.decode("utf-8", errors="replace")))
-        diagnostics.append(codes.ENCODING.make(source.span(len(source.text), len(source.text)),
-                                               byte=f"0x{data[error.start]:02x}", offset=error.start))
-        return None
+        return None, codes.ENCODING.make(source.span(len(source.text), len(source.text)),
+                                         byte=f"0x{data[error.start]:02x}", offset=error.start)
 
 
-def unreadable_help(display: str, real: Path, error: OSError) -> list[str]:
+def unreadable_help(display: str, real: Path, error: OSError, suffix: str | None = ".gcl") -> list[str]:
     """How to fix a file that cannot be read, by what went wrong."""
-    if isinstance(error, _Refused):
+    if isinstance(error, Refused):
         return []  # the reason says it
     if error.errno == errno.ENAMETOOLONG:
         longest = max((len(part.encode("utf-8", "surrogateescape")) for part in real.parts), default=0)
-        return [f"help: a file name may have at most 255 bytes and a path 4,096 (the longest name here has "
-                f"{longest:,}); rename the file or shorten the path"]
+        whole = len(str(real).encode("utf-8", "surrogateescape"))
+        return [f"help: a file name may have at most 255 bytes and a path 4,096 (this path has {whole:,}, its "
+                f"longest name {longest:,}); rename the file or shorten the path"]
     if error.errno == errno.ENOENT:
         folder = real.parent if str(real.parent) not in ("", ".") else Path(".")
         try:
-            nearby = sorted(p.name for p in folder.iterdir() if p.suffix == ".gcl")
+            nearby = sorted(p.name for p in folder.iterdir() if suffix is None or p.suffix == suffix)
         except OSError:
             return [f"help: the folder `{folder}` does not exist either; check the path"]
-        stems = {Path(name).stem: name for name in nearby}  # compare names, not the `.gcl` they share
-        close = [stems[c] for c in difflib.get_close_matches(real.stem, list(stems), n=1)]
+        stems = {Path(name).stem if suffix else name: name for name in nearby}  # `.gcl` they all share
+        close = [stems[c] for c in difflib.get_close_matches(real.stem if suffix else real.name, list(stems), n=1)]
         hint = f"; did you mean `{folder / close[0] if str(folder) != '.' else close[0]}`?" if close else ""
         where = "the current folder" if str(folder) == "." else f"`{folder}`"
         return [f"help: there is no `{real.name}` in {where}{hint}"]
@@ -64,12 +175,7 @@ def unreadable_help(display: str, real: Path, error: OSError) -> list[str]:
     return []
 
 
-# A design is text a person writes: 16 MiB is ~100x the largest real one, and reading no
-# more keeps `/dev/zero` or a runaway generator from eating the machine's memory.
-MAX_SOURCE_BYTES = 16 * 2**20
-
-
-class _Refused(OSError):
+class Refused(OSError):
     """An input gclc will not read; the message is the reason."""
 
     def __init__(self, reason: str):
@@ -77,23 +183,24 @@ class _Refused(OSError):
         self.strerror = reason
 
 
-def _read_bounded(real: Path) -> bytes:
-    """The file's bytes; a FIFO, device or directory (which would block or never end) and a
-    file over MAX_SOURCE_BYTES are refused with the reason."""
+def read_bounded(real: Path, limit: int, too_large: str) -> bytes:
+    """The bytes of the regular file `real`; a FIFO, device, socket or directory (which would
+    block or never end) and a file over `limit` bytes (`too_large` says why) are refused."""
     fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise _Refused("it is a directory, not a .gcl file")
+            raise Refused("it is a directory, not a file")
         if not stat.S_ISREG(info.st_mode):
-            raise _Refused("it is not a regular file (a pipe, device or socket); save the design to a file")
-        if info.st_size > MAX_SOURCE_BYTES:
-            raise _Refused(f"it is {info.st_size:,} bytes; a design may be at most {MAX_SOURCE_BYTES:,}")
+            raise Refused("it is not a regular file (a pipe, device or socket); save it to a file")
+        if info.st_size > limit:
+            raise Refused(f"it is {info.st_size:,} bytes; {too_large}")
+        _READ.add((info.st_dev, info.st_ino))
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_SOURCE_BYTES + 1)
-        if len(data) > MAX_SOURCE_BYTES:  # it grew while we read
-            raise _Refused(f"it is over {MAX_SOURCE_BYTES:,} bytes, the most a design may be")
+            data = handle.read(limit + 1)
+        if len(data) > limit:  # it grew while we read
+            raise Refused(f"it is over {limit:,} bytes; {too_large}")
         return data
     finally:
         os.close(fd)

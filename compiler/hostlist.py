@@ -10,20 +10,37 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from ..dsl.plain_number import PlainNumberError, parse_plain
+
 _BRACKET = re.compile(r"^(?P<prefix>[^\[\]]*)\[(?P<body>[^\[\]]+)\](?P<suffix>[^\[\]]*)$")
 _TAIL_NUMBER = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)(?P<suffix>\D*)$")
 # RFC 1123 host names, lowercase as Kubernetes node names need them (DNS-1123 subdomain).
 HOSTNAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
 
 
+# The largest clusters have about 100,000 nodes: ten times that is the most a design lists,
+# so that expanding its host lists stays within memory (a name is ~60 bytes as a string).
+MAX_HOSTS = 1_000_000
+
+
 class HostlistError(ValueError):
     """A malformed expression; the message says what and how to write it."""
 
 
-def expand(hostlist: str) -> list[str]:
+def expand(hostlist: str, most: int | None = None) -> list[str]:
     """`node[01-03,07],login` -> node01 node02 node03 node07 login: the comma-separated
-    parts (commas inside brackets belong to the range), each expanded."""
+    parts (commas inside brackets belong to the range), each expanded. The names are counted
+    first: more than `most` is a HostlistError before any is made."""
+    total = count(hostlist)
+    if most is not None and total > most:
+        raise HostlistError(f"`{_shown(hostlist)}` names {total:,} hosts; at most {most:,} are expected here")
     return [name for piece in _split(hostlist) for name in _expand_one(piece)]
+
+
+def count(hostlist: str) -> int:
+    """How many names `hostlist` stands for, without making them (`n[0-99999999999]` is a number,
+    not 100 billion strings)."""
+    return sum(len(_ranges(piece)[1]) if "[" in piece or "]" in piece else 1 for piece in _split(hostlist))
 
 
 def _split(hostlist: str) -> list[str]:
@@ -36,29 +53,70 @@ def _split(hostlist: str) -> list[str]:
     return pieces + [hostlist[start:]]
 
 
-def _expand_one(expression: str) -> list[str]:
+class _Numbers:
+    """The numbers of one bracket: ranges of (first, last, width), counted without expanding."""
+
+    def __init__(self, ranges: list[tuple[int, int, int]]):
+        self.ranges = ranges
+
+    def __len__(self) -> int:
+        return sum(last - first + 1 for first, last, _ in self.ranges)
+
+    def __iter__(self):
+        return ((n, width) for first, last, width in self.ranges for n in range(first, last + 1))
+
+
+def _ranges(expression: str) -> tuple[re.Match, _Numbers]:
     if not expression.strip():
         raise HostlistError("a host list has an empty name between its commas")
-    if "[" not in expression and "]" not in expression:
-        return [expression]
     match = _BRACKET.match(expression)
     if match is None:
-        raise HostlistError(f"`{expression}` is not a host list: write one range, such as `dgx[001-127]`")
-    names = []
+        raise HostlistError(f"`{_shown(expression)}` is not a host list: write one range, such as `dgx[001-127]`")
+    ranges = []
     for part in match["body"].split(","):
         low, dash, high = part.partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise HostlistError(f"`{part}` in `{expression}` is not a number or a range such as `001-127`")
+        first, last = _number(low, part, expression), _number(high, part, expression) if dash else None
         width = len(low) if low.startswith("0") or (dash and len(low) == len(high)) else 0
-        first, last = int(low), int(high) if dash else int(low)
+        last = first if last is None else last
         if last < first:
-            raise HostlistError(f"the range `{part}` in `{expression}` runs backwards")
-        names += [f"{match['prefix']}{n:0{width}d}{match['suffix']}" for n in range(first, last + 1)]
-    return names
+            raise HostlistError(f"the range `{_shown(part)}` in `{_shown(expression)}` runs backwards")
+        ranges.append((first, last, width))
+    return match, _Numbers(ranges)
 
 
-def expand_all(expressions: Iterable[str]) -> list[str]:
+def _number(text: str, part: str, expression: str) -> int:
+    """One end of a range: ASCII digits only, through the one plain-number parser."""
+    try:
+        return parse_plain(text, whole=True, low=0, digits_only=True, what="a host number")
+    except PlainNumberError as error:
+        raise HostlistError(f"`{_shown(part)}` in `{_shown(expression)}` is not a number or a range such as "
+                            f"`001-127`: {error}") from None
+
+
+def _expand_one(expression: str) -> list[str]:
+    if "[" not in expression and "]" not in expression:
+        if not expression.strip():
+            raise HostlistError("a host list has an empty name between its commas")
+        return [expression]
+    match, numbers = _ranges(expression)
+    return [f"{match['prefix']}{n:0{width}d}{match['suffix']}" for n, width in numbers]
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 60 else f"{text[:40]}…{text[-12:]}"
+
+
+def expand_all(expressions: Iterable[str], most: int | None = None) -> list[str]:
+    """Every name of `expressions`; more than `most` in all is a HostlistError before any is made."""
+    expressions = list(expressions)
+    total = count_all(expressions)
+    if most is not None and total > most:
+        raise HostlistError(f"the host lists name {total:,} hosts; at most {most:,} are expected here")
     return [name for expression in expressions for name in expand(expression)]
+
+
+def count_all(expressions: Iterable[str]) -> int:
+    return sum(count(expression) for expression in expressions)
 
 
 def compress(names: Iterable[str]) -> str:

@@ -19,12 +19,12 @@ from ..dsl import ParseError, ast, parse
 from ..dsl.source import SourceFile, Span, source_text
 from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic, Label, has_errors
-from .files import read_text
+from .files import MAX_DESIGN_BYTES, MAX_SOURCE_BYTES, Budget, read_bounded, read_text, shown_path, unreadable_help
 from .names import unknown_name_notes
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
-         "cluster", "model", "train", "serve", "sweep", "workload")
+         "cluster", "model", "train", "serve", "sweep", "workload", "tenant", "scheduler")
 
 
 # ----------------------------------------------------------------- effective bodies
@@ -167,7 +167,7 @@ def load_again(path: str) -> Program:
 
 def _read(real: Path) -> bytes | None:
     try:
-        return real.read_bytes()
+        return read_bounded(real, MAX_SOURCE_BYTES, "too large")
     except OSError:
         return None
 
@@ -177,15 +177,23 @@ class _Loader:
         self.program = program
         self.done: set[Path] = set()
         self.read: list[tuple[Path, bytes]] = []  # every file read, to tell whether a cached load is stale
+        self.budget = Budget()  # bytes left for the design and all its imports together
 
     def load(self, display: str, real: Path, text: str | None, stack: list[tuple[Path, Span | None]]) -> None:
-        key = real.resolve() if text is None else Path(display)
+        key = _resolved(real) if text is None else Path(display)
         if key in self.done:
             return
         self.done.add(key)
+        if text is not None and len(text) > self.budget.left:  # the editor's buffer: bounded like a file
+            self.program.diagnostics.append(attrs.evolve(codes.IO_ERROR.make(None, path=display, reason=(
+                f"it is {len(text):,} characters; a design may hold at most {MAX_DESIGN_BYTES:,} bytes")), file=display))
+            self.program.broken_imports = True
+            return
+        if text is not None:
+            self.budget.left -= len(text)
         if text is None:
             text = read_text(display, real, stack[-1][1] if stack else None, self.program.diagnostics,
-                             self.program.sources)
+                             self.program.sources, self.budget)
             if text is None:
                 self.program.broken_imports = True
                 return
@@ -209,8 +217,8 @@ class _Loader:
             return
         display, real = target
         chain = [p for p, _ in stack]
-        if real.resolve() in chain:
-            cycle = " -> ".join(p.name for p in chain[chain.index(real.resolve()):] + [real.resolve()])
+        if _resolved(real) in chain:
+            cycle = " -> ".join(p.name for p in chain[chain.index(_resolved(real)):] + [_resolved(real)])
             self.program.diagnostics.append(codes.IMPORT_CYCLE.make(item.span, cycle=cycle, label="closes the cycle"))
             return
         self.load(display, real, None, stack)
@@ -230,12 +238,18 @@ def import_target(item: ast.Import, importer: Path, diagnostics: list[Diagnostic
         root = importer.parent
         real = root.joinpath(*pure.parts)
         display = os.path.normpath(os.path.join(os.path.dirname(_display_of(importer)), str(pure)))
-    if not real.is_file():
+    try:
+        found, inside = real.is_file(), real.resolve().is_relative_to(root.resolve())
+    except OSError as error:  # a name too long for the file system, a link loop
+        diagnostics.append(codes.IO_ERROR.make(item.span, path=shown_path(raw), reason=error.strerror or str(error),
+                                               notes=unreadable_help(raw, real, error)))
+        return None
+    if not found:
         options = sorted(p.stem for p in STD_ROOT.glob("*.gcl"))
         note = f"the standard library has: {', '.join('std/' + o for o in options)}" if str(pure).startswith("std/") else ""
         diagnostics.append(codes.IMPORT_NOT_FOUND.make(item.span, path=raw, notes=[note]))
         return None
-    if not real.resolve().is_relative_to(root.resolve()):
+    if not inside:
         diagnostics.append(codes.IMPORT_ESCAPE.make(item.span, path=raw, notes=["help: a link leads outside the folder"]))
         return None
     return display, real
@@ -243,6 +257,14 @@ def import_target(item: ast.Import, importer: Path, diagnostics: list[Diagnostic
 
 def _display_of(path: Path) -> str:
     return str(path)
+
+
+def _resolved(path: Path) -> Path:
+    """`path` with links followed, or as it is when the file system refuses (a name too long)."""
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
 
 
 # ----------------------------------------------------------------- symbols

@@ -314,10 +314,21 @@ ECONOMICS = Block(
 # Real host names of the nodes, in the order `gclc export` names them: Slurm host lists
 # such as ["dgx[001-064]", "spare01"]; checked to name every node once.
 HOSTNAMES = ListOf(TEXT)
+# What `gclc calibrate` writes of a cluster calibrated on its operator's runs: how many
+# end-to-end runs the band comes from, its 80 % bounds on measured / predicted throughput,
+# and what those runs covered (precisions, their largest GPU count, MoE), against which a
+# plan's reasons for a wider band are judged (model/calibration.py `own`).
+CALIBRATION = Block(
+    {"runs": COUNT, "low": SHARE, "high": Qty(u.NONE, low=Fraction(1), low_open=False, high=Fraction(100)),
+     "precisions": ListOf(Choice(PRECISIONS, "a precision"), least=1), "gpus": COUNT, "moe": FLAG, "source": TEXT},
+    required=("runs", "low", "high"),
+    doc="the error band of plans on this cluster, from `gclc calibrate`: `runs` end-to-end runs of the operator's, "
+        "`low` and `high` the 80 % bounds on measured / predicted throughput; `precisions`, `gpus` (the largest run) "
+        "and `moe` say what the runs covered (a plan beyond them gets a wider band)")
 CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
     blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
-            "economics": ECONOMICS},
+            "economics": ECONOMICS, "calibration": CALIBRATION},
     labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
                                  blocks={"power": Block({"budget": POWER},
                                                         doc="the partition's own facility budget: a job on it "
@@ -332,7 +343,9 @@ MODEL = Block(
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
      "mlp": Choice(("swiglu", "gelu", "relu"), "an MLP activation"), "tied_embeddings": FLAG, "source": TEXT,
      "mtp": COUNT0, "window": COUNT, "global_every": COUNT,
-     "block": Choice(("sequential", "parallel"), "a block layout")},
+     "block": Choice(("sequential", "parallel"), "a block layout"),
+     "position_embedding": Choice(("rope", "learned", "none"), "a position embedding"),
+     "normalization": Choice(("rmsnorm", "layernorm"), "a normalization")},
     blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64))},
                              required=("routed", "top_k"),
@@ -345,7 +358,10 @@ MODEL = Block(
     required=("arch", "layers", "hidden", "heads", "ffn", "vocab", "seq"),
     doc="`window`: sliding-window (local) attention over that many keys, in every layer or, with "
         "`global_every = k`, all but every k-th (Gemma 2, GPT-OSS); `block = parallel`: attention and MLP "
-        "read one normed input and their outputs are summed (GPT-J, PaLM)",
+        "read one normed input and their outputs are summed (GPT-J, PaLM); `position_embedding`: rotary (rope, "
+        "no weights), a learned table of seq x hidden weights (learned) or none; `normalization`: rmsnorm (a "
+        "scale per norm) or layernorm (a scale and a bias); both unstated: no position weights and rmsnorm's, "
+        "and exports that must name them ask for them",
 )
 OBJECTIVES = {"maximize": Choice(("throughput", "mfu", "goodput"), "an objective"),
               "minimize": Choice(("time", "energy", "cost"), "an objective")}
@@ -375,9 +391,10 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                         "`search`: those of `shard`, `recompute_modules`, `recompute_every` and `offload` the planner "
                         "also searches (each multiplies the space)")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of
-# tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not.
+# tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not, and
+# how long a run may last before the scheduler ends it (Slurm's --time).
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
-          "prefer": Targets(), "gang": FLAG}
+          "prefer": Targets(), "gang": FLAG, "time_limit": TIME, "tenant": PartRef(("tenant",))}
 CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
                    doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
                        "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
@@ -429,14 +446,18 @@ ENGINE = Block(
 SERVE = Block(
     {"model": PartRef(("model",)), "on": Targets(), "prompt": LENGTHS, "output": LENGTHS, "batch": COUNT,
      "rate": positive(u.RATE), "trace": TEXT, "requests": REQUESTS,
-     "precision": PRECISION, "gpus": COUNT,
+     "precision": PRECISION, "gpus": COUNT, "priority": Priority(), "time_limit": TIME,
+     "tenant": PartRef(("tenant",)), "daily_load": ListOf(SHARE, least=1),
      "maximize": Choice(("throughput",)), "minimize": Choice(("energy",))},
     blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
                                  doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
             "slo": Block(constraints=_SLO), "engine": ENGINE,
             "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
     required=("model", "on"),
-)
+    doc="`daily_load`: the demand over a day as shares of `rate`, evenly spaced from midnight (24 values: "
+        "hourly); the plan is for `rate`, and each stretch of the day runs the replicas its share needs "
+        "(solver/serve/daily.py): `gclc plan` reports the GPUs, power and energy over the day, `gclc schedule` "
+        "holds those GPUs hour by hour beside the cluster's other jobs")
 
 # ----------------------------------------------------------------- design space
 
@@ -451,21 +472,61 @@ SWEEP = Block({"pareto": ListOf(Choice(SWEEP_OBJECTIVES))}, free=Axis(),
 
 # A stream of jobs without a model: a trace's rows, inline or from a CSV file below the
 # design (columns of public traces: submit, duration, gpus, gpu_type, priority).
-TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority()},
+TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority(),
+                   "time_limit": TIME, "tenant": PartRef(("tenant",))},
                   required=("duration", "gpus"))
 WORKLOAD = Block(
-    {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT},
+    {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT, "time_limit": TIME,
+     "tenant": PartRef(("tenant",))},
     blocks={"checkpoint": Block({"interval": TIME, "write": TIME0, "restart": TIME0},
                                 required=("interval",),
                                 doc="how the rows checkpoint (they have no model to derive it from); without "
                                     "it a failure or a preemption loses the whole run")},
     labelled={"job": TRACE_JOB},
     required=("on",),
-    doc="`trace` is a CSV path relative to the design; `priority` and `gang` apply to rows that do not set them",
+    doc="`trace` is a CSV path relative to the design; `priority`, `gang` and `time_limit` apply to rows that "
+        "do not set them (a row without a time limit runs as long as it takes, and backfill cannot plan "
+        "around it)",
 )
+
+# A tenant of a shared cluster: a Slurm account (its fair-share `shares`) and a Kueue
+# ClusterQueue (a nominal quota of GPUs per partition, a cohort whose queues lend each other
+# unused quota, and how much it may borrow or lend).
+PER_PARTITION = Block(free=COUNT0, doc="GPUs per partition of the tenant's cluster, such as `h100 = 64`")
+TENANT = Block(
+    {"on": Targets(), "cohort": TEXT, "shares": COUNT},
+    blocks={"quota": PER_PARTITION, "borrowing_limit": PER_PARTITION, "lending_limit": PER_PARTITION},
+    required=("on",),
+    doc="`quota`: the GPUs per partition the tenant is guaranteed (Kueue's nominalQuota per flavor; default 0); "
+        "`cohort`: tenants of one cohort lend each other what they do not use; `borrowing_limit` / "
+        "`lending_limit`: at most this many GPUs per partition borrowed beyond the quota or lent out of it "
+        "(default: no limit); `shares`: the fair-share weight (Slurm's fairshare, Kueue's fairSharing.weight; "
+        "default 1)")
+# A scheduler's settings, named for the policy they configure (`scheduler slurm { ... }`);
+# each field is the real setting it stands for (solver/schedule/settings.py, with links).
+SCHEDULER = Block(
+    {"on": Targets(),
+     # slurm.conf: SchedulerParameters, the multifactor priority and preemption
+     "bf_window": TIME, "bf_resolution": TIME, "bf_max_job_test": COUNT, "max_switch_wait": TIME0,
+     "priority_max_age": TIME, "priority_decay_half_life": TIME,
+     "preempt_type": Choice(("none", "qos")), "preempt_mode": Choice(("requeue", "cancel")),
+     # Kueue: the ClusterQueues' queueing strategy and preemption, fair sharing, waitForPodsReady, TAS
+     "queueing": Choice(("strict_fifo", "best_effort_fifo")),
+     "within_cluster_queue": Choice(("never", "lower_priority", "lower_or_newer_equal_priority")),
+     "reclaim_within_cohort": Choice(("never", "lower_priority", "any")),
+     "borrow_within_cohort": Choice(("never", "lower_priority")),
+     "fair_sharing": FLAG, "wait_for_pods_ready": TIME, "topology": Choice(("required", "preferred")),
+     # kube-scheduler: the NodeResourcesFit scoring strategy
+     "scoring": Choice(("least_allocated", "most_allocated"))},
+    blocks={"priority_weight": Block({k: COUNT0 for k in ("age", "fairshare", "job_size", "partition", "qos")},
+                                     doc="slurm.conf PriorityWeightAge, ...Fairshare, ...JobSize, ...Partition, "
+                                         "...QOS")},
+    doc="the settings of the policy it is named for: `scheduler slurm`, `scheduler kueue` or `scheduler kube`; "
+        "what is not stated takes the real scheduler's default")
 
 KINDS: dict[str, Block] = {
     "chip": CHIP, "cpu": CPU, "nic": NIC, "dpu": DPU, "switch": SWITCH, "node": NODE,
     "supernode": SUPERNODE, "fabric": FABRIC, "cluster": CLUSTER, "model": MODEL,
-    "train": TRAIN, "serve": SERVE, "sweep": SWEEP, "workload": WORKLOAD,
+    "train": TRAIN, "serve": SERVE, "sweep": SWEEP, "workload": WORKLOAD, "tenant": TENANT,
+    "scheduler": SCHEDULER,
 }

@@ -1,20 +1,23 @@
-"""A serve job's request trace: a small CSV of `arrival_s,prompt,output` rows.
-
-The path is relative to the design file and stays below its folder (like imports: no
-reading elsewhere). Rows are checked here so that a bad file is a located error in
-`gclc check`, never a traceback in the planner.
+"""A serve job's request trace: a CSV of `arrival_s,prompt,output` rows below the design's
+folder, read through the one bounded reader (`compiler/table.py`) and the one number parser
+(`dsl/plain_number.py`). A bad file or row is a diagnostic at its line and column in the CSV
+(in `gclc check`), never a traceback in the planner.
 """
 
 from __future__ import annotations
 
-import csv
-import math
-from pathlib import Path
-
 import attrs
+
+from ..dsl import codes
+from ..dsl.diagnostics import Diagnostic
+from ..dsl.numbers import number
+from ..dsl.plain_number import PlainNumberError, parse_plain
+from ..dsl.source import Span
+from .table import Row, Table, read_table
 
 MAX_ROWS = 100_000
 COLUMNS = ("arrival_s", "prompt", "output")
+_NEEDS = ("a time in seconds >= 0", "a whole number of tokens >= 1", "a whole number of tokens >= 1")
 
 
 @attrs.frozen
@@ -25,44 +28,58 @@ class Request:
 
 
 class TraceError(ValueError):
-    """What is wrong with the trace, with its line when there is one."""
+    """The trace cannot be read: `.diagnostics` say where and why."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__("; ".join(d.summary for d in diagnostics))
+        self.diagnostics = diagnostics
 
 
-def trace_path(design_file: str, text: str) -> Path:
-    base = Path(design_file).resolve().parent
-    path = (base / text).resolve()
-    if base != path and base not in path.parents:
-        raise TraceError("the trace must be in the design's folder or below it")
-    return path
+def read_requests(at: Span, name: str) -> tuple[tuple[Request, ...] | None, list[Diagnostic]]:
+    """The requests of the trace `name` written at `at`, or None and the located errors."""
+    table, problems = read_table(at, name, "request trace", MAX_ROWS)
+    if table is None:
+        return None, problems
+    header = table.header
+    if header is None or tuple(c.strip() for c in header.cells) != COLUMNS:
+        span = table.span(header) if header is not None else table.source.span(0, 0)
+        return None, [codes.TRACE_ROW.make(span, what=f"the first row must be the header `{','.join(COLUMNS)}`")]
+    requests, problems = [], []
+    for row in table.rows:
+        request = _request(table, row, requests[-1] if requests else None)
+        if isinstance(request, Diagnostic):
+            problems.append(request)
+            if len(problems) >= 20:  # enough to show the pattern of a broken file
+                break
+        else:
+            requests.append(request)
+    if not requests and not problems:
+        problems.append(codes.TRACE_ROW.make(table.span(header), what="no requests after the header"))
+    return (tuple(requests) if not problems else None), problems
 
 
-def load_trace(design_file: str, text: str) -> tuple[Request, ...]:
-    path = trace_path(design_file, text)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise TraceError(f"cannot read it ({getattr(error, 'strerror', None) or error})") from None
-    rows = [(n, line) for n, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
-    if not rows or tuple(c.strip() for c in rows[0][1].split(",")) != COLUMNS:
-        raise TraceError(f"line {rows[0][0] if rows else 1}: the first row must be the header `{','.join(COLUMNS)}`")
-    if len(rows) - 1 > MAX_ROWS:
-        raise TraceError(f"{len(rows) - 1:,} requests; a trace holds at most {MAX_ROWS:,}")
-    requests = [_request(n, cells) for (n, _), cells in zip(rows[1:], csv.reader(line for _, line in rows[1:]))]
-    if not requests:
-        raise TraceError("no requests after the header")
-    for (n, _), before, after in zip(rows[2:], requests, requests[1:]):
-        if after.arrival < before.arrival:
-            raise TraceError(f"line {n}: arrivals must not go back in time ({after.arrival} s after {before.arrival} s)")
-    return tuple(requests)
+def load_trace(at: Span, name: str) -> tuple[Request, ...]:
+    """The requests of a checked trace; TraceError when it cannot be read (it changed since)."""
+    requests, problems = read_requests(at, name)
+    if requests is None:
+        raise TraceError(problems)
+    return requests
 
 
-def _request(line: int, cells: list[str]) -> Request:
-    if len(cells) != 3:
-        raise TraceError(f"line {line}: expected 3 values ({','.join(COLUMNS)}), found {len(cells)}")
-    try:
-        arrival, prompt, output = float(cells[0]), int(cells[1]), int(cells[2])
-    except ValueError:
-        raise TraceError(f"line {line}: `{','.join(cells)}` is not a time in seconds and two whole token counts") from None
-    if not math.isfinite(arrival) or arrival < 0 or prompt < 1 or output < 1:
-        raise TraceError(f"line {line}: arrival must be >= 0 s and both lengths at least 1 token")
-    return Request(arrival, prompt, output)
+def _request(table: Table, row: Row, before: Request | None) -> Request | Diagnostic:
+    if len(row.cells) != len(COLUMNS):
+        return codes.TRACE_ROW.make(table.span(row), what=f"expected {len(COLUMNS)} values ({','.join(COLUMNS)}), "
+                                    f"found {len(row.cells)}")
+    values = []
+    for i, (cell, need) in enumerate(zip(row.cells, _NEEDS)):
+        try:
+            values.append(parse_plain(cell, whole=i > 0, low=0 if i == 0 else 1, what=f"`{COLUMNS[i]}`"))
+        except PlainNumberError as error:
+            return codes.TRACE_ROW.make(table.span(row, i), what=str(error),
+                                        notes=[f"help: `{COLUMNS[i]}` is {need}"])
+    request = Request(*values)
+    if before is not None and request.arrival < before.arrival:
+        return codes.TRACE_ROW.make(table.span(row, 0), what=f"arrivals must not go back in time "
+                                    f"({row.cells[0].strip()} s after {number(before.arrival)} s)",
+                                    notes=["help: sort the rows by `arrival_s`"])
+    return request

@@ -61,6 +61,8 @@ def _code(name: str, severity: Severity, template: str, description: str) -> Cod
 IO_ERROR = _code("io-error", E, "cannot read `{path}`: {reason}", "A file could not be read.")
 ENCODING = _code("encoding", E, "the file is not valid UTF-8 (byte {byte} at offset {offset})",
                  "Source files are UTF-8 text.")
+LONG_LINE = _code("long-line", E, "this {what} line is {length} characters; a line may have at most {limit}",
+                  "A line of a data file (a trace) longer than any row of numbers and names.")
 NUL_BYTE = _code("nul-byte", E, "the file contains a NUL byte", "Binary data in a source file.")
 SYNTAX = _code("syntax", E, "unexpected {found}", "The text does not follow the grammar.")
 BAD_CHARACTER = _code("bad-character", E, "unexpected character {char}",
@@ -163,8 +165,6 @@ BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction loo
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
 SERVE_DEMAND = _code("serve-demand", E, "{what}",
                      "A serve job's demand: request lengths, rate, trace and the SLOs that need them.")
-BAD_TRACE = _code("bad-trace", E, "trace `{path}`: {why}",
-                  "A request trace that cannot be read: rows of `arrival_s,prompt,output`.")
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """`did you mean `x`?` from the nearest candidates, or nothing."""
@@ -209,10 +209,25 @@ IN_NETWORK_REDUCTION = _code("in-network-reduction", E, "{what}",
 
 # ---------------------------------------------------------------- shared clusters and traces
 TRACE_PATH = _code("trace-path", E, "the trace `{path}` {why}",
-                   "A workload's `trace` must be a CSV file in the design's folder or below it.")
+                   "A `trace` (a workload's or a serve job's) must be a CSV file in the design's folder or below it.")
 TRACE_ROW = _code("trace-row", E, "{what}", "A trace row (CSV or inline `job`) that cannot be replayed.")
 JOB_TOO_LARGE = _code("job-too-large", E, "`{job}` needs {gpus} GPUs; the largest partition it may use has {most}",
                       "A job (or trace row) larger than any partition it may run on.")
 NO_FEASIBLE_SIZE = _code("no-feasible-size", E, "{what}",
                           "A job to schedule whose GPU range holds no size the planner finds a feasible plan for.")
 NO_SIZE = _code("no-size", E, "{what}", "A job to schedule needs an amount of work: `tokens`, `steps` or `duration`.")
+TENANT = _code("tenant", E, "{what}",
+               "A tenant of a shared cluster that cannot be built: a quota or limit of a partition its cluster lacks, "
+               "or a job on a cluster with tenants that names none.")
+SCHEDULER_SETTING = _code("scheduler-setting", E, "{what}",
+                          "A `scheduler` block named for no policy, or holding a setting of another policy.")
+
+
+# ---------------------------------------------------------------- measurements (gclc calibrate)
+MEASUREMENT = _code("measurement", E, "{what}",
+                    "A measurement file gclc cannot read: nccl-tests output, a Megatron-LM, torchtitan or NeMo "
+                    "training log, a vLLM/SGLang `bench serve` result, a genai-perf/aiperf export or a kernel CSV "
+                    "(docs/calibration.md lists the formats).")
+MEASUREMENT_UNUSED = _code("measurement-unused", W, "{what}",
+                           "A measurement gclc read but cannot relate to the design (a collective it does not model, "
+                           "a log without the configuration it ran).")

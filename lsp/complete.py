@@ -15,6 +15,7 @@ from typing import Any, Iterable
 import attrs
 
 from ..compiler import schema as sc
+from ..compiler.files import MAX_SOURCE_BYTES, read_bounded
 from ..compiler.resolve import KINDS, STD_ROOT
 from ..dsl.units import BYTES, NONE, UNITS, parse_unit
 from ..dsl.library import std_parts
@@ -230,7 +231,7 @@ def _call_text(name: str, form: sc.Constructor) -> str:
 
 def _first_comment(path) -> str:
     try:
-        first = path.read_text(encoding="utf-8").splitlines()[0]
+        first = read_bounded(path, MAX_SOURCE_BYTES, "too large").decode("utf-8", "replace").splitlines()[0]
     except (OSError, IndexError):
         return ""
     return first.lstrip("# ").strip()

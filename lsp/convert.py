@@ -8,6 +8,7 @@ from pygls.uris import from_fs_path
 from ..dsl.diagnostics import Diagnostic, Severity
 from ..dsl import ast
 from ..dsl.source import SourceFile, Span
+from ..compiler.files import read_text
 from .analysis import Analysis, real_path
 
 _SEVERITY = {Severity.ERROR: t.DiagnosticSeverity.Error, Severity.WARNING: t.DiagnosticSeverity.Warning,
@@ -26,10 +27,9 @@ def _position(source: SourceFile | None, line: int, column: int) -> t.Position:
 
 
 def _read(path: str) -> SourceFile | None:
-    try:
-        return SourceFile(path, real_path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return None
+    """An imported file the analysis did not keep, through the one bounded reader."""
+    text = read_text(path, real_path(path), None, [])
+    return SourceFile(path, text) if text is not None else None
 
 
 def lsp_diagnostics(analysis: Analysis, uri: str) -> list[t.Diagnostic]:

@@ -161,9 +161,11 @@ def time_band(seconds: float, why: tuple[Reason, ...] = ()) -> tuple[float, floa
 
 
 def error_band(step_time: float, tokens_per_s: float, mfu: float,
-               why: tuple[Reason, ...] = ()) -> dict[str, tuple[float, float]]:
-    low, high = ratio_band(why)
-    return {"step_time_s": time_band(step_time, why), "tokens_per_s": throughput_band(tokens_per_s, why),
+               why: tuple[Reason, ...] = (), own: Own | None = None) -> dict[str, tuple[float, float]]:
+    """80 % bands of a plan's step time, throughput and MFU: the shipped band, or the one
+    `own` (a cluster's `calibration` block) fitted on the operator's runs, widened by `why`."""
+    low, high = own.ratio_band(why) if own is not None else ratio_band(why)
+    return {"step_time_s": (step_time / high, step_time / low), "tokens_per_s": (tokens_per_s * low, tokens_per_s * high),
             "mfu": (mfu * low, mfu * high)}
 
 
@@ -172,3 +174,79 @@ def error_band(step_time: float, tokens_per_s: float, mfu: float,
 # v4.1-v5.1, SGLang v0.3.0 / vLLM v0.6.0): its 10th and 90th percentiles (DeepSeek-R1 on
 # GB200 and Llama 3.1 405B remain over-predicted, Llama 2/3 70B under-predicted).
 SERVE_THROUGHPUT_RATIO = (0.74, 1.08)  # throughput rows' median |error| 7.7 % (after HBM at the driver's capacity, unrounded GEMM rows)
+
+
+# ---------------------------------------------------------------- an operator's own runs (gclc calibrate)
+# The band of a design calibrated on the operator's runs: the scale of its held-out
+# residuals, with the shipped scale counted as PRIOR_RUNS runs so that a few lucky runs do
+# not claim a band narrower than they can show. ASSUMPTION: two runs' worth, checked by
+# benchmarks/calibrate_own.py's coverage on held-back published runs.
+PRIOR_RUNS = 2
+
+
+def own_scale(residuals: list[float] | tuple[float, ...]) -> float:
+    """The band scale s from held-out log residuals r_i = log(measured / predicted):
+    sqrt((PRIOR_RUNS s0^2 + sum r_i^2) / (PRIOR_RUNS + n)), s0 the shipped BAND_SCALE."""
+    n = len(residuals)
+    return math.sqrt((PRIOR_RUNS * BAND_SCALE ** 2 + sum(r * r for r in residuals)) / (PRIOR_RUNS + n))
+
+
+def own_band(residuals: list[float] | tuple[float, ...]) -> tuple[float, float]:
+    """80 % bounds on measured / predicted from the operator's held-out residuals."""
+    s = own_scale(residuals)
+    return math.exp(QUANTILES[0] * s), math.exp(QUANTILES[1] * s)
+
+
+@attrs.frozen
+class Own:
+    """A cluster's `calibration { ... }` block: the band `gclc calibrate` fitted on the
+    operator's runs, and what those runs covered."""
+
+    runs: int
+    low: float
+    high: float
+    precisions: tuple[str, ...] = ()
+    gpus: int = 0
+    moe: bool = False
+    source: str = ""
+
+    @classmethod
+    def of(cls, cluster) -> Own | None:
+        """The block of a cluster entity (compiler/design.py), None when it has none."""
+        block = cluster.get("calibration") if cluster is not None else None
+        if block is None:
+            return None
+        precisions = tuple(str(getattr(p, "name", p)) for p in (block.get("precisions") or ()))
+        return cls(int(block.get("runs")), float(block.get("low")), float(block.get("high")), precisions,
+                   int(block.get("gpus") or 0), bool(block.get("moe", False)), str(block.get("source") or ""))
+
+    def half_width(self, why: tuple[Reason, ...] = ()) -> float:
+        low, high = self.ratio_band(why)
+        return (high - low) / 2
+
+    def ratio_band(self, why: tuple[Reason, ...] = ()) -> tuple[float, float]:
+        """The fitted bounds, widened in log space by the reasons' factors."""
+        widen = math.prod(FACTORS[r.key] for r in why)
+        return math.exp(math.log(self.low) * widen), math.exp(math.log(self.high) * widen)
+
+
+def own_reasons(own: Own, precision: str, moe: bool, gpus: int) -> tuple[Reason, ...]:
+    """What makes a plan on a calibrated cluster less certain than the operator's runs were:
+    a precision they did not run, MoE layers they did not have, more GPUs than their largest."""
+    key = "bf16" if family(precision) == "fp16" else family(precision)
+    out = []
+    if own.precisions and key not in {("bf16" if family(p) == "fp16" else family(p)) for p in own.precisions}:
+        out.append(Reason("precision", f"{precision} not among your calibrated runs ({', '.join(own.precisions)})"))
+    if moe and not own.moe:
+        out.append(Reason("moe", "MoE layers (routing, grouped GEMMs, all-to-all); your runs were dense"))
+    if own.gpus and gpus > own.gpus:
+        out.append(Reason("scale", f"{gpus:,} GPUs, beyond your largest calibrated run ({own.gpus:,})"))
+    return tuple(out)
+
+
+def cluster_of(job_entity):
+    """The cluster entity a job runs on (its `on`: the cluster, or a partition's cluster)."""
+    target = job_entity.get("on") if job_entity is not None else None
+    if isinstance(target, tuple):
+        target = target[0] if len(target) == 1 else None
+    return getattr(target, "cluster", target)

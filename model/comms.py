@@ -4,7 +4,9 @@ tree, hierarchical and in-network-reduction algorithms.
 A group of `size` ranks laid out with `stride` (ranks between members) spans tiers of
 the partition; the collective runs as one stage per tier it crosses, each on that
 tier's per-GPU bandwidth (NCCL's hierarchical rings: reduce-scatter inside the fast
-tier, all-reduce across the slow one on 1/n of the data, all-gather back).
+tier, all-reduce across the slow one on 1/n of the data, all-gather back), or, where it
+moves the bytes sooner, as one ring in rank order whose few hops out of a domain share
+that domain's uplinks (model/network/placement.py: ragged groups).
 
 A k-D torus is k tiers, one per axis (compiler/topology.py `torus_axes`): a collective
 runs dimension by dimension (TPU ICI, custom DSA meshes), each a ring along its axis with
@@ -14,73 +16,16 @@ neighbours talk over one link.
 
 from __future__ import annotations
 
-import functools
 import math
 
-import attrs
-
 from ..compiler.ir import Tier
-
-
-@attrs.frozen
-class Stage:
-    tier: Tier
-    peers: int            # members of the group that meet at this tier (per lower group)
-
-
-@functools.lru_cache(maxsize=16384)   # immutable arguments, asked for every estimate
-def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Stage, ...]:
-    """The stages of every group of `size` ranks, `stride` apart, over `tiers` (innermost first).
-
-    Ranks fill the GPUs in order, so a tier's domains are blocks of `group_gpus` consecutive
-    ranks. A group's members meet at a tier in sub-groups of `g` consecutive members, where
-    `g` is the largest divisor of `size` (a multiple of the sub-group below) whose `g` members
-    span whole blocks: `g * stride` divides `group_gpus`. Then every group's sub-groups sit
-    inside one domain, whatever the group's offset; a group whose members do not tile the
-    domains (64 consecutive ranks on 72-GPU racks) is charged the tier above for the rest."""
-    if size <= 1:
-        return ()
-    stages, inside = [], 1
-    for tier in tiers:
-        reach = _tiling(size, stride, tier.group_gpus, inside)
-        if reach > inside:
-            stages.append(Stage(tier, reach // inside))
-            inside = reach
-        if inside >= size:
-            break
-    if inside < size and tiers:  # beyond the declared tiers: the outermost carries the rest
-        stages.append(Stage(tiers[-1], math.ceil(size / inside)))
-    return tuple(stages)
-
-
-@functools.lru_cache(maxsize=16384)
-def _tiling(size: int, stride: int, domain: int, inside: int) -> int:
-    """The most members of a group that always share one `domain`-GPU block: the largest
-    multiple `g` of `inside` dividing `size` with `g * stride` dividing `domain`."""
-    best = inside
-    for d in _divisors(size // inside):
-        g = inside * d
-        if g * stride > domain:
-            break
-        if domain % (g * stride) == 0:
-            best = g
-    return best
-
-
-def _divisors(n: int) -> list[int]:
-    """The divisors of `n`, ascending (n is a GPU count: trial division up to its root)."""
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
+from .network.placement import Stage, place, port_rate, rate as _rate, stage_rate, tile  # noqa: F401 (the interface)
 
 
 def outermost(size: int, stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
     """The slowest tier a group of `size` ranks, `stride` apart, must cross (None: one rank)."""
     stages = place(size, stride, tiers)
     return stages[-1].tier if stages else None
-
-
-def _rate(tier: Tier) -> float:
-    return tier.bandwidth * tier.efficiency
 
 
 def _exchange_rate(tier: Tier) -> float:
@@ -94,11 +39,14 @@ def _exchange_rate(tier: Tier) -> float:
 
 
 def _latency(tier: Tier, peers: int) -> float:
-    """Ring latency grows with peers, tree latency with their logarithm; NCCL picks the lower.
+    """Latency steps of half an all-reduce (a reduce-scatter or an all-gather). A ring takes
+    peers - 1; on a switch NCCL's trees (all-reduce: up and down a tree of depth log2 n) and
+    PAT (reduce-scatter, all-gather: log2 n steps) take the logarithm, never more. The
+    logarithm keeps a group split over two tiers no faster than the same group on one.
     Along a torus axis only the ring is one hop per step (a tree's edges would span many)."""
     if tier.ring:
         return tier.latency * (peers - 1)
-    return tier.latency * min(peers - 1, 2 * math.ceil(math.log2(peers)))
+    return tier.latency * math.ceil(math.log2(peers))
 
 
 def flat(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
@@ -108,15 +56,21 @@ def flat(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
     return (Stage(stages[-1].tier, math.prod(s.peers for s in stages)),)
 
 
+def _in_network(stage: Stage) -> bool:
+    """The switches of this stage reduce and multicast (SHARP, NVLS): a tiled stage of such a tier."""
+    return stage.tier.in_network_reduction and not stage.tiled
+
+
 def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
-    """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward."""
+    """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward.
+    In the network (SHARP, NVLS) a stage sends its share once up and receives the sum once."""
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
-        if stage.tier.in_network_reduction:
-            time += share / _rate(stage.tier) + 2 * stage.tier.latency
+        if _in_network(stage):
+            time += share / port_rate(stage.tier) + 2 * stage.tier.latency
         else:
-            time += 2 * (n - 1) / n * share / _rate(stage.tier) / axes + 2 * _latency(stage.tier, n)
+            time += 2 * (n - 1) / n * share / stage_rate(stage) / axes + 2 * _latency(stage.tier, n)
         share /= n
     return time
 
@@ -131,11 +85,22 @@ def _concurrent_axes(stages: tuple[Stage, ...]) -> tuple[int, ...]:
 
 
 def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
-    """Half an all-reduce (all-gather costs the same)."""
+    """Half an all-reduce (all-gather costs the same: the same bytes the other way).
+
+    Where the switches reduce (SHARP v3 with NCCL >= 2.20, NVLS), a reduce-scatter sends the
+    whole share up once and receives 1/n back (an all-gather: 1/n up, the share down), against
+    the ring's (n-1)/n each way (NVIDIA/nccl#1083): more bytes through the GPU's port, but
+    none of the ring's crossings of oversubscribed links and two switch traversals of
+    latency. NCCL takes whichever is faster: on one NVSwitch the ring (NVIDIA/nccl#1047),
+    on an oversubscribed SHARP fabric the switches."""
+    stages = getattr(stages, "scatter", stages)   # a Placement: the stages half an all-reduce runs best over
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
-        time += (n - 1) / n * share / _rate(stage.tier) / axes + _latency(stage.tier, n)
+        ring = (n - 1) / n * share / stage_rate(stage) / axes + _latency(stage.tier, n)
+        if _in_network(stage):
+            ring = min(ring, share / port_rate(stage.tier) + 2 * stage.tier.latency)
+        time += ring
         share /= n
     return time
 
@@ -145,7 +110,9 @@ all_gather = reduce_scatter
 
 def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Each rank sends `nbytes` spread evenly over the group; traffic to members reached
-    only at a tier uses that tier's bandwidth; tiers work in parallel, the slowest sets the time."""
+    only at a tier uses that tier's bandwidth; tiers work in parallel, the slowest sets the time.
+    A ring in rank order stands for its tiled stages here (an exchange is no ring)."""
+    stages = tuple(t for s in stages for t in (s.tiled or (s,)))
     total = math.prod(s.peers for s in stages)
     if total <= 1:
         return 0.0

@@ -39,6 +39,9 @@ class ModelShape:
     window: int = 0                # sliding-window (local) attention: keys each query sees (0: global)
     global_every: int = 0          # with a window: every k-th layer attends globally (0: none does)
     parallel_block: bool = False   # attention and MLP in parallel on one normed input (GPT-J, PaLM)
+    # as the design states them ("" unstated: rotary-like, no position weights; RMSNorm-like norms)
+    position_embedding: str = ""   # rope | learned (a seq x hidden table beside the embedding) | none
+    normalization: str = ""        # rmsnorm (a scale) | layernorm (a scale and a bias)
 
     @classmethod
     def from_entity(cls, model: Entity) -> ModelShape:
@@ -53,7 +56,9 @@ class ModelShape:
         latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0),
                                          "q_rank": mla.get("q_rank", 0)}
         blocks = {"window": model.get("window", 0), "global_every": model.get("global_every", 0),
-                  "parallel_block": model.get("block", Symbol("sequential")) == Symbol("parallel")}
+                  "parallel_block": model.get("block", Symbol("sequential")) == Symbol("parallel"),
+                  "position_embedding": _word(model.get("position_embedding")),
+                  "normalization": _word(model.get("normalization"))}
         # MLA expands its latent into every head's key and value
         kv_heads = heads if mla is not None else model.get("kv_heads", heads)
         return cls(model.get("layers"), hidden, heads, kv_heads,
@@ -102,12 +107,19 @@ class ModelShape:
 
     @property
     def embedding_params(self) -> int:
-        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        """Token embedding and output head, and a learned position table (max positions = seq)."""
+        positions = self.seq * self.hidden if self.position_embedding == "learned" else 0
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2) + positions
+
+    @property
+    def norm_width(self) -> int:
+        """Weights of one norm: a scale (RMSNorm), and a bias (LayerNorm)."""
+        return self.hidden * (2 if self.normalization == "layernorm" else 1)
 
     @property
     def norm_params(self) -> int:
         """The layer's norm weights: two, one for a parallel block's shared input."""
-        return self.hidden * (1 if self.parallel_block else 2)
+        return self.norm_width * (1 if self.parallel_block else 2)
 
     def layer_params(self, moe: bool) -> int:
         if not moe:
@@ -119,13 +131,13 @@ class ModelShape:
     def params(self) -> int:
         """The main model's parameters (published counts leave the MTP modules out)."""
         dense = (self.layers - self.moe_layers) * self.layer_params(False)
-        return dense + self.moe_layers * self.layer_params(True) + self.embedding_params + self.hidden
+        return dense + self.moe_layers * self.layer_params(True) + self.embedding_params + self.norm_width
 
     @property
     def mtp_params(self) -> int:
         """Each MTP module: a projection of [h; embedding] (2h x h), two norms and one layer
         like the last (DeepSeek-V3 Sec 2.2); embedding and output head are shared."""
-        return self.mtp * (2 * self.hidden * self.hidden + 2 * self.hidden + self.layer_params(self.is_moe))
+        return self.mtp * (2 * self.hidden * self.hidden + 2 * self.norm_width + self.layer_params(self.is_moe))
 
     @property
     def active_params(self) -> int:
@@ -185,6 +197,10 @@ class ModelShape:
             return float(s)
         local = self.local_layers
         return (local * attended_keys(s, self.window) + (self.layers - local) * s) / self.layers
+
+
+def _word(value) -> str:
+    return value.name if isinstance(value, Symbol) else ""
 
 
 def attended_keys(seq: int, window: int) -> float:

@@ -104,7 +104,7 @@ def test_the_walk_sees_imports_inside_functions(tmp_path):
 ROOM_USES: dict[str, set[str]] = {
     "solver/split": {"solver/train"},      # each partition's alternatives are train plans
     "solver/power": {"solver/train"},      # re-plans the train configuration at each clock
-    "solver/schedule": {"solver/train"},   # a job's plan on the GPUs it is given
+    "solver/schedule": {"solver/train", "solver/serve"},   # a job's plan on the GPUs it is given
     "solver/train": {"solver/schedule"},   # goodput under the failure process
     "solver/sweep": {"solver/train", "solver/serve"},
 }

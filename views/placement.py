@@ -42,7 +42,7 @@ def tier_traffic(dim: str, seconds: float, stages: tuple[comms.Stage, ...]) -> t
     pipeline sends: all on the innermost tier, the one the model charges them to)."""
     weights, share, inside, total = [], 1.0, 1, math.prod(s.peers for s in stages)
     for i, stage in enumerate(stages):
-        n, rate = stage.peers, stage.tier.bandwidth * stage.tier.efficiency or 1.0
+        n, rate = stage.peers, comms.stage_rate(stage) or 1.0
         if dim == "pp":
             weights.append(1.0 if i == 0 else 0.0)
         elif dim in ("ep", "cp"):

@@ -202,14 +202,16 @@ def plan_json(plan) -> dict:
     state = optimizer_json(plan.best.config)
     if state is not None:
         out["optimizer"] = state
+    own = getattr(plan, "own", None)
     out.update({
         "power_w": plan.power.total,
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
                               "cooling": plan.power.cooling},
         "energy_per_token_j": plan.energy_per_token,
         "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
-                       "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor, "half_width": r.half_width}
-                                   for r in plan.band_reasons]},
+                       "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor,
+                                    "half_width": own.half_width((r,)) if own is not None else r.half_width}
+                                   for r in plan.band_reasons], **_calibrated(own)},
         "placement": placement_json(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
@@ -275,3 +277,11 @@ def hetero_json(result: HeteroPlan) -> dict:
             "data": one(result.data), "pipeline": one(result.pipeline),
             "alone": [{"partition": p.job.partition.name,
                        "tokens_per_s": p.best.tokens_per_s if p.best else None} for p in result.plans]}
+
+
+def _calibrated(own) -> dict:
+    """The band a cluster's `calibration` block carries (gclc calibrate), when it has one."""
+    if own is None:
+        return {}
+    return {"calibrated": {"runs": own.runs, "low": own.low, "high": own.high, "half_width": own.half_width(),
+                           **({"source": own.source} if own.source else {})}}

@@ -157,8 +157,12 @@ def plan_text(plan, timings: bool = False) -> str:
            if e.config.power_cap is not None else "") + f"), {quantity(plan.energy_per_token, 'J')} per token",
         f"  limits     {limits_sentence(plan)}",
     ]
-    why = getattr(plan, "band_reasons", ())
-    if why:
+    why, own = getattr(plan, "band_reasons", ()), getattr(plan, "own", None)
+    if own is not None:
+        lines.append(f"  band       calibrated on {number(own.runs)} of your runs: "
+                     f"±{percent(own.half_width(), 2)}" + (f" (±{percent(own.half_width(why), 2)} here: "
+                     + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why) + ")" if why else ""))
+    elif why:
         lines.append(f"  band wide  ±{percent(half_width(why), 2)}, not ±{percent(half_width(()), 2)}: "
                      + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why))
     if getattr(plan, "goodput", None) is not None:

@@ -5,10 +5,12 @@ The JSON is built once; the text is read off it, so the two never disagree.
 
 from __future__ import annotations
 
+import collections
+import math
 import statistics
 
 from ..dsl.numbers import count, duration, number, percent, quantity
-from ..solver.schedule.jobs import Workload
+from ..solver.schedule.records import Workload
 from ..solver.schedule.milp import Optimum
 from ..solver.schedule.simulate import Outcome, Run
 
@@ -45,22 +47,26 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
     last = run.segments[-1] if run.segments else None
     model = [o.share for o in j.options if o.partition == (last[2] if last else None) and o.gpus == run.gpus]
     return {
-        "name": j.name, "priority": j.priority, "priority_label": j.label, "submit_s": j.submit,
+        "name": j.name, "service": j.service or None, "priority": j.priority, "priority_label": j.label,
+        "submit_s": j.submit,
         "start_s": run.first_start, "end_s": run.end,
         "wait_s": _waited(run),
         "first_wait_s": (run.first_start - j.submit) if run.first_start is not None else None,
         "state": run.phase, "gang": j.gang, "work": j.work, "unit": j.unit,
-        "partition": last[2] if last else None, "gpus": last[3] if last else 0,
+        "partition": last[2] if last else run.option.partition if run.phase == "running" else None,
+        "gpus": last[3] if last else run.gpus if run.phase == "running" else 0,
         "level": last[4] if last else None,
         "tier": tiers[last[2]][last[4]] if last else None,
         "domains": last[5] if last else 0,
         # useful time is part of the held time; the two sums round apart by an ulp
         "goodput_share": min(run.useful / run.held, 1.0) if run.held else None,
         "goodput_share_model": model[0] if model else None,
-        "preemptions": run.preemptions, "failures": run.failures, "restarts": run.restarts,
+        "preemptions": run.preemptions, "failures": run.failures, "timeouts": run.timeouts,
+        "restarts": run.restarts,
+        "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
         "gpu_hours_held": run.held / 3600, "gpu_hours_useful": run.useful / 3600,
-        "segments": [{"start_s": a, "end_s": b, "partition": p, "gpus": g, "level": lv, "domains": n, "ended": why}
-                     for a, b, p, g, lv, n, why in run.segments],
+        "segments": [{"start_s": a, "end_s": b, "partition": p, "gpus": g, "level": lv, "domains": n, "ended": why,
+                      "rule": rule} for a, b, p, g, lv, n, why, rule in run.segments],
     }
 
 
@@ -86,7 +92,7 @@ def _cluster(workload: Workload, outcome: Outcome, jobs: list[dict]) -> dict:
     span = samples[-1].time - samples[0].time if len(samples) > 1 else 0.0
     waits: dict[str, list[float]] = {}
     for j in jobs:
-        if j["wait_s"] is not None:
+        if j["wait_s"] is not None and not j["service"]:
             waits.setdefault(j["priority_label"], []).append(j["wait_s"])
     order = sorted(waits, key=lambda k: -next(j["priority"] for j in jobs if j["priority_label"] == k))
     return {
@@ -95,11 +101,37 @@ def _cluster(workload: Workload, outcome: Outcome, jobs: list[dict]) -> dict:
         "gpu_energy_j": energy * workload.graph.pue,
         "gpu_hours_held": held / 3600, "gpu_hours_useful": useful / 3600,
         "goodput_share": min(useful / held, 1.0) if held else None,
-        "jobs_done": sum(j["state"] == "done" for j in jobs), "jobs": len(jobs),
+        "jobs_done": sum(j["state"] == "done" for j in jobs if not j["service"]),
+        "jobs": sum(not j["service"] for j in jobs),
         "preemptions": sum(j["preemptions"] for j in jobs), "failures": sum(j["failures"] for j in jobs),
+        "timeouts": sum(j["timeouts"] for j in jobs),
+        "services": _services(jobs, outcome.end),
+        "starts_by_rule": dict(sorted(collections.Counter(s["rule"] for j in jobs for s in j["segments"]).items())),
         "queueing_by_priority": {k: {"jobs": len(waits[k]), "mean_wait_s": statistics.fmean(waits[k]),
                                      "max_wait_s": max(waits[k])} for k in order},
     }
+
+
+def _services(jobs: list[dict], end: float) -> dict:
+    """Per serve job: its stretches due in the simulated span (the last one only up to its
+    end), those that started the moment they were due and were never cut short, and the
+    GPU-hours it was due against those it held."""
+    out: dict[str, dict] = {}
+    for j in jobs:
+        if not j["service"]:
+            continue
+        s = out.setdefault(j["service"], {"stretches": 0, "on_time": 0, "gpu_hours_due": 0.0, "gpu_hours_held": 0.0,
+                                          "peak_gpus": 0})
+        s["stretches"] += 1
+        s["on_time"] += j["start_s"] == j["submit_s"] and j["preemptions"] == 0 and j["failures"] == 0
+        length = j["time_limit_s"]
+        s["gpu_hours_due"] += j["work"] / 3600 * max(0.0, min(length, end - j["submit_s"])) / length
+        s["gpu_hours_held"] += j["gpu_hours_useful"] + (j["gpus"] * (end - j["start_s"]) / 3600
+                                                        if j["state"] == "running" else 0.0)   # still serving
+        s["peak_gpus"] = max(s["peak_gpus"], j["gpus"])
+    for s in out.values():
+        s["attainment"] = s["gpu_hours_held"] / s["gpu_hours_due"] if s["gpu_hours_due"] else None
+    return out
 
 
 def _optimum(optimum: list[Optimum]) -> dict:
@@ -144,7 +176,11 @@ def schedule_text(data: dict, limit: int = 40) -> str:
     header = (f"  {'job':<22} {'prio':>8} {'waited':>9} {'start':>9} {'end':>9} {'GPUs':>6} {'where (last run)':<34} "
               f"{'goodput':>8} {'pre':>3} {'fail':>4}")
     lines.append(header)
-    jobs = data["jobs"]
+    jobs = [j for j in data["jobs"] if not j["service"]]
+    for name, s in c["services"].items():
+        lines.append(f"  {name[:22]:<22} serving: {s['on_time']:,} of {count(s['stretches'], 'stretch', 'stretches')} on time, "
+                     f"{_pct(s['attainment'])} of {number(s['gpu_hours_due'])} GPU-h due held, at most "
+                     f"{count(s['peak_gpus'], 'GPU')}")
     for j in jobs[:limit]:
         where = f"{j['partition']}: {j['domains']} dom., {j['tier']}" if j["partition"] else "never ran"
         lines.append(f"  {j['name'][:22]:<22} {j['priority_label'][:8]:>8} {_h(j['wait_s']):>9} {_h(j['start_s']):>9} "
@@ -156,6 +192,8 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                  f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {number(c['gpu_hours_held'])} GPU-h held, "
                  f"{c['jobs_done']}/{c['jobs']} jobs done, {count(c['preemptions'], 'preemption')}, "
                  f"{count(c['failures'], 'failure')}")
+    starts = ", ".join(f"{n:,} {rule}" for rule, n in c["starts_by_rule"].items())
+    lines.append(f"  decisions  runs started by rule: {starts or 'none'}; time limits reached: {c['timeouts']:,}")
     lines.append(f"  energy     {quantity(c['gpu_energy_j'] / 3600, 'Wh')} (GPUs at TDP when held, idle power otherwise, x PUE)")
     lines.append("  waiting    " + "; ".join(f"{k}: mean {_h(v['mean_wait_s'])}, max {_h(v['max_wait_s'])} ({count(v['jobs'], 'job')})"
                                           for k, v in c["queueing_by_priority"].items()))

@@ -11,6 +11,7 @@ from ..dsl.numbers import big, count, duration, number, quantity
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
 from ..model.compute import peak
+from ..solver.serve.daily import daily, summary
 from ..solver.serve.plan import ServePlan, Side
 
 LATENCY_KEYS = ("p50", "p90", "p99", "mean")
@@ -50,7 +51,20 @@ def serve_json(p: ServePlan) -> dict:
         out["latency"] = {m: {k: o.percentile(m, {"p50": 50, "p90": 90, "p99": 99, "mean": -1}[k])
                               for k in LATENCY_KEYS} for m in ("ttft", "tpot", "e2e")}
         out.update({"goodput_rps": o.goodput, "demand_rps": p.demand.rate, "preemptions": o.preemptions})
+    day = _daily(p)
+    if day is not None:
+        out["daily"] = summary(day) | {"stretches": [
+            {"start_s": s.start_s, "length_s": s.length_s, "share": s.share, "rate_rps": s.rate,
+             "replicas": list(s.replicas), "gpus": s.gpus, "power_w": s.power_w} for s in day]}
     return out
+
+
+def _daily(p: ServePlan):
+    """The plan over its job's `daily_load` (None without one, or without a rate)."""
+    shares = getattr(p.entity, "get", lambda _: None)("daily_load")
+    if not shares or p.demand is None or not p.demand.rate or p.decode is None:
+        return None
+    return daily(p, tuple(float(s) for s in shares))
 
 
 def serve_cost(p: ServePlan) -> dict | None:
@@ -131,7 +145,7 @@ def serve_text(p: ServePlan) -> str:
         for metric in ("ttft", "tpot", "e2e"):
             lines.append(f"  {metric:<10} " + ", ".join(f"{k} {duration(o.percentile(metric, v))}" for k, v in
                                                        (("P50", 50), ("P90", 90), ("P99", 99))))
-        lines.append(f"  demand     {number(p.demand.rate)} requests/s; goodput {number(o.goodput)} requests/s "
+        lines.append(f"  demand     {p.demand.described()}; goodput {number(o.goodput)} requests/s "
                      "within the SLOs")
     else:
         lines.append(f"  latency    TTFT {duration((p.prefill or d).estimate.ttft)} (unloaded), "
@@ -141,6 +155,11 @@ def serve_text(p: ServePlan) -> str:
         f"  memory     {quantity(p.best.memory, 'B')} of {quantity(p.best.hbm, 'B')} per GPU",
         f"  power      {quantity(p.power_w, 'W')}, {quantity(p.energy_per_token, 'J')} per output token",
     ]
+    day = _daily(p)
+    if day is not None:
+        s = summary(day)
+        lines.append(f"  daily      {number(s['least_gpus'])} to {count(s['peak_gpus'], 'GPU')} over {len(day)} stretches "
+                     f"of the day ({number(s['gpu_hours'])} GPU-h, {quantity(s['energy_j'] / 3600, 'Wh')} a day)")
     cost = serve_cost(p)
     if cost is not None:
         lower = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from ...dsl import codes
 from .. import chip as chip_numbers
-from ..hostlist import HOSTNAME, HostlistError, expand_all
+from ..hostlist import HOSTNAME, MAX_HOSTS, HostlistError, count_all, expand_all
 from ..design import Entity, Record
 from .part import chip_formats
 from .switch import fabric_switch_rules
@@ -140,26 +140,27 @@ def _hostnames(cluster: Entity) -> Iterator[Diagnostic]:
         expressions, units = record.get("hostnames"), record.get("units")
         if not expressions or units is None:
             continue
-        try:
-            names = expand_all(expressions)
+        nodes = units.count * (units.part.get("nodes").count if units.part.kind == "supernode" else 1)
+        try:  # counted before expanded: `n[0-99999999999]` is a number, not 100 billion names
+            listed = count_all(expressions)
+            names = expand_all(expressions, most=MAX_HOSTS) if listed == nodes else []
         except HostlistError as error:
             yield codes.HOSTNAMES.make(span, what=str(error))
             continue
-        nodes = units.count * (units.part.get("nodes").count if units.part.kind == "supernode" else 1)
         bad = next((n for n in names if not HOSTNAME.match(n)), None)
         repeated = _first_repeat(names, seen)
         seen.update(names)
-        if bad is not None:
+        if listed != nodes:
+            yield codes.HOSTNAMES.make(span, what=f"`hostnames` names {listed:,} hosts; {where} has {nodes:,} nodes",
+                                       labels=[Label(record.span_of("units"), f"{nodes:,} nodes")],
+                                       notes=["help: list one host name per node, in order, e.g. "
+                                              f"[\"gpu[{1:03d}-{nodes:03d}]\"]"])
+        elif bad is not None:
             yield codes.HOSTNAMES.make(span, what=f"`{bad}` is not a host name",
                                        notes=["help: lowercase letters, digits and `-`, dot-separated labels "
                                               "of at most 63 characters (RFC 1123, as Kubernetes node names)"])
         elif repeated is not None:
             yield codes.HOSTNAMES.make(span, what=f"`{repeated}` is listed twice")
-        elif len(names) != nodes:
-            yield codes.HOSTNAMES.make(span, what=f"`hostnames` names {len(names)} hosts; {where} has {nodes} nodes",
-                                       labels=[Label(record.span_of("units"), f"{nodes} nodes")],
-                                       notes=["help: list one host name per node, in order, e.g. "
-                                              f"[\"gpu[{1:03d}-{nodes:03d}]\"]"])
 
 
 def _first_repeat(names: list[str], seen: set[str]) -> str | None:

@@ -10,7 +10,7 @@ from .. import chip as chip_numbers
 from ..formats import is_narrow, runs
 from ..design import Entity, Partition, Record, Repeat
 from ...dsl.diagnostics import Diagnostic, Label
-from ..serve_trace import TraceError, load_trace
+from ..serve_trace import read_requests
 
 
 
@@ -25,6 +25,10 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
         yield from _trace(job, trace)
     yield from _percentiles(job)
     yield from _precisions(job)
+    if "daily_load" in job.record and "rate" not in job.record:
+        yield codes.SERVE_DEMAND.make(job.span_of("daily_load"), what="`daily_load` scales `rate`, which the job "
+                                      "does not state", notes=["help: state the peak `rate = 40 req/s`; each share "
+                                                              "of the day is a share of it"])
 
 
 def _trace(job: Entity, trace: str) -> Iterator[Diagnostic]:
@@ -34,10 +38,7 @@ def _trace(job: Entity, trace: str) -> Iterator[Diagnostic]:
                                           labels=[Label(job.span_of("trace"), "the trace")],
                                           notes=["help: the trace gives arrivals and lengths; drop one of them"])
             return
-    try:
-        load_trace(job.span.path, trace)
-    except TraceError as error:
-        yield codes.BAD_TRACE.make(job.span_of("trace"), path=trace, why=str(error))
+    yield from read_requests(job.span_of("trace"), trace)[1]
 
 
 def _percentiles(job: Entity) -> Iterator[Diagnostic]:

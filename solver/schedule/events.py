@@ -22,7 +22,7 @@ import attrs
 @attrs.frozen
 class Timer:
     time: float
-    kind: str            # arrive | finish | node-fail | node-repair | switch-fail
+    kind: str            # arrive | finish | timeout | node-fail | node-repair | switch-fail | wake | deactivate
     subject: str         # a job, or a partition
     data: Any = None     # the run's id for finish; the domain for node events
 

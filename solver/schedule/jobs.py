@@ -15,59 +15,15 @@ from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import lower_cluster
 from ...model.job import Job, job_from_entity
 from ...compiler.trace import priority_value, workload_jobs
-from ...dsl.source import SourceFile, Span
+from ...dsl.source import SourceFile
 from .failures import checkpoint, node_storage, reliability
-from .goodput import Reliability, goodput
+from .goodput import goodput
+from .records import Option, SchedJob, Workload
+from .services import days_covered, service_of, stretches
+from .tenants import tenants_of, unknown_tenants
+from .time_limit import expected_run, requested
 
 MAX_SIZES = 6     # GPU counts tried per partition for a job with a range
-
-
-@attrs.frozen
-class Option:
-    """One way to run a job: `gpus` GPUs of `partition` at `rate` units of work per second."""
-
-    partition: str
-    gpus: int
-    rate: float
-    interval: float          # seconds of work between checkpoints (inf: none)
-    write: float             # seconds to write one
-    restart: float           # seconds from a failure or preemption to training again
-    share: float | None      # Young/Daly goodput share at this size (None: not modelled)
-
-
-@attrs.frozen
-class SchedJob:
-    name: str
-    priority: int                 # weight in the optimum; higher runs first
-    label: str                    # the priority as written
-    submit: float                 # seconds
-    work: float                   # units: tokens for train jobs, GPU-seconds for trace rows
-    unit: str                     # tokens | GPU-s
-    gang: bool
-    options: tuple[Option, ...]   # largest first within each partition, preferred partitions first
-    prefer: tuple[str, ...]
-    span: Span = attrs.field(eq=False, repr=False)
-
-    @property
-    def partitions(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(o.partition for o in self.options))
-
-    @property
-    def least(self) -> int:
-        return min(o.gpus for o in self.options)
-
-    @property
-    def best_rate(self) -> float:
-        return max(o.rate for o in self.options)
-
-
-@attrs.frozen
-class Workload:
-    graph: ClusterGraph
-    cluster: Entity
-    jobs: tuple[SchedJob, ...]
-    reliability: dict[str, Reliability]
-    sources: tuple[SourceFile, ...] = ()   # trace files, to quote them
 
 
 class ScheduleError(Exception):
@@ -93,12 +49,29 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
             problems += found
             sources += [source] if source is not None else []
             jobs += [j for j in (_row(r, entity, cluster, graph, problems) for r in rows) if j is not None]
+    jobs += _services(design, cluster, graph, jobs, problems)
     if not jobs and not problems:
         problems.append(codes.NO_SIZE.make(cluster.span, what=f"no train job or workload runs on `{cluster.name}`",
                                            notes=["help: add a `train` job `on` it or a `workload` block"]))
+    tenants = tenants_of(design, cluster)
+    problems += unknown_tenants(jobs, tenants, cluster)
     if problems:
         raise ScheduleError(problems, tuple(sources))
-    return Workload(graph, cluster, tuple(jobs), rates, tuple(sources))
+    return Workload(graph, cluster, tuple(jobs), rates, tuple(sources), tenants)
+
+
+def _services(design: Design, cluster: Entity, graph: ClusterGraph, others: list[SchedJob],
+              problems: list[Diagnostic]) -> list[SchedJob]:
+    """Every serve job on the cluster as stretches of serving over the days the others need."""
+    serving = [e for e in design.local() if e.kind == "serve" and _on_cluster(e, cluster)]
+    if not serving:
+        return []
+    days = days_covered(others)
+    out = []
+    for entity in serving:
+        service = service_of(entity, graph, problems)
+        out += stretches(service, entity, days) if service is not None else []
+    return out
 
 
 def _cluster(design: Design, name: str | None) -> Entity:
@@ -132,8 +105,10 @@ def _ordered(entity: Entity, graph: ClusterGraph) -> tuple[list[Partition], tupl
 
 
 def _sizes(low: int, high: int, step: int) -> list[int]:
-    """Candidate GPU counts from high down to low: the ends and powers of two of `step`."""
-    sizes, n = {high, low}, step
+    """Candidate GPU counts from high down to low: the ends, one, two and four steps (nodes)
+    below the top (an elastic job makes room for a service's few nodes without halving),
+    and powers of two of `step`; the largest MAX_SIZES of them."""
+    sizes, n = {high, low} | {high - k * step for k in (1, 2, 4) if high - k * step > low}, step
     while n < high:
         if n > low:
             sizes.add(n)
@@ -193,9 +168,13 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
         problems.append(codes.NO_SIZE.make(entity.span, what=f"`{entity.name}` has no amount of work to schedule",
                                            notes=["help: add `tokens = 1 T`, `steps = 10000` or `duration = 2 d`"]))
         return None
-    submit = entity.get("submit")
+    submit, stated = entity.get("submit"), entity.get("time_limit")
+    # asked for the slowest way it may run, so that no option it starts on is cut short
+    slowest = max(expected_run(work, o.rate, o.interval, o.write) for o in options)
+    limit = requested(float(stated.value) if stated is not None else None, slowest)
     return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, work, unit,
-                    bool(entity.get("gang", True)), tuple(options), prefer, entity.span)
+                    bool(entity.get("gang", True)), tuple(options), prefer, entity.span, limit,
+                    getattr(entity.get("tenant"), "name", ""))
 
 
 def _pinned_to(entity: Entity, cluster: Entity, p: Partition) -> Entity:
@@ -244,4 +223,4 @@ def _row(row, workload: Entity, cluster: Entity, graph: ClusterGraph, problems) 
     options = tuple(Option(p.name, row.gpus, float(row.gpus), interval, write, restart, None)
                     for p in partitions if row.gpus <= p.gpus)
     return SchedJob(row.name, row.priority, row.label, row.submit, row.duration * row.gpus, "GPU-s", gang,
-                    options, (), row.span)
+                    options, (), row.span, row.time_limit, row.tenant)

@@ -21,7 +21,7 @@ import sys
 
 import attrs
 
-from .jobs import SchedJob
+from .records import SchedJob
 from .simulate import Epoch
 
 MAX_VARIABLES = 20_000

@@ -1,15 +1,18 @@
 """Scheduling policies: one small protocol (`order`, `filter`, `score`, `bind`) like the
-Kubernetes scheduling framework's extension points, and three policies.
+Kubernetes scheduling framework's extension points, and the policies built on it.
 
 - `fifo`: arrival order, strict (the head of the queue blocks the rest), first fit
   anywhere in a partition, no preemption.
 - `priority`: highest priority first, then arrival; scores a preferred partition first
   (like Kueue's ordered flavors), then the job's planned throughput at that size and
   partition, then topology-aware best fit like Kueue's TAS (the lowest tier whose one
-  group holds the job, the fullest such group); preempts lower priorities.
-- `slurm`: Slurm's multifactor order (priority, then age) with backfill (a job that
-  does not fit does not block smaller ones behind it) and the topology/tree plugin's
-  lowest-switch best fit; no preemption (Slurm's default PreemptType=none).
+  group holds the job, the fullest such group); preempts lower priorities; restarts elastic
+  jobs larger when GPUs idle (solver/schedule/simulate.py `_grow`).
+- `kube`: kube-scheduler's default profile (NodeResourcesFit scoring) with gangs.
+- `slurm`: Slurm's main loop and backfill with reservations (solver/schedule/slurm.py).
+- `kueue`: Kueue's quota-based admission by ClusterQueue and cohort (solver/schedule/kueue.py).
+
+Every policy by the name the command line takes: solver/schedule/catalog.py.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Iterable, Protocol
 
 import attrs
 
-from .jobs import Option, SchedJob
+from .records import Option, SchedJob
+from .settings import KubeSettings
 from .state import Allocation, ClusterState
 
 
@@ -69,8 +73,9 @@ def fits(job: SchedJob, state: ClusterState, topology: bool = True) -> list[Cand
     return out
 
 
-def _take(job: SchedJob, c: Candidate, state: ClusterState, first_fit: bool = False) -> Allocation:
-    return state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit)
+def take(job: SchedJob, c: Candidate, state: ClusterState, first_fit: bool = False,
+         spread: bool = False) -> Allocation:
+    return state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit, spread)
 
 
 def _rate(job: SchedJob, c: Candidate) -> float:
@@ -93,7 +98,7 @@ class Fifo:
         return (-job.partitions.index(c.option.partition), c.gpus)
 
     def bind(self, job, c, state):
-        return _take(job, c, state, first_fit=True)
+        return take(job, c, state, first_fit=True)
 
 
 def by_priority(pending):
@@ -106,6 +111,7 @@ class PriorityBestFit:
     name: str = "priority"
     preempts: bool = True
     blocking: bool = False
+    grows: bool = True     # elastic jobs restart larger when GPUs idle (simulate.py `_grow`)
 
     def order(self, pending):
         return by_priority(pending)
@@ -118,36 +124,43 @@ class PriorityBestFit:
         return (preferred, round(_rate(job, c), 6), -c.level, -c.leftover)
 
     def bind(self, job, c, state):
-        return _take(job, c, state)
+        return take(job, c, state)
 
 
 @attrs.frozen
-class SlurmTree:
-    name: str = "slurm"
-    preempts: bool = False
+class Kube:
+    """kube-scheduler's default profile, gangs made all-or-nothing by coscheduling's
+    PodGroups: PriorityClass order, then creation time; the NodeResourcesFit score
+    (`least_allocated` spreads pods over the emptiest nodes, `most_allocated` packs the
+    fullest) without topology awareness; the default preemption (PostFilter) of lower
+    priorities, only where the pod then fits."""
+
+    name: str = "kube"
+    preempts: bool = True
     blocking: bool = False
+    settings: KubeSettings = KubeSettings()
 
     def order(self, pending):
         return by_priority(pending)
 
     def filter(self, job, state):
-        return fits(job, state)
+        return fits(job, state, topology=False)
 
     def score(self, job, c, state):
-        return (-c.level, -c.leftover, c.option.partition in job.prefer, c.gpus)
+        return (c.option.partition in job.prefer, -job.options.index(c.option))
 
     def bind(self, job, c, state):
-        return _take(job, c, state)
+        return take(job, c, state, spread=self.settings.scoring == "least_allocated")
 
 
-POLICIES = {"fifo": Fifo(), "priority": PriorityBestFit(), "slurm": SlurmTree()}
-
-
-def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJob, float]]) -> list[str] | None:
-    """The fewest, least important running jobs to evict so that `job` fits, like the
-    Kubernetes default preemption: on each partition, evict strictly lower priorities
-    (lowest first, most recently started first) until it fits, then reprieve the most
-    important evicted ones that are not needed. None when no eviction makes room."""
+def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJob, float]],
+            policy: Policy | None = None) -> list[str] | None:
+    """The fewest, least important running jobs to evict so that `job` then places, like
+    the Kubernetes default preemption (PostFilter): on each partition, evict strictly lower
+    priorities (lowest first, most recently started first) until the policy's filter finds
+    a placement with them gone (a dry run: their GPUs released, then held again), then
+    reprieve the most important evicted ones that the placement does not need. None when
+    no eviction makes it place."""
     best: tuple[tuple, list[str]] | None = None
     for option in job.options:
         part = state.partitions[option.partition]
@@ -155,18 +168,17 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
                         if alloc.partition == option.partition and running[name][0].priority < job.priority),
                        key=lambda n: (running[n][0].priority, -running[n][1], n))
         need = option.gpus if job.gang else 1
-        free = part.free_gpus          # room counts GPUs, not where they are: a total is enough
-        if free + sum(state.allocations[n].gpus for n in lower) < need:
+        if part.free_gpus + sum(state.allocations[n].gpus for n in lower) < need:
             continue
         chosen: list[str] = []
         for name in lower:
-            free += state.allocations[name].gpus
             chosen.append(name)
-            if free >= need:
+            if _places(job, option, state, chosen, policy):
                 break
+        else:
+            continue
         for name in sorted(chosen, key=lambda n: (-running[n][0].priority, running[n][1], n)):
-            if free - state.allocations[name].gpus >= need:
-                free -= state.allocations[name].gpus
+            if _places(job, option, state, [n for n in chosen if n != name], policy):
                 chosen.remove(name)
         if not chosen:
             continue
@@ -176,3 +188,13 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
             best = (cost, chosen)
     return None if best is None else best[1]
 
+
+def _places(job: SchedJob, option: Option, state: ClusterState, gone: list[str], policy: Policy | None) -> bool:
+    """Whether `job` finds a placement on `option`'s partition with the jobs `gone` evicted."""
+    allocations = [state.release(name) for name in gone]
+    try:
+        found = (policy.filter if policy is not None else fits)(job, state)
+        return any(c.option.partition == option.partition for c in found)
+    finally:
+        for name, alloc in zip(gone, allocations):
+            state.bind(name, alloc)

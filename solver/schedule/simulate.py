@@ -13,9 +13,12 @@ import attrs
 import numpy as np
 
 from .events import ApiServer, Change, Informer, Timeline, Timer
-from .jobs import Option, SchedJob, Workload
+from .records import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
 from .state import Allocation, ClusterState
+
+
+FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
 
 
 @attrs.define
@@ -24,7 +27,7 @@ class Run:
 
     job: SchedJob
     remaining: float
-    phase: str = "pending"             # pending | running | done
+    phase: str = "pending"             # pending | running, or one of FINAL
     run_id: int = 0
     start: float = 0.0                 # of the current run
     delay: float = 0.0                 # restart delay of the current run
@@ -36,8 +39,10 @@ class Run:
     held: float = 0.0                  # GPU-seconds allocated
     preemptions: int = 0
     failures: int = 0
+    timeouts: int = 0                  # runs ended by the time limit
     restarts: int = 0
-    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended)
+    rule: str = ""                     # the rule that started the current run
+    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule)
 
 
 @attrs.frozen
@@ -90,8 +95,15 @@ class Simulation:
         self.epochs: list[Epoch] = []
         self.freed = True
         self.fresh: list[str] = []
+        self.reservations: tuple = ()      # what a planning policy (Slurm's backfill) holds for later
+        self.memory: dict = {}             # a policy's own state over the run (Slurm's fair-share usage)
+        self.stopped: list[tuple[str, int, float, float]] = []   # (tenant, GPUs, start, end) since a policy read it
         self.check, self.progress = check, progress
         self.done = 0
+        # the runs whose ends end the simulation: every job but the stretches of a service,
+        # which serve for as long as anything else runs (all of them where nothing else is)
+        self.owed = {n for n, r in self.runs.items() if not r.job.service} or set(self.runs)
+        self.left = len(self.owed)
         last = max((j.submit for j in workload.jobs), default=0.0)
         self.epoch_step = last / max(1, epochs - 1) if last > 0 else math.inf
         self.next_epoch = 0.0
@@ -130,7 +142,7 @@ class Simulation:
                 self._next_failure(0.0, name, "node-fail")
                 self._next_failure(0.0, name, "switch-fail")
         now = 0.0
-        while self.timeline and self.done < len(self.runs):
+        while self.timeline and self.left > 0:
             now = self.timeline.peek_time()
             while self.timeline and self.timeline.peek_time() == now:
                 self._fire(self.timeline.pop())
@@ -139,16 +151,20 @@ class Simulation:
             self._sample(now)
             if self.check is not None:
                 self.check(self)
-        return Outcome(self.policy.name, tuple(self.runs.values()), tuple(self.samples), tuple(self.epochs),
+        # stretches of a service due after everything else ended were never simulated
+        runs = tuple(r for r in self.runs.values() if r.job.name in self.owed or r.job.submit <= now)
+        return Outcome(self.policy.name, runs, tuple(self.samples), tuple(self.epochs),
                        self.api.version, self.informer.delivered, now, self.seed, self.with_failures)
 
     def _fire(self, t: Timer) -> None:
         if t.kind == "arrive":
             self.api.commit(t.time, "submitted", t.subject)
-        elif t.kind == "finish":
+        elif t.kind in ("finish", "timeout"):
             run = self.runs[t.subject]
             if run.phase == "running" and run.run_id == t.data:   # a run preempted or failed since: stale
-                self._stop(t.time, run, "finished")
+                if t.kind == "timeout":
+                    run.timeouts += 1
+                self._stop(t.time, run, "finished" if t.kind == "finish" else "timeout")
         elif t.kind == "node-fail":
             self._node_failure(t.time, t.subject)
             self._next_failure(t.time, t.subject, t.kind)
@@ -157,13 +173,29 @@ class Simulation:
             self._next_failure(t.time, t.subject, t.kind)
         elif t.kind == "node-repair":
             self.api.commit(t.time, "node-up", t.subject, t.data)
+        elif t.kind == "wake":                 # a policy asked to look again (pods ready)
+            self.freed = True
+        elif t.kind == "deactivate":
+            run = self.runs[t.subject]
+            if run.phase == "running" and run.run_id == t.data:
+                self.evict(t.time, [t.subject], "cancel")
 
     # ------------------------------------------------------------ scheduling cycle
     def _cycle(self, now: float) -> None:
         """Passes over the queue: all pending jobs when GPUs were freed (or the policy blocks),
         else only the new arrivals; again while a pass preempts, since evicted jobs are
-        pending again and the GPUs left over from an eviction may fit others."""
+        pending again and the GPUs left over from an eviction may fit others. A policy with
+        a `cycle` of its own (Slurm's main loop and backfill) runs that instead."""
+        own = getattr(self.policy, "cycle", None)
+        if own is not None:
+            if self.freed or self.fresh:
+                self.freed, self.fresh = False, []
+                own(self, now)
+                self.informer.sync()
+            self._epoch_due(now)
+            return
         full = self.freed or self.policy.blocking
+        self.stopped.clear()               # read only by policies with a cycle of their own
         while True:
             names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
             queue = self.policy.order(self.pending[n] for n in names)
@@ -175,27 +207,74 @@ class Simulation:
             if self.policy.blocking or not (self.freed or self.fresh):
                 break
             full = self.freed
+        if getattr(self.policy, "grows", False) and not self.pending:
+            self._grow(now)
+        self._epoch_due(now)
+
+    def _grow(self, now: float) -> None:
+        """Elastic jobs (a GPU range) running below their largest size restart larger when
+        nothing waits and GPUs are idle, if that ends them sooner than staying, counting the
+        restart and the work since their last checkpoint (TorchElastic-style: a resize is a
+        restart from the checkpoint at the new size)."""
+        for name, (job, _) in list(self.running.items()):
+            run, alloc = self.runs[name], self.state.allocations[name]
+            room = self.state.partitions[alloc.partition].free_gpus + run.gpus
+            bigger = [o for o in job.options if o.partition == alloc.partition and run.gpus < o.gpus <= room]
+            if not job.gang or job.service or not bigger:
+                continue
+            o, now_rate = max(bigger, key=lambda o: o.gpus), run.option.rate * run.gpus / run.option.gpus
+            worked = max(0.0, now - run.start - run.delay)
+            periods = math.floor(worked / (run.option.interval + run.option.write)) if math.isfinite(
+                run.option.interval) else 0
+            kept = min(run.remaining, periods * run.option.interval * now_rate)
+            stay = (run.remaining - min(run.remaining, worked * now_rate)) / now_rate
+            grown = o.restart + (run.remaining - kept) / o.rate
+            if grown < stay:
+                self._stop(now, run, "resized")
+                self.informer.sync()
+                self._place(now, job)
+
+    def _epoch_due(self, now: float) -> None:
         if now >= self.next_epoch:
             self._epoch(now)
             self.next_epoch = now + self.epoch_step
 
     def _place(self, now: float, job: SchedJob) -> bool:
         candidates = self.policy.filter(job, self.state)
+        evicted = False
         if not candidates and self.policy.preempts and self.running:
-            evict = victims(job, self.state, self.running)
+            evict = victims(job, self.state, self.running, self.policy)
             if evict:
-                for name in evict:
-                    self.runs[name].preemptions += 1
-                    self._stop(now, self.runs[name], "preempted")
-                self.informer.sync()
+                evicted = True
+                self.evict(now, evict)
                 candidates = self.policy.filter(job, self.state)
         if not candidates:
             return False
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
-        alloc = self.policy.bind(job, best, self.state)
-        self._start(now, self.runs[job.name], best, alloc)
-        self.informer.sync()
+        self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    def wake_at(self, time: float) -> None:
+        """Run a scheduling cycle at `time` even if nothing else happens then."""
+        self.timeline.push(Timer(time, "wake", ""))
+
+    def deactivate_at(self, time: float, name: str) -> None:
+        """End `name`'s current run at `time` for good (Kueue deactivating a workload)."""
+        self.timeline.push(Timer(time, "deactivate", name, self.runs[name].run_id))
+
+    def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
+        """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
+        for name in names:
+            self.runs[name].preemptions += 1
+            self._stop(now, self.runs[name], "preempted" if mode == "requeue" else "cancelled")
+        self.informer.sync()
+
+    def start(self, now: float, job: SchedJob, candidate: Candidate, rule: str) -> None:
+        """Bind `job` as `candidate` says and start its run; `rule` names why (the log)."""
+        alloc = self.policy.bind(job, candidate, self.state)
+        self._start(now, self.runs[job.name], candidate, alloc)
+        self.runs[job.name].rule = rule
+        self.informer.sync()
 
     # ------------------------------------------------------------ runs
     def _start(self, now: float, run: Run, c: Candidate, alloc: Allocation) -> None:
@@ -207,30 +286,49 @@ class Simulation:
         checkpoints = math.ceil(run.remaining / (rate * o.interval)) - 1 if math.isfinite(o.interval) else 0
         length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
         self.api.commit(now, "bound", run.job.name, (alloc, c))
-        self.timeline.push(Timer(now + length, "finish", run.job.name, run.run_id))
+        if length > run.job.time_limit:   # the scheduler ends it at its limit (Slurm's --time)
+            self.timeline.push(Timer(now + run.job.time_limit, "timeout", run.job.name, run.run_id))
+        else:
+            self.timeline.push(Timer(now + length, "finish", run.job.name, run.run_id))
 
     def _stop(self, now: float, run: Run, why: str) -> None:
         o, alloc = run.option, self.state.allocations[run.job.name]
         rate = o.rate * run.gpus / o.gpus
         if why == "finished":
             kept, run.phase, run.end = run.remaining, "done", now
-            self.done += 1
+            self._ended(run)
+        elif why == "cancelled":                 # preempted with PreemptMode=CANCEL: the job ends
+            kept, run.phase, run.end = 0.0, "cancelled", now
+            self._ended(run)
         else:
             worked = now - run.start - run.delay
             periods = math.floor(worked / (o.interval + o.write)) if worked > 0 and math.isfinite(o.interval) else 0
             kept = min(run.remaining, periods * o.interval * rate) if periods else 0.0   # 0 x inf is nan
-            run.phase, run.restarts = "pending", run.restarts + 1
+            if why == "timeout" and not (run.job.unit == "tokens" and kept > 0):
+                # a trace row, or a run that kept nothing in its limit, ends there: requeued it
+                # would time out again (a train job that checkpointed is requeued, like
+                # `sbatch --requeue` chaining a long run through its time limits)
+                why, run.phase, run.end = "time limit", "timeout", now
+                self._ended(run)
+            else:
+                run.phase, run.restarts = "pending", run.restarts + 1
         run.remaining -= kept
         run.useful += kept / rate * run.gpus
         run.held += (now - run.start) * run.gpus
-        run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why))
-        self.api.commit(now, "released", run.job.name, why)
+        run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
+                             run.rule))
+        self.stopped.append((run.job.tenant, run.gpus, run.start, now))
+        self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 
     # ------------------------------------------------------------ failures
+    def _ended(self, run: Run) -> None:
+        self.done += 1
+        self.left -= run.job.name in self.owed
+
     def _next_failure(self, now: float, partition: str, kind: str) -> None:
-        if self.done >= len(self.runs):
+        if self.left <= 0:
             return
         rel, part = self.workload.reliability[partition], self.state.partitions[partition]
         if kind == "node-fail":

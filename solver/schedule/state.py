@@ -93,10 +93,12 @@ class PartitionState:
         best = fits[np.argmin(sums[fits])]
         return int(best), int(sums[best])
 
-    def take(self, job: str, gpus: int, level: int, group: int, first_fit: bool = False) -> Allocation:
+    def take(self, job: str, gpus: int, level: int, group: int, first_fit: bool = False,
+             spread: bool = False) -> Allocation:
         """Place `gpus` in `group` of `level`: the fullest single domain that holds it, else
         whole free domains first and then the fullest partial ones (fewest domains);
-        `first_fit` walks the domains in order instead."""
+        `first_fit` walks the domains in order instead; `spread` takes the emptiest domain
+        that holds it, else the emptiest domains first (kube-scheduler's LeastAllocated)."""
         per = self.group_domains[level]
         lo, hi = group * per, min(self.domains, (group + 1) * per)
         free = self.free[lo:hi]
@@ -107,7 +109,7 @@ class PartitionState:
             order = np.flatnonzero(free[:end] > 0)
         elif gpus <= self.domain_gpus and (free >= gpus).any():
             fits = np.flatnonzero(free >= gpus)
-            order = fits[np.argsort(free[fits], kind="stable")][:1]
+            order = fits[np.argsort(-free[fits] if spread else free[fits], kind="stable")][:1]
         else:
             order = np.argsort(-free, kind="stable")
         held = np.cumsum(free[order])

@@ -9,6 +9,7 @@ import random
 import attrs
 
 from ...compiler.design import Construct, Entity
+from ...dsl.numbers import count, number
 from ...compiler.serve_trace import Request, load_trace
 
 SEED = 20250501
@@ -28,6 +29,12 @@ class Demand:
     def duration(self) -> float:
         return self.requests[-1].arrival - self.requests[0].arrival if self.requests else 0.0
 
+    def described(self) -> str:
+        """`40 requests/s`, or `3 requests at one instant` for a trace without a rate."""
+        if self.rate:
+            return f"{number(self.rate)} requests/s"
+        return f"{count(len(self.requests), 'request')} at one instant"
+
     def at_rate(self, rate: float) -> Demand:
         """The same requests arriving `rate / self.rate` times faster (a rate sweep)."""
         scale = (self.rate or rate) / rate
@@ -38,7 +45,7 @@ class Demand:
 def demand_of(entity: Entity, count: int | None = None) -> Demand:
     trace = entity.get("trace")
     if trace is not None:
-        requests = load_trace(entity.span.path, trace)
+        requests = load_trace(entity.span_of("trace"), trace)
         span = requests[-1].arrival - requests[0].arrival
         rate = (len(requests) - 1) / span if span > 0 else None
         return Demand(requests, rate, _mean(q.prompt for q in requests), _mean(q.output for q in requests))

@@ -42,6 +42,18 @@ class SearchResult:
     proof: str
 
 
+def pools_power(graph, partition, sides: list[Side], rate: float | None = None) -> float:
+    """Watts of the pools serving `rate` requests per second (None: each at its full-batch
+    capacity): each pool computes for its share of the time its capacity is in use, so
+    the power never falls as a pool grows (what the demand search prunes by)."""
+    gpus = sum(s.gpus for s in sides)
+    if gpus == 0:
+        return 0.0
+    busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
+               for s in sides)
+    return job_power(graph, partition, gpus, busy / gpus).total
+
+
 class Screen:
     """The candidates' analytic screening and what the searches built on it share."""
 
@@ -94,15 +106,7 @@ class Screen:
         return missed
 
     def power(self, sides: list[Side], rate: float | None = None) -> float:
-        """Watts of the pools serving `rate` requests per second (None: each at its full-batch
-        capacity): each pool computes for its share of the time its capacity is in use, so
-        the power never falls as a pool grows (what the demand search prunes by)."""
-        gpus = sum(s.gpus for s in sides)
-        if gpus == 0:
-            return 0.0
-        busy = sum(s.estimate.busy * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
-                   for s in sides)
-        return job_power(self.graph, self.partition, gpus, busy / gpus).total
+        return pools_power(self.graph, self.partition, sides, rate)
 
     def broke_power(self, key: int, watts: float, role: str = "both") -> None:
         self.broken.setdefault("power", set()).add(key)
@@ -114,7 +118,7 @@ class Screen:
                         for name, ids in sorted(self.broken.items()))
         admitted = any(not m for (role, _), m in self.misses.items() if role == "both")  # then failed in simulation
         if self.demand is not None and (not reasons or admitted):
-            reasons = (f"demand: no configuration meets the SLO percentiles at {number(self.demand.rate)} requests/s "
+            reasons = (f"demand: no configuration meets the SLO percentiles at {self.demand.described()} "
                        f"on {self.limits.gpus} GPUs",)
         return SearchResult(self.mode, None, None, None, None, reasons or ("no configuration fits",), "")
 

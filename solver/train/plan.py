@@ -14,7 +14,7 @@ import attrs
 from ...dsl.numbers import duration, percent, quantity
 from ...dsl import display
 from ...model import comms, dvfs
-from ...model.calibration import Reason, error_band, power_capped, reasons
+from ...model.calibration import Own, Reason, cluster_of, error_band, own_reasons, power_capped, reasons
 from ...model.job import Job
 from ...model.power import Power, job_power
 from ...model.ranks import rank_partition
@@ -69,7 +69,13 @@ class Plan:
         """80 % bands of the predicted metrics, from the calibration residuals."""
         if self.best is None:
             return {}
-        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu, self.band_reasons)
+        return error_band(self.best.step_time, self.best.tokens_per_s, self.best.mfu, self.band_reasons, self.own)
+
+    @property
+    def own(self) -> Own | None:
+        """The band `gclc calibrate` fitted on the operator's runs (the cluster's `calibration`
+        block), None when the cluster has none."""
+        return Own.of(cluster_of(self.job.entity))
 
     @property
     def band_reasons(self) -> tuple[Reason, ...]:
@@ -77,6 +83,9 @@ class Plan:
         if self.best is None:
             return ()
         cfg, job = self.best.config, self.job
+        own = self.own
+        if own is not None:
+            return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
         chip = job.partition.node.accelerator
         return reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
                        stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)

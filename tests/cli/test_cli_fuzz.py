@@ -46,9 +46,12 @@ COMMANDS = {
     "diff": (["BASE"], None),          # the hostile file against a valid one
     "diff-json": (["BASE", "--json"], None),
     "explain-json": (["--json"], None),
+    "calibrate": (["MEAS", "-o", "cal.gcl"], "cal.gcl"),   # a published nccl-tests run as the measurement
 }
-# Commands that take no design file, fuzzed on their own below: `std` (names), `lsp` (stdin).
-OTHER_COMMANDS = {"std", "lsp"}
+MEASUREMENT = Path(__file__).resolve().parents[1] / "data" / "measurements" / "nccl" / "bitdeer_h100_1node_all_reduce.txt"
+# Commands that take no design file, fuzzed on their own below: `std` (names), `lsp` (stdin),
+# `probe` (where it is told to write).
+OTHER_COMMANDS = {"std", "lsp", "probe"}
 
 NUMBERS = ["0", "-1", "1e-999999999", "1e999999", "1e12", "1e30", "1e-30", "99999999999999999999999", "1:0",
            "0.0000001", "1" * 60, "3.5", "2 PB", "1 byte", "1e20 GHz"]
@@ -94,9 +97,13 @@ def run_case(folder: Path, command: str, text: str, capsys) -> tuple[int, str]:
     base = folder / "base.gcl"
     if "BASE" in extra and not base.exists():
         base.write_text(SMALL.replace("EXTRA", ""), encoding="utf-8")
+    measurement = folder / "all_reduce_perf.txt"
+    if "MEAS" in extra and not measurement.exists():
+        shutil.copy(MEASUREMENT, measurement)
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     argv = [command.split("-")[0], str(source),
-            *[str(folder / a) if a == output else str(base) if a == "BASE" else a for a in extra]]
+            *[str(folder / a) if a == output else str(base) if a == "BASE" else str(measurement) if a == "MEAS" else a
+              for a in extra]]
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(CASE_SECONDS)
     try:
@@ -216,6 +223,19 @@ def test_std_survives_hostile_names(capsys, action, name):
     out = captured.out + captured.err
     assert code in EXIT_CODES and "Traceback" not in out and "internal error" not in out, (argv, out[-2000:])
     assert "\x1b[" not in out, "an escape sequence from the name reached the terminal raw"
+
+
+@pytest.mark.parametrize("output", ["", ".", "missing-folder/m.csv", "a" * 300 + ".csv"])
+def test_probe_survives_hostile_outputs(tmp_path, capsys, monkeypatch, output):
+    pytest.importorskip("torch", reason="PyTorch installs with the dev extras (.ci/setup)")
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(["probe", "-o", output, "--quick", "--no-collectives"])
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert code in {1, 2} and "Traceback" not in out and "internal error" not in out, (output, out[-2000:])
 
 
 LSP_INPUTS = st.one_of(

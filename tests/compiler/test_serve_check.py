@@ -104,19 +104,20 @@ def test_simulated_requests_are_bounded_like_a_trace():
     assert (code, line) == ("out-of-range", 2) and "<= 100,000" in summary
 
 
-@pytest.mark.parametrize("rows, why", [
-    ("arrival_s,prompt,output\n0,100,10\n0.5,abc,3\n", "line 3"),
-    ("when,prompt,output\n0,100,10\n", "header"),
-    ("arrival_s,prompt,output\n1,100,10\n0.5,100,3\n", "back in time"),
-    ("arrival_s,prompt,output\n", "no requests"),
+@pytest.mark.parametrize("rows, line, why", [
+    ("arrival_s,prompt,output\n0,100,10\n0.5,abc,3\n", 3, "`abc` is not a number"),
+    ("when,prompt,output\n0,100,10\n", 1, "header"),
+    ("arrival_s,prompt,output\n1,100,10\n0.5,100,3\n", 3, "back in time"),
+    ("arrival_s,prompt,output\n", 1, "no requests"),
 ])
-def test_a_bad_trace_is_a_located_error(tmp_path, rows, why):
+def test_a_bad_trace_is_an_error_at_its_line_in_the_trace(tmp_path, rows, line, why):
     (tmp_path / "t.csv").write_text(rows)
     design = tmp_path / "d.gcl"
     design.write_text(HEAD + 'serve s { model = M  on = C\n  trace = "t.csv" }\n')
     result = check_file(str(design))
-    [(code, line, summary)] = errors(result)
-    assert code == "bad-trace" and line == 2 and why in summary
+    [problem] = [d for d in result.diagnostics if d.is_error]
+    assert problem.code == "trace-row" and why in problem.summary
+    assert (problem.subject.path, problem.subject.line) == (str(tmp_path / "t.csv"), line)
 
 
 def test_a_trace_outside_the_design_folder_is_refused(tmp_path):
@@ -124,8 +125,8 @@ def test_a_trace_outside_the_design_folder_is_refused(tmp_path):
     (tmp_path / "sub").mkdir()
     design = tmp_path / "sub" / "d.gcl"
     design.write_text(HEAD + 'serve s { model = M  on = C\n  trace = "../t.csv" }\n')
-    [(code, _, summary)] = errors(check_file(str(design)))
-    assert code == "bad-trace" and "folder" in summary
+    [(code, line, summary)] = errors(check_file(str(design)))
+    assert code == "trace-path" and line == 2 and "folder" in summary
 
 
 def test_a_trace_gives_the_demand(tmp_path):

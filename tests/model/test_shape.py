@@ -40,3 +40,14 @@ def test_moe_active_params():
     assert ds.params == pytest.approx(671e9, rel=0.03)
     assert ds.active_params == pytest.approx(37e9 + 17e9, rel=0.1)  # + the MHA-vs-MLA difference
     assert ds.model_flops_per_token() < 6 * ds.active_params * 1.2
+
+
+def test_stated_positions_and_norms_count_their_weights():
+    """GPT-3 as published: learned positions (2,048 x 12,288, Megatron's max_position_embeddings x
+    hidden) and LayerNorm (a scale and a bias per norm: 2 per layer and the final one)."""
+    import attrs
+
+    gpt3 = attrs.evolve(GPT3, position_embedding="learned", normalization="layernorm")
+    norms = (2 * GPT3.layers + 1) * GPT3.hidden
+    assert gpt3.params - GPT3.params == 2048 * 12288 + norms
+    assert attrs.evolve(GPT3, position_embedding="rope", normalization="rmsnorm").params == GPT3.params

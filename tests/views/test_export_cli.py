@@ -13,7 +13,7 @@ from gclc.views.export import KINDS
 FILES = {
     "megatron": {"megatron.args", "megatron.yaml"},
     "torchtitan": {"torchtitan.toml", "torchtitan.args"},
-    "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "job.sbatch"},
+    "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"},
     "kubernetes": {"kueue.yaml", "nodes.yaml", "jobset.yaml"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
@@ -52,7 +52,7 @@ def test_stdout_holds_every_file_after_its_name(named, capsys):
     assert _run(named("dgx_h100_superpod"), "--to", "slurm", "-o", "-") == 0
     out = capsys.readouterr().out
     assert [line[6:-4] for line in out.splitlines() if line.startswith("# ==> ")] == sorted(
-        FILES["slurm"], key=["slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "job.sbatch"].index)
+        FILES["slurm"], key=["slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"].index)
 
 
 def test_files_are_replaced_whole_and_keep_their_mode(named, tmp_path, capsys):
@@ -84,3 +84,50 @@ def test_an_infeasible_plan_exits_3_and_writes_nothing(named, tmp_path, capsys):
     path = named("gb200_nvl72_100k").path
     assert main(["export", path, "--to", "megatron", "-o", str(out), "--set", "racks=8"]) == 3
     assert "infeasible" in capsys.readouterr().err and not out.exists()
+
+
+SHARED = os.path.join("examples", "shared_cluster.gcl")
+
+
+@pytest.fixture(scope="module")
+def shared_design():
+    from gclc.compiler.driver import check_file
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return check_file(os.path.join(root, SHARED)).design
+
+
+def test_every_train_job_of_a_shared_cluster_exports_on_the_partition_its_plan_chose(shared_design):
+    """ablation_a and ablation_b run `on = Shared` (two partitions): the plan takes the one it
+    prefers (ablation_a: `prefer = Shared.a100`) or the faster one, and the script asks for it."""
+    import re
+
+    from gclc.views.export import export
+    from gclc.views.export.jobs import job_plan
+
+    for entity in shared_design.of_kind("train"):
+        plan = job_plan(entity)
+        files = export("slurm", shared_design, entity.name, None, SHARED)
+        asked = re.findall(r"^#SBATCH --partition=(\S+)", files["job.sbatch"], re.M)
+        assert asked == [s.partition for s in plan.shares], entity.name
+    assert job_plan(shared_design["ablation_a"]).shares[0].partition == "a100"
+
+
+def test_a_partition_of_a_cluster_exports_alone(capsys, tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        assert main(["export", SHARED, "--to", "slurm", "--cluster", "Shared.h100", "--job", "pretrain_70b",
+                     "-o", str(tmp_path)]) == 0
+        conf = (tmp_path / "slurm.conf").read_text()
+        assert "PartitionName=h100 " in conf and "PartitionName=a100" not in conf
+        # the header names the design as given on the command line, never an absolute path
+        assert f"from {SHARED};" in conf and root not in conf
+        capsys.readouterr()
+        assert main(["export", SHARED, "--to", "slurm", "--cluster", "Shared.b200"]) == 2
+        assert "no partition `b200`; its partitions: h100, a100" in capsys.readouterr().err
+        assert main(["export", SHARED, "--to", "slurm", "--cluster", "Shared.a100", "--job", "pretrain_70b"]) == 1
+        assert "runs on Shared.h100, not on Shared.a100" in capsys.readouterr().err
+    finally:
+        os.chdir(cwd)

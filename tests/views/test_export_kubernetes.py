@@ -40,7 +40,9 @@ def schemas():
             "ResourceFlavor": load("kueue_resourceflavors.crd.json", "v1beta2"),
             "ClusterQueue": load("kueue_clusterqueues.crd.json", "v1beta2"),
             "LocalQueue": load("kueue_localqueues.crd.json", "v1beta2"),
-            "JobSet": load("jobset_jobsets.crd.json", "v1alpha2")}
+            "JobSet": load("jobset_jobsets.crd.json", "v1alpha2"),
+            # kueue config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml at the same commit
+            "WorkloadPriorityClass": load("kueue_workloadpriorityclasses.crd.json", "v1beta2")}
 
 
 def _crd_validate(schema: dict, document: dict) -> None:
@@ -135,7 +137,12 @@ def test_every_object_passes_its_published_schema(example, schemas):
     for node in nodes:
         assert api_server_problems(node["metadata"]) == []
     for jobset in documents.get("jobset.yaml", []):
-        _crd_validate(schemas["JobSet"], jobset)
+        _crd_validate(schemas[jobset["kind"]], jobset)
+        if jobset["kind"] != "JobSet":
+            continue
+        classes = {d["metadata"]["name"] for d in documents["kueue.yaml"] + documents["jobset.yaml"]
+                   if d["kind"] == "WorkloadPriorityClass"}
+        assert jobset["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] in classes
         for replicated in jobset["spec"]["replicatedJobs"]:
             job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": replicated["name"]},
                    "spec": replicated["template"]["spec"]}
@@ -229,3 +236,21 @@ def test_the_slice_tier_is_the_tier_the_plan_places_the_group_in():
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert main(["export", str(example), "--set", "racks=64", "--to", "kubernetes", "-o", "-"]) == 0
     assert "podset-slice-required-topology: topology.gclc.io/nvlink-domain" in out.getvalue()
+
+
+def test_a_train_jobset_restarts_as_often_as_its_run_expects_to_fail(named, schemas):
+    """The goodput model restarts a failed job from its checkpoint: the JobSet restarts as a
+    whole up to Run.restarts times (Poisson's 99.9 % bound on the failures over its time)."""
+    example = named("dgx_h100_superpod")
+    jobset = next(d for d in _documents(example)["jobset.yaml"] if d["kind"] == "JobSet")
+    run = example.job.run
+    assert run.restarts >= 1 and jobset["spec"]["failurePolicy"] == {"maxRestarts": run.restarts}
+    expected = run.time_limit / run.mtbf
+    assert expected < run.restarts <= expected + 3 * expected ** 0.5 + 1
+    jobset["spec"]["failurePolicy"]["maxRestarts"] = "many"
+    with pytest.raises(jsonschema.ValidationError):   # negative control: the CRD types it
+        _crd_validate(schemas["JobSet"], jobset)
+    wpc = kubernetes.priority_classes()[0]
+    del wpc["value"]
+    with pytest.raises(jsonschema.ValidationError):
+        _crd_validate(schemas["WorkloadPriorityClass"], wpc)

@@ -3,7 +3,10 @@
 The daemon runs in the foreground on loopback with the generated slurm.conf lines,
 gres.conf and tree topology.conf, inside a private mount namespace whose /etc/hosts names
 the generated nodes (slurmctld resolves every node at start); `scontrol` then reads back
-the topology and the nodes. The block topology is newer than Debian's Slurm (23.11), so
+the topology and the nodes, and `sbatch --test-only` asks the controller to place the
+exported job. STUB, named: no slurmd runs here to register the nodes, so the test declares
+them `State=CLOUD` (powered down, started on demand by a ResumeProgram of /bin/true), which
+the controller schedules onto as idle nodes; `PrivateData=cloud` shows them to scontrol. The block topology is newer than Debian's Slurm (23.11), so
 it is checked against the documented syntax (topology.conf(5), "topology/block") by the
 parser below.
 """
@@ -41,7 +44,8 @@ class Slurmctld:
         self.directory = directory
         for name, text in files.items():
             (directory / name).write_text(text)
-        (directory / "slurm.nodes.conf").write_text(files["slurm.conf"])
+        # STUB: powered-down cloud nodes stand for nodes whose slurmd registered idle
+        (directory / "slurm.nodes.conf").write_text(files["slurm.conf"].replace("State=UNKNOWN", "State=CLOUD"))
         port = _free_port()
         host = socket.gethostname().split(".")[0]
         (directory / "slurm.conf").write_text("\n".join([
@@ -49,7 +53,8 @@ class Slurmctld:
             f"SlurmdPort={_free_port()}", "AuthType=auth/none", "CredType=cred/none", "SlurmUser=root",
             f"StateSaveLocation={directory / 'state'}", f"SlurmctldPidFile={directory / 'slurmctld.pid'}",
             f"SlurmctldLogFile={directory / 'slurmctld.log'}", "SlurmctldDebug=info", "MailProg=/bin/true",
-            "MpiDefault=none",
+            "MpiDefault=none", "PrivateData=cloud", "ResumeProgram=/bin/true", "SuspendProgram=/bin/true",
+            "SuspendTime=3600", "ResumeTimeout=600",
             f"Include {directory / 'slurm.nodes.conf'}", ""]))
         (directory / "state").mkdir()
         hosts = Path("/etc/hosts").read_text() + "".join(f"127.0.0.1 {n}\n" for n in nodes)
@@ -73,6 +78,11 @@ class Slurmctld:
         done = subprocess.run(["scontrol", *args], env=self.env, capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
         return done.stdout
+
+    def sbatch_test_only(self, script: str) -> subprocess.CompletedProcess:
+        (self.directory / "job.sbatch").write_text(script)
+        return subprocess.run(["sbatch", "--test-only", str(self.directory / "job.sbatch")], env=self.env,
+                              capture_output=True, text=True, timeout=30)
 
     def log(self) -> str:
         path = self.directory / "slurmctld.log"
@@ -143,6 +153,12 @@ def test_slurmctld_reads_the_cluster_and_scontrol_gives_back_its_tiers(example, 
         assert int(record["RealMemory"]) == int(node.dram // 2**20)
         assert record["Partitions"] == group.slug
     assert _errors(daemon) == []  # gres.conf and topology.conf parse errors land here
+    config = daemon.scontrol("show", "config")
+    assert re.search(rf"SchedulerParameters\s*=\s*max_switch_wait={slurm.SWITCH_WAIT_S}\b", config)
+    assert re.search(r"PriorityType\s*=\s*priority/multifactor", config)
+    if "job.sbatch" in files:   # the controller places the job on the exported cluster
+        placed = daemon.sbatch_test_only(files["job.sbatch"])
+        assert placed.returncode == 0 and "to start at" in placed.stderr, placed.stderr
 
 
 # What a fresh daemon without state or PMIx always logs; anything else is about our files.
@@ -153,13 +169,50 @@ def _errors(daemon: Slurmctld) -> list[str]:
     return [line for line in daemon.log().splitlines() if "error" in line.lower() and not STARTUP_NOISE.search(line)]
 
 
-def test_a_broken_gres_line_is_reported_by_slurmctld(slurmctld, named):
-    """The log check above can fail: slurmctld parses gres.conf and reports a bad line."""
+def test_a_broken_gres_line_is_reported_by_slurmctld(tmp_path, named):
+    """The log check above can fail: slurmctld parses gres.conf, reports the bad line and stops."""
     example = named("dgx_h100_superpod")
     files = slurm.export(example.layout, example.design, None, example.name)
     files["gres.conf"] += "NodeName=dgx-h100-001 Name=gpu Type=h100_sxm Bogus=1\n"
-    daemon = slurmctld(files, list(example.layout.groups[0].nodes))
-    assert any("gres.conf" in line for line in _errors(daemon)), daemon.log()
+    daemon = Slurmctld(tmp_path, files, list(example.layout.groups[0].nodes))
+    try:
+        assert not daemon.ready()
+    finally:
+        output = daemon.stop()
+    if "unshare" in output or "mount" in output:
+        pytest.skip(f"slurmctld cannot start here (no private mount namespace): {output.strip()[-300:]}")
+    assert re.search(r"Parse error in file \S*gres\.conf", daemon.log() + output), daemon.log()
+
+
+def test_sbatch_refuses_a_job_the_cluster_cannot_hold(slurmctld, named):
+    """Negative controls for --test-only: one node more than the partition has, or more GPUs
+    per node than its nodes hold, is refused by the controller."""
+    example = named("dgx_h100_superpod")
+    files = slurm.export(example.layout, example.design, example.job, example.name)
+    nodes = list(example.layout.groups[0].nodes)
+    daemon = slurmctld(files, nodes)
+    script = files["job.sbatch"]
+    gpus = daemon.sbatch_test_only(script.replace("--gpus-per-node=h100_sxm:8", "--gpus-per-node=h100_sxm:9"))
+    assert gpus.returncode != 0 and "not available" in gpus.stderr, gpus.stderr
+    too_many = re.sub(r"^#SBATCH --nodes=\d+", f"#SBATCH --nodes={len(nodes) + 1}", script, flags=re.M)
+    refused = daemon.sbatch_test_only(too_many)
+    assert refused.returncode != 0 and "not available" in refused.stderr, refused.stderr
+
+
+def test_sbatch_states_time_qos_requeue_and_every_het_group(named):
+    from gclc.views.export.slurm import slurm_time
+
+    assert slurm_time(3600 * 24 * 3 + 61) == "3-00:02:00"
+    example = named("dgx_h100_superpod")
+    script = slurm.sbatch(example.layout, example.job, example.name)
+    run = example.job.run
+    assert run.time_source == "time to train at the plan's goodput" and run.restarts >= 1
+    assert f"#SBATCH --time={slurm_time(run.time_limit)}" in script
+    assert "#SBATCH --qos=normal" in script and "#SBATCH --requeue" in script
+    hetero = named("hetero_h100_a100")
+    script = slurm.sbatch(hetero.layout, hetero.job, hetero.name)
+    assert script.count("#SBATCH hetjob") == 1
+    assert re.search(r"^srun --het-group=0-1 ", script, re.M)   # one step over both components
 
 
 def parse_block_topology(text: str) -> tuple[list[tuple[str, list[str]]], list[int]]:

@@ -1,23 +1,14 @@
-"""`gclc export --to torchtitan`, read by torchtitan v0.2.2's own ConfigManager.
-
-tests/data/exports/torchtitan_v0_2_2/ holds torchtitan's config/job_config.py and
-config/manager.py at tag v0.2.2 (pytorch/torchtitan 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce,
-BSD-3-Clause, LICENSE beside them). They parse with tyro (installed) and tomllib; their
-only other imports are `torch` and torchtitan's logger, used by `JobConfig.maybe_log` and
-log messages, never while parsing: this test stands them in with empty modules (no torch
-is installed here). The parallel layout is then checked with the rules of torchtitan's
-ParallelDims._validate and _validate_meshes (torchtitan/distributed/parallel_dims.py).
+"""`gclc export --to torchtitan`, read and checked by torchtitan 0.2.2 itself (PyPI) on torch
+2.13.0 (the CPU wheel): its ConfigManager, ParallelDims with every mesh built over a fake
+process group, and torch's pipeline schedule constructors through torchtitan's
+build_pipeline_schedule (tests/views/torchtitan_real.py says how).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import logging
 import shlex
 import subprocess
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -25,58 +16,16 @@ import pytest
 from gclc.model.train.optimizer import grad_bytes
 from gclc.views.export import ExportError, torchtitan
 
-VENDORED = Path(__file__).resolve().parents[1] / "data" / "exports" / "torchtitan_v0_2_2"
+pytest.importorskip("torchtitan", reason="torchtitan 0.2.2 from PyPI (.ci/setup installs it with the dev extras)")
+
+from . import torchtitan_real as real  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def config_manager():
-    """torchtitan.config.manager.ConfigManager, loaded from the vendored sources."""
-    stand_ins = {"torch": types.ModuleType("torch"), "torchtitan": types.ModuleType("torchtitan"),
-                 "torchtitan.tools": types.ModuleType("torchtitan.tools"),
-                 "torchtitan.tools.logging": types.ModuleType("torchtitan.tools.logging"),
-                 "torchtitan.config": types.ModuleType("torchtitan.config")}
-    stand_ins["torchtitan.tools.logging"].logger = logging.getLogger("torchtitan")
-    stand_ins["torchtitan.config"].__path__ = [str(VENDORED)]
-    saved = {name: sys.modules.get(name) for name in [*stand_ins, "torchtitan.config.job_config",
-                                                      "torchtitan.config.manager"]}
-    sys.modules.update(stand_ins)
-    try:
-        for name in ("job_config", "manager"):
-            spec = importlib.util.spec_from_file_location(f"torchtitan.config.{name}", VENDORED / f"{name}.py")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        # torch only while importing (other libraries look for a real one in sys.modules); the
-        # torchtitan modules stay while the tests run: tyro reads their source for help texts
-        _restore(saved, ["torch"])
-        yield sys.modules["torchtitan.config.manager"].ConfigManager
-    finally:
-        _restore(saved, list(saved))
-
-
-def _restore(saved: dict, names: list[str]) -> None:
-    for name in names:
-        if saved[name] is None:
-            sys.modules.pop(name, None)
-        else:
-            sys.modules[name] = saved[name]
-
-
-def parallel_dims_problems(p, world: int) -> list[str]:
-    """torchtitan v0.2.2 ParallelDims._validate / _validate_meshes, on the parsed config."""
-    dp_replicate, dp_shard, cp, tp, pp = (p.data_parallel_replicate_degree, p.data_parallel_shard_degree,
-                                          p.context_parallel_degree, p.tensor_parallel_degree, p.pipeline_parallel_degree)
-    ep, etp = p.expert_parallel_degree, p.expert_tensor_parallel_degree
-    problems = []
-    if dp_shard < 0:
-        dp_shard = world // (dp_replicate * cp * tp * pp)
-    if dp_replicate * dp_shard * cp * tp * pp != world:
-        problems.append("Invalid parallel dims: dp_replicate * dp_shard * cp * tp * pp != WORLD_SIZE")
-    if ep > 1 and etp not in (tp, 1):
-        problems.append("Currently we only support ETP=TP or ETP=1")
-    if ep > 1 and (dp_shard * cp * tp) % (etp * ep):
-        problems.append("efsdp = dp_shard * cp * tp // (etp * ep) is not a whole mesh")
-    return problems
+def read_toml(files: dict[str, str], tmp_path: Path):
+    (tmp_path / "job.toml").write_text(files["torchtitan.toml"])
+    return real.parse(["--job.config_file", str(tmp_path / "job.toml")])
 
 
 def _files(example):
@@ -84,14 +33,23 @@ def _files(example):
     return torchtitan.export(example.job, accelerator.name, accelerator.vendor, example.name)
 
 
-def test_parallel_dims_rules_can_fail():
-    p = types.SimpleNamespace(data_parallel_replicate_degree=1, data_parallel_shard_degree=6, context_parallel_degree=1,
-                              tensor_parallel_degree=4, pipeline_parallel_degree=1, expert_parallel_degree=16,
-                              expert_tensor_parallel_degree=2)
-    assert len(parallel_dims_problems(p, 32)) == 3
+def test_torchtitans_checks_reject_a_broken_config(tmp_path):
+    """Negative controls: torchtitan's ParallelDims and torch's Schedule1F1B refuse these."""
+    broken = real.parse(["--parallelism.data_parallel_shard_degree", "6", "--parallelism.tensor_parallel_degree", "4"])
+    with pytest.raises(AssertionError, match="Invalid parallel dims"):
+        real.parallel_dims(broken, 32, meshes=False)
+    etp = real.parse(["--parallelism.data_parallel_shard_degree", "8", "--parallelism.tensor_parallel_degree", "4",
+                      "--parallelism.expert_parallel_degree", "16", "--parallelism.expert_tensor_parallel_degree", "2"])
+    with pytest.raises(AssertionError, match="ETP=TP or ETP=1"):
+        real.parallel_dims(etp, 32, meshes=False)
+    few = real.parse(["--parallelism.pipeline_parallel_degree", "16", "--parallelism.data_parallel_shard_degree", "4",
+                      "--training.local_batch_size", "12", "--parallelism.pipeline_parallel_schedule", "1F1B"])
+    dims = real.parallel_dims(few, 64)
+    with pytest.raises(ValueError, match="must be greater than or equal to the number of stages"):
+        real.pipeline_schedule(few, dims, 64)
 
 
-def test_torchtitan_reads_the_toml_and_the_overrides_alike(example, config_manager, tmp_path):
+def test_torchtitan_reads_the_toml_and_the_overrides_alike(example, tmp_path):
     if example.job is None or example.job.serve:
         pytest.skip(f"{example.name} has no train job")
     try:
@@ -100,11 +58,10 @@ def test_torchtitan_reads_the_toml_and_the_overrides_alike(example, config_manag
         # a split across partitions, or the SC21 plan (TP without sequence parallelism)
         assert ("heterogeneous" in str(error) and len(example.job.shares) > 1) or "sequence parallelism" in str(error)
         return
-    (tmp_path / "job.toml").write_text(files["torchtitan.toml"])
-    from_toml = config_manager().parse_args(["--job.config_file", str(tmp_path / "job.toml")])
+    from_toml = read_toml(files, tmp_path)
     script = files["torchtitan.args"] + '\nprintf "%s\\0" "${TORCHTITAN_ARGS[@]}"'
     words = subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout.decode().split("\0")[:-1]
-    from_cli = config_manager().parse_args(words)
+    from_cli = real.parse(words)
     as_dict = dataclasses.asdict
     assert {k: v for k, v in as_dict(from_cli).items() if k != "job"} == \
         {k: v for k, v in as_dict(from_toml).items() if k != "job"}
@@ -117,17 +74,21 @@ def test_torchtitan_reads_the_toml_and_the_overrides_alike(example, config_manag
     assert from_toml.activation_checkpoint.mode == c.recompute
     if c.pp > 1:
         assert p.pipeline_parallel_microbatch_size == c.microbatch
-    assert parallel_dims_problems(p, c.gpus) == []
+    dims = real.parallel_dims(from_toml, c.gpus)          # torchtitan's meshes of the plan's sizes
+    assert (dims.dp_shard, dims.dp_replicate) == (p.data_parallel_shard_degree, p.data_parallel_replicate_degree)
+    schedule = real.pipeline_schedule(from_toml, dims, example.job.shape.layers)
+    if c.pp > 1:   # torch's schedule accepts the plan's micro-batches for its stages
+        assert schedule._n_microbatches == c.microbatches
     assert from_toml.training.mixed_precision_reduce == "float32"    # the only reduction torchtitan has
     for text in files.values():   # a plan that timed a narrower one says so in both files
         assert ("NOTE: the plan timed a 2-byte" in text) == (grad_bytes(c) == 2)
 
 
-def test_a_misspelled_option_is_refused_by_torchtitan(config_manager, tmp_path):
+def test_a_misspelled_option_is_refused_by_torchtitan(tmp_path):
     """The parse above can fail: torchtitan rejects keys its JobConfig does not have."""
     (tmp_path / "bad.toml").write_text('[parallelism]\ntensor_parallel_size = 8\n')
     with pytest.raises(ValueError, match="Invalid field names"):
-        config_manager().parse_args(["--job.config_file", str(tmp_path / "bad.toml")])
+        real.parse(["--job.config_file", str(tmp_path / "bad.toml")])
 
 
 def test_what_torchtitan_cannot_run_is_an_error(named):
@@ -144,15 +105,13 @@ def test_overrides_quote_for_the_shell():
     assert shlex.split(shlex.join(words)) == ["--job.description", "a b", "--model.converters", "x,y"]
 
 
-def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(config_manager, tmp_path, variant_plan):
+def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(tmp_path, variant_plan):
     job = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 shard = 8 recompute = full recompute_every = 2 }")
-    files = torchtitan.export(job, "H100_SXM", "NVIDIA", "variants")
-    (tmp_path / "job.toml").write_text(files["torchtitan.toml"])
-    parsed = config_manager().parse_args(["--job.config_file", str(tmp_path / "job.toml")])
+    parsed = read_toml(torchtitan.export(job, "H100_SXM", "NVIDIA", "variants"), tmp_path)
     p = parsed.parallelism
     assert (p.data_parallel_shard_degree, p.data_parallel_replicate_degree) == (8, 4)
     assert (parsed.activation_checkpoint.mode, parsed.activation_checkpoint.selective_ac_option) == ("selective", "2")
-    assert parallel_dims_problems(p, 32) == []
+    real.parallel_dims(parsed, 32)
     offloaded = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = full offload = 50% }")
     with pytest.raises(ExportError, match="offload"):
         torchtitan.export(offloaded, "H100_SXM", "NVIDIA", "variants")
@@ -164,7 +123,7 @@ def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(confi
         torchtitan.export(grads, "H100_SXM", "NVIDIA", "variants")
 
 
-def test_the_compiled_stack_turns_torch_compile_on(config_manager, tmp_path):
+def test_the_compiled_stack_turns_torch_compile_on(tmp_path):
     from gclc.compiler.driver import check_text
     from gclc.views.export.jobs import job_entity, job_plan
 
@@ -178,13 +137,13 @@ def test_the_compiled_stack_turns_torch_compile_on(config_manager, tmp_path):
         assert result.design is not None, result.diagnostics
         files = torchtitan.export(job_plan(job_entity(result.design, None)), "H100_SXM", "NVIDIA", "variants")
         (tmp_path / f"{stack}.toml").write_text(files["torchtitan.toml"])
-        plans[stack] = config_manager().parse_args(["--job.config_file", str(tmp_path / f"{stack}.toml")])
+        plans[stack] = real.parse(["--job.config_file", str(tmp_path / f"{stack}.toml")])
     assert plans["fsdp_compiled"].compile.enable and not plans["fsdp"].compile.enable
     assert plans["fsdp_compiled"].activation_checkpoint.selective_ac_option == "op"
 
 
 @pytest.mark.parametrize("stack", ["fsdp", "fsdp_compiled", "megatron_core", "megatron"])
-def test_a_reduction_narrower_than_torchtitans_fp32_is_noted(config_manager, tmp_path, stack):
+def test_a_reduction_narrower_than_torchtitans_fp32_is_noted(tmp_path, stack):
     from gclc.compiler.driver import check_text
     from gclc.views.export.jobs import job_entity, job_plan
 
@@ -196,11 +155,30 @@ def test_a_reduction_narrower_than_torchtitans_fp32_is_noted(config_manager, tmp
     assert result.design is not None, result.diagnostics
     job = job_plan(job_entity(result.design, None))
     files = torchtitan.export(job, "H100_SXM", "NVIDIA", "variants")
-    (tmp_path / "job.toml").write_text(files["torchtitan.toml"])
-    parsed = config_manager().parse_args(["--job.config_file", str(tmp_path / "job.toml")])
+    parsed = read_toml(files, tmp_path)
     assert parsed.training.mixed_precision_reduce == "float32"
     narrow = stack != "megatron"       # model/config.py STACKS: Megatron-LM before Core reduces in fp32
     assert grad_bytes(job.config) == (2 if narrow else 4)
     for text in files.values():
         assert (f"2-byte (bf16) data-parallel gradient reduction (stack {stack})" in text) == narrow
         assert ("2x the bytes the plan assumed" in text) == narrow
+
+
+def test_the_full_gb200_plan_runs_on_torchs_pipeline_schedules(tmp_path):
+    """The GB200 example as written (81,920 GPUs): the plan keeps 12 micro-batches per rank for
+    16 stages, which torch's Schedule1F1B refuses; 1F1B with so few is GPipe (the same bubble and
+    activations), and the export asks torch for ScheduleGPipe, which torchtitan builds."""
+    from gclc.compiler.driver import check_file
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    design = check_file(str(ROOT / "examples" / "gb200_nvl72_100k.gcl")).design
+    job = job_plan(job_entity(design, None))
+    c = job.config
+    assert c.pp == 16 and c.vp == 1 and c.microbatches < c.pp
+    parsed = read_toml(torchtitan.export(job, "GB200", "NVIDIA", "gb200_nvl72_100k.gcl"), tmp_path)
+    assert parsed.parallelism.pipeline_parallel_schedule == "GPipe"
+    dims = real.parallel_dims(parsed, c.gpus, meshes=False)    # ParallelDims at 81,920 ranks
+    small = real.parse(["--job.config_file", str(tmp_path / "job.toml"),   # the meshes at 1/80 of the dp size
+                        "--parallelism.data_parallel_shard_degree", str(dims.dp_shard // 80)])
+    schedule = real.pipeline_schedule(small, real.parallel_dims(small, c.gpus // 80), job.shape.layers)
+    assert type(schedule).__name__ == "ScheduleGPipe" and schedule._n_microbatches == c.microbatches

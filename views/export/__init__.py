@@ -7,6 +7,8 @@ the plan. A plan the target cannot express raises `ExportError` saying what it l
 
 from __future__ import annotations
 
+import attrs
+
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
 from . import kubernetes, megatron, slurm, torchtitan
@@ -20,6 +22,7 @@ NEEDS_JOB = ("megatron", "torchtitan")
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
            source: str = "") -> dict[str, str]:
+    """`cluster` names a cluster, or one partition of it as `Cluster.part`."""
     entity = job_entity(design, job)
     if kind in NEEDS_JOB:
         if entity is None or entity.kind != "train":
@@ -28,13 +31,21 @@ def export(kind: str, design: Design, job: str | None = None, cluster: str | Non
         plan = job_plan(entity)
         chip = _accelerator(plan)
         return (megatron if kind == "megatron" else torchtitan).export(plan, chip.name, chip.vendor, source)
-    target = pick_cluster(design, cluster) if cluster else (_job_cluster(entity) or pick_cluster(design))
+    name, _, part = (cluster or "").partition(".")
+    target = pick_cluster(design, name) if cluster else (_job_cluster(entity) or pick_cluster(design))
     if entity is not None and _job_cluster(entity).name != target.name:
         if job is not None:
             raise ExportError(f"`{entity.name}` runs on `{_job_cluster(entity).name}`, not on `{target.name}`")
         entity = None  # exporting another cluster than the job's: the cluster alone
     plan = job_plan(entity) if entity is not None else None
     nodes = layout(lower_cluster(target), design)
+    if part:
+        nodes = attrs.evolve(nodes, groups=tuple(g for g in nodes.groups if g.partition.name == part))
+        if plan is not None and any(s.partition != part for s in plan.shares):
+            where = ", ".join(s.partition for s in plan.shares)
+            if job is not None:
+                raise ExportError(f"the plan of `{plan.name}` runs on {target.name}.{where}, not on {cluster}")
+            plan = None
     if kind == "slurm":
         return slurm.export(nodes, design, plan, source)
     return kubernetes.export(nodes, plan, source)

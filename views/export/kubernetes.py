@@ -4,7 +4,8 @@ Documents (Kueue v1beta2 `Topology` and `ResourceFlavor`, JobSet v1alpha2, core 
 - `kueue.yaml`: per partition, a `Topology` whose levels are the fabric tiers that span
   several nodes, outermost first, `kubernetes.io/hostname` last, and a `ResourceFlavor`
   selecting the partition's nodes and naming that topology; a `ClusterQueue` whose quota is
-  every accelerator of each flavor, and a `LocalQueue` for it in the `default` namespace.
+  every accelerator of each flavor, a `LocalQueue` for it in the `default` namespace, and a
+  `WorkloadPriorityClass` per priority class of the design.
 - `nodes.yaml`: every node with its labels: the partition, the accelerator, and one label
   per level holding the node's domain (`topology.gclc.io/nvlink-domain: gb200-nvl72-0007`).
 - `jobset.yaml` (when the design has a job): for a train job one replicated job per
@@ -12,7 +13,8 @@ Documents (Kueue v1beta2 `Topology` and `ResourceFlavor`, JobSet v1alpha2, core 
   plan: two replicated jobs, `prefill` and `decode`, each its pool's replicas); with Kueue's
   topology annotations: the whole share preferred inside the smallest level that holds it,
   and each TP/EP group or replica (a slice of pods) required inside the level the plan
-  keeps it in.
+  keeps it in. The JobSet names its priority's class, and a train JobSet restarts as a whole
+  (`failurePolicy.maxRestarts`) as often as its run is expected to fail.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import math
 import yaml
 
 from .layout import Group, Layout, Level, slug
+from .environment import environment
 from .target import JobPlan, Share, header
 
 LABEL_PREFIX = "topology.gclc.io/"
@@ -38,7 +41,9 @@ def export(layout: Layout, job: JobPlan | None, source: str, image: str = "REPLA
         "nodes.yaml": _yaml(header(source, f"node labels of cluster {layout.cluster}"), node_objects(layout)),
     }
     if job is not None:
-        files["jobset.yaml"] = _yaml(header(source, f"JobSet for job {job.name}"), [jobset(layout, job, image)])
+        extra = priority_class(job.run.priority)[1]
+        files["jobset.yaml"] = _yaml(header(source, f"JobSet for job {job.name}"),
+                                     ([extra] if extra else []) + [jobset(layout, job, image)])
     return files
 
 
@@ -67,7 +72,25 @@ def kueue_objects(layout: Layout) -> list[dict]:
                     "spec": {"levels": levels + [{"nodeLabel": HOSTNAME}]}})
         out.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name},
                     "spec": {"nodeLabels": {PARTITION_LABEL: group.slug}, "topologyName": name}})
-    return out + _queues(layout)
+    return out + _queues(layout) + priority_classes()
+
+
+# The design's priority classes (compiler/trace.py's weights) as Kueue WorkloadPriorityClasses
+PRIORITIES = {"low": 1000, "normal": 2000, "high": 4000, "critical": 8000}
+
+
+def priority_classes() -> list[dict]:
+    return [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+             "value": value, "description": f"gclc priority `{name}`"} for name, value in PRIORITIES.items()]
+
+
+def priority_class(priority: object) -> tuple[str, dict | None]:
+    """The class of a design priority, and a class to add for a whole number (`p<N>`)."""
+    if priority is None or str(priority) in PRIORITIES:
+        return str(priority or "normal"), None
+    name = f"p{int(priority)}"
+    return name, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                  "metadata": {"name": name}, "value": int(priority) * 1000}
 
 
 def _queues(layout: Layout) -> list[dict]:
@@ -104,25 +127,33 @@ def _resource(group: Group) -> str:
 
 
 def jobset(layout: Layout, job: JobPlan, image: str) -> dict:
+    """The JobSet, queued in Kueue with its priority's class; a train job restarts as a whole
+    (from its checkpoint) up to the failures its run expects (target.py Run.restarts), as the
+    goodput model assumes."""
+    labels = {"kueue.x-k8s.io/queue-name": layout.slug,
+              "kueue.x-k8s.io/priority-class": priority_class(job.run.priority)[0]}
+    spec: dict = {"replicatedJobs": [_replicated(layout.group(share.partition), share, job, image)
+                                     for share in job.shares]}
+    if not job.serve and job.run.restarts:
+        spec["failurePolicy"] = {"maxRestarts": job.run.restarts}
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": slug(job.name)[:40].rstrip("-"), "namespace": NAMESPACE,
-                         "labels": {"kueue.x-k8s.io/queue-name": layout.slug}},
-            "spec": {"replicatedJobs": [_replicated(layout.group(share.partition), share, job.serve, image)
-                                        for share in job.shares]}}
+            "metadata": {"name": slug(job.name)[:40].rstrip("-"), "namespace": NAMESPACE, "labels": labels},
+            "spec": spec}
 
 
-def _replicated(group: Group, share: Share, serve: bool, image: str) -> dict:
+def _replicated(group: Group, share: Share, plan: JobPlan, image: str) -> dict:
     """A train share: one Job of a pod per node. A serve pool: one Job per replica, its pods
     holding the replica's GPUs (fewer than a node's when the replica is narrower); a
     disaggregated plan's prefill and decode pools are two replicated jobs named by role,
     their containers told their role (GCLC_SERVE_ROLE)."""
+    serve = plan.serve
     replicas = share.items if serve else 1
     per_pod = min(group.gpus_per_node, share.together) if serve else group.gpus_per_node
     pods = math.ceil(share.gpus / replicas / per_pod)
     resource = {_resource(group): per_pod}
     template = {"metadata": {"annotations": _placement(group, share, pods * replicas, per_pod)},
                 "spec": {"restartPolicy": "Never", "nodeSelector": {PARTITION_LABEL: group.slug},
-                         "containers": [_container(share, serve, image, resource)]}}
+                         "containers": [_container(share, plan, image, resource)]}}
     job = {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
            "template": template}
     disaggregated = serve and share.role in ("prefill", "decode")
@@ -130,13 +161,17 @@ def _replicated(group: Group, share: Share, serve: bool, image: str) -> dict:
     return {"name": name, "replicas": replicas, "template": {"spec": job}}
 
 
-def _container(share: Share, serve: bool, image: str, resource: dict) -> dict:
+def _container(share: Share, plan: JobPlan, image: str, resource: dict) -> dict:
+    serve = plan.serve
     container = {"name": share.role if serve and share.role in ("prefill", "decode") else
                  ("server" if serve else "trainer"), "image": image,
                  "resources": {"requests": dict(resource), "limits": dict(resource)}}
+    env = [{"name": v.name, "value": v.value} for v in environment(plan)]
     if serve and share.role:
-        container["env"] = [{"name": "GCLC_SERVE_ROLE", "value": share.role},
-                            {"name": "GCLC_REPLICA_GPUS", "value": str(share.together)}]
+        env += [{"name": "GCLC_SERVE_ROLE", "value": share.role},
+                {"name": "GCLC_REPLICA_GPUS", "value": str(share.together)}]
+    if env:
+        container["env"] = env
     return container
 
 

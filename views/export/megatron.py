@@ -3,13 +3,17 @@
 Two files with the same settings: `megatron.args`, a bash array to splice into the
 launch line (`pretrain_gpt.py "${MEGATRON_ARGS[@]}" ...`), and `megatron.yaml`, the same
 settings keyed by the argument's destination (the names Megatron's parsed `args` carry).
-Flags as defined by Megatron-LM's megatron/training/arguments.py (core_v0.13 and later):
+Flags as defined by Megatron-LM's megatron/training/arguments.py at the tag core_v0.16.1
+(the release of megatron-core 0.16.1), whose parse_args and validate_args accept every export
+(tests/views/test_export_megatron.py):
 model shape, TP / PP / virtual stages as layers per virtual stage / CP / EP with expert
 TP 1 (the model's MoE folding), sequence parallel, recomputation, the distributed
 optimizer or Megatron-FSDP for ZeRO-3, micro / global batch, precision and FP8 recipe, the
 optimizer state's precisions (the precision-aware optimizer), and the overlaps the job's
-software stack models. Data, tokenizer, learning-rate and checkpoint arguments are the
-site's and are left out.
+software stack models; the environment Megatron asserts (environment.py) is exported before
+the array. The model's position embedding and normalization are written where the design
+states them. Data, tokenizer, learning-rate and checkpoint arguments are the site's and are
+left out (Megatron-FSDP's checkpoint format excepted: validate_args requires fsdp_dtensor).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
 from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.train.recompute import modules as recompute_modules
+from .environment import shell_lines
 from .target import ExportError, JobPlan, header
 
 STACKS = ("megatron", "megatron_core", "nemo")
@@ -46,6 +51,7 @@ def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, ob
         args += [("--group-query-attention", True), ("--num-query-groups", s.kv_heads)]
     if s.head_dim * s.heads != s.hidden and not s.is_mla:
         args.append(("--kv-channels", s.head_dim))
+    args += _positions_and_norms(job)
     if s.mtp:
         args.append(("--mtp-num-layers", s.mtp))
     args += [("--seq-length", c.seq), ("--max-position-embeddings", c.seq), ("--vocab-size", s.vocab)]
@@ -87,6 +93,32 @@ def _check(job: JobPlan, vendor: str) -> None:
                           f"pipeline-stage); {job.shape.layers} layers do not split into pp {c.pp} x vp {c.vp}")
 
 
+# the model block's words -> Megatron-LM's (--position-embedding-type, --normalization)
+POSITIONS = {"rope": "rope", "learned": "learned_absolute", "none": "none"}
+NORMS = {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm"}
+
+
+def _positions_and_norms(job: JobPlan) -> list[tuple[str, object]]:
+    """The position embedding and normalization the design states. Megatron's defaults are a
+    learned absolute table and LayerNorm; where the design states neither, they are left to
+    those defaults unless the plan needs another: multi-token prediction runs only with rope or
+    none (validate_args asserts it), so an MTP model must state its position embedding."""
+    s, model = job.shape, job.entity.get("model")
+    if s.mtp and s.position_embedding not in ("rope", "none"):
+        span = model.span_of("position_embedding") if s.position_embedding else model.span_of("mtp")
+        stated = f"states `position_embedding = {s.position_embedding}`" if s.position_embedding else \
+            "does not state its position embedding (Megatron's default is a learned table)"
+        raise ExportError(f"{span}: model `{model.name}` has mtp = {s.mtp} but {stated}; Megatron-LM runs "
+                          f"multi-token prediction only with rotary or no position embeddings: add "
+                          f"`position_embedding = rope` to the model")
+    args: list[tuple[str, object]] = []
+    if s.position_embedding:
+        args.append(("--position-embedding-type", POSITIONS[s.position_embedding]))
+    if s.normalization:
+        args.append(("--normalization", NORMS[s.normalization]))
+    return args
+
+
 def _moe(job: JobPlan) -> list[tuple[str, object]]:
     s = job.shape
     args: list[tuple[str, object]] = [("--num-experts", s.routed), ("--moe-router-topk", s.top_k),
@@ -106,6 +138,8 @@ def _parallel(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
                                       ("--context-parallel-size", c.cp)]
     if c.vp > 1:
         args.append(("--num-layers-per-virtual-pipeline-stage", job.shape.layers // (c.pp * c.vp)))
+        if c.pp > 2:   # the plan times pipeline sends exposed (model/train/step.py): run them so
+            args.append(("--no-overlap-p2p-communication", True))
     elif job.shape.layers % c.pp:
         first, last = uneven_stages(job.shape.layers, c.pp)
         args += [("--decoder-first-pipeline-num-layers", first), ("--decoder-last-pipeline-num-layers", last)]
@@ -113,8 +147,9 @@ def _parallel(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
         args += [("--expert-model-parallel-size", c.ep), ("--expert-tensor-parallel-size", 1)]
     if c.sp and c.tp > 1:
         args.append(("--sequence-parallel", True))
-    if c.zero == 3:
-        args += [("--use-megatron-fsdp", True), ("--data-parallel-sharding-strategy", "optim_grads_params")]
+    if c.zero == 3:   # validate_args: Megatron-FSDP saves only fsdp_dtensor checkpoints
+        args += [("--use-megatron-fsdp", True), ("--data-parallel-sharding-strategy", "optim_grads_params"),
+                 ("--ckpt-format", "fsdp_dtensor")]
     elif c.zero >= 1:
         args.append(("--use-distributed-optimizer", True))
     if c.zero >= 1 and c.shards < c.dp * c.cp:
@@ -173,7 +208,7 @@ def _offload(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
         raise ExportError(f"Megatron-LM offloads whole layers and keeps at least one per stage on the GPU "
                           f"(--cpu-offloading-num-layers < layers); offload = {percent(c.offload)} of {stage} layers "
                           f"per stage is {number(count)}")
-    return [("--cpu-offloading", True), ("--cpu-offloading-num-layers", round(count))]
+    return [("--cpu-offloading-num-layers", round(count))]   # validate_args turns cpu_offloading on
 
 
 def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str, object]]:
@@ -196,28 +231,24 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
 def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     """Adam's state precisions as Megatron-Core's precision-aware optimizer (Transformer Engine's
     FusedAdam), which megatron/core/optimizer/optimizer_config.py allows only with the
-    distributed optimizer; Megatron-FSDP names its master weights' and main gradients' dtypes
-    apart (--megatron-fsdp-main-grads-dtype "replaces --main-grads-dtype":
-    megatron/training/arguments.py). The main gradients' dtype is written here only when bf16:
-    fp32 is --main-grads-dtype's default, and `_grad_reduction` sets Megatron-FSDP's gradient
-    buffer where the plan keeps it in fp32."""
+    distributed optimizer or Megatron-FSDP. At core_v0.16.1 both keep master weights in fp32 or
+    fp16 (--main-params-dtype; Megatron-FSDP's preserve_fp32_weights holds fp32 ones beside
+    them) and main gradients in fp32 or bf16 (--main-grads-dtype, written only when bf16: fp32
+    is its default)."""
     if not precision_aware(c):
         return []
     if c.zero == 0:
         raise ExportError(f"Megatron-LM stores or reads optimizer state below fp32 only with the distributed "
                           f"optimizer (--use-precision-aware-optimizer asserts it); the plan of `{job.name}` uses "
                           f"ZeRO 0 with {narrowed(c)} (pin `zero = 1`)")
-    masters = ("fp32", "bf16", "fp16") if c.zero == 3 else ("fp32", "fp16")
-    if c.master_weights not in masters:
-        raise ExportError(f"Megatron-LM keeps master weights in {' or '.join(masters)} "
-                          f"({'--megatron-fsdp-main-params-dtype' if c.zero == 3 else '--main-params-dtype'}); "
+    if c.master_weights not in ("fp32", "fp16"):
+        raise ExportError(f"Megatron-LM (core_v0.16.1) keeps master weights in fp32 or fp16 (--main-params-dtype); "
                           f"`{job.name}` states master_weights = {c.master_weights}")
     args: list[tuple[str, object]] = [("--use-precision-aware-optimizer", True),
-                                      ("--exp-avg-dtype", c.optimizer_state), ("--exp-avg-sq-dtype", c.optimizer_state)]
-    fsdp = c.zero == 3
-    args.append(("--megatron-fsdp-main-params-dtype" if fsdp else "--main-params-dtype", c.master_weights))
+                                      ("--exp-avg-dtype", c.optimizer_state), ("--exp-avg-sq-dtype", c.optimizer_state),
+                                      ("--main-params-dtype", c.master_weights)]
     if c.main_grads != "fp32":
-        args.append(("--megatron-fsdp-main-grads-dtype" if fsdp else "--main-grads-dtype", c.main_grads))
+        args.append(("--main-grads-dtype", c.main_grads))
     return args
 
 
@@ -241,24 +272,15 @@ def _stack(c: TrainConfig) -> list[tuple[str, object]]:
 def _grad_reduction(c: TrainConfig) -> list[tuple[str, object]]:
     """The data-parallel gradient buffer and reduction in the width the plan models
     (model/train/optimizer.py `grad_bytes`), stated rather than left to Megatron's defaults, which
-    differ from the plan's. Megatron-LM at d98e8a64 (megatron/training/arguments.py):
-    - DDP and the distributed optimizer (ZeRO 0-2) keep and reduce gradients in fp32 when
-      `accumulate_allreduce_grads_in_fp32` (training.py get_megatron_ddp_config:
-      grad_reduce_in_fp32), else in the parameters' dtype (param_and_grad_buffer.py
-      group_params_for_buffers). validate_args' bf16 branch (l. 1209-1217) asserts fp32
-      --main-grads-dtype with --accumulate-allreduce-grads-in-fp32, turns it off under
-      --grad-reduce-in-bf16, and otherwise turns it ON whenever main grads are fp32 (the
-      default): a bf16 reduction of fp32-main-grads plans needs --grad-reduce-in-bf16. Its
-      fp16 branch leaves the flag as given, so an fp16 run reduces in fp16 without one.
-    - Megatron-FSDP (ZeRO 3) ignores that flag: its buffer is --megatron-fsdp-main-grads-dtype
-      (`auto`: the parameters' dtype, bf16 beside fp8 ones: fsdp/src/megatron_fsdp/
-      param_and_grad_buffer.py _resolve_group_grad_dtype) and it reduces in
-      --megatron-fsdp-grad-comm-dtype (`auto`: the buffer's: MixedPrecisionPolicy), so an fp32
-      reduction names fp32 main grads (bf16 ones are written by `_optimizer`)."""
-    wide = grad_bytes(c) == 4
-    if c.zero == 3:
-        return [("--megatron-fsdp-main-grads-dtype", "fp32")] if wide else []
-    if wide:
+    differ from the plan's. Megatron-LM at core_v0.16.1: DDP, the distributed optimizer and
+    Megatron-FSDP keep and reduce gradients in fp32 when `accumulate_allreduce_grads_in_fp32`
+    (training.py get_model: grad_reduce_in_fp32), else in the parameters' dtype
+    (param_and_grad_buffer.py). validate_args' bf16 branch asserts fp32 --main-grads-dtype with
+    --accumulate-allreduce-grads-in-fp32, turns it off under --grad-reduce-in-bf16, and otherwise
+    turns it ON whenever main grads are fp32 (the default): a bf16 reduction of fp32-main-grads
+    plans needs --grad-reduce-in-bf16. Its fp16 branch leaves the flag as given, so an fp16 run
+    reduces in fp16 without one."""
+    if grad_bytes(c) == 4:
         return [("--accumulate-allreduce-grads-in-fp32", True)]
     return [] if c.precision == "fp16" else [("--grad-reduce-in-bf16", True)]
 
@@ -270,19 +292,38 @@ def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str
                f"{c.recompute} recompute, ZeRO {c.zero}, {c.precision}, stack {job.stack}")
     lines = [header(source, f"Megatron-LM arguments for job {job.name}: {summary}"),
              f"# launch on {c.gpus} GPUs: torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\" <data, tokenizer, optimizer>",
-             "# the design does not state normalization or position embeddings: add them for your model",
-             "# (Llama-style: --normalization RMSNorm --position-embedding-type rope --disable-bias-linear)",
-             "MEGATRON_ARGS=("]
+             *_unstated(job), *shell_lines(job), "MEGATRON_ARGS=("]
     for flag, value in pairs:
         if isinstance(value, list):   # nargs="+": one word per value
             lines.append(f"  {flag} " + " ".join(shlex.quote(_text(v)) for v in value))
         else:
             lines.append(f"  {flag}" if value is True else f"  {flag} {shlex.quote(_text(value))}")
     lines.append(")")
-    settings = {_dest(flag): value for flag, value in pairs}
+    settings = {_dest(flag): _parsed(flag, value, job) for flag, value in pairs}
     text = header(source, f"Megatron-LM settings for job {job.name} (argument destinations): {summary}")
     return {"megatron.args": "\n".join(lines) + "\n",
             "megatron.yaml": text + "\n" + yaml.safe_dump(settings, sort_keys=False)}
+
+
+def _parsed(flag: str, value: object, job: JobPlan) -> object:
+    """The value as Megatron's parser stores it: store_false switches as False, the MoE layer
+    pattern expanded, the window as its pair."""
+    if flag in _NEGATED:
+        return not value
+    if flag == "--moe-layer-freq":
+        return [0] * job.shape.dense_layers + [1] * job.shape.moe_layers
+    if flag == "--window-size":
+        return [job.shape.window, 0]
+    return value
+
+
+def _unstated(job: JobPlan) -> list[str]:
+    missing = [word for word, value in (("position_embedding", job.shape.position_embedding),
+                                        ("normalization", job.shape.normalization)) if not value]
+    if not missing:
+        return []
+    return [f"# the model does not state {' or '.join(missing)}: Megatron's defaults (learned_absolute, LayerNorm)",
+            f"# apply; state {' and '.join(f'`{m}`' for m in missing)} in the model block to write them"]
 
 
 def _text(value: object) -> str:
@@ -290,7 +331,9 @@ def _text(value: object) -> str:
 
 
 # Flags whose destination is not the flag's own name (arguments.py `dest=`).
-_DESTS = {"--fp8-format": "fp8", "--fp4-format": "fp4", "--num-experts": "num_experts"}
+_DESTS = {"--fp8-format": "fp8", "--fp4-format": "fp4", "--num-experts": "num_experts",
+          "--no-overlap-p2p-communication": "overlap_p2p_comm"}
+_NEGATED = ("--no-overlap-p2p-communication",)   # store_false switches: the destination is False
 
 
 def _dest(flag: str) -> str:

@@ -11,8 +11,14 @@ Files (slurm.conf(5), gres.conf(5), topology.conf(5) of Slurm 22.05 to 25.05):
   the lowest listing nodes, the others listing switches.
 - `topology-block.conf`: block form (topology/block, Slurm 23.11+): one block per
   scale-up domain when it spans several nodes (NVL72 racks), else per lowest tier.
-- `job.sbatch`: nodes, GPUs per node, tasks, and `--switches` (tree) or `--segment`
-  (block) for what the plan keeps together.
+- `qos.sh`: sacctmgr commands for a QOS per priority class (QOS live in slurmdbd).
+- `job.sbatch`: the time limit (the job's `time_limit`, `duration`, or its time to train at the
+  plan's goodput), the QOS of its priority, `--requeue` (a failure restarts it from its
+  checkpoint, as the goodput model assumes), nodes, GPUs per node, tasks, `--switches`
+  (tree; slurm.conf's max_switch_wait lets it wait as long as it asks) or `--segment`
+  (block) for what the plan keeps together, the environment the stack needs, and one
+  `srun` over every component of a heterogeneous job (`--het-group=0-N`).
+Checked by Debian's slurmctld and `sbatch --test-only` (tests/views/test_export_slurm.py).
 """
 
 from __future__ import annotations
@@ -23,7 +29,14 @@ from ...compiler.design import Design
 from ...compiler.ir import NodeType
 from ...compiler.hostlist import compress, lines as host_lines
 from .layout import Group, Layout, slug
+from .environment import shell_lines
 from .target import JobPlan, header
+
+# Priority classes as QOS (the design's words; compiler/trace.py's weights), their Priority values
+# scaled so that multifactor's QOS factor (priority / the highest QOS priority) orders them
+QOS = {"low": 1, "normal": 2, "high": 4, "critical": 8}
+SWITCH_WAIT_S = 600          # what `--switches=N@00:10:00` asks for; Slurm's max_switch_wait caps it (300 s default)
+
 
 def export(layout: Layout, design: Design, job: JobPlan | None, source: str) -> dict[str, str]:
     files = {
@@ -32,9 +45,28 @@ def export(layout: Layout, design: Design, job: JobPlan | None, source: str) -> 
         "topology.conf": topology_tree(layout, source),
         "topology-block.conf": topology_block(layout, source),
     }
+    files["qos.sh"] = qos_script(source)
     if job is not None:
         files["job.sbatch"] = sbatch(layout, job, source)
     return files
+
+
+def qos_name(priority: object) -> str:
+    """The QOS of a design priority: its class, or `p<N>` for a whole number."""
+    if priority is None:
+        return "normal"
+    return str(priority) if str(priority) in QOS else f"p{int(priority)}"
+
+
+def qos_script(source: str) -> str:
+    """sacctmgr commands creating a QOS per priority class (QOS live in slurmdbd, not slurm.conf):
+    Priority orders the queue through PriorityWeightQOS; no preemption, as the design's
+    `slurm` schedule policy assumes (solver/schedule/policies.py)."""
+    lines = ["#!/bin/sh", header(source, "Slurm QOS for the design's priority classes (run once, as a Slurm admin)")]
+    for name, weight in QOS.items():
+        lines.append(f"sacctmgr -i add qos {name} set Priority={weight * 1000}")
+    lines.append("# a whole-number priority N becomes QOS pN with Priority N x 1000: add it the same way")
+    return "\n".join(lines) + "\n"
 
 
 def gres_type(group: Group) -> str:
@@ -48,7 +80,14 @@ def slurm_conf(layout: Layout, design: Design, source: str) -> str:
              "GresTypes=gpu",
              "TopologyPlugin=topology/tree",
              "SelectType=select/cons_tres",
-             "SelectTypeParameters=CR_Core_Memory"]
+             "SelectTypeParameters=CR_Core_Memory",
+             f"SchedulerParameters=max_switch_wait={SWITCH_WAIT_S}",
+             "# the queue's order: the QOS of the job's priority (qos.sh), then submission, as the plan's",
+             "# `slurm` schedule policy; a failed node requeues its job, which restarts from its checkpoint",
+             "PriorityType=priority/multifactor",
+             "PriorityWeightQOS=100000",
+             "PriorityFavorSmall=NO",
+             "JobRequeue=1"]
     for group in layout.groups:
         node = group.partition.node
         lines.append(f"# partition {group.partition.name}: {len(group.nodes)} x {node.name}, "
@@ -149,6 +188,7 @@ def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
     """One component per partition share or serve pool (a heterogeneous job when there are
     several: a disaggregated serve plan's prefill and decode pools are components 0 and 1)."""
     lines = ["#!/bin/bash", header(source, f"sbatch script for job {job.name}")]
+    lines += _run_lines(job)
     for index, share in enumerate(job.shares):
         if job.serve:
             lines.append(f"# {'component ' + str(index) + ', ' if len(job.shares) > 1 else ''}"
@@ -172,8 +212,34 @@ def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
         lines.append("wait")
         return "\n".join(lines) + "\n"
     what = "the serving command" if job.serve else "the training command, e.g. pretrain_gpt.py with megatron.args"
-    lines.append(f"srun --kill-on-bad-exit=1 \"$@\"  # {what}")
+    lines += shell_lines(job)
+    if len(job.shares) > 1:   # one training step across every component (one world of ranks)
+        lines.append(f"srun --het-group=0-{len(job.shares) - 1} --kill-on-bad-exit=1 \"$@\"  # {what}")
+    else:
+        lines.append(f"srun --kill-on-bad-exit=1 \"$@\"  # {what}")
     return "\n".join(lines) + "\n"
+
+
+def _run_lines(job: JobPlan) -> list[str]:
+    """Time limit, QOS and restart policy: the wall clock the plan expects (a job Slurm cannot
+    bound is one backfill cannot plan around), the priority's QOS, and requeueing, by which a
+    job whose node fails restarts from its last checkpoint as the goodput model assumes."""
+    run, out = job.run, []
+    if run.time_limit:
+        out += [f"# time limit: {run.time_source}", f"#SBATCH --time={slurm_time(run.time_limit)}"]
+    out.append(f"#SBATCH --qos={qos_name(run.priority)}")
+    if not job.serve:
+        expected = f", about {run.restarts} over the run" if run.restarts else ""
+        out += [f"# a node failure requeues the job: it restarts from its last checkpoint{expected}",
+                "#SBATCH --requeue"]
+    return out
+
+
+def slurm_time(seconds: float) -> str:
+    """Slurm's `days-hours:minutes:seconds`, rounded up to the minute."""
+    minutes = max(1, math.ceil(seconds / 60))
+    days, rest = divmod(minutes, 24 * 60)
+    return f"{days}-{rest // 60:02d}:{rest % 60:02d}:00"
 
 
 def _placement_lines(group: Group, together: int, nodes: int) -> list[str]:
@@ -189,7 +255,7 @@ def _placement_lines(group: Group, together: int, nodes: int) -> list[str]:
             usable = usable // segment * segment
         switches = math.ceil(nodes / usable)
         out += [f"# as few {lowest.tier.name} switches ({lowest.nodes_per_domain} nodes each) as the job needs",
-                f"#SBATCH --switches={switches}@00:10:00"]
+                f"#SBATCH --switches={switches}@{slurm_time(SWITCH_WAIT_S).split('-')[1]}"]
     level = block_level(group)
     if level is not None and 1 < segment <= level.nodes_per_domain and nodes % segment == 0:
         out += [f"# the plan keeps {together} GPUs within one {level.tier.name} domain; with topology/block",

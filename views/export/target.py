@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from ...compiler.design import Entity
+from ...compiler.ir import Tier
 from ...model.config import TrainConfig
 from ...model.shape import ModelShape
 
@@ -24,6 +27,28 @@ class Share:
     together_tier: str | None    # the IR tier that group stays inside (None: inside one GPU)
     items: int = 0               # sequences (data split), layers (pipeline split) or serve replicas
     role: str = ""               # a serve pool: "serving" (aggregated), "prefill" or "decode"
+    tiers: tuple[Tier, ...] = ()  # the partition's tiers as the share's ranks see them
+    accelerator: str = ""        # the chip's name (`H100_SXM`)
+
+
+@attrs.frozen
+class Run:
+    """How long the job runs and how it survives failures, as the plan models them."""
+
+    time_limit: float | None = None   # seconds of wall clock to ask the scheduler for
+    time_source: str = ""             # where it comes from: `time_limit`, `duration`, or the time to train
+    priority: object = None           # the design's priority: a class name or a whole number
+    mtbf: float = math.inf            # seconds between the job's failures (solver/schedule/failures.py)
+    restart: float = 0.0              # seconds from a failure to training again from the checkpoint
+
+    @property
+    def restarts(self) -> int:
+        """Restarts to allow: the failures the time limit expects, Poisson's 99.9 % bound
+        (n + 3 sqrt(n)); at least one where the job can fail at all."""
+        if not self.time_limit or math.isinf(self.mtbf):
+            return 0
+        n = self.time_limit / self.mtbf
+        return max(1, math.ceil(n + 3 * math.sqrt(n)))
 
 
 @attrs.frozen
@@ -35,6 +60,8 @@ class JobPlan:
     stack: str
     mode: str                    # single | data | pipeline | serve
     shares: tuple[Share, ...]
+    run: Run = attrs.field(factory=lambda: Run())
+    tokens_per_s: float = 0.0    # the plan's throughput (tokens trained, or served, per second)
 
     @property
     def config(self) -> TrainConfig:

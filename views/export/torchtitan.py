@@ -1,6 +1,6 @@
 """The plan as torchtitan configuration: a TOML job file and the same settings as CLI overrides.
 
-Targets torchtitan v0.2.2 (tag of 2026-02-20), the last release read from TOML files
+Targets torchtitan v0.2.2 (PyPI; tag of 2026-02-20), the last release read from TOML files
 (`--job.config_file`, torchtitan/config/job_config.py); later versions moved to Python
 configurations but keep the `--section.option` overrides. Sections written: [model] (the
 registered flavor with this shape, when there is one), [training] (batch, sequence,
@@ -56,7 +56,7 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         "tensor_parallel_degree": c.tp, "context_parallel_degree": c.cp,
         "pipeline_parallel_degree": c.pp, "expert_parallel_degree": c.ep, "expert_tensor_parallel_degree": 1}
     if c.pp > 1:
-        parallelism["pipeline_parallel_schedule"] = "Interleaved1F1B" if c.vp > 1 else "1F1B"
+        parallelism["pipeline_parallel_schedule"] = schedule(c)
         parallelism["pipeline_parallel_microbatch_size"] = c.microbatch
         if c.vp > 1:
             parallelism["pipeline_parallel_layers_per_stage"] = shape.layers // (c.pp * c.vp)
@@ -76,6 +76,17 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         sections["quantize.linear.mx" if mx else "quantize.linear.float8"] = (
             {"recipe_name": "mxfp8_cublas"} if mx else {"recipe_name": "tensorwise", "filter_fqns": ["output"]})
     return sections
+
+
+def schedule(c) -> str:
+    """torch's pipeline schedule for the plan. torch's Schedule1F1B refuses fewer micro-batches
+    than stages (torch/distributed/pipelining/schedules.py); with so few, 1F1B's warm-up already
+    runs every forward before the first backward, which is GPipe: the same bubble and the same
+    activations held (model/train/memory.py `in_flight`: min(pp, m) = m), so the plan runs as
+    ScheduleGPipe."""
+    if c.vp > 1:
+        return "Interleaved1F1B"
+    return "GPipe" if c.gpipe or c.microbatches < c.pp else "1F1B"
 
 
 def _check(job: JobPlan, vendor: str) -> None:

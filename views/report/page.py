@@ -317,7 +317,7 @@ def _schedule_section(design: Design) -> str:
     """`gclc schedule` under the priority policy: the summary and the utilization/Gantt plot."""
     from ...solver.schedule.jobs import ScheduleError, build
     from ...solver.schedule.milp import solve
-    from ...solver.schedule.policies import POLICIES
+    from ...solver.schedule.catalog import POLICIES
     from ...solver.schedule.simulate import simulate
     from .plots import scope_ids
     from ..schedule import schedule_json, schedule_text

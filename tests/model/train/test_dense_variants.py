@@ -59,9 +59,9 @@ def test_hybrid_sharding_gathers_inside_the_node_and_all_reduces_shards_across_n
     assert [(s.tier.name, s.peers) for s in outer] == [(leaf.name, 4)]
     p = params_per_gpu(MISTRAL, c)
     rate = lambda t: t.bandwidth * t.efficiency  # noqa: E731
-    # ring reduce-scatter / all-gather over 8: 7/8 of the bytes, latency min(7, 2 log2 8 = 6) hops
-    rs = 7 / 8 * p * 4 / rate(nvlink) + 6 * nvlink.latency
-    ag = 7 / 8 * p * 2 / rate(nvlink) + 6 * nvlink.latency
+    # ring reduce-scatter / all-gather over 8: 7/8 of the bytes, latency min(7, log2 8 = 3) hops
+    rs = 7 / 8 * p * 4 / rate(nvlink) + 3 * nvlink.latency
+    ag = 7 / 8 * p * 2 / rate(nvlink) + 3 * nvlink.latency
     # all-reduce of the 1/8 shard across 4 groups, reduced in the NDR switches (SHARP): the
     # shard once through the link, two switch traversals
     assert leaf.in_network_reduction

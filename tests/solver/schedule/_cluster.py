@@ -6,7 +6,7 @@ from __future__ import annotations
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower_cluster
 from gclc.solver.schedule.failures import reliability
-from gclc.solver.schedule.jobs import Option, SchedJob, Workload
+from gclc.solver.schedule.records import Option, SchedJob, Workload
 from gclc.dsl.source import no_span
 
 DESIGN = """\
@@ -43,11 +43,12 @@ HOUR = 3600.0
 
 def job(name: str, gpus: int, hours: float = 1.0, priority: int = 1, submit: float = 0.0,
         partitions: tuple[str, ...] = ("a", "b"), gang: bool = True, interval: float = float("inf"),
-        restart: float = 0.0) -> SchedJob:
-    """A job of `gpus` GPUs that runs `hours` on any of `partitions` (rate = its GPUs)."""
+        restart: float = 0.0, limit: float = float("inf"), unit: str = "GPU-s") -> SchedJob:
+    """A job of `gpus` GPUs that runs `hours` on any of `partitions` (rate = its GPUs), asking
+    for `limit` hours; `unit = "tokens"` makes it a train job (requeued at its limit)."""
     options = tuple(Option(p, gpus, float(gpus), interval, 0.0, restart, None) for p in partitions)
-    return SchedJob(name, priority, str(priority), submit * HOUR, hours * HOUR * gpus, "GPU-s", gang, options,
-                    (), no_span())
+    return SchedJob(name, priority, str(priority), submit * HOUR, hours * HOUR * gpus, unit, gang, options,
+                    (), no_span(), limit * HOUR)
 
 
 def workload(jobs) -> Workload:

@@ -5,7 +5,7 @@ import importlib.util
 from pathlib import Path
 
 from gclc.solver.schedule.events import ApiServer, Informer, Timeline, Timer
-from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.simulate import Simulation
 
 _spec = importlib.util.spec_from_file_location("schedule_cluster", Path(__file__).with_name("_cluster.py"))

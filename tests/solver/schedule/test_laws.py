@@ -15,7 +15,8 @@ from hypothesis import given, strategies as st
 
 from gclc.solver.schedule import milp
 from gclc.solver.schedule.goodput import Checkpoint, goodput
-from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.catalog import POLICIES, policy
+from gclc.solver.schedule.settings import KueueSettings, SlurmSettings
 from gclc.solver.schedule.simulate import Epoch, Simulation
 
 _spec = importlib.util.spec_from_file_location("schedule_cluster", Path(__file__).with_name("_cluster.py"))
@@ -114,3 +115,20 @@ def test_goodput_below_throughput_and_falls_with_mtbf(size, bandwidth, restart, 
     ckpt = Checkpoint(size, bandwidth, restart)
     high, low = goodput(ckpt, 1 / mtbf), goodput(ckpt, 1 / (mtbf * factor))
     assert 0 <= low.efficiency <= high.efficiency <= 1
+
+
+PREEMPTING = {"priority": POLICIES["priority"], "kube": POLICIES["kube"],
+              "slurm qos": policy("slurm", SlurmSettings(preempt_type="qos")),
+              "kueue within": policy("kueue", KueueSettings(within_cluster_queue="lower_priority"))}
+
+
+@given(jobs(), st.sampled_from(tuple(PREEMPTING)), st.integers(0, 5))
+def test_preemption_never_evicts_without_placing(drawn, name, seed):
+    """Every eviction is followed, at the same instant, by the preemptor's start (the
+    placement was dry-run with the victims gone before anyone was evicted)."""
+    outcome = Simulation(fx.workload(drawn), PREEMPTING[name], seed=seed, epochs=0).run()
+    starts = {(s[0], s[7]) for r in outcome.runs for s in r.segments}
+    for run in outcome.runs:
+        for seg in run.segments:
+            if seg[6] == "preempted":
+                assert (seg[1], "preempt") in starts or (seg[1], "preempted lower priorities") in starts, (run.job.name, seg)

@@ -4,7 +4,10 @@ lowest-switch best fit, the priority policy's topology-aware fit and preemption.
 import importlib.util
 from pathlib import Path
 
-from gclc.solver.schedule.policies import POLICIES, victims
+import attrs
+
+from gclc.solver.schedule.policies import victims
+from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.simulate import simulate
 from gclc.solver.schedule.state import Allocation, ClusterState
 
@@ -42,7 +45,7 @@ def test_priority_preempts_the_lower_job_and_slurm_does_not():
     runs = _runs(simulate(fx.workload(jobs), POLICIES["priority"], failures=False))
     assert runs["high"].first_start == 1 * H and runs["low"].preemptions == 1
     low = runs["low"]
-    assert low.segments[0][-1] == "preempted" and low.end > 10 * H    # lost work and a restart
+    assert low.segments[0][6] == "preempted" and low.end > 10 * H    # lost work and a restart
     assert 0 < low.useful < low.held
     runs = _runs(simulate(fx.workload(jobs), POLICIES["slurm"], failures=False))
     assert runs["high"].first_start == 10 * H and runs["low"].preemptions == 0
@@ -85,3 +88,20 @@ def test_preemption_evicts_the_fewest_least_important_jobs():
     assert victims(need8, state, running) == ["p1", "p2"]
     equal = fx.job("new", 4, priority=1, partitions=("b",))
     assert victims(equal, state, running) is None       # never evicts its own priority
+
+
+def test_an_elastic_job_shrinks_for_a_critical_one_and_grows_back_when_it_ends():
+    """`day` (critical, 16 GPUs) holds half of partition a from 1 h to 9 h; the elastic job
+    (16 or 32 GPUs, checkpoints every 30 min) gives way by restarting at 16 and restarts at
+    32 once the GPUs idle again, because that ends it sooner than staying at 16."""
+    elastic = fx.job("elastic", 32, hours=20, partitions=("a",), interval=1800.0, restart=600.0)
+    elastic = attrs.evolve(elastic, options=elastic.options + (attrs.evolve(elastic.options[0], gpus=16, rate=16.0),))
+    day = fx.job("day", 16, hours=8, priority=8, submit=1, partitions=("a",))
+    runs = _runs(simulate(fx.workload([elastic, day]), POLICIES["priority"], failures=False))
+    sizes = [(s[0] / H, s[1] / H, s[3], s[6]) for s in runs["elastic"].segments]
+    assert [(g, why) for *_, g, why in sizes] == [(32, "preempted"), (16, "resized"), (32, "finished")]
+    assert sizes[1][0] == 1 and sizes[2][0] == 9                 # shrank when `day` came, grew when it left
+    # without the growth it would have stayed at 16 GPUs to the end, later
+    stay = attrs.evolve(POLICIES["priority"], grows=False)
+    slow = _runs(simulate(fx.workload([elastic, day]), stay, failures=False))["elastic"]
+    assert slow.end > runs["elastic"].end

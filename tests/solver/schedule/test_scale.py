@@ -15,7 +15,7 @@ import pytest
 
 from gclc.compiler.driver import check_file
 from gclc.solver.schedule.jobs import build
-from gclc.solver.schedule.policies import POLICIES
+from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.simulate import Simulation
 from gclc.views.schedule import schedule_json
 
@@ -57,10 +57,13 @@ def test_800k_gpus_schedule_every_job(run):
     data = schedule_json(workload, outcome, [])
     assert [p["gpus"] for p in data["partitions"]] == [400_000, 400_000]
     assert [p["domains"] for p in data["partitions"]] == [NODES, NODES]
-    jobs = {j["name"]: j for j in data["jobs"]}
+    jobs = {j["name"]: j for j in data["jobs"] if not j["service"]}
     assert len(jobs) == 8 and all(j["state"] == "done" for j in jobs.values())
-    # 800,000 GPUs hold every job at once: none waits for GPUs, none is preempted
+    # 800,000 GPUs hold every job at once: none waits for GPUs, none is preempted, chat
+    # is served on time all along
     assert all(j["first_wait_s"] == 0 for j in jobs.values())
+    chat = data["cluster_metrics"]["services"]["chat"]
+    assert chat["on_time"] == chat["stretches"] > 0
     assert data["cluster_metrics"]["preemptions"] == 0
     assert jobs["pretrain_70b"]["gpus"] == 256 and jobs["pretrain_70b"]["tier"] == "Shared_NDR spine"
 

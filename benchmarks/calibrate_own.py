@@ -1,0 +1,176 @@
+"""Calibrating on your own runs, judged on the runs it did not see.
+
+    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json]
+
+Each group of published training runs on one system (a vendor's table, a paper's scaling
+series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
+MIN_RUNS runs) stands for an operator's cluster the shipped fit never saw: the physics is
+refitted without the group (calibrate.fit, leave-one-group-out, as benchmarks/crossval.py
+does). A third of the group's runs (every third, in run order) are "yours": gclc calibrates on
+them (solver/calibrate/, the LOGO fit as the prior) and predicts the others, whose 80 % band
+comes from your runs' held-out residuals (model/calibration.py own_band). Beside them, the
+uncalibrated figures of the same held-back runs: the LOGO fit and its shipped band.
+
+nccl-tests curves likewise: every other message size of a published run calibrates the
+fabric, the other sizes are predicted (tests/data/measurements/nccl/, on the designs named in
+CURVES).
+
+Errors are predicted / measured - 1; the last line is a one-line summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import math
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+sys.path.insert(0, str(HERE))
+
+import calibrate as published  # noqa: E402
+import crossval  # noqa: E402
+
+from gclc.compiler.driver import check_file  # noqa: E402
+from gclc.compiler.measure.read import read_paths  # noqa: E402
+from gclc.dsl.source import no_span  # noqa: E402
+from gclc.model.calibration import Own, Reason, own_reasons, ratio_band  # noqa: E402
+from gclc.solver.calibrate.calibrate import calibrate_observations, design_partition  # noqa: E402
+from gclc.solver.calibrate.fit import residual  # noqa: E402
+from gclc.solver.calibrate.observe import collective_observations  # noqa: E402
+from gclc.solver.calibrate.observe_train import train_observation  # noqa: E402
+
+ROOT = HERE.parent
+MIN_RUNS = 4        # a group with fewer leaves too little to hold back
+YOURS_EVERY = 3     # every third run of a group is the operator's
+NCCL = ROOT / "tests" / "data" / "measurements" / "nccl"
+CURVES = {"bitdeer_h100_1node_all_reduce.txt": ROOT / "tests" / "data" / "calibrate" / "h100_pod.gcl",
+          "bitdeer_h100_2node_all_reduce.txt": ROOT / "tests" / "data" / "calibrate" / "h100_pod.gcl",
+          "a3mega_h100_2node_all_reduce.txt": HERE / "designs" / "a3_mega.gcl"}
+
+
+def systems(cases: list) -> dict[tuple[str, str], list]:
+    out: dict[tuple[str, str], list] = {}
+    for case in sorted(cases, key=lambda c: c.run_id):
+        out.setdefault((case.group, case.chip), []).append(case)
+    return {k: v for k, v in out.items() if len(v) >= MIN_RUNS}
+
+
+def observation(case, params):
+    """A published run as an operator's training observation, on the partition of the fit `params`."""
+    partition = published.calibrated_partition(case, params)
+    return train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
+
+
+def judge_system(cases: list, others: list, params: dict) -> list[dict]:
+    """Calibrate on every YOURS_EVERY-th run; one row per held-back run, before and after."""
+    published.apply_globals(params)
+    yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
+    result = calibrate_observations([observation(c, params) for c in yours])
+    covered = result.coverage
+    own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
+              covered["moe"]) if result.band else None
+    rows = []
+    for before in crossval.predict_group(held, others, params):
+        case = before.case
+        obs = observation(case, params)
+        after = case.measured * math.exp(residual(obs, result.values))
+        low, high = ratio_band(tuple(Reason(k, "") for k in before.flags))
+        why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus) if own else ()
+        own_low, own_high = own.ratio_band(why) if own else (low, high)
+        rows.append({"run": case.run_id, "group": case.group, "chip": case.chip, "yours": len(yours),
+                     "before": before.predicted / case.measured - 1, "after": after / case.measured - 1,
+                     "inside_before": low <= case.measured / before.predicted <= high,
+                     "inside_after": own_low <= case.measured / after <= own_high,
+                     "half_width_after": (own_high - own_low) / 2})
+    return rows
+
+
+_CASES: list = []
+
+
+def _fold(group: str) -> list[dict]:
+    """Every system of source `group`, from a fit without the group."""
+    others = [c for c in _CASES if c.group != group]
+    params = published.fit(others)
+    return [row for (g, _), cases in systems(_CASES).items() if g == group for row in judge_system(cases, others, params)]
+
+
+def training_rows(workers: int) -> list[dict]:
+    global _CASES
+    _CASES = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
+    groups = sorted({g for g, _ in systems(_CASES)})
+    if workers > 1:
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return [row for fold in pool.map(_fold, groups) for row in fold]
+    return [row for g in groups for row in _fold(g)]
+
+
+def curve_rows() -> list[dict]:
+    """Each nccl-tests curve: every other size calibrates the fabric, the others are predicted."""
+    rows = []
+    for name, design_path in CURVES.items():
+        design = check_file(str(design_path)).design
+        _, partition, _ = design_partition(design, None)
+        found, problems, _ = read_paths([str(NCCL / name)])
+        (run,) = found
+        obs, _ = collective_observations(run, partition)
+        yours, held = obs[::2], obs[1::2]
+        result = calibrate_observations(yours)
+        prior = {k: p.prior for k, p in result.params.items()}
+        for o in held:
+            rows.append({"curve": name, "what": o.what, "before": math.exp(residual(o, prior)) - 1,
+                         "after": math.exp(residual(o, result.values)) - 1})
+    return rows
+
+
+def median_abs(values: list[float]) -> float:
+    return statistics.median(abs(v) for v in values) if values else math.nan
+
+
+def share(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else math.nan
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    wall, cpu = time.perf_counter(), time.process_time()
+    rows, curves = training_rows(args.workers), curve_rows()
+    if args.json:
+        print(json.dumps({"training": rows, "curves": curves}, indent=2))
+    else:
+        print(f"{'system (group, chip)':58} {'yours':>5} {'held':>4}  median |err| before -> after   "
+              f"band80 before -> after")
+        by_system: dict = {}
+        for row in rows:
+            by_system.setdefault((row["group"], row["chip"]), []).append(row)
+        for (group, chip), found in by_system.items():
+            print(f"{group[:44] + ', ' + chip:58} {found[0]['yours']:>5} {len(found):>4}  "
+                  f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
+                  f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
+        for name in CURVES:
+            found = [r for r in curves if r["curve"] == name]
+            print(f"{'nccl-tests ' + name:58} {len(found):>5} {len(found):>4}  "
+                  f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}")
+    before, after = [r["before"] for r in rows], [r["after"] for r in rows]
+    widths = [r["half_width_after"] for r in rows]
+    print(f"own calibration, held-back runs: n={len(rows)} in {len({(r['group'], r['chip']) for r in rows})} systems "
+          f"median |err| {median_abs(before):.1%} uncalibrated -> {median_abs(after):.1%} calibrated, band80 "
+          f"{share([r['inside_before'] for r in rows]):.0%} -> {share([r['inside_after'] for r in rows]):.0%} "
+          f"(median ±{statistics.median(widths):.1%}) | nccl curves held-back n={len(curves)} "
+          f"{median_abs([r['before'] for r in curves]):.1%} -> {median_abs([r['after'] for r in curves]):.1%} "
+          f"| wall {time.perf_counter() - wall:.0f} s, CPU {time.process_time() - cpu:.0f} s (this process)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

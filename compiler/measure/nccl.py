@@ -1,0 +1,129 @@
+"""nccl-tests output (`all_reduce_perf`, `all_gather_perf`, `reduce_scatter_perf`,
+`alltoall_perf`, `sendrecv_perf`, ...): one run per `# nThread` header, its GPUs and hosts
+from the `# Using devices` block (one `Rank` line per GPU, with `-g` or MPI ranks alike),
+and one point per message size from the table the column header names (`size count type
+redop root time algbw busbw #wrong` twice, out-of-place then in-place; releases before
+2.10 print no `root` and `error` for `#wrong`). Times are microseconds, bandwidths GB/s.
+Several runs may follow each other in one file (a sweep of node counts); lines may carry
+mpirun's `[1,0]<stdout>:` tags."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ...dsl.source import SourceFile
+from .records import COLLECTIVES, CollectivePoint, CollectiveRun
+from .text import Problems, line_span, number
+
+HEADER = re.compile(r"#\s*nThread\s+\d+")
+RANK = re.compile(r"Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*?)\s*$")
+COLUMNS = re.compile(r"#\s*(size|bytes)\s+(count|N)\s+type\b")
+TAG = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:?")
+TEST = re.compile(r"\b(" + "|".join(COLLECTIVES) + r")_perf\b")
+ALIASES = {"bytes": "size", "N": "count", "op": "redop", "error": "#wrong", "res": "#wrong"}
+NEEDED = ("size", "count", "type", "time", "algbw", "busbw")
+
+
+def looks_like(text: str) -> bool:
+    return bool(HEADER.search(text) and COLUMNS.search(text))
+
+
+def read(source: SourceFile) -> tuple[list[CollectiveRun], Problems]:
+    problems = Problems(source)
+    lines = source.text.split("\n")
+    starts = [i for i, line in enumerate(lines, 1) if HEADER.search(line)]
+    if not starts:
+        problems.whole_file("no nccl-tests run here: no `# nThread ...` header line",
+                            "keep the whole output of the test, from its `# nThread` line to `# Avg bus bandwidth`")
+        return [], problems
+    runs = []
+    for first, end in zip(starts, starts[1:] + [len(lines) + 1]):
+        run = _run(source, lines, first, end, problems)
+        if run is not None:
+            runs.append(run)
+    return runs, problems
+
+
+def _run(source: SourceFile, lines: list[str], first: int, end: int, problems: Problems) -> CollectiveRun | None:
+    op = _collective(source, lines, first, end)
+    if op is None:
+        problems.on_line(first, "cannot tell which collective this nccl-tests run measures",
+                    "keep the command line or the `# Collective test starting: all_reduce_perf` line, or name "
+                    "the file after the test (all_reduce_perf.txt)")
+        return None
+    hosts, devices, columns, points = [], [], None, []
+    for number_, raw in enumerate(lines[first - 1:end - 1], first):
+        text = TAG.sub("", raw).strip()
+        rank = RANK.search(text)
+        if rank:
+            hosts.append(rank.group(2))
+            devices.append(rank.group(3))
+        elif COLUMNS.match(text):
+            columns = [ALIASES.get(t, t) for t in text.lstrip("#").split()]
+        elif columns and text and text[0].isdigit():
+            point = _point(source, number_, raw, columns, problems)
+            if point is not None:
+                points.append(point)
+    if not hosts:
+        problems.on_line(first, "no `Rank` lines: cannot tell how many GPUs and hosts ran this test",
+                    "keep the `# Using devices` block nccl-tests prints under its header")
+        return None
+    if not points:
+        problems.on_line(first, "this nccl-tests run has no result rows",
+                    "keep the table under the `size count type ...` header")
+        return None
+    return CollectiveRun(op, len(hosts), len(set(hosts)), tuple(dict.fromkeys(devices)), tuple(points),
+                         line_span(source, first))
+
+
+def _collective(source: SourceFile, lines: list[str], first: int, end: int) -> str | None:
+    """The test's name: the nearest mention before the run (its command line, `Collective test
+    starting`), else inside it (`concluded`), else the file's name."""
+    before = [m.group(1) for line in lines[:first] for m in TEST.finditer(line)]
+    inside = [m.group(1) for line in lines[first:end - 1] for m in TEST.finditer(line)]
+    named = TEST.search(Path(source.path).name.replace("-", "_")) or re.search(
+        r"(" + "|".join(COLLECTIVES) + r")", Path(source.path).name.replace("-", "_"))
+    if before:
+        return before[-1]
+    if inside:
+        return inside[0]
+    return named.group(1) if named else None
+
+
+def _point(source: SourceFile, line: int, raw: str, columns: list[str], problems: Problems) -> CollectivePoint | None:
+    cells = [(m.group(), m.start()) for m in re.finditer(r"\S+", TAG.sub(lambda m: " " * len(m.group()), raw))]
+    if len(cells) != len(columns):
+        problems.at(line, cells[0][1] + 1, len(raw.rstrip()) - cells[0][1],
+                    f"a result row of {len(cells)} columns under a header of {len(columns)} "
+                    f"({' '.join(columns)})", "keep each row whole, as nccl-tests printed it")
+        return None
+    first = {}  # the first (out-of-place) occurrence of each column; `second` the in-place one
+    second = {}
+    for name, (cell, start) in zip(columns, cells):
+        (second if name in first else first)[name] = (cell, start)
+    values = {}
+    for name in NEEDED:
+        cell, start = first[name]
+        if name == "type":
+            continue
+        try:
+            values[name] = number(cell)
+        except ValueError:
+            problems.at(line, start + 1, len(cell), f"`{cell}` is not a number ({name} column)",
+                        "keep the row as nccl-tests printed it")
+            return None
+        if values[name] < 0:
+            problems.at(line, start + 1, len(cell), f"a negative {name}: {cell}")
+            return None
+    in_time = _number(second.get("time"))
+    return CollectivePoint(int(values["size"]), int(values["count"]), first["type"][0],
+                           first.get("redop", ("none", 0))[0], values["time"] * 1e-6, values["algbw"] * 1e9,
+                           values["busbw"] * 1e9, in_time * 1e-6 if in_time else None, line_span(source, line))
+
+
+def _number(cell: tuple[str, int] | None) -> float | None:
+    try:
+        return number(cell[0]) if cell else None
+    except ValueError:
+        return None

@@ -1,0 +1,176 @@
+"""`calibrate`: a design and the operator's measurements in, the refitted constants, every
+measurement's prediction before and after, the outliers and the recomputed band out.
+
+A measurement no physical setting of its constants explains (even alone, with each constant
+free within its range) is flagged and left out of the fit. The band comes from the
+end-to-end runs (training steps), each predicted by a fit made without it (leave-one-out),
+with the shipped band counted as PRIOR_RUNS runs (model/calibration.py `own_band`)."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ...compiler.design import Design
+from ...compiler.ir import Partition
+from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
+from ...model.calibration import own_band
+from ...model.job import JobError, train_job
+from .fit import fit, residual
+from .observe import Observation, collective_observations, kernel_observations
+from .observe_train import run_observation
+from .params import Param, chip_param, fabric_params
+
+OUTLIER = math.log(1.25)     # a residual beyond 25 % after the fit is examined
+EXPLAINED = math.log(1.10)   # alone, within 10 %: a physical setting explains it
+
+
+@attrs.frozen
+class Row:
+    obs: Observation
+    before: float                # log(predicted / measured) with the design's constants
+    after: float                 # with the fitted ones
+    held_out: float | None       # an end-to-end run predicted by a fit without it
+    outlier: bool
+
+
+@attrs.frozen
+class Band:
+    runs: int
+    low: float                   # 80 % bounds on measured / predicted
+    high: float
+    residuals: tuple[float, ...]   # held-out log(measured / predicted), one per run
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+
+@attrs.frozen
+class Calibration:
+    partition_cluster: str       # the cluster the design's job runs on
+    partition: Partition
+    params: dict                 # key -> Param (prior and range)
+    values: dict                 # key -> fitted value
+    rows: tuple[Row, ...]
+    band: Band | None
+    skipped: tuple[str, ...]     # measurements read but not used, and why
+    notes: tuple[str, ...]       # what was assumed
+
+    @property
+    def coverage(self) -> dict:
+        """What the end-to-end runs the band comes from covered: precisions, the largest GPU
+        count, MoE."""
+        runs = [r.obs.covers for r in self.rows if r.obs.covers and r.held_out is not None]
+        return {"precisions": sorted({p for p, _, _ in runs}), "gpus": max((g for _, g, _ in runs), default=0),
+                "moe": any(m for _, _, m in runs)}
+
+    def moved(self) -> list[tuple[Param, float, tuple[str, ...]]]:
+        """(constant, fitted value, the measurements that informed it) for each constant fitted."""
+        out = []
+        for key, param in self.params.items():
+            informed = tuple(dict.fromkeys(r.obs.group for r in self.rows if key in r.obs.informs and not r.outlier))
+            if informed:
+                out.append((param, self.values[key], informed))
+        return out
+
+
+def design_partition(design: Design, job: str | None) -> tuple[object | None, Partition, str]:
+    """The design's train job (None when it has none), the partition it runs on and its cluster's name."""
+    try:
+        found = train_job(design, job)
+        return found, found.partition, found.graph.name
+    except JobError:
+        if job is not None:
+            raise
+    from ...compiler.lower import lower_cluster
+
+    clusters = design.of_kind("cluster")
+    if not clusters:
+        raise JobError("the design declares no cluster to calibrate")
+    graph = lower_cluster(clusters[0])
+    return None, graph.partitions[0], graph.name
+
+
+def observations(measurements: list, job, partition: Partition) -> tuple[list[Observation], list[str], list[str]]:
+    """Every observation of `measurements`, what could not be used, and what was assumed."""
+    found, skipped, notes = [], [], []
+    for m in measurements:
+        if isinstance(m, KernelRun):
+            obs, why = kernel_observations(m, partition)
+        elif isinstance(m, CollectiveRun):
+            obs, why = collective_observations(m, partition)
+        elif isinstance(m, TrainRun):
+            if job is None:
+                obs, why = [], [f"{m.span}: the design has no train job to relate this log to"]
+            else:
+                one, why = run_observation(job, m)
+                obs = [one] if one is not None else []
+                notes += why if one is not None else []
+                why = why if one is None else []
+        elif isinstance(m, ServeRun):
+            obs, why = [], [f"{m.span}: serving benchmarks are read but not yet fitted (a serve plan's band is "
+                            "the shipped one)"]
+        found += obs
+        skipped += why
+    return found, skipped, notes
+
+
+def parameters(found: list[Observation]) -> dict:
+    params: dict = {}
+    for obs in found:
+        for key in obs.informs:
+            if key in params:
+                continue
+            if key[0] == "chip":
+                params[key] = chip_param(obs.partition.node.accelerator, key[2])
+            else:
+                for p in fabric_params(obs.partition, key[1]):
+                    params[p.key] = p
+    return params
+
+
+def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
+    found_job, partition, cluster = design_partition(design, job)
+    found, skipped, notes = observations(measurements, found_job, partition)
+    return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes))
+
+
+def calibrate_observations(found: list[Observation], cluster: str = "", partition: Partition | None = None,
+                           skipped: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Calibration:
+    """The fit, outliers and band of observations made already (benchmarks build them from
+    published runs)."""
+    params = parameters(found)
+    prior = {k: p.prior for k, p in params.items()}
+    outliers = {id(o) for o in found if _unexplained(o, params, prior)}
+    kept = [o for o in found if id(o) not in outliers]
+    values = fit(params, kept)
+    held = _held_out(params, kept, values)
+    rows = tuple(Row(o, residual(o, prior), residual(o, values), held.get(id(o)), id(o) in outliers) for o in found)
+    runs = [-r for r in held.values()]
+    band = Band(len(runs), *own_band(runs), tuple(runs)) if runs else None
+    partition = partition if partition is not None else (found[0].partition if found else None)
+    return Calibration(cluster, partition, params, values, rows, band, skipped, notes)
+
+
+def _unexplained(obs: Observation, params: dict, prior: dict) -> bool:
+    """Whether no setting of the observation's own constants within their ranges brings it
+    within EXPLAINED, even fitted alone (no prior): an outlier, left out of the fit."""
+    if abs(residual(obs, prior)) <= OUTLIER:
+        return False
+    free = {k: attrs.evolve(params[k], spread=1e6) for k in obs.informs}
+    alone = fit(free, [obs], start=prior)
+    return abs(residual(obs, alone)) > EXPLAINED
+
+
+def _held_out(params: dict, kept: list[Observation], values: dict) -> dict[int, float]:
+    """Each end-to-end observation's residual under a fit made without its run."""
+    out = {}
+    for group in dict.fromkeys(o.group for o in kept if o.end_to_end):
+        others = [o for o in kept if o.group != group]
+        refit = fit(params, others, start=values)
+        for o in kept:
+            if o.group == group and o.end_to_end:
+                out[id(o)] = residual(o, refit)
+    return out

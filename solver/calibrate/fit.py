@@ -1,0 +1,85 @@
+"""The fit: each constant moved to where its observations and its prior agree best.
+
+The objective is a robust (Huber) sum over observations of log(predicted / measured) in
+units of each kind's noise (observe.NOISE), plus each constant's prior penalty in units of
+its spread (params.SPREAD): a constant that nothing measured stays at the design's value,
+one many observations pin follows them. Constants are fitted one at a time (golden-section
+search on the log value within its physical range) in rounds, fabrics first (collectives
+depend on nothing else), until none moves."""
+
+from __future__ import annotations
+
+import math
+
+from .observe import Observation
+from .params import Param, applied, log_prior
+
+HUBER = 3.0          # residuals beyond 3 noise units count linearly
+ROUNDS = 4
+STEPS = 36           # golden-section steps: the log range shrinks by 0.618^36 (to ~1e-7 of a decade)
+ORDER = {"fabric": 0, "chip": 1}
+
+
+def residual(obs: Observation, values: dict, partition=None) -> float:
+    """log(predicted / measured) with the constants `values` (applied to the observation's
+    partition, or given as `partition`); +inf when the model predicts nothing finite."""
+    predicted = obs.predict(partition if partition is not None else applied(obs.partition, values))
+    if not (predicted > 0 and math.isfinite(predicted)):
+        return math.inf
+    return math.log(predicted / obs.measured)
+
+
+def _loss(r: float, noise: float) -> float:
+    z = abs(r) / noise
+    return z * z if z <= HUBER else HUBER * (2 * z - HUBER)
+
+
+def objective(param: Param, value: float, observations: list[Observation], values: dict) -> float:
+    trial = {**values, param.key: value}
+    total = log_prior(param, value)
+    partitions: dict[int, object] = {}   # observations share a few partitions: apply once each
+    for obs in observations:
+        partition = partitions.get(id(obs.partition))
+        if partition is None:
+            partition = partitions[id(obs.partition)] = applied(obs.partition, trial)
+        total += _loss(residual(obs, trial, partition), obs.noise)
+    return total
+
+
+def fit(params: dict, observations: list[Observation], start: dict | None = None) -> dict:
+    """The constants that best explain `observations`, from `start` (default the priors).
+    Constants no observation informs keep their value."""
+    values = {k: p.prior for k, p in params.items()} if start is None else dict(start)
+    informed = {k: [o for o in observations if k in o.informs] for k in params}
+    keys = sorted((k for k in params if informed[k]), key=lambda k: (ORDER[k[0]], k))
+    for _ in range(ROUNDS):
+        moved = False
+        for key in keys:
+            param = params[key]
+            best = _golden(lambda v: objective(param, v, informed[key], values), param)
+            moved |= abs(math.log(best / values[key])) > 1e-4
+            values[key] = best
+        if not moved:
+            break
+    return values
+
+
+def _golden(cost, param: Param) -> float:
+    """The minimum of `cost` over log values in the constant's range (unimodal enough:
+    each prediction is monotone in one constant)."""
+    lo, hi = math.log(param.low), math.log(param.high)
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    fa, fb = cost(math.exp(a)), cost(math.exp(b))
+    for _ in range(STEPS):
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - ratio * (hi - lo)
+            fa = cost(math.exp(a))
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + ratio * (hi - lo)
+            fb = cost(math.exp(b))
+    best = math.exp((lo + hi) / 2)
+    prior = param.clamp(param.prior)
+    return prior if cost(prior) <= cost(best) else best

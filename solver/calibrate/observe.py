@@ -1,0 +1,144 @@
+"""Observations: each measured number beside the model's prediction of it on the design's
+partition, and the constants it informs. A kernel row informs its chip's efficiency of
+that kind, a collective's time the efficiency and latency of the fabrics it crosses, a
+training run's throughput the chip's GEMM efficiency at the run's precision."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from ...compiler.ir import Partition
+from ...compiler.measure.records import CollectiveRun, KernelPoint, KernelRun
+from ...dsl.source import Span
+from ...model import comms, compute
+from ...model.ops import ACT_BYTES, Op, elementwise, gemm
+from ...model.ranks import rank_partition
+from .params import gemm_key
+
+# A kernel benchmark runs faster than the same GEMMs inside a training step: the chips'
+# stated (training) efficiencies are 0.80 of their best-shape kernel shares where both were
+# measured (H100 bf16 64 % of 80.3 %, fp8 57 % of 70.9 %, B200 fp8 60.5 % of 76.3 %: MAMF,
+# dsl/std/nvidia.gcl [mb]); dsl/std/ uses the same 0.80 for B200 and GB200 bf16. A kernel
+# row is predicted at the chip's efficiency / TRAINING_SHARE, so that it moves the training
+# efficiency by what it measures relative to that.
+TRAINING_SHARE = 0.80
+# Fused attention likewise: H100's training efficiency 31.5 % (dsl/std/nvidia.gcl) of the
+# FlashAttention-3 forward kernel's 616 of 989 TFLOP/s (Shah et al. 2024, Fig. 5: causal,
+# head dim 128, 16k keys). ASSUMPTION: one chip's ratio holds for others.
+ATTENTION_TRAINING_SHARE = 0.315 / (616 / 989)
+# How far a prediction of each kind is trusted (standard deviation of log measured /
+# predicted, ASSUMPTIONS): a training step as the shipped band's scale (model/calibration.py
+# BAND_SCALE), a kernel row as close, a collective time further (protocols, channels and
+# algorithm switches the alpha-beta model leaves out).
+NOISE = {"kernel": 0.05, "collective": 0.10, "train": 0.05, "serve": 0.10}
+# What nccl-tests runs that the model times (model/comms.py).
+MODELLED = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+
+
+@attrs.frozen(eq=False)
+class Observation:
+    kind: str                    # kernel | collective | train | serve
+    group: str                   # the run it belongs to (held out together)
+    what: str                    # the measurement in words
+    measured: float
+    unit: str                    # s | tokens/s
+    informs: tuple[tuple[str, str, str], ...]
+    predict: Callable[[Partition], float]   # on `partition` with the constants under trial
+    partition: Partition
+    span: Span
+    end_to_end: bool = False     # a whole step or serving run: counted in the band
+    covers: tuple[str, int, bool] | None = None   # an end-to-end run's precision, GPUs and MoE
+
+    @property
+    def noise(self) -> float:
+        return NOISE[self.kind]
+
+
+def kernel_observations(run: KernelRun, partition: Partition) -> tuple[list[Observation], list[str]]:
+    """One observation per kernel row; the rows the chip cannot run, explained."""
+    chip, out, skipped = partition.node.accelerator, [], []
+    for point in run.points:
+        if point.kind != "hbm_copy" and not chip.runs(point.precision):
+            skipped.append(f"{point.span}: `{chip.name}` does not run {point.precision}")
+            continue
+        key = {"gemm": gemm_key(point.precision), "attention": "attention", "hbm_copy": "hbm"}[point.kind]
+        out.append(Observation("kernel", f"{run.span.path}", _kernel_words(point), point.seconds, "s",
+                               (("chip", chip.name, key),), _kernel_time(point), partition, point.span))
+    return out, skipped
+
+
+def _kernel_words(p: KernelPoint) -> str:
+    if p.kind == "gemm":
+        return f"GEMM {p.precision} {p.m}x{p.n}x{p.k}"
+    if p.kind == "attention":
+        return f"attention {p.batch}x{p.heads} x {p.seq} tokens, head dim {p.head_dim}"
+    return f"HBM copy of {p.nbytes:,} bytes"
+
+
+def _kernel_time(point: KernelPoint) -> Callable[[Partition], float]:
+    def predict(partition: Partition) -> float:
+        chip = partition.node.accelerator
+        if point.kind == "gemm":
+            share = compute.gemm_efficiency(chip, point.precision) / TRAINING_SHARE
+            op = gemm("kernel", point.m, point.n, point.k)
+            return compute.op_time(op, _with(chip, gemm_key(point.precision), share), point.precision)
+        if point.kind == "attention":
+            share = compute.attention_efficiency(chip) / ATTENTION_TRAINING_SHARE
+            qkv = 4 * point.batch * point.heads * point.seq * point.head_dim * ACT_BYTES
+            op = Op("kernel", "attention", point.work, qkv, n=point.seq, k=point.head_dim)
+            return compute.op_time(op, _with(chip, "attention", share), "bf16")
+        return compute.op_time(elementwise("kernel", point.nbytes), chip, "bf16")
+    return predict
+
+
+def _with(chip, key: str, share: float):
+    """The chip with `key`'s efficiency at a kernel's share (above 1 means the training
+    efficiency implies a kernel faster than peak: the prediction says so plainly)."""
+    efficiency = dict(chip.efficiency)
+    efficiency[key] = min(share, 1.0)
+    return attrs.evolve(chip, efficiency=tuple(sorted(efficiency.items())))
+
+
+def collective_observations(run: CollectiveRun, partition: Partition) -> tuple[list[Observation], list[str]]:
+    """One observation per message size of a run the model times on this partition."""
+    where = f"{run.span}"
+    if run.op not in MODELLED:
+        return [], [f"{where}: gclc models {', '.join(MODELLED)}, not {run.op}"]
+    node = partition.node.gpus
+    if run.gpus_per_node > node or node % run.gpus_per_node:
+        return [], [f"{where}: {run.gpus_per_node} GPUs per host; the design's node has {node}"]
+    if run.ranks > partition.gpus:
+        return [], [f"{where}: {run.ranks} GPUs; the design's partition has {partition.gpus}"]
+    stride = node // run.gpus_per_node   # ranks spread over the hosts as the run placed them
+    tiers = rank_partition(partition, run.ranks * stride).tiers
+    stages = comms.place(run.ranks, stride, tiers)
+    fabrics = tuple(dict.fromkeys(s.tier.fabric for s in stages))
+    informs = tuple(("fabric", f, what) for f in fabrics for what in ("efficiency", "latency"))
+    group = f"{run.span.path}:{run.span.line}"
+    out = [Observation("collective", group, f"{run.op} of {_size(p.size)} over {run.ranks} GPUs on {run.nodes} "
+                                            f"host{'s' if run.nodes > 1 else ''}",
+                       p.best_time, "s", informs, _collective_time(run, p.size, stride), partition, p.span)
+           for p in run.points if p.size > 0]
+    return out, []
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes} B"
+
+
+def _collective_time(run: CollectiveRun, size: int, stride: int) -> Callable[[Partition], float]:
+    def predict(partition: Partition) -> float:
+        stages = comms.place(run.ranks, stride, rank_partition(partition, run.ranks * stride).tiers)
+        if run.op == "all_reduce":
+            return comms.all_reduce(size, stages)
+        if run.op in ("all_gather", "reduce_scatter"):
+            return comms.all_gather(size, stages)
+        if run.op == "alltoall":
+            return comms.all_to_all(size, stages)
+        return comms.point_to_point(size, stages[-1].tier if stages else None)
+    return predict

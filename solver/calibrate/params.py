@@ -1,0 +1,94 @@
+"""The physical constants a calibration may move, their priors and ranges, and the design
+they apply to: per chip, the sustained GEMM efficiency of each precision, the fused
+attention efficiency and the HBM efficiency (the chip's `efficiency { ... }` block); per
+fabric, its achievable share of bandwidth and its per-hop latency (`efficiency`,
+`latency`)."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ...compiler.formats import family
+from ...compiler.ir import Accelerator, Partition
+from ...model import compute
+
+# Prior spreads (standard deviation of log value) of a design's constants, ASSUMPTIONS sized
+# from the spread of what benchmarks/calibrate.py fits across chips: a chip efficiency the
+# design states (a published-run fit) moves little; one it leaves to the vendor default moves
+# freely, as does a fabric's stated efficiency; latencies are known to a factor of e.
+SPREAD = {"stated": 0.10, "default": 0.30, "attention": 0.30, "hbm": 0.10, "efficiency": 0.20, "latency": 1.0}
+# Physical ranges: a sustained share of a peak is above 2 % and at most 1; a latency per hop
+# between 10 ns and 1 ms.
+RANGE = {"share": (0.02, 1.0), "latency": (1e-8, 1e-3)}
+
+
+@attrs.frozen
+class Param:
+    """One constant: `("chip", name, key)` with key a precision family, `attention` or
+    `hbm`; or `("fabric", name, "efficiency" | "latency")`."""
+
+    key: tuple[str, str, str]
+    prior: float
+    spread: float
+    low: float
+    high: float
+
+    @property
+    def label(self) -> str:
+        kind, name, what = self.key
+        return f"{name} {what} efficiency" if kind == "chip" and what not in ("hbm", "attention") else f"{name} {what}"
+
+    def clamp(self, value: float) -> float:
+        return min(self.high, max(self.low, value))
+
+
+def gemm_key(precision: str) -> str:
+    """The efficiency key of a GEMM precision: its family, with fp16 read as bf16 (they share a rate)."""
+    key = family(precision)
+    return "bf16" if key == "fp16" else key
+
+
+def chip_param(chip: Accelerator, key: str) -> Param:
+    """The chip's current value of `key` (what the model uses now) as the prior."""
+    if key == "attention":
+        prior, spread = compute.attention_efficiency(chip), SPREAD["attention"]
+    elif key == "hbm":
+        prior, spread = chip.efficiency_of("hbm") or compute.DEFAULT_HBM_EFFICIENCY, SPREAD["hbm"]
+    else:
+        prior = compute.gemm_efficiency(chip, key)
+        spread = SPREAD["stated" if chip.efficiency_of(key) is not None else "default"]
+    return Param(("chip", chip.name, key), prior, spread, *RANGE["share"])
+
+
+def fabric_params(partition: Partition, fabric: str) -> tuple[Param, Param]:
+    tier = next(t for t in partition.tiers if t.fabric == fabric)
+    latency = tier.latency if tier.latency > 0 else 1e-6
+    return (Param(("fabric", fabric, "efficiency"), tier.efficiency, SPREAD["efficiency"], *RANGE["share"]),
+            Param(("fabric", fabric, "latency"), latency, SPREAD["latency"], *RANGE["latency"]))
+
+
+def applied(partition: Partition, values: dict[tuple[str, str, str], float]) -> Partition:
+    """`partition` with the values of `values` (by key) in place of its chip's and fabrics'."""
+    chip = partition.node.accelerator
+    mine = {what: v for (kind, name, what), v in values.items() if kind == "chip" and name == chip.name}
+    if mine:
+        efficiency = dict(chip.efficiency)
+        efficiency.update(mine)
+        if "bf16" in mine and "fp16" in efficiency:
+            efficiency["fp16"] = mine["bf16"]
+        chip = attrs.evolve(chip, efficiency=tuple(sorted(efficiency.items())))
+        partition = attrs.evolve(partition, node=attrs.evolve(partition.node, accelerator=chip))
+    tiers = []
+    for tier in partition.tiers:
+        efficiency = values.get(("fabric", tier.fabric, "efficiency"), tier.efficiency)
+        latency = values.get(("fabric", tier.fabric, "latency"), tier.latency)
+        tiers.append(tier if (efficiency, latency) == (tier.efficiency, tier.latency)
+                     else attrs.evolve(tier, efficiency=efficiency, latency=latency))
+    return attrs.evolve(partition, tiers=tuple(tiers))
+
+
+def log_prior(param: Param, value: float) -> float:
+    """The prior's penalty of `value`: its squared distance from the prior, in spreads."""
+    return (math.log(value / param.prior) / param.spread) ** 2

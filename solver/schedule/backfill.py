@@ -1,0 +1,92 @@
+"""Slurm's backfill plan (the `sched/backfill` plugin): when can each pending job start,
+given what the running jobs hold until their time limits and what the jobs before it in
+priority order have reserved?
+
+The plugin keeps, per partition, the free resources over time as a step function (its
+`node_space` map), rounded to `bf_resolution`, and walks the pending jobs in priority
+order (at most `bf_max_job_test`): a job that fits now without touching any reservation
+starts now (it is "backfilled"); otherwise it reserves what it needs from the earliest
+time it fits, for its whole time limit, so that no job tested after it can delay it.
+Jobs whose earliest start lies beyond `bf_window` get no reservation.
+(https://slurm.schedmd.com/sched_config.html, https://slurm.schedmd.com/slurm.conf.html
+SchedulerParameters: bf_window, bf_resolution, bf_max_job_test.)
+
+Resources are GPU counts per partition: the lowest-switch placement of `topology/tree`
+is chosen when the job starts, and a job that cannot find one group takes GPUs across
+groups (as Slurm does without `--switches`), so a count that fits always places.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import attrs
+
+
+@attrs.frozen
+class BackfillParams:
+    """SchedulerParameters of sched/backfill, Slurm's defaults (slurm.conf(5))."""
+
+    window: float = 86_400.0        # bf_window: 1440 minutes
+    resolution: float = 60.0        # bf_resolution: 60 seconds
+    max_job_test: int = 500         # bf_max_job_test
+
+
+class Profile:
+    """Free GPUs of one partition over time: a step function, free[i] from times[i] on.
+    Changes are holds of `gpus` over [start, end); end may be infinite (no time limit)."""
+
+    def __init__(self, now: float, free: int) -> None:
+        self.times: list[float] = [now]
+        self.free: list[int] = [free]
+
+    def _cut(self, t: float) -> int:
+        """The index of the step that starts at `t` (split there if needed)."""
+        i = bisect.bisect_right(self.times, t) - 1
+        if self.times[i] != t:
+            self.times.insert(i + 1, t)
+            self.free.insert(i + 1, self.free[i])
+            i += 1
+        return i
+
+    def hold(self, start: float, end: float, gpus: int) -> None:
+        lo = self._cut(max(start, self.times[0]))
+        hi = len(self.times) if math.isinf(end) else self._cut(end)
+        for i in range(lo, hi):
+            self.free[i] -= gpus
+
+    def release_at(self, end: float, gpus: int) -> None:
+        """GPUs held now come back at `end` (a running job's time limit)."""
+        if math.isinf(end):
+            return
+        for i in range(self._cut(end), len(self.times)):
+            self.free[i] += gpus
+
+    def least(self, start: float, end: float) -> int:
+        """The fewest free GPUs over [start, end)."""
+        i = bisect.bisect_right(self.times, start) - 1
+        lowest = self.free[i]
+        i += 1
+        while i < len(self.times) and self.times[i] < end:
+            lowest = min(lowest, self.free[i])
+            i += 1
+        return lowest
+
+    def earliest(self, gpus: int, length: float, not_after: float) -> float | None:
+        """The first time from which `gpus` stay free for `length` seconds, no later than
+        `not_after`; None if there is none. Candidates are the step boundaries: a hold
+        only ever starts or ends on one."""
+        for i, t in enumerate(self.times):
+            if t > not_after:
+                return None
+            if self.free[i] >= gpus and self.least(t, t + length) >= gpus:
+                return t
+        return None
+
+
+def rounded_up(seconds: float, resolution: float) -> float:
+    """A time limit on backfill's grid (it rounds holds outward to bf_resolution)."""
+    if math.isinf(seconds) or resolution <= 0:
+        return seconds
+    return math.ceil(seconds / resolution - 1e-9) * resolution

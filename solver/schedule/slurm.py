@@ -1,0 +1,148 @@
+"""Slurm's scheduling as `slurmctld` runs it: the main loop (`sched/builtin` order with
+partition blocking) and then the backfill pass (`sched/backfill`), with the
+`topology/tree` plugin's lowest-switch best fit for each job it starts.
+
+- Main loop: pending jobs in priority order; a job that fits starts. The first job that
+  cannot start blocks its partitions for every job after it in this loop, so the main
+  loop never starts a lower priority ahead of a higher one on the same partition
+  (https://slurm.schedmd.com/sched_config.html "Scheduling Configuration Guide").
+- Backfill: pending jobs in priority order again, at most `bf_max_job_test`; each either
+  starts now, if it fits without touching any reservation until its time limit ends, or
+  reserves the GPUs it needs from the earliest time it fits (within `bf_window`) for its
+  whole time limit (solver/schedule/backfill.py). A job with no time limit can only start
+  where nothing is reserved forever after, and a running job with no limit holds its GPUs
+  forever in the plan: time limits are what make backfill work.
+- Order: the multifactor priority (solver/schedule/multifactor.py: age, Fair Tree fair
+  share over the tenants, job size, partition, QOS), recomputed at every cycle.
+- Preemption: none by default (`PreemptType=preempt/none`); with `preempt_type = qos`, a
+  job the main loop cannot start evicts running jobs of lower QOS that free a placement
+  (`PreemptMode=REQUEUE`: they queue again from their checkpoint; `CANCEL`: they end).
+
+Each start names the rule that made it: `main`, `backfill` or `preempt`; the settings
+and their defaults are solver/schedule/settings.py's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from .backfill import Profile, rounded_up
+from .records import SchedJob
+from .multifactor import FairShare, priorities
+from .policies import Candidate, fits, take, victims
+from .settings import SlurmSettings
+
+
+@attrs.frozen
+class Reservation:
+    job: str
+    partition: str
+    start: float
+    end: float
+    gpus: int
+
+
+@attrs.frozen
+class Slurm:
+    name: str = "slurm"
+    preempts: bool = False
+    blocking: bool = False
+    settings: SlurmSettings = SlurmSettings()
+
+    def order(self, pending, now: float = 0.0, fair: dict[str, float] | None = None, cluster_gpus: int = 1,
+              top_qos: int = 1):
+        """Highest multifactor priority first; then submitted first, then by name (Slurm's job id)."""
+        jobs = list(pending)
+        score = priorities(jobs, now, fair or {}, cluster_gpus, top_qos, self.settings)
+        return sorted(jobs, key=lambda j: (-score[j.name], j.submit, j.name))
+
+    def filter(self, job, state):
+        return fits(job, state)
+
+    def score(self, job, c, state):
+        return (-c.level, -c.leftover, c.option.partition in job.prefer, c.gpus)
+
+    def bind(self, job, c, state):
+        return take(job, c, state)
+
+    def cycle(self, sim, now: float) -> None:
+        queue = self.order(sim.pending.values(), now, self._fair_share(sim, now), sim.state.total(),
+                           sim.memory.setdefault("top_qos", max(r.job.priority for r in sim.runs.values())))
+        self._main(sim, now, queue)
+        sim.reservations = self._backfill(sim, now, [j for j in queue if j.name in sim.pending])
+
+    def _fair_share(self, sim, now: float) -> dict[str, float]:
+        shares = {name: t.shares for name, t in sim.workload.tenants.items()}
+        fair = sim.memory.setdefault("fairshare", FairShare(self.settings.decay_half_life, shares))
+        for tenant, gpus, start, end in sim.stopped:
+            fair.add(tenant, gpus, start, end)
+        sim.stopped.clear()
+        running = [(job.tenant, sim.state.allocations[name].gpus, started) for name, (job, started) in sim.running.items()]
+        return fair.factors(fair.usage(now, running))
+
+    def _main(self, sim, now: float, queue: list[SchedJob]) -> None:
+        blocked: set[str] = set()
+        for job in queue:
+            if job.name not in sim.pending:      # a job this loop preempted earlier (cancelled or requeued)
+                continue
+            open_to = [p for p in job.partitions if p not in blocked]
+            found = [c for c in self.filter(job, sim.state) if c.option.partition in open_to]
+            rule = "main"
+            if not found and self.settings.preempt_type == "qos" and open_to:
+                found, rule = self._preempt(sim, now, job, open_to), "preempt"
+            if found:
+                sim.start(now, job, max(found, key=lambda c: self.score(job, c, sim.state)), rule)
+            else:
+                blocked.update(job.partitions)
+
+    def _preempt(self, sim, now: float, job: SchedJob, open_to: list[str]) -> list[Candidate]:
+        """Evict the fewest running jobs of lower QOS that let `job` place (a dry run first)."""
+        allowed = attrs.evolve(job, options=tuple(o for o in job.options if o.partition in open_to))
+        gone = victims(allowed, sim.state, sim.running, self)
+        if not gone:
+            return []
+        sim.evict(now, gone, "requeue" if self.settings.preempt_mode == "requeue" else "cancel")
+        return [c for c in self.filter(job, sim.state) if c.option.partition in open_to]
+
+    def _backfill(self, sim, now: float, queue: list[SchedJob]) -> tuple[Reservation, ...]:
+        p = self.settings.backfill
+        profiles = {name: Profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
+        for name, (job, started) in sim.running.items():
+            alloc = sim.state.allocations[name]
+            profiles[alloc.partition].release_at(max(now, rounded_up(started + job.time_limit, p.resolution)),
+                                                 alloc.gpus)
+        reserved = []
+        for job in queue[:p.max_job_test]:
+            length = rounded_up(job.time_limit, p.resolution)
+            best = None
+            for option in job.options:
+                need = option.gpus if job.gang else 1
+                t = profiles[option.partition].earliest(need, length, now + p.window)
+                if t is not None and (best is None or t < best[0]):
+                    best = (t, option, need)
+            if best is None:
+                continue
+            t, option, need = best
+            profile = profiles[option.partition]
+            if t == now:
+                candidate = self._placement(sim, job, option, profile.least(now, now + length))
+                if candidate is not None:
+                    sim.start(now, job, candidate, "backfill")
+                    profile.hold(now, now + length, candidate.gpus)
+                    continue
+            profile.hold(t, t + length, need)
+            reserved.append(Reservation(job.name, option.partition, t, t + length, need))
+        return tuple(reserved)
+
+    def _placement(self, sim, job: SchedJob, option, unreserved: int) -> Candidate | None:
+        """The best placement of `job` on `option` with at most the GPUs no reservation
+        needs over its time limit (a job that is not a gang takes up to that many)."""
+        found = [c for c in self.filter(job, sim.state) if c.option == option]
+        if not found:
+            return None
+        best = max(found, key=lambda c: self.score(job, c, sim.state))
+        if not job.gang and best.gpus > unreserved:
+            best = attrs.evolve(best, gpus=unreserved, leftover=best.leftover + best.gpus - unreserved)
+        return best if best.gpus <= unreserved or math.isinf(unreserved) else None

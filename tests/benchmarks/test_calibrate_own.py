@@ -1,0 +1,32 @@
+"""benchmarks/calibrate_own.py: the held-back part of each group is predicted by a fit that
+never saw it. Checked on the nccl-tests curves (quick); the training groups' figures are the
+benchmark's own run (docs/calibration.md)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import calibrate_own  # noqa: E402
+
+
+def test_every_other_size_of_a_published_curve_predicts_the_others_better_than_the_design():
+    rows = calibrate_own.curve_rows()
+    assert {r["curve"] for r in rows} == set(calibrate_own.CURVES)
+    held = [r for r in rows if r["curve"] == "a3mega_h100_2node_all_reduce.txt"]
+    assert len(held) == 15          # 31 sizes: 16 calibrate, 15 held back
+    before = statistics.median(abs(r["before"]) for r in rows)
+    after = statistics.median(abs(r["after"]) for r in rows)
+    assert after < before / 2
+
+
+def test_a_third_of_each_system_is_yours_and_the_rest_held_back():
+    cases = [type("Case", (), {"run_id": f"r{i}", "group": "g", "chip": "c"})() for i in range(7)]
+    (found,) = calibrate_own.systems(cases).values()
+    yours = found[::calibrate_own.YOURS_EVERY]
+    assert [c.run_id for c in yours] == ["r0", "r3", "r6"]
+    assert not calibrate_own.systems(cases[:3])      # too few to hold any back

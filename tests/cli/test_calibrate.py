@@ -1,0 +1,101 @@
+"""`gclc calibrate`: the whole loop on the command line (measurements in, a calibrated design
+out, `gclc plan` on it with the band of the operator's runs), and its exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import attrs
+import pytest
+
+from gclc.cli.main import main
+from gclc.compiler.driver import check_file
+from gclc.model.job import pinned_config, train_job
+from gclc.model.train.step import estimate
+from gclc.solver.calibrate.params import applied
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+
+
+def megatron_log(seconds: float, dp: int) -> str:
+    """A log in Megatron-LM's format with a step time the test chooses (SYNTHETIC: the CLI's
+    path is tested here; the reader is tested on published logs in tests/compiler/test_measure.py)."""
+    dump = (f"  tensor_model_parallel_size ...................... 2\n"
+            f"  pipeline_model_parallel_size .................... 1\n"
+            f"  data_parallel_size .............................. {dp}\n"
+            f"  global_batch_size ............................... 64\n")
+    lines = [f" [2026-01-01 00:00:{i:02d}] iteration {i:8d}/     100 | consumed samples: {64 * i:12d} | "
+             f"elapsed time per iteration (ms): {seconds * 1e3:.1f} | global batch size:    64 |" for i in range(1, 9)]
+    return dump + "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """The pod design and published measurements, plus three synthetic runs of the job made at
+    a bf16 training efficiency of 58 % (the design states 64 %)."""
+    shutil.copy(DATA / "calibrate" / "h100_pod.gcl", tmp_path / "pod.gcl")
+    runs = tmp_path / "measurements"
+    runs.mkdir()
+    shutil.copy(DATA / "measurements" / "nccl" / "bitdeer_h100_1node_all_reduce.txt", runs / "nccl_1node.txt")
+    shutil.copy(DATA / "measurements" / "kernels" / "h100_mamf.csv", runs / "mamf.csv")
+    job = train_job(check_file(str(tmp_path / "pod.gcl")).design)
+    slower = applied(job.partition, {("chip", "H100_SXM", "bf16"): 0.58})
+    for dp in (2, 4, 8):
+        cfg = attrs.evolve(pinned_config(job), dp=dp)
+        (runs / f"megatron_dp{dp}.log").write_text(megatron_log(estimate(job.shape, cfg, slower).step_time, dp))
+    return tmp_path
+
+
+def test_calibrate_writes_a_design_that_plans_with_the_operators_band(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace)
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
+    report = capsys.readouterr().out
+    assert "calibrated on 3 of your runs" in report and "H100_SXM bf16 efficiency" in report
+    written = (workspace / "mine.gcl").read_text()
+    assert 'import "pod"' in written and "chip H100_SXM_mine extends H100_SXM" in written
+    assert "measurements/megatron_dp2.log:" in written and "measurements/nccl_1node.txt:" in written
+    result = check_file(str(workspace / "mine.gcl"))
+    assert not [d for d in result.diagnostics if d.is_error]
+    assert main(["plan", "mine.gcl"]) == 0
+    plan = capsys.readouterr().out
+    assert "plan pretrain_mine on Pod_mine" in plan and "band       calibrated on 3 of your runs: ±" in plan
+    assert main(["plan", "mine.gcl", "--json"]) == 0
+    band = json.loads(capsys.readouterr().out)["error_band"]
+    assert band["calibrated"]["runs"] == 3 and band["calibrated"]["low"] < 1 < band["calibrated"]["high"]
+    # the calibrated plan's throughput is the model's at the fitted efficiency
+    chip = next(e for e in result.design.entities if e.name == "H100_SXM_mine")
+    fitted = chip.get("efficiency.bf16")
+    assert 0.58 <= float(fitted) < 0.64
+
+
+def test_the_report_as_json_carries_the_same_numbers(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace)
+    assert main(["calibrate", "pod.gcl", "measurements", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["format"] == "gclc-calibration" and out["band"]["runs"] == 3
+    assert {m["kind"] for m in out["measurements"]} == {"collective", "kernel", "train"}
+    assert any(m["constant"] == "chip/H100_SXM/bf16" for m in out["moved"])
+    assert not (workspace / "mine.gcl").exists()     # no -o: the report only
+
+
+def test_a_broken_measurement_is_located_and_nothing_is_written(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace)
+    log = workspace / "measurements" / "megatron_dp2.log"
+    log.write_text(log.read_text().replace("elapsed time per iteration (ms): ", "elapsed time per iteration (ms): x", 1))
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 1
+    err = capsys.readouterr().err
+    assert "measurements/megatron_dp2.log:5:" in err and "error[measurement]" in err
+    assert not (workspace / "mine.gcl").exists()
+
+
+def test_usage_errors(workspace, capsys, monkeypatch, tmp_path_factory):
+    monkeypatch.chdir(workspace)
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "mine.gcl"
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", str(elsewhere)]) == 2
+    assert "imports only files below its own folder" in capsys.readouterr().err
+    assert main(["calibrate", "pod.gcl", "measurements", "--job", "nope"]) == 2
+    assert "no train job `nope`" in capsys.readouterr().err
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "pod.gcl"]) == 2

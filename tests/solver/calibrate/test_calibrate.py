@@ -1,0 +1,166 @@
+"""The calibration fit (solver/calibrate/): it recovers the constants that made a set of
+measurements, keeps what nothing measured at the design's value, leaves out what no physical
+setting explains, and holds each end-to-end run out for the band."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.compiler.measure.read import read_paths
+from gclc.compiler.measure.records import CollectivePoint, CollectiveRun, KernelPoint, KernelRun, TrainRun, TrainStep
+from gclc.dsl.source import Span
+from gclc.model.calibration import BAND_SCALE, PRIOR_RUNS, own_band, own_scale
+from gclc.model.job import pinned_config, train_job
+from gclc.model.train.step import estimate
+from gclc.solver.calibrate.calibrate import calibrate
+from gclc.solver.calibrate.observe import TRAINING_SHARE
+from gclc.solver.calibrate.params import applied
+from gclc.testing import load_profile
+
+load_profile()
+ROOT = Path(__file__).resolve().parents[3]
+DESIGN = ROOT / "tests" / "data" / "calibrate" / "h100_pod.gcl"
+MEASUREMENTS = ROOT / "tests" / "data" / "measurements"
+SPAN = Span("synthetic", 1, 1, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def design():
+    return check_file(str(DESIGN)).design
+
+
+def _chip(design):
+    return train_job(design).partition.node.accelerator
+
+
+def gemm_rows(design, efficiency: float) -> KernelRun:
+    """GEMM kernel rows as a chip whose training efficiency is `efficiency` would time them."""
+    from gclc.model import compute
+    from gclc.model.ops import gemm
+
+    chip = attrs.evolve(_chip(design), efficiency=(("bf16", efficiency / TRAINING_SHARE),))
+    points = tuple(KernelPoint("gemm", "bf16", m, n, k, seconds=compute.op_time(gemm("g", m, n, k), chip, "bf16"),
+                               span=SPAN) for m, n, k in ((8192, 8192, 8192), (4096, 4096, 16384), (2048, 8192, 4096)))
+    return KernelRun((("gpu", "synthetic"),), points, SPAN)
+
+
+def collective_run(design, values: dict, ranks: int, nodes: int) -> CollectiveRun:
+    """An all-reduce sweep as the partition with `values` would time it."""
+    from gclc.model import comms
+    from gclc.model.ranks import rank_partition
+
+    partition = applied(train_job(design).partition, values)
+    stages = comms.place(ranks, 1, rank_partition(partition, ranks).tiers)
+    points = tuple(CollectivePoint(size, size // 4, "float", "sum", comms.all_reduce(size, stages), 1.0, 1.0, None,
+                                   Span("synthetic", i + 10, 1, i + 10, 2))
+                   for i, size in enumerate(2 ** e for e in range(10, 34, 2)))
+    return CollectiveRun("all_reduce", ranks, nodes, ("synthetic",), points, Span("synthetic", ranks, 1, ranks, 2))
+
+
+def train_run(design, efficiency: float, dp: int, line: int) -> TrainRun:
+    """A Megatron log of the job at data-parallel width `dp` on a chip of `efficiency`."""
+    job = train_job(design)
+    cfg = attrs.evolve(pinned_config(job), dp=dp)
+    partition = applied(job.partition, {("chip", job.partition.node.accelerator.name, "bf16"): efficiency})
+    seconds = estimate(job.shape, cfg, partition).step_time
+    settings_ = (("data_parallel_size", str(dp)), ("tensor_model_parallel_size", str(cfg.tp)),
+                 ("pipeline_model_parallel_size", "1"))
+    span = Span(f"run{line}.log", line, 1, line, 2)
+    return TrainRun("megatron", tuple(TrainStep(i, seconds, span=span) for i in range(5)), settings_, span)
+
+
+def _close(fitted: float, truth: float, prior: float, share: float = 0.1) -> bool:
+    """A prior-weighted fit: the fitted value lies between the prior and the truth, within
+    `share` of their distance of the truth (the data outweigh each prior at least ten to one
+    here: 3 GEMM rows of noise 0.05 against a spread of 0.10; a 12-size sweep of 0.10
+    against 0.20; training runs less, their throughput moving less than the efficiency)."""
+    gap = math.log(prior / truth)
+    error = math.log(fitted / truth)
+    return abs(error) <= share * abs(gap) + 0.005 and error * gap >= -1e-3
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.floats(0.40, 0.80), st.floats(0.45, 0.95))
+def test_the_fit_recovers_the_constants_that_made_the_measurements(gemm, nvlink):
+    design = check_file(str(DESIGN)).design
+    key, chip = ("fabric", "NVLink4", "efficiency"), ("chip", "H100_SXM", "bf16")
+    measured = [gemm_rows(design, gemm), collective_run(design, {key: nvlink}, 8, 1)]
+    result = calibrate(design, measured)
+    assert _close(result.values[chip], gemm, result.params[chip].prior)
+    assert _close(result.values[key], nvlink, result.params[key].prior)
+    assert not any(r.outlier for r in result.rows)
+    assert sum(abs(r.after) for r in result.rows) < sum(abs(r.before) for r in result.rows) + 1e-9
+
+
+def test_what_nothing_measured_keeps_the_designs_value(design):
+    result = calibrate(design, [gemm_rows(design, 0.55)])
+    assert set(result.values) == {("chip", "H100_SXM", "bf16")}    # no fabric, attention or HBM constant
+    assert [p.label for p, _, _ in result.moved()] == ["H100_SXM bf16 efficiency"]
+
+
+def test_a_collective_faster_than_any_physical_setting_is_left_out(design):
+    key = ("fabric", "NVLink4", "efficiency")
+    good = collective_run(design, {key: 0.7}, 8, 1)
+    # the same sweep with one point ten times faster than the line rate allows
+    impossible = attrs.evolve(good.points[-1], time=good.points[-1].time / 10)
+    bad = attrs.evolve(good, points=good.points[:-1] + (impossible,))
+    result = calibrate(design, [bad])
+    flagged = [r for r in result.rows if r.outlier]
+    assert [r.obs.span.line for r in flagged] == [impossible.span.line]
+    assert _close(result.values[key], 0.7, result.params[key].prior)   # the rest still pins it
+
+
+def test_each_training_run_is_held_out_and_the_band_follows(design):
+    runs = [train_run(design, 0.58, dp, line) for dp, line in ((2, 1), (4, 2), (8, 3))]
+    result = calibrate(design, runs)
+    key = ("chip", "H100_SXM", "bf16")
+    assert _close(result.values[key], 0.58, result.params[key].prior, share=0.25)
+    band = result.band
+    assert band.runs == 3 and all(abs(r) < 0.03 for r in band.residuals)
+    # exact runs shrink the shipped scale by the prior's weight: s0 sqrt(2 / (2 + 3))
+    exact = BAND_SCALE * math.sqrt(PRIOR_RUNS / (PRIOR_RUNS + 3))      # s0 sqrt(2 / 5) were they exact
+    assert exact <= own_scale(band.residuals) <= math.hypot(exact, 0.03)
+    assert (band.low, band.high) == pytest.approx(own_band(band.residuals))
+    assert result.coverage == {"precisions": ["bf16"], "gpus": 16, "moe": False}
+
+
+def test_a_run_the_others_disagree_with_widens_the_band(design):
+    runs = [train_run(design, 0.58, 2, 1), train_run(design, 0.58, 4, 2), train_run(design, 0.45, 8, 3)]
+    result = calibrate(design, runs)
+    odd = result.band.residuals[2]
+    assert odd == pytest.approx(math.log(0.45 / 0.58), abs=0.08) and result.band.half_width > 0.1
+
+
+def test_real_published_measurements_calibrate_the_pod(design):
+    measured, problems, _ = read_paths([str(MEASUREMENTS / "nccl" / n) for n in (
+        "bitdeer_h100_1node_all_reduce.txt", "bitdeer_h100_2node_all_reduce.txt")] + [str(MEASUREMENTS / "kernels")])
+    assert not problems
+    result = calibrate(design, measured)
+    before = [abs(r.before) for r in result.rows if r.obs.group.endswith("1node_all_reduce.txt:3")]
+    after = [abs(r.after) for r in result.rows if r.obs.group.endswith("1node_all_reduce.txt:3")]
+    assert sum(after) < sum(before) / 2            # NVLS all-reduce on one host: explained once refitted
+    # the H800 rows (fp8) run on the H100 too: its fp8 efficiency is fitted
+    assert ("chip", "H100_SXM", "fp8") in result.values
+    # two hosts: NCCL's pipelined NVLS+IB all-reduce is faster than any setting of the summed hierarchical phases
+    assert any(r.outlier for r in result.rows if r.obs.group.endswith("2node_all_reduce.txt:3"))
+
+
+def test_measure_next_says_whether_one_more_run_narrows_the_band(design):
+    from gclc.solver.calibrate.advice import advice
+
+    job = train_job(design)
+    agreeing = calibrate(design, [train_run(design, 0.58, dp, line) for dp, line in ((2, 1), (4, 2))])
+    first = advice(agreeing, job, pinned_config(job))[0]
+    assert "the band would go from ±" in first.why and first.effect > 0
+    # the ranking reads the job's sensitivity: an unmeasured attention efficiency matters, HBM less
+    named = [a.why.split(" is not measured")[0] for a in advice(agreeing, job, pinned_config(job))[1:]]
+    assert named[0] == "H100_SXM attention"
+    disagreeing = calibrate(design, [train_run(design, 0.58, 2, 1), train_run(design, 0.40, 4, 2)])
+    first = advice(disagreeing, job, pinned_config(job))[0]
+    assert "wider than the shipped band" in first.why and first.effect == 0

@@ -1,0 +1,100 @@
+"""Slurm's backfill: the free-GPU profile against a brute-force reading of the same holds,
+reservations honoured, a backfilled job never delaying one, time limits ending runs."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from gclc.solver.schedule.backfill import Profile
+from gclc.solver.schedule.catalog import POLICIES
+from gclc.solver.schedule.simulate import Simulation, simulate
+from gclc.testing import load_profile
+
+load_profile()
+_spec = importlib.util.spec_from_file_location("schedule_cluster", Path(__file__).with_name("_cluster.py"))
+fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fx)
+H = fx.HOUR
+
+holds = st.lists(st.tuples(st.integers(0, 20), st.integers(1, 20), st.integers(1, 8)), max_size=6)
+
+
+def _brute_free(now, free, released, held, t):
+    """Free GPUs at `t`: what is free now, plus GPUs released by then, less holds over `t`."""
+    return free + sum(g for end, g in released if end <= t) - sum(g for a, b, g in held if a <= t < b)
+
+
+@given(st.integers(0, 32), st.lists(st.tuples(st.integers(1, 20), st.integers(1, 8)), max_size=4), holds,
+       st.integers(1, 40), st.integers(1, 10))
+def test_the_earliest_start_is_the_first_time_a_brute_force_finds(free, released, held, need, length):
+    p = Profile(0.0, free)
+    for end, g in released:
+        p.release_at(float(end), g)
+    spans = [(float(a), float(a + d), g) for a, d, g in held]
+    for a, b, g in spans:
+        p.hold(a, b, g)
+    found = p.earliest(need, float(length), 100.0)
+    # every step boundary is an integer time here, so the integer grid holds every candidate
+    ok = [t for t in range(0, 101)
+          if all(_brute_free(0, free, released, spans, t + k) >= need for k in range(length))]
+    assert found == (float(ok[0]) if ok else None)
+
+
+def test_a_job_is_backfilled_only_where_it_ends_before_the_reservation():
+    # partition a: 32 GPUs; `wide` holds 24 until 2 h; `big` (28) reserves from 2 h;
+    # `short` (8 GPUs, 1 h) ends before it and is backfilled, `long` (8 GPUs, 3 h) would not
+    jobs = [fx.job("wide", 24, hours=2, partitions=("a",), limit=2),
+            fx.job("big", 28, hours=1, submit=0.1, partitions=("a",), limit=1),
+            fx.job("short", 8, hours=1, submit=0.2, partitions=("a",), limit=1),
+            fx.job("long", 8, hours=3, submit=0.3, priority=1, partitions=("a",), limit=3)]
+    runs = {r.job.name: r for r in simulate(fx.workload(jobs), POLICIES["slurm"], failures=False).runs}
+    assert runs["short"].first_start == 0.2 * H and runs["short"].segments[0][7] == "backfill"
+    assert runs["big"].first_start == 2 * H                 # its reservation held
+    assert runs["long"].first_start == 3 * H                # after `big`, not before it
+
+
+def test_without_time_limits_backfill_cannot_protect_anyone():
+    jobs = [fx.job("wide", 24, hours=2, partitions=("a",)),
+            fx.job("big", 28, hours=1, submit=0.1, partitions=("a",)),
+            fx.job("long", 8, hours=3, submit=0.3, priority=1, partitions=("a",))]
+    runs = {r.job.name: r for r in simulate(fx.workload(jobs), POLICIES["slurm"], failures=False).runs}
+    assert runs["long"].first_start == 0.3 * H and runs["big"].first_start == 3.3 * H
+
+
+def test_a_time_limit_ends_a_trace_row_and_requeues_a_checkpointed_train_job():
+    row = fx.job("row", 4, hours=3, partitions=("a",), limit=1)
+    runs = {r.job.name: r for r in simulate(fx.workload([row]), POLICIES["slurm"], failures=False).runs}
+    assert runs["row"].phase == "timeout" and runs["row"].end == 1 * H and runs["row"].timeouts == 1
+    train = fx.job("train", 4, hours=3, partitions=("a",), limit=2, interval=1800.0, unit="tokens")
+    run = simulate(fx.workload([train]), POLICIES["slurm"], failures=False).runs[0]
+    assert run.phase == "done" and run.timeouts == 1 and [s[6] for s in run.segments] == ["timeout", "finished"]
+    assert run.end == 2 * H + 1 * H                          # 2 h kept (4 checkpoints), 1 h left
+
+
+@st.composite
+def queues(draw):
+    out = []
+    for i in range(draw(st.integers(1, 7))):
+        hours = draw(st.integers(1, 12))
+        out.append(fx.job(f"j{i}", draw(st.sampled_from((2, 4, 8, 12, 16, 24, 32))), hours=hours,
+                          priority=draw(st.integers(1, 4)), partitions=draw(st.sampled_from((("a",), ("b",), ("a", "b")))),
+                          limit=hours))
+    return out
+
+
+@given(queues())
+def test_a_backfilled_job_never_delays_a_reservation(drawn):
+    """All jobs arrive at once and run exactly their time limits, failures off: every job
+    starts no later than the first reservation backfill made for it."""
+    first: dict[str, float] = {}
+
+    def record(sim):
+        for r in sim.reservations:
+            first.setdefault(r.job, r.start)
+
+    runs = Simulation(fx.workload(drawn), POLICIES["slurm"], failures=False, check=record, epochs=0).run().runs
+    for run in runs:
+        if run.job.name in first:
+            assert run.first_start <= first[run.job.name] + 1e-6, (run.job.name, run.first_start, first)

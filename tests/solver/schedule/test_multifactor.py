@@ -1,0 +1,96 @@
+"""Slurm's multifactor priority: decayed usage equals its integral, Fair Tree ranks the
+least served tenant first, the factors order jobs as slurm.conf's weights say, and QOS
+preemption evicts lower QOS only when it is configured."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import attrs
+from hypothesis import given, strategies as st
+
+from gclc.solver.schedule.catalog import policy
+from gclc.solver.schedule.records import Workload
+from gclc.solver.schedule.multifactor import FairShare, priorities
+from gclc.solver.schedule.settings import SlurmSettings
+from gclc.solver.schedule.simulate import simulate
+from gclc.solver.schedule.tenants import Tenant
+from gclc.testing import load_profile
+
+load_profile()
+_spec = importlib.util.spec_from_file_location("schedule_cluster", Path(__file__).with_name("_cluster.py"))
+fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fx)
+H = fx.HOUR
+
+
+@given(st.floats(1e3, 1e7), st.floats(0, 1e6), st.floats(1, 1e6), st.floats(0, 1e6), st.integers(1, 64))
+def test_decayed_usage_is_the_integral_of_the_decay(half_life, start, length, after, gpus):
+    fair = FairShare(half_life, {})
+    end, now = start + length, start + length + after
+    fair.add("t", gpus, start, end)
+    # midpoint rule over the run's seconds, each decayed to `now`, steps finer than the half-life
+    steps = min(200_000, 2000 + int(50 * length / half_life))
+    numeric = sum(gpus * length / steps * 2 ** (-(now - (start + (i + 0.5) * length / steps)) / half_life)
+                  for i in range(steps))
+    assert math.isclose(fair.usage(now, [])["t"], numeric, rel_tol=1e-4)
+    # a run still going counts the same as one banked at `now`
+    assert math.isclose(FairShare(half_life, {}).usage(end, [("t", gpus, start)])["t"],
+                        fair.usage(end, [])["t"], rel_tol=1e-9)
+
+
+def test_decayed_usage_of_a_run_a_thousand_half_lives_long():
+    """The deep run's counterexample (half-life 1000 s, a run of 1e6 s): the numeric check's
+    steps were coarser than the half-life; the closed form was right."""
+    fair = FairShare(1000.0, {})
+    fair.add("t", 1, 0.0, 1e6)
+    assert math.isclose(fair.usage(1e6, [])["t"], 1000.0 / math.log(2), rel_tol=1e-12)
+
+
+def test_fair_tree_ranks_the_least_served_first_and_ties_share_a_rank():
+    fair = FairShare(7 * 86400, {"a": 1, "b": 1, "c": 2, "d": 1})
+    factors = fair.factors({"a": 100.0, "b": 300.0, "c": 200.0})   # d has used nothing
+    assert factors["d"] == 1.0                                     # S/U infinite: the least served
+    assert factors["c"] == factors["a"] == 0.75                    # c: 2/5 over 1/3 = a: 1/5 over 1/6
+    assert factors["b"] == 0.25
+
+
+def _two_tenants(fresh_first: bool):
+    """Tenant `busy` ran 16 GPUs for 10 h; then one job of each tenant, same QOS and size."""
+    history = fx.job("history", 16, hours=10, partitions=("a",), limit=10)
+    busy = attrs.evolve(fx.job("busy", 32, hours=1, submit=10, partitions=("a",), limit=1), tenant="busy")
+    fresh = attrs.evolve(fx.job("fresh", 32, hours=1, submit=10, partitions=("a",), limit=1), tenant="fresh")
+    history = attrs.evolve(history, tenant="busy")
+    jobs = [history, busy, fresh] if fresh_first else [history, fresh, busy]
+    return Workload(fx.GRAPH, fx.CLUSTER, tuple(jobs), fx.RELIABILITY, (), {"busy": Tenant("busy"), "fresh": Tenant("fresh")})
+
+
+def test_fair_share_puts_the_tenant_that_used_less_first():
+    for order in (True, False):     # whatever the names and order of the queue
+        runs = {r.job.name: r for r in simulate(_two_tenants(order), policy("slurm"), failures=False).runs}
+        assert runs["fresh"].first_start == 10 * H and runs["busy"].first_start == 11 * H
+    no_fair = SlurmSettings(weights=attrs.evolve(SlurmSettings().weights, fairshare=0))
+    runs = {r.job.name: r for r in simulate(_two_tenants(True), policy("slurm", no_fair), failures=False).runs}
+    assert runs["busy"].first_start == 10 * H       # then `busy` < `fresh` by name, as Slurm's job ids
+
+
+def test_age_outweighs_size_only_as_the_weights_say():
+    old = fx.job("old", 4, submit=0.0)
+    big = fx.job("big", 32, submit=0.0)
+    s = SlurmSettings()
+    p = priorities([old, big], 7 * 86400.0, {}, 48, 1, s)
+    assert math.isclose(p["big"] - p["old"], s.weights.job_size * (32 - 4) / 48)
+
+
+def test_qos_preemption_only_when_configured_and_cancel_ends_the_victim():
+    jobs = [fx.job("low", 32, hours=10, priority=1, partitions=("a",), interval=1800.0, restart=60.0, limit=10),
+            fx.job("high", 16, hours=1, priority=8, submit=1, partitions=("a",), limit=1)]
+    plain = {r.job.name: r for r in simulate(fx.workload(jobs), policy("slurm"), failures=False).runs}
+    assert plain["high"].first_start == 10 * H and plain["low"].preemptions == 0
+    qos = SlurmSettings(preempt_type="qos")
+    runs = {r.job.name: r for r in simulate(fx.workload(jobs), policy("slurm", qos), failures=False).runs}
+    assert runs["high"].first_start == 1 * H and runs["high"].segments[0][7] == "preempt"
+    assert runs["low"].preemptions == 1 and runs["low"].phase == "done" and runs["low"].end > 10 * H
+    cancel = SlurmSettings(preempt_type="qos", preempt_mode="cancel")
+    runs = {r.job.name: r for r in simulate(fx.workload(jobs), policy("slurm", cancel), failures=False).runs}
+    assert runs["low"].phase == "cancelled" and runs["low"].end == 1 * H

@@ -1,0 +1,109 @@
+"""The report of a calibration: each measurement's prediction before and after (predicted /
+measured - 1), end-to-end runs also held out; the constants that moved and by how much; the
+outliers left out; the band; what to measure next; what was read but not used. As text and
+as JSON (the same numbers)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from ...dsl.numbers import duration, number, percent, quantity
+from ...solver.calibrate.advice import Advice
+from ...solver.calibrate.calibrate import Calibration, Row
+from .overrides import SAME
+
+
+def _error(log_ratio: float | None) -> str:
+    """predicted / measured - 1, signed."""
+    if log_ratio is None:
+        return "-"
+    if not math.isfinite(log_ratio):
+        return "no prediction"
+    share = math.exp(log_ratio) - 1
+    return ("+" if share >= 0 else "") + percent(share)
+
+
+def _measured(row: Row) -> str:
+    obs = row.obs
+    return duration(obs.measured) if obs.unit == "s" else quantity(obs.measured, "tokens/s")
+
+
+def _where(row: Row) -> str:
+    span = row.obs.span
+    try:
+        path = os.path.relpath(span.path)
+    except ValueError:
+        path = span.path
+    return f"{path}:{span.line}"
+
+
+def report_text(calibration: Calibration, advice: tuple[Advice, ...], design: str) -> str:
+    rows = calibration.rows
+    files = len({r.obs.span.path for r in rows})
+    lines = [f"calibrate {calibration.partition_cluster} ({design}) on {len(rows)} measurements from {files} files",
+             "  error = predicted / measured - 1, before (the design's constants) and after the fit"]
+    width = max((len(r.obs.what) for r in rows), default=20)
+    for row in rows:
+        held = f"   held out {_error(row.held_out)}" if row.held_out is not None else ""
+        flag = "   OUTLIER: no setting of its constants explains it; left out of the fit" if row.outlier else ""
+        lines.append(f"  {row.obs.what:<{width}}  measured {_measured(row):>12}  before {_error(row.before):>8}  "
+                     f"after {_error(row.after):>8}{held}{flag}   {_where(row)}")
+    lines.append("moved")
+    moved = calibration.moved()
+    if not moved:
+        lines.append("  nothing: no measurement informs a constant of the design's parts")
+    for param, value, groups in moved:
+        change = value / param.prior - 1
+        words = "confirmed" if abs(change) <= SAME else ("+" if change > 0 else "") + percent(change)
+        edge = "; at the edge of its physical range: the model's form, not this constant, is off" \
+            if not param.low * 1.0001 < value < param.high * 0.9999 else ""
+        lines.append(f"  {param.label:<34} {_value(param, param.prior):>9} -> {_value(param, value):>9}  ({words}; "
+                     f"{len(groups)} run{'s' if len(groups) != 1 else ''}{edge})")
+    lines += _band_lines(calibration)
+    if advice:
+        lines.append("measure next")
+        lines += [f"  {a.what}: {a.why}" for a in advice]
+    for title, items in (("not used", calibration.skipped), ("assumed", calibration.notes)):
+        if items:
+            lines.append(title)
+            lines += [f"  {item}" for item in items]
+    return "\n".join(lines)
+
+
+def _value(param, value: float) -> str:
+    return quantity(value, "s") if param.key[2] == "latency" else percent(value, 4)
+
+
+def _band_lines(calibration: Calibration) -> list[str]:
+    band = calibration.band
+    if band is None:
+        return ["band", "  unchanged: no end-to-end run (a training log) to hold out; plans keep the shipped band"]
+    held = ", ".join(_error(-r) for r in band.residuals)
+    return ["band", f"  calibrated on {number(band.runs)} of your runs: ±{percent(band.half_width)} "
+                    f"(80 %: measured / predicted {percent(band.low)} to {percent(band.high)}); each run held out: {held}"]
+
+
+def report_json(calibration: Calibration, advice: tuple[Advice, ...]) -> dict:
+    def finite(x):
+        return x if x is not None and math.isfinite(x) else None
+
+    band = calibration.band
+    return {
+        "format": "gclc-calibration", "version": 1, "cluster": calibration.partition_cluster,
+        "measurements": [{"what": r.obs.what, "kind": r.obs.kind, "where": f"{r.obs.span.path}:{r.obs.span.line}",
+                          "measured": r.obs.measured, "unit": r.obs.unit, "error_before": _share(r.before),
+                          "error_after": _share(r.after), "error_held_out": _share(r.held_out), "outlier": r.outlier}
+                         for r in calibration.rows],
+        "moved": [{"constant": "/".join(p.key), "before": p.prior, "after": v, "runs": list(g),
+                   "at_edge": not p.low * 1.0001 < v < p.high * 0.9999} for p, v, g in calibration.moved()],
+        "band": None if band is None else {"runs": band.runs, "low": band.low, "high": band.high,
+                                           "half_width": band.half_width,
+                                           "held_out": [finite(r) for r in band.residuals]},
+        "measure_next": [{"what": a.what, "why": a.why} for a in advice],
+        "not_used": list(calibration.skipped), "assumed": list(calibration.notes),
+    }
+
+
+def _share(log_ratio: float | None) -> float | None:
+    return math.exp(log_ratio) - 1 if log_ratio is not None and math.isfinite(log_ratio) else None
