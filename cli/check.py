@@ -1,5 +1,5 @@
-"""`gclc check FILE...`: parse and check; print every diagnostic (text on stderr, `--json` on stdout).
-Exit 0 clean, 1 errors."""
+"""`gclc check FILE...`: parse and check; print every diagnostic (text on stderr, `--json` on stdout)
+and `FILE: ok` on stdout for each file without any (one file or several alike). Exit 0 clean, 1 errors."""
 
 from __future__ import annotations
 
@@ -34,9 +34,12 @@ def run(args: argparse.Namespace) -> int:
     if quiet():
         results = [attrs.evolve(r, diagnostics=tuple(d for d in r.diagnostics if d.is_error)) for r in results]
     if args.format == "json":  # the result: stdout
-        print(check_report(results, args.files, "json", False))
-    else:  # diagnostics and `ok` lines: stderr, as every command's diagnostics
-        report = check_report(results, args.files, "text", sys.stderr.isatty(), quiet())
-        if report is not None:
-            print(paint_diagnostics(report) if colour(sys.stderr) else report, file=sys.stderr)
+        print(check_report(results, args.files, "json"))
+    else:  # diagnostics on stderr, as every command's; the verdict of a clean file on stdout, as results
+        for path, result in zip(args.files, results):
+            report = check_report([result], [path], "text")
+            if report is not None:
+                print(paint_diagnostics(report) if colour(sys.stderr) else report, file=sys.stderr)
+            elif not quiet():
+                print(f"{path}: ok")
     return max((r.exit_code for r in results), default=EXIT_OK)

@@ -153,12 +153,24 @@ def write_output(args: argparse.Namespace, data: str | bytes, summary: dict | No
     except OSError as problem:
         error(f"cannot write `{out}`: {problem.strerror or problem}")
         return EXIT_ERRORS
+    size = len(data.encode("utf-8") if isinstance(data, str) else data)
     if getattr(args, "json", False):
         import json
 
-        size = len(data.encode("utf-8") if isinstance(data, str) else data)
         print(json.dumps({"output": out, "bytes": size} | (summary or {}), indent=2))
+    else:
+        wrote(out, size)
     return EXIT_OK
+
+
+def wrote(path, size: int | None = None) -> None:
+    """What a command wrote, on stdout with its other results (the CLI contract: results on
+    stdout, diagnostics and progress on stderr); nothing under `--quiet`."""
+    if quiet():
+        return
+    from ..dsl.numbers import quantity
+
+    print(f"wrote {path}" + (f" ({quantity(size, 'B')})" if size is not None else ""))
 
 
 def json_option(parser, what: str) -> None:

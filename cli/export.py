@@ -1,5 +1,6 @@
 """`gclc export FILE --to KIND [-o DIR|-] [--job NAME] [--cluster NAME]`: the plan and the
-cluster as the files Megatron-LM, torchtitan, Slurm or Kubernetes read.
+cluster as the files Megatron-LM, torchtitan, Slurm or Kubernetes read, or the planned step
+as a Chrome/Perfetto trace.
 
 Every file of the kind is computed before any is written; `-o DIR` writes each one
 atomically into DIR (created when missing); without `-o`, or with `-o -`, they go to
@@ -17,6 +18,7 @@ from pathlib import Path
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 from .progress import progress
 from .common import checked_design, error, settings_option
+from .common import wrote
 from .output import write_atomic
 
 
@@ -24,10 +26,11 @@ def add(commands) -> None:
     from ..views.export import KINDS
 
     export = commands.add_parser(
-        "export", help="the plan and the cluster as Megatron-LM, torchtitan, Slurm or Kubernetes files",
+        "export", help="the plan and the cluster as Megatron-LM, torchtitan, Slurm or Kubernetes files, or a trace",
         description="Write what the software stack reads: megatron (arguments and YAML), torchtitan (TOML and "
                     "CLI overrides), slurm (slurm.conf lines, gres.conf, tree and block topology.conf, sbatch), "
-                    "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet).")
+                    "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet), trace (the planned "
+                    "step as a Chrome/Perfetto trace: a track per pipeline stage and per communicator).")
     export.add_argument("file", metavar="FILE")
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
     export.add_argument("-o", "--output", metavar="DIR",
@@ -71,11 +74,11 @@ def run(args: argparse.Namespace) -> int:
         import json
 
         print(json.dumps(files, indent=2, ensure_ascii=False))
-        return EXIT_OK if out is None else _write_all(Path(out), files)
+        return EXIT_OK if out is None else write_all(Path(out), files)
     if out is None:
         sys.stdout.write("".join(f"# ==> {name} <==\n{text}" for name, text in files.items()))
         return EXIT_OK
-    return _write_all(Path(out), files)
+    return write_all(Path(out), files)
 
 
 def _unknown_cluster(design, name: str, source: str) -> str | None:
@@ -106,13 +109,16 @@ def _output_problem(out: str | None, source: str) -> int | None:
     return None
 
 
-def _write_all(directory: Path, files: dict[str, str]) -> int:
+def write_all(directory: Path, files: dict[str, str], announce: bool = True) -> int:
+    """Every file into `directory`; `wrote` lines unless the command prints JSON instead."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)   # `jobs/...` of a schedule's replay
             write_atomic(directory / name, text)
     except OSError as problem:
         error(f"cannot write into `{directory}`: {problem.strerror or problem}")
         return EXIT_ERRORS
-    print(f"wrote {', '.join(files)} to {directory}", file=sys.stderr)
+    for name in files if announce else ():
+        wrote(directory / name)
     return EXIT_OK

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK
 from ..dsl import ParseError
 from ..views.color import paint_gcl, unified_diff
-from .common import colour, diagnostics_text, error
+from .common import colour, diagnostics_text, error, wrote
 from .output import write_atomic
 
 
@@ -70,6 +70,8 @@ def _one(path: str, args: argparse.Namespace) -> tuple[int, dict | None]:
                 error(f"cannot write `{path}`: {problem.strerror or problem}")
                 return EXIT_ERRORS, record
             record["written"] = True
+            if not args.json:
+                wrote(path)
     elif args.check or args.diff:
         if changed:
             if not args.diff and not args.json:

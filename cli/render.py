@@ -19,7 +19,8 @@ def add(commands) -> None:
                         help="what to draw (default: topology)")
     render.add_argument("--job", metavar="NAME",
                         help="the train or serve job whose plan `--view placement` draws (one grid per partition "
-                             "for a job on several; `--view power` runs at its plan)")
+                             "for a job on several; `--view power` runs at its plan; `--view topology` colours "
+                             "the links by how busy a train job's plan keeps them)")
     render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
     settings_option(render)
     json_option(render, "the file, its size, format and view")
@@ -67,7 +68,13 @@ def _diagram(design, args: argparse.Namespace):
         problem = cluster_problem(design, args.cluster, args.file)
         if problem is not None:
             return None, problem
-        return render.topology(lower(design, args.cluster), fabrics, design), EXIT_OK
+        graph = lower(design, args.cluster)
+        if args.job is None:
+            return render.topology(graph, fabrics, design), EXIT_OK
+        chosen, status = _train_plan_on(design, args, graph)
+        if chosen is None:
+            return None, status
+        return render.topology(graph, fabrics, design, chosen), EXIT_OK
     if args.view == "power":
         problem = cluster_problem(design, args.cluster, args.file)
         if problem is not None:
@@ -83,6 +90,27 @@ def _diagram(design, args: argparse.Namespace):
         print(infeasible_message(outcome), file=sys.stderr)
         return None, EXIT_INFEASIBLE
     return render.job_placement(outcome, fabrics), EXIT_OK
+
+
+def _train_plan_on(design, args: argparse.Namespace, graph):
+    """(the `--job` train plan whose link loads the topology draws, exit code): it must be a
+    train job on one partition of the drawn cluster, and feasible."""
+    from ..solver.jobs import TrainOutcome, feasible, plan_design
+    from ..views.plan_text import infeasible_message
+
+    outcome = plan_design(design, args.job, power=False)
+    if not isinstance(outcome, TrainOutcome):
+        error(f"`{args.job}` is not a train job on one partition: the topology's link loads are drawn for "
+              "a train plan (draw a serve or split plan with --view placement)")
+        return None, EXIT_USAGE
+    if not feasible(outcome):
+        print(infeasible_message(outcome), file=sys.stderr)
+        return None, EXIT_INFEASIBLE
+    if outcome.plan.job.graph.name != graph.name:
+        error(f"`{args.job}` runs on `{outcome.plan.job.graph.name}`, not on the cluster drawn (`{graph.name}`); "
+              f"draw it with --cluster {outcome.plan.job.graph.name}")
+        return None, EXIT_USAGE
+    return outcome.plan, EXIT_OK
 
 
 def _power_plan(design, args: argparse.Namespace, graph):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .progress import progress
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
@@ -34,6 +35,10 @@ def add(commands) -> None:
     cmd.add_argument("--seed", type=number_option(low=0, high=MAX_SEED), default=0,
                      help="seed of the failure process, 0 to 2**64-1 (default 0)")
     cmd.add_argument("--no-failures", action="store_true", help="simulate without node and switch failures")
+    cmd.add_argument("--export", nargs=2, metavar=("KIND", "DIR"),
+                     help="write what makes the real scheduler take the simulated decisions into DIR: `slurm` (node, "
+                          "partition and GRES lines, one sbatch script per run with its begin time, node list, GPUs, "
+                          "time limit and priority, and submit.sh)")
     cmd.add_argument("--epochs", type=number_option(low=0, high=MAX_EPOCHS), default=8, metavar="N",
                      help=f"decision epochs at which the MILP optimum is solved (default 8; 0: none; at most {MAX_EPOCHS})")
     settings_option(cmd)
@@ -80,11 +85,26 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
             return EXIT_ERRORS
+    if args.export:
+        from ..views.export.replay import slurm_replay
+        from .export import write_all
+
+        code = write_all(Path(args.export[1]), slurm_replay(result.design, workload, data, args.file),
+                         announce=not args.json)
+        if code != EXIT_OK:
+            return code
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
+    if args.output and not args.json:
+        from .common import wrote
+
+        wrote(args.output)
     return EXIT_OK
 
 
 def _usage_problem(args: argparse.Namespace) -> int | None:
+    if args.export and args.export[0] != "slurm":
+        print(f"gclc: --export {args.export[0]}: the simulated decisions export to `slurm`", file=sys.stderr)
+        return EXIT_USAGE
     if not args.output:
         return None
     suffix = args.output[args.output.rfind("."):].lower() if "." in args.output else ""

@@ -45,7 +45,8 @@ def add(commands) -> None:
                        help="points per task (default: balanced)")
     sweep.add_argument("--resume", action="store_true", help="skip the points already in DIR/sweep.parquet")
     sweep.add_argument("--sensitivity", action="store_true",
-                       help="vary each numeric param of the file by +-DELTA and draw a tornado chart")
+                       help="vary each numeric param of the file by +-DELTA and draw a tornado chart (no --vary; "
+                            "a whole number is rounded, and the chart says how far it moved)")
     sweep.add_argument("--delta", type=number_option(whole=False, low=0, high=1, low_open=True,
                                                         high_open=True, percent=True), default=0.1, metavar="SHARE",
                        help="the sensitivity step, such as 10%% or 0.1 (default: 10%%)")

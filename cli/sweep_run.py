@@ -36,9 +36,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         if problems:
             raise study.UsageError(problems, {})
         if args.sensitivity:
+            if args.vary:  # never dropped silently: a sensitivity study moves every param by +-delta
+                return _usage(f"--sensitivity moves every numeric param of {args.file} by +-{args.delta:g} and "
+                              f"takes no --vary ({', '.join(args.vary)}); sweep those values without "
+                              "--sensitivity, or fix a param for the study with --set NAME=VALUE")
             plan = study.sensitivity_points(args.file, base, args.delta)
-            swept = tuple(dict.fromkeys(p for _, _, p, _ in plan[1:]))
-            todo = [(i, s) for i, s, _, _ in plan]
+            swept = tuple(dict.fromkeys(p for _, _, p, _, _ in plan[1:]))
+            todo = [(i, s) for i, s, _, _, _ in plan]
             axes_values = {n: ("-", "+") for n in swept}
         else:
             axes, sources = study.parse_axes(args.vary)

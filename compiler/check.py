@@ -175,7 +175,9 @@ class Checker(FieldTyper):
     def check_overrides(self) -> None:
         """A `--set` value must have the type (and dimension) of the value it replaces."""
         for name, original in self.program.overridden.items():
-            before, after = self.word(original), self.param(name)
+            listed = isinstance(original, ast.ListExpr)  # a list of words holds keywords, as the param does
+            before = self.typed_anything(original, sc.Anything(), name) if listed else self.word(original)
+            after = self.param(name)
             if INVALID in (before, after) or _same_type(before, after):
                 continue
             self.error(codes.SETTING_TYPE.make(self.program.params[name].value.span, name=name,
@@ -248,7 +250,7 @@ def _sweep_axes(entities: list[Entity | None], program: Program) -> list[Diagnos
 
 # Kinds whose rules look only at fields that are present, so they may run on a record
 # with holes (an invalid or missing field) without reporting a consequence of the hole.
-HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve", "workload"})
+HOLE_SAFE_RULES = frozenset({"fabric", "train", "serve", "workload", "rl"})
 
 
 def _group_labelled(items: list[Item]) -> list[Item]:

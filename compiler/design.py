@@ -111,6 +111,12 @@ class Partition:
     cluster: Entity
     name: str
 
+    @property
+    def empty(self) -> bool:
+        """Whether it holds 0 units (swept to zero): the IR has no such partition."""
+        units = self.cluster.get("partition").get(self.name).get("units")
+        return units is not None and units.count == 0
+
 
 @attrs.frozen
 class Design:

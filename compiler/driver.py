@@ -14,6 +14,7 @@ from .groups import group_checks
 from .lower import lower_cluster
 from .resolve import load, load_again
 from .rules.job import job_precision
+from .rules.rl import rl_precision
 from .sanity import sanity
 from .limits import job_limit_problems
 from .rules.train import train_pin_problems
@@ -53,7 +54,8 @@ def check_file(path: str, settings: list[str] | dict[str, str] | None = None, te
         design, diagnostics = check_program(program, parsed, reachable=again)
     if design is not None and not has_errors(diagnostics):
         diagnostics = sort_unique(diagnostics + tuple(d for job in design.entities if job.kind in ("train", "serve")
-                                                      for d in job_precision(job)))
+                                                      for d in job_precision(job))
+                                   + tuple(d for job in design.entities if job.kind == "rl" for d in rl_precision(job)))
     if design is not None:
         diagnostics = sort_unique(diagnostics + tuple(_cluster_checks(design)) + tuple(job_limit_problems(design))
                                    + tuple(train_pin_problems(design)))

@@ -125,7 +125,7 @@ class FieldTyper:
                 expr = ast.Multiplicity(ast.Number("1"), expr.path, None, span=expr.span)
             else:
                 return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))
-        count = self.typed_qty(expr.count, sc.COUNT, f"count of `{field}`")
+        count = self.typed_qty(expr.count, sc.COUNT if ftype.least else sc.COUNT0, f"count of `{field}`")
         if len(expr.part.parts) != 1:
             return self.error(codes.WRONG_TYPE.make(expr.part.span, field=field, expected=ftype.describe(), got="a field"))
         part = self.declaration(expr.part.parts[0], ftype.kinds, field)
@@ -175,6 +175,11 @@ class FieldTyper:
         return self.typed_qty(expr, sc.COUNT, field)
 
     def typed_listof(self, expr: ast.Expr, ftype: sc.ListOf, field: str) -> Any:
+        held = self.param_list(expr)
+        if held is not None:  # `recompute_modules = mods` with `param mods = [core_attention, mlp]`
+            if self.param(expr.path.parts[0].text) is INVALID:
+                return INVALID
+            expr = held
         if not isinstance(expr, ast.ListExpr):
             return self.mismatch(expr, ftype, field, self.evaluator.eval(expr))
         if len(expr.items) < ftype.least:  # `torus(dims = [])`: a shape with no extent
@@ -211,7 +216,18 @@ class FieldTyper:
             return self.in_range(expr, sc.COUNT, field, value)
         return self.mismatch(expr, ftype, field, value)
 
+    def param_list(self, expr: ast.Expr) -> ast.ListExpr | None:
+        """The list a param holds when `expr` names that param (typed item by item where it is used)."""
+        if isinstance(expr, ast.Ref) and len(expr.path.parts) == 1:
+            param = self.program.params.get(expr.path.parts[0].text)
+            if param is not None and isinstance(param.value, ast.ListExpr):
+                return param.value
+        return None
+
     def typed_anything(self, expr: ast.Expr, ftype: sc.Anything, field: str) -> Any:
+        if isinstance(expr, ast.ListExpr):  # `param mods = [core_attention, mlp]`: words are keywords here too
+            items = tuple(self.typed_anything(item, ftype, field) for item in expr.items)
+            return INVALID if INVALID in items else items
         value = self.word(expr)
         if isinstance(value, Structure):  # `param racks = 3 x DGX`: params hold plain values
             return self.error(codes.WRONG_TYPE.make(expr.span, field=field, got=value.what,

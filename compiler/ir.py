@@ -20,7 +20,8 @@ from . import formats as number_formats
 # 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list, nodes
 # their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`);
 # 5: parts carry their network `ports` (a NIC's or DPU's `bandwidth` is split over them);
-# 6: partitions carry their own `power.budget`; 7: accelerators carry the top of their DVFS curve (`full_clock`).
+# 6: accelerators carry their data sheet's HBM figure (`hbm_nominal`), shown in every output;
+# 7: partitions carry their own `power.budget`, accelerators the top of their DVFS curve (`full_clock`).
 IR_VERSION = 7
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
@@ -29,8 +30,8 @@ IR_SCHEMA_SHA256 = {
     3: "d642b5856a02f9a1dc60b9d783df75eea4f4a3a9ef8ee26e31bb67955e735c1d",
     4: "08b4c592a1b6cad1779a7a2f132b33a289f5a7894655cef56119701025a873ec",
     5: "a4a21f7dd3cc8a0d1894cc6e7ba2e042af30c14aafb5811e889f3f2055dbb8ad",
-    6: "4cd3fc91cc3fa9cba779c46da39417622a224de9b2df8eb731aeee18d3ac7fef",
-    7: "5e75b72d930d1f59b0e84954aebef14c3ca2dd8d417061ef9358fd764dd208ff",
+    6: "459854794c86a1b0b911eb465dc89aff0fae08c2cf3e59513f273f1188cf5fdd",
+    7: "dc498aa4fe26abdc90714c6ce28a8e38ddf16968f079526bad7819000d3dac6a",
 }
 
 
@@ -61,7 +62,13 @@ class Accelerator:
     ops_per_clock: tuple[tuple[str, float], ...] = ()   # dense operations per core per clock
     hbm_stacks: int | None = None
     listed_formats: tuple[str, ...] = ()   # the chip's `formats = [...]` (compiler/formats.py)
+    hbm_nominal: float | None = None    # bytes, the data sheet's figure (`hbm.nominal`): shown, never fitted in
     span: Span = _span()
+
+    @property
+    def hbm_datasheet(self) -> float:
+        """The HBM figure outputs name the part by: the data sheet's, else the capacity."""
+        return self.hbm_nominal if self.hbm_nominal is not None else self.hbm_capacity
 
     @property
     def formats(self) -> tuple[str, ...]:

@@ -22,12 +22,13 @@ UPPER, LOWER = ("<=", "<"), (">=", ">")
 NEEDS_TOKENS = ("time", "energy")  # a training time or energy is tokens / throughput
 # what solver/serve/plan.py checks a serving plan against (latencies also as percentiles: `ttft.p99`)
 SERVE_ENFORCED = frozenset({"memory", "power", "gpus", "ttft", "tpot", "e2e"})
+RL_ENFORCED = frozenset({"memory", "power", "gpus"})   # what solver/rl/plan.py checks an rl plan against
 
 
 def job_limit_problems(design: Design) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for job in design.local():
-        if job.kind in ("train", "serve"):
+        if job.kind in ("train", "serve", "rl"):
             found += _bounds(job)
             found += _targets(job)
             found += _pins(job)
@@ -41,6 +42,10 @@ def _bounds(job: Entity) -> Iterator[Diagnostic]:
             if not isinstance(bound, Bound):
                 continue
             target = bound.target.split(".")[0]
+            if job.kind == "rl" and target not in RL_ENFORCED:
+                yield codes.LIMIT_UNSUPPORTED.make(item.span, target=bound.target, kind="rl", notes=[
+                    "help: an rl plan is bounded by `memory`, `power` and `gpus` in `subject to`"])
+                continue
             if job.kind == "serve" and target not in SERVE_ENFORCED:
                 yield codes.LIMIT_UNSUPPORTED.make(item.span, target=bound.target, kind="serve", notes=[
                     "help: a serve plan is bounded by `memory`, `power` and `gpus` in `subject to` and `ttft`, "
@@ -70,7 +75,7 @@ def _targets(job: Entity) -> Iterator[Diagnostic]:
         if isinstance(one, Partition):
             keys = [(one.cluster.name, one.name)]
             graph = graphs.get(id(one.cluster)) or graphs.setdefault(id(one.cluster), lower_cluster(one.cluster))
-            gpus = graph.partition(one.name).gpus
+            gpus = 0 if one.empty else graph.partition(one.name).gpus   # swept to 0 units
             shown = f"{one.cluster.name}.{one.name}"
         elif isinstance(one, Entity) and one.kind == "cluster":
             graph = lower_cluster(one)

@@ -49,7 +49,7 @@ def accelerator(chip: Entity) -> Accelerator:
         power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), min_cap=opt("power.min_cap"),
         dvfs_exponent=opt("power.dvfs_exponent"), full_clock=opt("power.full_clock"),
         ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
-        listed_formats=chip_numbers.stated_formats(chip), span=chip.span,
+        listed_formats=chip_numbers.stated_formats(chip), hbm_nominal=opt("hbm.nominal"), span=chip.span,
     )
 
 
@@ -71,7 +71,7 @@ DEFAULT_DPU_OFFLOAD = ("storage", "input")
 def node_type(node: Entity) -> NodeType:
     gpus: Repeat = node.get("gpus")
     parts = tuple(part(kind, node.get(field)) for kind, field in (("cpu", "cpus"), ("nic", "nics"), ("dpu", "dpus"))
-                  if node.get(field) is not None)
+                  if node.get(field) is not None and node.get(field).count > 0)   # `dpus = 0 x ...`: none
     return NodeType(node.name, accelerator(gpus.part), gpus.count, parts, _dram(node),
                     _f(node.get("nvme")), _f(node.get("overhead")),
                     nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
@@ -99,6 +99,8 @@ def _partition_specs(cluster: Entity) -> list[tuple[str, Repeat, Entity | None, 
     partitions: Record = cluster.get("partition")
     out = []
     for item in partitions.items:
+        if item.value.get("units").count == 0:   # a partition of 0 units holds nothing
+            continue
         budget = item.value.get("power.budget")
         out.append((item.name, item.value.get("units"), item.value.get("scaleout") or cluster.get("scaleout"),
                     item.span, _f(budget) if budget is not None else None))

@@ -57,7 +57,11 @@ def totals(graph: ClusterGraph) -> tuple[Metric, ...]:
         out.append(Metric(f"peak.{precision}", f"peak {precision} (dense)", value, "FLOPS",
                           " + ".join(f"{p.gpus} x {_q(p.node.accelerator.peak_of(precision) or 0, 'FLOPS')}"
                                      for p in graph.partitions)))
-    out.append(_sum_metric(graph, "hbm.capacity", "HBM capacity", lambda p: p.gpus * p.node.accelerator.hbm_capacity,
+    if any(p.node.accelerator.hbm_nominal is not None for p in graph.partitions):  # as the data sheets state it
+        out.append(_sum_metric(graph, "hbm.nominal", "HBM (data sheet)", lambda p: p.gpus * p.node.accelerator.hbm_datasheet,
+                               lambda p: f"{p.gpus} x {_q(p.node.accelerator.hbm_datasheet, 'B')}", "B"))
+    out.append(_sum_metric(graph, "hbm.capacity", "HBM capacity (what plans fit in)",
+                           lambda p: p.gpus * p.node.accelerator.hbm_capacity,
                            lambda p: f"{p.gpus} x {_q(p.node.accelerator.hbm_capacity, 'B')}", "B"))
     out.append(_sum_metric(graph, "hbm.bandwidth", "HBM bandwidth (aggregate)",
                            lambda p: p.gpus * p.node.accelerator.hbm_bandwidth,

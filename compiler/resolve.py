@@ -24,7 +24,7 @@ from .names import unknown_name_notes
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
-         "cluster", "model", "train", "serve", "sweep", "workload", "tenant", "scheduler")
+         "cluster", "model", "train", "serve", "sweep", "workload", "tenant", "scheduler", "rl")
 
 
 # ----------------------------------------------------------------- effective bodies
@@ -102,9 +102,19 @@ def _key_span(entry: Entry) -> Span:
     return entry.target.span if isinstance(entry, ConstraintEntry) else entry.name.span
 
 
+# A field whose restatement drops what was written beside it: a data sheet's `hbm.nominal`
+# names the `capacity` it came with, not a variant's other memory (`H100_SXM { hbm.capacity = 96 GB }`).
+_COMPANIONS = {"capacity": ("nominal",)}
+
+
 def merge(parent: Body, child: Body) -> Body:
     """`child` over `parent`: fields replace, blocks merge member by member."""
     out: Body = dict(parent)
+    for key, companions in _COMPANIONS.items():
+        if key in child:
+            for companion in companions:
+                if companion not in child:
+                    out.pop(companion, None)
     for key, entry in child.items():
         base = out.get(key)
         if isinstance(base, BlockEntry) and isinstance(entry, BlockEntry):

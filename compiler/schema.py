@@ -74,9 +74,11 @@ class PartRef:
 
 @attrs.frozen
 class RepeatOf:
-    """`count x Part` where Part is one of `kinds`."""
+    """`count x Part` where Part is one of `kinds`; `least` 0 where none is a design choice a
+    sweep may reach (`dpus = 0 x BlueField3`, a partition of `0 x DGX_A100`)."""
 
     kinds: tuple[str, ...]
+    least: int = 1
 
     def describe(self) -> str:
         return f"a count of a {' or '.join(self.kinds)}, such as `8 x Name`"
@@ -224,11 +226,13 @@ CHIP = Block(
             "formats": ListOf(Choice(formats.NAMES, "a number format"), least=1)},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
-                      "stack_bandwidth": BANDWIDTH, "type": TEXT},
+                      "stack_bandwidth": BANDWIDTH, "type": TEXT, "nominal": BYTES},
                      required=("capacity", "bandwidth"),
                      alternatives={"capacity": (("stacks", "stack_capacity"),),
                                    "bandwidth": (("stacks", "stack_bandwidth"),)},
-                     doc="capacity and bandwidth, stated or derived from stacks x stack_capacity / stack_bandwidth"),
+                     doc="capacity (what the driver exposes: plans fit in it) and bandwidth, stated or derived from "
+                         "stacks x stack_capacity / stack_bandwidth; `nominal`, the data sheet's figure as it writes it "
+                         "(`80 GB`, `95 GiB`), names the part in every output (default: the capacity)"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
         "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
                                doc="dense operations (2 per multiply-add) per core per clock, per precision"),
@@ -279,7 +283,7 @@ SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BAND
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
-     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",)), "scaleup": PartRef(("fabric",)),
+     "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",), least=0), "scaleup": PartRef(("fabric",)),
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
@@ -329,7 +333,9 @@ CLUSTER = Block(
     {"units": _UNITS, "scaleout": PartRef(("fabric",)), "source": TEXT, "hostnames": HOSTNAMES},
     blocks={"power": Block({"budget": POWER, "pue": Qty(u.NONE, low=Fraction(1), low_open=False), "overhead": POWER0}),
             "economics": ECONOMICS, "calibration": CALIBRATION},
-    labelled={"partition": Block({"units": _UNITS, "scaleout": PartRef(("fabric",)), "hostnames": HOSTNAMES},
+    # a partition may hold no units (swept to zero): it drops out of the cluster and the jobs on it
+    labelled={"partition": Block({"units": RepeatOf(("node", "supernode"), least=0), "scaleout": PartRef(("fabric",)),
+                                  "hostnames": HOSTNAMES},
                                  blocks={"power": Block({"budget": POWER},
                                                         doc="the partition's own facility budget: a job on it "
                                                             "plans under the lower of it and the cluster's")},
@@ -459,6 +465,51 @@ SERVE = Block(
         "(solver/serve/daily.py): `gclc plan` reports the GPUs, power and energy over the day, `gclc schedule` "
         "holds those GPUs hour by hour beside the cluster's other jobs")
 
+# RL post-training (solver/rl): a policy trained on samples it generates, scored by optional
+# reference / reward models, with a critic for PPO; a generation pool (an inference engine) and
+# a training pool, on separate GPUs or on the same ones in turn.
+RL_ENGINE = Block({**{k: v for k, v in ENGINE.fields.items() if k != "mode"}, "memory": SHARE},
+                  blocks=ENGINE.blocks,
+                  doc="the generation pool's engine (as a serve job's, without prefill/decode disaggregation); "
+                      "`prefix_share` defaults to (samples - 1) / samples: a prompt's samples share its cache; "
+                      "`memory`: the share of each GPU's HBM the engine may fill with its weights and cache "
+                      "(vLLM's gpu_memory_utilization; default: the job's memory bound)")
+RL_GENERATE = Block(
+    {"on": Targets(), "gpus": COUNT, "precision": PRECISION},
+    blocks={"parallelism": Block({"tp": COUNT, "pp": COUNT, "ep": COUNT},
+                                 doc="a generation replica's layout: tp inside the scale-up domain, ep and pp across nodes"),
+            "engine": RL_ENGINE},
+    doc="the generation pool: the partition it runs `on` (default: the planner's choice), its `gpus`, the "
+        "precision the engine serves the policy in, a replica's layout and the engine")
+RL_TRAIN = Block(
+    {"on": Targets(), "gpus": COUNT, "precision": PRECISION, "software": Choice(SOFTWARE_STACKS, "a software stack"),
+     "optimizer_state": TRAIN.fields["optimizer_state"], "master_weights": TRAIN.fields["master_weights"],
+     "main_grads": TRAIN.fields["main_grads"]},
+    blocks={"parallelism": PARALLELISM},
+    doc="the training pool: the partition it runs `on`, its `gpus`, the training stack and its pins (as a "
+        "train job's); it also scores the samples (reference, reward and critic forwards, the policy's "
+        "old log-probabilities)")
+RL = Block(
+    {"model": PartRef(("model",)), "reference": PartRef(("model",)), "reward": PartRef(("model",)),
+     "critic": PartRef(("model",)), "on": Targets(), "algorithm": Choice(("grpo", "ppo"), "an RL algorithm"),
+     "prompts": COUNT, "samples": COUNT, "prompt": LENGTHS, "response": LENGTHS, "max_response": COUNT,
+     "epochs": COUNT, "minibatches": COUNT,
+     "placement": Choice(("auto", "colocated", "disaggregated"), "a placement of the pools"),
+     "staleness": COUNT0, "steps": COUNT,
+     "maximize": Choice(("throughput",)), "minimize": Choice(("time", "cost", "energy")),
+     "priority": Priority(), "submit": TIME0, "time_limit": TIME, "tenant": PartRef(("tenant",))},
+    blocks={"generate": RL_GENERATE, "train": RL_TRAIN,
+            "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
+    required=("model", "on", "prompts", "prompt", "response"),
+    doc="`model`: the policy; `reference` (the KL term's frozen policy), `reward` (a reward model; absent: a "
+        "rule or verifier, free) and `critic` (PPO's value model, trained beside the policy) are optional; "
+        "`prompts` per step, `samples` per prompt (GRPO's group), `prompt` and `response` lengths (tokens: a "
+        "count or a distribution, responses cut at `max_response`), `epochs` over the step's samples in "
+        "`minibatches` optimizer steps each; `placement`: the pools on separate GPUs (disaggregated), on the "
+        "same GPUs in turn (colocated) or the planner's choice (auto); `staleness`: the most steps a sample's "
+        "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training)",
+)
+
 # ----------------------------------------------------------------- design space
 
 # What `gclc sweep` can put on a Pareto front (solver/sweep/pareto.py maps each to a column).
@@ -528,5 +579,5 @@ KINDS: dict[str, Block] = {
     "chip": CHIP, "cpu": CPU, "nic": NIC, "dpu": DPU, "switch": SWITCH, "node": NODE,
     "supernode": SUPERNODE, "fabric": FABRIC, "cluster": CLUSTER, "model": MODEL,
     "train": TRAIN, "serve": SERVE, "sweep": SWEEP, "workload": WORKLOAD, "tenant": TENANT,
-    "scheduler": SCHEDULER,
+    "scheduler": SCHEDULER, "rl": RL,
 }

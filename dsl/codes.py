@@ -165,6 +165,9 @@ BIDIR_HINT = _code("bidir-suspicious", W, "`{field}` = {value} per direction loo
                    "A per-direction bandwidth that matches a known bidirectional data-sheet figure.")
 SERVE_DEMAND = _code("serve-demand", E, "{what}",
                      "A serve job's demand: request lengths, rate, trace and the SLOs that need them.")
+RL_JOB = _code("rl-job", E, "{what}",
+               "An `rl` job that cannot be planned as written: its algorithm and models, the split of its samples "
+               "into mini-batches, or where its generation and training pools run.")
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """`did you mean `x`?` from the nearest candidates, or nothing."""

@@ -16,7 +16,7 @@ from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation
 from .units import UNITS
 
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric", "cluster", "model", "train", "serve",
-         "sweep", "workload", "tenant", "scheduler")
+         "sweep", "workload", "tenant", "scheduler", "rl")
 LABELS = ("partition", "job")  # blocks that repeat with a label: `partition h100 { ... }`
 CONSTRUCTORS = ("fat_tree", "rail_optimized", "torus", "switched", "full_mesh",  # topologies
                 "lognormal", "uniform", "exponential",  # request lengths

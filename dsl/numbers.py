@@ -4,7 +4,8 @@ significant digits unless the number is whole (`35.5 s`, `0.463`, never `0.4633`
 `1.031e+05`), no `.0` on a count, SI prefixes on units (`966 kW`, `44.1 GB`), durations in the
 unit that reads best (`63 min`, `39.2 days`), big counts in words of the language (`300 B
 tokens`, as GCL writes `405 B`), ranges with one unit (`78,200–100,000 tokens/s`) and
-counts with the right plural (`1 switch`, `16 switches`)."""
+counts with the right plural (`1 switch`, `16 switches`). Memory reads in the family of units
+its data sheet uses: `80 GB` for an H100, `95 GiB` for a TPU v5p (`memory`, `hbm`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ _SMALL = (("", 1.0), ("m", 1e-3), ("u", 1e-6), ("n", 1e-9))
 _SCALED = {"W", "B", "B/s", "b/s", "FLOPS", "FLOP", "J", "Wh", "USD", "Hz"}
 _WORDS = (("T", 1e12), ("B", 1e9), ("M", 1e6))   # big plain counts, as GCL writes them (`405 B`)
 _DAY = 86400.0
+_BINARY = (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10),
+           ("bytes", 1))
 
 
 def number(value: float, digits: int = 3) -> str:
@@ -56,6 +59,49 @@ def quantity(value: float, unit: str, digits: int = 3) -> str:
         return count(round(value), "byte")
     factor, name = _scale(value, unit)
     return f"{number(value / factor, digits)} {name}".rstrip()
+
+
+def binary_bytes(value: float) -> bool:
+    """Whether a byte figure was written in binary units (`95 GiB`, `81559 MiB`): a whole
+    number of MiB that is no whole number of MB (`80 GB`, `141 GB` are). Both at once takes
+    a multiple of 15,625 MiB (16.384 GB), which reads as decimal."""
+    v = float(value)
+    return math.isfinite(v) and v >= 2**20 and v % 2**20 == 0 and v % 10**6 != 0
+
+
+def memory(value: float, binary: bool = False, digits: int = 3) -> str:
+    """Bytes in the family of units the part's data sheet uses: `73.4 GB`, or with `binary`
+    `68.4 GiB` (2**30 bytes)."""
+    if not binary:
+        return quantity(value, "B", digits)
+    v = abs(float(value))
+    name, factor = next(((n, f) for n, f in _BINARY if v >= f * 0.9995), _BINARY[-1])
+    return count(round(value), "byte") if factor == 1 else f"{number(value / factor, digits)} {name}"
+
+
+def datasheet_memory(value: float) -> str:
+    """A memory figure in the family of units it was written in: `80 GB`, `95 GiB`."""
+    return memory(value, binary_bytes(value), 4)
+
+
+def hbm(datasheet: float, usable: float) -> str:
+    """A part's HBM as its data sheet states it (`80 GB`, `95 GiB`), with what the driver
+    exposes beside it when that differs: `80 GB (79.6 GiB usable)`, the figure plans fit in."""
+    stated = datasheet_memory(datasheet)
+    if usable == datasheet:
+        return stated
+    return f"{stated} ({memory(usable, binary_bytes(usable))} usable)"
+
+
+def exact_bytes(value: float) -> int | float:
+    """A byte count for JSON as the integer it is (85520809984, not 8.55e10) when it is whole."""
+    return int(value) if math.isfinite(value) and float(value).is_integer() else value
+
+
+def memory_of(used: float, datasheet: float, usable: float) -> str:
+    """Memory a plan uses of a part's HBM, both in the data sheet's family of units:
+    `73.4 GB of 80 GB (79.6 GiB usable)`, `60.1 GiB of 95 GiB`."""
+    return f"{memory(used, binary_bytes(datasheet))} of {hbm(datasheet, usable)}"
 
 
 def duration(seconds: float, digits: int = 3) -> str:

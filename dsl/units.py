@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import attrs
 
-from .numbers import big, number
+from .numbers import big, binary_bytes, number
 
 # Base dimensions: bytes, seconds, joules, floating-point operations, money (US dollars).
 Dim = tuple[int, int, int, int, int]
@@ -272,6 +272,8 @@ def describe_dim(dim: Dim) -> str:
 
 # ----------------------------------------------------------------- display
 
+_BINARY_BYTES = (("EiB", Fraction(2**60)), ("PiB", Fraction(2**50)), ("TiB", Fraction(2**40)), ("GiB", Fraction(2**30)),
+                 ("MiB", Fraction(2**20)), ("bytes", Fraction(1)))
 _DISPLAY: dict[Dim, tuple[tuple[str, Fraction], ...]] = {
     BYTES: (("EB", Fraction(10**18)), ("PB", Fraction(10**15)), ("TB", Fraction(10**12)),
             ("GB", Fraction(10**9)), ("MB", Fraction(10**6)), ("kB", Fraction(10**3)), ("bytes", Fraction(1))),
@@ -301,6 +303,8 @@ def format_quantity(q: Quantity, digits: int = 3) -> str:
     if q.dim == NONE:
         return big(float(value), digits)
     scales = _DISPLAY.get(q.dim)
+    if q.dim == BYTES and value.denominator == 1 and binary_bytes(value):
+        scales = _BINARY_BYTES  # written in MiB or GiB (`81559 MiB`, `95 GiB`): shown so
     if not scales:
         return f"{number(float(value), digits)} [{describe_dim(q.dim)}]"
     magnitude = abs(value)

@@ -131,13 +131,13 @@ def _derived(analysis: Analysis, decl: ast.Declaration) -> list[str]:
         shown = [m for m in metrics.totals(graph) + metrics.power_breakdown(graph) if m.key in _CLUSTER_TOTALS]
         return ["derived:\n" + "\n".join(f"- {m.label}: {m.text} ({m.formula})" for m in shown)]
     if decl.kind.text == "chip":
-        keys = ("hbm.capacity", "hbm.bandwidth", "peak.bf16", "peak.fp8", "power.tdp")
+        keys = ("hbm.nominal", "hbm.capacity", "hbm.bandwidth", "peak.bf16", "peak.fp8", "power.tdp")
         found = [(k, entity.get(k)) for k in keys if entity.get(k) is not None]
         return ["\n".join(f"- {k}: {show_value(v)}" for k, v in found)] if found else []
     return []
 
 
-_CLUSTER_TOTALS = ("gpus", "peak.bf16", "peak.fp8", "hbm.capacity", "power.facility")
+_CLUSTER_TOTALS = ("gpus", "peak.bf16", "peak.fp8", "hbm.nominal", "hbm.capacity", "power.facility")
 
 
 def _reference(analysis: Analysis, spot: Spot) -> str | None:

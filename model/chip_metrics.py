@@ -8,6 +8,7 @@ from ..compiler import formats
 from ..compiler.chip import TOLERANCE
 from ..compiler.ir import Accelerator, ClusterGraph
 from ..compiler.metrics import Metric, _q
+from ..dsl.numbers import binary_bytes, memory
 from . import cache, dvfs
 from .train import dpu
 
@@ -92,13 +93,17 @@ def _peaks(chip: Accelerator) -> list[Metric]:
 
 
 def _hbm(chip: Accelerator) -> list[Metric]:
+    out = []
+    if chip.hbm_nominal is not None:  # the data sheet's figure names the part; plans fit in the capacity
+        out.append(Metric(f"chip.{chip.name}.hbm.nominal", f"{chip.name} HBM on its data sheet", chip.hbm_nominal, "B",
+                          f"stated; the driver exposes {_q(chip.hbm_capacity, 'B')}, what plans fit in", chip.span))
     if not chip.hbm_stacks:
-        return []
-    n = chip.hbm_stacks
-    return [Metric(f"chip.{chip.name}.hbm.capacity", f"{chip.name} HBM capacity", chip.hbm_capacity, "B",
-                   f"{n} stacks x {_q(chip.hbm_capacity / n, 'B')}", chip.span),
-            Metric(f"chip.{chip.name}.hbm.bandwidth", f"{chip.name} HBM bandwidth", chip.hbm_bandwidth, "B/s",
-                   f"{n} stacks x {_q(chip.hbm_bandwidth / n, 'B/s')}", chip.span)]
+        return out
+    n, binary = chip.hbm_stacks, binary_bytes(chip.hbm_capacity)
+    return out + [Metric(f"chip.{chip.name}.hbm.capacity", f"{chip.name} HBM capacity", chip.hbm_capacity, "B",
+                         f"{n} stacks x {memory(chip.hbm_capacity / n, binary)}", chip.span),
+                  Metric(f"chip.{chip.name}.hbm.bandwidth", f"{chip.name} HBM bandwidth", chip.hbm_bandwidth, "B/s",
+                         f"{n} stacks x {_q(chip.hbm_bandwidth / n, 'B/s')}", chip.span)]
 
 
 def _clock(chip: Accelerator) -> list[Metric]:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import Tier
-from .network.placement import Stage, place, port_rate, rate as _rate, stage_rate, tile  # noqa: F401 (the interface)
+from .network.placement import (Stage, exchange_costs, hop_rate, place, port_rate, rate as _rate,  # noqa: F401
+                                send_rate, stage_rate, tile)
 
 
 def outermost(size: int, stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
@@ -61,9 +62,18 @@ def _in_network(stage: Stage) -> bool:
     return stage.tier.in_network_reduction and not stage.tiled
 
 
+def _fastest(collective, nbytes: float, stages) -> float:
+    """A group that can run several ways (a Placement's options) takes the fastest at this size."""
+    return min(collective(nbytes, tuple(option)) for option in getattr(stages, "options", (stages,)))
+
+
 def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward.
     In the network (SHARP, NVLS) a stage sends its share once up and receives the sum once."""
+    return _fastest(_all_reduce, nbytes, stages)
+
+
+def _all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
@@ -93,7 +103,10 @@ def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     none of the ring's crossings of oversubscribed links and two switch traversals of
     latency. NCCL takes whichever is faster: on one NVSwitch the ring (NVIDIA/nccl#1047),
     on an oversubscribed SHARP fabric the switches."""
-    stages = getattr(stages, "scatter", stages)   # a Placement: the stages half an all-reduce runs best over
+    return _fastest(_reduce_scatter, nbytes, stages)
+
+
+def _reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
@@ -111,9 +124,22 @@ all_gather = reduce_scatter
 def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Each rank sends `nbytes` spread evenly over the group; traffic to members reached
     only at a tier uses that tier's bandwidth; tiers work in parallel, the slowest sets the time.
-    A ring in rank order stands for its tiled stages here (an exchange is no ring)."""
-    stages = tuple(t for s in stages for t in (s.tiled or (s,)))
-    total = math.prod(s.peers for s in stages)
+    Over a ring in rank order's members (a ragged group), each tier it crosses carries what
+    leaves the domains below it, shared by their GPUs (`exchange_costs`), or the tiled
+    stages' charge, whichever is less."""
+    tiled = _exchange(nbytes, tuple(t for s in stages for t in (s.tiled or (s,))))
+    if not any(s.crossings for s in stages):
+        return tiled
+    ragged = _exchange(nbytes, tuple(s for s in stages if not s.tiled), math.prod(s.peers for s in stages))
+    for stage in stages:
+        for tier, per_byte in exchange_costs(stage):
+            ragged = max(ragged, nbytes * per_byte + _latency(tier, stage.peers))
+    return min(tiled, ragged)
+
+
+def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None) -> float:
+    """The tiled all-to-all over `stages`, the innermost of a group of `total` members."""
+    total = total or math.prod(s.peers for s in stages)
     if total <= 1:
         return 0.0
     slowest, inside = 0.0, 1
@@ -123,6 +149,24 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
         slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers))
         inside = reached
     return slowest
+
+
+def ring_send(nbytes: float, size: int, stride: int, tiers: tuple[Tier, ...]) -> float:
+    """One step of a ring in rank order over every member (ring attention): the slowest hop's
+    send, all hops at once, shared uplinks counted (model/network/placement.py)."""
+    outer, speed = hop_rate(size, stride, tiers)
+    if outer is None:
+        return 0.0
+    return nbytes / speed + outer.latency
+
+
+def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[Tier, ...]) -> float:
+    """One send between pipeline neighbours (`size` stages, `stride` ranks apart), all stages'
+    at once: at the rate of the slowest, shared uplinks counted (model/network/placement.py)."""
+    outer, speed = send_rate(size, stride, tiers)
+    if outer is None:
+        return 0.0
+    return nbytes / speed + outer.latency
 
 
 def point_to_point(nbytes: float, tier: Tier | None) -> float:

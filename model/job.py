@@ -50,8 +50,9 @@ class Job:
 
 def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
     """What kind of job `name` is, and its entity: "hetero" (a train job across several
-    partitions), "serve" or "train". Without a name: the root file's first train job, else
-    its first serve job. Raises `JobError` (`UnknownJob` for a name) when there is none.
+    partitions), "serve", "rl" or "train". Without a name: the root file's first train job, else
+    its first serve job, else its first rl job. Raises `JobError` (`UnknownJob` for a name) when
+    there is none.
     Every command that plans starts here, so that each loads only its kind's solver."""
     entity = hetero_entity(design, name)
     if entity is not None:
@@ -59,7 +60,21 @@ def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
     entity = serve_entity(design, name)
     if entity is not None:
         return "serve", entity
+    entity = rl_entity(design, name)
+    if entity is not None:
+        return "rl", entity
     return "train", train_entity(design, name)
+
+
+def rl_entity(design: Design, name: str | None = None) -> Entity | None:
+    """The rl job `name`, or the root file's first when it has no train or serve job."""
+    jobs = [e for e in design.entities if e.kind == "rl"]
+    if name is not None:
+        return next((e for e in jobs if e.name == name), None)
+    if any(e.kind in ("train", "serve") and e.span.path == design.root for e in design.entities):
+        return None
+    local = [e for e in jobs if e.span.path == design.root] or jobs
+    return local[0] if local else None
 
 
 def train_job(design: Design, name: str | None = None) -> Job:
@@ -87,8 +102,9 @@ def train_entity(design: Design, name: str | None = None) -> Entity:
 
 
 def partition_refs(entity: Entity) -> tuple[PartitionRef, ...]:
+    """The partitions a job names in `on = [...]`, less those that hold no units (swept to 0)."""
     target = entity.get("on")
-    return tuple(target) if isinstance(target, tuple) else ()
+    return tuple(t for t in target if not (isinstance(t, PartitionRef) and t.empty)) if isinstance(target, tuple) else ()
 
 
 def is_hetero(entity: Entity) -> bool:
@@ -167,11 +183,15 @@ def _plain(value: object) -> object:
 def placement(entity: Entity) -> tuple[ClusterGraph, Partition]:
     target = entity.get("on")
     if isinstance(target, tuple):
+        target = partition_refs(entity) or target   # the partitions that hold units
         if len(target) != 1:
             raise JobError(f"`{entity.name}` spans {len(target)} partitions; evaluating one configuration "
                            "needs a single partition (the optimizer splits heterogeneous jobs)")
         target = target[0]
     if isinstance(target, PartitionRef):
+        if target.empty:
+            raise JobError(f"`{entity.name}` runs on `{target.cluster.name}.{target.name}`, which holds 0 units: "
+                           "give it nodes, or the job another partition")
         graph = lower_cluster(target.cluster)
         return graph, graph.partition(target.name)
     graph = lower_cluster(target)

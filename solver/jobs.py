@@ -16,6 +16,7 @@ from .power.section import PowerSection, power_section
 if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of their kind
     from .split.plan import HeteroPlan
     from .serve.plan import ServePlan
+    from .rl.plan import RLPlan
 
 
 @attrs.frozen
@@ -31,9 +32,9 @@ class TrainOutcome:
         return self.plan.best is not None
 
 
-# Each kind says which it is (`job_kind`: "train", "hetero" or "serve"), so that a view
+# Each kind says which it is (`job_kind`: "train", "hetero", "serve" or "rl"), so that a view
 # dispatches on it without loading the other kinds' modules.
-Outcome: TypeAlias = "TrainOutcome | HeteroPlan | ServePlan"
+Outcome: TypeAlias = "TrainOutcome | HeteroPlan | ServePlan | RLPlan"
 
 
 def job_objective(job: Entity) -> str:
@@ -58,6 +59,10 @@ def plan_design(design: Design, job: str | None = None, objective: str | None = 
         from .serve.plan import plan_serve
 
         return plan_serve(entity, top)
+    if kind == "rl":
+        from .rl.plan import plan_rl
+
+        return plan_rl(entity, top, objective)
     train = job_from_entity(entity)
     objective = objective or job_objective(train.entity)
     chosen = plan(train, objective, top)

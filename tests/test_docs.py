@@ -45,6 +45,10 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     ".venv/bin/python benchmarks/accuracy.py --json > accuracy.json": "19 refits: minutes",
     ".venv/bin/python benchmarks/validation.py --json > validation.json": "tests/benchmarks/test_validation.py runs it",
     ".venv/bin/python benchmarks/accuracy_plot.py accuracy.json validation.json -o docs/img": "needs the two above",
+    # docs/network.md's benchmarks: tests/model/test_nccl_model.py runs the published nccl-tests comparison,
+    # tests/model/test_flows.py the flow simulation against the analytic rates
+    ".venv/bin/python benchmarks/nccl_curves.py": "tests/model/test_nccl_model.py checks its figures",
+    ".venv/bin/python benchmarks/flow_sim.py": "16,384 GPUs: tests/model/test_flows.py checks the simulation",
 }
 FIRST_PLAN = "gclc plan examples/a100_cluster.gcl"  # the half of NOT_RUN's first line after setup
 LIMIT_S = 600  # the slowest, the sweep of 24 points on a local Dask cluster, takes ~40 s on 2 busy cores

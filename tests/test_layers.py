@@ -104,9 +104,12 @@ def test_the_walk_sees_imports_inside_functions(tmp_path):
 ROOM_USES: dict[str, set[str]] = {
     "solver/split": {"solver/train"},      # each partition's alternatives are train plans
     "solver/power": {"solver/train"},      # re-plans the train configuration at each clock
-    "solver/schedule": {"solver/train", "solver/serve"},   # a job's plan on the GPUs it is given
+    "solver/schedule": {"solver/train", "solver/serve", "solver/rl"},   # a job's plan on the GPUs it is given
     "solver/train": {"solver/schedule"},   # goodput under the failure process
     "solver/sweep": {"solver/train", "solver/serve"},
+    # RL: a generation pool (serving's simulator and layouts) and a training pool (training's planner)
+    "model/rl": {"model/serve", "model/train"},
+    "solver/rl": {"solver/serve", "solver/train"},
 }
 
 

@@ -3,9 +3,10 @@
 and of an editable install without a warning. Run in a subprocess with every Python warning
 shown (`-W always`), offline and in about a second: nothing is built or installed.
 
-What this cannot see: setuptools' own notice, when pip is run with `-v`, that an editable
-install of a mapped package directory (`gclc = "."`, fixed by the product card) goes through
-a meta path finder; pip without `-v` does not print the backend's output."""
+What this cannot see: setuptools' own notice that an editable install of a mapped package
+directory (`gclc = "."`, fixed by the product card) goes through a meta path finder. pip
+prints it at `-q` (a 10-line banner before a newcomer's first plan, issue 27), so `.ci/setup`
+installs at `-qq`: errors only, and a failed install stops the script."""
 
 from __future__ import annotations
 
@@ -35,3 +36,9 @@ def test_the_build_backend_reads_the_project_without_a_warning(tmp_path):
     assert noisy == [], "\n".join(noisy)
     metadata = (tmp_path / "gclc-0.1.0.dist-info" / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in metadata and "Requires-Python: >=3.11" in metadata
+
+
+def test_setup_installs_quietly_and_stops_on_a_failed_install():
+    lines = [x for x in (ROOT / ".ci" / "setup").read_text().splitlines() if "pip install" in x and not x.startswith("#")]
+    assert lines and all(" -qq " in x for x in lines), lines          # warnings (the banner) hidden, errors shown
+    assert not any("|| true" in x or "| grep" in x for x in lines), lines  # `set -e` sees a failed install

@@ -8,16 +8,15 @@ from ..dsl import codes
 from ..dsl.diagnostics import render_all, to_json
 
 
-def check_report(results, paths: list[str], fmt: str, interactive: bool, quiet: bool = False) -> str | None:
-    """The report of `results` (one per path), or None when there is nothing to print."""
+def check_report(results, paths: list[str], fmt: str) -> str | None:
+    """The diagnostics of `results` (one per path), or None when there are none to print
+    (the CLI says `FILE: ok` for those, on stdout)."""
     reports = []
     for path, result in zip(paths, results):
         if fmt == "json":
             reports.append(to_json(result.diagnostics))
         elif result.diagnostics:
             reports.append(render_all(result.diagnostics, result.sources))
-        elif (len(paths) > 1 or interactive) and not quiet:
-            reports.append(f"{path}: ok")
     if fmt == "json":  # one file: its list; several: an object keyed by file, in the order given
         if len(paths) == 1:
             return reports[0]

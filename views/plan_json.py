@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ..compiler.cost.tco import job_cost
-from ..dsl.numbers import duration
+from ..dsl.numbers import duration, exact_bytes
 from ..model.train import optimizer
 from ..model.calibration import BAND_CONFIDENCE
 from ..model.config import TrainConfig
@@ -34,6 +34,10 @@ def outcome_json(outcome: Outcome, timings: bool = False) -> dict:
     Wall-clock timings only with `timings` (the default output is byte-for-byte repeatable)."""
     if outcome.job_kind == "hetero":
         data = _hetero_contract(outcome) | hetero_json(outcome)
+    elif outcome.job_kind == "rl":
+        from .rl import rl_json
+
+        data = rl_json(outcome, parallelism)
     elif isinstance(outcome, TrainOutcome):
         data = _train_json(outcome)
     else:  # a ServePlan
@@ -160,7 +164,7 @@ def estimate_json(e: Estimate) -> dict:
         "memory_per_gpu_bytes": e.memory.total,
         "memory_breakdown_bytes": dict(e.memory.rows()),
         "host_memory_per_gpu_bytes": e.memory.offloaded,
-        "hbm_bytes": e.hbm,
+        "hbm_bytes": exact_bytes(e.hbm),
         "step_breakdown_s": dict(e.breakdown.rows()),
         "parallelism": parallelism(e),
         "gpus": e.config.gpus,
@@ -199,6 +203,8 @@ def plan_json(plan) -> dict:
         out["binding"] = list(plan.binding)
         return out
     out.update(estimate_json(plan.best))
+    # the part's HBM as its data sheet states it (80e9 for an "80 GB" H100); `hbm_bytes` is what it fits in
+    out["hbm_datasheet_bytes"] = exact_bytes(job.partition.node.accelerator.hbm_datasheet)
     state = optimizer_json(plan.best.config)
     if state is not None:
         out["optimizer"] = state

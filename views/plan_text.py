@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..compiler.cost.tco import job_cost
-from ..dsl.numbers import big, count, duration, number, percent, quantity, span
+from ..dsl.numbers import big, binary_bytes, count, duration, memory, memory_of, number, percent, quantity, span
 from ..model.calibration import half_width
 from ..model.train.step import Estimate
 from ..solver.jobs import Outcome, TrainOutcome
@@ -24,6 +24,10 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
     """The text of any job's plan (the search's wall-clock time only with `timings`)."""
     if outcome.job_kind == "hetero":
         return hetero_text(outcome)
+    if outcome.job_kind == "rl":
+        from .rl import rl_text
+
+        return rl_text(outcome, timings)
     if not isinstance(outcome, TrainOutcome):  # a ServePlan
         from .serve import serve_text
 
@@ -40,6 +44,9 @@ def infeasible_message(outcome: Outcome) -> str:
         reasons = "; ".join(f"{s.mode} split: {s.message}" for s in (outcome.data, outcome.pipeline) if s.message)
         return (f"gclc: infeasible: `{outcome.name}` fits neither split across its partitions"
                 + (f" ({reasons})" if reasons else ""))
+    if outcome.job_kind == "rl":
+        return f"gclc: infeasible: no pair of pools runs `{outcome.name}`" + "".join(
+            f"\n  {reason}" for reason in outcome.result.reasons)
     chosen = outcome.plan if isinstance(outcome, TrainOutcome) else outcome
     if not isinstance(chosen, Plan):  # a ServePlan
         head = (f"gclc: undecided: no configuration of `{outcome.name}` found that meets its limits within the "
@@ -51,10 +58,6 @@ def infeasible_message(outcome: Outcome) -> str:
         return f"gclc: infeasible: {reason.message}"
     job = chosen.job
     return f"gclc: infeasible: no admissible configuration of `{job.name}` on {job.gpus} GPUs"
-
-
-def _b(value: float) -> str:
-    return quantity(value, "B")
 
 
 def _w(value: float) -> str:
@@ -139,6 +142,8 @@ def plan_text(plan, timings: bool = False) -> str:
             lines.append(f"  infeasible {reason.message}")
         return "\n".join(lines)
     low, high = plan.error_band["tokens_per_s"]
+    chip = job.partition.node.accelerator
+    binary = binary_bytes(chip.hbm_datasheet)  # memory in the family of units of the part's data sheet
     lines += [
         f"  parallel   {_config(e)}  ({count(e.config.gpus, 'GPU')})",
         f"             {config_words(e)}",
@@ -147,9 +152,9 @@ def plan_text(plan, timings: bool = False) -> str:
         f"{number(e.tokens_per_s_per_gpu)} tokens/s per GPU    (80 % band {_rate_span(low, high)})",
         f"  MFU        {percent(e.mfu)}   HFU {percent(e.hfu)}   ({quantity(e.model_flops_per_gpu, 'FLOPS')} "
         f"of model FLOPs per GPU)",
-        f"  memory     {_b(e.memory.total)} of {_b(e.hbm)} per GPU: "
-        + ", ".join(f"{MEMORY_WORDS.get(k, k)} {_b(v)}" for k, v in e.memory.rows() if v)
-        + (f"; {_b(e.memory.offloaded)} of activations in host memory" if e.memory.offloaded else ""),
+        f"  memory     {memory_of(e.memory.total, chip.hbm_datasheet, e.hbm)} per GPU: "
+        + ", ".join(f"{MEMORY_WORDS.get(k, k)} {memory(v, binary)}" for k, v in e.memory.rows() if v)
+        + (f"; {memory(e.memory.offloaded, binary)} of activations in host memory" if e.memory.offloaded else ""),
         *optimizer_lines(e),
         "  step parts " + ", ".join(f"{WORDS.get(k, k)} {duration(v)}" for k, v in e.breakdown.rows() if v),
         f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU"

@@ -42,6 +42,10 @@ def draws(plan) -> tuple[str, tuple[Draw, ...]] | None:
 
     if plan is None or plan.best is None:
         return None
+    if getattr(plan, "job_kind", "") == "rl":
+        from .rl import draws as rl_draws
+
+        return plan.name, tuple(Draw(*d) for d in rl_draws(plan))
     if isinstance(plan, HeteroPlan):
         return plan.name, tuple(Draw(s.partition, s.gpus, s.watts) for s in plan.best.shares if s.items and s.gpus)
     if hasattr(plan, "job"):      # a train plan

@@ -32,9 +32,15 @@ def fabric_entities(design) -> dict:
     return {} if design is None else {e.name: e for e in design.of_kind("fabric")}
 
 
-def topology(graph: ClusterGraph, fabrics: dict | None = None, design=None) -> graphviz.Digraph:
-    """The cluster; with `design`, link speeds in the units its fabrics are written in."""
-    return _topology.topology(graph, fabrics, design)
+def topology(graph: ClusterGraph, fabrics: dict | None = None, design=None, plan=None) -> graphviz.Digraph:
+    """The cluster; with `design`, link speeds in the units its fabrics are written in; with a
+    train `plan` on it, its links coloured by how busy the plan keeps them (views/link_load.py)."""
+    loads = None
+    if plan is not None:
+        from .link_load import tier_loads
+
+        loads = tier_loads(plan)
+    return _topology.topology(graph, fabrics, design, loads=loads)
 
 
 def placement(plan, fabrics: dict | None = None) -> graphviz.Digraph:
@@ -51,6 +57,10 @@ def job_placement(outcome, fabrics: dict | None = None) -> graphviz.Digraph:
         from .placement_hetero import hetero_placement
 
         return hetero_placement(outcome)
+    if outcome.job_kind == "rl":
+        from .rl_placement import rl_placement
+
+        return rl_placement(outcome)
     return serve_placement(outcome)
 
 

@@ -7,7 +7,7 @@ energy_per_token_j parallelism placement error_band binding solver`)."""
 from __future__ import annotations
 
 from ..compiler.cost.tco import job_cost
-from ..dsl.numbers import big, count, duration, number, quantity
+from ..dsl.numbers import big, count, duration, exact_bytes, memory_of, number, quantity
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
 from ..model.compute import peak
@@ -36,6 +36,7 @@ def serve_json(p: ServePlan) -> dict:
         "tokens_per_s": p.tokens_per_s, "tokens_per_s_per_gpu": p.tokens_per_s / gpus,
         "requests_per_s": p.tokens_per_s / p.demand_output,
         "mfu": _mfu(p), "memory_per_gpu_bytes": b.memory, "hbm_bytes": b.hbm,
+        "hbm_datasheet_bytes": exact_bytes(p.partition.node.accelerator.hbm_datasheet),
         "power_w": p.power_w, "energy_per_token_j": p.energy_per_token,
         "tokens_per_joule": 1 / p.energy_per_token if p.energy_per_token else None,
         "placement": _placement(d) | ({"prefill": _placement(p.prefill)} if p.prefill else {}),
@@ -152,7 +153,7 @@ def serve_text(p: ServePlan) -> str:
                      f"TPOT {duration(p.best.tpot)} at full batch")
     lines += [
         f"  throughput {big(p.tokens_per_s)} output tokens/s ({number(p.tokens_per_s / p.used_gpus)} per GPU)",
-        f"  memory     {quantity(p.best.memory, 'B')} of {quantity(p.best.hbm, 'B')} per GPU",
+        f"  memory     {memory_of(p.best.memory, p.partition.node.accelerator.hbm_datasheet, p.best.hbm)} per GPU",
         f"  power      {quantity(p.power_w, 'W')}, {quantity(p.energy_per_token, 'J')} per output token",
     ]
     day = _daily(p)

@@ -30,27 +30,33 @@ import math
 import graphviz
 
 from ..compiler.ir import ClusterGraph, Partition, SwitchLayer, Tier
+from ..dsl.numbers import datasheet_memory, percent
+from . import link_load, torus
+from .torus import is_torus
 from .diagram import (FONT, HOST_LINK, PALETTE, PASTEL, SCALE_OUT, SCALE_UP, count, escape, fmt, ident, in_bits,
                       label, speed)
 
 MAX_RAILS = 8  # rails drawn one by one; beyond, the first few and a summary
 
 
-def topology(graph: ClusterGraph, fabrics: dict | None = None, design=None, title: str = "") -> graphviz.Digraph:
+def topology(graph: ClusterGraph, fabrics: dict | None = None, design=None, title: str = "",
+             loads: dict[str, float] | None = None) -> graphviz.Digraph:
+    """The cluster; with `loads` (tier name -> busy share of a plan's step, views/link_load.py)
+    its links coloured by how busy the plan keeps them."""
     fabrics = fabrics or {}
     dot = graphviz.Digraph(ident(graph.name), graph_attr={
         "rankdir": "BT", "fontname": FONT, "fontsize": "14", "labelloc": "t", "newrank": "true",
         "nodesep": "0.35", "ranksep": "0.7", "label": title or f"{graph.name}: {graph.gpus:,} accelerators"},
         node_attr={"fontname": FONT, "fontsize": "11", "shape": "box", "style": "rounded,filled", "fillcolor": "white"},
         edge_attr={"fontname": FONT, "fontsize": "10"})
-    view = _View(graph, fabrics, design)
+    view = _View(graph, fabrics, design, loads)
     with dot.subgraph(name="cluster_cluster") as c:
         c.attr(label=label(f"cluster {graph.name}", _cluster_line(graph)), style="rounded", color="#424242",
                labelloc="b")
         for index, p in enumerate(graph.partitions):
             view.partition(c, index, p)
         view.switch_layers(c)
-    _legend(dot)
+    _legend(dot, loads is not None)
     return dot
 
 
@@ -60,8 +66,18 @@ def _cluster_line(graph: ClusterGraph) -> str:
 
 
 class _View:
-    def __init__(self, graph: ClusterGraph, fabrics: dict, design):
-        self.graph, self.fabrics, self.design = graph, fabrics, design
+    def __init__(self, graph: ClusterGraph, fabrics: dict, design, loads: dict[str, float] | None = None):
+        self.graph, self.fabrics, self.design, self.loads = graph, fabrics, design, loads
+
+    def loaded(self, tier: str, style: dict, text: str = "") -> dict:
+        """An edge's attributes, coloured and labelled by its tier's load at the plan (if drawn)."""
+        if self.loads is None:
+            return {**style, "label": text}
+        load = self.loads.get(tier, 0.0)
+        colour = link_load.colour(load)
+        busy = f"busy {percent(load)} of the step" if load else "idle at this plan"
+        return {**style, "color": colour, "fontcolor": colour, "penwidth": str(round(1.2 + 4 * load, 2)),
+                "label": label(text, busy)}
 
     # ------------------------------------------------------------ units and speeds
     def bits(self, fabric: str, kind: str) -> bool:
@@ -109,12 +125,24 @@ class _View:
             _more(c, ident("p", index, "unit", "more"), p.nodes_per_unit - 1, p.node.name)
             tier = next((t for t in p.tiers if t.scope == "supernode"), None)
             if tier is not None:
-                element = ident("p", index, "unitfabric")
-                switches = [f"{s.count} × {s.name} per unit" for s in p.unit_switches]
-                c.node(element, label(self.tier_head(tier), *self.more_axes(p, "supernode"), *switches), shape="hexagon",
-                       fillcolor="#e8f5e9")
+                element = self.scaleup(c, ident("p", index, "unitfabric"), p, "supernode")
                 source = ident("p", index, "nodefabric") if any(t.scope == "node" for t in p.tiers) else ident("p", index, "chip")
-                c.edge(source, element, label=f"{self.tier_speed(tier)} per GPU", **SCALE_UP)
+                c.edge(source, element, **self.loaded(tier.name, SCALE_UP, f"{self.tier_speed(tier)} per GPU"))
+
+    def scaleup(self, c, element: str, p: Partition, scope: str) -> str:
+        """The scale-up fabric of `scope`: a torus as its grid of chips and rings, a switched
+        fabric as one hexagon; the element edges into it meet."""
+        tiers = [t for t in p.tiers if t.scope == scope]
+        if is_torus(tiers):
+            return torus.draw(c, element, tiers, f"{tiers[0].name.rsplit(' dim ', 1)[0]} · {tiers[0].kind}",
+                              self.tier_speed_link(tiers[0]))
+        switches = [f"{s.count} × {s.name} per unit" for s in p.unit_switches] if scope == "supernode" else []
+        c.node(element, label(self.tier_head(tiers[0]), *self.more_axes(p, scope), *switches), shape="hexagon",
+               fillcolor="#e8f5e9")
+        return element
+
+    def tier_speed_link(self, tier: Tier) -> str:
+        return speed(tier.link_bandwidth, self.bits(tier.fabric, tier.kind))
 
     def more_axes(self, p: Partition, scope: str) -> list[str]:
         """The further axes of a torus, drawn in the one scale-up element of their scope."""
@@ -145,10 +173,8 @@ class _View:
                     c.edge(chip, element, **HOST_LINK)
             tier = next((t for t in p.tiers if t.scope == "node"), None)
             if tier is not None:
-                element = ident("p", index, "nodefabric")
-                c.node(element, label(self.tier_head(tier), *self.more_axes(p, "node")), shape="hexagon",
-                       fillcolor="#e8f5e9")
-                c.edge(chip, element, label=f"{self.tier_speed(tier)} per GPU", **SCALE_UP)
+                element = self.scaleup(c, ident("p", index, "nodefabric"), p, "node")
+                c.edge(chip, element, **self.loaded(tier.name, SCALE_UP, f"{self.tier_speed(tier)} per GPU"))
 
     def ports_part(self, p: Partition):
         """The NIC (else DPU) that carries the scale-out fabric."""
@@ -175,15 +201,22 @@ class _View:
         if rails:
             for k in _shown(rails):
                 text = f"{p.nodes:,} links per rail × {per_link}" if k == 0 else ""
-                dot.edge(f"{source}:r{k}:n", _rail_id(layers[0], k), label=text,
-                         **{**SCALE_OUT, "color": PALETTE[k % len(PALETTE)], "fontcolor": "#1565c0"})
+                style = {**SCALE_OUT, "color": PALETTE[k % len(PALETTE)], "fontcolor": "#1565c0"}
+                dot.edge(f"{source}:r{k}:n", _rail_id(layers[0], k),
+                         **(self.loaded(first.name, style, text) if k == 0 or self.loads is None
+                            else {**self.loaded(first.name, style), "label": ""}))
             return
         cables = f"{links * p.nodes:,} links × {per_link}"
         dot.edge(source, ident("sw", fabric, layers[0].level),
-                 label=label(cables, f"{self.tier_speed(first)} per GPU"), **SCALE_OUT)
+                 **self.loaded(first.name, SCALE_OUT, label(cables, f"{self.tier_speed(first)} per GPU")))
 
     def tier_chain(self, dot, index: int, p: Partition, source: str, per_link: str) -> None:
         tiers = [t for t in p.tiers if t.scope == "scaleout"]
+        if is_torus(tiers):  # the nodes' ports are the torus's links: drawn as its grid and rings
+            element = torus.draw(dot, ident("p", index, "torus"), tiers, f"{tiers[0].name.rsplit(' dim ', 1)[0]} · "
+                                 f"{tiers[0].kind}", per_link, SCALE_OUT)
+            dot.edge(source, element, **self.loaded(tiers[0].name, SCALE_OUT, f"{per_link} per link"))
+            return
         for tier in tiers:
             dot.node(ident("p", index, "tier", tier.level), self.tier_head(tier), shape="hexagon", fillcolor="#e3f2fd")
         dot.edge(source, ident("p", index, "tier", tiers[0].level), label=f"{per_link} per link", **SCALE_OUT)
@@ -242,10 +275,10 @@ class _View:
         target = ident("sw", fabric, upper.level)
         if rails and lower.level == 1:
             for k in _shown(rails):
-                dot.edge(_rail_id(lower, k), target, label=text if k == 0 else "",
-                         **{**SCALE_OUT, "color": PALETTE[k % len(PALETTE)]})
+                attrs_ = self.loaded(upper.name, {**SCALE_OUT, "color": PALETTE[k % len(PALETTE)]}, text)
+                dot.edge(_rail_id(lower, k), target, **(attrs_ if k == 0 else {**attrs_, "label": ""}))
             return
-        dot.edge(ident("sw", fabric, lower.level), target, label=text, **SCALE_OUT)
+        dot.edge(ident("sw", fabric, lower.level), target, **self.loaded(upper.name, SCALE_OUT, text))
 
     def group_lines(self, element: str) -> list[str]:
         """Per partition: how many GPUs meet below this layer, at what bandwidth per GPU."""
@@ -298,7 +331,7 @@ def _more(dot, element: str, n: int, what: str) -> None:
 def _chip_lines(p: Partition) -> list[str]:
     chip = p.node.accelerator
     peak = next(((name, value) for name, value in chip.peak if name == "bf16"), chip.peak[0] if chip.peak else None)
-    lines = [f"{p.node.gpus} × {chip.name}", f"{fmt(chip.hbm_capacity, 'B')} HBM · {fmt(chip.hbm_bandwidth, 'B/s')}"]
+    lines = [f"{p.node.gpus} × {chip.name}", f"{datasheet_memory(chip.hbm_datasheet)} HBM · {fmt(chip.hbm_bandwidth, 'B/s')}"]
     if peak is not None:
         lines.append(f"{fmt(peak[1], 'FLOPS')} {peak[0]} · {fmt(chip.tdp, 'W')} TDP")
     return lines
@@ -313,8 +346,13 @@ def _link_rate(p: Partition, tier: Tier, fabrics: dict) -> tuple[int, float]:
     return ports, tier.bandwidth * tier.oversubscription * p.node.gpus / ports
 
 
-def _legend(dot) -> None:
+def _legend(dot, loaded: bool = False) -> None:
     with dot.subgraph(name="cluster_legend") as c:
+        if loaded:  # the links' colour is their load at the plan
+            bands = (f"under {percent(link_load.BUSY)} of the step", f"{percent(link_load.BUSY)} to "
+                     f"{percent(link_load.FULL)}", f"over {percent(link_load.FULL)}: near saturated")
+            for i, (text, hue) in enumerate(zip(bands, link_load.COLOURS)):
+                c.node(f"legend_load_{i}", f"links busy {text}", shape="plaintext", style="", fontcolor=hue)
         c.attr(label="legend", style="rounded", color="#bdbdbd", fontsize="10")
         c.node("legend_a", "GPU", shape="plaintext", style="")
         c.node("legend_b", "scale-up (node / rack)", shape="plaintext", style="")

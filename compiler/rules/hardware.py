@@ -119,6 +119,11 @@ def cluster_rules(cluster: Entity) -> Iterator[Diagnostic]:
                                       "`partition name { units = ... }` blocks for several"])
     yield from _hostnames(cluster)
     yield from _node_protocols(cluster)
+    units = [item.value.get("units") for item in getattr(partitions, "items", ())]
+    if units and all(u is not None and u.count == 0 for u in units):  # swept to zero, every one of them
+        yield codes.SHAPE.make(cluster.span, what=f"every partition of cluster `{cluster.name}` holds 0 units",
+                               labels=[Label(item.value.span_of("units"), "0 units") for item in partitions.items],
+                               notes=["help: a partition may be swept to 0 to drop it, but one must hold nodes"])
     if partitions and "scaleout" not in cluster.record:
         for item in partitions.items:
             if "scaleout" not in item.value and item.value.get("units").count > 1:

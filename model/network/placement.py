@@ -29,7 +29,8 @@ class Stage:
     tier: Tier
     peers: int            # members of the group that meet at this tier (per lower group)
     rate: float = 0.0     # bytes/s per GPU of a ring in rank order whose hops mostly stay below `tier` (0: the tier's)
-    tiled: tuple = ()     # the hierarchical stages such a ring stands for (what an all-to-all runs over)
+    tiled: tuple = ()     # the hierarchical stages such a ring stands for
+    crossings: tuple = () # (tier above, group ranks, domain below, job ranks, slot) of each domain edge the ring leaves
 
 
 def rate(tier: Tier) -> float:
@@ -48,23 +49,23 @@ def stage_rate(stage: Stage) -> float:
 
 
 class Placement(tuple):
-    """The stages an all-reduce runs over (the tuple itself), and those a reduce-scatter or an
-    all-gather runs over (`scatter`): where the switches reduce, an all-reduce may take them
-    while half of one moves fewer bytes along a ring in rank order."""
+    """The stages an all-reduce moves its bytes over fastest (the tuple itself: what views
+    show), and every way the group can run (`options`): a collective of a given size takes
+    the fastest of them, latency included, as NCCL picks its algorithm per call."""
 
-    scatter: tuple[Stage, ...]
+    options: tuple[tuple[Stage, ...], ...]
 
-    def __new__(cls, stages: tuple[Stage, ...], scatter: tuple[Stage, ...] | None = None) -> "Placement":
+    def __new__(cls, stages: tuple[Stage, ...], options: tuple[tuple[Stage, ...], ...] = ()) -> "Placement":
         made = super().__new__(cls, stages)
-        made.scatter = tuple(stages) if scatter is None else scatter
+        made.options = options or (tuple(stages),)
         return made
 
 
 @functools.lru_cache(maxsize=16384)   # immutable arguments, asked for every estimate
 def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> Placement:
     """The stages of every group of `size` ranks, `stride` apart, over `tiers` (innermost first):
-    the tiled stages, or a tiled prefix then one ring in rank order, whichever costs less
-    bandwidth (ties keep the tiled stages, which take fewer latency steps)."""
+    the tiled stages, or a tiled prefix then one ring in rank order. Each is an option; the
+    tuple is the one whose all-reduce moves its bytes soonest."""
     stages = tile(size, stride, tiers)
     if len(stages) == 0 or any(t.ring for t in tiers) or math.prod(s.peers for s in stages) != size:
         return Placement(stages)
@@ -74,14 +75,15 @@ def place(size: int, stride: int, tiers: tuple[Tier, ...]) -> Placement:
         ring = _rank_ring(size, inside, stride, tiers, stages[prefix:])
         if ring is not None:
             candidates.append(stages[:prefix] + (ring,))
-    return Placement(_cheapest(candidates, False), _cheapest(candidates, True))
+    return Placement(_cheapest(candidates), tuple(candidates))
 
 
-def _cheapest(candidates: list[tuple[Stage, ...]], scatter: bool) -> tuple[Stage, ...]:
-    best, cost = candidates[0], _bandwidth_term(candidates[0], scatter)
+def _cheapest(candidates: list[tuple[Stage, ...]]) -> tuple[Stage, ...]:
+    """The candidate whose all-reduce moves its bytes soonest (ties keep the tiled stages)."""
+    best, cost = candidates[0], _bandwidth_term(candidates[0])
     for stages in candidates[1:]:
-        if _bandwidth_term(stages, scatter) < cost * (1 - 1e-12):
-            best, cost = stages, _bandwidth_term(stages, scatter)
+        if _bandwidth_term(stages) < cost * (1 - 1e-12):
+            best, cost = stages, _bandwidth_term(stages)
     return best
 
 
@@ -134,7 +136,7 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
     None when the ring would cross no domain (the tiled stages are the same thing)."""
     extent, jobs = size * stride, tiers[-1].group_gpus   # a group's ranks; the job's, as the tiers see it
     slot = inside * stride                              # ranks between a ring's consecutive members
-    limit, outer = math.inf, None
+    limit, outer, exchange = math.inf, None, []
     for below, above in zip(tiers, tiers[1:]):
         straddling = _straddling(extent, below.group_gpus, jobs)
         if not straddling or above.group_gpus <= below.group_gpus:
@@ -142,11 +144,96 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
         share = below.group_gpus / slot / straddling     # the domain's uplink per hop that leaves it
         limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
         outer = above
+        exchange.append((above, extent, below.group_gpus, jobs, slot))
     if outer is None:
         return None
     first = next((t for t in tiers if t.group_gpus >= 2 * slot), outer)   # where consecutive members meet
     limit = min(limit, rate(first))
-    return Stage(outer, size // inside, limit, rest)
+    return Stage(outer, size // inside, limit, rest, tuple(exchange))
+
+
+@functools.lru_cache(maxsize=4096)
+def hop_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | None, float]:
+    """A ring in rank order over every member (ring attention passes its chunks so): (the
+    outermost tier a hop crosses, the rate of the slowest hop, shared uplinks counted). On a
+    torus, one link of the outermost axis."""
+    stages = tile(size, stride, tiers)
+    if not stages:
+        return None, 0.0
+    outer = stages[-1].tier
+    if any(t.ring for t in tiers):
+        return outer, outer.link_bandwidth * outer.efficiency
+    ring = _rank_ring(size, 1, stride, tiers, stages)
+    return (ring.tier, ring.rate) if ring is not None else (outer, rate(outer))
+
+
+@functools.lru_cache(maxsize=4096)
+def send_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | None, float]:
+    """Pipeline neighbours: `size` stages of `stride` ranks, each rank but the last stage's
+    sending to the one `stride` ahead. (The outermost tier a send crosses, the rate of the
+    slowest send.) A domain's uplinks carry D GPUs' worth of the tier above, shared by the
+    sends that leave it (at most min(D, stride)), never faster than the port. On a torus,
+    one link of the outermost axis."""
+    stages = tile(size, stride, tiers)
+    if not stages:
+        return None, 0.0
+    outer = stages[-1].tier
+    if any(t.ring for t in tiers):
+        return outer, outer.link_bandwidth * outer.efficiency
+    extent, ranks, limit = size * stride, tiers[-1].group_gpus, math.inf
+    for below, above in zip(tiers, tiers[1:]):
+        domain = below.group_gpus
+        if above.group_gpus <= domain or not _straddling(extent, domain, ranks) and extent <= domain:
+            continue
+        leaving = _sends_leaving(size, stride, domain, ranks)
+        if leaving:
+            limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, domain / leaving)))
+    return outer, (limit if limit < math.inf else rate(outer))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sends_leaving(size: int, stride: int, domain: int, ranks: int) -> int:
+    """The most forward sends of pipelines (`size` stages, `stride` apart, tiling `ranks`
+    from 0) that leave one `domain`-rank block: ranks of a stage with a next one, whose
+    partner `stride` ahead lies past the block's end (the deep run's counterexample: two
+    stages of 48 on 64-GPU leaves send 32 out of the first leaf, not 48)."""
+    extent, worst = size * stride, 0
+    senders = lambda end: end // extent * (extent - stride) + min(end % extent, extent - stride)  # noqa: E731  in [0, end)
+    blocks = min(ranks, extent // math.gcd(extent, domain) * domain + domain)
+    for lo in range(0, blocks, domain):
+        hi = min(lo + domain, ranks)
+        worst = max(worst, senders(hi) - senders(max(lo, hi - stride)))   # partners past the block's end
+    return worst
+
+
+@functools.lru_cache(maxsize=4096)
+def exchange_costs(stage: Stage) -> tuple[tuple[Tier, float], ...]:
+    """(tier, seconds per byte) an all-to-all over a ring stage's members spends on each tier
+    it crosses: what leaves the domains below, per GPU of their uplinks or through one port.
+    Computed when an all-to-all asks (the planner's rings never need it)."""
+    found = []
+    for above, extent, domain, ranks, slot in stage.crossings:
+        average, most = _leaving(extent, domain, ranks, slot)
+        found.append((above, max(average / rate(above), most / port_rate(above))))
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _leaving(extent: int, domain: int, ranks: int, slot: int) -> tuple[float, float]:
+    """Of an all-to-all's bytes over groups of `extent` consecutive ranks, the share that
+    leaves a `domain`-rank block: (per GPU of the block's uplinks, the most any GPU sends
+    out), worst block. A GPU whose group has m of its n slots in the block sends (n - m)/n
+    out; the block's uplinks (a whole domain's, even where the job fills it only in part)
+    are shared by all its GPUs, its port by one."""
+    slots, worst_average, worst_most = extent / slot, 0.0, 0.0
+    blocks = min(ranks, extent // math.gcd(extent, domain) * domain + domain)
+    for lo in range(0, blocks, domain):
+        hi = min(lo + domain, ranks)
+        inside = [min(hi, (g + 1) * extent) - max(lo, g * extent) for g in range(lo // extent, (hi - 1) // extent + 1)]
+        leaving = [(slots - m / slot) / slots for m in inside]
+        worst_average = max(worst_average, sum(m * f for m, f in zip(inside, leaving)) / domain)
+        worst_most = max(worst_most, max(leaving))
+    return worst_average, worst_most
 
 
 @functools.lru_cache(maxsize=4096)
@@ -166,13 +253,12 @@ def _straddling(extent: int, domain: int, ranks: int) -> int:
     return worst
 
 
-def _bandwidth_term(stages: tuple[Stage, ...], scatter: bool) -> float:
-    """Seconds per byte of an all-reduce (`scatter`: a reduce-scatter) over `stages`, latency
-    aside: what picks the algorithm (model/comms.py prices the same)."""
+def _bandwidth_term(stages: tuple[Stage, ...]) -> float:
+    """Seconds per byte of an all-reduce over `stages`, latency aside (model/comms.py prices the same)."""
     total, share = 0.0, 1.0
     for stage in stages:
         n = stage.peers
-        ring = (1 if scatter else 2) * (n - 1) / n * share / stage_rate(stage)
+        ring = 2 * (n - 1) / n * share / stage_rate(stage)
         if stage.tier.in_network_reduction and not stage.tiled:
             ring = min(ring, share / port_rate(stage.tier))
         total += ring

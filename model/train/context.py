@@ -61,9 +61,8 @@ def ring_exposed(shape: ModelShape, cfg: TrainConfig, tiers: tuple[Tier, ...], a
     rank's when unbalanced)."""
     if cfg.cp == 1:
         return 0.0
-    # every step waits for the slowest hop of the ring: the outermost tier the group spans
-    tier = comms.outermost(cfg.cp, cfg.stride("cp"), tiers)
-    send = comms.point_to_point(kv_chunk_bytes(shape, cfg), tier)
+    # every step waits for the slowest hop of the ring (model/network/placement.py hop_rate)
+    send = comms.ring_send(kv_chunk_bytes(shape, cfg), cfg.cp, cfg.stride("cp"), tiers)
     step = attention / cfg.cp   # balanced: each of the cp steps does the mean share
     if not cfg.cp_balanced:     # contiguous: the busiest rank computes a full chunk pair every remote step
         step = attention / (cfg.cp - 0.5)

@@ -114,5 +114,13 @@ def embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     return comms.all_reduce(shape.vocab * shape.hidden / cfg.tp * 4, stages)
 
 
+def unhidden(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+    """Seconds per step the data-parallel collectives take with nothing overlapping them
+    (`exposed` without overlap, and the tied embeddings' sync): the step's `dp` term is
+    what of this the backward pass does not hide. `partition` as the estimate ranks it."""
+    return (exposed(traffic(shape, cfg, partition), cfg.zero, cfg.microbatches, False, 0.0)
+            + embedding_sync(shape, cfg, partition.tiers))
+
+
 def clear_caches() -> None:
     _TRAFFIC.clear()

@@ -98,12 +98,11 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     head = logits(shape, cfg, chip)
-    boundary = comms.outermost(cfg.pp, cfg.stride("pp"), tiers)
     # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
     message = activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
     vp = cfg.virtual_stages   # 1 without a pipeline: no bubble, no sends, whatever vp says
-    p2p = 2 * vp * comms.point_to_point(message, boundary) if cfg.pp > 1 else 0.0
+    p2p = 2 * vp * comms.pipeline_send(message, cfg.pp, cfg.stride("pp"), tiers) if cfg.pp > 1 else 0.0
     # MTP modules sit after the output layer, on the last stage: a projection, one more
     # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2). With a
     # pipeline, the layout gives that stage fewer decoder layers to carry them (Megatron's

@@ -1,10 +1,12 @@
 """What the scheduler schedules, built from the design: every `train` job of the root
-file and every row of its `workload` blocks, with the partitions each may use, the GPU
-counts it may run at and its rate at each (from `plan` for train jobs), its work, and
-its checkpoint. Problems are located diagnostics (a job larger than any partition, an
-unknown GPU type, a job without work), never exceptions."""
+file (and `rl` job: solver/rl/schedule.py) and every row of its `workload` blocks, with
+the partitions each may use, the GPU counts it may run at and its rate at each (from `plan`
+for train jobs), its work, and its checkpoint. Problems are located diagnostics (a job
+larger than any partition, an unknown GPU type, a job without work), never exceptions."""
 
 from __future__ import annotations
+
+import math
 
 import attrs
 
@@ -17,7 +19,7 @@ from ...model.job import Job, job_from_entity
 from ...compiler.trace import priority_value, workload_jobs
 from ...dsl.source import SourceFile
 from .failures import checkpoint, node_storage, reliability
-from .goodput import goodput
+from .goodput import Reliability, goodput
 from .records import Option, SchedJob, Workload
 from .services import days_covered, service_of, stretches
 from .tenants import tenants_of, unknown_tenants
@@ -35,14 +37,16 @@ class ScheduleError(Exception):
 def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Workload:
     """Every job of the root file on one cluster; raises ScheduleError with diagnostics."""
     cluster = _cluster(design, cluster_name)
-    graph = lower_cluster(cluster)
-    rates = {p.name: reliability(cluster, graph, p) for p in graph.partitions}
+    graph, rates = _lowered(cluster)
     problems: list[Diagnostic] = []
     jobs: list[SchedJob] = []
     sources: list[SourceFile] = []
     for entity in design.local():
         if entity.kind == "train" and _on_cluster(entity, cluster):
             job = _train(entity, cluster, graph, rates, plan_fn, problems)
+            jobs += [job] if job is not None else []
+        elif entity.kind == "rl" and _on_cluster(entity, cluster):
+            job = _rl(entity, problems)
             jobs += [job] if job is not None else []
         elif entity.kind == "workload" and _on_cluster(entity, cluster):
             rows, found, source = workload_jobs(entity)
@@ -72,6 +76,19 @@ def _services(design: Design, cluster: Entity, graph: ClusterGraph, others: list
         service = service_of(entity, graph, problems)
         out += stretches(service, entity, days) if service is not None else []
     return out
+
+
+def train_job(entity: Entity, cluster: Entity, plan_fn=None) -> tuple[SchedJob | None, list[Diagnostic]]:
+    """One train job as `build` schedules it on `cluster`, with the time it asks for (what
+    the exports ask the real scheduler for), or None and the problems that keep it out."""
+    graph, rates = _lowered(cluster)
+    problems: list[Diagnostic] = []
+    return _train(entity, cluster, graph, rates, plan_fn, problems), problems
+
+
+def _lowered(cluster: Entity) -> tuple[ClusterGraph, dict[str, Reliability]]:
+    graph = lower_cluster(cluster)
+    return graph, {p.name: reliability(cluster, graph, p) for p in graph.partitions}
 
 
 def _cluster(design: Design, name: str | None) -> Entity:
@@ -163,7 +180,7 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
             span, what=f"`{entity.name}` has no feasible plan on {want_low:,} to {want_high:,} GPUs "
                        "of the partitions it may use", notes=notes))
         return None
-    work, unit = _work(entity, job0, options[0])
+    work, unit = _work(entity, job0.batch, job0.seq, options[0])
     if work is None:
         problems.append(codes.NO_SIZE.make(entity.span, what=f"`{entity.name}` has no amount of work to schedule",
                                            notes=["help: add `tokens = 1 T`, `steps = 10000` or `duration = 2 d`"]))
@@ -177,6 +194,22 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
                     getattr(entity.get("tenant"), "name", ""))
 
 
+def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
+    """An rl job: one gang holding both its pools, on one partition (solver/rl/schedule.py)."""
+    from ..rl.schedule import gang_options
+
+    found = gang_options(entity, problems)
+    if found is None:
+        return None
+    options, steps = found
+    weight, label = priority_value(entity.get("priority"))
+    submit, limit = entity.get("submit"), entity.get("time_limit")
+    return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, steps, "steps",
+                    True, tuple(Option(p, gpus, rate, math.inf, 0.0, 0.0, None) for p, gpus, rate in options), (),
+                    entity.span, float(limit.value) if limit is not None else math.inf,
+                    getattr(entity.get("tenant"), "name", ""))
+
+
 def _pinned_to(entity: Entity, cluster: Entity, p: Partition) -> Entity:
     """`entity` as if it ran `on` partition `p` alone (what `job_from_entity` evaluates)."""
     from ...compiler.design import Item, Partition as PartitionRef, Record
@@ -186,11 +219,22 @@ def _pinned_to(entity: Entity, cluster: Entity, p: Partition) -> Entity:
     return attrs.evolve(entity, record=Record(items))
 
 
-def _work(entity: Entity, job: Job, first: Option) -> tuple[float | None, str]:
+def time_asked(entity: Entity, batch: int, seq: int, option: Option) -> float | None:
+    """The time limit the schedule's rule gives `entity` were `option` its only way to run
+    (what an export asks for a plan the schedule itself would not start); None without work."""
+    work, _ = _work(entity, batch, seq, option)
+    if work is None:
+        return None
+    stated = entity.get("time_limit")
+    return requested(float(stated.value) if stated is not None else None,
+                     expected_run(work, option.rate, option.interval, option.write))
+
+
+def _work(entity: Entity, batch: int, seq: int, first: Option) -> tuple[float | None, str]:
     if entity.get("tokens") is not None:
         return float(entity.get("tokens")), "tokens"
     if entity.get("steps") is not None:
-        return float(entity.get("steps") * job.batch * job.seq), "tokens"
+        return float(entity.get("steps") * batch * seq), "tokens"
     if entity.get("duration") is not None:  # the time it takes at its largest size on its first partition
         return float(entity.get("duration").value) * first.rate, "tokens"
     return None, "tokens"

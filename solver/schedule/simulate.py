@@ -42,7 +42,8 @@ class Run:
     timeouts: int = 0                  # runs ended by the time limit
     restarts: int = 0
     rule: str = ""                     # the rule that started the current run
-    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule)
+    segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule,
+                                           #  ((domain, GPUs held in it), ...))
 
 
 @attrs.frozen
@@ -103,6 +104,9 @@ class Simulation:
         # the runs whose ends end the simulation: every job but the stretches of a service,
         # which serve for as long as anything else runs (all of them where nothing else is)
         self.owed = {n for n, r in self.runs.items() if not r.job.service} or set(self.runs)
+        # jobs with more than one size on a partition: the only ones that can grow
+        self.elastic = {n for n, r in self.runs.items() if r.job.gang and not r.job.service
+                        and len({(o.partition, o.gpus) for o in r.job.options}) > len(r.job.partitions)}
         self.left = len(self.owed)
         last = max((j.submit for j in workload.jobs), default=0.0)
         self.epoch_step = last / max(1, epochs - 1) if last > 0 else math.inf
@@ -216,11 +220,11 @@ class Simulation:
         nothing waits and GPUs are idle, if that ends them sooner than staying, counting the
         restart and the work since their last checkpoint (TorchElastic-style: a resize is a
         restart from the checkpoint at the new size)."""
-        for name, (job, _) in list(self.running.items()):
-            run, alloc = self.runs[name], self.state.allocations[name]
+        for name in [n for n in self.elastic if n in self.running]:
+            job, run, alloc = self.runs[name].job, self.runs[name], self.state.allocations[name]
             room = self.state.partitions[alloc.partition].free_gpus + run.gpus
             bigger = [o for o in job.options if o.partition == alloc.partition and run.gpus < o.gpus <= room]
-            if not job.gang or job.service or not bigger:
+            if not bigger:
                 continue
             o, now_rate = max(bigger, key=lambda o: o.gpus), run.option.rate * run.gpus / run.option.gpus
             worked = max(0.0, now - run.start - run.delay)
@@ -316,7 +320,7 @@ class Simulation:
         run.useful += kept / rate * run.gpus
         run.held += (now - run.start) * run.gpus
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
-                             run.rule))
+                             run.rule, tuple(zip(alloc.domains, alloc.counts))))
         self.stopped.append((run.job.tenant, run.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":

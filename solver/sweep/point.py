@@ -18,12 +18,13 @@ from ...model.job import JobError, train_job
 # name -> type ("int", "float", "str", "bool"); the swept values come first, as text, in
 # columns named `set_<param>` (a param may well be called `nodes` or `tp`).
 COLUMNS: dict[str, str] = {
-    "point": "int", "status": "str", "reason": "str", "job": "str", "gpus": "int", "nodes": "int",
+    # gpus: what the plan runs on (tp x pp x dp x cp); cluster_gpus: what the design holds
+    "point": "int", "status": "str", "reason": "str", "job": "str", "gpus": "int", "cluster_gpus": "int", "nodes": "int",
     "tp": "int", "pp": "int", "dp": "int", "cp": "int", "ep": "int", "vp": "int", "microbatch": "int",
     "recompute": "str", "zero": "int",
-    # the operating point (train jobs): GPUs the plan runs, its clock (a ratio of the chip's own)
-    # and the power cap per GPU that holds it there (empty: full clock)
-    "job_gpus": "int", "clock": "float", "power_cap_w": "float",
+    # the operating point (train jobs): its clock (a ratio of the chip's own) and the power cap
+    # per GPU that holds it there (empty: full clock); the GPUs it runs are `gpus`
+    "clock": "float", "power_cap_w": "float",
     "step_time_s": "float", "tokens_per_s": "float", "mfu": "float", "memory_per_gpu_bytes": "float",
     # goodput (train jobs): the share of wall time that trains under failures, checkpoints
     # and restarts (solver/schedule/goodput.py), and the tokens/s that share leaves
@@ -58,7 +59,7 @@ def evaluate(path: str, index: int, settings: dict[str, str], job: str | None = 
         return row | {"status": "invalid", "reason": str(error)}
     graph = lower(design)
     power = facility_power(graph)
-    row |= {"gpus": graph.gpus, "nodes": sum(p.nodes for p in graph.partitions),
+    row |= {"gpus": graph.gpus, "cluster_gpus": graph.gpus, "nodes": sum(p.nodes for p in graph.partitions),
             "facility_power_w": power} | _costs(cluster, graph, power)
     try:
         return _train(design, job, objective, row)
@@ -98,8 +99,8 @@ def _train(design, job: str | None, objective: str, row: dict) -> dict:
         reason = chosen.infeasibility.message if chosen.infeasibility is not None else "no admissible configuration"
         return row | {"status": "infeasible", "reason": reason}
     e, c = chosen.best, chosen.best.config
-    row |= {"status": "ok", "reason": "", "tp": c.tp, "pp": c.pp, "dp": c.dp, "cp": c.cp, "ep": c.ep, "vp": c.vp,
-            "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero, "job_gpus": c.gpus,
+    row |= {"status": "ok", "reason": "", "gpus": c.gpus, "tp": c.tp, "pp": c.pp, "dp": c.dp, "cp": c.cp, "ep": c.ep,
+            "vp": c.vp, "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero,
             "clock": chosen.clock, "power_cap_w": c.power_cap, "step_time_s": e.step_time,
             "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "memory_per_gpu_bytes": e.memory.total,
             "job_power_w": chosen.power.total if chosen.power is not None else None}

@@ -6,6 +6,7 @@ stream past (the Pareto front, the points to plot, the reasons for infeasibility
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from fractions import Fraction
@@ -168,58 +169,69 @@ def todo(axes: tuple[Axis, ...], base: dict[str, str], done: set[tuple[str, ...]
 
 
 def sensitivity_points(path: str, base: dict[str, str], delta: float,
-                       only: tuple[str, ...] = ()) -> list[tuple[int, dict[str, str], str, int]]:
-    """(index, settings, param, -1/0/+1): the base point, then each numeric param of the root
-    file at (1 - delta) and (1 + delta) times its value (whole numbers rounded, moved by at
-    least one)."""
+                       only: tuple[str, ...] = ()) -> list[tuple[int, dict[str, str], str, int, float]]:
+    """(index, settings, param, -1/0/+1, move): the base point, then each numeric param of the
+    root file at (1 - delta) and (1 + delta) times its value, `move` the share it actually moved
+    by (a whole number is rounded half away from zero and moved by at least one: 5 moves by
+    20 %, and the tornado says so)."""
     result = check_file(path, base)
     if result.design is None:
         raise DesignError(result.diagnostics, dict(result.sources))
     root = {e.name for e in result.design.local()}
-    out: list[tuple[int, dict[str, str], str, int]] = [(0, dict(base), "", 0)]
+    out: list[tuple[int, dict[str, str], str, int, float]] = [(0, dict(base), "", 0, 0.0)]
     for item in result.design.params:
         if item.span.path != result.design.root or item.name in base or (only and item.name not in only):
             continue
         if isinstance(item.value, Entity) or item.name in root:
             continue
         for sign in (-1, 1):
-            text = _scaled(item.value, sign, delta)
-            if text is not None:
-                out.append((len(out), base | {item.name: text}, item.name, sign))
+            moved = _scaled(item.value, sign, delta)
+            if moved is not None:
+                out.append((len(out), base | {item.name: moved[0]}, item.name, sign, moved[1]))
     return out
 
 
-def _scaled(value, sign: int, delta: float) -> str | None:
+def _scaled(value, sign: int, delta: float) -> tuple[str, float] | None:
+    """(the value moved by `sign` x `delta` as `--set` text, the share it moved by)."""
     if isinstance(value, bool) or not isinstance(value, (Quantity, int)):
         return None
     q = value if isinstance(value, Quantity) else Quantity(Fraction(value))
+    if q.value == 0:
+        return None
     factor = Fraction(1) + sign * Fraction(delta).limit_denominator(10**6)
-    if q.dim == NONE and q.value.denominator == 1:  # a count: round, but move
-        moved = round(q.value * factor)
+    if q.dim == NONE and q.value.denominator == 1:  # a count: rounded half away from zero, but moved
+        moved = _half_up(q.value * factor)
         moved = moved if moved != q.value else q.value + sign
-        return str(moved) if moved >= 1 else None
+        return (str(moved), float(Fraction(moved) / q.value - 1)) if moved >= 1 else None
     scaled = q.value * factor
     unit = EXAMPLE_UNITS.get(q.dim)
     if q.dim == NONE:
-        return f"{float(scaled):.12g}"
+        return f"{float(scaled):.12g}", float(factor - 1)
     if not unit:
         return None
-    return f"{float(Quantity(scaled, q.dim).to(unit)):.12g} {unit}"
+    return f"{float(Quantity(scaled, q.dim).to(unit)):.12g} {unit}", float(factor - 1)
 
 
-def tornado(rows: list[dict], plan: list[tuple[int, dict[str, str], str, int]], column: str) -> list[tuple[str, float, float]]:
-    """(param, relative change at -delta, at +delta) of `column`; params whose either side
-    did not evaluate are left out."""
+def _half_up(x: Fraction) -> int:
+    """Round half away from zero (Python's `round` goes to even: 4.5 -> 4, a 10 % move of 5 to 4)."""
+    whole = math.floor(abs(x) + Fraction(1, 2))
+    return whole if x >= 0 else -whole
+
+
+def tornado(rows: list[dict], plan: list[tuple[int, dict[str, str], str, int, float]],
+            column: str) -> list[tuple[str, float, float, float, float]]:
+    """(param, relative change of `column` at -delta, at +delta, the share the param moved
+    down, up); params whose either side did not evaluate are left out."""
     by_point = {r["point"]: r for r in rows}
     base = by_point.get(0, {}).get(column)
     if not base:
         return []
-    sides: dict[str, dict[int, float]] = {}
-    for index, _, param, sign in plan[1:]:
+    sides: dict[str, dict[int, tuple[float, float]]] = {}
+    for index, _, param, sign, move in plan[1:]:
         value = by_point.get(index, {}).get(column)
         if value is not None and by_point[index]["status"] == "ok":
-            sides.setdefault(param, {})[sign] = value / base - 1
-    return [(p, s[-1], s[1]) for p, s in sides.items() if -1 in s and 1 in s]
+            sides.setdefault(param, {})[sign] = (value / base - 1, move)
+    return [(p, s[-1][0], s[1][0], s[-1][1], s[1][1]) for p, s in sides.items() if -1 in s and 1 in s]
 
 
 # ----------------------------------------------------------------- collecting
@@ -236,6 +248,7 @@ class Collected:
     rows_on_front: dict[object, dict] = attrs.Factory(dict)
     reasons: Counter = attrs.Factory(Counter)
     statuses: Counter = attrs.Factory(Counter)
+    missing: Counter = attrs.Factory(Counter)   # objective -> feasible points without a value for it
     resumed: int = 0                         # rows taken over from an earlier table
 
     def __attrs_post_init__(self) -> None:
@@ -248,6 +261,8 @@ class Collected:
                 self.reasons[row["reason"]] += 1
             values = self.front.key_of(row)
             if values is None:
+                if row["status"] == "ok":
+                    self.missing.update(o for o in self.objectives if _raw_or_none(row, o) is None)
                 continue
             label = " ".join(f"{n}={row.get(column(n))}" for n in self.labels)
             if len(self.plotted) < PLOT_POINTS and len(self.objectives) >= 2:
@@ -265,3 +280,30 @@ class Collected:
 
 def _raw(row: dict, objective: str) -> float:
     return float(row[OBJECTIVES[objective][0]])
+
+
+def _raw_or_none(row: dict, objective: str) -> float | None:
+    value = row.get(OBJECTIVES[objective][0])
+    return None if value is None or value != value else float(value)
+
+
+# Why a feasible point has no value for an objective, by the column it reads.
+_NO_ECONOMICS = ("its cluster has no `economics { years  energy_price }` block, which prices the parts "
+                 "(their `price`) into capex, TCO and cost per token")
+_WHY_MISSING = {
+    "capex_usd": _NO_ECONOMICS, "tco_usd": _NO_ECONOMICS, "cost_per_token_usd": _NO_ECONOMICS,
+    "cost_to_train_usd": "the job states no `tokens`, or " + _NO_ECONOMICS,
+    "time_to_train_s": "the job states no `tokens` to train",
+    "energy_to_train_j": "the job states no `tokens` to train",
+    "goodput_tokens_per_s": "a serve job has no goodput",
+}
+
+
+def missing_reasons(collected: "Collected") -> list[str]:
+    """Why feasible points are off the front: per objective, how many lack a value and why."""
+    out = []
+    for objective, n in collected.missing.most_common():
+        column = OBJECTIVES[objective][0]
+        out.append(f"{n} feasible point{'s' if n != 1 else ''} without {objective}: "
+                   f"{_WHY_MISSING.get(column, f'no `{column}` in its row')}")
+    return out

@@ -86,7 +86,7 @@ from .limits import (
     violated,
 )
 # The operating points beside the layout (solver/train/operating.py): power caps under a limit or for energy.
-from .operating import at_cap, operating_caps, operating_key, power_limited
+from .operating import at_cap, operating_caps, power_limited
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)
@@ -394,18 +394,28 @@ def best(job: Job, objective: str = "throughput") -> tuple[Estimate | None, int]
 
 
 def ranked(job: Job, objective: str = "throughput") -> list[tuple[float, Estimate]]:
-    """Every admissible configuration with its objective value, best first; a layout searched
-    at several power caps once, at its best."""
+    """Every admissible configuration with its objective value, best first (each rank order
+    and power cap of a layout apart: `distinct` keeps each layout's best)."""
     lim = limits(job)
     out = [(objective_value(job, objective, e), e) for e in evaluate_all(job, objective) if admissible(job, lim, e)]
     out.sort(key=lambda pair: pair[0])
-    if len(operating_caps(job, objective)) == 1:
-        return out
-    seen: set[TrainConfig] = set()
-    kept = []
-    for value, e in out:
-        key = operating_key(e)
+    return out
+
+
+def layout(e: Estimate) -> TrainConfig:
+    """What makes two configurations different layouts: everything but the rank order and the
+    power cap (the same layout placed another way, or run at another clock, is the same plan
+    at its best, not a runner-up)."""
+    return attrs.evolve(e.config, order=(), power_cap=None)
+
+
+def distinct(ranked_list: list[tuple[float, Estimate]]) -> list[tuple[float, Estimate]]:
+    """The best rank order and clock of each layout (`layout`), best first: what the search
+    keeps as the plan and its runners-up."""
+    seen, out = set(), []
+    for value, e in ranked_list:
+        key = layout(e)
         if key not in seen:
             seen.add(key)
-            kept.append((value, e))
-    return kept
+            out.append((value, e))
+    return out

@@ -23,7 +23,7 @@ from ...model.train import offload_host
 from ...model.train.memory import model_state
 from ...model.train.step import Estimate
 from ...dsl.source import Span
-from ...dsl.numbers import duration, number, percent, quantity
+from ...dsl.numbers import duration, hbm, number, percent, quantity
 from . import enumerate as space_def
 
 
@@ -123,11 +123,11 @@ def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
     bound = lim.get("memory")
     if need > lim.hbm or bound is None:
         limit, span = lim.hbm, hbm_span(job)
-        allows = f"the {chip.name} has {_gb(lim.hbm)} ({span})"
+        allows = f"the {chip.name} has {hbm(chip.hbm_datasheet, lim.hbm)} ({span})"
     else:
         limit, span = lim.memory, bound.span
         share = f"{percent(bound.value / lim.hbm)} of " if bound.share else ""
-        allows = f"the job allows {_gb(lim.memory)} ({share}the {chip.name}'s {_gb(lim.hbm)}, {span})"
+        allows = f"the job allows {_gb(lim.memory)} ({share}the {chip.name}'s {hbm(chip.hbm_datasheet, lim.hbm)}, {span})"
     if state > limit:
         what = f"needs {_gb(state)} per GPU for weights, gradients and optimizer state alone ({_gb(need)} in all)"
     else:

@@ -8,10 +8,8 @@ from __future__ import annotations
 import attrs
 
 from ...model import dvfs
-from ...model.config import TrainConfig
 from ...model.job import Job
 from ...model.power import job_power
-from ...model.train.step import Estimate
 from .limits import limits
 
 
@@ -41,8 +39,3 @@ def at_cap(job: Job, cap: float | None) -> Job:
     """The job on chips under power cap `cap` (the job itself for None)."""
     return job if cap is None else attrs.evolve(job, partition=dvfs.with_cap(job.partition, cap))
 
-
-def operating_key(e: Estimate) -> TrainConfig:
-    """A configuration without its power cap: the same layout at another clock is one choice,
-    listed once (at its best clock) among the runners-up."""
-    return attrs.evolve(e.config, power_cap=None)

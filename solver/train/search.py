@@ -117,7 +117,7 @@ class _Search:
         # for energy each clock step (a power cap). One top list over all of them, so that the
         # same layout at another cap never counts as a runner-up of its own.
         self.caps = space_def.operating_caps(job, objective)
-        self.top = Top(max(1, top + 1), space_def.operating_key if len(self.caps) > 1 else None)
+        self.top = Top(max(1, top + 1))
         self.total = self.evaluated = self.estimates = 0
         self.pruned = {"bound": 0, "memory": 0, "limits": 0}
         self.rejected: list[Rejected] = []

@@ -9,7 +9,7 @@ import itertools
 import attrs
 
 from ...model.train.step import Estimate
-from .enumerate import Limit, Limits
+from .enumerate import Limit, Limits, layout
 
 
 @attrs.frozen
@@ -62,31 +62,38 @@ class SearchResult:
 
 
 class Top:
-    """The best `keep` admissible values seen; the worst of them is the pruning threshold.
-    Equal values rank in the order they were offered. With `key`, configurations of one key
-    (a layout at several power caps) hold one place, the best of them."""
+    """The best `keep` admissible values seen, one per layout (`layout`: the best rank order
+    of each); the worst of them is the pruning threshold. A configuration bounded at the
+    threshold can enter neither as a new layout nor as a better order of a kept one, so
+    pruning at it keeps the list exact. Equal values rank in the order they were offered."""
 
-    def __init__(self, keep: int, key=None) -> None:
-        self.keep, self.heap, self.count, self.key = keep, [], itertools.count(), key
+    def __init__(self, keep: int) -> None:
+        self.keep, self.heap, self.count, self.kept = keep, [], itertools.count(), {}
 
     @property
     def threshold(self) -> float:
         return -self.heap[0][0] if len(self.heap) >= self.keep else float("inf")
 
     def offer(self, value: float, e: Estimate) -> None:
-        key = self.key(e) if self.key is not None else None
-        item = (-value, -next(self.count), e, key)
-        if key is not None:
-            same = next((i for i, held in enumerate(self.heap) if held[3] == key), None)
-            if same is not None:
-                if value < -self.heap[same][0]:     # the better operating point of the same layout
-                    self.heap[same] = item
-                    heapq.heapify(self.heap)
-                return
+        key = layout(e)
+        held = self.kept.get(key)
+        if held is not None:
+            if value < -held[0]:   # a better order of a kept layout replaces it in place
+                self.heap.remove(held)
+                heapq.heapify(self.heap)
+                self._push((-value, -next(self.count), e), key)
+            return
+        item = (-value, -next(self.count), e)
         if len(self.heap) < self.keep:
-            heapq.heappush(self.heap, item)
+            self._push(item, key)
         elif value < -self.heap[0][0]:
-            heapq.heapreplace(self.heap, item)
+            dropped = heapq.heappop(self.heap)
+            del self.kept[layout(dropped[2])]
+            self._push(item, key)
+
+    def _push(self, item, key) -> None:
+        heapq.heappush(self.heap, item)
+        self.kept[key] = item
 
     def ranked(self) -> list[tuple[float, Estimate]]:
         return [(-t[0], t[2]) for t in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]

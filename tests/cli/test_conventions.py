@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -117,8 +118,39 @@ def test_diagnostics_go_to_stderr_and_quiet_keeps_errors_only(tmp_path, capsys):
     good.write_text("param racks = 4\n")
     other = tmp_path / "other.gcl"
     other.write_text("param racks = 8\n")
-    assert main(["check", str(good), str(other)]) == 0 and ": ok" in capsys.readouterr().err
-    assert main(["-q", "check", str(good), str(other)]) == 0 and capsys.readouterr().err == ""
+    assert main(["check", str(good), str(other)]) == 0
+    out, err = capsys.readouterr()
+    assert out == f"{good}: ok\n{other}: ok\n" and err == ""
+    assert main(["-q", "check", str(good), str(other)]) == 0 and capsys.readouterr() == ("", "")
+
+
+def test_one_clean_file_says_ok_as_two_do(tmp_path, capsys):
+    """Issue 27: one clean file printed nothing, two printed `ok` lines on stderr. The
+    verdict is check's result: `FILE: ok` on stdout for one file or several alike."""
+    good = tmp_path / "good.gcl"
+    good.write_text("param racks = 4\n")
+    assert main(["check", str(good)]) == 0
+    assert capsys.readouterr() == (f"{good}: ok\n", "")
+
+
+def test_every_command_that_writes_a_file_says_what_it_wrote_on_stdout(tmp_path, capsys):
+    """Issue 27: `render` printed nothing on success while export and sweep said what they
+    wrote. Every command that writes says `wrote PATH` on stdout (results on stdout,
+    diagnostics and progress on stderr), and nothing under --quiet."""
+    design = str(ROOT / "tests" / "data" / "train.gcl")
+    runs = {"render": (["render", design, "-o", str(tmp_path / "t.dot")], "t.dot"),
+            "compile": (["compile", design, "-o", str(tmp_path / "ir.json")], "ir.json"),
+            "report": (["report", design, "-o", str(tmp_path / "r.html")], "r.html"),
+            "export": (["export", design, "--to", "slurm", "-o", str(tmp_path / "slurm")], "job.sbatch")}
+    for name, (args, written) in runs.items():
+        assert main(args) == 0, name
+        out, err = capsys.readouterr()
+        assert re.search(rf"^wrote \S*{re.escape(written)}", out, re.MULTILINE), (name, out)
+        assert "wrote" not in err, name
+        assert main(["-q", *args]) == 0 and "wrote" not in capsys.readouterr().out, name
+    ugly = tmp_path / "ugly.gcl"
+    ugly.write_text(UGLY)
+    assert main(["fmt", "--write", str(ugly)]) == 0 and capsys.readouterr().out == f"wrote {ugly}\n"
 
 
 class _TerminalBuffer(io.StringIO):

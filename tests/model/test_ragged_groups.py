@@ -52,9 +52,21 @@ def test_two_groups_straddling_one_leaf_share_its_uplinks():
     assert stages[-1].rate == pytest.approx(37.5e9)
 
 
-def test_all_to_all_over_a_ring_stage_runs_over_its_tiled_stages():
+def test_a_ragged_all_to_all_pays_the_spine_only_for_the_members_outside_the_leaf():
+    # 32 ranks, 3 nodes under one leaf and 1 under the next: the tiled stages charged 24 of
+    # every 32 bytes the spine's 25 GB/s. A GPU of the 3 nodes sends 1/4 out, one of the lone
+    # node 3/4; the second leaf's uplinks (24 GPUs' worth) carry the lone node's 8 GPUs: 1/4
+    # per GPU of uplink, 3/4 through its own 50 GB/s port. The NIC carries all 3/4 leaving
+    # the node: 3/4 / 50 GB/s sets the pace, half the tiled charge.
     tiers = (NODE, LEAF, SPINE)
-    assert comms.all_to_all(1e9, comms.place(32, 1, tiers)) == comms.all_to_all(1e9, comms.tile(32, 1, tiers))
+    tiled = comms.all_to_all(1e9, comms.tile(32, 1, tiers))
+    assert tiled == pytest.approx(24 / 32 * 1e9 / 25e9)
+    assert comms.all_to_all(1e9, comms.place(32, 1, tiers)) == pytest.approx(0.75 * 1e9 / 50e9)
+
+
+def test_an_all_to_all_that_tiles_keeps_its_tiled_price():
+    tiers = (NODE, tier(1, 64, 50e9), tier(2, 1024, 25e9))
+    assert comms.all_to_all(1e9, comms.place(64, 1, tiers)) == comms.all_to_all(1e9, comms.tile(64, 1, tiers))
 
 
 RAIL_VS_TREE = ROOT / "benchmarks" / "designs" / "superpod_sweep.gcl"

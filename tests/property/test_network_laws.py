@@ -124,13 +124,39 @@ def test_splitting_a_card_into_a_dividing_leaf_does_not_speed_a_step(topology, c
        st.sampled_from([2, 4, 8]), st.sampled_from([4, 6, 16, 24]), st.data())
 def test_rails_never_slow_a_step_against_a_plain_fat_tree(shape, cards, nodes, data):
     """A rail-optimized leaf serves one port of each of `rails` times as many nodes as a plain
-    leaf, at the same rate per GPU above it: every group meets at least as low, so no step is slower."""
+    leaf, at the same rate per GPU above it. Where the plain leaf holds whole nodes, the rail
+    leaf holds a whole number of plain leaves: every group meets at least as low, so no step
+    is slower. (Where the plain leaf rounds down to whole nodes, a rail leaf can cut groups the
+    plain one holds whole: see the next test.)"""
     design = dict(fabric=400, cards=cards, nodes=nodes, hidden=512)
     rails = job_of(card=400, ports=1, topology=f"rail_optimized({shape})", **design)
     tree = job_of(card=400, ports=1, topology=f"fat_tree({shape})", **design)
+    leaf = lambda job: job.partition.tiers[1].group_gpus  # noqa: E731
+    if leaf(rails) % leaf(tree):
+        return
     configs = data.draw(st.lists(st.sampled_from(list(configurations(tree))), min_size=1, max_size=3))
     for railed, plain in zip(steps(rails, configs), steps(tree, configs)):
         assert railed <= plain * (1 + REL)
+
+
+def test_a_rail_leaf_that_cuts_groups_a_plain_leaf_holds_pays_only_the_spines_latency():
+    """The deep run's counterexample to the law above without its condition: radix 16 at 2:1
+    (11 down ports), 4 single-port cards a node. A plain leaf holds 2 whole nodes (16 GPUs),
+    a rail leaf 11 (88 GPUs): the context-parallel pairs of 2 nodes sit whole under a plain
+    leaf, while one pair in 5.5 straddles a rail leaf's edge. Ring attention's sends were
+    charged the spine's halved rate for every hop (21 % slower); a hop that leaves the leaf
+    now shares its uplinks with the few others that do, at the port's rate, and the rail
+    fabric is slower only by the spine's latency on the straddling hops."""
+    shape = TREES[1].replace("fat_tree(", "").rstrip(")")
+    design = dict(fabric=400, cards=4, nodes=16, hidden=512)
+    rails = job_of(card=400, ports=1, topology=f"rail_optimized({shape})", **design)
+    tree = job_of(card=400, ports=1, topology=f"fat_tree({shape})", **design)
+    assert (rails.partition.tiers[1].group_gpus, tree.partition.tiers[1].group_gpus) == (88, 16)
+    cfg = next(c for c in configurations(tree) if (c.tp, c.dp, c.cp, c.zero, c.recompute, c.order)
+               == (1, 8, 2, 1, "selective", ("tp", "dp", "cp", "pp")))
+    railed = estimate(rails.shape, cfg, rails.partition).breakdown
+    plain = estimate(tree.shape, cfg, tree.partition).breakdown
+    assert plain.cp < railed.cp < plain.cp * 1.15
 
 
 SHARP = """
@@ -161,3 +187,16 @@ def test_reducing_in_the_network_never_slows_a_step(topology, nodes, hidden, nvl
     configs = data.draw(st.lists(st.sampled_from(list(configurations(plain))), min_size=1, max_size=3))
     for reduced, ring in zip(steps(switches, configs), steps(plain, configs)):
         assert reduced <= ring * (1 + REL)
+
+
+def test_sharp_never_slows_zero_where_its_tie_with_a_ring_would_have_cost_latency():
+    """The deep run's counterexample to the law above: 16 nodes, one under each radix-16 leaf
+    at 2:1, data parallel 16 with ZeRO-3. Through the switches, a reduce-scatter's share
+    crossed at the port's rate in two switch traversals; a ring in rank order moved the same
+    bytes in one latency step, and the placement had kept the tiled stages on the bandwidth
+    tie. Now every collective takes the fastest option at its size."""
+    design = dict(topology=TREES[1], nodes=16, hidden=512)
+    plain = sharp_job(sharp="false", nvls="false", **design)
+    switches = sharp_job(sharp="true", nvls="false", **design)
+    cfg = next(c for c in configurations(plain) if (c.tp, c.pp, c.dp, c.zero, c.recompute) == (1, 1, 16, 3, "none"))
+    assert steps(switches, [cfg])[0] <= steps(plain, [cfg])[0] * (1 + REL)

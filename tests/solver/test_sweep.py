@@ -139,7 +139,7 @@ def test_sweep_writes_table_front_and_keeps_infeasible_points(design, tmp_path, 
     # is a constraint, not an error): fewer GPUs, lower clocks
     over = [r for r in rows if r["facility_power_w"] > 400e3]
     assert over and all(r["status"] == "ok" and r["job_power_w"] <= 400e3 for r in over)
-    assert any(r["job_gpus"] < r["gpus"] or r["power_cap_w"] is not None for r in over)
+    assert any(r["gpus"] < r["cluster_gpus"] or r["power_cap_w"] is not None for r in over)
     ok = [r for r in rows if r["status"] == "ok"]
     assert all(r["tco_usd"] > r["capex_usd"] > 0 and r["time_to_train_s"] > 0 for r in ok)
     # the printed front is exactly the non-dominated feasible points

@@ -3,18 +3,23 @@ error naming what the target lacks, exit 1, and no file written; atomic files, `
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
 from gclc.cli.main import main
 from gclc.views.export import KINDS
 
+ROOT = Path(__file__).resolve().parents[2]
+
 FILES = {
     "megatron": {"megatron.args", "megatron.yaml"},
     "torchtitan": {"torchtitan.toml", "torchtitan.args"},
     "slurm": {"slurm.conf", "gres.conf", "topology.conf", "topology-block.conf", "qos.sh", "job.sbatch"},
-    "kubernetes": {"kueue.yaml", "nodes.yaml", "jobset.yaml"},
+    "kubernetes": {"kueue.yaml", "kueue-config.yaml", "nodes.yaml", "jobset.yaml"},
+    "trace": {"trace.json"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
 REFUSED = {
@@ -22,6 +27,8 @@ REFUSED = {
     ("custom_dsa", "torchtitan"): "`chat_405b` is a serve job",
     ("hetero_h100_a100", "megatron"): "no heterogeneous split",
     ("hetero_h100_a100", "torchtitan"): "no heterogeneous split",
+    ("custom_dsa", "trace"): "`chat_405b` is a serve job",
+    ("hetero_h100_a100", "trace"): "the heterogeneous split runs several",
     # the SC21 run the example pins had no sequence parallelism, which torchtitan always uses with TP
     ("a100_cluster", "torchtitan"): "tp 8 without sequence parallelism",
 }
@@ -45,6 +52,9 @@ def test_every_example_exports_to_every_kind_that_applies(example, kind, tmp_pat
     assert status == 0, err
     expected = FILES[kind] - ({"job.sbatch", "jobset.yaml"} if example.job is None else set())
     assert {p.name for p in out.iterdir()} == expected
+    if kind == "trace":   # JSON has no comments: the design stands in the trace's own metadata
+        assert json.loads((out / "trace.json").read_text())["otherData"]["design"] == example.path
+        return
     assert all(p.read_text().startswith("#") for p in out.iterdir())
 
 
@@ -81,7 +91,7 @@ def test_an_unknown_job_is_an_error(named, capsys):
 
 def test_an_infeasible_plan_exits_3_and_writes_nothing(named, tmp_path, capsys):
     out = tmp_path / "out"
-    path = named("gb200_nvl72_100k").path
+    path = str(ROOT / "tests" / "data" / "gb200_moe.gcl")   # pp 16 x ep 64 cannot split the batch on 8 racks
     assert main(["export", path, "--to", "megatron", "-o", str(out), "--set", "racks=8"]) == 3
     assert "infeasible" in capsys.readouterr().err and not out.exists()
 

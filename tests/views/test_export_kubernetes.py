@@ -1,13 +1,14 @@
-"""`gclc export --to kubernetes`, checked against published schemas.
+"""`gclc export --to kubernetes`, checked against published schemas and their CEL rules.
 
 - Node and the JobSet's Job template: kubernetes-validate (Kubernetes' own OpenAPI
   schemas, strict: no unknown fields).
-- Kueue Topology, ResourceFlavor, ClusterQueue, LocalQueue (v1beta2), JobSet (v1alpha2): the openAPIV3Schema of
-  their CRDs, shipped in tests/data/exports/ (descriptions stripped) from
-  kubernetes-sigs/kueue config/components/crd/bases/ at ff69552e79ad21652c36caa97038382e55625cf7
-  and kubernetes-sigs/jobset config/components/crd/bases/ at 08dfbdfd682714a9ab929633eca8dc95315187e7.
-- Kueue's CEL rules on Topology levels and ClusterQueue resource groups
-  (x-kubernetes-validations), which no JSON Schema validator runs, re-implemented below.
+- Kueue Topology, ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPriorityClass (v1beta2),
+  JobSet (v1alpha2): the openAPIV3Schema of their CRDs, shipped in tests/data/exports/
+  (descriptions stripped; NOTICE.md and LICENSE.Apache-2.0 there) from kubernetes-sigs/kueue
+  config/components/crd/bases/ at ff69552e79ad21652c36caa97038382e55625cf7 and
+  kubernetes-sigs/jobset config/components/crd/bases/ at 08dfbdfd682714a9ab929633eca8dc95315187e7.
+- Every x-kubernetes-validations (CEL) rule of those CRDs, evaluated by cel-python
+  (tests/views/kube_cel.py names its one stub, the API server's defaulting).
 - A round trip: the tiers read back from the Topology and the node labels are the IR's.
 """
 
@@ -26,6 +27,11 @@ import pytest
 import yaml
 
 from gclc.views.export import kubernetes
+
+try:
+    from .kube_cel import cel_problems
+except ImportError:   # imported by path, as test_export_serve.py shares this module's fixtures
+    from kube_cel import cel_problems
 
 K8S_VERSION = "1.33"
 
@@ -47,20 +53,6 @@ def schemas():
 
 def _crd_validate(schema: dict, document: dict) -> None:
     jsonschema.Draft7Validator(schema).validate(document)  # OpenAPI v3 schemas are draft-4/7 JSON Schema
-
-
-def kueue_cel_levels(levels: list[dict]) -> list[str]:
-    """Kueue's CEL rules on Topology spec.levels (kueue.x-k8s.io_topologies.yaml):
-    `size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0` -> must be unique;
-    `size(self.filter(i, i.nodeLabel == 'kubernetes.io/hostname')) == 0 ||
-     self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname'` -> hostname only last."""
-    problems = []
-    if any(sum(1 for j in levels if j == i) > 1 for i in levels):
-        problems.append("must be unique")
-    if any(i["nodeLabel"] == "kubernetes.io/hostname" for i in levels) and \
-            levels[-1]["nodeLabel"] != "kubernetes.io/hostname":
-        problems.append("the kubernetes.io/hostname label can only be used at the lowest level of topology")
-    return problems
 
 
 # The API server's checks of names and labels (k8s.io/apimachinery/pkg/util/validation):
@@ -87,29 +79,31 @@ def test_the_api_server_checks_reject_bad_names():
     assert len(api_server_problems({"name": "DGX_1", "labels": {"a/b/c": "x" * 64}})) == 3
 
 
-def kueue_cel_resource_groups(groups: list[dict]) -> list[str]:
-    """Kueue's CEL rule on ClusterQueue resourceGroups (kueue.x-k8s.io_clusterqueues.yaml):
-    `self.flavors.all(x, size(x.resources) == size(self.coveredResources))`; and Kueue's
-    webhook: a resource is covered by one group only."""
-    problems = []
-    if any(len(f["resources"]) != len(g["coveredResources"]) for g in groups for f in g["flavors"]):
-        problems.append("flavors must have the same number of resources as the coveredResources")
-    covered = [r for g in groups for r in g["coveredResources"]]
-    if len(covered) != len(set(covered)):
-        problems.append("a resource is covered by more than one resource group")
-    return problems
-
-
-def test_the_cel_rules_reject_what_kueue_rejects():
-    host = {"nodeLabel": "kubernetes.io/hostname"}
-    rack = {"nodeLabel": "topology.gclc.io/rack"}
-    assert kueue_cel_levels([rack, host]) == []
-    assert kueue_cel_levels([rack, rack, host]) == ["must be unique"]
-    assert kueue_cel_levels([host, rack]) == ["the kubernetes.io/hostname label can only be used at the lowest "
-                                              "level of topology"]
-    flavor = {"name": "f", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}
-    assert kueue_cel_resource_groups([{"coveredResources": ["nvidia.com/gpu"], "flavors": [flavor]}]) == []
-    assert len(kueue_cel_resource_groups([{"coveredResources": ["nvidia.com/gpu", "cpu"], "flavors": [flavor]}] * 2)) == 2
+def test_the_cel_rules_reject_what_kueue_and_jobset_reject(schemas):
+    """Negative controls for the CEL evaluation: each object breaks one rule of its CRD."""
+    host, rack = {"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "topology.gclc.io/rack"}
+    topology = lambda levels: {"spec": {"levels": levels}}  # noqa: E731
+    assert cel_problems(schemas["Topology"], topology([rack, host])) == []
+    assert cel_problems(schemas["Topology"], topology([rack, rack, host])) == [".spec.levels: must be unique"]
+    assert cel_problems(schemas["Topology"], topology([host, rack])) == [
+        ".spec.levels: the kubernetes.io/hostname label can only be used at the lowest level of topology"]
+    gpu = {"name": "nvidia.com/gpu", "nominalQuota": 8}
+    queue = {"spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                                          "flavors": [{"name": "f", "resources": [gpu]}]}]}}
+    assert cel_problems(schemas["ClusterQueue"], queue) == []
+    queue["spec"]["resourceGroups"][0]["coveredResources"].append("cpu")
+    assert cel_problems(schemas["ClusterQueue"], queue) == [
+        ".spec.resourceGroups[0]: flavors must have the same number of resources as the coveredResources"]
+    queue["spec"]["resourceGroups"][0]["coveredResources"].pop()
+    gpu["borrowingLimit"] = 4
+    queue["spec"]["preemption"] = {"borrowWithinCohort": {"policy": "LowerPriority"}}   # reclaim defaults to Never
+    assert cel_problems(schemas["ClusterQueue"], queue) == [
+        ".spec: borrowingLimit must be nil when cohort is empty",
+        ".spec.preemption: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"]
+    jobs = {"spec": {"startupPolicy": {"startupPolicyOrder": "InOrder"},
+                     "replicatedJobs": [{"name": "a", "template": {}}, {"name": "b", "template": {},
+                                                                      "dependsOn": [{"name": "a", "status": "Ready"}]}]}}
+    assert len(cel_problems(schemas["JobSet"], jobs)) == 1
 
 
 def _documents(example) -> dict[str, list[dict]]:
@@ -127,10 +121,7 @@ def test_every_object_passes_its_published_schema(example, schemas):
     documents = _documents(example)
     for document in documents["kueue.yaml"]:
         _crd_validate(schemas[document["kind"]], document)
-        if document["kind"] == "Topology":
-            assert kueue_cel_levels(document["spec"]["levels"]) == []
-        if document["kind"] == "ClusterQueue":
-            assert kueue_cel_resource_groups(document["spec"]["resourceGroups"]) == []
+        assert cel_problems(schemas[document["kind"]], document) == []
     nodes = documents["nodes.yaml"]
     for node in nodes[:: max(1, len(nodes) // 3)]:  # the objects differ only in names and label values,
         kubernetes_validate.validate(node, K8S_VERSION, strict=True)  # which the API server checks:
@@ -138,6 +129,7 @@ def test_every_object_passes_its_published_schema(example, schemas):
         assert api_server_problems(node["metadata"]) == []
     for jobset in documents.get("jobset.yaml", []):
         _crd_validate(schemas[jobset["kind"]], jobset)
+        assert cel_problems(schemas[jobset["kind"]], jobset) == []
         if jobset["kind"] != "JobSet":
             continue
         classes = {d["metadata"]["name"] for d in documents["kueue.yaml"] + documents["jobset.yaml"]
@@ -225,7 +217,7 @@ def test_the_slice_tier_is_the_tier_the_plan_places_the_group_in():
 
     from gclc.cli.main import main
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "gb200_nvl72_100k.gcl"
+    example = Path(__file__).resolve().parents[2] / "tests" / "data" / "gb200_moe.gcl"   # DeepSeek-V3, ep 64 per rack
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

@@ -138,13 +138,18 @@ def test_plan_and_run_agree_on_overlapped_pipeline_sends(named):
         assert breakdown.pp > 0     # exposed: m micro-batches' sends on the step's critical path
 
 
-def test_an_mtp_model_without_rotary_positions_is_a_located_error(named):
+def test_an_mtp_model_without_rotary_positions_is_a_located_error():
     import attrs
+    from pathlib import Path
 
-    example = named("gb200_nvl72_100k")
-    job = attrs.evolve(example.job, shape=attrs.evolve(example.job.shape, position_embedding=""))
-    with pytest.raises(ExportError, match=r"gb200_nvl72_100k\.gcl:\d+:\d+: .*mtp = 1.*position_embedding = rope"):
-        megatron.export(job, "GB200", "NVIDIA", example.name)
+    from gclc.compiler.driver import check_file
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    moe = Path(__file__).resolve().parents[2] / "tests" / "data" / "gb200_moe.gcl"   # DeepSeek-V3, with its MTP module
+    planned = job_plan(job_entity(check_file(str(moe)).design, None))
+    job = attrs.evolve(planned, shape=attrs.evolve(planned.shape, position_embedding=""))
+    with pytest.raises(ExportError, match=r"gb200_moe\.gcl:\d+:\d+: .*mtp = 1.*position_embedding = rope"):
+        megatron.export(job, "GB200", "NVIDIA", "gb200_moe")
 
 
 def test_the_environment_follows_what_megatron_asserts(named, variant_plan):

@@ -13,12 +13,8 @@ parser below.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -26,76 +22,14 @@ import pytest
 from gclc.compiler.hostlist import expand
 from gclc.views.export import slurm
 
-DAEMON_START_S = 30
+try:
+    from .slurm_real import Slurmctld
+except ImportError:   # imported by path, as test_export_serve.py shares this module's fixture
+    from slurm_real import Slurmctld
+
+SHARED = Path(__file__).resolve().parents[2] / "examples" / "shared_cluster.gcl"
 pytestmark = pytest.mark.skipif(shutil.which("slurmctld") is None or shutil.which("scontrol") is None,
                                 reason="Debian's slurmctld and scontrol are not installed (apt-get install slurm-wlm)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Slurmctld:
-    """A slurmctld in the foreground, bounded in time, and scontrol against it."""
-
-    def __init__(self, directory: Path, files: dict[str, str], nodes: list[str]):
-        self.directory = directory
-        for name, text in files.items():
-            (directory / name).write_text(text)
-        # STUB: powered-down cloud nodes stand for nodes whose slurmd registered idle
-        (directory / "slurm.nodes.conf").write_text(files["slurm.conf"].replace("State=UNKNOWN", "State=CLOUD"))
-        port = _free_port()
-        host = socket.gethostname().split(".")[0]
-        (directory / "slurm.conf").write_text("\n".join([
-            "ClusterName=gclctest", f"SlurmctldHost={host}(127.0.0.1)", f"SlurmctldPort={port}",
-            f"SlurmdPort={_free_port()}", "AuthType=auth/none", "CredType=cred/none", "SlurmUser=root",
-            f"StateSaveLocation={directory / 'state'}", f"SlurmctldPidFile={directory / 'slurmctld.pid'}",
-            f"SlurmctldLogFile={directory / 'slurmctld.log'}", "SlurmctldDebug=info", "MailProg=/bin/true",
-            "MpiDefault=none", "PrivateData=cloud", "ResumeProgram=/bin/true", "SuspendProgram=/bin/true",
-            "SuspendTime=3600", "ResumeTimeout=600",
-            f"Include {directory / 'slurm.nodes.conf'}", ""]))
-        (directory / "state").mkdir()
-        hosts = Path("/etc/hosts").read_text() + "".join(f"127.0.0.1 {n}\n" for n in nodes)
-        (directory / "hosts").write_text(hosts)
-        self.env = dict(os.environ, SLURM_CONF=str(directory / "slurm.conf"))
-        script = f"mount --bind {directory / 'hosts'} /etc/hosts && exec slurmctld -D -c -i -f {directory / 'slurm.conf'}"
-        self.process = subprocess.Popen(["timeout", "-s", "KILL", "120", "unshare", "--mount", "--", "sh", "-c", script],
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
-
-    def ready(self) -> bool:
-        deadline = time.monotonic() + DAEMON_START_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            if subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True, timeout=10).returncode == 0:
-                return True
-            time.sleep(0.3)
-        return False
-
-    def scontrol(self, *args: str) -> str:
-        done = subprocess.run(["scontrol", *args], env=self.env, capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def sbatch_test_only(self, script: str) -> subprocess.CompletedProcess:
-        (self.directory / "job.sbatch").write_text(script)
-        return subprocess.run(["sbatch", "--test-only", str(self.directory / "job.sbatch")], env=self.env,
-                              capture_output=True, text=True, timeout=30)
-
-    def log(self) -> str:
-        path = self.directory / "slurmctld.log"
-        return path.read_text() if path.exists() else ""
-
-    def stop(self) -> str:
-        self.process.terminate()
-        try:
-            out, _ = self.process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            out, _ = self.process.communicate(timeout=10)
-        return out.decode(errors="replace")
 
 
 @pytest.fixture
@@ -154,15 +88,21 @@ def test_slurmctld_reads_the_cluster_and_scontrol_gives_back_its_tiers(example, 
         assert record["Partitions"] == group.slug
     assert _errors(daemon) == []  # gres.conf and topology.conf parse errors land here
     config = daemon.scontrol("show", "config")
-    assert re.search(rf"SchedulerParameters\s*=\s*max_switch_wait={slurm.SWITCH_WAIT_S}\b", config)
     assert re.search(r"PriorityType\s*=\s*priority/multifactor", config)
+    # without a `scheduler slurm` block, Slurm's own defaults, which the schedule simulates too
+    assert re.search(r"SchedulerParameters\s*=\s*bf_window=1440,bf_resolution=60,bf_max_job_test=500,"
+                     r"max_switch_wait=300\n", config)
+    assert re.search(r"PriorityMaxAge\s*=\s*7-00:00:00\n", config) and re.search(r"PreemptType\s*=\s*preempt/none", config)
     if "job.sbatch" in files:   # the controller places the job on the exported cluster
         placed = daemon.sbatch_test_only(files["job.sbatch"])
         assert placed.returncode == 0 and "to start at" in placed.stderr, placed.stderr
 
 
-# What a fresh daemon without state or PMIx always logs; anything else is about our files.
-STARTUP_NOISE = re.compile(r"pmix|MPI:|state file|backup state save")
+# What a fresh daemon without state or PMIx always logs, and, without slurmdbd here, that the
+# age and fair-share weights need it (test_export_slurm_accounting.py runs them with it);
+# anything else is about our files.
+STARTUP_NOISE = re.compile(r"pmix|MPI:|state file|backup state save|PriorityWeight(Age|Fairshare) can only be used "
+                           r"with SlurmDBD")
 
 
 def _errors(daemon: Slurmctld) -> list[str]:
@@ -202,17 +142,41 @@ def test_sbatch_refuses_a_job_the_cluster_cannot_hold(slurmctld, named):
 def test_sbatch_states_time_qos_requeue_and_every_het_group(named):
     from gclc.views.export.slurm import slurm_time
 
-    assert slurm_time(3600 * 24 * 3 + 61) == "3-00:02:00"
+    assert slurm_time(3600 * 24 * 3 + 61) == "3-00:02:00" and slurm_time(7200) == "0-02:00:00"
     example = named("dgx_h100_superpod")
     script = slurm.sbatch(example.layout, example.job, example.name)
     run = example.job.run
-    assert run.time_source == "time to train at the plan's goodput" and run.restarts >= 1
+    assert run.time_source.startswith("the schedule's rule on this plan's run") and run.restarts >= 1
     assert f"#SBATCH --time={slurm_time(run.time_limit)}" in script
     assert "#SBATCH --qos=normal" in script and "#SBATCH --requeue" in script
+    assert "--account" not in script    # the design has no tenants
     hetero = named("hetero_h100_a100")
     script = slurm.sbatch(hetero.layout, hetero.job, hetero.name)
     assert script.count("#SBATCH hetjob") == 1
     assert re.search(r"^srun --het-group=0-1 ", script, re.M)   # one step over both components
+
+
+def test_every_job_asks_slurm_for_the_time_the_schedule_gives_it():
+    """One answer: each train job of the shared cluster asks `--time` for exactly the time
+    limit the schedule's simulation ends it at (its `time_limit`, else the schedule's rule),
+    whatever partition its export lands on; a job the schedule cannot take asks none and
+    says why."""
+    from gclc.compiler.driver import check_text
+    from gclc.solver.schedule.jobs import build
+    from gclc.views.export import export
+    from gclc.views.export.slurm import slurm_time
+
+    text = SHARED.read_text().replace("  duration = 12 h\n", "  duration = 12 h\n  time_limit = 90 min\n")
+    text = re.sub(r"\nserve \w+ \{.*?\n\}\n", "\n", text, flags=re.S)   # services are planned apart; not timed here
+    design = check_text(text, str(SHARED)).design
+    scheduled = {j.name: j for j in build(design).jobs}
+    assert scheduled["eval_sweep"].time_limit == 5400.0
+    for name in ("pretrain_70b", "finetune_8b", "ablation_a", "ablation_b", "eval_sweep"):
+        script = export("slurm", design, name, None, "shared.gcl")["job.sbatch"]
+        assert f"#SBATCH --time={slurm_time(scheduled[name].time_limit)}\n" in script, name
+    nowork = check_text(text.replace("  duration = 10 h\n", ""), str(SHARED)).design
+    script = export("slurm", nowork, "ablation_a", None, "shared.gcl")["job.sbatch"]
+    assert "--time" not in script and "# no time limit: none: `ablation_a` has no amount of work" in script
 
 
 def parse_block_topology(text: str) -> tuple[list[tuple[str, list[str]]], list[int]]:
@@ -268,3 +232,14 @@ def test_sbatch_asks_for_the_plans_nodes_and_switches(example):
             segment = -(-share.together // group.gpus_per_node)
             usable = per_switch // segment * segment if 1 < segment <= per_switch else per_switch
             assert int(options["switches"].split("@")[0]) * usable >= int(options["nodes"])
+
+
+def test_a_setting_slurm_cannot_state_is_refused():
+    """slurm.conf counts bf_window and PriorityMaxAge in whole minutes: 90 s is refused, not rounded."""
+    from gclc.compiler.driver import check_text
+    from gclc.views.export import ExportError, export
+
+    text = SHARED.read_text() + "\nscheduler slurm {\n  on = Shared\n  bf_window = 90 s\n}\n"
+    design = check_text(text, str(SHARED)).design
+    with pytest.raises(ExportError, match=r"bf_window is 90 s; Slurm counts it in whole minutes"):
+        export("slurm", design, "pretrain_70b", None, "shared.gcl")

@@ -165,13 +165,14 @@ def test_a_reduction_narrower_than_torchtitans_fp32_is_noted(tmp_path, stack):
 
 
 def test_the_full_gb200_plan_runs_on_torchs_pipeline_schedules(tmp_path):
-    """The GB200 example as written (81,920 GPUs): the plan keeps 12 micro-batches per rank for
-    16 stages, which torch's Schedule1F1B refuses; 1F1B with so few is GPipe (the same bubble and
-    activations), and the export asks torch for ScheduleGPipe, which torchtitan builds."""
+    """DeepSeek-V3 on the whole GB200 campus (the GB200 example's job before issue 27, kept as
+    tests/data/gb200_moe.gcl; 81,920 GPUs at 1,389 racks): the plan keeps 12 micro-batches per rank
+    for 16 stages, which torch's Schedule1F1B refuses; 1F1B with so few is GPipe (the same bubble
+    and activations), and the export asks torch for ScheduleGPipe, which torchtitan builds."""
     from gclc.compiler.driver import check_file
     from gclc.views.export.jobs import job_entity, job_plan
 
-    design = check_file(str(ROOT / "examples" / "gb200_nvl72_100k.gcl")).design
+    design = check_file(str(ROOT / "tests" / "data" / "gb200_moe.gcl"), ["racks=1389"]).design
     job = job_plan(job_entity(design, None))
     c = job.config
     assert c.pp == 16 and c.vp == 1 and c.microbatches < c.pp

@@ -87,7 +87,7 @@ def test_diagnostics_write_numbers_with_the_one_formatter():
     whole = _check("node N {\n  gpus = 2.5 x H\n}\nchip H {\n  peak { bf16 = 1 PFLOPS }\n"
                    "  hbm { capacity = 80 GB  bandwidth = 3 TB/s }\n  power { tdp = 700 W }\n}\n")
     assert any("whole number; it is 2.5" in m for m in whole), whole
-    uneven = check_file(str(ROOT / "examples" / "gb200_nvl72_100k.gcl")).diagnostics
+    uneven = check_file(str(ROOT / "tests" / "data" / "gb200_moe.gcl")).diagnostics   # 61 layers on 16 stages
     notes = " ".join(n for d in uneven if d.code == "uneven-pipeline" for n in d.notes)
     assert "the model counts 3.81 per stage" in notes
 
@@ -129,10 +129,10 @@ def test_the_one_renderer(value, text):
 def test_the_sweep_front_reads_like_the_report():
     from gclc.views.sweep.report import front_table
 
-    row = {"gpus": 64, "tp": 8, "pp": 1, "dp": 8, "tokens_per_s": 12345.6, "goodput_share": 0.97, "mfu": 0.413,
-           "time_to_train_s": 3.2e6, "facility_power_w": 1.23e6, "capex_usd": 4.5e7, "tco_usd": 9.9e7,
+    row = {"gpus": 64, "tp": 8, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "tokens_per_s": 12345.6, "goodput_share": 0.97,
+           "mfu": 0.413, "time_to_train_s": 3.2e6, "facility_power_w": 1.23e6, "capex_usd": 4.5e7, "tco_usd": 9.9e7,
            "cost_per_token_usd": 2.3e-7}
-    assert front_table([row], ())[1] == ["64", "8", "1", "8", "12,346", "97%", "41.3%", "37 days", "1.23 MW",
+    assert front_table([row], ())[1] == ["64", "8", "1", "8", "1", "1", "12,346", "97%", "41.3%", "37 days", "1.23 MW",
                                          "45 MUSD", "99 MUSD", "0.23 USD per M tokens"]
 
 

@@ -58,7 +58,7 @@ def test_every_example_plans_to_the_contract(example, plans, capsys):
 
 def test_each_job_kind_is_covered_by_the_examples(plans, capsys):
     kinds = {planned(plans, capsys, example)[1]["kind"] for example in EXAMPLES}
-    assert kinds == {"train", "serve", "hetero"}
+    assert kinds == {"train", "serve", "hetero", "rl"}
 
 
 def _copy(tmp_path, name: str, edit=None) -> Path:

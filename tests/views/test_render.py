@@ -119,8 +119,8 @@ def test_topology_structure(name, designs, sources):
 
 def test_a_hundred_thousand_gpus_stay_a_small_picture(sources):
     source = sources["gb200_nvl72_100k.gcl", "topology"]
-    assert "100,008 accelerators" in source and "× 1,388 more" in source and "× 17 more" in source
-    assert "100,008 links" in source and "1,389 switches" in source
+    assert "100,800 accelerators" in source and "× 1,399 more" in source and "× 17 more" in source
+    assert "100,800 links" in source and "1,400 switches" in source
     nodes = re.findall(r"^\s*(\w+) \[", source, re.MULTILINE)
     assert len(nodes) < 30
 
@@ -182,8 +182,10 @@ def test_tensor_groups_share_a_fill_and_expert_groups_are_outlined(plans, source
     assert cfg.tp > 1 and all(len(f) == 1 for f in fills.values())
     firsts = sorted(fills)
     assert any(fills[a] != fills[b] for a, b in zip(firsts, firsts[1:]))  # neighbouring groups told apart
-    moe = plans["gb200_nvl72_100k.gcl"]
-    source = sources["gb200_nvl72_100k.gcl", "placement"]
+    # the MoE-on-NVL72 fixture (the GB200 campus's DeepSeek-V3 job before issue 27)
+    moe_design = check_file(str(ROOT / "tests" / "data" / "gb200_moe.gcl")).design
+    moe = plan(train_job(moe_design))
+    source = render.placement(moe, render.fabric_entities(moe_design)).source
     assert moe.best.config.ep > 1 and "outlined: expert group" in source
     for band in re.findall(r"^\t(stage_\w+) \[label=<(.*)>\]$", source, re.MULTILINE):
         outlined = re.findall(r'<TABLE BORDER="2" COLOR="#212121" STYLE="ROUNDED"[^>]*>(.*?)</TABLE>', band[1])
@@ -271,7 +273,18 @@ def test_tori_and_full_meshes(tmp_path):
     design = check_file(str(path)).design
     assert design is not None
     torus = render.topology(lower(design, "Pod"), render.fabric_entities(design), design).source
-    assert all(f"ICI dim {i}" in torus for i in (1, 2, 3)) and "p_0_tier_0 -> p_0_tier_1" in torus
+    # drawn as a torus (issue 27: it was one hexagon, a switch it does not have): a 4 x 4 corner of
+    # chips with its 2 x 4 x 3 neighbour links, each row going on to its wraparound
+    assert "4 × 4 × 4 torus, wraparound" in torus and "hexagon" not in torus.split("legend")[0]
+    chips = re.findall(r"^\t+(p_0_torus_chip_\d_\d) \[", torus, re.MULTILINE)
+    links = re.findall(r"^\t+p_0_torus_chip_(\d)_(\d) -> p_0_torus_chip_(\d)_(\d)", torus, re.MULTILINE)
+    assert len(set(chips)) == 16 and len(links) == 24
+    assert all(abs(int(a) - int(c)) + abs(int(b) - int(d)) == 1 for a, b, c, d in links)   # neighbours only
+    assert len(re.findall(r"-> p_0_torus_wrap_", torus)) == 4 and "wraps to the first" in torus
+    assert all(f"ICI dim {i}: ring of 4 chips" in torus for i in (1, 2, 3))
+    tpu = check_file("tpu.gcl", text='import "std/google"\ncluster S { units = 1 x TPU_v5p_Pod }\n').design
+    pod = render.topology(lower(tpu), render.fabric_entities(tpu), tpu).source
+    assert "16 × 16 × 24 torus, wraparound" in pod and "+12 chips, wraps to the first" in pod
     mesh = render.topology(lower(design, "Mini"), render.fabric_entities(design), design).source
     assert "no switches (direct links)" in mesh and "4 links × 25 GB/s" in mesh
 

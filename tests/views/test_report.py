@@ -58,14 +58,19 @@ def _sections(text: str) -> list[str]:
 def test_a_planned_design_gets_every_section(reports):
     text = reports[PLANNED]
     assert _sections(text) == ["llama3_405b_pretrain: the answer", "Design", "Bill of materials and cost", "Plan",
-                               "Step time", "Memory per GPU",
+                               "Step time", "Step timeline", "Memory per GPU",
                                "Throughput against power budget", "Runners-up", "Roofline", "Diagrams"]
     assert "llama3_405b_pretrain" in text and "bisection bandwidth" in text
     assert "127 x 270 kUSD" in text and "capex + energy + maintenance" in text  # the bill (270,000 USD a node) and the TCO
     assert "<th>range</th>" in text                         # the plan's 80 % error band
     for caption in ("topology:", "placement:", "power:"):
         assert f"<figcaption>{caption}" in text
-    assert text.count("<svg") >= 7
+    assert text.count("<svg") >= 8
+    # one step per pipeline stage (issue 27; tests/views/test_timeline.py checks its arithmetic)
+    timeline = text[text.index("<h2>Step timeline</h2>"):]
+    timeline = timeline[:timeline.index("</section>")]
+    assert "<svg" in timeline and "per pipeline stage (every stage of 7)" in timeline
+    assert "pipeline bubble (idle)" in timeline and ">stage 6<" in timeline
 
 
 def test_serve_and_heterogeneous_jobs_get_their_plan_and_its_placement(reports):

@@ -90,7 +90,7 @@ def test_at_100_percent_the_headline_leads_and_every_figure_is_legible(superpod,
     assert head is not None and head["top"] < 400 and head["height"] > 60  # above the fold of a laptop screen
     assert len(head["figures"]) == 6 and head["value_px"] >= 20
     captions = [f["caption"] for f in layout["figures"]]
-    assert len(captions) == 7 and any(c.startswith("topology:") for c in captions)
+    assert len(captions) == 8 and any(c.startswith("topology:") for c in captions)   # the step timeline among them
     assert any(c.startswith("placement:") for c in captions) and any(c.startswith("power:") for c in captions)
     for figure in layout["figures"]:
         assert figure["box"]["width"] >= 300 and figure["texts"] >= 5, figure

@@ -11,13 +11,13 @@ import attrs
 
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
-from . import kubernetes, megatron, slurm, torchtitan
+from . import kubernetes, megatron, slurm, torchtitan, trace
 from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
 
-KINDS = ("megatron", "torchtitan", "slurm", "kubernetes")
-NEEDS_JOB = ("megatron", "torchtitan")
+KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace")
+NEEDS_JOB = ("megatron", "torchtitan", "trace")
 
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
@@ -28,7 +28,9 @@ def export(kind: str, design: Design, job: str | None = None, cluster: str | Non
         if entity is None or entity.kind != "train":
             what = f"`{entity.name}` is a serve job" if entity is not None else "the design has no `train` job"
             raise ExportError(f"{kind} settings describe a training job, and {what}")
-        plan = job_plan(entity)
+        plan = job_plan(entity, timed=False)
+        if kind == "trace":
+            return trace.export(plan, source)
         chip = _accelerator(plan)
         return (megatron if kind == "megatron" else torchtitan).export(plan, chip.name, chip.vendor, source)
     name, _, part = (cluster or "").partition(".")
@@ -47,8 +49,8 @@ def export(kind: str, design: Design, job: str | None = None, cluster: str | Non
                 raise ExportError(f"the plan of `{plan.name}` runs on {target.name}.{where}, not on {cluster}")
             plan = None
     if kind == "slurm":
-        return slurm.export(nodes, design, plan, source)
-    return kubernetes.export(nodes, plan, source)
+        return slurm.export(nodes, design, plan, source, target)
+    return kubernetes.export(nodes, plan, source, design=design, cluster=target)
 
 
 def _job_cluster(entity: Entity | None) -> Entity | None:

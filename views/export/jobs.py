@@ -16,6 +16,7 @@ from ...model.job import JobError, job_from_entity
 from ...model.ranks import rank_partition
 from ...model.shape import ModelShape
 from ...compiler.ir import Partition
+from ...solver.schedule.time_limit import MARGIN
 from .target import JobPlan, Run, Share
 
 
@@ -58,12 +59,14 @@ def on_one_partition(entity: Entity) -> list[Entity]:
             for name in names]
 
 
-def job_plan(entity: Entity) -> JobPlan:
+def job_plan(entity: Entity, timed: bool = True) -> JobPlan:
     """The job's plan; on a cluster of several partitions without one named, the partition
-    whose plan is best (the one the job prefers, if it says)."""
+    whose plan is best (the one the job prefers, if it says). `timed`: with the time limit a
+    scheduler is asked for (what the Slurm and Kubernetes exports need)."""
+    timing = _with_time_limit if timed else (lambda plan, _: plan)
     candidates = on_one_partition(entity)
     if len(candidates) == 1:
-        return _job_plan(candidates[0])
+        return timing(_job_plan(candidates[0]), entity)
     plans, reasons = [], []
     for candidate in candidates:
         try:
@@ -72,13 +75,53 @@ def job_plan(entity: Entity) -> JobPlan:
             reasons.append(f"{candidate.get('on').name}: {problem}")
     if not plans:
         raise Infeasible("; ".join(reasons))
-    return max(plans, key=lambda p: p.tokens_per_s)
+    return timing(max(plans, key=lambda p: p.tokens_per_s), entity)
+
+
+def _with_time_limit(plan: JobPlan, entity: Entity) -> JobPlan:
+    """A train job asks for the time the shared-cluster schedule gives it: its `time_limit`,
+    else the slowest run it may take x a margin (solver/schedule/time_limit.py), built by the
+    schedule's own job builder from every partition `entity` may use. Where the schedule
+    would not start the job (a plan on fewer GPUs than it asks), the same rule on this plan's
+    run; none without work to time (the reason stands in `time_source`)."""
+    if entity.kind != "train":
+        return plan
+    from ...solver.schedule.jobs import Option, time_asked, train_job
+
+    scheduled, problems = train_job(entity, _cluster_of(entity))
+    rule = f"x {MARGIN:g}, in whole hours (solver/schedule/time_limit.py)"
+    if scheduled is not None:
+        limit = scheduled.time_limit
+        source = f"the schedule's request: the slowest run the job may take on its partitions, checkpoints included, {rule}"
+    else:
+        run = plan.run
+        share = plan.shares[0]
+        option = Option(share.partition, plan.config.gpus, plan.tokens_per_s, run.interval, run.write, run.restart, None)
+        limit = time_asked(entity, entity.get("batch"), entity.get("seq") or plan.shape.seq, option)
+        why = "; ".join(p.summary for p in problems)
+        source = (f"the schedule's rule on this plan's run, checkpoints included, {rule}; the schedule itself "
+                  f"would not start the job ({why})")
+        if limit is None:
+            return attrs.evolve(plan, run=attrs.evolve(plan.run, time_limit=None, time_source=f"none: {why}"))
+    if entity.get("time_limit") is not None:
+        source = "time_limit"
+    if math.isinf(limit):
+        return attrs.evolve(plan, run=attrs.evolve(plan.run, time_limit=None, time_source="none: no time limit"))
+    return attrs.evolve(plan, run=attrs.evolve(plan.run, time_limit=limit, time_source=source))
+
+
+def _cluster_of(entity: Entity) -> Entity:
+    from ...compiler.design import Partition as PartitionRef
+
+    target = entity.get("on")
+    target = target[0] if isinstance(target, tuple) else target
+    return target.cluster if isinstance(target, PartitionRef) else target
 
 
 def _job_plan(entity: Entity) -> JobPlan:
     from ...solver.split.plan import is_hetero, partition_jobs, plan_hetero
     from ...solver.jobs import job_objective
-    from ...solver.train.plan import plan
+    from ...solver.train.plan import placement, plan
 
     shape = ModelShape.from_entity(entity.get("model"))
     if entity.kind == "serve":
@@ -92,7 +135,7 @@ def _job_plan(entity: Entity) -> JobPlan:
                        for s in result.best.shares if s.config is not None and s.gpus)
         first = next(iter(jobs.values()))
         return JobPlan(entity.name, entity, shape, first.precision, first.stack, result.best.mode, shares,
-                       _run(entity, result.best.tokens_per_s, None), result.best.tokens_per_s)
+                       _run(entity, None), result.best.tokens_per_s)
     job = job_from_entity(entity)
     chosen = plan(job, job_objective(entity))
     if chosen.best is None:
@@ -101,23 +144,21 @@ def _job_plan(entity: Entity) -> JobPlan:
     config = chosen.best.config
     share = _share(job.partition, config, config.gpus, job.batch)
     return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,),
-                   _run(entity, chosen.best.tokens_per_s, chosen.goodput), chosen.best.tokens_per_s)
+                   _run(entity, chosen.goodput), chosen.best.tokens_per_s, chosen.best, placement(chosen.best, job),
+                   job.partition)
 
 
-def _run(entity: Entity, tokens_per_s: float, goodput) -> Run:
-    """The time limit (the job's `time_limit`, else its `duration`, else its tokens at the plan's
-    goodput: the wall clock with checkpoints, failures and restarts), its priority, and how
-    often it fails and how long a restart takes (solver/schedule/goodput.py)."""
-    share = goodput.efficiency if goodput is not None and goodput.efficiency > 0 else 1.0
-    limit, source = entity.get("time_limit"), "time_limit"
-    if limit is None and entity.get("duration") is not None:
-        limit, source = entity.get("duration"), "duration"
-    tokens = entity.get("tokens")
-    if limit is None and tokens and tokens_per_s > 0:
-        limit, source = float(tokens) / (tokens_per_s * share), "time to train at the plan's goodput"
-    return Run(float(limit) if limit is not None else None, source if limit is not None else "",
-               _priority(entity.get("priority")), goodput.mtbf if goodput is not None else math.inf,
-               goodput.restart if goodput is not None else 0.0)
+def _run(entity: Entity, goodput) -> Run:
+    """Its priority, its tenant, and how often it fails and how long a restart takes
+    (solver/schedule/goodput.py); the time limit comes from the schedule (`_with_time_limit`)."""
+    if goodput is None:
+        return Run(None, "", _priority(entity.get("priority")), tenant=_tenant(entity))
+    return Run(None, "", _priority(entity.get("priority")), goodput.mtbf, goodput.restart, _tenant(entity),
+               goodput.interval, goodput.write)
+
+
+def _tenant(entity: Entity) -> str:
+    return getattr(entity.get("tenant"), "name", "")
 
 
 def _priority(value):
@@ -142,7 +183,7 @@ def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
                             side.count, role, served.partition.tiers, served.partition.node.accelerator.name))
     limit = entity.get("time_limit")
     run = Run(float(limit) if limit is not None else None, "time_limit" if limit is not None else "",
-              _priority(entity.get("priority")))
+              _priority(entity.get("priority")), tenant=_tenant(entity))
     return JobPlan(entity.name, entity, shape, served.best.config.precision, "serve", "serve", tuple(shares), run)
 
 

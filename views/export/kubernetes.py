@@ -3,9 +3,10 @@
 Documents (Kueue v1beta2 `Topology` and `ResourceFlavor`, JobSet v1alpha2, core v1 `Node`):
 - `kueue.yaml`: per partition, a `Topology` whose levels are the fabric tiers that span
   several nodes, outermost first, `kubernetes.io/hostname` last, and a `ResourceFlavor`
-  selecting the partition's nodes and naming that topology; a `ClusterQueue` whose quota is
-  every accelerator of each flavor, a `LocalQueue` for it in the `default` namespace, and a
-  `WorkloadPriorityClass` per priority class of the design.
+  selecting the partition's nodes and naming that topology; the ClusterQueues (one per
+  tenant, else one for the cluster), their LocalQueues in the `default` namespace, and a
+  `WorkloadPriorityClass` per priority class of the design (kueue.py).
+- `kueue-config.yaml`: Kueue's manager Configuration (kueue.py).
 - `nodes.yaml`: every node with its labels: the partition, the accelerator, and one label
   per level holding the node's domain (`topology.gclc.io/nvlink-domain: gb200-nvl72-0007`).
 - `jobset.yaml` (when the design has a job): for a train job one replicated job per
@@ -13,8 +14,11 @@ Documents (Kueue v1beta2 `Topology` and `ResourceFlavor`, JobSet v1alpha2, core 
   plan: two replicated jobs, `prefill` and `decode`, each its pool's replicas); with Kueue's
   topology annotations: the whole share preferred inside the smallest level that holds it,
   and each TP/EP group or replica (a slice of pods) required inside the level the plan
-  keeps it in. The JobSet names its priority's class, and a train JobSet restarts as a whole
-  (`failurePolicy.maxRestarts`) as often as its run is expected to fail.
+  keeps it in (with `scheduler kueue { topology = required }`, the whole share required
+  there). The JobSet is queued in its tenant's LocalQueue, names its priority's class, may
+  run as long as its time limit (`kueue.x-k8s.io/max-exec-time-seconds`, the time the Slurm
+  export asks for), and a train JobSet restarts as a whole (`failurePolicy.maxRestarts`) as
+  often as its run is expected to fail.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ import math
 
 import yaml
 
+from ...compiler.design import Design, Entity
+from ...solver.schedule.settings import KueueSettings
+from . import kueue
+from .kueue import NAMESPACE, PRIORITIES, priority_class, priority_classes  # noqa: F401 (where callers find them)
 from .layout import Group, Layout, Level, slug
 from .environment import environment
 from .target import JobPlan, Share, header
@@ -32,18 +40,25 @@ HOSTNAME = "kubernetes.io/hostname"
 PARTITION_LABEL = "gclc.io/partition"
 ACCELERATOR_LABEL = "gclc.io/accelerator"
 RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}  # the vendors' device plugins
-NAMESPACE = "default"
 
 
-def export(layout: Layout, job: JobPlan | None, source: str, image: str = "REPLACE/with-your-image:tag") -> dict[str, str]:
+def export(layout: Layout, job: JobPlan | None, source: str, image: str = "REPLACE/with-your-image:tag",
+           design: Design | None = None, cluster: Entity | None = None) -> dict[str, str]:
+    """`design` and `cluster`: where the tenants and the `scheduler kueue` settings come from
+    (without them, one ClusterQueue and Kueue's defaults)."""
+    settings = kueue.settings(design, cluster)
+    tenants = kueue.tenants(design, cluster)
     files = {
-        "kueue.yaml": _yaml(header(source, f"Kueue topology of cluster {layout.cluster}"), kueue_objects(layout)),
+        "kueue.yaml": _yaml(header(source, f"Kueue topology and queues of cluster {layout.cluster}"),
+                            kueue_objects(layout, settings, tenants)),
+        "kueue-config.yaml": _yaml(header(source, "Kueue's manager configuration (its controller_manager_config.yaml)"),
+                                   [kueue.configuration(settings)]),
         "nodes.yaml": _yaml(header(source, f"node labels of cluster {layout.cluster}"), node_objects(layout)),
     }
     if job is not None:
         extra = priority_class(job.run.priority)[1]
         files["jobset.yaml"] = _yaml(header(source, f"JobSet for job {job.name}"),
-                                     ([extra] if extra else []) + [jobset(layout, job, image)])
+                                     ([extra] if extra else []) + [jobset(layout, job, image, settings)])
     return files
 
 
@@ -63,8 +78,8 @@ def topology_name(layout: Layout, group: Group) -> str:
     return layout.slug if len(layout.groups) == 1 else f"{layout.slug}-{group.slug}"
 
 
-def kueue_objects(layout: Layout) -> list[dict]:
-    out = []
+def kueue_objects(layout: Layout, settings: KueueSettings = KueueSettings(), tenants: dict | None = None) -> list[dict]:
+    out, flavors = [], []
     for group in layout.groups:
         name = topology_name(layout, group)
         levels = [{"nodeLabel": level_label(level)} for level in reversed(group.levels)]
@@ -72,40 +87,8 @@ def kueue_objects(layout: Layout) -> list[dict]:
                     "spec": {"levels": levels + [{"nodeLabel": HOSTNAME}]}})
         out.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name},
                     "spec": {"nodeLabels": {PARTITION_LABEL: group.slug}, "topologyName": name}})
-    return out + _queues(layout) + priority_classes()
-
-
-# The design's priority classes (compiler/trace.py's weights) as Kueue WorkloadPriorityClasses
-PRIORITIES = {"low": 1000, "normal": 2000, "high": 4000, "critical": 8000}
-
-
-def priority_classes() -> list[dict]:
-    return [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
-             "value": value, "description": f"gclc priority `{name}`"} for name, value in PRIORITIES.items()]
-
-
-def priority_class(priority: object) -> tuple[str, dict | None]:
-    """The class of a design priority, and a class to add for a whole number (`p<N>`)."""
-    if priority is None or str(priority) in PRIORITIES:
-        return str(priority or "normal"), None
-    name = f"p{int(priority)}"
-    return name, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                  "metadata": {"name": name}, "value": int(priority) * 1000}
-
-
-def _queues(layout: Layout) -> list[dict]:
-    """One ClusterQueue over every flavor (one resource group per accelerator resource) and its LocalQueue."""
-    groups: dict[str, list[dict]] = {}
-    for group in layout.groups:
-        resource = _resource(group)
-        groups.setdefault(resource, []).append(
-            {"name": topology_name(layout, group),
-             "resources": [{"name": resource, "nominalQuota": group.partition.gpus}]})
-    resource_groups = [{"coveredResources": [resource], "flavors": flavors} for resource, flavors in groups.items()]
-    return [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": layout.slug},
-             "spec": {"namespaceSelector": {}, "resourceGroups": resource_groups}},
-            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-             "metadata": {"name": layout.slug, "namespace": NAMESPACE}, "spec": {"clusterQueue": layout.slug}}]
+        flavors.append(kueue.Flavor(group.partition.name, name, _resource(group), group.partition.gpus))
+    return out + kueue.queues(layout, flavors, settings, tenants or {}) + priority_classes()
 
 
 def node_labels(group: Group, index: int) -> dict[str, str]:
@@ -126,13 +109,15 @@ def _resource(group: Group) -> str:
     return next((r for key, r in RESOURCE.items() if key in vendor), f"{slug(vendor) or 'example'}.com/accelerator")
 
 
-def jobset(layout: Layout, job: JobPlan, image: str) -> dict:
-    """The JobSet, queued in Kueue with its priority's class; a train job restarts as a whole
-    (from its checkpoint) up to the failures its run expects (target.py Run.restarts), as the
-    goodput model assumes."""
-    labels = {"kueue.x-k8s.io/queue-name": layout.slug,
+def jobset(layout: Layout, job: JobPlan, image: str, settings: KueueSettings = KueueSettings()) -> dict:
+    """The JobSet, queued in its tenant's LocalQueue with its priority's class and its time
+    limit; a train job restarts as a whole (from its checkpoint) up to the failures its run
+    expects (target.py Run.restarts), as the goodput model assumes."""
+    labels = {"kueue.x-k8s.io/queue-name": kueue.queue_name(layout, job.run.tenant),
               "kueue.x-k8s.io/priority-class": priority_class(job.run.priority)[0]}
-    spec: dict = {"replicatedJobs": [_replicated(layout.group(share.partition), share, job, image)
+    if job.run.time_limit:
+        labels["kueue.x-k8s.io/max-exec-time-seconds"] = str(math.ceil(job.run.time_limit))
+    spec: dict = {"replicatedJobs": [_replicated(layout.group(share.partition), share, job, image, settings.topology)
                                      for share in job.shares]}
     if not job.serve and job.run.restarts:
         spec["failurePolicy"] = {"maxRestarts": job.run.restarts}
@@ -141,7 +126,7 @@ def jobset(layout: Layout, job: JobPlan, image: str) -> dict:
             "spec": spec}
 
 
-def _replicated(group: Group, share: Share, plan: JobPlan, image: str) -> dict:
+def _replicated(group: Group, share: Share, plan: JobPlan, image: str, topology: str = "preferred") -> dict:
     """A train share: one Job of a pod per node. A serve pool: one Job per replica, its pods
     holding the replica's GPUs (fewer than a node's when the replica is narrower); a
     disaggregated plan's prefill and decode pools are two replicated jobs named by role,
@@ -151,7 +136,7 @@ def _replicated(group: Group, share: Share, plan: JobPlan, image: str) -> dict:
     per_pod = min(group.gpus_per_node, share.together) if serve else group.gpus_per_node
     pods = math.ceil(share.gpus / replicas / per_pod)
     resource = {_resource(group): per_pod}
-    template = {"metadata": {"annotations": _placement(group, share, pods * replicas, per_pod)},
+    template = {"metadata": {"annotations": _placement(group, share, pods * replicas, per_pod, topology)},
                 "spec": {"restartPolicy": "Never", "nodeSelector": {PARTITION_LABEL: group.slug},
                          "containers": [_container(share, plan, image, resource)]}}
     job = {"parallelism": pods, "completions": pods, "completionMode": "Indexed", "backoffLimit": 0,
@@ -175,13 +160,16 @@ def _container(share: Share, plan: JobPlan, image: str, resource: dict) -> dict:
     return container
 
 
-def _placement(group: Group, share: Share, pods: int, per_pod: int) -> dict[str, str]:
-    """Kueue TAS annotations: the share preferred in the smallest level holding it; each
-    TP/EP group (each serve replica) of pods required in the level the plan keeps it inside."""
+def _placement(group: Group, share: Share, pods: int, per_pod: int, topology: str = "preferred") -> dict[str, str]:
+    """Kueue TAS annotations: the share preferred (or, with `topology = required`, required)
+    in the smallest level holding it; each TP/EP group (each serve replica) of pods required
+    in the level the plan keeps it inside."""
     out = {}
     nodes = math.ceil(pods * per_pod / group.gpus_per_node)
     holding = next((lv for lv in group.levels if lv.nodes_per_domain >= nodes), None)
-    out["kueue.x-k8s.io/podset-preferred-topology"] = level_label(holding) if holding else HOSTNAME
+    if topology == "required" and holding is None:   # no level holds it: any node of the partition
+        topology = "preferred"
+    out[f"kueue.x-k8s.io/podset-{topology}-topology"] = level_label(holding) if holding else HOSTNAME
     slice_pods = math.ceil(share.together / per_pod)
     level = next((lv for lv in group.levels if lv.tier.name == share.together_tier), None)
     if slice_pods > 1 and level is not None and pods % slice_pods == 0:

@@ -11,62 +11,51 @@ Files (slurm.conf(5), gres.conf(5), topology.conf(5) of Slurm 22.05 to 25.05):
   the lowest listing nodes, the others listing switches.
 - `topology-block.conf`: block form (topology/block, Slurm 23.11+): one block per
   scale-up domain when it spans several nodes (NVL72 racks), else per lowest tier.
-- `qos.sh`: sacctmgr commands for a QOS per priority class (QOS live in slurmdbd).
-- `job.sbatch`: the time limit (the job's `time_limit`, `duration`, or its time to train at the
-  plan's goodput), the QOS of its priority, `--requeue` (a failure restarts it from its
-  checkpoint, as the goodput model assumes), nodes, GPUs per node, tasks, `--switches`
-  (tree; slurm.conf's max_switch_wait lets it wait as long as it asks) or `--segment`
-  (block) for what the plan keeps together, the environment the stack needs, and one
-  `srun` over every component of a heterogeneous job (`--het-group=0-N`).
-Checked by Debian's slurmctld and `sbatch --test-only` (tests/views/test_export_slurm.py).
+- `qos.sh`, `accounts.sh` and the scheduling lines of `slurm.conf`: slurm_policy.py.
+- `job.sbatch`: the time limit (the job's `time_limit`, else the schedule's request,
+  solver/schedule/time_limit.py), its tenant's account, the QOS of its priority,
+  `--requeue` (a failure restarts it from its checkpoint, as the goodput model assumes),
+  nodes, GPUs per node, tasks, `--switches` (tree; it waits as long as `max_switch_wait`
+  lets it) or `--segment` (block) for what the plan keeps together, the environment the
+  stack needs, and one `srun` over every component of a heterogeneous job (`--het-group=0-N`).
+Checked by Debian's slurmctld, slurmdbd, sacctmgr and `sbatch --test-only` (tests/views/test_export_slurm*.py).
 """
 
 from __future__ import annotations
 
 import math
 
-from ...compiler.design import Design
+from ...compiler.design import Design, Entity
+from ...compiler.trace import priority_value
+from ...solver.schedule.settings import SlurmSettings
+from . import slurm_policy as policy
 from ...compiler.ir import NodeType
 from ...compiler.hostlist import compress, lines as host_lines
 from .layout import Group, Layout, slug
 from .environment import shell_lines
 from .target import JobPlan, header
 
-# Priority classes as QOS (the design's words; compiler/trace.py's weights), their Priority values
-# scaled so that multifactor's QOS factor (priority / the highest QOS priority) orders them
-QOS = {"low": 1, "normal": 2, "high": 4, "critical": 8}
-SWITCH_WAIT_S = 600          # what `--switches=N@00:10:00` asks for; Slurm's max_switch_wait caps it (300 s default)
 
 
-def export(layout: Layout, design: Design, job: JobPlan | None, source: str) -> dict[str, str]:
+def export(layout: Layout, design: Design, job: JobPlan | None, source: str,
+           cluster: Entity | None = None) -> dict[str, str]:
+    """`cluster`: the design's cluster being written (default: the one `layout` lays out)."""
+    cluster = cluster or next(e for e in design.of_kind("cluster") if e.name == layout.cluster)
+    settings = policy.settings(design, cluster)
+    qos = policy.priorities(design, cluster, job)
     files = {
-        "slurm.conf": slurm_conf(layout, design, source),
+        "slurm.conf": slurm_conf(layout, design, source, settings),
         "gres.conf": gres_conf(layout, source),
         "topology.conf": topology_tree(layout, source),
         "topology-block.conf": topology_block(layout, source),
+        "qos.sh": policy.qos_script(qos, settings, source),
     }
-    files["qos.sh"] = qos_script(source)
+    accounts = policy.accounts_script(design, cluster, qos, source)
+    if accounts is not None:
+        files["accounts.sh"] = accounts
     if job is not None:
-        files["job.sbatch"] = sbatch(layout, job, source)
+        files["job.sbatch"] = sbatch(layout, job, source, settings)
     return files
-
-
-def qos_name(priority: object) -> str:
-    """The QOS of a design priority: its class, or `p<N>` for a whole number."""
-    if priority is None:
-        return "normal"
-    return str(priority) if str(priority) in QOS else f"p{int(priority)}"
-
-
-def qos_script(source: str) -> str:
-    """sacctmgr commands creating a QOS per priority class (QOS live in slurmdbd, not slurm.conf):
-    Priority orders the queue through PriorityWeightQOS; no preemption, as the design's
-    `slurm` schedule policy assumes (solver/schedule/policies.py)."""
-    lines = ["#!/bin/sh", header(source, "Slurm QOS for the design's priority classes (run once, as a Slurm admin)")]
-    for name, weight in QOS.items():
-        lines.append(f"sacctmgr -i add qos {name} set Priority={weight * 1000}")
-    lines.append("# a whole-number priority N becomes QOS pN with Priority N x 1000: add it the same way")
-    return "\n".join(lines) + "\n"
 
 
 def gres_type(group: Group) -> str:
@@ -74,20 +63,14 @@ def gres_type(group: Group) -> str:
     return slug(group.partition.node.accelerator.name).replace("-", "_")
 
 
-def slurm_conf(layout: Layout, design: Design, source: str) -> str:
+def slurm_conf(layout: Layout, design: Design, source: str, settings: SlurmSettings = SlurmSettings()) -> str:
     lines = [header(source, f"Slurm node and partition lines of cluster {layout.cluster}"),
              "# include from slurm.conf: Include <this file>",
              "GresTypes=gpu",
              "TopologyPlugin=topology/tree",
              "SelectType=select/cons_tres",
-             "SelectTypeParameters=CR_Core_Memory",
-             f"SchedulerParameters=max_switch_wait={SWITCH_WAIT_S}",
-             "# the queue's order: the QOS of the job's priority (qos.sh), then submission, as the plan's",
-             "# `slurm` schedule policy; a failed node requeues its job, which restarts from its checkpoint",
-             "PriorityType=priority/multifactor",
-             "PriorityWeightQOS=100000",
-             "PriorityFavorSmall=NO",
-             "JobRequeue=1"]
+             "SelectTypeParameters=CR_Core_Memory"]
+    lines += policy.conf_lines(settings)
     for group in layout.groups:
         node = group.partition.node
         lines.append(f"# partition {group.partition.name}: {len(group.nodes)} x {node.name}, "
@@ -184,7 +167,7 @@ def topology_block(layout: Layout, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
+def sbatch(layout: Layout, job: JobPlan, source: str, settings: SlurmSettings = SlurmSettings()) -> str:
     """One component per partition share or serve pool (a heterogeneous job when there are
     several: a disaggregated serve plan's prefill and decode pools are components 0 and 1)."""
     lines = ["#!/bin/bash", header(source, f"sbatch script for job {job.name}")]
@@ -204,7 +187,7 @@ def sbatch(layout: Layout, job: JobPlan, source: str) -> str:
                   f"#SBATCH --gpus-per-node={gres_type(group)}:{per_node}",
                   f"#SBATCH --ntasks-per-node={per_node}",
                   "#SBATCH --exclusive"]
-        lines += _placement_lines(group, share.together, nodes)
+        lines += _placement_lines(group, share.together, nodes, settings.max_switch_wait)
     if job.serve and len(job.shares) > 1:  # disaggregated: each pool's servers in its own component
         lines.append("# one server per pool, told its role; the pools find each other through the job's hosts")
         for index, share in enumerate(job.shares):
@@ -227,7 +210,11 @@ def _run_lines(job: JobPlan) -> list[str]:
     run, out = job.run, []
     if run.time_limit:
         out += [f"# time limit: {run.time_source}", f"#SBATCH --time={slurm_time(run.time_limit)}"]
-    out.append(f"#SBATCH --qos={qos_name(run.priority)}")
+    elif run.time_source:
+        out.append(f"# no time limit: {run.time_source}")
+    if run.tenant:
+        out.append(f"#SBATCH --account={run.tenant}")
+    out.append(f"#SBATCH --qos={policy.qos_name(priority_value(job.entity.get('priority'))[1])}")
     if not job.serve:
         expected = f", about {run.restarts} over the run" if run.restarts else ""
         out += [f"# a node failure requeues the job: it restarts from its last checkpoint{expected}",
@@ -236,15 +223,17 @@ def _run_lines(job: JobPlan) -> list[str]:
 
 
 def slurm_time(seconds: float) -> str:
-    """Slurm's `days-hours:minutes:seconds`, rounded up to the minute."""
-    minutes = max(1, math.ceil(seconds / 60))
+    """Slurm's `days-hours:minutes:seconds`; Slurm keeps time limits in whole minutes, so
+    a limit is rounded up to the minute (the schedule's own are whole hours)."""
+    minutes = max(1, math.ceil(seconds / 60 - 1e-9))
     days, rest = divmod(minutes, 24 * 60)
     return f"{days}-{rest // 60:02d}:{rest % 60:02d}:00"
 
 
-def _placement_lines(group: Group, together: int, nodes: int) -> list[str]:
+def _placement_lines(group: Group, together: int, nodes: int, wait: float) -> list[str]:
     """`--switches` for the tree (as few lowest-level switches as the job needs, each holding
-    whole groups of what the plan keeps together) and, for the block plugin, `--segment`:
+    whole groups of what the plan keeps together; waiting for them as long as slurm.conf's
+    max_switch_wait, `wait` seconds, lets a job) and, for the block plugin, `--segment`:
     the nodes of such a group, which a block must not split."""
     out = []
     segment = math.ceil(together / group.gpus_per_node)
@@ -255,9 +244,15 @@ def _placement_lines(group: Group, together: int, nodes: int) -> list[str]:
             usable = usable // segment * segment
         switches = math.ceil(nodes / usable)
         out += [f"# as few {lowest.tier.name} switches ({lowest.nodes_per_domain} nodes each) as the job needs",
-                f"#SBATCH --switches={switches}@{slurm_time(SWITCH_WAIT_S).split('-')[1]}"]
+                f"#SBATCH --switches={switches}@{_wait(wait)}"]
     level = block_level(group)
     if level is not None and 1 < segment <= level.nodes_per_domain and nodes % segment == 0:
         out += [f"# the plan keeps {together} GPUs within one {level.tier.name} domain; with topology/block",
                 f"# (Slurm 24.11+) ask for it with: #SBATCH --segment={segment}"]
     return out
+
+
+def _wait(seconds: float) -> str:
+    """`--switches=N@TIME`: Slurm reads TIME as minutes, `minutes:seconds` or longer forms."""
+    whole = int(round(seconds))
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"

@@ -36,10 +36,13 @@ class Run:
     """How long the job runs and how it survives failures, as the plan models them."""
 
     time_limit: float | None = None   # seconds of wall clock to ask the scheduler for
-    time_source: str = ""             # where it comes from: `time_limit`, `duration`, or the time to train
+    time_source: str = ""             # where it comes from: `time_limit` or the schedule's rule (or why none)
     priority: object = None           # the design's priority: a class name or a whole number
     mtbf: float = math.inf            # seconds between the job's failures (solver/schedule/failures.py)
     restart: float = 0.0              # seconds from a failure to training again from the checkpoint
+    tenant: str = ""                  # the tenant charged: a Slurm account, a Kueue ClusterQueue ("": none)
+    interval: float = math.inf        # seconds of work between checkpoints
+    write: float = 0.0                # seconds to write one
 
     @property
     def restarts(self) -> int:
@@ -62,6 +65,9 @@ class JobPlan:
     shares: tuple[Share, ...]
     run: Run = attrs.field(factory=lambda: Run())
     tokens_per_s: float = 0.0    # the plan's throughput (tokens trained, or served, per second)
+    estimate: object = None      # a single-partition train plan's step (model/train/step.py Estimate)
+    placement: tuple = ()        # ... where each parallel dimension lands (solver/train/plan.py Placement)
+    ir_partition: object = None  # ... the partition it runs on (compiler/ir.py Partition)
 
     @property
     def config(self) -> TrainConfig:

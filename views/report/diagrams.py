@@ -37,6 +37,11 @@ def _other_placement(outcome) -> list[tuple[str, object, str]]:
         return [("placement", hetero_placement(outcome),
                  f"One rank grid per partition under the {outcome.best.mode} split: what each partition "
                  "holds, its GPUs by scale-up domain and pipeline stage, and what crosses between them.")]
+    if getattr(outcome, "job_kind", "") == "rl" and outcome.best is not None:
+        from ..rl_placement import rl_placement
+
+        return [("placement", rl_placement(outcome), "The RL pools: where each runs, its layout, and the weights' "
+                 "path from the training pool to the generation pool.")]
     if isinstance(outcome, ServePlan) and outcome.best is not None:
         return [("placement", render.serve_placement(outcome),
                  "The serving pools: each replica's pipeline stages over its scale-up domains, GPUs by "

@@ -17,7 +17,7 @@ from .. import render
 from ...compiler.design import Design
 from ...compiler.ir import ClusterGraph
 from ...compiler.metrics import explain
-from ...dsl.numbers import big, duration, number, percent, quantity, span
+from ...dsl.numbers import big, binary_bytes, duration, hbm, memory, memory_of, number, percent, quantity, span
 from ..plan_json import parallelism
 from ..limits import MEMORY_WORDS, WORDS
 from ..plan_text import config_words, runner_difference
@@ -71,6 +71,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     body += [_design_section(context.graph), _cost_section(context)]
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
+        body += _rl_section(context.outcome)
     elif context.plan is not None and context.plan.best is not None:
         body += _plan_sections(context)
     else:
@@ -154,7 +155,7 @@ def _header(c: Context) -> str:
     rows = {m.key: m for m in explain(c.graph)}
     peaks = [m for k, m in rows.items() if k.startswith("peak.")]
     peak = next((m for m in peaks if m.key == "peak.bf16"), peaks[0] if peaks else None)
-    pairs = [("accelerators", f"{c.graph.gpus:,}"), ("HBM", rows["hbm.capacity"].text),
+    pairs = [("accelerators", f"{c.graph.gpus:,}"), ("HBM", (rows.get("hbm.nominal") or rows["hbm.capacity"]).text),
              ("facility power", rows["power.facility"].text)]
     if peak is not None:
         pairs.insert(1, (peak.label, peak.text))
@@ -190,6 +191,7 @@ def _plan_sections(c: Context) -> list[str]:
     from . import plots as report_plots
 
     p, e = c.plan, c.plan.best
+    chip = p.job.partition.node.accelerator
     return [
         _section("Plan", _plan_intro(p), _table(("dimension", "value"), _settings(e)), _metrics_table(p)),
         _section("Step time", _figure(report_plots.step_breakdown(e.breakdown.rows(), e.step_time),
@@ -197,12 +199,26 @@ def _plan_sections(c: Context) -> list[str]:
                  _table(("component", "time", "share"),
                         [(WORDS.get(k, k), duration(v), percent(v / e.step_time)) for k, v in e.breakdown.rows() if v],
                         (1, 2))),
-        _section("Memory per GPU", _figure(report_plots.memory(e.memory.rows(), e.hbm),
-                                           f"{render.fmt(e.memory.total, 'B')} of {render.fmt(e.hbm, 'B')} HBM."),
-                 _table(("category", "bytes"), [(MEMORY_WORDS.get(k, k), quantity(v, "B")) for k, v in e.memory.rows()])),
+        _timeline_section(p),
+        _section("Memory per GPU", _figure(report_plots.memory(e.memory.rows(), e.hbm, hbm(chip.hbm_datasheet, e.hbm)),
+                                           f"{memory_of(e.memory.total, chip.hbm_datasheet, e.hbm)} HBM."),
+                 _table(("category", "bytes"), [(MEMORY_WORDS.get(k, k), memory(v, binary_bytes(chip.hbm_datasheet)))
+                                                for k, v in e.memory.rows()])),
         _power_curve_section(p),
         _section("Runners-up", _runners(p)),
     ]
+
+
+def _timeline_section(p) -> str:
+    from . import timeline
+
+    c = p.best.config
+    shown = "every stage" if c.pp <= timeline.MAX_ROWS else "the first and last four stages"
+    caption = (f"One {duration(p.best.step_time)} step per pipeline stage ({shown} of {c.pp}), from the step "
+               f"model: each micro-batch pass's compute and exposed communication, the bubble where a stage "
+               f"waits in the 1F1B schedule, then gradient synchronization and the optimizer; hatched, the "
+               f"synchronization the last backward pass hides.")
+    return _section("Step timeline", _figure(timeline.figure(p), caption))
 
 
 def _plan_intro(p) -> str:
@@ -239,7 +255,8 @@ def _infeasible(p) -> str:
     if smallest is None:
         return _note(f"No valid configuration of {p.job.name} on {p.job.gpus:,} GPUs.")
     return _note(f"Infeasible: {p.job.name} needs at least {render.fmt(smallest.memory.total, 'B')} per GPU "
-                 f"with the best configuration for memory; the chip has {render.fmt(smallest.hbm, 'B')}.")
+                 f"with the best configuration for memory; the chip has "
+                 f"{hbm(p.job.partition.node.accelerator.hbm_datasheet, smallest.hbm)}.")
 
 
 def _runners(p) -> str:
@@ -349,6 +366,16 @@ def _outcome_headline(outcome) -> str:
         return ""
     tokens = outcome.plans[0].job.tokens if isinstance(outcome, HeteroPlan) and outcome.plans else None
     return outcome_headline_html(outcome_json(outcome), tokens)
+
+
+def _rl_section(outcome) -> list[str]:
+    """An rl plan's step, pool by pool (views/report/rl_timeline.py)."""
+    if getattr(outcome, "job_kind", "") != "rl" or outcome.best is None:
+        return []
+    from ..plan_json import outcome_json
+    from .rl_timeline import rl_section
+
+    return [rl_section(outcome_json(outcome))]
 
 
 def _diagrams(c: Context) -> str:

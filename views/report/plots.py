@@ -75,8 +75,9 @@ def step_breakdown(rows: tuple[tuple[str, float], ...], step: float) -> str:
         return to_svg(fig, "step")
 
 
-def memory(rows: tuple[tuple[str, float], ...], hbm: float) -> str:
-    """One stacked bar of bytes per GPU by category against the chip's HBM capacity."""
+def memory(rows: tuple[tuple[str, float], ...], hbm: float, hbm_text: str | None = None) -> str:
+    """One stacked bar of bytes per GPU by category against the chip's HBM capacity (`hbm`,
+    what it fits in), the line labelled as the data sheet states it (`hbm_text`)."""
     rows = tuple((k, v) for k, v in rows if v > 0)
     with rc_context(_RC):
         fig = _figure(7.0, 2.2)
@@ -86,7 +87,7 @@ def memory(rows: tuple[tuple[str, float], ...], hbm: float) -> str:
             ax.barh(["per GPU"], [value / 1e9], left=left / 1e9, color=COLORS[i % len(COLORS)],
                     label=f"{MEMORY_WORDS.get(name, name)} {quantity(value, 'B')}")
             left += value
-        ax.axvline(hbm / 1e9, color="#c62828", linestyle="--", linewidth=1.5, label=f"HBM {quantity(hbm, 'B')}")
+        ax.axvline(hbm / 1e9, color="#c62828", linestyle="--", linewidth=1.5, label=f"HBM {hbm_text or quantity(hbm, 'B')}")
         ax.set_xlim(0, max(left, hbm) / 1e9 * 1.05)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
         ax.set_xlabel("GB per GPU")

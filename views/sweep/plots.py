@@ -67,7 +67,7 @@ def pareto_figure(points: list[tuple[float, float, str]], front: list[tuple[floa
 
 
 def tornado_figure(bars: list[tuple[str, float, float]], metric: str, delta: float):
-    """`bars`: (param, change at -delta, change at +delta) as shares of the base value."""
+    """`bars`: (param, change at -delta, change at +delta, ...) as shares of the base value."""
     fig = _figure(7.0, 0.45 * len(bars) + 1.2)
     ax = fig.add_subplot()
     ordered = sorted(bars, key=lambda b: max(abs(b[1]), abs(b[2])))

@@ -9,10 +9,12 @@ from ...dsl.numbers import duration, number, percent, quantity
 
 from ...solver.sweep.pareto import OBJECTIVES
 from ...solver.sweep.point import column
+from ...solver.sweep.study import missing_reasons
 from .plots import axis
 
-_SHOWN = ("gpus", "tp", "pp", "dp", "tokens_per_s", "goodput_share", "mfu", "time_to_train_s", "facility_power_w", "capex_usd",
-          "tco_usd", "cost_per_token_usd")
+# tp x pp x dp x cp is the GPU count shown (expert groups fold over the tp x cp x dp ranks: ep multiplies nothing)
+_SHOWN = ("gpus", "tp", "pp", "dp", "cp", "ep", "tokens_per_s", "goodput_share", "mfu", "time_to_train_s",
+          "facility_power_w", "capex_usd", "tco_usd", "cost_per_token_usd")
 
 
 def _fmt(column: str, value) -> str:
@@ -48,6 +50,7 @@ def summary_text(collected, total: int, objectives: tuple[str, ...], files: list
         lines.append(f"  {n} x {reason}")
     rows = collected.front_rows()
     lines.append(f"Pareto front over {', '.join(objectives)}: {len(rows)} points")
+    lines += [f"  {why}" for why in missing_reasons(collected)]
     table = front_table(rows, collected.labels)
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines += ["  " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in table]
@@ -61,15 +64,23 @@ def summary_json(collected, total: int, objectives: tuple[str, ...], files: list
     return json.dumps({"points": total, "interrupted": interrupted, "feasible": s["ok"], "infeasible": s["infeasible"],
                        "invalid": s["invalid"], "resumed": collected.resumed,
                        "reasons": dict(collected.reasons.most_common()), "objectives": list(objectives),
-                       "pareto": collected.front_rows(), "files": files}, indent=2, default=str, allow_nan=False)
+                       "pareto": collected.front_rows(), "off_front": missing_reasons(collected), "files": files},
+                      indent=2, default=str, allow_nan=False)
 
 
-def tornado_text(bars: list[tuple[str, float, float]], name: str, delta: float) -> str:
-    """The sensitivity of `name` to each param moved by -delta and +delta, largest swing first."""
+def tornado_text(bars: list[tuple[str, float, float, float, float]], name: str, delta: float) -> str:
+    """The sensitivity of `name` to each param moved by -delta and +delta, largest swing
+    first; a whole-number param that could not move by exactly delta says how far it moved."""
     lines = [f"sensitivity of {name} to +-{percent(delta)}:"]
-    for param, low, high in sorted(bars, key=lambda b: -max(abs(b[1]), abs(b[2]))):
-        lines.append(f"  {param:24} {low:+8.1%} {high:+8.1%}")
+    for param, low, high, down, up in sorted(bars, key=lambda b: -max(abs(b[1]), abs(b[2]))):
+        exact = abs(down + delta) < 1e-9 and abs(up - delta) < 1e-9
+        moved = "" if exact else f"  (rounded: moved {_signed(down)} / {_signed(up)})"
+        lines.append(f"  {param:24} {_signed(low):>8} {_signed(high):>8}{moved}")
     return "\n".join(lines)
+
+
+def _signed(share: float) -> str:
+    return ("+" if share >= 0 else "-") + percent(abs(share))
 
 
 def report_html(path: str, collected, total: int, objectives: tuple[str, ...], svg: str | None,
@@ -92,7 +103,7 @@ td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right;font-size:90%}}</s
 <h2>Axes</h2><ul>{swept}</ul>
 <h2>Pareto front</h2><p>Objectives: {e(senses)}.</p>
 {svg or '<p>(no chart: fewer than two objectives or no feasible point)</p>'}
-<table><tr>{head}</tr>{body}</table>
+<table><tr>{head}</tr>{body}</table>{''.join(f"<p>{e(why)}</p>" for why in missing_reasons(collected))}
 <h2>Why points failed</h2><ul>{reasons or '<li>none</li>'}</ul>
 </body></html>
 """

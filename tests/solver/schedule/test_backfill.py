@@ -7,8 +7,9 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
-from gclc.solver.schedule.backfill import Profile
-from gclc.solver.schedule.catalog import POLICIES
+from gclc.solver.schedule.backfill import BackfillParams, Profile
+from gclc.solver.schedule.catalog import POLICIES, policy
+from gclc.solver.schedule.settings import SlurmSettings
 from gclc.solver.schedule.simulate import Simulation, simulate
 from gclc.testing import load_profile
 
@@ -84,17 +85,41 @@ def queues(draw):
     return out
 
 
-@given(queues())
-def test_a_backfilled_job_never_delays_a_reservation(drawn):
-    """All jobs arrive at once and run exactly their time limits, failures off: every job
-    starts no later than the first reservation backfill made for it."""
+UNBOUNDED = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12)))
+
+
+def _first_reservations(jobs, chosen) -> tuple[dict[str, float], dict[str, object]]:
     first: dict[str, float] = {}
 
     def record(sim):
         for r in sim.reservations:
             first.setdefault(r.job, r.start)
 
-    runs = Simulation(fx.workload(drawn), POLICIES["slurm"], failures=False, check=record, epochs=0).run().runs
-    for run in runs:
-        if run.job.name in first:
-            assert run.first_start <= first[run.job.name] + 1e-6, (run.job.name, run.first_start, first)
+    runs = Simulation(fx.workload(jobs), chosen, failures=False, check=record, epochs=0).run().runs
+    return first, {r.job.name: r for r in runs}
+
+
+@given(queues())
+def test_a_backfilled_job_never_delays_a_reservation(drawn):
+    """All jobs arrive at once and run exactly their time limits, failures off, and backfill
+    looks far enough ahead to reserve for every job at once: every job starts no later than
+    the first reservation backfill made for it."""
+    first, runs = _first_reservations(drawn, UNBOUNDED)
+    for name, start in first.items():
+        assert runs[name].first_start <= start + 1e-6, (name, runs[name].first_start, first)
+
+
+def test_a_job_entering_the_window_may_take_a_later_jobs_reserved_slot():
+    """The deep run's counterexample to the law above with Slurm's 1-day `bf_window`: at 0 h
+    `j3` (24 GPUs) fits nowhere within the day and gets no reservation, so `j6`, after it in
+    priority order, reserves 22 h; an hour later the window reaches 25 h, `j3` reserves it
+    and `j6` moves behind it to 26 h. Slurm does the same: reservations are recomputed in
+    priority order each pass, and only those inside the window exist."""
+    spec = [("j0", 24, 10, 2), ("j1", 12, 6, 3), ("j2", 12, 1, 1), ("j3", 24, 1, 1), ("j4", 12, 9, 2),
+            ("j5", 12, 6, 1), ("j6", 12, 6, 1)]
+    jobs = [fx.job(n, g, hours=h, priority=p, partitions=("a",), limit=h) for n, g, h, p in spec]
+    first, runs = _first_reservations(jobs, POLICIES["slurm"])
+    assert "j3" not in first or first["j3"] > first["j6"]
+    assert first["j6"] == 22 * H and runs["j6"].first_start == 26 * H and runs["j3"].first_start == 25 * H
+    first, runs = _first_reservations(jobs, UNBOUNDED)
+    assert all(runs[n].first_start <= t + 1e-6 for n, t in first.items())

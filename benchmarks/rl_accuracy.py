@@ -1,0 +1,249 @@
+"""Accuracy of gclc's RL step model against published RL step times: predicted vs measured
+seconds per GRPO step, one row per published run (benchmarks/data/rl_runs.csv, every row
+with its source).
+
+    .venv/bin/python benchmarks/rl_accuracy.py [--json] [--rows N]
+
+Sources:
+  NeMoRL-0.4 / 0.5 / 0.6   NVIDIA NeMo-RL's performance summary (github.com/NVIDIA-NeMo/RL,
+           docs/about/performance-summary.md at the commit or tag each row names): GRPO on
+           OpenMathInstruct-2 with Megatron-Core training and vLLM generation, on DGX H100 and
+           GB200 NVL72, BF16 (and FP8 rows); on-policy runs colocate generation and training on
+           all GPUs, "k-step off" runs split them (the recipes' `colocated.enabled: false`, half the
+           nodes generating: examples/configs/recipes/llm/performance/*-async-*.yaml) with
+           `max_trajectory_age_steps: k`. Each row states the GPUs, samples a step (G-GBS),
+           the training batch (T-GBS: G-GBS / T-GBS optimizer steps), the maximum and mean
+           sequence length, the generation and training layouts and the mean step time.
+  Not used: OpenRLHF's README table (seconds for 1,024 PPO prompts on A800, @391e1de4) runs the
+           actor, critic, reward and reference on five separate GPU groups with DeepSpeed's CPU
+           Adam, which an `rl` job's two pools do not describe; HybridFlow (arXiv:2409.19256),
+           AReaL (arXiv:2505.24298), StreamRL (arXiv:2504.15930) and RLHFuse (arXiv:2409.13221)
+           publish their step times as plots, not numbers.
+
+What each row's design states (rl job fully pinned, so the planner only evaluates it):
+  the policy (benchmarks/designs/rl_models.gcl) and the reference (GRPO's KL term, NeMo-RL's
+  `reference_policy_kl_penalty: 0.01`), prompts x samples, one epoch in G-GBS / T-GBS
+  mini-batches, both layouts, full recomputation where the recipe checkpoints activations,
+  sequence parallelism where it sets it, micro-batches packing max_total tokens (NeMo-RL packs
+  sequences, train_micro_batch_size 1 of max_total_sequence_length tokens: the largest power of
+  two of mean-length sequences that fits them), vLLM's defaults for
+  an offline engine on H100-class GPUs (max_num_seqs 1024, max_num_batched_tokens 16384:
+  vllm/engine/arg_utils.py get_batch_defaults), and the job's memory bound at 90 % of HBM.
+  ASSUMPTION: prompts of PROMPT tokens (OpenMathInstruct-2 problems with a chat template), and
+  responses lognormal with sigma SIGMA, whose mean is set so that the drawn samples (cut at
+  max_total - PROMPT) average the row's published sequence length; the rows publish no length
+  distribution. The engine fills vLLM's `gpu_memory_utilization` of each GPU (0.6 colocated, the
+  recipes' 0.8 apart). Nothing is fitted to step times: the first figure of the summary line is the
+  model as it ships, every row out of sample. SIGMA's grid (--sigmas) shows how much the
+  unpublished tail moves the answer.
+
+Calibrated, cross-validated: an RL stack runs slower than the phases' physics (Ray, the engine's
+host work per step, sequence packing, weight conversion), as an operator calibrates gclc on their
+own runs. Three factors scale the model's generation phase, its scoring and training, and its
+weight moves; they are fitted (least squares on log step times) on every model but one and
+predict that model's rows (leave-one-model-out): the second figure. The breakdown rows (NeMo-RL
+v0.3's blog) also print each phase against its measurement.
+
+Signed error = predicted / measured - 1. The last line: median |error| over the rows, with CPU
+time beside wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
+
+import attrs
+
+from gclc.compiler.driver import check_text
+from gclc.model.rl.step import compose
+from gclc.solver.rl.plan import plan_rl
+from gclc.solver.serve.demand import SEED
+
+DATA = HERE / "data" / "rl_runs.csv"
+PROMPT = 150                 # ASSUMPTION: tokens per prompt (see the docstring)
+SIGMA = 0.8                  # ASSUMPTION: the responses' lognormal sigma
+SIGMA_GRID = (0.4, 0.8, 1.2)
+ENGINE = "max_batch = 1024  chunk = 16384"   # vLLM's offline defaults on H100-class GPUs
+SYSTEMS = {  # the cluster a row runs on: units of `n` GPUs and their scale-out fabric
+    "H100": ("DGX_H100", 8, "NDR_FatTree"),
+    "GB200": ("GB200_NVL72", 72, "XDR_FatTree"),
+}
+
+
+def rows(path: Path = DATA) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def response_mean(row: dict, sigma: float) -> float:
+    """The lognormal mean whose draws (the planner's seed, cut at max_total - PROMPT) average
+    the row's published sequence length less the prompt."""
+    n = int(row["prompts"]) * int(row["samples"])
+    rng = random.Random(SEED)
+    z = [math.log(rng.lognormvariate(0.0, 1.0)) for _ in range(n)]
+    cap = int(row["max_total"]) - PROMPT
+    want = float(row["avg_response"]) if row.get("avg_response") else float(row["avg_seq"]) - PROMPT
+
+    def mean(m: float) -> float:
+        mu = math.log(m) - sigma ** 2 / 2
+        return sum(min(cap, max(1, round(math.exp(mu + sigma * x)))) for x in z) / n
+
+    low, high = 1.0, 1e7
+    for _ in range(60):
+        mid = math.sqrt(low * high)
+        low, high = (mid, high) if mean(mid) < want else (low, mid)
+    return high
+
+
+def design(row: dict, sigma: float) -> str:
+    unit, per, fabric = SYSTEMS[row["system"]]
+    gpus, lag = int(row["gpus"]), int(row["staleness"])
+    seq = max(1, round(float(row["avg_seq"]) if row.get("avg_seq") else PROMPT + float(row["avg_response"])))
+    micro = 1 << max(0, (int(row["max_total"]) // seq).bit_length() - 1)   # whole powers of two split the batch
+    placement = "colocated" if lag == 0 else "disaggregated"
+    batches = int(row["prompts"]) * int(row["samples"]) // int(row["train_batch"])
+    sp = "  sp = true" if row["sp"] == "true" else ""
+    return f"""import "std/nvidia"
+import "std/network"
+import "rl_models.gcl"
+cluster Bench {{ units = {math.ceil(gpus / per)} x {unit}  scaleout = {fabric} }}
+rl run {{
+  model = {row['model']}  reference = {row['model']}  on = Bench  algorithm = grpo
+  prompts = {row['prompts']}  samples = {row['samples']}  prompt = {PROMPT}
+  response = lognormal(mean = {response_mean(row, sigma):.3f}, sigma = {sigma})
+  max_response = {int(row['max_total']) - PROMPT}  minibatches = {batches}
+  placement = {placement}  staleness = {lag}
+  generate {{ gpus = {row['gen_gpus']}  precision = {row['precision']}
+             parallelism {{ tp = {row['gen_tp']}  pp = {row['gen_pp']}  ep = 1 }}
+             engine {{ {ENGINE}  memory = {float(row['gen_memory']):.0%} }} }}
+  train {{ gpus = {row['train_gpus']}  precision = {row['precision']}  software = megatron_core
+          parallelism {{ tp = {row['train_tp']}  cp = {row['train_cp']}  ep = {row['train_ep']}  pp = {row['train_pp']}  vp = 1
+                        recompute = {row['recompute']}  microbatch = {micro}{sp} }} }}
+  subject to {{ memory <= 90% }}
+}}
+"""
+
+
+def predict(row: dict, sigma: float = SIGMA) -> dict:
+    result = check_text(design(row, sigma), str(HERE / "designs" / "rl_row.gcl"))
+    errors = [d.summary for d in result.diagnostics if d.is_error]
+    if result.design is None:
+        return {"id": row["id"], "error": "; ".join(errors)}
+    plan = plan_rl(result.design["run"], top=0)
+    if plan.best is None:
+        return {"id": row["id"], "error": "infeasible: " + "; ".join(plan.result.reasons)}
+    b = plan.best
+    p = b.step.phases
+    measured = float(row["step_s"])
+    return {"id": row["id"], "model": row["model"], "source": row["source"], "system": row["system"],
+            "measured_s": measured, "predicted_s": b.step.step_time, "error": b.step.step_time / measured - 1,
+            "placement": b.placement, "staleness": b.staleness,
+            "phases": {k: getattr(p, k) for k in ("generate", "stream", "score", "train", "sync", "offload")},
+            "measured_phases": {k: float(row[f"{k}_s"]) for k in ("generate", "train", "logprobs", "refit")
+                                if row.get(f"{k}_s")}}
+
+
+def scaled(r: dict, factors) -> float:
+    """The row's step time with its phases scaled: generation, scoring and training, weight moves."""
+    g, c, m = factors
+    p = r["phases"]
+    from gclc.model.rl.step import Phases
+    phases = Phases(p["generate"] * g, p["stream"] * g, p["score"] * c, p["train"] * c, p["sync"] * m,
+                    p["offload"] * m)
+    return compose(phases, r["placement"], r["staleness"]).step_time
+
+
+def fit(results: list[dict]) -> tuple[float, float, float]:
+    """The three factors with the least squared log error over `results`."""
+    from scipy.optimize import minimize
+
+    def loss(x):
+        return sum(math.log(scaled(r, [math.exp(v) for v in x]) / r["measured_s"]) ** 2 for r in results)
+
+    best = minimize(loss, [0.0, 0.0, 0.0], method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-8})
+    return tuple(math.exp(v) for v in best.x)
+
+
+def calibrated(results: list[dict]) -> tuple[float, list[dict]]:
+    """Median |error| with the factors fitted leave-one-model-out, and each row so predicted."""
+    out = []
+    for model in sorted({r["model"] for r in results}):
+        factors = fit([r for r in results if r["model"] != model])
+        out += [r | {"calibrated_s": scaled(r, factors), "factors": factors} for r in results if r["model"] == model]
+    errors = [abs(r["calibrated_s"] / r["measured_s"] - 1) for r in out]
+    return (statistics.median(errors) if errors else math.nan), out
+
+
+def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    args.add_argument("--json", action="store_true")
+    args.add_argument("--rows", type=int, default=0, help="only the first N rows (0: all)")
+    args.add_argument("--sigmas", action="store_true", help="also predict every row at each sigma of the grid")
+    opts = args.parse_args()
+    started, cpu = time.perf_counter(), time.process_time()
+    table = rows()[: opts.rows or None]
+    grid = SIGMA_GRID if opts.sigmas else (SIGMA,)
+    by_sigma = {s: [predict(r, s) for r in table] for s in grid}
+    results = by_sigma[SIGMA] if SIGMA in by_sigma else by_sigma[grid[0]]
+    good = [r for r in results if isinstance(r["error"], float)]
+    if opts.json:
+        print(json.dumps({"rows": results}, indent=2))
+    else:
+        for r in results:
+            if isinstance(r["error"], float):
+                ph = r["phases"]
+                print(f"{r['id']:<48} measured {r['measured_s']:7.1f} s  predicted {r['predicted_s']:7.1f} s  "
+                      f"{r['error']:+7.1%}   (generate {ph['generate']:.1f}, stream {ph['stream']:.1f}, score "
+                      f"{ph['score']:.1f}, train {ph['train']:.1f}, sync {ph['sync']:.2f}, offload {ph['offload']:.1f})")
+            else:
+                print(f"{r['id']:<48} not predicted: {r['error']}")
+        for model in sorted({r["model"] for r in good}):
+            errs = [abs(r["error"]) for r in good if r["model"] == model]
+            print(f"  {model:<18} n={len(errs):>2}  median |error| {statistics.median(errs):.1%}")
+        for r in good:
+            m = r["measured_phases"]
+            if m:
+                p = r["phases"]
+                print(f"  phases of {r['id']}: generate {p['generate']:.0f} s (measured {m['generate']:.0f}), scoring "
+                      f"{p['score']:.0f} ({m['logprobs']:.0f}), training {p['train']:.0f} ({m['train']:.0f}), "
+                      f"weight moves {p['sync'] + p['offload']:.1f} ({m['refit']:.0f})")
+    cv = _held_out(table, by_sigma) if len(grid) > 1 else None
+    median = statistics.median(abs(r["error"]) for r in good) if good else math.nan
+    held, rows_out = calibrated(good) if len({r["model"] for r in good}) > 1 else (math.nan, [])
+    if not opts.json and rows_out:
+        everything = fit(good)
+        print(f"  factors fitted on every row: generation x{everything[0]:.2f}, scoring and training "
+              f"x{everything[1]:.2f}, weight moves x{everything[2]:.2f}")
+    print(f"rl step time: n={len(good)} of {len(results)} rows, median |error| {median:.1%} as shipped (nothing fitted, "
+          f"sigma {SIGMA}); calibrated leave-one-model-out {held:.1%}"
+          + (f"; sigma chosen leave-one-model-out {cv:.1%}" if cv is not None else "")
+          + f" | wall {time.perf_counter() - started:.0f} s, CPU {time.process_time() - cpu:.0f} s")
+
+
+def _held_out(table: list[dict], by_sigma: dict) -> float:
+    """Median |error| when each model's rows use the sigma the other models' rows favour."""
+    errors = []
+    for model in {r["model"] for r in table}:
+        def score(s):
+            others = [abs(r["error"]) for r, row in zip(by_sigma[s], table)
+                      if row["model"] != model and isinstance(r["error"], float)]
+            return statistics.median(others) if others else math.inf
+        chosen = min(by_sigma, key=score)
+        errors += [abs(r["error"]) for r, row in zip(by_sigma[chosen], table)
+                   if row["model"] == model and isinstance(r["error"], float)]
+    return statistics.median(errors) if errors else math.nan
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""A flow-level picture of the fabric: every hop of every ring a flow over the links it crosses,
+rates by max-min fair sharing (progressive filling on a sparse link x flow matrix, numpy and
+scipy), the links those of the IR's tiers.
+
+The fabric, as the tiers describe it: each GPU has one port into each fabric (its NVLink,
+its NIC), at the first tier's rate of that fabric before oversubscription; each domain of a
+tier has one pooled uplink into the next tier of the same fabric, carrying `domain GPUs x the
+upper tier's per-GPU rate` (adaptive routing or packet spraying: no hash collisions), and as
+much down. A flow between two GPUs takes the port of the fabric of the lowest tier they
+share, the uplinks of the sender's domains up to it and the receiver's downlinks back.
+
+Communicators are rings in rank order (what NCCL builds for all-reduce, reduce-scatter and
+all-gather) and pipeline neighbours; a ring moves at its slowest hop. Simulating all of a
+step's communicators at once shows what they take from each other, which the analytic model
+(model/comms.py, each alone) does not see; the analytic model stays the planner's inner
+loop, this refines finalists (`compare`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import numpy as np
+from scipy import sparse
+
+from ...compiler.ir import Tier
+from .placement import port_rate, rate
+
+
+@attrs.frozen
+class Communicator:
+    name: str
+    size: int        # ranks in each group
+    stride: int      # ranks between members
+    ring: bool = True   # a ring of all members; else pairs of consecutive members (pipeline sends)
+
+
+@attrs.frozen
+class Fabric:
+    """The links of `gpus` ranks over `tiers`: capacities (bytes/s) and how to find them."""
+
+    tiers: tuple[Tier, ...]
+    gpus: int
+    capacity: np.ndarray   # per link
+    ports: dict            # (fabric name) -> first link id of the GPUs' ports (up at 2 i, down at 2 i + 1)
+    uplinks: dict          # tier index t -> first link id of the domains of tier t-1 (up at 2 d, down at 2 d + 1)
+    first: tuple[int, ...] # per tier index: the index of the first tier of its fabric
+
+
+def fabric(tiers: tuple[Tier, ...], gpus: int) -> Fabric:
+    capacity: list[np.ndarray] = []
+    first = tuple(next(i for i, u in enumerate(tiers) if u.fabric == t.fabric) for t in tiers)
+    ports, uplinks, count = {}, {}, 0
+    for index, tier in enumerate(tiers):
+        if first[index] == index:   # a fabric's first tier: every GPU's port into it
+            ports[tier.fabric] = count
+            capacity.append(np.full(2 * gpus, port_rate(tier)))
+            count += 2 * gpus
+        else:                        # a tier above a domain of the same fabric: pooled uplinks
+            below = tiers[index - 1].group_gpus
+            domains = math.ceil(gpus / below)
+            uplinks[index] = count
+            capacity.append(np.full(2 * domains, below * rate(tier)))
+            count += 2 * domains
+    return Fabric(tuple(tiers), gpus, np.concatenate(capacity), ports, uplinks, first)
+
+
+def _path(f: Fabric, a: int, b: int) -> list[int]:
+    """The links a flow from rank `a` to rank `b` crosses."""
+    level = next((i for i, t in enumerate(f.tiers) if a // t.group_gpus == b // t.group_gpus), len(f.tiers) - 1)
+    port = f.ports[f.tiers[level].fabric]
+    links = [port + 2 * a, port + 2 * b + 1]
+    for index in range(f.first[level] + 1, level + 1):
+        below, start = f.tiers[index - 1].group_gpus, f.uplinks[index]
+        links += [start + 2 * (a // below), start + 2 * (b // below) + 1]
+    return links
+
+
+def groups(c: Communicator, gpus: int) -> list[list[int]]:
+    """The members of every group of `c` among `gpus` ranks (a family per offset inside the stride)."""
+    span = c.size * c.stride
+    return [[base + k * c.stride for k in range(c.size)]
+            for block in range(gpus // span) for offset in range(c.stride)
+            for base in (block * span + offset,)]
+
+
+def flows(f: Fabric, communicators: list[Communicator]) -> tuple[sparse.csr_matrix, np.ndarray, list[tuple[str, int, int]]]:
+    """(link x flow incidence, the group each flow belongs to, (communicator, group size, first flow) per group)."""
+    rows, cols, owner, spans = [], [], [], []
+    for c in communicators:
+        for members in groups(c, f.gpus):
+            hops = [(members[k], members[(k + 1) % len(members)]) for k in range(len(members))] if c.ring \
+                else list(zip(members, members[1:]))
+            spans.append((c.name, len(members), len(owner)))
+            for a, b in hops:
+                links = _path(f, a, b)
+                rows += links
+                cols += [len(owner)] * len(links)
+                owner.append(len(spans) - 1)
+    matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(f.capacity), len(owner)))
+    return matrix, np.array(owner), spans
+
+
+def max_min(matrix: sparse.csr_matrix, capacity: np.ndarray) -> np.ndarray:
+    """Max-min fair rates of the flows (columns) over links of `capacity` (progressive filling:
+    raise every unfrozen flow alike until a link fills, freeze the flows through it, repeat)."""
+    rates = np.zeros(matrix.shape[1])
+    active = np.ones(matrix.shape[1], dtype=bool)
+    left = capacity.astype(float).copy()
+    transpose = matrix.T.tocsr()
+    while active.any():
+        crossing = matrix @ active.astype(float)
+        used = crossing > 0
+        if not used.any():
+            break
+        step = np.min(left[used] / crossing[used])
+        rates[active] += step
+        left -= step * crossing
+        full = used & (left <= 1e-9 * capacity)
+        active &= ~((transpose @ full.astype(float)) > 0)
+    return rates
+
+
+def ring_rates(f: Fabric, communicators: list[Communicator]) -> dict[str, float]:
+    """Per communicator, the rate (bytes/s per GPU) of its slowest group, all of them at once:
+    each group moves at its slowest hop."""
+    matrix, owner, spans = flows(f, communicators)
+    rates = max_min(matrix, f.capacity)
+    slowest = np.full(len(spans), np.inf)
+    np.minimum.at(slowest, owner, rates)
+    found: dict[str, float] = {}
+    for (name, _, _), value in zip(spans, slowest):
+        found[name] = min(found.get(name, math.inf), float(value))
+    return found
+
+
+def stage_communicators(name: str, size: int, stride: int, tiers: tuple[Tier, ...],
+                        ring: bool = True) -> list[tuple[Communicator, float]]:
+    """The rings the planner's model runs for a group of `size` ranks, `stride` apart, with the
+    rate it gives each: one per stage, over the stage's peers (`inside` members apart, one ring
+    per position inside the sub-group below: NCCL's hierarchical channels). Pipeline sends
+    (`ring` false) are pairs of neighbours at the rate of the outermost tier they cross. The
+    simulation has no in-network reduction: compare on tiers whose switches do not reduce."""
+    from . import placement
+
+    if not ring:
+        outer, speed = placement.send_rate(size, stride, tiers)
+        return [(Communicator(f"{name}.0", size, stride, ring=False), speed)] if outer is not None else []
+    out, inside = [], 1
+    for k, stage in enumerate(placement.place(size, stride, tiers)):
+        out.append((Communicator(f"{name}.{k}", stage.peers, stride * inside), placement.stage_rate(stage)))
+        inside *= stage.peers
+    return out
+
+
+def compare(tiers: tuple[Tier, ...], gpus: int,
+            dimensions: list[tuple[str, int, int, bool]]) -> list[tuple[str, float, float, float]]:
+    """Per stage of each (name, size, stride, ring) dimension: (stage, the analytic rate, the
+    simulated rate alone, the simulated rate while every dimension's outermost stage runs at once)."""
+    f = fabric(tiers, gpus)
+    stages = {name: stage_communicators(name, size, stride, tiers, ring) for name, size, stride, ring in dimensions
+              if size > 1}
+    together = ring_rates(f, [found[-1][0] for found in stages.values() if found])
+    rows = []
+    for found in stages.values():
+        for k, (c, analytic) in enumerate(found):
+            alone = ring_rates(f, [c])[c.name]
+            rows.append((c.name, analytic, alone, together.get(c.name, alone) if k == len(found) - 1 else alone))
+    return rows

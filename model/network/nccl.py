@@ -1,0 +1,196 @@
+"""A collective's time by message size, as NCCL chooses its algorithm and protocol.
+
+NCCL predicts each (algorithm, protocol)'s time as `latency + bytes / bandwidth` and runs the
+fastest (src/graph/tuning.cc, NCCL 2.30, NVIDIA/nccl commit 5067397c; the constants below are
+its published defaults, restated, not fitted). Algorithms: ring, tree (all-reduce), NVLS
+(the scale-up switches reduce: NVLink SHARP), CollNet (the scale-out switches reduce: SHARP),
+PAT (reduce-scatter and all-gather with one GPU a node). Protocols: LL (8-byte stores with a
+flag: half the bandwidth, the lowest latency), LL128 (120 of every 128 bytes), Simple (the
+full bandwidth, the highest latency).
+
+What a communicator brings (`Communicator`) is what gclc's tiers say: the per-GPU rate of
+the scale-up domain and of the scale-out network (bandwidth x efficiency: a ring's bus
+bandwidth), whether either reduces in its switches, and the scale-out's one-way latency
+(NCCL's `latencyInter`). Those are the parameters to fit to nccl-tests measurements; the
+tables here stay NCCL's.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import attrs
+
+ALGORITHMS = ("ring", "tree", "nvls", "collnet", "pat")
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+# tuning.cc `baseLatencies` (us), per algorithm: (LL, LL128, Simple)
+BASE_LATENCY_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "collnet": (0.0, 0.0, 0.0),
+                   "nvls": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
+# tuning.cc `hwLatencies` (us per step), per link kind and algorithm: (LL, LL128, Simple)
+STEP_LATENCY_US = {
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet": (0.0, 0.0, 3.7),
+               "nvls": (0.0, 0.0, 25.0), "pat": (0.0, 0.0, 4.0)},
+    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet": (0.0, 0.0, 3.7),
+             "nvls": (0.0, 0.0, 0.0), "pat": (0.0, 0.0, 4.0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet": (0.0, 0.0, 31.0),
+            "nvls": (0.0, 0.0, 18.0), "pat": (0.0, 0.0, 14.0)},
+}
+NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a network step's floor; x3 for Simple
+LL_MAX_BUS_GBPS = (141.0, 45.0, 35.0)   # tuning.cc llMaxBws, Hopper: one node, two, more
+LL_SHARE, LL128_SHARE = 0.5, 0.92       # bus bandwidth the LL and LL128 rings carry
+TREE_SHARE, TREE_LL_SHARE = 0.92, 1 / 3.8
+PAT_SHARE = 0.75
+# NVLS: the buffer goes through the GPU's port once each way (an all-reduce pipelines its
+# reduce-scatter up and its all-gather down), at this share of what a ring gets through it:
+# on 8 H100 "a peak busBw of ~480GB/s (algbw ~275GB/s)" against ~370 GB/s for rings
+# (sjeaugey, NVIDIA/nccl-tests#212): 275 / 370. (NCCL's own tables scale a different
+# per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
+NVLS_EFFICIENCY = 275 / 370
+COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the network's
+
+
+@attrs.frozen
+class Communicator:
+    """`ranks` GPUs over `nodes` scale-up domains, as NCCL sees them (a multi-node NVLink rack,
+    MNNVL, is one node). Rates are bytes/s per GPU per direction (a ring's bus bandwidth)."""
+
+    ranks: int
+    nodes: int
+    intra: float                  # through the scale-up domain (NVLink, PCIe)
+    inter: float = math.inf       # through the scale-out network (unused on one node)
+    link: str = "nvlink"          # nvlink or pcie: the scale-up's kind
+    nvls: bool = False            # the scale-up switches reduce (NVLink SHARP)
+    collnet: bool = False         # the scale-out switches reduce (SHARP)
+    wire: float = 0.0             # seconds one way across the scale-out (NCCL's latencyInter)
+
+    @property
+    def per_node(self) -> int:
+        return max(1, self.ranks // max(1, self.nodes))
+
+
+@attrs.frozen
+class Choice:
+    algorithm: str
+    protocol: str
+    seconds: float
+
+
+def time(collective: str, nbytes: float, c: Communicator) -> float:
+    """Seconds of `collective` (all_reduce, reduce_scatter, all_gather) on `nbytes` (the
+    buffer: the whole vector for all-reduce and reduce-scatter, the gathered one for all-gather)."""
+    return choose(collective, nbytes, c).seconds
+
+
+def choose(collective: str, nbytes: float, c: Communicator) -> Choice:
+    """NCCL's pick: the (algorithm, protocol) of least predicted time."""
+    if c.ranks <= 1:
+        return Choice("none", "none", 0.0)
+    best = None
+    for algorithm, protocol, latency, bandwidth in _options(collective, c):
+        seconds = latency + nbytes / bandwidth
+        if best is None or seconds < best.seconds:
+            best = Choice(algorithm, protocol, seconds)
+    return best
+
+
+def bus_bandwidth(collective: str, nbytes: float, seconds: float, ranks: int) -> float:
+    """nccl-tests' busbw: algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the others."""
+    factor = 2 * (ranks - 1) / ranks if collective == "all_reduce" else (ranks - 1) / ranks
+    return nbytes / seconds * factor
+
+
+@functools.lru_cache(maxsize=4096)
+def _options(collective: str, c: Communicator) -> tuple[tuple[str, str, float, float], ...]:
+    """(algorithm, protocol, latency s, algorithm bandwidth B/s) of every option NCCL weighs."""
+    found = []
+    for algorithm in _algorithms(collective, c):
+        for p, protocol in enumerate(PROTOCOLS):
+            bandwidth = _bandwidth(collective, algorithm, protocol, c)
+            if bandwidth > 0 and (algorithm in ("ring", "tree") or protocol == "Simple"):
+                found.append((algorithm, protocol, _latency(collective, algorithm, p, c) * 1e-6, bandwidth))
+    return tuple(found)
+
+
+def _algorithms(collective: str, c: Communicator) -> tuple[str, ...]:
+    if collective == "all_reduce":
+        algorithms = ["ring", "tree"]
+        if c.nvls and (c.nodes == 1 or c.collnet):
+            algorithms.append("nvls")
+        if c.collnet and c.nodes > 1:
+            algorithms.append("collnet")
+        return tuple(algorithms)
+    algorithms = ["ring"]
+    if c.nvls and c.per_node > 1 and (c.nodes == 1 or c.collnet):
+        algorithms.append("nvls")
+    if c.per_node == 1 and c.nodes > 1:
+        algorithms.append("pat")
+    if c.collnet and c.nodes > 1:
+        algorithms.append("collnet")
+    return tuple(algorithms)
+
+
+def _ring_steps(collective: str, c: Communicator) -> tuple[int, int]:
+    """(all steps, steps that cross the network) of a ring."""
+    if collective == "all_reduce":
+        return 2 * (c.ranks - 1), (2 * (c.nodes - 1) if c.nodes > 1 else 0)
+    return c.ranks - 1, c.nodes - 1
+
+
+def _bus(c: Communicator) -> float:
+    """A ring's bus bandwidth: the scale-up's on one node. Across nodes each channel's ring
+    leaves a node once, and the channels spread over all its NICs, so the node's NICs
+    together (per node x per GPU) carry what one GPU's ring carries (tuning.cc: nChannels x
+    bwInter): B200 over 8 x 50 GB/s EFA reaches 382 GB/s busbw (stas00/ml-engineering)."""
+    return c.intra if c.nodes == 1 else min(c.intra, c.inter * c.per_node)
+
+
+def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) -> float:
+    """Algorithm bandwidth (bytes of the buffer per second)."""
+    ll_cap = LL_MAX_BUS_GBPS[min(c.nodes, 3) - 1] * 1e9
+    bus = _bus(c)
+    if algorithm == "ring":
+        bus *= {"LL": LL_SHARE, "LL128": LL128_SHARE, "Simple": 1.0}[protocol]
+        bus = min(bus, ll_cap) if protocol == "LL" else bus
+        steps, _ = _ring_steps(collective, c)
+        return bus * c.ranks / steps
+    if algorithm == "tree":
+        share = {"LL": TREE_SHARE * TREE_LL_SHARE, "LL128": TREE_SHARE * (7 / 9 if c.nodes == 1 else 120 / 128),
+                 "Simple": TREE_SHARE}[protocol]
+        bus = min(bus * share, ll_cap) if protocol == "LL" else bus * share
+        return bus * 0.5
+    if algorithm == "nvls":   # the whole buffer through the port: slower than a ring for half an all-reduce
+        through = c.intra * NVLS_EFFICIENCY
+        return min(through, c.inter * c.per_node) if c.nodes > 1 else through
+    if algorithm == "pat":
+        return bus * PAT_SHARE * c.ranks / (c.ranks - 1)
+    if algorithm == "collnet":   # the switches reduce: the buffer crosses the NIC once each way
+        return min(c.intra, c.inter * c.per_node * COLLNET_SHARE)
+    return 0.0
+
+
+def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
+    """Microseconds before the first byte lands, as tuning.cc adds them up."""
+    base = BASE_LATENCY_US[algorithm][p]
+    intra = STEP_LATENCY_US[c.link][algorithm][p]
+    net_algorithm = "tree" if c.per_node == 1 else algorithm   # tuning.cc: one GPU a node steps as a tree
+    inter = STEP_LATENCY_US["net"][net_algorithm][p] + c.wire * 1e6 * (2 if PROTOCOLS[p] == "Simple" else 1)
+    if algorithm == "ring":
+        steps, crossing = _ring_steps(collective, c)
+        if c.nodes > 1:
+            intra = max(intra, NET_OVERHEAD_US * (3 if PROTOCOLS[p] == "Simple" else 1))
+        return base + (steps - crossing) * intra + crossing * inter
+    if algorithm == "tree":
+        return base + 2 * ((c.per_node - 1) * intra + _log2(c.nodes) * inter)
+    if algorithm == "nvls":
+        return STEP_LATENCY_US["nvlink"]["nvls"][p] + (inter if c.nodes > 1 else 0.0)
+    if algorithm == "collnet":
+        return base + 2 * (min(1, c.per_node - 1) * intra + (c.per_node - 1) * 0.4) + inter
+    if algorithm == "pat":
+        return base + _log2(c.nodes) * inter / 3.5 + c.ranks * 2.8
+    return math.inf
+
+
+def _log2(n: int) -> int:
+    return max(0, int(math.floor(math.log2(n)))) if n >= 1 else 0

@@ -1,0 +1,5 @@
+"""RL post-training (`rl` jobs): what one step of generate, score, train and weight sync costs
+given each pool's layout. `job.py` reads the job; `phases.py` times scoring, training and the
+moves of the weights and optimizer state; `step.py` puts the phases together (synchronous,
+asynchronous or colocated) into the step time, each pool's timeline and its memory. The
+generation phase's time comes from the serving simulator (solver/rl/generation.py)."""

@@ -1,0 +1,133 @@
+"""The phases of an RL step besides generation (which the serving simulator times,
+solver/rl/generation.py), each from the model of its own kind of work:
+
+- scoring: forward passes over every sample (the policy's old log-probabilities, the reference's
+  for the KL term, the reward model's score, the critic's values) on the training pool at its
+  layout, timed by the inference model as prefill (model/serve/inference.py);
+- training: the policy's (and PPO's critic's) optimizer steps, timed by the training model
+  (model/train/step.py) at the layout solver/train chooses: epochs x mini-batches steps;
+- the weights' move from the training layout to the generation layout: a broadcast over the
+  link between the pools when they are apart, a gather inside the model-parallel group when
+  they share GPUs;
+- colocated pools' offload: while the engine generates, training's gradients, optimizer
+  state and (unless the engine reads them in place) weights wait in host memory; while the
+  pool trains, the engine's weights do (vLLM's sleep mode); each moves out and back a step.
+
+Moving the weights also costs a fixed time per tensor (the trainer names, converts and the
+engine loads each one): REFIT_PER_TENSOR_S, from NeMo-RL's measured refit of DeepSeek-V3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ...compiler.ir import Partition, Tier
+from .. import comms
+from ..serve.inference import ServeConfig, replica, weight_bytes
+from ..shape import ModelShape
+from ..train.step import Estimate
+
+# MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 training nodes to 4 vLLM nodes over NCCL) took 14.21 s
+# for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
+# Benchmark", github.com/NVIDIA-NeMo/RL): 0.31 ms a tensor, the bytes' own time included (an upper bound).
+REFIT_PER_TENSOR_S = 14.21 / 45_395
+SCORE_CHUNK = 8192        # prompt tokens per scoring iteration (the serving engine's default chunk)
+HOST_LINK = 32e9          # bytes/s per GPU to host memory where a node states none: PCIe Gen4 x16 per direction
+                          # (the A100 data sheet's 64 GB/s both ways); nodes state theirs (`host_link`)
+
+
+@attrs.frozen
+class Link:
+    """The path the weights take between the pools: per-GPU bandwidth each way, latency."""
+
+    name: str
+    bandwidth: float
+    latency: float
+
+    @classmethod
+    def of(cls, tier: Tier) -> "Link":
+        return cls(tier.name, tier.bandwidth * tier.efficiency, tier.latency)
+
+
+def link_between(generate: Partition, train: Partition, gen_gpus: int, train_gpus: int) -> Link:
+    """The tier that joins the pools. On one partition the pools hold consecutive ranks
+    (training first): the tier spanning both (NVLink when both fit one scale-up domain). On
+    two partitions, the scale-out fabric they share, at the slower side's per-GPU rate."""
+    if generate == train:
+        both = gen_gpus + train_gpus
+        return Link.of(next((t for t in train.tiers if t.group_gpus >= both), train.tiers[-1]))
+    a, b = (Link.of(p.tiers[-1]) for p in (generate, train))
+    slower = min(a, b, key=lambda link: link.bandwidth)
+    return Link(slower.name, slower.bandwidth, max(a.latency, b.latency))
+
+
+def policy_bytes(shape: ModelShape, precision: str) -> float:
+    """The policy's weights as the engine holds them (fp8: one byte a weight)."""
+    return shape.params * weight_bytes(precision)
+
+
+def broadcast_time(nbytes: float, senders: int, shard: int, link: Link, fixed: float = 0.0) -> float:
+    """The trained weights to every generation replica: `senders` training GPUs each send a
+    distinct 1/senders of them, and each generation GPU receives its replica's 1/shard of
+    them and passes it on to the next replica (a pipelined broadcast: each link carries the
+    weights once), so the slower of the two ends sets the pace."""
+    return max(nbytes / senders, nbytes / shard) / link.bandwidth + link.latency + fixed
+
+
+def reshard_time(nbytes: float, held: int, shard: int, partition: Partition, fixed: float = 0.0) -> float:
+    """Colocated pools: each GPU holds 1/held of the weights in the training layout and needs
+    1/shard in the generation layout. A coarser generation shard gathers held/shard pieces
+    inside the model-parallel group (consecutive ranks); a finer one is a local slice, an HBM copy."""
+    if shard >= held:
+        return nbytes / shard / partition.node.accelerator.hbm_bandwidth + fixed
+    group = math.ceil(held / shard)
+    return comms.all_gather(nbytes / shard, comms.place(group, 1, partition.tiers)) + fixed
+
+
+def offload_bytes(e: Estimate, engine_weights: float, shared: bool) -> float:
+    """Bytes per GPU colocated pools move to host memory each step: training's gradients and
+    optimizer state, and both sides' weights unless the engine reads the trained ones in place."""
+    return e.memory.gradients + e.memory.optimizer + (0.0 if shared else e.memory.weights + engine_weights)
+
+
+def tensors(shape: ModelShape) -> int:
+    """Weight tensors of the policy as a checkpoint names them: per layer the attention's
+    (query, key, value, output; MLA's down- and up-projections and their norms) and two norms,
+    then the MLP's three, or each routed and shared expert's three and the router; the
+    embedding, the output layer and the final norm."""
+    attention = 7 if shape.is_mla else 4
+    dense = shape.layers - shape.moe_layers
+    moe = shape.moe_layers * (3 * (shape.routed + shape.shared) + 1)
+    return shape.layers * (attention + 2) + 3 * dense + moe + 3
+
+
+def refit_overhead(shape: ModelShape) -> float:
+    """The per-tensor part of moving the weights into the engine."""
+    return tensors(shape) * REFIT_PER_TENSOR_S
+
+
+def offload_time(nbytes: float, partition: Partition) -> float:
+    """Out to host memory after training and back before the next, over each GPU's host link."""
+    link = partition.node.host_link or HOST_LINK
+    return 2 * nbytes / link
+
+
+def score_time(shape: ModelShape, partition: Partition, gpus: int, tp: int, pp: int, precision: str,
+               samples: int, seq: float) -> float:
+    """Forward passes over `samples` sequences of `seq` tokens by `gpus // (tp x pp)` replicas
+    of `shape` in the training layout's model-parallel groups, as prefill in chunks of whole
+    sequences (about SCORE_CHUNK tokens)."""
+    r = replica(shape, ServeConfig(tp, 1, precision, pp=pp), partition)
+    length = max(1, round(seq))
+    per_chunk = max(1, SCORE_CHUNK // length)
+    chunk = per_chunk * length
+    iteration = r.iteration(0, 0, chunk, per_chunk * r.kv.pairs(0, length), per_chunk)
+    replicas = max(1, gpus // (tp * pp))
+    return samples * length / chunk * iteration / replicas
+
+
+def train_time(e: Estimate, epochs: int, minibatches: int) -> float:
+    """Every epoch runs one optimizer step per mini-batch, each the training model's step."""
+    return epochs * minibatches * e.step_time

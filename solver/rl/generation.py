@@ -1,0 +1,166 @@
+"""The generation phase: a step's samples through the serving simulator (solver/serve/sim.py)
+on the generation pool's replicas, all asked at once, as an RL engine gets them.
+
+- `makespan`: from the first prompt to the last sample's last token. The long tail of
+  response lengths decides it: the slowest sample holds a synchronous step.
+- `stream`: what the same samples cost an engine that is fed without pause (asynchronous RL:
+  the next step's prompts queue behind this step's, so no replica waits on a tail): the
+  samples over the replicas' steady rate at full batch (model/serve/inference.py `estimate`,
+  the simulator's own cost model, at the batch the cache holds at the mean lengths), never
+  more than the makespan.
+
+The simulator deals requests asked at one instant to the replicas in turn (each goes to the
+least loaded, and all are equally loaded), so each replica's share is known before it runs;
+that gives the lower bounds the search prunes with (`bound`), which never exceed the simulated
+times (tests/solver/rl/test_generation.py checks them):
+
+- tail: a replica's longest sample needs its prompt's prefill and then one decode step per
+  token, each no shorter than a step with an empty cache of the sequences certainly still
+  decoding beside it. Where the replica admits its first `max_batch` samples at once and their
+  whole cache fits (so none is preempted), every one of them whose response is longer than the
+  longest's step plus the prefill iterations (the most any of them can have started decoding
+  before it) is still there; otherwise one sequence;
+- work: a replica's output tokens need decode steps of at most `max_batch` sequences, each
+  no cheaper per token than the cheapest step of any batch up to that size with an empty cache
+  (for the stream: the mean replica's tokens, since a fed engine evens the shares out).
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ...compiler.ir import Partition
+from ...compiler.serve_trace import Request
+from ...model.serve.inference import Engine, Replica, ServeConfig, estimate, first_token_time, replica
+from ...model.shape import ModelShape
+from ..serve.sim import Pool, simulate
+
+BATCHES = (64, 256, 1024)    # max_batch choices the planner tries (an `engine { max_batch }` pins one)
+
+
+@attrs.frozen
+class GenLayout:
+    """The generation pool: `replicas` replicas of one configuration on one partition."""
+
+    partition: str
+    config: ServeConfig          # tp, pp, ep, precision; `batch` is the engine's max_batch
+    replicas: int
+
+    @property
+    def gpus(self) -> int:
+        return self.config.gpus * self.replicas
+
+    @property
+    def shard(self) -> int:
+        """GPUs one copy of the weights is split over (what each receives in a sync: 1/shard)."""
+        return self.config.tp * self.config.pp
+
+
+@attrs.frozen
+class Generation:
+    layout: GenLayout
+    makespan: float              # seconds (inf: a sample never fits the cache)
+    stream: float
+    kv_tokens: float             # cache capacity of one replica, layer-mean tokens
+    memory: float                # bytes per GPU at the peak batch the simulation held
+    preemptions: int
+    peak_batch: int
+
+    @property
+    def feasible(self) -> bool:
+        return math.isfinite(self.makespan)
+
+
+def shares(requests: tuple[Request, ...], replicas: int) -> list[tuple[Request, ...]]:
+    """Each replica's requests: dealt in turn, as the simulator does for requests asked at once."""
+    return [requests[r::replicas] for r in range(replicas)]
+
+
+def build(shape: ModelShape, partition: Partition, layout: GenLayout, engine: Engine) -> Replica:
+    return replica(shape, layout.config, partition, engine)
+
+
+def kv_capacity(r: Replica, limit: float) -> float:
+    """Layer-mean KV tokens one replica holds within `limit` bytes per GPU."""
+    return r.kv_capacity_tokens(limit)
+
+
+def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float) -> Generation:
+    """Simulate the step's samples on the pool; the stream rate from the same cost model."""
+    kv = kv_capacity(r, limit)
+    longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
+    if kv < longest:
+        return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0)
+    pool = Pool(r, layout.replicas, layout.config.batch, kv)
+    one = simulate(requests, pool, warmup_s=0.0)
+    makespan = max(one.e2e)
+    stream = min(makespan, steady(r, layout, requests, kv))
+    # the weights, a prefill chunk's activations and buffers, and the most cache the simulation held
+    cache = one.peak_kv_tokens * r.kv.per_token_per_gpu() / layout.config.ep
+    memory = r.memory(0, r.engine.chunk, 0) + cache
+    return Generation(layout, makespan, stream, kv, memory, one.preemptions, one.peak_batch)
+
+
+def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float) -> float:
+    """The samples over the pool's steady rate: each replica as full as it gets (as many
+    sequences of the mean lengths as its cache holds, at most `max_batch`, and at most its share
+    of a step's samples: one step is in flight while the other trains), prefilling what it completes."""
+    prompt = sum(q.prompt for q in requests) / len(requests)
+    output = sum(q.output for q in requests) / len(requests)
+    held = max(1.0, r.kv.tokens_held(prompt, output))
+    batch = max(1, min(layout.config.batch, int(kv // held), math.ceil(len(requests) / layout.replicas)))
+    full = estimate(attrs.evolve(r, config=attrs.evolve(r.config, batch=batch)), prompt, output)
+    return len(requests) / (layout.replicas * full.requests_per_s)
+
+
+def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0) -> tuple[float, float]:
+    """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
+    with the cache's capacity `kv`, the stream's is exact where the steady time is below the
+    makespan's bound (the stream is the smaller of the two)."""
+    steps = r.engine.tokens_per_step
+    cheapest = min(r.iteration(b, 0) / (b * steps) for b in _batch_sizes(layout.config.batch))
+    tail = work = 0.0
+    for share in shares(requests, layout.replicas):
+        if not share:
+            continue
+        tail = max(tail, _tail(r, layout, share, kv))
+        work = max(work, sum(q.output - 1 for q in share) * cheapest)
+    mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
+    makespan = max(tail, work)
+    if kv > 0:
+        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv)))
+    return makespan, mean
+
+
+def _tail(r: Replica, layout: GenLayout, share: tuple[Request, ...], kv: float) -> float:
+    """The longest sample of a replica's share: its prefill and its decode steps, each step as
+    long as an empty-cache step of the sequences certainly decoding beside it (module docstring)."""
+    steps = r.engine.tokens_per_step
+    longest = max(share, key=lambda q: q.output)
+    first = share[:layout.config.batch]
+    together = longest in first and sum(r.kv.tokens_held(q.prompt, q.output) for q in first) <= kv
+    lags = math.ceil(sum(r.engine.split(q.prompt)[0] for q in first) / r.engine.chunk) if together else 0
+    others = sorted((q.output for q in first if q is not longest), reverse=True) if together else []
+    time, step, alive = first_token_time(r, longest.prompt), 0, len(others)
+    total = math.ceil((longest.output - 1) / steps)
+    while step < total:
+        while alive and others[alive - 1] <= step * steps + lags:   # those done by this step have left
+            alive -= 1
+        # the same batch lasts until the next of them may leave
+        until = total if not alive else min(total, max(step + 1, math.floor((others[alive - 1] - lags) / steps)))
+        time += (until - step) * r.iteration(1 + alive, 0)
+        step = until
+    return time
+
+
+def _batch_sizes(most: int) -> list[int]:
+    """1 and the powers of two up to `most`, and `most`: the per-token cost of a decode step
+    falls with the batch (the weights are read once a step), so its least is at the largest;
+    the few sizes below guard a cost that turned up again."""
+    sizes, b = {1, most}, 2
+    while b < most:
+        sizes.add(b)
+        b *= 2
+    return sorted(sizes)

@@ -1,0 +1,150 @@
+"""The training pool and a pair of pools, evaluated.
+
+The training pool's layout is the training planner's (solver/train: exact branch and bound
+over the train job the pool stands for, model/rl/job.py `train_job`), within the pool's
+memory less the weights of the models it also keeps (reference, reward and, for PPO, the
+critic's when the policy's layout is planned; the policy's when the critic's is), sharded over
+the pool. It scores the samples (model/rl/phases.py `score_time`) at its layout.
+
+A pair of pools (`Candidate`) is one point of the planner's space: where each pool runs, how
+many GPUs, the generation layout, the training layout, colocated or apart, the staleness.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ...compiler.ir import Partition
+from ...model.job import Job
+from ...model.power import job_power
+from ...model.rl import phases as ph
+from ...model.rl.job import RLJob, train_job
+from ...model.rl.step import COLOCATED, Phases, RLStep, compose
+from ...model.train.step import Estimate
+from ..train.plan import plan
+from .cost import usd_per_gpu_second
+from .generation import GenLayout, Generation
+
+
+def shares_weights(train: "TrainPool", layout: GenLayout) -> bool:
+    """Colocated pools whose layouts split the weights alike: the engine reads the trained
+    weights in place (veRL's 3D-HybridEngine), so neither keeps or moves a second copy."""
+    c = train.policy.config
+    return (c.tp, c.pp) == (layout.config.tp, layout.config.pp) and c.zero < 3
+
+WEIGHT_BYTES = 2.0          # bf16 weights of the models a pool keeps beside the one it trains
+
+
+@attrs.frozen
+class TrainPool:
+    partition: str
+    gpus: int
+    policy: Estimate
+    critic: Estimate | None
+    job: Job                     # the policy's train job (its layout's explanation when infeasible)
+    score: float                 # seconds of forward passes a step
+    train: float                 # seconds of optimizer steps a step
+    resident: float              # bytes per GPU of the other models' weights
+
+
+def other_weights(job: RLJob, gpus: int, trained: str = "model") -> float:
+    """Bytes per GPU of the models the training pool keeps beside the one it trains, sharded
+    over its GPUs (ZeRO-3 style, as veRL and OpenRLHF keep the reference)."""
+    shapes = [job.reference, job.reward] + ([job.critic] if trained == "model" else [job.policy])
+    return sum(s.params * WEIGHT_BYTES for s in shapes if s is not None) / gpus
+
+
+def train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit: float) -> TrainPool | None:
+    """The training pool on `gpus` GPUs of `partition`, within `limit` bytes per GPU; None
+    when no layout fits."""
+    resident = other_weights(job, gpus)
+    policy_job = train_job(job, partition, gpus, seq, limit - resident)
+    best = plan(policy_job, "throughput", 0).best
+    if best is None:
+        return None
+    critic = None
+    if job.critic is not None:
+        critic = plan(train_job(job, partition, gpus, seq, limit - other_weights(job, gpus, "critic"), "critic"),
+                      "throughput", 0).best
+        if critic is None:
+            return None
+    c = best.config
+    score = 0.0
+    for shape in (job.policy, job.reference, job.reward, job.critic):
+        if shape is not None:
+            score += ph.score_time(shape, partition, gpus, c.tp, c.pp, c.precision, job.batch, seq)
+    train = ph.train_time(best, job.epochs, job.minibatches)
+    if critic is not None:
+        train += ph.train_time(critic, job.epochs, job.minibatches)
+    return TrainPool(partition.name, gpus, best, critic, policy_job, score, train, resident)
+
+
+@attrs.frozen
+class Candidate:
+    placement: str
+    staleness: int
+    generation: Generation
+    train: TrainPool
+    step: RLStep
+    power: float                 # W at the facility, both pools at their busy shares
+    energy: float                # J a step
+    cost: float | None           # USD a step (None: the cluster has no economics)
+
+    @property
+    def gpus(self) -> int:
+        g, t = self.generation.layout.gpus, self.train.gpus
+        return t if self.placement == COLOCATED else g + t
+
+    def value(self, objective: str) -> float:
+        """Lower is better."""
+        if objective == "energy":
+            return self.energy
+        if objective == "cost":
+            return self.cost if self.cost is not None else math.inf
+        return self.step.step_time
+
+
+def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_partition: Partition,
+              train_partition: Partition) -> float:
+    """The weights from the training layout to the generation layout."""
+    nbytes = ph.policy_bytes(job.policy, gen.config.precision)
+    c = train.policy.config
+    held = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else 1)
+    fixed = ph.refit_overhead(job.policy)
+    if placement == COLOCATED:
+        return ph.reshard_time(nbytes, held, gen.shard, train_partition, fixed)
+    link = ph.link_between(gen_partition, train_partition, gen.gpus, train.gpus)
+    return ph.broadcast_time(nbytes, train.gpus, gen.shard, link, fixed)
+
+
+def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation, train: TrainPool,
+             makespan: float | None = None, stream: float | None = None) -> Candidate:
+    """The pair of pools at `generation`'s times (or at the bounds given instead)."""
+    gen = generation.layout
+    gp, tp = job.partition(gen.partition), job.partition(train.partition)
+    offload = 0.0
+    if placement == COLOCATED:
+        engine = ph.policy_bytes(job.policy, gen.config.precision) / gen.shard
+        offload = ph.offload_time(ph.offload_bytes(train.policy, engine, shares_weights(train, gen)), tp)
+    phases = Phases(makespan if makespan is not None else generation.makespan,
+                    stream if stream is not None else generation.stream, train.score, train.train,
+                    sync_time(job, gen, train, placement, gp, tp), offload)
+    step = compose(phases, placement, staleness)
+    power, cost = _power_and_cost(job, placement, step, gen, train)
+    return Candidate(placement, staleness, generation, train, step, power, power * step.step_time,
+                     None if cost is None else cost * step.step_time)
+
+
+def _power_and_cost(job: RLJob, placement: str, step: RLStep, gen: GenLayout, train: TrainPool):
+    """Facility watts of the pools at their busy shares, and USD a second of the GPUs they hold."""
+    graph = job.graph
+    if placement == COLOCATED:
+        pools = [(train.partition, train.gpus, step.busy("colocated"))]
+    else:
+        pools = [(gen.partition, gen.gpus, step.busy("generate")), (train.partition, train.gpus, step.busy("train"))]
+    power = sum(job_power(graph, job.partition(name), gpus, busy).total for name, gpus, busy in pools)
+    rates = [usd_per_gpu_second(job.cluster, graph, name) for name, _, _ in pools]
+    cost = None if any(r is None for r in rates) else sum(r * gpus for r, (_, gpus, _) in zip(rates, pools))
+    return power, cost

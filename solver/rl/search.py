@@ -1,0 +1,194 @@
+"""The best pair of pools for an `rl` job: best-first search, exact over solver/rl/space.py.
+
+Every point's training pool is planned exactly (solver/train, cheap) and its scoring, sync and
+offload are closed forms; only the generation phase needs the simulator. Each point therefore
+first gets a lower bound of its objective with the generation phase at its lower bounds
+(solver/rl/generation.py `bound`: the slowest sample's tail, the busiest replica's work), and
+enters a heap. The least bound is taken off: if its generation has been simulated the point is
+the optimum (every other point's bound, and so its value, is at least as large: the step time,
+the energy and the cost of a step never fall as generation takes longer, model/rl/step.py);
+otherwise its generation is simulated and it goes back with its exact value. The search stops
+once `top` + 1 exact points have come off the heap; those are the plan and its runners-up.
+
+Power: a point whose exact facility power exceeds the job's bound is dropped when it comes off
+(power is not monotone in the generation time: only exact points are judged).
+`solver/rl/exhaustive.py` simulates every point instead; the tests check both agree.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+
+import attrs
+
+from ...compiler.design import Record
+from ...dsl.numbers import quantity
+from ...model.rl.job import RLJob
+from ...model.rl.step import COLOCATED
+from ...model.serve.inference import Engine
+from ..serve.space import engine_of
+from . import generation as gen
+from .pools import Candidate, TrainPool, evaluate, shares_weights, train_pool
+from .rollout import mean_length, rollout
+from .space import Pools, gen_layouts, pools, staleness_choices
+
+
+@attrs.frozen
+class SearchResult:
+    best: tuple[Candidate, ...]          # the optimum, then the runners-up
+    points: int                          # points of the space (pairs of pools x layouts x staleness)
+    simulated: int                       # generation layouts simulated
+    pruned: int                          # points whose bound alone ruled them out
+    over_power: int                      # exact points over the power bound
+    reasons: tuple[str, ...]             # why points were infeasible (when none is feasible)
+    seconds: float
+
+
+class Context:
+    """The job's samples and engine, and the caches every search point shares."""
+
+    def __init__(self, job: RLJob):
+        self.job = job
+        self.requests = rollout(job.entity)
+        self.seq = max(1, round(mean_length(self.requests)))
+        block = job.entity.get("generate") or Record()
+        engine = engine_of(block)
+        if block.get("engine.prefix_share") is None:   # a prompt's samples share its cache (vLLM's prefix caching)
+            engine = attrs.evolve(engine, prefix_share=(job.samples - 1) / job.samples)
+        self.engine: Engine = engine
+        self._train: dict = {}
+        self._replicas: dict = {}
+        self._bounds: dict = {}
+        self._sims: dict = {}
+        self.simulated = 0
+        self.reasons: dict[str, None] = {}
+
+    def train(self, name: str, gpus: int) -> TrainPool | None:
+        key = (name, gpus)
+        if key not in self._train:
+            p = self.job.partition(name)
+            pool = train_pool(self.job, p, gpus, self.seq, self.job.memory_of(p))
+            if pool is None:
+                self.reasons[f"the policy's training fits no layout on {gpus} GPUs of {name}"] = None
+            self._train[key] = pool
+        return self._train[key]
+
+    def replica(self, layout: gen.GenLayout):
+        key = (layout.partition, layout.config)
+        if key not in self._replicas:
+            self._replicas[key] = gen.build(self.job.policy, self.job.partition(layout.partition), layout, self.engine)
+        return self._replicas[key]
+
+    def gen_limit(self, layout: gen.GenLayout, placement: str, train: TrainPool) -> float:
+        """Bytes per GPU the engine may fill: the pool's bound, less (colocated) what training
+        keeps there: the other models' weights, and its own weights unless both layouts split
+        them alike (then the engine reads the trained weights in place)."""
+        partition = self.job.partition(layout.partition)
+        limit = self.job.memory_of(partition)
+        share = self.job.entity.get("generate.engine.memory")
+        engine = float(share) * partition.node.accelerator.hbm_capacity if share is not None else limit
+        if placement != COLOCATED:
+            return min(limit, engine)
+        kept = train.resident + (0.0 if shares_weights(train, layout) else train.policy.memory.weights)
+        return min(limit - kept, engine)
+
+    def bound(self, layout: gen.GenLayout, limit: float) -> tuple[float, float] | None:
+        key = (layout, limit)
+        if key not in self._bounds:
+            r = self.replica(layout)
+            longest = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
+            if gen.kv_capacity(r, limit) < longest:
+                self.reasons[f"{layout.config.tp}x{layout.config.pp}x{layout.config.ep} replicas on "
+                             f"{layout.partition} cannot hold the longest sample's cache"] = None
+                self._bounds[key] = None
+            else:
+                self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit))
+        return self._bounds[key]
+
+    def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
+        key = (layout, limit)
+        if key not in self._sims:
+            self.simulated += 1
+            self._sims[key] = gen.simulate_generation(self.replica(layout), layout, self.requests, limit)
+        return self._sims[key]
+
+
+def points(ctx: Context):
+    """Every point of the space with its generation limit: (pools, layout, limit, train pool, staleness)."""
+    for where in pools(ctx.job):
+        train = ctx.train(where.train, where.train_gpus)
+        if train is None:
+            continue
+        for layout in gen_layouts(ctx.job, ctx.job.partition(where.generate), where.gen_gpus):
+            limit = ctx.gen_limit(layout, where.placement, train)
+            for staleness in staleness_choices(ctx.job, where.placement):
+                yield where, layout, limit, train, staleness
+
+
+def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult:
+    started = time.perf_counter()
+    ctx = ctx or Context(job)
+    heap: list = []
+    tick = itertools.count()
+    total = 0
+    for where, layout, limit, train, staleness in points(ctx):
+        total += 1
+        bounds = ctx.bound(layout, limit)
+        if bounds is None:
+            continue
+        placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0)
+        low = evaluate(job, where.placement, staleness, placeholder, train)
+        # an overlapped step reads only the stream, which the bound gives exactly when it is the
+        # steady time (model/rl/step.py): such a point needs no simulation to be ranked
+        known = staleness > 0 and where.placement != COLOCATED and bounds[1] < bounds[0]
+        heapq.heappush(heap, (low.value(job.objective), next(tick), known, (where, layout, limit, train, staleness)))
+    found, over = [], 0
+    while heap and len(found) < top + 1:
+        value, _, exact, point = heapq.heappop(heap)
+        where, layout, limit, train, staleness = point
+        generation = ctx.simulate(layout, limit)
+        if not generation.feasible:
+            continue
+        candidate = evaluate(job, where.placement, staleness, generation, train)
+        if not exact:
+            heapq.heappush(heap, (candidate.value(job.objective), next(tick), True, point))
+            continue
+        if candidate.power > job.power:
+            over += 1
+            continue
+        found.append(candidate)
+    if over and not found:
+        ctx.reasons[f"every plan found draws more than the {quantity(job.power, 'W')} power bound"] = None
+    return SearchResult(tuple(found), total, ctx.simulated, max(0, len(heap)), over, tuple(ctx.reasons),
+                        time.perf_counter() - started)
+
+
+
+def generation_phase(ctx: Context, partition: str, gpus: int) -> gen.Generation | None:
+    """The fastest generation of the step's samples on at most `gpus` GPUs of `partition` (the
+    pool may leave GPUs idle: the dealt shares make the slowest sample land differently, so a
+    layout with one replica more is not always faster), by makespan; best-first on the bounds."""
+    from .space import sizes
+
+    p = ctx.job.partition(partition)
+    limit = ctx.job.memory_of(p)
+    heap, tick = [], itertools.count()
+    for size in sizes(p, gpus):
+        for layout in gen_layouts(ctx.job, p, size):
+            bounds = ctx.bound(layout, limit)
+            if bounds is not None:
+                heap.append((bounds[0], next(tick), False, layout))
+    heapq.heapify(heap)
+    while heap:
+        _, _, exact, layout = heapq.heappop(heap)
+        generation = ctx.simulate(layout, limit)
+        if exact:
+            return generation
+        if generation.feasible:
+            heapq.heappush(heap, (generation.makespan, next(tick), True, layout))
+    return None
+
+
+__all__ = ["Context", "Pools", "SearchResult", "generation_phase", "points", "search"]

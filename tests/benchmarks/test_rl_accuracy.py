@@ -1,0 +1,62 @@
+"""benchmarks/rl_accuracy.py: every published row names its source and parses into a design the
+planner evaluates as pinned; the drawn responses average the published length; the calibrated
+figure predicts each model with factors fitted on the others, never on itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import rl_accuracy  # noqa: E402
+
+
+def test_every_row_has_a_source_and_a_step_time():
+    rows = rl_accuracy.rows()
+    assert len(rows) >= 40
+    for r in rows:
+        assert r["source"] and ("github.com" in r["locator"] or "performance-summary.md" in r["locator"]), r["id"]
+        assert float(r["step_s"]) > 0 and int(r["gen_gpus"]) + (0 if r["staleness"] == "0" else int(r["train_gpus"])) \
+            <= int(r["gpus"])
+
+
+def test_the_drawn_responses_average_the_published_length():
+    row = rl_accuracy.rows()[2]                       # NeMo-RL 0.4, Llama 3.1 8B on 16 H100
+    mean = rl_accuracy.response_mean(row, rl_accuracy.SIGMA)
+    from gclc.compiler.driver import check_text
+    from gclc.solver.rl.rollout import mean_length, rollout
+    design = check_text(rl_accuracy.design(row, rl_accuracy.SIGMA), str(BENCHMARKS / "designs" / "rl_row.gcl")).design
+    assert mean > 0 and mean_length(rollout(design["run"])) == pytest.approx(float(row["avg_seq"]), rel=0.01)
+
+
+def test_a_row_is_predicted_from_its_pinned_design():
+    row = rl_accuracy.rows()[0]                       # the v0.3 blog's 8B row, with its phases
+    out = rl_accuracy.predict(row)
+    assert isinstance(out["error"], float) and out["placement"] == "colocated" and out["staleness"] == 0
+    assert set(out["measured_phases"]) == {"generate", "train", "logprobs", "refit"}
+    assert out["predicted_s"] == pytest.approx(sum(out["phases"][k] for k in ("generate", "score", "train",
+                                                                               "sync", "offload")))
+
+
+def test_calibration_holds_each_model_out():
+    fake = [{"model": m, "measured_s": 10.0 * k, "placement": "colocated", "staleness": 0,
+             "phases": {"generate": 4.0 * k, "stream": 4.0 * k, "score": 1.0 * k, "train": 2.0 * k, "sync": 0.5,
+                        "offload": 0.5}} for m, k in (("a", 1), ("b", 2), ("c", 3))]
+    held, rows = rl_accuracy.calibrated(fake)
+    for r in rows:   # each row's factors come from the other models' rows only
+        others = [x for x in fake if x["model"] != r["model"]]
+        assert r["factors"] == pytest.approx(rl_accuracy.fit(others), rel=1e-6)
+    assert held >= 0
+
+
+def test_the_script_ends_with_its_summary_line():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "rl_accuracy.py"), "--rows", "3"], capture_output=True,
+                          text=True, timeout=300)
+    last = done.stdout.strip().splitlines()[-1]
+    assert done.returncode == 0 and last.startswith("rl step time: n=3 of 3 rows, median |error|"), done.stderr
+    assert "CPU" in last and "wall" in last

@@ -1,0 +1,95 @@
+"""The RL step model's laws: a step is its phases put together as the placement and the
+staleness say; asynchronous is never slower than synchronous for the same pools at the same
+staleness bound; a faster link between the pools never slows the weights' sync; each pool's
+timeline covers the step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+from hypothesis import example, given, strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.model.rl import phases as ph
+from gclc.model.rl.job import rl_job
+from gclc.model.rl.step import COLOCATED, DISAGGREGATED, Phases, compose
+from gclc.testing import load_profile
+
+load_profile()
+SMALL = Path(__file__).resolve().parents[2] / "data" / "rl_small.gcl"
+JOB = rl_job(check_file(str(SMALL)).design["grpo"])
+H100, A100 = JOB.partition("h100"), JOB.partition("a100")
+
+seconds = st.floats(0, 1e4, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def phase_sets(draw):
+    generate = draw(seconds)
+    return Phases(generate, draw(st.floats(0, 1)) * generate, draw(seconds), draw(seconds), draw(seconds),
+                  draw(seconds))
+
+
+@given(phase_sets(), st.integers(1, 8))
+def test_asynchronous_is_never_slower_than_synchronous(p, staleness):
+    sync, overlapped = compose(p, DISAGGREGATED, 0), compose(p, DISAGGREGATED, staleness)
+    assert overlapped.step_time <= sync.step_time * (1 + 1e-12) + 1e-12
+    assert sync.step_time == p.generate + p.score + p.train + p.sync
+    assert overlapped.step_time == p.sync + max(p.stream, p.score + p.train)
+
+
+@given(phase_sets(), st.sampled_from([(COLOCATED, 0), (DISAGGREGATED, 0), (DISAGGREGATED, 1)]))
+def test_each_pool_timeline_covers_the_step_without_gaps(p, mode):
+    step = compose(p, *mode)
+    pools = {s.pool for s in step.timeline}
+    assert pools or step.step_time == 0
+    for pool in pools:
+        spans = [s for s in step.timeline if s.pool == pool]
+        assert all(a.end == b.start for a, b in zip(spans, spans[1:]))
+        assert spans[0].start == 0 and abs(spans[-1].end - step.step_time) <= 1e-9 * max(1, step.step_time)
+        assert 0 <= step.busy(pool) <= 1
+
+
+def test_colocated_pools_take_turns():
+    p = Phases(10, 4, 2, 3, 0.5, 1.0)
+    step = compose(p, COLOCATED, 1)   # a staleness bound buys nothing on shared GPUs
+    assert step.step_time == 10 + 2 + 3 + 0.5 + 1.0 and not step.overlapped
+
+
+bandwidths = st.floats(1e8, 1e13, allow_nan=False)
+
+
+@given(st.floats(1e6, 1e12), st.integers(1, 512), st.sampled_from([1, 2, 4, 8, 16]), bandwidths, st.floats(1, 100))
+@example(nbytes=1e12, senders=1, shard=16, bandwidth=1e8, faster=1.0)
+def test_a_faster_link_between_the_pools_never_slows_the_sync(nbytes, senders, shard, bandwidth, faster):
+    slow = ph.Link("slow", bandwidth, 5e-6)
+    fast = attrs.evolve(slow, bandwidth=bandwidth * faster)
+    assert ph.broadcast_time(nbytes, senders, shard, fast) <= ph.broadcast_time(nbytes, senders, shard, slow)
+
+
+def test_the_link_between_pools_is_the_tier_that_joins_them():
+    apart = ph.link_between(A100, H100, 16, 16)
+    assert apart.bandwidth == min(ph.Link.of(A100.tiers[-1]).bandwidth, ph.Link.of(H100.tiers[-1]).bandwidth)
+    inside = ph.link_between(H100, H100, 4, 4)          # both pools inside one NVLink domain
+    assert inside.bandwidth == ph.Link.of(H100.tiers[0]).bandwidth > apart.bandwidth
+    across = ph.link_between(H100, H100, 8, 8)          # two nodes of one partition: its scale-out
+    assert across.bandwidth < inside.bandwidth
+
+
+def test_the_sync_moves_the_policy_once_per_replica_shard():
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    assert nbytes == JOB.policy.params * 2 and ph.policy_bytes(JOB.policy, "fp8") == nbytes / 2
+    link = ph.link_between(A100, H100, 16, 16)
+    # each generation GPU receives its 1/shard; more training GPUs sending does not help past that
+    assert ph.broadcast_time(nbytes, 16, 4, link) == ph.broadcast_time(nbytes, 64, 4, link)
+    assert ph.broadcast_time(nbytes, 16, 8, link) < ph.broadcast_time(nbytes, 16, 4, link)
+
+
+def test_scoring_and_resharding_follow_their_work():
+    one = ph.score_time(JOB.policy, H100, 8, 1, 1, "bf16", 128, 600)
+    assert ph.score_time(JOB.policy, H100, 16, 1, 1, "bf16", 128, 600) < one
+    assert ph.score_time(JOB.policy, H100, 8, 1, 1, "bf16", 256, 600) > one
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    gather = ph.reshard_time(nbytes, 8, 2, H100)      # training tp=8, generation tp=2: gather 4 pieces
+    assert gather > ph.reshard_time(nbytes, 2, 8, H100) > 0   # a finer generation shard is a local slice

@@ -1,0 +1,92 @@
+"""The flow-level simulation (model/network/flows.py): max-min fair sharing, and the analytic
+ring rates of model/network/placement.py checked against it on the same links."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import sparse
+
+from gclc.compiler.ir import Tier
+from gclc.dsl.source import no_span
+from gclc.model.network import flows, placement
+
+
+def tier(level, group, bandwidth, oversubscription=1.0, fabric="ib", kind="infiniband"):
+    return Tier(level, f"t{level}", fabric, kind, "scaleout", group, bandwidth, 1e-6, oversubscription, False, 1.0,
+                span=no_span())
+
+
+NODE = tier(0, 8, 400e9, fabric="nv", kind="nvlink")
+
+
+def test_max_min_fills_the_tightest_link_first():
+    # flow 0 crosses links 0 (10) and 1 (3); flow 1 only link 0: 3 and 7
+    matrix = sparse.csr_matrix(np.array([[1.0, 1.0], [1.0, 0.0]]))
+    assert flows.max_min(matrix, np.array([10.0, 3.0])) == pytest.approx([3.0, 7.0])
+
+
+def test_a_ragged_ring_runs_at_the_analytic_rate():
+    # 12 nodes on 3-node leaves under a 2:1 spine; 4-node groups: the middle leaves hold the
+    # ends of two groups, whose 16 hops share 24 GPUs' worth of 25 GB/s: 37.5 GB/s a hop
+    tiers = (NODE, tier(1, 24, 50e9), tier(2, 96, 25e9, 2.0))
+    rows = flows.compare(tiers, 96, [("dp", 32, 1, True)])
+    assert [name for name, *_ in rows] == ["dp.0", "dp.1"]
+    name, analytic, alone, together = rows[-1]
+    assert analytic == pytest.approx(37.5e9) and alone == pytest.approx(37.5e9)
+
+
+def test_pipeline_sends_and_data_parallel_rings_share_the_nic():
+    tiers = (NODE, tier(1, 64, 50e9))
+    rows = dict((name, (alone, together)) for name, _, alone, together in
+                flows.compare(tiers, 64, [("dp", 4, 8, True), ("pp", 2, 32, False)]))
+    assert rows["dp.0"][0] == pytest.approx(50e9) and rows["dp.0"][1] == pytest.approx(25e9)
+    assert rows["pp.0"][1] == pytest.approx(25e9)
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 3), deadline=None)
+@given(st.sampled_from([16, 24, 40, 48, 64]), st.sampled_from([1.0, 2.0, 3.0]), st.sampled_from([8, 12, 16, 24]),
+       st.sampled_from([(2, 8), (4, 8), (8, 8), (16, 1), (32, 1), (3, 8), (6, 8)]))
+def test_the_analytic_rate_of_every_stage_is_the_simulated_one(leaf, oversubscription, nodes, group):
+    """Each stage of the planner's model (tiled or a ring in rank order), simulated alone on the
+    same links: the same rate. Checks the model's counting of straddling groups and shared
+    uplinks against a max-min fair simulation of every hop."""
+    size, stride = group
+    gpus = nodes * 8
+    if gpus % (size * stride):
+        return
+    tiers = (NODE, tier(1, leaf, 50e9), tier(2, gpus, 50e9 / oversubscription, oversubscription))
+    for name, analytic, alone, _ in flows.compare(tiers, gpus, [("g", size, stride, True)]):
+        assert alone == pytest.approx(analytic, rel=1e-9), name
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 3), deadline=None)
+@given(st.sampled_from([16, 24, 40, 48, 64]), st.sampled_from([1.0, 2.0, 3.0]), st.sampled_from([8, 12, 16, 24]),
+       st.sampled_from([(2, 8), (4, 8), (2, 16), (3, 32), (4, 2), (2, 48)]))
+def test_the_analytic_rate_of_pipeline_sends_is_the_simulated_one(leaf, oversubscription, nodes, pipeline):
+    """Every stage sends to the next at once: the slowest send's analytic rate (shared uplinks
+    counted) is the simulated one."""
+    size, stride = pipeline
+    gpus = nodes * 8
+    if gpus % (size * stride):
+        return
+    tiers = (NODE, tier(1, leaf, 50e9), tier(2, gpus, 50e9 / oversubscription, oversubscription))
+    [(name, analytic, alone, _)] = flows.compare(tiers, gpus, [("pp", size, stride, False)])
+    assert alone == pytest.approx(analytic, rel=1e-9)
+
+
+def test_the_last_stage_sends_nothing_forward():
+    """The deep run's counterexample to the law above: 2 stages of 48 ranks on 64-GPU leaves
+    at 2:1. The first leaf holds all of stage 0 and 16 of stage 1; only stage 0's last 32
+    send past the leaf (stage 1 has no next stage), so they share 64 GPUs' worth of 25 GB/s
+    uplinks: 50 GB/s, the port's. Counting 48 senders gave 33 GB/s."""
+    tiers = (NODE, tier(1, 64, 50e9), tier(2, 96, 25e9, 2.0))
+    [(name, analytic, alone, _)] = flows.compare(tiers, 96, [("pp", 2, 48, False)])
+    assert analytic == pytest.approx(50e9) and alone == pytest.approx(50e9)
+
+
+def test_pipeline_sends_pay_the_spine_only_where_a_pair_leaves_the_leaf():
+    # 8 stages of 2048 GPUs: every GPU's partner is under another 344-GPU leaf (2:1 spine: half
+    # the port), but only the pairs near a spine domain's edge climb to the 4:1 core
+    tiers = (NODE, tier(1, 344, 40e9), tier(2, 14792, 20e9, 2.0), tier(3, 16384, 10e9, 4.0))
+    outer, speed = placement.send_rate(8, 2048, tiers)
+    assert outer.level == 3 and speed == pytest.approx(20e9)

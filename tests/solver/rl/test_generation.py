@@ -1,0 +1,56 @@
+"""The generation phase: the simulator's times for a step's samples, the lower bounds the
+search prunes with (never above the simulated times), and the law that more generation GPUs
+never slow the generation phase."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings, strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.compiler.serve_trace import Request
+from gclc.model.rl.job import rl_job
+from gclc.model.serve.inference import Engine, ServeConfig
+from gclc.solver.rl import generation as gen
+from gclc.solver.rl.search import Context, generation_phase
+from gclc.testing import load_profile
+
+load_profile()
+SMALL = Path(__file__).resolve().parents[2] / "data" / "rl_small.gcl"
+JOB = rl_job(check_file(str(SMALL)).design["grpo"])
+
+requests = st.lists(st.tuples(st.integers(1, 600), st.integers(1, 900)), min_size=1, max_size=40).map(
+    lambda pairs: tuple(Request(0.0, p, o) for p, o in pairs))
+
+
+@settings(max_examples=25, deadline=None)
+@given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4, 8]), st.integers(1, 4),
+       st.sampled_from([1, 8, 64]), st.sampled_from([0.0, 0.5]))
+def test_the_bounds_never_exceed_the_simulated_times(reqs, part, tp, replicas, batch, share):
+    layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
+    r = gen.build(JOB.policy, JOB.partition(part), layout, Engine(prefix_share=share))
+    out = gen.simulate_generation(r, layout, reqs, JOB.memory_of(JOB.partition(part)))
+    makespan, stream = gen.bound(r, layout, reqs, gen.kv_capacity(r, JOB.memory_of(JOB.partition(part))))
+    assert makespan <= out.makespan * (1 + 1e-9)
+    assert stream <= out.stream * (1 + 1e-9) and out.stream <= out.makespan
+
+
+def test_the_slowest_sample_holds_the_step():
+    """A batch with one long sample takes about as long as that sample alone at a small batch."""
+    layout = gen.GenLayout("h100", ServeConfig(2, 64), 2)
+    r = gen.build(JOB.policy, JOB.partition("h100"), layout, Engine())
+    short = tuple(Request(0.0, 200, 100) for _ in range(31))
+    tail = short + (Request(0.0, 200, 3000),)
+    limit = JOB.memory_of(JOB.partition("h100"))
+    a, b = gen.simulate_generation(r, layout, short, limit), gen.simulate_generation(r, layout, tail, limit)
+    assert b.makespan > 10 * a.makespan and b.makespan >= gen.bound(r, layout, tail, b.kv_tokens)[0]
+    assert b.stream < b.makespan / 5     # a steadily fed engine does not wait on the tail
+
+
+def test_more_generation_gpus_never_slow_the_generation_phase():
+    ctx = Context(JOB)
+    for part in ("h100", "a100"):
+        times = [generation_phase(ctx, part, g).makespan for g in (2, 4, 8, 16)]
+        assert all(b <= a for a, b in zip(times, times[1:])), (part, times)
+        assert times[-1] < times[0]

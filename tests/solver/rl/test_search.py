@@ -1,0 +1,79 @@
+"""The rl planner: its best-first search returns what simulating every point of the space
+returns (the exhaustive enumerator is the oracle), for each objective, placement and
+algorithm, and the plan says where each pool runs and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gclc.compiler.driver import check_text
+from gclc.model.rl.job import rl_job
+from gclc.solver.rl.exhaustive import exhaustive
+from gclc.solver.rl.plan import plan_rl
+from gclc.solver.rl.search import Context, search
+
+SMALL = (Path(__file__).resolve().parents[2] / "data" / "rl_small.gcl").read_text()
+
+
+# The oracle simulates every point: a smaller space (one node a partition, 32 samples) keeps it quick.
+TINY = lambda t: t.replace("2 x DGX_H100", "1 x DGX_H100").replace("2 x DGX_A100", "1 x DGX_A100").replace(  # noqa: E731
+    "prompts      = 16", "prompts = 8").replace("samples      = 8", "samples = 4").replace("max_response = 1024",
+                                                                                       "max_response = 512")
+
+
+def design(edit=lambda t: t):
+    result = check_text(edit(SMALL), "rl.gcl")
+    assert result.design is not None, [d.summary for d in result.diagnostics]
+    return result.design["grpo"]
+
+
+VARIANTS = {
+    "as written": lambda t: t,
+    "synchronous": lambda t: t.replace("staleness    = 1", "staleness    = 0"),
+    "colocated": lambda t: t.replace("staleness    = 1", "placement = colocated"),
+    "energy": lambda t: t.replace("staleness    = 1", "staleness = 1  minimize = energy"),
+    "ppo": lambda t: t.replace("algorithm    = grpo", "algorithm = ppo  critic = Llama8B"),
+    "power bound": lambda t: t.replace("memory <= 90%", "memory <= 90%  power <= 25 kW"),
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_the_search_finds_what_the_exhaustive_enumerator_finds(name):
+    job = rl_job(design(lambda t: VARIANTS[name](TINY(t))))
+    ctx = Context(job)
+    found = search(job, 2, ctx)
+    searched = ctx.simulated
+    every = exhaustive(job, ctx)
+    assert found.best and every, found.reasons
+    values = [c.value(job.objective) for c in every]
+    assert [c.value(job.objective) for c in found.best] == pytest.approx(values[:3], rel=1e-12)
+    assert searched < ctx.simulated      # the bounds spared simulations the oracle needed
+    if name == "power bound":
+        assert all(c.power <= 25e3 for c in found.best)
+
+
+def test_the_plan_says_where_each_pool_goes_and_why():
+    plan = plan_rl(design())
+    b = plan.best
+    assert plan.status == "optimal" and b.placement == "disaggregated" and b.staleness == 1
+    assert {b.generation.layout.partition, b.train.partition} <= {"h100", "a100"}
+    whats = [a.what for a in plan.alternatives]
+    assert any(w.startswith("colocated on") for w in whats) and "the same pools synchronous (staleness 0)" in whats
+    # every alternative is one the search could have chosen, so none is better
+    assert all(a.candidate is None or a.candidate.step.step_time >= b.step.step_time * (1 - 1e-12)
+               for a in plan.alternatives)
+    assert plan.samples == 128 and plan.samples_per_s == pytest.approx(128 / b.step.step_time)
+
+
+def test_an_impossible_memory_bound_is_an_infeasible_plan_with_reasons():
+    plan = plan_rl(design(lambda t: t.replace("memory <= 90%", "memory <= 12 GB")))
+    assert plan.status == "infeasible" and plan.best is None
+    assert any("fits no layout" in r for r in plan.result.reasons), plan.result.reasons
+
+
+def test_more_gpus_for_the_job_never_slow_its_plan():
+    steps = [plan_rl(design(lambda t, n=n: t.replace("memory <= 90%", f"memory <= 90%  gpus <= {n}"))).step_time
+             for n in (8, 16, 32)]
+    assert all(b <= a for a, b in zip(steps, steps[1:])) and steps[-1] < steps[0], steps

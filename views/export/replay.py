@@ -1,0 +1,79 @@
+"""A simulated schedule as the files that make real Slurm take the same decisions
+(`gclc schedule FILE --export slurm DIR`): the cluster's files as `gclc export --to slurm`
+writes them (node, partition, GRES and topology lines, QOS), one sbatch script per run of
+a job and a `submit.sh` that submits them all.
+
+Each script carries what decided its run in the simulation: when it may begin (its
+submit time, `--begin=now+S`), where (`--nodelist`, the nodes of the domains it held;
+inside a domain of several nodes, its first ones: the simulation counts GPUs per domain,
+not which of its nodes), how many GPUs, its time limit, and a `--priority` that ranks the
+runs in the order the simulation started them (an administrator's fixed priority), so
+that of two jobs wanting the same nodes Slurm starts the earlier one first. A run the
+simulation cut short (preempted, failed, ended at a resize) is replayed as the run it was:
+its script sleeps as long as the run lasted.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...compiler.design import Design
+from ...dsl.numbers import duration
+from ...compiler.hostlist import compress
+from .layout import Layout, layout, slug
+from .slurm import export as cluster_files, slurm_time
+from .target import header
+
+
+def slurm_replay(design: Design, workload, data: dict, source: str) -> dict[str, str]:
+    """{file name: text} for the schedule JSON `data` (views/schedule.py) of `workload`."""
+    lay = layout(workload.graph, design)
+    runs = sorted(((s["start_s"], j["name"], i, s, j) for j in data["jobs"] for i, s in enumerate(j["segments"])),
+                  key=lambda r: (r[0], r[1], r[2]))
+    files = cluster_files(lay, design, None, source)
+    names = []
+    for rank, (start, name, index, seg, job) in enumerate(runs):
+        file = f"jobs/{rank + 1:04d}-{slug(name)}{'-' + str(index + 1) if index else ''}.sbatch"
+        files[file] = _script(lay, workload, job, seg, index, len(runs) - rank, source)
+        names.append((file, job["submit_s"] if index == 0 else seg["start_s"]))
+    files["submit.sh"] = _submit(names, source)
+    return files
+
+
+def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: int, source: str) -> str:
+    group = lay.group(seg["partition"])
+    nodes = _nodes(group, workload, job["name"], seg)
+    length = seg["end_s"] - seg["start_s"]
+    lines = ["#!/bin/bash", header(source, f"replay of {job['name']}, run {index + 1}: "
+                                           f"{seg['gpus']} GPUs from {duration(seg['start_s'])}, ended {seg['ended']}"),
+             f"#SBATCH --job-name={slug(job['name'])}",
+             f"#SBATCH --partition={group.slug}",
+             f"#SBATCH --nodelist={compress(nodes)}",
+             f"#SBATCH --nodes={len(nodes)}",
+             f"#SBATCH --gpus={seg['gpus']}",
+             f"#SBATCH --priority={priority}",
+             f"# started by the simulation's rule: {seg['rule']}"]
+    if job["time_limit_s"]:
+        lines.append(f"#SBATCH --time={slurm_time(job['time_limit_s'])}")
+    lines.append(f"sleep {max(0, math.ceil(length))}  # as long as the simulated run lasted")
+    return "\n".join(lines) + "\n"
+
+
+def _nodes(group, workload, name: str, seg: dict) -> list[str]:
+    """The nodes of the domains the run held: each domain's first nodes, enough for its GPUs."""
+    allocation = seg.get("domain_gpus") or []
+    partition = workload.graph.partition(seg["partition"])
+    per_domain, per_node = partition.nodes_per_unit, partition.node.gpus
+    out = []
+    for domain, gpus in allocation:
+        first = domain * per_domain
+        out += group.nodes[first:first + math.ceil(gpus / per_node)]
+    return out
+
+
+def _submit(files: list[tuple[str, float]], source: str) -> str:
+    lines = ["#!/bin/bash", header(source, "submit every run, each beginning when the simulation submitted it"),
+             "set -euo pipefail", 'cd "$(dirname "$0")"']
+    for file, begin in files:
+        lines.append(f"sbatch --begin=now+{math.ceil(begin)} {file}")
+    return "\n".join(lines) + "\n"
