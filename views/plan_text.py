@@ -198,7 +198,7 @@ def cost_line(cost: dict) -> str:
 def runner_difference(best: Estimate, other: Estimate) -> str:
     """`  (differs: vp 8, not 4)`: the settings in which a runner-up differs from the plan."""
     a, b = parallelism(best), parallelism(other)
-    changed = [f"{_SETTING.get(k, k)} {_setting(b[k])}, not {_setting(a[k])}" for k in a
+    changed = [f"{_SETTING.get(k, k)} {_setting(b[k], k)}, not {_setting(a[k], k)}" for k in a
                if k != "microbatches" and a[k] != b[k]]
     if best.config.order != other.config.order:
         changed.append(f"ranks {','.join(other.config.order)}, not {','.join(best.config.order)}")
@@ -206,10 +206,12 @@ def runner_difference(best: Estimate, other: Estimate) -> str:
 
 
 _SETTING = {"microbatch": "micro-batch", "recompute": "recomputation", "zero": "ZeRO stage",
-            "sp": "sequence parallel", "vp": "virtual stages"}
+            "sp": "sequence parallel", "vp": "virtual stages", "power_cap_w": "power cap"}
 
 
-def _setting(value) -> str:
+def _setting(value, key: str = "") -> str:
+    if key == "power_cap_w":   # the operating point's cap per GPU; none: the chip at its full clock
+        return quantity(value, "W") if value is not None else "none"
     return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 

@@ -65,3 +65,10 @@ def test_the_power_lines_say_what_runs_and_what_it_draws(tmp_path):
         assert "clock (power cap" in head and "under a power cap of" in tight
     else:
         assert "at full clock" in head
+
+def test_a_runner_up_at_another_power_cap_names_the_cap_in_words():
+    """A runner-up that differs in its operating point names the cap in watts (issue 28), never
+    a raw float or Python's None."""
+    from gclc.views.plan_text import _setting
+    assert _setting(1124.6651562499999, "power_cap_w") == "1.12 kW"
+    assert _setting(None, "power_cap_w") == "none"
