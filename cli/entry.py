@@ -13,7 +13,16 @@ EXIT_INTERRUPTED = 130
 
 
 def _interrupted_while_loading(signum, frame) -> None:
-    os._exit(EXIT_INTERRUPTED)  # nothing is written yet: there is nothing to clean up
+    """Ctrl-C while the command loads or after it ended: nothing to clean up, exit at once."""
+    os._exit(EXIT_INTERRUPTED)
+
+
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM unwinds like an exception, so that a temporary output file is removed."""
+    raise SystemExit(EXIT_TERMINATED)
 
 
 def main() -> int:
@@ -26,20 +35,25 @@ def main() -> int:
     gc.disable()
     try:
         from .main import main as run
-    finally:  # from here KeyboardInterrupt: main cleans up (temporary files) and exits 130
-        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    finally:
         gc.freeze()
         gc.set_threshold(10_000)
         gc.enable()
-    try:
+    _signal.signal(_signal.SIGTERM, _terminated)  # `kill`, a CI timeout: clean up as for Ctrl-C
+    try:  # from here KeyboardInterrupt: main cleans up (temporary files) and exits 130
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         return run()
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:  # the command is over: a Ctrl-C now ends the process at once, quietly
+        _signal.signal(_signal.SIGINT, _interrupted_while_loading)
 
 
 def console() -> None:
-    """`gclc` and `python -m gclc`: exit with main's status; a second Ctrl-C as Python exits
-    is ignored rather than printed."""
-    status = main()
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    """`gclc` and `python -m gclc`: exit with main's status; a Ctrl-C as Python exits ends it
+    with 130, quietly."""
+    try:
+        status = main()
+    except KeyboardInterrupt:  # one that landed while the handlers changed hands
+        status = EXIT_INTERRUPTED
     sys.exit(status)

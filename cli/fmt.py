@@ -64,8 +64,8 @@ def _one(path: str, args: argparse.Namespace) -> tuple[int, dict | None]:
         sys.stdout.write(unified_diff(path, text, formatted, colour(sys.stdout)))
     if args.write:
         if changed:
-            try:  # through a symlink, keeping mode, owner and hard links (cli/output.py)
-                write_atomic(path, formatted)
+            try:  # through a symlink, keeping mode and owner; this input only (compiler/writer.py)
+                write_atomic(path, formatted, replaces=path)
             except OSError as problem:
                 error(f"cannot write `{path}`: {problem.strerror or problem}")
                 return EXIT_ERRORS, record

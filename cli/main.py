@@ -25,7 +25,14 @@ def main(argv: list[str] | None = None) -> int:
     _escape_unencodable()
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser(_named(argv))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, a usage error: what argparse printed must arrive
+        raise SystemExit(done.code if _flushed() else EXIT_ERRORS) from None
+    except OSError as error:  # --help into a full disk (`/dev/full`): argparse would have said nothing
+        _silence_stdout()
+        print(f"gclc: cannot write the output: {error.strerror or error}", file=sys.stderr)
+        raise SystemExit(EXIT_ERRORS) from None
     set_color(getattr(args, "color", None) or "auto", bool(getattr(args, "quiet", False)))
     if not getattr(args, "command", None) and not getattr(args, "list_codes", False):
         parser.print_help()
@@ -49,6 +56,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gclc: internal error: {type(error).__name__}: {error} (please report this with the input file)",
               file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _flushed() -> bool:
+    """Whether stdout took what was printed (not a full disk, not `/dev/full`)."""
+    try:
+        sys.stdout.flush()
+        return True
+    except OSError as error:
+        _silence_stdout()
+        print(f"gclc: cannot write the output: {error.strerror or error}", file=sys.stderr)
+        return False
+    except ValueError:  # stdout closed
+        return False
 
 
 def _list_codes() -> int:
@@ -88,7 +108,7 @@ def _named(argv: list[str]):
 
 def _parser(only=None) -> argparse.ArgumentParser:
     """The argument parser: every command's, or only the command module `only`'s."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gclc", description="gclc — a compiler for GPU clusters: check, compile, plan and draw .gcl designs.",
         epilog="Run `gclc COMMAND --help` for a command's options. Exit codes: 0 clean, 1 errors (or output "
                "not written, stdout closed early), 2 usage, 3 infeasible, 130 interrupted.")
@@ -105,6 +125,17 @@ def _parser(only=None) -> argparse.ArgumentParser:
         sub.add_argument("-q", "--quiet", action="store_true", default=False if sub is parser else argparse.SUPPRESS,
                          help="print errors only: no warnings, no `ok` lines, no progress")
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that help and usage text that cannot be written (stdout on a
+    full disk) is an error: argparse ignores it and exits 0."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        if message:
+            file = file or sys.stderr
+            file.write(message)
+            file.flush()
 
 
 def _plugins() -> tuple:

@@ -38,7 +38,8 @@ def add(commands) -> None:
     cmd.add_argument("--export", nargs=2, metavar=("KIND", "DIR"),
                      help="write what makes the real scheduler take the simulated decisions into DIR: `slurm` (node, "
                           "partition and GRES lines, one sbatch script per run with its begin time, node list, GPUs, "
-                          "time limit and priority, and submit.sh)")
+                          "time limit and priority, and submit.sh) or `kubernetes` (Kueue's queues, flavors and priority "
+                          "classes, the nodes' labels, one JobSet per run pinned to its nodes, and submit.sh)")
     cmd.add_argument("--epochs", type=number_option(low=0, high=MAX_EPOCHS), default=8, metavar="N",
                      help=f"decision epochs at which the MILP optimum is solved (default 8; 0: none; at most {MAX_EPOCHS})")
     settings_option(cmd)
@@ -86,11 +87,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
             return EXIT_ERRORS
     if args.export:
+        from ..views.export import ExportError
+        from ..views.export.kube_replay import kubernetes_replay
         from ..views.export.replay import slurm_replay
         from .export import write_all
 
-        code = write_all(Path(args.export[1]), slurm_replay(result.design, workload, data, args.file),
-                         announce=not args.json)
+        replay = slurm_replay if args.export[0] == "slurm" else kubernetes_replay
+        try:
+            files = replay(result.design, workload, data, args.file)
+        except ExportError as problem:  # a setting the scheduler cannot state (`bf_resolution = 0.5 s`)
+            print(f"gclc: cannot export to {args.export[0]}: {problem}", file=sys.stderr)
+            return EXIT_USAGE if getattr(problem, "usage", False) else EXIT_ERRORS
+        code = write_all(Path(args.export[1]), files, announce=not args.json)
         if code != EXIT_OK:
             return code
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
@@ -102,8 +110,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _usage_problem(args: argparse.Namespace) -> int | None:
-    if args.export and args.export[0] != "slurm":
-        print(f"gclc: --export {args.export[0]}: the simulated decisions export to `slurm`", file=sys.stderr)
+    if args.export and args.export[0] not in ("slurm", "kubernetes"):
+        print(f"gclc: --export {args.export[0]}: the simulated decisions export to `slurm` or `kubernetes`",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.export and (not args.export[1] or (Path(args.export[1]).exists() and not Path(args.export[1]).is_dir())):
+        # checked before the simulation: the replay is several files, so DIR names a folder
+        print(f"gclc: --export {args.export[0]} `{args.export[1]}`: DIR names a folder (new or existing) for the replay's files",
+              file=sys.stderr)
         return EXIT_USAGE
     if not args.output:
         return None

@@ -18,6 +18,7 @@ from ..dsl.diagnostics import Diagnostic, Label, sort_unique
 from .evaluate import INVALID, Evaluator, describe_value
 from .field_types import FieldTyper, is_share
 from .names import unknown_name_notes, word_notes
+from .references import prefetch
 from .resolve import BlockEntry, Body, ConstraintEntry, FieldEntry, Program
 from .rules.entity import check_entity
 from .settings import apply_settings
@@ -54,6 +55,8 @@ class Checker(FieldTyper):
         self.entities: dict[str, Entity | None] = {}
         self.values: dict[tuple[str, str], Any] = {}
         self.active: list[str] = []  # what is being evaluated, for cycle reports
+        self.active_keys: set[tuple[str, str]] = set()
+        self.dependencies: dict[tuple[str, str], list] = {}  # compiler/references.py
         self.partial = False  # building a declaration whose `extends` failed: fields may be missing
         self.holes = False  # a field of the declaration being built had an invalid value
         self.building: tuple[ast.Declaration, str] | None = None  # and how messages name it
@@ -219,15 +222,20 @@ class Checker(FieldTyper):
         label = ".".join(k for k in key if k)
         if key in self.values:
             return self.values[key]
-        if label in self.active:
+        if key in self.active_keys:
             cycle = " -> ".join(self.active[self.active.index(label):] + [label])
             self.values[key] = INVALID
             return self.error(codes.REFERENCE_CYCLE.make(self._span_of(key), name=label, cycle=cycle))
+        prefetch(self, key)  # what it refers to first, deepest first: no recursion down a chain
+        if key in self.values:  # a loop through it was found and reported
+            return self.values[key]
         self.active.append(label)
+        self.active_keys.add(key)
         try:
             self.values[key] = value = compute()
         finally:
             self.active.pop()
+            self.active_keys.discard(key)
         return value
 
     def _span_of(self, key: tuple[str, str]) -> Span:

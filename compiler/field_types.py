@@ -189,6 +189,10 @@ class FieldTyper:
         return INVALID if INVALID in items else items
 
     def typed_targets(self, expr: ast.Expr, ftype: sc.Targets, field: str) -> Any:
+        if isinstance(expr, ast.ListExpr) and not expr.items:  # `on = []`: nowhere to run
+            return self.error(codes.OUT_OF_RANGE.make(expr.span, field=field, value="an empty list",
+                                                      bound="a cluster, a partition or a list of at least one",
+                                                      notes=["help: write `on = Cluster` or `on = [Cluster.part]`"]))
         if isinstance(expr, ast.ListExpr):
             items = tuple(self.target(item, ftype, field) for item in expr.items)
             return INVALID if INVALID in items else items

@@ -26,14 +26,18 @@ from ..dsl.diagnostics import Diagnostic
 from ..dsl.source import SourceFile, Span, source_text
 
 # A design is text a person writes: the largest shipped example is 7 KB and the whole
-# standard library 63 KB. 2 MiB for a design and all its imports together is 30x the
-# library, and bounds a check at about 20 s of CPU (docs/hostile-input.md); no file may
-# hold more. Reading no more keeps `/dev/zero` or a runaway generator from eating memory.
-MAX_SOURCE_BYTES = 2 * 2**20
-MAX_DESIGN_BYTES = 2 * 2**20
-# A data file (a trace) is written by a program: 64 MiB holds a million rows of a public
-# cluster trace; a line of one is under 200 characters, so 4,096 bounds every cell.
+# standard library 63 KB. 1 MiB for a design and all its imports together is 16x the
+# library; checking 1 MiB of the slowest shapes measured (5,000 chips, 30,000 params, a list
+# of 150,000 numbers, 40,000 unknown fields) takes about 10 s of CPU (docs/hostile-input.md),
+# so no accepted design takes minutes. Reading no more keeps `/dev/zero` or a runaway
+# generator from eating memory.
+MAX_SOURCE_BYTES = 2**20
+MAX_DESIGN_BYTES = 2**20
+# A data file (a trace, a measurement log) is written by a program: 64 MiB bounds what is read
+# into memory; a trace is held to 16 MiB (100,000 rows of a public cluster trace), and a line of
+# one is under 200 characters, so 4,096 bounds every cell.
 MAX_DATA_BYTES = 64 * 2**20
+MAX_TRACE_BYTES = 16 * 2**20
 MAX_LINE_CHARS = 4096
 
 _READ: set[tuple[int, int]] = set()          # (device, inode) of every file this run read
@@ -92,15 +96,16 @@ def _design_refusal(budget: Budget | None, limit: int) -> str:
     return f"a design file may be at most {MAX_SOURCE_BYTES:,} bytes"
 
 
-def read_data(display: str, real: Path, at: Span, what: str = "trace", limit: int = MAX_DATA_BYTES,
+def read_data(display: str, real: Path, at: Span | None, what: str = "trace", limit: int = MAX_DATA_BYTES,
               line_chars: int = MAX_LINE_CHARS) -> tuple[SourceFile | None, list[Diagnostic]]:
     """A data file a design names (at `at`): its text, or None and the located errors. A line
     over `line_chars` characters is an error at that line, so no cell of it can be longer."""
     try:
         data = read_bounded(real, limit, f"a {what} may be at most {limit:,} bytes")
     except OSError as error:
-        return None, [codes.IO_ERROR.make(at, path=shown_path(display), reason=error.strerror or str(error),
-                                          notes=unreadable_help(display, real, error, suffix=None))]
+        found = codes.IO_ERROR.make(at, path=shown_path(display), reason=error.strerror or str(error),
+                                    notes=unreadable_help(display, real, error, suffix=None))
+        return None, [found if at is not None else attrs.evolve(found, file=display)]
     text, problem = _decoded(display, data, None)
     if problem is not None:
         return None, [problem]

@@ -14,7 +14,7 @@ import attrs
 from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic
 from ..dsl.source import SourceFile, Span
-from .files import MAX_DATA_BYTES, MAX_LINE_CHARS, data_path, read_data
+from .files import MAX_LINE_CHARS, MAX_TRACE_BYTES, data_path, read_data
 
 
 @attrs.frozen
@@ -41,7 +41,7 @@ class Table:
 
 
 def read_table(at: Span, name: str, what: str, max_rows: int,
-               limit: int = MAX_DATA_BYTES) -> tuple[Table | None, list[Diagnostic]]:
+               limit: int = MAX_TRACE_BYTES) -> tuple[Table | None, list[Diagnostic]]:
     """The CSV file `name` given at `at` in a design: its header and rows, or None and the
     located errors (a path outside the design's folder, an unreadable file, a line too long, a
     row past `max_rows`)."""

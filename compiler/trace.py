@@ -37,7 +37,16 @@ COLUMNS = {
     "tenant": ("tenant", "account", "vc", "queue"),
 }
 PRIORITY_CLASSES = {"low": 1, "normal": 2, "high": 4, "critical": 8}
-MAX_ROWS = 1_000_000
+# What a schedule simulates in well under a minute: 10,000 rows of a trace that overloads the
+# shared-cluster example (a queue thousands long, failures on) took 15 s of CPU, arriving all at
+# once 8 s (docs/hostile-input.md); the cost grows with the queue the simulation keeps. Sample
+# or split a longer public trace.
+MAX_ROWS = 10_000
+# Submit times and durations a schedule steps through: ten years is 20x the longest public
+# cluster trace (Helios, 6 months; Philly, 75 days). The simulation's horizon is twice this
+# (`solver/schedule/simulate.py`), so a lone job always ends within it without failures.
+MAX_SECONDS = 10 * 365.25 * 86400
+MAX_SECONDS_TEXT = "10 years (315,576,000 s)"
 
 
 @attrs.frozen
@@ -78,6 +87,10 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
             invalid = True
             continue
         submit = r.get("submit")
+        late = [f for f in ("submit", "duration") if r.get(f) is not None and float(r.get(f).value) > MAX_SECONDS]
+        if late:
+            problems.append(beyond_horizon(r.span_of(late[0]) or item.span, late[0], float(r.get(late[0]).value)))
+            continue
         weight, name = priority_value(r.get("priority")) if r.get("priority") is not None else (default, label)
         kind = r.get("type")
         own = r.get("time_limit")
@@ -88,13 +101,22 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     source = None
     path = workload.get("trace")
     if path is not None:
-        source, found, problems = read_csv(workload, path, default, label, limit, tenant)
+        source, found, more = read_csv(workload, path, default, label, limit, tenant)
         rows += found
+        problems += more
     if not rows and not problems and not invalid:
         problems.append(codes.TRACE_ROW.make(workload.span, what=f"workload `{workload.name}` has no jobs",
                                              notes=["help: add `job name { duration = 2 h  gpus = 8 }` rows or "
                                                     "`trace = \"file.csv\"`"]))
     return tuple(rows), problems, source
+
+
+def beyond_horizon(span: Span, field: str, seconds: float) -> Diagnostic:
+    """A submit time or duration past what a schedule simulates."""
+    from ..dsl.numbers import duration
+
+    return codes.OUT_OF_RANGE.make(span, field=field, bound=f"at most {MAX_SECONDS_TEXT}", value=duration(seconds),
+                                   notes=["help: a schedule simulates 20 years at most; check the unit (s, h, d)"])
 
 
 def read_csv(workload: Entity, path: str, default: int, label: str, limit: float = math.inf, tenant: str = ""):
@@ -126,7 +148,8 @@ def _rows(name: str, table: Table, default: int, label: str, limit: float = math
 
 
 MAX_PROBLEMS = 20
-_NEEDS = {"submit": "a time in seconds >= 0", "duration": "a time in seconds > 0", "gpus": "a whole number >= 1",
+_NEEDS = {"submit": f"a time in seconds >= 0, at most {MAX_SECONDS_TEXT}",
+          "duration": f"a time in seconds > 0, at most {MAX_SECONDS_TEXT}", "gpus": "a whole number >= 1",
           "time_limit": "a time in seconds > 0"}
 
 
@@ -144,7 +167,8 @@ def _row(name: str, table: Table, number: int, row: Row, index: dict, default: i
             continue
         try:
             values[key] = parse_plain(text, whole=key == "gpus", low=0 if key == "submit" else 1 if key == "gpus" else 0,
-                                      low_open=key in ("duration", "time_limit"), what=f"`{key}`")
+                                      low_open=key in ("duration", "time_limit"),
+                                      high=MAX_SECONDS if key in ("submit", "duration") else None, what=f"`{key}`")
         except PlainNumberError as error:
             return codes.TRACE_ROW.make(table.span(row, i or 0), what=str(error),
                                         notes=[f"row {number} of the trace; `{key}` is {_NEEDS[key]}"])

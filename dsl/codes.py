@@ -7,6 +7,7 @@ values; the wording lives here. `gclc check --list-codes` prints this table.
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Iterable
 
 import attrs
@@ -69,7 +70,7 @@ BAD_CHARACTER = _code("bad-character", E, "unexpected character {char}",
                       "A character that cannot start any token.")
 UNTERMINATED_STRING = _code("unterminated-string", E, "string is never closed",
                             "A `\"` without its closing quote on the same line.")
-UNCLOSED = _code("unclosed", E, "`{opener}` is never closed; the file ends first",
+UNCLOSED = _code("unclosed", E, "`{opener}` is never closed; {first} first",
                  "A block, list or call that the file ends inside.")
 TOO_DEEP = _code("too-deep", E, "nesting deeper than {limit} levels",
                  "Blocks or expressions nested beyond what a design needs.")
@@ -171,6 +172,11 @@ RL_JOB = _code("rl-job", E, "{what}",
 
 def suggest(name: str, candidates: Iterable[str]) -> str:
     """`did you mean `x`?` from the nearest candidates, or nothing."""
+    return _suggest(name, tuple(candidates))
+
+
+@functools.lru_cache(maxsize=4096)  # difflib is slow, and a broken file repeats its mistakes
+def _suggest(name: str, candidates: tuple[str, ...]) -> str:
     candidates = list(candidates)
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     if not close:

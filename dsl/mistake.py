@@ -35,8 +35,9 @@ class _Tok:
     line: int
 
 
-def relocate(source: SourceFile, offset: int) -> Diagnostic | None:
-    """A better-placed diagnostic for a parse failure at `offset`, or None to keep it."""
+def relocate(source: SourceFile, offset: int, last: bool = True) -> Diagnostic | None:
+    """A better-placed diagnostic for a parse failure at `offset`, or None to keep it.
+    `last`: the text ends where the file does (else at the next declaration)."""
     tokens = _tokens(source, offset)
     if not tokens:
         return None
@@ -51,11 +52,11 @@ def relocate(source: SourceFile, offset: int) -> Diagnostic | None:
     last_line = before[-1].line
     previous = [t for t in before if t.line == last_line]
     if previous[-1].text in _DANGLING:
-        return _dangling(source, previous, at_end=offset >= len(source.text))
+        return _dangling(source, previous, at_end=offset >= len(source.text), last=last)
     return _trailing_word(source, previous) or _bare_name(source, previous)
 
 
-def _dangling(source: SourceFile, line: list[_Tok], at_end: bool) -> Diagnostic:
+def _dangling(source: SourceFile, line: list[_Tok], at_end: bool, last: bool = True) -> Diagnostic:
     op = line[-1]
     span = source.span(op.start, op.start + len(op.text))
     if op.text in ("=", "<", ">", "<=", ">=", "=="):
@@ -64,7 +65,8 @@ def _dangling(source: SourceFile, line: list[_Tok], at_end: bool) -> Diagnostic:
                                  notes=[f"help: write the value of `{name}` on this line"])
     return codes.SYNTAX.make(
         span, found=f"end of the line after `{op.text}`", label="nothing follows it on this line",
-        notes=["the file ends here" if at_end else "the next line would be read as its operand",
+        notes=[("the file ends here" if last else "the next declaration begins there") if at_end
+               else "the next line would be read as its operand",
                f"help: finish the expression on this line, or remove the `{op.text}`"])
 
 

@@ -4,6 +4,8 @@ same limits (`dsl/units.py`: 1e-30..1e30, 40 significant digits), and nothing el
 
 - ASCII digits only: no `²`, no Arabic-Indic or full-width digits (`str.isdigit` and `int`
   take them), no `_` separators (`int("1_000")` takes those), no `inf` or `nan`, no hex;
+  thousands separators only where a tool prints them (`grouped`: torchtitan's `1,234.5`), in
+  groups of three;
 - a whole number where one is asked for (`1e3` is 1000; `2.5` is refused, never truncated);
 - bounds checked on the exact value, before any float arithmetic can overflow.
 
@@ -21,6 +23,7 @@ from .units import literal_problem
 
 _DIGITS = re.compile(r"[0-9]+\Z", re.ASCII)
 _PLAIN = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z", re.ASCII)
+_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?\Z", re.ASCII)
 _SHOWN = 24  # characters of a bad number quoted in a message
 
 
@@ -34,13 +37,20 @@ def shown(text: str) -> str:
 
 
 def parse_plain(text: str, *, whole: bool = False, low: float | None = None, high: float | None = None,
-                low_open: bool = False, digits_only: bool = False, what: str = "a number") -> int | float:
+                low_open: bool = False, digits_only: bool = False, grouped: bool = False,
+                what: str = "a number") -> int | float:
     """The value of `text` (spaces around it allowed): an int when `whole`, else a float.
     `low`/`high` bound it (`low_open`: strictly above `low`); `digits_only`: nothing but
-    ASCII digits (a host number: no sign, point or exponent)."""
+    ASCII digits (a host number: no sign, point or exponent); `grouped`: thousands
+    separators allowed in groups of three (`1,234.5`, as a tool prints it)."""
     text = text.strip(" \t")
     if digits_only and not _DIGITS.match(text):
         raise PlainNumberError(f"`{shown(text)}` is not a number: {_why_not(text, 'write only the digits 0-9')}")
+    if grouped and _GROUPED.match(text):
+        text = text.replace(",", "")
+    if not whole and low is None and high is None:
+        _exact_problem(text)
+        return float(text)  # correctly rounded, as float(Fraction(text)): no bound needs the exact value
     value = _exact(text, what)
     if whole and value.denominator != 1:
         raise PlainNumberError(f"`{shown(text)}` is not a whole number: {what} counts whole units")
@@ -50,12 +60,17 @@ def parse_plain(text: str, *, whole: bool = False, low: float | None = None, hig
 
 
 def _exact(text: str, what: str) -> Fraction:
+    _exact_problem(text)
+    return Fraction(text)
+
+
+def _exact_problem(text: str) -> None:
+    """Raise why `text` is no plain number within GCL's limits (nothing: it is one)."""
     if not _PLAIN.match(text):
         raise PlainNumberError(f"`{shown(text)}` is not a number: {_why_not(text)}")
     problem = literal_problem(text)
     if problem:
-        raise PlainNumberError(f"`{shown(text)}` is out of range: {problem}, the limits of a number in a design")
-    return Fraction(text)
+        raise PlainNumberError(f"`{shown(text)}` is out of range: {problem}, the limits of any number gclc reads")
 
 
 def _why_not(text: str, otherwise: str = "write digits 0-9 with an optional sign, `.` and exponent, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+import attrs
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 import gclc.dsl.codes as codes  # absolute: the package `dsl` imports this module
@@ -147,14 +148,63 @@ def _children(node: object) -> list[object]:
 
 
 def _syntax_errors(error: UnexpectedInput, source: SourceFile) -> tuple[Diagnostic, ...]:
-    """Every syntax error that can be told apart: after each, the line of the mistake is
-    blanked (its braces kept, so blocks still nest) and the text parsed again. An error
-    that falls inside a blanked line is a consequence of the blanking and ends the search."""
+    """Every syntax error that can be told apart. The file is cut into its top-level items
+    (a line that starts, at its first column, with `import`, `param` or a kind and a name)
+    and each item is parsed on its own, so a mistake in one (a block left open, a dangling
+    `+`) cannot make the next ones look wrong; inside an item, `_errors_in` finds more."""
+    items = _items(source.text)
+    if len(items) <= 1:
+        return tuple(sorted(_errors_in(error, source, MAX_SYNTAX_ERRORS), key=Diagnostic.sort_key))
+    found: list[Diagnostic] = []
+    for start, end in items:
+        if len(found) >= MAX_SYNTAX_ERRORS:
+            break
+        line = source.position(start)[0]
+        alone = SourceFile(source.path, "\n" * (line - 1) + source.text[start:end])  # lines and columns kept
+        try:
+            parse_tree(alone.text)
+        except UnexpectedInput as local:
+            more = _errors_in(local, alone, min(MAX_PER_ITEM, MAX_SYNTAX_ERRORS - len(found)),
+                              last=end == len(source.text))
+            found += [_moved(d, source, start - (line - 1)) for d in more]
+    if not found:  # the items parse apart but not together: report the whole file's way
+        found = _errors_in(error, source, MAX_SYNTAX_ERRORS)
+    return tuple(sorted(found, key=Diagnostic.sort_key))
+
+
+MAX_PER_ITEM = 5
+_ITEM_START = re.compile(r"^(?:import[ \t]*\"|param[ \t]+[^\W\d]|(?:chip|cpu|nic|dpu|switch|node|supernode|fabric|"
+                         r"cluster|model|train|serve|sweep|workload)[ \t]+[^\W\d]\w*[ \t]*(?:\{|extends\b))", re.M)
+
+
+def _items(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of the top-level items: each from a line that starts one (at its
+    first column) to the next; what comes before the first belongs to it."""
+    starts = [m.start() for m in _ITEM_START.finditer(text)]
+    if not starts:
+        return [(0, len(text))]
+    starts[0] = 0
+    return list(zip(starts, starts[1:] + [len(text)]))
+
+
+def _moved(diagnostic: Diagnostic, source: SourceFile, delta: int) -> Diagnostic:
+    """A diagnostic found in an item parsed apart, with its spans' offsets in the whole file."""
+    def moved(span: Span | None) -> Span | None:
+        return None if span is None else source.span(span.start + delta, span.end + delta)
+    labels = tuple(attrs.evolve(label, span=moved(label.span)) for label in diagnostic.labels)
+    return attrs.evolve(diagnostic, subject=moved(diagnostic.subject), labels=labels)
+
+
+def _errors_in(error: UnexpectedInput, source: SourceFile, most: int, last: bool = True) -> list[Diagnostic]:
+    """The syntax errors of `source` (at most `most`): after each, the line of the mistake is
+    blanked (its braces kept, so blocks still nest) and the text parsed again. An error that
+    falls inside a blanked line is a consequence of the blanking and ends the search. `last`:
+    the text ends where the file does (else the next item begins there)."""
     found: list[Diagnostic] = []
     text, blanked = source.text, []
-    while len(found) < MAX_SYNTAX_ERRORS:
+    while len(found) < most:
         current = SourceFile(source.path, text)
-        diagnostic = _syntax_diagnostic(error, current)
+        diagnostic = _syntax_diagnostic(error, current, last)
         subject = diagnostic.subject
         if found and any(start <= subject.start < end for start, end in blanked):
             break
@@ -172,7 +222,7 @@ def _syntax_errors(error: UnexpectedInput, source: SourceFile) -> tuple[Diagnost
             break
         except UnexpectedInput as again:
             error = again
-    return tuple(sorted(found, key=Diagnostic.sort_key))
+    return found
 
 
 MAX_SYNTAX_ERRORS = 20
@@ -186,20 +236,31 @@ def _line_of(text: str, offset: int) -> tuple[int, int]:
 
 
 def _blank(text: str, start: int, end: int) -> str:
-    """Spaces for `text[start:end]` except its braces (outside strings and comments), so
-    that blocks still nest."""
-    keep = {i for ch, i in _brackets(text[:end]) if i >= start and ch in "{}"}
-    middle = "".join(text[i] if i in keep else " " for i in range(start, end))
+    """Spaces for `text[start:end]`, keeping what its braces do to the nesting: a line that
+    opens as many blocks as it closes goes blank; one that opens a block more keeps that
+    `{` behind a stand-in `_ _` (a block or a declaration wherever it stands); else its
+    braces stay (outside strings and comments)."""
+    braces = [(ch, i) for ch, i in _brackets(text[:end]) if i >= start and ch in "{}"]
+    opened = sum(1 if ch == "{" else -1 for ch, _ in braces)
+    if opened == 0:
+        keep: dict[int, str] = {}
+    elif opened == 1 and braces[-1][0] == "{" and braces[-1][1] - start >= 4:
+        at = braces[-1][1]
+        keep = {at - 4: "_", at - 2: "_", at: "{"}
+    else:
+        keep = {i: ch for ch, i in braces}
+    middle = "".join(keep.get(i, " ") for i in range(start, end))
     return text[:start] + middle + text[end:]
 
 
-def _syntax_diagnostic(error: UnexpectedInput, source: SourceFile) -> Diagnostic:
+def _syntax_diagnostic(error: UnexpectedInput, source: SourceFile, last: bool = True) -> Diagnostic:
     if isinstance(error, UnexpectedCharacters):
         return _bad_character(error, source)
     token = getattr(error, "token", None)
     if isinstance(error, UnexpectedEOF) or (token is not None and token.type == "$END"):
-        return _unclosed(source) or relocate(source, len(source.text)) or codes.SYNTAX.make(
-            _end_span(source), found="end of the file", label="the file ends here")
+        ends = "the file ends here" if last else "the next declaration begins after this"
+        return _unclosed(source, last) or relocate(source, len(source.text), last) or codes.SYNTAX.make(
+            _end_span(source), found="end of the file" if last else "the next declaration", label=ends)
     assert isinstance(error, UnexpectedToken)
     return _unexpected_token(error, source)
 
@@ -257,14 +318,15 @@ def _accepted(error: UnexpectedToken) -> set[str]:
         return set(error.expected)
 
 
-def _unclosed(source: SourceFile) -> Diagnostic | None:
+def _unclosed(source: SourceFile, last: bool = True) -> Diagnostic | None:
     stack = _open_brackets(source.text)
     if not stack:
         return None
     char, offset = _likely_unclosed(source.text) or stack[-1]
     return codes.UNCLOSED.make(
         source.span(offset, offset + 1), opener=char, label="opened here",
-        labels=[Label(_end_span(source), "the file ends here")],
+        first="the file ends" if last else "the next declaration begins",
+        labels=[Label(_end_span(source), "the file ends here" if last else "the next declaration begins after this")],
         notes=[f"help: add `{_OPENERS[char]}`"],
     )
 

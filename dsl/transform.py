@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from lark import Token, Transformer_NonRecursive, v_args
+from lark import Token, Transformer_NonRecursive
 
 import gclc.dsl.ast as ast  # absolute: the package `dsl` imports this module
 from .source import SourceFile, Span
@@ -40,12 +40,25 @@ def unescape(body: str) -> tuple[str, str | None]:
     return "".join(out), bad
 
 
-@v_args(meta=True, inline=True)
 class ToAst(Transformer_NonRecursive):
+    """Each rule's method takes the rule's meta and its children, as lark's
+    `v_args(meta=True, inline=True)` would pass them; they are called directly, since that
+    decorator builds a new wrapper at every call (a third of a large file's parse)."""
+
     def __init__(self, source: SourceFile):
-        super().__init__()
+        super().__init__(visit_tokens=False)  # no method is named after a terminal
         self.source = source
         self.bad_escapes: list[tuple[str, Span]] = []
+        self._rules: dict[str, object] = {}
+
+    def _call_userfunc(self, tree, new_children=None):
+        children = new_children if new_children is not None else tree.children
+        method = self._rules.get(tree.data)
+        if method is None:
+            method = self._rules[tree.data] = getattr(self, tree.data, None) or False
+        if method is False:
+            return self.__default__(tree.data, children, tree.meta)
+        return method(tree.meta, *children)
 
     # ------------------------------------------------------------ positions
     def span(self, meta) -> Span:

@@ -8,6 +8,7 @@ are exact; pint fights each of these and costs ~0.5 s to import.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -146,6 +147,7 @@ class MagnitudeError(ValueError):
     """A number too large, too small or too long to compute with; the message says which."""
 
 
+@functools.lru_cache(maxsize=8192)  # a design repeats its literals (every part that extends a std one)
 def literal_problem(text: str) -> str | None:
     """Why the number literal `text` is refused (None: it is fine), found from its digits
     alone, before any arithmetic."""
@@ -180,6 +182,7 @@ def value_in_range(value: Fraction) -> bool:
     return abs(bits) <= VALUE_EXPONENT * 3.33  # log2(10) ~ 3.32: the bound to within one bit
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_number(text: str) -> Fraction:
     problem = literal_problem(text)
     if problem:

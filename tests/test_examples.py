@@ -54,3 +54,15 @@ def test_the_flagship_plan_is_one_an_architect_would_show(capsys):
     assert data["gpus"] == 1400 * 72 and data["mfu"] > 0.3
     assert data["step_breakdown_s"]["bubble"] < 0.15 * data["step_time_s"]
     assert "power" in data["power_budget"]["binds"] and data["status"] == "optimal"
+
+
+SHIPPED = sorted((ROOT / "examples").glob("*.gcl")) + sorted((ROOT / "dsl" / "std").glob("*.gcl"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[f"{p.parent.name}/{p.name}" for p in SHIPPED])
+def test_every_shipped_file_is_in_canonical_form(capsys, path):
+    """`gclc fmt --check` on every example and standard-library file (issue 30): what the
+    project ships is what `gclc fmt` writes, so a user's `fmt --check` of a copy passes."""
+    code = main(["fmt", "--check", str(path)])
+    assert code == 0, capsys.readouterr().out
+    assert len(SHIPPED) >= 14  # eight examples, six std files: a moved folder must not make this vacuous

@@ -195,6 +195,10 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                  f"{count(c['failures'], 'failure')}")
     starts = ", ".join(f"{n:,} {rule}" for rule, n in c["starts_by_rule"].items())
     lines.append(f"  decisions  runs started by rule: {starts or 'none'}; time limits reached: {c['timeouts']:,}")
+    unfinished = sum(j["state"] in ("pending", "running") for j in jobs)
+    if unfinished:
+        lines.append(f"  unfinished {count(unfinished, 'job')} had not ended when the simulation stopped at "
+                     f"{_h(c['makespan_s'])} (the horizon: submit times and durations are at most 10 years)")
     lines.append(f"  energy     {quantity(c['gpu_energy_j'] / 3600, 'Wh')} (GPUs at TDP when held, idle power otherwise, x PUE)")
     lines.append("  waiting    " + "; ".join(f"{k}: mean {_h(v['mean_wait_s'])}, max {_h(v['max_wait_s'])} ({count(v['jobs'], 'job')})"
                                           for k, v in c["queueing_by_priority"].items()))

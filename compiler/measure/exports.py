@@ -11,9 +11,10 @@ import io
 import json
 import re
 
+from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
 from .records import ServeRun
-from .text import Problems, line_span, number
+from .text import JsonProblem, Problems, decode_json, json_number, line_span, number
 
 SECONDS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "us": 1e-6, "ns": 1e-9}
 STATISTICS = {"avg": "mean", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
@@ -39,10 +40,13 @@ def looks_like_csv(text: str) -> bool:
 def read_json(source: SourceFile) -> tuple[list[ServeRun], Problems]:
     problems = Problems(source)
     try:
-        value = json.loads(source.text)
-    except json.JSONDecodeError as error:
+        value, end = decode_json(source.text, 0)
+        rest = source.text[end:]
+        if rest.strip():
+            raise JsonProblem("extra data after the export's object", end + len(rest) - len(rest.lstrip()))
+    except JsonProblem as error:
         line, column = source.position(error.pos)
-        problems.at(line, column, 1, f"not JSON: {error.msg}", "keep the export as the tool wrote it")
+        problems.at(line, column, 1, error.shown, "keep the export as the tool wrote it")
         return [], problems
     if not isinstance(value, dict):
         problems.whole_file("a genai-perf/aiperf export is a JSON object of metrics")
@@ -67,9 +71,9 @@ def read_csv(source: SourceFile) -> tuple[list[ServeRun], Problems]:
         if name not in CSV_NAMES or len(row) != len(header):
             continue
         try:
-            values = {h if h != "Value" else "avg": number(c) for h, c in zip(header[1:], row[1:])}
-        except ValueError:
-            problems.at(line, 1, len(source.line_text(line)), f"a row of `{row[0]}` with a cell that is not a number")
+            values = {h if h != "Value" else "avg": number(c, what=f"`{h}`") for h, c in zip(header[1:], row[1:])}
+        except PlainNumberError as problem:
+            problems.at(line, 1, len(source.line_text(line)), f"a row of `{row[0]}` with a cell that is not a number: {problem}")
             continue
         metrics[CSV_NAMES[name]] = {"unit": unit.group(1) if unit else "", **values}
     run = _run(source, metrics, {}, problems)
@@ -77,9 +81,20 @@ def read_csv(source: SourceFile) -> tuple[list[ServeRun], Problems]:
 
 
 def _run(source: SourceFile, metrics: dict, config: dict, problems: Problems) -> ServeRun | None:
+    try:
+        return _checked_run(source, metrics, config, problems)
+    except PlainNumberError as problem:
+        problems.whole_file(str(problem), "keep the whole export genai-perf or aiperf wrote")
+        return None
+
+
+def _checked_run(source: SourceFile, metrics: dict, config: dict, problems: Problems) -> ServeRun | None:
     def avg(name: str) -> float | None:
-        value = metrics.get(name, {}).get("avg")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        metric = metrics.get(name, {})
+        found = json_number(metric.get("avg") if isinstance(metric, dict) else None, what=f"`{name}`")
+        if found is not None and found < 0:
+            raise PlainNumberError(f"`{name}` is negative: {found}")
+        return found
 
     count = avg("request_count")
     throughput = avg("request_throughput")
@@ -99,17 +114,18 @@ def _run(source: SourceFile, metrics: dict, config: dict, problems: Problems) ->
             problems.whole_file(f"`{name}` in `{metric.get('unit')}`: gclc reads ms, s, us or ns")
             return None
         for statistic, value in metric.items():
-            if statistic in STATISTICS and isinstance(value, (int, float)):
-                for field in fields:
-                    latencies[field].append((STATISTICS[statistic], value * scale))
+            seconds = json_number(value, what=f"`{name}`'s {statistic}") if statistic in STATISTICS else None
+            if seconds is not None:
+                latencies.update({field: latencies[field] + [(STATISTICS[statistic], seconds * scale)] for field in fields})
     loadgen = config.get("loadgen", config)   # aiperf nests the load under `loadgen`, genai-perf does not
-    rate = loadgen.get("request_rate") if isinstance(loadgen, dict) else None
+    rate = json_number(loadgen.get("request_rate"), positive=True, what="the request rate") if isinstance(loadgen, dict) else None
     concurrency = loadgen.get("concurrency") if isinstance(loadgen, dict) else None
+    concurrency = json_number(concurrency, whole=True, positive=True, what="the concurrency") if isinstance(concurrency, int) else None
     names = config.get("endpoint", {}).get("model_names") if isinstance(config.get("endpoint"), dict) else None
     model = names[0] if names else config.get("model_names", [""])[0] if config.get("model_names") else ""
     tool = "aiperf" if "aiperf" in json.dumps(config) or "total_isl" in metrics else "genai-perf/aiperf"
-    return ServeRun(tool, float(rate) if isinstance(rate, (int, float)) else None,
-                    int(concurrency) if isinstance(concurrency, int) else None,
-                    int(count or round(throughput * (duration or 0))), prompt, output or 0.0, throughput, tokens or 0.0,
+    requests = count or throughput * (duration or 0)
+    return ServeRun(tool, rate, concurrency, number(repr(round(requests)), whole=True, what="the request count"),
+                    prompt, output or 0.0, throughput, tokens or 0.0,
                     *(tuple(sorted(latencies[m])) for m in ("ttft", "tpot", "itl", "e2e")), str(model),
                     line_span(source, 1))

@@ -20,6 +20,7 @@ import re
 
 import attrs
 
+from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
 from .columns import COLUMNS, MAGIC
 from .records import COLLECTIVES, KERNELS, CollectivePoint, CollectiveRun, KernelPoint, KernelRun
@@ -30,6 +31,7 @@ SHAPES = {"gemm": ("m", "n", "k"), "attention": ("batch", "heads", "seq", "head_
           **{op: ("bytes", "ranks", "nodes") for op in COLLECTIVES}}
 IDENTITY = re.compile(r"^#\s*([a-z_][a-z0-9_]*)\s*:\s*(.*?)\s*$")
 AGREE = 0.01
+WHOLE = {"m", "n", "k", "batch", "heads", "seq", "head_dim", "bytes", "ranks", "nodes"}
 
 
 def looks_like(text: str) -> bool:
@@ -110,19 +112,17 @@ def _row(source: SourceFile, line: int, row: dict[str, str], whole: bool, proble
 
 
 def _numbers(row: dict[str, str], columns: tuple[str, ...], fail) -> dict[str, float] | None:
-    """The positive numbers of a row's non-empty `columns`, or None after `fail` names the first bad one."""
+    """The positive numbers of a row's non-empty `columns` (shapes, bytes, ranks and nodes
+    whole), or None after `fail` names the first bad one."""
     values = {}
     for column in columns:
         cell = row[column]
         if not cell:
             continue
         try:
-            values[column] = number(cell)
-        except ValueError:
-            fail(column, f"`{cell}` is not a number ({column})")
-            return None
-        if not values[column] > 0:
-            fail(column, f"{column} must be positive, not {cell}")
+            values[column] = number(cell, whole=column in WHOLE, positive=True, what=f"`{column}`")
+        except PlainNumberError as problem:
+            fail(column, str(problem))
             return None
     return values
 

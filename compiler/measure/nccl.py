@@ -12,14 +12,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
 from .records import COLLECTIVES, CollectivePoint, CollectiveRun
 from .text import Problems, line_span, number
 
-HEADER = re.compile(r"#\s*nThread\s+\d+")
-RANK = re.compile(r"Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*?)\s*$")
+HEADER = re.compile(r"#\s*nThread\s+[0-9]+")
+RANK = re.compile(r"Rank\s+([0-9]+)(?:\s+Group\s+[0-9]+)?\s+Pid\s+[0-9]+\s+on\s+(\S+)\s+device\s+[0-9]+\s+\[[^\]]*\]\s+(.*?)\s*$")
 COLUMNS = re.compile(r"#\s*(size|bytes)\s+(count|N)\s+type\b")
-TAG = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>)?:?")
+TAG = re.compile(r"\[[0-9]+(?:,[0-9]+)?\](?:<std(?:out|err)>)?:?")
 TEST = re.compile(r"\b(" + "|".join(COLLECTIVES) + r")_perf\b")
 ALIASES = {"bytes": "size", "N": "count", "op": "redop", "error": "#wrong", "res": "#wrong"}
 NEEDED = ("size", "count", "type", "time", "algbw", "busbw")
@@ -107,23 +108,23 @@ def _point(source: SourceFile, line: int, raw: str, columns: list[str], problems
         cell, start = first[name]
         if name == "type":
             continue
-        try:
-            values[name] = number(cell)
-        except ValueError:
-            problems.at(line, start + 1, len(cell), f"`{cell}` is not a number ({name} column)",
-                        "keep the row as nccl-tests printed it")
-            return None
-        if values[name] < 0:
-            problems.at(line, start + 1, len(cell), f"a negative {name}: {cell}")
+        try:  # sizes and counts whole, the time above zero (a rate divides by it), nothing negative
+            values[name] = number(cell, whole=name in ("size", "count"), positive=name == "time",
+                                  what=f"the {name} column")
+            if values[name] < 0:
+                raise PlainNumberError(f"a negative {name}: {cell}")
+        except PlainNumberError as problem:
+            problems.at(line, start + 1, len(cell), f"{problem} ({name} column)", "keep the row as nccl-tests printed it")
             return None
     in_time = _number(second.get("time"))
-    return CollectivePoint(int(values["size"]), int(values["count"]), first["type"][0],
+    return CollectivePoint(values["size"], values["count"], first["type"][0],
                            first.get("redop", ("none", 0))[0], values["time"] * 1e-6, values["algbw"] * 1e9,
                            values["busbw"] * 1e9, in_time * 1e-6 if in_time else None, line_span(source, line))
 
 
 def _number(cell: tuple[str, int] | None) -> float | None:
+    """The in-place time, where nccl-tests printed one (`N/A` where it did not)."""
     try:
-        return number(cell[0]) if cell else None
-    except ValueError:
+        return number(cell[0], positive=True) if cell else None
+    except PlainNumberError:
         return None

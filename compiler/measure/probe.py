@@ -177,11 +177,11 @@ def _collective_rows(torch, device: str, plan) -> list[dict]:
     if not distributed.is_available():
         return []
     if not distributed.is_initialized():
-        if int(os.environ.get("WORLD_SIZE", "1")) < 2:
+        if _launched("WORLD_SIZE", "1") < 2:
             return []
         distributed.init_process_group("nccl" if device == "cuda" else "gloo")
         if device == "cuda":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(_launched("LOCAL_RANK", "0"))
     world = distributed.get_world_size()
     hosts: list = [None] * world
     distributed.all_gather_object(hosts, socket.gethostname())
@@ -194,6 +194,17 @@ def _collective_rows(torch, device: str, plan) -> list[dict]:
             rows.append({"kind": op, "precision": "fp32", "bytes": size, "ranks": world, "nodes": len(set(hosts)),
                          "seconds": _g(seconds), "rate": _g(size / seconds)})
     return rows
+
+
+def _launched(name: str, default: str) -> int:
+    """A count torchrun sets in the environment. The probe runs as a plain script without gclc
+    (so not through dsl/plain_number.py), with that parser's rule for a count: ASCII digits
+    only (`int` would take `²`, `1_000` or a 5,000-digit string)."""
+    value = os.environ.get(name, default).strip()
+    if not (value.isascii() and value.isdigit() and len(value) <= 9):
+        raise ProbeUnavailable(f"the environment's {name} is `{value[:20]}`, not a whole number: "
+                               "launch the probe with torchrun, or unset it")
+    return int(value)
 
 
 def _collective_call(torch, distributed, op: str, size: int, world: int, device: str):

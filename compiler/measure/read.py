@@ -3,6 +3,7 @@ folders `gclc calibrate` is given."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import attrs
@@ -61,14 +62,11 @@ def read_paths(paths: list[str]) -> tuple[list[Measurement], list[Diagnostic], d
 def _files(paths: list[str], diagnostics: list[Diagnostic]) -> list[str]:
     files = []
     for path in paths:
-        folder = Path(path)
-        if folder.is_dir():
-            # a folder's notes (README.md, SOURCES.md) and hidden files are no measurements
-            inside = sorted(str(p) for p in folder.rglob("*")
-                            if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md")
-            if len(inside) > MAX_FILES:
+        if Path(path).is_dir():
+            inside = _folder(path)
+            if inside is None:
                 diagnostics.append(attrs.evolve(codes.MEASUREMENT.make(
-                    None, what=f"`{path}` holds {len(inside):,} files; gclc reads at most {MAX_FILES:,}",
+                    None, what=f"`{path}` holds more than {MAX_FILES:,} files; gclc reads at most {MAX_FILES:,}",
                     notes=["help: name the measurement files or a smaller folder"]), file=path))
                 continue
             files += inside
@@ -76,3 +74,18 @@ def _files(paths: list[str], diagnostics: list[Diagnostic]) -> list[str]:
             files.append(path)
     return list(dict.fromkeys(files))
 
+
+def _folder(path: str) -> list[str] | None:
+    """The measurement files under folder `path` in name order (a folder's notes, README.md or
+    SOURCES.md, and hidden files and folders are no measurements; symbolic links to folders are
+    not followed), or None once the walk meets more than MAX_FILES entries: it stops there, so
+    `gclc calibrate pod.gcl /` costs milliseconds, not a walk of the disk."""
+    found, seen = [], 0
+    for folder, folders, names in os.walk(path, onerror=None, followlinks=False):
+        seen += len(folders) + len(names)
+        if seen > MAX_FILES:
+            return None
+        folders[:] = [f for f in folders if not f.startswith(".")]
+        found += [os.path.join(folder, n) for n in names
+                  if not n.startswith(".") and not n.lower().endswith(".md") and os.path.isfile(os.path.join(folder, n))]
+    return sorted(found)

@@ -6,13 +6,13 @@ milliseconds there (`median_ttft_ms`, `Median TTFT (ms)`); a request rate of `in
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
+from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
 from .records import ServeRun
-from .text import NUMBER, Problems, line_span, number
+from .text import NUMBER, JsonProblem, Problems, decode_json, json_number, line_span, number
 
 BLOCK = "Serving Benchmark Result"
 # JSON keys: `{statistic}_{metric}_ms`, SGLang naming end-to-end latency `e2e_latency`, vLLM `e2el`.
@@ -26,7 +26,7 @@ LINES = {
     "total_input_tokens": r"Total input tokens", "total_output_tokens": r"Total generated tokens",
     "request_throughput": r"Request throughput \(req/s\)", "output_throughput": r"Output token throughput \(tok/s\)",
 }
-STAT_LINE = re.compile(r"^(Mean|Median|P90|P95|P99)\s+(TTFT|TPOT|ITL|E2EL|E2E Latency)\s+\(ms\):\s*(" + NUMBER + r")")
+STAT_LINE = re.compile(r"^(Mean|Median|P90|P95|P99)\s+(TTFT|TPOT|ITL|E2EL|E2E Latency)\s+\(ms\):\s*(\S+)")
 
 
 def looks_like_json(text: str) -> bool:
@@ -40,17 +40,17 @@ def looks_like_block(text: str) -> bool:
 def read_json(source: SourceFile) -> tuple[list[ServeRun], Problems]:
     """Every result object of the file (one, or one per line)."""
     problems, runs = Problems(source), []
-    decoder, text, at = json.JSONDecoder(), source.text, 0
+    text, at = source.text, 0
     while True:
         while at < len(text) and text[at].isspace():
             at += 1
         if at >= len(text):
             break
         try:
-            value, end = decoder.raw_decode(text, at)
-        except json.JSONDecodeError as error:
+            value, end = decode_json(text, at)
+        except JsonProblem as error:
             line, column = source.position(error.pos)
-            problems.at(line, column, 1, f"not JSON: {error.msg}", "keep the file as the benchmark saved it")
+            problems.at(line, column, 1, error.shown, "keep the file as the benchmark saved it")
             break
         if not isinstance(value, dict):
             line, column = source.position(at)
@@ -64,6 +64,11 @@ def read_json(source: SourceFile) -> tuple[list[ServeRun], Problems]:
     return runs, problems
 
 
+# JSON fields read as numbers: (whole, above zero); the others may be zero, none negative
+FIELDS = {"completed": (True, True), "total_input_tokens": (False, False), "total_output_tokens": (False, False),
+          "request_throughput": (False, True), "output_throughput": (False, False), "max_concurrency": (True, True)}
+
+
 def _from_json(source: SourceFile, value: dict, start: int, end: int, problems: Problems) -> ServeRun | None:
     missing = [k for k in REQUIRED if not isinstance(value.get(k), (int, float)) or isinstance(value.get(k), bool)]
     line, column = source.position(start)
@@ -71,27 +76,70 @@ def _from_json(source: SourceFile, value: dict, start: int, end: int, problems: 
         problems.at(line, column, 1, f"this result has no number `{missing[0]}`",
                     "a `bench serve` result saved by vLLM (--save-result) or SGLang (--output-file) has it")
         return None
-    completed = value["completed"]
-    if completed <= 0 or value["request_throughput"] <= 0:
-        problems.at(line, column, 1, "no request completed in this run")
+    try:
+        numbers = {key: _json_field(value, key, whole, positive) for key, (whole, positive) in FIELDS.items()}
+        latencies = _json_latencies(value)
+        rate = _rate(value.get("request_rate"), "request_rate")
+    except FieldError as problem:
+        at = source.text.find(f'"{problem.key}"', start, end)
+        line, column = source.position(at if at >= 0 else start)
+        problems.at(line, column, len(problem.key) + 2 if at >= 0 else 1, str(problem),
+                    "keep the result as the benchmark saved it")
         return None
-    latencies = {m: [] for m in set(METRICS.values())}
-    for key, number_ in value.items():
-        parts = key.rsplit("_ms", 1)[0].split("_", 1) if key.endswith("_ms") else ()
-        if len(parts) == 2 and parts[0] in STATISTICS and parts[1] in METRICS and isinstance(number_, (int, float)):
-            latencies[METRICS[parts[1]]].append((STATISTICS[parts[0]], number_ / 1e3))
-    rate = value.get("request_rate")
-    return ServeRun(str(value.get("backend", "vllm")), _rate(rate), value.get("max_concurrency"), int(completed),
-                    value["total_input_tokens"] / completed, value["total_output_tokens"] / completed,
-                    value["request_throughput"], value["output_throughput"],
+    completed = numbers["completed"]
+    return ServeRun(str(value.get("backend", "vllm")), rate, numbers["max_concurrency"], completed,
+                    numbers["total_input_tokens"] / completed, numbers["total_output_tokens"] / completed,
+                    numbers["request_throughput"], numbers["output_throughput"],
                     *(tuple(sorted(latencies[m])) for m in ("ttft", "tpot", "itl", "e2e")),
                     str(value.get("model_id") or value.get("model") or ""), source.span(start, end))
 
 
-def _rate(value) -> float | None:
-    if isinstance(value, str):
-        value = float(value) if value.replace(".", "", 1).isdigit() else math.inf
-    return None if value is None or not math.isfinite(float(value)) else float(value)
+def _json_latencies(value: dict) -> dict[str, list[tuple[str, float]]]:
+    """metric -> [(statistic, seconds)] of the result's `{statistic}_{metric}_ms` keys."""
+    latencies = {m: [] for m in set(METRICS.values())}
+    for key in value:
+        parts = key.rsplit("_ms", 1)[0].split("_", 1) if key.endswith("_ms") else ()
+        if len(parts) == 2 and parts[0] in STATISTICS and parts[1] in METRICS:
+            milliseconds = _json_field(value, key, False, False)
+            if milliseconds is not None:
+                latencies[METRICS[parts[1]]].append((STATISTICS[parts[0]], milliseconds / 1e3))
+    return latencies
+
+
+class FieldError(ValueError):
+    """A JSON field's number refused; `key` names the field, to point at it."""
+
+    def __init__(self, message: str, key: str):
+        super().__init__(message)
+        self.key = key
+
+
+def _json_field(value: dict, key: str, whole: bool, positive: bool):
+    """The number at `key` (None where absent or not a number), through the plain-number
+    parser's limits; FieldError when it is out of range or negative."""
+    try:
+        found = json_number(value.get(key), whole=whole, positive=positive, what=f"`{key}`")
+    except PlainNumberError as problem:
+        raise FieldError(str(problem), key) from None
+    if found is not None and found < 0:
+        raise FieldError(f"`{key}` is negative: {value.get(key)}", key)
+    return found
+
+
+def _rate(value, key: str) -> float | None:
+    """Requests per second offered; None for every request at once (`inf`, JSON `Infinity`)."""
+    if value is None or value == math.inf:
+        return None
+    try:
+        if isinstance(value, str):
+            return None if value.strip().lower() in ("inf", "infinity") else number(
+                value, positive=True, what="the request rate")
+        found = json_number(value, positive=True, what="the request rate")
+    except PlainNumberError as problem:
+        raise FieldError(str(problem), key) from None
+    if found is None:
+        raise FieldError(f"the request rate `{value}` is not a number", key)
+    return found
 
 
 def read_block(source: SourceFile) -> tuple[list[ServeRun], Problems]:
@@ -123,32 +171,60 @@ def _block(source: SourceFile, lines: list[str], first: int, nxt: int, before: r
     for key, (cell, line, column) in _found(lines, before, {"rate": r"Traffic request rate",
                                                              "concurrency": r"Maximum request concurrency"}).items():
         found.setdefault(key, (cell, line, column))  # vLLM prints these two above its block
-    latencies = {m: [] for m in ("ttft", "tpot", "itl", "e2e")}
-    for line in range(first + 1, end):
-        stat = STAT_LINE.match(lines[line - 1].lstrip("# "))
-        if stat:
-            metric = "e2e" if stat.group(2).startswith("E2E") else stat.group(2).lower()
-            statistic = {"Median": "p50", "Mean": "mean"}.get(stat.group(1), stat.group(1).lower())
-            latencies[metric].append((statistic, number(stat.group(3)) / 1e3))
-    values = {}
-    for key in REQUIRED:
-        if key not in found:
-            problems.at(first, 1, len(lines[first - 1]), f"this summary has no `{LINES[key].replace(chr(92), '')}` line",
-                        "keep the whole block the benchmark printed")
-            return None
-        cell, line, column = found[key]
-        try:
-            values[key] = number(cell)
-        except ValueError:
-            problems.at(line, column, len(cell), f"`{cell}` is not a number")
-            return None
-    if values["completed"] <= 0:
-        problems.at(found["completed"][1], found["completed"][2], 1, "no request completed in this run")
+    missing = [key for key in REQUIRED if key not in found]
+    if missing:
+        problems.at(first, 1, len(lines[first - 1]), f"this summary has no `{LINES[missing[0]].replace(chr(92), '')}` line",
+                    "keep the whole block the benchmark printed")
         return None
-    concurrency = found.get("concurrency", ("",))[0]
+    try:
+        latencies = _block_latencies(lines, first, end)
+        values = {key: _cell(found[key], *FIELDS[key]) for key in REQUIRED}
+        concurrency = found.get("concurrency", ("None", 0, 0))
+        limit = None if concurrency[0].lower() == "none" else _cell(concurrency, True, True)
+        rate_cell, line, column = found.get("rate", ("inf", first, 1))
+        try:
+            rate = _rate(rate_cell, "rate")
+        except FieldError as problem:
+            raise CellError(str(problem), rate_cell, line, column) from None
+    except CellError as problem:
+        problems.at(problem.line, problem.column, len(problem.cell), str(problem))
+        return None
     completed = values["completed"]
-    return ServeRun(found.get("backend", ("vllm",))[0], _rate(found.get("rate", ("inf",))[0]),
-                    int(concurrency) if concurrency.isdigit() else None, int(completed),
+    return ServeRun(found.get("backend", ("vllm",))[0], rate, limit, completed,
                     values["total_input_tokens"] / completed, values["total_output_tokens"] / completed,
                     values["request_throughput"], values["output_throughput"],
                     *(tuple(sorted(latencies[m])) for m in ("ttft", "tpot", "itl", "e2e")), "", line_span(source, first))
+
+
+def _block_latencies(lines: list[str], first: int, end: int) -> dict[str, list[tuple[str, float]]]:
+    """metric -> [(statistic, seconds)] of the block's `Median TTFT (ms):` lines."""
+    latencies = {m: [] for m in ("ttft", "tpot", "itl", "e2e")}
+    for line in range(first + 1, end):
+        text = lines[line - 1]
+        stat = STAT_LINE.match(text.lstrip("# "))
+        if stat:
+            metric = "e2e" if stat.group(2).startswith("E2E") else stat.group(2).lower()
+            statistic = {"Median": "p50", "Mean": "mean"}.get(stat.group(1), stat.group(1).lower())
+            column = len(text) - len(text.lstrip("# ")) + stat.start(3) + 1
+            latencies[metric].append((statistic, _cell((stat.group(3), line, column), False, False) / 1e3))
+    return latencies
+
+
+class CellError(ValueError):
+    """A summary line's number refused, with where it is."""
+
+    def __init__(self, message: str, cell: str, line: int, column: int):
+        super().__init__(message)
+        self.cell, self.line, self.column = cell, line, column
+
+
+def _cell(found: tuple[str, int, int], whole: bool, positive: bool):
+    """The number of a summary line's value (text, line, column), or CellError."""
+    cell, line, column = found
+    try:
+        value = number(cell, whole=whole, positive=positive)
+    except PlainNumberError as problem:
+        raise CellError(str(problem), cell, line, column) from None
+    if value < 0:
+        raise CellError(f"`{cell}` is negative", cell, line, column)
+    return value

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from pathlib import Path
 
@@ -10,11 +12,17 @@ import attrs
 
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic
+from ...dsl.plain_number import PlainNumberError, parse_plain
 from ...dsl.source import SourceFile, Span
 from ..files import MAX_DATA_BYTES, read_data
 
-# A number as the tools print it: 1,234.5 (torchtitan's thousands), 1.2E+03, inf.
-NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+|inf|nan)"
+# A number as the tools print it: 1,234.5 (torchtitan's thousands), 1.2E+03, inf. What it
+# finds is read by `number` (the one plain-number parser), which refuses what is no number.
+NUMBER = r"[-+]?(?:[0-9][0-9,]*\.?[0-9]*(?:[eE][-+]?[0-9]+)?|\.[0-9]+|inf|nan)"
+# JSON nests a few levels in every format gclc reads; deeper is no benchmark result (and
+# Python's decoder would recurse past its limit).
+MAX_JSON_DEPTH = 64
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 
 def read_source(path: str, diagnostics: list[Diagnostic]) -> SourceFile | None:
@@ -63,6 +71,79 @@ def line_span(source: SourceFile, line: int) -> Span:
     return source.span(start, start + max(1, len(source.line_text(line))))
 
 
-def number(text: str) -> float:
-    """A number as the tools print it (thousands separators dropped); ValueError otherwise."""
-    return float(text.replace(",", ""))
+def number(text: str, *, whole: bool = False, positive: bool = False, what: str = "a number") -> float:
+    """A number as the tools print it, through the one plain-number parser (dsl/plain_number.py:
+    ASCII digits, GCL's range and significant digits; thousands separators in groups of
+    three): an int when `whole`; above zero when `positive`. PlainNumberError (a ValueError)
+    says what is wrong otherwise."""
+    return parse_plain(text, whole=whole, low=0 if positive else None, low_open=positive, grouped=True, what=what)
+
+
+def json_number(value, *, whole: bool = False, positive: bool = False, what: str = "a number"):
+    """A JSON value as a number under the same rules as `number` (booleans are no numbers);
+    None when it is not a number at all; PlainNumberError when it is one out of range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PlainNumberError(f"`{value}` is out of range: {what} must be a finite number")
+    return number(repr(value), whole=whole, positive=positive, what=what)
+
+
+def decode_json(text: str, at: int):
+    """(value, end) of the JSON document starting at `at`, its numbers read by the plain-number
+    parser's limits (a 5,000-digit integer is refused, not converted); ValueError with `.pos`
+    (where) for anything that is not JSON, nests deeper than MAX_JSON_DEPTH or holds such a number."""
+    depth = _depth_problem(text, at)
+    if depth is not None:
+        raise JsonProblem(f"nested more than {MAX_JSON_DEPTH} levels deep", depth)
+    decoder = json.JSONDecoder(parse_int=_json_literal(int), parse_float=_json_literal(float))
+    try:
+        return decoder.raw_decode(text, at)
+    except json.JSONDecodeError as error:
+        raise JsonProblem(error.msg, error.pos) from None
+    except _Number as error:
+        found = re.compile(r'(?<![\w."])' + re.escape(error.literal) + r'(?![\w.])').search(text, at)
+        raise JsonProblem(str(error.problem), found.start() if found else at, syntax=False) from None
+
+
+class JsonProblem(ValueError):
+    """Where (`pos`) and what (`msg`) is wrong with a JSON document; `shown`: the message
+    (a number out of range is JSON, so it does not say `not JSON`)."""
+
+    def __init__(self, msg: str, pos: int, syntax: bool = True):
+        super().__init__(msg)
+        self.msg, self.pos = msg, max(0, pos)
+        self.shown = f"not JSON: {msg}" if syntax else msg
+
+
+class _Number(Exception):
+    def __init__(self, literal: str, problem: PlainNumberError):
+        super().__init__(literal)
+        self.literal, self.problem = literal, problem
+
+
+def _json_literal(kind):
+    def read(literal: str):
+        try:
+            parse_plain(literal)
+        except PlainNumberError as problem:
+            raise _Number(literal, problem) from None
+        return kind(literal)
+    return read
+
+
+def _depth_problem(text: str, at: int) -> int | None:
+    """Where the document from `at` first nests deeper than MAX_JSON_DEPTH, or None; strings
+    are skipped by one regular expression, so it is linear in the text and runs at C speed."""
+    depth = 0
+    for token in _BRACKETS.finditer(text, at):
+        ch = token.group()
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return token.start()
+        elif ch in "]}":
+            depth -= 1
+            if depth <= 0:
+                return None
+    return None

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 
+from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
 from .records import TrainRun, TrainStep
 from .text import NUMBER, Problems, line_span, number
 
 GIB = 2**30
+POSITIVE = ("seconds", "bar_seconds", "tokens_per_s", "batch")
 
-MEGATRON_STEP = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
+MEGATRON_STEP = re.compile(r"\biteration\s+([0-9]+)\s*/\s*[0-9]+\s*\|")
 MEGATRON_FIELDS = {
     "seconds": re.compile(r"elapsed time per iteration \(ms\):\s*(\S+?)(?:/\S+)?\s*(?:\||$)"),
     "tflops": re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*(\S+?)(?:/\S+)?\s*(?:\||$)"),
@@ -26,27 +28,29 @@ MEGATRON_FIELDS = {
 # Megatron's argument dump: `  tensor_model_parallel_size ...... 8` (Megatron-DeepSpeed adds
 # `.......default`), and its summary line `using world size: 16, data-parallel size: 2, ...`.
 ARGUMENT = re.compile(r"^\s*([a-z_][a-z0-9_]*) \.{2,} (.*?)(?:\.{3,}(?:default|updated))?\s*$")
-WORLD = re.compile(r"using world size:\s*(\d+)")
+WORLD = re.compile(r"using world size:\s*([0-9]+)")
 
-TITAN_STEP = re.compile(r"\bstep:\s*(\d+)\s+loss:")
+TITAN_STEP = re.compile(r"\bstep:\s*([0-9]+)\s+loss:")
+# Each field's value is the whole token up to its unit or the next space (`6²` is read whole,
+# and refused, rather than as 6); a terminal's colour code ends it too.
 TITAN_FIELDS = {
-    "tokens_per_s": re.compile(r"\b(?:tps|wps):\s*(" + NUMBER + r")"),
-    "tflops": re.compile(r"\btflops:\s*(" + NUMBER + r")"),
-    "mfu": re.compile(r"\bmfu:\s*(" + NUMBER + r")%"),
-    "memory": re.compile(r"\bmemory:\s*(" + NUMBER + r")\s*GiB"),
+    "tokens_per_s": re.compile(r"\b(?:tps|wps):\s*(?=[-+.0-9])([^\s\x1b]+)"),
+    "tflops": re.compile(r"\btflops:\s*(?=[-+.0-9])([^\s\x1b]+)"),
+    "mfu": re.compile(r"\bmfu:\s*(?=[-+.0-9])([^\s\x1b]+?)%"),
+    "memory": re.compile(r"\bmemory:\s*(?=[-+.0-9])([^\s\x1b]+?)\s*GiB"),
 }
 # torchtitan's start-up lines: the device mesh and the batch (train.py, parallel_dims.py)
-TITAN_MESH = re.compile(r"Building (\d+)-D device mesh with \[([^\]]*)\], \[([^\]]*)\]")
-TITAN_BATCH = re.compile(r"local batch size (\d+), global batch size (\d+), (?:sequence length|seq_len) (\d+)")
+TITAN_MESH = re.compile(r"Building ([0-9]+)-D device mesh with \[([^\]]*)\], \[([^\]]*)\]")
+TITAN_BATCH = re.compile(r"local batch size ([0-9]+), global batch size ([0-9]+), (?:sequence length|seq_len) ([0-9]+)")
 
-NEMO_STEP = re.compile(r"\biteration (\d+)/\d+ \|")
-NEMO_BAR = re.compile(r"\bglobal_step=(" + NUMBER + r")")
+NEMO_STEP = re.compile(r"\biteration ([0-9]+)/[0-9]+ \|")
+NEMO_BAR = re.compile(r"\bglobal_step=(?=[-+.0-9])([^\s,\]]+)")
 NEMO_FIELDS = {
     # NeMo 2's `train_step_timing in s: X`, NeMo 1's logged `train_step_timing=X`, else the
     # progress bar's own rate (`41.36s/it`)
-    "seconds": re.compile(r"train_step_timing(?: in s:\s*|=)(" + NUMBER + r")"),
+    "seconds": re.compile(r"train_step_timing(?: in s:\s*|=)(?=[-+.0-9])([^\s,|\]]+)"),
     "bar_seconds": re.compile(r"[\s,](" + NUMBER + r")s/it\b"),
-    "batch": re.compile(r"global_batch_size:\s*(\d+)"),
+    "batch": re.compile(r"global_batch_size:\s*([0-9]+)"),
 }
 
 
@@ -71,7 +75,12 @@ def read(source: SourceFile, framework: str) -> tuple[list[TrainRun], Problems]:
     for line, text in enumerate(source.text.split("\n"), 1):
         step = marker.search(text) or (NEMO_BAR.search(text) if framework == "nemo" else None)
         if step and any(f.search(text) for f in fields.values()):
-            parsed = _step(line, text, int(float(step.group(1))), fields, problems, settings)
+            try:
+                iteration = number(step.group(1), whole=True, what="an iteration")
+            except PlainNumberError as problem:
+                problems.on_match(line, step, 1, str(problem), "keep the line as the framework printed it")
+                continue
+            parsed = _step(line, text, iteration, fields, problems, settings)
             if parsed is not None:
                 steps.append(parsed)
                 first = first or line
@@ -90,20 +99,21 @@ def _step(line: int, text: str, iteration: int, fields: dict, problems: Problems
         match = pattern.search(text)
         if match is None:
             continue
+        what = name.replace("_", " ")
         try:
-            value = number(match.group(1))
-        except ValueError:
-            problems.on_match(line, match, 1, f"`{match.group(1)}` is not a number ({name.replace('_', ' ')})",
-                              "keep the line as the framework printed it")
-            return None
-        if not value > 0 and name in ("seconds", "bar_seconds", "tokens_per_s", "batch"):
-            problems.on_match(line, match, 1, f"a {name.replace('_', ' ')} of {match.group(1)}: it must be positive")
+            value = number(match.group(1), whole=name == "batch", what=f"a {what}")
+            if not value > 0 and name in POSITIVE:
+                raise PlainNumberError(f"a {what} of {match.group(1)}: it must be positive")
+            if value < 0:
+                raise PlainNumberError(f"a {what} of {match.group(1)}: it cannot be negative")
+        except PlainNumberError as problem:
+            problems.on_match(line, match, 1, f"{problem} ({what})", "keep the line as the framework printed it")
             return None
         values[name] = value
     if "bar_seconds" in values:
         values.setdefault("seconds", values.pop("bar_seconds"))
     if "batch" in values:
-        settings["global_batch_size"] = str(int(values.pop("batch")))
+        settings["global_batch_size"] = str(values.pop("batch"))
     if "seconds" in values and "elapsed time per iteration (ms)" in text:
         values["seconds"] /= 1e3
     if "memory" in values:

@@ -13,6 +13,11 @@ from ..design import Entity, Partition
 from .job import _chips_of, job_precision
 
 POOLS = ("generate", "train")
+# Samples a step the planner simulates: every sample's generation is simulated for each pair of
+# pools it tries (the example's search took 20 s of CPU at 8,192 samples and 75 s at 32,768 on a
+# shared 2-core machine). 16,384 is twice DAPO's 512 prompts x 16 responses (arXiv:2503.14476,
+# its training details) and eight times the largest step in benchmarks/data/rl_runs.csv (64 x 32).
+MAX_SAMPLES = 16_384
 
 
 def rl_rules(job: Entity) -> Iterator[Diagnostic]:
@@ -46,6 +51,14 @@ def _algorithm(job: Entity) -> Iterator[Diagnostic]:
 
 def _batch(job: Entity) -> Iterator[Diagnostic]:
     prompts, samples, minibatches = job.get("prompts"), job.get("samples") or 1, job.get("minibatches")
+    if isinstance(prompts, int) and isinstance(samples, int) and prompts * samples > MAX_SAMPLES:
+        yield codes.RL_JOB.make(job.span_of("samples" if "samples" in job.record else "prompts"),
+                                what=f"{prompts * samples:,} samples a step (prompts x samples = {prompts:,} x "
+                                     f"{samples:,}); gclc plans at most {MAX_SAMPLES:,}",
+                                labels=[Label(job.span_of("prompts"), f"{prompts:,} prompts")],
+                                notes=["help: each sample's generation is simulated for every pair of pools the "
+                                       "planner tries; plan a step of fewer prompts (its time per sample is the same)"])
+        return
     if not isinstance(prompts, int) or not isinstance(minibatches, int):
         return
     total = prompts * samples

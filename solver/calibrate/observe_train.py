@@ -10,6 +10,7 @@ import attrs
 
 from ...compiler.ir import Partition
 from ...compiler.measure.records import TrainRun
+from ...dsl.plain_number import PlainNumberError, parse_plain
 from ...model.config import TrainConfig
 from ...model.job import Job, pinned_config
 from ...model.shape import ModelShape
@@ -62,9 +63,12 @@ def train_config(job: Job, run: TrainRun) -> tuple[TrainConfig, list[str]]:
 
 
 def _integer(text: str | None) -> int | None:
+    """A count the log states (a parallel size, a world size), through the one plain-number
+    parser: ASCII digits, at least 1 (a size of 0 would divide by zero); None where the log
+    states none or something else."""
     try:
-        return int(text) if text not in (None, "None") else None
-    except ValueError:
+        return parse_plain(text, whole=True, low=1, digits_only=True) if text not in (None, "None") else None
+    except PlainNumberError:
         return None
 
 

@@ -19,6 +19,7 @@ groups (as Slurm does without `--switches`), so a count that fits always places.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 
 import attrs
@@ -33,6 +34,45 @@ class BackfillParams:
     max_job_test: int = 500         # bf_max_job_test
 
 
+class Releases:
+    """When the running jobs of one partition release their GPUs (each at its time limit on
+    backfill's grid), kept as jobs start and stop: a backfill pass reads it in one sweep
+    instead of a pass over every running job."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []          # sorted, distinct
+        self.gpus: dict[float, int] = {}      # time -> GPUs released then
+        self.of: dict[str, tuple[float, int]] = {}
+
+    def add(self, name: str, time: float, gpus: int) -> None:
+        if math.isinf(time):                   # no time limit: never released in backfill's plan
+            return
+        self.of[name] = (time, gpus)
+        if time not in self.gpus:
+            bisect.insort(self.times, time)
+            self.gpus[time] = 0
+        self.gpus[time] += gpus
+
+    def remove(self, name: str) -> None:
+        if name not in self.of:
+            return
+        time, gpus = self.of.pop(name)
+        self.gpus[time] -= gpus
+        if not self.gpus[time]:
+            del self.gpus[time]
+            del self.times[bisect.bisect_left(self.times, time)]
+
+    def profile(self, now: float, free: int) -> "Profile":
+        """Free GPUs from `now` on: `free` now, plus every release (one due already counts now)."""
+        cut = bisect.bisect_right(self.times, now)
+        p = Profile(now, free + sum(self.gpus[t] for t in self.times[:cut]))
+        later = self.times[cut:]
+        p.times.extend(later)
+        p.free.extend(itertools.accumulate((self.gpus[t] for t in later), initial=p.free[0]))
+        del p.free[0]     # accumulate repeats its initial value, which free[0] already holds
+        return p
+
+
 class Profile:
     """Free GPUs of one partition over time: a step function, free[i] from times[i] on.
     Changes are holds of `gpus` over [start, end); end may be infinite (no time limit)."""
@@ -40,6 +80,19 @@ class Profile:
     def __init__(self, now: float, free: int) -> None:
         self.times: list[float] = [now]
         self.free: list[int] = [free]
+
+    @classmethod
+    def releasing(cls, now: float, free: int, releases: list[tuple[float, int]]) -> "Profile":
+        """`free` GPUs now, and each (time, GPUs) of `releases` back from its time on (running
+        jobs' time limits; infinite ones never): one sort, not a pass per release."""
+        p = cls(now, free)
+        for t, gpus in sorted(r for r in releases if not math.isinf(r[0])):
+            if t <= p.times[-1]:
+                p.free[-1] += gpus
+            else:
+                p.times.append(t)
+                p.free.append(p.free[-1] + gpus)
+        return p
 
     def _cut(self, t: float) -> int:
         """The index of the step that starts at `t` (split there if needed)."""

@@ -16,7 +16,7 @@ from ...dsl.diagnostics import Diagnostic, Label
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import lower_cluster
 from ...model.job import Job, job_from_entity
-from ...compiler.trace import priority_value, workload_jobs
+from ...compiler.trace import MAX_SECONDS, beyond_horizon, priority_value, workload_jobs
 from ...dsl.source import SourceFile
 from .failures import checkpoint, node_storage, reliability
 from .goodput import Reliability, goodput
@@ -42,6 +42,8 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     jobs: list[SchedJob] = []
     sources: list[SourceFile] = []
     for entity in design.local():
+        if entity.kind in ("train", "rl") and _on_cluster(entity, cluster) and _late(entity, problems):
+            continue
         if entity.kind == "train" and _on_cluster(entity, cluster):
             job = _train(entity, cluster, graph, rates, plan_fn, problems)
             jobs += [job] if job is not None else []
@@ -62,6 +64,15 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     if problems:
         raise ScheduleError(problems, tuple(sources))
     return Workload(graph, cluster, tuple(jobs), rates, tuple(sources), tenants)
+
+
+def _late(entity: Entity, problems: list[Diagnostic]) -> bool:
+    """Whether a train or rl job's `submit` (or `duration`) passes what a schedule simulates
+    (compiler/trace.py MAX_SECONDS), adding the located error if so."""
+    late = [f for f in ("submit", "duration") if entity.get(f) is not None and float(entity.get(f).value) > MAX_SECONDS]
+    if late:
+        problems.append(beyond_horizon(entity.span_of(late[0]), late[0], float(entity.get(late[0]).value)))
+    return bool(late)
 
 
 def _services(design: Design, cluster: Entity, graph: ClusterGraph, others: list[SchedJob],

@@ -31,7 +31,7 @@ from __future__ import annotations
 import attrs
 
 from .records import SchedJob
-from .policies import Candidate, fits, take
+from .policies import Candidate, fits, required_level, take
 from .settings import KueueSettings
 from .tenants import Tenant
 
@@ -52,7 +52,7 @@ class Kueue:
         found = fits(job, state)
         if self.settings.topology != "required":
             return found
-        return [c for c in found if c.level <= _required_level(job, c, state)]
+        return [c for c in found if c.level <= required_level(c, state)]
 
     def score(self, job, c, state):
         return (-job.options.index(c.option), -c.level, -c.leftover)
@@ -262,13 +262,3 @@ def share(queues: dict[str, Tenant], used, tenant: str) -> float:
         if above and pool:
             worst = max(worst, above / pool)
     return worst / q.shares
-
-
-def _required_level(job: SchedJob, c: Candidate, state) -> int:
-    """The smallest tier whose one group can hold the job (at least the leaf, level 1, where
-    the fabric has one): Kueue's podset-required-topology at that level."""
-    part = state.partitions[c.option.partition]
-    for level, per in enumerate(part.group_domains):
-        if per * part.domain_gpus >= c.option.gpus:
-            return max(level, min(1, len(part.group_domains) - 1))
-    return len(part.group_domains) - 1

@@ -28,6 +28,34 @@ class FairShare:
     def __init__(self, half_life: float, shares: dict[str, int]) -> None:
         self.half_life, self.shares = half_life, dict(shares)
         self.banked: dict[str, tuple[float, float]] = {}      # tenant -> (usage, at time)
+        # runs going on, per tenant: GPUs and sum(GPUs x e^(k (start - ref))), so that their usage
+        # at `now` is (G - e^(-k (now - ref)) E) / k without a pass over them
+        self.k = math.log(2) / half_life
+        self.ref = 0.0
+        self.going: dict[str, list[float]] = {}
+
+    def started(self, tenant: str, gpus: int, start: float) -> None:
+        self._rebase(start)
+        g = self.going.setdefault(tenant, [0.0, 0.0])
+        g[0] += gpus
+        g[1] += gpus * math.exp(self.k * (start - self.ref))
+
+    def stopped(self, tenant: str, gpus: int, start: float, end: float) -> None:
+        """A run that `started` ends: its GPU-seconds move from the running sums to the bank."""
+        g = self.going[tenant]
+        g[0] -= gpus
+        g[1] -= gpus * math.exp(self.k * (start - self.ref))
+        if g[0] <= 0:                     # none left: clear the rounding the sums carried
+            del self.going[tenant]
+        self.add(tenant, gpus, start, end)
+
+    def _rebase(self, now: float) -> None:
+        """Keep e^(k (start - ref)) near 1: move `ref` to `now` once it is 20 half-lives behind."""
+        if self.k * (now - self.ref) > 20 * math.log(2):
+            scale = math.exp(-self.k * (now - self.ref))
+            for g in self.going.values():
+                g[1] *= scale
+            self.ref = now
 
     def _decayed(self, start: float, end: float, now: float) -> float:
         k = math.log(2) / self.half_life
@@ -38,9 +66,14 @@ class FairShare:
         value, at = self.banked.get(tenant, (0.0, end))
         self.banked[tenant] = (value * 2 ** (-(end - at) / self.half_life) + gpus * self._decayed(start, end, end), end)
 
-    def usage(self, now: float, running: list[tuple[str, int, float]]) -> dict[str, float]:
-        """Each tenant's decayed usage at `now`: banked, plus the runs still going (tenant, GPUs, start)."""
+    def usage(self, now: float, running: list[tuple[str, int, float]] = ()) -> dict[str, float]:
+        """Each tenant's decayed usage at `now`: banked, plus the runs `started` and not yet
+        `stopped`, plus `running` (tenant, GPUs, start) given here."""
         out = {t: v * 2 ** (-(now - at) / self.half_life) for t, (v, at) in self.banked.items()}
+        self._rebase(now)
+        fade = math.exp(-self.k * (now - self.ref))
+        for tenant, (gpus, weighted) in self.going.items():
+            out[tenant] = out.get(tenant, 0.0) + max(0.0, gpus - fade * weighted) / self.k
         for tenant, gpus, start in running:
             out[tenant] = out.get(tenant, 0.0) + gpus * self._decayed(start, now, now)
         return out

@@ -40,6 +40,8 @@ class Policy(Protocol):
     preempts: bool     # may evict lower priorities when nothing fits
     blocking: bool     # a job that does not fit stops the cycle
 
+    def key(self, job: SchedJob) -> tuple: ...   # the queue's order: the simulation keeps it sorted by this
+
     def order(self, pending: Iterable[SchedJob]) -> list[SchedJob]: ...
 
     def filter(self, job: SchedJob, state: ClusterState) -> list[Candidate]: ...
@@ -73,6 +75,17 @@ def fits(job: SchedJob, state: ClusterState, topology: bool = True) -> list[Cand
     return out
 
 
+def required_level(c: Candidate, state: ClusterState) -> int:
+    """The smallest tier whose one group can hold the candidate's job (at least the leaf,
+    level 1, where the fabric has one): Kueue's podset-required-topology at that level,
+    Slurm's `--switches` for as few leaf switches as the job needs."""
+    part = state.partitions[c.option.partition]
+    for level, per in enumerate(part.group_domains):
+        if per * part.domain_gpus >= c.option.gpus:
+            return max(level, min(1, len(part.group_domains) - 1))
+    return len(part.group_domains) - 1
+
+
 def take(job: SchedJob, c: Candidate, state: ClusterState, first_fit: bool = False,
          spread: bool = False) -> Allocation:
     return state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit, spread)
@@ -88,8 +101,11 @@ class Fifo:
     preempts: bool = False
     blocking: bool = True
 
+    def key(self, job):
+        return (job.submit, job.name)
+
     def order(self, pending):
-        return sorted(pending, key=lambda j: (j.submit, j.name))
+        return sorted(pending, key=self.key)
 
     def filter(self, job, state):
         return fits(job, state, topology=False)
@@ -101,9 +117,13 @@ class Fifo:
         return take(job, c, state, first_fit=True)
 
 
-def by_priority(pending):
+def priority_key(job: SchedJob) -> tuple:
     """Highest priority first, then first submitted (names break ties, for determinism)."""
-    return sorted(pending, key=lambda j: (-j.priority, j.submit, j.name))
+    return (-job.priority, job.submit, job.name)
+
+
+def by_priority(pending):
+    return sorted(pending, key=priority_key)
 
 
 @attrs.frozen
@@ -112,6 +132,9 @@ class PriorityBestFit:
     preempts: bool = True
     blocking: bool = False
     grows: bool = True     # elastic jobs restart larger when GPUs idle (simulate.py `_grow`)
+
+    def key(self, job):
+        return priority_key(job)
 
     def order(self, pending):
         return by_priority(pending)
@@ -139,6 +162,9 @@ class Kube:
     preempts: bool = True
     blocking: bool = False
     settings: KubeSettings = KubeSettings()
+
+    def key(self, job):
+        return priority_key(job)
 
     def order(self, pending):
         return by_priority(pending)

@@ -7,6 +7,7 @@ loses the work since the last one and costs a restart.
 
 from __future__ import annotations
 
+import collections
 import math
 
 import attrs
@@ -15,6 +16,8 @@ import numpy as np
 from .events import ApiServer, Change, Informer, Timeline, Timer
 from .records import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
+from .horizon import HORIZON_S, stop_at_horizon
+from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
 
 
@@ -87,8 +90,11 @@ class Simulation:
         self.timeline, self.api = Timeline(), ApiServer()
         self.state = ClusterState.of(workload.graph)
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
-        self.pending: dict[str, SchedJob] = {}
+        self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
+        self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
+        self.shapes = {j.name: shape(j) for j in workload.jobs}
+        self.evictions = 0
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
                                             "released": self._on_released, "node-down": self._on_node,
                                             "node-up": self._on_node})
@@ -98,7 +104,11 @@ class Simulation:
         self.fresh: list[str] = []
         self.reservations: tuple = ()      # what a planning policy (Slurm's backfill) holds for later
         self.memory: dict = {}             # a policy's own state over the run (Slurm's fair-share usage)
-        self.stopped: list[tuple[str, int, float, float]] = []   # (tenant, GPUs, start, end) since a policy read it
+        # runs started and stopped, in order, since a policy with a cycle of its own read them
+        # (Slurm's fair share and backfill keep running sums, so an event costs what it touches):
+        # ("start", name, tenant, partition, GPUs, start, time limit) and
+        # ("stop", name, tenant, partition, GPUs, start, end)
+        self.run_changes: list[tuple[str, str, str, str, int, float, float]] = []
         self.check, self.progress = check, progress
         self.done = 0
         # the runs whose ends end the simulation: every job but the stretches of a service,
@@ -122,10 +132,14 @@ class Simulation:
         self.state.bind(c.subject, alloc)
         del self.pending[c.subject]
         self.running[c.subject] = (self.runs[c.subject].job, c.time)
+        self.priorities[self.runs[c.subject].job.priority] += 1
 
     def _on_released(self, c: Change) -> None:
         self.state.release(c.subject)
-        del self.running[c.subject]
+        job = self.running.pop(c.subject)[0]
+        self.priorities[job.priority] -= 1
+        if not self.priorities[job.priority]:
+            del self.priorities[job.priority]
         self.freed = True
         if c.data != "finished":
             self.pending[c.subject] = self.runs[c.subject].job
@@ -147,6 +161,9 @@ class Simulation:
                 self._next_failure(0.0, name, "switch-fail")
         now = 0.0
         while self.timeline and self.left > 0:
+            if self.timeline.peek_time() > HORIZON_S:
+                now = stop_at_horizon(self)
+                break
             now = self.timeline.peek_time()
             while self.timeline and self.timeline.peek_time() == now:
                 self._fire(self.timeline.pop())
@@ -199,14 +216,12 @@ class Simulation:
             self._epoch_due(now)
             return
         full = self.freed or self.policy.blocking
-        self.stopped.clear()               # read only by policies with a cycle of their own
+        self.run_changes.clear()           # read only by policies with a cycle of their own
         while True:
-            names = list(self.pending) if full else [n for n in self.fresh if n in self.pending]
-            queue = self.policy.order(self.pending[n] for n in names)
+            queue = self.pending.ordered(self.policy) if full else \
+                self.policy.order(self.pending[n] for n in self.fresh if n in self.pending)
             self.freed, self.fresh = False, []
-            for job in queue:
-                if job.name in self.pending and not self._place(now, job) and self.policy.blocking:
-                    break
+            place_in_order(self, now, queue)
             self.informer.sync()
             if self.policy.blocking or not (self.freed or self.fresh):
                 break
@@ -239,14 +254,14 @@ class Simulation:
                 self._place(now, job)
 
     def _epoch_due(self, now: float) -> None:
-        if now >= self.next_epoch:
+        if now >= self.next_epoch and len(self.epochs) < self.epoch_count:  # only those the optimum solves
             self._epoch(now)
             self.next_epoch = now + self.epoch_step
 
     def _place(self, now: float, job: SchedJob) -> bool:
         candidates = self.policy.filter(job, self.state)
         evicted = False
-        if not candidates and self.policy.preempts and self.running:
+        if not candidates and may_preempt(self, job):
             evict = victims(job, self.state, self.running, self.policy)
             if evict:
                 evicted = True
@@ -268,6 +283,7 @@ class Simulation:
 
     def evict(self, now: float, names: list[str], mode: str = "requeue") -> None:
         """Preempt the running jobs `names`: requeued from their checkpoint, or (`cancel`) ended."""
+        self.evictions += 1
         for name in names:
             self.runs[name].preemptions += 1
             self._stop(now, self.runs[name], "preempted" if mode == "requeue" else "cancelled")
@@ -290,6 +306,8 @@ class Simulation:
         checkpoints = math.ceil(run.remaining / (rate * o.interval)) - 1 if math.isfinite(o.interval) else 0
         length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
         self.api.commit(now, "bound", run.job.name, (alloc, c))
+        self.run_changes.append(("start", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, now,
+                                 run.job.time_limit))
         if length > run.job.time_limit:   # the scheduler ends it at its limit (Slurm's --time)
             self.timeline.push(Timer(now + run.job.time_limit, "timeout", run.job.name, run.run_id))
         else:
@@ -321,7 +339,7 @@ class Simulation:
         run.held += (now - run.start) * run.gpus
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
                              run.rule, tuple(zip(alloc.domains, alloc.counts))))
-        self.stopped.append((run.job.tenant, run.gpus, run.start, now))
+        self.run_changes.append(("stop", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
@@ -376,8 +394,7 @@ class Simulation:
         per = part.group_domains[level]
         group = int(self.rng.integers(math.ceil(part.domains / per)))
         lo, hi = group * per, (group + 1) * per
-        hit = {n for n, a in self.state.allocations.items()
-               if a.partition == partition and not a.index.keys().isdisjoint(range(lo, hi))}
+        hit = self.state.holders_within(partition, lo, hi)
         for name in sorted(hit):
             self.runs[name].failures += 1
             self._stop(now, self.runs[name], "failed")

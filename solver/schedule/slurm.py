@@ -14,6 +14,9 @@ partition blocking) and then the backfill pass (`sched/backfill`), with the
   forever in the plan: time limits are what make backfill work.
 - Order: the multifactor priority (solver/schedule/multifactor.py: age, Fair Tree fair
   share over the tenants, job size, partition, QOS), recomputed at every cycle.
+- Placement: topology/tree's lowest-switch best fit, as few leaf switches as the job needs
+  (the `--switches` the export writes) until it has waited `max_switch_wait` (default 5
+  minutes), then anywhere in the partition.
 - Preemption: none by default (`PreemptType=preempt/none`); with `preempt_type = qos`, a
   job the main loop cannot start evicts running jobs of lower QOS that free a placement
   (`PreemptMode=REQUEUE`: they queue again from their checkpoint; `CANCEL`: they end).
@@ -28,10 +31,10 @@ import math
 
 import attrs
 
-from .backfill import Profile, rounded_up
+from .backfill import Releases, rounded_up
 from .records import SchedJob
 from .multifactor import FairShare, priorities
-from .policies import Candidate, fits, take, victims
+from .policies import Candidate, fits, required_level, take, victims
 from .settings import SlurmSettings
 
 
@@ -68,27 +71,58 @@ class Slurm:
         return take(job, c, state)
 
     def cycle(self, sim, now: float) -> None:
+        if "top_qos" not in sim.memory:
+            sim.memory["top_qos"] = max(r.job.priority for r in sim.runs.values())
         queue = self.order(sim.pending.values(), now, self._fair_share(sim, now), sim.state.total(),
-                           sim.memory.setdefault("top_qos", max(r.job.priority for r in sim.runs.values())))
+                           sim.memory["top_qos"])
         self._main(sim, now, queue)
         sim.reservations = self._backfill(sim, now, [j for j in queue if j.name in sim.pending])
 
     def _fair_share(self, sim, now: float) -> dict[str, float]:
-        shares = {name: t.shares for name, t in sim.workload.tenants.items()}
-        fair = sim.memory.setdefault("fairshare", FairShare(self.settings.decay_half_life, shares))
-        for tenant, gpus, start, end in sim.stopped:
-            fair.add(tenant, gpus, start, end)
-        sim.stopped.clear()
-        running = [(job.tenant, sim.state.allocations[name].gpus, started) for name, (job, started) in sim.running.items()]
-        return fair.factors(fair.usage(now, running))
+        fair, _ = self._ledgers(sim)
+        return fair.factors(fair.usage(now))
+
+    def _ledgers(self, sim) -> tuple[FairShare, dict[str, Releases]]:
+        """The fair-share usage and the partitions' releases, brought up to the runs started
+        and stopped since the last cycle."""
+        if "fairshare" not in sim.memory:
+            shares = {name: t.shares for name, t in sim.workload.tenants.items()}
+            sim.memory["fairshare"] = FairShare(self.settings.decay_half_life, shares)
+            sim.memory["releases"] = {name: Releases() for name in sim.state.partitions}
+        fair, releases = sim.memory["fairshare"], sim.memory["releases"]
+        resolution = self.settings.backfill.resolution
+        for kind, name, tenant, partition, gpus, start, last in sim.run_changes:
+            if kind == "start":
+                fair.started(tenant, gpus, start)
+                releases[partition].add(name, rounded_up(start + last, resolution), gpus)
+            else:
+                fair.stopped(tenant, gpus, start, last)
+                releases[partition].remove(name)
+        sim.run_changes.clear()
+        return fair, releases
+
+    def placements(self, job: SchedJob, state, now: float, sim=None) -> list[Candidate]:
+        """Where `job` may start now: as few leaf switches as it needs (`--switches`, as the
+        export asks) until it has waited `max_switch_wait`, anywhere after (topology/tree);
+        `sim` is woken when that wait ends if only the switches keep the job waiting."""
+        found = self.filter(job, state)
+        if now - job.submit >= self.settings.max_switch_wait:
+            return found
+        near = [c for c in found if c.level <= required_level(c, state)]
+        if found and not near and sim is not None:
+            sim.wake_at(job.submit + self.settings.max_switch_wait)
+        return near
 
     def _main(self, sim, now: float, queue: list[SchedJob]) -> None:
         blocked: set[str] = set()
+        everywhere = set(sim.state.partitions)
         for job in queue:
+            if blocked >= everywhere:            # nothing after this can start in the main loop
+                break
             if job.name not in sim.pending:      # a job this loop preempted earlier (cancelled or requeued)
                 continue
             open_to = [p for p in job.partitions if p not in blocked]
-            found = [c for c in self.filter(job, sim.state) if c.option.partition in open_to]
+            found = [c for c in self.placements(job, sim.state, now, sim) if c.option.partition in open_to]
             rule = "main"
             if not found and self.settings.preempt_type == "qos" and open_to:
                 found, rule = self._preempt(sim, now, job, open_to), "preempt"
@@ -104,15 +138,12 @@ class Slurm:
         if not gone:
             return []
         sim.evict(now, gone, "requeue" if self.settings.preempt_mode == "requeue" else "cancel")
-        return [c for c in self.filter(job, sim.state) if c.option.partition in open_to]
+        return [c for c in self.placements(job, sim.state, now) if c.option.partition in open_to]
 
     def _backfill(self, sim, now: float, queue: list[SchedJob]) -> tuple[Reservation, ...]:
         p = self.settings.backfill
-        profiles = {name: Profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
-        for name, (job, started) in sim.running.items():
-            alloc = sim.state.allocations[name]
-            profiles[alloc.partition].release_at(max(now, rounded_up(started + job.time_limit, p.resolution)),
-                                                 alloc.gpus)
+        _, releases = self._ledgers(sim)          # the main loop's starts and preemptions too
+        profiles = {name: releases[name].profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
         reserved = []
         for job in queue[:p.max_job_test]:
             length = rounded_up(job.time_limit, p.resolution)
@@ -127,7 +158,7 @@ class Slurm:
             t, option, need = best
             profile = profiles[option.partition]
             if t == now:
-                candidate = self._placement(sim, job, option, profile.least(now, now + length))
+                candidate = self._placement(sim, now, job, option, profile.least(now, now + length))
                 if candidate is not None:
                     sim.start(now, job, candidate, "backfill")
                     profile.hold(now, now + length, candidate.gpus)
@@ -136,10 +167,10 @@ class Slurm:
             reserved.append(Reservation(job.name, option.partition, t, t + length, need))
         return tuple(reserved)
 
-    def _placement(self, sim, job: SchedJob, option, unreserved: int) -> Candidate | None:
+    def _placement(self, sim, now: float, job: SchedJob, option, unreserved: int) -> Candidate | None:
         """The best placement of `job` on `option` with at most the GPUs no reservation
         needs over its time limit (a job that is not a gang takes up to that many)."""
-        found = [c for c in self.filter(job, sim.state) if c.option == option]
+        found = [c for c in self.placements(job, sim.state, now) if c.option == option]
         if not found:
             return None
         best = max(found, key=lambda c: self.score(job, c, sim.state))

@@ -170,6 +170,9 @@ class PartitionState:
 class ClusterState:
     partitions: dict[str, PartitionState]
     allocations: dict[str, Allocation] = attrs.Factory(dict)
+    # (partition, domain) -> the jobs holding GPUs there, in the order they were bound: a
+    # failure finds its victims without a pass over every allocation
+    holding: dict[tuple[str, int], dict[str, int]] = attrs.Factory(dict)
 
     @classmethod
     def of(cls, graph: ClusterGraph) -> "ClusterState":
@@ -179,16 +182,26 @@ class ClusterState:
         assert job not in self.allocations, f"{job} is already bound"
         self.partitions[alloc.partition].apply(alloc, 1)
         self.allocations[job] = alloc
+        for domain, count in zip(alloc.domains, alloc.counts):
+            self.holding.setdefault((alloc.partition, domain), {})[job] = count
 
     def release(self, job: str) -> Allocation:
         alloc = self.allocations.pop(job)
         self.partitions[alloc.partition].apply(alloc, -1)
+        for domain in alloc.domains:
+            held = self.holding[(alloc.partition, domain)]
+            del held[job]
+            if not held:
+                del self.holding[(alloc.partition, domain)]
         return alloc
 
     def holders(self, partition: str, domain: int) -> dict[str, int]:
-        """Jobs holding GPUs of one domain, and how many (for failures; not on a hot path)."""
-        return {job: a.index[domain] for job, a in self.allocations.items()
-                if a.partition == partition and domain in a.index}
+        """Jobs holding GPUs of one domain, and how many, in the order they were bound."""
+        return dict(self.holding.get((partition, domain), {}))
+
+    def holders_within(self, partition: str, lo: int, hi: int) -> set[str]:
+        """Jobs holding GPUs of any domain in [lo, hi) (a leaf switch's)."""
+        return {job for d in range(lo, hi) for job in self.holding.get((partition, d), ())}
 
     def free(self, partition: str) -> int:
         return self.partitions[partition].free_gpus

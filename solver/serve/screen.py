@@ -8,7 +8,6 @@ import math
 
 import attrs
 
-from ...dsl.numbers import number
 from ...model.serve.inference import Replica, ServeEstimate, estimate
 from ...model.power import job_power
 from .demand import Demand

@@ -60,6 +60,8 @@ SNIPPETS = ["\x1b[2J", "\x07", "\x00", "\r", "\r\n", '"\\ud800"', "((((((((", "}
             "parallelism { ep = 4 }", "parallelism { pp = 1  vp = 7 }", "on = [C, C]", "gpus = 1e9",
             "extends M", 'import "std/../../etc/passwd"', "param p = p", "\u202e", "\ufeff", "é", "\U0001f600"]
 _NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
+ERROR_LINE = re.compile(r"^(?:\S.*?: )?error\[[a-z-]+\]", re.MULTILINE)
+LOCATED = re.compile(r"^\S.*?(?::\d+:\d+)?: error\[[a-z-]+\]")
 
 
 @st.composite
@@ -119,6 +121,10 @@ def run_case(folder: Path, command: str, text: str, capsys) -> tuple[int, str]:
     out = captured.out + captured.err
     assert code in EXIT_CODES, f"exit {code} for {argv} on {text!r}:\n{out}"
     assert "Traceback" not in out and "internal error" not in out, f"{argv} on {text!r}:\n{out}"
+    if code == 1 and "--json" not in argv:  # every error located (issue 30): `file:line:col: error[code]`
+        errors = ERROR_LINE.findall(captured.err)
+        assert errors or captured.err.startswith("gclc: "), f"{argv} on {text!r}: exit 1 without an error:\n{out}"
+        assert all(LOCATED.match(e) for e in errors), f"{argv} on {text!r}: an error is not located:\n{out}"
     after = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     touched = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
     assert touched <= {output}, f"{argv} touched {touched - {output}}"

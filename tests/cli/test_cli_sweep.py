@@ -340,7 +340,7 @@ def test_fmt_write_failure(files, capsys, monkeypatch):
     path = files / "u.gcl"
     path.write_text(UNFORMATTED, encoding="utf-8")
 
-    def refuse(target, data):
+    def refuse(target, data, replaces=None):
         raise PermissionError(errno.EACCES, "Permission denied", str(target))
 
     monkeypatch.setattr(cli_fmt, "write_atomic", refuse)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -124,11 +125,21 @@ def _outputs(tmp_path, capsys, text: str, runs: list[list[str]]) -> None:
         argv = [args[0], str(source), *[str(out_file) if a == "OUT" else a for a in args[1:]]]
         code = main(argv)
         captured = capsys.readouterr()
+        if code == 1 and args[0] == "schedule" and _beyond_the_horizon(captured.err):
+            continue  # a submit or duration past what a schedule simulates: located (issue 30)
         assert code in (0, 3), f"exit {code} for {argv}:\n{captured.err[-2000:]}\n{text}"
         document = out_file.read_text() if "OUT" in args else captured.out
         if "OUT" in args:
             out_file.unlink()
         _finite(strict(document))
+
+
+def _beyond_the_horizon(err: str) -> bool:
+    """Whether every error is a located `submit`/`duration` beyond ten years (a schedule
+    simulates twenty at most, so it refuses them; `check` does not simulate)."""
+    errors = re.findall(r"^\S+:\d+:\d+: error\[([a-z-]+)\]: `(\w+)` must be at most 10 years", err, re.MULTILINE)
+    return bool(errors) and err.count(": error[") == len(errors) and all(
+        code == "out-of-range" and field in ("submit", "duration") for code, field in errors)
 
 
 @settings(max_examples=EXAMPLES, deadline=None,

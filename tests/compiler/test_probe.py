@@ -72,3 +72,15 @@ def test_the_probe_runs_as_a_plain_script_where_gclc_is_not_installed(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     text = (tmp_path / "out.csv").read_text()
     assert text.startswith("# gclc kernels v1\n") and "\ngemm,fp32,128,128,128," in text
+
+
+@pytest.mark.parametrize("value", ["²", "1_000", "x", "9" * 5000])
+def test_a_world_size_that_is_no_count_is_an_error_that_names_it(tmp_path, capsys, monkeypatch, value):
+    """torchrun's WORLD_SIZE read as a count with the plain-number rule (ASCII digits only):
+    anything else is exit 1 naming the variable, never exit 70, and no CSV is written. STUB:
+    the kernel timings are skipped (they come before the collectives and are tested above)."""
+    monkeypatch.setenv("WORLD_SIZE", value)
+    for name, rows in (("_gemm_rows", []), ("_attention_rows", []), ("_copy_row", {})):
+        monkeypatch.setattr(probe, name, lambda *args, rows=rows: rows)
+    assert main(["probe", "-o", str(tmp_path / "m.csv"), "--quick"]) == 1
+    assert "WORLD_SIZE" in capsys.readouterr().err and not (tmp_path / "m.csv").exists()

@@ -49,15 +49,15 @@ def export(layout: Layout, job: JobPlan | None, source: str, image: str = "REPLA
     settings = kueue.settings(design, cluster)
     tenants = kueue.tenants(design, cluster)
     files = {
-        "kueue.yaml": _yaml(header(source, f"Kueue topology and queues of cluster {layout.cluster}"),
+        "kueue.yaml": as_yaml(header(source, f"Kueue topology and queues of cluster {layout.cluster}"),
                             kueue_objects(layout, settings, tenants)),
-        "kueue-config.yaml": _yaml(header(source, "Kueue's manager configuration (its controller_manager_config.yaml)"),
+        "kueue-config.yaml": as_yaml(header(source, "Kueue's manager configuration (its controller_manager_config.yaml)"),
                                    [kueue.configuration(settings)]),
-        "nodes.yaml": _yaml(header(source, f"node labels of cluster {layout.cluster}"), node_objects(layout)),
+        "nodes.yaml": as_yaml(header(source, f"node labels of cluster {layout.cluster}"), node_objects(layout)),
     }
     if job is not None:
         extra = priority_class(job.run.priority)[1]
-        files["jobset.yaml"] = _yaml(header(source, f"JobSet for job {job.name}"),
+        files["jobset.yaml"] = as_yaml(header(source, f"JobSet for job {job.name}"),
                                      ([extra] if extra else []) + [jobset(layout, job, image, settings)])
     return files
 
@@ -66,7 +66,7 @@ def export(layout: Layout, job: JobPlan | None, source: str, image: str = "REPLA
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def _yaml(head: str, documents: list[dict]) -> str:
+def as_yaml(head: str, documents: list[dict]) -> str:
     return head + "\n" + yaml.dump_all(documents, Dumper=_DUMPER, sort_keys=False, explicit_start=True, width=120)
 
 
@@ -87,7 +87,7 @@ def kueue_objects(layout: Layout, settings: KueueSettings = KueueSettings(), ten
                     "spec": {"levels": levels + [{"nodeLabel": HOSTNAME}]}})
         out.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name},
                     "spec": {"nodeLabels": {PARTITION_LABEL: group.slug}, "topologyName": name}})
-        flavors.append(kueue.Flavor(group.partition.name, name, _resource(group), group.partition.gpus))
+        flavors.append(kueue.Flavor(group.partition.name, name, gpu_resource(group), group.partition.gpus))
     return out + kueue.queues(layout, flavors, settings, tenants or {}) + priority_classes()
 
 
@@ -104,7 +104,7 @@ def node_objects(layout: Layout) -> list[dict]:
             for group in layout.groups for i, name in enumerate(group.nodes)]
 
 
-def _resource(group: Group) -> str:
+def gpu_resource(group: Group) -> str:
     vendor = group.partition.node.accelerator.vendor.lower()
     return next((r for key, r in RESOURCE.items() if key in vendor), f"{slug(vendor) or 'example'}.com/accelerator")
 
@@ -135,7 +135,7 @@ def _replicated(group: Group, share: Share, plan: JobPlan, image: str, topology:
     replicas = share.items if serve else 1
     per_pod = min(group.gpus_per_node, share.together) if serve else group.gpus_per_node
     pods = math.ceil(share.gpus / replicas / per_pod)
-    resource = {_resource(group): per_pod}
+    resource = {gpu_resource(group): per_pod}
     template = {"metadata": {"annotations": _placement(group, share, pods * replicas, per_pod, topology)},
                 "spec": {"restartPolicy": "Never", "nodeSelector": {PARTITION_LABEL: group.slug},
                          "containers": [_container(share, plan, image, resource)]}}

@@ -28,11 +28,9 @@ from .target import header
 def slurm_replay(design: Design, workload, data: dict, source: str) -> dict[str, str]:
     """{file name: text} for the schedule JSON `data` (views/schedule.py) of `workload`."""
     lay = layout(workload.graph, design)
-    runs = sorted(((s["start_s"], j["name"], i, s, j) for j in data["jobs"] for i, s in enumerate(j["segments"])),
-                  key=lambda r: (r[0], r[1], r[2]))
     files = cluster_files(lay, design, None, source)
-    names = []
-    for rank, (start, name, index, seg, job) in enumerate(runs):
+    names, runs = [], runs_in_order(data)
+    for rank, (name, index, seg, job) in enumerate(runs):
         file = f"jobs/{rank + 1:04d}-{slug(name)}{'-' + str(index + 1) if index else ''}.sbatch"
         files[file] = _script(lay, workload, job, seg, index, len(runs) - rank, source)
         names.append((file, job["submit_s"] if index == 0 else seg["start_s"]))
@@ -40,9 +38,16 @@ def slurm_replay(design: Design, workload, data: dict, source: str) -> dict[str,
     return files
 
 
+def runs_in_order(data: dict) -> list[tuple[str, int, dict, dict]]:
+    """(job name, run index, segment, job) of every run, in the order the simulation started them."""
+    runs = sorted(((s["start_s"], j["name"], i, s, j) for j in data["jobs"] for i, s in enumerate(j["segments"])),
+                  key=lambda r: (r[0], r[1], r[2]))
+    return [(name, index, seg, job) for _, name, index, seg, job in runs]
+
+
 def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: int, source: str) -> str:
     group = lay.group(seg["partition"])
-    nodes = _nodes(group, workload, job["name"], seg)
+    nodes = nodes_of(group, workload, job["name"], seg)
     length = seg["end_s"] - seg["start_s"]
     lines = ["#!/bin/bash", header(source, f"replay of {job['name']}, run {index + 1}: "
                                            f"{seg['gpus']} GPUs from {duration(seg['start_s'])}, ended {seg['ended']}"),
@@ -59,7 +64,7 @@ def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: i
     return "\n".join(lines) + "\n"
 
 
-def _nodes(group, workload, name: str, seg: dict) -> list[str]:
+def nodes_of(group, workload, name: str, seg: dict) -> list[str]:
     """The nodes of the domains the run held: each domain's first nodes, enough for its GPUs."""
     allocation = seg.get("domain_gpus") or []
     partition = workload.graph.partition(seg["partition"])

@@ -1,17 +1,16 @@
 """Sweep rows streamed to Parquet and CSV (pyarrow), one batch at a time.
 
-Both files are written beside their final names and moved into place by `close()`, so a
-reader never sees half a table and an interrupted sweep leaves a complete table of the
+Both files are written beside their final names and moved into place by `close()` (the one
+output writer, `compiler/writer.py`), so a reader never sees half a table and an interrupted sweep leaves a complete table of the
 points that finished. pyarrow is imported here, only when a sweep writes.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from ...compiler.writer import AtomicFile, check_writable
 from ...solver.sweep.point import COLUMNS, column
 
 _TYPES = {"int": "int64", "float": "float64", "str": "string", "bool": "bool_"}
@@ -36,9 +35,11 @@ class TableWriter:
         self.directory = Path(directory)
         self.schema = schema(axes)
         self.rows = 0
-        self._temps = {name: _temp(self.directory, name) for name in (TABLE, CSV)}
-        self._parquet = pq.ParquetWriter(self._temps[TABLE], self.schema)
-        self._csv = pcsv.CSVWriter(self._temps[CSV], self.schema)
+        self._files = {name: AtomicFile(self.directory / name) for name in (TABLE, CSV)}
+        for name in (TABLE, CSV):
+            check_writable(self.directory / name)
+        self._parquet = pq.ParquetWriter(str(self._files[TABLE].begin()), self.schema)
+        self._csv = pcsv.CSVWriter(str(self._files[CSV].begin()), self.schema)
 
     def write(self, rows: list[dict]) -> None:
         import pyarrow as pa
@@ -54,8 +55,8 @@ class TableWriter:
     def close(self) -> None:
         self._parquet.close()
         self._csv.close()
-        for name, temp in self._temps.items():
-            _publish(temp, self.directory / name)
+        for file in self._files.values():
+            file.commit()
 
     def abort(self) -> None:
         for closer in (self._parquet.close, self._csv.close):
@@ -63,25 +64,12 @@ class TableWriter:
                 closer()
             except Exception:  # already failing; the temp files go regardless
                 pass
-        for temp in self._temps.values():
-            Path(temp).unlink(missing_ok=True)
+        for file in self._files.values():
+            file.discard()
 
 
 def _cell(value):
     return None if isinstance(value, float) and value != value else value
-
-
-def _temp(directory: Path, name: str) -> str:
-    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    return temp
-
-
-def _publish(temp: str, path: Path) -> None:
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a table is an ordinary output
-    os.replace(temp, path)
 
 
 def iter_rows(directory: str | Path, batch: int = 4096) -> Iterator[list[dict]]:

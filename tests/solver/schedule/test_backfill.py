@@ -43,6 +43,17 @@ def test_the_earliest_start_is_the_first_time_a_brute_force_finds(free, released
     assert found == (float(ok[0]) if ok else None)
 
 
+@given(st.integers(0, 32), st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.5, 7.0, math.inf]), st.integers(1, 8)),
+                                    max_size=8))
+def test_a_profile_built_in_one_sort_is_the_one_built_release_by_release(free, releases):
+    one_by_one = Profile(0.0, free)
+    for t, g in releases:
+        one_by_one.release_at(t, g)
+    sorted_once = Profile.releasing(0.0, free, releases)
+    for t in (0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 7.0, 100.0):
+        assert sorted_once.least(t, t + 0.1) == one_by_one.least(t, t + 0.1)
+
+
 def test_a_job_is_backfilled_only_where_it_ends_before_the_reservation():
     # partition a: 32 GPUs; `wide` holds 24 until 2 h; `big` (28) reserves from 2 h;
     # `short` (8 GPUs, 1 h) ends before it and is backfilled, `long` (8 GPUs, 3 h) would not
@@ -123,3 +134,22 @@ def test_a_job_entering_the_window_may_take_a_later_jobs_reserved_slot():
     assert first["j6"] == 22 * H and runs["j6"].first_start == 26 * H and runs["j3"].first_start == 25 * H
     first, runs = _first_reservations(jobs, UNBOUNDED)
     assert all(runs[n].first_start <= t + 1e-6 for n, t in first.items())
+
+
+def test_a_job_waits_max_switch_wait_for_one_leaf_then_spreads():
+    # partition a: two leaves of 16 GPUs. `fill` holds one leaf for 1 h, `b` and `c` take 4 GPUs
+    # of the other each, so `wide` (16) finds 24 free GPUs at 1.2 h but no leaf of its own
+    jobs = [fx.job("fill", 16, hours=1, partitions=("a",), limit=1),
+            fx.job("b", 4, hours=3, partitions=("a",), limit=3),
+            fx.job("c", 4, hours=3, submit=1.1, partitions=("a",), limit=3),
+            fx.job("wide", 16, hours=1, submit=1.2, partitions=("a",), limit=1)]
+
+    def wide(wait_s):
+        settings = SlurmSettings(max_switch_wait=wait_s)
+        runs = simulate(fx.workload(jobs), policy("slurm", settings), failures=False).runs
+        return next(r for r in runs if r.job.name == "wide")
+
+    soon = wide(300.0)     # Slurm's default: five minutes, then anywhere
+    assert soon.first_start == 1.2 * H + 300.0 and soon.segments[0][4] == 2      # across the spine
+    patient = wide(10 * H)  # waits until one leaf holds it whole
+    assert patient.first_start == 3 * H and patient.segments[0][4] == 1

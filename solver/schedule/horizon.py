@@ -1,0 +1,28 @@
+"""The simulated horizon of a schedule: submit times and durations are at most ten years
+(`compiler/trace.py` MAX_SECONDS), so a lone job ends within twice that without failures. A job
+that has not ended then (a queue of years of work, or one that fails faster than it
+checkpoints) is reported unfinished: the failure process and the scheduler stop here, whatever
+the durations, so the events a run walks are bounded."""
+
+from __future__ import annotations
+
+from ...compiler.trace import MAX_SECONDS
+
+HORIZON_S = 2 * MAX_SECONDS
+
+
+def stop_at_horizon(sim) -> float:
+    """Close every run of `sim` still going at the horizon: its segment ends `horizon`, and the
+    work since its start counts, as a checkpoint taken then would keep it."""
+    for name in list(sim.running):
+        run = sim.runs[name]
+        o, alloc = run.option, sim.state.allocations[name]
+        rate = o.rate * run.gpus / o.gpus
+        kept = min(run.remaining, max(0.0, HORIZON_S - run.start - run.delay) * rate)
+        run.remaining -= kept
+        run.useful += kept / rate * run.gpus
+        run.held += (HORIZON_S - run.start) * run.gpus
+        run.segments.append((run.start, HORIZON_S, alloc.partition, run.gpus, alloc.level, len(alloc.domains),
+                             "horizon", run.rule, tuple(zip(alloc.domains, alloc.counts))))
+    sim._sample(HORIZON_S)
+    return HORIZON_S
