@@ -13,11 +13,12 @@ from .progress import progress
 
 
 def add(commands) -> None:
-    plan = commands.add_parser("plan", help="optimize a job's parallelism and report step time, MFU, memory, power, energy")
+    plan = commands.add_parser("plan", help="optimize a job's parallelism (under `subject to { power <= ... }` or a `power.budget`, "
+                                  "its GPU count and clock too) and report step time, MFU, memory, power, energy")
     plan.add_argument("file", metavar="FILE")
     plan.add_argument("--job", metavar="NAME",
                       help="the train or serve job to plan (default: the file's first train job, else its first serve job)")
-    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput"),
+    plan.add_argument("--objective", choices=("throughput", "time", "energy", "mfu", "goodput", "cost"),
                       help="override the job's objective")
     plan.add_argument("--top", type=number_option(low=0), default=3, metavar="N",
                       help="runner-up configurations to show (a count: more than there are shows them all)")

@@ -20,8 +20,9 @@ from . import formats as number_formats
 # 3: parts carry what a DPU offloads (`Part.offload`), chips the formats they list, nodes
 # their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`);
 # 5: parts carry their network `ports` (a NIC's or DPU's `bandwidth` is split over them);
-# 6: accelerators carry their data sheet's HBM figure (`hbm_nominal`), shown in every output.
-IR_VERSION = 6
+# 6: accelerators carry their data sheet's HBM figure (`hbm_nominal`), shown in every output;
+# 7: partitions carry their own `power.budget`, accelerators the top of their DVFS curve (`full_clock`).
+IR_VERSION = 7
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -30,6 +31,7 @@ IR_SCHEMA_SHA256 = {
     4: "08b4c592a1b6cad1779a7a2f132b33a289f5a7894655cef56119701025a873ec",
     5: "a4a21f7dd3cc8a0d1894cc6e7ba2e042af30c14aafb5811e889f3f2055dbb8ad",
     6: "459854794c86a1b0b911eb465dc89aff0fae08c2cf3e59513f273f1188cf5fdd",
+    7: "dc498aa4fe26abdc90714c6ce28a8e38ddf16968f079526bad7819000d3dac6a",
 }
 
 
@@ -56,6 +58,7 @@ class Accelerator:
     min_clock: float | None = None      # Hz, the DVFS floor under a cap
     min_cap: float | None = None        # W, the lowest cap the firmware accepts (a floor of the clock too)
     dvfs_exponent: float | None = None  # dynamic power ~ clock^exponent (model/dvfs.py default when None)
+    full_clock: float | None = None     # W at full load at the full clock: the DVFS curve's top (None: tdp)
     ops_per_clock: tuple[tuple[str, float], ...] = ()   # dense operations per core per clock
     hbm_stacks: int | None = None
     listed_formats: tuple[str, ...] = ()   # the chip's `formats = [...]` (compiler/formats.py)
@@ -197,6 +200,7 @@ class Partition:
     unit_switches: tuple[Part, ...]
     tiers: tuple[Tier, ...]
     span: Span = _span()
+    power_budget: float | None = None   # W at the facility: the partition's own `power.budget`
 
     @property
     def nodes(self) -> int:

@@ -47,7 +47,7 @@ def accelerator(chip: Entity) -> Accelerator:
         _f(chip.get("power.tdp")), _f(chip.get("power.idle")), opt("clock"),
         base_clock=opt("base_clock"), cores=chip.get("cores"), l2=_f(chip.get("l2")), l2_bandwidth=opt("l2_bandwidth"),
         power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), min_cap=opt("power.min_cap"),
-        dvfs_exponent=opt("power.dvfs_exponent"),
+        dvfs_exponent=opt("power.dvfs_exponent"), full_clock=opt("power.full_clock"),
         ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
         listed_formats=chip_numbers.stated_formats(chip), hbm_nominal=opt("hbm.nominal"), span=chip.span,
     )
@@ -91,13 +91,20 @@ def _dram(node: Entity) -> float:
 # ----------------------------------------------------------------- partitions
 
 
-def _partition_specs(cluster: Entity) -> list[tuple[str, Repeat, Entity | None, object]]:
-    """(name, units, scale-out fabric, span) for each partition; one unnamed when `units` is set."""
+def _partition_specs(cluster: Entity) -> list[tuple[str, Repeat, Entity | None, object, float | None]]:
+    """(name, units, scale-out fabric, span, its own power budget) for each partition; one unnamed
+    when `units` is set (the cluster's budget is the graph's)."""
     if cluster.get("units") is not None:
-        return [(cluster.name, cluster.get("units"), cluster.get("scaleout"), cluster.span_of("units"))]
+        return [(cluster.name, cluster.get("units"), cluster.get("scaleout"), cluster.span_of("units"), None)]
     partitions: Record = cluster.get("partition")
-    return [(item.name, item.value.get("units"), item.value.get("scaleout") or cluster.get("scaleout"), item.span)
-            for item in partitions.items if item.value.get("units").count > 0]   # a partition of 0 units holds nothing
+    out = []
+    for item in partitions.items:
+        if item.value.get("units").count == 0:   # a partition of 0 units holds nothing
+            continue
+        budget = item.value.get("power.budget")
+        out.append((item.name, item.value.get("units"), item.value.get("scaleout") or cluster.get("scaleout"),
+                    item.span, _f(budget) if budget is not None else None))
+    return out
 
 
 def _unit_shape(unit: Entity) -> tuple[Entity, int, Entity | None, float, tuple[Part, ...]]:
@@ -128,7 +135,8 @@ def lower_cluster(cluster: Entity) -> ClusterGraph:
 
 def _lower_cluster(cluster: Entity) -> ClusterGraph:
     specs = _partition_specs(cluster)
-    shapes = [(name, units, fabric, span, _unit_shape(units.part)) for name, units, fabric, span in specs]
+    budgets = {spec[0]: spec[4] for spec in specs}
+    shapes = [(name, units, fabric, span, _unit_shape(units.part)) for name, units, fabric, span, _ in specs]
     ntypes = [node_type(shape[0]) for *_, shape in shapes]
     endpoints = _endpoints_per_fabric(shapes, ntypes)
     partitions, layers = [], {}
@@ -139,7 +147,7 @@ def _lower_cluster(cluster: Entity) -> ClusterGraph:
             tiers += out_tiers
             layers.update({(layer.fabric, layer.level): layer for layer in out_layers})
         partitions.append(Partition(name, units.part.name, units.count, per_unit, ntype, overhead, switches,
-                                    tuple(tiers), span=span))
+                                    tuple(tiers), span=span, power_budget=budgets[name]))
     budget = cluster.get("power.budget")
     return ClusterGraph(cluster.name, tuple(partitions), tuple(layers.values()),
                         _f(budget) if budget is not None else None, _f(cluster.get("power.pue"), 1.0),

@@ -144,7 +144,9 @@ def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | N
     `accelerator_power` says)."""
     def chip_power(p: Partition) -> float:
         chip = p.node.accelerator
-        return (accelerator_power or {}).get(p.name, min(chip.tdp, chip.power_cap or chip.tdp))
+        # at full load the chip draws its TDP, or its cap, or less where its full clock needs less
+        full = min(chip.tdp, chip.power_cap or chip.tdp, chip.full_clock or chip.tdp)
+        return (accelerator_power or {}).get(p.name, full)
 
     rows = [
         _sum_metric(graph, "power.accelerators", "accelerators", lambda p: p.gpus * chip_power(p),

@@ -38,8 +38,9 @@ def _budget(cluster: Entity, graph: ClusterGraph) -> Iterator[Diagnostic]:
     facility = rows[-1].value
     if facility > graph.power_budget:
         notes = [f"{row.label}: {row.text} = {row.formula}" for row in rows if row.value]
-        notes.append("help: lower the unit count, cap accelerator power, or raise the budget")
-        yield codes.POWER_BUDGET.make(cluster.span_of("power.budget"), name=graph.name, need=_w(facility),
+        notes.append("note: a job planned on it runs under the budget (fewer GPUs, power caps, lower clocks) and "
+                     "its plan says what the budget gives up")
+        yield codes.POWER_BUDGET.make(cluster.span_of("power.budget"), name=f"cluster `{graph.name}`", need=_w(facility),
                                       budget=_w(graph.power_budget), label="the budget", notes=notes)
 
 

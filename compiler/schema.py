@@ -248,9 +248,11 @@ CHIP = Block(
                           required=("rows", "cols"),
                           doc="multiply-add array per core: 2 x rows x cols x arrays operations per clock"),
         "power": Block({"tdp": POWER, "idle": POWER0, "min_cap": POWER, "cap": POWER, "min_clock": CLOCK,
-                        "dvfs_exponent": Qty(u.NONE, low=Fraction(1), low_open=False)}, required=("tdp",),
-                       doc="tdp, idle, the operator's power `cap` and the DVFS curve (dynamic power ~ clock^exponent "
-                           "down to `min_clock`)"),
+                        "full_clock": POWER, "dvfs_exponent": Qty(u.NONE, low=Fraction(1), low_open=False)},
+                       required=("tdp",),
+                       doc="tdp (the sustained limit the chip enforces itself), idle, the operator's power `cap` and "
+                           "the DVFS curve: `full_clock`, the draw at full load at the clock its peaks and efficiency "
+                           "are quoted at (default: tdp), dynamic power ~ clock^exponent down to `min_clock`"),
         "efficiency": Block({**{p: SHARE for p in PRECISIONS}, "hbm": SHARE, "attention": SHARE},
                             doc="sustained GEMM throughput per precision, fused attention (of the bf16 peak) "
                                 "and HBM bandwidth, as shares of peak"),
@@ -346,7 +348,11 @@ CLUSTER = Block(
             "economics": ECONOMICS, "calibration": CALIBRATION},
     # a partition may hold no units (swept to zero): it drops out of the cluster and the jobs on it
     labelled={"partition": Block({"units": RepeatOf(("node", "supernode"), least=0), "scaleout": PartRef(("fabric",)),
-                                  "hostnames": HOSTNAMES}, required=("units",))},
+                                  "hostnames": HOSTNAMES},
+                                 blocks={"power": Block({"budget": POWER},
+                                                        doc="the partition's own facility budget: a job on it "
+                                                            "plans under the lower of it and the cluster's")},
+                                 required=("units",))},
 )
 
 # ----------------------------------------------------------------- work

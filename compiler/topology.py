@@ -29,18 +29,23 @@ class TierShape:
 
 
 def fat_tree(endpoints: int, radix: int, tiers: int, oversubscription: float = 1.0) -> tuple[TierShape, ...]:
-    """Tiers of a (possibly oversubscribed) folded-Clos fat tree serving `endpoints` ports."""
+    """Tiers of a (possibly oversubscribed) folded-Clos fat tree serving `endpoints` ports.
+    `tiers` is the most the fabric is built with: a tree is only as tall as its endpoints need,
+    so the first tier that can be the top of a tree holding every endpoint is the top and no
+    tier above it is built (a one-node design on a two-tier fabric has a leaf, not a spine;
+    1,024 ports on a three-tier radix-64 fabric have leaves and spines, no core)."""
     down = down_ports(radix, oversubscription)
     shapes, links, cumulative = [], endpoints, 1.0
     for level in range(1, tiers + 1):
-        top = level == tiers
+        top = level == tiers or fat_tree_capacity(radix, level, oversubscription) >= endpoints
         per_switch = radix if top else down
         switches = max(1, math.ceil(links / per_switch))
         group = endpoints if top else min(endpoints, down**level)
         shapes.append(TierShape(level, group, switches, links, cumulative, 2 * level - 1))
-        if not top:
-            links = switches * (radix - down)
-            cumulative *= oversubscription
+        if top:
+            break
+        links = switches * (radix - down)
+        cumulative *= oversubscription
     return tuple(shapes)
 
 

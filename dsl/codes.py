@@ -187,8 +187,10 @@ def _suggest(name: str, candidates: tuple[str, ...]) -> str:
 
 
 # ---------------------------------------------------------------- the lowered cluster
-POWER_BUDGET = _code("power-budget", E, "cluster `{name}` draws {need} at full load; the budget is {budget}",
-                     "The facility power at full load (PUE included) exceeds `power.budget`.")
+POWER_BUDGET = _code("power-budget", W, "{name} draws {need} at full load; the budget is {budget}",
+                     "The facility power at full load (PUE included) exceeds `power.budget`: plans run under it "
+                     "(fewer GPUs, power caps, lower clocks) and say what it costs; only a budget that runs "
+                     "nothing is an error, when a job is planned.")
 RADIX_TOO_SMALL = _code("radix-too-small", E, "`{fabric}` cannot connect {ports} ports: {tiers} tiers of radix {radix} reach {capacity}",
                         "A fat tree too small for the endpoints cabled to it.")
 THIN_SCALEOUT = _code("thin-scaleout", W, "scale-out gives each GPU {out}, 1/{ratio} of its scale-up {up}",

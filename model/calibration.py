@@ -123,14 +123,19 @@ def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stat
         out.append(Reason("stack_runs", f"{stack_runs.get(stack, 0)} calibrated runs on the {stack} stack "
                                         f"(fewer than {MIN_STACK_RUNS})"))
     if power_capped:
-        out.append(Reason("power_cap", f"{chip} capped below its TDP: the clock comes from the default DVFS "
-                                       "curve (model/dvfs.py), not a measurement at the cap"))
+        out.append(Reason("power_cap", f"{chip} computes below its full clock (a power cap, or a TDP under its "
+                                       "DVFS curve's top): the clock comes from the DVFS curve of model/dvfs.py "
+                                       "(power ~ clock^3 unless the chip states its exponent; Le Sueur and Heiser "
+                                       "2010), not a measurement at that limit"))
     return tuple(out)
 
 
 def power_capped(chip) -> bool:
-    """Whether the accelerator (compiler/ir.py Accelerator) runs under a cap below its TDP."""
-    return chip.power_cap is not None and bool(chip.tdp) and chip.power_cap < chip.tdp
+    """Whether the accelerator (compiler/ir.py Accelerator) computes below its full clock: a power
+    cap, or a TDP, below the top of its DVFS curve (model/dvfs.py)."""
+    from . import dvfs
+
+    return dvfs.below_full_clock(chip)
 
 
 def ratio_band(why: tuple[Reason, ...] = ()) -> tuple[float, float]:

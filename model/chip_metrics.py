@@ -107,16 +107,16 @@ def _hbm(chip: Accelerator) -> list[Metric]:
 
 
 def _clock(chip: Accelerator) -> list[Metric]:
-    if chip.power_cap is None and chip.base_clock is None:
+    if not dvfs.below_full_clock(chip) and chip.base_clock is None:
         return []
     k = dvfs.exponent(chip)
     out = []
-    if chip.power_cap is not None:
+    if dvfs.below_full_clock(chip):
         f = dvfs.capped(chip)
-        out.append(Metric(f"chip.{chip.name}.clock.capped", f"{chip.name} clock under its power cap", f, "",
-                          f"max(floor {dvfs.floor(chip):g}, ((cap {_q(chip.power_cap, 'W')} - idle "
-                          f"{_q(chip.idle, 'W')}) / (TDP {_q(chip.tdp, 'W')} - idle))^(1/{k:g})) of the TDP clock",
-                          chip.span))
+        which = f"cap {_q(chip.power_cap, 'W')}" if dvfs.limit(chip) < chip.tdp else f"TDP {_q(chip.tdp, 'W')}"
+        out.append(Metric(f"chip.{chip.name}.clock.capped", f"{chip.name} clock under its power limit", f, "",
+                          f"max(floor {dvfs.floor(chip):g}, (({which} - idle {_q(chip.idle, 'W')}) / (full clock "
+                          f"{_q(dvfs.top(chip), 'W')} - idle))^(1/{k:g})) of the full clock", chip.span))
     if chip.base_clock is not None and chip.clock:
         out.append(Metric(f"chip.{chip.name}.clock.unmeasured", f"{chip.name} clock without a measured efficiency",
                           dvfs.sustained(chip, measured=False), "",

@@ -120,6 +120,11 @@ class TrainConfig:
     # The loss's implementation (model/train/peak.py `LOSS_BYTES`: eager, fused, compiled); None:
     # the stack's
     loss: str | None = None
+    # The operating point: a power cap per GPU (W) the run sets below the chip's own limits
+    # (`nvidia-smi -pl`), so that the chip computes at a lower clock on its DVFS curve
+    # (model/dvfs.py `with_cap`); None: the chip as it is. The planner chooses it under a
+    # power limit or for energy (solver/train/enumerate.py `operating_caps`).
+    power_cap: float | None = None
 
     @property
     def overlaps_ep(self) -> bool:

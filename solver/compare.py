@@ -13,7 +13,7 @@ from ..compiler.driver import check_file
 from ..compiler.lower import lower, pick_cluster
 from .sweep.point import evaluate
 
-METRICS = ("gpus", "nodes", "tp", "pp", "dp", "cp", "ep", "step_time_s", "tokens_per_s", "mfu",
+METRICS = ("gpus", "nodes", "tp", "pp", "dp", "cp", "ep", "clock", "power_cap_w", "step_time_s", "tokens_per_s", "mfu",
            "memory_per_gpu_bytes", "job_power_w", "facility_power_w", "time_to_train_s", "energy_to_train_j",
            "racks", "switches", "transceivers", "capex_usd", "tco_usd", "cost_per_token_usd", "cost_to_train_usd")
 

@@ -10,9 +10,8 @@ import attrs
 
 from ..compiler.design import Design, Entity
 from ..model.job import job_from_entity, select_job
-from ..model.train.step import Estimate, estimate
 from .train.plan import Plan, plan
-from .power.program import PowerInputs, PowerResult, budget_curve, power_plan, without_power_limit
+from .power.section import PowerSection, power_section
 
 if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of their kind
     from .split.plan import HeteroPlan
@@ -21,30 +20,16 @@ if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of 
 
 
 @attrs.frozen
-class Budgeted:
-    """A power budget met with GPU counts and clocks (the GP), and the curve around it."""
-
-    inputs: PowerInputs
-    result: PowerResult
-    curve: tuple[tuple[float, float], ...]
-    layout: Estimate | None = None    # the full-clock configuration whose GPUs and clock the GP scales
-    # The layout with the replica count the power plan runs (at full clock): its parallelism,
-    # memory and placement are the plan's when only the power plan is feasible.
-    scaled: Estimate | None = None
-
-
-@attrs.frozen
 class TrainOutcome:
     job_kind = "train"   # not a field: what the views dispatch on (`Outcome`)
     plan: Plan
-    power: Budgeted | None = None
+    # Under a power limit: what the plan says about its power (the limit, what binds, the
+    # relaxation, the layout's curve). The plan itself is the operating point.
+    power: PowerSection | None = None
 
     @property
     def feasible(self) -> bool:
-        """A plan exists, or the only thing it breaks is the power bound that the GP meets."""
-        if self.plan.best is not None:
-            return True
-        return self.power is not None and self.power.result.feasible and self.plan.binding == ("power",)
+        return self.plan.best is not None
 
 
 # Each kind says which it is (`job_kind`: "train", "hetero", "serve" or "rl"), so that a view
@@ -56,7 +41,7 @@ def job_objective(job: Entity) -> str:
     """The planner objective a job's `maximize` / `minimize` names."""
     maximize, minimize = job.get("maximize"), job.get("minimize")
     if minimize is not None:
-        return {"time": "time", "energy": "energy"}.get(minimize.name, "throughput")
+        return {"time": "time", "energy": "energy", "cost": "cost"}.get(minimize.name, "throughput")
     return {"mfu": "mfu", "goodput": "goodput"}.get(getattr(maximize, "name", ""), "throughput")
 
 
@@ -81,7 +66,7 @@ def plan_design(design: Design, job: str | None = None, objective: str | None = 
     train = job_from_entity(entity)
     objective = objective or job_objective(train.entity)
     chosen = plan(train, objective, top)
-    return TrainOutcome(chosen, _budgeted(train, chosen, objective) if power else None)
+    return TrainOutcome(chosen, power_section(train, chosen) if power else None)
 
 
 def feasible(outcome: Outcome) -> bool:
@@ -90,18 +75,3 @@ def feasible(outcome: Outcome) -> bool:
     return outcome.best is not None
 
 
-def _budgeted(job, chosen: Plan, objective: str) -> Budgeted | None:
-    """Meet the job's power bound (or the cluster's budget) with GPU counts and clocks."""
-    freed = without_power_limit(job)
-    if freed is not job:      # the GP scales the best layout the bound did not constrain
-        chosen = plan(freed, "throughput")
-    powered = power_plan(job, objective=objective, chosen=chosen)
-    if powered is None:
-        return None
-    inputs, result = powered
-    scaled = None
-    if result.feasible:
-        c = chosen.best.config
-        scaled = chosen.best if result.replicas == c.dp else estimate(job.shape, attrs.evolve(c, dp=result.replicas),
-                                                                        job.partition)
-    return Budgeted(inputs, result, tuple(budget_curve(inputs, result.budget)), chosen.best, scaled)

@@ -53,7 +53,7 @@ def test_the_flagship_plan_is_one_an_architect_would_show(capsys):
     assert code == 0 and data["warnings"] == []
     assert data["gpus"] == 1400 * 72 and data["mfu"] > 0.3
     assert data["step_breakdown_s"]["bubble"] < 0.15 * data["step_time_s"]
-    assert "power" in data["power_budget"]["binding"] and data["power_budget"]["status"] == "optimal"
+    assert "power" in data["power_budget"]["binds"] and data["status"] == "optimal"
 
 
 SHIPPED = sorted((ROOT / "examples").glob("*.gcl")) + sorted((ROOT / "dsl" / "std").glob("*.gcl"))

@@ -15,8 +15,8 @@ from ..model.config import TrainConfig
 from ..model.train.recompute import modules as recompute_modules
 from ..model.train.step import Estimate
 from ..solver.jobs import Outcome, TrainOutcome
-from ..solver.train.plan import placement
-from ..solver.power.program import PowerResult
+from ..solver.power.section import PowerSection, clock_ratio
+from ..solver.train.limits import power_of
 
 if TYPE_CHECKING:  # the heterogeneous split's and serving's modules load only for a plan of their kind
     from ..solver.split.plan import HeteroPlan, HeteroSplit
@@ -57,35 +57,12 @@ def outcome_json(outcome: Outcome, timings: bool = False) -> dict:
 
 def _train_json(outcome: TrainOutcome) -> dict:
     data = {"kind": "train"} | plan_json(outcome.plan)
-    budgeted = outcome.power
-    if budgeted is not None:
-        data["power_budget"] = power_json(budgeted.result) | {
-            "shares": list(budgeted.inputs.shares), "fit_error": budgeted.inputs.fit_error,
-            "curve": [{"budget_w": b, "tokens_per_s": t} for b, t in budgeted.curve]}
+    if outcome.plan.best is not None:
+        data["clock"] = clock_ratio(outcome.plan.job, outcome.plan.best)
+    if outcome.power is not None:
+        data["power_budget"] = power_json(outcome.plan, outcome.power)
     if outcome.plan.best is None:
         data |= {key: None for key in CONTRACT if key not in data}
-    if outcome.plan.best is None and outcome.feasible:
-        # The job's own power bound rules out every configuration at full clock; the GP
-        # runs fewer GPUs or lower clocks within it: that operating point is the plan, with
-        # the layout it scales at the replica count it runs.
-        result, job, scaled = budgeted.result, outcome.plan.job, budgeted.scaled
-        data["status"] = "optimal"
-        data["tokens_per_s"] = result.tokens_per_s
-        data["gpus"] = result.gpus
-        data["power_w"] = result.facility_power
-        data["energy_per_token_j"] = result.facility_power / result.tokens_per_s
-        data["step_time_s"] = job.batch * job.seq / result.tokens_per_s
-        chip = job.partition.node.accelerator
-        data["mfu"] = (job.shape.model_flops_per_token(job.seq) * result.tokens_per_s
-                       / (result.gpus * chip.peak_of(job.precision)))
-        data["clock"] = result.clock
-        data["parallelism"] = parallelism(scaled)
-        data["memory_per_gpu_bytes"] = scaled.memory.total
-        data["memory_breakdown_bytes"] = dict(scaled.memory.rows())
-        data["hbm_bytes"] = scaled.hbm
-        data["placement"] = {"order": list(scaled.config.order)} | {
-            p.dim: {"size": p.size, "stride": p.stride, "tiers": list(p.tiers), "peers": list(p.peers)}
-            for p in placement(scaled, job)}
     return data
 
 
@@ -155,7 +132,9 @@ def parallelism(e: Estimate) -> dict:
             # hybrid sharding's group (dp x cp: plain ZeRO), the recompute's selection, the offloaded share
             "shard": c.shards, "recompute_modules": list(recompute_modules(c)) if c.recompute == "selective" else [],
             "recompute_every": c.recompute_every, "offload": c.offload,
-            "schedule": "gpipe" if c.gpipe else "interleaved" if c.virtual_stages > 1 else "one_f_one_b"}
+            "schedule": "gpipe" if c.gpipe else "interleaved" if c.virtual_stages > 1 else "one_f_one_b",
+            # the operating point's power cap per GPU (W) the run sets; null: the chip as it is (full clock)
+            "power_cap_w": c.power_cap}
 
 
 def config_json(c: TrainConfig) -> dict:
@@ -249,7 +228,7 @@ def plan_json(plan) -> dict:
     if job.tokens:
         out["time_to_train_s"] = job.tokens / plan.best.tokens_per_s
         out["energy_to_train_j"] = job.tokens * plan.energy_per_token
-    cost = job_cost(job.entity, job.graph, plan.best.tokens_per_s, job.tokens)
+    cost = job_cost(job.entity, job.graph, plan.best.tokens_per_s, job.tokens, plan.power.total)
     if cost is not None:
         out["cost"] = cost
     return out
@@ -263,19 +242,30 @@ def goodput_json(good, tokens_per_s: float) -> dict:
             "restart_s": good.restart, "job_mtbf_s": finite(good.mtbf)}
 
 
-def power_json(result: PowerResult) -> dict:
-    """Stable keys for `gclc plan --json`."""
-    return {
-        "status": result.status, "objective": result.objective, "budget_w": result.budget,
-        "gpus": result.gpus, "replicas": result.replicas, "units": result.units, "clock": result.clock,
-        "power_cap_w": result.power_cap, "tokens_per_s": result.tokens_per_s, "facility_power_w": result.facility_power,
-        # the GP over continuous GPU counts: a bound the whole replicas above approach
-        "relaxed": {"gpus": result.relaxed_gpus, "clock": result.relaxed_clock,
-                    "tokens_per_s": result.relaxed_tokens_per_s},
-        "energy_per_token_j": result.energy_per_token, "dual": result.dual,
-        "marginal_tokens_per_s_per_mw": result.marginal_tokens_per_s_per_mw, "binding": list(result.binding),
-        "shortfall_w": result.shortfall, "time_to_train_s": result.time_to_train, "message": result.message,
-    }
+def power_json(plan, section: PowerSection) -> dict:
+    """Stable keys of a power-limited plan's power section (`gclc plan --json`): the operating
+    point is the plan's own (its GPUs, clock, cap, throughput and power), then what binds, the
+    plan without the limit, the continuous relaxation and the layout's curve."""
+    e, job = plan.best, plan.job
+    relaxed = section.relaxed
+    out = {"limit_w": section.limit, "source": section.source, "objective": section.objective,
+           "gpus": e.config.gpus, "clock": clock_ratio(job, e), "power_cap_w": e.config.power_cap,
+           "per_gpu_w": plan.power.per_gpu, "tokens_per_s": e.tokens_per_s, "facility_power_w": plan.power.total,
+           "energy_per_token_j": plan.energy_per_token, "binds": list(section.binds),
+           "without_limit": None if section.unlimited is None else {
+               "gpus": section.unlimited.config.gpus, "tokens_per_s": section.unlimited.tokens_per_s,
+               "facility_power_w": power_of(job, section.unlimited)},
+           "relaxed": None, "marginal_tokens_per_s_per_mw": None,
+           "curve": [{"budget_w": p.budget, "feasible": p.feasible, "tokens_per_s": p.tokens_per_s,
+                      "gpus": p.gpus if p.feasible else None, "clock": p.clock if p.feasible else None,
+                      "facility_power_w": p.power if p.feasible else None} for p in section.curve]}
+    if relaxed is not None and relaxed.feasible:
+        out["relaxed"] = {"gpus": relaxed.relaxed_gpus, "clock": relaxed.relaxed_clock,
+                          "tokens_per_s": relaxed.relaxed_tokens_per_s,
+                          "gap": section.gap(e.tokens_per_s, plan.energy_per_token),
+                          "shares": list(section.inputs.shares), "fit_error": section.inputs.fit_error}
+        out["marginal_tokens_per_s_per_mw"] = relaxed.marginal_tokens_per_s_per_mw
+    return out
 
 
 def hetero_json(result: HeteroPlan) -> dict:

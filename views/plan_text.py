@@ -10,7 +10,9 @@ from ..model.calibration import half_width
 from ..model.train.step import Estimate
 from ..solver.jobs import Outcome, TrainOutcome
 from ..solver.train.plan import Plan
-from ..solver.power.program import PowerInputs, PowerResult
+from ..model import dvfs
+from ..solver.power.section import PowerSection, clock_ratio
+from ..solver.train.limits import power_of
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
 from .plan_json import hetero_cost, optimizer_json, parallelism
 
@@ -30,48 +32,10 @@ def outcome_text(outcome: Outcome, timings: bool = False) -> str:
         from .serve import serve_text
 
         return serve_text(outcome)
-    budgeted = outcome.power
-    if outcome.plan.best is None and outcome.feasible:
-        text = power_bound_text(outcome, timings)     # the plan is the power plan's operating point
-    else:
-        text = plan_text(outcome.plan, timings)
-        if budgeted is not None and budgeted.result.feasible and (
-                budgeted.result.tokens_per_s > outcome.plan.best.tokens_per_s * (1 + 1e-9)):
-            result = budgeted.result
-            text += (f"\n  note       the power plan below runs {number(result.tokens_per_s)} tokens/s within the same "
-                     f"bound on {result.gpus:,} GPUs at {percent(result.clock)} clock (a lower clock rather than a "
-                     f"full-clock layout)")
-    if budgeted is not None:
-        text += "\n" + power_text(budgeted.result, budgeted.inputs) + "\n  curve            " + ", ".join(
-            f"{quantity(b, 'W')}: {big(t)}" for b, t in budgeted.curve) + " tokens/s"
+    text = plan_text(outcome.plan, timings)
+    if outcome.power is not None and outcome.plan.best is not None:
+        text += "\n" + power_text(outcome.plan, outcome.power)
     return text
-
-
-def power_bound_text(outcome: TrainOutcome, timings: bool = False) -> str:
-    """A plan that only the power plan makes feasible: what runs first (GPUs, clock, the
-    layout it scales), then what the bound removed (every configuration at full clock)."""
-    chosen, budgeted = outcome.plan, outcome.power
-    job, result, layout = chosen.job, budgeted.result, budgeted.layout
-    head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
-    step = job.batch * job.seq / result.tokens_per_s
-    lines = [head,
-             f"  objective  {chosen.objective} (optimal under the power bound: fewer GPUs and a lower clock)",
-             f"  planned    {result.gpus:,} of {job.gpus:,} GPUs at {percent(result.clock)} clock "
-             f"(power cap {quantity(result.power_cap, 'W')} per GPU): {number(result.tokens_per_s)} tokens/s, "
-             f"step {duration(step)}, facility {_w(result.facility_power)}"]
-    if layout is not None:
-        c = layout.config
-        replica = c.tp * c.pp * c.cp
-        lines.append(f"  layout     tp={c.tp} pp={c.pp} cp={c.cp} ep={c.ep} vp={c.vp} mb={c.microbatch} "
-                     f"recompute={c.recompute} zero={c.zero} per replica ({replica} GPU{'s' if replica > 1 else ''}), "
-                     f"{result.replicas:,} replicas of the {c.dp:,} it plans at full clock")
-    evaluated, pruned = getattr(chosen, "evaluated", chosen.considered), getattr(chosen, "pruned", 0)
-    counts = (f"{chosen.considered:,} configurations: {evaluated:,} evaluated, {pruned:,} pruned"
-              + (f", {duration(chosen.seconds)}" if timings else ""))
-    reason = getattr(chosen, "infeasibility", None)
-    removed = reason.message if reason is not None else "no configuration meets the job's limits"
-    lines.append(f"  removed    at full clock, every GPU count ({counts}): {removed}")
-    return "\n".join(lines)
 
 
 def infeasible_message(outcome: Outcome) -> str:
@@ -193,8 +157,9 @@ def plan_text(plan, timings: bool = False) -> str:
         + (f"; {memory(e.memory.offloaded, binary)} of activations in host memory" if e.memory.offloaded else ""),
         *optimizer_lines(e),
         "  step parts " + ", ".join(f"{WORDS.get(k, k)} {duration(v)}" for k, v in e.breakdown.rows() if v),
-        f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU), "
-        f"{quantity(plan.energy_per_token, 'J')} per token",
+        f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU"
+        + (f" at {percent(plan.clock)} clock under a power cap of {_w(e.config.power_cap)}"
+           if e.config.power_cap is not None else "") + f"), {quantity(plan.energy_per_token, 'J')} per token",
         f"  limits     {limits_sentence(plan)}",
     ]
     why, own = getattr(plan, "band_reasons", ()), getattr(plan, "own", None)
@@ -208,7 +173,7 @@ def plan_text(plan, timings: bool = False) -> str:
         lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
         lines.append(f"  training   {big(job.tokens)} tokens in {duration(job.tokens / e.tokens_per_s)}")
-    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
+    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens, plan.power.total)
     if cost is not None:
         lines.append(cost_line(cost))
     for i, r in enumerate(plan.runners_up, 2):
@@ -243,7 +208,7 @@ def cost_line(cost: dict) -> str:
 def runner_difference(best: Estimate, other: Estimate) -> str:
     """`  (differs: vp 8, not 4)`: the settings in which a runner-up differs from the plan."""
     a, b = parallelism(best), parallelism(other)
-    changed = [f"{_SETTING.get(k, k)} {_setting(b[k])}, not {_setting(a[k])}" for k in a
+    changed = [f"{_SETTING.get(k, k)} {_setting(b[k], k)}, not {_setting(a[k], k)}" for k in a
                if k != "microbatches" and a[k] != b[k]]
     if best.config.order != other.config.order:
         changed.append(f"ranks {','.join(other.config.order)}, not {','.join(best.config.order)}")
@@ -251,42 +216,72 @@ def runner_difference(best: Estimate, other: Estimate) -> str:
 
 
 _SETTING = {"microbatch": "micro-batch", "recompute": "recomputation", "zero": "ZeRO stage",
-            "sp": "sequence parallel", "vp": "virtual stages"}
+            "sp": "sequence parallel", "vp": "virtual stages", "power_cap_w": "power cap"}
 
 
-def _setting(value) -> str:
+def _setting(value, key: str = "") -> str:
+    if key == "power_cap_w":   # the operating point's cap per GPU; none: the chip at its full clock
+        return quantity(value, "W") if value is not None else "none"
     return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
-def power_text(result: PowerResult, inputs: PowerInputs | None = None) -> str:
-    """A few lines for `gclc plan`."""
-    head = f"power budget {quantity(result.budget, 'W')} ({result.objective})"
-    if result.status != "optimal":
-        return f"{head}: {result.status}: {result.message}"
-    state = "the budget binds" if "power" in result.binding else "the budget does not bind"
-    total = f" of {number(inputs.max_gpus)}" if inputs is not None else ""
-    draw = (f"each drawing {_w(result.power_cap)}" if result.clock >= 0.999 else
-            f"with a power cap of {_w(result.power_cap)} per GPU (its draw at that clock)")
-    lines = [f"{head}: {state}: run {number(result.gpus)}{total} GPUs at {percent(result.clock)} clock, {draw}",
-             f"  GPUs running     {number(result.gpus)} in {number(result.replicas)} whole replicas (a count the "
-             f"batch splits over; continuous GPU counts would reach {number(round(result.relaxed_gpus))} GPUs at "
-             f"{percent(result.relaxed_clock)} clock, {big(result.relaxed_tokens_per_s)} tokens/s)",
-             f"  clock            {percent(result.clock)} of full; modelled draw {_w(result.power_cap)} per GPU",
-             f"  throughput       {big(result.tokens_per_s)} tokens/s",
-             f"  facility power   {_w(result.facility_power)}"]
-    if result.energy_per_token is not None:
-        lines.append(f"  energy           {quantity(result.energy_per_token, 'J')} per token")
-    if result.marginal_tokens_per_s_per_mw is not None:
-        lines.append(f"  marginal power   {number(round(result.marginal_tokens_per_s_per_mw))} tokens/s per extra MW")
-    if result.time_to_train is not None:
-        lines.append(f"  time to train    {duration(result.time_to_train)}")
-    if inputs is not None:
-        a1, a2, a3, a4 = inputs.shares
-        error = inputs.fit_error
-        check = ("" if error is None else "; it matches the estimate with fewer replicas" if abs(error) < 5e-4 else
-                 f"; it is {percent(abs(error))} {'above' if error > 0 else 'below'} the estimate with fewer replicas")
-        lines.append(f"  model            of the step, {percent(a1 + a3)} slows with a lower clock and "
-                     f"{percent(a1 + a2)} shrinks with more replicas{check}")
+def operating_words(plan) -> str:
+    """`256 of 256 GPUs at 90% clock (power cap 529 W per GPU)`: what the plan runs."""
+    e, job = plan.best, plan.job
+    c = e.config
+    clock = clock_ratio(job, e)
+    at = "full clock" if c.power_cap is None else f"{percent(clock)} clock (power cap {_w(c.power_cap)} per GPU)"
+    return f"{number(c.gpus)} of {number(job.gpus)} GPUs at {at}"
+
+
+def _gap_words(gap: float | None) -> str:
+    """What finer clock steps and GPU counts could add, in words."""
+    if gap is None:
+        return ""
+    if gap >= 5e-4:
+        return (f" ({percent(gap)} beyond the plan, which is exact over whole replicas and "
+                f"{percent(dvfs.CLOCK_STEP)} clock steps)")
+    if gap > -5e-4:
+        return " (the plan reaches it)"
+    return f" (the GP's smooth step model is {percent(-gap)} below the plan's estimate: finer steps add nothing)"
+
+
+def power_text(plan, section: PowerSection) -> str:
+    """The power section of a power-limited plan: the operating point the plan above runs
+    (the same numbers), what binds, the relaxation's bound and the layout's curve."""
+    e, job = plan.best, plan.job
+    lines = [f"power limit {_w(section.limit)} from {section.source}, {section.objective}: "
+             f"{operating_words(plan)}, {big(e.tokens_per_s)} tokens/s, {_w(plan.power.total)} facility "
+             f"({percent(plan.power.total / section.limit)} of the limit), "
+             f"{quantity(plan.energy_per_token, 'J')} per token"]
+    binds = []
+    for what in section.binds:
+        if what == "power" and section.unlimited is not None:
+            u = section.unlimited
+            binds.append(f"power (without the limit: {number(u.config.gpus)} GPUs, {big(u.tokens_per_s)} tokens/s "
+                         f"at {_w(power_of(job, u))}; the limit gives up "
+                         f"{percent(max(0.0, 1 - e.tokens_per_s / u.tokens_per_s))} of the throughput)")
+        elif what == "batch":
+            binds.append("batch (the batch splits over no more replicas of this layout)")
+        elif what == "GPU count":
+            binds.append(f"GPU count (all {number(job.gpus)} of the job's GPUs run)")
+        else:
+            binds.append(what)
+    lines.append("  binds            " + ("; ".join(binds) if binds else "nothing: the limit leaves room"))
+    r = section.relaxed
+    if r is not None and r.feasible:
+        gap = section.gap(e.tokens_per_s, plan.energy_per_token)
+        lines.append(f"  bound            continuous GPU counts and clocks of this layout (the power GP, "
+                     f"solver/power/program.py): {big(r.relaxed_tokens_per_s)} tokens/s at "
+                     f"{number(round(r.relaxed_gpus))} GPUs and {percent(r.relaxed_clock)} clock"
+                     + _gap_words(gap))
+        if r.marginal_tokens_per_s_per_mw is not None:
+            lines.append(f"  marginal power   {number(round(r.marginal_tokens_per_s_per_mw))} tokens/s per extra MW "
+                         f"(the GP's dual)")
+    lines.append("  curve            " + ", ".join(
+        f"{quantity(p.budget, 'W')}: " + (f"{big(p.tokens_per_s)} ({number(p.gpus)} GPUs, {percent(p.clock)})"
+                                          if p.feasible else "infeasible")
+        for p in section.curve) + " tokens/s (this layout at each budget)")
     return "\n".join(lines)
 
 

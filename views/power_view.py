@@ -31,6 +31,8 @@ class Draw:
     partition: str
     gpus: int
     watts: float
+    clock: float = 1.0            # ratio of the chip's own clock the plan runs at
+    cap: float | None = None      # W per GPU: the power cap that holds it there (None: full clock)
 
 
 def draws(plan) -> tuple[str, tuple[Draw, ...]] | None:
@@ -49,7 +51,8 @@ def draws(plan) -> tuple[str, tuple[Draw, ...]] | None:
     if hasattr(plan, "job"):      # a train plan
         if plan.power is None:
             return None
-        return plan.job.name, (Draw(plan.job.partition.name, plan.best.config.gpus, plan.power.per_gpu),)
+        return plan.job.name, (Draw(plan.job.partition.name, plan.best.config.gpus, plan.power.per_gpu,
+                                    plan.clock, plan.best.config.power_cap),)
     return plan.name, (Draw(plan.partition.name, plan.used_gpus, serve_gpu_watts(plan)),)
 
 
@@ -127,5 +130,7 @@ def _title(graph: ClusterGraph, plan, point) -> str:
         chip, idle = part.node.accelerator, part.gpus - d.gpus
         rest = f", {idle:,} idle at {fmt(chip.idle, 'W')}" if idle else ""
         where = f"{d.partition}: " if len(graph.partitions) > 1 else ""
-        lines.append(f"{where}{d.gpus:,} GPUs at {fmt(d.watts, 'W')} each (TDP {fmt(chip.tdp, 'W')}){rest}")
+        clock = f" at {percent(d.clock)} clock, power cap {fmt(d.cap, 'W')};" if d.cap is not None else ""
+        lines.append(f"{where}{d.gpus:,} GPUs at {fmt(d.watts, 'W')} each ({clock} TDP {fmt(chip.tdp, 'W')}){rest}"
+                     .replace("( ", "("))
     return f"{graph.name}: where the watts go at plan {name}'s operating point\\n" + "\\n".join(lines)

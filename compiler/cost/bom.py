@@ -79,7 +79,7 @@ def bill(cluster: Entity, graph: ClusterGraph, rack_power: float = DEFAULT_RACK_
     missing: list[str] = []
     racks, rack_watts = 0, 0.0
     fabrics: dict[str, Entity] = {}
-    for (_, units, fabric, _span), p in zip(_partition_specs(cluster), graph.partitions):
+    for (_, units, fabric, *_), p in zip(_partition_specs(cluster), graph.partitions):
         lines += _partition_lines(p, units, missing, f"{p.name}." if len(graph.partitions) > 1 else "")
         n, watts = _racks(p, rack_power)
         racks, rack_watts = racks + n, rack_watts + watts

@@ -133,11 +133,13 @@ def job_cluster(job: Entity) -> Entity | None:
     return target if isinstance(target, Entity) and target.kind == "cluster" else None
 
 
-def job_cost(job: Entity, graph: ClusterGraph, tokens_per_s: float, tokens: float | None = None) -> dict | None:
-    """Capex, TCO and USD per token (and to train `tokens`) of a job that keeps its whole
-    cluster busy at `tokens_per_s`; None when the cluster has no `economics`."""
+def job_cost(job: Entity, graph: ClusterGraph, tokens_per_s: float, tokens: float | None = None,
+             power: float | None = None) -> dict | None:
+    """Capex, TCO and USD per token (and to train `tokens`) of a job that keeps its cluster
+    busy at `tokens_per_s` drawing `power` W at the facility (default: the cluster's full
+    load); None when the cluster has no `economics`."""
     cluster = job_cluster(job)
-    t = None if cluster is None else tco(cluster, graph)
+    t = None if cluster is None else tco(cluster, graph, power=power)
     if t is None or tokens_per_s <= 0:
         return None
     out = {"capex_usd": t.capex, "tco_usd": t.total, "complete": t.complete,
@@ -145,6 +147,20 @@ def job_cost(job: Entity, graph: ClusterGraph, tokens_per_s: float, tokens: floa
     if tokens:
         out["cost_to_train_usd"] = out["cost_per_token_usd"] * tokens
     return out
+
+
+def cost_rates(job: Entity, graph: ClusterGraph) -> tuple[float, float] | None:
+    """(USD per second at load, USD per joule at the facility) of the job's cluster: capex and
+    maintenance spread over the seconds at load of its life, and the present value of a joule
+    at the energy price (annuity / years of it), so that a job at `T` tokens/s drawing `P` W
+    costs (usd_per_s + usd_per_j x P) / T per token, as `job_cost` with that power says.
+    None without `economics`."""
+    cluster = job_cluster(job)
+    t = None if cluster is None else tco(cluster, graph, power=0.0)
+    if t is None:
+        return None
+    e = t.economics
+    return (t.capex + t.maintenance) / t.lifetime_seconds, e.energy_price * e.annuity / e.years
 
 
 def cost_metrics(cluster: Entity, graph: ClusterGraph) -> tuple[Metric, ...]:

@@ -35,6 +35,10 @@ def chip_rules(chip: Entity) -> Iterator[Diagnostic]:
             yield codes.ORDER.make(chip.span_of(f"power.{low}"), low=f"power.{low}", high="power.tdp",
                                    **_pair(value, tdp),
                                    labels=[Label(chip.span_of("power.tdp"), "the TDP")])
+    full = chip.get("power.full_clock")
+    if full is not None and idle is not None and not idle < full:
+        yield codes.ORDER.make(chip.span_of("power.idle"), low="power.idle", high="power.full_clock",
+                               **_pair(idle, full), labels=[Label(chip.span_of("power.full_clock"), "the full clock's")])
     yield from _chip_derivations(chip)
     yield from _chip_clocks(chip)
     yield from chip_formats(chip)

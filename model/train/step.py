@@ -23,6 +23,7 @@ from ..memo import remember
 from .layer_cost import LAYER_NEUTRAL, Layer, activation_message, blend, blend_compute, layer_key, logits, recompute_flops
 from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
 from ..ops import gemm
+from ..dvfs import with_cap
 from ..ranks import rank_partition
 from ..shape import ModelShape
 
@@ -85,9 +86,14 @@ class Estimate:
         return self.host_memory <= self.host_dram
 
 
+def _running(partition: Partition, cfg: TrainConfig) -> Partition:
+    """The partition as `cfg` runs on it: its chips under the configuration's power cap."""
+    return with_cap(partition, cfg.power_cap) if cfg.power_cap is not None else partition
+
+
 def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estimate:
     _check(cfg)
-    partition = rank_partition(partition, cfg.gpus)
+    partition = rank_partition(_running(partition, cfg), cfg.gpus)
     chip, tiers = partition.node.accelerator, partition.tiers
     dense, moe = blend(shape, cfg, partition, False), blend(shape, cfg, partition, True)
     moe_layers = shape.moe_layers / cfg.pp
@@ -153,7 +159,7 @@ def bound_terms(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tu
     """(compute, TP, EP, optimizer) of `estimate`'s breakdown, the same arithmetic without
     the rest of the estimate: what the search bounds a micro-batch branch with."""
     _check(cfg)
-    partition = rank_partition(partition, cfg.gpus)
+    partition = rank_partition(_running(partition, cfg), cfg.gpus)
     chip = partition.node.accelerator
     dense, moe = blend(shape, cfg, partition, False), blend(shape, cfg, partition, True)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward),
@@ -181,7 +187,7 @@ def _per_step(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer, fie
 def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:
     """(the compute term of `estimate`'s breakdown, the step's model FLOPs over the GPUs'
     peak in seconds), without the rest of the estimate: what the search bounds with."""
-    chip = partition.node.accelerator
+    chip = _running(partition, cfg).node.accelerator
     dense, moe = blend_compute(shape, cfg, chip, False), blend_compute(shape, cfg, chip, True)
     model_flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq
     return (_compute_term(shape, cfg, chip, dense, moe, logits(shape, cfg, chip)),
@@ -192,7 +198,7 @@ def compute_by_depth(shape: ModelShape, cfg: TrainConfig, partition: Partition,
                      pps) -> list[tuple[float, float, float]]:
     """For `cfg` with each pipeline depth of `pps` in turn: `compute_time`'s two terms and
     `moe_overhead_time` (the same arithmetic), the per-layer work shared by every depth."""
-    chip = partition.node.accelerator
+    chip = _running(partition, cfg).node.accelerator
     dense, moe = blend_compute(shape, cfg, chip, False), blend_compute(shape, cfg, chip, True)
     head = logits(shape, cfg, chip)
     flops = _model_flops_per_token(shape, cfg.seq) * cfg.batch * cfg.seq / peak(chip, cfg.precision)
@@ -221,7 +227,7 @@ def _compute_term(shape: ModelShape, cfg: TrainConfig, chip, dense: tuple[float,
 def output_layer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
     """Seconds of the output layer and loss per micro-batch on the last stage, forward and
     backward: part of the step's pace, not of the pipeline's fill and drain (the bubble)."""
-    return logits(shape, cfg, partition.node.accelerator)
+    return logits(shape, cfg, _running(partition, cfg).node.accelerator)
 
 
 def moe_overhead_time(shape: ModelShape, cfg: TrainConfig, pp: int | None = None) -> float:
@@ -239,6 +245,7 @@ def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) ->
     per parameter at the state's precisions (model/train/optimizer.py)."""
     # read for every estimate and bound: memoized by the fields it reads (the layout, the shard
     # group, the ZeRO stage, and what model/train/optimizer.py `step_bytes` reads)
+    partition = _running(partition, cfg)
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.zero, cfg.optimizer_state,
            cfg.master_weights, cfg.main_grads, cfg.stack, cfg.precision, partition)
     seconds = _OPTIMIZER.get(key)

@@ -182,10 +182,7 @@ def _second_point(job: Job, best: Estimate) -> Estimate | None:
 
 
 def budget_of(job: Job) -> float | None:
-    """The job's facility power limit in W: `subject to { power <= X }`, else the cluster's budget."""
-    limits = job.entity.get("subject to")
-    for item in getattr(limits, "items", ()):
-        bound = item.value
-        if getattr(bound, "target", None) == "power" and getattr(bound, "op", "") in ("<=", "<"):
-            return float(bound.value.value)
-    return job.graph.power_budget
+    """The job's facility power limit in W: the lowest of its `subject to { power <= X }`, its
+    partition's and its cluster's `power.budget` (solver/train/limits.py)."""
+    limit = space_def.limits(job).get("power")
+    return limit.value if limit is not None and limit.upper else None

@@ -1,5 +1,12 @@
-"""Power-constrained throughput: how many GPUs run, and at what clock, under a facility
-power budget. A geometric program (cvxpy `gp=True`, solved with Clarabel).
+"""Power-constrained throughput over continuous GPU counts and clocks: a geometric program
+(cvxpy `gp=True`, solved with Clarabel) of one layout.
+
+Its role. The plan is the planner's search over layout x whole GPU count x clock step
+(solver/train/search.py), exact over that space; this GP is the continuous relaxation of the
+plan's layout (solver/power/section.py): its optimum says what finer clocks and GPU counts
+could add (the gap the plan prints), and its dual is the marginal value of power. Its own
+whole-replica rounding (`whole_replicas`) is kept for `power_plan`, a quick estimate from a
+full-clock plan without a search.
 
 The model, built from one planned configuration (an `Estimate` of `N0` GPUs giving
 `T0` tokens/s at full clock):
@@ -87,7 +94,7 @@ from ...dsl.numbers import number, percent, quantity
 from ...model.job import Job
 from .inputs import F_MIN, PowerInputs, budget_of, busy_share, step_shares
 
-__all__ = ["F_MIN", "OBJECTIVES", "PowerInputs", "PowerResult", "budget_curve", "budget_of", "busy_share",
+__all__ = ["F_MIN", "OBJECTIVES", "PowerInputs", "PowerResult", "budget_of", "busy_share",
            "inputs_of", "power_plan", "solve_power", "step_shares", "sweep", "throughput_curve",
            "whole_replicas", "without_power_limit"]
 
@@ -293,9 +300,11 @@ def inputs_of(job_or_inputs, f_min: float | None = None) -> PowerInputs:
 
 
 def without_power_limit(job: Job) -> Job:
-    """The job with its `subject to { power ... }` bounds removed, so that the search picks
-    the configuration at full clock and this GP meets the budget with clocks and GPU counts
-    (rather than the search discarding every configuration that breaks it at full clock)."""
+    """The job with no limit on its power: its `subject to { power ... }` bounds removed, and
+    its partition's and cluster's `power.budget` (what the plan would be without them)."""
+    if job.graph.power_budget is not None or job.partition.power_budget is not None:
+        job = attrs.evolve(job, graph=attrs.evolve(job.graph, power_budget=None),
+                           partition=attrs.evolve(job.partition, power_budget=None))
     limits = job.entity.get("subject to")
     items = getattr(limits, "items", None)
     if not items:
@@ -339,15 +348,6 @@ def throughput_curve(job_or_inputs, budgets: Iterable[float], objective: str = "
         for (_, low), (_, high) in zip(ordered, ordered[1:]):
             assert high >= low * (1 - 1e-5), "throughput fell as the budget grew: a solver tolerance problem"
     return values
-
-
-CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
-
-
-def budget_curve(inputs: PowerInputs, budget: float) -> list[tuple[float, float]]:
-    """(budget W, tokens/s) around the job's budget: the curve `gclc plan` and the report show."""
-    budgets = [budget * f for f in CURVE_FRACTIONS]
-    return list(zip(budgets, throughput_curve(inputs, budgets)))
 
 
 def sweep(inputs: PowerInputs, budgets: Sequence[float], objective: str = "throughput") -> list[PowerResult]:

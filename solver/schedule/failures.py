@@ -27,7 +27,7 @@ def _seconds(value: object, default: float) -> float:
 
 def partition_parts(cluster: Entity, name: str) -> tuple[Entity, Entity, Entity | None]:
     """(node, chip, scale-out switch) entities of partition `name` of `cluster`."""
-    for part_name, units, fabric, _ in _partition_specs(cluster):
+    for part_name, units, fabric, *_ in _partition_specs(cluster):
         if part_name == name:
             node = _unit_shape(units.part)[0]
             switch = fabric.get("switch") if fabric is not None else None

@@ -62,7 +62,7 @@ def limits_of(entity: Entity, graph: ClusterGraph, partition: Partition) -> Limi
             if bound.op == "<":
                 value = value - 1 if bound.target == "gpus" else math.nextafter(value, -math.inf)
             out[bound.target] = min(out.get(bound.target, math.inf), value)
-    power = min(bounds.get("power", math.inf), graph.power_budget or math.inf)
+    power = min(bounds.get("power", math.inf), graph.power_budget or math.inf, partition.power_budget or math.inf)
     stated = entity.get("gpus")
     available = max(0, min(partition.gpus, int(bounds.get("gpus", partition.gpus))))
     # `gpus = N` is the count the plan uses (one beyond what is available leaves no plan:

@@ -22,6 +22,9 @@ COLUMNS: dict[str, str] = {
     "point": "int", "status": "str", "reason": "str", "job": "str", "gpus": "int", "cluster_gpus": "int", "nodes": "int",
     "tp": "int", "pp": "int", "dp": "int", "cp": "int", "ep": "int", "vp": "int", "microbatch": "int",
     "recompute": "str", "zero": "int",
+    # the operating point (train jobs): its clock (a ratio of the chip's own) and the power cap
+    # per GPU that holds it there (empty: full clock); the GPUs it runs are `gpus`
+    "clock": "float", "power_cap_w": "float",
     "step_time_s": "float", "tokens_per_s": "float", "mfu": "float", "memory_per_gpu_bytes": "float",
     # goodput (train jobs): the share of wall time that trains under failures, checkpoints
     # and restarts (solver/schedule/goodput.py), and the tokens/s that share leaves
@@ -97,8 +100,8 @@ def _train(design, job: str | None, objective: str, row: dict) -> dict:
         return row | {"status": "infeasible", "reason": reason}
     e, c = chosen.best, chosen.best.config
     row |= {"status": "ok", "reason": "", "gpus": c.gpus, "tp": c.tp, "pp": c.pp, "dp": c.dp, "cp": c.cp, "ep": c.ep,
-            "vp": c.vp,
-            "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero, "step_time_s": e.step_time,
+            "vp": c.vp, "microbatch": c.microbatch, "recompute": c.recompute, "zero": c.zero,
+            "clock": chosen.clock, "power_cap_w": c.power_cap, "step_time_s": e.step_time,
             "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "memory_per_gpu_bytes": e.memory.total,
             "job_power_w": chosen.power.total if chosen.power is not None else None}
     if chosen.goodput is not None:
@@ -109,8 +112,11 @@ def _train(design, job: str | None, objective: str, row: dict) -> dict:
         row["time_to_train_s"] = tokens / e.tokens_per_s
         if chosen.energy_per_token is not None:
             row["energy_to_train_j"] = tokens * chosen.energy_per_token
-    if t is not None:
-        row["cost_per_token_usd"] = t.per_token(e.tokens_per_s)
+    if t is not None:   # the job's cost per token at its own power (compiler/cost/tco.py `cost_rates`), as its plan says
+        from ..train.limits import cost_rates
+
+        per_second, per_joule = cost_rates(chosen.job)
+        row["cost_per_token_usd"] = (per_second + per_joule * chosen.power.total) / e.tokens_per_s
         if tokens:
             row["cost_to_train_usd"] = row["cost_per_token_usd"] * tokens
     return row

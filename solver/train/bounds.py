@@ -60,6 +60,22 @@ class JobPower:
         p0, p1, _ = self.ends(gpus)
         return min(p0, p1)
 
+    def least_step(self, gpus: int, step: float, work: float, limit: float) -> float:
+        """A lower bound on the step of a configuration on `gpus` GPUs that draws at most `limit`
+        W, whose step is at least `step` s with at least `work` s computing: power is
+        P0 + (P1 - P0) x busy with busy = work / step, so within the limit busy is at most
+        (limit - P0) / (P1 - P0), and the step at least work over that share (a configuration
+        that computes too much of its step draws too much; within a limit, slower is cooler)."""
+        p0, p1, affine = self.ends(gpus)
+        if not affine or p1 <= p0 or limit >= p1:
+            return step
+        if limit < p0:
+            return float("inf")
+        share = (limit - p0) / (p1 - p0)
+        if share <= 0:
+            return float("inf") if work > 0 else step
+        return max(step, work / share * SAFETY)
+
     def energy_bound(self, gpus: int, step: float, work: float) -> float:
         """Joules per step at least, for a step of at least `step` s with at least `work`
         s of computing (busy = work / step, capped at 1)."""
@@ -73,8 +89,8 @@ class ObjectiveBound:
     """From bounds on a configuration's step to a bound on its objective value (lower is
     better), for each objective the search minimizes."""
 
-    def __init__(self, job: Job, objective: str, power: JobPower) -> None:
-        self.job, self.objective, self.power = job, objective, power
+    def __init__(self, job: Job, objective: str, power: JobPower, limit: float | None = None) -> None:
+        self.job, self.objective, self.power, self.limit = job, objective, power, limit
         self.tokens = job.batch * job.seq
 
     def __call__(self, gpus: int, step: float, work: float, flops_seconds: float) -> float:
@@ -83,6 +99,10 @@ class ObjectiveBound:
         `flops_seconds` is the step's model FLOPs over the GPUs' peak (MFU x step time x
         GPUs: fixed by the job and the chip, whatever the configuration)."""
         objective = self.objective
+        if self.limit is not None:   # the job's power limit: only configurations within it count
+            step = self.power.least_step(gpus, step, work, self.limit)
+            if step == float("inf"):
+                return step
         if objective in ("throughput", "time"):
             return step
         if objective == "mfu":
@@ -90,6 +110,9 @@ class ObjectiveBound:
         if objective == "goodput":  # the share depends on the GPU count alone
             share = space_def.goodput_share(self.job, gpus)
             return -self.tokens / step * share if step > 0 else float("-inf")
+        if objective == "cost":   # USD per second at load over the step, USD per joule over its energy
+            per_second, per_joule = space_def.cost_rates(self.job)
+            return (per_second * step * SAFETY + per_joule * self.power.energy_bound(gpus, step, work)) / self.tokens
         return self.power.energy_bound(gpus, step, work) / self.tokens
 
 

@@ -15,8 +15,11 @@ them solve, in one place:
   by a pinned shard group), and
   respect the values pinned in the file; dp is any replica count that leaves a valid
   configuration, so the GPU count is searched in whole replicas up to the job's GPUs
-  (unless dp is pinned; under a power bound too, at full clock, beside the power plan's
-  choice of count and clock): an objective may leave GPUs idle, and the plan says why;
+  (unless dp is pinned): an objective may leave GPUs idle, and the plan says why;
+- the operating point (`operating_caps`, solver/train/operating.py): under a power limit or
+  for energy, every configuration also at each clock step of the chip's DVFS curve, held
+  there by a power cap per GPU (`TrainConfig.power_cap`), so that layout x GPU count x
+  clock is one space and the plan is its best point;
 - feasibility (`Limits`, `admissible`): memory within HBM and within the job's
   `subject to { memory <= ... }`, and the job's other limits (power, MFU, time, energy);
 - the objective (`objective_value`): lower is better; goodput is tokens/s times the
@@ -72,14 +75,18 @@ from .limits import (
     Limits,
     admissible,
     busy,
+    cost_rates,
     goodput_share,
     limits,
     max_gpus,
     measure,
     objective_value,
+    objectives,
     power_of,
     violated,
 )
+# The operating points beside the layout (solver/train/operating.py): power caps under a limit or for energy.
+from .operating import at_cap, operating_caps, power_limited
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)
@@ -320,11 +327,11 @@ def make_config(job: Job, space_: Space, tp: int, pp: int, dp: int, cp: int, ep:
     return config_maker(job, space_)(tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
 
 
-def config_maker(job: Job, space_: Space) -> Callable[..., TrainConfig]:
-    """`make_config` for one job and space, the fields that depend on neither computed once
-    (a search builds tens of thousands of configurations)."""
+def config_maker(job: Job, space_: Space, cap: float | None = None) -> Callable[..., TrainConfig]:
+    """`make_config` for one job, space and power cap, the fields that depend on neither computed
+    once (a search builds tens of thousands of configurations)."""
     fixed = dict(seq=job.seq, precision=job.precision, stack=job.stack, gpipe=job.pinned.get("schedule") == "gpipe",
-                 sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every,
+                 sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, power_cap=cap,
                  **job_optimizer(job), **space_.pinned_only)
     seq_parallel, job_batch = space_.seq_parallel, job.batch
 
@@ -347,28 +354,31 @@ def branches(job: Job, space_: Space) -> Iterator[tuple[int, int, int, int, int]
             yield tp, pp, cp, ep, dp
 
 
-def configurations(job: Job) -> Iterator[TrainConfig]:
-    """Every configuration that is valid for `job` (memory and limits not yet checked)."""
-    for space_ in variant_spaces(job, space(job)):
-        for tp, pp, cp, ep, dp in branches(job, space_):
-            for order in orders(tp, pp, dp, cp, ep):
-                for mb, vps in inner_choices(job, pp, dp):
-                    for vp, recompute, zero in itertools.product(vps, space_.recomputes, space_.zeros):
-                        yield make_config(job, space_, tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
+def configurations(job: Job, objective: str = "throughput") -> Iterator[TrainConfig]:
+    """Every configuration that is valid for `job` (memory and limits not yet checked), at
+    every operating cap the objective searches."""
+    for cap in operating_caps(job, objective):
+        for space_ in variant_spaces(job, space(job)):
+            make = config_maker(job, space_, cap)
+            for tp, pp, cp, ep, dp in branches(job, space_):
+                for order in orders(tp, pp, dp, cp, ep):
+                    for mb, vps in inner_choices(job, pp, dp):
+                        for vp, recompute, zero in itertools.product(vps, space_.recomputes, space_.zeros):
+                            yield make(tp, pp, dp, cp, ep, mb, vp, recompute, zero, order)
 
 
-def space_size(job: Job) -> int:
+def space_size(job: Job, objective: str = "throughput") -> int:
     """How many configurations `configurations` yields, counted without building them."""
     total = 0
     for space_ in variant_spaces(job, space(job)):
         for tp, pp, cp, ep, dp in branches(job, space_):
             inner = sum(len(vps) for _, vps in inner_choices(job, pp, dp))
             total += len(orders(tp, pp, dp, cp, ep)) * inner * len(space_.recomputes) * len(space_.zeros)
-    return total
+    return total * len(operating_caps(job, objective))
 
 
-def evaluate_all(job: Job) -> Iterator[Estimate]:
-    for cfg in configurations(job):
+def evaluate_all(job: Job, objective: str = "throughput") -> Iterator[Estimate]:
+    for cfg in configurations(job, objective):
         yield estimate(job.shape, cfg, job.partition)
 
 
@@ -376,7 +386,7 @@ def best(job: Job, objective: str = "throughput") -> tuple[Estimate | None, int]
     """The best admissible configuration under `objective`, and how many were evaluated."""
     lim = limits(job)
     chosen, value, count = None, float("inf"), 0
-    for candidate in evaluate_all(job):
+    for candidate in evaluate_all(job, objective):
         count += 1
         if admissible(job, lim, candidate):
             v = objective_value(job, objective, candidate)
@@ -386,22 +396,24 @@ def best(job: Job, objective: str = "throughput") -> tuple[Estimate | None, int]
 
 
 def ranked(job: Job, objective: str = "throughput") -> list[tuple[float, Estimate]]:
-    """Every admissible configuration with its objective value, best first."""
+    """Every admissible configuration with its objective value, best first (each rank order
+    and power cap of a layout apart: `distinct` keeps each layout's best)."""
     lim = limits(job)
-    out = [(objective_value(job, objective, e), e) for e in evaluate_all(job) if admissible(job, lim, e)]
+    out = [(objective_value(job, objective, e), e) for e in evaluate_all(job, objective) if admissible(job, lim, e)]
     out.sort(key=lambda pair: pair[0])
     return out
 
 
 def layout(e: Estimate) -> TrainConfig:
-    """What makes two configurations different layouts: everything but the rank order (the
-    same layout placed another way is the same plan, not a runner-up)."""
-    return attrs.evolve(e.config, order=())
+    """What makes two configurations different layouts: everything but the rank order and the
+    power cap (the same layout placed another way, or run at another clock, is the same plan
+    at its best, not a runner-up)."""
+    return attrs.evolve(e.config, order=(), power_cap=None)
 
 
 def distinct(ranked_list: list[tuple[float, Estimate]]) -> list[tuple[float, Estimate]]:
-    """The best rank order of each layout (`layout`), best first: what the search keeps as
-    the plan and its runners-up."""
+    """The best rank order and clock of each layout (`layout`), best first: what the search
+    keeps as the plan and its runners-up."""
     seen, out = set(), []
     for value, e in ranked_list:
         key = layout(e)

@@ -151,6 +151,13 @@ _UNITS = {"power": ("W", lambda x: quantity(x, "W")),
 
 
 def _other_limit(job: Job, lim, result) -> Infeasibility:
+    power = lim.get("power")
+    targets = [target for target, _, _ in result.closest]
+    if power is not None and power.upper and (targets[:1] == ["power"] or not targets and result.least_power):
+        from .least_power import least_power_words
+
+        message, watts = least_power_words(job, power)
+        return Infeasibility("power", message, watts, power.value, "W", power.span)
     for target, _, e in result.closest:
         limit = next((i for i in lim.items if i.target == target), None)
         if limit is None:
@@ -162,14 +169,6 @@ def _other_limit(job: Job, lim, result) -> Infeasibility:
                    f"the closest configuration ({_config(e.config)}) reaches {fmt(value)}, so the job needs "
                    f"{word} {fmt(value)}")
         return Infeasibility(target, message, value, limit.value, unit, limit.span, e.config)
-    power = lim.get("power")
-    if power is not None and result.least_power is not None:
-        watts, gpus = result.least_power
-        fmt = _UNITS["power"][1]
-        return Infeasibility("power", f"`{job.name}` cannot meet `power {power.op} {fmt(power.value)}` "
-                             f"({power.span}): the smallest valid layout ({gpus} GPUs) draws at least {fmt(watts)} "
-                             f"even when its GPUs wait, {number(watts / power.value, 2)}x the limit",
-                             watts, power.value, "W", power.span)
     return Infeasibility("limits", f"`{job.name}`: no configuration meets the job's `subject to` limits "
                          f"({job.entity.span})", span=job.entity.span)
 

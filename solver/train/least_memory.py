@@ -11,15 +11,18 @@ from . import enumerate as space_def
 from .enumerate import RECOMPUTE
 
 
-def least_memory(job: Job) -> Estimate | None:
-    """The valid configuration that needs the least memory per GPU, found with the same
-    monotonicity as the search (more recompute, a higher ZeRO stage and a smaller
-    micro-batch never need more), over every variant of the choices the job asks to search."""
+def least_memory(job: Job, gpus: int | None = None) -> Estimate | None:
+    """The valid configuration that needs the least memory per GPU (of those on `gpus` GPUs,
+    when given), found with the same monotonicity as the search (more recompute, a higher ZeRO
+    stage and a smaller micro-batch never need more), over every variant of the choices the job
+    asks to search."""
     best_cfg, best_memory = None, float("inf")
     for space in space_def.variant_spaces(job, space_def.space(job)):
         frugal = max(space.recomputes, key=RECOMPUTE.index)
         top_zero = max(space.zeros)
         for tp, pp, cp, ep, dp in space_def.branches(job, space):
+            if gpus is not None and tp * pp * cp * dp != gpus:
+                continue
             order = space_def.orders(tp, pp, dp, cp, ep)[0]
             all_vps = space_def.vp_candidates(job, pp)
             for mb, vps in space_def.inner_choices(job, pp, dp):

@@ -9,11 +9,12 @@ import attrs
 
 from ...compiler.design import Bound
 from ...dsl.units import NONE, Quantity
-from ...model.job import Job
+from ...model.job import Job, JobError
+from ...model.dvfs import with_cap
 from ...model.power import job_power
 from ...model.train.step import Estimate
 
-OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput")
+OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput", "cost")   # cost: where the cluster has `economics`
 
 
 @attrs.frozen
@@ -23,6 +24,7 @@ class Limit:
     value: float         # base units (bytes, W, share, s, J, count)
     share: bool = False  # memory given as a share of HBM
     span: object = attrs.field(default=None, eq=False)
+    source: str = attrs.field(default="", eq=False)   # where it is written, in words (power budgets)
 
     @property
     def upper(self) -> bool:
@@ -58,12 +60,43 @@ def limits(job: Job) -> Limits:
         share = bound.target == "memory" and quantity.dim == NONE
         if share:
             value *= hbm
-        items.append(Limit(bound.target, bound.op, value, share, item.span))
+        source = f"`subject to {{ {bound.target} {bound.op} ... }}`"
+        items.append(Limit(bound.target, bound.op, value, share, item.span, source))
+    items = _tightest_power(items + budgets(job))
     memory = hbm
     for limit in items:
         if limit.target == "memory" and limit.upper:
             memory = min(memory, limit.value)
     return Limits(hbm, memory, tuple(items))
+
+
+def budgets(job: Job) -> list[Limit]:
+    """The power budgets the job's GPUs sit under, as limits on its facility power: its
+    partition's `power.budget` and its cluster's (the GPUs and hosts it does not use count as
+    powered off, as job power does: model/power.py)."""
+    from ...compiler.cost.tco import job_cluster
+
+    cluster, partition, out = job_cluster(job.entity), job.partition, []
+    if partition.power_budget is not None:
+        named = cluster.get("partition") if cluster is not None else None
+        item = next((i for i in getattr(named, "items", ()) if i.name == partition.name), None)
+        span = item.value.span_of("power.budget") if item is not None else partition.span
+        out.append(Limit("power", "<=", partition.power_budget, span=span,
+                         source=f"partition `{partition.name}` `power.budget`"))
+    if job.graph.power_budget is not None:
+        span = cluster.span_of("power.budget") if cluster is not None else job.graph.span
+        out.append(Limit("power", "<=", job.graph.power_budget, span=span,
+                         source=f"cluster `{job.graph.name}` `power.budget`"))
+    return out
+
+
+def _tightest_power(items: list[Limit]) -> list[Limit]:
+    """`items` with one upper limit on power, the lowest (the job's own first among equals)."""
+    upper = [i for i in items if i.target == "power" and i.upper]
+    if len(upper) <= 1:
+        return items
+    keep = min(upper, key=lambda i: i.value)
+    return [i for i in items if not (i.target == "power" and i.upper) or i is keep]
 
 
 def max_gpus(job: Job, lim: Limits) -> int:
@@ -81,7 +114,9 @@ def busy(e: Estimate) -> float:
 
 
 def power_of(job: Job, e: Estimate) -> float:
-    return job_power(job.graph, job.partition, e.config.gpus, busy(e)).total
+    """Facility watts of the job running `e`, its chips under `e`'s power cap."""
+    partition = with_cap(job.partition, e.config.power_cap)
+    return job_power(job.graph, partition, e.config.gpus, busy(e)).total
 
 
 def objective_value(job: Job, objective: str, e: Estimate) -> float:
@@ -94,7 +129,37 @@ def objective_value(job: Job, objective: str, e: Estimate) -> float:
         return power_of(job, e) / e.tokens_per_s
     if objective == "goodput":
         return -e.tokens_per_s * goodput_share(job, e.config.gpus)
+    if objective == "cost":
+        per_second, per_joule = cost_rates(job)
+        return (per_second + per_joule * power_of(job, e)) / e.tokens_per_s
     raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+_RATES: dict[int, tuple[object, tuple[float, float] | None]] = {}
+
+
+def cost_rates(job: Job) -> tuple[float, float]:
+    """(USD per second at load, USD per facility joule) of the job's cluster
+    (compiler/cost/tco.py `cost_rates`); a JobError when it has no `economics`."""
+    key = id(job.entity)
+    held = _RATES.get(key)
+    if held is None or held[0] is not job.entity:
+        from ...compiler.cost.tco import cost_rates as rates
+
+        held = _RATES[key] = (job.entity, rates(job.entity, job.graph))
+    if held[1] is None:
+        raise JobError(f"`minimize = cost` needs the cluster's `economics {{ years, energy_price }}` block: "
+                       f"the cost of `{job.name}` is not defined without it ({job.entity.span})")
+    return held[1]
+
+
+def objectives(job: Job) -> tuple[str, ...]:
+    """The objectives the job can be planned for: cost only where its cluster has `economics`."""
+    try:
+        cost_rates(job)
+    except JobError:
+        return tuple(o for o in OBJECTIVES if o != "cost")
+    return OBJECTIVES
 
 
 def goodput_share(job: Job, gpus: int) -> float:

@@ -13,7 +13,7 @@ import attrs
 
 from ...dsl.numbers import duration, percent, quantity
 from ...dsl import display
-from ...model import comms
+from ...model import comms, dvfs
 from ...model.calibration import Own, Reason, cluster_of, error_band, own_reasons, power_capped, reasons
 from ...model.job import Job
 from ...model.power import Power, job_power
@@ -88,7 +88,14 @@ class Plan:
             return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
         chip = job.partition.node.accelerator
         return reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
-                       stack=cfg.stack, power_capped=power_capped(chip))
+                       stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)
+
+    @property
+    def clock(self) -> float:
+        """The clock the plan runs at, as a ratio of the chip's own (1.0: full clock, no cap set)."""
+        if self.best is None:
+            return 1.0
+        return dvfs.clock_of(self.job.partition, self.best.config.power_cap)
 
     @property
     def energy_per_token(self) -> float | None:
@@ -112,6 +119,8 @@ def _busy(e: Estimate) -> float:
 def plan(job: Job, objective: str = "throughput", top: int = 3, searched: SearchResult | None = None) -> Plan:
     """The plan of `job`; `searched`: the search's result when it is already known (a
     partition identical to one planned before, as the heterogeneous split has)."""
+    if objective == "cost":
+        space_def.cost_rates(job)     # a JobError that says so when the cluster has no `economics`
     result = searched if searched is not None else search(job, objective, top)
     pruned_by = (("bound", result.pruned_bound), ("memory", result.pruned_memory), ("limits", result.pruned_limits))
     common = dict(evaluated=result.evaluated, pruned=result.pruned, pruned_by=pruned_by, proof=result.proof)
@@ -121,7 +130,8 @@ def plan(job: Job, objective: str = "throughput", top: int = 3, searched: Search
         return Plan(job, objective, "infeasible", None, None, (), result.configurations, result.seconds,
                     (reason.constraint,), smallest, infeasibility=reason, **common)
     best = result.best
-    power = job_power(job.graph, job.partition, best.config.gpus, _busy(best))
+    running = space_def.at_cap(job, best.config.power_cap)   # its chips under the plan's power cap, if any
+    power = job_power(running.graph, running.partition, best.config.gpus, _busy(best))
     status = "evaluated" if result.configurations == 1 else "optimal"
     return Plan(job, objective, status, best, power, result.runners_up, result.configurations, result.seconds,
                 binding(best, job, result, power), placement=placement(best, job),

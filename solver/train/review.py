@@ -16,7 +16,7 @@ from ...model.train.step import Estimate
 from ...dsl.numbers import number, percent, quantity
 from . import enumerate as space_def
 
-HEADROOM = 0.05       # warn when less than this share of the memory limit is left
+HEADROOM = 0.05       # warn when less than this share of the memory limit is left (unless the job's own limit keeps it)
 LOW_MFU = 0.20        # well-tuned LLM pre-training runs at 35-55 % MFU (MODEL.md); below 20 % deserves a cause
 BUBBLE_TARGET = 0.10  # the bubble share the low-MFU fix aims for
 
@@ -91,6 +91,8 @@ def _few_microbatches(e: Estimate):
 
 
 def _headroom(e: Estimate, lim: space_def.Limits):
+    if lim.memory <= lim.hbm * (1 - HEADROOM):   # the job's own memory limit already keeps the margin
+        return
     left = 1 - e.memory.total / lim.memory
     if left < HEADROOM:
         yield Advice("memory-headroom", f"memory {quantity(e.memory.total, 'B')} of the {quantity(lim.memory, 'B')} limit "

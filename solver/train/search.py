@@ -38,6 +38,14 @@ the step into one on the objective; `solver/train/branch.py` visits the leaves):
    optimizer time (the stage's bound); each configuration is then bounded with its own
    recompute's compute + recompute + TP and its own vp's bubble before it is estimated.
 
+Operating points (solver/train/operating.py): under a power limit or for energy, the space
+is searched once per clock step (a power cap per GPU), fastest first, with one top list, as
+the variants below are; a layout at several caps holds one place among the runners-up. Under
+a power limit every bound is also raised by what the limit implies: a configuration on G GPUs
+within the limit computes at most (limit - P0(G)) / (P1(G) - P0(G)) of its step (power is
+affine in the busy share), so its step is at least its computing time over that share, and a
+layout whose GPUs draw more than the limit while they wait is cut whole.
+
 Choices a job asks to search (`parallelism { search = [...] }`: shard group, recompute
 modules and interval, offload) split the space into variants (`enumerate.variant_spaces`),
 each explored as above with its choices fixed, so every bound is one of a pinned variant's.
@@ -102,30 +110,41 @@ class _Search:
     def __init__(self, job: Job, objective: str, top: int, audit=None) -> None:
         if objective not in space_def.OBJECTIVES:
             raise ValueError(f"unknown objective {objective!r}")
-        self.job, self.objective = job, objective
+        self.base, self.job, self.objective = job, job, objective
         self.lim = space_def.limits(job)
         self.spaces = space_def.variant_spaces(job, space_def.space(job, self.lim))
+        # The operating points beside the layout: the chip as it is, and under a power limit or
+        # for energy each clock step (a power cap). One top list over all of them, so that the
+        # same layout at another cap never counts as a runner-up of its own.
+        self.caps = space_def.operating_caps(job, objective)
         self.top = Top(max(1, top + 1))
         self.total = self.evaluated = self.estimates = 0
         self.pruned = {"bound": 0, "memory": 0, "limits": 0}
         self.rejected: list[Rejected] = []
         self.closest: dict[str, tuple[float, Estimate]] = {}
-        self.power = JobPower(job)
-        self.bound = ObjectiveBound(job, objective, self.power)
         self.least_power: tuple[float, int] | None = None
         self.power_limit = next((lim for lim in self.lim.items if lim.target == "power" and lim.upper), None)
         # audit(bound, fields): called with every bound computed and the fields (tp, pp, dp,
-        # cp, ep, microbatch, order, zero, recompute, vp) fixed in the part of the space it
-        # covers; tests check each against every configuration of that part.
+        # cp, ep, microbatch, order, zero, recompute, vp, power_cap) fixed in the part of the
+        # space it covers; tests check each against every configuration of that part.
         self.audit = audit
+        self.at_cap(self.caps[0])
         self.use(self.spaces[0] if self.spaces else space_def.space(job, self.lim), first=True)
+
+    def at_cap(self, cap: float | None) -> None:
+        """Search the operating point of power cap `cap` next (None: the chip as it is): the
+        job on chips under that cap, and its power and bounds there."""
+        self.cap, self.job = cap, space_def.at_cap(self.base, cap)
+        self.power = JobPower(self.job)
+        self.bound = ObjectiveBound(self.job, self.objective, self.power,
+                                    self.power_limit.value if self.power_limit is not None else None)
 
     def use(self, space, first: bool = False) -> None:
         """Search `space` next: one variant of the choices the job asks to search (the whole
         space when it asks for none). The best values found so far carry over, so a later
         variant's layouts are all bounded before any is opened (`coarse_bound`)."""
         self.space, self.first = space, first
-        self.make_config = space_def.config_maker(self.job, space)
+        self.make_config = space_def.config_maker(self.job, space, self.cap)
         self.frugal_recompute = max(space.recomputes, key=RECOMPUTE.index)   # the least activation memory allowed
         self.sync = SyncFloor(self.job, self.make_config, space.zeros, self.frugal_recompute, self.lim.memory,
                               lambda pp: space_def.vp_candidates(self.job, pp))
@@ -140,7 +159,8 @@ class _Search:
         nothing audits: a search bounds tens of thousands of nodes)."""
         if self.audit is not None:
             # a searched variant fixes its choices too (shard, recompute modules and interval, offload)
-            self.audit(bound, fields | (dict(self.space.pinned_only) if self.space.searched else {}))
+            self.audit(bound, fields | (dict(self.space.pinned_only) if self.space.searched else {})
+                       | {"power_cap": self.cap})
         return bound
 
     # ------------------------------------------------------------ helpers
@@ -154,6 +174,9 @@ class _Search:
     def value(self, e: Estimate) -> float:
         if self.objective == "energy":
             return self.power(e) / e.tokens_per_s
+        if self.objective == "cost":
+            per_second, per_joule = space_def.cost_rates(self.job)
+            return (per_second + per_joule * self.power(e)) / e.tokens_per_s
         return space_def.objective_value(self.job, self.objective, e)
 
     def value_bound(self, step: float, work: float, rep: Estimate) -> float:
@@ -187,9 +210,11 @@ class _Search:
     # ------------------------------------------------------------ the tree
     def run(self) -> SearchResult:
         start = time.perf_counter()
-        for i, space in enumerate(self.spaces):
-            self.use(space, first=i == 0)
-            self.explore()
+        for c, cap in enumerate(self.caps):
+            self.at_cap(cap)
+            for i, space in enumerate(self.spaces):
+                self.use(space, first=c == 0 and i == 0)
+                self.explore()
         ranked = self.top.ranked()
         best_value = ranked[0][0] if ranked else None
         rejected = tuple(sorted((r for r in self.rejected if best_value is None or r.value < best_value),

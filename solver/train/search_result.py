@@ -96,4 +96,4 @@ class Top:
         self.kept[key] = item
 
     def ranked(self) -> list[tuple[float, Estimate]]:
-        return [(-v, e) for v, _, e in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]
+        return [(-t[0], t[2]) for t in sorted(self.heap, key=lambda t: (-t[0], -t[1]))]

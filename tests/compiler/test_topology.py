@@ -37,3 +37,21 @@ def test_oversubscription_moves_ports_down():
 def test_torus_groups():
     assert topology.torus_groups((4, 4, 8)) == (4, 16, 128)
     assert topology.torus_bisection_links((4, 4, 8)) == 2 * 16
+
+
+def test_a_tree_is_only_as_tall_as_its_endpoints_need():
+    # Issue 28: one DGX H100 (8 NDR ports) on a two-tier radix-64 fabric was charged a leaf and
+    # a spine. One switch with all 64 ports down reaches the 8 ports: it is the top, no spine.
+    (only,) = topology.fat_tree(endpoints=8, radix=64, tiers=2)
+    assert (only.level, only.switches, only.links_below, only.hops) == (1, 1, 8, 1)
+    (only,) = topology.fat_tree(endpoints=64, radix=64, tiers=3)
+    assert only.switches == 1
+    # one port more than a switch holds needs the tier above (two leaves of 32 down, one spine)
+    leaf, spine = topology.fat_tree(endpoints=65, radix=64, tiers=2)
+    assert (leaf.switches, spine.switches) == (3, 2)
+    # a middle tier stops the tree too: two tiers of radix 64 hold 2,048 ports, so 1,024 on a
+    # three-tier fabric are 32 leaves and 16 spines (as the SuperPOD's 4 SUs above), no core
+    leaf, spine = topology.fat_tree(endpoints=1024, radix=64, tiers=3)
+    assert (leaf.switches, spine.switches, spine.hops) == (32, 16, 3)
+    # and a tree one port beyond a tier's reach keeps the tier above it
+    assert len(topology.fat_tree(endpoints=2049, radix=64, tiers=3)) == 3

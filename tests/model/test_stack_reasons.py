@@ -56,13 +56,20 @@ def test_a_power_cap_below_tdp_is_a_reason():
     assert keys(power_capped=True) == ["power_cap"]
 
     @attrs.frozen
-    class Chip:   # the two fields power_capped reads (compiler/ir.py Accelerator has them)
+    class Chip:   # the fields power_capped reads through model/dvfs.py (compiler/ir.py Accelerator has them)
         power_cap: float | None
         tdp: float
+        full_clock: float | None = None
+        idle: float = 70.0
+        min_clock: float | None = None
+        clock: float | None = None
+        dvfs_exponent: float | None = None
 
     assert calibration.power_capped(Chip(500.0, 700.0))
     assert not calibration.power_capped(Chip(None, 700.0))
     assert not calibration.power_capped(Chip(700.0, 700.0))
+    assert calibration.power_capped(Chip(None, 600.0, full_clock=700.0))   # a TDP under its curve's top
+    assert not calibration.power_capped(Chip(None, 700.0, full_clock=600.0))
 
 
 def test_stack_runs_counts_the_calibration_designs():

@@ -175,9 +175,9 @@ def test_a_larger_power_budget_never_adds_errors(d, percent):
 
 
 @given(designs(heterogeneous=None, job=False, budget=True))
-def test_a_budget_below_full_load_is_an_error(d):
+def test_a_budget_below_full_load_is_a_warning_to_plan_under(d):
     short = d.with_fields({f"{d.spec.name}.power.budget": f"{math.floor(facility_power(d.graph) * 0.99)} W"})
-    assert "power-budget" in {x.code for x in short.diagnostics}
+    assert "power-budget" in {x.code for x in short.diagnostics if not x.is_error}
 
 
 @heavy

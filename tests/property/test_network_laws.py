@@ -81,20 +81,21 @@ def test_splitting_a_card_over_more_ports_never_speeds_a_step(design, ports, car
 
 
 def test_on_a_plain_fat_tree_more_ports_per_node_leave_fewer_nodes_per_leaf():
-    """The law's exception, found by it: two nodes of 4 single-port cards share a leaf of 11
-    down ports (radix 16 at 2:1); with dual-port cards their 16 ports do not fit one leaf, so
-    traffic between the nodes crosses the spine: 3 hops, at the same bandwidth per GPU (twice
-    the ports, halved by the 2:1 uplinks), a little slower."""
+    """The law's exception, found by it: three nodes of 4 single-port cards (12 ports) fit one
+    radix-16 switch, which is then the tree's top (a tree is built no taller than its ports
+    need, issue 28); with dual-port cards their 24 ports do not, a leaf of 11 down ports (2:1)
+    holds one node, and traffic between the nodes crosses the spine: 3 hops, at the same
+    bandwidth per GPU (twice the ports, halved by the 2:1 uplinks), a little slower."""
     from gclc.compiler.lower import lower
 
-    design = dict(topology=TREES[1], fabric=100, cards=4, nodes=2, hidden=512)
+    design = dict(topology=TREES[1], fabric=100, cards=4, nodes=3, hidden=512)
     graphs = []
     for ports in (1, 2):
         result = check_text(DESIGN.format(card=ports * 100, ports=ports, **design), "law.gcl")
         graphs.append([t for t in lower(result.design).partitions[0].tiers if t.scope == "scaleout"])
     one, two = graphs
-    assert one[0].group_gpus == 16 and one[0].latency == 1e-6  # both nodes under one leaf
-    assert two[0].group_gpus == 8 and two[1].group_gpus == 16 and two[1].latency == 3e-6  # the leaf holds one node
+    assert len(one) == 1 and one[0].group_gpus == 24 and one[0].latency == 1e-6  # all three under one switch
+    assert two[0].group_gpus == 8 and two[1].group_gpus == 24 and two[1].latency == 3e-6  # the leaf holds one node
     assert two[1].bandwidth == one[0].bandwidth == 4 * 100e9 / 8 / 8
 
 

@@ -19,6 +19,7 @@ chip Chip {{
   hbm   {{ capacity = {hbm} GB  bandwidth = 2 TB/s }}
   peak  {{ bf16 = 400 TFLOPS  fp8 = 800 TFLOPS }}
   power {{ tdp = 500 W  idle = 60 W }}
+  price = 10 kUSD
 }}
 cpu Host {{ cores = 32  power = 300 W }}
 nic Nic {{ bandwidth = 200 Gb/s  power = 20 W }}
@@ -42,6 +43,7 @@ cluster Farm {{
   units    = {nodes} x Box
   scaleout = Out
   power {{ pue = 1.2 }}
+  economics {{ years = 4  energy_price = 0.1 USD/kWh }}
 }}
 model M {{
   arch     = {arch}

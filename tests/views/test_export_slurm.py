@@ -146,7 +146,9 @@ def test_sbatch_states_time_qos_requeue_and_every_het_group(named):
     example = named("dgx_h100_superpod")
     script = slurm.sbatch(example.layout, example.job, example.name)
     run = example.job.run
-    assert run.time_source.startswith("the schedule's rule on this plan's run") and run.restarts >= 1
+    # the plan runs all 1,008 GPUs at 97.5 % clock under its 1.9 MW limit (issue 28's joint
+    # search; it idled some before), so the schedule starts it and its request is the time
+    assert run.time_source.startswith("the schedule's request") and run.restarts >= 1
     assert f"#SBATCH --time={slurm_time(run.time_limit)}" in script
     assert "#SBATCH --qos=normal" in script and "#SBATCH --requeue" in script
     assert "--account" not in script    # the design has no tenants

@@ -79,31 +79,22 @@ def test_an_infeasible_train_plan_keeps_the_contract_and_exits_3(tmp_path, capsy
 
 def _power_only(text: str) -> str:
     """Replicas of 8 GPUs (tp = 8 pinned) under 8 kW: even one replica needs more at full clock
-    (the search covers every GPU count), the power plan runs it at a lower clock."""
+    (the search covers every GPU count); the planner runs it at a lower clock."""
     return text.replace("precision = bf16\n}", "precision = bf16\n  parallelism { tp = 8  pp = 1 }\n"
                         "  subject to { power <= 8 kW }\n}")
 
 
-def test_a_power_bound_met_by_fewer_gpus_or_lower_clocks_is_a_plan(tmp_path, capsys):
-    """Regression: the JSON said `infeasible` while the GP planned within the bound and exit was 0."""
+def test_a_power_bound_met_by_a_lower_clock_is_a_plan_with_its_parallelism(tmp_path, capsys):
+    """Regression: the JSON said `infeasible` while the GP planned within the bound, then the
+    parallelism was null; now the plan is the operating point, its layout included."""
     path = _copy(tmp_path, "capped.gcl", _power_only)
     code, data, _ = plan_json(capsys, path)
     valid(data)
-    assert code == 0 and data["status"] == "optimal" and data["binding"] == ["power"]
-    assert data["power_w"] <= 8e3 * (1 + 1e-6) and data["tokens_per_s"] > 0
-    assert data["gpus"] == data["power_budget"]["gpus"]
-
-
-def test_the_power_plan_carries_the_parallelism_it_runs(tmp_path, capsys):
-    """Regression: `parallelism` (and memory, placement) were null when only the power plan is
-    feasible; they are the layout the GP scales, at the replica count it runs."""
-    path = _copy(tmp_path, "capped.gcl", _power_only)
-    code, data, _ = plan_json(capsys, path)
-    valid(data)
-    assert code == 0 and data["status"] == "optimal" and data["binding"] == ["power"]
+    assert code == 0 and data["status"] == "optimal" and "power" in data["power_budget"]["binds"]
+    assert data["power_w"] <= 8e3 and data["tokens_per_s"] > 0 and data["clock"] < 1
     par, budget = data["parallelism"], data["power_budget"]
-    assert par is not None and par["dp"] == budget["replicas"]
     assert data["gpus"] == par["tp"] * par["pp"] * par["cp"] * par["dp"] == budget["gpus"]
+    assert par["power_cap_w"] == budget["power_cap_w"] is not None
     assert 256 % (par["dp"] * par["microbatch"]) == 0          # the batch splits over the replicas it runs
     assert 0 < data["memory_per_gpu_bytes"] <= data["hbm_bytes"]
     assert data["placement"]["dp"]["size"] == par["dp"] and data["placement"]["tp"]["size"] == par["tp"]

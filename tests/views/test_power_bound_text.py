@@ -1,7 +1,8 @@
-"""Plan text under a power bound: when only fewer GPUs or a lower clock meet the bound,
-the text says what was planned first and then what the bound removed (never a leading
-"infeasible" line for a plan that exits 0); when the search's full-clock plan is slower
-than the power plan under the same bound, a note says so."""
+"""Plan text under a power bound (issue 28): the plan IS the operating point. A bound that
+only a lower clock meets is planned like any other (no "infeasible" line, no second answer),
+the plan's own lines name its clock and power cap, and the power section below repeats the
+same GPUs, clock, tokens/s and watts; a full-clock plan never sits beside a faster "power
+plan" note."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gclc.cli.main import main
+from gclc.dsl.numbers import percent
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -52,39 +54,33 @@ TIGHT_PINS = "tp = 8  pp = 1"
 
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory):
-    """8 kW for replicas of 8 H100s (tp = 8 pinned): every layout at full clock, even one
-    replica, needs more (the GPU count is searched, so a looser bound has a full-clock plan)."""
+    """8 kW for replicas of 8 H100s (tp = 8 pinned): even one replica needs more at full clock."""
     return tmp_path_factory.mktemp("tight")
 
 
-def test_a_plan_only_the_power_plan_meets_says_what_runs_first(tight, capsys):
+def test_a_bound_only_a_lower_clock_meets_is_a_plan_at_that_clock(tight, capsys):
     code, text = _plan(tight, capsys, "8 kW", pins=TIGHT_PINS)
     assert code == 0
     lines = text.splitlines()
-    assert not any(line.lstrip().startswith("infeasible") for line in lines)
-    assert "optimal under the power bound" in lines[1]
-    planned = next(i for i, line in enumerate(lines) if line.startswith("  planned"))
-    removed = next(i for i, line in enumerate(lines) if line.startswith("  removed"))
-    budget = next(i for i, line in enumerate(lines) if line.startswith("power budget"))
-    assert planned < removed < budget
-    assert "cannot meet `power <= 8 kW`" in lines[removed] and "at full clock" in lines[removed]
+    assert not any(line.lstrip().startswith(("infeasible", "note", "removed")) for line in lines)
+    assert "(optimal," in lines[1]
     code, out = _plan(tight, capsys, "8 kW", "--json", pins=TIGHT_PINS)
     data = json.loads(out)
-    assert code == 0 and data["status"] == "optimal"
-    # The first line states the JSON's operating point: GPUs, clock and tokens/s.
-    gpus, clock = data["gpus"], data["power_budget"]["clock"]
-    assert f"{gpus:,} of 32 GPUs at {clock:.1%} clock" in lines[planned]
-    assert f"{data['tokens_per_s']:,.0f} tokens/s" in lines[planned]
-    assert gpus < 32 and clock < 1
+    assert code == 0 and data["status"] == "optimal" and data["power_w"] <= 8e3
+    gpus, clock, cap = data["gpus"], data["clock"], data["parallelism"]["power_cap_w"]
+    assert gpus == 8 and clock < 1 and cap is not None
+    power = next(line for line in lines if line.startswith("  power "))
+    assert f"at {percent(clock)} clock under a power cap" in power
+    section = next(line for line in lines if line.startswith("power limit"))
+    assert f"{gpus} of 32 GPUs at {percent(clock)} clock" in section
+    assert f"{data['tokens_per_s']:,.0f} tokens/s" in section and "power" in data["power_budget"]["binds"]
 
 
-def test_a_full_clock_plan_slower_than_the_power_plan_points_to_it(tmp_path, capsys):
+def test_no_second_answer_beside_the_plan(tmp_path, capsys):
     code, text = _plan(tmp_path, capsys, "40 kW")
-    assert code == 0
-    lines = text.splitlines()
-    assert "(optimal," in lines[1]                       # the search's plan, as before
-    note = next(line for line in lines if line.startswith("  note"))
+    assert code == 0 and not any(line.startswith("  note") for line in text.splitlines())
     code, out = _plan(tmp_path, capsys, "40 kW", "--json")
     data = json.loads(out)
-    faster = data["power_budget"]["tokens_per_s"]
-    assert faster > data["tokens_per_s"] and f"{faster:,.0f} tokens/s" in note
+    section = data["power_budget"]
+    assert (section["tokens_per_s"], section["facility_power_w"], section["gpus"]) == (
+        data["tokens_per_s"], data["power_w"], data["gpus"])

@@ -215,8 +215,8 @@ def test_oversubscription_and_plurals_are_written_out(tmp_path):
 fabric Thin { kind = ethernet  topology = fat_tree(tiers = 2, radix = 8, oversubscription = 3:1)  bandwidth = 100 Gb/s }
 nic N { bandwidth = 100 Gb/s }
 node Box { gpus = 4 x T1  nics = 1 x N }
-cluster Small { units = 3 x Box  scaleout = Thin }
-""")
+cluster Small { units = 9 x Box  scaleout = Thin }
+""")   # 9 ports: more than one radix-8 switch holds, so two tiers (a tree no taller than its ports need)
     design = check_file(str(path)).design
     assert design is not None
     source = render.topology(lower(design), render.fabric_entities(design), design).source

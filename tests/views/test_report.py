@@ -142,14 +142,26 @@ def test_the_error_band_hook_adds_a_range_column(reports):
     assert "<th>range</th>" in table and "70–90 s" in table
 
 
-def test_the_power_curve_section_is_omitted_with_a_note_without_solver_power(monkeypatch):
+def test_the_power_curve_marks_budgets_nothing_runs_within(monkeypatch, tmp_path):
     from gclc.model.job import train_job
     from gclc.solver.train.plan import plan
+    from gclc.views.report import plots
 
-    chosen = plan(train_job(check_file(str(ROOT / "examples" / "a100_cluster.gcl")).design))
-    monkeypatch.setitem(sys.modules, "gclc.solver.power.program", None)
+    # replicas of 8 GPUs (tp = 8) under 8 kW: a fifth of it runs not even one replica
+    shutil.copy(ROOT / "tests" / "data" / "pod.gcl", tmp_path / "pod.gcl")
+    text = (ROOT / "tests" / "data" / "train.gcl").read_text().replace(
+        "precision = bf16\n}", "precision = bf16\n  parallelism { tp = 8  pp = 1 }\n  subject to { power <= 8 kW }\n}")
+    (tmp_path / "bound.gcl").write_text(text)
+    chosen = plan(train_job(check_file(str(tmp_path / "bound.gcl"), {"nodes": "4"}).design))
+    drawn = {}
+    real = plots.throughput_curve
+    monkeypatch.setattr(plots, "throughput_curve", lambda *a: drawn.setdefault("args", a) and real(*a))
     section = report._power_curve_section(chosen)
-    assert "Omitted: solver/power/program.py" in section and "<svg" not in section
+    points, chosen_point, _, infeasible = drawn["args"]
+    assert "<svg" in section and "infeasible" in section
+    assert all(tokens > 0 for _, tokens in points)      # never a 0 tokens/s point drawn as a measurement
+    assert infeasible and max(infeasible) < min(budget for budget, _ in points)
+    assert chosen_point == (chosen.power.total, chosen.best.tokens_per_s)
 
 
 def test_report_command(tmp_path, capsys):

@@ -64,7 +64,7 @@ def test_runner_up_rows_show_what_differs(superpod):
     table = table[:table.index("</table>")]
     assert "<th>ZeRO</th>" in table and "<th>rank order</th>" in table
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
-    assert "the plan" in rows[0] and all(re.search(r"(ranks|ZeRO stage|tp|pp|dp|cp|micro-batch) [\w,]+, not ", r)
+    assert "the plan" in rows[0] and all(re.search(r"(ranks|ZeRO stage|tp|pp|dp|cp|micro-batch|recomputation|virtual stages|power cap) [\w,. ]+, not ", r)
                                          for r in rows[1:])
 
 

@@ -29,13 +29,14 @@ def headline_html(plan) -> str:
         figures.append(("time to train", duration(job.tokens / e.tokens_per_s), f"{big(job.tokens)} tokens"))
     figures += [("throughput", f"{big(e.tokens_per_s)} tokens/s", f"step {duration(e.step_time)}"),
                 ("MFU", percent(e.mfu), f"{e.config.gpus:,} GPUs"),
-                ("power", quantity(plan.power.total, "W"), f"{quantity(plan.power.per_gpu, 'W')} per GPU")]
+                ("power", quantity(plan.power.total, "W"), f"{quantity(plan.power.per_gpu, 'W')} per GPU"
+                 + (f" at {percent(plan.clock)} clock" if e.config.power_cap is not None else ""))]
     if job.tokens:
         energy = plan.power.total * job.tokens / e.tokens_per_s
         figures.append(("energy to train", quantity(energy / 3600, "Wh"), f"{quantity(plan.energy_per_token, 'J')} per token"))
     else:
         figures.append(("energy", f"{quantity(plan.energy_per_token, 'J')} per token", "at the facility"))
-    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens)
+    cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens, plan.power.total)
     figures += _cost_figure(cost)
     return _block(job.name, figures, limits_sentence(plan))
 

@@ -290,36 +290,23 @@ def _band(key: str, low: float, high: float) -> str:
 
 
 def _power_curve_section(p) -> str:
-    """Throughput against the power budget, from `solver.power.program.throughput_curve` when it exists."""
-    try:
-        from ...solver.power.program import throughput_curve
-    except ImportError:
-        return _section("Throughput against power budget",
-                        _note("Omitted: solver/power/program.py (throughput_curve) is not available in this version."))
+    """Throughput against the power budget: the plan's layout at each budget, its best whole
+    replica count and clock step within it (solver/power/section.py `layout_curve`)."""
+    from ...solver.power.section import layout_curve
     from . import plots as report_plots
 
     graph = p.job.graph
     top = max(graph.power_budget or 0.0, p.power.total)
     budgets = [top * (0.2 + 0.1 * i) for i in range(11)]
-    try:
-        values = list(throughput_curve(p, budgets))
-    except Exception as error:  # a later module's failure must not lose the whole report
-        return _section("Throughput against power budget", _note(f"Omitted: throughput_curve failed: {error}"))
-    points = tuple(pt for pt in map(_point, budgets, values) if pt is not None)
-    svg = report_plots.throughput_curve(points, (p.power.total, p.best.tokens_per_s), graph.power_budget)
+    curve = layout_curve(p.job, p.best, budgets, p.objective)
+    points = tuple((c.budget, c.tokens_per_s) for c in curve if c.feasible)
+    infeasible = tuple(c.budget for c in curve if not c.feasible)
+    svg = report_plots.throughput_curve(points, (p.power.total, p.best.tokens_per_s), graph.power_budget, infeasible)
     return _section("Throughput against power budget", _figure(
-        svg, "Tokens/s the power model (solver/power/program.py) reaches under each facility budget, "
-             "by running fewer GPUs or lower clocks; 0 where the budget cannot run the job."))
-
-
-def _point(budget: float, item) -> tuple[float, float] | None:
-    """(budget W, tokens/s) from a number, a (budget, tokens/s) pair or a result with `tokens_per_s`."""
-    if isinstance(item, (int, float)):
-        return float(budget), float(item)
-    if isinstance(item, (tuple, list)) and len(item) >= 2:
-        return float(item[0]), float(item[1])
-    value = getattr(item, "tokens_per_s", None)
-    return (float(budget), float(value)) if isinstance(value, (int, float)) else None
+        svg, "Tokens/s of the plan's layout under each facility budget: its best whole replica count and "
+             "clock step (a power cap per GPU) within the budget, from the step model's estimates as the search "
+             "makes them; the star is the plan above. Budgets the layout cannot run within are marked "
+             "infeasible at the axis, not drawn as measurements."))
 
 
 def _roofline_section(c: Context) -> str:

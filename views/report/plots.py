@@ -126,13 +126,17 @@ def roofline(chip, precision: str, points: tuple = (), name: str = "roofline") -
 
 
 def throughput_curve(points: tuple[tuple[float, float], ...], chosen: tuple[float, float] | None,
-                     budget: float | None) -> str:
-    """Tokens per second against the facility power budget (watts)."""
+                     budget: float | None, infeasible: tuple[float, ...] = ()) -> str:
+    """Tokens per second against the facility power budget (watts); `infeasible`: budgets
+    nothing runs within, marked on the axis (never drawn as a 0 tokens/s point of the curve)."""
     with rc_context(_RC):
         fig = _figure(7.0, 3.0)
         ax = fig.add_subplot()
         ax.plot([p / 1e6 for p, _ in points], [t for _, t in points], "o-", color="#1565c0",
-                label="best plan under the budget")
+                label="the plan's layout under the budget")
+        if infeasible:
+            ax.plot([b / 1e6 for b in infeasible], [0.0] * len(infeasible), "x", color="#c62828", markersize=9,
+                    clip_on=False, label="infeasible: nothing runs within the budget")
         if chosen is not None:
             ax.plot([chosen[0] / 1e6], [chosen[1]], "*", markersize=12, color="#ef6c00", label="the plan above")
         if budget:

@@ -153,9 +153,11 @@ def best_per_gpu_pairing(search) -> float:
 
 
 def test_a_power_limit_makes_the_best_per_gpu_pairing_lose():
-    """Long prompts on 4 GPUs under 4 kW: the layouts with the most requests per GPU draw too
-    much to run together; a wider prefill replica beside one decode replica serves 21 % more."""
-    plan, search = planned(job(3000, 200, 20, 64, "disaggregated", False, 4, 4))
+    """Long prompts on 4 GPUs under 3.75 kW: the layouts with the most requests per GPU draw too
+    much to run together; a wider prefill replica beside one decode replica serves more (70 %).
+    (4 kW until the two nodes' one-leaf fabric stopped being charged a spine, issue 28: the
+    limit moved down by about the spine's share of the 4 GPUs.)"""
+    plan, search = planned(job(3000, 200, 20, 64, "disaggregated", False, 4, 3.75))
     check_optimal(plan, search)
     assert plan.tokens_per_s > 1.2 * best_per_gpu_pairing(search)
     assert plan.binding == ("gpus: 1 GPU left, fewer than a prefill replica's 2",)

@@ -2,6 +2,7 @@
 every configuration is valid, dp is the largest that leaves a valid configuration, and
 placement orders are distinct and canonical."""
 
+import pytest
 import importlib.util
 import itertools
 import math
@@ -15,6 +16,9 @@ from gclc.solver.train import enumerate as enumerator
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).parents[1] / "_designs.py")
 designs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(designs)
+
+# the search is exact whatever the clock grid: a coarse one keeps the enumerator quick (tests/solver/conftest.py)
+pytestmark = pytest.mark.usefixtures("coarse_clock_steps")
 
 EXAMPLES = max(20, settings.default.max_examples // 2)
 
@@ -71,7 +75,7 @@ def test_orders_are_distinct_and_size_one_dimensions_go_last(p):
         big = [d for d in c.order[1:] if sizes[d] > 1]
         assert list(c.order[1 : 1 + len(big)]) == big        # the dimensions above one come first
         signature = tuple(c.stride(d) for d in ("tp", "cp", "dp", "pp") if getattr(c, d) > 1)
-        layout = (c.tp, c.pp, c.dp, c.cp, c.ep, c.microbatch, c.vp, c.recompute, c.zero)
+        layout = (c.tp, c.pp, c.dp, c.cp, c.ep, c.microbatch, c.vp, c.recompute, c.zero, c.power_cap)
         assert (signature, c.order) not in strides[layout]
         strides[layout].add((signature, c.order))
     for layout, seen in strides.items():

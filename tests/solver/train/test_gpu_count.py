@@ -5,6 +5,7 @@ fixes or caps the count."""
 
 from __future__ import annotations
 
+import pytest
 import importlib.util
 from pathlib import Path
 
@@ -14,6 +15,9 @@ from gclc.solver.train.plan import plan
 _spec = importlib.util.spec_from_file_location("solver_designs", Path(__file__).parents[1] / "_designs.py")
 designs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(designs)
+
+# the search is exact whatever the clock grid: a coarse one keeps the enumerator quick (tests/solver/conftest.py)
+pytestmark = pytest.mark.usefixtures("coarse_clock_steps")
 
 
 def _p(**changes) -> dict:
