@@ -122,9 +122,6 @@ def _schedule(job: Entity) -> Iterator[Diagnostic]:
             labels=[Label(job.span_of("parallelism.pp"), "pp = 1")],
             notes=["help: remove `vp`, or pin pp >= 2"])
     layers = getattr(job.get("model"), "get", lambda _: None)("layers")
-    if vp and vp > 1 and pp != 1 and name not in ("gpipe", "one_f_one_b") and layers and layers % (vp * (pp or 1)):
-        yield _uneven_chunks(job, layers, pp, vp)  # (the contradictions above are reported already)
-        return
     if pp and layers and pp > 1 and layers % (pp * (vp or 1)):
         split = f"pp x vp = {pp} x {vp}" if vp and vp > 1 else f"pp = {pp}"
         yield codes.UNEVEN_PIPELINE.make(
@@ -132,24 +129,8 @@ def _schedule(job: Entity) -> Iterator[Diagnostic]:
             notes=[f"the largest stage holds {-(-layers // (pp * (vp or 1)))} layers and sets the pace; "
                    f"the model counts {number(layers / (pp * (vp or 1)))} per stage",
                    "help: pick stages that divide the layers, or keep it if the first and last stages are "
-                   "lightened on purpose (embedding and output layers)"])
-
-
-def _uneven_chunks(job: Entity, layers: int, pp: int | None, vp: int) -> Diagnostic:
-    """Interleaved virtual stages hold equal chunks of layers: Megatron-LM refuses a split that
-    leaves a remainder ("number of layers per pipeline stage must be divisible by number of
-    layers per virtual pipeline stage", megatron/training/arguments.py `validate_args`)."""
-    fits = [v for v in range(2, layers + 1) if layers % (v * (pp or 1)) == 0][:4]
-    if pp:
-        what = f"pp x vp = {pp} x {vp} = {pp * vp} virtual stages do not split the model's {layers} layers evenly"
-    else:
-        what = f"vp = {vp} chunks per stage do not split the model's {layers} layers evenly at any pipeline depth"
-    return codes.PARALLELISM.make(
-        job.span_of("parallelism.vp"), what=what,
-        labels=[Label(job.span_of("model"), f"{layers} layers")],
-        notes=["the interleaved schedule gives every virtual stage the same number of layers",
-               f"help: pin vp = {', '.join(map(str, fits))}" + (f" with pp = {pp}" if pp else "")
-               if fits else "help: remove `vp`; this layer count has no even interleaving"])
+                   "lightened on purpose (embedding and output layers; Megatron-LM's "
+                   "`--pipeline-model-parallel-layout` or `--decoder-first/last-pipeline-num-layers`)"])
 
 
 def _batch_split(job: Entity) -> Iterator[Diagnostic]:

@@ -319,13 +319,15 @@ def _train(tmp_path, pins: str, on: str = "C") -> Path:
     return path
 
 
-@pytest.mark.parametrize("pins, words", [
-    ("  parallelism { pp = 2  vp = 7 }\n", "pp x vp = 2 x 7 = 14 virtual stages do not split the model's 24 layers"),
-    ("  parallelism { vp = 5 }\n", "vp = 5 chunks per stage do not split the model's 24 layers evenly at any"),
-])
-def test_virtual_stages_that_do_not_divide_the_layers_are_an_error(tmp_path, capsys, pins, words):
-    code, out = run(["check", str(_train(tmp_path, pins))], capsys)
-    assert code == 1 and [w["code"] for w in located(out)] == ["parallelism"] and words in out
+def test_virtual_stages_that_do_not_divide_the_layers_are_a_warning(tmp_path, capsys):
+    """Published recipes interleave uneven layer counts (DeepSeek-V3's 61 layers over 4 x 4
+    virtual stages with Megatron-LM's `--pipeline-model-parallel-layout`): a warning that says
+    how, never an error; the planner itself only picks even splits."""
+    from gclc.compiler.driver import check_file
+
+    result = check_file(str(_train(tmp_path, "  parallelism { pp = 2  vp = 7 }\n")))
+    assert result.ok and [d.code for d in result.diagnostics] == ["uneven-pipeline"]
+    assert "pp x vp = 2 x 7 stages do not split the model's 24 layers evenly" in result.diagnostics[0].summary
 
 
 def test_virtual_stages_that_divide_the_layers_plan(tmp_path, capsys):
