@@ -31,7 +31,7 @@ def add(commands) -> None:
                     "CLI overrides), slurm (slurm.conf lines, gres.conf, tree and block topology.conf, sbatch), "
                     "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet), trace (the planned "
                     "step as a Chrome/Perfetto trace: a track per pipeline stage and per communicator), vllm (a serve "
-                    "plan's `vllm serve` settings per pool, as bash arrays and --config YAML).")
+                    "plan's `vllm serve` settings per pool, as bash arrays and vLLM's config-file YAML).")
     export.add_argument("file", metavar="FILE")
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
     export.add_argument("-o", "--output", metavar="DIR",
