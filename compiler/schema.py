@@ -600,7 +600,7 @@ SCHEDULER = Block(
     {"on": Targets(),
      # slurm.conf: SchedulerParameters, the multifactor priority and preemption
      "bf_window": TIME, "bf_resolution": TIME, "bf_max_job_test": COUNT, "max_switch_wait": TIME0,
-     "priority_max_age": TIME, "priority_decay_half_life": TIME,
+     "priority_max_age": TIME, "priority_decay_half_life": TIME, "priority_calc_period": TIME,
      "preempt_type": Choice(("none", "qos")), "preempt_mode": Choice(("requeue", "cancel")),
      # Kueue: the ClusterQueues' queueing strategy and preemption, fair sharing, waitForPodsReady, TAS
      "queueing": Choice(("strict_fifo", "best_effort_fifo")),

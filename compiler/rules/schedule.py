@@ -14,7 +14,8 @@ from ..design import Entity
 # solver/schedule/settings.py). `on` and nothing else is shared.
 POLICY_SETTINGS = {
     "slurm": ("bf_window", "bf_resolution", "bf_max_job_test", "max_switch_wait", "priority_max_age",
-              "priority_decay_half_life", "preempt_type", "preempt_mode", "priority_weight"),
+              "priority_decay_half_life", "priority_calc_period", "preempt_type", "preempt_mode",
+              "priority_weight"),
     "kueue": ("queueing", "within_cluster_queue", "reclaim_within_cohort", "borrow_within_cohort", "fair_sharing",
               "wait_for_pods_ready", "topology"),
     "kube": ("scoring",),

@@ -4,8 +4,9 @@ the real default for everything it leaves out.
 
 Slurm: slurm.conf(5) (https://slurm.schedmd.com/slurm.conf.html) SchedulerParameters
 (bf_window 1440 min, bf_resolution 60 s, bf_max_job_test 500, max_switch_wait 300 s),
-PriorityMaxAge and PriorityDecayHalfLife (7 days each), PreemptType (preempt/none) and
-PreemptMode. The PriorityWeight* defaults are 0 in slurm.conf; gclc takes the
+PriorityMaxAge and PriorityDecayHalfLife (7 days each), PriorityCalcPeriod (5 minutes:
+how often the priorities of pending jobs are recomputed; a new job's is computed when it
+arrives), PreemptType (preempt/none) and PreemptMode. The PriorityWeight* defaults are 0 in slurm.conf; gclc takes the
 multifactor page's own configuration example (https://slurm.schedmd.com/priority_multifactor.html
 "Configuration Example": age 1000, fairshare 10000, job size 1000, partition 1000) and
 adds QOS 100000 so that a design's priority classes, which gclc runs as QOSes, come first
@@ -50,6 +51,7 @@ class SlurmSettings:
     weights: PriorityWeights = PriorityWeights()
     preempt_type: str = "none"             # none | qos (PreemptType=preempt/qos)
     preempt_mode: str = "requeue"          # requeue | cancel
+    calc_period: float = 300.0             # PriorityCalcPeriod
 
 
 @attrs.frozen
@@ -91,7 +93,8 @@ def _slurm(block: Entity, d: SlurmSettings) -> SlurmSettings:
     w = attrs.evolve(d.weights, **{k: v for k, v in ((i.name, i.value) for i in weights.items)}) if weights else d.weights
     return SlurmSettings(bf, _or(block, "max_switch_wait", d.max_switch_wait), _or(block, "priority_max_age", d.max_age),
                          _or(block, "priority_decay_half_life", d.decay_half_life), w,
-                         _or(block, "preempt_type", d.preempt_type), _or(block, "preempt_mode", d.preempt_mode))
+                         _or(block, "preempt_type", d.preempt_type), _or(block, "preempt_mode", d.preempt_mode),
+                         _or(block, "priority_calc_period", d.calc_period))
 
 
 def _or(block: Entity, key: str, default):

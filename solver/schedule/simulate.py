@@ -102,6 +102,7 @@ class Simulation:
         self.epochs: list[Epoch] = []
         self.freed = True
         self.fresh: list[str] = []
+        self.arrived: list[str] = []
         self.reservations: tuple = ()      # what a planning policy (Slurm's backfill) holds for later
         self.memory: dict = {}             # a policy's own state over the run (Slurm's fair-share usage)
         # runs started and stopped, in order, since a policy with a cycle of its own read them
@@ -210,6 +211,7 @@ class Simulation:
         own = getattr(self.policy, "cycle", None)
         if own is not None:
             if self.freed or self.fresh:
+                self.arrived = self.fresh          # pending since the policy's last cycle
                 self.freed, self.fresh = False, []
                 own(self, now)
                 self.informer.sync()

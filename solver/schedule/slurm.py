@@ -27,6 +27,8 @@ and their defaults are solver/schedule/settings.py's.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 
 import attrs
@@ -71,14 +73,33 @@ class Slurm:
         return take(job, c, state)
 
     def cycle(self, sim, now: float) -> None:
+        keys = self._queue(sim, now)
+        self._main(sim, now, _in_order(sim, keys))
+        first = list(itertools.islice(_in_order(sim, keys), self.settings.backfill.max_job_test))
+        sim.reservations = self._backfill(sim, now, first)
+
+    def _queue(self, sim, now: float) -> list[tuple[float, float, str]]:
+        """The pending jobs' (-priority, submit, name), sorted, as slurmctld holds them: every
+        priority recomputed each PriorityCalcPeriod (fair share with it); a job that became
+        pending since takes its place by the priority it gets now. Entries of jobs that
+        started stay until the next recomputation (`_in_order` skips them)."""
         if "top_qos" not in sim.memory:
             sim.memory["top_qos"] = max(r.job.priority for r in sim.runs.values())
-        queue = self.order(sim.pending.values(), now, self._fair_share(sim, now), sim.state.total(),
-                           sim.memory["top_qos"])
-        self._main(sim, now, queue)
-        sim.reservations = self._backfill(sim, now, [j for j in queue if j.name in sim.pending])
+        memo, fair = sim.memory.get("queue"), self._fair_share(sim, now)
+        if memo is None or now >= memo["at"] + self.settings.calc_period:
+            jobs = list(sim.pending.values())
+            score = priorities(jobs, now, fair, sim.state.total(), sim.memory["top_qos"], self.settings)
+            memo = sim.memory["queue"] = {"at": now, "fair": fair,
+                                          "keys": sorted((-score[j.name], j.submit, j.name) for j in jobs)}
+        else:
+            new = [sim.pending[n] for n in sim.arrived if n in sim.pending]
+            score = priorities(new, now, memo["fair"], sim.state.total(), sim.memory["top_qos"], self.settings)
+            for j in new:
+                bisect.insort(memo["keys"], (-score[j.name], j.submit, j.name))
+        return memo["keys"]
 
     def _fair_share(self, sim, now: float) -> dict[str, float]:
+        """Fair Tree's factors at `now` (and the ledgers brought up to date)."""
         fair, _ = self._ledgers(sim)
         return fair.factors(fair.usage(now))
 
@@ -113,7 +134,7 @@ class Slurm:
             sim.wake_at(job.submit + self.settings.max_switch_wait)
         return near
 
-    def _main(self, sim, now: float, queue: list[SchedJob]) -> None:
+    def _main(self, sim, now: float, queue) -> None:
         blocked: set[str] = set()
         everywhere = set(sim.state.partitions)
         for job in queue:
@@ -141,11 +162,12 @@ class Slurm:
         return [c for c in self.placements(job, sim.state, now) if c.option.partition in open_to]
 
     def _backfill(self, sim, now: float, queue: list[SchedJob]) -> tuple[Reservation, ...]:
+        """`queue`: the first bf_max_job_test pending jobs, in priority order."""
         p = self.settings.backfill
         _, releases = self._ledgers(sim)          # the main loop's starts and preemptions too
         profiles = {name: releases[name].profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
         reserved = []
-        for job in queue[:p.max_job_test]:
+        for job in queue:
             length = rounded_up(job.time_limit, p.resolution)
             best = None
             for option in job.options:
@@ -177,3 +199,12 @@ class Slurm:
         if not job.gang and best.gpus > unreserved:
             best = attrs.evolve(best, gpus=unreserved, leftover=best.leftover + best.gpus - unreserved)
         return best if best.gpus <= unreserved or math.isinf(unreserved) else None
+
+
+def _in_order(sim, keys: list[tuple[float, float, str]]):
+    """The pending jobs of `keys`, in its order, each once (a requeued job may have two entries)."""
+    seen = set()
+    for _, _, name in keys:
+        if name in sim.pending and name not in seen:
+            seen.add(name)
+            yield sim.pending[name]

@@ -5,7 +5,8 @@ and sacctmgr scripts.
 
 - `slurm.conf`: sched/backfill's SchedulerParameters (bf_window in minutes, bf_resolution,
   bf_max_job_test, max_switch_wait in seconds), priority/multifactor's weights,
-  PriorityMaxAge and PriorityDecayHalfLife (whole minutes), PreemptType and PreemptMode.
+  PriorityMaxAge and PriorityDecayHalfLife (whole minutes), PriorityCalcPeriod (minutes), PreemptType
+  and PreemptMode.
 - `qos.sh`: a QOS per priority the cluster's jobs use, its Priority the simulation's weight
   (low 1, normal 2, high 4, critical 8, a number itself), so that multifactor's QOS factor
   (a QOS's priority over the highest) is the simulation's; with `preempt_type = qos`, each
@@ -50,6 +51,7 @@ def conf_lines(s: SlurmSettings) -> list[str]:
             f"PriorityWeightQOS={w.qos}",
             f"PriorityMaxAge={minutes(s.max_age, 'priority_max_age')}",
             f"PriorityDecayHalfLife={minutes(s.decay_half_life, 'priority_decay_half_life')}",
+            f"PriorityCalcPeriod={_whole(s.calc_period, 60, 'priority_calc_period', 'minutes')}",
             "PriorityFavorSmall=NO",
             f"PreemptType=preempt/{s.preempt_type}",
             f"PreemptMode={s.preempt_mode.upper() if preempt else 'OFF'}",

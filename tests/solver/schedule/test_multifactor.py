@@ -94,3 +94,28 @@ def test_qos_preemption_only_when_configured_and_cancel_ends_the_victim():
     cancel = SlurmSettings(preempt_type="qos", preempt_mode="cancel")
     runs = {r.job.name: r for r in simulate(fx.workload(jobs), policy("slurm", cancel), failures=False).runs}
     assert runs["low"].phase == "cancelled" and runs["low"].end == 1 * H
+
+
+@given(st.lists(st.tuples(st.integers(1, 32), st.floats(0.1, 6), st.sampled_from([1, 2, 4, 8]), st.floats(0, 4)),
+                min_size=2, max_size=12),
+       st.sampled_from([0.0, 300.0, 3600.0]))
+def test_the_queue_held_between_recomputations_is_the_priority_order(rows, period):
+    """With PriorityCalcPeriod 0 the queue the main loop walks is `order` of the pending jobs at
+    every cycle; with a longer period it stays sorted by the priorities it holds."""
+    from gclc.solver.schedule.slurm import _in_order
+
+    jobs = [fx.job(f"j{i}", g, hours=h, priority=p, submit=s, limit=h) for i, (g, h, p, s) in enumerate(rows)]
+    slurm = policy("slurm", SlurmSettings(calc_period=period))
+
+    def check(sim):
+        memo = sim.memory.get("queue")
+        if memo is None:
+            return
+        assert memo["keys"] == sorted(memo["keys"])
+        if period == 0:        # every cycle recomputed; between cycles nothing became pending
+            got = [j.name for j in _in_order(sim, memo["keys"])]
+            want = [j.name for j in slurm.order(sim.pending.values(), memo["at"], memo["fair"], sim.state.total(),
+                                                sim.memory["top_qos"])]
+            assert got == want
+
+    simulate(fx.workload(jobs), slurm, failures=False, check=check)
