@@ -242,9 +242,12 @@ def test_check_time_grows_linearly_with_the_design(tmp_path, capsys, shape):
     for size in (10_000, 40_000):
         path = tmp_path / f"{size}.gcl"
         path.write_text(_design(*SHAPES[shape], size))
-        start = time.process_time()
-        check_file(str(path))
-        seconds.append(time.process_time() - start)
+        runs = []
+        for _ in range(3):   # the least of three: a shared machine's pauses are not the parser's
+            start = time.process_time()
+            check_file(str(path))
+            runs.append(time.process_time() - start)
+        seconds.append(min(runs))
     assert seconds[1] < 8 * seconds[0] + 0.05, seconds
 
 
