@@ -148,13 +148,14 @@ def test_real_slurm_starts_the_runs_in_the_simulated_order_on_the_simulated_node
             pytest.fail(f"the nodes did not come up: {idle!r}\n{(out / 'ctld.log').read_text()[-2000:]}")
         submitted = subprocess.run(["bash", str(out / "submit.sh")], env=env, capture_output=True, text=True)
         assert submitted.returncode == 0, submitted.stderr
-        for _ in range(300):
+        deadline = time.monotonic() + 75     # the daemons are killed at 90 s: never poll a dead one
+        while True:
             jobs = _jobs(env)
             if len(jobs) == len(runs) and all(state == "COMPLETED" for *_, state in jobs.values()):
                 break
+            if time.monotonic() > deadline or any(d.poll() is not None for d in daemons):
+                pytest.fail(f"the replay did not complete: {jobs}\n{(out / 'ctld.log').read_text()[-3000:]}")
             time.sleep(0.2)
-        else:
-            pytest.fail(f"the replay did not complete: {jobs}\n{(out / 'ctld.log').read_text()[-3000:]}")
         # negative control: a run placed on a node the cluster lacks is refused by sbatch itself
         broken = out / "broken.sbatch"
         script = next((out / "jobs").glob("*small*")).read_text()
