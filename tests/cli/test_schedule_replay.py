@@ -13,9 +13,11 @@ devices and counts them). The runs sleep their simulated seconds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -127,8 +129,9 @@ def test_real_slurm_starts_the_runs_in_the_simulated_order_on_the_simulated_node
     assert runs["w.small"]["rule"] == "backfill"          # the case worth replaying: backfill started it early
     expected = sorted(runs, key=lambda n: runs[n]["start_s"])
     env, nodes = _harness(out)
+    # each daemon in a session of its own, so that stopping it stops `timeout` and the daemon
     daemons = [subprocess.Popen(["timeout", "-s", "KILL", "90", "slurmctld", "-D", "-c", "-i"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)]
+                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)]
     try:
         for _ in range(50):
             if subprocess.run(["scontrol", "ping"], env=env, capture_output=True, timeout=20).returncode == 0:
@@ -137,7 +140,8 @@ def test_real_slurm_starts_the_runs_in_the_simulated_order_on_the_simulated_node
                 pytest.fail(f"slurmctld stopped:\n{(out / 'ctld.log').read_text()[-2000:]}")
             time.sleep(0.2)
         daemons += [subprocess.Popen(["timeout", "-s", "KILL", "90", "slurmd", "-D", "-N", n], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT) for n in nodes]
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+                    for n in nodes]
         for _ in range(100):
             idle = subprocess.run(["sinfo", "-h", "-o", "%D %t"], env=env, capture_output=True, text=True,
                                   timeout=20).stdout
@@ -164,7 +168,8 @@ def test_real_slurm_starts_the_runs_in_the_simulated_order_on_the_simulated_node
         assert refused.returncode != 0 and "node" in refused.stderr.lower(), refused
     finally:
         for d in daemons:
-            d.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(d.pid, signal.SIGKILL)
             d.wait()
     started = sorted(jobs, key=lambda n: jobs[n][0])
     assert [n.replace("w-", "w.") for n in started] == expected, (jobs, runs)
