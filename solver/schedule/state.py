@@ -111,7 +111,7 @@ class PartitionState:
             fits = np.flatnonzero(free >= gpus)
             order = fits[np.argsort(-free[fits] if spread else free[fits], kind="stable")][:1]
         else:
-            order = np.argsort(-free, kind="stable")
+            order = _fullest_first(free, gpus)
         held = np.cumsum(free[order])
         last = int(np.searchsorted(held, gpus))          # the first domain that completes it
         if last >= len(order):
@@ -214,3 +214,17 @@ class ClusterState:
 
     def total(self) -> int:
         return sum(p.working_gpus for p in self.partitions.values())
+
+
+def _fullest_first(free: np.ndarray, gpus: int) -> np.ndarray:
+    """Indices of `free` from the fullest domain down, ties in index order, as far as they
+    hold `gpus` (what a stable argsort of -free gives up to there): a pass per distinct free
+    count, never a sort of every domain of a spine group."""
+    parts, got = [], 0
+    for k in range(int(free.max(initial=0)), 0, -1):
+        found = np.flatnonzero(free == k)
+        parts.append(found)
+        got += k * len(found)
+        if got >= gpus:
+            break
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)

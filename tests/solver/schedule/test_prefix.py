@@ -19,3 +19,14 @@ def test_find_is_searchsorted_over_the_cumulative_sum(counts, changes):
     total = sum(counts)
     expected = np.searchsorted(np.cumsum(counts), np.arange(total + 1), side="right").tolist()
     assert [tree.find(u) for u in range(total + 1)] == expected   # total itself: past the last item
+
+
+@given(st.lists(st.integers(0, 8), min_size=1, max_size=40), st.integers(1, 200))
+def test_the_fullest_domains_first_are_a_stable_sorts_prefix(free, gpus):
+    from gclc.solver.schedule.state import _fullest_first
+
+    free = np.array(free)
+    order = np.argsort(-free, kind="stable")
+    got = _fullest_first(free, gpus)
+    assert list(got) == list(order[:len(got)])
+    assert free[got].sum() >= min(gpus, free.sum()) and (free[got] > 0).all()
