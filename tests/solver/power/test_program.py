@@ -194,7 +194,7 @@ CAMPUS = train_job(check_file(str(ROOT / "examples" / "gb200_nvl72_100k.gcl"), {
 
 
 def test_budget_from_the_design():
-    assert budget_of(CAMPUS) == pytest.approx(220e6)
+    assert budget_of(CAMPUS) == pytest.approx(200e6)
     assert budget_of(JOB) is None        # the test pod declares no budget
 
 
