@@ -13,7 +13,8 @@ partition blocking) and then the backfill pass (`sched/backfill`), with the
   where nothing is reserved forever after, and a running job with no limit holds its GPUs
   forever in the plan: time limits are what make backfill work.
 - Order: the multifactor priority (solver/schedule/multifactor.py: age, Fair Tree fair
-  share over the tenants, job size, partition, QOS), recomputed at every cycle.
+  share over the tenants, job size, partition, QOS), recomputed every `PriorityCalcPeriod`
+  (default 5 minutes); a job pending since takes its place by its priority on arrival.
 - Placement: topology/tree's lowest-switch best fit, as few leaf switches as the job needs
   (the `--switches` the export writes) until it has waited `max_switch_wait` (default 5
   minutes), then anywhere in the partition.
