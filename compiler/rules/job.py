@@ -15,15 +15,20 @@ from ...dsl.numbers import number
 
 
 def job_rules(job: Entity) -> Iterator[Diagnostic]:
-    if "maximize" in job.record and "minimize" in job.record:
-        yield codes.SHAPE.make(job.span_of("minimize"), what="a job has one objective: `maximize` or `minimize`",
-                               labels=[Label(job.span_of("maximize"), "the other objective")])
+    yield from one_objective(job)
     yield from _objective(job)
     yield from _pins(job)
     yield from _shared(job)
     yield from _goodput(job)
     yield from _schedule(job)
     yield from _batch_split(job)
+
+
+def one_objective(job: Entity) -> Iterator[Diagnostic]:
+    """A job (train or RL) states `maximize` or `minimize`, not both."""
+    if "maximize" in job.record and "minimize" in job.record:
+        yield codes.SHAPE.make(job.span_of("minimize"), what="a job has one objective: `maximize` or `minimize`",
+                               labels=[Label(job.span_of("maximize"), "the other objective")])
 
 
 def _goodput(job: Entity) -> Iterator[Diagnostic]:

@@ -10,7 +10,7 @@ from typing import Iterator
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Entity, Partition
-from .job import _chips_of, job_precision
+from .job import _chips_of, job_precision, one_objective
 
 POOLS = ("generate", "train")
 # Samples a step the planner simulates: every sample's generation is simulated for each pair of
@@ -21,9 +21,7 @@ MAX_SAMPLES = 16_384
 
 
 def rl_rules(job: Entity) -> Iterator[Diagnostic]:
-    if "maximize" in job.record and "minimize" in job.record:
-        yield codes.SHAPE.make(job.span_of("minimize"), what="a job has one objective: `maximize` or `minimize`",
-                               labels=[Label(job.span_of("maximize"), "the other objective")])
+    yield from one_objective(job)
     yield from _algorithm(job)
     yield from _batch(job)
     yield from _objective(job)

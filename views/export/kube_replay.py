@@ -20,7 +20,7 @@ import math
 
 from ...compiler.design import Design
 from ...dsl.numbers import duration
-from . import kueue
+from .kueue import NAMESPACE, priority_class, queue_name
 from .kubernetes import HOSTNAME, PARTITION_LABEL, as_yaml, export as cluster_objects, gpu_resource
 from .layout import Layout, layout, slug
 from .replay import nodes_of, runs_in_order
@@ -51,9 +51,9 @@ def _jobset(lay: Layout, workload, job: dict, seg: dict, index: int, rank: int, 
     nodes = nodes_of(group, workload, job["name"], seg)
     per_pod = math.ceil(seg["gpus"] / len(nodes))
     resource = {gpu_resource(group): per_pod}
-    cls, extra = kueue.priority_class(job["priority_label"])
+    cls, extra = priority_class(job["priority_label"])
     name = f"r{rank + 1:04d}-{slug(job['name'])[:30].rstrip('-')}"
-    labels = {"kueue.x-k8s.io/queue-name": kueue.queue_name(lay, tenant),
+    labels = {"kueue.x-k8s.io/queue-name": queue_name(lay, tenant),
               "kueue.x-k8s.io/priority-class": cls}
     if job["time_limit_s"]:
         labels["kueue.x-k8s.io/max-exec-time-seconds"] = str(math.ceil(job["time_limit_s"]))
@@ -71,7 +71,7 @@ def _jobset(lay: Layout, workload, job: dict, seg: dict, index: int, rank: int, 
     spec = {"parallelism": len(nodes), "completions": len(nodes), "completionMode": "Indexed",
             "backoffLimit": 0, "template": pod}
     jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-              "metadata": {"name": name, "namespace": kueue.NAMESPACE, "labels": labels},
+              "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
               "spec": {"replicatedJobs": [{"name": "run", "replicas": 1, "template": {"spec": spec}}]}}
     return ([extra] if extra else []) + [jobset]
 

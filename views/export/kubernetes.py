@@ -29,8 +29,8 @@ import yaml
 
 from ...compiler.design import Design, Entity
 from ...solver.schedule.settings import KueueSettings
-from . import kueue
-from .kueue import NAMESPACE, PRIORITIES, priority_class, priority_classes  # noqa: F401 (where callers find them)
+from .kueue import (NAMESPACE, PRIORITIES, Flavor, configuration as kueue_configuration, priority_class,  # noqa: F401
+                    priority_classes, queue_name, queues, settings as kueue_settings, tenants as kueue_tenants)
 from .layout import Group, Layout, Level, slug
 from .environment import environment
 from .target import JobPlan, Share, header
@@ -46,13 +46,13 @@ def export(layout: Layout, job: JobPlan | None, source: str, image: str = "REPLA
            design: Design | None = None, cluster: Entity | None = None) -> dict[str, str]:
     """`design` and `cluster`: where the tenants and the `scheduler kueue` settings come from
     (without them, one ClusterQueue and Kueue's defaults)."""
-    settings = kueue.settings(design, cluster)
-    tenants = kueue.tenants(design, cluster)
+    settings = kueue_settings(design, cluster)
+    tenants = kueue_tenants(design, cluster)
     files = {
         "kueue.yaml": as_yaml(header(source, f"Kueue topology and queues of cluster {layout.cluster}"),
                             kueue_objects(layout, settings, tenants)),
         "kueue-config.yaml": as_yaml(header(source, "Kueue's manager configuration (its controller_manager_config.yaml)"),
-                                   [kueue.configuration(settings)]),
+                                   [kueue_configuration(settings)]),
         "nodes.yaml": as_yaml(header(source, f"node labels of cluster {layout.cluster}"), node_objects(layout)),
     }
     if job is not None:
@@ -87,8 +87,8 @@ def kueue_objects(layout: Layout, settings: KueueSettings = KueueSettings(), ten
                     "spec": {"levels": levels + [{"nodeLabel": HOSTNAME}]}})
         out.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name},
                     "spec": {"nodeLabels": {PARTITION_LABEL: group.slug}, "topologyName": name}})
-        flavors.append(kueue.Flavor(group.partition.name, name, gpu_resource(group), group.partition.gpus))
-    return out + kueue.queues(layout, flavors, settings, tenants or {}) + priority_classes()
+        flavors.append(Flavor(group.partition.name, name, gpu_resource(group), group.partition.gpus))
+    return out + queues(layout, flavors, settings, tenants or {}) + priority_classes()
 
 
 def node_labels(group: Group, index: int) -> dict[str, str]:
@@ -113,7 +113,7 @@ def jobset(layout: Layout, job: JobPlan, image: str, settings: KueueSettings = K
     """The JobSet, queued in its tenant's LocalQueue with its priority's class and its time
     limit; a train job restarts as a whole (from its checkpoint) up to the failures its run
     expects (target.py Run.restarts), as the goodput model assumes."""
-    labels = {"kueue.x-k8s.io/queue-name": kueue.queue_name(layout, job.run.tenant),
+    labels = {"kueue.x-k8s.io/queue-name": queue_name(layout, job.run.tenant),
               "kueue.x-k8s.io/priority-class": priority_class(job.run.priority)[0]}
     if job.run.time_limit:
         labels["kueue.x-k8s.io/max-exec-time-seconds"] = str(math.ceil(job.run.time_limit))

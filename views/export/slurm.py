@@ -28,7 +28,7 @@ import math
 from ...compiler.design import Design, Entity
 from ...compiler.trace import priority_value
 from ...solver.schedule.settings import SlurmSettings
-from . import slurm_policy as policy
+from .slurm_policy import accounts_script, conf_lines, priorities, qos_name, qos_script, settings as policy_settings
 from ...compiler.ir import NodeType
 from ...compiler.hostlist import compress, lines as host_lines
 from .layout import Group, Layout, slug
@@ -41,16 +41,16 @@ def export(layout: Layout, design: Design, job: JobPlan | None, source: str,
            cluster: Entity | None = None) -> dict[str, str]:
     """`cluster`: the design's cluster being written (default: the one `layout` lays out)."""
     cluster = cluster or next(e for e in design.of_kind("cluster") if e.name == layout.cluster)
-    settings = policy.settings(design, cluster)
-    qos = policy.priorities(design, cluster, job)
+    settings = policy_settings(design, cluster)
+    qos = priorities(design, cluster, job)
     files = {
         "slurm.conf": slurm_conf(layout, design, source, settings),
         "gres.conf": gres_conf(layout, source),
         "topology.conf": topology_tree(layout, source),
         "topology-block.conf": topology_block(layout, source),
-        "qos.sh": policy.qos_script(qos, settings, source),
+        "qos.sh": qos_script(qos, settings, source),
     }
-    accounts = policy.accounts_script(design, cluster, qos, source)
+    accounts = accounts_script(design, cluster, qos, source)
     if accounts is not None:
         files["accounts.sh"] = accounts
     if job is not None:
@@ -70,7 +70,7 @@ def slurm_conf(layout: Layout, design: Design, source: str, settings: SlurmSetti
              "TopologyPlugin=topology/tree",
              "SelectType=select/cons_tres",
              "SelectTypeParameters=CR_Core_Memory"]
-    lines += policy.conf_lines(settings)
+    lines += conf_lines(settings)
     for group in layout.groups:
         node = group.partition.node
         lines.append(f"# partition {group.partition.name}: {len(group.nodes)} x {node.name}, "
@@ -214,7 +214,7 @@ def _run_lines(job: JobPlan) -> list[str]:
         out.append(f"# no time limit: {run.time_source}")
     if run.tenant:
         out.append(f"#SBATCH --account={run.tenant}")
-    out.append(f"#SBATCH --qos={policy.qos_name(priority_value(job.entity.get('priority'))[1])}")
+    out.append(f"#SBATCH --qos={qos_name(priority_value(job.entity.get('priority'))[1])}")
     if not job.serve:
         expected = f", about {run.restarts} over the run" if run.restarts else ""
         out += [f"# a node failure requeues the job: it restarts from its last checkpoint{expected}",
