@@ -30,6 +30,11 @@ def family_of(row: dict) -> str:
 def date_of(row: dict) -> str | None:
     """YYYY-MM the row's numbers were produced with, from what it cites (None: not stated)."""
     text = " ".join(row[k] for k in ("framework", "group", "source", "source_locator"))
+    # a release month the row states outright wins over the paper's date (MT-NLG ran on a
+    # DeepSpeed older than its arXiv preprint)
+    stated = re.search(r"release of (\d{4})-(\d{2})", row["framework"])
+    if stated:
+        return f"{stated.group(1)}-{stated.group(2)}"
     core = re.search(r"(?:Megatron-Core|core)[ _]r?(\d+\.\d+)", text, re.IGNORECASE)
     if core and core.group(1) in CORE_RELEASES:
         return CORE_RELEASES[core.group(1)]

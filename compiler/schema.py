@@ -15,7 +15,7 @@ from . import formats
 from .serve_trace import MAX_ROWS
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
-SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "fsdp", "fsdp_compiled", "maxtext")
+SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_2022", "fsdp", "fsdp_compiled", "maxtext")
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)
 # How a serve job's requests pick a replica (solver/serve/sim.py), as the SGLang router's `--policy`
 # names them (sgl-project/sglang sgl-router; its gateway's docs/concepts/routing/load-balancing.md):

@@ -35,17 +35,21 @@ from .stacks import ERAS
 #     in place); PyTorch FSDP recipes call eager `cross_entropy` on fp32 logits, torchtitan's
 #     compiled ones too until it compiled the loss in 2025-04 (a job states `loss = compiled`);
 #     XLA fuses MaxText's (ESTIMATE: as Megatron's, its logits cast to fp32)
+#   pipe_p2p: how the pipeline engine moves activations and gradients between stages
+#     (model/train/pipeline.py): Megatron's batched, scattered exchange; DeepSpeed's
+#     PipelineEngine's blocking, partitioned transfers, before v0.5.4 with whole gradients
 _COLUMNS = ("attention", "fused", "dropout", "tp_overlap", "dp_overlap", "ep_overlap", "hierarchical", "grad_bytes",
-            "loss")
+            "loss", "pipe_p2p")
 STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name, row in {
-    #                 attention   fused  dropout tp_ovl dp_ovl ep_ovl hier   grad_bytes loss
-    "megatron":        ("unfused",  True,  True,   False, False, False, True,  4,  "fused"),
-    "megatron_core":   ("flash",    True,  False,  True,  True,  False, True,  2,  "fused"),
-    "nemo":            ("flash",    True,  False,  True,  True,  False, True,  2,  "fused"),
-    "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2,  "fused"),
-    "fsdp":            ("flash2",   False, False,  False, True,  False, True,  2,  "eager"),
-    "fsdp_compiled":   ("flash2",   True,  False,  False, True,  False, True,  2,  "eager"),
-    "maxtext":         ("flash",    True,  False,  True,  True,  False, True,  2,  "fused"),
+    #                 attention   fused  dropout tp_ovl dp_ovl ep_ovl hier   grad_bytes loss  pipe_p2p
+    "megatron":        ("unfused",  True,  True,   False, False, False, True,  4,  "fused", "batched"),
+    "megatron_core":   ("flash",    True,  False,  True,  True,  False, True,  2,  "fused", "batched"),
+    "nemo":            ("flash",    True,  False,  True,  True,  False, True,  2,  "fused", "batched"),
+    "deepspeed":       ("unfused",  True,  True,   False, True,  False, False, 2,  "fused", "whole_grads"),
+    "deepspeed_2022":  ("unfused",  True,  True,   False, True,  False, False, 2,  "fused", "partitioned"),
+    "fsdp":            ("flash2",   False, False,  False, True,  False, True,  2,  "eager", "batched"),
+    "fsdp_compiled":   ("flash2",   True,  False,  False, True,  False, True,  2,  "eager", "batched"),
+    "maxtext":         ("flash",    True,  False,  True,  True,  False, True,  2,  "fused", "batched"),
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"
 assert {e.stack for e in ERAS} == set(STACKS), "every stack names its releases (model/stacks.py)"

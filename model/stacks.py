@@ -24,6 +24,10 @@ Sources, abbreviated below:
           intermediates stay in registers; torchtitan `--training.compile` compiles each
           transformer block (docs/performance.md rows "FSDP + torch.compile", 2024-12); the
           matmuls and SDPA attention stay the same library kernels
+  [ds-pipe] deepspeedai/DeepSpeed deepspeed/runtime/pipe/{engine,p2p}.py at 1ff25748b (2021-08)
+          and 1fc74cb9c (2021-10, after PR #1407 "Big science related changes", 2021-09-29:
+          "pipeline parallelism support for NCCL send/recv"; `is_grad_partitioned` follows the
+          model-parallel flag from then on, False before): model/train/pipeline.py
   [maxtext] AI-Hypercomputer/maxtext README (2023-04 onwards): XLA fuses attention and
           overlaps collectives
 """
@@ -50,8 +54,12 @@ ERAS = (
         "[mcore]: flash attention through Transformer Engine, overlapped DP and TP communication"),
     Era("nemo", "nemo", "2024-03", None, "NeMo 24.03 containers onwards, Megatron-Bridge",
         "[nemo]: Megatron-Core underneath, the recipes' overlaps on"),
-    Era("deepspeed", "deepspeed", "2020-02", "2022-12", "DeepSpeed ZeRO-3 as compared in SC21",
-        "[zero]: per-partition collectives crossing the network in full"),
+    Era("deepspeed", "deepspeed", "2020-02", "2021-09", "DeepSpeed before v0.5.4: ZeRO-3 as compared in SC21, "
+        "the PipelineEngine of MT-NLG", "[zero]: per-partition collectives crossing the network in full; [ds-pipe]: "
+        "blocking two-rank broadcasts between stages, gradients sent whole"),
+    Era("deepspeed_2022", "deepspeed", "2021-10", "2022-12", "DeepSpeed v0.5.4 (PR #1407, 2021-09-29) to 2022: "
+        "the PipelineEngine of BLOOM", "[zero]; [ds-pipe]: NCCL send/recv between stages, gradients partitioned "
+        "over the TP ranks like the activations"),
     Era("fsdp", "fsdp", "2022-03", None, "PyTorch FSDP (1.11) and FSDP2, torchtitan, llm-foundry",
         "[fsdp]"),
     Era("fsdp_compiled", "fsdp_compiled", "2023-03", None, "PyTorch 2.0 (torch.compile) onwards over FSDP/FSDP2 "

@@ -181,7 +181,7 @@ def gathered_bytes(shape: ModelShape, cfg: TrainConfig, zero: int | None = None)
         layers = max(1.0, shape.layers / cfg.pp)
         layer = (dense_params_per_gpu(shape, cfg) - root + expert_params_per_gpu(shape, cfg)) / layers
         saved = model_state(shape, cfg, 2)[0] - model_state(shape, cfg, 3)[0]
-        if cfg.stack == "deepspeed":   # gathered module by module: its largest matrix (model/train/peak.py)
+        if cfg.stack in ("deepspeed", "deepspeed_2022"):   # gathered module by module: its largest matrix (model/train/peak.py)
             layer = min(layer, shape.hidden * max(shape.ffn, (shape.heads + 2 * shape.kv_heads) * shape.head_dim)
                         / cfg.tp)
         width = value_bytes(cfg.precision) if cfg.fp8_params else WEIGHT_BYTES

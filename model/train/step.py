@@ -10,8 +10,7 @@ import math
 import attrs
 
 from ...compiler.ir import Partition
-from .. import comms
-from . import dp_sync, dpu, host, offload, offload_host, sharding
+from . import dp_sync, dpu, host, offload, offload_host, pipeline, sharding
 from . import optimizer as adam
 from . import moe as routed
 from .. import compute
@@ -20,7 +19,7 @@ from . import layer_cost
 from . import memory as memory_model
 from ..config import TrainConfig
 from ..memo import remember
-from .layer_cost import LAYER_NEUTRAL, Layer, activation_message, blend, blend_compute, layer_key, logits, recompute_flops
+from .layer_cost import LAYER_NEUTRAL, Layer, blend, blend_compute, layer_key, logits, recompute_flops
 from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
 from ..ops import gemm
 from ..dvfs import with_cap
@@ -99,11 +98,10 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     moe_layers = shape.moe_layers / cfg.pp
     dense_layers = shape.layers / cfg.pp - moe_layers
     head = logits(shape, cfg, chip)
-    # Megatron scatters the activation over the TP ranks' own links (scatter-gather in the
-    # pipeline); each of the vp model chunks on a GPU sends forward and backward.
-    message = activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
+    # each of the vp model chunks on a GPU sends forward and backward, as the stack's
+    # pipeline engine moves them (model/train/pipeline.py)
     vp = cfg.virtual_stages   # 1 without a pipeline: no bubble, no sends, whatever vp says
-    p2p = 2 * vp * comms.pipeline_send(message, cfg.pp, cfg.stride("pp"), tiers) if cfg.pp > 1 else 0.0
+    p2p = pipeline.micro_batch_sends(shape, cfg, tiers)
     # MTP modules sit after the output layer, on the last stage: a projection, one more
     # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2). With a
     # pipeline, the layout gives that stage fewer decoder layers to carry them (Megatron's
