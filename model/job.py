@@ -161,6 +161,15 @@ def optimizer_fields(entity: Entity) -> dict[str, str]:
     return {k: str(_plain(entity.get(k, Symbol("fp32")))) for k in OPTIMIZER_FIELDS}
 
 
+def stated_fields(job: Job) -> frozenset[str]:
+    """The job's `parallelism` fields it states, and `fp8_params` where it states it: what
+    model/train/guessed.py does not treat as a guess."""
+    stated = set(job.pinned)
+    if job.entity is not None and job.entity.get("fp8_params") is not None:
+        stated.add("fp8_params")
+    return frozenset(stated)
+
+
 def job_optimizer(job: Job) -> dict[str, object]:
     """The optimizer's precisions of a job and whether its weights are kept in fp8, as TrainConfig fields."""
     return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params}

@@ -10,7 +10,7 @@ import attrs
 from ..compiler.cost.tco import job_cost
 from ..dsl.numbers import duration, exact_bytes
 from ..model.train import optimizer
-from ..model.calibration import BAND_CONFIDENCE
+from ..model.calibration import BAND_CONFIDENCE, UNSTATED
 from ..model.config import TrainConfig
 from ..model.train.recompute import modules as recompute_modules
 from ..model.train.step import Estimate
@@ -216,7 +216,8 @@ def plan_json(plan) -> dict:
         "energy_per_token_j": plan.energy_per_token,
         "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
                        "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor,
-                                    "half_width": own.half_width((r,)) if own is not None else r.half_width}
+                                    "half_width": own.half_width((r,)) if own is not None else r.half_width,
+                                    **({"spread": r.spread} if r.key == UNSTATED else {})}
                                    for r in plan.band_reasons], **_calibrated(own)},
         "placement": placement_json(plan),
         "binding": list(plan.binding),

@@ -228,8 +228,9 @@ def _vp_candidates(pinned, schedule, layers: int, pp: int) -> tuple[int, ...]:
         vp = int(pinned)
         if vp > 1 and (pp == 1 or schedule in ("one_f_one_b", "gpipe")) or vp == 1 and schedule == "interleaved":
             return ()
-        if layers % (pp * vp):  # equal chunks only, as Megatron-LM requires (`gclc check` says so)
-            return ()
+        # taken as written even when pp x vp does not divide the layers (`gclc check` warns
+        # `uneven-pipeline`: Megatron's layout flags lighten the first and last stages, as the
+        # published Qwen3-235B recipes run 94 layers over 8 x 2); only a free vp needs equal chunks
         return (vp,)
     interleaved = [v for v in range(2, MAX_VP + 1) if pp > 1 and layers % (pp * v) == 0]
     if schedule == "interleaved" and pp > 1:

@@ -15,9 +15,10 @@ from ...dsl.numbers import duration, percent, quantity
 from ...dsl import display
 from ...model import comms, dvfs
 from ...model.calibration import Own, Reason, cluster_of, error_band, own_reasons, power_capped, reasons
-from ...model.job import Job
+from ...model.job import Job, stated_fields
 from ...model.power import Power, job_power
 from ...model.ranks import rank_partition
+from ...model.train import guessed
 from ...model.train.step import Estimate
 from . import enumerate as space_def
 from .explain import Infeasibility, explain
@@ -85,10 +86,13 @@ class Plan:
         cfg, job = self.best.config, self.job
         own = self.own
         if own is not None:
-            return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
-        chip = job.partition.node.accelerator
-        return reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
-                       stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)
+            found = own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
+        else:
+            chip = job.partition.node.accelerator
+            found = reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
+                            stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)
+        # fields left to the stack's default that the search does not choose (model/train/guessed.py)
+        return found + guessed.reasons(job.shape, cfg, job.partition, stated_fields(job), found)
 
     @property
     def clock(self) -> float:

@@ -133,7 +133,7 @@ def test_a_plan_whose_reasons_do_not_widen_says_so():
     text = ('import "std/nvidia"\ncluster C { units = 4 x HGX_H200  scaleout = NDR_FatTree }\n'
             "model M { arch = dense  layers = 32  hidden = 4096  heads = 32  ffn = 11008  vocab = 32000  seq = 4096 }\n"
             "train job { model = M  on = C  batch = 256  precision = bf16  software = megatron_core\n"
-            "  parallelism { tp = 1 pp = 1 dp = 32 } }\n")
+            "  parallelism { tp = 1 pp = 1 dp = 32 microbatch = 1 recompute = selective zero = 1 dp_overlap = true } }\n")
     p = plan(train_job(check_text(text, "h200.gcl").design))
     assert [r.key for r in p.band_reasons] == ["sibling"]       # bf16 of H200 taken from H100 (factor 1)
     shown = plan_text(p)

@@ -1,0 +1,79 @@
+"""Fields a design leaves unstated and how far their other values would move the prediction:
+the band must not be confident about a guess (issue 35 section 4).
+
+Two kinds. The planner searches the micro-batch, recompute, ZeRO stage and virtual stages of
+a job that leaves them free (solver/train/enumerate.py) and predicts its best choice; a run
+of the design may choose otherwise (a published run's recipe rarely is the model's optimum).
+The overlaps and fp8 weights it does not search: left out, each takes the software stack's
+default (model/config.py STACKS), and a run that set it otherwise runs at another speed. For
+each field the design leaves out and that matters to the configuration (an overlap of a
+dimension wider than one, fp8 weights under fp8, virtual stages on a pipeline), the chosen
+configuration is estimated again at each alternative value that is valid and still fits in
+memory (the searched fields' neighbours: the next micro-batch down and up, the other
+recompute modes and ZeRO stages of the search's grid), and the widest move of throughput,
+|log(alternative / chosen)|, is the field's spread (model/calibration.py Reason `spread`).
+An alternative that would cost more than a third of the throughput is not one a tuned run
+takes (ASSUMPTION: PLAUSIBLE; ZeRO-3 across a thousand replicas can run at a quarter of
+ZeRO-1's pace, and no recipe sets it there), so it does not widen the band.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import attrs
+
+from ...compiler.ir import Partition
+from ...dsl.numbers import percent
+from ..calibration import UNSTATED, Reason, half_width
+from ..config import TrainConfig
+from ..shape import ModelShape
+
+PLAUSIBLE = math.log(1.5)   # the widest |log| move of an alternative a run would take (see above)
+# field -> (when it matters to a configuration, its other values, in words)
+FIELDS = {
+    "tp_overlap": (lambda shape, cfg: cfg.tp > 1, lambda cfg: (True, False), "TP overlap with the GEMMs"),
+    "dp_overlap": (lambda shape, cfg: cfg.dp * cfg.cp > 1, lambda cfg: (True, False), "gradient reduction overlap"),
+    "ep_overlap": (lambda shape, cfg: shape.is_moe and cfg.ep > 1, lambda cfg: (True, False), "MoE all-to-all overlap"),
+    "fp8_params": (lambda shape, cfg: cfg.precision.startswith("fp8"), lambda cfg: (True, False),
+                   "fp8 weights without a bf16 copy"),
+    "zero": (lambda shape, cfg: cfg.dp * cfg.cp > 1, lambda cfg: (0, 1, 3), "ZeRO stage"),
+    "recompute": (lambda shape, cfg: True, lambda cfg: ("none", "selective", "full"), "activation recompute"),
+    "microbatch": (lambda shape, cfg: True, lambda cfg: (cfg.microbatch // 2, cfg.microbatch * 2), "micro-batch"),
+    "vp": (lambda shape, cfg: cfg.pp > 1, lambda cfg: (max(1, cfg.vp // 2), cfg.vp * 2), "virtual pipeline stages"),
+}
+
+
+def _valid(shape: ModelShape, cfg: TrainConfig) -> bool:
+    """Whether the search's grid holds `cfg` as far as an alternative value can break it."""
+    if cfg.microbatch < 1 or cfg.batch % (cfg.dp * cfg.microbatch):
+        return False
+    return cfg.vp == 1 or (shape.layers % (cfg.pp * cfg.vp) == 0 and cfg.microbatches % cfg.pp == 0)
+
+
+def spreads(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: frozenset[str]) -> dict[str, float]:
+    """For each field of FIELDS that the design does not state and that matters to `cfg`:
+    the widest |log| throughput ratio of its other values that fit, against `cfg`'s."""
+    from .step import estimate   # step imports this module's siblings; estimate at call time
+
+    base = estimate(shape, cfg, partition).step_time
+    out = {}
+    for field, (matters, values, _) in FIELDS.items():
+        if field in stated or not matters(shape, cfg):
+            continue
+        others = [attrs.evolve(cfg, **{field: value}) for value in values(cfg) if value != getattr(cfg, field)]
+        moves = [abs(math.log(e.step_time / base)) for e in
+                 (estimate(shape, other, partition) for other in others if _valid(shape, other)) if e.fits]
+        out[field] = max((m for m in moves if m <= PLAUSIBLE), default=0.0)
+    return out
+
+
+@functools.lru_cache(maxsize=64)   # a plan's text, JSON and band each ask for its reasons
+def reasons(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: frozenset[str],
+            others: tuple[Reason, ...] = ()) -> tuple[Reason, ...]:
+    """A Reason for each unstated field whose alternatives move the prediction by more than the
+    band of `others` already allows (its half width)."""
+    allowed = math.log1p(half_width(others))
+    return tuple(Reason(UNSTATED, f"{field} not stated ({FIELDS[field][2]}): ±{percent(math.expm1(spread), 2)}", spread)
+                 for field, spread in spreads(shape, cfg, partition, stated).items() if spread > allowed)

@@ -1,0 +1,47 @@
+"""The "defaults" run (benchmarks/defaults.py): a published run's design with every field its
+source did not publish left unstated, planned as a new user plans it. Checked on two real
+designs: what is dropped is exactly the fill-ins, and the plan's band names the guesses."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from gclc.compiler.driver import check_text
+from gclc.model.job import train_job
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+import defaults  # noqa: E402
+
+
+def _fields(text: str) -> dict[str, str]:
+    block = text[text.index("\ntrain "):]
+    return {m.group(1): m.group(0) for m in re.finditer(r"^\s*(\w+)\s*=.*$", block, re.MULTILINE)}
+
+
+def test_only_the_rows_own_fields_stay():
+    full = (BENCH / "runs" / "mb2511_27.gcl").read_text()
+    kept = _fields(defaults.published_only(full))
+    every = _fields(full)
+    dropped = set(every) - set(kept)
+    assert dropped == {"fp8_params", "recompute", "ep_overlap"}    # a recipe's, not the row's
+    assert all("# row" in every[f] or "#" not in every[f] for f in kept if f not in defaults._ALWAYS)
+    assert {"vp", "schedule", "batch", "gpus", "seq"} <= set(kept)
+    # a design whose row states no vp loses the interleaved schedule with it
+    assert "schedule" not in defaults.published_only(full.replace("vp = 24  # row", "vp = 24  # recipe"))
+
+
+def test_the_defaults_design_plans_and_its_band_names_what_was_guessed():
+    from gclc.solver.train.plan import plan
+
+    # Qwen3-30B-A3B token-drop on 8 GB200 (NeMo 25.09): the row states the layout, the
+    # micro-batch and ZeRO, not the recipe's recompute, whose other modes move the step
+    full = (BENCH / "runs" / "mb2509_5.gcl").read_text()
+    p = plan(train_job(check_text(defaults.published_only(full), "mb2509_5.gcl").design))
+    stated = plan(train_job(check_text(full, "mb2509_5.gcl").design))
+    assert p.best is not None and (p.best.config.ep, p.best.config.microbatch) == (8, 4)
+    assert "recompute" in {r.text.split()[0] for r in p.band_reasons if r.key == "unstated"}
+    assert not [r for r in stated.band_reasons if r.text.startswith("recompute")]
+    assert p.error_band["tokens_per_s"][0] < stated.error_band["tokens_per_s"][0]

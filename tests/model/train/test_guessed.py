@@ -1,0 +1,73 @@
+"""Bands that know what was guessed (model/train/guessed.py, model/calibration.py): a field the
+design leaves to its stack's default, that the planner does not search, and whose other values
+move the prediction by more than the band widens the band and is named; stated, it is not."""
+
+import math
+
+from hypothesis import given, strategies as st
+
+from gclc.compiler.driver import check_text
+from gclc.model import calibration
+from gclc.model.calibration import UNSTATED, Reason, half_width
+from gclc.model.job import pinned_config, stated_fields, train_job
+from gclc.model.train import guessed
+from gclc.solver.train.plan import plan
+from gclc.testing import load_profile
+
+load_profile()
+
+# A small fine-grained MoE over two DGX H100 nodes: its all-to-all crosses InfiniBand, so
+# whether it overlaps another micro-batch's compute moves the step by tens of percent.
+DESIGN = """import "std/nvidia"
+cluster Pod {
+  units    = 2 x DGX_H100
+  scaleout = NDR_FatTree
+}
+model M {
+  arch = moe  layers = 8  hidden = 2048  heads = 16  ffn = 6144  vocab = 32000  seq = 4096
+  experts { routed = 64  shared = 0  top_k = 8  ffn = 768 }
+}
+train job {
+  model = M  on = Pod  batch = 64  precision = bf16  software = nemo
+  parallelism { tp = 1 pp = 1 dp = 16 ep = 16 microbatch = 1 zero = 1 recompute = none PINS}
+}
+"""
+
+
+def _job(pins=""):
+    result = check_text(DESIGN.replace("PINS", pins), "guessed.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return train_job(result.design)
+
+
+def test_an_unstated_overlap_that_moves_the_step_widens_the_band_and_is_named():
+    loose, pinned = plan(_job()), plan(_job("ep_overlap = true "))
+    named = [r for r in loose.band_reasons if r.key == UNSTATED]
+    assert [r.text.split()[0] for r in named] == ["ep_overlap"]
+    assert not [r for r in pinned.band_reasons if r.key == UNSTATED]
+    # the alternative the band now allows is the stated run's own prediction
+    low, high = loose.error_band["tokens_per_s"]
+    assert low <= loose.best.tokens_per_s <= high
+    assert high >= pinned.best.tokens_per_s
+    assert half_width(loose.band_reasons) > half_width(pinned.band_reasons)
+
+
+def test_a_field_that_moves_the_step_less_than_the_band_is_not_named():
+    job = _job()
+    cfg = pinned_config(job)
+    moves = guessed.spreads(job.shape, cfg, job.partition, stated_fields(job))
+    assert set(moves) == {"dp_overlap", "ep_overlap"}      # no TP, no fp8: nothing else to guess
+    named = {r.text.split()[0] for r in guessed.reasons(job.shape, cfg, job.partition, stated_fields(job))}
+    allowed = math.log1p(half_width(()))
+    assert named == {f for f, s in moves.items() if s > allowed}
+    assert moves["dp_overlap"] <= allowed < moves["ep_overlap"]
+
+
+@given(st.floats(0.0, 2.0), st.floats(0.0, 2.0))
+def test_an_unstated_fields_factor_grows_with_its_spread_from_one(a, b):
+    fa, fb = Reason(UNSTATED, "x", a).factor, Reason(UNSTATED, "x", b).factor
+    assert fa >= 1.0 and fb >= 1.0
+    assert (fa <= fb) == (a <= b) or math.isclose(fa, fb)
+    # the band it widens reaches the alternative's throughput below the prediction
+    low, _ = calibration.ratio_band((Reason(UNSTATED, "x", a),))
+    assert low <= math.exp(-a) + 1e-12
