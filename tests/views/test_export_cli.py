@@ -29,6 +29,9 @@ REFUSED = {
     ("hetero_h100_a100", "megatron"): "no heterogeneous split",
     ("hetero_h100_a100", "torchtitan"): "no heterogeneous split",
     ("custom_dsa", "trace"): "`chat_405b` is a serve job",
+    ("custom_dsa", "chakra"): "`chat_405b` is a serve job",
+    ("hetero_h100_a100", "chakra"): "the heterogeneous split runs several",
+    ("gb200_nvl72_100k", "chakra"): "one trace file per rank, and the plan has 4,536 ranks",   # racks=64
     # a serving engine's settings need a serve job on a chip the engine runs on
     ("custom_dsa", "vllm"): "vLLM serves on NVIDIA and AMD GPUs",
     ("a100_cluster", "vllm"): "the design has no `serve` job",
@@ -58,6 +61,12 @@ def test_every_example_exports_to_every_kind_that_applies(example, kind, tmp_pat
         assert not out.exists()
         return
     assert status == 0, err
+    if kind == "chakra":   # a trace per rank (binary, gzipped) and the groups
+        files = {p.name: p for p in out.iterdir()}
+        ranks = len(files) - 1
+        assert set(files) == {f"workload.{r}.et" for r in range(ranks)} | {"comm_group.json"} and ranks > 1
+        assert files["workload.0.et"].read_bytes()[:2] == b"\x1f\x8b"
+        return
     expected = FILES[kind] - ({"job.sbatch", "jobset.yaml"} if example.job is None else set())
     assert {p.name for p in out.iterdir()} == expected
     if kind == "trace":   # JSON has no comments: the design stands in the trace's own metadata
