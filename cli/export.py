@@ -36,7 +36,8 @@ def add(commands) -> None:
                     "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet), trace (the planned "
                     "step as a Chrome/Perfetto trace: a track per pipeline stage and per communicator), chakra (the step as "
                     "Chakra execution traces per rank for ASTRA-sim, with its communicator groups), vllm (a serve "
-                    "plan's `vllm serve` settings per pool, as bash arrays and vLLM's config-file YAML).")
+                    "plan's `vllm serve` settings per pool, as bash arrays and vLLM's config-file YAML), sglang (the "
+                    "same for SGLang's launch_server).")
     export.add_argument("file", metavar="FILE")
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
     export.add_argument("-o", "--output", metavar="DIR",

@@ -21,6 +21,7 @@ FILES = {
     "kubernetes": {"kueue.yaml", "kueue-config.yaml", "nodes.yaml", "jobset.yaml"},
     "trace": {"trace.json"},
     "vllm": {"vllm.args", "vllm-serving.yaml"},
+    "sglang": {"sglang.args", "sglang-serving.yaml"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
 REFUSED = {
@@ -39,6 +40,12 @@ REFUSED = {
     ("gb200_nvl72_100k", "vllm"): "the design has no `serve` job",
     ("hetero_h100_a100", "vllm"): "the design has no `serve` job",
     ("mi300x_roce", "vllm"): "the design has no `serve` job",
+    ("custom_dsa", "sglang"): "made for the `vllm_v1` engine",   # planned with vLLM's profile
+    ("a100_cluster", "sglang"): "the design has no `serve` job",
+    ("dgx_h100_superpod", "sglang"): "the design has no `serve` job",
+    ("gb200_nvl72_100k", "sglang"): "the design has no `serve` job",
+    ("hetero_h100_a100", "sglang"): "the design has no `serve` job",
+    ("mi300x_roce", "sglang"): "the design has no `serve` job",
     ("hetero_h100_a100", "trace"): "the heterogeneous split runs several",
     # the SC21 run the example pins had no sequence parallelism, which torchtitan always uses with TP
     ("a100_cluster", "torchtitan"): "tp 8 without sequence parallelism",

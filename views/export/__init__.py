@@ -1,6 +1,6 @@
 """Exports to the software stack: the plan as Megatron-LM or torchtitan settings (or the step as
 a Chrome trace or per-rank Chakra execution traces for ASTRA-sim), a serve plan
-as a serving engine's launch settings (vLLM), the cluster (and the job) as Slurm or
+as a serving engine's launch settings (vLLM, SGLang), the cluster (and the job) as Slurm or
 Kubernetes/Kueue configuration.
 
 `export(kind, design, ...)` returns {file name: text} (bytes for binary files: Chakra's); pure functions of the design and
@@ -13,14 +13,14 @@ import attrs
 
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
-from . import chakra, kubernetes, megatron, slurm, torchtitan, trace, vllm
+from . import chakra, kubernetes, megatron, sglang, slurm, torchtitan, trace, vllm
 from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
 
-KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "chakra", "vllm")
+KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "chakra", "vllm", "sglang")
 NEEDS_JOB = ("megatron", "torchtitan", "trace", "chakra")
-SERVING_ENGINES = {"vllm": vllm}   # a serve job's engine launch settings (views/export/<engine>.py)
+SERVING_ENGINES = {"vllm": vllm, "sglang": sglang}   # a serve job's engine launch settings (views/export/<engine>.py)
 
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
