@@ -206,7 +206,7 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
 
 
 def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
-    """An rl job: one gang holding both its pools, on one partition (solver/rl/schedule.py)."""
+    """An rl job: one gang holding both its pools, on one partition or two (solver/rl/schedule.py)."""
     from ..rl.schedule import gang_options
 
     found = gang_options(entity, problems)
@@ -216,7 +216,8 @@ def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
     weight, label = priority_value(entity.get("priority"))
     submit, limit = entity.get("submit"), entity.get("time_limit")
     return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, steps, "steps",
-                    True, tuple(Option(p, gpus, rate, math.inf, 0.0, 0.0, None) for p, gpus, rate in options), (),
+                    True, tuple(Option(p, gpus, rate, math.inf, 0.0, 0.0, None, companion)
+                                for p, gpus, rate, companion in options), (),
                     entity.span, float(limit.value) if limit is not None else math.inf,
                     getattr(entity.get("tenant"), "name", ""))
 

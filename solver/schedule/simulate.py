@@ -337,8 +337,9 @@ class Simulation:
             else:
                 run.phase, run.restarts = "pending", run.restarts + 1
         run.remaining -= kept
-        run.useful += kept / rate * run.gpus
-        run.held += (now - run.start) * run.gpus
+        width = run.gpus + alloc.held_gpus - alloc.gpus     # an rl gang's companion pool holds GPUs too
+        run.useful += kept / rate * width
+        run.held += (now - run.start) * width
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
                              run.rule, tuple(zip(alloc.domains, alloc.counts))))
         self.run_changes.append(("stop", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, run.start, now))
