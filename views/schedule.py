@@ -58,6 +58,7 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         "level": last[4] if last else None,
         "tier": tiers[last[2]][last[4]] if last else None,
         "domains": last[5] if last else 0,
+        "companion": _companion(run),
         # useful time is part of the held time; the two sums round apart by an ulp
         "goodput_share": min(run.useful / run.held, 1.0) if run.held else None,
         "goodput_share_model": model[0] if model else None,
@@ -69,6 +70,14 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
                       "rule": rule, "domain_gpus": [list(x) for x in held]}
                      for a, b, p, g, lv, n, why, rule, held in run.segments],
     }
+
+
+def _companion(run: Run) -> dict | None:
+    """The generation pool an rl gang across two partitions held beside the job's GPUs (its last run)."""
+    if run.option is None or run.option.companion is None:
+        return None
+    partition, gpus = run.option.companion
+    return {"partition": partition, "gpus": gpus}
 
 
 def _waited(run: Run) -> float | None:
@@ -184,6 +193,8 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                      f"{count(s['peak_gpus'], 'GPU')}")
     for j in jobs[:limit]:
         where = f"{j['partition']}: {j['domains']} dom., {j['tier']}" if j["partition"] else "never ran"
+        if j["companion"]:   # an rl gang across two partitions: its generation pool too
+            where = f"{j['partition']} + {j['companion']['gpus']} {j['companion']['partition']}: {j['domains']} dom."
         lines.append(f"  {j['name'][:22]:<22} {j['priority_label'][:8]:>8} {_h(j['wait_s']):>9} {_h(j['start_s']):>9} "
                      f"{_h(j['end_s']):>9} {j['gpus']:>6} {where[:34]:<34} {_pct(j['goodput_share']):>8} "
                      f"{j['preemptions']:>3} {j['failures']:>4}")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 from pathlib import Path
 
 import attrs
+import jsonschema
 import pytest
 
 from gclc.compiler.driver import check_file, check_text
@@ -16,8 +18,10 @@ from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.jobs import ScheduleError, build
 from gclc.solver.schedule.simulate import simulate
 from gclc.solver.schedule.state import ClusterState
+from gclc.views.schedule import schedule_json
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "rl_shared.gcl"
+SCHEMA = Path(__file__).resolve().parents[3] / "views" / "schedule.schema.json"
 
 
 @functools.cache
@@ -66,6 +70,12 @@ def test_a_gang_across_partitions_waits_for_both_and_holds_both(policy):
     assert rl.phase == filled.phase == "done"
     assert rl.first_start == pytest.approx(filled.end)          # b's 16 GPUs were the gang's too
     assert rl.held == pytest.approx((8 + 16) * (rl.end - rl.first_start))
+    if policy == "priority":   # the schedule's JSON names both pools, as its schema says
+        data = schedule_json(fx.workload([fill, _two_pools(submit=0.1)]), outcome, [])
+        jsonschema.validate(data, json.loads(SCHEMA.read_text()))
+        job = next(j for j in data["jobs"] if j["name"] == "rl")
+        assert (job["partition"], job["gpus"], job["companion"], job["unit"]) == \
+            ("a", 8, {"partition": "b", "gpus": 16}, "steps")
 
 
 def test_a_failure_on_the_companion_partition_reaches_the_gang():
