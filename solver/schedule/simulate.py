@@ -115,8 +115,10 @@ class Simulation:
         # the runs whose ends end the simulation: every job but the stretches of a service,
         # which serve for as long as anything else runs (all of them where nothing else is)
         self.owed = {n for n, r in self.runs.items() if not r.job.service} or set(self.runs)
-        # jobs with more than one size on a partition: the only ones that can grow
+        # jobs with more than one size on a partition: the only ones that can grow (an rl gang
+        # across partitions does not: its sizes are placements, each planned whole)
         self.elastic = {n for n, r in self.runs.items() if r.job.gang and not r.job.service
+                        and not any(o.companion for o in r.job.options)
                         and len({(o.partition, o.gpus) for o in r.job.options}) > len(r.job.partitions)}
         self.left = len(self.owed)
         last = max((j.submit for j in workload.jobs), default=0.0)
