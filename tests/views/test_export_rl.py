@@ -57,3 +57,11 @@ def test_what_an_rl_job_has_no_pool_for_is_refused():
     for kind in ("torchtitan", "trace", "slurm"):
         with pytest.raises(ExportError, match="`grpo` is an rl job: its generation pool exports as `vllm`"):
             export(kind, d, job="grpo")
+
+
+def test_an_rl_job_without_a_plan_says_why_instead_of_exporting():
+    from gclc.views.export import Infeasible
+
+    text = RL.read_text().replace("memory <= 90%", "memory <= 1%")
+    with pytest.raises(Infeasible, match="`grpo` has no plan: the policy's training fits no layout"):
+        export("vllm", check_text(text, str(RL)).design, job="grpo")

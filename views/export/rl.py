@@ -33,7 +33,9 @@ LOOP = "the RL loop (weight sync between the pools, staleness, scoring) is the R
 def best(entity: Entity) -> RLPlan:
     plan = plan_rl(entity, top=0)
     if plan.best is None:
-        raise Infeasible(f"`{entity.name}` has no plan: " + "; ".join(plan.result.reasons))
+        reasons = plan.result.reasons
+        more = f" (and {len(reasons) - 3} more; `gclc plan` lists them)" if len(reasons) > 3 else ""
+        raise Infeasible(f"`{entity.name}` has no plan: " + "; ".join(reasons[:3]) + more)
     return plan
 
 
