@@ -33,7 +33,7 @@ def gang_options(entity: Entity, problems: list[Diagnostic]) -> tuple[list[GangO
         problems.append(codes.NO_SIZE.make(entity.span, what=f"`{entity.name}` has no amount of work to schedule",
                                            notes=["help: add `steps = 1000`: an rl job's work is its steps"]))
         return None
-    options = [option for g, t in _placements(job) if (option := _option(job, g, t)) is not None]
+    options = [option for g, t in placements(job) if (option := _option(job, g, t)) is not None]
     if not options:
         problems.append(codes.NO_FEASIBLE_SIZE.make(
             entity.span, what=f"`{entity.name}` has no plan on the partitions it may use",
@@ -42,7 +42,7 @@ def gang_options(entity: Entity, problems: list[Diagnostic]) -> tuple[list[GangO
     return sorted(options, key=lambda o: -o[2]), float(job.steps)
 
 
-def _placements(job: RLJob) -> list[tuple[str, str]]:
+def placements(job: RLJob) -> list[tuple[str, str]]:
     """(generation partition, training partition) pairs the pins allow: each partition alone,
     then each ordered pair of two (pools apart)."""
     names = [p.name for p in job.partitions]

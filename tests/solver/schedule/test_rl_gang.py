@@ -14,6 +14,8 @@ import jsonschema
 import pytest
 
 from gclc.compiler.driver import check_file, check_text
+from gclc.model.rl.job import rl_job
+from gclc.solver.rl.schedule import placements
 from gclc.solver.schedule.catalog import POLICIES
 from gclc.solver.schedule.jobs import ScheduleError, build
 from gclc.solver.schedule.simulate import simulate
@@ -98,6 +100,12 @@ def test_an_rl_job_may_generate_on_one_partition_and_train_on_another():
     rl = next(j for j in workload.jobs if j.name == "grpo")
     apart = [o for o in rl.options if o.companion is not None]
     assert apart and all(o.companion[0] != o.partition and o.gpus + o.companion[1] <= 32 for o in apart)
-    pinned = DATA.read_text().replace("staleness = 1", "staleness = 1  placement = colocated")
-    colocated = next(j for j in build(check_text(pinned, str(DATA)).design).jobs if j.name == "grpo")
-    assert all(o.companion is None for o in colocated.options)   # the file's placement rules them out
+    # the file's pins rule placements out: colocated keeps each partition alone, pinned pools one pair
+    def placements(edit):
+        return placements(rl_job(check_text(edit(DATA.read_text()), str(DATA)).design["grpo"]))
+
+    assert placements(lambda t: t) == [("h100", "h100"), ("a100", "a100"), ("h100", "a100"), ("a100", "h100")]
+    assert placements(lambda t: t.replace("staleness = 1", "staleness = 1  placement = colocated")) == \
+        [("h100", "h100"), ("a100", "a100")]
+    assert placements(lambda t: t.replace("staleness = 1", "staleness = 1\n  generate { on = Lab.a100 }"
+                                                           "  train { on = Lab.h100 }")) == [("a100", "h100")]
