@@ -101,11 +101,11 @@ def test_an_rl_job_may_generate_on_one_partition_and_train_on_another():
     apart = [o for o in rl.options if o.companion is not None]
     assert apart and all(o.companion[0] != o.partition and o.gpus + o.companion[1] <= 32 for o in apart)
     # the file's pins rule placements out: colocated keeps each partition alone, pinned pools one pair
-    def placements(edit):
+    def pairs(edit):
         return placements(rl_job(check_text(edit(DATA.read_text()), str(DATA)).design["grpo"]))
 
-    assert placements(lambda t: t) == [("h100", "h100"), ("a100", "a100"), ("h100", "a100"), ("a100", "h100")]
-    assert placements(lambda t: t.replace("staleness = 1", "staleness = 1  placement = colocated")) == \
+    assert pairs(lambda t: t) == [("h100", "h100"), ("a100", "a100"), ("h100", "a100"), ("a100", "h100")]
+    assert pairs(lambda t: t.replace("staleness = 1", "staleness = 1  placement = colocated")) == \
         [("h100", "h100"), ("a100", "a100")]
-    assert placements(lambda t: t.replace("staleness = 1", "staleness = 1\n  generate { on = Lab.a100 }"
+    assert pairs(lambda t: t.replace("staleness = 1", "staleness = 1\n  generate { on = Lab.a100 }"
                                                            "  train { on = Lab.h100 }")) == [("a100", "h100")]
