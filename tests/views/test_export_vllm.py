@@ -158,7 +158,9 @@ def test_the_exported_replica_is_the_plans(verdicts, tmp_path):
     planned.write_text(SERVE.read_text().replace("profile      = sglang", "profile      = vllm_v1"))
     best = job_plan(job_entity(_design(planned), None)).served.decode.replica.config
     got = verdicts["aggregated/serving/args"][1]["config"]
-    assert (got["tp"], got["dp"], got["pp"], got["max_num_seqs"]) == (best.tp, best.ep, best.pp, best.batch)
+    assert (got["tp"], got["dp"], got["pp"]) == (best.tp, best.ep, best.pp)
+    # vLLM's limit is per DP rank (vllm/config/scheduler.py): together the ranks hold the planned batch
+    assert got["max_num_seqs"] == -(-best.batch // best.ep) and got["dp"] * got["max_num_seqs"] >= best.batch
     assert (got["max_num_batched_tokens"], got["block_size"], got["max_model_len"]) == (8192, 64, 4096)
     assert got["gpu_memory_utilization"] == pytest.approx(0.9)   # `memory <= 90%`
 
@@ -188,7 +190,7 @@ def test_an_rl_plans_generation_pool_is_the_engine_vllm_runs(verdicts, case):
         assert "error" not in verdict, verdict.get("error")
         got = verdict["config"]
         c = layout.config
-        assert (got["tp"], got["pp"], got["dp"], got["max_num_seqs"]) == (c.tp, c.pp, c.ep, c.batch)
+        assert (got["tp"], got["pp"], got["dp"], got["max_num_seqs"]) == (c.tp, c.pp, c.ep, -(-c.batch // c.ep))
         assert (got["max_num_batched_tokens"], got["max_model_len"]) == (8192, 1280)
         assert got["prefix_caching"] and got["cache_dtype"] == "auto" and got["quantization"] is None
         assert got["gpu_memory_utilization"] == pytest.approx(limit / hbm, abs=1e-4)
