@@ -86,6 +86,7 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
         why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus) if own else ()
         own_low, own_high = own.ratio_band(why) if own else (low, high)
         rows.append({"run": case.run_id, "group": case.group, "chip": case.chip, "yours": len(yours),
+                     "moe": case.job.shape.is_moe,
                      "before": before.predicted / case.measured - 1, "after": after / case.measured - 1,
                      "inside_before": low <= case.measured / before.predicted <= high,
                      "inside_after": own_low <= case.measured / after <= own_high,
@@ -168,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
             found = [r for r in curves if r["curve"] == name]
             print(f"{'nccl-tests ' + name:58} {len(found):>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}")
+        for name, kind in (("dense", False), ("MoE", True)):
+            found = [r for r in rows if r["moe"] == kind]
+            print(f"{name + ' held-back runs':58} {'':>5} {len(found):>4}  "
+                  f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
+                  f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
     before, after = [r["before"] for r in rows], [r["after"] for r in rows]
     widths = [r["half_width_after"] for r in rows]
     print(f"own calibration, held-back runs: n={len(rows)} in {len({(r['group'], r['chip']) for r in rows})} systems "
