@@ -8,7 +8,7 @@ the tiers alone charged both the same efficiency.
 The training step's collectives go through here (tensor-parallel all-reduces, ZeRO's
 reduce-scatters and all-gathers, data-parallel all-reduces). A torus axis is not NCCL's:
 there the tiers' own ring latency stays (TPU ICI and custom meshes run their own
-collectives).
+collectives), plus that runtime's own per-call floor (`TORUS_CALL_S`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,14 @@ from . import comms
 from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology
 
 _SCALE_UP = ("node", "supernode")
+
+# A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
+# beside its hops (the tiers' latency, one a ring step). "How to Scale Your Model" (Austin et
+# al., Google DeepMind, 2025; sharding.md, "A note on ICI latency" and the latency-bound
+# AllGather of its worked problem): a 3-hop AllGather of 32 kB shards on a TPU v5e 4x4 is
+# "roughly 3 * 1us = 3us. In practice, it's closer to 8us": ~5 us for the call beyond its
+# hops. ESTIMATE: one measured profile, applied to every torus.
+TORUS_CALL_S = 5e-6
 
 
 def all_reduce(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
@@ -52,8 +60,16 @@ def _call(collective: str, nbytes: float, stages) -> float:
     for option in _options(stages):
         option = tuple(option)
         priced = _priced(collective, nbytes, option)
-        best = min(best, comms.PER_OPTION[collective](nbytes, option) if priced is None else priced.seconds)
+        best = min(best, comms.PER_OPTION[collective](nbytes, option) + torus_floor(option) if priced is None
+                   else priced.seconds)
     return best if best < math.inf else 0.0
+
+
+def torus_floor(option) -> float:
+    """The per-call floor of a collective over a torus axis (0 elsewhere, or for one rank)."""
+    if not any(s.tier.ring for s in option) or math.prod(s.peers for s in option) <= 1:
+        return 0.0
+    return TORUS_CALL_S
 
 
 def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> Choice | None:

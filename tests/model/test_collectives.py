@@ -101,7 +101,9 @@ def test_a_torus_axis_keeps_the_tiers_own_ring():
     axis = (tier(0, 8, 100e9, "node", ring=8, kind="ici"),)
     stages = comms.place(8, 1, axis)
     assert collectives.communicator(tuple(stages)) is None
-    assert collectives.all_reduce(1e6, stages) == comms.all_reduce(1e6, stages)
+    # its own runtime's per-call floor on top (TPU: ~5 us beyond the hops, model/collectives.py)
+    assert collectives.all_reduce(1e6, stages) == comms.all_reduce(1e6, stages) + collectives.TORUS_CALL_S
+    assert collectives.all_reduce(1e6, comms.place(1, 1, axis)) == 0.0
 
 
 DESIGN = """
@@ -136,3 +138,41 @@ def test_one_rank_costs_nothing(collective):
     tiers = hierarchy(450e9, 50e9, 64, 1.0, True, True)
     assert getattr(collectives, collective)(1e9, comms.place(1, 1, tiers)) == 0.0
 
+
+
+# ---------------------------------------------------------------- a torus against a full switch
+
+SCALEUP = """
+chip G {{ peak {{ bf16 = 400 TFLOPS }} hbm {{ capacity = 96 GB  bandwidth = 2 TB/s }} power {{ tdp = 500 W }} }}
+fabric Up {{ kind = ici  topology = {topology}  bandwidth = {bandwidth} GB/s  latency = {latency} us }}
+node Box {{ gpus = {gpus} x G  scaleup = Up }}
+cluster C {{ units = 1 x Box }}
+"""
+
+
+def scale_up_tiers(topology: str, bandwidth: float, latency: float, gpus: int):
+    from gclc.compiler.lower import lower_cluster
+
+    result = check_text(SCALEUP.format(topology=topology, bandwidth=bandwidth, latency=latency, gpus=gpus), "up.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return lower_cluster(result.design["C"]).partitions[0].tiers
+
+
+@given(st.lists(st.integers(2, 6), min_size=1, max_size=3), st.integers(10, 200), st.integers(0, 5), st.booleans(),
+       st.sampled_from(COLLECTIVES), sizes)
+def test_a_full_switch_never_moves_bytes_slower_than_a_torus_and_loses_at_most_its_floor(dims, link, hop, wrap,
+                                                                                         collective, n):
+    # a switch with all the chip's links into it: its bytes never take longer than the
+    # torus's (the network law); a call pays its library's floor on top, NCCL's on the switch
+    # (tuning.cc, linear in the ranks on one node) and the torus runtime's (TORUS_CALL_S and a
+    # hop latency a ring step), so the switch loses at most the excess of NCCL's floor
+    chips, links = math.prod(dims), 2 * len(dims)
+    torus = scale_up_tiers(f"torus(dims = [{', '.join(map(str, dims))}], wraparound = {str(wrap).lower()})",
+                           links * link, hop, chips)
+    switch = scale_up_tiers("switched", links * link, 0, chips)
+    on_torus, on_switch = comms.place(chips, 1, torus), comms.place(chips, 1, switch)
+    assert wire(collective, n, on_switch) <= wire(collective, n, on_torus) * (1 + 1e-12)
+    call = getattr(collectives, collective)
+    torus_call = call(n, on_torus)
+    assert torus_call >= wire(collective, n, on_torus) + collectives.TORUS_CALL_S
+    assert call(n, on_switch) <= torus_call + fastest_latency(collective, on_switch) - collectives.TORUS_CALL_S + 1e-15
