@@ -17,7 +17,7 @@ import functools
 import math
 
 from . import comms
-from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology
+from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency
 
 _SCALE_UP = ("node", "supernode")
 
@@ -63,6 +63,40 @@ def _call(collective: str, nbytes: float, stages) -> float:
         best = min(best, comms.PER_OPTION[collective](nbytes, option) + torus_floor(option) if priced is None
                    else priced.seconds)
     return best if best < math.inf else 0.0
+
+
+def all_to_all(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
+    """An all-to-all as NCCL runs it, grouped sends to every peer: the tiers' bytes
+    (model/comms.py, latency aside) and one p2p latency (model/network/nccl.py). On a torus,
+    the tiers' own latency and the runtime's floor."""
+    option = tuple(stages)
+    c = communicator(option)
+    if c is None:
+        return comms.all_to_all(nbytes, stages) + torus_floor(option)
+    return comms.all_to_all(nbytes, stages, latency=False) + p2p_latency(c)
+
+
+def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[comms.Tier, ...]) -> float:
+    """One send between pipeline neighbours, all stages' at once (model/comms.py's rate),
+    with NCCL's p2p latency over the outermost tier a send crosses."""
+    outer, speed = comms.send_rate(size, stride, tiers)
+    return 0.0 if outer is None else nbytes / speed + _send_latency(outer)
+
+
+def ring_send(nbytes: float, size: int, stride: int, tiers: tuple[comms.Tier, ...]) -> float:
+    """One step of ring attention's exchange (model/comms.py's rate), with NCCL's p2p latency
+    over the outermost tier a hop crosses."""
+    outer, speed = comms.hop_rate(size, stride, tiers)
+    return 0.0 if outer is None else nbytes / speed + _send_latency(outer)
+
+
+def _send_latency(outer: comms.Tier) -> float:
+    """A send's latency crossing `outer`: NCCL's p2p step, or a torus hop and its runtime's floor."""
+    if outer.ring:
+        return outer.latency + TORUS_CALL_S
+    scale_up = outer.scope in _SCALE_UP
+    link = "pcie" if scale_up and outer.kind == "pcie" else "nvlink"
+    return p2p_latency(Communicator(2, 1 if scale_up else 2, math.inf, link=link, wire=0.0 if scale_up else outer.latency))
 
 
 def torus_floor(option) -> float:
