@@ -9,6 +9,16 @@ the pool alike (max-min fair: every one of them wants its port), so each gets
 
     min(oversubscription, group GPUs / climbing GPUs)  x the tier's per-GPU rate.
 
+Under ECMP (`routing`, the default on Ethernet) the uplinks are no pool: each flow is hashed
+onto one, and a collective waits for the fullest (compiler/routing.py). The planner's tier rate
+already pays the collisions of every port of a switch climbing (`e_full = ecmp_share(D f, U)`
+of its D down ports' f flows each over its U uplinks); in the schedule the climbing GPUs' share
+of a switch's ports climbs, F = climbing / group GPUs x D x f flows, and each GPU gets
+
+    min(oversubscription, f D / (U E[fullest of F flows in U])) / e_full  x the tier's rate,
+
+so a neighbour's flows collide with a job's even on a non-blocking (1:1) fabric.
+
 A synchronous step runs at its slowest group's share (the straggler, as in
 `model/network/degrade.py`). The job's step is its plan's configuration priced with each tier
 at the share it gets (`StepCurve`), and its slowdown is that step over the same with the job
@@ -16,7 +26,8 @@ alone on its allocation: neighbours that climb through its groups slow it; a job
 group, or neighbours inside theirs, climb nothing. On a non-blocking fabric (1:1) every share is
 the port and nothing slows.
 
-ASSUMPTIONS (docs/scheduling.md, "Jobs that share a fabric"): the jobs' communication phases
+ASSUMPTIONS (docs/scheduling.md, "Jobs that share a fabric"): a group's climbing GPUs spread
+evenly over its switches (rails); the jobs' communication phases
 overlap all the time (CASSINI, NSDI 2024, shows that interleaving them recovers part of it); a
 trace row states no model, so it neither loads uplinks nor is slowed; a job's whole run,
 restarts and checkpoint writes included, stretches by its slowdown; a job placed across more
@@ -33,6 +44,7 @@ import math
 import attrs
 
 from ...compiler.ir import Partition
+from ...compiler.routing import ecmp_share, expected_max_load
 from .events import Timer
 from .state import Allocation, PartitionState
 
@@ -48,6 +60,17 @@ class Pool:
     gpus: int                # GPUs under a whole group (the switches are built for all of them)
     tier: int                # index of the tier above, in the partition's tiers
     oversubscription: float  # a GPU's port over its share of that tier's uplinks
+    hashing: tuple[int, int, int] | None = None   # ECMP: (down ports, uplinks, flows a port) of a switch
+
+    def share(self, climbing: int) -> float:
+        """Each climbing GPU's rate, as a share of the tier's per-GPU rate, with `climbing`
+        GPUs of the group climbing."""
+        if self.hashing is None:
+            return min(self.oversubscription, self.gpus / climbing)
+        down, up, flows = self.hashing
+        hashed = max(1, round(climbing / self.gpus * down)) * flows
+        full = ecmp_share(down * flows, up)
+        return min(self.oversubscription, flows * down / (up * expected_max_load(hashed, up))) / full
 
 
 class StepCurve:
@@ -81,9 +104,10 @@ def _rounded(share: float) -> float:
     return 2.0 ** (math.floor(math.log2(share) * STEPS_PER_OCTAVE + 1e-9) / STEPS_PER_OCTAVE)
 
 
-def pools(p: Partition, part: PartitionState) -> tuple[Pool, ...]:
+def pools(p: Partition, part: PartitionState, hashing: tuple[int, int, int] | None = None) -> tuple[Pool, ...]:
     """The levels whose groups climb into a switched scale-out tier above them. Levels are
-    `PartitionState.of`'s: each tier that holds more domains than the one below."""
+    `PartitionState.of`'s: each tier that holds more domains than the one below. `hashing`: the
+    scale-out fabric's ECMP (`hashing_of`)."""
     levels, groups = [0], [1]
     for index, tier in enumerate(p.tiers[1:], 1):
         per = max(1, min(part.domains, tier.group_gpus // part.domain_gpus))
@@ -98,17 +122,37 @@ def pools(p: Partition, part: PartitionState) -> tuple[Pool, ...]:
         tier = p.tiers[above]
         if above != levels[level] and tier.scope == "scaleout" and not tier.ring:
             per = part.group_domains[level]
-            found.append(Pool(level, per, per * part.domain_gpus, above, max(1.0, tier.oversubscription)))
+            found.append(Pool(level, per, per * part.domain_gpus, above, max(1.0, tier.oversubscription), hashing))
     return tuple(found)
+
+
+def hashing_of(cluster, partition: str) -> tuple[int, int, int] | None:
+    """(down ports, uplinks, flows a port) of the switches of `partition`'s scale-out fat tree
+    where it routes by ECMP (compiler/lower.py `_routed` prices the same), else None."""
+    from ...compiler.routing import routing_of
+    from ...compiler.topology import down_ports
+
+    fabric = cluster.get("scaleout")
+    parts = cluster.get("partition")
+    for item in getattr(parts, "items", ()):
+        if item.name == partition:
+            fabric = item.value.get("scaleout") or fabric
+    shape = fabric.get("topology") if fabric is not None else None
+    if shape is None or routing_of(fabric) != "ecmp" or "radix" not in getattr(shape, "args", {}):
+        return None
+    radix, oversubscription = shape.args.get("radix"), shape.args.get("oversubscription")
+    down = down_ports(radix, float(oversubscription) if oversubscription is not None else 1.0)
+    return down, radix - down, fabric.get("flows") or 1
 
 
 class Contention:
     """The running train jobs' GPUs in each group they climb out of, and each one's slowdown."""
 
     def __init__(self, curves: dict[tuple[str, str, int], StepCurve], partitions: dict[str, Partition],
-                 states: dict[str, PartitionState]) -> None:
+                 states: dict[str, PartitionState], hashing: dict[str, tuple[int, int, int] | None] | None = None) -> None:
         self.curves = curves
-        self.pools = {name: pools(partitions[name], states[name]) for name in states}
+        hashing = hashing or {}
+        self.pools = {name: pools(partitions[name], states[name], hashing.get(name)) for name in states}
         self.climbing: dict[tuple[str, int, int], dict[str, int]] = {}   # (partition, pool, group) -> job -> GPUs
         self.held: dict[str, tuple[StepCurve, tuple[tuple[str, int, int], ...]]] = {}
         self.slowdown: dict[str, float] = {}
@@ -167,8 +211,7 @@ class Contention:
             pool = self.pools[key[0]][key[1]]
             users = self.climbing[key]
             for shares, climbing in ((alone, users[job]), (shared, sum(users.values()))):
-                share = min(pool.oversubscription, pool.gpus / climbing)
-                shares[pool.tier] = min(shares.get(pool.tier, math.inf), share)
+                shares[pool.tier] = min(shares.get(pool.tier, math.inf), pool.share(climbing))
         if alone == shared:
             return 1.0
         return curve.step(shared) / curve.step(alone)

@@ -19,7 +19,7 @@ from .policies import Candidate, Policy, victims
 from .horizon import HORIZON_S, stop_at_horizon
 from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
-from .contention import Contention, repace, time_end
+from .contention import Contention, hashing_of, repace, time_end
 
 
 FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
@@ -105,7 +105,9 @@ class Simulation:
         self.timeline, self.api = Timeline(), ApiServer()
         self.state = ClusterState.of(workload.graph)
         self.contention = Contention(workload.curves, {p.name: p for p in workload.graph.partitions},
-                                     self.state.partitions) if workload.curves else None
+                                     self.state.partitions, {p.name: hashing_of(workload.cluster, p.name)
+                                                             for p in workload.graph.partitions}) \
+            if workload.curves else None
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
         self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}

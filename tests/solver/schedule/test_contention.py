@@ -4,7 +4,8 @@ leaves hold 6 nodes of 4 GPUs, with a real plan's step (model/train/step.py) as 
 - a job alone is never slowed, and no job is ever faster than alone;
 - adding a co-running job never speeds any job, and stopping it gives back what it took;
 - a job inside one leaf is never slowed, whatever climbs around it;
-- on a non-blocking fabric (1:1) nothing slows;
+- on a non-blocking fabric (1:1) nothing slows, unless it routes by ECMP: then a neighbour's
+  flows collide with a job's on the uplinks (the laws above run on both routings);
 - end to end: of two 32-GPU jobs placed across leaves, the one whose leaves the other climbs
   through ends later than it does alone, and the schedule says so (JSON, text).
 """
@@ -13,11 +14,12 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.solver.schedule.catalog import policy
-from gclc.solver.schedule.contention import Contention
+from gclc.solver.schedule.contention import Contention, hashing_of
 from gclc.solver.schedule.jobs import build
 from gclc.solver.schedule.simulate import simulate
 from gclc.solver.schedule.state import Allocation, ClusterState
@@ -32,7 +34,7 @@ chip C {{
 switch Sw {{ radix = 8  port_speed = 200 Gb/s  power = 1 kW }}
 fabric Up {{ kind = nvlink  topology = switched  bandwidth = 400 GB/s  latency = 1 us }}
 fabric Out {{
-  kind      = infiniband
+  kind      = {kind}
   topology  = fat_tree(tiers = 2, radix = 8, oversubscription = {oversubscription})
   bandwidth = 200 Gb/s
   latency   = 1 us
@@ -48,8 +50,9 @@ SECOND = "train b { model = M  on = K  batch = 256  gpus = 32  steps = 1000  par
 SCHEMA = json.loads((Path(__file__).parents[3] / "views" / "schedule.schema.json").read_text())
 
 
-def workload(oversubscription: str = "3:1", units: int = 18, more: str = SECOND):
-    checked = check_text(DESIGN.format(oversubscription=oversubscription, units=units, more=more), "shared.gcl")
+def workload(oversubscription: str = "3:1", units: int = 18, more: str = SECOND, kind: str = "infiniband"):
+    checked = check_text(DESIGN.format(oversubscription=oversubscription, units=units, more=more, kind=kind),
+                         "shared.gcl")
     assert checked.ok, [str(d) for d in checked.diagnostics]
     return build(checked.design)
 
@@ -59,10 +62,11 @@ CURVE = OVERSUBSCRIBED.curves[("a", "K", 32)]
 PARTITION = OVERSUBSCRIBED.graph.partitions[0]
 
 
-def contention(state: ClusterState) -> Contention:
-    """Every job prices its step with the one real plan's curve (a job's own plan is no part of the law)."""
+def contention(state: ClusterState, hashing=None) -> Contention:
+    """Every job prices its step with the one real plan's curve (a job's own plan is no part of
+    the law); `hashing`: the fabric's switches route by ECMP, (6 down ports, 2 up, flows a port)."""
     curves = {(f"j{i}", "K", 0): CURVE for i in range(8)}
-    return Contention(curves, {"K": PARTITION}, state.partitions)
+    return Contention(curves, {"K": PARTITION}, state.partitions, {"K": hashing})
 
 
 @st.composite
@@ -81,11 +85,12 @@ def allocations(draw):
         if held:
             domains = tuple(sorted(held))
             out.append(Allocation("K", domains, tuple(held[d] for d in domains), part.level_of(domains)))
-    return state, out
+    hashing = draw(st.sampled_from([None, (6, 2, 1), (6, 2, 4)]))
+    return state, out, hashing
 
 
-def run_all(state, allocs) -> Contention:
-    c = contention(state)
+def run_all(state, allocs, hashing=None) -> Contention:
+    c = contention(state, hashing)
     for i, alloc in enumerate(allocs):
         c.started(f"j{i}", alloc, 0)
     return c
@@ -93,8 +98,8 @@ def run_all(state, allocs) -> Contention:
 
 @given(allocations())
 def test_a_neighbour_never_speeds_a_job_and_gives_back_what_it_took(case):
-    state, allocs = case
-    before = run_all(state, allocs[:-1])
+    state, allocs, hashing = case
+    before = run_all(state, allocs[:-1], hashing)
     earlier = {n: before.slowdown.get(n, 1.0) for n in (f"j{i}" for i in range(len(allocs) - 1))}
     before.started(f"j{len(allocs) - 1}", allocs[-1], 0)
     for name, value in earlier.items():
@@ -106,27 +111,35 @@ def test_a_neighbour_never_speeds_a_job_and_gives_back_what_it_took(case):
 
 @given(allocations())
 def test_a_job_alone_or_inside_one_leaf_is_never_slowed(case):
-    state, allocs = case
-    together = run_all(state, allocs)
+    state, allocs, hashing = case
+    together = run_all(state, allocs, hashing)
     part = state.partitions["K"]
     for i, alloc in enumerate(allocs):
-        alone = run_all(state, [alloc]).slowdown.get("j0", 1.0)
+        alone = run_all(state, [alloc], hashing).slowdown.get("j0", 1.0)
         assert alone == 1.0
         if alloc.level <= 1:   # one node or one leaf: it climbs through no uplink
             assert part.group_domains[1] > 1 and together.slowdown.get(f"j{i}", 1.0) == 1.0
 
 
-def test_a_non_blocking_fabric_slows_nothing():
-    flat = workload("1:1")
+@pytest.mark.parametrize("kind", ["infiniband", "ethernet"])
+def test_a_non_blocking_fabric_slows_nothing_unless_it_hashes(kind):
+    """Two jobs each on half of every leaf of a 1:1 fabric: all their GPUs climb. Adaptive
+    routing pools the uplinks, and each GPU gets its port whoever climbs beside it; ECMP (the
+    default on Ethernet) hashes the neighbour's flows onto the same uplinks, and both slow."""
+    flat = workload("1:1", kind=kind)
     state = ClusterState.of(flat.graph)
     part = state.partitions["K"]
     c = Contention({(f"j{i}", "K", 0): flat.curves[("a", "K", 32)] for i in range(2)},
-                   {"K": flat.graph.partitions[0]}, state.partitions)
-    half = part.group_domains[1] // 2   # both jobs half of every leaf: all their GPUs climb
+                   {"K": flat.graph.partitions[0]}, state.partitions, {"K": hashing_of(flat.cluster, "K")})
+    half = part.group_domains[1] // 2
     for i in range(2):
         domains = tuple(d for d in range(part.domains) if (d % part.group_domains[1] < half) == (i == 0))
         c.started(f"j{i}", Allocation("K", domains, (4,) * len(domains), part.level_of(domains)), 0)
-    assert c.held and all(v == 1.0 for v in c.slowdown.values())
+    assert len(c.held) == 2
+    if kind == "infiniband":
+        assert all(v == 1.0 for v in c.slowdown.values())
+    else:
+        assert all(v > 1.01 for v in c.slowdown.values()) and len(c.slowdown) == 2
 
 
 def test_the_schedule_charges_the_job_whose_leaves_a_neighbour_climbs_through():
