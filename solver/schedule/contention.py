@@ -30,8 +30,9 @@ ASSUMPTIONS (docs/scheduling.md, "Jobs that share a fabric"): a group's climbing
 evenly over its switches (rails); the jobs' communication phases
 overlap all the time (CASSINI, NSDI 2024, shows that interleaving them recovers part of it); a
 trace row states no model, so it neither loads uplinks nor is slowed; a job's whole run,
-restarts and checkpoint writes included, stretches by its slowdown; a job placed across more
-groups than its plan assumed is priced as its plan's collectives cross the tiers.
+restarts and checkpoint writes included, stretches by its slowdown; a job's ranks fill its
+allocation in order, a group holding as many of them as the job's emptiest group at that level
+(`Contention._layout`).
 
 The simulation (`simulate.py`) asks `started` and `stopped` at each run's start and end and
 re-paces the runs whose slowdown changed.
@@ -59,6 +60,7 @@ class Pool:
     per: int                 # domains per group
     gpus: int                # GPUs under a whole group (the switches are built for all of them)
     tier: int                # index of the tier above, in the partition's tiers
+    below: int               # index of the tier whose groups these are
     oversubscription: float  # a GPU's port over its share of that tier's uplinks
     hashing: tuple[int, int, int] | None = None   # ECMP: (down ports, uplinks, flows a port) of a switch
 
@@ -84,14 +86,18 @@ class StepCurve:
         self.shape, self.config, self.partition = shape, config, partition
         self._memo: dict[tuple, float] = {}
 
-    def step(self, shares: dict[int, float]) -> float:
-        """The step with tier `i` at `shares[i]` of its per-GPU rate."""
-        key = tuple(sorted((i, _rounded(s)) for i, s in shares.items()))
+    def step(self, shares: dict[int, float], layout: tuple[tuple[int, int], ...] = ()) -> float:
+        """The step with tier `i` at `shares[i]` of its per-GPU rate, and the job's ranks laid
+        out as `layout` says ((tier index, the job's GPUs in each of its groups), as the
+        allocation holds them, where the plan assumed whole groups)."""
+        key = (tuple(sorted((i, _rounded(s)) for i, s in shares.items())), layout)
         if key not in self._memo:
             from ...model.train.step import estimate
 
             tiers = list(self.partition.tiers)
-            for i, s in key:
+            for i, gpus in layout:
+                tiers[i] = attrs.evolve(tiers[i], group_gpus=gpus)
+            for i, s in key[0]:
                 t = tiers[i]
                 spare = max(1.0, t.oversubscription / s) if t.in_network_reduction else 1.0
                 tiers[i] = attrs.evolve(t, bandwidth=t.bandwidth * s, oversubscription=spare)
@@ -122,7 +128,8 @@ def pools(p: Partition, part: PartitionState, hashing: tuple[int, int, int] | No
         tier = p.tiers[above]
         if above != levels[level] and tier.scope == "scaleout" and not tier.ring:
             per = part.group_domains[level]
-            found.append(Pool(level, per, per * part.domain_gpus, above, max(1.0, tier.oversubscription), hashing))
+            found.append(Pool(level, per, per * part.domain_gpus, above, levels[level], max(1.0, tier.oversubscription),
+                              hashing))
     return tuple(found)
 
 
@@ -153,6 +160,7 @@ class Contention:
         self.curves = curves
         hashing = hashing or {}
         self.pools = {name: pools(partitions[name], states[name], hashing.get(name)) for name in states}
+        self.tiers = {name: partitions[name].tiers for name in states}
         self.climbing: dict[tuple[str, int, int], dict[str, int]] = {}   # (partition, pool, group) -> job -> GPUs
         self.held: dict[str, tuple[StepCurve, tuple[tuple[str, int, int], ...]]] = {}
         self.slowdown: dict[str, float] = {}
@@ -163,7 +171,7 @@ class Contention:
         keys = self._groups(alloc) if curve is not None else ()
         if not keys:
             return {}
-        self.held[name] = (curve, tuple(keys))
+        self.held[name] = (curve, tuple(keys), self._layout(alloc, keys))
         for key, gpus in keys.items():
             self.climbing.setdefault(key, {})[name] = gpus
         return self._update(name, keys)
@@ -179,6 +187,20 @@ class Contention:
             if not self.climbing[key]:
                 del self.climbing[key]
         return self._update(None, found[1])
+
+    def _layout(self, alloc: Allocation, keys: dict[tuple[str, int, int], int]) -> tuple[tuple[int, int], ...]:
+        """The job's ranks as its allocation lays them out: at each level it spans, the tier of
+        that level's groups holds as many of its GPUs as its emptiest group there (ranks fill the
+        GPUs in order; a group the plan assumed whole may hold a part of the job), never fewer
+        than the tier below holds."""
+        tiers = self.tiers[alloc.partition]
+        out = []
+        for index, pool in enumerate(self.pools[alloc.partition]):
+            counts = [gpus for (_, i, _), gpus in keys.items() if i == index]
+            if counts:
+                floor = tiers[pool.below - 1].group_gpus if pool.below > 0 else 1
+                out.append((pool.below, max(floor, min(tiers[pool.below].group_gpus, min(counts)))))
+        return tuple(out)
 
     def _groups(self, alloc: Allocation) -> dict[tuple[str, int, int], int]:
         """(partition, pool index, group) -> the job's GPUs there, for every group it climbs out of."""
@@ -204,7 +226,7 @@ class Contention:
         return changed
 
     def _slowdown(self, job: str) -> float:
-        curve, keys = self.held[job]
+        curve, keys, layout = self.held[job]
         alone: dict[int, float] = {}
         shared: dict[int, float] = {}
         for key in keys:
@@ -214,7 +236,7 @@ class Contention:
                 shares[pool.tier] = min(shares.get(pool.tier, math.inf), pool.share(climbing))
         if alone == shared:
             return 1.0
-        return curve.step(shared) / curve.step(alone)
+        return curve.step(shared, layout) / curve.step(alone, layout)
 
 
 def time_end(sim, now: float, run) -> None:
