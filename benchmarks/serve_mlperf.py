@@ -304,7 +304,9 @@ def in_flight(design) -> list[str]:
     """Each Server run's sequences decoding at once, measured (Little's law: scheduled rate per
     replica x output tokens x the log's TPOT P50) and predicted (the same with the simulated
     TPOT P50), beside the sequences the replica's KV cache holds at the mean lengths and the
-    batch limit."""
+    batch limit; and the model's own iteration with the measured number decoding (and the
+    prompt tokens that rate brings per iteration) against the log's TPOT P50: where those two
+    agree the gap is queueing, where they do not it is the cost of an iteration."""
     lines = []
     for row in rows():
         if row.metric != "tpot_p50_s":
@@ -312,7 +314,13 @@ def in_flight(design) -> list[str]:
         pool = _server_pool(row, design)
         per_tpot = row.samples_per_s / pool.count * row.osl   # sequences decoding per second of TPOT
         fits = _kv_tokens(pool.replica) / pool.replica.kv.tokens_held(row.isl, row.osl)
-        lines.append(f"  {row.source} {row.model} {row.cluster} Server: about {per_tpot * row.measured:,.0f} "
+        decoding = per_tpot * row.measured
+        prompts = row.samples_per_s / pool.count * row.measured * row.isl     # prompt tokens per iteration
+        step = pool.replica.iteration(decoding, decoding * (row.isl + row.osl / 2), prompts, prompts * row.isl / 2,
+                                      max(1, round(prompts / row.isl)), layer_mean=True)
+        lines.append(f"  {row.source} {row.model} {row.cluster} Server: about {decoding:,.0f} "
                      f"sequences decoding per replica (Little's law on the log; {per_tpot * predict(row, design):,.0f} "
-                     f"predicted), the KV cache holds {fits:,.0f}, the batch limit is {pool.max_batch}")
+                     f"predicted), the KV cache holds {fits:,.0f}, the batch limit is {pool.max_batch}; the model's "
+                     f"iteration with {decoding:,.0f} decoding takes {step * 1e3:.0f} ms against the log's "
+                     f"{row.measured * 1e3:.0f} ms")
     return lines
