@@ -62,6 +62,9 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         # useful time is part of the held time; the two sums round apart by an ulp
         "goodput_share": min(run.useful / run.held, 1.0) if run.held else None,
         "goodput_share_model": model[0] if model else None,
+        # wall time over the run's own time: what neighbours on shared uplinks cost it (contention.py)
+        "network_slowdown": max(1.0, sum(b - a for a, b, *_ in run.segments) / run.own_seconds)
+        if run.own_seconds > 0 else None,
         "preemptions": run.preemptions, "failures": run.failures, "timeouts": run.timeouts,
         "restarts": run.restarts,
         "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
@@ -206,6 +209,11 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                  f"{count(c['failures'], 'failure')}")
     starts = ", ".join(f"{n:,} {rule}" for rule, n in c["starts_by_rule"].items())
     lines.append(f"  decisions  runs started by rule: {starts or 'none'}; time limits reached: {c['timeouts']:,}")
+    slowed = sorted((j for j in jobs if (j["network_slowdown"] or 1.0) > 1.0005), key=lambda j: -j["network_slowdown"])
+    if slowed:
+        lines.append("  network    slowed by neighbours on shared uplinks: "
+                     + ", ".join(f"{j['name']} +{percent(j['network_slowdown'] - 1)}" for j in slowed[:6])
+                     + (f" and {len(slowed) - 6:,} more" if len(slowed) > 6 else ""))
     unfinished = sum(j["state"] in ("pending", "running") for j in jobs)
     if unfinished:
         lines.append(f"  unfinished {count(unfinished, 'job')} had not ended when the simulation stopped at "

@@ -69,3 +69,5 @@ class Workload:
     reliability: dict[str, Reliability]
     sources: tuple[SourceFile, ...] = ()   # trace files, to quote them
     tenants: dict[str, Tenant] = attrs.Factory(dict)
+    # (job, partition, GPUs) -> its plan's step at shares of the tiers' rates (contention.py)
+    curves: dict = attrs.Factory(dict)
