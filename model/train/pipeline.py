@@ -48,7 +48,7 @@ def micro_batch_sends(shape: ModelShape, cfg: TrainConfig, tiers: tuple[Tier, ..
         return 0.0
     whole = activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1)   # the stage's output, all TP ranks' worth
     share = whole / cfg.tp
-    send = lambda nbytes: comms.pipeline_send(nbytes, cfg.pp, cfg.stride("pp"), tiers)  # noqa: E731
+    send = lambda nbytes: collectives.pipeline_send(nbytes, cfg.pp, cfg.stride("pp"), tiers)  # noqa: E731
     engine = cfg.behaviour("pipe_p2p")
     if engine == "batched":
         return 2 * cfg.virtual_stages * send(share)

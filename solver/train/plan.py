@@ -86,12 +86,13 @@ class Plan:
         cfg, job = self.best.config, self.job
         own = self.own
         if own is not None:
-            found = own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
-        else:
-            chip = job.partition.node.accelerator
-            found = reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
-                            stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)
-        # fields left to the stack's default that the search does not choose (model/train/guessed.py)
+            # the operator's band is fitted on their own designs' residuals, whose unstated
+            # fields were left out the same way: no widening for them twice
+            return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
+        chip = job.partition.node.accelerator
+        found = reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
+                        stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)
+        # fields the design leaves out whose alternatives move the step (model/train/guessed.py)
         return found + guessed.reasons(job.shape, cfg, job.partition, stated_fields(job), found)
 
     @property
