@@ -47,10 +47,15 @@ def _options(stages) -> tuple:
 
 
 def _call(collective: str, nbytes: float, stages) -> float:
+    # keyed on the options themselves: a Placement hashes as its first option alone
+    return _fastest(collective, nbytes, tuple(tuple(option) for option in _options(stages)))
+
+
+@functools.lru_cache(maxsize=16384)   # immutable arguments; a search asks ~25 times per call
+def _fastest(collective: str, nbytes: float, options: tuple[tuple[comms.Stage, ...], ...]) -> float:
     """The fastest of the group's placements, each priced by NCCL's pick on it."""
     best = math.inf
-    for option in _options(stages):
-        option = tuple(option)
+    for option in options:
         priced = _priced(collective, nbytes, option)
         best = min(best, comms.PER_OPTION[collective](nbytes, option) if priced is None else priced.seconds)
     return best if best < math.inf else 0.0

@@ -9,7 +9,7 @@ plan's replica count is how many of them to start (Slurm and Kubernetes exports 
 
 The mapping, plan -> vLLM: tp -> --tensor-parallel-size; pp -> --pipeline-parallel-size; the
 attention groups sharing the routed experts (ep) -> --data-parallel-size with
---enable-expert-parallel (vLLM's EP spans TP x DP GPUs); the batch limit -> --max-num-seqs; the
+--enable-expert-parallel (vLLM's EP spans TP x DP GPUs); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
 engine's chunk -> --max-num-batched-tokens (chunked prefill is vLLM's only mode since V1); the
 KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound ->
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
@@ -54,7 +54,9 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
         args += [("--data-parallel-size", c.ep), ("--enable-expert-parallel", True)]
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
-    args += [("--max-model-len", shape_seq(entity)), ("--max-num-seqs", c.batch),
+    # vLLM's --max-num-seqs bounds each data-parallel rank's scheduler (vllm/config/scheduler.py):
+    # the replica's batch split over its ep attention groups
+    args += [("--max-model-len", shape_seq(entity)), ("--max-num-seqs", -(-c.batch // c.ep)),
              ("--max-num-batched-tokens", engine.chunk), ("--block-size", engine.block),
              ("--kv-cache-dtype", KV_CACHE[c.kv]),
              ("--gpu-memory-utilization", round(memory_share(served), 4)),
