@@ -13,7 +13,7 @@ import attrs
 
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
-from . import chakra, kubernetes, megatron, sglang, slurm, torchtitan, trace, vllm
+from . import chakra, kubernetes, megatron, rl, sglang, slurm, torchtitan, trace, vllm
 from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
@@ -21,12 +21,20 @@ from .target import ExportError, JobPlan
 KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "chakra", "vllm", "sglang")
 NEEDS_JOB = ("megatron", "torchtitan", "trace", "chakra")
 SERVING_ENGINES = {"vllm": vllm, "sglang": sglang}   # a serve job's engine launch settings (views/export/<engine>.py)
+RL_POOLS = {"vllm": rl.generation, "megatron": rl.training}   # an rl job's generation and training pools
 
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
            source: str = "") -> dict[str, str | bytes]:
     """`cluster` names a cluster, or one partition of it as `Cluster.part`."""
     entity = job_entity(design, job, "serve" if kind in SERVING_ENGINES else "train")
+    if entity is not None and entity.kind == "rl":
+        if kind in RL_POOLS:
+            return RL_POOLS[kind](entity, source)
+        if job is not None or kind in NEEDS_JOB or kind in SERVING_ENGINES:
+            raise ExportError(f"`{entity.name}` is an rl job: its generation pool exports as `vllm` and its training "
+                              f"pool as `megatron`; `gclc schedule` places both as one gang")
+        entity = None   # the cluster alone
     if kind in SERVING_ENGINES:
         if entity is None or entity.kind != "serve":
             what = f"`{entity.name}` is a train job" if job is not None else "the design has no `serve` job"
