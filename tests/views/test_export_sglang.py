@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ROOT / ".venv" / "engines"
 SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
 DENSE = ROOT / "tests" / "data" / "serve_cost.gcl"   # Llama 3.1 8B on 2 DGX H100
-SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
+SETTINGS = ["nodes=4", "demand=4"]   # 32 H100: 16-GPU DeepSeek-V3 replicas (demand 2 plans pp = 2 since issue 28's host power)
 
 if not (ENGINES / "sglang" / "sglang" / "srt" / "server_args.py").exists() or not (ENGINES / "vllm").exists():
     pytest.skip("SGLang 0.5.23 (and vLLM's folder) are installed by .ci/setup into .venv/engines",
@@ -74,7 +74,8 @@ def verdicts(tmp_path_factory):
             cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"sglang-{role}.yaml")] + stub
     good = cases["aggregated/serving/args"]
     chunk = good.index("--chunked-prefill-size") + 1
-    cases["negative/chunk"] = good[:chunk] + ["8200"] + good[chunk + 1:]   # not a whole number of 64-token pages
+    # not a whole number of 64-token pages, nor once SGLang divides it over 16 attention DP ranks (513)
+    cases["negative/chunk"] = good[:chunk] + ["8208"] + good[chunk + 1:]
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]      # vLLM's V0 flag, not SGLang's
     request = root / "request.json"
     request.write_text(json.dumps([{"name": k, "argv": v} for k, v in cases.items()]))
