@@ -143,7 +143,7 @@ def band_text(p: ServePlan) -> str:
     """The band line: the factors measured / predicted spans in 80 % of the benchmark's rows."""
     spans = [("throughput", SERVE_THROUGHPUT_RATIO), ("TTFT", SERVE_LATENCY_RATIO["ttft"]),
              ("TPOT", SERVE_LATENCY_RATIO["tpot"])]
-    return (f"  band       {percent(BAND_CONFIDENCE)}: " + ", ".join(f"{name} x{lo:.2f} to x{hi:.2f}" for name, (lo, hi) in spans)
+    return (f"  band       {percent(BAND_CONFIDENCE)}: " + ", ".join(f"{name} x{number(lo)} to x{number(hi)}" for name, (lo, hi) in spans)
             + " of the figures above (published serving runs held out by model)")
 
 
