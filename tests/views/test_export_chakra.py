@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from gclc.compiler.driver import check_file
+from gclc.compiler.driver import check_file, check_text
 from gclc.views.export import ExportError, export
 from gclc.views.export.chakra import schedule
 from gclc.views.export.jobs import job_entity, job_plan
@@ -235,8 +235,8 @@ def test_a_replay_runs_every_node_with_the_plans_bubble(traces, exported):
 
 
 def test_what_chakra_export_cannot_write_is_refused(monkeypatch):
-    """The heterogeneous split, hybrid ZeRO sharding, activation offload, and more ranks than
-    the export writes files for."""
+    """The heterogeneous split, hybrid ZeRO sharding, activation offload, a pipeline engine
+    other than Megatron's, and more ranks than the export writes files for."""
     from gclc.views.export import chakra
 
     hetero = check_file(str(ROOT / "examples" / "hetero_h100_a100.gcl"), []).design
@@ -247,6 +247,11 @@ def test_what_chakra_export_cannot_write_is_refused(monkeypatch):
         export("chakra", check_file(str(variants), []).design)
     with pytest.raises(ExportError, match="copies activations to host memory"):
         export("chakra", check_file(str(variants), ["shard=32"]).design)
+    deepspeed = check_text(SMALL.read_text().replace("software  = megatron_core", "software  = deepspeed_2022"),
+                           str(SMALL), {"cp": "1", "vp": "1", "sp": "false", "recompute": "full"})
+    assert deepspeed.design is not None, deepspeed.diagnostics
+    with pytest.raises(ExportError, match="blocking transfers with TP gathers"):   # not the sends the plan counts
+        export("chakra", deepspeed.design, job="mistral")
     monkeypatch.setattr(chakra, "MAX_RANKS", 8)
     with pytest.raises(ExportError, match="one trace file per rank, and the plan has 16 ranks"):
         export("chakra", check_file(str(SMALL), []).design, job="mistral")

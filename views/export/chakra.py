@@ -79,6 +79,10 @@ def _check(plan: JobPlan) -> None:
     if cfg.offload > 0:
         raise ExportError("the plan copies activations to host memory (offload), which a Chakra trace of the GPUs "
                           "does not carry: plan without `offload` to export it")
+    if cfg.pp > 1 and cfg.behaviour("pipe_p2p") != "batched":
+        raise ExportError(f"the plan runs its pipeline on the `{cfg.stack}` stack, whose engine sends each micro-batch "
+                          "as blocking transfers with TP gathers (model/train/pipeline.py), and the Chakra export "
+                          "writes Megatron's batched exchanges only: plan it on a Megatron stack to export it")
     if cfg.virtual_stages > 1 and cfg.microbatches % cfg.pp:
         raise ExportError(f"Megatron's interleaved schedule runs micro-batches in groups of the {cfg.pp} stages, and "
                           f"the plan has {cfg.microbatches}")
