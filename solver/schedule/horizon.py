@@ -23,6 +23,6 @@ def stop_at_horizon(sim) -> float:
         run.useful += kept / rate * run.gpus
         run.held += (HORIZON_S - run.start) * run.gpus
         run.segments.append((run.start, HORIZON_S, alloc.partition, run.gpus, alloc.level, len(alloc.domains),
-                             "horizon", run.rule, tuple(zip(alloc.domains, alloc.counts))))
+                             "horizon", run.rule, alloc))
     sim._sample(HORIZON_S)
     return HORIZON_S

@@ -46,7 +46,7 @@ class Run:
     restarts: int = 0
     rule: str = ""                     # the rule that started the current run
     segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule,
-                                           #  ((domain, GPUs held in it), ...))
+                                           #  the Allocation: its domains and the GPUs held in each)
 
 
 @attrs.frozen
@@ -340,7 +340,7 @@ class Simulation:
         run.useful += kept / rate * run.gpus
         run.held += (now - run.start) * run.gpus
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
-                             run.rule, tuple(zip(alloc.domains, alloc.counts))))
+                             run.rule, alloc))
         self.run_changes.append(("stop", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.progress is not None and why == "finished":
