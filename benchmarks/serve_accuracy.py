@@ -42,7 +42,9 @@ constant fitted on serving rows). The grouped-GEMM rate is no longer fitted
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import time
 import math
 import statistics
 import sys
@@ -189,16 +191,17 @@ def cross_validate(table: dict[float, list[dict]], key: str) -> tuple[list[dict]
         def others(p):
             return _median(abs(r["error"]) for r in table[p] if r[key] != group)
         chosen = min(table, key=others)
-        rows = [r for r in table[chosen] if r[key] == group]
+        rows = [r | {"p": chosen} for r in table[chosen] if r[key] == group]
         held += rows
         lines.append(f"  {group:<13} p = {chosen:g} (chosen on the others): {len(rows):>3} rows, "
                      f"median |error| {_median(abs(r['error']) for r in rows):.1%}")
     return held, lines
 
 
-def p_choice(design, shipped: list[dict]) -> tuple[dict, list[str]]:
-    """The p-norm grid: each p's median |error| on all rows, and the cross-validated figures
-    (`shipped`: the rows at the model's own p, not predicted again)."""
+def p_choice(design, shipped: list[dict]) -> tuple[dict, list[str], list[dict]]:
+    """The p-norm grid: each p's median |error| on all rows, the cross-validated figures
+    (`shipped`: the rows at the model's own p, not predicted again), and the rows held out by
+    model (each predicted with the p the other models chose)."""
     table = {p: shipped if p == inference.ROOFLINE_P else results_at(design, p) for p in P_GRID}
     lines = ["roofline p-norm (model/serve/inference.py ROOFLINE_P): " + ", ".join(
         f"p = {p:g}: {_median(abs(r['error']) for r in rows):.1%}" for p, rows in table.items())
@@ -211,7 +214,28 @@ def p_choice(design, shipped: list[dict]) -> tuple[dict, list[str]]:
         lines += [f"leave-one-{key}-out:"] + fold_lines + [
             f"leave-one-{key}-out: {len(held)} rows, median |error| {figures[key][0]:.1%} "
             f"(MoE throughput rows {figures[key][1]:.1%})"]
-    return figures, lines
+    return figures, lines, held
+
+
+QUANTITIES = {"throughput": "tok_s", "ttft": "ttft_", "tpot": "tpot_"}   # band quantity -> its rows' metric prefix
+
+
+def ratio_band(rows: list[dict], quantity: str) -> tuple[float, float, int]:
+    """The 80 % band of a quantity: the 10th and 90th percentiles of measured / predicted over
+    its rows (sorted, the decile-th from each end, as for the throughput band), and their count."""
+    ratios = sorted(r["measured"] / r["predicted"] for r in rows if r["metric"].startswith(QUANTITIES[quantity]))
+    decile = len(ratios) // 10
+    return ratios[decile], ratios[-1 - decile], len(ratios)
+
+
+def write_residuals(path: str, rows: list[dict]) -> None:
+    """The rows behind the serve plans' bands (tests/benchmarks read them back): one CSV line each."""
+    with open(path, "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(("source", "model", "cluster", "metric", "isl", "p", "measured", "predicted"))
+        for r in rows:
+            writer.writerow((r["source"], r["model"], r["cluster"], r["metric"], r["isl"], r.get("p", ""),
+                             repr(r["measured"]), repr(r["predicted"])))
 
 
 def errors_of(results: list[dict], throughput: bool) -> list[float]:
@@ -223,7 +247,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--no-holdout", action="store_true",
                         help="skip the cross-validation of the roofline p-norm (5x faster)")
+    parser.add_argument("--residuals", metavar="CSV",
+                        help="write the rows the bands come from (held out by model) to CSV")
+    parser.add_argument("--knee", action="store_true",
+                        help="also find each MLPerf Server system's modeled knee (about 2 minutes more)")
     args = parser.parse_args()
+    wall, cpu = time.perf_counter(), time.process_time()
     design = check_file(str(DESIGN)).design
     results = all_results(design)
     if args.json:
@@ -253,26 +282,31 @@ def main() -> None:
         own = [r["error"] for r in results if r["model"] == model]
         print(f"{model:<13} {len(own):>3} rows: median |error| {statistics.median(abs(x) for x in own):.1%}, "
               f"median signed {statistics.median(own):+.1%}")
-    print("MLPerf Server runs near their knee (diagnostic, not rows):")
-    print("\n".join(serve_mlperf.sensitivity(design)))
+    if args.knee:
+        print("MLPerf Server runs against the modeled system's knee (diagnostic, not rows):")
+        print("\n".join(serve_mlperf.margin(design)))
     print("MLPerf Server runs against their KV cache (diagnostic, not rows):")
     print("\n".join(serve_mlperf.in_flight(design)))
-    held = "held out: skipped (--no-holdout); "
+    held, band_rows, band_from = "held out: skipped (--no-holdout); ", results, "in sample"
     if not args.no_holdout:
-        figures, lines = p_choice(design, results)
+        figures, lines, band_rows = p_choice(design, results)
+        band_from = "held out by model"
         print("\n".join(lines))
         held = (f"held out by model median |error| {figures['model'][0]:.1%} (MoE throughput "
                 f"{figures['model'][1]:.1%}), by source {figures['source'][0]:.1%}; ")
-    throughput = sorted(r["measured"] / r["predicted"] for r in results if r["metric"].startswith("tok_s"))
-    decile = max(0, len(throughput) // 10)
-    print(f"measured / predicted throughput: 10th percentile {throughput[decile]:.2f}, "
-          f"90th {throughput[-1 - decile]:.2f} (the serve plans' 80 % band)")
+    bands = {q: ratio_band(band_rows, q) for q in QUANTITIES}
+    for quantity, (low, high, n) in bands.items():
+        print(f"measured / predicted {quantity} ({band_from}, {n} rows): 10th percentile {low:.2f}, "
+              f"90th {high:.2f} (the serve plans' 80 % {quantity} band)")
+    if args.residuals:
+        write_residuals(args.residuals, band_rows)
     p90 = sorted(errors)[int(0.9 * (len(errors) - 1))]
     mlperf = [abs(r["error"]) for r in results if r["source"].startswith("MLPerf")]
     print(f"serve accuracy: {len(results)} published measurements from {len({r['source'] for r in results})} sources, "
           f"{held}in sample median {statistics.median(errors):.1%}, p90 {p90:.1%} (MLPerf {len(mlperf)} rows: "
           f"{statistics.median(mlperf):.1%}; throughput {statistics.median(a for a in errors_of(results, True)):.1%}, "
-          f"latency {statistics.median(errors_of(results, False)):.1%})")
+          f"latency {statistics.median(errors_of(results, False)):.1%}); wall {time.perf_counter() - wall:.0f} s, "
+          f"CPU {time.process_time() - cpu:.0f} s")
 
 
 if __name__ == "__main__":

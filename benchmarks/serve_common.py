@@ -56,6 +56,13 @@ def online(key, requests, pool: Pool, warmup_s: float | None = None) -> Outcome:
     return _RUNS[key]
 
 
+def kept(key, compute):
+    """`compute()`, kept under `key` until `forget` (a result several rows share)."""
+    if key not in _RUNS:
+        _RUNS[key] = compute()
+    return _RUNS[key]
+
+
 def latency(outcome: Outcome, metric: str) -> float:
     """The row's percentile: metric `ttft_p50_s` reads TTFT at P50, `tpot_p99_s` TPOT at P99."""
     kind, p, _ = metric.split("_")

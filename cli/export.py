@@ -1,6 +1,6 @@
 """`gclc export FILE --to KIND [-o DIR|-] [--job NAME] [--cluster NAME]`: the plan and the
-cluster as the files Megatron-LM, torchtitan, Slurm or Kubernetes read, or the planned step
-as a Chrome/Perfetto trace.
+cluster as the files Megatron-LM, torchtitan, Slurm, Kubernetes or a serving engine read, or
+the planned step as a Chrome/Perfetto trace or per-rank Chakra execution traces (binary: -o DIR).
 
 Every file of the kind is computed before any is written; `-o DIR` writes each one
 atomically into DIR (created when missing); without `-o`, or with `-o -`, they go to
@@ -18,8 +18,12 @@ from pathlib import Path
 from ..compiler.driver import EXIT_ERRORS, EXIT_INFEASIBLE, EXIT_OK, EXIT_USAGE
 from .progress import progress
 from .common import checked_design, error, settings_option
-from .common import wrote
+from .common import quiet, wrote
 from .output import write_atomic
+
+
+BINARY = ("chakra",)   # kinds whose files are bytes, never stdout or JSON
+MANY = 20
 
 
 def add(commands) -> None:
@@ -30,8 +34,11 @@ def add(commands) -> None:
         description="Write what the software stack reads: megatron (arguments and YAML), torchtitan (TOML and "
                     "CLI overrides), slurm (slurm.conf lines, gres.conf, tree and block topology.conf, sbatch), "
                     "kubernetes (Kueue Topology, ResourceFlavors and queues, node labels, JobSet), trace (the planned "
-                    "step as a Chrome/Perfetto trace: a track per pipeline stage and per communicator), vllm (a serve "
-                    "plan's `vllm serve` settings per pool, as bash arrays and vLLM's config-file YAML).")
+                    "step as a Chrome/Perfetto trace: a track per pipeline stage and per communicator), chakra (the step as "
+                    "Chakra execution traces per rank for ASTRA-sim, with its communicator groups), vllm (a serve "
+                    "plan's `vllm serve` settings per pool, as bash arrays and vLLM's config-file YAML), sglang (the "
+                    "same for SGLang's launch_server). On an rl job, vllm writes its generation pool's engine and "
+                    "megatron its training pool's arguments.")
     export.add_argument("file", metavar="FILE")
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
     export.add_argument("-o", "--output", metavar="DIR",
@@ -39,8 +46,9 @@ def add(commands) -> None:
     export.add_argument("--json", action="store_true",
                         help="print the files as one JSON object keyed by file name (instead of writing -o DIR)")
     export.add_argument("--job", metavar="NAME",
-                        help="the job to plan: a train job, or for slurm, kubernetes and vllm a serve job "
-                             "(default: the file's first train job, else its first serve job; for vllm its first serve job)")
+                        help="the job to plan: a train job, or for slurm, kubernetes and vllm a serve job, or for "
+                             "vllm and megatron an rl job (default: the file's first train job, else its first "
+                             "job; for vllm its first serve job, else its first job)")
     export.add_argument("--cluster", metavar="NAME",
                         help="slurm/kubernetes: the cluster to write, or one partition of it as CLUSTER.PART "
                              "(default: the job's, else the file's first)")
@@ -53,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
     from ..views.export import ExportError, Infeasible, export
 
     out = None if args.output in (None, "-") else args.output
+    if args.to in BINARY and (out is None or args.json):
+        error(f"--to {args.to} writes binary files (one trace per rank): name a directory with -o DIR, "
+              "without --json")
+        return EXIT_USAGE
     problem = _output_problem(out, args.file)
     if problem is not None:
         return problem
@@ -110,8 +122,9 @@ def _output_problem(out: str | None, source: str) -> int | None:
     return None
 
 
-def write_all(directory: Path, files: dict[str, str], announce: bool = True) -> int:
-    """Every file into `directory`; `wrote` lines unless the command prints JSON instead."""
+def write_all(directory: Path, files: dict[str, str | bytes], announce: bool = True) -> int:
+    """Every file into `directory`; `wrote` lines unless the command prints JSON instead (one
+    line for the folder when there are more than MANY files: a trace per rank)."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
@@ -120,6 +133,10 @@ def write_all(directory: Path, files: dict[str, str], announce: bool = True) -> 
     except OSError as problem:
         error(f"cannot write into `{directory}`: {problem.strerror or problem}")
         return EXIT_ERRORS
+    if announce and len(files) > MANY:
+        if not quiet():
+            print(f"wrote {len(files):,} files into {directory}/")
+        return EXIT_OK
     for name in files if announce else ():
         wrote(directory / name)
     return EXIT_OK

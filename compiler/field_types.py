@@ -69,6 +69,10 @@ class FieldTyper:
         return value if isinstance(value, bool) else self.mismatch(expr, ftype, field, value)
 
     def typed_choice(self, expr: ast.Expr, ftype: sc.Choice, field: str) -> Any:
+        # one of the field's keywords is that keyword even where a declaration shares its
+        # name (`arch = dense` beside `train dense { ... }`): no declaration is a choice
+        if self.keyword(expr) in ftype.options:
+            return symbol_of(expr)
         value = self.word(expr)
         if isinstance(value, Symbol):
             if value.name in ftype.options:
@@ -77,6 +81,13 @@ class FieldTyper:
                                                     notes=[codes.suggest(value.name, ftype.options),
                                                            f"`{field}` is {ftype.describe()}"]))
         return self.mismatch(expr, ftype, field, value)
+
+    def keyword(self, expr: ast.Expr) -> str | None:
+        """The bare word `expr` is, unless it names a param."""
+        if isinstance(expr, ast.Ref) and len(expr.path.parts) == 1:
+            name = expr.path.parts[0].text
+            return None if name in self.program.params else name
+        return None
 
     def word(self, expr: ast.Expr) -> Any:
         """A bare word is a keyword unless it names a param."""

@@ -8,7 +8,7 @@ the tiers alone charged both the same efficiency.
 The training step's collectives go through here (tensor-parallel all-reduces, ZeRO's
 reduce-scatters and all-gathers, data-parallel all-reduces). A torus axis is not NCCL's:
 there the tiers' own ring latency stays (TPU ICI and custom meshes run their own
-collectives).
+collectives), plus that runtime's own per-call floor (`TORUS_CALL_S`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,17 @@ import functools
 import math
 
 from . import comms
-from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology
+from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency
 
 _SCALE_UP = ("node", "supernode")
+
+# A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
+# beside its hops (the tiers' latency, one a ring step). "How to Scale Your Model" (Austin et
+# al., Google DeepMind, 2025; sharding.md, "A note on ICI latency" and the latency-bound
+# AllGather of its worked problem): a 3-hop AllGather of 32 kB shards on a TPU v5e 4x4 is
+# "roughly 3 * 1us = 3us. In practice, it's closer to 8us": ~5 us for the call beyond its
+# hops. ESTIMATE: one measured profile, applied to every torus.
+TORUS_CALL_S = 5e-6
 
 
 def all_reduce(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
@@ -47,13 +55,60 @@ def _options(stages) -> tuple:
 
 
 def _call(collective: str, nbytes: float, stages) -> float:
+    # keyed on the options themselves: a Placement hashes as its first option alone
+    return _fastest(collective, nbytes, tuple(tuple(option) for option in _options(stages)))
+
+
+@functools.lru_cache(maxsize=16384)   # immutable arguments; a search asks ~25 times per call
+def _fastest(collective: str, nbytes: float, options: tuple[tuple[comms.Stage, ...], ...]) -> float:
     """The fastest of the group's placements, each priced by NCCL's pick on it."""
     best = math.inf
-    for option in _options(stages):
-        option = tuple(option)
+    for option in options:
         priced = _priced(collective, nbytes, option)
-        best = min(best, comms.PER_OPTION[collective](nbytes, option) if priced is None else priced.seconds)
+        best = min(best, comms.PER_OPTION[collective](nbytes, option) + torus_floor(option) if priced is None
+                   else priced.seconds)
     return best if best < math.inf else 0.0
+
+
+def all_to_all(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
+    """An all-to-all as NCCL runs it, grouped sends to every peer: the tiers' bytes
+    (model/comms.py, latency aside) and one p2p latency (model/network/nccl.py). On a torus,
+    the tiers' own latency and the runtime's floor."""
+    option = tuple(stages)
+    c = communicator(option)
+    if c is None:
+        return comms.all_to_all(nbytes, stages) + torus_floor(option)
+    return comms.all_to_all(nbytes, stages, latency=False) + p2p_latency(c)
+
+
+def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[comms.Tier, ...]) -> float:
+    """One send between pipeline neighbours, all stages' at once (model/comms.py's rate),
+    with NCCL's p2p latency over the outermost tier a send crosses."""
+    outer, speed = comms.send_rate(size, stride, tiers)
+    return 0.0 if outer is None else nbytes / speed + _send_latency(outer)
+
+
+def ring_send(nbytes: float, size: int, stride: int, tiers: tuple[comms.Tier, ...]) -> float:
+    """One step of ring attention's exchange (model/comms.py's rate), with NCCL's p2p latency
+    over the outermost tier a hop crosses."""
+    outer, speed = comms.hop_rate(size, stride, tiers)
+    return 0.0 if outer is None else nbytes / speed + _send_latency(outer)
+
+
+def _send_latency(outer: comms.Tier) -> float:
+    """A send's latency crossing `outer`: NCCL's p2p step, or a torus hop and its runtime's floor."""
+    if outer.ring:
+        return outer.latency + TORUS_CALL_S
+    scale_up = outer.scope in _SCALE_UP
+    link = "pcie" if scale_up and outer.kind == "pcie" else "nvlink"
+    return p2p_latency(Communicator(2, 1 if scale_up else 2, math.inf, link=link, wire=0.0 if scale_up else outer.latency))
+
+
+def torus_floor(option) -> float:
+    """The per-call floor of a collective over a torus axis (0 elsewhere, or for one rank)."""
+    if not any(s.tier.ring for s in option) or math.prod(s.peers for s in option) <= 1:
+        return 0.0
+    return TORUS_CALL_S
 
 
 def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> Choice | None:

@@ -145,23 +145,24 @@ all_gather = reduce_scatter
 PER_OPTION = {"all_reduce": _all_reduce, "reduce_scatter": _reduce_scatter, "all_gather": _reduce_scatter}
 
 
-def all_to_all(nbytes: float, stages: tuple[Stage, ...]) -> float:
+def all_to_all(nbytes: float, stages: tuple[Stage, ...], latency: bool = True) -> float:
     """Each rank sends `nbytes` spread evenly over the group; traffic to members reached
     only at a tier uses that tier's bandwidth; tiers work in parallel, the slowest sets the time.
     Over a ring in rank order's members (a ragged group), each tier it crosses carries what
     leaves the domains below it, shared by their GPUs (`exchange_costs`), or the tiled
-    stages' charge, whichever is less."""
-    tiled = _exchange(nbytes, tuple(t for s in stages for t in (s.tiled or (s,))))
+    stages' charge, whichever is less. `latency=False`: the bytes alone (model/collectives.py
+    adds NCCL's latency instead)."""
+    tiled = _exchange(nbytes, tuple(t for s in stages for t in (s.tiled or (s,))), None, latency)
     if not any(s.crossings for s in stages):
         return tiled
-    ragged = _exchange(nbytes, tuple(s for s in stages if not s.tiled), math.prod(s.peers for s in stages))
+    ragged = _exchange(nbytes, tuple(s for s in stages if not s.tiled), math.prod(s.peers for s in stages), latency)
     for stage in stages:
         for tier, per_byte in exchange_costs(stage):
-            ragged = max(ragged, nbytes * per_byte + _latency(tier, stage.peers))
+            ragged = max(ragged, nbytes * per_byte + _latency(tier, stage.peers) * latency)
     return min(tiled, ragged)
 
 
-def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None) -> float:
+def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None, latency: bool = True) -> float:
     """The tiled all-to-all over `stages`, the innermost of a group of `total` members."""
     total = total or math.prod(s.peers for s in stages)
     if total <= 1:
@@ -170,7 +171,7 @@ def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None
     for stage in stages:
         reached = inside * stage.peers
         share = (reached - inside) / total
-        slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers))
+        slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers) * latency)
         inside = reached
     return slowest
 

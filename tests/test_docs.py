@@ -48,6 +48,9 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     # docs/network.md's benchmarks: tests/model/test_nccl_model.py runs the published nccl-tests comparison,
     # tests/model/test_flows.py the flow simulation against the analytic rates
     ".venv/bin/python benchmarks/nccl_curves.py": "tests/model/test_nccl_model.py checks its figures",
+    # docs/scheduling.md's: the laws and an end-to-end case of the same model run in
+    # tests/solver/schedule/test_contention.py
+    ".venv/bin/python benchmarks/contention.py": "tests/solver/schedule/test_contention.py checks its model",
     ".venv/bin/python benchmarks/flow_sim.py": "16,384 GPUs: tests/model/test_flows.py checks the simulation",
 }
 FIRST_PLAN = "gclc plan examples/a100_cluster.gcl"  # the half of NOT_RUN's first line after setup

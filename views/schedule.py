@@ -58,9 +58,13 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         "level": last[4] if last else None,
         "tier": tiers[last[2]][last[4]] if last else None,
         "domains": last[5] if last else 0,
+        "companion": _companion(run),
         # useful time is part of the held time; the two sums round apart by an ulp
         "goodput_share": min(run.useful / run.held, 1.0) if run.held else None,
         "goodput_share_model": model[0] if model else None,
+        # wall time over the run's own time: what neighbours on shared uplinks cost it (contention.py)
+        "network_slowdown": max(1.0, sum(b - a for a, b, *_ in run.segments) / run.own_seconds)
+        if run.own_seconds > 0 else None,
         "preemptions": run.preemptions, "failures": run.failures, "timeouts": run.timeouts,
         "restarts": run.restarts,
         "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
@@ -69,6 +73,14 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
                       "rule": rule, "domain_gpus": [[d, c] for d, c in zip(held.domains, held.counts)]}
                      for a, b, p, g, lv, n, why, rule, held in run.segments],
     }
+
+
+def _companion(run: Run) -> dict | None:
+    """The generation pool an rl gang across two partitions held beside the job's GPUs (its last run)."""
+    if run.option is None or run.option.companion is None:
+        return None
+    partition, gpus = run.option.companion
+    return {"partition": partition, "gpus": gpus}
 
 
 def _waited(run: Run) -> float | None:
@@ -184,6 +196,8 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                      f"{count(s['peak_gpus'], 'GPU')}")
     for j in jobs[:limit]:
         where = f"{j['partition']}: {j['domains']} dom., {j['tier']}" if j["partition"] else "never ran"
+        if j["companion"]:   # an rl gang across two partitions: its generation pool too
+            where = f"{j['partition']} + {j['companion']['gpus']} {j['companion']['partition']}: {j['domains']} dom."
         lines.append(f"  {j['name'][:22]:<22} {j['priority_label'][:8]:>8} {_h(j['wait_s']):>9} {_h(j['start_s']):>9} "
                      f"{_h(j['end_s']):>9} {j['gpus']:>6} {where[:34]:<34} {_pct(j['goodput_share']):>8} "
                      f"{j['preemptions']:>3} {j['failures']:>4}")
@@ -195,6 +209,11 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                  f"{count(c['failures'], 'failure')}")
     starts = ", ".join(f"{n:,} {rule}" for rule, n in c["starts_by_rule"].items())
     lines.append(f"  decisions  runs started by rule: {starts or 'none'}; time limits reached: {c['timeouts']:,}")
+    slowed = sorted((j for j in jobs if (j["network_slowdown"] or 1.0) > 1.0005), key=lambda j: -j["network_slowdown"])
+    if slowed:
+        lines.append("  network    slowed by neighbours on shared uplinks: "
+                     + ", ".join(f"{j['name']} +{percent(j['network_slowdown'] - 1)}" for j in slowed[:6])
+                     + (f" and {len(slowed) - 6:,} more" if len(slowed) > 6 else ""))
     unfinished = sum(j["state"] in ("pending", "running") for j in jobs)
     if unfinished:
         lines.append(f"  unfinished {count(unfinished, 'job')} had not ended when the simulation stopped at "

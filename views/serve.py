@@ -7,9 +7,9 @@ energy_per_token_j parallelism placement error_band binding solver`)."""
 from __future__ import annotations
 
 from ..compiler.cost.tco import job_cost
-from ..dsl.numbers import big, count, duration, exact_bytes, memory_of, number, quantity
+from ..dsl.numbers import big, count, duration, exact_bytes, memory_of, number, percent, quantity
 from ..model import comms
-from ..model.calibration import BAND_CONFIDENCE, SERVE_THROUGHPUT_RATIO
+from ..model.calibration import BAND_CONFIDENCE, SERVE_LATENCY_RATIO, SERVE_THROUGHPUT_RATIO
 from ..model.compute import peak
 from ..model.serve.engines import Engine
 from ..solver.serve.daily import daily, summary
@@ -46,7 +46,7 @@ def serve_json(p: ServePlan) -> dict:
         "placement": _placement(d) | ({"prefill": _placement(p.prefill)} if p.prefill else {}),
         "layout": {role.replace("replicas", "serve"): layout(side, first, p.partition.node.gpus)
                    for role, side, first in pool_offsets(p)},
-        "error_band": _band(p.tokens_per_s, b.tpot * d.replica.engine.tokens_per_step),
+        "error_band": _band(p, b.tpot * d.replica.engine.tokens_per_step),
         "runners_up": [{"tp": e.config.tp, "ep": e.config.ep, "pp": e.config.pp, "batch": e.config.batch,
                         "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
     })
@@ -117,11 +117,32 @@ def serve_cost(p: ServePlan) -> dict | None:
             "complete": whole["complete"]}
 
 
-def _band(tokens_per_s: float, step: float) -> dict:
-    """80 % bands from the serving benchmark's residuals (measured / predicted throughput)."""
+def latency_figures(p: ServePlan) -> dict[str, float]:
+    """The latencies a plan states: the simulation's TTFT and TPOT percentiles, or without one
+    the unloaded TTFT and the TPOT at full batch (`ttft_s`, `tpot_s`)."""
+    if p.outcome is not None:
+        return {f"{m}_p{q}_s": p.outcome.percentile(m, q) for m in ("ttft", "tpot") for q in (50, 90, 99)}
+    return {"ttft_s": (p.prefill or p.decode).estimate.ttft, "tpot_s": p.best.tpot}
+
+
+def _band(p: ServePlan, step: float) -> dict:
+    """80 % bands from the serving benchmark's residuals, per quantity: throughput (and so the
+    step), TTFT and TPOT (model/calibration.py SERVE_*_RATIO: measured / predicted)."""
     low, high = SERVE_THROUGHPUT_RATIO
-    return {"confidence": BAND_CONFIDENCE, "tokens_per_s": [tokens_per_s * low, tokens_per_s * high],
-            "step_time_s": [step / high, step / low]}
+    out = {"confidence": BAND_CONFIDENCE, "tokens_per_s": [p.tokens_per_s * low, p.tokens_per_s * high],
+           "step_time_s": [step / high, step / low]}
+    for key, value in latency_figures(p).items():
+        lo, hi = SERVE_LATENCY_RATIO[key.split("_")[0]]
+        out[key] = [value * lo, value * hi]
+    return out
+
+
+def band_text(p: ServePlan) -> str:
+    """The band line: the factors measured / predicted spans in 80 % of the benchmark's rows."""
+    spans = [("throughput", SERVE_THROUGHPUT_RATIO), ("TTFT", SERVE_LATENCY_RATIO["ttft"]),
+             ("TPOT", SERVE_LATENCY_RATIO["tpot"])]
+    return (f"  band       {percent(BAND_CONFIDENCE)}: " + ", ".join(f"{name} x{lo:.2f} to x{hi:.2f}" for name, (lo, hi) in spans)
+            + " of the figures above (published serving runs held out by model)")
 
 
 def _solver(p: ServePlan) -> dict:
@@ -243,5 +264,6 @@ def serve_text(p: ServePlan) -> str:
         lower = "" if cost["complete"] else " (capex lacks some prices: a lower bound)"
         lines.append(f"  cost       {number(cost['cost_per_token_usd'] * 1e6)} USD per million output tokens "
                      f"(TCO {quantity(cost['tco_usd'], 'USD')} of the GPUs used){lower}")
+    lines.append(band_text(p))
     lines.append("  binds      " + "; ".join(p.binding or ("-",)))
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """nccl-tests output (`all_reduce_perf`, `all_gather_perf`, `reduce_scatter_perf`,
 `alltoall_perf`, `sendrecv_perf`, ...): one run per `# nThread` header, its GPUs and hosts
-from the `# Using devices` block (one `Rank` line per GPU, with `-g` or MPI ranks alike),
+from the `# Using devices` block (one `Rank` line per GPU, with `-g` or MPI ranks alike; a
+listing shortened with `...`, as published pages do, counts to its highest rank),
 and one point per message size from the table the column header names (`size count type
 redop root time algbw busbw #wrong` twice, out-of-place then in-place; releases before
 2.10 print no `root` and `error` for `#wrong`). Times are microseconds, bandwidths GB/s.
@@ -18,7 +19,7 @@ from .records import COLLECTIVES, CollectivePoint, CollectiveRun
 from .text import Problems, line_span, number
 
 HEADER = re.compile(r"#\s*nThread\s+[0-9]+")
-RANK = re.compile(r"Rank\s+([0-9]+)(?:\s+Group\s+[0-9]+)?\s+Pid\s+[0-9]+\s+on\s+(\S+)\s+device\s+[0-9]+\s+\[[^\]]*\]\s+(.*?)\s*$")
+RANK = re.compile(r"Rank\s+([0-9]+)(?:\s+Group\s+[0-9]+)?\s+Pid\s+[0-9]+\s+on\s+(\S+)\s+device\s+([0-9]+)\s+\[[^\]]*\]\s+(.*?)\s*$")
 COLUMNS = re.compile(r"#\s*(size|bytes)\s+(count|N)\s+type\b")
 TAG = re.compile(r"\[[0-9]+(?:,[0-9]+)?\](?:<std(?:out|err)>)?:?")
 TEST = re.compile(r"\b(" + "|".join(COLLECTIVES) + r")_perf\b")
@@ -53,13 +54,14 @@ def _run(source: SourceFile, lines: list[str], first: int, end: int, problems: P
                     "keep the command line or the `# Collective test starting: all_reduce_perf` line, or name "
                     "the file after the test (all_reduce_perf.txt)")
         return None
-    hosts, devices, columns, points = [], [], None, []
+    hosts, devices, listed, columns, points = [], [], [], None, []
     for number_, raw in enumerate(lines[first - 1:end - 1], first):
         text = TAG.sub("", raw).strip()
         rank = RANK.search(text)
         if rank:
             hosts.append(rank.group(2))
-            devices.append(rank.group(3))
+            devices.append(rank.group(4))
+            listed.append((int(rank.group(1)), int(rank.group(3))))
         elif COLUMNS.match(text):
             columns = [ALIASES.get(t, t) for t in text.lstrip("#").split()]
         elif columns and text and text[0].isdigit():
@@ -74,8 +76,40 @@ def _run(source: SourceFile, lines: list[str], first: int, end: int, problems: P
         problems.on_line(first, "this nccl-tests run has no result rows",
                     "keep the table under the `size count type ...` header")
         return None
-    return CollectiveRun(op, len(hosts), len(set(hosts)), tuple(dict.fromkeys(devices)), tuple(points),
-                         line_span(source, first))
+    counted = _layout(first, listed, hosts, problems)
+    if counted is None:
+        return None
+    return CollectiveRun(op, *counted, tuple(dict.fromkeys(devices)), tuple(points), line_span(source, first))
+
+
+def _layout(first: int, listed: list[tuple[int, int]], hosts: list[str], problems: Problems) -> tuple[int, int] | None:
+    """(ranks, hosts) of the run whose header is on line `first`, or None with the reason located there."""
+    numbers = [r for r, _ in listed]
+    if len(set(numbers)) < len(numbers):
+        twice = next(r for r in numbers if numbers.count(r) > 1)
+        problems.on_line(first, f"rank {twice} is listed {numbers.count(twice)} times: each process ran a test of "
+                                "its own (nccl-tests built without MPI under mpirun), not one test over all the GPUs",
+                         "build nccl-tests with MPI=1 and run it again")
+        return None
+    counted = _ranks_and_hosts(listed, hosts)
+    if counted is None:
+        problems.on_line(first, f"the `Rank` lines leave ranks out (the highest is {max(r for r, _ in listed)}, "
+                                f"{len(listed)} are listed) and the ranks do not fill whole hosts of the devices listed",
+                         "keep the whole `# Using devices` block, one `Rank` line per GPU")
+        return None
+    return counted
+
+
+def _ranks_and_hosts(listed: list[tuple[int, int]], hosts: list[str]) -> tuple[int, int] | None:
+    """(ranks, hosts) of a run from its `Rank` lines, (rank, device) each. Published outputs
+    shorten long listings to their first and last lines with `...` between: nccl-tests numbers
+    the ranks from 0 and each host's devices from 0, so the ranks are the highest + 1 and a
+    host holds the highest device + 1 of them; None when they do not fill whole hosts."""
+    ranks = max(r for r, _ in listed) + 1
+    if ranks == len(listed):
+        return ranks, len(set(hosts))
+    per_host = max(d for _, d in listed) + 1
+    return (ranks, ranks // per_host) if ranks % per_host == 0 else None
 
 
 def _collective(source: SourceFile, lines: list[str], first: int, end: int) -> str | None:

@@ -6,7 +6,9 @@ The fabric, as the tiers describe it: each GPU has one port into each fabric (it
 its NIC), at the first tier's rate of that fabric before oversubscription; each domain of a
 tier has one pooled uplink into the next tier of the same fabric, carrying `domain GPUs x the
 upper tier's per-GPU rate` (adaptive routing or packet spraying: no hash collisions), and as
-much down. A flow between two GPUs takes the port of the fabric of the lowest tier they
+much down. Under ECMP (`paths`) that pool is that many equal uplinks instead, and each flow is
+hashed onto one of them (a deterministic hash of the flow and `seed`) and comes down from the
+switch it climbed to, so flows collide as hashing makes them. A flow between two GPUs takes the port of the fabric of the lowest tier they
 share, the uplinks of the sender's domains up to it and the receiver's downlinks back.
 
 Communicators are rings in rank order (what NCCL builds for all-reduce, reduce-scatter and
@@ -44,11 +46,16 @@ class Fabric:
     gpus: int
     capacity: np.ndarray   # per link
     ports: dict            # (fabric name) -> first link id of the GPUs' ports (up at 2 i, down at 2 i + 1)
-    uplinks: dict          # tier index t -> first link id of the domains of tier t-1 (up at 2 d, down at 2 d + 1)
+    uplinks: dict          # tier index t -> first link id of the domains of tier t-1 (up at 2 (d U + k), down at +1)
     first: tuple[int, ...] # per tier index: the index of the first tier of its fabric
+    paths: dict = attrs.Factory(dict)   # tier index t -> U equal uplinks a domain hashes flows over (ECMP); 1: a pool
+    seed: int = 0
 
 
-def fabric(tiers: tuple[Tier, ...], gpus: int) -> Fabric:
+def fabric(tiers: tuple[Tier, ...], gpus: int, paths: dict[int, int] | None = None, seed: int = 0) -> Fabric:
+    """The links; `paths`: per tier index, the equal uplinks (ECMP) a domain below hashes its
+    flows over (absent or 1: one pool, adaptive routing)."""
+    paths = {i: p for i, p in (paths or {}).items() if p > 1}
     capacity: list[np.ndarray] = []
     first = tuple(next(i for i, u in enumerate(tiers) if u.fabric == t.fabric) for t in tiers)
     ports, uplinks, count = {}, {}, 0
@@ -58,23 +65,39 @@ def fabric(tiers: tuple[Tier, ...], gpus: int) -> Fabric:
             capacity.append(np.full(2 * gpus, port_rate(tier)))
             count += 2 * gpus
         else:                        # a tier above a domain of the same fabric: pooled uplinks
-            below = tiers[index - 1].group_gpus
+            below, ways = tiers[index - 1].group_gpus, paths.get(index, 1)
             domains = math.ceil(gpus / below)
             uplinks[index] = count
-            capacity.append(np.full(2 * domains, below * rate(tier)))
-            count += 2 * domains
-    return Fabric(tuple(tiers), gpus, np.concatenate(capacity), ports, uplinks, first)
+            capacity.append(np.full(2 * domains * ways, below * rate(tier) / ways))
+            count += 2 * domains * ways
+    return Fabric(tuple(tiers), gpus, np.concatenate(capacity), ports, uplinks, first, paths, seed)
 
 
-def _path(f: Fabric, a: int, b: int) -> list[int]:
-    """The links a flow from rank `a` to rank `b` crosses."""
+def _path(f: Fabric, a: int, b: int, flow: int = 0) -> list[int]:
+    """The links flow number `flow`, from rank `a` to rank `b`, crosses."""
     level = next((i for i, t in enumerate(f.tiers) if a // t.group_gpus == b // t.group_gpus), len(f.tiers) - 1)
     port = f.ports[f.tiers[level].fabric]
     links = [port + 2 * a, port + 2 * b + 1]
     for index in range(f.first[level] + 1, level + 1):
-        below, start = f.tiers[index - 1].group_gpus, f.uplinks[index]
-        links += [start + 2 * (a // below), start + 2 * (b // below) + 1]
+        below, start, ways = f.tiers[index - 1].group_gpus, f.uplinks[index], f.paths.get(index, 1)
+        k = _hash(f.seed, flow, index) % ways if ways > 1 else 0   # the uplink it climbs, the switch it comes down from
+        links += [start + 2 * (a // below * ways + k), start + 2 * (b // below * ways + k) + 1]
     return links
+
+
+_MASK = (1 << 64) - 1
+
+
+def _hash(*values: int) -> int:
+    """A deterministic 64-bit mix of `values` (splitmix64's finalizer, chained): a switch's
+    hash of a flow's header, reproducible across runs (Python's own hash is salted for text)."""
+    x = 0
+    for v in values:
+        x = (x + v + 0x9E3779B97F4A7C15) & _MASK
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+        x ^= x >> 31
+    return x
 
 
 def groups(c: Communicator, gpus: int) -> list[list[int]]:
@@ -94,7 +117,7 @@ def flows(f: Fabric, communicators: list[Communicator]) -> tuple[sparse.csr_matr
                 else list(zip(members, members[1:]))
             spans.append((c.name, len(members), len(owner)))
             for a, b in hops:
-                links = _path(f, a, b)
+                links = _path(f, a, b, len(owner))
                 rows += links
                 cols += [len(owner)] * len(links)
                 owner.append(len(spans) - 1)
@@ -154,11 +177,12 @@ def stage_communicators(name: str, size: int, stride: int, tiers: tuple[Tier, ..
     return out
 
 
-def compare(tiers: tuple[Tier, ...], gpus: int,
-            dimensions: list[tuple[str, int, int, bool]]) -> list[tuple[str, float, float, float]]:
+def compare(tiers: tuple[Tier, ...], gpus: int, dimensions: list[tuple[str, int, int, bool]],
+            paths: dict[int, int] | None = None, seed: int = 0) -> list[tuple[str, float, float, float]]:
     """Per stage of each (name, size, stride, ring) dimension: (stage, the analytic rate, the
-    simulated rate alone, the simulated rate while every dimension's outermost stage runs at once)."""
-    f = fabric(tiers, gpus)
+    simulated rate alone, the simulated rate while every dimension's outermost stage runs at once);
+    `paths` and `seed` as `fabric`'s (ECMP)."""
+    f = fabric(tiers, gpus, paths, seed)
     stages = {name: stage_communicators(name, size, stride, tiers, ring) for name, size, stride, ring in dimensions
               if size > 1}
     together = ring_rates(f, [found[-1][0] for found in stages.values() if found])

@@ -113,6 +113,22 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator) ->
     return best
 
 
+def p2p_latency(c: Communicator) -> float:
+    """Seconds before a grouped send/receive lands (an all-to-all, a pipeline or ring-attention
+    send): NCCL runs every peer at once on its own channels, so a call is one step of a Simple
+    ring, its base and one step over the outermost link it crosses. NCCL's p2p is not in
+    tuning.cc; this reuses its ring constants, checked against two published small-message
+    all-to-alls (tests/model/test_collectives.py): 8 x H20 on one node, 10.6 us at 128 B
+    (deepseek-ai/DeepEP#303, nccl-tests), and 2 DGX-H100 over 400G with NVLink disabled,
+    "30 microseconds small message latency" (deepseek-ai/DeepEP#3)."""
+    simple = PROTOCOLS.index("Simple")
+    if c.nodes > 1:
+        step = STEP_LATENCY_US["net"]["ring"][simple] + c.wire * 1e6 * 2
+    else:
+        step = STEP_LATENCY_US[c.link]["ring"][simple]
+    return (BASE_LATENCY_US["ring"][simple] + step) * 1e-6
+
+
 def bus_bandwidth(collective: str, nbytes: float, seconds: float, ranks: int) -> float:
     """nccl-tests' busbw: algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the others."""
     factor = 2 * (ranks - 1) / ranks if collective == "all_reduce" else (ranks - 1) / ranks

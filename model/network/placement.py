@@ -24,7 +24,7 @@ import attrs
 from ...compiler.ir import Tier
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # hashed on every collective cache lookup
 class Stage:
     tier: Tier
     peers: int            # members of the group that meet at this tier (per lower group)

@@ -18,7 +18,7 @@ is bound by its links, both layouts take the same time: the exchange paces every
 from __future__ import annotations
 
 from ...compiler.ir import Tier
-from .. import comms
+from .. import collectives
 from ..config import TrainConfig
 from ..ops import ACT_BYTES
 from ..shape import ModelShape
@@ -62,7 +62,7 @@ def ring_exposed(shape: ModelShape, cfg: TrainConfig, tiers: tuple[Tier, ...], a
     if cfg.cp == 1:
         return 0.0
     # every step waits for the slowest hop of the ring (model/network/placement.py hop_rate)
-    send = comms.ring_send(kv_chunk_bytes(shape, cfg), cfg.cp, cfg.stride("cp"), tiers)
+    send = collectives.ring_send(kv_chunk_bytes(shape, cfg), cfg.cp, cfg.stride("cp"), tiers)
     step = attention / cfg.cp   # balanced: each of the cp steps does the mean share
     if not cfg.cp_balanced:     # contiguous: the busiest rank computes a full chunk pair every remote step
         step = attention / (cfg.cp - 0.5)

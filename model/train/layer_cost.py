@@ -282,7 +282,7 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compu
         # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
         dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
         stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
-        total = _remember(_ALL_TO_ALL, key, sum(comms.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages)
+        total = _remember(_ALL_TO_ALL, key, sum(collectives.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages)
                                                 for b in (dispatch, 2, 2, 2)))
     if not cfg.overlaps_ep:
         return total

@@ -10,7 +10,7 @@ import math
 import attrs
 
 from ...compiler.ir import Partition
-from .. import comms
+from .. import collectives
 from . import dp_sync, dpu, host, offload, offload_host, sharding
 from . import optimizer as adam
 from . import moe as routed
@@ -103,7 +103,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # pipeline); each of the vp model chunks on a GPU sends forward and backward.
     message = activation_message(shape, cfg) / (1 if cfg.sp else cfg.tp)
     vp = cfg.virtual_stages   # 1 without a pipeline: no bubble, no sends, whatever vp says
-    p2p = 2 * vp * comms.pipeline_send(message, cfg.pp, cfg.stride("pp"), tiers) if cfg.pp > 1 else 0.0
+    p2p = 2 * vp * collectives.pipeline_send(message, cfg.pp, cfg.stride("pp"), tiers) if cfg.pp > 1 else 0.0
     # MTP modules sit after the output layer, on the last stage: a projection, one more
     # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2). With a
     # pipeline, the layout gives that stage fewer decoder layers to carry them (Megatron's

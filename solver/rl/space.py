@@ -66,19 +66,25 @@ def pools(job: RLJob) -> Iterator[Pools]:
         for name in names:
             if name in gens and name in trains:
                 p = job.partition(name)
-                for n in _sized(sizes(p, min(p.gpus, job.gpus)), job.generate.gpus or job.train.gpus):
+                most = min(p.gpus, job.gpus)
+                for n in _sized(sizes(p, most), job.generate.gpus or job.train.gpus, most):
                     yield Pools(COLOCATED, name, name, n, n)
     if job.placement in ("auto", DISAGGREGATED):
         for g_name, t_name in itertools.product(gens, trains):
             gp, tp = job.partition(g_name), job.partition(t_name)
-            for g in _sized(sizes(gp, min(gp.gpus, job.gpus)), job.generate.gpus):
-                room = gp.gpus - g if g_name == t_name else tp.gpus
-                for t in _sized(sizes(tp, min(room, job.gpus - g)), job.train.gpus):
+            most = min(gp.gpus, job.gpus)
+            for g in _sized(sizes(gp, most), job.generate.gpus, most):
+                room = min(gp.gpus - g if g_name == t_name else tp.gpus, job.gpus - g)
+                for t in _sized(sizes(tp, room), job.train.gpus, room):
                     yield Pools(DISAGGREGATED, g_name, t_name, g, t)
 
 
-def _sized(candidates: list[int], pinned: int | None) -> list[int]:
-    return [pinned] if pinned else candidates
+def _sized(candidates: list[int], pinned: int | None, most: int) -> list[int]:
+    """The candidate sizes, or the pinned one where it fits the room (pools on one partition
+    take disjoint GPUs: two pinned pools of 8 on one 8-GPU partition are no point)."""
+    if pinned:
+        return [pinned] if pinned <= most else []
+    return candidates
 
 
 def gen_layouts(job: RLJob, partition: Partition, gpus: int) -> list[GenLayout]:

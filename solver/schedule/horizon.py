@@ -18,10 +18,12 @@ def stop_at_horizon(sim) -> float:
         run = sim.runs[name]
         o, alloc = run.option, sim.state.allocations[name]
         rate = o.rate * run.gpus / o.gpus
-        kept = min(run.remaining, max(0.0, HORIZON_S - run.start - run.delay) * rate)
+        kept = min(run.remaining, max(0.0, run.own_time(HORIZON_S) - run.delay) * rate)
         run.remaining -= kept
-        run.useful += kept / rate * run.gpus
-        run.held += (HORIZON_S - run.start) * run.gpus
+        width = run.gpus + alloc.held_gpus - alloc.gpus     # an rl gang's companion pool holds GPUs too
+        run.useful += kept / rate * width
+        run.held += (HORIZON_S - run.start) * width
+        run.own_seconds += run.own_time(HORIZON_S)
         run.segments.append((run.start, HORIZON_S, alloc.partition, run.gpus, alloc.level, len(alloc.domains),
                              "horizon", run.rule, alloc))
     sim._sample(HORIZON_S)

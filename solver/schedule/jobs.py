@@ -18,6 +18,7 @@ from ...compiler.lower import lower_cluster
 from ...model.job import Job, job_from_entity
 from ...compiler.trace import MAX_SECONDS, beyond_horizon, priority_value, workload_jobs
 from ...dsl.source import SourceFile
+from .contention import StepCurve
 from .failures import checkpoint, node_storage, reliability
 from .goodput import Reliability, goodput
 from .records import Option, SchedJob, Workload
@@ -41,11 +42,12 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     problems: list[Diagnostic] = []
     jobs: list[SchedJob] = []
     sources: list[SourceFile] = []
+    curves: dict = {}        # each train option's step at shares of the tiers (contention.py)
     for entity in design.local():
         if entity.kind in ("train", "rl") and _on_cluster(entity, cluster) and _late(entity, problems):
             continue
         if entity.kind == "train" and _on_cluster(entity, cluster):
-            job = _train(entity, cluster, graph, rates, plan_fn, problems)
+            job = _train(entity, cluster, graph, rates, plan_fn, problems, curves)
             jobs += [job] if job is not None else []
         elif entity.kind == "rl" and _on_cluster(entity, cluster):
             job = _rl(entity, problems)
@@ -63,7 +65,7 @@ def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Work
     problems += unknown_tenants(jobs, tenants, cluster)
     if problems:
         raise ScheduleError(problems, tuple(sources))
-    return Workload(graph, cluster, tuple(jobs), rates, tuple(sources), tenants)
+    return Workload(graph, cluster, tuple(jobs), rates, tuple(sources), tenants, curves)
 
 
 def _late(entity: Entity, problems: list[Diagnostic]) -> bool:
@@ -144,7 +146,7 @@ def _sizes(low: int, high: int, step: int) -> list[int]:
     return sorted(sizes, reverse=True)[:MAX_SIZES]
 
 
-def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
+def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> SchedJob | None:
     from ..train.plan import plan as make_plan
 
     plan_fn = plan_fn or make_plan
@@ -181,6 +183,8 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
                 good = goodput(ckpt, rates[p.name].rate(used))
                 options.append(Option(p.name, used, chosen.best.tokens_per_s, good.interval, good.write,
                                       good.restart, good.efficiency))
+                if curves is not None:
+                    curves[(entity.name, p.name, used)] = StepCurve(job.shape, chosen.best.config, job.partition)
                 job0 = job0 or job
     options = list({(o.partition, o.gpus): o for o in options}.values())
     if not options:
@@ -206,7 +210,7 @@ def _train(entity, cluster, graph, rates, plan_fn, problems) -> SchedJob | None:
 
 
 def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
-    """An rl job: one gang holding both its pools, on one partition (solver/rl/schedule.py)."""
+    """An rl job: one gang holding both its pools, on one partition or two (solver/rl/schedule.py)."""
     from ..rl.schedule import gang_options
 
     found = gang_options(entity, problems)
@@ -216,7 +220,8 @@ def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
     weight, label = priority_value(entity.get("priority"))
     submit, limit = entity.get("submit"), entity.get("time_limit")
     return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, steps, "steps",
-                    True, tuple(Option(p, gpus, rate, math.inf, 0.0, 0.0, None) for p, gpus, rate in options), (),
+                    True, tuple(Option(p, gpus, rate, math.inf, 0.0, 0.0, None, companion)
+                                for p, gpus, rate, companion in options), (),
                     entity.span, float(limit.value) if limit is not None else math.inf,
                     getattr(entity.get("tenant"), "name", ""))
 

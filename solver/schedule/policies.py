@@ -33,6 +33,7 @@ class Candidate:
     level: int
     group: int
     leftover: int      # free GPUs of the group after binding
+    companion: tuple[int, int] | None = None   # (level, group) of the option's companion GPUs
 
 
 class Policy(Protocol):
@@ -65,14 +66,33 @@ def fits(job: SchedJob, state: ClusterState, topology: bool = True) -> list[Cand
             continue
         if free < option.gpus:
             continue
+        companion = _companion(option, state)
+        if option.companion is not None and companion is None:
+            continue
         levels = range(len(part.group_domains)) if topology else [len(part.group_domains) - 1]
         for level in levels:
             found = part.best_group(option.gpus, level)
             if found is not None:
                 group, room = found
-                out.append(Candidate(option, option.gpus, level, group, room - option.gpus))
+                out.append(Candidate(option, option.gpus, level, group, room - option.gpus, companion))
                 break
     return out
+
+
+def _companion(option: Option, state: ClusterState) -> tuple[int, int] | None:
+    """Where an option's companion GPUs fit on their partition: the lowest tier with a group
+    that holds them (a gang across partitions binds both at once or neither)."""
+    if option.companion is None:
+        return None
+    name, gpus = option.companion
+    part = state.partitions[name]
+    if part.free_gpus < gpus:
+        return None
+    for level in range(len(part.group_domains)):
+        found = part.best_group(gpus, level)
+        if found is not None:
+            return level, found[0]
+    return None
 
 
 def required_level(c: Candidate, state: ClusterState) -> int:
@@ -88,7 +108,12 @@ def required_level(c: Candidate, state: ClusterState) -> int:
 
 def take(job: SchedJob, c: Candidate, state: ClusterState, first_fit: bool = False,
          spread: bool = False) -> Allocation:
-    return state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit, spread)
+    alloc = state.partitions[c.option.partition].take(job.name, c.gpus, c.level, c.group, first_fit, spread)
+    if c.companion is None:
+        return alloc
+    name, gpus = c.option.companion
+    other = state.partitions[name].take(job.name, gpus, *c.companion, first_fit, spread)
+    return attrs.evolve(alloc, companion=other)
 
 
 def _rate(job: SchedJob, c: Candidate) -> float:

@@ -27,6 +27,9 @@ class Option:
     write: float             # seconds to write one
     restart: float           # seconds from a failure or preemption to training again
     share: float | None      # Young/Daly goodput share at this size (None: not modelled)
+    # (partition, GPUs) bound with it, at once, on another partition: an rl job's generation pool
+    # apart from its training pool (solver/rl/schedule.py); None for every other job
+    companion: tuple[str, int] | None = None
 
 
 @attrs.frozen
@@ -66,3 +69,5 @@ class Workload:
     reliability: dict[str, Reliability]
     sources: tuple[SourceFile, ...] = ()   # trace files, to quote them
     tenants: dict[str, Tenant] = attrs.Factory(dict)
+    # (job, partition, GPUs) -> its plan's step at shares of the tiers' rates (contention.py)
+    curves: dict = attrs.Factory(dict)

@@ -19,6 +19,7 @@ from .policies import Candidate, Policy, victims
 from .horizon import HORIZON_S, stop_at_horizon
 from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
+from .contention import Contention, hashing_of, repace, time_end
 
 
 FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
@@ -47,6 +48,20 @@ class Run:
     rule: str = ""                     # the rule that started the current run
     segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule,
                                            #  the Allocation: its domains and the GPUs held in each)
+    # neighbours on shared uplinks stretch a run (contention.py): `pace` wall seconds per
+    # second of the run's own (uncontended) time since `paced_at`, `banked` of its own time
+    # before then; `length` its own time to the end, `due` the wall time it ends (None: at its limit)
+    pace: float = 1.0
+    paced_at: float = 0.0
+    banked: float = 0.0
+    length: float = 0.0
+    due: float | None = None
+    limit_timer: bool = False
+    own_seconds: float = 0.0           # of its own time, over its ended runs (wall / own: the slowdown)
+
+    def own_time(self, now: float) -> float:
+        """Seconds of the current run's own time by `now` (wall time where nothing slows it)."""
+        return self.banked + (now - self.paced_at) / self.pace
 
 
 @attrs.frozen
@@ -89,6 +104,10 @@ class Simulation:
         self.seed, self.with_failures, self.epoch_count = seed, failures, epochs
         self.timeline, self.api = Timeline(), ApiServer()
         self.state = ClusterState.of(workload.graph)
+        self.contention = Contention(workload.curves, {p.name: p for p in workload.graph.partitions},
+                                     self.state.partitions, {p.name: hashing_of(workload.cluster, p.name)
+                                                             for p in workload.graph.partitions}) \
+            if workload.curves else None
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
         self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
@@ -115,8 +134,10 @@ class Simulation:
         # the runs whose ends end the simulation: every job but the stretches of a service,
         # which serve for as long as anything else runs (all of them where nothing else is)
         self.owed = {n for n, r in self.runs.items() if not r.job.service} or set(self.runs)
-        # jobs with more than one size on a partition: the only ones that can grow
+        # jobs with more than one size on a partition: the only ones that can grow (an rl gang
+        # across partitions does not: its sizes are placements, each planned whole)
         self.elastic = {n for n, r in self.runs.items() if r.job.gang and not r.job.service
+                        and not any(o.companion for o in r.job.options)
                         and len({(o.partition, o.gpus) for o in r.job.options}) > len(r.job.partitions)}
         self.left = len(self.owed)
         last = max((j.submit for j in workload.jobs), default=0.0)
@@ -183,7 +204,8 @@ class Simulation:
             self.api.commit(t.time, "submitted", t.subject)
         elif t.kind in ("finish", "timeout"):
             run = self.runs[t.subject]
-            if run.phase == "running" and run.run_id == t.data:   # a run preempted or failed since: stale
+            if run.phase == "running" and run.run_id == t.data and (t.kind == "timeout" or t.time == run.due):
+                # else a run preempted or failed since, or re-paced by its neighbours: stale
                 if t.kind == "timeout":
                     run.timeouts += 1
                 self._stop(t.time, run, "finished" if t.kind == "finish" else "timeout")
@@ -244,7 +266,7 @@ class Simulation:
             if not bigger:
                 continue
             o, now_rate = max(bigger, key=lambda o: o.gpus), run.option.rate * run.gpus / run.option.gpus
-            worked = max(0.0, now - run.start - run.delay)
+            worked = max(0.0, run.own_time(now) - run.delay)
             periods = math.floor(worked / (run.option.interval + run.option.write)) if math.isfinite(
                 run.option.interval) else 0
             kept = min(run.remaining, periods * run.option.interval * now_rate)
@@ -306,14 +328,15 @@ class Simulation:
         run.delay = o.restart if run.restarts else 0.0
         run.first_start = now if run.first_start is None else run.first_start
         checkpoints = math.ceil(run.remaining / (rate * o.interval)) - 1 if math.isfinite(o.interval) else 0
-        length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
+        run.length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
+        run.pace, run.paced_at, run.banked, run.limit_timer = 1.0, now, 0.0, False
         self.api.commit(now, "bound", run.job.name, (alloc, c))
         self.run_changes.append(("start", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, now,
                                  run.job.time_limit))
-        if length > run.job.time_limit:   # the scheduler ends it at its limit (Slurm's --time)
-            self.timeline.push(Timer(now + run.job.time_limit, "timeout", run.job.name, run.run_id))
-        else:
-            self.timeline.push(Timer(now + length, "finish", run.job.name, run.run_id))
+        paced = self.contention.started(run.job.name, alloc, o.gpus) if self.contention is not None else {}
+        run.pace = paced.pop(run.job.name, 1.0)
+        time_end(self, now, run)       # its finish, or its time limit (Slurm's --time) where it ends later
+        repace(self, now, paced)
 
     def _stop(self, now: float, run: Run, why: str) -> None:
         o, alloc = run.option, self.state.allocations[run.job.name]
@@ -325,7 +348,7 @@ class Simulation:
             kept, run.phase, run.end = 0.0, "cancelled", now
             self._ended(run)
         else:
-            worked = now - run.start - run.delay
+            worked = run.own_time(now) - run.delay
             periods = math.floor(worked / (o.interval + o.write)) if worked > 0 and math.isfinite(o.interval) else 0
             kept = min(run.remaining, periods * o.interval * rate) if periods else 0.0   # 0 x inf is nan
             if why == "timeout" and not (run.job.unit == "tokens" and kept > 0):
@@ -337,12 +360,16 @@ class Simulation:
             else:
                 run.phase, run.restarts = "pending", run.restarts + 1
         run.remaining -= kept
-        run.useful += kept / rate * run.gpus
-        run.held += (now - run.start) * run.gpus
+        width = run.gpus + alloc.held_gpus - alloc.gpus     # an rl gang's companion pool holds GPUs too
+        run.useful += kept / rate * width
+        run.held += (now - run.start) * width
+        run.own_seconds += run.own_time(now)
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
                              run.rule, alloc))
         self.run_changes.append(("stop", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
+        if self.contention is not None:
+            repace(self, now, self.contention.stopped(run.job.name))
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 

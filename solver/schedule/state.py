@@ -6,7 +6,9 @@ free domains, free GPUs per group of each tier) is kept as each change happens, 
 event costs what it touches, not a pass over every domain.
 
 An allocation is the domains a job holds and how many GPUs in each; the level is the
-lowest tier whose one group holds it all (0: one scale-up domain).
+lowest tier whose one group holds it all (0: one scale-up domain). An rl gang across two
+partitions holds a companion allocation on the other one, bound and released with it, and
+listed under the job's name among the holders of its domains (a failure there hits the job).
 """
 
 from __future__ import annotations
@@ -26,12 +28,21 @@ class Allocation:
     domains: tuple[int, ...]
     counts: tuple[int, ...]
     level: int
+    companion: "Allocation | None" = attrs.field(default=None, kw_only=True)   # on another partition
     index: dict[int, int] = attrs.field(init=False, eq=False, repr=False)   # domain -> GPUs, for failures
     gpus: int = attrs.field(init=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "index", dict(zip(self.domains, self.counts)))
         object.__setattr__(self, "gpus", sum(self.counts))
+
+    @property
+    def held_gpus(self) -> int:
+        """GPUs held on every partition: with the companion's."""
+        return self.gpus + (self.companion.gpus if self.companion is not None else 0)
+
+    def parts(self) -> tuple["Allocation", ...]:
+        return (self,) if self.companion is None else (self, self.companion)
 
 
 @attrs.define
@@ -200,8 +211,9 @@ class ClusterState:
     def __attrs_post_init__(self) -> None:
         self.holding = {name: [{} for _ in range(p.domains)] for name, p in self.partitions.items()}
         for job, alloc in self.allocations.items():
-            for domain, count in zip(alloc.domains, alloc.counts):
-                self.holding[alloc.partition][domain][job] = count
+            for part in alloc.parts():
+                for domain, count in zip(part.domains, part.counts):
+                    self.holding[part.partition][domain][job] = count
 
     @classmethod
     def of(cls, graph: ClusterGraph) -> "ClusterState":
@@ -209,18 +221,20 @@ class ClusterState:
 
     def bind(self, job: str, alloc: Allocation) -> None:
         assert job not in self.allocations, f"{job} is already bound"
-        self.partitions[alloc.partition].apply(alloc, 1)
         self.allocations[job] = alloc
-        held = self.holding[alloc.partition]
-        for domain, count in zip(alloc.domains, alloc.counts):
-            held[domain][job] = count
+        for part in alloc.parts():
+            self.partitions[part.partition].apply(part, 1)
+            held = self.holding[part.partition]
+            for domain, count in zip(part.domains, part.counts):
+                held[domain][job] = count
 
     def release(self, job: str) -> Allocation:
         alloc = self.allocations.pop(job)
-        self.partitions[alloc.partition].apply(alloc, -1)
-        held = self.holding[alloc.partition]
-        for domain in alloc.domains:
-            del held[domain][job]
+        for part in alloc.parts():
+            self.partitions[part.partition].apply(part, -1)
+            held = self.holding[part.partition]
+            for domain in part.domains:
+                del held[domain][job]
         return alloc
 
     def holders(self, partition: str, domain: int) -> dict[str, int]:
@@ -238,7 +252,7 @@ class ClusterState:
         return self.partitions[partition].working_gpus
 
     def used(self) -> int:
-        return sum(a.gpus for a in self.allocations.values())
+        return sum(a.held_gpus for a in self.allocations.values())
 
     def total(self) -> int:
         return sum(p.working_gpus for p in self.partitions.values())

@@ -228,7 +228,8 @@ def _vp_candidates(pinned, schedule, layers: int, pp: int) -> tuple[int, ...]:
         vp = int(pinned)
         if vp > 1 and (pp == 1 or schedule in ("one_f_one_b", "gpipe")) or vp == 1 and schedule == "interleaved":
             return ()
-        if layers % (pp * vp):  # equal chunks only, as Megatron-LM requires (`gclc check` says so)
+        if vp > 1 and layers % (pp * vp):  # equal chunks only, as Megatron-LM requires (`gclc check` says so);
+            # one stage a rank (vp = 1) may be uneven, as unpinned
             return ()
         return (vp,)
     interleaved = [v for v in range(2, MAX_VP + 1) if pp > 1 and layers % (pp * v) == 0]

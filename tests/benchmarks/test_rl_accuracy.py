@@ -60,3 +60,15 @@ def test_the_script_ends_with_its_summary_line():
     last = done.stdout.strip().splitlines()[-1]
     assert done.returncode == 0 and last.startswith("rl step time: n=3 of 3 rows, median |error|"), done.stderr
     assert "CPU" in last and "wall" in last
+
+
+def test_the_stack_overhead_is_seconds_every_step_waits_through():
+    """The calibration's overhead adds the same seconds to a colocated, a synchronous and an
+    asynchronous step (both pools wait through it), and the factors scale their phases."""
+    for placement, lag in (("colocated", 0), ("disaggregated", 0), ("disaggregated", 1)):
+        row = {"placement": placement, "staleness": lag,
+               "phases": {"generate": 40.0, "stream": 20.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
+        base = rl_accuracy.scaled(row, (1.0, 1.0, 0.0))
+        assert rl_accuracy.scaled(row, (1.0, 1.0, 7.5)) == pytest.approx(base + 7.5)
+        assert rl_accuracy.scaled(row, (2.0, 1.0, 0.0)) > base
+        assert rl_accuracy.scaled(row, (1.0, 1.0, 3.0), "moves") > base   # the earlier form: a factor on moves

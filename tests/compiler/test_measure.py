@@ -75,6 +75,35 @@ def test_nccl_mpirun_tags_are_read_through():
     assert not problems and run.ranks == 8 and run.points[-1].busbw == pytest.approx(470.73e9)
 
 
+def test_nccl_alltoall_sweep_with_shortened_rank_listings():
+    """OCI's GB300 page: all-to-all on 1, 2, 16 and 32 hosts of 4 GPUs, the longer rank listings
+    cut to their first and last two lines with `...` between, as published."""
+    found = only("nccl/oci_gb300_alltoall.txt", CollectiveRun)
+    assert [(r.op, r.ranks, r.nodes, r.gpus_per_node) for r in found] == [
+        ("alltoall", 4, 1, 4), ("alltoall", 8, 2, 4), ("alltoall", 64, 16, 4), ("alltoall", 128, 32, 4)]
+    assert found[0].devices == ("NVIDIA GB300",)
+    last = found[-1].points[-1]
+    assert (last.size, last.redop) == (17179869184, "none") and last.time == pytest.approx(357610e-6)
+    assert last.algbw == pytest.approx(last.size / last.time, rel=2e-3)
+    # all-to-all's bus bandwidth is algbw x (n - 1) / n (nccl-tests doc/PERFORMANCE.md)
+    assert last.busbw == pytest.approx(last.algbw * 127 / 128, rel=2e-2)
+
+
+def test_nccl_listings_that_cannot_be_counted_are_refused_where_they_start():
+    text = (DATA / "nccl/oci_gb300_alltoall.txt").read_text().split("\n")
+    run = text.index("# Collective test starting: alltoall_perf", 1)        # the 2-host run's lines
+    shown = [i for i in range(run, run + 12) if "Rank  6" in text[i]]
+    text[shown[0]] = text[shown[0]].replace("device  2", "device  5")     # 8 ranks do not fill hosts of 6 devices
+    found, problems = read("nccl/cut.txt", "\n".join(text))
+    assert len(found) == 3 and where(problems)[0][0] == run + 2           # located at the run's header
+    assert "do not fill whole hosts" in problems[0].summary
+    one = (DATA / "nccl/bitdeer_h100_2node_all_reduce.txt").read_text()
+    alone = "\n".join(line.replace(line[line.index("Rank"):line.index("Group")], "Rank  0 ") if "Rank" in line and
+                      "Group" in line else line for line in one.split("\n"))
+    found, problems = read("nccl/alone.txt", alone)
+    assert not found and "rank 0 is listed 16 times" in problems[0].summary
+
+
 def test_nccl_broken_rows_are_located():
     text = (DATA / "nccl/bitdeer_h100_2node_all_reduce.txt").read_text().split("\n")
     text[26] = text[26].replace("2375.3", "23x5.3")          # line 27: a time that is no number
@@ -226,7 +255,7 @@ def test_a_folder_of_every_format_reads_whole():
     found, problems, sources = read_paths([str(DATA)])
     assert not problems
     kinds = {type(m).__name__ for m in found}
-    assert kinds == {"CollectiveRun", "TrainRun", "ServeRun", "KernelRun"} and len(sources) == 16
+    assert kinds == {"CollectiveRun", "TrainRun", "ServeRun", "KernelRun"} and len(sources) == 17
     frameworks = {m.framework for m in found if isinstance(m, TrainRun)}
     assert frameworks == {"megatron", "torchtitan", "nemo"}
 

@@ -107,3 +107,15 @@ def test_goodput_falls_as_mtbf_falls():
     reliable, flaky = _plan("throughput", "86300 h"), _plan("throughput", "2000 h")
     assert reliable.best.config == flaky.best.config
     assert flaky.goodput.efficiency < reliable.goodput.efficiency <= 1
+
+
+@pytest.mark.parametrize("name", ["dense", "moe"])
+def test_a_keyword_field_reads_its_keyword_beside_a_declaration_of_that_name(name):
+    # a job named `dense` made `arch = dense` "not an architecture, the train `dense`"
+    text = BASE.replace("MTBF", "10000 h").replace("train t {", f"train {name} {{").replace("EXTRA", "")
+    result = check_text(text, "t.gcl")
+    assert result.ok, result.diagnostics
+    assert train_job(result.design).shape.is_moe is False
+    # a word that is no choice is still told as one
+    broken = check_text(text.replace("arch = dense", "arch = densex"), "t.gcl")
+    assert [d.code for d in broken.diagnostics if d.is_error] == ["bad-choice"]

@@ -139,3 +139,18 @@ def test_a_plan_whose_reasons_do_not_widen_says_so():
     shown = plan_text(p)
     assert "band       ±" in shown and "no wider for: bf16 efficiency of H200_SXM taken from H100_SXM" in shown
     assert "band wide" not in shown
+
+
+@given(st.integers(1, 40), st.floats(0.2, 5.0))
+def test_runs_that_miss_as_the_shipped_band_does_get_the_shipped_band(runs, spread):
+    """The shipped scale is a unit whose 80 % interval spans QUANTILES; a normal residual of
+    deviation sigma spans 2 x 1.2816 sigma. Held-out residuals at the deviation the shipped
+    band implies (SIGMA_PER_SCALE x BAND_SCALE) give the shipped band whatever their number;
+    wider or narrower ones move it towards theirs, never past it."""
+    sigma = calibration.SIGMA_PER_SCALE * calibration.BAND_SCALE
+    assert calibration.own_band([sigma] * runs) == pytest.approx(calibration.ratio_band())
+    assert calibration.own_scale([sigma * spread] * runs) == pytest.approx(
+        calibration.BAND_SCALE * math.sqrt((calibration.PRIOR_RUNS + runs * spread ** 2) / (calibration.PRIOR_RUNS + runs)))
+    # an 80 % interval of a normal: 1.2816 deviations either side, in the band's log bounds
+    low, high = calibration.own_band([sigma] * runs)
+    assert (math.log(high) - math.log(low)) / 2 == pytest.approx(1.2816 * sigma)

@@ -90,3 +90,46 @@ def test_pipeline_sends_pay_the_spine_only_where_a_pair_leaves_the_leaf():
     tiers = (NODE, tier(1, 344, 40e9), tier(2, 14792, 20e9, 2.0), tier(3, 16384, 10e9, 4.0))
     outer, speed = placement.send_rate(8, 2048, tiers)
     assert outer.level == 3 and speed == pytest.approx(20e9)
+
+
+# ---------------------------------------------------------------- ECMP: flows hashed onto uplinks
+
+@settings(max_examples=max(10, settings.default.max_examples // 3), deadline=None)
+@given(st.sampled_from([16, 24, 48]), st.sampled_from([1.0, 2.0]), st.sampled_from([8, 12]),
+       st.sampled_from([(4, 8, True), (8, 8, True), (2, 32, False), (16, 1, True)]), st.sampled_from([2, 4, 8]),
+       st.integers(0, 2**31))
+def test_hashing_flows_onto_uplinks_never_raises_the_slowest_flow(leaf, oversubscription, nodes, group, paths, seed):
+    """Max-min fairness makes the slowest flow as fast as any allocation can; every allocation
+    with flows pinned to one of U uplinks fits in the pool of the same U links, so the slowest
+    flow under ECMP is never faster than with the uplinks pooled (adaptive routing)."""
+    tiers = (NODE, tier(1, leaf, 50e9), tier(2, 8 * nodes, 50e9 / oversubscription, oversubscription))
+    gpus = 8 * nodes
+    size, stride, ring = group
+    if size * stride > gpus:
+        return
+    c = [flows.Communicator("x", size, stride, ring)]
+    slowest = {}
+    for ways in (1, paths):
+        f = flows.fabric(tiers, gpus, {2: ways}, seed)
+        matrix, _, _ = flows.flows(f, c)
+        slowest[ways] = flows.max_min(matrix, f.capacity).min()
+    assert slowest[paths] <= slowest[1] * (1 + 1e-9)
+
+
+def test_ecmp_collisions_match_the_expected_fullest_uplink():
+    """16 GPUs of one leaf each send to a GPU of the other over 16 equal uplinks (1:1): hashed,
+    a flow gets its port over its uplink's load, so the slowest runs at port / the fullest
+    uplink's load. Over many hashes (seeds) its mean is E[max load] of 16 flows in 16 bins, the
+    figure compiler/routing.py computes exactly and the planner's ECMP share is built on."""
+    from gclc.compiler.routing import expected_max_load
+
+    tiers = (tier(0, 16, 50e9), tier(1, 32, 50e9))
+    pairs = [flows.Communicator("pp", 2, 16, ring=False)]
+    loads = []
+    for seed in range(200):
+        f = flows.fabric(tiers, 32, {1: 16}, seed)
+        matrix, _, _ = flows.flows(f, pairs)
+        loads.append(50e9 / flows.max_min(matrix, f.capacity).min())
+    assert np.mean(loads) == pytest.approx(expected_max_load(16, 16), rel=0.05)
+    pooled = flows.fabric(tiers, 32)
+    assert flows.max_min(flows.flows(pooled, pairs)[0], pooled.capacity).min() == pytest.approx(50e9)

@@ -16,7 +16,9 @@ import subprocess
 import time
 from pathlib import Path
 
-DAEMON_START_S = 30
+# The longest wait for a daemon to answer: it returns as soon as it does (about a second on
+# an idle machine); a loaded CI machine once took longer than 30 s.
+DAEMON_START_S = 90
 # A throwaway database need not reach the disk: Debian's eatmydata turns fsync into a no-op
 # (a fresh MariaDB then starts in about a second instead of eight).
 NO_SYNC = ["eatmydata"] if shutil.which("eatmydata") else []
@@ -52,7 +54,7 @@ class Slurmctld:
         (directory / "hosts").write_text(hosts)
         self.env = dict(os.environ, SLURM_CONF=str(directory / "slurm.conf"))
         script = f"mount --bind {directory / 'hosts'} /etc/hosts && exec slurmctld -D -c -i -f {directory / 'slurm.conf'}"
-        self.process = subprocess.Popen(["timeout", "-s", "KILL", "120", "unshare", "--mount", "--", "sh", "-c", script],
+        self.process = subprocess.Popen(["timeout", "-s", "KILL", "300", "unshare", "--mount", "--", "sh", "-c", script],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
 
     def ready(self) -> bool:
@@ -108,7 +110,7 @@ class MariaDB:
                         "--auth-root-authentication-method=socket", "--skip-test-db", "--innodb-log-file-size=4M"],
                        check=True, capture_output=True, timeout=120)
         self.process = subprocess.Popen(
-            ["timeout", "-s", "KILL", "180", *NO_SYNC, "mariadbd", "--no-defaults", f"--datadir={self.data}",
+            ["timeout", "-s", "KILL", "300", *NO_SYNC, "mariadbd", "--no-defaults", f"--datadir={self.data}",
              f"--socket={self.socket}", "--skip-networking", "--user=root", "--innodb-buffer-pool-size=16M",
              "--innodb-log-file-size=4M",
              f"--pid-file={directory / 'mysql.pid'}", f"--log-error={directory / 'mysql.err'}"],
@@ -137,7 +139,7 @@ class Slurmdbd:
             "StorageLoc=slurm_acct_db", ""]))
         conf.chmod(0o600)
         self.env = dict(os.environ, MYSQL_UNIX_PORT=str(db.socket))
-        self.process = subprocess.Popen(["timeout", "-s", "KILL", "180", "slurmdbd", "-D"], stdout=subprocess.PIPE,
+        self.process = subprocess.Popen(["timeout", "-s", "KILL", "300", "slurmdbd", "-D"], stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT,
                                         env=dict(self.env, SLURM_CONF=str(directory / "dbd" / "slurm.conf")))
         self.log = directory / "slurmdbd.log"

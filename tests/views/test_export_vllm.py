@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gclc.compiler.driver import check_file
+from gclc.compiler.driver import check_file, check_text
 from gclc.model.shape import ModelShape
 from gclc.views.export import ExportError, export
 from gclc.views.export.jobs import job_entity, job_plan
@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / ".venv" / "engines" / "vllm"
 SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
 SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
+RL = ROOT / "tests" / "data" / "rl_small.gcl"   # GRPO of an 8B policy on two DGX H100 and two DGX A100
 
 if not (ENGINE / "vllm" / "engine" / "arg_utils.py").exists():
     pytest.skip("vLLM 0.33.0 is installed by .ci/setup into .venv/engines/vllm", allow_module_level=True)
@@ -46,7 +47,20 @@ def _plans(directory: str) -> dict[str, tuple]:
     disaggregated.write_text(vllm.replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated"))
     shared = check_file(str(ROOT / "examples" / "shared_cluster.gcl"), []).design
     return {"aggregated": (_design(aggregated), None), "disaggregated": (_design(disaggregated), None),
-            "llama": (shared, None)}   # the first serve job, after five train jobs
+            "llama": (shared, None),   # the first serve job, after five train jobs
+            "rl_apart": (_rl("rl_apart"), "grpo"), "rl_colocated": (_rl("rl_colocated"), "grpo")}   # rl engines
+
+
+@functools.cache
+def _rl(case: str):
+    """The rl design with its pools apart (generation on the A100s, training on the H100s, as
+    planned) or colocated (sharing the H100s)."""
+    text = RL.read_text()
+    if case == "rl_colocated":
+        text = text.replace("  staleness    = 1", "  placement = colocated")
+    result = check_text(text, str(RL))
+    assert result.design is not None, result.diagnostics
+    return result.design
 
 
 def hf_config(model) -> dict:
@@ -90,12 +104,15 @@ def verdicts(tmp_path_factory):
             words = bash_array(root / plan / "vllm.args", f"VLLM_{role.upper()}_ARGS")
             cases[f"{plan}/{role}/args"] = words + stub
             cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"vllm-{role}.yaml")] + stub
+    cases["negative/sleep"] = cases["rl_colocated/generate/args"]   # the CPU platform cannot sleep: no stub
     good = cases["aggregated/serving/args"]
     tp = good.index("--tensor-parallel-size") + 1
     cases["negative/tp3"] = good[:tp] + ["3"] + good[tp + 1:]   # 128 heads do not split 3 ways
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]   # gone with vLLM's V0 engine
     request = root / "request.json"
-    request.write_text(json.dumps([{"name": k, "argv": v} for k, v in cases.items()]))
+    stubbed = {k for k in cases if k.startswith("rl_colocated/")}   # tests/views/vllm_real.py names the stub
+    request.write_text(json.dumps([{"name": k, "argv": v, "stubs": ["sleep_mode"] if k in stubbed else []}
+                                   for k, v in cases.items()]))
     env = {**os.environ, "PYTHONPATH": str(ENGINE), "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("vllm_real.py")), str(request)],
@@ -113,7 +130,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
     what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
     of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
-    pools = [n for n in verdicts if not n.startswith("negative/")]
+    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_"))]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/serving"}
     for name in pools:
@@ -141,7 +158,9 @@ def test_the_exported_replica_is_the_plans(verdicts, tmp_path):
     planned.write_text(SERVE.read_text().replace("profile      = sglang", "profile      = vllm_v1"))
     best = job_plan(job_entity(_design(planned), None)).served.decode.replica.config
     got = verdicts["aggregated/serving/args"][1]["config"]
-    assert (got["tp"], got["dp"], got["pp"], got["max_num_seqs"]) == (best.tp, best.ep, best.pp, best.batch)
+    assert (got["tp"], got["dp"], got["pp"]) == (best.tp, best.ep, best.pp)
+    # vLLM's limit is per DP rank (vllm/config/scheduler.py): together the ranks hold the planned batch
+    assert got["max_num_seqs"] == -(-best.batch // best.ep) and got["dp"] * got["max_num_seqs"] >= best.batch
     assert (got["max_num_batched_tokens"], got["block_size"], got["max_model_len"]) == (8192, 64, 4096)
     assert got["gpu_memory_utilization"] == pytest.approx(0.9)   # `memory <= 90%`
 
@@ -149,6 +168,34 @@ def test_the_exported_replica_is_the_plans(verdicts, tmp_path):
 def test_vllm_rejects_the_negative_controls(verdicts):
     assert "must be divisible by tensor parallel size (3)" in verdicts["negative/tp3"][1]["error"]
     assert "SystemExit" in verdicts["negative/unknown"][1]["error"]
+    assert "Sleep mode is not supported on current platform" in verdicts["negative/sleep"][1]["error"]
+
+
+@pytest.mark.parametrize("case", ["rl_apart", "rl_colocated"])
+def test_an_rl_plans_generation_pool_is_the_engine_vllm_runs(verdicts, case):
+    """The rl plan's generation pool through vLLM, from the array and the YAML alike: the
+    plan's layout and replica batch, the engine's chunk and page, bf16, the longest sample
+    (prompt 256 + max_response 1024), prefix caching on (a prompt's samples share its cache), the
+    HBM share the plan gave the engine, and sleep mode exactly where the pools share GPUs."""
+    from gclc.solver.rl.plan import plan_rl
+    from gclc.solver.rl.search import Context
+
+    design = _rl(case)
+    plan = plan_rl(design["grpo"], top=0)
+    layout = plan.best.generation.layout
+    limit = Context(plan.job).gen_limit(layout, plan.best.placement, plan.best.train)
+    hbm = plan.job.partition(layout.partition).node.accelerator.hbm_capacity
+    for form in ("args", "yaml"):
+        verdict = verdicts[f"{case}/generate/{form}"][1]
+        assert "error" not in verdict, verdict.get("error")
+        got = verdict["config"]
+        c = layout.config
+        assert (got["tp"], got["pp"], got["dp"], got["max_num_seqs"]) == (c.tp, c.pp, c.ep, -(-c.batch // c.ep))
+        assert (got["max_num_batched_tokens"], got["max_model_len"]) == (8192, 1280)
+        assert got["prefix_caching"] and got["cache_dtype"] == "auto" and got["quantization"] is None
+        assert got["gpu_memory_utilization"] == pytest.approx(limit / hbm, abs=1e-4)
+        assert got["sleep_mode"] == (plan.best.placement == "colocated") == (case == "rl_colocated")
+        assert got["kv_connector"] is None
 
 
 def test_what_vllm_cannot_run_is_refused(tmp_path):

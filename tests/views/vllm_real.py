@@ -14,7 +14,10 @@ Stubs, named: the checkpoint is a folder holding only a Hugging Face `config.jso
 design's model (the test writes it; `--load-format dummy` and `--skip-tokenizer-init` keep
 vLLM from asking for weights or a tokenizer); the platform is vLLM's own CPU platform
 (`VLLM_TARGET_DEVICE=cpu`, set by the caller), since no GPU answers here: the checks that need
-a CUDA device (the chip's compute capability for fp8 kernels) do not run.
+a CUDA device (the chip's compute capability for fp8 kernels) do not run. A case that asks for
+the stub `sleep_mode` also has the CPU platform answer that it can sleep (vLLM's CUDA platform
+does; the CPU one refuses `--enable-sleep-mode`), so that the rest of the engine config is
+checked; the same case without the stub is the control that the flag reached vLLM's check.
 """
 
 from __future__ import annotations
@@ -39,15 +42,21 @@ def engine_config(argv: list[str]) -> dict:
             "max_model_len": m.max_model_len, "quantization": m.quantization,
             "served_model_name": m.served_model_name,
             "kv_connector": transfer.kv_connector if transfer else None,
-            "kv_role": transfer.kv_role if transfer else None}
+            "kv_role": transfer.kv_role if transfer else None, "sleep_mode": m.enable_sleep_mode}
 
 
 def main(request: str) -> None:
+    from vllm.platforms import current_platform
+
     for case in json.load(open(request)):
+        if "sleep_mode" in case.get("stubs", ()):
+            current_platform.is_sleep_mode_available = lambda: True   # the named stub (see above)
         try:
             verdict = {"name": case["name"], "config": engine_config(case["argv"])}
         except (Exception, SystemExit) as error:   # argparse exits on a word it does not know
             verdict = {"name": case["name"], "error": f"{type(error).__name__}: {error}"}
+        finally:
+            current_platform.__dict__.pop("is_sleep_mode_available", None)
         print("VERDICT " + json.dumps(verdict), flush=True)
 
 

@@ -1,8 +1,9 @@
-"""Exports to the software stack: the plan as Megatron-LM or torchtitan settings, a serve plan
-as a serving engine's launch settings (vLLM), the cluster (and the job) as Slurm or
+"""Exports to the software stack: the plan as Megatron-LM or torchtitan settings (or the step as
+a Chrome trace or per-rank Chakra execution traces for ASTRA-sim), a serve plan
+as a serving engine's launch settings (vLLM, SGLang), the cluster (and the job) as Slurm or
 Kubernetes/Kueue configuration.
 
-`export(kind, design, ...)` returns {file name: text}; pure functions of the design and
+`export(kind, design, ...)` returns {file name: text} (bytes for binary files: Chakra's); pure functions of the design and
 the plan. A plan the target cannot express raises `ExportError` saying what it lacks.
 """
 
@@ -12,20 +13,28 @@ import attrs
 
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
-from . import kubernetes, megatron, slurm, torchtitan, trace, vllm
+from . import chakra, kubernetes, megatron, rl, sglang, slurm, torchtitan, trace, vllm
 from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
 
-KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "vllm")
-NEEDS_JOB = ("megatron", "torchtitan", "trace")
-SERVING_ENGINES = {"vllm": vllm}   # a serve job's engine launch settings (views/export/<engine>.py)
+KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "chakra", "vllm", "sglang")
+NEEDS_JOB = ("megatron", "torchtitan", "trace", "chakra")
+SERVING_ENGINES = {"vllm": vllm, "sglang": sglang}   # a serve job's engine launch settings (views/export/<engine>.py)
+RL_POOLS = {"vllm": rl.generation, "megatron": rl.training}   # an rl job's generation and training pools
 
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
-           source: str = "") -> dict[str, str]:
+           source: str = "") -> dict[str, str | bytes]:
     """`cluster` names a cluster, or one partition of it as `Cluster.part`."""
     entity = job_entity(design, job, "serve" if kind in SERVING_ENGINES else "train")
+    if entity is not None and entity.kind == "rl":
+        if kind in RL_POOLS:
+            return RL_POOLS[kind](entity, source)
+        if job is not None or kind in NEEDS_JOB or kind in SERVING_ENGINES:
+            raise ExportError(f"`{entity.name}` is an rl job: its generation pool exports as `vllm` and its training "
+                              f"pool as `megatron`; `gclc schedule` places both as one gang")
+        entity = None   # the cluster alone
     if kind in SERVING_ENGINES:
         if entity is None or entity.kind != "serve":
             what = f"`{entity.name}` is a train job" if job is not None else "the design has no `serve` job"
@@ -36,8 +45,8 @@ def export(kind: str, design: Design, job: str | None = None, cluster: str | Non
             what = f"`{entity.name}` is a serve job" if entity is not None else "the design has no `train` job"
             raise ExportError(f"{kind} settings describe a training job, and {what}")
         plan = job_plan(entity, timed=False)
-        if kind == "trace":
-            return trace.export(plan, source)
+        if kind in ("trace", "chakra"):
+            return (trace if kind == "trace" else chakra).export(plan, source)
         chip = _accelerator(plan)
         return (megatron if kind == "megatron" else torchtitan).export(plan, chip.name, chip.vendor, source)
     name, _, part = (cluster or "").partition(".")

@@ -26,8 +26,9 @@ class Infeasible(Exception):
 
 def job_entity(design: Design, name: str | None, first: str = "train") -> Entity | None:
     """The job `name`, or the root file's first `first` job (train, as `gclc plan` chooses,
-    or serve for a serving engine), else its first job; None when the design has no job."""
-    jobs = [e for e in design.entities if e.kind in ("train", "serve")]
+    or serve for a serving engine), else its first job (an rl job's pools export as both);
+    None when the design has no job."""
+    jobs = [e for e in design.entities if e.kind in ("train", "serve", "rl")]
     if name is None:
         local = [j for j in jobs if j.span.path == design.root] or jobs
         return next((j for j in local if j.kind == first), local[0] if local else None)
@@ -131,7 +132,7 @@ def _job_plan(entity: Entity) -> JobPlan:
         if result.best is None:
             raise Infeasible(f"`{entity.name}` fits neither split across its partitions")
         jobs = {j.partition.name: j for j in partition_jobs(entity)}
-        shares = tuple(_share(jobs[s.partition].partition, s.config, s.gpus, s.items)
+        shares = tuple(train_share(jobs[s.partition].partition, s.config, s.gpus, s.items)
                        for s in result.best.shares if s.config is not None and s.gpus)
         first = next(iter(jobs.values()))
         return JobPlan(entity.name, entity, shape, first.precision, first.stack, result.best.mode, shares,
@@ -142,7 +143,7 @@ def _job_plan(entity: Entity) -> JobPlan:
         reason = chosen.infeasibility.message if chosen.infeasibility else f"no configuration fits {job.gpus} GPUs"
         raise Infeasible(reason)
     config = chosen.best.config
-    share = _share(job.partition, config, config.gpus, job.batch)
+    share = train_share(job.partition, config, config.gpus, job.batch)
     return JobPlan(entity.name, entity, shape, job.precision, job.stack, "single", (share,),
                    _run(entity, chosen.goodput), chosen.best.tokens_per_s, chosen.best, placement(chosen.best, job),
                    job.partition)
@@ -188,7 +189,7 @@ def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
                    served=served)
 
 
-def _share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:
+def train_share(partition: Partition, config: TrainConfig, gpus: int, items: int) -> Share:
     """The share, with the widest of its TP and EP groups and the tier that group stays inside."""
     together, tier = 1, None
     tiers = rank_partition(partition, config.gpus).tiers   # the domains the model placed ranks in (NVL72: 64)

@@ -9,7 +9,7 @@ plan's replica count is how many of them to start (Slurm and Kubernetes exports 
 
 The mapping, plan -> vLLM: tp -> --tensor-parallel-size; pp -> --pipeline-parallel-size; the
 attention groups sharing the routed experts (ep) -> --data-parallel-size with
---enable-expert-parallel (vLLM's EP spans TP x DP GPUs); the batch limit -> --max-num-seqs; the
+--enable-expert-parallel (vLLM's EP spans TP x DP GPUs); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
 engine's chunk -> --max-num-batched-tokens (chunked prefill is vLLM's only mode since V1); the
 KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound ->
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
@@ -44,25 +44,37 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
     """(flag, value) pairs for one replica of `side` (a solver/serve/screen.py Side): True and
     False are a switch on and off, a dict vLLM's JSON argument."""
     replica, entity = side.replica, served.entity
-    c, engine, shape = replica.config, replica.engine, replica.shape
-    _check(served, c, engine)
+    check(replica.config, replica.engine, served.partition.node.accelerator, bool(entity.get("model").get("mtp")))
     model = entity.get("model")
+    return replica_arguments(getattr(model, "name", "model"), replica.config, replica.engine, shape_seq(entity),
+                             memory_share(served), role)
+
+
+def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: str,
+                      sleep: bool = False) -> list[tuple[str, object]]:
+    """One replica's flags: the layout `c` (a ServeConfig), the engine, the longest sequence,
+    the share of HBM; `sleep`: the engine hands its GPUs to training between batches
+    (vLLM's sleep mode, as colocated RL engines run)."""
     args: list[tuple[str, object]] = [
-        ("--served-model-name", getattr(model, "name", "model")), ("--dtype", "bfloat16"),
+        ("--served-model-name", model), ("--dtype", "bfloat16"),
         ("--tensor-parallel-size", c.tp), ("--pipeline-parallel-size", c.pp)]
     if c.ep > 1:
         args += [("--data-parallel-size", c.ep), ("--enable-expert-parallel", True)]
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
-    args += [("--max-model-len", shape_seq(entity)), ("--max-num-seqs", c.batch),
+    # vLLM's --max-num-seqs bounds each data-parallel rank's scheduler (vllm/config/scheduler.py):
+    # the replica's batch split over its ep attention groups
+    args += [("--max-model-len", max_len), ("--max-num-seqs", -(-c.batch // c.ep)),
              ("--max-num-batched-tokens", engine.chunk), ("--block-size", engine.block),
              ("--kv-cache-dtype", KV_CACHE[c.kv]),
-             ("--gpu-memory-utilization", round(memory_share(served), 4)),
+             ("--gpu-memory-utilization", round(memory, 4)),
              ("--enable-chunked-prefill", True), ("--enable-prefix-caching", engine.prefix_share > 0)]
     if engine.draft:
         args.append(("--speculative-config", {"method": "mtp", "num_speculative_tokens": engine.draft}))
     if role in ("prefill", "decode"):
         args.append(("--kv-transfer-config", dict(KV_CONNECTOR)))
+    if sleep:
+        args.append(("--enable-sleep-mode", True))
     return args
 
 
@@ -76,13 +88,14 @@ def memory_share(served) -> float:
     return min(1.0, served.limits.memory_bytes(hbm) / hbm)
 
 
-def _check(served, config, engine) -> None:
+def check(config, engine, chip, mtp: bool) -> None:
+    """What vLLM cannot run of a replica of `config` with `engine` on `chip` (`mtp`: the model
+    has MTP heads to draft with): an ExportError saying why."""
     family = PROFILES[engine.name].family if engine.name in PROFILES else "vllm"
     if family not in ("vllm", "ideal"):
         raise ExportError(f"the plan was made for the `{engine.name}` engine ({engine.releases}), whose batches "
                           f"and host costs are not vLLM's: plan with `engine {{ profile = vllm_v1 }}` to export "
                           f"to vLLM")
-    chip = served.partition.node.accelerator
     if chip.vendor not in VENDORS:
         raise ExportError(f"vLLM serves on NVIDIA and AMD GPUs; `{chip.name}` is {chip.vendor or 'neither'}'s")
     if config.precision not in WEIGHTS:
@@ -94,7 +107,7 @@ def _check(served, config, engine) -> None:
     if engine.scheduler_steps != 1:
         raise ExportError(f"the plan runs {engine.scheduler_steps} decode steps per scheduling round; vLLM's "
                           "V1 engine schedules every step (no --num-scheduler-steps): remove `scheduler_steps`")
-    if engine.draft and not served.entity.get("model").get("mtp"):
+    if engine.draft and not mtp:
         raise ExportError("the plan drafts speculative tokens, but the model has no MTP heads to draft with and "
                           "the design names no draft model for vLLM's --speculative-config")
 
@@ -117,20 +130,27 @@ def words(args: list[tuple[str, object]]) -> list[str]:
 
 
 def export(served, source: str) -> dict[str, str]:
-    roles = pools(served)
-    lines = [header(source, f"vLLM 0.33.0 launch settings of `{served.name}`: one array per pool"),
+    entries = []
+    for role, side in pools(served):
+        c = side.replica.config
+        entries.append((role, side.count, f"{side.count} replica(s) of {c.gpus} GPU(s) (TP {c.tp} x DP {c.ep} x PP "
+                                         f"{c.pp}), {number(side.estimate.tokens_per_s)} output tokens/s each in the plan",
+                       pool_arguments(served, side, role)))
+    return write(served.name, entries, source)
+
+
+def write(name: str, entries: list[tuple[str, int, str, list]], source: str) -> dict[str, str]:
+    """`vllm.args` (one bash array per pool) and one `vllm-<pool>.yaml` each, from
+    [(role, replicas, what the plan says of them, flags)]."""
+    lines = [header(source, f"vLLM 0.33.0 launch settings of `{name}`: one array per pool"),
              "# launch each replica: vllm serve \"$CHECKPOINT\" \"${VLLM_<POOL>_ARGS[@]}\""]
     files: dict[str, str] = {}
-    for role, side in roles:
-        args = pool_arguments(served, side, role)
-        c = side.replica.config
-        lines += ["", f"# {role}: {side.count} replica(s) of {c.gpus} GPU(s) (TP {c.tp} x DP {c.ep} x PP {c.pp}), "
-                      f"{number(side.estimate.tokens_per_s)} output tokens/s each in the plan",
-                  f"VLLM_{role.upper()}_ARGS=("]
+    for role, count, said, args in entries:
+        lines += ["", f"# {role}: {said}", f"VLLM_{role.upper()}_ARGS=("]
         lines += [f"  {shlex.join(words([pair]))}" for pair in args]
         lines.append(")")
         keyed = {flag.removeprefix("--"): value for flag, value in args}
-        files[f"vllm-{role}.yaml"] = (header(source, f"vLLM `--config` of the {role} pool of `{served.name}` "
-                                              f"({side.count} replica(s))") + "\n"
+        files[f"vllm-{role}.yaml"] = (header(source, f"vLLM `--config` of the {role} pool of `{name}` "
+                                              f"({count} replica(s))") + "\n"
                                        + yaml.safe_dump(keyed, sort_keys=False))
     return {"vllm.args": "\n".join(lines) + "\n", **files}

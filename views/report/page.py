@@ -72,6 +72,7 @@ def report_html(design: Design, job: str | None = None, objective: str | None = 
     if context.other:
         body.append(_section("Plan", f"<pre>{_e(context.other)}</pre>"))
         body += _rl_section(context.outcome)
+        body += _serve_load_section(context.outcome)
     elif context.plan is not None and context.plan.best is not None:
         body += _plan_sections(context)
     else:
@@ -376,6 +377,14 @@ def _rl_section(outcome) -> list[str]:
     from .rl_timeline import rl_section
 
     return [rl_section(outcome_json(outcome))]
+
+
+def _serve_load_section(outcome) -> list[str]:
+    """A serve plan with a demand: its latency CDF and latency against offered load."""
+    from .serve_load import figures
+
+    drawn = figures(outcome)
+    return [_section("Serving under load", *(_figure(svg, caption) for svg, caption in drawn))] if drawn else []
 
 
 def _diagrams(c: Context) -> str:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model import comms, compute
+from gclc.model import collectives, comms, compute
 from gclc.model.train import context
 from gclc.model.job import pinned_config, train_job
 from gclc.model.train.step import estimate
@@ -55,8 +55,9 @@ def test_kv_chunk_is_the_ranks_keys_and_values():
 
 def test_ring_exchange_is_exposed_only_where_slower_than_a_chunk_of_attention():
     tiers = JOB.partition.tiers
-    tier = comms.outermost(8, BASE.stride("cp"), tiers)
-    send = comms.point_to_point(context.kv_chunk_bytes(JOB.shape, BASE), tier)
+    # one send of the ring: its bytes at the slowest hop's rate and NCCL's p2p latency
+    send = collectives.ring_send(context.kv_chunk_bytes(JOB.shape, BASE), 8, BASE.stride("cp"), tiers)
+    assert send > comms.point_to_point(context.kv_chunk_bytes(JOB.shape, BASE), comms.outermost(8, BASE.stride("cp"), tiers))
     fast_attention = send * 8 / 10       # each of the 8 steps computes 0.1 of a send
     expected = 7 * (send - send / 10) + 7 * (2 * send - 2.5 * send / 10)
     assert context.ring_exposed(JOB.shape, BASE, tiers, fast_attention) == pytest.approx(expected)

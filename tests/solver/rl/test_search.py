@@ -79,3 +79,29 @@ def test_more_gpus_for_the_job_never_slow_its_plan():
     steps = [plan_rl(design(lambda t, n=n: t.replace("memory <= 90%", f"memory <= 90%  gpus <= {n}"))).step_time
              for n in (8, 16, 32)]
     assert all(b <= a for a, b in zip(steps, steps[1:])) and steps[-1] < steps[0], steps
+
+
+@pytest.mark.parametrize("generate, train", [(None, None), (16, None), (None, 16), (16, 16), (8, 8), (16, 8)])
+def test_pools_on_one_partition_take_disjoint_gpus(generate, train):
+    """Every point of the space fits: pools apart on one partition hold no more than its GPUs
+    together, pinned sizes included (two pinned pools of 8 on one 8-GPU partition were once
+    planned there side by side)."""
+    from gclc.solver.rl.space import pools
+
+    def pinned(text):
+        text = text.replace("engine { max_batch = 64 }", "engine { max_batch = 64 }" +
+                            (f"  gpus = {generate}" if generate else ""))
+        return text.replace("staleness    = 1", "staleness    = 1" + (f"\n  train {{ gpus = {train} }}" if train else ""))
+
+    job = rl_job(design(pinned))
+    size = {q.name: q.gpus for q in job.partitions}
+    points = list(pools(job))
+    assert points
+    for p in points:
+        assert p.gen_gpus <= size[p.generate] and p.train_gpus <= size[p.train]
+        if p.placement == "disaggregated":
+            assert p.gen_gpus + p.train_gpus <= job.gpus
+            if p.generate == p.train:
+                assert p.gen_gpus + p.train_gpus <= size[p.generate]
+    if generate == 16 and train == 16:   # apart, each fills a partition: never both on one
+        assert all(p.generate != p.train for p in points if p.placement == "disaggregated")

@@ -10,6 +10,7 @@ import itertools
 import math
 from pathlib import Path
 
+import attrs
 import numpy as np
 from hypothesis import given, strategies as st
 
@@ -25,15 +26,22 @@ _spec.loader.exec_module(fx)
 
 
 @st.composite
-def jobs(draw, most: int = 8):
+def jobs(draw, most: int = 8, companions: bool = False):
+    """Random jobs; `companions`: some gangs on one partition also hold GPUs of the other at once
+    (an rl job generating on one partition and training on another)."""
     count = draw(st.integers(1, most))
     out = []
     for i in range(count):
         partitions = draw(st.sampled_from((("a",), ("b",), ("a", "b"))))
         gpus = draw(st.sampled_from((1, 2, 4, 6, 8, 12, 16)))
-        out.append(fx.job(f"j{i}", gpus, hours=draw(st.floats(0.5, 30)), priority=draw(st.integers(1, 4)),
-                          submit=draw(st.floats(0, 10)), partitions=partitions, gang=draw(st.booleans()),
-                          interval=draw(st.sampled_from((math.inf, 1800.0))), restart=600.0))
+        job = fx.job(f"j{i}", gpus, hours=draw(st.floats(0.5, 30)), priority=draw(st.integers(1, 4)),
+                     submit=draw(st.floats(0, 10)), partitions=partitions, gang=draw(st.booleans()),
+                     interval=draw(st.sampled_from((math.inf, 1800.0))), restart=600.0)
+        if companions and job.gang and len(partitions) == 1 and draw(st.booleans()):
+            other = "b" if partitions == ("a",) else "a"
+            pair = (other, draw(st.sampled_from((1, 4, 8, 16))))
+            job = attrs.evolve(job, options=tuple(attrs.evolve(o, companion=pair) for o in job.options))
+        out.append(job)
     return out
 
 
@@ -44,10 +52,14 @@ def laws(sim: Simulation) -> None:
         sizes = {o.gpus for o in job.options if o.partition == alloc.partition}
         if job.gang:
             assert alloc.gpus in sizes, f"gang {name} holds {alloc.gpus} of {sizes}"
+            companion = sim.runs[name].option.companion   # held with it, all of it, or nothing
+            assert (alloc.companion.partition, alloc.companion.gpus) == companion if companion else \
+                alloc.companion is None
         else:
             assert 1 <= alloc.gpus <= max(sizes)
-        for d, n in zip(alloc.domains, alloc.counts):
-            held[(alloc.partition, d)] = held.get((alloc.partition, d), 0) + n
+        for part in alloc.parts():
+            for d, n in zip(part.domains, part.counts):
+                held[(part.partition, d)] = held.get((part.partition, d), 0) + n
     for pname, part in sim.state.partitions.items():
         assert (part.free >= 0).all() and (part.free <= part.capacity).all()
         for d in range(part.domains):
@@ -56,6 +68,8 @@ def laws(sim: Simulation) -> None:
     if sim.policy.name == "priority":
         for job in sim.pending.values():
             for o in job.options:
+                if o.companion and sim.state.free(o.companion[0]) < o.companion[1]:
+                    continue   # a gang across partitions evicts on its own partition only: it waits for the other
                 lower = sum(a.gpus for n, a in sim.state.allocations.items()
                             if a.partition == o.partition and sim.runs[n].job.priority < job.priority)
                 need = o.gpus if job.gang else 1
@@ -75,7 +89,7 @@ def totals_are_kept(part) -> None:
         np.searchsorted(working, np.arange(part.working_gpus), side="right").tolist()
 
 
-@given(jobs(), st.sampled_from(tuple(POLICIES)), st.integers(0, 5))
+@given(jobs(companions=True), st.sampled_from(tuple(POLICIES)), st.integers(0, 5))
 def test_laws_hold_after_every_cycle(drawn, policy, seed):
     outcome = Simulation(fx.workload(drawn), POLICIES[policy], seed=seed, check=laws, epochs=2).run()
     assert all(r.phase == "done" for r in outcome.runs)

@@ -10,6 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gclc.solver.train import enumerate as enumerator
 
@@ -129,3 +130,15 @@ def test_orders_equal_their_definition_for_every_size():
         wanted = tuple(("tp", *perm, *rest) for perm in itertools.permutations(placed)
                        if _pipeline_stride(tp, (*perm, *rest), size) % ep == 0)
         assert enumerator.orders(tp, pp, dp, cp, ep) == wanted, (tp, pp, dp, cp, ep)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.integers(1, 128), st.integers(1, 32), st.integers(1, 6))
+def test_a_pinned_vp_allows_what_the_unpinned_space_holds(layers, pp, vp):
+    """Pinning vp to a value the unpinned space holds keeps it: one stage a rank needs no equal
+    chunks (DeepSeek-V3's 61 layers on pp = 16 with vp = 1 pinned were once refused, though
+    unpinned they planned at vp = 1)."""
+    unpinned = enumerator._vp_candidates(None, None, layers, pp)
+    if vp in unpinned:
+        assert enumerator._vp_candidates(vp, None, layers, pp) == (vp,)
+    assert enumerator._vp_candidates(1, None, 61, 16) == (1,)

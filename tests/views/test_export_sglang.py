@@ -1,0 +1,154 @@
+"""`gclc export --to sglang`, read and checked by SGLang 0.5.23 itself: `prepare_server_args`
+(its argparse, and its own merger for the `--config` YAML), `ServerArgs.resolve_once` and
+`check_server_args`, in one subprocess (tests/views/sglang_real.py names the stubs:
+torchvision's stand-in, a `config.json` checkpoint, SGLang's CPU device)."""
+
+from __future__ import annotations
+
+import functools
+
+import attrs
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gclc.compiler.driver import check_file
+from gclc.views.export import ExportError, export
+from gclc.views.export import sglang
+from gclc.views.export.jobs import job_entity, job_plan
+from gclc.views.export.vllm import pools
+
+from .test_export_vllm import bash_array, hf_config
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINES = ROOT / ".venv" / "engines"
+SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
+DENSE = ROOT / "tests" / "data" / "serve_cost.gcl"   # Llama 3.1 8B on 2 DGX H100
+SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
+
+if not (ENGINES / "sglang" / "sglang" / "srt" / "server_args.py").exists() or not (ENGINES / "vllm").exists():
+    pytest.skip("SGLang 0.5.23 (and vLLM's folder) are installed by .ci/setup into .venv/engines",
+                allow_module_level=True)
+
+
+def _design(path: Path, settings=SETTINGS):
+    result = check_file(str(path), settings)
+    assert result.design is not None, result.diagnostics
+    return result.design
+
+
+@functools.cache
+def _plans(directory: str) -> dict[str, object]:
+    """{case: design}: the example's plan (made with SGLang's profile), the same design
+    disaggregated without the overlap scheduler (its prefill pool takes pipeline stages, which
+    SGLang runs without it), and a dense GQA model (Llama 3.1 8B) planned for SGLang."""
+    disaggregated, llama = Path(directory) / "disaggregated.gcl", Path(directory) / "llama.gcl"
+    disaggregated.write_text(SERVE.read_text().replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated\n"
+                                                                              "    overlap = false"))
+    llama.write_text(DENSE.read_text().replace("output = 200", "output = 200\n  engine { profile = sglang }"))
+    return {"aggregated": _design(SERVE), "disaggregated": _design(disaggregated), "llama": _design(llama, [])}
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    """Every case through SGLang in one process: {case name: (argv, verdict)}."""
+    root = tmp_path_factory.mktemp("sglang")
+    cases = {}
+    for plan, design in _plans(str(root)).items():
+        (root / plan / "checkpoint").mkdir(parents=True)
+        model = job_entity(design, None, "serve").get("model")
+        (root / plan / "checkpoint" / "config.json").write_text(json.dumps(hf_config(model)))
+        stub = ["--model-path", str(root / plan / "checkpoint"), "--skip-tokenizer-init", "--device", "cpu"]
+        files = export("sglang", design, source=f"{plan}.gcl")
+        for name, text in files.items():
+            (root / plan / name).write_text(text)
+        for role in [n.removeprefix("sglang-").removesuffix(".yaml") for n in files if n.endswith(".yaml")]:
+            words = bash_array(root / plan / "sglang.args", f"SGLANG_{role.upper()}_ARGS")
+            cases[f"{plan}/{role}/args"] = words + stub
+            if plan != "aggregated":   # the YAML of one pool per design: SGLang's import and resolution are slow
+                continue
+            cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"sglang-{role}.yaml")] + stub
+    good = cases["aggregated/serving/args"]
+    chunk = good.index("--chunked-prefill-size") + 1
+    cases["negative/chunk"] = good[:chunk] + ["8200"] + good[chunk + 1:]   # not a whole number of 64-token pages
+    cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]      # vLLM's V0 flag, not SGLang's
+    request = root / "request.json"
+    request.write_text(json.dumps([{"name": k, "argv": v} for k, v in cases.items()]))
+    env = {**os.environ, "PYTHONPATH": f"{ENGINES / 'sglang'}{os.pathsep}{ENGINES / 'vllm'}", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "SGLANG_LOG_LEVEL": "error"}
+    run = subprocess.run([sys.executable, str(Path(__file__).with_name("sglang_real.py")), str(request)],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=root)
+    lines = [json.loads(line.removeprefix("VERDICT ")) for line in run.stdout.splitlines() if line.startswith("VERDICT ")]
+    assert len(lines) == len(cases), run.stderr[-3000:]
+    return {v["name"]: (cases[v["name"]], v) for v in lines}
+
+
+def _flag(words: list[str], flag: str, default=None) -> str:
+    return words[words.index(flag) + 1] if flag in words else default
+
+
+def test_sglang_accepts_every_pool_as_the_plan_states_it(verdicts):
+    """SGLang's resolved arguments of each pool, from the array and from the YAML alike, hold
+    what the array states; disaggregated pools take their role and NIXL."""
+    pools = [n for n in verdicts if not n.startswith("negative/")]
+    assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
+                                                     "disaggregated/decode", "llama/serving"}
+    for name in pools:
+        argv, verdict = verdicts[name]
+        assert "error" not in verdict, f"{name}: {verdict.get('error')}"
+        got, args = verdict["args"], verdicts[name.rsplit("/", 1)[0] + "/args"][0]
+        flag = functools.partial(_flag, args)
+        for key, f in (("tp_size", "--tp-size"), ("pp_size", "--pp-size"), ("max_running_requests", "--max-running-requests"),
+                       ("chunked_prefill_size", "--chunked-prefill-size"), ("page_size", "--page-size"),
+                       ("context_length", "--context-length")):
+            assert got[key] == int(flag(f)), (name, key)
+        assert (got["attn_dp_size"], got["ep_size"]) == (int(flag("--attn-dp-size", 1)), int(flag("--ep-size", 1))), name
+        assert got["mem_fraction_static"] == pytest.approx(float(flag("--mem-fraction-static")))
+        assert (got["kv_cache_dtype"], got["quantization"]) == (flag("--kv-cache-dtype"), flag("--quantization"))
+        assert got["disable_radix_cache"] and not got["enable_mixed_chunk"]
+        assert got["disable_overlap_schedule"] == ("--disable-overlap-schedule" in args)
+        role = name.split("/")[1]
+        assert got["disaggregation_mode"] == (role if role in ("prefill", "decode") else "null")
+        if role != "serving":
+            assert got["disaggregation_transfer_backend"] == "nixl"
+    staged = [n for n in pools if n.startswith("disaggregated/") and verdicts[n][1]["args"]["pp_size"] > 1]
+    assert staged and all(verdicts[n][1]["args"]["disable_overlap_schedule"] for n in staged)
+    assert verdicts["aggregated/serving/args"][1]["args"]["kv_cache_dtype"] == "fp8_e4m3"
+
+
+def test_the_exported_replica_is_the_plans(verdicts):
+    """What SGLang made of the array is the planned replica: TP = tp x ep with ep attention
+    groups, experts TP-sharded within each (the sglang profile's MoE path), the batch."""
+    best = job_plan(job_entity(_design(SERVE), None)).served.decode.replica.config
+    got = verdicts["aggregated/serving/args"][1]["args"]
+    assert (got["tp_size"], got["attn_dp_size"], got["ep_size"], got["pp_size"]) == (best.tp * best.ep, best.ep,
+                                                                                     best.ep, best.pp)
+    assert (got["max_running_requests"], got["chunked_prefill_size"], got["page_size"]) == (best.batch, 8192, 64)
+    assert got["mem_fraction_static"] == pytest.approx(0.9)   # `memory <= 90%`
+    assert not got["disable_overlap_schedule"]   # the sglang profile overlaps the host's work
+
+
+def test_sglang_rejects_the_negative_controls(verdicts):
+    assert "chunked_prefill_size must be divisible by page_size" in verdicts["negative/chunk"][1]["error"]
+    assert "SystemExit" in verdicts["negative/unknown"][1]["error"]
+
+
+def test_what_sglang_cannot_run_is_refused(tmp_path):
+    """A plan made for another engine, a pipeline planned with the overlap scheduler (SGLang
+    turns it off under PP), a train job: refused, with the reason."""
+    dsa = check_file(str(ROOT / "examples" / "custom_dsa.gcl"), ["cubes=4"]).design
+    with pytest.raises(ExportError, match="made for the `vllm_v1` engine"):
+        export("sglang", dsa, job="chat_405b")
+    served = job_plan(job_entity(_plans(str(tmp_path))["disaggregated"], None)).served
+    staged = [side for _, side in pools(served) if side.replica.config.pp > 1]
+    assert staged, "the disaggregated plan has no pipeline stages any more: pick another case"
+    overlapped = attrs.evolve(staged[0].replica, engine=attrs.evolve(staged[0].replica.engine, overlap=True))
+    with pytest.raises(ExportError, match="turns off under pipeline parallelism"):
+        sglang.pool_arguments(served, attrs.evolve(staged[0], replica=overlapped), "prefill")
+    train = check_file(str(ROOT / "examples" / "a100_cluster.gcl"), []).design
+    with pytest.raises(ExportError, match="describe a serve job, and `gpt3_175b` is a train job"):
+        export("sglang", train, job="gpt3_175b")

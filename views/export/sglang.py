@@ -1,0 +1,118 @@
+"""A serve plan as SGLang's launch settings (`python -m sglang.launch_server`), one set per pool.
+
+Flags as defined by SGLang 0.5.23's `ServerArgs` (sglang/srt/server_args.py and its
+arg_groups/fields), whose own parser, resolution and `check_server_args` accept every export
+(tests/views/test_export_sglang.py). Files, as the vLLM export's: `sglang.args` (bash arrays,
+one per pool) and `sglang-<pool>.yaml`, the same flags as SGLang's `--config` file.
+
+The mapping, plan -> SGLang: one replica's GPUs (tp x ep x pp) are SGLang's TP group times its
+PP stages: --tp-size tp x ep and --pp-size pp; the attention groups that share the routed
+experts (ep) -> --attn-dp-size (attention data parallel inside the TP group, each group's
+attention TP = the plan's tp); the routed experts as the plan costs them -> --ep-size: ep where
+the engine's MoE path keeps each expert TP-sharded over tp GPUs (SGLang's MoE TP = tp-size /
+ep-size), tp x ep where it holds whole experts; the batch limit -> --max-running-requests; the
+engine's chunk -> --chunked-prefill-size (prompt chunks join decode batches only with
+--enable-mixed-chunk, the engine's `mixed`); the KV page -> --page-size; the KV precision ->
+--kv-cache-dtype; the memory bound -> --mem-fraction-static (SGLang's share for weights and the
+KV pool; ASSUMPTION: the plan's bound, activations included, as for vLLM); the model's sequence
+-> --context-length; no declared prefix share -> --disable-radix-cache (the plan counts no
+hits); decode steps per scheduling round -> --num-continuous-decode-steps; the host overlap
+off -> --disable-overlap-schedule; speculative decoding through the model's MTP heads ->
+NEXTN; disaggregated pools -> --disaggregation-mode prefill|decode over NIXL (as the vLLM export).
+
+Refused, nothing written: a plan made for another engine, a chip SGLang has no platform for
+here, weights or KV in a precision without a flag, a draft with no MTP heads, and a pipeline
+with the overlap scheduler on (SGLang turns it off under PP: the plan would count host time
+SGLang spends).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+import yaml
+
+from ...dsl.numbers import number
+from ...model.serve.engines import PROFILES
+from .target import ExportError, header
+from .vllm import memory_share, pools, shape_seq, words
+
+VENDORS = ("NVIDIA", "AMD")   # SGLang's CUDA and ROCm platforms
+WEIGHTS = {"bf16": None, "fp8": "fp8"}            # the plan's weight precision -> --quantization
+KV_CACHE = {"bf16": "bf16", "fp8": "fp8_e4m3"}     # the plan's KV precision -> --kv-cache-dtype
+TRANSFER = "nixl"
+RELEASE = "SGLang 0.5.23"
+
+
+def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
+    """(flag, value) pairs for one replica of `side`; True and False are a switch on and off
+    (SGLang's switches have no `--no-` form: False is left out)."""
+    replica, entity = side.replica, served.entity
+    c, engine = replica.config, replica.engine
+    _check(served, c, engine)
+    model = entity.get("model")
+    args: list[tuple[str, object]] = [
+        ("--served-model-name", getattr(model, "name", "model")), ("--dtype", "bfloat16"),
+        ("--tp-size", c.tp * c.ep), ("--pp-size", c.pp)]
+    if c.ep > 1:
+        args += [("--attn-dp-size", c.ep), ("--ep-size", c.ep if engine.moe_path == "tp_sharded" else c.tp * c.ep)]
+    if WEIGHTS[c.precision]:
+        args.append(("--quantization", WEIGHTS[c.precision]))
+    args += [("--context-length", shape_seq(entity)), ("--max-running-requests", c.batch),
+             ("--chunked-prefill-size", engine.chunk), ("--page-size", engine.block),
+             ("--kv-cache-dtype", KV_CACHE[c.kv]), ("--mem-fraction-static", round(memory_share(served), 4)),
+             ("--enable-mixed-chunk", bool(engine.mixed)), ("--disable-radix-cache", engine.prefix_share == 0),
+             ("--disable-overlap-schedule", not engine.overlap)]
+    if engine.scheduler_steps > 1:
+        args.append(("--num-continuous-decode-steps", engine.scheduler_steps))
+    if engine.draft:
+        args += [("--speculative-algorithm", "NEXTN"), ("--speculative-num-steps", engine.draft),
+                 ("--speculative-eagle-topk", 1), ("--speculative-num-draft-tokens", engine.draft + 1)]
+    if role in ("prefill", "decode"):
+        args += [("--disaggregation-mode", role), ("--disaggregation-transfer-backend", TRANSFER)]
+    return [(flag, value) for flag, value in args if value is not False]
+
+
+def _check(served, config, engine) -> None:
+    family = PROFILES[engine.name].family if engine.name in PROFILES else "sglang"
+    if family not in ("sglang", "ideal"):
+        raise ExportError(f"the plan was made for the `{engine.name}` engine ({engine.releases}), whose batches "
+                          f"and host costs are not SGLang's: plan with `engine {{ profile = sglang }}` to export "
+                          f"to SGLang")
+    chip = served.partition.node.accelerator
+    if chip.vendor not in VENDORS:
+        raise ExportError(f"SGLang serves on NVIDIA and AMD GPUs here; `{chip.name}` is {chip.vendor or 'neither'}'s")
+    if config.precision not in WEIGHTS:
+        raise ExportError(f"the plan serves {config.precision} weights, which the SGLang export has no "
+                          f"--quantization for ({', '.join(WEIGHTS)}); pin `precision` to one of them")
+    if config.kv not in KV_CACHE:
+        raise ExportError(f"the plan keeps the KV cache in {config.kv}; SGLang's --kv-cache-dtype here is "
+                          f"{' or '.join(KV_CACHE)}: set `engine {{ kv_precision = ... }}`")
+    if engine.draft and not served.entity.get("model").get("mtp"):
+        raise ExportError("the plan drafts speculative tokens, but the model has no MTP heads to draft with (NEXTN) "
+                          "and the design names no draft model for SGLang's --speculative-draft-model-path")
+    if config.pp > 1 and engine.overlap:
+        raise ExportError(f"the plan runs {config.pp} pipeline stages with SGLang's overlap scheduler, which SGLang "
+                          "turns off under pipeline parallelism: set `engine { overlap = false }` to plan it as "
+                          "SGLang runs it")
+
+
+def export(served, source: str) -> dict[str, str]:
+    roles = pools(served)
+    lines = [header(source, f"{RELEASE} launch settings of `{served.name}`: one array per pool"),
+             "# launch each replica: python -m sglang.launch_server --model-path \"$CHECKPOINT\" "
+             "\"${SGLANG_<POOL>_ARGS[@]}\""]
+    files: dict[str, str] = {}
+    for role, side in roles:
+        args = pool_arguments(served, side, role)
+        c = side.replica.config
+        lines += ["", f"# {role}: {side.count} replica(s) of {c.gpus} GPU(s) (TP {c.tp * c.ep} with attention DP "
+                      f"{c.ep} x PP {c.pp}), {number(side.estimate.tokens_per_s)} output tokens/s each in the plan",
+                  f"SGLANG_{role.upper()}_ARGS=("]
+        lines += [f"  {shlex.join(words([pair]))}" for pair in args]
+        lines.append(")")
+        keyed = {flag.removeprefix("--"): value for flag, value in args}
+        files[f"sglang-{role}.yaml"] = (header(source, f"SGLang `--config` of the {role} pool of `{served.name}` "
+                                                f"({side.count} replica(s))") + "\n"
+                                         + yaml.safe_dump(keyed, sort_keys=False))
+    return {"sglang.args": "\n".join(lines) + "\n", **files}
