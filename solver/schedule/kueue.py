@@ -45,8 +45,11 @@ class Kueue:
     blocking: bool = False
     settings: KueueSettings = KueueSettings()
 
+    def key(self, job):
+        return (-job.priority, job.submit, job.name)
+
     def order(self, pending):
-        return sorted(pending, key=lambda j: (-j.priority, j.submit, j.name))
+        return sorted(pending, key=self.key)
 
     def filter(self, job, state):
         found = fits(job, state)
@@ -83,7 +86,7 @@ class Kueue:
         """Per queue, the workload it offers this cycle with the flavor its quota admits it
         on: the first in order (strict) or the first that quota admits (best effort)."""
         by_queue: dict[str, list[SchedJob]] = {}
-        for job in self.order(sim.pending.values()):
+        for job in sim.pending.ordered(self):      # kept sorted by `key` as jobs come and go
             by_queue.setdefault(queue_of(sim, job), []).append(job)
         used = usage(sim)
         heads = []
@@ -224,13 +227,19 @@ def queue_of(sim, job: SchedJob) -> str:
 
 
 def usage(sim, without: list[str] = ()) -> dict[tuple[str, str], int]:
-    """GPUs each (queue, flavor) has admitted, less the workloads `without`."""
-    out: dict[tuple[str, str], int] = {}
-    for name, alloc in sim.state.allocations.items():
-        if name not in without:
-            key = (queue_of(sim, sim.runs[name].job), alloc.partition)
-            out[key] = out.get(key, 0) + alloc.gpus
-    return out
+    """GPUs each (queue, flavor) has admitted, less the workloads `without`: a running sum
+    kept from the runs started and stopped since the last call (no pass over the admitted)."""
+    used = sim.memory.setdefault("admitted", {})
+    for kind, name, _, partition, gpus, *_ in sim.run_changes:
+        key = (queue_of(sim, sim.runs[name].job), partition)
+        used[key] = used.get(key, 0) + (gpus if kind == "start" else -gpus)
+    sim.run_changes.clear()
+    out = dict(used)
+    for name in without:
+        alloc = sim.state.allocations[name]
+        key = (queue_of(sim, sim.runs[name].job), alloc.partition)
+        out[key] -= alloc.gpus
+    return {key: gpus for key, gpus in out.items() if gpus}
 
 
 def quota_room(queues: dict[str, Tenant], used, tenant: str, flavor: str) -> Room:
