@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ISSUE = HERE.parent / "tests" / "data" / "power_limit.gcl"
 SMALL = HERE / "designs" / "power_small.gcl"
-ISSUE_LIMITS = ("50 kW", "100 kW", "150 kW", "200 kW", "300 kW", "400 kW", "600 kW")
+ISSUE_LIMITS = ("50 kW", "100 kW", "150 kW", "200 kW", "250 kW", "400 kW", "600 kW")
 SMALL_LIMITS = ("2 kW", "3 kW", "4.5 kW", "6 kW", "7.5 kW", "9 kW", "12 kW")
 
 

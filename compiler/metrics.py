@@ -8,6 +8,7 @@ from fractions import Fraction
 import attrs
 
 from ..dsl.source import Span
+from . import host_load
 from .ir import ClusterGraph, Partition
 from ..dsl.numbers import number, readable
 from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, MONEY, POWER, NONE, TIME
@@ -141,12 +142,20 @@ def switches(graph: ClusterGraph) -> tuple[Metric, ...]:
 
 def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | None = None) -> tuple[Metric, ...]:
     """Watts per category at full load (accelerators at TDP, or their power cap, unless
-    `accelerator_power` says)."""
+    `accelerator_power` says); the host parts draw at the load the accelerators' heat puts on
+    them (compiler/host_load.py), not their rating."""
     def chip_power(p: Partition) -> float:
         chip = p.node.accelerator
         # at full load the chip draws its TDP, or its cap, or less where its full clock needs less
         full = min(chip.tdp, chip.power_cap or chip.tdp, chip.full_clock or chip.tdp)
         return (accelerator_power or {}).get(p.name, full)
+
+    def load(p: Partition) -> float:
+        chip = p.node.accelerator
+        return host_load.heat_load(chip.idle, chip.full_clock or chip.tdp, chip_power(p))
+
+    def share(p: Partition, kind: str) -> float:
+        return host_load.BY_KIND[kind].at(load(p))
 
     rows = [
         _sum_metric(graph, "power.accelerators", "accelerators", lambda p: p.gpus * chip_power(p),
@@ -154,15 +163,19 @@ def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | N
     ]
     for kind, label in (("cpu", "CPUs"), ("nic", "NICs"), ("dpu", "DPUs")):
         rows.append(_sum_metric(graph, f"power.{kind}s", label,
-                                lambda p, k=kind: p.nodes * sum(x.count * x.power for x in p.node.parts_of(k)),
-                                lambda p, k=kind: f"{p.nodes} x " + (" + ".join(f"{x.count} x {_q(x.power, 'W')}"
-                                                                               for x in p.node.parts_of(k)) or "0 W"),
+                                lambda p, k=kind: p.nodes * share(p, k) * sum(x.count * x.power for x in p.node.parts_of(k)),
+                                lambda p, k=kind: f"{p.nodes} x (" + (" + ".join(f"{x.count} x {_q(x.power, 'W')}"
+                                                                                for x in p.node.parts_of(k)) or "0 W")
+                                + f") x {host_load.shares_text(k, load(p))}",
                                 "W"))
     rows.append(_sum_metric(graph, "power.dram", "host DRAM (0.1 W/GB allowance)",
-                            lambda p: p.nodes * p.node.dram * DRAM_W_PER_BYTE,
-                            lambda p: f"{p.nodes} x {_q(p.node.dram, 'B')} x 0.1 W/GB", "W"))
+                            lambda p: p.nodes * p.node.dram * DRAM_W_PER_BYTE * share(p, "dram"),
+                            lambda p: f"{p.nodes} x {_q(p.node.dram, 'B')} x 0.1 W/GB x {host_load.shares_text('dram', load(p))}",
+                            "W"))
     rows.append(_sum_metric(graph, "power.node_overhead", "node overhead (fans, boards, conversion)",
-                            lambda p: p.nodes * p.node.overhead, lambda p: f"{p.nodes} x {_q(p.node.overhead, 'W')}", "W"))
+                            lambda p: p.nodes * p.node.overhead * share(p, "overhead"),
+                            lambda p: f"{p.nodes} x {_q(p.node.overhead, 'W')} x {host_load.shares_text('overhead', load(p))}",
+                            "W"))
     rows.append(_sum_metric(graph, "power.unit_overhead", "scale-up domain (switch trays, shelves)",
                             lambda p: p.units * (p.unit_overhead + sum(s.count * s.power for s in p.unit_switches)),
                             lambda p: f"{p.units} x {_q(p.unit_overhead + sum(s.count * s.power for s in p.unit_switches), 'W')}",

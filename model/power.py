@@ -4,7 +4,9 @@ Accelerator power follows activity: idle when nothing runs, TDP (or the chip's p
 cap, model/dvfs.py) when the tensor cores are saturated. A GPU that waits on communication still draws well above idle (clocks
 stay up, HBM and links are busy), so waiting counts as a fraction of full activity.
 Everything else in the cluster comes from the IR's power breakdown, shared in
-proportion to the GPUs the job uses, and cooling from the PUE.
+proportion to the GPUs the job uses, its host parts at the load the job's GPUs put on them
+(compiler/host_load.py: an idle floor plus a part that follows the GPUs' heat), and cooling
+from the PUE.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import functools
 import attrs
 
 from ..compiler.ir import ClusterGraph, Partition
+from ..compiler import host_load
 from ..compiler.metrics import power_breakdown
 from . import dvfs
 
@@ -34,23 +37,64 @@ class Power:
 
 def gpu_power(partition: Partition, busy: float) -> float:
     """Watts of one accelerator that computes for `busy` of the step and waits otherwise."""
+    return power_at(partition, activity(busy))
+
+
+def activity(busy: float) -> float:
+    """The share of the idle-to-full range drawn by a GPU that computes for `busy` of its time
+    and waits (or streams memory) for the rest."""
+    return busy + (1 - busy) * WAITING_ACTIVITY
+
+
+def power_at(partition: Partition, share: float) -> float:
+    """Watts of one accelerator drawing `share` of its idle-to-full range."""
     chip = partition.node.accelerator
-    activity = busy + (1 - busy) * WAITING_ACTIVITY
-    return chip.idle + (dvfs.draw(chip) - chip.idle) * min(1.0, max(0.0, activity))
+    return chip.idle + (dvfs.draw(chip) - chip.idle) * min(1.0, max(0.0, share))
 
 
 def job_power(graph: ClusterGraph, partition: Partition, gpus: int, busy: float) -> Power:
-    per_gpu = gpu_power(partition, busy)
-    others = _beside_accelerators(graph)
+    return power_of(graph, partition, gpus, gpu_power(partition, busy))
+
+
+def power_of(graph: ClusterGraph, partition: Partition, gpus: int, per_gpu: float) -> Power:
+    """The power of a job whose `gpus` accelerators draw `per_gpu` each on average."""
     share = gpus / graph.gpus if graph.gpus else 0.0
-    accelerators, rest = per_gpu * gpus, others * share
+    accelerators, rest = per_gpu * gpus, rest_at(graph, partition, per_gpu) * share
     return Power(accelerators, rest, (accelerators + rest) * (graph.pue - 1), per_gpu)
 
 
+def rest_at(graph: ClusterGraph, partition: Partition, per_gpu: float) -> float:
+    """Watts of the cluster's IT load other than its accelerators while the accelerators
+    draw `per_gpu` each: affine in it (compiler/host_load.py)."""
+    idle, busy = beside_accelerators(graph)
+    return idle + (busy - idle) * load_of(partition, per_gpu)
+
+
+def load_of(partition: Partition, per_gpu: float) -> float:
+    """The host load of an accelerator drawing `per_gpu` (0 idle, 1 at its curve's top)."""
+    chip = partition.node.accelerator
+    return host_load.heat_load(chip.idle, dvfs.top(chip), per_gpu)
+
+
 @functools.lru_cache(maxsize=32)
-def _beside_accelerators(graph: ClusterGraph) -> float:
-    """Watts of the cluster's IT load other than its accelerators: the same for every
-    job on the graph, and a whole breakdown to build (a split over 64 partitions asks
-    for it hundreds of times)."""
-    rows = {row.key: row.value for row in power_breakdown(graph)}
-    return rows["power.it"] - rows["power.accelerators"]
+def beside_accelerators(graph: ClusterGraph) -> tuple[float, float]:
+    """Watts of the cluster's IT load other than its accelerators, with every accelerator
+    idle and with every one at its curve's top: the same for every job on the graph, and
+    whole breakdowns to build (a split over 64 partitions asks for them hundreds of times)."""
+    def rest(watts: dict[str, float]) -> float:
+        rows = {row.key: row.value for row in power_breakdown(graph, watts)}
+        return rows["power.it"] - rows["power.accelerators"]
+    return (rest({p.name: p.node.accelerator.idle for p in graph.partitions}),
+            rest({p.name: dvfs.top(p.node.accelerator) for p in graph.partitions}))
+
+
+def gpu_watts_of(graph: ClusterGraph, partition: Partition, gpus: int, facility: float) -> float:
+    """Watts per GPU of `gpus` GPUs whose job draws `facility` W (`job_power`'s total), read back:
+    the rest is affine in the GPUs' draw, so the inverse is one division."""
+    if gpus <= 0:
+        return 0.0
+    chip, share = partition.node.accelerator, gpus / graph.gpus
+    idle, busy = beside_accelerators(graph)
+    heat = dvfs.top(chip) - chip.idle
+    slope = share * (busy - idle) / heat if heat > 0 else 0.0
+    return (facility / graph.pue - share * idle + slope * chip.idle) / (gpus + slope)

@@ -11,6 +11,7 @@ import graphviz
 from ..compiler.ir import ClusterGraph
 from ..dsl.numbers import percent
 from ..compiler.metrics import Metric, power_breakdown
+from ..model.power import gpu_watts_of
 from .diagram import FONT, fmt, ident, label
 
 _GROUPS = (("power.accelerators", "accelerators"), ("power.cpus", "hosts"), ("power.nics", "hosts"),
@@ -58,11 +59,8 @@ def draws(plan) -> tuple[str, tuple[Draw, ...]] | None:
 
 def serve_gpu_watts(p) -> float:
     """Watts per GPU of a serve plan, from its facility power (model/power.job_power: the
-    GPUs' draw plus their share of the rest of the IT load, times the PUE)."""
-    graph, gpus = p.graph, p.used_gpus
-    rows = {m.key: m.value for m in power_breakdown(graph)}
-    others = (rows["power.it"] - rows["power.accelerators"]) * gpus / graph.gpus
-    return (p.power_w / graph.pue - others) / gpus
+    GPUs' draw plus their share of the rest of the IT load at that draw, times the PUE)."""
+    return gpu_watts_of(p.graph, p.partition, p.used_gpus, p.power_w)
 
 
 def operating_point(graph: ClusterGraph, plan) -> dict[str, float] | None:

@@ -75,6 +75,7 @@ def engine_json(e: Engine) -> dict:
             "mixed_batches": e.mixed, "scheduler_steps": e.scheduler_steps, "kv_block_tokens": e.block,
             "prefix_share": e.prefix_share, "cuda_graph_max_batch": e.graph_batch or None,
             "host_step_s": e.step_s, "host_per_sequence_s": e.seq_s, "host_overlapped": e.overlap,
+            "host_overlapped_with_pipeline": e.overlaps(pp=2),
             "eager_op_s": e.eager_op_s, "frontend_s": e.frontend_s, "preemption": e.preemption,
             "moe_path": e.moe_path, "grouped_kv_reads": e.grouped_kv,
             "speculative": {"tokens": e.draft, "acceptance": e.acceptance} if e.draft else None}
@@ -84,7 +85,8 @@ def engine_text(e: Engine) -> str:
     """`vllm_v1 (vLLM 0.8.0 and later): mixed batches of 8,192 tokens, ...`."""
     batches = (f"mixed batches of {number(e.chunk)} tokens" if e.mixed else
                f"prompts first, in iterations of {number(e.chunk)} tokens")
-    host = ("host overlapped" if e.overlap else "host") + f" {duration(e.step_s)} + {duration(e.seq_s)} per sequence"
+    overlapped = ("host overlapped" + ("" if e.overlaps(pp=2) else " (not with pipeline stages)")) if e.overlap else "host"
+    host = overlapped + f" {duration(e.step_s)} + {duration(e.seq_s)} per sequence"
     return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, {e.moe_path} MoE, "
             f"{number(e.block)}-token KV pages")
 

@@ -149,8 +149,9 @@ def _part_line(key: str, label: str, count: int, each: float | None, included: b
 
 
 def unit_power(p: Partition) -> float:
-    """IT watts of one unit at full load: its nodes (chips at TDP, parts, DRAM allowance,
-    overhead) and the unit's own overhead and switches."""
+    """Rated IT watts of one unit, what its rack is provisioned for: its nodes (chips at TDP,
+    parts, DRAM allowance, overhead at their ratings, not the draw at load of
+    compiler/host_load.py) and the unit's own overhead and switches."""
     n = p.node
     node_w = (n.gpus * n.accelerator.tdp + sum(x.count * x.power for x in n.parts)
               + n.dram * DRAM_W_PER_BYTE + n.overhead)

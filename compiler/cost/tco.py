@@ -97,7 +97,7 @@ def tco(cluster: Entity, graph: ClusterGraph, economics: Economics | None = None
 
 def bom_metrics(bom: Bom) -> tuple[Metric, ...]:
     rows = [Metric(f"bom.{line.key}.count", f"{line.label}", line.count, "", line.formula) for line in bom.lines]
-    rows.append(Metric("bom.rack_power", "IT load per compute rack", bom.rack_it_power, "W",
+    rows.append(Metric("bom.rack_power", "rated IT power per compute rack", bom.rack_it_power, "W",
                        "IT power of the compute racks / racks"))
     return tuple(rows)
 

@@ -25,6 +25,9 @@ Sources, abbreviated below:
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
   [sgl04]   lmsys.org/blog/2024-12-04-sglang-v0-4: the zero-overhead (overlap) batch scheduler runs
             the CPU one batch ahead of the GPU, 1.1x throughput over v0.3
+  [sglpp]   SGLang 0.5.23 (PyPI), sglang/srt/arg_groups/overrides.py `_pipeline_parallel_overlap_disable`:
+            "Pipeline parallelism is incompatible with overlap schedule", the overlap turned off
+            whenever pp_size > 1
   [sglargs] sgl-project/sglang python/sglang/srt/server_args.py (v0.3-v0.4): chunked_prefill_size
             8192; enable_mixed_chunk off (a prefill batch runs apart from the decode batch, and
             first); cuda_graph_max_bs 160; token-granular KV pool (page size 1)
@@ -85,6 +88,7 @@ class Engine:
     seq_s: float = 0.0          # host seconds per decoding sequence per iteration: sampling, stop
                                 # checks, output processing
     overlap: bool = False       # the host prepares iteration n + 1 while the GPU runs n
+    overlap_pp: bool = True     # ... with pipeline stages too (SGLang turns it off under PP: [sglpp])
     preemption: str = "recompute"  # recompute, swap (KV to host memory and back) or reserve
     moe_path: str = "grouped"   # grouped GEMM, TP-sharded experts, or a loop over experts
     frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
@@ -116,14 +120,18 @@ class Engine:
             return True
         return tokens <= decoding * (1 + self.draft) and decoding <= self.graph_batch
 
-    def host(self, decoding: float, tokens: float, kernels: float, gpu: float) -> float:
+    def host(self, decoding: float, tokens: float, kernels: float, gpu: float, pp: int = 1) -> float:
         """Seconds an iteration takes given its GPU time `gpu`: a host that issues its `kernels`
         one by one holds the GPU to their pace, and the host's own work per iteration adds to
-        it unless the engine overlaps it with the GPU's previous iteration."""
+        it unless the engine overlaps it with the GPU's previous iteration (on `pp` stages)."""
         if not self.graphed(decoding, tokens):
             gpu = max(gpu, kernels * self.eager_op_s)
         work = self.step_s + self.seq_s * decoding
-        return max(gpu, work) if self.overlap else gpu + work
+        return max(gpu, work) if self.overlaps(pp) else gpu + work
+
+    def overlaps(self, pp: int = 1) -> bool:
+        """Whether the host's work hides behind the GPU's on a replica of `pp` stages."""
+        return self.overlap and (pp == 1 or self.overlap_pp)
 
 
 @attrs.frozen
@@ -217,10 +225,10 @@ PROFILES = {p.name: p for p in (
              "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]"}),
     Profile("sglang", "sglang", "2024-12", None, "SGLang 0.4.0 and later",
             {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
-             "seq_s": 2e-6, "overlap": True, "preemption": "recompute", "moe_path": "tp_sharded", "block": 1,
-             "frontend_s": 2e-3, "layer_kernels": 10},
+             "seq_s": 2e-6, "overlap": True, "overlap_pp": False, "preemption": "recompute", "moe_path": "tp_sharded",
+             "block": 1, "frontend_s": 2e-3, "layer_kernels": 10},
             {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
-             "overlap": "[sgl04]", "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
+             "overlap": "[sgl04]", "overlap_pp": "[sglpp]", "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
              "preemption": "SGLang retracts decoding requests and recomputes them", "moe_path": "[trtmoe]: fused MoE over TP-sharded experts unless --ep-size",
              "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]"}),
     Profile("trtllm_0_9", "trtllm", "2024-04", "2024-07", "TensorRT-LLM 0.9-0.11, TensorRT engines",

@@ -238,7 +238,7 @@ class Replica:
         total = c.pp * stage + hops
         if decoding and e.draft:
             total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
-        return e.host(decoding, tokens, self._kernels(tokens), total), c.pp * work
+        return e.host(decoding, tokens, self._kernels(tokens), total, c.pp), c.pp * work
 
     def _kernels(self, tokens: float) -> float:
         """Kernels of one pass through every stage: a layer's own, its tensor-parallel

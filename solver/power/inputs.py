@@ -8,11 +8,10 @@ import math
 
 import attrs
 
-from ...compiler.metrics import power_breakdown
 from ...model import dvfs
 from ...model.compute import measured
 from ...model.job import Job
-from ...model.power import gpu_power
+from ...model.power import beside_accelerators, gpu_power
 from ...model.train.step import Estimate, estimate
 from ..train import enumerate as space_def
 
@@ -31,7 +30,7 @@ class PowerInputs:
     shares: tuple[float, float, float, float]   # a1..a4 of the step (see the module docstring)
     p_idle: float                # W per GPU, idle
     p_full: float                # W per GPU at full clock, this job's activity
-    p_rest: float                # W per GPU, the rest of the cluster
+    p_rest: float                # W per GPU, the rest of the cluster with the GPUs idle
     pue: float
     gamma: float = 1.0           # throughput ~ n^gamma (monomial model only)
     f_min: float = F_MIN
@@ -40,6 +39,9 @@ class PowerInputs:
     gamma_source: str = "given"
     fit_error: float | None = None   # step model at the second point vs its estimate, relative
     exponent: float = dvfs.DEFAULT_EXPONENT  # the chip's DVFS curve: dynamic power ~ f^exponent
+    # W of the rest per W a GPU draws above idle: the host parts follow the GPUs' heat
+    # (compiler/host_load.py), so per-GPU power is p_idle + p_rest + (1 + rest_slope) x (gpu - p_idle)
+    rest_slope: float = 0.0
     # The GPU counts the plan may run: whole data-parallel replicas of `replica_gpus` GPUs,
     # `counts` of them (ascending; empty: every whole number from `min_gpus` to `max_gpus`).
     replica_gpus: float = 0.0    # 0: `min_gpus`
@@ -51,9 +53,11 @@ class PowerInputs:
         to the plan's own clock; its floor is the chip's DVFS floor (`f_min` overrides), raised to the
         clock at which this job draws the chip's `min_cap`."""
         cfg, partition, graph = best.config, job.partition, job.graph
-        rows = {row.key: row.value for row in power_breakdown(graph)}
-        rest = (rows["power.it"] - rows["power.accelerators"]) / graph.gpus if graph.gpus else 0.0
         chip = partition.node.accelerator
+        idle_rest, busy_rest = beside_accelerators(graph)
+        rest = idle_rest / graph.gpus if graph.gpus else 0.0
+        heat = dvfs.top(chip) - chip.idle
+        slope = (busy_rest - idle_rest) / graph.gpus / heat if graph.gpus and heat > 0 else 0.0
         if f_min is None:
             planned = dvfs.sustained(chip, measured(chip, cfg.precision))
             f_min = min(1.0, dvfs.floor(chip) / planned) if planned > 0 else dvfs.floor(chip)
@@ -65,7 +69,7 @@ class PowerInputs:
                      min_gpus=float(replica * counts[0]), max_gpus=float(cfg.gpus), shares=step_shares(best),
                      p_idle=chip.idle, p_full=p_full, p_rest=rest, pue=graph.pue,
                      f_min=f_min, gpus_per_unit=partition.nodes_per_unit * partition.node.gpus, tokens=job.tokens,
-                     exponent=dvfs.exponent(chip), replica_gpus=float(replica), counts=counts)
+                     exponent=dvfs.exponent(chip), replica_gpus=float(replica), counts=counts, rest_slope=slope)
         second = _second_point(job, best)
         if second is None:
             return attrs.evolve(inputs, gamma_source="gamma = 1: dp cannot be reduced, so no second point")
@@ -85,7 +89,11 @@ class PowerInputs:
         return dvfs.power(self.p_idle, self.p_full, f, self.exponent)
 
     def facility(self, n: float, f: float) -> float:
-        return self.pue * n * (self.gpu_watts(f) + self.p_rest)
+        return self.pue * n * self.per_gpu(self.gpu_watts(f))
+
+    def per_gpu(self, gpu: float) -> float:
+        """IT watts per GPU, the rest included, while a GPU draws `gpu`."""
+        return self.p_idle + self.p_rest + (1 + self.rest_slope) * (gpu - self.p_idle)
 
     def throughput(self, n: float, f: float, clock: str = "step") -> float:
         x = n / self.gpus
@@ -107,7 +115,7 @@ class PowerInputs:
         of facility power; None when even the lowest clock exceeds it."""
         if self.facility(n, self.f_min) > budget * (1 + 1e-12):
             return None
-        cap = budget / (self.pue * n) - self.p_rest
+        cap = self.p_idle + (budget / (self.pue * n) - self.p_idle - self.p_rest) / (1 + self.rest_slope)
         return min(1.0, max(self.f_min, dvfs.clock_at(self.p_idle, self.p_full, cap, self.exponent)))
 
     @property

@@ -57,10 +57,11 @@ uses for a power cap; dynamic power ~ f V^2 with V ~ f, so k = 3 unless the chip
 `P_full` is `compiler.model.power.gpu_power` at the plan's busy share (the accelerator
 at full clock doing this job), `P_idle` the chip's idle power. The rest of the cluster
 (CPUs, NICs, DPUs, DRAM, node and unit overheads, switches, optics, cluster overhead)
-comes from `compiler.metrics.power_breakdown`, shared per GPU: `P_rest`. The power cap
-that realizes clock f is P(f).
+comes from `compiler.metrics.power_breakdown`, shared per GPU: `P_rest` with the GPUs idle,
+and its host parts follow the GPUs' heat (`compiler.host_load`), `s` W per W a GPU draws above
+idle. The power cap that realizes clock f is P(f).
 
-    facility(n, f) = PUE * n * (P(f) + P_rest) <= budget
+    facility(n, f) = PUE * n * (P_idle + P_rest + (1 + s) * (P(f) - P_idle)) <= budget
 
 Objectives: "throughput" (maximize T), "time" (minimize tokens/T: the same optimum),
 "energy" (minimize facility/T: a posynomial over a monomial, so still a GP).
@@ -161,7 +162,7 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     tau = cp.Variable(pos=True, name="T_over_T0")
     n0 = inputs.gpus
     static = inputs.p_idle + inputs.p_rest
-    dynamic = inputs.p_full - inputs.p_idle
+    dynamic = (inputs.p_full - inputs.p_idle) * (1 + inputs.rest_slope)
     per_gpu = static + (dynamic * f ** inputs.exponent if dynamic > 1e-9 * static else 0)
     power = (inputs.pue * n0 / budget) * x * per_gpu           # facility / budget
     power_limit = power <= 1

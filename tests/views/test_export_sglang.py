@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ROOT / ".venv" / "engines"
 SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
 DENSE = ROOT / "tests" / "data" / "serve_cost.gcl"   # Llama 3.1 8B on 2 DGX H100
-SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
+SETTINGS = ["nodes=4", "demand=4"]   # 32 H100: 16-GPU DeepSeek-V3 replicas (demand 2 plans pp = 2 since issue 28's host power)
 
 if not (ENGINES / "sglang" / "sglang" / "srt" / "server_args.py").exists() or not (ENGINES / "vllm").exists():
     pytest.skip("SGLang 0.5.23 (and vLLM's folder) are installed by .ci/setup into .venv/engines",
@@ -44,11 +44,10 @@ def _design(path: Path, settings=SETTINGS):
 @functools.cache
 def _plans(directory: str) -> dict[str, object]:
     """{case: design}: the example's plan (made with SGLang's profile), the same design
-    disaggregated without the overlap scheduler (its prefill pool takes pipeline stages, which
-    SGLang runs without it), and a dense GQA model (Llama 3.1 8B) planned for SGLang."""
+    disaggregated (a pool takes pipeline stages, which the profile plans without the overlap
+    scheduler, as SGLang runs them), and a dense GQA model (Llama 3.1 8B) planned for SGLang."""
     disaggregated, llama = Path(directory) / "disaggregated.gcl", Path(directory) / "llama.gcl"
-    disaggregated.write_text(SERVE.read_text().replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated\n"
-                                                                              "    overlap = false"))
+    disaggregated.write_text(SERVE.read_text().replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated"))
     llama.write_text(DENSE.read_text().replace("output = 200", "output = 200\n  engine { profile = sglang }"))
     return {"aggregated": _design(SERVE), "disaggregated": _design(disaggregated), "llama": _design(llama, [])}
 
@@ -74,7 +73,8 @@ def verdicts(tmp_path_factory):
             cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"sglang-{role}.yaml")] + stub
     good = cases["aggregated/serving/args"]
     chunk = good.index("--chunked-prefill-size") + 1
-    cases["negative/chunk"] = good[:chunk] + ["8200"] + good[chunk + 1:]   # not a whole number of 64-token pages
+    # not a whole number of 64-token pages, nor once SGLang divides it over 16 attention DP ranks (513)
+    cases["negative/chunk"] = good[:chunk] + ["8208"] + good[chunk + 1:]
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]      # vLLM's V0 flag, not SGLang's
     request = root / "request.json"
     request.write_text(json.dumps([{"name": k, "argv": v} for k, v in cases.items()]))
@@ -115,8 +115,10 @@ def test_sglang_accepts_every_pool_as_the_plan_states_it(verdicts):
         assert got["disaggregation_mode"] == (role if role in ("prefill", "decode") else "null")
         if role != "serving":
             assert got["disaggregation_transfer_backend"] == "nixl"
-    staged = [n for n in pools if n.startswith("disaggregated/") and verdicts[n][1]["args"]["pp_size"] > 1]
-    assert staged and all(verdicts[n][1]["args"]["disable_overlap_schedule"] for n in staged)
+    # the plan overlaps the host's work on single-stage pools and not on staged ones, as SGLang runs them
+    disaggregated = [n for n in pools if n.startswith("disaggregated/")]
+    staged = [n for n in disaggregated if verdicts[n][1]["args"]["pp_size"] > 1]
+    assert staged and all(verdicts[n][1]["args"]["disable_overlap_schedule"] == (n in staged) for n in disaggregated)
     assert verdicts["aggregated/serving/args"][1]["args"]["kv_cache_dtype"] == "fp8_e4m3"
 
 
@@ -138,15 +140,15 @@ def test_sglang_rejects_the_negative_controls(verdicts):
 
 
 def test_what_sglang_cannot_run_is_refused(tmp_path):
-    """A plan made for another engine, a pipeline planned with the overlap scheduler (SGLang
-    turns it off under PP), a train job: refused, with the reason."""
+    """A plan made for another engine, a pipeline planned with the host's work overlapped
+    (SGLang turns the overlap off under PP), a train job: refused, with the reason."""
     dsa = check_file(str(ROOT / "examples" / "custom_dsa.gcl"), ["cubes=4"]).design
     with pytest.raises(ExportError, match="made for the `vllm_v1` engine"):
         export("sglang", dsa, job="chat_405b")
     served = job_plan(job_entity(_plans(str(tmp_path))["disaggregated"], None)).served
     staged = [side for _, side in pools(served) if side.replica.config.pp > 1]
     assert staged, "the disaggregated plan has no pipeline stages any more: pick another case"
-    overlapped = attrs.evolve(staged[0].replica, engine=attrs.evolve(staged[0].replica.engine, overlap=True))
+    overlapped = attrs.evolve(staged[0].replica, engine=attrs.evolve(staged[0].replica.engine, overlap_pp=True))
     with pytest.raises(ExportError, match="turns off under pipeline parallelism"):
         sglang.pool_arguments(served, attrs.evolve(staged[0], replica=overlapped), "prefill")
     train = check_file(str(ROOT / "examples" / "a100_cluster.gcl"), []).design

@@ -54,19 +54,19 @@ TIGHT_PINS = "tp = 8  pp = 1"
 
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory):
-    """8 kW for replicas of 8 H100s (tp = 8 pinned): even one replica needs more at full clock."""
+    """7 kW for replicas of 8 H100s (tp = 8 pinned): even one replica needs more at full clock."""
     return tmp_path_factory.mktemp("tight")
 
 
 def test_a_bound_only_a_lower_clock_meets_is_a_plan_at_that_clock(tight, capsys):
-    code, text = _plan(tight, capsys, "8 kW", pins=TIGHT_PINS)
+    code, text = _plan(tight, capsys, "7 kW", pins=TIGHT_PINS)
     assert code == 0
     lines = text.splitlines()
     assert not any(line.lstrip().startswith(("infeasible", "note", "removed")) for line in lines)
     assert "(optimal," in lines[1]
-    code, out = _plan(tight, capsys, "8 kW", "--json", pins=TIGHT_PINS)
+    code, out = _plan(tight, capsys, "7 kW", "--json", pins=TIGHT_PINS)
     data = json.loads(out)
-    assert code == 0 and data["status"] == "optimal" and data["power_w"] <= 8e3
+    assert code == 0 and data["status"] == "optimal" and data["power_w"] <= 7e3
     gpus, clock, cap = data["gpus"], data["clock"], data["parallelism"]["power_cap_w"]
     assert gpus == 8 and clock < 1 and cap is not None
     power = next(line for line in lines if line.startswith("  power "))

@@ -19,11 +19,13 @@ KV pool; ASSUMPTION: the plan's bound, activations included, as for vLLM); the m
 hits); decode steps per scheduling round -> --num-continuous-decode-steps; the host overlap
 off -> --disable-overlap-schedule; speculative decoding through the model's MTP heads ->
 NEXTN; disaggregated pools -> --disaggregation-mode prefill|decode over NIXL (as the vLLM export).
+The `sglang` profile plans pipeline stages without the overlap, as SGLang runs them
+(model/serve/engines.py `overlap_pp`).
 
 Refused, nothing written: a plan made for another engine, a chip SGLang has no platform for
 here, weights or KV in a precision without a flag, a draft with no MTP heads, and a pipeline
-with the overlap scheduler on (SGLang turns it off under PP: the plan would count host time
-SGLang spends).
+planned with the host's work overlapped (an engine whose `overlap_pp` was overridden: SGLang
+turns it off under PP, so the plan would hide host time SGLang spends).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
              ("--chunked-prefill-size", engine.chunk), ("--page-size", engine.block),
              ("--kv-cache-dtype", KV_CACHE[c.kv]), ("--mem-fraction-static", round(memory_share(served), 4)),
              ("--enable-mixed-chunk", bool(engine.mixed)), ("--disable-radix-cache", engine.prefix_share == 0),
-             ("--disable-overlap-schedule", not engine.overlap)]
+             ("--disable-overlap-schedule", not engine.overlaps(c.pp))]
     if engine.scheduler_steps > 1:
         args.append(("--num-continuous-decode-steps", engine.scheduler_steps))
     if engine.draft:
@@ -91,10 +93,10 @@ def _check(served, config, engine) -> None:
     if engine.draft and not served.entity.get("model").get("mtp"):
         raise ExportError("the plan drafts speculative tokens, but the model has no MTP heads to draft with (NEXTN) "
                           "and the design names no draft model for SGLang's --speculative-draft-model-path")
-    if config.pp > 1 and engine.overlap:
-        raise ExportError(f"the plan runs {config.pp} pipeline stages with SGLang's overlap scheduler, which SGLang "
-                          "turns off under pipeline parallelism: set `engine { overlap = false }` to plan it as "
-                          "SGLang runs it")
+    if config.pp > 1 and engine.overlaps(config.pp):
+        raise ExportError(f"the plan runs {config.pp} pipeline stages with the host's work overlapped, which SGLang "
+                          "turns off under pipeline parallelism: plan it with the `sglang` engine profile, or set "
+                          "`engine { overlap = false }`")
 
 
 def export(served, source: str) -> dict[str, str]:

@@ -144,6 +144,16 @@ def test_host_time_never_speeds_an_iteration_and_overlap_never_slows_one(name, d
         assert t >= real._kernels(tokens) * e.eager_op_s * (1 - 1e-12)
 
 
+@pytest.mark.parametrize("pp", [1, 2])
+def test_sglang_overlaps_the_host_only_without_pipeline_stages(pp):
+    # SGLang turns its overlap scheduler off under pipeline parallelism ([sglpp]): a staged
+    # replica pays the host's work on top of the GPU's, a single-stage one hides it
+    e = profile("sglang").engine()
+    gpu, work = 0.010, e.step_s + e.seq_s * 64
+    expected = gpu + work if pp > 1 else max(gpu, work)
+    assert e.host(64, 64, 0, gpu, pp) == pytest.approx(expected) and e.overlaps(pp) == (pp == 1)
+
+
 def test_a_cuda_graph_spares_the_host_its_launches():
     e = profile("vllm_v0").engine()
     assert e.graphed(64, 64) and not e.graphed(300, 300)     # decode batches up to 256 are graphed
@@ -152,5 +162,5 @@ def test_a_cuda_graph_spares_the_host_its_launches():
 
 
 def test_the_engines_module_states_its_sources():
-    for tag in ("[v1args]", "[v0sched]", "[v060]", "[moe2542]", "[sgl04]", "[sglargs]", "[trtifb]", "[llama]"):
+    for tag in ("[v1args]", "[v0sched]", "[v060]", "[moe2542]", "[sgl04]", "[sglpp]", "[sglargs]", "[trtifb]", "[llama]"):
         assert tag in engines.__doc__

@@ -46,7 +46,7 @@ def _plan_json(capsys, limit: str, *extra: str) -> dict:
 def issue_plans():
     """The issue's design at each of its limits: (limit W, outcome)."""
     out = []
-    for kw in (100, 150, 300, 600):
+    for kw in (100, 150, 250, 600):
         design = check_file(ISSUE, {"limit": f"{kw} kW"}).design
         out.append((kw * 1e3, plan_design(design)))
     return out
@@ -62,9 +62,9 @@ def test_the_issues_limits_plan_within_them_and_more_power_never_runs_slower(iss
         at_limit = [c for c in outcome.power.curve if c.budget <= limit and c.feasible]
         assert all(c.tokens_per_s <= p.best.tokens_per_s * (1 + 1e-9) for c in at_limit)
     assert rates == sorted(rates)
-    # 300 kW: the limit binds, and every GPU runs below full clock rather than half of them at full
-    p300 = issue_plans[2][1]
-    assert "power" in p300.power.binds and p300.plan.best.config.gpus == 256 and p300.plan.clock < 1
+    # 250 kW: the limit binds, and every GPU runs below full clock rather than half of them at full
+    p250 = issue_plans[2][1]
+    assert "power" in p250.power.binds and p250.plan.best.config.gpus == 256 and p250.plan.clock < 1
     # 600 kW: the limit leaves room, so the plan is the unlimited one, at full clock
     p600 = issue_plans[3][1]
     assert "power" not in p600.power.binds and p600.plan.best.config.power_cap is None
@@ -81,7 +81,7 @@ def test_the_headline_is_the_power_section(issue_plans, capsys):
         tokens = re.search(r"[\d.,]+(?: [kMG])? tokens/s", step_line).group()     # `2.19 M tokens/s`
         watts = re.search(r"power +([\d.,]+ [kM]?W)", text).group(1)              # the plan's power line
         assert f"{tokens}, {watts} facility" in power_line
-    data = outcome_json(issue_plans[2][1])            # 300 kW
+    data = outcome_json(issue_plans[2][1])            # 250 kW
     section = data["power_budget"]
     assert section["tokens_per_s"] == data["tokens_per_s"] and section["facility_power_w"] == data["power_w"]
     assert section["gpus"] == data["gpus"] and section["clock"] == data["clock"]
@@ -180,11 +180,11 @@ def test_cost_chooses_its_own_operating_point_and_the_plan_prints_that_cost(tmp_
                        "  scaleout = NDR_FatTree\n  economics { years = 5  energy_price = 0.08 USD/kWh }\n")
     runs = {}
     for objective in ("throughput", "cost"):
-        assert main(["plan", path, "--set", "limit=300 kW", "--json", "--objective", objective]) == 0
+        assert main(["plan", path, "--set", "limit=250 kW", "--json", "--objective", objective]) == 0
         runs[objective] = json.loads(capsys.readouterr().out)
     cheap, fast = runs["cost"], runs["throughput"]
     assert cheap["cost"]["cost_per_token_usd"] <= fast["cost"]["cost_per_token_usd"]
-    assert cheap["power_w"] <= 300e3 and cheap["power_budget"]["objective"] == "cost"
+    assert cheap["power_w"] <= 250e3 and cheap["power_budget"]["objective"] == "cost"
 
 
 def test_cost_without_economics_is_a_located_error(tmp_path, capsys):

@@ -153,23 +153,24 @@ def best_per_gpu_pairing(search) -> float:
 
 
 def test_a_power_limit_makes_the_best_per_gpu_pairing_lose():
-    """Long prompts on 4 GPUs under 3.75 kW: the layouts with the most requests per GPU draw too
-    much to run together; a wider prefill replica beside one decode replica serves more (70 %).
-    (4 kW until the two nodes' one-leaf fabric stopped being charged a spine, issue 28: the
-    limit moved down by about the spine's share of the 4 GPUs.)"""
-    plan, search = planned(job(3000, 200, 20, 64, "disaggregated", False, 4, 3.75))
+    """Long prompts on 4 GPUs under 3.7 kW: the layouts with the most requests per GPU draw too
+    much to run together; another mix on every GPU serves more (14 %). (4 kW until the two
+    nodes' one-leaf fabric stopped being charged a spine, 3.75 kW until the hosts drew at load,
+    issue 28: the limit moved down with the host's share of the 4 GPUs.)"""
+    plan, search = planned(job(3000, 200, 20, 64, "disaggregated", False, 4, 3.7))
     check_optimal(plan, search)
-    assert plan.tokens_per_s > 1.2 * best_per_gpu_pairing(search)
-    assert plan.binding == ("gpus: 1 GPU left, fewer than a prefill replica's 2",)
+    assert plan.tokens_per_s > 1.1 * best_per_gpu_pairing(search)
+    assert plan.binding == ("gpus: every GPU serves",)
 
 
-def test_deepseek_v3_under_300_kw_serves_a_quarter_more_than_the_best_per_gpu_pairing():
+def test_deepseek_v3_under_240_kw_serves_a_quarter_more_than_the_best_per_gpu_pairing():
+    # 300 kW until the hosts drew at load (issue 28): the limit moved down with the hosts' share
     text = (ROOT / "examples" / "deepseek_v3_serve.gcl").read_text()
     text = text.replace("  rate      = demand * 1 req/s\n", "").replace("ttft.p99 <= 2 s  tpot.p90", "ttft <= 2 s  tpot")
     # the case was found on the kernels alone (before engines were named): it stays on them
     text = re.sub(r"engine \{\n    profile *= *\w+", "engine {\n    profile = ideal", text)
-    plan, search = planned(text.replace("power <= 1 MW", "power <= 300 kW"))
-    assert plan.mode == "disaggregated" and plan.power_w <= 300e3
+    plan, search = planned(text.replace("power <= 1 MW", "power <= 240 kW"))
+    assert plan.mode == "disaggregated" and plan.power_w <= 240e3
     assert plan.tokens_per_s > 1.25 * best_per_gpu_pairing(search)
 
 

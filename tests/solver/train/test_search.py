@@ -188,11 +188,11 @@ def test_memory_limit_from_subject_to_binds(tmp_path):
 
 
 def test_power_limit_infeasible(tmp_path):
-    p = _base(limits=["power <= 400 W"])   # below one GPU at its lowest clock with its share of the node
+    p = _base(limits=["power <= 150 W"])   # below one GPU at its lowest clock with its share of the node (at load)
     job = train_job(check_file(_write(tmp_path, p)).design)
     reason = plan(job).infeasibility
     assert reason.constraint == "power" and reason.needs > reason.limit
-    assert "power <= 400 W" in Path(reason.span.path).read_text().splitlines()[reason.span.line - 1]
+    assert "power <= 150 W" in Path(reason.span.path).read_text().splitlines()[reason.span.line - 1]
 
 
 def test_pins_that_leave_no_configuration(tmp_path):

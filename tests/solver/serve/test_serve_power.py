@@ -1,0 +1,61 @@
+"""A serve plan's power at its operating point (issue 28): each pool's GPUs draw as at full batch
+for the share of the time its capacity is in use and idle for the rest; decode is
+memory-bound, so its GPUs draw less than their TDP; and more load never lowers the power of a
+fixed layout. The plan's text and JSON state the same watts (one answer)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from hypothesis import given, strategies as st
+
+from gclc.cli.main import main
+from gclc.compiler.driver import check_text
+from gclc.model import dvfs
+from gclc.model.power import gpu_watts_of
+from gclc.solver.serve.plan import plan_serve
+from gclc.solver.serve.screen import Side, pools_power
+from gclc.testing import load_profile
+from gclc.views.power_view import serve_gpu_watts
+
+load_profile()
+ROOT = Path(__file__).resolve().parents[3]
+TEXT = (ROOT / "tests" / "data" / "serve_cost.gcl").read_text().replace(
+    "  prompt = 1000\n  output = 200\n", "  prompt = 1000\n  output = 200\n  rate = 80 req/s\n  requests = 400\n")
+PLAN = plan_serve(check_text(TEXT, str(ROOT / "tests" / "data" / "day.gcl")).design["chat"])
+SIDES = [Side(PLAN.decode.replica, PLAN.decode.estimate, PLAN.decode.count)]
+CAPACITY = PLAN.decode.count * PLAN.decode.estimate.requests_per_s
+
+
+@given(st.floats(0.0, 2.0), st.floats(0.0, 2.0))
+def test_more_load_never_lowers_the_power_of_a_layout(x, y):
+    low, high = sorted((x, y))
+    a, b = (pools_power(PLAN.graph, PLAN.partition, SIDES, CAPACITY * s or None) for s in (low, high))
+    saturated = pools_power(PLAN.graph, PLAN.partition, SIDES)
+    if low > 0:
+        assert a <= b * (1 + 1e-12) and b <= saturated * (1 + 1e-12)
+
+
+def test_an_idle_layout_draws_its_idle_floor_and_a_saturated_one_more():
+    chip = PLAN.partition.node.accelerator
+    empty = pools_power(PLAN.graph, PLAN.partition, SIDES, 1e-12 * CAPACITY)
+    gpus = PLAN.decode.count * PLAN.decode.replica.gpus
+    # a replica with no request in flight idles: it does not draw a waiting GPU's share
+    assert math.isclose(gpu_watts_of(PLAN.graph, PLAN.partition, gpus, empty), chip.idle, rel_tol=1e-6)
+    assert empty < pools_power(PLAN.graph, PLAN.partition, SIDES)
+
+
+def test_decode_draws_below_tdp_and_the_plans_outputs_agree(capsys, tmp_path):
+    chip = PLAN.partition.node.accelerator
+    watts = serve_gpu_watts(PLAN)
+    assert chip.idle < watts < dvfs.draw(chip)          # memory-bound decode: below the TDP
+    path = tmp_path / "chat.gcl"
+    path.write_text(TEXT)
+    assert main(["plan", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert math.isclose(data["power_w"], PLAN.power_w, rel_tol=1e-12)
+    assert main(["plan", str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.lstrip().startswith("power "))
+    assert f"{PLAN.power_w / 1e3:.3g} kW" in line
