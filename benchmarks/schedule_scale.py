@@ -1,9 +1,11 @@
 """A month of a 100,000-GPU cluster with 10,000 jobs through `gclc schedule`'s simulator
-(goal: under a minute on 2 cores), with node and switch failures, for each policy.
-Prints one row per policy and a summary line.
+(goal: under a minute of CPU on 2 cores per policy), with node and switch failures, for
+each of the five policies. Prints one row per policy (wall and CPU time of the simulation)
+and a summary line of what it measured.
 
-    .venv/bin/python benchmarks/schedule_scale.py [--jobs 10000] [--policies priority,slurm,fifo]
-    .venv/bin/python benchmarks/schedule_scale.py --nodes 100000     # the large case: 800,000 GPUs
+    .venv/bin/python benchmarks/schedule_scale.py [--jobs 10000] [--policies fifo,priority,slurm,kueue,kube]
+    .venv/bin/python benchmarks/schedule_scale.py --nodes 100000     # a quiet month on 800,000 GPUs
+    .venv/bin/python benchmarks/schedule_scale.py --jobs 80000 --nodes 100000   # the busy month
 
 The cluster: 12,500 DGX H100 (std) on a 3-tier NDR fat tree (`--nodes` sets the count; the
 fabric has ports for 2 million). The large case is the size a fuzz run found taking minutes
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gclc.compiler import trace as trace_reader
 from gclc.compiler.driver import check_file
 from gclc.solver.schedule.jobs import build
 from gclc.solver.schedule.milp import solve
@@ -74,9 +77,12 @@ def trace(jobs: int, seed: int = 7) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=10_000)
-    parser.add_argument("--policies", default="priority,slurm,fifo")
+    parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--nodes", type=int, default=12_500, help="DGX H100 nodes (8 GPUs each)")
     args = parser.parse_args()
+    # a design's trace holds at most trace_reader.MAX_ROWS rows (a bound on hostile input,
+    # docs/hostile-input.md); the busy month is more, so this benchmark lifts it for itself
+    trace_reader.MAX_ROWS = max(trace_reader.MAX_ROWS, args.jobs)
     folder = Path(tempfile.mkdtemp(prefix="gclc-schedule-bench-"))
     (folder / "month.csv").write_text(trace(args.jobs))
     (folder / "month.gcl").write_text(DESIGN.replace("{nodes}", str(args.nodes)))
@@ -89,7 +95,7 @@ def main() -> None:
           f"{len(workload.jobs):,} jobs over 30 days; check + trace + build {setup:.2f} s")
     print(f"{'policy':>9} {'simulate':>9} {'CPU':>7} {'report':>7} {'changes':>8} {'util':>6} {'goodput':>8} {'failures':>8} "
           f"{'preempt':>7} {'makespan':>9} {'wait high':>9} {'wait low':>9} {'MILP gap':>8}")
-    worst = worst_cpu = 0.0
+    cpus = {}
     for name in args.policies.split(","):
         start, cpu = time.perf_counter(), time.process_time()
         outcome = simulate(workload, POLICIES[name], seed=1, epochs=4)
@@ -106,9 +112,10 @@ def main() -> None:
               f"{c['goodput_share']:>8.1%} {c['failures']:>8,} {c['preemptions']:>7,} {c['makespan_s'] / DAY:>8.1f}d "
               f"{wait['high']:>9} {wait['low']:>9} "
               f"{'-' if gap is None else f'{gap:.1%}':>8}")
-        worst, worst_cpu = max(worst, simulated), max(worst_cpu, cpu)
-    print(f"summary: {len(workload.jobs):,} jobs on {workload.graph.gpus:,} GPUs for a month; slowest policy "
-          f"simulates in {worst:.1f} s wall, {worst_cpu:.1f} s CPU (goal < 60 s)")
+        cpus[name] = cpu
+    each = ", ".join(f"{name} {cpu:.1f} s" for name, cpu in cpus.items())
+    print(f"summary: {len(workload.jobs):,} jobs on {workload.graph.gpus:,} GPUs for a month; simulation CPU per "
+          f"policy: {each} (goal <= 60 s each)")
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
         "gpu_hours_held": run.held / 3600, "gpu_hours_useful": run.useful / 3600,
         "segments": [{"start_s": a, "end_s": b, "partition": p, "gpus": g, "level": lv, "domains": n, "ended": why,
-                      "rule": rule, "domain_gpus": [list(x) for x in held]}
+                      "rule": rule, "domain_gpus": [[d, c] for d, c in zip(held.domains, held.counts)]}
                      for a, b, p, g, lv, n, why, rule, held in run.segments],
     }
 

@@ -43,6 +43,7 @@ class Releases:
         self.times: list[float] = []          # sorted, distinct
         self.gpus: dict[float, int] = {}      # time -> GPUs released then
         self.of: dict[str, tuple[float, int]] = {}
+        self.total = 0                        # GPUs released at some time, in all
 
     def add(self, name: str, time: float, gpus: int) -> None:
         if math.isinf(time):                   # no time limit: never released in backfill's plan
@@ -52,12 +53,14 @@ class Releases:
             bisect.insort(self.times, time)
             self.gpus[time] = 0
         self.gpus[time] += gpus
+        self.total += gpus
 
     def remove(self, name: str) -> None:
         if name not in self.of:
             return
         time, gpus = self.of.pop(name)
         self.gpus[time] -= gpus
+        self.total -= gpus
         if not self.gpus[time]:
             del self.gpus[time]
             del self.times[bisect.bisect_left(self.times, time)]
@@ -129,13 +132,40 @@ class Profile:
     def earliest(self, gpus: int, length: float, not_after: float) -> float | None:
         """The first time from which `gpus` stay free for `length` seconds, no later than
         `not_after`; None if there is none. Candidates are the step boundaries: a hold
-        only ever starts or ends on one."""
-        for i, t in enumerate(self.times):
-            if t > not_after:
+        only ever starts or ends on one. One sweep: a step short of `gpus` rules out every
+        start up to it whose `length` reaches it, so the next candidate is the step after."""
+        times, free = self.times, self.free
+        i, n = 0, len(times)
+        while i < n:
+            start = times[i]
+            if start > not_after:
                 return None
-            if self.free[i] >= gpus and self.least(t, t + length) >= gpus:
-                return t
+            end, j = start + length, i
+            while j < n and (j == i or times[j] < end):
+                if free[j] < gpus:
+                    break
+                j += 1
+            else:
+                return start
+            i = j + 1
         return None
+
+
+class Refused:
+    """The (GPUs, length) a backfill pass found no start for on one partition: the pass only
+    ever holds more, so a job needing at least as many for at least as long finds none either."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, float]] = []      # none dominates another
+
+    def covers(self, gpus: int, length: float) -> bool:
+        for g, t in self.found:
+            if g <= gpus and t <= length:
+                return True
+        return False
+
+    def add(self, gpus: int, length: float) -> None:
+        self.found = [(g, t) for g, t in self.found if not (gpus <= g and length <= t)] + [(gpus, length)]
 
 
 def rounded_up(seconds: float, resolution: float) -> float:

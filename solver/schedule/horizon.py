@@ -25,6 +25,6 @@ def stop_at_horizon(sim) -> float:
         run.held += (HORIZON_S - run.start) * width
         run.own_seconds += run.own_time(HORIZON_S)
         run.segments.append((run.start, HORIZON_S, alloc.partition, run.gpus, alloc.level, len(alloc.domains),
-                             "horizon", run.rule, tuple(zip(alloc.domains, alloc.counts))))
+                             "horizon", run.rule, alloc))
     sim._sample(HORIZON_S)
     return HORIZON_S

@@ -45,8 +45,11 @@ class Kueue:
     blocking: bool = False
     settings: KueueSettings = KueueSettings()
 
+    def key(self, job):
+        return (-job.priority, job.submit, job.name)
+
     def order(self, pending):
-        return sorted(pending, key=lambda j: (-j.priority, j.submit, j.name))
+        return sorted(pending, key=self.key)
 
     def filter(self, job, state):
         found = fits(job, state)
@@ -83,8 +86,8 @@ class Kueue:
         """Per queue, the workload it offers this cycle with the flavor its quota admits it
         on: the first in order (strict) or the first that quota admits (best effort)."""
         by_queue: dict[str, list[SchedJob]] = {}
-        for job in self.order(sim.pending.values()):
-            by_queue.setdefault(job.tenant, []).append(job)
+        for job in sim.pending.ordered(self):      # kept sorted by `key` as jobs come and go
+            by_queue.setdefault(queue_of(sim, job), []).append(job)
         used = usage(sim)
         heads = []
         for name, jobs in by_queue.items():
@@ -104,27 +107,27 @@ class Kueue:
         for an elastic job, its sizes largest first (partial admission)."""
         fitting = []
         for option in job.options:
-            room = quota_room(queues, used, job.tenant, option.partition)
+            room = quota_room(queues, used, queue_of(sim, job), option.partition)
             need = option.gpus if job.gang else 1
             if need <= room.own + room.borrowable:
                 fitting.append((option, need > room.own))
         placed = [f for f in fitting if any(c.option == f[0] for c in self.filter(job, sim.state))]
         if placed or fitting:
             return (placed or fitting)[0]
-        if job.options and self._may_preempt(queues, used, job, job.options[0]):
-            room = quota_room(queues, used, job.tenant, job.options[0].partition)
+        if job.options and self._may_preempt(queues, queue_of(sim, job)):
+            room = quota_room(queues, used, queue_of(sim, job), job.options[0].partition)
             return job.options[0], (job.options[0].gpus if job.gang else 1) > room.own
         return None
 
-    def _may_preempt(self, queues, used, job: SchedJob, option) -> bool:
+    def _may_preempt(self, queues, queue: str) -> bool:
         s = self.settings
         return s.within_cluster_queue != "never" or (
-            bool(queues[job.tenant].cohort) and (s.reclaim_within_cohort != "never" or s.borrow_within_cohort != "never"))
+            bool(queues[queue].cohort) and (s.reclaim_within_cohort != "never" or s.borrow_within_cohort != "never"))
 
     def _rank(self, sim, queues, head) -> tuple:
         job, option, borrows = head
         if self.settings.fair_sharing:
-            return (share(queues, usage(sim), job.tenant), -job.priority, job.submit, job.name)
+            return (share(queues, usage(sim), queue_of(sim, job)), -job.priority, job.submit, job.name)
         return (borrows, -job.priority, job.submit, job.name)
 
     # ------------------------------------------------------------ preemption
@@ -144,20 +147,21 @@ class Kueue:
         return [c for c in self.filter(job, sim.state) if c.option == option]
 
     def _candidates(self, sim, queues, job: SchedJob, option) -> list[str]:
-        s, used, mine = self.settings, usage(sim), queues[job.tenant]
-        need = option.gpus if job.gang else 1
-        within_own = used.get((job.tenant, option.partition), 0) + need <= mine.quota.get(option.partition, 0)
+        s, used, queue = self.settings, usage(sim), queue_of(sim, job)
+        mine, need = queues[queue], option.gpus if job.gang else 1
+        within_own = used.get((queue, option.partition), 0) + need <= mine.quota.get(option.partition, 0)
         out = []
         for name, (other, started) in sim.running.items():
             alloc = sim.state.allocations[name]
             if alloc.partition != option.partition:
                 continue
-            if other.tenant == job.tenant:
+            theirs = queue_of(sim, other)
+            if theirs == queue:
                 ok = (s.within_cluster_queue == "lower_priority" and other.priority < job.priority) or (
                     s.within_cluster_queue == "lower_or_newer_equal_priority"
                     and (other.priority < job.priority or (other.priority == job.priority and other.submit > job.submit)))
-            elif mine.cohort and queues[other.tenant].cohort == mine.cohort:
-                borrowing = used.get((other.tenant, option.partition), 0) > queues[other.tenant].quota.get(option.partition, 0)
+            elif mine.cohort and queues[theirs].cohort == mine.cohort:
+                borrowing = used.get((theirs, option.partition), 0) > queues[theirs].quota.get(option.partition, 0)
                 ok = borrowing and (
                     (within_own and (s.reclaim_within_cohort == "any"
                                      or (s.reclaim_within_cohort == "lower_priority" and other.priority < job.priority)))
@@ -165,13 +169,13 @@ class Kueue:
             else:
                 ok = False
             if ok:
-                out.append((other.tenant == job.tenant, other.priority, -started, name))
+                out.append((theirs == queue, other.priority, -started, name))
         return [name for *_, name in sorted(out)]
 
     def _admits(self, sim, queues, job: SchedJob, option, gone: list[str]) -> bool:
         """Whether `job` is admitted on `option` with the workloads `gone` evicted: quota and placement."""
         used = usage(sim, without=gone)
-        room = quota_room(queues, used, job.tenant, option.partition)
+        room = quota_room(queues, used, queue_of(sim, job), option.partition)
         if (option.gpus if job.gang else 1) > room.own + room.borrowable:
             return False
         held = [(n, sim.state.release(n)) for n in gone]
@@ -216,14 +220,26 @@ def _queues(sim) -> dict[str, Tenant]:
     return {DEFAULT_QUEUE: Tenant(DEFAULT_QUEUE, quota=whole)}
 
 
+def queue_of(sim, job: SchedJob) -> str:
+    """The ClusterQueue `job` is admitted by: its tenant's, or the cluster's one queue where
+    the design declares no tenants (a trace's tenant column then only names accounts)."""
+    return job.tenant if sim.workload.tenants else DEFAULT_QUEUE
+
+
 def usage(sim, without: list[str] = ()) -> dict[tuple[str, str], int]:
-    """GPUs each (queue, flavor) has admitted, less the workloads `without`."""
-    out: dict[tuple[str, str], int] = {}
-    for name, alloc in sim.state.allocations.items():
-        if name not in without:
-            key = (sim.runs[name].job.tenant, alloc.partition)
-            out[key] = out.get(key, 0) + alloc.gpus
-    return out
+    """GPUs each (queue, flavor) has admitted, less the workloads `without`: a running sum
+    kept from the runs started and stopped since the last call (no pass over the admitted)."""
+    used = sim.memory.setdefault("admitted", {})
+    for kind, name, _, partition, gpus, *_ in sim.run_changes:
+        key = (queue_of(sim, sim.runs[name].job), partition)
+        used[key] = used.get(key, 0) + (gpus if kind == "start" else -gpus)
+    sim.run_changes.clear()
+    out = dict(used)
+    for name in without:
+        alloc = sim.state.allocations[name]
+        key = (queue_of(sim, sim.runs[name].job), alloc.partition)
+        out[key] -= alloc.gpus
+    return {key: gpus for key, gpus in out.items() if gpus}
 
 
 def quota_room(queues: dict[str, Tenant], used, tenant: str, flavor: str) -> Room:

@@ -66,16 +66,14 @@ class FairShare:
         value, at = self.banked.get(tenant, (0.0, end))
         self.banked[tenant] = (value * 2 ** (-(end - at) / self.half_life) + gpus * self._decayed(start, end, end), end)
 
-    def usage(self, now: float, running: list[tuple[str, int, float]] = ()) -> dict[str, float]:
+    def usage(self, now: float) -> dict[str, float]:
         """Each tenant's decayed usage at `now`: banked, plus the runs `started` and not yet
-        `stopped`, plus `running` (tenant, GPUs, start) given here."""
+        `stopped`."""
         out = {t: v * 2 ** (-(now - at) / self.half_life) for t, (v, at) in self.banked.items()}
         self._rebase(now)
         fade = math.exp(-self.k * (now - self.ref))
         for tenant, (gpus, weighted) in self.going.items():
             out[tenant] = out.get(tenant, 0.0) + max(0.0, gpus - fade * weighted) / self.k
-        for tenant, gpus, start in running:
-            out[tenant] = out.get(tenant, 0.0) + gpus * self._decayed(start, now, now)
         return out
 
     def factors(self, usage: dict[str, float]) -> dict[str, float]:

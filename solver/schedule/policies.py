@@ -221,16 +221,8 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
         need = option.gpus if job.gang else 1
         if part.free_gpus + sum(state.allocations[n].gpus for n in lower) < need:
             continue
-        chosen: list[str] = []
-        for name in lower:
-            chosen.append(name)
-            if _places(job, option, state, chosen, policy):
-                break
-        else:
-            continue
-        for name in sorted(chosen, key=lambda n: (-running[n][0].priority, running[n][1], n)):
-            if _places(job, option, state, [n for n in chosen if n != name], policy):
-                chosen.remove(name)
+        chosen = _dry_run(job, option, state, lower, policy,
+                          reprieve=lambda names: sorted(names, key=lambda n: (-running[n][0].priority, running[n][1], n)))
         if not chosen:
             continue
         cost = (max(running[n][0].priority for n in chosen), len(chosen),
@@ -240,12 +232,49 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
     return None if best is None else best[1]
 
 
-def _places(job: SchedJob, option: Option, state: ClusterState, gone: list[str], policy: Policy | None) -> bool:
-    """Whether `job` finds a placement on `option`'s partition with the jobs `gone` evicted."""
-    allocations = [state.release(name) for name in gone]
+def _dry_run(job: SchedJob, option: Option, state: ClusterState, lower: list[str], policy: Policy | None,
+             reprieve) -> list[str]:
+    """The jobs of `lower` to evict, as `victims` says: released one at a time until `job`
+    places on `option`'s partition, then each of `reprieve(chosen)` held again for good if it
+    still places without it. Every job touched is held again at the end, in the order that
+    releasing and re-holding each tried set in turn leaves them (the cluster state's order
+    of allocations is its bind order, which failures read)."""
+    held: dict[str, Allocation] = {}
+    last: dict[str, tuple[int, int]] = {}        # job -> (the last tried set holding it, its place there)
+    tries = 0
+    chosen: list[str] = []
     try:
-        found = (policy.filter if policy is not None else fits)(job, state)
-        return any(c.option.partition == option.partition for c in found)
+        for name in lower:
+            held[name] = state.release(name)
+            last[name] = (0, len(last))          # set below once the tries are known
+            chosen.append(name)
+            tries += 1
+            if _places(job, option, state, policy):
+                break
+        else:
+            chosen = []
+        for i, name in enumerate(lower[:len(held)]):
+            last[name] = (tries, i)
+        for name in reprieve(chosen):
+            tries += 1
+            state.bind(name, held[name])
+            for i, other in enumerate(n for n in chosen if n != name):
+                last[other] = (tries, i)
+            if _places(job, option, state, policy):
+                chosen.remove(name)
+                del held[name]
+            else:
+                state.release(name)
+        return chosen
     finally:
-        for name, alloc in zip(gone, allocations):
-            state.bind(name, alloc)
+        for name in last:
+            if name not in held:
+                held[name] = state.release(name)
+        for name in sorted(last, key=last.__getitem__):
+            state.bind(name, held[name])
+
+
+def _places(job: SchedJob, option: Option, state: ClusterState, policy: Policy | None) -> bool:
+    """Whether `job` finds a placement on `option`'s partition as the cluster stands."""
+    found = (policy.filter if policy is not None else fits)(job, state)
+    return any(c.option.partition == option.partition for c in found)

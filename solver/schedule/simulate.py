@@ -47,7 +47,7 @@ class Run:
     restarts: int = 0
     rule: str = ""                     # the rule that started the current run
     segments: list = attrs.Factory(list)   # (start, end, partition, gpus, level, domains, why it ended, rule,
-                                           #  ((domain, GPUs held in it), ...))
+                                           #  the Allocation: its domains and the GPUs held in each)
     # neighbours on shared uplinks stretch a run (contention.py): `pace` wall seconds per
     # second of the run's own (uncontended) time since `paced_at`, `banked` of its own time
     # before then; `length` its own time to the end, `due` the wall time it ends (None: at its limit)
@@ -365,7 +365,7 @@ class Simulation:
         run.held += (now - run.start) * width
         run.own_seconds += run.own_time(now)
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
-                             run.rule, tuple(zip(alloc.domains, alloc.counts))))
+                             run.rule, alloc))
         self.run_changes.append(("stop", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.contention is not None:

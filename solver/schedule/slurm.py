@@ -34,7 +34,7 @@ import math
 
 import attrs
 
-from .backfill import Releases, rounded_up
+from .backfill import Refused, Releases, rounded_up
 from .records import SchedJob
 from .multifactor import FairShare, priorities
 from .policies import Candidate, fits, required_level, take, victims
@@ -76,8 +76,18 @@ class Slurm:
     def cycle(self, sim, now: float) -> None:
         keys = self._queue(sim, now)
         self._main(sim, now, _in_order(sim, keys))
+        if self._nothing_fits(sim):
+            sim.reservations = ()
+            return
         first = list(itertools.islice(_in_order(sim, keys), self.settings.backfill.max_job_test))
         sim.reservations = self._backfill(sim, now, first)
+
+    def _nothing_fits(self, sim) -> bool:
+        """Whether no pending job could start or reserve on any partition even once every
+        running job's time limit released its GPUs: the backfill pass would find nothing."""
+        _, releases = self._ledgers(sim)
+        room = max(part.free_gpus + releases[name].total for name, part in sim.state.partitions.items())
+        return room < sim.pending.least if sim.pending else True
 
     def _queue(self, sim, now: float) -> list[tuple[float, float, str]]:
         """The pending jobs' (-priority, submit, name), sorted, as slurmctld holds them: every
@@ -167,14 +177,22 @@ class Slurm:
         p = self.settings.backfill
         _, releases = self._ledgers(sim)          # the main loop's starts and preemptions too
         profiles = {name: releases[name].profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
+        refused = {name: Refused() for name in profiles}
+        least, shortest = sim.pending.least, self._shortest(sim)     # no job left needs less
         reserved = []
         for job in queue:
             length = rounded_up(job.time_limit, p.resolution)
             best = None
             for option in job.options:
                 need = option.gpus if job.gang else 1
+                if refused[option.partition].covers(need, length):
+                    continue
                 t = profiles[option.partition].earliest(need, length, now + p.window)
-                if t is not None and (best is None or t < best[0]):
+                if t is None:
+                    refused[option.partition].add(need, length)
+                    if all(r.covers(least, shortest) for r in refused.values()):
+                        return tuple(reserved)        # nothing after this can start or reserve
+                elif best is None or t < best[0]:
                     best = (t, option, need)
             if best is None:
                 continue
@@ -189,6 +207,13 @@ class Slurm:
             profile.hold(t, t + length, need)
             reserved.append(Reservation(job.name, option.partition, t, t + length, need))
         return tuple(reserved)
+
+    def _shortest(self, sim) -> float:
+        """The shortest time limit of any job, on backfill's grid (read once)."""
+        if "shortest" not in sim.memory:
+            sim.memory["shortest"] = min((rounded_up(r.job.time_limit, self.settings.backfill.resolution)
+                                          for r in sim.runs.values()), default=math.inf)
+        return sim.memory["shortest"]
 
     def _placement(self, sim, now: float, job: SchedJob, option, unreserved: int) -> Candidate | None:
         """The best placement of `job` on `option` with at most the GPUs no reservation

@@ -19,6 +19,8 @@ import numpy as np
 from ...compiler.ir import ClusterGraph, Partition
 from .prefix import Fenwick
 
+SMALL = 8   # allocations of at most this many domains are applied without numpy (its calls cost more)
+
 
 @attrs.frozen
 class Allocation:
@@ -145,6 +147,9 @@ class PartitionState:
 
     def apply(self, alloc: Allocation, sign: int) -> None:
         """Hold (`sign` = 1) or release (-1) an allocation's GPUs."""
+        if len(alloc.domains) <= SMALL:
+            self._apply_few(alloc, sign)
+            return
         domains = np.fromiter(alloc.domains, dtype=np.int64, count=len(alloc.domains))
         before = self.free[domains]
         after = before - sign * np.fromiter(alloc.counts, dtype=np.int64, count=len(alloc.counts))
@@ -155,6 +160,23 @@ class PartitionState:
             np.add.at(sums, domains // per, after - before)
         self.free_gpus -= sign * alloc.gpus
         self.whole_free_gpus += self._whole(after) - self._whole(before)
+
+    def _apply_few(self, alloc: Allocation, sign: int) -> None:
+        """`apply` one domain at a time: for a few domains, cheaper than numpy's calls."""
+        free, capacity, whole = self.free, self.capacity, self.domain_gpus
+        if any(not 0 <= free[d] - sign * c <= capacity[d] for d, c in zip(alloc.domains, alloc.counts)):
+            raise AssertionError(f"GPU counts out of range in partition {self.name}")
+        levels = tuple(zip(self.group_domains[1:], self._sums[1:]))
+        change = 0
+        for d, c in zip(alloc.domains, alloc.counts):
+            before = int(free[d])
+            after = before - sign * c
+            free[d] = after
+            for per, sums in levels:
+                sums[d // per] -= sign * c
+            change += (after if after == whole else 0) - (before if before == whole else 0)
+        self.free_gpus -= sign * alloc.gpus
+        self.whole_free_gpus += change
 
     def resize(self, domain: int, gpus: int) -> None:
         """A node of `domain` comes back (`gpus` > 0) or goes down (< 0, its GPUs free):
@@ -181,9 +203,17 @@ class PartitionState:
 class ClusterState:
     partitions: dict[str, PartitionState]
     allocations: dict[str, Allocation] = attrs.Factory(dict)
-    # (partition, domain) -> the jobs holding GPUs there, in the order they were bound: a
-    # failure finds its victims without a pass over every allocation
-    holding: dict[tuple[str, int], dict[str, int]] = attrs.Factory(dict)
+    # per partition, per domain: the jobs holding GPUs there, in the order they were bound (a
+    # failure finds its victims without a pass over every allocation); a list by domain
+    # number, so a bind or release costs a dict write per domain it touches
+    holding: dict[str, list[dict[str, int]]] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.holding = {name: [{} for _ in range(p.domains)] for name, p in self.partitions.items()}
+        for job, alloc in self.allocations.items():
+            for part in alloc.parts():
+                for domain, count in zip(part.domains, part.counts):
+                    self.holding[part.partition][domain][job] = count
 
     @classmethod
     def of(cls, graph: ClusterGraph) -> "ClusterState":
@@ -194,27 +224,26 @@ class ClusterState:
         self.allocations[job] = alloc
         for part in alloc.parts():
             self.partitions[part.partition].apply(part, 1)
+            held = self.holding[part.partition]
             for domain, count in zip(part.domains, part.counts):
-                self.holding.setdefault((part.partition, domain), {})[job] = count
+                held[domain][job] = count
 
     def release(self, job: str) -> Allocation:
         alloc = self.allocations.pop(job)
         for part in alloc.parts():
             self.partitions[part.partition].apply(part, -1)
+            held = self.holding[part.partition]
             for domain in part.domains:
-                held = self.holding[(part.partition, domain)]
-                del held[job]
-                if not held:
-                    del self.holding[(part.partition, domain)]
+                del held[domain][job]
         return alloc
 
     def holders(self, partition: str, domain: int) -> dict[str, int]:
         """Jobs holding GPUs of one domain, and how many, in the order they were bound."""
-        return dict(self.holding.get((partition, domain), {}))
+        return dict(self.holding[partition][domain])
 
     def holders_within(self, partition: str, lo: int, hi: int) -> set[str]:
         """Jobs holding GPUs of any domain in [lo, hi) (a leaf switch's)."""
-        return {job for d in range(lo, hi) for job in self.holding.get((partition, d), ())}
+        return {job for held in self.holding[partition][lo:hi] for job in held}
 
     def free(self, partition: str) -> int:
         return self.partitions[partition].free_gpus

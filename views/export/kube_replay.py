@@ -34,7 +34,8 @@ def kubernetes_replay(design: Design, workload, data: dict, source: str) -> dict
     lay = layout(workload.graph, design)
     cluster = workload.cluster
     files = cluster_objects(lay, None, source, design=design, cluster=cluster)
-    tenants = {j.name: j.tenant for j in workload.jobs}
+    # a trace's tenant names a queue only where the design declares tenants (else one queue)
+    tenants = {j.name: j.tenant for j in workload.jobs} if workload.tenants else {}
     names = []
     for rank, (name, index, seg, job) in enumerate(runs_in_order(data)):
         file = f"jobs/{rank + 1:04d}-{slug(name)}{'-' + str(index + 1) if index else ''}.yaml"

@@ -116,3 +116,12 @@ def test_kube_least_allocated_uses_more_nodes_than_most_allocated():
                    epochs=0).run()
         seen[scoring] = len(nodes)
     assert seen == {"least_allocated": 4, "most_allocated": 2}
+
+
+def test_a_trace_tenant_without_declared_tenants_is_queued_in_the_one_queue():
+    """Accounts named by a trace's tenant column where the design declares no tenants share
+    the cluster's one ClusterQueue (they raised a KeyError): its quota is the whole cluster,
+    so two 20-GPU jobs of two accounts on 32 GPUs run one after the other."""
+    runs = run([job("x", "acct_x", 20, hours=1), job("y", "acct_y", 20, hours=1)])
+    assert runs["x"].first_start == 0 and runs["y"].first_start == 1 * H
+    assert {runs[n].segments[0][7] for n in "xy"} == {"admit"}

@@ -33,10 +33,14 @@ def test_decayed_usage_is_the_integral_of_the_decay(half_life, start, length, af
     steps = min(200_000, 2000 + int(50 * length / half_life))
     numeric = sum(gpus * length / steps * 2 ** (-(now - (start + (i + 0.5) * length / steps)) / half_life)
                   for i in range(steps))
-    assert math.isclose(fair.usage(now, [])["t"], numeric, rel_tol=1e-4)
-    # a run still going counts the same as one banked at `now`
-    assert math.isclose(FairShare(half_life, {}).usage(end, [("t", gpus, start)])["t"],
-                        fair.usage(end, [])["t"], rel_tol=1e-9)
+    assert math.isclose(fair.usage(now)["t"], numeric, rel_tol=1e-4)
+    # a run still going (its running sums) counts the same as one banked at `end`, and once
+    # stopped it is banked
+    going = FairShare(half_life, {})
+    going.started("t", gpus, start)
+    assert math.isclose(going.usage(end)["t"], fair.usage(end)["t"], rel_tol=1e-6)
+    going.stopped("t", gpus, start, end)
+    assert not going.going and math.isclose(going.usage(now)["t"], fair.usage(now)["t"], rel_tol=1e-12)
 
 
 def test_decayed_usage_of_a_run_a_thousand_half_lives_long():
@@ -44,7 +48,7 @@ def test_decayed_usage_of_a_run_a_thousand_half_lives_long():
     steps were coarser than the half-life; the closed form was right."""
     fair = FairShare(1000.0, {})
     fair.add("t", 1, 0.0, 1e6)
-    assert math.isclose(fair.usage(1e6, [])["t"], 1000.0 / math.log(2), rel_tol=1e-12)
+    assert math.isclose(fair.usage(1e6)["t"], 1000.0 / math.log(2), rel_tol=1e-12)
 
 
 def test_fair_tree_ranks_the_least_served_first_and_ties_share_a_rank():
