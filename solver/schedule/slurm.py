@@ -138,11 +138,12 @@ class Slurm:
         export asks) until it has waited `max_switch_wait`, anywhere after (topology/tree);
         `sim` is woken when that wait ends if only the switches keep the job waiting."""
         found = self.filter(job, state)
-        if now - job.submit >= self.settings.max_switch_wait:
+        waited = job.submit + self.settings.max_switch_wait   # the wake time itself: `now - submit`
+        if now >= waited:                                     # could round below the wait there and wake forever
             return found
         near = [c for c in found if c.level <= required_level(c, state)]
         if found and not near and sim is not None:
-            sim.wake_at(job.submit + self.settings.max_switch_wait)
+            sim.wake_at(waited)
         return near
 
     def _main(self, sim, now: float, queue) -> None:

@@ -3,6 +3,8 @@ reservations honoured, a backfilled job never delaying one, time limits ending r
 
 import importlib.util
 import math
+
+import pytest
 from pathlib import Path
 
 from hypothesis import given, strategies as st
@@ -153,3 +155,19 @@ def test_a_job_waits_max_switch_wait_for_one_leaf_then_spreads():
     assert soon.first_start == 1.2 * H + 300.0 and soon.segments[0][4] == 2      # across the spine
     patient = wide(10 * H)  # waits until one leaf holds it whole
     assert patient.first_start == 3 * H and patient.segments[0][4] == 1
+
+
+def test_the_switch_wait_ends_at_its_wake_even_where_the_clock_rounds():
+    # the hypothesis law's counterexample (slurm, seed 0): a job submitted at 16,228.8 s, whose
+    # wake at submit + 300 s reads back as 299.999... s waited, woke the simulation at that
+    # same instant forever instead of spreading over the spine. The case above, moved later.
+    late = 16228.799806329576 / H - 1.2
+    jobs = [fx.job("fill", 16, hours=1, submit=late, partitions=("a",), limit=1),
+            fx.job("b", 4, hours=3, submit=late, partitions=("a",), limit=3),
+            fx.job("c", 4, hours=3, submit=late + 1.1, partitions=("a",), limit=3),
+            fx.job("wide", 16, hours=1, submit=late + 1.2, partitions=("a",), limit=1)]
+    submit = jobs[-1].submit
+    assert (submit + 300.0) - submit < 300.0          # the rounding this is about
+    runs = simulate(fx.workload(jobs), policy("slurm", SlurmSettings(max_switch_wait=300.0)), failures=False).runs
+    wide = next(r for r in runs if r.job.name == "wide")
+    assert wide.first_start == submit + 300.0 and wide.segments[0][4] == 2      # across the spine
