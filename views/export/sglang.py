@@ -35,7 +35,7 @@ import shlex
 import yaml
 
 from ...dsl.numbers import number
-from ...model.serve.engines import PROFILES
+from .engine_checks import check_common
 from .target import ExportError, header
 from .vllm import memory_share, pools, shape_seq, words
 
@@ -76,20 +76,8 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
 
 
 def _check(served, config, engine) -> None:
-    family = PROFILES[engine.name].family if engine.name in PROFILES else "sglang"
-    if family not in ("sglang", "ideal"):
-        raise ExportError(f"the plan was made for the `{engine.name}` engine ({engine.releases}), whose batches "
-                          f"and host costs are not SGLang's: plan with `engine {{ profile = sglang }}` to export "
-                          f"to SGLang")
-    chip = served.partition.node.accelerator
-    if chip.vendor not in VENDORS:
-        raise ExportError(f"SGLang serves on NVIDIA and AMD GPUs here; `{chip.name}` is {chip.vendor or 'neither'}'s")
-    if config.precision not in WEIGHTS:
-        raise ExportError(f"the plan serves {config.precision} weights, which the SGLang export has no "
-                          f"--quantization for ({', '.join(WEIGHTS)}); pin `precision` to one of them")
-    if config.kv not in KV_CACHE:
-        raise ExportError(f"the plan keeps the KV cache in {config.kv}; SGLang's --kv-cache-dtype here is "
-                          f"{' or '.join(KV_CACHE)}: set `engine {{ kv_precision = ... }}`")
+    check_common("SGLang", "sglang", "sglang", config, engine, served.partition.node.accelerator, VENDORS, WEIGHTS,
+                 KV_CACHE)
     if engine.draft and not served.entity.get("model").get("mtp"):
         raise ExportError("the plan drafts speculative tokens, but the model has no MTP heads to draft with (NEXTN) "
                           "and the design names no draft model for SGLang's --speculative-draft-model-path")

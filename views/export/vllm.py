@@ -31,7 +31,7 @@ import shlex
 import yaml
 
 from ...dsl.numbers import number
-from ...model.serve.engines import PROFILES
+from .engine_checks import check_common
 from .target import ExportError, header
 
 VENDORS = ("NVIDIA", "AMD")   # vLLM's GPU platforms (CUDA and ROCm)
@@ -91,19 +91,7 @@ def memory_share(served) -> float:
 def check(config, engine, chip, mtp: bool) -> None:
     """What vLLM cannot run of a replica of `config` with `engine` on `chip` (`mtp`: the model
     has MTP heads to draft with): an ExportError saying why."""
-    family = PROFILES[engine.name].family if engine.name in PROFILES else "vllm"
-    if family not in ("vllm", "ideal"):
-        raise ExportError(f"the plan was made for the `{engine.name}` engine ({engine.releases}), whose batches "
-                          f"and host costs are not vLLM's: plan with `engine {{ profile = vllm_v1 }}` to export "
-                          f"to vLLM")
-    if chip.vendor not in VENDORS:
-        raise ExportError(f"vLLM serves on NVIDIA and AMD GPUs; `{chip.name}` is {chip.vendor or 'neither'}'s")
-    if config.precision not in WEIGHTS:
-        raise ExportError(f"the plan serves {config.precision} weights, which the vLLM export has no "
-                          f"--quantization for ({', '.join(WEIGHTS)}); pin `precision` to one of them")
-    if config.kv not in KV_CACHE:
-        raise ExportError(f"the plan keeps the KV cache in {config.kv}; vLLM's --kv-cache-dtype here is "
-                          f"{' or '.join(KV_CACHE)}: set `engine {{ kv_precision = ... }}`")
+    check_common("vLLM", "vllm", "vllm_v1", config, engine, chip, VENDORS, WEIGHTS, KV_CACHE)
     if engine.scheduler_steps != 1:
         raise ExportError(f"the plan runs {engine.scheduler_steps} decode steps per scheduling round; vLLM's "
                           "V1 engine schedules every step (no --num-scheduler-steps): remove `scheduler_steps`")
