@@ -10,7 +10,7 @@ from __future__ import annotations
 from matplotlib import rc_context
 from matplotlib.ticker import FuncFormatter
 
-from ...dsl.numbers import duration, number
+from ...dsl.numbers import duration, number, percent
 from ...solver.serve.knee import load_curve, plan_run
 from ...solver.serve.outcome import slo_percentile
 from .plots import COLORS, _RC, _figure, to_svg
@@ -52,6 +52,7 @@ def latency_cdf(outcome, slo: dict[str, float]) -> str:
             for key, bound in _bounds(slo, metric):
                 ax.axvline(bound, color="#c62828", linestyle="--", linewidth=1, label=f"SLO {key} {duration(bound)}")
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: duration(v)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: percent(v)))   # the one formatter's "20%"
             ax.set_xlabel(metric.upper())
             ax.set_ylabel("share of requests")
             ax.set_ylim(0, 1.02)
