@@ -43,7 +43,8 @@ from ...model.train import context, moe
 from ...model.train.layer_cost import activation_message
 from ...model.train.memory import dense_params_per_gpu, expert_params_per_gpu
 from ...model.train.optimizer import grad_bytes
-from . import chakra_wire as wire
+from .chakra_wire import (ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE,
+                          REDUCE_SCATTER, attribute_field, metadata, node, varint)
 from .target import ExportError, JobPlan
 
 FORWARD_SHARE = 1 / 3
@@ -136,16 +137,16 @@ class _Step:
         if cfg.tp > 1:
             count = {"F": 2 * layers, "B": (4 if cfg.recompute == "full" else 2) * layers}
             for way in "FB":
-                kinds = ((wire.ALL_GATHER, 0.5), (wire.REDUCE_SCATTER, 0.5)) if cfg.sp else ((wire.ALL_REDUCE, 1.0),)
+                kinds = ((ALL_GATHER, 0.5), (REDUCE_SCATTER, 0.5)) if cfg.sp else ((ALL_REDUCE, 1.0),)
                 out[way] += [("tp", kind, round(act * count[way] * share)) for kind, share in kinds]
         if cfg.cp > 1:
             kv = context.kv_chunk_bytes(shape, cfg) * cfg.cp * layers
-            out["F"].append(("cp", wire.ALL_GATHER, round(kv)))
-            out["B"] += [("cp", wire.ALL_GATHER, round(kv)), ("cp", wire.REDUCE_SCATTER, round(kv))]
+            out["F"].append(("cp", ALL_GATHER, round(kv)))
+            out["B"] += [("cp", ALL_GATHER, round(kv)), ("cp", REDUCE_SCATTER, round(kv))]
         if cfg.ep > 1 and moe_layers:
             exchange = moe.dispatch_bytes(shape, cfg, 2) * 2 * moe_layers   # dispatch + combine
-            out["F"].append(("ep", wire.ALL_TO_ALL, round(exchange)))
-            out["B"].append(("ep", wire.ALL_TO_ALL, round(exchange)))
+            out["F"].append(("ep", ALL_TO_ALL, round(exchange)))
+            out["B"].append(("ep", ALL_TO_ALL, round(exchange)))
         return out
 
     # ranks and groups ------------------------------------------------------------------
@@ -206,15 +207,15 @@ class _Step:
         filled: dict[tuple, bytes] = {}
         for kind, value in keys:
             if kind == "pg_name":
-                filled[kind, value] = wire.attribute_field("pg_name", groups[value])
+                filled[kind, value] = attribute_field("pg_name", groups[value])
             else:   # comm_src / comm_dst: this rank or a neighbour `value` ranks away
-                filled[kind, value] = wire.attribute_field(kind, rank + value)
+                filled[kind, value] = attribute_field(kind, rank + value)
         widths = (stage, *(len(filled[key]) for key in keys))
         if widths not in self.framed:
             self.framed[widths] = _framed(nodes, dict(zip(keys, widths[1:])))
-        head = wire.metadata(VERSION, (("generator", "gclc export --to chakra"), ("job", self.plan.name),
+        head = metadata(VERSION, (("generator", "gclc export --to chakra"), ("job", self.plan.name),
                                        ("rank", rank)))
-        return b"".join([wire.varint(len(head)), head,
+        return b"".join([varint(len(head)), head,
                          *[filled[p] if type(p) is tuple else p for p in self.framed[widths]]])
 
 
@@ -224,7 +225,7 @@ def _framed(nodes: list[tuple[bytes, tuple]], widths: dict[tuple, int]) -> list:
     parts: list = []
     for static, keys in nodes:
         if keys:
-            parts += [wire.varint(len(static) + sum(widths[k] for k in keys)) + static, *keys]
+            parts += [varint(len(static) + sum(widths[k] for k in keys)) + static, *keys]
         else:
             parts.append(static)   # framed already
     merged: list = []
@@ -250,10 +251,10 @@ class _Stage:
 
     def add(self, name: str, kind: int, deps: tuple = (), seconds: float = 0.0, attrs=(), keys=()) -> int:
         ident = len(self.out)
-        duration = round((self.clock + seconds) * US) - round(self.clock * US) if kind == wire.COMP_NODE else 0
-        self.clock += seconds if kind == wire.COMP_NODE else 0.0
-        static = wire.node(ident, name, kind, tuple(d for d in deps if d is not None), duration, attrs)
-        self.out.append((static, tuple(keys)) if keys else (wire.varint(len(static)) + static, ()))
+        duration = round((self.clock + seconds) * US) - round(self.clock * US) if kind == COMP_NODE else 0
+        self.clock += seconds if kind == COMP_NODE else 0.0
+        static = node(ident, name, kind, tuple(d for d in deps if d is not None), duration, attrs)
+        self.out.append((static, tuple(keys)) if keys else (varint(len(static)) + static, ()))
         return ident
 
     def on_stream(self, name: str, kind: int, extra: tuple = (), seconds: float = 0.0, attrs=(), keys=()) -> None:
@@ -261,7 +262,7 @@ class _Stage:
 
     def collective(self, name: str, communicator: str, kind: int, size: int) -> None:
         if self.sizes.get(communicator, 1) > 1 and size > 0:
-            self.on_stream(name, wire.COMM_COLL_NODE, attrs=(("is_cpu_op", False), ("comm_type", kind),
+            self.on_stream(name, COMM_COLL_NODE, attrs=(("is_cpu_op", False), ("comm_type", kind),
                                                              ("comm_size", size)), keys=(("pg_name", communicator),))
 
     def nodes(self) -> list[tuple[bytes, tuple]]:
@@ -272,16 +273,16 @@ class _Stage:
         grads = dense_params_per_gpu(s.shape, cfg) * grad_bytes(cfg)
         experts = expert_params_per_gpu(s.shape, cfg) * grad_bytes(cfg)
         if cfg.zero == 0:
-            self.collective("DP all-reduce gradients", "dp", wire.ALL_REDUCE, round(grads))
-            self.collective("expert DP all-reduce gradients", "edp", wire.ALL_REDUCE, round(experts))
+            self.collective("DP all-reduce gradients", "dp", ALL_REDUCE, round(grads))
+            self.collective("expert DP all-reduce gradients", "edp", ALL_REDUCE, round(experts))
         elif cfg.zero < 3:
-            self.collective("DP reduce-scatter gradients", "dp", wire.REDUCE_SCATTER, round(grads))
-            self.collective("expert DP reduce-scatter gradients", "edp", wire.REDUCE_SCATTER, round(experts))
-        self.on_stream("optimizer step", wire.COMP_NODE, seconds=s.b.optimizer)
+            self.collective("DP reduce-scatter gradients", "dp", REDUCE_SCATTER, round(grads))
+            self.collective("expert DP reduce-scatter gradients", "edp", REDUCE_SCATTER, round(experts))
+        self.on_stream("optimizer step", COMP_NODE, seconds=s.b.optimizer)
         if 0 < cfg.zero < 3:
             ratio = PARAM_BYTES / grad_bytes(cfg)
-            self.collective("DP all-gather parameters", "dp", wire.ALL_GATHER, round(grads * ratio))
-            self.collective("expert DP all-gather parameters", "edp", wire.ALL_GATHER, round(experts * ratio))
+            self.collective("DP all-gather parameters", "dp", ALL_GATHER, round(grads * ratio))
+            self.collective("expert DP all-gather parameters", "edp", ALL_GATHER, round(experts * ratio))
         return self.out
 
     def one_pass(self, way: str, chunk: int, micro: int) -> None:
@@ -290,22 +291,22 @@ class _Stage:
         source = s.neighbour(self.stage, chunk, forward, receiving=True)
         received = None
         if source is not None:   # the tag names the sending pass: (micro-batch, its chunk, direction)
-            received = self.add(f"recv {label}", wire.COMM_RECV_NODE, attrs=(
+            received = self.add(f"recv {label}", COMM_RECV_NODE, attrs=(
                 ("is_cpu_op", False), ("comm_size", s.pp_bytes), ("comm_tag", _tag(s, micro, source[1], forward))),
                 keys=(("comm_src", source[0]), ("comm_dst", 0)))
         if s.cfg.zero >= 3:
             params = dense_params_per_gpu(s.shape, s.cfg) * PARAM_BYTES / s.chunks
-            self.collective(f"ZeRO-3 AG {label}", "dp", wire.ALL_GATHER, round(params))
+            self.collective(f"ZeRO-3 AG {label}", "dp", ALL_GATHER, round(params))
         seconds = s.forward_s if forward else s.backward_s
-        self.on_stream(label, wire.COMP_NODE, (received,), seconds, attrs=(("is_cpu_op", False),))
+        self.on_stream(label, COMP_NODE, (received,), seconds, attrs=(("is_cpu_op", False),))
         for communicator, kind, nbytes in s.messages[way]:
             self.collective(f"{communicator.upper()} {label}", communicator, kind, nbytes)
         if s.cfg.zero >= 3 and not forward:
             grads = dense_params_per_gpu(s.shape, s.cfg) * grad_bytes(s.cfg) / s.chunks
-            self.collective(f"ZeRO-3 RS {label}", "dp", wire.REDUCE_SCATTER, round(grads))
+            self.collective(f"ZeRO-3 RS {label}", "dp", REDUCE_SCATTER, round(grads))
         target = s.neighbour(self.stage, chunk, forward, receiving=False)
         if target is not None:
-            self.add(f"send {label}", wire.COMM_SEND_NODE, (self.last,), attrs=(
+            self.add(f"send {label}", COMM_SEND_NODE, (self.last,), attrs=(
                 ("is_cpu_op", False), ("comm_size", s.pp_bytes), ("comm_tag", _tag(s, micro, chunk, forward))),
                 keys=(("comm_src", 0), ("comm_dst", target[0])))
 

@@ -23,7 +23,8 @@ from ...model.shape import ModelShape
 from ...solver.rl.plan import RLPlan, plan_rl
 from ...solver.rl.search import Context
 from ...solver.train.plan import placement
-from . import megatron, vllm
+from .megatron import export as megatron_export
+from .vllm import check as vllm_check, replica_arguments, write as vllm_write
 from .jobs import Infeasible, train_share
 from .target import JobPlan, Run
 
@@ -48,18 +49,18 @@ def generation(entity: Entity, source: str) -> dict[str, str]:
     partition = job.partition(layout.partition)
     chip = partition.node.accelerator
     model = entity.get("model")
-    vllm.check(layout.config, context.engine, chip, bool(model.get("mtp")))
+    vllm_check(layout.config, context.engine, chip, bool(model.get("mtp")))
     memory = context.gen_limit(layout, chosen.placement, chosen.train) / chip.hbm_capacity
     longest = int(entity.get("prompt")) + int(entity.get("max_response") or plan.longest)
     colocated = chosen.placement == COLOCATED
     c = layout.config
-    args = vllm.replica_arguments(getattr(model, "name", "model"), c, context.engine, longest, min(1.0, memory),
+    args = replica_arguments(getattr(model, "name", "model"), c, context.engine, longest, min(1.0, memory),
                                   "generate", sleep=colocated)
     said = (f"{layout.replicas} replica(s) of {c.gpus} GPU(s) (TP {c.tp} x DP {c.ep} x PP {c.pp}) on "
             f"{layout.partition}, " + ("sharing the training pool's GPUs" if colocated else
                                        f"apart from the training pool ({chosen.train.gpus} GPUs of "
                                        f"{chosen.train.partition})") + f"; {LOOP}")
-    return vllm.write(entity.name, [("generate", layout.replicas, said, args)], source)
+    return vllm_write(entity.name, [("generate", layout.replicas, said, args)], source)
 
 
 def training(entity: Entity, source: str) -> dict[str, str]:
@@ -73,7 +74,7 @@ def training(entity: Entity, source: str) -> dict[str, str]:
                  "single", (train_share(partition, config, config.gpus, job.batch),), Run(),
                  estimate.tokens_per_s, estimate, placement(estimate, job), partition)
     chip = partition.node.accelerator
-    files = megatron.export(jp, chip.name, chip.vendor, source)
+    files = megatron_export(jp, chip.name, chip.vendor, source)
     note = (f"# the training pool of rl job `{entity.name}`: {pool.gpus} GPUs of {pool.partition}, one optimizer step "
             f"a mini-batch; {LOOP}\n")
     return {name: note + text for name, text in files.items()}
