@@ -93,10 +93,29 @@ def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:
         return _memory(job, lim, smallest)
     if not smallest.host_fits:
         return _host_memory(job, smallest)
+    if not smallest.nvme_fits:
+        return _nvme(job, smallest)
     closest = {target: e for target, _, e in result.closest}
     if set(closest) == {"host_dram"}:
         return _host_memory(job, closest["host_dram"])
+    if "host_nvme" in closest and set(closest) <= {"host_dram", "host_nvme"}:
+        return _nvme(job, closest["host_nvme"])
     return _other_limit(job, lim, result)
+
+
+def _nvme(job: Job, e: Estimate) -> Infeasibility:
+    """The nodes' local NVMe cannot retain the checkpoints written to it (model/train/host.py)."""
+    node = job.partition.node
+    entity = node_entity(job)
+    span = (entity.span_of("nvme") or entity.span) if entity is not None else node.span
+    keep = e.config.checkpoint_keep or 1
+    kept = job.entity.span_of("checkpoint.keep")
+    message = (f"`{job.name}`: each {node.name} node keeps {keep} checkpoint share(s) of {_gb(e.nvme_need / keep)} "
+               f"on its local NVMe, {_gb(e.nvme_need)} in all, more than its {_gb(e.nvme)} ({span}), even with "
+               f"{e.config.gpus} GPUs ({_config(e.config)}); keep fewer"
+               + (f" (`keep`, {kept})" if kept is not None else "")
+               + ", write checkpoints to remote `storage`, or add NVMe")
+    return Infeasibility("host_nvme", message, e.nvme_need, e.nvme, "B", span, e.config)
 
 
 def _host_memory(job: Job, e: Estimate) -> Infeasibility:
