@@ -235,7 +235,7 @@ def pinned_only(job: Job) -> dict[str, object]:
     modules and layer interval, the offloaded share of layers (these four searched instead
     where the job asks: `search = [...]`, solver/train/enumerate.py `variants`), the
     context-parallel balance, the MoE all-to-all, TP and DP overlaps, the loss's implementation, and the checkpoint's stated size,
-    bandwidth and retained count."""
+    bandwidth and retained count, and the data the job reads (`dataset_bytes`)."""
     p = job.pinned
     modules = p.get("recompute_modules") or ()
     return {"shard": int(p.get("shard") or 0), "recompute_every": int(p.get("recompute_every") or 1),
@@ -246,4 +246,13 @@ def pinned_only(job: Job) -> dict[str, object]:
             "dp_overlap": None if p.get("dp_overlap") is None else bool(p["dp_overlap"]),
             "loss": None if p.get("loss") is None else str(p["loss"]),
             "checkpoint_size": job.checkpoint_size, "checkpoint_bandwidth": job.checkpoint_bandwidth,
-            "checkpoint_keep": job.checkpoint_keep}
+            "checkpoint_keep": job.checkpoint_keep, "dataset_bytes": dataset_bytes(job)}
+
+
+def dataset_bytes(job: Job) -> float:
+    """Bytes of data the job reads over its run: its `tokens` in sequences of `seq`, `sample_bytes`
+    each (ASSUMPTION: one pass over the data, as LLM pre-training reads its corpus about once);
+    0 when either is not stated."""
+    if not job.tokens or not job.sample_bytes:
+        return 0.0
+    return job.tokens / job.seq * job.sample_bytes

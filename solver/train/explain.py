@@ -19,7 +19,7 @@ import attrs
 
 from ...compiler.design import Entity, Partition as PartitionRef, Record, Repeat
 from ...model.job import Job
-from ...model.train import offload_host
+from ...model.train import host, offload_host
 from ...model.train.memory import model_state
 from ...model.train.step import Estimate
 from ...dsl.source import Span
@@ -104,17 +104,22 @@ def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:
 
 
 def _nvme(job: Job, e: Estimate) -> Infeasibility:
-    """The nodes' local NVMe cannot retain the checkpoints written to it (model/train/host.py)."""
+    """The nodes' local NVMe cannot hold the checkpoints retained on it and the data staged on it
+    (model/train/host.py `nvme_need`)."""
     node = job.partition.node
     entity = node_entity(job)
     span = (entity.span_of("nvme") or entity.span) if entity is not None else node.span
-    keep = e.config.checkpoint_keep or 1
-    kept = job.entity.span_of("checkpoint.keep")
-    message = (f"`{job.name}`: each {node.name} node keeps {keep} checkpoint share(s) of {_gb(e.nvme_need / keep)} "
-               f"on its local NVMe, {_gb(e.nvme_need)} in all, more than its {_gb(e.nvme)} ({span}), even with "
-               f"{e.config.gpus} GPUs ({_config(e.config)}); keep fewer"
-               + (f" (`keep`, {kept})" if kept is not None else "")
-               + ", write checkpoints to remote `storage`, or add NVMe")
+    staged = host.staged_data(e.config, node)
+    kept, keep = e.nvme_need - staged, e.config.checkpoint_keep or 1
+    holds = ([f"{keep} checkpoint share(s) of {_gb(kept / keep)}"] if kept > 0 else []) + \
+        ([f"{_gb(staged)} of staged training data"] if staged > 0 else [])
+    help_ = ([f"keep fewer checkpoints (`keep`, {job.entity.span_of('checkpoint.keep')})"]
+             if kept > 0 and job.entity.span_of("checkpoint.keep") is not None else []) + \
+        (["write checkpoints to remote `storage`"] if kept > 0 else []) + \
+        (["read the data from remote storage (input DPUs)"] if staged > 0 else []) + ["add NVMe"]
+    message = (f"`{job.name}`: each {node.name} node holds {' and '.join(holds)} on its local NVMe, "
+               f"{_gb(e.nvme_need)} in all, more than its {_gb(e.nvme)} ({span}), even with {e.config.gpus} GPUs "
+               f"({_config(e.config)}); " + ", ".join(help_))
     return Infeasibility("host_nvme", message, e.nvme_need, e.nvme, "B", span, e.config)
 
 

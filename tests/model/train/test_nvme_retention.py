@@ -10,7 +10,7 @@ import pytest
 
 from gclc.compiler.driver import check_text
 from gclc.model.job import pinned_config, train_job
-from gclc.model.train import host
+from gclc.model.train import dpu, host
 from gclc.model.train.step import estimate
 from gclc.solver.train.plan import plan
 
@@ -66,7 +66,7 @@ def test_retention_beyond_the_nvme_is_a_located_infeasibility():
     reason = result.infeasibility
     assert reason.constraint == "host_nvme"
     assert reason.span.path == "nvme.gcl" and reason.span.line == 6   # the node's `nvme`
-    assert "keep fewer (`keep`, nvme.gcl:9" in reason.message and "remote `storage`" in reason.message
+    assert "keep fewer checkpoints (`keep`, nvme.gcl:9" in reason.message and "remote `storage`" in reason.message
     assert reason.needs > reason.limit == 300e9
 
 
@@ -75,3 +75,45 @@ def test_retention_beyond_the_nvme_is_a_located_infeasibility():
 def test_what_relieves_it(relief):
     result = plan(job(**relief))
     assert result.best is not None and result.best.nvme_fits
+
+
+def staging(tokens="1 B", extra="", nodes=1):
+    """The job reading 4 MB per sequence of 2,048 tokens from its nodes' NVMe, no checkpoints."""
+    text = (DESIGN.format(extra=extra, nodes=nodes, checkpoint="", pins=f"tokens = {tokens}  sample_bytes = 4 MB")
+            .replace("checkpoint_every = 1 h", ""))
+    result = check_text(text, "nvme.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return train_job(result.design)
+
+
+def test_the_staged_data_by_hand():
+    j = staging(tokens="1 B", nodes=2)
+    cfg = pinned_config(j)
+    data = 1e9 / 2048 * 4e6                         # one pass: sequences x bytes each
+    assert cfg.dataset_bytes == pytest.approx(data)
+    assert host.nvme_need(j.shape, cfg, j.partition.node) == pytest.approx(data * 8 / cfg.gpus)  # a node's share
+    with_dpu = staging(tokens="1 B", nodes=2, extra="dpus = 1 x Dpu")   # the DPU reads its share remotely
+    node = with_dpu.partition.node
+    host_path = 10e9 / (10e9 + dpu.input_rate(node))   # the NVMe's 10 GB/s beside the DPU's input rate
+    assert 0 < host_path < 1
+    assert host.staged_data(pinned_config(with_dpu), node) == pytest.approx(data * 8 / cfg.gpus * host_path)
+    no_tokens = check_text(DESIGN.format(extra="", nodes=1, checkpoint="", pins="sample_bytes = 4 MB"), "nvme.gcl")
+    assert pinned_config(train_job(no_tokens.design)).dataset_bytes == 0   # no `tokens`: nothing to stage
+
+
+def test_data_beyond_the_nvme_is_a_located_infeasibility_that_dpus_relieve():
+    pins = "  parallelism { tp = 1  pp = 1  dp = 8  microbatch = 1  recompute = full  zero = 1 }"
+    result = plan(staging_pinned(pins))   # 1 B tokens: 1.95 TB of data on one node's 300 GB
+    reason = result.infeasibility
+    assert result.best is None and reason.constraint == "host_nvme" and reason.span.line == 6
+    assert "of staged training data" in reason.message and "input DPUs" in reason.message
+    assert "checkpoint" not in reason.message
+    assert plan(staging_pinned(pins, tokens="0.1 B")).best is not None   # 195 GB fits
+
+
+def staging_pinned(pins, tokens="1 B"):
+    text = (DESIGN.format(extra="", nodes=1, checkpoint="", pins=f"tokens = {tokens}  sample_bytes = 4 MB" + pins)
+            .replace("checkpoint_every = 1 h", ""))
+    result = check_text(text, "nvme.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return train_job(result.design)
