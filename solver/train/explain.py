@@ -119,7 +119,7 @@ def _nvme(job: Job, e: Estimate) -> Infeasibility:
         (["read the data from remote storage (input DPUs)"] if staged > 0 else []) + ["add NVMe"]
     message = (f"`{job.name}`: each {node.name} node holds {' and '.join(holds)} on its local NVMe, "
                f"{_gb(e.nvme_need)} in all, more than its {_gb(e.nvme)} ({span}), even with {e.config.gpus} GPUs "
-               f"({_config(e.config)}); " + ", ".join(help_))
+               f"({_config(e.config)}); " + ", ".join(help_[:-1]) + ", or " + help_[-1])
     return Infeasibility("host_nvme", message, e.nvme_need, e.nvme, "B", span, e.config)
 
 
