@@ -52,6 +52,10 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     # tests/solver/schedule/test_contention.py
     ".venv/bin/python benchmarks/contention.py": "tests/solver/schedule/test_contention.py checks its model",
     ".venv/bin/python benchmarks/flow_sim.py": "16,384 GPUs: tests/model/test_flows.py checks the simulation",
+    # a month of the shared example (~10 s); the CLI with --degrade runs on a small design in
+    # tests/solver/schedule/test_degraded_events.py
+    "gclc schedule examples/shared_cluster.gcl --no-failures --epochs 0 --degrade spine=50%@1h-6h":
+        "tests/solver/schedule/test_degraded_events.py runs the CLI with --degrade",
 }
 FIRST_PLAN = "gclc plan examples/a100_cluster.gcl"  # the half of NOT_RUN's first line after setup
 LIMIT_S = 600  # the slowest, the sweep of 24 points on a local Dask cluster, takes ~40 s on 2 busy cores
