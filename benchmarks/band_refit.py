@@ -37,8 +37,9 @@ import bands  # noqa: E402
 def calibration_rows(path: Path) -> list[tuple[float, tuple[str, ...], str, str]]:
     """(residual, flags, group, set) of each cross-validated calibration run in accuracy.py's JSON."""
     data = json.loads(path.read_text())
-    runs = data.get("cross_validated", data).get("runs") if isinstance(data.get("cross_validated"), dict) else None
-    runs = runs or data["runs"]
+    if "cross_validated" not in data:
+        raise SystemExit(f"{path}: no cross-validated runs (run accuracy.py --json without --no-cv)")
+    runs = data["cross_validated"]["runs"]
     out = []
     for r in runs:
         if r.get("error") is None or "flags" not in r:
@@ -86,17 +87,24 @@ def main(argv: list[str] | None = None) -> int:
     alone = bands.fit_band([r[0] for r in calib], [r[1] for r in calib], known=bands.KNOWN)
     alone_on_valid = [alone.covers(r[0], r[1]) for r in valid]
     band = bands.fit_band([r[0] for r in pooled], [r[1] for r in pooled], known=known)
+    pooled_on_valid = [band.covers(r[0], r[1]) for r in valid]
     result = {
         "runs": {"calibration": len(calib), "validation": len(valid)},
         "groups": len({r[2] for r in pooled}),
         "nested_coverage": {"all": share(inside), **{k: share(v) for k, v in by_set.items()}},
         "nested_median_half_width": statistics.median(widths),
         "calibration_band_on_validation": share(alone_on_valid),
+        "pooled_band_on_validation_in_sample": share(pooled_on_valid),
         "band": {"base": band.base, "quantiles": list(band.quantiles), "factors": band.factors},
     }
     seconds, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    summary = (f"band refit: pooled {len(pooled)} residuals in {result['groups']} groups; left-out-group coverage "
+               f"{share(inside):.0%} (calibration {share(by_set['calibration']):.0%}, validation "
+               f"{share(by_set['validation']):.0%}), median ±{statistics.median(widths):.1%}; the calibration-only "
+               f"band holds {share(alone_on_valid):.0%} of the validation runs | wall {seconds:.1f} s, cpu {cpu:.1f} s")
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps({**result, "summary": summary}, indent=1))
+        return 0
     else:
         print(f"out-of-sample residuals: {len(calib)} calibration (cross-validated), {len(valid)} validation "
               f"(never fitted), {result['groups']} source groups")
@@ -105,14 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         for name, flags in (("all", inside), *by_set.items()):
             print(f"  {name:<12} {share(flags):5.0%} of {len(flags)}")
         print(f"  median half width {statistics.median(widths):.1%}")
+        print(f"the pooled band on the validation runs it was fitted on (in sample, not to quote): "
+              f"{share(pooled_on_valid):.0%} inside")
         print("constants for model/calibration.py (the pooled band on all residuals):")
         print(f"  BAND_SCALE = {band.base:.4f}\n  QUANTILES = ({band.quantiles[0]:.3f}, {band.quantiles[1]:.3f})")
         for k, v in band.factors.items():
             print(f"  {k!r}: {v:.2f}")
-    print(f"band refit: pooled {len(pooled)} residuals in {result['groups']} groups; left-out-group coverage "
-          f"{share(inside):.0%} (calibration {share(by_set['calibration']):.0%}, validation "
-          f"{share(by_set['validation']):.0%}), median ±{statistics.median(widths):.1%}; the calibration-only band "
-          f"holds {share(alone_on_valid):.0%} of the validation runs | wall {seconds:.1f} s, cpu {cpu:.1f} s")
+    print(summary)
     return 0
 
 

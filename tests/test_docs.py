@@ -43,6 +43,7 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     # docs/model.md's figures: the cross-validation takes minutes (19 refits); the plot itself is
     # tested in tests/benchmarks/test_accuracy_plot.py
     ".venv/bin/python benchmarks/accuracy.py --json > accuracy.json": "19 refits: minutes",
+    ".venv/bin/python benchmarks/band_refit.py accuracy.json": "needs accuracy.json (19 refits: minutes)",
     ".venv/bin/python benchmarks/validation.py --json > validation.json": "tests/benchmarks/test_validation.py runs it",
     ".venv/bin/python benchmarks/accuracy_plot.py accuracy.json validation.json -o docs/img": "needs the two above",
     # docs/network.md's benchmarks: tests/model/test_nccl_model.py runs the published nccl-tests comparison,
