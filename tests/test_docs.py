@@ -53,6 +53,7 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     # tests/solver/schedule/test_contention.py
     ".venv/bin/python benchmarks/contention.py": "tests/solver/schedule/test_contention.py checks its model",
     ".venv/bin/python benchmarks/flow_sim.py": "16,384 GPUs: tests/model/test_flows.py checks the simulation",
+    ".venv/bin/python benchmarks/ns3_agreement.py": "compiles against ns-3 and simulates: ~30 s of CPU",
     # a month of the shared example (~10 s); the CLI with --degrade runs on a small design in
     # tests/solver/schedule/test_degraded_events.py
     "gclc schedule examples/shared_cluster.gcl --no-failures --epochs 0 --degrade spine=50%@1h-6h":

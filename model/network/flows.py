@@ -225,6 +225,17 @@ def rates_of(matrix: sparse.csr_matrix, capacity: np.ndarray, congestion: str = 
     raise ValueError(f"congestion {congestion!r}: one of {', '.join(CONGESTION)}")
 
 
+def pair_rates(f: Fabric, pairs: list[tuple[int, int]], congestion: str = "ecn") -> np.ndarray:
+    """The rate of a flow from each (sender, receiver) rank pair, all at once."""
+    rows, cols = [], []
+    for k, (a, b) in enumerate(pairs):
+        links = _path(f, a, b, k)
+        rows += links
+        cols += [k] * len(links)
+    matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(f.capacity), len(pairs)))
+    return rates_of(matrix, f.capacity, congestion)
+
+
 def ring_rates(f: Fabric, communicators: list[Communicator], congestion: str = "ecn") -> dict[str, float]:
     """Per communicator, the rate (bytes/s per flow) of its slowest group, all of them at once:
     each group moves at its slowest flow."""
