@@ -9,7 +9,9 @@ alone, failures off:
 - an event that touches the job stretches its run by exactly (t1 - t0) (1 - 1/f), f its
   degraded step over its healthy one (it runs at 1/f of its pace meanwhile);
 - an event on a node, or under a leaf, the job does not hold, or before it starts, changes nothing;
-- the job's network slowdown stays 1 (alone): the two causes are reported apart.
+- the job's network slowdown stays 1 (alone): the two causes are reported apart;
+- under Slurm's and Kueue's own cycles, two jobs across leaves: a spine event slows both, a NIC
+  event only the job on that node, and each job's contention and degradation come apart.
 """
 
 import json
@@ -102,3 +104,15 @@ def test_the_cli_reports_the_event_and_refuses_a_bad_one(tmp_path, capsys):
     assert "18 scale-up domains" in capsys.readouterr().err
     assert main(base + ["--degrade", "nic=0.5@0-1h"]) == 2
     assert "say which nic" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["slurm", "kueue"])
+def test_policies_with_a_cycle_of_their_own_slow_the_jobs_an_event_touches(name):
+    """Two 32-GPU jobs across leaves (test_contention.py's): a spine at half its rate touches
+    both, a NIC of node 2 only the first; each job's contention and degradation come apart."""
+    both = workload()
+    events = (parse_event("spine=50%@10-200"), parse_event("nic:2=0.3@50-150"))
+    data = schedule_json(both, simulate(both, policy(name), failures=False, epochs=0, degradations=events), [])
+    assert [e["jobs"] for e in data["degradations"]] == [["a", "b"], ["a"]]
+    slow = {j["name"]: (j["network_slowdown"], j["degradation_slowdown"]) for j in data["jobs"]}
+    assert slow["a"][1] > slow["b"][1] > 1.0 and slow["b"][0] > 1.0
