@@ -18,6 +18,12 @@ a CUDA device (the chip's compute capability for fp8 kernels) do not run. A case
 the stub `sleep_mode` also has the CPU platform answer that it can sleep (vLLM's CUDA platform
 does; the CPU one refuses `--enable-sleep-mode`), so that the rest of the engine config is
 checked; the same case without the stub is the control that the flag reached vLLM's check.
+
+The experts' layout is vLLM's own `FusedMoEParallelConfig.make` (vllm/model_executor/layers/
+fused_moe/config.py) on the engine config's parallel settings, as each MoE layer builds it; its
+three rank look-ups (`get_tensor_model_parallel_rank`, `get_dp_group`, `get_pcp_group`) ask
+process groups that exist only in a launched engine and are stubbed to rank 0 (a rank moves no
+size). The verdict reports the layer's expert TP and EP sizes.
 """
 
 from __future__ import annotations
@@ -42,7 +48,28 @@ def engine_config(argv: list[str]) -> dict:
             "max_model_len": m.max_model_len, "quantization": m.quantization,
             "served_model_name": m.served_model_name,
             "kv_connector": transfer.kv_connector if transfer else None,
-            "kv_role": transfer.kv_role if transfer else None, "sleep_mode": m.enable_sleep_mode}
+            "kv_role": transfer.kv_role if transfer else None, "sleep_mode": m.enable_sleep_mode,
+            "experts": expert_layout(p)}
+
+
+def expert_layout(parallel) -> dict:
+    """vLLM's MoE layer layout of `parallel` (a ParallelConfig): {"tp", "ep"} of each expert."""
+    from types import SimpleNamespace
+
+    from vllm.model_executor.layers.fused_moe import config as moe_config
+
+    rank0 = SimpleNamespace(rank_in_group=0)   # the named stubs: rank look-ups, see above
+    saved = {name: getattr(moe_config, name) for name in ("get_tensor_model_parallel_rank", "get_dp_group",
+                                                           "get_pcp_group")}
+    moe_config.get_tensor_model_parallel_rank = lambda: 0
+    moe_config.get_dp_group = moe_config.get_pcp_group = lambda: rank0
+    try:
+        made = moe_config.FusedMoEParallelConfig.make(parallel.tensor_parallel_size, 1, parallel.data_parallel_size,
+                                                      1, parallel)
+    finally:
+        for name, value in saved.items():
+            setattr(moe_config, name, value)
+    return {"tp": made.tp_size, "ep": made.ep_size}
 
 
 def main(request: str) -> None:
