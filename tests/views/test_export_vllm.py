@@ -27,6 +27,7 @@ from gclc.views.export.vllm import replica_arguments, words as flag_words
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / ".venv" / "engines" / "vllm"
+DYNAMO = ROOT / ".venv" / "engines" / "dynamo"   # ai-dynamo 1.6.1 and its runtime (.ci/setup)
 SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
 SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
 TP_ONLY = ServeConfig(tp=8, batch=64, precision="fp8", ep=1, pp=2, kv_precision="fp8")
@@ -123,17 +124,42 @@ def verdicts(root):
     # a replica of one attention group (TP 8 x PP 2), as the export writes it: experts TP-sharded
     cases["tp_only/serving/args"] = flag_words(replica_arguments("DeepSeekV3", TP_ONLY, profile("vllm_v1").engine(),
                                                             4096, 0.9, "serving", experts=True)) + good[-5:]
+    tools = {k: "vllm" for k in cases}
+    if DYNAMO.exists():
+        tools.update(_dynamo_cases(root, cases))
     request = root / "request.json"
     stubbed = {k for k in cases if k.startswith("rl_colocated/")}   # tests/views/vllm_real.py names the stub
-    request.write_text(json.dumps([{"name": k, "argv": v, "stubs": ["sleep_mode"] if k in stubbed else []}
-                                   for k, v in cases.items()]))
-    env = {**os.environ, "PYTHONPATH": str(ENGINE), "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    request.write_text(json.dumps([{"name": k, "argv": v, "stubs": ["sleep_mode"] if k in stubbed else [],
+                                    "tool": tools[k]} for k, v in cases.items()]))
+    env = {**os.environ, "PYTHONPATH": f"{DYNAMO}{os.pathsep}{ENGINE}", "VLLM_TARGET_DEVICE": "cpu",
+           "VLLM_LOGGING_LEVEL": "ERROR", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DYN_LOG": "error"}
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("vllm_real.py")), str(request)],
                          capture_output=True, text=True, env=env, timeout=300, cwd=root)
     lines = [json.loads(l.removeprefix("VERDICT ")) for l in run.stdout.splitlines() if l.startswith("VERDICT ")]
     assert len(lines) == len(cases), run.stderr[-3000:]
     return {v["name"]: (cases[v["name"]], v) for v in lines}
+
+
+def _dynamo_cases(root: Path, cases: dict) -> dict[str, str]:
+    """`gclc export --to dynamo` of the vLLM-planned designs, as Dynamo's frontend and vLLM worker
+    read them (added to `cases`): {case: tool}. Negative controls: a prefill worker without the
+    KV connector (Dynamo's own rule) and the plan's router name where Dynamo wants its own."""
+    tools = {}
+    for plan in ("aggregated", "disaggregated"):
+        design, job = _plans(str(root))[plan]
+        (root / plan / "dynamo.args").write_text(export("dynamo", design, job=job, source=f"{plan}.gcl")["dynamo.args"])
+        stub = ["--model", str(root / plan / "checkpoint"), "--load-format", "dummy", "--skip-tokenizer-init"]
+        roles = ["serving"] if plan == "aggregated" else ["prefill", "decode"]
+        for role in ["frontend", *roles]:
+            words = bash_array(root / plan / "dynamo.args", f"DYNAMO_{role.upper()}_ARGS")
+            cases[f"dynamo/{plan}/{role}"] = words + ([] if role == "frontend" else stub)
+            tools[f"dynamo/{plan}/{role}"] = "dynamo.frontend" if role == "frontend" else "dynamo.vllm"
+    prefill = cases["dynamo/disaggregated/prefill"]
+    at = prefill.index("--kv-transfer-config")
+    cases["negative/dynamo_no_connector"] = prefill[:at] + prefill[at + 2:]
+    cases["negative/dynamo_router"] = ["--router-mode", "least_requests"]
+    tools.update({"negative/dynamo_no_connector": "dynamo.vllm", "negative/dynamo_router": "dynamo.frontend"})
+    return tools
 
 
 def _flag(words: list[str], flag: str, default=None) -> str:
@@ -144,7 +170,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
     what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
     of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
-    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/"))]
+    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/"))]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/serving"}
     for name in pools:
@@ -273,3 +299,24 @@ def test_what_vllm_cannot_run_is_refused(tmp_path):
     # one answer: a plan simulated with SGLang's scheduler is not exported as vLLM's flags
     with pytest.raises(ExportError, match="made for the `sglang` engine"):
         export("vllm", _design(SERVE))
+
+
+def test_dynamo_runs_each_pool_as_the_vllm_export_states_it(verdicts):
+    """`--to dynamo` of a vLLM plan through Dynamo's own parsers (ai-dynamo 1.6.1): the frontend
+    takes the plan's router as its --router-mode; each worker's role is the pool's (Dynamo's
+    `prefill` component for the prefill pool, `backend` otherwise), and the engine config vLLM
+    builds from what Dynamo hands it is the vLLM export's of the same pool; a prefill worker
+    without the KV connector and gclc's own router name are refused by Dynamo."""
+    if not DYNAMO.exists():
+        pytest.skip("ai-dynamo 1.6.1 is installed by .ci/setup into .venv/engines/dynamo")
+    for plan, roles in (("aggregated", {"serving": "agg"}), ("disaggregated", {"prefill": "prefill", "decode": "decode"})):
+        front = verdicts[f"dynamo/{plan}/frontend"][1]
+        assert front.get("config") == {"http_port": 8000, "router_mode": "least-loaded"}, front   # least_requests
+        for role, mode in roles.items():
+            verdict = verdicts[f"dynamo/{plan}/{role}"][1]
+            assert "error" not in verdict, f"{plan}/{role}: {verdict.get('error')}"
+            got = verdict["config"]
+            assert (got["mode"], got["component"]) == (mode, "prefill" if role == "prefill" else "backend")
+            assert got["engine"] == verdicts[f"{plan}/{role}/args"][1]["config"], (plan, role)
+    assert "must explicitly provide --kv-transfer-config" in verdicts["negative/dynamo_no_connector"][1]["error"]
+    assert "SystemExit" in verdicts["negative/dynamo_router"][1]["error"]
