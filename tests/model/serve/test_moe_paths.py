@@ -120,3 +120,23 @@ def test_vllms_expert_layout_costs_as_the_path_it_runs(tp, ep, tokens):
     ours = replica(MIXTRAL, ServeConfig(tp, 256, "fp8", ep=ep), H100, engine)
     theirs = replica(MIXTRAL, ServeConfig(tp, 256, "fp8", ep=ep), H100, attrs.evolve(engine, moe_path=run))
     assert ours.iteration(tokens, tokens * 500.0) == theirs.iteration(tokens, tokens * 500.0)
+
+
+def test_the_language_the_model_and_the_json_schema_name_the_same_kernel_paths():
+    import json
+
+    from gclc.compiler.schema import ENGINE
+    from gclc.model.serve.engines import MOE_PATHS
+
+    schema = json.loads((ROOT / "views" / "plan.schema.json").read_text())
+    enums = [node["properties"]["moe_path"]["enum"] for node in _walk(schema)
+             if isinstance(node, dict) and "moe_path" in node.get("properties", {})]
+    assert enums and all(set(e) == set(MOE_PATHS) for e in enums)
+    assert set(ENGINE.fields["moe_path"].options) == set(MOE_PATHS)
+
+
+def _walk(node):
+    yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    for child in children:
+        yield from _walk(child)
