@@ -37,7 +37,9 @@ def add(commands) -> None:
                     "step as a Chrome/Perfetto trace: a track per pipeline stage and per communicator), chakra (the step as "
                     "Chakra execution traces per rank for ASTRA-sim, with its communicator groups), vllm (a serve "
                     "plan's `vllm serve` settings per pool, as bash arrays and vLLM's config-file YAML), sglang (the "
-                    "same for SGLang's launch_server). On an rl job, vllm writes its generation pool's engine and "
+                    "same for SGLang's launch_server), dynamo (NVIDIA Dynamo's frontend and per-pool workers of the "
+                    "plan's engine), trtllm (refused with the reason: no TensorRT-LLM code installs here to check a "
+                    "launch). On an rl job, vllm writes its generation pool's engine and "
                     "megatron its training pool's arguments.")
     export.add_argument("file", metavar="FILE")
     export.add_argument("--to", required=True, choices=KINDS, help="what to write")
@@ -46,7 +48,7 @@ def add(commands) -> None:
     export.add_argument("--json", action="store_true",
                         help="print the files as one JSON object keyed by file name (instead of writing -o DIR)")
     export.add_argument("--job", metavar="NAME",
-                        help="the job to plan: a train job, or for slurm, kubernetes and vllm a serve job, or for "
+                        help="the job to plan: a train job, or for slurm, kubernetes, vllm, sglang and dynamo a serve job, or for "
                              "vllm and megatron an rl job (default: the file's first train job, else its first "
                              "job; for vllm its first serve job, else its first job)")
     export.add_argument("--cluster", metavar="NAME",

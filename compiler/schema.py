@@ -471,7 +471,7 @@ ENGINE = Block(
      "kv_reads": Choice(("grouped", "per_query_head")), "scheduler_steps": COUNT,
      "mixed": FLAG, "graph_batch": COUNT0, "host_step": TIME0, "host_per_sequence": TIME0, "overlap": FLAG,
      "eager_op": TIME0, "frontend": TIME0, "preemption": Choice(("recompute", "swap", "reserve"), "a preemption policy"),
-     "moe_path": Choice(("grouped", "tp_sharded", "per_expert"), "an MoE kernel path")},
+     "moe_path": Choice(("grouped", "tp_sharded", "per_expert", "ep_with_dp"), "an MoE kernel path")},
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},
     doc="the serving engine: `profile` names one by release (default vllm_v1), whose knobs the other fields "
@@ -483,7 +483,8 @@ ENGINE = Block(
         "`overlap`: the host prepares the next iteration while the GPU runs; `eager_op`: host time per kernel "
         "issued outside a graph; `frontend`: time a request spends outside the engine before its first token; "
         "`preemption`: recompute, swap (to host memory) or reserve (admit only what fits whole); `moe_path`: "
-        "grouped GEMMs, TP-sharded experts or a loop over experts")
+        "grouped GEMMs, TP-sharded experts, a loop over experts, or ep_with_dp (TP-sharded experts in one attention "
+        "group, grouped over several: vLLM's)")
 # A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
 # tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(

@@ -21,6 +21,13 @@ from ..compiler.metrics import power_breakdown
 from . import dvfs
 
 WAITING_ACTIVITY = 0.4   # share of the idle-to-TDP range drawn while waiting on comms (assumption)
+# A GPU running memory-bound kernels (a serving step's weight and KV-cache streaming) keeps its
+# SMs stalled on HBM: it draws far less than one whose SMs wait with their clocks up. Ma, Afzal,
+# Eitzinger, Wellein, "The Illusion of Power Capping in LLM Decode" (arXiv:2605.11999, abstract):
+# decode draws 137-300 W on a 700 W H200, the low end where decode is purely memory-bound, i.e.
+# (137 W - 70 W idle) / (700 W - 70 W) = 0.106 of the idle-to-full range (the idle is the std
+# Hopper's ASSUMPTION); the high end is reached as larger batches add compute (`busy`).
+STREAMING_ACTIVITY = 0.106
 
 
 @attrs.frozen
@@ -44,6 +51,12 @@ def activity(busy: float) -> float:
     """The share of the idle-to-full range drawn by a GPU that computes for `busy` of its time
     and waits (or streams memory) for the rest."""
     return busy + (1 - busy) * WAITING_ACTIVITY
+
+
+def serving_activity(busy: float) -> float:
+    """The share of the idle-to-full range drawn by a serving GPU that computes for `busy` of
+    an iteration and streams weights and cache (memory-bound kernels) for the rest."""
+    return busy + (1 - busy) * STREAMING_ACTIVITY
 
 
 def power_at(partition: Partition, share: float) -> float:

@@ -23,6 +23,10 @@ Sources, abbreviated below:
   [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
             per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
+  [vllmep]  vLLM 0.33.0 (PyPI) vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make:
+            without --enable-expert-parallel every expert is TP-sharded over TP x DP GPUs (TP flattened
+            across DP), with it each GPU holds whole experts, ep_size = TP x DP; the export turns it on
+            with data-parallel attention and off otherwise, and the profile costs what it launches
   [sgl04]   lmsys.org/blog/2024-12-04-sglang-v0-4: the zero-overhead (overlap) batch scheduler runs
             the CPU one batch ahead of the GPU, 1.1x throughput over v0.3
   [sglpp]   SGLang 0.5.23 (PyPI), sglang/srt/arg_groups/overrides.py `_pipeline_parallel_overlap_disable`:
@@ -59,7 +63,7 @@ from ..compute import EAGER_OP_S
 
 GIB = 1 << 30
 PREEMPTIONS = ("recompute", "swap", "reserve")   # reserve: admit only when the whole length fits
-MOE_PATHS = ("grouped", "tp_sharded", "per_expert")
+MOE_PATHS = ("grouped", "tp_sharded", "per_expert", "ep_with_dp")
 
 
 @attrs.frozen
@@ -90,7 +94,8 @@ class Engine:
     overlap: bool = False       # the host prepares iteration n + 1 while the GPU runs n
     overlap_pp: bool = True     # ... with pipeline stages too (SGLang turns it off under PP: [sglpp])
     preemption: str = "recompute"  # recompute, swap (KV to host memory and back) or reserve
-    moe_path: str = "grouped"   # grouped GEMM, TP-sharded experts, or a loop over experts
+    moe_path: str = "grouped"   # grouped GEMM, TP-sharded experts, a loop over experts, or ep_with_dp
+                                # (TP-sharded in one attention group, grouped over several: vLLM's)
     frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
                                 # the first token back): added to its TTFT
     layer_kernels: int = 6      # kernels of a dense decoder layer besides its collectives (each pays
@@ -205,12 +210,13 @@ PROFILES = {p.name: p for p in (
              "frontend_s": "ESTIMATE: the API server process and its ZMQ hop", "layer_kernels": "[llama]"}),
     Profile("vllm_v1", "vllm", "2025-03", None, "vLLM 0.8.0 and later, the V1 engine",
             {"chunk": 8192, "max_seqs": 1024, "mixed": True, "graph_batch": 512, "graph_tokens": 512,
-             **_PYTORCH_EAGER, "step_s": 0.1e-3, "seq_s": 2.5e-6, "preemption": "recompute", "moe_path": "tp_sharded",
+             **_PYTORCH_EAGER, "step_s": 0.1e-3, "seq_s": 2.5e-6, "preemption": "recompute", "moe_path": "ep_with_dp",
              "block": 16, "frontend_s": 2e-3, "layer_kernels": 10},
             {"chunk": "[v1args]", "max_seqs": "[v1args]", "mixed": "[v1args]", "graph_batch": "[v1blog]",
              "graph_tokens": "[v1blog]", "step_s": "ASSUMPTION: a tenth of v0.6's ([v1blog] persistent batch)",
              "seq_s": "ASSUMPTION: a tenth of v0.6's", "preemption": "V1 recomputes (vllm/v1/core/sched)",
-             "moe_path": "[moe2542] [trtmoe]", "block": "[v0sched]", "frontend_s": "ESTIMATE: the API server process",
+             "moe_path": "[vllmep]: TP-sharded experts on one attention group, whole experts over TP x DP with "
+                         "--enable-expert-parallel (as the vLLM export launches data-parallel attention)", "block": "[v0sched]", "frontend_s": "ESTIMATE: the API server process",
              "layer_kernels": "[llama]"},
             small_gpu={"chunk": 2048, "max_seqs": 256}),
     Profile("sglang_0_3", "sglang", "2024-09", "2024-11", "SGLang 0.3.x",

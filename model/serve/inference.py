@@ -32,7 +32,7 @@ import attrs
 from ...compiler.formats import family
 from ...compiler.ir import Partition
 from .. import cache, comms
-from ..compute import KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
+from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
 from . import moe
 from .engines import Engine
 from .kv import KVLayout, value_bytes
@@ -125,18 +125,19 @@ class Replica:
     def stage_time(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float]:
         """(seconds, seconds computing) of one stage on one micro-batch: `tokens` new tokens,
         `kv_tokens` cached tokens read by its decoding sequences, `pairs` prefill attention pairs."""
-        seconds, work, _ = self._stage(tokens, kv_tokens, pairs)
+        seconds, work, _, _ = self._stage(tokens, kv_tokens, pairs)
         return seconds, work
 
-    def _stage(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float, float]:
-        """stage_time, and the pipeline hops of the micro-batch (pipeline_hops)."""
+    def _stage(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float, float, float]:
+        """stage_time, the pipeline hops of the micro-batch (pipeline_hops), and the seconds its
+        SMs compute (what its power follows: _token_costs' `computing`)."""
         memo = self._memo
         fixed = memo.get(tokens)
         if fixed is None:  # the simulator asks for the same micro-batch sizes step after step
             if len(memo) >= MEMO_ENTRIES:
                 memo.clear()
             fixed = memo[tokens] = self._token_costs(tokens)
-        gemm, weights, gemm_roofline, routing, launches, collectives, hops = fixed
+        gemm, weights, gemm_roofline, routing, launches, collectives, hops, computing = fixed
         terms = self._terms()
         layers, per_cached, per_pair, groups, rate, ep, per_token, rereads, hbm, chip = terms
         attention = layers * (kv_tokens * per_cached + pairs * per_pair) / groups / rate
@@ -146,7 +147,7 @@ class Replica:
         work = gemm + attention
         # the GEMMs and the attention are separate kernels: each is its own roofline
         rooflines = gemm_roofline + _roofline(attention, kv_read)
-        return rooflines + routing + launches + collectives, work, hops
+        return rooflines + routing + launches + collectives, work, hops, computing + attention
 
     def attention_work(self, kv_tokens: float, pairs: float) -> tuple[float, float]:
         """(FLOPs, cache bytes read) per GPU of one stage's attention over `kv_tokens` cached
@@ -176,7 +177,8 @@ class Replica:
 
     def _token_costs(self, tokens: float) -> tuple:
         """The parts of a stage's time that depend on its new tokens alone: (GEMM seconds, weight
-        bytes read, the GEMMs' roofline, routing, launches, collectives, pipeline hops)."""
+        bytes read, the GEMMs' roofline, routing, launches, collectives, pipeline hops, the
+        GEMMs' computing seconds)."""
         s, c, chip = self.shape, self.config, self.partition.node.accelerator
         layers = math.ceil(s.layers / c.pp)
         group = tokens / c.ep
@@ -206,7 +208,11 @@ class Replica:
         loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0
         launches = (layers * moe.kernels_per_layer(s, self.engine.layer_kernels) + loops) * KERNEL_OVERHEAD_S
         gemm_roofline = _roofline(gemm, weights / hbm_rate(chip))
-        return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens)
+        # The SMs compute for the GEMMs' FLOPs at a well-filled shape's rate: a GEMM of few rows
+        # (decode) takes longer at its own rate, but for that time its SMs stall on the weights
+        # streaming in, drawing a memory-bound kernel's power (model/power.py serving_activity)
+        computing = self.gemm_flops_per_token * tokens / mixed_gemm_rate(chip, c, max(float(BEST_SHAPE[0]), group), s.hidden, s.hidden)
+        return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens), computing
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
                   prefilling: float | None = None, layer_mean: bool = False) -> float:
@@ -234,11 +240,11 @@ class Replica:
         micro = min(c.pp, max(1.0, sequences))
         if not layer_mean:
             kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
-        stage, work, hops = self._stage(tokens / micro, kv_tokens / micro, pairs / micro)
+        stage, _, hops, computing = self._stage(tokens / micro, kv_tokens / micro, pairs / micro)
         total = c.pp * stage + hops
         if decoding and e.draft:
             total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
-        return e.host(decoding, tokens, self._kernels(tokens), total, c.pp), c.pp * work
+        return e.host(decoding, tokens, self._kernels(tokens), total, c.pp), c.pp * computing
 
     def _kernels(self, tokens: float) -> float:
         """Kernels of one pass through every stage: a layer's own, its tensor-parallel
@@ -307,7 +313,7 @@ class ServeEstimate:
     tokens_per_s: float         # output tokens per second, per replica
     memory: float               # bytes per GPU
     hbm: float
-    busy: float                 # share of time the GPUs compute
+    busy: float                 # share of time the GPUs' SMs compute (FLOPs at a well-filled GEMM's rate)
 
     @property
     def gpus(self) -> int:

@@ -14,7 +14,9 @@ layer costs beyond a dense layer of the same active width.
   each side (four passes, 16-bit).
 - Kernels: routing adds its own kernels to every MoE layer, MLA its projections to every layer.
 - Kernel paths by era (the engine's `moe_path`, model/serve/engines.py): grouped GEMMs over
-  expert-parallel GPUs, TP-sharded experts, or a loop over experts (`expert_gemm_time`).
+  expert-parallel GPUs, TP-sharded experts, or a loop over experts (`expert_gemm_time`);
+  `ep_with_dp` is vLLM's: TP-sharded experts in a replica of one attention group, whole experts
+  over all its TP x DP GPUs once it has several (`run_path`, `expert_layout`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,28 @@ MOE_KERNELS = 5                # ASSUMPTION: router GEMM, top-k softmax, permute
 MLA_KERNELS = 6                # ASSUMPTION: q down/up, kv down, two norms and rope beside GQA's QKV kernel
 LOOP_KERNELS = 4               # per expert in vLLM 0.2's loop: the gate-up GEMM, SiLU-and-multiply, the down
                                # GEMM, the routing weight's multiply-add (vllm-project/vllm issue 2459 quotes it)
+
+
+EP_WITH_DP = "ep_with_dp"
+
+
+def run_path(path: str, ep: int) -> str:
+    """The kernel path a replica of `ep` attention groups runs. `ep_with_dp` is vLLM's layout as
+    its export launches it (views/export/vllm.py): one attention group shards every expert over
+    its TP GPUs (vLLM without --enable-expert-parallel); several spread whole experts over all
+    TP x DP GPUs (--enable-expert-parallel; vLLM 0.33.0 vllm/model_executor/layers/fused_moe/
+    config.py FusedMoEParallelConfig.make: with the flag, ep_size = tp x dp and tp_size = 1)."""
+    if path == EP_WITH_DP:
+        return "grouped" if ep > 1 else "tp_sharded"
+    return path
+
+
+def expert_layout(path: str, tp: int, ep: int) -> tuple[int, int]:
+    """(GPUs each expert is sharded over, groups the experts are spread over) of one stage of a
+    replica of tp x ep GPUs on `path`: what the costs below assume, and what an engine's own MoE
+    configuration must match (tests/views/test_export_vllm.py asks vLLM's)."""
+    path = run_path(path, ep)
+    return (tp, ep) if path == "tp_sharded" else (1, tp * ep)
 
 
 def touched(shape: ModelShape, tokens: float) -> float:
@@ -83,7 +107,9 @@ def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelSh
       [moe2542]): each GPU loops over its own whole experts, each GEMM a kernel of its own on
       the rows routed to it (a tile's rows at least, as a grouped GEMM's); LOOP_KERNELS kernels
       per local expert (`loop_kernels`). A GEMM of fewer rows costs the same tile: charging it
-      at its unpadded rows' rate made more tokens run faster (GCLC_HYPOTHESIS=deep)."""
+      at its unpadded rows' rate made more tokens run faster (GCLC_HYPOTHESIS=deep);
+    - ep_with_dp: tp_sharded in one attention group, grouped over several (`run_path`)."""
+    path = run_path(path, gpus // max(1, tp))
     if path in ("grouped", "per_expert"):   # the mean GPU's padded rows, the busiest's routed rows beyond
         rows, padding = padded_rows(shape, tokens)
         work = flops_per_token * tokens * (padding + imbalance(shape, tokens, gpus) - 1)
@@ -107,6 +133,7 @@ def touched_share(shape: ModelShape, tokens: float, path: str, gpus: int, tp: in
     binomial count); TP-sharded experts spread every expert over the tensor-parallel GPUs, whose
     reads are then even within a group (the groups differ: expert parallel over gpus / tp)."""
     q = touched(shape, tokens)
+    path = run_path(path, gpus // max(1, tp))
     groups = max(1, gpus // tp) if path == "tp_sharded" else gpus
     local = shape.routed / groups if groups else shape.routed
     if q <= 0 or groups <= 1 or q >= 1:

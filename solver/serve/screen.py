@@ -9,7 +9,7 @@ import math
 import attrs
 
 from ...model.serve.inference import Replica, ServeEstimate, estimate
-from ...model.power import activity, power_at, power_of
+from ...model.power import power_at, power_of, serving_activity
 from .demand import Demand
 from .explain import broken_by
 from .floor import Floors
@@ -43,14 +43,15 @@ class SearchResult:
 
 def pools_power(graph, partition, sides: list[Side], rate: float | None = None, gpus: int | None = None) -> float:
     """Watts of the pools serving `rate` requests per second (None: each at its full-batch
-    capacity): each pool's GPUs draw as at full batch for its share of the time its capacity
-    is in use and idle for the rest, so the power never falls as the rate grows, nor as a
-    pool grows (what the demand search prunes by). `gpus`: the GPUs drawing idle power
+    capacity): each pool's GPUs draw as at full batch (computing for the estimate's busy
+    share, streaming memory for the rest: model/power.py serving_activity) for its share of
+    the time its capacity is in use and idle for the rest, so the power never falls as the
+    rate grows, nor as a pool grows (what the demand search prunes by). `gpus`: the GPUs drawing idle power
     beside them, when more than the pools' own (exact sizes)."""
     gpus = max(gpus or 0, sum(s.gpus for s in sides))
     if gpus == 0:
         return 0.0
-    drawn = sum(activity(s.estimate.busy) * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
+    drawn = sum(serving_activity(s.estimate.busy) * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
                 for s in sides)      # the GPUs beside the pools idle
     return power_of(graph, partition, gpus, power_at(partition, drawn / gpus)).total
 

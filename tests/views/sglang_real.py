@@ -20,6 +20,12 @@ Stubs, named:
 - the checkpoint is a folder holding only a Hugging Face `config.json` of the design's model
   (the test writes it), with `--skip-tokenizer-init`; the device is SGLang's `cpu` (no GPU
   answers here, so the checks that read a CUDA device's memory or compute capability do not run).
+
+Cases whose `tool` is `dynamo.sglang` go through NVIDIA Dynamo's SGLang worker parsing
+(ai-dynamo 1.6.1, .venv/engines/dynamo first on the PYTHONPATH). Dynamo 1.6.1 pins SGLang
+0.5.21; it runs here on 0.5.23, the release the SGLang export targets (SGLang's own parser reads
+the flags, so one 0.5.23 lacked would fail the case). Dynamo reserves a disaggregation bootstrap
+port by binding a socket on localhost and closing it: nothing listens or connects.
 """
 
 from __future__ import annotations
@@ -65,11 +71,29 @@ def server_args(argv: list[str]) -> dict:
     return {field: getattr(args, field) for field in FIELDS}
 
 
+def dynamo_worker(argv: list[str]) -> dict:
+    """Dynamo's SGLang worker (ai-dynamo 1.6.1, `python -m dynamo.sglang`): its own `parse_args`
+    (Dynamo's flags, SGLang's through SGLang's parser, Dynamo's checks, `ServerArgs.from_cli_args`),
+    then the resolution and checks SGLang runs on the ServerArgs Dynamo made."""
+    import asyncio
+
+    from dynamo.sglang.args import parse_args
+
+    config = asyncio.run(parse_args(argv))
+    args = config.server_args
+    args.resolve_once()
+    args.check_server_args()
+    return {"component": config.dynamo_args.component, **{field: getattr(args, field) for field in FIELDS}}
+
+
+TOOLS = {"sglang": server_args, "dynamo.sglang": dynamo_worker}
+
+
 def main(request: str) -> None:
     stub_torchvision()
     for case in json.load(open(request)):
         try:
-            verdict = {"name": case["name"], "args": server_args(case["argv"])}
+            verdict = {"name": case["name"], "args": TOOLS[case.get("tool", "sglang")](case["argv"])}
         except (Exception, SystemExit) as error:   # argparse exits on a word it does not know
             verdict = {"name": case["name"], "error": f"{type(error).__name__}: {error}"}
         print("VERDICT " + json.dumps(verdict, default=str), flush=True)

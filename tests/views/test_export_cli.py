@@ -22,6 +22,7 @@ FILES = {
     "trace": {"trace.json"},
     "vllm": {"vllm.args", "vllm-serving.yaml"},
     "sglang": {"sglang.args", "sglang-serving.yaml"},
+    "dynamo": {"dynamo.args"},
 }
 # (example, kind) -> what the refusal says; everything else must export.
 REFUSED = {
@@ -46,6 +47,12 @@ REFUSED = {
     ("gb200_nvl72_100k", "sglang"): "the design has no `serve` job",
     ("hetero_h100_a100", "sglang"): "the design has no `serve` job",
     ("mi300x_roce", "sglang"): "the design has no `serve` job",
+    ("custom_dsa", "dynamo"): "vLLM serves on NVIDIA and AMD GPUs",   # Dynamo runs the plan's engine: vLLM
+    **{(name, "dynamo"): "the design has no `serve` job" for name in ("a100_cluster", "dgx_h100_superpod",
+                                                                       "gb200_nvl72_100k", "hetero_h100_a100", "mi300x_roce")},
+    # nothing here can check a TensorRT-LLM launch (views/export/trtllm.py): refused for every design
+    **{(name, "trtllm"): "TensorRT-LLM settings are not exported" for name in ("a100_cluster", "custom_dsa",
+        "dgx_h100_superpod", "gb200_nvl72_100k", "hetero_h100_a100", "mi300x_roce")},
     ("hetero_h100_a100", "trace"): "the heterogeneous split runs several",
     # the SC21 run the example pins had no sequence parallelism, which torchtitan always uses with TP
     ("a100_cluster", "torchtitan"): "tp 8 without sequence parallelism",

@@ -76,10 +76,22 @@ def verdicts(tmp_path_factory):
     # not a whole number of 64-token pages, nor once SGLang divides it over 16 attention DP ranks (513)
     cases["negative/chunk"] = good[:chunk] + ["8208"] + good[chunk + 1:]
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]      # vLLM's V0 flag, not SGLang's
+    tools = {k: "sglang" for k in cases}
+    if (ENGINES / "dynamo").exists():   # `--to dynamo` of the SGLang-planned designs: Dynamo's SGLang worker
+        for plan in ("aggregated", "disaggregated"):
+            (root / plan / "dynamo.args").write_text(export("dynamo", _plans(str(root))[plan],
+                                                            source=f"{plan}.gcl")["dynamo.args"])
+            stub = ["--model-path", str(root / plan / "checkpoint"), "--skip-tokenizer-init", "--device", "cpu"]
+            for role in ["serving"] if plan == "aggregated" else ["prefill", "decode"]:
+                cases[f"dynamo/{plan}/{role}"] = bash_array(root / plan / "dynamo.args", f"DYNAMO_{role.upper()}_ARGS") + stub
+                tools[f"dynamo/{plan}/{role}"] = "dynamo.sglang"
+        # SGLang accepts it; Dynamo's integration refuses it (it normalizes request priority itself)
+        cases["negative/dynamo_priority"] = cases["dynamo/aggregated/serving"] + ["--schedule-low-priority-values-first"]
+        tools["negative/dynamo_priority"] = "dynamo.sglang"
     request = root / "request.json"
-    request.write_text(json.dumps([{"name": k, "argv": v} for k, v in cases.items()]))
-    env = {**os.environ, "PYTHONPATH": f"{ENGINES / 'sglang'}{os.pathsep}{ENGINES / 'vllm'}", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "SGLANG_LOG_LEVEL": "error"}
+    request.write_text(json.dumps([{"name": k, "argv": v, "tool": tools[k]} for k, v in cases.items()]))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(ENGINES / e) for e in ("dynamo", "sglang", "vllm")),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "SGLANG_LOG_LEVEL": "error", "DYN_LOG": "error"}
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("sglang_real.py")), str(request)],
                          capture_output=True, text=True, env=env, timeout=300, cwd=root)
     lines = [json.loads(line.removeprefix("VERDICT ")) for line in run.stdout.splitlines() if line.startswith("VERDICT ")]
@@ -94,7 +106,7 @@ def _flag(words: list[str], flag: str, default=None) -> str:
 def test_sglang_accepts_every_pool_as_the_plan_states_it(verdicts):
     """SGLang's resolved arguments of each pool, from the array and from the YAML alike, hold
     what the array states; disaggregated pools take their role and NIXL."""
-    pools = [n for n in verdicts if not n.startswith("negative/")]
+    pools = [n for n in verdicts if not n.startswith(("negative/", "dynamo/"))]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/serving"}
     for name in pools:
@@ -154,3 +166,19 @@ def test_what_sglang_cannot_run_is_refused(tmp_path):
     train = check_file(str(ROOT / "examples" / "a100_cluster.gcl"), []).design
     with pytest.raises(ExportError, match="describe a serve job, and `gpt3_175b` is a train job"):
         export("sglang", train, job="gpt3_175b")
+
+
+def test_dynamo_runs_each_pool_as_the_sglang_export_states_it(verdicts):
+    """`--to dynamo` of an SGLang plan through Dynamo's SGLang worker (ai-dynamo 1.6.1's own
+    parse_args, then SGLang's resolution and checks of the ServerArgs it made): each pool's
+    resolved arguments are the SGLang export's of the same pool, and its Dynamo component is the
+    pool's role (`prefill` for the prefill pool, `backend` otherwise)."""
+    if not (ENGINES / "dynamo").exists():
+        pytest.skip("ai-dynamo 1.6.1 is installed by .ci/setup into .venv/engines/dynamo")
+    for name in ("aggregated/serving", "disaggregated/prefill", "disaggregated/decode"):
+        verdict = verdicts[f"dynamo/{name}"][1]
+        assert "error" not in verdict, f"{name}: {verdict.get('error')}"
+        got = dict(verdict["args"])
+        assert got.pop("component") == ("prefill" if name.endswith("prefill") else "backend")
+        assert got == verdicts[f"{name}/args"][1]["args"], name
+    assert "not supported in Dynamo's SGLang integration" in verdicts["negative/dynamo_priority"][1]["error"]

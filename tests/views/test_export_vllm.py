@@ -14,17 +14,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from gclc.compiler.driver import check_file, check_text
 from gclc.model.shape import ModelShape
 from gclc.views.export import ExportError, export
+from gclc.model.serve.engines import profile
+from gclc.model.serve.inference import ServeConfig
 from gclc.views.export.jobs import job_entity, job_plan
+from gclc.views.export.vllm import replica_arguments, words as flag_words
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / ".venv" / "engines" / "vllm"
+DYNAMO = ROOT / ".venv" / "engines" / "dynamo"   # ai-dynamo 1.6.1 and its runtime (.ci/setup)
 SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
 SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
+TP_ONLY = ServeConfig(tp=8, batch=64, precision="fp8", ep=1, pp=2, kv_precision="fp8")
 RL = ROOT / "tests" / "data" / "rl_small.gcl"   # GRPO of an 8B policy on two DGX H100 and two DGX A100
 
 if not (ENGINE / "vllm" / "engine" / "arg_utils.py").exists():
@@ -89,9 +95,13 @@ def bash_array(args_file: Path, name: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def verdicts(tmp_path_factory):
+def root(tmp_path_factory):
+    return tmp_path_factory.mktemp("vllm")
+
+
+@pytest.fixture(scope="module")
+def verdicts(root):
     """Every case through vLLM in one process: {case name: (argv, verdict)}."""
-    root = tmp_path_factory.mktemp("vllm")
     cases = {}
     for plan, (design, job) in _plans(str(root)).items():
         (root / plan / "checkpoint").mkdir(parents=True)
@@ -109,17 +119,47 @@ def verdicts(tmp_path_factory):
     tp = good.index("--tensor-parallel-size") + 1
     cases["negative/tp3"] = good[:tp] + ["3"] + good[tp + 1:]   # 128 heads do not split 3 ways
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]   # gone with vLLM's V0 engine
+    # the launch the vllm_v1 profile used to be costed for and the export never wrote: no EP flag
+    cases["negative/no_ep"] = [w for w in good if w != "--enable-expert-parallel"]
+    # a replica of one attention group (TP 8 x PP 2), as the export writes it: experts TP-sharded
+    cases["tp_only/serving/args"] = flag_words(replica_arguments("DeepSeekV3", TP_ONLY, profile("vllm_v1").engine(),
+                                                            4096, 0.9, "serving", experts=True)) + good[-5:]
+    tools = {k: "vllm" for k in cases}
+    if DYNAMO.exists():
+        tools.update(_dynamo_cases(root, cases))
     request = root / "request.json"
     stubbed = {k for k in cases if k.startswith("rl_colocated/")}   # tests/views/vllm_real.py names the stub
-    request.write_text(json.dumps([{"name": k, "argv": v, "stubs": ["sleep_mode"] if k in stubbed else []}
-                                   for k, v in cases.items()]))
-    env = {**os.environ, "PYTHONPATH": str(ENGINE), "VLLM_TARGET_DEVICE": "cpu", "VLLM_LOGGING_LEVEL": "ERROR",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    request.write_text(json.dumps([{"name": k, "argv": v, "stubs": ["sleep_mode"] if k in stubbed else [],
+                                    "tool": tools[k]} for k, v in cases.items()]))
+    env = {**os.environ, "PYTHONPATH": f"{DYNAMO}{os.pathsep}{ENGINE}", "VLLM_TARGET_DEVICE": "cpu",
+           "VLLM_LOGGING_LEVEL": "ERROR", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DYN_LOG": "error"}
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("vllm_real.py")), str(request)],
                          capture_output=True, text=True, env=env, timeout=300, cwd=root)
     lines = [json.loads(l.removeprefix("VERDICT ")) for l in run.stdout.splitlines() if l.startswith("VERDICT ")]
     assert len(lines) == len(cases), run.stderr[-3000:]
     return {v["name"]: (cases[v["name"]], v) for v in lines}
+
+
+def _dynamo_cases(root: Path, cases: dict) -> dict[str, str]:
+    """`gclc export --to dynamo` of the vLLM-planned designs, as Dynamo's frontend and vLLM worker
+    read them (added to `cases`): {case: tool}. Negative controls: a prefill worker without the
+    KV connector (Dynamo's own rule) and the plan's router name where Dynamo wants its own."""
+    tools = {}
+    for plan in ("aggregated", "disaggregated"):
+        design, job = _plans(str(root))[plan]
+        (root / plan / "dynamo.args").write_text(export("dynamo", design, job=job, source=f"{plan}.gcl")["dynamo.args"])
+        stub = ["--model", str(root / plan / "checkpoint"), "--load-format", "dummy", "--skip-tokenizer-init"]
+        roles = ["serving"] if plan == "aggregated" else ["prefill", "decode"]
+        for role in ["frontend", *roles]:
+            words = bash_array(root / plan / "dynamo.args", f"DYNAMO_{role.upper()}_ARGS")
+            cases[f"dynamo/{plan}/{role}"] = words + ([] if role == "frontend" else stub)
+            tools[f"dynamo/{plan}/{role}"] = "dynamo.frontend" if role == "frontend" else "dynamo.vllm"
+    prefill = cases["dynamo/disaggregated/prefill"]
+    at = prefill.index("--kv-transfer-config")
+    cases["negative/dynamo_no_connector"] = prefill[:at] + prefill[at + 2:]
+    cases["negative/dynamo_router"] = ["--router-mode", "least_requests"]
+    tools.update({"negative/dynamo_no_connector": "dynamo.vllm", "negative/dynamo_router": "dynamo.frontend"})
+    return tools
 
 
 def _flag(words: list[str], flag: str, default=None) -> str:
@@ -130,7 +170,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
     what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
     of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
-    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_"))]
+    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/"))]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/serving"}
     for name in pools:
@@ -163,6 +203,36 @@ def test_the_exported_replica_is_the_plans(verdicts, tmp_path):
     assert got["max_num_seqs"] == -(-best.batch // best.ep) and got["dp"] * got["max_num_seqs"] >= best.batch
     assert (got["max_num_batched_tokens"], got["block_size"], got["max_model_len"]) == (8192, 64, 4096)
     assert got["gpu_memory_utilization"] == pytest.approx(0.9)   # `memory <= 90%`
+
+
+def test_vllm_lays_out_the_experts_as_the_plan_costs_them(verdicts, root):
+    """One answer for MoE: the expert TP and EP sizes vLLM's own FusedMoEParallelConfig.make
+    gives each exported MoE pool (from its engine config) are those the plan's cost model used
+    (model/serve/moe.py `expert_layout` of the replica's engine): whole experts over TP x DP
+    where the replica has several attention groups, TP-sharded over its TP GPUs otherwise. The
+    same launch without --enable-expert-parallel lays them out otherwise, so the comparison
+    would catch the export and the profile drifting apart again."""
+    from gclc.model.serve.moe import expert_layout
+    from gclc.views.export.vllm import pools
+
+    checked = 0
+    for case in ("aggregated", "disaggregated"):
+        design, job = _plans(str(root))[case]
+        for role, side in pools(job_plan(job_entity(design, job)).served):
+            c, engine = side.replica.config, side.replica.engine
+            for form in ("args", "yaml"):
+                got = verdicts[f"{case}/{role}/{form}"][1]["config"]["experts"]
+                assert (got["tp"], got["ep"]) == expert_layout(engine.moe_path, c.tp, c.ep), (case, role, form)
+                checked += 1
+            if case == "aggregated":
+                assert c.ep > 1 and engine.moe_path == "ep_with_dp"   # the case the flag is for
+                drifted = verdicts["negative/no_ep"][1]["config"]["experts"]
+                assert (drifted["tp"], drifted["ep"]) == (c.tp * c.ep, 1) != expert_layout(engine.moe_path, c.tp, c.ep)
+    assert checked >= 6
+    one_group = verdicts["tp_only/serving/args"]
+    assert "--enable-expert-parallel" not in one_group[0] and "error" not in one_group[1], one_group[1].get("error")
+    got = one_group[1]["config"]["experts"]
+    assert (got["tp"], got["ep"]) == expert_layout(profile("vllm_v1").engine().moe_path, TP_ONLY.tp, TP_ONLY.ep) == (8, 1)
 
 
 def test_vllm_rejects_the_negative_controls(verdicts):
@@ -214,6 +284,39 @@ def test_what_vllm_cannot_run_is_refused(tmp_path):
                      .replace("chunk        = 8192", "chunk        = 8192\n    scheduler_steps = 4"))
     with pytest.raises(ExportError, match="no --num-scheduler-steps"):
         export("vllm", _design(steps))
+    # experts TP-sharded inside each of several attention groups: no vLLM launch lays them out so
+    from gclc.views.export.vllm import check
+
+    from gclc.compiler.lower import lower_cluster
+
+    chip = lower_cluster(_design(steps)["H100_Serving"]).partitions[0].node.accelerator
+    sharded = attrs.evolve(profile("vllm_v1").engine(), moe_path="tp_sharded")
+    with pytest.raises(ExportError, match="shards each expert over TP 1 within each of 8 attention groups"):
+        check(ServeConfig(tp=1, batch=64, precision="fp8", ep=8), sharded, chip, False, experts=True)
+    check(ServeConfig(tp=8, batch=64, precision="fp8", ep=1), sharded, chip, False, experts=True)   # one group: vLLM's TP
+    with pytest.raises(ExportError, match="loops over experts one by one"):
+        check(TP_ONLY, attrs.evolve(sharded, moe_path="per_expert"), chip, False, experts=True)
     # one answer: a plan simulated with SGLang's scheduler is not exported as vLLM's flags
     with pytest.raises(ExportError, match="made for the `sglang` engine"):
         export("vllm", _design(SERVE))
+
+
+def test_dynamo_runs_each_pool_as_the_vllm_export_states_it(verdicts):
+    """`--to dynamo` of a vLLM plan through Dynamo's own parsers (ai-dynamo 1.6.1): the frontend
+    takes the plan's router as its --router-mode; each worker's role is the pool's (Dynamo's
+    `prefill` component for the prefill pool, `backend` otherwise), and the engine config vLLM
+    builds from what Dynamo hands it is the vLLM export's of the same pool; a prefill worker
+    without the KV connector and gclc's own router name are refused by Dynamo."""
+    if not DYNAMO.exists():
+        pytest.skip("ai-dynamo 1.6.1 is installed by .ci/setup into .venv/engines/dynamo")
+    for plan, roles in (("aggregated", {"serving": "agg"}), ("disaggregated", {"prefill": "prefill", "decode": "decode"})):
+        front = verdicts[f"dynamo/{plan}/frontend"][1]
+        assert front.get("config") == {"http_port": 8000, "router_mode": "least-loaded"}, front   # least_requests
+        for role, mode in roles.items():
+            verdict = verdicts[f"dynamo/{plan}/{role}"][1]
+            assert "error" not in verdict, f"{plan}/{role}: {verdict.get('error')}"
+            got = verdict["config"]
+            assert (got["mode"], got["component"]) == (mode, "prefill" if role == "prefill" else "backend")
+            assert got["engine"] == verdicts[f"{plan}/{role}/args"][1]["config"], (plan, role)
+    assert "must explicitly provide --kv-transfer-config" in verdicts["negative/dynamo_no_connector"][1]["error"]
+    assert "SystemExit" in verdicts["negative/dynamo_router"][1]["error"]

@@ -18,6 +18,18 @@ a CUDA device (the chip's compute capability for fp8 kernels) do not run. A case
 the stub `sleep_mode` also has the CPU platform answer that it can sleep (vLLM's CUDA platform
 does; the CPU one refuses `--enable-sleep-mode`), so that the rest of the engine config is
 checked; the same case without the stub is the control that the flag reached vLLM's check.
+
+Cases whose `tool` is `dynamo.vllm` or `dynamo.frontend` go through NVIDIA Dynamo's own parsers
+(ai-dynamo 1.6.1 and its runtime, installed by .ci/setup into .venv/engines/dynamo, on the
+PYTHONPATH before vLLM's folder). Dynamo 1.6.1 pins vLLM 0.31.0; its worker runs here on
+vLLM 0.33.0, the release the vLLM export targets: the two differ in no flag the export writes
+(vLLM's own parser reads them, so a flag 0.33.0 lacked would fail the case, not pass unseen).
+
+The experts' layout is vLLM's own `FusedMoEParallelConfig.make` (vllm/model_executor/layers/
+fused_moe/config.py) on the engine config's parallel settings, as each MoE layer builds it; its
+three rank look-ups (`get_tensor_model_parallel_rank`, `get_dp_group`, `get_pcp_group`) ask
+process groups that exist only in a launched engine and are stubbed to rank 0 (a rank moves no
+size). The verdict reports the layer's expert TP and EP sizes.
 """
 
 from __future__ import annotations
@@ -31,7 +43,11 @@ def engine_config(argv: list[str]) -> dict:
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
-    config = EngineArgs.from_cli_args(parser.parse_args(argv)).create_engine_config()
+    return engine_config_of(EngineArgs.from_cli_args(parser.parse_args(argv)))
+
+
+def engine_config_of(engine_args) -> dict:
+    config = engine_args.create_engine_config()
     p, s, c, m = config.parallel_config, config.scheduler_config, config.cache_config, config.model_config
     transfer = config.kv_transfer_config
     return {"tp": p.tensor_parallel_size, "pp": p.pipeline_parallel_size, "dp": p.data_parallel_size,
@@ -42,7 +58,55 @@ def engine_config(argv: list[str]) -> dict:
             "max_model_len": m.max_model_len, "quantization": m.quantization,
             "served_model_name": m.served_model_name,
             "kv_connector": transfer.kv_connector if transfer else None,
-            "kv_role": transfer.kv_role if transfer else None, "sleep_mode": m.enable_sleep_mode}
+            "kv_role": transfer.kv_role if transfer else None, "sleep_mode": m.enable_sleep_mode,
+            "experts": expert_layout(p)}
+
+
+def expert_layout(parallel) -> dict:
+    """vLLM's MoE layer layout of `parallel` (a ParallelConfig): {"tp", "ep"} of each expert."""
+    from types import SimpleNamespace
+
+    from vllm.model_executor.layers.fused_moe import config as moe_config
+
+    rank0 = SimpleNamespace(rank_in_group=0)   # the named stubs: rank look-ups, see above
+    saved = {name: getattr(moe_config, name) for name in ("get_tensor_model_parallel_rank", "get_dp_group",
+                                                           "get_pcp_group")}
+    moe_config.get_tensor_model_parallel_rank = lambda: 0
+    moe_config.get_dp_group = moe_config.get_pcp_group = lambda: rank0
+    try:
+        made = moe_config.FusedMoEParallelConfig.make(parallel.tensor_parallel_size, 1, parallel.data_parallel_size,
+                                                      1, parallel)
+    finally:
+        for name, value in saved.items():
+            setattr(moe_config, name, value)
+    return {"tp": made.tp_size, "ep": made.ep_size}
+
+
+def dynamo_worker(argv: list[str]) -> dict:
+    """Dynamo's vLLM worker (ai-dynamo 1.6.1, `python -m dynamo.vllm`): its own `parse_args`
+    (Dynamo's flags, then vLLM's through vLLM's parser, Dynamo's cross-checks), then the engine
+    config vLLM builds from the engine arguments Dynamo hands it."""
+    from dynamo.vllm.args import parse_args
+
+    config = parse_args(argv)
+    mode = config.disaggregation_mode
+    return {"mode": getattr(mode, "value", mode), "component": config.component, "endpoint": config.endpoint,
+            "engine": engine_config_of(config.engine_args)}
+
+
+def dynamo_frontend(argv: list[str]) -> dict:
+    """Dynamo's frontend (`python -m dynamo.frontend`): its own `parse_args`, which reads sys.argv."""
+    from dynamo.frontend import main as frontend
+
+    saved, sys.argv = sys.argv, ["dynamo.frontend", *argv]
+    try:
+        config = frontend.parse_args()[0]
+    finally:
+        sys.argv = saved
+    return {"http_port": config.http_port, "router_mode": str(getattr(config.router_mode, "value", config.router_mode))}
+
+
+TOOLS = {"vllm": lambda argv: engine_config(argv), "dynamo.vllm": dynamo_worker, "dynamo.frontend": dynamo_frontend}
 
 
 def main(request: str) -> None:
@@ -52,7 +116,7 @@ def main(request: str) -> None:
         if "sleep_mode" in case.get("stubs", ()):
             current_platform.is_sleep_mode_available = lambda: True   # the named stub (see above)
         try:
-            verdict = {"name": case["name"], "config": engine_config(case["argv"])}
+            verdict = {"name": case["name"], "config": TOOLS[case.get("tool", "vllm")](case["argv"])}
         except (Exception, SystemExit) as error:   # argparse exits on a word it does not know
             verdict = {"name": case["name"], "error": f"{type(error).__name__}: {error}"}
         finally:

@@ -1,6 +1,7 @@
 """Exports to the software stack: the plan as Megatron-LM or torchtitan settings (or the step as
 a Chrome trace or per-rank Chakra execution traces for ASTRA-sim), a serve plan
-as a serving engine's launch settings (vLLM, SGLang), the cluster (and the job) as Slurm or
+as a serving engine's launch settings (vLLM, SGLang, NVIDIA Dynamo's frontend and workers;
+TensorRT-LLM is refused with the reason: views/export/trtllm.py), the cluster (and the job) as Slurm or
 Kubernetes/Kueue configuration.
 
 `export(kind, design, ...)` returns {file name: text} (bytes for binary files: Chakra's); pure functions of the design and
@@ -13,20 +14,23 @@ import attrs
 
 from ...compiler.design import Design, Entity, Partition as PartitionRef
 from ...compiler.lower import lower_cluster, pick_cluster
-from . import chakra, kubernetes, megatron, rl, sglang, slurm, torchtitan, trace, vllm
+from . import chakra, dynamo, kubernetes, megatron, rl, sglang, slurm, torchtitan, trace, trtllm, vllm
 from .jobs import Infeasible, job_entity, job_plan
 from .layout import layout
 from .target import ExportError, JobPlan
 
-KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "chakra", "vllm", "sglang")
+KINDS = ("megatron", "torchtitan", "slurm", "kubernetes", "trace", "chakra", "vllm", "sglang", "dynamo", "trtllm")
 NEEDS_JOB = ("megatron", "torchtitan", "trace", "chakra")
-SERVING_ENGINES = {"vllm": vllm, "sglang": sglang}   # a serve job's engine launch settings (views/export/<engine>.py)
+SERVING_ENGINES = {"vllm": vllm, "sglang": sglang, "dynamo": dynamo,   # a serve job's launch (views/export/<engine>.py)
+                   "trtllm": trtllm}
 RL_POOLS = {"vllm": rl.generation, "megatron": rl.training}   # an rl job's generation and training pools
 
 
 def export(kind: str, design: Design, job: str | None = None, cluster: str | None = None,
            source: str = "") -> dict[str, str | bytes]:
     """`cluster` names a cluster, or one partition of it as `Cluster.part`."""
+    if kind == "trtllm":   # refused whatever the plan: nothing here can check a TensorRT-LLM launch
+        return trtllm.export(None, source)
     entity = job_entity(design, job, "serve" if kind in SERVING_ENGINES else "train")
     if entity is not None and entity.kind == "rl":
         if kind in RL_POOLS:

@@ -24,7 +24,7 @@ from ...solver.rl.plan import RLPlan, plan_rl
 from ...solver.rl.search import Context
 from ...solver.train.plan import placement
 from .megatron import export as megatron_export
-from .vllm import check as vllm_check, replica_arguments, write as vllm_write
+from .vllm import check as vllm_check, is_moe, replica_arguments, write as vllm_write
 from .jobs import Infeasible, train_share
 from .target import JobPlan, Run
 
@@ -49,13 +49,14 @@ def generation(entity: Entity, source: str) -> dict[str, str]:
     partition = job.partition(layout.partition)
     chip = partition.node.accelerator
     model = entity.get("model")
-    vllm_check(layout.config, context.engine, chip, bool(model.get("mtp")))
+    experts = is_moe(model)
+    vllm_check(layout.config, context.engine, chip, bool(model.get("mtp")), experts)
     memory = context.gen_limit(layout, chosen.placement, chosen.train) / chip.hbm_capacity
     longest = int(entity.get("prompt")) + int(entity.get("max_response") or plan.longest)
     colocated = chosen.placement == COLOCATED
     c = layout.config
     args = replica_arguments(getattr(model, "name", "model"), c, context.engine, longest, min(1.0, memory),
-                                  "generate", sleep=colocated)
+                                  "generate", sleep=colocated, experts=experts)
     said = (f"{layout.replicas} replica(s) of {c.gpus} GPU(s) (TP {c.tp} x DP {c.ep} x PP {c.pp}) on "
             f"{layout.partition}, " + ("sharing the training pool's GPUs" if colocated else
                                        f"apart from the training pool ({chosen.train.gpus} GPUs of "

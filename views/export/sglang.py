@@ -35,6 +35,7 @@ import shlex
 import yaml
 
 from ...dsl.numbers import number
+from ...model.serve import moe
 from .engine_checks import check_common
 from .target import ExportError, header
 from .vllm import memory_share, pools, shape_seq, words
@@ -57,7 +58,7 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
         ("--served-model-name", getattr(model, "name", "model")), ("--dtype", "bfloat16"),
         ("--tp-size", c.tp * c.ep), ("--pp-size", c.pp)]
     if c.ep > 1:
-        args += [("--attn-dp-size", c.ep), ("--ep-size", c.ep if engine.moe_path == "tp_sharded" else c.tp * c.ep)]
+        args += [("--attn-dp-size", c.ep), ("--ep-size", moe.expert_layout(engine.moe_path, c.tp, c.ep)[1])]
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
     args += [("--context-length", shape_seq(entity)), ("--max-running-requests", c.batch),

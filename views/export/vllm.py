@@ -8,8 +8,11 @@ the same flags as vLLM's `--config` file. A replica is one `vllm serve` process 
 plan's replica count is how many of them to start (Slurm and Kubernetes exports place them).
 
 The mapping, plan -> vLLM: tp -> --tensor-parallel-size; pp -> --pipeline-parallel-size; the
-attention groups sharing the routed experts (ep) -> --data-parallel-size with
---enable-expert-parallel (vLLM's EP spans TP x DP GPUs); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
+attention groups sharing the routed experts (ep) -> --data-parallel-size; the experts as the
+plan costs them (model/serve/moe.py `expert_layout`) -> --enable-expert-parallel where each GPU
+holds whole experts (vLLM's EP spans TP x DP GPUs), off where they are TP-sharded over the
+replica's TP GPUs (the vllm_v1 profile's `ep_with_dp`: on exactly with several attention
+groups); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
 engine's chunk -> --max-num-batched-tokens (chunked prefill is vLLM's only mode since V1); the
 KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound ->
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
@@ -20,7 +23,9 @@ roles `kv_both` as vLLM's disaggregated-serving guide runs them).
 
 Engine knobs vLLM has no flag for are refused, never dropped: more than one decode step per
 scheduling round (V1 schedules every step), a draft without MTP heads to draft with (the
-design names no draft model), weights or a KV cache in a precision the mapping has no flag for.
+design names no draft model), weights or a KV cache in a precision the mapping has no flag for,
+and experts laid out in a way vLLM has no launch for (TP-sharded within each of several
+attention groups, or a loop over experts).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ import shlex
 import yaml
 
 from ...dsl.numbers import number
+from ...model.serve import moe
+from ...model.shape import ModelShape
 from .engine_checks import check_common
 from .target import ExportError, header
 
@@ -44,22 +51,35 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
     """(flag, value) pairs for one replica of `side` (a solver/serve/screen.py Side): True and
     False are a switch on and off, a dict vLLM's JSON argument."""
     replica, entity = side.replica, served.entity
-    check(replica.config, replica.engine, served.partition.node.accelerator, bool(entity.get("model").get("mtp")))
     model = entity.get("model")
+    experts = is_moe(model)
+    check(replica.config, replica.engine, served.partition.node.accelerator, bool(model.get("mtp")), experts)
     return replica_arguments(getattr(model, "name", "model"), replica.config, replica.engine, shape_seq(entity),
-                             memory_share(served), role)
+                             memory_share(served), role, experts=experts)
+
+
+def is_moe(model) -> bool:
+    return ModelShape.from_entity(model).is_moe
+
+
+def expert_parallel(c, engine, experts: bool) -> bool:
+    """Whether vLLM must hold whole experts per GPU (--enable-expert-parallel) to run the
+    experts as the plan costs them (model/serve/moe.py `expert_layout`)."""
+    return experts and c.tp * c.ep > 1 and moe.expert_layout(engine.moe_path, c.tp, c.ep)[0] == 1
 
 
 def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: str,
-                      sleep: bool = False) -> list[tuple[str, object]]:
+                      sleep: bool = False, experts: bool = False) -> list[tuple[str, object]]:
     """One replica's flags: the layout `c` (a ServeConfig), the engine, the longest sequence,
     the share of HBM; `sleep`: the engine hands its GPUs to training between batches
-    (vLLM's sleep mode, as colocated RL engines run)."""
+    (vLLM's sleep mode, as colocated RL engines run); `experts`: the model routes to experts."""
     args: list[tuple[str, object]] = [
         ("--served-model-name", model), ("--dtype", "bfloat16"),
         ("--tensor-parallel-size", c.tp), ("--pipeline-parallel-size", c.pp)]
     if c.ep > 1:
-        args += [("--data-parallel-size", c.ep), ("--enable-expert-parallel", True)]
+        args.append(("--data-parallel-size", c.ep))
+    if expert_parallel(c, engine, experts):
+        args.append(("--enable-expert-parallel", True))
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
     # vLLM's --max-num-seqs bounds each data-parallel rank's scheduler (vllm/config/scheduler.py):
@@ -88,10 +108,19 @@ def memory_share(served) -> float:
     return min(1.0, served.limits.memory_bytes(hbm) / hbm)
 
 
-def check(config, engine, chip, mtp: bool) -> None:
+def check(config, engine, chip, mtp: bool, experts: bool = False) -> None:
     """What vLLM cannot run of a replica of `config` with `engine` on `chip` (`mtp`: the model
-    has MTP heads to draft with): an ExportError saying why."""
+    has MTP heads to draft with; `experts`: it routes to experts): an ExportError saying why."""
     check_common("vLLM", "vllm", "vllm_v1", config, engine, chip, VENDORS, WEIGHTS, KV_CACHE)
+    if experts and config.tp * config.ep > 1:
+        path = moe.run_path(engine.moe_path, config.ep)
+        if path == "per_expert":
+            raise ExportError("the plan loops over experts one by one (`moe_path = per_expert`, vLLM 0.2's kernel); "
+                              "vLLM 0.33.0 runs them fused: plan with `moe_path = ep_with_dp` (the vllm_v1 profile's)")
+        if path == "tp_sharded" and config.ep > 1:
+            raise ExportError(f"the plan shards each expert over TP {config.tp} within each of {config.ep} attention "
+                              f"groups; vLLM shards them over all TP x DP GPUs, or with --enable-expert-parallel "
+                              f"holds whole experts: plan with `moe_path = ep_with_dp` (the vllm_v1 profile's)")
     if engine.scheduler_steps != 1:
         raise ExportError(f"the plan runs {engine.scheduler_steps} decode steps per scheduling round; vLLM's "
                           "V1 engine schedules every step (no --num-scheduler-steps): remove `scheduler_steps`")

@@ -88,7 +88,7 @@ def test_expert_parallel_reads_at_least_what_tp_sharding_does_and_that_at_least_
 
 
 @settings(max_examples=max(10, settings.default.max_examples * 2 // 3), deadline=None)
-@given(st.sampled_from(["grouped", "tp_sharded", "per_expert"]), st.integers(1, 2000), st.integers(1, 2000))
+@given(st.sampled_from(["grouped", "tp_sharded", "per_expert", "ep_with_dp"]), st.integers(1, 2000), st.integers(1, 2000))
 def test_more_tokens_never_make_an_iteration_faster_on_any_path(path, tokens, more):
     engine = attrs.evolve(profile("ideal").engine(), moe_path=path)
     r = replica(MIXTRAL, ServeConfig(2, 512, "fp8", ep=2), H100, engine)
@@ -104,3 +104,39 @@ def test_the_deep_profiles_counterexamples_of_an_iteration_faster_with_more_toke
     test_more_tokens_never_make_an_iteration_faster_on_any_path.hypothesis.inner_test("grouped", 9, 1)
     test_more_tokens_never_make_an_iteration_faster_on_any_path.hypothesis.inner_test("tp_sharded", 13, 2)
     test_more_tokens_never_make_an_iteration_faster_on_any_path.hypothesis.inner_test("per_expert", 9, 5)
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
+@given(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8]), st.integers(1, 4000))
+def test_vllms_expert_layout_costs_as_the_path_it_runs(tp, ep, tokens):
+    """`ep_with_dp` (the vllm_v1 profile's, views/export/vllm.py launches it) costs exactly the
+    path its replica runs: TP-sharded experts with one attention group, whole experts over all
+    TP x EP GPUs with several; and its expert layout is that path's."""
+    run = moe.run_path("ep_with_dp", ep)
+    assert run == ("grouped" if ep > 1 else "tp_sharded")
+    assert moe.expert_layout("ep_with_dp", tp, ep) == ((1, tp * ep) if ep > 1 else (tp, 1)) == moe.expert_layout(run, tp, ep)
+    engine = profile("vllm_v1").engine()
+    assert engine.moe_path == "ep_with_dp"
+    ours = replica(MIXTRAL, ServeConfig(tp, 256, "fp8", ep=ep), H100, engine)
+    theirs = replica(MIXTRAL, ServeConfig(tp, 256, "fp8", ep=ep), H100, attrs.evolve(engine, moe_path=run))
+    assert ours.iteration(tokens, tokens * 500.0) == theirs.iteration(tokens, tokens * 500.0)
+
+
+def test_the_language_the_model_and_the_json_schema_name_the_same_kernel_paths():
+    import json
+
+    from gclc.compiler.schema import ENGINE
+    from gclc.model.serve.engines import MOE_PATHS
+
+    schema = json.loads((ROOT / "views" / "plan.schema.json").read_text())
+    enums = [node["properties"]["moe_path"]["enum"] for node in _walk(schema)
+             if isinstance(node, dict) and "moe_path" in node.get("properties", {})]
+    assert enums and all(set(e) == set(MOE_PATHS) for e in enums)
+    assert set(ENGINE.fields["moe_path"].options) == set(MOE_PATHS)
+
+
+def _walk(node):
+    yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    for child in children:
+        yield from _walk(child)

@@ -59,3 +59,13 @@ def test_decode_draws_below_tdp_and_the_plans_outputs_agree(capsys, tmp_path):
     assert main(["plan", str(path)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.lstrip().startswith("power "))
     assert f"{PLAN.power_w / 1e3:.3g} kW" in line
+
+
+@given(st.integers(1, 6), st.integers(1, 6), st.floats(0.01, 1.0))
+def test_a_larger_pool_at_the_same_rate_never_draws_less(a, b, share):
+    """What the demand search's bound prunes by: its pools only grow, and the power with them."""
+    low, high = sorted((a, b))
+    rate = share * low * PLAN.decode.estimate.requests_per_s
+    watts = [pools_power(PLAN.graph, PLAN.partition, [Side(PLAN.decode.replica, PLAN.decode.estimate, n)], rate)
+             for n in (low, high)]
+    assert watts[0] <= watts[1] * (1 + 1e-12)
