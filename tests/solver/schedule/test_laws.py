@@ -136,10 +136,11 @@ PREEMPTING = {"priority": POLICIES["priority"], "kube": POLICIES["kube"],
               "kueue within": policy("kueue", KueueSettings(within_cluster_queue="lower_priority"))}
 
 
-@given(jobs(), st.sampled_from(tuple(PREEMPTING)), st.integers(0, 5))
+@given(jobs(companions=True), st.sampled_from(tuple(PREEMPTING)), st.integers(0, 5))
 def test_preemption_never_evicts_without_placing(drawn, name, seed):
     """Every eviction is followed, at the same instant, by the preemptor's start (the
-    placement was dry-run with the victims gone before anyone was evicted)."""
+    placement was dry-run with the victims gone before anyone was evicted), gangs holding GPUs
+    on a second partition included."""
     outcome = Simulation(fx.workload(drawn), PREEMPTING[name], seed=seed, epochs=0).run()
     starts = {(s[0], s[7]) for r in outcome.runs for s in r.segments}
     for run in outcome.runs:
