@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import types
 
 import attrs
 
@@ -169,7 +170,10 @@ class Slurm:
         """Evict the fewest running jobs of lower QOS that let `job` place on an option of
         `open_to` (a dry run first)."""
         allowed = attrs.evolve(job, options=tuple(open_to))
-        gone = victims(allowed, sim.state, sim.running, self)
+        # the dry run places as the start will, at `now` (`--switches` until max_switch_wait):
+        # a victim evicted for a placement the start then refuses would be evicted for nothing
+        at_now = types.SimpleNamespace(filter=lambda j, state: self.placements(j, state, now))
+        gone = victims(allowed, sim.state, sim.running, at_now)
         if not gone:
             return []
         sim.evict(now, gone, "requeue" if self.settings.preempt_mode == "requeue" else "cancel")

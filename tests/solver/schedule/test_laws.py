@@ -141,9 +141,24 @@ def test_preemption_never_evicts_without_placing(drawn, name, seed):
     """Every eviction is followed, at the same instant, by the preemptor's start (the
     placement was dry-run with the victims gone before anyone was evicted), gangs holding GPUs
     on a second partition included."""
+    _evictions_place(drawn, name, seed)
+
+
+def _evictions_place(drawn, name, seed):
     outcome = Simulation(fx.workload(drawn), PREEMPTING[name], seed=seed, epochs=0).run()
     starts = {(s[0], s[7]) for r in outcome.runs for s in r.segments}
     for run in outcome.runs:
         for seg in run.segments:
             if seg[6] == "preempted":
                 assert (seg[1], "preempt") in starts or (seg[1], "preempted lower priorities") in starts, (run.job.name, seg)
+
+
+def test_slurm_preemption_dry_runs_the_placement_the_start_applies():
+    """The deep profile's counterexample: a node of a down, j3 and j0 fill the rest; j2 (priority 2,
+    one GPU, not a gang) arrives. Slurm's dry run found it a place with j3 gone, but the start keeps
+    a new job to one leaf (`--switches`) until max_switch_wait, where a job that is not a gang has
+    no place: j3 was evicted for nothing. The dry run now places as the start does."""
+    kw = {"partitions": ("a",), "gang": False, "restart": 600.0}
+    drawn = [fx.job("j0", 16, hours=1, submit=2, **kw), fx.job("j1", 1, hours=1, **kw),
+             fx.job("j2", 1, hours=1, priority=2, submit=3, **kw), fx.job("j3", 12, hours=1, submit=2, **kw)]
+    _evictions_place(drawn, "slurm qos", 0)
