@@ -162,3 +162,16 @@ def test_slurm_preemption_dry_runs_the_placement_the_start_applies():
     drawn = [fx.job("j0", 16, hours=1, submit=2, **kw), fx.job("j1", 1, hours=1, **kw),
              fx.job("j2", 1, hours=1, priority=2, submit=3, **kw), fx.job("j3", 12, hours=1, submit=2, **kw)]
     _evictions_place(drawn, "slurm qos", 0)
+
+
+def test_a_gang_that_waits_for_its_companion_pool_does_not_hold_back_a_job_of_its_shape():
+    """The deep profile's counterexample (priority policy): j0, a gang of 1 GPU of b with 16 of a
+    as its companion, waits for a (full); j7, 1 GPU of b alone, arrived with it and found b's room
+    refused because the queue took j0's failure for its shape's. The companion is part of the shape."""
+    kw = {"restart": 600.0}
+    j0 = fx.job("j0", 1, hours=1, submit=0.5, partitions=("b",), **kw)
+    j0 = attrs.evolve(j0, options=(attrs.evolve(j0.options[0], companion=("a", 16)),))
+    drawn = [j0] + [fx.job(f"j{i}", 1, hours=1, partitions=("a",), gang=False, **kw) for i in range(1, 6)] + [
+        fx.job("j6", 12, hours=1, partitions=("a",), gang=False, **kw),
+        fx.job("j7", 1, hours=1, submit=0.5, partitions=("b",), **kw)]
+    Simulation(fx.workload(drawn), POLICIES["priority"], seed=0, check=laws, epochs=2).run()
