@@ -69,7 +69,7 @@ def laws(sim: Simulation) -> None:
         for job in sim.pending.values():
             for o in job.options:
                 if o.companion and sim.state.free(o.companion[0]) < o.companion[1]:
-                    continue   # a gang across partitions evicts on its own partition only: it waits for the other
+                    continue   # a gang across partitions short on its companion partition: not this check's case
                 lower = sum(a.gpus for n, a in sim.state.allocations.items()
                             if a.partition == o.partition and sim.runs[n].job.priority < job.priority)
                 need = o.gpus if job.gang else 1
