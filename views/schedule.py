@@ -74,7 +74,7 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
         "gpu_hours_held": run.held / 3600, "gpu_hours_useful": run.useful / 3600,
         "segments": [{"start_s": a, "end_s": b, "partition": p, "gpus": g, "level": lv, "domains": n, "ended": why,
-                      "rule": rule, "domain_gpus": [[d, c] for d, c in zip(held.domains, held.counts)]}
+                      "rule": rule, "domain_gpus": _domains(held), "companion": _companion_held(held)}
                      for a, b, p, g, lv, n, why, rule, held in run.segments],
     }
 
@@ -95,6 +95,18 @@ def _companion(run: Run) -> dict | None:
         return None
     partition, gpus = run.option.companion
     return {"partition": partition, "gpus": gpus}
+
+
+def _domains(held) -> list[list[int]]:
+    return [[d, c] for d, c in zip(held.domains, held.counts)]
+
+
+def _companion_held(held) -> dict | None:
+    """Where a run of an rl gang across two partitions held its generation pool."""
+    other = held.companion
+    if other is None:
+        return None
+    return {"partition": other.partition, "gpus": other.gpus, "domain_gpus": _domains(other)}
 
 
 def _waited(run: Run) -> float | None:

@@ -2,8 +2,11 @@
 solver/rl/generation.py), each from the model of its own kind of work:
 
 - scoring: forward passes over every sample (the policy's old log-probabilities, the reference's
-  for the KL term, the reward model's score, the critic's values) on the training pool at its
-  layout, timed by the inference model as prefill (model/serve/inference.py);
+  for the KL term, the reward model's score, the critic's values) by the training stack on the
+  training pool at its layout, as the RL stacks run them (NeMo-RL's GRPO loop calls
+  `policy.get_logprobs` and `policy.get_reference_policy_logprobs` on its Megatron or DTensor
+  policy workers: nemo_rl/algorithms/grpo.py; veRL's `compute_log_prob` / `compute_ref_log_prob`
+  run on the actor and reference workers): the forward part of the training model's step;
 - training: the policy's (and PPO's critic's) optimizer steps, timed by the training model
   (model/train/step.py) at the layout solver/train chooses: epochs x mini-batches steps;
 - the weights' move from the training layout to the generation layout: a broadcast over the
@@ -25,7 +28,7 @@ import attrs
 
 from ...compiler.ir import Partition, Tier
 from .. import comms
-from ..serve.inference import ServeConfig, replica, weight_bytes
+from ..serve.inference import weight_bytes
 from ..shape import ModelShape
 from ..train.step import Estimate
 
@@ -33,7 +36,6 @@ from ..train.step import Estimate
 # for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
 # Benchmark", github.com/NVIDIA-NeMo/RL): 0.31 ms a tensor, the bytes' own time included (an upper bound).
 REFIT_PER_TENSOR_S = 14.21 / 45_395
-SCORE_CHUNK = 8192        # prompt tokens per scoring iteration (the serving engine's default chunk)
 HOST_LINK = 32e9          # bytes/s per GPU to host memory where a node states none: PCIe Gen4 x16 per direction
                           # (the A100 data sheet's 64 GB/s both ways); nodes state theirs (`host_link`)
 
@@ -114,18 +116,23 @@ def offload_time(nbytes: float, partition: Partition) -> float:
     return 2 * nbytes / link
 
 
-def score_time(shape: ModelShape, partition: Partition, gpus: int, tp: int, pp: int, precision: str,
-               samples: int, seq: float) -> float:
-    """Forward passes over `samples` sequences of `seq` tokens by `gpus // (tp x pp)` replicas
-    of `shape` in the training layout's model-parallel groups, as prefill in chunks of whole
-    sequences (about SCORE_CHUNK tokens)."""
-    r = replica(shape, ServeConfig(tp, 1, precision, pp=pp), partition)
+def forward_time(e: Estimate) -> float:
+    """One forward pass over a training step's samples at its layout: a third of the step's
+    compute and pipeline bubble (the backward pass costs twice the forward), half of its
+    model-parallel communication (the backward mirrors the forward's); no recomputation, no
+    gradient reduction, no optimizer."""
+    b = e.breakdown
+    return (b.compute + b.bubble) / 3 + (b.tp + b.cp + b.ep + b.pp) / 2
+
+
+def score_time(e: Estimate, minibatches: int, shapes, policy: ModelShape, seq: float) -> float:
+    """Every sample's forward pass through each model of `shapes` (once a step, whatever the
+    epochs): the policy's forward over the step's mini-batches, a model of another shape in
+    proportion to its FLOPs a token (ESTIMATE: at the policy's layout and efficiency)."""
+    one = forward_time(e) * minibatches
     length = max(1, round(seq))
-    per_chunk = max(1, SCORE_CHUNK // length)
-    chunk = per_chunk * length
-    iteration = r.iteration(0, 0, chunk, per_chunk * r.kv.pairs(0, length), per_chunk)
-    replicas = max(1, gpus // (tp * pp))
-    return samples * length / chunk * iteration / replicas
+    mine = policy.forward_flops_per_token(length)
+    return sum(one * s.forward_flops_per_token(length) / mine for s in shapes if s is not None)
 
 
 def train_time(e: Estimate, epochs: int, minibatches: int) -> float:

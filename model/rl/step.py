@@ -12,8 +12,8 @@ asynchronous operation buys.
   trains on this step's. The engine keeps generating across step boundaries, so a step's
   generation costs its share of the engine's steady throughput (`stream`), not the wait for
   its slowest sample, and both pools pause for the weights: sync + max(stream, score + train).
-  Deeper staleness changes nothing in a steady state without variance; one step already
-  overlaps the phases whole.
+  Deeper staleness lets the engine hold more steps' samples at once (a fuller batch, a cheaper
+  token: solver/rl/generation.py `steady`), so the stream never grows with it.
 
 `stream <= generate` (solver/rl/generation.py takes the smaller), so for the same pools an
 asynchronous step is never slower than a synchronous one.

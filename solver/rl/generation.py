@@ -6,8 +6,8 @@ on the generation pool's replicas, all asked at once, as an RL engine gets them.
 - `stream`: what the same samples cost an engine that is fed without pause (asynchronous RL:
   the next step's prompts queue behind this step's, so no replica waits on a tail): the
   samples over the replicas' steady rate at full batch (model/serve/inference.py `estimate`,
-  the simulator's own cost model, at the batch the cache holds at the mean lengths), never
-  more than the makespan.
+  the simulator's own cost model, at the batch the cache holds at the mean lengths and the
+  samples of as many steps as the staleness lets be in flight), never more than the makespan.
 
 The simulator deals requests asked at one instant to the replicas in turn (each goes to the
 least loaded, and all are equally loaded), so each replica's share is known before it runs;
@@ -87,8 +87,10 @@ def kv_capacity(r: Replica, limit: float) -> float:
     return r.kv_capacity_tokens(limit)
 
 
-def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float) -> Generation:
-    """Simulate the step's samples on the pool; the stream rate from the same cost model."""
+def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float,
+                        depth: int = 1) -> Generation:
+    """Simulate the step's samples on the pool; the stream rate from the same cost model, with
+    up to `depth` steps' samples in flight (`steady`)."""
     kv = kv_capacity(r, limit)
     longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
     if kv < longest:
@@ -96,26 +98,31 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
     pool = Pool(r, layout.replicas, layout.config.batch, kv)
     one = simulate(requests, pool, warmup_s=0.0)
     makespan = max(one.e2e)
-    stream = min(makespan, steady(r, layout, requests, kv))
+    stream = min(makespan, steady(r, layout, requests, kv, depth))
     # the weights, a prefill chunk's activations and buffers, and the most cache the simulation held
     cache = one.peak_kv_tokens * r.kv.per_token_per_gpu() / layout.config.ep
     memory = r.memory(0, r.engine.chunk, 0) + cache
     return Generation(layout, makespan, stream, kv, memory, one.preemptions, one.peak_batch)
 
 
-def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float) -> float:
+def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1) -> float:
     """The samples over the pool's steady rate: each replica as full as it gets (as many
     sequences of the mean lengths as its cache holds, at most `max_batch`, and at most its share
-    of a step's samples: one step is in flight while the other trains), prefilling what it completes."""
+    of `depth` steps' samples), prefilling what it completes. An asynchronous engine off-policy by
+    k steps generates for the next k policy versions at once (NeMo-RL's trajectory collector:
+    nemo_rl/algorithms/async_utils.py, `max_trajectory_age_steps`), so k steps' samples may be in
+    flight: deeper staleness fills the batch further, never less."""
     prompt = sum(q.prompt for q in requests) / len(requests)
     output = sum(q.output for q in requests) / len(requests)
     held = max(1.0, r.kv.tokens_held(prompt, output))
-    batch = max(1, min(layout.config.batch, int(kv // held), math.ceil(len(requests) / layout.replicas)))
+    flight = max(1, depth) * math.ceil(len(requests) / layout.replicas)
+    batch = max(1, min(layout.config.batch, int(kv // held), flight))
     full = estimate(attrs.evolve(r, config=attrs.evolve(r.config, batch=batch)), prompt, output)
     return len(requests) / (layout.replicas * full.requests_per_s)
 
 
-def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0) -> tuple[float, float]:
+def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,
+          depth: int = 1) -> tuple[float, float]:
     """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
     with the cache's capacity `kv`, the stream's is exact where the steady time is below the
     makespan's bound (the stream is the smaller of the two)."""
@@ -130,7 +137,7 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
-        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv)))
+        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv, depth)))
     return makespan, mean
 
 

@@ -4,7 +4,8 @@ The training pool's layout is the training planner's (solver/train: exact branch
 over the train job the pool stands for, model/rl/job.py `train_job`), within the pool's
 memory less the weights of the models it also keeps (reference, reward and, for PPO, the
 critic's when the policy's layout is planned; the policy's when the critic's is), sharded over
-the pool. It scores the samples (model/rl/phases.py `score_time`) at its layout.
+the pool. It scores the samples (model/rl/phases.py `score_time`: the training stack's forward
+passes) at its layout.
 
 A pair of pools (`Candidate`) is one point of the planner's space: where each pool runs, how
 many GPUs, the generation layout, the training layout, colocated or apart, the staleness.
@@ -72,11 +73,7 @@ def train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit: flo
                       "throughput", 0).best
         if critic is None:
             return None
-    c = best.config
-    score = 0.0
-    for shape in (job.policy, job.reference, job.reward, job.critic):
-        if shape is not None:
-            score += ph.score_time(shape, partition, gpus, c.tp, c.pp, c.precision, job.batch, seq)
+    score = ph.score_time(best, job.minibatches, (job.policy, job.reference, job.reward, job.critic), job.policy, seq)
     train = ph.train_time(best, job.epochs, job.minibatches)
     if critic is not None:
         train += ph.train_time(critic, job.epochs, job.minibatches)

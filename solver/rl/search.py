@@ -58,6 +58,7 @@ class Context:
         if block.get("engine.prefix_share") is None:   # a prompt's samples share its cache (vLLM's prefix caching)
             engine = attrs.evolve(engine, prefix_share=(job.samples - 1) / job.samples)
         self.engine: Engine = engine
+        self.depth = max(1, job.staleness)   # steps' samples an asynchronous engine may hold at once
         self._train: dict = {}
         self._replicas: dict = {}
         self._bounds: dict = {}
@@ -104,14 +105,14 @@ class Context:
                              f"{layout.partition} cannot hold the longest sample's cache"] = None
                 self._bounds[key] = None
             else:
-                self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit))
+                self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
         return self._bounds[key]
 
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
         key = (layout, limit)
         if key not in self._sims:
             self.simulated += 1
-            self._sims[key] = gen.simulate_generation(self.replica(layout), layout, self.requests, limit)
+            self._sims[key] = gen.simulate_generation(self.replica(layout), layout, self.requests, limit, self.depth)
         return self._sims[key]
 
 

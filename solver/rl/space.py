@@ -108,4 +108,6 @@ def gen_layouts(job: RLJob, partition: Partition, gpus: int) -> list[GenLayout]:
 
 
 def staleness_choices(job: RLJob, placement: str) -> tuple[int, ...]:
-    return (0, 1) if placement == DISAGGREGATED and job.staleness >= 1 else (0,)
+    """Synchronous, and pools apart as off-policy as the job allows (deeper staleness keeps more
+    samples in flight: never slower, solver/rl/generation.py `steady`)."""
+    return (0, job.staleness) if placement == DISAGGREGATED and job.staleness >= 1 else (0,)

@@ -151,6 +151,20 @@ class Profile:
         return None
 
 
+def earliest_together(profiles: list["Profile"], needs: list[int], length: float, not_after: float) -> float | None:
+    """The first time from which every profile keeps its need free for `length` seconds (an rl
+    gang's two pools start together), no later than `not_after`; None if there is none. Each
+    profile's own earliest start bounds it below; candidates are the steps of any of them."""
+    firsts = [p.earliest(n, length, not_after) for p, n in zip(profiles, needs)]
+    if any(t is None for t in firsts):
+        return None
+    begin = max(firsts)
+    for t in sorted({t for p in profiles for t in p.times if begin <= t <= not_after} | {begin}):
+        if all(p.least(t, t + length) >= n for p, n in zip(profiles, needs)):
+            return t
+    return None
+
+
 class Refused:
     """The (GPUs, length) a backfill pass found no start for on one partition: the pass only
     ever holds more, so a job needing at least as many for at least as long finds none either."""

@@ -17,6 +17,9 @@ cohort) and topology-aware scheduling finds it a place; then it runs.
   Candidates from borrowing queues first, then lower priority, then most recently
   admitted; a dry run with them gone must admit the preemptor (quota and placement), and
   those not needed are spared.
+- An rl job generating on one partition and training on another is one workload of two pod
+  sets, each on its flavor: admitted when both quotas and both placements hold, charged on
+  both, and evictable by a preemptor needing either flavor (which frees both).
 - Topology-aware scheduling: `preferred` places in the lowest tier that holds the job and
   falls back to spreading; `required` admits only into one group of the smallest tier whose
   groups can hold it.
@@ -107,16 +110,16 @@ class Kueue:
         for an elastic job, its sizes largest first (partial admission)."""
         fitting = []
         for option in job.options:
-            room = quota_room(queues, used, queue_of(sim, job), option.partition)
-            need = option.gpus if job.gang else 1
-            if need <= room.own + room.borrowable:
-                fitting.append((option, need > room.own))
+            rooms = [(quota_room(queues, used, queue_of(sim, job), name), need) for name, need in option.needs(job.gang)]
+            if all(need <= room.own + room.borrowable for room, need in rooms):
+                fitting.append((option, any(need > room.own for room, need in rooms)))
         placed = [f for f in fitting if any(c.option == f[0] for c in self.filter(job, sim.state))]
         if placed or fitting:
             return (placed or fitting)[0]
         if job.options and self._may_preempt(queues, queue_of(sim, job)):
-            room = quota_room(queues, used, queue_of(sim, job), job.options[0].partition)
-            return job.options[0], (job.options[0].gpus if job.gang else 1) > room.own
+            first = job.options[0]
+            return first, any(need > quota_room(queues, used, queue_of(sim, job), name).own
+                              for name, need in first.needs(job.gang))
         return None
 
     def _may_preempt(self, queues, queue: str) -> bool:
@@ -147,13 +150,16 @@ class Kueue:
         return [c for c in self.filter(job, sim.state) if c.option == option]
 
     def _candidates(self, sim, queues, job: SchedJob, option) -> list[str]:
+        """Workloads holding GPUs on a flavor the option needs (an rl gang's two pools: either),
+        in Kueue's order of eviction."""
         s, used, queue = self.settings, usage(sim), queue_of(sim, job)
-        mine, need = queues[queue], option.gpus if job.gang else 1
-        within_own = used.get((queue, option.partition), 0) + need <= mine.quota.get(option.partition, 0)
+        mine, needs = queues[queue], option.needs(job.gang)
+        within_own = all(used.get((queue, name), 0) + need <= mine.quota.get(name, 0) for name, need in needs)
+        flavors = {name for name, _ in needs}
         out = []
         for name, (other, started) in sim.running.items():
-            alloc = sim.state.allocations[name]
-            if alloc.partition != option.partition:
+            shared = [p.partition for p in sim.state.allocations[name].parts() if p.partition in flavors]
+            if not shared:
                 continue
             theirs = queue_of(sim, other)
             if theirs == queue:
@@ -161,7 +167,7 @@ class Kueue:
                     s.within_cluster_queue == "lower_or_newer_equal_priority"
                     and (other.priority < job.priority or (other.priority == job.priority and other.submit > job.submit)))
             elif mine.cohort and queues[theirs].cohort == mine.cohort:
-                borrowing = used.get((theirs, option.partition), 0) > queues[theirs].quota.get(option.partition, 0)
+                borrowing = any(used.get((theirs, f), 0) > queues[theirs].quota.get(f, 0) for f in shared)
                 ok = borrowing and (
                     (within_own and (s.reclaim_within_cohort == "any"
                                      or (s.reclaim_within_cohort == "lower_priority" and other.priority < job.priority)))
@@ -175,9 +181,10 @@ class Kueue:
     def _admits(self, sim, queues, job: SchedJob, option, gone: list[str]) -> bool:
         """Whether `job` is admitted on `option` with the workloads `gone` evicted: quota and placement."""
         used = usage(sim, without=gone)
-        room = quota_room(queues, used, queue_of(sim, job), option.partition)
-        if (option.gpus if job.gang else 1) > room.own + room.borrowable:
-            return False
+        for name, need in option.needs(job.gang):
+            room = quota_room(queues, used, queue_of(sim, job), name)
+            if need > room.own + room.borrowable:
+                return False
         held = [(n, sim.state.release(n)) for n in gone]
         try:
             return any(c.option == option for c in self.filter(job, sim.state))
@@ -236,9 +243,9 @@ def usage(sim, without: list[str] = ()) -> dict[tuple[str, str], int]:
     sim.run_changes.clear()
     out = dict(used)
     for name in without:
-        alloc = sim.state.allocations[name]
-        key = (queue_of(sim, sim.runs[name].job), alloc.partition)
-        out[key] -= alloc.gpus
+        for part in sim.state.allocations[name].parts():      # an rl gang's two pools
+            key = (queue_of(sim, sim.runs[name].job), part.partition)
+            out[key] -= part.gpus
     return {key: gpus for key, gpus in out.items() if gpus}
 
 

@@ -211,25 +211,32 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
     priorities (lowest first, most recently started first) until the policy's filter finds
     a placement with them gone (a dry run: their GPUs released, then held again), then
     reprieve the most important evicted ones that the placement does not need. None when
-    no eviction makes it place."""
+    no eviction makes it place. An rl gang across two partitions needs room on both: jobs
+    holding GPUs on either are candidates, and evicting a gang frees both its pools."""
     best: tuple[tuple, list[str]] | None = None
     for option in job.options:
-        part = state.partitions[option.partition]
+        needs = option.needs(job.gang)
+        where = {name for name, _ in needs}
         lower = sorted((name for name, alloc in state.allocations.items()
-                        if alloc.partition == option.partition and running[name][0].priority < job.priority),
+                        if any(p.partition in where for p in alloc.parts())
+                        and running[name][0].priority < job.priority),
                        key=lambda n: (running[n][0].priority, -running[n][1], n))
-        need = option.gpus if job.gang else 1
-        if part.free_gpus + sum(state.allocations[n].gpus for n in lower) < need:
+        if any(state.partitions[name].free_gpus + freed(state, lower, name) < gpus for name, gpus in needs):
             continue
         chosen = _dry_run(job, option, state, lower, policy,
                           reprieve=lambda names: sorted(names, key=lambda n: (-running[n][0].priority, running[n][1], n)))
         if not chosen:
             continue
         cost = (max(running[n][0].priority for n in chosen), len(chosen),
-                sum(state.allocations[n].gpus for n in chosen))
+                sum(state.allocations[n].held_gpus for n in chosen))
         if best is None or cost < best[0]:
             best = (cost, chosen)
     return None if best is None else best[1]
+
+
+def freed(state: ClusterState, names: list[str], partition: str) -> int:
+    """GPUs on `partition` that releasing the jobs `names` frees (each part of their allocations)."""
+    return sum(p.gpus for n in names for p in state.allocations[n].parts() if p.partition == partition)
 
 
 def _dry_run(job: SchedJob, option: Option, state: ClusterState, lower: list[str], policy: Policy | None,

@@ -73,8 +73,10 @@ def least_need(job: SchedJob) -> int:
 
 
 def shape(job: SchedJob) -> tuple[tuple, tuple[int, ...]]:
-    """What decides whether a job fits now, less its sizes; and its sizes."""
-    return ((tuple(o.partition for o in job.options), job.gang, job.priority, job.tenant, job.service),
+    """What decides whether a job fits now, less its sizes; and its sizes. An rl gang's companion
+    pool is part of it: a gang that found no room for its two pools says nothing of a job
+    needing as many GPUs of its training partition alone."""
+    return ((tuple((o.partition, o.companion) for o in job.options), job.gang, job.priority, job.tenant, job.service),
             tuple(o.gpus for o in job.options))
 
 

@@ -31,6 +31,12 @@ class Option:
     # apart from its training pool (solver/rl/schedule.py); None for every other job
     companion: tuple[str, int] | None = None
 
+    def needs(self, gang: bool = True) -> tuple[tuple[str, int], ...]:
+        """(partition, GPUs) it holds on each partition at once: its own and its companion's. A
+        job that is not a gang needs one GPU to start."""
+        own = ((self.partition, self.gpus if gang else 1),)
+        return own if self.companion is None else own + (self.companion,)
+
 
 @attrs.frozen
 class SchedJob:

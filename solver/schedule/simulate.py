@@ -347,8 +347,9 @@ class Simulation:
         run.length = run.delay + run.remaining / rate + max(0, checkpoints) * o.write
         run.pace, run.paced_at, run.banked, run.limit_timer = 1.0, now, 0.0, False
         self.api.commit(now, "bound", run.job.name, (alloc, c))
-        self.run_changes.append(("start", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, now,
-                                 run.job.time_limit))
+        for part in alloc.parts():      # an rl gang's companion pool is charged as its own GPUs are
+            self.run_changes.append(("start", run.job.name, run.job.tenant, part.partition, part.gpus, now,
+                                     run.job.time_limit))
         paced = self.contention.started(run.job.name, alloc, o.gpus) if self.contention is not None else {}
         run.contended = paced.pop(run.job.name, 1.0)
         run.degraded = self.degradations.factor(run.job.name, alloc, o.gpus) if self.degradations else 1.0
@@ -386,7 +387,8 @@ class Simulation:
         run.own_seconds += run.own_time(now)
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
                              run.rule, alloc))
-        self.run_changes.append(("stop", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, run.start, now))
+        for part in alloc.parts():
+            self.run_changes.append(("stop", run.job.name, run.job.tenant, part.partition, part.gpus, run.start, now))
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.contention is not None:
             repace(self, now, self.contention.stopped(run.job.name))

@@ -31,10 +31,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import types
 
 import attrs
 
-from .backfill import Refused, Releases, rounded_up
+from .backfill import Refused, Releases, earliest_together, rounded_up
 from .records import SchedJob
 from .multifactor import FairShare, priorities
 from .policies import Candidate, fits, required_level, take, victims
@@ -154,24 +155,29 @@ class Slurm:
                 break
             if job.name not in sim.pending:      # a job this loop preempted earlier (cancelled or requeued)
                 continue
-            open_to = [p for p in job.partitions if p not in blocked]
-            found = [c for c in self.placements(job, sim.state, now, sim) if c.option.partition in open_to]
+            # an rl gang's option needs its companion's partition open too (a heterogeneous job)
+            open_to = [o for o in job.options if all(n not in blocked for n, _ in o.needs())]
+            found = [c for c in self.placements(job, sim.state, now, sim) if c.option in open_to]
             rule = "main"
             if not found and self.settings.preempt_type == "qos" and open_to:
                 found, rule = self._preempt(sim, now, job, open_to), "preempt"
             if found:
                 sim.start(now, job, max(found, key=lambda c: self.score(job, c, sim.state)), rule)
             else:
-                blocked.update(job.partitions)
+                blocked.update(n for o in job.options for n, _ in o.needs())
 
-    def _preempt(self, sim, now: float, job: SchedJob, open_to: list[str]) -> list[Candidate]:
-        """Evict the fewest running jobs of lower QOS that let `job` place (a dry run first)."""
-        allowed = attrs.evolve(job, options=tuple(o for o in job.options if o.partition in open_to))
-        gone = victims(allowed, sim.state, sim.running, self)
+    def _preempt(self, sim, now: float, job: SchedJob, open_to: list) -> list[Candidate]:
+        """Evict the fewest running jobs of lower QOS that let `job` place on an option of
+        `open_to` (a dry run first)."""
+        allowed = attrs.evolve(job, options=tuple(open_to))
+        # the dry run places as the start will, at `now` (`--switches` until max_switch_wait):
+        # a victim evicted for a placement the start then refuses would be evicted for nothing
+        at_now = types.SimpleNamespace(filter=lambda j, state: self.placements(j, state, now))
+        gone = victims(allowed, sim.state, sim.running, at_now)
         if not gone:
             return []
         sim.evict(now, gone, "requeue" if self.settings.preempt_mode == "requeue" else "cancel")
-        return [c for c in self.placements(job, sim.state, now) if c.option.partition in open_to]
+        return [c for c in self.placements(job, sim.state, now) if c.option in open_to]
 
     def _backfill(self, sim, now: float, queue: list[SchedJob]) -> tuple[Reservation, ...]:
         """`queue`: the first bf_max_job_test pending jobs, in priority order."""
@@ -188,9 +194,15 @@ class Slurm:
                 need = option.gpus if job.gang else 1
                 if refused[option.partition].covers(need, length):
                     continue
-                t = profiles[option.partition].earliest(need, length, now + p.window)
+                if option.companion is None:
+                    t = profiles[option.partition].earliest(need, length, now + p.window)
+                else:   # an rl gang: a heterogeneous job, every component starting at once
+                    parts = option.needs()
+                    t = earliest_together([profiles[n] for n, _ in parts], [g for _, g in parts], length,
+                                          now + p.window)
                 if t is None:
-                    refused[option.partition].add(need, length)
+                    if option.companion is None:
+                        refused[option.partition].add(need, length)
                     if all(r.covers(least, shortest) for r in refused.values()):
                         return tuple(reserved)        # nothing after this can start or reserve
                 elif best is None or t < best[0]:
@@ -199,13 +211,18 @@ class Slurm:
                 continue
             t, option, need = best
             profile = profiles[option.partition]
-            if t == now:
+            companion = option.companion
+            if t == now and (companion is None or profiles[companion[0]].least(now, now + length) >= companion[1]):
                 candidate = self._placement(sim, now, job, option, profile.least(now, now + length))
                 if candidate is not None:
                     sim.start(now, job, candidate, "backfill")
                     profile.hold(now, now + length, candidate.gpus)
+                    if companion is not None:
+                        profiles[companion[0]].hold(now, now + length, companion[1])
                     continue
             profile.hold(t, t + length, need)
+            if companion is not None:
+                profiles[companion[0]].hold(t, t + length, companion[1])
             reserved.append(Reservation(job.name, option.partition, t, t + length, need))
         return tuple(reserved)
 

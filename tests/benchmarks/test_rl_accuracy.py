@@ -43,7 +43,7 @@ def test_a_row_is_predicted_from_its_pinned_design():
                                                                                "sync", "offload")))
 
 
-def test_calibration_holds_each_model_out():
+def test_calibration_holds_each_group_out():
     fake = [{"model": m, "measured_s": 10.0 * k, "placement": "colocated", "staleness": 0,
              "phases": {"generate": 4.0 * k, "stream": 4.0 * k, "score": 1.0 * k, "train": 2.0 * k, "sync": 0.5,
                         "offload": 0.5}} for m, k in (("a", 1), ("b", 2), ("c", 3))]
@@ -68,7 +68,22 @@ def test_the_stack_overhead_is_seconds_every_step_waits_through():
     for placement, lag in (("colocated", 0), ("disaggregated", 0), ("disaggregated", 1)):
         row = {"placement": placement, "staleness": lag,
                "phases": {"generate": 40.0, "stream": 20.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
-        base = rl_accuracy.scaled(row, (1.0, 1.0, 0.0))
-        assert rl_accuracy.scaled(row, (1.0, 1.0, 7.5)) == pytest.approx(base + 7.5)
-        assert rl_accuracy.scaled(row, (2.0, 1.0, 0.0)) > base
-        assert rl_accuracy.scaled(row, (1.0, 1.0, 3.0), "moves") > base   # the earlier form: a factor on moves
+        base = rl_accuracy.scaled(row, (1.0, 1.0, 0.0), "overhead")
+        assert rl_accuracy.scaled(row, (1.0, 1.0, 7.5), "overhead") == pytest.approx(base + 7.5)
+        assert rl_accuracy.scaled(row, (2.0, 1.0, 0.0), "overhead") > base
+        assert rl_accuracy.scaled(row, (1.0, 1.0, 3.0), "moves") > base   # the shipped form: a factor on moves
+
+
+def test_the_nested_calibration_chooses_each_folds_form_without_the_held_out_rows():
+    """Each held-out group is predicted with the form its fold's own held-out median prefers
+    and the factors fitted on the fold (neither reads the held-out rows)."""
+    fake = [{"model": m, "measured_s": 10.0 * k + j, "placement": "colocated" if j else "disaggregated",
+             "staleness": j % 2, "phases": {"generate": 4.0 * k, "stream": 2.0 * k, "score": 1.0 * k,
+                                            "train": 2.0 * k, "sync": 0.5 * j + 0.1, "offload": 0.5}}
+            for m, k in (("a", 1), ("b", 2), ("c", 3)) for j in (0, 1)]
+    _, rows = rl_accuracy.nested(fake)
+    for r in rows:
+        fold = [x for x in fake if x["model"] != r["model"]]
+        form = min(rl_accuracy.FORMS, key=lambda f: rl_accuracy.calibrated(fold, f)[0])
+        assert r["form"] == form and r["factors"] == pytest.approx(rl_accuracy.fit(fold, form), rel=1e-6)
+    assert len(rows) == len(fake)

@@ -11,7 +11,10 @@ ran: one pod per node it held, each pod pinned to its node by a required node af
 `kubernetes.io/hostname` (inside a domain of several nodes, the domain's first ones: the
 simulation counts GPUs per domain, not which of its nodes). A run the simulation cut short
 (preempted, failed, ended at a resize) is replayed as the run it was: its pods sleep as
-long as the run lasted, and a later run of the same job is applied when it started.
+long as the run lasted, and a later run of the same job is applied when it started. An rl
+job generating on one partition and training on another is one JobSet of two replicated jobs
+(`train`, `generate`): Kueue admits it as one workload whose two pod sets take their own
+flavors, and each pool's pods are pinned to the nodes the simulation gave it.
 """
 
 from __future__ import annotations
@@ -48,10 +51,6 @@ def kubernetes_replay(design: Design, workload, data: dict, source: str) -> dict
 
 
 def _jobset(lay: Layout, workload, job: dict, seg: dict, index: int, rank: int, tenant: str) -> list[dict]:
-    group = lay.group(seg["partition"])
-    nodes = nodes_of(group, workload, job["name"], seg)
-    per_pod = math.ceil(seg["gpus"] / len(nodes))
-    resource = {gpu_resource(group): per_pod}
     cls, extra = priority_class(job["priority_label"])
     name = f"r{rank + 1:04d}-{slug(job['name'])[:30].rstrip('-')}"
     labels = {"kueue.x-k8s.io/queue-name": queue_name(lay, tenant),
@@ -59,6 +58,25 @@ def _jobset(lay: Layout, workload, job: dict, seg: dict, index: int, rank: int, 
     if job["time_limit_s"]:
         labels["kueue.x-k8s.io/max-exec-time-seconds"] = str(math.ceil(job["time_limit_s"]))
     length = max(0, math.ceil(seg["end_s"] - seg["start_s"]))
+    # an rl gang across two partitions: one JobSet (one Kueue workload, admitted whole) of two
+    # replicated jobs, each a pod set on its own flavor, pinned where the simulation put its pool
+    replicated = [{"name": "run", "replicas": 1, "template": {"spec": _pods(lay, workload, job, seg, seg, name, length)}}]
+    if seg.get("companion"):
+        replicated[0]["name"] = "train"
+        replicated.append({"name": "generate", "replicas": 1, "template": {
+            "spec": _pods(lay, workload, job, seg, seg["companion"], name, length)}})
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+              "spec": {"replicatedJobs": replicated}}
+    return ([extra] if extra else []) + [jobset]
+
+
+def _pods(lay: Layout, workload, job: dict, seg: dict, part: dict, name: str, length: int) -> dict:
+    """The Job spec of one pool of a run: a pod per node it held, pinned there, sleeping the run out."""
+    group = lay.group(part["partition"])
+    nodes = nodes_of(group, workload, job["name"], part)
+    per_pod = math.ceil(part["gpus"] / len(nodes))
+    resource = {gpu_resource(group): per_pod}
     pod = {"metadata": {"annotations": {"gclc.io/simulated-rule": seg["rule"]}},
            "spec": {"restartPolicy": "Never", "nodeSelector": {PARTITION_LABEL: group.slug},
                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -69,12 +87,8 @@ def _jobset(lay: Layout, workload, job: dict, seg: dict, index: int, rank: int, 
                              "topologyKey": HOSTNAME}]}},
                     "containers": [{"name": "run", "image": IMAGE, "command": ["sleep", str(length)],
                                     "resources": {"requests": dict(resource), "limits": dict(resource)}}]}}
-    spec = {"parallelism": len(nodes), "completions": len(nodes), "completionMode": "Indexed",
+    return {"parallelism": len(nodes), "completions": len(nodes), "completionMode": "Indexed",
             "backoffLimit": 0, "template": pod}
-    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-              "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
-              "spec": {"replicatedJobs": [{"name": "run", "replicas": 1, "template": {"spec": spec}}]}}
-    return ([extra] if extra else []) + [jobset]
 
 
 def _submit(files: list[tuple[str, float]], source: str) -> str:

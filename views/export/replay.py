@@ -10,7 +10,10 @@ not which of its nodes), how many GPUs, its time limit, and a `--priority` that 
 runs in the order the simulation started them (an administrator's fixed priority), so
 that of two jobs wanting the same nodes Slurm starts the earlier one first. A run the
 simulation cut short (preempted, failed, ended at a resize) is replayed as the run it was:
-its script sleeps as long as the run lasted.
+its script sleeps as long as the run lasted. An rl job generating on one partition and
+training on another is one heterogeneous job (`#SBATCH hetjob`,
+slurm.schedmd.com/heterogeneous_jobs.html): its components start together, each placed as
+the simulation placed its pool.
 """
 
 from __future__ import annotations
@@ -46,22 +49,34 @@ def runs_in_order(data: dict) -> list[tuple[str, int, dict, dict]]:
 
 
 def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: int, source: str) -> str:
-    group = lay.group(seg["partition"])
-    nodes = nodes_of(group, workload, job["name"], seg)
     length = seg["end_s"] - seg["start_s"]
     lines = ["#!/bin/bash", header(source, f"replay of {job['name']}, run {index + 1}: "
                                            f"{seg['gpus']} GPUs from {duration(seg['start_s'])}, ended {seg['ended']}"),
-             f"#SBATCH --job-name={slug(job['name'])}",
+             f"# started by the simulation's rule: {seg['rule']}"]
+    # an rl gang across two partitions is a heterogeneous job: both pools start, end and are
+    # preempted together; each component its own partition, nodes and options
+    parts = [seg] + ([seg["companion"]] if seg.get("companion") else [])
+    for i, part in enumerate(parts):
+        if i:
+            lines += ["# the generation pool, on its own partition", "#SBATCH hetjob"]
+        lines += _component(lay, workload, job, part, priority)
+    lines.append(f"sleep {max(0, math.ceil(length))}  # as long as the simulated run lasted")
+    return "\n".join(lines) + "\n"
+
+
+def _component(lay: Layout, workload, job: dict, part: dict, priority: int) -> list[str]:
+    """The #SBATCH lines placing one component of a run: where, how many, its rank and limit."""
+    group = lay.group(part["partition"])
+    nodes = nodes_of(group, workload, job["name"], part)
+    lines = [f"#SBATCH --job-name={slug(job['name'])}",
              f"#SBATCH --partition={group.slug}",
              f"#SBATCH --nodelist={compress(nodes)}",
              f"#SBATCH --nodes={len(nodes)}",
-             f"#SBATCH --gpus={seg['gpus']}",
-             f"#SBATCH --priority={priority}",
-             f"# started by the simulation's rule: {seg['rule']}"]
+             f"#SBATCH --gpus={part['gpus']}",
+             f"#SBATCH --priority={priority}"]
     if job["time_limit_s"]:
         lines.append(f"#SBATCH --time={slurm_time(job['time_limit_s'])}")
-    lines.append(f"sleep {max(0, math.ceil(length))}  # as long as the simulated run lasted")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def nodes_of(group, workload, name: str, seg: dict) -> list[str]:

@@ -24,6 +24,15 @@ H100, A100 = JOB.partition("h100"), JOB.partition("a100")
 seconds = st.floats(0, 1e4, allow_nan=False, allow_infinity=False)
 
 
+def _estimate():
+    from gclc.solver.rl.pools import train_pool
+
+    return train_pool(JOB, H100, 8, 600, JOB.memory_of(H100)).policy
+
+
+_ESTIMATE = _estimate()
+
+
 @st.composite
 def phase_sets(draw):
     generate = draw(seconds)
@@ -86,10 +95,21 @@ def test_the_sync_moves_the_policy_once_per_replica_shard():
     assert ph.broadcast_time(nbytes, 16, 8, link) < ph.broadcast_time(nbytes, 16, 4, link)
 
 
-def test_scoring_and_resharding_follow_their_work():
-    one = ph.score_time(JOB.policy, H100, 8, 1, 1, "bf16", 128, 600)
-    assert ph.score_time(JOB.policy, H100, 16, 1, 1, "bf16", 128, 600) < one
-    assert ph.score_time(JOB.policy, H100, 8, 1, 1, "bf16", 256, 600) > one
+def test_scoring_is_the_training_stacks_forward_passes():
+    """A forward pass is a third of the step's compute and bubble and half its model-parallel
+    sends, none of its recomputation, gradient reduction or optimizer; each model scored adds its
+    own (a model of the policy's shape one more forward), once a step over every mini-batch."""
+    from gclc.model.train.step import Breakdown
+
+    e = attrs.evolve(_ESTIMATE, breakdown=Breakdown(compute=3.0, recompute=5.0, tp=2.0, cp=0.0, ep=0.0, pp=0.0,
+                                                     bubble=0.6, dp=7.0, optimizer=11.0))
+    assert ph.forward_time(e) == 3.0 / 3 + 0.6 / 3 + 2.0 / 2
+    one = ph.score_time(e, 4, (JOB.policy, None), JOB.policy, 600)
+    assert one == 4 * ph.forward_time(e)
+    assert ph.score_time(e, 4, (JOB.policy, JOB.policy), JOB.policy, 600) == 2 * one
+
+
+def test_resharding_follows_its_work():
     nbytes = ph.policy_bytes(JOB.policy, "bf16")
     gather = ph.reshard_time(nbytes, 8, 2, H100)      # training tp=8, generation tp=2: gather 4 pieces
     assert gather > ph.reshard_time(nbytes, 2, 8, H100) > 0   # a finer generation shard is a local slice

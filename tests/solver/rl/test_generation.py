@@ -1,6 +1,6 @@
 """The generation phase: the simulator's times for a step's samples, the lower bounds the
-search prunes with (never above the simulated times), and the law that more generation GPUs
-never slow the generation phase."""
+search prunes with (never above the simulated times), and the laws that more generation GPUs
+never slow the generation phase and deeper staleness never slows its steady rate."""
 
 from __future__ import annotations
 
@@ -26,14 +26,28 @@ requests = st.lists(st.tuples(st.integers(1, 600), st.integers(1, 900)), min_siz
 
 @settings(max_examples=25, deadline=None)
 @given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4, 8]), st.integers(1, 4),
-       st.sampled_from([1, 8, 64]), st.sampled_from([0.0, 0.5]))
-def test_the_bounds_never_exceed_the_simulated_times(reqs, part, tp, replicas, batch, share):
+       st.sampled_from([1, 8, 64]), st.sampled_from([0.0, 0.5]), st.integers(1, 8))
+def test_the_bounds_never_exceed_the_simulated_times(reqs, part, tp, replicas, batch, share, depth):
     layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
     r = gen.build(JOB.policy, JOB.partition(part), layout, Engine(prefix_share=share))
-    out = gen.simulate_generation(r, layout, reqs, JOB.memory_of(JOB.partition(part)))
-    makespan, stream = gen.bound(r, layout, reqs, gen.kv_capacity(r, JOB.memory_of(JOB.partition(part))))
+    out = gen.simulate_generation(r, layout, reqs, JOB.memory_of(JOB.partition(part)), depth)
+    makespan, stream = gen.bound(r, layout, reqs, gen.kv_capacity(r, JOB.memory_of(JOB.partition(part))), depth)
     assert makespan <= out.makespan * (1 + 1e-9)
     assert stream <= out.stream * (1 + 1e-9) and out.stream <= out.makespan
+
+
+@settings(max_examples=25, deadline=None)
+@given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4]), st.integers(1, 4),
+       st.sampled_from([8, 64, 1024]), st.integers(1, 8))
+def test_deeper_staleness_never_slows_the_steady_generation(reqs, part, tp, replicas, batch, depth):
+    """k steps off-policy lets up to k steps' samples share the engine: one step more never
+    costs a step's samples more of its time (the batch only fills further)."""
+    layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
+    r = gen.build(JOB.policy, JOB.partition(part), layout, Engine())
+    kv = gen.kv_capacity(r, JOB.memory_of(JOB.partition(part)))
+    if kv < max(r.kv.tokens_held(q.prompt, q.output) for q in reqs):
+        return
+    assert gen.steady(r, layout, reqs, kv, depth + 1) <= gen.steady(r, layout, reqs, kv, depth) * (1 + 1e-9)
 
 
 def test_the_slowest_sample_holds_the_step():

@@ -69,7 +69,7 @@ def laws(sim: Simulation) -> None:
         for job in sim.pending.values():
             for o in job.options:
                 if o.companion and sim.state.free(o.companion[0]) < o.companion[1]:
-                    continue   # a gang across partitions evicts on its own partition only: it waits for the other
+                    continue   # a gang across partitions short on its companion partition: not this check's case
                 lower = sum(a.gpus for n, a in sim.state.allocations.items()
                             if a.partition == o.partition and sim.runs[n].job.priority < job.priority)
                 need = o.gpus if job.gang else 1
@@ -136,13 +136,42 @@ PREEMPTING = {"priority": POLICIES["priority"], "kube": POLICIES["kube"],
               "kueue within": policy("kueue", KueueSettings(within_cluster_queue="lower_priority"))}
 
 
-@given(jobs(), st.sampled_from(tuple(PREEMPTING)), st.integers(0, 5))
+@given(jobs(companions=True), st.sampled_from(tuple(PREEMPTING)), st.integers(0, 5))
 def test_preemption_never_evicts_without_placing(drawn, name, seed):
     """Every eviction is followed, at the same instant, by the preemptor's start (the
-    placement was dry-run with the victims gone before anyone was evicted)."""
+    placement was dry-run with the victims gone before anyone was evicted), gangs holding GPUs
+    on a second partition included."""
+    _evictions_place(drawn, name, seed)
+
+
+def _evictions_place(drawn, name, seed):
     outcome = Simulation(fx.workload(drawn), PREEMPTING[name], seed=seed, epochs=0).run()
     starts = {(s[0], s[7]) for r in outcome.runs for s in r.segments}
     for run in outcome.runs:
         for seg in run.segments:
             if seg[6] == "preempted":
                 assert (seg[1], "preempt") in starts or (seg[1], "preempted lower priorities") in starts, (run.job.name, seg)
+
+
+def test_slurm_preemption_dry_runs_the_placement_the_start_applies():
+    """The deep profile's counterexample: a node of a down, j3 and j0 fill the rest; j2 (priority 2,
+    one GPU, not a gang) arrives. Slurm's dry run found it a place with j3 gone, but the start keeps
+    a new job to one leaf (`--switches`) until max_switch_wait, where a job that is not a gang has
+    no place: j3 was evicted for nothing. The dry run now places as the start does."""
+    kw = {"partitions": ("a",), "gang": False, "restart": 600.0}
+    drawn = [fx.job("j0", 16, hours=1, submit=2, **kw), fx.job("j1", 1, hours=1, **kw),
+             fx.job("j2", 1, hours=1, priority=2, submit=3, **kw), fx.job("j3", 12, hours=1, submit=2, **kw)]
+    _evictions_place(drawn, "slurm qos", 0)
+
+
+def test_a_gang_that_waits_for_its_companion_pool_does_not_hold_back_a_job_of_its_shape():
+    """The deep profile's counterexample (priority policy): j0, a gang of 1 GPU of b with 16 of a
+    as its companion, waits for a (full); j7, 1 GPU of b alone, arrived with it and found b's room
+    refused because the queue took j0's failure for its shape's. The companion is part of the shape."""
+    kw = {"restart": 600.0}
+    j0 = fx.job("j0", 1, hours=1, submit=0.5, partitions=("b",), **kw)
+    j0 = attrs.evolve(j0, options=(attrs.evolve(j0.options[0], companion=("a", 16)),))
+    drawn = [j0] + [fx.job(f"j{i}", 1, hours=1, partitions=("a",), gang=False, **kw) for i in range(1, 6)] + [
+        fx.job("j6", 12, hours=1, partitions=("a",), gang=False, **kw),
+        fx.job("j7", 1, hours=1, submit=0.5, partitions=("b",), **kw)]
+    Simulation(fx.workload(drawn), POLICIES["priority"], seed=0, check=laws, epochs=2).run()

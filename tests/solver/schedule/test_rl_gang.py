@@ -4,6 +4,7 @@ without steps is a located problem, not a crash."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib.util
 import json
@@ -110,3 +111,132 @@ def test_an_rl_job_may_generate_on_one_partition_and_train_on_another():
         [("h100", "h100"), ("a100", "a100")]
     assert pairs(lambda t: t.replace("staleness = 1", "staleness = 1\n  generate { on = Lab.a100 }"
                                                            "  train { on = Lab.h100 }")) == [("a100", "h100")]
+
+
+# --- preemption and Kueue see both pools of a gang across partitions
+def _preempting(name):
+    """The policy with preemption on (Slurm's needs PreemptType=preempt/qos)."""
+    from gclc.solver.schedule.catalog import policy
+    from gclc.solver.schedule.settings import SlurmSettings
+
+    return policy(name, SlurmSettings(preempt_type="qos")) if name == "slurm" else POLICIES[name]
+
+
+@pytest.mark.parametrize("policy", ["priority", "slurm", "kube"])
+def test_preemption_evicts_a_gang_for_its_companion_pool_and_frees_both(policy):
+    """A high-priority job wanting all of b finds b held by a low-priority gang's generation pool
+    (its training pool is on a): the gang is the victim, and both its pools come free."""
+    low = attrs.evolve(_two_pools(train=8, generate=16, hours=5), priority=1)
+    urgent = fx.job("urgent", 16, hours=1, priority=4, submit=1, partitions=("b",))
+    runs = {r.job.name: r for r in simulate(fx.workload([low, urgent]), _preempting(policy), failures=False).runs}
+    assert runs["urgent"].first_start == pytest.approx(fx.HOUR)
+    assert runs["rl"].preemptions == 1 and runs["rl"].segments[0][1] == pytest.approx(fx.HOUR)
+
+
+@pytest.mark.parametrize("policy", ["priority", "slurm", "kube"])
+def test_a_high_priority_gang_evicts_what_holds_its_companion_partition(policy):
+    """The gang's training pool fits on a as it stands; its generation pool needs b, which a
+    low-priority job fills: preemption evicts that job, not something on a."""
+    fill = fx.job("fill", 16, hours=5, priority=1, partitions=("b",), interval=1800.0)
+    bystander = fx.job("bystander", 8, hours=5, priority=1, partitions=("a",))
+    gang = attrs.evolve(_two_pools(train=8, generate=16, hours=1, submit=1), priority=4)
+    runs = {r.job.name: r for r in simulate(fx.workload([fill, bystander, gang]), _preempting(policy),
+                                            failures=False).runs}
+    assert runs["rl"].first_start == pytest.approx(fx.HOUR)
+    assert runs["fill"].preemptions == 1 and runs["bystander"].preemptions == 0
+
+
+def _kueue(jobs, settings=None, **tenants):
+    from gclc.solver.schedule.catalog import policy as chosen
+    from gclc.solver.schedule.records import Workload
+    from gclc.solver.schedule.settings import KueueSettings
+    from gclc.solver.schedule.tenants import Tenant
+
+    queues = {n: Tenant(n, **f) for n, f in tenants.items()}
+    work = Workload(fx.GRAPH, fx.CLUSTER, tuple(jobs), fx.RELIABILITY, (), queues)
+    outcome = simulate(work, chosen("kueue", settings or KueueSettings()), failures=False)
+    return {r.job.name: r for r in outcome.runs}
+
+
+def test_kueue_charges_a_gang_on_both_flavors():
+    """Team quota: 32 of a, 16 of b. The gang's generation pool takes all of b's quota, so a
+    second job of the team asking for b waits for the gang though the cluster has b's GPUs only
+    through the gang, and a job on a alone is admitted beside it."""
+    team = {"team": {"quota": {"a": 32, "b": 16}}}
+    gang = attrs.evolve(_two_pools(train=8, generate=16, hours=2), tenant="team")
+    on_b = attrs.evolve(fx.job("on_b", 4, hours=1, submit=0.1, partitions=("b",)), tenant="team")
+    on_a = attrs.evolve(fx.job("on_a", 8, hours=1, submit=0.2, partitions=("a",)), tenant="team")
+    runs = _kueue([gang, on_b, on_a], **team)
+    assert runs["rl"].first_start == 0 and runs["on_a"].first_start == pytest.approx(0.2 * fx.HOUR)
+    assert runs["on_b"].first_start == pytest.approx(runs["rl"].end)
+    # a quota of b smaller than the generation pool never admits the gang, whatever a has
+    tight = {"team": {"quota": {"a": 32, "b": 8}}}
+    assert _kueue([gang], **tight)["rl"].phase == "pending"
+
+
+def test_kueue_preempts_a_gang_holding_the_flavor_a_preemptor_needs():
+    from gclc.solver.schedule.settings import KueueSettings
+
+    team = {"team": {"quota": {"a": 32, "b": 16}}}
+    gang = attrs.evolve(_two_pools(train=8, generate=16, hours=5), tenant="team", priority=1)
+    urgent = attrs.evolve(fx.job("urgent", 8, hours=1, priority=4, submit=1, partitions=("b",)), tenant="team")
+    runs = _kueue([gang, urgent], KueueSettings(within_cluster_queue="lower_priority"), **team)
+    assert runs["urgent"].first_start == pytest.approx(fx.HOUR) and runs["urgent"].segments[0][7] == "preempt"
+    assert runs["rl"].preemptions == 1
+
+
+def test_slurm_keeps_a_gang_off_a_partition_a_higher_priority_job_waits_for():
+    """b: `fill` holds 8 GPUs for 2 h (its limit); `big` (high) waits for all 16 of b. A low gang
+    training on a and generating on 8 GPUs of b would fit now, but Slurm's main loop blocks b
+    behind `big` and backfill sees its 3-hour limit cross big's reservation of b: it waits."""
+    fill = fx.job("fill", 8, hours=2, partitions=("b",), limit=2)
+    big = fx.job("big", 16, hours=1, priority=4, submit=0.1, partitions=("b",), limit=1)
+    gang = attrs.evolve(_two_pools(train=8, generate=8, hours=3, submit=0.2), time_limit=3 * fx.HOUR)
+    runs = {r.job.name: r for r in simulate(fx.workload([fill, big, gang]), POLICIES["slurm"], failures=False).runs}
+    assert runs["big"].first_start == pytest.approx(2 * fx.HOUR)
+    assert runs["rl"].first_start >= runs["big"].end - 1e-6
+
+
+def _replayed(replay):
+    """The schedule of a gang (training on 8 GPUs of a, generating on 16 of b) exported by `replay`."""
+    work = fx.workload([_two_pools(train=8, generate=16, hours=1)])
+    data = schedule_json(work, simulate(work, POLICIES["priority"], failures=False), [])
+    seg = next(j for j in data["jobs"] if j["name"] == "rl")["segments"][0]
+    assert seg["companion"]["partition"] == "b" and sum(g for _, g in seg["companion"]["domain_gpus"]) == 16
+    return replay(fx._checked.design, work, data, "cluster.gcl")
+
+
+def test_the_slurm_replay_places_both_pools_as_one_heterogeneous_job():
+    from gclc.views.export.replay import slurm_replay
+
+    script = next(text for name, text in _replayed(slurm_replay).items() if name.startswith("jobs/"))
+    train, generate = script.split("#SBATCH hetjob")
+    assert "--partition=a" in train and "--gpus=8" in train and "--nodes=2" in train
+    assert "--partition=b" in generate and "--gpus=16" in generate and "--nodes=4" in generate
+    assert script.count("#SBATCH hetjob") == 1 and "sleep" in generate.splitlines()[-1]
+
+
+def test_the_kubernetes_replay_places_both_pools_in_one_jobset_valid_under_its_crd():
+    import yaml
+    from gclc.views.export.kube_replay import kubernetes_replay
+    from tests.views.kube_cel import cel_problems
+    from tests.views.test_export_kueue import schemas
+
+    files = _replayed(kubernetes_replay)
+    jobset = next(d for name, text in files.items() if name.startswith("jobs/")
+                  for d in yaml.safe_load_all(text) if d and d["kind"] == "JobSet")
+    schema = schemas()["JobSet"]
+    jsonschema.Draft7Validator(schema).validate(jobset)
+    assert cel_problems(schema, jobset) == []
+    pools = {r["name"]: r["template"]["spec"] for r in jobset["spec"]["replicatedJobs"]}
+    assert set(pools) == {"train", "generate"}
+    for pool, partition, pods in (("train", "a", 2), ("generate", "b", 4)):
+        spec = pools[pool]["template"]["spec"]
+        assert spec["nodeSelector"]["gclc.io/partition"].endswith(partition) and pools[pool]["parallelism"] == pods
+        hosts = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+        assert len(hosts) == pods
+    broken = copy.deepcopy(jobset)      # negative control: the generation pool asking for -1 replicas
+    broken["spec"]["replicatedJobs"][1]["replicas"] = -1
+    with pytest.raises(jsonschema.ValidationError, match="minimum"):
+        jsonschema.Draft7Validator(schema).validate(broken)
