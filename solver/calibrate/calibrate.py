@@ -80,13 +80,20 @@ class Calibration:
 
 
 def design_partition(design: Design, job: str | None) -> tuple[object | None, Partition, str]:
-    """The design's train job (None when it has none), the partition it runs on and its cluster's name."""
+    """The design's train job (None when it has none, or `job` names a serve job), the partition
+    it runs on (else the serve job's, else the first cluster's) and its cluster's name."""
+    serving = serve_job(design, job) if job is not None else None
     try:
-        found = train_job(design, job)
-        return found, found.partition, found.graph.name
+        if serving is None:
+            found = train_job(design, job)
+            return found, found.partition, found.graph.name
     except JobError:
         if job is not None:
             raise
+    serving = serving or serve_job(design, None)
+    if serving is not None:
+        graph, partition = placement(serving)
+        return None, partition, graph.name
     from ...compiler.lower import lower_cluster
 
     clusters = design.of_kind("cluster")

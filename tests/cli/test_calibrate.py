@@ -109,7 +109,7 @@ def test_a_serving_benchmark_calibrates_the_serve_job_and_its_plan_carries_the_s
     shutil.copy(DATA / "calibrate" / "llama8b_serve.gcl", tmp_path / "serve.gcl")
     shutil.copy(DATA / "measurements" / "serving" / "vllm_sharegpt_llama31_8b.txt", tmp_path / "vllm.txt")
     monkeypatch.chdir(tmp_path)
-    assert main(["calibrate", "serve.gcl", "vllm.txt", "-o", "mine.gcl"]) == 0
+    assert main(["calibrate", "serve.gcl", "vllm.txt", "--job", "chat", "-o", "mine.gcl"]) == 0
     report = capsys.readouterr().out
     assert "chat engine host time per iteration" in report and "serving: calibrated on 1 of your serving runs" in report
     written = (tmp_path / "mine.gcl").read_text()
