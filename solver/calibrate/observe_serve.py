@@ -157,6 +157,8 @@ def serve_observations(run: ServeRun, entity, partition: Partition) -> tuple[lis
     where = f"{run.span}"
     if run.input_tokens is None:
         return [], [f"{where}: the export does not state the prompt length; gclc cannot replay the run"], []
+    if run.requests < 1 or not run.output_tokens or run.output_tokens < 1:
+        return [], [f"{where}: no completed request with output tokens; nothing to replay"], []
     shape = ModelShape.from_entity(entity.get("model"))
     precision = getattr(entity.get("precision"), "name", "bf16")
     config, notes = serve_config(shape, entity, partition, precision)

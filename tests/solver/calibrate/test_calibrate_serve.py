@@ -80,3 +80,10 @@ def test_a_serving_run_without_a_serve_job_is_skipped_with_the_reason():
     (run,), _, _ = read_paths([str(VLLM)])
     result = calibrate(pod, [run])
     assert any("no serve job" in s for s in result.skipped) and result.serve_band is None
+
+
+def test_a_run_with_nothing_completed_is_not_replayed(design):
+    entity = serve_job(design, None)
+    empty = ServeRun("vllm", 2.0, None, 0, 230.0, 0.0, 0.0, 0.0, (), (), (), (), "Llama31_8B", Span("x", 1, 1, 1, 1))
+    obs, skipped, _ = serve_observations(empty, entity, placement(entity)[1])
+    assert not obs and "nothing to replay" in skipped[0]
