@@ -60,9 +60,10 @@ def run_figures(key: tuple, rate: float | None, prompts: int, design, keys: tupl
         r = replica(shape, ServeConfig(tp, e.max_batch, "bf16"), trial, engine)
         pool = Pool(r, 1, e.max_batch, r.kv_capacity_tokens(e.mem_frac * r.hbm))
         if rate is None:
-            return outcome_figures(simulate(queued(prompts, frameworks.ISL, frameworks.OSL, vary=True), pool))
-        arrivals = poisson_arrivals(rate, prompts, frameworks.ISL, frameworks.OSL, vary=True)
-        return outcome_figures(simulate(arrivals, pool))
+            sent = queued(prompts, frameworks.ISL, frameworks.OSL, vary=True)
+        else:
+            sent = poisson_arrivals(rate, prompts, frameworks.ISL, frameworks.OSL, vary=True)
+        return outcome_figures(simulate(sent, pool), sent)
     return figures, partition
 
 

@@ -108,26 +108,41 @@ def replay_on_job(run: ServeRun, shape: ModelShape, config: ServeConfig, entity,
         batch = min(cap, run.concurrency) if run.concurrency else cap
         r = replica(shape, attrs.evolve(config, batch=batch), trial, engine)
         pool = Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))
-        return outcome_figures(simulate(requests(run), pool, warmup_s=0.0))
+        sent = requests(run)
+        return outcome_figures(simulate(sent, pool, warmup_s=0.0), sent)
     return figures
 
 
-def outcome_figures(outcome) -> dict[str, float]:
-    """What a serving benchmark reports of a simulated run: output tokens/s, median TTFT and TPOT."""
-    return {"output_throughput": outcome.tokens_per_s, "ttft": outcome.percentile("ttft", 50),
+def outcome_figures(outcome, sent: tuple[Request, ...]) -> dict[str, float]:
+    """What a serving benchmark reports of a simulated run of the requests `sent`: output
+    tokens/s (the simulation's: tokens made while the measured requests arrive, or until the last
+    finishes when all are sent at once, as `bench serve` counts it), median TTFT and TPOT. A run
+    too short for any token inside its arrivals (a few requests at a high rate) is counted as
+    `bench serve` does: every completed request's output over the time from the first request
+    to the last completion, bounded here by the last arrival plus the longest request."""
+    throughput = outcome.tokens_per_s
+    if not throughput > 0:
+        done = [e for e in outcome.e2e if math.isfinite(e)]
+        duration = sent[-1].arrival - sent[0].arrival + max(done, default=0.0)
+        made = sum(r.output for r in sent) * len(done) / len(sent)
+        throughput = made / duration if duration > 0 else 0.0
+    return {"output_throughput": throughput, "ttft": outcome.percentile("ttft", 50),
             "tpot": outcome.percentile("tpot", 50)}
 
 
 def requests(run: ServeRun) -> tuple[Request, ...]:
     """The run's requests: Poisson arrivals at its rate, or all at once (rate `inf`; a
     concurrency limit then caps the batch), its mean prompt and output lengths, outputs spread
-    uniformly around their mean (ASSUMPTION: the summaries state means only)."""
+    uniformly around their mean (ASSUMPTION: the summaries state means only), none shorter than
+    two tokens where the mean is two or more."""
     rng, count, t, out = random.Random(SEED), min(run.requests, MAX_REQUESTS), 0.0, []
     mean = max(1, round(run.output_tokens))
     for _ in range(count):
         if run.rate:
             t += rng.expovariate(run.rate)
-        out.append(Request(t, max(1, round(run.input_tokens)), rng.randint(1, 2 * mean - 1)))
+        # from 1 (2: every output has a second token when the mean does) to its mirror about the mean
+        low = 2 if mean >= 2 else 1
+        out.append(Request(t, max(1, round(run.input_tokens)), rng.randint(low, 2 * mean - low)))
     return tuple(out)
 
 
@@ -157,8 +172,9 @@ def serve_observations(run: ServeRun, entity, partition: Partition) -> tuple[lis
     where = f"{run.span}"
     if run.input_tokens is None:
         return [], [f"{where}: the export does not state the prompt length; gclc cannot replay the run"], []
-    if run.requests < 1 or not run.output_tokens or run.output_tokens < 1:
-        return [], [f"{where}: no completed request with output tokens; nothing to replay"], []
+    if run.requests < 2 or not run.output_tokens or run.output_tokens < 1:
+        return [], [f"{where}: fewer than two completed requests with output tokens; too little to replay "
+                    "(a throughput needs a span of time)"], []
     shape = ModelShape.from_entity(entity.get("model"))
     precision = getattr(entity.get("precision"), "name", "bf16")
     config, notes = serve_config(shape, entity, partition, precision)
@@ -169,7 +185,9 @@ def serve_observations(run: ServeRun, entity, partition: Partition) -> tuple[lis
     group = f"{run.span.path}:{run.span.line}"
     label = f"{run.tool} run, " + (f"{run.rate:g} req/s" if run.rate else "all at once") + (
         f", concurrency {run.concurrency}" if run.concurrency else "") + f", {run.requests} requests"
-    measured = {"output_throughput": run.output_throughput, "ttft": _median(run, "ttft"), "tpot": _median(run, "tpot")}
+    measured = {"output_throughput": run.output_throughput, "ttft": _median(run, "ttft"),
+                # a time per output token after the first needs outputs of two tokens or more
+                "tpot": _median(run, "tpot") if round(run.output_tokens) >= 2 else None}
     return replay_observations(replay, group, label, measured, partition, run.span, (prior,)), [], notes
 
 
