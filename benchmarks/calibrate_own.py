@@ -15,6 +15,11 @@ nccl-tests curves likewise: every other message size of a published run calibrat
 fabric, the other sizes are predicted (tests/data/measurements/nccl/, on the designs named in
 CURVES).
 
+Serving runs likewise (benchmarks/calibrate_serve.py): published `bench serve` tables of
+SGLang and vLLM on A100 and H100, each engine and system a group; the run at 4 requests/s
+calibrates the serving physics (the engine's host time per iteration, the chip's HBM and GEMM
+efficiencies), the run at 8 requests/s and the offline run are predicted.
+
 Errors are predicted / measured - 1; the last line is a one-line summary.
 """
 
@@ -36,6 +41,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 sys.path.insert(0, str(HERE))
 
 import calibrate as published  # noqa: E402
+import calibrate_serve  # noqa: E402
 import crossval  # noqa: E402
 
 from gclc.compiler.driver import check_file  # noqa: E402
@@ -153,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wall, cpu = time.perf_counter(), cpu_seconds()
     rows, curves = training_rows(args.workers), curve_rows()
+    serving = calibrate_serve.serving_rows(check_file(str(HERE / "designs" / "serving_models.gcl")).design)
     if args.json:
-        print(json.dumps({"training": rows, "curves": curves}, indent=2))
+        print(json.dumps({"training": rows, "curves": curves, "serving": serving}, indent=2))
     else:
         print(f"{'system (group, chip)':58} {'yours':>5} {'held':>4}  median |err| before -> after   "
               f"band80 before -> after")
@@ -174,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name + ' held-back runs':58} {'':>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
+        for group in dict.fromkeys(r["group"] for r in serving):
+            found = [r for r in serving if r["group"] == group]
+            print(f"{'serving ' + group:58} {1:>5} {len(found):>4}  "
+                  f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
+                  f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
     before, after = [r["before"] for r in rows], [r["after"] for r in rows]
     widths = [r["half_width_after"] for r in rows]
     print(f"own calibration, held-back runs: n={len(rows)} in {len({(r['group'], r['chip']) for r in rows})} systems "
@@ -181,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{share([r['inside_before'] for r in rows]):.0%} -> {share([r['inside_after'] for r in rows]):.0%} "
           f"(median ±{statistics.median(widths):.1%}) | nccl curves held-back n={len(curves)} "
           f"{median_abs([r['before'] for r in curves]):.1%} -> {median_abs([r['after'] for r in curves]):.1%} "
+          f"| serving held-back n={len(serving)} {median_abs([r['before'] for r in serving]):.1%} -> "
+          f"{median_abs([r['after'] for r in serving]):.1%}, band80 {share([r['inside_before'] for r in serving]):.0%} -> "
+          f"{share([r['inside_after'] for r in serving]):.0%} "
           f"| wall {time.perf_counter() - wall:.0f} s, CPU {cpu_seconds() - cpu:.0f} s")
     return 0
 

@@ -25,7 +25,8 @@ def add(commands) -> None:
     calibrate.add_argument("-o", "--output", metavar="OUT",
                            help="write the calibrated design here (in FILE's folder or above it, so that it can "
                                 "import FILE); without it, only the report")
-    calibrate.add_argument("--job", metavar="NAME", help="the train job the training logs ran (default: the first)")
+    calibrate.add_argument("--job", metavar="NAME", help="the train job the training logs ran, or the serve job "
+                                                         "the serving benchmarks ran (default: the first of each)")
     calibrate.add_argument("--json", action="store_true", help="print the report as JSON")
     settings_option(calibrate)
     calibrate.set_defaults(run=run)

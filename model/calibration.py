@@ -225,18 +225,19 @@ PRIOR_RUNS = 2
 SIGMA_PER_SCALE = (QUANTILES[1] - QUANTILES[0]) / (2 * 1.2816)
 
 
-def own_scale(residuals: list[float] | tuple[float, ...]) -> float:
+def own_scale(residuals: list[float] | tuple[float, ...], prior: float | None = None) -> float:
     """The band scale s from held-out log residuals r_i = log(measured / predicted), each in
     units of s (r_i / SIGMA_PER_SCALE): sqrt((PRIOR_RUNS s0^2 + sum (r_i / SIGMA_PER_SCALE)^2)
-    / (PRIOR_RUNS + n)), s0 the shipped BAND_SCALE."""
+    / (PRIOR_RUNS + n)), s0 the shipped scale (`prior`, default BAND_SCALE: training's)."""
     n = len(residuals)
     spread = sum((r / SIGMA_PER_SCALE) ** 2 for r in residuals)
-    return math.sqrt((PRIOR_RUNS * BAND_SCALE ** 2 + spread) / (PRIOR_RUNS + n))
+    s0 = BAND_SCALE if prior is None else prior
+    return math.sqrt((PRIOR_RUNS * s0 ** 2 + spread) / (PRIOR_RUNS + n))
 
 
-def own_band(residuals: list[float] | tuple[float, ...]) -> tuple[float, float]:
+def own_band(residuals: list[float] | tuple[float, ...], prior: float | None = None) -> tuple[float, float]:
     """80 % bounds on measured / predicted from the operator's held-out residuals."""
-    s = own_scale(residuals)
+    s = own_scale(residuals, prior)
     return math.exp(QUANTILES[0] * s), math.exp(QUANTILES[1] * s)
 
 
@@ -257,7 +258,7 @@ class Own:
     def of(cls, cluster) -> Own | None:
         """The block of a cluster entity (compiler/design.py), None when it has none."""
         block = cluster.get("calibration") if cluster is not None else None
-        if block is None:
+        if block is None or None in (block.get("runs"), block.get("low"), block.get("high")):
             return None
         precisions = tuple(str(getattr(p, "name", p)) for p in (block.get("precisions") or ()))
         return cls(int(block.get("runs")), float(block.get("low")), float(block.get("high")), precisions,
@@ -271,6 +272,14 @@ class Own:
         """The fitted bounds, widened in log space by the reasons' factors."""
         widen = widening(why)
         return math.exp(math.log(self.low) * widen), math.exp(math.log(self.high) * widen)
+
+
+def own_serve(cluster) -> tuple[int, float, float] | None:
+    """(serving runs, low, high): the serving band of a cluster's `calibration { ... }` block,
+    80 % bounds on measured / predicted throughput, TTFT and TPOT; None without one."""
+    block = cluster.get("calibration") if cluster is not None else None
+    found = [block.get(k) for k in ("serve_runs", "serve_low", "serve_high")] if block is not None else [None]
+    return None if None in found else (int(found[0]), float(found[1]), float(found[2]))
 
 
 def own_reasons(own: Own, precision: str, moe: bool, gpus: int) -> tuple[Reason, ...]:

@@ -110,6 +110,8 @@ ROOM_USES: dict[str, set[str]] = {
     # RL: a generation pool (serving's simulator and layouts) and a training pool (training's planner)
     "model/rl": {"model/serve", "model/train"},
     "solver/rl": {"solver/serve", "solver/train"},
+    # an operator's serving benchmark replayed through serving's simulator and its engine options
+    "solver/calibrate": {"solver/serve"},
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..compiler.cost.tco import job_cost
 from ..dsl.numbers import big, count, duration, exact_bytes, memory_of, number, percent, quantity
 from ..model import comms
-from ..model.calibration import BAND_CONFIDENCE, SERVE_LATENCY_RATIO, SERVE_THROUGHPUT_RATIO
+from ..model.calibration import BAND_CONFIDENCE, SERVE_LATENCY_RATIO, SERVE_THROUGHPUT_RATIO, cluster_of, own_serve
 from ..model.compute import peak
 from ..model.serve.engines import Engine
 from ..solver.serve.daily import daily, summary
@@ -127,22 +127,41 @@ def latency_figures(p: ServePlan) -> dict[str, float]:
     return {"ttft_s": (p.prefill or p.decode).estimate.ttft, "tpot_s": p.best.tpot}
 
 
+def _ratios(p: ServePlan) -> tuple[dict[str, tuple[float, float]], int | None]:
+    """measured / predicted 80 % bounds per quantity (throughput, ttft, tpot), and the serving
+    runs they come from: the cluster's own (`gclc calibrate` on the operator's serving
+    benchmarks), else the shipped ones (None)."""
+    own = own_serve(cluster_of(p.entity)) if p.entity is not None else None
+    if own is not None:
+        runs, low, high = own
+        return {"throughput": (low, high), "ttft": (low, high), "tpot": (low, high)}, runs
+    return {"throughput": SERVE_THROUGHPUT_RATIO, **SERVE_LATENCY_RATIO}, None
+
+
 def _band(p: ServePlan, step: float) -> dict:
-    """80 % bands from the serving benchmark's residuals, per quantity: throughput (and so the
-    step), TTFT and TPOT (model/calibration.py SERVE_*_RATIO: measured / predicted)."""
-    low, high = SERVE_THROUGHPUT_RATIO
+    """80 % bands per quantity: throughput (and so the step), TTFT and TPOT, from the serving
+    benchmark's residuals (model/calibration.py SERVE_*_RATIO: measured / predicted) or the
+    cluster's calibration on the operator's serving runs."""
+    ratios, runs = _ratios(p)
+    low, high = ratios["throughput"]
     out = {"confidence": BAND_CONFIDENCE, "tokens_per_s": [p.tokens_per_s * low, p.tokens_per_s * high],
            "step_time_s": [step / high, step / low]}
+    if runs is not None:
+        out["calibrated"] = {"serving_runs": runs, "low": low, "high": high}
     for key, value in latency_figures(p).items():
-        lo, hi = SERVE_LATENCY_RATIO[key.split("_")[0]]
+        lo, hi = ratios[key.split("_")[0]]
         out[key] = [value * lo, value * hi]
     return out
 
 
 def band_text(p: ServePlan) -> str:
     """The band line: the factors measured / predicted spans in 80 % of the benchmark's rows."""
-    spans = [("throughput", SERVE_THROUGHPUT_RATIO), ("TTFT", SERVE_LATENCY_RATIO["ttft"]),
-             ("TPOT", SERVE_LATENCY_RATIO["tpot"])]
+    ratios, runs = _ratios(p)
+    if runs is not None:
+        low, high = ratios["throughput"]
+        return (f"  band       calibrated on {runs} of your serving runs: x{number(low)} to x{number(high)} of the "
+                "throughput, TTFT and TPOT above (each run held out)")
+    spans = [("throughput", ratios["throughput"]), ("TTFT", ratios["ttft"]), ("TPOT", ratios["tpot"])]
     return (f"  band       {percent(BAND_CONFIDENCE)}: " + ", ".join(f"{name} x{number(lo)} to x{number(hi)}" for name, (lo, hi) in spans)
             + " of the figures above (published serving runs held out by model)")
 

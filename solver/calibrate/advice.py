@@ -39,6 +39,12 @@ def advice(calibration: Calibration, job, cfg) -> tuple[Advice, ...]:
 
 def _more_runs(calibration: Calibration) -> Advice:
     band = calibration.band
+    if band is None and calibration.serve_band is not None:
+        serve = calibration.serve_band
+        return Advice("another serving benchmark of the job at another request rate or concurrency",
+                      f"the serving band (±{percent(serve.half_width)}) comes from {serve.runs} run"
+                      f"{'s' if serve.runs != 1 else ''}; each one more pins the engine's host time and the "
+                      "chip's decode and prefill rates apart", 0.0)
     if band is None:
         now = half_width_of(BAND_SCALE)
         return Advice("a few training steps of the job (a Megatron-LM, torchtitan or NeMo log)",

@@ -15,15 +15,17 @@ import attrs
 from ...compiler.design import Design
 from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
-from ...model.calibration import own_band
-from ...model.job import JobError, train_job
+from ...model.calibration import SERVE_THROUGHPUT_RATIO, QUANTILES, own_band
+from ...model.job import JobError, placement, train_job
 from .fit import fit, residual
 from .observe import Observation, collective_observations, kernel_observations
+from .observe_serve import serve_observations
 from .observe_train import run_observation
 from .params import Param, chip_param, fabric_params
 
 OUTLIER = math.log(1.25)     # a residual beyond 25 % after the fit is examined
 EXPLAINED = math.log(1.10)   # alone, within 10 %: a physical setting explains it
+SETTLE_ROUNDS = 4            # re-anchorings of the serving runs' figures (each: a simulation per constant)
 
 
 @attrs.frozen
@@ -55,6 +57,7 @@ class Calibration:
     values: dict                 # key -> fitted value
     rows: tuple[Row, ...]
     band: Band | None
+    serve_band: Band | None      # from the serving runs' held-out figures (throughput, TTFT, TPOT)
     skipped: tuple[str, ...]     # measurements read but not used, and why
     notes: tuple[str, ...]       # what was assumed
 
@@ -77,13 +80,20 @@ class Calibration:
 
 
 def design_partition(design: Design, job: str | None) -> tuple[object | None, Partition, str]:
-    """The design's train job (None when it has none), the partition it runs on and its cluster's name."""
+    """The design's train job (None when it has none, or `job` names a serve job), the partition
+    it runs on (else the serve job's, else the first cluster's) and its cluster's name."""
+    serving = serve_job(design, job) if job is not None else None
     try:
-        found = train_job(design, job)
-        return found, found.partition, found.graph.name
+        if serving is None:
+            found = train_job(design, job)
+            return found, found.partition, found.graph.name
     except JobError:
         if job is not None:
             raise
+    serving = serving or serve_job(design, None)
+    if serving is not None:
+        graph, partition = placement(serving)
+        return None, partition, graph.name
     from ...compiler.lower import lower_cluster
 
     clusters = design.of_kind("cluster")
@@ -93,8 +103,15 @@ def design_partition(design: Design, job: str | None) -> tuple[object | None, Pa
     return None, graph.partitions[0], graph.name
 
 
-def observations(measurements: list, job, partition: Partition) -> tuple[list[Observation], list[str], list[str]]:
-    """Every observation of `measurements`, what could not be used, and what was assumed."""
+def serve_job(design: Design, name: str | None):
+    """The design's serve job a serving benchmark ran (`name`, else the root file's first)."""
+    serves = [e for e in design.entities if e.kind == "serve" and (name is None or e.name == name)]
+    return next((e for e in serves if e.span.path == design.root), serves[0] if serves else None)
+
+
+def observations(measurements: list, job, partition: Partition, serve=None) -> tuple[list[Observation], list[str], list[str]]:
+    """Every observation of `measurements`, what could not be used, and what was assumed
+    (`serve`: the design's serve job, for serving benchmarks)."""
     found, skipped, notes = [], [], []
     for m in measurements:
         if isinstance(m, KernelRun):
@@ -110,8 +127,11 @@ def observations(measurements: list, job, partition: Partition) -> tuple[list[Ob
                 notes += why if one is not None else []
                 why = why if one is None else []
         elif isinstance(m, ServeRun):
-            obs, why = [], [f"{m.span}: serving benchmarks are read but not yet fitted (a serve plan's band is "
-                            "the shipped one)"]
+            if serve is None:
+                obs, why = [], [f"{m.span}: the design has no serve job to replay this serving benchmark on"]
+            else:
+                obs, why, said = serve_observations(m, serve, placement(serve)[1])
+                notes += said
         found += obs
         skipped += why
     return found, skipped, notes
@@ -120,6 +140,7 @@ def observations(measurements: list, job, partition: Partition) -> tuple[list[Ob
 def parameters(found: list[Observation]) -> dict:
     params: dict = {}
     for obs in found:
+        params.update({p.key: p for p in obs.priors if p.key not in params})
         for key in obs.informs:
             if key in params:
                 continue
@@ -133,7 +154,7 @@ def parameters(found: list[Observation]) -> dict:
 
 def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
     found_job, partition, cluster = design_partition(design, job)
-    found, skipped, notes = observations(measurements, found_job, partition)
+    found, skipped, notes = observations(measurements, found_job, partition, serve_job(design, job))
     return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes))
 
 
@@ -143,15 +164,37 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     published runs)."""
     params = parameters(found)
     prior = {k: p.prior for k, p in params.items()}
+    before = {id(o): residual(o, prior) for o in found}
     outliers = {id(o) for o in found if _unexplained(o, params, prior)}
     kept = [o for o in found if id(o) not in outliers]
     values = fit(params, kept)
+    for _ in range(SETTLE_ROUNDS if any(o.settle for o in kept) else 0):
+        # the serving runs' figures are exact at their anchor: move it to the fit, refit
+        for o in kept:
+            if o.settle:
+                o.settle(values)
+        values, was = fit(params, kept, start=values), values
+        if all(abs(math.log(values[k] / was[k])) < 0.01 for k in values):
+            break
     held = _held_out(params, kept, values)
-    rows = tuple(Row(o, residual(o, prior), residual(o, values), held.get(id(o)), id(o) in outliers) for o in found)
-    runs = [-r for r in held.values()]
-    band = Band(len(runs), *own_band(runs), tuple(runs)) if runs else None
+    rows = tuple(Row(o, before[id(o)], residual(o, values), held.get(id(o)), id(o) in outliers) for o in found)
     partition = partition if partition is not None else (found[0].partition if found else None)
-    return Calibration(cluster, partition, params, values, rows, band, skipped, notes)
+    return Calibration(cluster, partition, params, values, rows, _band(rows, "train"), _band(rows, "serve"),
+                       skipped, notes)
+
+
+# The shipped serving band's scale (model/calibration.py SERVE_THROUGHPUT_RATIO, its 80 % bounds
+# read as the shipped quantiles): the prior a serving band is pulled to with few runs.
+SERVE_SCALE = math.log(SERVE_THROUGHPUT_RATIO[1] / SERVE_THROUGHPUT_RATIO[0]) / (QUANTILES[1] - QUANTILES[0])
+
+
+def _band(rows: tuple[Row, ...], kind: str) -> Band | None:
+    """The 80 % band of the held-out end-to-end figures of `kind` (train or serve)."""
+    runs = [-r.held_out for r in rows if r.held_out is not None and r.obs.kind == kind]
+    if not runs:
+        return None
+    groups = len({r.obs.group for r in rows if r.held_out is not None and r.obs.kind == kind})
+    return Band(groups, *own_band(runs, SERVE_SCALE if kind == "serve" else None), tuple(runs))
 
 
 def _unexplained(obs: Observation, params: dict, prior: dict) -> bool:

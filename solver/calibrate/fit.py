@@ -17,13 +17,16 @@ from .params import Param, applied, log_prior
 HUBER = 3.0          # residuals beyond 3 noise units count linearly
 ROUNDS = 4
 STEPS = 36           # golden-section steps: the log range shrinks by 0.618^36 (to ~1e-7 of a decade)
-ORDER = {"fabric": 0, "chip": 1}
+ORDER = {"fabric": 0, "chip": 1, "engine": 2}
 
 
 def residual(obs: Observation, values: dict, partition=None) -> float:
     """log(predicted / measured) with the constants `values` (applied to the observation's
     partition, or given as `partition`); +inf when the model predicts nothing finite."""
-    predicted = obs.predict(partition if partition is not None else applied(obs.partition, values))
+    if obs.predict_values is not None:
+        predicted = obs.predict_values({k: values[k] for k in obs.informs})
+    else:
+        predicted = obs.predict(partition if partition is not None else applied(obs.partition, values))
     if not (predicted > 0 and math.isfinite(predicted)):
         return math.inf
     return math.log(predicted / obs.measured)

@@ -51,6 +51,11 @@ class Observation:
     span: Span
     end_to_end: bool = False     # a whole step or serving run: counted in the band
     covers: tuple[str, int, bool] | None = None   # an end-to-end run's precision, GPUs and MoE
+    # A prediction that reads the constants themselves (a serving run: the engine's host time
+    # is no part of the partition), and how to re-anchor it at fitted values (observe_serve.py)
+    predict_values: Callable[[dict], float] | None = None
+    settle: Callable[[dict], None] | None = None
+    priors: tuple = ()           # Params of constants that are neither a chip's nor a fabric's
 
     @property
     def noise(self) -> float:
@@ -60,6 +65,11 @@ class Observation:
 def kernel_observations(run: KernelRun, partition: Partition) -> tuple[list[Observation], list[str]]:
     """One observation per kernel row; the rows the chip cannot run, explained."""
     chip, out, skipped = partition.node.accelerator, [], []
+    device = run.about("gpu") or ""
+    if device.lower().startswith("cpu"):
+        # `gclc probe` on a machine without a GPU (its format check in CI): nothing of the chip's
+        return [], [f"{run.span.path}: measured on `{device}`, not on a GPU; run `gclc probe` on a host of "
+                    f"the design's `{chip.name}`"]
     for point in run.points:
         if point.kind != "hbm_copy" and not chip.runs(point.precision):
             skipped.append(f"{point.span}: `{chip.name}` does not run {point.precision}")

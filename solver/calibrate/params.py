@@ -18,16 +18,16 @@ from ...model import compute
 # from the spread of what benchmarks/calibrate.py fits across chips: a chip efficiency the
 # design states (a published-run fit) moves little; one it leaves to the vendor default moves
 # freely, as does a fabric's stated efficiency; latencies are known to a factor of e.
-SPREAD = {"stated": 0.10, "default": 0.30, "attention": 0.30, "hbm": 0.10, "efficiency": 0.20, "latency": 1.0}
+SPREAD = {"stated": 0.10, "default": 0.30, "attention": 0.30, "hbm": 0.10, "efficiency": 0.20, "latency": 1.0, "host_step": 1.5}
 # Physical ranges: a sustained share of a peak is above 2 % and at most 1; a latency per hop
 # between 10 ns and 1 ms.
-RANGE = {"share": (0.02, 1.0), "latency": (1e-8, 1e-3)}
+RANGE = {"share": (0.02, 1.0), "latency": (1e-8, 1e-3), "host_step": (1e-6, 0.05)}
 
 
 @attrs.frozen
 class Param:
-    """One constant: `("chip", name, key)` with key a precision family, `attention` or
-    `hbm`; or `("fabric", name, "efficiency" | "latency")`."""
+    """One constant: `("chip", name, key)` with key a precision family, `attention` or `hbm`; `("fabric", name, "efficiency" | "latency")`; or `("engine", serve job,
+    "host_step")`."""
 
     key: tuple[str, str, str]
     prior: float
@@ -38,6 +38,8 @@ class Param:
     @property
     def label(self) -> str:
         kind, name, what = self.key
+        if kind == "engine":
+            return f"{name} engine host time per iteration"
         return f"{name} {what} efficiency" if kind == "chip" and what not in ("hbm", "attention") else f"{name} {what}"
 
     def clamp(self, value: float) -> float:
@@ -67,6 +69,12 @@ def fabric_params(partition: Partition, fabric: str) -> tuple[Param, Param]:
     latency = tier.latency if tier.latency > 0 else 1e-6
     return (Param(("fabric", fabric, "efficiency"), tier.efficiency, SPREAD["efficiency"], *RANGE["share"]),
             Param(("fabric", fabric, "latency"), latency, SPREAD["latency"], *RANGE["latency"]))
+
+
+def engine_param(key: tuple[str, str, str], step_s: float, floor: float) -> Param:
+    """A serve job's engine host time per iteration (`engine { host_step }`), its profile's
+    value (at least `floor`) as the prior, known to a factor of e, between 1 us and 50 ms."""
+    return Param(key, max(step_s, floor), SPREAD["host_step"], *RANGE["host_step"])
 
 
 def applied(partition: Partition, values: dict[tuple[str, str, str], float]) -> Partition:

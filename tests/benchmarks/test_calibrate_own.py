@@ -30,3 +30,18 @@ def test_a_third_of_each_system_is_yours_and_the_rest_held_back():
     yours = found[::calibrate_own.YOURS_EVERY]
     assert [c.run_id for c in yours] == ["r0", "r3", "r6"]
     assert not calibrate_own.systems(cases[:3])      # too few to hold any back
+
+
+def test_each_published_serving_group_has_a_run_to_calibrate_on_and_runs_to_predict():
+    """benchmarks/calibrate_serve.py: every engine-and-system group of the published tables has
+    the operator's run (median TTFT and TPOT at 4 requests/s) and held-back figures at another
+    rate and offline, none of them the calibrating run's."""
+    import calibrate_serve
+
+    groups = calibrate_serve.groups()
+    assert len(groups) == 4
+    for rows in groups.values():
+        yours = {r.metric for r in rows if r.rate == calibrate_serve.YOURS_RATE}
+        held = [r for r in rows if r.rate != calibrate_serve.YOURS_RATE]
+        assert yours == {"ttft_p50_s", "tpot_p50_s"}
+        assert {r.rate for r in held} == {8, None} and len(held) == 3

@@ -99,3 +99,25 @@ def test_usage_errors(workspace, capsys, monkeypatch, tmp_path_factory):
     assert main(["calibrate", "pod.gcl", "measurements", "--job", "nope"]) == 2
     assert "no train job `nope`" in capsys.readouterr().err
     assert main(["calibrate", "pod.gcl", "measurements", "-o", "pod.gcl"]) == 2
+
+
+def test_a_serving_benchmark_calibrates_the_serve_job_and_its_plan_carries_the_serving_band(tmp_path, capsys,
+                                                                                               monkeypatch):
+    """vLLM's `bench serve` summary (published, tests/data/measurements/SOURCES.md) on a serve
+    design: the engine's host time is written into the derived serve job, the serving band into
+    the cluster, and `gclc plan` prints the band of the operator's serving runs."""
+    shutil.copy(DATA / "calibrate" / "llama8b_serve.gcl", tmp_path / "serve.gcl")
+    shutil.copy(DATA / "measurements" / "serving" / "vllm_sharegpt_llama31_8b.txt", tmp_path / "vllm.txt")
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "serve.gcl", "vllm.txt", "--job", "chat", "-o", "mine.gcl"]) == 0
+    report = capsys.readouterr().out
+    assert "chat engine host time per iteration" in report and "serving: calibrated on 1 of your serving runs" in report
+    written = (tmp_path / "mine.gcl").read_text()
+    assert "serve chat_mine extends chat" in written and "host_step = " in written and "serve_runs = 1" in written
+    assert not [d for d in check_file(str(tmp_path / "mine.gcl")).diagnostics if d.is_error]
+    assert main(["plan", "mine.gcl", "--json"]) == 0
+    band = json.loads(capsys.readouterr().out)["error_band"]
+    assert band["calibrated"]["serving_runs"] == 1
+    assert band["calibrated"]["low"] < 1 < band["calibrated"]["high"]
+    low, high = band["tokens_per_s"]
+    assert low < high

@@ -157,6 +157,18 @@ def test_runs_that_miss_as_the_shipped_band_does_get_the_shipped_band(runs, spre
     assert (math.log(high) - math.log(low)) / 2 == pytest.approx(1.2816 * sigma)
 
 
+@given(st.integers(1, 40), st.floats(0.01, 0.5), st.floats(0.2, 5.0))
+def test_a_band_pulled_to_another_prior_scale_behaves_the_same(runs, prior, spread):
+    """The serving band's prior is the shipped serving scale, not training's: residuals at that
+    scale's deviation give its band whatever their number, others move it towards theirs."""
+    sigma = calibration.SIGMA_PER_SCALE * prior
+    low, high = calibration.own_band([sigma] * runs, prior)
+    assert (low, high) == pytest.approx((math.exp(calibration.QUANTILES[0] * prior),
+                                         math.exp(calibration.QUANTILES[1] * prior)))
+    moved = calibration.own_scale([sigma * spread] * runs, prior)
+    assert min(prior, prior * spread) <= moved * (1 + 1e-9) and moved <= max(prior, prior * spread) * (1 + 1e-9)
+
+
 # ---------------------------------------------------------------- unstated fields together
 
 

@@ -55,7 +55,11 @@ def overrides(design: Design, calibration: Calibration, design_path: str, output
     renamed[cluster.name] = f"{cluster.name}_{tag}"
     for job in design.entities:
         if job.kind in ("train", "serve") and _runs_on(job, cluster):
-            blocks.append(f"{job.kind} {job.name}_{tag} extends {job.name} {{\n  on = {renamed[cluster.name]}\n}}")
+            engine = [_value(param, value, groups) for (kind, name, _), (param, value, groups) in moved.items()
+                      if kind == "engine" and name == job.name]
+            body = f"  on = {renamed[cluster.name]}" + (
+                "\n  engine {\n" + "\n".join(f"    {line}" for line in engine) + "\n  }" if engine else "")
+            blocks.append(f"{job.kind} {job.name}_{tag} extends {job.name} {{\n{body}\n}}")
     clash = [f"{n}_{tag}" for n in renamed if f"{n}_{tag}" in taken]
     if clash:
         raise CannotWrite(f"the design already declares `{clash[0]}`; name the output file differently")
@@ -137,7 +141,8 @@ def _cluster_block(cluster: Entity, calibration: Calibration, tag: str, renamed:
     scaleout = cluster.get("scaleout")
     if scaleout is not None and scaleout.name in renamed:
         lines.append(f"  scaleout = {renamed[scaleout.name]}")
-    band = calibration.band
+    band, serve = calibration.band, calibration.serve_band
+    fields = []
     if band is not None:
         covered = calibration.coverage
         fields = [f"runs = {band.runs}  # end-to-end runs, each predicted by a fit made without it",
@@ -145,8 +150,14 @@ def _cluster_block(cluster: Entity, calibration: Calibration, tag: str, renamed:
                   f"high = {percent(band.high, 4)}"]
         if covered["precisions"]:
             fields.append(f"precisions = [{', '.join(covered['precisions'])}]")
-        fields += [f"gpus = {covered['gpus']}", f"moe = {'true' if covered['moe'] else 'false'}",
-                   f'source = "{source}"']
+        fields += [f"gpus = {covered['gpus']}", f"moe = {'true' if covered['moe'] else 'false'}"]
+    if serve is not None:
+        fields += [f"serve_runs = {serve.runs}  # serving benchmarks, each predicted by a fit made without it",
+                   f"serve_low = {percent(min(serve.low, 1.0), 4)}  # 80 % bounds on measured / predicted "
+                   "throughput, TTFT and TPOT",
+                   f"serve_high = {percent(max(serve.high, 1.0), 4)}"]
+    if fields:
+        fields.append(f'source = "{source}"')
         lines.append("  calibration {\n" + "\n".join(f"    {f}" for f in fields) + "\n  }")
     body = "\n".join(lines) if lines else "  # nothing measured moves this cluster's parts"
     return f"cluster {cluster.name}_{tag} extends {cluster.name} {{\n{body}\n}}"
@@ -155,7 +166,7 @@ def _cluster_block(cluster: Entity, calibration: Calibration, tag: str, renamed:
 def _value(param, value: float, groups: tuple[str, ...], what: str | None = None) -> str:
     """`bf16 = 61.2%  # was 64%: measured by ...` (a fabric's field by its own name)."""
     field = what or param.key[2]
-    if field == "latency":
+    if field in ("latency", "host_step"):
         text, before = f"{number(value * 1e6, 3)} us", f"{number(param.prior * 1e6, 3)} us"
     else:
         text, before = percent(value, 4), percent(param.prior, 4)

@@ -72,23 +72,34 @@ def report_text(calibration: Calibration, advice: tuple[Advice, ...], design: st
 
 
 def _value(param, value: float) -> str:
-    return quantity(value, "s") if param.key[2] == "latency" else percent(value, 4)
+    return duration(value) if param.key[2] in ("latency", "host_step") else percent(value, 4)
 
 
 def _band_lines(calibration: Calibration) -> list[str]:
-    band = calibration.band
+    band, serve = calibration.band, calibration.serve_band
+    lines = ["band"]
+    if band is None and serve is None:
+        return lines + ["  unchanged: no end-to-end run (a training log or a serving benchmark) to hold out; "
+                        "plans keep the shipped band"]
+    if band is not None:
+        held = ", ".join(_error(-r) for r in band.residuals)
+        lines.append(f"  calibrated on {number(band.runs)} of your runs: ±{percent(band.half_width)} "
+                     f"(80 %: measured / predicted {percent(band.low)} to {percent(band.high)}); each run held out: {held}")
+    if serve is not None:
+        lines.append(f"  serving: calibrated on {number(serve.runs)} of your serving runs: ±{percent(serve.half_width)} "
+                     f"(80 %: measured / predicted {percent(serve.low)} to {percent(serve.high)} of throughput, TTFT "
+                     "and TPOT, each run held out)")
+    return lines
+
+
+def _band_json(band) -> dict | None:
     if band is None:
-        return ["band", "  unchanged: no end-to-end run (a training log) to hold out; plans keep the shipped band"]
-    held = ", ".join(_error(-r) for r in band.residuals)
-    return ["band", f"  calibrated on {number(band.runs)} of your runs: ±{percent(band.half_width)} "
-                    f"(80 %: measured / predicted {percent(band.low)} to {percent(band.high)}); each run held out: {held}"]
+        return None
+    return {"runs": band.runs, "low": band.low, "high": band.high, "half_width": band.half_width,
+            "held_out": [r if math.isfinite(r) else None for r in band.residuals]}
 
 
 def report_json(calibration: Calibration, advice: tuple[Advice, ...]) -> dict:
-    def finite(x):
-        return x if x is not None and math.isfinite(x) else None
-
-    band = calibration.band
     return {
         "format": "gclc-calibration", "version": 1, "cluster": calibration.partition_cluster,
         "measurements": [{"what": r.obs.what, "kind": r.obs.kind, "where": f"{r.obs.span.path}:{r.obs.span.line}",
@@ -97,9 +108,7 @@ def report_json(calibration: Calibration, advice: tuple[Advice, ...]) -> dict:
                          for r in calibration.rows],
         "moved": [{"constant": "/".join(p.key), "before": p.prior, "after": v, "runs": list(g),
                    "at_edge": not p.low * 1.0001 < v < p.high * 0.9999} for p, v, g in calibration.moved()],
-        "band": None if band is None else {"runs": band.runs, "low": band.low, "high": band.high,
-                                           "half_width": band.half_width,
-                                           "held_out": [finite(r) for r in band.residuals]},
+        "band": _band_json(calibration.band), "serve_band": _band_json(calibration.serve_band),
         "measure_next": [{"what": a.what, "why": a.why} for a in advice],
         "not_used": list(calibration.skipped), "assumed": list(calibration.notes),
     }

@@ -164,3 +164,13 @@ def test_measure_next_says_whether_one_more_run_narrows_the_band(design):
     disagreeing = calibrate(design, [train_run(design, 0.58, 2, 1), train_run(design, 0.40, 4, 2)])
     first = advice(disagreeing, job, pinned_config(job))[0]
     assert "wider than the shipped band" in first.why and first.effect == 0
+
+
+def test_kernel_rows_measured_on_a_cpu_are_not_the_chips(design):
+    """`gclc probe` on a machine without a GPU (CI's format check) writes `gpu: cpu (...)`: its
+    rows say nothing of the design's chip and are skipped with the reason."""
+    rows = gemm_rows(design, 0.50)
+    on_cpu = attrs.evolve(rows, identity=(("gpu", "cpu (2 threads)"),))
+    result = calibrate(design, [on_cpu])
+    assert not result.rows and any("not on a GPU" in s for s in result.skipped)
+    assert calibrate(design, [rows]).rows        # the same rows from a GPU are used
