@@ -154,9 +154,18 @@ def power_capped(chip) -> bool:
     return dvfs.below_full_clock(chip)
 
 
+def widening(why: tuple[Reason, ...] = ()) -> float:
+    """How much the reasons together widen the band: the fitted factors multiply, and the
+    unstated fields' spreads, independent errors, add in quadrature as one (three fields each
+    worth x3 widen it about x5, not x27)."""
+    fitted = math.prod(r.factor for r in why if r.key != UNSTATED)
+    guessed = sum((r.spread / (-QUANTILES[0] * BAND_SCALE)) ** 2 for r in why if r.key == UNSTATED)
+    return fitted * math.sqrt(1.0 + guessed)
+
+
 def ratio_band(why: tuple[Reason, ...] = ()) -> tuple[float, float]:
     """80 % bounds on measured / predicted throughput."""
-    s = BAND_SCALE * math.prod(r.factor for r in why)
+    s = BAND_SCALE * widening(why)
     return math.exp(QUANTILES[0] * s), math.exp(QUANTILES[1] * s)
 
 
@@ -257,7 +266,7 @@ class Own:
 
     def ratio_band(self, why: tuple[Reason, ...] = ()) -> tuple[float, float]:
         """The fitted bounds, widened in log space by the reasons' factors."""
-        widen = math.prod(r.factor for r in why)
+        widen = widening(why)
         return math.exp(math.log(self.low) * widen), math.exp(math.log(self.high) * widen)
 
 

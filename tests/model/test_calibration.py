@@ -154,3 +154,21 @@ def test_runs_that_miss_as_the_shipped_band_does_get_the_shipped_band(runs, spre
     # an 80 % interval of a normal: 1.2816 deviations either side, in the band's log bounds
     low, high = calibration.own_band([sigma] * runs)
     assert (math.log(high) - math.log(low)) / 2 == pytest.approx(1.2816 * sigma)
+
+
+# ---------------------------------------------------------------- unstated fields together
+
+
+@given(st.lists(st.floats(0.0, math.log(1.5)), min_size=1, max_size=6), st.sampled_from(["moe", "precision", "stack"]))
+def test_unstated_fields_add_in_quadrature_not_by_compounding(spreads, fitted):
+    # the GB200 flagship left three fields to the search, each worth about x3: their product
+    # printed a +-398 % band; independent errors add in quadrature (one field of the root sum
+    # of squares widens the band exactly as the lot)
+    unstated = tuple(calibration.Reason(calibration.UNSTATED, f"f{i}", s) for i, s in enumerate(spreads))
+    other = calibration.Reason(fitted, fitted)
+    alone = calibration.Reason(calibration.UNSTATED, "all", math.sqrt(sum(s * s for s in spreads)))
+    assert math.isclose(calibration.widening(unstated), alone.factor, rel_tol=1e-12)
+    assert math.isclose(calibration.widening((other, *unstated)), other.factor * alone.factor, rel_tol=1e-12)
+    assert calibration.widening(unstated) <= math.prod(r.factor for r in unstated) * (1 + 1e-12)
+    # one more field never narrows the band
+    assert calibration.widening(unstated[:-1]) <= calibration.widening(unstated) * (1 + 1e-12)
