@@ -1,10 +1,12 @@
 """Issue #19's engine features as the simulator and the plan see them (the analytic model's
 own tests are in tests/solver/serve/test_plan.py): speculative decoding, prefix sharing, chunked
-prefill, tokens per joule, and a power limit under a demand."""
+prefill, tokens per joule, a power limit under a demand, and (#31) laws for the prefix cache,
+speculative acceptance and KV offload over the host link."""
 
 import math
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import example, given, strategies as st
 
@@ -171,3 +173,38 @@ def test_a_higher_acceptance_never_slows_a_lone_request_s_tokens(output, draft, 
     assert fast <= slow * (1 + 1e-3)
     if output >= 100 and high - low >= 1 / 3:
         assert fast < slow
+
+
+def burst_over_host_link(rows, room: float, host_link: float):
+    """A burst of (prompt, output) requests at once on one replica that swaps preempted
+    sequences over a host link of `host_link` bytes/s, its cache `room` x the longest request."""
+    requests = tuple(Request(0.0, prompt, output) for prompt, output in rows)
+    kv_tokens = room * max(prompt + output for prompt, output in rows)   # about one alone; a few do not fit together
+    node = attrs.evolve(PARTITION.node, host_link=host_link)
+    r = replica(SHAPE, ServeConfig(1, 64, "fp8"), attrs.evolve(PARTITION, node=node), Engine(preemption="swap"))
+    return simulate(requests, Pool(r, 1, 64, kv_tokens), warmup_s=-1.0)
+
+
+@given(st.lists(st.tuples(st.integers(16, 3000), st.integers(2, 300)), min_size=2, max_size=12),
+       st.floats(1.0, 3.0), st.floats(1e9, 64e9), st.floats(1.0, 100.0))
+def test_kv_offload_over_a_faster_host_link_never_serves_a_burst_later(rows, room, link, faster):
+    """KV offload (#31, `preemption = swap`): sequences preempted when the cache fills are copied
+    to host memory and back over the node's host link. A burst that arrives at once on one
+    replica is scheduled alike whatever the link (no decision waits on a time), so over a
+    faster link every copy is shorter and every request's first and last token come no later."""
+    slow, fast = burst_over_host_link(rows, room, link), burst_over_host_link(rows, room, link * faster)
+    assert fast.preemptions == slow.preemptions     # the same schedule
+    for quick, late in zip(fast.ttft + fast.e2e, slow.ttft + slow.e2e):
+        assert quick <= late * (1 + 1e-12)
+
+
+def test_a_swapped_sequence_waits_for_its_copy():
+    """Four requests at once in a cache of about the longest one's: one decoding sequence is
+    swapped out and back; at twice the host link's rate its copies take half as long and the
+    burst ends sooner (the first of the largest, whose 16-token pages overfill the cache, is
+    never served)."""
+    rows = [(2160, 2), (782, 3), (782, 2), (570, 2)]
+    slow, fast = burst_over_host_link(rows, 1.0, 1e9), burst_over_host_link(rows, 1.0, 2e9)
+    assert slow.preemptions == fast.preemptions == 1
+    served = lambda out: max(e for e in out.e2e if math.isfinite(e))  # noqa: E731
+    assert served(fast) < served(slow)
