@@ -208,3 +208,16 @@ def test_a_swapped_sequence_waits_for_its_copy():
     assert slow.preemptions == fast.preemptions == 1
     served = lambda out: max(e for e in out.e2e if math.isfinite(e))  # noqa: E731
     assert served(fast) < served(slow)
+
+
+def test_the_features_example_states_each_feature_it_uses():
+    """examples/chat_serve_features.gcl: the router, the prefix cache, KV offload (swap) and
+    speculative decoding each named in the plan's text and JSON."""
+    design = check_text((ROOT / "examples" / "chat_serve_features.gcl").read_text(),
+                        str(ROOT / "examples" / "chat_serve_features.gcl")).design
+    plan = plan_serve(serve_entity(design))
+    text, data = serve_text(plan), serve_json(plan)
+    assert "lighter of two" in text and data["router"] == "power_of_two"
+    assert "swap on a full cache" in text and data["engine"]["preemption"] == "swap"
+    assert "20% of each prompt from the prefix cache" in text and data["engine"]["prefix_share"] == 0.2
+    assert "3 draft tokens a step accepted 70% of the time" in text and data["engine"]["speculative"]
