@@ -307,20 +307,21 @@ def in_flight(design) -> list[str]:
     batch limit; and the model's own iteration with the measured number decoding (and the
     prompt tokens that rate brings per iteration) against the log's TPOT P50: where those two
     agree the gap is queueing, where they do not it is the cost of an iteration."""
-    lines = []
-    for row in rows():
-        if row.metric != "tpot_p50_s":
-            continue
-        pool = _server_pool(row, design)
-        per_tpot = row.samples_per_s / pool.count * row.osl   # sequences decoding per second of TPOT
-        fits = _kv_tokens(pool.replica) / pool.replica.kv.tokens_held(row.isl, row.osl)
-        decoding = per_tpot * row.measured
-        prompts = row.samples_per_s / pool.count * row.measured * row.isl     # prompt tokens per iteration
-        step = pool.replica.iteration(decoding, decoding * (row.isl + row.osl / 2), prompts, prompts * row.isl / 2,
-                                      max(1, round(prompts / row.isl)), layer_mean=True)
-        lines.append(f"  {row.source} {row.model} {row.cluster} Server: about {decoding:,.0f} "
-                     f"sequences decoding per replica (Little's law on the log; {per_tpot * predict(row, design):,.0f} "
-                     f"predicted), the KV cache holds {fits:,.0f}, the batch limit is {pool.max_batch}; the model's "
-                     f"iteration with {decoding:,.0f} decoding takes {step * 1e3:.0f} ms against the log's "
-                     f"{row.measured * 1e3:.0f} ms")
-    return lines
+    return [in_flight_line(row, design) for row in rows() if row.metric == "tpot_p50_s"]
+
+
+def in_flight_line(row: MLPerfRow, design, simulated: bool = True) -> str:
+    """`in_flight`'s line for one Server run's TPOT row; without `simulated` the predicted count
+    (a simulation of the whole run, the slow part) is left out."""
+    pool = _server_pool(row, design)
+    per_tpot = row.samples_per_s / pool.count * row.osl   # sequences decoding per second of TPOT
+    fits = _kv_tokens(pool.replica) / pool.replica.kv.tokens_held(row.isl, row.osl)
+    decoding = per_tpot * row.measured
+    prompts = row.samples_per_s / pool.count * row.measured * row.isl     # prompt tokens per iteration
+    step = pool.replica.iteration(decoding, decoding * (row.isl + row.osl / 2), prompts, prompts * row.isl / 2,
+                                  max(1, round(prompts / row.isl)), layer_mean=True)
+    predicted = f"{per_tpot * predict(row, design):,.0f} predicted" if simulated else "not simulated"
+    return (f"  {row.source} {row.model} {row.cluster} Server: about {decoding:,.0f} "
+            f"sequences decoding per replica (Little's law on the log; {predicted}), the KV cache holds "
+            f"{fits:,.0f}, the batch limit is {pool.max_batch}; the model's iteration with {decoding:,.0f} "
+            f"decoding takes {step * 1e3:.0f} ms against the log's {row.measured * 1e3:.0f} ms")

@@ -28,6 +28,7 @@ DESIGNS = (("examples/deepseek_v3_serve.gcl", ()),
            ("examples/deepseek_v3_serve.gcl", ("--set", "demand=10")),
            ("examples/deepseek_v3_serve.gcl", ("--set", "nodes=8")),
            ("examples/custom_dsa.gcl", ("--job", "chat_405b")),
+           ("examples/chat_serve_features.gcl", ()),
            ("tests/data/serve_cost.gcl", ()))
 
 

@@ -87,8 +87,10 @@ def engine_text(e: Engine) -> str:
                f"prompts first, in iterations of {number(e.chunk)} tokens")
     overlapped = ("host overlapped" + ("" if e.overlaps(pp=2) else " (not with pipeline stages)")) if e.overlap else "host"
     host = overlapped + f" {duration(e.step_s)} + {duration(e.seq_s)} per sequence"
+    features = (f", {percent(e.prefix_share)} of each prompt from the prefix cache" if e.prefix_share else "") + \
+        (f", {e.draft} draft tokens a step accepted {percent(e.acceptance)} of the time" if e.draft else "")
     return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, {e.moe_path} MoE, "
-            f"{number(e.block)}-token KV pages")
+            f"{number(e.block)}-token KV pages{features}")
 
 
 def _router(p: ServePlan) -> str:

@@ -28,7 +28,7 @@ from ..design import Construct, Entity, Repeat
 from ..ir import ClusterGraph, Partition, SwitchLayer
 from ..lower import _partition_specs
 from ..metrics import DRAM_W_PER_BYTE
-from ...dsl.numbers import quantity
+from ...dsl.numbers import count, quantity
 from ...dsl.units import Quantity
 
 DEFAULT_RACK_POWER = 41e3  # W; ASSUMPTION: four DGX H100 (10.2 kW max each) per rack, as in the DGX SuperPOD H100 RA
@@ -88,7 +88,7 @@ def bill(cluster: Entity, graph: ClusterGraph, rack_power: float = DEFAULT_RACK_
     each = rack_price or 0.0
     lines.append(Line("racks", "compute racks", racks, rack_price, racks * each,
                       f"{racks} x {usd(each)}" if rack_price is not None else
-                      f"{racks} racks (no `rack_price` in `economics`: not costed)"))
+                      f"{count(racks, 'rack')} (no `rack_price` in `economics`: not costed)"))
     ports_per_rack = _ports_per_rack(graph, racks)
     for layer in graph.switch_layers:
         lines += _layer_lines(layer, fabrics.get(layer.fabric), ports_per_rack, missing)

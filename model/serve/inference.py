@@ -138,7 +138,7 @@ class Replica:
                 memo.clear()
             fixed = memo[tokens] = self._token_costs(tokens)
         gemm, weights, gemm_roofline, routing, launches, collectives, hops, computing = fixed
-        terms = self._terms()
+        terms = memo.get("attention") or self._terms()
         layers, per_cached, per_pair, groups, rate, ep, per_token, rereads, hbm, chip = terms
         attention = layers * (kv_tokens * per_cached + pairs * per_pair) / groups / rate
         kv_bytes = kv_tokens / ep * per_token * rereads

@@ -342,7 +342,8 @@ class _Simulation:
         # requests' slots before it admits any; V0 keeps a watermark): a prompt admitted into the
         # room they need would be preempted at once, and re-admitted, and preempted again
         step = pool.replica.engine.tokens_per_step
-        room = pool.kv_tokens - (server.growth(step) if server.count else 0.0)
+        # (asked only where a prompt waits: most iterations of a busy replica admit nobody)
+        room = (pool.kv_tokens - (server.growth(step) if server.count else 0.0)) if server.waiting else 0.0
         for seq in server.prefilling:
             if budget <= 0:
                 break

@@ -82,6 +82,8 @@ def test_in_flight_is_littles_law_on_the_log():
     """The H100 Llama 2 70B Server run: 75.10 scheduled samples/s over 4 replicas of tp 2, 21,605.79
     output tokens/s (287.7 per sample), TPOT P50 0.156 s: 75.10 / 4 x 287.7 x 0.156 = 843 decoding."""
     design = check_file(str(serve_accuracy.DESIGN)).design
-    line = next(x for x in serve_mlperf.in_flight(design) if "Llama2_70B H100_Box" in x)
+    row = next(r for r in serve_mlperf.rows() if r.metric == "tpot_p50_s" and r.model == "Llama2_70B"
+               and r.cluster == "H100_Box")
+    line = serve_mlperf.in_flight_line(row, design, simulated=False)   # the count from the log, no simulation
     expected = 75.10 / 4 * (21605.79 / 75.10) * 0.156419276
     assert f"about {expected:,.0f} sequences" in line and "batch limit is 1024" in line

@@ -1,12 +1,14 @@
 """Issue #19's engine features as the simulator and the plan see them (the analytic model's
 own tests are in tests/solver/serve/test_plan.py): speculative decoding, prefix sharing, chunked
-prefill, tokens per joule, and a power limit under a demand."""
+prefill, tokens per joule, a power limit under a demand, and (#31) laws for the prefix cache,
+speculative acceptance and KV offload over the host link."""
 
 import math
 from pathlib import Path
 
+import attrs
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.model.serve.inference import Engine, ServeConfig, replica
@@ -14,6 +16,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.solver.serve.demand import demand_of
+from gclc.compiler.serve_trace import Request
 from gclc.solver.serve.sim import Pool, simulate
 from gclc.views.serve import serve_json, serve_text
 
@@ -137,3 +140,84 @@ def test_a_plan_with_thousand_step_scheduling_rounds_completes_and_meets_its_slo
     assert not rounds.outcome.stopped and rounds.outcome.percentile("ttft", 99) <= 0.3
     assert rounds.outcome.percentile("tpot", 90) <= 0.02
     assert rounds.decode.gpus + rounds.prefill.gpus > every.decode.gpus
+
+
+def lone(prompt: int, output: int, **engine):
+    """One request alone on a replica (nothing queues beside it): its TTFT and TPOT."""
+    r = replica(SHAPE, ServeConfig(1, 8, "fp8"), PARTITION, Engine(**engine))
+    out = simulate((Request(0.0, prompt, output),), Pool(r, 1, 8, r.kv_capacity_tokens(0.9 * r.hbm)), warmup_s=-1.0)
+    return out.ttft[0], out.tpot[0]
+
+
+@given(st.integers(1, 20_000), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.sampled_from([512, 2048, 8192]))
+def test_a_larger_prefix_hit_never_delays_a_lone_first_token(prompt, share, more, chunk):
+    """The prefix cache (#31): the cached share of a prompt is not computed, so with more of it
+    cached a request alone on its replica gets its first token no later (fewer prompt tokens
+    and attention pairs in every chunk, never more chunks)."""
+    low, high = sorted((share, more))
+    assert lone(prompt, 2, prefix_share=high, chunk=chunk)[0] <= lone(prompt, 2, prefix_share=low, chunk=chunk)[0]
+
+
+@given(st.integers(2, 400), st.integers(1, 6), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+@example(3, 1, 0.0, 0.5)   # GCLC_HYPOTHESIS=deep, 2026-12-06: the same 2 steps either way, the second reading 0.5 more
+def test_a_higher_acceptance_never_slows_a_lone_request_s_tokens(output, draft, acceptance, more):
+    """Speculative decoding (#31): the same draft tokens verified each step cost the same
+    whatever is accepted, and more accepted tokens per step mean no more steps: the time per
+    output token of a request alone never grows with the acceptance rate, but for the cache
+    the accepted tokens add, which the next steps read (found by the deep profile: 3 tokens at
+    acceptance 0 and 0.5 take 2 steps either way, the second 1.6e-6 slower); 100 tokens at
+    least a third more accepted take fewer steps and are faster."""
+    low, high = sorted((acceptance, more))
+    fast = lone(300, output, draft=draft, acceptance=high)[1]
+    slow = lone(300, output, draft=draft, acceptance=low)[1]
+    assert fast <= slow * (1 + 1e-3)
+    if output >= 100 and high - low >= 1 / 3:
+        assert fast < slow
+
+
+def burst_over_host_link(rows, room: float, host_link: float):
+    """A burst of (prompt, output) requests at once on one replica that swaps preempted
+    sequences over a host link of `host_link` bytes/s, its cache `room` x the longest request."""
+    requests = tuple(Request(0.0, prompt, output) for prompt, output in rows)
+    kv_tokens = room * max(prompt + output for prompt, output in rows)   # about one alone; a few do not fit together
+    node = attrs.evolve(PARTITION.node, host_link=host_link)
+    r = replica(SHAPE, ServeConfig(1, 64, "fp8"), attrs.evolve(PARTITION, node=node), Engine(preemption="swap"))
+    return simulate(requests, Pool(r, 1, 64, kv_tokens), warmup_s=-1.0)
+
+
+@given(st.lists(st.tuples(st.integers(16, 3000), st.integers(2, 300)), min_size=2, max_size=12),
+       st.floats(1.0, 3.0), st.floats(1e9, 64e9), st.floats(1.0, 100.0))
+def test_kv_offload_over_a_faster_host_link_never_serves_a_burst_later(rows, room, link, faster):
+    """KV offload (#31, `preemption = swap`): sequences preempted when the cache fills are copied
+    to host memory and back over the node's host link. A burst that arrives at once on one
+    replica is scheduled alike whatever the link (no decision waits on a time), so over a
+    faster link every copy is shorter and every request's first and last token come no later."""
+    slow, fast = burst_over_host_link(rows, room, link), burst_over_host_link(rows, room, link * faster)
+    assert fast.preemptions == slow.preemptions     # the same schedule
+    for quick, late in zip(fast.ttft + fast.e2e, slow.ttft + slow.e2e):
+        assert quick <= late * (1 + 1e-12)
+
+
+def test_a_swapped_sequence_waits_for_its_copy():
+    """Four requests at once in a cache of about the longest one's: one decoding sequence is
+    swapped out and back; at twice the host link's rate its copies take half as long and the
+    burst ends sooner (the first of the largest, whose 16-token pages overfill the cache, is
+    never served)."""
+    rows = [(2160, 2), (782, 3), (782, 2), (570, 2)]
+    slow, fast = burst_over_host_link(rows, 1.0, 1e9), burst_over_host_link(rows, 1.0, 2e9)
+    assert slow.preemptions == fast.preemptions == 1
+    served = lambda out: max(e for e in out.e2e if math.isfinite(e))  # noqa: E731
+    assert served(fast) < served(slow)
+
+
+def test_the_features_example_states_each_feature_it_uses():
+    """examples/chat_serve_features.gcl: the router, the prefix cache, KV offload (swap) and
+    speculative decoding each named in the plan's text and JSON."""
+    design = check_text((ROOT / "examples" / "chat_serve_features.gcl").read_text(),
+                        str(ROOT / "examples" / "chat_serve_features.gcl")).design
+    plan = plan_serve(serve_entity(design))
+    text, data = serve_text(plan), serve_json(plan)
+    assert "lighter of two" in text and data["router"] == "power_of_two"
+    assert "swap on a full cache" in text and data["engine"]["preemption"] == "swap"
+    assert "20% of each prompt from the prefix cache" in text and data["engine"]["prefix_share"] == 0.2
+    assert "3 draft tokens a step accepted 70% of the time" in text and data["engine"]["speculative"]

@@ -31,9 +31,10 @@ ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = (ROOT / "tests" / "data" / "serve_cost.gcl").read_text().split("serve chat")[0]
 PLANS = max(4, settings.default.max_examples // 10)    # each example plans twice, once exhaustively
 RUNS = max(5, settings.default.max_examples // 6)
+REQUESTS = 30   # per design of the pruned-vs-exhaustive law (the exhaustive search simulates hundreds of layouts)
 
 
-def job(rate: float, ttft: str, tpot: str, mode: str, energy: bool, gpus: int, prompt: int) -> str:
+def job(rate: float, ttft: str, tpot: str, mode: str, energy: bool, gpus: int, prompt: int, requests: int = 60) -> str:
     return CLUSTER + f"""
 serve chat {{
   model = Llama8B
@@ -42,7 +43,7 @@ serve chat {{
   prompt = uniform(low = {prompt // 4}, high = {prompt * 7 // 4})
   output = exponential(mean = 150)
   rate = {rate} req/s
-  requests = 60
+  requests = {requests}
   {"minimize = energy" if energy else ""}
   engine {{ mode = {mode}  max_batch = 8 }}
   slo {{ {ttft}  {tpot} }}
@@ -51,8 +52,8 @@ serve chat {{
 """
 
 
-def entity(*args):
-    result = check_text(job(*args), str(ROOT / "tests" / "data" / "serve_law.gcl"))
+def entity(*args, requests: int = 60):
+    result = check_text(job(*args, requests=requests), str(ROOT / "tests" / "data" / "serve_law.gcl"))
     assert result.design is not None, result.diagnostics
     return serve_entity(result.design)
 
@@ -69,7 +70,8 @@ def chosen(plan):
        st.sampled_from([400, 1000, 3000]))
 def test_the_pruned_search_chooses_what_the_exhaustive_one_does(rate, ttft, ttft_ms, tpot, tpot_ms, mode, energy,
                                                                  gpus, prompt):
-    e = entity(round(rate, 1), f"{ttft} <= {ttft_ms} ms", f"{tpot} <= {tpot_ms} ms", mode, energy, gpus, prompt)
+    e = entity(round(rate, 1), f"{ttft} <= {ttft_ms} ms", f"{tpot} <= {tpot_ms} ms", mode, energy, gpus, prompt,
+               requests=REQUESTS)
     pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
     assert pruned.proof in ("bound", "") and exhaustive.proof in ("exhaustive", "")
     assert chosen(pruned) == chosen(exhaustive)
