@@ -23,7 +23,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 @pytest.fixture(scope="session")
 def cli_once():
     """`cli_once(*args)`: (exit code, stdout, stderr) of `gclc ARGS` run in-process through
-    `gclc.cli.main.main`, once per run for the same arguments."""
+    `gclc.cli.main.main`, once per run for the same arguments. Never call it under a
+    monkeypatch: the output is shared with every later test that asks for the same ARGS."""
     from gclc.cli.main import main
 
     made: dict[tuple[str, ...], tuple[int, str, str]] = {}
