@@ -3,7 +3,7 @@ a leaf's uplink, a spine switch or a GPU slow or down from t0 to t1 slows the jo
 by the plan's step on the degraded partition (model/network/degrade.py), and the schedule says
 whom (JSON, text).
 
-On the small 3:1 fat tree of test_contention.py (leaves of 6 nodes of 4 GPUs), one 32-GPU job
+On the small 3:1 fat tree of gclc.testing.contention (leaves of 6 nodes of 4 GPUs), one 32-GPU job
 alone, failures off:
 
 - an event that touches the job stretches its run by exactly (t1 - t0) (1 - 1/f), f its
@@ -24,9 +24,10 @@ from gclc.model.train.step import estimate
 from gclc.solver.schedule.catalog import policy
 from gclc.solver.schedule.degraded import EventError, parse_event
 from gclc.solver.schedule.simulate import simulate
+from gclc.testing.contention import design
 from gclc.views.schedule import schedule_json, schedule_text
 
-from .test_contention import DESIGN, SCHEMA, workload
+from .test_contention import FIRST, SCHEMA, workload
 
 ALONE = workload(more="")
 
@@ -95,7 +96,7 @@ def test_the_cli_reports_the_event_and_refuses_a_bad_one(tmp_path, capsys):
     from gclc.cli.main import main
 
     path = tmp_path / "one.gcl"
-    path.write_text(DESIGN.format(oversubscription="3:1", units=18, more="", kind="infiniband"))
+    path.write_text(design(FIRST))
     base = ["schedule", str(path), "--no-failures", "--epochs", "0"]
     assert main(base + ["--degrade", "nic:0=50%@1min-10min", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
