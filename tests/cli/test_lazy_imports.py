@@ -3,6 +3,7 @@ the command in a fresh interpreter and lists the modules it left in `sys.modules
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -13,18 +14,26 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("cvxpy", "scipy", "numpy", "highspy", "networkx", "matplotlib", "graphviz", "jsonschema", "yaml",
          "pyarrow", "distributed", "pygments")
 PROBE = ("import contextlib, io, sys; from gclc.cli.main import main\n"
-         "with contextlib.redirect_stdout(io.StringIO()): status = main(sys.argv[2:])\n"
-         "loaded = [m for m in sys.modules if m.split('.')[0] in sys.argv[1].split(',')\n"
-         "          or any(m == p or m.startswith(p + '.') for p in sys.argv[1].split(','))]\n"
-         "print(status, ' '.join(sorted(loaded)))")
+         "with contextlib.redirect_stdout(io.StringIO()): status = main(sys.argv[1:])\n"
+         "print(status, ' '.join(sorted(sys.modules)))")
 
 
-def loaded(command: list[str], watched: tuple[str, ...]) -> tuple[int, list[str]]:
-    done = subprocess.run([sys.executable, "-c", PROBE, ",".join(watched), *command], cwd=ROOT,
+@functools.cache
+def _run(command: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+    """The exit status and every module the command left loaded, in a fresh interpreter; once
+    per command (two tests watch the serve plan: it simulates for seconds)."""
+    done = subprocess.run([sys.executable, "-c", PROBE, *command], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     status, _, names = done.stdout.strip().partition(" ")
-    return int(status), names.split()
+    return int(status), tuple(names.split())
+
+
+def loaded(command: list[str], watched: tuple[str, ...]) -> tuple[int, list[str]]:
+    """The exit status and the modules of `watched` (packages and their submodules) it loaded."""
+    status, names = _run(tuple(command))
+    return status, [m for m in names if m.split(".")[0] in watched
+                    or any(m == p or m.startswith(p + ".") for p in watched)]
 
 
 def test_a_train_plan_loads_no_serving_no_solver_library_and_no_drawing():

@@ -7,9 +7,7 @@ tests/data/exports/devtools_trace/stub-third-party-web.js; a step trace has no U
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import json
 import re
 import shutil
@@ -48,16 +46,13 @@ def _tracks(trace: dict) -> dict[str, list[dict]]:
     return out
 
 
-def test_the_trace_is_the_plans_step(named):
+def test_the_trace_is_the_plans_step(named, cli_once):
     """Each term's slices add up to the plan's seconds for it (`gclc plan --json`), every
     stage spans the same pipeline time, and the step ends at the plan's step time."""
-    from gclc.cli.main import main
-
     example = named("dgx_h100_superpod")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["plan", example.path, "--json"]) == 0
-    planned = json.loads(out.getvalue())
+    code, out, _ = cli_once("plan", example.path, "--json")   # once per test run (tests/conftest.py)
+    assert code == 0
+    planned = json.loads(out)
     trace = _trace(named)
     tracks, b = _tracks(trace), planned["step_breakdown_s"]
     assert trace["otherData"]["step_breakdown_s"] == pytest.approx(b, rel=1e-12)

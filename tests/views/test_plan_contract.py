@@ -36,28 +36,24 @@ def test_the_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
-@pytest.fixture(scope="module")
-def plans() -> dict:
-    """Each example's `plan --json`, made once for the module (the serve example simulates for seconds)."""
-    return {}
-
-
-def planned(plans: dict, capsys, example: Path) -> tuple[int, dict, str]:
-    if example not in plans:
-        plans[example] = plan_json(capsys, example)
-    return plans[example]
+def planned(cli_once, example: Path) -> tuple[int, dict, str]:
+    """Each example's `plan --json`, made once per test run (tests/conftest.py: other files
+    check the same output; the serve example simulates for seconds)."""
+    code, out, err = cli_once("plan", example, "--json")
+    assert "Traceback" not in err and "internal error" not in err, err
+    return code, json.loads(out), err
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
-def test_every_example_plans_to_the_contract(example, plans, capsys):
-    code, data, _ = planned(plans, capsys, example)
+def test_every_example_plans_to_the_contract(example, cli_once):
+    code, data, _ = planned(cli_once, example)
     valid(data)
     assert code == EXIT[data["status"]] and data["solver"]["status"] == data["status"]
     assert "seconds" not in data["solver"]
 
 
-def test_each_job_kind_is_covered_by_the_examples(plans, capsys):
-    kinds = {planned(plans, capsys, example)[1]["kind"] for example in EXAMPLES}
+def test_each_job_kind_is_covered_by_the_examples(cli_once):
+    kinds = {planned(cli_once, example)[1]["kind"] for example in EXAMPLES}
     assert kinds == {"train", "serve", "hetero", "rl"}
 
 
@@ -100,9 +96,9 @@ def test_a_power_bound_met_by_a_lower_clock_is_a_plan_with_its_parallelism(tmp_p
     assert data["placement"]["dp"]["size"] == par["dp"] and data["placement"]["tp"]["size"] == par["tp"]
 
 
-def test_plan_json_is_repeatable_and_timings_are_opt_in(capsys):
+def test_plan_json_is_repeatable_and_timings_are_opt_in(capsys, cli_once):
     example = ROOT / "examples" / "a100_cluster.gcl"
-    first = main(["plan", str(example), "--json"]), capsys.readouterr().out
+    first = cli_once("plan", example, "--json")[:2]   # the run made before in this test run, if any
     second = main(["plan", str(example), "--json"]), capsys.readouterr().out
     assert first == second
     code, timed, _ = plan_json(capsys, example, "--timings")

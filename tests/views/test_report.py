@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,18 +36,15 @@ HARNESS = """<script>
 
 
 @pytest.fixture(scope="module")
-def reports():
-    out = {}
-    for name in (PLANNED, UNPLANNED, "hetero_h100_a100.gcl", SHARED):
-        design = check_file(str(ROOT / "examples" / name)).design
-        out[name] = report.report_html(design, source=f"examples/{name}")
-    return out
+def reports(example_report):
+    """The reports, made once per test run (tests/conftest.py: other files read the same ones)."""
+    return {name: example_report(name) for name in (PLANNED, UNPLANNED, "hetero_h100_a100.gcl", SHARED)}
 
 
-def _plan_json(path: Path) -> dict:
-    run = subprocess.run([sys.executable, "-m", "gclc.cli.main", "plan", str(path), "--json"],
-                         capture_output=True, text=True, check=True)
-    return json.loads(run.stdout)
+def _plan_json(cli_once, path: Path) -> dict:
+    code, out, _ = cli_once("plan", path, "--json")
+    assert code == 0
+    return json.loads(out)
 
 
 def _sections(text: str) -> list[str]:
@@ -73,7 +69,7 @@ def test_a_planned_design_gets_every_section(reports):
     assert "pipeline bubble (idle)" in timeline and ">stage 6<" in timeline
 
 
-def test_serve_and_heterogeneous_jobs_get_their_plan_and_its_placement(reports):
+def test_serve_and_heterogeneous_jobs_get_their_plan_and_its_placement(reports, cli_once):
     # a serve job and a job split across partitions: their plan as text, and the placement
     # drawing `gclc render --view placement` makes of it (pools; one grid per partition)
     for name, why, drawn in ((UNPLANNED, "(serve)", "pool ·"), ("hetero_h100_a100.gcl", "split:", "h100: ")):
@@ -88,7 +84,7 @@ def test_serve_and_heterogeneous_jobs_get_their_plan_and_its_placement(reports):
     assert re.findall(r'data-figure="([^"]+)"', head) == ["time to train", "throughput", "MFU", "power",
                                                           "energy to train"]
     # the headline names the partition the plan itself finds slowest (its JSON's busy times)
-    split = _plan_json(ROOT / "examples" / "hetero_h100_a100.gcl")
+    split = _plan_json(cli_once, ROOT / "examples" / "hetero_h100_a100.gcl")
     split = split[split["mode"]]["partitions"]
     slowest = max(split, key=lambda p: p["busy_s"])["partition"]
     assert f"What limits it:</b> Compute on {slowest} (the slowest partition" in head

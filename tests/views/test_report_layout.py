@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from gclc.compiler.driver import check_file
-from gclc.views.report import page as report
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
@@ -45,9 +43,8 @@ window.addEventListener("load", function () {
 
 
 @pytest.fixture(scope="module")
-def superpod() -> str:
-    design = check_file(str(ROOT / "examples" / "dgx_h100_superpod.gcl")).design
-    return report.report_html(design, source="examples/dgx_h100_superpod.gcl")
+def superpod(example_report) -> str:
+    return example_report("dgx_h100_superpod.gcl")   # made once per test run (tests/conftest.py)
 
 
 def test_the_headline_says_the_answer_first(superpod):
@@ -102,9 +99,8 @@ def test_at_100_percent_the_headline_leads_and_every_figure_is_legible(superpod,
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
 @pytest.mark.parametrize("example, drawn", [("hetero_h100_a100.gcl", "One rank grid per partition"),
                                             ("deepseek_v3_serve.gcl", "The serving pools")])
-def test_the_placement_of_a_serve_or_heterogeneous_plan_is_drawn_legibly(example, drawn, tmp_path):
-    design = check_file(str(ROOT / "examples" / example)).design
-    layout = _layout(report.report_html(design, source=f"examples/{example}"), tmp_path)
+def test_the_placement_of_a_serve_or_heterogeneous_plan_is_drawn_legibly(example, drawn, tmp_path, example_report):
+    layout = _layout(example_report(example), tmp_path)
     placement = [f for f in layout["figures"] if f["caption"].startswith("placement:")]
     assert len(placement) == 1 and drawn in placement[0]["caption"]
     figure = placement[0]

@@ -21,7 +21,6 @@ from gclc.compiler.cost.tco import cost_metrics
 from gclc.model.chip_metrics import chip_metrics
 from gclc.dsl.numbers import big, count, duration, number, percent, quantity, span
 from gclc.solver.jobs import plan_design
-from gclc.views.report import page as report
 from gclc.views.explain import explain_text
 from gclc.views.plan_text import outcome_text
 
@@ -82,12 +81,12 @@ def _explain(design) -> str:
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_every_output_of_every_example_reads_without_decoding(name):
+def test_every_output_of_every_example_reads_without_decoding(name, example_report):
     design = check_file(str(ROOT / "examples" / name)).design
     outputs = {
         "plan": outcome_text(plan_design(design, None, None)),
         "explain": _explain(design),
-        "report": visible_text(report.report_html(design, source=f"examples/{name}")),
+        "report": visible_text(example_report(name)),   # report_html(design, source=examples/NAME), made once a run
     }
     found = [f"{where}: {p}" for where, text in outputs.items() for p in problems(text)]
     assert found == [], "\n".join(found)

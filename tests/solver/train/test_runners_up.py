@@ -22,15 +22,16 @@ ROOT = Path(__file__).resolve().parents[3]
 SUPERPOD = str(ROOT / "examples" / "dgx_h100_superpod.gcl")
 
 
-def test_the_superpods_runners_up_are_other_layouts_each_with_its_difference_named(capsys):
+def test_the_superpods_runners_up_are_other_layouts_each_with_its_difference_named(capsys, cli_once):
     assert main(["plan", SUPERPOD]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if re.match(r"  #\d", x)]
     assert len(lines) == 3
     for line in lines:
         differs = re.search(r"\(differs: (.*)\)$", line)[1]
         assert [d for d in differs.split("; ") if not d.startswith("ranks ")], line
-    assert main(["plan", SUPERPOD, "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    code, out, _ = cli_once("plan", SUPERPOD, "--json")   # once per test run (tests/conftest.py)
+    assert code == 0
+    data = json.loads(out)
     layouts = [json.dumps(x, sort_keys=True) for x in [data["parallelism"]] + [r["parallelism"] for r in data["runners_up"]]]
     assert len(set(layouts)) == len(layouts)
 
