@@ -14,23 +14,12 @@ import pytest
 
 from gclc.cli import fmt as cli_fmt
 from gclc.cli.main import main
+from gclc.testing.models import llama3_8b
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.gcl"))
 
-MODEL = """\
-model M {
-  arch     = dense
-  layers   = 32
-  hidden   = 4096
-  heads    = 32
-  kv_heads = 8
-  ffn      = 14336
-  vocab    = 128256
-  seq      = 8192
-  mlp      = swiglu
-}
-"""
+MODEL = llama3_8b()
 
 BASE = """\
 import "std/nvidia"

@@ -14,6 +14,7 @@ from gclc.cli.main import main
 from gclc.solver.sweep import engine
 from gclc.solver.sweep.axes import AxisError, count, parse_axis, points
 from gclc.solver.sweep.pareto import dominates
+from gclc.testing.models import llama3_8b
 from gclc.views.sweep.table import TableWriter, read_rows
 
 DESIGN = """\
@@ -33,18 +34,7 @@ cluster C {
   }
 }
 
-model M {
-  arch     = dense
-  layers   = 32
-  hidden   = 4096
-  heads    = 32
-  kv_heads = 8
-  ffn      = 14336
-  vocab    = 128256
-  seq      = 8192
-  mlp      = swiglu
-}
-
+""" + llama3_8b() + """
 train t {
   model     = M
   on        = C

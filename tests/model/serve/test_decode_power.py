@@ -15,26 +15,13 @@ from gclc.model.power import power_at, serving_activity
 from gclc.model.serve.inference import ServeConfig, estimate, replica
 from gclc.model.shape import ModelShape
 from gclc.testing import load_profile
+from gclc.testing.models import llama3_8b
 
 load_profile()
 
-DESIGN = check_text('''import "std/nvidia"
-cluster Box {
-  units = 1 x HGX_H200
-}
-model Llama8B {
-  arch     = dense
-  layers   = 32
-  hidden   = 4096
-  heads    = 32
-  kv_heads = 8
-  ffn      = 14336
-  vocab    = 128256
-  seq      = 8192
+DESIGN = check_text('import "std/nvidia"\ncluster Box {\n  units = 1 x HGX_H200\n}\n' + llama3_8b("Llama8B", '''
   params   = 8.03 B
-  source   = "Llama 3 Herd of Models (arXiv:2407.21783) Table 3"
-}
-''', path="<decode>").design
+  source   = "Llama 3 Herd of Models (arXiv:2407.21783) Table 3"'''), path="<decode>").design
 PARTITION = lower_cluster(DESIGN["Box"]).partitions[0]
 SHAPE = ModelShape.from_entity(DESIGN["Llama8B"])
 
