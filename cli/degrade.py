@@ -23,19 +23,13 @@ def add(commands) -> None:
 
 def parse(what: str):
     """`nic=down`, `link=0.5`, `gpu=80%` -> Degradation; ValueError with what to write instead."""
-    from ..model.network.degrade import PARTS, Degradation
+    from ..model.network.degrade import PARTS, Degradation, share_of
 
     part, sep, level = what.partition("=")
     part, level = part.strip(), level.strip()
     if not sep or part not in PARTS:
         raise ValueError(f"`{what}`: write PART=SHARE with PART one of {', '.join(PARTS)} (`nic=down`, `gpu=80%`)")
-    try:
-        share = 0.0 if level == "down" else float(level[:-1]) / 100 if level.endswith("%") else float(level)
-    except ValueError:
-        raise ValueError(f"`{level}`: the share is `down`, a number from 0 to 1 or a percentage (`50%`)") from None
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"`{level}`: the share of a rate left is between 0 (down) and 1 (or 0% and 100%)")
-    return Degradation(part, share)
+    return Degradation(part, share_of(level))
 
 
 def run(args: argparse.Namespace) -> int:

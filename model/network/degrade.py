@@ -32,6 +32,18 @@ class DegradeError(ValueError):
     """The degradation cannot be applied to this cluster (what is wrong and how to fix it)."""
 
 
+def share_of(text: str) -> float:
+    """The share of its rate a part keeps, as written: `down`, a number from 0 to 1, or a
+    percentage (`50%`); ValueError with what to write instead."""
+    try:
+        share = 0.0 if text == "down" else float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise ValueError(f"`{text}`: the share is `down`, a number from 0 to 1 or a percentage (`50%`)") from None
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"`{text}`: the share of a rate left is between 0 (down) and 1 (or 0% and 100%)")
+    return share
+
+
 @attrs.frozen
 class Degradation:
     part: str          # one of PARTS

@@ -23,7 +23,7 @@ import re
 
 import attrs
 
-from ...model.network.degrade import PARTS, Degradation, DegradeError, degrade
+from ...model.network.degrade import PARTS, Degradation, DegradeError, degrade, share_of
 
 WHERE = {"nic": "D", "gpu": "D", "link": "L"}    # the parts placed by an index, and what it counts
 UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
@@ -74,12 +74,9 @@ def parse_event(text: str) -> Event:
 
 def _share(text: str) -> float:
     try:
-        share = 0.0 if text == "down" else float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise EventError(f"`{text}`: the share is `down`, a number from 0 to 1 or a percentage (`50%`)") from None
-    if not 0.0 <= share <= 1.0:
-        raise EventError(f"`{text}`: the share of a rate left is between 0 (down) and 1 (or 0% and 100%)")
-    return share
+        return share_of(text)
+    except ValueError as error:
+        raise EventError(str(error)) from None
 
 
 def _seconds(text: str) -> float:
