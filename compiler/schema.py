@@ -599,7 +599,7 @@ TENANT = Block(
 SCHEDULER = Block(
     {"on": Targets(),
      # slurm.conf: SchedulerParameters, the multifactor priority and preemption
-     "bf_window": TIME, "bf_resolution": TIME, "bf_max_job_test": COUNT, "max_switch_wait": TIME0,
+     "bf_interval": TIME, "bf_window": TIME, "bf_resolution": TIME, "bf_max_job_test": COUNT, "max_switch_wait": TIME0,
      "priority_max_age": TIME, "priority_decay_half_life": TIME, "priority_calc_period": TIME,
      "preempt_type": Choice(("none", "qos")), "preempt_mode": Choice(("requeue", "cancel")),
      # Kueue: the ClusterQueues' queueing strategy and preemption, fair sharing, waitForPodsReady, TAS

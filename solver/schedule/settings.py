@@ -3,7 +3,7 @@ defaults: what a design's `scheduler slurm { ... }` (or `kueue`, `kube`) states,
 the real default for everything it leaves out.
 
 Slurm: slurm.conf(5) (https://slurm.schedmd.com/slurm.conf.html) SchedulerParameters
-(bf_window 1440 min, bf_resolution 60 s, bf_max_job_test 500, max_switch_wait 300 s),
+(bf_interval 30 s, bf_window 1440 min, bf_resolution 60 s, bf_max_job_test 500, max_switch_wait 300 s),
 PriorityMaxAge and PriorityDecayHalfLife (7 days each), PriorityCalcPeriod (5 minutes:
 how often the priorities of pending jobs are recomputed; a new job's is computed when it
 arrives), PreemptType (preempt/none) and PreemptMode. The PriorityWeight* defaults are 0 in slurm.conf; gclc takes the
@@ -88,7 +88,7 @@ def settings_of(design: Design, cluster: Entity, policy: str):
 def _slurm(block: Entity, d: SlurmSettings) -> SlurmSettings:
     bf = d.backfill
     bf = BackfillParams(_plain(block.get("bf_window")) or bf.window, _plain(block.get("bf_resolution")) or bf.resolution,
-                        block.get("bf_max_job_test") or bf.max_job_test)
+                        block.get("bf_max_job_test") or bf.max_job_test, _plain(block.get("bf_interval")) or bf.interval)
     weights = block.get("priority_weight")
     w = attrs.evolve(d.weights, **{k: v for k, v in ((i.name, i.value) for i in weights.items)}) if weights else d.weights
     return SlurmSettings(bf, _or(block, "max_switch_wait", d.max_switch_wait), _or(block, "priority_max_age", d.max_age),

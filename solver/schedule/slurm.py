@@ -79,8 +79,22 @@ class Slurm:
         if self._nothing_fits(sim):
             sim.reservations = ()
             return
+        if not self._backfill_due(sim, now):
+            return
         first = list(itertools.islice(_in_order(sim, keys), self.settings.backfill.max_job_test))
         sim.reservations = self._backfill(sim, now, first)
+
+    def _backfill_due(self, sim, now: float) -> bool:
+        """Whether backfill's pass runs now: bf_interval after the last one (its thread
+        sleeps between passes); else the simulation is woken when it is due, once."""
+        due = sim.memory.get("backfilled_at", -math.inf) + self.settings.backfill.interval
+        if now >= due:
+            sim.memory["backfilled_at"] = now
+            return True
+        if sim.memory.get("backfill_wake") != due:
+            sim.memory["backfill_wake"] = due
+            sim.wake_at(due)
+        return False
 
     def _nothing_fits(self, sim) -> bool:
         """Whether no pending job could start or reserve on any partition even once every

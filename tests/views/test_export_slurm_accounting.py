@@ -5,7 +5,7 @@ exported slurm.conf lines (tests/views/slurm_real.py names the stubs).
 
 - slurmctld parses every scheduling setting the `slurm` schedule policy simulates and
   `scontrol show config` gives back the design's values (the weights, PriorityMaxAge,
-  PriorityDecayHalfLife, PreemptType/Mode, bf_window/bf_resolution/bf_max_job_test,
+  PriorityDecayHalfLife, PreemptType/Mode, bf_interval/bf_window/bf_resolution/bf_max_job_test,
   max_switch_wait), with no error in its log (age and fair-share weights need slurmdbd);
 - slurmdbd holds each QOS with the simulation's weight as its Priority and, under
   `preempt_type = qos`, the lower QOS it may preempt; each tenant an account with its
@@ -37,6 +37,7 @@ scheduler slurm {
   on                       = Shared
   preempt_type             = qos
   preempt_mode             = cancel
+  bf_interval              = 45 s
   bf_window                = 2 d
   bf_resolution            = 2 min
   bf_max_job_test          = 100
@@ -109,8 +110,8 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
     assert config["PriorityMaxAge"] == "3-00:00:00" and config["PriorityDecayHalfLife"] == "1-12:00:00"
     assert config["PreemptType"] == "preempt/qos" and config["PreemptMode"] == "CANCEL"
     params = dict(p.split("=") for p in config["SchedulerParameters"].split(","))
-    assert params == {"bf_window": "2880", "bf_resolution": "120", "bf_max_job_test": "100", "max_switch_wait": "1200"}
-    assert s.backfill.window == 2880 * 60 and s.max_switch_wait == 1200
+    assert params == {"bf_interval": "45", "bf_window": "2880", "bf_resolution": "120", "bf_max_job_test": "100", "max_switch_wait": "1200"}
+    assert s.backfill.window == 2880 * 60 and s.max_switch_wait == 1200 and s.backfill.interval == 45
     errors = [line for line in ctld.log().splitlines() if "error" in line.lower()
               and not re.search(r"pmix|MPI:|state file|backup state save", line)]
     assert errors == []

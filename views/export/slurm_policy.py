@@ -3,7 +3,7 @@ the `slurm` schedule policy simulates (solver/schedule/settings.py `settings_of`
 design's `scheduler slurm { ... }` block, Slurm's defaults for the rest), as slurm.conf lines
 and sacctmgr scripts.
 
-- `slurm.conf`: sched/backfill's SchedulerParameters (bf_window in minutes, bf_resolution,
+- `slurm.conf`: sched/backfill's SchedulerParameters (bf_interval in seconds, bf_window in minutes, bf_resolution,
   bf_max_job_test, max_switch_wait in seconds), priority/multifactor's weights,
   PriorityMaxAge and PriorityDecayHalfLife (whole minutes), PriorityCalcPeriod (minutes), PreemptType
   and PreemptMode.
@@ -33,7 +33,8 @@ def settings(design: Design, cluster: Entity) -> SlurmSettings:
 def conf_lines(s: SlurmSettings) -> list[str]:
     """slurm.conf's scheduling lines for settings `s` (slurm.conf(5))."""
     bf = s.backfill
-    scheduler = (f"bf_window={_whole(bf.window, 60, 'bf_window', 'minutes')},"
+    scheduler = (f"bf_interval={_whole(bf.interval, 1, 'bf_interval', 'seconds')},"
+                 f"bf_window={_whole(bf.window, 60, 'bf_window', 'minutes')},"
                  f"bf_resolution={_whole(bf.resolution, 1, 'bf_resolution', 'seconds')},"
                  f"bf_max_job_test={bf.max_job_test},"
                  f"max_switch_wait={_whole(s.max_switch_wait, 1, 'max_switch_wait', 'seconds')}")
