@@ -109,7 +109,7 @@ class Simulation:
                                                              for p in workload.graph.partitions}) \
             if workload.curves else None
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
-        self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
+        self.pending = PendingQueue(getattr(policy, "key", None), getattr(policy, "group", None))   # kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
         self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
         self.shapes = {j.name: shape(j) for j in workload.jobs}

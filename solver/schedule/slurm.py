@@ -18,6 +18,9 @@ partition blocking) and then the backfill pass (`sched/backfill`), with the
 - Placement: topology/tree's lowest-switch best fit, as few leaf switches as the job needs
   (the `--switches` the export writes) until it has waited `max_switch_wait` (default 5
   minutes), then anywhere in the partition.
+- QOS limits (`qos_grp_gpus`, `qos_max_gpus_per_user`, `qos_max_jobs_per_user`: GrpTRES,
+  MaxTRESPerUser and MaxJobsPerUser on gres/gpu, solver/schedule/qos.py): a job a limit
+  holds stays pending without blocking its partition, and backfill reserves nothing for it.
 - Preemption: none by default (`PreemptType=preempt/none`); with `preempt_type = qos`, a
   job the main loop cannot start evicts running jobs of lower QOS that free a placement
   (`PreemptMode=REQUEUE`: they queue again from their checkpoint; `CANCEL`: they end).
@@ -38,6 +41,7 @@ from .backfill import Refused, Releases, rounded_up
 from .records import SchedJob
 from .multifactor import FairShare, priorities
 from .policies import Candidate, fits, required_level, take, victims
+from .qos import QosUsage
 from .settings import SlurmSettings
 
 
@@ -135,15 +139,18 @@ class Slurm:
             shares = {name: t.shares for name, t in sim.workload.tenants.items()}
             sim.memory["fairshare"] = FairShare(self.settings.decay_half_life, shares)
             sim.memory["releases"] = {name: Releases() for name in sim.state.partitions}
-        fair, releases = sim.memory["fairshare"], sim.memory["releases"]
+            sim.memory["qos"] = QosUsage()
+        fair, releases, qos = sim.memory["fairshare"], sim.memory["releases"], sim.memory["qos"]
         resolution = self.settings.backfill.resolution
         for kind, name, tenant, partition, gpus, start, last in sim.run_changes:
             if kind == "start":
                 fair.started(tenant, gpus, start)
                 releases[partition].add(name, rounded_up(start + last, resolution), gpus)
+                qos.started(sim.runs[name].job, gpus)
             else:
                 fair.stopped(tenant, gpus, start, last)
                 releases[partition].remove(name)
+                qos.stopped(sim.runs[name].job)
         sim.run_changes.clear()
         return fair, releases
 
@@ -168,9 +175,14 @@ class Slurm:
                 break
             if job.name not in sim.pending:      # a job this loop preempted earlier (cancelled or requeued)
                 continue
+            if not self._qos_allows(sim, job, job.least if job.gang else 1):
+                continue                         # held by a QOS limit: pending, blocking nothing
             open_to = [p for p in job.partitions if p not in blocked]
             found = [c for c in self.placements(job, sim.state, now, sim) if c.option.partition in open_to]
-            rule = "main"
+            within = [c for c in found if self._qos_allows(sim, job, c.gpus)]
+            if found and not within:
+                continue
+            found, rule = within, "main"
             if not found and self.settings.preempt_type == "qos" and open_to:
                 found, rule = self._preempt(sim, now, job, open_to), "preempt"
             if found:
@@ -200,7 +212,7 @@ class Slurm:
             best = None
             for option in job.options:
                 need = option.gpus if job.gang else 1
-                if refused[option.partition].covers(need, length):
+                if refused[option.partition].covers(need, length) or not self._qos_allows(sim, job, need):
                     continue
                 t = profiles[option.partition].earliest(need, length, now + p.window)
                 if t is None:
@@ -222,6 +234,14 @@ class Slurm:
             profile.hold(t, t + length, need)
             reserved.append(Reservation(job.name, option.partition, t, t + length, need))
         return tuple(reserved)
+
+    def _qos_allows(self, sim, job: SchedJob, gpus: int) -> bool:
+        """Whether `job` may start on `gpus` GPUs within its QOS's limits (always, with none)."""
+        limits = self.settings.qos_limits
+        if not limits:
+            return True
+        self._ledgers(sim)                      # the runs started since, this pass's included
+        return sim.memory["qos"].allows(limits, job, gpus)
 
     def _shortest(self, sim) -> float:
         """The shortest time limit of any job, on backfill's grid (read once)."""
