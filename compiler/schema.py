@@ -422,11 +422,13 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
 # how long a run may last before the scheduler ends it (Slurm's --time).
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
           "prefer": Targets(), "gang": FLAG, "time_limit": TIME, "tenant": PartRef(("tenant",)), "user": TEXT}
-CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME},
+CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME, "keep": COUNT},
                    doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
                        "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
-                       "plus reading it back), and the interval (default: the job's `checkpoint_every`, else "
-                       "Young/Daly from the write time and the job's failure rate)")
+                       "plus reading it back), the interval (default: the job's `checkpoint_every`, else "
+                       "Young/Daly from the write time and the job's failure rate), and `keep`: the checkpoints "
+                       "retained where they are written (default 1); on nodes that write to their local NVMe "
+                       "(`nvme_bandwidth` without `storage`) their shares must fit in its `nvme`")
 TRAIN = Block(
     {"model": PartRef(("model",)), "on": Targets(), "tokens": AMOUNT, "batch": COUNT, "seq": COUNT,
      "sample_bytes": BYTES, "checkpoint_every": TIME,

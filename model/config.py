@@ -108,6 +108,12 @@ class TrainConfig:
     checkpoint_every: float = 0.0
     checkpoint_size: float = 0.0
     checkpoint_bandwidth: float = 0.0  # bytes/s of the whole job's writes, as stated (0: the nodes' paths)
+    # bytes of training data the job reads over its run (`tokens` / seq x `sample_bytes`), staged on the
+    # nodes' local NVMe when they read their input from it (model/train/host.py `nvme_need`)
+    dataset_bytes: float = 0.0
+    # checkpoints retained where they are written (local NVMe: model/train/host.py `nvme_need`);
+    # 0: not stated (one when the job checkpoints)
+    checkpoint_keep: int = 0
     # Context parallelism gives each rank two chunks, one from each end of the sequence, so
     # that every rank does the same causal work (Megatron/TE, MaxText, torchtitan default);
     # False: one contiguous chunk per rank (model/train/context.py).

@@ -47,6 +47,7 @@ class Job:
     master_weights: str = "fp32"   # the master weights Adam updates, or `none`
     main_grads: str = "fp32"       # the main gradients Adam reads
     fp8_params: bool = False       # weights kept in the GEMMs' fp8 format only (model/train/memory.py)
+    checkpoint_keep: int = 0       # checkpoints retained where they are written (`checkpoint { keep }`; 0: not stated)
 
 
 def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
@@ -148,7 +149,8 @@ def job_from_entity(entity: Entity) -> Job:
                float(entity.get("sample_bytes") or 0), float(entity.get("checkpoint_every") or 0),
                entity.get("software") is not None, _stated(entity, "checkpoint.size"),
                _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity),
-               fp8_params=bool(entity.get("fp8_params", False)))
+               fp8_params=bool(entity.get("fp8_params", False)),
+               checkpoint_keep=int(entity.get("checkpoint.keep") or 0))
 
 
 # The optimizer's precisions a train job may state (model/train/optimizer.py), each fp32 when absent.
@@ -232,8 +234,8 @@ def pinned_only(job: Job) -> dict[str, object]:
     """The choices the planner takes from the file: hybrid sharding's group, the recompute's
     modules and layer interval, the offloaded share of layers (these four searched instead
     where the job asks: `search = [...]`, solver/train/enumerate.py `variants`), the
-    context-parallel balance, the MoE all-to-all, TP and DP overlaps, the loss's implementation, and the checkpoint's stated size
-    and bandwidth."""
+    context-parallel balance, the MoE all-to-all, TP and DP overlaps, the loss's implementation, and the checkpoint's stated size,
+    bandwidth and retained count, and the data the job reads (`dataset_bytes`)."""
     p = job.pinned
     modules = p.get("recompute_modules") or ()
     return {"shard": int(p.get("shard") or 0), "recompute_every": int(p.get("recompute_every") or 1),
@@ -243,4 +245,14 @@ def pinned_only(job: Job) -> dict[str, object]:
             "tp_overlap": None if p.get("tp_overlap") is None else bool(p["tp_overlap"]),
             "dp_overlap": None if p.get("dp_overlap") is None else bool(p["dp_overlap"]),
             "loss": None if p.get("loss") is None else str(p["loss"]),
-            "checkpoint_size": job.checkpoint_size, "checkpoint_bandwidth": job.checkpoint_bandwidth}
+            "checkpoint_size": job.checkpoint_size, "checkpoint_bandwidth": job.checkpoint_bandwidth,
+            "checkpoint_keep": job.checkpoint_keep, "dataset_bytes": dataset_bytes(job)}
+
+
+def dataset_bytes(job: Job) -> float:
+    """Bytes of data the job reads over its run: its `tokens` in sequences of `seq`, `sample_bytes`
+    each (ASSUMPTION: one pass over the data, as LLM pre-training reads its corpus about once);
+    0 when either is not stated."""
+    if not job.tokens or not job.sample_bytes:
+        return 0.0
+    return job.tokens / job.seq * job.sample_bytes

@@ -12,8 +12,11 @@ configuration is estimated again at each alternative value that is valid and sti
 memory (the searched fields' neighbours: the next micro-batch down and up, the other
 recompute modes and ZeRO stages of the search's grid), and the widest move of throughput,
 |log(alternative / chosen)|, is the field's spread (model/calibration.py Reason `spread`).
-An alternative that would cost more than a third of the throughput is not one a tuned run
-takes (ASSUMPTION: PLAUSIBLE; ZeRO-3 across a thousand replicas can run at a quarter of
+An alternative that does not fit may fit beside another unstated field's memory-saving
+value (`SAVERS`: fp8 weights without the bf16 copy, ZeRO-3): a run that stated neither could
+have run both (a recipe that keeps fp8 weights runs without recompute where the bf16 copy
+would not fit), so that pair is the alternative then. An alternative that would cost more
+than a third of the throughput is not one a tuned run takes (ASSUMPTION: PLAUSIBLE; ZeRO-3 across a thousand replicas can run at a quarter of
 ZeRO-1's pace, and no recipe sets it there), so it does not widen the band.
 """
 
@@ -45,11 +48,21 @@ FIELDS = {
 }
 
 
-def _valid(shape: ModelShape, cfg: TrainConfig) -> bool:
-    """Whether the search's grid holds `cfg` as far as an alternative value can break it."""
+# Unstated fields whose value frees memory (FIELDS' keys -> the freeing value, when it matters)
+SAVERS = {"fp8_params": True}
+
+
+def _valid(shape: ModelShape, cfg: TrainConfig, chosen: TrainConfig) -> bool:
+    """Whether the search's grid holds `cfg`, an alternative of `chosen`, as far as an alternative
+    value can break it: the batch splits into its micro-batches, an interleaved schedule's
+    micro-batches fill the stages, and a virtual-stage count other than the chosen one splits the
+    layers evenly (a pinned count is taken as written, solver/train/enumerate.py `_vp_candidates`:
+    published recipes run uneven chunks)."""
     if cfg.microbatch < 1 or cfg.batch % (cfg.dp * cfg.microbatch):
         return False
-    return cfg.vp == 1 or (shape.layers % (cfg.pp * cfg.vp) == 0 and cfg.microbatches % cfg.pp == 0)
+    if cfg.vp == 1:
+        return True
+    return cfg.microbatches % cfg.pp == 0 and (cfg.vp == chosen.vp or shape.layers % (cfg.pp * cfg.vp) == 0)
 
 
 def spreads(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: frozenset[str]) -> dict[str, float]:
@@ -62,11 +75,26 @@ def spreads(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: f
     for field, (matters, values, _) in FIELDS.items():
         if field in stated or not matters(shape, cfg):
             continue
+        savers = {f: v for f, v in SAVERS.items()
+                  if f != field and f not in stated and FIELDS[f][0](shape, cfg) and getattr(cfg, f) != v}
         others = [attrs.evolve(cfg, **{field: value}) for value in values(cfg) if value != getattr(cfg, field)]
-        moves = [abs(math.log(e.step_time / base)) for e in
-                 (estimate(shape, other, partition) for other in others if _valid(shape, other)) if e.fits]
+        fitting = (_fitting(shape, other, partition, savers) for other in others if _valid(shape, other, cfg))
+        moves = [abs(math.log(e.step_time / base)) for e in fitting if e is not None]
         out[field] = max((m for m in moves if m <= PLAUSIBLE), default=0.0)
     return out
+
+
+def _fitting(shape: ModelShape, cfg: TrainConfig, partition: Partition, savers: dict[str, object]):
+    """`cfg`'s estimate when it fits, else that of `cfg` with one of the unstated memory savers, then
+    with all of them, that fits first; None when none does."""
+    from .step import estimate
+
+    tries = [{}] + [{f: v} for f, v in savers.items()] + ([savers] if len(savers) > 1 else [])
+    for extra in tries:
+        e = estimate(shape, attrs.evolve(cfg, **extra) if extra else cfg, partition)
+        if e.fits:
+            return e
+    return None
 
 
 @functools.lru_cache(maxsize=64)   # a plan's text, JSON and band each ask for its reasons

@@ -22,6 +22,12 @@ like the network transport and collectives it takes over.
   (GPUDirect Storage through the DPU, no host copy). The save stalls training (a
   synchronous checkpoint), so each step carries its share: checkpoint time x step /
   interval (`Breakdown.checkpoint`).
+- Retention. Checkpoints the host path writes to the node's own NVMe (`nvme_bandwidth`
+  without a remote `storage`) stay there: the node's share of each of the `keep` it retains
+  must fit in its `nvme` (`nvme_need`), or the configuration does not fit, as one whose
+  memory does not (Estimate.nvme_fits); more nodes mean smaller shares.
+- Staging. A node that reads its input from its own NVMe holds its share of the job's data
+  there (`tokens` / seq x `sample_bytes`: one pass, ASSUMPTION), in the same NVMe.
 
 A node that declares no CPU, NVMe or DPU figures constrains nothing but its checkpoint,
 which a job that asks for one always pays at the default storage bandwidth.
@@ -106,6 +112,41 @@ def checkpoint_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -
         return checkpoint_bytes(shape, cfg.checkpoint_size, cfg) / cfg.checkpoint_bandwidth
     node = partition.node
     return node_checkpoint_bytes(shape, cfg, node) / checkpoint_rate(node)
+
+
+def local_checkpoint_share(node: NodeType, cfg: TrainConfig) -> float:
+    """Share of a node's checkpoint that lands on its own NVMe: the host path's, when that path is
+    the local NVMe (`nvme_bandwidth` declared, no remote `storage`, no job-wide bandwidth stated);
+    its storage DPUs write the rest to remote storage (GPUDirect Storage)."""
+    if cfg.checkpoint_bandwidth > 0 or node.storage or not node.nvme_bandwidth:
+        return 0.0
+    host = _host_rate(node, True)
+    return host / (host + dpu.storage_rate(node))
+
+
+def nvme_need(shape: ModelShape, cfg: TrainConfig, node: NodeType) -> float:
+    """Bytes of one node's local NVMe the job fills: its share of each checkpoint it retains there
+    (`checkpoint { keep }`; one when the job checkpoints and does not say), and its shard of the
+    training data when it reads its input from that NVMe (`staged_data`)."""
+    keep = cfg.checkpoint_keep or (1 if cfg.checkpoint_every > 0 else 0)
+    share = local_checkpoint_share(node, cfg) if keep else 0.0
+    kept = keep * share * node_checkpoint_bytes(shape, cfg, node) if share else 0.0
+    return kept + staged_data(cfg, node)
+
+
+def staged_data(cfg: TrainConfig, node: NodeType) -> float:
+    """Bytes of training data one node stages on its NVMe: the node's even share of the job's data
+    (as `data_time` reads it), the part its host path reads from the NVMe (`nvme_bandwidth`); its
+    input DPUs read the rest from remote storage."""
+    if cfg.dataset_bytes <= 0 or not node.nvme_bandwidth:
+        return 0.0
+    host = _host_rate(node, False)
+    return cfg.dataset_bytes * min(1.0, node.gpus / cfg.gpus) * host / (host + dpu.input_rate(node))
+
+
+def nvme_capacity(node: NodeType) -> float:
+    """Bytes of local NVMe a node offers (unbounded when it declares none)."""
+    return node.nvme or math.inf
 
 
 def host_terms(shape: ModelShape, cfg: TrainConfig, partition: Partition, step: float) -> tuple[float, float]:

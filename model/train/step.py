@@ -71,6 +71,8 @@ class Estimate:
     hbm: float
     host_memory: float = 0.0      # bytes of one node's DRAM the configuration needs (model/train/offload_host.py)
     host_dram: float = math.inf   # ... and what the node offers
+    nvme_need: float = 0.0        # bytes of one node's local NVMe its retained checkpoints fill (model/train/host.py)
+    nvme: float = math.inf        # ... and what the node offers
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -78,11 +80,15 @@ class Estimate:
 
     @property
     def fits(self) -> bool:
-        return self.memory.total <= self.hbm and self.host_fits
+        return self.memory.total <= self.hbm and self.host_fits and self.nvme_fits
 
     @property
     def host_fits(self) -> bool:
         return self.host_memory <= self.host_dram
+
+    @property
+    def nvme_fits(self) -> bool:
+        return self.nvme_need <= self.nvme
 
 
 def _running(partition: Partition, cfg: TrainConfig) -> Partition:
@@ -140,7 +146,8 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # the node's DRAM holds the checkpoint staging buffer and any offloaded activations
     dram = offload_host.host_memory(shape, cfg, partition, held.offloaded)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
-                    model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available)
+                    model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available,
+                    host.nvme_need(shape, cfg, partition.node), host.nvme_capacity(partition.node))
 
 
 def clear_caches() -> None:

@@ -19,7 +19,7 @@ import attrs
 
 from ...compiler.design import Entity, Partition as PartitionRef, Record, Repeat
 from ...model.job import Job
-from ...model.train import offload_host
+from ...model.train import host, offload_host
 from ...model.train.memory import model_state
 from ...model.train.step import Estimate
 from ...dsl.source import Span
@@ -93,10 +93,34 @@ def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:
         return _memory(job, lim, smallest)
     if not smallest.host_fits:
         return _host_memory(job, smallest)
+    if not smallest.nvme_fits:
+        return _nvme(job, smallest)
     closest = {target: e for target, _, e in result.closest}
     if set(closest) == {"host_dram"}:
         return _host_memory(job, closest["host_dram"])
+    if "host_nvme" in closest and set(closest) <= {"host_dram", "host_nvme"}:
+        return _nvme(job, closest["host_nvme"])
     return _other_limit(job, lim, result)
+
+
+def _nvme(job: Job, e: Estimate) -> Infeasibility:
+    """The nodes' local NVMe cannot hold the checkpoints retained on it and the data staged on it
+    (model/train/host.py `nvme_need`)."""
+    node = job.partition.node
+    entity = node_entity(job)
+    span = (entity.span_of("nvme") or entity.span) if entity is not None else node.span
+    staged = host.staged_data(e.config, node)
+    kept, keep = e.nvme_need - staged, e.config.checkpoint_keep or 1
+    holds = ([f"{keep} checkpoint share(s) of {_gb(kept / keep)}"] if kept > 0 else []) + \
+        ([f"{_gb(staged)} of staged training data"] if staged > 0 else [])
+    help_ = ([f"keep fewer checkpoints (`keep`, {job.entity.span_of('checkpoint.keep')})"]
+             if kept > 0 and job.entity.span_of("checkpoint.keep") is not None else []) + \
+        (["write checkpoints to remote `storage`"] if kept > 0 else []) + \
+        (["read the data from remote storage (input DPUs)"] if staged > 0 else []) + ["add NVMe"]
+    message = (f"`{job.name}`: each {node.name} node holds {' and '.join(holds)} on its local NVMe, "
+               f"{_gb(e.nvme_need)} in all, more than its {_gb(e.nvme)} ({span}), even with {e.config.gpus} GPUs "
+               f"({_config(e.config)}); " + ", ".join(help_[:-1]) + ", or " + help_[-1])
+    return Infeasibility("host_nvme", message, e.nvme_need, e.nvme, "B", span, e.config)
 
 
 def _host_memory(job: Job, e: Estimate) -> Infeasibility:

@@ -177,6 +177,8 @@ def measure(job: Job, e: Estimate, target: str, power=None) -> float | None:
         return e.memory.total
     if target == "host_dram":
         return e.host_memory
+    if target == "host_nvme":
+        return e.nvme_need
     if target == "power":
         return watts()
     if target == "mfu":
@@ -196,6 +198,8 @@ def violated(job: Job, lim: Limits, e: Estimate, power=None) -> Limit | None:
         return lim.get("memory") if e.memory.total <= lim.hbm and lim.get("memory") else Limit("memory", "<=", lim.hbm)
     if not e.host_fits:  # the node's DRAM: checkpoint staging, offloaded tensors (model/train/offload_host.py)
         return Limit("host_dram", "<=", e.host_dram)
+    if not e.nvme_fits:  # the node's NVMe: the checkpoints it retains (model/train/host.py `nvme_need`)
+        return Limit("host_nvme", "<=", e.nvme)
     for limit in lim.items:
         if limit.target == "memory":
             continue

@@ -128,6 +128,8 @@ class _Search:
         # cp, ep, microbatch, order, zero, recompute, vp, power_cap) fixed in the part of the
         # space it covers; tests check each against every configuration of that part.
         self.audit = audit
+        self.layouts: dict[int, list[tuple]] = {}   # id(space) -> its layouts (`layouts_of`)
+        self.coarse_parts: dict[tuple, tuple] = {}  # (tp, pp, cp, ep, dp) -> `coarse_bound`'s cap-free parts
         self.at_cap(self.caps[0])
         self.use(self.spaces[0] if self.spaces else space_def.space(job, self.lim), first=True)
 
@@ -230,23 +232,15 @@ class _Search:
 
     def explore(self) -> None:
         """Best-first over the current space's frontier, until no bound can beat the top."""
-        job, space = self.job, self.space
         # best-first frontier: (bound, seq, kind, node, leaves covered)
         self.pending, self.seq = [], itertools.count()
-        per_vp = len(space.recomputes) * len(space.zeros)
-        # (pp, dp, orders) -> (inner choices, leaves per micro-batch): the inner choices depend on pp and dp alone
-        choices: dict[tuple[int, int, int], tuple[tuple, tuple[int, ...]]] = {}
-        for tp, pp, cp, ep, dp in space_def.branches(job, space):
-            orders = space_def.orders(tp, pp, dp, cp, ep)
-            known = choices.get((pp, dp, len(orders)))
-            if known is None:
-                inner = space_def.inner_choices(job, pp, dp)
-                known = choices[pp, dp, len(orders)] = (inner, tuple(len(vps) * per_vp * len(orders) for _, vps in inner))
-            inner, leaves = known
-            self.total += sum(leaves)
+        within: dict[int, bool] = {}   # GPU count -> whether its GPUs draw within the limit while they wait
+        for tp, pp, cp, ep, dp, orders, inner, leaves, count in self.layouts_of(self.space):
+            self.total += count
             gpus = tp * pp * cp * dp
-            if self.power_limit is not None and not self.power_limit.holds(self.power.floor(gpus)):
-                self.pruned["limits"] += sum(leaves)
+            if self.power_limit is not None and not (within[gpus] if gpus in within else within.setdefault(
+                    gpus, self.power_limit.holds(self.power.floor(gpus)))):
+                self.pruned["limits"] += count
                 if self.least_power is None or self.power.floor(gpus) < self.least_power[0]:
                     self.least_power = (self.power.floor(gpus), gpus)
                 continue
@@ -255,7 +249,7 @@ class _Search:
             if coarse is None:
                 self.open_layout(layout)
             else:
-                self.push(coarse[0], "replicas", layout, sum(leaves), coarse[1])
+                self.push(coarse[0], "replicas", layout, count, coarse[1])
         pending = self.pending
         while pending:
             bound, _, kind, node, leaves, sync = heapq.heappop(pending)
@@ -276,11 +270,30 @@ class _Search:
             else:
                 visit(self, node)
 
+    def layouts_of(self, space) -> list[tuple]:
+        """(tp, pp, cp, ep, dp, orders, inner choices, leaves per micro-batch, leaves) of every
+        layout of `space`: the same at every power cap, so listed once per space."""
+        found = self.layouts.get(id(space))
+        if found is None:
+            job, per_vp = self.job, len(space.recomputes) * len(space.zeros)
+            # (pp, dp, orders) -> (inner choices, leaves per micro-batch): the inner choices depend on pp and dp alone
+            choices: dict[tuple[int, int, int], tuple[tuple, tuple[int, ...]]] = {}
+            found = self.layouts[id(space)] = []
+            for tp, pp, cp, ep, dp in space_def.branches(job, space):
+                orders = space_def.orders(tp, pp, dp, cp, ep)
+                known = choices.get((pp, dp, len(orders)))
+                if known is None:
+                    inner = space_def.inner_choices(job, pp, dp)
+                    known = choices[pp, dp, len(orders)] = (inner, tuple(len(vps) * per_vp * len(orders)
+                                                                         for _, vps in inner))
+                found.append((tp, pp, cp, ep, dp, orders, *known, sum(known[1])))
+        return found
+
     def push(self, bound: float, kind: str, node, leaves: int, sync: tuple | None = None) -> None:
         """`sync`: what `with_sync` raises the bound with when the node reaches the front."""
         heapq.heappush(self.pending, (bound, next(self.seq), kind, node, leaves, sync))
 
-    def with_sync(self, layout: tuple, gpus: int, step: float, work: float, flops_time: float, microbatches,
+    def with_sync(self, layout: tuple, gpus: int, step: float, work: float, flops_time: float, microbatches: int,
                   fields: dict | None) -> float:
         """The bound of a node whose step is at least `step` without the data-parallel
         synchronization, raised by the least that its configurations expose (solver/train/sync_bound.py)."""
@@ -325,7 +338,7 @@ class _Search:
                 fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner[:fitting]))
                 self.checked(bound, **fields)
             sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, (compute + optimizer) * SAFETY,
-                    flops_time * job.batch, {max(1, job.batch // (dp * mb)) for mb, _ in inner[:fitting]}, fields)
+                    flops_time * job.batch, max(1, job.batch // (dp * largest)), fields)
             self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]), sync)
         else:
             self.expand(layout, optimizer)
@@ -342,18 +355,13 @@ class _Search:
         if key not in self.widest and self.first:   # the most replicas of this (tp, pp, cp, ep): opened at once
             self.widest[key] = dp
             return None
-        largest = self.largest_microbatch
-        mbs = [mb for mb, _ in inner]
-        if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
-            mbs = [largest]     # compute per sequence there is the least of every micro-batch's
+        mbs, vmax, fewest = self.coarse_parts_of(tp, pp, cp, ep, dp, inner)
         costs = [self.sequence_cost(key, mb, orders[0]) for mb in mbs]
         # (lists rather than generators: a layout's few micro-batches, thousands of layouts)
         per_seq, flops_time = min([c[0] for c in costs]), costs[0][1]
         overhead = min([c[2] for c in costs])     # EP's host overhead per micro-batch (0: dense)
         head = max([c[3] for c in costs])         # the most output-layer time per micro-batch
-        vmax = max(space_def.vp_candidates(self.job, pp))
         compute = per_seq * self.job.batch / dp
-        fewest = self.job.batch // (dp * inner[-1][0])     # micro-batches ascending: the largest last
         step = (compute + overhead * fewest + bubble_share(per_seq + overhead, pp, vmax, 1, head)) * SAFETY
         bound = self.bound(tp * pp * cp * dp, step, compute * SAFETY, flops_time * self.job.batch)
         fields = None
@@ -361,7 +369,22 @@ class _Search:
             fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
             self.checked(bound, **fields)
         return bound, ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, compute * SAFETY,
-                       flops_time * self.job.batch, {max(1, self.job.batch // (dp * mb)) for mb, _ in inner}, fields)
+                       flops_time * self.job.batch, max(1, fewest), fields)
+
+    def coarse_parts_of(self, tp: int, pp: int, cp: int, ep: int, dp: int, inner) -> tuple:
+        """What `coarse_bound` reads of a layout that no power cap changes: the micro-batches
+        whose compute bounds the layout's (the largest allowed alone where compute never grows
+        with it), the most virtual stages and the fewest micro-batches."""
+        key = (tp, pp, cp, ep, dp)
+        found = self.coarse_parts.get(key)
+        if found is None:
+            largest, batch = self.largest_microbatch, self.job.batch
+            mbs = [mb for mb, _ in inner]
+            if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
+                mbs = [largest]     # compute per sequence there is the least of every micro-batch's
+            # (micro-batches ascending: the largest last)
+            found = self.coarse_parts[key] = (mbs, max(space_def.vp_candidates(self.job, pp)), batch // (dp * inner[-1][0]))
+        return found
 
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
         """(compute seconds, model FLOPs over the chip's peak) per sequence of (tp, pp, cp, ep)
@@ -401,7 +424,7 @@ class _Search:
                 fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
                 self.checked(bound, **fields)
             sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), gpus, step, (compute + optimizer) * SAFETY, flops_time * batch,
-                    (max(1, m),), fields)
+                    max(1, m), fields)
             self.push(bound, "microbatch", (layout, i), leaves[i], sync)
 
     def bound_branch(self, layout, i: int, floor: float) -> None:
@@ -428,7 +451,7 @@ class _Search:
             fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
             self.checked(bound, **fields)
         sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), cfg.gpus, step, compute + optimizer, flops_time,
-                (cfg.microbatches,), fields)
+                cfg.microbatches, fields)
         self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep or cfg, leaves[i]), leaves[i],
                   sync)
 

@@ -71,3 +71,53 @@ def test_an_unstated_fields_factor_grows_with_its_spread_from_one(a, b):
     # the band it widens reaches the alternative's throughput below the prediction
     low, _ = calibration.ratio_band((Reason(UNSTATED, "x", a),))
     assert low <= math.exp(-a) + 1e-12
+
+
+# A dense fp8 job on a chip whose HBM is set between what no recompute needs with fp8 weights
+# alone and with the bf16 copy beside them.
+FP8 = """
+chip G {{ peak {{ bf16 = 1000 TFLOPS  fp8 = 2000 TFLOPS }} hbm {{ capacity = {hbm} GB  bandwidth = 3 TB/s }}
+         power {{ tdp = 700 W }} formats = [bf16, fp8_e4m3, fp8_e5m2] }}
+fabric Up {{ kind = nvlink  topology = switched  bandwidth = 450 GB/s }}
+node Box {{ gpus = 8 x G  scaleup = Up }}
+cluster C {{ units = 1 x Box }}
+model M {{ arch = dense  layers = {layers}  hidden = 4096  heads = 32  ffn = 16384  vocab = 32000  seq = 4096 }}
+train t {{ model = M  on = C  batch = 16  precision = fp8  software = nemo
+          parallelism {{ tp = 1  pp = {pp}  dp = {dp}  microbatch = 1  zero = 1 {vp} }} }}
+"""
+
+
+def _fp8_job(hbm=1000, layers=32, pp=1, dp=8, vp=""):
+    result = check_text(FP8.format(hbm=hbm, layers=layers, pp=pp, dp=dp, vp=vp), "fp8.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return train_job(result.design)
+
+
+def test_an_alternative_that_fits_beside_unstated_fp8_weights_widens_the_band():
+    import attrs
+    from gclc.model.train.step import estimate
+
+    roomy = _fp8_job()
+    cfg = pinned_config(roomy)
+    bare = estimate(roomy.shape, cfg, roomy.partition).memory.total
+    lean = estimate(roomy.shape, attrs.evolve(cfg, fp8_params=True), roomy.partition).memory.total
+    assert lean < bare
+    job = _fp8_job(hbm=(bare + lean) / 2 / 1e9)
+    full = attrs.evolve(pinned_config(job), recompute="full")   # what the planner is left with
+    none, lean_none = attrs.evolve(full, recompute="none"), attrs.evolve(full, recompute="none", fp8_params=True)
+    assert estimate(job.shape, full, job.partition).fits
+    assert not estimate(job.shape, none, job.partition).fits and estimate(job.shape, lean_none, job.partition).fits
+    moves = guessed.spreads(job.shape, full, job.partition, stated_fields(job))
+    expected = abs(math.log(estimate(job.shape, lean_none, job.partition).step_time
+                            / estimate(job.shape, full, job.partition).step_time))
+    assert moves["recompute"] == expected > 0
+    stated = guessed.spreads(job.shape, full, job.partition, stated_fields(job) | {"fp8_params"})
+    assert stated["recompute"] < expected   # fp8 weights stated false: no run had them
+
+
+def test_a_pinned_uneven_interleaved_pipeline_still_has_its_alternatives_weighed():
+    job = _fp8_job(layers=30, pp=4, dp=2, vp="vp = 2  schedule = interleaved")   # 30 layers over 4 x 2 chunks
+    cfg = pinned_config(job)
+    assert job.shape.layers % (cfg.pp * cfg.vp) and cfg.vp == 2
+    moves = guessed.spreads(job.shape, cfg, job.partition, stated_fields(job))
+    assert moves["recompute"] > 0 and moves["dp_overlap"] > 0
