@@ -113,8 +113,9 @@ def queues(draw):
 
 
 # backfill looking far enough ahead for every job, its pass at every event (bf_interval 1 s,
-# Slurm's least: the drawn jobs' events are whole hours apart)
-UNBOUNDED = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12, interval=1.0)))
+# Slurm's least: the drawn jobs' events are whole hours apart), and no wait for one leaf
+# switch (backfill plans GPU counts; a job waiting out max_switch_wait is topology's delay)
+UNBOUNDED = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12, interval=1.0), max_switch_wait=0.0))
 
 
 def _first_reservations(jobs, chosen) -> tuple[dict[str, float], dict[str, object]]:
@@ -136,6 +137,21 @@ def test_a_backfilled_job_never_delays_a_reservation(drawn):
     first, runs = _first_reservations(drawn, UNBOUNDED)
     for name, start in first.items():
         assert runs[name].first_start <= start + 1e-6, (name, runs[name].first_start, first)
+
+
+def test_a_reservation_by_count_waits_for_one_leaf_switch():
+    """The deep run's counterexample when the law kept Slurm's 5-minute max_switch_wait: the
+    two 12-GPU jobs (larger, so first by job size) take 12 of each 16-GPU leaf; `j0`'s 8
+    GPUs are free by count, so backfill reserves them now, but no one leaf holds them: it
+    starts when its switch wait ends, at 300 s, with nothing backfilled."""
+    jobs = [fx.job("j0", 8, partitions=("a",), limit=1), fx.job("j1", 12, partitions=("a",), limit=1),
+            fx.job("j2", 12, partitions=("a",), limit=1)]
+    waiting = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12, interval=1.0)))
+    first, runs = _first_reservations(jobs, waiting)
+    assert first == {"j0": 0.0} and runs["j0"].first_start == 300.0
+    assert all(s[7] != "backfill" for r in runs.values() for s in r.segments)
+    first, runs = _first_reservations(jobs, UNBOUNDED)
+    assert all(runs[n].first_start <= t + 1e-6 for n, t in first.items())
 
 
 def test_a_job_entering_the_window_may_take_a_later_jobs_reserved_slot():
