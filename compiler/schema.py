@@ -427,7 +427,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
 # tokens, steps, duration), how many GPUs it may take and where, all-or-nothing or not, and
 # how long a run may last before the scheduler ends it (Slurm's --time).
 SHARED = {"priority": Priority(), "submit": TIME0, "steps": COUNT, "duration": TIME, "min_gpus": COUNT,
-          "prefer": Targets(), "gang": FLAG, "time_limit": TIME, "tenant": PartRef(("tenant",))}
+          "prefer": Targets(), "gang": FLAG, "time_limit": TIME, "tenant": PartRef(("tenant",)), "user": TEXT}
 CHECKPOINT = Block({"size": BYTES, "bandwidth": BANDWIDTH, "restart": TIME0, "interval": TIME, "keep": COUNT},
                    doc="checkpoint size (default: weights and Adam state), write bandwidth of the whole job "
                        "(default: each node's `storage` plus its storage DPUs), restart time (default: a fixed start "
@@ -574,11 +574,11 @@ SWEEP = Block({"pareto": ListOf(Choice(SWEEP_OBJECTIVES))}, free=Axis(),
 # A stream of jobs without a model: a trace's rows, inline or from a CSV file below the
 # design (columns of public traces: submit, duration, gpus, gpu_type, priority).
 TRACE_JOB = Block({"submit": TIME0, "duration": TIME, "gpus": COUNT, "type": TEXT, "priority": Priority(),
-                   "time_limit": TIME, "tenant": PartRef(("tenant",))},
+                   "time_limit": TIME, "tenant": PartRef(("tenant",)), "user": TEXT},
                   required=("duration", "gpus"))
 WORKLOAD = Block(
     {"on": Targets(), "trace": TEXT, "priority": Priority(), "gang": FLAG, "source": TEXT, "time_limit": TIME,
-     "tenant": PartRef(("tenant",))},
+     "tenant": PartRef(("tenant",)), "user": TEXT},
     blocks={"checkpoint": Block({"interval": TIME, "write": TIME0, "restart": TIME0},
                                 required=("interval",),
                                 doc="how the rows checkpoint (they have no model to derive it from); without "
@@ -605,10 +605,11 @@ TENANT = Block(
         "default 1)")
 # A scheduler's settings, named for the policy they configure (`scheduler slurm { ... }`);
 # each field is the real setting it stands for (solver/schedule/settings.py, with links).
+_QOS = ("low", "normal", "high", "critical")   # the priority classes, each a QOS (compiler/trace.py)
 SCHEDULER = Block(
     {"on": Targets(),
      # slurm.conf: SchedulerParameters, the multifactor priority and preemption
-     "bf_window": TIME, "bf_resolution": TIME, "bf_max_job_test": COUNT, "max_switch_wait": TIME0,
+     "bf_interval": TIME, "bf_window": TIME, "bf_resolution": TIME, "bf_max_job_test": COUNT, "max_switch_wait": TIME0,
      "priority_max_age": TIME, "priority_decay_half_life": TIME, "priority_calc_period": TIME,
      "preempt_type": Choice(("none", "qos")), "preempt_mode": Choice(("requeue", "cancel")),
      # Kueue: the ClusterQueues' queueing strategy and preemption, fair sharing, waitForPodsReady, TAS
@@ -621,7 +622,15 @@ SCHEDULER = Block(
      "scoring": Choice(("least_allocated", "most_allocated"))},
     blocks={"priority_weight": Block({k: COUNT0 for k in ("age", "fairshare", "job_size", "partition", "qos")},
                                      doc="slurm.conf PriorityWeightAge, ...Fairshare, ...JobSize, ...Partition, "
-                                         "...QOS")},
+                                         "...QOS"),
+            # QOS limits (https://slurm.schedmd.com/qos.html), per QOS: the priority classes
+            "qos_grp_gpus": Block({k: COUNT0 for k in _QOS},
+                                  doc="GrpTRES=gres/gpu=N per QOS: the GPUs all running jobs of that QOS may hold"),
+            "qos_max_gpus_per_user": Block({k: COUNT0 for k in _QOS},
+                                           doc="MaxTRESPerUser=gres/gpu=N per QOS: the GPUs one user's running "
+                                               "jobs of that QOS may hold"),
+            "qos_max_jobs_per_user": Block({k: COUNT0 for k in _QOS},
+                                           doc="MaxJobsPerUser=N per QOS: the jobs of that QOS one user may run")},
     doc="the settings of the policy it is named for: `scheduler slurm`, `scheduler kueue` or `scheduler kube`; "
         "what is not stated takes the real scheduler's default")
 

@@ -10,6 +10,8 @@ design, read with the columns of public cluster traces (seconds, one job per row
                                                                    (seconds > 0; the time asked for)
     tenant    tenant, account, vc, queue                           (the tenant charged; Helios' and
                                                                     Philly's virtual cluster `vc`)
+    user      user, user_name, username                            (who submitted it: Slurm's
+                                                                    per-user QOS limits count it)
 
 A bad row is a diagnostic at its line and column in the CSV, never an exception.
 """
@@ -35,12 +37,13 @@ COLUMNS = {
     "priority": ("priority",),
     "time_limit": ("time_limit", "timelimit", "time_req", "requested_time", "wallclock_limit"),
     "tenant": ("tenant", "account", "vc", "queue"),
+    "user": ("user", "user_name", "username"),
 }
 PRIORITY_CLASSES = {"low": 1, "normal": 2, "high": 4, "critical": 8}
 # What a schedule simulates in about a minute: 10,000 rows of a trace that overloads the
-# shared-cluster example (a queue thousands long, failures on) took 8.4 s of CPU under
-# `priority` and 68 s under `slurm`, whose backfill plans up to bf_max_job_test = 500 waiting
-# jobs with time limits at every event (docs/hostile-input.md); the cost grows with the
+# shared-cluster example (a queue thousands long, failures on; benchmarks/schedule_queue.py)
+# took 12.7 s of CPU under `priority` and 61 s under `slurm`, whose backfill plans up to
+# bf_max_job_test = 500 waiting jobs every bf_interval (docs/hostile-input.md); the cost grows with the
 # queue the simulation keeps, so the bound stays here until that pass is cheaper. A busy
 # month of a realistic shape is cheaper per row (benchmarks/schedule_scale.py: 80,000
 # jobs on 800,000 GPUs). Sample or split a longer public trace.
@@ -64,6 +67,7 @@ class TraceJob:
     span: Span = attrs.field(eq=False, repr=False)
     time_limit: float = math.inf      # seconds a run may last (the time the job asked for)
     tenant: str = ""                  # the tenant charged ("": the workload's, else none)
+    user: str = ""                    # who submitted it (Slurm's per-user QOS limits count it)
 
 
 def priority_value(value: object) -> tuple[int, str]:
@@ -81,7 +85,7 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
     default, label = priority_value(workload.get("priority"))
     limit = workload.get("time_limit")
     limit = float(limit.value) if limit is not None else math.inf
-    tenant = getattr(workload.get("tenant"), "name", "")
+    tenant, user = getattr(workload.get("tenant"), "name", ""), workload.get("user") or ""
     rows, problems, invalid = [], [], False
     jobs = workload.get("job")
     for item in getattr(jobs, "items", ()):
@@ -100,11 +104,11 @@ def workload_jobs(workload: Entity) -> tuple[tuple[TraceJob, ...], list[Diagnost
         rows.append(TraceJob(f"{workload.name}.{item.name}", float(submit.value) if submit is not None else 0.0,
                              float(r.get("duration").value), r.get("gpus"), kind, weight, name, item.span,
                              float(own.value) if own is not None else limit,
-                             getattr(r.get("tenant"), "name", tenant)))
+                             getattr(r.get("tenant"), "name", tenant), r.get("user") or user))
     source = None
     path = workload.get("trace")
     if path is not None:
-        source, found, more = read_csv(workload, path, default, label, limit, tenant)
+        source, found, more = read_csv(workload, path, default, label, limit, tenant, user)
         rows += found
         problems += more
     if not rows and not problems and not invalid:
@@ -122,16 +126,17 @@ def beyond_horizon(span: Span, field: str, seconds: float) -> Diagnostic:
                                    notes=["help: a schedule simulates 20 years at most; check the unit (s, h, d)"])
 
 
-def read_csv(workload: Entity, path: str, default: int, label: str, limit: float = math.inf, tenant: str = ""):
+def read_csv(workload: Entity, path: str, default: int, label: str, limit: float = math.inf, tenant: str = "",
+             user: str = ""):
     table, problems = read_table(workload.span_of("trace"), path, "workload trace", MAX_ROWS)
     if table is None:
         return None, [], problems
-    rows, problems = _rows(workload.name, table, default, label, limit, tenant)
+    rows, problems = _rows(workload.name, table, default, label, limit, tenant, user)
     return table.source, rows, problems
 
 
 def _rows(name: str, table: Table, default: int, label: str, limit: float = math.inf,
-          tenant: str = "") -> tuple[list[TraceJob], list[Diagnostic]]:
+          tenant: str = "", user: str = "") -> tuple[list[TraceJob], list[Diagnostic]]:
     if table.header is None:
         return [], [codes.TRACE_ROW.make(table.source.span(0, 0), what="the trace is empty",
                                          notes=["help: a header line first: submit,duration,gpus,gpu_type"])]
@@ -143,7 +148,7 @@ def _rows(name: str, table: Table, default: int, label: str, limit: float = math
                                          notes=[f"help: name it one of {', '.join(COLUMNS[missing[0]])}"])]
     rows, problems = [], []
     for number, row in enumerate(table.rows, start=1):
-        job = _row(name, table, number, row, index, default, label, limit, tenant)
+        job = _row(name, table, number, row, index, default, label, limit, tenant, user)
         (problems if isinstance(job, Diagnostic) else rows).append(job)
         if len(problems) >= MAX_PROBLEMS:  # enough to show the pattern of a broken file
             break
@@ -157,7 +162,7 @@ _NEEDS = {"submit": f"a time in seconds >= 0, at most {MAX_SECONDS_TEXT}",
 
 
 def _row(name: str, table: Table, number: int, row: Row, index: dict, default: int, label: str,
-         limit: float = math.inf, tenant: str = ""):
+         limit: float = math.inf, tenant: str = "", user: str = ""):
     def cell(key):
         i = index[key]
         return (row.cells[i].strip() if i is not None and i < len(row.cells) else ""), i
@@ -188,4 +193,5 @@ def _row(name: str, table: Table, number: int, row: Row, index: dict, default: i
             return codes.TRACE_ROW.make(table.span(row, i), what=str(error), notes=[
                 f"help: a class ({', '.join(PRIORITY_CLASSES)}) or a whole number >= 1"])
     return TraceJob(f"{name}[{number}]", values["submit"], values["duration"], values["gpus"], kind,
-                    weight, shown, table.span(row, 0), float(values["time_limit"]), cell("tenant")[0] or tenant)
+                    weight, shown, table.span(row, 0), float(values["time_limit"]), cell("tenant")[0] or tenant,
+                    cell("user")[0] or user)

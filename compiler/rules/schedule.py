@@ -13,9 +13,9 @@ from ..design import Entity
 # The settings each policy reads (compiler/schema.py SCHEDULER; what they mean:
 # solver/schedule/settings.py). `on` and nothing else is shared.
 POLICY_SETTINGS = {
-    "slurm": ("bf_window", "bf_resolution", "bf_max_job_test", "max_switch_wait", "priority_max_age",
+    "slurm": ("bf_interval", "bf_window", "bf_resolution", "bf_max_job_test", "max_switch_wait", "priority_max_age",
               "priority_decay_half_life", "priority_calc_period", "preempt_type", "preempt_mode",
-              "priority_weight"),
+              "priority_weight", "qos_grp_gpus", "qos_max_gpus_per_user", "qos_max_jobs_per_user"),
     "kueue": ("queueing", "within_cluster_queue", "reclaim_within_cohort", "borrow_within_cohort", "fair_sharing",
               "wait_for_pods_ready", "topology"),
     "kube": ("scoring",),

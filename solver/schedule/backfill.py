@@ -7,9 +7,11 @@ The plugin keeps, per partition, the free resources over time as a step function
 order (at most `bf_max_job_test`): a job that fits now without touching any reservation
 starts now (it is "backfilled"); otherwise it reserves what it needs from the earliest
 time it fits, for its whole time limit, so that no job tested after it can delay it.
-Jobs whose earliest start lies beyond `bf_window` get no reservation.
-(https://slurm.schedmd.com/sched_config.html, https://slurm.schedmd.com/slurm.conf.html
-SchedulerParameters: bf_window, bf_resolution, bf_max_job_test.)
+Jobs whose earliest start lies beyond `bf_window` get no reservation. The plugin runs
+its pass every `bf_interval` seconds, not at every event: between passes only the main
+loop starts jobs. (https://slurm.schedmd.com/sched_config.html,
+https://slurm.schedmd.com/slurm.conf.html SchedulerParameters: bf_interval, bf_window,
+bf_resolution, bf_max_job_test.)
 
 Resources are GPU counts per partition: the lowest-switch placement of `topology/tree`
 is chosen when the job starts, and a job that cannot find one group takes GPUs across
@@ -32,6 +34,7 @@ class BackfillParams:
     window: float = 86_400.0        # bf_window: 1440 minutes
     resolution: float = 60.0        # bf_resolution: 60 seconds
     max_job_test: int = 500         # bf_max_job_test
+    interval: float = 30.0          # bf_interval: seconds between backfill passes
 
 
 class Releases:

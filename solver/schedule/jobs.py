@@ -206,7 +206,7 @@ def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> Sch
     limit = requested(float(stated.value) if stated is not None else None, slowest)
     return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, work, unit,
                     bool(entity.get("gang", True)), tuple(options), prefer, entity.span, limit,
-                    getattr(entity.get("tenant"), "name", ""))
+                    getattr(entity.get("tenant"), "name", ""), user=entity.get("user") or "")
 
 
 def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:
@@ -283,4 +283,4 @@ def _row(row, workload: Entity, cluster: Entity, graph: ClusterGraph, problems) 
     options = tuple(Option(p.name, row.gpus, float(row.gpus), interval, write, restart, None)
                     for p in partitions if row.gpus <= p.gpus)
     return SchedJob(row.name, row.priority, row.label, row.submit, row.duration * row.gpus, "GPU-s", gang,
-                    options, (), row.span, row.time_limit, row.tenant)
+                    options, (), row.span, row.time_limit, row.tenant, user=row.user)

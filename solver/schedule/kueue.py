@@ -67,10 +67,16 @@ class Kueue:
         return take(job, c, state)
 
     # ------------------------------------------------------------ the admission cycle
+    def group(self, job):
+        """Workloads that get the same flavor (the pending queue keeps each group sorted)."""
+        return (job.tenant, job.gang, job.options)
+
     def cycle(self, sim, now: float) -> None:
-        queues = _queues(sim)
+        queues, spent, evictions = _queues(sim), set(), sim.evictions
         while not self._blocked(sim, now):
-            heads = self._heads(sim, queues)
+            if sim.evictions != evictions:     # evicted workloads gave quota and GPUs back
+                spent, evictions = set(), sim.evictions
+            heads = self._heads(sim, queues, spent)
             admitted = False
             for job, option, borrows in sorted(heads, key=lambda h: self._rank(sim, queues, h)):
                 found = [c for c in self.filter(job, sim.state) if c.option == option]
@@ -85,23 +91,50 @@ class Kueue:
             if not admitted:
                 return
 
-    def _heads(self, sim, queues: dict[str, Tenant]) -> list[tuple[SchedJob, object, bool]]:
+    def _heads(self, sim, queues: dict[str, Tenant], spent: set) -> list[tuple[SchedJob, object, bool]]:
         """Per queue, the workload it offers this cycle with the flavor its quota admits it
-        on: the first in order (strict) or the first that quota admits (best effort)."""
-        by_queue: dict[str, list[SchedJob]] = {}
-        for job in sim.pending.ordered(self):      # kept sorted by `key` as jobs come and go
-            by_queue.setdefault(queue_of(sim, job), []).append(job)
-        used = usage(sim)
+        on: the first in order (strict) or the first that quota admits (best effort).
+
+        Workloads of one group (queue, gang, options: `group`) get the same answer, so each
+        group is asked once, through its first workload, groups in the order of their first
+        workloads: the first group with a flavor holds the queue's head. `spent` holds the
+        groups that found none earlier in this cycle: quota and free GPUs only shrink until
+        an eviction (the caller then clears it), so they find none again. A queue whose least
+        workload needs more than its quota admits on any flavor, and that may not preempt,
+        offers none."""
+        used, strict, tenants = usage(sim), self.settings.queueing == "strict_fifo", bool(sim.workload.tenants)
+        firsts: dict[str, list] = {}
+        for group, entries in sim.pending.groups.items():
+            firsts.setdefault(group[0] if tenants else DEFAULT_QUEUE, []).append((entries[0], group))
         heads = []
-        for name, jobs in by_queue.items():
-            for job in jobs:
-                flavor = self._flavor(sim, queues, used, job)
-                if flavor is not None:
-                    heads.append((job, *flavor))
-                    break
-                if self.settings.queueing == "strict_fifo":
+        for queue, groups in firsts.items():
+            if not self._may_offer(sim, queues, used, queue):
+                continue
+            for entry, group in sorted(groups):
+                if group not in spent:
+                    job = sim.pending.jobs[entry[1]]
+                    flavor = self._flavor(sim, queues, used, job)
+                    if flavor is not None:
+                        heads.append((job, *flavor))
+                        break
+                    spent.add(group)
+                if strict:
                     break
         return heads
+
+    def _may_offer(self, sim, queues, used, queue: str) -> bool:
+        """Whether `queue` may offer a workload: it may preempt, or its quota (own and
+        borrowable) on some flavor holds the least its pending workloads need."""
+        if self._may_preempt(queues, queue):
+            return True
+        least = sim.pending.least_of(queue) if sim.workload.tenants else (sim.pending.least if sim.pending else None)
+        if least is None:
+            return False
+        for flavor in sim.state.partitions:
+            room = quota_room(queues, used, queue, flavor)
+            if least <= room.own + room.borrowable:
+                return True
+        return False
 
     def _flavor(self, sim, queues, used, job: SchedJob):
         """(option, borrows) of the option `job` is offered on: the first whose quota admits it
@@ -135,6 +168,8 @@ class Kueue:
 
     # ------------------------------------------------------------ preemption
     def _preempt(self, sim, now: float, queues, job: SchedJob, option) -> list[Candidate]:
+        if not self._may_preempt(queues, queue_of(sim, job)):
+            return []                  # no policy of its queue lets it evict anyone
         candidates = self._candidates(sim, queues, job, option)
         gone: list[str] = []
         for name in candidates:

@@ -18,11 +18,15 @@ from .records import SchedJob
 
 class PendingQueue:
     """The pending jobs, a dict by name (in the order they became pending) that also keeps
-    them sorted by the policy's `key`, and counts the fewest GPUs each could start on."""
+    them sorted by the policy's `key` (and, where the policy names a `group`, sorted within
+    each group: Kueue's workloads of one queue and shape), and counts the fewest GPUs each
+    could start on."""
 
-    def __init__(self, key: Callable[[SchedJob], tuple] | None) -> None:
-        self.key, self.jobs, self.sorted = key, {}, []
+    def __init__(self, key: Callable[[SchedJob], tuple] | None, group: Callable[[SchedJob], object] | None = None) -> None:
+        self.key, self.jobs, self.sorted, self.group = key, {}, [], group
+        self.groups: dict[object, list[tuple[tuple, str]]] = {}
         self.needs: collections.Counter[int] = collections.Counter()
+        self.tenant_needs: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
 
     def __setitem__(self, name: str, job: SchedJob) -> None:
         if name in self.jobs:
@@ -30,15 +34,28 @@ class PendingQueue:
         self.jobs[name] = job
         if self.key is not None:
             bisect.insort(self.sorted, (self.key(job), name))
+            if self.group is not None:
+                bisect.insort(self.groups.setdefault(self.group(job), []), (self.key(job), name))
         self.needs[least_need(job)] += 1
+        self.tenant_needs[job.tenant][least_need(job)] += 1
 
     def __delitem__(self, name: str) -> None:
         job = self.jobs.pop(name)
         if self.key is not None:
             del self.sorted[bisect.bisect_left(self.sorted, (self.key(job), name))]
-        self.needs[least_need(job)] -= 1
-        if not self.needs[least_need(job)]:
-            del self.needs[least_need(job)]
+            if self.group is not None:
+                group = self.group(job)
+                entries = self.groups[group]
+                del entries[bisect.bisect_left(entries, (self.key(job), name))]
+                if not entries:
+                    del self.groups[group]
+        need, mine = least_need(job), self.tenant_needs[job.tenant]
+        self.needs[need] -= 1
+        if not self.needs[need]:
+            del self.needs[need]
+        mine[need] -= 1
+        if not mine[need]:
+            del mine[need]
 
     def __getitem__(self, name: str) -> SchedJob:
         return self.jobs[name]
@@ -66,6 +83,10 @@ class PendingQueue:
     def least(self) -> int:
         """The fewest free GPUs any pending job could start on (one not in a gang takes one)."""
         return min(self.needs, default=0)
+
+    def least_of(self, tenant: str) -> int | None:
+        """The fewest GPUs any pending job of `tenant` could start on; None if none waits."""
+        return min(self.tenant_needs.get(tenant, ()), default=None)
 
 
 def least_need(job: SchedJob) -> int:

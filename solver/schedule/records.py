@@ -53,6 +53,7 @@ class SchedJob:
     time_limit: float = math.inf  # seconds a run may last before the scheduler ends it (Slurm's --time)
     tenant: str = ""              # the account / ClusterQueue it is charged to ("" where the design has none)
     service: str = ""             # the serve job this stretch of serving belongs to ("": not serving)
+    user: str = ""                # who submitted it (Slurm's per-user QOS limits count it)
 
     @property
     def partitions(self) -> tuple[str, ...]:

@@ -3,7 +3,7 @@ defaults: what a design's `scheduler slurm { ... }` (or `kueue`, `kube`) states,
 the real default for everything it leaves out.
 
 Slurm: slurm.conf(5) (https://slurm.schedmd.com/slurm.conf.html) SchedulerParameters
-(bf_window 1440 min, bf_resolution 60 s, bf_max_job_test 500, max_switch_wait 300 s),
+(bf_interval 30 s, bf_window 1440 min, bf_resolution 60 s, bf_max_job_test 500, max_switch_wait 300 s),
 PriorityMaxAge and PriorityDecayHalfLife (7 days each), PriorityCalcPeriod (5 minutes:
 how often the priorities of pending jobs are recomputed; a new job's is computed when it
 arrives), PreemptType (preempt/none) and PreemptMode. The PriorityWeight* defaults are 0 in slurm.conf; gclc takes the
@@ -43,6 +43,23 @@ class PriorityWeights:
 
 
 @attrs.frozen
+class QosLimits:
+    """Limits of Slurm QOSes on running jobs (https://slurm.schedmd.com/qos.html, "QOS
+    specific limits"; https://slurm.schedmd.com/resource_limits.html): per QOS name, GrpTRES
+    on gres/gpu (all its running jobs together), MaxTRESPerUser on gres/gpu and
+    MaxJobsPerUser. A job that a limit holds stays pending (reason QOSGrpGRES,
+    QOSMaxGRESPerUser, QOSMaxJobsPerUserLimit) without blocking its partition, and backfill
+    reserves nothing for it. No QOS is limited by default."""
+
+    grp_gpus: dict[str, int] = attrs.field(factory=dict, hash=False)
+    max_gpus_per_user: dict[str, int] = attrs.field(factory=dict, hash=False)
+    max_jobs_per_user: dict[str, int] = attrs.field(factory=dict, hash=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.grp_gpus or self.max_gpus_per_user or self.max_jobs_per_user)
+
+
+@attrs.frozen
 class SlurmSettings:
     backfill: BackfillParams = BackfillParams()
     max_switch_wait: float = 300.0
@@ -52,6 +69,7 @@ class SlurmSettings:
     preempt_type: str = "none"             # none | qos (PreemptType=preempt/qos)
     preempt_mode: str = "requeue"          # requeue | cancel
     calc_period: float = 300.0             # PriorityCalcPeriod
+    qos_limits: QosLimits = QosLimits()
 
 
 @attrs.frozen
@@ -88,13 +106,20 @@ def settings_of(design: Design, cluster: Entity, policy: str):
 def _slurm(block: Entity, d: SlurmSettings) -> SlurmSettings:
     bf = d.backfill
     bf = BackfillParams(_plain(block.get("bf_window")) or bf.window, _plain(block.get("bf_resolution")) or bf.resolution,
-                        block.get("bf_max_job_test") or bf.max_job_test)
+                        block.get("bf_max_job_test") or bf.max_job_test, _plain(block.get("bf_interval")) or bf.interval)
     weights = block.get("priority_weight")
     w = attrs.evolve(d.weights, **{k: v for k, v in ((i.name, i.value) for i in weights.items)}) if weights else d.weights
     return SlurmSettings(bf, _or(block, "max_switch_wait", d.max_switch_wait), _or(block, "priority_max_age", d.max_age),
                          _or(block, "priority_decay_half_life", d.decay_half_life), w,
                          _or(block, "preempt_type", d.preempt_type), _or(block, "preempt_mode", d.preempt_mode),
-                         _or(block, "priority_calc_period", d.calc_period))
+                         _or(block, "priority_calc_period", d.calc_period),
+                         QosLimits(*(_counts(block, f"qos_{k}") for k in ("grp_gpus", "max_gpus_per_user",
+                                                                          "max_jobs_per_user"))))
+
+
+def _counts(block: Entity, name: str) -> dict[str, int]:
+    record = block.get(name)
+    return {item.name: int(item.value) for item in getattr(record, "items", ())}
 
 
 def _or(block: Entity, key: str, default):

@@ -119,7 +119,7 @@ class Simulation:
         self.degradations = Degradations(degradations, workload.graph, self.state.partitions, workload.curves) \
             if degradations else None
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
-        self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
+        self.pending = PendingQueue(getattr(policy, "key", None), getattr(policy, "group", None))   # kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
         self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
         self.shapes = {j.name: shape(j) for j in workload.jobs}

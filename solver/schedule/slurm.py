@@ -18,6 +18,9 @@ partition blocking) and then the backfill pass (`sched/backfill`), with the
 - Placement: topology/tree's lowest-switch best fit, as few leaf switches as the job needs
   (the `--switches` the export writes) until it has waited `max_switch_wait` (default 5
   minutes), then anywhere in the partition.
+- QOS limits (`qos_grp_gpus`, `qos_max_gpus_per_user`, `qos_max_jobs_per_user`: GrpTRES,
+  MaxTRESPerUser and MaxJobsPerUser on gres/gpu, solver/schedule/qos.py): a job a limit
+  holds stays pending without blocking its partition, and backfill reserves nothing for it.
 - Preemption: none by default (`PreemptType=preempt/none`); with `preempt_type = qos`, a
   job the main loop cannot start evicts running jobs of lower QOS that free a placement
   (`PreemptMode=REQUEUE`: they queue again from their checkpoint; `CANCEL`: they end).
@@ -39,6 +42,7 @@ from .backfill import Refused, Releases, earliest_together, rounded_up
 from .records import SchedJob
 from .multifactor import FairShare, priorities
 from .policies import Candidate, fits, required_level, take, victims
+from .qos import QosUsage
 from .settings import SlurmSettings
 
 
@@ -80,8 +84,22 @@ class Slurm:
         if self._nothing_fits(sim):
             sim.reservations = ()
             return
+        if not self._backfill_due(sim, now):
+            return
         first = list(itertools.islice(_in_order(sim, keys), self.settings.backfill.max_job_test))
         sim.reservations = self._backfill(sim, now, first)
+
+    def _backfill_due(self, sim, now: float) -> bool:
+        """Whether backfill's pass runs now: bf_interval after the last one (its thread
+        sleeps between passes); else the simulation is woken when it is due, once."""
+        due = sim.memory.get("backfilled_at", -math.inf) + self.settings.backfill.interval
+        if now >= due:
+            sim.memory["backfilled_at"] = now
+            return True
+        if sim.memory.get("backfill_wake") != due:
+            sim.memory["backfill_wake"] = due
+            sim.wake_at(due)
+        return False
 
     def _nothing_fits(self, sim) -> bool:
         """Whether no pending job could start or reserve on any partition even once every
@@ -122,15 +140,18 @@ class Slurm:
             shares = {name: t.shares for name, t in sim.workload.tenants.items()}
             sim.memory["fairshare"] = FairShare(self.settings.decay_half_life, shares)
             sim.memory["releases"] = {name: Releases() for name in sim.state.partitions}
-        fair, releases = sim.memory["fairshare"], sim.memory["releases"]
+            sim.memory["qos"] = QosUsage()
+        fair, releases, qos = sim.memory["fairshare"], sim.memory["releases"], sim.memory["qos"]
         resolution = self.settings.backfill.resolution
         for kind, name, tenant, partition, gpus, start, last in sim.run_changes:
             if kind == "start":
                 fair.started(tenant, gpus, start)
                 releases[partition].add(name, rounded_up(start + last, resolution), gpus)
+                qos.started(sim.runs[name].job, gpus)
             else:
                 fair.stopped(tenant, gpus, start, last)
                 releases[partition].remove(name)
+                qos.stopped(sim.runs[name].job)
         sim.run_changes.clear()
         return fair, releases
 
@@ -155,10 +176,15 @@ class Slurm:
                 break
             if job.name not in sim.pending:      # a job this loop preempted earlier (cancelled or requeued)
                 continue
+            if not self._qos_allows(sim, job, job.least if job.gang else 1):
+                continue                         # held by a QOS limit: pending, blocking nothing
             # an rl gang's option needs its companion's partition open too (a heterogeneous job)
             open_to = [o for o in job.options if all(n not in blocked for n, _ in o.needs())]
             found = [c for c in self.placements(job, sim.state, now, sim) if c.option in open_to]
-            rule = "main"
+            within = [c for c in found if self._qos_allows(sim, job, c.gpus)]
+            if found and not within:
+                continue
+            found, rule = within, "main"
             if not found and self.settings.preempt_type == "qos" and open_to:
                 found, rule = self._preempt(sim, now, job, open_to), "preempt"
             if found:
@@ -192,7 +218,7 @@ class Slurm:
             best = None
             for option in job.options:
                 need = option.gpus if job.gang else 1
-                if refused[option.partition].covers(need, length):
+                if refused[option.partition].covers(need, length) or not self._qos_allows(sim, job, need):
                     continue
                 if option.companion is None:
                     t = profiles[option.partition].earliest(need, length, now + p.window)
@@ -225,6 +251,14 @@ class Slurm:
                 profiles[companion[0]].hold(t, t + length, companion[1])
             reserved.append(Reservation(job.name, option.partition, t, t + length, need))
         return tuple(reserved)
+
+    def _qos_allows(self, sim, job: SchedJob, gpus: int) -> bool:
+        """Whether `job` may start on `gpus` GPUs within its QOS's limits (always, with none)."""
+        limits = self.settings.qos_limits
+        if not limits:
+            return True
+        self._ledgers(sim)                      # the runs started since, this pass's included
+        return sim.memory["qos"].allows(limits, job, gpus)
 
     def _shortest(self, sim) -> float:
         """The shortest time limit of any job, on backfill's grid (read once)."""

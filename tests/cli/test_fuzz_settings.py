@@ -18,7 +18,7 @@ from .test_hostile_round3 import SHARED
 TIMES = st.sampled_from(["0 s", "1e-30 s", "0.5 s", "1 s", "59 s", "1 min", "1 d", "10 y", "1e30 s"])
 COUNTS = st.sampled_from(["0", "1", "500", "1e6", "1e30", "2.5"])
 SLURM = st.fixed_dictionaries({}, optional={
-    "bf_window": TIMES, "bf_resolution": TIMES, "bf_max_job_test": COUNTS, "max_switch_wait": TIMES,
+    "bf_interval": TIMES, "bf_window": TIMES, "bf_resolution": TIMES, "bf_max_job_test": COUNTS, "max_switch_wait": TIMES,
     "priority_max_age": TIMES, "priority_decay_half_life": TIMES,
     "preempt_type": st.sampled_from(["none", "qos"])})
 TENANT = st.fixed_dictionaries({}, optional={"shares": COUNTS, "h100": COUNTS, "a100": COUNTS})

@@ -5,7 +5,8 @@ backfilled job included.
 
 The harness (not the checked files) runs Slurm on this machine: every node's slurmd on
 127.0.0.1 with its own port, no authentication (auth/none), process tracking by process
-group, the daemons' loops every second (sched_interval, bf_interval) and `config_overrides`
+group, the main loop every second (sched_interval; the design asks backfill's bf_interval =
+1 s itself, and the export writes it) and `config_overrides`
 so the nodes keep their configured cores and memory. Stub: the GPUs are eight files per
 node in the test's folder (this machine has no GPU devices; slurmd logs that they are not
 devices and counts them). The runs sleep their simulated seconds.
@@ -52,6 +53,10 @@ fabric Out {
 }
 node Box { gpus = 8 x C  cpus = 2 x Host  dram = 64 GB  scaleup = Up }
 cluster K { units = 4 x Box  scaleout = Out }
+scheduler slurm {
+  on          = K
+  bf_interval = 1 s  # a pass every second, as the replayed slurmctld runs it
+}
 workload w {
   on = K
   job big1  { submit = 0 s  duration = 6 s  gpus = 24  priority = high  time_limit = 2 min }
@@ -95,7 +100,7 @@ def _harness(out: Path) -> tuple[dict, list[str]]:
               "AccountingStorageType=accounting_storage/none", "MpiDefault=none", "ReturnToService=2",
               "MailProg=/bin/true", "SlurmdParameters=config_overrides", "MinJobAge=600", "MessageTimeout=3"]
     text = "\n".join(lines) + "\n"
-    text = re.sub(r"SchedulerParameters=(\S+)", r"SchedulerParameters=\1,sched_interval=1,bf_interval=1", text)
+    text = re.sub(r"SchedulerParameters=(\S+)", r"SchedulerParameters=\1,sched_interval=1", text)
     (out / "slurm.conf").write_text(text)
     (out / "state").mkdir()
     for node in nodes:
@@ -128,6 +133,7 @@ def test_real_slurm_starts_the_runs_in_the_simulated_order_on_the_simulated_node
     runs = {j["name"]: j["segments"][0] for j in data["jobs"]}
     assert runs["w.small"]["rule"] == "backfill"          # the case worth replaying: backfill started it early
     expected = sorted(runs, key=lambda n: runs[n]["start_s"])
+    assert "bf_interval=1," in (out / "slurm.conf").read_text()
     env, nodes = _harness(out)
     # each daemon in a session of its own, so that stopping it stops `timeout` and the daemon
     daemons = [subprocess.Popen(["timeout", "-s", "KILL", "90", "slurmctld", "-D", "-c", "-i"], env=env,

@@ -90,7 +90,7 @@ def test_slurmctld_reads_the_cluster_and_scontrol_gives_back_its_tiers(example, 
     config = daemon.scontrol("show", "config")
     assert re.search(r"PriorityType\s*=\s*priority/multifactor", config)
     # without a `scheduler slurm` block, Slurm's own defaults, which the schedule simulates too
-    assert re.search(r"SchedulerParameters\s*=\s*bf_window=1440,bf_resolution=60,bf_max_job_test=500,"
+    assert re.search(r"SchedulerParameters\s*=\s*bf_interval=30,bf_window=1440,bf_resolution=60,bf_max_job_test=500,"
                      r"max_switch_wait=300\n", config)
     assert re.search(r"PriorityMaxAge\s*=\s*7-00:00:00\n", config) and re.search(r"PreemptType\s*=\s*preempt/none", config)
     if "job.sbatch" in files:   # the controller places the job on the exported cluster

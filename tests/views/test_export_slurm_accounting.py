@@ -5,10 +5,11 @@ exported slurm.conf lines (tests/views/slurm_real.py names the stubs).
 
 - slurmctld parses every scheduling setting the `slurm` schedule policy simulates and
   `scontrol show config` gives back the design's values (the weights, PriorityMaxAge,
-  PriorityDecayHalfLife, PreemptType/Mode, bf_window/bf_resolution/bf_max_job_test,
+  PriorityDecayHalfLife, PreemptType/Mode, bf_interval/bf_window/bf_resolution/bf_max_job_test,
   max_switch_wait), with no error in its log (age and fair-share weights need slurmdbd);
 - slurmdbd holds each QOS with the simulation's weight as its Priority and, under
-  `preempt_type = qos`, the lower QOS it may preempt; each tenant an account with its
+  `preempt_type = qos`, the lower QOS it may preempt, and the design's QOS limits
+  (GrpTRES, MaxTRESPerUser, MaxJobsPerUser on gres/gpu); each tenant an account with its
   shares as Fairshare;
 - with associations and QOS enforced, `sbatch --test-only` places the exported job under
   its tenant's account and QOS, and refuses (negative controls) an account or a QOS the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,7 @@ scheduler slurm {
   on                       = Shared
   preempt_type             = qos
   preempt_mode             = cancel
+  bf_interval              = 45 s
   bf_window                = 2 d
   bf_resolution            = 2 min
   bf_max_job_test          = 100
@@ -44,6 +47,9 @@ scheduler slurm {
   priority_max_age         = 3 d
   priority_decay_half_life = 36 h
   priority_weight { age = 10  fairshare = 20  job_size = 30  partition = 40  qos = 50 }
+  qos_grp_gpus          { low = 64 }
+  qos_max_gpus_per_user { low = 16  high = 128 }
+  qos_max_jobs_per_user { normal = 3 }
 }
 """
 
@@ -90,14 +96,20 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
     (tmp_path / "dbd" / "slurm.conf").write_text("ClusterName=gclctest\nAuthType=auth/none\nSlurmctldHost=localhost\n"
                                                  + "\n".join(dbd.slurm_lines()) + "\n")
     sacctmgr(env, "add", "cluster", "gclctest")
+    # slurmctld first: started with the exported AccountingStorageTRES=gres/gpu, it registers
+    # the GPU TRES with slurmdbd, which the QOS limits of qos.sh name
+    ctld = Slurmctld(tmp_path, files, nodes, dbd.slurm_lines())
+    started.append(ctld)
+    assert ctld.ready(), ctld.log()[-2000:]
+    for _ in range(50):
+        if "gres|gpu" in sacctmgr(env, "-nP", "show", "tres", "format=Type,Name").split():
+            break
+        time.sleep(0.2)
     for script in ("qos.sh", "accounts.sh"):
         (tmp_path / script).write_text(files[script])
         done = subprocess.run(["sh", str(tmp_path / script)], env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
     sacctmgr(env, "add", "user", "root", "Account=production")
-    ctld = Slurmctld(tmp_path, files, nodes, dbd.slurm_lines())
-    started.append(ctld)
-    assert ctld.ready(), ctld.log()[-2000:]
 
     # the settings slurmctld runs are the ones the schedule simulates
     s = settings_of(design, cluster, "slurm")
@@ -109,8 +121,8 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
     assert config["PriorityMaxAge"] == "3-00:00:00" and config["PriorityDecayHalfLife"] == "1-12:00:00"
     assert config["PreemptType"] == "preempt/qos" and config["PreemptMode"] == "CANCEL"
     params = dict(p.split("=") for p in config["SchedulerParameters"].split(","))
-    assert params == {"bf_window": "2880", "bf_resolution": "120", "bf_max_job_test": "100", "max_switch_wait": "1200"}
-    assert s.backfill.window == 2880 * 60 and s.max_switch_wait == 1200
+    assert params == {"bf_interval": "45", "bf_window": "2880", "bf_resolution": "120", "bf_max_job_test": "100", "max_switch_wait": "1200"}
+    assert s.backfill.window == 2880 * 60 and s.max_switch_wait == 1200 and s.backfill.interval == 45
     errors = [line for line in ctld.log().splitlines() if "error" in line.lower()
               and not re.search(r"pmix|MPI:|state file|backup state save", line)]
     assert errors == []
@@ -120,6 +132,10 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
            sacctmgr(env, "-nP", "show", "qos", "format=Name,Priority,Preempt").split()}
     assert {name: int(v[0]) for name, v in qos.items()} == {"low": 1, "normal": 2, "high": 4, "critical": 8}
     assert set(qos["critical"][1].split(",")) == {"low", "normal", "high"} and qos["low"][1] == ""
+    limits = {row.split("|")[0]: row.split("|")[1:] for row in
+              sacctmgr(env, "-nP", "show", "qos", "format=Name,GrpTRES,MaxTRESPU,MaxJobsPU").split()}
+    assert limits == {"low": ["gres/gpu=64", "gres/gpu=16", ""], "normal": ["", "", "3"],
+                      "high": ["", "gres/gpu=128", ""], "critical": ["", "", ""]}, limits
     shares = dict(row.split("|") for row in sacctmgr(env, "-nP", "show", "assoc", "where", "user=",
                                                      "format=Account,Fairshare").split() if not row.startswith("root"))
     assert shares == {"production": "2", "research": "1"}

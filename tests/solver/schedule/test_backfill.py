@@ -69,6 +69,20 @@ def test_a_job_is_backfilled_only_where_it_ends_before_the_reservation():
     assert runs["long"].first_start == 3 * H                # after `big`, not before it
 
 
+def test_backfill_passes_every_bf_interval_not_at_every_event():
+    """With bf_interval = 30 min, the pass at 0.1 h (when `big` reserved) is the last until
+    0.6 h: `short`, arriving at 0.2 h, is backfilled then (it still ends before 2 h); with
+    the default 30 s it is backfilled on arrival."""
+    jobs = [fx.job("wide", 24, hours=2, partitions=("a",), limit=2),
+            fx.job("big", 28, hours=1, submit=0.1, partitions=("a",), limit=1),
+            fx.job("short", 8, hours=1, submit=0.2, partitions=("a",), limit=1)]
+    slow = policy("slurm", SlurmSettings(backfill=BackfillParams(interval=1800.0)))
+    for chosen, start in ((slow, 0.6 * H), (POLICIES["slurm"], 0.2 * H)):
+        runs = {r.job.name: r for r in simulate(fx.workload(jobs), chosen, failures=False).runs}
+        assert runs["short"].first_start == pytest.approx(start) and runs["short"].segments[0][7] == "backfill"
+        assert runs["big"].first_start == 2 * H
+
+
 def test_without_time_limits_backfill_cannot_protect_anyone():
     jobs = [fx.job("wide", 24, hours=2, partitions=("a",)),
             fx.job("big", 28, hours=1, submit=0.1, partitions=("a",)),
@@ -98,7 +112,10 @@ def queues(draw):
     return out
 
 
-UNBOUNDED = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12)))
+# backfill looking far enough ahead for every job, its pass at every event (bf_interval 1 s,
+# Slurm's least: the drawn jobs' events are whole hours apart), and no wait for one leaf
+# switch (backfill plans GPU counts; a job waiting out max_switch_wait is topology's delay)
+UNBOUNDED = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12, interval=1.0), max_switch_wait=0.0))
 
 
 def _first_reservations(jobs, chosen) -> tuple[dict[str, float], dict[str, object]]:
@@ -120,6 +137,21 @@ def test_a_backfilled_job_never_delays_a_reservation(drawn):
     first, runs = _first_reservations(drawn, UNBOUNDED)
     for name, start in first.items():
         assert runs[name].first_start <= start + 1e-6, (name, runs[name].first_start, first)
+
+
+def test_a_reservation_by_count_waits_for_one_leaf_switch():
+    """The deep run's counterexample when the law kept Slurm's 5-minute max_switch_wait: the
+    two 12-GPU jobs (larger, so first by job size) take 12 of each 16-GPU leaf; `j0`'s 8
+    GPUs are free by count, so backfill reserves them now, but no one leaf holds them: it
+    starts when its switch wait ends, at 300 s, with nothing backfilled."""
+    jobs = [fx.job("j0", 8, partitions=("a",), limit=1), fx.job("j1", 12, partitions=("a",), limit=1),
+            fx.job("j2", 12, partitions=("a",), limit=1)]
+    waiting = policy("slurm", SlurmSettings(backfill=BackfillParams(window=1e12, interval=1.0)))
+    first, runs = _first_reservations(jobs, waiting)
+    assert first == {"j0": 0.0} and runs["j0"].first_start == 300.0
+    assert all(s[7] != "backfill" for r in runs.values() for s in r.segments)
+    first, runs = _first_reservations(jobs, UNBOUNDED)
+    assert all(runs[n].first_start <= t + 1e-6 for n, t in first.items())
 
 
 def test_a_job_entering_the_window_may_take_a_later_jobs_reserved_slot():
