@@ -25,28 +25,9 @@ from gclc.compiler.driver import check_text  # noqa: E402
 from gclc.solver.schedule.catalog import policy  # noqa: E402
 from gclc.solver.schedule.jobs import build  # noqa: E402
 from gclc.solver.schedule.simulate import simulate  # noqa: E402
+from gclc.testing.contention import design  # noqa: E402
 from gclc.views.schedule import schedule_json  # noqa: E402
 
-DESIGN = """\
-chip C {{
-  hbm   {{ capacity = 80 GB  bandwidth = 2 TB/s }}
-  peak  {{ bf16 = 400 TFLOPS }}
-  power {{ tdp = 500 W  idle = 60 W }}
-}}
-switch Sw {{ radix = 8  port_speed = 200 Gb/s  power = 1 kW }}
-fabric Up {{ kind = nvlink  topology = switched  bandwidth = 400 GB/s  latency = 1 us }}
-fabric Out {{
-  kind      = {kind}
-  topology  = fat_tree(tiers = 2, radix = 8, oversubscription = {oversubscription})
-  bandwidth = 200 Gb/s
-  latency   = 1 us
-  switch    = Sw
-}}
-node Box {{ gpus = 4 x C  scaleup = Up }}
-cluster K {{ scaleout = Out  units = 18 x Box }}
-model M {{ arch = dense  layers = 8  hidden = 2048  heads = 16  kv_heads = 8  ffn = 8192  vocab = 32000  seq = 2048 }}
-{jobs}
-"""
 # (GPUs, submit s) per fabric, sized so that two jobs span one leaf (24 GPUs at 3:1, 16 at 1:1)
 FABRICS = {"InfiniBand 3:1, adaptive": ("infiniband", "3:1", [(32, 0), (32, 60), (8, 120)]),
            "Ethernet 1:1, ECMP": ("ethernet", "1:1", [(8, 0), (16, 60), (16, 120), (8, 180), (16, 240)])}
@@ -56,7 +37,7 @@ POLICIES = ("fifo", "priority", "kube")
 def workload(kind: str, oversubscription: str, sizes):
     jobs = "\n".join(f"train j{i} {{ model = M  on = K  batch = 192  gpus = {g}  steps = 2000  submit = {s} s "
                      f" parallelism {{ tp = 4 }} }}" for i, (g, s) in enumerate(sizes))
-    checked = check_text(DESIGN.format(kind=kind, oversubscription=oversubscription, jobs=jobs), "contention.gcl")
+    checked = check_text(design(jobs, kind, oversubscription), "contention.gcl")
     assert checked.ok, [str(d) for d in checked.diagnostics]
     return build(checked.design)
 

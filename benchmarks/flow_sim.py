@@ -4,7 +4,7 @@ tp 8 / dp 256 / pp 8) simulated on the fabric's links by max-min fair sharing
 (model/network/flows.py), against the analytic rates the planner's model gives each stage
 (goal: one step in <= 10 s on 2 cores).
 
-    .venv/bin/python benchmarks/flow_sim.py [--nodes N]
+    .venv/bin/python benchmarks/flow_sim.py [--nodes N] [--congestion ecn|pfc]
 
 Each row: a stage of a dimension's collective (its ring over the stage's peers), the analytic
 rate, the simulated rate alone and while every dimension's outermost stage runs at once, and
@@ -35,6 +35,8 @@ cluster C {{ units = {nodes} x DGX_H100  scaleout = Pod }}
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2048)
+    parser.add_argument("--congestion", choices=("ecn", "pfc"), default="ecn",
+                        help="ECN/DCQCN rate control (max-min) or PFC alone (pauses: model/network/flows.py)")
     args = parser.parse_args()
     from gclc.compiler.driver import check_text
     from gclc.compiler.lower import lower
@@ -47,7 +49,7 @@ def main() -> None:
     dp = gpus // 64
     dimensions = [("tp", 8, 1, True), ("dp", dp, 8, True), ("pp", 8, 8 * dp, False)]
     start, cpu = time.perf_counter(), time.process_time()
-    rows = flows.compare(partition.tiers, gpus, dimensions)
+    rows = flows.compare(partition.tiers, gpus, dimensions, congestion=args.congestion)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     print(f"{'stage':8} {'analytic GB/s':>14} {'alone':>8} {'together':>9} {'analytic off by':>16}")
     worst = 0.0
@@ -55,7 +57,7 @@ def main() -> None:
         off = analytic / together - 1
         worst = max(worst, abs(off))
         print(f"{name:8} {analytic / 1e9:14.1f} {alone / 1e9:8.1f} {together / 1e9:9.1f} {off:+16.1%}")
-    print(f"flow simulation: {gpus} GPUs, {len(rows)} stages of tp 8 / dp {dp} / pp 8, analytic off by at most "
+    print(f"flow simulation ({args.congestion}): {gpus} GPUs, {len(rows)} stages of tp 8 / dp {dp} / pp 8, analytic off by at most "
           f"{worst:.1%} | wall {seconds:.1f} s, cpu {cpu:.1f} s")
 
 

@@ -42,6 +42,11 @@ def add(commands) -> None:
                           "classes, the nodes' labels, one JobSet per run pinned to its nodes, and submit.sh)")
     cmd.add_argument("--epochs", type=number_option(low=0, high=MAX_EPOCHS), default=8, metavar="N",
                      help=f"decision epochs at which the MILP optimum is solved (default 8; 0: none; at most {MAX_EPOCHS})")
+    cmd.add_argument("--degrade", action="append", default=[], metavar="[PARTITION/]PART[:INDEX]=SHARE@START-END",
+                     help="a part slow or down for a while, repeatable: `nic:D` or `gpu:D` (scale-up domain D), "
+                          "`link:L` (one uplink of leaf L) or `spine` (one spine switch) at SHARE (`down`, 0-1 or a "
+                          "percentage) from START to END (`90min`, `2h`); the jobs on it run at their degraded step "
+                          "(`gclc degrade`) meanwhile, e.g. `--degrade nic:3=50%%@1h-3h`")
     settings_option(cmd)
     cmd.set_defaults(run=run)
 
@@ -56,9 +61,16 @@ def run(args: argparse.Namespace) -> int:
     from ..solver.schedule.simulate import simulate
     from ..views.schedule import schedule_json, schedule_text
 
+    from ..solver.schedule.degraded import EventError, parse_event
+
     problem = _usage_problem(args)
     if problem is not None:
         return problem
+    try:
+        events = tuple(parse_event(text) for text in args.degrade)
+    except EventError as bad:
+        print(f"gclc: --degrade {bad}", file=sys.stderr)
+        return EXIT_USAGE
     result = check_file(args.file, args.set)
     if result.diagnostics:
         print(render_all(result.diagnostics, result.sources), file=sys.stderr)
@@ -71,8 +83,12 @@ def run(args: argparse.Namespace) -> int:
         print(render_all(error.diagnostics, sources), file=sys.stderr)
         return EXIT_ERRORS
     chosen = policy(args.policy, settings_of(result.design, workload.cluster, args.policy))
-    outcome = simulate(workload, chosen, seed=args.seed, failures=not args.no_failures,
-                       epochs=args.epochs, progress=_progress_bar(len(workload.jobs)))
+    try:
+        outcome = simulate(workload, chosen, seed=args.seed, failures=not args.no_failures, epochs=args.epochs,
+                           progress=_progress_bar(len(workload.jobs)), degradations=events)
+    except EventError as bad:      # placed on this cluster: a partition, node or leaf it lacks
+        print(f"gclc: --degrade {bad}", file=sys.stderr)
+        return EXIT_USAGE
     with progress("solving the MILP optimum at each epoch"):
         optimum = [solve(epoch) for epoch in outcome.epochs[:args.epochs]]
     data = schedule_json(workload, outcome, optimum)

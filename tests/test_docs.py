@@ -43,6 +43,7 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     # docs/model.md's figures: the cross-validation takes minutes (19 refits); the plot itself is
     # tested in tests/benchmarks/test_accuracy_plot.py
     ".venv/bin/python benchmarks/accuracy.py --json > accuracy.json": "19 refits: minutes",
+    ".venv/bin/python benchmarks/band_refit.py accuracy.json": "needs accuracy.json (19 refits: minutes)",
     ".venv/bin/python benchmarks/validation.py --json > validation.json": "tests/benchmarks/test_validation.py runs it",
     ".venv/bin/python benchmarks/accuracy_plot.py accuracy.json validation.json -o docs/img": "needs the two above",
     # docs/network.md's benchmarks: tests/model/test_nccl_model.py runs the published nccl-tests comparison,
@@ -52,6 +53,11 @@ NOT_RUN = {  # command -> why it is not run here (its `gclc` half is run below)
     # tests/solver/schedule/test_contention.py
     ".venv/bin/python benchmarks/contention.py": "tests/solver/schedule/test_contention.py checks its model",
     ".venv/bin/python benchmarks/flow_sim.py": "16,384 GPUs: tests/model/test_flows.py checks the simulation",
+    ".venv/bin/python benchmarks/ns3_agreement.py": "compiles against ns-3 and simulates: ~30 s of CPU",
+    # a month of the shared example (~10 s); the CLI with --degrade runs on a small design in
+    # tests/solver/schedule/test_degraded_events.py
+    "gclc schedule examples/shared_cluster.gcl --no-failures --epochs 0 --degrade spine=50%@1h-6h":
+        "tests/solver/schedule/test_degraded_events.py runs the CLI with --degrade",
 }
 FIRST_PLAN = "gclc plan examples/a100_cluster.gcl"  # the half of NOT_RUN's first line after setup
 LIMIT_S = 600  # the slowest, the sweep of 24 points on a local Dask cluster, takes ~40 s on 2 busy cores

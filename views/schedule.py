@@ -32,6 +32,9 @@ def schedule_json(workload: Workload, outcome: Outcome, optimum: list[Optimum]) 
         "cluster_metrics": _cluster(workload, outcome, jobs),
         "optimum": _optimum(optimum),
         "events": {"changes": outcome.changes, "delivered": outcome.delivered},
+        "degradations": [{"part": e.part, "share": e.share, "where": e.where, "partition": e.partition,
+                          "start_s": e.start, "end_s": e.end, "jobs": list(slowed)}
+                         for e, slowed in outcome.degradations],
         "timeline": _timeline(outcome),
     }
 
@@ -62,9 +65,10 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         # useful time is part of the held time; the two sums round apart by an ulp
         "goodput_share": min(run.useful / run.held, 1.0) if run.held else None,
         "goodput_share_model": model[0] if model else None,
-        # wall time over the run's own time: what neighbours on shared uplinks cost it (contention.py)
-        "network_slowdown": max(1.0, sum(b - a for a, b, *_ in run.segments) / run.own_seconds)
-        if run.own_seconds > 0 else None,
+        # wall time over the run's own time, degraded parts aside: what neighbours on shared
+        # uplinks cost it (contention.py); and what the degraded parts cost it (degraded.py)
+        "network_slowdown": _slowdowns(run)[0],
+        "degradation_slowdown": _slowdowns(run)[1],
         "preemptions": run.preemptions, "failures": run.failures, "timeouts": run.timeouts,
         "restarts": run.restarts,
         "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
@@ -73,6 +77,16 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
                       "rule": rule, "domain_gpus": [[d, c] for d, c in zip(held.domains, held.counts)]}
                      for a, b, p, g, lv, n, why, rule, held in run.segments],
     }
+
+
+def _slowdowns(run: Run) -> tuple[float | None, float | None]:
+    """(neighbours', degraded parts') slowdown of the run's time, None where it never ran."""
+    if run.own_seconds <= 0:
+        return None, None
+    wall = sum(b - a for a, b, *_ in run.segments)
+    if not run.ever_degraded:
+        return max(1.0, wall / run.own_seconds), 1.0
+    return max(1.0, run.undegraded / run.own_seconds), max(1.0, wall / run.undegraded)
 
 
 def _companion(run: Run) -> dict | None:
@@ -214,6 +228,7 @@ def schedule_text(data: dict, limit: int = 40) -> str:
         lines.append("  network    slowed by neighbours on shared uplinks: "
                      + ", ".join(f"{j['name']} +{percent(j['network_slowdown'] - 1)}" for j in slowed[:6])
                      + (f" and {len(slowed) - 6:,} more" if len(slowed) > 6 else ""))
+    lines += _degraded_lines(data, jobs)
     unfinished = sum(j["state"] in ("pending", "running") for j in jobs)
     if unfinished:
         lines.append(f"  unfinished {count(unfinished, 'job')} had not ended when the simulation stopped at "
@@ -229,3 +244,21 @@ def schedule_text(data: dict, limit: int = 40) -> str:
     lines.append(f"  events     {data['events']['changes']:,} changes, each delivered once by List-Watch "
                  f"({data['events']['delivered']:,} delivered)")
     return "\n".join(lines)
+
+
+def _degraded_lines(data: dict, jobs: list[dict]) -> list[str]:
+    """One line per degradation event (what, when, whom it slowed) and the jobs' slowdowns."""
+    lines = []
+    for e in data.get("degradations", ()):
+        where = f" {e['where']}" if e["where"] is not None else ""
+        state = "down" if e["share"] == 0 else f"at {percent(e['share'])}"
+        whom = ", ".join(e["jobs"]) if e["jobs"] else "no running job"
+        lines.append(f"  degraded   {e['part']}{where} of {e['partition']} {state} from {_h(e['start_s'])} to "
+                     f"{_h(e['end_s'])}: slowed {whom}")
+    slowed = sorted((j for j in jobs if (j.get("degradation_slowdown") or 1.0) > 1.0005),
+                    key=lambda j: -j["degradation_slowdown"])
+    if slowed:
+        lines.append("  degraded   runs stretched by the degraded parts: "
+                     + ", ".join(f"{j['name']} +{percent(j['degradation_slowdown'] - 1)}" for j in slowed[:6])
+                     + (f" and {len(slowed) - 6:,} more" if len(slowed) > 6 else ""))
+    return lines

@@ -196,7 +196,8 @@ def layout(s: Side, first: int, node_gpus: int) -> dict:
     g = s.replica.gpus
     ranks = [[first + i * g, first + (i + 1) * g - 1] for i in range(s.count)]
     nodes = (first + s.gpus - 1) // node_gpus - first // node_gpus + 1
-    return {"gpus_per_replica": g, "replicas_per_node": node_gpus // g if g <= node_gpus else None,
+    # (the fullest node's replicas: a node holds node_gpus // g, fewer where the pool has fewer)
+    return {"gpus_per_replica": g, "replicas_per_node": min(s.count, node_gpus // g) if g <= node_gpus else None,
             "nodes_per_replica": -(-g // node_gpus) if g > node_gpus else None, "nodes": nodes,
             "first_node": first // node_gpus, "ranks": ranks}
 

@@ -12,7 +12,20 @@ switch it climbed to, so flows collide as hashing makes them. A flow between two
 share, the uplinks of the sender's domains up to it and the receiver's downlinks back.
 
 Communicators are rings in rank order (what NCCL builds for all-reduce, reduce-scatter and
-all-gather) and pipeline neighbours; a ring moves at its slowest hop. Simulating all of a
+all-gather), pipeline neighbours, all-to-alls (every member to every other: MoE dispatch and
+combine) and fan-ins (every member to the first: incast); a group moves at its slowest flow.
+
+Congestion (`congestion`): with ECN and end-to-end rate control (DCQCN on RoCE, InfiniBand's
+congestion control, the NICs' default) each sender slows to its flow's fair share, so rates are
+max-min fair ("ecn"). A lossless fabric without it ("pfc": Priority Flow Control alone, as Meta
+runs its 400G RoCE training fabric, SIGCOMM 2024 Sec. 6) holds a flow bottlenecked on its way
+down (incast at a receiver's port, a hash collision on a spine's port toward a leaf) by pausing
+the queues behind it; a pause stops every flow of the priority on the paused port, so a flow
+sharing the sender's port or a climbing uplink with it moves no faster than it (head-of-line
+blocking, the "victim flow" of Zhu et al., "Congestion Control for Large-Scale RDMA
+Deployments", SIGCOMM 2015, Sec. 2.2). A synchronous collective alone finishes with its slowest
+flow, which pausing never slows (`lossless_rates`): PFC changes a step only through the
+communicators running beside it, which the analytic model (each alone) does not price. Simulating all of a
 step's communicators at once shows what they take from each other, which the analytic model
 (model/comms.py, each alone) does not see; the analytic model stays the planner's inner
 loop, this refines finalists (`compare`).
@@ -30,12 +43,30 @@ from ...compiler.ir import Tier
 from .placement import port_rate, rate
 
 
+PATTERNS = ("ring", "pairs", "all", "fan_in")
+CONGESTION = ("ecn", "pfc")
+
+
 @attrs.frozen
 class Communicator:
     name: str
     size: int        # ranks in each group
     stride: int      # ranks between members
     ring: bool = True   # a ring of all members; else pairs of consecutive members (pipeline sends)
+    pattern: str = ""   # PATTERNS; empty: "ring" or "pairs" as `ring` says
+
+    def hops(self, members: list[int]) -> list[tuple[int, int]]:
+        """The (sender, receiver) flows of one group."""
+        kind = self.pattern or ("ring" if self.ring else "pairs")
+        if kind == "ring":
+            return [(members[k], members[(k + 1) % len(members)]) for k in range(len(members))]
+        if kind == "pairs":
+            return list(zip(members, members[1:]))
+        if kind == "all":
+            return [(a, b) for a in members for b in members if a != b]
+        if kind == "fan_in":
+            return [(a, members[0]) for a in members[1:]]
+        raise ValueError(f"communicator pattern {kind!r}: one of {', '.join(PATTERNS)}")
 
 
 @attrs.frozen
@@ -113,8 +144,7 @@ def flows(f: Fabric, communicators: list[Communicator]) -> tuple[sparse.csr_matr
     rows, cols, owner, spans = [], [], [], []
     for c in communicators:
         for members in groups(c, f.gpus):
-            hops = [(members[k], members[(k + 1) % len(members)]) for k in range(len(members))] if c.ring \
-                else list(zip(members, members[1:]))
+            hops = c.hops(members)
             spans.append((c.name, len(members), len(owner)))
             for a, b in hops:
                 links = _path(f, a, b, len(owner))
@@ -125,31 +155,92 @@ def flows(f: Fabric, communicators: list[Communicator]) -> tuple[sparse.csr_matr
     return matrix, np.array(owner), spans
 
 
-def max_min(matrix: sparse.csr_matrix, capacity: np.ndarray) -> np.ndarray:
+def max_min(matrix: sparse.csr_matrix, capacity: np.ndarray, limit: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates of the flows (columns) over links of `capacity` (progressive filling:
-    raise every unfrozen flow alike until a link fills, freeze the flows through it, repeat)."""
+    raise every unfrozen flow alike until a link fills or a flow reaches its `limit`, freeze
+    the flows through it, repeat)."""
     rates = np.zeros(matrix.shape[1])
     active = np.ones(matrix.shape[1], dtype=bool)
     left = capacity.astype(float).copy()
+    limit = np.full(matrix.shape[1], np.inf) if limit is None else limit
     transpose = matrix.T.tocsr()
     while active.any():
         crossing = matrix @ active.astype(float)
         used = crossing > 0
         if not used.any():
             break
-        step = np.min(left[used] / crossing[used])
+        step = min(np.min(left[used] / crossing[used]), np.min(limit[active] - rates[active]))
         rates[active] += step
         left -= step * crossing
         full = used & (left <= 1e-9 * capacity)
-        active &= ~((transpose @ full.astype(float)) > 0)
+        active &= ~((transpose @ full.astype(float)) > 0) & (rates < limit * (1 - 1e-12))
     return rates
 
 
-def ring_rates(f: Fabric, communicators: list[Communicator]) -> dict[str, float]:
-    """Per communicator, the rate (bytes/s per GPU) of its slowest group, all of them at once:
-    each group moves at its slowest hop."""
+def lossless_rates(matrix: sparse.csr_matrix, capacity: np.ndarray, rounds: int = 32) -> np.ndarray:
+    """Rates on a lossless fabric without end-to-end congestion control (PFC alone): a flow held
+    at a full link on its way down (odd link ids: a receiver's port, a switch's port toward the
+    receiver) pauses the upward links it crosses (even ids: its sender's port, the uplinks it
+    climbs), and every flow through a paused link moves no faster than the slowest flow held
+    below it. Capping is monotone, so the caps settle; progressive filling reaches the slowest
+    flows before any cap binds, so the slowest flow is max-min's."""
+    limit = np.full(matrix.shape[1], np.inf)
+    upward = (np.arange(matrix.shape[0]) % 2 == 0)
+    for _ in range(rounds):
+        rates = max_min(matrix, capacity, limit)
+        held = _held_below(matrix, capacity, rates, upward)
+        if not held.any():
+            return rates
+        rows, cols = matrix.nonzero()
+        mask = held[cols] & upward[rows]
+        slowest_held = np.full(matrix.shape[0], np.inf)     # per upward link: its slowest held flow
+        np.minimum.at(slowest_held, rows[mask], rates[cols[mask]])
+        cap = np.full(matrix.shape[1], np.inf)
+        np.minimum.at(cap, cols, slowest_held[rows])
+        new = np.minimum(limit, cap)
+        if np.allclose(new, limit, rtol=1e-9):
+            return rates
+        limit = new
+    return max_min(matrix, capacity, limit)
+
+
+def _held_below(matrix: sparse.csr_matrix, capacity: np.ndarray, rates: np.ndarray, upward: np.ndarray) -> np.ndarray:
+    """The flows whose bottleneck is a downward link: a full one where no flow is faster."""
+    rows, cols = matrix.nonzero()
+    full_down = (~upward) & (matrix @ rates >= capacity * (1 - 1e-9))
+    fastest = np.zeros(matrix.shape[0])
+    np.maximum.at(fastest, rows, rates[cols])
+    at = full_down[rows] & (rates[cols] >= fastest[rows] * (1 - 1e-9))
+    held = np.zeros(matrix.shape[1], dtype=bool)
+    held[cols[at]] = True
+    return held
+
+
+def rates_of(matrix: sparse.csr_matrix, capacity: np.ndarray, congestion: str = "ecn") -> np.ndarray:
+    """The flows' rates under `congestion` (CONGESTION)."""
+    if congestion == "ecn":
+        return max_min(matrix, capacity)
+    if congestion == "pfc":
+        return lossless_rates(matrix, capacity)
+    raise ValueError(f"congestion {congestion!r}: one of {', '.join(CONGESTION)}")
+
+
+def pair_rates(f: Fabric, pairs: list[tuple[int, int]], congestion: str = "ecn") -> np.ndarray:
+    """The rate of a flow from each (sender, receiver) rank pair, all at once."""
+    rows, cols = [], []
+    for k, (a, b) in enumerate(pairs):
+        links = _path(f, a, b, k)
+        rows += links
+        cols += [k] * len(links)
+    matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(f.capacity), len(pairs)))
+    return rates_of(matrix, f.capacity, congestion)
+
+
+def ring_rates(f: Fabric, communicators: list[Communicator], congestion: str = "ecn") -> dict[str, float]:
+    """Per communicator, the rate (bytes/s per flow) of its slowest group, all of them at once:
+    each group moves at its slowest flow."""
     matrix, owner, spans = flows(f, communicators)
-    rates = max_min(matrix, f.capacity)
+    rates = rates_of(matrix, f.capacity, congestion)
     slowest = np.full(len(spans), np.inf)
     np.minimum.at(slowest, owner, rates)
     found: dict[str, float] = {}
@@ -178,17 +269,18 @@ def stage_communicators(name: str, size: int, stride: int, tiers: tuple[Tier, ..
 
 
 def compare(tiers: tuple[Tier, ...], gpus: int, dimensions: list[tuple[str, int, int, bool]],
-            paths: dict[int, int] | None = None, seed: int = 0) -> list[tuple[str, float, float, float]]:
+            paths: dict[int, int] | None = None, seed: int = 0,
+            congestion: str = "ecn") -> list[tuple[str, float, float, float]]:
     """Per stage of each (name, size, stride, ring) dimension: (stage, the analytic rate, the
     simulated rate alone, the simulated rate while every dimension's outermost stage runs at once);
-    `paths` and `seed` as `fabric`'s (ECMP)."""
+    `paths` and `seed` as `fabric`'s (ECMP), `congestion` as `rates_of`'s."""
     f = fabric(tiers, gpus, paths, seed)
     stages = {name: stage_communicators(name, size, stride, tiers, ring) for name, size, stride, ring in dimensions
               if size > 1}
-    together = ring_rates(f, [found[-1][0] for found in stages.values() if found])
+    together = ring_rates(f, [found[-1][0] for found in stages.values() if found], congestion)
     rows = []
     for found in stages.values():
         for k, (c, analytic) in enumerate(found):
-            alone = ring_rates(f, [c])[c.name]
+            alone = ring_rates(f, [c], congestion)[c.name]
             rows.append((c.name, analytic, alone, together.get(c.name, alone) if k == len(found) - 1 else alone))
     return rows

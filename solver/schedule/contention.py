@@ -254,10 +254,20 @@ def time_end(sim, now: float, run) -> None:
         sim.timeline.push(Timer(run.due, "finish", run.job.name, run.run_id))
 
 
-def repace(sim, now: float, paced: dict[str, float]) -> None:
-    """Runs whose neighbours changed go on at their new pace from `now`."""
-    for name, pace in paced.items():
+def repace(sim, now: float, paced: dict[str, float], cause: str = "contended") -> None:
+    """Runs whose neighbours (`cause` "contended") or degraded parts ("degraded", degraded.py)
+    changed go on at their new pace from `now`: the product of the two."""
+    for name, value in paced.items():
         run = sim.runs[name]
-        if run.phase == "running":
-            run.banked, run.paced_at, run.pace = run.own_time(now), now, pace
+        if run.phase == "running" and getattr(run, cause) != value:
+            bank(run, now)
+            setattr(run, cause, value)
+            run.pace = run.contended * run.degraded
             time_end(sim, now, run)
+
+
+def bank(run, now: float) -> None:
+    """Bank the run's own time by `now`, and the wall time it took at its neighbours' pace alone."""
+    own = run.own_time(now)
+    run.undegraded += (own - run.banked) * run.contended
+    run.banked, run.paced_at = own, now

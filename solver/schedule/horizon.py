@@ -7,6 +7,7 @@ the durations, so the events a run walks are bounded."""
 from __future__ import annotations
 
 from ...compiler.trace import MAX_SECONDS
+from .contention import bank
 
 HORIZON_S = 2 * MAX_SECONDS
 
@@ -23,6 +24,7 @@ def stop_at_horizon(sim) -> float:
         width = run.gpus + alloc.held_gpus - alloc.gpus     # an rl gang's companion pool holds GPUs too
         run.useful += kept / rate * width
         run.held += (HORIZON_S - run.start) * width
+        bank(run, HORIZON_S)
         run.own_seconds += run.own_time(HORIZON_S)
         run.segments.append((run.start, HORIZON_S, alloc.partition, run.gpus, alloc.level, len(alloc.domains),
                              "horizon", run.rule, alloc))

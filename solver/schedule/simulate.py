@@ -19,7 +19,8 @@ from .policies import Candidate, Policy, victims
 from .horizon import HORIZON_S, stop_at_horizon
 from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
-from .contention import Contention, hashing_of, repace, time_end
+from .contention import Contention, bank, hashing_of, repace, time_end
+from .degraded import Degradations, Event
 
 
 FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
@@ -58,6 +59,12 @@ class Run:
     due: float | None = None
     limit_timer: bool = False
     own_seconds: float = 0.0           # of its own time, over its ended runs (wall / own: the slowdown)
+    # the pace is the neighbours' slowdown (`contended`) times the degraded parts' (`degraded`,
+    # degraded.py); `undegraded` sums the wall time the run would have taken without the latter
+    contended: float = 1.0
+    degraded: float = 1.0
+    undegraded: float = 0.0
+    ever_degraded: bool = False
 
     def own_time(self, now: float) -> float:
         """Seconds of the current run's own time by `now` (wall time where nothing slows it)."""
@@ -94,11 +101,12 @@ class Outcome:
     end: float
     seed: int
     failures: bool
+    degradations: tuple = ()           # (Event, the jobs it slowed) each (degraded.py)
 
 
 class Simulation:
     def __init__(self, workload: Workload, policy: Policy, seed: int = 0, failures: bool = True,
-                 epochs: int = 8, check=None, progress=None) -> None:
+                 epochs: int = 8, check=None, progress=None, degradations: tuple[Event, ...] = ()) -> None:
         self.workload, self.policy = workload, policy
         self.rng = np.random.default_rng(seed)
         self.seed, self.with_failures, self.epoch_count = seed, failures, epochs
@@ -108,6 +116,8 @@ class Simulation:
                                      self.state.partitions, {p.name: hashing_of(workload.cluster, p.name)
                                                              for p in workload.graph.partitions}) \
             if workload.curves else None
+        self.degradations = Degradations(degradations, workload.graph, self.state.partitions, workload.curves) \
+            if degradations else None
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
         self.pending = PendingQueue(getattr(policy, "key", None))   # queue.py: kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
@@ -177,6 +187,9 @@ class Simulation:
     def run(self) -> Outcome:
         for job in self.workload.jobs:
             self.timeline.push(Timer(job.submit, "arrive", job.name))
+        for index, event in enumerate(self.degradations.events if self.degradations else ()):
+            self.timeline.push(Timer(event.start, "degrade", str(index), True))
+            self.timeline.push(Timer(event.end, "degrade", str(index), False))
         if self.with_failures:
             for name in self.state.partitions:
                 self._next_failure(0.0, name, "node-fail")
@@ -197,7 +210,8 @@ class Simulation:
         # stretches of a service due after everything else ended were never simulated
         runs = tuple(r for r in self.runs.values() if r.job.name in self.owed or r.job.submit <= now)
         return Outcome(self.policy.name, runs, tuple(self.samples), tuple(self.epochs),
-                       self.api.version, self.informer.delivered, now, self.seed, self.with_failures)
+                       self.api.version, self.informer.delivered, now, self.seed, self.with_failures,
+                       self.degradations.report() if self.degradations else ())
 
     def _fire(self, t: Timer) -> None:
         if t.kind == "arrive":
@@ -217,6 +231,8 @@ class Simulation:
             self._next_failure(t.time, t.subject, t.kind)
         elif t.kind == "node-repair":
             self.api.commit(t.time, "node-up", t.subject, t.data)
+        elif t.kind == "degrade":              # a part slows or goes down, or comes back
+            self._degrade(t.time, int(t.subject), t.data)
         elif t.kind == "wake":                 # a policy asked to look again (pods ready)
             self.freed = True
         elif t.kind == "deactivate":
@@ -334,7 +350,10 @@ class Simulation:
         self.run_changes.append(("start", run.job.name, run.job.tenant, alloc.partition, alloc.gpus, now,
                                  run.job.time_limit))
         paced = self.contention.started(run.job.name, alloc, o.gpus) if self.contention is not None else {}
-        run.pace = paced.pop(run.job.name, 1.0)
+        run.contended = paced.pop(run.job.name, 1.0)
+        run.degraded = self.degradations.factor(run.job.name, alloc, o.gpus) if self.degradations else 1.0
+        run.ever_degraded |= run.degraded > 1.0
+        run.pace = run.contended * run.degraded
         time_end(self, now, run)       # its finish, or its time limit (Slurm's --time) where it ends later
         repace(self, now, paced)
 
@@ -363,6 +382,7 @@ class Simulation:
         width = run.gpus + alloc.held_gpus - alloc.gpus     # an rl gang's companion pool holds GPUs too
         run.useful += kept / rate * width
         run.held += (now - run.start) * width
+        bank(run, now)
         run.own_seconds += run.own_time(now)
         run.segments.append((run.start, now, alloc.partition, run.gpus, alloc.level, len(alloc.domains), why,
                              run.rule, alloc))
@@ -372,6 +392,18 @@ class Simulation:
             repace(self, now, self.contention.stopped(run.job.name))
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
+
+    def _degrade(self, now: float, index: int, begins: bool) -> None:
+        """Event `index` begins or ends: the running jobs it touches go on at their new pace."""
+        d = self.degradations
+        (d.active.add if begins else d.active.discard)(index)
+        paced = {}
+        for name in self.running:
+            run = self.runs[name]
+            if d.touches(d.events[index], self.state.allocations[name]):
+                paced[name] = d.factor(name, self.state.allocations[name], run.option.gpus)
+                run.ever_degraded |= paced[name] > 1.0
+        repace(self, now, paced, "degraded")
 
     # ------------------------------------------------------------ failures
     def _ended(self, run: Run) -> None:

@@ -293,7 +293,7 @@ class _Search:
         """`sync`: what `with_sync` raises the bound with when the node reaches the front."""
         heapq.heappush(self.pending, (bound, next(self.seq), kind, node, leaves, sync))
 
-    def with_sync(self, layout: tuple, gpus: int, step: float, work: float, flops_time: float, microbatches,
+    def with_sync(self, layout: tuple, gpus: int, step: float, work: float, flops_time: float, microbatches: int,
                   fields: dict | None) -> float:
         """The bound of a node whose step is at least `step` without the data-parallel
         synchronization, raised by the least that its configurations expose (solver/train/sync_bound.py)."""
@@ -338,7 +338,7 @@ class _Search:
                 fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner[:fitting]))
                 self.checked(bound, **fields)
             sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, (compute + optimizer) * SAFETY,
-                    flops_time * job.batch, {max(1, job.batch // (dp * mb)) for mb, _ in inner[:fitting]}, fields)
+                    flops_time * job.batch, max(1, job.batch // (dp * largest)), fields)
             self.push(bound, "layout", (layout, optimizer), sum(leaves[:fitting]), sync)
         else:
             self.expand(layout, optimizer)
@@ -355,7 +355,7 @@ class _Search:
         if key not in self.widest and self.first:   # the most replicas of this (tp, pp, cp, ep): opened at once
             self.widest[key] = dp
             return None
-        mbs, vmax, fewest, counts = self.coarse_parts_of(tp, pp, cp, ep, dp, inner)
+        mbs, vmax, fewest = self.coarse_parts_of(tp, pp, cp, ep, dp, inner)
         costs = [self.sequence_cost(key, mb, orders[0]) for mb in mbs]
         # (lists rather than generators: a layout's few micro-batches, thousands of layouts)
         per_seq, flops_time = min([c[0] for c in costs]), costs[0][1]
@@ -369,12 +369,12 @@ class _Search:
             fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner))
             self.checked(bound, **fields)
         return bound, ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, compute * SAFETY,
-                       flops_time * self.job.batch, counts, fields)
+                       flops_time * self.job.batch, max(1, fewest), fields)
 
     def coarse_parts_of(self, tp: int, pp: int, cp: int, ep: int, dp: int, inner) -> tuple:
         """What `coarse_bound` reads of a layout that no power cap changes: the micro-batches
         whose compute bounds the layout's (the largest allowed alone where compute never grows
-        with it), the most virtual stages, the fewest micro-batches and the micro-batch counts."""
+        with it), the most virtual stages and the fewest micro-batches."""
         key = (tp, pp, cp, ep, dp)
         found = self.coarse_parts.get(key)
         if found is None:
@@ -382,9 +382,8 @@ class _Search:
             mbs = [mb for mb, _ in inner]
             if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
                 mbs = [largest]     # compute per sequence there is the least of every micro-batch's
-            found = self.coarse_parts[key] = (
-                mbs, max(space_def.vp_candidates(self.job, pp)), batch // (dp * inner[-1][0]),   # (ascending: the largest last)
-                {max(1, batch // (dp * mb)) for mb, _ in inner})
+            # (micro-batches ascending: the largest last)
+            found = self.coarse_parts[key] = (mbs, max(space_def.vp_candidates(self.job, pp)), batch // (dp * inner[-1][0]))
         return found
 
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
@@ -425,7 +424,7 @@ class _Search:
                 fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
                 self.checked(bound, **fields)
             sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), gpus, step, (compute + optimizer) * SAFETY, flops_time * batch,
-                    (max(1, m),), fields)
+                    max(1, m), fields)
             self.push(bound, "microbatch", (layout, i), leaves[i], sync)
 
     def bound_branch(self, layout, i: int, floor: float) -> None:
@@ -452,7 +451,7 @@ class _Search:
             fields = dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, microbatch=mb)
             self.checked(bound, **fields)
         sync = ((tp, pp, dp, cp, ep, orders, inner[0][0]), cfg.gpus, step, compute + optimizer, flops_time,
-                (cfg.microbatches,), fields)
+                cfg.microbatches, fields)
         self.push(max(bound, floor), "branch", (tp, pp, dp, cp, ep, mb, vps, orders, rep or cfg, leaves[i]), leaves[i],
                   sync)
 

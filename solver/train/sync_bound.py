@@ -32,6 +32,26 @@ def raised(step: float, traffic: dp_sync.Traffic, zero: int, microbatches: int, 
     return min([s + dp_sync.exposed(traffic, zero, m, overlap, s / m) for s in candidates])
 
 
+def _group_stride(order: tuple[str, ...], tp: int, pp: int, dp: int, cp: int) -> int:
+    """min(stride(dp), stride(cp)) of a configuration placed in `order` (model/config.py `stride`)."""
+    size, sizes, strides = 1, {"tp": tp, "pp": pp, "dp": dp, "cp": cp}, {}
+    for dim in order:
+        strides[dim] = size
+        size *= sizes[dim]
+    return min(strides["dp"], strides["cp"])
+
+
+def _least(pairs: list[tuple[int, dp_sync.Traffic]]) -> tuple[tuple[int, dp_sync.Traffic], ...]:
+    """The pairs that can give the least bound: ZeRO-1 and 2 expose the same (one stands for
+    both), and a traffic no shorter in any collective than another of its stage's never
+    exposes less (`dp_sync.exposed` grows with each), so it never sets the minimum."""
+    by_stage: dict[int, list[dp_sync.Traffic]] = {}
+    for zero, traffic in pairs:
+        by_stage.setdefault(1 if zero == 2 else zero, []).append(traffic)
+    return tuple((zero, t) for zero, traffics in by_stage.items() for t in dict.fromkeys(traffics)
+                 if not any(o != t and all(a <= b for a, b in zip(o, t)) for o in traffics))
+
+
 class SyncFloor:
     """Per layout, the synchronization each (ZeRO stage, placement order) of one search space
     runs, computed once, and the bounds it raises."""
@@ -54,11 +74,14 @@ class SyncFloor:
             pairs, cfg = [], None
             for sharded in (False, True):
                 stages = [zero for zero in zeros if (zero >= 1) == sharded]
-                for order in orders if stages else ():
+                # the traffic reads an order only through where the data-parallel group starts
+                # (model/train/dp_sync.py `traffic`'s key): one configuration per distinct start
+                firsts = {_group_stride(order, tp, pp, dp, cp): order for order in reversed(orders)} if stages else {}
+                for order in firsts.values():
                     cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", stages[0], order)
                     traffic = dp_sync.traffic(self.job.shape, cfg, partition)
                     pairs += [(zero, traffic) for zero in stages if (zero, traffic) not in pairs]
-            found = self.traffics[key] = (cfg is not None and cfg.overlaps_dp, tuple(pairs))
+            found = self.traffics[key] = (cfg is not None and cfg.overlaps_dp, _least(pairs))
         return found
 
     def fitting_zeros(self, layout: tuple) -> tuple[int, ...]:
@@ -74,12 +97,14 @@ class SyncFloor:
             found = self.fitting[key] = tuple(z for z, need in zip(self.zeros, least) if need <= self.memory_limit)
         return found
 
-    def step(self, layout: tuple, step: float, microbatches) -> float:
+    def step(self, layout: tuple, step: float, microbatches: int) -> float:
         """`step`, a bound from every term but the synchronization on the configurations of
         `layout` (tp, pp, dp, cp, ep, orders, the layout's smallest micro-batch) that run
-        `microbatches` micro-batches and fit, raised by the least synchronization they expose."""
+        at least `microbatches` micro-batches and fit, raised by the least synchronization they
+        expose (more micro-batches never expose less: each pass is shorter, and ZeRO-3 gathers
+        per micro-batch, so the fewest bound them all)."""
         zeros = self.fitting_zeros(layout)
         if not zeros:
             return step
         overlap, pairs = self.layout_traffic(layout, zeros)
-        return min([raised(step, traffic, zero, m, overlap) for zero, traffic in pairs for m in microbatches]) * SAFETY
+        return min([raised(step, traffic, zero, microbatches, overlap) for zero, traffic in pairs]) * SAFETY

@@ -133,3 +133,64 @@ def test_ecmp_collisions_match_the_expected_fullest_uplink():
     assert np.mean(loads) == pytest.approx(expected_max_load(16, 16), rel=0.05)
     pooled = flows.fabric(tiers, 32)
     assert flows.max_min(flows.flows(pooled, pairs)[0], pooled.capacity).min() == pytest.approx(50e9)
+
+
+# ---------------------------------------------------------------- incast, PFC and ECN
+
+def test_incast_shares_the_receivers_port_and_pfc_pauses_the_senders_other_flows():
+    """Four GPUs of other nodes send to GPU 0 (fan-in: 50/4 GB/s each, whatever the congestion
+    control); each also sends to a GPU nobody else sends to. With ECN/DCQCN that flow takes what
+    its port has left (37.5 GB/s); with PFC alone the paused sender port holds it to the incast's
+    pace (the victim flow of DCQCN's Sec. 2.2)."""
+    tiers = (NODE, tier(1, 64, 50e9))
+    f = flows.fabric(tiers, 64)
+    both = [flows.Communicator("in", 5, 8, pattern="fan_in"), flows.Communicator("other", 2, 32, ring=False)]
+    ecn, pfc = (flows.ring_rates(f, both, c) for c in ("ecn", "pfc"))
+    assert ecn["in"] == pytest.approx(12.5e9) and pfc["in"] == pytest.approx(12.5e9)
+    assert ecn["other"] == pytest.approx(37.5e9) and pfc["other"] == pytest.approx(12.5e9)
+
+
+def test_pfc_spreads_an_all_to_alls_hash_collisions_to_a_ring_beside_it():
+    """All-to-alls of 4 GPUs, one per leaf, 48 flows a leaf hashed over its 16 spine paths, beside
+    data-parallel rings inside each leaf on the same NICs: hashes collide on the spines' ports
+    toward a leaf; with PFC alone the pause reaches the senders' ports and slows the rings beside,
+    with ECN (or with adaptive routing, which leaves no collision to pause on) it does not. The
+    all-to-all's own slowest flow is the same either way."""
+    tiers = (NODE, tier(1, 16, 50e9), tier(2, 64, 50e9))
+    both = [flows.Communicator("ep", 4, 16, pattern="all"), flows.Communicator("dp", 2, 8)]
+    slowed = []
+    for seed in range(8):
+        f = flows.fabric(tiers, 64, {2: 16}, seed)
+        ecn, pfc = (flows.ring_rates(f, both, c) for c in ("ecn", "pfc"))
+        assert pfc["ep"] == pytest.approx(ecn["ep"], rel=1e-9)
+        assert pfc["dp"] <= ecn["dp"] * (1 + 1e-9)
+        slowed.append(pfc["dp"] / ecn["dp"])
+    assert max(slowed) < 0.9
+    pooled = flows.fabric(tiers, 64)    # adaptive routing: no collision to pause on
+    assert flows.ring_rates(pooled, both, "pfc") == pytest.approx(flows.ring_rates(pooled, both, "ecn"))
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 3), deadline=None)
+@given(st.sampled_from([8, 16, 32]), st.sampled_from([1.0, 2.0]), st.sampled_from([1, 4, 8]),
+       st.lists(st.sampled_from([("all", 4, 8), ("all", 4, 16), ("fan_in", 4, 8), ("fan_in", 8, 8), ("ring", 4, 8),
+                                 ("pairs", 2, 16), ("ring", 2, 1)]), min_size=1, max_size=3, unique=True),
+       st.integers(0, 2**31))
+def test_pausing_never_slows_the_slowest_flow_and_never_overfills_a_link(leaf, oversubscription, paths, kinds, seed):
+    """PFC's caps are rates of flows max-min already reached, so progressive filling meets the
+    slowest flow before any cap binds: lossless rates keep max-min's slowest flow and fit every link."""
+    gpus = 64
+    tiers = (NODE, tier(1, leaf, 50e9), tier(2, gpus, 50e9 / oversubscription, oversubscription))
+    f = flows.fabric(tiers, gpus, {2: paths}, seed)
+    communicators = [flows.Communicator(f"{k}{i}", size, stride, pattern=k) for i, (k, size, stride) in enumerate(kinds)]
+    matrix, _, _ = flows.flows(f, communicators)
+    fair, paused = flows.max_min(matrix, f.capacity), flows.lossless_rates(matrix, f.capacity)
+    assert paused.min() == pytest.approx(fair.min(), rel=1e-9)
+    assert np.all(matrix @ paused <= f.capacity * (1 + 1e-9))
+
+
+def test_an_unknown_pattern_or_congestion_is_refused():
+    f = flows.fabric((NODE, tier(1, 16, 50e9)), 16)
+    with pytest.raises(ValueError, match="pattern"):
+        flows.ring_rates(f, [flows.Communicator("x", 2, 8, pattern="broadcast")])
+    with pytest.raises(ValueError, match="congestion"):
+        flows.ring_rates(f, [flows.Communicator("x", 2, 8)], "lossy")

@@ -66,6 +66,16 @@ train T {{
 """
 
 
+def small(**changes) -> dict:
+    """The parameters of a small dense job on one 8-GPU node (80 GB, NVLink at 300 GB/s),
+    with `changes` applied."""
+    p = {"hbm": 80, "up": 300, "inr": "true", "per_node": 8, "nodes": 1, "layers": 8, "hidden": 1024, "heads": 8,
+         "kv_heads": 8, "ffn": 4096, "vocab": 8000, "seq": 1024, "mlp": "swiglu", "batch": 64,
+         "precision": "bf16", "stack": "megatron_core"}
+    p.update(changes)
+    return p
+
+
 def text(p: dict) -> str:
     experts = ""
     if p.get("routed"):

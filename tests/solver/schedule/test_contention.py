@@ -19,40 +19,20 @@ from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.solver.schedule.catalog import policy
+from gclc.testing.contention import design
 from gclc.solver.schedule.contention import Contention, hashing_of
 from gclc.solver.schedule.jobs import build
 from gclc.solver.schedule.simulate import simulate
 from gclc.solver.schedule.state import Allocation, ClusterState
 from gclc.views.schedule import schedule_json, schedule_text
 
-DESIGN = """\
-chip C {{
-  hbm   {{ capacity = 80 GB  bandwidth = 2 TB/s }}
-  peak  {{ bf16 = 400 TFLOPS }}
-  power {{ tdp = 500 W  idle = 60 W }}
-}}
-switch Sw {{ radix = 8  port_speed = 200 Gb/s  power = 1 kW }}
-fabric Up {{ kind = nvlink  topology = switched  bandwidth = 400 GB/s  latency = 1 us }}
-fabric Out {{
-  kind      = {kind}
-  topology  = fat_tree(tiers = 2, radix = 8, oversubscription = {oversubscription})
-  bandwidth = 200 Gb/s
-  latency   = 1 us
-  switch    = Sw
-}}
-node Box {{ gpus = 4 x C  scaleup = Up }}
-cluster K {{ scaleout = Out  units = {units} x Box }}
-model M {{ arch = dense  layers = 8  hidden = 2048  heads = 16  kv_heads = 8  ffn = 8192  vocab = 32000  seq = 2048 }}
-train a {{ model = M  on = K  batch = 256  gpus = 32  steps = 1000  parallelism {{ tp = 4 }} }}
-{more}
-"""
+FIRST = "train a { model = M  on = K  batch = 256  gpus = 32  steps = 1000  parallelism { tp = 4 } }"
 SECOND = "train b { model = M  on = K  batch = 256  gpus = 32  steps = 1000  parallelism { tp = 4 }  submit = 1 s }"
 SCHEMA = json.loads((Path(__file__).parents[3] / "views" / "schedule.schema.json").read_text())
 
 
 def workload(oversubscription: str = "3:1", units: int = 18, more: str = SECOND, kind: str = "infiniband"):
-    checked = check_text(DESIGN.format(oversubscription=oversubscription, units=units, more=more, kind=kind),
-                         "shared.gcl")
+    checked = check_text(design(f"{FIRST}\n{more}", kind, oversubscription, units), "shared.gcl")
     assert checked.ok, [str(d) for d in checked.diagnostics]
     return build(checked.design)
 

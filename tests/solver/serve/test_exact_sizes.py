@@ -116,6 +116,10 @@ def test_the_layout_places_every_used_gpu_once_and_the_text_and_json_agree():
     aggregated = plan_of(job(8, "parallelism { tp = 2  replicas = 4 }"))
     assert "4 per node on 1 node (GPUs 0-1, 2-3, 4-5, ..., 6-7); tp over NVLink4 (node)" in serve_text(aggregated)
     assert layout(aggregated.decode, 0, 8)["replicas_per_node"] == 4
+    # a pool of fewer replicas than a node holds says how many it has there, not how many fit
+    single = plan_of(job(1, "parallelism { tp = 1  replicas = 1 }"))
+    assert "1 per node on 1 node (GPUs 0)" in serve_text(single)
+    assert layout(single.decode, 0, 8)["replicas_per_node"] == 1
 
 
 @settings(max_examples=4, deadline=None)

@@ -21,11 +21,7 @@ pytestmark = pytest.mark.usefixtures("coarse_clock_steps")
 
 
 def _p(**changes) -> dict:
-    p = {"hbm": 80, "up": 300, "inr": "true", "per_node": 8, "nodes": 2, "layers": 8, "hidden": 1024, "heads": 8,
-         "kv_heads": 8, "ffn": 4096, "vocab": 8000, "seq": 1024, "mlp": "swiglu", "batch": 64,
-         "precision": "bf16", "stack": "megatron_core"}
-    p.update(changes)
-    return p
+    return designs.small(**{"nodes": 2, **changes})
 
 
 def test_energy_is_free_to_leave_gpus_idle_and_beats_every_full_replica_count():

@@ -24,12 +24,7 @@ designs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(designs)
 
 
-def _p(**changes) -> dict:
-    p = {"hbm": 80, "up": 300, "inr": "true", "per_node": 8, "nodes": 1, "layers": 8, "hidden": 1024, "heads": 8,
-         "kv_heads": 8, "ffn": 4096, "vocab": 8000, "seq": 1024, "mlp": "swiglu", "batch": 64,
-         "precision": "bf16", "stack": "megatron_core"}
-    p.update(changes)
-    return p
+_p = designs.small
 
 
 def _kinds(p: dict) -> dict[str, str]:

@@ -41,3 +41,17 @@ def test_nothing_to_synchronize_leaves_the_bound():
     none = dp_sync.Traffic(0.0, 0.0, 0.0, 0.0, 0.0)
     for zero in (0, 1, 3):
         assert raised(7.5, none, zero, 4, True) == 7.5
+
+
+@settings(max_examples=max(300, settings.default.max_examples), deadline=None)
+@given(TRAFFIC, TRAFFIC, st.sampled_from((0, 1, 2, 3)), st.integers(1, 64), st.integers(0, 64), st.booleans(), SECONDS)
+def test_the_search_reads_the_fewest_micro_batches_and_the_shortest_traffic(traffic, other, zero, m, more, overlap,
+                                                                            bound):
+    """What SyncFloor.step keeps of a layout's choices: more micro-batches never lower the
+    raised bound (each pass is shorter, ZeRO-3 gathers per micro-batch), nor does a traffic
+    no shorter in any collective (so a dominated placement order is dropped), and ZeRO-1 and
+    2 raise it alike."""
+    assert raised(bound, traffic, zero, m, overlap) <= raised(bound, traffic, zero, m + more, overlap) * (1 + 1e-12)
+    longer = dp_sync.Traffic(*(max(a, b) for a, b in zip(traffic, other)))
+    assert raised(bound, traffic, zero, m, overlap) <= raised(bound, longer, zero, m, overlap) * (1 + 1e-12)
+    assert raised(bound, traffic, 1, m, overlap) == raised(bound, traffic, 2, m, overlap)
