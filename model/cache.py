@@ -24,7 +24,8 @@ bandwidth (`GENERATION_L2_BANDWIDTH`, NVIDIA only: Ampere 7219 GB/s, Hopper 8986
 Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", IPDPS 2024,
 PMC10448217 Table 3). Whether it does is `USE_GENERATION_L2`, decided by the cross-validated
 accuracy (benchmarks/accuracy.py, 196 runs, 2026-12-06): with it on, median 6.2 -> 6.3 %,
-p90 15.1 -> 15.8 %, band 81 -> 79 %; so it is off, and such a chip keeps one memory level.
+p90 15.1 -> 15.8 %, band 81 -> 79 %; serve_accuracy.py held out by model 10.1 -> 10.4 %;
+so it is off, and such a chip keeps one memory level.
 `l2_source` says which it took, and `gclc explain` prints it.
 """
 
