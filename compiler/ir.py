@@ -14,6 +14,7 @@ import attrs
 
 from ..dsl.source import Span
 from . import formats as number_formats
+from . import hbm as hbm_generations
 
 # Bump on every change to the IR's classes or fields (tests/compiler/test_ir_version.py pins
 # the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
@@ -21,8 +22,9 @@ from . import formats as number_formats
 # their checkpoint `storage` bandwidth; 4: accelerators carry the lowest cap they accept (`min_cap`);
 # 5: parts carry their network `ports` (a NIC's or DPU's `bandwidth` is split over them);
 # 6: accelerators carry their data sheet's HBM figure (`hbm_nominal`), shown in every output;
-# 7: partitions carry their own `power.budget`, accelerators the top of their DVFS curve (`full_clock`).
-IR_VERSION = 7
+# 7: partitions carry their own `power.budget`, accelerators the top of their DVFS curve (`full_clock`);
+# 8: accelerators carry their HBM generation (`hbm_type`, whose energy per bit enters power).
+IR_VERSION = 8
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -32,6 +34,7 @@ IR_SCHEMA_SHA256 = {
     5: "a4a21f7dd3cc8a0d1894cc6e7ba2e042af30c14aafb5811e889f3f2055dbb8ad",
     6: "459854794c86a1b0b911eb465dc89aff0fae08c2cf3e59513f273f1188cf5fdd",
     7: "dc498aa4fe26abdc90714c6ce28a8e38ddf16968f079526bad7819000d3dac6a",
+    8: "e69232612e5f51617067d0cfc6f57160b5ae9869200732b775cc4ce8ae729d06",
 }
 
 
@@ -63,7 +66,13 @@ class Accelerator:
     hbm_stacks: int | None = None
     listed_formats: tuple[str, ...] = ()   # the chip's `formats = [...]` (compiler/formats.py)
     hbm_nominal: float | None = None    # bytes, the data sheet's figure (`hbm.nominal`): shown, never fitted in
+    hbm_type: str | None = None         # the HBM generation (`hbm.type`, compiler/hbm.py): its energy per bit
     span: Span = _span()
+
+    @property
+    def hbm_joules_per_byte(self) -> float | None:
+        """Energy of one byte moved to or from HBM (None when the generation is not stated)."""
+        return hbm_generations.joules_per_byte(self.hbm_type)
 
     @property
     def hbm_datasheet(self) -> float:

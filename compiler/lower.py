@@ -49,7 +49,8 @@ def accelerator(chip: Entity) -> Accelerator:
         power_cap=opt("power.cap"), min_clock=opt("power.min_clock"), min_cap=opt("power.min_cap"),
         dvfs_exponent=opt("power.dvfs_exponent"), full_clock=opt("power.full_clock"),
         ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
-        listed_formats=chip_numbers.stated_formats(chip), hbm_nominal=opt("hbm.nominal"), span=chip.span,
+        listed_formats=chip_numbers.stated_formats(chip), hbm_nominal=opt("hbm.nominal"),
+        hbm_type=chip.get("hbm.type") if isinstance(chip.get("hbm.type"), str) else None, span=chip.span,
     )
 
 

@@ -18,6 +18,15 @@ capacity of the level decides how much traffic reaches HBM:
   when the chip declares `l2_bandwidth`: the level's own ceiling is part of the model.
 - KV reuse in decode: the KV cache that fits in SRAM beside the streamed weights is read
   from SRAM, not HBM, every step (`decode_bytes`); needs `l2_bandwidth` likewise.
+
+A chip that states `l2` but not `l2_bandwidth` may take its generation's measured L2
+bandwidth (`GENERATION_L2_BANDWIDTH`, NVIDIA only: Ampere 7219 GB/s, Hopper 8986 GB/s,
+Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", IPDPS 2024,
+PMC10448217 Table 3). Whether it does is `USE_GENERATION_L2`, decided by the cross-validated
+accuracy (benchmarks/accuracy.py, 196 runs, 2026-12-06): with it on, median 6.2 -> 6.3 %,
+p90 15.1 -> 15.8 %, band 81 -> 79 %; serve_accuracy.py held out by model 10.1 -> 10.4 %;
+so it is off, and such a chip keeps one memory level.
+`l2_source` says which it took, and `gclc explain` prints it.
 """
 
 from __future__ import annotations
@@ -44,8 +53,44 @@ def gemm_bytes(m: int, n: int, k: int, count: int, element_bytes: float, chip: A
     return element_bytes * count * (m * k * max(1.0, n / t) + k * n * max(1.0, m / t) + m * n)
 
 
+GENERATION_L2_BANDWIDTH = {"ampere": 7219e9, "hopper": 8986e9}   # B/s, PMC10448217 Table 3 (A100, H100)
+USE_GENERATION_L2 = False
+
+
+def _generation(chip: Accelerator) -> str | None:
+    """NVIDIA's tensor-core generation from the chip's peaks (ASSUMPTION, as model/compute.py's
+    `attention_generation`): fp4 Blackwell, fp8 Hopper, bf16 without fp8 Ampere."""
+    if chip.vendor != "NVIDIA" or chip.peak_of("fp4"):
+        return None
+    if chip.peak_of("fp8"):
+        return "hopper"
+    return "ampere" if chip.peak_of("bf16") else None
+
+
+def l2_bandwidth(chip: Accelerator) -> float | None:
+    """The L2 bandwidth the roofline uses: stated, else the generation's where that is on."""
+    if chip.l2_bandwidth or chip.l2 <= 0:
+        return chip.l2_bandwidth
+    generation = _generation(chip)
+    return GENERATION_L2_BANDWIDTH.get(generation) if USE_GENERATION_L2 and generation else None
+
+
+def l2_source(chip: Accelerator) -> str:
+    """Where the L2 bandwidth comes from, for `explain`."""
+    if chip.l2_bandwidth:
+        return "stated"
+    generation = _generation(chip)
+    if generation is None or chip.l2 <= 0:
+        return "not stated: one memory level (HBM) only"
+    if USE_GENERATION_L2:
+        return f"not stated: the {generation} generation's, PMC10448217 Table 3"
+    return (f"not stated: one memory level (HBM) only; the {generation} generation's measured "
+            f"{GENERATION_L2_BANDWIDTH[generation] / 1e12:g} TB/s (PMC10448217 Table 3) made the "
+            "cross-validated error worse (p90 15.1 -> 15.8 %), so it is not assumed")
+
+
 def two_level(chip: Accelerator) -> bool:
-    return chip.l2 > 0 and bool(chip.l2_bandwidth)
+    return chip.l2 > 0 and bool(l2_bandwidth(chip))
 
 
 def elementwise_hbm_bytes(total: float, tensor: float, chip: Accelerator) -> float:
@@ -58,7 +103,7 @@ def elementwise_hbm_bytes(total: float, tensor: float, chip: Accelerator) -> flo
 
 def l2_time(l2_bytes: float, chip: Accelerator) -> float:
     """Seconds the L2 level needs for the bytes that pass through it (0 without a declared bandwidth)."""
-    return l2_bytes / chip.l2_bandwidth if two_level(chip) else 0.0
+    return l2_bytes / l2_bandwidth(chip) if two_level(chip) else 0.0
 
 
 def decode_bytes(weights: float, kv: float, chip: Accelerator) -> float:

@@ -131,9 +131,9 @@ def _cache(chip: Accelerator) -> list[Metric]:
     side = cache.tile_side(chip, 2)
     out = [Metric(f"chip.{chip.name}.l2.tile", f"{chip.name} GEMM tile side held in L2 (bf16)", side, "",
                   f"sqrt({_q(chip.l2, 'B')} / ({cache.TILE_OPERANDS} tiles x 2 B))", chip.span)]
-    if chip.l2_bandwidth:
-        out.append(Metric(f"chip.{chip.name}.l2.bandwidth", f"{chip.name} L2 bandwidth (second roofline ceiling)",
-                          chip.l2_bandwidth, "B/s", "stated", chip.span))
+    # stated, the generation's, or none (one memory level): explain says which it took
+    out.append(Metric(f"chip.{chip.name}.l2.bandwidth", f"{chip.name} L2 bandwidth (second roofline ceiling)",
+                      cache.l2_bandwidth(chip) or 0.0, "B/s", cache.l2_source(chip), chip.span))
     return out
 
 

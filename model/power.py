@@ -7,6 +7,12 @@ Everything else in the cluster comes from the IR's power breakdown, shared in
 proportion to the GPUs the job uses, its host parts at the load the job's GPUs put on them
 (compiler/host_load.py: an idle floor plus a part that follows the GPUs' heat), and cooling
 from the PUE.
+
+Memory energy: a phase that streams HBM rather than computing (the optimizer step reads and
+writes the weights, gradients and moments at the HBM rate) draws the clocks' waiting share
+plus the traffic's own power, bytes per second x the HBM generation's energy per byte
+(compiler/hbm.py, from `hbm.type`). A chip that does not state its generation keeps the older
+reading: the phase counts as computing.
 """
 
 from __future__ import annotations
@@ -15,10 +21,11 @@ import functools
 
 import attrs
 
-from ..compiler.ir import ClusterGraph, Partition
+from ..compiler.ir import Accelerator, ClusterGraph, Partition
 from ..compiler import host_load
 from ..compiler.metrics import power_breakdown
 from . import dvfs
+from .compute import hbm_rate
 
 WAITING_ACTIVITY = 0.4   # share of the idle-to-TDP range drawn while waiting on comms (assumption)
 # A GPU running memory-bound kernels (a serving step's weight and KV-cache streaming) keeps its
@@ -40,6 +47,26 @@ class Power:
     @property
     def total(self) -> float:
         return self.accelerators + self.rest + self.cooling
+
+
+def memory_activity(chip: Accelerator) -> float:
+    """The share of the idle-to-full range a chip draws while it streams HBM at its sustained
+    rate: the waiting floor of its clocks plus the traffic's power (1 when the generation is
+    not stated)."""
+    energy, span = chip.hbm_joules_per_byte, dvfs.draw(chip) - chip.idle
+    if energy is None or span <= 0:
+        return 1.0
+    return min(1.0, WAITING_ACTIVITY + hbm_rate(chip) * energy / span)
+
+
+def busy_of(breakdown, step_time: float, chip: Accelerator) -> float:
+    """The step's busy share (what `activity` reads): computing phases count whole, the HBM-bound
+    optimizer at its memory activity, put on the same scale (activity = W + busy x (1 - W))."""
+    if step_time <= 0:
+        return 1.0
+    streaming = (memory_activity(chip) - WAITING_ACTIVITY) / (1 - WAITING_ACTIVITY)
+    b = breakdown
+    return min(1.0, (b.compute + b.recompute + b.optimizer * streaming) / step_time)
 
 
 def gpu_power(partition: Partition, busy: float) -> float:

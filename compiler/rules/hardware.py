@@ -9,6 +9,7 @@ from typing import Iterator
 
 from ...dsl import codes
 from .. import chip as chip_numbers
+from .. import hbm as hbm_generations
 from ..hostlist import HOSTNAME, MAX_HOSTS, HostlistError, count_all, expand_all
 from ..design import Entity, Record
 from .part import chip_formats
@@ -42,6 +43,18 @@ def chip_rules(chip: Entity) -> Iterator[Diagnostic]:
     yield from _chip_derivations(chip)
     yield from _chip_clocks(chip)
     yield from chip_formats(chip)
+    yield from _hbm_type(chip)
+
+
+def _hbm_type(chip: Entity) -> Iterator[Diagnostic]:
+    """`hbm.type` names a generation whose energy per bit the power model charges (compiler/hbm.py)."""
+    kind = chip.get("hbm.type")
+    if isinstance(kind, str) and not hbm_generations.known(kind):
+        listed = ", ".join(f'"{n}"' for n in hbm_generations.NAMES)
+        yield codes.BAD_CHOICE.make(chip.span_of("hbm.type"), value=kind, field="hbm.type",
+                                    notes=[codes.suggest(kind, hbm_generations.NAMES),
+                                           f"help: `hbm.type` is an HBM generation: {listed} "
+                                           "(its energy per bit enters the chip's power)"])
 
 
 def _chip_derivations(chip: Entity) -> Iterator[Diagnostic]:

@@ -11,7 +11,8 @@ import attrs
 from ...model import dvfs
 from ...model.compute import measured
 from ...model.job import Job
-from ...model.power import beside_accelerators, gpu_power
+from ...compiler.ir import Accelerator
+from ...model.power import beside_accelerators, busy_of, gpu_power
 from ...model.train.step import Estimate, estimate
 from ..train import enumerate as space_def
 
@@ -62,7 +63,7 @@ class PowerInputs:
             planned = dvfs.sustained(chip, measured(chip, cfg.precision))
             f_min = min(1.0, dvfs.floor(chip) / planned) if planned > 0 else dvfs.floor(chip)
         replica, counts = cfg.tp * cfg.pp * cfg.cp, replica_counts(job, best)
-        p_full = gpu_power(partition, busy_share(best))
+        p_full = gpu_power(partition, busy_share(best, chip))
         if chip.min_cap:  # the firmware refuses a lower cap: no clock below the one this job draws it at
             f_min = max(f_min, dvfs.clock_at(chip.idle, p_full, chip.min_cap, dvfs.exponent(chip)))
         inputs = cls(name=job.name, tokens_per_s=best.tokens_per_s, gpus=float(cfg.gpus),
@@ -128,10 +129,9 @@ class PowerInputs:
         return self.facility(self.max_gpus, 1.0)
 
 
-def busy_share(e: Estimate) -> float:
-    """Share of the step the tensor cores compute (as `solver.train.plan` attributes power)."""
-    b = e.breakdown
-    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time) if e.step_time > 0 else 1.0
+def busy_share(e: Estimate, chip: Accelerator) -> float:
+    """Share of the step at full activity (as `solver.train.plan` attributes power, model/power.py)."""
+    return busy_of(e.breakdown, e.step_time, chip)
 
 
 def step_shares(e: Estimate) -> tuple[float, float, float, float]:

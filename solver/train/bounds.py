@@ -54,7 +54,7 @@ class JobPower:
         p0, p1, affine = self.ends(e.config.gpus)
         if not affine:
             return space_def.power_of(self.job, e)
-        return p0 + (p1 - p0) * space_def.busy(e)
+        return p0 + (p1 - p0) * space_def.busy(e, self.job.partition)
 
     def floor(self, gpus: int) -> float:
         p0, p1, _ = self.ends(gpus)

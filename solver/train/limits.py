@@ -11,7 +11,8 @@ from ...compiler.design import Bound
 from ...dsl.units import NONE, Quantity
 from ...model.job import Job, JobError
 from ...model.dvfs import with_cap
-from ...model.power import job_power
+from ...compiler.ir import Partition
+from ...model.power import busy_of, job_power
 from ...model.train.step import Estimate
 
 OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput", "cost")   # cost: where the cluster has `economics`
@@ -107,16 +108,15 @@ def max_gpus(job: Job, lim: Limits) -> int:
     return max(0, gpus)
 
 
-def busy(e: Estimate) -> float:
-    """Share of the step the tensor cores compute (what power follows)."""
-    b = e.breakdown
-    return min(1.0, (b.compute + b.recompute + b.optimizer) / e.step_time)
+def busy(e: Estimate, partition: Partition) -> float:
+    """Share of the step the chips draw at full activity (what power follows, model/power.py)."""
+    return busy_of(e.breakdown, e.step_time, partition.node.accelerator)
 
 
 def power_of(job: Job, e: Estimate) -> float:
     """Facility watts of the job running `e`, its chips under `e`'s power cap."""
     partition = with_cap(job.partition, e.config.power_cap)
-    return job_power(job.graph, partition, e.config.gpus, busy(e)).total
+    return job_power(job.graph, partition, e.config.gpus, busy(e, partition)).total
 
 
 def objective_value(job: Job, objective: str, e: Estimate) -> float:

@@ -117,8 +117,8 @@ class Plan:
         return display.render(self, "svg")
 
 
-def _busy(e: Estimate) -> float:
-    return space_def.busy(e)
+def _busy(e: Estimate, partition) -> float:
+    return space_def.busy(e, partition)
 
 
 def plan(job: Job, objective: str = "throughput", top: int = 3, searched: SearchResult | None = None) -> Plan:
@@ -136,7 +136,7 @@ def plan(job: Job, objective: str = "throughput", top: int = 3, searched: Search
                     (reason.constraint,), smallest, infeasibility=reason, **common)
     best = result.best
     running = space_def.at_cap(job, best.config.power_cap)   # its chips under the plan's power cap, if any
-    power = job_power(running.graph, running.partition, best.config.gpus, _busy(best))
+    power = job_power(running.graph, running.partition, best.config.gpus, _busy(best, running.partition))
     status = "evaluated" if result.configurations == 1 else "optimal"
     return Plan(job, objective, status, best, power, result.runners_up, result.configurations, result.seconds,
                 binding(best, job, result, power), placement=placement(best, job),

@@ -209,3 +209,21 @@ def test_clocks_and_caps_must_be_ordered():
                      "  clock = 1 GHz  base_clock = 2 GHz }\n", "x.gcl")
     found = sorted((d.code, d.subject.line) for d in bad.diagnostics)
     assert found == [("order", 2), ("order", 3)]  # cap below min_cap; base above boost
+
+
+def test_an_l2_without_its_bandwidth_says_which_it_took(monkeypatch):
+    """`l2` without `l2_bandwidth` (issue 35): the generation's measured L2 bandwidth
+    (PMC10448217 Table 3) is taken only where `cache.USE_GENERATION_L2` says so, and the
+    explained figure names its origin either way."""
+    ampere = _chip(vendor="NVIDIA", l2=40e6)                                     # bf16, no fp8
+    hopper = _chip(vendor="NVIDIA", l2=50e6, peak=(("bf16", 1e15), ("fp8", 2e15)))
+    stated = _chip(vendor="NVIDIA", l2=40e6, l2_bandwidth=5e12)
+    other = _chip(vendor="AMD", l2=32e6)
+    assert cache.l2_bandwidth(stated) == 5e12 and cache.l2_source(stated) == "stated"
+    monkeypatch.setattr(cache, "USE_GENERATION_L2", True)
+    assert (cache.l2_bandwidth(ampere), cache.l2_bandwidth(hopper)) == (7219e9, 8986e9)
+    assert cache.l2_bandwidth(other) is None and "one memory level" in cache.l2_source(other)
+    assert "ampere generation's" in cache.l2_source(ampere)
+    monkeypatch.setattr(cache, "USE_GENERATION_L2", False)
+    assert cache.l2_bandwidth(ampere) is None and not cache.two_level(ampere)
+    assert "one memory level" in cache.l2_source(ampere) and "7.219 TB/s" in cache.l2_source(ampere)

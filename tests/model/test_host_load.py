@@ -86,6 +86,6 @@ def test_the_power_programs_model_is_job_power():
     job = train_job(check_file(str(ROOT / "tests" / "data" / "power_limit.gcl"), {"limit": "600 kW"}).design)
     best = plan(job).best
     inputs = PowerInputs.from_plan(job, best)
-    drawn = job_power(job.graph, job.partition, best.config.gpus, busy_share(best)).total
+    drawn = job_power(job.graph, job.partition, best.config.gpus, busy_share(best, job.partition.node.accelerator)).total
     assert math.isclose(inputs.facility(float(best.config.gpus), 1.0), drawn, rel_tol=1e-9)
     assert inputs.rest_slope > 0
