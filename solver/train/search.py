@@ -382,8 +382,8 @@ class _Search:
             mbs = [mb for mb, _ in inner]
             if compute_monotone(self.job, tp, cp, ep, [largest, *mbs]):
                 mbs = [largest]     # compute per sequence there is the least of every micro-batch's
-            # (micro-batches ascending: the largest last)
-            found = self.coarse_parts[key] = (mbs, max(space_def.vp_candidates(self.job, pp)), batch // (dp * inner[-1][0]))
+            fewest = batch // (dp * inner[-1][0])     # micro-batches ascending: the largest last
+            found = self.coarse_parts[key] = (mbs, max(space_def.vp_candidates(self.job, pp)), fewest)
         return found
 
     def sequence_cost(self, key: tuple, mb: int, order: tuple) -> tuple[float, float, float, float]:
