@@ -109,7 +109,8 @@ def test_topology_structure(name, designs, sources):
     for layer in graph.switch_layers:
         assert layer.name in labels
         if layer.switches:
-            assert f"{layer.switches:,} switches · radix {layer.radix}" in labels
+            noun = "switch" if layer.switches == 1 else "switches"
+            assert f"{layer.switches:,} {noun} · radix {layer.radix}" in labels
         if layer.level > 1:
             assert f"{layer.links_below:,} links" in labels
     scale_up = source.count('color="#2e7d32" fontcolor="#2e7d32" penwidth=2.5 style=solid')
