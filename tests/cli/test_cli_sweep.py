@@ -14,7 +14,7 @@ import pytest
 
 from gclc.cli import fmt as cli_fmt
 from gclc.cli.main import main
-from gclc.testing.models import llama3_8b
+from gclc.testing.model_texts import llama3_8b
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.gcl"))

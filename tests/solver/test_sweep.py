@@ -14,7 +14,7 @@ from gclc.cli.main import main
 from gclc.solver.sweep import engine
 from gclc.solver.sweep.axes import AxisError, count, parse_axis, points
 from gclc.solver.sweep.pareto import dominates
-from gclc.testing.models import llama3_8b
+from gclc.testing.model_texts import llama3_8b
 from gclc.views.sweep.table import TableWriter, read_rows
 
 DESIGN = """\

@@ -15,7 +15,7 @@ from gclc.model.power import power_at, serving_activity
 from gclc.model.serve.inference import ServeConfig, estimate, replica
 from gclc.model.shape import ModelShape
 from gclc.testing import load_profile
-from gclc.testing.models import llama3_8b
+from gclc.testing.model_texts import llama3_8b
 
 load_profile()
 
