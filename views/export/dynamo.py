@@ -27,13 +27,13 @@ import shlex
 
 from ...dsl.numbers import number
 from ...model.serve.engines import PROFILES
-from . import sglang, vllm
+from .sglang import pool_arguments as sglang_arguments
 from .target import ExportError, header
 from .trtllm import UNCHECKABLE
-from .vllm import pools, words
+from .vllm import pool_arguments as vllm_arguments, pools, words
 
 RELEASE = "ai-dynamo 1.6.1"
-BACKENDS = {"vllm": ("dynamo.vllm", vllm), "sglang": ("dynamo.sglang", sglang)}
+BACKENDS = {"vllm": ("dynamo.vllm", vllm_arguments), "sglang": ("dynamo.sglang", sglang_arguments)}
 ROUTERS = {"least_requests": "least-loaded", "round_robin": "round-robin", "random": "random",
            "power_of_two": "power-of-two"}   # the plan's router -> the frontend's --router-mode
 HTTP_PORT = 8000
@@ -51,7 +51,7 @@ def backend_of(served) -> str:
 
 def worker_arguments(backend: str, served, side, role: str) -> list[tuple[str, object]]:
     """Dynamo's worker flags for one replica of `side`, then the engine's."""
-    engine_args = BACKENDS[backend][1].pool_arguments(served, side, role)
+    engine_args = BACKENDS[backend][1](served, side, role)
     if backend == "sglang":   # SGLang's own --disaggregation-mode names the role (Dynamo reads it)
         return engine_args
     return [("--disaggregation-mode", role if role in ("prefill", "decode") else "agg"), *engine_args]
