@@ -131,7 +131,7 @@ def _register(name: str, flavor: str) -> None:
         build_dataloader_fn=Batches, build_metrics_processor_fn=Losses, build_validator_fn=None))
 
 
-def _rank(rank: int, world: int, port: int, words: list[str], out) -> None:
+def _rank(rank: int, world: int, port: int, config, out) -> None:
     try:
         import torch
         import torch.distributed as dist
@@ -143,10 +143,8 @@ def _rank(rank: int, world: int, port: int, words: list[str], out) -> None:
             dist.destroy_process_group()
         os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        from torchtitan.config.manager import ConfigManager
         from torchtitan.train import Trainer
 
-        config = ConfigManager().parse_args(words)
         _cpu_device()
         _register(config.model.name, config.model.flavor)
         trainer = Trainer(config)
@@ -163,15 +161,22 @@ def _rank(rank: int, world: int, port: int, words: list[str], out) -> None:
 
 def train(words: list[str], world: int, timeout: float = 60.0) -> dict[int, tuple]:
     """Run the Trainer on `world` forked ranks; rank -> ("ok", losses, last stage) or
-    ("error", message, traceback). Every rank is stopped by `timeout` seconds."""
-    context = multiprocessing.get_context("fork")     # the parent's imports are inherited
+    ("error", message, traceback). Every rank is stopped by `timeout` seconds. The words are
+    parsed once, here, by torchtitan's ConfigManager, and the model's package imported before
+    the ranks fork (they inherit both)."""
+    from torchtitan.config.manager import ConfigManager
+    from torchtitan.protocols.train_spec import get_train_spec
+
+    config = ConfigManager().parse_args(words + [
+        "--comm.init_timeout_seconds", str(int(timeout)), "--comm.train_timeout_seconds", str(int(timeout)),
+        "--comm.trace_buf_size", "0"])
+    get_train_spec(config.model.name)
+    context = multiprocessing.get_context("fork")
     out = context.Queue()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    words = words + ["--comm.init_timeout_seconds", str(int(timeout)), "--comm.train_timeout_seconds",
-                     str(int(timeout)), "--comm.trace_buf_size", "0"]
-    ranks = [context.Process(target=_rank, args=(r, world, port, words, out), daemon=True) for r in range(world)]
+    ranks = [context.Process(target=_rank, args=(r, world, port, config, out), daemon=True) for r in range(world)]
     results: dict[int, tuple] = {}
     try:
         for process in ranks:
