@@ -137,11 +137,13 @@ def verdicts(root):
             words = bash_array(root / plan / "vllm.args", f"VLLM_{role.upper()}_ARGS")
             cases[f"{plan}/{role}/args"] = words + stub
             cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"vllm-{role}.yaml")] + stub
-            for rank in (0, 1):    # a replica over several nodes: its head and a headless node
+            # a replica over several nodes: a headless node's launch, and the head's and the YAML's
+            # for one pool (each case costs an engine config)
+            for rank in (1, 0) if plan == "aggregated" else (1,):
                 node = node_words(root / plan / "vllm.args", "vllm", role, rank)
                 if node is not None:
                     cases[f"{plan}/{role}/node{rank}"] = words + node + stub
-                    if rank:   # the YAML with the flags of a node that is not the head
+                    if plan == "aggregated" and rank:
                         cases[f"{plan}/{role}/yaml_node{rank}"] = cases[f"{plan}/{role}/yaml"] + node
     cases["negative/sleep"] = cases["rl_colocated/generate/args"]   # the CPU platform cannot sleep: no stub
     good = cases["aggregated/serving/args"]
@@ -281,7 +283,7 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
     headless node, rank 1; from the array and the YAML alike): the replica's node count, the
     node's rank and the head's address, one node's GPUs on each node (its data-parallel ranks
     x TP x PP), the nodes' ranks following one another, and otherwise the engine of the pool's
-    own flags."""
+    own flags. (The head's launch and the YAML's are checked for the aggregated pool.)"""
     from gclc.views.export.vllm import pools
 
     spanning = 0
@@ -290,15 +292,16 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
         node_gpus = served.partition.node.gpus
         for role, side in pools(served):
             gpus = side.replica.config.gpus
-            has_nodes = f"{case}/{role}/node0" in verdicts
+            has_nodes = f"{case}/{role}/node1" in verdicts
             assert has_nodes == (gpus > node_gpus), (case, role)
             if not has_nodes:
                 continue
             spanning += 1
             alone = verdicts[f"{case}/{role}/args"][1]["config"]
-            for form, rank in (("node", 0), ("node", 1), ("yaml_node", 1)):
-                verdict = verdicts[f"{case}/{role}/{form}{rank}"][1]
-                assert "error" not in verdict, f"{case}/{role}/{form}{rank}: {verdict.get('error')}"
+            for name in [n for n in verdicts if n.startswith(f"{case}/{role}/") and "node" in n]:
+                rank = int(name[-1])
+                verdict = verdicts[name][1]
+                assert "error" not in verdict, f"{name}: {verdict.get('error')}"
                 got = verdict["config"]
                 n = got["nodes"]
                 assert (n["nnodes"], n["node_rank"], n["master_addr"]) == (gpus // node_gpus, rank, HEAD)
@@ -307,9 +310,9 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
                 assert n["dp_rank"] == rank * n["dp_local"]
                 assert {k: v for k, v in got.items() if k not in ("nodes", "headless")} == \
                     {k: v for k, v in alone.items() if k != "nodes"}
-    assert spanning >= 2
+    assert spanning == 3 and {"aggregated/serving/node0", "aggregated/serving/yaml_node1"} <= set(verdicts)
     alone = verdicts["llama/serving/args"][1]["config"]   # the shared cluster's nodes hold 8 GPUs each
-    assert alone["tp"] * alone["pp"] * alone["dp"] <= 8 and "llama/serving/node0" not in verdicts
+    assert alone["tp"] * alone["pp"] * alone["dp"] <= 8 and "llama/serving/node1" not in verdicts
 
 
 @pytest.mark.parametrize("case", ["rl_apart", "rl_colocated"])
