@@ -137,13 +137,11 @@ def verdicts(root):
             words = bash_array(root / plan / "vllm.args", f"VLLM_{role.upper()}_ARGS")
             cases[f"{plan}/{role}/args"] = words + stub
             cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"vllm-{role}.yaml")] + stub
-            # a replica over several nodes: a headless node's launch, and the head's and the YAML's
-            # for one pool (each case costs an engine config)
-            for rank in (1, 0) if plan == "aggregated" else (1,):
+            for rank in (0, 1):    # a replica over several nodes: its head and a headless node
                 node = node_words(root / plan / "vllm.args", "vllm", role, rank)
                 if node is not None:
                     cases[f"{plan}/{role}/node{rank}"] = words + node + stub
-                    if plan == "aggregated" and rank:
+                    if rank:           # and the YAML with a headless node's flags
                         cases[f"{plan}/{role}/yaml_node{rank}"] = cases[f"{plan}/{role}/yaml"] + node
     cases["negative/sleep"] = cases["rl_colocated/generate/args"]   # the CPU platform cannot sleep: no stub
     good = cases["aggregated/serving/args"]
@@ -283,7 +281,7 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
     headless node, rank 1; from the array and the YAML alike): the replica's node count, the
     node's rank and the head's address, one node's GPUs on each node (its data-parallel ranks
     x TP x PP), the nodes' ranks following one another, and otherwise the engine of the pool's
-    own flags. (The head's launch and the YAML's are checked for the aggregated pool.)"""
+    own flags."""
     from gclc.views.export.vllm import pools
 
     spanning = 0
@@ -298,7 +296,7 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
                 continue
             spanning += 1
             alone = verdicts[f"{case}/{role}/args"][1]["config"]
-            for name in [n for n in verdicts if n.startswith(f"{case}/{role}/") and "node" in n]:
+            for name in (f"{case}/{role}/node0", f"{case}/{role}/node1", f"{case}/{role}/yaml_node1"):
                 rank = int(name[-1])
                 verdict = verdicts[name][1]
                 assert "error" not in verdict, f"{name}: {verdict.get('error')}"
@@ -310,7 +308,7 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
                 assert n["dp_rank"] == rank * n["dp_local"]
                 assert {k: v for k, v in got.items() if k not in ("nodes", "headless")} == \
                     {k: v for k, v in alone.items() if k != "nodes"}
-    assert spanning == 3 and {"aggregated/serving/node0", "aggregated/serving/yaml_node1"} <= set(verdicts)
+    assert spanning == 3
     alone = verdicts["llama/serving/args"][1]["config"]   # the shared cluster's nodes hold 8 GPUs each
     assert alone["tp"] * alone["pp"] * alone["dp"] <= 8 and "llama/serving/node1" not in verdicts
 
