@@ -98,3 +98,13 @@ def test_each_rows_engine_settings_are_its_recipes():
     gb200 = rl_accuracy.design(rows["NeMoRL-0.6-GB200-DeepSeekV3-on-128"], rl_accuracy.SIGMA)
     assert f"max_batch = {rl_accuracy.MAX_SEQS} " in gb200 and "memory = 30%" in gb200
     assert all(r["recipe_note"].startswith("recipe ") for r in rows.values() if r["recipe_note"])
+
+
+def test_the_iteration_form_adds_host_time_per_engine_iteration():
+    """Generation pays the given milliseconds once per engine iteration: the slowest sample's
+    (synchronous) or the fed engine's (asynchronous), never a share of the GPU time."""
+    for placement, lag, used in (("colocated", 0, 4000.0), ("disaggregated", 1, 900.0)):
+        row = {"placement": placement, "staleness": lag, "iterations": (4000.0, 900.0),
+               "phases": {"generate": 40.0, "stream": 30.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
+        base = rl_accuracy.scaled(row, (0.0, 1.0, 1.0), rl_accuracy.ITERATION)
+        assert rl_accuracy.scaled(row, (2.0, 1.0, 1.0), rl_accuracy.ITERATION) == pytest.approx(base + 2e-3 * used)
