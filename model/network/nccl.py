@@ -106,15 +106,23 @@ def choose(collective: str, nbytes: float, c: Communicator) -> Choice:
     return best
 
 
-def on_topology(collective: str, nbytes: float, wire: float, c: Communicator) -> Choice:
+IN_NETWORK = ("nvls", "collnet")
+
+
+def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
+                in_network: bool | None = None) -> Choice | None:
     """NCCL's pick when the topology, not NCCL's tables, says how fast the bytes can move:
     the fastest option moves `nbytes` in `wire` seconds (gclc's tiers: oversubscription,
     ragged groups and in-network reduction counted), every other option as much slower as
     NCCL's tables make it (LL's half bandwidth and caps, a tree's share), and each pays its
-    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency."""
+    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency.
+    `in_network`: only the algorithms whose switches reduce (True: `wire` is the tiers' price
+    with them reducing) or only the others (False); None: all (None where none runs)."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
-    options = _options(collective, c)
+    options = [o for o in _options(collective, c) if in_network is None or (o[0] in IN_NETWORK) == in_network]
+    if not options:
+        return None
     fastest = max(bandwidth for *_, bandwidth in options)
     best = None
     for algorithm, protocol, latency, bandwidth in options:
