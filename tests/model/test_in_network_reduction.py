@@ -143,3 +143,13 @@ def test_sharp_takes_at_most_three_quarters_of_a_large_zero_collective_over_an_o
     call = getattr(collectives, collective)
     ring = call(n, comms.place(nodes, 8, plain))
     assert call(n, comms.place(nodes, 8, stated(plain, False, True))) <= 0.75 * ring
+
+
+def test_two_gpus_on_a_reducing_nvswitch_all_reduce_by_ring_when_its_bytes_are_fewer():
+    # the law's first counterexample: 2 GPUs, NVLS at 0.74 of the port moves the whole buffer,
+    # the ring half of it each way; NCCL's NVLS gives no more than the ring for n <= 4
+    # (NVIDIA/nccl#1455: 365-370 GB/s either way), so the ring's bytes and label win
+    nvswitch = Tier(0, "nvl", "nvl", "nvlink", "node", 8, 150e9, 0.5e-6, 1.0, True, 1.0, span=no_span())
+    stages = comms.place(2, 1, (nvswitch,))
+    assert collectives.choice("all_reduce", 6.6e6, stages).algorithm == "ring"
+    assert collectives.all_reduce(6.6e6, stages) < 6.6e6 / (150e9 * 0.74)
