@@ -23,11 +23,7 @@ with open(memory_accuracy.DEFAULT_CSV, newline="") as f:
 
 # Published runs the model still refuses, each with why; the law holds for every other design.
 # An entry that starts to fit fails the test: remove it then.
-REFUSED = {
-    "runs/nemo2407_10.gcl": "NeMo 24.07 publishes no recipe for Nemotron-4 340B at 128 GPUs; the launcher config "
-                            "it is ASSUMED to run (benchmarks/run_recipes.py) leaves 59 GiB of model state and 20 GiB "
-                            "of interleaved activations on an 80 GB H100",
-}
+REFUSED: dict[str, str] = {}
 
 
 def test_every_row_is_sourced_and_names_a_design_that_checks():
