@@ -233,3 +233,9 @@ def test_a_stated_tp_overlap_is_torchtitans_async_tp_which_its_own_check_accepts
         torchtitan.export(_tp_plan("fsdp", "tp_overlap = true"), "H100_SXM", "NVIDIA", "variants")
     with pytest.raises(ExportError, match="dp_overlap = false"):
         torchtitan.export(_tp_plan("fsdp", "dp_overlap = false"), "H100_SXM", "NVIDIA", "variants")
+
+
+def test_dropout_torchtitan_does_not_run_is_refused_and_its_fp32_reduction_needs_no_note():
+    with pytest.raises(ExportError, match="dropout = true"):
+        torchtitan.export(_tp_plan("fsdp", "dropout = true"), "H100_SXM", "NVIDIA", "variants")
+    assert torchtitan.reduction_note(_tp_plan("fsdp", "")) and not torchtitan.reduction_note(_tp_plan("fsdp", "grad_reduce = fp32"))
