@@ -145,29 +145,48 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
 
 
 # NeMo 24.07: the NeMo 1.0 launcher's training configs (NVIDIA/NeMo-Framework-Launcher
-# launcher_scripts/conf/training/<family>/<size>.yaml). ASSUMPTION: the 24.07 table was measured with
-# these configs (the container predates NeMo 2.0's recipes). Read: gpt3/{5b,175b}_fp8_performance.yaml,
-# llama/llama2_70b.yaml, llama/llama3_70b.yaml, nemotron/nemotron_340b.yaml; the sizes not read are
-# assumed to follow their family's config.
+# launcher_scripts/conf/training/<family>/<size>.yaml), read at the launcher's tag 24.07 (the release of
+# the table's container). ASSUMPTION: the 24.07 table was measured with these configs (the container
+# predates NeMo 2.0's recipes). Read at 24.07: llama/llama2_70b.yaml, llama/llama3_70b.yaml,
+# nemotron/nemotron_22b.yaml, nemotron/nemotron_340b.yaml; the sizes not read are assumed to follow their
+# family's config. At 24.07 every one of them runs Apex's distributed_fused_adam (ZeRO-2); the launcher
+# switched llama3 and nemotron to mcore_distributed_optim only on 2024-12-05 (commit 3dd35614, "switch
+# to mcore's optimizer"). gpt3's entry names files the 24.07 tag does not hold (kept as read before).
 LAUNCHER = "NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/"
+LAUNCHER_TAG = "24.07"
 NEMO1: tuple[tuple[str, str | None, int, str], ...] = (   # (model regex, recompute, ZeRO stage, config read)
     # activations_checkpoint_granularity: selective; optim.name: distributed_fused_adam (Apex ZeRO-2)
     (r"gpt3(5|20|175)b$", "selective", 2, "gpt3/{5b,175b}_fp8_performance.yaml"),
     # activations_checkpoint_granularity: null; optim.name: distributed_fused_adam
     (r"llama2\d+b$", "none", 2, "llama/llama2_70b.yaml"),
-    # activations_checkpoint_granularity: null; optim.name: mcore_distributed_optim (ZeRO-1)
-    (r"llama3\d+b$", "none", 1, "llama/llama3_70b.yaml"),
-    (r"nemotron\d+b$", "none", 1, "nemotron/nemotron_340b.yaml"),
+    (r"llama3\d+b$", "none", 2, "llama/llama3_70b.yaml"),
+    # activations_checkpoint_granularity: selective (340b) or null (22b); optim.name: distributed_fused_adam
+    (r"nemotron340b$", "selective", 2, "nemotron/nemotron_340b.yaml"),
+    (r"nemotron\d+b$", "none", 2, "nemotron/nemotron_22b.yaml"),
 )
+# Apex's DistributedFusedAdam keeps its state in `optim.dtype`; NeMo 1.0 at the 24.07 container
+# (NVIDIA/NeMo r2.0.0rc1 nemo/collections/nlp/models/language_modeling/megatron_base_model.py
+# `setup_optimization`) sets store_params = False when that dtype is the model's bf16: no master
+# copy, Adam updates the bf16 weights. Configs that set optim.dtype at 24.07 (model regex -> dtype):
+NEMO1_STATE = {r"nemotron340b$": "bf16"}   # nemotron/nemotron_340b.yaml: optim.dtype bf16
 
 
 def nemo_2407(row: dict, model_key: str) -> Recipe:
     for pattern, recompute, zero, config in NEMO1:
         if re.match(pattern, model_key):
             optimizer = "distributed_fused_adam" if zero == 2 else "mcore_distributed_optim"
-            return Recipe(recompute, zero, notes=[f"{LAUNCHER}{config}: activations_checkpoint_granularity "
-                                                  f"{'selective' if recompute == 'selective' else 'null'}, "
-                                                  f"optim {optimizer} (ASSUMED: the 24.07 table ran these configs)"])
+            where = f"{LAUNCHER}{config}" + (f" at tag {LAUNCHER_TAG}" if not pattern.startswith("gpt3") else "")
+            recipe = Recipe(recompute, zero, notes=[f"{where}: activations_checkpoint_granularity "
+                                                    f"{'selective' if recompute == 'selective' else 'null'}, "
+                                                    f"optim {optimizer} (ASSUMED: the 24.07 table ran these configs)"])
+            state = next((d for p, d in NEMO1_STATE.items() if re.match(p, model_key)), None)
+            if state:
+                recipe.optimizer_state, recipe.master_weights = state, "none"
+                recipe.why = {"optimizer_state": f"recipe: {where}: optim.dtype {state} (Apex DistributedFusedAdam's state)",
+                              "master_weights": "recipe: NeMo r2.0.0rc1 megatron_base_model.py setup_optimization: "
+                                                "store_params = False when the optimizer's dtype is the model's bf16: "
+                                                "Adam updates the weights"}
+            return recipe
     return Recipe()
 
 

@@ -394,6 +394,7 @@ _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": p
                "gpus": COUNT, "mfu": SHARE}
 # Activation checkpointing variants (model/train/recompute.py) and offload (model/train/offload.py).
 LOSSES = ("eager", "fused", "compiled")   # the cross entropy's implementation (model/train/peak.py)
+GRAD_REDUCE = ("fp32", "bf16")   # the gradient buffer and data-parallel reduction (model/train/optimizer.py `grad_bytes`)
 RECOMPUTE_MODULES = ("core_attention", "norm", "mlp", "moe_act", "op_level")   # op_level: torchtitan's op SAC, listed alone
 # Choices the planner searches only where a job asks (solver/train/enumerate.py `variants`).
 SEARCHABLE = ("shard", "recompute_modules", "recompute_every", "offload")
@@ -406,6 +407,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
                      "cp_balance": FLAG, "ep_overlap": FLAG, "tp_overlap": FLAG, "dp_overlap": FLAG,
                      "loss": Choice(LOSSES, "a loss implementation"),
+                     "grad_reduce": Choice(GRAD_REDUCE, "a gradient buffer format"), "dropout": FLAG,
                      "search": ListOf(Choice(SEARCHABLE, "a choice the planner can search"), least=1)},
                     doc="`shard`: hybrid sharding, the ZeRO state sharded over groups of `shard` data-parallel ranks and "
                         "replicated across groups; `recompute_modules` (with `recompute = selective`: any of "
@@ -421,6 +423,12 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                         "`loss`: the cross entropy's implementation, which sets the logits' peak memory (eager: "
                         "PyTorch's on fp32 logits, 12 bytes a logit; fused: Megatron's vocabulary-parallel loss, 6; "
                         "compiled: torch.compile's fused loss, 4; default: the software stack's); "
+                        "`grad_reduce`: the format the gradients are accumulated in and data parallelism reduces "
+                        "(fp32: Megatron-LM's default with bf16, --accumulate-allreduce-grads-in-fp32; bf16: the "
+                        "parameters' 16-bit dtype, --grad-reduce-in-bf16, Megatron-Core's DDP default; default: the "
+                        "software stack's; bf16 `main_grads` keep it 16-bit); `dropout`: attention and hidden dropout in "
+                        "training, whose masks each layer keeps for backward (Megatron-LM's default 0.1; default: the "
+                        "software stack's); "
                         "`search`: those of `shard`, `recompute_modules`, `recompute_every` and `offload` the planner "
                         "also searches (each multiplies the space)")
 # A job on a shared cluster: when it arrives, how important it is, how much work (one of

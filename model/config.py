@@ -130,6 +130,11 @@ class TrainConfig:
     # The loss's implementation (model/train/peak.py `LOSS_BYTES`: eager, fused, compiled); None:
     # the stack's
     loss: str | None = None
+    # The gradient buffer's and data-parallel reduction's format ("fp32" or "bf16") and whether the
+    # layers run dropout, as a job states them (model/train/optimizer.py `grad_bytes`, memory.py
+    # `activation_parts`); None: the stack's `grad_bytes` and `dropout` (`behaviour`)
+    grad_reduce: str | None = None
+    dropout: bool | None = None
     # The operating point: a power cap per GPU (W) the run sets below the chip's own limits
     # (`nvidia-smi -pl`), so that the chip computes at a lower clock on its DVFS curve
     # (model/dvfs.py `with_cap`); None: the chip as it is. The planner chooses it under a
@@ -181,4 +186,9 @@ class TrainConfig:
         return size
 
     def behaviour(self, key: str) -> object:
+        """What the stack does (STACKS), or what the job states instead where it may (`grad_reduce`, `dropout`)."""
+        if key == "grad_bytes" and self.grad_reduce is not None:
+            return 4 if self.grad_reduce == "fp32" else 2
+        if key == "dropout" and self.dropout is not None:
+            return self.dropout
         return STACKS.get(self.stack, STACKS[DEFAULT_STACK])[key]

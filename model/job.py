@@ -234,7 +234,8 @@ def pinned_only(job: Job) -> dict[str, object]:
     """The choices the planner takes from the file: hybrid sharding's group, the recompute's
     modules and layer interval, the offloaded share of layers (these four searched instead
     where the job asks: `search = [...]`, solver/train/enumerate.py `variants`), the
-    context-parallel balance, the MoE all-to-all, TP and DP overlaps, the loss's implementation, and the checkpoint's stated size,
+    context-parallel balance, the MoE all-to-all, TP and DP overlaps, the loss's implementation, the gradient reduction's
+    format and dropout, and the checkpoint's stated size,
     bandwidth and retained count, and the data the job reads (`dataset_bytes`)."""
     p = job.pinned
     modules = p.get("recompute_modules") or ()
@@ -245,6 +246,8 @@ def pinned_only(job: Job) -> dict[str, object]:
             "tp_overlap": None if p.get("tp_overlap") is None else bool(p["tp_overlap"]),
             "dp_overlap": None if p.get("dp_overlap") is None else bool(p["dp_overlap"]),
             "loss": None if p.get("loss") is None else str(p["loss"]),
+            "grad_reduce": None if p.get("grad_reduce") is None else str(_plain(p["grad_reduce"])),
+            "dropout": None if p.get("dropout") is None else bool(p["dropout"]),
             "checkpoint_size": job.checkpoint_size, "checkpoint_bandwidth": job.checkpoint_bandwidth,
             "checkpoint_keep": job.checkpoint_keep, "dataset_bytes": dataset_bytes(job)}
 

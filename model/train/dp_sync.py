@@ -84,7 +84,7 @@ _TRAFFIC: dict[tuple, Traffic] = {}
 def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffic:
     """The seconds of `cfg`'s data-parallel collectives on `partition`."""
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, min(cfg.zero, 1), cfg.stack, cfg.main_grads,
-           cfg.fp8_params, cfg.precision if cfg.fp8_params else None, min(cfg.stride("dp"), cfg.stride("cp")), partition)
+           cfg.grad_reduce, cfg.fp8_params, cfg.precision if cfg.fp8_params else None, min(cfg.stride("dp"), cfg.stride("cp")), partition)
     found = _TRAFFIC.get(key)
     if found is not None:
         return found

@@ -163,7 +163,7 @@ def host_work(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Host
     layer_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.microbatch, cfg.recompute,
                  cfg.recompute_modules, cfg.recompute_every, cfg.sp, cfg.precision, cfg.stack, cfg.order, partition)
     step_key = (shape, cfg.seq, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.vp, cfg.microbatch, cfg.sp, cfg.zero,
-                cfg.precision, cfg.stack, cfg.main_grads, cfg.order, partition)
+                cfg.precision, cfg.stack, cfg.main_grads, cfg.grad_reduce, cfg.order, partition)
     if len(_WORK) >= 65536:  # bounded, like the lru caches beside it
         _WORK.clear()
     work = _WORK.get(layer_key)

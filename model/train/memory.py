@@ -142,7 +142,7 @@ def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) ->
     (model/train/sharding.py `expert_shards`)."""
     zero = cfg.zero if zero is None else zero
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero,
-           cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params)
+           cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params, cfg.grad_reduce)
     state = _STATE.get(key)
     if state is None:
         dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
@@ -174,7 +174,7 @@ def gathered_bytes(shape: ModelShape, cfg: TrainConfig, zero: int | None = None)
     if zero < 3 or _unsharded_under_pipeline(cfg, zero):
         return 0.0
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, cfg.main_grads,
-           cfg.fp8_params)
+           cfg.fp8_params, cfg.grad_reduce)
     held = _GATHERED.get(key)
     if held is None:
         root = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1) / cfg.tp
@@ -207,7 +207,7 @@ def _kept_per_token(shape: ModelShape, cfg: TrainConfig, moe: bool, recompute: s
     """Bytes per token one layer keeps for backward (it does not depend on the micro-batch)."""
     recompute = cfg.recompute if recompute is None else recompute
     key = (shape, cfg.seq, cfg.tp, cfg.sp, cfg.precision, cfg.stack, moe, recompute, cfg.recompute_modules,
-           cfg.recompute_every)
+           cfg.recompute_every, cfg.dropout)
     kept = _KEPT.get(key)
     if kept is None:
         layer_input = 2 * shape.hidden / (cfg.tp if cfg.sp else 1)   # all that full recompute keeps

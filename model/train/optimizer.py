@@ -57,7 +57,8 @@ def narrowed(cfg: TrainConfig) -> str:
 
 def grad_bytes(cfg: TrainConfig) -> int:
     """Bytes per element of the gradient buffer and of the data-parallel reduction: the stack's
-    (model/config.py STACKS `grad_bytes`) with fp32 main gradients; with bf16 ones at most 2.
+    (model/config.py STACKS `grad_bytes`), or the job's `grad_reduce`, with fp32 main gradients; with
+    bf16 ones at most 2.
     Megatron-LM accumulates and reduces in fp32 only while --main-grads-dtype is fp32
     (validate_args sets accumulate_allreduce_grads_in_fp32 then, and asserts fp32 main grads
     with it: megatron/training/arguments.py); otherwise the buffer takes the parameters' dtype

@@ -156,6 +156,16 @@ def test_recipe_recompute_defaults():
     assert field(design("mb2602_19"), "recompute") == "none"        # GB300 GPT-OSS: no recompute
 
 
+def test_nemo_2407_recipes_are_read_at_the_release_tag():
+    # NeMo-Framework-Launcher at tag 24.07: nemotron_340b.yaml recomputes selectively and runs Apex's
+    # distributed_fused_adam with optim.dtype bf16 (NeMo r2.0.0rc1: store_params False, no master);
+    # llama3_70b.yaml and nemotron_22b.yaml run distributed_fused_adam too (mcore's optimizer came 2024-12-05)
+    nemotron = design("nemo2407_10")
+    assert field(nemotron, "recompute") == "selective" and field(nemotron, "zero") == "2"
+    assert field(nemotron, "optimizer_state") == "bf16" and field(nemotron, "master_weights") == "none"
+    assert field(design("nemo2407_12"), "zero") == "2" and "optimizer_state" not in design("nemo2407_12")
+
+
 def test_recipe_settings_gclc_cannot_express_are_stated():
     partial = design("mb2511_23")   # Llama 3 8B H100 FP8-CS: recompute_num_layers 5
     assert field(partial, "recompute") == "none" and "5 of 32 layers" in partial

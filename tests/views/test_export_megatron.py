@@ -333,3 +333,14 @@ def test_every_train_job_of_the_shared_cluster_is_accepted_by_megatron(shared_cl
         chip = _accelerator(plan)
         args = run(megatron.export(plan, chip.name, chip.vendor, "shared_cluster.gcl"), plan.config.gpus, chip.name)
         assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (plan.config.tp, plan.config.pp), name
+
+
+@pytest.mark.parametrize("pins, fp32_grads, dropout", [
+    ("", False, 0.0),                                          # Megatron-Core's: bf16 buffer, no dropout
+    ("grad_reduce = fp32 dropout = true", True, 0.1),          # Megatron-LM's defaults with --bf16
+])
+def test_the_gradient_buffer_and_dropout_a_plan_models_are_the_ones_megatron_runs(pins, fp32_grads, dropout):
+    job = on_stack("megatron_core", f"parallelism {{ tp = 8 pp = 1 dp = 4 zero = 1 sp = true {pins} }}")
+    args = run(exported(job), job.config.gpus)
+    assert bool(args.accumulate_allreduce_grads_in_fp32) == fp32_grads
+    assert args.hidden_dropout == dropout and args.attention_dropout == dropout

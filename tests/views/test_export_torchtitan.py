@@ -272,3 +272,9 @@ def test_a_flavor_of_another_shape_is_caught(shared_cluster_train):
     shape = plan.shape
     args, built = real.model(real.parse(["--model.flavor", "8B"]))
     assert _shape_of(args, built) != (shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.vocab, shape.ffn)
+
+
+def test_dropout_torchtitan_does_not_run_is_refused_and_its_fp32_reduction_needs_no_note():
+    with pytest.raises(ExportError, match="dropout = true"):
+        torchtitan.export(_tp_plan("fsdp", "dropout = true"), "H100_SXM", "NVIDIA", "variants")
+    assert torchtitan.reduction_note(_tp_plan("fsdp", "")) and not torchtitan.reduction_note(_tp_plan("fsdp", "grad_reduce = fp32"))

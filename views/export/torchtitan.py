@@ -120,6 +120,9 @@ def _check(job: JobPlan, vendor: str) -> None:
                           f"(parallelism.enable_async_tensor_parallel: 'Async TP requires torch.compile'); "
                           f"`{job.name}` states tp_overlap = true on {job.stack}: state software = fsdp_compiled, "
                           f"or remove tp_overlap")
+    if c.dropout:
+        raise ExportError(f"torchtitan's models run no dropout (torchtitan/models/llama3/model: no dropout layer); "
+                          f"`{job.name}` states dropout = true (remove it to export)")
     if c.dp_overlap is False and c.dp > 1:
         raise ExportError(f"torchtitan's FSDP2 always prefetches its gathers and overlaps its reductions with "
                           f"compute; `{job.name}` states dp_overlap = false (remove it to export)")
