@@ -16,6 +16,7 @@ import attrs
 from ..compiler.check import Checker
 from ..dsl.diagnostics import Diagnostic
 from ..compiler.driver import check_file
+from ..compiler.files import forget_reads
 from ..compiler.resolve import STD_ROOT, FieldEntry, BlockEntry, Program, load
 from ..dsl import ast
 from ..dsl.source import SourceFile
@@ -72,6 +73,7 @@ class Analysis:
 
 
 def analyse(path: str, text: str) -> Analysis:
+    forget_reads()  # each analysis is a run of its own: an earlier one's traces are not quoted
     result = check_file(path, text=text)
     program = load(path, text)
     module = next((m for m in program.modules if m.path == path), None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,20 @@ from gclc.testing import load_profile
 load_profile()
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.fixture(autouse=True)
+def a_test_is_a_run_of_its_own():
+    """Each test starts as a new run of gclc: no data file read by an earlier test is quoted
+    or guarded (the CLI does this per command), and no torch.distributed world another test
+    built is left for this one to find."""
+    from gclc.compiler.files import forget_reads
+
+    forget_reads()
+    yield
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        distributed.destroy_process_group()
 
 
 @pytest.fixture(scope="session")
