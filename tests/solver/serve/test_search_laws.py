@@ -6,6 +6,7 @@ run stopped at its first certainly broken SLO agrees with the full run, and a ru
 batch limit never binds is the run under any larger limit."""
 
 import contextlib
+import math
 import re
 from collections import Counter
 from unittest import mock
@@ -182,6 +183,18 @@ def test_a_run_stopped_at_its_first_broken_slo_agrees_with_the_full_run(tp, coun
         assert stopped == full   # nothing broke: it ran to the end
     else:
         assert stopped.stopped and set(stopped.stopped) <= set(missed)
+
+
+def test_a_tpot_percentile_breaks_while_its_requests_still_decode():
+    """A TPOT bound no step can meet: the run stops once enough measured requests have decoded
+    past the time their output had to end by, before any of them finishes (a run that waited
+    for them to finish would decode every 400-token answer to its end)."""
+    requests = tuple(Request(0.05 * i, 500, 400) for i in range(40))
+    slo = {"tpot.p90": 0.001}
+    stopped = simulate(requests, small_pool(1, 64, 1), slo=slo, stop=lambda missed: True)
+    assert stopped.stopped == ("tpot.p90",)
+    assert not any(math.isfinite(t) for t in stopped.tpot)     # none of the measured requests finished
+    assert _missed(simulate(requests, small_pool(1, 64, 1), slo=slo), slo) == ["tpot.p90"]
 
 
 @settings(max_examples=RUNS, deadline=None)
