@@ -47,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
     rounds = parser.parse_args().rounds
-    total = 0.0
+    total, most = 0.0, 0.0
     for design, args in DESIGNS:
         runs = [plan(HERE.parent / design, args) for _ in range(max(1, rounds))]
         cpu, text = min(runs)
@@ -57,8 +57,9 @@ def main() -> None:
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         print(f"{design:38} {' '.join(args):18} cpu {cpu:7.2f} s  simulated {solver.get('simulated', 0):3}  "
               f"sha256 {digest}")
-        total += cpu
-    print(f"serve plans: {len(DESIGNS)} designs, {total:.2f} s CPU in all")
+        total, most = total + cpu, max(most, cpu)
+    print(f"serve plans: {len(DESIGNS)} designs, {total:.2f} s CPU in all, {most:.2f} s the most for one "
+          f"(least of {max(1, rounds)} round{'s' if rounds > 1 else ''})")
 
 
 if __name__ == "__main__":

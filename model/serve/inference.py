@@ -139,11 +139,16 @@ class Replica:
             fixed = memo[tokens] = self._token_costs(tokens)
         gemm, weights, gemm_roofline, routing, launches, collectives, hops, computing = fixed
         terms = memo.get("attention") or self._terms()
-        layers, per_cached, per_pair, groups, rate, ep, per_token, rereads, hbm, chip = terms
+        layers, per_cached, per_pair, groups, rate, ep, per_token, rereads, hbm, l2 = terms
         attention = layers * (kv_tokens * per_cached + pairs * per_pair) / groups / rate
         kv_bytes = kv_tokens / ep * per_token * rereads
-        # the cache that fits in on-chip SRAM beside the streamed weights is read from there (model/cache.py)
-        kv_read = max((cache.decode_bytes(weights, kv_bytes, chip) - weights) / hbm, cache.l2_time(kv_bytes, chip))
+        # the cache that fits in on-chip SRAM beside the streamed weights is read from there
+        # (model/cache.py decode_bytes and l2_time, with the chip's figures looked up once)
+        if l2 is None:
+            kv_read = max((weights + kv_bytes - weights) / hbm, 0.0)
+        else:
+            resident, bandwidth = l2
+            kv_read = max((weights + max(0.0, kv_bytes - resident) - weights) / hbm, kv_bytes / bandwidth)
         work = gemm + attention
         # the GEMMs and the attention are separate kernels: each is its own roofline
         rooflines = gemm_roofline + _roofline(attention, kv_read)
@@ -172,8 +177,9 @@ class Replica:
         else:
             per_cached = 4 * s.heads * s.head_dim
         rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
+        l2 = (cache.RESIDENT_SHARE * chip.l2, cache.l2_bandwidth(chip)) if cache.two_level(chip) else None
         return (math.ceil(s.layers / c.pp), per_cached, per_pair, c.tp * c.ep, attention_rate(chip),
-                c.ep, self.kv.per_token_per_gpu(), rereads, hbm_rate(chip), chip)
+                c.ep, self.kv.per_token_per_gpu(), rereads, hbm_rate(chip), l2)
 
     def _token_costs(self, tokens: float) -> tuple:
         """The parts of a stage's time that depend on its new tokens alone: (GEMM seconds, weight
@@ -299,6 +305,17 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
                    ep_stages=comms.place(cfg.tp * cfg.ep, 1, tiers),
                    pp_hops=stage_hops(cfg.tp * cfg.ep, cfg.pp, tiers),
                    pp_return=hop_tier(0, cfg.gpus - 1, tiers) if cfg.pp > 1 else None)
+
+
+def sharing_costs(replicas: list[Replica]) -> list[Replica]:
+    """The replicas, those that differ only in their batch limit sharing one memo of stage
+    costs: no cost of an iteration reads the limit (the iteration's contents are given), so a
+    planner weighing every batch limit of a layout works each cost out once."""
+    memos: dict = {}
+    for r in replicas:
+        key = (attrs.evolve(r.config, batch=0), id(r.shape), id(r.partition), id(r.engine))
+        object.__setattr__(r, "_memo", memos.setdefault(key, r._memo))
+    return replicas
 
 
 @attrs.frozen

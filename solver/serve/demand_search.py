@@ -8,13 +8,18 @@ of thumb; the screen drops only layouts whose latency floors already break an SL
 solver/serve/floor.py), each pool starting at the replicas its analytic capacity needs: the
 full-batch rate is an upper bound on what the simulation achieves (it adds queueing and
 length variability, and an iteration's cost is convex in its contents). Confirming a candidate
-simulates it, growing the pool that misses its SLO until the percentiles hold; counts only
-grow, so a candidate's key at its starting counts bounds every key it can reach (`bound`).
+simulates it, growing the pool that misses its SLO until the percentiles hold
+(solver/serve/confirm.py); counts only grow, so a candidate's key at its starting counts bounds
+every key it can reach (`bound`).
 
 Branch and bound: candidates leave a heap in the order of their bound. The first time one
 leaves, its bound is tightened with the loaded TPOT estimate (solver/serve/bound.py, a
 steady-state ASSUMPTION that a law holds to the plan confirming without it) and it goes back;
-the second time it is confirmed. The pairs, too many to bound one by one (DeepSeek-V3 on 32
+the second time its first run is made, and after each run that does not settle it, it goes
+back under the bound of the fewest replicas it can still settle at: the runs go to whichever
+candidate can still win with the fewest, and a candidate stops growing once another's plan beats
+its bound. (Once half the simulation budget is spent with no plan found, the candidate in hand is
+confirmed to its end, to have a plan to prune by.) The pairs, too many to bound one by one (DeepSeek-V3 on 32
 nodes pairs some 10^5), are drawn lazily: one drawer per prefill layout walks the decode
 layouts in the order of the part of the bound that adds up over pools (GPUs, or watts under
 `minimize = energy`), so a pair is bounded only once the search could confirm it. The search
@@ -32,16 +37,17 @@ import math
 import attrs
 
 from ...dsl.numbers import number
-from ...model.serve.inference import kv_transfer_time
 from .bound import tpot_replicas
+from .confirm import Confirming, missed_by, result, run_simulation
 from .screen import Screen, SearchResult, Side
-from .outcome import Outcome, slo_percentile
-from .sim import Pool, simulate
+from .outcome import Outcome
+
+_missed = missed_by     # the name the search laws read it by
 
 MAX_SIMULATIONS = 60        # finalists simulated before the search reports its gap
 UNDECIDED = "budget: finalists left unsimulated, none simulated meets the SLOs"   # the proof of a plan not found
-GROWTH = 1.25               # a pool that misses its SLO grows by this factor (at least one replica)
-PAIRS, LOOSE, TIGHT = -1, 0, 1  # heap entries: a drawer of split pairs; a candidate before and after its TPOT floor
+PAIRS, LOOSE, TIGHT, CONFIRMING = -1, 0, 1, 2  # heap entries: a drawer of split pairs; a candidate before and after
+# its TPOT floor; a candidate part-way through its confirmation (solver/serve/confirm.py)
 
 
 class DemandSearch(Screen):
@@ -49,7 +55,6 @@ class DemandSearch(Screen):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.outcomes = 0   # candidates' outcomes looked at, simulated or reused
         self.runs: dict[tuple, list[tuple[int, Outcome]]] = {}  # pools but the batch limit -> (limit, outcome)
         self.pre_sides: list[tuple] = []        # the split's prefill pools, by drawer
         self.dec_sides: list[tuple] = []        # (decode layout's index, pool), in the order the drawers walk
@@ -60,36 +65,59 @@ class DemandSearch(Screen):
         unsimulated = 0     # candidates left when the budget ran out
         while heap:
             entry = heapq.heappop(heap)
-            bound, tie, stage, sides = entry[:2], entry[2], entry[3], entry[4]
+            bound, tie, stage, item = entry[:2], entry[2], entry[3], entry[4]
             if not self.exhaustive and (*bound, tie) > best_key:
                 # the least bound left: none of them, nor any pair not yet drawn, can win
                 self.pruned += sum(self.size(e) for e in (entry, *heap))
                 break
             if stage == PAIRS:
-                self.draw(heap, *sides)
+                self.draw(heap, *item)
                 continue
-            if bound[0 if not self.energy else 1] > self.limits.gpus:
+            if stage != CONFIRMING and bound[0 if not self.energy else 1] > self.limits.gpus:
                 self.pruned += 1  # more GPUs than allowed, and confirming only adds replicas
                 continue
             if stage == LOOSE:
-                grown = self.tpot_floor(sides)
-                if len(sides) == 1 and self.fixed(sides[0][0]) and grown[0][2] > sides[0][2]:
+                grown = self.tpot_floor(item)
+                if len(item) == 1 and self.fixed(item[0][0]) and grown[0][2] > item[0][2]:
                     self.pruned += 1    # its pinned count is below the TPOT floor's
                     continue
                 heapq.heappush(heap, (*self.bound(grown), tie, TIGHT, grown))
                 continue
             if not self.exhaustive and self.simulated >= MAX_SIMULATIONS:
-                unsimulated = sum(self.size(e) for e in (entry, *heap))
+                found, unsimulated = self.out_of_runs([entry, *heap])
+                if found is not None and (*self.key(found[0]), found[1]) < best_key:
+                    best, best_key = found[0], (*self.key(found[0]), found[1])
                 break
-            outcomes = self.outcomes
-            found = self.confirm(sides, None if self.exhaustive else (tie, best_key))
-            self.pruned += self.outcomes == outcomes
+            found = self.confirm(item) if stage == TIGHT else item.step(self)
+            while isinstance(found, Confirming) and best is None and self.diving():
+                found = found.step(self)    # no plan yet and half the budget spent: see this one through
+            if isinstance(found, Confirming):
+                # back among the others under the bound of the counts it simulates next
+                heapq.heappush(heap, (*self.bound(found.least), tie, CONFIRMING, found))
+                continue
+            if found is None and (stage == TIGHT or not item.looked):
+                self.pruned += 1    # it ended without a run
             if found is not None and (*self.key(found), tie) < best_key:
                 best, best_key = found, (*self.key(found), tie)
         if best is None:
             return self.undecided(unsimulated) if unsimulated else self.infeasible()
         proof = "exhaustive" if self.exhaustive else "budget: finalists left unsimulated" if unsimulated else "bound"
         return SearchResult(best.mode, best.decode, best.prefill, best.outcome, best.power, best.binding, proof)
+
+    def diving(self) -> bool:
+        """Whether a candidate is confirmed to its end before another runs: once half the
+        budget is spent with no plan found (best first may spend it all on the many candidates
+        whose bounds tie and find none; confirming one through finds a plan to prune by)."""
+        return not self.exhaustive and MAX_SIMULATIONS // 2 <= self.simulated < MAX_SIMULATIONS
+
+    def out_of_runs(self, entries: list[tuple]) -> tuple[tuple | None, int]:
+        """The budget is spent: the best (plan, tie) that candidates part-way through their
+        confirmation had found (bisecting, not proven the fewest replicas), and the
+        candidates left unsimulated."""
+        found = [(e[4].give_up(), e[2]) for e in entries if e[3] == CONFIRMING]
+        found = [f for f in found if f[0] is not None]
+        best = min(found, key=lambda f: (*self.key(f[0]), f[1]), default=None)
+        return best, sum(self.size(e) for e in entries)
 
     def undecided(self, left: int) -> SearchResult:
         """No plan, but not proven infeasible: the budget ran out with `left` candidates unsimulated."""
@@ -196,10 +224,10 @@ class DemandSearch(Screen):
         return [*sides[:-1], (r, e, grown)]
 
     # ------------------------------------------------------------ confirming one candidate
-    def confirm(self, sides: list, against: tuple[int, tuple] | None) -> SearchResult | None:
-        """Simulate, growing the pool that misses its SLO, until the percentiles hold; give up
-        when the counts break a limit or (`against`: this candidate's index and the best
-        key so far) their bound cannot beat the best plan."""
+    def confirm(self, sides: list) -> SearchResult | Confirming | None:
+        """A candidate's first run (solver/serve/confirm.py): the plan, None, or the candidate
+        part-way through its confirmation. A pinned count is simulated once, and a split on
+        exactly the GPUs pinned is bisected at once."""
         if len(sides) == 1 and self.fixed(sides[0][0]):
             return self.confirm_fixed(sides)
         if len(sides) == 2 and self.limits.exact:
@@ -209,27 +237,7 @@ class DemandSearch(Screen):
         binding = (f"capacity: fewer {pool}replicas cannot carry the demand (analytic bound)",) if counts[-1] > 1 else (
             f"size: one {pool}replica of {sides[-1][0].gpus} GPUs carries the demand; no smaller layout fits or meets "
             "the SLOs",)
-        failed = None   # (pool, count) of the last run that broke an SLO
-        while self.exhaustive or self.simulated < MAX_SIMULATIONS:
-            now = [(r, e, n) for (r, e, _), n in zip(sides, counts)]
-            if _gpus(now) > self.limits.gpus:
-                return None
-            if against is not None and (*self.bound(now), against[0]) > against[1]:
-                return None
-            built = [Side(r, e, n) for r, e, n in now]
-            power = self.power(built, self.demand.rate)
-            if power > self.limits.power:  # more replicas only draw more: no need to simulate
-                self.broke_power(id(sides[-1][0]), power, "decode" if len(sides) == 2 else "both")
-                return None
-            outcome = self.simulate(built)
-            missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
-            if not missed:
-                found = _result(built, outcome, power, binding)
-                return self.narrow(sides, counts, *failed, found) if failed else found
-            grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
-            binding, failed = _broken(missed, counts[grow], grow, len(built)), (grow, counts[grow])
-            counts[grow] = max(counts[grow] + 1, math.ceil(counts[grow] * GROWTH))
-        return None
+        return Confirming(sides, counts, binding).step(self)
 
     def confirm_fixed(self, sides: list) -> SearchResult | None:
         """An aggregated layout at its one allowed count: simulated once."""
@@ -246,8 +254,8 @@ class DemandSearch(Screen):
             self.broke_power(id(built[-1].replica), power, "decode" if len(built) == 2 else "both")
             return None
         outcome = self.simulate(built)
-        missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
-        return None if missed else _result(built, outcome, power, binding)
+        missed = list(outcome.stopped) or missed_by(outcome, self.limits.slo)
+        return None if missed else result(built, outcome, power, binding)
 
     def confirm_split_exactly(self, sides: list) -> SearchResult | None:
         """A prefill and a decode layout on exactly the GPUs pinned: the splits n x prefill +
@@ -267,73 +275,28 @@ class DemandSearch(Screen):
                 self.broke_power(id(d), power, "decode")
                 return None
             outcome = self.simulate(built)
-            missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
+            missed = list(outcome.stopped) or missed_by(outcome, self.limits.slo)
             if not missed:
-                return _result(built, outcome, power, ("gpus: every GPU serves, as pinned",))
+                return result(built, outcome, power, ("gpus: every GPU serves, as pinned",))
             ttft = any(m.startswith("ttft") for m in missed)
             if ttft and any(m.startswith("tpot") for m in missed):
                 return None     # both pools fall short: moving GPUs from one to the other cannot serve
             lo, hi = (mid + 1, hi) if ttft else (lo, mid - 1)
         return None
 
-    def narrow(self, sides: list, counts: list[int], grow: int, lo: int, found: SearchResult) -> SearchResult:
-        """A pool that grew by a step of GROWTH may have passed the fewest replicas that meet
-        the SLOs: bisect between the last count that broke one and the first that met them
-        all (more replicas of a pool never serve worse), within the simulation budget."""
-        hi, binding = counts[grow], found.binding
-        while hi - lo > 1 and (self.exhaustive or self.simulated < MAX_SIMULATIONS):
-            mid = (lo + hi) // 2
-            built = [Side(r, e, mid if i == grow else n) for i, ((r, e, _), n) in enumerate(zip(sides, counts))]
-            outcome = self.simulate(built)
-            missed = list(outcome.stopped) or _missed(outcome, self.limits.slo)
-            if missed:
-                lo, binding = mid, _broken(missed, mid, grow, len(built))
-            else:
-                hi, found = mid, _result(built, outcome, self.power(built, self.demand.rate), ())
-        return attrs.evolve(found, binding=binding)
-
     def simulate(self, sides: list[Side]) -> Outcome:
         """The simulated outcome; reused when the same pools ran under another batch limit that
         neither run reaches (the limit is then never what stops an admission: the runs are one)."""
-        self.outcomes += 1
         limit = sides[-1].replica.config.batch
         pools = tuple((attrs.evolve(s.replica.config, batch=0), s.count) for s in sides)
         runs = self.runs.setdefault(pools, [])
         for other, outcome in runs:
             if outcome.peak_batch < min(limit, other):
                 return outcome
-        outcome = self.run_simulation(sides)
+        outcome = run_simulation(self, sides)
         self.simulated += 1
         runs.append((limit, outcome))
         return outcome
-
-    def run_simulation(self, sides: list[Side]) -> Outcome:
-        hbm = self.limits.memory_bytes(sides[-1].replica.hbm)
-        decode = _pool(sides[-1], hbm, self.router)
-        if len(sides) == 1:
-            return simulate(self.demand.requests, decode, slo=self.limits.slo, warmup_s=self.warmup_s, stop=_known)
-        pre, dec = sides[0].replica, sides[1].replica
-        # a split grows its prefill pool when TTFT breaks, else its decode pool: stop once that is known
-        return simulate(self.demand.requests, decode, _pool(sides[0], hbm, self.router),
-                        lambda prompt: kv_transfer_time(pre, dec, prompt), self.limits.slo, self.warmup_s,
-                        lambda missed: any(m.startswith("ttft") for m in missed) or len(missed) == len(self.limits.slo))
-
-
-def _result(built: list[Side], outcome: Outcome, power: float, binding: tuple[str, ...]) -> SearchResult:
-    decode, prefill = (built[1], built[0]) if len(built) == 2 else (built[0], None)
-    return SearchResult("disaggregated" if prefill else "aggregated", decode, prefill, outcome, power, binding, "")
-
-
-def _broken(missed: list[str], count: int, pool: int, pools: int) -> tuple[str, ...]:
-    """The binding lines of a run that broke `missed` with `count` replicas in `pool`."""
-    which = "prefill " if pool == 0 and pools == 2 else ""
-    return tuple(f"{m}: {count} {which}{'replica breaks' if count == 1 else 'replicas break'} it in simulation"
-                 for m in missed)
-
-
-def _known(missed: tuple[str, ...]) -> bool:
-    """A pool that breaks any SLO grows: a run may stop at the first broken bound."""
-    return True
 
 
 def _needed(rate: float, e) -> int:
@@ -345,15 +308,3 @@ def _gpus(sides: list) -> int:
     return sum(n * r.gpus for r, _, n in sides)
 
 
-def _pool(side: Side, hbm_limit: float, router: str = "least_requests") -> Pool:
-    r = side.replica
-    return Pool(r, side.count, r.config.batch, r.kv_capacity_tokens(hbm_limit), router)
-
-
-def _missed(outcome: Outcome, slo: dict[str, float]) -> list[str]:
-    """The SLO bounds the simulated percentiles break (bare names bound the mean)."""
-    missed = []
-    for key, bound in slo.items():
-        if outcome.percentile(*slo_percentile(key)) > bound:
-            missed.append(key)
-    return missed

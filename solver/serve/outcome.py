@@ -5,6 +5,7 @@ needs to know a candidate fails can stop it there)."""
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import attrs
@@ -81,7 +82,9 @@ class Misses:
     token, and one still without a first token (or an answer) more than the bound after it
     arrived exceeds the bound whatever happens next (`overdue`). A queue that never drains,
     as behind long multi-step scheduling rounds, so breaks a percentile's bound as soon as
-    enough requests have waited past it, not only once they finish."""
+    enough requests have waited past it, not only once they finish. So does a TPOT: a request
+    still decoding when its output would have had to end to keep within the bound (its first
+    token plus the bound for each token after it) exceeds it (`decoding`)."""
 
     def __init__(self, slo: dict[str, float], measured: int, arrivals: list[tuple[float, int]] | None = None):
         self.rules = []     # (key, metric index, what the tally must exceed or reach)
@@ -98,7 +101,10 @@ class Misses:
         # requests as (arrival, index), in time order)
         self.arrivals = arrivals or []
         self.clocked = {i: ({}, [0]) for i, (_, metric, _, need) in enumerate(self.rules)
-                        if need is not None and METRICS[metric] != "tpot" and measured}
+                        if need is not None and measured}
+        # the TPOT percentile rules' decoding requests: a heap of (when the output must have
+        # ended, index, first token, front end, output tokens) each
+        self.deadlines = {i: [] for i in self.clocked if METRICS[self.rules[i][1]] == "tpot"}
         self.due = -math.inf    # no request is overdue before this time (now - arrival > bound implies now >= due)
 
     def record(self, values: tuple[float, float, float], index: int) -> bool:
@@ -110,27 +116,61 @@ class Misses:
         return self._count((ttft, math.nan, math.nan), index,
                            [i for i in self.clocked if METRICS[self.rules[i][1]] == "ttft"])
 
+    def decoding(self, first: float, frontend: float, output: int, index: int) -> None:
+        """A measured request has its first token at `first` (the front end's `frontend`
+        seconds included, as every token's): its TPOT exceeds each TPOT bound if it is still
+        decoding when its output would have had to end within it."""
+        if output <= 1:
+            return
+        for i, heap in self.deadlines.items():
+            end = first - frontend + self.rules[i][2] * (output - 1)
+            heapq.heappush(heap, (end, index, first, frontend, output))
+            self.due = min(self.due, end)
+
     def overdue(self, now: float) -> bool:
         """Count as broken the bounds of the requests still without a first token (TTFT) or an
-        answer (end-to-end) more than the bound after they arrived: their values will be at
-        least now - arrival. True when a bound becomes broken. Nothing is due before `due`."""
-        broke, arrivals, self.due = False, self.arrivals, math.inf
+        answer (end-to-end) more than the bound after they arrived, and of those still
+        decoding past their TPOT's bound: their values will be at least what they would be
+        were they to finish now. True when a bound becomes broken. Nothing is due before `due`."""
+        broke, self.due = False, math.inf
         for i, (counted, at) in self.clocked.items():
             key, _, bound, need = self.rules[i]
             if key in self.missed:
                 continue
-            while at[0] < len(arrivals) and now - arrivals[at[0]][0] > bound:
-                index = arrivals[at[0]][1]
-                at[0] += 1
-                if index not in counted:     # no first token (answer) yet: it will come after now
-                    counted[index] = True
-                    self.tally[i] += 1
+            due = self._tpot_due(i, counted, now) if i in self.deadlines else self._waits_due(i, counted, at, now)
             if self.tally[i] >= need:
                 self.missed.append(key)
                 broke = True
-            elif at[0] < len(arrivals):
-                self.due = min(self.due, arrivals[at[0]][0] + bound)
+            else:
+                self.due = min(self.due, due)
         return broke
+
+    def _waits_due(self, i: int, counted: dict, at: list, now: float) -> float:
+        """Count the requests without a first token (an answer) more than the bound after they
+        arrived; the time the next one will be."""
+        arrivals, bound = self.arrivals, self.rules[i][2]
+        while at[0] < len(arrivals) and now - arrivals[at[0]][0] > bound:
+            index = arrivals[at[0]][1]
+            at[0] += 1
+            if index not in counted:     # no first token (answer) yet: it will come after now
+                counted[index] = True
+                self.tally[i] += 1
+        return arrivals[at[0]][0] + bound if at[0] < len(arrivals) else math.inf
+
+    def _tpot_due(self, i: int, counted: dict, now: float) -> float:
+        """Count the requests still decoding whose TPOT, were they to finish now, would exceed
+        the bound (worked out as the simulator records it, so that its rounding agrees: a
+        later finish only adds); the time the next one will be."""
+        heap, bound = self.deadlines[i], self.rules[i][2]
+        while heap and heap[0][0] <= now:
+            _, index, first, frontend, output = heap[0]
+            if not (max(now + frontend, first) - first) / (output - 1) > bound:
+                break   # rounding: not yet certain
+            heapq.heappop(heap)
+            if index not in counted:     # still decoding (finished: counted already)
+                counted[index] = True
+                self.tally[i] += 1
+        return heap[0][0] if heap else math.inf
 
     def _count(self, values, index: int, rules) -> bool:
         broke = False

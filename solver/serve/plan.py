@@ -22,7 +22,7 @@ import attrs
 
 from ...compiler.design import Entity
 from ...compiler.ir import ClusterGraph, Partition
-from ...model.serve.inference import ServeEstimate, replica
+from ...model.serve.inference import ServeEstimate, replica, sharing_costs
 from ...model.job import placement, serve_entity
 from ...model.shape import ModelShape
 from .demand import Demand, demand_of, lifetime
@@ -117,8 +117,8 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
     demand = demand_of(entity, requests) if has_demand else demand_of(attrs.evolve(entity), 1)
     engine = engine_of(entity, partition)
     precision = getattr(entity.get("precision"), "name", "bf16")
-    replicas = [replica(shape, cfg, partition, engine)
-                for cfg in configs(shape, partition, limits.gpus, precision, entity, engine.max_seqs)]
+    replicas = sharing_costs([replica(shape, cfg, partition, engine)
+                              for cfg in configs(shape, partition, limits.gpus, precision, entity, engine.max_seqs)])
     search = (DemandSearch if has_demand else SaturatedSearch)(
         graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
         lifetime(entity, demand.output), energy=entity.get("minimize") is not None, router=router_of(entity))

@@ -70,6 +70,7 @@ class Screen:
         self.misses: dict[tuple[str, int], dict[str, float]] = {}  # (role, replica id) -> the limits it breaks,
         # each with the value it reaches (what says which limits keep every configuration out)
         self.floors = Floors(demand.requests, warmup_s, limits.slo) if demand is not None else None
+        self.floored: dict[tuple, dict[str, float]] = {}    # (layout but its batch, role) -> the floors it breaks
         self.both = self.admissible(replicas, "both")
         self.prefills = self.admissible(replicas, "prefill") if mode != "aggregated" else []
         self.decodes = self.admissible(replicas, "decode") if mode != "aggregated" else []
@@ -104,9 +105,18 @@ class Screen:
                        ("e2e", role == "both", e.ttft + self.output * unloaded_tpot, lim.latency("e2e"))]
         missed = {name: value for name, applies, value, bound in values if applies and value > bound}
         if self.floors is not None:
-            for key, floor in self.floors.broken(r, role).items():
+            for key, floor in self.floors_broken(r, role).items():
                 missed.setdefault(key.split(".")[0], floor)    # the first broken SLO of each metric
         return missed
+
+    def floors_broken(self, r: Replica, role: str) -> dict[str, float]:
+        """The SLOs the floors break (solver/serve/floor.py), worked out once for the layouts
+        that differ only in their batch limit: a floor is one request's own latency, at the
+        least any iteration holding it takes, whatever else the batch holds."""
+        key = (attrs.evolve(r.config, batch=0), role)
+        if key not in self.floored:
+            self.floored[key] = self.floors.broken(r, role)
+        return self.floored[key]
 
     def power(self, sides: list[Side], rate: float | None = None, gpus: int | None = None) -> float:
         return pools_power(self.graph, self.partition, sides, rate, gpus)

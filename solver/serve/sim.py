@@ -25,7 +25,7 @@ prefill's, so TTFT ends there and the transfer delays the second token.
 Latencies are measured on the requests after a warm-up (solver/serve/outcome.py). A planner
 that only needs to know whether a run breaks its SLOs may stop it as soon as one is broken
 for certain (`stop`): TTFT and end-to-end percentiles already while requests wait past
-their bound (solver/serve/outcome.py `Misses`).
+their bound, TPOT ones while requests still decode past theirs (solver/serve/outcome.py `Misses`).
 """
 
 from __future__ import annotations
@@ -415,10 +415,12 @@ class _Simulation:
             server.prefilling.remove(seq)
             if seq.first is None:
                 # the first token reaches the client after the engine's front end (HTTP, streaming)
-                seq.first, seq.made = now + server.pool.replica.engine.frontend_s, 1.0
-                if self.misses is not None and seq.index >= self.first and \
-                        self.misses.first_token(seq.first - seq.request.arrival, seq.index):
-                    self.check_stop()
+                frontend = server.pool.replica.engine.frontend_s
+                seq.first, seq.made = now + frontend, 1.0
+                if self.misses is not None and seq.index >= self.first:
+                    self.misses.decoding(seq.first, frontend, seq.request.output, seq.index)
+                    if self.misses.first_token(seq.first - seq.request.arrival, seq.index):
+                        self.check_stop()
             if server.role == "prefill":
                 seq.todo, seq.state = 0.0, "waiting"
                 self.push(now + self.transfer(seq.request.prompt), "handoff", seq)

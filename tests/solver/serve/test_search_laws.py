@@ -6,6 +6,7 @@ run stopped at its first certainly broken SLO agrees with the full run, and a ru
 batch limit never binds is the run under any larger limit."""
 
 import contextlib
+import math
 import re
 from collections import Counter
 from unittest import mock
@@ -138,7 +139,10 @@ def test_the_pruned_search_simulates_less_on_a_contested_design():
     """Long prompts under a tight TTFT P99: the first layouts tried break it in simulation;
     the bound leaves most of the rest unsimulated and still finds the exhaustive plan. (The rate
     and limit move with the physics: at 30 and 35 requests/s after the merges of 2026-12-06 the
-    analytic capacity bound decides: nothing contested to test.)"""
+    analytic capacity bound decides: nothing contested to test.) Also the regression of
+    2026-12-06: the search pauses a candidate after each run, and one paused after 7 replicas
+    broke the TTFT (next run at 9) must keep the bound of 8, where bisecting comes back to; at 9
+    it lost to a split on 8 GPUs that draws more."""
     e = entity(40, "ttft.p99 <= 120 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
     pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
     assert chosen(pruned) == chosen(exhaustive) and pruned.decode is not None
@@ -179,6 +183,18 @@ def test_a_run_stopped_at_its_first_broken_slo_agrees_with_the_full_run(tp, coun
         assert stopped == full   # nothing broke: it ran to the end
     else:
         assert stopped.stopped and set(stopped.stopped) <= set(missed)
+
+
+def test_a_tpot_percentile_breaks_while_its_requests_still_decode():
+    """A TPOT bound no step can meet: the run stops once enough measured requests have decoded
+    past the time their output had to end by, before any of them finishes (a run that waited
+    for them to finish would decode every 400-token answer to its end)."""
+    requests = tuple(Request(0.05 * i, 500, 400) for i in range(40))
+    slo = {"tpot.p90": 0.001}
+    stopped = simulate(requests, small_pool(1, 64, 1), slo=slo, stop=lambda missed: True)
+    assert stopped.stopped == ("tpot.p90",)
+    assert not any(math.isfinite(t) for t in stopped.tpot)     # none of the measured requests finished
+    assert _missed(simulate(requests, small_pool(1, 64, 1), slo=slo), slo) == ["tpot.p90"]
 
 
 @settings(max_examples=RUNS, deadline=None)
@@ -263,9 +279,9 @@ class Recording(DemandSearch):
         self.confirmed: list[tuple] = []
         Recording.made.append(self)
 
-    def confirm(self, sides, against):
+    def confirm(self, sides):
         self.confirmed.append(tuple(r.config for r, _, _ in sides))
-        return super().confirm(sides, against)
+        return super().confirm(sides)
 
 
 def recorded(e, exhaustive: bool):
