@@ -42,6 +42,7 @@ MAX_SIMULATIONS = 60        # finalists simulated before the search reports its 
 UNDECIDED = "budget: finalists left unsimulated, none simulated meets the SLOs"   # the proof of a plan not found
 GROWTH = 1.25               # a pool that misses its SLO grows by this factor (at least one replica)
 PAIRS, LOOSE, TIGHT = -1, 0, 1  # heap entries: a drawer of split pairs; a candidate before and after its TPOT floor
+DETERMINISTIC = ("least_requests", "round_robin")   # routers whose prefill routing no decode pool changes
 
 
 class DemandSearch(Screen):
@@ -53,6 +54,7 @@ class DemandSearch(Screen):
         self.runs: dict[tuple, list[tuple[int, Outcome]]] = {}  # pools but the batch limit -> (limit, outcome)
         self.pre_sides: list[tuple] = []        # the split's prefill pools, by drawer
         self.dec_sides: list[tuple] = []        # (decode layout's index, pool), in the order the drawers walk
+        self.verdicts: dict[tuple, Outcome | None] = {}     # a split's prefill pool -> its TTFT verdict
 
     def run(self) -> SearchResult:
         heap = self.start()
@@ -293,9 +295,40 @@ class DemandSearch(Screen):
         return attrs.evolve(found, binding=binding)
 
     def simulate(self, sides: list[Side]) -> Outcome:
-        """The simulated outcome; reused when the same pools ran under another batch limit that
-        neither run reaches (the limit is then never what stops an admission: the runs are one)."""
+        """The simulated outcome; a split's whose prefill pool alone breaks a TTFT bound is that
+        pool's verdict (`prefill_verdict`), whatever its decode pool."""
         self.outcomes += 1
+        key = (sides[0].replica.config, sides[0].count) if len(sides) == 2 and self.router in DETERMINISTIC else None
+        if self.verdicts.get(key) is not None:
+            return self.verdicts[key]
+        outcome = self.pools_run(sides)
+        if key is not None and key not in self.verdicts and \
+                any(m.startswith("ttft") for m in outcome.stopped or _missed(outcome, self.limits.slo)):
+            self.verdicts[key] = self.prefill_verdict(sides)
+        return self.verdicts.get(key) or outcome
+
+    def prefill_verdict(self, sides: list[Side]) -> Outcome | None:
+        """The split's prefill pool run alone against the TTFT bounds (a decode replica holding every
+        sequence at once): the outcome stopped at the TTFT bounds it breaks, None when it breaks none.
+        A request's first token leaves the prefill pool whatever the decode pool does (a decode
+        replica that cannot hold it only adds a miss; the routers in DETERMINISTIC draw nothing),
+        so every split with this prefill pool breaks them: one verdict spares simulating each
+        decode pool's, and is the same whichever decode pool asked first (the plan does not
+        depend on the order candidates are confirmed in)."""
+        ttft = {k: v for k, v in self.limits.slo.items() if k.startswith("ttft")}
+        pre = sides[0]
+        # decoded on a replica of the prefill layout, so that nothing in the run (its events' times
+        # included) depends on which decode pool asked
+        holds_all = Pool(pre.replica, 1, len(self.demand.requests) + 1, math.inf, self.router)
+        outcome = simulate(self.demand.requests, holds_all, _pool(pre, math.inf, self.router), None, ttft,
+                           self.warmup_s, _known)
+        self.simulated += 1
+        missed = outcome.stopped or tuple(_missed(outcome, ttft))
+        return attrs.evolve(outcome, stopped=missed) if missed else None
+
+    def pools_run(self, sides: list[Side]) -> Outcome:
+        """The pools simulated; reused when the same pools ran under another batch limit that
+        neither run reaches (the limit is then never what stops an admission: the runs are one)."""
         limit = sides[-1].replica.config.batch
         pools = tuple((attrs.evolve(s.replica.config, batch=0), s.count) for s in sides)
         runs = self.runs.setdefault(pools, [])
