@@ -175,9 +175,13 @@ class DemandSearch(Screen):
         grow, and the GPUs and the power (solver/serve/screen.py) grow with them."""
         gpus = _gpus(sides)
         if self.limits.exact and gpus <= self.limits.gpus:
-            # every plan it reaches uses them all: their power is that of its pools among all of
-            # them (a pool's busy GPUs serve the same rate whatever its count beyond its need)
-            gpus = self.limits.gpus
+            gpus = self.limits.gpus     # every plan it reaches uses them all
+            if len(sides) == 2:         # a split reaches one of these: the least of their powers
+                (p, pe, n0), (d, de, m0) = sides
+                power = min((self.power([Side(p, pe, n), Side(d, de, m)], self.demand.rate)
+                             for n, m in _exact_splits(p.gpus, n0, d.gpus, m0, gpus)), default=math.inf)
+                return (power, gpus) if self.energy else (gpus, power)
+        # its pools only grow (among all the GPUs pinned, the rest idle: a lower bound)
         power = self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate, gpus)
         return (power, gpus) if self.energy else (gpus, power)
 
@@ -257,13 +261,12 @@ class DemandSearch(Screen):
         broken TTFT asks for more prefill replicas, any other SLO for more decode replicas;
         each pool serves no worse with more replicas)."""
         (p, pe, n0), (d, de, m0) = sides
-        total = self.limits.gpus
-        splits = [n for n in range(n0, (total - m0 * d.gpus) // p.gpus + 1) if (total - n * p.gpus) % d.gpus == 0]
+        splits = _exact_splits(p.gpus, n0, d.gpus, m0, self.limits.gpus)
         lo, hi = 0, len(splits) - 1
         while lo <= hi and (self.exhaustive or self.simulated < MAX_SIMULATIONS):
             mid = (lo + hi) // 2
-            n = splits[mid]
-            built = [Side(p, pe, n), Side(d, de, (total - n * p.gpus) // d.gpus)]
+            n, rest = splits[mid]
+            built = [Side(p, pe, n), Side(d, de, rest)]
             power = self.power(built, self.demand.rate)
             if power > self.limits.power:
                 self.broke_power(id(d), power, "decode")
@@ -372,6 +375,11 @@ def _known(missed: tuple[str, ...]) -> bool:
 def _needed(rate: float, e) -> int:
     """Replicas whose full-batch capacity carries `rate` (at least one)."""
     return max(1, math.ceil(rate / e.requests_per_s))
+
+
+def _exact_splits(p: int, n0: int, d: int, m0: int, total: int) -> list[tuple[int, int]]:
+    """(prefill, decode) replica counts of p and d GPUs, at least (n0, m0), using exactly `total` GPUs."""
+    return [(n, (total - n * p) // d) for n in range(n0, (total - m0 * d) // p + 1) if (total - n * p) % d == 0]
 
 
 def _gpus(sides: list) -> int:
