@@ -9,7 +9,7 @@ import math
 import attrs
 
 from ...model.serve.inference import Replica, ServeEstimate, estimate
-from ...model.power import STREAMING_ACTIVITY, power_at, power_of, serving_activity
+from ...model.power import power_at, power_of, serving_activity
 from .demand import Demand
 from .explain import broken_by
 from .floor import Floors
@@ -43,11 +43,11 @@ class SearchResult:
 
 def pools_power(graph, partition, sides: list[Side], rate: float | None = None, gpus: int | None = None) -> float:
     """Watts of the pools serving `rate` requests per second (None: each at its full-batch
-    capacity, as MLPerf's Offline runs), each GPU of a pool drawing `pool_share` of its range;
-    the GPUs beside the pools idle. The power never falls as the rate grows, nor as a pool
-    grows (what the demand search prunes by), and never exceeds the pools' at capacity
-    (laws: tests/solver/serve/test_serve_power.py). `gpus`: the GPUs drawing idle power beside
-    them, when more than the pools' own (exact sizes)."""
+    capacity), each GPU of a pool drawing `pool_share` of its range; the GPUs beside the pools
+    idle. The power never falls as the rate grows, nor as a pool grows (what the demand search
+    prunes by), and never exceeds the pools' at capacity (laws:
+    tests/solver/serve/test_serve_power.py). `gpus`: the GPUs drawing idle power beside them,
+    when more than the pools' own (exact sizes)."""
     gpus = max(gpus or 0, sum(s.gpus for s in sides))
     if gpus == 0:
         return 0.0
@@ -57,25 +57,14 @@ def pools_power(graph, partition, sides: list[Side], rate: float | None = None, 
 
 def pool_share(side: Side, rate: float | None) -> float:
     """The share of its idle-to-full range one GPU of the pool draws serving `rate` requests
-    per second (None: at capacity). `used`, the rate over the pool's capacity, is the share of
-    the full batch's computing the rate brings (the FLOPs are the same whatever the batch). A
-    batching server steps whenever it holds a request, streaming the weights at any batch
-    (model/power.py STREAMING_ACTIVITY), so its GPUs stream for the rest of the time it holds
-    one: at least `used` of the time (a replica that holds any completes requests no faster than
-    its capacity), and at least 1 - exp(-n) of it, n being the requests in flight (Little's law,
-    each step no shorter than a lone sequence's: `lone_flight` x `used`), none for exp(-n) of
-    the time (Poisson arrivals, an ESTIMATE). Near saturation a server then draws nearly its
-    Offline power, as measured (MLPerf Inference v5.1, Lenovo 8 x B200: Llama 2 70B at 96 % of
-    the Offline rate 10.44 vs 10.40 kW, Llama 3.1 405B at 76 % 9.57 vs 9.89 kW; v3.1 DGX H100
-    MaxQ bert-99 4,966 W Server, 4,864 W Offline). A prefill pool runs its chunks for `used`
-    of the time and idles between them."""
+    per second (None: at capacity): as at full batch (computing for the estimate's busy share,
+    streaming memory for the rest: model/power.py serving_activity) for the share of the time
+    its capacity is in use, idle for the rest. A paced server near saturation draws more than
+    this (it streams whenever it holds a request: docs/power.md, branch
+    power-serve-saturation-3)."""
     e = side.estimate
     used = min(1.0, rate / (side.count * e.requests_per_s)) if rate else 1.0
-    if e.role == "prefill":
-        return used * serving_activity(e.busy)
-    computing = used * e.busy
-    held = max(used, -math.expm1(-e.lone_flight * used))
-    return computing + STREAMING_ACTIVITY * (held - computing)
+    return used * serving_activity(e.busy)
 
 
 class Screen:
