@@ -4,6 +4,7 @@ cluster, and the job's power budget; the model, evaluated in plain numbers."""
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import attrs
@@ -110,6 +111,30 @@ class PowerInputs:
             return [replica * k for k in self.counts]
         first, last = round(self.min_gpus / replica), math.floor(self.max_gpus / replica + 1e-9)
         return [replica * k for k in range(max(1, first), max(first, last) + 1)]
+
+    def allowed_near(self, n: float, most: int, side: int) -> list[float]:
+        """`allowed_gpus`, whole when at most `most` counts, else the `side` counts on each side
+        of `n` (below n, then from n up), without listing the rest (up to 10^5 counts)."""
+        if self.counts:
+            counts = self.allowed_gpus()
+            total, first = len(counts), 0
+        else:
+            replica = self.replica_gpus or self.min_gpus
+            first = max(1, round(self.min_gpus / replica))
+            total = max(first, math.floor(self.max_gpus / replica + 1e-9)) - first + 1
+            counts = None
+        if total <= most:
+            return counts if counts is not None else self.allowed_gpus()
+        if counts is not None:
+            i = bisect.bisect_left(counts, n)
+            return counts[max(0, i - side): i + side]
+        value = lambda j: replica * (first + j)   # noqa: E731 - the j-th allowed count
+        i = min(total, max(0, math.ceil(n / replica) - first))
+        while i > 0 and value(i - 1) >= n:       # the first index whose count is at least n, as bisect_left
+            i -= 1
+        while i < total and value(i) < n:
+            i += 1
+        return [value(j) for j in range(max(0, i - side), min(total, i + side))]
 
     def clock_within(self, n: float, budget: float) -> float | None:
         """The highest clock ratio (at most 1) at which `n` GPUs stay within `budget` W

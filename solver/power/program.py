@@ -83,7 +83,6 @@ with the shortfall in watts. Nothing here raises for a bad budget.
 
 from __future__ import annotations
 
-import bisect
 import math
 import warnings
 from typing import Iterable, Sequence
@@ -157,32 +156,13 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
                                     f"{quantity(least, 'W')} that one replica ({number(inputs.min_gpus)} GPUs) "
                                     f"draws at {percent(inputs.f_min)} clock"))
     inputs = attrs.evolve(inputs, max_gpus=max(inputs.max_gpus, inputs.min_gpus))
-    x = cp.Variable(pos=True, name="n_over_N0")
-    f = cp.Variable(pos=True, name="clock")
-    tau = cp.Variable(pos=True, name="T_over_T0")
     n0 = inputs.gpus
-    static = inputs.p_idle + inputs.p_rest
-    dynamic = (inputs.p_full - inputs.p_idle) * (1 + inputs.rest_slope)
-    per_gpu = static + (dynamic * f ** inputs.exponent if dynamic > 1e-9 * static else 0)
-    power = (inputs.pue * n0 / budget) * x * per_gpu           # facility / budget
-    power_limit = power <= 1
-    if clock == "monomial":
-        speed = tau <= x ** inputs.gamma * f ** min(max(inputs.alpha, 0.0), 1.0)
-    else:
-        # shares below 1e-9 change nothing measurable but make the log-space problem badly scaled
-        terms = [c * m for c, m in zip(inputs.shares, (x ** -1 * f ** -1, x ** -1, f ** -1, 1)) if c > 1e-9]
-        speed = tau * sum(terms[1:], terms[0]) <= 1
-    constraints = [speed, power_limit, x <= inputs.max_gpus / n0, x >= inputs.min_gpus / n0,
-                   f <= 1, f >= inputs.f_min]
-    if objective == "energy":
-        goal = cp.Minimize(x * per_gpu / tau)
-    else:
-        goal = cp.Maximize(tau)
-    problem = cp.Problem(goal, constraints)
+    gp = _program(inputs, budget, objective, clock)
+    x, f, problem, power_limit = gp.x, gp.f, gp.problem, gp.power_limit
     try:
         with warnings.catch_warnings():     # "may be inaccurate" becomes a note in the result
             warnings.simplefilter("ignore", UserWarning)
-            problem.solve(gp=True, solver=cp.CLARABEL)
+            problem.solve(gp=True, solver=cp.CLARABEL, warm_start=False)
     except (cp.SolverError, ValueError, ArithmeticError) as error:  # numerical trouble: say so
         return PowerResult("error", objective, budget, message=f"the GP solver failed: {error}")
     if problem.status not in ("optimal", "optimal_inaccurate") or x.value is None:
@@ -217,6 +197,67 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
                                                       if problem.status == "optimal_inaccurate" else ""))
 
 
+@attrs.frozen
+class _Program:
+    """One GP, its variables and its power constraint (whose dual is the marginal value)."""
+
+    problem: object
+    x: object
+    f: object
+    power_limit: object
+    values: dict = attrs.field(eq=False)   # the parameters by name
+
+
+_PROGRAMS: dict[tuple, _Program] = {}   # one compiled program per shape: a solve sets its parameters
+
+
+def _program(inputs: PowerInputs, budget: float, objective: str, clock: str) -> _Program:
+    """The GP for these inputs and budget. The step model's GP is built once per shape (the
+    objective, the DVFS exponent, which shares and which power terms are present) with its
+    data as cvxpy parameters, so cvxpy compiles it once and a solve only sets the values (a
+    rebuilt problem spent most of its solve compiling); the monomial form (exponents from the
+    inputs) is built afresh."""
+    n0 = inputs.gpus
+    static = inputs.p_idle + inputs.p_rest
+    dynamic = (inputs.p_full - inputs.p_idle) * (1 + inputs.rest_slope)
+    live = dynamic > 1e-9 * static
+    # shares below 1e-9 change nothing measurable but make the log-space problem badly scaled
+    present = tuple(c > 1e-9 for c in inputs.shares)
+    values = {"static": static, "dynamic": dynamic if live else 1.0, "scale": inputs.pue * n0 / budget,
+              "x_max": inputs.max_gpus / n0, "x_min": inputs.min_gpus / n0, "f_min": inputs.f_min,
+              **{f"a{i}": c for i, c in enumerate(inputs.shares) if present[i]}}
+    key = (objective == "energy", inputs.exponent, present, live)
+    gp = _PROGRAMS.get(key) if clock == "step" else None
+    if gp is None:
+        gp = _build(inputs, objective, clock, present, live, values)
+        if clock == "step":
+            _PROGRAMS[key] = gp
+    for name, value in values.items():
+        gp.values[name].value = value
+    return gp
+
+
+def _build(inputs: PowerInputs, objective: str, clock: str, present: tuple[bool, ...], live: bool,
+           values: dict) -> _Program:
+    import cvxpy as cp
+
+    p = {name: cp.Parameter(pos=True, name=name, value=value) for name, value in values.items()}
+    x = cp.Variable(pos=True, name="n_over_N0")
+    f = cp.Variable(pos=True, name="clock")
+    tau = cp.Variable(pos=True, name="T_over_T0")
+    per_gpu = p["static"] + (p["dynamic"] * f ** inputs.exponent if live else 0)
+    power_limit = p["scale"] * x * per_gpu <= 1         # facility / budget
+    if clock == "monomial":
+        speed = tau <= x ** inputs.gamma * f ** min(max(inputs.alpha, 0.0), 1.0)
+    else:
+        monomials = (x ** -1 * f ** -1, x ** -1, f ** -1, 1)
+        terms = [p[f"a{i}"] * m for i, m in enumerate(monomials) if present[i]]
+        speed = tau * sum(terms[1:], terms[0]) <= 1
+    constraints = [speed, power_limit, x <= p["x_max"], x >= p["x_min"], f <= 1, f >= p["f_min"]]
+    goal = cp.Minimize(x * per_gpu / tau) if objective == "energy" else cp.Maximize(tau)
+    return _Program(cp.Problem(goal, constraints), x, f, power_limit, p)
+
+
 NEIGHBOURS = 3      # allowed counts tried on each side of the relaxation's optimum
 EXHAUSTIVE = 64     # up to this many allowed counts, every one is tried
 
@@ -228,10 +269,7 @@ def whole_replicas(inputs: PowerInputs, budget: float, objective: str, clock: st
     In log variables the GP is convex, so its optimum over the other variables is concave
     (throughput) or convex (energy) in log n: over a set of counts the best is a neighbour
     of the continuous optimum. Small sets are tried whole; large ones around it."""
-    counts = inputs.allowed_gpus()
-    if len(counts) > EXHAUSTIVE:
-        i = bisect.bisect_left(counts, n_relaxed)
-        counts = counts[max(0, i - NEIGHBOURS): i + NEIGHBOURS]
+    counts = inputs.allowed_near(n_relaxed, EXHAUSTIVE, NEIGHBOURS)
     best, best_key = None, None
     for n in counts:
         top = inputs.clock_within(n, budget)

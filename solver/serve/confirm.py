@@ -116,7 +116,7 @@ def run_simulation(search, sides: list[Side]) -> Outcome:
     decode = pool_of(sides[-1], hbm, search.router)
     demand, slo, warmup = search.demand.requests, search.limits.slo, search.warmup_s
     if len(sides) == 1:
-        return simulate(demand, decode, slo=slo, warmup_s=warmup, stop=_any)
+        return simulate(demand, decode, slo=slo, warmup_s=warmup, stop=any_broken)
     pre, dec = sides[0].replica, sides[1].replica
     # a split grows its prefill pool when TTFT breaks, else its decode pool: stop once that is known
     return simulate(demand, decode, pool_of(sides[0], hbm, search.router),
@@ -124,7 +124,7 @@ def run_simulation(search, sides: list[Side]) -> Outcome:
                     lambda missed: any(m.startswith("ttft") for m in missed) or len(missed) == len(slo))
 
 
-def _any(missed: tuple[str, ...]) -> bool:
+def any_broken(missed: tuple[str, ...]) -> bool:
     """A pool that breaks any SLO grows: a run may stop at the first broken bound."""
     return True
 

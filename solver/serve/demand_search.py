@@ -38,9 +38,10 @@ import attrs
 
 from ...dsl.numbers import number
 from .bound import tpot_replicas
-from .confirm import Confirming, missed_by, result, run_simulation
+from .confirm import Confirming, any_broken, missed_by, pool_of, result, run_simulation
 from .screen import Screen, SearchResult, Side
 from .outcome import Outcome
+from .sim import Pool, simulate
 
 _missed = missed_by     # the name the search laws read it by
 
@@ -48,6 +49,7 @@ MAX_SIMULATIONS = 60        # finalists simulated before the search reports its 
 UNDECIDED = "budget: finalists left unsimulated, none simulated meets the SLOs"   # the proof of a plan not found
 PAIRS, LOOSE, TIGHT, CONFIRMING = -1, 0, 1, 2  # heap entries: a drawer of split pairs; a candidate before and after
 # its TPOT floor; a candidate part-way through its confirmation (solver/serve/confirm.py)
+DETERMINISTIC = ("least_requests", "round_robin")   # routers whose prefill routing no decode pool changes
 
 
 class DemandSearch(Screen):
@@ -58,6 +60,7 @@ class DemandSearch(Screen):
         self.runs: dict[tuple, list[tuple[int, Outcome]]] = {}  # pools but the batch limit -> (limit, outcome)
         self.pre_sides: list[tuple] = []        # the split's prefill pools, by drawer
         self.dec_sides: list[tuple] = []        # (decode layout's index, pool), in the order the drawers walk
+        self.verdicts: dict[tuple, Outcome | None] = {}     # a split's prefill pool -> its TTFT verdict
 
     def run(self) -> SearchResult:
         heap = self.start()
@@ -201,9 +204,13 @@ class DemandSearch(Screen):
         grow, and the GPUs and the power (solver/serve/screen.py) grow with them."""
         gpus = _gpus(sides)
         if self.limits.exact and gpus <= self.limits.gpus:
-            # every plan it reaches uses them all: their power is that of its pools among all of
-            # them (a pool's busy GPUs serve the same rate whatever its count beyond its need)
-            gpus = self.limits.gpus
+            gpus = self.limits.gpus     # every plan it reaches uses them all
+            if len(sides) == 2:         # a split reaches one of these: the least of their powers
+                (p, pe, n0), (d, de, m0) = sides
+                power = min((self.power([Side(p, pe, n), Side(d, de, m)], self.demand.rate)
+                             for n, m in _exact_splits(p.gpus, n0, d.gpus, m0, gpus)), default=math.inf)
+                return (power, gpus) if self.energy else (gpus, power)
+        # its pools only grow (among all the GPUs pinned, the rest idle: a lower bound)
         power = self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate, gpus)
         return (power, gpus) if self.energy else (gpus, power)
 
@@ -263,13 +270,12 @@ class DemandSearch(Screen):
         broken TTFT asks for more prefill replicas, any other SLO for more decode replicas;
         each pool serves no worse with more replicas)."""
         (p, pe, n0), (d, de, m0) = sides
-        total = self.limits.gpus
-        splits = [n for n in range(n0, (total - m0 * d.gpus) // p.gpus + 1) if (total - n * p.gpus) % d.gpus == 0]
+        splits = _exact_splits(p.gpus, n0, d.gpus, m0, self.limits.gpus)
         lo, hi = 0, len(splits) - 1
         while lo <= hi and (self.exhaustive or self.simulated < MAX_SIMULATIONS):
             mid = (lo + hi) // 2
-            n = splits[mid]
-            built = [Side(p, pe, n), Side(d, de, (total - n * p.gpus) // d.gpus)]
+            n, rest = splits[mid]
+            built = [Side(p, pe, n), Side(d, de, rest)]
             power = self.power(built, self.demand.rate)
             if power > self.limits.power:
                 self.broke_power(id(d), power, "decode")
@@ -285,7 +291,38 @@ class DemandSearch(Screen):
         return None
 
     def simulate(self, sides: list[Side]) -> Outcome:
-        """The simulated outcome; reused when the same pools ran under another batch limit that
+        """The simulated outcome; a split's whose prefill pool alone breaks a TTFT bound is that
+        pool's verdict (`prefill_verdict`), whatever its decode pool."""
+        key = (sides[0].replica.config, sides[0].count) if len(sides) == 2 and self.router in DETERMINISTIC else None
+        if self.verdicts.get(key) is not None:
+            return self.verdicts[key]
+        outcome = self.pools_run(sides)
+        if key is not None and key not in self.verdicts and \
+                any(m.startswith("ttft") for m in outcome.stopped or _missed(outcome, self.limits.slo)):
+            self.verdicts[key] = self.prefill_verdict(sides)
+        return self.verdicts.get(key) or outcome
+
+    def prefill_verdict(self, sides: list[Side]) -> Outcome | None:
+        """The split's prefill pool run alone against the TTFT bounds (a decode replica holding every
+        sequence at once): the outcome stopped at the TTFT bounds it breaks, None when it breaks none.
+        A request's first token leaves the prefill pool whatever the decode pool does (a decode
+        replica that cannot hold it only adds a miss; the routers in DETERMINISTIC draw nothing),
+        so every split with this prefill pool breaks them: one verdict spares simulating each
+        decode pool's, and is the same whichever decode pool asked first (the plan does not
+        depend on the order candidates are confirmed in)."""
+        ttft = {k: v for k, v in self.limits.slo.items() if k.startswith("ttft")}
+        pre = sides[0]
+        # decoded on a replica of the prefill layout, so that nothing in the run (its events' times
+        # included) depends on which decode pool asked
+        holds_all = Pool(pre.replica, 1, len(self.demand.requests) + 1, math.inf, self.router)
+        outcome = simulate(self.demand.requests, holds_all, pool_of(pre, math.inf, self.router), None, ttft,
+                           self.warmup_s, any_broken)
+        self.simulated += 1
+        missed = outcome.stopped or tuple(_missed(outcome, ttft))
+        return attrs.evolve(outcome, stopped=missed) if missed else None
+
+    def pools_run(self, sides: list[Side]) -> Outcome:
+        """The pools simulated; reused when the same pools ran under another batch limit that
         neither run reaches (the limit is then never what stops an admission: the runs are one)."""
         limit = sides[-1].replica.config.batch
         pools = tuple((attrs.evolve(s.replica.config, batch=0), s.count) for s in sides)
@@ -302,6 +339,11 @@ class DemandSearch(Screen):
 def _needed(rate: float, e) -> int:
     """Replicas whose full-batch capacity carries `rate` (at least one)."""
     return max(1, math.ceil(rate / e.requests_per_s))
+
+
+def _exact_splits(p: int, n0: int, d: int, m0: int, total: int) -> list[tuple[int, int]]:
+    """(prefill, decode) replica counts of p and d GPUs, at least (n0, m0), using exactly `total` GPUs."""
+    return [(n, (total - n * p) // d) for n in range(n0, (total - m0 * d) // p + 1) if (total - n * p) % d == 0]
 
 
 def _gpus(sides: list) -> int:

@@ -43,17 +43,28 @@ class SearchResult:
 
 def pools_power(graph, partition, sides: list[Side], rate: float | None = None, gpus: int | None = None) -> float:
     """Watts of the pools serving `rate` requests per second (None: each at its full-batch
-    capacity): each pool's GPUs draw as at full batch (computing for the estimate's busy
-    share, streaming memory for the rest: model/power.py serving_activity) for its share of
-    the time its capacity is in use and idle for the rest, so the power never falls as the
-    rate grows, nor as a pool grows (what the demand search prunes by). `gpus`: the GPUs drawing idle power
-    beside them, when more than the pools' own (exact sizes)."""
+    capacity), each GPU of a pool drawing `pool_share` of its range; the GPUs beside the pools
+    idle. The power never falls as the rate grows, nor as a pool grows (what the demand search
+    prunes by), and never exceeds the pools' at capacity (laws:
+    tests/solver/serve/test_serve_power.py). `gpus`: the GPUs drawing idle power beside them,
+    when more than the pools' own (exact sizes)."""
     gpus = max(gpus or 0, sum(s.gpus for s in sides))
     if gpus == 0:
         return 0.0
-    drawn = sum(serving_activity(s.estimate.busy) * s.gpus * (min(1.0, rate / (s.count * s.estimate.requests_per_s)) if rate else 1.0)
-                for s in sides)      # the GPUs beside the pools idle
+    drawn = sum(pool_share(s, rate) * s.gpus for s in sides)
     return power_of(graph, partition, gpus, power_at(partition, drawn / gpus)).total
+
+
+def pool_share(side: Side, rate: float | None) -> float:
+    """The share of its idle-to-full range one GPU of the pool draws serving `rate` requests
+    per second (None: at capacity): as at full batch (computing for the estimate's busy share,
+    streaming memory for the rest: model/power.py serving_activity) for the share of the time
+    its capacity is in use, idle for the rest. A paced server near saturation draws more than
+    this (it streams whenever it holds a request: docs/power.md, branch
+    power-serve-saturation-3)."""
+    e = side.estimate
+    used = min(1.0, rate / (side.count * e.requests_per_s)) if rate else 1.0
+    return used * serving_activity(e.busy)
 
 
 class Screen:

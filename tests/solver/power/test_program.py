@@ -244,3 +244,15 @@ def test_the_power_plan_never_sets_a_cap_below_the_chips_min_cap(cap_share, shar
     result = solve_power(inputs, budget_between(inputs, share))
     if result.status == "optimal":
         assert result.power_cap >= min(min_cap, inputs.p_full) * (1 - 1e-6)
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 6))
+@given(power_inputs(), power_inputs(), st.floats(0.0, 1.0), st.sampled_from(["throughput", "energy"]))
+def test_a_solve_does_not_depend_on_the_solves_before_it(first, second, share, objective):
+    """The GP of a shape is compiled once and its parameters set per solve
+    (solver/power/program.py `_program`): a solve after another of the same shape answers as
+    the first solve of its inputs did."""
+    budget = budget_between(first, share)
+    alone = solve_power(first, budget, objective)
+    solve_power(second, budget_between(second, share), objective)
+    assert solve_power(first, budget, objective) == alone

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import attrs
+import numpy
 from hypothesis import assume, given, settings, strategies as st
 
 from gclc.model.train.step import estimate
@@ -94,16 +95,16 @@ def test_the_whole_replicas_are_the_best_allowed_count(inputs, share, objective)
     assert result.feasible
     assert result.replicas in inputs.counts and result.gpus == round(result.replicas * inputs.replica_gpus)
     best = None
+    steps = numpy.arange(401)
     for n in inputs.allowed_gpus():
         top = inputs.clock_within(n, budget)
         if top is None:
             continue
-        clocks = [top] if objective == "throughput" else [
-            inputs.f_min + (top - inputs.f_min) * i / 400 for i in range(401)]
-        for f in clocks:
-            tokens = inputs.throughput(n, f)
-            value = tokens if objective == "throughput" else -inputs.facility(n, f) / tokens
-            best = value if best is None else max(best, value)
+        # the model's own functions over every clock of the grid at once (they are arithmetic)
+        clocks = numpy.array([top]) if objective == "throughput" else inputs.f_min + (top - inputs.f_min) * steps / 400
+        tokens = inputs.throughput(n, clocks)
+        values = tokens if objective == "throughput" else -inputs.facility(n, clocks) / tokens
+        best = float(values.max()) if best is None else max(best, float(values.max()))
     found = result.tokens_per_s if objective == "throughput" else -result.facility_power / result.tokens_per_s
     assert found >= best - 1e-6 * abs(best)
 
@@ -120,3 +121,23 @@ def test_the_regression_whose_relaxed_count_does_not_divide_the_batch():
     assert job.batch % math.floor(result.relaxed_gpus / replica) != 0      # what rounding down ran
     assert job.batch % result.replicas == 0 and result.gpus == result.replicas * replica
     assert result.facility_power <= 60e3 * (1 + 1e-9)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.sampled_from([0.5, 1, 2, 3, 8]), st.integers(1, 5), st.integers(1, 3000), st.floats(0.0, 1.2),
+       st.booleans())
+def test_the_counts_near_the_relaxation_are_those_listed(replica, first, many, where, on_a_count):
+    """`allowed_near` (what `whole_replicas` tries) lists the same counts as bisecting the whole
+    list of allowed counts would, without listing up to 10^5 of them."""
+    import bisect
+
+    inputs = attrs.evolve(INPUT_SHAPE, replica_gpus=float(replica), min_gpus=float(first * replica),
+                          max_gpus=float((first + many - 1) * replica), counts=())
+    counts = inputs.allowed_gpus()
+    n = counts[int(where * (len(counts) - 1) / 1.2)] if on_a_count else where * counts[-1]
+    i = bisect.bisect_left(counts, n)
+    assert inputs.allowed_near(n, 64, 3) == (counts if len(counts) <= 64 else counts[max(0, i - 3): i + 3])
+
+
+INPUT_SHAPE = PowerInputs(name="counts", tokens_per_s=1e6, gpus=8.0, min_gpus=1.0, max_gpus=8.0,
+                          shares=(0.7, 0.1, 0.1, 0.1), p_idle=70.0, p_full=700.0, p_rest=300.0, pue=1.2, f_min=0.5)

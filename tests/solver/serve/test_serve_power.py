@@ -1,7 +1,10 @@
 """A serve plan's power at its operating point (issue 28): each pool's GPUs draw as at full batch
-for the share of the time its capacity is in use and idle for the rest; decode is
-memory-bound, so its GPUs draw less than their TDP; and more load never lowers the power of a
-fixed layout. The plan's text and JSON state the same watts (one answer)."""
+for the share of the time its capacity is in use and idle for the rest
+(solver/serve/screen.py pool_share); decode is memory-bound, so its GPUs draw less than their
+TDP. Laws: more load never lowers the power of a fixed layout, nor does a larger pool at the
+same rate; the power never exceeds the pool's at capacity (Offline, same batch) nor falls
+below the share of its capacity in use. The plan's text and JSON state the same watts (one
+answer)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,10 @@ from gclc.compiler.driver import check_text
 from gclc.model import dvfs
 from gclc.model.power import gpu_watts_of
 from gclc.solver.serve.plan import plan_serve
-from gclc.solver.serve.screen import Side, pools_power
+import attrs
+
+from gclc.model.power import serving_activity
+from gclc.solver.serve.screen import Side, pool_share, pools_power
 from gclc.testing import load_profile
 from gclc.views.power_view import serve_gpu_watts
 
@@ -69,3 +75,32 @@ def test_a_larger_pool_at_the_same_rate_never_draws_less(a, b, share):
     watts = [pools_power(PLAN.graph, PLAN.partition, [Side(PLAN.decode.replica, PLAN.decode.estimate, n)], rate)
              for n in (low, high)]
     assert watts[0] <= watts[1] * (1 + 1e-12)
+
+
+def estimates():
+    """A replica's full-batch estimate with any role, computing share and capacity."""
+    return st.builds(lambda r, busy, rate: attrs.evolve(PLAN.decode.estimate, role=r, busy=busy, requests_per_s=rate),
+                     st.sampled_from(["both", "decode", "prefill"]), st.floats(0.0, 1.0), st.floats(1e-3, 1e4))
+
+
+def share_at(e, count: int, used: float | None) -> float:
+    side = Side(PLAN.decode.replica, e, count)
+    return pool_share(side, used * count * e.requests_per_s if used is not None else None)
+
+
+@given(estimates(), st.integers(1, 64), st.floats(1e-9, 2.0), st.floats(1e-9, 2.0))
+def test_more_rate_never_lowers_a_pools_draw_nor_passes_its_offline_draw(e, count, x, y):
+    low, high = sorted((x, y))
+    a, b, offline = share_at(e, count, low), share_at(e, count, high), share_at(e, count, None)
+    assert a <= b * (1 + 1e-12) + 1e-15
+    assert b <= offline * (1 + 1e-12) and math.isclose(offline, serving_activity(e.busy), rel_tol=1e-12)
+    # a replica holding any request completes them no faster than its capacity: it is held at
+    # least the share of its capacity in use, so it draws at least that share of its Offline draw
+    assert a >= min(low, 1.0) * offline * (1 - 1e-12)
+
+
+@given(estimates(), st.integers(1, 64), st.integers(1, 64), st.floats(1e-6, 1e6))
+def test_a_larger_pool_of_any_layout_at_the_same_rate_never_draws_less(e, a, b, rate):
+    low, high = sorted((a, b))
+    watts = [n * pool_share(Side(PLAN.decode.replica, e, n), rate) for n in (low, high)]
+    assert watts[0] <= watts[1] * (1 + 1e-12) + 1e-15
