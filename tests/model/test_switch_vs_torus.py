@@ -113,3 +113,49 @@ def test_four_chips_on_a_ring_carry_a_third_more_than_through_a_switch():
     on_ring = comms.all_to_all(4e9, comms.place(4, 1, axis), latency=False)
     assert on_ring == 4e9 * 4 / 4 / 100e9
     assert on_ring == comms.all_to_all(4e9, comms.place(4, 1, switch), latency=False) * 4 / 3
+
+
+# ---------------------------------------------------------------- ring collectives: a torus axis against a tapered tree
+
+SCALE_OUT = """
+chip G {{ peak {{ bf16 = 400 TFLOPS }} hbm {{ capacity = 96 GB  bandwidth = 2 TB/s }} power {{ tdp = 500 W }} }}
+nic N {{ bandwidth = {nic} GB/s  power = 20 W }}
+switch S {{ radix = {radix}  port_speed = {link} GB/s  power = 1 kW }}
+fabric Out {{ kind = infiniband  topology = {topology}  bandwidth = {bandwidth} GB/s  latency = 0 us {switch} }}
+node Box {{ gpus = 1 x G  nics = 1 x N }}
+cluster C {{ units = {nodes} x Box  scaleout = Out }}
+"""
+
+
+def scale_out_tiers(topology: str, bandwidth: float, nodes: int, radix: int = 64, switch: str = ""):
+    from gclc.compiler.lower import lower_cluster
+
+    result = check_text(SCALE_OUT.format(topology=topology, bandwidth=bandwidth, nic=bandwidth, radix=radix,
+                                         link=bandwidth, switch=switch, nodes=nodes), "tree.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return lower_cluster(result.design["C"]).partitions[0].tiers
+
+
+@given(st.sampled_from([2, 3, 4, 8]), st.sampled_from([2, 4, 8, 16]), st.booleans(), st.sampled_from([8, 16, 32]),
+       st.sampled_from([1, 2, 3, 4]), st.integers(10, 200), st.sampled_from(["axis 2", "axis 1", "all"]))
+def test_a_ring_along_a_torus_axis_is_never_slower_than_across_a_tapered_tree(d1, d2, wrap, radix, taper, link, group):
+    # the same chips: each has one link of `link` into a fat tree (any taper, adaptive routing),
+    # or 2 per axis of the same rate in a torus. A ring collective's chip sends and receives
+    # through its one tree port at best, whatever the taper (which only slows it); along a torus
+    # axis the ring has one link each way (an open line, folded) or two (a ring with wraparound),
+    # and a group over both axes runs both at once. So the torus's bytes never take longer.
+    # Latency aside (0 us): the libraries' floors differ, as above.
+    nodes = d1 * d2
+    if radix * radix // 2 < nodes or taper >= radix - 1:
+        return
+    links = 2 * sum(1 for d in (d1, d2) if d > 1)
+    torus = scale_out_tiers(f"torus(dims = [{d1}, {d2}], wraparound = {str(wrap).lower()})", links * link, nodes)
+    tree = scale_out_tiers(f"fat_tree(tiers = 2, radix = {radix}, oversubscription = {taper}:1)", link, nodes,
+                           radix, "switch = S")
+    size, stride = {"axis 2": (d2, d1), "axis 1": (d1, 1), "all": (nodes, 1)}[group]
+    for collective in (comms.all_reduce, comms.reduce_scatter):
+        on_torus = collective(1e9, comms.place(size, stride, torus))
+        on_tree = collective(1e9, comms.place(size, stride, tree))
+        assert on_torus <= on_tree * (1 + 1e-9)
+        # and the tree never beats its port: (n-1)/n of the share each way through one link
+        assert on_tree >= (size - 1) / size * 1e9 / (link * 1e9) * (1 - 1e-9)
