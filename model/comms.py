@@ -42,13 +42,27 @@ def outermost(size: int, stride: int, tiers: tuple[Tier, ...]) -> Tier | None:
 
 
 def _exchange_rate(tier: Tier) -> float:
-    """Per-chip rate of an all-to-all over a tier. On a torus axis of d chips the ring's
-    bisection limits it: a uniform exchange crosses d/4 links on average (shortest way
-    round), so each chip gets min(1, 4/d) of the ring rate (d/3 and 3/d on an open line)."""
-    if not tier.ring:
-        return _rate(tier)
+    """Per-chip rate of an all-to-all over a switched tier (a torus axis: `_axis_exchange`)."""
+    return _rate(tier)
+
+
+def _axis_exchange(stage: Stage) -> float:
+    """Seconds per byte a rank's uniform all-to-all spends on one torus axis, routed dimension
+    by dimension (TPU ICI): every destination whose coordinate on this axis differs, a share
+    (p-1)/p of them, travels along it, whatever the other axes. Over a whole axis of p chips
+    the shortest ways sum to floor(p^2/4) hops from each chip: on a ring that load spreads
+    over its 2p directed links (the ring rate is two links), on an open line the middle link
+    carries it alone (the ring rate is one link); both come to floor(p^2/4)/p bytes per byte
+    at the ring rate (Dally & Towles, "Principles and Practices of Interconnection Networks",
+    2004, Sec. 3.3: channel load k/8 under uniform traffic on a k-ary n-cube). Part of an axis
+    keeps the bisection share min(1, 4/d) of the ring rate (3/d on an open line)."""
+    tier, p = stage.tier, stage.peers
+    if p <= 1:
+        return 0.0
+    if p >= tier.ring:
+        return (p * p // 4) / p / _rate(tier)
     reach = 4 if tier.wraparound else 3
-    return _rate(tier) * min(1.0, reach / tier.ring)
+    return (p - 1) / p / (_rate(tier) * min(1.0, reach / tier.ring))
 
 
 def _latency(tier: Tier, peers: int) -> float:
@@ -170,8 +184,8 @@ def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None
     slowest, inside = 0.0, 1
     for stage in stages:
         reached = inside * stage.peers
-        share = (reached - inside) / total
-        slowest = max(slowest, nbytes * share / _exchange_rate(stage.tier) + _latency(stage.tier, stage.peers) * latency)
+        per_byte = _axis_exchange(stage) if stage.tier.ring else (reached - inside) / total / _exchange_rate(stage.tier)
+        slowest = max(slowest, nbytes * per_byte + _latency(stage.tier, stage.peers) * latency)
         inside = reached
     return slowest
 

@@ -37,10 +37,24 @@ def topology(graph: ClusterGraph, fabrics: dict | None = None, design=None, plan
     train `plan` on it, its links coloured by how busy the plan keeps them (views/link_load.py)."""
     loads = None
     if plan is not None:
-        from .link_load import tier_loads
+        from .link_load import link_loads
 
-        loads = tier_loads(plan)
+        loads = link_loads(plan, _rails(fabrics or {}, graph))
     return _topology.topology(graph, fabrics, design, loads=loads)
+
+
+def _rails(fabrics: dict, graph: ClusterGraph) -> dict[str, int]:
+    """Fabric name -> rails, for the rail-optimized fabrics the cluster's nodes use."""
+    from ..compiler.lower import ports_per_node
+
+    out = {}
+    for p in graph.partitions:
+        for tier in p.tiers:
+            fabric = fabrics.get(tier.fabric)
+            shape = fabric.get("topology") if fabric is not None else None
+            if shape is not None and shape.name == "rail_optimized":
+                out[tier.fabric] = ports_per_node(fabric, p.node)
+    return out
 
 
 def placement(plan, fabrics: dict | None = None) -> graphviz.Digraph:

@@ -69,15 +69,17 @@ class _View:
     def __init__(self, graph: ClusterGraph, fabrics: dict, design, loads: dict[str, float] | None = None):
         self.graph, self.fabrics, self.design, self.loads = graph, fabrics, design, loads
 
-    def loaded(self, tier: str, style: dict, text: str = "") -> dict:
-        """An edge's attributes, coloured and labelled by its tier's load at the plan (if drawn)."""
+    def loaded(self, tier: str, style: dict, text: str = "", rail: int | None = None) -> dict:
+        """An edge's attributes, coloured and labelled by its link's load at the plan (if drawn):
+        rail k's own links where the loads have them, else the drawn node's links into `tier`."""
         if self.loads is None:
             return {**style, "label": text}
-        load = self.loads.get(tier, 0.0)
+        load = self.loads.get((tier, rail), self.loads.get(tier, 0.0))
         colour = link_load.colour(load)
         busy = f"busy {percent(load)} of the step" if load else "idle at this plan"
         return {**style, "color": colour, "fontcolor": colour, "penwidth": str(round(1.2 + 4 * load, 2)),
-                "label": label(text, busy)}
+                "label": label(text, busy) if text or rail in (None, 0) else (percent(load) if load else "idle"),
+                "tooltip": busy}
 
     # ------------------------------------------------------------ units and speeds
     def bits(self, fabric: str, kind: str) -> bool:
@@ -202,9 +204,7 @@ class _View:
             for k in _shown(rails):
                 text = f"{p.nodes:,} links per rail × {per_link}" if k == 0 else ""
                 style = {**SCALE_OUT, "color": PALETTE[k % len(PALETTE)], "fontcolor": "#1565c0"}
-                dot.edge(f"{source}:r{k}:n", _rail_id(layers[0], k),
-                         **(self.loaded(first.name, style, text) if k == 0 or self.loads is None
-                            else {**self.loaded(first.name, style), "label": ""}))
+                dot.edge(f"{source}:r{k}:n", _rail_id(layers[0], k), **self.loaded(first.name, style, text, rail=k))
             return
         cables = f"{links * p.nodes:,} links × {per_link}"
         dot.edge(source, ident("sw", fabric, layers[0].level),
@@ -275,8 +275,9 @@ class _View:
         target = ident("sw", fabric, upper.level)
         if rails and lower.level == 1:
             for k in _shown(rails):
-                attrs_ = self.loaded(upper.name, {**SCALE_OUT, "color": PALETTE[k % len(PALETTE)]}, text)
-                dot.edge(_rail_id(lower, k), target, **(attrs_ if k == 0 else {**attrs_, "label": ""}))
+                attrs_ = self.loaded(upper.name, {**SCALE_OUT, "color": PALETTE[k % len(PALETTE)]},
+                                     text if k == 0 else "", rail=k)
+                dot.edge(_rail_id(lower, k), target, **attrs_)
             return
         dot.edge(ident("sw", fabric, lower.level), target, **self.loaded(upper.name, SCALE_OUT, text))
 
@@ -353,6 +354,8 @@ def _legend(dot, loaded: bool = False) -> None:
                      f"{percent(link_load.FULL)}", f"over {percent(link_load.FULL)}: near saturated")
             for i, (text, hue) in enumerate(zip(bands, link_load.COLOURS)):
                 c.node(f"legend_load_{i}", f"links busy {text}", shape="plaintext", style="", fontcolor=hue)
+            c.node("legend_load_what", "each drawn link: its own load at the plan (flow simulation)",
+                   shape="plaintext", style="")
         c.attr(label="legend", style="rounded", color="#bdbdbd", fontsize="10")
         c.node("legend_a", "GPU", shape="plaintext", style="")
         c.node("legend_b", "scale-up (node / rack)", shape="plaintext", style="")
