@@ -11,6 +11,7 @@ from ..dsl.numbers import big, count, duration, exact_bytes, memory_of, number, 
 from ..model import comms
 from ..model.calibration import BAND_CONFIDENCE, SERVE_LATENCY_RATIO, SERVE_THROUGHPUT_RATIO, cluster_of, own_serve
 from ..model.compute import peak
+from ..model.serve import ranks
 from ..model.serve.engines import Engine
 from ..solver.serve.daily import daily, summary
 from ..solver.serve.plan import ServePlan, Side
@@ -187,12 +188,17 @@ def _side(s: Side) -> dict:
 
 
 def _placement(s: Side) -> dict:
-    """The tiers each dimension of a replica spans (ranks: tp innermost, then ep, then pp)."""
-    c, tiers = s.replica.config, s.replica.partition.tiers
-    out = {"order": ["tp", "ep", "pp"]}
-    for dim, size, stride in (("tp", c.tp, 1), ("ep", c.ep, c.tp), ("pp", c.pp, c.tp * c.ep)):
-        stages = comms.place(size, stride, tiers)
-        out[dim] = {"size": size, "stride": stride, "tiers": [st.tier.name for st in stages],
+    return replica_placement(s.replica)
+
+
+def replica_placement(r) -> dict:
+    """The tiers each dimension of a replica spans (ranks: tp innermost, then in the engine's
+    order: model/serve/ranks.py)."""
+    c, tiers, order = r.config, r.partition.tiers, r.engine.rank_order
+    out, stride = {"order": list(order)}, ranks.strides(c, order)
+    for dim, size in (("tp", c.tp), ("ep", c.ep), ("pp", c.pp)):
+        stages = comms.place(size, stride[dim], tiers)
+        out[dim] = {"size": size, "stride": stride[dim], "tiers": [st.tier.name for st in stages],
                     "peers": [st.peers for st in stages]}
     return out
 

@@ -3,8 +3,9 @@ sit in the machine.
 
 An aggregated plan has one pool; a disaggregated plan a prefill pool and a decode pool.
 Ranks are numbered prefill pool first, then decode, replica after replica; inside a replica
-tensor parallelism is innermost, then the attention groups that share the experts (ep),
-then the pipeline stages (the layout `model/serve/inference.py` costs). Each replica is drawn as
+tensor parallelism is innermost, then the attention groups that share the experts (ep) and
+the pipeline stages in the order the engine lays them out (model/serve/ranks.py, the layout
+`model/serve/inference.py` costs). Each replica is drawn as
 its pipeline stages, each stage as the scale-up domains it occupies, each GPU a cell filled
 by tensor-parallel group and outlined by attention group. Beside each pool, the tiers its
 groups cross; for a disaggregated plan, the tier the KV cache crosses from prefill to decode.
@@ -18,6 +19,7 @@ import graphviz
 
 from ..dsl.numbers import count, duration, number
 from ..model import comms
+from ..model.serve import ranks
 from ..model.serve.inference import Replica, kv_transfer_time
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
 from .placement import domain_size
@@ -83,38 +85,39 @@ def _pool(r: Replica, count: int, offset: int, size: int) -> str:
 
 def _replica(r: Replica, index: int, first: int, size: int) -> str:
     c = r.config
-    per_stage = c.tp * c.ep
     layers = r.shape.layers / c.pp
-    ranks = f"ranks {first:,}–{first + r.gpus - 1:,}" if r.gpus > 1 else f"rank {first:,}"
-    rows = [f'<TR><TD BGCOLOR="#eceff1"><B>replica {index:,}</B> · {ranks}</TD></TR>']
+    span = f"ranks {first:,}–{first + r.gpus - 1:,}" if r.gpus > 1 else f"rank {first:,}"
+    rows = [f'<TR><TD BGCOLOR="#eceff1"><B>replica {index:,}</B> · {span}</TD></TR>']
     for s in _shown(c.pp, MAX_STAGES):
         if s is None:
             rows.append(f'<TR><TD><FONT POINT-SIZE="9">⋮ {count(c.pp - MAX_STAGES + 1, "more stage")}</FONT></TD></TR>')
             continue
-        start = first + s * per_stage
+        members = [first + g for g in ranks.stage_ranks(c, r.engine.rank_order, s)]
         head = (f"stage {s} · layers {round(s * layers)}–{round((s + 1) * layers) - 1}" if c.pp > 1
                 else f"{r.shape.layers} layers")
-        domains = sorted({g // size for g in range(start, start + per_stage)})
+        domains = sorted({g // size for g in members})
         shown = []
         for d in _shown(len(domains), MAX_DOMAINS):
             if d is None:
                 shown.append(f'<TD BORDER="0">… {len(domains) - MAX_DOMAINS + 1:,} more domains</TD>')
             else:
-                shown.append(f'<TD BORDER="0">{_domain(c, domains[d], size, start, per_stage)}</TD>')
+                shown.append(f'<TD BORDER="0">{_domain(r, domains[d], size, first, set(members))}</TD>')
         rows.append(f'<TR><TD><FONT POINT-SIZE="9">{head}</FONT></TD></TR>')
         rows.append(f'<TR><TD><TABLE BORDER="0" CELLSPACING="2"><TR>{"".join(shown)}</TR></TABLE></TD></TR>')
     return (f'<TABLE BORDER="1" STYLE="ROUNDED" CELLBORDER="0" CELLSPACING="2" COLOR="#455a64">'
             f'{"".join(rows)}</TABLE>')
 
 
-def _domain(c, domain: int, size: int, start: int, count: int) -> str:
-    """One scale-up domain: the stage's GPUs in it, filled by tensor group, outlined by
-    attention group; other GPUs of the domain are left out (other stages or replicas)."""
-    ranks = [g for g in range(domain * size, (domain + 1) * size) if start <= g < start + count]
-    width = 8 if len(ranks) > WIDE else max(1, len(ranks))
+def _domain(r: Replica, domain: int, size: int, start: int, members: set) -> str:
+    """One scale-up domain: the stage's GPUs in it (`members`; the replica's first rank
+    `start`), filled by tensor group, outlined by attention group; other GPUs of the domain are
+    left out (other stages or replicas)."""
+    c, ep_stride = r.config, ranks.strides(r.config, r.engine.rank_order)["ep"]
+    held = [g for g in range(domain * size, (domain + 1) * size) if g in members]
+    width = 8 if len(held) > WIDE else max(1, len(held))
     groups: dict[int, list[int]] = {}
-    for g in ranks:
-        groups.setdefault((g - start) // c.tp, []).append(g)
+    for g in held:
+        groups.setdefault((g - start) // ep_stride % c.ep, []).append(g)
     body = []
     for group, members in groups.items():
         lines = [members[i:i + width] for i in range(0, len(members), width)]

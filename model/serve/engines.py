@@ -46,6 +46,16 @@ Sources, abbreviated below:
             expert-parallel only across the replica's attention groups
   [trtovl]  NVIDIA/TensorRT-LLM docs/source/torch/features/overlap_scheduler.md: the PyTorch
             backend overlaps the CPU work of step n with the GPU work of step n + 1, on by default
+  [vllmrank] vLLM 0.33.0 (PyPI) vllm/distributed/parallel_state.py `initialize_model_parallel`: "the
+            layout order is: ExternalDP x DP x PP x PCP x TP" (TP innermost, then the pipeline
+            stages, then the data-parallel attention groups), and vllm/engine/arg_utils.py
+            `create_engine_config`: with --nnodes each node holds world / nnodes consecutive ranks
+            (data_parallel_size_local = that over PP x TP), so a node holds whole DP ranks, each
+            with all its pipeline stages, and the DP ranks (the EP group) span the nodes
+  [sglrank] SGLang 0.5.23 (PyPI) sglang/srt/entrypoints/engine.py `_calculate_rank_ranges`: nodes
+            split the pipeline stages first (pp_size // nnodes stages per node) and a stage's TP
+            group (attention DP inside it) over nnodes // pp_size nodes: TP, then the attention
+            groups, then the stages, as model/serve/inference.py lays a replica out by default
   [llama]   vllm-project/vllm vllm/model_executor/models/llama.py LlamaDecoderLayer / LlamaAttention
             forward (SGLang's llama.py alike): fused add + RMSNorm twice, the QKV GEMM, rotary, the
             cache write, attention, the O GEMM, the gate-up GEMM, SiLU-and-multiply, the down GEMM:
@@ -98,6 +108,8 @@ class Engine:
                                 # (TP-sharded in one attention group, grouped over several: vLLM's)
     frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
                                 # the first token back): added to its TTFT
+    rank_order: tuple = ("tp", "ep", "pp")   # a replica's ranks, innermost first ([sglrank]; vLLM V1:
+                                # ("tp", "pp", "ep"), [vllmrank]): which groups a node boundary cuts
     layer_kernels: int = 6      # kernels of a dense decoder layer besides its collectives (each pays
                                 # model/compute.py KERNEL_OVERHEAD_S; eager ones the host's op time)
     name: str = "ideal"         # the profile, and the releases it stands for
@@ -211,13 +223,13 @@ PROFILES = {p.name: p for p in (
     Profile("vllm_v1", "vllm", "2025-03", None, "vLLM 0.8.0 and later, the V1 engine",
             {"chunk": 8192, "max_seqs": 1024, "mixed": True, "graph_batch": 512, "graph_tokens": 512,
              **_PYTORCH_EAGER, "step_s": 0.1e-3, "seq_s": 2.5e-6, "preemption": "recompute", "moe_path": "ep_with_dp",
-             "block": 16, "frontend_s": 2e-3, "layer_kernels": 10},
+             "block": 16, "frontend_s": 2e-3, "layer_kernels": 10, "rank_order": ("tp", "pp", "ep")},
             {"chunk": "[v1args]", "max_seqs": "[v1args]", "mixed": "[v1args]", "graph_batch": "[v1blog]",
              "graph_tokens": "[v1blog]", "step_s": "ASSUMPTION: a tenth of v0.6's ([v1blog] persistent batch)",
              "seq_s": "ASSUMPTION: a tenth of v0.6's", "preemption": "V1 recomputes (vllm/v1/core/sched)",
              "moe_path": "[vllmep]: TP-sharded experts on one attention group, whole experts over TP x DP with "
                          "--enable-expert-parallel (as the vLLM export launches data-parallel attention)", "block": "[v0sched]", "frontend_s": "ESTIMATE: the API server process",
-             "layer_kernels": "[llama]"},
+             "layer_kernels": "[llama]", "rank_order": "[vllmrank]"},
             small_gpu={"chunk": 2048, "max_seqs": 256}),
     Profile("sglang_0_3", "sglang", "2024-09", "2024-11", "SGLang 0.3.x",
             {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
@@ -236,7 +248,8 @@ PROFILES = {p.name: p for p in (
             {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
              "overlap": "[sgl04]", "overlap_pp": "[sglpp]", "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
              "preemption": "SGLang retracts decoding requests and recomputes them", "moe_path": "[trtmoe]: fused MoE over TP-sharded experts unless --ep-size",
-             "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]"}),
+             "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]",
+             "rank_order": "[sglrank]"}),
     Profile("trtllm_0_9", "trtllm", "2024-04", "2024-07", "TensorRT-LLM 0.9-0.11, TensorRT engines",
             {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
              "preemption": "reserve", "moe_path": "tp_sharded", "block": 64},

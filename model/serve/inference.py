@@ -6,7 +6,8 @@ parallelism stays inside the scale-up domain (two all-reduces per layer on its t
 attention groups hold different sequences (data-parallel attention) and share the routed
 experts, spread over all tp x ep GPUs of the stage, with an all-to-all dispatch and combine
 per MoE layer on the tiers the group spans; stages pass activations point to point on the
-tier between them. Ranks are laid out tp innermost, then ep, then pp.
+tier between them. Ranks are laid out tp innermost, then as the engine orders them
+(model/serve/ranks.py: SGLang's ep then pp, vLLM's pp then ep).
 
 One iteration (continuous batching, chunked prefill) runs every decoding sequence one step
 and up to `chunk` prompt tokens. Per stage and micro-batch (the batch is cut into pp
@@ -36,7 +37,8 @@ from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, 
 from . import moe
 from .engines import Engine
 from .kv import KVLayout, value_bytes
-from .pipeline import hop_tier, pipeline_hops, stage_hops
+from . import ranks
+from .pipeline import pipeline_hops
 from ..shape import ModelShape
 
 BUFFER_BYTES = 4e9                     # runtime, allocator and communication buffers
@@ -302,9 +304,9 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
                    expert_flops_per_token=2 * shape.top_k * shape.expert_params * shape.moe_layers * stage
                    / (cfg.tp * cfg.ep) if shape.is_moe else 0.0,
                    tp_stages=comms.place(cfg.tp, 1, tiers),
-                   ep_stages=comms.place(cfg.tp * cfg.ep, 1, tiers),
-                   pp_hops=stage_hops(cfg.tp * cfg.ep, cfg.pp, tiers),
-                   pp_return=hop_tier(0, cfg.gpus - 1, tiers) if cfg.pp > 1 else None)
+                   ep_stages=ranks.expert_stages(cfg, engine.rank_order, tiers),
+                   pp_hops=ranks.hops(cfg, engine.rank_order, tiers),
+                   pp_return=ranks.return_hop(cfg, engine.rank_order, tiers))
 
 
 def sharing_costs(replicas: list[Replica]) -> list[Replica]:

@@ -68,7 +68,23 @@ def server_args(argv: list[str]) -> dict:
     args = prepare_server_args(argv)
     args.resolve_once()
     args.check_server_args()
-    return {field: getattr(args, field) for field in FIELDS}
+    return {field: getattr(args, field) for field in FIELDS} | {"ranks": node_ranks(args)}
+
+
+def node_ranks(args) -> dict | None:
+    """The pipeline stages and TP ranks (attention DP inside them) this node runs, as SGLang's
+    launcher assigns them: `_calculate_rank_ranges` (sglang/srt/entrypoints/engine.py) on the
+    resolved arguments, published first as the launcher publishes them (`publish(server_args,
+    role="tokenizer")` in Engine's launch) for the parallel context it reads (None on one node)."""
+    if args.nnodes == 1:
+        return None
+    from sglang.srt.entrypoints.engine import _calculate_rank_ranges
+    from sglang.srt.runtime_context import get_parallel, publish
+
+    publish(args, role="tokenizer")
+    pp, tp, _, _ = _calculate_rank_ranges(args.node_rank)
+    parallel = get_parallel()
+    return {"pp": list(pp), "tp": list(tp), "context": [parallel.nnodes, parallel.pp_size, parallel.tp_size]}
 
 
 def dynamo_worker(argv: list[str]) -> dict:
@@ -83,7 +99,8 @@ def dynamo_worker(argv: list[str]) -> dict:
     args = config.server_args
     args.resolve_once()
     args.check_server_args()
-    return {"component": config.dynamo_args.component, **{field: getattr(args, field) for field in FIELDS}}
+    return {"component": config.dynamo_args.component, **{field: getattr(args, field) for field in FIELDS},
+            "ranks": node_ranks(args)}
 
 
 TOOLS = {"sglang": server_args, "dynamo.sglang": dynamo_worker}

@@ -22,7 +22,7 @@ from gclc.views.export import sglang
 from gclc.views.export.jobs import job_entity, job_plan
 from gclc.views.export.vllm import pools
 
-from .test_export_vllm import HEAD, bash_array, hf_config, node_words
+from .test_export_vllm import HEAD, bash_array, hf_config, node_words, plan_crossings
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ROOT / ".venv" / "engines"
@@ -52,10 +52,20 @@ def _plans(directory: str) -> dict[str, object]:
     return {"aggregated": _design(SERVE), "disaggregated": _design(disaggregated), "llama": _design(llama, [])}
 
 
+@functools.cache
+def _served(directory: str, case: str):
+    """The serve plan of `case` (of `_plans`), planned once."""
+    return job_plan(job_entity(_plans(directory)[case], None)).served
+
+
 @pytest.fixture(scope="module")
-def verdicts(tmp_path_factory):
+def root(tmp_path_factory):
+    return tmp_path_factory.mktemp("sglang")
+
+
+@pytest.fixture(scope="module")
+def verdicts(root):
     """Every case through SGLang in one process: {case name: (argv, verdict)}."""
-    root = tmp_path_factory.mktemp("sglang")
     cases = {}
     for plan, design in _plans(str(root)).items():
         (root / plan / "checkpoint").mkdir(parents=True)
@@ -79,6 +89,11 @@ def verdicts(tmp_path_factory):
     # a replica over two nodes: the second node's launch (SGLang's resolution is slow: one node)
     node = node_words(root / "aggregated" / "sglang.args", "sglang", "serving", 1)
     cases["aggregated/serving/node1"] = good + node
+    cases["aggregated/serving/node0"] = good + node_words(root / "aggregated" / "sglang.args", "sglang", "serving", 0)
+    staged = bash_array(root / "disaggregated" / "sglang.args", "SGLANG_PREFILL_ARGS")   # pipeline stages over 2 nodes
+    for rank in (0, 1):
+        cases[f"disaggregated/prefill/node{rank}"] = staged + node_words(
+            root / "disaggregated" / "sglang.args", "sglang", "prefill", rank) + cases["disaggregated/prefill/args"][-5:]
     at = node.index("--nnodes") + 1     # three nodes cannot hold equal shares of tp x pp = 16
     cases["negative/nnodes3"] = good + node[:at] + ["3"] + node[at + 1:]
     tools = {k: "sglang" for k in cases}
@@ -142,10 +157,10 @@ def test_sglang_accepts_every_pool_as_the_plan_states_it(verdicts):
     assert verdicts["aggregated/serving/args"][1]["args"]["kv_cache_dtype"] == "fp8_e4m3"
 
 
-def test_the_exported_replica_is_the_plans(verdicts):
+def test_the_exported_replica_is_the_plans(verdicts, root):
     """What SGLang made of the array is the planned replica: TP = tp x ep with ep attention
     groups, experts TP-sharded within each (the sglang profile's MoE path), the batch."""
-    best = job_plan(job_entity(_design(SERVE), None)).served.decode.replica.config
+    best = _served(str(root), "aggregated").decode.replica.config
     got = verdicts["aggregated/serving/args"][1]["args"]
     assert (got["tp_size"], got["attn_dp_size"], got["ep_size"], got["pp_size"]) == (best.tp * best.ep, best.ep,
                                                                                      best.ep, best.pp)
@@ -172,19 +187,59 @@ def test_a_replica_over_two_nodes_launches_on_the_second_as_sglang_reads_it(verd
         got = dict(verdict["args"])
         got.pop("component", None)
         assert (got.pop("nnodes"), got.pop("node_rank"), got.pop("dist_init_addr")) == (2, 1, f"{HEAD}:5000"), name
+        assert got.pop("ranks")["pp"] == [0]    # one stage, its TP group over both nodes
         alone = dict(verdicts["aggregated/serving/args"][1]["args"])
-        assert (alone.pop("nnodes"), alone.pop("node_rank"), alone.pop("dist_init_addr")) == (1, 0, None)
+        assert (alone.pop("nnodes"), alone.pop("node_rank"), alone.pop("dist_init_addr"), alone.pop("ranks")) == \
+            (1, 0, None, None)
         assert got == alone, name
     assert got["tp_size"] * got["pp_size"] == 16
 
 
-def test_what_sglang_cannot_run_is_refused(tmp_path):
+def sglang_crossings(verdicts, prefix: str) -> dict[str, bool]:
+    """Which groups SGLang's launcher (`_calculate_rank_ranges`: the pipeline stages and TP ranks
+    each node runs, tests/views/sglang_real.py) puts on two nodes: a TP rank's stages (the
+    pipeline sends), a stage's TP ranks (the expert all-to-all, attention DP inside the TP group),
+    an attention group's TP ranks (its all-reduce)."""
+    nodes = [verdicts[f"{prefix}/node{rank}"][1] for rank in (0, 1)]
+    assert all("error" not in v for v in nodes), nodes
+    args = nodes[0]["args"]
+    node_of = {(s, k): v["args"]["node_rank"] for v in nodes for s in v["args"]["ranks"]["pp"] for k in v["args"]["ranks"]["tp"]}
+    stages, size, attn_tp = range(args["pp_size"]), range(args["tp_size"]), args["tp_size"] // args["attn_dp_size"]
+    assert sorted(node_of) == [(s, k) for s in stages for k in size]   # every rank on exactly one node
+    spread = lambda keys: len({node_of[key] for key in keys}) > 1   # noqa: E731
+    return {"tp": any(spread([(s, k) for k in size if k // attn_tp == g]) for s in stages for g in range(args["attn_dp_size"])),
+            "ep": any(spread([(s, k) for k in size]) for s in stages), "pp": any(spread([(s, k) for s in stages]) for k in size)}
+
+
+def test_sglang_places_each_group_where_the_plan_costs_it(verdicts, root):
+    """One answer for a replica over several nodes: the stages and TP ranks SGLang's own launcher
+    assigns each node cross the node boundary exactly where the plan (made with the `sglang`
+    profile) costs and states it: a replica of one stage spreads its expert all-to-all over both
+    nodes; one of two stages puts a stage on each node, so only the pipeline sends cross. The
+    control: the two-stage replica laid out in vLLM's order (stages on one node, attention groups
+    spread) is another answer, which the comparison rejects."""
+    from gclc.model.serve import engines
+    from gclc.model.serve.inference import replica
+
+    single = _served(str(root), "aggregated")
+    staged = dict(pools(_served(str(root), "disaggregated")))["prefill"].replica
+    node_gpus = single.partition.node.gpus
+    cases = {"aggregated/serving": single.decode.replica, "disaggregated/prefill": staged}
+    for prefix, r in cases.items():
+        assert sglang_crossings(verdicts, prefix) == plan_crossings(r, node_gpus), prefix
+    assert plan_crossings(staged, node_gpus) == {"tp": False, "ep": False, "pp": True} and staged.config.pp == 2
+    order = engines.profile("vllm_v1").engine().rank_order
+    as_vllm = replica(staged.shape, staged.config, staged.partition, attrs.evolve(staged.engine, rank_order=order))
+    assert plan_crossings(as_vllm, node_gpus) != sglang_crossings(verdicts, "disaggregated/prefill")
+
+
+def test_what_sglang_cannot_run_is_refused(root):
     """A plan made for another engine, a pipeline planned with the host's work overlapped
     (SGLang turns the overlap off under PP), a train job: refused, with the reason."""
     dsa = check_file(str(ROOT / "examples" / "custom_dsa.gcl"), ["cubes=4"]).design
     with pytest.raises(ExportError, match="made for the `vllm_v1` engine"):
         export("sglang", dsa, job="chat_405b")
-    served = job_plan(job_entity(_plans(str(tmp_path))["disaggregated"], None)).served
+    served = _served(str(root), "disaggregated")
     staged = [side for _, side in pools(served) if side.replica.config.pp > 1]
     assert staged, "the disaggregated plan has no pipeline stages any more: pick another case"
     overlapped = attrs.evolve(staged[0].replica, engine=attrs.evolve(staged[0].replica.engine, overlap_pp=True))

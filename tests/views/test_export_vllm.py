@@ -23,6 +23,7 @@ from gclc.views.export import ExportError, export
 from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig
 from gclc.views.export.jobs import job_entity, job_plan
+from gclc.views.export.replica_nodes import vllm_node_flags
 from gclc.views.export.vllm import replica_arguments, words as flag_words
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,10 @@ DYNAMO = ROOT / ".venv" / "engines" / "dynamo"   # ai-dynamo 1.6.1 and its runti
 SERVE = ROOT / "examples" / "deepseek_v3_serve.gcl"
 SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: 16-GPU DeepSeek-V3 replicas
 TP_ONLY = ServeConfig(tp=8, batch=64, precision="fp8", ep=1, pp=2, kv_precision="fp8")
+# replicas of several attention groups and pipeline stages over two 8-GPU nodes, launched as the
+# export writes them: where vLLM puts each group is compared with where the plan costs it
+PLACED = {"dp8_pp2": ServeConfig(tp=1, batch=64, precision="fp8", ep=8, pp=2, kv_precision="fp8"),
+          "tp2_dp4_pp2": ServeConfig(tp=2, batch=64, precision="fp8", ep=4, pp=2, kv_precision="fp8")}
 RL = ROOT / "tests" / "data" / "rl_small.gcl"   # GRPO of an 8B policy on two DGX H100 and two DGX A100
 
 if not (ENGINE / "vllm" / "engine" / "arg_utils.py").exists():
@@ -155,6 +160,12 @@ def verdicts(root):
     # a replica of one attention group (TP 8 x PP 2), as the export writes it: experts TP-sharded
     cases["tp_only/serving/args"] = flag_words(replica_arguments("DeepSeekV3", TP_ONLY, profile("vllm_v1").engine(),
                                                             4096, 0.9, "serving", experts=True)) + good[-5:]
+    for name, config in PLACED.items():   # each node of the replica, as its node function launches it
+        placed = flag_words(replica_arguments("DeepSeekV3", config, profile("vllm_v1").engine(), 4096, 0.9,
+                                              "serving", experts=True))
+        for rank in (0, 1):
+            cases[f"placed/{name}/node{rank}"] = (placed + vllm_node_flags(2, str(rank), HEAD)
+                                                  + ["--headless"] * (rank > 0) + good[-5:])
     tools = {k: "vllm.serve" if "node" in k.rsplit("/", 1)[-1] else "vllm" for k in cases}   # dynamo's: below
     if DYNAMO.exists():
         tools.update(_dynamo_cases(root, cases))
@@ -204,7 +215,8 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
     what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
     of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
-    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/")) and "node" not in n]
+    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/", "placed/"))
+             and "node" not in n]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/serving"}
     for name in pools:
@@ -311,6 +323,63 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
     assert spanning == 3
     alone = verdicts["llama/serving/args"][1]["config"]   # the shared cluster's nodes hold 8 GPUs each
     assert alone["tp"] * alone["pp"] * alone["dp"] <= 8 and "llama/serving/node1" not in verdicts
+
+
+def plan_crossings(r, node_gpus: int) -> dict[str, bool]:
+    """Which of replica `r`'s groups the plan costs across a node boundary (on a tier whose
+    domains exceed a node): the TP all-reduce, the expert all-to-all (the attention groups of a
+    stage), the sends between stages. The plan's stated placement (views/serve.py, the JSON's
+    `placement`) must say the same of each dimension."""
+    from gclc.views.serve import replica_placement
+
+    beyond = lambda tiers: any(t.group_gpus > node_gpus for t in tiers)   # noqa: E731
+    costed = {"tp": beyond(s.tier for s in r.tp_stages), "ep": beyond(s.tier for s in r.ep_stages),
+              "pp": beyond(r.pp_hops)}
+    stated, named = replica_placement(r), {t.name: t for t in r.partition.tiers}
+    assert {d: beyond(named[n] for n in stated[d]["tiers"]) for d in costed} == costed, stated
+    return costed
+
+
+def vllm_crossings(verdicts, prefix: str) -> dict[str, bool]:
+    """Which groups vLLM's own process groups (`initialize_model_parallel`) put on two nodes,
+    each rank on the node its ParallelConfig starts it on (tests/views/vllm_real.py)."""
+    configs = [verdicts[f"{prefix}/node{rank}"][1] for rank in (0, 1)]
+    assert all("error" not in c for c in configs), configs
+    node_of = {rank: c["config"]["nodes"]["node_rank"] for c in configs for rank in c["config"]["nodes"]["ranks"]}
+    groups = configs[0]["config"]["groups"]
+    assert configs[0]["config"]["nodes"]["nnodes"] == 2 and groups == configs[1]["config"]["groups"]
+    assert sorted(node_of) == sorted(r for g in groups["tp"] for r in g)   # every rank on exactly one node
+    return {dim: any(len({node_of[r] for r in g}) > 1 for g in groups[dim]) for dim in ("tp", "ep", "pp")}
+
+
+def test_vllm_places_each_group_where_the_plan_costs_it(verdicts, root):
+    """One answer for a replica over several nodes: the groups vLLM itself forms (its
+    `initialize_model_parallel` over the engine config) and the nodes its config starts each rank
+    on cross the node boundary exactly where the plan's costs and stated placement say, for the
+    exported pools and for replicas of attention groups x pipeline stages (vLLM keeps a DP rank's
+    stages on one node and spreads the DP ranks, so the expert all-to-all crosses and the
+    pipeline does not); the plan's ranks are vLLM's groups. The control: the same replica laid out
+    in SGLang's order (stages across nodes) is another answer, which the comparison rejects."""
+    from gclc.model.serve import ranks
+    from gclc.model.serve.inference import replica
+    from gclc.views.export.vllm import pools
+
+    served = _served(str(root), "aggregated")
+    base, node_gpus = served.decode.replica, served.partition.node.gpus
+    replicas = {f"placed/{n}": replica(base.shape, c, base.partition, base.engine) for n, c in PLACED.items()}
+    for case in ("aggregated", "disaggregated"):
+        replicas |= {f"{case}/{role}": side.replica for role, side in pools(_served(str(root), case))}
+    for prefix, r in replicas.items():
+        assert vllm_crossings(verdicts, prefix) == plan_crossings(r, node_gpus), prefix
+        c, order, groups = r.config, r.engine.rank_order, verdicts[f"{prefix}/node0"][1]["config"]["groups"]
+        planned_pp = {frozenset(ranks.rank(c, order, t, e, s) for s in range(c.pp)) for t in range(c.tp) for e in range(c.ep)}
+        planned_ep = {frozenset(ranks.stage_ranks(c, order, s)) for s in range(c.pp)}
+        assert (planned_pp, planned_ep) == ({frozenset(g) for g in groups["pp"]}, {frozenset(g) for g in groups["ep"]})
+    pipelined = replicas["placed/dp8_pp2"]
+    assert plan_crossings(pipelined, node_gpus) == {"tp": False, "ep": True, "pp": False}
+    as_sglang = replica(base.shape, pipelined.config, base.partition, attrs.evolve(base.engine, rank_order=ranks.DEFAULT_ORDER))
+    assert plan_crossings(as_sglang, node_gpus) == {"tp": False, "ep": False, "pp": True} != \
+        vllm_crossings(verdicts, "placed/dp8_pp2")
 
 
 @pytest.mark.parametrize("case", ["rl_apart", "rl_colocated"])

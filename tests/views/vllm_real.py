@@ -66,7 +66,54 @@ def engine_config_of(engine_args, headless: bool = False) -> dict:
             "experts": expert_layout(p), "nodes": {
                 "nnodes": p.nnodes, "node_rank": p.node_rank, "master_addr": p.master_addr,
                 "master_port": p.master_port, "dp_local": p.data_parallel_size_local, "dp_rank": p.data_parallel_rank,
-                "world": p.world_size}}
+                "world": p.world_size, "ranks": node_ranks(p)},
+            "groups": rank_groups(config)}
+
+
+def node_ranks(p) -> list[int]:
+    """The global ranks this node's workers take, from vLLM's ParallelConfig: its data-parallel
+    ranks (`data_parallel_rank`, `data_parallel_size_local`), and for each the workers its
+    MultiprocExecutor starts here (`local_world_size` of them from `local_world_size x
+    node_rank_within_dp`, vllm/v1/executor/multiproc_executor.py), each offset by the DP rank's
+    `world_size` as init_distributed_environment numbers a DP rank's workers."""
+    first = p.local_world_size * p.node_rank_within_dp
+    return [d * p.world_size + first + r for d in range(p.data_parallel_rank, p.data_parallel_rank + p.data_parallel_size_local)
+            for r in range(p.local_world_size)]
+
+
+def rank_groups(config) -> dict:
+    """vLLM's own process groups of the whole replica (all DP ranks): {"tp", "pp", "ep": [ranks of
+    each group]}, as `initialize_model_parallel` (vllm/distributed/parallel_state.py) computes them
+    for the engine config. Stubbed, named: the process-group calls it makes (torch.distributed's
+    world size, rank and backend, vLLM's world group, and `init_model_parallel_group`, which would
+    create each group's communicators and here records its ranks), since no processes run."""
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+    from vllm.config import set_current_vllm_config
+    from vllm.distributed import parallel_state as ps
+
+    p, made = config.parallel_config, {}
+    world = p.world_size_across_dp
+
+    def record(group_ranks, local_rank, backend, **kwargs):
+        made[kwargs.get("group_name")] = [list(g) for g in group_ranks]
+        return SimpleNamespace(destroy=lambda: None, rank_in_group=0)
+
+    saved = {(dist, n): getattr(dist, n) for n in ("is_initialized", "get_world_size", "get_rank", "get_backend")}
+    saved |= {(ps, n): getattr(ps, n) for n in ("init_model_parallel_group", "get_world_group")}
+    dist.is_initialized, dist.get_world_size, dist.get_rank = (lambda: True), (lambda *a: world), (lambda *a: 0)
+    dist.get_backend = lambda *a: "gloo"
+    ps.init_model_parallel_group = record
+    ps.get_world_group = lambda: SimpleNamespace(local_rank=0, device_group=None, world_size=world, rank=0)
+    try:
+        with set_current_vllm_config(config):
+            ps.initialize_model_parallel(p.tensor_parallel_size, p.pipeline_parallel_size)
+    finally:
+        ps.destroy_model_parallel()
+        for (module, name), value in saved.items():
+            setattr(module, name, value)
+    return {k: made[k] for k in ("tp", "pp", "ep") if k in made}
 
 
 def serve_config(argv: list[str]) -> dict:

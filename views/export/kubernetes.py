@@ -33,6 +33,7 @@ from .kueue import (NAMESPACE, PRIORITIES, Flavor, configuration as kueue_config
                     priority_classes, queue_name, queues, settings as kueue_settings, tenants as kueue_tenants)
 from .layout import Group, Layout, Level, slug
 from .environment import environment
+from .serve_launch import node_command, spans
 from .target import JobPlan, Share, header
 
 LABEL_PREFIX = "topology.gclc.io/"
@@ -117,13 +118,35 @@ def jobset(layout: Layout, job: JobPlan, image: str, settings: KueueSettings = K
               "kueue.x-k8s.io/priority-class": priority_class(job.run.priority)[0]}
     if job.run.time_limit:
         labels["kueue.x-k8s.io/max-exec-time-seconds"] = str(math.ceil(job.run.time_limit))
+    name = slug(job.name)[:40].rstrip("-")
     spec: dict = {"replicatedJobs": [_replicated(layout.group(share.partition), share, job, image, settings.topology)
                                      for share in job.shares]}
     if not job.serve and job.run.restarts:
         spec["failurePolicy"] = {"maxRestarts": job.run.restarts}
+    for share, replicated in zip(job.shares, spec["replicatedJobs"]):
+        _span_nodes(layout.group(share.partition), share, job, name, replicated)
+    if any("command" in r["template"]["spec"]["template"]["spec"]["containers"][0] for r in spec["replicatedJobs"]):
+        spec["network"] = {"enableDNSHostnames": True, "subdomain": name}   # the heads' DNS names
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": {"name": slug(job.name)[:40].rstrip("-"), "namespace": NAMESPACE, "labels": labels},
-            "spec": spec}
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels}, "spec": spec}
+
+
+def _span_nodes(group: Group, share: Share, plan: JobPlan, jobset_name: str, replicated: dict) -> None:
+    """A serve pool whose replica spans nodes: each replica's Job has a pod per node; a pod's rank
+    in the replica is its completion index, the replica's head its Job's pod 0, reached by the
+    hostname JobSet gives it (`<jobset>-<replicated job>-<job index>-<pod index>.<subdomain>`);
+    the container calls the engine args' node function and starts the plan's engine
+    (views/export/serve_launch.py)."""
+    if not plan.serve or spans(share, group.gpus_per_node) == 1:
+        return
+    container = replicated["template"]["spec"]["template"]["spec"]["containers"][0]
+    head = f"{jobset_name}-{replicated['name']}-$(GCLC_JOB_INDEX)-0.{jobset_name}"
+    container.setdefault("env", []).extend([
+        {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+        {"name": "GCLC_JOB_INDEX", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['jobset.sigs.k8s.io/job-index']"}}},
+        {"name": "HEAD_ADDR", "value": head}])
+    container["command"] = ["bash", "-c", "set -eu; " + node_command(plan, share), "serve"]
 
 
 def _replicated(group: Group, share: Share, plan: JobPlan, image: str, topology: str = "preferred") -> dict:

@@ -33,6 +33,7 @@ from ...compiler.ir import NodeType
 from ...compiler.hostlist import compress, lines as host_lines
 from .layout import Group, Layout, slug
 from .environment import shell_lines
+from .serve_launch import engine_family, slurm_task, spans
 from .target import JobPlan, header
 
 
@@ -181,26 +182,46 @@ def sbatch(layout: Layout, job: JobPlan, source: str, settings: SlurmSettings = 
         nodes = math.ceil(share.gpus / per_node)
         if index:
             lines.append("#SBATCH hetjob")
+        tasks = 1 if _spanning(job, share, per_node) else per_node   # one engine per node starts its GPUs' workers
         lines += [f"#SBATCH --job-name={slug(job.name)}" if index == 0 else f"# component {index}: {share.partition}",
                   f"#SBATCH --partition={group.slug}",
                   f"#SBATCH --nodes={nodes}",
                   f"#SBATCH --gpus-per-node={gres_type(group)}:{per_node}",
-                  f"#SBATCH --ntasks-per-node={per_node}",
+                  f"#SBATCH --ntasks-per-node={tasks}",
                   "#SBATCH --exclusive"]
         lines += _placement_lines(group, share.together, nodes, settings.max_switch_wait)
     if job.serve and len(job.shares) > 1:  # disaggregated: each pool's servers in its own component
         lines.append("# one server per pool, told its role; the pools find each other through the job's hosts")
         for index, share in enumerate(job.shares):
-            lines.append(f"GCLC_SERVE_ROLE={share.role} srun --het-group={index} --kill-on-bad-exit=1 \"$@\" &")
+            lines += _serve_step(layout, job, share, f"GCLC_SERVE_ROLE={share.role} srun --het-group={index}", " &")
         lines.append("wait")
         return "\n".join(lines) + "\n"
     what = "the serving command" if job.serve else "the training command, e.g. pretrain_gpt.py with megatron.args"
     lines += shell_lines(job)
+    if job.serve and _spanning(job, job.shares[0], layout.group(job.shares[0].partition).gpus_per_node):
+        return "\n".join(lines + _serve_step(layout, job, job.shares[0], "srun", "")) + "\n"
     if len(job.shares) > 1:   # one training step across every component (one world of ranks)
         lines.append(f"srun --het-group=0-{len(job.shares) - 1} --kill-on-bad-exit=1 \"$@\"  # {what}")
     else:
         lines.append(f"srun --kill-on-bad-exit=1 \"$@\"  # {what}")
     return "\n".join(lines) + "\n"
+
+
+def _spanning(job: JobPlan, share, per_node: int) -> bool:
+    return job.serve and spans(share, per_node) > 1
+
+
+def _serve_step(layout: Layout, job: JobPlan, share, srun: str, tail: str) -> list[str]:
+    """A serve pool's step: where its replica spans nodes, one task per node that finds its rank
+    in the replica and the replica's head in the step's node list and starts the plan's engine
+    with the pool's node flags (views/export/serve_launch.py); else the user's command."""
+    nodes = spans(share, layout.group(share.partition).gpus_per_node)
+    if nodes == 1:
+        return [f"{srun} --kill-on-bad-exit=1 \"$@\"{tail}"]
+    return [f"# each {share.role or 'serving'} replica spans {nodes} nodes, in the step's node order: one task per node,",
+            "# NODE_RANK its place in the replica, HEAD_ADDR the replica's first node (its engine's rendezvous);",
+            f"# the engine's flags from {engine_family(job)}'s args file in $GCLC_ARGS_DIR, the checkpoint in $CHECKPOINT",
+            f"{srun} --ntasks-per-node=1 --kill-on-bad-exit=1 {slurm_task(job, share, nodes)} \"$@\"{tail}"]
 
 
 def _run_lines(job: JobPlan) -> list[str]:
