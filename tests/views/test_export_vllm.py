@@ -218,7 +218,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/", "placed/"))
              and "node" not in n]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
-                                                     "disaggregated/decode", "llama/serving"}
+                                                     "disaggregated/decode", "llama/prefill", "llama/decode"}
     for name in pools:
         verdict = verdicts[name][1]
         assert "error" not in verdict, f"{name}: {verdict.get('error')}"
@@ -234,7 +234,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
             assert got[key] == int(flag(f)), key
         assert got["gpu_memory_utilization"] == pytest.approx(float(flag("--gpu-memory-utilization")))
         assert got["cache_dtype"] == "fp8" and got["quantization"] == "fp8"   # both designs serve fp8
-        disaggregated = name.startswith("disaggregated/")
+        disaggregated = name.split("/")[1] in ("prefill", "decode")
         assert (got["kv_connector"], got["kv_role"]) == (("NixlConnector", "kv_both") if disaggregated else (None, None))
 
 
@@ -321,8 +321,9 @@ def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdi
                 assert {k: v for k, v in got.items() if k not in ("nodes", "headless")} == \
                     {k: v for k, v in alone.items() if k != "nodes"}
     assert spanning == 3
-    alone = verdicts["llama/serving/args"][1]["config"]   # the shared cluster's nodes hold 8 GPUs each
-    assert alone["tp"] * alone["pp"] * alone["dp"] <= 8 and "llama/serving/node1" not in verdicts
+    for role in ("prefill", "decode"):    # the shared cluster's nodes hold 8 GPUs each
+        alone = verdicts[f"llama/{role}/args"][1]["config"]
+        assert alone["tp"] * alone["pp"] * alone["dp"] <= 8 and f"llama/{role}/node1" not in verdicts
 
 
 def plan_crossings(r, node_gpus: int) -> dict[str, bool]:
