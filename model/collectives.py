@@ -57,8 +57,10 @@ def _options(stages) -> tuple:
 
 
 def _call(collective: str, nbytes: float, stages) -> float:
-    # keyed on the options themselves: a Placement hashes as its first option alone
-    return _fastest(collective, nbytes, tuple(tuple(option) for option in _options(stages)))
+    # keyed on the options themselves: a Placement hashes as its first option alone (its
+    # `key`: the options as plain tuples, built once; a plain tuple of stages is its one option)
+    key = getattr(stages, "key", None)
+    return _fastest(collective, nbytes, key if key is not None else (tuple(stages),))
 
 
 @functools.lru_cache(maxsize=16384)   # immutable arguments; a search asks ~25 times per call

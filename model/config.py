@@ -179,11 +179,12 @@ class TrainConfig:
         Expert groups take consecutive ranks (MoE parallel folding with expert TP = 1)."""
         if dim == "ep":
             return 1
-        inner = self.order[: self.order.index(dim)]
         size = 1
-        for d in inner:
+        for d in self.order:   # (read for every estimate and bound: no slice, no index)
+            if d == dim:
+                return size
             size *= getattr(self, d)
-        return size
+        raise ValueError(f"{dim!r} is not in the order {self.order}")
 
     def behaviour(self, key: str) -> object:
         """What the stack does (STACKS), or what the job states instead where it may (`grad_reduce`, `dropout`)."""

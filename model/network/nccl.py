@@ -62,7 +62,7 @@ TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # the key of every NCCL option lookup
 class Communicator:
     """`ranks` GPUs over `nodes` scale-up domains, as NCCL sees them (a multi-node NVLink rack,
     MNNVL, is one node). Rates are bytes/s per GPU per direction (a ring's bus bandwidth)."""
@@ -127,9 +127,9 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     best = None
     for algorithm, protocol, latency, bandwidth in options:
         seconds = latency + _fill(algorithm, protocol, nbytes, c) + wire * fastest / bandwidth
-        if best is None or seconds < best.seconds:
-            best = Choice(algorithm, protocol, seconds)
-    return best
+        if best is None or seconds < best[2]:
+            best = (algorithm, protocol, seconds)
+    return Choice(*best) if best is not None else None
 
 
 def p2p_latency(c: Communicator) -> float:

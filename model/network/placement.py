@@ -54,10 +54,12 @@ class Placement(tuple):
     the fastest of them, latency included, as NCCL picks its algorithm per call."""
 
     options: tuple[tuple[Stage, ...], ...]
+    key: tuple[tuple[Stage, ...], ...]   # the options as plain tuples: what a collective's price is memoized on
 
     def __new__(cls, stages: tuple[Stage, ...], options: tuple[tuple[Stage, ...], ...] = ()) -> "Placement":
         made = super().__new__(cls, stages)
         made.options = options or (tuple(stages),)
+        made.key = tuple([tuple(option) for option in made.options])
         return made
 
 
@@ -198,11 +200,19 @@ def _sends_leaving(size: int, stride: int, domain: int, ranks: int) -> int:
     partner `stride` ahead lies past the block's end (the deep run's counterexample: two
     stages of 48 on 64-GPU leaves send 32 out of the first leaf, not 48)."""
     extent, worst = size * stride, 0
-    senders = lambda end: end // extent * (extent - stride) + min(end % extent, extent - stride)  # noqa: E731  in [0, end)
+    zone = extent - stride    # the senders' ranks at the start of each pipeline's `extent`
+    most = min(domain, stride)   # no block has more ranks within `stride` of its end
     blocks = min(ranks, extent // math.gcd(extent, domain) * domain + domain)
-    for lo in range(0, blocks, domain):
+    for lo in range(0, blocks, domain):   # (the block's senders in [0, end): whole pipelines' and the rest's)
         hi = min(lo + domain, ranks)
-        worst = max(worst, senders(hi) - senders(max(lo, hi - stride)))   # partners past the block's end
+        start = max(lo, hi - stride)      # partners past the block's end
+        whole, rest = divmod(hi, extent)
+        first, part = divmod(start, extent)
+        leaving = (whole - first) * zone + (rest if rest < zone else zone) - (part if part < zone else zone)
+        if leaving > worst:
+            worst = leaving
+            if worst >= most:
+                break
     return worst
 
 
@@ -240,16 +250,19 @@ def _leaving(extent: int, domain: int, ranks: int, slot: int) -> tuple[float, fl
 def _straddling(extent: int, domain: int, ranks: int) -> int:
     """The most groups of `extent` consecutive ranks (tiling `ranks` from 0) that cross the
     edges of one `domain`-rank block (0, 1 or 2): the rings that leave that block."""
-    if extent > ranks:
+    if extent > ranks or domain % extent == 0:   # (no edge cuts a group)
         return 0
     worst = 0
     blocks = min(ranks, extent // math.gcd(extent, domain) * domain + domain)   # the pattern's period
     for lo in range(0, blocks, domain):
-        hi = min(lo + domain, ranks)
-        cut = {edge // extent for edge in (lo, hi) if 0 < edge < ranks and edge % extent}
-        worst = max(worst, len(cut))
-        if worst == 2:
-            break
+        hi = lo + domain
+        low = lo > 0 and lo % extent != 0            # the block's lower edge cuts a group
+        high = hi < ranks and hi % extent != 0       # ... its upper edge another (or the same)
+        cut = 2 if low and high and lo // extent != hi // extent else (1 if low or high else 0)
+        if cut > worst:
+            worst = cut
+            if worst == 2:
+                break
     return worst
 
 

@@ -140,18 +140,29 @@ def model_state(shape: ModelShape, cfg: TrainConfig, zero: int | None = None) ->
     stage or `zero`: Megatron shards the distributed optimizer over dp x cp, hybrid sharding
     over a group of them; a routed expert's state over its replicas in one group
     (model/train/sharding.py `expert_shards`)."""
-    zero = cfg.zero if zero is None else zero
-    key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, zero,
-           cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params, cfg.grad_reduce)
-    state = _STATE.get(key)
-    if state is None:
-        dense, experts = dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg)
-        grads = FSDP_ACCUMULATION_BYTES if cfg.pp > 1 and cfg.stack in FSDP_STACKS else grad_bytes(cfg)
-        per_param = (weight_bytes(cfg), grads, state_bytes(cfg))
-        on_dense, on_experts = _divisors(cfg, zero), _divisors(cfg, zero, expert=True)
-        state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
-                                             for b, d, e in zip(per_param, on_dense, on_experts)))
-    return state
+    return model_states(shape, cfg, (cfg.zero if zero is None else zero,))[0]
+
+
+def model_states(shape: ModelShape, cfg: TrainConfig, zeros) -> list[tuple[float, float, float]]:
+    """`model_state(shape, cfg, zero)` for each of `zeros` in turn (the parameters and the bytes
+    per parameter, which no ZeRO stage changes, read once: a search asks every stage of a layout)."""
+    common = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack)
+    tail = (cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params, cfg.grad_reduce)
+    out, parts = [], None
+    for zero in zeros:
+        key = common + (zero,) + tail
+        state = _STATE.get(key)
+        if state is None:
+            if parts is None:
+                grads = FSDP_ACCUMULATION_BYTES if cfg.pp > 1 and cfg.stack in FSDP_STACKS else grad_bytes(cfg)
+                parts = (dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg),
+                         (weight_bytes(cfg), grads, state_bytes(cfg)))
+            dense, experts, per_param = parts
+            on_dense, on_experts = _divisors(cfg, zero), _divisors(cfg, zero, expert=True)
+            state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
+                                                 for b, d, e in zip(per_param, on_dense, on_experts)))
+        out.append(state)
+    return out
 
 
 def _divisors(cfg: TrainConfig, zero: int, expert: bool = False) -> tuple[int, int, int]:

@@ -10,7 +10,7 @@ from ...compiler.ir import Accelerator
 from ..config import TrainConfig
 from ..shape import ModelShape
 from .memory import (_binding, _flights, _kept, _logits_bytes, _state_total, _tokens, _total, gathered_bytes,
-                     outside_allocator)
+                     model_states, outside_allocator)
 
 
 def memory_grid(shape: ModelShape, cfg: TrainConfig, recomputes, zeros, vps,
@@ -59,5 +59,10 @@ def least_memory_by_zero(shape: ModelShape, cfg: TrainConfig, recompute: str, ze
     logits = _logits_bytes(shape, cfg, tokens)
     held = [_binding(shape, cfg, kept, tokens, flight, logits)[0] for flight in _flights(cfg, vps, microbatch)]
     outside = outside_allocator(cfg, chip)
-    return [min(_total(cfg, _state_total(shape, cfg, z), *parts, gathered_bytes(shape, cfg, z), outside) for parts in held)
-            for z in zeros]
+    # (Memory.total's order of addition: weights + grads + optimizer)
+    states = [weights + grads + optimizer for weights, grads, optimizer in model_states(shape, cfg, zeros)]
+    out = []
+    for z, state in zip(zeros, states):
+        gathered = gathered_bytes(shape, cfg, z)
+        out.append(min(_total(cfg, state, *parts, gathered, outside) for parts in held))
+    return out

@@ -34,6 +34,7 @@ from __future__ import annotations
 from ...compiler.ir import Tier
 from .. import collectives, comms
 from ..config import TrainConfig
+from ..memo import remember
 from ..shape import ModelShape
 from .layer_cost import activation_message
 
@@ -46,10 +47,21 @@ def micro_batch_sends(shape: ModelShape, cfg: TrainConfig, tiers: tuple[Tier, ..
     its model chunks (0 without a pipeline)."""
     if cfg.pp == 1:
         return 0.0
+    # read for every estimate: memoized by the fields it reads (`activation_message`'s, where
+    # the stages and TP groups sit, the model chunks and the engine), not the configuration
+    engine = cfg.behaviour("pipe_p2p")
+    key = (shape, cfg.microbatch, cfg.seq, cfg.cp, cfg.tp, cfg.sp, cfg.pp, cfg.stride("pp"), cfg.virtual_stages,
+           engine, cfg.stride("tp") if engine != "batched" and cfg.tp > 1 else 0, tiers)
+    seconds = _SENDS.get(key)
+    if seconds is None:
+        seconds = remember(_SENDS, key, _sends(shape, cfg, tiers, engine))
+    return seconds
+
+
+def _sends(shape: ModelShape, cfg: TrainConfig, tiers: tuple[Tier, ...], engine: str) -> float:
     whole = activation_message(shape, cfg) * (cfg.tp if cfg.sp else 1)   # the stage's output, all TP ranks' worth
     share = whole / cfg.tp
     send = lambda nbytes: collectives.pipeline_send(nbytes, cfg.pp, cfg.stride("pp"), tiers)  # noqa: E731
-    engine = cfg.behaviour("pipe_p2p")
     if engine == "batched":
         return 2 * cfg.virtual_stages * send(share)
     mask = MASK_BYTES * cfg.seq * cfg.seq
@@ -57,3 +69,10 @@ def micro_batch_sends(shape: ModelShape, cfg: TrainConfig, tiers: tuple[Tier, ..
     gathers = 3 if engine == "partitioned" else 2
     gather = collectives.all_gather(whole, comms.place(cfg.tp, cfg.stride("tp"), tiers)) if cfg.tp > 1 else 0.0
     return cfg.virtual_stages * (2 * (send(share + mask) + send(grad)) + gathers * gather)
+
+
+_SENDS: dict[tuple, float] = {}
+
+
+def clear_caches() -> None:
+    _SENDS.clear()

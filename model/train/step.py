@@ -155,6 +155,7 @@ def clear_caches() -> None:
     compute.clear_caches()
     layer_cost.clear_caches()
     dp_sync.clear_caches()
+    pipeline.clear_caches()
     _OPTIMIZER.clear()
     memory_model.clear_caches()
     dpu.clear_caches()

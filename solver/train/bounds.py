@@ -123,6 +123,8 @@ def compute_monotone(job: Job, tp: int, cp: int, ep: int, microbatches) -> bool:
     TP ranks (tokens x top_k divisible by the local experts), so no grouped GEMM rounds
     its rows, and dropless (a capacity factor pads each expert's rows to whole M tiles, a
     cost per token that rises and falls with the micro-batch: model/train/moe.py)."""
+    if not job.shape.is_moe:   # (asked for every layout: no key to build for a dense model)
+        return True
     return _compute_monotone(job.shape, job.seq, tp, cp, ep, tuple(microbatches))
 
 
