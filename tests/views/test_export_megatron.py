@@ -10,6 +10,7 @@ handed to Megatron as its command line and environment.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -341,7 +342,9 @@ def test_every_train_job_of_the_shared_cluster_is_accepted_by_megatron():
         assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (plan.config.tp, plan.config.pp), entity.name
 
 
+@functools.lru_cache(maxsize=None)
 def _moe_with(pins: str):
+    """The small MoE design with `pins`, planned once per pins (the checks below reuse plans)."""
     from gclc.compiler.driver import check_file
     from gclc.views.export.jobs import job_entity, job_plan
 
