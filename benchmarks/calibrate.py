@@ -51,6 +51,13 @@ HUBER = 0.15   # |log error| beyond which the loss grows linearly
 # The efficiency keys the fit owns; any other key a chip declares (hbm) is a measured fact.
 FITTED_KEYS = ("bf16", "fp16", "fp8", "fp4", "attention")
 GLOBALS = ("contention", "attention_share")
+# The attention kernels' in-training share per tensor-core generation (model/compute.py
+# ATTENTION_KERNELS) instead of one global share: each generation with MIN_RUNS runs fits its
+# own (the global share otherwise). Measured 2026-12-06 and left off: accuracy.py cross-validated
+# median 6.0 -> 5.8 %, p90 14.9 -> 15.0 %, band 80 -> 81 %, but B200's band 65 -> 59 % (under
+# the 65 % every condition of 8+ runs must hold); calibrate_own.py held-back median 5.2 -> 4.8 %.
+# A share per chip did worse (accuracy.py p90 15.9 %, B200's band 53 %; calibrate_own.py 4.5 %).
+PER_GENERATION_SHARE = False
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,11 @@ class Case:
     @property
     def gemm_key(self) -> str:
         return gemm_key(self.cfg.precision)
+
+    @property
+    def generation(self) -> str | None:
+        """The tensor-core generation whose attention kernels its chip runs (model/compute.py)."""
+        return compute_module.attention_generation(self.job.partition.node.accelerator)
 
     @property
     def kernels(self) -> bool:
@@ -144,7 +156,7 @@ START = {what: grid[len(grid) // 2] for what, grid in GRIDS.items()}
 def defaults(params: dict) -> dict[str, float]:
     """The model's fallback for chips without a calibrated value: the median of the fitted
     chips (GEMMs of every precision together, attention apart)."""
-    gemm = [v for (chip, k), v in params.items() if chip and k != "attention"]
+    gemm = [v for (chip, k), v in params.items() if chip and k not in ("attention", "attention_share")]
     attention = [v for (chip, k), v in params.items() if chip and k == "attention"]
     return {"gemm": statistics.median(gemm) if gemm else START["gemm"],
             "attention": statistics.median(attention) if attention else START["attention"]}
@@ -182,8 +194,14 @@ def calibrated_partition(case: Case, params: dict):
     note_chip(chip)
     kept = {k: v for k, v in chip.efficiency if k not in FITTED_KEYS}
     for key in FITTED_KEYS:
-        if key == "attention" and compute_module.kernel_efficiency(chip) is not None:
-            continue   # its generation's kernels times the fitted global share (model/compute.py)
+        kernels = compute_module.kernel_efficiency(chip)
+        if key == "attention" and kernels is not None:
+            # its generation's kernels times that generation's fitted in-training share where
+            # its runs fit one (PER_GENERATION_SHARE), else the global share (model/compute.py)
+            share = params.get((compute_module.attention_generation(chip), "attention_share"))
+            if share is not None and PER_GENERATION_SHARE:
+                kept[key] = kernels * share
+            continue
         value, _ = resolved(chip.name, gemm_key(key) if key != "attention" else key, params)
         if value is not None:
             kept[key] = value
@@ -213,7 +231,8 @@ def relevant(cases, key) -> list:
     if what == "contention":
         return [c for c in cases if c.cfg.zero >= 3]
     if what == "attention_share":
-        return [c for c in cases if c.kernels and c.cfg.behaviour("attention") != "unfused"]
+        return [c for c in cases if c.kernels and c.cfg.behaviour("attention") != "unfused"
+                and (not name or c.generation == name)]
     on_chip = [c for c in cases if c.chip == name]
     if what == "attention":
         return on_chip
@@ -222,7 +241,9 @@ def relevant(cases, key) -> list:
 
 def keys_of(cases) -> list[tuple[str, str]]:
     chip_keys = sorted({(c.chip, c.gemm_key) for c in cases}
-                       | {(c.chip, "attention") for c in cases if not c.kernels})
+                       | {(c.chip, "attention") for c in cases if not c.kernels}
+                       | ({(c.generation, "attention_share") for c in cases if c.kernels}
+                          if PER_GENERATION_SHARE else set()))
     return [("", g) for g in GLOBALS] + chip_keys
 
 
@@ -273,7 +294,7 @@ def tables(cases, params) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
     (chip -> GPUs of its largest run) for a fit on `cases`."""
     calibrated: dict[str, list[str]] = {}
     for chip, key in sorted(params):
-        if chip and key != "attention":
+        if chip and key not in ("attention", "attention_share"):
             calibrated.setdefault(chip, []).append(key)
     largest: dict[str, int] = {}
     for c in cases:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as precision_word,  # noqa: E402
                        sharding_of, system_of)
 from run_models import Shape, Unexpressible, _norm, integer, num, resolve_shape  # noqa: E402,F401
-from run_recipes import Recipe, a2a_overlap, recipe_of  # noqa: E402
+from run_recipes import Recipe, a2a_overlap, dispatcher_of, recipe_of  # noqa: E402
 from run_stacks import software_of  # noqa: E402,F401  (the stack a run's framework and date imply)
 from run_variants import h100_variant, stated_nics  # noqa: E402  (hardware a row states beyond the std parts)
 
@@ -401,6 +401,9 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     overlap = a2a_overlap(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else ""
     if overlap and ep and ep > 1:
         pin("ep_overlap", True, f"recipe: {overlap}")
+    dispatcher = dispatcher_of(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else None
+    if dispatcher and ep and ep > 1:
+        pin("dispatcher", dispatcher[0], f"recipe: {dispatcher[1]}")
     optimizer = [(name, value, recipe.why[name]) for name, value in
                  (("optimizer_state", recipe.optimizer_state), ("master_weights", recipe.master_weights)) if value]
     fp8_params = fp8_params_of(row, precision, recipe)

@@ -251,3 +251,37 @@ def a2a_overlap(row: dict, model_key: str, system: str | None) -> str:
         if rel == release and re.match(model, model_key) and re.fullmatch(chip, system or ""):
             return f"moe_a2a_overlap ({MB_SOURCE[release] if release != '25.09' else 'Megatron-Bridge fa0315ae2'}: {where})"
     return ""
+
+
+# MoE token dispatchers of the Megatron-Bridge performance recipes (model/train/moe.py): the MoE
+# model providers set moe_token_dispatcher_type = "alltoall" (src/megatron/bridge/models/qwen/
+# qwen_provider.py, gpt_oss/gpt_oss_provider.py, deepseek/deepseek_provider.py at v0.2.0 and
+# v0.3.0); a preset's `moe_flex_dispatcher_backend` turns it into Megatron-Core's flex dispatcher
+# with that backend (training/flex_dispatcher_backend.py apply_flex_dispatcher_backend). Rows:
+# (release, model regex, chip regex, dispatcher, where), read at the tags of MB_SOURCE; for 25.09,
+# fa0315ae2 run_script.py enables DeepEP for DeepSeek-V3 on H100 only (and never with token drop).
+DISPATCHERS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("25.09", r"deepseekv3", "h100", "deepep", "run_script.py enable_deepep = gpu in ['h100']"),
+    ("25.11", r"qwen3(30|235)b", "gb[23]00", "hybridep", "QWEN3_*_GB200/GB300_*_BASE_CONFIG"),
+    ("25.11", r"deepseekv3", "gb[23]00", "hybridep", "DEEPSEEK_V3_GB200/GB300_BASE_CONFIG"),
+    ("25.11", r"deepseekv3", "h100", "deepep", "DEEPSEEK_V3_H100_BASE_CONFIG"),
+    ("26.02", r"qwen3(30|235)b", "gb[23]00", "hybridep", "QWEN3_*_PRETRAIN_CONFIG_GB200/GB300_*_V1/V2"),
+    ("26.02", r"qwen330b", "b300", "hybridep", "QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_*_V1"),
+    ("26.02", r"qwen330b", "h100", "deepep", "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_*_V1"),
+    ("26.02", r"deepseekv3", "(gb[23]00|b[23]00|h100)", "hybridep", "DEEPSEEK_V3_PRETRAIN_CONFIG_*_V1/V2"),
+)
+
+
+def dispatcher_of(row: dict, model_key: str, system: str | None) -> tuple[str, str] | None:
+    """The MoE token dispatcher a Megatron-Bridge run's recipe uses, and where it is read (None
+    for rows of other stacks: their dispatcher is not published)."""
+    m = re.search(r"(\d\d\.\d\d)", row["group"])
+    release = m.group(1) if m else ""
+    if "megatron-bridge" not in row["group"].lower() or release not in MB_SOURCE:
+        return None
+    source = MB_SOURCE[release] if release != "25.09" else "Megatron-Bridge fa0315ae2"
+    for rel, model, chip, dispatcher, where in DISPATCHERS:
+        if rel == release and re.match(model, model_key) and re.fullmatch(chip, system or ""):
+            return dispatcher, f"moe_flex_dispatcher_backend = \"{dispatcher}\" ({source}: {where})"
+    return "alltoall", (f"the model provider's moe_token_dispatcher_type = \"alltoall\"; the recipe sets no "
+                        f"flex backend ({source})")

@@ -395,6 +395,8 @@ _JOB_LIMITS = {"power": POWER, "memory": Qty(u.BYTES), "time": TIME, "energy": p
 # Activation checkpointing variants (model/train/recompute.py) and offload (model/train/offload.py).
 LOSSES = ("eager", "fused", "compiled")   # the cross entropy's implementation (model/train/peak.py)
 GRAD_REDUCE = ("fp32", "bf16")   # the gradient buffer and data-parallel reduction (model/train/optimizer.py `grad_bytes`)
+# MoE token dispatchers (Megatron-Core moe_token_dispatcher_type, flex's moe_flex_dispatcher_backend; model/train/moe.py).
+DISPATCHERS = ("alltoall", "allgather", "deepep", "hybridep")
 RECOMPUTE_MODULES = ("core_attention", "norm", "mlp", "moe_act", "op_level")   # op_level: torchtitan's op SAC, listed alone
 # Choices the planner searches only where a job asks (solver/train/enumerate.py `variants`).
 SEARCHABLE = ("shard", "recompute_modules", "recompute_every", "offload")
@@ -406,6 +408,7 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                      "shard": COUNT,
                      "sp": FLAG, "schedule": Choice(("one_f_one_b", "interleaved", "gpipe"), "a pipeline schedule"),
                      "cp_balance": FLAG, "ep_overlap": FLAG, "tp_overlap": FLAG, "dp_overlap": FLAG,
+                     "dispatcher": Choice(DISPATCHERS, "an MoE token dispatcher"),
                      "loss": Choice(LOSSES, "a loss implementation"),
                      "grad_reduce": Choice(GRAD_REDUCE, "a gradient buffer format"), "dropout": FLAG,
                      "search": ListOf(Choice(SEARCHABLE, "a choice the planner can search"), least=1)},
@@ -417,6 +420,9 @@ PARALLELISM = Block({"tp": COUNT, "pp": COUNT, "dp": COUNT, "ep": COUNT, "cp": C
                         "stage's layers whose activations are kept in host memory; `cp_balance = false` gives each "
                         "context-parallel rank one contiguous chunk (causal imbalance) instead of the balanced pair "
                         "of chunks; `ep_overlap = true` overlaps one micro-batch's MoE all-to-all with another's compute; "
+                        "`dispatcher`: how an MoE layer exchanges its routed tokens (alltoall: NCCL all-to-all of every "
+                        "routed copy; allgather: every rank gathers the group's tokens; deepep, hybridep: Megatron-Core's "
+                        "flex dispatcher, one copy per destination GPU; default alltoall; see docs/moe_dispatcher.md); "
                         "`tp_overlap` and `dp_overlap` say whether the tensor-parallel collectives run under the GEMMs "
                         "(Transformer Engine's userbuffers, MegaScale's fused kernels) and the data-parallel gradient "
                         "reduction and parameter gathers under the backward and forward (default: the software stack's); "

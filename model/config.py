@@ -122,6 +122,11 @@ class TrainConfig:
     # `overlap_moe_expert_parallel_comm`, Megatron-Bridge `moe_a2a_overlap`); None: the
     # stack's default (model/train/step.py `_ep_exposed`)
     ep_overlap: bool | None = None
+    # How an MoE layer exchanges its routed tokens (model/train/moe.py): alltoall, allgather,
+    # deepep or hybridep (Megatron-Core's token dispatchers); None: alltoall, the dispatcher
+    # Megatron-Bridge's MoE model providers set (qwen_provider.py, gpt_oss_provider.py,
+    # deepseek_provider.py at v0.2.0 and v0.3.0: moe_token_dispatcher_type = "alltoall")
+    dispatcher: str | None = None
     # TP collectives under the GEMMs, DP reduction and gathers under the backward and forward,
     # as a job states them (a stack that runs them, as MegaScale's, on a stack that does not,
     # or the reverse); None: the stack's (model/train/layer_cost.py `_tp_exposed`, dp_sync.exposed)
@@ -144,6 +149,10 @@ class TrainConfig:
     @property
     def overlaps_ep(self) -> bool:
         return bool(self.behaviour("ep_overlap") if self.ep_overlap is None else self.ep_overlap)
+
+    @property
+    def moe_dispatcher(self) -> str:
+        return self.dispatcher or "alltoall"
 
     @property
     def overlaps_tp(self) -> bool:

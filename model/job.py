@@ -243,6 +243,7 @@ def pinned_only(job: Job) -> dict[str, object]:
             "recompute_modules": tuple(_plain(m) for m in modules), "offload": float(p.get("offload") or 0.0),
             "cp_balanced": bool(p.get("cp_balance", True)),
             "ep_overlap": None if p.get("ep_overlap") is None else bool(p["ep_overlap"]),
+            "dispatcher": None if p.get("dispatcher") is None else _plain(p["dispatcher"]),
             "tp_overlap": None if p.get("tp_overlap") is None else bool(p["tp_overlap"]),
             "dp_overlap": None if p.get("dp_overlap") is None else bool(p["dp_overlap"]),
             "loss": None if p.get("loss") is None else str(p["loss"]),

@@ -23,6 +23,7 @@ def train_pin_problems(design: Design) -> list[Diagnostic]:
             found += _search(entity)
             found += _fp8_params(entity)
             found += _moe_act(entity)
+            found += _dispatcher(entity)
         elif entity.kind == "model":
             found += _attention(entity)
     return found
@@ -168,6 +169,36 @@ def _moe_act(job: Entity) -> Iterator[Diagnostic]:
             job.span_of("parallelism.recompute_modules"), pin="recompute_modules = [..., moe_act]",
             why="it recomputes the routed experts' activation function, and this job's model has no routed experts",
             notes=["help: list `mlp` to recompute a dense MLP's activation, or remove `moe_act`"])
+
+
+def _dispatcher(job: Entity) -> Iterator[Diagnostic]:
+    """A token dispatcher needs routed experts, and Megatron-Core runs each only where it can:
+    the all-to-all overlap with alltoall or flex (TransformerConfig: overlap_moe_expert_parallel_comm),
+    padding to a capacity not with DeepEP (flex + deepep refuses moe_pad_expert_input_to_capacity)
+    nor allgather (its MoEAllGatherTokenDispatcher never pads)."""
+    pins = _pins(job)
+    chosen = pins.get("dispatcher") if pins is not None else None
+    if chosen is None:
+        return
+    name, model, span = getattr(chosen, "name", chosen), job.get("model"), job.span_of("parallelism.dispatcher")
+    pin = f"dispatcher = {name}"
+    if not hasattr(model, "get"):
+        return
+    if getattr(model.get("arch"), "name", model.get("arch")) != "moe":
+        yield codes.PIN_MEANINGLESS.make(span, pin=pin, why="it picks how routed tokens are exchanged, and this job's "
+                                         "model has no routed experts", notes=["help: remove `dispatcher`"])
+        return
+    if name == "allgather" and pins.get("ep_overlap"):
+        yield codes.PIN_MEANINGLESS.make(span, pin=pin, why="`ep_overlap = true` overlaps all-to-alls, and Megatron-Core "
+                                         "overlaps them only with the alltoall or a flex dispatcher",
+                                         notes=["help: use `dispatcher = alltoall` (or deepep, hybridep), or remove `ep_overlap`"])
+    experts = model.get("experts")
+    capacity = experts.get("capacity_factor") if hasattr(experts, "get") else None
+    if capacity and name in ("deepep", "allgather"):
+        yield codes.PIN_MEANINGLESS.make(span, pin=pin, why=f"the model pads every expert to `capacity_factor = {capacity}`, "
+                                         f"and Megatron-Core's {name} dispatcher does not pad to a capacity",
+                                         notes=["help: use `dispatcher = alltoall` or `dispatcher = hybridep` with a capacity "
+                                                "factor, or remove `capacity_factor` (dropless)"])
 
 
 def _nodes(target: object) -> list:

@@ -39,6 +39,8 @@ FIELDS = {
     "tp_overlap": (lambda shape, cfg: cfg.tp > 1, lambda cfg: (True, False), "TP overlap with the GEMMs"),
     "dp_overlap": (lambda shape, cfg: cfg.dp * cfg.cp > 1, lambda cfg: (True, False), "gradient reduction overlap"),
     "ep_overlap": (lambda shape, cfg: shape.is_moe and cfg.ep > 1, lambda cfg: (True, False), "MoE all-to-all overlap"),
+    "dispatcher": (lambda shape, cfg: shape.is_moe and cfg.ep > 1, lambda cfg: ("alltoall", "hybridep"),
+                   "MoE token dispatcher"),
     "fp8_params": (lambda shape, cfg: cfg.precision.startswith("fp8"), lambda cfg: (True, False),
                    "fp8 weights without a bf16 copy"),
     "zero": (lambda shape, cfg: cfg.dp * cfg.cp > 1, lambda cfg: (0, 1, 3), "ZeRO stage"),

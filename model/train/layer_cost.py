@@ -112,7 +112,7 @@ def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bo
     checks that no field is missing)."""
     return (shape, cfg.seq, cfg.tp, cfg.stride("tp") if cfg.tp > 1 else 0, cfg.cp,
             cfg.stride("cp") if cfg.cp > 1 else 0, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-            cfg.precision, cfg.stack, cfg.cp_balanced, cfg.ep_overlap, cfg.tp_overlap, cfg.recompute_modules,
+            cfg.precision, cfg.stack, cfg.cp_balanced, cfg.ep_overlap, cfg.dispatcher, cfg.tp_overlap, cfg.recompute_modules,
             cfg.recompute_every, partition, moe, local)
 
 
@@ -265,6 +265,17 @@ def _tp_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, gemms
     return max(total - gemms, 0.0) + TP_OVERLAP_RESIDUE * total
 
 
+def _exchange(shape: ModelShape, cfg: TrainConfig, stages, dispatch: float) -> float:
+    """Seconds of one MoE layer's four exchanges (dispatch and combine, forward and backward) as
+    the dispatcher moves them: all-to-alls of the routed copies it sends (model/train/moe.py
+    `sent_share`), or the allgather dispatcher's all-gather and reduce-scatter of the group's
+    tokens (each one's backward is the other)."""
+    if cfg.moe_dispatcher == "allgather":
+        return sum(collectives.all_gather(routed.gathered_bytes(shape, cfg, b), stages) +
+                   collectives.reduce_scatter(routed.gathered_bytes(shape, cfg, 2), stages) for b in (dispatch, 2))
+    return sum(collectives.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages) for b in (dispatch, 2, 2, 2))
+
+
 def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compute: float) -> float:
     """Dispatch and combine all-to-all, forward and backward (four per MoE layer), of the
     busiest rank's routed copies (model/train/moe.py); fp8 recipes dispatch in fp8, everything
@@ -276,14 +287,13 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compu
         return 0.0
     # the exchange reads the tokens one GPU routes, ep, the precision and the tiers alone:
     # shared by every tp, cp, micro-batch and recompute choice that routes as many tokens
-    key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, partition)
+    key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, cfg.moe_dispatcher, partition)
     total = _ALL_TO_ALL.get(key)
     if total is None:
         # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
         dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
         stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
-        total = _remember(_ALL_TO_ALL, key, sum(collectives.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages)
-                                                for b in (dispatch, 2, 2, 2)))
+        total = _remember(_ALL_TO_ALL, key, _exchange(shape, cfg, stages, dispatch))
     if not cfg.overlaps_ep:
         return total
     return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total

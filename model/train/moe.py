@@ -50,6 +50,7 @@ ROUTING_OPS = 50
 # - the backward replays each forward op's gradient: two ops for each (ASSUMPTION, as the
 #   launch count of model/train/dpu.py `_kernels`).
 BACKWARD_OPS = 2
+FLEX = ("deepep", "hybridep")   # Megatron-Core's flex dispatcher backends
 ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
 
 
@@ -111,9 +112,32 @@ def layer_ops(shape: ModelShape, cfg: TrainConfig) -> list[Op]:
     return ops
 
 
+def sent_share(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Share of a token's routed copies that cross the EP group. The alltoall dispatcher sends
+    every copy (Megatron-Core permutes top_k copies before its all-to-all); the flex
+    dispatchers (DeepEP, HybridEP) send a token once to each GPU holding any of its experts
+    and expand it into its copies there (DeepEP README, "normal kernels": dispatch by rank,
+    then by expert). With uniform routing over `routed` experts, `local` per GPU, a GPU holds
+    none of a token's top_k experts with probability C(routed - local, k) / C(routed, k)."""
+    if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1 or shape.top_k <= 1:
+        return 1.0
+    local = max(1, shape.routed // cfg.ep)
+    missed = 1.0
+    for i in range(shape.top_k):
+        missed *= max(0.0, (shape.routed - local - i) / (shape.routed - i))
+    return min(1.0, cfg.ep * (1.0 - missed) / shape.top_k)
+
+
 def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:
     """Bytes the busiest GPU sends (and receives) in one dispatch or combine."""
-    return routed_rows(shape, cfg) * shape.hidden * bytes_per_value
+    return routed_rows(shape, cfg) * sent_share(shape, cfg) * shape.hidden * bytes_per_value
+
+
+def gathered_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:
+    """The allgather dispatcher's buffer: every rank gathers the whole EP group's tokens (and
+    their routing) and keeps the rows of its own experts; the combine reduce-scatters as much
+    back (Megatron-Core MoEAllGatherTokenDispatcher)."""
+    return moe_tokens(cfg) * cfg.ep * shape.hidden * bytes_per_value
 
 
 def host_ops(shape: ModelShape, cfg: TrainConfig) -> float:
@@ -124,5 +148,10 @@ def host_ops(shape: ModelShape, cfg: TrainConfig) -> float:
 
 def host_exposed(shape: ModelShape, cfg: TrainConfig) -> float:
     """Seconds one MoE layer per micro-batch waits for the host (forward and backward):
-    its ops after the routing sync, issued one by one."""
+    its ops after the routing sync, issued one by one. Charged whatever the dispatcher: in
+    Megatron-Core 0.16.1 the alltoall and HybridEP dispatchers skip the sync where they pad to a
+    fixed capacity (token_dispatcher.py cuda_sync_point "no_sync", fused_a2a.py `non_blocking`),
+    yet the published token-drop runs (Megatron-Bridge 25.09) pay as much per layer as the
+    dropless ones: the term stands for the layer's many small framework ops, not the sync
+    alone (docs/moe_dispatcher.md)."""
     return host_ops(shape, cfg) * EAGER_OP_S

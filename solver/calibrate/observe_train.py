@@ -73,8 +73,8 @@ def _integer(text: str | None) -> int | None:
 
 
 def _megatron_flags(run: TrainRun) -> dict[str, object]:
-    """Precision, recompute, sequence parallelism and the distributed optimizer a Megatron
-    dump states."""
+    """Precision, recompute, sequence parallelism, the distributed optimizer and the MoE token
+    dispatcher a Megatron dump states."""
     out: dict[str, object] = {}
     fp8 = run.setting("fp8")
     if fp8 not in (None, "None", "False"):
@@ -93,6 +93,11 @@ def _megatron_flags(run: TrainRun) -> dict[str, object]:
             out[field] = run.setting(name) == "True"
     if run.setting("use_distributed_optimizer") in ("True", "False"):
         out["zero"] = 1 if run.setting("use_distributed_optimizer") == "True" else 0
+    dispatcher = run.setting("moe_token_dispatcher_type")
+    if dispatcher in ("alltoall", "allgather"):
+        out["dispatcher"] = dispatcher
+    elif dispatcher == "flex" and run.setting("moe_flex_dispatcher_backend") in ("deepep", "hybridep"):
+        out["dispatcher"] = run.setting("moe_flex_dispatcher_backend")
     return out
 
 

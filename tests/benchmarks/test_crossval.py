@@ -161,3 +161,25 @@ def test_a_flag_on_every_residual_is_absorbed_into_the_base_not_left_to_rounding
     # two flags always together share one factor
     both = bands.fit_band([0.01, 0.02, 0.5, 0.6] * 3, [(), (), ("cp", "moe"), ("cp", "moe")] * 3)
     assert both.factors["cp"] == pytest.approx(both.factors["moe"], rel=1e-3) and both.factors["cp"] > 1
+
+
+def test_a_generation_with_kernel_data_takes_its_own_fitted_attention_share(monkeypatch):
+    """calibrate.PER_GENERATION_SHARE (off as shipped: see there): an H100's attention is Hopper's kernel rate times the
+    share fitted on Hopper chips' runs; without a fitted Hopper share it keeps the global one
+    (no declared attention efficiency)."""
+    from gclc.model import compute
+
+    monkeypatch.setattr(calibrate, "PER_GENERATION_SHARE", True)
+    h100 = calibrate.load(BENCHMARKS / "runs", BENCHMARKS / "data" / "public_runs_measured.csv",
+                          keep=lambda run_id: run_id == "mlm_h100_1")[0]
+    kernels = compute.kernel_efficiency(h100.job.partition.node.accelerator)
+    assert kernels is not None
+    fitted = calibrate.calibrated_partition(h100, {("hopper", "attention_share"): 0.4}).node.accelerator
+    assert fitted.efficiency_of("attention") == pytest.approx(kernels * 0.4)
+    other = calibrate.calibrated_partition(h100, {("blackwell", "attention_share"): 0.4}).node.accelerator
+    assert other.efficiency_of("attention") is None
+    assert ("hopper", "attention_share") in calibrate.keys_of([h100])
+    monkeypatch.setattr(calibrate, "PER_GENERATION_SHARE", False)
+    assert ("hopper", "attention_share") not in calibrate.keys_of([h100])
+    off = calibrate.calibrated_partition(h100, {("hopper", "attention_share"): 0.4}).node.accelerator
+    assert off.efficiency_of("attention") is None

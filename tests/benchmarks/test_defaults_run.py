@@ -26,7 +26,7 @@ def test_only_the_rows_own_fields_stay():
     kept = _fields(defaults.published_only(full))
     every = _fields(full)
     dropped = set(every) - set(kept)
-    assert dropped == {"fp8_params", "recompute", "ep_overlap"}    # a recipe's, not the row's
+    assert dropped == {"fp8_params", "recompute", "ep_overlap", "dispatcher"}    # a recipe's, not the row's
     assert all("# row" in every[f] or "#" not in every[f] for f in kept if f not in defaults._ALWAYS)
     assert {"vp", "schedule", "batch", "gpus", "seq"} <= set(kept)
     # a design whose row states no vp loses the interleaved schedule with it

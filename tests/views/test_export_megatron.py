@@ -10,6 +10,7 @@ handed to Megatron as its command line and environment.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -344,3 +345,46 @@ def test_the_gradient_buffer_and_dropout_a_plan_models_are_the_ones_megatron_run
     args = run(exported(job), job.config.gpus)
     assert bool(args.accumulate_allreduce_grads_in_fp32) == fp32_grads
     assert args.hidden_dropout == dropout and args.attention_dropout == dropout
+
+
+@functools.lru_cache(maxsize=None)
+def _moe_with(pins: str):
+    """The small MoE design with `pins`, planned once per pins (the checks below reuse plans)."""
+    from gclc.compiler.driver import check_file
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    moe = Path(__file__).resolve().parents[1] / "data" / "moe.gcl"   # DeepSeek-V3 cut to 8 layers, ep 16
+    text = moe.read_text().replace("    microbatch = 1\n", f"    microbatch = 1\n{pins}").replace(
+        "  mtp      = 1\n", "  mtp      = 1\n  position_embedding = rope\n")
+    return job_plan(job_entity(check_file(str(moe), {"nodes": "4"}, text=text).design, None))
+
+
+@pytest.mark.parametrize("dispatcher, kind, backend", [("alltoall", "alltoall", None), ("hybridep", "flex", "hybridep"),
+                                                        ("deepep", "flex", "deepep"), ("allgather", "allgather", None)])
+def test_the_token_dispatcher_the_plan_costs_is_the_one_megatron_builds(dispatcher, kind, backend):
+    """validate_args, then Megatron-Core's TransformerConfig (its __post_init__ checks the MoE
+    settings) built by Megatron's own core_transformer_config_from_args."""
+    job = _moe_with(f"    dispatcher = {dispatcher}\n")
+    files = megatron.export(job, "H100_SXM", "NVIDIA", "moe")
+    words, env = megatron_lm.shell_environment(files["megatron.args"])
+    args = megatron_lm.parse_and_validate(words, job.config.gpus, env, "H100_SXM")
+    config = megatron_lm.load().core_transformer_config_from_args(args)
+    assert config.moe_token_dispatcher_type == kind == yaml.safe_load(files["megatron.yaml"])["moe_token_dispatcher_type"]
+    if backend:
+        assert config.moe_flex_dispatcher_backend == backend
+
+
+def test_megatron_core_refuses_what_the_dispatcher_checks_refuse():
+    """Negative controls: the combinations compiler/rules/train.py `_dispatcher` rejects are the
+    ones Megatron-Core's own TransformerConfig rejects."""
+    job = _moe_with("    dispatcher = deepep\n")
+    words, env = megatron_lm.shell_environment(megatron.export(job, "H100_SXM", "NVIDIA", "moe")["megatron.args"])
+    padded = words + ["--moe-expert-capacity-factor", "1.25", "--moe-pad-expert-input-to-capacity"]
+    args = megatron_lm.parse_and_validate(padded, job.config.gpus, env, "H100_SXM")
+    with pytest.raises(ValueError, match="does not support moe_pad_expert_input_to_capacity"):
+        megatron_lm.load().core_transformer_config_from_args(args)
+    job = _moe_with("    dispatcher = allgather\n")
+    words, env = megatron_lm.shell_environment(megatron.export(job, "H100_SXM", "NVIDIA", "moe")["megatron.args"])
+    args = megatron_lm.parse_and_validate(words + ["--overlap-moe-expert-parallel-comm"], job.config.gpus, env, "H100_SXM")
+    with pytest.raises(AssertionError, match="alltoall/flex"):
+        megatron_lm.load().core_transformer_config_from_args(args)

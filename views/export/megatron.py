@@ -24,6 +24,7 @@ import yaml
 
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
+from ...model.train import moe
 from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.train.recompute import modules as recompute_modules
 from .environment import shell_lines
@@ -129,7 +130,16 @@ def _moe(job: JobPlan) -> list[tuple[str, object]]:
         args.append(("--moe-layer-freq", f"([0]*{s.dense_layers}+[1]*{s.moe_layers})"))
     if s.capacity_factor:  # drop and pad: model/train/moe.py computes every expert at its capacity
         args += [("--moe-expert-capacity-factor", s.capacity_factor), ("--moe-pad-expert-input-to-capacity", True)]
-    return args
+    return args + _dispatcher(job.config)
+
+
+def _dispatcher(c: TrainConfig) -> list[tuple[str, object]]:
+    """The token dispatcher the plan costs (model/train/moe.py), always stated: Megatron-Core's
+    own default is allgather, Megatron-Bridge's MoE providers' alltoall. DeepEP and HybridEP are
+    backends of the flex dispatcher (`--moe-enable-deepep` is its deprecated spelling)."""
+    if c.moe_dispatcher in moe.FLEX:
+        return [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", c.moe_dispatcher)]
+    return [("--moe-token-dispatcher-type", c.moe_dispatcher)]
 
 
 def _parallel(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:

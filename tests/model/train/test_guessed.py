@@ -56,7 +56,7 @@ def test_a_field_that_moves_the_step_less_than_the_band_is_not_named():
     job = _job()
     cfg = pinned_config(job)
     moves = guessed.spreads(job.shape, cfg, job.partition, stated_fields(job))
-    assert set(moves) == {"dp_overlap", "ep_overlap"}      # no TP, no fp8: nothing else to guess
+    assert set(moves) == {"dp_overlap", "ep_overlap", "dispatcher"}   # no TP, no fp8: nothing else to guess
     named = {r.text.split()[0] for r in guessed.reasons(job.shape, cfg, job.partition, stated_fields(job))}
     allowed = math.log1p(half_width(()))
     assert named == {f for f, s in moves.items() if s > allowed}

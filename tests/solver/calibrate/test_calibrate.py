@@ -174,3 +174,17 @@ def test_kernel_rows_measured_on_a_cpu_are_not_the_chips(design):
     result = calibrate(design, [on_cpu])
     assert not result.rows and any("not on a GPU" in s for s in result.skipped)
     assert calibrate(design, [rows]).rows        # the same rows from a GPU are used
+
+
+@pytest.mark.parametrize("settings_, dispatcher", [
+    ((("moe_token_dispatcher_type", "flex"), ("moe_flex_dispatcher_backend", "hybridep")), "hybridep"),
+    ((("moe_token_dispatcher_type", "alltoall"), ("moe_flex_dispatcher_backend", "deepep")), "alltoall"),
+    ((("moe_token_dispatcher_type", "allgather"),), "allgather"),
+    ((), None),
+])
+def test_a_megatron_dump_states_its_token_dispatcher(settings_, dispatcher):
+    from gclc.solver.calibrate.observe_train import _megatron_flags
+
+    span = Span("run.log", 1, 1, 1, 2)
+    run = TrainRun("megatron", (TrainStep(0, 1.0, span=span),), settings_, span)
+    assert _megatron_flags(run).get("dispatcher") == dispatcher

@@ -1,0 +1,114 @@
+"""The MoE token dispatcher (`parallelism { dispatcher = ... }`): what each one sends and when it
+stops the host (model/train/moe.py, against hand calculations and as laws), and the located
+errors for the combinations Megatron-Core refuses (compiler/rules/train.py)."""
+
+import math
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, strategies as st
+
+from gclc.compiler.driver import check_file
+from gclc.model.job import pinned_config, train_job
+from gclc.model.train import moe
+from gclc.model.train.step import estimate
+
+MOE = Path(__file__).parent.parent.parent / "data" / "moe.gcl"
+SOURCE = MOE.read_text(encoding="utf-8")
+PINS = "    microbatch = 1\n"
+JOB = train_job(check_file(str(MOE), {"nodes": "4"}).design)
+CFG = pinned_config(JOB)          # tp1 pp1 cp2 ep16 dp16 mb1, bf16; 256 routed experts, top-8
+SHAPE = JOB.shape
+
+
+def result_text(pins: str, experts: str = "") -> str:
+    return SOURCE.replace(PINS, PINS + pins).replace("dense_layers = 1 }", f"dense_layers = 1 {experts}}}")
+
+
+def checked(pins: str = "", experts: str = ""):
+    return check_file(str(MOE), {"nodes": "4"}, text=result_text(pins, experts))
+
+
+def test_the_pin_reaches_the_configuration_and_alltoall_is_the_default():
+    assert CFG.dispatcher is None and CFG.moe_dispatcher == "alltoall"
+    assert pinned_config(train_job(checked("    dispatcher = hybridep\n").design)).moe_dispatcher == "hybridep"
+
+
+def test_flex_dispatchers_send_a_token_once_per_gpu_holding_its_experts():
+    # 16 local experts of 256 on each of 16 GPUs: a GPU holds none of a token's 8 experts with
+    # probability C(240, 8) / C(256, 8); a token reaches 16 x (1 - that) GPUs instead of 8 copies
+    missed = math.comb(240, 8) / math.comb(256, 8)
+    share = 16 * (1 - missed) / 8
+    assert share < 1
+    for name in ("deepep", "hybridep"):
+        assert moe.sent_share(SHAPE, attrs.evolve(CFG, dispatcher=name)) == pytest.approx(share)
+    assert moe.sent_share(SHAPE, CFG) == 1.0
+    flex = attrs.evolve(CFG, dispatcher="hybridep")
+    assert moe.dispatch_bytes(SHAPE, flex, 2) == pytest.approx(moe.dispatch_bytes(SHAPE, CFG, 2) * share)
+
+
+def test_the_dispatcher_moves_only_the_exchange_not_the_layers_host_ops():
+    dropping = attrs.evolve(SHAPE, capacity_factor=1.25)
+    for name in ("alltoall", "hybridep", "deepep", "allgather"):
+        cfg = attrs.evolve(CFG, dispatcher=name)
+        for shape in (SHAPE, dropping):
+            assert moe.host_exposed(shape, cfg) == moe.host_exposed(shape, CFG) > 0
+            assert moe.layer_ops(shape, cfg) == moe.layer_ops(shape, CFG)
+
+
+def test_allgather_moves_the_whole_groups_tokens():
+    # 4096 tokens / cp 2 per GPU, gathered from 16 GPUs, bf16
+    gather = attrs.evolve(CFG, dispatcher="allgather")
+    assert moe.gathered_bytes(SHAPE, gather, 2) == pytest.approx(4096 / 2 * 16 * SHAPE.hidden * 2)
+    per_micro_batch = lambda cfg: estimate(SHAPE, cfg, JOB.partition).breakdown.ep / cfg.microbatches  # noqa: E731
+    assert per_micro_batch(gather) != per_micro_batch(CFG)          # the field is costed, not ignored
+    assert per_micro_batch(attrs.evolve(gather, microbatch=2)) > per_micro_batch(gather)   # twice the tokens
+
+
+configs = st.builds(lambda ep, mb, overlap, name: attrs.evolve(CFG, ep=ep, microbatch=mb, ep_overlap=overlap, dispatcher=name),
+                    st.sampled_from([1, 2, 8, 16, 32]), st.sampled_from([1, 2]), st.booleans(),
+                    st.sampled_from(["deepep", "hybridep"]))
+
+
+@given(configs, st.sampled_from([1, 2, 4, 8]))
+def test_deduplicating_never_sends_more_nor_slows_the_step(cfg, top_k):
+    shape = attrs.evolve(SHAPE, top_k=top_k)
+    plain = attrs.evolve(cfg, dispatcher="alltoall")
+    assert 0 < moe.sent_share(shape, cfg) <= 1.0
+    assert moe.dispatch_bytes(shape, cfg, 2) <= moe.dispatch_bytes(shape, plain, 2) * (1 + 1e-12)
+    if cfg.ep == 1 or top_k == 1:   # nothing to deduplicate
+        assert moe.sent_share(shape, cfg) == 1.0
+    if cfg.moe_dispatcher == "hybridep":   # same host sync as alltoall: only the bytes differ
+        flex, base = estimate(shape, cfg, JOB.partition), estimate(shape, plain, JOB.partition)
+        assert flex.breakdown.ep <= base.breakdown.ep * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("pins, model, words", [
+    ("    dispatcher = allgather\n    ep_overlap = true\n", "", "overlaps them only with the alltoall"),
+    ("    dispatcher = deepep\n", " capacity_factor = 1.25 ", "deepep dispatcher does not pad"),
+])
+def test_what_megatron_core_refuses_is_a_located_error(pins, model, words):
+    result = checked(pins, model)
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert len(errors) == 1 and errors[0].code == "pin-meaningless" and words in errors[0].summary
+    line = next(i for i, text in enumerate(result_text(pins, model).splitlines(), 1) if "dispatcher =" in text)
+    assert errors[0].subject.line == line
+
+
+def test_a_dispatcher_on_a_dense_model_is_a_located_error():
+    text = SOURCE.replace("arch     = moe", "arch     = dense").replace(
+        "  experts { routed = 256  shared = 1  top_k = 8  ffn = 2048  dense_layers = 1 }\n", "").replace(
+        "  mla { kv_rank = 512  rope_dim = 64  q_rank = 1536 }\n  mtp      = 1\n", "").replace(
+        "    ep = 16\n", "").replace(PINS, PINS + "    dispatcher = hybridep\n")
+    result = check_file(str(MOE), {"nodes": "4"}, text=text)
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert [e.code for e in errors] == ["pin-meaningless"] and "no routed experts" in errors[0].summary
+    assert errors[0].subject.line == next(i for i, t in enumerate(text.splitlines(), 1) if "dispatcher =" in t)
+
+
+def test_an_unknown_dispatcher_is_refused_with_the_choices():
+    result = checked("    dispatcher = nccl\n")
+    assert not result.ok and any("alltoall" in d.render() if hasattr(d, "render") else "alltoall" in str(d)
+                                 for d in result.diagnostics)
+
