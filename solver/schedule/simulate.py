@@ -16,6 +16,7 @@ import numpy as np
 from .events import ApiServer, Change, Informer, Timeline, Timer
 from .records import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
+from .preemptible import Preemptible
 from .horizon import HORIZON_S, stop_at_horizon
 from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
@@ -122,6 +123,7 @@ class Simulation:
         self.pending = PendingQueue(getattr(policy, "key", None), getattr(policy, "group", None))   # kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
         self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
+        self.preemptible = Preemptible()   # the running jobs in eviction order (policies.victims)
         self.shapes = {j.name: shape(j) for j in workload.jobs}
         self.evictions = 0
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
@@ -165,9 +167,11 @@ class Simulation:
         del self.pending[c.subject]
         self.running[c.subject] = (self.runs[c.subject].job, c.time)
         self.priorities[self.runs[c.subject].job.priority] += 1
+        self.preemptible.add(c.subject, self.runs[c.subject].job.priority, c.time, alloc)
 
     def _on_released(self, c: Change) -> None:
         self.state.release(c.subject)
+        self.preemptible.remove(c.subject)
         job = self.running.pop(c.subject)[0]
         self.priorities[job.priority] -= 1
         if not self.priorities[job.priority]:
@@ -302,7 +306,7 @@ class Simulation:
         candidates = self.policy.filter(job, self.state)
         evicted = False
         if not candidates and may_preempt(self, job):
-            evict = victims(job, self.state, self.running, self.policy)
+            evict = victims(job, self.state, self.running, self.policy, self.preemptible)
             if evict:
                 evicted = True
                 self.evict(now, evict)

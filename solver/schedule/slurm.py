@@ -199,7 +199,7 @@ class Slurm:
         # the dry run places as the start will, at `now` (`--switches` until max_switch_wait):
         # a victim evicted for a placement the start then refuses would be evicted for nothing
         at_now = types.SimpleNamespace(filter=lambda j, state: self.placements(j, state, now))
-        gone = victims(allowed, sim.state, sim.running, at_now)
+        gone = victims(allowed, sim.state, sim.running, at_now, sim.preemptible)
         if not gone:
             return []
         sim.evict(now, gone, "requeue" if self.settings.preempt_mode == "requeue" else "cancel")
