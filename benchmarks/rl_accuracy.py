@@ -14,6 +14,11 @@ Sources:
            `max_trajectory_age_steps: k`. Each row states the GPUs, samples a step (G-GBS),
            the training batch (T-GBS: G-GBS / T-GBS optimizer steps), the maximum and mean
            sequence length, the generation and training layouts and the mean step time.
+  Newer than v0.6 (an out-of-sample check, held out of every fit, if any is published): none
+           found. The NeMo-RL repository at v0.7.0 (81aa43dd) and its newest snapshot read (Aug 2026)
+           still carry the v0.6 tables; a 0.8.0 docs page exists (docs.nvidia.com/nemo/rl/0.8.0/about/
+           performance-summary.html) but no table of it could be read; v0.6's SWE row (Nemotron-3-Nano,
+           131k tokens, multi-turn with an environment) is agentic, not a GRPO step an `rl` job states.
   Not used: OpenRLHF's README table (seconds for 1,024 PPO prompts on A800, @391e1de4) runs the
            actor, critic, reward and reference on five separate GPU groups with DeepSpeed's CPU
            Adam, which an `rl` job's two pools do not describe; HybridFlow (arXiv:2409.19256),
@@ -26,9 +31,15 @@ What each row's design states (rl job fully pinned, so the planner only evaluate
   mini-batches, both layouts, full recomputation where the recipe checkpoints activations,
   sequence parallelism where it sets it, micro-batches packing max_total tokens (NeMo-RL packs
   sequences, train_micro_batch_size 1 of max_total_sequence_length tokens: the largest power of
-  two of mean-length sequences that fits them), vLLM's defaults for
-  an offline engine on H100-class GPUs (max_num_seqs 1024, max_num_batched_tokens 16384:
-  vllm/engine/arg_utils.py get_batch_defaults), and the job's memory bound at 90 % of HBM.
+  two of mean-length sequences that fits them), the V1 engine of the vLLM each release pins
+  (0.11.0 at v0.4, 0.11.2 at v0.5, 0.17.1 at v0.6: pyproject.toml; gclc's default `vllm_v1`
+  profile: CUDA graphs up to 512 sequences, the host's work per iteration) with vLLM's defaults
+  for an offline engine on H100-class GPUs (max_num_seqs 1024, max_num_batched_tokens 16384:
+  vllm/engine/arg_utils.py get_batch_defaults) unless the row's recipe sets max_num_seqs
+  (`gen_max_seqs`), and the job's memory bound at 90 % of HBM. Each row's engine memory, engine
+  batch and layouts are its recipe's at the release (examples/configs/recipes/llm/performance/
+  with their `defaults:` chains resolved; `recipe_note` says where a recipe differs from the
+  table or from the release before it).
   ASSUMPTION: prompts of PROMPT tokens (OpenMathInstruct-2 problems with a chat template), and
   responses lognormal with sigma SIGMA, whose mean is set so that the drawn samples (cut at
   max_total - PROMPT) average the row's published sequence length; the rows publish no length
@@ -50,6 +61,13 @@ The headline figures choose the form inside each fold (the form with the lower h
 over the fold's own rows, `nested`), so no choice is made on the rows predicted; the figures with
 the weight-move form fixed are printed too, and that form was chosen on these rows. The
 breakdown rows (NeMo-RL v0.3's blog) also print each phase against its measurement.
+
+A third form is printed beside them, not quoted: generation plus host milliseconds per engine
+iteration (the `vllm_v1` profile's host time per iteration is an ASSUMPTION, model/serve/engines.py;
+host work scales with iterations, not with GPU time, so a slowest-sample wait of thousands of
+small-batch iterations pays it more than a fed engine's full batches), with the weight-move
+factor. It was tried after seeing these rows' figures, so its held-out medians carry that choice;
+on the two breakdown rows it over-predicts the measured generation phase (the factor form does not).
 
 Signed error = predicted / measured - 1. The last line: median |error| over the rows, with CPU
 time beside wall time.
@@ -81,7 +99,7 @@ DATA = HERE / "data" / "rl_runs.csv"
 PROMPT = 150                 # ASSUMPTION: tokens per prompt (see the docstring)
 SIGMA = 0.8                  # ASSUMPTION: the responses' lognormal sigma
 SIGMA_GRID = (0.4, 0.8, 1.2)
-ENGINE = "max_batch = 1024  chunk = 16384"   # vLLM's offline defaults on H100-class GPUs
+MAX_SEQS, CHUNK = 1024, 16384   # vLLM's offline defaults on H100-class GPUs (a recipe's max_num_seqs overrides)
 SYSTEMS = {  # the cluster a row runs on: units of `n` GPUs and their scale-out fabric
     "H100": ("DGX_H100", 8, "NDR_FatTree"),
     "GB200": ("GB200_NVL72", 72, "XDR_FatTree"),
@@ -133,7 +151,7 @@ rl run {{
   placement = {placement}  staleness = {lag}
   generate {{ gpus = {row['gen_gpus']}  precision = {row['precision']}
              parallelism {{ tp = {row['gen_tp']}  pp = {row['gen_pp']}  ep = 1 }}
-             engine {{ {ENGINE}  memory = {float(row['gen_memory']):.0%} }} }}
+             engine {{ max_batch = {row.get('gen_max_seqs') or MAX_SEQS}  chunk = {CHUNK}  memory = {float(row['gen_memory']):.0%} }} }}
   train {{ gpus = {row['train_gpus']}  precision = {row['precision']}  software = megatron_core
           parallelism {{ tp = {row['train_tp']}  cp = {row['train_cp']}  ep = {row['train_ep']}  pp = {row['train_pp']}  vp = 1
                         recompute = {row['recompute']}  microbatch = {micro}{sp} }} }}
@@ -155,26 +173,54 @@ def predict(row: dict, sigma: float = SIGMA) -> dict:
     measured = float(row["step_s"])
     return {"id": row["id"], "model": row["model"], "source": row["source"], "system": row["system"],
             "measured_s": measured, "predicted_s": b.step.step_time, "error": b.step.step_time / measured - 1,
-            "placement": b.placement, "staleness": b.staleness,
+            "placement": b.placement, "staleness": b.staleness, "iterations": iterations(plan),
             "phases": {k: getattr(p, k) for k in ("generate", "stream", "score", "train", "sync", "offload")},
             "measured_phases": {k: float(row[f"{k}_s"]) for k in ("generate", "train", "logprobs", "refit")
                                 if row.get(f"{k}_s")}}
 
 
+NEWER = ("no published RL step times newer than NeMo-RL v0.6 were found (v0.7.0's performance page repeats "
+         "v0.6's tables), so no row is held out as an out-of-sample check")
 FORMS = ("moves", "overhead")   # a factor on the weight moves (the shipped form), or a stack overhead a step
 GROUPS = {"model": "the model", "source": "the NeMo-RL release", "system": "the system"}
+
+
+def iterations(plan) -> tuple[float, float]:
+    """Engine iterations of the generation phase: a synchronous step's waits for its slowest
+    sample's decode steps (the longest response); a fed engine's are its tokens per replica over
+    the steady batch (solver/rl/generation.py `steady`: the cache's, the engine's and the samples
+    in flight's bound)."""
+    from gclc.solver.rl.search import Context
+
+    ctx, g = Context(plan.job), plan.best.generation
+    requests = ctx.requests
+    prompt = sum(q.prompt for q in requests) / len(requests)
+    output = sum(q.output for q in requests) / len(requests)
+    held = max(1.0, ctx.replica(g.layout).kv.tokens_held(prompt, output))
+    flight = ctx.depth * math.ceil(len(requests) / g.layout.replicas)
+    batch = max(1, min(g.layout.config.batch, int(g.kv_tokens // held), flight))
+    return float(plan.longest), len(requests) * output / (g.layout.replicas * batch)
+
+
+ITERATION = "iteration"   # generation plus host milliseconds per engine iteration, weight moves scaled
 
 
 def scaled(r: dict, factors, form: str = "moves") -> float:
     """The row's step time calibrated: generation and the training stack's work (scoring and
     training) scaled, and the weight moves (sync and offload) scaled (`form = "overhead"`: a
-    stack overhead of seconds a step added to the sync instead)."""
+    stack overhead of seconds a step added to the sync instead; `form = "iteration"`: generation
+    plus host milliseconds per engine iteration instead of a factor)."""
     from gclc.model.rl.step import Phases
 
     g, c, x = factors
     m, overhead = (1.0, x) if form == "overhead" else (x, 0.0)
     p = r["phases"]
-    phases = Phases(p["generate"] * g, p["stream"] * g, p["score"] * c, p["train"] * c, p["sync"] * m + overhead,
+    if form == ITERATION:   # `g`: the engine's host milliseconds per iteration the profile lacks
+        most, fed = r["iterations"]
+        generate, stream = p["generate"] + g * 1e-3 * most, p["stream"] + g * 1e-3 * fed
+    else:
+        generate, stream = p["generate"] * g, p["stream"] * g
+    phases = Phases(generate, stream, p["score"] * c, p["train"] * c, p["sync"] * m + overhead,
                     p["offload"] * m)
     return compose(phases, r["placement"], r["staleness"]).step_time
 
@@ -268,6 +314,11 @@ def main() -> None:
             print(f"  held out by {GROUPS[by]:<20} {shipped:.1%} (factor on weight moves), {other:.1%} (stack "
                   f"overhead a step instead), {chosen:.1%} (form chosen inside each fold)")
         _by_system(held["model"][0][1] if "model" in held else [])
+        per_iteration = ", ".join(f"by {by} {calibrated(good, ITERATION, by)[0]:.1%}" for by in held)
+        print(f"  generation as host time per engine iteration instead of a factor (weight-move factor kept; a "
+              f"form tried after seeing these rows, not a figure to quote): {per_iteration}")
+    if not opts.json:
+        print(f"  out of sample: {NEWER}")
     nested_figures = ", ".join(f"by {by} {h[2]:.1%}" for by, h in held.items())
     fixed_figures = ", ".join(f"{h[0][0]:.1%}" for h in held.values())
     print(f"rl step time: n={len(good)} of {len(results)} rows, median |error| {median:.1%} as shipped (nothing fitted, "

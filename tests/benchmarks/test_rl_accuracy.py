@@ -87,3 +87,24 @@ def test_the_nested_calibration_chooses_each_folds_form_without_the_held_out_row
         form = min(rl_accuracy.FORMS, key=lambda f: rl_accuracy.calibrated(fold, f)[0])
         assert r["form"] == form and r["factors"] == pytest.approx(rl_accuracy.fit(fold, form), rel=1e-6)
     assert len(rows) == len(fake)
+
+
+def test_each_rows_engine_settings_are_its_recipes():
+    """Where a release's recipe sets the engine apart from the defaults (vllm_kwargs max_num_seqs,
+    gpu_memory_utilization), the row's design carries it; a row without one gets vLLM's default."""
+    rows = {r["id"]: r for r in rl_accuracy.rows()}
+    fp8 = rl_accuracy.design(rows["NeMoRL-0.6-H100-DeepSeekV3-1off-512-fp8"], rl_accuracy.SIGMA)
+    assert "max_batch = 32 " in fp8 and "memory = 80%" in fp8
+    gb200 = rl_accuracy.design(rows["NeMoRL-0.6-GB200-DeepSeekV3-on-128"], rl_accuracy.SIGMA)
+    assert f"max_batch = {rl_accuracy.MAX_SEQS} " in gb200 and "memory = 30%" in gb200
+    assert all(r["recipe_note"].startswith("recipe ") for r in rows.values() if r["recipe_note"])
+
+
+def test_the_iteration_form_adds_host_time_per_engine_iteration():
+    """Generation pays the given milliseconds once per engine iteration: the slowest sample's
+    (synchronous) or the fed engine's (asynchronous), never a share of the GPU time."""
+    for placement, lag, used in (("colocated", 0, 4000.0), ("disaggregated", 1, 900.0)):
+        row = {"placement": placement, "staleness": lag, "iterations": (4000.0, 900.0),
+               "phases": {"generate": 40.0, "stream": 30.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
+        base = rl_accuracy.scaled(row, (0.0, 1.0, 1.0), rl_accuracy.ITERATION)
+        assert rl_accuracy.scaled(row, (2.0, 1.0, 1.0), rl_accuracy.ITERATION) == pytest.approx(base + 2e-3 * used)

@@ -118,6 +118,16 @@ def variant_plan():
     return _variant_plan
 
 
+@pytest.fixture(scope="session")
+def shared_cluster_train():
+    """examples/shared_cluster.gcl's train jobs, each planned as `gclc export` plans it (on the
+    partition its plan chose; `timed=False`: the engines' and frameworks' exports need no time
+    limit), once per run: [(name, plan)]."""
+    design = check_file(str(ROOT / "examples" / "shared_cluster.gcl"), []).design
+    assert design is not None
+    return [(entity.name, job_plan(entity, timed=False)) for entity in design.of_kind("train")]
+
+
 @pytest.fixture(scope="module")
 def hetero():
     design = check_file(str(JOBS / "hetero_cost.gcl")).design

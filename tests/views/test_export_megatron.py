@@ -322,20 +322,14 @@ def test_the_overlaps_a_plan_models_are_the_ones_megatron_runs(stack, pins, tp_o
     assert bool(args.overlap_grad_reduce) == dp_overlap and bool(args.overlap_param_gather) == dp_overlap
 
 
-def test_every_train_job_of_the_shared_cluster_is_accepted_by_megatron():
+def test_every_train_job_of_the_shared_cluster_is_accepted_by_megatron(shared_cluster_train):
     """examples/shared_cluster.gcl's five train jobs (two on a cluster of two partitions, placed
     where their plans chose) through Megatron's parse_args + validate_args at each plan's world
     size and chip: the example the export-everything loop does not plan."""
-    from gclc.compiler.driver import check_file
     from gclc.views.export import _accelerator
-    from gclc.views.export.jobs import job_plan
 
-    shared = Path(__file__).resolve().parents[2] / "examples" / "shared_cluster.gcl"
-    design = check_file(str(shared), []).design
-    jobs = design.of_kind("train")
-    assert len(jobs) == 5
-    for entity in jobs:
-        plan = job_plan(entity, timed=False)   # what export("megatron", ...) plans and writes, planned once
+    assert len(shared_cluster_train) == 5
+    for name, plan in shared_cluster_train:   # what export("megatron", ...) plans and writes
         chip = _accelerator(plan)
         args = run(megatron.export(plan, chip.name, chip.vendor, "shared_cluster.gcl"), plan.config.gpus, chip.name)
-        assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (plan.config.tp, plan.config.pp), entity.name
+        assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (plan.config.tp, plan.config.pp), name

@@ -89,3 +89,16 @@ def test_slurmctld_takes_the_heterogeneous_job(served, slurmctld, tmp_path):
         assert component["TresPerNode"] == f"gres:gpu:{slurm.gres_type(nodes.groups[0])}:{per_node}"
     for index, share in enumerate(job.shares):
         assert re.search(rf"^GCLC_SERVE_ROLE={share.role} srun --het-group={index} ", files["job.sbatch"], re.M)
+
+
+def test_a_replica_over_part_of_a_node_is_refused_and_whole_nodes_are_counted():
+    """The engines put an equal share of a replica on each of its nodes (vLLM: --nnodes must
+    divide the replica's world; SGLang: tp x pp a multiple of nnodes): 12 GPUs on 8-GPU nodes
+    cannot be laid out as the plan places them."""
+    from gclc.views.export.replica_nodes import nodes_per_replica
+    from gclc.views.export.target import ExportError
+
+    assert (nodes_per_replica(4, 8, "serving"), nodes_per_replica(8, 8, "serving"),
+            nodes_per_replica(32, 8, "decode")) == (1, 1, 4)
+    with pytest.raises(ExportError, match="takes 12 GPUs on nodes of 8"):
+        nodes_per_replica(12, 8, "prefill")

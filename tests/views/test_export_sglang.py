@@ -22,7 +22,7 @@ from gclc.views.export import sglang
 from gclc.views.export.jobs import job_entity, job_plan
 from gclc.views.export.vllm import pools
 
-from .test_export_vllm import bash_array, hf_config
+from .test_export_vllm import HEAD, bash_array, hf_config, node_words
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ROOT / ".venv" / "engines"
@@ -76,6 +76,11 @@ def verdicts(tmp_path_factory):
     # not a whole number of 64-token pages, nor once SGLang divides it over 16 attention DP ranks (513)
     cases["negative/chunk"] = good[:chunk] + ["8208"] + good[chunk + 1:]
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]      # vLLM's V0 flag, not SGLang's
+    # a replica over two nodes: the second node's launch (SGLang's resolution is slow: one node)
+    node = node_words(root / "aggregated" / "sglang.args", "sglang", "serving", 1)
+    cases["aggregated/serving/node1"] = good + node
+    at = node.index("--nnodes") + 1     # three nodes cannot hold equal shares of tp x pp = 16
+    cases["negative/nnodes3"] = good + node[:at] + ["3"] + node[at + 1:]
     tools = {k: "sglang" for k in cases}
     if (ENGINES / "dynamo").exists():   # `--to dynamo` of the SGLang-planned designs: Dynamo's SGLang worker
         for plan in ("aggregated", "disaggregated"):
@@ -87,6 +92,9 @@ def verdicts(tmp_path_factory):
                 tools[f"dynamo/{plan}/{role}"] = "dynamo.sglang"
         # SGLang accepts it; Dynamo's integration refuses it (it normalizes request priority itself)
         cases["negative/dynamo_priority"] = cases["dynamo/aggregated/serving"] + ["--schedule-low-priority-values-first"]
+        cases["dynamo/aggregated/serving/node1"] = cases["dynamo/aggregated/serving"] + node_words(
+            root / "aggregated" / "dynamo.args", "dynamo", "serving", 1)
+        tools["dynamo/aggregated/serving/node1"] = "dynamo.sglang"
         tools["negative/dynamo_priority"] = "dynamo.sglang"
     request = root / "request.json"
     request.write_text(json.dumps([{"name": k, "argv": v, "tool": tools[k]} for k, v in cases.items()]))
@@ -106,7 +114,7 @@ def _flag(words: list[str], flag: str, default=None) -> str:
 def test_sglang_accepts_every_pool_as_the_plan_states_it(verdicts):
     """SGLang's resolved arguments of each pool, from the array and from the YAML alike, hold
     what the array states; disaggregated pools take their role and NIXL."""
-    pools = [n for n in verdicts if not n.startswith(("negative/", "dynamo/"))]
+    pools = [n for n in verdicts if not n.startswith(("negative/", "dynamo/")) and "node" not in n]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/serving"}
     for name in pools:
@@ -149,6 +157,25 @@ def test_the_exported_replica_is_the_plans(verdicts):
 def test_sglang_rejects_the_negative_controls(verdicts):
     assert "chunked_prefill_size must be divisible by page_size" in verdicts["negative/chunk"][1]["error"]
     assert "SystemExit" in verdicts["negative/unknown"][1]["error"]
+    assert "tp_size must be divisible by number of nodes" in verdicts["negative/nnodes3"][1]["error"]
+
+
+def test_a_replica_over_two_nodes_launches_on_the_second_as_sglang_reads_it(verdicts):
+    """The 16-GPU replica on 8-GPU nodes: SGLang (and Dynamo's SGLang worker) read the second
+    node's flags as the replica's node count, that node's rank and the head's rendezvous address,
+    and otherwise the pool's own arguments."""
+    for name in ("aggregated/serving/node1", "dynamo/aggregated/serving/node1"):
+        verdict = verdicts.get(name, (None, {"args": None}))[1]
+        if verdict["args"] is None and name.startswith("dynamo/"):
+            continue    # Dynamo not installed
+        assert "error" not in verdict, f"{name}: {verdict.get('error')}"
+        got = dict(verdict["args"])
+        got.pop("component", None)
+        assert (got.pop("nnodes"), got.pop("node_rank"), got.pop("dist_init_addr")) == (2, 1, f"{HEAD}:5000"), name
+        alone = dict(verdicts["aggregated/serving/args"][1]["args"])
+        assert (alone.pop("nnodes"), alone.pop("node_rank"), alone.pop("dist_init_addr")) == (1, 0, None)
+        assert got == alone, name
+    assert got["tp_size"] * got["pp_size"] == 16
 
 
 def test_what_sglang_cannot_run_is_refused(tmp_path):

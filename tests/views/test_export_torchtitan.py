@@ -233,3 +233,42 @@ def test_a_stated_tp_overlap_is_torchtitans_async_tp_which_its_own_check_accepts
         torchtitan.export(_tp_plan("fsdp", "tp_overlap = true"), "H100_SXM", "NVIDIA", "variants")
     with pytest.raises(ExportError, match="dp_overlap = false"):
         torchtitan.export(_tp_plan("fsdp", "dp_overlap = false"), "H100_SXM", "NVIDIA", "variants")
+
+
+def _shape_of(args, built) -> tuple[int, ...]:
+    block = built.layers["0"]
+    return (args.n_layers, args.dim, args.n_heads, args.n_kv_heads or args.n_heads, args.vocab_size,
+            block.feed_forward.w1.out_features)
+
+
+def test_every_train_job_of_the_shared_cluster_is_accepted_by_torchtitan(shared_cluster_train, tmp_path):
+    """examples/shared_cluster.gcl's five train jobs (the example the export loop does not plan):
+    each TOML through torchtitan's ConfigManager, ParallelDims with its meshes at the plan's world
+    size, and the model its `[model]` flavor builds, which has the plan's shape and parameters."""
+    from gclc.views.export import _accelerator
+
+    assert len(shared_cluster_train) == 5
+    built_once = {}      # three jobs train the same flavor
+    for name, plan in shared_cluster_train:
+        chip = _accelerator(plan)
+        parsed = read_toml(torchtitan.export(plan, chip.name, chip.vendor, "shared_cluster.gcl"), tmp_path)
+        c, shape = plan.config, plan.shape
+        real.parallel_dims(parsed, c.gpus)
+        assert parsed.parallelism.tensor_parallel_degree == c.tp and parsed.training.global_batch_size == c.batch
+        flavor = (parsed.model.name, parsed.model.flavor, parsed.training.seq_len)
+        if flavor not in built_once:
+            built_once[flavor] = real.model(parsed)
+        args, built = built_once[flavor]
+        assert args.max_seq_len == c.seq, name
+        assert _shape_of(args, built) == (shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.vocab,
+                                          shape.ffn), name
+        counted = sum(p.numel() for p in built.parameters())
+        assert abs(counted - shape.params) <= 1e-3 * shape.params, (name, counted, shape.params)
+
+
+def test_a_flavor_of_another_shape_is_caught(shared_cluster_train):
+    """Negative control for the check above: Llama 3 8B's flavor is not the 70B plan's shape."""
+    plan = dict(shared_cluster_train)["pretrain_70b"]
+    shape = plan.shape
+    args, built = real.model(real.parse(["--model.flavor", "8B"]))
+    assert _shape_of(args, built) != (shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.vocab, shape.ffn)

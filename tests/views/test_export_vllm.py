@@ -58,6 +58,13 @@ def _plans(directory: str) -> dict[str, tuple]:
 
 
 @functools.cache
+def _served(directory: str, case: str):
+    """The serve plan of `case` (of `_plans`), planned once."""
+    design, job = _plans(directory)[case]
+    return job_plan(job_entity(design, job, "serve")).served
+
+
+@functools.cache
 def _rl(case: str):
     """The rl design with its pools apart (generation on the A100s, training on the H100s, as
     planned) or colocated (sharing the H100s)."""
@@ -94,6 +101,22 @@ def bash_array(args_file: Path, name: str) -> list[str]:
     return out.split("\0")[:-1]
 
 
+HEAD = "10.0.0.1"
+
+
+def node_words(args_file: Path, prefix: str, role: str, rank: int) -> list[str] | None:
+    """One node's flags from the exported node function (None where the pool has none: its
+    replicas fit in a node)."""
+    function, array = f"{prefix}_{role}_node_args", f"{prefix.upper()}_{role.upper()}_NODE_ARGS"
+    out = subprocess.run(["bash", "-c", f'source "$0"; declare -F {function} >/dev/null || exit 3; {function} {rank} '
+                                        f'{HEAD}; printf "%s\\0" "${{{array}[@]}}"', str(args_file)],
+                         capture_output=True, text=True)
+    if out.returncode == 3:
+        return None
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("\0")[:-1]
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     return tmp_path_factory.mktemp("vllm")
@@ -114,6 +137,12 @@ def verdicts(root):
             words = bash_array(root / plan / "vllm.args", f"VLLM_{role.upper()}_ARGS")
             cases[f"{plan}/{role}/args"] = words + stub
             cases[f"{plan}/{role}/yaml"] = ["--config", str(root / plan / f"vllm-{role}.yaml")] + stub
+            for rank in (0, 1):    # a replica over several nodes: its head and a headless node
+                node = node_words(root / plan / "vllm.args", "vllm", role, rank)
+                if node is not None:
+                    cases[f"{plan}/{role}/node{rank}"] = words + node + stub
+                    if rank:           # and the YAML with a headless node's flags
+                        cases[f"{plan}/{role}/yaml_node{rank}"] = cases[f"{plan}/{role}/yaml"] + node
     cases["negative/sleep"] = cases["rl_colocated/generate/args"]   # the CPU platform cannot sleep: no stub
     good = cases["aggregated/serving/args"]
     tp = good.index("--tensor-parallel-size") + 1
@@ -121,10 +150,12 @@ def verdicts(root):
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]   # gone with vLLM's V0 engine
     # the launch the vllm_v1 profile used to be costed for and the export never wrote: no EP flag
     cases["negative/no_ep"] = [w for w in good if w != "--enable-expert-parallel"]
+    head = cases["aggregated/serving/node0"]   # three nodes cannot hold equal shares of 16 GPUs
+    cases["negative/nnodes3"] = head[:head.index("--nnodes") + 1] + ["3"] + head[head.index("--nnodes") + 2:]
     # a replica of one attention group (TP 8 x PP 2), as the export writes it: experts TP-sharded
     cases["tp_only/serving/args"] = flag_words(replica_arguments("DeepSeekV3", TP_ONLY, profile("vllm_v1").engine(),
                                                             4096, 0.9, "serving", experts=True)) + good[-5:]
-    tools = {k: "vllm" for k in cases}
+    tools = {k: "vllm.serve" if "node" in k.rsplit("/", 1)[-1] else "vllm" for k in cases}   # dynamo's: below
     if DYNAMO.exists():
         tools.update(_dynamo_cases(root, cases))
     request = root / "request.json"
@@ -154,6 +185,9 @@ def _dynamo_cases(root: Path, cases: dict) -> dict[str, str]:
             words = bash_array(root / plan / "dynamo.args", f"DYNAMO_{role.upper()}_ARGS")
             cases[f"dynamo/{plan}/{role}"] = words + ([] if role == "frontend" else stub)
             tools[f"dynamo/{plan}/{role}"] = "dynamo.frontend" if role == "frontend" else "dynamo.vllm"
+    cases["dynamo/aggregated/serving/node1"] = cases["dynamo/aggregated/serving"] + node_words(
+        root / "aggregated" / "dynamo.args", "dynamo", "serving", 1)     # Dynamo's --headless, vLLM's node flags
+    tools["dynamo/aggregated/serving/node1"] = "dynamo.vllm"
     prefill = cases["dynamo/disaggregated/prefill"]
     at = prefill.index("--kv-transfer-config")
     cases["negative/dynamo_no_connector"] = prefill[:at] + prefill[at + 2:]
@@ -170,7 +204,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
     what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
     of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
-    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/"))]
+    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/")) and "node" not in n]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/serving"}
     for name in pools:
@@ -217,8 +251,7 @@ def test_vllm_lays_out_the_experts_as_the_plan_costs_them(verdicts, root):
 
     checked = 0
     for case in ("aggregated", "disaggregated"):
-        design, job = _plans(str(root))[case]
-        for role, side in pools(job_plan(job_entity(design, job)).served):
+        for role, side in pools(_served(str(root), case)):
             c, engine = side.replica.config, side.replica.engine
             for form in ("args", "yaml"):
                 got = verdicts[f"{case}/{role}/{form}"][1]["config"]["experts"]
@@ -239,6 +272,45 @@ def test_vllm_rejects_the_negative_controls(verdicts):
     assert "must be divisible by tensor parallel size (3)" in verdicts["negative/tp3"][1]["error"]
     assert "SystemExit" in verdicts["negative/unknown"][1]["error"]
     assert "Sleep mode is not supported on current platform" in verdicts["negative/sleep"][1]["error"]
+    assert "`--nnodes 3` must evenly divide the total world size (16)" in verdicts["negative/nnodes3"][1]["error"]
+
+
+def test_a_replica_over_several_nodes_launches_on_each_as_vllm_lays_it_out(verdicts, root):
+    """Each pool whose replica has more GPUs than a node has a node function, and only those;
+    what `vllm serve` makes of the pool's flags with each node's (the head, rank 0, and a
+    headless node, rank 1; from the array and the YAML alike): the replica's node count, the
+    node's rank and the head's address, one node's GPUs on each node (its data-parallel ranks
+    x TP x PP), the nodes' ranks following one another, and otherwise the engine of the pool's
+    own flags."""
+    from gclc.views.export.vllm import pools
+
+    spanning = 0
+    for case in ("aggregated", "disaggregated"):
+        served = _served(str(root), case)
+        node_gpus = served.partition.node.gpus
+        for role, side in pools(served):
+            gpus = side.replica.config.gpus
+            has_nodes = f"{case}/{role}/node1" in verdicts
+            assert has_nodes == (gpus > node_gpus), (case, role)
+            if not has_nodes:
+                continue
+            spanning += 1
+            alone = verdicts[f"{case}/{role}/args"][1]["config"]
+            for name in (f"{case}/{role}/node0", f"{case}/{role}/node1", f"{case}/{role}/yaml_node1"):
+                rank = int(name[-1])
+                verdict = verdicts[name][1]
+                assert "error" not in verdict, f"{name}: {verdict.get('error')}"
+                got = verdict["config"]
+                n = got["nodes"]
+                assert (n["nnodes"], n["node_rank"], n["master_addr"]) == (gpus // node_gpus, rank, HEAD)
+                assert got["headless"] == (rank > 0)
+                assert n["dp_local"] * n["world"] == node_gpus and n["dp_local"] * n["nnodes"] == got["dp"]
+                assert n["dp_rank"] == rank * n["dp_local"]
+                assert {k: v for k, v in got.items() if k not in ("nodes", "headless")} == \
+                    {k: v for k, v in alone.items() if k != "nodes"}
+    assert spanning == 3
+    alone = verdicts["llama/serving/args"][1]["config"]   # the shared cluster's nodes hold 8 GPUs each
+    assert alone["tp"] * alone["pp"] * alone["dp"] <= 8 and "llama/serving/node1" not in verdicts
 
 
 @pytest.mark.parametrize("case", ["rl_apart", "rl_colocated"])
@@ -318,5 +390,12 @@ def test_dynamo_runs_each_pool_as_the_vllm_export_states_it(verdicts):
             got = verdict["config"]
             assert (got["mode"], got["component"]) == (mode, "prefill" if role == "prefill" else "backend")
             assert got["engine"] == verdicts[f"{plan}/{role}/args"][1]["config"], (plan, role)
+    headless = verdicts["dynamo/aggregated/serving/node1"][1]   # the replica's second node: workers only
+    assert "error" not in headless, headless.get("error")
+    assert headless["config"]["headless"]
+    node = headless["config"]["engine"]["nodes"]
+    assert (node["nnodes"], node["node_rank"], node["master_addr"]) == (2, 1, HEAD)
+    assert {k: v for k, v in headless["config"]["engine"].items() if k != "nodes"} == \
+        {k: v for k, v in verdicts["dynamo/aggregated/serving"][1]["config"]["engine"].items() if k != "nodes"}
     assert "must explicitly provide --kv-transfer-config" in verdicts["negative/dynamo_no_connector"][1]["error"]
     assert "SystemExit" in verdicts["negative/dynamo_router"][1]["error"]

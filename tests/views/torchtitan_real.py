@@ -6,6 +6,8 @@ an exported configuration:
   every mesh torchtitan trains on and checks their sizes (`_validate_meshes`), over torch's
   fake process group of the job's world size (torch.testing's FakeStore: no peers are needed
   to lay out a mesh);
+- `model` builds the `[model]` flavor from its train spec (args updated from the config) on
+  the meta device;
 - `build_pipeline_schedule` constructs torch's schedule class for the pipeline (Schedule1F1B,
   ScheduleGPipe, ScheduleInterleaved1F1B), with PipelineStages on the mesh's `pp` group: the
   constructors hold torch's own micro-batch rules.
@@ -77,3 +79,19 @@ def pipeline_schedule(job_config, dims, layers: int):
     stages = [PipelineStage(torch.nn.Identity(), index * pp, pp * per_rank, torch.device("cpu"), group=group)
               for index in range(per_rank)]
     return build_pipeline_schedule(job_config, stages, lambda output, target: output)
+
+
+def model(job_config):
+    """torchtitan's model of the config's `[model]` name and flavor: its registered args (a copy:
+    `update_from_config` sets the sequence length on them) updated from the config, and the model
+    its train spec's class builds from them on the meta device (no memory)."""
+    import copy
+
+    import torch
+    from torchtitan.protocols.train_spec import get_train_spec
+
+    spec = get_train_spec(job_config.model.name)
+    args = copy.deepcopy(spec.model_args[job_config.model.flavor])
+    args.update_from_config(job_config)
+    with torch.device("meta"):
+        return args, spec.model_cls(args)

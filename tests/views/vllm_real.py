@@ -19,6 +19,10 @@ the stub `sleep_mode` also has the CPU platform answer that it can sleep (vLLM's
 does; the CPU one refuses `--enable-sleep-mode`), so that the rest of the engine config is
 checked; the same case without the stub is the control that the flag reached vLLM's check.
 
+Cases whose `tool` is `vllm.serve` go through `vllm serve`'s own parser and checks (the serve
+flags, `--headless` among them, beside the engine's), as each node of a replica that spans
+nodes starts it.
+
 Cases whose `tool` is `dynamo.vllm` or `dynamo.frontend` go through NVIDIA Dynamo's own parsers
 (ai-dynamo 1.6.1 and its runtime, installed by .ci/setup into .venv/engines/dynamo, on the
 PYTHONPATH before vLLM's folder). Dynamo 1.6.1 pins vLLM 0.31.0; its worker runs here on
@@ -46,8 +50,8 @@ def engine_config(argv: list[str]) -> dict:
     return engine_config_of(EngineArgs.from_cli_args(parser.parse_args(argv)))
 
 
-def engine_config_of(engine_args) -> dict:
-    config = engine_args.create_engine_config()
+def engine_config_of(engine_args, headless: bool = False) -> dict:
+    config = engine_args.create_engine_config(headless=headless)
     p, s, c, m = config.parallel_config, config.scheduler_config, config.cache_config, config.model_config
     transfer = config.kv_transfer_config
     return {"tp": p.tensor_parallel_size, "pp": p.pipeline_parallel_size, "dp": p.data_parallel_size,
@@ -59,7 +63,25 @@ def engine_config_of(engine_args) -> dict:
             "served_model_name": m.served_model_name,
             "kv_connector": transfer.kv_connector if transfer else None,
             "kv_role": transfer.kv_role if transfer else None, "sleep_mode": m.enable_sleep_mode,
-            "experts": expert_layout(p)}
+            "experts": expert_layout(p), "nodes": {
+                "nnodes": p.nnodes, "node_rank": p.node_rank, "master_addr": p.master_addr,
+                "master_port": p.master_port, "dp_local": p.data_parallel_size_local, "dp_rank": p.data_parallel_rank,
+                "world": p.world_size}}
+
+
+def serve_config(argv: list[str]) -> dict:
+    """`vllm serve`'s own path (vllm/entrypoints/cli/serve.py): the serve parser
+    (`make_arg_parser`: the engine's flags and the server's, `--headless` among them),
+    `validate_parsed_serve_args`, then the engine config as `run_headless` makes it on a node
+    that serves no API (`create_engine_config(headless=True)`)."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.entrypoints.common.cli_args import make_arg_parser, validate_parsed_serve_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args(argv)
+    validate_parsed_serve_args(args)
+    config = engine_config_of(AsyncEngineArgs.from_cli_args(args), headless=args.headless)
+    return {**config, "headless": args.headless}
 
 
 def expert_layout(parallel) -> dict:
@@ -91,7 +113,7 @@ def dynamo_worker(argv: list[str]) -> dict:
     config = parse_args(argv)
     mode = config.disaggregation_mode
     return {"mode": getattr(mode, "value", mode), "component": config.component, "endpoint": config.endpoint,
-            "engine": engine_config_of(config.engine_args)}
+            "headless": config.headless, "engine": engine_config_of(config.engine_args, headless=config.headless)}
 
 
 def dynamo_frontend(argv: list[str]) -> dict:
@@ -106,7 +128,8 @@ def dynamo_frontend(argv: list[str]) -> dict:
     return {"http_port": config.http_port, "router_mode": str(getattr(config.router_mode, "value", config.router_mode))}
 
 
-TOOLS = {"vllm": lambda argv: engine_config(argv), "dynamo.vllm": dynamo_worker, "dynamo.frontend": dynamo_frontend}
+TOOLS = {"vllm": lambda argv: engine_config(argv), "vllm.serve": serve_config, "dynamo.vllm": dynamo_worker,
+         "dynamo.frontend": dynamo_frontend}
 
 
 def main(request: str) -> None:

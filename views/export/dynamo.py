@@ -14,7 +14,9 @@ The mapping, plan -> Dynamo: each pool's replicas -> that many workers of the po
 (aggregated: `agg`; disaggregated: `prefill` and `decode`, the KV cache moving over NIXL as
 the engine exports state it: vLLM's `NixlConnector`, SGLang's `--disaggregation-transfer-
 backend nixl`); the plan's router -> the frontend's --router-mode (least_requests ->
-least-loaded, round_robin -> round-robin, random, power_of_two -> power-of-two).
+least-loaded, round_robin -> round-robin, random, power_of_two -> power-of-two); a replica that
+spans nodes -> a function setting each node's engine node flags, with Dynamo's own --headless on
+the vLLM worker's other nodes (views/export/replica_nodes.py).
 
 Refused, nothing written: what the engine's own export refuses, and a plan made for
 TensorRT-LLM: Dynamo's TensorRT-LLM worker imports TensorRT-LLM's own argument classes, and
@@ -27,6 +29,7 @@ import shlex
 
 from ...dsl.numbers import number
 from ...model.serve.engines import PROFILES
+from .replica_nodes import function_lines, nodes_per_replica, sglang_node_flags, vllm_node_flags
 from .sglang import pool_arguments as sglang_arguments
 from .target import ExportError, header
 from .trtllm import UNCHECKABLE
@@ -34,6 +37,7 @@ from .vllm import pool_arguments as vllm_arguments, pools, words
 
 RELEASE = "ai-dynamo 1.6.1"
 BACKENDS = {"vllm": ("dynamo.vllm", vllm_arguments), "sglang": ("dynamo.sglang", sglang_arguments)}
+NODE_FLAGS = {"vllm": (vllm_node_flags, ["--headless"]), "sglang": (sglang_node_flags, [])}
 ROUTERS = {"least_requests": "least-loaded", "round_robin": "round-robin", "random": "random",
            "power_of_two": "power-of-two"}   # the plan's router -> the frontend's --router-mode
 HTTP_PORT = 8000
@@ -80,4 +84,7 @@ def export(served, source: str) -> dict[str, str]:
                       f"output tokens/s each in the plan", f"DYNAMO_{role.upper()}_ARGS=("]
         lines += [f"  {shlex.join(words([pair]))}" for pair in worker_arguments(backend, served, side, role)]
         lines.append(")")
+        nodes = nodes_per_replica(c.gpus, served.partition.node.gpus, role)
+        if nodes > 1:
+            lines += function_lines("dynamo", role, nodes, *NODE_FLAGS[backend])
     return {"dynamo.args": "\n".join(lines) + "\n"}

@@ -24,6 +24,7 @@ from ...solver.rl.plan import RLPlan, plan_rl
 from ...solver.rl.search import Context
 from ...solver.train.plan import placement
 from .megatron import export as megatron_export
+from .replica_nodes import nodes_per_replica
 from .vllm import check as vllm_check, is_moe, replica_arguments, write as vllm_write
 from .jobs import Infeasible, train_share
 from .target import JobPlan, Run
@@ -61,7 +62,8 @@ def generation(entity: Entity, source: str) -> dict[str, str]:
             f"{layout.partition}, " + ("sharing the training pool's GPUs" if colocated else
                                        f"apart from the training pool ({chosen.train.gpus} GPUs of "
                                        f"{chosen.train.partition})") + f"; {LOOP}")
-    return vllm_write(entity.name, [("generate", layout.replicas, said, args)], source)
+    nodes = nodes_per_replica(c.gpus, partition.node.gpus, "generate")
+    return vllm_write(entity.name, [("generate", layout.replicas, said, args, nodes)], source)
 
 
 def training(entity: Entity, source: str) -> dict[str, str]:

@@ -18,7 +18,9 @@ KV pool; ASSUMPTION: the plan's bound, activations included, as for vLLM); the m
 -> --context-length; no declared prefix share -> --disable-radix-cache (the plan counts no
 hits); decode steps per scheduling round -> --num-continuous-decode-steps; the host overlap
 off -> --disable-overlap-schedule; speculative decoding through the model's MTP heads ->
-NEXTN; disaggregated pools -> --disaggregation-mode prefill|decode over NIXL (as the vLLM export).
+NEXTN; disaggregated pools -> --disaggregation-mode prefill|decode over NIXL (as the vLLM export);
+a replica that spans nodes -> a function setting each node's --nnodes/--node-rank/--dist-init-addr
+(views/export/replica_nodes.py).
 The `sglang` profile plans pipeline stages without the overlap, as SGLang runs them
 (model/serve/engines.py `overlap_pp`).
 
@@ -37,6 +39,7 @@ import yaml
 from ...dsl.numbers import number
 from ...model.serve import moe
 from .engine_checks import check_common
+from .replica_nodes import function_lines, nodes_per_replica, sglang_node_flags
 from .target import ExportError, header
 from .vllm import memory_share, pools, shape_seq, words
 
@@ -102,8 +105,12 @@ def export(served, source: str) -> dict[str, str]:
                   f"SGLANG_{role.upper()}_ARGS=("]
         lines += [f"  {shlex.join(words([pair]))}" for pair in args]
         lines.append(")")
+        nodes = nodes_per_replica(c.gpus, served.partition.node.gpus, role)
+        if nodes > 1:
+            lines += function_lines("sglang", role, nodes, sglang_node_flags, [])
         keyed = {flag.removeprefix("--"): value for flag, value in args}
+        where = f"; on each of its {nodes} nodes add the node flags of sglang.args" if nodes > 1 else ""
         files[f"sglang-{role}.yaml"] = (header(source, f"SGLang `--config` of the {role} pool of `{served.name}` "
-                                                f"({side.count} replica(s))") + "\n"
+                                                f"({side.count} replica(s){where})") + "\n"
                                          + yaml.safe_dump(keyed, sort_keys=False))
     return {"sglang.args": "\n".join(lines) + "\n", **files}

@@ -19,7 +19,9 @@ KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound 
 the plan's memory bound limits); the model's sequence -> --max-model-len; a declared prefix
 share -> prefix caching on (off where the plan counts no hits); speculative decoding -> the
 model's own MTP heads. Disaggregated pools exchange KV through NIXL (`NixlConnector`, both
-roles `kv_both` as vLLM's disaggregated-serving guide runs them).
+roles `kv_both` as vLLM's disaggregated-serving guide runs them). A replica that spans nodes
+gets a function setting each node's --nnodes/--node-rank/--master-addr/--master-port and
+--headless (views/export/replica_nodes.py).
 
 Engine knobs vLLM has no flag for are refused, never dropped: more than one decode step per
 scheduling round (V1 schedules every step), a draft without MTP heads to draft with (the
@@ -39,6 +41,7 @@ from ...dsl.numbers import number
 from ...model.serve import moe
 from ...model.shape import ModelShape
 from .engine_checks import check_common
+from .replica_nodes import function_lines, nodes_per_replica, vllm_node_flags
 from .target import ExportError, header
 
 VENDORS = ("NVIDIA", "AMD")   # vLLM's GPU platforms (CUDA and ROCm)
@@ -148,26 +151,31 @@ def words(args: list[tuple[str, object]]) -> list[str]:
 
 def export(served, source: str) -> dict[str, str]:
     entries = []
+    node_gpus = served.partition.node.gpus
     for role, side in pools(served):
         c = side.replica.config
         entries.append((role, side.count, f"{side.count} replica(s) of {c.gpus} GPU(s) (TP {c.tp} x DP {c.ep} x PP "
                                          f"{c.pp}), {number(side.estimate.tokens_per_s)} output tokens/s each in the plan",
-                       pool_arguments(served, side, role)))
+                       pool_arguments(served, side, role), nodes_per_replica(c.gpus, node_gpus, role)))
     return write(served.name, entries, source)
 
 
-def write(name: str, entries: list[tuple[str, int, str, list]], source: str) -> dict[str, str]:
-    """`vllm.args` (one bash array per pool) and one `vllm-<pool>.yaml` each, from
-    [(role, replicas, what the plan says of them, flags)]."""
+def write(name: str, entries: list[tuple[str, int, str, list, int]], source: str) -> dict[str, str]:
+    """`vllm.args` (one bash array per pool, and a node function where a replica spans nodes)
+    and one `vllm-<pool>.yaml` each, from [(role, replicas, what the plan says of them, flags,
+    nodes per replica)]."""
     lines = [header(source, f"vLLM 0.33.0 launch settings of `{name}`: one array per pool"),
              "# launch each replica: vllm serve \"$CHECKPOINT\" \"${VLLM_<POOL>_ARGS[@]}\""]
     files: dict[str, str] = {}
-    for role, count, said, args in entries:
+    for role, count, said, args, nodes in entries:
         lines += ["", f"# {role}: {said}", f"VLLM_{role.upper()}_ARGS=("]
         lines += [f"  {shlex.join(words([pair]))}" for pair in args]
         lines.append(")")
+        if nodes > 1:
+            lines += function_lines("vllm", role, nodes, vllm_node_flags, ["--headless"])
         keyed = {flag.removeprefix("--"): value for flag, value in args}
+        where = f"; on each of its {nodes} nodes add the node flags of vllm.args" if nodes > 1 else ""
         files[f"vllm-{role}.yaml"] = (header(source, f"vLLM `--config` of the {role} pool of `{name}` "
-                                              f"({count} replica(s))") + "\n"
+                                              f"({count} replica(s){where})") + "\n"
                                        + yaml.safe_dump(keyed, sort_keys=False))
     return {"vllm.args": "\n".join(lines) + "\n", **files}

@@ -68,3 +68,19 @@ def test_more_generation_gpus_never_slow_the_generation_phase():
         times = [generation_phase(ctx, part, g).makespan for g in (2, 4, 8, 16)]
         assert all(b <= a for a, b in zip(times, times[1:])), (part, times)
         assert times[-1] < times[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4]), st.integers(1, 4),
+       st.sampled_from([1, 8, 64]), st.sampled_from([0.0, 0.5]))
+def test_twice_the_generation_replicas_never_slow_the_phase(reqs, part, tp, replicas, batch, share):
+    """The law on any step's samples: with twice the replicas of one layout each replica is dealt a
+    subset of what one replica was dealt before (requests go round in turn), so neither the wait
+    for the slowest sample nor the fed engine's share of time grows."""
+    limit = JOB.memory_of(JOB.partition(part))
+    config = ServeConfig(tp, batch)
+    r = gen.build(JOB.policy, JOB.partition(part), gen.GenLayout(part, config, replicas), Engine(prefix_share=share))
+    few, more = (gen.simulate_generation(r, gen.GenLayout(part, config, n), reqs, limit) for n in (replicas, 2 * replicas))
+    assert few.feasible == more.feasible
+    if few.feasible:
+        assert more.makespan <= few.makespan * (1 + 1e-9) and more.stream <= few.stream * (1 + 1e-9)
