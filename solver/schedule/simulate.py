@@ -123,7 +123,9 @@ class Simulation:
         self.pending = PendingQueue(getattr(policy, "key", None), getattr(policy, "group", None))   # kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
         self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
-        self.preemptible = Preemptible()   # the running jobs in eviction order (policies.victims)
+        # the running jobs in eviction order (policies.victims): built at the first preemption
+        # attempt and kept from then on (a policy that never preempts never pays for it)
+        self._preemptible: Preemptible | None = None
         self.shapes = {j.name: shape(j) for j in workload.jobs}
         self.evictions = 0
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
@@ -167,11 +169,13 @@ class Simulation:
         del self.pending[c.subject]
         self.running[c.subject] = (self.runs[c.subject].job, c.time)
         self.priorities[self.runs[c.subject].job.priority] += 1
-        self.preemptible.add(c.subject, self.runs[c.subject].job.priority, c.time, alloc)
+        if self._preemptible is not None:
+            self._preemptible.add(c.subject, self.runs[c.subject].job.priority, c.time, alloc)
 
     def _on_released(self, c: Change) -> None:
         self.state.release(c.subject)
-        self.preemptible.remove(c.subject)
+        if self._preemptible is not None:
+            self._preemptible.remove(c.subject)
         job = self.running.pop(c.subject)[0]
         self.priorities[job.priority] -= 1
         if not self.priorities[job.priority]:
@@ -316,6 +320,12 @@ class Simulation:
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
         self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    @property
+    def preemptible(self) -> Preemptible:
+        if self._preemptible is None:
+            self._preemptible = Preemptible.of(self.state, self.running)
+        return self._preemptible
 
     def wake_at(self, time: float) -> None:
         """Run a scheduling cycle at `time` even if nothing else happens then."""
