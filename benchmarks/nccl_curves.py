@@ -6,10 +6,10 @@ it, the training step's price of the same call (model/collectives.py) and its er
 
     .venv/bin/python benchmarks/nccl_curves.py
 
-Each case is a cluster of `nodes` std nodes (DGX_H100, HGX_H200, DGX_B200) on a std scale-out
-fabric, lowered by gclc: the scale-up tier's rate (bandwidth x efficiency) is the NVLink
-rate, the first scale-out tier's the NIC rate per GPU, the outermost crossed tier's latency
-the wire. Points marked `sets_std` are the ones a std efficiency was read from: printed,
+Each case is a cluster of `nodes` std nodes or racks (DGX_H100, HGX_H200, DGX_B200,
+GB200_NVL72) on a std scale-out fabric (NDR_FatTree, SpectrumX_RoCE), lowered by gclc: the
+scale-up tier's rate (bandwidth x efficiency) is the NVLink rate, the first scale-out tier's
+the NIC rate per GPU, the outermost crossed tier's latency the wire. Points marked `sets_std` are the ones a std efficiency was read from: printed,
 left out of the error figures. The last line is a one-line summary.
 """
 
@@ -53,18 +53,16 @@ def step_model_seconds(row: dict) -> float:
 
 
 def communicator(row: dict):
-    from gclc.model import comms
-    from gclc.model.network.nccl import Communicator
+    """The group as NCCL sees it on the case's tiers (model/collectives.py: a node, or a
+    multi-node NVLink rack, MNNVL, is one scale-up domain), its switches reducing only where
+    the row says they did."""
+    import attrs
 
-    tiers = case_tiers(row)
-    up = tiers[0]
-    out = [t for t in tiers if t.scope == "scaleout"]
-    outer = comms.outermost(int(row["ranks"]), 1, tiers)
-    return Communicator(int(row["ranks"]), int(row["nodes"]), comms.stage_rate(comms.Stage(up, 1)),
-                        comms.stage_rate(comms.Stage(out[0], 1)) if out else float("inf"),
-                        nvls=row["nvls"] == "1" and up.in_network_reduction,
-                        collnet=row["collnet"] == "1" and bool(out) and out[0].in_network_reduction,
-                        wire=outer.latency if out else 0.0)
+    from gclc.model import collectives, comms
+
+    stages = comms.place(int(row["ranks"]), 1, case_tiers(row))
+    c = collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
+    return attrs.evolve(c, nvls=c.nvls and row["nvls"] == "1", collnet=c.collnet and row["collnet"] == "1")
 
 
 def measured_busbw(row: dict) -> float:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 import math
 
+import attrs
+
 from . import comms
 from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency
 
@@ -112,13 +114,30 @@ def torus_floor(option) -> float:
 
 
 def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> Choice | None:
-    """None where NCCL does not run the call (a torus axis, one rank)."""
+    """None where NCCL does not run the call (a torus axis, one rank). Where switches could
+    reduce, each path pays its own bytes: NVLS or SHARP on the tiers' price with the switches
+    reducing, ring, tree or PAT on their price without, and NCCL runs the faster."""
     c = communicator(option)
     if c is None:
         return None
+    if not (c.nvls or c.collnet):
+        return on_topology(collective, nbytes, _wire(collective, nbytes, option), c)
+    plain_wire, switch_wire = _wire(collective, nbytes, _plain(option)), _wire(collective, nbytes, option)
+    plain = on_topology(collective, nbytes, plain_wire, c, in_network=False)
+    if switch_wire >= plain_wire:   # the tiers' price took no switch's reduction: nothing runs there
+        return plain
+    switches = on_topology(collective, nbytes, switch_wire, c, in_network=True)
+    return min((p for p in (plain, switches) if p is not None), key=lambda p: p.seconds)
+
+
+def _wire(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> float:
     # NVLS pushes the buffer through the port at 0.74 of what a ring gets (nccl-tests#212)
-    wire = comms.PER_OPTION[collective](nbytes, option, latency=False, nvls=NVLS_EFFICIENCY)
-    return on_topology(collective, nbytes, wire, c)
+    return comms.PER_OPTION[collective](nbytes, option, latency=False, nvls=NVLS_EFFICIENCY)
+
+
+def _plain(option: tuple[comms.Stage, ...]) -> tuple[comms.Stage, ...]:
+    """The same stages with no switch reducing."""
+    return tuple(attrs.evolve(s, tier=attrs.evolve(s.tier, in_network_reduction=False)) for s in option)
 
 
 @functools.lru_cache(maxsize=8192)

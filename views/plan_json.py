@@ -184,6 +184,18 @@ def solver_json(plan) -> dict:
             "pruned_by": dict(getattr(plan, "pruned_by", ())), "proof": getattr(plan, "proof", "")}
 
 
+def dp_collectives(plan) -> list[dict]:
+    """The best configuration's data-parallel collectives, each with the algorithm NCCL runs
+    (model/train/dp_sync.py `calls`): where the switches reduce (NVLS, SHARP), the plan says so."""
+    from ..model.train.dp_sync import calls
+
+    if plan.best is None or not hasattr(plan.job, "shape"):
+        return []
+    return [{"collective": c.collective, "state": c.state, "bytes": c.nbytes, "seconds": c.seconds,
+             "algorithm": c.algorithm, "protocol": c.protocol, "in_network": c.in_network}
+            for c in calls(plan.job.shape, plan.best.config, plan.job.partition)]
+
+
 def plan_json(plan) -> dict:
     job = plan.job
     out = {
@@ -220,6 +232,7 @@ def plan_json(plan) -> dict:
                                     **({"spread": r.spread} if r.key == UNSTATED else {})}
                                    for r in plan.band_reasons], **_calibrated(own)},
         "placement": placement_json(plan),
+        "dp_collectives": dp_collectives(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
     })

@@ -14,7 +14,7 @@ from ..model import dvfs
 from ..solver.power.section import PowerSection, clock_ratio
 from ..solver.train.limits import power_of
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
-from .plan_json import hetero_cost, optimizer_json, parallelism
+from .plan_json import dp_collectives, hetero_cost, optimizer_json, parallelism
 
 if TYPE_CHECKING:  # the heterogeneous split's modules load only for its plans
     from ..solver.split.plan import HeteroPlan
@@ -121,6 +121,18 @@ def _placement_text(plan) -> str:
     return "; ".join(parts) or "one GPU"
 
 
+def _dp_calls_line(plan, binary: bool) -> list[str]:
+    """Each data-parallel collective, its buffer, its time and how it runs (none for one replica)."""
+    found = dp_collectives(plan)
+    if not found:
+        return []
+    words = {"reduce_scatter": "reduce-scatter", "all_gather": "all-gather", "all_reduce": "all-reduce"}
+    return ["  dp calls   " + ", ".join(
+        f"{'expert ' if c['state'] == 'expert' else ''}{words[c['collective']]} {memory(c['bytes'], binary)} "
+        f"{duration(c['seconds'])} ({c['algorithm']}/{c['protocol']}"
+        + (", reduced in the switches)" if c["in_network"] else ")") for c in found)]
+
+
 def goodput_text(good, tokens_per_s: float) -> str:
     return (f"  goodput    {big(tokens_per_s * good.efficiency)} tokens/s ({percent(good.efficiency)} of the time "
             f"trains): job MTBF {duration(good.mtbf)}, a checkpoint takes {duration(good.write)} every "
@@ -157,6 +169,7 @@ def plan_text(plan, timings: bool = False) -> str:
         + (f"; {memory(e.memory.offloaded, binary)} of activations in host memory" if e.memory.offloaded else ""),
         *optimizer_lines(e),
         "  step parts " + ", ".join(f"{WORDS.get(k, k)} {duration(v)}" for k, v in e.breakdown.rows() if v),
+        *_dp_calls_line(plan, binary),
         f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU"
         + (f" at {percent(plan.clock)} clock under a power cap of {_w(e.config.power_cap)}"
            if e.config.power_cap is not None else "") + f"), {quantity(plan.energy_per_token, 'J')} per token",

@@ -49,6 +49,17 @@ PAT_SHARE = 0.75
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
 COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the network's
+# A tree forwards each piece of the buffer whole from hop to hop (a ring cuts it into one block
+# per rank and so pipelines by itself). NCCL runs a small call on one channel and spreads it
+# over more only once each channel's piece reaches `threads x threshold` bytes (enqueue.cc
+# topoGetAlgoInfo: channels drop "while nBytes < nc * nt * threadThreshold"); a piece that
+# small is not pipelined, so every hop but the last also waits for it at one channel's rate.
+# Threads and thresholds are NCCL's defaults (device.h NCCL_LL_MAX_NTHREADS 512,
+# NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
+# as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: ASSUMPTION, the 16 collective
+# channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
+TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
+CHANNELS = 16
 
 
 @attrs.frozen
@@ -89,25 +100,33 @@ def choose(collective: str, nbytes: float, c: Communicator) -> Choice:
         return Choice("none", "none", 0.0)
     best = None
     for algorithm, protocol, latency, bandwidth in _options(collective, c):
-        seconds = latency + nbytes / bandwidth
+        seconds = latency + _fill(algorithm, protocol, nbytes, c) + nbytes / bandwidth
         if best is None or seconds < best.seconds:
             best = Choice(algorithm, protocol, seconds)
     return best
 
 
-def on_topology(collective: str, nbytes: float, wire: float, c: Communicator) -> Choice:
+IN_NETWORK = ("nvls", "collnet")
+
+
+def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
+                in_network: bool | None = None) -> Choice | None:
     """NCCL's pick when the topology, not NCCL's tables, says how fast the bytes can move:
     the fastest option moves `nbytes` in `wire` seconds (gclc's tiers: oversubscription,
     ragged groups and in-network reduction counted), every other option as much slower as
     NCCL's tables make it (LL's half bandwidth and caps, a tree's share), and each pays its
-    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency."""
+    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency.
+    `in_network`: only the algorithms whose switches reduce (True: `wire` is the tiers' price
+    with them reducing) or only the others (False); None: all (None where none runs)."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
-    options = _options(collective, c)
+    options = [o for o in _options(collective, c) if in_network is None or (o[0] in IN_NETWORK) == in_network]
+    if not options:
+        return None
     fastest = max(bandwidth for *_, bandwidth in options)
     best = None
     for algorithm, protocol, latency, bandwidth in options:
-        seconds = latency + wire * fastest / bandwidth
+        seconds = latency + _fill(algorithm, protocol, nbytes, c) + wire * fastest / bandwidth
         if best is None or seconds < best.seconds:
             best = Choice(algorithm, protocol, seconds)
     return best
@@ -224,6 +243,17 @@ def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
     if algorithm == "pat":
         return base + _log2(c.nodes) * inter / 3.5 + c.ranks * 2.8
     return math.inf
+
+
+def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> float:
+    """Seconds a tree's pipeline takes to fill: every hop of its way up and down but the last
+    waits for one channel's piece (the whole call while it is smaller than a piece), at that
+    channel's share of the tree's bus bandwidth for the protocol. 0 for other algorithms."""
+    if algorithm != "tree":
+        return 0.0
+    hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
+    channel = _bandwidth("all_reduce", "tree", protocol, c) * 2 / CHANNELS   # busbw = 2 x a tree's algbw
+    return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
 
 
 def _log2(n: int) -> int:

@@ -109,6 +109,45 @@ def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffi
     return remember(_TRAFFIC, key, Traffic(gathers, reduces, all_reduces, fsdp, across))
 
 
+class Call(NamedTuple):
+    """One data-parallel collective of a step as NCCL would run it (model/collectives.py)."""
+
+    collective: str       # reduce_scatter, all_gather or all_reduce
+    state: str            # dense or expert
+    nbytes: float         # the buffer: the whole vector (gathered, for all-gather)
+    seconds: float
+    algorithm: str        # NCCL's pick: ring, tree, pat, nvls, collnet; the tiers' own on a torus
+    protocol: str
+
+    @property
+    def in_network(self) -> bool:
+        """The switches reduce and multicast it (NVLS in an NVLink domain, SHARP across nodes)."""
+        return self.algorithm in ("nvls", "collnet")
+
+
+def calls(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[Call, ...]:
+    """The collectives `traffic` prices for `cfg`'s data-parallel state, each with the
+    algorithm and protocol it runs (ZeRO >= 1: reduce-scatter and all-gather in the shard
+    group, then the shards' all-reduce across groups when hybrid; ZeRO-0: one all-reduce)."""
+    grad_bytes = optimizer.grad_bytes(cfg)
+    weight_bytes = value_bytes(cfg.precision) if cfg.fp8_params else 2
+    found = []
+    for params, state in ((dense_params_per_gpu(shape, cfg), "dense"), (expert_params_per_gpu(shape, cfg), "expert")):
+        if not params:
+            continue
+        inner, outer = sharding.groups(cfg, partition.tiers, state == "expert")
+        wanted = ((("reduce_scatter", params * grad_bytes, inner), ("all_gather", params * weight_bytes, inner),
+                   ("all_reduce", params * grad_bytes / sharding.shards(cfg, state == "expert"), outer))
+                  if cfg.zero >= 1 else (("all_reduce", params * grad_bytes, inner),))
+        for collective, nbytes, stages in wanted:
+            seconds = getattr(collectives, collective)(nbytes, stages)
+            if seconds > 0:
+                pick = collectives.choice(collective, nbytes, stages)
+                found.append(Call(collective, state, nbytes, seconds, *((pick.algorithm, pick.protocol)
+                                                                          if pick else ("torus", "-"))))
+    return tuple(found)
+
+
 def embedding_sync(shape: ModelShape, cfg: TrainConfig, tiers) -> float:
     """Tied input and output embeddings live on the first and last stage; their gradients
     are all-reduced between the two every step."""

@@ -45,19 +45,30 @@ sizes = st.floats(1.0, 2.0**34)
 
 
 def wire(collective, nbytes, stages):
-    """The tiers' bytes alone over the fastest placement, NVLS at its share of the port: what
-    no protocol beats."""
-    return min(comms.PER_OPTION[collective](nbytes, tuple(o), latency=False, nvls=nccl.NVLS_EFFICIENCY)
-               for o in stages.options)
+    """The tiers' bytes alone over the fastest placement, the switches reducing (NVLS at its
+    share of the port) or not, whichever is faster: what no protocol beats."""
+    return min(comms.PER_OPTION[collective](nbytes, path, latency=False, nvls=nccl.NVLS_EFFICIENCY)
+               for o in stages.options for path in (tuple(o), collectives._plain(tuple(o))))
 
 
-def fastest_latency(collective, stages):
-    """The latency of the option NCCL's tables make fastest, on the placement the tiers make fastest."""
-    option = min(stages.options, key=lambda o: comms.PER_OPTION[collective](2.0**40, tuple(o), latency=False,
-                                                                            nvls=nccl.NVLS_EFFICIENCY))
-    options = nccl._options(collective, collectives.communicator(tuple(option)))
-    fastest = max(bandwidth for *_, bandwidth in options)
-    return min(latency for *_, latency, bandwidth in options if bandwidth == fastest)
+def ceiling(collective, nbytes, stages):
+    """The most a call may take: on each placement and path (the switches reducing, run by
+    NVLS or SHARP where that moves the bytes faster; or not, by ring, tree or PAT) the tiers'
+    bytes plus the latency (and a tree's fill) of the option NCCL's tables make fastest on
+    that path; the least of them."""
+    found = []
+    for o in stages.options:
+        c = collectives.communicator(tuple(o))
+        plain, reducing = collectives._plain(tuple(o)), tuple(o)
+        wires = {p: comms.PER_OPTION[collective](nbytes, p, latency=False, nvls=nccl.NVLS_EFFICIENCY)
+                 for p in (plain, reducing)}
+        for path, in_network in ((reducing, True), (plain, False)):
+            options = [x for x in nccl._options(collective, c) if (x[0] in nccl.IN_NETWORK) == in_network]
+            if not options or (in_network and wires[reducing] >= wires[plain]):
+                continue
+            algorithm, protocol, latency, _ = max(options, key=lambda x: (x[3], -x[2]))
+            found.append(wires[path] + latency + nccl._fill(algorithm, protocol, nbytes, c))
+    return min(found)
 
 
 @given(tiers_strategy, groups, st.sampled_from(COLLECTIVES), sizes, sizes)
@@ -75,7 +86,7 @@ def test_a_call_moves_its_bytes_no_faster_than_the_tiers_and_pays_at_most_one_la
     stages = comms.place(*group, tiers)
     seconds = getattr(collectives, collective)(n, stages)
     bytes_only = wire(collective, n, stages)
-    assert bytes_only * (1 - 1e-12) <= seconds <= bytes_only + fastest_latency(collective, stages) + 1e-15
+    assert bytes_only * (1 - 1e-12) <= seconds <= ceiling(collective, n, stages) * (1 + 1e-12) + 1e-15
 
 
 @given(tiers_strategy, groups, st.sampled_from(COLLECTIVES), sizes, st.sampled_from([2.0, 4.0]))
@@ -175,7 +186,8 @@ def test_a_full_switch_never_moves_bytes_slower_than_a_torus_and_loses_at_most_i
     call = getattr(collectives, collective)
     torus_call = call(n, on_torus)
     assert torus_call >= wire(collective, n, on_torus) + collectives.TORUS_CALL_S
-    assert call(n, on_switch) <= torus_call + fastest_latency(collective, on_switch) - collectives.TORUS_CALL_S + 1e-15
+    latency = ceiling(collective, n, on_switch) - wire(collective, n, on_switch)
+    assert call(n, on_switch) <= torus_call + latency - collectives.TORUS_CALL_S + 1e-15
 
 
 # ---------------------------------------------------------------- point-to-point: all-to-all and sends

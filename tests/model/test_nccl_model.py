@@ -69,6 +69,15 @@ def test_switches_that_reduce_never_slow_a_collective(c, collective, size):
     assert nccl.time(collective, 2.0**size, c) <= nccl.time(collective, 2.0**size, plain) * (1 + 1e-12)
 
 
+def test_a_small_tree_call_waits_for_its_piece_at_every_hop():
+    # a tree's piece is not pipelined below NCCL's per-channel split: 2 KB costs more than
+    # 16 B on 16 nodes (62 -> 77 us measured, NVIDIA/nccl#1469), 16 B next to nothing more
+    assert nccl.choose("all_reduce", 2048, NODES).algorithm == "tree"
+    tiny, small = nccl.time("all_reduce", 16, NODES), nccl.time("all_reduce", 2048, NODES)
+    assert small - tiny > 5e-6
+    assert nccl._fill("ring", "LL", 2048, NODES) == 0.0       # a ring cuts the buffer into blocks
+
+
 def _benchmark():
     spec = importlib.util.spec_from_file_location("nccl_curves", ROOT / "benchmarks" / "nccl_curves.py")
     module = importlib.util.module_from_spec(spec)
@@ -81,8 +90,17 @@ def test_every_published_point_names_its_source():
     assert rows and all(r["source"].strip() and (r["busbw_GBps"] or r["time_us"]) for r in rows)
 
 
-@pytest.mark.parametrize("case, goal", [("h100_nvlink8", 0.10), ("h200_nvlink8", 0.10), ("b200_nvlink8", 0.10)])
-def test_the_model_reproduces_published_nvlink_busbw(case, goal):
+NVL72_RAMP = pytest.mark.xfail(strict=True, reason=(
+    "NVL72 (coreweave/nccl-tests#43): NVLS at the share of the port measured on 8 H100 gives 999 GB/s "
+    "busbw at 8 GiB against 835 measured (+19.6 %; 8 B200 measure 838 with 8 ranks), and 512 MiB-2 GiB "
+    "run ~500 us below that plateau, a constant no latency or chunking of NCCL's tables accounts for"))
+
+
+@pytest.mark.parametrize("case, goal", [("h100_nvlink8", 0.10), ("h200_nvlink8", 0.10), ("b200_nvlink8", 0.10),
+                                        ("h100_ib_16nodes", 0.25), ("h20_nvlink8", 0.25),
+                                        ("h100_roce_4nodes", 0.10), ("h100_roce_2nodes", 0.10),
+                                        pytest.param("gb200_nvl72", 0.10, marks=NVL72_RAMP)])
+def test_the_model_reproduces_published_busbw(case, goal):
     """Out of sample: the rows a std efficiency or NVLS_EFFICIENCY was read from are left out."""
     bench = _benchmark()
     rows = [r for r in csv.DictReader((ROOT / "benchmarks" / "data" / "nccl_tests.csv").open(encoding="utf-8"))
@@ -92,4 +110,5 @@ def test_the_model_reproduces_published_nvlink_busbw(case, goal):
         c = bench.communicator(row)
         seconds = nccl.time(row["collective"], float(row["bytes"]), c)
         model = nccl.bus_bandwidth(row["collective"], float(row["bytes"]), seconds, c.ranks) / 1e9
-        assert model == pytest.approx(bench.measured_busbw(row), rel=goal)
+        assert model == pytest.approx(bench.measured_busbw(row), rel=goal), row["bytes"]
+
