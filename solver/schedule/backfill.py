@@ -86,6 +86,9 @@ class Profile:
     def __init__(self, now: float, free: int) -> None:
         self.times: list[float] = [now]
         self.free: list[int] = [free]
+        # (GPUs, length, not after) -> the earliest start last found: holds only lower the
+        # free counts, so no earlier start can fit later and a search resumes there
+        self._found: dict[tuple[int, float, float], float | None] = {}
 
     @classmethod
     def releasing(cls, now: float, free: int, releases: list[tuple[float, int]]) -> "Profile":
@@ -119,6 +122,7 @@ class Profile:
         """GPUs held now come back at `end` (a running job's time limit)."""
         if math.isinf(end):
             return
+        self._found.clear()           # more free GPUs: an earlier start may fit now
         for i in range(self._cut(end), len(self.times)):
             self.free[i] += gpus
 
@@ -136,9 +140,23 @@ class Profile:
         """The first time from which `gpus` stay free for `length` seconds, no later than
         `not_after`; None if there is none. Candidates are the step boundaries: a hold
         only ever starts or ends on one. One sweep: a step short of `gpus` rules out every
-        start up to it whose `length` reaches it, so the next candidate is the step after."""
+        start up to it whose `length` reaches it, so the next candidate is the step after.
+        A search asked before (same GPUs, length and bound) resumes where it ended: the
+        first fitting start is a step boundary, and holds since only removed starts."""
+        key = (gpus, length, not_after)
+        if key in self._found:
+            last = self._found[key]
+            if last is None:
+                return None
+            found = self._sweep(gpus, length, not_after, bisect.bisect_left(self.times, last))
+        else:
+            found = self._sweep(gpus, length, not_after, 0)
+        self._found[key] = found
+        return found
+
+    def _sweep(self, gpus: int, length: float, not_after: float, i: int) -> float | None:
         times, free = self.times, self.free
-        i, n = 0, len(times)
+        n = len(times)
         while i < n:
             start = times[i]
             if start > not_after:

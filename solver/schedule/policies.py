@@ -23,6 +23,7 @@ import attrs
 
 from .records import Option, SchedJob
 from .settings import KubeSettings
+from .preemptible import Preemptible
 from .state import Allocation, ClusterState
 
 
@@ -205,24 +206,24 @@ class Kube:
 
 
 def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJob, float]],
-            policy: Policy | None = None) -> list[str] | None:
+            policy: Policy | None = None, index: Preemptible | None = None) -> list[str] | None:
     """The fewest, least important running jobs to evict so that `job` then places, like
     the Kubernetes default preemption (PostFilter): on each partition, evict strictly lower
     priorities (lowest first, most recently started first) until the policy's filter finds
     a placement with them gone (a dry run: their GPUs released, then held again), then
     reprieve the most important evicted ones that the placement does not need. None when
     no eviction makes it place. An rl gang across two partitions needs room on both: jobs
-    holding GPUs on either are candidates, and evicting a gang frees both its pools."""
+    holding GPUs on either are candidates, and evicting a gang frees both its pools.
+    `index`: the running jobs in eviction order, as the simulation keeps them (built from
+    `state` and `running` where not given)."""
+    if index is None:
+        index = Preemptible.of(state, running)
     best: tuple[tuple, list[str]] | None = None
     for option in job.options:
         needs = option.needs(job.gang)
-        where = {name for name, _ in needs}
-        lower = sorted((name for name, alloc in state.allocations.items()
-                        if any(p.partition in where for p in alloc.parts())
-                        and running[name][0].priority < job.priority),
-                       key=lambda n: (running[n][0].priority, -running[n][1], n))
-        if any(state.partitions[name].free_gpus + freed(state, lower, name) < gpus for name, gpus in needs):
+        if any(state.partitions[name].free_gpus + index.freed(name, job.priority) < gpus for name, gpus in needs):
             continue
+        lower = index.lower(sorted({name for name, _ in needs}), job.priority)
         chosen = _dry_run(job, option, state, lower, policy,
                           reprieve=lambda names: sorted(names, key=lambda n: (-running[n][0].priority, running[n][1], n)))
         if not chosen:
@@ -234,14 +235,9 @@ def victims(job: SchedJob, state: ClusterState, running: dict[str, tuple[SchedJo
     return None if best is None else best[1]
 
 
-def freed(state: ClusterState, names: list[str], partition: str) -> int:
-    """GPUs on `partition` that releasing the jobs `names` frees (each part of their allocations)."""
-    return sum(p.gpus for n in names for p in state.allocations[n].parts() if p.partition == partition)
-
-
-def _dry_run(job: SchedJob, option: Option, state: ClusterState, lower: list[str], policy: Policy | None,
+def _dry_run(job: SchedJob, option: Option, state: ClusterState, lower: Iterable[str], policy: Policy | None,
              reprieve) -> list[str]:
-    """The jobs of `lower` to evict, as `victims` says: released one at a time until `job`
+    """The jobs of `lower` (read as far as needed) to evict, as `victims` says: released one at a time until `job`
     places on `option`'s partition, then each of `reprieve(chosen)` held again for good if it
     still places without it. Every job touched is held again at the end, in the order that
     releasing and re-holding each tried set in turn leaves them (the cluster state's order
@@ -260,7 +256,7 @@ def _dry_run(job: SchedJob, option: Option, state: ClusterState, lower: list[str
                 break
         else:
             chosen = []
-        for i, name in enumerate(lower[:len(held)]):
+        for i, name in enumerate(list(held)):    # the jobs of `lower` tried, in its order
             last[name] = (tries, i)
         for name in reprieve(chosen):
             tries += 1

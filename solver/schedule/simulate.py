@@ -16,6 +16,7 @@ import numpy as np
 from .events import ApiServer, Change, Informer, Timeline, Timer
 from .records import Option, SchedJob, Workload
 from .policies import Candidate, Policy, victims
+from .preemptible import Preemptible
 from .horizon import HORIZON_S, stop_at_horizon
 from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
@@ -122,6 +123,9 @@ class Simulation:
         self.pending = PendingQueue(getattr(policy, "key", None), getattr(policy, "group", None))   # kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
         self.priorities: collections.Counter[int] = collections.Counter()   # of the running jobs
+        # the running jobs in eviction order (policies.victims): built at the first preemption
+        # attempt and kept from then on (a policy that never preempts never pays for it)
+        self._preemptible: Preemptible | None = None
         self.shapes = {j.name: shape(j) for j in workload.jobs}
         self.evictions = 0
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
@@ -165,9 +169,13 @@ class Simulation:
         del self.pending[c.subject]
         self.running[c.subject] = (self.runs[c.subject].job, c.time)
         self.priorities[self.runs[c.subject].job.priority] += 1
+        if self._preemptible is not None:
+            self._preemptible.add(c.subject, self.runs[c.subject].job.priority, c.time, alloc)
 
     def _on_released(self, c: Change) -> None:
         self.state.release(c.subject)
+        if self._preemptible is not None:
+            self._preemptible.remove(c.subject)
         job = self.running.pop(c.subject)[0]
         self.priorities[job.priority] -= 1
         if not self.priorities[job.priority]:
@@ -302,7 +310,7 @@ class Simulation:
         candidates = self.policy.filter(job, self.state)
         evicted = False
         if not candidates and may_preempt(self, job):
-            evict = victims(job, self.state, self.running, self.policy)
+            evict = victims(job, self.state, self.running, self.policy, self.preemptible)
             if evict:
                 evicted = True
                 self.evict(now, evict)
@@ -312,6 +320,12 @@ class Simulation:
         best = max(candidates, key=lambda c: self.policy.score(job, c, self.state))
         self.start(now, job, best, "preempted lower priorities" if evicted else self.policy.name)
         return True
+
+    @property
+    def preemptible(self) -> Preemptible:
+        if self._preemptible is None:
+            self._preemptible = Preemptible.of(self.state, self.running)
+        return self._preemptible
 
     def wake_at(self, time: float) -> None:
         """Run a scheduling cycle at `time` even if nothing else happens then."""

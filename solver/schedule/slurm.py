@@ -199,7 +199,7 @@ class Slurm:
         # the dry run places as the start will, at `now` (`--switches` until max_switch_wait):
         # a victim evicted for a placement the start then refuses would be evicted for nothing
         at_now = types.SimpleNamespace(filter=lambda j, state: self.placements(j, state, now))
-        gone = victims(allowed, sim.state, sim.running, at_now)
+        gone = victims(allowed, sim.state, sim.running, at_now, sim.preemptible)
         if not gone:
             return []
         sim.evict(now, gone, "requeue" if self.settings.preempt_mode == "requeue" else "cancel")
@@ -212,13 +212,15 @@ class Slurm:
         profiles = {name: releases[name].profile(now, part.free_gpus) for name, part in sim.state.partitions.items()}
         refused = {name: Refused() for name in profiles}
         least, shortest = sim.pending.least, self._shortest(sim)     # no job left needs less
-        reserved = []
+        reserved, lengths, limited = [], {}, bool(self.settings.qos_limits)
         for job in queue:
-            length = rounded_up(job.time_limit, p.resolution)
+            length = lengths.get(job.time_limit)
+            if length is None:
+                length = lengths[job.time_limit] = rounded_up(job.time_limit, p.resolution)
             best = None
             for option in job.options:
                 need = option.gpus if job.gang else 1
-                if refused[option.partition].covers(need, length) or not self._qos_allows(sim, job, need):
+                if refused[option.partition].covers(need, length) or limited and not self._qos_allows(sim, job, need):
                     continue
                 if option.companion is None:
                     t = profiles[option.partition].earliest(need, length, now + p.window)

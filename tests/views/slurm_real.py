@@ -9,6 +9,7 @@ Authentication is `auth/none` (no munge daemon)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -157,6 +158,35 @@ class Slurmdbd:
         """slurm.conf lines that send the controller's accounting to this daemon and enforce it."""
         return ("AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=127.0.0.1",
                 f"AccountingStoragePort={self.port}", "AccountingStorageEnforce=associations,limits,qos")
+
+
+@contextlib.contextmanager
+def accounting_daemons(directory: Path):
+    """MariaDB and slurmdbd up in `directory`: yields (the slurmdbd, the list of daemons
+    started, to which a test appends its own); stops every one of them at the end, last first."""
+    started: list = []
+    try:
+        db = MariaDB(directory)
+        started.append(db)
+        assert db.ready(), (directory / "mysql.err").read_text()[-2000:]
+        dbd = Slurmdbd(directory, db)
+        started.append(dbd)
+        assert dbd.ready(), dbd.log.read_text()[-2000:] if dbd.log.exists() else dbd.stop()
+        yield dbd, started
+    finally:
+        for daemon in reversed(started):
+            daemon.stop()
+
+
+def wait_for_gpu_tres(env: dict) -> None:
+    """Until slurmdbd lists the gres/gpu TRES, which slurmctld registers as it starts with
+    AccountingStorageTRES=gres/gpu (the QOS limits of qos.sh name it)."""
+    for _ in range(50):
+        shown = subprocess.run(["sacctmgr", "-nP", "show", "tres", "format=Type,Name"], env=env,
+                               capture_output=True, text=True, timeout=30).stdout
+        if "gres|gpu" in shown.split():
+            return
+        time.sleep(0.2)
 
 
 def have_accounting() -> bool:

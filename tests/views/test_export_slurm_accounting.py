@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from gclc.compiler.driver import check_text
 from gclc.solver.schedule.settings import settings_of
 from gclc.views.export import export
 
-from .slurm_real import MariaDB, Slurmctld, Slurmdbd, have_accounting
+from .slurm_real import Slurmctld, accounting_daemons, have_accounting, wait_for_gpu_tres
 
 pytestmark = pytest.mark.skipif(not have_accounting(), reason="Debian's slurmdbd and mariadb-server are not installed "
                                                                 "(apt-get install slurmdbd mariadb-server)")
@@ -71,18 +70,8 @@ def sacctmgr(env: dict, *args: str) -> str:
 @pytest.fixture
 def accounting(tmp_path):
     """MariaDB and slurmdbd up, the cluster registered; stopped (all of it) at the end."""
-    started = []
-    db = MariaDB(tmp_path)
-    started.append(db)
-    try:
-        assert db.ready(), (tmp_path / "mysql.err").read_text()[-2000:]
-        dbd = Slurmdbd(tmp_path, db)
-        started.append(dbd)
-        assert dbd.ready(), dbd.log.read_text()[-2000:] if dbd.log.exists() else dbd.stop()
-        yield dbd, started
-    finally:
-        for daemon in reversed(started):
-            daemon.stop()
+    with accounting_daemons(tmp_path) as up:
+        yield up
 
 
 def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accounting, tmp_path):
@@ -101,10 +90,7 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
     ctld = Slurmctld(tmp_path, files, nodes, dbd.slurm_lines())
     started.append(ctld)
     assert ctld.ready(), ctld.log()[-2000:]
-    for _ in range(50):
-        if "gres|gpu" in sacctmgr(env, "-nP", "show", "tres", "format=Type,Name").split():
-            break
-        time.sleep(0.2)
+    wait_for_gpu_tres(env)
     for script in ("qos.sh", "accounts.sh"):
         (tmp_path / script).write_text(files[script])
         done = subprocess.run(["sh", str(tmp_path / script)], env=env, capture_output=True, text=True, timeout=60)

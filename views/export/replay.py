@@ -8,7 +8,11 @@ submit time, `--begin=now+S`), where (`--nodelist`, the nodes of the domains it 
 inside a domain of several nodes, its first ones: the simulation counts GPUs per domain,
 not which of its nodes), how many GPUs, its time limit, and a `--priority` that ranks the
 runs in the order the simulation started them (an administrator's fixed priority), so
-that of two jobs wanting the same nodes Slurm starts the earlier one first. A run the
+that of two jobs wanting the same nodes Slurm starts the earlier one first, and the QOS of
+its priority (`--qos`, made by qos.sh with the design's QOS limits, which slurmctld holds
+jobs for under AccountingStorageEnforce=limits,qos) under its tenant's account (`--account`,
+made by accounts.sh). The scripts are submitted by one user: a design whose jobs name
+several `user`s needs each run submitted by its own for the per-user limits to count alike. A run the
 simulation cut short (preempted, failed, ended at a resize) is replayed as the run it was:
 its script sleeps as long as the run lasted. An rl job generating on one partition and
 training on another is one heterogeneous job (`#SBATCH hetjob`,
@@ -23,8 +27,10 @@ import math
 from ...compiler.design import Design
 from ...dsl.numbers import duration
 from ...compiler.hostlist import compress
+from ...solver.schedule.records import SchedJob
 from .layout import Layout, layout, slug
 from .slurm import export as cluster_files, slurm_time
+from .slurm_policy import qos_name
 from .target import header
 
 
@@ -33,9 +39,10 @@ def slurm_replay(design: Design, workload, data: dict, source: str) -> dict[str,
     lay = layout(workload.graph, design)
     files = cluster_files(lay, design, None, source)
     names, runs = [], runs_in_order(data)
+    jobs = {j.name: j for j in workload.jobs}
     for rank, (name, index, seg, job) in enumerate(runs):
         file = f"jobs/{rank + 1:04d}-{slug(name)}{'-' + str(index + 1) if index else ''}.sbatch"
-        files[file] = _script(lay, workload, job, seg, index, len(runs) - rank, source)
+        files[file] = _script(lay, workload, job, seg, index, len(runs) - rank, source, jobs[name])
         names.append((file, job["submit_s"] if index == 0 else seg["start_s"]))
     files["submit.sh"] = _submit(names, source)
     return files
@@ -48,7 +55,8 @@ def runs_in_order(data: dict) -> list[tuple[str, int, dict, dict]]:
     return [(name, index, seg, job) for _, name, index, seg, job in runs]
 
 
-def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: int, source: str) -> str:
+def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: int, source: str,
+            sched: SchedJob) -> str:
     length = seg["end_s"] - seg["start_s"]
     lines = ["#!/bin/bash", header(source, f"replay of {job['name']}, run {index + 1}: "
                                            f"{seg['gpus']} GPUs from {duration(seg['start_s'])}, ended {seg['ended']}"),
@@ -60,6 +68,9 @@ def _script(lay: Layout, workload, job: dict, seg: dict, index: int, priority: i
         if i:
             lines += ["# the generation pool, on its own partition", "#SBATCH hetjob"]
         lines += _component(lay, workload, job, part, priority)
+        if sched.tenant:
+            lines.append(f"#SBATCH --account={sched.tenant}")
+        lines.append(f"#SBATCH --qos={qos_name(sched.label)}")
     lines.append(f"sleep {max(0, math.ceil(length))}  # as long as the simulated run lasted")
     return "\n".join(lines) + "\n"
 

@@ -4,7 +4,8 @@ Files (slurm.conf(5), gres.conf(5), topology.conf(5) of Slurm 22.05 to 25.05):
 - `slurm.conf`: the lines a site's slurm.conf includes (`Include slurm.nodes.conf`):
   GRES types, the tree topology plugin, one NodeName line per node type with its GPUs
   as typed GRES, sockets, cores and memory from the node's parts, and a partition per
-  design partition.
+  design partition whose jobs get the node's cores and memory per GPU they ask
+  (DefCpuPerGPU, DefMemPerGPU), so that jobs share nodes GPU by GPU as the schedule does.
 - `gres.conf`: each node's GPUs with their device files (NVIDIA `/dev/nvidiaN`, AMD
   `/dev/dri/renderD128+N`; other accelerators by count).
 - `topology.conf`: tree form: one switch per domain of each fabric tier (layout.py),
@@ -83,8 +84,18 @@ def slurm_conf(layout: Layout, design: Design, source: str, settings: SlurmSetti
     for index, group in enumerate(layout.groups):
         nodes = "ALL" if len(layout.groups) == 1 else compress(group.nodes)
         lines.append(f"PartitionName={group.slug} Nodes={nodes} Default={'YES' if index == 0 else 'NO'} "
-                     "MaxTime=INFINITE State=UP")
+                     f"MaxTime=INFINITE{_per_gpu(group.partition.node, design)} State=UP")
     return "\n".join(lines) + "\n"
+
+
+def _per_gpu(node: NodeType, design: Design) -> str:
+    """A job's default cores and memory per GPU it asks (DefCpuPerGPU, DefMemPerGPU): the
+    node's share per GPU, so that jobs share a node GPU by GPU as the schedule simulates it
+    (without them, CR_Core_Memory gives a job the whole node's memory)."""
+    shape, gpus = _node_shape(node, design), node.gpus
+    cores = shape.get("SocketsPerBoard", 0) * shape.get("CoresPerSocket", 0)
+    out = f" DefCpuPerGPU={cores // gpus}" if cores >= gpus else ""
+    return out + (f" DefMemPerGPU={shape['RealMemory'] // gpus}" if shape.get("RealMemory", 0) >= gpus else "")
 
 
 def _node_shape(node: NodeType, design: Design) -> dict[str, int]:

@@ -45,6 +45,24 @@ def test_the_earliest_start_is_the_first_time_a_brute_force_finds(free, released
     assert found == (float(ok[0]) if ok else None)
 
 
+@given(st.integers(0, 32), st.lists(st.tuples(st.integers(1, 20), st.integers(1, 8)), max_size=4),
+       st.lists(st.tuples(st.integers(1, 12), st.integers(1, 6), holds), min_size=1, max_size=6))
+def test_a_search_asked_again_after_holds_finds_what_a_fresh_one_finds(free, released, asks):
+    """`earliest` resumes a repeated search where it ended (holds only remove starts): between
+    the asks the pass holds more, and every answer is the brute force's first start."""
+    p = Profile(0.0, free)
+    for end, g in released:
+        p.release_at(float(end), g)
+    spans = []
+    for need, length, held in asks:
+        for a, d, g in held:
+            spans.append((float(a), float(a + d), g))
+            p.hold(*spans[-1])
+        ok = [t for t in range(0, 101)
+              if all(_brute_free(0, free, released, spans, t + k) >= need for k in range(length))]
+        assert p.earliest(need, float(length), 100.0) == (float(ok[0]) if ok else None)
+
+
 @given(st.integers(0, 32), st.lists(st.tuples(st.sampled_from([0.0, 1.0, 2.5, 7.0, math.inf]), st.integers(1, 8)),
                                     max_size=8))
 def test_a_profile_built_in_one_sort_is_the_one_built_release_by_release(free, releases):

@@ -208,12 +208,22 @@ def _replayed(replay):
 
 def test_the_slurm_replay_places_both_pools_as_one_heterogeneous_job():
     from gclc.views.export.replay import slurm_replay
+    from gclc.views.export.slurm_policy import qos_name
 
     script = next(text for name, text in _replayed(slurm_replay).items() if name.startswith("jobs/"))
     train, generate = script.split("#SBATCH hetjob")
     assert "--partition=a" in train and "--gpus=8" in train and "--nodes=2" in train
     assert "--partition=b" in generate and "--gpus=16" in generate and "--nodes=4" in generate
     assert script.count("#SBATCH hetjob") == 1 and "sleep" in generate.splitlines()[-1]
+    # each component under the QOS of the job's priority (qos.sh's limits hold it), and an
+    # account only where the job has a tenant
+    qos = f"#SBATCH --qos={qos_name(fx.job('x', 1).label)}"
+    assert qos in train.splitlines() and qos in generate.splitlines() and "--account" not in script
+    tenant = attrs.evolve(_two_pools(train=8, generate=16, hours=1), tenant="research")
+    work = fx.workload([tenant])
+    data = schedule_json(work, simulate(work, POLICIES["priority"], failures=False), [])
+    script = next(t for n, t in slurm_replay(fx._checked.design, work, data, "c.gcl").items() if n.startswith("jobs/"))
+    assert [line for line in script.splitlines() if "--account" in line] == ["#SBATCH --account=research"] * 2
 
 
 def test_the_kubernetes_replay_places_both_pools_in_one_jobset_valid_under_its_crd():
