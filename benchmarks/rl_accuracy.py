@@ -88,8 +88,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
 
-import attrs
-
 from gclc.compiler.driver import check_text
 from gclc.model.rl.step import compose
 from gclc.solver.rl.plan import plan_rl

@@ -105,7 +105,7 @@ def _harness(out: Path, accounting: tuple[str, ...]) -> tuple[dict, list[str]]:
         (out / "gpus" / f"gpu{i}").touch()
     gres = re.sub(r"Count=\d+", f"File={out / 'gpus'}/gpu[0-7]", gres)
     (out / "gres.conf").write_text(gres)
-    lines += [f"ClusterName=replay", f"SlurmctldHost=localhost(127.0.0.1)", f"SlurmctldPort={_port()}",
+    lines += ["ClusterName=replay", "SlurmctldHost=localhost(127.0.0.1)", f"SlurmctldPort={_port()}",
               "AuthType=auth/none", "CredType=cred/none", "SlurmUser=root", "SlurmdUser=root",
               f"StateSaveLocation={out / 'state'}", f"SlurmdSpoolDir={out / 'spool'}/%n",
               f"SlurmctldPidFile={out / 'ctld.pid'}", f"SlurmdPidFile={out / 'd'}-%n.pid",

@@ -30,21 +30,30 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ["nodes=4", "demand=2"]   # 32 H100: two pools of 16-GPU DeepSeek-V3 replicas
 
 
-@functools.cache
-def _design(directory: str):
+def _example_with(directory: str, name: str, old: str, new: str):
+    """The DeepSeek-V3 serve example with `old` replaced by `new`, checked at SETTINGS."""
     text = (ROOT / "examples" / "deepseek_v3_serve.gcl").read_text()
-    assert "kv_precision = fp8" in text
-    path = Path(directory) / "disaggregated.gcl"
-    path.write_text(text.replace("kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated"))
+    assert old in text
+    path = Path(directory) / f"{name}.gcl"
+    path.write_text(text.replace(old, new))
     result = check_file(str(path), SETTINGS)
     assert result.design is not None, result.diagnostics
     return result.design
 
 
+@functools.cache
+def _design(directory: str):
+    return _example_with(directory, "disaggregated", "kv_precision = fp8", "kv_precision = fp8\n    mode = disaggregated")
+
+
+def _planned(design):
+    """The design, its layout and its serve plan."""
+    return design, layout(lower(design), design), job_plan(job_entity(design, None))
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    design = _design(str(tmp_path_factory.mktemp("serve")))
-    return design, layout(lower(design), design), job_plan(job_entity(design, None))
+    return _planned(_design(str(tmp_path_factory.mktemp("serve"))))
 
 
 def test_the_plan_exports_a_prefill_and_a_decode_pool(served):
@@ -108,18 +117,26 @@ def test_a_replica_over_part_of_a_node_is_refused_and_whole_nodes_are_counted():
 @functools.cache
 def _vllm_planned(directory: str):
     """The example planned for vLLM (aggregated): one replica of 16 GPUs over two 8-GPU nodes."""
-    path = Path(directory) / "aggregated.gcl"
-    path.write_text((ROOT / "examples" / "deepseek_v3_serve.gcl").read_text()
-                    .replace("profile      = sglang", "profile      = vllm_v1"))
-    result = check_file(str(path), SETTINGS)
-    assert result.design is not None, result.diagnostics
-    return result.design
+    return _example_with(directory, "aggregated", "profile      = sglang", "profile      = vllm_v1")
 
 
 @pytest.fixture(scope="module")
 def vllm_served(tmp_path_factory):
-    design = _vllm_planned(str(tmp_path_factory.mktemp("vllm_serve")))
-    return design, layout(lower(design), design), job_plan(job_entity(design, None))
+    return _planned(_vllm_planned(str(tmp_path_factory.mktemp("vllm_serve"))))
+
+
+def _vllm_stub(tmp_path: Path, design):
+    """The design's vllm.args written to `tmp_path`, and a STUB `vllm` (in tmp_path/bin) that
+    prints its words NUL-separated: what a node's launch would start the engine with."""
+    from gclc.views.export import export
+    from .test_export_vllm import bash_array
+
+    (tmp_path / "vllm.args").write_text(export("vllm", design, source="aggregated.gcl")["vllm.args"])
+    stub = tmp_path / "bin" / "vllm"
+    stub.parent.mkdir()
+    stub.write_text('#!/bin/sh\nprintf "%s\\0" "$@"\n')
+    stub.chmod(0o755)
+    return stub, bash_array(tmp_path / "vllm.args", "VLLM_SERVING_ARGS")
 
 
 def _node_launch(script: str) -> str:
@@ -142,10 +159,6 @@ def test_a_replica_over_two_nodes_runs_one_task_per_node_with_its_rank_and_head(
     nodes (two replicas' worth) the third node is rank 0 of its own replica, its own head. The
     controls: slurmctld refuses the script asking 9 GPUs of 8-GPU nodes, and a task without
     Slurm's variables stops before it starts the engine."""
-    from gclc.views.export import export
-
-    from .test_export_vllm import bash_array
-
     design, nodes, job = vllm_served
     files = slurm.export(nodes, design, job, "aggregated")
     script = files["job.sbatch"]
@@ -161,12 +174,7 @@ def test_a_replica_over_two_nodes_runs_one_task_per_node_with_its_rank_and_head(
     assert (job["NumNodes"], job["NumTasks"]) == ("2-2", "2")    # one task per node
     refused = daemon.sbatch_test_only(script.replace(":8\n", ":9\n", 1))
     assert refused.returncode != 0 and "Requested node configuration is not available" in refused.stderr, refused.stderr
-    (tmp_path / "vllm.args").write_text(export("vllm", design, source="aggregated.gcl")["vllm.args"])
-    stub = tmp_path / "bin" / "vllm"
-    stub.parent.mkdir()
-    stub.write_text('#!/bin/sh\nprintf "%s\\0" "$@"\n')
-    stub.chmod(0o755)
-    pool = bash_array(tmp_path / "vllm.args", "VLLM_SERVING_ARGS")
+    stub, pool = _vllm_stub(tmp_path, design)
     env = dict(daemon.env, PATH=f"{stub.parent}:{daemon.env['PATH']}", GCLC_ARGS_DIR=str(tmp_path),
                CHECKPOINT="/models/DeepSeek-V3", SLURM_STEP_NODELIST=compress(hosts[:4]))
     body = _node_launch(script)
@@ -190,10 +198,7 @@ def test_a_replica_over_two_nodes_gets_a_pod_per_node_with_its_rank_and_head(tmp
     `vllm serve` with the pool's flags and the node's (`vllm` a named stub printing its words).
     The controls: the CRD schema refuses DNS hostnames as a string, and a pod without its rank
     stops before it starts the engine."""
-    from gclc.views.export import export
-
     from kube_cel import cel_problems
-    from .test_export_vllm import bash_array
 
     design, nodes, job = vllm_served
     files = kubernetes.export(nodes, job, "aggregated")
@@ -212,12 +217,7 @@ def test_a_replica_over_two_nodes_gets_a_pod_per_node_with_its_rank_and_head(tmp
         "metadata.annotations['batch.kubernetes.io/job-completion-index']"
     head = env["HEAD_ADDR"]["value"].replace("$(GCLC_JOB_INDEX)", "0")   # Job 0's pod 0
     assert head == f"{name}-{replicated['name']}-0-0.{name}" and api_server_problems({"name": head}) == []
-    (tmp_path / "vllm.args").write_text(export("vllm", design, source="aggregated.gcl")["vllm.args"])
-    stub = tmp_path / "bin" / "vllm"
-    stub.parent.mkdir()
-    stub.write_text('#!/bin/sh\nprintf "%s\\0" "$@"\n')
-    stub.chmod(0o755)
-    pool = bash_array(tmp_path / "vllm.args", "VLLM_SERVING_ARGS")
+    stub, pool = _vllm_stub(tmp_path, design)
     pod = dict(PATH=f"{stub.parent}:/usr/bin:/bin", GCLC_ARGS_DIR=str(tmp_path), CHECKPOINT="/models/DeepSeek-V3",
                HEAD_ADDR=head)
     for rank in (0, 1):
