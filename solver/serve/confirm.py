@@ -19,7 +19,7 @@ import math
 import attrs
 
 from ...model.serve.inference import kv_transfer_time
-from .outcome import Outcome, slo_percentile
+from .outcome import Outcome, missed_by
 from .screen import SearchResult, Side
 from .sim import Pool, simulate
 
@@ -71,7 +71,7 @@ class Confirming:
             return None
         self.looked = True
         outcome = search.simulate(built)
-        missed = list(outcome.stopped) or missed_by(outcome, search.limits.slo)
+        missed = missed_by(outcome, search.limits.slo)
         if not missed:
             found = result(built, outcome, power, self.binding)
             if self.failed is None:
@@ -89,7 +89,7 @@ class Confirming:
         built = [Side(r, e, n) for r, e, n in self.next]
         mid = built[grow].count
         outcome = search.simulate(built)
-        missed = list(outcome.stopped) or missed_by(outcome, search.limits.slo)
+        missed = missed_by(outcome, search.limits.slo)
         if missed:
             self.failed, self.binding = (grow, mid), broken(missed, mid, grow, len(built))
         else:
@@ -144,12 +144,3 @@ def broken(missed: list[str], count: int, pool: int, pools: int) -> tuple[str, .
     which = "prefill " if pool == 0 and pools == 2 else ""
     return tuple(f"{m}: {count} {which}{'replica breaks' if count == 1 else 'replicas break'} it in simulation"
                  for m in missed)
-
-
-def missed_by(outcome: Outcome, slo: dict[str, float]) -> list[str]:
-    """The SLO bounds the simulated percentiles break (bare names bound the mean)."""
-    missed = []
-    for key, bound in slo.items():
-        if outcome.percentile(*slo_percentile(key)) > bound:
-            missed.append(key)
-    return missed

@@ -38,12 +38,10 @@ import attrs
 
 from ...dsl.numbers import number
 from .bound import tpot_replicas
-from .confirm import Confirming, any_broken, missed_by, pool_of, result, run_simulation
+from .confirm import Confirming, any_broken, pool_of, result, run_simulation
 from .screen import Screen, SearchResult, Side
-from .outcome import Outcome
+from .outcome import Outcome, missed_by
 from .sim import Pool, simulate
-
-_missed = missed_by     # the name the search laws read it by
 
 MAX_SIMULATIONS = 60        # finalists simulated before the search reports its gap
 UNDECIDED = "budget: finalists left unsimulated, none simulated meets the SLOs"   # the proof of a plan not found
@@ -261,7 +259,7 @@ class DemandSearch(Screen):
             self.broke_power(id(built[-1].replica), power, "decode" if len(built) == 2 else "both")
             return None
         outcome = self.simulate(built)
-        missed = list(outcome.stopped) or missed_by(outcome, self.limits.slo)
+        missed = missed_by(outcome, self.limits.slo)
         return None if missed else result(built, outcome, power, binding)
 
     def confirm_split_exactly(self, sides: list) -> SearchResult | None:
@@ -281,7 +279,7 @@ class DemandSearch(Screen):
                 self.broke_power(id(d), power, "decode")
                 return None
             outcome = self.simulate(built)
-            missed = list(outcome.stopped) or missed_by(outcome, self.limits.slo)
+            missed = missed_by(outcome, self.limits.slo)
             if not missed:
                 return result(built, outcome, power, ("gpus: every GPU serves, as pinned",))
             ttft = any(m.startswith("ttft") for m in missed)
@@ -298,7 +296,7 @@ class DemandSearch(Screen):
             return self.verdicts[key]
         outcome = self.pools_run(sides)
         if key is not None and key not in self.verdicts and \
-                any(m.startswith("ttft") for m in outcome.stopped or _missed(outcome, self.limits.slo)):
+                any(m.startswith("ttft") for m in missed_by(outcome, self.limits.slo)):
             self.verdicts[key] = self.prefill_verdict(sides)
         return self.verdicts.get(key) or outcome
 
@@ -318,8 +316,8 @@ class DemandSearch(Screen):
         outcome = simulate(self.demand.requests, holds_all, pool_of(pre, math.inf, self.router), None, ttft,
                            self.warmup_s, any_broken)
         self.simulated += 1
-        missed = outcome.stopped or tuple(_missed(outcome, ttft))
-        return attrs.evolve(outcome, stopped=missed) if missed else None
+        missed = missed_by(outcome, ttft)
+        return attrs.evolve(outcome, stopped=tuple(missed)) if missed else None
 
     def pools_run(self, sides: list[Side]) -> Outcome:
         """The pools simulated; reused when the same pools ran under another batch limit that

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .outcome import Outcome, slo_percentile
+from .outcome import Outcome, missed_by
 
 Run = Callable[[float, dict, Callable], Outcome]     # (rate, slo, stop) -> the simulated run
 
 
 def meets(outcome: Outcome, slo: dict[str, float]) -> bool:
     """Whether a finished run holds every bound of `slo` (`ttft.p99`: P99 TTFT, seconds)."""
-    if outcome.stopped:
-        return False
-    return all(outcome.percentile(*slo_percentile(key)) <= bound for key, bound in slo.items())
+    return not missed_by(outcome, slo)
 
 
 def knee(run: Run, slo: dict[str, float], low: float, high: float, steps: int = 7) -> tuple[float, Outcome] | None:

@@ -62,6 +62,14 @@ def slo_percentile(key: str) -> tuple[str, float]:
     return metric, -1.0 if which in ("", "mean") else float(which[1:])
 
 
+def missed_by(outcome: Outcome, slo: dict[str, float]) -> list[str]:
+    """The SLO bounds a run broke: those it stopped at (a stopped run's percentiles are partial),
+    else those its simulated percentiles break (bare names bound the mean)."""
+    if outcome.stopped:
+        return list(outcome.stopped)
+    return [key for key, bound in slo.items() if outcome.percentile(*slo_percentile(key)) > bound]
+
+
 def first_measured(requests: tuple[Request, ...], warmup_s: float | None) -> int:
     """The index of the first measured request: after `warmup_s` seconds of arrivals (but
     most of a short run measured), or after the first tenth."""

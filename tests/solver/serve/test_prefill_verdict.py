@@ -19,7 +19,8 @@ from gclc.model.serve.inference import ServeConfig, kv_transfer_time, replica
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.demand import demand_of
 from gclc.solver.serve.confirm import pool_of
-from gclc.solver.serve.demand_search import DemandSearch, _missed
+from gclc.solver.serve.outcome import missed_by
+from gclc.solver.serve.demand_search import DemandSearch
 from gclc.solver.serve.plan import serve_entity
 from gclc.solver.serve.screen import Side
 from gclc.solver.serve.sim import simulate
@@ -62,7 +63,7 @@ def test_a_prefill_verdict_is_every_decode_pools(rate, ttft, tpot, p, d, other, 
     hbm = s.limits.memory_bytes(rd.hbm)
     full = simulate(s.demand.requests, pool_of(Side(rd, ed, dec_count), hbm), pool_of(pre, hbm),
                     lambda prompt: kv_transfer_time(rp, rd, prompt), s.limits.slo, s.warmup_s)
-    missed = [m for m in _missed(full, s.limits.slo) if m.startswith("ttft")]
+    missed = [m for m in missed_by(full, s.limits.slo) if m.startswith("ttft")]
     if verdict is not None:
         assert verdict.stopped and set(verdict.stopped) <= set(missed)
     elif missed:

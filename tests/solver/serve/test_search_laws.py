@@ -22,7 +22,8 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.solver.serve.demand import demand_of, lifetime
-from gclc.solver.serve.demand_search import MAX_SIMULATIONS, DemandSearch, _missed, _needed
+from gclc.solver.serve.outcome import missed_by
+from gclc.solver.serve.demand_search import MAX_SIMULATIONS, DemandSearch, _needed
 from gclc.solver.serve.screen import Side
 from gclc.solver.serve.sim import Pool, simulate
 from gclc.solver.serve.space import limits_of
@@ -178,7 +179,7 @@ def test_a_run_stopped_at_its_first_broken_slo_agrees_with_the_full_run(tp, coun
     pools = (pool, small_pool(1, 1, 1), lambda prompt: 0.001) if split else (pool,)
     full = simulate(requests, *pools, slo=slo)
     stopped = simulate(requests, *pools, slo=slo, stop=lambda missed: True)
-    missed = _missed(full, slo)
+    missed = missed_by(full, slo)
     if not missed:
         assert stopped == full   # nothing broke: it ran to the end
     else:
@@ -194,7 +195,7 @@ def test_a_tpot_percentile_breaks_while_its_requests_still_decode():
     stopped = simulate(requests, small_pool(1, 64, 1), slo=slo, stop=lambda missed: True)
     assert stopped.stopped == ("tpot.p90",)
     assert not any(math.isfinite(t) for t in stopped.tpot)     # none of the measured requests finished
-    assert _missed(simulate(requests, small_pool(1, 64, 1), slo=slo), slo) == ["tpot.p90"]
+    assert missed_by(simulate(requests, small_pool(1, 64, 1), slo=slo), slo) == ["tpot.p90"]
 
 
 @settings(max_examples=RUNS, deadline=None)
@@ -238,7 +239,7 @@ def test_a_queue_behind_long_scheduling_rounds_stops_the_run_before_anyone_is_se
     slo = {"ttft.p99": 0.5}
     out = simulate(requests, small_pool(1, 64, 1, steps=1000), slo=slo, stop=lambda missed: True)
     full = simulate(requests, small_pool(1, 64, 1, steps=1000), slo=slo)
-    assert out.stopped == ("ttft.p99",) and _missed(full, slo) == ["ttft.p99"]
+    assert out.stopped == ("ttft.p99",) and missed_by(full, slo) == ["ttft.p99"]
     # stopped while the measured requests that break it were still waiting: none has finished
     # (counting only finished requests, it had to wait for 1% of them to)
     assert not any(x < float("inf") for x in out.e2e) and all(x < float("inf") for x in full.e2e)
@@ -248,7 +249,7 @@ def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
     """A pool far too small for its demand: the planner's run stops early and names the SLO."""
     requests = tuple(Request(0.001 * i, 1000, 200) for i in range(200))
     out = simulate(requests, small_pool(1, 8, 1), slo={"ttft.p99": 0.1}, stop=lambda missed: True)
-    assert out.stopped == ("ttft.p99",) and _missed(out, {"ttft.p99": 0.1}) == ["ttft.p99"]
+    assert out.stopped == ("ttft.p99",) and missed_by(out, {"ttft.p99": 0.1}) == ["ttft.p99"]
 
 
 def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
@@ -264,8 +265,8 @@ def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
     fewer = simulate(plan.demand.requests, Pool(plan.decode.replica, n - 1, plan.decode.replica.config.batch,
                                                 plan.decode.replica.kv_capacity_tokens(plan.limits.memory)),
                      slo=plan.limits.slo, warmup_s=lifetime(job, plan.demand.output))   # as the planner runs it
-    assert _missed(fewer, plan.limits.slo)
-    assert not _missed(plan.outcome, plan.limits.slo)
+    assert missed_by(fewer, plan.limits.slo)
+    assert not missed_by(plan.outcome, plan.limits.slo)
 
 
 # ------------------------------------------------------------ every pair is weighed
