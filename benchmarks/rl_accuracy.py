@@ -340,6 +340,8 @@ def main() -> None:
     print(f"rl step time: n={len(good)} of {len(results)} rows, median |error| {median:.1%} as shipped (nothing fitted, "
           f"sigma {SIGMA}); calibrated, held out {nested_figures or '(one group only)'} (form chosen inside each fold)"
           + (f"; {fixed_figures} with the weight-move form fixed (chosen on these rows)" if held else "")
+          + (f"; out of sample, the {len(newest)} {NEWEST} rows: {shipped_new:.1%} as shipped, {held_new:.1%} calibrated "
+             f"on the older releases alone" if newest and not math.isnan(held_new) else "")
           + (f"; sigma chosen leave-one-model-out {cv:.1%}" if cv is not None else "")
           + f" | wall {time.perf_counter() - started:.0f} s, CPU {time.process_time() - cpu:.0f} s")
 
