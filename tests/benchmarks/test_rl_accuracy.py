@@ -98,6 +98,27 @@ def test_each_rows_engine_settings_are_its_recipes():
     gb200 = rl_accuracy.design(rows["NeMoRL-0.6-GB200-DeepSeekV3-on-128"], rl_accuracy.SIGMA)
     assert f"max_batch = {rl_accuracy.MAX_SEQS} " in gb200 and "memory = 30%" in gb200
     assert all(r["recipe_note"].startswith("recipe ") for r in rows.values() if r["recipe_note"])
+    mtp = rl_accuracy.design(rows["NeMoRL-0.7-H100-DeepSeekV3-on-256"], rl_accuracy.SIGMA)
+    assert "speculative { tokens = 1  acceptance = 85% }" in mtp and "graph_batch" not in mtp
+    graphs = rl_accuracy.design(rows["NeMoRL-0.7-GB200-Qwen3_235B_A22B-on-64"], rl_accuracy.SIGMA)
+    assert "graph_batch = 64" in graphs and "speculative" not in graphs
+    assert "speculative" not in fp8 and "graph_batch" not in gb200   # v0.6's recipes set neither
+
+
+def test_the_newest_release_is_predicted_from_the_older_rows_alone():
+    """The out-of-sample figure's factors and form come from the older releases' rows: changing
+    what the newest rows measured moves their errors, never the calibration."""
+    def fake(scale):
+        return [{"source": s, "model": "m", "measured_s": (10.0 + k) * (scale if s == rl_accuracy.NEWEST else 1),
+                 "error": -0.3, "placement": "colocated", "staleness": 0,
+                 "phases": {"generate": 4.0 + k, "stream": 3.0, "score": 1.0, "train": 2.0, "sync": 0.5, "offload": 0.5}}
+                for s in ("NeMoRL-0.5", "NeMoRL-0.6", rl_accuracy.NEWEST) for k in (0, 1, 2)]
+    new, shipped, held, form = rl_accuracy.out_of_sample(fake(1.0))
+    old = [r for r in fake(1.0) if r["source"] != rl_accuracy.NEWEST]
+    factors = rl_accuracy.fit(old, form)
+    expected = sorted(abs(rl_accuracy.scaled(r, factors, form) / r["measured_s"] - 1) for r in new)[1]
+    assert len(new) == 3 and shipped == pytest.approx(0.3) and held == pytest.approx(expected)
+    assert rl_accuracy.out_of_sample(fake(2.0))[2] != pytest.approx(held)
 
 
 def test_the_iteration_form_adds_host_time_per_engine_iteration():
