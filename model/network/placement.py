@@ -132,19 +132,27 @@ def _divisors(n: int) -> list[int]:
 
 
 def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
-               rest: tuple[Stage, ...]) -> Stage | None:
+               rest: tuple[Stage, ...], channels: bool = True) -> Stage | None:
     """One ring in rank order over the `size / inside` sub-groups of `inside` members (each
     of the `inside` positions runs its own ring), priced by the hops that leave each domain.
-    None when the ring would cross no domain (the tiled stages are the same thing)."""
+    None when the ring would cross no domain (the tiled stages are the same thing).
+
+    `channels`: the ring runs as NCCL's channels, each leaving a scale-up domain at another of
+    the ring's members there, so a hop that leaves spreads over those members' ports (NCCL
+    builds one ring per channel and spreads the channels over the node's NICs: tuning.cc's
+    ring bandwidth is nChannels x bwInter). False: one ring whose hop leaves through one port
+    (ring attention's send to the next rank)."""
     extent, jobs = size * stride, tiers[-1].group_gpus   # a group's ranks; the job's, as the tiers see it
     slot = inside * stride                              # ranks between a ring's consecutive members
+    scale_up = _scale_up_gpus(tiers) if channels else 0
     limit, outer, exchange = math.inf, None, []
     for below, above in zip(tiers, tiers[1:]):
         straddling = _straddling(extent, below.group_gpus, jobs)
         if not straddling or above.group_gpus <= below.group_gpus:
             continue
         share = below.group_gpus / slot / straddling     # the domain's uplink per hop that leaves it
-        limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
+        ports = max(1.0, min(below.group_gpus, scale_up) / slot / straddling)   # the ports a leaving hop spreads over
+        limit = min(limit, rate(above) * min(above.oversubscription * ports, max(1.0, share)))
         outer = above
         exchange.append((above, extent, below.group_gpus, jobs, slot))
     if outer is None:
@@ -152,6 +160,12 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
     first = next((t for t in tiers if t.group_gpus >= 2 * slot), outer)   # where consecutive members meet
     limit = min(limit, rate(first))
     return Stage(outer, size // inside, limit, rest, tuple(exchange))
+
+
+def _scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
+    """GPUs of the widest scale-up domain (a node, an NVLink rack): where any member can be the
+    one a channel's ring leaves from."""
+    return max((t.group_gpus for t in tiers if t.scope in ("node", "supernode")), default=1)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -165,7 +179,7 @@ def hop_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | No
     outer = stages[-1].tier
     if any(t.ring for t in tiers):
         return outer, outer.link_bandwidth * outer.efficiency
-    ring = _rank_ring(size, 1, stride, tiers, stages)
+    ring = _rank_ring(size, 1, stride, tiers, stages, channels=False)
     return (ring.tier, ring.rate) if ring is not None else (outer, rate(outer))
 
 
