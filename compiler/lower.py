@@ -235,8 +235,10 @@ def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoin
         name = f"{fabric.name} {_tier_name(s.level, len(shapes))}"
         tier = _fabric_tier(fabric, first_level + s.level - 1, "scaleout", group,
                             per_gpu / s.oversubscription, s.hops, s.oversubscription, name)
-        if s.level > 1:   # reached through the uplinks of the switches below: hashed or spread
-            tier = attrs.evolve(tier, efficiency=tier.efficiency * hashed)
+        if s.level > 1 and hashed < 1:   # reached through the uplinks of the switches below: hashed
+            down = topology.down_ports(radix, oversub)
+            tier = attrs.evolve(tier, efficiency=tier.efficiency * hashed, hashed=hashed, paths=radix - down,
+                                qps=fabric.get("flows") or 1)
         tiers.append(tier)
         layers.append(_layer(fabric, s.level, _tier_name(s.level, len(shapes)), s.switches, radix, s.links_below))
     return _dedupe_groups(tiers), layers
