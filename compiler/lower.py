@@ -177,7 +177,7 @@ def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: 
     return Tier(level, name or f"{fabric.name} ({scope})", fabric.name, fabric.get("kind").name, scope, group,
                 bandwidth, hops * _hop_latency(fabric), oversubscription,
                 in_network_reduction(fabric), _f(fabric.get("efficiency"), 1.0),
-                span=fabric.span)
+                congestion=getattr(fabric.get("congestion"), "name", "ecn"), span=fabric.span)
 
 
 def _hop_latency(fabric: Entity) -> float:
