@@ -24,7 +24,9 @@ from . import hbm as hbm_generations
 # 6: accelerators carry their data sheet's HBM figure (`hbm_nominal`), shown in every output;
 # 7: partitions carry their own `power.budget`, accelerators the top of their DVFS curve (`full_clock`);
 # 8: accelerators carry their HBM generation (`hbm_type`, whose energy per bit enters power).
-IR_VERSION = 8
+# 9: scale-out tiers carry their ECMP hashing (`hashed`, `paths`, `qps`: a ring's few leaving flows);
+# 10: tiers carry their fabric's `congestion` (ecn, pfc).
+IR_VERSION = 10
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -35,6 +37,8 @@ IR_SCHEMA_SHA256 = {
     6: "459854794c86a1b0b911eb465dc89aff0fae08c2cf3e59513f273f1188cf5fdd",
     7: "dc498aa4fe26abdc90714c6ce28a8e38ddf16968f079526bad7819000d3dac6a",
     8: "e69232612e5f51617067d0cfc6f57160b5ae9869200732b775cc4ce8ae729d06",
+    9: "dfe21c65aae30a0e4880c9829668d3031815f316618f6580867882060c343c0b",   # Tier: hashed, paths, qps
+    10: "0c823995c9d2c9c1361888d28c51dc19d86cc79572d748de4a050caed5f1fb1d",   # Tier: congestion
 }
 
 
@@ -173,6 +177,10 @@ class Tier:
     efficiency: float            # achievable share of `bandwidth` (1.0 when not declared)
     ring: int = 0                # a torus axis: chips along it (0: a switched tier)
     wraparound: bool = False     # the axis closes into a ring (two links per chip along it)
+    congestion: str = "ecn"      # ecn or pfc: how the fabric meets congestion (model/network/pfc.py)
+    hashed: float = 1.0          # the ECMP share of the uplinks `efficiency` carries (compiler/routing.py)
+    paths: int = 0               # ... the uplinks a domain below hashes its flows over (0: not hashed)
+    qps: int = 1                 # ... and the flows per port it hashes (queue pairs)
     span: Span = _span()
 
     @property

@@ -177,7 +177,7 @@ def _fabric_tier(fabric: Entity, level: int, scope: str, group: int, bandwidth: 
     return Tier(level, name or f"{fabric.name} ({scope})", fabric.name, fabric.get("kind").name, scope, group,
                 bandwidth, hops * _hop_latency(fabric), oversubscription,
                 in_network_reduction(fabric), _f(fabric.get("efficiency"), 1.0),
-                span=fabric.span)
+                congestion=getattr(fabric.get("congestion"), "name", "ecn"), span=fabric.span)
 
 
 def _hop_latency(fabric: Entity) -> float:
@@ -235,8 +235,10 @@ def _scaleout(fabric: Entity, node: NodeType, per_unit: int, units: int, endpoin
         name = f"{fabric.name} {_tier_name(s.level, len(shapes))}"
         tier = _fabric_tier(fabric, first_level + s.level - 1, "scaleout", group,
                             per_gpu / s.oversubscription, s.hops, s.oversubscription, name)
-        if s.level > 1:   # reached through the uplinks of the switches below: hashed or spread
-            tier = attrs.evolve(tier, efficiency=tier.efficiency * hashed)
+        if s.level > 1 and hashed < 1:   # reached through the uplinks of the switches below: hashed
+            down = topology.down_ports(radix, oversub)
+            tier = attrs.evolve(tier, efficiency=tier.efficiency * hashed, hashed=hashed, paths=radix - down,
+                                qps=fabric.get("flows") or 1)
         tiers.append(tier)
         layers.append(_layer(fabric, s.level, _tier_name(s.level, len(shapes)), s.switches, radix, s.links_below))
     return _dedupe_groups(tiers), layers

@@ -309,7 +309,8 @@ FABRIC = Block(
      "latency": Qty(u.TIME, low_open=False), "switch": PartRef(("switch",)), "in_network_reduction": FLAG,
      "efficiency": SHARE, "link_power": POWER0, "source": TEXT,
      "transceiver_price": PRICE, "fiber_price": PRICE, "copper_price": PRICE,
-     "routing": Choice(("adaptive", "ecmp"), "a routing"), "flows": COUNT},
+     "routing": Choice(("adaptive", "ecmp"), "a routing"), "flows": COUNT,
+     "congestion": Choice(("ecn", "pfc"), "a congestion mode")},
     required=("kind", "topology", "bandwidth"),
     doc="`bandwidth`: per port (a rail) of a scale-out fabric, per GPU of a scale-up one; "
         "`in_network_reduction`: collectives reduce in the switches (SHARP, NVLS); absent, as its `switch` says "
@@ -317,7 +318,9 @@ FABRIC = Block(
         "`routing`: how flows spread over a fat tree's uplinks, `adaptive` (adaptive routing, packet spraying, "
         "InfiniBand's fat-tree routes: no collisions) or `ecmp` (each flow hashed onto one uplink: collisions); "
         "default `ecmp` on Ethernet, `adaptive` otherwise; `flows`: flows per port that ECMP hashes "
-        "(queue pairs per connection, default 1 as NCCL's NCCL_IB_QPS_PER_CONNECTION), only with `ecmp`",
+        "(queue pairs per connection, default 1 as NCCL's NCCL_IB_QPS_PER_CONNECTION), only with `ecmp`; "
+        "`congestion`: how an Ethernet (RoCE) fabric meets congestion, `ecn` (ECN marks and DCQCN rate control, "
+        "the default) or `pfc` (Priority Flow Control alone: a paused port holds every flow on it)",
 )
 _UNITS = RepeatOf(("node", "supernode"))
 RATE0 = Qty(u.NONE, low=Fraction(0), low_open=False, high=Fraction(1))  # 0 <= x <= 1

@@ -216,6 +216,8 @@ IN_NETWORK_REDUCTION = _code("in-network-reduction", E, "{what}",
                              "switch (a torus or full mesh).")
 ROUTING_FLOWS = _code("routing-flows", E, "{what}",
                       "`flows` (flows per port that ECMP hashes) on a fabric whose routing does not hash them.")
+CONGESTION_KIND = _code("congestion-kind", E, "{what}",
+                        "`congestion` (ECN or PFC) on a fabric that is not Ethernet: PFC and ECN are RoCE's.")
 
 
 # ---------------------------------------------------------------- shared clusters and traces

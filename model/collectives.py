@@ -145,12 +145,14 @@ def _plain(option: tuple[comms.Stage, ...]) -> tuple[comms.Stage, ...]:
 @functools.lru_cache(maxsize=8192)
 def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
     """The group as NCCL sees it: ranks in scale-up domains (a node, or an NVLink rack: MNNVL)
-    and the rates and latency of the tiers it crosses."""
+    and the rates and latency of the tiers it crosses. A ring in rank order stands for its
+    tiled stages here: NCCL sees the same nodes whichever way the bytes move."""
     if not option or any(s.tier.ring for s in option):
         return None
     ranks = math.prod(s.peers for s in option)
     if ranks <= 1:
         return None
+    option = tuple(t for s in option for t in (s.tiled or (s,)))
     up = [s for s in option if s.tier.scope in _SCALE_UP]
     out = [s for s in option if s.tier.scope not in _SCALE_UP]
     per_node = math.prod(s.peers for s in up)

@@ -45,13 +45,18 @@ def tier_loads(plan) -> dict[str, float]:
     loads: dict[str, float] = {}
     for dim, (size, stride) in groups.items():
         if seconds[dim] > 0 and size > 1:
-            weights = _weights(comms.place(size, stride, tiers), ring=dim in ("tp", "dp"))
+            weights = _weights(_tiled(comms.place(size, stride, tiers)), ring=dim in ("tp", "dp"))
             _spread(loads, seconds[dim], weights)
     if c.pp > 1 and b.pp > 0:
         boundary = comms.outermost(c.pp, c.stride("pp"), tiers)
         if boundary is not None:
             _spread(loads, b.pp, {boundary.name: 1.0})
     return {name: min(1.0, busy / e.step_time) for name, busy in loads.items()}
+
+
+def _tiled(stages):
+    """A ring in rank order as the tiled stages it stands for: its hops cross each of their tiers."""
+    return tuple(t for s in stages for t in (getattr(s, "tiled", ()) or (s,)))
 
 
 def _weights(stages, ring: bool) -> dict[str, float]:
@@ -106,15 +111,15 @@ def link_loads(plan, rails: dict[str, int] | None = None) -> dict:
     busy, rail_busy = np.zeros(len(f.capacity)), {}
     node = min(job.partition.node.gpus, c.gpus)
     for comm, seconds in _communicators(plan, tiers):
-        matrix, owner, _ = sim.flows(f, [comm])
+        matrix, owner, _, share, ends = sim.weighted_flows(f, [comm])
         if matrix.shape[1] == 0:
             continue
         rates = sim.rates_of(matrix, f.capacity)
         slowest = np.full(owner.max() + 1, np.inf)
-        np.minimum.at(slowest, owner, rates)
-        flow_rate = slowest[owner]                       # a group moves at its slowest flow
+        np.minimum.at(slowest, owner, rates / share)
+        flow_rate = slowest[owner] * share               # a group moves at its slowest hop; a flow carries its share
         busy += seconds * (matrix @ flow_rate) / f.capacity
-        _by_rail(rail_busy, f, comm, matrix, flow_rate * seconds, node, rails or {})
+        _by_rail(rail_busy, f, ends, matrix, flow_rate * seconds, node, rails or {})
     share = lambda x: min(1.0, float(x) / e.step_time)  # noqa: E731
     loads: dict = {(t.name, k): 0.0 for t in tiers if t.scope == "scaleout" for k in range((rails or {}).get(t.fabric, 0))}
     for index, tier in enumerate(tiers):
@@ -154,11 +159,10 @@ def _drawn(f, index: int, node: int) -> list[int]:
     return [start + 2 * k + d for k in range(ways) for d in (0, 1)]
 
 
-def _by_rail(out: dict, f, comm, matrix, flow_seconds, node: int, rails: dict[str, int]) -> None:
+def _by_rail(out: dict, f, ends, matrix, flow_seconds, node: int, rails: dict[str, int]) -> None:
     """Adds to out[(tier name, rail)][link] the busy seconds of the drawn links of each rail:
     on a link up (out of a GPU or a domain) the flows its senders on that rail send, on a link
-    down those its receivers on that rail receive."""
-    ends = [hop for members in sim.groups(comm, f.gpus) for hop in comm.hops(members)]
+    down those its receivers on that rail receive (`ends`: each flow's sender and receiver)."""
     columns = matrix.tocsr()
     for index, tier in enumerate(f.tiers):
         count = rails.get(tier.fabric, 0)

@@ -196,6 +196,16 @@ def dp_collectives(plan) -> list[dict]:
             for c in calls(plan.job.shape, plan.best.config, plan.job.partition)]
 
 
+def pfc_pause(plan) -> dict | None:
+    """What PFC's pauses behind the expert all-to-all add to the best configuration's step
+    (model/incast.py), where a `congestion = pfc` fabric carries both; None elsewhere."""
+    held = getattr(plan.best, "paused", None) if plan.best is not None else None
+    if held is None:
+        return None
+    return {"fabric": held.fabric, "senders": held.senders, "duty": held.duty, "slowdown": held.slowdown,
+            "seconds": held.seconds}
+
+
 def plan_json(plan) -> dict:
     job = plan.job
     out = {
@@ -233,6 +243,7 @@ def plan_json(plan) -> dict:
                                    for r in plan.band_reasons], **_calibrated(own)},
         "placement": placement_json(plan),
         "dp_collectives": dp_collectives(plan),
+        "pfc_pause": pfc_pause(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
     })

@@ -14,7 +14,7 @@ from ..model import dvfs
 from ..solver.power.section import PowerSection, clock_ratio
 from ..solver.train.limits import power_of
 from .limits import MEMORY_WORDS, WORDS, limits_sentence, tiers_text
-from .plan_json import dp_collectives, hetero_cost, optimizer_json, parallelism
+from .plan_json import dp_collectives, hetero_cost, optimizer_json, parallelism, pfc_pause
 
 if TYPE_CHECKING:  # the heterogeneous split's modules load only for its plans
     from ..solver.split.plan import HeteroPlan
@@ -133,6 +133,18 @@ def _dp_calls_line(plan, binary: bool) -> list[str]:
         + (", reduced in the switches)" if c["in_network"] else ")") for c in found)]
 
 
+def _pfc_line(plan) -> list[str]:
+    """PFC's pauses behind the expert all-to-all, where a `congestion = pfc` fabric carries it."""
+    held = pfc_pause(plan)
+    if held is None:
+        return []
+    how = (f"data-parallel collectives {held['slowdown']:.2f}x slower than under ECN while it runs, "
+           f"{percent(held['duty'])} of each layer pass: dp +{duration(held['seconds'])}" if held["seconds"] > 0 else
+           "its flows keep their fair share (no hashed path collides), so the pauses cost nothing beyond ECN")
+    return [f"  PFC pause  {held['fabric']}: the expert all-to-all's incast ({held['senders']} flows into each NIC); "
+            + how]
+
+
 def goodput_text(good, tokens_per_s: float) -> str:
     return (f"  goodput    {big(tokens_per_s * good.efficiency)} tokens/s ({percent(good.efficiency)} of the time "
             f"trains): job MTBF {duration(good.mtbf)}, a checkpoint takes {duration(good.write)} every "
@@ -170,6 +182,7 @@ def plan_text(plan, timings: bool = False) -> str:
         *optimizer_lines(e),
         "  step parts " + ", ".join(f"{WORDS.get(k, k)} {duration(v)}" for k, v in e.breakdown.rows() if v),
         *_dp_calls_line(plan, binary),
+        *_pfc_line(plan),
         f"  power      {_w(plan.power.total)} ({_w(plan.power.per_gpu)} per GPU"
         + (f" at {percent(plan.clock)} clock under a power cap of {_w(e.config.power_cap)}"
            if e.config.power_cap is not None else "") + f"), {quantity(plan.energy_per_token, 'J')} per token",

@@ -50,6 +50,20 @@ def fabric_switch_rules(fabric: Entity) -> Iterator[Diagnostic]:
     yield from _capacity(fabric, switch if isinstance(switch, Entity) else None)
     yield from _reduction(fabric, switch if isinstance(switch, Entity) else None)
     yield from _flows(fabric)
+    yield from _congestion(fabric)
+
+
+def _congestion(fabric: Entity) -> Iterator[Diagnostic]:
+    """`congestion` picks between RoCE's two ways of meeting congestion: read only on Ethernet."""
+    kind = getattr(fabric.get("kind"), "name", None)
+    if fabric.get("congestion") is None or kind in (None, "ethernet"):
+        return
+    yield codes.CONGESTION_KIND.make(
+        fabric.span_of("congestion"),
+        what=f"`{fabric.name}` is {kind}, but `congestion` picks how an Ethernet (RoCE) fabric meets congestion",
+        notes=["PFC pauses and ECN marks are Ethernet's; InfiniBand's credit-based flow control and "
+               "congestion control are not modelled by this field",
+               "help: drop `congestion`, or use `kind = ethernet`"])
 
 
 def _flows(fabric: Entity) -> Iterator[Diagnostic]:

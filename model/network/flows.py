@@ -14,6 +14,9 @@ share, the uplinks of the sender's domains up to it and the receiver's downlinks
 Communicators are rings in rank order (what NCCL builds for all-reduce, reduce-scatter and
 all-gather), pipeline neighbours, all-to-alls (every member to every other: MoE dispatch and
 combine) and fan-ins (every member to the first: incast); a group moves at its slowest flow.
+A ring runs as NCCL's channels: each channel's ring leaves a scale-up domain (a node, an
+NVLink rack) at another of the group's members there, so a hop that leaves one is k flows,
+each carrying 1/k of its bytes over another pair of the members' ports (`channel_flows`).
 
 Congestion (`congestion`): with ECN and end-to-end rate control (DCQCN on RoCE, InfiniBand's
 congestion control, the NICs' default) each sender slows to its flow's fair share, so rates are
@@ -54,6 +57,7 @@ class Communicator:
     stride: int      # ranks between members
     ring: bool = True   # a ring of all members; else pairs of consecutive members (pipeline sends)
     pattern: str = ""   # PATTERNS; empty: "ring" or "pairs" as `ring` says
+    channels: bool = True   # a ring runs as NCCL's channels (`channel_flows`); False: one ring of sends
 
     def hops(self, members: list[int]) -> list[tuple[int, int]]:
         """The (sender, receiver) flows of one group."""
@@ -141,18 +145,47 @@ def groups(c: Communicator, gpus: int) -> list[list[int]]:
 
 def flows(f: Fabric, communicators: list[Communicator]) -> tuple[sparse.csr_matrix, np.ndarray, list[tuple[str, int, int]]]:
     """(link x flow incidence, the group each flow belongs to, (communicator, group size, first flow) per group)."""
-    rows, cols, owner, spans = [], [], [], []
+    matrix, owner, spans, _, _ = weighted_flows(f, communicators)
+    return matrix, owner, spans
+
+
+def weighted_flows(f: Fabric, communicators: list[Communicator]):
+    """`flows`, then per flow the share of its hop's bytes it carries (1, or 1/k for each of
+    the k flows a ring's hop out of a scale-up domain spreads over: `channel_flows`) and its
+    (sender, receiver)."""
+    rows, cols, owner, spans, share, ends = [], [], [], [], [], []
+    domain = _scale_up_gpus(f.tiers)
     for c in communicators:
+        spread = domain > 1 and c.channels and (c.pattern or ("ring" if c.ring else "pairs")) == "ring"
         for members in groups(c, f.gpus):
-            hops = c.hops(members)
             spans.append((c.name, len(members), len(owner)))
-            for a, b in hops:
-                links = _path(f, a, b, len(owner))
-                rows += links
-                cols += [len(owner)] * len(links)
-                owner.append(len(spans) - 1)
+            for a, b in c.hops(members):
+                pairs = channel_flows(members, a, b, domain) if spread else [(a, b)]
+                for x, y in pairs:
+                    links = _path(f, x, y, len(owner))
+                    rows += links
+                    cols += [len(owner)] * len(links)
+                    owner.append(len(spans) - 1)
+                    share.append(1 / len(pairs))
+                    ends.append((x, y))
     matrix = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(f.capacity), len(owner)))
-    return matrix, np.array(owner), spans
+    return matrix, np.array(owner), spans, np.array(share), ends
+
+
+def channel_flows(members: list[int], a: int, b: int, domain: int) -> list[tuple[int, int]]:
+    """The flows of a ring's hop from `a` to `b` as NCCL's channels run it: a hop that leaves a
+    scale-up domain of `domain` GPUs leaves it at another of the group's members there in each
+    channel and enters the next at another, so the hop's bytes spread over k pairs of the
+    members' ports (k: the fewer members on either side); a hop inside a domain is one flow."""
+    if a // domain == b // domain:
+        return [(a, b)]
+    senders = [m for m in members if m // domain == a // domain]
+    receivers = [m for m in members if m // domain == b // domain]
+    return list(zip(senders, receivers))
+
+
+def _scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
+    return max((t.group_gpus for t in tiers if t.scope in ("node", "supernode")), default=1)
 
 
 def max_min(matrix: sparse.csr_matrix, capacity: np.ndarray, limit: np.ndarray | None = None) -> np.ndarray:
@@ -239,10 +272,10 @@ def pair_rates(f: Fabric, pairs: list[tuple[int, int]], congestion: str = "ecn")
 def ring_rates(f: Fabric, communicators: list[Communicator], congestion: str = "ecn") -> dict[str, float]:
     """Per communicator, the rate (bytes/s per flow) of its slowest group, all of them at once:
     each group moves at its slowest flow."""
-    matrix, owner, spans = flows(f, communicators)
+    matrix, owner, spans, share, _ = weighted_flows(f, communicators)
     rates = rates_of(matrix, f.capacity, congestion)
     slowest = np.full(len(spans), np.inf)
-    np.minimum.at(slowest, owner, rates)
+    np.minimum.at(slowest, owner, rates / share)   # a hop spread over k flows moves k times its slowest
     found: dict[str, float] = {}
     for (name, _, _), value in zip(spans, slowest):
         found[name] = min(found.get(name, math.inf), float(value))

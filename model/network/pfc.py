@@ -22,47 +22,57 @@ uplinks toward a spine are the flow simulator's alone.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
-from ...compiler.ir import Tier
-from .placement import Stage, port_rate, stage_rate
+from .placement import Stage, stage_rate
 
 CONGESTION = ("ecn", "pfc")
 
 
 @attrs.frozen
 class Incast:
-    """A fan-in on `fabric`: `senders` flows into one port of `receiver` bytes/s."""
+    """A fan-in on `fabric`: `senders` flows into one port of `receiver` bytes/s. An all-to-all
+    is one at every receiver, and each sender's port carries `flows` of them (one to each peer
+    across the fabric); `path`: the rate its slowest flow keeps where hashed paths collide
+    (ECMP), what the pauses then hold (inf: no collision)."""
 
     fabric: str
     senders: int
     receiver: float
+    flows: int = 1
+    path: float = math.inf
 
     @property
     def flow_rate(self) -> float:
         """Each incast flow's rate, held at the receiver's port."""
         return self.receiver / self.senders
 
+    @property
+    def slowest(self) -> float:
+        """The incast's slowest flow: at the receiver's port or a collided path."""
+        return min(self.flow_rate, self.path)
+
 
 def victim_rate(alone: float, port: float, incast: Incast, congestion: str) -> float:
     """The rate of a flow that moves at `alone` by itself and leaves a port of `port` bytes/s
-    that also carries one flow of `incast`."""
+    that also carries `incast.flows` flows of `incast`. ECN: max-min on the shared port, each
+    incast flow held below at the receiver's share or sharing the port (a synchronous ring
+    waits for its port where no collision frees room). PFC: no faster than that, nor than
+    the incast's slowest flow, whose pauses reach the port."""
     if congestion not in CONGESTION:
         raise ValueError(f"congestion {congestion!r}: one of {', '.join(CONGESTION)}")
-    held = incast.flow_rate
-    if congestion == "pfc":
-        return min(alone, held)
-    # max-min on the shared port: the incast's flow is held below at `held`, or both share it
-    return min(alone, port - min(held, port / 2))
+    k = incast.flows
+    shared = min(alone, port - k * min(incast.flow_rate, port / (k + 1)))
+    return min(shared, incast.slowest) if congestion == "pfc" else shared
 
 
 def beside_incast(stages: tuple[Stage, ...], incast: Incast, congestion: str) -> tuple[Stage, ...]:
-    """A collective's stages when one of its members sends into `incast`: each stage that
-    leaves through the incast's fabric at the victim's rate."""
-    return tuple(attrs.evolve(s, rate=victim_rate(stage_rate(s), _port(s.tier), incast, congestion))
+    """A collective's stages when its members send into `incast`: each stage that leaves
+    through the incast's fabric at the victim's rate. A ring whose hop out of a node spreads
+    over k ports (NCCL's channels, `Stage.ports`) is k victims, each of its share of the hop.
+    The victims' ports are NICs like the receiver's."""
+    return tuple(attrs.evolve(s, rate=s.ports * victim_rate(stage_rate(s) / s.ports, incast.receiver, incast, congestion))
                  if s.tier.fabric == incast.fabric else s for s in stages)
 
-
-def _port(tier: Tier) -> float:
-    """A GPU's port into the tier's fabric (before oversubscription, as the flow simulator's)."""
-    return port_rate(tier)

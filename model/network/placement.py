@@ -22,6 +22,11 @@ import math
 import attrs
 
 from ...compiler.ir import Tier
+from ...compiler.routing import expected_max_load
+
+# NCCL's collective channels on a node: two on each of an 8-GPU node's NICs (its INFO line
+# "16 coll channels"; the ASSUMPTION of model/network/nccl.py's CHANNELS)
+CHANNELS = 16
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every collective cache lookup
@@ -31,6 +36,7 @@ class Stage:
     rate: float = 0.0     # bytes/s per GPU of a ring in rank order whose hops mostly stay below `tier` (0: the tier's)
     tiled: tuple = ()     # the hierarchical stages such a ring stands for
     crossings: tuple = () # (tier above, group ranks, domain below, job ranks, slot) of each domain edge the ring leaves
+    ports: float = 1.0    # the scale-out ports a hop out of a scale-up domain spreads over (NCCL's channels)
 
 
 def rate(tier: Tier) -> float:
@@ -132,26 +138,60 @@ def _divisors(n: int) -> list[int]:
 
 
 def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
-               rest: tuple[Stage, ...]) -> Stage | None:
+               rest: tuple[Stage, ...], channels: bool = True) -> Stage | None:
     """One ring in rank order over the `size / inside` sub-groups of `inside` members (each
     of the `inside` positions runs its own ring), priced by the hops that leave each domain.
-    None when the ring would cross no domain (the tiled stages are the same thing)."""
+    None when the ring would cross no domain (the tiled stages are the same thing).
+
+    `channels`: the ring runs as NCCL's channels, each leaving a scale-up domain at another of
+    the ring's members there, so a hop that leaves spreads over those members' ports (NCCL
+    builds one ring per channel and spreads the channels over the node's NICs: tuning.cc's
+    ring bandwidth is nChannels x bwInter). False: one ring whose hop leaves through one port
+    (ring attention's send to the next rank)."""
     extent, jobs = size * stride, tiers[-1].group_gpus   # a group's ranks; the job's, as the tiers see it
     slot = inside * stride                              # ranks between a ring's consecutive members
-    limit, outer, exchange = math.inf, None, []
+    scale_up = _scale_up_gpus(tiers) if channels else 0
+    limit, outer, exchange, out_ports = math.inf, None, [], math.inf
     for below, above in zip(tiers, tiers[1:]):
         straddling = _straddling(extent, below.group_gpus, jobs)
         if not straddling or above.group_gpus <= below.group_gpus:
             continue
         share = below.group_gpus / slot / straddling     # the domain's uplink per hop that leaves it
-        limit = min(limit, rate(above) * min(above.oversubscription, max(1.0, share)))
+        ports = max(1.0, min(below.group_gpus, scale_up) / slot / straddling)   # the ports a leaving hop spreads over
+        per_port = max(1, CHANNELS // scale_up) if channels else 1
+        limit = min(limit, _leaving_rate(above, ports, share, slot * straddling, per_port))
+        if above.scope == "scaleout":
+            out_ports = min(out_ports, ports)
         outer = above
         exchange.append((above, extent, below.group_gpus, jobs, slot))
     if outer is None:
         return None
     first = next((t for t in tiers if t.group_gpus >= 2 * slot), outer)   # where consecutive members meet
     limit = min(limit, rate(first))
-    return Stage(outer, size // inside, limit, rest, tuple(exchange))
+    return Stage(outer, size // inside, limit, rest, tuple(exchange), out_ports if out_ports < math.inf else 1.0)
+
+
+def _leaving_rate(above: Tier, ports: float, share: float, rings: int, per_port: int) -> float:
+    """The rate of one ring's hop that leaves a domain below `above` over `ports` ports, where
+    `rings` rings leave that domain, each with `share` GPUs' worth of its uplinks, and NCCL
+    runs `per_port` channels on each port. Where ECMP hashes the flows onto the domain's
+    `paths` uplinks, the tier's efficiency carries the share every down port's flows get; a
+    ring's few leaving flows collide less: `rings x ports x per_port` flows of `qps` queue
+    pairs each, the fullest uplink (a port's rate) holding its queue pairs to its rate
+    (compiler/routing.py E[max load]) only where they would move faster unhashed."""
+    unhashed = rate(above) / above.hashed
+    hop = unhashed * min(above.oversubscription * ports, max(1.0, share))
+    if not above.paths or above.hashed >= 1:
+        return hop
+    balls = max(1, round(rings * ports * per_port)) * above.qps
+    link = unhashed * above.oversubscription                  # one uplink: a port's rate
+    return min(hop, link * balls / expected_max_load(balls, above.paths) / rings)
+
+
+def _scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
+    """GPUs of the widest scale-up domain (a node, an NVLink rack): where any member can be the
+    one a channel's ring leaves from."""
+    return max((t.group_gpus for t in tiers if t.scope in ("node", "supernode")), default=1)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -165,7 +205,7 @@ def hop_rate(size: int, stride: int, tiers: tuple[Tier, ...]) -> tuple[Tier | No
     outer = stages[-1].tier
     if any(t.ring for t in tiers):
         return outer, outer.link_bandwidth * outer.efficiency
-    ring = _rank_ring(size, 1, stride, tiers, stages)
+    ring = _rank_ring(size, 1, stride, tiers, stages, channels=False)
     return (ring.tier, ring.rate) if ring is not None else (outer, rate(outer))
 
 

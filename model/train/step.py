@@ -11,6 +11,7 @@ import attrs
 
 from ...compiler.ir import Partition
 from . import dp_sync, dpu, host, offload, offload_host, pipeline, sharding
+from .. import incast
 from . import optimizer as adam
 from . import moe as routed
 from .. import compute
@@ -73,6 +74,7 @@ class Estimate:
     host_dram: float = math.inf   # ... and what the node offers
     nvme_need: float = 0.0        # bytes of one node's local NVMe its retained checkpoints fill (model/train/host.py)
     nvme: float = math.inf        # ... and what the node offers
+    paused: incast.Held | None = None   # data-parallel rings held behind an expert all-to-all under PFC
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -127,8 +129,14 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # One micro-batch through this stage's layers, exposed communication included: the
     # window that gradient reduction and parameter gathering overlap with.
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
-    dp = (dp_sync.exposed(dp_sync.traffic(shape, cfg, partition), cfg.zero, cfg.microbatches,
-                          cfg.overlaps_dp, layer_pass) + dp_sync.embedding_sync(shape, cfg, tiers))
+    traffic = dp_sync.traffic(shape, cfg, partition)
+    dp = dp_sync.exposed(traffic, cfg.zero, cfg.microbatches, cfg.overlaps_dp, layer_pass)
+    paused = incast.held(cfg, tiers, moe_layers * moe.ep, layer_pass) if shape.is_moe else None
+    if paused is not None:   # PFC: the rings beside the expert all-to-all move at the incast's pace
+        slowed = dp_sync.exposed(dp_sync.Traffic(*(x * paused.factor for x in traffic)), cfg.zero, cfg.microbatches,
+                                 cfg.overlaps_dp, layer_pass)
+        paused, dp = attrs.evolve(paused, seconds=slowed - dp), slowed
+    dp += dp_sync.embedding_sync(shape, cfg, tiers)
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
     breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")), m * p2p,
@@ -147,7 +155,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     dram = offload_host.host_memory(shape, cfg, partition, held.offloaded)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
                     model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available,
-                    host.nvme_need(shape, cfg, partition.node), host.nvme_capacity(partition.node))
+                    host.nvme_need(shape, cfg, partition.node), host.nvme_capacity(partition.node), paused)
 
 
 def clear_caches() -> None:

@@ -69,7 +69,9 @@ def test_a_whole_all_reduce_gains_from_more_flows_what_meta_measured(nodes):
     one, sixteen = (all_reduce("ethernet", f"routing = ecmp  flows = {f}") for f in (1, 16))
     infiniband = all_reduce("infiniband", "")
     assert 1.05 < one / sixteen <= 1.40
-    assert infiniband < sixteen < one
+    # the ring leaves each leaf over its node's 8 NICs, 2 channels each: 16 queue pairs a flow
+    # fill no uplink past a port's rate, so ECMP then costs what adaptive routing does
+    assert infiniband <= sixteen * (1 + 1e-12) and sixteen < one
 
 
 DESIGN = """

@@ -104,7 +104,9 @@ def test_a_4_kb_all_reduce_is_latency_bound_and_a_4_gb_one_runs_at_the_tiers_rat
     # the tiers alone charge both sizes the same rate; NCCL's latency leaves a 4 KB call
     # at a small share of it (the old model's latency: a few microseconds of tier hops)
     share = lambda n: wire("all_reduce", n, stages) / collectives.all_reduce(n, stages)  # noqa: E731
-    assert share(4e9) > 0.95
+    # a 128-rank ring's 254 steps pay NCCL's per-step latencies (tuning.cc: ~1.2 ms), 6 % of a
+    # 4 GB call moved at the node's 8 NICs at once; the share grows toward 1 with the size
+    assert share(4e9) > 0.9 and share(16e9) > 0.98
     assert share(4e3) < 0.05
 
 

@@ -11,12 +11,12 @@ from gclc.dsl.source import no_span
 from gclc.model.network import flows, placement
 
 
-def tier(level, group, bandwidth, oversubscription=1.0, fabric="ib", kind="infiniband"):
-    return Tier(level, f"t{level}", fabric, kind, "scaleout", group, bandwidth, 1e-6, oversubscription, False, 1.0,
+def tier(level, group, bandwidth, oversubscription=1.0, fabric="ib", kind="infiniband", scope="scaleout"):
+    return Tier(level, f"t{level}", fabric, kind, scope, group, bandwidth, 1e-6, oversubscription, False, 1.0,
                 span=no_span())
 
 
-NODE = tier(0, 8, 400e9, fabric="nv", kind="nvlink")
+NODE = tier(0, 8, 400e9, fabric="nv", kind="nvlink", scope="node")
 
 
 def test_max_min_fills_the_tightest_link_first():

@@ -91,7 +91,10 @@ def test_a_plan_with_sharp_says_its_zero_collectives_run_in_the_switches_and_tak
     for collective in ("reduce_scatter", "all_gather"):
         with_sharp, without = calls["on"][collective], calls["off"][collective]
         assert with_sharp["in_network"] and with_sharp["algorithm"] == "collnet" and not without["in_network"]
-        assert with_sharp["seconds"] < 0.8 * without["seconds"]
+        # without SHARP the ring leaves each 2:1 leaf over all 8 of its node's NICs (200 GB/s
+        # of uplink a node): SHARP's switches save 11 % here, summing the NVLink and network
+        # stages (NCCL's CollNet pipelines them, so this is SHARP's least gain)
+        assert with_sharp["seconds"] < 0.9 * without["seconds"]
     assert "reduced in the switches" in plan_text(on) and "reduced in the switches" not in plan_text(off)
     assert on.best.step_time <= off.best.step_time
 
