@@ -112,6 +112,8 @@ ROOM_USES: dict[str, set[str]] = {
     "solver/rl": {"solver/serve", "solver/train"},
     # an operator's serving benchmark replayed through serving's simulator and its engine options
     "solver/calibrate": {"solver/serve"},
+    # a train step's collectives held behind an expert all-to-all's pauses (model/train/incast.py)
+    "model/train": {"model/network"},
 }
 
 

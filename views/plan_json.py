@@ -198,7 +198,7 @@ def dp_collectives(plan) -> list[dict]:
 
 def pfc_pause(plan) -> dict | None:
     """What PFC's pauses behind the expert all-to-all add to the best configuration's step
-    (model/incast.py), where a `congestion = pfc` fabric carries both; None elsewhere."""
+    (model/train/incast.py), where a `congestion = pfc` fabric carries both; None elsewhere."""
     held = getattr(plan.best, "paused", None) if plan.best is not None else None
     if held is None:
         return None

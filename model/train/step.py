@@ -11,7 +11,7 @@ import attrs
 
 from ...compiler.ir import Partition
 from . import dp_sync, dpu, host, offload, offload_host, pipeline, sharding
-from .. import incast
+from . import incast
 from . import optimizer as adam
 from . import moe as routed
 from .. import compute

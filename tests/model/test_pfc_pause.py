@@ -1,4 +1,4 @@
-"""PFC's pauses behind an expert all-to-all, priced by the plan (model/incast.py): a
+"""PFC's pauses behind an expert all-to-all, priced by the plan (model/train/incast.py): a
 `congestion = pfc` RoCE fabric whose hashed spine paths collide holds the data-parallel rings
 beside the all-to-all to its slowest flow; with adaptive routing, or under ECN, it costs
 nothing beyond each communicator's own price. The plan's text and JSON say so."""

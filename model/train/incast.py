@@ -23,11 +23,11 @@ import math
 
 import attrs
 
-from . import comms
-from .config import TrainConfig
-from .network.pfc import Incast, beside_incast
-from .network.placement import port_rate
-from .train import sharding
+from .. import comms
+from ..config import TrainConfig
+from ..network.pfc import Incast, beside_incast
+from ..network.placement import port_rate
+from . import sharding
 
 _SCALE_UP = ("node", "supernode")
 PROBE_BYTES = 1e9   # the rings' rate ratio is read on a bandwidth-bound all-reduce
