@@ -150,3 +150,10 @@ def test_a_colocated_export_gathers_the_whole_policy_on_every_training_gpu():
     alone = ph.export_time(nbytes, 1, H100)
     assert alone == 2 * nbytes / hbm > ph.reshard_time(nbytes, 2, 8, H100)
     assert alone < ph.export_time(nbytes, 8, H100) < ph.export_time(nbytes, 16, H100)
+
+
+@given(st.floats(1e6, 1e13), st.sampled_from([1, 2, 4, 8, 16]), st.floats(1, 10))
+def test_a_colocated_export_never_gets_cheaper_with_more_bytes_or_a_wider_group(nbytes, group, more):
+    assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes * more, group, H100)
+    if group < 16:
+        assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes, 2 * group, H100)
