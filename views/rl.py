@@ -57,7 +57,7 @@ def _train_parallelism(b: Candidate, parallelism) -> dict:
 def rl_detail(p: RLPlan, parallelism) -> dict:
     b, job = p.best, p.job
     s = b.step
-    nbytes = ph.policy_bytes(job.policy, b.generation.layout.config.precision)
+    nbytes = ph.sync_bytes(job.policy, b.generation.layout.config.precision, b.train.policy.config)
     return {
         "algorithm": job.algorithm, "samples_per_step": p.samples, "prompts": job.prompts,
         "samples_per_prompt": job.samples, "samples_per_s": p.samples_per_s, "mean_sample_tokens": p.seq,
@@ -175,7 +175,7 @@ def _phases(p: RLPlan) -> str:
         parts.append(f"{duration(s.stream)} at the engine's steady rate")
     parts += [f"score {duration(s.score)}", f"train {duration(s.train)} ({job.epochs} x {job.minibatches} "
                                                                       f"optimizer steps)"]
-    nbytes = ph.policy_bytes(job.policy, p.best.generation.layout.config.precision)
+    nbytes = ph.sync_bytes(job.policy, p.best.generation.layout.config.precision, p.best.train.policy.config)
     parts.append(f"sync {duration(s.sync)} ({quantity(nbytes, 'B')} over {_link_name(p)})"
                  if p.best.placement != COLOCATED else f"reshard {duration(s.sync)}")
     if s.offload:

@@ -23,7 +23,7 @@ def rl_placement(plan) -> graphviz.Digraph:
                          f"pp={g.config.pp} ep={g.config.ep}), max_batch {g.config.batch}", fillcolor="#e3f2fd")
     dot.node("train", f"training pool\n{t.gpus} GPUs of {t.partition}\ntp={c.tp} pp={c.pp} dp={c.dp} cp={c.cp} "
                       f"ep={c.ep}, {c.stack}", fillcolor="#e8f5e9")
-    nbytes = ph.policy_bytes(job.policy, g.config.precision)
+    nbytes = ph.sync_bytes(job.policy, g.config.precision, c)
     s = b.step.phases
     if b.placement == COLOCATED:
         dot.edge("train", "generate", label=f"same GPUs in turn\nreshard {duration(s.sync)}", style="dashed")

@@ -11,7 +11,7 @@ solver/rl/generation.py), each from the model of its own kind of work:
   (model/train/step.py) at the layout solver/train chooses: epochs x mini-batches steps;
 - the weights' move from the training layout to the generation layout: a broadcast over the
   link between the pools when they are apart, a gather inside the model-parallel group when
-  they share GPUs;
+  they share GPUs (as NeMo-RL moves them through v0.7, whole tensors: WHOLE_TENSORS);
 - colocated pools' offload: while the engine generates, training's gradients, optimizer
   state and (unless the engine reads them in place) weights wait in host memory; while the
   pool trains, the engine's weights do (vLLM's sleep mode); each moves out and back a step.
@@ -36,6 +36,20 @@ from ..train.step import Estimate
 # for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
 # Benchmark", github.com/NVIDIA-NeMo/RL): 0.31 ms a tensor, the bytes' own time included (an upper bound).
 REFIT_PER_TENSOR_S = 14.21 / 45_395
+# ASSUMPTION (NeMo-RL v0.4-v0.7, the releases of benchmarks/data/rl_runs.csv): the trainer hands the
+# engines whole tensors and each engine rank keeps its own slice as it loads them. Every training rank
+# gathers each tensor whole (Megatron-Bridge export_hf_weights: broadcast from the pipeline rank that owns
+# it to all, then gathered over TP and EP); colocated it passes it whole to its engine by CUDA IPC
+# (nemo_rl/models/policy/utils.py stream_weights_via_ipc_zmq_impl); apart training rank 0 broadcasts it whole
+# to every engine rank (nemo_rl/utils/packed_tensor.py packed_broadcast_producer, src=0), so that GPU's one
+# link sends the whole policy (the only GPU of its node in the group, it has no other NIC to spread over).
+# The bytes agree with a measurement: NeMo-RL's checkpoint-engine guide refits DeepSeek-V3 into TP-32
+# engines in 36.8 s with whole experts and 10.9 s with each rank's slice (same build, synchronous): the
+# 25.9 s between them is the ~1.27 TB more each engine GPU receives, at 49 GB/s, its 400 Gb/s NIC's line
+# rate. Sliced transfers (`shard_expert_weights`) came after v0.7.0. The tensors go out as the trainer
+# holds them (16-bit; an fp8 engine casts each as it loads it: nemo_rl/models/generation/vllm/quantization/
+# fp8.py `load_weights`, cast_tensor_to_fp8_blockwise), not at the engine's precision.
+WHOLE_TENSORS = True
 HOST_LINK = 32e9          # bytes/s per GPU to host memory where a node states none: PCIe Gen4 x16 per direction
                           # (the A100 data sheet's 64 GB/s both ways); nodes state theirs (`host_link`)
 
@@ -70,6 +84,15 @@ def policy_bytes(shape: ModelShape, precision: str) -> float:
     return shape.params * weight_bytes(precision)
 
 
+def sync_bytes(shape: ModelShape, engine_precision: str, trainer) -> float:
+    """The policy's bytes a sync moves: as the trainer holds its weights (16-bit, or fp8 where it keeps
+    them so: `trainer` is the training layout's config) when whole tensors go out (WHOLE_TENSORS), else
+    at the engine's precision."""
+    if WHOLE_TENSORS:
+        return policy_bytes(shape, trainer.precision if trainer.fp8_params else "bf16")
+    return policy_bytes(shape, engine_precision)
+
+
 def broadcast_time(nbytes: float, senders: int, shard: int, link: Link, fixed: float = 0.0) -> float:
     """The trained weights to every generation replica: `senders` training GPUs each send a
     distinct 1/senders of them, and each generation GPU receives its replica's 1/shard of
@@ -86,6 +109,15 @@ def reshard_time(nbytes: float, held: int, shard: int, partition: Partition, fix
         return nbytes / shard / partition.node.accelerator.hbm_bandwidth + fixed
     group = math.ceil(held / shard)
     return comms.all_gather(nbytes / shard, comms.place(group, 1, partition.tiers)) + fixed
+
+
+def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 0.0) -> float:
+    """Colocated pools with whole tensors (WHOLE_TENSORS): every GPU of the training layout's `group`
+    (the GPUs one copy of the trained weights spans: tp x pp x ep) gathers each tensor whole, an
+    all-gather of the policy over the group's tiers, then copies it into the buffer its engine reads
+    (one HBM read and one write of the policy)."""
+    gather = comms.all_gather(nbytes, comms.place(group, 1, partition.tiers)) if group > 1 else 0.0
+    return gather + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 
 
 def offload_bytes(e: Estimate, engine_weights: float, shared: bool) -> float:

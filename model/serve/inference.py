@@ -32,7 +32,7 @@ import attrs
 
 from ...compiler.formats import family
 from ...compiler.ir import Partition
-from .. import cache, comms
+from .. import cache, collectives as nccl, comms
 from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
 from . import moe
 from .engines import Engine
@@ -207,7 +207,7 @@ class Replica:
         if c.tp > 1:
             # two all-reduces per layer; one where a parallel block sums attention and MLP first
             reductions = 1 if s.parallel_block else 2
-            collectives += reductions * layers * comms.all_reduce(group * s.hidden * 2, self.tp_stages)
+            collectives += reductions * layers * tp_all_reduce(group * s.hidden * 2, self.tp_stages)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -277,6 +277,22 @@ class Replica:
         activations = self.engine.chunk / c.ep * self.shape.hidden * ACTIVATION_BYTES_PER_TOKEN_HIDDEN / c.tp
         free = limit - self.weights - activations - BUFFER_BYTES
         return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
+
+
+SCALE_UP = ("node", "supernode")
+
+
+def tp_all_reduce(nbytes: float, stages: tuple) -> float:
+    """A decode step's tensor-parallel all-reduce. Inside one scale-up domain the engines run
+    their own one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on
+    the tiers' rates and latencies (model/comms.py); across a scale-out tier vLLM's custom
+    all-reduce refuses the group ("Custom allreduce is disabled because this process group spans
+    across nodes": vllm/distributed/device_communicators/custom_all_reduce.py) and the call runs
+    through NCCL, priced as NCCL picks its algorithm, protocol and latency (model/collectives.py:
+    a small message across nodes is latency-bound at tens of microseconds)."""
+    if any(stage.tier.scope not in SCALE_UP for stage in stages):
+        return nccl.all_reduce(nbytes, stages)
+    return comms.all_reduce(nbytes, stages)
 
 
 def _roofline(compute: float, memory: float) -> float:

@@ -107,15 +107,20 @@ class Candidate:
 
 def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_partition: Partition,
               train_partition: Partition) -> float:
-    """The weights from the training layout to the generation layout."""
-    nbytes = ph.policy_bytes(job.policy, gen.config.precision)
+    """The weights from the training layout to the generation layout. With whole tensors
+    (model/rl/phases.py WHOLE_TENSORS) colocated, every training GPU gathers each tensor and hands it
+    to its engine; apart, one training GPU broadcasts each to every generation GPU."""
     c = train.policy.config
+    nbytes = ph.sync_bytes(job.policy, gen.config.precision, c)
     held = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else 1)
     fixed = ph.refit_overhead(job.policy)
     if placement == COLOCATED:
+        if ph.WHOLE_TENSORS:
+            return ph.export_time(nbytes, held * c.ep, train_partition, fixed)
         return ph.reshard_time(nbytes, held, gen.shard, train_partition, fixed)
     link = ph.link_between(gen_partition, train_partition, gen.gpus, train.gpus)
-    return ph.broadcast_time(nbytes, train.gpus, gen.shard, link, fixed)
+    senders, shard = (1, 1) if ph.WHOLE_TENSORS else (train.gpus, gen.shard)
+    return ph.broadcast_time(nbytes, senders, shard, link, fixed)
 
 
 def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation, train: TrainPool,

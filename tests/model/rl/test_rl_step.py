@@ -113,3 +113,47 @@ def test_resharding_follows_its_work():
     nbytes = ph.policy_bytes(JOB.policy, "bf16")
     gather = ph.reshard_time(nbytes, 8, 2, H100)      # training tp=8, generation tp=2: gather 4 pieces
     assert gather > ph.reshard_time(nbytes, 2, 8, H100) > 0   # a finer generation shard is a local slice
+
+
+def _pools(gen_tp: int, precision: str = "bf16"):
+    """A training pool of 16 H100s and a generation layout on the A100s, as sync_time takes them."""
+    from gclc.model.serve.inference import ServeConfig
+    from gclc.solver.rl.generation import GenLayout
+    from gclc.solver.rl.pools import train_pool
+
+    train = train_pool(JOB, H100, 16, 600, JOB.memory_of(H100))
+    return train, GenLayout("a100", ServeConfig(tp=gen_tp, batch=64, precision=precision), 16 // gen_tp)
+
+
+def test_whole_tensors_reach_every_generation_gpu():
+    """NeMo-RL through v0.7 (WHOLE_TENSORS): one training GPU broadcasts each tensor whole, so the
+    sync apart takes the policy's bytes over that GPU's link whatever the generation shard, and
+    an fp8 engine receives the trainer's 16-bit weights (it casts them as it loads them)."""
+    from gclc.solver.rl.pools import sync_time
+
+    assert ph.WHOLE_TENSORS
+    link = ph.link_between(A100, H100, 16, 16)
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    times = [sync_time(JOB, gen, train, DISAGGREGATED, A100, H100)
+             for train, gen in (_pools(2), _pools(8), _pools(8, "fp8"))]
+    assert times[0] == times[1] == times[2] >= nbytes / link.bandwidth + ph.refit_overhead(JOB.policy)
+    train, gen = _pools(8, "fp8")
+    assert ph.sync_bytes(JOB.policy, "fp8", train.policy.config) == nbytes
+
+
+def test_a_colocated_export_gathers_the_whole_policy_on_every_training_gpu():
+    """Colocated, each training GPU gathers every tensor over the group one copy of the weights
+    spans and copies it into its engine's buffer: more than a local slice, more over a wider group,
+    at least the policy's HBM read and write."""
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    hbm = H100.node.accelerator.hbm_bandwidth
+    alone = ph.export_time(nbytes, 1, H100)
+    assert alone == 2 * nbytes / hbm > ph.reshard_time(nbytes, 2, 8, H100)
+    assert alone < ph.export_time(nbytes, 8, H100) < ph.export_time(nbytes, 16, H100)
+
+
+@given(st.floats(1e6, 1e13), st.sampled_from([1, 2, 4, 8, 16]), st.floats(1, 10))
+def test_a_colocated_export_never_gets_cheaper_with_more_bytes_or_a_wider_group(nbytes, group, more):
+    assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes * more, group, H100)
+    if group < 16:
+        assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes, 2 * group, H100)
