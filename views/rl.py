@@ -5,7 +5,7 @@ and the RL detail under `rl`."""
 
 from __future__ import annotations
 
-from ..dsl.numbers import big, count, duration, number, percent, quantity
+from ..dsl.numbers import big, count, duration, memory_of, number, percent, quantity
 from ..model.rl import phases as ph
 from ..model.rl.step import COLOCATED
 from ..solver.rl.plan import RLPlan
@@ -149,8 +149,8 @@ def rl_text(p: RLPlan, timings: bool = False) -> str:
         f"  step       {duration(b.step.step_time)}    {number(p.samples_per_s)} samples/s    "
         f"{big(p.tokens_per_s)} tokens/s trained",
         "  phases     " + _phases(p),
-        f"  memory     generation {quantity(b.generation.memory, 'B')} of {quantity(_hbm(job, g.partition), 'B')} "
-        f"per GPU; training {quantity(_train_memory(b), 'B')} of {quantity(_hbm(job, t.partition), 'B')}"
+        f"  memory     generation {_memory_of(b.generation.memory, job, g.partition)} "
+        f"per GPU; training {_memory_of(_train_memory(b), job, t.partition)}"
         + (f" ({quantity(t.resident, 'B')} of it the other models' weights)" if t.resident else ""),
         f"  power      {quantity(b.power, 'W')}, {quantity(b.energy, 'J')} a step"
         + (f", {quantity(b.cost, 'USD')} a step" if b.cost is not None else ""),
@@ -164,8 +164,10 @@ def rl_text(p: RLPlan, timings: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _hbm(job, partition: str) -> float:
-    return job.partition(partition).node.accelerator.hbm_capacity
+def _memory_of(used: float, job, partition: str) -> str:
+    """`24.8 GB of 96 GB`: the pool's part's HBM as its data sheet states it, as every plan prints it."""
+    chip = job.partition(partition).node.accelerator
+    return memory_of(used, chip.hbm_datasheet, chip.hbm_capacity)
 
 
 def _phases(p: RLPlan) -> str:

@@ -45,6 +45,9 @@ def test_the_json_keeps_the_contract_and_the_text_says_the_same(capsys, planned)
     assert f"generate   on {g['partition']}: {g['gpus']} GPUs" in text
     assert f"train      on {t['partition']}: {t['gpus']} GPUs" in text
     assert "why        " in text and "samples/s" in text
+    # each pool's HBM as its data sheet states it, as train and serve plans print it (issue 27)
+    assert re.search(r"memory     generation .+ of 80 GB \(79\.6 GiB usable\) per GPU; training .+ of 80 GB", text)
+    assert "85.5 GB" not in text
     planned["data"] = data
 
 
