@@ -33,7 +33,7 @@ import attrs
 from ...compiler.formats import family
 from ...compiler.ir import Partition
 from .. import cache, comms
-from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
+from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate, mla_decode_rate
 from . import moe
 from .engines import Engine
 from .kv import KVLayout, value_bytes
@@ -141,8 +141,8 @@ class Replica:
             fixed = memo[tokens] = self._token_costs(tokens)
         gemm, weights, gemm_roofline, routing, launches, collectives, hops, computing = fixed
         terms = memo.get("attention") or self._terms()
-        layers, per_cached, per_pair, groups, rate, ep, per_token, rereads, hbm, l2 = terms
-        attention = layers * (kv_tokens * per_cached + pairs * per_pair) / groups / rate
+        layers, per_cached, per_pair, groups, (decode_rate, rate), ep, per_token, rereads, hbm, l2 = terms
+        attention = layers * (kv_tokens * per_cached / decode_rate + pairs * per_pair / rate) / groups
         kv_bytes = kv_tokens / ep * per_token * rereads
         # the cache that fits in on-chip SRAM beside the streamed weights is read from there
         # (model/cache.py decode_bytes and l2_time, with the chip's figures looked up once)
@@ -180,7 +180,10 @@ class Replica:
             per_cached = 4 * s.heads * s.head_dim
         rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
         l2 = (cache.RESIDENT_SHARE * chip.l2, cache.l2_bandwidth(chip)) if cache.two_level(chip) else None
-        return (math.ceil(s.layers / c.pp), per_cached, per_pair, c.tp * c.ep, attention_rate(chip),
+        # absorbed MLA decodes with its own kernel (model/compute.py MLA_DECODE_KERNELS); prefill and
+        # the other kinds' decode run the fused-attention kernels
+        rates = (mla_decode_rate(chip) if s.is_mla else attention_rate(chip), attention_rate(chip))
+        return (math.ceil(s.layers / c.pp), per_cached, per_pair, c.tp * c.ep, rates,
                 c.ep, self.kv.per_token_per_gpu(), rereads, hbm_rate(chip), l2)
 
     def _token_costs(self, tokens: float) -> tuple:

@@ -87,3 +87,19 @@ def test_in_flight_is_littles_law_on_the_log():
     line = serve_mlperf.in_flight_line(row, design, simulated=False)   # the count from the log, no simulation
     expected = 75.10 / 4 * (21605.79 / 75.10) * 0.156419276
     assert f"about {expected:,.0f} sequences" in line and "batch limit is 1024" in line
+
+
+def test_deepseek_offline_rows_run_the_submissions_configuration():
+    """NVIDIA's v5.1 DeepSeek-R1 Offline configs: max_batch_size 512 per attention-DP rank over 8
+    ranks, max_num_tokens 4608, max_util (recompute), CUDA graphs up to 512 per rank; one replica
+    of tp 1 x 8 attention groups; the Server rows of other models keep their own flags."""
+    design = check_file(str(serve_accuracy.DESIGN)).design
+    rows = [r for r in serve_mlperf.rows() if r.model == "DeepSeekR1"]
+    assert {r.cluster for r in rows} == {"B200_Box", "GB200_Rack"}
+    for row in rows:
+        replica = serve_mlperf._replica(row, design, serve_mlperf._batch(row, design))
+        assert (replica.config.tp, replica.config.ep, replica.config.batch) == (1, 8, 4096)
+        engine = replica.engine
+        assert (engine.chunk, engine.preemption, engine.graph_batch) == (4608, "recompute", 4096)
+    offline = next(r for r in serve_mlperf.rows() if r.model == "Llama2_70B" and r.scenario == "Offline")
+    assert serve_mlperf._replica(offline, design).engine.chunk != 4608
