@@ -106,6 +106,23 @@ V51LOG = "github.com/mlcommons/inference_results_v5.1 @965182b0 closed/NVIDIA/re
 WIDE_SHARE = {"Mixtral_8x7B": (8.75 - 8) / (16 - 8)}
 
 
+def nvfp4_wide_share(shape: ModelShape) -> float:
+    """The share of DeepSeek-R1's non-expert weights NVIDIA's NVFP4 checkpoint keeps in bf16: its
+    quantization config (V51CODE deepseek-r1/tensorrt/hf_quant_config.json, quant_algo NVFP4)
+    excludes lm_head, embed_tokens, every layer's self_attn.fused_a (query and KV down-projections,
+    rotary key), q_b_proj and kv_b_proj (the query and KV up-projections) and the MoE layers'
+    router gate; o_proj, the dense MLPs and every expert are fp4."""
+    h, heads = shape.hidden, shape.heads
+    down = h * (shape.q_rank + shape.kv_rank + shape.rope_dim)
+    up = shape.q_rank * heads * shape.qk_dim + shape.kv_rank * heads * 2 * shape.head_dim
+    wide = shape.layers * (down + up) + shape.embedding_params + shape.moe_layers * h * shape.routed
+    return wide / (shape.params - shape.routed * shape.expert_params * shape.moe_layers)
+
+
+# the checkpoints whose non-expert weights stay partly bf16 (ServeConfig.dense_wide_share)
+DENSE_WIDE = {"DeepSeekR1": nvfp4_wide_share}
+
+
 # The TensorRT-LLM release of each round (model/serve/engines.py): v4.1 (2024-08) and v5.0 (2025-04)
 # ran TensorRT engines, v5.1 (2025-09) the PyTorch backend (ASSUMPTION: by the rounds' dates; the
 # submissions name their TensorRT-LLM commit, not a release)
@@ -214,7 +231,8 @@ def _replica(row: MLPerfRow, design, batch: int = 1):
     partition = lower_cluster(design[row.cluster]).partitions[0]
     kv = "fp8" if row.precision in ("fp8", "fp4") else None
     cfg = ServeConfig(row.tp, batch, row.precision, ep=row.ep, kv_precision=kv,
-                      wide_share=WIDE_SHARE.get(row.model, 0.0))
+                      wide_share=WIDE_SHARE.get(row.model, 0.0),
+                      dense_wide_share=DENSE_WIDE[row.model](shape) if row.model in DENSE_WIDE else 0.0)
     chip = partition.node.accelerator
     # NVIDIA's harness runs TensorRT-LLM in process (no HTTP front end); the round's release
     knobs = (KNOBS if row.scenario == "Server" else OFFLINE_KNOBS).get((row.model, row.cluster), {})
