@@ -12,6 +12,7 @@ any other. A bad axis is a located diagnostic on a pseudo-file holding the argum
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from fractions import Fraction
 from typing import Iterator
@@ -96,15 +97,28 @@ def range_values(low: Fraction, high: Fraction, op: str, step: Fraction) -> tupl
         raise ValueError("the step must be positive")
     if op == "*" and (step <= 1 or low <= 0):
         raise ValueError("a geometric range needs low > 0 and a step factor > 1")
+    if high >= low and _count(low, high, op, step) > MAX_POINTS:  # counted before any is written
+        raise ValueError(f"more than {MAX_POINTS:,} values: a larger step or a narrower range")
     out, value = [], low
     while value <= high:
         out.append(_text(value))
         value = value + step if op == "+" else value * step
         if len(out) > MAX_POINTS:
-            raise ValueError(f"more than {MAX_POINTS:,} values")
+            raise ValueError(f"more than {MAX_POINTS:,} values: a larger step or a narrower range")
     if not out:
         raise ValueError(f"the range is empty ({_text(low)} is above {_text(high)})")
     return tuple(out)
+
+
+def _count(low: Fraction, high: Fraction, op: str, step: Fraction) -> int | float:
+    """About how many values `low..high op step` holds (logarithms of whole numbers: 1e400 is no float)."""
+    if op == "+":
+        return (high - low) // step + 1  # a whole number: 1e400 / 1e-300 is no float
+    return (_log(high) - _log(low)) / _log(step) + 1
+
+
+def _log(value: Fraction) -> float:
+    return math.log(value.numerator) - math.log(value.denominator)
 
 
 def _text(value: Fraction) -> str:

@@ -4,11 +4,16 @@ its fix, where a traceback, a hang or an unlocated error was."""
 
 from __future__ import annotations
 
+import time
+from fractions import Fraction
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gclc.cli.main import main
+from gclc.solver.sweep import axes
 from gclc.testing import load_profile
 
 load_profile()
@@ -35,3 +40,40 @@ def test_schedule_names_an_unknown_cluster_as_plan_and_export_do(capsys, name):
                       "--epochs", "0"], capsys)
     assert code == 2 and "Traceback" not in out
     assert f"no cluster `{name}` in " in out and "the design has: Shared" in out
+
+
+# ------------------------------------------------------------------ sweep ranges
+
+
+RANGE_ENDS = st.fractions(min_value=Fraction(1, 1000), max_value=Fraction(10**6)) | st.sampled_from(
+    [Fraction(10) ** 400, Fraction(1, 10**300), Fraction(10**9)])
+
+
+@settings(deadline=None)
+@given(low=RANGE_ENDS, high=RANGE_ENDS, op=st.sampled_from("+*"),
+       step=st.fractions(min_value=Fraction(1, 10**12), max_value=Fraction(100)) | st.sampled_from(
+           [Fraction(1, 10**300), Fraction(10000001, 10000000)]))
+def test_a_range_is_all_its_values_or_refused_before_any_is_written(low, high, op, step):
+    """`--vary n=1..1e9` built ten million values before it said "more than" (>10 s), and
+    `1..1e400*1.0000001` multiplied Fractions for minutes: the count is known before the first
+    value, so the answer is the values or the refusal, at once."""
+    started = time.process_time()
+    try:
+        with mock.patch.object(axes, "MAX_POINTS", 200):
+            values = axes.range_values(low, high, op, step)
+    except ValueError as error:
+        why = str(error)
+        assert "step" in why or "empty" in why or ("more than 200 values" in why and "narrower range" in why)
+    else:
+        assert 1 <= len(values) <= 200
+        grown = [low + k * step if op == "+" else low * step ** k for k in range(len(values))]
+        assert all(v <= high for v in grown) and (grown[-1] + step if op == "+" else grown[-1] * step) > high
+    assert time.process_time() - started < 1
+
+
+def test_a_huge_range_is_a_located_usage_error_at_once(capsys):
+    started = time.process_time()
+    code, out = _run(["sweep", str(EXAMPLES / "a100_cluster.gcl"), "--in-process", "--vary", "n=1..1e400*1.0000001"],
+                     capsys)
+    assert code == 2 and "<--vary 1>:1:" in out and "narrower range" in out
+    assert time.process_time() - started < 2
