@@ -11,6 +11,7 @@ from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Entity, Partition
 from .job import _chips_of, job_precision, one_objective
+from .serve import moe_path_rules
 
 POOLS = ("generate", "train")
 # Samples a step the planner simulates: every sample's generation is simulated for each pair of
@@ -27,6 +28,7 @@ def rl_rules(job: Entity) -> Iterator[Diagnostic]:
     yield from _objective(job)
     yield from _pools(job)
     yield from _heads(job)
+    yield from moe_path_rules(job, "generate.engine.moe_path", job.get("model"))
 
 
 def _algorithm(job: Entity) -> Iterator[Diagnostic]:

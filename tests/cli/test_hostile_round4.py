@@ -77,3 +77,39 @@ def test_a_huge_range_is_a_located_usage_error_at_once(capsys):
                      capsys)
     assert code == 2 and "<--vary 1>:1:" in out and "narrower range" in out
     assert time.process_time() - started < 2
+
+
+# ------------------------------------------------------------------ moe_path on a dense model
+
+
+MOE_PATHS = ("grouped", "tp_sharded", "per_expert", "ep_with_dp")
+
+
+def _with_field(tmp_path: Path, example: str, key: str, value: str) -> Path:
+    from gclc.testing.edit import edit_source
+
+    source = tmp_path / example
+    source.write_text((EXAMPLES / example).read_text(encoding="utf-8"), encoding="utf-8")
+    text, _ = edit_source(source.read_text(encoding="utf-8"), str(source), {}, {key: value})
+    source.write_text(text, encoding="utf-8")
+    return source
+
+
+@pytest.mark.parametrize("path", MOE_PATHS)
+@pytest.mark.parametrize("example, key", [("chat_serve_features.gcl", "chat.engine.moe_path"),
+                                          ("rl_grpo_70b.gcl", "grpo_70b.generate.engine.moe_path")])
+def test_moe_path_on_a_dense_model_is_refused_where_it_is_written(tmp_path, capsys, example, key, path):
+    """Was accepted, printed in the plan's engine line and changed nothing (the fuzz's sensitivity
+    probe: plan --json differed only in the echoed name)."""
+    source = _with_field(tmp_path, example, key, path)
+    code, out = _run(["check", str(source)], capsys)
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if f"moe_path = {path}" in text)
+    assert code == 1 and f"{source}:{line}:" in out and "error[pin-meaningless]" in out
+    assert "has none" in out and "help: remove `moe_path`" in out
+
+
+@pytest.mark.parametrize("path", MOE_PATHS)
+def test_moe_path_on_an_moe_model_is_still_accepted(tmp_path, capsys, path):
+    source = _with_field(tmp_path, "deepseek_v3_serve.gcl", "chat.engine.moe_path", path)
+    code, out = _run(["check", str(source)], capsys)
+    assert code == 0 and "pin-meaningless" not in out, out
