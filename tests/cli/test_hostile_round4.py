@@ -113,3 +113,37 @@ def test_moe_path_on_an_moe_model_is_still_accepted(tmp_path, capsys, path):
     source = _with_field(tmp_path, "deepseek_v3_serve.gcl", "chat.engine.moe_path", path)
     code, out = _run(["check", str(source)], capsys)
     assert code == 0 and "pin-meaningless" not in out, out
+
+
+# ------------------------------------------------------------------ routing where there are no uplinks
+
+
+FABRIC = """import "std/nvidia"
+import "std/network"
+fabric NV extends NVLink4 {{ topology = {topology}  {fields} }}
+node N extends DGX_H100 {{ scaleup = NV }}
+cluster C {{ units = 2 x N  scaleout = NDR_FatTree }}
+"""
+
+
+@settings(deadline=None, max_examples=20)
+@given(topology=st.sampled_from(["switched", "full_mesh", "torus(dims = [2, 4])"]),
+       fields=st.sampled_from(["routing = ecmp", "routing = adaptive", "routing = ecmp  flows = 4", "flows = 2"]))
+def test_routing_or_flows_without_uplinks_is_refused(topology, fields):
+    """`routing = ecmp` on an NVLink switch (no equal-cost uplinks) was accepted and changed
+    neither plan nor explain: the routing and the flows are read only above a fat tree's leaves."""
+    from gclc.compiler.driver import check_file
+
+    result = check_file("fabric.gcl", text=FABRIC.format(topology=topology, fields=fields))
+    problems = [d for d in result.diagnostics if d.code == "routing-flows"]
+    assert len(problems) == 1 and f"its topology is `{topology.split('(')[0]}`" in problems[0].summary
+    assert problems[0].subject.path == "fabric.gcl" and problems[0].subject.line == 3 and problems[0].subject.column > 1
+    assert any("drop `" in note for note in problems[0].notes)
+
+
+def test_routing_on_a_fat_tree_is_still_read():
+    from gclc.compiler.driver import check_file
+
+    text = ('import "std/nvidia"\nimport "std/network"\nfabric IB extends NDR_FatTree { routing = ecmp  flows = 4 }\n'
+            "cluster C { units = 2 x DGX_H100  scaleout = IB }\n")
+    assert not [d for d in check_file("fabric.gcl", text=text).diagnostics if d.is_error]
