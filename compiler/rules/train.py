@@ -11,22 +11,26 @@ from ..formats import family
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition
 from ..lower import lower_cluster
+from .rl import rl_train_pool
 
 
 def train_pin_problems(design: Design) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for entity in design.local():
-        if entity.kind == "train":
-            found += _shard(entity)
-            found += _recompute(entity)
-            found += _offload(entity)
-            found += _search(entity)
-            found += _fp8_params(entity)
-            found += _moe_act(entity)
-            found += _dispatcher(entity)
+        if entity.kind == "rl":  # its training pool is planned as a train job: the same pins, the same checks
+            pool = rl_train_pool(entity)   # its batch and experts are checked in rl.py and limits.py
+            if pool is not None:
+                found += _train_pins(pool)
+        elif entity.kind == "train":
+            found += _train_pins(entity)
         elif entity.kind == "model":
             found += _attention(entity)
     return found
+
+
+def _train_pins(job: Entity) -> list[Diagnostic]:
+    return [*_shard(job), *_recompute(job), *_offload(job), *_search(job), *_fp8_params(job), *_moe_act(job),
+            *_dispatcher(job)]
 
 
 def _pins(job: Entity):

@@ -147,3 +147,52 @@ def test_routing_on_a_fat_tree_is_still_read():
     text = ('import "std/nvidia"\nimport "std/network"\nfabric IB extends NDR_FatTree { routing = ecmp  flows = 4 }\n'
             "cluster C { units = 2 x DGX_H100  scaleout = IB }\n")
     assert not [d for d in check_file("fabric.gcl", text=text).diagnostics if d.is_error]
+
+
+# ------------------------------------------------------------------ an rl job's training pool pins
+
+
+PINS = st.sampled_from(["dispatcher = deepep", "dispatcher = allgather", "ep = 2", "ep = 1", "dp = 512", "dp = 4",
+                        "microbatch = 1000", "microbatch = 2", "recompute_modules = [moe_act]", "tp = 3", "tp = 4",
+                        "grad_reduce = bf16", "dropout = true", "shard = 2"])
+
+
+def _rl_and_train(pin: str) -> tuple[str, int, int]:
+    """The RL example with `pin` in its training pool, beside a train job of the same policy, on
+    the same cluster, with the pool's optimizer batch (256 x 4 samples / 4 mini-batches); the
+    lines of the two `parallelism` blocks."""
+    pins = ("" if pin.startswith("tp ") else "tp = 8  ") + f"recompute = full  {pin}"
+    text = (EXAMPLES / "rl_grpo_70b.gcl").read_text(encoding="utf-8")
+    text = text.replace("parallelism { tp = 8  recompute = full }", f"parallelism {{ {pins} }}")
+    text += f"\ntrain same {{\n  model = Llama3_70B\n  on = Lab\n  batch = 256\n  parallelism {{ {pins} }}\n}}\n"
+    lines = [n for n, line in enumerate(text.splitlines(), 1) if f"parallelism {{ {pins} }}" in line]
+    return text, lines[0], lines[-1]
+
+
+def _pool_is_checked_as_a_train_job(pin: str) -> list[str]:
+    from gclc.compiler.driver import check_file
+
+    text, pool_line, train_line = _rl_and_train(pin)
+    errors = [d for d in check_file("rl.gcl", text=text).diagnostics if d.is_error]
+    in_pool = sorted(d.code for d in errors if d.subject.line == pool_line)
+    in_train = sorted(d.code for d in errors if d.subject.line == train_line)
+    assert in_pool == in_train, (pin, [(d.subject.line, d.code, d.summary) for d in errors])
+    assert all(d.subject.line in (pool_line, train_line) for d in errors)
+    return in_pool
+
+
+@settings(deadline=None, max_examples=8)
+@given(PINS)
+def test_an_rl_training_pool_pin_is_checked_as_a_train_job_s(pin):
+    """The pool is planned as a train job (model/rl/job.py), but its pins went unchecked. Law:
+    each error a train job of the same policy and batch gets for a pin, the pool gets, located
+    in the pool's block."""
+    _pool_is_checked_as_a_train_job(pin)
+
+
+@pytest.mark.parametrize("pin, code", [("dispatcher = deepep", "pin-meaningless"), ("ep = 2", "pin-meaningless"),
+                                       ("dp = 512", "parallelism"), ("microbatch = 1000", "parallelism")])
+def test_the_pool_pins_the_fuzz_found_accepted(pin, code):
+    """`dispatcher = deepep` or `ep = 2` on a dense policy, `dp = 512` over 256 samples, a
+    micro-batch larger than the batch: each was accepted and planned around."""
+    assert _pool_is_checked_as_a_train_job(pin) == [code]
