@@ -196,3 +196,37 @@ def test_the_pool_pins_the_fuzz_found_accepted(pin, code):
     """`dispatcher = deepep` or `ep = 2` on a dense policy, `dp = 512` over 256 samples, a
     micro-batch larger than the batch: each was accepted and planned around."""
     assert _pool_is_checked_as_a_train_job(pin) == [code]
+
+
+# ------------------------------------------------------------------ calibration coverage without a training band
+
+
+CALIBRATED = """import "std/nvidia"
+import "std/network"
+cluster C {{
+  units    = 2 x DGX_H100
+  scaleout = NDR_FatTree
+  calibration {{ {fields} }}
+}}
+"""
+
+
+@settings(deadline=None, max_examples=10)
+@given(st.lists(st.sampled_from(["gpus = 8", "moe = true", "precisions = [fp8]"]), min_size=1, max_size=3, unique=True),
+       st.booleans())
+def test_coverage_fields_need_the_training_band_they_describe(coverage, training):
+    """`gpus`, `moe` and `precisions` beside only a serving band were accepted and read by no plan
+    (model/calibration.py reads them with `runs`, `low`, `high` only)."""
+    from gclc.compiler.driver import check_file
+
+    band = "runs = 3  low = 90%  high = 110%  " if training else ""
+    text = CALIBRATED.format(fields=band + "serve_runs = 2  serve_low = 50%  serve_high = 150%  " + "  ".join(coverage))
+    errors = [d for d in check_file("cal.gcl", text=text).diagnostics if d.is_error]
+    if training:
+        assert not errors
+    else:
+        assert sorted(d.summary.split("`")[1] for d in errors) == sorted(f"calibration {{ {c.split()[0]} }}" for c in coverage)
+        line = text.splitlines()[5]
+        assert all(d.subject.line == 6 and line[d.subject.column - 1:].startswith(d.summary.split("{ ")[1].split(" }")[0])
+                   for d in errors)
+        assert all("help: remove it" in d.notes[0] for d in errors)
