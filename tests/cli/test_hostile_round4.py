@@ -230,3 +230,15 @@ def test_coverage_fields_need_the_training_band_they_describe(coverage, training
         assert all(d.subject.line == 6 and line[d.subject.column - 1:].startswith(d.summary.split("{ ")[1].split(" }")[0])
                    for d in errors)
         assert all("help: remove it" in d.notes[0] for d in errors)
+
+
+# ------------------------------------------------------------------ calibrate --job NAME on a design without train jobs
+
+
+def test_calibrate_names_an_unknown_job_with_the_design_s_jobs(tmp_path, capsys):
+    """Was `gclc: the design has no `train` job` for a serving design whose job is `chat`."""
+    design = tmp_path / "serving.gcl"
+    design.write_text((ROOT / "tests/data/calibrate/llama8b_serve.gcl").read_text(encoding="utf-8"), encoding="utf-8")
+    run = ROOT / "tests/data/measurements/serving/vllm_sharegpt_llama31_8b.txt"
+    code, out = _run(["calibrate", str(design), str(run), "--job", "nope"], capsys)
+    assert code == 2 and "no job `nope`; the design's jobs: chat" in out and "has no `train` job" not in out
