@@ -154,7 +154,7 @@ def test_routing_on_a_fat_tree_is_still_read():
 
 PINS = st.sampled_from(["dispatcher = deepep", "dispatcher = allgather", "ep = 2", "ep = 1", "dp = 512", "dp = 4",
                         "microbatch = 1000", "microbatch = 2", "recompute_modules = [moe_act]", "tp = 3", "tp = 4",
-                        "grad_reduce = bf16", "dropout = true", "shard = 2"])
+                        "grad_reduce = bf16", "dropout = true", "shard = 2", "ep_overlap = true", "ep_overlap = false"])
 
 
 def _rl_and_train(pin: str) -> tuple[str, int, int]:
@@ -191,10 +191,12 @@ def test_an_rl_training_pool_pin_is_checked_as_a_train_job_s(pin):
 
 
 @pytest.mark.parametrize("pin, code", [("dispatcher = deepep", "pin-meaningless"), ("ep = 2", "pin-meaningless"),
+                                       ("ep_overlap = true", "pin-meaningless"),
                                        ("dp = 512", "parallelism"), ("microbatch = 1000", "parallelism")])
 def test_the_pool_pins_the_fuzz_found_accepted(pin, code):
     """`dispatcher = deepep` or `ep = 2` on a dense policy, `dp = 512` over 256 samples, a
-    micro-batch larger than the batch: each was accepted and planned around."""
+    micro-batch larger than the batch: each was accepted and planned around. `ep_overlap = true`
+    on a dense model was accepted in a train job too (its plan --json came out identical)."""
     assert _pool_is_checked_as_a_train_job(pin) == [code]
 
 
