@@ -14,7 +14,7 @@ from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic
 from .design import Bound, Design, Entity, Partition
 from .lower import lower_cluster
-from .rules.rl import rl_train_pool
+from .rules.rl import rl_generate_pool, rl_train_pool
 
 # The direction in which each limit can bind a plan: a ceiling (`<=`, `<`) or a floor (`>=`, `>`).
 CEILINGS = frozenset({"memory", "power", "time", "energy", "gpus", "ttft", "tpot", "e2e"})
@@ -32,8 +32,8 @@ def job_limit_problems(design: Design) -> list[Diagnostic]:
         if job.kind in ("train", "serve", "rl"):
             found += _bounds(job)
             found += _targets(job)
-            pool = job if job.kind != "rl" else rl_train_pool(job)   # an rl job's pins are its training pool's
-            found += dense_experts(pool) if pool is not None else []
+            pools = (job,) if job.kind != "rl" else (rl_generate_pool(job), rl_train_pool(job))   # an rl job's pins
+            found += [d for pool in pools if pool is not None for d in dense_experts(pool)]
     return found
 
 

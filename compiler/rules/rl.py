@@ -189,3 +189,13 @@ def rl_train_pool(job: Entity) -> Entity | None:
         at = job.span_of("minibatches") if "minibatches" in job.record else job.span_of("prompts")
         items += (Item("batch", prompts * samples // minibatches, at),)
     return Entity("train", f"{job.name}.train", Record(items), job.span)
+
+
+def rl_generate_pool(job: Entity) -> Entity | None:
+    """An rl job's `generate { parallelism { ... } }` as the replica layout solver/rl searches
+    (the policy served), its fields keeping their spans; None without pins."""
+    pool = job.get("generate")
+    if not isinstance(pool, Record) or pool.get("parallelism") is None:
+        return None
+    items = (Item("model", job.get("model"), job.span_of("model")), *pool.items)
+    return Entity("serve", f"{job.name}.generate", Record(items), job.span)

@@ -244,3 +244,22 @@ def test_calibrate_names_an_unknown_job_with_the_design_s_jobs(tmp_path, capsys)
     run = ROOT / "tests/data/measurements/serving/vllm_sharegpt_llama31_8b.txt"
     code, out = _run(["calibrate", str(design), str(run), "--job", "nope"], capsys)
     assert code == 2 and "no job `nope`; the design's jobs: chat" in out and "has no `train` job" not in out
+
+
+@pytest.mark.parametrize("ep, refused", [(2, True), (8, True), (1, False)])
+def test_generation_pool_experts_on_a_dense_policy_are_refused_as_a_serve_job_s(ep, refused):
+    """`generate { parallelism { ep = 2 } }` on the dense 70B policy was accepted; a serve job of
+    a dense model with `ep = 2` is the pin-meaningless error at the pin."""
+    from gclc.compiler.driver import check_file
+
+    text = (EXAMPLES / "rl_grpo_70b.gcl").read_text(encoding="utf-8")
+    marker = "  generate {\n"
+    assert marker in text
+    text = text.replace(marker, marker + f"    parallelism {{ ep = {ep} }}\n", 1)
+    line = text.splitlines().index(f"    parallelism {{ ep = {ep} }}") + 1
+    errors = [d for d in check_file("rl.gcl", text=text).diagnostics if d.is_error]
+    if refused:
+        assert [(d.code, d.subject.line) for d in errors] == [("pin-meaningless", line)]
+        assert "is dense: it has no experts" in errors[0].summary and "help: remove `ep`" in errors[0].notes[0]
+    else:
+        assert not errors
