@@ -16,9 +16,14 @@ from gclc.cli.main import main
 from gclc.solver.sweep import axes
 from gclc.testing import load_profile
 
-load_profile()
+PROFILE = load_profile()
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+
+
+def examples(ci: int) -> int:
+    """`ci` examples in CI, many more under GCLC_HYPOTHESIS=deep."""
+    return ci if PROFILE == "ci" else 50 * ci
 
 
 def _run(argv: list[str], capsys) -> tuple[int, str]:
@@ -126,7 +131,7 @@ cluster C {{ units = 2 x N  scaleout = NDR_FatTree }}
 """
 
 
-@settings(deadline=None, max_examples=20)
+@settings(deadline=None, max_examples=examples(20))
 @given(topology=st.sampled_from(["switched", "full_mesh", "torus(dims = [2, 4])"]),
        fields=st.sampled_from(["routing = ecmp", "routing = adaptive", "routing = ecmp  flows = 4", "flows = 2"]))
 def test_routing_or_flows_without_uplinks_is_refused(topology, fields):
@@ -181,7 +186,7 @@ def _pool_is_checked_as_a_train_job(pin: str) -> list[str]:
     return in_pool
 
 
-@settings(deadline=None, max_examples=8)
+@settings(deadline=None, max_examples=examples(8))
 @given(PINS)
 def test_an_rl_training_pool_pin_is_checked_as_a_train_job_s(pin):
     """The pool is planned as a train job (model/rl/job.py), but its pins went unchecked. Law:
@@ -213,7 +218,7 @@ cluster C {{
 """
 
 
-@settings(deadline=None, max_examples=10)
+@settings(deadline=None, max_examples=examples(10))
 @given(st.lists(st.sampled_from(["gpus = 8", "moe = true", "precisions = [fp8]"]), min_size=1, max_size=3, unique=True),
        st.booleans())
 def test_coverage_fields_need_the_training_band_they_describe(coverage, training):
