@@ -51,17 +51,18 @@ def test_schedule_names_an_unknown_cluster_as_plan_and_export_do(capsys, name):
 
 
 RANGE_ENDS = st.fractions(min_value=Fraction(1, 1000), max_value=Fraction(10**6)) | st.sampled_from(
-    [Fraction(10) ** 400, Fraction(1, 10**300), Fraction(10**9)])
+    [Fraction(10) ** 30, Fraction(1, 10**30), Fraction(10**9), Fraction(15, 10)])   # GCL's limits: 1e-30..1e30
 
 
 @settings(deadline=None)
 @given(low=RANGE_ENDS, high=RANGE_ENDS, op=st.sampled_from("+*"),
        step=st.fractions(min_value=Fraction(1, 10**12), max_value=Fraction(100)) | st.sampled_from(
-           [Fraction(1, 10**300), Fraction(10000001, 10000000)]))
+           [Fraction(1, 10**30), Fraction(10001, 10000), Fraction(3, 2), Fraction(2)]))
 def test_a_range_is_all_its_values_or_refused_before_any_is_written(low, high, op, step):
-    """`--vary n=1..1e9` built ten million values before it said "more than" (>10 s), and
-    `1..1e400*1.0000001` multiplied Fractions for minutes: the count is known before the first
-    value, so the answer is the values or the refusal, at once."""
+    """`--vary n=1..1e9` built ten million values before it said "more than" (>10 s), and a
+    geometric range of a fractional factor multiplied ever longer Fractions (1e-6..1e30*1.0001:
+    minutes). Law: the values, from `low` by `step` up to `high` (a geometric one to 12 digits),
+    or the refusal, at once."""
     started = time.process_time()
     try:
         with mock.patch.object(axes, "MAX_POINTS", 200):
@@ -71,17 +72,23 @@ def test_a_range_is_all_its_values_or_refused_before_any_is_written(low, high, o
         assert "step" in why or "empty" in why or ("more than 200 values" in why and "narrower range" in why)
     else:
         assert 1 <= len(values) <= 200
-        grown = [low + k * step if op == "+" else low * step ** k for k in range(len(values))]
-        assert all(v <= high for v in grown) and (grown[-1] + step if op == "+" else grown[-1] * step) > high
+        grown = [low + k * step if op == "+" else low * step ** k for k in range(len(values) + 1)]
+        close = [abs(float(Fraction(v)) / float(g) - 1) < 1e-9 for v, g in zip(values, grown)]
+        assert all(close) and all(g <= high * (1 + Fraction(1, 10**9)) for g in grown[:-1]) and grown[-1] > high
     assert time.process_time() - started < 1
 
 
-def test_a_huge_range_is_a_located_usage_error_at_once(capsys):
-    started = time.process_time()
-    code, out = _run(["sweep", str(EXAMPLES / "a100_cluster.gcl"), "--in-process", "--vary", "n=1..1e400*1.0000001"],
-                     capsys)
-    assert code == 2 and "<--vary 1>:1:" in out and "narrower range" in out
-    assert time.process_time() - started < 2
+@pytest.mark.parametrize("vary, said", [("n=1..1e400*1.0000001", "`1e400` is out of range"),
+                                        ("n=1.5..1e400*1.5", "`1e400` is out of range"),
+                                        ("n=1..1e5000*10", "`1e5000` is out of range"),
+                                        ("n=1..3+1e-300", "`1e-300` is out of range"),
+                                        ("n=100.001..1e400*1.00000000000000000014", "`1e400` is out of range"),
+                                        ("n=1..1e9", "narrower range")])
+def test_a_range_beyond_gcl_s_numbers_is_a_located_usage_error(capsys, vary, said):
+    """`1.5..1e400*1.5` was an internal error (a float overflow writing 1.5**1751), `1..1e5000*10`
+    quoted Python's int-to-string limit: the ends and step are GCL numbers, checked first."""
+    code, out = _run(["sweep", str(EXAMPLES / "a100_cluster.gcl"), "--in-process", "--vary", vary], capsys)
+    assert code == 2 and "<--vary 1>:1:" in out and said in out and "internal error" not in out
 
 
 # ------------------------------------------------------------------ moe_path on a dense model
