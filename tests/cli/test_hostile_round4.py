@@ -275,3 +275,10 @@ def test_generation_pool_experts_on_a_dense_policy_are_refused_as_a_serve_job_s(
         assert "is dense: it has no experts" in errors[0].summary and "help: remove `ep`" in errors[0].notes[0]
     else:
         assert not errors
+
+
+@pytest.mark.parametrize("example, said", [("rl_grpo_70b.gcl", "`grpo_70b` is an rl job"),
+                                           ("chat_serve_features.gcl", "`chat` is a serve job")])
+def test_degrade_names_the_job_kind_it_does_not_plan(capsys, example, said):
+    code, out = _run(["degrade", str(EXAMPLES / example), "nic=down"], capsys)
+    assert code == 2 and f"gclc: `gclc degrade` plans train jobs; {said}" in out
