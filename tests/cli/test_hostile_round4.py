@@ -282,3 +282,22 @@ def test_generation_pool_experts_on_a_dense_policy_are_refused_as_a_serve_job_s(
 def test_degrade_names_the_job_kind_it_does_not_plan(capsys, example, said):
     code, out = _run(["degrade", str(EXAMPLES / example), "nic=down"], capsys)
     assert code == 2 and f"gclc: `gclc degrade` plans train jobs; {said}" in out
+
+
+# ------------------------------------------------------------------ a partition too large to simulate
+
+
+@pytest.mark.parametrize("line, old, new", [(36, "8 x A100_Aged", "1e30 x A100_Aged"),
+                                            (36, "8 x A100_Aged", "9223372036854775808 x A100_Aged")])
+def test_schedule_refuses_a_partition_it_cannot_simulate_at_its_units(tmp_path, capsys, line, old, new):
+    """`gpus = 1e30 x A100_Aged` in shared_cluster.gcl's node checked (with a warning) and then
+    `gclc schedule` was an internal error: numpy cannot hold 1e30 in an int64 (fuzz)."""
+    text = (EXAMPLES / "shared_cluster.gcl").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert old in lines[line - 1]
+    source = tmp_path / "shared.gcl"
+    source.write_text(text.replace(old, new, 1), encoding="utf-8")
+    code, out = _run(["schedule", str(source), "--no-failures", "--epochs", "0", "--json"], capsys)
+    units = next(n for n, text in enumerate(lines, 1) if "partition a100" in text)
+    assert code == 1 and "internal error" not in out
+    assert f"{source}:{units}:" in out and "simulates at most 1,000,000 GPUs a partition" in out
