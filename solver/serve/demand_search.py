@@ -123,7 +123,7 @@ class DemandSearch(Screen):
     def undecided(self, left: int) -> SearchResult:
         """No plan, but not proven infeasible: the budget ran out with `left` candidates unsimulated."""
         found = self.infeasible()
-        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated meets the SLO percentiles at "
+        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated {self.meets()} at "
                f"{self.demand.described()} on {self.limits.gpus} GPUs, and {number(left)} were left unsimulated (the search's "
                "budget): one of them may, so this is not proven infeasible")
         return attrs.evolve(found, binding=tuple(r for r in found.binding if not r.startswith("demand:")) + (why,),

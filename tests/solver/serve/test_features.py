@@ -221,3 +221,16 @@ def test_the_features_example_states_each_feature_it_uses():
     assert "swap on a full cache" in text and data["engine"]["preemption"] == "swap"
     assert "20% of each prompt from the prefix cache" in text and data["engine"]["prefix_share"] == 0.2
     assert "3 draft tokens a step accepted 70% of the time" in text and data["engine"]["speculative"]
+
+
+def test_a_demand_no_configuration_keeps_up_with_names_no_slo_the_job_never_stated():
+    """A job without an SLO fails a simulation only by falling behind its arrivals: the
+    verdict says so, instead of sending the user to look for SLO percentiles (hostile round 4:
+    99,999 draft tokens a step)."""
+    text = (ROOT / "examples" / "chat_serve_features.gcl").read_text()
+    text = text.replace("tokens = 3  acceptance", "tokens = 99999  acceptance")
+    text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("slo {"))
+    p = plan_serve(serve_entity(check_text(text, "spec.gcl").design))
+    demand = [r for r in p.binding if r.startswith("demand:")]
+    assert p.best is None and demand and "keeps up with the arrivals" in demand[0]
+    assert not any("SLO" in r for r in p.binding)
