@@ -177,10 +177,11 @@ class DemandSearch(Screen):
     def drawer(self, p: int, j: int) -> tuple:
         """The entry that draws prefill layout `p`'s pair with the `j`th decode layout: its
         bound is below that of every pair it has left to draw (the decodes ascend in `least`;
-        a margin covers rounding), and its tie below every candidate's, so a pair is drawn
+        a margin covers the sum's rounding, and the watts are rounded as a pair's bound is:
+        rounding keeps the order), and its tie below every candidate's, so a pair is drawn
         before any candidate its bound could tie is confirmed."""
         first = self.least([self.pre_sides[p]]) + self.least([self.dec_sides[j][1]])
-        return (first * (1 - 1e-9) if self.energy else first, -math.inf, (-1, p), PAIRS, (p, j))
+        return (_watts(first * (1 - 1e-9)) if self.energy else first, -math.inf, (-1, p), PAIRS, (p, j))
 
     def draw(self, heap: list, p: int, j: int) -> None:
         """Push prefill layout `p`'s pair with the `j`th decode layout and the drawer of the next

@@ -99,6 +99,17 @@ def test_the_deep_profiles_counterexample_of_the_pruned_search():
     assert pruned.simulated < MAX_SIMULATIONS
 
 
+
+def test_the_deep_profiles_counterexample_of_rounded_watts():
+    """Found by the deep profile on 2026-12-06, once the search compared watts to 4 significant
+    digits: under `minimize = energy` a split drawer's bound was the pools' unrounded watts, so
+    a pair whose rounded bound fell below it (rounding down) was drawn after a candidate it
+    ties, and the pruned search chose decode batch 4 where the exhaustive one chose batch 1.
+    The drawer's bound is now rounded as a pair's is."""
+    e = entity(1.0, "ttft.p99 <= 60 ms", "tpot.p90 <= 6 ms", "disaggregated", True, 2, 400, requests=REQUESTS)
+    pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
+    assert pruned.proof == "bound" and chosen(pruned) == chosen(exhaustive)
+
 @settings(max_examples=PLANS, deadline=None)
 @given(st.floats(1, 60), st.sampled_from(["ttft.p99", "ttft.p50", "ttft"]), st.integers(20, 2000),
        st.sampled_from(["tpot.p90", "tpot.p50", "tpot"]), st.integers(6, 40), st.sampled_from(["auto", "aggregated"]),
