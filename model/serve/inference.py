@@ -363,6 +363,9 @@ class ServeEstimate:
     memory: float               # bytes per GPU
     hbm: float
     busy: float                 # share of time the GPUs' SMs compute (FLOPs at a well-filled GEMM's rate)
+    lone_flight: float = 0.0    # requests held at capacity were every step a lone sequence's: by Little's
+                                # law a floor on those in flight at any rate, times its share of capacity
+                                # (0: unknown; solver/serve/screen.py pool_share)
 
     @property
     def gpus(self) -> int:
@@ -413,7 +416,15 @@ def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> Se
     rate = prefill / fresh / time if prefill and fresh else c.batch / steps / time
     held = c.batch if role == "decode" else c.batch + 1
     return ServeEstimate(c, role, ttft, time / e.tokens_per_step, rate, rate * output,
-                         r.memory(held, prompt, output), r.hbm, work / time)
+                         r.memory(held, prompt, output), r.hbm, work / time,
+                         rate * steps * _lone_step(r, prompt, output, fresh / max(steps, 1e-9), keys, role))
+
+
+def _lone_step(r: Replica, prompt: float, output: float, prefill: float, keys: float, role: str) -> float:
+    """Seconds of one iteration holding a single mid-output sequence (with its share of prefill
+    per step where the replica prefills too): no step of a replica that holds any is shorter."""
+    one = 0.0 if role == "decode" else min(prefill, r.engine.chunk)
+    return r._iteration(1, prompt + output / 2, one, one * keys)[0]
 
 
 def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, prompt: float, output: float,
