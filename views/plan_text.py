@@ -138,7 +138,7 @@ def _pfc_line(plan) -> list[str]:
     held = pfc_pause(plan)
     if held is None:
         return []
-    how = (f"data-parallel collectives {held['slowdown']:.2f}x slower than under ECN while it runs, "
+    how = (f"data-parallel collectives {number(held['slowdown'])}x slower than under ECN while it runs, "
            f"{percent(held['duty'])} of each layer pass: dp +{duration(held['seconds'])}" if held["seconds"] > 0 else
            "its flows keep their fair share (no hashed path collides), so the pauses cost nothing beyond ECN")
     return [f"  PFC pause  {held['fabric']}: the expert all-to-all's incast ({held['senders']} flows into each NIC); "

@@ -36,7 +36,7 @@ import math
 
 import attrs
 
-from ...dsl.numbers import number
+from ...dsl.numbers import count, number
 from .bound import tpot_replicas
 from .confirm import Confirming, any_broken, pool_of, result, run_simulation
 from .screen import Screen, SearchResult, Side
@@ -244,7 +244,7 @@ class DemandSearch(Screen):
         counts = [n for _, _, n in sides]
         pool = "decode " if len(sides) == 2 else ""
         binding = (f"capacity: fewer {pool}replicas cannot carry the demand (analytic bound)",) if counts[-1] > 1 else (
-            f"size: one {pool}replica of {sides[-1][0].gpus} GPUs carries the demand; no smaller layout fits or meets "
+            f"size: one {pool}replica of {count(sides[-1][0].gpus, 'GPU')} carries the demand; no smaller layout fits or meets "
             "the SLOs",)
         return Confirming(sides, counts, binding).step(self)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from ...dsl.numbers import duration, percent, quantity
+from ...dsl.numbers import binary_bytes, duration, hbm, memory, percent, quantity
 from ...dsl import display
 from ...model import comms, dvfs
 from ...model.calibration import Own, Reason, cluster_of, error_band, own_reasons, power_capped, reasons
@@ -178,6 +178,15 @@ def _gb(x: float) -> str:
     return quantity(x, "B")
 
 
+def _memory_limit(used: float, limit: float, job: Job) -> tuple[str, str]:
+    """A memory figure and its limit; the chip's own HBM as its data sheet states it (`80 GB
+    (79.6 GiB usable)`, as the plan's memory line prints it), not the driver's MiB in GB."""
+    chip = job.partition.node.accelerator
+    if limit != chip.hbm_capacity:
+        return _gb(used), _gb(limit)
+    return memory(used, binary_bytes(chip.hbm_datasheet)), hbm(chip.hbm_datasheet, limit)
+
+
 def _mw(x: float) -> str:
     return quantity(x, "W")
 
@@ -200,10 +209,12 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
     by_memory = [r for r in rejected if r.limit.target == "memory"]
     if by_memory:
         r = by_memory[0]
+        used, limit = _memory_limit(r.estimate.memory.total, lim.memory, job)
         out.append(f"memory: {_config(r.estimate.config)} would be {_better(r, e, result)} "
-                   f"but needs {_gb(r.estimate.memory.total)} per GPU (limit {_gb(lim.memory)})")
+                   f"but needs {used} per GPU, over its limit of {limit}")
     elif e.memory.total > 0.9 * lim.memory:
-        out.append(f"memory: {_gb(e.memory.total)} of the {_gb(lim.memory)} per GPU limit "
+        used, limit = _memory_limit(e.memory.total, lim.memory, job)
+        out.append(f"memory: {used} of the {limit} per GPU limit "
                    f"({percent(e.memory.total / lim.memory)})")
     b = e.breakdown
     comm = {"tp": b.tp, "cp": b.cp, "ep": b.ep, "pp": b.pp, "dp": b.dp}

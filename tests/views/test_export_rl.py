@@ -48,8 +48,11 @@ def test_the_training_pool_exports_arguments_megatron_validates(colocated):
     assert args.seq_length == c.seq and args.num_layers == 32
     assert args.recompute_granularity == (None if c.recompute == "none" else c.recompute)
     assert "training pool of rl job `grpo`" in files["megatron.args"].splitlines()[0]
-    with pytest.raises(AssertionError, match="world size"):   # the control: Megatron checks the pool's size
-        megatron_lm.parse_and_validate(words, pool.gpus - 1, env, "H100_SXM")   # not a whole number of TP groups
+    # the control: Megatron checks the layout against the pool's size (a tensor-parallel group
+    # twice the pool; a world one GPU short would pass a pool planned at tp = pp = 1)
+    tp = words.index("--tensor-model-parallel-size") + 1
+    with pytest.raises(AssertionError, match="world size"):
+        megatron_lm.parse_and_validate(words[:tp] + [str(2 * pool.gpus)] + words[tp + 1:], pool.gpus, env, "H100_SXM")
 
 
 def test_what_an_rl_job_has_no_pool_for_is_refused():

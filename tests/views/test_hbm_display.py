@@ -70,6 +70,15 @@ def test_the_plan_names_the_80_gb_part_and_its_json_both_exact_figures(tmp_path,
     assert isinstance(data["hbm_bytes"], int)
 
 
+def test_the_limits_line_names_the_data_sheet_figure_a_rejected_layout_needs_more_than(capsys):
+    """The plan's `limits` line, where memory rejected a faster layout, states the limit as the
+    memory line does (it read `limit 85.5 GB`)."""
+    design = Path(__file__).resolve().parents[1] / "data" / "power_limit.gcl"
+    assert main(["plan", str(design), "--set", "limit=250kW"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("limits"))
+    assert "per GPU, over its limit of 80 GB (79.6 GiB usable)" in line and "85.5 GB" not in line
+
+
 def test_a_part_specified_in_gib_reads_in_gib(tmp_path, capsys):
     path = _write(tmp_path)
     assert main(["plan", path, "--job", "tpu"]) == 0

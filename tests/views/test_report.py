@@ -165,7 +165,7 @@ def test_report_command(tmp_path, capsys):
     assert main(["report", str(ROOT / "examples" / UNPLANNED), "-o", str(out)]) == 0
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert main(["report", str(ROOT / "examples" / UNPLANNED), "-o", str(tmp_path / "x.html"), "--job", "x"]) == 2  # a job that is not there: usage
-    assert "no `train` job" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
+    assert "no job `x`; the design's jobs: " in capsys.readouterr().err and not (tmp_path / "x.html").exists()
 
 
 def _pixel_spread(png: Path) -> float:
