@@ -60,6 +60,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from typing import Callable, Iterator
 
 import attrs
@@ -405,11 +406,16 @@ def ranked(job: Job, objective: str = "throughput") -> list[tuple[float, Estimat
     return out
 
 
-def layout(e: Estimate) -> TrainConfig:
+# Every field of a configuration but the rank order and the power cap (`layout`).
+_LAYOUT_FIELDS = operator.attrgetter(*[f.name for f in attrs.fields(TrainConfig) if f.name not in ("order", "power_cap")])
+
+
+def layout(e: Estimate) -> tuple:
     """What makes two configurations different layouts: everything but the rank order and the
     power cap (the same layout placed another way, or run at another clock, is the same plan
-    at its best, not a runner-up)."""
-    return attrs.evolve(e.config, order=(), power_cap=None)
+    at its best, not a runner-up). A key: equal exactly where the configurations with order and
+    power cap cleared are equal (the search reads it for every configuration it evaluates)."""
+    return _LAYOUT_FIELDS(e.config)
 
 
 def distinct(ranked_list: list[tuple[float, Estimate]]) -> list[tuple[float, Estimate]]:
