@@ -137,6 +137,7 @@ def _wire(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> fl
     return comms.PER_OPTION[collective](nbytes, option, latency=False, nvls=NVLS_EFFICIENCY)
 
 
+@functools.lru_cache(maxsize=4096)   # immutable stages; priced again for every call size
 def _plain(option: tuple[comms.Stage, ...]) -> tuple[comms.Stage, ...]:
     """The same stages with no switch reducing."""
     return tuple(attrs.evolve(s, tier=attrs.evolve(s.tier, in_network_reduction=False)) for s in option)

@@ -57,7 +57,7 @@ DEFAULT_STACK = "megatron_core"
 DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)  # a dict class: its __init__ stores each field without a call (searches build thousands)
 class TrainConfig:
     """Everything a step-time estimate needs besides the hardware and the model shape."""
 

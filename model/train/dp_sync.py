@@ -26,7 +26,8 @@ GATHER_CONTENTION = 0.5
 
 
 class Traffic(NamedTuple):
-    """Seconds of the dense and routed-expert state's data-parallel collectives."""
+    """Seconds of the dense and routed-expert state's data-parallel collectives (0 for those
+    the configuration's ZeRO stage does not run)."""
 
     gathers: float       # parameter all-gathers in the shard group (ZeRO >= 1)
     reduces: float       # gradient reduce-scatters in the shard group
@@ -95,6 +96,8 @@ def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffi
     # fewer ranks, ep apart: model/train/sharding.py expert_dp); hybrid sharding splits each into
     # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups
     # once a step (no groups: plain ZeRO).
+    # Only the collectives the stage runs are priced (`exposed` and `kinks` read no other):
+    # ZeRO-0 all-reduces, stages 1 to 3 reduce-scatter, gather and all-reduce across groups.
     gathers = reduces = all_reduces = fsdp = across = 0.0
     for params, expert in ((dense_params_per_gpu(shape, cfg), False), (expert_params_per_gpu(shape, cfg), True)):
         if not params:
@@ -102,10 +105,11 @@ def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffi
         inner, outer = sharding.groups(cfg, partition.tiers, expert)
         if cfg.zero >= 1:
             across += sharding.replicate(params, grad_bytes, sharding.shards(cfg, expert), outer)
-        reduces += collectives.reduce_scatter(params * grad_bytes, inner)
-        gathers += collectives.all_gather(params * weight_bytes, inner)
-        all_reduces += collectives.all_reduce(params * grad_bytes, inner)
-        fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner, weight_bytes)
+            reduces += collectives.reduce_scatter(params * grad_bytes, inner)
+            gathers += collectives.all_gather(params * weight_bytes, inner)
+            fsdp += sharding.fsdp_microbatch(params, grad_bytes, inner, weight_bytes)
+        else:
+            all_reduces += collectives.all_reduce(params * grad_bytes, inner)
     return remember(_TRAFFIC, key, Traffic(gathers, reduces, all_reduces, fsdp, across))
 
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from typing import Callable, Iterator
 
 import attrs
@@ -335,13 +336,23 @@ def config_maker(job: Job, space_: Space, cap: float | None = None) -> Callable[
                  sample_bytes=job.sample_bytes, checkpoint_every=job.checkpoint_every, power_cap=cap,
                  **job_optimizer(job), **space_.pinned_only)
     seq_parallel, job_batch = space_.seq_parallel, job.batch
+    # Every field as `TrainConfig(batch=job_batch, **fixed)` sets it; a configuration is this
+    # copied and the varying fields stored, as its __init__ would (it has no validator,
+    # converter or post-init: tests/solver/train/test_speed_keys.py checks every field).
+    template, new = vars(TrainConfig(batch=job_batch, **fixed)), object.__new__
 
     def make(tp: int, pp: int, dp: int, cp: int, ep: int, mb: int, vp: int, recompute: str, zero: int,
              order: tuple[str, ...], batch: int | None = None) -> TrainConfig:
         """`batch`: a global batch other than the job's (a bound's one micro-batch per replica)."""
-        return TrainConfig(batch=job_batch if batch is None else batch, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vp=vp,
-                           microbatch=mb, recompute=recompute, zero=zero,
-                           sp=tp > 1 if seq_parallel is None else seq_parallel, order=order, **fixed)
+        cfg = new(TrainConfig)
+        fields = cfg.__dict__
+        fields.update(template)
+        if batch is not None:
+            fields["batch"] = batch
+        fields["tp"], fields["pp"], fields["dp"], fields["cp"], fields["ep"], fields["vp"] = tp, pp, dp, cp, ep, vp
+        fields["microbatch"], fields["recompute"], fields["zero"], fields["order"] = mb, recompute, zero, order
+        fields["sp"] = tp > 1 if seq_parallel is None else seq_parallel
+        return cfg
     return make
 
 
@@ -405,11 +416,16 @@ def ranked(job: Job, objective: str = "throughput") -> list[tuple[float, Estimat
     return out
 
 
-def layout(e: Estimate) -> TrainConfig:
+# Every field of a configuration but the rank order and the power cap (`layout`).
+_LAYOUT_FIELDS = operator.attrgetter(*[f.name for f in attrs.fields(TrainConfig) if f.name not in ("order", "power_cap")])
+
+
+def layout(e: Estimate) -> tuple:
     """What makes two configurations different layouts: everything but the rank order and the
     power cap (the same layout placed another way, or run at another clock, is the same plan
-    at its best, not a runner-up)."""
-    return attrs.evolve(e.config, order=(), power_cap=None)
+    at its best, not a runner-up). A key: equal exactly where the configurations with order and
+    power cap cleared are equal (the search reads it for every configuration it evaluates)."""
+    return _LAYOUT_FIELDS(e.config)
 
 
 def distinct(ranked_list: list[tuple[float, Estimate]]) -> list[tuple[float, Estimate]]:
