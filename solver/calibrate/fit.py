@@ -16,7 +16,7 @@ from .params import Param, applied, log_prior
 
 HUBER = 3.0          # residuals beyond 3 noise units count linearly
 ROUNDS = 4
-STEPS = 24           # golden-section steps: the log range shrinks by 0.618^24 (~1e-5 of it: 4e-5 in log value over a share's 0.02-1, under the 1e-4 a round counts as a move)
+STEPS = 36           # golden-section steps: the log range shrinks by 0.618^36 (to ~1e-7 of a decade)
 ORDER = {"fabric": 0, "chip": 1, "engine": 2}
 
 
