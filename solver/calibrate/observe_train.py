@@ -122,12 +122,24 @@ def measured_throughput(run: TrainRun, cfg: TrainConfig) -> float | None:
 def train_observation(group: str, what: str, job_shape: ModelShape, cfg: TrainConfig, measured: float,
                       partition: Partition, span) -> Observation:
     """A run of `cfg` measured at `measured` tokens/s per GPU: it informs the chip's GEMM
-    efficiency at the run's precision."""
+    efficiency at the run's precision and the efficiency of each fabric its ranks span (the
+    exposed tensor-, pipeline-, expert- and data-parallel traffic crosses them: a run at twice
+    the GPUs of another on one cluster tells the fabric's share apart from the chip's)."""
     chip = partition.node.accelerator.name
     predict: Callable[[Partition], float] = lambda p: estimate(job_shape, cfg, p).tokens_per_s_per_gpu
-    return Observation("train", group, what, measured, "tokens/s", (("chip", chip, gemm_key(cfg.precision)),),
+    informs = (("chip", chip, gemm_key(cfg.precision)),) + tuple(
+        ("fabric", fabric, "efficiency") for fabric in spanned_fabrics(partition, cfg.gpus))
+    return Observation("train", group, what, measured, "tokens/s", informs,
                        predict, partition, span, end_to_end=True,
                        covers=(cfg.precision, cfg.gpus, job_shape.is_moe))
+
+
+def spanned_fabrics(partition: Partition, gpus: int) -> tuple[str, ...]:
+    """The fabrics of the tiers `gpus` ranks reach, lowest first: the first tier, and each
+    tier above one whose group holds fewer GPUs than the run."""
+    tiers = partition.tiers
+    spanned = [t.fabric for i, t in enumerate(tiers) if i == 0 or tiers[i - 1].group_gpus < gpus]
+    return tuple(dict.fromkeys(spanned))
 
 
 def run_observation(job: Job, run: TrainRun) -> tuple[Observation | None, list[str]]:

@@ -130,6 +130,22 @@ def test_each_training_run_is_held_out_and_the_band_follows(design):
     assert result.coverage == {"precisions": ["bf16"], "gpus": 16, "moe": False}
 
 
+def test_a_training_run_informs_the_fabrics_its_ranks_span(design):
+    """Four GPUs stay on one host's NVLink; sixteen (tp 2 x dp 8) cross the 8-GPU hosts into the
+    fat tree: only that run informs the fat tree's efficiency, and only its fit moves it."""
+    small, large = train_run(design, 0.58, 2, 1), train_run(design, 0.58, 8, 2)
+    result = calibrate(design, [small, large])
+    informs = {r.obs.covers[1]: set(r.obs.informs) for r in result.rows}
+    chip = ("chip", "H100_SXM", "bf16")
+    assert informs[4] == {chip, ("fabric", "NVLink4", "efficiency")}
+    assert informs[16] == informs[4] | {("fabric", "NDR_FatTree", "efficiency")}
+    moved = {p.key: groups for p, _, groups in result.moved()}
+    assert moved[("fabric", "NDR_FatTree", "efficiency")] == (result.rows[1].obs.group,)
+    # a run on one host says nothing of the fat tree: it keeps the design's value
+    alone = calibrate(design, [small])
+    assert ("fabric", "NDR_FatTree", "efficiency") not in alone.values
+
+
 def test_a_run_the_others_disagree_with_widens_the_band(design):
     runs = [train_run(design, 0.58, 2, 1), train_run(design, 0.58, 4, 2), train_run(design, 0.45, 8, 3)]
     result = calibrate(design, runs)
