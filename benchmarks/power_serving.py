@@ -6,9 +6,9 @@ v4.0/v4.1 rounds are kept out as the independent check), each with its source. g
 each from the run's model, node and configuration alone, as a serve plan does:
 
 - the GPUs' draw: the replica's full-batch estimate computes for its `busy` share and streams
-  weights and cache for the rest (model/power.py serving_activity); a Server run draws so for
-  the share of the replicas' capacity its scheduled rate uses (solver/serve/screen.py
-  pools_power), an Offline run at capacity;
+  weights and cache for the rest (model/power.py serving_activity), an Offline run at
+  capacity; a Server run computes for the work its scheduled rate brings and streams while a
+  replica holds a request (solver/serve/screen.py pool_share);
 - the host parts at the load those GPUs put on them (compiler/host_load.py), on one std node
   without a scale-out fabric (the runs are one node);
 - the throughput: Offline, the replicas' analytic full-batch estimate (what the serve search

@@ -50,7 +50,10 @@ CFG41 = "github.com/mlcommons/inference_results_v4.1 @a2f5d66d closed/NVIDIA/con
 # the datasets' means as we understand them (Llama 2 70B: OpenOrca subset, inputs capped at 1,024;
 # Mixtral: OpenOrca + GSM8K + MBXP mix; Llama 3.1 405B: long-context mix up to 128k; DeepSeek-R1:
 # math/code/QA reasoning prompts) and are the largest uncertainty of these rows.
-ISL = {"Llama2_70B": 294, "Mixtral_8x7B": 450, "Llama31_405B": 9400, "DeepSeekR1": 800}
+# DeepSeek-R1: TensorRT-LLM's ADP-balance study ran DeepSeek on "average input length: 803 tokens, average
+# output length: 3,653 tokens" (github.com/NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/
+# blog10_ADP_Balance_Strategy.md, "Dataset Configuration"), an output mean within 2 % of the v5.1 logs' 3,715-3,736
+ISL = {"Llama2_70B": 294, "Mixtral_8x7B": 450, "Llama31_405B": 9400, "DeepSeekR1": 803}
 KV_SHARE = 0.90           # CFG41: kvcache_free_gpu_mem_frac = 0.90 (TRT-LLM: of the memory left after the weights)
 MAX_BATCH = 2048          # ASSUMPTION: the batch limit where a config states none
 QUEUE = 16                # offline: queued requests per batch slot (MLPerf queues ~10^5; the ramp and drain stay < 1/16)
@@ -80,12 +83,44 @@ KNOBS = {
     # scheduled 348.37): max_num_tokens = 16384
     ("Mixtral_8x7B", "H100_Box"): {"preemption": "recompute", "chunk": 16384},
 }
+# DeepSeek-R1 Offline as NVIDIA's v5.1 submissions ran it (V51CFG {B200-SXM-180GBx8,
+# GB200-NVL72_GB200-186GB_aarch64x72}/Offline/deepseek-r1.py, the same settings on both): TensorRT-LLM's
+# PyTorch backend with enable_attention_dp (tensor_parallelism 8 over attention data parallelism: eight
+# attention groups of one GPU, here tp 1 x ep 8) and moe_expert_parallelism 8; gpu_batch_size 512 is the
+# engine's max_batch_size, which "applies per attention-rank" (V51CODE llmlib/config.py), so 8 x 512 per
+# replica; max_num_tokens 4608 with enable_chunked_context False (a prompt joins whole; the 803-token
+# prompts fit) and batch_scheduler_policy max_util (preemption by recompute); kvcache_free_gpu_mem_frac 0.9;
+# cuda_graph_batch_sizes up to 512 per rank (decode batches up to 8 x 512 per replica run as CUDA graphs)
+OFFLINE_KNOBS = {("DeepSeekR1", "B200_Box"): {"preemption": "recompute", "chunk": 4608, "graph_batch": 8 * 512},
+                 ("DeepSeekR1", "GB200_Rack"): {"preemption": "recompute", "chunk": 4608, "graph_batch": 8 * 512}}
+DEEPSEEK_BATCH = 8 * 512
+V51CFG = "github.com/mlcommons/inference_results_v5.1 @965182b0 closed/NVIDIA/configs/"
+V51CODE = "github.com/mlcommons/inference_results_v5.1 @965182b0 closed/NVIDIA/code/"
+V51LOG = "github.com/mlcommons/inference_results_v5.1 @965182b0 closed/NVIDIA/results/"
+
 # Mixtral's checkpoint mixes fp8 with bf16 layers: NVIDIA's MLPerf configs for it (github.com/sheldon-xiong/
 # xxd-mlpinf @a7e9579c, a copy of NVIDIA's later closed/NVIDIA code: configs/DGX-H100_H100-SXM-80GBx1/{Offline,
 # Server}/mixtral-8x7b.py and H200-SXM-141GBx8/Offline/mixtral-8x7b.py) set trtllm_checkpoint_flags
 # effective_bits = 8.75 (ModelOpt AutoQuantize over fp8 and bf16), so (8.75 - 8) / (16 - 8) of the weights
 # stay bf16. ASSUMPTION: the v4.1 submission's checkpoint was built the same way (its configs are not published)
 WIDE_SHARE = {"Mixtral_8x7B": (8.75 - 8) / (16 - 8)}
+
+
+def nvfp4_wide_share(shape: ModelShape) -> float:
+    """The share of DeepSeek-R1's non-expert weights NVIDIA's NVFP4 checkpoint keeps in bf16: its
+    quantization config (V51CODE deepseek-r1/tensorrt/hf_quant_config.json, quant_algo NVFP4)
+    excludes lm_head, embed_tokens, every layer's self_attn.fused_a (query and KV down-projections,
+    rotary key), q_b_proj and kv_b_proj (the query and KV up-projections) and the MoE layers'
+    router gate; o_proj, the dense MLPs and every expert are fp4."""
+    h, heads = shape.hidden, shape.heads
+    down = h * (shape.q_rank + shape.kv_rank + shape.rope_dim)
+    up = shape.q_rank * heads * shape.qk_dim + shape.kv_rank * heads * 2 * shape.head_dim
+    wide = shape.layers * (down + up) + shape.embedding_params + shape.moe_layers * h * shape.routed
+    return wide / (shape.params - shape.routed * shape.expert_params * shape.moe_layers)
+
+
+# the checkpoints whose non-expert weights stay partly bf16 (ServeConfig.dense_wide_share)
+DENSE_WIDE = {"DeepSeekR1": nvfp4_wide_share}
 
 
 # The TensorRT-LLM release of each round (model/serve/engines.py): v4.1 (2024-08) and v5.0 (2025-04)
@@ -171,10 +206,9 @@ def rows() -> list[MLPerfRow]:
         # v5.1, DGX B200 results table (summary.html): offline tokens/s. Its TOKENS_PER_SAMPLE is the
         # accuracy floor, 90 % of the reference run's mean (as 265.005 = 0.9 x 294.45 for Llama 2 70B),
         # so output per sample = floor / 0.9 and samples/s = tokens / that
-        _offline("MLPerf51", "DeepSeekR1", "B200_Box", 8, "fp4", 1, 8, None, 33379.0 / (3497.6047 / 0.9), 33379.0,
-                 V51 + "B200-SXM-180GBx8_TRT/summary.html (deepseek-r1 Offline)",
-                 "fp4, one replica of 8 attention groups sharing the experts (DP attention + EP 8), "
-                 "batch: the largest that fits"),
+        # DeepSeek-R1 (OFFLINE_KNOBS): the run's own log, samples and tokens per second
+        _offline("MLPerf51", "DeepSeekR1", "B200_Box", 8, "fp4", 1, 8, DEEPSEEK_BATCH, 8.93431, 33379.0,
+                 V51LOG + "B200-SXM-180GBx8_TRT/deepseek-r1/Offline/performance/run_1/mlperf_log_summary.txt"),
         _offline("MLPerf51", "Llama31_405B", "B200_Box", 8, "fp4", 8, 1, None, 1624.11 / (616.212 / 0.9), 1624.11,
                  V51 + "B200-SXM-180GBx8_TRT/summary.html (llama3.1-405b Offline)",
                  "fp4, tp 8, batch: the largest that fits"),
@@ -182,9 +216,9 @@ def rows() -> list[MLPerfRow]:
                  V51 + "B200-SXM-180GBx8_TRT/summary.html (llama2-70b-99 Offline)",
                  "fp4, tp 1 x 8, batch: the largest that fits"),
         # v5.1, GB200 NVL72 (72 GPUs) results table (summary.html), offline tokens/s
-        _offline("MLPerf51", "DeepSeekR1", "GB200_Rack", 72, "fp4", 1, 8, None, 289712.0 / (3497.6047 / 0.9), 289712.0,
-                 V51 + "GB200-NVL72_GB200-186GB_aarch64x72_TRT/summary.html (deepseek-r1 Offline)",
-                 "fp4, 9 replicas of 8 attention groups sharing the experts, batch: the largest that fits"),
+        _offline("MLPerf51", "DeepSeekR1", "GB200_Rack", 72, "fp4", 1, 8, DEEPSEEK_BATCH, 77.995, 289712.0,
+                 V51LOG + "GB200-NVL72_GB200-186GB_aarch64x72_TRT/deepseek-r1/Offline/performance/run_1/"
+                 "mlperf_log_summary.txt", "9 replicas of 8 GPUs (72 GPUs, the configuration's 8 per replica)"),
         _offline("MLPerf51", "Llama31_405B", "GB200_Rack", 72, "fp4", 8, 1, None, 14774.30 / (616.212 / 0.9), 14774.30,
                  V51 + "GB200-NVL72_GB200-186GB_aarch64x72_TRT/summary.html (llama3.1-405b Offline)",
                  "fp4, 9 replicas of tp 8, batch: the largest that fits"),
@@ -197,10 +231,11 @@ def _replica(row: MLPerfRow, design, batch: int = 1):
     partition = lower_cluster(design[row.cluster]).partitions[0]
     kv = "fp8" if row.precision in ("fp8", "fp4") else None
     cfg = ServeConfig(row.tp, batch, row.precision, ep=row.ep, kv_precision=kv,
-                      wide_share=WIDE_SHARE.get(row.model, 0.0))
+                      wide_share=WIDE_SHARE.get(row.model, 0.0),
+                      dense_wide_share=DENSE_WIDE[row.model](shape) if row.model in DENSE_WIDE else 0.0)
     chip = partition.node.accelerator
     # NVIDIA's harness runs TensorRT-LLM in process (no HTTP front end); the round's release
-    knobs = KNOBS.get((row.model, row.cluster), {}) if row.scenario == "Server" else {}
+    knobs = (KNOBS if row.scenario == "Server" else OFFLINE_KNOBS).get((row.model, row.cluster), {})
     engine = profile(ENGINE[row.source]).engine(chip.hbm_capacity, chip.name, frontend_s=0.0,
                                                 block=64 if shape.is_mla else None, **knobs)
     return replica(shape, cfg, partition, engine)

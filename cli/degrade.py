@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         kind, entity = select_job(design, args.job)
         if kind != "train":
-            error(f"`gclc degrade` plans train jobs; `{entity.name}` is a {kind} job")
+            error(f"`gclc degrade` plans train jobs; `{entity.name}` is {'an' if kind == 'rl' else 'a'} {kind} job")
             return EXIT_USAGE
         result = degraded(job_from_entity(entity), degradation)
     except (JobError, DegradeError) as problem:

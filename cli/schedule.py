@@ -11,7 +11,7 @@ from pathlib import Path
 from .progress import progress
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
 from ..dsl.diagnostics import render_all
-from .common import number_option, output_problem, settings_option
+from .common import cluster_problem, number_option, output_problem, settings_option
 
 PLOT_FORMATS = {".svg": "svg", ".png": "png"}
 MAX_SEED = 2**64 - 1   # numpy's generators take any; 64 bits is what a seed is elsewhere
@@ -76,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         print(render_all(result.diagnostics, result.sources), file=sys.stderr)
     if result.design is None:
         return EXIT_ERRORS
+    problem = cluster_problem(result.design, args.cluster, args.file)  # as plan, export and render say it
+    if problem is not None:
+        return problem
     try:
         workload = build(result.design, args.cluster)
     except ScheduleError as error:

@@ -14,6 +14,7 @@ from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic
 from .design import Bound, Design, Entity, Partition
 from .lower import lower_cluster
+from .rules.rl import rl_generate_pool, rl_train_pool
 
 # The direction in which each limit can bind a plan: a ceiling (`<=`, `<`) or a floor (`>=`, `>`).
 CEILINGS = frozenset({"memory", "power", "time", "energy", "gpus", "ttft", "tpot", "e2e"})
@@ -31,7 +32,8 @@ def job_limit_problems(design: Design) -> list[Diagnostic]:
         if job.kind in ("train", "serve", "rl"):
             found += _bounds(job)
             found += _targets(job)
-            found += _pins(job)
+            pools = (job,) if job.kind != "rl" else (rl_generate_pool(job), rl_train_pool(job))   # an rl job's pins
+            found += [d for pool in pools if pool is not None for d in dense_experts(pool)]
     return found
 
 
@@ -96,7 +98,7 @@ def _targets(job: Entity) -> Iterator[Diagnostic]:
             f"help: ask for at most {available} GPUs, or run `{job.name}` on a larger cluster"])
 
 
-def _pins(job: Entity) -> Iterator[Diagnostic]:
+def dense_experts(job: Entity) -> Iterator[Diagnostic]:
     """Pins that name a parallelism the job cannot have (the planner would plan without them)."""
     parallelism = job.get("parallelism")
     pins = {item.name: item for item in getattr(parallelism, "items", ())}

@@ -72,6 +72,17 @@ ATTENTION_KERNELS = {"hopper": (595.0, 516.0, 989.0), "blackwell": (1613 / 1.3, 
 # variable lengths of packed documents): one number for every chip with kernel data, fitted on
 # the published runs of those chips (benchmarks/calibrate.py `attention_share`).
 ATTENTION_TRAINING_SHARE = 0.57
+# Absorbed-MLA decode kernels (DeepSeek-V2/V3: 128 query heads against one shared 576-wide latent
+# key, 512-wide values) by tensor-core generation: the kernel's sustained TFLOP/s in a compute-bound
+# configuration and the bf16 peak of the part measured. Decode attention is a different kernel from
+# the training-time FMHA above (one query row per head, every head against the same cache): its rate
+# does not follow the FMHA's. github.com/deepseek-ai/FlashMLA README, "Performance" (2025-09-29):
+# - hopper: the dense MLA decoding kernel "660 TFLOPS in computation-bound configuration on H800 SXM5"
+#   (bf16 cache; H800's tensor cores are H100's, 989 dense bf16);
+# - blackwell: the MQA-mode decoding kernel (FP8 cache, bf16 math) "up to 350 TFlops on B200 (which
+#   is not really optimized yet)": the one published Blackwell MLA decode rate (ESTIMATE for the
+#   vendor's own decode kernels, TensorRT-LLM's, whose rate is not published).
+MLA_DECODE_KERNELS = {"hopper": (660.0, 989.0), "blackwell": (350.0, 2250.0)}
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -236,6 +247,17 @@ def attention_rate(chip: Accelerator) -> float:
     return attention_peak(chip) * attention_efficiency(chip) * clock(chip, "attention")
 
 
+@functools.lru_cache(maxsize=1024)
+def mla_decode_rate(chip: Accelerator) -> float:
+    """FLOP/s of absorbed-MLA decode attention on `chip`: its generation's decode kernel's share of
+    the bf16 peak (`MLA_DECODE_KERNELS`), else the fused-attention rate (no decode kernel data)."""
+    generation = attention_generation(chip)
+    if generation not in MLA_DECODE_KERNELS:
+        return attention_rate(chip)
+    rate, reference = MLA_DECODE_KERNELS[generation]
+    return attention_peak(chip) * rate / reference * clock(chip, "attention")
+
+
 def op_time(op: Op, chip: Accelerator, precision: str) -> float:
     """Seconds for `op`: the slowest of its compute, its HBM traffic and its L2 traffic (a
     two-level roofline, model/cache.py), plus overhead."""
@@ -263,5 +285,6 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
 def clear_caches() -> None:
     """Forget the per-chip rates (they read module constants a calibration changes)."""
     attention_rate.cache_clear()
+    mla_decode_rate.cache_clear()
     _sustained_gemm.cache_clear()
     hbm_rate.cache_clear()

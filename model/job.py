@@ -92,8 +92,12 @@ def train_entity(design: Design, name: str | None = None) -> Entity:
         known = f"; the design's train jobs: {', '.join(j.name for j in jobs)}" if jobs else ""
         what = f"{other.kind} job" if other.kind == "serve" else other.kind
         raise UnknownJob(f"`{name}` is a {what}, not a train job{known}")
+    if not jobs and name is not None:  # `--job NAME` names nothing at all: say so, and what there is
+        others = [e.name for e in design.entities if e.kind in ("train", "serve", "rl")]
+        raise UnknownJob(f"no job `{name}`; the design's jobs: {', '.join(others)}" if others
+                         else f"no job `{name}`: the design declares none")
     if not jobs:
-        raise (UnknownJob if name is not None else JobError)("the design has no `train` job")
+        raise JobError("the design has no `train` job")
     local = [j for j in jobs if j.span.path == design.root] or jobs
     if name is None:
         return local[0]

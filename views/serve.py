@@ -82,15 +82,17 @@ def engine_json(e: Engine) -> dict:
             "speculative": {"tokens": e.draft, "acceptance": e.acceptance} if e.draft else None}
 
 
-def engine_text(e: Engine) -> str:
-    """`vllm_v1 (vLLM 0.8.0 and later): mixed batches of 8,192 tokens, ...`."""
+def engine_text(e: Engine, moe: bool) -> str:
+    """`vllm_v1 (vLLM 0.8.0 and later): mixed batches of 8,192 tokens, ...`; a dense model's
+    line leaves out the engine's MoE path, which lays out no experts of it."""
     batches = (f"mixed batches of {number(e.chunk)} tokens" if e.mixed else
                f"prompts first, in iterations of {number(e.chunk)} tokens")
     overlapped = ("host overlapped" + ("" if e.overlaps(pp=2) else " (not with pipeline stages)")) if e.overlap else "host"
     host = overlapped + f" {duration(e.step_s)} + {duration(e.seq_s)} per sequence"
     features = (f", {percent(e.prefix_share)} of each prompt from the prefix cache" if e.prefix_share else "") + \
         (f", {e.draft} draft tokens a step accepted {percent(e.acceptance)} of the time" if e.draft else "")
-    return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, {e.moe_path} MoE, "
+    return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, "
+            + (f"{e.moe_path} MoE, " if moe else "") +
             f"{number(e.block)}-token KV pages{features}")
 
 
@@ -260,7 +262,7 @@ def serve_text(p: ServePlan) -> str:
         verdict = "undecided" if p.undecided else "infeasible"
         return head + f"\n  {verdict}:" + "".join(f"\n    {reason}" for reason in p.binding)
     d = p.decode
-    lines = [head, f"  engine     {engine_text(d.replica.engine)}",
+    lines = [head, f"  engine     {engine_text(d.replica.engine, d.replica.shape.is_moe)}",
              f"  mode       {p.mode}, {number(p.used_gpus)} of {count(p.gpus, 'GPU')}"
              + (f", requests routed {ROUTED[_router(p)]}" if _router(p) != "least_requests" else "")]
     node_gpus = p.partition.node.gpus

@@ -121,6 +121,22 @@ def fabric_rules(fabric: Entity) -> Iterator[Diagnostic]:
     yield from fabric_switch_rules(fabric)
 
 
+def _calibration_coverage(cluster: Entity) -> Iterator[Diagnostic]:
+    """`precisions`, `gpus` and `moe` say what the training runs of the band covered
+    (model/calibration.py Own): without a training band (`runs`), no plan reads them."""
+    block = cluster.get("calibration")
+    if block is None or block.get("runs") is not None:
+        return
+    for name in ("precisions", "gpus", "moe"):
+        if block.get(name) is not None:
+            yield codes.SHAPE.make(
+                cluster.span_of(f"calibration.{name}"),
+                what=f"`calibration {{ {name} }}` says what the training runs of the band covered, and this block "
+                     "has no training band: no plan would read it",
+                notes=["help: remove it, or add the training band it describes (`runs`, `low`, `high`, as "
+                       "`gclc calibrate` writes them)"])
+
+
 def cluster_rules(cluster: Entity) -> Iterator[Diagnostic]:
     has_units, partitions = "units" in cluster.record, cluster.get("partition")
     if has_units == bool(partitions):
@@ -132,6 +148,7 @@ def cluster_rules(cluster: Entity) -> Iterator[Diagnostic]:
                                       "`partition name { units = ... }` blocks for several"])
     yield from _hostnames(cluster)
     yield from _node_protocols(cluster)
+    yield from _calibration_coverage(cluster)
     units = [item.value.get("units") for item in getattr(partitions, "items", ())]
     if units and all(u is not None and u.count == 0 for u in units):  # swept to zero, every one of them
         yield codes.SHAPE.make(cluster.span, what=f"every partition of cluster `{cluster.name}` holds 0 units",

@@ -21,7 +21,7 @@ def job_rules(job: Entity) -> Iterator[Diagnostic]:
     yield from _shared(job)
     yield from _goodput(job)
     yield from _schedule(job)
-    yield from _batch_split(job)
+    yield from batch_split(job)
 
 
 def one_objective(job: Entity) -> Iterator[Diagnostic]:
@@ -138,7 +138,7 @@ def _schedule(job: Entity) -> Iterator[Diagnostic]:
                    "`--pipeline-model-parallel-layout` or `--decoder-first/last-pipeline-num-layers`)"])
 
 
-def _batch_split(job: Entity) -> Iterator[Diagnostic]:
+def batch_split(job: Entity) -> Iterator[Diagnostic]:
     """The global batch must split into the pinned replicas and micro-batches, and expert
     groups must fold over the pinned data x context ranks."""
     pins, batch = job.get("parallelism"), job.get("batch")

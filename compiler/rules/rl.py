@@ -9,8 +9,9 @@ from typing import Iterator
 
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic, Label
-from ..design import Entity, Partition
-from .job import _chips_of, job_precision, one_objective
+from ..design import Entity, Item, Partition, Record
+from .job import _chips_of, batch_split, job_precision, one_objective
+from .serve import moe_path_rules
 
 POOLS = ("generate", "train")
 # Samples a step the planner simulates: every sample's generation is simulated for each pair of
@@ -27,6 +28,10 @@ def rl_rules(job: Entity) -> Iterator[Diagnostic]:
     yield from _objective(job)
     yield from _pools(job)
     yield from _heads(job)
+    yield from moe_path_rules(job, "generate.engine.moe_path", job.get("model"))
+    pool = rl_train_pool(job)
+    if pool is not None:   # the batch split a train job's pins get (job.py), on the pool's optimizer batch
+        yield from batch_split(pool)
 
 
 def _algorithm(job: Entity) -> Iterator[Diagnostic]:
@@ -168,3 +173,29 @@ def _pool_entity(job: Entity, pool: str) -> Entity:
     items = tuple(i for i in record.items if i.name == "precision") + (Item("on", on, job.span_of(f"{pool}.on")),)
     return attrs.evolve(job, record=Record(items))
 
+
+def rl_train_pool(job: Entity) -> Entity | None:
+    """An rl job's `train { parallelism { ... } }` as the train job model/rl/job.py plans (the
+    policy, the pool's or the job's `on`), its fields keeping their spans; None without pins."""
+    pool = job.get("train")
+    if not isinstance(pool, Record) or pool.get("parallelism") is None:
+        return None
+    on = pool.get("on") or job.get("on")
+    items = (Item("model", job.get("model"), job.span_of("model")), Item("on", on, job.span_of("on")),
+             *(i for i in pool.items if i.name != "on"))
+    prompts, samples, minibatches = job.get("prompts"), job.get("samples") or 1, job.get("minibatches") or 1
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in (prompts, samples, minibatches)):
+        # each optimizer step trains on a mini-batch of the step's samples (model/rl/job.py)
+        at = job.span_of("minibatches") if "minibatches" in job.record else job.span_of("prompts")
+        items += (Item("batch", prompts * samples // minibatches, at),)
+    return Entity("train", f"{job.name}.train", Record(items), job.span)
+
+
+def rl_generate_pool(job: Entity) -> Entity | None:
+    """An rl job's `generate { parallelism { ... } }` as the replica layout solver/rl searches
+    (the policy served), its fields keeping their spans; None without pins."""
+    pool = job.get("generate")
+    if not isinstance(pool, Record) or pool.get("parallelism") is None:
+        return None
+    items = (Item("model", job.get("model"), job.span_of("model")), *pool.items)
+    return Entity("serve", f"{job.name}.generate", Record(items), job.span)

@@ -30,6 +30,18 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
                                       "does not state", notes=["help: state the peak `rate = 40 req/s`; each share "
                                                               "of the day is a share of it"])
     yield from _sizes(job)
+    yield from moe_path_rules(job, "engine.moe_path", job.get("model"))
+
+
+def moe_path_rules(job: Entity, key: str, model: object) -> Iterator[Diagnostic]:
+    """`moe_path` picks the routed experts' kernels: on a dense model the engine would ignore it."""
+    path = job.get(key)
+    if path is None or not isinstance(model, Entity) or getattr(model.get("arch"), "name", model.get("arch")) == "moe":
+        return
+    yield codes.PIN_MEANINGLESS.make(job.span_of(key), pin=f"moe_path = {getattr(path, 'name', path)}",
+                                     why=f"it picks the kernels of routed experts, and the model `{model.name}` has none",
+                                     labels=[Label(model.span_of("arch"), "a dense model")] if model.span_of("arch") else [],
+                                     notes=["help: remove `moe_path` (or serve a model with `arch = moe`)"])
 
 
 def _sizes(job: Entity) -> Iterator[Diagnostic]:

@@ -67,7 +67,19 @@ def _congestion(fabric: Entity) -> Iterator[Diagnostic]:
 
 
 def _flows(fabric: Entity) -> Iterator[Diagnostic]:
-    """`flows` says how many flows a port's traffic is hashed as: read only where flows are hashed."""
+    """`flows` says how many flows a port's traffic is hashed as: read only where flows are hashed,
+    and `routing` only where there are uplinks to spread them over (a fat tree's)."""
+    shape = getattr(fabric.get("topology"), "name", None)
+    stated = [name for name in ("routing", "flows") if fabric.get(name) is not None]
+    if shape is not None and shape not in TREES and stated:
+        yield codes.ROUTING_FLOWS.make(
+            fabric.span_of(stated[0]),
+            what=f"`{fabric.name}` sets `{stated[0]}`, but its topology is `{shape}`: it has no equal-cost uplinks "
+                 "to spread or hash flows over, so the model would ignore it",
+            labels=[Label(fabric.span_of("topology"), "here")] if fabric.span_of("topology") else [],
+            notes=[f"help: drop {' and '.join(f'`{n}`' for n in stated)}, or make the topology a `fat_tree(...)` "
+                   "or `rail_optimized(...)`"])
+        return
     if fabric.get("flows") is None:
         return
     if routing_of(fabric) != "ecmp":

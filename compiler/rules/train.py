@@ -11,22 +11,26 @@ from ..formats import family
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition
 from ..lower import lower_cluster
+from .rl import rl_train_pool
 
 
 def train_pin_problems(design: Design) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for entity in design.local():
-        if entity.kind == "train":
-            found += _shard(entity)
-            found += _recompute(entity)
-            found += _offload(entity)
-            found += _search(entity)
-            found += _fp8_params(entity)
-            found += _moe_act(entity)
-            found += _dispatcher(entity)
+        if entity.kind == "rl":  # its training pool is planned as a train job: the same pins, the same checks
+            pool = rl_train_pool(entity)   # its batch and experts are checked in rl.py and limits.py
+            if pool is not None:
+                found += _train_pins(pool)
+        elif entity.kind == "train":
+            found += _train_pins(entity)
         elif entity.kind == "model":
             found += _attention(entity)
     return found
+
+
+def _train_pins(job: Entity) -> list[Diagnostic]:
+    return [*_shard(job), *_recompute(job), *_offload(job), *_search(job), *_fp8_params(job), *_moe_act(job),
+            *_dispatcher(job), *_ep_overlap(job)]
 
 
 def _pins(job: Entity):
@@ -199,6 +203,17 @@ def _dispatcher(job: Entity) -> Iterator[Diagnostic]:
                                          f"and Megatron-Core's {name} dispatcher does not pad to a capacity",
                                          notes=["help: use `dispatcher = alltoall` or `dispatcher = hybridep` with a capacity "
                                                 "factor, or remove `capacity_factor` (dropless)"])
+
+
+def _ep_overlap(job: Entity) -> Iterator[Diagnostic]:
+    """`ep_overlap = true` hides the MoE layers' all-to-all: a dense model has none to hide."""
+    pins, model = _pins(job), job.get("model")
+    if pins is None or not pins.get("ep_overlap") or not hasattr(model, "get"):
+        return
+    if getattr(model.get("arch"), "name", model.get("arch")) != "moe":
+        yield codes.PIN_MEANINGLESS.make(job.span_of("parallelism.ep_overlap"), pin="ep_overlap = true",
+                                         why="it overlaps the routed experts' all-to-all with compute, and this job's "
+                                             "model has no routed experts", notes=["help: remove `ep_overlap`"])
 
 
 def _nodes(target: object) -> list:

@@ -33,7 +33,7 @@ import attrs
 from ...compiler.formats import family
 from ...compiler.ir import Partition
 from .. import cache, collectives as nccl, comms
-from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate
+from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate, mla_decode_rate
 from . import moe
 from .engines import Engine
 from .kv import KVLayout, value_bytes
@@ -66,10 +66,19 @@ class ServeConfig:
     wide_share: float = attrs.field(default=0.0, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)])
     # share of the weights a mixed-precision checkpoint keeps at bf16 beside `precision` (ModelOpt
     # AutoQuantize's "effective bits": 8.75 over fp8 is (8.75 - 8) / (16 - 8) = 0.094)
+    dense_wide_share: float = attrs.field(default=0.0, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)])
+    # share of the non-expert weights (attention, dense MLPs, shared experts, embeddings) kept at bf16
+    # where a checkpoint quantizes the routed experts and leaves some of the rest wide (NVIDIA's NVFP4
+    # DeepSeek-R1 keeps the attention's down/up projections, the embeddings and the router in bf16)
 
     @property
     def gpus(self) -> int:
         return self.tp * self.ep * self.pp
+
+    @property
+    def dense_share(self) -> float:
+        """The share of the non-expert weights at bf16: the checkpoint's whole-model share, or more."""
+        return max(self.wide_share, self.dense_wide_share)
 
     @property
     def kv(self) -> str:
@@ -83,13 +92,15 @@ def weight_bytes(precision: str, wide_share: float = 0.0) -> float:
     return (1 - wide_share) * value_bytes(precision) + wide_share * value_bytes("bf16")
 
 
-def mixed_gemm_rate(chip, cfg: ServeConfig, m: float, n: int, k: int) -> float:
-    """FLOP/s of GEMMs whose weights are `cfg.precision` but for `cfg.wide_share` of them at
-    bf16: each part runs at its own precision's rate, so the times add (a harmonic mean)."""
+def mixed_gemm_rate(chip, cfg: ServeConfig, m: float, n: int, k: int, wide: float | None = None) -> float:
+    """FLOP/s of GEMMs whose weights are `cfg.precision` but for a share `wide` (default
+    `cfg.wide_share`) of them at bf16: each part runs at its own precision's rate, so the times
+    add (a harmonic mean)."""
+    wide = cfg.wide_share if wide is None else wide
     narrow = gemm_rate(chip, cfg.precision, m, n, k)
-    if not cfg.wide_share:
+    if not wide:
         return narrow
-    return 1 / ((1 - cfg.wide_share) / narrow + cfg.wide_share / gemm_rate(chip, "bf16", m, n, k))
+    return 1 / ((1 - wide) / narrow + wide / gemm_rate(chip, "bf16", m, n, k))
 
 
 @attrs.frozen
@@ -141,8 +152,8 @@ class Replica:
             fixed = memo[tokens] = self._token_costs(tokens)
         gemm, weights, gemm_roofline, routing, launches, collectives, hops, computing = fixed
         terms = memo.get("attention") or self._terms()
-        layers, per_cached, per_pair, groups, rate, ep, per_token, rereads, hbm, l2 = terms
-        attention = layers * (kv_tokens * per_cached + pairs * per_pair) / groups / rate
+        layers, per_cached, per_pair, groups, (decode_rate, rate), ep, per_token, rereads, hbm, l2 = terms
+        attention = layers * (kv_tokens * per_cached / decode_rate + pairs * per_pair / rate) / groups
         kv_bytes = kv_tokens / ep * per_token * rereads
         # the cache that fits in on-chip SRAM beside the streamed weights is read from there
         # (model/cache.py decode_bytes and l2_time, with the chip's figures looked up once)
@@ -180,7 +191,10 @@ class Replica:
             per_cached = 4 * s.heads * s.head_dim
         rereads = 1 if self.engine.grouped_kv or s.is_mla else s.heads / s.kv_heads
         l2 = (cache.RESIDENT_SHARE * chip.l2, cache.l2_bandwidth(chip)) if cache.two_level(chip) else None
-        return (math.ceil(s.layers / c.pp), per_cached, per_pair, c.tp * c.ep, attention_rate(chip),
+        # absorbed MLA decodes with its own kernel (model/compute.py MLA_DECODE_KERNELS); prefill and
+        # the other kinds' decode run the fused-attention kernels
+        rates = (mla_decode_rate(chip) if s.is_mla else attention_rate(chip), attention_rate(chip))
+        return (math.ceil(s.layers / c.pp), per_cached, per_pair, c.tp * c.ep, rates,
                 c.ep, self.kv.per_token_per_gpu(), rereads, hbm_rate(chip), l2)
 
     def _token_costs(self, tokens: float) -> tuple:
@@ -193,7 +207,7 @@ class Replica:
         dense = self.gemm_flops_per_token - self.expert_flops_per_token
         # the rate at the micro-batch's mean rows, unrounded: a rate that stepped at whole rows while the
         # FLOPs grow smoothly would run 3.5 tokens faster than 2.5 (the serve floors need more tokens never faster)
-        gemm = dense * tokens / mixed_gemm_rate(chip, c, max(1.0, group), s.hidden, s.hidden)
+        gemm = dense * tokens / mixed_gemm_rate(chip, c, max(1.0, group), s.hidden, s.hidden, c.dense_share)
         routing = 0.0
         if self.expert_flops_per_token:
             # each routed expert multiplies only the rows routed to it (tokens x top_k / experts), padded to its tile
@@ -314,7 +328,7 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
     active = shape.active_params
     kv = KVLayout(shape, cfg.kv, cfg.tp, cfg.pp, engine.block, engine.prefix_share)
     return Replica(shape, cfg, engine, partition, kv,
-                   dense_weights=dense * stage / cfg.tp * w,
+                   dense_weights=dense * stage / cfg.tp * weight_bytes(cfg.precision, cfg.dense_share),
                    expert_weights=routed * stage / (cfg.tp * cfg.ep) * w,
                    gemm_flops_per_token=2 * active * stage / (cfg.tp * cfg.ep),
                    expert_flops_per_token=2 * shape.top_k * shape.expert_params * shape.moe_layers * stage
@@ -349,6 +363,9 @@ class ServeEstimate:
     memory: float               # bytes per GPU
     hbm: float
     busy: float                 # share of time the GPUs' SMs compute (FLOPs at a well-filled GEMM's rate)
+    lone_flight: float = 0.0    # requests held at capacity were every step a lone sequence's: by Little's
+                                # law a floor on those in flight at any rate, times its share of capacity
+                                # (0: unknown; solver/serve/screen.py pool_share)
 
     @property
     def gpus(self) -> int:
@@ -399,7 +416,15 @@ def estimate(r: Replica, prompt: float, output: float, role: str = "both") -> Se
     rate = prefill / fresh / time if prefill and fresh else c.batch / steps / time
     held = c.batch if role == "decode" else c.batch + 1
     return ServeEstimate(c, role, ttft, time / e.tokens_per_step, rate, rate * output,
-                         r.memory(held, prompt, output), r.hbm, work / time)
+                         r.memory(held, prompt, output), r.hbm, work / time,
+                         rate * steps * _lone_step(r, prompt, output, fresh / max(steps, 1e-9), keys, role))
+
+
+def _lone_step(r: Replica, prompt: float, output: float, prefill: float, keys: float, role: str) -> float:
+    """Seconds of one iteration holding a single mid-output sequence (with its share of prefill
+    per step where the replica prefills too): no step of a replica that holds any is shorter."""
+    one = 0.0 if role == "decode" else min(prefill, r.engine.chunk)
+    return r._iteration(1, prompt + output / 2, one, one * keys)[0]
 
 
 def estimate_serve(shape: ModelShape, cfg: ServeConfig, partition: Partition, prompt: float, output: float,

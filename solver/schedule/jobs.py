@@ -27,6 +27,9 @@ from .tenants import tenants_of, unknown_tenants
 from .time_limit import expected_run, requested
 
 MAX_SIZES = 6     # GPU counts tried per partition for a job with a range
+# GPUs of one partition the simulation tracks, node by node: five times the largest cluster the
+# examples hold (gb200_nvl72_100k.gcl); 1e30 GPUs in a node overflowed its int64 arrays (fuzz)
+MAX_SCHEDULED_GPUS = 1_000_000
 
 
 class ScheduleError(Exception):
@@ -38,6 +41,9 @@ class ScheduleError(Exception):
 def build(design: Design, cluster_name: str | None = None, plan_fn=None) -> Workload:
     """Every job of the root file on one cluster; raises ScheduleError with diagnostics."""
     cluster = _cluster(design, cluster_name)
+    too_large = _too_large(cluster)
+    if too_large:
+        raise ScheduleError(too_large)
     graph, rates = _lowered(cluster)
     problems: list[Diagnostic] = []
     jobs: list[SchedJob] = []
@@ -97,6 +103,20 @@ def train_job(entity: Entity, cluster: Entity, plan_fn=None) -> tuple[SchedJob |
     graph, rates = _lowered(cluster)
     problems: list[Diagnostic] = []
     return _train(entity, cluster, graph, rates, plan_fn, problems), problems
+
+
+def _too_large(cluster: Entity) -> list[Diagnostic]:
+    """A partition of more GPUs than the simulation tracks, at its `units`."""
+    found = []
+    for p in lower_cluster(cluster).partitions:
+        if p.gpus > MAX_SCHEDULED_GPUS:
+            part = (cluster.get("partition") or {}).get(p.name) if cluster.get("partition") is not None else None
+            span = part.span_of("units") if part is not None else cluster.span_of("units")
+            found.append(codes.NO_SIZE.make(
+                span or cluster.span, what=f"`{p.name}` holds {p.gpus:,} GPUs; `gclc schedule` simulates at most "
+                f"{MAX_SCHEDULED_GPUS:,} GPUs a partition, node by node",
+                notes=["help: schedule a smaller cluster (`--set` a smaller count of nodes or GPUs a node)"]))
+    return found
 
 
 def _lowered(cluster: Entity) -> tuple[ClusterGraph, dict[str, Reliability]]:

@@ -1,9 +1,10 @@
 """Confirming a serve candidate in simulation, one run at a time (solver/serve/demand_search.py).
 
 A candidate's pools start at the replicas their capacity needs; the pool that misses an SLO
-grows by GROWTH (at least one replica) until the percentiles hold, and once a grown pool meets
-them the counts between the last that broke an SLO and the first that met them all are
-bisected (more replicas of a pool never serve worse), so the plan has the fewest replicas.
+grows by GROWTH (at least one replica; at most to what the GPUs allowed hold, before it gives
+up) until the percentiles hold, and once a grown pool meets them the counts between the last
+that broke an SLO and the first that met them all are bisected (more replicas of a pool never
+serve worse), so the plan has the fewest replicas.
 
 The search runs a candidate's runs one at a time (`Confirming.step`) and puts it back among
 the others after each, under the bound of the counts it would simulate next: those counts
@@ -79,8 +80,12 @@ class Confirming:
             self.found, self.binding = found, found.binding
             return self.settled()
         grow = 0 if len(built) == 2 and any(m.startswith("ttft") for m in missed) else len(built) - 1
-        self.binding, self.failed = broken(missed, self.counts[grow], grow, len(built)), (grow, self.counts[grow])
-        self.counts[grow] = max(self.counts[grow] + 1, math.ceil(self.counts[grow] * GROWTH))
+        n = self.counts[grow]
+        self.binding, self.failed = broken(missed, n, grow, len(built)), (grow, n)
+        # grown, but to no more than the GPUs hold where they still hold more than now
+        most = (search.limits.gpus - sum(s.gpus for i, s in enumerate(built) if i != grow)) // built[grow].replica.gpus
+        grown = max(n + 1, math.ceil(n * GROWTH))
+        self.counts[grow] = min(grown, most) if most > n else grown
         return self
 
     def bisect(self, search) -> SearchResult | Confirming:

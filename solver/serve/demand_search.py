@@ -123,7 +123,7 @@ class DemandSearch(Screen):
     def undecided(self, left: int) -> SearchResult:
         """No plan, but not proven infeasible: the budget ran out with `left` candidates unsimulated."""
         found = self.infeasible()
-        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated meets the SLO percentiles at "
+        why = (f"demand: none of the {MAX_SIMULATIONS} candidates simulated {self.meets()} at "
                f"{self.demand.described()} on {self.limits.gpus} GPUs, and {number(left)} were left unsimulated (the search's "
                "budget): one of them may, so this is not proven infeasible")
         return attrs.evolve(found, binding=tuple(r for r in found.binding if not r.startswith("demand:")) + (why,),
@@ -134,8 +134,10 @@ class DemandSearch(Screen):
         """The heap: every aggregated layout at the replicas its capacity needs, and for the
         split, one drawer per prefill layout that yields its pairs with every decode layout in
         the order of their bound. Each entry is (bound, tie, stage, item); the tie is the
-        candidate's place in the order of its GPUs, then its replicas' GPUs, aggregated first
-        (the order that breaks ties, the same whether the search prunes or not)."""
+        candidate's place in the order of its GPUs, then its replicas' GPUs, aggregated first,
+        then the most capacity (of layouts that draw alike, the one with the most headroom: a
+        replica holding requests streams whatever its batch limit) (the order that breaks ties,
+        the same whether the search prunes or not)."""
         rate = self.demand.rate or 0.0
         heap = []
         if self.mode != "disaggregated":
@@ -145,7 +147,7 @@ class DemandSearch(Screen):
                     self.pruned += 1    # its replicas cannot make up the pinned GPUs or replicas
                     continue
                 sides = [(r, e, fixed or _needed(rate, e))]
-                heap.append((*self.bound(sides), (_gpus(sides), r.gpus, 0, a), LOOSE, sides))
+                heap.append((*self.bound(sides), (_gpus(sides), r.gpus, 0, -_capacity(sides), a), LOOSE, sides))
         if self.mode != "aggregated" and self.prefills and self.decodes:
             self.pre_sides = [(r, e, _needed(rate, e)) for r, e in self.prefills]
             decs = [(d, (r, e, _needed(rate, e))) for d, (r, e) in enumerate(self.decodes)]
@@ -175,10 +177,11 @@ class DemandSearch(Screen):
     def drawer(self, p: int, j: int) -> tuple:
         """The entry that draws prefill layout `p`'s pair with the `j`th decode layout: its
         bound is below that of every pair it has left to draw (the decodes ascend in `least`;
-        a margin covers rounding), and its tie below every candidate's, so a pair is drawn
+        a margin covers the sum's rounding, and the watts are rounded as a pair's bound is:
+        rounding keeps the order), and its tie below every candidate's, so a pair is drawn
         before any candidate its bound could tie is confirmed."""
         first = self.least([self.pre_sides[p]]) + self.least([self.dec_sides[j][1]])
-        return (first * (1 - 1e-9) if self.energy else first, -math.inf, (-1, p), PAIRS, (p, j))
+        return (_watts(first * (1 - 1e-9)) if self.energy else first, -math.inf, (-1, p), PAIRS, (p, j))
 
     def draw(self, heap: list, p: int, j: int) -> None:
         """Push prefill layout `p`'s pair with the `j`th decode layout and the drawer of the next
@@ -189,7 +192,8 @@ class DemandSearch(Screen):
         d, dec = self.dec_sides[j]
         pre = self.pre_sides[p]
         sides = [pre, dec]
-        heapq.heappush(heap, (*self.bound(sides), (_gpus(sides), pre[0].gpus + dec[0].gpus, 1, p, d), LOOSE, sides))
+        heapq.heappush(heap, (*self.bound(sides), (_gpus(sides), pre[0].gpus + dec[0].gpus, 1, -_capacity(sides), p, d),
+                              LOOSE, sides))
         if j + 1 < len(self.dec_sides):
             heapq.heappush(heap, self.drawer(p, j + 1))
 
@@ -205,16 +209,16 @@ class DemandSearch(Screen):
             gpus = self.limits.gpus     # every plan it reaches uses them all
             if len(sides) == 2:         # a split reaches one of these: the least of their powers
                 (p, pe, n0), (d, de, m0) = sides
-                power = min((self.power([Side(p, pe, n), Side(d, de, m)], self.demand.rate)
-                             for n, m in _exact_splits(p.gpus, n0, d.gpus, m0, gpus)), default=math.inf)
+                power = _watts(min((self.power([Side(p, pe, n), Side(d, de, m)], self.demand.rate)
+                                    for n, m in _exact_splits(p.gpus, n0, d.gpus, m0, gpus)), default=math.inf))
                 return (power, gpus) if self.energy else (gpus, power)
         # its pools only grow (among all the GPUs pinned, the rest idle: a lower bound)
         power = self.power([Side(r, e, n) for r, e, n in sides], self.demand.rate, gpus)
-        return (power, gpus) if self.energy else (gpus, power)
+        return (_watts(power), gpus) if self.energy else (gpus, _watts(power))
 
     def key(self, found: SearchResult) -> tuple[float, float]:
         gpus = found.decode.gpus + (found.prefill.gpus if found.prefill else 0)
-        return (found.power, gpus) if self.energy else (gpus, found.power)
+        return (_watts(found.power), gpus) if self.energy else (gpus, _watts(found.power))
 
     def tpot_floor(self, sides: list) -> list:
         """The serving pool grown to the fewest replicas whose loaded mean TPOT meets a TPOT
@@ -263,30 +267,35 @@ class DemandSearch(Screen):
         return None if missed else result(built, outcome, power, binding)
 
     def confirm_split_exactly(self, sides: list) -> SearchResult | None:
-        """A prefill and a decode layout on exactly the GPUs pinned: the splits n x prefill +
-        m x decode = gpus with each pool at least what its capacity needs, bisected on n (a
-        broken TTFT asks for more prefill replicas, any other SLO for more decode replicas;
-        each pool serves no worse with more replicas)."""
+        """A prefill and a decode layout on exactly the GPUs pinned: of the splits n x prefill +
+        m x decode = gpus with each pool at least what its capacity needs, the one of least power
+        that meets the SLOs. Those that meet them are one run of n (a broken TTFT asks for more
+        prefill replicas, any other SLO for more decode replicas; each pool serves no worse with
+        more replicas), and the power never rises with n (the prefill pool's draw is the work its
+        rate brings whatever its count; a decode pool of more replicas holds requests on more
+        GPUs: law in tests/solver/serve/test_exact_split.py), so the plan is the run's top end:
+        the last split, where it serves (a light demand: one run), else bisected for. Splits over
+        the power limit are a run of the smallest n, left out first."""
         (p, pe, n0), (d, de, m0) = sides
-        splits = _exact_splits(p.gpus, n0, d.gpus, m0, self.limits.gpus)
-        lo, hi = 0, len(splits) - 1
+        built = [[Side(p, pe, n), Side(d, de, m)] for n, m in _exact_splits(p.gpus, n0, d.gpus, m0, self.limits.gpus)]
+        powers = [self.power(b, self.demand.rate) for b in built]
+        lo = next((i for i, w in enumerate(powers) if w <= self.limits.power), len(built))
+        if lo == len(built):
+            if built:
+                self.broke_power(id(d), min(powers), "decode")
+            return None
+        hi, found = len(built) - 1, None
         while lo <= hi and (self.exhaustive or self.simulated < MAX_SIMULATIONS):
-            mid = (lo + hi) // 2
-            n, rest = splits[mid]
-            built = [Side(p, pe, n), Side(d, de, rest)]
-            power = self.power(built, self.demand.rate)
-            if power > self.limits.power:
-                self.broke_power(id(d), power, "decode")
-                return None
-            outcome = self.simulate(built)
+            mid = hi if found is None and hi == len(built) - 1 else (lo + hi) // 2   # the least power first
+            outcome = self.simulate(built[mid])
             missed = missed_by(outcome, self.limits.slo)
-            if not missed:
-                return result(built, outcome, power, ("gpus: every GPU serves, as pinned",))
             ttft = any(m.startswith("ttft") for m in missed)
-            if ttft and any(m.startswith("tpot") for m in missed):
+            if ttft and len(missed) > sum(m.startswith("ttft") for m in missed):
                 return None     # both pools fall short: moving GPUs from one to the other cannot serve
-            lo, hi = (mid + 1, hi) if ttft else (lo, mid - 1)
-        return None
+            if not missed:
+                found = result(built[mid], outcome, powers[mid], ("gpus: every GPU serves, as pinned",))
+            lo, hi = (mid + 1, hi) if ttft or not missed else (lo, mid - 1)
+        return found
 
     def simulate(self, sides: list[Side]) -> Outcome:
         """The simulated outcome; a split's whose prefill pool alone breaks a TTFT bound is that
@@ -334,6 +343,15 @@ class DemandSearch(Screen):
         return outcome
 
 
+def _watts(power: float) -> float:
+    """Watts as the search compares them: to 4 significant digits (0.05 %, far inside what the
+    power model can tell apart), so that pools that draw alike (a decode layout under two batch
+    limits, both holding requests all the time; two 16-GPU layouts 1 W apart) tie and the tie
+    order decides, as it does for equal GPUs, instead of a simulation each and of rounding
+    noise. Rounding never reorders two powers, so a bound stays below what it bounds."""
+    return float(f"{power:.4g}")
+
+
 def _needed(rate: float, e) -> int:
     """Replicas whose full-batch capacity carries `rate` (at least one)."""
     return max(1, math.ceil(rate / e.requests_per_s))
@@ -342,6 +360,11 @@ def _needed(rate: float, e) -> int:
 def _exact_splits(p: int, n0: int, d: int, m0: int, total: int) -> list[tuple[int, int]]:
     """(prefill, decode) replica counts of p and d GPUs, at least (n0, m0), using exactly `total` GPUs."""
     return [(n, (total - n * p) // d) for n in range(n0, (total - m0 * d) // p + 1) if (total - n * p) % d == 0]
+
+
+def _capacity(sides: list) -> float:
+    """Requests per second the pools carry at full batch: the least pool's."""
+    return min(n * e.requests_per_s for _, e, n in sides)
 
 
 def _gpus(sides: list) -> int:

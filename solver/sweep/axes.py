@@ -12,6 +12,7 @@ any other. A bad axis is a located diagnostic on a pseudo-file holding the argum
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from fractions import Fraction
 from typing import Iterator
@@ -20,7 +21,9 @@ import attrs
 
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic
+from ...dsl.plain_number import shown
 from ...dsl.source import SourceFile
+from ...dsl.units import literal_problem
 
 MAX_POINTS = 10_000_000  # a guard against a typo such as `1..1e9`; far beyond any sweep that finishes
 _NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
@@ -81,6 +84,11 @@ def _range(values: str, source: SourceFile, start: int) -> tuple[str, ...]:
     if match is None:
         raise _error(source, start, end, "a range is `low..high`, `low..high+step` or `low..high*factor` "
                                          "with plain numbers")
+    for group in (1, 2, 4):   # each value is written into the design: GCL's limits, checked before any arithmetic
+        problem = literal_problem(match[group]) if match[group] else None
+        if problem:
+            raise _error(source, start + match.start(group), start + match.end(group),
+                         f"`{shown(match[group])}` is out of range: {problem}, the limits of any number gclc reads")
     low, high = Fraction(match[1]), Fraction(match[2])
     op, step = match[3] or "+", Fraction(match[4] or 1)
     try:
@@ -96,15 +104,44 @@ def range_values(low: Fraction, high: Fraction, op: str, step: Fraction) -> tupl
         raise ValueError("the step must be positive")
     if op == "*" and (step <= 1 or low <= 0):
         raise ValueError("a geometric range needs low > 0 and a step factor > 1")
+    if high >= low and _count(low, high, op, step) > MAX_POINTS:  # counted before any is written
+        raise ValueError(f"more than {MAX_POINTS:,} values: a larger step or a narrower range")
+    if op == "*" and (low.denominator != 1 or step.denominator != 1):
+        return _geometric(low, high, step)
     out, value = [], low
     while value <= high:
         out.append(_text(value))
         value = value + step if op == "+" else value * step
         if len(out) > MAX_POINTS:
-            raise ValueError(f"more than {MAX_POINTS:,} values")
+            raise ValueError(f"more than {MAX_POINTS:,} values: a larger step or a narrower range")
     if not out:
         raise ValueError(f"the range is empty ({_text(low)} is above {_text(high)})")
     return tuple(out)
+
+
+def _geometric(low: Fraction, high: Fraction, step: Fraction) -> tuple[str, ...]:
+    """A geometric range of a fractional start or factor, `low * step**k`, in floats: exact
+    products grow a digit or more a value (1.0001**k), so 800,000 of them took minutes. Each
+    value is written to 12 significant digits anyway; `high` itself is kept despite rounding."""
+    first, factor, last = float(low), float(step), float(high)
+    out, k = [], 0
+    while (value := first * factor ** k) <= last * (1 + 1e-12):
+        out.append(f"{value:.12g}")
+        k += 1
+    if not out:
+        raise ValueError(f"the range is empty ({_text(low)} is above {_text(high)})")
+    return tuple(out)
+
+
+def _count(low: Fraction, high: Fraction, op: str, step: Fraction) -> int | float:
+    """About how many values `low..high op step` holds (logarithms of whole numbers: 1e400 is no float)."""
+    if op == "+":
+        return (high - low) // step + 1  # a whole number: 1e400 / 1e-300 is no float
+    return (_log(high) - _log(low)) / _log(step) + 1
+
+
+def _log(value: Fraction) -> float:
+    return math.log(value.numerator) - math.log(value.denominator)
 
 
 def _text(value: Fraction) -> str:

@@ -87,3 +87,33 @@ def test_in_flight_is_littles_law_on_the_log():
     line = serve_mlperf.in_flight_line(row, design, simulated=False)   # the count from the log, no simulation
     expected = 75.10 / 4 * (21605.79 / 75.10) * 0.156419276
     assert f"about {expected:,.0f} sequences" in line and "batch limit is 1024" in line
+
+
+def test_deepseek_offline_rows_run_the_submissions_configuration():
+    """NVIDIA's v5.1 DeepSeek-R1 Offline configs: max_batch_size 512 per attention-DP rank over 8
+    ranks, max_num_tokens 4608, max_util (recompute), CUDA graphs up to 512 per rank; one replica
+    of tp 1 x 8 attention groups; the Server rows of other models keep their own flags."""
+    design = check_file(str(serve_accuracy.DESIGN)).design
+    rows = [r for r in serve_mlperf.rows() if r.model == "DeepSeekR1"]
+    assert {r.cluster for r in rows} == {"B200_Box", "GB200_Rack"}
+    for row in rows:
+        replica = serve_mlperf._replica(row, design, serve_mlperf._batch(row, design))
+        assert (replica.config.tp, replica.config.ep, replica.config.batch) == (1, 8, 4096)
+        engine = replica.engine
+        assert (engine.chunk, engine.preemption, engine.graph_batch) == (4608, "recompute", 4096)
+    offline = next(r for r in serve_mlperf.rows() if r.model == "Llama2_70B" and r.scenario == "Offline")
+    assert serve_mlperf._replica(offline, design).engine.chunk != 4608
+
+
+def test_deepseeks_nvfp4_checkpoint_keeps_its_attention_projections_wide_by_hand():
+    """hf_quant_config.json's exclusions on DeepSeek-R1 (hidden 7168, 128 heads, q latent 1536, KV
+    latent 512 + rotary 64, 61 layers, 58 MoE layers of 256 experts, vocabulary 129,280): fused_a
+    7168 x (1536 + 512 + 64), q_b 1536 x 128 x 192, kv_b 512 x 128 x 256 per layer, embeddings and
+    head 2 x 129,280 x 7168, gates 58 x 7168 x 256; over the weights outside the routed experts."""
+    design = check_file(str(serve_accuracy.DESIGN)).design
+    from gclc.model.shape import ModelShape
+    shape = ModelShape.from_entity(design["DeepSeekR1"])
+    wide = 61 * (7168 * 2112 + 1536 * 128 * 192 + 512 * 128 * 256) + 2 * 129280 * 7168 + 58 * 7168 * 256
+    dense = shape.params - 256 * 3 * 7168 * 2048 * 58
+    assert serve_mlperf.nvfp4_wide_share(shape) == wide / dense
+    assert 0.3 < wide / dense < 0.4

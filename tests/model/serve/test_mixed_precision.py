@@ -66,3 +66,27 @@ def test_more_bf16_weights_never_make_an_iteration_faster(low, high, decoding, c
     assert slow.iteration(decoding, cached) >= fast.iteration(decoding, cached)
     assert slow.iteration(0, 0, decoding, decoding * decoding / 2) >= fast.iteration(0, 0, decoding,
                                                                                       decoding * decoding / 2)
+
+
+def test_a_dense_share_widens_only_the_non_expert_weights():
+    """dense_wide_share: the experts stay narrow, the rest holds its share at two bytes."""
+    narrow = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
+    mixed = replica(MOE, ServeConfig(1, 1, "fp8", ep=8, dense_wide_share=0.5), PARTITION)
+    assert mixed.expert_weights == narrow.expert_weights
+    assert mixed.dense_weights == pytest.approx(1.5 * narrow.dense_weights)
+    assert ServeConfig(1, 1, "fp8", wide_share=0.2, dense_wide_share=0.1).dense_share == 0.2
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.integers(1, 8192), st.integers(0, 2_000_000))
+@example(0.0, 1.0, 1, 0)
+def test_more_bf16_dense_weights_never_make_an_iteration_faster(low, high, decoding, cached):
+    """Law: as for the whole-model share, a larger bf16 share of the non-expert weights never
+    shortens an iteration (decode or prefill) of an expert-parallel replica."""
+    low, high = sorted((low, high))
+    base = ServeConfig(1, 1, "fp8", ep=8)
+    slow = replica(MOE, attrs.evolve(base, dense_wide_share=high), PARTITION)
+    fast = replica(MOE, attrs.evolve(base, dense_wide_share=low), PARTITION)
+    assert slow.iteration(decoding, cached) >= fast.iteration(decoding, cached)
+    assert slow.iteration(0, 0, decoding, decoding * decoding / 2) >= fast.iteration(0, 0, decoding,
+                                                                                      decoding * decoding / 2)

@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_file
 from gclc.model.serve import inference
-from gclc.model.compute import attention_rate
+from gclc.model.compute import MLA_DECODE_KERNELS, attention_peak, attention_rate, mla_decode_rate
 from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
@@ -52,8 +52,29 @@ def test_absorbed_mla_decode_works_on_the_latent_by_hand():
     """Decode with absorbed weights: per cached token, head and layer, scores against the
     576-wide latent and rotary key, values as a 512-wide weighted sum: 2 x (576 + 512) FLOPs."""
     chip = PARTITION.node.accelerator
-    expected = 61 * 1e5 * 128 * 2 * (576 + 512) / 8 / attention_rate(chip)
+    expected = 61 * 1e5 * 128 * 2 * (576 + 512) / 8 / mla_decode_rate(chip)
     assert _attention_work(MLA, kv_tokens=1e5) == pytest.approx(expected, rel=1e-12)
+
+
+def test_gqa_decode_keeps_the_fused_attention_rate():
+    """Only absorbed MLA decodes with the MLA decode kernel's rate; GQA's decode is timed as before."""
+    chip = PARTITION.node.accelerator
+    expected = 61 * 1e5 * 4 * 128 * 128 / 8 / attention_rate(chip)
+    assert _attention_work(GQA, kv_tokens=1e5) == pytest.approx(expected, rel=1e-12)
+
+
+def test_mla_decode_rate_is_the_published_kernel_share_of_each_generation_peak():
+    """FlashMLA's figures: 660 of H800's 989 TFLOP/s (Hopper, the example's H100 shares its tensor
+    cores), 350 on B200 (Blackwell); a chip without kernel data keeps the fused-attention rate."""
+    h100 = PARTITION.node.accelerator
+    assert mla_decode_rate(h100) / attention_peak(h100) == pytest.approx(660 / 989, rel=1e-3)
+    design = check_file(str(ROOT / "benchmarks" / "designs" / "serving_models.gcl")).design
+    from gclc.compiler.lower import lower_cluster
+    b200 = lower_cluster(design["B200_Box"]).partitions[0].node.accelerator
+    assert mla_decode_rate(b200) == pytest.approx(350e12, rel=1e-3)
+    a100 = lower_cluster(design["A100_Box"]).partitions[0].node.accelerator
+    assert mla_decode_rate(a100) == attention_rate(a100)
+    assert set(MLA_DECODE_KERNELS) == {"hopper", "blackwell"}
 
 
 def test_the_p_norm_roofline_by_hand(monkeypatch):

@@ -1,10 +1,10 @@
-"""A serve plan's power at its operating point (issue 28): each pool's GPUs draw as at full batch
-for the share of the time its capacity is in use and idle for the rest
+"""A serve plan's power at its operating point (issue 28): each pool's GPUs compute for the work
+the rate brings and stream the weights whenever a replica holds a request, idle for the rest
 (solver/serve/screen.py pool_share); decode is memory-bound, so its GPUs draw less than their
-TDP. Laws: more load never lowers the power of a fixed layout, nor does a larger pool at the
-same rate; the power never exceeds the pool's at capacity (Offline, same batch) nor falls
-below the share of its capacity in use. The plan's text and JSON state the same watts (one
-answer)."""
+TDP; near saturation a server draws like Offline. Laws: more load never lowers the power of a
+fixed layout, nor does a larger pool at the same rate; the power never exceeds the pool's at
+capacity (Offline, same batch) nor falls below the share of time its capacity is in use. The
+plan's text and JSON state the same watts (one answer)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from hypothesis import given, strategies as st
+from hypothesis import assume, given, strategies as st
 
 from gclc.cli.main import main
 from gclc.compiler.driver import check_text
@@ -21,7 +21,7 @@ from gclc.model.power import gpu_watts_of
 from gclc.solver.serve.plan import plan_serve
 import attrs
 
-from gclc.model.power import serving_activity
+from gclc.model.power import STREAMING_ACTIVITY, serving_activity
 from gclc.solver.serve.screen import Side, pool_share, pools_power
 from gclc.testing import load_profile
 from gclc.views.power_view import serve_gpu_watts
@@ -77,10 +77,29 @@ def test_a_larger_pool_at_the_same_rate_never_draws_less(a, b, share):
     assert watts[0] <= watts[1] * (1 + 1e-12)
 
 
-def estimates():
-    """A replica's full-batch estimate with any role, computing share and capacity."""
-    return st.builds(lambda r, busy, rate: attrs.evolve(PLAN.decode.estimate, role=r, busy=busy, requests_per_s=rate),
-                     st.sampled_from(["both", "decode", "prefill"]), st.floats(0.0, 1.0), st.floats(1e-3, 1e4))
+def test_a_paced_server_near_saturation_draws_like_offline():
+    """A batching server steps whenever it holds a request, streaming the weights at any batch:
+    near saturation it draws nearly its Offline power (MLPerf Inference v5.1, Lenovo 8 x B200,
+    Llama 2 70B Server at 96 % of the Offline rate: 10.44 vs 10.40 kW at the wall), where the
+    share of capacity in use alone charged its GPUs 4 % of their draw less per 4 % of rate."""
+    chip = PLAN.partition.node.accelerator
+    gpus = PLAN.decode.count * PLAN.decode.replica.gpus
+    offline = gpu_watts_of(PLAN.graph, PLAN.partition, gpus, pools_power(PLAN.graph, PLAN.partition, SIDES))
+    paced = gpu_watts_of(PLAN.graph, PLAN.partition, gpus, pools_power(PLAN.graph, PLAN.partition, SIDES,
+                                                                      0.96 * CAPACITY))
+    assert offline - 0.96 * (offline - chip.idle) < paced <= offline
+    # at half the rate it still streams while it holds a request: above half its range
+    half = gpu_watts_of(PLAN.graph, PLAN.partition, gpus, pools_power(PLAN.graph, PLAN.partition, SIDES,
+                                                                     CAPACITY / 2))
+    assert half > chip.idle + 0.5 * (offline - chip.idle)
+
+
+def estimates(role: str | None = None):
+    """A replica's full-batch estimate with any computing share and requests in flight."""
+    return st.builds(lambda r, busy, flight, rate: attrs.evolve(PLAN.decode.estimate, role=r, busy=busy,
+                                                                 lone_flight=flight, requests_per_s=rate),
+                     st.just(role) if role else st.sampled_from(["both", "decode", "prefill"]),
+                     st.floats(0.0, 1.0), st.floats(0.0, 1e4), st.floats(1e-3, 1e4))
 
 
 def share_at(e, count: int, used: float | None) -> float:
@@ -104,3 +123,14 @@ def test_a_larger_pool_of_any_layout_at_the_same_rate_never_draws_less(e, a, b, 
     low, high = sorted((a, b))
     watts = [n * pool_share(Side(PLAN.decode.replica, e, n), rate) for n in (low, high)]
     assert watts[0] <= watts[1] * (1 + 1e-12) + 1e-15
+
+
+@given(estimates("decode"), st.floats(1e-6, 1.0))
+def test_the_computing_share_is_the_work_the_rate_brings(e, used):
+    """Whatever streams, the computing part is conserved: at a share `used` of capacity, a pool
+    whose replicas never wait between requests (`lone_flight` huge) draws the computing share
+    `used` x busy at full power and streams for the rest of the time."""
+    assume(e.busy > 0)
+    saturated = attrs.evolve(e, lone_flight=1e9)
+    expected = used * e.busy + STREAMING_ACTIVITY * (1.0 - used * e.busy)
+    assert math.isclose(share_at(saturated, 3, used), expected, rel_tol=1e-9)
