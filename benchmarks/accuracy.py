@@ -234,6 +234,7 @@ def cross_validated(cases: list[Case], in_sample: dict[str, float], workers: int
     flagged = crossval.split(preds, lambda p: p.flags or ("(no flag)",))
     lines += crossval.table("Per reason for uncertainty (model/calibration.py):", dict(sorted(flagged.items())),
                             in_sample, covered)
+    lines += [""] + crossval.refits(preds)
     worst = sorted(preds, key=lambda p: -abs(p.error))[:12]
     lines += ["", "Largest cross-validated misses:"] + [
         f"  {p.case.run_id:24} {p.error:+7.1%}  in band: {'yes' if covered[p.case.run_id] else 'no '}  "

@@ -27,6 +27,7 @@ class Prediction:
     case: Case
     predicted: float             # tokens/s per accelerator
     flags: tuple[str, ...]       # model/calibration.py reason keys
+    fitted: tuple = ()           # the fold's fit, sorted ((chip, key), value) pairs ("" chip: global)
 
     @property
     def error(self) -> float:
@@ -73,18 +74,33 @@ def leave_one_group_out(cases: list[Case], rounds: int = 3, workers: int = 1) ->
     else:
         folds = [_fold(g) for g in names]
     by_id = {c.run_id: c for c in cases}
-    return [Prediction(by_id[run_id], predicted, fl) for fold in folds for run_id, predicted, fl in fold]
+    return [Prediction(by_id[run_id], predicted, fl, fitted) for rows, fitted in folds for run_id, predicted, fl in rows]
 
 
 _CASES: list[Case] = []
 _ROUNDS = 3
 
 
-def _fold(group: str) -> list[tuple[str, float, tuple[str, ...]]]:
+def _fold(group: str) -> tuple[list[tuple[str, float, tuple[str, ...]]], tuple]:
+    """The held-out group's (run, prediction, flags) rows and the fit they came from."""
     train = [c for c in _CASES if c.group != group]
     params = calibrate.fit(train, rounds=_ROUNDS)
     held_out = predict_group([c for c in _CASES if c.group == group], train, params)
-    return [(p.case.run_id, p.predicted, p.flags) for p in held_out]
+    return [(p.case.run_id, p.predicted, p.flags) for p in held_out], tuple(sorted(params.items()))
+
+
+def refits(predictions: list[Prediction]) -> list[str]:
+    """One line per held-out group: the global constants its fold refitted and those of the
+    group's chips, so a group that moves without a change to its own physics shows which
+    constant the other groups pulled (shipped values: calibrate.py's report)."""
+    out = ["Refitted constants per held-out group (global; the group's chips):"]
+    for group, preds in split(predictions, lambda p: (p.case.group,)).items():
+        chips = sorted({p.case.chip for p in preds})
+        fitted = dict(preds[0].fitted)
+        shown = [f"{key} {value:g}" for (chip, key), value in fitted.items() if not chip]
+        shown += [f"{chip} {key} {value:g}" for (chip, key), value in fitted.items() if chip in chips]
+        out.append(f"  {group[:36]:36} " + ", ".join(shown))
+    return out
 
 
 def in_sample(cases: list[Case], params: dict) -> list[Prediction]:

@@ -68,8 +68,13 @@ def test_a_fold_is_the_fit_on_the_other_groups(cases):
     params = calibrate.fit(train, rounds=1)
     calibrate.apply_globals(params)
     direct = {c.run_id: calibrate.predict(c, params) for c in cases if c.group == group}
-    cv = predictions(cases)
+    folds = crossval.leave_one_group_out(cases, rounds=1)
+    cv = {p.case.run_id: p.predicted for p in folds}
     assert direct and all(cv[r] == pytest.approx(v, rel=1e-12) for r, v in direct.items())
+    # each prediction carries the fit it came from, and the report names its constants
+    assert all(dict(p.fitted) == params for p in folds if p.case.group == group)
+    line = next(l for l in crossval.refits(folds) if l.strip().startswith(group[:36]))
+    assert all(f"{key} {value:g}" in line for (_, key), value in params.items())
 
 
 def test_the_fit_ignores_the_efficiencies_written_in_std(cases):
