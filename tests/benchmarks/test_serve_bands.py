@@ -1,5 +1,5 @@
-"""The serve plans' latency bands (model/calibration.py SERVE_LATENCY_RATIO) are what the serving
-benchmark measured: the 10th and 90th percentiles of measured / predicted over its TTFT rows and
+"""The serve plans' bands (model/calibration.py SERVE_THROUGHPUT_RATIO and SERVE_LATENCY_RATIO) are what the serving
+benchmark measured: the 10th and 90th percentiles of measured / predicted over its throughput rows, its TTFT rows and
 its TPOT rows, held out by model (benchmarks/data/serve_residuals.csv, written by
 `benchmarks/serve_accuracy.py --residuals`), and a plan's text and JSON state exactly that band
 around their own figures."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gclc.compiler.driver import check_file
-from gclc.model.calibration import BAND_CONFIDENCE, SERVE_LATENCY_RATIO
+from gclc.model.calibration import BAND_CONFIDENCE, SERVE_LATENCY_RATIO, SERVE_THROUGHPUT_RATIO
 from gclc.model.serve import inference
 from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.views.serve import latency_figures, serve_json, serve_text
@@ -36,6 +36,12 @@ def test_the_latency_band_is_the_benchmarks_held_out_deciles(quantity):
     low, high, count = serve_accuracy.ratio_band(_rows(), quantity)
     assert count >= 10
     assert SERVE_LATENCY_RATIO[quantity] == (round(low, 2), round(high, 2))
+
+
+def test_the_throughput_band_is_the_benchmarks_held_out_deciles():
+    low, high, count = serve_accuracy.ratio_band(_rows(), "throughput")
+    assert count >= 50
+    assert SERVE_THROUGHPUT_RATIO == (round(low, 2), round(high, 2))
 
 
 def test_the_residuals_come_from_the_model_as_it_is():
