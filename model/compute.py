@@ -79,9 +79,12 @@ ATTENTION_TRAINING_SHARE = 0.57
 # does not follow the FMHA's. github.com/deepseek-ai/FlashMLA README, "Performance" (2025-09-29):
 # - hopper: the dense MLA decoding kernel "660 TFLOPS in computation-bound configuration on H800 SXM5"
 #   (bf16 cache; H800's tensor cores are H100's, 989 dense bf16);
-# - blackwell: the MQA-mode decoding kernel (FP8 cache, bf16 math) "up to 350 TFlops on B200 (which
-#   is not really optimized yet)": the one published Blackwell MLA decode rate (ESTIMATE for the
-#   vendor's own decode kernels, TensorRT-LLM's, whose rate is not published).
+# - blackwell: FlashMLA has no dense decoding kernel for SM100; its token-level SPARSE decoding kernel
+#   (DSA, FP8 cache, bf16 math, MQA mode) reaches "up to 350 TFlops on B200 (which is not really
+#   optimized yet)", against 410 on H800 where the dense kernel reaches 660. That is the one published
+#   Blackwell MLA decode rate, so it stands in for the dense rate: ESTIMATE (a sparse kernel's rate for
+#   a dense one; TensorRT-LLM's own Blackwell decode kernels publish none). 2250: B200's dense bf16
+#   peak, half the 4.5 PFLOPS with sparsity per GPU of NVIDIA's HGX B200 data sheet (36 PFLOPS / 8).
 MLA_DECODE_KERNELS = {"hopper": (660.0, 989.0), "blackwell": (350.0, 2250.0)}
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured

@@ -51,7 +51,7 @@ def serve_json(p: ServePlan) -> dict:
         "runners_up": [{"tp": e.config.tp, "ep": e.config.ep, "pp": e.config.pp, "batch": e.config.batch,
                         "tokens_per_s_per_gpu": e.tokens_per_s / e.gpus} for e in p.runners_up],
     })
-    out["engine"] = engine_json(d.replica.engine)
+    out["engine"] = engine_json(d.replica.engine, d.replica.shape.is_moe)
     out["router"] = _router(p)
     cost = serve_cost(p)
     if cost is not None:
@@ -69,16 +69,17 @@ def serve_json(p: ServePlan) -> dict:
     return out
 
 
-def engine_json(e: Engine) -> dict:
+def engine_json(e: Engine, moe: bool) -> dict:
     """The engine the plan runs, by name and release, with every knob as the simulation used it
-    (plain fields: a launch config is written from them)."""
+    (plain fields: a launch config is written from them); `moe_path` null for a dense model, as
+    the text's engine line leaves it out."""
     return {"name": e.name, "releases": e.releases, "max_num_seqs": e.max_seqs, "max_num_batched_tokens": e.chunk,
             "mixed_batches": e.mixed, "scheduler_steps": e.scheduler_steps, "kv_block_tokens": e.block,
             "prefix_share": e.prefix_share, "cuda_graph_max_batch": e.graph_batch or None,
             "host_step_s": e.step_s, "host_per_sequence_s": e.seq_s, "host_overlapped": e.overlap,
             "host_overlapped_with_pipeline": e.overlaps(pp=2),
             "eager_op_s": e.eager_op_s, "frontend_s": e.frontend_s, "preemption": e.preemption,
-            "moe_path": e.moe_path, "grouped_kv_reads": e.grouped_kv,
+            "moe_path": e.moe_path if moe else None, "grouped_kv_reads": e.grouped_kv,
             "speculative": {"tokens": e.draft, "acceptance": e.acceptance} if e.draft else None}
 
 

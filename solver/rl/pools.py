@@ -113,10 +113,11 @@ def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_
     c = train.policy.config
     nbytes = ph.sync_bytes(job.policy, gen.config.precision, c)
     held = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else 1)
+    spread = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else c.ep)   # experts shard over ep, which ZeRO-3's dp x cp holds
     fixed = ph.refit_overhead(job.policy)
     if placement == COLOCATED:
         if ph.WHOLE_TENSORS:
-            return ph.export_time(nbytes, held * c.ep, train_partition, fixed)
+            return ph.export_time(nbytes, spread, train_partition, fixed)
         return ph.reshard_time(nbytes, held, gen.shard, train_partition, fixed)
     link = ph.link_between(gen_partition, train_partition, gen.gpus, train.gpus)
     senders, shard = (1, 1) if ph.WHOLE_TENSORS else (train.gpus, gen.shard)

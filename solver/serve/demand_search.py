@@ -291,7 +291,7 @@ class DemandSearch(Screen):
             missed = missed_by(outcome, self.limits.slo)
             ttft = any(m.startswith("ttft") for m in missed)
             if ttft and len(missed) > sum(m.startswith("ttft") for m in missed):
-                return None     # both pools fall short: moving GPUs from one to the other cannot serve
+                return found    # both pools fall short: moving GPUs further this way cannot serve; keep a split that did
             if not missed:
                 found = result(built[mid], outcome, powers[mid], ("gpus: every GPU serves, as pinned",))
             lo, hi = (mid + 1, hi) if ttft or not missed else (lo, mid - 1)

@@ -75,7 +75,7 @@ def test_a_range_is_all_its_values_or_refused_before_any_is_written(low, high, o
         grown = [low + k * step if op == "+" else low * step ** k for k in range(len(values) + 1)]
         close = [abs(float(Fraction(v)) / float(g) - 1) < 1e-9 for v, g in zip(values, grown)]
         assert all(close) and all(g <= high * (1 + Fraction(1, 10**9)) for g in grown[:-1]) and grown[-1] > high
-    assert time.process_time() - started < 1
+    assert time.process_time() - started < 5   # CPU time (not wall): a range that computes its values exactly ran minutes
 
 
 @pytest.mark.parametrize("vary, said", [("n=1..1e400*1.0000001", "`1e400` is out of range"),

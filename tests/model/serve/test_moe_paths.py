@@ -131,7 +131,7 @@ def test_the_language_the_model_and_the_json_schema_name_the_same_kernel_paths()
     schema = json.loads((ROOT / "views" / "plan.schema.json").read_text())
     enums = [node["properties"]["moe_path"]["enum"] for node in _walk(schema)
              if isinstance(node, dict) and "moe_path" in node.get("properties", {})]
-    assert enums and all(set(e) == set(MOE_PATHS) for e in enums)
+    assert enums and all(set(e) == set(MOE_PATHS) | {None} for e in enums)   # null: a dense model's plan
     assert set(ENGINE.fields["moe_path"].options) == set(MOE_PATHS)
 
 
@@ -140,3 +140,14 @@ def _walk(node):
     children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
     for child in children:
         yield from _walk(child)
+
+
+def test_a_dense_models_plan_names_no_moe_path_in_text_or_json():
+    """One answer: the engine line leaves the MoE path out for a dense model, and the JSON says null."""
+    from gclc.model.serve.engines import MOE_PATHS
+    from gclc.solver.serve.plan import plan_serve, serve_entity
+    from gclc.views.serve import serve_json, serve_text
+
+    plan = plan_serve(serve_entity(check_file(str(ROOT / "tests" / "data" / "serve_cost.gcl")).design))
+    assert serve_json(plan)["engine"]["moe_path"] is None
+    assert not any(f"{path} MoE" in serve_text(plan) for path in MOE_PATHS)
