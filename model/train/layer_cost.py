@@ -285,6 +285,15 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compu
     compute."""
     if cfg.ep == 1:
         return 0.0
+    total = ep_exchange(shape, cfg, partition)
+    if not cfg.overlaps_ep:
+        return total
+    return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total
+
+
+def ep_exchange(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:
+    """The four all-to-alls of one MoE layer and micro-batch on the wire, hidden or not (what
+    keeps the NICs busy beside the data-parallel rings: model/train/incast.py)."""
     # the exchange reads the tokens one GPU routes, ep, the precision and the tiers alone:
     # shared by every tp, cp, micro-batch and recompute choice that routes as many tokens
     key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, cfg.moe_dispatcher, partition)
@@ -294,6 +303,4 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compu
         dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
         stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
         total = _remember(_ALL_TO_ALL, key, _exchange(shape, cfg, stages, dispatch))
-    if not cfg.overlaps_ep:
-        return total
-    return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total
+    return total

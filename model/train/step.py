@@ -131,7 +131,9 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     layer_pass = dense_layers * dense.total + moe_layers * moe.total
     traffic = dp_sync.traffic(shape, cfg, partition)
     dp = dp_sync.exposed(traffic, cfg.zero, cfg.microbatches, cfg.overlaps_dp, layer_pass)
-    paused = incast.held(cfg, tiers, moe_layers * moe.ep, layer_pass) if shape.is_moe else None
+    # the all-to-all pauses the rings while it is on the wire, overlapped with compute or not
+    wire = moe_layers * layer_cost.ep_exchange(shape, cfg, partition) if shape.is_moe and cfg.ep > 1 else 0.0
+    paused = incast.held(cfg, tiers, wire, layer_pass) if shape.is_moe else None
     if paused is not None:   # PFC: the rings beside the expert all-to-all move at the incast's pace
         slowed = dp_sync.exposed(dp_sync.Traffic(*(x * paused.factor for x in traffic)), cfg.zero, cfg.microbatches,
                                  cfg.overlaps_dp, layer_pass)

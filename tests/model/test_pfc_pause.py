@@ -120,3 +120,19 @@ def test_the_held_rate_under_ecmp_lies_within_the_simulated_hashes():
     analytic = stage_rate(beside_incast(ring, incast, "pfc")[0]) / stage_rate(beside_incast(ring, incast, "ecn")[0])
     assert min(simulated) <= analytic <= max(simulated)
     assert abs(analytic - statistics.mean(simulated)) < 0.15
+
+
+def test_an_overlapped_all_to_all_pauses_the_rings_as_long_as_it_is_on_the_wire():
+    """Overlapping the all-to-all with another micro-batch's compute hides it from the step,
+    not from the NICs: PFC holds the rings while it is on the wire. The layer pass shortens by
+    what the overlap hides, the wire time does not, so the paused share grows (it shrank when
+    the share read the exposed time)."""
+    plain = _estimate("congestion = pfc")
+    text = DESIGN.replace("microbatch = 1 }", "microbatch = 1  ep_overlap = true }").format(
+        extra="congestion = pfc", kind="ethernet")
+    result = check_text(text, "pfc.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    job = train_job(result.design)
+    overlapped = estimate(job.shape, pinned_config(job), job.partition)
+    assert overlapped.breakdown.ep < plain.breakdown.ep   # the overlap hides some of it from the step
+    assert overlapped.paused.duty > plain.paused.duty
