@@ -132,6 +132,8 @@ def _hidden_dp(plan: JobPlan) -> float:
         total = reduces + across + gathers
     else:
         total = all_reduces
+    if e.paused is not None:   # under PFC the step priced every collective at the incast's pace
+        total *= e.paused.factor
     return max(0.0, total - e.breakdown.dp)
 
 
