@@ -88,9 +88,14 @@ def applied(partition: Partition, values: dict[tuple[str, str, str], float]) -> 
             efficiency["fp16"] = mine["bf16"]
         chip = attrs.evolve(chip, efficiency=tuple(sorted(efficiency.items())))
         partition = attrs.evolve(partition, node=attrs.evolve(partition.node, accelerator=chip))
-    tiers = []
+    tiers, first = [], {}
     for tier in partition.tiers:
-        efficiency = values.get(("fabric", tier.fabric, "efficiency"), tier.efficiency)
+        # the fitted value is the fabric's own (its first tier's, as fabric_params reads the
+        # prior); tiers above carry it times what lowering charges them (an ECMP spine's hashed
+        # share), as the calibrated design will lower them
+        base = first.setdefault(tier.fabric, tier.efficiency)
+        fitted = values.get(("fabric", tier.fabric, "efficiency"))
+        efficiency = tier.efficiency if fitted is None or not base else tier.efficiency * fitted / base
         latency = values.get(("fabric", tier.fabric, "latency"), tier.latency)
         tiers.append(tier if (efficiency, latency) == (tier.efficiency, tier.latency)
                      else attrs.evolve(tier, efficiency=efficiency, latency=latency))
