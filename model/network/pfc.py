@@ -16,8 +16,9 @@ The incast's flows are held at the receiver's port: each of `senders` flows gets
 
 A synchronous collective waits for its slowest hop, so one member that sends into the incast
 sets every stage of the collective that leaves through the incast's fabric. Stages on other
-fabrics (NVLink inside a node) keep their rate. One switch tier: the pauses that climb a leaf's
-uplinks toward a spine are the flow simulator's alone.
+fabrics (NVLink inside a node) keep their rate. Above one switch tier the model reads only the
+slowest collided path (`Incast.path`: ECMP's hashed share of a spine); how the pauses then climb
+a leaf's uplinks, link by link, is the flow simulator's alone.
 """
 
 from __future__ import annotations
