@@ -43,7 +43,7 @@ import numpy as np
 from scipy import sparse
 
 from ...compiler.ir import Tier
-from .placement import port_rate, rate
+from .placement import port_rate, rate, scale_up_gpus
 
 
 PATTERNS = ("ring", "pairs", "all", "fan_in")
@@ -154,7 +154,7 @@ def weighted_flows(f: Fabric, communicators: list[Communicator]):
     the k flows a ring's hop out of a scale-up domain spreads over: `channel_flows`) and its
     (sender, receiver)."""
     rows, cols, owner, spans, share, ends = [], [], [], [], [], []
-    domain = _scale_up_gpus(f.tiers)
+    domain = scale_up_gpus(f.tiers)
     for c in communicators:
         spread = domain > 1 and c.channels and (c.pattern or ("ring" if c.ring else "pairs")) == "ring"
         for members in groups(c, f.gpus):
@@ -182,10 +182,6 @@ def channel_flows(members: list[int], a: int, b: int, domain: int) -> list[tuple
     senders = [m for m in members if m // domain == a // domain]
     receivers = [m for m in members if m // domain == b // domain]
     return list(zip(senders, receivers))
-
-
-def _scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
-    return max((t.group_gpus for t in tiers if t.scope in ("node", "supernode")), default=1)
 
 
 def max_min(matrix: sparse.csr_matrix, capacity: np.ndarray, limit: np.ndarray | None = None) -> np.ndarray:

@@ -23,10 +23,8 @@ import attrs
 
 from ...compiler.ir import Tier
 from ...compiler.routing import expected_max_load
-
-# NCCL's collective channels on a node: two on each of an 8-GPU node's NICs (its INFO line
-# "16 coll channels"; the ASSUMPTION of model/network/nccl.py's CHANNELS)
-CHANNELS = 16
+# NCCL's collective channels on a node: two on each of an 8-GPU node's NICs (ASSUMPTION, stated there)
+from .nccl import CHANNELS
 
 
 @attrs.frozen(cache_hash=True)  # hashed on every collective cache lookup
@@ -150,7 +148,7 @@ def _rank_ring(size: int, inside: int, stride: int, tiers: tuple[Tier, ...],
     (ring attention's send to the next rank)."""
     extent, jobs = size * stride, tiers[-1].group_gpus   # a group's ranks; the job's, as the tiers see it
     slot = inside * stride                              # ranks between a ring's consecutive members
-    scale_up = _scale_up_gpus(tiers) if channels else 0
+    scale_up = scale_up_gpus(tiers) if channels else 0
     limit, outer, exchange, out_ports = math.inf, None, [], math.inf
     for below, above in zip(tiers, tiers[1:]):
         straddling = _straddling(extent, below.group_gpus, jobs)
@@ -188,7 +186,7 @@ def _leaving_rate(above: Tier, ports: float, share: float, rings: int, per_port:
     return min(hop, link * balls / expected_max_load(balls, above.paths) / rings)
 
 
-def _scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
+def scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
     """GPUs of the widest scale-up domain (a node, an NVLink rack): where any member can be the
     one a channel's ring leaves from."""
     return max((t.group_gpus for t in tiers if t.scope in ("node", "supernode")), default=1)
