@@ -113,7 +113,7 @@ def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_
     c = train.policy.config
     nbytes = ph.sync_bytes(job.policy, gen.config.precision, c)
     held = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else 1)
-    spread = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else c.ep)   # experts shard over ep, which ZeRO-3's dp x cp holds
+    spread = held if c.zero >= 3 else held * c.ep   # experts shard over ep, which ZeRO-3's dp x cp already holds
     fixed = ph.refit_overhead(job.policy)
     if placement == COLOCATED:
         if ph.WHOLE_TENSORS:

@@ -12,7 +12,6 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclc.cli.main import main
 from gclc.solver.sweep import axes
 from gclc.testing import load_profile
 
@@ -26,23 +25,15 @@ def examples(ci: int) -> int:
     return ci if PROFILE == "ci" else 50 * ci
 
 
-def _run(argv: list[str], capsys) -> tuple[int, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
-
 
 # ------------------------------------------------------------------ schedule --cluster
 
 
 @pytest.mark.parametrize("name", ["Nope", "", "chat"])
-def test_schedule_names_an_unknown_cluster_as_plan_and_export_do(capsys, name):
+def test_schedule_names_an_unknown_cluster_as_plan_and_export_do(cli, name):
     """Was `error[no-size]: no cluster ... to schedule on` with no file or position, exit 1."""
-    code, out = _run(["schedule", str(EXAMPLES / "shared_cluster.gcl"), "--cluster", name, "--no-failures",
-                      "--epochs", "0"], capsys)
+    code, out = cli(["schedule", str(EXAMPLES / "shared_cluster.gcl"), "--cluster", name, "--no-failures",
+                     "--epochs", "0"])
     assert code == 2 and "Traceback" not in out
     assert f"no cluster `{name}` in " in out and "the design has: Shared" in out
 
@@ -84,10 +75,10 @@ def test_a_range_is_all_its_values_or_refused_before_any_is_written(low, high, o
                                         ("n=1..3+1e-300", "`1e-300` is out of range"),
                                         ("n=100.001..1e400*1.00000000000000000014", "`1e400` is out of range"),
                                         ("n=1..1e9", "narrower range")])
-def test_a_range_beyond_gcl_s_numbers_is_a_located_usage_error(capsys, vary, said):
+def test_a_range_beyond_gcl_s_numbers_is_a_located_usage_error(cli, vary, said):
     """`1.5..1e400*1.5` was an internal error (a float overflow writing 1.5**1751), `1..1e5000*10`
     quoted Python's int-to-string limit: the ends and step are GCL numbers, checked first."""
-    code, out = _run(["sweep", str(EXAMPLES / "a100_cluster.gcl"), "--in-process", "--vary", vary], capsys)
+    code, out = cli(["sweep", str(EXAMPLES / "a100_cluster.gcl"), "--in-process", "--vary", vary])
     assert code == 2 and "<--vary 1>:1:" in out and said in out and "internal error" not in out
 
 
@@ -110,20 +101,20 @@ def _with_field(tmp_path: Path, example: str, key: str, value: str) -> Path:
 @pytest.mark.parametrize("path", MOE_PATHS)
 @pytest.mark.parametrize("example, key", [("chat_serve_features.gcl", "chat.engine.moe_path"),
                                           ("rl_grpo_70b.gcl", "grpo_70b.generate.engine.moe_path")])
-def test_moe_path_on_a_dense_model_is_refused_where_it_is_written(tmp_path, capsys, example, key, path):
+def test_moe_path_on_a_dense_model_is_refused_where_it_is_written(tmp_path, cli, example, key, path):
     """Was accepted, printed in the plan's engine line and changed nothing (the fuzz's sensitivity
     probe: plan --json differed only in the echoed name)."""
     source = _with_field(tmp_path, example, key, path)
-    code, out = _run(["check", str(source)], capsys)
+    code, out = cli(["check", str(source)])
     line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if f"moe_path = {path}" in text)
     assert code == 1 and f"{source}:{line}:" in out and "error[pin-meaningless]" in out
     assert "has none" in out and "help: remove `moe_path`" in out
 
 
 @pytest.mark.parametrize("path", MOE_PATHS)
-def test_moe_path_on_an_moe_model_is_still_accepted(tmp_path, capsys, path):
+def test_moe_path_on_an_moe_model_is_still_accepted(tmp_path, cli, path):
     source = _with_field(tmp_path, "deepseek_v3_serve.gcl", "chat.engine.moe_path", path)
-    code, out = _run(["check", str(source)], capsys)
+    code, out = cli(["check", str(source)])
     assert code == 0 and "pin-meaningless" not in out, out
 
 
@@ -249,12 +240,12 @@ def test_coverage_fields_need_the_training_band_they_describe(coverage, training
 # ------------------------------------------------------------------ calibrate --job NAME on a design without train jobs
 
 
-def test_calibrate_names_an_unknown_job_with_the_design_s_jobs(tmp_path, capsys):
+def test_calibrate_names_an_unknown_job_with_the_design_s_jobs(tmp_path, cli):
     """Was `gclc: the design has no `train` job` for a serving design whose job is `chat`."""
     design = tmp_path / "serving.gcl"
     design.write_text((ROOT / "tests/data/calibrate/llama8b_serve.gcl").read_text(encoding="utf-8"), encoding="utf-8")
     run = ROOT / "tests/data/measurements/serving/vllm_sharegpt_llama31_8b.txt"
-    code, out = _run(["calibrate", str(design), str(run), "--job", "nope"], capsys)
+    code, out = cli(["calibrate", str(design), str(run), "--job", "nope"])
     assert code == 2 and "no job `nope`; the design's jobs: chat" in out and "has no `train` job" not in out
 
 
@@ -279,8 +270,8 @@ def test_generation_pool_experts_on_a_dense_policy_are_refused_as_a_serve_job_s(
 
 @pytest.mark.parametrize("example, said", [("rl_grpo_70b.gcl", "`grpo_70b` is an rl job"),
                                            ("chat_serve_features.gcl", "`chat` is a serve job")])
-def test_degrade_names_the_job_kind_it_does_not_plan(capsys, example, said):
-    code, out = _run(["degrade", str(EXAMPLES / example), "nic=down"], capsys)
+def test_degrade_names_the_job_kind_it_does_not_plan(cli, example, said):
+    code, out = cli(["degrade", str(EXAMPLES / example), "nic=down"])
     assert code == 2 and f"gclc: `gclc degrade` plans train jobs; {said}" in out
 
 
@@ -289,7 +280,7 @@ def test_degrade_names_the_job_kind_it_does_not_plan(capsys, example, said):
 
 @pytest.mark.parametrize("line, old, new", [(36, "8 x A100_Aged", "1e30 x A100_Aged"),
                                             (36, "8 x A100_Aged", "9223372036854775808 x A100_Aged")])
-def test_schedule_refuses_a_partition_it_cannot_simulate_at_its_units(tmp_path, capsys, line, old, new):
+def test_schedule_refuses_a_partition_it_cannot_simulate_at_its_units(tmp_path, cli, line, old, new):
     """`gpus = 1e30 x A100_Aged` in shared_cluster.gcl's node checked (with a warning) and then
     `gclc schedule` was an internal error: numpy cannot hold 1e30 in an int64 (fuzz)."""
     text = (EXAMPLES / "shared_cluster.gcl").read_text(encoding="utf-8")
@@ -297,7 +288,7 @@ def test_schedule_refuses_a_partition_it_cannot_simulate_at_its_units(tmp_path, 
     assert old in lines[line - 1]
     source = tmp_path / "shared.gcl"
     source.write_text(text.replace(old, new, 1), encoding="utf-8")
-    code, out = _run(["schedule", str(source), "--no-failures", "--epochs", "0", "--json"], capsys)
+    code, out = cli(["schedule", str(source), "--no-failures", "--epochs", "0", "--json"])
     units = next(n for n, text in enumerate(lines, 1) if "partition a100" in text)
     assert code == 1 and "internal error" not in out
     assert f"{source}:{units}:" in out and "simulates at most 1,000,000 GPUs a partition" in out

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gclc.cli.main import main
 from gclc.compiler.driver import check_text
 from gclc.dsl.diagnostics import has_errors
 from gclc.solver.serve.plan import plan_serve, serve_entity
@@ -24,44 +23,36 @@ FILE_COMMANDS = [["check"], ["compile"], ["explain"], ["plan"], ["plan", "--json
 LOCATED = re.compile(r"^\S+:\d+:\d+: ")
 
 
-def _run(capsys, argv) -> tuple[int, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
-
 
 @pytest.mark.parametrize("command", FILE_COMMANDS, ids=" ".join)
-def test_a_missing_input_file_is_named_with_a_fix(tmp_path, monkeypatch, capsys, command):
+def test_a_missing_input_file_is_named_with_a_fix(tmp_path, monkeypatch, cli, command):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cluster.gcl").write_text("# a design\n")
     argv = [command[0], "clustr.gcl", *command[1:]]
-    code, out = _run(capsys, argv)
+    code, out = cli(argv)
     assert code == 1 and "Traceback" not in out, out
     assert "clustr.gcl: error[io-error]: cannot read `clustr.gcl`: No such file or directory" in out, out
     assert "help: there is no `clustr.gcl` in the current folder; did you mean `cluster.gcl`?" in out, out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cluster.gcl"]   # nothing written
 
 
-def test_a_missing_folder_says_so(tmp_path, capsys):
-    code, out = _run(capsys, ["check", str(tmp_path / "nowhere" / "x.gcl")])
+def test_a_missing_folder_says_so(tmp_path, cli):
+    code, out = cli(["check", str(tmp_path / "nowhere" / "x.gcl")])
     assert code == 1 and f"{tmp_path / 'nowhere' / 'x.gcl'}: error[io-error]" in out
     assert f"help: the folder `{tmp_path / 'nowhere'}` does not exist either" in out
 
 
 @pytest.mark.parametrize("length", [256, 1000, 5000])
-def test_a_file_name_too_long_is_named_with_the_limit(tmp_path, capsys, length):
+def test_a_file_name_too_long_is_named_with_the_limit(tmp_path, cli, length):
     name = "a" * length + ".gcl"
-    code, out = _run(capsys, ["plan", str(tmp_path / name)])
+    code, out = cli(["plan", str(tmp_path / name)])
     assert code == 1 and "Traceback" not in out, out
     assert f"{name}: error[io-error]: cannot read" in out and "name too long" in out, out
     assert "help: a file name may have at most 255 bytes and a path 4,096 (this path has " in out, out
     assert f"its longest name {length + 4:,})" in out, out
 
 
-def test_an_unreadable_file_says_to_check_permissions(tmp_path, capsys):
+def test_an_unreadable_file_says_to_check_permissions(tmp_path, cli):
     import os
 
     if os.geteuid() == 0:
@@ -69,7 +60,7 @@ def test_an_unreadable_file_says_to_check_permissions(tmp_path, capsys):
     path = tmp_path / "locked.gcl"
     path.write_text("# x\n")
     path.chmod(0)
-    code, out = _run(capsys, ["check", str(path)])
+    code, out = cli(["check", str(path)])
     assert code == 1 and "check its permissions" in out
 
 
@@ -82,12 +73,12 @@ def _serve(text: str, name: str = "dsa.gcl"):
     return plan_serve(serve_entity(result.design))
 
 
-def test_serve_infeasibility_names_the_limit_where_it_is_written(tmp_path, monkeypatch, capsys):
+def test_serve_infeasibility_names_the_limit_where_it_is_written(tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
     text = DSA.replace("ttft <= 2 s", "ttft <= 1 ms")
     (tmp_path / "dsa.gcl").write_text(text)
     line = next(i for i, l in enumerate(text.splitlines(), 1) if "ttft <= 1 ms" in l)
-    code, out = _run(capsys, ["plan", "dsa.gcl"])
+    code, out = cli(["plan", "dsa.gcl"])
     assert code == 3 and "Traceback" not in out
     reason = re.search(rf"dsa\.gcl:{line}:\d+: `ttft <= 1 ms` is broken by every one of (\d+) configurations; "
                        r"the best reaches ([\d.]+) ms; help: relax it", out)
@@ -129,9 +120,9 @@ def test_the_tighter_of_two_bounds_on_one_limit_binds():
     assert both.gpus == one.gpus == 8 and both.used_gpus <= 8
 
 
-def test_ttft_at_least_an_hour_is_a_located_direction_error(tmp_path, capsys):
+def test_ttft_at_least_an_hour_is_a_located_direction_error(tmp_path, cli):
     (tmp_path / "x.gcl").write_text(DSA.replace("ttft <= 2 s", "ttft >= 1 h"))
-    code, out = _run(capsys, ["plan", str(tmp_path / "x.gcl")])
+    code, out = cli(["plan", str(tmp_path / "x.gcl")])
     assert code == 1 and re.search(r"x\.gcl:\d+:\d+: error\[limit-direction\]: `ttft >=`", out), out
 
 
