@@ -11,7 +11,7 @@ from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Entity, Item, Partition, Record
 from .job import _chips_of, batch_split, job_precision, one_objective
-from .serve import moe_path_rules
+from .serve import draft_rules, moe_path_rules
 
 POOLS = ("generate", "train")
 # Samples a step the planner simulates: every sample's generation is simulated for each pair of
@@ -29,6 +29,7 @@ def rl_rules(job: Entity) -> Iterator[Diagnostic]:
     yield from _pools(job)
     yield from _heads(job)
     yield from moe_path_rules(job, "generate.engine.moe_path", job.get("model"))
+    yield from draft_rules(job, "generate.engine")
     pool = rl_train_pool(job)
     if pool is not None:   # the batch split a train job's pins get (job.py), on the pool's optimizer batch
         yield from batch_split(pool)
