@@ -198,7 +198,7 @@ def error_band(step_time: float, tokens_per_s: float, mfu: float,
 
 
 # Serving: measured / predicted output tokens/s over the 91 published throughput rows of
-# benchmarks/serve_accuracy.py (2026-12-06; TensorRT-LLM v0.6.1 and v1.0 tables, MLPerf Inference
+# benchmarks/serve_accuracy.py (2026-12-07; TensorRT-LLM v0.6.1 and v1.0 tables, MLPerf Inference
 # v4.1-v5.1, SGLang v0.3.0 / vLLM v0.6.0), held out by model: its 10th and 90th percentiles
 # (benchmarks/data/serve_residuals.csv; DeepSeek-R1 on GB200 and Llama 3.1 405B remain
 # over-predicted, Llama 2/3 70B under-predicted).

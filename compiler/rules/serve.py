@@ -32,6 +32,27 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
     yield from _sizes(job)
     yield from moe_path_rules(job, "engine.moe_path", job.get("model"))
     yield from draft_rules(job, "engine")
+    yield from checkpoint_rules(job)
+
+
+def checkpoint_rules(job: Entity) -> Iterator[Diagnostic]:
+    """A checkpoint's bf16 shares mix a narrow `precision` with bf16: meaningless at bf16 or wider,
+    and `dense_wide_share` names the non-expert weights, which on a dense model are all of them."""
+    precision = getattr(job.get("precision"), "name", None)
+    for key in ("wide_share", "dense_wide_share"):
+        if job.get(f"checkpoint.{key}") is None:
+            continue
+        if precision is None or not is_narrow(precision):
+            yield codes.PIN_MEANINGLESS.make(
+                job.span_of(f"checkpoint.{key}"), pin=f"checkpoint.{key}",
+                why=f"the weights are {precision or 'bf16 (the default)'}, so no share of them is kept wider at bf16",
+                labels=[Label(job.span_of("precision"), "the weights' format")] if precision else [],
+                notes=["help: state the checkpoint's narrow format, `precision = fp8` (or fp4), or drop the share"])
+        elif key == "dense_wide_share" and isinstance(job.get("model"), Entity) and job.get("model").get("experts") is None:
+            yield codes.PIN_MEANINGLESS.make(
+                job.span_of(f"checkpoint.{key}"), pin=f"checkpoint.{key}",
+                why=f"the model `{job.get('model').name}` has no routed experts: every weight is a non-expert one",
+                notes=["help: write `checkpoint { wide_share = ... }`, the share of all its weights at bf16"])
 
 
 # The smallest token budget per iteration of any engine profile (model/serve/engines.py: vLLM V1's

@@ -56,6 +56,13 @@ Sources, abbreviated below:
             split the pipeline stages first (pp_size // nnodes stages per node) and a stage's TP
             group (attention DP inside it) over nnodes // pp_size nodes: TP, then the attention
             groups, then the stages, as model/serve/inference.py lays a replica out by default
+  [vllmcar] vllm-project/vllm vllm/distributed/device_communicators/custom_all_reduce.py: "Custom
+            allreduce is disabled because this process group spans across nodes" (its buffers are CUDA
+            IPC handles, shared inside one host); SGLang's custom all-reduce is the same code. An NVL72
+            tray is a host of 4 GPUs, so a TP group across trays all-reduces through NCCL
+  [trtmnnvl] NVIDIA/TensorRT-LLM tensorrt_llm/_torch/distributed/ops.py `AllReduce`: with the AUTO
+            strategy the PyTorch backend builds MNNVLAllReduce where MNNVLAllReduce.is_mnnvl(mapping)
+            holds (ranks on several hosts of one multi-node NVLink domain, fabric memory shared)
   [llama]   vllm-project/vllm vllm/model_executor/models/llama.py LlamaDecoderLayer / LlamaAttention
             forward (SGLang's llama.py alike): fused add + RMSNorm twice, the QKV GEMM, rotary, the
             cache write, attention, the O GEMM, the gate-up GEMM, SiLU-and-multiply, the down GEMM:
@@ -112,6 +119,8 @@ class Engine:
                                 # ("tp", "pp", "ep"), [vllmrank]): which groups a node boundary cuts
     layer_kernels: int = 6      # kernels of a dense decoder layer besides its collectives (each pays
                                 # model/compute.py KERNEL_OVERHEAD_S; eager ones the host's op time)
+    mnnvl: bool = False         # a TP group across hosts of one NVLink domain runs the engine's one-shot
+                                # kernel over fabric memory (TensorRT-LLM's MNNVL); else NCCL ([vllmcar])
     name: str = "ideal"         # the profile, and the releases it stands for
     releases: str = "no engine overheads (the replica's kernels alone)"
 
@@ -187,10 +196,13 @@ class Profile:
 # 2 us per sequence. V1's persistent batch and TRT-LLM's C++ batch manager: ASSUMPTION a
 # tenth of v0.6's, and the PyTorch backend's Python executor a third of v0.6's, overlapped.
 _PYTORCH_EAGER = {"eager_op_s": EAGER_OP_S}  # prompt iterations and large batches issued op by op
+_TRT_ENGINE_ALL_REDUCE = ("ASSUMPTION: the TensorRT engines' custom all-reduce plugin shares CUDA IPC buffers "
+                          "inside one host, as [vllmcar]; the multi-node NVLink kernel came with the PyTorch "
+                          "backend ([trtmnnvl])")
 
 PROFILES = {p.name: p for p in (
     Profile("ideal", "ideal", "2023-01", None, "no engine: the replica's kernels alone, every batch mixed",
-            {}, {"*": "the cost model's own iteration: a bound no engine beats"}),
+            {"mnnvl": True}, {"*": "the cost model's own iteration: a bound no engine beats"}),
     Profile("vllm_0_2", "vllm", "2023-06", "2024-01", "vLLM 0.2.0-0.2.7",
             {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
              "step_s": 2e-3, "seq_s": 60e-6, "preemption": "recompute", "moe_path": "per_expert", "block": 16,
@@ -256,19 +268,21 @@ PROFILES = {p.name: p for p in (
             {"chunk": "trtllm-build max_num_tokens 8192 (ASSUMPTION: the builds' default)",
              "max_seqs": "trtllm-build max_batch_size 256", "mixed": "[trtifb]", "preemption": "[trtifb]",
              "block": "[trtifb]", "moe_path": "[trtmoe]",
-             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s"}),
+             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s",
+             "mnnvl": _TRT_ENGINE_ALL_REDUCE}),
     Profile("trtllm_0_12", "trtllm", "2024-08", "2025-04", "TensorRT-LLM 0.12-0.18, TensorRT engines",
             {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
              "preemption": "reserve", "moe_path": "tp_sharded", "block": 64},
             {"chunk": "trtllm-build max_num_tokens 8192", "max_seqs": "trtllm-build max_batch_size 256",
              "mixed": "[trtifb]", "preemption": "[trtifb]", "block": "[trtifb]",
              "moe_path": "[trtmoe]: CUTLASS grouped MoE GEMMs, TP-sharded experts unless moe_ep_size",
-             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s"}),
+             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s",
+             "mnnvl": _TRT_ENGINE_ALL_REDUCE}),
     Profile("trtllm_pytorch", "trtllm", "2025-05", None, "TensorRT-LLM 0.19 and later, the PyTorch backend (the default from 1.0)",
             {"chunk": 8192, "max_seqs": 2048, "mixed": True, "graph_batch": 128, **_PYTORCH_EAGER,
              "step_s": 0.3e-3, "seq_s": 8e-6, "overlap": True, "preemption": "reserve", "moe_path": "tp_sharded",
-             "block": 32, "layer_kernels": 7},
-            {"chunk": "LLM API max_num_tokens 8192", "max_seqs": "LLM API max_batch_size 2048",
+             "block": 32, "layer_kernels": 7, "mnnvl": True},
+            {"chunk": "LLM API max_num_tokens 8192", "mnnvl": "[trtmnnvl]", "max_seqs": "LLM API max_batch_size 2048",
              "mixed": "[trtifb]", "graph_batch": "ASSUMPTION: cuda_graph_config max_batch_size 128",
              "overlap": "[trtovl]", "preemption": "[trtifb]", "block": "[trtifb]",
              "step_s": "ASSUMPTION: a third of vLLM 0.6's (Python executor)", "seq_s": "ASSUMPTION: as step_s",

@@ -181,3 +181,25 @@ def test_the_least_token_budget_is_every_profiles_least():
     from gclc.model.serve.engines import PROFILES
     chunks = [engine.chunk for p in PROFILES.values() for engine in (p.engine(), p.engine(40e9, "A100"))]
     assert min(chunks) == LEAST_TOKEN_BUDGET
+
+
+def test_a_checkpoints_bf16_share_needs_narrow_weights():
+    result = check("""serve s {
+  model = M  on = C  prompt = 2000  output = 200  precision = bf16
+  checkpoint { wide_share = 10% }
+}""")
+    assert [(code, at) for code, at, _ in errors(result)] == [("pin-meaningless", 3)]
+
+
+def test_a_dense_share_on_a_dense_model_is_refused_and_the_whole_share_is_not():
+    result = check("""serve s {
+  model = M  on = C  prompt = 2000  output = 200  precision = fp8
+  checkpoint { dense_wide_share = 10% }
+}""")
+    assert [(code, at) for code, at, _ in errors(result)] == [("pin-meaningless", 3)]
+    assert "no routed experts" in errors(result)[0][2]
+    clean = check("""serve s {
+  model = M  on = C  prompt = 2000  output = 200  precision = fp8
+  checkpoint { wide_share = 9.4% }
+}""")
+    assert errors(clean) == []
