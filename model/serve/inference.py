@@ -33,7 +33,7 @@ import attrs
 from ...compiler.ir import Partition
 from .. import cache, collectives as nccl, comms
 from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, hbm_rate, mla_decode_rate
-from . import moe
+from . import allreduce, moe
 from .config import ServeConfig, mixed_gemm_rate, weight_bytes  # noqa: F401  (ServeConfig, weight_bytes re-exported)
 from .engines import Engine
 from .kv import KVLayout, value_bytes
@@ -175,7 +175,8 @@ class Replica:
             reductions = 1 if s.parallel_block else 2
             hosts = math.ceil(c.tp / self.partition.node.gpus)   # tp innermost: whole hosts, then a part of one
             collectives += reductions * layers * tp_all_reduce(group * s.hidden * 2, self.tp_stages,
-                                                               hosts > 1 and not self.engine.mnnvl)
+                                                               hosts > 1 and not self.engine.mnnvl,
+                                                               self.engine.all_reduce, c.tp)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -250,7 +251,8 @@ class Replica:
 SCALE_UP = ("node", "supernode")
 
 
-def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False) -> float:
+def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
+                  tp: int = 1) -> float:
     """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
     one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on the tiers'
     rates and latencies (model/comms.py); a group that spans hosts (`across_hosts`: the trays of
@@ -258,10 +260,12 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False) -> f
     disabled because this process group spans across nodes": model/serve/engines.py [vllmcar]), so
     the call runs through NCCL, priced as NCCL picks its algorithm, protocol and latency
     (model/collectives.py: a small message is latency-bound at tens of microseconds). An engine with
-    a multi-node NVLink kernel (`Engine.mnnvl`) keeps its one-shot inside the NVLink domain."""
+    a multi-node NVLink kernel (`Engine.mnnvl`) keeps its one-shot inside the NVLink domain. An
+    engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
+    than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate."""
     if across_hosts or any(stage.tier.scope not in SCALE_UP for stage in stages):
         return nccl.all_reduce(nbytes, stages)
-    return comms.all_reduce(nbytes, stages)
+    return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp))
 
 
 def _roofline(compute: float, memory: float) -> float:
@@ -401,3 +405,4 @@ def kv_transfer_time(prefill: Replica, decode: Replica, prompt: float) -> float:
         return 0.0
     senders = min(prefill.gpus, decode.gpus)
     return comms.point_to_point(prefill.kv.effective(prompt) * prefill.kv.per_token() / senders, tier)
+
