@@ -18,6 +18,7 @@ from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, Trai
 from ...model.calibration import SERVE_THROUGHPUT_RATIO, QUANTILES, own_band
 from ...model.job import JobError, placement, train_job
 from .fit import fit, residual
+from .identify import with_attention
 from .observe import Observation, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
@@ -162,6 +163,7 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
                            skipped: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Calibration:
     """The fit, outliers and band of observations made already (benchmarks build them from
     published runs)."""
+    found = with_attention(found)
     params = parameters(found)
     prior = {k: p.prior for k, p in params.items()}
     before = {id(o): residual(o, prior) for o in found}

@@ -13,6 +13,7 @@ from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelPoint, KernelRun
 from ...dsl.source import Span
 from ...model import collectives, comms, compute
+from ...model.calibration import BAND_SCALE, SIGMA_PER_SCALE
 from ...model.ops import ACT_BYTES, Op, elementwise, gemm
 from ...model.ranks import rank_partition
 from .params import gemm_key
@@ -30,10 +31,11 @@ TRAINING_SHARE = 0.80
 # generation's ratio holds for others.
 ATTENTION_TRAINING_SHARE = compute.generation_efficiency("hopper") * compute.ATTENTION_TRAINING_SHARE / (616 / 989)
 # How far a prediction of each kind is trusted (standard deviation of log measured /
-# predicted, ASSUMPTIONS): a training step as the shipped band's scale (model/calibration.py
-# BAND_SCALE), a kernel row as close, a collective time further (protocols, channels and
-# algorithm switches NCCL's tables simplify).
-NOISE = {"kernel": 0.05, "collective": 0.10, "train": 0.05, "serve": 0.10}
+# predicted): a training step as the shipped band's cross-validated residuals deviate
+# (model/calibration.py BAND_SCALE is their unit, SIGMA_PER_SCALE units a deviation: 8.4 %);
+# ASSUMPTIONS: a kernel row 5 %, a collective time further (protocols, channels and algorithm
+# switches NCCL's tables simplify), a serving figure as far.
+NOISE = {"kernel": 0.05, "collective": 0.10, "train": BAND_SCALE * SIGMA_PER_SCALE, "serve": 0.10}
 # What nccl-tests runs that the model times (model/comms.py).
 MODELLED = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
 
@@ -56,6 +58,7 @@ class Observation:
     predict_values: Callable[[dict], float] | None = None
     settle: Callable[[dict], None] | None = None
     priors: tuple = ()           # Params of constants that are neither a chip's nor a fabric's
+    shape: object = None         # a training run's model shape (runs of one model tell attention apart)
 
     @property
     def noise(self) -> float:
