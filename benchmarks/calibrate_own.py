@@ -90,8 +90,8 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
         obs = observation(case, params)
         after = case.measured * math.exp(residual(obs, result.values))
         low, high = ratio_band(tuple(Reason(k, "") for k in before.flags))
-        published = not {"chip", "precision"} & set(before.flags)   # the fold's fit calibrated this precision
-        why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus, published) if own else ()
+        fold_fitted = not {"chip", "precision"} & set(before.flags)   # the fold's fit calibrated this precision
+        why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus, fold_fitted) if own else ()
         own_low, own_high = own.ratio_band(why) if own else (low, high)
         rows.append({"run": case.run_id, "group": case.group, "chip": case.chip, "yours": len(yours),
                      "moe": case.job.shape.is_moe,
