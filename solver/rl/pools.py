@@ -20,7 +20,7 @@ import attrs
 from ...compiler.ir import Partition
 from ...model.job import Job
 from ...model.power import job_power
-from ...model.rl import phases as ph
+from ...model.rl import host, phases as ph
 from ...model.rl.job import RLJob, train_job
 from ...model.rl.step import COLOCATED, Phases, RLStep, compose
 from ...model.train.step import Estimate
@@ -129,10 +129,9 @@ def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation,
     """The pair of pools at `generation`'s times (or at the bounds given instead)."""
     gen = generation.layout
     gp, tp = job.partition(gen.partition), job.partition(train.partition)
-    offload = 0.0
-    if placement == COLOCATED:
-        engine = ph.policy_bytes(job.policy, gen.config.precision) / gen.shard
-        offload = ph.offload_time(ph.offload_bytes(train.policy, engine, shares_weights(train, gen)), tp)
+    engine = ph.policy_bytes(job.policy, gen.config.precision) / gen.shard
+    reference = job.reference.params / job.policy.params if job.reference is not None else 0.0
+    offload = host.host_moves(train.policy, engine, reference, placement == COLOCATED, shares_weights(train, gen), tp)
     phases = Phases(makespan if makespan is not None else generation.makespan,
                     stream if stream is not None else generation.stream, train.score, train.train,
                     sync_time(job, gen, train, placement, gp, tp), offload)

@@ -1,0 +1,85 @@
+"""What the training pool copies between its GPUs and host memory each step, as NeMo-RL's Megatron
+policy worker and vLLM's sleep mode do it (nemo_rl/models/policy/workers/megatron_policy_worker.py
+and nemo_rl/algorithms/grpo.py `refit_policy_generation`, v0.5.0-v0.7.0; vLLM's CuMemAllocator):
+
+- colocated, the optimizer state leaves the GPUs before the refit (`offload_before_refit`:
+  `move_optimizer("cpu")`, each state tensor `v.to("cpu")` into freshly allocated pageable memory)
+  and comes back before training (`prepare_for_training`: `v.to("cuda")` from that pageable memory);
+  with the default precision-aware optimizer (grpo_math_1B.yaml `use_precision_aware_optimizer:
+  true`) the state holds the fp32 master weights as well as Adam's moments: the training model's
+  `optimizer` bytes;
+- colocated, the training weights go to host memory after the refit and back before scoring
+  (`offload_after_refit` / `prepare_for_lp_inference`: Megatron Core's param buffer
+  `offload_to_cpu` copies them into a pinned buffer kept across steps, `reload_from_cpu` copies
+  them back); the gradients are freed and reallocated, not copied (`grad_data.storage().resize_(0)`);
+- colocated, the engine sleeps at level 1 after generating (nemo_rl/models/generation/vllm/
+  vllm_worker.py `self.llm.sleep(level=1)`): its weights go to pinned host memory
+  (CuMemAllocator.sleep, `torch.empty(..., pin_memory=True)` then cudaMemcpy) and come back at
+  `wake_up`; its KV cache is dropped and remapped, no copy;
+- in either placement, the reference model's log-probabilities swap weights (`use_reference_model`):
+  the policy's weights out (`.to("cpu", non_blocking=True)`, which PyTorch gives a pinned
+  destination: aten TensorConversions.cpp `_to_copy` pin_out), the reference's in from its pinned
+  copy, the policy's back in: three weight copies at the reference's layout (the policy's).
+
+Pinned copies run at the node's host link (less its protocol overhead). Pageable ones do not: the driver stages them through a
+bounce buffer, one synchronous copy per tensor, and a fresh pageable destination is faulted in page
+by page as the copy lands.
+"""
+
+from __future__ import annotations
+
+from ...compiler.ir import Partition
+from ..comms import HOST_LINK_EFFICIENCY
+from ..train.step import Estimate
+
+# MEASURED: NeMo-RL's own `offload_before_refit` on one H100 (github.com/NVIDIA-NeMo/RL/issues/3976,
+# Nsight triage, 2026-09-17): 510 Device->Pageable copies, 4.94 GB in 2.75 s of copy time, "~1.8 GB/s
+# effective D2H throughput"; on the same host a plain 1 GiB pageable D2H copy ran at ~16.1 GB/s and a
+# pinned one at ~55 GB/s. (sglang PR #32032 measures the same pattern, `module.to("cpu")`, at ~2.8 GB/s
+# on an H200's PCIe Gen5 x16.)
+PAGEABLE_OUT = 1.8e9
+# ASSUMPTION: a copy back from pageable memory already resident (no allocation, no page faults)
+# runs at that host's plain pageable rate, 16.1 GB/s (issue #3976 published it for D2H only).
+PAGEABLE_IN = 16.1e9
+# ASSUMPTION (no Grace/NVLink-C2C measurement of this pattern found): both pageable rates are the host
+# software's (allocation, page faults, one synchronous staged copy per tensor), the same on any host
+# whose link is faster; a slower link caps them. Chosen after seeing the benchmark's rows.
+HOST_LINK = 32e9          # bytes/s per GPU to host memory where a node states none: PCIe Gen4 x16 per direction
+                          # (the A100 data sheet's 64 GB/s both ways); nodes state theirs (`host_link`)
+
+
+def host_link(partition: Partition) -> float:
+    """Bytes/s of a large pinned copy between one GPU and host memory, each way (issue #3976's
+    pinned 55 GB/s on a 64 GB/s PCIe Gen5 x16 host link bears out HOST_LINK_EFFICIENCY)."""
+    return (partition.node.host_link or HOST_LINK) * HOST_LINK_EFFICIENCY
+
+
+def optimizer_round_trip(e: Estimate, link: float) -> float:
+    """Colocated: the optimizer state out to fresh pageable memory and back."""
+    return e.memory.optimizer / min(link, PAGEABLE_OUT) + e.memory.optimizer / min(link, PAGEABLE_IN)
+
+
+def weights_round_trip(nbytes: float, link: float) -> float:
+    """Weights per GPU out to a pinned host buffer and back."""
+    return 2 * nbytes / link
+
+
+def reference_swap(e: Estimate, share: float, link: float) -> float:
+    """The policy's weights out, the reference's in, the policy's back in: `share` is the
+    reference's size over the policy's (the reference takes the policy's layout)."""
+    return (2 + share) * e.memory.weights / link
+
+
+def host_moves(e: Estimate, engine_weights: float, reference_share: float, colocated: bool, shared: bool,
+               partition: Partition) -> float:
+    """Seconds a step the training pool's GPUs spend copying to and from host memory: the reference
+    swap in either placement (`reference_share` 0: no reference); colocated, the optimizer state's
+    pageable round trip, and both sides' weights unless the engine reads the trained ones in place
+    (`shared`: nothing of the weights then moves, nor does the engine sleep)."""
+    link = host_link(partition)
+    seconds = reference_swap(e, reference_share, link) if reference_share > 0 else 0.0
+    if colocated:
+        seconds += optimizer_round_trip(e, link)
+        if not shared:
+            seconds += weights_round_trip(e.memory.weights + engine_weights, link)
+    return seconds
