@@ -50,6 +50,12 @@ What each row's design states (rl job fully pinned, so the planner only evaluate
   batch and layouts are its recipe's at the release (examples/configs/recipes/llm/performance/
   with their `defaults:` chains resolved; `recipe_note` says where a recipe differs from the
   table or from the release before it).
+  The training pool's host copies (model/rl/host.py: colocated optimizer state by pageable copies,
+  weights and the engine's sleep by pinned ones, the reference model's swap) were added after these
+  rows, the v0.7 ones included, had been seen: their rates come from measurements of the copies
+  themselves (NeMo-RL issue 3976), not from step times, but the choice to give Grace hosts the
+  x86 host's pageable rates (no measurement found) was made with the GB200 rows' misses in view,
+  so from that change on the v0.7 rows are out of sample for the rates, not for that choice.
   ASSUMPTION: prompts of PROMPT tokens (OpenMathInstruct-2 problems with a chat template), and
   responses lognormal with sigma SIGMA, whose mean is set so that the drawn samples (cut at
   max_total - PROMPT) average the row's published sequence length; the rows publish no length
@@ -350,7 +356,7 @@ def _phases(r: dict) -> str:
     """Each predicted phase beside its published measurement, where the row has one."""
     p, m = r["phases"], r["measured_phases"]
     shown = (("generate", "generate", p["generate"]), ("scoring", "logprobs", p["score"]),
-             ("training", "train", p["train"]), ("weight moves", "refit", p["sync"] + p["offload"]))
+             ("training", "train", p["train"]), ("weight moves and host copies", "refit", p["sync"] + p["offload"]))
     return ", ".join(f"{name} {value:.1f} s" + (f" (measured {m[key]:.1f})" if key in m else "")
                      for name, key, value in shown)
 

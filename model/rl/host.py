@@ -36,7 +36,8 @@ from ..train.step import Estimate
 # Nsight triage, 2026-09-17): 510 Device->Pageable copies, 4.94 GB in 2.75 s of copy time, "~1.8 GB/s
 # effective D2H throughput"; on the same host a plain 1 GiB pageable D2H copy ran at ~16.1 GB/s and a
 # pinned one at ~55 GB/s. (sglang PR #32032 measures the same pattern, `module.to("cpu")`, at ~2.8 GB/s
-# on an H200's PCIe Gen5 x16.)
+# on an H200's PCIe Gen5 x16, and vLLM vime issue 442 a colocated Megatron offload's ~18.7 GB in 9.7 s,
+# ~1.9 GB/s, on an L20.)
 PAGEABLE_OUT = 1.8e9
 # ASSUMPTION: a copy back from pageable memory already resident (no allocation, no page faults)
 # runs at that host's plain pageable rate, 16.1 GB/s (issue #3976 published it for D2H only).
