@@ -339,7 +339,7 @@ def main() -> None:
               f"form tried after seeing these rows, not a figure to quote): {per_iteration}")
     newest, shipped_new, held_new, form_new = out_of_sample(good)
     if not opts.json and newest:
-        print(f"  out of sample: the {len(newest)} {NEWEST} rows (published after every choice above) {shipped_new:.1%} as "
+        print(f"  out of sample: the {len(newest)} {NEWEST} rows (published after every choice above but the host copies: see the docstring) {shipped_new:.1%} as "
               f"shipped, {held_new:.1%} calibrated on the older releases' rows alone ({form_new} form, chosen on them)")
     nested_figures = ", ".join(f"by {by} {h[2]:.1%}" for by, h in held.items())
     fixed_figures = ", ".join(f"{h[0][0]:.1%}" for h in held.values())
