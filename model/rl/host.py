@@ -6,8 +6,10 @@ and nemo_rl/algorithms/grpo.py `refit_policy_generation`, v0.5.0-v0.7.0; vLLM's 
   `move_optimizer("cpu")`, each state tensor `v.to("cpu")` into freshly allocated pageable memory)
   and comes back before training (`prepare_for_training`: `v.to("cuda")` from that pageable memory);
   with the default precision-aware optimizer (grpo_math_1B.yaml `use_precision_aware_optimizer:
-  true`) the state holds the fp32 master weights as well as Adam's moments: the training model's
-  `optimizer` bytes;
+  true`) Transformer Engine's FusedAdam holds the master weights in its state beside Adam's
+  moments: the training model's `optimizer` bytes (ASSUMPTION: with fp32 dtypes the training model
+  counts a whole fp32 master where Megatron may keep 16-bit remainders, `store_param_remainders`:
+  12 bytes a parameter against 10, an over-count of at most a sixth);
 - colocated, the training weights go to host memory after the refit and back before scoring
   (`offload_after_refit` / `prepare_for_lp_inference`: Megatron Core's param buffer
   `offload_to_cpu` copies them into a pinned buffer kept across steps, `reload_from_cpu` copies
@@ -67,7 +69,7 @@ def weights_round_trip(nbytes: float, link: float) -> float:
 
 def reference_swap(e: Estimate, share: float, link: float) -> float:
     """The policy's weights out, the reference's in, the policy's back in: `share` is the
-    reference's size over the policy's (the reference takes the policy's layout)."""
+    reference's size over the policy's (1: NeMo-RL swaps only a reference of the policy's shape)."""
     return (2 + share) * e.memory.weights / link
 
 

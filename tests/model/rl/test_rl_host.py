@@ -86,3 +86,18 @@ def test_pageable_copies_never_beat_pinned_ones():
     assert host.optimizer_round_trip(e, host.host_link(slow_link)) == 2 * e.memory.optimizer / host.host_link(slow_link)
     assert host.optimizer_round_trip(e, host.host_link(H100)) >= host.weights_round_trip(e.memory.optimizer,
                                                                                          host.host_link(H100))
+
+
+def test_a_reference_of_the_policys_shape_waits_in_host_memory_and_is_swapped():
+    """NeMo-RL loads the reference into the policy's own buffers for its log-probabilities: it takes
+    no GPU memory of its own (the pool keeps only other models' weights) and costs the swap; a
+    reference of another shape is kept on the GPUs, sharded, as the reward model is."""
+    from gclc.solver.rl.pools import other_weights, swaps_reference
+
+    assert JOB.reference == JOB.policy and swaps_reference(JOB)
+    assert other_weights(JOB, 8) == 0.0
+    smaller = attrs.evolve(JOB.policy, layers=JOB.policy.layers // 2)
+    other = attrs.evolve(JOB, reference=smaller)
+    assert not swaps_reference(other)
+    assert other_weights(other, 8) == smaller.params * 2 / 8
+    assert not swaps_reference(attrs.evolve(JOB, reference=None))
