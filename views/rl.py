@@ -12,7 +12,7 @@ from ..solver.rl.plan import RLPlan
 from ..solver.rl.pools import Candidate
 
 PHASE_WORDS = {"generate": "generate", "stream": "generate (steady rate)", "score": "score", "train": "train",
-               "sync": "weight sync", "offload": "offload"}
+               "sync": "weight sync", "offload": "host copies"}
 
 
 def rl_json(p: RLPlan, parallelism) -> dict:
@@ -181,7 +181,7 @@ def _phases(p: RLPlan) -> str:
     parts.append(f"sync {duration(s.sync)} ({quantity(nbytes, 'B')} over {_link_name(p)})"
                  if p.best.placement != COLOCATED else f"reshard {duration(s.sync)}")
     if s.offload:
-        parts.append(f"offload {duration(s.offload)}")
+        parts.append(f"host copies {duration(s.offload)}")
     return ", ".join(parts)
 
 
