@@ -17,7 +17,8 @@ and nemo_rl/algorithms/grpo.py `refit_policy_generation`, v0.5.0-v0.7.0; vLLM's 
 - colocated, the engine sleeps at level 1 after generating (nemo_rl/models/generation/vllm/
   vllm_worker.py `self.llm.sleep(level=1)`): its weights go to pinned host memory
   (CuMemAllocator.sleep, `torch.empty(..., pin_memory=True)` then cudaMemcpy) and come back at
-  `wake_up`; its KV cache is dropped and remapped, no copy;
+  `wake_up`; its KV cache is dropped and remapped, no copy (level 2 would drop the weights too, no
+  copy either way, the refit refilling them; NeMo-RL calls level 1);
 - in either placement, the reference model's log-probabilities swap weights (`use_reference_model`):
   the policy's weights out (`.to("cpu", non_blocking=True)`, which PyTorch gives a pinned
   destination: aten TensorConversions.cpp `_to_copy` pin_out), the reference's in from its pinned
