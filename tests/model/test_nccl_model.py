@@ -100,6 +100,16 @@ def test_eight_b200_reduce_in_two_chips_and_an_nvl72_in_eighteen():
         assert bound == pytest.approx(measured, rel=0.05)
 
 
+def test_the_step_model_prices_nvls_no_faster_than_the_switch_chips():
+    # the training step's price (model/collectives.py) takes the same floor: 8 GiB over 8 B200's
+    # two chips at 400 GFLOPS takes at least 2^33 / 4 x 7 / 8e11 s, and no switch-less ring beats it
+    bench = _benchmark()
+    row = {"node": "DGX_B200", "nodes": 1, "scaleout": "", "ranks": 8, "nvls": "1", "collnet": "0",
+           "collective": "all_reduce", "bytes": str(2**33)}
+    floor = 2**33 / nccl.FP32_BYTES * 7 / (2 * 400e9)
+    assert floor <= bench.step_model_seconds(row) <= floor * 1.02
+
+
 def test_a_small_tree_call_waits_for_its_piece_at_every_hop():
     # a tree's piece is not pipelined below NCCL's per-channel split: 2 KB costs more than
     # 16 B on 16 nodes (62 -> 77 us measured, NVIDIA/nccl#1469), 16 B next to nothing more
