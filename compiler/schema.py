@@ -280,24 +280,30 @@ DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COU
                 "as a NIC's), storage, input (default: storage and input, which use the card's whole `bandwidth`); "
                 + _CARD_DOC)
 SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
-                "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
+                "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG,
+                "chips": COUNT, "reduction": positive(u.FLOPS)},
                required=("radix", "port_speed"),
                doc="`capacity`: switching capacity per direction (write a vendor's sum of both directions with "
                    "`bidir`), checked against radix x port_speed and against the radix x bandwidth of each fat tree "
                    "built from it; `in_network_reduction`: the switch can reduce (SHARP, NVLS), the default of its "
-                   "fabrics")
+                   "fabrics; `chips`: switch ASICs in the part (a switch tray's, default 1); `reduction`: the FP32 "
+                   "adds per second each chip's reduction engines perform (NVLS, SHARP), which bound an in-network "
+                   "reduction (model/network/nccl.py)")
 
 # ----------------------------------------------------------------- systems
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",), least=0), "scaleup": PartRef(("fabric",)),
+     "switches": RepeatOf(("switch",)),
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
         "time to repair one; `storage` the checkpoint write bandwidth of one node's host path (its storage DPUs add their line rate; "
         "default: its `nvme_bandwidth`, else Llama 3's ~1 GB/s per host); `host_link` the bandwidth "
-        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
+        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses; "
+        "`switches` the scale-up switches on its board (NVSwitch chips), counted for in-network reduction "
+        "(their power is in `overhead`)",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
