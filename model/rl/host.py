@@ -56,8 +56,9 @@ PAGEABLE_IN = 16.1e9
 # whose link is faster; a slower link caps them. Chosen after seeing the benchmark's rows.
 # A check, not used to set them: NeMo-RL pull 1404 (merged 2025-11-06) removed the same round trip from
 # the split path's scoring and training prep, "10 s --> 1 s" for Qwen3-235B and "13 s --> ~1 s" for
-# Qwen3-30B; these rates give 13.8 s for Qwen3-235B's 128-GPU H100 recipe and 7.1-14.1 s for
-# Qwen3-30B's 16- and 32-GPU ones (benchmarks/data/rl_runs.csv layouts; the pull names no layout).
+# Qwen3-30B; these rates give 11.5 s for Qwen3-235B's 128-GPU H100 recipe and 5.9-11.8 s for
+# Qwen3-30B's 16- and 32-GPU ones at 10 bytes a parameter (benchmarks/data/rl_runs.csv layouts; the
+# pull names no layout; NeMo-RL v0.4's split rows, `stack = nemo_rl_0_4`, now pay this round trip).
 HOST_LINK = 32e9          # bytes/s per GPU to host memory where a node states none: PCIe Gen4 x16 per direction
                           # (the A100 data sheet's 64 GB/s both ways); nodes state theirs (`host_link`)
 
