@@ -26,7 +26,7 @@ from . import hbm as hbm_generations
 # 8: accelerators carry their HBM generation (`hbm_type`, whose energy per bit enters power).
 # 9: scale-out tiers carry their ECMP hashing (`hashed`, `paths`, `qps`: a ring's few leaving flows);
 # 10: tiers carry their fabric's `congestion` (ecn, pfc).
-IR_VERSION = 10
+IR_VERSION = 11
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -39,6 +39,7 @@ IR_SCHEMA_SHA256 = {
     8: "e69232612e5f51617067d0cfc6f57160b5ae9869200732b775cc4ce8ae729d06",
     9: "dfe21c65aae30a0e4880c9829668d3031815f316618f6580867882060c343c0b",   # Tier: hashed, paths, qps
     10: "0c823995c9d2c9c1361888d28c51dc19d86cc79572d748de4a050caed5f1fb1d",   # Tier: congestion
+    11: "89a14c70ae7372738235a04f8cf8699f5c44f3c050c703908d8e85f9b2d248e2",   # Tier: switch_chips, switch_reduction
 }
 
 
@@ -181,7 +182,14 @@ class Tier:
     hashed: float = 1.0          # the ECMP share of the uplinks `efficiency` carries (compiler/routing.py)
     paths: int = 0               # ... the uplinks a domain below hashes its flows over (0: not hashed)
     qps: int = 1                 # ... and the flows per port it hashes (queue pairs)
+    switch_chips: int = 0        # switch chips of one domain of a scale-up tier (0: not stated)
+    switch_reduction: float = 0.0   # FP32 adds/s each of them reduces at (0: not stated, not bounded)
     span: Span = _span()
+
+    @property
+    def reduction_rate(self) -> float:
+        """FP32 adds/s all the switches of one domain reduce at (inf where the design does not say)."""
+        return self.switch_chips * self.switch_reduction if self.switch_chips and self.switch_reduction else math.inf
 
     @property
     def link_bandwidth(self) -> float:

@@ -22,6 +22,8 @@ SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_
 # the fewest requests in hand (running and waiting: least-request routing), in turn, at random, or
 # the lighter of two drawn at random.
 SERVE_ROUTERS = ("least_requests", "round_robin", "random", "power_of_two")
+# RL stacks by release (model/rl/stacks.py STACKS holds what each one does between a step's phases)
+RL_STACKS = ("nemo_rl", "nemo_rl_0_4")
 SERVING_ENGINES = ("ideal", "vllm_0_2", "vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang", "trtllm_0_9", "trtllm_0_12",
                    "trtllm_pytorch")
 # How a train job stores Adam's state (model/train/optimizer.py): the moments' formats are Megatron-LM's
@@ -280,24 +282,30 @@ DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COU
                 "as a NIC's), storage, input (default: storage and input, which use the card's whole `bandwidth`); "
                 + _CARD_DOC)
 SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
-                "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
+                "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG,
+                "chips": COUNT, "reduction": positive(u.FLOPS)},
                required=("radix", "port_speed"),
                doc="`capacity`: switching capacity per direction (write a vendor's sum of both directions with "
                    "`bidir`), checked against radix x port_speed and against the radix x bandwidth of each fat tree "
                    "built from it; `in_network_reduction`: the switch can reduce (SHARP, NVLS), the default of its "
-                   "fabrics")
+                   "fabrics; `chips`: switch ASICs in the part (a switch tray's, default 1); `reduction`: the FP32 "
+                   "adds per second each chip's reduction engines perform (NVLS, SHARP), which bound an in-network "
+                   "reduction (model/network/nccl.py)")
 
 # ----------------------------------------------------------------- systems
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",), least=0), "scaleup": PartRef(("fabric",)),
+     "switches": RepeatOf(("switch",)),
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
         "time to repair one; `storage` the checkpoint write bandwidth of one node's host path (its storage DPUs add their line rate; "
         "default: its `nvme_bandwidth`, else Llama 3's ~1 GB/s per host); `host_link` the bandwidth "
-        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
+        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses; "
+        "`switches` the scale-up switches on its board (NVSwitch chips), counted for in-network reduction "
+        "(their power is in `overhead`)",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
@@ -562,7 +570,7 @@ RL = Block(
      "prompts": COUNT, "samples": COUNT, "prompt": LENGTHS, "response": LENGTHS, "max_response": COUNT,
      "epochs": COUNT, "minibatches": COUNT,
      "placement": Choice(("auto", "colocated", "disaggregated"), "a placement of the pools"),
-     "staleness": COUNT0, "steps": COUNT,
+     "staleness": COUNT0, "steps": COUNT, "stack": Choice(RL_STACKS, "an RL stack release"),
      "maximize": Choice(("throughput",)), "minimize": Choice(("time", "cost", "energy")),
      "priority": Priority(), "submit": TIME0, "time_limit": TIME, "tenant": PartRef(("tenant",))},
     blocks={"generate": RL_GENERATE, "train": RL_TRAIN,
@@ -574,7 +582,9 @@ RL = Block(
         "count or a distribution, responses cut at `max_response`), `epochs` over the step's samples in "
         "`minibatches` optimizer steps each; `placement`: the pools on separate GPUs (disaggregated), on the "
         "same GPUs in turn (colocated) or the planner's choice (auto); `staleness`: the most steps a sample's "
-        "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training)",
+        "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training); `stack`: the RL "
+        "stack's release (nemo_rl: NeMo-RL v0.5 and later, the default; nemo_rl_0_4: v0.4 and earlier, whose "
+        "training pool moves Adam's state to host memory and back every step even apart from its engines)",
 )
 
 # ----------------------------------------------------------------- design space

@@ -19,7 +19,7 @@ import math
 import attrs
 
 from . import comms
-from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency
+from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency, switch_reduction_seconds
 
 _SCALE_UP = ("node", "supernode")
 
@@ -125,6 +125,8 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> 
     if not (c.nvls or c.collnet):
         return on_topology(collective, nbytes, _wire(collective, nbytes, option), c)
     plain_wire, switch_wire = _wire(collective, nbytes, _plain(option)), _wire(collective, nbytes, option)
+    # the switch chips reduce no faster than their engines: NVLS's floor (nccl.switch_reduction_seconds)
+    switch_wire = max(switch_wire, switch_reduction_seconds(collective, nbytes, c))
     plain = on_topology(collective, nbytes, plain_wire, c, in_network=False)
     if switch_wire >= plain_wire:   # the tiers' price took no switch's reduction: nothing runs there
         return plain
@@ -163,4 +165,12 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         link="pcie" if up and up[0].tier.kind == "pcie" else "nvlink",
                         nvls=any(s.tier.in_network_reduction for s in up),
                         collnet=any(s.tier.in_network_reduction for s in out),
-                        wire=option[-1].tier.latency if out else 0.0)
+                        wire=option[-1].tier.latency if out else 0.0,
+                        reduce_rate=_reduce_share(up[0], per_node) if up else math.inf)
+
+
+def _reduce_share(stage: comms.Stage, per_node: int) -> float:
+    """The FP32 adds/s of a scale-up domain's switches that a group of `per_node` of its GPUs
+    gets: the domain's other GPUs run their own groups' collectives at the same time (a plan's
+    parallel groups are symmetric), so a group gets its GPUs' share of the chips."""
+    return stage.tier.reduction_rate * per_node / max(per_node, stage.tier.group_gpus)

@@ -75,6 +75,7 @@ class Estimate:
     nvme_need: float = 0.0        # bytes of one node's local NVMe its retained checkpoints fill (model/train/host.py)
     nvme: float = math.inf        # ... and what the node offers
     paused: incast.Held | None = None   # data-parallel rings held behind an expert all-to-all under PFC
+    alltoall: incast.AllToAll | None = None   # its expert all-to-all as an incast on a `pfc` fabric
 
     @property
     def tokens_per_s_per_gpu(self) -> float:
@@ -157,7 +158,8 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     dram = offload_host.host_memory(shape, cfg, partition, held.offloaded)
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
                     model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available,
-                    host.nvme_need(shape, cfg, partition.node), host.nvme_capacity(partition.node), paused)
+                    host.nvme_need(shape, cfg, partition.node), host.nvme_capacity(partition.node), paused,
+                    incast.on_fabric(cfg, tiers, wire, step))
 
 
 def clear_caches() -> None:

@@ -66,6 +66,7 @@ class Run:
     degraded: float = 1.0
     undegraded: float = 0.0
     ever_degraded: bool = False
+    paused_by: set = attrs.Factory(set)   # neighbours whose all-to-all's PFC pauses held it (contention.py)
 
     def own_time(self, now: float) -> float:
         """Seconds of the current run's own time by `now` (wall time where nothing slows it)."""
@@ -221,6 +222,11 @@ class Simulation:
                        self.api.version, self.informer.delivered, now, self.seed, self.with_failures,
                        self.degradations.report() if self.degradations else ())
 
+    def _note_pauses(self) -> None:
+        """Each running job remembers the neighbours whose PFC pauses hold it now."""
+        for name, who in (self.contention.pausers.items() if self.contention is not None else ()):
+            self.runs[name].paused_by.update(who)
+
     def _fire(self, t: Timer) -> None:
         if t.kind == "arrive":
             self.api.commit(t.time, "submitted", t.subject)
@@ -365,6 +371,7 @@ class Simulation:
             self.run_changes.append(("start", run.job.name, run.job.tenant, part.partition, part.gpus, now,
                                      run.job.time_limit))
         paced = self.contention.started(run.job.name, alloc, o.gpus) if self.contention is not None else {}
+        self._note_pauses()
         run.contended = paced.pop(run.job.name, 1.0)
         run.degraded = self.degradations.factor(run.job.name, alloc, o.gpus) if self.degradations else 1.0
         run.ever_degraded |= run.degraded > 1.0
@@ -406,6 +413,7 @@ class Simulation:
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.contention is not None:
             repace(self, now, self.contention.stopped(run.job.name))
+            self._note_pauses()
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 
