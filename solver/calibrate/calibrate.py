@@ -18,7 +18,6 @@ from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, Trai
 from ...model.calibration import SERVE_THROUGHPUT_RATIO, QUANTILES, own_band
 from ...model.job import JobError, placement, train_job
 from .fit import fit, residual
-from .identify import with_attention
 from .observe import NOISE, Observation, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
@@ -166,7 +165,6 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
                            skipped: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Calibration:
     """The fit, outliers and band of observations made already (benchmarks build them from
     published runs)."""
-    found = with_attention(found)
     params = parameters(found)
     prior = {k: p.prior for k, p in params.items()}
     before = {id(o): residual(o, prior) for o in found}
@@ -213,7 +211,7 @@ def held_out_shrink(runs: int, noise: float, spread: float) -> float:
     fewer. For one constant of prior deviation `spread` fitted to runs of deviation `noise`,
     a prediction from m runs misses by sqrt(noise^2 + 1 / (m / noise^2 + 1 / spread^2)): the
     ratio of that at m = runs to m = runs - 1 brings the held-out residuals to the plans' fit
-    (two runs: 0.93 at a stated efficiency's 10 %; many: 1)."""
+    (two runs: 0.90 at a training run's 5 % and a stated efficiency's 10 %; many: 1)."""
     if runs < 1 or spread <= 0:
         return 1.0
     def missed(m: int) -> float:

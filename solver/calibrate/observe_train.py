@@ -131,7 +131,7 @@ def train_observation(group: str, what: str, job_shape: ModelShape, cfg: TrainCo
         ("fabric", fabric, "efficiency") for fabric in spanned_fabrics(partition, cfg.gpus))
     return Observation("train", group, what, measured, "tokens/s", informs,
                        predict, partition, span, end_to_end=True,
-                       covers=(cfg.precision, cfg.gpus, job_shape.is_moe), shape=job_shape)
+                       covers=(cfg.precision, cfg.gpus, job_shape.is_moe))
 
 
 def spanned_fabrics(partition: Partition, gpus: int) -> tuple[str, ...]:
