@@ -22,6 +22,8 @@ SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_
 # the fewest requests in hand (running and waiting: least-request routing), in turn, at random, or
 # the lighter of two drawn at random.
 SERVE_ROUTERS = ("least_requests", "round_robin", "random", "power_of_two")
+# RL stacks by release (model/rl/stacks.py STACKS holds what each one does between a step's phases)
+RL_STACKS = ("nemo_rl", "nemo_rl_0_4")
 SERVING_ENGINES = ("ideal", "vllm_0_2", "vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang", "trtllm_0_9", "trtllm_0_12",
                    "trtllm_pytorch")
 # How a train job stores Adam's state (model/train/optimizer.py): the moments' formats are Megatron-LM's
@@ -568,7 +570,7 @@ RL = Block(
      "prompts": COUNT, "samples": COUNT, "prompt": LENGTHS, "response": LENGTHS, "max_response": COUNT,
      "epochs": COUNT, "minibatches": COUNT,
      "placement": Choice(("auto", "colocated", "disaggregated"), "a placement of the pools"),
-     "staleness": COUNT0, "steps": COUNT,
+     "staleness": COUNT0, "steps": COUNT, "stack": Choice(RL_STACKS, "an RL stack release"),
      "maximize": Choice(("throughput",)), "minimize": Choice(("time", "cost", "energy")),
      "priority": Priority(), "submit": TIME0, "time_limit": TIME, "tenant": PartRef(("tenant",))},
     blocks={"generate": RL_GENERATE, "train": RL_TRAIN,
@@ -580,7 +582,9 @@ RL = Block(
         "count or a distribution, responses cut at `max_response`), `epochs` over the step's samples in "
         "`minibatches` optimizer steps each; `placement`: the pools on separate GPUs (disaggregated), on the "
         "same GPUs in turn (colocated) or the planner's choice (auto); `staleness`: the most steps a sample's "
-        "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training)",
+        "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training); `stack`: the RL "
+        "stack's release (nemo_rl: NeMo-RL v0.5 and later, the default; nemo_rl_0_4: v0.4 and earlier, whose "
+        "training pool moves Adam's state to host memory and back every step even apart from its engines)",
 )
 
 # ----------------------------------------------------------------- design space

@@ -139,7 +139,8 @@ def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation,
     gp, tp = job.partition(gen.partition), job.partition(train.partition)
     engine = ph.policy_bytes(job.policy, gen.config.precision) / gen.shard
     reference = 1.0 if swaps_reference(job) else 0.0
-    offload = host.host_moves(train.policy, engine, reference, placement == COLOCATED, shares_weights(train, gen), tp)
+    offload = host.host_moves(train.policy, engine, reference, placement == COLOCATED, shares_weights(train, gen), tp,
+                               job.stack)
     phases = Phases(makespan if makespan is not None else generation.makespan,
                     stream if stream is not None else generation.stream, train.score, train.train,
                     sync_time(job, gen, train, placement, gp, tp), offload)

@@ -12,6 +12,7 @@ from hypothesis import given, strategies as st
 from gclc.compiler.driver import check_file
 from gclc.model.rl import host
 from gclc.model.rl.job import rl_job
+from gclc.model.rl.stacks import STACKS
 from gclc.model.rl.step import COLOCATED, Phases, compose
 from gclc.testing import load_profile
 
@@ -60,7 +61,8 @@ def test_colocated_pools_copy_what_apart_ones_do_and_more(link, engine, share, s
     partition = _with_link(link)
     apart = host.host_moves(ESTIMATE, engine, share, False, shared, partition)
     together = host.host_moves(ESTIMATE, engine, share, True, shared, partition)
-    assert together >= apart + ESTIMATE.memory.optimizer / host.PAGEABLE_OUT * (1 - 1e-12)
+    moved = host.optimizer_bytes(ESTIMATE, STACKS["nemo_rl"])
+    assert together >= apart + moved / host.PAGEABLE_OUT * (1 - 1e-12)
 
 
 def test_the_copies_follow_the_software():
@@ -70,7 +72,8 @@ def test_the_copies_follow_the_software():
     e, link = ESTIMATE, host.host_link(H100)
     assert link == 64e9 * 0.85       # DGX H100's PCIe Gen5 x16 (std/nvidia.gcl) at the pinned efficiency
     engine = 3e9
-    optimizer = e.memory.optimizer / 1.8e9 + e.memory.optimizer / 16.1e9
+    moved = e.memory.optimizer * 10 / 12     # precision-aware Adam: the fp32 master as 16-bit remainders
+    optimizer = moved / 1.8e9 + moved / 16.1e9
     colocated = host.host_moves(e, engine, 1.0, True, False, H100)
     assert abs(colocated - (optimizer + 2 * (e.memory.weights + engine) / link + 3 * e.memory.weights / link)) \
         <= 1e-9 * colocated
@@ -83,9 +86,9 @@ def test_the_copies_follow_the_software():
 def test_pageable_copies_never_beat_pinned_ones():
     slow_link = _with_link(1e9)     # a link slower than the pageable rates caps them
     e = ESTIMATE
-    assert host.optimizer_round_trip(e, host.host_link(slow_link)) == 2 * e.memory.optimizer / host.host_link(slow_link)
-    assert host.optimizer_round_trip(e, host.host_link(H100)) >= host.weights_round_trip(e.memory.optimizer,
-                                                                                         host.host_link(H100))
+    moved = host.optimizer_bytes(e, STACKS["nemo_rl"])
+    assert host.optimizer_round_trip(e, host.host_link(slow_link)) == 2 * moved / host.host_link(slow_link)
+    assert host.optimizer_round_trip(e, host.host_link(H100)) >= host.weights_round_trip(moved, host.host_link(H100))
 
 
 def test_a_reference_of_the_policys_shape_waits_in_host_memory_and_is_swapped():
@@ -101,3 +104,26 @@ def test_a_reference_of_the_policys_shape_waits_in_host_memory_and_is_swapped():
     assert not swaps_reference(other)
     assert other_weights(other, 8) == smaller.params * 2 / 8
     assert not swaps_reference(attrs.evolve(JOB, reference=None))
+
+
+def test_the_optimizer_moves_as_nemo_rl_keeps_it():
+    """NeMo-RL runs Megatron's precision-aware optimizer with fp32 dtypes (grpo_math_1B.yaml), which keeps
+    the fp32 master as 16-bit remainders: 10 of the 12 bytes a parameter the training model counts move;
+    a pool whose optimizer already states a narrower dtype is counted as it is (remainders included)."""
+    e = ESTIMATE
+    assert e.config.optimizer_state == e.config.master_weights == "fp32" and e.config.zero in (1, 2)
+    assert host.optimizer_bytes(e, STACKS["nemo_rl"]) == e.memory.optimizer * 10 / 12
+    narrow = attrs.evolve(e, config=attrs.evolve(e.config, optimizer_state="bf16"))
+    assert host.optimizer_bytes(narrow, STACKS["nemo_rl"]) == narrow.memory.optimizer
+
+
+@given(links, st.floats(0, 1e11), shares, st.booleans(), st.booleans())
+def test_a_release_before_pull_1404_moves_the_optimizer_apart_too(link, engine, share, shared, colocated):
+    """NeMo-RL v0.4 (`stack = nemo_rl_0_4`) moves Adam's state out and back before scoring whatever the
+    placement; later releases only colocated: the old release never copies less, and apart it copies
+    exactly the optimizer's round trip more."""
+    partition = _with_link(link)
+    new = host.host_moves(ESTIMATE, engine, share, colocated, shared, partition, STACKS["nemo_rl"])
+    old = host.host_moves(ESTIMATE, engine, share, colocated, shared, partition, STACKS["nemo_rl_0_4"])
+    trip = host.optimizer_round_trip(ESTIMATE, host.host_link(partition), STACKS["nemo_rl_0_4"])
+    assert old == new if colocated else abs(old - (new + trip)) <= 1e-9 * old
