@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler.ir import Partition, Tier
 from .. import comms
 from ..serve.inference import weight_bytes
 from ..shape import ModelShape
 from ..train.step import Estimate
+from ...dsl.records import frozen
 
 # MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 training nodes to 4 vLLM nodes over NCCL) took 14.21 s
 # for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
@@ -54,7 +54,7 @@ HOST_LINK = 32e9          # bytes/s per GPU to host memory where a node states n
                           # (the A100 data sheet's 64 GB/s both ways); nodes state theirs (`host_link`)
 
 
-@attrs.frozen
+@frozen
 class Link:
     """The path the weights take between the pools: per-GPU bandwidth each way, latency."""
 

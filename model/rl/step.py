@@ -21,12 +21,12 @@ asynchronous step is never slower than a synchronous one.
 
 from __future__ import annotations
 
-import attrs
+from ...dsl.records import frozen
 
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 
 
-@attrs.frozen
+@frozen
 class Phases:
     """Seconds of each phase of one step."""
 
@@ -38,7 +38,7 @@ class Phases:
     offload: float = 0.0       # colocated: optimizer state and gradients to host memory and back
 
 
-@attrs.frozen
+@frozen
 class Span:
     pool: str                  # generate | train (colocated: both are "colocated")
     phase: str                 # generate, score, train, sync, offload, idle
@@ -50,7 +50,7 @@ class Span:
         return self.end - self.start
 
 
-@attrs.frozen
+@frozen
 class RLStep:
     placement: str             # colocated | disaggregated
     staleness: int             # 0: synchronous

@@ -21,19 +21,19 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from .. import comms
 from ..config import TrainConfig
 from ..network.pfc import Incast, beside_incast
 from ..network.placement import port_rate
 from . import sharding
+from ...dsl.records import frozen
 
 _SCALE_UP = ("node", "supernode")
 PROBE_BYTES = 1e9   # the rings' rate ratio is read on a bandwidth-bound all-reduce
 
 
-@attrs.frozen
+@frozen
 class Held:
     """The data-parallel collectives held behind an expert all-to-all's incast under PFC."""
 
