@@ -56,6 +56,7 @@ def _decorate(make, is_frozen: bool, maybe_cls, options: dict):
         if shared_eq and any(a.eq_key for a in fields if a.eq):
             raise TypeError(f"{cls.__qualname__}: a field compared by a key needs attrs's own eq (attrs.frozen)")
         _with_repr(made, shared_repr)
+        made.__records__ = True   # made here (tests/dsl/test_records.py checks every shipped class is)
         if shared_eq:
             made.__records_eq__ = tuple(a.name for a in fields if a.eq)
             made.__eq__, made.__ne__ = _eq, _ne
