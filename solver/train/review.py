@@ -15,13 +15,14 @@ from ...model.ranks import rank_partition
 from ...model.train.step import Estimate
 from ...dsl.numbers import number, percent, quantity
 from . import enumerate as space_def
+from ...dsl.records import frozen
 
 HEADROOM = 0.05       # warn when less than this share of the memory limit is left (unless the job's own limit keeps it)
 LOW_MFU = 0.20        # well-tuned LLM pre-training runs at 35-55 % MFU (MODEL.md); below 20 % deserves a cause
 BUBBLE_TARGET = 0.10  # the bubble share the low-MFU fix aims for
 
 
-@attrs.frozen
+@frozen
 class Advice:
     kind: str       # idle-gpus | uneven-pipeline | scale-out-tp | scale-out-ep | few-microbatches | memory-headroom | low-mfu
     message: str
