@@ -12,6 +12,8 @@ scale-up tier's rate (bandwidth x efficiency) is the NVLink rate, the first scal
 the NIC rate per GPU, the outermost crossed tier's latency the wire. Points marked `sets_std` are the ones a std efficiency was read from: printed,
 left out of the error figures. Points with an `algorithm` ran with NCCL_ALGO forcing it: the model
 prices that algorithm, and the step model (which prices NCCL's own choice) is left out for them.
+After the table: both columns (out-of-place, in-place) of the GB200 NVL72 run read as a line
+t = constant + bytes / rate (a reading of the source's data, not a fit used by the model).
 The last line is a one-line summary.
 """
 
@@ -83,6 +85,48 @@ def measured_busbw(row: dict) -> float:
     return bus_bandwidth(row["collective"], float(row["bytes"]), float(row["time_us"]) * 1e-6, int(row["ranks"])) / 1e9
 
 
+COLUMNS = HERE / "data" / "nccl_nvl72_columns.csv"
+
+
+def per_call_constant(times_us: dict[int, float]) -> tuple[float, float, list[float]]:
+    """A reading of the source's data, not a model: the line t = constant + bytes / rate through
+    one column of a published table, as (constant s, rate B/s, each size's left-one-out error
+    of that line). A fixed cost per call shows as a positive constant that every size carries."""
+    sizes = sorted(times_us)
+
+    def line(keep):
+        fit = statistics.linear_regression([float(s) for s in keep], [times_us[s] * 1e-6 for s in keep])
+        return fit.intercept, 1 / fit.slope
+
+    left_out = []
+    for s in sizes:
+        constant, rate = line([k for k in sizes if k != s])
+        left_out.append((constant + s / rate) / (times_us[s] * 1e-6) - 1)
+    return (*line(sizes), left_out)
+
+
+def nvl72_columns() -> dict[str, dict[int, float]]:
+    rows = list(csv.DictReader(COLUMNS.open(encoding="utf-8")))
+    return {column: {int(r["bytes"]): float(r[f"{column}_us"]) for r in rows} for column in ("out_of_place", "in_place")}
+
+
+def print_nvl72_columns() -> None:
+    """Both columns of the NVL72 table (coreweave/nccl-tests#43): the per-call constant in each."""
+    columns = nvl72_columns()
+    out, inp = columns["out_of_place"], columns["in_place"]
+    print("\nGB200 NVL72 all-reduce, both columns of the published table (t = constant + bytes / rate):")
+    print("  in-place vs out-of-place: " + "  ".join(f"{s // MB} MiB {inp[s] / out[s] - 1:+.1%}" for s in sorted(out)))
+    for column, times in columns.items():
+        constant, rate, left_out = per_call_constant(times)
+        print(f"  {column:13} constant {constant * 1e3:.3f} ms, rate {rate / 1e9:.0f} GB/s algbw "
+              f"({nccl_bus(rate):.0f} busbw), left-one-out " + " ".join(f"{e:+.1%}" for e in left_out)
+              + "; the constant's share: " + " ".join(f"{constant / (times[s] * 1e-6):.0%}" for s in sorted(times)))
+
+
+def nccl_bus(rate: float, ranks: int = 72) -> float:
+    return rate * 2 * (ranks - 1) / ranks / 1e9
+
+
 def main() -> None:
     from gclc.model.network import nccl
 
@@ -122,11 +166,14 @@ def main() -> None:
         print(f"{case:18} {band:8} n={len(found):2}  median {statistics.median(found):6.1%}  max {worst:6.1%}  "
               f"goal {goal:.0%}: {'met' if worst <= goal else 'MISSED'}   step model: {stepped}")
         summary.append(f"{case} {band} max {worst:.1%}")
+    print_nvl72_columns()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     met = sum(1 for (case, band), found in errors.items() if max(found) <= (0.10 if band == "1MB-8GB" else 0.25))
     step_median = statistics.median(e for found in step_errors.values() for e in found)
     print(f"nccl-tests: {len(rows)} points, {met}/{len(errors)} fabric bands within goal; " + "; ".join(summary)
-          + f" | step model median {step_median:.1%} | wall {seconds:.1f} s, cpu {cpu:.1f} s")
+          + f" | step model median {step_median:.1%} | NVL72 per-call constant " + "/".join(
+              f"{per_call_constant(t)[0] * 1e3:.2f}" for t in nvl72_columns().values()) + " ms (out-/in-place)"
+          + f" | wall {seconds:.1f} s, cpu {cpu:.1f} s")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import attrs
 from ..dsl.source import Span
 from . import formats as number_formats
 from . import hbm as hbm_generations
+from ..dsl.records import frozen
 
 # Bump on every change to the IR's classes or fields (tests/compiler/test_ir_version.py pins
 # the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
@@ -47,7 +48,7 @@ def _span() -> attrs.Attribute:
     return attrs.field(eq=False, repr=False, kw_only=True)
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Accelerator:
     name: str
     vendor: str
@@ -100,7 +101,7 @@ class Accelerator:
         return dict(self.efficiency).get(number_formats.family(key))
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Part:
     """A non-accelerator part of a node or unit: a CPU, NIC, DPU or switch, `count` of them."""
 
@@ -123,7 +124,7 @@ class Part:
         return self.bandwidth / self.ports if self.bandwidth is not None else None
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class NodeType:
     name: str
     accelerator: Accelerator
@@ -157,7 +158,7 @@ class NodeType:
         return min((p.port_bandwidth for p in self.scaleout_cards if p.bandwidth), default=math.inf)
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Tier:
     """One level of the communication hierarchy, as seen from one GPU.
 
@@ -197,7 +198,7 @@ class Tier:
         return self.bandwidth / 2 if self.ring and self.wraparound else self.bandwidth
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class SwitchLayer:
     """Switches of one fabric tier, counted over the whole cluster, and the cables into it."""
 
@@ -212,7 +213,7 @@ class SwitchLayer:
     span: Span = _span()
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Partition:
     """Units of one kind (a node or a supernode type) and the tiers their GPUs see."""
 
@@ -236,7 +237,7 @@ class Partition:
         return self.nodes * self.node.gpus
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class ClusterGraph:
     name: str
     partitions: tuple[Partition, ...]

@@ -12,6 +12,7 @@ from . import host_load
 from .ir import ClusterGraph, Partition
 from ..dsl.numbers import number, readable
 from ..dsl.units import Quantity, format_quantity, BYTES, BANDWIDTH, FLOPS, MONEY, POWER, NONE, TIME
+from ..dsl.records import frozen
 
 # Host DRAM power per byte of capacity. An assumption: a 64 GB DDR4/DDR5 RDIMM draws
 # about 6 W under load (Micron TN-40-07 DDR4 power calculator, typical server load),
@@ -21,7 +22,7 @@ DRAM_W_PER_BYTE = 0.1e-9
 _DIMS = {"W": POWER, "B": BYTES, "B/s": BANDWIDTH, "FLOPS": FLOPS, "": NONE, "s": TIME, "USD": MONEY}
 
 
-@attrs.frozen
+@frozen
 class Metric:
     key: str
     label: str

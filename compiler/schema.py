@@ -13,6 +13,7 @@ import attrs
 from ..dsl import units as u
 from . import formats
 from .serve_trace import MAX_ROWS
+from ..dsl.records import frozen
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_2022", "fsdp", "fsdp_compiled", "maxtext")
@@ -35,7 +36,7 @@ MASTER_WEIGHTS = ("fp32", "bf16", "fp16", "none")
 MAIN_GRADS = ("fp32", "bf16")
 
 
-@attrs.frozen
+@frozen
 class Qty:
     """A quantity of one dimension. Bounds are in base units; `low_open` excludes `low`."""
 
@@ -50,19 +51,19 @@ class Qty:
         return "a whole number" if self.integer else u.describe_dim(self.dim)
 
 
-@attrs.frozen
+@frozen
 class Text:
     def describe(self) -> str:
         return "a string"
 
 
-@attrs.frozen
+@frozen
 class Flag:
     def describe(self) -> str:
         return "`true` or `false`"
 
 
-@attrs.frozen
+@frozen
 class Choice:
     options: tuple[str, ...]
     what: str = ""  # `a precision`: how a message names the kind of word expected
@@ -72,7 +73,7 @@ class Choice:
         return f"{self.what}: {listed}" if self.what else f"one of {listed}"
 
 
-@attrs.frozen
+@frozen
 class PartRef:
     """The name of a declaration of one of `kinds`."""
 
@@ -82,7 +83,7 @@ class PartRef:
         return "a " + " or ".join(self.kinds)
 
 
-@attrs.frozen
+@frozen
 class RepeatOf:
     """`count x Part` where Part is one of `kinds`; `least` 0 where none is a design choice a
     sweep may reach (`dpus = 0 x BlueField3`, a partition of `0 x DGX_A100`)."""
@@ -94,7 +95,7 @@ class RepeatOf:
         return f"a count of a {' or '.join(self.kinds)}, such as `8 x Name`"
 
 
-@attrs.frozen
+@frozen
 class Constructor:
     """One form of a constructor field: its arguments and which are required."""
 
@@ -102,7 +103,7 @@ class Constructor:
     required: tuple[str, ...] = ()
 
 
-@attrs.frozen
+@frozen
 class Construct:
     """A value built by a constructor: `fat_tree(tiers = 2, radix = 64)`, or bare `switched`."""
 
@@ -113,7 +114,7 @@ class Construct:
         return f"a {self.what}: " + ", ".join(f"`{f}`" for f in self.forms)
 
 
-@attrs.frozen
+@frozen
 class ListOf:
     item: "FieldType"
     least: int = 0  # the fewest items that make sense
@@ -122,7 +123,7 @@ class ListOf:
         return f"a list of {self.item.describe()}"
 
 
-@attrs.frozen
+@frozen
 class Targets:
     """Where a job runs: a cluster, a partition `Cluster.part`, or a list of partitions."""
 
@@ -130,7 +131,7 @@ class Targets:
         return "a cluster, a partition such as `Cluster.h100`, or a list of them"
 
 
-@attrs.frozen
+@frozen
 class Priority:
     """A job's importance: an ordered class (`low` < `normal` < `high` < `critical`) or a
     whole number >= 1 (higher is more important; also the job's weight in the optimum)."""
@@ -141,7 +142,7 @@ class Priority:
         return "a priority class (" + ", ".join(f"`{c}`" for c in self.classes) + ") or a whole number >= 1"
 
 
-@attrs.frozen
+@frozen
 class CountOr:
     """A whole number, or a value built by one of `construct`'s forms: `output = exponential(mean = 512)`."""
 
@@ -151,7 +152,7 @@ class CountOr:
         return "a whole number or " + self.construct.describe()
 
 
-@attrs.frozen
+@frozen
 class Anything:
     """A param: any value; `--set` overrides must keep its type."""
 
@@ -159,7 +160,7 @@ class Anything:
         return "a value"
 
 
-@attrs.frozen
+@frozen
 class Axis:
     """A sweep axis: a list of values a param takes, or a `range(...)` of numbers."""
 
@@ -170,7 +171,7 @@ class Axis:
 FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, CountOr, ListOf, Targets, Priority, Anything, Axis]
 
 
-@attrs.frozen
+@frozen
 class Block:
     """A block's contents. `labelled` blocks repeat with a label: `partition h100 { ... }`."""
 

@@ -10,16 +10,16 @@ import difflib
 import functools
 from typing import Iterable
 
-import attrs
 
 from .numbers import number
 from .source import Span
 from .diagnostics import Diagnostic, Label, Severity
+from .records import frozen
 
 E, W = Severity.ERROR, Severity.WARNING
 
 
-@attrs.frozen
+@frozen
 class Code:
     name: str
     severity: Severity

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ..compiler.formats import family
+from ..dsl.records import frozen
 
 BAND_CONFIDENCE = 0.8
 # benchmarks/band_refit.py (2026-12-06): the band fitted on every out-of-sample residual there
@@ -85,7 +85,7 @@ LARGEST_RUN = {
 }
 
 
-@attrs.frozen
+@frozen
 class Reason:
     key: str        # a FACTORS key, or "unstated"
     text: str       # why, in words
@@ -251,7 +251,7 @@ def own_band(residuals: list[float] | tuple[float, ...], prior: float | None = N
     return math.exp(QUANTILES[0] * s), math.exp(QUANTILES[1] * s)
 
 
-@attrs.frozen
+@frozen
 class Own:
     """A cluster's `calibration { ... }` block: the band `gclc calibrate` fitted on the
     operator's runs, and what those runs covered."""

@@ -24,6 +24,7 @@ import attrs
 
 from ...compiler.ir import ClusterGraph, Partition, Tier
 from ...dsl.numbers import percent
+from ...dsl.records import frozen
 
 PARTS = ("nic", "link", "spine", "gpu")
 
@@ -44,7 +45,7 @@ def share_of(text: str) -> float:
     return share
 
 
-@attrs.frozen
+@frozen
 class Degradation:
     part: str          # one of PARTS
     share: float       # of its rate left, 0 <= share <= 1 (0: down)

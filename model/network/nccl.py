@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 
-import attrs
+from ...dsl.records import frozen
 
 ALGORITHMS = ("ring", "tree", "nvls", "collnet", "collnet_chain", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -71,7 +71,7 @@ TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
 
 
-@attrs.frozen(cache_hash=True)  # the key of every NCCL option lookup
+@frozen(cache_hash=True)  # the key of every NCCL option lookup
 class Communicator:
     """`ranks` GPUs over `nodes` scale-up domains, as NCCL sees them (a multi-node NVLink rack,
     MNNVL, is one node). Rates are bytes/s per GPU per direction (a ring's bus bandwidth)."""
@@ -91,7 +91,7 @@ class Communicator:
         return max(1, self.ranks // max(1, self.nodes))
 
 
-@attrs.frozen
+@frozen
 class Choice:
     algorithm: str
     protocol: str

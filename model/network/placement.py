@@ -19,15 +19,15 @@ from __future__ import annotations
 import functools
 import math
 
-import attrs
 
 from ...compiler.ir import Tier
 from ...compiler.routing import expected_max_load
 # NCCL's collective channels on a node: two on each of an 8-GPU node's NICs (ASSUMPTION, stated there)
 from .nccl import CHANNELS
+from ...dsl.records import frozen
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every collective cache lookup
+@frozen(cache_hash=True)  # hashed on every collective cache lookup
 class Stage:
     tier: Tier
     peers: int            # members of the group that meet at this tier (per lower group)

@@ -15,13 +15,14 @@ from ...compiler.lower import lower_cluster
 from ...dsl.units import BYTES, NONE, Quantity
 from ..job import Job, JobError, job_from_entity
 from ..shape import ModelShape
+from ...dsl.records import frozen
 from .stacks import DEFAULT, STACKS, RLStack, stack
 
 # Fields of a train job the training pool's block passes on (compiler/schema.py RL_TRAIN).
 TRAIN_FIELDS = ("precision", "software", "optimizer_state", "master_weights", "main_grads", "parallelism")
 
 
-@attrs.frozen
+@frozen
 class PoolPins:
     """What the file fixes of one pool: its partition, its GPU count, its precision."""
 
@@ -30,7 +31,7 @@ class PoolPins:
     precision: str
 
 
-@attrs.frozen
+@frozen
 class RLJob:
     name: str
     entity: Entity

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler.ir import Partition, Tier
 from .. import comms
 from ..serve.inference import weight_bytes
 from ..shape import ModelShape
 from ..train.step import Estimate
+from ...dsl.records import frozen
 
 # MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 training nodes to 4 vLLM nodes over NCCL) took 14.21 s
 # for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
@@ -51,7 +51,7 @@ REFIT_PER_TENSOR_S = 14.21 / 45_395
 WHOLE_TENSORS = True
 
 
-@attrs.frozen
+@frozen
 class Link:
     """The path the weights take between the pools: per-GPU bandwidth each way, latency."""
 

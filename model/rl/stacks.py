@@ -19,10 +19,10 @@ Sources:
 
 from __future__ import annotations
 
-import attrs
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class RLStack:
     name: str
     releases: str

@@ -22,12 +22,12 @@ asynchronous step is never slower than a synchronous one.
 
 from __future__ import annotations
 
-import attrs
+from ...dsl.records import frozen
 
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 
 
-@attrs.frozen
+@frozen
 class Phases:
     """Seconds of each phase of one step."""
 
@@ -39,7 +39,7 @@ class Phases:
     offload: float = 0.0       # the training pool's copies to and from host memory (model/rl/host.py)
 
 
-@attrs.frozen
+@frozen
 class Span:
     pool: str                  # generate | train (colocated: both are "colocated")
     phase: str                 # generate, score, train, sync, offload, idle
@@ -51,7 +51,7 @@ class Span:
         return self.end - self.start
 
 
-@attrs.frozen
+@frozen
 class RLStep:
     placement: str             # colocated | disaggregated
     staleness: int             # 0: synchronous

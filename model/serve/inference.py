@@ -40,6 +40,7 @@ from .kv import KVLayout, value_bytes
 from . import ranks
 from .pipeline import pipeline_hops
 from ..shape import ModelShape
+from ...dsl.records import frozen
 
 BUFFER_BYTES = 4e9                     # runtime, allocator and communication buffers
 ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 20  # prefill working set per token per hidden unit
@@ -55,7 +56,7 @@ MEMO_ENTRIES = 1 << 16                 # token counts whose stage costs a replic
 DRAFT_LAYERS = 1                       # ASSUMPTION: a draft token costs one layer's decode (MTP/EAGLE-style head)
 
 
-@attrs.frozen
+@frozen
 class ServeConfig:
     tp: int
     batch: int                  # sequences decoding at once per replica (the scheduler's limit)
@@ -103,7 +104,7 @@ def mixed_gemm_rate(chip, cfg: ServeConfig, m: float, n: int, k: int, wide: floa
     return 1 / ((1 - wide) / narrow + wide / gemm_rate(chip, "bf16", m, n, k))
 
 
-@attrs.frozen
+@frozen
 class Replica:
     """One replica's cost coefficients, so that an iteration costs a few multiplications."""
 
@@ -350,7 +351,7 @@ def sharing_costs(replicas: list[Replica]) -> list[Replica]:
     return replicas
 
 
-@attrs.frozen
+@frozen
 class ServeEstimate:
     """Steady state of one replica at full batch, and its unloaded time to first token."""
 

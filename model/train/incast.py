@@ -23,19 +23,18 @@ from __future__ import annotations
 
 import math
 
-import attrs
-
 from .. import comms
 from ..config import TrainConfig
 from ..network.pfc import Incast, beside_incast
 from ..network.placement import port_rate
 from . import sharding
+from ...dsl.records import frozen
 
 _SCALE_UP = ("node", "supernode")
 PROBE_BYTES = 1e9   # the rings' rate ratio is read on a bandwidth-bound all-reduce
 
 
-@attrs.frozen
+@frozen
 class Held:
     """The data-parallel collectives held behind an expert all-to-all's incast under PFC."""
 
@@ -73,7 +72,7 @@ def held(cfg: TrainConfig, tiers: tuple, ep_per_pass: float, layer_pass: float) 
     return Held(fabric, k, duty, slowdown, 1 + duty * (slowdown - 1))
 
 
-@attrs.frozen
+@frozen
 class AllToAll:
     """A job's expert all-to-all as an incast on a lossless (`pfc`) scale-out fabric."""
 

@@ -26,13 +26,14 @@ from ..ops import gemm
 from ..dvfs import with_cap
 from ..ranks import rank_partition
 from ..shape import ModelShape
+from ...dsl.records import frozen
 
 __all__ = ["LAYER_NEUTRAL", "Breakdown", "Estimate", "clear_caches", "compute_by_depth", "compute_time", "estimate",
            "layer_key",
            "moe_overhead_time", "optimizer_time"]
 
 
-@attrs.frozen
+@frozen
 class Breakdown:
     """Seconds per step on the critical path."""
 
@@ -59,7 +60,7 @@ class Breakdown:
         return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Breakdown))
 
 
-@attrs.frozen
+@frozen
 class Estimate:
     config: TrainConfig
     step_time: float

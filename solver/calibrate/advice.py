@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...dsl.numbers import percent
 from ...model.calibration import BAND_SCALE, QUANTILES, own_scale
 from ...model.train.step import estimate
 from .calibrate import Calibration
 from .params import applied, chip_param, fabric_params, gemm_key
+from ...dsl.records import frozen
 
 STEP = 1.10   # a constant moved by 10 % to read the job's sensitivity to it
 
 
-@attrs.frozen
+@frozen
 class Advice:
     what: str          # the measurement to make
     why: str           # what it would pin, and how much it matters

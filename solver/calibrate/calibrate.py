@@ -22,13 +22,14 @@ from .observe import NOISE, Observation, collective_observations, kernel_observa
 from .observe_serve import serve_observations
 from .observe_train import run_observation
 from .params import Param, chip_param, fabric_params
+from ...dsl.records import frozen
 
 OUTLIER = math.log(1.25)     # a residual beyond 25 % after the fit is examined
 EXPLAINED = math.log(1.10)   # alone, within 10 %: a physical setting explains it
 SETTLE_ROUNDS = 4            # re-anchorings of the serving runs' figures (each: a simulation per constant)
 
 
-@attrs.frozen
+@frozen
 class Row:
     obs: Observation
     before: float                # log(predicted / measured) with the design's constants
@@ -37,7 +38,7 @@ class Row:
     outlier: bool
 
 
-@attrs.frozen
+@frozen
 class Band:
     runs: int
     low: float                   # 80 % bounds on measured / predicted
@@ -52,7 +53,7 @@ class Band:
         return (self.high - self.low) / 2
 
 
-@attrs.frozen
+@frozen
 class Calibration:
     partition_cluster: str       # the cluster the design's job runs on
     partition: Partition

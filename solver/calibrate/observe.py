@@ -16,6 +16,7 @@ from ...model import collectives, comms, compute
 from ...model.ops import ACT_BYTES, Op, elementwise, gemm
 from ...model.ranks import rank_partition
 from .params import gemm_key
+from ...dsl.records import frozen
 
 # A kernel benchmark runs faster than the same GEMMs inside a training step: the chips'
 # stated (training) efficiencies are about 0.80 of their best-shape kernel shares where both
@@ -42,7 +43,7 @@ NOISE = {"kernel": 0.05, "collective": 0.10, "train": 0.05, "serve": 0.10}
 MODELLED = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
 
 
-@attrs.frozen(eq=False)
+@frozen(eq=False)
 class Observation:
     kind: str                    # kernel | collective | train | serve
     group: str                   # the run it belongs to (held out together)

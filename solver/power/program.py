@@ -93,6 +93,7 @@ from ...compiler.design import Item, Record
 from ...dsl.numbers import number, percent, quantity
 from ...model.job import Job
 from .inputs import F_MIN, PowerInputs, budget_of, busy_share, step_shares
+from ...dsl.records import frozen
 
 __all__ = ["F_MIN", "OBJECTIVES", "PowerInputs", "PowerResult", "budget_of", "busy_share",
            "inputs_of", "power_plan", "solve_power", "step_shares", "sweep", "throughput_curve",
@@ -102,7 +103,7 @@ OBJECTIVES = ("throughput", "time", "energy")
 _TOL = 1e-4      # relative tolerance for saying a bound binds
 
 
-@attrs.frozen
+@frozen
 class PowerResult:
     status: str                  # optimal | infeasible | error
     objective: str
@@ -197,7 +198,7 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
                                                       if problem.status == "optimal_inaccurate" else ""))
 
 
-@attrs.frozen
+@frozen
 class _Program:
     """One GP, its variables and its power constraint (whose dual is the marginal value)."""
 

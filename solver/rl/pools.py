@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler.ir import Partition
 from ...model.job import Job
@@ -27,6 +26,7 @@ from ...model.train.step import Estimate
 from ..train.plan import plan
 from .cost import usd_per_gpu_second
 from .generation import GenLayout, Generation
+from ...dsl.records import frozen
 
 
 def shares_weights(train: "TrainPool", layout: GenLayout) -> bool:
@@ -38,7 +38,7 @@ def shares_weights(train: "TrainPool", layout: GenLayout) -> bool:
 WEIGHT_BYTES = 2.0          # bf16 weights of the models a pool keeps beside the one it trains
 
 
-@attrs.frozen
+@frozen
 class TrainPool:
     partition: str
     gpus: int
@@ -88,7 +88,7 @@ def train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit: flo
     return TrainPool(partition.name, gpus, best, critic, policy_job, score, train, resident)
 
 
-@attrs.frozen
+@frozen
 class Candidate:
     placement: str
     staleness: int

@@ -33,9 +33,10 @@ from . import generation as gen
 from .pools import Candidate, TrainPool, evaluate, train_pool
 from .rollout import mean_length, rollout
 from .space import Pools, gen_layouts, pools, staleness_choices
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class SearchResult:
     best: tuple[Candidate, ...]          # the optimum, then the runners-up
     points: int                          # points of the space (pairs of pools x layouts x staleness)

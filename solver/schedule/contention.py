@@ -61,11 +61,12 @@ from ...compiler.ir import Partition
 from ...compiler.routing import ecmp_share, expected_max_load
 from .events import Timer
 from .state import Allocation, PartitionState
+from ...dsl.records import frozen
 
 STEPS_PER_OCTAVE = 64    # shares are rounded down on a log grid (~1 %): few distinct estimates
 
 
-@attrs.frozen
+@frozen
 class Pool:
     """The groups of one level and the tier their uplinks climb into."""
 

@@ -22,12 +22,13 @@ from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
 from .contention import Contention, bank, hashing_of, repace, time_end
 from .degraded import Degradations, Event
+from ...dsl.records import define, frozen
 
 
 FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
 
 
-@attrs.define
+@define
 class Run:
     """One job's life in the simulation."""
 
@@ -73,7 +74,7 @@ class Run:
         return self.banked + (now - self.paced_at) / self.pace
 
 
-@attrs.frozen
+@frozen
 class Sample:
     time: float
     used: dict[str, int]
@@ -82,7 +83,7 @@ class Sample:
     fragmentation: float               # share of free GPUs outside wholly free domains
 
 
-@attrs.frozen
+@frozen
 class Epoch:
     """A decision epoch for the optimum: who is present, who runs where, the capacity."""
 
@@ -92,7 +93,7 @@ class Epoch:
     capacity: dict[str, tuple[int, ...]]          # working GPUs per group (a coarse level)
 
 
-@attrs.frozen
+@frozen
 class Outcome:
     policy: str
     runs: tuple[Run, ...]

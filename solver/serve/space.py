@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import math
 
-import attrs
 
 from ...compiler.design import Bound, Entity
 from ...compiler.ir import ClusterGraph, Partition
@@ -14,12 +13,13 @@ from ...model.serve.engines import Engine, profile
 from ...model.serve.inference import ServeConfig
 from ...dsl.units import NONE, Quantity
 from ...model.shape import ModelShape
+from ...dsl.records import frozen
 
 BATCHES = tuple(2**i for i in range(13))   # 1 .. 4096 sequences per replica
 WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-@attrs.frozen
+@frozen
 class Limits:
     slo: dict[str, float]               # `ttft.p99` -> seconds; bare `ttft` is the mean (unloaded without a rate)
     memory: float                       # bytes per GPU (`memory <= 85%` is 85 % of the chip's HBM)

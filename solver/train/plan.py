@@ -9,7 +9,6 @@ enumerator (`solver.train.enumerate`) is only the oracle for tests and benchmark
 
 from __future__ import annotations
 
-import attrs
 
 from ...dsl.numbers import binary_bytes, duration, hbm, memory, percent, quantity
 from ...dsl import display
@@ -27,12 +26,13 @@ from ..schedule.goodput import Goodput
 from .review import Advice, review
 from .least_memory import least_memory
 from .search import SearchResult, search
+from ...dsl.records import frozen
 
 OBJECTIVES = space_def.OBJECTIVES
 DIMENSIONS = ("tp", "cp", "dp", "pp", "ep")
 
 
-@attrs.frozen
+@frozen
 class Placement:
     """One parallel dimension on the hierarchy: its group size, the stride between its
     members, and the tiers the group spans (innermost first) with the peers met on each."""
@@ -44,7 +44,7 @@ class Placement:
     peers: tuple[int, ...]
 
 
-@attrs.frozen
+@frozen
 class Plan:
     job: Job
     objective: str

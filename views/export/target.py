@@ -10,13 +10,14 @@ from ...compiler.design import Entity
 from ...compiler.ir import Tier
 from ...model.config import TrainConfig
 from ...model.shape import ModelShape
+from ...dsl.records import frozen
 
 
 class ExportError(ValueError):
     """The plan cannot be expressed in the target; the message says what the target lacks."""
 
 
-@attrs.frozen
+@frozen
 class Share:
     """The part of a job on one partition: its GPUs and its parallel configuration."""
 
@@ -31,7 +32,7 @@ class Share:
     accelerator: str = ""        # the chip's name (`H100_SXM`)
 
 
-@attrs.frozen
+@frozen
 class Run:
     """How long the job runs and how it survives failures, as the plan models them."""
 
@@ -54,7 +55,7 @@ class Run:
         return max(1, math.ceil(n + 3 * math.sqrt(n)))
 
 
-@attrs.frozen
+@frozen
 class JobPlan:
     name: str
     entity: Entity

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...dsl.numbers import count, number
 from ...model.compute import op_time
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Point:
     label: str
     intensity: float      # FLOP per HBM byte
     rate: float           # FLOP/s achieved
 
 
-@attrs.frozen
+@frozen
 class Roofline:
     name: str             # scopes the SVG's ids (several rooflines share the page)
     chip: object          # compiler.ir.Accelerator
