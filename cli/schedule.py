@@ -150,14 +150,14 @@ def _usage_problem(args: argparse.Namespace) -> int | None:
 
 def _progress_bar(total: int):
     """A one-line bar on stderr for long simulations in a terminal; None otherwise."""
+    from ..views.schedule import progress_line
+
     if total < 1000 or not sys.stderr.isatty():
         return None
     step = max(1, total // 50)
 
     def show(done: int, total: int) -> None:
         if done % step == 0 or done == total:
-            filled = 40 * done // total
             end = "\n" if done == total else ""
-            print(f"\r  simulating [{'#' * filled}{'.' * (40 - filled)}] {done:,}/{total:,} jobs", end=end,
-                  file=sys.stderr, flush=True)
+            print(f"\r{progress_line(done, total)}", end=end, file=sys.stderr, flush=True)
     return show
