@@ -54,3 +54,32 @@ def test_a_step_line_with_a_whole_iteration_still_reads(iteration):
     runs, problems = read_file(SourceFile("m.log", text))
     assert not [d for d in problems if d.is_error]
     assert iteration in [s.iteration for s in runs[0].steps]
+
+
+# ------------------------------------------------------------------ an rl engine's memory above the job's bound
+
+
+def _rl_with(fields: dict[str, str]):
+    from gclc.compiler.driver import check_file
+    from gclc.testing.edit import edit_source
+
+    path = ROOT / "examples/rl_grpo_70b.gcl"
+    text, _ = edit_source(path.read_text(encoding="utf-8"), str(path), {}, fields)
+    return text, [d for d in check_file(str(path), text=text).diagnostics if d.is_error]
+
+
+@pytest.mark.parametrize("share", ["95%", "100%"])
+def test_an_rl_engine_memory_above_the_job_bound_is_refused(share):
+    """Was accepted and changed nothing: the planner holds each pool to the job's `memory <= 90%`
+    (solver/rl/search.py gen_limit), so plan --json came out byte-identical (fuzz, fields)."""
+    text, errors = _rl_with({"grpo_70b.generate.engine.memory": share})
+    assert [e.code for e in errors] == ["rl-job"]
+    line = next(i for i, t in enumerate(text.split("\n"), 1) if f"memory = {share}" in t)
+    assert errors[0].subject.line == line and "memory <= 90%" in errors[0].summary
+    assert errors[0].labels[0].span.line == next(i for i, t in enumerate(text.split("\n"), 1) if "memory <= 90%" in t)
+
+
+@pytest.mark.parametrize("fields", [{"grpo_70b.generate.engine.memory": "90%"},
+                                    {"grpo_70b.generate.engine.memory": "50%"}])
+def test_an_rl_engine_memory_within_the_bound_checks(fields):
+    assert _rl_with(fields)[1] == []
