@@ -83,3 +83,35 @@ def test_an_rl_engine_memory_above_the_job_bound_is_refused(share):
                                     {"grpo_70b.generate.engine.memory": "50%"}])
 def test_an_rl_engine_memory_within_the_bound_checks(fields):
     assert _rl_with(fields)[1] == []
+
+
+# ------------------------------------------------------------------ an nccl-tests row's in-place time
+
+NCCL = ROOT / "tests/data/measurements/nccl/a3mega_h100_2node_all_reduce.txt"
+
+
+@pytest.mark.parametrize("token", ["1e400", "-1", "0", "x", "nan"])
+def test_an_unreadable_in_place_time_is_refused_where_it_stands(token):
+    """Was read as `no in-place time` without a word (only `N/A` means that), so the row
+    calibrated on its out-of-place time alone (fuzz, formats: 6737.4 -> 1e400)."""
+    text = NCCL.read_text(encoding="utf-8")
+    row = next(line for line in text.split("\n") if line.lstrip().startswith("1073741824 "))
+    cells = list(re.finditer(r"\S+", row))
+    in_place = cells[9]                       # size count type redop root | time algbw busbw #wrong | time ...
+    edited = row[:in_place.start()] + token + row[in_place.end():]
+    _, problems = read_file(SourceFile(str(NCCL), text.replace(row, edited)))
+    errors = [d for d in problems if d.is_error]
+    line = text.split("\n").index(row) + 1
+    assert [(e.subject.line, e.subject.column) for e in errors] == [(line, in_place.start() + 1)]
+    assert "in-place time" in errors[0].summary
+
+
+def test_an_in_place_time_of_n_a_still_reads_as_none():
+    text = NCCL.read_text(encoding="utf-8")
+    row = next(line for line in text.split("\n") if line.lstrip().startswith("1073741824 "))
+    in_place = list(re.finditer(r"\S+", row))[9]
+    runs, problems = read_file(SourceFile(str(NCCL), text.replace(row, row[:in_place.start()] + "N/A"
+                                                                  + row[in_place.end():])))
+    assert not [d for d in problems if d.is_error]
+    point = next(p for p in runs[0].points if p.size == 1073741824)
+    assert point.in_time is None and point.time > 0
