@@ -115,3 +115,34 @@ def test_an_in_place_time_of_n_a_still_reads_as_none():
     assert not [d for d in problems if d.is_error]
     point = next(p for p in runs[0].points if p.size == 1073741824)
     assert point.in_time is None and point.time > 0
+
+
+# ------------------------------------------------------------------ a trace of a step of 1e30 sequences
+
+
+def _pod_with_batch(tmp_path, batch: str) -> Path:
+    text = (ROOT / "tests/data/calibrate/h100_pod.gcl").read_text(encoding="utf-8")
+    design = tmp_path / "pod.gcl"
+    design.write_text(re.sub(r"(?m)^(\s*batch\s*=\s*)64\b", rf"\g<1>{batch}", text, count=1), encoding="utf-8")
+    return design
+
+
+@pytest.mark.parametrize("target", ["trace", "chakra"])
+def test_a_trace_of_too_many_micro_batches_is_refused_before_it_is_drawn(cli, tmp_path, target):
+    """Was: `batch = 1e30` planned (1.25e29 micro-batches a rank) and the exporters drew them
+    one by one, past 10 s of CPU and on (fuzz, designs: h100_pod.gcl batch 64 -> 1e30)."""
+    import time
+
+    started = time.process_time()
+    code, out = cli(["export", str(_pod_with_batch(tmp_path, "1e30")), "--to", target, "-o", str(tmp_path / "out")])
+    assert code == 1 and "draws each micro-batch of the step" in out and "plan a smaller batch" in out
+    assert time.process_time() - started < 5
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_chakra_trace_is_bounded_over_all_ranks_too(cli, tmp_path, monkeypatch):
+    from gclc.views.export import target
+
+    monkeypatch.setattr(target, "MAX_TRACED_RANK_MICROBATCHES", 16)   # the pod: 16 ranks, several micro-batches each
+    code, out = cli(["export", str(_pod_with_batch(tmp_path, "64")), "--to", "chakra", "-o", str(tmp_path / "out")])
+    assert code == 1 and "16 over all ranks" in out
