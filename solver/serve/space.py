@@ -9,6 +9,7 @@ import math
 
 from ...compiler.design import Bound, Entity
 from ...compiler.ir import ClusterGraph, Partition
+from ...model.network.placement import SCALE_UP_SCOPES
 from ...model.serve.engines import Engine, profile
 from ...model.serve.inference import ServeConfig
 from ...dsl.units import NONE, Quantity
@@ -131,7 +132,7 @@ def mode_of(entity: Entity) -> str:
 
 
 def scaleup_domain(partition: Partition) -> int:
-    return max((t.group_gpus for t in partition.tiers if t.scope != "scaleout"), default=partition.node.gpus)
+    return max((t.group_gpus for t in partition.tiers if t.scope in SCALE_UP_SCOPES), default=partition.node.gpus)
 
 
 def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, entity: Entity,
