@@ -123,13 +123,13 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # without it (with stages of times t_i and the last the slowest, 1F1B takes
     # m x t_last + sum of the other t_i).
     bubble = (cfg.pp - 1) / vp * (stage - head) if cfg.pp > 1 else 0.0
-    dp, paused = _data_parallel_time(shape, cfg, partition, moe_layers, layer_pass=layers)
+    dp, paused, wire = _data_parallel_time(shape, cfg, partition, moe_layers, layer_pass=layers)
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
     breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")),
                           cfg.microbatches * p2p, bubble, dp, optimizer,
                           offload=offload.exposed(shape, cfg, partition, dense, moe))
-    return _estimate_of(shape, cfg, partition, _with_host(shape, cfg, partition, breakdown), paused)
+    return _estimate_of(shape, cfg, partition, _with_host(shape, cfg, partition, breakdown), paused, wire)
 
 
 def _mtp_time(shape: ModelShape, cfg: TrainConfig, chip, dense, moe, head: float) -> float:
@@ -144,8 +144,9 @@ def _mtp_time(shape: ModelShape, cfg: TrainConfig, chip, dense, moe, head: float
 
 
 def _data_parallel_time(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe_layers: float,
-                        layer_pass: float) -> tuple[float, incast.Held | None]:
-    """(the data-parallel sync a step exposes, the PFC pause that slowed it or None)."""
+                        layer_pass: float) -> tuple[float, incast.Held | None, float]:
+    """(the data-parallel sync a step exposes, the PFC pause that slowed it or None, the
+    seconds a step's expert all-to-all is on the wire)."""
     traffic = dp_sync.traffic(shape, cfg, partition)
     dp = dp_sync.exposed(traffic, cfg.zero, cfg.microbatches, cfg.overlaps_dp, layer_pass)
     # the all-to-all pauses the rings while it is on the wire, overlapped with compute or not
@@ -155,7 +156,7 @@ def _data_parallel_time(shape: ModelShape, cfg: TrainConfig, partition: Partitio
         slowed = dp_sync.exposed(dp_sync.Traffic(*(x * paused.factor for x in traffic)), cfg.zero, cfg.microbatches,
                                  cfg.overlaps_dp, layer_pass)
         paused, dp = attrs.evolve(paused, seconds=slowed - dp), slowed
-    return dp + dp_sync.embedding_sync(shape, cfg, partition.tiers), paused
+    return dp + dp_sync.embedding_sync(shape, cfg, partition.tiers), paused, wire
 
 
 def _with_host(shape: ModelShape, cfg: TrainConfig, partition: Partition, breakdown: Breakdown) -> Breakdown:
@@ -169,7 +170,7 @@ def _with_host(shape: ModelShape, cfg: TrainConfig, partition: Partition, breakd
 
 
 def _estimate_of(shape: ModelShape, cfg: TrainConfig, partition: Partition, breakdown: Breakdown,
-                 paused: incast.Held | None) -> Estimate:
+                 paused: incast.Held | None, wire: float) -> Estimate:
     """The step's rates, FLOP utilizations and memory (HBM, host DRAM, NVMe) beside its breakdown."""
     chip = partition.node.accelerator
     step = breakdown.total
@@ -183,7 +184,7 @@ def _estimate_of(shape: ModelShape, cfg: TrainConfig, partition: Partition, brea
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
                     model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available,
                     host.nvme_need(shape, cfg, partition.node), host.nvme_capacity(partition.node), paused,
-                    incast.on_fabric(cfg, tiers, wire, step))
+                    incast.on_fabric(cfg, partition.tiers, wire, step))
 
 
 def clear_caches() -> None:

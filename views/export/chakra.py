@@ -70,7 +70,7 @@ def _check(plan: JobPlan) -> None:
     if plan.estimate is None or len(plan.shares) != 1:
         raise ExportError("Chakra traces describe one parallel layout's step; the heterogeneous split runs several "
                           "(export each partition's job on its own)")
-    cfg, b = plan.estimate.config, plan.estimate.breakdown
+    cfg = plan.estimate.config
     if cfg.gpus > MAX_RANKS:
         raise ExportError(f"ASTRA-sim reads one trace file per rank, and the plan has {cfg.gpus:,} ranks (at most "
                           f"{MAX_RANKS:,} here): plan a smaller cluster (`--set`) to simulate it")
