@@ -167,6 +167,9 @@ def _sizes(low: int, high: int, step: int) -> list[int]:
 
 
 def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> SchedJob | None:
+    from ..train.plan import plan as make_plan
+
+    plan_fn = plan_fn or make_plan
     partitions, prefer = _ordered(entity, graph)
     weight, label = priority_value(entity.get("priority"))
     largest = max(p.gpus for p in partitions)
@@ -229,9 +232,6 @@ def _train_options(entity, cluster, graph, rates, plan_fn, partitions, wanted: t
     """(the job's options, one per partition and GPU count its plan uses; the first job planned;
     (the job on the GPUs given, its best plan) where that plan uses fewer than the job's floor, or None), over the sizes from
     `wanted`'s low to high GPUs on each partition it may use."""
-    from ..train.plan import plan as make_plan
-
-    plan_fn = plan_fn or make_plan
     want_low, want_high = wanted
     # the fewest GPUs a plan may use: the job's stated floor; without one, any plan the
     # planner finds on the GPUs it may take (it leaves GPUs idle that do not help)
