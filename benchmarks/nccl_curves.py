@@ -10,7 +10,11 @@ Each case is a cluster of `nodes` std nodes or racks (DGX_H100, HGX_H200, DGX_B2
 GB200_NVL72) on a std scale-out fabric (NDR_FatTree, SpectrumX_RoCE), lowered by gclc: the
 scale-up tier's rate (bandwidth x efficiency) is the NVLink rate, the first scale-out tier's
 the NIC rate per GPU, the outermost crossed tier's latency the wire. Points marked `sets_std` are the ones a std efficiency was read from: printed,
-left out of the error figures. The last line is a one-line summary.
+left out of the error figures. Points with an `algorithm` ran with NCCL_ALGO forcing it: the model
+prices that algorithm, and the step model (which prices NCCL's own choice) is left out for them.
+After the table: both columns (out-of-place, in-place) of the GB200 NVL72 run read as a line
+t = constant + bytes / rate (a reading of the source's data, not a fit used by the model).
+The last line is a one-line summary.
 """
 
 from __future__ import annotations
@@ -65,12 +69,62 @@ def communicator(row: dict):
     return attrs.evolve(c, nvls=c.nvls and row["nvls"] == "1", collnet=c.collnet and row["collnet"] == "1")
 
 
+def choice(row: dict):
+    """The model's (algorithm, protocol, seconds) for the row's call: NCCL's pick, or the
+    algorithm the row forced."""
+    from gclc.model.network import nccl
+
+    return nccl.choose(row["collective"], float(row["bytes"]), communicator(row), only=row.get("algorithm") or None)
+
+
 def measured_busbw(row: dict) -> float:
     from gclc.model.network.nccl import bus_bandwidth
 
     if row["busbw_GBps"]:
         return float(row["busbw_GBps"])
     return bus_bandwidth(row["collective"], float(row["bytes"]), float(row["time_us"]) * 1e-6, int(row["ranks"])) / 1e9
+
+
+COLUMNS = HERE / "data" / "nccl_nvl72_columns.csv"
+
+
+def per_call_constant(times_us: dict[int, float]) -> tuple[float, float, list[float]]:
+    """A reading of the source's data, not a model: the line t = constant + bytes / rate through
+    one column of a published table, as (constant s, rate B/s, each size's left-one-out error
+    of that line). A fixed cost per call shows as a positive constant that every size carries."""
+    sizes = sorted(times_us)
+
+    def line(keep):
+        fit = statistics.linear_regression([float(s) for s in keep], [times_us[s] * 1e-6 for s in keep])
+        return fit.intercept, 1 / fit.slope
+
+    left_out = []
+    for s in sizes:
+        constant, rate = line([k for k in sizes if k != s])
+        left_out.append((constant + s / rate) / (times_us[s] * 1e-6) - 1)
+    return (*line(sizes), left_out)
+
+
+def nvl72_columns() -> dict[str, dict[int, float]]:
+    rows = list(csv.DictReader(COLUMNS.open(encoding="utf-8")))
+    return {column: {int(r["bytes"]): float(r[f"{column}_us"]) for r in rows} for column in ("out_of_place", "in_place")}
+
+
+def print_nvl72_columns() -> None:
+    """Both columns of the NVL72 table (coreweave/nccl-tests#43): the per-call constant in each."""
+    columns = nvl72_columns()
+    out, inp = columns["out_of_place"], columns["in_place"]
+    print("\nGB200 NVL72 all-reduce, both columns of the published table (t = constant + bytes / rate):")
+    print("  in-place vs out-of-place: " + "  ".join(f"{s // MB} MiB {inp[s] / out[s] - 1:+.1%}" for s in sorted(out)))
+    for column, times in columns.items():
+        constant, rate, left_out = per_call_constant(times)
+        print(f"  {column:13} constant {constant * 1e3:.3f} ms, rate {rate / 1e9:.0f} GB/s algbw "
+              f"({nccl_bus(rate):.0f} busbw), left-one-out " + " ".join(f"{e:+.1%}" for e in left_out)
+              + "; the constant's share: " + " ".join(f"{constant / (times[s] * 1e-6):.0%}" for s in sorted(times)))
+
+
+def nccl_bus(rate: float, ranks: int = 72) -> float:
+    return rate * 2 * (ranks - 1) / ranks / 1e9
 
 
 def main() -> None:
@@ -85,34 +139,41 @@ def main() -> None:
     for row in rows:
         c = communicator(row)
         nbytes = float(row["bytes"])
-        choice = nccl.choose(row["collective"], nbytes, c)
-        model = nccl.bus_bandwidth(row["collective"], nbytes, choice.seconds, c.ranks) / 1e9
+        picked = choice(row)
+        model = nccl.bus_bandwidth(row["collective"], nbytes, picked.seconds, c.ranks) / 1e9
         measured = measured_busbw(row)
         error = model / measured - 1
+        forced = bool(row.get("algorithm"))
         step = nccl.bus_bandwidth(row["collective"], nbytes, step_model_seconds(row), c.ranks) / 1e9
         step_error = step / measured - 1
         band = "1MB-8GB" if nbytes >= MB else "<1MB"
-        mark = "  (sets std)" if row["sets_std"] == "1" else ""
-        if not mark:
+        mark = "  (sets std)" if row["sets_std"] == "1" else ("  (NCCL_ALGO forced)" if forced else "")
+        if row["sets_std"] != "1":
             errors.setdefault((row["case"], band), []).append(abs(error))
-            step_errors.setdefault((row["case"], band), []).append(abs(step_error))
+            if not forced:
+                step_errors.setdefault((row["case"], band), []).append(abs(step_error))
+        steps = f"{'-':>9} {'-':>7}" if forced else f"{step:9.3g} {step_error:+7.1%}"
         print(f"{row['case']:18} {row['collective']:15} {int(nbytes):>12} {measured:9.3g} {model:9.3g} "
-              f"{error:+7.1%} {step:9.3g} {step_error:+7.1%}  {choice.algorithm}/{choice.protocol}{mark}")
+              f"{error:+7.1%} {steps}  {picked.algorithm}/{picked.protocol}{mark}")
     print()
     summary = []
     for (case, band), found in sorted(errors.items()):
         goal = 0.10 if band == "1MB-8GB" else 0.25
         worst = max(found)
-        steps = step_errors[(case, band)]
+        steps = step_errors.get((case, band))
+        stepped = (f"median {statistics.median(steps):6.1%}  max {max(steps):6.1%}" if steps
+                   else "none (NCCL_ALGO forced)")
         print(f"{case:18} {band:8} n={len(found):2}  median {statistics.median(found):6.1%}  max {worst:6.1%}  "
-              f"goal {goal:.0%}: {'met' if worst <= goal else 'MISSED'}   step model: median "
-              f"{statistics.median(steps):6.1%}  max {max(steps):6.1%}")
+              f"goal {goal:.0%}: {'met' if worst <= goal else 'MISSED'}   step model: {stepped}")
         summary.append(f"{case} {band} max {worst:.1%}")
+    print_nvl72_columns()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     met = sum(1 for (case, band), found in errors.items() if max(found) <= (0.10 if band == "1MB-8GB" else 0.25))
     step_median = statistics.median(e for found in step_errors.values() for e in found)
     print(f"nccl-tests: {len(rows)} points, {met}/{len(errors)} fabric bands within goal; " + "; ".join(summary)
-          + f" | step model median {step_median:.1%} | wall {seconds:.1f} s, cpu {cpu:.1f} s")
+          + f" | step model median {step_median:.1%} | NVL72 per-call constant " + "/".join(
+              f"{per_call_constant(t)[0] * 1e3:.2f}" for t in nvl72_columns().values()) + " ms (out-/in-place)"
+          + f" | wall {seconds:.1f} s, cpu {cpu:.1f} s")
 
 
 if __name__ == "__main__":

@@ -14,17 +14,17 @@ when both exist and differ by more than `TOLERANCE`, `rules` warns with both.
 
 from __future__ import annotations
 
-import attrs
 
 from .design import Entity, Record
 from .formats import FAMILIES, family
 from ..dsl.numbers import number, quantity
+from ..dsl.records import frozen
 
 TOLERANCE = 0.05
 PRECISIONS = FAMILIES
 
 
-@attrs.frozen
+@frozen
 class Derived:
     key: str            # "peak.bf16", "hbm.capacity", ...
     value: float        # base units

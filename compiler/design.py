@@ -11,9 +11,10 @@ import attrs
 
 from ..dsl import display
 from ..dsl.source import SourceFile, Span
+from ..dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Symbol:
     """A keyword value: `infiniband`, `moe`, `fp8`, `switched`."""
 
@@ -23,14 +24,14 @@ class Symbol:
         return self.name
 
 
-@attrs.frozen
+@frozen
 class Item:
     name: str
     value: Any
     span: Span = attrs.field(eq=False, repr=False)
 
 
-@attrs.frozen
+@frozen
 class Record:
     """The checked contents of a block: fields and nested records, in source order."""
 
@@ -62,7 +63,7 @@ class Record:
 _MISSING = object()
 
 
-@attrs.frozen
+@frozen
 class Entity:
     """A checked top-level declaration (or an anonymous copy with overrides: `2 x Grace { ... }`)."""
 
@@ -79,7 +80,7 @@ class Entity:
         return self.record.span_of(path) or self.span
 
 
-@attrs.frozen
+@frozen
 class Repeat:
     """`8 x H100`: a count of a part."""
 
@@ -87,7 +88,7 @@ class Repeat:
     part: Entity
 
 
-@attrs.frozen
+@frozen
 class Construct:
     """A constructor value such as `fat_tree(tiers = 2, radix = 64)`; `switched` has no args."""
 
@@ -95,7 +96,7 @@ class Construct:
     args: Record = Record()
 
 
-@attrs.frozen
+@frozen
 class Bound:
     """A constraint: `power <= 100 MW`."""
 
@@ -104,7 +105,7 @@ class Bound:
     value: Any
 
 
-@attrs.frozen
+@frozen
 class Partition:
     """A reference to one partition of a cluster: `on = Colossus.h100`."""
 
@@ -118,7 +119,7 @@ class Partition:
         return units is not None and units.count == 0
 
 
-@attrs.frozen
+@frozen
 class Design:
     """All checked declarations and params of a file and its imports."""
 

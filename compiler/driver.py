@@ -19,11 +19,12 @@ from .sanity import sanity
 from .limits import job_limit_problems
 from .rules.train import train_pin_problems
 from .settings import SETTINGS_SOURCE, parse_settings, settings_source
+from ..dsl.records import frozen
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
 
 
-@attrs.frozen
+@frozen
 class Result:
     """A checked design (None on errors), every diagnostic, and the sources to quote them."""
 

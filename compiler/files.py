@@ -24,6 +24,7 @@ import attrs
 from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic
 from ..dsl.source import SourceFile, Span, source_text
+from ..dsl.records import define
 
 # A design is text a person writes: the largest shipped example is 7 KB and the whole
 # standard library 63 KB. 1 MiB for a design and all its imports together is 16x the
@@ -60,7 +61,7 @@ def data_sources() -> dict[str, SourceFile]:
     return dict(_DATA)
 
 
-@attrs.define
+@define
 class Budget:
     """Bytes left for one design and everything it imports."""
 

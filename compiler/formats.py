@@ -20,12 +20,12 @@ Sources:
 
 from __future__ import annotations
 
-import attrs
+from ..dsl.records import frozen
 
 FAMILIES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
 
 
-@attrs.frozen
+@frozen
 class Format:
     name: str
     family: str     # the peak it runs at

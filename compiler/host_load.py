@@ -34,12 +34,12 @@ The shares, with where they come from:
 
 from __future__ import annotations
 
-import attrs
 
 from ..dsl.numbers import percent
+from ..dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Shares:
     idle: float    # share of the rated draw with the accelerators idle
     busy: float    # share at full load

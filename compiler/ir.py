@@ -15,6 +15,7 @@ import attrs
 from ..dsl.source import Span
 from . import formats as number_formats
 from . import hbm as hbm_generations
+from ..dsl.records import frozen
 
 # Bump on every change to the IR's classes or fields (tests/compiler/test_ir_version.py pins
 # the schema's hash per version): 2: accelerators carry cores, clocks, L2 and the DVFS curve;
@@ -26,7 +27,7 @@ from . import hbm as hbm_generations
 # 8: accelerators carry their HBM generation (`hbm_type`, whose energy per bit enters power).
 # 9: scale-out tiers carry their ECMP hashing (`hashed`, `paths`, `qps`: a ring's few leaving flows);
 # 10: tiers carry their fabric's `congestion` (ecn, pfc).
-IR_VERSION = 10
+IR_VERSION = 11
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -39,6 +40,7 @@ IR_SCHEMA_SHA256 = {
     8: "e69232612e5f51617067d0cfc6f57160b5ae9869200732b775cc4ce8ae729d06",
     9: "dfe21c65aae30a0e4880c9829668d3031815f316618f6580867882060c343c0b",   # Tier: hashed, paths, qps
     10: "0c823995c9d2c9c1361888d28c51dc19d86cc79572d748de4a050caed5f1fb1d",   # Tier: congestion
+    11: "89a14c70ae7372738235a04f8cf8699f5c44f3c050c703908d8e85f9b2d248e2",   # Tier: switch_chips, switch_reduction
 }
 
 
@@ -46,7 +48,7 @@ def _span() -> attrs.Attribute:
     return attrs.field(eq=False, repr=False, kw_only=True)
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Accelerator:
     name: str
     vendor: str
@@ -99,7 +101,7 @@ class Accelerator:
         return dict(self.efficiency).get(number_formats.family(key))
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Part:
     """A non-accelerator part of a node or unit: a CPU, NIC, DPU or switch, `count` of them."""
 
@@ -122,7 +124,7 @@ class Part:
         return self.bandwidth / self.ports if self.bandwidth is not None else None
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class NodeType:
     name: str
     accelerator: Accelerator
@@ -156,7 +158,7 @@ class NodeType:
         return min((p.port_bandwidth for p in self.scaleout_cards if p.bandwidth), default=math.inf)
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Tier:
     """One level of the communication hierarchy, as seen from one GPU.
 
@@ -181,7 +183,14 @@ class Tier:
     hashed: float = 1.0          # the ECMP share of the uplinks `efficiency` carries (compiler/routing.py)
     paths: int = 0               # ... the uplinks a domain below hashes its flows over (0: not hashed)
     qps: int = 1                 # ... and the flows per port it hashes (queue pairs)
+    switch_chips: int = 0        # switch chips of one domain of a scale-up tier (0: not stated)
+    switch_reduction: float = 0.0   # FP32 adds/s each of them reduces at (0: not stated, not bounded)
     span: Span = _span()
+
+    @property
+    def reduction_rate(self) -> float:
+        """FP32 adds/s all the switches of one domain reduce at (inf where the design does not say)."""
+        return self.switch_chips * self.switch_reduction if self.switch_chips and self.switch_reduction else math.inf
 
     @property
     def link_bandwidth(self) -> float:
@@ -189,7 +198,7 @@ class Tier:
         return self.bandwidth / 2 if self.ring and self.wraparound else self.bandwidth
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class SwitchLayer:
     """Switches of one fabric tier, counted over the whole cluster, and the cables into it."""
 
@@ -204,7 +213,7 @@ class SwitchLayer:
     span: Span = _span()
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class Partition:
     """Units of one kind (a node or a supernode type) and the tiers their GPUs see."""
 
@@ -228,7 +237,7 @@ class Partition:
         return self.nodes * self.node.gpus
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every model cache lookup
+@frozen(cache_hash=True)  # hashed on every model cache lookup
 class ClusterGraph:
     name: str
     partitions: tuple[Partition, ...]

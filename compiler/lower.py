@@ -142,7 +142,8 @@ def _lower_cluster(cluster: Entity) -> ClusterGraph:
     endpoints = _endpoints_per_fabric(shapes, ntypes)
     partitions, layers = [], {}
     for (name, units, fabric, span, (node, per_unit, unit_fabric, overhead, switches)), ntype in zip(shapes, ntypes):
-        tiers = _scaleup_tiers(ntype, node.get("scaleup"), unit_fabric, per_unit)
+        tiers = _scaleup_tiers(ntype, (node.get("scaleup"), node.get("switches")),
+                               (unit_fabric, units.part.get("switches") if unit_fabric is not None else None), per_unit)
         if fabric is not None:
             out_tiers, out_layers = _scaleout(fabric, ntype, per_unit, units.count, endpoints[fabric.name], len(tiers))
             tiers += out_tiers
@@ -187,13 +188,25 @@ def _hop_latency(fabric: Entity) -> float:
     return _f(stated if stated is not None or switch is None else switch.get("latency"))
 
 
-def _scaleup_tiers(node: NodeType, node_fabric: Entity | None, unit_fabric: Entity | None, per_unit: int) -> list[Tier]:
+def _scaleup_tiers(node: NodeType, on_node: tuple, on_unit: tuple, per_unit: int) -> list[Tier]:
+    """`on_node`, `on_unit`: (scale-up fabric, its switches as listed) of the node and of its unit."""
+    (node_fabric, node_switches), (unit_fabric, unit_switches) = on_node, on_unit
     tiers: list[Tier] = []
     if node_fabric is not None and (unit_fabric is None or unit_fabric.name != node_fabric.name):
-        tiers += _domain_tiers(node_fabric, 0, "node", node.gpus)
+        tiers += _with_switches(_domain_tiers(node_fabric, 0, "node", node.gpus), node_switches)
     if unit_fabric is not None:
-        tiers += _domain_tiers(unit_fabric, len(tiers), "supernode", node.gpus * per_unit)
+        tiers += _with_switches(_domain_tiers(unit_fabric, len(tiers), "supernode", node.gpus * per_unit),
+                                unit_switches)
     return tiers
+
+
+def _with_switches(tiers: list[Tier], switches: Repeat | None) -> list[Tier]:
+    """A switched domain's tier with the chips of its listed switches and each chip's reduction rate."""
+    if switches is None or len(tiers) != 1 or tiers[0].ring:
+        return tiers
+    entity = switches.part
+    chips = switches.count * (entity.get("chips") or 1)
+    return [attrs.evolve(tiers[0], switch_chips=chips, switch_reduction=_f(entity.get("reduction")))]
 
 
 def _domain_tiers(fabric: Entity, level: int, scope: str, gpus: int) -> list[Tier]:

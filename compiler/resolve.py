@@ -21,6 +21,7 @@ from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic, Label, has_errors
 from .files import MAX_DESIGN_BYTES, MAX_SOURCE_BYTES, Budget, read_bounded, read_text, shown_path, unreadable_help
 from .names import unknown_name_notes
+from ..dsl.records import define
 
 STD_ROOT = Path(__file__).resolve().parent.parent / "dsl" / "std"
 KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
@@ -30,14 +31,14 @@ KINDS = ("chip", "cpu", "nic", "dpu", "switch", "node", "supernode", "fabric",
 # ----------------------------------------------------------------- effective bodies
 
 
-@attrs.define
+@define
 class FieldEntry:
     name: ast.Identifier
     expr: ast.Expr
     span: Span
 
 
-@attrs.define
+@define
 class BlockEntry:
     name: ast.Identifier
     label: ast.Identifier | None
@@ -45,7 +46,7 @@ class BlockEntry:
     span: Span
 
 
-@attrs.define
+@define
 class ConstraintEntry:
     target: ast.Dotted
     op: str
@@ -126,7 +127,7 @@ def merge(parent: Body, child: Body) -> Body:
 # ----------------------------------------------------------------- the program
 
 
-@attrs.define
+@define
 class Program:
     root: str
     sources: dict[str, SourceFile] = attrs.Factory(dict)

@@ -13,6 +13,7 @@ import attrs
 from ..dsl import units as u
 from . import formats
 from .serve_trace import MAX_ROWS
+from ..dsl.records import frozen
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_2022", "fsdp", "fsdp_compiled", "maxtext")
@@ -22,6 +23,8 @@ SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_
 # the fewest requests in hand (running and waiting: least-request routing), in turn, at random, or
 # the lighter of two drawn at random.
 SERVE_ROUTERS = ("least_requests", "round_robin", "random", "power_of_two")
+# RL stacks by release (model/rl/stacks.py STACKS holds what each one does between a step's phases)
+RL_STACKS = ("nemo_rl", "nemo_rl_0_4")
 SERVING_ENGINES = ("ideal", "vllm_0_2", "vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang", "trtllm_0_9", "trtllm_0_12",
                    "trtllm_pytorch")
 # How a train job stores Adam's state (model/train/optimizer.py): the moments' formats are Megatron-LM's
@@ -33,7 +36,7 @@ MASTER_WEIGHTS = ("fp32", "bf16", "fp16", "none")
 MAIN_GRADS = ("fp32", "bf16")
 
 
-@attrs.frozen
+@frozen
 class Qty:
     """A quantity of one dimension. Bounds are in base units; `low_open` excludes `low`."""
 
@@ -48,19 +51,19 @@ class Qty:
         return "a whole number" if self.integer else u.describe_dim(self.dim)
 
 
-@attrs.frozen
+@frozen
 class Text:
     def describe(self) -> str:
         return "a string"
 
 
-@attrs.frozen
+@frozen
 class Flag:
     def describe(self) -> str:
         return "`true` or `false`"
 
 
-@attrs.frozen
+@frozen
 class Choice:
     options: tuple[str, ...]
     what: str = ""  # `a precision`: how a message names the kind of word expected
@@ -70,7 +73,7 @@ class Choice:
         return f"{self.what}: {listed}" if self.what else f"one of {listed}"
 
 
-@attrs.frozen
+@frozen
 class PartRef:
     """The name of a declaration of one of `kinds`."""
 
@@ -80,7 +83,7 @@ class PartRef:
         return "a " + " or ".join(self.kinds)
 
 
-@attrs.frozen
+@frozen
 class RepeatOf:
     """`count x Part` where Part is one of `kinds`; `least` 0 where none is a design choice a
     sweep may reach (`dpus = 0 x BlueField3`, a partition of `0 x DGX_A100`)."""
@@ -92,7 +95,7 @@ class RepeatOf:
         return f"a count of a {' or '.join(self.kinds)}, such as `8 x Name`"
 
 
-@attrs.frozen
+@frozen
 class Constructor:
     """One form of a constructor field: its arguments and which are required."""
 
@@ -100,7 +103,7 @@ class Constructor:
     required: tuple[str, ...] = ()
 
 
-@attrs.frozen
+@frozen
 class Construct:
     """A value built by a constructor: `fat_tree(tiers = 2, radix = 64)`, or bare `switched`."""
 
@@ -111,7 +114,7 @@ class Construct:
         return f"a {self.what}: " + ", ".join(f"`{f}`" for f in self.forms)
 
 
-@attrs.frozen
+@frozen
 class ListOf:
     item: "FieldType"
     least: int = 0  # the fewest items that make sense
@@ -120,7 +123,7 @@ class ListOf:
         return f"a list of {self.item.describe()}"
 
 
-@attrs.frozen
+@frozen
 class Targets:
     """Where a job runs: a cluster, a partition `Cluster.part`, or a list of partitions."""
 
@@ -128,7 +131,7 @@ class Targets:
         return "a cluster, a partition such as `Cluster.h100`, or a list of them"
 
 
-@attrs.frozen
+@frozen
 class Priority:
     """A job's importance: an ordered class (`low` < `normal` < `high` < `critical`) or a
     whole number >= 1 (higher is more important; also the job's weight in the optimum)."""
@@ -139,7 +142,7 @@ class Priority:
         return "a priority class (" + ", ".join(f"`{c}`" for c in self.classes) + ") or a whole number >= 1"
 
 
-@attrs.frozen
+@frozen
 class CountOr:
     """A whole number, or a value built by one of `construct`'s forms: `output = exponential(mean = 512)`."""
 
@@ -149,7 +152,7 @@ class CountOr:
         return "a whole number or " + self.construct.describe()
 
 
-@attrs.frozen
+@frozen
 class Anything:
     """A param: any value; `--set` overrides must keep its type."""
 
@@ -157,7 +160,7 @@ class Anything:
         return "a value"
 
 
-@attrs.frozen
+@frozen
 class Axis:
     """A sweep axis: a list of values a param takes, or a `range(...)` of numbers."""
 
@@ -168,7 +171,7 @@ class Axis:
 FieldType = Union[Qty, Text, Flag, Choice, PartRef, RepeatOf, Construct, CountOr, ListOf, Targets, Priority, Anything, Axis]
 
 
-@attrs.frozen
+@frozen
 class Block:
     """A block's contents. `labelled` blocks repeat with a label: `partition h100 { ... }`."""
 
@@ -280,24 +283,30 @@ DPU = Block({**PART_COMMON, "bandwidth": BANDWIDTH, "ports": COUNT, "cores": COU
                 "as a NIC's), storage, input (default: storage and input, which use the card's whole `bandwidth`); "
                 + _CARD_DOC)
 SWITCH = Block({**PART_COMMON, **RELIABILITY, "radix": COUNT, "port_speed": BANDWIDTH, "capacity": BANDWIDTH,
-                "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG},
+                "latency": Qty(u.TIME, low_open=False), "protocol": PROTOCOLS, "in_network_reduction": FLAG,
+                "chips": COUNT, "reduction": positive(u.FLOPS)},
                required=("radix", "port_speed"),
                doc="`capacity`: switching capacity per direction (write a vendor's sum of both directions with "
                    "`bidir`), checked against radix x port_speed and against the radix x bandwidth of each fat tree "
                    "built from it; `in_network_reduction`: the switch can reduce (SHARP, NVLS), the default of its "
-                   "fabrics")
+                   "fabrics; `chips`: switch ASICs in the part (a switch tray's, default 1); `reduction`: the FP32 "
+                   "adds per second each chip's reduction engines perform (NVLS, SHARP), which bound an in-network "
+                   "reduction (model/network/nccl.py)")
 
 # ----------------------------------------------------------------- systems
 
 NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",), least=0), "scaleup": PartRef(("fabric",)),
+     "switches": RepeatOf(("switch",)),
      "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
     required=("gpus",),
     doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
         "time to repair one; `storage` the checkpoint write bandwidth of one node's host path (its storage DPUs add their line rate; "
         "default: its `nvme_bandwidth`, else Llama 3's ~1 GB/s per host); `host_link` the bandwidth "
-        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses",
+        "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses; "
+        "`switches` the scale-up switches on its board (NVSwitch chips), counted for in-network reduction "
+        "(their power is in `overhead`)",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),
@@ -569,7 +578,7 @@ RL = Block(
      "prompts": COUNT, "samples": COUNT, "prompt": LENGTHS, "response": LENGTHS, "max_response": COUNT,
      "epochs": COUNT, "minibatches": COUNT,
      "placement": Choice(("auto", "colocated", "disaggregated"), "a placement of the pools"),
-     "staleness": COUNT0, "steps": COUNT,
+     "staleness": COUNT0, "steps": COUNT, "stack": Choice(RL_STACKS, "an RL stack release"),
      "maximize": Choice(("throughput",)), "minimize": Choice(("time", "cost", "energy")),
      "priority": Priority(), "submit": TIME0, "time_limit": TIME, "tenant": PartRef(("tenant",))},
     blocks={"generate": RL_GENERATE, "train": RL_TRAIN,
@@ -581,7 +590,9 @@ RL = Block(
         "count or a distribution, responses cut at `max_response`), `epochs` over the step's samples in "
         "`minibatches` optimizer steps each; `placement`: the pools on separate GPUs (disaggregated), on the "
         "same GPUs in turn (colocated) or the planner's choice (auto); `staleness`: the most steps a sample's "
-        "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training)",
+        "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training); `stack`: the RL "
+        "stack's release (nemo_rl: NeMo-RL v0.5 and later, the default; nemo_rl_0_4: v0.4 and earlier, whose "
+        "training pool moves Adam's state to host memory and back every step even apart from its engines)",
 )
 
 # ----------------------------------------------------------------- design space

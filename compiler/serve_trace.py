@@ -6,7 +6,6 @@ folder, read through the one bounded reader (`compiler/table.py`) and the one nu
 
 from __future__ import annotations
 
-import attrs
 
 from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic
@@ -14,13 +13,14 @@ from ..dsl.numbers import number
 from ..dsl.plain_number import PlainNumberError, parse_plain
 from ..dsl.source import Span
 from .table import Row, Table, read_table
+from ..dsl.records import frozen
 
 MAX_ROWS = 100_000
 COLUMNS = ("arrival_s", "prompt", "output")
 _NEEDS = ("a time in seconds >= 0", "a whole number of tokens >= 1", "a whole number of tokens >= 1")
 
 
-@attrs.frozen
+@frozen
 class Request:
     arrival: float      # seconds from the start of the trace
     prompt: int         # tokens

@@ -9,21 +9,21 @@ from __future__ import annotations
 import csv
 from typing import Iterator
 
-import attrs
 
 from ..dsl import codes
 from ..dsl.diagnostics import Diagnostic
 from ..dsl.source import SourceFile, Span
 from .files import MAX_LINE_CHARS, MAX_TRACE_BYTES, data_path, read_data
+from ..dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Row:
     line: int                    # 1-based, in the file
     cells: tuple[str, ...]       # as written, unstripped
 
 
-@attrs.frozen
+@frozen
 class Table:
     source: SourceFile           # the file, named as the design names it
     header: Row | None           # the first row

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 
-import attrs
+from ..dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class TierShape:
     """One switching tier of a fabric, counted over the whole fabric."""
 
@@ -75,7 +75,7 @@ def torus_bisection_links(dims: tuple[int, ...], wraparound: bool = True) -> int
     return (total // largest) * (2 if wraparound and largest > 2 else 1)
 
 
-@attrs.frozen
+@frozen
 class TorusAxis:
     """One dimension of a k-D torus as a tier: the chips reachable using it and those inside it."""
 

@@ -28,6 +28,7 @@ from ..dsl.plain_number import PlainNumberError, parse_plain
 from .design import Entity, Symbol
 from ..dsl.diagnostics import Diagnostic
 from .table import Row, Table, read_table
+from ..dsl.records import frozen
 
 COLUMNS = {
     "submit": ("submit", "submit_time", "submitted_time", "arrival"),
@@ -55,7 +56,7 @@ MAX_SECONDS = 10 * 365.25 * 86400
 MAX_SECONDS_TEXT = "10 years (315,576,000 s)"
 
 
-@attrs.frozen
+@frozen
 class TraceJob:
     name: str
     submit: float

@@ -11,19 +11,20 @@ from typing import Union
 import attrs
 
 from .source import Span, no_span
+from .records import frozen
 
 
 def _span() -> attrs.Attribute:
     return attrs.field(eq=False, repr=False, factory=no_span, kw_only=True)
 
 
-@attrs.frozen
+@frozen
 class Identifier:
     text: str
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Dotted:
     """`a`, `B200.hbm.capacity`, `power.tdp`."""
 
@@ -38,7 +39,7 @@ class Dotted:
 # ----------------------------------------------------------------- expressions
 
 
-@attrs.frozen
+@frozen
 class Number:
     """A numeric literal as written (`1_000`, `3.35`, `1e9`) and its unit text, if any."""
 
@@ -47,7 +48,7 @@ class Number:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Ratio:
     """`3:1`."""
 
@@ -56,19 +57,19 @@ class Ratio:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class String:
     value: str
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Bool:
     value: bool
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Ref:
     """A name: a param, a declaration, a field of one (`B200.hbm.capacity`), or a keyword."""
 
@@ -76,14 +77,14 @@ class Ref:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Arg:
     name: Identifier
     value: Expr
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Call:
     """A constructor such as `fat_tree(tiers = 2, radix = 64)`."""
 
@@ -92,13 +93,13 @@ class Call:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class ListExpr:
     items: tuple[Expr, ...]
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class BinOp:
     op: str  # one of + - * /
     left: Expr
@@ -106,13 +107,13 @@ class BinOp:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Neg:
     operand: Expr
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Marked:
     """A value with a marker: `900 GB/s bidir`, `4.5 PFLOPS sparse`."""
 
@@ -121,7 +122,7 @@ class Marked:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Multiplicity:
     """`8 x H100`, `2 x Grace { cores = 72 }`."""
 
@@ -136,14 +137,14 @@ Expr = Union[Number, Ratio, String, Bool, Ref, Call, ListExpr, BinOp, Neg, Marke
 # ----------------------------------------------------------------- members
 
 
-@attrs.frozen
+@frozen
 class Field:
     target: Dotted
     value: Expr
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Constraint:
     """`power <= 100 MW` inside `subject to { ... }` or `slo { ... }`."""
 
@@ -153,7 +154,7 @@ class Constraint:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Block:
     """A nested block: `hbm { ... }`, or labelled: `partition h100 { ... }`."""
 
@@ -168,20 +169,20 @@ Member = Union[Field, Constraint, Block]
 # ----------------------------------------------------------------- top level
 
 
-@attrs.frozen
+@frozen
 class Import:
     path: str
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Param:
     name: Identifier
     value: Expr
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Declaration:
     """`chip B200 extends Hopper { ... }` — `kind` is checked by the compiler."""
 
@@ -195,7 +196,7 @@ class Declaration:
 Item = Union[Import, Param, Declaration]
 
 
-@attrs.frozen
+@frozen
 class Comment:
     """A `# ...` comment; kept so that `gclc fmt` can put it back."""
 
@@ -203,7 +204,7 @@ class Comment:
     span: Span = _span()
 
 
-@attrs.frozen
+@frozen
 class Module:
     items: tuple[Item, ...]
     comments: tuple[Comment, ...] = ()

@@ -10,16 +10,16 @@ import difflib
 import functools
 from typing import Iterable
 
-import attrs
 
 from .numbers import number
 from .source import Span
 from .diagnostics import Diagnostic, Label, Severity
+from .records import frozen
 
 E, W = Severity.ERROR, Severity.WARNING
 
 
-@attrs.frozen
+@frozen
 class Code:
     name: str
     severity: Severity
@@ -216,6 +216,9 @@ IN_NETWORK_REDUCTION = _code("in-network-reduction", E, "{what}",
                              "switch (a torus or full mesh).")
 ROUTING_FLOWS = _code("routing-flows", E, "{what}",
                       "`flows` (flows per port that ECMP hashes) on a fabric whose routing does not hash them.")
+SWITCH_REDUCTION = _code("switch-reduction", E, "{what}",
+                         "A switch's `reduction` rate on a switch that does not reduce, or a node's `switches` "
+                         "with no `scaleup` fabric for them to switch.")
 CONGESTION_KIND = _code("congestion-kind", E, "{what}",
                         "`congestion` (ECN or PFC) on a fabric that is not Ethernet: PFC and ECN are RoCE's.")
 

@@ -10,9 +10,10 @@ import bisect
 import attrs
 
 from . import ast
+from .records import define, frozen
 
 
-@attrs.define
+@define
 class Notes:
     """Where each comment goes, keyed by `id()` of members and containers."""
 
@@ -24,7 +25,7 @@ class Notes:
     busy: set[int] = attrs.Factory(set)  # containers with a comment inside
 
 
-@attrs.frozen
+@frozen
 class _Scope:
     """A run of members: the module's items, a declaration's, block's or override's members."""
 

@@ -10,7 +10,7 @@ import json
 import unicodedata
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-import attrs
+from .records import frozen
 
 if TYPE_CHECKING:  # annotations only: importing `dsl` here would be circular (dsl -> codes -> diagnostics)
     from .source import SourceFile, Span
@@ -22,7 +22,7 @@ class Severity(enum.Enum):
     NOTE = "note"
 
 
-@attrs.frozen
+@frozen
 class Label:
     """A secondary mark on the source: the other operand, the constraint, the first definition."""
 
@@ -30,7 +30,7 @@ class Label:
     message: str
 
 
-@attrs.frozen
+@frozen
 class Diagnostic:
     severity: Severity
     code: str

@@ -11,11 +11,12 @@ import attrs
 from . import ast
 from .source import SourceFile, Span
 from .syntax import ParseError, parse_source
+from .records import frozen
 
 STD_ROOT = Path(__file__).resolve().parent / "std"
 
 
-@attrs.frozen
+@frozen
 class StdPart:
     kind: str
     name: str
@@ -25,7 +26,7 @@ class StdPart:
     span: Span = attrs.field(eq=False, repr=False)
 
 
-@attrs.frozen
+@frozen
 class StdFile:
     library: str
     summary: str  # the file's first comment line

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 
-import attrs
 
 import gclc.dsl.codes as codes  # absolute: the package `dsl` imports this module
 from .diagnostics import Diagnostic
 from .units import UnitError, parse_unit
 from .source import SourceFile
+from .records import frozen
 
 _NUMBER = r"(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 # A number with its unit is one token, as in the grammar's QUANTITY (`0.6 us`, `400 Gb/s`).
@@ -28,7 +28,7 @@ _KEYWORDS = {"x", "bidir", "sparse", "extends", "true", "false", "import", "para
 _VALUE_END = re.compile(r'(?:"|\w|\)|\]|%)')  # how a complete value can end
 
 
-@attrs.frozen
+@frozen
 class _Tok:
     text: str
     start: int

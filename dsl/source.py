@@ -6,9 +6,10 @@ import bisect
 import re
 
 import attrs
+from .records import frozen
 
 
-@attrs.frozen
+@frozen
 class Span:
     """A half-open range of text: 1-based line and column, 0-based offsets."""
 
@@ -24,7 +25,7 @@ class Span:
         return f"{self.path}:{self.line}:{self.column}"
 
 
-@attrs.frozen
+@frozen
 class SourceFile:
     """A file's text with a line index, for locating offsets and quoting lines."""
 

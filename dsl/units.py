@@ -12,9 +12,9 @@ import functools
 import re
 from fractions import Fraction
 
-import attrs
 
 from .numbers import big, binary_bytes, number
+from .records import frozen
 
 # Base dimensions: bytes, seconds, joules, floating-point operations, money (US dollars).
 Dim = tuple[int, int, int, int, int]
@@ -190,7 +190,7 @@ def parse_number(text: str) -> Fraction:
     return Fraction(text.replace("_", ""))
 
 
-@attrs.frozen
+@frozen
 class Quantity:
     """An exact value in base units (bytes, seconds, joules, FLOP) and its dimension."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import attrs
 
 from ..compiler.check import Checker
 from ..dsl.diagnostics import Diagnostic
@@ -20,9 +19,10 @@ from ..compiler.files import forget_reads
 from ..compiler.resolve import STD_ROOT, FieldEntry, BlockEntry, Program, load
 from ..dsl import ast
 from ..dsl.source import SourceFile
+from ..dsl.records import define
 
 
-@attrs.define
+@define
 class Analysis:
     """What the compiler knows about one version of a document."""
 

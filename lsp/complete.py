@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-import attrs
 
 from ..compiler import schema as sc
 from ..compiler.files import MAX_SOURCE_BYTES, read_bounded
@@ -21,9 +20,10 @@ from ..dsl.units import BYTES, NONE, UNITS, parse_unit
 from ..dsl.library import std_parts
 from .analysis import Analysis
 from .hover import describe_type, field_type
+from ..dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Suggestion:
     label: str
     kind: str  # field, block, unit, part, keyword, param, module, constructor

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import attrs
 
 from ..dsl import ast
+from ..dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Spot:
     """A name at the cursor.
 

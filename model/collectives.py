@@ -19,9 +19,8 @@ import math
 import attrs
 
 from . import comms
-from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency
-
-_SCALE_UP = ("node", "supernode")
+from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency, switch_reduction_seconds
+from .network.placement import SCALE_UP_SCOPES
 
 # A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
 # beside its hops (the tiers' latency, one a ring step). "How to Scale Your Model" (Austin et
@@ -103,7 +102,7 @@ def _send_latency(outer: comms.Tier) -> float:
     """A send's latency crossing `outer`: NCCL's p2p step, or a torus hop and its runtime's floor."""
     if outer.ring:
         return outer.latency + TORUS_CALL_S
-    scale_up = outer.scope in _SCALE_UP
+    scale_up = outer.scope in SCALE_UP_SCOPES
     link = "pcie" if scale_up and outer.kind == "pcie" else "nvlink"
     return p2p_latency(Communicator(2, 1 if scale_up else 2, math.inf, link=link, wire=0.0 if scale_up else outer.latency))
 
@@ -125,6 +124,8 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> 
     if not (c.nvls or c.collnet):
         return on_topology(collective, nbytes, _wire(collective, nbytes, option), c)
     plain_wire, switch_wire = _wire(collective, nbytes, _plain(option)), _wire(collective, nbytes, option)
+    # the switch chips reduce no faster than their engines: NVLS's floor (nccl.switch_reduction_seconds)
+    switch_wire = max(switch_wire, switch_reduction_seconds(collective, nbytes, c))
     plain = on_topology(collective, nbytes, plain_wire, c, in_network=False)
     if switch_wire >= plain_wire:   # the tiers' price took no switch's reduction: nothing runs there
         return plain
@@ -154,8 +155,8 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
     if ranks <= 1:
         return None
     option = tuple(t for s in option for t in (s.tiled or (s,)))
-    up = [s for s in option if s.tier.scope in _SCALE_UP]
-    out = [s for s in option if s.tier.scope not in _SCALE_UP]
+    up = [s for s in option if s.tier.scope in SCALE_UP_SCOPES]
+    out = [s for s in option if s.tier.scope not in SCALE_UP_SCOPES]
     per_node = math.prod(s.peers for s in up)
     return Communicator(ranks, ranks // per_node,
                         comms.stage_rate(up[0]) if up else math.inf,
@@ -163,4 +164,12 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         link="pcie" if up and up[0].tier.kind == "pcie" else "nvlink",
                         nvls=any(s.tier.in_network_reduction for s in up),
                         collnet=any(s.tier.in_network_reduction for s in out),
-                        wire=option[-1].tier.latency if out else 0.0)
+                        wire=option[-1].tier.latency if out else 0.0,
+                        reduce_rate=_reduce_share(up[0], per_node) if up else math.inf)
+
+
+def _reduce_share(stage: comms.Stage, per_node: int) -> float:
+    """The FP32 adds/s of a scale-up domain's switches that a group of `per_node` of its GPUs
+    gets: the domain's other GPUs run their own groups' collectives at the same time (a plan's
+    parallel groups are symmetric), so a group gets its GPUs' share of the chips."""
+    return stage.tier.reduction_rate * per_node / max(per_node, stage.tier.group_gpus)

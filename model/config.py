@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import attrs
 
 from ..compiler.schema import SOFTWARE_STACKS
 from .stacks import ERAS
+from ..dsl.records import frozen
 
 # What a software stack does, as far as step time is concerned. Each entry names real,
 # documented behaviour, not a fitted number, of the releases model/stacks.py lists with sources:
@@ -57,7 +57,7 @@ DEFAULT_STACK = "megatron_core"
 DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
 
 
-@attrs.frozen(slots=False)  # a dict class: its __init__ stores each field without a call (searches build thousands)
+@frozen(slots=False)  # a dict class: its __init__ stores each field without a call (searches build thousands)
 class TrainConfig:
     """Everything a step-time estimate needs besides the hardware and the model shape."""
 

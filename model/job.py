@@ -3,13 +3,13 @@ partition it runs on, and the configuration with every pinned choice applied."""
 
 from __future__ import annotations
 
-import attrs
 
 from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
 from ..compiler.ir import ClusterGraph, Partition
 from ..compiler.lower import lower_cluster
 from .config import DEFAULT_STACK, TrainConfig
 from .shape import ModelShape
+from ..dsl.records import frozen
 
 
 class JobError(ValueError):
@@ -24,7 +24,7 @@ class UnknownJob(JobError):
     usage = True
 
 
-@attrs.frozen
+@frozen
 class Job:
     name: str
     entity: Entity

@@ -3,12 +3,12 @@ elementwise work, with its FLOPs and HBM traffic (model/compute.py times it)."""
 
 from __future__ import annotations
 
-import attrs
+from ..dsl.records import frozen
 
 ACT_BYTES = 2  # bf16 activations; fp8 runs keep activations in bf16 between GEMMs
 
 
-@attrs.frozen
+@frozen
 class Op:
     name: str
     kind: str             # gemm | attention | elementwise

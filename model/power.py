@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import functools
 
-import attrs
 
 from ..compiler.ir import Accelerator, ClusterGraph, Partition
 from ..compiler import host_load
 from ..compiler.metrics import power_breakdown
 from . import dvfs
 from .compute import hbm_rate
+from ..dsl.records import frozen
 
 WAITING_ACTIVITY = 0.4   # share of the idle-to-TDP range drawn while waiting on comms (assumption)
 # A GPU running memory-bound kernels (a serving step's weight and KV-cache streaming) keeps its
@@ -37,7 +37,7 @@ WAITING_ACTIVITY = 0.4   # share of the idle-to-TDP range drawn while waiting on
 STREAMING_ACTIVITY = 0.106
 
 
-@attrs.frozen
+@frozen
 class Power:
     accelerators: float      # W, the job's GPUs
     rest: float              # W, hosts, network, overheads attributed to the job

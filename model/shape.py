@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 
-import attrs
 
 from ..compiler.design import Entity, Symbol
+from ..dsl.records import frozen
 
 
-@attrs.frozen(cache_hash=True)
+@frozen(cache_hash=True)
 class ModelShape:
     layers: int
     hidden: int

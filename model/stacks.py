@@ -34,10 +34,10 @@ Sources, abbreviated below:
 
 from __future__ import annotations
 
-import attrs
+from ..dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Era:
     stack: str          # the `software` value
     framework: str      # the family of releases: megatron, nemo, deepspeed, fsdp, fsdp_compiled, maxtext

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 
 from ..compiler.design import Design, Entity, Record, Repeat
 from ..compiler.show import show_value
 from ..compiler.driver import check_file
 from ..compiler.lower import lower, pick_cluster
 from .sweep.point import evaluate
+from ..dsl.records import frozen
 
 METRICS = ("gpus", "nodes", "tp", "pp", "dp", "cp", "ep", "clock", "power_cap_w", "step_time_s", "tokens_per_s", "mfu",
            "memory_per_gpu_bytes", "job_power_w", "facility_power_w", "time_to_train_s", "energy_to_train_j",
            "racks", "switches", "transceivers", "capex_usd", "tco_usd", "cost_per_token_usd", "cost_to_train_usd")
 
 
-@attrs.frozen
+@frozen
 class Change:
     section: str      # params | parts | bom | plan
     key: str
@@ -26,7 +26,7 @@ class Change:
     b: Any
 
 
-@attrs.frozen
+@frozen
 class Comparison:
     a: str
     b: str

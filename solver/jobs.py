@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeAlias
 
-import attrs
 
 from ..compiler.design import Design, Entity
 from ..model.job import job_from_entity, select_job
 from .train.plan import Plan, plan
 from .power.section import PowerSection, power_section
+from ..dsl.records import frozen
 
 if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of their kind
     from .split.plan import HeteroPlan
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the heterogeneous split and serving load only for a job of 
     from .rl.plan import RLPlan
 
 
-@attrs.frozen
+@frozen
 class TrainOutcome:
     job_kind = "train"   # not a field: what the views dispatch on (`Outcome`)
     plan: Plan

@@ -26,6 +26,18 @@ model M {{ arch = dense  layers = 8  hidden = 2048  heads = 16  kv_heads = 8  ff
 """
 
 
-def design(jobs: str, kind: str = "infiniband", oversubscription: str = "3:1", units: int = 18) -> str:
-    """The cluster's GCL text with `jobs` (train blocks on cluster K of model M) appended."""
-    return DESIGN.format(kind=kind, oversubscription=oversubscription, units=units, jobs=jobs)
+# An MoE model for the same cluster: an expert all-to-all over 32 GPUs crosses the spine.
+MOE = """\
+model E {
+  arch = moe  layers = 8  hidden = 2048  heads = 16  kv_heads = 8  ffn = 8192  vocab = 32000  seq = 2048
+  experts { routed = 64  top_k = 4  ffn = 1024 }
+}
+"""
+
+
+def design(jobs: str, kind: str = "infiniband", oversubscription: str = "3:1", units: int = 18,
+           fabric: str = "") -> str:
+    """The cluster's GCL text with `jobs` (train blocks on cluster K of model M, or of the MoE
+    model E) appended; `fabric`: more fields of the scale-out fabric (`congestion = pfc`)."""
+    text = DESIGN.format(kind=kind, oversubscription=oversubscription, units=units, jobs=MOE + jobs)
+    return text.replace("  switch    = Sw\n", f"  switch    = Sw\n  {fabric}\n") if fabric else text

@@ -7,18 +7,18 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import attrs
 
 from ..compiler import topology
 from ..dsl.units import UNITS
 from ..dsl import ast
 from .gcl_tree import _Renders, _block, _call, _decl, _dotted, _field, _id, _num, _pin, _ref, _times, _unique
+from ..dsl.records import frozen
 
 
 # ================================================================= parts
 
 
-@attrs.frozen
+@frozen
 class ChipSpec(_Renders):
     """An accelerator: HBM, dense peaks, power and an optional measured GEMM efficiency."""
 
@@ -45,7 +45,7 @@ class ChipSpec(_Renders):
         return (_decl("chip", self.name, members),)
 
 
-@attrs.frozen
+@frozen
 class NicSpec(_Renders):
     name: str = "Nic0"
     gbps: int = 400                  # Gb/s per direction
@@ -56,7 +56,7 @@ class NicSpec(_Renders):
                                          _field("power", _num(self.power_w, "W"))]),)
 
 
-@attrs.frozen
+@frozen
 class CpuSpec(_Renders):
     name: str = "Cpu0"
     cores: int = 32
@@ -66,7 +66,7 @@ class CpuSpec(_Renders):
         return (_decl("cpu", self.name, [_field("cores", _num(self.cores)), _field("power", _num(self.power_w, "W"))]),)
 
 
-@attrs.frozen
+@frozen
 class SwitchSpec(_Renders):
     name: str = "Switch0"
     radix: int = 64
@@ -79,7 +79,7 @@ class SwitchSpec(_Renders):
                                             _field("power", _num(self.power_w, "W"))]),)
 
 
-@attrs.frozen
+@frozen
 class FabricSpec(_Renders):
     """A scale-up (`kind = nvlink`, bandwidth in GB/s) or scale-out fabric (Gb/s)."""
 
@@ -127,7 +127,7 @@ class FabricSpec(_Renders):
         return (*parts, _decl("fabric", self.name, members))
 
 
-@attrs.frozen
+@frozen
 class NodeSpec(_Renders):
     """A server: `gpus x chip`, NICs, CPUs, a scale-up fabric, DRAM and overhead."""
 
@@ -165,7 +165,7 @@ class NodeSpec(_Renders):
         return (*parts, _decl("node", self.name, members))
 
 
-@attrs.frozen
+@frozen
 class PartitionSpec:
     name: str
     node: NodeSpec
@@ -176,7 +176,7 @@ class PartitionSpec:
         return self.units * self.node.gpus
 
 
-@attrs.frozen
+@frozen
 class ClusterSpec(_Renders):
     """One partition (`units = N x Node`) or several (`partition p0 { ... }` blocks)."""
 
@@ -234,7 +234,7 @@ class ClusterSpec(_Renders):
 # ================================================================= work
 
 
-@attrs.frozen
+@frozen
 class ExpertsSpec:
     routed: int = 8
     top_k: int = 2
@@ -243,7 +243,7 @@ class ExpertsSpec:
     dense_layers: int = 0
 
 
-@attrs.frozen
+@frozen
 class ModelSpec(_Renders):
     """A transformer; `hidden = heads x head_dim`. `state_params` writes the exact count."""
 
@@ -297,7 +297,7 @@ class ModelSpec(_Renders):
         return (_decl("model", self.name, members),)
 
 
-@attrs.frozen
+@frozen
 class TrainSpec(_Renders):
     """A `train` job with its model and cluster: rendered, a whole design."""
 

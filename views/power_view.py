@@ -5,7 +5,6 @@ at TDP for reference; without one, everything is at full load (TDP)."""
 
 from __future__ import annotations
 
-import attrs
 import graphviz
 
 from ..compiler.ir import ClusterGraph
@@ -13,6 +12,7 @@ from ..dsl.numbers import percent
 from ..compiler.metrics import Metric, power_breakdown
 from ..model.power import gpu_watts_of
 from .diagram import FONT, fmt, ident, label
+from ..dsl.records import frozen
 
 _GROUPS = (("power.accelerators", "accelerators"), ("power.cpus", "hosts"), ("power.nics", "hosts"),
            ("power.dpus", "hosts"), ("power.dram", "hosts"), ("power.node_overhead", "hosts"),
@@ -25,7 +25,7 @@ def _group_of(metric: Metric) -> str:
     return dict(_GROUPS).get(metric.key, metric.label)
 
 
-@attrs.frozen
+@frozen
 class Draw:
     """A partition's GPUs that run the plan, and what each draws there."""
 

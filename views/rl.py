@@ -12,7 +12,7 @@ from ..solver.rl.plan import RLPlan
 from ..solver.rl.pools import Candidate
 
 PHASE_WORDS = {"generate": "generate", "stream": "generate (steady rate)", "score": "score", "train": "train",
-               "sync": "weight sync", "offload": "offload"}
+               "sync": "weight sync", "offload": "host copies"}
 
 
 def rl_json(p: RLPlan, parallelism) -> dict:
@@ -63,6 +63,7 @@ def rl_detail(p: RLPlan, parallelism) -> dict:
         "samples_per_prompt": job.samples, "samples_per_s": p.samples_per_s, "mean_sample_tokens": p.seq,
         "mean_response_tokens": p.response, "longest_response_tokens": p.longest,
         "placement": b.placement, "staleness": b.staleness, "staleness_bound": job.staleness,
+        "rl_stack": job.stack.name,
         "objective": job.objective, "time_to_steps_s": p.time_to_steps, "steps": job.steps,
         "energy_per_step_j": b.energy, "cost_per_step_usd": b.cost,
         "phases_s": {k: getattr(s.phases, k) for k in ("generate", "stream", "score", "train", "sync", "offload")},
@@ -181,7 +182,7 @@ def _phases(p: RLPlan) -> str:
     parts.append(f"sync {duration(s.sync)} ({quantity(nbytes, 'B')} over {_link_name(p)})"
                  if p.best.placement != COLOCATED else f"reshard {duration(s.sync)}")
     if s.offload:
-        parts.append(f"offload {duration(s.offload)}")
+        parts.append(f"host copies {duration(s.offload)}")
     return ", ".join(parts)
 
 

@@ -69,6 +69,7 @@ def _job(run: Run, tiers: dict[str, tuple[str, ...]]) -> dict:
         # uplinks cost it (contention.py); and what the degraded parts cost it (degraded.py)
         "network_slowdown": _slowdowns(run)[0],
         "degradation_slowdown": _slowdowns(run)[1],
+        "pfc_paused_by": sorted(run.paused_by),
         "preemptions": run.preemptions, "failures": run.failures, "timeouts": run.timeouts,
         "restarts": run.restarts,
         "time_limit_s": j.time_limit if math.isfinite(j.time_limit) else None,
@@ -240,6 +241,11 @@ def schedule_text(data: dict, limit: int = 40) -> str:
         lines.append("  network    slowed by neighbours on shared uplinks: "
                      + ", ".join(f"{j['name']} +{percent(j['network_slowdown'] - 1)}" for j in slowed[:6])
                      + (f" and {len(slowed) - 6:,} more" if len(slowed) > 6 else ""))
+    paused = [j for j in jobs if j.get("pfc_paused_by")]
+    if paused:
+        lines.append("  network    held by PFC pauses behind a neighbour's expert all-to-all: "
+                     + ", ".join(f"{j['name']} (behind {', '.join(j['pfc_paused_by'][:3])})" for j in paused[:6])
+                     + (f" and {len(paused) - 6:,} more" if len(paused) > 6 else ""))
     lines += _degraded_lines(data, jobs)
     unfinished = sum(j["state"] in ("pending", "running") for j in jobs)
     if unfinished:
@@ -274,3 +280,9 @@ def _degraded_lines(data: dict, jobs: list[dict]) -> list[str]:
                      + ", ".join(f"{j['name']} +{percent(j['degradation_slowdown'] - 1)}" for j in slowed[:6])
                      + (f" and {len(slowed) - 6:,} more" if len(slowed) > 6 else ""))
     return lines
+
+
+def progress_line(done: int, total: int) -> str:
+    """A long simulation's progress: a 40-character bar and the jobs simulated so far."""
+    filled = 40 * done // total
+    return f"  simulating [{'#' * filled}{'.' * (40 - filled)}] {done:,}/{total:,} jobs"

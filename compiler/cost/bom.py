@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ..design import Construct, Entity, Repeat
 from ..ir import ClusterGraph, Partition, SwitchLayer
@@ -30,11 +29,12 @@ from ..lower import _partition_specs
 from ..metrics import DRAM_W_PER_BYTE
 from ...dsl.numbers import count, quantity
 from ...dsl.units import Quantity
+from ...dsl.records import frozen
 
 DEFAULT_RACK_POWER = 41e3  # W; ASSUMPTION: four DGX H100 (10.2 kW max each) per rack, as in the DGX SuperPOD H100 RA
 
 
-@attrs.frozen
+@frozen
 class Line:
     """One row of the bill: `count` items at `each` USD; `cost` is what this row adds to capex."""
 
@@ -47,7 +47,7 @@ class Line:
     included: bool = False       # paid for by the price of the system it sits in
 
 
-@attrs.frozen
+@frozen
 class Bom:
     lines: tuple[Line, ...]
     racks: int

@@ -12,7 +12,6 @@ up to the total (tests/compiler/test_tco.py checks the conservation).
 
 from __future__ import annotations
 
-import attrs
 
 from .bom import DEFAULT_RACK_POWER, Bom, bill, usd
 from ..design import Entity
@@ -20,12 +19,13 @@ from ..ir import ClusterGraph
 from ..metrics import Metric, facility_power
 from ...dsl.numbers import number, percent, quantity
 from ...dsl.units import Quantity
+from ...dsl.records import frozen
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 SECONDS_PER_YEAR = HOURS_PER_YEAR * 3600
 
 
-@attrs.frozen
+@frozen
 class Economics:
     years: int
     energy_price: float          # USD per joule
@@ -54,7 +54,7 @@ def economics_of(cluster: Entity) -> Economics | None:
                      num("rack_price", None))
 
 
-@attrs.frozen
+@frozen
 class Tco:
     bom: Bom
     economics: Economics

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import statistics
 
-import attrs
 
 from ...dsl.source import Span
+from ...dsl.records import frozen
 
 # Collectives as nccl-tests names its binaries (`all_reduce_perf`, ...).
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
 
 
-@attrs.frozen
+@frozen
 class CollectivePoint:
     """One message size of an nccl-tests run: out-of-place and in-place times (seconds) and
     bandwidths (bytes/s); in-place is None where the test prints none."""
@@ -34,7 +34,7 @@ class CollectivePoint:
         return min(self.time, self.in_time) if self.in_time else self.time
 
 
-@attrs.frozen
+@frozen
 class CollectiveRun:
     """One nccl-tests run: a collective over `ranks` GPUs on `nodes` hosts."""
 
@@ -50,7 +50,7 @@ class CollectiveRun:
         return self.ranks // max(1, self.nodes)
 
 
-@attrs.frozen
+@frozen
 class TrainStep:
     """One logged training step (or the mean of a logging interval)."""
 
@@ -70,7 +70,7 @@ class TrainStep:
 WARMUP_SHARE = 0.25
 
 
-@attrs.frozen
+@frozen
 class TrainRun:
     """A training log: its steps and whatever configuration it states (Megatron-LM's
     argument dump, torchtitan's mesh and batch lines)."""
@@ -96,7 +96,7 @@ class TrainRun:
         return statistics.median(values) if values else None
 
 
-@attrs.frozen
+@frozen
 class ServeRun:
     """A serving benchmark's summary. Latencies in seconds by statistic (`mean`, `p50`,
     `p90`, `p99`, ...), throughputs per second."""
@@ -123,7 +123,7 @@ class ServeRun:
 KERNELS = ("gemm", "attention", "hbm_copy")
 
 
-@attrs.frozen
+@frozen
 class KernelPoint:
     """One kernel measurement of the kernel CSV (docs/calibration.md): its shape, the
     median seconds per call, and the rate it implies (FLOP/s or bytes/s)."""
@@ -157,7 +157,7 @@ class KernelPoint:
         return self.work / self.seconds
 
 
-@attrs.frozen
+@frozen
 class KernelRun:
     """A kernel CSV: the machine it ran on and its rows."""
 

@@ -13,7 +13,7 @@ from .job import job_rules, workload_rules
 from .model import model_rules
 from .hardware import chip_rules, cluster_rules, fabric_rules
 from .part import dpu_rules
-from .switch import switch_rules
+from .switch import node_switch_rules, switch_rules
 from .serve import serve_rules
 from .rl import rl_rules
 from .schedule import scheduler_rules, tenant_rules
@@ -26,7 +26,7 @@ def check_entity(entity: Entity, complete: bool = True) -> list[Diagnostic]:
 
 
 RULES: dict[str, Callable[[Entity], Iterator[Diagnostic]]] = {
-    "dpu": dpu_rules, "switch": switch_rules, "chip": chip_rules, "fabric": fabric_rules, "cluster": cluster_rules, "model": model_rules,
+    "dpu": dpu_rules, "switch": switch_rules, "node": node_switch_rules, "chip": chip_rules, "fabric": fabric_rules, "cluster": cluster_rules, "model": model_rules,
     "train": job_rules, "serve": job_rules, "workload": workload_rules, "tenant": tenant_rules,
     "scheduler": scheduler_rules, "rl": rl_rules,
 }

@@ -29,8 +29,21 @@ def bits(q: Quantity | Fraction) -> str:
     return f"{number(value)} b/s"
 
 
+def node_switch_rules(node: Entity) -> Iterator[Diagnostic]:
+    """A node's `switches` are its scale-up fabric's: without `scaleup` nothing reads them."""
+    if node.get("switches") is not None and node.get("scaleup") is None:
+        yield codes.SWITCH_REDUCTION.make(
+            node.span_of("switches"), what=f"`{node.name}` lists `switches` but no `scaleup` fabric for them",
+            notes=["help: name the scale-up fabric they switch (`scaleup = NVLink4`), or drop `switches`"])
+
+
 def switch_rules(switch: Entity) -> Iterator[Diagnostic]:
-    """A switch's ports at line rate fit its switching capacity (both per direction)."""
+    """A switch's ports at line rate fit its switching capacity (both per direction); a
+    reduction rate only on a switch that reduces."""
+    if switch.get("reduction") is not None and not switch.get("in_network_reduction"):
+        yield codes.SWITCH_REDUCTION.make(
+            switch.span_of("reduction"), what=f"`{switch.name}` states a `reduction` rate but does not reduce",
+            notes=["help: set `in_network_reduction = true` if its chips reduce (SHARP, NVLS), or drop `reduction`"])
     radix, speed, capacity = switch.get("radix"), switch.get("port_speed"), switch.get("capacity")
     if radix is None or speed is None or capacity is None:
         return

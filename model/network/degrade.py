@@ -24,6 +24,7 @@ import attrs
 
 from ...compiler.ir import ClusterGraph, Partition, Tier
 from ...dsl.numbers import percent
+from ...dsl.records import frozen
 
 PARTS = ("nic", "link", "spine", "gpu")
 
@@ -44,7 +45,17 @@ def share_of(text: str) -> float:
     return share
 
 
-@attrs.frozen
+def parse(what: str) -> Degradation:
+    """`nic=down`, `link=0.5`, `gpu=80%` (as `gclc degrade` takes it) -> Degradation;
+    ValueError with what to write instead."""
+    part, sep, level = what.partition("=")
+    part, level = part.strip(), level.strip()
+    if not sep or part not in PARTS:
+        raise ValueError(f"`{what}`: write PART=SHARE with PART one of {', '.join(PARTS)} (`nic=down`, `gpu=80%`)")
+    return Degradation(part, share_of(level))
+
+
+@frozen
 class Degradation:
     part: str          # one of PARTS
     share: float       # of its rate left, 0 <= share <= 1 (0: down)

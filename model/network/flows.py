@@ -44,13 +44,14 @@ from scipy import sparse
 
 from ...compiler.ir import Tier
 from .placement import port_rate, rate, scale_up_gpus
+from ...dsl.records import frozen
 
 
 PATTERNS = ("ring", "pairs", "all", "fan_in")
 CONGESTION = ("ecn", "pfc")
 
 
-@attrs.frozen
+@frozen
 class Communicator:
     name: str
     size: int        # ranks in each group
@@ -73,7 +74,7 @@ class Communicator:
         raise ValueError(f"communicator pattern {kind!r}: one of {', '.join(PATTERNS)}")
 
 
-@attrs.frozen
+@frozen
 class Fabric:
     """The links of `gpus` ranks over `tiers`: capacities (bytes/s) and how to find them."""
 

@@ -3,7 +3,8 @@
 NCCL predicts each (algorithm, protocol)'s time as `latency + bytes / bandwidth` and runs the
 fastest (src/graph/tuning.cc, NCCL 2.30, NVIDIA/nccl commit 5067397c; the constants below are
 its published defaults, restated, not fitted). Algorithms: ring, tree (all-reduce), NVLS
-(the scale-up switches reduce: NVLink SHARP), CollNet (the scale-out switches reduce: SHARP),
+(the scale-up switches reduce: NVLink SHARP), CollNet (the scale-out switches reduce: SHARP; direct,
+each GPU to its own NIC, or chain, up and down a chain of the node's GPUs),
 PAT (reduce-scatter and all-gather with one GPU a node). Protocols: LL (8-byte stores with a
 flag: half the bandwidth, the lowest latency), LL128 (120 of every 128 bytes), Simple (the
 full bandwidth, the highest latency).
@@ -20,21 +21,24 @@ from __future__ import annotations
 import functools
 import math
 
-import attrs
+from ...dsl.records import frozen
 
-ALGORITHMS = ("ring", "tree", "nvls", "collnet", "pat")
+ALGORITHMS = ("ring", "tree", "nvls", "collnet", "collnet_chain", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 # tuning.cc `baseLatencies` (us), per algorithm: (LL, LL128, Simple)
 BASE_LATENCY_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "collnet": (0.0, 0.0, 0.0),
-                   "nvls": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
+                   "collnet_chain": (0.0, 0.0, 0.0), "nvls": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
 # tuning.cc `hwLatencies` (us per step), per link kind and algorithm: (LL, LL128, Simple)
 STEP_LATENCY_US = {
-    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet": (0.0, 0.0, 3.7),
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4),
+               "collnet": (0.0, 0.0, 3.7), "collnet_chain": (0.0, 0.0, 3.7),
                "nvls": (0.0, 0.0, 25.0), "pat": (0.0, 0.0, 4.0)},
-    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet": (0.0, 0.0, 3.7),
+    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7),
+             "collnet": (0.0, 0.0, 3.7), "collnet_chain": (0.0, 0.0, 3.7),
              "nvls": (0.0, 0.0, 0.0), "pat": (0.0, 0.0, 4.0)},
-    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet": (0.0, 0.0, 31.0),
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0),
+            "collnet": (0.0, 0.0, 31.0), "collnet_chain": (0.0, 0.0, 31.0),
             "nvls": (0.0, 0.0, 18.0), "pat": (0.0, 0.0, 14.0)},
 }
 NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a network step's floor; x3 for Simple
@@ -49,6 +53,11 @@ PAT_SHARE = 0.75
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
 COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the network's
+# NVLS reduces in the switch chips: each element of a reduction over n GPUs of a domain costs n - 1
+# adds there (multimem.ld_reduce pulls all n operands, NVIDIA/nccl#828), spread over the domain's
+# chips (every GPU has links to every chip). Their rate (Tier.switch_reduction) is an FP32 figure
+# and nccl-tests reduce floats: a byte rate of 4 bytes per add. ASSUMPTION for other types.
+FP32_BYTES = 4
 # A tree forwards each piece of the buffer whole from hop to hop (a ring cuts it into one block
 # per rank and so pipelines by itself). NCCL runs a small call on one channel and spreads it
 # over more only once each channel's piece reaches `threads x threshold` bytes (enqueue.cc
@@ -62,7 +71,7 @@ TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
 
 
-@attrs.frozen(cache_hash=True)  # the key of every NCCL option lookup
+@frozen(cache_hash=True)  # the key of every NCCL option lookup
 class Communicator:
     """`ranks` GPUs over `nodes` scale-up domains, as NCCL sees them (a multi-node NVLink rack,
     MNNVL, is one node). Rates are bytes/s per GPU per direction (a ring's bus bandwidth)."""
@@ -75,13 +84,14 @@ class Communicator:
     nvls: bool = False            # the scale-up switches reduce (NVLink SHARP)
     collnet: bool = False         # the scale-out switches reduce (SHARP)
     wire: float = 0.0             # seconds one way across the scale-out (NCCL's latencyInter)
+    reduce_rate: float = math.inf   # FP32 adds/s the scale-up switches reduce this group's data at
 
     @property
     def per_node(self) -> int:
         return max(1, self.ranks // max(1, self.nodes))
 
 
-@attrs.frozen
+@frozen
 class Choice:
     algorithm: str
     protocol: str
@@ -94,19 +104,22 @@ def time(collective: str, nbytes: float, c: Communicator) -> float:
     return choose(collective, nbytes, c).seconds
 
 
-def choose(collective: str, nbytes: float, c: Communicator) -> Choice:
-    """NCCL's pick: the (algorithm, protocol) of least predicted time."""
+def choose(collective: str, nbytes: float, c: Communicator, only: str | None = None) -> Choice:
+    """NCCL's pick: the (algorithm, protocol) of least predicted time; `only` one algorithm, as
+    NCCL_ALGO forces it."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
     best = None
     for algorithm, protocol, latency, bandwidth in _options(collective, c):
+        if only is not None and algorithm != only:
+            continue
         seconds = latency + _fill(algorithm, protocol, nbytes, c) + nbytes / bandwidth
         if best is None or seconds < best.seconds:
             best = Choice(algorithm, protocol, seconds)
     return best
 
 
-IN_NETWORK = ("nvls", "collnet")
+IN_NETWORK = ("nvls", "collnet", "collnet_chain")
 
 
 def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
@@ -148,6 +161,14 @@ def p2p_latency(c: Communicator) -> float:
     return (BASE_LATENCY_US["ring"][simple] + step) * 1e-6
 
 
+def switch_reduction_seconds(collective: str, nbytes: float, c: Communicator) -> float:
+    """Seconds the scale-up switches take to reduce an NVLS call's `nbytes` (its floor where
+    their reduction engines, not the GPUs' ports, bound it; 0 for a gather or where no rate is known)."""
+    if collective == "all_gather" or not c.nvls or math.isinf(c.reduce_rate) or c.per_node <= 1:
+        return 0.0
+    return nbytes / FP32_BYTES * (c.per_node - 1) / c.reduce_rate
+
+
 def bus_bandwidth(collective: str, nbytes: float, seconds: float, ranks: int) -> float:
     """nccl-tests' busbw: algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the others."""
     factor = 2 * (ranks - 1) / ranks if collective == "all_reduce" else (ranks - 1) / ranks
@@ -172,7 +193,7 @@ def _algorithms(collective: str, c: Communicator) -> tuple[str, ...]:
         if c.nvls and (c.nodes == 1 or c.collnet):
             algorithms.append("nvls")
         if c.collnet and c.nodes > 1:
-            algorithms.append("collnet")
+            algorithms += ["collnet", "collnet_chain"]
         return tuple(algorithms)
     algorithms = ["ring"]
     if c.nvls and c.per_node > 1 and (c.nodes == 1 or c.collnet):
@@ -215,11 +236,15 @@ def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) 
         return bus * 0.5
     if algorithm == "nvls":   # the whole buffer through the port: slower than a ring for half an all-reduce
         through = c.intra * NVLS_EFFICIENCY
+        reducing = switch_reduction_seconds(collective, 1.0, c)   # seconds per byte in the switch chips
+        through = min(through, 1 / reducing) if reducing else through
         return min(through, c.inter * c.per_node) if c.nodes > 1 else through
     if algorithm == "pat":
         return bus * PAT_SHARE * c.ranks / (c.ranks - 1)
     if algorithm == "collnet":   # the switches reduce: the buffer crosses the NIC once each way
         return min(c.intra, c.inter * c.per_node * COLLNET_SHARE)
+    if algorithm == "collnet_chain":   # ... reduced up a chain of the node's GPUs and sent back down it:
+        return min(c.intra / 2, c.inter * c.per_node * COLLNET_SHARE)   # the buffer twice through each port
     return 0.0
 
 
@@ -240,6 +265,8 @@ def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
         return STEP_LATENCY_US["nvlink"]["nvls"][p] + (inter if c.nodes > 1 else 0.0)
     if algorithm == "collnet":
         return base + 2 * (min(1, c.per_node - 1) * intra + (c.per_node - 1) * 0.4) + inter
+    if algorithm == "collnet_chain":   # up and down the chain, one intra-node step a GPU
+        return base + 2 * (c.per_node - 1) * intra + inter
     if algorithm == "pat":
         return base + _log2(c.nodes) * inter / 3.5 + c.ranks * 2.8
     return math.inf

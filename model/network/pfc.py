@@ -28,11 +28,12 @@ import math
 import attrs
 
 from .placement import Stage, stage_rate
+from ...dsl.records import frozen
 
 CONGESTION = ("ecn", "pfc")
 
 
-@attrs.frozen
+@frozen
 class Incast:
     """A fan-in on `fabric`: `senders` flows into one port of `receiver` bytes/s. An all-to-all
     is one at every receiver, and each sender's port carries `flows` of them (one to each peer

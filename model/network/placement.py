@@ -19,15 +19,15 @@ from __future__ import annotations
 import functools
 import math
 
-import attrs
 
 from ...compiler.ir import Tier
 from ...compiler.routing import expected_max_load
 # NCCL's collective channels on a node: two on each of an 8-GPU node's NICs (ASSUMPTION, stated there)
 from .nccl import CHANNELS
+from ...dsl.records import frozen
 
 
-@attrs.frozen(cache_hash=True)  # hashed on every collective cache lookup
+@frozen(cache_hash=True)  # hashed on every collective cache lookup
 class Stage:
     tier: Tier
     peers: int            # members of the group that meet at this tier (per lower group)
@@ -186,10 +186,15 @@ def _leaving_rate(above: Tier, ports: float, share: float, rings: int, per_port:
     return min(hop, link * balls / expected_max_load(balls, above.paths) / rings)
 
 
+# The tiers of the scale-up domain (a node's NVLink or PCIe, an NVLink rack): every other
+# scope is the scale-out fabric.
+SCALE_UP_SCOPES = ("node", "supernode")
+
+
 def scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
     """GPUs of the widest scale-up domain (a node, an NVLink rack): where any member can be the
     one a channel's ring leaves from."""
-    return max((t.group_gpus for t in tiers if t.scope in ("node", "supernode")), default=1)
+    return max((t.group_gpus for t in tiers if t.scope in SCALE_UP_SCOPES), default=1)
 
 
 @functools.lru_cache(maxsize=4096)

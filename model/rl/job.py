@@ -15,12 +15,14 @@ from ...compiler.lower import lower_cluster
 from ...dsl.units import BYTES, NONE, Quantity
 from ..job import Job, JobError, job_from_entity
 from ..shape import ModelShape
+from ...dsl.records import frozen
+from .stacks import DEFAULT, STACKS, RLStack, stack
 
 # Fields of a train job the training pool's block passes on (compiler/schema.py RL_TRAIN).
 TRAIN_FIELDS = ("precision", "software", "optimizer_state", "master_weights", "main_grads", "parallelism")
 
 
-@attrs.frozen
+@frozen
 class PoolPins:
     """What the file fixes of one pool: its partition, its GPU count, its precision."""
 
@@ -29,7 +31,7 @@ class PoolPins:
     precision: str
 
 
-@attrs.frozen
+@frozen
 class RLJob:
     name: str
     entity: Entity
@@ -55,6 +57,7 @@ class RLJob:
     memory_share: bool
     power: float                           # W at the facility (inf: no bound)
     gpus: int                              # GPUs the pools may use together
+    stack: RLStack = attrs.field(default=STACKS[DEFAULT])   # the RL stack's release (model/rl/stacks.py)
 
     @property
     def batch(self) -> int:
@@ -81,7 +84,7 @@ def rl_job(entity: Entity) -> RLJob:
                  entity.get("samples") or 1, entity.get("epochs") or 1, entity.get("minibatches") or 1,
                  entity.get("staleness") or 0, _word(entity.get("placement")) or "auto",
                  _pins(entity, "generate"), _pins(entity, "train"), objective, entity.get("steps"),
-                 memory, share, power, min(gpus, sum(p.gpus for p in partitions)))
+                 memory, share, power, min(gpus, sum(p.gpus for p in partitions)), stack(_word(entity.get("stack"))))
 
 
 def _word(value: object) -> str | None:

@@ -12,9 +12,8 @@ solver/rl/generation.py), each from the model of its own kind of work:
 - the weights' move from the training layout to the generation layout: a broadcast over the
   link between the pools when they are apart, a gather inside the model-parallel group when
   they share GPUs (as NeMo-RL moves them through v0.7, whole tensors: WHOLE_TENSORS);
-- colocated pools' offload: while the engine generates, training's gradients, optimizer
-  state and (unless the engine reads them in place) weights wait in host memory; while the
-  pool trains, the engine's weights do (vLLM's sleep mode); each moves out and back a step.
+- the training pool's copies to and from host memory (colocated phase switches, the reference
+  model's swap): model/rl/host.py.
 
 Moving the weights also costs a fixed time per tensor (the trainer names, converts and the
 engine loads each one): REFIT_PER_TENSOR_S, from NeMo-RL's measured refit of DeepSeek-V3.
@@ -24,13 +23,13 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler.ir import Partition, Tier
 from .. import comms
 from ..serve.inference import weight_bytes
 from ..shape import ModelShape
 from ..train.step import Estimate
+from ...dsl.records import frozen
 
 # MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 training nodes to 4 vLLM nodes over NCCL) took 14.21 s
 # for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
@@ -50,11 +49,9 @@ REFIT_PER_TENSOR_S = 14.21 / 45_395
 # holds them (16-bit; an fp8 engine casts each as it loads it: nemo_rl/models/generation/vllm/quantization/
 # fp8.py `load_weights`, cast_tensor_to_fp8_blockwise), not at the engine's precision.
 WHOLE_TENSORS = True
-HOST_LINK = 32e9          # bytes/s per GPU to host memory where a node states none: PCIe Gen4 x16 per direction
-                          # (the A100 data sheet's 64 GB/s both ways); nodes state theirs (`host_link`)
 
 
-@attrs.frozen
+@frozen
 class Link:
     """The path the weights take between the pools: per-GPU bandwidth each way, latency."""
 
@@ -120,12 +117,6 @@ def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 
     return gather + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 
 
-def offload_bytes(e: Estimate, engine_weights: float, shared: bool) -> float:
-    """Bytes per GPU colocated pools move to host memory each step: training's gradients and
-    optimizer state, and both sides' weights unless the engine reads the trained ones in place."""
-    return e.memory.gradients + e.memory.optimizer + (0.0 if shared else e.memory.weights + engine_weights)
-
-
 def tensors(shape: ModelShape) -> int:
     """Weight tensors of the policy as a checkpoint names them: per layer the attention's
     (query, key, value, output; MLA's down- and up-projections and their norms) and two norms,
@@ -140,12 +131,6 @@ def tensors(shape: ModelShape) -> int:
 def refit_overhead(shape: ModelShape) -> float:
     """The per-tensor part of moving the weights into the engine."""
     return tensors(shape) * REFIT_PER_TENSOR_S
-
-
-def offload_time(nbytes: float, partition: Partition) -> float:
-    """Out to host memory after training and back before the next, over each GPU's host link."""
-    link = partition.node.host_link or HOST_LINK
-    return 2 * nbytes / link
 
 
 def forward_time(e: Estimate) -> float:

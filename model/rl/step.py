@@ -5,13 +5,14 @@ asynchronous operation buys.
   memory, score, train, send it out again and reshard the weights into the generation layout:
   the sum of the phases.
 - Disaggregated and synchronous (staleness 0): the generation pool generates while the
-  training pool waits; the training pool scores and trains while the generation pool waits;
-  then the weights cross the link between them: generate + score + train + sync.
+  training pool waits; the training pool scores (swapping the reference model's weights in and
+  out: `offload`) and trains while the generation pool waits; then the weights cross the link
+  between them: generate + offload + score + train + sync.
 - Disaggregated and asynchronous (staleness k >= 1: a sample may come from a policy up to k
   steps old): the generation pool generates the next step's samples while the training pool
   trains on this step's. The engine keeps generating across step boundaries, so a step's
   generation costs its share of the engine's steady throughput (`stream`), not the wait for
-  its slowest sample, and both pools pause for the weights: sync + max(stream, score + train).
+  its slowest sample, and both pools pause for the weights: sync + max(stream, offload + score + train).
   Deeper staleness lets the engine hold more steps' samples at once (a fuller batch, a cheaper
   token: solver/rl/generation.py `steady`), so the stream never grows with it.
 
@@ -21,12 +22,12 @@ asynchronous step is never slower than a synchronous one.
 
 from __future__ import annotations
 
-import attrs
+from ...dsl.records import frozen
 
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 
 
-@attrs.frozen
+@frozen
 class Phases:
     """Seconds of each phase of one step."""
 
@@ -35,10 +36,10 @@ class Phases:
     score: float               # forward passes: old log-probabilities, reference, reward, critic values
     train: float               # optimizer steps (policy and critic)
     sync: float                # the weights from the training layout to the generation layout
-    offload: float = 0.0       # colocated: optimizer state and gradients to host memory and back
+    offload: float = 0.0       # the training pool's copies to and from host memory (model/rl/host.py)
 
 
-@attrs.frozen
+@frozen
 class Span:
     pool: str                  # generate | train (colocated: both are "colocated")
     phase: str                 # generate, score, train, sync, offload, idle
@@ -50,7 +51,7 @@ class Span:
         return self.end - self.start
 
 
-@attrs.frozen
+@frozen
 class RLStep:
     placement: str             # colocated | disaggregated
     staleness: int             # 0: synchronous
@@ -74,15 +75,16 @@ def compose(phases: Phases, placement: str, staleness: int) -> RLStep:
         marks = _chain("colocated", (("generate", p.generate), ("offload", p.offload / 2), ("score", p.score),
                                      ("train", p.train), ("offload", p.offload / 2), ("sync", p.sync)))
         return RLStep(placement, staleness, phases, p.generate + p.offload + p.score + p.train + p.sync, marks)
+    trainer = p.offload + p.score + p.train
     if staleness == 0:
-        work = p.generate + p.score + p.train
-        gen = _chain("generate", (("generate", p.generate), ("idle", p.score + p.train), ("sync", p.sync)))
-        train = _chain("train", (("idle", p.generate), ("score", p.score), ("train", p.train), ("sync", p.sync)))
-        return RLStep(placement, staleness, phases, work + p.sync, gen + train)
-    period = max(p.stream, p.score + p.train)
+        gen = _chain("generate", (("generate", p.generate), ("idle", trainer), ("sync", p.sync)))
+        train = _chain("train", (("idle", p.generate), ("offload", p.offload), ("score", p.score), ("train", p.train),
+                                 ("sync", p.sync)))
+        return RLStep(placement, staleness, phases, p.generate + trainer + p.sync, gen + train)
+    period = max(p.stream, trainer)
     gen = _chain("generate", (("generate", p.stream), ("idle", period - p.stream), ("sync", p.sync)))
-    train = _chain("train", (("score", p.score), ("train", p.train), ("idle", period - p.score - p.train),
-                             ("sync", p.sync)))
+    train = _chain("train", (("offload", p.offload), ("score", p.score), ("train", p.train),
+                             ("idle", period - trainer), ("sync", p.sync)))
     return RLStep(placement, staleness, phases, period + p.sync, gen + train)
 
 

@@ -9,9 +9,10 @@ import attrs
 from ...compiler.formats import family
 from ..compute import gemm_rate
 from .kv import value_bytes
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class ServeConfig:
     tp: int
     batch: int                  # sequences decoding at once per replica (the scheduler's limit)

@@ -79,13 +79,14 @@ import functools
 import attrs
 
 from ..compute import EAGER_OP_S
+from ...dsl.records import frozen
 
 GIB = 1 << 30
 PREEMPTIONS = ("recompute", "swap", "reserve")   # reserve: admit only when the whole length fits
 MOE_PATHS = ("grouped", "tp_sharded", "per_expert", "ep_with_dp")
 
 
-@attrs.frozen
+@frozen
 class Engine:
     """The scheduler, host and cache knobs one replica runs with (`engine { ... }`). The
     defaults are an ideal engine (no host time, mixed batches); a named profile sets real ones."""
@@ -164,7 +165,7 @@ class Engine:
         return self.overlap and (pp == 1 or self.overlap_pp)
 
 
-@attrs.frozen
+@frozen
 class Profile:
     """An engine as released: its family, the releases that behave so, its knobs and sources."""
 

@@ -33,6 +33,7 @@ import attrs
 from ...compiler.ir import Partition
 from .. import cache, collectives as nccl, comms
 from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, hbm_rate, mla_decode_rate
+from ..network.placement import SCALE_UP_SCOPES
 from . import allreduce, moe
 from .config import ServeConfig, mixed_gemm_rate, weight_bytes  # noqa: F401  (ServeConfig, weight_bytes re-exported)
 from .engines import Engine
@@ -40,6 +41,7 @@ from .kv import KVLayout, value_bytes
 from . import ranks
 from .pipeline import pipeline_hops
 from ..shape import ModelShape
+from ...dsl.records import frozen
 
 BUFFER_BYTES = 4e9                     # runtime, allocator and communication buffers
 ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 20  # prefill working set per token per hidden unit
@@ -55,7 +57,7 @@ MEMO_ENTRIES = 1 << 16                 # token counts whose stage costs a replic
 DRAFT_LAYERS = 1                       # ASSUMPTION: a draft token costs one layer's decode (MTP/EAGLE-style head)
 
 
-@attrs.frozen
+@frozen
 class Replica:
     """One replica's cost coefficients, so that an iteration costs a few multiplications."""
 
@@ -248,9 +250,6 @@ class Replica:
         return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
 
 
-SCALE_UP = ("node", "supernode")
-
-
 def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
                   tp: int = 1) -> float:
     """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
@@ -263,7 +262,7 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     a multi-node NVLink kernel (`Engine.mnnvl`) keeps its one-shot inside the NVLink domain. An
     engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
     than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate."""
-    if across_hosts or any(stage.tier.scope not in SCALE_UP for stage in stages):
+    if across_hosts or any(stage.tier.scope not in SCALE_UP_SCOPES for stage in stages):
         return nccl.all_reduce(nbytes, stages)
     return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp))
 
@@ -309,7 +308,7 @@ def sharing_costs(replicas: list[Replica]) -> list[Replica]:
     return replicas
 
 
-@attrs.frozen
+@frozen
 class ServeEstimate:
     """Steady state of one replica at full batch, and its unloaded time to first token."""
 

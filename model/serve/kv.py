@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler import formats
 from ..shape import ModelShape
+from ...dsl.records import frozen
 
 # Bytes per cached value: the format's width with its block scales (compiler/formats.py):
 # fp8/int8 one byte; fp4 (NVFP4) half a byte plus one fp8 scale per 16 values; MXFP4 one
@@ -29,7 +29,7 @@ def value_bytes(precision: str) -> float:
     return formats.value_bytes(precision)
 
 
-@attrs.frozen
+@frozen
 class KVLayout:
     shape: ModelShape
     precision: str

@@ -59,6 +59,7 @@ from ..config import TrainConfig
 from .memory import params_per_gpu
 from ..shape import ModelShape
 from .workload import layer_forward, moe_tokens
+from ...dsl.records import frozen
 
 # ESTIMATE: host CPU time of one asynchronous kernel launch (cudaLaunchKernel through the
 # PyTorch dispatcher). A launch-and-synchronize round trip measures 4-6 us on a current
@@ -87,7 +88,7 @@ THREADS_PER_GPU = 2     # the launch thread and the network proxy
 BYTES_PER_CORE = 1e9
 
 
-@attrs.frozen
+@frozen
 class HostWork:
     """Host CPU seconds per step of one GPU, by thread, and what a network DPU changes."""
 

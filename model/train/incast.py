@@ -14,26 +14,26 @@ and PFC costs nothing beyond ECN (the flow simulator agrees: tests/model/test_fl
 Under ECMP the flows that cross the spine collide on its paths, the most loaded path holds its
 flows to the fabric's hashed share of their fair rate (compiler/routing.py, which the spine
 tier's efficiency carries), and the pauses spread that to the rings. This module charges
-PFC's rate against ECN's for the share of a layer pass the all-to-all runs.
+PFC's rate against ECN's for the share of a layer pass the all-to-all runs. `on_fabric` says
+where a job's all-to-all is an incast on a lossless fabric and for what share of its step, which
+`gclc schedule` charges to the jobs whose flows share its spine (solver/schedule/contention.py).
 """
 
 from __future__ import annotations
 
 import math
 
-import attrs
-
 from .. import comms
 from ..config import TrainConfig
 from ..network.pfc import Incast, beside_incast
-from ..network.placement import port_rate
+from ..network.placement import SCALE_UP_SCOPES, port_rate
 from . import sharding
+from ...dsl.records import frozen
 
-_SCALE_UP = ("node", "supernode")
 PROBE_BYTES = 1e9   # the rings' rate ratio is read on a bandwidth-bound all-reduce
 
 
-@attrs.frozen
+@frozen
 class Held:
     """The data-parallel collectives held behind an expert all-to-all's incast under PFC."""
 
@@ -60,7 +60,7 @@ def held(cfg: TrainConfig, tiers: tuple, ep_per_pass: float, layer_pass: float) 
         return None
     fabric = lossless[0].fabric
     first = next(t for t in tiers if t.fabric == fabric)
-    k = max(1, cfg.ep - math.prod(s.peers for s in experts if s.tier.scope in _SCALE_UP))
+    k = max(1, cfg.ep - math.prod(s.peers for s in experts if s.tier.scope in SCALE_UP_SCOPES))
     port = port_rate(first)
     hashed = min(1.0, lossless[-1].efficiency / first.efficiency) if first.efficiency else 1.0
     incast = Incast(fabric, k, port, flows=k, path=hashed * port / k if hashed < 1 else math.inf)
@@ -69,3 +69,27 @@ def held(cfg: TrainConfig, tiers: tuple, ep_per_pass: float, layer_pass: float) 
     duty = min(1.0, ep_per_pass / layer_pass)
     slowdown = pfc / ecn if ecn > 0 else 1.0
     return Held(fabric, k, duty, slowdown, 1 + duty * (slowdown - 1))
+
+
+@frozen
+class AllToAll:
+    """A job's expert all-to-all as an incast on a lossless (`pfc`) scale-out fabric."""
+
+    fabric: str
+    senders: int         # incast flows into each receiving NIC: expert peers outside its node
+    duty: float          # share of the job's step the all-to-all is on the wire
+    level: int = 0       # the outermost tier its flows climb to (Tier.level)
+
+
+def on_fabric(cfg: TrainConfig, tiers: tuple, wire: float, step: float) -> AllToAll | None:
+    """Where `cfg`'s expert all-to-all (`wire` seconds per micro-batch's layer passes, four
+    exchanges per MoE layer) crosses a `pfc` scale-out fabric: its incast and its share of a
+    `step`; None elsewhere."""
+    if cfg.ep <= 1 or wire <= 0 or step <= 0:
+        return None
+    experts = comms.tile(cfg.ep, cfg.stride("ep"), tiers)
+    lossless = [s.tier for s in experts if s.tier.scope == "scaleout" and s.tier.congestion == "pfc"]
+    if not lossless:
+        return None
+    k = max(1, cfg.ep - math.prod(s.peers for s in experts if s.tier.scope in SCALE_UP_SCOPES))
+    return AllToAll(lossless[0].fabric, k, min(1.0, cfg.microbatches * wire / step), lossless[-1].level)

@@ -21,12 +21,13 @@ from ..config import TrainConfig
 from ..memo import remember as _remember
 from ..shape import ModelShape
 from .workload import after_routing_ops, backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
+from ...dsl.records import frozen
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
 EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
 
 
-@attrs.frozen
+@frozen
 class Layer:
     """Per micro-batch seconds of one layer on one GPU, by component."""
 

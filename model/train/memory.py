@@ -20,6 +20,7 @@ from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from ..shape import ModelShape
 from ...compiler.ir import Accelerator
+from ...dsl.records import frozen
 
 # PyTorch FSDP stacks: under a pipeline torchtitan keeps each stage's parameters unsharded from
 # forward to backward ("For PP, by default do not reshard after forward to avoid per-microbatch
@@ -35,7 +36,7 @@ FSDP_STACKS = ("fsdp", "fsdp_compiled")
 FSDP_ACCUMULATION_BYTES = 4
 
 
-@attrs.frozen
+@frozen
 class Memory:
     weights: float
     gradients: float

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler.ir import NodeType, Partition
 from ...dsl.numbers import percent, quantity
 from . import host
 from ..config import TrainConfig
 from ..shape import ModelShape
+from ...dsl.records import frozen
 
 # ASSUMPTION: host memory the job cannot use: the OS, the framework's CPU side and the
 # data-loader worker processes, as a share of the node's DRAM.
 HOST_RESERVE = 0.1
-@attrs.frozen
+@frozen
 class HostMemory:
     """Bytes of one node's DRAM a configuration needs, and what the node offers."""
 

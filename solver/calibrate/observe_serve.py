@@ -31,6 +31,7 @@ from ..serve.sim import Pool, simulate
 from ..serve.space import engine_of
 from .observe import Observation
 from .params import applied, engine_param, gemm_key
+from ...dsl.records import define
 
 SEED = 19
 MAX_REQUESTS = 2000     # requests replayed per run (the readers' runs are larger only in long sweeps)
@@ -44,7 +45,7 @@ def engine_key(job: str) -> tuple[str, str, str]:
     return ("engine", job, "host_step")
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class Replay:
     """One serving run: its figures simulated by `simulate(values)` (throughput in tokens/s,
     median TTFT and TPOT in seconds, by metric name), exact at an anchor of the constants

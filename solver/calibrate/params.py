@@ -13,6 +13,7 @@ import attrs
 from ...compiler.formats import family
 from ...compiler.ir import Accelerator, Partition
 from ...model import compute
+from ...dsl.records import frozen
 
 # Prior spreads (standard deviation of log value) of a design's constants, ASSUMPTIONS sized
 # from the spread of what benchmarks/calibrate.py fits across chips: a chip efficiency the
@@ -24,7 +25,7 @@ SPREAD = {"stated": 0.10, "default": 0.30, "attention": 0.30, "hbm": 0.10, "effi
 RANGE = {"share": (0.02, 1.0), "latency": (1e-8, 1e-3), "host_step": (1e-6, 0.05)}
 
 
-@attrs.frozen
+@frozen
 class Param:
     """One constant: `("chip", name, key)` with key a precision family, `attention` or `hbm`; `("fabric", name, "efficiency" | "latency")`; or `("engine", serve job,
     "host_step")`."""

@@ -16,11 +16,12 @@ from ...compiler.ir import Accelerator
 from ...model.power import beside_accelerators, busy_of, gpu_power
 from ...model.train.step import Estimate, estimate
 from ..train import enumerate as space_def
+from ...dsl.records import frozen
 
 F_MIN = dvfs.DEFAULT_FLOOR  # lowest clock ratio when the chip declares no `power.min_clock`
 
 
-@attrs.frozen
+@frozen
 class PowerInputs:
     """Everything the GP needs, as plain numbers (W, tokens/s, GPUs)."""
 

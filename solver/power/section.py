@@ -27,12 +27,13 @@ from ..train.plan import Plan
 from ..train.search import search
 from .inputs import PowerInputs
 from .program import PowerResult, solve_power, without_power_limit
+from ...dsl.records import frozen
 
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)   # of the limit: the budgets `gclc plan` prints
 _RELAXED = {"throughput": "throughput", "time": "time", "energy": "energy"}   # objectives the GP has
 
 
-@attrs.frozen
+@frozen
 class CurvePoint:
     budget: float                        # W, facility
     tokens_per_s: float | None           # None: the layout cannot run within the budget
@@ -45,7 +46,7 @@ class CurvePoint:
         return self.tokens_per_s is not None
 
 
-@attrs.frozen
+@frozen
 class PowerSection:
     limit: float                         # W, facility
     source: str                          # where the limit is written

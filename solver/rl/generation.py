@@ -36,11 +36,12 @@ from ...compiler.serve_trace import Request
 from ...model.serve.inference import Engine, Replica, ServeConfig, estimate, first_token_time, replica
 from ...model.shape import ModelShape
 from ..serve.sim import Pool, simulate
+from ...dsl.records import frozen
 
 BATCHES = (64, 256, 1024)    # max_batch choices the planner tries (an `engine { max_batch }` pins one)
 
 
-@attrs.frozen
+@frozen
 class GenLayout:
     """The generation pool: `replicas` replicas of one configuration on one partition."""
 
@@ -58,7 +59,7 @@ class GenLayout:
         return self.config.tp * self.config.pp
 
 
-@attrs.frozen
+@frozen
 class Generation:
     layout: GenLayout
     makespan: float              # seconds (inf: a sample never fits the cache)

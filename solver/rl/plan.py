@@ -20,9 +20,10 @@ from ...model.rl.job import RLJob, rl_job
 from ...model.rl.step import COLOCATED, DISAGGREGATED
 from .pools import Candidate, evaluate
 from .search import Context, SearchResult, search
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Alternative:
     """The best plan of another shape than the chosen one, and what it costs."""
 
@@ -30,7 +31,7 @@ class Alternative:
     candidate: Candidate | None  # None: no feasible plan of that shape
 
 
-@attrs.frozen
+@frozen
 class RLPlan:
     job_kind = "rl"   # not a field: what the views dispatch on (solver/jobs.py `Outcome`)
     name: str

@@ -2,9 +2,9 @@
 
 The training pool's layout is the training planner's (solver/train: exact branch and bound
 over the train job the pool stands for, model/rl/job.py `train_job`), within the pool's
-memory less the weights of the models it also keeps (reference, reward and, for PPO, the
-critic's when the policy's layout is planned; the policy's when the critic's is), sharded over
-the pool. It scores the samples (model/rl/phases.py `score_time`: the training stack's forward
+memory less the weights of the models it also keeps (reward, a reference of another shape than
+the policy's and, for PPO, the critic's when the policy's layout is planned; the policy's when the
+critic's is), sharded over the pool. It scores the samples (model/rl/phases.py `score_time`: the training stack's forward
 passes) at its layout.
 
 A pair of pools (`Candidate`) is one point of the planner's space: where each pool runs, how
@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler.ir import Partition
 from ...model.job import Job
 from ...model.power import job_power
-from ...model.rl import phases as ph
+from ...model.rl import host, phases as ph
 from ...model.rl.job import RLJob, train_job
 from ...model.rl.step import COLOCATED, Phases, RLStep, compose
 from ...model.train.step import Estimate
 from ..train.plan import plan
 from .cost import usd_per_gpu_second
 from .generation import GenLayout, Generation
+from ...dsl.records import frozen
 
 
 def shares_weights(train: "TrainPool", layout: GenLayout) -> bool:
@@ -38,7 +38,7 @@ def shares_weights(train: "TrainPool", layout: GenLayout) -> bool:
 WEIGHT_BYTES = 2.0          # bf16 weights of the models a pool keeps beside the one it trains
 
 
-@attrs.frozen
+@frozen
 class TrainPool:
     partition: str
     gpus: int
@@ -50,10 +50,18 @@ class TrainPool:
     resident: float              # bytes per GPU of the other models' weights
 
 
+def swaps_reference(job: RLJob) -> bool:
+    """A reference of the policy's own shape waits in host memory and is swapped into the policy's
+    buffers for its log-probabilities (NeMo-RL's `use_reference_model`: model/rl/host.py), so it
+    takes no GPU memory of its own; one of another shape is kept on the GPUs as the reward model is."""
+    return job.reference is not None and job.reference == job.policy
+
+
 def other_weights(job: RLJob, gpus: int, trained: str = "model") -> float:
     """Bytes per GPU of the models the training pool keeps beside the one it trains, sharded
-    over its GPUs (ZeRO-3 style, as veRL and OpenRLHF keep the reference)."""
-    shapes = [job.reference, job.reward] + ([job.critic] if trained == "model" else [job.policy])
+    over its GPUs (ZeRO-3 style, as veRL and OpenRLHF keep them); a swapped reference is not kept."""
+    reference = None if swaps_reference(job) else job.reference
+    shapes = [reference, job.reward] + ([job.critic] if trained == "model" else [job.policy])
     return sum(s.params * WEIGHT_BYTES for s in shapes if s is not None) / gpus
 
 
@@ -80,7 +88,7 @@ def train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit: flo
     return TrainPool(partition.name, gpus, best, critic, policy_job, score, train, resident)
 
 
-@attrs.frozen
+@frozen
 class Candidate:
     placement: str
     staleness: int
@@ -129,10 +137,10 @@ def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation,
     """The pair of pools at `generation`'s times (or at the bounds given instead)."""
     gen = generation.layout
     gp, tp = job.partition(gen.partition), job.partition(train.partition)
-    offload = 0.0
-    if placement == COLOCATED:
-        engine = ph.policy_bytes(job.policy, gen.config.precision) / gen.shard
-        offload = ph.offload_time(ph.offload_bytes(train.policy, engine, shares_weights(train, gen)), tp)
+    engine = ph.policy_bytes(job.policy, gen.config.precision) / gen.shard
+    reference = 1.0 if swaps_reference(job) else 0.0
+    offload = host.host_moves(train.policy, engine, reference, placement == COLOCATED, shares_weights(train, gen), tp,
+                               job.stack)
     phases = Phases(makespan if makespan is not None else generation.makespan,
                     stream if stream is not None else generation.stream, train.score, train.train,
                     sync_time(job, gen, train, placement, gp, tp), offload)

@@ -30,12 +30,13 @@ from ...model.rl.step import COLOCATED
 from ...model.serve.inference import Engine
 from ..serve.space import engine_of
 from . import generation as gen
-from .pools import Candidate, TrainPool, evaluate, shares_weights, train_pool
+from .pools import Candidate, TrainPool, evaluate, train_pool
 from .rollout import mean_length, rollout
 from .space import Pools, gen_layouts, pools, staleness_choices
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class SearchResult:
     best: tuple[Candidate, ...]          # the optimum, then the runners-up
     points: int                          # points of the space (pairs of pools x layouts x staleness)
@@ -84,16 +85,16 @@ class Context:
 
     def gen_limit(self, layout: gen.GenLayout, placement: str, train: TrainPool) -> float:
         """Bytes per GPU the engine may fill: the pool's bound, less (colocated) what training
-        keeps there: the other models' weights, and its own weights unless both layouts split
-        them alike (then the engine reads the trained weights in place)."""
+        keeps there while the engine generates: the other models' weights. Its own weights, gradients
+        and optimizer state wait in host memory (model/rl/host.py), or are the engine's own when both
+        layouts split them alike (the engine reads the trained weights in place)."""
         partition = self.job.partition(layout.partition)
         limit = self.job.memory_of(partition)
         share = self.job.entity.get("generate.engine.memory")
         engine = float(share) * partition.node.accelerator.hbm_capacity if share is not None else limit
         if placement != COLOCATED:
             return min(limit, engine)
-        kept = train.resident + (0.0 if shares_weights(train, layout) else train.policy.memory.weights)
-        return min(limit - kept, engine)
+        return min(limit - train.resident, engine)
 
     def bound(self, layout: gen.GenLayout, limit: float) -> tuple[float, float] | None:
         key = (layout, limit)

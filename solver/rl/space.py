@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
-import attrs
 
 from ...compiler.ir import Partition
 from ...model.rl.job import RLJob
@@ -27,13 +26,14 @@ from ...model.rl.step import COLOCATED, DISAGGREGATED
 from ...model.serve.inference import ServeConfig
 from ..serve.space import scaleup_domain
 from .generation import BATCHES, GenLayout
+from ...dsl.records import frozen
 
 WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 DEPTHS = (1, 2, 4)
 ALL_NODES_UP_TO = 32
 
 
-@attrs.frozen
+@frozen
 class Pools:
     """Where the pools run and their GPU counts (colocated: one count for both)."""
 

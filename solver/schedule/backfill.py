@@ -24,10 +24,10 @@ import bisect
 import itertools
 import math
 
-import attrs
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class BackfillParams:
     """SchedulerParameters of sched/backfill, Slurm's defaults (slurm.conf(5))."""
 

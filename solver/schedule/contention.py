@@ -34,6 +34,19 @@ restarts and checkpoint writes included, stretches by its slowdown; a job's rank
 allocation in order, a group holding as many of them as the job's emptiest group at that level
 (`Contention._layout`).
 
+On a lossless fabric (`congestion = pfc`) that routes by ECMP, a neighbour's expert all-to-all
+is an incast whose flows collide on the spine paths its group hashes onto; the pauses that hold
+them stop every flow of the paused links, the job's own that cross the same group's uplinks too
+(Zhu et al., SIGCOMM 2015, Sec. 2.2: the victim flow). While the neighbour's all-to-all runs (its
+`duty`, a share of its step) the job's flows there move no faster than the incast's slowest
+flow, the hashed share of a port's fair share among the incast's k senders:
+
+    min(share, oversubscription x hashed / k)  x the tier's per-GPU rate,
+
+and its step is the duty-weighted mean of the two (model/train/incast.py prices the same pause
+inside one job). With adaptive routing, or under ECN, the incast's flows keep their fair share
+and the pool's share above is all a neighbour takes.
+
 The simulation (`simulate.py`) asks `started` and `stopped` at each run's start and end and
 re-paces the runs whose slowdown changed.
 """
@@ -48,11 +61,12 @@ from ...compiler.ir import Partition
 from ...compiler.routing import ecmp_share, expected_max_load
 from .events import Timer
 from .state import Allocation, PartitionState
+from ...dsl.records import frozen
 
 STEPS_PER_OCTAVE = 64    # shares are rounded down on a log grid (~1 %): few distinct estimates
 
 
-@attrs.frozen
+@frozen
 class Pool:
     """The groups of one level and the tier their uplinks climb into."""
 
@@ -85,6 +99,15 @@ class StepCurve:
     def __init__(self, shape, config, partition: Partition) -> None:
         self.shape, self.config, self.partition = shape, config, partition
         self._memo: dict[tuple, float] = {}
+        self._alltoall: list = []
+
+    def alltoall(self):
+        """The plan's expert all-to-all as an incast on a `pfc` fabric (None where it is not one)."""
+        if not self._alltoall:
+            from ...model.train.step import estimate
+
+            self._alltoall.append(estimate(self.shape, self.config, self.partition).alltoall)
+        return self._alltoall[0]
 
     def step(self, shares: dict[int, float], layout: tuple[tuple[int, int], ...] = ()) -> float:
         """The step with tier `i` at `shares[i]` of its per-GPU rate, and the job's ranks laid
@@ -164,6 +187,7 @@ class Contention:
         self.climbing: dict[tuple[str, int, int], dict[str, int]] = {}   # (partition, pool, group) -> job -> GPUs
         self.held: dict[str, tuple[StepCurve, tuple[tuple[str, int, int], ...]]] = {}
         self.slowdown: dict[str, float] = {}
+        self.pausers: dict[str, tuple[str, ...]] = {}   # job -> neighbours whose PFC pauses hold it now
 
     def started(self, name: str, alloc: Allocation, option_gpus: int) -> dict[str, float]:
         """`name` runs on `alloc`: the new slowdown of every job that changed, its own included."""
@@ -180,6 +204,7 @@ class Contention:
         """`name` stopped: the new slowdown of every neighbour that changed."""
         found = self.held.pop(name, None)
         self.slowdown.pop(name, None)
+        self.pausers.pop(name, None)
         if found is None:
             return {}
         for key in found[1]:
@@ -229,14 +254,41 @@ class Contention:
         curve, keys, layout = self.held[job]
         alone: dict[int, float] = {}
         shared: dict[int, float] = {}
+        held: dict[int, float] = {}
+        duty, pausers = 0.0, set()
         for key in keys:
             pool = self.pools[key[0]][key[1]]
             users = self.climbing[key]
             for shares, climbing in ((alone, users[job]), (shared, sum(users.values()))):
                 shares[pool.tier] = min(shares.get(pool.tier, math.inf), pool.share(climbing))
-        if alone == shared:
+            cap, share_of_step, who = self._paused(key, pool, job)
+            if share_of_step:
+                held[pool.tier], duty = min(held.get(pool.tier, math.inf), cap), max(duty, share_of_step)
+                pausers |= who
+        self.pausers[job] = tuple(sorted(pausers))
+        if alone == shared and not held:
             return 1.0
-        return curve.step(shared, layout) / curve.step(alone, layout)
+        step = curve.step(shared, layout)
+        if held:   # PFC: while a neighbour's all-to-all runs, its pauses hold the job's flows too
+            paused = {i: min(s, held.get(i, math.inf)) for i, s in shared.items()}
+            step = (1 - duty) * step + duty * curve.step(paused, layout)
+        return step / curve.step(alone, layout)
+
+    def _paused(self, key: tuple[str, int, int], pool: Pool, job: str) -> tuple[float, float, set[str]]:
+        """(the share a pause holds the job's flows in this group to, the share of a step it
+        lasts, the neighbours whose all-to-all it is) where a neighbour's all-to-all is an incast that climbs the group's lossless, hashed
+        uplinks (as its plan lays it out); (inf, 0) elsewhere."""
+        tier = self.tiers[key[0]][pool.tier]
+        if tier.congestion != "pfc" or tier.hashed >= 1:
+            return math.inf, 0.0, set()
+        cap, duty, who = math.inf, 0.0, set()
+        for other in self.climbing[key]:
+            incast = self.held[other][0].alltoall() if other != job else None
+            if incast is not None and incast.fabric == tier.fabric and incast.level >= tier.level:
+                cap = min(cap, pool.oversubscription * tier.hashed / incast.senders)
+                duty = max(duty, incast.duty)
+                who.add(other)
+        return cap, duty, who
 
 
 def time_end(sim, now: float, run) -> None:

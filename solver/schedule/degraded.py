@@ -24,6 +24,7 @@ import re
 import attrs
 
 from ...model.network.degrade import PARTS, Degradation, DegradeError, degrade, share_of
+from ...dsl.records import frozen
 
 WHERE = {"nic": "D", "gpu": "D", "link": "L"}    # the parts placed by an index, and what it counts
 UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
@@ -35,7 +36,7 @@ class EventError(ValueError):
     """An event that cannot be read or placed (what is wrong and what to write instead)."""
 
 
-@attrs.frozen
+@frozen
 class Event:
     part: str
     share: float

@@ -16,10 +16,10 @@ import heapq
 import itertools
 from typing import Any, Callable
 
-import attrs
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Timer:
     time: float
     kind: str            # arrive | finish | timeout | node-fail | node-repair | switch-fail | wake | deactivate
@@ -45,7 +45,7 @@ class Timeline:
         return len(self._heap)
 
 
-@attrs.frozen
+@frozen
 class Change:
     version: int
     time: float

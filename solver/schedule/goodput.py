@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 
-import attrs
+from ...dsl.records import frozen
 
 HOUR = 3600.0
 GPU_MTBF_S = 16_384 * 1_296 * HOUR / 246
@@ -43,7 +43,7 @@ NODE_MTTR_S = 4 * HOUR                          # ASSUMPTION
 RESTART_FIXED_S = 600.0                         # ASSUMPTION
 
 
-@attrs.frozen
+@frozen
 class Reliability:
     """Failure rates of one partition's parts, in failures per second."""
 
@@ -61,7 +61,7 @@ class Reliability:
         return gpus / self.gpu_mtbf + nodes / self.node_mtbf + switches / self.switch_mtbf
 
 
-@attrs.frozen
+@frozen
 class Checkpoint:
     size: float            # bytes
     bandwidth: float       # bytes/s the job writes at (all its nodes together)
@@ -74,7 +74,7 @@ class Checkpoint:
         return self.size / self.bandwidth
 
 
-@attrs.frozen
+@frozen
 class Goodput:
     efficiency: float      # share of wall time that trains
     interval: float        # seconds of work between checkpoints

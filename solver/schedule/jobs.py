@@ -172,48 +172,22 @@ def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> Sch
     plan_fn = plan_fn or make_plan
     partitions, prefer = _ordered(entity, graph)
     weight, label = priority_value(entity.get("priority"))
-    job0: Job | None = None
-    options = []
     largest = max(p.gpus for p in partitions)
     want_high = entity.get("gpus") or largest
     want_low = entity.get("min_gpus") or want_high
-    # the fewest GPUs a plan may use: the job's stated floor; without one, any plan the
-    # planner finds on the GPUs it may take (it leaves GPUs idle that do not help)
-    least = entity.get("min_gpus") or entity.get("gpus") or 1
-    fewer: tuple[int, int] | None = None  # (GPUs given, GPUs used) of a plan below `least`
     if want_low > largest:
         problems.append(codes.JOB_TOO_LARGE.make(entity.span_of("min_gpus" if entity.get("min_gpus") else "gpus"),
                                                  job=entity.name, gpus=want_low, most=largest,
                                                  labels=[Label(entity.span_of("on"), "where it may run")]))
         return None
-    for p in partitions:
-        high = min(want_high, p.gpus)
-        if want_low > high:
-            continue
-        base = attrs.evolve(job_from_entity(_pinned_to(entity, cluster, p)), graph=graph, partition=p)
-        storage = node_storage(cluster, p)
-        for n in _sizes(want_low, high, p.node.gpus):
-            job = attrs.evolve(base, gpus=n)
-            chosen = plan_fn(job, "throughput", 0)
-            if chosen.best is not None and chosen.best.config.gpus < least:
-                fewer = fewer or (n, chosen.best.config.gpus)
-            elif chosen.best is not None:
-                used = chosen.best.config.gpus
-                ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus)
-                good = goodput(ckpt, rates[p.name].rate(used))
-                options.append(Option(p.name, used, chosen.best.tokens_per_s, good.interval, good.write,
-                                      good.restart, good.efficiency))
-                if curves is not None:
-                    curves[(entity.name, p.name, used)] = StepCurve(job.shape, chosen.best.config, job.partition)
-                job0 = job0 or job
-    options = list({(o.partition, o.gpus): o for o in options}.values())
+    options, job0, fewer = _train_options(entity, cluster, graph, rates, plan_fn, partitions, (want_low, want_high),
+                                          curves)
     if not options:
         span = entity.span_of(next((f for f in ("min_gpus", "gpus") if entity.get(f)), "on"))
-        notes = [f"help: the plan on {fewer[0]:,} GPUs uses {fewer[1]:,}; allow it with `min_gpus = {fewer[1]}`"
-                 if fewer else "help: `gclc plan` on the job says why it has no feasible plan"]
-        problems.append(codes.NO_FEASIBLE_SIZE.make(
-            span, what=f"`{entity.name}` has no feasible plan on {want_low:,} to {want_high:,} GPUs "
-                       "of the partitions it may use", notes=notes))
+        what = (_fills_none(entity.name, *fewer) if fewer else
+                f"`{entity.name}` has no feasible plan on {want_low:,} to {want_high:,} GPUs of the partitions it may use")
+        notes = (_fewer_help(*fewer, plan_fn) if fewer else ["help: `gclc plan` on the job says why it has no feasible plan"])
+        problems.append(codes.NO_FEASIBLE_SIZE.make(span, what=what, notes=notes))
         return None
     work, unit = _work(entity, job0.batch, job0.seq, options[0])
     if work is None:
@@ -227,6 +201,64 @@ def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> Sch
     return SchedJob(entity.name, weight, label, float(submit.value) if submit is not None else 0.0, work, unit,
                     bool(entity.get("gang", True)), tuple(options), prefer, entity.span, limit,
                     getattr(entity.get("tenant"), "name", ""), user=entity.get("user") or "")
+
+
+def _fills_none(name: str, job: Job, best) -> str:
+    """A stated size the best plan leaves partly idle: the schedule holds exactly `gpus`, so
+    it says which constraint or trade-off keeps the plan below them."""
+    from ..train.review import fewer_gpus
+
+    return (f"`{name}` asks for {job.gpus:,} GPUs, but its best plan on them uses {best.config.gpus:,}: "
+            + fewer_gpus(job, best.config)[0])
+
+
+def _fewer_help(job: Job, best, plan_fn) -> list[str]:
+    """The two ways out: the plan's own size, or a dp pinned to fill the stated one (planned
+    here, so that the note says what it costs)."""
+    from ..train.review import fewer_gpus
+
+    used = best.config.gpus
+    notes = [f"help: run it on {used:,} GPUs with `min_gpus = {used}` (or `gpus = {used}`): "
+             f"{best.tokens_per_s:,.0f} tokens/s"]
+    fill = fewer_gpus(job, best.config)[1]
+    filled = plan_fn(attrs.evolve(job, pinned={**job.pinned, "dp": fill}), "throughput", 0).best if fill else None
+    if filled is not None and filled.config.gpus == job.gpus:
+        notes.append(f"help: or hold all {job.gpus:,} with `dp = {fill}` in its `parallelism`: "
+                     f"{filled.tokens_per_s:,.0f} tokens/s ({filled.tokens_per_s / best.tokens_per_s - 1:+.0%})")
+    return notes
+
+
+def _train_options(entity, cluster, graph, rates, plan_fn, partitions, wanted: tuple[int, int], curves):
+    """(the job's options, one per partition and GPU count its plan uses; the first job planned;
+    (the job on the GPUs given, its best plan) where that plan uses fewer than the job's floor, or None), over the sizes from
+    `wanted`'s low to high GPUs on each partition it may use."""
+    want_low, want_high = wanted
+    # the fewest GPUs a plan may use: the job's stated floor; without one, any plan the
+    # planner finds on the GPUs it may take (it leaves GPUs idle that do not help)
+    least = entity.get("min_gpus") or entity.get("gpus") or 1
+    job0: Job | None = None
+    options, fewer = [], None
+    for p in partitions:
+        high = min(want_high, p.gpus)
+        if want_low > high:
+            continue
+        base = attrs.evolve(job_from_entity(_pinned_to(entity, cluster, p)), graph=graph, partition=p)
+        storage = node_storage(cluster, p)
+        for n in _sizes(want_low, high, p.node.gpus):
+            job = attrs.evolve(base, gpus=n)
+            chosen = plan_fn(job, "throughput", 0)
+            if chosen.best is not None and chosen.best.config.gpus < least:
+                fewer = fewer or (job, chosen.best)
+            elif chosen.best is not None:
+                used = chosen.best.config.gpus
+                ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus)
+                good = goodput(ckpt, rates[p.name].rate(used))
+                options.append(Option(p.name, used, chosen.best.tokens_per_s, good.interval, good.write,
+                                      good.restart, good.efficiency))
+                if curves is not None:
+                    curves[(entity.name, p.name, used)] = StepCurve(job.shape, chosen.best.config, job.partition)
+                job0 = job0 or job
+    return list({(o.partition, o.gpus): o for o in options}.values()), job0, fewer
 
 
 def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:

@@ -31,17 +31,17 @@ With no tenants in the design, one ClusterQueue holds the whole cluster.
 
 from __future__ import annotations
 
-import attrs
 
 from .records import SchedJob
 from .policies import Candidate, fits, required_level, take
 from .settings import KueueSettings
 from .tenants import Tenant
+from ...dsl.records import frozen
 
 DEFAULT_QUEUE = ""
 
 
-@attrs.frozen
+@frozen
 class Kueue:
     name: str = "kueue"
     preempts: bool = False
@@ -248,7 +248,7 @@ class Kueue:
         return bool(starting)
 
 
-@attrs.frozen
+@frozen
 class Room:
     own: int          # GPUs of the queue's own quota it does not use
     borrowable: int   # GPUs it may still borrow from its cohort

@@ -19,15 +19,15 @@ import contextlib
 import os
 import sys
 
-import attrs
 
 from .records import SchedJob
 from .simulate import Epoch
+from ...dsl.records import frozen
 
 MAX_VARIABLES = 20_000
 
 
-@attrs.frozen
+@frozen
 class Optimum:
     time: float
     value: float | None           # None: too large or the solver failed

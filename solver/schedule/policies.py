@@ -25,9 +25,10 @@ from .records import Option, SchedJob
 from .settings import KubeSettings
 from .preemptible import Preemptible
 from .state import Allocation, ClusterState
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Candidate:
     option: Option
     gpus: int          # what it binds: option.gpus for a gang job, up to that otherwise
@@ -121,7 +122,7 @@ def _rate(job: SchedJob, c: Candidate) -> float:
     return c.option.rate * c.gpus / c.option.gpus / job.best_rate
 
 
-@attrs.frozen
+@frozen
 class Fifo:
     name: str = "fifo"
     preempts: bool = False
@@ -152,7 +153,7 @@ def by_priority(pending):
     return sorted(pending, key=priority_key)
 
 
-@attrs.frozen
+@frozen
 class PriorityBestFit:
     name: str = "priority"
     preempts: bool = True
@@ -176,7 +177,7 @@ class PriorityBestFit:
         return take(job, c, state)
 
 
-@attrs.frozen
+@frozen
 class Kube:
     """kube-scheduler's default profile, gangs made all-or-nothing by coscheduling's
     PodGroups: PriorityClass order, then creation time; the NodeResourcesFit score

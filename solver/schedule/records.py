@@ -14,9 +14,10 @@ from ...compiler.ir import ClusterGraph
 from ...dsl.source import SourceFile, Span
 from .goodput import Reliability
 from .tenants import Tenant
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Option:
     """One way to run a job: `gpus` GPUs of `partition` at `rate` units of work per second."""
 
@@ -38,7 +39,7 @@ class Option:
         return own if self.companion is None else own + (self.companion,)
 
 
-@attrs.frozen
+@frozen
 class SchedJob:
     name: str
     priority: int                 # weight in the optimum; higher runs first
@@ -68,7 +69,7 @@ class SchedJob:
         return max(o.rate for o in self.options)
 
 
-@attrs.frozen
+@frozen
 class Workload:
     graph: ClusterGraph
     cluster: Entity

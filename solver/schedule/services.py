@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import attrs
 
 from ...compiler.design import Entity
 from ...compiler.ir import ClusterGraph
@@ -19,11 +18,12 @@ from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic
 from ..serve.daily import DAY, daily
 from .records import Option, SchedJob
+from ...dsl.records import frozen
 
 SERVE_UNIT = "GPU-s"
 
 
-@attrs.frozen
+@frozen
 class Service:
     name: str
     partition: str

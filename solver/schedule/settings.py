@@ -29,11 +29,12 @@ import attrs
 
 from ...compiler.design import Design, Entity, Symbol
 from .backfill import BackfillParams
+from ...dsl.records import frozen
 
 DAY = 86_400.0
 
 
-@attrs.frozen
+@frozen
 class PriorityWeights:
     age: int = 1000
     fairshare: int = 10000
@@ -42,7 +43,7 @@ class PriorityWeights:
     qos: int = 100000
 
 
-@attrs.frozen
+@frozen
 class QosLimits:
     """Limits of Slurm QOSes on running jobs (https://slurm.schedmd.com/qos.html, "QOS
     specific limits"; https://slurm.schedmd.com/resource_limits.html): per QOS name, GrpTRES
@@ -59,7 +60,7 @@ class QosLimits:
         return bool(self.grp_gpus or self.max_gpus_per_user or self.max_jobs_per_user)
 
 
-@attrs.frozen
+@frozen
 class SlurmSettings:
     backfill: BackfillParams = BackfillParams()
     max_switch_wait: float = 300.0
@@ -72,7 +73,7 @@ class SlurmSettings:
     qos_limits: QosLimits = QosLimits()
 
 
-@attrs.frozen
+@frozen
 class KueueSettings:
     queueing: str = "best_effort_fifo"
     within_cluster_queue: str = "never"
@@ -83,7 +84,7 @@ class KueueSettings:
     topology: str = "preferred"
 
 
-@attrs.frozen
+@frozen
 class KubeSettings:
     scoring: str = "least_allocated"
 

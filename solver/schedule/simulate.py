@@ -22,12 +22,13 @@ from .queue import PendingQueue, may_preempt, place_in_order, shape
 from .state import Allocation, ClusterState
 from .contention import Contention, bank, hashing_of, repace, time_end
 from .degraded import Degradations, Event
+from ...dsl.records import define, frozen
 
 
 FINAL = ("done", "timeout", "cancelled")   # finished; ended by its time limit; cancelled by a preemption
 
 
-@attrs.define
+@define
 class Run:
     """One job's life in the simulation."""
 
@@ -66,13 +67,14 @@ class Run:
     degraded: float = 1.0
     undegraded: float = 0.0
     ever_degraded: bool = False
+    paused_by: set = attrs.Factory(set)   # neighbours whose all-to-all's PFC pauses held it (contention.py)
 
     def own_time(self, now: float) -> float:
         """Seconds of the current run's own time by `now` (wall time where nothing slows it)."""
         return self.banked + (now - self.paced_at) / self.pace
 
 
-@attrs.frozen
+@frozen
 class Sample:
     time: float
     used: dict[str, int]
@@ -81,7 +83,7 @@ class Sample:
     fragmentation: float               # share of free GPUs outside wholly free domains
 
 
-@attrs.frozen
+@frozen
 class Epoch:
     """A decision epoch for the optimum: who is present, who runs where, the capacity."""
 
@@ -91,7 +93,7 @@ class Epoch:
     capacity: dict[str, tuple[int, ...]]          # working GPUs per group (a coarse level)
 
 
-@attrs.frozen
+@frozen
 class Outcome:
     policy: str
     runs: tuple[Run, ...]
@@ -220,6 +222,11 @@ class Simulation:
         return Outcome(self.policy.name, runs, tuple(self.samples), tuple(self.epochs),
                        self.api.version, self.informer.delivered, now, self.seed, self.with_failures,
                        self.degradations.report() if self.degradations else ())
+
+    def _note_pauses(self) -> None:
+        """Each running job remembers the neighbours whose PFC pauses hold it now."""
+        for name, who in (self.contention.pausers.items() if self.contention is not None else ()):
+            self.runs[name].paused_by.update(who)
 
     def _fire(self, t: Timer) -> None:
         if t.kind == "arrive":
@@ -365,6 +372,7 @@ class Simulation:
             self.run_changes.append(("start", run.job.name, run.job.tenant, part.partition, part.gpus, now,
                                      run.job.time_limit))
         paced = self.contention.started(run.job.name, alloc, o.gpus) if self.contention is not None else {}
+        self._note_pauses()
         run.contended = paced.pop(run.job.name, 1.0)
         run.degraded = self.degradations.factor(run.job.name, alloc, o.gpus) if self.degradations else 1.0
         run.ever_degraded |= run.degraded > 1.0
@@ -406,6 +414,7 @@ class Simulation:
         self.api.commit(now, "released", run.job.name, "finished" if run.phase in FINAL else why)
         if self.contention is not None:
             repace(self, now, self.contention.stopped(run.job.name))
+            self._note_pauses()
         if self.progress is not None and why == "finished":
             self.progress(self.done, len(self.runs))
 

@@ -44,9 +44,10 @@ from .multifactor import FairShare, priorities
 from .policies import Candidate, fits, required_level, take, victims
 from .qos import QosUsage
 from .settings import SlurmSettings
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Reservation:
     job: str
     partition: str
@@ -55,7 +56,7 @@ class Reservation:
     gpus: int
 
 
-@attrs.frozen
+@frozen
 class Slurm:
     name: str = "slurm"
     preempts: bool = False

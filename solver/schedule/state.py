@@ -18,11 +18,12 @@ import numpy as np
 
 from ...compiler.ir import ClusterGraph, Partition
 from .prefix import Fenwick
+from ...dsl.records import define, frozen
 
 SMALL = 8   # allocations of at most this many domains are applied without numpy (its calls cost more)
 
 
-@attrs.frozen
+@frozen
 class Allocation:
     partition: str
     domains: tuple[int, ...]
@@ -45,7 +46,7 @@ class Allocation:
         return (self,) if self.companion is None else (self, self.companion)
 
 
-@attrs.define
+@define
 class PartitionState:
     name: str
     chip: str
@@ -199,7 +200,7 @@ class PartitionState:
         return self._working.find(unit)
 
 
-@attrs.define
+@define
 class ClusterState:
     partitions: dict[str, PartitionState]
     allocations: dict[str, Allocation] = attrs.Factory(dict)

@@ -9,9 +9,10 @@ import attrs
 from ...compiler.design import Design, Entity
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Tenant:
     """A tenant of the cluster: its fair-share weight and, per partition, the GPUs it is
     guaranteed (quota) and may borrow beyond it or lend out of it (None: no limit)."""

@@ -23,11 +23,12 @@ from ...model.serve.inference import kv_transfer_time
 from .outcome import Outcome, missed_by
 from .screen import SearchResult, Side
 from .sim import Pool, simulate
+from ...dsl.records import define
 
 GROWTH = 1.25               # a pool that misses its SLO grows by this factor (at least one replica)
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class Confirming:
     """A candidate part-way through its confirmation."""
 

@@ -17,15 +17,15 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import attrs
 
 from ...model.serve.inference import Replica, ServeEstimate
+from ...dsl.records import frozen
 
 EPS = 1e-9      # plans this close in the first criterion are ties
 ROUNDING = 1e-12  # beyond the rounding between summed and computed watts
 
 
-@attrs.frozen
+@frozen
 class Unit:
     """One replica of a layout as the counts see it."""
 

@@ -14,11 +14,12 @@ import math
 import attrs
 
 from .screen import Side, pools_power
+from ...dsl.records import frozen
 
 DAY = 86_400.0
 
 
-@attrs.frozen
+@frozen
 class Stretch:
     start_s: float        # from midnight
     length_s: float

@@ -11,6 +11,7 @@ import attrs
 from ...compiler.design import Construct, Entity
 from ...dsl.numbers import count, number
 from ...compiler.serve_trace import Request, load_trace
+from ...dsl.records import frozen
 
 SEED = 20250501
 MIN_REQUESTS = 600          # enough for a stable P99 (6 requests beyond it)
@@ -18,7 +19,7 @@ MAX_REQUESTS = 20_000       # keeps a plan's simulations to seconds
 HORIZONS = 4                # arrivals span this many request lifetimes: one to warm up, three to measure
 
 
-@attrs.frozen
+@frozen
 class Demand:
     requests: tuple[Request, ...]
     rate: float | None          # requests per second (None: as many as the plan can serve)

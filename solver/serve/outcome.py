@@ -8,15 +8,15 @@ from __future__ import annotations
 import heapq
 import math
 
-import attrs
 
 from ...compiler.serve_trace import Request
+from ...dsl.records import frozen
 
 WARMUP = 0.1
 METRICS = ("ttft", "tpot", "e2e")
 
 
-@attrs.frozen
+@frozen
 class Outcome:
     ttft: tuple[float, ...]     # sorted, seconds, measured requests (inf: never served)
     tpot: tuple[float, ...]

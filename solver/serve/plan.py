@@ -32,11 +32,12 @@ from .saturated import SaturatedSearch
 from .screen import SearchResult, Side
 from .sim import Outcome
 from .space import Limits, configs, engine_of, limits_of, mode_of, router_of, short_of_gpus
+from ...dsl.records import frozen
 
 __all__ = ["ServePlan", "Side", "plan_serve", "serve_entity"]
 
 
-@attrs.frozen
+@frozen
 class ServePlan:
     job_kind = "serve"   # not a field: what the views dispatch on (solver/jobs.py `Outcome`)
     name: str

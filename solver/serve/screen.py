@@ -15,9 +15,10 @@ from .explain import broken_by
 from .floor import Floors
 from .sim import Outcome
 from .space import Limits
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Side:
     """One pool: its replica, the analytic estimate and how many replicas run."""
 
@@ -30,7 +31,7 @@ class Side:
         return self.count * self.replica.gpus
 
 
-@attrs.frozen
+@frozen
 class SearchResult:
     mode: str
     decode: Side | None

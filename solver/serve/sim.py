@@ -43,13 +43,14 @@ from ...model.serve.inference import Replica
 from ...compiler.schema import SERVE_ROUTERS as ROUTERS
 from ...compiler.serve_trace import Request
 from .outcome import Misses, Outcome, first_measured, measure
+from ...dsl.records import define, frozen
 
 __all__ = ["Outcome", "Pool", "ROUTERS", "simulate"]
 
 ROUTER_SEED = 0     # the random routers draw from a fixed seed: a plan is the same run to run
 
 
-@attrs.frozen
+@frozen
 class Pool:
     replica: Replica
     count: int
@@ -58,7 +59,7 @@ class Pool:
     router: str = "least_requests"   # how arrivals pick a replica (ROUTERS)
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class _Seq:
     request: Request
     index: int
@@ -75,7 +76,7 @@ class _Seq:
     swapped: float = 0.0        # KV tokens it left in host memory when preempted (swap)
 
 
-@attrs.define(eq=False)
+@define(eq=False)
 class _Server:
     """A replica. Decoding sequences are tracked in aggregate (their count, and sums of
     their prompts and start steps), so an iteration costs O(1) plus its admissions and

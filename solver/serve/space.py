@@ -6,20 +6,21 @@ from __future__ import annotations
 import itertools
 import math
 
-import attrs
 
 from ...compiler.design import Bound, Entity
 from ...compiler.ir import ClusterGraph, Partition
+from ...model.network.placement import SCALE_UP_SCOPES
 from ...model.serve.engines import Engine, profile
 from ...model.serve.inference import ServeConfig
 from ...dsl.units import NONE, Quantity
 from ...model.shape import ModelShape
+from ...dsl.records import frozen
 
 BATCHES = tuple(2**i for i in range(13))   # 1 .. 4096 sequences per replica
 WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-@attrs.frozen
+@frozen
 class Limits:
     slo: dict[str, float]               # `ttft.p99` -> seconds; bare `ttft` is the mean (unloaded without a rate)
     memory: float                       # bytes per GPU (`memory <= 85%` is 85 % of the chip's HBM)
@@ -131,7 +132,7 @@ def mode_of(entity: Entity) -> str:
 
 
 def scaleup_domain(partition: Partition) -> int:
-    return max((t.group_gpus for t in partition.tiers if t.scope != "scaleout"), default=partition.node.gpus)
+    return max((t.group_gpus for t in partition.tiers if t.scope in SCALE_UP_SCOPES), default=partition.node.gpus)
 
 
 def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, entity: Entity,

@@ -10,9 +10,10 @@ from typing import Sequence
 import attrs
 
 from ...model.config import TrainConfig
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Lane:
     """One partition as the split sees it: items (sequences or layers) cost `fixed` once
     plus `per_item` each, in multiples of `granule`, at most `limit`."""
@@ -39,7 +40,7 @@ class Lane:
         return self.fixed + self.per_item * items if items > 0 else 0.0
 
 
-@attrs.frozen
+@frozen
 class Split:
     status: str                  # optimal | infeasible | error
     items: tuple[int, ...] = ()
@@ -111,7 +112,7 @@ def _infeasible(total: int, lanes: Sequence[Lane]) -> Split:
     return Split("infeasible", message=f"{total} cannot be made of the partitions' granules ({granules})")
 
 
-@attrs.frozen
+@frozen
 class _Option:
     """One alternative of a class of identical partitions: `copies` lists, per partition of
     the class, the index of its lane for this alternative."""

@@ -82,6 +82,7 @@ from ..train.enumerate import admissible, limits
 from ..train.plan import Plan, plan
 from ..train.search import search
 from .lanes import Lane, split
+from ...dsl.records import frozen
 
 MODES = ("data", "pipeline")
 MAX_MICROBATCH = 16          # as the enumerator
@@ -128,7 +129,7 @@ def plan_partitions(jobs: Sequence[Job]) -> tuple[Plan, ...]:
 # ----------------------------------------------------------------- results
 
 
-@attrs.frozen
+@frozen
 class Share:
     partition: str
     chip: str
@@ -141,7 +142,7 @@ class Share:
     watts: float = 0.0           # W per GPU at the split's operating point (0 when unused)
 
 
-@attrs.frozen
+@frozen
 class HeteroSplit:
     mode: str                    # data | pipeline
     status: str                  # optimal | infeasible | error
@@ -154,7 +155,7 @@ class HeteroSplit:
     message: str = ""
 
 
-@attrs.frozen
+@frozen
 class HeteroPlan:
     job_kind = "hetero"   # not a field: what the views dispatch on (solver/jobs.py `Outcome`)
     name: str

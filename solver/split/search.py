@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 import attrs
 import numpy as np
+from ...dsl.records import frozen
 
 
 _NONE = 1 << 40                  # "no way to make these items" in the fewest-partitions arrays
@@ -50,7 +51,7 @@ def _shifted(values: np.ndarray, by: int) -> np.ndarray:
     return out
 
 
-@attrs.frozen
+@frozen
 class Choice:
     """One alternative of a class of identical partitions, as the search sees it."""
 
@@ -61,7 +62,7 @@ class Choice:
     kind: int                    # the class
 
 
-@attrs.frozen
+@frozen
 class _Pair:
     """A subproblem: counts in [least, hi] (the cost evaluated at hi), exchange W."""
 

@@ -17,20 +17,20 @@ import re
 from fractions import Fraction
 from typing import Iterator
 
-import attrs
 
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic
 from ...dsl.plain_number import shown
 from ...dsl.source import SourceFile
 from ...dsl.units import literal_problem
+from ...dsl.records import frozen
 
 MAX_POINTS = 10_000_000  # a guard against a typo such as `1..1e9`; far beyond any sweep that finishes
 _NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _RANGE = re.compile(rf"\s*({_NUMBER})\s*\.\.\s*({_NUMBER})\s*(?:([+*])\s*({_NUMBER}))?\s*\Z")
 
 
-@attrs.frozen
+@frozen
 class Axis:
     name: str
     values: tuple[str, ...]

@@ -18,12 +18,13 @@ from typing import Callable, Iterable, Iterator
 import attrs
 
 from .point import evaluate_chunk
+from ...dsl.records import define, frozen
 
 Chunk = list[tuple[int, dict[str, str]]]
 Sink = Callable[[list[dict]], None]
 
 
-@attrs.define
+@define
 class Progress:
     total: int
     done: int = 0
@@ -37,7 +38,7 @@ class Progress:
         return (time.monotonic() - self.started) / self.done * (self.total - self.done)
 
 
-@attrs.frozen
+@frozen
 class Task:
     path: str
     job: str | None = None

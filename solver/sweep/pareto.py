@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import attrs
+from ...dsl.records import define
 
 # objective name -> (column, +1 to minimize or -1 to maximize)
 OBJECTIVES: dict[str, tuple[str, int]] = {
@@ -26,7 +27,7 @@ def dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
 
 
-@attrs.define
+@define
 class Front:
     """The non-dominated points seen so far: (key, signed objective values)."""
 

@@ -24,6 +24,7 @@ from ...dsl.units import EXAMPLE_UNITS, NONE, Quantity
 from .axes import Axis, AxisError, points
 from .pareto import OBJECTIVES, Front
 from .point import column
+from ...dsl.records import define
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 PLOT_POINTS = 100_000  # feasible points kept for the scatter plot; the front is kept whole
@@ -237,7 +238,7 @@ def tornado(rows: list[dict], plan: list[tuple[int, dict[str, str], str, int, fl
 # ----------------------------------------------------------------- collecting
 
 
-@attrs.define
+@define
 class Collected:
     """What the sweep keeps while rows stream to the table."""
 

@@ -10,9 +10,10 @@ from ...model.job import Job
 from ...model.network.degrade import Degradation, degrade
 from ...model.train.step import Estimate, estimate
 from .plan import Plan, plan
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Degraded:
     degradation: Degradation
     healthy: Plan

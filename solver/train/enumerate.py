@@ -88,6 +88,7 @@ from .limits import (
 )
 # The operating points beside the layout (solver/train/operating.py): power caps under a limit or for energy.
 from .operating import at_cap, operating_caps, power_limited
+from ...dsl.records import frozen
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)
@@ -123,7 +124,7 @@ def powers_of_two(limit: int) -> list[int]:
 # ----------------------------------------------------------------- the space
 
 
-@attrs.frozen
+@frozen
 class Space:
     """Candidate values per dimension for a job, pins applied."""
 

@@ -25,9 +25,10 @@ from ...model.train.step import Estimate
 from ...dsl.source import Span
 from ...dsl.numbers import duration, hbm, number, percent, quantity
 from . import enumerate as space_def
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Infeasibility:
     constraint: str              # space | memory | power | mfu | time | energy | gpus
     message: str                 # one sentence, with the numbers and the source location

@@ -14,11 +14,12 @@ from ...model.dvfs import with_cap
 from ...compiler.ir import Partition
 from ...model.power import busy_of, job_power
 from ...model.train.step import Estimate
+from ...dsl.records import frozen
 
 OBJECTIVES = ("throughput", "time", "energy", "mfu", "goodput", "cost")   # cost: where the cluster has `economics`
 
 
-@attrs.frozen
+@frozen
 class Limit:
     target: str          # memory | power | mfu | time | energy | gpus
     op: str              # <=, <, >=, >
@@ -36,7 +37,7 @@ class Limit:
                 "==": x <= self.value}[self.op]
 
 
-@attrs.frozen
+@frozen
 class Limits:
     hbm: float                   # bytes per GPU on the chip
     memory: float                # bytes per GPU a configuration may use: HBM, or less under `subject to`

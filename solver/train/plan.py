@@ -9,7 +9,6 @@ enumerator (`solver.train.enumerate`) is only the oracle for tests and benchmark
 
 from __future__ import annotations
 
-import attrs
 
 from ...dsl.numbers import binary_bytes, duration, hbm, memory, percent, quantity
 from ...dsl import display
@@ -27,12 +26,13 @@ from ..schedule.goodput import Goodput
 from .review import Advice, review
 from .least_memory import least_memory
 from .search import SearchResult, search
+from ...dsl.records import frozen
 
 OBJECTIVES = space_def.OBJECTIVES
 DIMENSIONS = ("tp", "cp", "dp", "pp", "ep")
 
 
-@attrs.frozen
+@frozen
 class Placement:
     """One parallel dimension on the hierarchy: its group size, the stride between its
     members, and the tiers the group spans (innermost first) with the peers met on each."""
@@ -44,7 +44,7 @@ class Placement:
     peers: tuple[int, ...]
 
 
-@attrs.frozen
+@frozen
 class Plan:
     job: Job
     objective: str
@@ -88,7 +88,9 @@ class Plan:
         if own is not None:
             # the operator's band is fitted on their own designs' residuals, whose unstated
             # fields were left out the same way: no widening for them twice
-            return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
+            shipped = reasons(job.partition.node.accelerator.name, cfg.precision, False, 1, 1, True)
+            return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus,
+                               published=not any(r.key in ("chip", "precision") for r in shipped))
         chip = job.partition.node.accelerator
         found = reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
                         stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)

@@ -15,13 +15,14 @@ from ...model.ranks import rank_partition
 from ...model.train.step import Estimate
 from ...dsl.numbers import number, percent, quantity
 from . import enumerate as space_def
+from ...dsl.records import frozen
 
 HEADROOM = 0.05       # warn when less than this share of the memory limit is left (unless the job's own limit keeps it)
 LOW_MFU = 0.20        # well-tuned LLM pre-training runs at 35-55 % MFU (MODEL.md); below 20 % deserves a cause
 BUBBLE_TARGET = 0.10  # the bubble share the low-MFU fix aims for
 
 
-@attrs.frozen
+@frozen
 class Advice:
     kind: str       # idle-gpus | uneven-pipeline | scale-out-tp | scale-out-ep | few-microbatches | memory-headroom | low-mfu
     message: str
@@ -38,22 +39,29 @@ def _idle(job: Job, e: Estimate, objective: str):
     c, available = e.config, job.partition.gpus
     if c.gpus >= available:
         return
-    replica = c.tp * c.pp * c.cp
-    most = job.gpus // replica
     why = []
     if job.gpus < available:
         why.append(f"the job's `gpus = {number(job.gpus)}` leaves {number(available - job.gpus)}")
     if c.gpus < job.gpus:
-        if "dp" in job.pinned:
-            why.append(f"dp = {c.dp} is pinned")
-        elif c.dp < (widest := space_def.data_parallel(job, _space_of(job, c), c.tp, c.pp, c.cp, c.ep)):
-            why.append(f"the GPU count is searched: {objective} is best with {c.dp} replicas of tp x pp x cp = "
-                       f"{replica} GPUs (up to {widest} split the batch of {number(job.batch)})")
-        else:
-            why.append(f"dp = {c.dp} is the most replicas of tp x pp x cp = {replica} GPUs whose micro-batches "
-                       f"split the batch of {number(job.batch)} (at most {number(most)} fit)")
+        why.append(fewer_gpus(job, c, objective)[0])
     yield Advice("idle-gpus", f"{number(available - c.gpus)} of {number(available)} GPUs idle ({number(c.gpus)} used): "
                  + "; ".join(why))
+
+
+def fewer_gpus(job: Job, c, objective: str = "throughput") -> tuple[str, int | None]:
+    """Why the plan `c` uses fewer GPUs than the job's `gpus`, and the dp that would fill them
+    where one may (None where the batch or a pin rules it out)."""
+    replica = c.tp * c.pp * c.cp
+    most = job.gpus // replica
+    if "dp" in job.pinned:
+        return f"dp = {c.dp} is pinned", None
+    widest = space_def.data_parallel(job, _space_of(job, c), c.tp, c.pp, c.cp, c.ep)
+    if c.dp < widest:
+        fill = most if most <= widest and most * replica == job.gpus else None
+        return (f"the GPU count is searched: {objective} is best with {c.dp} replicas of tp x pp x cp = "
+                f"{replica} GPUs (up to {widest} split the batch of {number(job.batch)})"), fill
+    return (f"dp = {c.dp} is the most replicas of tp x pp x cp = {replica} GPUs whose micro-batches "
+            f"split the batch of {number(job.batch)} (at most {number(most)} fit)"), None
 
 
 def _space_of(job: Job, c):

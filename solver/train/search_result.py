@@ -6,13 +6,13 @@ from __future__ import annotations
 import heapq
 import itertools
 
-import attrs
 
 from ...model.train.step import Estimate
 from .enumerate import Limit, Limits, layout
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Rejected:
     """An evaluated configuration better than the optimum that a limit excluded."""
 
@@ -21,7 +21,7 @@ class Rejected:
     limit: Limit
 
 
-@attrs.frozen
+@frozen
 class SearchResult:
     objective: str
     status: str                          # optimal | infeasible (valid configurations, none admissible) | empty

@@ -68,10 +68,33 @@ def test_the_stack_overhead_is_seconds_every_step_waits_through():
     for placement, lag in (("colocated", 0), ("disaggregated", 0), ("disaggregated", 1)):
         row = {"placement": placement, "staleness": lag,
                "phases": {"generate": 40.0, "stream": 20.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
-        base = rl_accuracy.scaled(row, (1.0, 1.0, 0.0), "overhead")
-        assert rl_accuracy.scaled(row, (1.0, 1.0, 7.5), "overhead") == pytest.approx(base + 7.5)
-        assert rl_accuracy.scaled(row, (2.0, 1.0, 0.0), "overhead") > base
-        assert rl_accuracy.scaled(row, (1.0, 1.0, 3.0), "moves") > base   # the shipped form: a factor on moves
+        base = rl_accuracy.scaled(row, (1.0, 1.0, 0.0, 1.0), "overhead")
+        assert rl_accuracy.scaled(row, (1.0, 1.0, 7.5, 1.0), "overhead") == pytest.approx(base + 7.5)
+        assert rl_accuracy.scaled(row, (2.0, 1.0, 0.0, 1.0), "overhead") > base
+        assert rl_accuracy.scaled(row, (1.0, 1.0, 3.0, 1.0), "moves") > base   # the shipped form: a factor on the sync
+
+
+def test_the_sync_and_the_host_copies_have_factors_of_their_own():
+    """The weight sync and the host copies are scaled apart (a split step's sync must not carry the
+    factor colocated steps' host copies want): each factor moves its own phase's seconds only."""
+    row = {"placement": "colocated", "staleness": 0,
+           "phases": {"generate": 40.0, "stream": 20.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
+    base = rl_accuracy.scaled(row, (1.0, 1.0, 1.0, 1.0), "moves")
+    assert base == pytest.approx(58.0)
+    assert rl_accuracy.scaled(row, (1.0, 1.0, 3.0, 1.0), "moves") == pytest.approx(base + 2.0)   # sync x3
+    assert rl_accuracy.scaled(row, (1.0, 1.0, 1.0, 3.0), "moves") == pytest.approx(base + 4.0)   # host copies x3
+    assert rl_accuracy.scaled(row, (1.0, 1.0, 5.0, 3.0), "overhead") == pytest.approx(base + 5.0 + 4.0)
+
+
+def test_each_row_names_the_release_it_ran():
+    """A row of NeMo-RL v0.3 or v0.4 states `stack = nemo_rl_0_4` (before pull 1404), a later one the
+    current stack; v0.4's split rows then copy the optimizer state out and back, v0.5's do not."""
+    rows = {r["id"]: r for r in rl_accuracy.rows()}
+    assert "stack = nemo_rl_0_4" in rl_accuracy.design(rows["NeMoRL-0.4-H100-Llama31_8B-1off-16"], rl_accuracy.SIGMA)
+    assert "stack = nemo_rl\n" in rl_accuracy.design(rows["NeMoRL-0.5-H100-Llama31_8B-1off-16"], rl_accuracy.SIGMA)
+    old = rl_accuracy.predict(rows["NeMoRL-0.4-H100-Llama31_8B-1off-16"])
+    new = rl_accuracy.predict(rows | {"x": rows["NeMoRL-0.4-H100-Llama31_8B-1off-16"] | {"source": "NeMoRL-0.5"}}["x"])
+    assert old["phases"]["offload"] > new["phases"]["offload"] + 1.0
 
 
 def test_the_nested_calibration_chooses_each_folds_form_without_the_held_out_rows():
@@ -127,5 +150,5 @@ def test_the_iteration_form_adds_host_time_per_engine_iteration():
     for placement, lag, used in (("colocated", 0, 4000.0), ("disaggregated", 1, 900.0)):
         row = {"placement": placement, "staleness": lag, "iterations": (4000.0, 900.0),
                "phases": {"generate": 40.0, "stream": 30.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
-        base = rl_accuracy.scaled(row, (0.0, 1.0, 1.0), rl_accuracy.ITERATION)
-        assert rl_accuracy.scaled(row, (2.0, 1.0, 1.0), rl_accuracy.ITERATION) == pytest.approx(base + 2e-3 * used)
+        base = rl_accuracy.scaled(row, (0.0, 1.0, 1.0, 1.0), rl_accuracy.ITERATION)
+        assert rl_accuracy.scaled(row, (2.0, 1.0, 1.0, 1.0), rl_accuracy.ITERATION) == pytest.approx(base + 2e-3 * used)

@@ -56,7 +56,9 @@ def test_calibrate_writes_a_design_that_plans_with_the_operators_band(workspace,
     assert "calibrated on 3 of your runs" in report and "H100_SXM bf16 efficiency" in report
     written = (workspace / "mine.gcl").read_text()
     assert 'import "pod"' in written and "chip H100_SXM_mine extends H100_SXM" in written
-    assert "measurements/megatron_dp2.log:" in written and "measurements/nccl_1node.txt:" in written
+    # each value names the measurements it came from (the writer names three, then counts the rest)
+    assert "measurements/megatron_dp2.log:" in written and "measurements/mamf.csv" in written
+    assert "fabric NVLink4_mine extends NVLink4" in written and "measurements/nccl_1node.txt:" in report
     result = check_file(str(workspace / "mine.gcl"))
     assert not [d for d in result.diagnostics if d.is_error]
     assert main(["plan", "mine.gcl"]) == 0

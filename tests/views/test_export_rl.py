@@ -48,6 +48,13 @@ def test_the_training_pool_exports_arguments_megatron_validates(colocated):
     assert args.seq_length == c.seq and args.num_layers == 32
     assert args.recompute_granularity == (None if c.recompute == "none" else c.recompute)
     assert "training pool of rl job `grpo`" in files["megatron.args"].splitlines()[0]
+    # NeMo-RL's precision-aware optimizer with fp32 dtypes, as the plan's host copies move its state: Megatron-Core
+    # then keeps the fp32 master as remainders (OptimizerConfig's default; its __post_init__ turns it off only
+    # without Transformer Engine >= 2.1, which this CPU test machine lacks, so the default is what is read)
+    assert args.use_precision_aware_optimizer and args.exp_avg_dtype == args.main_params_dtype == torch_fp32()
+    from dataclasses import fields
+    from megatron.core.optimizer.optimizer_config import OptimizerConfig
+    assert next(f.default for f in fields(OptimizerConfig) if f.name == "store_param_remainders") is True
     # the control: Megatron checks the layout against the pool's size (a tensor-parallel group
     # twice the pool; a world one GPU short would pass a pool planned at tp = pp = 1)
     tp = words.index("--tensor-model-parallel-size") + 1
@@ -68,3 +75,9 @@ def test_an_rl_job_without_a_plan_says_why_instead_of_exporting():
     text = RL.read_text().replace("memory <= 90%", "memory <= 1%")
     with pytest.raises(Infeasible, match="`grpo` has no plan: the policy's training fits no layout"):
         export("vllm", check_text(text, str(RL)).design, job="grpo")
+
+
+def torch_fp32():
+    import torch
+
+    return torch.float32

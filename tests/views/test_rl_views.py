@@ -38,6 +38,10 @@ def test_the_json_keeps_the_contract_and_the_text_says_the_same(capsys, planned)
     assert data["kind"] == "rl" and data["status"] == "optimal"
     rl = data["rl"]
     assert rl["samples_per_step"] == 128 and rl["samples_per_s"] == pytest.approx(128 / data["step_time_s"])
+    # the RL stack's release the host copies were priced for; the schema names the language's releases
+    from gclc.compiler.schema import RL_STACKS
+    assert rl["rl_stack"] == "nemo_rl"
+    assert tuple(VALIDATOR.schema["properties"]["rl"]["properties"]["rl_stack"]["enum"]) == RL_STACKS
     ends = {t["pool"]: t["end_s"] for t in rl["timeline"]}
     assert all(end == pytest.approx(data["step_time_s"]) for end in ends.values())
     code, text, _ = run(capsys, "plan", SMALL)

@@ -14,9 +14,9 @@ args file, the sbatch script and the JobSet's containers.
 
 from __future__ import annotations
 
-import attrs
 
 from .target import JobPlan
+from ...dsl.records import frozen
 
 MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 # CUDA compute capability majors (https://developer.nvidia.com/cuda-gpus); ROCm reports the
@@ -26,7 +26,7 @@ ARCH = {"A100": 8, "A30": 8, "L40": 8, "H100": 9, "H200": 9, "H800": 9, "GH200":
 PRE_BLACKWELL = 9   # an unknown GPU: assume it needs what Hopper needs
 
 
-@attrs.frozen
+@frozen
 class Variable:
     name: str
     value: str

@@ -15,13 +15,13 @@ for what it leaves out): the same settings the plan's schedule reads.
 
 from __future__ import annotations
 
-import attrs
 
 from ...compiler.design import Design, Entity
 from ...solver.schedule.settings import KueueSettings, settings_of
 from ...solver.schedule.tenants import Tenant, tenants_of
 from .layout import Layout, slug
 from .target import ExportError
+from ...dsl.records import frozen
 
 API = "kueue.x-k8s.io/v1beta2"
 NAMESPACE = "default"
@@ -32,7 +32,7 @@ POLICY = {"never": "Never", "lower_priority": "LowerPriority", "any": "Any",
           "lower_or_newer_equal_priority": "LowerOrNewerEqualPriority"}
 
 
-@attrs.frozen
+@frozen
 class Flavor:
     """A partition as Kueue sees it: its ResourceFlavor's name, its accelerator resource, its GPUs."""
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 import math
 import re
 
-import attrs
 
 from ...compiler.design import Design
 from ...compiler.ir import ClusterGraph, Partition, Tier
 from ...compiler.hostlist import expand_all
+from ...dsl.records import frozen
 
 
-@attrs.frozen
+@frozen
 class Domain:
     name: str
     first: int                  # index of its first node in the partition
@@ -33,7 +33,7 @@ class Domain:
     children: tuple[str, ...]   # domains of the level below (empty on the lowest level)
 
 
-@attrs.frozen
+@frozen
 class Level:
     tier: Tier
     key: str                    # a label-safe name for the level: `nvlink-domain`, `xdr-campus-leaf`
@@ -41,7 +41,7 @@ class Level:
     domains: tuple[Domain, ...]
 
 
-@attrs.frozen
+@frozen
 class Group:
     """One partition: its node names, in rank order, and its levels, innermost first."""
 
@@ -55,7 +55,7 @@ class Group:
         return self.partition.node.gpus
 
 
-@attrs.frozen
+@frozen
 class Layout:
     cluster: str
     slug: str

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 
-import attrs
 
 from .. import render
 from ...compiler.design import Design
@@ -22,6 +21,7 @@ from ..plan_json import parallelism
 from ..limits import MEMORY_WORDS, WORDS
 from ..plan_text import config_words, runner_difference
 from .headline import CSS as HEADLINE_CSS, headline_html, outcome_headline_html
+from ...dsl.records import frozen
 
 CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
@@ -40,7 +40,7 @@ figcaption { color: #616161; font-size: 0.9em; }
 """
 
 
-@attrs.frozen
+@frozen
 class Context:
     design: Design
     graph: ClusterGraph

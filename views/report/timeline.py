@@ -11,11 +11,11 @@ warm-up and its steady state (Narayanan et al. 2021, Sec 2.2). Each row sums to 
 
 from __future__ import annotations
 
-import attrs
 
 from ...model.train.dp_sync import unhidden
 from ...model.ranks import rank_partition
 from ..limits import WORDS
+from ...dsl.records import frozen
 
 FORWARD_SHARE = 1 / 3   # a forward pass is a third of forward + backward (backward is twice forward)
 MAX_ROWS = 8            # stages drawn: every stage up to 8, else the first 4 and the last 4
@@ -24,14 +24,14 @@ WORK = ("compute", "recompute", "tp", "cp", "ep", "pp", "host", "data", "offload
 CLOSE = ("dp", "optimizer", "checkpoint")
 
 
-@attrs.frozen
+@frozen
 class Segment:
     kind: str       # a breakdown field, "bubble" or "overlap"
     start: float    # seconds from the step's start
     length: float
 
 
-@attrs.frozen
+@frozen
 class Row:
     stage: int
     segments: tuple[Segment, ...]

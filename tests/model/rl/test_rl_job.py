@@ -44,3 +44,19 @@ def test_pools_pins_and_limits_are_read():
     assert (t.batch, t.seq, t.gpus, t.stack, t.optimizer_state, t.pinned) == (64, 700, 16, "fsdp", "bf16", {"tp": 2})
     from gclc.solver.train.limits import limits
     assert limits(t).memory == 60e9           # the bytes the pool leaves the policy
+
+
+def test_the_stack_release_is_read_and_checked():
+    """`stack` names the RL stack's release (model/rl/stacks.py); the default is the current one; a name
+    the table lacks is a located error that lists the releases."""
+    assert job_of("").stack.name == "nemo_rl"
+    old = job_of("  stack = nemo_rl_0_4\n").stack
+    assert old.name == "nemo_rl_0_4" and old.optimizer_out_apart
+    base = SMALL.read_text().replace("rl grpo {", "rl grpo {\n  stack = nemo_rl_0_3", 1)
+    result = check_text(base, "rl.gcl")
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert result.design is None and len(errors) == 1
+    error = errors[0]
+    assert error.code == "bad-choice" and "`stack`" in error.summary
+    assert error.subject.path == "rl.gcl" and base.splitlines()[error.subject.line - 1].strip() == "stack = nemo_rl_0_3"
+    assert any("nemo_rl_0_4" in note for note in error.notes)

@@ -105,3 +105,19 @@ def test_pools_on_one_partition_take_disjoint_gpus(generate, train):
                 assert p.gen_gpus + p.train_gpus <= size[p.generate]
     if generate == 16 and train == 16:   # apart, each fills a partition: never both on one
         assert all(p.generate != p.train for p in points if p.placement == "disaggregated")
+
+
+def test_a_faster_host_link_never_slows_a_planned_colocated_step():
+    """The plan's colocated step over host links of 16, 64 and 256 GB/s a GPU (the training pool's
+    host copies: model/rl/host.py): never slower with a faster link, and slower with the slowest
+    one, whose pinned copies are slower than the PCIe Gen5 node's."""
+    def on(link):
+        def edit(t):
+            t = TINY(t).replace("staleness    = 1", "placement = colocated")
+            t = t.replace("partition h100 { units = 1 x DGX_H100 }", "partition h100 { units = 1 x Host }")
+            return t.replace("cluster Lab {", f"node Host extends DGX_H100 {{ host_link = {link} GB/s }}\ncluster Lab {{")
+        return plan_rl(design(edit))
+    plans = [on(link) for link in (16, 64, 256)]
+    steps = [p.step_time for p in plans]
+    assert all(p.best is not None and p.best.train.partition == "h100" for p in plans), steps
+    assert all(b <= a for a, b in zip(steps, steps[1:])) and steps[-1] < steps[0], steps

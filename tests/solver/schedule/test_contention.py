@@ -140,3 +140,70 @@ def test_the_schedule_charges_the_job_whose_leaves_a_neighbour_climbs_through():
     b_shared = next(r for r in outcome.runs if r.job.name == "b")
     assert b_shared.end - b_shared.job.submit > (a_alone.end - a_alone.job.submit) * 1.01
     assert "slowed by neighbours on shared uplinks: b +" in schedule_text(data)
+
+
+MOE_JOB = "train a { model = E  on = K  batch = 256  gpus = 32  steps = 1000  parallelism { tp = 1  ep = 32 } }"
+
+
+def lossless(fabric: str):
+    """An MoE job whose 32-GPU expert all-to-all climbs the spine of a 3:1 RoCE fabric beside
+    a dense job: `fabric` says how it meets congestion and routes."""
+    checked = check_text(design(f"{MOE_JOB}\n{SECOND}", "ethernet", fabric=fabric), "pfc.gcl")
+    assert checked.ok, [str(d) for d in checked.diagnostics]
+    return build(checked.design)
+
+
+PFC, ECN, ADAPTIVE = lossless("congestion = pfc"), lossless(""), lossless("congestion = pfc  routing = adaptive")
+
+
+def test_pfc_pauses_behind_a_neighbours_all_to_all_slow_a_job_sharing_its_spine():
+    """fifo places the MoE job a and the dense job b across leaves they share. Under ECN b pays
+    the uplinks a's GPUs climb; under PFC alone, while a's all-to-all runs its incast's flows
+    collide on the hashed spine and their pauses hold b's flows to the slowest of them: b slows
+    more, a (whose own pause its plan already prices) no more. Adaptive routing keeps a's flows
+    at their fair share: PFC then takes nothing beyond ECN. The schedule reports it."""
+    fifo = policy("fifo")
+    slowed = {}
+    for name, work in (("pfc", PFC), ("ecn", ECN), ("adaptive", ADAPTIVE)):
+        data = schedule_json(work, simulate(work, fifo, failures=False), [])
+        jsonschema.validate(data, SCHEMA)
+        slowed[name] = {j["name"]: j["network_slowdown"] for j in data["jobs"]}
+    incast = PFC.curves[("a", "K", 32)].alltoall()
+    assert incast.fabric == "Out" and incast.senders == 28 and 0 < incast.duty <= 1
+    assert ECN.curves[("a", "K", 32)].alltoall() is None and PFC.curves[("b", "K", 32)].alltoall() is None
+    assert slowed["pfc"]["b"] > slowed["ecn"]["b"] * 1.05 and slowed["ecn"]["b"] >= 1.0
+    assert slowed["pfc"]["a"] == slowed["ecn"]["a"]
+    assert slowed["adaptive"]["b"] <= slowed["ecn"]["b"] * (1 + 1e-9)
+    data = schedule_json(PFC, simulate(PFC, fifo, failures=False), [])
+    assert {j["name"]: j["pfc_paused_by"] for j in data["jobs"]} == {"a": [], "b": ["a"]}
+    assert "held by PFC pauses behind a neighbour's expert all-to-all: b (behind a)" in schedule_text(data)
+    assert not any(j["pfc_paused_by"] for j in schedule_json(ECN, simulate(ECN, fifo, failures=False), [])["jobs"])
+
+
+def test_under_pfc_a_job_alone_is_never_slowed_and_a_neighbour_never_speeds_it():
+    """The laws of the pool on the lossless fabric, jobs alternating MoE (an incast) and dense:
+    alone, 1; with neighbours, no faster than under ECN on the same allocation; stopping the
+    last neighbour gives back what it took."""
+    state = ClusterState.of(PFC.graph)
+    part = state.partitions["K"]
+    leaf = part.group_domains[1]
+    allocs = [Allocation("K", domains, (4,) * len(domains), part.level_of(domains))
+              for domains in (tuple(range(0, 8)), tuple(range(leaf - 2, leaf + 6)), tuple(range(2 * leaf - 3, 2 * leaf + 5)))]
+
+    def run(work, jobs):
+        curves = {f"j{i}": work.curves[("a" if i % 2 == 0 else "b", "K", 32)] for i in range(len(jobs))}
+        c = Contention({(n, "K", 0): curve for n, curve in curves.items()}, {"K": work.graph.partitions[0]},
+                       ClusterState.of(work.graph).partitions, {"K": hashing_of(work.cluster, "K")})
+        for i, alloc in enumerate(jobs):
+            c.started(f"j{i}", alloc, 0)
+        return c
+
+    for i, alloc in enumerate(allocs):
+        assert run(PFC, [alloc]).slowdown.get("j0", 1.0) == 1.0
+    together, under_ecn = run(PFC, allocs), run(ECN, allocs)
+    assert any(together.slowdown.get(n, 1.0) > under_ecn.slowdown.get(n, 1.0) * 1.01 for n in ("j1", "j2"))
+    for name in ("j0", "j1", "j2"):
+        assert together.slowdown.get(name, 1.0) >= under_ecn.slowdown.get(name, 1.0) * (1 - 1e-12)
+    fewer = run(PFC, allocs[:-1])
+    together.stopped("j2")
+    assert {n: together.slowdown.get(n, 1.0) for n in ("j0", "j1")} == {n: fewer.slowdown.get(n, 1.0) for n in ("j0", "j1")}

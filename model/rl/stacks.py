@@ -1,0 +1,50 @@
+"""RL stacks by release (`rl run { stack = nemo_rl_0_4 }`), as model/serve/engines.py names serving
+engines: each value names what a range of releases of the stack does between the phases of a step
+(what model/rl/host.py copies), with its source. The language's choices (compiler/schema.py
+RL_STACKS) are this table's names.
+
+Sources:
+  [1404] NVIDIA-NeMo/RL pull 1404 "Make the optimizer offloading optional" (commit d4d0ba10f, merged
+         2025-11-06; in v0.5.0, not in v0.4.0, tagged 2025-11-19 from its release branch): before it,
+         `prepare_for_lp_inference` called `offload_before_refit` in every placement, so a training pool
+         apart from its engines also moved Adam's state to host memory (`v.to("cpu")`, each tensor) before
+         scoring and back (`v.to("cuda")`) in `prepare_for_training`; after it only colocated pools do
+         (`offload_optimizer_for_logprob: false` by default, grpo_math_1B.yaml).
+  [pao]  examples/configs/grpo_math_1B.yaml, v0.4.0 to v0.7.0: `use_precision_aware_optimizer: true` with
+         fp32 moments and master, which Megatron-Core runs as Transformer Engine's FusedAdam keeping the
+         fp32 master as the 16 bits the bf16 weight lacks (OptimizerConfig.store_param_remainders, default
+         True since Megatron-LM commit ed46806838, 2025-04-24, with TE >= 2.1; NeMo-RL sets no other value):
+         10 bytes a parameter of optimizer state, not mixed-precision Adam's 12.
+"""
+
+from __future__ import annotations
+
+from ...dsl.records import frozen
+
+
+@frozen
+class RLStack:
+    name: str
+    releases: str
+    optimizer_out_apart: bool       # a training pool apart from its engines still moves Adam's state out and back
+    remainder_master: bool          # Megatron's precision-aware optimizer: the fp32 master kept as 16-bit remainders
+    source: str
+
+
+STACKS = {s.name: s for s in (
+    RLStack("nemo_rl", "NeMo-RL v0.5.0 and later (pull 1404 in)", False, True, "[1404] [pao]"),
+    RLStack("nemo_rl_0_4", "NeMo-RL v0.4.0 and earlier (before pull 1404)", True, True, "[1404] [pao]"),
+)}
+DEFAULT = "nemo_rl"
+
+
+def stack(name: str | None) -> RLStack:
+    return STACKS[name or DEFAULT]
+
+
+def _names_agree() -> None:
+    from ...compiler.schema import RL_STACKS
+    assert tuple(STACKS) == RL_STACKS, "the language and the model name the same RL stacks"
+
+
+_names_agree()
