@@ -404,6 +404,8 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     dispatcher = dispatcher_of(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else None
     if dispatcher and ep and ep > 1:
         pin("dispatcher", dispatcher[0], f"recipe: {dispatcher[1]}")
+    if recipe.dropout is not None:
+        pin("dropout", recipe.dropout, recipe.why["dropout"])
     optimizer = [(name, value, recipe.why[name]) for name, value in
                  (("optimizer_state", recipe.optimizer_state), ("master_weights", recipe.master_weights)) if value]
     fp8_params = fp8_params_of(row, precision, recipe)
@@ -503,6 +505,8 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
               f"  mlp      = {shape.mlp}"]
     if shape.tied:
         lines.append("  tied_embeddings = true")
+    if shape.position:
+        lines.append(f"  position_embedding = {shape.position}  # fill-in (see header)")
     if shape.experts:
         e = shape.experts
         capacity = f"  capacity_factor = {e['capacity_factor']:g}" if e.get("capacity_factor") else ""

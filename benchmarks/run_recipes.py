@@ -79,6 +79,7 @@ class Recipe:
     microbatch: int | None = None  # the recipe's micro-batch where the table's contradicts it
     optimizer_state: str | None = None   # Adam's moments as stored (None: fp32, gclc's default)
     master_weights: str | None = None    # the master weights Adam updates (None: fp32)
+    dropout: bool | None = None    # the recipe trains with dropout (None: the stack's behaviour)
     why: dict[str, str] = field(default_factory=dict)   # the source of each optimizer field set
     notes: list[str] = field(default_factory=list)   # why, with the source
     gaps: list[str] = field(default_factory=list)    # what gclc cannot express
@@ -169,6 +170,11 @@ NEMO1: tuple[tuple[str, str | None, int, str], ...] = (   # (model regex, recomp
 # `setup_optimization`) sets store_params = False when that dtype is the model's bf16: no master
 # copy, Adam updates the bf16 weights. Configs that set optim.dtype at 24.07 (model regex -> dtype):
 NEMO1_STATE = {r"nemotron340b$": "bf16"}   # nemotron/nemotron_340b.yaml: optim.dtype bf16
+# The GPT-3 configs train with dropout where the llama and nemotron ones do not: at tag 24.07
+# gpt3/5b.yaml, 20b.yaml, 175b.yaml and 175b_fp8.yaml set hidden_dropout 0.1 and attention_dropout 0.1
+# (llama/llama2_13b.yaml, llama3_8b.yaml, llama3_70b.yaml, nemotron/nemotron_22b.yaml: 0.0).
+NEMO1_DROPOUT = {r"gpt3(5|20|175)b$": "gpt3/{5b,20b,175b,175b_fp8}.yaml at tag 24.07: hidden_dropout 0.1, "
+                                      "attention_dropout 0.1"}
 
 
 def nemo_2407(row: dict, model_key: str) -> Recipe:
@@ -179,6 +185,9 @@ def nemo_2407(row: dict, model_key: str) -> Recipe:
             recipe = Recipe(recompute, zero, notes=[f"{where}: activations_checkpoint_granularity "
                                                     f"{'selective' if recompute == 'selective' else 'null'}, "
                                                     f"optim {optimizer} (ASSUMED: the 24.07 table ran these configs)"])
+            dropout = next((d for p, d in NEMO1_DROPOUT.items() if re.match(p, model_key)), None)
+            if dropout:
+                recipe.dropout, recipe.why["dropout"] = True, f"recipe: {LAUNCHER}{dropout}"
             state = next((d for p, d in NEMO1_STATE.items() if re.match(p, model_key)), None)
             if state:
                 recipe.optimizer_state, recipe.master_weights = state, "none"
