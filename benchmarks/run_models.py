@@ -47,6 +47,7 @@ CITE_NEMO_POSITIONS = ("NeMo GPTConfig and Megatron-Bridge GPTModelProvider posi
                        "'learned_absolute', not overridden by GPTConfig5B/20B/175B or GPTProvider175B; NeMo 1.0 "
                        "(r2.0.0rc1 megatron_gpt_model.py cfg.get('position_embedding_type', 'learned_absolute')), "
                        "which the launcher's gpt3 configs at tag 24.07 leave unset")
+CITE_BLOOM_ALIBI = "BLOOM (arXiv:2211.05100) Sec 3.2.3: ALiBi positional embeddings instead of learned or rotary ones"
 CITE_MPT_POSITIONS = ("llm-foundry llmfoundry/models/mpt/configuration_mpt.py learned_pos_emb = True, attn_config "
                       "alibi and rope False by default; the benchmark yamls set neither")
 CITE_KORT_T3 = "Korthikanti et al. 2022 Table 3 (rows kort_t5_* of public_runs.csv): layers/hidden/heads, vocab 51200, seq 2048"
@@ -297,11 +298,14 @@ def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: st
         vocab = integer(row.get("vocab")) or 51200
         if layers and hidden and heads:
             tied = "megatron-core" not in framework
+            s = _megatron_gpt(layers, hidden, heads, vocab,
+                              "shape from the row" if integer(row.get("ffn")) else "layers/hidden/heads/vocab from the row", tied)
             if integer(row.get("ffn")):
-                s = _megatron_gpt(layers, hidden, heads, vocab, "shape from the row", tied)
                 s.ffn = integer(row["ffn"])
-                return s, layout
-            return _megatron_gpt(layers, hidden, heads, vocab, "layers/hidden/heads/vocab from the row", tied), layout
+            if "bloom" in n:   # ALiBi: no position weights, its bias applied inside attention
+                s.position = "none"
+                s.cite = s.cite.split("; positions: ")[0] + f"; positions: {CITE_BLOOM_ALIBI}"
+            return s, layout
         if key in KORTHIKANTI and "megatron" in framework:
             l_, h_, a_, tp, pp, vp, mb, per_replica = KORTHIKANTI[key]
             layout = {"tp": tp, "pp": pp, "vp": vp, "microbatch": mb, "seq": 2048, "per_replica": per_replica,
