@@ -376,6 +376,11 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         values[:] = [(k, mb if k == "microbatch" else v, f"recipe: {recipe.why['microbatch']}" if k == "microbatch"
                       else note) for k, v, note in values]
         fills.append(f"micro-batch {mb}: {recipe.why['microbatch']}")
+    if recipe.ep and recipe.ep != ep:
+        ep = recipe.ep
+        values[:] = [(k, ep if k == "ep" else v, f"recipe: {recipe.why['ep']}" if k == "ep" else note)
+                     for k, v, note in values]
+        fills.append(f"ep {ep}: {recipe.why['ep']}")
     recompute, why = recompute_of(row, layout, recipe)
     if recompute:
         pin("recompute", recompute, why)

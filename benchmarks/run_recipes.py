@@ -77,6 +77,7 @@ class Recipe:
     offload: float | None = None   # share of each stage's layers whose activations go to host memory
     modules: tuple[str, ...] = ()  # gclc recompute_modules of a selective recompute (empty: the attention core)
     microbatch: int | None = None  # the recipe's micro-batch where the table's contradicts it
+    ep: int | None = None          # the recipe's expert parallelism where the table's contradicts it
     optimizer_state: str | None = None   # Adam's moments as stored (None: fp32, gclc's default)
     master_weights: str | None = None    # the master weights Adam updates (None: fp32)
     dropout: bool | None = None    # the recipe trains with dropout (None: the stack's behaviour)
@@ -91,6 +92,15 @@ MB_MICROBATCH = {
                                           "GPT_OSS_120B_H100_BF16_BASE_CONFIG keeps BASE_GPT_OSS_120B_CONFIG's "
                                           "micro_batch_size 1 (the 26.02 table prints MBS 1 for it); the 25.11 table's "
                                           "MBS 4 and GA 2 contradict its PP 4 on 64 GPUs (512 / (4 x 16) = 8)"),
+}
+
+# Rows whose table EP the recipe contradicts: (release, model regex, chip) -> (EP, why).
+MB_EP = {
+    ("25.11", r"gptoss120b", "b200"): (64, "v0.2.0 scripts/performance/configs/gpt_oss/workload_base_configs.py: "
+                                           "GPT_OSS_120B_B200_BF16_BASE_CONFIG sets expert_model_parallel_size 64 (as "
+                                           "for GB200 and GB300; only the H100 preset keeps the base EP 8), and the "
+                                           "26.02 table's B200 row runs EP 64 at the same tokens/s (8,047 against "
+                                           "8,213); the 25.11 table's EP 8 contradicts its recipe"),
 }
 
 
@@ -142,6 +152,10 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
     if recipe.microbatch:
         recipe.why["microbatch"] = next(why for (rel, model, chip), (_, why) in MB_MICROBATCH.items()
                                         if rel == release and re.match(model, model_key) and chip == system)
+    ep = next(((n, why) for (rel, model, chip), (n, why) in MB_EP.items()
+               if rel == release and re.match(model, model_key) and chip == system), None)
+    if ep:
+        recipe.ep, recipe.why["ep"] = ep
     return recipe
 
 
