@@ -396,7 +396,8 @@ MODEL = Block(
     doc="`window`: sliding-window (local) attention over that many keys, in every layer or, with "
         "`global_every = k`, all but every k-th (Gemma 2, GPT-OSS); `block = parallel`: attention and MLP "
         "read one normed input and their outputs are summed (GPT-J, PaLM); `position_embedding`: rotary (rope, "
-        "no weights), a learned table of seq x hidden weights (learned) or none; `normalization`: rmsnorm (a "
+        "no weights; every layer rotates its queries and keys), a learned table of seq x hidden weights added once "
+        "at the embedding (learned) or none; `normalization`: rmsnorm (a "
         "scale per norm) or layernorm (a scale and a bias); both unstated: no position weights and rmsnorm's, "
         "and exports that must name them ask for them",
 )
