@@ -114,6 +114,8 @@ ROOM_USES: dict[str, set[str]] = {
     "solver/calibrate": {"solver/serve"},
     # a train step's collectives held behind an expert all-to-all's pauses (model/train/incast.py)
     "model/train": {"model/network"},
+    # a serve replica's TP all-reduce inside or across the scale-up domain (network/placement.py)
+    "model/serve": {"model/network"},
 }
 
 

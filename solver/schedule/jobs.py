@@ -13,6 +13,7 @@ import attrs
 from ...dsl import codes
 from ...compiler.design import Design, Entity
 from ...dsl.diagnostics import Diagnostic, Label
+from ...dsl.numbers import number, percent
 from ...compiler.ir import ClusterGraph, Partition
 from ...compiler.lower import lower_cluster
 from ...model.job import Job, job_from_entity
@@ -219,12 +220,13 @@ def _fewer_help(job: Job, best, plan_fn) -> list[str]:
 
     used = best.config.gpus
     notes = [f"help: run it on {used:,} GPUs with `min_gpus = {used}` (or `gpus = {used}`): "
-             f"{best.tokens_per_s:,.0f} tokens/s"]
+             f"{number(best.tokens_per_s)} tokens/s"]
     fill = fewer_gpus(job, best.config)[1]
     filled = plan_fn(attrs.evolve(job, pinned={**job.pinned, "dp": fill}), "throughput", 0).best if fill else None
     if filled is not None and filled.config.gpus == job.gpus:
         notes.append(f"help: or hold all {job.gpus:,} with `dp = {fill}` in its `parallelism`: "
-                     f"{filled.tokens_per_s:,.0f} tokens/s ({filled.tokens_per_s / best.tokens_per_s - 1:+.0%})")
+                     f"{number(filled.tokens_per_s)} tokens/s ({'+' if filled.tokens_per_s >= best.tokens_per_s else '-'}"
+                     f"{percent(abs(filled.tokens_per_s / best.tokens_per_s - 1))})")
     return notes
 
 
