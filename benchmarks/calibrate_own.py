@@ -47,7 +47,8 @@ import crossval  # noqa: E402
 from gclc.compiler.driver import check_file  # noqa: E402
 from gclc.compiler.measure.read import read_paths  # noqa: E402
 from gclc.dsl.source import no_span  # noqa: E402
-from gclc.model.calibration import Own, Reason, own_reasons, ratio_band  # noqa: E402
+from gclc.model.calibration import (BAND_CONFIDENCE, PRIOR_RUNS, Own, Reason, own_band, own_reasons,  # noqa: E402
+                                   ratio_band)
 from gclc.solver.calibrate.calibrate import calibrate_observations, design_partition  # noqa: E402
 from gclc.solver.calibrate.fit import residual  # noqa: E402
 from gclc.solver.calibrate.observe import collective_observations  # noqa: E402
@@ -89,14 +90,18 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
         obs = observation(case, params)
         after = case.measured * math.exp(residual(obs, result.values))
         low, high = ratio_band(tuple(Reason(k, "") for k in before.flags))
-        why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus) if own else ()
+        fold_fitted = not {"chip", "precision"} & set(before.flags)   # the fold's fit calibrated this precision
+        why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus, fold_fitted) if own else ()
         own_low, own_high = own.ratio_band(why) if own else (low, high)
         rows.append({"run": case.run_id, "group": case.group, "chip": case.chip, "yours": len(yours),
                      "moe": case.job.shape.is_moe,
                      "before": before.predicted / case.measured - 1, "after": after / case.measured - 1,
                      "inside_before": low <= case.measured / before.predicted <= high,
                      "inside_after": own_low <= case.measured / after <= own_high,
-                     "half_width_after": (own_high - own_low) / 2})
+                     "half_width_after": (own_high - own_low) / 2,
+                     "yours_residuals": list(result.band.residuals) if result.band else [],
+                     "yours_after": [r.after for r in result.rows if r.obs.end_to_end],
+                     "yours_keys": len({k for r in result.rows for k in r.obs.informs if k[0] == "chip"})})
     return rows
 
 
@@ -136,6 +141,28 @@ def curve_rows() -> list[dict]:
             rows.append({"curve": name, "what": o.what, "before": math.exp(residual(o, prior)) - 1,
                          "after": math.exp(residual(o, result.values)) - 1})
     return rows
+
+
+PRIOR_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)   # PRIOR_RUNS values tried
+
+
+def prior_weight_coverage(residual_sets: list[list[float]], prior_runs: float) -> float:
+    """How often a calibrating run's held-out residual falls inside the band the other
+    calibrating runs of its system give (model/calibration.py own_band with the shipped scale
+    weighted as `prior_runs` runs): the calibrating runs alone say how much weight the shipped
+    scale needs, without the held-back runs whose coverage is the figure to quote."""
+    inside = []
+    for residuals in residual_sets:
+        for j, r in enumerate(residuals):
+            low, high = own_band(residuals[:j] + residuals[j + 1:], prior_runs=prior_runs)
+            inside.append(low <= math.exp(r) <= high)
+    return share(inside)
+
+
+def fitted_prior_runs(residual_sets: list[list[float]]) -> float:
+    """The PRIOR_WEIGHTS value whose coverage on the calibrating runs is nearest 80 % (the
+    fewest prior runs among ties: the operator's runs count most)."""
+    return min(PRIOR_WEIGHTS, key=lambda k: abs(prior_weight_coverage(residual_sets, k) - BAND_CONFIDENCE))
 
 
 def cpu_seconds() -> float:
@@ -186,6 +213,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'serving ' + group:58} {1:>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
+    sets = list({(r["group"], r["chip"]): r["yours_residuals"] for r in rows if len(r["yours_residuals"]) > 1}.values())
+    if not args.json:
+        print(f"{'prior weight (PRIOR_RUNS) from the calibrating runs alone':58} "
+              + ", ".join(f"{k:g}: {prior_weight_coverage(sets, k):.0%}" for k in PRIOR_WEIGHTS)
+              + f"  -> {fitted_prior_runs(sets):g} (shipped {PRIOR_RUNS:g})")
     before, after = [r["before"] for r in rows], [r["after"] for r in rows]
     widths = [r["half_width_after"] for r in rows]
     print(f"own calibration, held-back runs: n={len(rows)} in {len({(r['group'], r['chip']) for r in rows})} systems "

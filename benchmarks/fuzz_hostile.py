@@ -9,7 +9,9 @@ alarm (CPU time: the machine is shared): `check` always, and on a design that st
 render, export --to each target, schedule, a tiny sweep, calibrate). Beside the designs, the
 command-line options of the newer surfaces (schedule --degrade, export --set, sweep, probe) with
 bad values, the measurement readers on malformed files, and the language server's analysis,
-hover and completion on every prefix of a design (a half-typed file).
+hover and completion on every prefix of a design (a half-typed file). Round 5
+(benchmarks/fuzz_surfaces.py): the last sessions' fields set to hostile values one by one
+(`--only fields`) and the calibration readers' files edited in their own structure (`--only formats`).
 
 Recorded: a traceback or internal error (exit 70), a case past CASE_SECONDS, an error line
 without `file:line:col`, and a moved or foreign field that `check` accepted without a word
@@ -35,6 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # benchmarks/: round 5's surfaces
+import fuzz_surfaces  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 CASE_SECONDS = 10
 NUMBERS = ["0", "-1", "1e400", "nan", "1e-400", "99999999999999999999999999999", "1" * 80, "0.0000001",
@@ -51,7 +56,11 @@ LOCATED = re.compile(r"^\S.*?:\d+:\d+: error\[[a-z-]+\]")
 FOREIGN = ["dispatcher = deepep", "grad_reduce = bf16", "dropout = 10%", "router = power_of_two",
            "prefix_share = 20%", "preemption = swap", "congestion = pfc", "gpus = 8", "serve_runs = 2",
            "serve_low = 50%", "serve_high = 150%", "autoscale = true", "release = \"0.6\"", "draft_tokens = 3",
-           "kv_offload = 64 GB", "samples = 4", "prompts = 64"]
+           "kv_offload = 64 GB", "samples = 4", "prompts = 64",
+           # round 5: the last two sessions' fields
+           "congestion = ecn", "moe_path = ep_with_dp", "profile = trtllm_pytorch", "memory = 50%", "staleness = 2",
+           "speculative { tokens = 2  acceptance = 60% }", "placement = colocated", "algorithm = ppo",
+           "max_response = 64", "minibatches = 2"]
 
 
 class Timeout(BaseException):  # not an Exception: main()'s internal-error handler must not catch it
@@ -437,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=600, help="CPU seconds in all (default 600)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write the findings here")
-    parser.add_argument("--only", choices=["designs", "options", "readers", "lsp", "sensitivity"], action="append")
+    parser.add_argument("--only", choices=["designs", "options", "readers", "lsp", "sensitivity", "fields", "formats"],
+                        action="append")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     wall = time.perf_counter()
@@ -446,7 +456,11 @@ def main(argv: list[str] | None = None) -> int:
         keep = Path(tempfile.mkdtemp(prefix="gclc-fuzz-findings-"))
         driver = Driver(folder, keep, args.budget)
         signal.signal(signal.SIGUSR1, driver.stop)
-        only = set(args.only or ["designs", "options", "readers", "lsp", "sensitivity"])
+        only = set(args.only or ["designs", "options", "readers", "lsp", "sensitivity", "fields", "formats"])
+        if "fields" in only:
+            fuzz_surfaces.fuzz_fields(driver, rng)
+        if "formats" in only:
+            fuzz_surfaces.fuzz_formats(driver, rng, 0.2 if only != {"formats"} else 1)
         if "options" in only:
             fuzz_options(driver)
         if "sensitivity" in only:

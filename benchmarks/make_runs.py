@@ -376,6 +376,11 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
         values[:] = [(k, mb if k == "microbatch" else v, f"recipe: {recipe.why['microbatch']}" if k == "microbatch"
                       else note) for k, v, note in values]
         fills.append(f"micro-batch {mb}: {recipe.why['microbatch']}")
+    if recipe.ep and recipe.ep != ep:
+        ep = recipe.ep
+        values[:] = [(k, ep if k == "ep" else v, f"recipe: {recipe.why['ep']}" if k == "ep" else note)
+                     for k, v, note in values]
+        fills.append(f"ep {ep}: {recipe.why['ep']}")
     recompute, why = recompute_of(row, layout, recipe)
     if recompute:
         pin("recompute", recompute, why)
@@ -404,6 +409,8 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     dispatcher = dispatcher_of(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else None
     if dispatcher and ep and ep > 1:
         pin("dispatcher", dispatcher[0], f"recipe: {dispatcher[1]}")
+    if recipe.dropout is not None:
+        pin("dropout", recipe.dropout, recipe.why["dropout"])
     optimizer = [(name, value, recipe.why[name]) for name, value in
                  (("optimizer_state", recipe.optimizer_state), ("master_weights", recipe.master_weights)) if value]
     fp8_params = fp8_params_of(row, precision, recipe)
@@ -503,6 +510,8 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
               f"  mlp      = {shape.mlp}"]
     if shape.tied:
         lines.append("  tied_embeddings = true")
+    if shape.position:
+        lines.append(f"  position_embedding = {shape.position}  # fill-in (see header)")
     if shape.experts:
         e = shape.experts
         capacity = f"  capacity_factor = {e['capacity_factor']:g}" if e.get("capacity_factor") else ""

@@ -40,6 +40,16 @@ def integer(text: str | None) -> int | None:
 
 CITE_MEGATRON_FFN = "Megatron-LM GPT default ffn_hidden_size = 4 x hidden, GeLU MLP (SC21 Sec 2: 'h -> 4h')"
 CITE_MEGATRON_TIED = "Megatron-LM GPT shares input and output embeddings unless --untie-embeddings-and-output-weights"
+# Learned absolute positions: a seq x hidden table added once at the embedding, no rotary kernel in the layers
+CITE_MEGATRON_POSITIONS = ("Megatron-LM --position-embedding-type default 'learned_absolute' (megatron/training/"
+                           "arguments.py, core_v0.16.1; the only kind of the 2021-22 releases); GPT-2/3 architecture")
+CITE_NEMO_POSITIONS = ("NeMo GPTConfig and Megatron-Bridge GPTModelProvider position_embedding_type default "
+                       "'learned_absolute', not overridden by GPTConfig5B/20B/175B or GPTProvider175B; NeMo 1.0 "
+                       "(r2.0.0rc1 megatron_gpt_model.py cfg.get('position_embedding_type', 'learned_absolute')), "
+                       "which the launcher's gpt3 configs at tag 24.07 leave unset")
+CITE_BLOOM_ALIBI = "BLOOM (arXiv:2211.05100) Sec 3.2.3: ALiBi positional embeddings instead of learned or rotary ones"
+CITE_MPT_POSITIONS = ("llm-foundry llmfoundry/models/mpt/configuration_mpt.py learned_pos_emb = True, attn_config "
+                      "alibi and rope False by default; the benchmark yamls set neither")
 CITE_KORT_T3 = "Korthikanti et al. 2022 Table 3 (rows kort_t5_* of public_runs.csv): layers/hidden/heads, vocab 51200, seq 2048"
 CITE_NEMO_GPT = "NVIDIA/NeMo nemo/collections/llm/gpt/model/base.py GPTConfig5B/20B/175B"
 CITE_GPT2_VOCAB = ("GPT-2 BPE vocabulary 50257 (NeMo 1.0 launcher tokenizer GPT2BPETokenizer; NeMo 2.0 perf script "
@@ -102,6 +112,7 @@ class Shape:
     mtp: int = 0                    # multi-token-prediction modules
     window: int = 0                 # sliding-window attention: keys each query sees (0: global)
     global_every: int = 0           # with a window: every k-th layer attends globally
+    position: str = ""              # position_embedding as the model's framework sets it ("": not stated)
     cite: str = ""
     gaps: list[str] = field(default_factory=list)   # what gclc cannot express about this model
 
@@ -111,8 +122,9 @@ CITE_MCORE_UNTIED = ("untied input and output embeddings: the row's params_B equ
 
 
 def _megatron_gpt(layers: int, hidden: int, heads: int, vocab: int, cite: str, tied: bool = True) -> Shape:
-    return Shape(layers, hidden, heads, 4 * hidden, vocab, mlp="gelu", tied=tied,
-                 cite=f"{cite}; ffn: {CITE_MEGATRON_FFN}; {CITE_MEGATRON_TIED if tied else CITE_MCORE_UNTIED}")
+    return Shape(layers, hidden, heads, 4 * hidden, vocab, mlp="gelu", tied=tied, position="learned",
+                 cite=f"{cite}; ffn: {CITE_MEGATRON_FFN}; {CITE_MEGATRON_TIED if tied else CITE_MCORE_UNTIED}; "
+                      f"positions: {CITE_MEGATRON_POSITIONS}")
 
 
 KORTHIKANTI = {  # size -> (layers, hidden, heads, tp, pp, vp, microbatch, sequences per replica)  (Tables 3 and 5)
@@ -204,9 +216,9 @@ def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: st
     m = re.match(r"mpt(\d+)b", n)
     if m and m.group(1) + "b" in MPT:
         layers, hidden, heads = MPT[m.group(1) + "b"]
-        return Shape(layers, hidden, heads, 4 * hidden, 50368, mlp="gelu", tied=True, cite=CITE_MPT,
-                     gaps=["MPT benchmark models use learned positional embeddings (max_seq_len x d_model), "
-                           "counted by the row's NumParams but not by gclc (no compute impact)",
+        return Shape(layers, hidden, heads, 4 * hidden, 50368, mlp="gelu", tied=True, position="learned",
+                     cite=f"{CITE_MPT}; positions: {CITE_MPT_POSITIONS}",
+                     gaps=[
                            # llm-foundry 061f2c7c scripts/train/benchmarking/submit_benchmarks.py: --attn_impl default
                            "attention kernel: Triton flash attention (submit_benchmarks.py --attn_impl default 'triton'), "
                            "not the CUDA FlashAttention gclc's attention efficiency is calibrated on elsewhere"]), layout
@@ -262,8 +274,8 @@ def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: st
     m = re.match(r"gpt3(5|20|175)b$", n)
     if m and "nemo" in framework:
         layers, hidden, heads, ffn = NEMO_GPT3[m.group(1) + "b"]
-        return Shape(layers, hidden, heads, ffn, 50257, mlp="gelu", tied=True,
-                     cite=f"{CITE_NEMO_GPT}; {CITE_GPT2_VOCAB}; {CITE_MEGATRON_TIED}"), layout
+        return Shape(layers, hidden, heads, ffn, 50257, mlp="gelu", tied=True, position="learned",
+                     cite=f"{CITE_NEMO_GPT}; {CITE_GPT2_VOCAB}; {CITE_MEGATRON_TIED}; positions: {CITE_NEMO_POSITIONS}"), layout
     if "131072vocab" in n and "175b" in n:
         # Megatron-Core strong scaling: the GPT-3 175B shape with a 131072 vocabulary (177 B).
         layout = {"tp": 8, "pp": 6, "cite": "row note: 'the 177B row of the weak-scaling table used TP8 PP6' "
@@ -286,11 +298,14 @@ def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: st
         vocab = integer(row.get("vocab")) or 51200
         if layers and hidden and heads:
             tied = "megatron-core" not in framework
+            s = _megatron_gpt(layers, hidden, heads, vocab,
+                              "shape from the row" if integer(row.get("ffn")) else "layers/hidden/heads/vocab from the row", tied)
             if integer(row.get("ffn")):
-                s = _megatron_gpt(layers, hidden, heads, vocab, "shape from the row", tied)
                 s.ffn = integer(row["ffn"])
-                return s, layout
-            return _megatron_gpt(layers, hidden, heads, vocab, "layers/hidden/heads/vocab from the row", tied), layout
+            if "bloom" in n:   # ALiBi: no position weights, its bias applied inside attention
+                s.position = "none"
+                s.cite = s.cite.split("; positions: ")[0] + f"; positions: {CITE_BLOOM_ALIBI}"
+            return s, layout
         if key in KORTHIKANTI and "megatron" in framework:
             l_, h_, a_, tp, pp, vp, mb, per_replica = KORTHIKANTI[key]
             layout = {"tp": tp, "pp": pp, "vp": vp, "microbatch": mb, "seq": 2048, "per_replica": per_replica,

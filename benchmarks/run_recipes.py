@@ -77,8 +77,10 @@ class Recipe:
     offload: float | None = None   # share of each stage's layers whose activations go to host memory
     modules: tuple[str, ...] = ()  # gclc recompute_modules of a selective recompute (empty: the attention core)
     microbatch: int | None = None  # the recipe's micro-batch where the table's contradicts it
+    ep: int | None = None          # the recipe's expert parallelism where the table's contradicts it
     optimizer_state: str | None = None   # Adam's moments as stored (None: fp32, gclc's default)
     master_weights: str | None = None    # the master weights Adam updates (None: fp32)
+    dropout: bool | None = None    # the recipe trains with dropout (None: the stack's behaviour)
     why: dict[str, str] = field(default_factory=dict)   # the source of each optimizer field set
     notes: list[str] = field(default_factory=list)   # why, with the source
     gaps: list[str] = field(default_factory=list)    # what gclc cannot express
@@ -90,6 +92,15 @@ MB_MICROBATCH = {
                                           "GPT_OSS_120B_H100_BF16_BASE_CONFIG keeps BASE_GPT_OSS_120B_CONFIG's "
                                           "micro_batch_size 1 (the 26.02 table prints MBS 1 for it); the 25.11 table's "
                                           "MBS 4 and GA 2 contradict its PP 4 on 64 GPUs (512 / (4 x 16) = 8)"),
+}
+
+# Rows whose table EP the recipe contradicts: (release, model regex, chip) -> (EP, why).
+MB_EP = {
+    ("25.11", r"gptoss120b", "b200"): (64, "v0.2.0 scripts/performance/configs/gpt_oss/workload_base_configs.py: "
+                                           "GPT_OSS_120B_B200_BF16_BASE_CONFIG sets expert_model_parallel_size 64 (as "
+                                           "for GB200 and GB300; only the H100 preset keeps the base EP 8), and the "
+                                           "26.02 table's B200 row runs EP 64 at the same tokens/s (8,047 against "
+                                           "8,213); the 25.11 table's EP 8 contradicts its recipe"),
 }
 
 
@@ -141,6 +152,10 @@ def megatron_bridge(row: dict, model_key: str, system: str | None, layers_per_st
     if recipe.microbatch:
         recipe.why["microbatch"] = next(why for (rel, model, chip), (_, why) in MB_MICROBATCH.items()
                                         if rel == release and re.match(model, model_key) and chip == system)
+    ep = next(((n, why) for (rel, model, chip), (n, why) in MB_EP.items()
+               if rel == release and re.match(model, model_key) and chip == system), None)
+    if ep:
+        recipe.ep, recipe.why["ep"] = ep
     return recipe
 
 
@@ -169,6 +184,11 @@ NEMO1: tuple[tuple[str, str | None, int, str], ...] = (   # (model regex, recomp
 # `setup_optimization`) sets store_params = False when that dtype is the model's bf16: no master
 # copy, Adam updates the bf16 weights. Configs that set optim.dtype at 24.07 (model regex -> dtype):
 NEMO1_STATE = {r"nemotron340b$": "bf16"}   # nemotron/nemotron_340b.yaml: optim.dtype bf16
+# The GPT-3 configs train with dropout where the llama and nemotron ones do not: at tag 24.07
+# gpt3/5b.yaml, 20b.yaml, 175b.yaml and 175b_fp8.yaml set hidden_dropout 0.1 and attention_dropout 0.1
+# (llama/llama2_13b.yaml, llama3_8b.yaml, llama3_70b.yaml, nemotron/nemotron_22b.yaml: 0.0).
+NEMO1_DROPOUT = {r"gpt3(5|20|175)b$": "gpt3/{5b,20b,175b,175b_fp8}.yaml at tag 24.07: hidden_dropout 0.1, "
+                                      "attention_dropout 0.1"}
 
 
 def nemo_2407(row: dict, model_key: str) -> Recipe:
@@ -179,6 +199,9 @@ def nemo_2407(row: dict, model_key: str) -> Recipe:
             recipe = Recipe(recompute, zero, notes=[f"{where}: activations_checkpoint_granularity "
                                                     f"{'selective' if recompute == 'selective' else 'null'}, "
                                                     f"optim {optimizer} (ASSUMED: the 24.07 table ran these configs)"])
+            dropout = next((d for p, d in NEMO1_DROPOUT.items() if re.match(p, model_key)), None)
+            if dropout:
+                recipe.dropout, recipe.why["dropout"] = True, f"recipe: {LAUNCHER}{dropout}"
             state = next((d for p, d in NEMO1_STATE.items() if re.match(p, model_key)), None)
             if state:
                 recipe.optimizer_state, recipe.master_weights = state, "none"

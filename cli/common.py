@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, check_file
 from ..dsl.diagnostics import printable, render_all
+from ..views import selection
 from .output import write_atomic
 
 
@@ -117,15 +118,13 @@ def cluster_problem(design, name: str | None, path: str) -> int | None:
     if name is None:
         if clusters:
             return None
-        error(f"{path} declares no cluster (nor does anything it imports)")
+        error(selection.no_cluster(path))
         return EXIT_ERRORS
     entity = next((e for e in design.entities if e.name == name), None)
     if entity is not None and entity.kind == "cluster":
         return None
     kind = None if entity is None else entity.kind + (" job" if entity.kind in ("train", "serve") else "")
-    what = f" (`{name}` is a {kind})" if kind else ""
-    known = f"; the design has: {', '.join(clusters)}" if clusters else "; the design declares none"
-    error(f"no cluster `{name}` in {path}{what}{known}")
+    error(selection.unknown_cluster(name, path, kind, clusters))
     return EXIT_USAGE
 
 

@@ -21,22 +21,11 @@ def add(commands) -> None:
     degrade.set_defaults(run=run)
 
 
-def parse(what: str):
-    """`nic=down`, `link=0.5`, `gpu=80%` -> Degradation; ValueError with what to write instead."""
-    from ..model.network.degrade import PARTS, Degradation, share_of
-
-    part, sep, level = what.partition("=")
-    part, level = part.strip(), level.strip()
-    if not sep or part not in PARTS:
-        raise ValueError(f"`{what}`: write PART=SHARE with PART one of {', '.join(PARTS)} (`nic=down`, `gpu=80%`)")
-    return Degradation(part, share_of(level))
-
-
 def run(args: argparse.Namespace) -> int:
     from ..model.job import JobError, job_from_entity, select_job
-    from ..model.network.degrade import DegradeError
+    from ..model.network.degrade import DegradeError, parse
     from ..solver.train.degraded import degraded
-    from ..views.degrade import degraded_json, degraded_text
+    from ..views.degrade import degraded_json, degraded_text, not_a_train_job
 
     try:
         degradation = parse(args.what)
@@ -49,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         kind, entity = select_job(design, args.job)
         if kind != "train":
-            error(f"`gclc degrade` plans train jobs; `{entity.name}` is {'an' if kind == 'rl' else 'a'} {kind} job")
+            error(not_a_train_job(entity.name, kind))
             return EXIT_USAGE
         result = degraded(job_from_entity(entity), degradation)
     except (JobError, DegradeError) as problem:

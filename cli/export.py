@@ -99,14 +99,15 @@ def run(args: argparse.Namespace) -> int:
 def _unknown_cluster(design, name: str, source: str) -> str | None:
     """What is wrong with `--cluster NAME` (a cluster, or `Cluster.part`), or None."""
     from ..compiler.lower import lower_cluster
+    from ..views import selection
 
     cluster, _, part = name.partition(".")
     clusters = {e.name: e for e in design.of_kind("cluster")}
     if cluster not in clusters:
-        return f"no cluster `{cluster}` in {source}; the design has: {', '.join(clusters) or 'none'}"
+        return selection.unknown_export_cluster(cluster, source, clusters)
     parts = [p.name for p in lower_cluster(clusters[cluster]).partitions]
     if part and part not in parts:
-        return f"cluster `{cluster}` has no partition `{part}`; its partitions: {', '.join(parts)}"
+        return selection.unknown_partition(cluster, part, parts)
     return None
 
 

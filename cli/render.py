@@ -96,19 +96,18 @@ def _train_plan_on(design, args: argparse.Namespace, graph):
     """(the `--job` train plan whose link loads the topology draws, exit code): it must be a
     train job on one partition of the drawn cluster, and feasible."""
     from ..solver.jobs import TrainOutcome, feasible, plan_design
+    from ..views import selection
     from ..views.plan_text import infeasible_message
 
     outcome = plan_design(design, args.job, power=False)
     if not isinstance(outcome, TrainOutcome):
-        error(f"`{args.job}` is not a train job on one partition: the topology's link loads are drawn for "
-              "a train plan (draw a serve or split plan with --view placement)")
+        error(selection.not_a_drawn_train_plan(args.job))
         return None, EXIT_USAGE
     if not feasible(outcome):
         print(infeasible_message(outcome), file=sys.stderr)
         return None, EXIT_INFEASIBLE
     if outcome.plan.job.graph.name != graph.name:
-        error(f"`{args.job}` runs on `{outcome.plan.job.graph.name}`, not on the cluster drawn (`{graph.name}`); "
-              f"draw it with --cluster {outcome.plan.job.graph.name}")
+        error(selection.on_another_cluster(args.job, outcome.plan.job.graph.name, graph.name))
         return None, EXIT_USAGE
     return outcome.plan, EXIT_OK
 

@@ -54,14 +54,9 @@ def add(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..solver.schedule.jobs import ScheduleError, build
-    from ..solver.schedule.milp import solve
-    from ..solver.schedule.catalog import policy
-    from ..solver.schedule.settings import settings_of
-    from ..solver.schedule.simulate import simulate
-    from ..views.schedule import schedule_json, schedule_text
-
     from ..solver.schedule.degraded import EventError, parse_event
+    from ..solver.schedule.milp import solve
+    from ..views.schedule import schedule_json, schedule_text
 
     problem = _usage_problem(args)
     if problem is not None:
@@ -71,61 +66,95 @@ def run(args: argparse.Namespace) -> int:
     except EventError as bad:
         print(f"gclc: --degrade {bad}", file=sys.stderr)
         return EXIT_USAGE
-    result = check_file(args.file, args.set)
-    if result.diagnostics:
-        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
-    if result.design is None:
-        return EXIT_ERRORS
-    problem = cluster_problem(result.design, args.cluster, args.file)  # as plan, export and render say it
-    if problem is not None:
-        return problem
-    try:
-        workload = build(result.design, args.cluster)
-    except ScheduleError as error:
-        sources = dict(result.sources) | {s.path: s for s in error.sources}
-        print(render_all(error.diagnostics, sources), file=sys.stderr)
-        return EXIT_ERRORS
-    chosen = policy(args.policy, settings_of(result.design, workload.cluster, args.policy))
-    try:
-        outcome = simulate(workload, chosen, seed=args.seed, failures=not args.no_failures, epochs=args.epochs,
-                           progress=_progress_bar(len(workload.jobs)), degradations=events)
-    except EventError as bad:      # placed on this cluster: a partition, node or leaf it lacks
-        print(f"gclc: --degrade {bad}", file=sys.stderr)
-        return EXIT_USAGE
+    design_or_code, workload = _workload(args)
+    if workload is None:
+        return design_or_code   # the diagnostics are printed
+    design = design_or_code
+    outcome = _simulated(args, design, workload, events)
+    if isinstance(outcome, int):
+        return outcome
     with progress("solving the MILP optimum at each epoch"):
         optimum = [solve(epoch) for epoch in outcome.epochs[:args.epochs]]
     data = schedule_json(workload, outcome, optimum)
-    if args.output:
-        from .output import write_atomic
-        from ..views.schedule_plot import schedule_figure
-
-        suffix = args.output[args.output.rfind("."):].lower()
-        try:
-            write_atomic(args.output, schedule_figure(data, PLOT_FORMATS[suffix]))
-        except OSError as error:
-            print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
-            return EXIT_ERRORS
-    if args.export:
-        from ..views.export import ExportError
-        from ..views.export.kube_replay import kubernetes_replay
-        from ..views.export.replay import slurm_replay
-        from .export import write_all
-
-        replay = slurm_replay if args.export[0] == "slurm" else kubernetes_replay
-        try:
-            files = replay(result.design, workload, data, args.file)
-        except ExportError as problem:  # a setting the scheduler cannot state (`bf_resolution = 0.5 s`)
-            print(f"gclc: cannot export to {args.export[0]}: {problem}", file=sys.stderr)
-            return EXIT_USAGE if getattr(problem, "usage", False) else EXIT_ERRORS
-        code = write_all(Path(args.export[1]), files, announce=not args.json)
-        if code != EXIT_OK:
-            return code
+    code = _draw(args, data) if args.output else EXIT_OK
+    if code == EXIT_OK and args.export:
+        code = _export(args, design, workload, data)
+    if code != EXIT_OK:
+        return code
     print(json.dumps(data, indent=2, allow_nan=False) if args.json else schedule_text(data))
     if args.output and not args.json:
         from .common import wrote
 
         wrote(args.output)
     return EXIT_OK
+
+
+def _workload(args: argparse.Namespace):
+    """(design, workload) of the checked design on `--cluster`; (exit code, None) after
+    printing why there is none."""
+    from ..solver.schedule.jobs import ScheduleError, build
+
+    result = check_file(args.file, args.set)
+    if result.diagnostics:
+        print(render_all(result.diagnostics, result.sources), file=sys.stderr)
+    if result.design is None:
+        return EXIT_ERRORS, None
+    problem = cluster_problem(result.design, args.cluster, args.file)  # as plan, export and render say it
+    if problem is not None:
+        return problem, None
+    try:
+        return result.design, build(result.design, args.cluster)
+    except ScheduleError as error:
+        sources = dict(result.sources) | {s.path: s for s in error.sources}
+        print(render_all(error.diagnostics, sources), file=sys.stderr)
+        return EXIT_ERRORS, None
+
+
+def _simulated(args: argparse.Namespace, design, workload, events):
+    """The simulation under `--policy`, or the usage exit code for a `--degrade` event this
+    cluster cannot place (a partition, node or leaf it lacks)."""
+    from ..solver.schedule.catalog import policy
+    from ..solver.schedule.degraded import EventError
+    from ..solver.schedule.settings import settings_of
+    from ..solver.schedule.simulate import simulate
+
+    chosen = policy(args.policy, settings_of(design, workload.cluster, args.policy))
+    try:
+        return simulate(workload, chosen, seed=args.seed, failures=not args.no_failures, epochs=args.epochs,
+                        progress=_progress_bar(len(workload.jobs)), degradations=events)
+    except EventError as bad:
+        print(f"gclc: --degrade {bad}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _draw(args: argparse.Namespace, data: dict) -> int:
+    """Utilization and the Gantt chart into `-o`, in the format its suffix names."""
+    from .output import write_atomic
+    from ..views.schedule_plot import schedule_figure
+
+    suffix = args.output[args.output.rfind("."):].lower()
+    try:
+        write_atomic(args.output, schedule_figure(data, PLOT_FORMATS[suffix]))
+    except OSError as error:
+        print(f"gclc: cannot write `{args.output}`: {error.strerror or error}", file=sys.stderr)
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace, design, workload, data: dict) -> int:
+    """`--export KIND DIR`: the files that make the real scheduler take the simulated decisions."""
+    from ..views.export import ExportError
+    from ..views.export.kube_replay import kubernetes_replay
+    from ..views.export.replay import slurm_replay
+    from .export import write_all
+
+    replay = slurm_replay if args.export[0] == "slurm" else kubernetes_replay
+    try:
+        files = replay(design, workload, data, args.file)
+    except ExportError as problem:  # a setting the scheduler cannot state (`bf_resolution = 0.5 s`)
+        print(f"gclc: cannot export to {args.export[0]}: {problem}", file=sys.stderr)
+        return EXIT_USAGE if getattr(problem, "usage", False) else EXIT_ERRORS
+    return write_all(Path(args.export[1]), files, announce=not args.json)
 
 
 def _usage_problem(args: argparse.Namespace) -> int | None:
@@ -150,14 +179,14 @@ def _usage_problem(args: argparse.Namespace) -> int | None:
 
 def _progress_bar(total: int):
     """A one-line bar on stderr for long simulations in a terminal; None otherwise."""
+    from ..views.schedule import progress_line
+
     if total < 1000 or not sys.stderr.isatty():
         return None
     step = max(1, total // 50)
 
     def show(done: int, total: int) -> None:
         if done % step == 0 or done == total:
-            filled = 40 * done // total
             end = "\n" if done == total else ""
-            print(f"\r  simulating [{'#' * filled}{'.' * (40 - filled)}] {done:,}/{total:,} jobs", end=end,
-                  file=sys.stderr, flush=True)
+            print(f"\r{progress_line(done, total)}", end=end, file=sys.stderr, flush=True)
     return show

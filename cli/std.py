@@ -11,7 +11,7 @@ from ..dsl.library import find_part, std_files, std_parts
 from ..compiler.driver import EXIT_ERRORS, EXIT_OK
 from ..compiler.names import nearest
 from ..views.color import paint_gcl
-from ..views.std import file_text, list_text, part_json, show_text
+from ..views.std import file_text, list_text, no_kind, no_part, part_json, show_text
 from ..dsl.diagnostics import printable
 from .common import colour
 
@@ -39,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     kinds = sorted({p.kind for p in std_parts()})
     if args.kind is not None and args.kind not in kinds:
-        print(printable(f"gclc std list: no parts of kind `{args.kind}`; the library has {', '.join(kinds)}"),
-              file=sys.stderr)
+        print(printable(no_kind(args.kind, kinds)), file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps([part_json(p) for p in std_parts() if args.kind is None or p.kind == args.kind], indent=2))
@@ -58,8 +57,7 @@ def _show(name: str, as_json: bool = False) -> int:
     part = find_part(name)
     if part is None:
         near = nearest(name, [p.name for p in std_parts()])
-        hint = f"; did you mean `{near}`?" if near else "; `gclc std list` lists them"
-        print(printable(f"gclc std: the standard library has no part `{name}`{hint}"), file=sys.stderr)
+        print(printable(no_part(name, near)), file=sys.stderr)
         return EXIT_ERRORS
     if as_json:
         print(json.dumps(part_json(part, text=True), indent=2, ensure_ascii=False))

@@ -154,18 +154,18 @@ class _executor:
 
 def _progress_printer():
     """Points done / infeasible / ETA on one stderr line; nothing when stderr is not a terminal."""
+    from ..views.sweep.report import progress_line
+
     if not sys.stderr.isatty():
         return None
 
     def show(p) -> None:
-        eta = "" if p.eta is None else f"  ETA {int(p.eta) // 60}m{int(p.eta) % 60:02d}s"
-        print(f"\r  {p.done}/{p.total} points  {p.infeasible} infeasible{eta}   ", end="", file=sys.stderr, flush=True)
+        print(f"\r{progress_line(p)}", end="", file=sys.stderr, flush=True)
 
     return show
 
 
 def _charts(args, out: Path, collected, objectives, total, axes_values, plan, kept) -> list[str]:
-    from ..solver.sweep.point import column
     from ..views.sweep import plots as sweep_plots
     from ..views.sweep.report import report_html
     from .output import write_atomic
@@ -173,7 +173,7 @@ def _charts(args, out: Path, collected, objectives, total, axes_values, plan, ke
     written, svg = [], None
     if len(objectives) >= 2 and collected.plotted:
         front = [(r[sweep_plots.axis(objectives[0])[0]], r[sweep_plots.axis(objectives[1])[0]],
-                  " ".join(f"{n}={r.get(column(n))}" for n in collected.labels)) for r in collected.front_rows()]
+                  sweep_plots.point_label(r, collected.labels)) for r in collected.front_rows()]
         fig = sweep_plots.pareto_figure(collected.plotted, front, objectives[:2])
         for fmt in ("svg", "png"):
             data = sweep_plots.save(fig, fmt)

@@ -145,11 +145,26 @@ def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | N
     """Watts per category at full load (accelerators at TDP, or their power cap, unless
     `accelerator_power` says); the host parts draw at the load the accelerators' heat puts on
     them (compiler/host_load.py), not their rating."""
+    rows = _node_rows(graph, accelerator_power or {}) + _fabric_rows(graph)
+    if graph.overhead:
+        rows.append(Metric("power.cluster_overhead", "cluster overhead", graph.overhead, "W", "power.overhead"))
+    rows = [r for r in rows if r.value or r.key == "power.accelerators"]
+    it = sum(r.value for r in rows)
+    rows.append(Metric("power.it", "IT load", it, "W", "sum of the rows above"))
+    rows.append(Metric("power.cooling", "cooling and losses (PUE)", it * (graph.pue - 1), "W",
+                       f"{_q(it, 'W')} x (PUE {graph.pue:g} - 1)"))
+    rows.append(Metric("power.facility", "facility power", it * graph.pue, "W", f"{_q(it, 'W')} x PUE {graph.pue:g}"))
+    return tuple(rows)
+
+
+def _node_rows(graph: ClusterGraph, accelerator_power: dict[str, float]) -> list[Metric]:
+    """The nodes' parts (accelerators, CPUs, NICs, DPUs, DRAM, overhead) and the scale-up
+    domains' trays and shelves, summed over the partitions."""
     def chip_power(p: Partition) -> float:
         chip = p.node.accelerator
         # at full load the chip draws its TDP, or its cap, or less where its full clock needs less
         full = min(chip.tdp, chip.power_cap or chip.tdp, chip.full_clock or chip.tdp)
-        return (accelerator_power or {}).get(p.name, full)
+        return accelerator_power.get(p.name, full)
 
     def load(p: Partition) -> float:
         chip = p.node.accelerator
@@ -181,6 +196,12 @@ def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | N
                             lambda p: p.units * (p.unit_overhead + sum(s.count * s.power for s in p.unit_switches)),
                             lambda p: f"{p.units} x {_q(p.unit_overhead + sum(s.count * s.power for s in p.unit_switches), 'W')}",
                             "W"))
+    return rows
+
+
+def _fabric_rows(graph: ClusterGraph) -> list[Metric]:
+    """Each switch layer's switches and, where its links are optical, their transceivers (two ends a link)."""
+    rows = []
     for layer in graph.switch_layers:
         rows.append(Metric(f"power.switches.{layer.fabric}.{layer.level}", f"{layer.name} switches",
                            layer.switches * layer.switch_power, "W",
@@ -189,15 +210,7 @@ def power_breakdown(graph: ClusterGraph, accelerator_power: dict[str, float] | N
             rows.append(Metric(f"power.optics.{layer.fabric}.{layer.level}", f"{layer.name} optics",
                                2 * layer.links_below * layer.link_power, "W",
                                f"2 ends x {layer.links_below} links x {_q(layer.link_power, 'W')}", layer.span))
-    if graph.overhead:
-        rows.append(Metric("power.cluster_overhead", "cluster overhead", graph.overhead, "W", "power.overhead"))
-    rows = [r for r in rows if r.value or r.key == "power.accelerators"]
-    it = sum(r.value for r in rows)
-    rows.append(Metric("power.it", "IT load", it, "W", "sum of the rows above"))
-    rows.append(Metric("power.cooling", "cooling and losses (PUE)", it * (graph.pue - 1), "W",
-                       f"{_q(it, 'W')} x (PUE {graph.pue:g} - 1)"))
-    rows.append(Metric("power.facility", "facility power", it * graph.pue, "W", f"{_q(it, 'W')} x PUE {graph.pue:g}"))
-    return tuple(rows)
+    return rows
 
 
 def facility_power(graph: ClusterGraph) -> float:

@@ -396,7 +396,8 @@ MODEL = Block(
     doc="`window`: sliding-window (local) attention over that many keys, in every layer or, with "
         "`global_every = k`, all but every k-th (Gemma 2, GPT-OSS); `block = parallel`: attention and MLP "
         "read one normed input and their outputs are summed (GPT-J, PaLM); `position_embedding`: rotary (rope, "
-        "no weights), a learned table of seq x hidden weights (learned) or none; `normalization`: rmsnorm (a "
+        "no weights; every layer rotates its queries and keys), a learned table of seq x hidden weights added once "
+        "at the embedding (learned) or none; `normalization`: rmsnorm (a "
         "scale per norm) or layernorm (a scale and a bias); both unstated: no position weights and rmsnorm's, "
         "and exports that must name them ask for them",
 )
@@ -530,6 +531,13 @@ SERVE = Block(
                                  doc="a replica's layout: tp inside the scale-up domain, ep and pp across nodes; "
                                      "`replicas`: how many of them serve (one aggregated pool)"),
             "slo": Block(constraints=_SLO), "engine": ENGINE,
+            "checkpoint": Block({"wide_share": SHARE, "dense_wide_share": SHARE},
+                                doc="a mixed-precision checkpoint of a `precision` narrower than bf16: `wide_share`, the "
+                                    "share of all its weights kept at bf16 (ModelOpt AutoQuantize's effective bits: 8.75 "
+                                    "over fp8 is 9.4 %); `dense_wide_share`, the share of the non-expert weights "
+                                    "(attention, dense MLPs, shared experts, embeddings) kept at bf16 where the routed "
+                                    "experts are all narrow (an MoE model's). Each weight's bytes and GEMM rate follow "
+                                    "its own format"),
             "subject to": Block(constraints={k: _JOB_LIMITS[k] for k in ("power", "memory", "gpus")})},
     required=("model", "on"),
     doc="`gpus`: the GPUs the plan uses, exactly (`subject to { gpus <= N }` bounds them instead); `engine = "

@@ -61,6 +61,9 @@ FACTORS = {
     "power_cap": 1.62,
 }
 UNSTATED = "unstated"   # a Reason for a field left to its default (its factor is its own spread's)
+# A Reason on a calibrated cluster: a precision the operator's runs did not run, whose
+# efficiency is the published fit's: the shipped band applies to it (Own.ratio_band)
+PUBLISHED = "published"
 MIN_STACK_RUNS = 4   # as benchmarks/calibrate.py's least runs per fitted key
 # Parts built on the same die: with too few runs of its own, a part takes its sibling's
 # fitted efficiencies. ASSUMPTION: same silicon, same sustained share of peak (dsl/std/
@@ -98,6 +101,8 @@ class Reason:
         sqrt(2))."""
         if self.key == UNSTATED:
             return math.sqrt(1.0 + (self.spread / (-QUANTILES[0] * BAND_SCALE)) ** 2)
+        if self.key == PUBLISHED:
+            return 1.0   # the operator's band gives way to the shipped one (Own.ratio_band)
         return FACTORS[self.key]
 
     @property
@@ -198,18 +203,19 @@ def error_band(step_time: float, tokens_per_s: float, mfu: float,
 
 
 # Serving: measured / predicted output tokens/s over the 91 published throughput rows of
-# benchmarks/serve_accuracy.py (2026-12-06; TensorRT-LLM v0.6.1 and v1.0 tables, MLPerf Inference
+# benchmarks/serve_accuracy.py (2026-12-07; TensorRT-LLM v0.6.1 and v1.0 tables, MLPerf Inference
 # v4.1-v5.1, SGLang v0.3.0 / vLLM v0.6.0), held out by model: its 10th and 90th percentiles
 # (benchmarks/data/serve_residuals.csv; DeepSeek-R1 on GB200 and Llama 3.1 405B remain
 # over-predicted, Llama 2/3 70B under-predicted).
 SERVE_THROUGHPUT_RATIO = (0.77, 1.09)
 # Serving latency, per quantity: measured / predicted over the benchmark's TTFT rows and its TPOT
 # rows, each row predicted with the roofline p chosen on the other models' rows (held out by
-# model), 10th and 90th percentiles (benchmarks/serve_accuracy.py --residuals writes the rows:
+# model), 10th and 90th percentiles, the nearest count to a tenth left out at each end (79 % of the
+# TTFT rows and 85 % of the TPOT rows inside) (benchmarks/serve_accuracy.py --residuals writes the rows:
 # benchmarks/data/serve_residuals.csv). TTFT rows: unloaded prompts (TensorRT-LLM v0.5), Server and
 # --request-rate runs (MLPerf v4.1, SGLang 0.3 / vLLM 0.6); TPOT rows: the same runs. Applied to
 # every percentile a plan states (the rows are P50s and, for two MLPerf runs, P99s).
-SERVE_LATENCY_RATIO = {"ttft": (0.97, 2.36), "tpot": (0.98, 3.66)}  # 29 TTFT rows, 13 TPOT rows (2026-12-06):
+SERVE_LATENCY_RATIO = {"ttft": (0.99, 2.02), "tpot": (0.98, 3.66)}  # 29 TTFT rows, 13 TPOT rows (2026-12-07):
 # wide and high because the MLPerf H100 Llama 2 70B and Mixtral Server runs are under-predicted 41-74 %
 # (their iterations ~15 % slower than the model's at that batch, amplified near the knee)
 
@@ -226,19 +232,23 @@ PRIOR_RUNS = 2
 SIGMA_PER_SCALE = (QUANTILES[1] - QUANTILES[0]) / (2 * 1.2816)
 
 
-def own_scale(residuals: list[float] | tuple[float, ...], prior: float | None = None) -> float:
+def own_scale(residuals: list[float] | tuple[float, ...], prior: float | None = None,
+              prior_runs: float | None = None) -> float:
     """The band scale s from held-out log residuals r_i = log(measured / predicted), each in
-    units of s (r_i / SIGMA_PER_SCALE): sqrt((PRIOR_RUNS s0^2 + sum (r_i / SIGMA_PER_SCALE)^2)
-    / (PRIOR_RUNS + n)), s0 the shipped scale (`prior`, default BAND_SCALE: training's)."""
+    units of s (r_i / SIGMA_PER_SCALE): sqrt((k s0^2 + sum (r_i / SIGMA_PER_SCALE)^2) / (k + n)),
+    s0 the shipped scale (`prior`, default BAND_SCALE: training's), k its weight in runs
+    (`prior_runs`, default PRIOR_RUNS)."""
     n = len(residuals)
     spread = sum((r / SIGMA_PER_SCALE) ** 2 for r in residuals)
     s0 = BAND_SCALE if prior is None else prior
-    return math.sqrt((PRIOR_RUNS * s0 ** 2 + spread) / (PRIOR_RUNS + n))
+    k = PRIOR_RUNS if prior_runs is None else prior_runs
+    return math.sqrt((k * s0 ** 2 + spread) / (k + n))
 
 
-def own_band(residuals: list[float] | tuple[float, ...], prior: float | None = None) -> tuple[float, float]:
+def own_band(residuals: list[float] | tuple[float, ...], prior: float | None = None,
+             prior_runs: float | None = None) -> tuple[float, float]:
     """80 % bounds on measured / predicted from the operator's held-out residuals."""
-    s = own_scale(residuals, prior)
+    s = own_scale(residuals, prior, prior_runs)
     return math.exp(QUANTILES[0] * s), math.exp(QUANTILES[1] * s)
 
 
@@ -270,9 +280,15 @@ class Own:
         return (high - low) / 2
 
     def ratio_band(self, why: tuple[Reason, ...] = ()) -> tuple[float, float]:
-        """The fitted bounds, widened in log space by the reasons' factors."""
+        """The fitted bounds, widened in log space by the reasons' factors; at a precision the
+        published runs calibrated and the operator's did not (PUBLISHED), at least the shipped
+        band: the operator's runs measured nothing of that precision's efficiency."""
         widen = widening(why)
-        return math.exp(math.log(self.low) * widen), math.exp(math.log(self.high) * widen)
+        low, high = math.exp(math.log(self.low) * widen), math.exp(math.log(self.high) * widen)
+        if any(r.key == PUBLISHED for r in why):
+            shipped_low, shipped_high = ratio_band(tuple(r for r in why if r.key != PUBLISHED))
+            low, high = min(low, shipped_low), max(high, shipped_high)
+        return low, high
 
 
 def own_serve(cluster) -> tuple[int, float, float] | None:
@@ -283,13 +299,19 @@ def own_serve(cluster) -> tuple[int, float, float] | None:
     return None if None in found else (int(found[0]), float(found[1]), float(found[2]))
 
 
-def own_reasons(own: Own, precision: str, moe: bool, gpus: int) -> tuple[Reason, ...]:
+def own_reasons(own: Own, precision: str, moe: bool, gpus: int, published: bool = False) -> tuple[Reason, ...]:
     """What makes a plan on a calibrated cluster less certain than the operator's runs were:
-    a precision they did not run, MoE layers they did not have, more GPUs than their largest."""
+    a precision they did not run, MoE layers they did not have, more GPUs than their largest.
+    `published`: the shipped fit calibrated the chip at this precision (no `chip` or
+    `precision` reason in `reasons`): a precision the operator's runs did not run then takes
+    the shipped band (its efficiency is the published fit's), not theirs widened by the
+    factor for a precision no run calibrated."""
     key = "bf16" if family(precision) == "fp16" else family(precision)
     out = []
     if own.precisions and key not in {("bf16" if family(p) == "fp16" else family(p)) for p in own.precisions}:
-        out.append(Reason("precision", f"{precision} not among your calibrated runs ({', '.join(own.precisions)})"))
+        words = f"{precision} not among your calibrated runs ({', '.join(own.precisions)})"
+        out.append(Reason(PUBLISHED, words + ": the published runs' band for it") if published
+                   else Reason("precision", words))
     if moe and not own.moe:
         out.append(Reason("moe", "MoE layers (routing, grouped GEMMs, all-to-all); your runs were dense"))
     if own.gpus and gpus > own.gpus:

@@ -20,8 +20,7 @@ import attrs
 
 from . import comms
 from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency, switch_reduction_seconds
-
-_SCALE_UP = ("node", "supernode")
+from .network.placement import SCALE_UP_SCOPES
 
 # A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
 # beside its hops (the tiers' latency, one a ring step). "How to Scale Your Model" (Austin et
@@ -103,7 +102,7 @@ def _send_latency(outer: comms.Tier) -> float:
     """A send's latency crossing `outer`: NCCL's p2p step, or a torus hop and its runtime's floor."""
     if outer.ring:
         return outer.latency + TORUS_CALL_S
-    scale_up = outer.scope in _SCALE_UP
+    scale_up = outer.scope in SCALE_UP_SCOPES
     link = "pcie" if scale_up and outer.kind == "pcie" else "nvlink"
     return p2p_latency(Communicator(2, 1 if scale_up else 2, math.inf, link=link, wire=0.0 if scale_up else outer.latency))
 
@@ -156,8 +155,8 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
     if ranks <= 1:
         return None
     option = tuple(t for s in option for t in (s.tiled or (s,)))
-    up = [s for s in option if s.tier.scope in _SCALE_UP]
-    out = [s for s in option if s.tier.scope not in _SCALE_UP]
+    up = [s for s in option if s.tier.scope in SCALE_UP_SCOPES]
+    out = [s for s in option if s.tier.scope not in SCALE_UP_SCOPES]
     per_node = math.prod(s.peers for s in up)
     return Communicator(ranks, ranks // per_node,
                         comms.stage_rate(up[0]) if up else math.inf,

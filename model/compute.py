@@ -86,6 +86,13 @@ ATTENTION_TRAINING_SHARE = 0.57
 #   a dense one; TensorRT-LLM's own Blackwell decode kernels publish none). 2250: B200's dense bf16
 #   peak, half the 4.5 PFLOPS with sparsity per GPU of NVIDIA's HGX B200 data sheet (36 PFLOPS / 8).
 MLA_DECODE_KERNELS = {"hopper": (660.0, 989.0), "blackwell": (350.0, 2250.0)}
+# The bf16 GEMM share of peak of the part each generation's decode kernel was measured on, as
+# dsl/std/nvidia.gcl states it (H100_SXM 65 %, which H800 inherits, B200 77.6 % x 0.80). Another part of the generation
+# has the same tensor cores at the clock it holds under load, so the kernel reaches that part's own
+# measured bf16 share relative to this one: GB200 is B200 silicon whose 2.5 PF bf16 peak is quoted at
+# a clock it does not hold (MAMF 1822 of 2500 TFLOP/s, 72.9 %, against B200's 1745 of 2250, 77.6 %,
+# [mb]), so FlashMLA's B200 rate runs 1.04x on it, not the peaks' 1.11x.
+KERNEL_PART_SHARE = {"hopper": 0.65, "blackwell": 0.776 * 0.80}
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -181,9 +188,21 @@ def attention_generation(chip: Accelerator) -> str | None:
 
 def kernel_efficiency(chip: Accelerator) -> float | None:
     """The combined forward-and-backward share of peak of the chip's generation's fused attention
-    kernels (`ATTENTION_KERNELS`), None without kernel data."""
+    kernels (`ATTENTION_KERNELS`), None without kernel data. (The in-training share they are
+    scaled by is fitted on the runs of every part of the generation, so it carries the clock each
+    part holds; a kernel measured on one part and used as it is, MLA decode, is moved to another
+    part by `part_share`.)"""
     generation = attention_generation(chip)
     return None if generation is None else generation_efficiency(generation)
+
+
+def part_share(chip: Accelerator, generation: str) -> float:
+    """How the share of peak the generation's kernels reach on `chip` compares with the part they
+    were measured on: the ratio of the two parts' measured bf16 GEMM shares (`KERNEL_PART_SHARE`),
+    1 where the chip's bf16 share was not measured."""
+    if chip.efficiency_of("bf16") is None:
+        return 1.0
+    return chip.efficiency_of("bf16") / KERNEL_PART_SHARE[generation]
 
 
 def generation_efficiency(generation: str) -> float:
@@ -253,12 +272,12 @@ def attention_rate(chip: Accelerator) -> float:
 @functools.lru_cache(maxsize=1024)
 def mla_decode_rate(chip: Accelerator) -> float:
     """FLOP/s of absorbed-MLA decode attention on `chip`: its generation's decode kernel's share of
-    the bf16 peak (`MLA_DECODE_KERNELS`), else the fused-attention rate (no decode kernel data)."""
+    the bf16 peak (`MLA_DECODE_KERNELS`) on this part (`part_share`), else the fused-attention rate (no decode kernel data)."""
     generation = attention_generation(chip)
     if generation not in MLA_DECODE_KERNELS:
         return attention_rate(chip)
     rate, reference = MLA_DECODE_KERNELS[generation]
-    return attention_peak(chip) * rate / reference * clock(chip, "attention")
+    return attention_peak(chip) * rate / reference * part_share(chip, generation) * clock(chip, "attention")
 
 
 def op_time(op: Op, chip: Accelerator, precision: str) -> float:

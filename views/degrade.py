@@ -26,6 +26,11 @@ def degraded_text(r: Degraded) -> str:
     return "\n".join(lines)
 
 
+def not_a_train_job(name: str, kind: str) -> str:
+    """Why `gclc degrade --job NAME` refuses a serve or RL job."""
+    return f"`gclc degrade` plans train jobs; `{name}` is {'an' if kind == 'rl' else 'a'} {kind} job"
+
+
 def degraded_json(r: Degraded) -> dict:
     def point(e):
         if e is None:

@@ -19,6 +19,7 @@ import graphviz
 from ..dsl.numbers import count, duration, percent
 from ..compiler.ir import Tier
 from ..model import comms
+from ..model.network.placement import SCALE_UP_SCOPES
 from ..model.ranks import rank_partition
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
 
@@ -75,7 +76,7 @@ def partition_view(job, cfg):
 def domain_size(partition) -> int:
     """Ranks per scale-up domain: the node's GPUs, or the NVLink rack's (its segment when
     the job is placed in segments)."""
-    scale_up = [t.group_gpus for t in partition.tiers if t.scope in ("node", "supernode")]
+    scale_up = [t.group_gpus for t in partition.tiers if t.scope in SCALE_UP_SCOPES]
     return max(scale_up, default=partition.node.gpus)
 
 
@@ -258,7 +259,7 @@ def _tier_table(job, e, size: int, share: float = 1.0) -> str:
                     f'<TD ALIGN="LEFT">{count(groups, "group")}, ranks {stride:,} apart</TD>'
                     f'<TD ALIGN="LEFT">{crossed}</TD></TR>')
     filled = fill_dimension(cfg)
-    whole = max((t.group_gpus for t in job.partition.tiers if t.scope in ("node", "supernode")), default=size)
+    whole = max((t.group_gpus for t in job.partition.tiers if t.scope in SCALE_UP_SCOPES), default=size)
     segment = f" (a segment: {size} of each {whole}-GPU domain's GPUs)" if whole > size and cfg.gpus > size else ""
     key = (f"cells: GPUs by rank, {size} per scale-up domain{segment}"
            + (f" · fill: {_NAMES[filled]}-parallel group" if filled else "")

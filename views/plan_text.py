@@ -153,22 +153,32 @@ def goodput_text(good, tokens_per_s: float) -> str:
 
 
 def plan_text(plan, timings: bool = False) -> str:
-    job = plan.job
-    head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
-    evaluated, pruned = getattr(plan, "evaluated", plan.considered), getattr(plan, "pruned", 0)
-    lines = [head, f"  objective  {plan.objective} ({plan.status}, {count(plan.considered, 'configuration')}: "
-                   f"{number(evaluated)} evaluated, {number(pruned)} pruned"
-                   + (f", {duration(plan.seconds)})" if timings else ")")]
+    lines = _heading(plan, timings)
     e = plan.best
     if e is None:
         reason = getattr(plan, "infeasibility", None)
         if reason is not None:
             lines.append(f"  infeasible {reason.message}")
         return "\n".join(lines)
+    return "\n".join(lines + _operating_point(plan, e) + _band(plan) + _outlook(plan, e) + _others(plan, e))
+
+
+def _heading(plan, timings: bool) -> list[str]:
+    """The job, its cluster (and partition), the objective and how many configurations the search saw."""
+    job = plan.job
+    head = f"plan {job.name} on {job.graph.name}" + (f".{job.partition.name}" if len(job.graph.partitions) > 1 else "")
+    evaluated, pruned = getattr(plan, "evaluated", plan.considered), getattr(plan, "pruned", 0)
+    return [head, f"  objective  {plan.objective} ({plan.status}, {count(plan.considered, 'configuration')}: "
+                  f"{number(evaluated)} evaluated, {number(pruned)} pruned"
+                  + (f", {duration(plan.seconds)})" if timings else ")")]
+
+
+def _operating_point(plan, e) -> list[str]:
+    """The best configuration: parallelism, placement, step, MFU, memory, step parts, power, limits."""
     low, high = plan.error_band["tokens_per_s"]
-    chip = job.partition.node.accelerator
+    chip = plan.job.partition.node.accelerator
     binary = binary_bytes(chip.hbm_datasheet)  # memory in the family of units of the part's data sheet
-    lines += [
+    return [
         f"  parallel   {_config(e)}  ({count(e.config.gpus, 'GPU')})",
         f"             {config_words(e)}",
         f"  placement  {_placement_text(plan)}  (ranks ordered {', '.join(e.config.order)}, innermost first)",
@@ -188,13 +198,21 @@ def plan_text(plan, timings: bool = False) -> str:
            if e.config.power_cap is not None else "") + f"), {quantity(plan.energy_per_token, 'J')} per token",
         f"  limits     {limits_sentence(plan)}",
     ]
+
+
+def _band(plan) -> list[str]:
+    """The error band's line: calibrated on the user's own runs, or widened for this plan's reasons."""
     why, own = getattr(plan, "band_reasons", ()), getattr(plan, "own", None)
     if own is not None:
-        lines.append(f"  band       calibrated on {number(own.runs)} of your runs: "
-                     f"±{percent(own.half_width(), 2)}" + (f" (±{percent(own.half_width(why), 2)} here: "
-                     + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why) + ")" if why else ""))
-    elif why:
-        lines.append(_band_line(why))
+        return [f"  band       calibrated on {number(own.runs)} of your runs: "
+                f"±{percent(own.half_width(), 2)}" + (f" (±{percent(own.half_width(why), 2)} here: "
+                + "; ".join(f"{r.text} (x{number(r.factor)})" for r in why) + ")" if why else "")]
+    return [_band_line(why)] if why else []
+
+
+def _outlook(plan, e) -> list[str]:
+    """Goodput under failures, the time to train the job's tokens and its cost."""
+    job, lines = plan.job, []
     if getattr(plan, "goodput", None) is not None:
         lines.append(goodput_text(plan.goodput, e.tokens_per_s))
     if job.tokens:
@@ -202,14 +220,16 @@ def plan_text(plan, timings: bool = False) -> str:
     cost = job_cost(job.entity, job.graph, e.tokens_per_s, job.tokens, plan.power.total)
     if cost is not None:
         lines.append(cost_line(cost))
-    for i, r in enumerate(plan.runners_up, 2):
-        lines.append(f"  #{i:<9} {_config(r)}, ranks {','.join(r.config.order)}: {duration(r.step_time)}, "
-                     f"MFU {percent(r.mfu)}{runner_difference(e, r)}")
+    return lines
+
+
+def _others(plan, e) -> list[str]:
+    """The runners-up against the best, the search's proof of optimality, and its warnings."""
+    lines = [f"  #{i:<9} {_config(r)}, ranks {','.join(r.config.order)}: {duration(r.step_time)}, "
+             f"MFU {percent(r.mfu)}{runner_difference(e, r)}" for i, r in enumerate(plan.runners_up, 2)]
     if getattr(plan, "proof", ""):
         lines.append(f"  proof      {plan.proof}")
-    for w in getattr(plan, "warnings", ()):
-        lines.append(f"  warning    {w.message} [{w.kind}]")
-    return "\n".join(lines)
+    return lines + [f"  warning    {w.message} [{w.kind}]" for w in getattr(plan, "warnings", ())]
 
 
 def _band_line(why) -> str:

@@ -280,3 +280,9 @@ def _degraded_lines(data: dict, jobs: list[dict]) -> list[str]:
                      + ", ".join(f"{j['name']} +{percent(j['degradation_slowdown'] - 1)}" for j in slowed[:6])
                      + (f" and {len(slowed) - 6:,} more" if len(slowed) > 6 else ""))
     return lines
+
+
+def progress_line(done: int, total: int) -> str:
+    """A long simulation's progress: a 40-character bar and the jobs simulated so far."""
+    filled = 40 * done // total
+    return f"  simulating [{'#' * filled}{'.' * (40 - filled)}] {done:,}/{total:,} jobs"

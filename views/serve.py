@@ -177,10 +177,17 @@ def _solver(p: ServePlan) -> dict:
             "evaluated": p.considered, "simulated": p.simulated, "pruned": p.pruned, "proof": p.proof}
 
 
+def weights_text(c) -> str:
+    """The weights' formats: `fp4 weights`, with the shares a mixed checkpoint keeps at bf16."""
+    wide = [f"{percent(c.wide_share)} bf16"] if c.wide_share else []
+    wide += [f"{percent(c.dense_wide_share)} of the non-expert bf16"] if c.dense_wide_share else []
+    return f"{c.precision} weights" + (f" ({', '.join(wide)})" if wide else "")
+
+
 def _parallelism(s: Side) -> dict:
     c = s.replica.config
     return {"tp": c.tp, "ep": c.ep, "pp": c.pp, "cp": 1, "vp": 1, "batch": c.batch, "precision": c.precision,
-            "kv_precision": c.kv}
+            "kv_precision": c.kv, "wide_share": c.wide_share, "dense_wide_share": c.dense_wide_share}
 
 
 def _side(s: Side) -> dict:
@@ -270,7 +277,7 @@ def serve_text(p: ServePlan) -> str:
     for name, side, first in pool_offsets(p):
         c = side.replica.config
         lines.append(f"  {name:<10} {side.count} x (tp={c.tp} ep={c.ep} pp={c.pp} = {count(side.replica.gpus, 'GPU')}), "
-                     f"batch {number(c.batch)}, {c.precision} weights, {c.kv} KV")
+                     f"batch {number(c.batch)}, {weights_text(c)}, {c.kv} KV")
         lines.append(f"  {'':<10} {layout_text(side, first, node_gpus)}")
     if p.outcome is not None:
         o = p.outcome

@@ -50,3 +50,14 @@ def show_text(part: StdPart, paint=None) -> str:
                      f"`gclc std show {parent.name}` for the fields it inherits")
     text = part_text(part)
     return "\n".join(lines) + "\n\n" + (paint(text) if paint else text)
+
+
+def no_kind(kind: str, kinds: list[str]) -> str:
+    """`gclc std list --kind KIND` for a kind the library has no parts of."""
+    return f"gclc std list: no parts of kind `{kind}`; the library has {', '.join(kinds)}"
+
+
+def no_part(name: str, near: str | None) -> str:
+    """`gclc std show NAME` for a part the library lacks, with the nearest name when one is close."""
+    hint = f"; did you mean `{near}`?" if near else "; `gclc std list` lists them"
+    return f"gclc std: the standard library has no part `{name}`{hint}"

@@ -150,15 +150,15 @@ def _point(source: SourceFile, line: int, raw: str, columns: list[str], problems
         except PlainNumberError as problem:
             problems.at(line, start + 1, len(cell), f"{problem} ({name} column)", "keep the row as nccl-tests printed it")
             return None
-    in_time = _number(second.get("time"))
+    in_place = second.get("time")
+    in_time = None
+    if in_place is not None and in_place[0] != "N/A":   # nccl-tests prints N/A where it ran none
+        try:
+            in_time = number(in_place[0], positive=True, what="the in-place time column")
+        except PlainNumberError as problem:
+            problems.at(line, in_place[1] + 1, len(in_place[0]), f"{problem} (in-place time column)",
+                        "keep the row as nccl-tests printed it")
+            return None
     return CollectivePoint(values["size"], values["count"], first["type"][0],
                            first.get("redop", ("none", 0))[0], values["time"] * 1e-6, values["algbw"] * 1e9,
                            values["busbw"] * 1e9, in_time * 1e-6 if in_time else None, line_span(source, line))
-
-
-def _number(cell: tuple[str, int] | None) -> float | None:
-    """The in-place time, where nccl-tests printed one (`N/A` where it did not)."""
-    try:
-        return number(cell[0], positive=True) if cell else None
-    except PlainNumberError:
-        return None

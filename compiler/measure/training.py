@@ -18,7 +18,9 @@ from .text import NUMBER, Problems, line_span, number
 GIB = 2**30
 POSITIVE = ("seconds", "bar_seconds", "tokens_per_s", "batch")
 
-MEGATRON_STEP = re.compile(r"\biteration\s+([0-9]+)\s*/\s*[0-9]+\s*\|")
+# a step line's iteration is read as the whole token, so that `iteration 1e400/2000 |` is refused
+# where it stands rather than skipped as no step line at all
+MEGATRON_STEP = re.compile(r"\biteration\s+([^\s/|]+)\s*/\s*[^\s|]+\s*\|")
 MEGATRON_FIELDS = {
     "seconds": re.compile(r"elapsed time per iteration \(ms\):\s*(\S+?)(?:/\S+)?\s*(?:\||$)"),
     "tflops": re.compile(r"throughput per GPU \(TFLOP/s/GPU\):\s*(\S+?)(?:/\S+)?\s*(?:\||$)"),
@@ -30,7 +32,7 @@ MEGATRON_FIELDS = {
 ARGUMENT = re.compile(r"^\s*([a-z_][a-z0-9_]*) \.{2,} (.*?)(?:\.{3,}(?:default|updated))?\s*$")
 WORLD = re.compile(r"using world size:\s*([0-9]+)")
 
-TITAN_STEP = re.compile(r"\bstep:\s*([0-9]+)\s+loss:")
+TITAN_STEP = re.compile(r"\bstep:\s*([^\s\x1b]+)\s+loss:")
 # Each field's value is the whole token up to its unit or the next space (`6²` is read whole,
 # and refused, rather than as 6); a terminal's colour code ends it too.
 TITAN_FIELDS = {
@@ -43,7 +45,7 @@ TITAN_FIELDS = {
 TITAN_MESH = re.compile(r"Building ([0-9]+)-D device mesh with \[([^\]]*)\], \[([^\]]*)\]")
 TITAN_BATCH = re.compile(r"local batch size ([0-9]+), global batch size ([0-9]+), (?:sequence length|seq_len) ([0-9]+)")
 
-NEMO_STEP = re.compile(r"\biteration ([0-9]+)/[0-9]+ \|")
+NEMO_STEP = re.compile(r"\biteration ([^\s/|]+)/[^\s|]+ \|")
 NEMO_BAR = re.compile(r"\bglobal_step=(?=[-+.0-9])([^\s,\]]+)")
 NEMO_FIELDS = {
     # NeMo 2's `train_step_timing in s: X`, NeMo 1's logged `train_step_timing=X`, else the
@@ -77,6 +79,8 @@ def read(source: SourceFile, framework: str) -> tuple[list[TrainRun], Problems]:
         if step and any(f.search(text) for f in fields.values()):
             try:
                 iteration = number(step.group(1), whole=True, what="an iteration")
+                if iteration < 0:
+                    raise PlainNumberError(f"an iteration of {step.group(1)}: iterations count from 0")
             except PlainNumberError as problem:
                 problems.on_match(line, step, 1, str(problem), "keep the line as the framework printed it")
                 continue

@@ -9,9 +9,11 @@ from typing import Iterator
 
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic, Label
-from ..design import Entity, Item, Partition, Record
+from ...dsl.numbers import percent
+from ...dsl.units import NONE, Quantity
+from ..design import Bound, Entity, Item, Partition, Record
 from .job import _chips_of, batch_split, job_precision, one_objective
-from .serve import moe_path_rules
+from .serve import draft_rules, moe_path_rules
 
 POOLS = ("generate", "train")
 # Samples a step the planner simulates: every sample's generation is simulated for each pair of
@@ -28,7 +30,9 @@ def rl_rules(job: Entity) -> Iterator[Diagnostic]:
     yield from _objective(job)
     yield from _pools(job)
     yield from _heads(job)
+    yield from _engine_memory(job)
     yield from moe_path_rules(job, "generate.engine.moe_path", job.get("model"))
+    yield from draft_rules(job, "generate.engine")
     pool = rl_train_pool(job)
     if pool is not None:   # the batch split a train job's pins get (job.py), on the pool's optimizer batch
         yield from batch_split(pool)
@@ -137,6 +141,28 @@ def _pools(job: Entity) -> Iterator[Diagnostic]:
                                 f"for generation, {sizes[1][1]} for training",
                                 labels=[Label(job.span_of("generate.gpus"), "generation's")],
                                 notes=["help: give one count, or use `placement = disaggregated`"])
+
+
+def _engine_memory(job: Entity) -> Iterator[Diagnostic]:
+    """The generation engine's `memory` above the job's `memory` bound (a share of HBM): the
+    planner holds every pool to the bound (solver/rl/search.py `gen_limit`), so the larger
+    share would be accepted and change nothing."""
+    share = job.get("generate.engine.memory")
+    item = next((i for i in getattr(job.get("subject to"), "items", ())
+                 if isinstance(i.value, Bound) and i.value.target == "memory"), None)
+    if share is None or item is None:
+        return
+    bound = item.value
+    limit = bound.value if isinstance(bound.value, Quantity) else Quantity.of(bound.value)
+    if limit.dim != NONE or not float(share) > float(limit.value):   # bytes per GPU: set per chip, not compared
+        return
+    yield codes.RL_JOB.make(job.span_of("generate.engine.memory"),
+                            what=f"the engine may fill {percent(float(share))} of each GPU's HBM, above the job's "
+                                 f"`memory {bound.op} {percent(float(limit.value))}`, which holds every pool: the "
+                                 "bound would win and this setting change nothing",
+                            labels=[Label(item.span, "the job's bound")],
+                            notes=[f"help: set `memory` to at most {percent(float(limit.value))}, or raise the "
+                                   "job's bound"])
 
 
 def _heads(job: Entity) -> Iterator[Diagnostic]:

@@ -31,6 +31,56 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
                                                               "of the day is a share of it"])
     yield from _sizes(job)
     yield from moe_path_rules(job, "engine.moe_path", job.get("model"))
+    yield from draft_rules(job, "engine")
+    yield from checkpoint_rules(job)
+
+
+def checkpoint_rules(job: Entity) -> Iterator[Diagnostic]:
+    """A checkpoint's bf16 shares mix a narrow `precision` with bf16: meaningless at bf16 or wider,
+    and `dense_wide_share` names the non-expert weights, which on a dense model are all of them."""
+    precision = getattr(job.get("precision"), "name", None)
+    for key in ("wide_share", "dense_wide_share"):
+        if job.get(f"checkpoint.{key}") is None:
+            continue
+        if precision is None or not is_narrow(precision):
+            yield codes.PIN_MEANINGLESS.make(
+                job.span_of(f"checkpoint.{key}"), pin=f"checkpoint.{key}",
+                why=f"the weights are {precision or 'bf16 (the default)'}, so no share of them is kept wider at bf16",
+                labels=[Label(job.span_of("precision"), "the weights' format")] if precision else [],
+                notes=["help: state the checkpoint's narrow format, `precision = fp8` (or fp4), or drop the share"])
+        elif key == "dense_wide_share" and isinstance(job.get("model"), Entity) and job.get("model").get("experts") is None:
+            yield codes.PIN_MEANINGLESS.make(
+                job.span_of(f"checkpoint.{key}"), pin=f"checkpoint.{key}",
+                why=f"the model `{job.get('model').name}` has no routed experts: every weight is a non-expert one",
+                notes=["help: write `checkpoint { wide_share = ... }`, the share of all its weights at bf16"])
+
+
+# The smallest token budget per iteration of any engine profile (model/serve/engines.py: vLLM V1's
+# max_num_batched_tokens on GPUs under 70 GiB; tests/compiler/test_serve_check.py holds them equal):
+# a job that states no `chunk` gets at least this budget whatever its engine.
+LEAST_TOKEN_BUDGET = 2048
+
+
+def draft_rules(job: Entity, engine: str) -> Iterator[Diagnostic]:
+    """Speculative decoding verifies a sequence's `tokens` drafts and the token they follow in one
+    iteration, inside its token budget (`chunk`): vLLM V1's scheduler caps a running request's
+    scheduled tokens, drafts included, at the budget left (vllm/v1/core/sched/scheduler.py
+    `schedule`), so drafts beyond it are never verified and a step costs them for nothing."""
+    tokens = job.get(f"{engine}.speculative.tokens")
+    if tokens is None:
+        return
+    chunk = job.get(f"{engine}.chunk")
+    budget = chunk if chunk is not None else LEAST_TOKEN_BUDGET
+    if tokens + 1 <= budget:
+        return
+    where = "the engine's `chunk`" if chunk is not None else "the smallest token budget of any engine profile"
+    yield codes.OUT_OF_RANGE.make(
+        job.span_of(f"{engine}.speculative.tokens"), field="speculative.tokens",
+        bound=f"at most {budget - 1} (one iteration verifies the drafts and the token they follow within "
+              f"{where}, {budget} tokens)", value=str(tokens),
+        labels=[Label(job.span_of(f"{engine}.chunk"), "the token budget")] if chunk is not None else [],
+        notes=["help: draft a few tokens (MTP and EAGLE heads propose 1-5 per step); a draft's chance of "
+               "acceptance falls with its depth, so more drafts mostly cost verification work"])
 
 
 def moe_path_rules(job: Entity, key: str, model: object) -> Iterator[Diagnostic]:

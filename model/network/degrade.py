@@ -45,6 +45,16 @@ def share_of(text: str) -> float:
     return share
 
 
+def parse(what: str) -> Degradation:
+    """`nic=down`, `link=0.5`, `gpu=80%` (as `gclc degrade` takes it) -> Degradation;
+    ValueError with what to write instead."""
+    part, sep, level = what.partition("=")
+    part, level = part.strip(), level.strip()
+    if not sep or part not in PARTS:
+        raise ValueError(f"`{what}`: write PART=SHARE with PART one of {', '.join(PARTS)} (`nic=down`, `gpu=80%`)")
+    return Degradation(part, share_of(level))
+
+
 @frozen
 class Degradation:
     part: str          # one of PARTS

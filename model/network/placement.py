@@ -186,10 +186,15 @@ def _leaving_rate(above: Tier, ports: float, share: float, rings: int, per_port:
     return min(hop, link * balls / expected_max_load(balls, above.paths) / rings)
 
 
+# The tiers of the scale-up domain (a node's NVLink or PCIe, an NVLink rack): every other
+# scope is the scale-out fabric.
+SCALE_UP_SCOPES = ("node", "supernode")
+
+
 def scale_up_gpus(tiers: tuple[Tier, ...]) -> int:
     """GPUs of the widest scale-up domain (a node, an NVLink rack): where any member can be the
     one a channel's ring leaves from."""
-    return max((t.group_gpus for t in tiers if t.scope in ("node", "supernode")), default=1)
+    return max((t.group_gpus for t in tiers if t.scope in SCALE_UP_SCOPES), default=1)
 
 
 @functools.lru_cache(maxsize=4096)

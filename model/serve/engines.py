@@ -56,6 +56,15 @@ Sources, abbreviated below:
             split the pipeline stages first (pp_size // nnodes stages per node) and a stage's TP
             group (attention DP inside it) over nnodes // pp_size nodes: TP, then the attention
             groups, then the stages, as model/serve/inference.py lays a replica out by default
+  [vllmcar] vllm-project/vllm vllm/distributed/device_communicators/custom_all_reduce.py: "Custom
+            allreduce is disabled because this process group spans across nodes" (its buffers are CUDA
+            IPC handles, shared inside one host); SGLang's custom all-reduce is the same code. An NVL72
+            tray is a host of 4 GPUs, so a TP group across trays all-reduces through NCCL
+  [trtmnnvl] NVIDIA/TensorRT-LLM tensorrt_llm/_torch/distributed/ops.py `AllReduce`: with the AUTO
+            strategy the PyTorch backend builds MNNVLAllReduce where MNNVLAllReduce.is_mnnvl(mapping)
+            holds (ranks on several hosts of one multi-node NVLink domain, fabric memory shared)
+  [sgl2904] sgl-project/sglang pull 2904: vLLM's and SGLang's custom all-reduce latencies on H100 by
+            TP size and message size (model/serve/allreduce.py)
   [llama]   vllm-project/vllm vllm/model_executor/models/llama.py LlamaDecoderLayer / LlamaAttention
             forward (SGLang's llama.py alike): fused add + RMSNorm twice, the QKV GEMM, rotary, the
             cache write, attention, the O GEMM, the gate-up GEMM, SiLU-and-multiply, the down GEMM:
@@ -113,6 +122,10 @@ class Engine:
                                 # ("tp", "pp", "ep"), [vllmrank]): which groups a node boundary cuts
     layer_kernels: int = 6      # kernels of a dense decoder layer besides its collectives (each pays
                                 # model/compute.py KERNEL_OVERHEAD_S; eager ones the host's op time)
+    all_reduce: str = "tiers"   # the TP all-reduce kernel inside a host: measured (model/serve/allreduce.py:
+                                # vllm, sglang) or priced on the tiers alone (tiers)
+    mnnvl: bool = False         # a TP group across hosts of one NVLink domain runs the engine's one-shot
+                                # kernel over fabric memory (TensorRT-LLM's MNNVL); else NCCL ([vllmcar])
     name: str = "ideal"         # the profile, and the releases it stands for
     releases: str = "no engine overheads (the replica's kernels alone)"
 
@@ -188,15 +201,20 @@ class Profile:
 # 2 us per sequence. V1's persistent batch and TRT-LLM's C++ batch manager: ASSUMPTION a
 # tenth of v0.6's, and the PyTorch backend's Python executor a third of v0.6's, overlapped.
 _PYTORCH_EAGER = {"eager_op_s": EAGER_OP_S}  # prompt iterations and large batches issued op by op
+_VLLM_ALL_REDUCE = "[sgl2904]: vLLM's CustomAllreduce, measured on H100"
+_TRT_ENGINE_ALL_REDUCE = ("ASSUMPTION: the TensorRT engines' custom all-reduce plugin shares CUDA IPC buffers "
+                          "inside one host, as [vllmcar]; the multi-node NVLink kernel came with the PyTorch "
+                          "backend ([trtmnnvl])")
 
 PROFILES = {p.name: p for p in (
     Profile("ideal", "ideal", "2023-01", None, "no engine: the replica's kernels alone, every batch mixed",
-            {}, {"*": "the cost model's own iteration: a bound no engine beats"}),
+            {"mnnvl": True}, {"*": "the cost model's own iteration: a bound no engine beats"}),
     Profile("vllm_0_2", "vllm", "2023-06", "2024-01", "vLLM 0.2.0-0.2.7",
             {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
              "step_s": 2e-3, "seq_s": 60e-6, "preemption": "recompute", "moe_path": "per_expert", "block": 16,
-             "frontend_s": 2e-3, "layer_kernels": 10},
+             "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "vllm"},
             {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
+             "all_reduce": _VLLM_ALL_REDUCE,
              "preemption": "[v0sched]", "moe_path": "[moe2542]: before it, each GPU looped over its own whole experts (expert parallel)",
              "step_s": "ESTIMATE from [v060]", "seq_s": "ESTIMATE from [v060]",
              "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
@@ -205,8 +223,9 @@ PROFILES = {p.name: p for p in (
     Profile("vllm_v0", "vllm", "2024-02", "2024-08", "vLLM 0.3.0-0.5.5, the V0 engine",
             {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
              "step_s": 2e-3, "seq_s": 60e-6, "preemption": "recompute", "moe_path": "tp_sharded", "block": 16,
-             "frontend_s": 2e-3, "layer_kernels": 10},
+             "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "vllm"},
             {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
+             "all_reduce": _VLLM_ALL_REDUCE,
              "preemption": "[v0sched]", "moe_path": "[moe2542]: the fused MoE kernel over TP-sharded experts",
              "step_s": "ESTIMATE from [v060] (v0.5.3)", "seq_s": "ESTIMATE from [v060] (v0.5.3)",
              "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
@@ -215,8 +234,9 @@ PROFILES = {p.name: p for p in (
     Profile("vllm_0_6", "vllm", "2024-09", "2025-02", "vLLM 0.6.0-0.7.x, the V0 engine with its API server apart",
             {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
              "step_s": 1e-3, "seq_s": 25e-6, "preemption": "recompute", "moe_path": "tp_sharded", "block": 16,
-             "frontend_s": 2e-3, "layer_kernels": 10},
+             "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "vllm"},
             {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
+             "all_reduce": _VLLM_ALL_REDUCE,
              "preemption": "[v0sched]", "moe_path": "[moe2542] [trtmoe]", "step_s": "ESTIMATE from [v060] (multi-step +28 %)",
              "seq_s": "ESTIMATE from [v060]; output processing overlapped (async output)",
              "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
@@ -224,8 +244,8 @@ PROFILES = {p.name: p for p in (
     Profile("vllm_v1", "vllm", "2025-03", None, "vLLM 0.8.0 and later, the V1 engine",
             {"chunk": 8192, "max_seqs": 1024, "mixed": True, "graph_batch": 512, "graph_tokens": 512,
              **_PYTORCH_EAGER, "step_s": 0.1e-3, "seq_s": 2.5e-6, "preemption": "recompute", "moe_path": "ep_with_dp",
-             "block": 16, "frontend_s": 2e-3, "layer_kernels": 10, "rank_order": ("tp", "pp", "ep")},
-            {"chunk": "[v1args]", "max_seqs": "[v1args]", "mixed": "[v1args]", "graph_batch": "[v1blog]",
+             "block": 16, "frontend_s": 2e-3, "layer_kernels": 10, "rank_order": ("tp", "pp", "ep"), "all_reduce": "vllm"},
+            {"chunk": "[v1args]", "all_reduce": _VLLM_ALL_REDUCE, "max_seqs": "[v1args]", "mixed": "[v1args]", "graph_batch": "[v1blog]",
              "graph_tokens": "[v1blog]", "step_s": "ASSUMPTION: a tenth of v0.6's ([v1blog] persistent batch)",
              "seq_s": "ASSUMPTION: a tenth of v0.6's", "preemption": "V1 recomputes (vllm/v1/core/sched)",
              "moe_path": "[vllmep]: TP-sharded experts on one attention group, whole experts over TP x DP with "
@@ -235,8 +255,8 @@ PROFILES = {p.name: p for p in (
     Profile("sglang_0_3", "sglang", "2024-09", "2024-11", "SGLang 0.3.x",
             {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
              "seq_s": 2e-6, "overlap": False, "preemption": "recompute", "moe_path": "tp_sharded", "block": 1,
-             "frontend_s": 2e-3, "layer_kernels": 10},
-            {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
+             "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "vllm"},
+            {"chunk": "[sglargs]", "all_reduce": "[sgl2904]: SGLang 0.3 ran vLLM's custom all-reduce (vLLM's distributed layer)", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
              "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
              "overlap": "[sgl04]: the overlap scheduler came in 0.4",
              "preemption": "SGLang retracts decoding requests and recomputes them",
@@ -245,8 +265,9 @@ PROFILES = {p.name: p for p in (
     Profile("sglang", "sglang", "2024-12", None, "SGLang 0.4.0 and later",
             {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
              "seq_s": 2e-6, "overlap": True, "overlap_pp": False, "preemption": "recompute", "moe_path": "tp_sharded",
-             "block": 1, "frontend_s": 2e-3, "layer_kernels": 10},
+             "block": 1, "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "sglang"},
             {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
+             "all_reduce": "[sgl2904]: SGLang's own kernel (from 0.4.2; ASSUMPTION for 0.4.0-0.4.1)",
              "overlap": "[sgl04]", "overlap_pp": "[sglpp]", "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
              "preemption": "SGLang retracts decoding requests and recomputes them", "moe_path": "[trtmoe]: fused MoE over TP-sharded experts unless --ep-size",
              "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]",
@@ -257,19 +278,21 @@ PROFILES = {p.name: p for p in (
             {"chunk": "trtllm-build max_num_tokens 8192 (ASSUMPTION: the builds' default)",
              "max_seqs": "trtllm-build max_batch_size 256", "mixed": "[trtifb]", "preemption": "[trtifb]",
              "block": "[trtifb]", "moe_path": "[trtmoe]",
-             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s"}),
+             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s",
+             "mnnvl": _TRT_ENGINE_ALL_REDUCE}),
     Profile("trtllm_0_12", "trtllm", "2024-08", "2025-04", "TensorRT-LLM 0.12-0.18, TensorRT engines",
             {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
              "preemption": "reserve", "moe_path": "tp_sharded", "block": 64},
             {"chunk": "trtllm-build max_num_tokens 8192", "max_seqs": "trtllm-build max_batch_size 256",
              "mixed": "[trtifb]", "preemption": "[trtifb]", "block": "[trtifb]",
              "moe_path": "[trtmoe]: CUTLASS grouped MoE GEMMs, TP-sharded experts unless moe_ep_size",
-             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s"}),
+             "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s",
+             "mnnvl": _TRT_ENGINE_ALL_REDUCE}),
     Profile("trtllm_pytorch", "trtllm", "2025-05", None, "TensorRT-LLM 0.19 and later, the PyTorch backend (the default from 1.0)",
             {"chunk": 8192, "max_seqs": 2048, "mixed": True, "graph_batch": 128, **_PYTORCH_EAGER,
              "step_s": 0.3e-3, "seq_s": 8e-6, "overlap": True, "preemption": "reserve", "moe_path": "tp_sharded",
-             "block": 32, "layer_kernels": 7},
-            {"chunk": "LLM API max_num_tokens 8192", "max_seqs": "LLM API max_batch_size 2048",
+             "block": 32, "layer_kernels": 7, "mnnvl": True},
+            {"chunk": "LLM API max_num_tokens 8192", "mnnvl": "[trtmnnvl]", "max_seqs": "LLM API max_batch_size 2048",
              "mixed": "[trtifb]", "graph_batch": "ASSUMPTION: cuda_graph_config max_batch_size 128",
              "overlap": "[trtovl]", "preemption": "[trtifb]", "block": "[trtifb]",
              "step_s": "ASSUMPTION: a third of vLLM 0.6's (Python executor)", "seq_s": "ASSUMPTION: as step_s",

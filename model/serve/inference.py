@@ -30,11 +30,12 @@ import math
 
 import attrs
 
-from ...compiler.formats import family
 from ...compiler.ir import Partition
 from .. import cache, collectives as nccl, comms
-from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, gemm_rate, hbm_rate, mla_decode_rate
-from . import moe
+from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, hbm_rate, mla_decode_rate
+from ..network.placement import SCALE_UP_SCOPES
+from . import allreduce, moe
+from .config import ServeConfig, mixed_gemm_rate, weight_bytes  # noqa: F401  (ServeConfig, weight_bytes re-exported)
 from .engines import Engine
 from .kv import KVLayout, value_bytes
 from . import ranks
@@ -54,54 +55,6 @@ ROOFLINE_P = 3.0                       # FITTED: p-norm of compute and memory ti
                                        # leaving each model (each source) out: 12.7 % (11.6 %) held out
 MEMO_ENTRIES = 1 << 16                 # token counts whose stage costs a replica keeps (bounds its memory)
 DRAFT_LAYERS = 1                       # ASSUMPTION: a draft token costs one layer's decode (MTP/EAGLE-style head)
-
-
-@frozen
-class ServeConfig:
-    tp: int
-    batch: int                  # sequences decoding at once per replica (the scheduler's limit)
-    precision: str = "bf16"     # weights and GEMMs
-    ep: int = 1                 # attention groups per stage sharing the experts
-    pp: int = 1
-    kv_precision: str | None = None
-    wide_share: float = attrs.field(default=0.0, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)])
-    # share of the weights a mixed-precision checkpoint keeps at bf16 beside `precision` (ModelOpt
-    # AutoQuantize's "effective bits": 8.75 over fp8 is (8.75 - 8) / (16 - 8) = 0.094)
-    dense_wide_share: float = attrs.field(default=0.0, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)])
-    # share of the non-expert weights (attention, dense MLPs, shared experts, embeddings) kept at bf16
-    # where a checkpoint quantizes the routed experts and leaves some of the rest wide (NVIDIA's NVFP4
-    # DeepSeek-R1 keeps the attention's down/up projections, the embeddings and the router in bf16)
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.ep * self.pp
-
-    @property
-    def dense_share(self) -> float:
-        """The share of the non-expert weights at bf16: the checkpoint's whole-model share, or more."""
-        return max(self.wide_share, self.dense_wide_share)
-
-    @property
-    def kv(self) -> str:
-        """The cache's precision: as declared; else fp8 with fp8/fp4 weights, bf16 otherwise."""
-        return self.kv_precision or ("fp8" if family(self.precision) in ("fp8", "fp6", "fp4") else "bf16")
-
-
-def weight_bytes(precision: str, wide_share: float = 0.0) -> float:
-    """Bytes per weight: fp8/int8 one, fp4 half plus a scale per 16 (NVFP4), bf16 two; with
-    `wide_share` of the weights kept at bf16, the mean of the two."""
-    return (1 - wide_share) * value_bytes(precision) + wide_share * value_bytes("bf16")
-
-
-def mixed_gemm_rate(chip, cfg: ServeConfig, m: float, n: int, k: int, wide: float | None = None) -> float:
-    """FLOP/s of GEMMs whose weights are `cfg.precision` but for a share `wide` (default
-    `cfg.wide_share`) of them at bf16: each part runs at its own precision's rate, so the times
-    add (a harmonic mean)."""
-    wide = cfg.wide_share if wide is None else wide
-    narrow = gemm_rate(chip, cfg.precision, m, n, k)
-    if not wide:
-        return narrow
-    return 1 / ((1 - wide) / narrow + wide / gemm_rate(chip, "bf16", m, n, k))
 
 
 @frozen
@@ -222,7 +175,10 @@ class Replica:
         if c.tp > 1:
             # two all-reduces per layer; one where a parallel block sums attention and MLP first
             reductions = 1 if s.parallel_block else 2
-            collectives += reductions * layers * tp_all_reduce(group * s.hidden * 2, self.tp_stages)
+            hosts = math.ceil(c.tp / self.partition.node.gpus)   # tp innermost: whole hosts, then a part of one
+            collectives += reductions * layers * tp_all_reduce(group * s.hidden * 2, self.tp_stages,
+                                                               hosts > 1 and not self.engine.mnnvl,
+                                                               self.engine.all_reduce, c.tp)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -294,20 +250,21 @@ class Replica:
         return max(0.0, free) / self.kv.per_token_per_gpu() * c.ep
 
 
-SCALE_UP = ("node", "supernode")
-
-
-def tp_all_reduce(nbytes: float, stages: tuple) -> float:
-    """A decode step's tensor-parallel all-reduce. Inside one scale-up domain the engines run
-    their own one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on
-    the tiers' rates and latencies (model/comms.py); across a scale-out tier vLLM's custom
-    all-reduce refuses the group ("Custom allreduce is disabled because this process group spans
-    across nodes": vllm/distributed/device_communicators/custom_all_reduce.py) and the call runs
-    through NCCL, priced as NCCL picks its algorithm, protocol and latency (model/collectives.py:
-    a small message across nodes is latency-bound at tens of microseconds)."""
-    if any(stage.tier.scope not in SCALE_UP for stage in stages):
+def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
+                  tp: int = 1) -> float:
+    """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
+    one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on the tiers'
+    rates and latencies (model/comms.py); a group that spans hosts (`across_hosts`: the trays of
+    an NVL72 rack, or any scale-out tier) vLLM's custom all-reduce refuses ("Custom allreduce is
+    disabled because this process group spans across nodes": model/serve/engines.py [vllmcar]), so
+    the call runs through NCCL, priced as NCCL picks its algorithm, protocol and latency
+    (model/collectives.py: a small message is latency-bound at tens of microseconds). An engine with
+    a multi-node NVLink kernel (`Engine.mnnvl`) keeps its one-shot inside the NVLink domain. An
+    engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
+    than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate."""
+    if across_hosts or any(stage.tier.scope not in SCALE_UP_SCOPES for stage in stages):
         return nccl.all_reduce(nbytes, stages)
-    return comms.all_reduce(nbytes, stages)
+    return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp))
 
 
 def _roofline(compute: float, memory: float) -> float:
@@ -447,3 +404,4 @@ def kv_transfer_time(prefill: Replica, decode: Replica, prompt: float) -> float:
         return 0.0
     senders = min(prefill.gpus, decode.gpus)
     return comms.point_to_point(prefill.kv.effective(prompt) * prefill.kv.per_token() / senders, tier)
+

@@ -26,11 +26,10 @@ import math
 from .. import comms
 from ..config import TrainConfig
 from ..network.pfc import Incast, beside_incast
-from ..network.placement import port_rate
+from ..network.placement import SCALE_UP_SCOPES, port_rate
 from . import sharding
 from ...dsl.records import frozen
 
-_SCALE_UP = ("node", "supernode")
 PROBE_BYTES = 1e9   # the rings' rate ratio is read on a bandwidth-bound all-reduce
 
 
@@ -61,7 +60,7 @@ def held(cfg: TrainConfig, tiers: tuple, ep_per_pass: float, layer_pass: float) 
         return None
     fabric = lossless[0].fabric
     first = next(t for t in tiers if t.fabric == fabric)
-    k = max(1, cfg.ep - math.prod(s.peers for s in experts if s.tier.scope in _SCALE_UP))
+    k = max(1, cfg.ep - math.prod(s.peers for s in experts if s.tier.scope in SCALE_UP_SCOPES))
     port = port_rate(first)
     hashed = min(1.0, lossless[-1].efficiency / first.efficiency) if first.efficiency else 1.0
     incast = Incast(fabric, k, port, flows=k, path=hashed * port / k if hashed < 1 else math.inf)
@@ -92,5 +91,5 @@ def on_fabric(cfg: TrainConfig, tiers: tuple, wire: float, step: float) -> AllTo
     lossless = [s.tier for s in experts if s.tier.scope == "scaleout" and s.tier.congestion == "pfc"]
     if not lossless:
         return None
-    k = max(1, cfg.ep - math.prod(s.peers for s in experts if s.tier.scope in _SCALE_UP))
+    k = max(1, cfg.ep - math.prod(s.peers for s in experts if s.tier.scope in SCALE_UP_SCOPES))
     return AllToAll(lossless[0].fabric, k, min(1.0, cfg.microbatches * wire / step), lossless[-1].level)

@@ -50,6 +50,21 @@ ROUTING_OPS = 50
 # - the backward replays each forward op's gradient: two ops for each (ASSUMPTION, as the
 #   launch count of model/train/dpu.py `_kernels`).
 BACKWARD_OPS = 2
+# The 1F1B all-to-all overlap (`ep_overlap`: Megatron-Core `overlap_moe_expert_parallel_comm`)
+# runs each MoE layer as five schedule nodes (attention, router and dispatch preprocessing,
+# dispatch, experts, combine: core_r0.15.0 models/common/model_chunk_schedule_plan.py),
+# issued one by one from Python on a compute and a communication stream (pipeline_parallel/
+# utils.py `ScheduleNode`): a node's forward waits on and records the shared CUDA event,
+# switches stream, detaches and re-wraps its inputs and outputs and frees them; its backward
+# does the same and runs the autograd engine on that node alone (`run_backward`), where the
+# plain schedule runs one engine pass over the whole micro-batch.
+# ESTIMATE: 6 framework-op equivalents for a node's forward, 10 for its backward (the engine's
+# hand-off to its device thread and back, and the gradients' `record_stream`).
+# This host work is why Megatron-Bridge turned the overlap off for Qwen3-235B-A22B on B200
+# ("Disable moe_a2a_overlap due to CPU overhead": NVIDIA-NeMo/Megatron-Bridge PR #1760,
+# MXFP8 step 20.1 -> 16.9 s with VP dropped too, BF16 17.2 -> 16.0 s).
+OVERLAP_NODES = 5
+OVERLAP_NODE_OPS = 6 + 10
 FLEX = ("deepep", "hybridep")   # Megatron-Core's flex dispatcher backends
 ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
 
@@ -141,9 +156,16 @@ def gathered_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) 
 
 
 def host_ops(shape: ModelShape, cfg: TrainConfig) -> float:
-    """Framework ops the host issues for one MoE layer and micro-batch, forward and backward."""
+    """Framework ops the host issues for one MoE layer and micro-batch, forward and backward:
+    the layer's own, and the overlap schedule's bookkeeping of its nodes when it runs one."""
     local = max(1, shape.routed // cfg.ep)
-    return (ROUTING_OPS + 2 * local) * (1 + BACKWARD_OPS)
+    return (ROUTING_OPS + 2 * local) * (1 + BACKWARD_OPS) + overlap_ops(cfg)
+
+
+def overlap_ops(cfg: TrainConfig) -> float:
+    """Framework ops the 1F1B all-to-all overlap adds to one MoE layer and micro-batch (its
+    schedule nodes, OVERLAP_NODES above); none without it, or with no all-to-all to overlap."""
+    return OVERLAP_NODES * OVERLAP_NODE_OPS if cfg.overlaps_ep and cfg.ep > 1 else 0.0
 
 
 def host_exposed(shape: ModelShape, cfg: TrainConfig) -> float:

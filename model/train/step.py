@@ -112,15 +112,10 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # pipeline engine moves them (model/train/pipeline.py)
     vp = cfg.virtual_stages   # 1 without a pipeline: no bubble, no sends, whatever vp says
     p2p = pipeline.micro_batch_sends(shape, cfg, tiers)
-    # MTP modules sit after the output layer, on the last stage: a projection, one more
-    # layer like the last, and the shared output head again (DeepSeek-V3 Sec 2.2). With a
-    # pipeline, the layout gives that stage fewer decoder layers to carry them (Megatron's
-    # `pipeline_model_parallel_layout`, as the DeepSeek-V3 recipes set it): their work is
-    # spread over the pp stages like the layers'.
-    mtp = (shape.mtp * ((moe if shape.is_moe else dense).total + head + _mtp_projection(shape, cfg, chip)) / cfg.pp
-           if shape.mtp else 0.0)
-    stage = dense_layers * dense.total + moe_layers * moe.total + head + mtp + p2p
-    m = cfg.microbatches
+    # One micro-batch through this stage's layers, exposed communication included: the
+    # window that gradient reduction and parameter gathering overlap with.
+    layers = dense_layers * dense.total + moe_layers * moe.total
+    stage = layers + head + _mtp_time(shape, cfg, chip, dense, moe, head) + p2p
     # The same bubble under GPipe and 1F1B (Narayanan et al. 2021, Sec 2.2.1); the schedules
     # differ in the activations held (model/train/memory.py `in_flight`). The step runs at the pace
     # of the last stage, which also carries the output layer; the fill and the drain pass
@@ -128,27 +123,56 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # without it (with stages of times t_i and the last the slowest, 1F1B takes
     # m x t_last + sum of the other t_i).
     bubble = (cfg.pp - 1) / vp * (stage - head) if cfg.pp > 1 else 0.0
-    # One micro-batch through this stage's layers, exposed communication included: the
-    # window that gradient reduction and parameter gathering overlap with.
-    layer_pass = dense_layers * dense.total + moe_layers * moe.total
+    dp, paused, wire = _data_parallel_time(shape, cfg, partition, moe_layers, layer_pass=layers)
+    optimizer = optimizer_time(shape, cfg, partition)
+    compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
+    breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")),
+                          cfg.microbatches * p2p, bubble, dp, optimizer,
+                          offload=offload.exposed(shape, cfg, partition, dense, moe))
+    return _estimate_of(shape, cfg, partition, _with_host(shape, cfg, partition, breakdown), paused, wire)
+
+
+def _mtp_time(shape: ModelShape, cfg: TrainConfig, chip, dense, moe, head: float) -> float:
+    """The multi-token-prediction modules' share of a stage. They sit after the output layer,
+    on the last stage: a projection, one more layer like the last, and the shared output head
+    again (DeepSeek-V3 Sec 2.2). With a pipeline, the layout gives that stage fewer decoder
+    layers to carry them (Megatron's `pipeline_model_parallel_layout`, as the DeepSeek-V3
+    recipes set it): their work is spread over the pp stages like the layers'."""
+    if not shape.mtp:
+        return 0.0
+    return shape.mtp * ((moe if shape.is_moe else dense).total + head + _mtp_projection(shape, cfg, chip)) / cfg.pp
+
+
+def _data_parallel_time(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe_layers: float,
+                        layer_pass: float) -> tuple[float, incast.Held | None, float]:
+    """(the data-parallel sync a step exposes, the PFC pause that slowed it or None, the
+    seconds a step's expert all-to-all is on the wire)."""
     traffic = dp_sync.traffic(shape, cfg, partition)
     dp = dp_sync.exposed(traffic, cfg.zero, cfg.microbatches, cfg.overlaps_dp, layer_pass)
     # the all-to-all pauses the rings while it is on the wire, overlapped with compute or not
     wire = moe_layers * layer_cost.ep_exchange(shape, cfg, partition) if shape.is_moe and cfg.ep > 1 else 0.0
-    paused = incast.held(cfg, tiers, wire, layer_pass) if shape.is_moe else None
+    paused = incast.held(cfg, partition.tiers, wire, layer_pass) if shape.is_moe else None
     if paused is not None:   # PFC: the rings beside the expert all-to-all move at the incast's pace
         slowed = dp_sync.exposed(dp_sync.Traffic(*(x * paused.factor for x in traffic)), cfg.zero, cfg.microbatches,
                                  cfg.overlaps_dp, layer_pass)
         paused, dp = attrs.evolve(paused, seconds=slowed - dp), slowed
-    dp += dp_sync.embedding_sync(shape, cfg, tiers)
-    optimizer = optimizer_time(shape, cfg, partition)
-    compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
-    breakdown = Breakdown(compute, *_per_step(shape, cfg, dense, moe, ("recompute", "tp", "cp", "ep")), m * p2p,
-                          bubble, dp, optimizer, offload=offload.exposed(shape, cfg, partition, dense, moe))
+    return dp + dp_sync.embedding_sync(shape, cfg, partition.tiers), paused, wire
+
+
+def _with_host(shape: ModelShape, cfg: TrainConfig, partition: Partition, breakdown: Breakdown) -> Breakdown:
+    """The step with what the hosts add: waiting on a DPU-bound host, the data loader, the
+    checkpoint writes."""
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
     if waiting or data or checkpoint:
         breakdown = attrs.evolve(breakdown, host=waiting, data=data, checkpoint=checkpoint)
+    return breakdown
+
+
+def _estimate_of(shape: ModelShape, cfg: TrainConfig, partition: Partition, breakdown: Breakdown,
+                 paused: incast.Held | None, wire: float) -> Estimate:
+    """The step's rates, FLOP utilizations and memory (HBM, host DRAM, NVMe) beside its breakdown."""
+    chip = partition.node.accelerator
     step = breakdown.total
     tokens = cfg.batch * cfg.seq
     model_flops = _model_flops_per_token(shape, cfg.seq) * tokens
@@ -160,7 +184,7 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     return Estimate(cfg, step, breakdown, tokens / step, model_flops / denominator, hardware_flops / denominator,
                     model_flops / step / cfg.gpus, held, chip.hbm_capacity, dram.need, dram.available,
                     host.nvme_need(shape, cfg, partition.node), host.nvme_capacity(partition.node), paused,
-                    incast.on_fabric(cfg, tiers, wire, step))
+                    incast.on_fabric(cfg, partition.tiers, wire, step))
 
 
 def clear_caches() -> None:

@@ -99,19 +99,31 @@ def elementwise_parts(shape: ModelShape, cfg: TrainConfig, moe: bool) -> dict[st
     """
     h = shape.hidden
     # two norms (read and write h each) and two fused bias-dropout-residual adds (read two
-    # h-vectors, write one, and a 1-byte mask of h/2 elements): 11 h elements per token
-    norms, residual = 2 * (2 * h) * _norm_share(shape), 2 * (3.5 * h)
+    # h-vectors, write one: 10 h elements per token), each writing a 1-byte mask of h/2
+    # elements where the stack trains with dropout; at p = 0 PyTorch returns the input
+    # untouched and draws no mask (aten/src/ATen/native/Dropout.cpp `_dropout_impl`)
+    mask = 0.5 * h if cfg.behaviour("dropout") else 0.0
+    norms, residual = 2 * (2 * h) * _norm_share(shape), 2 * (3 * h + mask)
     if cfg.sp and cfg.tp > 1:
         norms, residual = norms / cfg.tp, residual / cfg.tp
     ffn = shape.top_k * shape.expert_ffn if moe else shape.ffn
     unfused = 1 if cfg.behaviour("fused") else 2
     parts = {"norm": norms, "residual": residual,
-             "activation": (shape.mlp_matrices * ffn) / cfg.tp,     # read gate/up, write the product
-             "rotary": 2 * (shape.heads + shape.kv_heads) * shape.head_dim / cfg.tp}
+             "activation": (shape.mlp_matrices * ffn) / cfg.tp}     # read gate/up, write the product
+    if rotary(shape):   # rotate the queries and keys in place: read and write each
+        parts["rotary"] = 2 * (shape.heads + shape.kv_heads) * shape.head_dim / cfg.tp
     parts = {k: ACT_BYTES * v * unfused for k, v in parts.items()}
     if family(cfg.precision) in ("fp8", "fp6", "fp4"):
         parts["cast"] = ACT_BYTES * 1.5 * (3 * h + ffn / cfg.tp)  # casts of GEMM inputs with amax
     return parts
+
+
+def rotary(shape: ModelShape) -> bool:
+    """Whether the layers rotate their queries and keys: rotary positions (stated, or unstated
+    as modern models run), not a learned table added once at the embedding (GPT-2/3, Megatron-
+    LM's default `--position-embedding-type learned_absolute`, MPT) nor none (ALiBi's bias
+    rides inside the attention kernel)."""
+    return shape.position_embedding in ("", "rope")
 
 
 def _norm_share(shape: ModelShape) -> float:

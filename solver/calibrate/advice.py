@@ -49,9 +49,10 @@ def _more_runs(calibration: Calibration) -> Advice:
         now = half_width_of(BAND_SCALE)
         return Advice("a few training steps of the job (a Megatron-LM, torchtitan or NeMo log)",
                       f"the band comes from end-to-end runs only; without one it stays the shipped ±{percent(now)}", now)
-    mean_square = sum(r * r for r in band.residuals) / len(band.residuals)
-    now = half_width_of(own_scale(band.residuals))
-    then = half_width_of(own_scale(list(band.residuals) + [math.sqrt(mean_square)]))
+    residuals = [r * band.shrink for r in band.residuals]
+    mean_square = sum(r * r for r in residuals) / len(residuals)
+    now = half_width_of(own_scale(residuals))
+    then = half_width_of(own_scale(residuals + [math.sqrt(mean_square)]))
     what = "one more training run like yours (another layout or GPU count of the job)"
     if then < now:
         return Advice(what, f"the band would go from ±{percent(now)} to about ±{percent(then)}", now - then)

@@ -145,17 +145,9 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     """The optimum under a facility budget (W). Never raises for a bad budget."""
     import cvxpy as cp  # imported here: 2 s of start-up that most commands never need
 
-    if objective not in OBJECTIVES:
-        return PowerResult("error", objective, budget, message=f"unknown objective {objective!r}; one of {OBJECTIVES}")
-    if clock not in ("step", "monomial"):
-        return PowerResult("error", objective, budget, message=f"unknown clock model {clock!r}: step or monomial")
-    least = inputs.least_power
-    if not budget > 0 or budget < least * (1 - 1e-9):
-        short = least - max(budget, 0.0) if budget == budget else least
-        return PowerResult("infeasible", objective, budget, shortfall=short, binding=("power",),
-                           message=(f"the budget {quantity(budget, 'W')} is {quantity(short, 'W')} short of the "
-                                    f"{quantity(least, 'W')} that one replica ({number(inputs.min_gpus)} GPUs) "
-                                    f"draws at {percent(inputs.f_min)} clock"))
+    refused = _refused(inputs, budget, objective, clock)
+    if refused is not None:
+        return refused
     inputs = attrs.evolve(inputs, max_gpus=max(inputs.max_gpus, inputs.min_gpus))
     n0 = inputs.gpus
     gp = _program(inputs, budget, objective, clock)
@@ -181,12 +173,7 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
     marginal = None
     if objective != "energy":
         marginal = max(0.0, dual) * relaxed / budget * 1e6
-    binding = tuple(name for name, hit in (
-        ("power", facility >= budget * (1 - _TOL)),
-        ("all GPUs", n >= inputs.max_gpus * (1 - _TOL)),
-        ("one replica", n <= inputs.min_gpus * (1 + _TOL)),
-        ("full clock", clk >= 1 - _TOL),
-        ("lowest clock", clk <= inputs.f_min * (1 + _TOL))) if hit)
+    binding = _binding(inputs, budget, n, clk, facility)
     replica = inputs.replica_gpus or inputs.min_gpus
     return PowerResult(
         "optimal", objective, budget, gpus=round(n), replicas=round(n / replica), clock=clk,
@@ -196,6 +183,33 @@ def solve_power(inputs: PowerInputs, budget: float, objective: str = "throughput
         time_to_train=inputs.tokens / tokens_per_s if inputs.tokens and tokens_per_s > 0 else None,
         message=_message(inputs, n, clk, binding) + (" (the solver reports low accuracy)"
                                                       if problem.status == "optimal_inaccurate" else ""))
+
+
+def _refused(inputs: PowerInputs, budget: float, objective: str, clock: str) -> PowerResult | None:
+    """The result without a solve: an unknown objective or clock model, or a budget below
+    what one replica draws at its lowest clock; None when the program is worth solving."""
+    if objective not in OBJECTIVES:
+        return PowerResult("error", objective, budget, message=f"unknown objective {objective!r}; one of {OBJECTIVES}")
+    if clock not in ("step", "monomial"):
+        return PowerResult("error", objective, budget, message=f"unknown clock model {clock!r}: step or monomial")
+    least = inputs.least_power
+    if not budget > 0 or budget < least * (1 - 1e-9):
+        short = least - max(budget, 0.0) if budget == budget else least
+        return PowerResult("infeasible", objective, budget, shortfall=short, binding=("power",),
+                           message=(f"the budget {quantity(budget, 'W')} is {quantity(short, 'W')} short of the "
+                                    f"{quantity(least, 'W')} that one replica ({number(inputs.min_gpus)} GPUs) "
+                                    f"draws at {percent(inputs.f_min)} clock"))
+    return None
+
+
+def _binding(inputs: PowerInputs, budget: float, n: float, clk: float, facility: float) -> tuple[str, ...]:
+    """The limits the chosen point sits on (within _TOL)."""
+    return tuple(name for name, hit in (
+        ("power", facility >= budget * (1 - _TOL)),
+        ("all GPUs", n >= inputs.max_gpus * (1 - _TOL)),
+        ("one replica", n <= inputs.min_gpus * (1 + _TOL)),
+        ("full clock", clk >= 1 - _TOL),
+        ("lowest clock", clk <= inputs.f_min * (1 + _TOL))) if hit)
 
 
 @frozen

@@ -172,41 +172,16 @@ def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> Sch
     plan_fn = plan_fn or make_plan
     partitions, prefer = _ordered(entity, graph)
     weight, label = priority_value(entity.get("priority"))
-    job0: Job | None = None
-    options = []
     largest = max(p.gpus for p in partitions)
     want_high = entity.get("gpus") or largest
     want_low = entity.get("min_gpus") or want_high
-    # the fewest GPUs a plan may use: the job's stated floor; without one, any plan the
-    # planner finds on the GPUs it may take (it leaves GPUs idle that do not help)
-    least = entity.get("min_gpus") or entity.get("gpus") or 1
-    fewer = None  # (the job on the GPUs given, its best plan) where that plan uses fewer than `least`
     if want_low > largest:
         problems.append(codes.JOB_TOO_LARGE.make(entity.span_of("min_gpus" if entity.get("min_gpus") else "gpus"),
                                                  job=entity.name, gpus=want_low, most=largest,
                                                  labels=[Label(entity.span_of("on"), "where it may run")]))
         return None
-    for p in partitions:
-        high = min(want_high, p.gpus)
-        if want_low > high:
-            continue
-        base = attrs.evolve(job_from_entity(_pinned_to(entity, cluster, p)), graph=graph, partition=p)
-        storage = node_storage(cluster, p)
-        for n in _sizes(want_low, high, p.node.gpus):
-            job = attrs.evolve(base, gpus=n)
-            chosen = plan_fn(job, "throughput", 0)
-            if chosen.best is not None and chosen.best.config.gpus < least:
-                fewer = fewer or (job, chosen.best)
-            elif chosen.best is not None:
-                used = chosen.best.config.gpus
-                ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus)
-                good = goodput(ckpt, rates[p.name].rate(used))
-                options.append(Option(p.name, used, chosen.best.tokens_per_s, good.interval, good.write,
-                                      good.restart, good.efficiency))
-                if curves is not None:
-                    curves[(entity.name, p.name, used)] = StepCurve(job.shape, chosen.best.config, job.partition)
-                job0 = job0 or job
-    options = list({(o.partition, o.gpus): o for o in options}.values())
+    options, job0, fewer = _train_options(entity, cluster, graph, rates, plan_fn, partitions, (want_low, want_high),
+                                          curves)
     if not options:
         span = entity.span_of(next((f for f in ("min_gpus", "gpus") if entity.get(f)), "on"))
         what = (_fills_none(entity.name, *fewer) if fewer else
@@ -251,6 +226,39 @@ def _fewer_help(job: Job, best, plan_fn) -> list[str]:
         notes.append(f"help: or hold all {job.gpus:,} with `dp = {fill}` in its `parallelism`: "
                      f"{filled.tokens_per_s:,.0f} tokens/s ({filled.tokens_per_s / best.tokens_per_s - 1:+.0%})")
     return notes
+
+
+def _train_options(entity, cluster, graph, rates, plan_fn, partitions, wanted: tuple[int, int], curves):
+    """(the job's options, one per partition and GPU count its plan uses; the first job planned;
+    (the job on the GPUs given, its best plan) where that plan uses fewer than the job's floor, or None), over the sizes from
+    `wanted`'s low to high GPUs on each partition it may use."""
+    want_low, want_high = wanted
+    # the fewest GPUs a plan may use: the job's stated floor; without one, any plan the
+    # planner finds on the GPUs it may take (it leaves GPUs idle that do not help)
+    least = entity.get("min_gpus") or entity.get("gpus") or 1
+    job0: Job | None = None
+    options, fewer = [], None
+    for p in partitions:
+        high = min(want_high, p.gpus)
+        if want_low > high:
+            continue
+        base = attrs.evolve(job_from_entity(_pinned_to(entity, cluster, p)), graph=graph, partition=p)
+        storage = node_storage(cluster, p)
+        for n in _sizes(want_low, high, p.node.gpus):
+            job = attrs.evolve(base, gpus=n)
+            chosen = plan_fn(job, "throughput", 0)
+            if chosen.best is not None and chosen.best.config.gpus < least:
+                fewer = fewer or (job, chosen.best)
+            elif chosen.best is not None:
+                used = chosen.best.config.gpus
+                ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus)
+                good = goodput(ckpt, rates[p.name].rate(used))
+                options.append(Option(p.name, used, chosen.best.tokens_per_s, good.interval, good.write,
+                                      good.restart, good.efficiency))
+                if curves is not None:
+                    curves[(entity.name, p.name, used)] = StepCurve(job.shape, chosen.best.config, job.partition)
+                job0 = job0 or job
+    return list({(o.partition, o.gpus): o for o in options}.values()), job0, fewer
 
 
 def _rl(entity: Entity, problems: list[Diagnostic]) -> SchedJob | None:

@@ -18,8 +18,9 @@ steady-state ASSUMPTION that a law holds to the plan confirming without it) and 
 the second time its first run is made, and after each run that does not settle it, it goes
 back under the bound of the fewest replicas it can still settle at: the runs go to whichever
 candidate can still win with the fewest, and a candidate stops growing once another's plan beats
-its bound. (Once half the simulation budget is spent with no plan found, the candidate in hand is
-confirmed to its end, to have a plan to prune by.) The pairs, too many to bound one by one (DeepSeek-V3 on 32
+its bound. (Once half the simulation budget is spent with no plan found, a candidate is
+confirmed to its end, to have a plan to prune by: the one whose growing pool has the most room
+left within the GPUs allowed, since one whose other pools leave it none ends without a plan.) The pairs, too many to bound one by one (DeepSeek-V3 on 32
 nodes pairs some 10^5), are drawn lazily: one drawer per prefill layout walks the decode
 layouts in the order of the part of the bound that adds up over pools (GPUs, or watts under
 `minimize = energy`), so a pair is bounded only once the search could confirm it. The search
@@ -66,6 +67,8 @@ class DemandSearch(Screen):
         unsimulated = 0     # candidates left when the budget ran out
         while heap:
             entry = heapq.heappop(heap)
+            if best is None and self.diving():
+                entry = self.roomiest(entry, heap)
             bound, tie, stage, item = entry[:2], entry[2], entry[3], entry[4]
             if not self.exhaustive and (*bound, tie) > best_key:
                 # the least bound left: none of them, nor any pair not yet drawn, can win
@@ -110,6 +113,28 @@ class DemandSearch(Screen):
         budget is spent with no plan found (best first may spend it all on the many candidates
         whose bounds tie and find none; confirming one through finds a plan to prune by)."""
         return not self.exhaustive and MAX_SIMULATIONS // 2 <= self.simulated < MAX_SIMULATIONS
+
+    def roomiest(self, entry: tuple, heap: list) -> tuple:
+        """The candidate a dive sees through: of those part-way through their confirmation, the one
+        whose growing pool may still add the most replicas within the GPUs allowed (the earliest in
+        the heap's order among equals), so that the dive ends in a plan wherever any candidate can;
+        a candidate whose other pools leave its growing one no room only ends without a plan. The
+        entry popped goes back when another is chosen."""
+        chosen = min((e for e in (entry, *heap) if e[3] == CONFIRMING),
+                     key=lambda e: (-self.room(e[4]), *e[:3]), default=entry)
+        if chosen is not entry:
+            heap.remove(chosen)
+            heapq.heapify(heap)
+            heapq.heappush(heap, entry)
+        return chosen
+
+    def room(self, c: Confirming) -> int:
+        """Replicas a candidate's growing pool may still add before its pools take the GPUs allowed."""
+        grow = c.failed[0] if c.failed is not None else len(c.sides) - 1
+        pools = c.next
+        others = sum(n * r.gpus for i, (r, _, n) in enumerate(pools) if i != grow)
+        replica, _, count = pools[grow]
+        return (self.limits.gpus - others) // replica.gpus - count
 
     def out_of_runs(self, entries: list[tuple]) -> tuple[tuple | None, int]:
         """The budget is spent: the best (plan, tie) that candidates part-way through their

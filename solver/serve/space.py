@@ -9,6 +9,7 @@ import math
 
 from ...compiler.design import Bound, Entity
 from ...compiler.ir import ClusterGraph, Partition
+from ...model.network.placement import SCALE_UP_SCOPES
 from ...model.serve.engines import Engine, profile
 from ...model.serve.inference import ServeConfig
 from ...dsl.units import NONE, Quantity
@@ -131,7 +132,7 @@ def mode_of(entity: Entity) -> str:
 
 
 def scaleup_domain(partition: Partition) -> int:
-    return max((t.group_gpus for t in partition.tiers if t.scope != "scaleout"), default=partition.node.gpus)
+    return max((t.group_gpus for t in partition.tiers if t.scope in SCALE_UP_SCOPES), default=partition.node.gpus)
 
 
 def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, entity: Entity,
@@ -142,6 +143,7 @@ def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, 
     pinned = entity.get("parallelism")
     pin = (lambda k: pinned.get(k)) if pinned is not None else (lambda k: None)
     kv = entity.get("engine.kv_precision")
+    wide = {k: float(entity.get(f"checkpoint.{k}") or 0.0) for k in ("wide_share", "dense_wide_share")}
     tps = [pin("tp")] if pin("tp") else [t for t in WIDTHS if t <= domain and shape.heads % t == 0]
     eps = [pin("ep")] if pin("ep") else (
         [e for e in WIDTHS if shape.routed % e == 0] if shape.is_moe else [1])
@@ -150,4 +152,4 @@ def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, 
     batches = [entity.get("batch")] if entity.get("batch") else [b for b in BATCHES if not cap or b <= cap] or [cap]
     for tp, ep, pp, batch in itertools.product(tps, eps, pps, batches):
         if tp * ep * pp <= gpus:
-            yield ServeConfig(tp, batch, precision, ep, pp, kv.name if kv is not None else None)
+            yield ServeConfig(tp, batch, precision, ep, pp, kv.name if kv is not None else None, **wide)

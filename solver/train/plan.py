@@ -88,7 +88,9 @@ class Plan:
         if own is not None:
             # the operator's band is fitted on their own designs' residuals, whose unstated
             # fields were left out the same way: no widening for them twice
-            return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus)
+            shipped = reasons(job.partition.node.accelerator.name, cfg.precision, False, 1, 1, True)
+            return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus,
+                               published=not any(r.key in ("chip", "precision") for r in shipped))
         chip = job.partition.node.accelerator
         found = reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
                         stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)

@@ -45,3 +45,21 @@ def test_each_published_serving_group_has_a_run_to_calibrate_on_and_runs_to_pred
         held = [r for r in rows if r.rate != calibrate_serve.YOURS_RATE]
         assert yours == {"ttft_p50_s", "tpot_p50_s"}
         assert {r.rate for r in held} == {8, None} and len(held) == 3
+
+
+def test_the_prior_weight_is_read_from_the_calibrating_runs_alone():
+    """benchmarks/calibrate_own.py `prior_weight_coverage`: each calibrating run's held-out
+    residual against the band the system's other calibrating runs give. Residuals spread as the
+    shipped band's deviation are covered ~80 % at any weight; residuals a quarter as wide are
+    covered more the more the (wider) shipped scale weighs, and the fitted weight is then the least."""
+    import random
+
+    from gclc.model.calibration import BAND_SCALE, SIGMA_PER_SCALE
+
+    rng = random.Random(7)
+    shipped = [[rng.gauss(0, BAND_SCALE * SIGMA_PER_SCALE) for _ in range(4)] for _ in range(400)]
+    for k in (0.5, 2, 6):
+        assert 0.72 < calibrate_own.prior_weight_coverage(shipped, k) < 0.88
+    narrow = [[r / 4 for r in residuals] for residuals in shipped]
+    assert calibrate_own.prior_weight_coverage(narrow, 6) > calibrate_own.prior_weight_coverage(narrow, 0) + 0.1
+    assert calibrate_own.fitted_prior_runs(narrow) == min(calibrate_own.PRIOR_WEIGHTS)

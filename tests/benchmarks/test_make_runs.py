@@ -256,3 +256,28 @@ def test_gpt_oss_designs_state_why_their_windows_are_left_out():
     # expressible, but off until the GPT-OSS physics is found (benchmarks/run_models.py GPTOSS_WINDOW_GAP)
     text = design("mb2602_20")
     assert "sliding-window" in text and "left out" in text and _shape("mb2602_20").shape.window == 0
+
+
+# ----------------------------------------------------------------- what the frameworks set and the tables do not say
+
+
+@pytest.mark.parametrize("run_id, position", [("sc21_t1_1", "learned"), ("mpt_h100_1", "learned"),
+                                              ("nemo2407_1", "learned"), ("nemo2407_6", "rope"),
+                                              ("mb2602_4", "rope")])
+def test_position_embeddings_are_the_frameworks(run_id, position):
+    # Megatron-LM's GPT and NeMo's GPT-3 default to learned_absolute, MPT to learned_pos_emb;
+    # Llama (NeMo 24.07 and Megatron-Bridge) rotates: unstated, a model is rotary
+    assert _shape(run_id).shape.position_embedding in ((position,) if position == "learned" else ("", "rope"))
+
+
+def test_nemo_2407_gpt3_trains_with_the_launchers_dropout():
+    # launcher gpt3/*.yaml at tag 24.07: hidden_dropout 0.1, attention_dropout 0.1; llama: 0.0
+    assert field(design("nemo2407_1"), "dropout") == "true" and "hidden_dropout 0.1" in design("nemo2407_1")
+    assert "dropout =" not in design("nemo2407_6")
+
+
+def test_a_recipe_ep_the_table_contradicts_is_the_recipes():
+    # 25.11 GPT-OSS on B200: the table says EP 8, the v0.2.0 recipe and the 26.02 table EP 64
+    text = design("mb2511_20")
+    assert field(text, "ep") == "64" and "contradicts its recipe" in text
+    assert field(design("mb2602_22"), "ep") == "64" and field(design("mb2511_21"), "ep") == "8"

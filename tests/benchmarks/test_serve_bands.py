@@ -73,3 +73,12 @@ def test_a_plan_states_the_band_around_its_own_latencies():
     for name, quantity in (("TTFT", "ttft"), ("TPOT", "tpot")):
         low, high = SERVE_LATENCY_RATIO[quantity]
         assert f"{name} x{low:.2f} to x{high:.2f}" in line
+
+
+@pytest.mark.parametrize("quantity", ["throughput", "ttft", "tpot"])
+def test_each_band_holds_between_75_and_85_percent_of_its_rows(quantity):
+    """An 80 % band: the rows left out at each end are the nearest count to a tenth, so the band
+    holds 75-85 % of the held-out rows (29 TTFT rows: 3 out at each end, 79 %; 2 would be 86 %)."""
+    low, high, count = serve_accuracy.ratio_band(_rows(), quantity)
+    ratios = [r["measured"] / r["predicted"] for r in _rows() if r["metric"].startswith(serve_accuracy.QUANTITIES[quantity])]
+    assert 0.75 <= sum(low <= x <= high for x in ratios) / count <= 0.85

@@ -152,3 +152,54 @@ def test_a_trace_gives_the_demand(tmp_path):
 def test_what_a_serve_plan_would_ignore_is_refused(text, code):
     result = check(f"serve s {{ model = M  on = C  prompt = 10  output = 10\n  {text} }}\n")
     assert [(c, line) for c, line, _ in errors(result)] == [(code, 2)]
+
+
+@pytest.mark.parametrize("engine, line", [
+    ("engine { speculative { tokens = 99999  acceptance = 70% } }", 3),
+    ("engine { chunk = 512  speculative { tokens = 512  acceptance = 70% } }", 3),
+])
+def test_more_drafts_than_one_iteration_verifies_are_refused_where_written(engine, line):
+    result = check(f"""serve s {{
+  model = M  on = C  prompt = 2000  output = 200  rate = 4 req/s
+  {engine}
+}}""")
+    assert [(code, at) for code, at, _ in errors(result)] == [("out-of-range", line)]
+    assert "speculative.tokens" in errors(result)[0][2]
+
+
+def test_drafts_that_fit_the_stated_budget_check_clean():
+    result = check("""serve s {
+  model = M  on = C  prompt = 2000  output = 200  rate = 4 req/s
+  engine { chunk = 512  speculative { tokens = 511  acceptance = 70% } }
+}""")
+    assert errors(result) == []
+
+
+def test_the_least_token_budget_is_every_profiles_least():
+    """The bound used when no `chunk` is stated is the smallest any engine profile gives."""
+    from gclc.compiler.rules.serve import LEAST_TOKEN_BUDGET
+    from gclc.model.serve.engines import PROFILES
+    chunks = [engine.chunk for p in PROFILES.values() for engine in (p.engine(), p.engine(40e9, "A100"))]
+    assert min(chunks) == LEAST_TOKEN_BUDGET
+
+
+def test_a_checkpoints_bf16_share_needs_narrow_weights():
+    result = check("""serve s {
+  model = M  on = C  prompt = 2000  output = 200  precision = bf16
+  checkpoint { wide_share = 10% }
+}""")
+    assert [(code, at) for code, at, _ in errors(result)] == [("pin-meaningless", 3)]
+
+
+def test_a_dense_share_on_a_dense_model_is_refused_and_the_whole_share_is_not():
+    result = check("""serve s {
+  model = M  on = C  prompt = 2000  output = 200  precision = fp8
+  checkpoint { dense_wide_share = 10% }
+}""")
+    assert [(code, at) for code, at, _ in errors(result)] == [("pin-meaningless", 3)]
+    assert "no routed experts" in errors(result)[0][2]
+    clean = check("""serve s {
+  model = M  on = C  prompt = 2000  output = 200  precision = fp8
+  checkpoint { wide_share = 9.4% }
+}""")
+    assert errors(clean) == []

@@ -59,3 +59,32 @@ def test_blackwell_runs_attention_faster_than_hopper_in_time_not_in_share():
     t_h100, t_b200 = compute.op_time(op, h100, "bf16"), compute.op_time(op, b200, "bf16")
     assert t_b200 < t_h100 / 1.9
     assert compute.kernel_efficiency(b200) < compute.kernel_efficiency(h100)
+
+
+def test_the_kernel_parts_shares_are_the_std_chips_declared_ones():
+    """The generation's kernels were measured on H100 SXM and B200: the table holds those chips'
+    declared bf16 GEMM shares, so every other part of the generation is scaled against them."""
+    assert compute.KERNEL_PART_SHARE["hopper"] == _accelerator("H100_SXM").efficiency_of("bf16")
+    assert compute.KERNEL_PART_SHARE["blackwell"] == pytest.approx(_accelerator("B200").efficiency_of("bf16"))
+
+
+def test_gb200_runs_blackwells_mla_decode_at_its_measured_not_its_quoted_clock():
+    """GB200 is B200 silicon whose 2.5 PF bf16 peak is quoted 11 % above B200's, but its measured
+    GEMMs (MAMF 1822 vs 1745 TFLOP/s) run 4.4 % faster: FlashMLA's B200 decode rate moves to it at
+    the measured ratio. The fused attention keeps the peaks' ratio: its in-training share is fitted
+    on every part's runs."""
+    b200, gb200 = _accelerator("B200"), _accelerator("GB200")
+    assert compute.attention_peak(gb200) / compute.attention_peak(b200) == pytest.approx(2500 / 2250)
+    measured = (2500 * 0.729) / (2250 * 0.776)
+    assert compute.mla_decode_rate(gb200) / compute.mla_decode_rate(b200) == pytest.approx(measured, rel=1e-9)
+    assert compute.attention_rate(gb200) / compute.attention_rate(b200) == pytest.approx(2500 / 2250)
+    # parts whose bf16 share is their reference's keep the peaks' ratio: H200 and H800 are H100's
+    for name in ("H200_SXM", "H800"):
+        assert compute.mla_decode_rate(_accelerator(name)) == compute.mla_decode_rate(_accelerator("H100_SXM"))
+
+
+def test_a_part_without_a_measured_bf16_share_scales_by_its_peak():
+    chip = _accelerator("GB200")
+    unmeasured = attrs.evolve(chip, efficiency=tuple((k, v) for k, v in chip.efficiency if k != "bf16"))
+    assert compute.part_share(unmeasured, "blackwell") == 1.0
+    assert compute.part_share(chip, "blackwell") < 1.0

@@ -169,6 +169,27 @@ def test_a_band_pulled_to_another_prior_scale_behaves_the_same(runs, prior, spre
     assert min(prior, prior * spread) <= moved * (1 + 1e-9) and moved <= max(prior, prior * spread) * (1 + 1e-9)
 
 
+@given(st.floats(0.005, 0.3), st.booleans())
+def test_a_precision_your_runs_did_not_run_takes_the_published_band_where_one_calibrated_it(half, moe):
+    """On a calibrated cluster, a plan at a precision the operator's runs did not run: where the
+    published fit calibrated the chip at it, the band is at least the shipped one (the
+    efficiency is the published fit's: your runs measured nothing of it) and no wider than the
+    shipped band or yours, each with the other reasons; where no run calibrated it, yours
+    widened by the shipped factor for an uncalibrated precision."""
+    own = calibration.Own(3, math.exp(-half), math.exp(half), ("fp8",))
+    published = calibration.own_reasons(own, "bf16", moe, 8, published=True)
+    assert [r.key for r in published][0] == calibration.PUBLISHED
+    low, high = own.ratio_band(published)
+    others = tuple(r for r in published if r.key != calibration.PUBLISHED)
+    shipped, mine = calibration.ratio_band(others), own.ratio_band(others)
+    assert low == pytest.approx(min(shipped[0], mine[0])) and high == pytest.approx(max(shipped[1], mine[1]))
+    unpublished = calibration.own_reasons(own, "bf16", moe, 8)
+    assert [r.key for r in unpublished][0] == "precision"
+    assert own.ratio_band(unpublished)[1] == pytest.approx(math.exp(half * calibration.widening(unpublished)))
+    # a precision your runs did run: your band alone
+    assert calibration.own_reasons(own, "fp8", False, 8) == ()
+
+
 # ---------------------------------------------------------------- unstated fields together
 
 

@@ -102,3 +102,23 @@ def test_without_economics_no_cost_figure():
     design = check_file(str(ROOT / "examples" / "hetero_h100_a100.gcl")).design
     plan = plan_hetero(hetero_entity(design))
     assert "cost" not in outcome_json(plan) and "  cost " not in outcome_text(plan)
+
+
+@pytest.mark.parametrize("generation, train", [("H20", "H100_SXM"), ("H100_SXM", "H20"), ("H100_SXM", "H100_SXM")])
+def test_rl_rooflines_follow_the_pools_not_the_hash_seed(generation, train):
+    """An RL plan's rooflines: the generation pool's chip, then the training pool's, each chip
+    once. A set gave them in hash order, so two runs of `gclc report` on rl_grpo_70b.gcl drew
+    the H20 and the H100 in either order. Stub: an RL outcome of two named partitions whose
+    chips are hashable names (what `rooflines` reads of them)."""
+    from collections import namedtuple
+    from types import SimpleNamespace as Stub
+
+    from gclc.views.report.roofline import rooflines
+
+    chip = namedtuple("Chip", "name")
+    chips = {"gen": chip(generation), "train": chip(train)}
+    outcome = Stub(job_kind="rl", job=Stub(partition=lambda n: Stub(node=Stub(accelerator=chips[n]))),
+                   best=Stub(generation=Stub(layout=Stub(partition="gen")), train=Stub(partition="train")))
+    figures, note = rooflines(None, outcome, None)
+    assert [f.name for f in figures] == [f"roofline-{n}" for n in dict.fromkeys((generation, train))]
+    assert note == ""

@@ -45,7 +45,7 @@ from ...model.train.memory import dense_params_per_gpu, expert_params_per_gpu
 from ...model.train.optimizer import grad_bytes
 from .chakra_wire import (ALL_GATHER, ALL_REDUCE, ALL_TO_ALL, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE,
                           REDUCE_SCATTER, attribute_field, metadata, node, varint)
-from .target import ExportError, JobPlan
+from .target import ExportError, JobPlan, traced_microbatches
 
 FORWARD_SHARE = 1 / 3
 MAX_RANKS = 4096     # ASTRA-sim reads one file per rank: beyond this, export a smaller cluster
@@ -70,10 +70,11 @@ def _check(plan: JobPlan) -> None:
     if plan.estimate is None or len(plan.shares) != 1:
         raise ExportError("Chakra traces describe one parallel layout's step; the heterogeneous split runs several "
                           "(export each partition's job on its own)")
-    cfg, b = plan.estimate.config, plan.estimate.breakdown
+    cfg = plan.estimate.config
     if cfg.gpus > MAX_RANKS:
         raise ExportError(f"ASTRA-sim reads one trace file per rank, and the plan has {cfg.gpus:,} ranks (at most "
                           f"{MAX_RANKS:,} here): plan a smaller cluster (`--set`) to simulate it")
+    traced_microbatches(cfg, "a Chakra trace", ranks=cfg.gpus)
     if cfg.zero and cfg.shards != cfg.dp * cfg.cp:
         raise ExportError(f"the plan shards ZeRO state over {cfg.shards} of its {cfg.dp * cfg.cp} data-parallel ranks "
                           "(hybrid sharding), which the Chakra export does not write: set `shard` to the whole group")

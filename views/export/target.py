@@ -17,6 +17,23 @@ class ExportError(ValueError):
     """The plan cannot be expressed in the target; the message says what the target lacks."""
 
 
+# A trace draws each micro-batch of the step (and Chakra each rank's): a step of more than this
+# many is no trace to read or simulate (a batch of 1e30 sequences wrote for ever). Real steps run
+# tens to a few thousand (Llama 3 405B: 2,048 sequences over dp 64 = 32 a rank).
+MAX_TRACED_MICROBATCHES = 10_000
+MAX_TRACED_RANK_MICROBATCHES = 1_000_000   # Chakra: ~1 s of CPU per 100,000 (16 ranks x 10,000 micro-batches)
+
+
+def traced_microbatches(cfg: TrainConfig, target: str, ranks: int = 1) -> None:
+    """ExportError when a trace of `cfg`'s step would draw too many micro-batches (x `ranks` files)."""
+    if cfg.microbatches > MAX_TRACED_MICROBATCHES or ranks * cfg.microbatches > MAX_TRACED_RANK_MICROBATCHES:
+        raise ExportError(f"{target} draws each micro-batch of the step{' on each rank' if ranks > 1 else ''}, and "
+                          f"the plan runs {cfg.microbatches:,} a step{f' on {ranks:,} ranks' if ranks > 1 else ''} "
+                          f"(at most {MAX_TRACED_MICROBATCHES:,}"
+                          + (f", {MAX_TRACED_RANK_MICROBATCHES:,} over all ranks" if ranks > 1 else "")
+                          + " here): plan a smaller batch (`--set`) to draw its step")
+
+
 @frozen
 class Share:
     """The part of a job on one partition: its GPUs and its parallel configuration."""

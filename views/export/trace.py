@@ -34,7 +34,7 @@ from ...model.train.layer_cost import activation_message
 from ...model.train.memory import dense_params_per_gpu, expert_params_per_gpu
 from ...model.train.optimizer import grad_bytes
 from ...model.ranks import rank_partition
-from .target import ExportError, JobPlan
+from .target import ExportError, JobPlan, traced_microbatches
 
 FORWARD_SHARE = 1 / 3
 PER_MICROBATCH = ("compute", "recompute", "tp", "cp", "ep", "pp", "offload")
@@ -46,6 +46,7 @@ def export(plan: JobPlan, source: str) -> dict[str, str]:
     if plan.estimate is None or len(plan.shares) != 1:
         raise ExportError("a trace draws one parallel layout's step; the heterogeneous split runs several "
                           "(export each partition's job on its own)")
+    traced_microbatches(plan.estimate.config, "a trace")
     return {"trace.json": json.dumps(trace(plan, source), indent=1) + "\n"}
 
 

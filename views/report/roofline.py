@@ -55,8 +55,9 @@ def rooflines(plan, outcome, graph) -> tuple[tuple[Roofline, ...], str]:
     if isinstance(outcome, HeteroPlan) and outcome.best is not None:
         return hetero_rooflines(outcome), ""
     if getattr(outcome, "job_kind", "") == "rl" and outcome.best is not None:
-        chips = {outcome.job.partition(n).node.accelerator for n in (outcome.best.generation.layout.partition,
-                                                                      outcome.best.train.partition)}
+        # the generation pool's chip first, each chip once (a set's order followed the hash seed)
+        chips = dict.fromkeys(outcome.job.partition(n).node.accelerator
+                              for n in (outcome.best.generation.layout.partition, outcome.best.train.partition))
         return tuple(Roofline(f"roofline-{c.name}", c, "bf16", (), f"{c.name} at bf16 (an rl plan: the RL step "
                               "section shows where its time goes).") for c in chips), ""
     if outcome is not None and not isinstance(outcome, HeteroPlan) and outcome.best is not None:

@@ -8,6 +8,7 @@ import io
 
 from ...dsl.numbers import percent
 from ...solver.sweep.pareto import OBJECTIVES
+from ...solver.sweep.point import column
 
 # how each column reads on an axis: (label, divisor)
 _SCALES = {
@@ -44,6 +45,11 @@ def save(fig, fmt: str) -> bytes:
     with rc_context(_RC):
         fig.savefig(buffer, format=fmt, metadata={"Date": None} if fmt == "svg" else {}, dpi=150)
     return buffer.getvalue()
+
+
+def point_label(row: dict, labels) -> str:
+    """How a front point is labelled on the chart: its swept values, `name=value` each."""
+    return " ".join(f"{n}={row.get(column(n))}" for n in labels)
 
 
 def pareto_figure(points: list[tuple[float, float, str]], front: list[tuple[float, float, str]],

@@ -83,6 +83,12 @@ def _signed(share: float) -> str:
     return ("+" if share >= 0 else "-") + percent(abs(share))
 
 
+def progress_line(p) -> str:
+    """A running sweep's points done, infeasible and its ETA (the line is redrawn in place)."""
+    eta = "" if p.eta is None else f"  ETA {int(p.eta) // 60}m{int(p.eta) % 60:02d}s"
+    return f"  {p.done}/{p.total} points  {p.infeasible} infeasible{eta}   "
+
+
 def report_html(path: str, collected, total: int, objectives: tuple[str, ...], svg: str | None,
                 axes: dict[str, tuple[str, ...]]) -> str:
     s = collected.statuses

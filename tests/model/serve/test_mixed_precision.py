@@ -90,3 +90,18 @@ def test_more_bf16_dense_weights_never_make_an_iteration_faster(low, high, decod
     assert slow.iteration(decoding, cached) >= fast.iteration(decoding, cached)
     assert slow.iteration(0, 0, decoding, decoding * decoding / 2) >= fast.iteration(0, 0, decoding,
                                                                                       decoding * decoding / 2)
+
+
+def test_a_serve_jobs_checkpoint_block_reaches_every_replica_it_weighs():
+    """`checkpoint { wide_share, dense_wide_share }` is the design's statement of the shares: every
+    configuration the planner weighs carries them, and the plan's text and JSON state them."""
+    from gclc.compiler.driver import check_text
+    from gclc.solver.serve.space import configs
+    from gclc.views.serve import weights_text
+    text = (ROOT / "examples" / "deepseek_v3_serve.gcl").read_text().replace(
+        "  precision", "  checkpoint { wide_share = 5%  dense_wide_share = 40% }\n  precision", 1)
+    entity = serve_entity(check_text(text, str(ROOT / "examples" / "mixed_case.gcl")).design)
+    weighed = list(configs(MOE, PARTITION, 64, "fp8", entity))
+    assert weighed and {(c.wide_share, c.dense_wide_share) for c in weighed} == {(0.05, 0.4)}
+    assert weights_text(weighed[0]) == "fp8 weights (5% bf16, 40% of the non-expert bf16)"
+    assert weights_text(ServeConfig(1, 1, "fp8")) == "fp8 weights"

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from hypothesis import given, settings, strategies as st
+
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
 from gclc.model import collectives, comms
-from gclc.model.serve.inference import tp_all_reduce
+from gclc.model.serve import allreduce
+from gclc.model.serve.engines import profile
+from gclc.model.serve.inference import ServeConfig, replica, tp_all_reduce
+from gclc.model.shape import ModelShape
+from gclc.testing import load_profile
+
+load_profile()
 
 TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster C { units = 4 x DGX_H100  scaleout = NDR_FatTree }\n'
 TIERS = lower(check_text(TEXT, str(Path(__file__).with_name("tp_case.gcl"))).design).partitions[0].tiers
@@ -31,3 +40,76 @@ def test_a_group_across_nodes_pays_nccl_and_its_network_latency():
     assert price > 3 * comms.all_reduce(DECODE, across)
     assert 20e-6 < price < 200e-6
     assert price > tp_all_reduce(DECODE, comms.place(8, 1, TIERS))
+
+
+# An NVL72 rack: one NVLink tier over 18 trays (hosts) of 4 GPUs
+RACK_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster R { units = 1 x GB200_NVL72  scaleout = XDR_FatTree }\n'
+RACK = lower(check_text(RACK_TEXT, str(Path(__file__).with_name("rack_case.gcl"))).design).partitions[0]
+LLAMA = ModelShape(layers=8, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn=28672, vocab=128256, seq=8192)
+
+
+def _collectives(tp: int, profile_name: str) -> float:
+    engine = profile(profile_name).engine(RACK.node.accelerator.hbm_capacity, "GB200")
+    r = replica(LLAMA, ServeConfig(tp, 64, "fp8"), RACK, engine)
+    return r._token_costs(64)[5]
+
+
+def test_a_tp_group_across_nvl72_trays_pays_nccl_in_vllm_and_sglang():
+    """A tray is a host of 4 GPUs: vLLM's and SGLang's custom all-reduce refuse tp = 8 across two
+    trays ([vllmcar]), so it is NCCL's price; inside a tray (tp = 4) it is the one-shot kernel's."""
+    tiers = comms.place(8, 1, RACK.tiers)
+    for name in ("vllm_v1", "sglang"):
+        per_call = _collectives(8, name) / (2 * LLAMA.layers)
+        assert per_call == pytest.approx(collectives.all_reduce(64 * LLAMA.hidden * 2, tiers))
+        assert per_call > comms.all_reduce(64 * LLAMA.hidden * 2, tiers)
+        inside = _collectives(4, name) / (2 * LLAMA.layers)
+        kernel = profile(name).engine().all_reduce
+        assert inside == pytest.approx(max(comms.all_reduce(64 * LLAMA.hidden * 2, comms.place(4, 1, RACK.tiers)),
+                                           allreduce.measured(kernel, 64 * LLAMA.hidden * 2, 4)))
+
+
+def test_tensorrt_llms_multi_node_nvlink_kernel_keeps_the_one_shot_across_trays():
+    """TensorRT-LLM's PyTorch backend all-reduces across hosts of one NVLink domain with MNNVL
+    ([trtmnnvl]); its TensorRT-engine releases do not (NCCL, as vLLM)."""
+    tiers = comms.place(8, 1, RACK.tiers)
+    one_shot = comms.all_reduce(64 * LLAMA.hidden * 2, tiers)
+    assert _collectives(8, "trtllm_pytorch") / (2 * LLAMA.layers) == pytest.approx(one_shot)
+    assert _collectives(8, "trtllm_0_12") > _collectives(8, "trtllm_pytorch")
+
+
+@pytest.mark.parametrize("kernel", ["vllm", "sglang"])
+def test_the_engines_measured_kernel_bounds_a_decode_all_reduce_from_below(kernel):
+    """[sgl2904] on H100, TP 4: 256 KB takes 20.6 us in vLLM's kernel and 13.9 us in SGLang's,
+    where the tiers' alpha-beta price says about 3 us; a profile priced on the tiers (TensorRT-LLM)
+    keeps that price."""
+    node = comms.place(4, 1, TIERS)
+    tiers = comms.all_reduce(262144, node)
+    assert tiers < 5e-6
+    assert tp_all_reduce(262144, node, False, kernel, 4) == {"vllm": 20.6e-6, "sglang": 13.9e-6}[kernel]
+    assert tp_all_reduce(262144, node, False, "tiers", 4) == tiers
+    assert profile("trtllm_pytorch").engine().all_reduce == "tiers"
+    assert profile("vllm_v1").engine().all_reduce == "vllm" and profile("sglang").engine().all_reduce == "sglang"
+
+
+def test_the_measured_kernel_interpolates_and_holds_its_ends():
+    """Between the sizes measured the time is linear in the bytes; below the first and above the
+    last it is the end's (beyond, the tiers' bandwidth-bound price takes over where higher)."""
+    sizes, times = allreduce.SIZES, allreduce.KERNELS["vllm"][4]
+    middle = (sizes[3] + sizes[4]) / 2
+    assert allreduce.measured("vllm", middle, 4) == pytest.approx((times[3] + times[4]) / 2)
+    assert allreduce.measured("vllm", 1, 4) == times[0] and allreduce.measured("vllm", 1e9, 4) == times[-1]
+    assert allreduce.measured("vllm", 4096, 1) == 0.0 and allreduce.measured("tiers", 4096, 4) == 0.0
+    # a TP size between those measured takes the nearer (tp 6: the larger of 4 and 8 on a tie)
+    assert allreduce.measured("vllm", 4096, 6) == allreduce.KERNELS["vllm"][8][1]
+    big = 64 * 2 ** 20
+    assert tp_all_reduce(big, comms.place(8, 1, TIERS), False, "vllm", 8) == comms.all_reduce(big, comms.place(8, 1, TIERS))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["tiers", "vllm", "sglang"]), st.sampled_from([2, 4, 8]),
+       st.floats(1.0, 2e8), st.floats(1.0, 2e8))
+def test_a_larger_all_reduce_never_takes_less_time(kernel, tp, a, b):
+    """Law: inside a host, more bytes never all-reduce faster, whatever the engine's kernel."""
+    low, high = sorted((a, b))
+    node = comms.place(tp, 1, TIERS)
+    assert tp_all_reduce(low, node, False, kernel, tp) <= tp_all_reduce(high, node, False, kernel, tp)

@@ -126,8 +126,9 @@ def test_each_training_run_is_held_out_and_the_band_follows(design):
     assert band.runs == 3 and all(abs(r) < 0.03 for r in band.residuals)
     # exact runs shrink the shipped scale by the prior's weight: s0 sqrt(2 / (2 + 3))
     exact = BAND_SCALE * math.sqrt(PRIOR_RUNS / (PRIOR_RUNS + 3))      # s0 sqrt(2 / 5) were they exact
-    assert exact <= own_scale(band.residuals) <= math.hypot(exact, 0.03)
-    assert (band.low, band.high) == pytest.approx(own_band(band.residuals))
+    assert exact <= own_scale([r * band.shrink for r in band.residuals]) <= math.hypot(exact, 0.03)
+    assert (band.low, band.high) == pytest.approx(own_band([r * band.shrink for r in band.residuals]))
+    assert 0.9 < band.shrink < 1.0          # three runs: each held out of a fit of two
     assert result.coverage == {"precisions": ["bf16"], "gpus": 16, "moe": False}
 
 
@@ -234,3 +235,17 @@ def test_a_collective_is_priced_as_the_step_prices_it_and_informs_every_tier_its
     # one host: NVLink only, no latency the step reads
     one = collective_observations(collective_run(design, {}, 8, 1), partition)[0]
     assert set(one[0].informs) == {("fabric", "NVLink4", "efficiency")}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 200), st.floats(0.01, 0.3), st.floats(0.01, 1.0))
+def test_a_held_out_residual_is_brought_to_the_fit_of_every_run(runs, noise, spread):
+    """Each held-out residual comes from a fit of one run fewer than the plan's: the factor is
+    below 1, grows toward 1 with the runs (one run more matters less), and is 1 with no prior
+    to shrink toward (a spread of 0: nothing fitted)."""
+    from gclc.solver.calibrate.calibrate import held_out_shrink
+
+    factor = held_out_shrink(runs, noise, spread)
+    assert 0 < factor < 1
+    assert held_out_shrink(runs + 1, noise, spread) >= factor
+    assert held_out_shrink(runs, noise, 0.0) == 1.0

@@ -34,10 +34,12 @@ def test_a_job_infeasible_by_tpot_alone_is_not_blamed_on_hbm(tmp_path):
 
 
 def test_a_job_infeasible_by_hbm_alone_is_not_blamed_on_tpot(tmp_path):
-    # 10 ms breaks most configurations' TPOT on the default engine (it is feasible at 3 % of
-    # HBM), but no configuration fits 1 % of HBM
-    assert plan_serve(_job(tmp_path, "10 ms", "3%")).best is not None
-    plan = plan_serve(_job(tmp_path, "10 ms", "1%"))
+    # 12 ms breaks most configurations' TPOT on the default engine (it is feasible at 3 % of
+    # HBM), but no configuration fits 1 % of HBM. (It was 10 ms until a TP group across the
+    # example's 4-chip sleds paid vLLM's NCCL all-reduce, not its one-shot kernel: the best
+    # reaches 10.1 ms now.)
+    assert plan_serve(_job(tmp_path, "12 ms", "3%")).best is not None
+    plan = plan_serve(_job(tmp_path, "12 ms", "1%"))
     assert plan.best is None
     assert any(re.match(r".+custom_dsa\.gcl:\d+:\d+: `memory <= 1%` is broken by every one of \d+ configurations",
                         b) for b in plan.binding), plan.binding

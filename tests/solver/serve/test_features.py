@@ -131,19 +131,18 @@ def test_a_plan_with_thousand_step_scheduling_rounds_completes_and_meets_its_slo
     the plan splits prefill (never multi-step) from decode, and needs more GPUs than with
     every-step scheduling, since a handed-over sequence waits for its decode replica's round
     to end (fewer sequences per replica, shorter waits). Whatever it chooses meets the SLOs
-    in its full simulation. (Its TPOT P90 is 25 ms, where the every-step plan's is 20 ms: at 20 ms
-    the rounds need 15 decode replicas of 16 GPUs, and since a decode pool of more replicas draws
-    more (it holds requests on more GPUs: solver/serve/screen.py pool_share) the search weighs the
-    splits with a 2-GPU prefill replica first, whose 14 decode replicas break it, and its budget
-    of simulations runs out before a plan is found; a looser bound still needs more GPUs.)"""
+    in its full simulation, at the every-step plan's TPOT P90 of 20 ms. (At 20 ms the rounds need
+    a 1-GPU prefill replica and 14 decode replicas; the search weighs the splits with a 2-GPU
+    prefill first, whose decode pools run out of GPUs, so once half its budget of simulations is
+    spent without a plan it sees through the candidate with the most room left to grow: it was
+    the one in hand, which could not end in a plan, and the search stopped undecided.)"""
     source = SOURCE.replace("  requests = 200\n", "  requests = 200\n  engine { scheduler_steps = 1000 }\n")
-    source = source.replace("tpot.p90 <= 20 ms", "tpot.p90 <= 25 ms")
     steps = serve_entity(check_text(source, str(ROOT / "tests" / "data" / "serve_features.gcl")).design)
     assert steps.get("engine").get("scheduler_steps") == 1000
     every, rounds = plan_serve(ENTITY), plan_serve(steps)
     assert rounds.decode is not None and rounds.mode == "disaggregated" and rounds.prefill is not None
     assert not rounds.outcome.stopped and rounds.outcome.percentile("ttft", 99) <= 0.3
-    assert rounds.outcome.percentile("tpot", 90) <= 0.025
+    assert rounds.outcome.percentile("tpot", 90) <= 0.020
     assert rounds.decode.gpus + rounds.prefill.gpus > every.decode.gpus
 
 
@@ -231,9 +230,10 @@ def test_the_features_example_states_each_feature_it_uses():
 def test_a_demand_no_configuration_keeps_up_with_names_no_slo_the_job_never_stated():
     """A job without an SLO fails a simulation only by falling behind its arrivals: the
     verdict says so, instead of sending the user to look for SLO percentiles (hostile round 4:
-    99,999 draft tokens a step)."""
+    99,999 draft tokens a step, refused now where written: 2,047, the most one iteration's token
+    budget verifies, still makes every step too slow to keep up)."""
     text = (ROOT / "examples" / "chat_serve_features.gcl").read_text()
-    text = text.replace("tokens = 3  acceptance", "tokens = 99999  acceptance")
+    text = text.replace("tokens = 3  acceptance", "tokens = 2047  acceptance")
     text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("slo {"))
     p = plan_serve(serve_entity(check_text(text, "spec.gcl").design))
     demand = [r for r in p.binding if r.startswith("demand:")]

@@ -1,0 +1,50 @@
+"""The engines' own tensor-parallel all-reduce kernels inside one host, as measured: a decode
+step's all-reduce (tens to hundreds of KB) is bound by the kernel's launch, its cross-GPU barrier
+and its peer loads, not by the NVLink rate the tiers' alpha-beta price assumes (which puts 256 KB
+over 4 H100s at about 3 us where the kernels take 14-21 us).
+
+Source [sgl2904]: sgl-project/sglang pull 2904 (2025-01-15, "optimize custom allreduce kernel"),
+"unit test performance in H100 (without cuda graph)", tests/test_trt_reduce.py: latency in ms by TP
+size (2 / 4 / 8) and message size in bytes, for vLLM's custom all-reduce (`vllm`, the kernel of
+vllm/distributed/device_communicators/custom_all_reduce.py, which SGLang 0.3 imported with vLLM's
+distributed layer) and SGLang's own kernel after that pull (`sglang`, adapted from TensorRT-LLM's).
+Measured outside a CUDA graph, so each time holds one kernel launch, which the replica model does
+not charge an all-reduce elsewhere. ASSUMPTION: other NVLink parts take the H100's times (the
+barrier and the launch do not scale with the link); between the sizes measured the time is
+interpolated linearly, below them the smallest's, and above them the largest's, beyond which the
+tiers' price (bandwidth-bound) takes over where it is higher. TensorRT-LLM's kernels (fused with
+the norms, Lamport one-shot) publish no such table: their engines keep the tiers' price (`tiers`).
+"""
+
+from __future__ import annotations
+
+import bisect
+
+SIZES = (512, 4096, 32768, 262144, 524288, 1048576)     # bytes
+# seconds by TP size, at SIZES ([sgl2904])
+KERNELS = {
+    "vllm": {2: (9.5e-6, 8.8e-6, 8.7e-6, 12.9e-6, 17.7e-6, 26.6e-6),
+             4: (9.1e-6, 8.5e-6, 9.2e-6, 20.6e-6, 26.9e-6, 40.2e-6),
+             8: (10.1e-6, 9.3e-6, 11.8e-6, 24.1e-6, 30.4e-6, 45.0e-6)},
+    "sglang": {2: (3.7e-6, 3.9e-6, 4.5e-6, 7.9e-6, 12.5e-6, 19.9e-6),
+               4: (4.8e-6, 3.7e-6, 4.8e-6, 13.9e-6, 20.2e-6, 31.1e-6),
+               8: (5.9e-6, 5.7e-6, 7.8e-6, 16.7e-6, 22.1e-6, 33.8e-6)},
+}
+KINDS = ("tiers", *KERNELS)
+
+
+def measured(kernel: str, nbytes: float, tp: int) -> float:
+    """Seconds of one all-reduce of `nbytes` over `tp` GPUs by the engine's `kernel` (0 for
+    `tiers`, an engine priced on the tiers alone, and for one GPU); a TP size between those
+    measured takes the nearer one's times (the larger on a tie)."""
+    if kernel == "tiers" or tp < 2:
+        return 0.0
+    table = KERNELS[kernel]
+    times = table[min(table, key=lambda t: (abs(t - tp), -t))]
+    if nbytes <= SIZES[0]:
+        return times[0]
+    if nbytes >= SIZES[-1]:
+        return times[-1]
+    i = bisect.bisect_left(SIZES, nbytes)
+    share = (nbytes - SIZES[i - 1]) / (SIZES[i] - SIZES[i - 1])
+    return times[i - 1] + share * (times[i] - times[i - 1])
