@@ -39,14 +39,42 @@ def least_memory_by_microbatch(shape: ModelShape, cfg: TrainConfig, recompute: s
     """For each of `microbatches` in turn, the least over `vps` of `memory_grid(shape, cfg,
     (recompute,), (zero,), vps, microbatch, chip)` (equal to the last bit), what does not depend on
     the micro-batch computed once: a search asks it of every micro-batch of every layout."""
+    least = _least_at(shape, cfg, recompute, zero, vps, chip)
+    return map(least, microbatches)
+
+
+def fitting_microbatches(shape: ModelShape, cfg: TrainConfig, recompute: str, zero: int, vps,
+                         microbatches, limit: float, chip: Accelerator | None = None) -> int:
+    """How many of `microbatches` (ascending) fit in `limit` bytes at their least memory
+    (`least_memory_by_microbatch`'s values <= limit). Memory never grows as the micro-batch
+    shrinks, so those that fit lead the list: the largest is tried first (every one fits,
+    the usual case), then the edge is bisected, a few micro-batches computed instead of all."""
+    least = _least_at(shape, cfg, recompute, zero, vps, chip)
+    lo, hi = 0, len(microbatches) - 1   # the first `lo` fit; the one at `hi` does not
+    if hi < 0 or least(microbatches[hi]) <= limit:
+        return hi + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if least(microbatches[mid]) <= limit:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _least_at(shape: ModelShape, cfg: TrainConfig, recompute: str, zero: int, vps, chip: Accelerator | None):
+    """micro-batch -> the least memory over `vps` at it, what does not depend on the micro-batch
+    computed once."""
     state, gathered = _state_total(shape, cfg, zero), gathered_bytes(shape, cfg, zero)
     kept = _kept(shape, cfg, recompute)
     outside = outside_allocator(cfg, chip)
-    for mb in microbatches:
+
+    def least(mb: int) -> float:
         tokens = _tokens(cfg, mb)
         logits = _logits_bytes(shape, cfg, tokens)
-        yield min(_total(cfg, state, *_binding(shape, cfg, kept, tokens, flight, logits)[0], gathered, outside)
-                  for flight in _flights(cfg, vps, mb))
+        return min([_total(cfg, state, *_binding(shape, cfg, kept, tokens, flight, logits)[0], gathered, outside)
+                    for flight in _flights(cfg, vps, mb)])
+    return least
 
 
 def least_memory_by_zero(shape: ModelShape, cfg: TrainConfig, recompute: str, zeros, vps,

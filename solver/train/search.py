@@ -87,7 +87,7 @@ import time
 
 from ...model.config import TrainConfig
 from ...model.job import Job
-from ...model.train.memory_grid import least_memory_by_microbatch
+from ...model.train.memory_grid import fitting_microbatches
 from ...model.train.step import (
     Estimate,
     bound_terms,
@@ -310,12 +310,8 @@ class _Search:
         all_vps = space_def.vp_candidates(job, pp)
         # the least-memory configuration of the smallest micro-batch: the others' memory is read off it
         frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
-        fitting = 0
-        for least in least_memory_by_microbatch(job.shape, frugal, self.frugal_recompute, self.top_zero, all_vps,
-                                                [mb for mb, _ in inner], job.partition.node.accelerator):
-            if least > self.lim.memory:   # nor does any larger micro-batch fit
-                break
-            fitting += 1
+        fitting = fitting_microbatches(job.shape, frugal, self.frugal_recompute, self.top_zero, all_vps,
+                                       [mb for mb, _ in inner], self.lim.memory, job.partition.node.accelerator)
         self.pruned["memory"] += sum(leaves[fitting:])
         if not fitting:
             return

@@ -24,12 +24,18 @@ from ...model.ranks import rank_partition
 from .bounds import SAFETY
 
 
-def raised(step: float, traffic: dp_sync.Traffic, zero: int, microbatches: int, overlap: bool) -> float:
+def raised(step: float, traffic: dp_sync.Traffic, zero: int, microbatches: int, overlap: bool,
+           kinks: tuple[float, ...] | None = None) -> float:
     """The least step of a configuration with this synchronization whose other terms take at
-    least `step` seconds (see the module docstring)."""
+    least `step` seconds (see the module docstring). `kinks`: `dp_sync.kinks` of the traffic,
+    if known (the search keeps them with each layout's traffic)."""
     m = microbatches
-    candidates = [step, *[m * kink for kink in dp_sync.kinks(traffic, zero, overlap) if m * kink > step]]
-    return min([s + dp_sync.exposed(traffic, zero, m, overlap, s / m) for s in candidates])
+    least = step + dp_sync.exposed(traffic, zero, m, overlap, step / m)
+    for kink in dp_sync.kinks(traffic, zero, overlap) if kinks is None else kinks:
+        if m * kink > step:
+            s = m * kink
+            least = min(least, s + dp_sync.exposed(traffic, zero, m, overlap, s / m))
+    return least
 
 
 def _group_stride(order: tuple[str, ...], tp: int, pp: int, dp: int, cp: int) -> int:
@@ -63,7 +69,7 @@ class SyncFloor:
         self.fitting: dict[tuple, tuple[int, ...]] = {}
 
     def layout_traffic(self, layout: tuple, zeros) -> tuple[bool, tuple]:
-        """(overlapped, the distinct (ZeRO stage, traffic) pairs) of a layout (tp, pp, dp, cp,
+        """(overlapped, the distinct (ZeRO stage, traffic, its kinks)) of a layout (tp, pp, dp, cp,
         ep, orders, a micro-batch it runs) at each of `zeros` (stages 1 to 3 run the same
         collectives: model/train/dp_sync.py)."""
         key = layout[:5] + (zeros,)
@@ -81,7 +87,9 @@ class SyncFloor:
                     cfg = self.make_config(tp, pp, dp, cp, ep, mb, 1, "none", stages[0], order)
                     traffic = dp_sync.traffic(self.job.shape, cfg, partition)
                     pairs += [(zero, traffic) for zero in stages if (zero, traffic) not in pairs]
-            found = self.traffics[key] = (cfg is not None and cfg.overlaps_dp, _least(pairs))
+            overlap = cfg is not None and cfg.overlaps_dp
+            found = self.traffics[key] = (overlap, tuple((zero, traffic, dp_sync.kinks(traffic, zero, overlap))
+                                                         for zero, traffic in _least(pairs)))
         return found
 
     def fitting_zeros(self, layout: tuple) -> tuple[int, ...]:
@@ -107,4 +115,4 @@ class SyncFloor:
         if not zeros:
             return step
         overlap, pairs = self.layout_traffic(layout, zeros)
-        return min([raised(step, traffic, zero, microbatches, overlap) for zero, traffic in pairs]) * SAFETY
+        return min([raised(step, traffic, zero, microbatches, overlap, kinks) for zero, traffic, kinks in pairs]) * SAFETY

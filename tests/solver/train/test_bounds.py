@@ -262,9 +262,10 @@ def test_the_searchs_shortcuts_equal_the_model(p):
 def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p):
     """What the search reads off one configuration for others, to the last bit: memory at
     another micro-batch or ZeRO stage (`memory_grid`'s, `least_memory_by_microbatch`'s,
-    `least_memory_by_zero`'s), and the compute term, model FLOPs and MoE overhead at another pipeline depth (`compute_by_depth`)."""
+    `least_memory_by_zero`'s; `fitting_microbatches`'s count), and the compute term, model FLOPs and MoE overhead at another pipeline depth (`compute_by_depth`)."""
 
-    from gclc.model.train.memory_grid import least_memory_by_microbatch, least_memory_by_zero, memory_grid
+    from gclc.model.train.memory_grid import (fitting_microbatches, least_memory_by_microbatch, least_memory_by_zero,
+                                              memory_grid)
     from gclc.model.train.step import compute_by_depth, compute_time, moe_overhead_time
 
     job = designs.job(p)
@@ -278,6 +279,13 @@ def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p)
         least = list(least_memory_by_microbatch(job.shape, c, "full", 3, (1, 2), mbs))
         assert least == [min(memory(job.shape, attrs.evolve(c, microbatch=mb, recompute="full", zero=3, vp=vp)).total
                              for vp in (1, 2)) for mb in mbs]
+        # the bisected count of micro-batches that fit is the linear scan's (where the least
+        # memory rises with the micro-batch, as test_memory_monotonicity_the_pruning_uses checks
+        # up to rounding)
+        limits = [0.0, *least, *[(a + b) / 2 for a, b in zip(least, least[1:])], 2 * least[-1]]
+        for limit in limits if least == sorted(least) else ():
+            scan = next((i for i, need in enumerate(least) if need > limit), len(mbs))
+            assert fitting_microbatches(job.shape, c, "full", 3, (1, 2), mbs, limit) == scan
         for mb in mbs:   # every ZeRO stage at once (the sync bound's memory filter)
             assert least_memory_by_zero(job.shape, c, "selective", (0, 1, 2, 3), (1, 2), mb) == [
                 next(least_memory_by_microbatch(job.shape, c, "selective", z, (1, 2), [mb])) for z in (0, 1, 2, 3)]
