@@ -110,7 +110,6 @@ def host_moves(e: Estimate, engine_weights: float, reference_share: float, coloc
     seconds = reference_swap(e, reference_share, link) if reference_share > 0 else 0.0
     if colocated or stack.optimizer_out_apart:
         seconds += optimizer_round_trip(e, link, stack)
-    if colocated:
-        if not shared:
-            seconds += weights_round_trip(e.memory.weights + engine_weights, link)
+    if colocated and not shared:
+        seconds += weights_round_trip(e.memory.weights + engine_weights, link)
     return seconds

@@ -169,6 +169,7 @@ def _sizes(low: int, high: int, step: int) -> list[int]:
 
 def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> SchedJob | None:
     from ..train.plan import plan as make_plan
+    from ..train.review import fewer_gpus
 
     plan_fn = plan_fn or make_plan
     partitions, prefer = _ordered(entity, graph)
@@ -185,9 +186,14 @@ def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> Sch
                                           curves)
     if not options:
         span = entity.span_of(next((f for f in ("min_gpus", "gpus") if entity.get(f)), "on"))
-        what = (_fills_none(entity.name, *fewer) if fewer else
-                f"`{entity.name}` has no feasible plan on {want_low:,} to {want_high:,} GPUs of the partitions it may use")
-        notes = (_fewer_help(*fewer, plan_fn) if fewer else ["help: `gclc plan` on the job says why it has no feasible plan"])
+        if fewer:
+            job, best = fewer
+            reason, fill = fewer_gpus(job, best.config)
+            what = f"`{entity.name}` asks for {job.gpus:,} GPUs, but its best plan on them uses {best.config.gpus:,}: {reason}"
+            notes = _fewer_help(job, best, fill, plan_fn)
+        else:
+            what = f"`{entity.name}` has no feasible plan on {want_low:,} to {want_high:,} GPUs of the partitions it may use"
+            notes = ["help: `gclc plan` on the job says why it has no feasible plan"]
         problems.append(codes.NO_FEASIBLE_SIZE.make(span, what=what, notes=notes))
         return None
     work, unit = _work(entity, job0.batch, job0.seq, options[0])
@@ -204,24 +210,13 @@ def _train(entity, cluster, graph, rates, plan_fn, problems, curves=None) -> Sch
                     getattr(entity.get("tenant"), "name", ""), user=entity.get("user") or "")
 
 
-def _fills_none(name: str, job: Job, best) -> str:
-    """A stated size the best plan leaves partly idle: the schedule holds exactly `gpus`, so
-    it says which constraint or trade-off keeps the plan below them."""
-    from ..train.review import fewer_gpus
-
-    return (f"`{name}` asks for {job.gpus:,} GPUs, but its best plan on them uses {best.config.gpus:,}: "
-            + fewer_gpus(job, best.config)[0])
-
-
-def _fewer_help(job: Job, best, plan_fn) -> list[str]:
-    """The two ways out: the plan's own size, or a dp pinned to fill the stated one (planned
+def _fewer_help(job: Job, best, fill: int | None, plan_fn) -> list[str]:
+    """A stated size the best plan leaves partly idle (the schedule holds exactly `gpus`): the
+    two ways out, the plan's own size or `fill` replicas pinned to fill the stated one (planned
     here, so that the note says what it costs)."""
-    from ..train.review import fewer_gpus
-
     used = best.config.gpus
     notes = [f"help: run it on {used:,} GPUs with `min_gpus = {used}` (or `gpus = {used}`): "
              f"{number(best.tokens_per_s)} tokens/s"]
-    fill = fewer_gpus(job, best.config)[1]
     filled = plan_fn(attrs.evolve(job, pinned={**job.pinned, "dp": fill}), "throughput", 0).best if fill else None
     if filled is not None and filled.config.gpus == job.gpus:
         notes.append(f"help: or hold all {job.gpus:,} with `dp = {fill}` in its `parallelism`: "
