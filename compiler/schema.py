@@ -470,6 +470,7 @@ TRAIN = Block(
      "master_weights": Choice(MASTER_WEIGHTS, "the copy of the weights Adam updates (`none`: the weights "
                                               "themselves)"),
      "main_grads": Choice(MAIN_GRADS, "the format of the gradient buffer Adam reads and data parallelism reduces"),
+     "precision_aware_optimizer": FLAG,
      "fp8_params": FLAG,
      **OBJECTIVES, **SHARED},
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
@@ -481,7 +482,11 @@ TRAIN = Block(
         "distributed Adam with a bf16 state). Both change the optimizer's memory, its step's HBM traffic and "
         "the checkpoint. `main_grads`: the gradients Adam reads (Megatron's --main-grads-dtype; default fp32, "
         "with the stack's gradient reduction; bf16: the gradient buffer, the data-parallel reduction and "
-        "Adam's read all in bf16). `fp8_params = true` (an fp8 `precision`): the weights are kept and gathered in "
+        "Adam's read all in bf16). `precision_aware_optimizer`: Megatron-Core's precision-aware optimizer "
+        "(--use-precision-aware-optimizer, Transformer Engine's FusedAdam; default: true when any of the three "
+        "is narrower than fp32, which it needs); with fp32 dtypes it keeps the fp32 master as the 16 bits the bf16 "
+        "weights lack (10 bytes a parameter, not 12); megatron, megatron_core and nemo stacks only, with the "
+        "distributed optimizer or FSDP (ZeRO 1-3). `fp8_params = true` (an fp8 `precision`): the weights are kept and gathered in "
         "the GEMMs' fp8 format only, no bf16 copy (Megatron's --fp8-param-gather, NeMo's fp8_params)",
 )
 # Request lengths: a fixed count or a distribution (tokens; sampled with a fixed seed).
@@ -568,10 +573,11 @@ RL_GENERATE = Block(
 RL_TRAIN = Block(
     {"on": Targets(), "gpus": COUNT, "precision": PRECISION, "software": Choice(SOFTWARE_STACKS, "a software stack"),
      "optimizer_state": TRAIN.fields["optimizer_state"], "master_weights": TRAIN.fields["master_weights"],
-     "main_grads": TRAIN.fields["main_grads"]},
+     "main_grads": TRAIN.fields["main_grads"],
+     "precision_aware_optimizer": TRAIN.fields["precision_aware_optimizer"]},
     blocks={"parallelism": PARALLELISM},
     doc="the training pool: the partition it runs `on`, its `gpus`, the training stack and its pins (as a "
-        "train job's); it also scores the samples (reference, reward and critic forwards, the policy's "
+        "train job's; `precision_aware_optimizer` defaults to the RL stack's: NeMo-RL runs it); it also scores the samples (reference, reward and critic forwards, the policy's "
         "old log-probabilities)")
 RL = Block(
     {"model": PartRef(("model",)), "reference": PartRef(("model",)), "reward": PartRef(("model",)),

@@ -94,6 +94,9 @@ class TrainConfig:
     # The main gradients Adam reads (model/train/optimizer.py `grad_bytes`): fp32, or bf16 buffers
     # that the data-parallel reduction and Adam read as they are.
     main_grads: str = "fp32"
+    # Megatron-Core's precision-aware optimizer stated even with fp32 dtypes (model/train/optimizer.py
+    # `precision_aware`: narrower dtypes imply it), whose fp32 master may be kept as 16-bit remainders
+    precision_aware_optimizer: bool = False
     # The weights kept in the GEMMs' fp8 format only, no bf16 copy (Megatron-LM --fp8-param-gather,
     # NeMo fp8_params; model/train/memory.py `weight_bytes`)
     fp8_params: bool = False

@@ -7,8 +7,10 @@ from __future__ import annotations
 from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
 from ..compiler.ir import ClusterGraph, Partition
 from ..compiler.lower import lower_cluster
+from ..compiler.rules.optimizer import DEFAULT as RULES_DEFAULT_STACK, MEGATRON_CORE
 from .config import DEFAULT_STACK, TrainConfig
 from .shape import ModelShape
+assert RULES_DEFAULT_STACK == DEFAULT_STACK, "the optimizer checks and the model default the same stack"
 from ..dsl.records import frozen
 
 
@@ -46,6 +48,7 @@ class Job:
     optimizer_state: str = "fp32"  # Adam's moments as stored (model/train/optimizer.py)
     master_weights: str = "fp32"   # the master weights Adam updates, or `none`
     main_grads: str = "fp32"       # the main gradients Adam reads
+    precision_aware_optimizer: bool = False   # Megatron's precision-aware optimizer stated (fp32 dtypes too)
     fp8_params: bool = False       # weights kept in the GEMMs' fp8 format only (model/train/memory.py)
     checkpoint_keep: int = 0       # checkpoints retained where they are written (`checkpoint { keep }`; 0: not stated)
 
@@ -154,6 +157,7 @@ def job_from_entity(entity: Entity) -> Job:
                entity.get("software") is not None, _stated(entity, "checkpoint.size"),
                _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity),
                fp8_params=bool(entity.get("fp8_params", False)),
+               precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)),
                checkpoint_keep=int(entity.get("checkpoint.keep") or 0))
 
 
@@ -178,14 +182,24 @@ def stated_fields(job: Job) -> frozenset[str]:
 
 def job_optimizer(job: Job) -> dict[str, object]:
     """The optimizer's precisions of a job and whether its weights are kept in fp8, as TrainConfig fields."""
-    return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params}
+    return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params,
+            "precision_aware_optimizer": job.precision_aware_optimizer}
+
+
+def needs_distributed_optimizer(job: Job) -> bool:
+    """Megatron's precision-aware optimizer, stated or implied by a narrower dtype on a Megatron-LM stack
+    (NeMo's may be Apex's distributed Adam), runs only with the distributed optimizer or FSDP
+    (OptimizerConfig asserts it; compiler/rules/optimizer.py refuses a pinned ZeRO 0)."""
+    narrower = any(getattr(job, k) != "fp32" for k in OPTIMIZER_FIELDS)
+    return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_CORE)
 
 
 def state_config(entity: Entity) -> TrainConfig:
     """What the optimizer state's size reads of a train job, without planning it (the
     checkpoint of a schedule: solver/schedule)."""
     return TrainConfig(batch=1, seq=1, precision=str(_plain(entity.get("precision", Symbol("bf16")))),
-                       stack=str(_plain(entity.get("software", Symbol(DEFAULT_STACK)))), **optimizer_fields(entity))
+                       stack=str(_plain(entity.get("software", Symbol(DEFAULT_STACK)))), **optimizer_fields(entity),
+                       precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)))
 
 
 def _stated(entity: Entity, path: str) -> float:

@@ -9,8 +9,9 @@ from typing import Iterator
 from ...dsl import codes
 from ..formats import family
 from ...dsl.diagnostics import Diagnostic, Label
-from ..design import Design, Entity, Partition
+from ..design import Design, Entity, Partition, Record
 from ..lower import lower_cluster
+from .optimizer import optimizer_problems
 from .rl import rl_train_pool
 
 
@@ -21,6 +22,8 @@ def train_pin_problems(design: Design) -> list[Diagnostic]:
             pool = rl_train_pool(entity)   # its batch and experts are checked in rl.py and limits.py
             if pool is not None:
                 found += _train_pins(pool)
+            elif isinstance(entity.get("train"), Record):   # no pins: its optimizer's precisions all the same
+                found += optimizer_problems(Entity("train", f"{entity.name}.train", entity.get("train"), entity.span))
         elif entity.kind == "train":
             found += _train_pins(entity)
         elif entity.kind == "model":
@@ -30,7 +33,7 @@ def train_pin_problems(design: Design) -> list[Diagnostic]:
 
 def _train_pins(job: Entity) -> list[Diagnostic]:
     return [*_shard(job), *_recompute(job), *_offload(job), *_search(job), *_fp8_params(job), *_moe_act(job),
-            *_dispatcher(job), *_ep_overlap(job)]
+            *_dispatcher(job), *_ep_overlap(job), *optimizer_problems(job)]
 
 
 def _pins(job: Entity):

@@ -9,9 +9,8 @@ and nemo_rl/algorithms/grpo.py `refit_policy_generation`, v0.5.0-v0.7.0; vLLM's 
   true`) Transformer Engine's FusedAdam holds the master weights in its state beside Adam's
   moments, the master as the 16 bits the bf16 weight lacks (Megatron-Core's `store_param_remainders`,
   default True: model/rl/stacks.py [pao]): 10 bytes a parameter move, not the 12 of a whole fp32
-  master (`optimizer_bytes`; the training model's memory check still counts 12 with fp32 dtypes, as a
-  train job's precision-aware optimizer is stated by a narrower dtype: an over-count of a sixth of the
-  optimizer state, on the safe side);
+  master. The training pool states that optimizer as a train job does (`precision_aware_optimizer`,
+  defaulted to the RL stack's: model/rl/job.py), so the state that moves is the training model's own;
 - apart from its engines, a training pool of NeMo-RL v0.4 (before pull 1404: `stack = nemo_rl_0_4`)
   moves Adam's state out and back too, the same pageable round trip, before scoring;
 - colocated, the training weights go to host memory after the refit and back before scoring
@@ -37,7 +36,6 @@ from __future__ import annotations
 
 from ...compiler.ir import Partition
 from ..comms import HOST_LINK_EFFICIENCY
-from ..train.optimizer import REMAINDER_STACKS, precision_aware, state_bytes
 from ..train.step import Estimate
 from .stacks import RLStack, stack as rl_stack
 
@@ -69,21 +67,9 @@ def host_link(partition: Partition) -> float:
     return (partition.node.host_link or HOST_LINK) * HOST_LINK_EFFICIENCY
 
 
-def optimizer_bytes(e: Estimate, stack: RLStack) -> float:
-    """Bytes per GPU of Adam's state that move: the training model's, less the 16 bits of the fp32 master
-    the bf16 weight holds where the stack runs Megatron's precision-aware optimizer with fp32 dtypes (which
-    the training model counts whole: a train job states that optimizer by a narrower dtype)."""
-    c = e.config
-    whole = state_bytes(c)
-    if (not stack.remainder_master or precision_aware(c) or c.master_weights != "fp32" or c.precision == "fp16"
-            or c.stack not in REMAINDER_STACKS or c.zero not in (1, 2) or whole <= 0):
-        return e.memory.optimizer
-    return e.memory.optimizer * (whole - 2) / whole
-
-
-def optimizer_round_trip(e: Estimate, link: float, stack: RLStack | None = None) -> float:
-    """The optimizer state out to fresh pageable memory and back."""
-    nbytes = optimizer_bytes(e, stack or rl_stack(None))
+def optimizer_round_trip(e: Estimate, link: float) -> float:
+    """Adam's state per GPU, as the training model holds it, out to fresh pageable memory and back."""
+    nbytes = e.memory.optimizer
     return nbytes / min(link, PAGEABLE_OUT) + nbytes / min(link, PAGEABLE_IN)
 
 
@@ -109,7 +95,7 @@ def host_moves(e: Estimate, engine_weights: float, reference_share: float, coloc
     link = host_link(partition)
     seconds = reference_swap(e, reference_share, link) if reference_share > 0 else 0.0
     if colocated or stack.optimizer_out_apart:
-        seconds += optimizer_round_trip(e, link, stack)
+        seconds += optimizer_round_trip(e, link)
     if colocated and not shared:
         seconds += weights_round_trip(e.memory.weights + engine_weights, link)
     return seconds

@@ -15,11 +15,13 @@ from ...compiler.lower import lower_cluster
 from ...dsl.units import BYTES, NONE, Quantity
 from ..job import Job, JobError, job_from_entity
 from ..shape import ModelShape
+from ..train.optimizer import REMAINDER_STACKS
 from ...dsl.records import frozen
 from .stacks import DEFAULT, STACKS, RLStack, stack
 
 # Fields of a train job the training pool's block passes on (compiler/schema.py RL_TRAIN).
-TRAIN_FIELDS = ("precision", "software", "optimizer_state", "master_weights", "main_grads", "parallelism")
+TRAIN_FIELDS = ("precision", "software", "optimizer_state", "master_weights", "main_grads", "precision_aware_optimizer",
+                "parallelism")
 
 
 @frozen
@@ -154,4 +156,8 @@ def _pool_train_job(job: RLJob, model: Entity, partition: Partition, gpus: int, 
     bound = Bound("memory", "<=", Quantity(Fraction(max(0, math.floor(memory))), BYTES))
     items.append(Item("subject to", Record((Item("memory", bound, at),)), at))
     train = Entity("train", f"{job.name}.train", Record(tuple(items)), span)
-    return attrs.evolve(job_from_entity(train), gpus=gpus)
+    pool_job = job_from_entity(train)
+    # NeMo-RL runs Megatron's precision-aware optimizer unless the pool says otherwise (model/rl/stacks.py [pao])
+    aware = pool.get("precision_aware_optimizer")
+    aware = job.stack.remainder_master and pool_job.stack in REMAINDER_STACKS if aware is None else bool(aware)
+    return attrs.evolve(pool_job, gpus=gpus, precision_aware_optimizer=aware)

@@ -148,7 +148,8 @@ def model_states(shape: ModelShape, cfg: TrainConfig, zeros) -> list[tuple[float
     """`model_state(shape, cfg, zero)` for each of `zeros` in turn (the parameters and the bytes
     per parameter, which no ZeRO stage changes, read once: a search asks every stage of a layout)."""
     common = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack)
-    tail = (cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params, cfg.grad_reduce)
+    tail = (cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params, cfg.grad_reduce,
+            cfg.precision_aware_optimizer)
     out, parts = [], None
     for zero in zeros:
         key = common + (zero,) + tail
@@ -156,9 +157,10 @@ def model_states(shape: ModelShape, cfg: TrainConfig, zeros) -> list[tuple[float
         if state is None:
             if parts is None:
                 grads = FSDP_ACCUMULATION_BYTES if cfg.pp > 1 and cfg.stack in FSDP_STACKS else grad_bytes(cfg)
-                parts = (dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg),
-                         (weight_bytes(cfg), grads, state_bytes(cfg)))
+                parts = (dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg), (weight_bytes(cfg), grads))
             dense, experts, per_param = parts
+            # the master's remainders depend on the stage (ZeRO 1-2 only): the state's bytes at `zero`, not cfg's
+            per_param += (state_bytes(cfg if zero == cfg.zero else attrs.evolve(cfg, zero=zero)),)
             on_dense, on_experts = _divisors(cfg, zero), _divisors(cfg, zero, expert=True)
             state = _remember(_STATE, key, tuple(b * (dense / d + experts / e)
                                                  for b, d, e in zip(per_param, on_dense, on_experts)))

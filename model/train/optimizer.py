@@ -41,11 +41,26 @@ WEIGHT_BYTES = 2    # the bf16 weights the GEMMs read (their fp8 copy apart: mod
 REMAINDER_STACKS = ("megatron_core", "nemo")
 
 
-def precision_aware(cfg: TrainConfig) -> bool:
-    """True when the optimizer stores or reads anything narrower than mixed-precision Adam's fp32
-    (Megatron's --use-precision-aware-optimizer, which any of the three dtypes needs:
-    OptimizerConfig.__post_init__ asserts fp32 without it)."""
+def narrower(cfg: TrainConfig) -> bool:
+    """True when the optimizer stores or reads anything narrower than mixed-precision Adam's fp32."""
     return cfg.optimizer_state != "fp32" or cfg.master_weights != "fp32" or cfg.main_grads != "fp32"
+
+
+def precision_aware(cfg: TrainConfig) -> bool:
+    """Megatron's --use-precision-aware-optimizer: stated (`precision_aware_optimizer = true`, fp32
+    dtypes too), or implied by a narrower dtype, which needs it (OptimizerConfig.__post_init__ asserts
+    fp32 without it; compiler/rules/train.py refuses a narrower dtype stated beside `false`)."""
+    return cfg.precision_aware_optimizer or narrower(cfg)
+
+
+def te_holds_master(cfg: TrainConfig) -> bool:
+    """Transformer Engine's FusedAdam holds the master (where it may keep remainders) unless an fp8
+    recipe other than delayed scaling makes Megatron-Core keep an fp32 one itself:
+    OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8 (megatron/core/optimizer/
+    optimizer_config.py, core_v0.16.1) is false with main_params_dtype fp32 and fp8_recipe mxfp8,
+    tensorwise or blockwise, as gclc's `mxfp8` is (views/export/megatron.py writes `fp8` as delayed
+    scaling on Hopper; on Blackwell it writes mxfp8, which this config, without the chip, cannot see)."""
+    return cfg.master_weights != "fp32" or cfg.precision != "mxfp8"
 
 
 def narrowed(cfg: TrainConfig) -> str:
@@ -72,7 +87,7 @@ def stores_remainders(cfg: TrainConfig) -> bool:
     """An fp32 master kept as 16-bit remainders of the bf16 weights by the distributed optimizer
     (ZeRO 1-2; fp16 training keeps it whole)."""
     return (precision_aware(cfg) and cfg.master_weights == "fp32" and cfg.stack in REMAINDER_STACKS
-            and cfg.zero in (1, 2) and cfg.precision != "fp16")
+            and cfg.zero in (1, 2) and cfg.precision != "fp16" and te_holds_master(cfg))
 
 
 def master_bytes(cfg: TrainConfig) -> float:

@@ -67,7 +67,7 @@ import attrs
 
 from ...compiler.schema import RECOMPUTE_MODULES, SEARCHABLE
 from ...model.config import TrainConfig
-from ...model.job import Job, job_optimizer, pinned_only
+from ...model.job import Job, job_optimizer, needs_distributed_optimizer, pinned_only
 from ...model.train.step import Estimate, estimate
 # The job's limits and the objective (solver/train/limits.py): part of the problem defined here.
 from .limits import (
@@ -210,8 +210,8 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     sp = job.pinned.get("sp")
     extras = pinned_only(job)
     zeros = (int(zero),) if zero is not None else ZERO_STAGES
-    if extras["shard"]:   # a shard group shards ZeRO state: stage 0 has none
-        zeros = tuple(z for z in zeros if z >= 1)
+    if extras["shard"] or needs_distributed_optimizer(job):   # a shard group shards ZeRO state: stage 0 has none;
+        zeros = tuple(z for z in zeros if z >= 1)   # Megatron's precision-aware optimizer needs the distributed one
     return Space(gpus, tps, pps, cps, eps,
                  (str(recompute),) if recompute is not None else RECOMPUTE,
                  zeros, None if sp is None else bool(sp), extras, searched(job))

@@ -43,14 +43,16 @@ def test_the_schema_names_the_choices_the_language_accepts():
 
 @pytest.mark.parametrize("fields, moments, master, grads", [
     ("optimizer_state = bf16  main_grads = bf16", "bf16", "fp32", "bf16"),
-    ("master_weights = none", "fp32", "none", "fp32"),
+    ("master_weights = none  software = nemo", "fp32", "none", "fp32"),   # NeMo 1.0's Apex Adam: no master
+    # Megatron's precision-aware optimizer stated with fp32 dtypes: only the master narrows, to remainders
+    ("precision_aware_optimizer = true", "fp32", "fp32", "fp32"),
 ])
 def test_a_job_that_narrows_a_precision_shows_them_all(tmp_path, capsys, fields, moments, master, grads):
     data, text = planned(capsys, design(tmp_path, fields))
     jsonschema.Draft202012Validator(SCHEMA).validate(data)
     state = data["optimizer"]
     assert (state["optimizer_state"], state["master_weights"], state["main_grads"]) == (moments, master, grads)
-    # Megatron-Core (the default stack) keeps an fp32 master as remainders under ZeRO 1-2 only
+    # Megatron-Core (the default stack) and NeMo keep an fp32 master as remainders under ZeRO 1-2 only
     assert state["master_remainders"] == (master == "fp32" and data["parallelism"]["zero"] in (1, 2))
     moment_bytes = {"fp32": 4, "bf16": 2}[moments]
     master_bytes = 2 if state["master_remainders"] else {"fp32": 4, "none": 0}[master]
@@ -67,3 +69,13 @@ def test_a_job_that_states_no_precision_has_no_optimizer_line_nor_key(tmp_path, 
     data, text = planned(capsys, design(tmp_path, "software = megatron_core"))
     assert "optimizer" not in data
     assert not any(x.startswith("  optimizer ") for x in text.splitlines())
+
+
+def test_a_master_megatron_core_cannot_hold_is_a_located_error(tmp_path, capsys):
+    """Megatron-Core's --main-params-dtype is fp32 or fp16: `none` (Apex's, NeMo 1.0) on its stack is refused
+    where it is written, not planned."""
+    path = design(tmp_path, "master_weights = none")
+    assert main(["plan", str(path)]) == 1
+    out = capsys.readouterr()
+    line = next(i for i, x in enumerate(path.read_text().splitlines(), 1) if "master_weights" in x)
+    assert f"job.gcl:{line}:" in out.out + out.err and "--main-params-dtype" in out.out + out.err

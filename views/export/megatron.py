@@ -36,7 +36,7 @@ STACKS = ("megatron", "megatron_core", "nemo")
 MXFP8_CHIPS = ("B200", "GB200", "B300", "GB300")
 
 
-def arguments(job: JobPlan, accelerator: str, vendor: str, remainders: bool = False) -> list[tuple[str, object]]:
+def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, object]]:
     """(flag, value) pairs; value True is a switch without a value."""
     _check(job, vendor)
     c, s = job.config, job.shape
@@ -67,7 +67,7 @@ def arguments(job: JobPlan, accelerator: str, vendor: str, remainders: bool = Fa
         if s.global_every:   # every k-th layer attends globally
             args.append(("--window-attn-skip-freq", s.global_every))
     args += _parallel(job, c) + _recompute(job, c) + _offload(job, c) + _precision(job, c, accelerator)
-    args += _optimizer(job, c, remainders) + _stack(c)
+    args += _optimizer(job, c) + _stack(c)
     args += [("--micro-batch-size", c.microbatch), ("--global-batch-size", c.batch)]
     return args
 
@@ -246,17 +246,19 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
     return args
 
 
-def _optimizer(job: JobPlan, c: TrainConfig, remainders: bool = False) -> list[tuple[str, object]]:
+def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     """Adam's state precisions as Megatron-Core's precision-aware optimizer (Transformer Engine's
     FusedAdam), which megatron/core/optimizer/optimizer_config.py allows only with the
     distributed optimizer or Megatron-FSDP. At core_v0.16.1 both keep master weights in fp32 or
     fp16 (--main-params-dtype; Megatron-FSDP's preserve_fp32_weights holds fp32 ones beside
     them) and main gradients in fp32 or bf16 (--main-grads-dtype, written only when bf16: fp32
-    is its default). `remainders`: the precision-aware optimizer with fp32 dtypes, which keeps the fp32
-    master as the 16 bits the bf16 weights lack (store_param_remainders, its default), as an RL stack
-    runs it (model/rl/stacks.py)."""
+    is its default). Stated with fp32 dtypes (`precision_aware_optimizer = true`, as an RL stack runs it:
+    model/rl/stacks.py) it keeps the fp32 master as the 16 bits the bf16 weights lack
+    (store_param_remainders, its default), as model/train/optimizer.py counts it."""
     if not precision_aware(c):
-        return [("--use-precision-aware-optimizer", True)] if remainders and c.zero in (1, 2) else []
+        return []
+    if c.zero == 0 and not narrowed(c):   # the RL pool's default where its plan chose plain data parallelism
+        return []
     if c.zero == 0:
         raise ExportError(f"Megatron-LM stores or reads optimizer state below fp32 only with the distributed "
                           f"optimizer (--use-precision-aware-optimizer asserts it); the plan of `{job.name}` uses "
@@ -305,8 +307,8 @@ def _grad_reduction(c: TrainConfig) -> list[tuple[str, object]]:
     return [] if c.precision == "fp16" else [("--grad-reduce-in-bf16", True)]
 
 
-def export(job: JobPlan, accelerator: str, vendor: str, source: str, remainders: bool = False) -> dict[str, str]:
-    pairs = arguments(job, accelerator, vendor, remainders)
+def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str, str]:
+    pairs = arguments(job, accelerator, vendor)
     c = job.config
     summary = (f"tp {c.tp} pp {c.pp} vp {c.vp} cp {c.cp} ep {c.ep} dp {c.dp}, micro-batch {c.microbatch}, "
                f"{c.recompute} recompute, ZeRO {c.zero}, {c.precision}, stack {job.stack}")

@@ -11,8 +11,8 @@ prefix caching (a prompt's samples share its cache in the plan), and, where the 
 their GPUs, vLLM's sleep mode (the engine's weights wait in host memory while the pool trains:
 the step's offload phase). Training gets the pool's GPUs, layout, mini-batch (the step's samples
 over `minibatches`) and the plan's mean sequence, and Megatron's precision-aware optimizer where the
-RL stack runs it (model/rl/stacks.py: NeMo-RL's, whose optimizer state the plan's host copies move
-at 10 bytes a parameter). The RL loop itself (the weight sync between
+RL stack runs it (model/rl/stacks.py: NeMo-RL's; the training pool's `precision_aware_optimizer`, whose
+state the training model counts and the plan's host copies move at 10 bytes a parameter). The RL loop itself (the weight sync between
 the two, the staleness, the scoring passes) is the RL framework's, which the files do not
 configure: the header says so.
 """
@@ -20,7 +20,6 @@ configure: the header says so.
 from __future__ import annotations
 
 from ...compiler.design import Entity
-from ...model.rl import host
 from ...model.rl.step import COLOCATED
 from ...model.shape import ModelShape
 from ...solver.rl.plan import RLPlan, plan_rl
@@ -80,8 +79,7 @@ def training(entity: Entity, source: str) -> dict[str, str]:
                  "single", (train_share(partition, config, config.gpus, job.batch),), Run(),
                  estimate.tokens_per_s, estimate, placement(estimate, job), partition)
     chip = partition.node.accelerator
-    moved = host.optimizer_bytes(estimate, plan.job.stack) < estimate.memory.optimizer   # as the plan's host copies
-    files = megatron_export(jp, chip.name, chip.vendor, source, remainders=moved)
+    files = megatron_export(jp, chip.name, chip.vendor, source)
     note = (f"# the training pool of rl job `{entity.name}`: {pool.gpus} GPUs of {pool.partition}, one optimizer step "
             f"a mini-batch; {LOOP}\n")
     return {name: note + text for name, text in files.items()}

@@ -61,7 +61,7 @@ def test_colocated_pools_copy_what_apart_ones_do_and_more(link, engine, share, s
     partition = _with_link(link)
     apart = host.host_moves(ESTIMATE, engine, share, False, shared, partition)
     together = host.host_moves(ESTIMATE, engine, share, True, shared, partition)
-    moved = host.optimizer_bytes(ESTIMATE, STACKS["nemo_rl"])
+    moved = ESTIMATE.memory.optimizer
     assert together >= apart + moved / host.PAGEABLE_OUT * (1 - 1e-12)
 
 
@@ -72,7 +72,7 @@ def test_the_copies_follow_the_software():
     e, link = ESTIMATE, host.host_link(H100)
     assert link == 64e9 * 0.85       # DGX H100's PCIe Gen5 x16 (std/nvidia.gcl) at the pinned efficiency
     engine = 3e9
-    moved = e.memory.optimizer * 10 / 12     # precision-aware Adam: the fp32 master as 16-bit remainders
+    moved = e.memory.optimizer     # precision-aware Adam's state as the training model holds it (10 B a parameter)
     optimizer = moved / 1.8e9 + moved / 16.1e9
     colocated = host.host_moves(e, engine, 1.0, True, False, H100)
     assert abs(colocated - (optimizer + 2 * (e.memory.weights + engine) / link + 3 * e.memory.weights / link)) \
@@ -86,7 +86,7 @@ def test_the_copies_follow_the_software():
 def test_pageable_copies_never_beat_pinned_ones():
     slow_link = _with_link(1e9)     # a link slower than the pageable rates caps them
     e = ESTIMATE
-    moved = host.optimizer_bytes(e, STACKS["nemo_rl"])
+    moved = e.memory.optimizer
     assert host.optimizer_round_trip(e, host.host_link(slow_link)) == 2 * moved / host.host_link(slow_link)
     assert host.optimizer_round_trip(e, host.host_link(H100)) >= host.weights_round_trip(moved, host.host_link(H100))
 
@@ -108,13 +108,24 @@ def test_a_reference_of_the_policys_shape_waits_in_host_memory_and_is_swapped():
 
 def test_the_optimizer_moves_as_nemo_rl_keeps_it():
     """NeMo-RL runs Megatron's precision-aware optimizer with fp32 dtypes (grpo_math_1B.yaml), which keeps
-    the fp32 master as 16-bit remainders: 10 of the 12 bytes a parameter the training model counts move;
-    a pool whose optimizer already states a narrower dtype is counted as it is (remainders included)."""
+    the fp32 master as 16-bit remainders: the training pool states it (its default), so the training model
+    holds 10 bytes a parameter, not 12, and that is what moves; a pool that states it off holds 12."""
+    from gclc.model.train import optimizer
+    from gclc.model.train.memory import memory
+    from gclc.solver.rl.pools import train_pool
+
     e = ESTIMATE
-    assert e.config.optimizer_state == e.config.master_weights == "fp32" and e.config.zero in (1, 2)
-    assert host.optimizer_bytes(e, STACKS["nemo_rl"]) == e.memory.optimizer * 10 / 12
-    narrow = attrs.evolve(e, config=attrs.evolve(e.config, optimizer_state="bf16"))
-    assert host.optimizer_bytes(narrow, STACKS["nemo_rl"]) == narrow.memory.optimizer
+    c = e.config
+    assert c.optimizer_state == c.master_weights == "fp32" and c.precision_aware_optimizer and c.zero in (1, 2)
+    assert optimizer.state_bytes(c) == 10
+    whole = memory(JOB.policy, attrs.evolve(c, precision_aware_optimizer=False)).optimizer
+    assert abs(whole - e.memory.optimizer * 12 / 10) <= 1e-9 * whole
+    trip = host.optimizer_round_trip(e, host.host_link(H100))
+    assert trip == e.memory.optimizer / host.PAGEABLE_OUT + e.memory.optimizer / host.PAGEABLE_IN
+    text = SMALL.read_text().replace("  generate {", "  train { precision_aware_optimizer = false }\n  generate {", 1)
+    off = rl_job(check_file(str(SMALL), text=text).design["grpo"])
+    pool = train_pool(off, off.partition("h100"), 8, 600, off.memory_of(off.partition("h100"))).policy
+    assert not pool.config.precision_aware_optimizer and optimizer.state_bytes(pool.config) == 12
 
 
 @given(links, st.floats(0, 1e11), shares, st.booleans(), st.booleans())
@@ -125,5 +136,5 @@ def test_a_release_before_pull_1404_moves_the_optimizer_apart_too(link, engine, 
     partition = _with_link(link)
     new = host.host_moves(ESTIMATE, engine, share, colocated, shared, partition, STACKS["nemo_rl"])
     old = host.host_moves(ESTIMATE, engine, share, colocated, shared, partition, STACKS["nemo_rl_0_4"])
-    trip = host.optimizer_round_trip(ESTIMATE, host.host_link(partition), STACKS["nemo_rl_0_4"])
+    trip = host.optimizer_round_trip(ESTIMATE, host.host_link(partition))
     assert old == new if colocated else abs(old - (new + trip)) <= 1e-9 * old

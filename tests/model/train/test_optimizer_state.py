@@ -38,6 +38,13 @@ def cfg(**kw) -> TrainConfig:
     ({"optimizer_state": "bf16", "stack": "fsdp"}, 2 * 2 + 4, 4 + 8 + 8 + 2),
     ({"optimizer_state": "bf16", "zero": 3}, 2 * 2 + 4, 4 + 8 + 8 + 2),
     ({"optimizer_state": "bf16", "precision": "fp16"}, 2 * 2 + 4, 4 + 8 + 8 + 2),
+    # the precision-aware optimizer stated with fp32 dtypes (NeMo-RL's default): the master as remainders
+    ({"precision_aware_optimizer": True}, 2 * 4 + 2, 4 + 16 + 4 + 4),
+    ({"precision_aware_optimizer": True, "zero": 0}, 12, 30),
+    # an mxfp8 recipe makes Megatron-Core keep the fp32 master itself (use_precision_aware_optimizer_no_fp8_or_ds_fp8)
+    ({"precision_aware_optimizer": True, "precision": "mxfp8"}, 12, 30),
+    ({"optimizer_state": "bf16", "precision": "mxfp8"}, 2 * 2 + 4, 4 + 8 + 8 + 2),
+    ({"optimizer_state": "bf16", "precision": "fp8"}, 2 * 2 + 2, 20),
 ])
 def test_state_and_step_bytes_per_parameter(fields, state, step):
     c = cfg(**fields)
@@ -90,3 +97,26 @@ def test_bf16_moments_never_slow_the_step(c, master):
     assert estimate(JOB.shape, bf16, JOB.partition).step_time <= \
         estimate(JOB.shape, fp32, JOB.partition).step_time * (1 + 1e-12)
     assert memory(JOB.shape, bf16).optimizer < memory(JOB.shape, fp32).optimizer
+
+
+@given(configs, settings_)
+def test_the_precision_aware_optimizer_never_needs_more_memory_nor_a_slower_step(c, at):
+    """Stating Megatron's precision-aware optimizer only ever narrows what is stored (the master to remainders)."""
+    off = _at(c, *at)
+    on = attrs.evolve(off, precision_aware_optimizer=True)
+    assert optimizer.state_bytes(on) <= optimizer.state_bytes(off)
+    assert memory(JOB.shape, on).total <= memory(JOB.shape, off).total * (1 + 1e-12)
+    assert estimate(JOB.shape, on, JOB.partition).step_time <= estimate(JOB.shape, off, JOB.partition).step_time * (1 + 1e-12)
+
+
+@given(configs, st.sampled_from([0, 1, 2, 3]), st.booleans())
+def test_a_stage_asked_of_another_configuration_holds_that_stages_state(c, zero, aware):
+    """model_states answers each ZeRO stage of a search from one configuration: the remainders of the
+    master (ZeRO 1-2 only) follow the stage asked, not the configuration's own."""
+    from gclc.model.train.memory import clear_caches, model_states
+
+    c = attrs.evolve(c, precision_aware_optimizer=aware)
+    clear_caches()
+    asked = model_states(JOB.shape, c, (0, 1, 2, 3))[zero]
+    clear_caches()
+    assert asked == model_state(JOB.shape, attrs.evolve(c, zero=zero))
