@@ -20,6 +20,25 @@ interposer; that is the packaging these figures measure):
   no vendor energy figure found in the sources read).
 - HBM4: HBM3e's / 1.4. SK hynix, HBM4 mass-production announcement, September 2025:
   power efficiency improved by more than 40 % over HBM3E (ESTIMATE: "more than" read as 40 %).
+
+Packaging (`hbm { packaging = interposer | stacked }`): the figures above are for HBM beside the die
+on a 2.5D interposer (`interposer`, the default). Stacked on the logic die (`stacked`, 3D, hybrid
+bonded) the same DRAM core (activation, on-die movement) sends its bits through a vertical bond
+instead of the interposer's PHYs and wires, so only the link's share changes:
+- the 2.5D link: 0.3 pJ/bit, UCIe's 2.5D (CoWoS, EMIB; 25-55 um bump pitch) PHY above 16 GT/s,
+  D. Das Sharma (Intel), IEEE Hot Interconnects 2025, "UCIe for on-package memory"
+  (convergedigest.com summary): 2.5D 0.25-0.3 pJ/b, 3D hybrid bonding 0.05-0.01 pJ/b. ESTIMATE
+  (a floor of the saving): HBM's own bidirectional multi-drop interface is less efficient than
+  UCIe's unidirectional PHY (the same talk's point), so its link costs at least this much;
+- the 3D link: 0.05 pJ/bit, the top of that hybrid-bonding range (UCIe 2.0, August 2024: down
+  to 0.01 pJ/bit at a 1 um pitch).
+So a stacked part saves 0.25 pJ/bit of any generation (HBM3e: 1.56 -> 1.31 pJ/bit).
+Latency: a 2.5D crossing costs about 2 ns round trip (UCIe, same talk: ~2 ns, under 1 ns each
+way in and out of the PHY); ESTIMATE, the upper bound of what stacking saves: the whole of it per
+memory round trip. The model has no DRAM latency of its own: each kernel pays a fixed launch and
+tail (model/compute.py KERNEL_OVERHEAD_S, 4 us), of which one exposed memory round trip is part; a
+stacked part's kernels pay it 2 ns shorter (`kernel_overhead`), 0.05 % of that tail. Bandwidth is
+the chip's stated figure either way.
 """
 
 from __future__ import annotations
@@ -40,13 +59,26 @@ PJ_PER_BIT = {
 
 NAMES = ("HBM2", "HBM2e", "HBM3", "HBM3e", "HBM4")
 
+PACKAGINGS = ("interposer", "stacked")   # 2.5D beside the die (every std chip), 3D on the logic die
+LINK_PJ_PER_BIT = {"interposer": 0.3, "stacked": 0.05}
+LINK_ROUND_TRIP_S = {"interposer": 2e-9, "stacked": 0.0}   # ESTIMATE: the crossing's latency a stack removes
+
 
 def known(kind: str) -> bool:
     return kind.strip().lower() in PJ_PER_BIT
 
 
-def joules_per_byte(kind: str | None) -> float | None:
-    """Energy of one byte moved to or from HBM of generation `kind` (None when not stated)."""
+def joules_per_byte(kind: str | None, packaging: str = "interposer") -> float | None:
+    """Energy of one byte moved to or from HBM of generation `kind` in `packaging` (None when the
+    generation is not stated): the generation's 2.5D figure, its link's share swapped for a stack's."""
     if kind is None or not known(kind):
         return None
-    return PJ_PER_BIT[kind.strip().lower()] * 8e-12
+    pj = PJ_PER_BIT[kind.strip().lower()]
+    if packaging != "interposer":   # (the interposer's figure as published, untouched by arithmetic)
+        pj += LINK_PJ_PER_BIT[packaging] - LINK_PJ_PER_BIT["interposer"]
+    return pj * 8e-12
+
+
+def latency_saved(packaging: str) -> float:
+    """Seconds of each memory round trip the packaging saves over the 2.5D interposer (0 for it)."""
+    return LINK_ROUND_TRIP_S["interposer"] - LINK_ROUND_TRIP_S[packaging]

@@ -27,7 +27,8 @@ from ..dsl.records import frozen
 # 8: accelerators carry their HBM generation (`hbm_type`, whose energy per bit enters power).
 # 9: scale-out tiers carry their ECMP hashing (`hashed`, `paths`, `qps`: a ring's few leaving flows);
 # 10: tiers carry their fabric's `congestion` (ecn, pfc).
-IR_VERSION = 11
+# 12: accelerators carry their HBM packaging (`hbm_packaging`: interposer or stacked, energy per bit and latency).
+IR_VERSION = 12
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -41,6 +42,7 @@ IR_SCHEMA_SHA256 = {
     9: "dfe21c65aae30a0e4880c9829668d3031815f316618f6580867882060c343c0b",   # Tier: hashed, paths, qps
     10: "0c823995c9d2c9c1361888d28c51dc19d86cc79572d748de4a050caed5f1fb1d",   # Tier: congestion
     11: "89a14c70ae7372738235a04f8cf8699f5c44f3c050c703908d8e85f9b2d248e2",   # Tier: switch_chips, switch_reduction
+    12: "e043b9c51321f90b9daba297f7893073f88d20ebbc42301907fa06950f792ae1",   # Accelerator: hbm_packaging
 }
 
 
@@ -73,12 +75,13 @@ class Accelerator:
     listed_formats: tuple[str, ...] = ()   # the chip's `formats = [...]` (compiler/formats.py)
     hbm_nominal: float | None = None    # bytes, the data sheet's figure (`hbm.nominal`): shown, never fitted in
     hbm_type: str | None = None         # the HBM generation (`hbm.type`, compiler/hbm.py): its energy per bit
+    hbm_packaging: str = "interposer"   # `hbm.packaging`: 2.5D beside the die, or stacked on it (compiler/hbm.py)
     span: Span = _span()
 
     @property
     def hbm_joules_per_byte(self) -> float | None:
         """Energy of one byte moved to or from HBM (None when the generation is not stated)."""
-        return hbm_generations.joules_per_byte(self.hbm_type)
+        return hbm_generations.joules_per_byte(self.hbm_type, self.hbm_packaging)
 
     @property
     def hbm_datasheet(self) -> float:

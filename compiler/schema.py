@@ -12,6 +12,7 @@ import attrs
 
 from ..dsl import units as u
 from . import formats
+from . import hbm as hbm_packaging
 from .serve_trace import MAX_ROWS
 from ..dsl.records import frozen
 
@@ -237,13 +238,16 @@ CHIP = Block(
             "formats": ListOf(Choice(formats.NAMES, "a number format"), least=1)},
     blocks={
         "hbm": Block({"capacity": BYTES, "bandwidth": BANDWIDTH, "stacks": COUNT, "stack_capacity": BYTES,
-                      "stack_bandwidth": BANDWIDTH, "type": TEXT, "nominal": BYTES},
+                      "stack_bandwidth": BANDWIDTH, "type": TEXT, "nominal": BYTES,
+                      "packaging": Choice(hbm_packaging.PACKAGINGS, "an HBM packaging")},
                      required=("capacity", "bandwidth"),
                      alternatives={"capacity": (("stacks", "stack_capacity"),),
                                    "bandwidth": (("stacks", "stack_bandwidth"),)},
                      doc="capacity (what the driver exposes: plans fit in it) and bandwidth, stated or derived from "
                          "stacks x stack_capacity / stack_bandwidth; `nominal`, the data sheet's figure as it writes it "
-                         "(`80 GB`, `95 GiB`), names the part in every output (default: the capacity)"),
+                         "(`80 GB`, `95 GiB`), names the part in every output (default: the capacity); `packaging`: "
+                         "interposer (2.5D beside the die, the default) or stacked (3D on the logic die: less energy "
+                         "per bit and a shorter round trip, compiler/hbm.py; needs `type`)"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
         "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
                                doc="dense operations (2 per multiply-add) per core per clock, per precision"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from ..compiler.formats import family
+from ..compiler import hbm as hbm_packaging
 from ..compiler.ir import Accelerator
 from . import cache, dvfs
 from .ops import ACT_BYTES, Op
@@ -293,7 +294,7 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
         if op.m:  # unfused: two batched GEMMs (QK^T: s x s x d, then AV) at the GEMM rate of
             # their shape, and the scores go through HBM between kernels, not overlapped with math
             compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
-            return compute + memory + 4 * KERNEL_OVERHEAD_S
+            return compute + memory + 4 * kernel_overhead(chip)
         rate = attention_rate(chip) * attention_length_factor(op.n) * attention_head_factor(op.k)
         if op.portable and warp_group_tensor_cores(chip):
             rate *= PORTABLE_ATTENTION_SHARE
@@ -301,7 +302,15 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
     else:
         compute = 0.0
         memory = cache.elementwise_hbm_bytes(op.bytes, op.tensor, chip) / hbm_rate(chip)
-    return max(compute, memory, cache.l2_time(op.bytes, chip)) + op.count * KERNEL_OVERHEAD_S
+    return max(compute, memory, cache.l2_time(op.bytes, chip)) + op.count * kernel_overhead(chip)
+
+
+def kernel_overhead(chip: Accelerator) -> float:
+    """A kernel's launch and tail, one exposed HBM round trip in it: HBM stacked on the logic die
+    returns it sooner by the 2.5D crossing it no longer makes (compiler/hbm.py `latency_saved`)."""
+    if chip.hbm_packaging == "interposer":
+        return KERNEL_OVERHEAD_S
+    return KERNEL_OVERHEAD_S - hbm_packaging.latency_saved(chip.hbm_packaging)
 
 
 def clear_caches() -> None:

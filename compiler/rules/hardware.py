@@ -55,6 +55,13 @@ def _hbm_type(chip: Entity) -> Iterator[Diagnostic]:
                                     notes=[codes.suggest(kind, hbm_generations.NAMES),
                                            f"help: `hbm.type` is an HBM generation: {listed} "
                                            "(its energy per bit enters the chip's power)"])
+    packaging = getattr(chip.get("hbm.packaging"), "name", None)
+    if packaging == "stacked" and kind is None:
+        yield codes.MISSING_FIELD.make(chip.span_of("hbm.packaging"), where="`hbm.packaging = stacked`",
+                                       field="`hbm.type`",
+                                       notes=["a stack lowers its generation's energy per bit (compiler/hbm.py); "
+                                              "without one the power model has no figure to lower",
+                                              'help: state the generation, `hbm { type = "HBM3e"  packaging = stacked }`'])
 
 
 def _chip_derivations(chip: Entity) -> Iterator[Diagnostic]:

@@ -32,7 +32,7 @@ import attrs
 
 from ...compiler.ir import Partition
 from .. import cache, collectives as nccl, comms
-from ..compute import BEST_SHAPE, KERNEL_OVERHEAD_S, attention_rate, hbm_rate, mla_decode_rate
+from ..compute import BEST_SHAPE, attention_rate, hbm_rate, kernel_overhead, mla_decode_rate
 from ..network.placement import SCALE_UP_SCOPES
 from . import allreduce, moe
 from .config import ServeConfig, mixed_gemm_rate, weight_bytes  # noqa: F401  (ServeConfig, weight_bytes re-exported)
@@ -185,7 +185,7 @@ class Replica:
             collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
         loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0
-        launches = (layers * moe.kernels_per_layer(s, self.engine.layer_kernels) + loops) * KERNEL_OVERHEAD_S
+        launches = (layers * moe.kernels_per_layer(s, self.engine.layer_kernels) + loops) * kernel_overhead(chip)
         gemm_roofline = _roofline(gemm, weights / hbm_rate(chip))
         # The SMs compute for the GEMMs' FLOPs at a well-filled shape's rate: a GEMM of few rows
         # (decode) takes longer at its own rate, but for that time its SMs stall on the weights
