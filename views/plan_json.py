@@ -138,9 +138,10 @@ def parallelism(e: Estimate) -> dict:
 
 
 def config_json(c: TrainConfig) -> dict:
-    """A configuration's fields; `main_grads` only where bf16 (it came after the format's
-    version 2: plans that do not state it keep their keys)."""
-    return attrs.asdict(c, filter=lambda field, value: field.name != "main_grads" or value != "fp32")
+    """A configuration's fields; `main_grads` only where bf16 and `precision_aware_optimizer` only where
+    true (they came after the format's version 2: plans that do not state them keep their keys)."""
+    later = {"main_grads": "fp32", "precision_aware_optimizer": False}
+    return attrs.asdict(c, filter=lambda field, value: field.name not in later or value != later[field.name])
 
 
 def optimizer_json(c: TrainConfig) -> dict | None:
