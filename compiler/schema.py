@@ -471,6 +471,7 @@ TRAIN = Block(
      "sample_bytes": BYTES, "checkpoint_every": TIME,
      "precision": PRECISION, "gpus": COUNT, "software": Choice(SOFTWARE_STACKS, "a software stack"),
      "optimizer_state": Choice(OPTIMIZER_STATES, "the format Adam's two moments are stored in"),
+     "second_moment": Choice(OPTIMIZER_STATES, "the format Adam's second moment is stored in"),
      "master_weights": Choice(MASTER_WEIGHTS, "the copy of the weights Adam updates (`none`: the weights "
                                               "themselves)"),
      "main_grads": Choice(MAIN_GRADS, "the format of the gradient buffer Adam reads and data parallelism reduces"),
@@ -480,7 +481,8 @@ TRAIN = Block(
     blocks={"parallelism": PARALLELISM, "subject to": Block(constraints=_JOB_LIMITS), "checkpoint": CHECKPOINT},
     required=("model", "on", "batch"),
     doc="`precision`: the GEMMs' number format; `optimizer_state`: the format Adam's two moments are stored "
-        "in (default fp32; Megatron's --exp-avg-dtype / --exp-avg-sq-dtype); `master_weights`: the copy of the "
+        "in (default fp32; Megatron's --exp-avg-dtype / --exp-avg-sq-dtype); `second_moment`: the second moment's "
+        "where it differs (--exp-avg-sq-dtype; default: `optimizer_state`'s); `master_weights`: the copy of the "
         "weights Adam updates (default fp32, which Megatron-Core and NeMo keep as 16-bit remainders of the bf16 "
         "weights once the moments are narrower; `none`: no copy, the weights themselves, as NeMo 1.0's "
         "distributed Adam with a bf16 state). Both change the optimizer's memory, its step's HBM traffic and "
@@ -576,7 +578,8 @@ RL_GENERATE = Block(
         "names its profile, as a serve job's)")
 RL_TRAIN = Block(
     {"on": Targets(), "gpus": COUNT, "precision": PRECISION, "software": Choice(SOFTWARE_STACKS, "a software stack"),
-     "optimizer_state": TRAIN.fields["optimizer_state"], "master_weights": TRAIN.fields["master_weights"],
+     "optimizer_state": TRAIN.fields["optimizer_state"], "second_moment": TRAIN.fields["second_moment"],
+     "master_weights": TRAIN.fields["master_weights"],
      "main_grads": TRAIN.fields["main_grads"],
      "precision_aware_optimizer": TRAIN.fields["precision_aware_optimizer"]},
     blocks={"parallelism": PARALLELISM},

@@ -90,6 +90,7 @@ class TrainConfig:
     # Adam's moments and master weights as stored (model/train/optimizer.py): fp32 and fp32 is
     # mixed-precision Adam's 12 bytes per parameter; `none` masters: Adam updates the weights.
     optimizer_state: str = "fp32"
+    second_moment: str | None = None   # Adam's second moment where it differs (Megatron --exp-avg-sq-dtype)
     master_weights: str = "fp32"
     # The main gradients Adam reads (model/train/optimizer.py `grad_bytes`): fp32, or bf16 buffers
     # that the data-parallel reduction and Adam read as they are.

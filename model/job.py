@@ -46,6 +46,7 @@ class Job:
     checkpoint_size: float = 0.0  # bytes, the `checkpoint { size }` stated (0: derived, model/train/host.py)
     checkpoint_bandwidth: float = 0.0  # bytes/s, the `checkpoint { bandwidth }` stated (0: the nodes' paths)
     optimizer_state: str = "fp32"  # Adam's moments as stored (model/train/optimizer.py)
+    second_moment: str | None = None   # its second moment where stated apart (None: optimizer_state's)
     master_weights: str = "fp32"   # the master weights Adam updates, or `none`
     main_grads: str = "fp32"       # the main gradients Adam reads
     precision_aware_optimizer: bool = False   # Megatron's precision-aware optimizer stated (fp32 dtypes too)
@@ -158,6 +159,7 @@ def job_from_entity(entity: Entity) -> Job:
                _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity),
                fp8_params=bool(entity.get("fp8_params", False)),
                precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)),
+               second_moment=_second_moment(entity),
                checkpoint_keep=int(entity.get("checkpoint.keep") or 0))
 
 
@@ -183,14 +185,19 @@ def stated_fields(job: Job) -> frozenset[str]:
 def job_optimizer(job: Job) -> dict[str, object]:
     """The optimizer's precisions of a job and whether its weights are kept in fp8, as TrainConfig fields."""
     return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params,
-            "precision_aware_optimizer": job.precision_aware_optimizer}
+            "precision_aware_optimizer": job.precision_aware_optimizer, "second_moment": job.second_moment}
+
+
+def _second_moment(entity: Entity) -> str | None:
+    value = entity.get("second_moment")
+    return None if value is None else str(_plain(value))
 
 
 def needs_distributed_optimizer(job: Job) -> bool:
     """Megatron's precision-aware optimizer, stated or implied by a narrower dtype on a Megatron-LM stack
     (NeMo's may be Apex's distributed Adam), runs only with the distributed optimizer or FSDP
     (OptimizerConfig asserts it; compiler/rules/optimizer.py refuses a pinned ZeRO 0)."""
-    narrower = any(getattr(job, k) != "fp32" for k in OPTIMIZER_FIELDS)
+    narrower = any(getattr(job, k) != "fp32" for k in OPTIMIZER_FIELDS) or job.second_moment not in (None, "fp32")
     return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_CORE)
 
 
@@ -199,7 +206,8 @@ def state_config(entity: Entity) -> TrainConfig:
     checkpoint of a schedule: solver/schedule)."""
     return TrainConfig(batch=1, seq=1, precision=str(_plain(entity.get("precision", Symbol("bf16")))),
                        stack=str(_plain(entity.get("software", Symbol(DEFAULT_STACK)))), **optimizer_fields(entity),
-                       precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)))
+                       precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)),
+                       second_moment=_second_moment(entity))
 
 
 def _stated(entity: Entity, path: str) -> float:

@@ -149,7 +149,8 @@ def optimizer_json(c: TrainConfig) -> dict | None:
     for mixed-precision Adam's fp32 (plans that state none keep their keys)."""
     if not optimizer.precision_aware(c):
         return None
-    return {"optimizer_state": c.optimizer_state, "master_weights": c.master_weights, "main_grads": c.main_grads,
+    apart = {"second_moment": optimizer.second_moment(c)} if optimizer.second_moment(c) != c.optimizer_state else {}
+    return {"optimizer_state": c.optimizer_state, **apart, "master_weights": c.master_weights, "main_grads": c.main_grads,
             "master_remainders": optimizer.stores_remainders(c), "state_bytes_per_param": optimizer.state_bytes(c),
             "grad_bytes_per_param": optimizer.grad_bytes(c)}
 

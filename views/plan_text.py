@@ -90,7 +90,8 @@ def optimizer_lines(e: Estimate) -> list[str]:
     master = {"none": "no master weights (Adam updates the weights)"}.get(
         state["master_weights"], f"master weights {state['master_weights']}"
         + (" as 16-bit remainders of the bf16 weights" if state["master_remainders"] else ""))
-    return [f"  optimizer  moments {state['optimizer_state']}, {master}, main gradients {state['main_grads']} "
+    moments = state["optimizer_state"] + (f" (second {state['second_moment']})" if "second_moment" in state else "")
+    return [f"  optimizer  moments {moments}, {master}, main gradients {state['main_grads']} "
             f"({number(state['state_bytes_per_param'])} B of optimizer state per parameter, not 12; "
             f"{state['grad_bytes_per_param']} B per gradient)"]
 

@@ -12,7 +12,8 @@ What each stack can store, as read:
   DeepSpeedExamples training/bf16_master_weight; deepspeedai/DeepSpeed pull 8010): no fp8 moments.
 - PyTorch FSDP / torchtitan: AdamW keeps its state in the sharded parameters' dtype (fp32, or bf16
   where the model is stored in bf16: NeMo AutoModel's mixed-precision guide): no fp8 moments.
-- MaxText: optax's Adam with `mu_dtype` (the first moment only): no fp8 second moment.
+- MaxText: optax.adamw, whose `mu_dtype` sets the first moment only (the second keeps the parameters'
+  dtype; `second_moment` states it apart): no fp8 moments.
 Only Transformer Engine's FusedAdam stores fp8 moments, and Megatron-Core is what drives it.
 """
 
@@ -29,7 +30,7 @@ from ..design import Entity
 MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 DEFAULT = "megatron_core"
 MEGATRON_CORE = ("megatron", "megatron_core")   # where a narrower dtype is the precision-aware optimizer (NeMo 1.0: Apex's)
-_FIELDS = ("optimizer_state", "master_weights", "main_grads")
+_FIELDS = ("optimizer_state", "second_moment", "master_weights", "main_grads")
 
 
 def _name(value: object, default: str) -> str:
@@ -58,9 +59,9 @@ def _stack(job: Entity, aware: object, stack: str, narrow: dict[str, str]) -> It
             why=f"it is Megatron-Core's optimizer (Transformer Engine's FusedAdam), and `{stack}` does not run it",
             labels=label, notes=["help: state the narrower state your stack keeps (`optimizer_state = bf16`) "
                                  "without it, or run it on megatron_core or nemo"])
-    if narrow.get("optimizer_state") == "fp8":
+    for field in (f for f in ("optimizer_state", "second_moment") if narrow.get(f) == "fp8"):
         yield codes.PIN_MEANINGLESS.make(
-            job.span_of("optimizer_state"), pin="optimizer_state = fp8",
+            job.span_of(field), pin=f"{field} = fp8",
             why=f"only Transformer Engine's FusedAdam (Megatron's --exp-avg-dtype fp8) stores fp8 moments, and "
                 f"`{stack}` keeps them in bf16 at the narrowest", labels=label,
             notes=["help: state `optimizer_state = bf16`, or run the job on megatron_core or nemo"])

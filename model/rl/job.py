@@ -20,7 +20,8 @@ from ...dsl.records import frozen
 from .stacks import DEFAULT, STACKS, RLStack, stack
 
 # Fields of a train job the training pool's block passes on (compiler/schema.py RL_TRAIN).
-TRAIN_FIELDS = ("precision", "software", "optimizer_state", "master_weights", "main_grads", "precision_aware_optimizer",
+TRAIN_FIELDS = ("precision", "software", "optimizer_state", "second_moment", "master_weights", "main_grads",
+                "precision_aware_optimizer",
                 "parallelism")
 
 

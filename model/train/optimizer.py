@@ -41,9 +41,21 @@ WEIGHT_BYTES = 2    # the bf16 weights the GEMMs read (their fp8 copy apart: mod
 REMAINDER_STACKS = ("megatron_core", "nemo")
 
 
+def second_moment(cfg: TrainConfig) -> str:
+    """The second moment's format: stated apart (`second_moment`, Megatron's --exp-avg-sq-dtype), else
+    `optimizer_state`'s."""
+    return cfg.second_moment or cfg.optimizer_state
+
+
 def narrower(cfg: TrainConfig) -> bool:
     """True when the optimizer stores or reads anything narrower than mixed-precision Adam's fp32."""
-    return cfg.optimizer_state != "fp32" or cfg.master_weights != "fp32" or cfg.main_grads != "fp32"
+    return (cfg.optimizer_state != "fp32" or second_moment(cfg) != "fp32" or cfg.master_weights != "fp32"
+            or cfg.main_grads != "fp32")
+
+
+def moment_bytes(cfg: TrainConfig) -> int:
+    """Bytes per parameter of Adam's two moments (8 by default)."""
+    return _BYTES[cfg.optimizer_state] + _BYTES[second_moment(cfg)]
 
 
 def precision_aware(cfg: TrainConfig) -> bool:
@@ -66,8 +78,11 @@ def te_holds_master(cfg: TrainConfig) -> bool:
 def narrowed(cfg: TrainConfig) -> str:
     """`optimizer_state = bf16, main_grads = bf16`: the precisions a job narrows from fp32, as
     written (for messages)."""
-    return ", ".join(f"{k} = {getattr(cfg, k)}" for k in ("optimizer_state", "master_weights", "main_grads")
-                     if getattr(cfg, k) != "fp32")
+    stated = {"optimizer_state": cfg.optimizer_state, "second_moment": second_moment(cfg),
+              "master_weights": cfg.master_weights, "main_grads": cfg.main_grads}
+    if stated["second_moment"] == cfg.optimizer_state:
+        del stated["second_moment"]   # said once, by optimizer_state
+    return ", ".join(f"{k} = {v}" for k, v in stated.items() if v != "fp32")
 
 
 def grad_bytes(cfg: TrainConfig) -> int:
@@ -97,7 +112,7 @@ def master_bytes(cfg: TrainConfig) -> float:
 
 def state_bytes(cfg: TrainConfig) -> float:
     """Bytes per parameter the optimizer keeps: two moments and the master weights (12 by default)."""
-    return 2 * _BYTES[cfg.optimizer_state] + master_bytes(cfg)
+    return moment_bytes(cfg) + master_bytes(cfg)
 
 
 def step_bytes(cfg: TrainConfig) -> float:
@@ -108,7 +123,7 @@ def step_bytes(cfg: TrainConfig) -> float:
     the bf16 weights from the master (30 by default); it reads the bf16 weights too where they
     hold the master's high bits (remainders) or are the master themselves (`none`)."""
     weights = WEIGHT_BYTES * (2 if stores_remainders(cfg) or cfg.master_weights == "none" else 1)
-    return _BYTES[cfg.main_grads] + 2 * 2 * _BYTES[cfg.optimizer_state] + 2 * master_bytes(cfg) + weights
+    return _BYTES[cfg.main_grads] + 2 * moment_bytes(cfg) + 2 * master_bytes(cfg) + weights
 
 
 def checkpoint_bytes(cfg: TrainConfig | None) -> float:

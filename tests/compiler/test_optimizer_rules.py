@@ -38,6 +38,8 @@ def where(text: str, needle: str) -> tuple[int, int]:
     ("optimizer_state = bf16  precision_aware_optimizer = false", "nemo", ZERO1),
     ("optimizer_state = bf16", "fsdp", ZERO0),      # AdamW at a bf16-stored model's dtype
     ("optimizer_state = bf16", "deepspeed", ZERO1),  # bf16_optimizer_states
+    ("optimizer_state = bf16  second_moment = fp32", "maxtext", ZERO1),   # optax's mu_dtype: the first moment only
+    ("optimizer_state = bf16  second_moment = fp8", "megatron_core", ZERO1),
     ("precision_aware_optimizer = false", "fsdp", ZERO1),
 ])
 def test_what_a_stack_runs_is_accepted(fields, stack, pins):
@@ -49,6 +51,8 @@ def test_what_a_stack_runs_is_accepted(fields, stack, pins):
     ("precision_aware_optimizer = true", "deepspeed", ZERO1, "precision_aware_optimizer", "`deepspeed` does not run"),
     ("optimizer_state = fp8", "deepspeed", ZERO1, "optimizer_state", "only Transformer Engine's FusedAdam"),
     ("optimizer_state = fp8", "maxtext", ZERO1, "optimizer_state", "only Transformer Engine's FusedAdam"),
+    ("optimizer_state = bf16  second_moment = fp8", "fsdp", ZERO1, "second_moment", "only Transformer Engine's FusedAdam"),
+    ("second_moment = bf16  precision_aware_optimizer = false", "megatron_core", ZERO1, "second_moment", "states it off"),
     ("optimizer_state = bf16  precision_aware_optimizer = false", "megatron_core", ZERO1, "optimizer_state",
      "states it off"),
     ("main_grads = bf16  precision_aware_optimizer = false", "megatron", ZERO1, "main_grads", "states it off"),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gclc.model.train.optimizer import grad_bytes, precision_aware
+from gclc.model.train.optimizer import grad_bytes, precision_aware, second_moment
 from gclc.views.export import ExportError, megatron
 
 pytest.importorskip("torch", reason="Megatron-LM's arguments.py imports torch (.ci/setup installs the CPU wheel)")
@@ -107,7 +107,7 @@ def test_every_training_example_exports_arguments_megatron_validates(example):
     assert args.recompute_granularity == (None if c.recompute == "none" else c.recompute)
     assert args.use_distributed_optimizer == (c.zero in (1, 2))
     assert args.use_precision_aware_optimizer == precision_aware(c)
-    assert (dtype_name(args.exp_avg_dtype), dtype_name(args.exp_avg_sq_dtype)) == (c.optimizer_state,) * 2
+    assert (dtype_name(args.exp_avg_dtype), dtype_name(args.exp_avg_sq_dtype)) == (c.optimizer_state, second_moment(c))
     assert (args.virtual_pipeline_model_parallel_size or 1) == c.vp
     if example.job.shape.is_moe:
         assert (args.num_experts, args.expert_model_parallel_size) == (example.job.shape.routed, c.ep)
@@ -438,3 +438,11 @@ def test_a_job_that_states_the_optimizer_off_exports_no_flag():
     text = exported(job)["megatron.args"]
     assert "--use-precision-aware-optimizer" not in text
     assert not run({"megatron.args": text}, job.config.gpus).use_precision_aware_optimizer
+
+
+def test_moments_of_two_formats_export_as_megatrons_two_dtypes():
+    job = on_stack("megatron_core", "optimizer_state = bf16  second_moment = fp32\n"
+                   "  parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }")
+    args = run(exported(job), job.config.gpus)
+    assert args.use_precision_aware_optimizer
+    assert (dtype_name(args.exp_avg_dtype), dtype_name(args.exp_avg_sq_dtype)) == ("bf16", "fp32")

@@ -79,3 +79,15 @@ def test_a_master_megatron_core_cannot_hold_is_a_located_error(tmp_path, capsys)
     out = capsys.readouterr()
     line = next(i for i, x in enumerate(path.read_text().splitlines(), 1) if "master_weights" in x)
     assert f"job.gcl:{line}:" in out.out + out.err and "--main-params-dtype" in out.out + out.err
+
+
+def test_a_second_moment_stated_apart_shows_on_both(tmp_path, capsys):
+    """Megatron's --exp-avg-dtype bf16 with --exp-avg-sq-dtype fp32: 2 + 4 bytes of moments, the master as
+    remainders; the plan names the second moment apart."""
+    data, text = planned(capsys, design(tmp_path, "optimizer_state = bf16  second_moment = fp32"))
+    jsonschema.Draft202012Validator(SCHEMA).validate(data)
+    state = data["optimizer"]
+    assert (state["optimizer_state"], state["second_moment"]) == ("bf16", "fp32")
+    assert state["state_bytes_per_param"] == 2 + 4 + (2 if state["master_remainders"] else 4)
+    line = next(x for x in text.splitlines() if x.startswith("  optimizer "))
+    assert "moments bf16 (second fp32)," in line

@@ -25,7 +25,7 @@ import yaml
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
 from ...model.train import moe
-from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
+from ...model.train.optimizer import grad_bytes, narrowed, precision_aware, second_moment
 from ...model.train.recompute import modules as recompute_modules
 from .environment import shell_lines
 from .target import ExportError, JobPlan, header
@@ -267,7 +267,7 @@ def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
         raise ExportError(f"Megatron-LM (core_v0.16.1) keeps master weights in fp32 or fp16 (--main-params-dtype); "
                           f"`{job.name}` states master_weights = {c.master_weights}")
     args: list[tuple[str, object]] = [("--use-precision-aware-optimizer", True),
-                                      ("--exp-avg-dtype", c.optimizer_state), ("--exp-avg-sq-dtype", c.optimizer_state),
+                                      ("--exp-avg-dtype", c.optimizer_state), ("--exp-avg-sq-dtype", second_moment(c)),
                                       ("--main-params-dtype", c.master_weights)]
     if c.main_grads != "fp32":
         args.append(("--main-grads-dtype", c.main_grads))

@@ -45,6 +45,10 @@ def cfg(**kw) -> TrainConfig:
     ({"precision_aware_optimizer": True, "precision": "mxfp8"}, 12, 30),
     ({"optimizer_state": "bf16", "precision": "mxfp8"}, 2 * 2 + 4, 4 + 8 + 8 + 2),
     ({"optimizer_state": "bf16", "precision": "fp8"}, 2 * 2 + 2, 20),
+    # the moments apart (Megatron's --exp-avg-dtype bf16 --exp-avg-sq-dtype fp32): 2 + 4, the master as remainders
+    ({"optimizer_state": "bf16", "second_moment": "fp32"}, 2 + 4 + 2, 4 + 2 * 6 + 4 + 4),
+    ({"second_moment": "bf16"}, 4 + 2 + 2, 4 + 2 * 6 + 4 + 4),
+    ({"optimizer_state": "fp8", "second_moment": "bf16", "stack": "fsdp"}, 1 + 2 + 4, 4 + 2 * 3 + 8 + 2),
 ])
 def test_state_and_step_bytes_per_parameter(fields, state, step):
     c = cfg(**fields)
@@ -120,3 +124,16 @@ def test_a_stage_asked_of_another_configuration_holds_that_stages_state(c, zero,
     asked = model_states(JOB.shape, c, (0, 1, 2, 3))[zero]
     clear_caches()
     assert asked == model_state(JOB.shape, attrs.evolve(c, zero=zero))
+
+
+@given(configs, st.sampled_from(MOMENTS), st.sampled_from(MOMENTS), st.sampled_from(MOMENTS))
+def test_a_narrower_second_moment_never_needs_more_memory_nor_a_slower_step(c, first, a, b):
+    """The second moment stated apart (Megatron's --exp-avg-sq-dtype): the narrower of two never needs more."""
+    narrow, wide = (attrs.evolve(c, optimizer_state=first, second_moment=x)
+                    for x in sorted((a, b), key=MOMENTS.index))
+    assert optimizer.state_bytes(narrow) <= optimizer.state_bytes(wide)
+    assert memory(JOB.shape, narrow).total <= memory(JOB.shape, wide).total * (1 + 1e-12)
+    assert estimate(JOB.shape, narrow, JOB.partition).step_time <= \
+        estimate(JOB.shape, wide, JOB.partition).step_time * (1 + 1e-12)
+    same = attrs.evolve(c, optimizer_state=first, second_moment=first)
+    assert optimizer.state_bytes(same) == optimizer.state_bytes(attrs.evolve(c, optimizer_state=first))
