@@ -7,7 +7,11 @@ Mixed-precision Adam keeps fp32 master weights and two fp32 moments, 12 bytes pe
   --exp-avg-dtype and --exp-avg-sq-dtype of its precision-aware optimizer, choices fp32, fp16,
   bf16, fp8: megatron/training/arguments.py; Transformer Engine's FusedAdam computes in fp32
   and stores in that dtype; Apex's DistributedFusedAdam `dtype`, which NeMo 1.0's
-  `optim.dtype` sets).
+  `optim.dtype` sets); `second_moment` states the second apart (--exp-avg-sq-dtype; optax.adamw's
+  `mu_dtype` narrows the first only).
+- `precision_aware_optimizer`: Megatron's --use-precision-aware-optimizer stated with fp32 dtypes too
+  (a narrower dtype implies it): Transformer Engine's FusedAdam then keeps the fp32 master as
+  remainders (below), 10 bytes a parameter, as NeMo-RL runs it (model/rl/stacks.py [pao]).
 - `master_weights`: the copy of the weights Adam updates (Megatron --main-params-dtype fp32 or
   fp16; Apex `store_params` with its state dtype, bf16 beside fp8 parameters; `none`: no copy,
   Adam updates the weights the GEMMs read, as NeMo 1.0 runs Apex's DistributedFusedAdam when
@@ -61,7 +65,7 @@ def moment_bytes(cfg: TrainConfig) -> int:
 def precision_aware(cfg: TrainConfig) -> bool:
     """Megatron's --use-precision-aware-optimizer: stated (`precision_aware_optimizer = true`, fp32
     dtypes too), or implied by a narrower dtype, which needs it (OptimizerConfig.__post_init__ asserts
-    fp32 without it; compiler/rules/train.py refuses a narrower dtype stated beside `false`)."""
+    fp32 without it; compiler/rules/optimizer.py refuses a narrower dtype stated beside `false`)."""
     return cfg.precision_aware_optimizer or narrower(cfg)
 
 
