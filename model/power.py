@@ -21,7 +21,7 @@ import functools
 
 
 from ..compiler.ir import Accelerator, ClusterGraph, Partition
-from ..compiler import host_load
+from ..compiler import hbm as hbm_generations, host_load
 from ..compiler.metrics import power_breakdown
 from . import dvfs
 from .compute import hbm_rate
@@ -80,10 +80,22 @@ def activity(busy: float) -> float:
     return busy + (1 - busy) * WAITING_ACTIVITY
 
 
-def serving_activity(busy: float) -> float:
+def serving_activity(busy: float, chip: Accelerator | None = None) -> float:
     """The share of the idle-to-full range drawn by a serving GPU that computes for `busy` of
     an iteration and streams weights and cache (memory-bound kernels) for the rest."""
-    return busy + (1 - busy) * STREAMING_ACTIVITY
+    return busy + (1 - busy) * streaming_activity(chip)
+
+
+def streaming_activity(chip: Accelerator | None) -> float:
+    """STREAMING_ACTIVITY, measured on a 2.5D part (an H200's HBM3e beside its die), less what a chip
+    whose HBM is stacked on it saves of that traffic's power: the sustained HBM rate times the energy
+    per byte the stack no longer spends crossing the interposer (compiler/hbm.py)."""
+    if chip is None or chip.hbm_packaging == "interposer" or chip.hbm_type is None:
+        return STREAMING_ACTIVITY
+    flat = hbm_generations.joules_per_byte(chip.hbm_type)
+    span = dvfs.draw(chip) - chip.idle
+    saved = hbm_rate(chip) * (flat - chip.hbm_joules_per_byte) / span if span > 0 else 0.0
+    return max(0.0, STREAMING_ACTIVITY - saved)
 
 
 def power_at(partition: Partition, share: float) -> float:

@@ -9,7 +9,7 @@ import math
 import attrs
 
 from ...model.serve.inference import Replica, ServeEstimate, estimate
-from ...model.power import STREAMING_ACTIVITY, power_at, power_of, serving_activity
+from ...model.power import power_at, power_of, serving_activity, streaming_activity
 from .demand import Demand
 from .explain import broken_by
 from .floor import Floors
@@ -52,16 +52,16 @@ def pools_power(graph, partition, sides: list[Side], rate: float | None = None, 
     gpus = max(gpus or 0, sum(s.gpus for s in sides))
     if gpus == 0:
         return 0.0
-    drawn = sum(pool_share(s, rate) * s.gpus for s in sides)
+    drawn = sum(pool_share(s, rate, partition.node.accelerator) * s.gpus for s in sides)
     return power_of(graph, partition, gpus, power_at(partition, drawn / gpus)).total
 
 
-def pool_share(side: Side, rate: float | None) -> float:
+def pool_share(side: Side, rate: float | None, chip=None) -> float:
     """The share of its idle-to-full range one GPU of the pool draws serving `rate` requests
     per second (None: at capacity). `used`, the rate over the pool's capacity, is the share of
     the full batch's computing the rate brings (the FLOPs are the same whatever the batch). A
     batching server steps whenever it holds a request, streaming the weights at any batch
-    (model/power.py STREAMING_ACTIVITY), so its GPUs stream for the rest of the time it holds
+    (model/power.py `streaming_activity` of the `chip`), so its GPUs stream for the rest of the time it holds
     one: at least `used` of the time (a replica that holds any completes requests no faster than
     its capacity), and at least 1 - exp(-n) of it, n being the requests in flight (Little's law,
     each step no shorter than a lone sequence's: `lone_flight` x `used`), none for exp(-n) of
@@ -76,10 +76,10 @@ def pool_share(side: Side, rate: float | None) -> float:
     e = side.estimate
     used = min(1.0, rate / (side.count * e.requests_per_s)) if rate else 1.0
     if e.role == "prefill":
-        return used * serving_activity(e.busy)
+        return used * serving_activity(e.busy, chip)
     computing = used * e.busy
     held = max(used, -math.expm1(-e.lone_flight * used))
-    return computing + STREAMING_ACTIVITY * (held - computing)
+    return computing + streaming_activity(chip) * (held - computing)
 
 
 class Screen:

@@ -114,3 +114,25 @@ def test_a_stacked_part_is_never_slower_nor_draws_more_per_bit(op, generation):
     assert op_time(op, stacked, "bf16") <= op_time(op, flat, "bf16")
     assert stacked.hbm_joules_per_byte < flat.hbm_joules_per_byte
     assert memory_activity(stacked) <= memory_activity(flat)
+    from gclc.model.power import streaming_activity
+    assert streaming_activity(stacked) <= streaming_activity(flat)
+
+
+def test_a_stacked_chip_streams_decode_for_less_power():
+    """Serving's memory-bound steps draw STREAMING_ACTIVITY, measured on a 2.5D part; a stacked part draws
+    that less the interposer energy its sustained HBM traffic no longer spends; a 2.5D part, or a stack with
+    no generation to lower, keeps the measurement."""
+    from gclc.model.compute import hbm_rate
+    from gclc.model import dvfs
+    from gclc.model.power import STREAMING_ACTIVITY, serving_activity, streaming_activity
+
+    chip = STACKED_PARTITION.node.accelerator
+    saved_w = hbm_rate(chip) * (H100.hbm_joules_per_byte - chip.hbm_joules_per_byte)
+    assert 5 < saved_w < 20     # ~3 TB/s x 0.25 pJ/bit: a few watts of a 700 W part
+    expected = STREAMING_ACTIVITY - saved_w / (dvfs.draw(chip) - chip.idle)
+    assert abs(streaming_activity(chip) - expected) < 1e-12
+    assert streaming_activity(H100) == STREAMING_ACTIVITY
+    assert streaming_activity(attrs.evolve(chip, hbm_type=None)) == STREAMING_ACTIVITY
+    for busy in (0.0, 0.3, 1.0):
+        assert serving_activity(busy, chip) <= serving_activity(busy, H100) == serving_activity(busy)
+    assert serving_activity(0.2, chip) < serving_activity(0.2, H100)
