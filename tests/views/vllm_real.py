@@ -18,6 +18,11 @@ a CUDA device (the chip's compute capability for fp8 kernels) do not run. A case
 the stub `sleep_mode` also has the CPU platform answer that it can sleep (vLLM's CUDA platform
 does; the CPU one refuses `--enable-sleep-mode`), so that the rest of the engine config is
 checked; the same case without the stub is the control that the flag reached vLLM's check.
+The CPU platform's answer to "has this host AMX tiles?" is stubbed to yes: without AMX, vLLM's
+CPU platform turns chunked prefill and prefix caching off for an MLA model, forces its block
+size to 16 and raises the batched tokens (platforms/cpu.py, for its own CPU MLA kernel), so the
+verdict would depend on which CPU the test runs on; the GPU platforms the export targets have
+no such override.
 
 Cases whose `tool` is `vllm.serve` go through `vllm serve`'s own parser and checks (the serve
 flags, `--headless` among them, beside the engine's), as each node of a replica that spans
@@ -180,8 +185,10 @@ TOOLS = {"vllm": lambda argv: engine_config(argv), "vllm.serve": serve_config, "
 
 
 def main(request: str) -> None:
+    import torch
     from vllm.platforms import current_platform
 
+    torch.cpu._is_amx_tile_supported = lambda: True   # the named stub (see above): one verdict on every CPU
     for case in json.load(open(request)):
         if "sleep_mode" in case.get("stubs", ()):
             current_platform.is_sleep_mode_available = lambda: True   # the named stub (see above)
