@@ -8,7 +8,7 @@ from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
 from ..compiler.formats import block_scaled
 from ..compiler.ir import ClusterGraph, Partition
 from ..compiler.lower import lower_cluster
-from ..compiler.rules.optimizer import DEFAULT as RULES_DEFAULT_STACK, MEGATRON_CORE
+from ..compiler.rules.optimizer import DEFAULT as RULES_DEFAULT_STACK, MEGATRON_STACKS
 from .config import DEFAULT_STACK, TrainConfig
 from .shape import ModelShape
 assert RULES_DEFAULT_STACK == DEFAULT_STACK, "the optimizer checks and the model default the same stack"
@@ -204,11 +204,12 @@ def _second_moment(entity: Entity) -> str | None:
 
 
 def needs_distributed_optimizer(job: Job) -> bool:
-    """Megatron's precision-aware optimizer, stated or implied by a narrower dtype on a Megatron-LM stack
-    (NeMo's may be Apex's distributed Adam), runs only with the distributed optimizer or FSDP
-    (OptimizerConfig asserts it; compiler/rules/optimizer.py refuses a pinned ZeRO 0)."""
+    """Megatron's precision-aware optimizer, stated or implied by a narrower dtype on a Megatron-LM stack,
+    runs only with the distributed optimizer or FSDP (OptimizerConfig asserts it), and NeMo narrows only in
+    a distributed optimizer (NeMo 1.0: Apex's DistributedFusedAdam): compiler/rules/optimizer.py refuses a
+    pinned ZeRO 0, and the search leaves it out."""
     narrower = any(getattr(job, k) != "fp32" for k in OPTIMIZER_FIELDS) or job.second_moment not in (None, "fp32")
-    return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_CORE)
+    return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_STACKS)
 
 
 def state_config(entity: Entity, chip: str = "") -> TrainConfig:
