@@ -163,3 +163,17 @@ def test_a_narrower_optimizer_searches_only_the_stages_its_stack_narrows_in(stac
         "parallelism { tp = 1 pp = 1 }")
     space = enumerator.space(train_job(check_text(text, str(path)).design))
     assert (0 not in space.zeros) == distributed and set(space.zeros) >= {1, 3}
+
+
+def test_the_problem_names_every_public_definition_and_re_export():
+    """enumerate.py defines the problem in one place (its docstring): `__all__` holds each of its public
+    definitions and each name it re-exports from limits.py and operating.py, and nothing else."""
+    import ast
+
+    tree = ast.parse(Path(enumerator.__file__).read_text(encoding="utf-8"))
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    defined |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 1
+                and n.module in ("limits", "operating") for a in n.names}
+    assert set(enumerator.__all__) == {d for d in defined if not d.startswith("_")}
+    assert len(enumerator.__all__) == len(set(enumerator.__all__))
