@@ -13,6 +13,8 @@ Sources:
           encodings, not OCP FP8; StableHLO RFC 20230321-fp8_fnuz.
   [mx]    OCP Microscaling Formats (MX) Specification v1.0, 2023: blocks of 32 elements
           share one 8-bit E8M0 scale: + 8/32 = 0.25 bit per element.
+  [sm100] CUTLASS docs, blackwell_functionality: Blackwell's tcgen05.mma scales FP8 per block
+          (kind::mxf8f6f4, MX block scales in hardware); Hopper's wgmma has no block scales.
   [nvfp4] NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference"
           (2025): E2M1 values, one FP8 E4M3 scale per 16 (+ 0.5 bit), and one FP32 scale
           per tensor (negligible).
@@ -50,6 +52,11 @@ FORMATS: dict[str, Format] = {**{name: Format(name, name, bits) for name, bits i
                               **{f.name: f for f in _NAMED}}
 NAMES = tuple(FORMATS)
 NARROW = ("fp8", "fp6", "fp4", "int8")  # families below 16 bits: low-precision recipes
+# The chips (by name prefix) that run the generic `fp8` recipe with MX block scaling ([sm100], [mx]): the
+# exports write it so (Megatron-LM --fp8-recipe mxfp8, torchtitan quantize.linear.mx) and the memory model
+# reads it (model/train/optimizer.py: Megatron-Core keeps a whole fp32 master under an MX recipe); Hopper
+# and Ada run fp8 with per-tensor scaling, Megatron-LM's default `delayed` recipe.
+MX_FP8_CHIPS = ("B200", "GB200", "B300", "GB300")
 
 
 def family(name: str) -> str:
@@ -67,6 +74,12 @@ def value_bytes(name: str) -> float:
 def is_narrow(name: str) -> bool:
     """Whether the format is a sub-16-bit (fp8, fp6, fp4, int8) recipe."""
     return family(name) in NARROW
+
+
+def block_scaled(precision: str, chip: str) -> bool:
+    """Whether a job in `precision` runs its fp8 GEMMs with MX block scaling on the chip named `chip`
+    (`GB200`, `B200_SXM`: MX_FP8_CHIPS by prefix): `mxfp8` wherever it runs, the generic `fp8` on MX chips."""
+    return precision == "mxfp8" or (precision == "fp8" and chip.upper().startswith(MX_FP8_CHIPS))
 
 
 def runs(formats: tuple[str, ...], name: str) -> bool:

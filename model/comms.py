@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 
 from ..compiler.ir import Partition, Tier
-from .network.placement import (Stage, exchange_costs, hop_rate, place, port_rate, rate as _rate,  # noqa: F401
-                                send_rate, stage_rate, tile)
+from .network.placement import (Stage, exchange_costs, hop_rate, place, port_rate, rate as _rate,
+                                send_rate, stage_rate)
 
 # ASSUMPTION: share of the host link's per-direction rate a large pinned-memory copy
 # reaches (PCIe 128b/130b encoding and TLP headers; NVIDIA's nvbandwidth reports about

@@ -98,6 +98,9 @@ class TrainConfig:
     # Megatron-Core's precision-aware optimizer stated even with fp32 dtypes (model/train/optimizer.py
     # `precision_aware`: narrower dtypes imply it), whose fp32 master may be kept as 16-bit remainders
     precision_aware_optimizer: bool = False
+    # `precision = fp8` run with MX block scaling, as the job's chip runs it (compiler/formats.py
+    # `block_scaled`: Blackwell); with it Megatron-Core keeps a whole fp32 master (model/train/optimizer.py)
+    mx_fp8: bool = False
     # The weights kept in the GEMMs' fp8 format only, no bf16 copy (Megatron-LM --fp8-param-gather,
     # NeMo fp8_params; model/train/memory.py `weight_bytes`)
     fp8_params: bool = False

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 
 from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
+from ..compiler.formats import block_scaled
 from ..compiler.ir import ClusterGraph, Partition
 from ..compiler.lower import lower_cluster
-from ..compiler.rules.optimizer import DEFAULT as RULES_DEFAULT_STACK, MEGATRON_CORE
+from ..compiler.rules.optimizer import DEFAULT as RULES_DEFAULT_STACK, MEGATRON_STACKS
 from .config import DEFAULT_STACK, TrainConfig
 from .shape import ModelShape
 assert RULES_DEFAULT_STACK == DEFAULT_STACK, "the optimizer checks and the model default the same stack"
@@ -183,9 +184,18 @@ def stated_fields(job: Job) -> frozenset[str]:
 
 
 def job_optimizer(job: Job) -> dict[str, object]:
-    """The optimizer's precisions of a job and whether its weights are kept in fp8, as TrainConfig fields."""
+    """The optimizer's precisions of a job, whether its weights are kept in fp8 and whether its chip runs
+    its fp8 with MX block scaling (which decides who holds the master: model/train/optimizer.py), as
+    TrainConfig fields."""
     return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params,
-            "precision_aware_optimizer": job.precision_aware_optimizer, "second_moment": job.second_moment}
+            "precision_aware_optimizer": job.precision_aware_optimizer, "second_moment": job.second_moment,
+            "mx_fp8": mx_fp8(str(job.precision), job.partition.node.accelerator.name)}
+
+
+def mx_fp8(precision: str, chip: str) -> bool:
+    """TrainConfig.mx_fp8: the generic `fp8` on a chip that runs it with MX block scaling (an `mxfp8` job
+    states it in its precision)."""
+    return precision == "fp8" and block_scaled(precision, chip)
 
 
 def _second_moment(entity: Entity) -> str | None:
@@ -194,20 +204,22 @@ def _second_moment(entity: Entity) -> str | None:
 
 
 def needs_distributed_optimizer(job: Job) -> bool:
-    """Megatron's precision-aware optimizer, stated or implied by a narrower dtype on a Megatron-LM stack
-    (NeMo's may be Apex's distributed Adam), runs only with the distributed optimizer or FSDP
-    (OptimizerConfig asserts it; compiler/rules/optimizer.py refuses a pinned ZeRO 0)."""
+    """Megatron's precision-aware optimizer, stated or implied by a narrower dtype on a Megatron-LM stack,
+    runs only with the distributed optimizer or FSDP (OptimizerConfig asserts it), and NeMo narrows only in
+    a distributed optimizer (NeMo 1.0: Apex's DistributedFusedAdam): compiler/rules/optimizer.py refuses a
+    pinned ZeRO 0, and the search leaves it out."""
     narrower = any(getattr(job, k) != "fp32" for k in OPTIMIZER_FIELDS) or job.second_moment not in (None, "fp32")
-    return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_CORE)
+    return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_STACKS)
 
 
-def state_config(entity: Entity) -> TrainConfig:
-    """What the optimizer state's size reads of a train job, without planning it (the
-    checkpoint of a schedule: solver/schedule)."""
-    return TrainConfig(batch=1, seq=1, precision=str(_plain(entity.get("precision", Symbol("bf16")))),
+def state_config(entity: Entity, chip: str = "") -> TrainConfig:
+    """What the optimizer state's size reads of a train job on the chip named `chip`, without planning it
+    (the checkpoint of a schedule: solver/schedule)."""
+    precision = str(_plain(entity.get("precision", Symbol("bf16"))))
+    return TrainConfig(batch=1, seq=1, precision=precision,
                        stack=str(_plain(entity.get("software", Symbol(DEFAULT_STACK)))), **optimizer_fields(entity),
                        precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)),
-                       second_moment=_second_moment(entity))
+                       second_moment=_second_moment(entity), mx_fp8=mx_fp8(precision, chip))
 
 
 def _stated(entity: Entity, path: str) -> float:

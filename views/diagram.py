@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..dsl.numbers import count, number, quantity
+from ..dsl.numbers import number, quantity
 
 FONT = "Helvetica"
 SCALE_UP = {"color": "#2e7d32", "penwidth": "2.5", "style": "solid", "fontcolor": "#2e7d32"}

@@ -30,10 +30,10 @@ import math
 import graphviz
 
 from ..compiler.ir import ClusterGraph, Partition, SwitchLayer, Tier
-from ..dsl.numbers import datasheet_memory, percent
+from ..dsl.numbers import count, datasheet_memory, percent
 from . import link_load, torus
 from .torus import is_torus
-from .diagram import (FONT, HOST_LINK, PALETTE, PASTEL, SCALE_OUT, SCALE_UP, count, escape, fmt, ident, in_bits,
+from .diagram import (FONT, HOST_LINK, PALETTE, PASTEL, SCALE_OUT, SCALE_UP, escape, fmt, ident, in_bits,
                       label, speed)
 
 MAX_RAILS = 8  # rails drawn one by one; beyond, the first few and a summary

@@ -12,7 +12,7 @@ import re
 from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
 from .records import ServeRun
-from .text import NUMBER, JsonProblem, Problems, decode_json, json_number, line_span, number
+from .text import JsonProblem, Problems, decode_json, json_number, line_span, number
 
 BLOCK = "Serving Benchmark Result"
 # JSON keys: `{statistic}_{metric}_ms`, SGLang naming end-to-end latency `e2e_latency`, vLLM `e2el`.

@@ -7,7 +7,13 @@ What each stack can store, as read:
   --main-params-dtype fp32 or fp16 (megatron/training/arguments.py, core_v0.16.1); without the flag
   OptimizerConfig.__post_init__ asserts every dtype fp32, and with it asserts the distributed
   optimizer (megatron/core/optimizer/optimizer_config.py). NeMo 1.0's Apex DistributedFusedAdam
-  stores bf16 or fp16 state (its `dtype`) and may drop the master (`store_params`): no fp8.
+  stores bf16 or fp16 state (its `dtype`) and may drop the master (`store_params`): no fp8. It is
+  NeMo 1.0's only narrower optimizer, and a distributed one: MegatronBaseModel.setup_optimization
+  reads `optim.dtype` only `if self.with_distributed_adam` (nemo/collections/nlp/models/
+  language_modeling/megatron_base_model.py, NeMo v2.0.0); otherwise ModelPT.setup_optimization hands
+  the key to Apex's FusedAdam, whose __init__ takes no `dtype` (a TypeError) and which keeps fp32
+  moments (apex/optimizers/fused_adam.py: `torch.zeros_like(p.data).float()`), beside the fp32 master
+  and main gradients of NeMo's MainParamsOptimizerWrapper. So NeMo narrows nothing at ZeRO 0.
 - DeepSpeed: `bf16_optimizer_states` and `bf16_master_weights_and_grads` (bf16 only;
   DeepSpeedExamples training/bf16_master_weight; deepspeedai/DeepSpeed pull 8010): no fp8 moments.
 - PyTorch FSDP / torchtitan: AdamW keeps its state in the sharded parameters' dtype (fp32, or bf16
@@ -46,6 +52,8 @@ def optimizer_problems(job: Entity) -> Iterator[Diagnostic]:
         yield from _stated_off(job, stack, narrow)
     elif aware or (narrow and stack in MEGATRON_CORE):
         yield from _needs(job, narrow)
+    if stack == "nemo" and not aware and narrow and not (aware is False and "fp8" in narrow.values()):
+        yield from _nemo_unsharded(job, narrow)   # (fp8 stated off is refused above)
 
 
 def _stack(job: Entity, aware: object, stack: str, narrow: dict[str, str]) -> Iterator[Diagnostic]:
@@ -100,3 +108,21 @@ def _needs(job: Entity, narrow: dict[str, str]) -> Iterator[Diagnostic]:
             why="Megatron's precision-aware optimizer keeps master weights in fp32 or fp16 (--main-params-dtype)",
             labels=[Label(here, pin)] if field != "master_weights" else [],
             notes=["help: state `master_weights = fp16` (or fp32), or remove `precision_aware_optimizer`"])
+
+
+def _nemo_unsharded(job: Entity, narrow: dict[str, str]) -> Iterator[Diagnostic]:
+    """NeMo narrows the optimizer only in a distributed optimizer (Apex's DistributedFusedAdam in NeMo 1.0,
+    Megatron-Core's precision-aware one in NeMo 2): a pinned ZeRO 0 leaves it mixed-precision Adam's fp32."""
+    pins = job.get("parallelism")
+    if pins is None or pins.get("zero") != 0:
+        return
+    field = next(iter(narrow))
+    yield codes.PIN_MEANINGLESS.make(
+        job.span_of(field), pin=f"{field} = {narrow[field]}",
+        why="NeMo keeps optimizer state, master weights or main gradients narrower than fp32 only in a distributed "
+            "optimizer (NeMo 1.0 reads `optim.dtype` only for Apex's distributed_fused_adam; NeMo 2 runs "
+            "Megatron-Core's precision-aware optimizer, which asserts the distributed optimizer), and this job "
+            "pins ZeRO 0",
+        labels=[Label(job.span_of("parallelism.zero"), "zero = 0")],
+        notes=["help: pin `zero = 1` (the distributed optimizer), or state fp32 for "
+               + ", ".join(f"`{k}`" for k in narrow)])

@@ -146,5 +146,5 @@ def _reduction(fabric: Entity, switch: Entity | None) -> Iterator[Diagnostic]:
         yield codes.IN_NETWORK_REDUCTION.make(
             fabric.span_of("in_network_reduction"), what=f"`{fabric.name}` reduces in the network, but its switch "
             f"`{switch.name}` cannot", labels=[Label(switch.span_of("in_network_reduction"), "the switch's")],
-            notes=[f"help: name a switch that reduces (SHARP, NVLS), or set `in_network_reduction = false` "
-                   f"(absent, a fabric reduces in the network when its switch can)"])
+            notes=["help: name a switch that reduces (SHARP, NVLS), or set `in_network_reduction = false` "
+                   "(absent, a fabric reduces in the network when its switch can)"])

@@ -13,6 +13,7 @@ and the drawing (views/serve_placement.py) all read the ranks from here.
 from __future__ import annotations
 
 from .. import comms
+from ..network.placement import tile
 from .pipeline import hop_tier, stage_hops
 
 DEFAULT_ORDER = ("tp", "ep", "pp")
@@ -48,7 +49,7 @@ def expert_stages(cfg, order: tuple, tiers: tuple) -> tuple:
     # blocks of tp consecutive ranks, `k["ep"]` apart: at each tier, the members its domain
     # holds are those of the TP block times the attention groups, met tier by tier
     met: dict = {}
-    for stage in comms.tile(cfg.tp, 1, tiers) + comms.tile(cfg.ep, k["ep"], tiers):
+    for stage in tile(cfg.tp, 1, tiers) + tile(cfg.ep, k["ep"], tiers):
         met[stage.tier] = met.get(stage.tier, 1) * stage.peers
     return tuple(comms.Stage(t, met[t]) for t in tiers if t in met)
 

@@ -26,7 +26,7 @@ import math
 from .. import comms
 from ..config import TrainConfig
 from ..network.pfc import Incast, beside_incast
-from ..network.placement import SCALE_UP_SCOPES, port_rate
+from ..network.placement import SCALE_UP_SCOPES, port_rate, tile
 from . import sharding
 from ...dsl.records import frozen
 
@@ -53,7 +53,7 @@ def held(cfg: TrainConfig, tiers: tuple, ep_per_pass: float, layer_pass: float) 
         return None
     if not any(t.congestion == "pfc" for t in tiers):
         return None
-    experts = comms.tile(cfg.ep, cfg.stride("ep"), tiers)
+    experts = tile(cfg.ep, cfg.stride("ep"), tiers)
     lossless = [s.tier for s in experts if s.tier.scope == "scaleout" and s.tier.congestion == "pfc"]
     rings = tuple(sharding.groups(cfg, tiers)[0])
     if not lossless or not any(s.tier.fabric == lossless[0].fabric for s in rings):
@@ -87,7 +87,7 @@ def on_fabric(cfg: TrainConfig, tiers: tuple, wire: float, step: float) -> AllTo
     `step`; None elsewhere."""
     if cfg.ep <= 1 or wire <= 0 or step <= 0:
         return None
-    experts = comms.tile(cfg.ep, cfg.stride("ep"), tiers)
+    experts = tile(cfg.ep, cfg.stride("ep"), tiers)
     lossless = [s.tier for s in experts if s.tier.scope == "scaleout" and s.tier.congestion == "pfc"]
     if not lossless:
         return None

@@ -149,7 +149,7 @@ def model_states(shape: ModelShape, cfg: TrainConfig, zeros) -> list[tuple[float
     per parameter, which no ZeRO stage changes, read once: a search asks every stage of a layout)."""
     common = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack)
     tail = (cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params, cfg.grad_reduce,
-            cfg.precision_aware_optimizer, cfg.second_moment)
+            cfg.precision_aware_optimizer, cfg.second_moment, cfg.mx_fp8)
     out, parts = [], None
     for zero in zeros:
         key = common + (zero,) + tail

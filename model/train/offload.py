@@ -13,14 +13,12 @@ back during backward, over the GPU's host link (PCIe, or NVLink-C2C on Grace sup
 
 from __future__ import annotations
 
-import math
-
 from ...compiler.ir import Partition
 from ..config import TrainConfig
 from .memory import activation_bytes_per_layer
 from ..shape import ModelShape
 
-from ..comms import HOST_LINK_EFFICIENCY, host_rate  # noqa: F401  (the host link's copy rate)
+from ..comms import host_rate
 
 
 def exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, dense, moe) -> float:

@@ -74,9 +74,10 @@ def te_holds_master(cfg: TrainConfig) -> bool:
     recipe other than delayed scaling makes Megatron-Core keep an fp32 one itself:
     OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8 (megatron/core/optimizer/
     optimizer_config.py, core_v0.16.1) is false with main_params_dtype fp32 and fp8_recipe mxfp8,
-    tensorwise or blockwise, as gclc's `mxfp8` is (views/export/megatron.py writes `fp8` as delayed
-    scaling on Hopper; on Blackwell it writes mxfp8, which this config, without the chip, cannot see)."""
-    return cfg.master_weights != "fp32" or cfg.precision != "mxfp8"
+    tensorwise or blockwise. gclc's recipes: `mxfp8`, and `fp8` on a chip that runs it with MX block
+    scaling (`mx_fp8`, compiler/formats.py `block_scaled`, which views/export/megatron.py writes as
+    --fp8-recipe mxfp8); `fp8` elsewhere is delayed scaling."""
+    return cfg.master_weights != "fp32" or not (cfg.precision == "mxfp8" or (cfg.precision == "fp8" and cfg.mx_fp8))
 
 
 def narrowed(cfg: TrainConfig) -> str:

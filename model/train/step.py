@@ -291,7 +291,7 @@ def optimizer_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) ->
     partition = _running(partition, cfg)
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.zero, cfg.optimizer_state,
            cfg.second_moment, cfg.master_weights, cfg.main_grads, cfg.precision_aware_optimizer, cfg.stack, cfg.precision,
-           partition)
+           cfg.mx_fp8, partition)
     seconds = _OPTIMIZER.get(key)
     if seconds is None:
         dense = dense_params_per_gpu(shape, cfg) / sharding.optimizer_shards(cfg)

@@ -53,12 +53,12 @@ def node_storage(cluster: Entity, partition: Partition) -> float:
 
 
 def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, gpus: int,
-               gpus_per_node: int) -> Checkpoint:
-    """The job's checkpoint at `gpus` GPUs: what the file states, the rest derived."""
+               gpus_per_node: int, chip: str = "") -> Checkpoint:
+    """The job's checkpoint at `gpus` GPUs on the chip named `chip`: what the file states, the rest derived."""
     block = job.get("checkpoint") or Record()
     size = block.get("size")
     size = float(size.value) if size is not None else \
-        (host.checkpoint_bytes(shape, cfg=state_config(job)) if shape else 0.0)
+        (host.checkpoint_bytes(shape, cfg=state_config(job, chip)) if shape else 0.0)
     nodes = -(-gpus // gpus_per_node)
     bandwidth = _seconds(block.get("bandwidth"), storage_per_node * nodes)
     restart = _seconds(block.get("restart"), RESTART_FIXED_S + size / bandwidth)
@@ -76,5 +76,6 @@ def job_goodput(job, gpus: int):
     target = target[0] if isinstance(target, tuple) else target
     cluster = getattr(target, "cluster", target)
     rates = reliability(cluster, job.graph, job.partition)
-    ckpt = checkpoint(job.entity, job.shape, node_storage(cluster, job.partition), gpus, job.partition.node.gpus)
+    ckpt = checkpoint(job.entity, job.shape, node_storage(cluster, job.partition), gpus, job.partition.node.gpus,
+                      job.partition.node.accelerator.name)
     return goodput(ckpt, rates.rate(gpus))

@@ -73,8 +73,7 @@ import attrs
 from ...compiler.design import Entity, Item, Record
 from ...model import comms
 from ...model.config import TrainConfig
-# hetero_entity, is_hetero: re-exported, where callers find them (model/job.py selects the job)
-from ...model.job import Job, JobError, hetero_entity, is_hetero, job_from_entity, partition_refs
+from ...model.job import Job, JobError, job_from_entity, partition_refs
 from ...model.train.optimizer import grad_bytes
 from ...model.power import job_power
 from ...model.train.step import Estimate, estimate

@@ -87,8 +87,25 @@ from .limits import (
     violated,
 )
 # The operating points beside the layout (solver/train/operating.py): power caps under a limit or for energy.
-from .operating import at_cap, operating_caps, power_limited
+from .operating import at_cap, operating_caps
 from ...dsl.records import frozen
+
+# The problem as callers read it (`space_def.NAME`): this module's definitions, and the limits, objectives
+# and operating points it takes from limits.py and operating.py (re-exported: the problem is defined here).
+__all__ = [
+    # the space
+    "RECOMPUTE", "ZERO_STAGES", "MAX_TP", "MAX_CP", "MAX_MICROBATCH", "MAX_VP", "PLACED", "RECOMPUTE_EVERY",
+    "OFFLOAD_SHARES", "Space", "divisors", "powers_of_two", "searched", "variants", "variant_spaces", "space",
+    "vp_candidates", "microbatch_candidates", "vp_valid", "inner_choices", "data_parallels", "data_parallel",
+    "orders", "make_config", "config_maker", "branches", "configurations", "space_size",
+    # the reference search
+    "evaluate_all", "best", "ranked", "layout", "distinct",
+    # limits and objectives (limits.py)
+    "OBJECTIVES", "Limit", "Limits", "admissible", "busy", "cost_rates", "goodput_share", "limits", "max_gpus",
+    "measure", "objective_value", "objectives", "power_of", "violated",
+    # operating points (operating.py)
+    "at_cap", "operating_caps",
+]
 
 RECOMPUTE = ("none", "selective", "full")       # ordered by activation memory, most first
 ZERO_STAGES = (0, 1, 3)

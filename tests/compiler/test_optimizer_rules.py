@@ -41,6 +41,8 @@ def where(text: str, needle: str) -> tuple[int, int]:
     ("optimizer_state = bf16  second_moment = fp32", "maxtext", ZERO1),   # optax's mu_dtype: the first moment only
     ("optimizer_state = bf16  second_moment = fp8", "megatron_core", ZERO1),
     ("precision_aware_optimizer = false", "fsdp", ZERO1),
+    ("precision_aware_optimizer = false", "nemo", ZERO0),
+    ("optimizer_state = bf16  master_weights = none", "nemo", "parallelism { tp = 8 pp = 1 dp = 4 }"),  # not pinned
 ])
 def test_what_a_stack_runs_is_accepted(fields, stack, pins):
     assert errors(job(fields, stack, pins)) == []
@@ -61,6 +63,11 @@ def test_what_a_stack_runs_is_accepted(fields, stack, pins):
     ("optimizer_state = bf16", "megatron_core", ZERO0, "optimizer_state", "which a narrower state needs"),
     ("precision_aware_optimizer = true  master_weights = bf16", "nemo", ZERO1, "master_weights", "fp32 or fp16"),
     ("master_weights = none", "megatron_core", ZERO1, "master_weights", "--main-params-dtype"),
+    # NeMo 1.0 narrows only in Apex's distributed_fused_adam (its `optim.dtype`; FusedAdam takes no dtype)
+    ("optimizer_state = bf16  master_weights = none", "nemo", ZERO0, "optimizer_state", "only in a distributed"),
+    ("main_grads = bf16", "nemo", ZERO0, "main_grads", "pins ZeRO 0"),
+    ("optimizer_state = bf16  precision_aware_optimizer = false", "nemo", ZERO0, "optimizer_state",
+     "only in a distributed"),
 ])
 def test_what_no_stack_of_the_job_runs_is_a_located_error(fields, stack, pins, needle, words):
     text = job(fields, stack, pins)

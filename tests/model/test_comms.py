@@ -4,6 +4,7 @@ import pytest
 
 from gclc.compiler.ir import Tier
 from gclc.model import comms
+from gclc.model.network.placement import tile
 from gclc.dsl.source import no_span
 
 
@@ -33,7 +34,7 @@ def test_placement_by_stride():
 
 
 def test_hierarchical_all_reduce_passes_a_share_outward():
-    tiled = comms.tile(64, 1, TIERS)
+    tiled = tile(64, 1, TIERS)
     expected = 2 * 7 / 8 * 1e9 / 400e9 + 2 * 7 / 8 * (1e9 / 8) / 50e9
     assert comms.all_reduce(1e9, tiled) == pytest.approx(expected)
 
@@ -44,7 +45,7 @@ def test_a_ring_over_nodes_spreads_its_crossings_over_every_nic_of_the_node():
     # moves 2 (n-1)/n of the data at 400 GB/s, sooner than the tiled stages one after another
     stages = comms.place(64, 1, TIERS)
     assert comms.all_reduce(1e9, stages) == pytest.approx(2 * 63 / 64 * 1e9 / 400e9)
-    assert comms.all_reduce(1e9, stages) < comms.all_reduce(1e9, comms.tile(64, 1, TIERS))
+    assert comms.all_reduce(1e9, stages) < comms.all_reduce(1e9, tile(64, 1, TIERS))
     # one GPU a node (stride 8): each ring leaves through its own GPU's NIC, the tiled stages stay
     assert [(s.tier.level, s.peers) for s in comms.place(8, 8, TIERS)] == [(1, 8)]
 

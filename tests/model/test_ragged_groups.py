@@ -9,6 +9,7 @@ from gclc.compiler.driver import check_text
 from gclc.compiler.ir import Tier
 from gclc.dsl.source import no_span
 from gclc.model import comms
+from gclc.model.network.placement import tile
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
 from gclc.model.train.step import estimate
@@ -34,7 +35,7 @@ def test_a_ragged_group_rings_in_rank_order_at_the_port_rate():
     expected = 2 * 7 / 8 * 1e9 / 400e9 + 2 * 3 / 4 * (1e9 / 8) / 50e9
     assert comms.all_reduce(1e9, stages) == pytest.approx(expected)
     # the tiled stages charged every byte the spine's 25 GB/s: twice the outer time
-    assert comms.all_reduce(1e9, comms.tile(32, 1, (NODE, LEAF, SPINE))) > expected
+    assert comms.all_reduce(1e9, tile(32, 1, (NODE, LEAF, SPINE))) > expected
 
 
 def test_a_ring_that_leaves_every_domain_pays_the_oversubscribed_rate():
@@ -59,14 +60,14 @@ def test_a_ragged_all_to_all_pays_the_spine_only_for_the_members_outside_the_lea
     # per GPU of uplink, 3/4 through its own 50 GB/s port. The NIC carries all 3/4 leaving
     # the node: 3/4 / 50 GB/s sets the pace, half the tiled charge.
     tiers = (NODE, LEAF, SPINE)
-    tiled = comms.all_to_all(1e9, comms.tile(32, 1, tiers))
+    tiled = comms.all_to_all(1e9, tile(32, 1, tiers))
     assert tiled == pytest.approx(24 / 32 * 1e9 / 25e9)
     assert comms.all_to_all(1e9, comms.place(32, 1, tiers)) == pytest.approx(0.75 * 1e9 / 50e9)
 
 
 def test_an_all_to_all_that_tiles_keeps_its_tiled_price():
     tiers = (NODE, tier(1, 64, 50e9), tier(2, 1024, 25e9))
-    assert comms.all_to_all(1e9, comms.place(64, 1, tiers)) == comms.all_to_all(1e9, comms.tile(64, 1, tiers))
+    assert comms.all_to_all(1e9, comms.place(64, 1, tiers)) == comms.all_to_all(1e9, tile(64, 1, tiers))
 
 
 RAIL_VS_TREE = ROOT / "benchmarks" / "designs" / "superpod_sweep.gcl"

@@ -11,7 +11,8 @@ import pytest
 
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower
-from gclc.solver.split.plan import hetero_entity, plan_hetero
+from gclc.model.job import hetero_entity
+from gclc.solver.split.plan import plan_hetero
 from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.views.export.jobs import job_entity, job_plan
 from gclc.views.export.layout import layout

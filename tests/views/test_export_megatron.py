@@ -239,14 +239,14 @@ def test_optimizer_state_megatron_cannot_hold_is_an_error():
         exported(ddp)
 
 
-def on_stack(stack: str, pins: str, precision: str = "bf16"):
+def on_stack(stack: str, pins: str, precision: str = "bf16", node: str = "DGX_H100"):
     """The dense-variants design (tests/data/dense_variants.gcl) on `stack` in `precision` with
-    other pins, planned."""
+    other pins, on std `node`s, planned."""
     from gclc.compiler.driver import check_text
     from gclc.views.export.jobs import job_entity, job_plan
 
     path = Path(__file__).resolve().parents[1] / "data" / "dense_variants.gcl"
-    text = path.read_text().replace("software  = fsdp", f"software  = {stack}").replace(
+    text = path.read_text().replace("x DGX_H100", f"x {node}").replace("software  = fsdp", f"software  = {stack}").replace(
         "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
         pins).replace("precision = bf16", f"precision = {precision}")
     return job_plan(job_entity(check_text(text, str(path)).design, None))
@@ -446,3 +446,45 @@ def test_moments_of_two_formats_export_as_megatrons_two_dtypes():
     args = run(exported(job), job.config.gpus)
     assert args.use_precision_aware_optimizer
     assert (dtype_name(args.exp_avg_dtype), dtype_name(args.exp_avg_sq_dtype)) == ("bf16", "fp32")
+
+
+def fused_adam_stub(monkeypatch) -> None:
+    """STUB: Transformer Engine's FusedAdam (absent on this CPU machine) with the arguments Megatron-Core's
+    OptimizerConfig.__post_init__ looks for, so that the config it builds can be read."""
+    import sys
+    import types
+
+    class FusedAdam:
+        def __init__(self, params, master_weight_dtype=None, exp_avg_dtype=None, exp_avg_sq_dtype=None,
+                     use_decoupled_grad=False):
+            pass
+
+    names = ("transformer_engine", "transformer_engine.pytorch", "transformer_engine.pytorch.optimizers")
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    sys.modules[names[-1]].FusedAdam = FusedAdam
+
+
+@pytest.mark.parametrize("node, chip, recipe, remainders", [
+    ("DGX_B200", "B200", "mxfp8", False),    # Blackwell: MX block scaling, the fp32 master kept whole
+    ("DGX_H100", "H100_SXM", "delayed", True),
+])
+def test_fp8_exports_the_recipe_whose_master_the_plan_counts(monkeypatch, node, chip, recipe, remainders):
+    """`precision = fp8` with the precision-aware optimizer at fp32 dtypes: the export writes the chip's recipe
+    (compiler/formats.py `block_scaled`, which the plan's memory reads too), validate_args accepts it, and
+    Megatron-Core's own OptimizerConfig decides who holds the master as the plan counts it: with mxfp8,
+    use_precision_aware_optimizer_no_fp8_or_ds_fp8 is false and Megatron keeps a whole fp32 master (12 B);
+    with delayed scaling FusedAdam keeps it as 16-bit remainders (10 B)."""
+    from gclc.model.train.optimizer import state_bytes, stores_remainders
+
+    job = on_stack("megatron_core", "precision_aware_optimizer = true\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }",
+                   "fp8", node)
+    c = job.config
+    assert c.mx_fp8 == (recipe == "mxfp8") and stores_remainders(c) == remainders
+    assert state_bytes(c) == (10 if remainders else 12)
+    args = run(exported(job, chip), c.gpus, chip)
+    assert args.fp8_recipe == recipe and args.use_precision_aware_optimizer and args.use_distributed_optimizer
+    fused_adam_stub(monkeypatch)
+    config = optimizer_config(args, monkeypatch)
+    assert config.use_precision_aware_optimizer_no_fp8_or_ds_fp8 == remainders
+    assert config.store_param_remainders   # Transformer Engine >= 2.1: used only where FusedAdam holds the master

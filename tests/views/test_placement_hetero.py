@@ -14,7 +14,8 @@ from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 from gclc.dsl.numbers import duration
 from gclc.model.train.step import estimate
-from gclc.solver.split.plan import hetero_entity, plan_hetero
+from gclc.model.job import hetero_entity
+from gclc.solver.split.plan import plan_hetero
 from gclc.views.placement import coordinate
 from gclc.views.placement_hetero import hetero_placement
 

@@ -91,3 +91,33 @@ def test_a_second_moment_stated_apart_shows_on_both(tmp_path, capsys):
     assert state["state_bytes_per_param"] == 2 + 4 + (2 if state["master_remainders"] else 4)
     line = next(x for x in text.splitlines() if x.startswith("  optimizer "))
     assert "moments bf16 (second fp32)," in line
+
+
+def on_node(tmp_path: Path, node: str) -> Path:
+    """tests/data/dense_variants.gcl (Mistral 7B on std nodes) on `node`, in fp8 on Megatron-Core with its
+    precision-aware optimizer stated at fp32 dtypes and the distributed optimizer (ZeRO 1) pinned."""
+    text = (ROOT / "tests" / "data" / "dense_variants.gcl").read_text(encoding="utf-8")
+    pins = "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }"
+    text = text.replace("x DGX_H100", f"x {node}").replace("precision = bf16", "precision = fp8").replace(
+        "software  = fsdp", "software  = megatron_core\n  precision_aware_optimizer = true").replace(
+        pins, "parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }")
+    path = tmp_path / f"{node}.gcl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_fp8_on_blackwell_keeps_the_whole_fp32_master_and_on_hopper_its_remainders(tmp_path, capsys):
+    """Blackwell runs `fp8` as MX block scaling (compiler/formats.py; the Megatron export writes --fp8-recipe
+    mxfp8), under which Megatron-Core keeps a whole fp32 master (use_precision_aware_optimizer_no_fp8_or_ds_fp8
+    false): 12 B of state per parameter; Hopper's delayed scaling leaves it to FusedAdam as remainders, 10 B.
+    The same layout on both, so the optimizer's memory differs by exactly that ratio."""
+    blackwell, text = planned(capsys, on_node(tmp_path, "DGX_B200"))
+    hopper, _ = planned(capsys, on_node(tmp_path, "DGX_H100"))
+    for data in (blackwell, hopper):
+        jsonschema.Draft202012Validator(SCHEMA).validate(data)
+        assert data["parallelism"]["zero"] == 1 and data["parallelism"]["dp"] == 32
+    assert not blackwell["optimizer"]["master_remainders"] and blackwell["optimizer"]["state_bytes_per_param"] == 12
+    assert hopper["optimizer"]["master_remainders"] and hopper["optimizer"]["state_bytes_per_param"] == 10
+    held = [data["memory_breakdown_bytes"]["optimizer"] for data in (blackwell, hopper)]
+    assert held[0] == pytest.approx(held[1] * 12 / 10, rel=1e-12)
+    assert "16-bit remainders" not in next(x for x in text.splitlines() if x.startswith("  optimizer "))

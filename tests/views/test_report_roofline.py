@@ -21,7 +21,8 @@ from gclc.compiler.driver import check_file
 from gclc.compiler.cost.tco import job_cluster, tco
 from gclc.dsl.numbers import quantity
 from gclc.model.compute import peak
-from gclc.solver.split.plan import hetero_entity, plan_hetero
+from gclc.model.job import hetero_entity
+from gclc.solver.split.plan import plan_hetero
 from gclc.views.report import page as report
 from gclc.views.plan_json import outcome_json
 from gclc.views.plan_text import outcome_text

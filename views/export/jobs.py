@@ -12,7 +12,7 @@ from ...compiler.design import Design, Entity
 from ...compiler.lower import lower_cluster
 from ...model import comms
 from ...model.config import TrainConfig
-from ...model.job import JobError, job_from_entity
+from ...model.job import JobError, is_hetero, job_from_entity
 from ...model.ranks import rank_partition
 from ...model.shape import ModelShape
 from ...compiler.ir import Partition
@@ -120,7 +120,7 @@ def _cluster_of(entity: Entity) -> Entity:
 
 
 def _job_plan(entity: Entity) -> JobPlan:
-    from ...solver.split.plan import is_hetero, partition_jobs, plan_hetero
+    from ...solver.split.plan import partition_jobs, plan_hetero
     from ...solver.jobs import job_objective
     from ...solver.train.plan import placement, plan
 

@@ -29,7 +29,7 @@ import yaml
 
 from ...compiler.design import Design, Entity
 from ...solver.schedule.settings import KueueSettings
-from .kueue import (NAMESPACE, PRIORITIES, Flavor, configuration as kueue_configuration, priority_class,  # noqa: F401
+from .kueue import (NAMESPACE, Flavor, configuration as kueue_configuration, priority_class,
                     priority_classes, queue_name, queues, settings as kueue_settings, tenants as kueue_tenants)
 from .layout import Group, Layout, Level, slug
 from .environment import environment

@@ -22,6 +22,7 @@ import shlex
 
 import yaml
 
+from ...compiler.formats import block_scaled
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
 from ...model.train import moe
@@ -31,9 +32,6 @@ from .environment import shell_lines
 from .target import ExportError, JobPlan, header
 
 STACKS = ("megatron", "megatron_core", "nemo")
-# Blackwell runs FP8 with MX block scaling (mxfp8); Hopper and Ada with per-tensor delayed
-# scaling, Megatron-LM's --fp8-recipe default (arguments.py).
-MXFP8_CHIPS = ("B200", "GB200", "B300", "GB300")
 
 
 def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, object]]:
@@ -226,7 +224,9 @@ def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str
         return [("--fp16", True)]
     args: list[tuple[str, object]] = [("--bf16", True)]
     if c.precision in ("fp8", "mxfp8"):  # E4M3 forward, E5M2 gradients (Transformer Engine's hybrid format)
-        mx = c.precision == "mxfp8" or any(accelerator.upper().startswith(n) for n in MXFP8_CHIPS)
+        # MX block scaling where the chip runs fp8 so (compiler/formats.py, which the memory model reads too);
+        # elsewhere per-tensor delayed scaling, Megatron-LM's --fp8-recipe default (arguments.py)
+        mx = block_scaled(c.precision, accelerator)
         args += [("--fp8-format", "hybrid"), ("--fp8-recipe", "mxfp8" if mx else "delayed")]
     elif c.precision == "fp8_e4m3":  # E4M3 both ways
         args += [("--fp8-format", "e4m3"), ("--fp8-recipe", "delayed")]

@@ -16,6 +16,7 @@ torchtitan's layer-level selective checkpointing (`selective_ac_option = "k"`).
 
 from __future__ import annotations
 
+from ...compiler.formats import block_scaled
 from ...dsl.numbers import percent
 from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.shape import ModelShape
@@ -29,7 +30,6 @@ FLAVORS = {
     (126, 16384, 128, 8, 128256): ("llama3", "405B"),
     (61, 7168, 128, 128, 129280): ("deepseek_v3", "671B"),
 }
-MX_CHIPS = ("B200", "GB200", "B300", "GB300")  # MX (block-scaled) FP8 tensor cores
 
 
 def flavor(shape: ModelShape) -> tuple[str, str] | None:
@@ -74,7 +74,7 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         sections["activation_checkpoint"] = ({"mode": "selective", "selective_ac_option": "op"}
                                              if c.recompute == "selective" else {"mode": c.recompute})
     if c.precision in ("fp8", "mxfp8"):
-        mx = c.precision == "mxfp8" or any(accelerator.upper().startswith(n) for n in MX_CHIPS)
+        mx = block_scaled(c.precision, accelerator)   # MX (block-scaled) FP8 tensor cores: compiler/formats.py
         kind = "mx" if mx else "float8"
         converters = [f"quantize.linear.{kind}"] + ([f"quantize.grouped_mm.{kind}"] if shape.is_moe else [])
         sections["model"]["converters"] = converters

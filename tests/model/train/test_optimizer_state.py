@@ -45,6 +45,9 @@ def cfg(**kw) -> TrainConfig:
     ({"precision_aware_optimizer": True, "precision": "mxfp8"}, 12, 30),
     ({"optimizer_state": "bf16", "precision": "mxfp8"}, 2 * 2 + 4, 4 + 8 + 8 + 2),
     ({"optimizer_state": "bf16", "precision": "fp8"}, 2 * 2 + 2, 20),
+    # fp8 on a chip that runs it with MX block scaling (Blackwell: the exports write --fp8-recipe mxfp8)
+    ({"precision_aware_optimizer": True, "precision": "fp8", "mx_fp8": True}, 12, 30),
+    ({"optimizer_state": "bf16", "precision": "fp8", "mx_fp8": True}, 2 * 2 + 4, 4 + 8 + 8 + 2),
     # the moments apart (Megatron's --exp-avg-dtype bf16 --exp-avg-sq-dtype fp32): 2 + 4, the master as remainders
     ({"optimizer_state": "bf16", "second_moment": "fp32"}, 2 + 4 + 2, 4 + 2 * 6 + 4 + 4),
     ({"second_moment": "bf16"}, 4 + 2 + 2, 4 + 2 * 6 + 4 + 4),
@@ -72,11 +75,12 @@ def test_the_optimizer_memory_is_its_bytes_over_the_shards():
 
 MOMENTS = ("fp8", "bf16", "fp32")       # narrowest first (fp16 stores what bf16 does)
 MASTERS = ("none", "fp16", "fp32")
-configs = st.builds(lambda dp, zero, stack, precision, rc: cfg(dp=dp, zero=zero, stack=stack, precision=precision,
-                                                                recompute=rc),
+# mx_fp8: fp8 as a Blackwell chip runs it (MX block scaling), where Megatron-Core keeps the fp32 master whole
+configs = st.builds(lambda dp, zero, stack, precision, rc, mx: cfg(dp=dp, zero=zero, stack=stack, precision=precision,
+                                                                    recompute=rc, mx_fp8=mx and precision == "fp8"),
                     st.sampled_from([8, 16, 32]), st.sampled_from([0, 1, 2, 3]),
                     st.sampled_from(["megatron_core", "nemo", "fsdp", "megatron"]),
-                    st.sampled_from(["bf16", "fp16", "fp8"]), st.sampled_from(["selective", "full"]))
+                    st.sampled_from(["bf16", "fp16", "fp8"]), st.sampled_from(["selective", "full"]), st.booleans())
 settings_ = st.tuples(st.sampled_from(range(len(MOMENTS))), st.sampled_from(range(len(MASTERS))))
 
 

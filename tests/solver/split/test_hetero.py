@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.solver.split.plan import hetero_entity, partition_jobs, plan_hetero
+from gclc.model.job import hetero_entity
+from gclc.solver.split.plan import partition_jobs, plan_hetero
 from gclc.solver.split.lanes import Lane, split
 from gclc.views.plan_json import hetero_json
 from gclc.views.plan_text import hetero_text

@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.solver.split import plan as hetero
-from gclc.solver.split.plan import hetero_entity, partition_jobs, plan_hetero
+from gclc.model.job import hetero_entity
+from gclc.solver.split.plan import partition_jobs, plan_hetero
 from gclc.solver.split.lanes import Lane, split
 
 EXAMPLES = max(10, settings.default.max_examples // 2)

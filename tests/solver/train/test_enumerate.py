@@ -142,3 +142,38 @@ def test_a_pinned_vp_allows_what_the_unpinned_space_holds(layers, pp, vp):
     if vp in unpinned:
         assert enumerator._vp_candidates(vp, None, layers, pp) == (vp,)
     assert enumerator._vp_candidates(1, None, 61, 16) == (1,)
+
+
+@pytest.mark.parametrize("stack, fields, distributed", [
+    ("megatron_core", "optimizer_state = bf16", True),     # Megatron's precision-aware optimizer asserts it
+    ("nemo", "optimizer_state = bf16  master_weights = none", True),   # NeMo 1.0: Apex's distributed_fused_adam only
+    ("nemo", "main_grads = bf16", True),
+    ("fsdp", "optimizer_state = bf16", False),              # AdamW at a bf16-stored model's dtype, any stage
+    ("nemo", "", False),
+])
+def test_a_narrower_optimizer_searches_only_the_stages_its_stack_narrows_in(stack, fields, distributed):
+    """What compiler/rules/optimizer.py refuses pinned (ZeRO 0 beside a state the stack narrows only in a
+    distributed optimizer), the search does not pick unpinned."""
+    from gclc.compiler.driver import check_text
+    from gclc.model.job import train_job
+
+    path = Path(__file__).parents[2] / "data" / "dense_variants.gcl"
+    text = path.read_text().replace("software  = fsdp", f"software  = {stack}\n  {fields}").replace(
+        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
+        "parallelism { tp = 1 pp = 1 }")
+    space = enumerator.space(train_job(check_text(text, str(path)).design))
+    assert (0 not in space.zeros) == distributed and set(space.zeros) >= {1, 3}
+
+
+def test_the_problem_names_every_public_definition_and_re_export():
+    """enumerate.py defines the problem in one place (its docstring): `__all__` holds each of its public
+    definitions and each name it re-exports from limits.py and operating.py, and nothing else."""
+    import ast
+
+    tree = ast.parse(Path(enumerator.__file__).read_text(encoding="utf-8"))
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    defined |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 1
+                and n.module in ("limits", "operating") for a in n.names}
+    assert set(enumerator.__all__) == {d for d in defined if not d.startswith("_")}
+    assert len(enumerator.__all__) == len(set(enumerator.__all__))
