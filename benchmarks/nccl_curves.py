@@ -59,20 +59,14 @@ def step_model_seconds(row: dict) -> float:
 def communicator(row: dict):
     """The group as NCCL sees it on the case's tiers (model/collectives.py: a node, or a
     multi-node NVLink rack, MNNVL, is one scale-up domain), its switches reducing only where
-    the row says they did, with the NVLS channels of the NCCL version the row states (`nccl`;
-    blank: the current one)."""
+    the row says they did."""
     import attrs
 
     from gclc.model import collectives, comms
 
-    from gclc.model.network import nccl
-
-    tiers = case_tiers(row)
-    stages = comms.place(int(row["ranks"]), 1, tiers)
+    stages = comms.place(int(row["ranks"]), 1, case_tiers(row))
     c = collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
-    version = tuple(int(v) for v in row["nccl"].split(".")) if row.get("nccl") else None
-    return attrs.evolve(c, nvls=c.nvls and row["nvls"] == "1", collnet=c.collnet and row["collnet"] == "1",
-                        nvls_channels=nccl.nvls_channels(tiers[0].bandwidth, version))
+    return attrs.evolve(c, nvls=c.nvls and row["nvls"] == "1", collnet=c.collnet and row["collnet"] == "1")
 
 
 def choice(row: dict):

@@ -19,8 +19,7 @@ import math
 import attrs
 
 from . import comms
-from .network.nccl import (NVLS_CHANNELS_HOPPER, NVLS_EFFICIENCY, Choice, Communicator, nvls_channels, on_topology,
-                           p2p_latency, switch_reduction_seconds)
+from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency, switch_reduction_seconds
 from .network.placement import SCALE_UP_SCOPES
 
 # A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
@@ -166,8 +165,7 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         nvls=any(s.tier.in_network_reduction for s in up),
                         collnet=any(s.tier.in_network_reduction for s in out),
                         wire=option[-1].tier.latency if out else 0.0,
-                        reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
-                        nvls_channels=nvls_channels(up[0].tier.bandwidth) if up else NVLS_CHANNELS_HOPPER)
+                        reduce_rate=_reduce_share(up[0], per_node) if up else math.inf)
 
 
 def _reduce_share(stage: comms.Stage, per_node: int) -> float:

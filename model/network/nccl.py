@@ -69,26 +69,6 @@ FP32_BYTES = 4
 # channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
-# NVLS all-reduce on one NVLink domain (device/all_reduce.h, NCCL 2.25-2.30, user buffers not
-# registered: nccl-tests' cudaMalloc buffers, and every buffer with multi-node NVLink, init.cc
-# "Buffer Registration is not supported with MNNVL") runs each channel as a three-stage
-# pipeline in loops of `heads x chunk`: every rank copies a loop into the heads' NVLS buffers
-# (one post for all heads, prims_simple.h ScatterGatherOp), each head reduces its chunk in the
-# switches and multicasts it back (multimem ld_reduce / st), every rank copies the loop out.
-# The first loop's copy in and the last loop's copy out overlap nothing: 2 loops of fill per
-# call, each stage moving the same bytes per rank (ASSUMPTION: the stages run at one rate; an
-# unbalanced pipeline fills in less). Heads: one per NVLS channel of the graph, at most
-# NCCL_MAX_NVLS_ARITY (device.h) and the domain's GPUs (search.cc: "the more the better").
-# Chunk: NCCL_NVLS_CHUNKSIZE (nvls.cc), cut by the per-channel bytes (enqueue.cc calcCollChunking).
-NVLS_MAX_HEADS = 32
-NVLS_CHUNK_BYTES = 128 * 1024
-NVLS_FILL_LOOPS = 2
-# NVLS CTAs (transport/nvls.cc): 16 on Hopper; on Blackwell 32 up to NCCL 2.26, then 24 for a
-# communicator inside one NVLink domain (NVLS_NCHANNELS_SM100_NVL, NCCL 2.27 on). NCCL picks
-# by compute capability; gclc tells the generations apart by the NVLink port (NVLink4 450 GB/s
-# per direction on Hopper, NVLink5 900 GB/s on Blackwell).
-NVLS_CHANNELS_HOPPER, NVLS_CHANNELS_BLACKWELL, NVLS_CHANNELS_BLACKWELL_BEFORE_2_27 = 16, 24, 32
-NVLINK4_PORT = 450e9
 
 
 @frozen(cache_hash=True)  # the key of every NCCL option lookup
@@ -105,7 +85,6 @@ class Communicator:
     collnet: bool = False         # the scale-out switches reduce (SHARP)
     wire: float = 0.0             # seconds one way across the scale-out (NCCL's latencyInter)
     reduce_rate: float = math.inf   # FP32 adds/s the scale-up switches reduce this group's data at
-    nvls_channels: int = NVLS_CHANNELS_HOPPER   # NVLS CTAs (nvls_channels())
 
     @property
     def per_node(self) -> int:
@@ -134,7 +113,7 @@ def choose(collective: str, nbytes: float, c: Communicator, only: str | None = N
     for algorithm, protocol, latency, bandwidth in _options(collective, c):
         if only is not None and algorithm != only:
             continue
-        seconds = latency + _fill(algorithm, protocol, nbytes, c, collective) + nbytes / bandwidth
+        seconds = latency + _fill(algorithm, protocol, nbytes, c) + nbytes / bandwidth
         if best is None or seconds < best.seconds:
             best = Choice(algorithm, protocol, seconds)
     return best
@@ -160,7 +139,7 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     fastest = max(bandwidth for *_, bandwidth in options)
     best = None
     for algorithm, protocol, latency, bandwidth in options:
-        seconds = latency + _fill(algorithm, protocol, nbytes, c, collective) + wire * fastest / bandwidth
+        seconds = latency + _fill(algorithm, protocol, nbytes, c) + wire * fastest / bandwidth
         if best is None or seconds < best[2]:
             best = (algorithm, protocol, seconds)
     return Choice(*best) if best is not None else None
@@ -293,49 +272,15 @@ def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
     return math.inf
 
 
-def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator, collective: str = "all_reduce") -> float:
-    """Seconds a pipeline takes to fill. A tree: every hop of its way up and down but the last
+def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> float:
+    """Seconds a tree's pipeline takes to fill: every hop of its way up and down but the last
     waits for one channel's piece (the whole call while it is smaller than a piece), at that
-    channel's share of the tree's bus bandwidth for the protocol. NVLS all-reduce on one
-    domain: its first and last loops (nvls_fill_bytes) at NVLS's rate. 0 for other algorithms."""
-    if algorithm == "nvls":
-        return nvls_fill_bytes(collective, nbytes, c) / _bandwidth(collective, "nvls", protocol, c)
+    channel's share of the tree's bus bandwidth for the protocol. 0 for other algorithms."""
     if algorithm != "tree":
         return 0.0
     hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
     channel = _bandwidth("all_reduce", "tree", protocol, c) * 2 / CHANNELS   # busbw = 2 x a tree's algbw
     return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
-
-
-def nvls_channels(port: float, nccl_version: tuple[int, ...] | None = None) -> int:
-    """NCCL's NVLS CTAs on one NVLink domain whose GPU ports carry `port` bytes/s per direction,
-    for `nccl_version` (None: the current one)."""
-    if port <= NVLINK4_PORT:
-        return NVLS_CHANNELS_HOPPER
-    old = nccl_version is not None and tuple(nccl_version) < (2, 27)
-    return NVLS_CHANNELS_BLACKWELL_BEFORE_2_27 if old else NVLS_CHANNELS_BLACKWELL
-
-
-def nvls_chunk(channel_bytes: float, heads: int) -> int:
-    """The NVLS chunk of a channel's `channel_bytes` (enqueue.cc calcCollChunking: each channel
-    is chunked alone, its `concurrentOps` the heads)."""
-    chunk = NVLS_CHUNK_BYTES
-    for loops, smaller in ((64, 65536), (8, 32768), (2, 16384)):
-        if channel_bytes < loops * heads * chunk and chunk > smaller:
-            chunk = smaller
-    return chunk
-
-
-def nvls_fill_bytes(collective: str, nbytes: float, c: Communicator) -> float:
-    """Bytes of an NVLS all-reduce's fill on one domain: NVLS_FILL_LOOPS loops of all channels
-    (heads x chunk each), or the whole call where it is smaller than a loop (it then passes
-    the three stages one after another). 0 elsewhere (across domains NCCL runs another kernel;
-    reduce-scatter and all-gather: not modelled)."""
-    if collective != "all_reduce" or c.nodes != 1 or c.ranks <= 1:
-        return 0.0
-    heads = min(NVLS_MAX_HEADS, c.ranks)
-    loop = heads * nvls_chunk(nbytes / c.nvls_channels, heads) * c.nvls_channels
-    return NVLS_FILL_LOOPS * min(nbytes, loop)
 
 
 def _log2(n: int) -> int:

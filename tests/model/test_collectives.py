@@ -67,7 +67,7 @@ def ceiling(collective, nbytes, stages):
             if not options or (in_network and wires[reducing] >= wires[plain]):
                 continue
             algorithm, protocol, latency, _ = max(options, key=lambda x: (x[3], -x[2]))
-            found.append(wires[path] + latency + nccl._fill(algorithm, protocol, nbytes, c, collective))
+            found.append(wires[path] + latency + nccl._fill(algorithm, protocol, nbytes, c))
     return min(found)
 
 
