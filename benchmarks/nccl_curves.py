@@ -105,6 +105,17 @@ def per_call_constant(times_us: dict[int, float]) -> tuple[float, float, list[fl
     return (*line(sizes), left_out)
 
 
+def chunk_regime(times_us: dict[int, float]) -> tuple[float, float, float]:
+    """A reading of the source's data, not a model: NCCL 2.25.1 cuts the run's NVLS chunk to
+    64 KiB for 512 MiB-4 GiB and keeps 128 KiB at 8 GiB (enqueue.cc calcCollChunking: a channel's
+    bytes, 1/32 of the call, against 64 x 32 heads x 128 KiB). The line through the 64 KiB sizes,
+    as (constant s, rate B/s, seconds the 8 GiB call takes beyond that line)."""
+    sizes = sorted(times_us)
+    small = [s for s in sizes if s < 2**33]
+    fit = statistics.linear_regression([float(s) for s in small], [times_us[s] * 1e-6 for s in small])
+    return fit.intercept, 1 / fit.slope, times_us[2**33] * 1e-6 - (fit.intercept + fit.slope * 2**33)
+
+
 def nvl72_columns() -> dict[str, dict[int, float]]:
     rows = list(csv.DictReader(COLUMNS.open(encoding="utf-8")))
     return {column: {int(r["bytes"]): float(r[f"{column}_us"]) for r in rows} for column in ("out_of_place", "in_place")}
@@ -121,6 +132,10 @@ def print_nvl72_columns() -> None:
         print(f"  {column:13} constant {constant * 1e3:.3f} ms, rate {rate / 1e9:.0f} GB/s algbw "
               f"({nccl_bus(rate):.0f} busbw), left-one-out " + " ".join(f"{e:+.1%}" for e in left_out)
               + "; the constant's share: " + " ".join(f"{constant / (times[s] * 1e-6):.0%}" for s in sorted(times)))
+    for column, times in columns.items():
+        constant, rate, beyond = chunk_regime(times)
+        print(f"  {column:13} 64 KiB chunks (512 MiB-4 GiB): constant {constant * 1e3:.3f} ms, rate {rate / 1e9:.0f} GB/s "
+              f"algbw ({nccl_bus(rate):.0f} busbw); 8 GiB (128 KiB chunks) {beyond * 1e3:+.2f} ms beyond that line")
 
 
 def nccl_bus(rate: float, ranks: int = 72) -> float:
