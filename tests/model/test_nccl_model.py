@@ -6,6 +6,7 @@ import math
 import importlib.util
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
@@ -190,3 +191,17 @@ def test_the_model_reproduces_published_busbw(case, goal, sizes):
         c = bench.communicator(row)
         model = nccl.bus_bandwidth(row["collective"], float(row["bytes"]), bench.choice(row).seconds, c.ranks) / 1e9
         assert model == pytest.approx(bench.measured_busbw(row), rel=goal), row["bytes"]
+
+
+def test_nccl_runs_no_nvls_reduce_scatter_on_more_than_32_gpus_nor_collnet_on_more_than_8_a_node():
+    # enqueue.cc updateCollCostTable (NCCL 2.30): NVLS reduce-scatter / all-gather need at most
+    # NCCL_MAX_NVLS_ARITY (32) local ranks; CollNet direct and chain at most 8
+    rack = Communicator(72, 1, 682e9, nvls=True)
+    assert "nvls" in nccl._algorithms("all_reduce", rack)
+    assert "nvls" not in nccl._algorithms("reduce_scatter", rack) + nccl._algorithms("all_gather", rack)
+    assert "nvls" in nccl._algorithms("reduce_scatter", attrs.evolve(rack, ranks=32))
+    racks = Communicator(144, 2, 682e9, 100e9, nvls=True, collnet=True)
+    assert "nvls" in nccl._algorithms("all_reduce", racks)
+    assert not {"collnet", "collnet_chain"} & set(nccl._algorithms("all_reduce", racks) + nccl._algorithms("reduce_scatter", racks))
+    nodes = Communicator(64, 8, 365e9, 50e9, nvls=True, collnet=True)
+    assert {"collnet", "collnet_chain"} <= set(nccl._algorithms("all_reduce", nodes))
