@@ -168,7 +168,7 @@ def test_the_nvl72_table_carries_a_constant_per_call_in_both_columns():
 
 
 def test_the_nvl72_8_gib_call_pays_more_than_the_64_kib_line():
-    """The per-call cost grows with NCCL's NVLS chunk: the line through the sizes NCCL 2.25.1 cuts
+    """The per-call cost may grow with NCCL's NVLS chunk: the line through the sizes NCCL 2.25.1 cuts
     to 64 KiB chunks (512 MiB-4 GiB) has a constant of 0.6-0.75 ms in both columns, and the 8 GiB
     call (128 KiB chunks) takes 0.2-0.8 ms longer than that line says."""
     bench = _benchmark()
