@@ -143,7 +143,7 @@ NVL72_RAMP = pytest.mark.xfail(strict=True, reason=(
     "(H100 17, B200 15-20, NVL72 13-14 GB/s a channel) suggest. The rest (~0.3-0.45 ms, 2-3 loops more) is not in the source. "
     "Not the run's own: Verda's and Oracle's GB300 racks (72 and 64 ranks, Oracle on NCCL 2.28.7) carry 0.5-0.55 ms at "
     "64 KiB chunks and 1.2-1.5 ms at 128 KiB (test_independent_rack_tables_carry_the_per_call_constant_too), 8 and 4 "
-    "ranks of the same rack at most 0.24 ms: it grows with the ranks and the chunk, about 4.5-6.5 NVLS loops "
+    "ranks of the same rack at most 0.24 ms: it grows with the ranks and the chunk, about 4.2-6.5 NVLS loops "
     "(channels x heads x chunk) at 64-72 ranks, 2-3 at 8 ranks (nccl_curves.py prints them)."))
 GB300_RAMP = pytest.mark.xfail(strict=True, reason=(
     "Oracle's GB300 tables (oracle-quickstart/oci-gpu-quickstarts, NCCL 2.28.7, NVLS on) ramp much slower "
