@@ -16,7 +16,7 @@ solver/rl/generation.py), each from the model of its own kind of work:
   model's swap): model/rl/host.py.
 
 Moving the weights also costs a fixed time per tensor (the trainer names, converts and the
-engine loads each one): REFIT_PER_TENSOR_S, from NeMo-RL's measured refit of DeepSeek-V3.
+engine loads each one): REFIT_PER_TENSOR_S, NeMo-RL's measured refit of DeepSeek-V3 less its bytes.
 """
 
 from __future__ import annotations
@@ -31,10 +31,16 @@ from ..shape import ModelShape
 from ..train.step import Estimate
 from ...dsl.records import frozen
 
-# MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 training nodes to 4 vLLM nodes over NCCL) took 14.21 s
-# for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
-# Benchmark", github.com/NVIDIA-NeMo/RL): 0.31 ms a tensor, the bytes' own time included (an upper bound).
-REFIT_PER_TENSOR_S = 14.21 / 45_395
+# MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 DGX H100 training nodes to 4 vLLM nodes over NCCL) took
+# 14.21 s for 45,395 tensors (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3 Benchmark",
+# github.com/NVIDIA-NeMo/RL). Its NCCL path broadcasts every tensor whole (below), so the 14.21 s hold the
+# bytes too, which the sync prices on their own (`broadcast_link`): DeepSeek-V3's 671e9 bf16 weights on
+# NCCL's ring across DGX H100 nodes, eight NDR NICs a node at 40 GB/s each (std NDR_FatTree: 50 GB/s at
+# efficiency 0.8; under the node's NVLink ring rate), 4.2 s. The rest, 0.22 ms a tensor, is per tensor
+# (the trainer's export and packing, the engine's load); without that split the bytes were counted twice.
+REFIT_MEASURED_S, REFIT_MEASURED_TENSORS = 14.21, 45_395
+REFIT_MEASURED_BYTES_S = 671e9 * 2 / (8 * 50e9 * 0.8)
+REFIT_PER_TENSOR_S = (REFIT_MEASURED_S - REFIT_MEASURED_BYTES_S) / REFIT_MEASURED_TENSORS
 # ASSUMPTION (NeMo-RL v0.4-v0.7, the releases of benchmarks/data/rl_runs.csv): the trainer hands the
 # engines whole tensors and each engine rank keeps its own slice as it loads them. Every training rank
 # gathers each tensor whole (Megatron-Bridge export_hf_weights: broadcast from the pipeline rank that owns

@@ -180,3 +180,14 @@ def test_held_out_by_system_inside_a_release_fits_on_that_release_alone():
     for r in rows:
         fold = [x for x in fake if x["source"] == "v1" and x["system"] != r["system"]]
         assert r["factors"] == pytest.approx(rl_accuracy.fit(fold, r["form"]), rel=1e-6)
+
+
+def test_the_apart_sync_reproduces_nemo_rls_measured_deepseek_v3_refit():
+    """NeMo-RL's checkpoint-engine guide measured its NCCL refit of DeepSeek-V3 (Megatron TP1 PP16 EP16 on
+    32 DGX H100 nodes into TP-32 vLLM engines, whole tensors broadcast): 14.21 s. The model's per-tensor cost
+    is that measurement less its bytes on NCCL's ring, so the same refit on the H100 split rows' layout
+    (the same training layout and engines) prices close to it; one GPU's link alone would take over 27 s."""
+    row = next(r for r in rl_accuracy.rows() if r["id"] == "NeMoRL-0.7-H100-DeepSeekV3-1off-512")
+    sync = rl_accuracy.predict(row)["phases"]["sync"]
+    assert sync == pytest.approx(14.21, rel=0.05)
+    assert sync < 671e9 * 2 / 49e9
