@@ -93,6 +93,29 @@ small-batch iterations pays it more than a fed engine's full batches), with the 
 factor. It was tried after seeing these rows' figures, so its held-out medians carry that choice;
 on the two breakdown rows it over-predicts the measured generation phase (the factor form does not).
 
+Why the model as shipped misses by more than the calibrated model held out (not a default the
+cross-validation does not see: `scaled` at unit factors is the shipped step time, row for row, and a
+test holds it so): the shipped physics knows no release but pull 1404's (`stack_of`), and the rows' step times fell release by
+release on the same hardware and layouts (H100 DeepSeek-V3 colocated 154 s at v0.4, 134 s at v0.5
+and v0.6, 93 s at v0.7; GB200 Qwen3-235B split 268 / 278 / 160 s at v0.5 / v0.6 / v0.7) as the stack
+and the vLLM it pins (0.11 to 0.20) shed host and kernel time. The signed median as shipped by
+release and system (printed) runs from -29 % (v0.4) to -8 % (v0.7) on H100 and from -39 % (v0.5) to
+-14 % (v0.7) on GB200: a bias of the older stacks that one factor per phase absorbs, so every held-out
+figure beats the uncalibrated one.
+Shipping factors fitted on these rows would make the figure as shipped an in-sample one and would
+carry the older stacks' bias to the current one: fitted on v0.3-v0.6 alone they predict the newer
+v0.7 rows at 21.2 % against the uncalibrated 12.1 % (the out-of-sample line), so the model ships
+uncalibrated and an operator calibrates it on their own stack's runs, as the held-out figures do.
+The held-out-by-system miss is the same effect, on one system more than the other: rows of the same
+model, GPUs and layouts got faster from v0.6 to v0.7 by 28 % on GB200 (median ratio 0.72) and
+by 10 % on H100 (0.90); from v0.5 to v0.7 by 33 % and 14 %. The hardware did not change, so GB200's
+v0.5 and v0.6 rows carry a Blackwell-specific software deficit the later stack shed, which no fixed
+ratio of GB200's physics to H100's fits together with v0.7's rows. Held out by system inside each
+release (the factors fitted on the other system's rows of that release only, form chosen as in
+`nested`: the question of a user who calibrates on one stack and plans a new cluster) gives 11.8 %
+at v0.7, 22.7 % at v0.5 and 32.8 % at v0.6 (printed). It was added after these figures had been
+seen: a diagnosis, not a figure to quote in place of the one held out across releases.
+
 Signed error = predicted / measured - 1. The last line: median |error| over the rows, with CPU
 time beside wall time.
 """
@@ -351,6 +374,12 @@ def main() -> None:
             print(f"  held out by {GROUPS[by]:<20} {shipped:.1%} (factor on the weight sync), {other:.1%} (stack "
                   f"overhead a step instead), {chosen:.1%} (form chosen inside each fold)")
         _by_system(held["model"][2][1] if "model" in held else [])
+        _by_release(good)
+        if "system" in held:
+            pooled, each = within_release(good)
+            if each:
+                print("  held out by the system inside each release (diagnosis, see the docstring): "
+                      + ", ".join(f"{src} {m:.1%} (n={n})" for src, (m, n) in each.items()) + f"; pooled {pooled:.1%}")
         per_iteration = ", ".join(f"by {by} {calibrated(good, ITERATION, by)[0]:.1%}" for by in held)
         print(f"  generation as host time per engine iteration instead of a factor (sync and host-copy factors kept; a "
               f"form tried after seeing these rows, not a figure to quote): {per_iteration}")
@@ -402,6 +431,31 @@ def _by_system(rows_out: list[dict]) -> None:
                 print(f"  {system:<6} {placement:<14} n={len(mine):>2}  median |error| "
                       f"{statistics.median(abs(r['error']) for r in mine):.1%} as shipped, "
                       f"{statistics.median(abs(r['calibrated_s'] / r['measured_s'] - 1) for r in mine):.1%} calibrated")
+
+
+def _by_release(good: list[dict]) -> None:
+    """Signed median error as shipped by release and system: the older stacks' bias (docstring)."""
+    cells = []
+    for source in sorted({r["source"] for r in good}):
+        for system in sorted({r["system"] for r in good}, reverse=True):
+            mine = [r["error"] for r in good if r["source"] == source and r["system"] == system]
+            if mine:
+                cells.append(f"{source} {system} {statistics.median(mine):+.1%} (n={len(mine)})")
+    print("  signed median error as shipped, by release and system: " + ", ".join(cells))
+
+
+def within_release(good: list[dict]) -> tuple[float, dict[str, tuple[float, int]]]:
+    """Held out by system inside each release with rows of several systems: each system's rows of a
+    release predicted with the factors (and form, `nested`) fitted on the other systems' rows of that
+    release alone. The pooled median over every row so predicted, and each release's (median, rows)."""
+    out, each = [], {}
+    for source in sorted({r["source"] for r in good}):
+        mine = [r for r in good if r["source"] == source]
+        if len({r["system"] for r in mine}) > 1:
+            median, rows_out = nested(mine, "system")
+            each[source] = (median, len(rows_out))
+            out += rows_out
+    return _median_error(out), each
 
 
 def _held_out(table: list[dict], by_sigma: dict) -> float:

@@ -31,8 +31,11 @@ from .network.placement import SCALE_UP_SCOPES
 TORUS_CALL_S = 5e-6
 
 
-def all_reduce(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
-    return _call("all_reduce", nbytes, stages)
+def all_reduce(nbytes: float, stages: tuple[comms.Stage, ...], nvls: bool = True, collnet: bool = True) -> float:
+    """`nvls` / `collnet`: whether the caller's environment lets NCCL reduce in the NVLink switches
+    (NCCL_NVLS_ENABLE) or the scale-out switches (CollNet, SHARP). Where it may not, the call is
+    priced on the same tiers with those switches not reducing, as NCCL then runs ring or tree."""
+    return _call("all_reduce", nbytes, stages, nvls, collnet)
 
 
 def reduce_scatter(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
@@ -55,11 +58,28 @@ def _options(stages) -> tuple:
     return getattr(stages, "options", (stages,))
 
 
-def _call(collective: str, nbytes: float, stages) -> float:
+def _call(collective: str, nbytes: float, stages, nvls: bool = True, collnet: bool = True) -> float:
     # keyed on the options themselves: a Placement hashes as its first option alone (its
     # `key`: the options as plain tuples, built once; a plain tuple of stages is its one option)
     key = getattr(stages, "key", None)
-    return _fastest(collective, nbytes, key if key is not None else (tuple(stages),))
+    options = key if key is not None else (tuple(stages),)
+    if not (nvls and collnet):
+        options = tuple(_allowed(option, nvls, collnet) for option in options)
+    return _fastest(collective, nbytes, options)
+
+
+@functools.lru_cache(maxsize=4096)   # immutable stages
+def _allowed(option: tuple[comms.Stage, ...], nvls: bool, collnet: bool) -> tuple[comms.Stage, ...]:
+    """The stages (and the hierarchical ones a ring stands for) with the switches NCCL may not
+    use not reducing: the scale-up's without `nvls`, the scale-out's without `collnet`."""
+    def barred(tier) -> bool:
+        return tier.in_network_reduction and not (nvls if tier.scope in SCALE_UP_SCOPES else collnet)
+
+    def strip(stage: comms.Stage) -> comms.Stage:
+        tiled = tuple(strip(t) for t in stage.tiled)
+        tier = attrs.evolve(stage.tier, in_network_reduction=False) if barred(stage.tier) else stage.tier
+        return stage if tier is stage.tier and tiled == stage.tiled else attrs.evolve(stage, tier=tier, tiled=tiled)
+    return tuple(strip(s) for s in option)
 
 
 @functools.lru_cache(maxsize=16384)   # immutable arguments; a search asks ~25 times per call

@@ -16,7 +16,7 @@ solver/rl/generation.py), each from the model of its own kind of work:
   model's swap): model/rl/host.py.
 
 Moving the weights also costs a fixed time per tensor (the trainer names, converts and the
-engine loads each one): REFIT_PER_TENSOR_S, from NeMo-RL's measured refit of DeepSeek-V3.
+engine loads each one): REFIT_PER_TENSOR_S, NeMo-RL's measured refit of DeepSeek-V3 less its bytes.
 """
 
 from __future__ import annotations
@@ -31,23 +31,27 @@ from ..shape import ModelShape
 from ..train.step import Estimate
 from ...dsl.records import frozen
 
-# MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 training nodes to 4 vLLM nodes over NCCL) took 14.21 s
-# for 45,395 tensors a vLLM rank loaded, 69.95 GiB (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3
-# Benchmark", github.com/NVIDIA-NeMo/RL): 0.31 ms a tensor, the bytes' own time included (an upper bound).
-REFIT_PER_TENSOR_S = 14.21 / 45_395
+# MEASURED: NeMo-RL's refit of DeepSeek-V3 (32 DGX H100 training nodes to 4 vLLM nodes over NCCL) took
+# 14.21 s for 45,395 tensors (docs/guides/checkpoint-engine-refit.md, "DeepSeek-V3 Benchmark",
+# github.com/NVIDIA-NeMo/RL). Its NCCL path broadcasts every tensor whole (below), so the 14.21 s hold the
+# bytes too, which the sync prices on their own (`broadcast_link`): DeepSeek-V3's 671e9 bf16 weights on
+# NCCL's ring across DGX H100 nodes, eight NDR NICs a node at 40 GB/s each (std NDR_FatTree: 50 GB/s at
+# efficiency 0.8; under the node's NVLink ring rate), 4.2 s. The rest, 0.22 ms a tensor, is per tensor
+# (the trainer's export and packing, the engine's load); without that split the bytes were counted twice.
+REFIT_MEASURED_S, REFIT_MEASURED_TENSORS = 14.21, 45_395
+REFIT_MEASURED_BYTES_S = 671e9 * 2 / (8 * 50e9 * 0.8)
+REFIT_PER_TENSOR_S = (REFIT_MEASURED_S - REFIT_MEASURED_BYTES_S) / REFIT_MEASURED_TENSORS
 # ASSUMPTION (NeMo-RL v0.4-v0.7, the releases of benchmarks/data/rl_runs.csv): the trainer hands the
 # engines whole tensors and each engine rank keeps its own slice as it loads them. Every training rank
 # gathers each tensor whole (Megatron-Bridge export_hf_weights: broadcast from the pipeline rank that owns
 # it to all, then gathered over TP and EP); colocated it passes it whole to its engine by CUDA IPC
 # (nemo_rl/models/policy/utils.py stream_weights_via_ipc_zmq_impl); apart training rank 0 broadcasts it whole
-# to every engine rank (nemo_rl/utils/packed_tensor.py packed_broadcast_producer, src=0), so that GPU's one
-# link sends the whole policy (the only GPU of its node in the group, it has no other NIC to spread over).
-# The bytes agree with a measurement: NeMo-RL's checkpoint-engine guide refits DeepSeek-V3 into TP-32
-# engines in 36.8 s with whole experts and 10.9 s with each rank's slice (same build, synchronous): the
-# 25.9 s between them is the ~1.27 TB more each engine GPU receives, at 49 GB/s, its 400 Gb/s NIC's line
-# rate. Sliced transfers (`shard_expert_weights`) came after v0.7.0. The tensors go out as the trainer
-# holds them (16-bit; an fp8 engine casts each as it loads it: nemo_rl/models/generation/vllm/quantization/
-# fp8.py `load_weights`, cast_tensor_to_fp8_blockwise), not at the engine's precision.
+# (nemo_rl/utils/packed_tensor.py packed_broadcast_producer, src=0) with ncclBroadcast over one communicator
+# of every training and every engine rank (nemo_rl/algorithms/grpo.py: "world includes all training workers
+# and all inference workers"; v0.4.0-v0.7.0 alike), so NCCL's ring carries it (`broadcast_link`).
+# Sliced transfers (`shard_expert_weights`, checkpoint-engine refit) came after v0.7.0. The tensors go out as
+# the trainer holds them (16-bit; an fp8 engine casts each as it loads it: nemo_rl/models/generation/vllm/
+# quantization/fp8.py `load_weights`, cast_tensor_to_fp8_blockwise), not at the engine's precision.
 WHOLE_TENSORS = True
 
 
@@ -74,6 +78,22 @@ def link_between(generate: Partition, train: Partition, gen_gpus: int, train_gpu
     a, b = (Link.of(p.tiers[-1]) for p in (generate, train))
     slower = min(a, b, key=lambda link: link.bandwidth)
     return Link(slower.name, slower.bandwidth, max(a.latency, b.latency))
+
+
+def broadcast_link(generate: Partition, train: Partition, gen_gpus: int, train_gpus: int) -> Link:
+    """The rate a ring broadcast over both pools' GPUs moves the weights at (NCCL's ring, as NeMo-RL's
+    apart refit runs it: WHOLE_TENSORS). Inside one scale-up domain, the link that joins the pools. Across
+    domains each channel's ring enters and leaves a domain once, through its own GPU's NIC, and the channels
+    spread over the domain's NICs, so a domain's NICs together carry the buffer, at most at the scale-up's
+    per-GPU rate (model/network/nccl.py `_bus`, as NCCL's tuning.cc prices a ring: nChannels x bwInter): each
+    side's GPUs of the group in one domain times the link's per-GPU rate, the slower side's."""
+    link = link_between(generate, train, gen_gpus, train_gpus)
+    up = train.tiers[0]
+    if generate == train and gen_gpus + train_gpus <= up.group_gpus:
+        return link
+    rate = min(min(Link.of(p.tiers[0]).bandwidth, link.bandwidth * min(gpus, p.tiers[0].group_gpus))
+               for p, gpus in ((generate, gen_gpus), (train, train_gpus)))
+    return Link(link.name, rate, link.latency)
 
 
 def policy_bytes(shape: ModelShape, precision: str) -> float:

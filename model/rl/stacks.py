@@ -15,6 +15,14 @@ Sources:
          fp32 master as the 16 bits the bf16 weight lacks (OptimizerConfig.store_param_remainders, default
          True since Megatron-LM commit ed46806838, 2025-04-24, with TE >= 2.1; NeMo-RL sets no other value):
          10 bytes a parameter of optimizer state, not mixed-precision Adam's 12.
+  [1352] nemo_rl/models/generation/vllm/vllm_generation.py, v0.4.0 to v0.7.0 (v0.7.0 line 217):
+         `if needs_cross_node_parallelism: env_vars["NCCL_NVLS_ENABLE"] = "0"` ("See
+         https://github.com/NVIDIA-NeMo/RL/issues/1352"), set in every vLLM worker whenever tp x pp
+         exceeds the GPUs of a node, colocated or not: a TP group across hosts (the only one whose
+         all-reduce runs through NCCL: vLLM's custom all-reduce refuses it) reduces without NVLS.
+  [collnet] NCCL's environment variables (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html,
+         NCCL_COLLNET_ENABLE: "Enable the use of the CollNet plugin", default 0): SHARP runs only where
+         it is set and a CollNet plugin is installed; no NeMo-RL recipe or its vLLM sets it.
 """
 
 from __future__ import annotations
@@ -29,11 +37,13 @@ class RLStack:
     optimizer_out_apart: bool       # a training pool apart from its engines still moves Adam's state out and back
     remainder_master: bool          # Megatron's precision-aware optimizer: the fp32 master kept as 16-bit remainders
     source: str
+    engine_nvls: bool = False       # its vLLM engines' NCCL may reduce in the NVLink switches across hosts ([1352])
+    engine_collnet: bool = False    # ... or in the scale-out switches ([collnet]: NCCL's default, no plugin)
 
 
 STACKS = {s.name: s for s in (
-    RLStack("nemo_rl", "NeMo-RL v0.5.0 and later (pull 1404 in)", False, True, "[1404] [pao]"),
-    RLStack("nemo_rl_0_4", "NeMo-RL v0.4.0 and earlier (before pull 1404)", True, True, "[1404] [pao]"),
+    RLStack("nemo_rl", "NeMo-RL v0.5.0 and later (pull 1404 in)", False, True, "[1404] [pao] [1352] [collnet]"),
+    RLStack("nemo_rl_0_4", "NeMo-RL v0.4.0 and earlier (before pull 1404)", True, True, "[1404] [pao] [1352] [collnet]"),
 )}
 DEFAULT = "nemo_rl"
 

@@ -126,6 +126,9 @@ class Engine:
                                 # vllm, sglang) or priced on the tiers alone (tiers)
     mnnvl: bool = False         # a TP group across hosts of one NVLink domain runs the engine's one-shot
                                 # kernel over fabric memory (TensorRT-LLM's MNNVL); else NCCL ([vllmcar])
+    nccl_nvls: bool = True      # NCCL, where a TP all-reduce runs through it, may reduce in the NVLink
+                                # switches (NCCL_NVLS_ENABLE; an RL stack's engines may not: model/rl/stacks.py)
+    nccl_collnet: bool = True   # ... and in the scale-out switches (CollNet/SHARP: NCCL_COLLNET_ENABLE)
     name: str = "ideal"         # the profile, and the releases it stands for
     releases: str = "no engine overheads (the replica's kernels alone)"
 

@@ -117,7 +117,7 @@ def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_
               train_partition: Partition) -> float:
     """The weights from the training layout to the generation layout. With whole tensors
     (model/rl/phases.py WHOLE_TENSORS) colocated, every training GPU gathers each tensor and hands it
-    to its engine; apart, one training GPU broadcasts each to every generation GPU."""
+    to its engine; apart, one training GPU broadcasts each to every generation GPU on NCCL's ring."""
     c = train.policy.config
     nbytes = ph.sync_bytes(job.policy, gen.config.precision, c)
     held = c.tp * c.pp * (c.dp * c.cp if c.zero >= 3 else 1)
@@ -127,9 +127,11 @@ def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_
         if ph.WHOLE_TENSORS:
             return ph.export_time(nbytes, spread, train_partition, fixed)
         return ph.reshard_time(nbytes, held, gen.shard, train_partition, fixed)
+    if ph.WHOLE_TENSORS:   # one NCCL ring over both pools carries every tensor whole
+        link = ph.broadcast_link(gen_partition, train_partition, gen.gpus, train.gpus)
+        return ph.broadcast_time(nbytes, 1, 1, link, fixed)
     link = ph.link_between(gen_partition, train_partition, gen.gpus, train.gpus)
-    senders, shard = (1, 1) if ph.WHOLE_TENSORS else (train.gpus, gen.shard)
-    return ph.broadcast_time(nbytes, senders, shard, link, fixed)
+    return ph.broadcast_time(nbytes, train.gpus, gen.shard, link, fixed)
 
 
 def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation, train: TrainPool,

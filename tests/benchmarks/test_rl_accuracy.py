@@ -152,3 +152,42 @@ def test_the_iteration_form_adds_host_time_per_engine_iteration():
                "phases": {"generate": 40.0, "stream": 30.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
         base = rl_accuracy.scaled(row, (0.0, 1.0, 1.0, 1.0), rl_accuracy.ITERATION)
         assert rl_accuracy.scaled(row, (2.0, 1.0, 1.0, 1.0), rl_accuracy.ITERATION) == pytest.approx(base + 2e-3 * used)
+
+
+def test_the_shipped_model_is_the_calibrated_one_at_unit_factors():
+    """The cross-validation evaluates the model as it ships, scaled: at unit factors (no overhead) each
+    form gives the shipped step time exactly, so no default differs between the two."""
+    rows = {r["id"]: r for r in rl_accuracy.rows()}
+    for name in ("NeMoRL-0.3-H100-Llama31_8B-on-8", "NeMoRL-0.4-H100-Llama31_8B-1off-16"):
+        out = rl_accuracy.predict(rows[name])
+        assert rl_accuracy.scaled(out, (1.0, 1.0, 1.0, 1.0), "moves") == pytest.approx(out["predicted_s"], rel=1e-12)
+        assert rl_accuracy.scaled(out, (1.0, 1.0, 0.0, 1.0), "overhead") == pytest.approx(out["predicted_s"], rel=1e-12)
+        assert rl_accuracy.scaled(out, (1.0, 1.3, 1.0, 1.0), "moves") > out["predicted_s"]   # scoring and training
+
+
+def test_held_out_by_system_inside_a_release_fits_on_that_release_alone():
+    """Each system's rows of a release are predicted with factors fitted on the other system's rows of
+    the same release only; a release with one system's rows is not predicted."""
+    fake = [{"source": src, "system": sysn, "model": f"m{k}", "measured_s": (10.0 + 3 * k) * (1.4 if sysn == "GB200" else 1.0)
+             * (1.2 if src == "v1" else 1.0), "error": -0.2, "placement": "colocated" if k % 2 else "disaggregated",
+             "staleness": k % 2,
+             "phases": {"generate": 4.0 + k, "stream": 3.0, "score": 1.0 + k / 2, "train": 2.0, "sync": 0.5, "offload": 0.5}}
+            for src in ("v1", "v2") for sysn in ("H100", "GB200") for k in range(5)]
+    fake += [dict(fake[0], source="v3")]
+    pooled, each = rl_accuracy.within_release(fake)
+    assert set(each) == {"v1", "v2"} and all(n == 10 for _, n in each.values()) and pooled >= 0
+    _, rows = rl_accuracy.nested([r for r in fake if r["source"] == "v1"], "system")
+    for r in rows:
+        fold = [x for x in fake if x["source"] == "v1" and x["system"] != r["system"]]
+        assert r["factors"] == pytest.approx(rl_accuracy.fit(fold, r["form"]), rel=1e-6)
+
+
+def test_the_apart_sync_reproduces_nemo_rls_measured_deepseek_v3_refit():
+    """NeMo-RL's checkpoint-engine guide measured its NCCL refit of DeepSeek-V3 (Megatron TP1 PP16 EP16 on
+    32 DGX H100 nodes into TP-32 vLLM engines, whole tensors broadcast): 14.21 s. The model's per-tensor cost
+    is that measurement less its bytes on NCCL's ring, so the same refit on the H100 split rows' layout
+    (the same training layout and engines) prices close to it; one GPU's link alone would take over 27 s."""
+    row = next(r for r in rl_accuracy.rows() if r["id"] == "NeMoRL-0.7-H100-DeepSeekV3-1off-512")
+    sync = rl_accuracy.predict(row)["phases"]["sync"]
+    assert sync == pytest.approx(14.21, rel=0.05)
+    assert sync < 671e9 * 2 / 49e9

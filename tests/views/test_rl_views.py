@@ -50,7 +50,10 @@ def test_the_json_keeps_the_contract_and_the_text_says_the_same(capsys, planned)
     assert f"train      on {t['partition']}: {t['gpus']} GPUs" in text
     assert "why        " in text and "samples/s" in text
     # each pool's HBM as its data sheet states it, as train and serve plans print it (issue 27)
-    assert re.search(r"memory     generation .+ of 80 GB \(79\.6 GiB usable\) per GPU; training .+ of 80 GB", text)
+    # (both partitions' GPUs are 80 GB parts: the A100's 80 GiB usable, the H100's 79.6)
+    usable = {"h100": r"79\.6", "a100": "80"}
+    assert re.search(rf"memory     generation .+ of 80 GB \({usable[g['partition']]} GiB usable\) per GPU; "
+                     rf"training .+ of 80 GB \({usable[t['partition']]} GiB usable\)", text)
     assert "85.5 GB" not in text
     planned["data"] = data
 

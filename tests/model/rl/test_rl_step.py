@@ -126,19 +126,42 @@ def _pools(gen_tp: int, precision: str = "bf16"):
 
 
 def test_whole_tensors_reach_every_generation_gpu():
-    """NeMo-RL through v0.7 (WHOLE_TENSORS): one training GPU broadcasts each tensor whole, so the
-    sync apart takes the policy's bytes over that GPU's link whatever the generation shard, and
-    an fp8 engine receives the trainer's 16-bit weights (it casts them as it loads them)."""
+    """NeMo-RL through v0.7 (WHOLE_TENSORS): one training GPU broadcasts each tensor whole on NCCL's
+    ring over both pools, so the sync apart takes the policy's bytes at the ring's rate whatever the
+    generation shard, and an fp8 engine receives the trainer's 16-bit weights (it casts them as it loads them)."""
     from gclc.solver.rl.pools import sync_time
 
     assert ph.WHOLE_TENSORS
-    link = ph.link_between(A100, H100, 16, 16)
+    link = ph.broadcast_link(A100, H100, 16, 16)
     nbytes = ph.policy_bytes(JOB.policy, "bf16")
     times = [sync_time(JOB, gen, train, DISAGGREGATED, A100, H100)
              for train, gen in (_pools(2), _pools(8), _pools(8, "fp8"))]
-    assert times[0] == times[1] == times[2] >= nbytes / link.bandwidth + ph.refit_overhead(JOB.policy)
+    assert times[0] == times[1] == times[2] == nbytes / link.bandwidth + link.latency + ph.refit_overhead(JOB.policy)
     train, gen = _pools(8, "fp8")
     assert ph.sync_bytes(JOB.policy, "fp8", train.policy.config) == nbytes
+
+
+def test_a_ring_broadcast_spreads_over_a_nodes_nics_within_its_scale_up():
+    """NCCL's ring leaves each node once per channel, through that channel's NIC: a node's NICs carry the
+    broadcast together, never faster than the node's scale-up, and one node's pools keep to its scale-up."""
+    one = ph.link_between(A100, H100, 16, 16)
+    ring = ph.broadcast_link(A100, H100, 16, 16)
+    sides = [min(ph.Link.of(p.tiers[0]).bandwidth, one.bandwidth * p.tiers[0].group_gpus) for p in (A100, H100)]
+    assert ring.bandwidth == min(sides) > one.bandwidth
+    assert ring.bandwidth <= min(ph.Link.of(p.tiers[0]).bandwidth for p in (A100, H100))
+    assert ph.broadcast_link(H100, H100, 4, 4) == ph.link_between(H100, H100, 4, 4)   # one NVLink domain
+    # a pool of one GPU a node has one NIC to send through
+    assert ph.broadcast_link(A100, H100, 1, 1).bandwidth == one.bandwidth
+
+
+@given(st.floats(1e8, 1e12), st.floats(1, 100))
+def test_a_faster_scale_out_never_slows_the_ring_broadcast(bandwidth, faster):
+    def with_scale_out(p, rate):
+        return attrs.evolve(p, tiers=(p.tiers[0], *(attrs.evolve(t, bandwidth=rate) for t in p.tiers[1:])))
+
+    slow = ph.broadcast_link(with_scale_out(A100, bandwidth), with_scale_out(H100, bandwidth), 16, 16)
+    fast = ph.broadcast_link(with_scale_out(A100, bandwidth * faster), with_scale_out(H100, bandwidth * faster), 16, 16)
+    assert fast.bandwidth >= slow.bandwidth
 
 
 def test_a_colocated_export_gathers_the_whole_policy_on_every_training_gpu():

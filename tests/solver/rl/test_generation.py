@@ -84,3 +84,26 @@ def test_twice_the_generation_replicas_never_slow_the_phase(reqs, part, tp, repl
     assert few.feasible == more.feasible
     if few.feasible:
         assert more.makespan <= few.makespan * (1 + 1e-9) and more.stream <= few.stream * (1 + 1e-9)
+
+
+def test_the_nemo_rl_engines_run_nccl_without_in_switch_reduction():
+    """NeMo-RL v0.4-v0.7 launch vLLM with NCCL_NVLS_ENABLE=0 when a model-parallel group spans
+    hosts, and nothing sets NCCL_COLLNET_ENABLE (model/rl/stacks.py [1352] [collnet]): the RL
+    pool's engine bars both; a serving engine keeps NCCL's own pick (nothing says it differs)."""
+    from gclc.model.rl.stacks import STACKS
+    assert all(not s.engine_nvls and not s.engine_collnet for s in STACKS.values())
+    engine = Context(JOB).engine
+    assert not engine.nccl_nvls and not engine.nccl_collnet
+    assert Engine().nccl_nvls and Engine().nccl_collnet
+
+
+def test_barring_nvls_and_sharp_never_speeds_a_replica_across_hosts():
+    """A TP group over two H100 hosts runs its all-reduce through NCCL: without the switches'
+    reduction its decode collectives cost no less, and more where the tiers reduce in-switch."""
+    part = JOB.partition("h100")
+    gpus = part.node.gpus        # two DGX H100 in tests/data/rl_small.gcl
+    layout = gen.GenLayout("h100", ServeConfig(2 * gpus, 64), 1)
+    free, barred = (gen.build(JOB.policy, part, layout, Engine(nccl_nvls=f, nccl_collnet=f)) for f in (True, False))
+    costs = [(barred._token_costs(d)[5], free._token_costs(d)[5]) for d in (1, 16, 64)]
+    assert all(b >= f > 0 for b, f in costs)
+    assert any(b > f for b, f in costs), "NVLink4 and NDR declare in-switch reduction: barring it costs"

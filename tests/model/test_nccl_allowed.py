@@ -1,0 +1,67 @@
+"""NCCL's algorithms as a caller's environment allows them (model/collectives.py `all_reduce(...,
+nvls, collnet)`): NeMo-RL launches its vLLM engines with NCCL_NVLS_ENABLE=0 when a model-parallel
+group spans hosts, and NCCL runs CollNet (SHARP) only with NCCL_COLLNET_ENABLE=1 and a plugin
+(model/rl/stacks.py [1352] [collnet]). Barring an algorithm takes an option away from NCCL's pick:
+it never makes a call faster, and with every in-switch reduction barred the call is the one the
+same tiers price with no switch reducing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+from hypothesis import given, settings, strategies as st
+
+from gclc.compiler.driver import check_text
+from gclc.compiler.lower import lower
+from gclc.model import collectives, comms
+from gclc.testing import load_profile
+
+load_profile()
+
+
+def _tiers(text: str, name: str):
+    return lower(check_text(text, str(Path(__file__).with_name(name))).design).partitions[0].tiers
+
+
+# DGX H100 on NDR: NVLink4 (NVLS) and the fat tree (SHARP) both declare in-switch reduction
+H100 = _tiers('import "std/nvidia"\nimport "std/network"\ncluster C { units = 4 x DGX_H100  scaleout = NDR_FatTree }\n',
+              "allowed_h100.gcl")
+RACK = _tiers('import "std/nvidia"\nimport "std/network"\ncluster R { units = 1 x GB200_NVL72  scaleout = XDR_FatTree }\n',
+              "allowed_rack.gcl")
+FLAGS = ((True, True), (False, True), (True, False), (False, False))
+
+
+def _plain(tiers):
+    return tuple(attrs.evolve(t, in_network_reduction=False) for t in tiers)
+
+
+def test_the_fixtures_reduce_in_their_switches():
+    assert all(t.in_network_reduction for t in H100), "else the law below tests nothing"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(("h100", "rack")), st.sampled_from((2, 4, 8, 16, 24, 32)), st.floats(64, 4e9))
+def test_barring_an_algorithm_never_makes_an_all_reduce_faster(system, ranks, nbytes):
+    tiers = H100 if system == "h100" else RACK
+    group = comms.place(ranks, 1, tiers)
+    price = {flags: collectives.all_reduce(nbytes, group, *flags) for flags in FLAGS}
+    assert price[(True, True)] <= min(price[(False, True)], price[(True, False)]) * (1 + 1e-12)
+    assert max(price[(False, True)], price[(True, False)]) <= price[(False, False)] * (1 + 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from((16, 32)), st.floats(64, 4e9))
+def test_with_no_switch_allowed_the_call_is_the_plain_tiers(ranks, nbytes):
+    barred = collectives.all_reduce(nbytes, comms.place(ranks, 1, H100), False, False)
+    assert barred == collectives.all_reduce(nbytes, comms.place(ranks, 1, _plain(H100)))
+
+
+def test_a_decode_all_reduce_over_four_h100_nodes_without_nvls_or_sharp():
+    """DeepSeek-V3's decode step, 0.46-1.8 MB over TP 32 on four DGX H100: NCCL's pick with NVLS
+    and SHARP is ~47-57 us; without them (ring or tree over the NICs) it is slower, 70-90 us."""
+    group = comms.place(32, 1, H100)
+    for nbytes in (0.46e6, 1.8e6):
+        allowed, barred = collectives.all_reduce(nbytes, group), collectives.all_reduce(nbytes, group, False, False)
+        assert barred > 1.3 * allowed
+        assert 70e-6 < barred < 90e-6
