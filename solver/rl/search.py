@@ -27,13 +27,13 @@ import time
 import attrs
 
 from ...compiler.design import Record
-from ...dsl.numbers import quantity
+from ...dsl.numbers import count, quantity
 from ...model.rl.job import RLJob
 from ...model.rl.step import COLOCATED
 from ...model.serve.inference import Engine
 from ..serve.space import engine_of
 from . import generation as gen
-from .pools import Candidate, TrainPool, evaluate, train_pool
+from .pools import Candidate, TrainPool, evaluate, plan_train_pool
 from .rollout import mean_length, rollout
 from .space import Pools, gen_layouts, pools, staleness_choices
 from ...dsl.records import frozen
@@ -64,6 +64,7 @@ class Context:
         self.engine: Engine = engine
         self.depth = max(1, job.staleness)   # steps' samples an asynchronous engine may hold at once
         self._train: dict = {}
+        self._failed: dict[str, tuple[int, str]] = {}   # partition -> (GPUs, reason): its largest failed pool
         self._replicas: dict = {}
         self._bounds: dict = {}
         self._ceilings: dict = {}
@@ -75,11 +76,25 @@ class Context:
         key = (name, gpus)
         if key not in self._train:
             p = self.job.partition(name)
-            pool = train_pool(self.job, p, gpus, self.seq, self.job.memory_of(p))
-            if pool is None:
-                self.reasons[f"the policy's training fits no layout on {gpus} GPUs of {name}"] = None
+            pool = plan_train_pool(self.job, p, gpus, self.seq, self.job.memory_of(p))
+            if isinstance(pool, str):
+                self._train_failed(name, gpus, pool)
+                pool = None
             self._train[key] = pool
         return self._train[key]
+
+    def _train_failed(self, name: str, gpus: int, why: str) -> None:
+        """One reason a partition: the largest pool tried on it that fits no layout, and why (a
+        line for each size said the same thing a dozen times)."""
+        earlier = self._failed.get(name)
+        if earlier is not None:
+            if earlier[0] > gpus:
+                return
+            self.reasons.pop(earlier[1], None)
+        reason = (f"the policy's training fits no layout on {count(gpus, 'GPU')} of {name}, the largest pool tried "
+                  f"there: {why}")
+        self._failed[name] = (gpus, reason)
+        self.reasons[reason] = None
 
     def replica(self, layout: gen.GenLayout):
         key = (layout.partition, layout.config)

@@ -142,3 +142,15 @@ def test_a_training_phase_that_outlasts_generation_costs_no_simulations_of_its_o
         p = c.step.phases
         assert p.offload + p.score + p.train >= p.stream
         assert c.step.step_time == pytest.approx(p.sync + p.offload + p.score + p.train, rel=1e-12)
+
+
+def test_a_policy_too_large_to_train_says_so_once_a_partition_with_the_gpus_it_needs():
+    """A vocabulary of 1e12 makes every training pool infeasible: one reason a partition (there
+    were 22 lines, one a pool size), each the training planner's: what does not fit, and how
+    many GPUs would hold the model state."""
+    plan = plan_rl(design(lambda t: t.replace("vocab = 128256", "vocab = 1e12")))
+    reasons = plan.result.reasons
+    assert plan.status == "infeasible" and len(reasons) == 2, reasons
+    for reason, partition in zip(reasons, ("h100", "a100")):
+        assert f"GPUs of {partition}, the largest pool tried there" in reason, reason
+        assert "holding the model state takes at least" in reason, reason
