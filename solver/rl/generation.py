@@ -25,7 +25,8 @@ times (tests/solver/rl/test_generation.py checks them):
   (for the stream: the mean replica's tokens, since a fed engine evens the shares out); and no
   fewer steps than the cache its samples hold over their decodes over the cache's capacity,
   each no shorter than the cheapest step (`_cache_area`: a cache that holds few samples at once
-  serializes them).
+  serializes them); nor less than its fresh prompt tokens at the cheapest prompt-only
+  per-token cost (`_prefill_work`).
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
         work = max(work, sum(q.output - 1 for q in share) * cheapest)
         if kv > 0:
             work = max(work, _cache_area(r, share) / kv * shortest)
+        work = max(work, _prefill_work(r, share))
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
@@ -160,6 +162,17 @@ def _cache_area(r: Replica, share: tuple[Request, ...]) -> float:
         half = n // 2
         area += max(n * r.kv.tokens_held(q.prompt, 0), (n - half) * r.kv.tokens_held(q.prompt, half * steps))
     return area
+
+
+def _prefill_work(r: Replica, share: tuple[Request, ...]) -> float:
+    """The share's fresh prompt tokens (a shared prefix is prefilled once), each no cheaper than
+    a prompt token in the cheapest iteration of prompt tokens alone up to a chunk (an iteration
+    that decodes beside its chunk costs no less)."""
+    fresh = sum(r.engine.split(q.prompt)[0] for q in share)
+    if fresh <= 0:
+        return 0.0
+    cheapest = min(r.iteration(0, 0.0, n, 0.0, 1) / n for n in _batch_sizes(max(1, int(r.engine.chunk))))
+    return fresh * cheapest
 
 
 def _tail(r: Replica, layout: GenLayout, share: tuple[Request, ...], kv: float) -> float:

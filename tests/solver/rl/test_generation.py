@@ -118,3 +118,26 @@ def test_a_cache_that_holds_two_samples_bounds_the_generation_by_its_serial_deco
     out = gen.simulate_generation(r, layout, reqs, limit)
     makespan, _ = gen.bound(r, layout, reqs, gen.kv_capacity(r, limit))
     assert 0.4 * out.makespan <= makespan <= out.makespan
+
+
+long_prompts = st.lists(st.tuples(st.integers(1, 20000), st.integers(1, 60)), min_size=1, max_size=12).map(
+    lambda pairs: tuple(Request(0.0, p, o) for p, o in pairs))
+
+
+@settings(max_examples=25, deadline=None)
+@given(long_prompts, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2]), st.integers(1, 3),
+       st.sampled_from([0.0, 0.5]))
+def test_the_bounds_hold_where_prompts_dominate(reqs, part, tp, replicas, share):
+    """Long prompts and short answers: the prefill bound (`_prefill_work`: the fresh prompt
+    tokens at the cheapest prompt-only per-token cost) stays below the simulated times."""
+    layout = gen.GenLayout(part, ServeConfig(tp, 64), replicas)
+    r = gen.build(JOB.policy, JOB.partition(part), layout, Engine(prefix_share=share))
+    limit = JOB.memory_of(JOB.partition(part))
+    kv = gen.kv_capacity(r, limit)
+    if kv < max(r.kv.tokens_held(q.prompt, q.output) for q in reqs):
+        return
+    out = gen.simulate_generation(r, layout, reqs, limit)
+    makespan, stream = gen.bound(r, layout, reqs, kv)
+    assert makespan <= out.makespan * (1 + 1e-9) and stream <= out.stream * (1 + 1e-9)
+    busiest = max(gen._prefill_work(r, s) for s in gen.shares(reqs, replicas) if s)
+    assert busiest <= makespan
