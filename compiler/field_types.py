@@ -53,7 +53,7 @@ class FieldTyper:
             # the value as written, every digit: `1.0001` beyond `<= 1` must not read as `1`
             shown = f"{_number_text(value.value * 100, 9)}%" if percent else format_quantity(value, 9)
             return self.error(codes.OUT_OF_RANGE.make(expr.span, field=field, bound=_bound_text(ftype, percent),
-                                                      value=shown))
+                                                      value=shown, notes=[ftype.why] if ftype.why else []))
         if ftype.integer and value.value.denominator != 1:
             return self.error(codes.NOT_INTEGER.make(expr.span, field=field, value=format_quantity(value, 9)))
         return int(value.value) if ftype.integer else value

@@ -47,6 +47,7 @@ class Qty:
     low_open: bool = True
     high: Fraction | None = None
     marker: str | None = None  # `bidir` for bandwidths, `sparse` for FLOPS
+    why: str | None = None     # the reason for the bounds, a note on a value beyond them
 
     def describe(self) -> str:
         return "a whole number" if self.integer else u.describe_dim(self.dim)
@@ -379,6 +380,13 @@ CLUSTER = Block(
 
 # ----------------------------------------------------------------- work
 
+# Routed experts a model may have: the most published, PEER's 1024^2 (He, "Mixture of A Million
+# Experts", arXiv:2407.04969), so that the serving cost model's per-expert sums stay bounded
+# (model/serve/moe.py `_expected_max` walks a GPU's experts).
+MAX_ROUTED = 2**20
+ROUTED = Qty(u.NONE, integer=True, low=Fraction(1), low_open=False, high=Fraction(MAX_ROUTED),
+             why=f"{MAX_ROUTED:,} routed experts is the most any published model has (PEER, He 2024, "
+                 "arXiv:2407.04969); help: state fewer, wider experts (`ffn`)")
 MODEL = Block(
     {"arch": Choice(("dense", "moe"), "an architecture"), "layers": COUNT, "hidden": COUNT, "heads": COUNT, "kv_heads": COUNT,
      "head_dim": COUNT, "ffn": COUNT, "vocab": COUNT, "seq": COUNT, "params": AMOUNT,
@@ -387,7 +395,7 @@ MODEL = Block(
      "block": Choice(("sequential", "parallel"), "a block layout"),
      "position_embedding": Choice(("rope", "learned", "none"), "a position embedding"),
      "normalization": Choice(("rmsnorm", "layernorm"), "a normalization")},
-    blocks={"experts": Block({"routed": COUNT, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
+    blocks={"experts": Block({"routed": ROUTED, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64))},
                              required=("routed", "top_k"),
                              doc="routed and shared experts; `capacity_factor = c` drops the tokens beyond c x an "

@@ -217,13 +217,7 @@ def plan_json(plan) -> dict:
         "warnings": [{"kind": w.kind, "message": w.message} for w in getattr(plan, "warnings", ())],
     }
     if plan.best is None:
-        smallest, reason = plan.smallest, getattr(plan, "infeasibility", None)
-        out["infeasible"] = {"constraint": reason.constraint if reason else "memory",
-                             "needs_bytes": smallest.memory.total if smallest else None,
-                             "hbm_bytes": smallest.hbm if smallest else None}
-        if reason is not None:
-            out["infeasible"].update({"needs": reason.needs, "limit": reason.limit, "unit": reason.unit,
-                                      "message": reason.message, "location": reason.location})
+        out["infeasible"] = _infeasible_json(plan)
         out["binding"] = list(plan.binding)
         return out
     out.update(estimate_json(plan.best))
@@ -232,23 +226,47 @@ def plan_json(plan) -> dict:
     state = optimizer_json(plan.best.config)
     if state is not None:
         out["optimizer"] = state
-    own = getattr(plan, "own", None)
     out.update({
         "power_w": plan.power.total,
         "power_breakdown_w": {"accelerators": plan.power.accelerators, "rest": plan.power.rest,
                               "cooling": plan.power.cooling},
         "energy_per_token_j": plan.energy_per_token,
-        "error_band": {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
-                       "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor,
-                                    "half_width": own.half_width((r,)) if own is not None else r.half_width,
-                                    **({"spread": r.spread} if r.key == UNSTATED else {})}
-                                   for r in plan.band_reasons], **_calibrated(own)},
+        "error_band": _error_band_json(plan),
         "placement": placement_json(plan),
         "dp_collectives": dp_collectives(plan),
         "pfc_pause": pfc_pause(plan),
         "binding": list(plan.binding),
         "runners_up": [estimate_json(r) for r in plan.runners_up],
     })
+    out.update(_totals_json(plan))
+    return out
+
+
+def _infeasible_json(plan) -> dict:
+    """What an infeasible plan needs against what it has, and the reason when it is known."""
+    smallest, reason = plan.smallest, getattr(plan, "infeasibility", None)
+    out = {"constraint": reason.constraint if reason else "memory",
+           "needs_bytes": smallest.memory.total if smallest else None,
+           "hbm_bytes": smallest.hbm if smallest else None}
+    if reason is not None:
+        out.update({"needs": reason.needs, "limit": reason.limit, "unit": reason.unit,
+                    "message": reason.message, "location": reason.location})
+    return out
+
+
+def _error_band_json(plan) -> dict:
+    """The band around the step time, each reason with its share (calibrated: the design's own)."""
+    own = getattr(plan, "own", None)
+    return {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
+            "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor,
+                         "half_width": own.half_width((r,)) if own is not None else r.half_width,
+                         **({"spread": r.spread} if r.key == UNSTATED else {})}
+                        for r in plan.band_reasons], **_calibrated(own)}
+
+
+def _totals_json(plan) -> dict:
+    """Goodput, and the whole run's time, energy and cost where the job states its tokens / prices."""
+    job, out = plan.job, {}
     good = getattr(plan, "goodput", None)
     if good is not None:
         out["goodput"] = goodput_json(good, plan.best.tokens_per_s)
@@ -259,7 +277,6 @@ def plan_json(plan) -> dict:
     if cost is not None:
         out["cost"] = cost
     return out
-
 
 def goodput_json(good, tokens_per_s: float) -> dict:
     """Goodput beside throughput: what trains under failures, checkpoints and restarts."""

@@ -213,10 +213,19 @@ def schedule_text(data: dict, limit: int = 40) -> str:
     lines = [f"schedule on {data['cluster']} ({gpus:,} GPUs: "
              + ", ".join(f"{p['name']} {p['gpus']:,} {p['chip']}" for p in data["partitions"])
              + f"), policy {data['policy']}, failures {'on (seed ' + str(data['seed']) + ')' if data['failures'] else 'off'}"]
-    header = (f"  {'job':<22} {'prio':>8} {'waited':>9} {'start':>9} {'end':>9} {'GPUs':>6} {'where (last run)':<34} "
-              f"{'goodput':>8} {'pre':>3} {'fail':>4}")
-    lines.append(header)
     jobs = [j for j in data["jobs"] if not j["service"]]
+    lines += _job_lines(c, jobs, limit)
+    lines += _cluster_lines(c)
+    lines += _network_lines(jobs)
+    lines += _degraded_lines(data, jobs)
+    lines += _closing_lines(data, jobs)
+    return "\n".join(lines)
+
+
+def _job_lines(c: dict, jobs: list[dict], limit: int) -> list[str]:
+    """The table: a line per service, then per job (the first `limit`)."""
+    lines = [f"  {'job':<22} {'prio':>8} {'waited':>9} {'start':>9} {'end':>9} {'GPUs':>6} {'where (last run)':<34} "
+             f"{'goodput':>8} {'pre':>3} {'fail':>4}"]
     for name, s in c["services"].items():
         lines.append(f"  {name[:22]:<22} serving: {s['on_time']:,} of {count(s['stretches'], 'stretch', 'stretches')} on time, "
                      f"{_pct(s['attainment'])} of {number(s['gpu_hours_due'])} GPU-h due held, at most "
@@ -230,12 +239,22 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                      f"{j['preemptions']:>3} {j['failures']:>4}")
     if len(jobs) > limit:
         lines.append(f"  ... and {len(jobs) - limit:,} more jobs (--json lists them all)")
-    lines.append(f"  cluster    makespan {_h(c['makespan_s'])}, utilization {_pct(c['utilization'])}, fragmentation "
-                 f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {number(c['gpu_hours_held'])} GPU-h held, "
-                 f"{c['jobs_done']}/{c['jobs']} jobs done, {count(c['preemptions'], 'preemption')}, "
-                 f"{count(c['failures'], 'failure')}")
+    return lines
+
+
+def _cluster_lines(c: dict) -> list[str]:
+    """The cluster's totals and which rules started the runs."""
     starts = ", ".join(f"{n:,} {rule}" for rule, n in c["starts_by_rule"].items())
-    lines.append(f"  decisions  runs started by rule: {starts or 'none'}; time limits reached: {c['timeouts']:,}")
+    return [f"  cluster    makespan {_h(c['makespan_s'])}, utilization {_pct(c['utilization'])}, fragmentation "
+            f"{_pct(c['fragmentation'])}, goodput {_pct(c['goodput_share'])} of {number(c['gpu_hours_held'])} GPU-h held, "
+            f"{c['jobs_done']}/{c['jobs']} jobs done, {count(c['preemptions'], 'preemption')}, "
+            f"{count(c['failures'], 'failure')}",
+            f"  decisions  runs started by rule: {starts or 'none'}; time limits reached: {c['timeouts']:,}"]
+
+
+def _network_lines(jobs: list[dict]) -> list[str]:
+    """Jobs their neighbours slowed on shared uplinks, and those PFC pauses held."""
+    lines = []
     slowed = sorted((j for j in jobs if (j["network_slowdown"] or 1.0) > 1.0005), key=lambda j: -j["network_slowdown"])
     if slowed:
         lines.append("  network    slowed by neighbours on shared uplinks: "
@@ -246,7 +265,12 @@ def schedule_text(data: dict, limit: int = 40) -> str:
         lines.append("  network    held by PFC pauses behind a neighbour's expert all-to-all: "
                      + ", ".join(f"{j['name']} (behind {', '.join(j['pfc_paused_by'][:3])})" for j in paused[:6])
                      + (f" and {len(paused) - 6:,} more" if len(paused) > 6 else ""))
-    lines += _degraded_lines(data, jobs)
+    return lines
+
+
+def _closing_lines(data: dict, jobs: list[dict]) -> list[str]:
+    """Unfinished jobs, energy, waits by priority, the MILP optimum's gap and the events."""
+    c, lines = data["cluster_metrics"], []
     unfinished = sum(j["state"] in ("pending", "running") for j in jobs)
     if unfinished:
         lines.append(f"  unfinished {count(unfinished, 'job')} had not ended when the simulation stopped at "
@@ -261,7 +285,7 @@ def schedule_text(data: dict, limit: int = 40) -> str:
                      f"max {_pct(o['max_gap'])} of priority-weighted throughput")
     lines.append(f"  events     {data['events']['changes']:,} changes, each delivered once by List-Watch "
                  f"({data['events']['delivered']:,} delivered)")
-    return "\n".join(lines)
+    return lines
 
 
 def _degraded_lines(data: dict, jobs: list[dict]) -> list[str]:

@@ -143,14 +143,45 @@ def touched_share(shape: ModelShape, tokens: float, path: str, gpus: int, tp: in
     return _expected_max(round(local), q, groups) / round(local)
 
 
+# Experts a GPU holds beyond which `_expected_max` sums only the window of counts that carry
+# probability (a model's 256 or 384 routed experts sum every count, as before)
+EXACT_SUM_UP_TO = 4096
+TAIL_SIGMAS = 12             # beyond mean +- 12 sd (+ 50 for a skewed, Poisson-like count) the
+TAIL_SLACK = 50              # binomial's tails weigh < 1e-30: each term adds 1 or 0 to the sum
+
+
 @functools.lru_cache(maxsize=4096)
 def _expected_max(n: int, q: float, groups: int) -> float:
     """E[max of `groups` independent Binomial(n, q)] = sum over j >= 1 of P(max >= j)."""
+    if n > EXACT_SUM_UP_TO:
+        return _expected_max_window(n, q, groups)
     cdf, total, term = 0.0, 0.0, (1 - q) ** n
     for j in range(n):
         cdf += term      # P(X <= j)
         total += 1 - min(1.0, cdf) ** groups
         term *= (n - j) / (j + 1) * q / (1 - q)
+    return total
+
+
+def _expected_max_window(n: int, q: float, groups: int) -> float:
+    """`_expected_max` in time independent of n: below the window every P(max >= j) is 1, above
+    it 0 (to 1e-30 x groups); inside it the binomial's terms from the log-pmf, normalized to the
+    window's mass (which is 1 to 1e-30), so that the cdf ends at 1 and not a rounding error off it
+    (an error the tail's terms would each add, times `groups`)."""
+    mean, sd = n * q, math.sqrt(n * q * (1 - q))
+    lo = max(0, math.floor(mean - TAIL_SIGMAS * sd - TAIL_SLACK))
+    hi = min(n, math.ceil(mean + TAIL_SIGMAS * sd + TAIL_SLACK))
+    term = math.exp(math.lgamma(n + 1) - math.lgamma(lo + 1) - math.lgamma(n - lo + 1)
+                    + lo * math.log(q) + (n - lo) * math.log1p(-q))
+    terms = []
+    for j in range(lo, hi + 1):   # P(X = lo) .. P(X = hi), hi <= n: the mass the window holds
+        terms.append(term)
+        term *= (n - j) / (j + 1) * q / (1 - q)
+    mass = math.fsum(terms)
+    cdf, total = 0.0, float(lo)
+    for term in terms[:min(hi, n - 1) - lo + 1]:   # the sum runs over j < n
+        cdf += term / mass
+        total += 1 - min(1.0, cdf) ** groups
     return total
 
 

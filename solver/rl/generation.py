@@ -22,7 +22,11 @@ times (tests/solver/rl/test_generation.py checks them):
   before it) is still there; otherwise one sequence;
 - work: a replica's output tokens need decode steps of at most `max_batch` sequences, each
   no cheaper per token than the cheapest step of any batch up to that size with an empty cache
-  (for the stream: the mean replica's tokens, since a fed engine evens the shares out).
+  (for the stream: the mean replica's tokens, since a fed engine evens the shares out); and no
+  fewer steps than the cache its samples hold over their decodes over the cache's capacity,
+  each no shorter than the cheapest step (`_cache_area`: a cache that holds few samples at once
+  serializes them); nor less than its fresh prompt tokens at the cheapest prompt-only
+  per-token cost (`_prefill_work`).
 """
 
 from __future__ import annotations
@@ -128,18 +132,47 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
     with the cache's capacity `kv`, the stream's is exact where the steady time is below the
     makespan's bound (the stream is the smaller of the two)."""
     steps = r.engine.tokens_per_step
-    cheapest = min(r.iteration(b, 0) / (b * steps) for b in _batch_sizes(layout.config.batch))
+    sizes = _batch_sizes(layout.config.batch)
+    cheapest = min(r.iteration(b, 0) / (b * steps) for b in sizes)
+    shortest = min(r.iteration(b, 0) for b in sizes)
     tail = work = 0.0
     for share in shares(requests, layout.replicas):
         if not share:
             continue
         tail = max(tail, _tail(r, layout, share, kv))
         work = max(work, sum(q.output - 1 for q in share) * cheapest)
+        if kv > 0:
+            work = max(work, _cache_area(r, share) / kv * shortest)
+        work = max(work, _prefill_work(r, share))
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
         return makespan, min(makespan, max(mean, steady(r, layout, requests, kv, depth)))
     return makespan, mean
+
+
+def _cache_area(r: Replica, share: tuple[Request, ...]) -> float:
+    """A lower bound of the cached tokens summed over a replica's decode iterations: in the
+    later half of its n decode iterations a sample has made at least n // 2 steps' tokens and
+    holds their cache. No iteration holds more than the cache's capacity, so this over the
+    capacity is a lower bound of the iterations: what a cache too small for the batch costs."""
+    steps, area = r.engine.tokens_per_step, 0.0
+    for q in share:
+        n = math.ceil((q.output - 1) / steps)
+        half = n // 2
+        area += max(n * r.kv.tokens_held(q.prompt, 0), (n - half) * r.kv.tokens_held(q.prompt, half * steps))
+    return area
+
+
+def _prefill_work(r: Replica, share: tuple[Request, ...]) -> float:
+    """The share's fresh prompt tokens (a shared prefix is prefilled once), each no cheaper than
+    a prompt token in the cheapest iteration of prompt tokens alone up to a chunk (an iteration
+    that decodes beside its chunk costs no less)."""
+    fresh = sum(r.engine.split(q.prompt)[0] for q in share)
+    if fresh <= 0:
+        return 0.0
+    cheapest = min(r.iteration(0, 0.0, n, 0.0, 1) / n for n in _batch_sizes(max(1, int(r.engine.chunk))))
+    return fresh * cheapest
 
 
 def _tail(r: Replica, layout: GenLayout, share: tuple[Request, ...], kv: float) -> float:

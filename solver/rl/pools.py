@@ -17,6 +17,7 @@ import math
 
 
 from ...compiler.ir import Partition
+from ...dsl.numbers import count, quantity
 from ...model.job import Job
 from ...model.power import job_power
 from ...model.rl import host, phases as ph
@@ -68,24 +69,43 @@ def other_weights(job: RLJob, gpus: int, trained: str = "model") -> float:
 def train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit: float) -> TrainPool | None:
     """The training pool on `gpus` GPUs of `partition`, within `limit` bytes per GPU; None
     when no layout fits."""
+    found = plan_train_pool(job, partition, gpus, seq, limit)
+    return found if isinstance(found, TrainPool) else None
+
+
+def plan_train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit: float) -> TrainPool | str:
+    """`train_pool`, or why no layout fits (the training planner's reason: what does not fit
+    and how many GPUs would hold it)."""
     resident = other_weights(job, gpus)
     if resident >= limit:      # the other models' weights alone fill what a GPU may use
-        return None
+        return (f"the other models' weights alone take {_gb(resident)} of the {_gb(limit)} a GPU may use "
+                f"(sharded over {count(gpus, 'GPU')})")
     policy_job = train_job(job, partition, gpus, seq, limit - resident)
-    best = plan(policy_job, "throughput", 0).best
+    policy = plan(policy_job, "throughput", 0)
+    best = policy.best
     if best is None:
-        return None
+        return _why(policy)
     critic = None
     if job.critic is not None:
-        critic = plan(train_job(job, partition, gpus, seq, limit - other_weights(job, gpus, "critic"), "critic"),
-                      "throughput", 0).best
+        critic_plan = plan(train_job(job, partition, gpus, seq, limit - other_weights(job, gpus, "critic"), "critic"),
+                           "throughput", 0)
+        critic = critic_plan.best
         if critic is None:
-            return None
+            return "the critic: " + _why(critic_plan)
     score = ph.score_time(best, job.minibatches, (job.policy, job.reference, job.reward, job.critic), job.policy, seq)
     train = ph.train_time(best, job.epochs, job.minibatches)
     if critic is not None:
         train += ph.train_time(critic, job.epochs, job.minibatches)
     return TrainPool(partition.name, gpus, best, critic, policy_job, score, train, resident)
+
+
+def _why(planned) -> str:
+    reason = getattr(planned, "infeasibility", None)
+    return reason.message if reason is not None else "no layout is admissible"
+
+
+def _gb(nbytes: float) -> str:
+    return quantity(nbytes, "B")
 
 
 @frozen

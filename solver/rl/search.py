@@ -7,7 +7,10 @@ first gets a lower bound of its objective with the generation phase at its lower
 enters a heap. The least bound is taken off: if its generation has been simulated the point is
 the optimum (every other point's bound, and so its value, is at least as large: the step time,
 the energy and the cost of a step never fall as generation takes longer, model/rl/step.py);
-otherwise its generation is simulated and it goes back with its exact value. The search stops
+otherwise its generation is simulated and it goes back with its exact value. A point whose value
+cannot depend on its generation (an overlapped step whose training outlasts the stream's ceiling)
+is exact from the start, and at equal values exact points come off first, so a training phase
+that dwarfs generation (`epochs = 1000`) costs no more simulations than a short one. The search stops
 once `top` + 1 exact points have come off the heap; those are the plan and its runners-up.
 
 Power: a point whose exact facility power exceeds the job's bound is dropped when it comes off
@@ -24,13 +27,13 @@ import time
 import attrs
 
 from ...compiler.design import Record
-from ...dsl.numbers import quantity
+from ...dsl.numbers import count, quantity
 from ...model.rl.job import RLJob
 from ...model.rl.step import COLOCATED
 from ...model.serve.inference import Engine
 from ..serve.space import engine_of
 from . import generation as gen
-from .pools import Candidate, TrainPool, evaluate, train_pool
+from .pools import Candidate, TrainPool, evaluate, plan_train_pool
 from .rollout import mean_length, rollout
 from .space import Pools, gen_layouts, pools, staleness_choices
 from ...dsl.records import frozen
@@ -64,8 +67,10 @@ class Context:
         self.engine: Engine = engine
         self.depth = max(1, job.staleness)   # steps' samples an asynchronous engine may hold at once
         self._train: dict = {}
+        self._failed: dict[str, tuple[int, str]] = {}   # partition -> (GPUs, reason): its largest failed pool
         self._replicas: dict = {}
         self._bounds: dict = {}
+        self._ceilings: dict = {}
         self._sims: dict = {}
         self.simulated = 0
         self.reasons: dict[str, None] = {}
@@ -74,11 +79,25 @@ class Context:
         key = (name, gpus)
         if key not in self._train:
             p = self.job.partition(name)
-            pool = train_pool(self.job, p, gpus, self.seq, self.job.memory_of(p))
-            if pool is None:
-                self.reasons[f"the policy's training fits no layout on {gpus} GPUs of {name}"] = None
+            pool = plan_train_pool(self.job, p, gpus, self.seq, self.job.memory_of(p))
+            if isinstance(pool, str):
+                self._train_failed(name, gpus, pool)
+                pool = None
             self._train[key] = pool
         return self._train[key]
+
+    def _train_failed(self, name: str, gpus: int, why: str) -> None:
+        """One reason a partition: the largest pool tried on it that fits no layout, and why (a
+        line for each size said the same thing a dozen times)."""
+        earlier = self._failed.get(name)
+        if earlier is not None:
+            if earlier[0] > gpus:
+                return
+            self.reasons.pop(earlier[1], None)
+        reason = (f"the policy's training fits no layout on {count(gpus, 'GPU')} of {name}, the largest pool tried "
+                  f"there: {why}")
+        self._failed[name] = (gpus, reason)
+        self.reasons[reason] = None
 
     def replica(self, layout: gen.GenLayout):
         key = (layout.partition, layout.config)
@@ -111,6 +130,15 @@ class Context:
             else:
                 self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
         return self._bounds[key]
+
+    def ceiling(self, layout: gen.GenLayout, limit: float) -> float:
+        """An upper bound of the stream without simulating: the steady time (the stream is the
+        smaller of it and the makespan, solver/rl/generation.py)."""
+        key = (layout, limit)
+        if key not in self._ceilings:
+            r = self.replica(layout)
+            self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
+        return self._ceilings[key]
 
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
         key = (layout, limit)
@@ -145,20 +173,22 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
             continue
         placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0)
         low = evaluate(job, where.placement, staleness, placeholder, train)
-        # an overlapped step reads only the stream, which the bound gives exactly when it is the
-        # steady time (model/rl/step.py): such a point needs no simulation to be ranked
-        known = staleness > 0 and where.placement != COLOCATED and bounds[1] < bounds[0]
-        heapq.heappush(heap, (low.value(job.objective), next(tick), known, (where, layout, limit, train, staleness)))
+        value = low.value(job.objective)
+        known = _known(ctx, job, where, layout, limit, train, staleness, bounds, value)
+        # at equal values a point already exact comes off first: it is the optimum without
+        # simulating the ties (a training phase that outlasts every stream makes them many)
+        heapq.heappush(heap, (value, not known, next(tick), (where, layout, limit, train, staleness)))
     found, over = [], 0
     while heap and len(found) < top + 1:
-        value, _, exact, point = heapq.heappop(heap)
+        value, inexact, _, point = heapq.heappop(heap)
+        exact = not inexact
         where, layout, limit, train, staleness = point
         generation = ctx.simulate(layout, limit)
         if not generation.feasible:
             continue
         candidate = evaluate(job, where.placement, staleness, generation, train)
         if not exact:
-            heapq.heappush(heap, (candidate.value(job.objective), next(tick), True, point))
+            heapq.heappush(heap, (candidate.value(job.objective), False, next(tick), point))
             continue
         if candidate.power > job.power:
             over += 1
@@ -169,6 +199,19 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
     return SearchResult(tuple(found), total, ctx.simulated, max(0, len(heap)), over, tuple(ctx.reasons),
                         time.perf_counter() - started)
 
+
+def _known(ctx: Context, job: RLJob, where: Pools, layout: gen.GenLayout, limit: float, train: TrainPool,
+           staleness: int, bounds: tuple[float, float], value: float) -> bool:
+    """Whether a point's value at its bounds is its exact value, so it needs no simulation to be
+    ranked. An overlapped step reads only the stream (model/rl/step.py): exact where the bound is
+    the steady time, or where the value is the same with the stream at its ceiling (the training
+    phase outlasts any stream: then the value does not depend on the generation at all)."""
+    if staleness == 0 or where.placement == COLOCATED:
+        return False
+    if bounds[1] < bounds[0]:
+        return True
+    ceiling = gen.Generation(layout, bounds[0], ctx.ceiling(layout, limit), 0.0, 0.0, 0, 0)
+    return evaluate(job, where.placement, staleness, ceiling, train).value(job.objective) == value
 
 
 def generation_phase(ctx: Context, partition: str, gpus: int) -> gen.Generation | None:

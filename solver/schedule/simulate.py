@@ -114,6 +114,14 @@ class Simulation:
         self.rng = np.random.default_rng(seed)
         self.seed, self.with_failures, self.epoch_count = seed, failures, epochs
         self.timeline, self.api = Timeline(), ApiServer()
+        self._init_cluster(workload, degradations)
+        self._init_queues(workload, policy)
+        self._init_records()
+        self.check, self.progress = check, progress
+        self._init_ending(workload, epochs)
+
+    def _init_cluster(self, workload: Workload, degradations: tuple[Event, ...]) -> None:
+        """The cluster's state, and the shared uplinks' contention and degraded parts, if any."""
         self.state = ClusterState.of(workload.graph)
         self.contention = Contention(workload.curves, {p.name: p for p in workload.graph.partitions},
                                      self.state.partitions, {p.name: hashing_of(workload.cluster, p.name)
@@ -121,6 +129,10 @@ class Simulation:
             if workload.curves else None
         self.degradations = Degradations(degradations, workload.graph, self.state.partitions, workload.curves) \
             if degradations else None
+
+    def _init_queues(self, workload: Workload, policy: Policy) -> None:
+        """The runs, the pending queue in the policy's order, the running jobs, and the informer
+        that keeps them in step with the API server."""
         self.runs = {j.name: Run(j, j.work) for j in workload.jobs}
         self.pending = PendingQueue(getattr(policy, "key", None), getattr(policy, "group", None))   # kept sorted
         self.running: dict[str, tuple[SchedJob, float]] = {}
@@ -133,6 +145,9 @@ class Simulation:
         self.informer = Informer(self.api, {"submitted": self._on_submitted, "bound": self._on_bound,
                                             "released": self._on_released, "node-down": self._on_node,
                                             "node-up": self._on_node})
+
+    def _init_records(self) -> None:
+        """What the run records as it goes, and what a policy keeps between its cycles."""
         self.samples: list[Sample] = []
         self.epochs: list[Epoch] = []
         self.freed = True
@@ -145,7 +160,9 @@ class Simulation:
         # ("start", name, tenant, partition, GPUs, start, time limit) and
         # ("stop", name, tenant, partition, GPUs, start, end)
         self.run_changes: list[tuple[str, str, str, str, int, float, float]] = []
-        self.check, self.progress = check, progress
+
+    def _init_ending(self, workload: Workload, epochs: int) -> None:
+        """The runs whose ends end the simulation, the jobs that can grow, and the epochs' spacing."""
         self.done = 0
         # the runs whose ends end the simulation: every job but the stretches of a service,
         # which serve for as long as anything else runs (all of them where nothing else is)

@@ -345,48 +345,65 @@ class _Simulation:
         step = pool.replica.engine.tokens_per_step
         # (asked only where a prompt waits: most iterations of a busy replica admit nobody)
         room = (pool.kv_tokens - (server.growth(step) if server.count else 0.0)) if server.waiting else 0.0
+        budget = self.continue_prompts(server, budget, parts)
+        while server.waiting and (len(server.order) < pool.max_batch or server.role == "prefill"):
+            seq = server.waiting[0]
+            if seq.todo > 0 and budget <= 0:
+                break
+            if server.role != "prefill" and not self.admit(server, seq, room, step):
+                if not server.order:  # it can never fit: served never
+                    server.waiting.popleft()
+                    self.result(seq.index, (math.inf, math.inf, math.inf))
+                    continue
+                break
+            server.waiting.popleft()
+            budget = self.take_prompt(server, seq, budget, parts)
+        return parts
+
+    @staticmethod
+    def continue_prompts(server: _Server, budget: float, parts: list) -> float:
+        """Chunks of the prompts part-way through, oldest first, into `parts`; the budget left."""
         for seq in server.prefilling:
             if budget <= 0:
                 break
             n = min(seq.todo, budget)
             parts.append((seq, n))
             budget -= n
-        while server.waiting and (len(server.order) < pool.max_batch or server.role == "prefill"):
-            seq = server.waiting[0]
-            if seq.todo > 0 and budget <= 0:
-                break
-            kv = pool.replica.kv
-            held = kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
-            if server.role != "prefill":
-                made = seq.made if not server.window else \
-                    kv.effective(seq.request.prompt + seq.made) - kv.effective(seq.request.prompt)
-                reserve = kv.tokens_held(seq.request.prompt, seq.request.output) \
-                    if pool.replica.engine.preemption == "reserve" else 0.0
-                grows = step if seq.todo <= 0 or seq.made else 0.0    # it decodes in the next iteration too
-                if server.used + held + made + grows > room or server.reserved + reserve > pool.kv_tokens:
-                    if not server.order:  # it can never fit: served never
-                        server.waiting.popleft()
-                        self.result(seq.index, (math.inf, math.inf, math.inf))
-                        continue
-                    break
-                seq.fixed, seq.reserved = held, reserve
-                server.fixed += held
-                server.reserved += reserve
-                server.order[seq] = None
-                self.peak_batch = max(self.peak_batch, len(server.order))
-            server.waiting.popleft()
-            if seq.swapped:     # its cache comes back from host memory before it decodes on
-                server.copying += self.copy_time(server, seq.swapped)
-                seq.swapped = 0.0
-            if seq.todo <= 0:
-                self.begin_decoding(server, seq)
-                continue
-            seq.state = "prefill"
-            server.prefilling.append(seq)
-            n = min(seq.todo, budget)
-            parts.append((seq, n))
-            budget -= n
-        return parts
+        return budget
+
+    def admit(self, server: _Server, seq: _Seq, room: float, step: float) -> bool:
+        """Take `seq` into the replica's cache if its prompt, what it already made and its next
+        step fit beside the running sequences (and, reserving, its whole length); False if not."""
+        pool, kv = server.pool, server.pool.replica.kv
+        held = kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
+        made = seq.made if not server.window else \
+            kv.effective(seq.request.prompt + seq.made) - kv.effective(seq.request.prompt)
+        reserve = kv.tokens_held(seq.request.prompt, seq.request.output) \
+            if pool.replica.engine.preemption == "reserve" else 0.0
+        grows = step if seq.todo <= 0 or seq.made else 0.0    # it decodes in the next iteration too
+        if server.used + held + made + grows > room or server.reserved + reserve > pool.kv_tokens:
+            return False
+        seq.fixed, seq.reserved = held, reserve
+        server.fixed += held
+        server.reserved += reserve
+        server.order[seq] = None
+        self.peak_batch = max(self.peak_batch, len(server.order))
+        return True
+
+    def take_prompt(self, server: _Server, seq: _Seq, budget: float, parts: list) -> float:
+        """An admitted `seq` leaves the queue: its cache back from host memory if it was swapped,
+        then it decodes at once (its prompt done) or prefills its first chunk; the budget left."""
+        if seq.swapped:     # its cache comes back from host memory before it decodes on
+            server.copying += self.copy_time(server, seq.swapped)
+            seq.swapped = 0.0
+        if seq.todo <= 0:
+            self.begin_decoding(server, seq)
+            return budget
+        seq.state = "prefill"
+        server.prefilling.append(seq)
+        n = min(seq.todo, budget)
+        parts.append((seq, n))
+        return budget - n
 
     def begin_decoding(self, server: _Server, seq: _Seq) -> None:
         """`seq` decodes from the next iteration with `seq.made` tokens out."""

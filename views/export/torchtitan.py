@@ -95,6 +95,14 @@ def schedule(c) -> str:
 
 
 def _check(job: JobPlan, vendor: str) -> None:
+    """Refuse a plan torchtitan cannot run as planned; the first refusal wins, in this order."""
+    _check_platform(job, vendor)
+    for check in (_check_numerics, _check_runtime, _check_sharding, _check_memory_savers, _check_split):
+        check(job)
+
+
+def _check_platform(job: JobPlan, vendor: str) -> None:
+    """One mesh of identical CUDA or ROCm GPUs, in bf16 (optionally FP8 linears)."""
     c = job.config
     if len(job.shares) > 1:
         raise ExportError(f"torchtitan runs one device mesh over identical GPUs; it has no heterogeneous split, "
@@ -104,6 +112,11 @@ def _check(job: JobPlan, vendor: str) -> None:
     if c.precision not in ("bf16", "fp8", "mxfp8"):
         raise ExportError(f"torchtitan trains in bf16 mixed precision, optionally with FP8 linears; "
                           f"`{job.name}` is planned in {c.precision}")
+
+
+def _check_numerics(job: JobPlan) -> None:
+    """The optimizer's and the loss's numerics torchtitan fixes."""
+    c = job.config
     if precision_aware(c):
         raise ExportError(f"torchtitan's AdamW keeps its moments and weights in the fp32 of FSDP's sharded parameters "
                           f"([optimizer] has no state dtype) and its gradients reduce in fp32 ([training] "
@@ -115,6 +128,11 @@ def _check(job: JobPlan, vendor: str) -> None:
     if c.loss == "fused":
         raise ExportError(f"torchtitan's loss is PyTorch's cross entropy, eager or compiled; `{job.name}` states "
                           f"loss = fused (Megatron's vocabulary-parallel loss): state `eager` or `compiled`")
+
+
+def _check_runtime(job: JobPlan) -> None:
+    """What its runtime always or never does: async TP only compiled, no dropout, FSDP2 overlapped."""
+    c = job.config
     if c.tp_overlap and c.tp > 1 and job.stack != "fsdp_compiled":
         raise ExportError(f"torchtitan overlaps tensor-parallel collectives with the matmuls only under torch.compile "
                           f"(parallelism.enable_async_tensor_parallel: 'Async TP requires torch.compile'); "
@@ -126,12 +144,22 @@ def _check(job: JobPlan, vendor: str) -> None:
     if c.dp_overlap is False and c.dp > 1:
         raise ExportError(f"torchtitan's FSDP2 always prefetches its gathers and overlaps its reductions with "
                           f"compute; `{job.name}` states dp_overlap = false (remove it to export)")
+
+
+def _check_sharding(job: JobPlan) -> None:
+    """Sequence-parallel TP, and FSDP's shard group over dp_shard x cp."""
+    c = job.config
     if c.tp > 1 and not c.sp:
         raise ExportError("torchtitan's tensor parallelism always shards activations along the sequence; "
                           f"the plan of `{job.name}` has tp {c.tp} without sequence parallelism")
     if c.zero and c.shards % c.cp:
         raise ExportError(f"torchtitan's FSDP shards over dp_shard x cp; a shard group of {c.shards} ranks is not "
                           f"a multiple of cp {c.cp}")
+
+
+def _check_memory_savers(job: JobPlan) -> None:
+    """The recomputation it offers, and no activation offload."""
+    c = job.config
     if c.recompute == "selective" and (c.recompute_every > 1 or tuple(c.recompute_modules) not in
                                        ((), ("core_attention",), ("op_level",))):
         raise ExportError("torchtitan's selective checkpointing is per operator ('op') or every k-th layer in full; "
@@ -141,6 +169,11 @@ def _check(job: JobPlan, vendor: str) -> None:
     if c.offload:
         raise ExportError("torchtitan v0.2.2 has no activation offload to host memory; the plan of "
                           f"`{job.name}` offloads {percent(c.offload)} of each stage's layers")
+
+
+def _check_split(job: JobPlan) -> None:
+    """The batch, the layers and the experts split as its one-number settings allow."""
+    c = job.config
     if c.batch % c.dp:
         raise ExportError(f"torchtitan gives each data-parallel rank the same local batch; {c.batch} sequences "
                           f"do not split over dp {c.dp}")

@@ -6,6 +6,7 @@ tokens per request, batch 1 to 64) is reproduced in direction and shape; the bus
 expert reads at small batches follow the expected maximum of binomial counts (checked by hand
 and by sampling)."""
 
+import decimal
 import math
 import random
 from pathlib import Path
@@ -151,3 +152,36 @@ def test_a_dense_models_plan_names_no_moe_path_in_text_or_json():
     plan = plan_serve(serve_entity(check_file(str(ROOT / "tests" / "data" / "serve_cost.gcl")).design))
     assert serve_json(plan)["engine"]["moe_path"] is None
     assert not any(f"{path} MoE" in serve_text(plan) for path in MOE_PATHS)
+
+
+def _exact_sum(n: int, q: float, groups: int) -> float:
+    """The expected maximum summed over every count in 40-digit decimals (in floats the whole
+    sum's cdf stalls a few ulps off 1, and its thousands of tail terms then add up to ~1e-8)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 40
+        p, one = decimal.Decimal(q), decimal.Decimal(1)
+        cdf, total, term = decimal.Decimal(0), decimal.Decimal(0), (one - p) ** n
+        for j in range(n):
+            cdf += term
+            total += one - min(one, cdf) ** groups
+            term *= decimal.Decimal(n - j) / (j + 1) * p / (one - p)
+        return float(total)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(moe.EXACT_SUM_UP_TO + 1, 20_000), q=st.floats(1e-6, 1 - 1e-6), groups=st.integers(2, 4096))
+def test_the_windowed_expected_maximum_is_the_whole_sum(n, q, groups):
+    """Beyond EXACT_SUM_UP_TO experts a GPU, only the counts within 12 sd (+ 50) of the mean are
+    summed: the same value as summing every count."""
+    assert moe._expected_max(n, q, groups) == pytest.approx(_exact_sum(n, q, groups), rel=1e-9, abs=1e-9)
+
+
+def test_the_expected_maximum_takes_time_independent_of_the_experts_a_gpu_holds():
+    """A million experts on one GPU (the schema's most, compiler/schema.py MAX_ROUTED) costs
+    a window of counts around the mean, not a million terms: the law the plan time rests on."""
+    import time
+
+    started = time.process_time()
+    for k in range(50):
+        moe._expected_max(2**20, (k + 1) / 2**14, 8)
+    assert time.process_time() - started < 1.0

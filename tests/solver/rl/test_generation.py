@@ -107,3 +107,60 @@ def test_barring_nvls_and_sharp_never_speeds_a_replica_across_hosts():
     costs = [(barred._token_costs(d)[5], free._token_costs(d)[5]) for d in (1, 16, 64)]
     assert all(b >= f > 0 for b, f in costs)
     assert any(b > f for b, f in costs), "NVLink4 and NDR declare in-switch reduction: barring it costs"
+
+
+@settings(max_examples=40, deadline=None)
+@given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2]), st.integers(1, 3),
+       st.sampled_from([8, 64]), st.sampled_from([0.0, 0.5]), st.floats(1.0, 6.0))
+def test_the_bounds_hold_where_the_cache_serializes_the_samples(reqs, part, tp, replicas, batch, share, room):
+    """A cache of `room` times the longest sample (so a replica holds a few at once, as a 70B
+    policy at tp=2 does on an 80 GB GPU): the cache-area bound (`_cache_area`) is still below
+    the simulated times."""
+    layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
+    r = gen.build(JOB.policy, JOB.partition(part), layout, Engine(prefix_share=share))
+    longest = max(r.kv.tokens_held(q.prompt, q.output) for q in reqs)
+    limit = r.memory(0, r.engine.chunk, 0) + room * longest * r.kv.per_token_per_gpu()
+    kv = gen.kv_capacity(r, limit)
+    if kv < longest:
+        return
+    out = gen.simulate_generation(r, layout, reqs, limit)
+    makespan, stream = gen.bound(r, layout, reqs, kv)
+    assert makespan <= out.makespan * (1 + 1e-9)
+    assert stream <= out.stream * (1 + 1e-9)
+
+
+def test_a_cache_that_holds_two_samples_bounds_the_generation_by_its_serial_decodes():
+    """32 equal samples through a cache of twice the longest: they decode about two at a time.
+    The bound says so (it was the lone sample's tail, 7 % of the simulated time; a 70B policy at
+    tp=2 was then simulated for 4 s a layout that the bound now rules out)."""
+    reqs = tuple(Request(0.0, 500, 800) for _ in range(32))
+    layout = gen.GenLayout("h100", ServeConfig(1, 64), 1)
+    r = gen.build(JOB.policy, JOB.partition("h100"), layout, Engine())
+    longest = max(r.kv.tokens_held(q.prompt, q.output) for q in reqs)
+    limit = r.memory(0, r.engine.chunk, 0) + 2 * longest * r.kv.per_token_per_gpu()
+    out = gen.simulate_generation(r, layout, reqs, limit)
+    makespan, _ = gen.bound(r, layout, reqs, gen.kv_capacity(r, limit))
+    assert 0.4 * out.makespan <= makespan <= out.makespan
+
+
+long_prompts = st.lists(st.tuples(st.integers(1, 20000), st.integers(1, 60)), min_size=1, max_size=12).map(
+    lambda pairs: tuple(Request(0.0, p, o) for p, o in pairs))
+
+
+@settings(max_examples=25, deadline=None)
+@given(long_prompts, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2]), st.integers(1, 3),
+       st.sampled_from([0.0, 0.5]))
+def test_the_bounds_hold_where_prompts_dominate(reqs, part, tp, replicas, share):
+    """Long prompts and short answers: the prefill bound (`_prefill_work`: the fresh prompt
+    tokens at the cheapest prompt-only per-token cost) stays below the simulated times."""
+    layout = gen.GenLayout(part, ServeConfig(tp, 64), replicas)
+    r = gen.build(JOB.policy, JOB.partition(part), layout, Engine(prefix_share=share))
+    limit = JOB.memory_of(JOB.partition(part))
+    kv = gen.kv_capacity(r, limit)
+    if kv < max(r.kv.tokens_held(q.prompt, q.output) for q in reqs):
+        return
+    out = gen.simulate_generation(r, layout, reqs, limit)
+    makespan, stream = gen.bound(r, layout, reqs, kv)
+    assert makespan <= out.makespan * (1 + 1e-9) and stream <= out.stream * (1 + 1e-9)
+    busiest = max(gen._prefill_work(r, s) for s in gen.shares(reqs, replicas) if s)
+    assert busiest <= makespan

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.model.rl.job import rl_job
@@ -121,3 +122,35 @@ def test_a_faster_host_link_never_slows_a_planned_colocated_step():
     steps = [p.step_time for p in plans]
     assert all(p.best is not None and p.best.train.partition == "h100" for p in plans), steps
     assert all(b <= a for a, b in zip(steps, steps[1:])) and steps[-1] < steps[0], steps
+
+
+EXAMPLE = (Path(__file__).resolve().parents[3] / "examples" / "rl_grpo_70b.gcl").read_text()
+
+
+@settings(max_examples=3, deadline=None)
+@given(epochs=st.integers(min_value=30, max_value=10**6))
+def test_a_training_phase_that_outlasts_generation_costs_no_simulations_of_its_own(epochs):
+    """Plan time does not grow with `epochs`: once the training outlasts every overlapped point's
+    stream ceiling (30 epochs on the example already), the step is the training's, whatever the
+    generation, so the search simulates only the layouts it reports (the plan and its runners-up).
+    Before, ties at the training's step time were each simulated: 17 layouts at epochs = 1000."""
+    text = EXAMPLE.replace("minibatches  = 4", f"epochs = {epochs}  minibatches  = 4")
+    job = rl_job(check_text(text, "rl.gcl").design["grpo_70b"])
+    found = search(job, 3, Context(job))
+    assert len(found.best) == 4 and found.simulated <= 4, found.simulated
+    for c in found.best:   # each reported step is the training's: it outlasts the stream
+        p = c.step.phases
+        assert p.offload + p.score + p.train >= p.stream
+        assert c.step.step_time == pytest.approx(p.sync + p.offload + p.score + p.train, rel=1e-12)
+
+
+def test_a_policy_too_large_to_train_says_so_once_a_partition_with_the_gpus_it_needs():
+    """A vocabulary of 1e12 makes every training pool infeasible: one reason a partition (there
+    were 22 lines, one a pool size), each the training planner's: what does not fit, and how
+    many GPUs would hold the model state."""
+    plan = plan_rl(design(lambda t: t.replace("vocab = 128256", "vocab = 1e12")))
+    reasons = plan.result.reasons
+    assert plan.status == "infeasible" and len(reasons) == 2, reasons
+    for reason, partition in zip(reasons, ("h100", "a100")):
+        assert f"GPUs of {partition}, the largest pool tried there" in reason, reason
+        assert "holding the model state takes at least" in reason, reason
