@@ -234,9 +234,24 @@ def test_optimizer_state_megatron_cannot_hold_is_an_error():
     none = on_stack("nemo", "optimizer_state = bf16  master_weights = none\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }")
     with pytest.raises(ExportError, match="master_weights = none"):
         exported(none)
-    ddp = on_stack("nemo", "optimizer_state = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
-    with pytest.raises(ExportError, match="distributed optimizer"):
-        exported(ddp)
+    # NeMo narrows state only in a distributed optimizer: a pinned ZeRO 0 is refused where it is written
+    assert "pins ZeRO 0" in refused("nemo", "optimizer_state = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
+
+
+def refused(stack: str, pins: str) -> str:
+    """The check's errors for the dense-variants design on `stack` with `pins` (as `on_stack` writes it)."""
+    from gclc.compiler.driver import check_text
+
+    result = check_text(_variant_text(stack, pins, "bf16", "DGX_H100"), "dense_variants.gcl")
+    assert result.design is None, "the design was expected to be refused"
+    return "\n".join(str(d) for d in result.diagnostics)
+
+
+def _variant_text(stack: str, pins: str, precision: str, node: str) -> str:
+    path = Path(__file__).resolve().parents[1] / "data" / "dense_variants.gcl"
+    return path.read_text().replace("x DGX_H100", f"x {node}").replace("software  = fsdp", f"software  = {stack}").replace(
+        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
+        pins).replace("precision = bf16", f"precision = {precision}")
 
 
 def on_stack(stack: str, pins: str, precision: str = "bf16", node: str = "DGX_H100"):
@@ -246,10 +261,7 @@ def on_stack(stack: str, pins: str, precision: str = "bf16", node: str = "DGX_H1
     from gclc.views.export.jobs import job_entity, job_plan
 
     path = Path(__file__).resolve().parents[1] / "data" / "dense_variants.gcl"
-    text = path.read_text().replace("x DGX_H100", f"x {node}").replace("software  = fsdp", f"software  = {stack}").replace(
-        "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }",
-        pins).replace("precision = bf16", f"precision = {precision}")
-    return job_plan(job_entity(check_text(text, str(path)).design, None))
+    return job_plan(job_entity(check_text(_variant_text(stack, pins, precision, node), str(path)).design, None))
 
 
 @pytest.mark.parametrize("stack", ["megatron", "megatron_core"])
@@ -276,9 +288,9 @@ def test_fp32_main_grads_keep_the_megatron_default():
 
 
 def test_bf16_main_grads_without_the_distributed_optimizer_is_an_error():
-    ddp = on_stack("nemo", "main_grads = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
-    with pytest.raises(ExportError, match="distributed optimizer.*ZeRO 0 with main_grads = bf16"):
-        exported(ddp)
+    """Megatron-Core keeps bf16 main grads only in its distributed optimizer; on nemo the language
+    refuses a pinned ZeRO 0 beside them (compiler/rules/optimizer.py), before any export."""
+    assert "pins ZeRO 0" in refused("nemo", "main_grads = bf16\n  parallelism { tp = 8 pp = 1 dp = 4 zero = 0 }")
 
 
 @pytest.mark.parametrize("stack", ["megatron", "megatron_core"])   # nemo writes megatron_core's flags
