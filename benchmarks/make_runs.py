@@ -530,6 +530,8 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
         lines.append("  tied_embeddings = true")
     if shape.position:
         lines.append(f"  position_embedding = {shape.position}  # fill-in (see header)")
+    if shape.normalization:
+        lines.append(f"  normalization = {shape.normalization}  # fill-in (see header)")
     if shape.experts:
         e = shape.experts
         capacity = f"  capacity_factor = {e['capacity_factor']:g}" if e.get("capacity_factor") else ""
