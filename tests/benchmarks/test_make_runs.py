@@ -301,3 +301,10 @@ def test_composer_default_mixed_precision_reduces_gradients_in_fp32():
     assert wide.fsdp - narrow.fsdp == pytest.approx(wide.reduces - narrow.reduces, rel=1e-9)
     assert 1.9 * narrow.reduces < wide.reduces < 2 * narrow.reduces   # twice the bytes, one latency
     assert wide.gathers == narrow.gathers
+
+
+def test_mpt_designs_state_layernorm_the_others_leave_it():
+    # llm-foundry configuration_mpt.py norm_type 'low_precision_layernorm'; unstated elsewhere
+    assert field(design("mpt_h100_15"), "normalization") == "layernorm"
+    assert _shape("mpt_h100_15").shape.normalization == "layernorm"
+    assert "normalization" not in design("nemo2407_6")
