@@ -247,7 +247,8 @@ def cross_validated(cases: list[Case], in_sample: dict[str, float], workers: int
               f"median half width {width:.1%}",
               f"  band on all cross-validated residuals: base scale {band.base:.4f}, quantiles "
               f"{band.quantiles[0]:+.3f} / {band.quantiles[1]:+.3f}, factors "
-              + ", ".join(f"{k} {v:.2f}" for k, v in band.factors.items())]
+              + ", ".join(f"{k} {v:.2f}" + ("" if k in band.carried else " (none carry it: the widest)")
+                          for k, v in band.factors.items())]
     payload = {"runs": [{"run_id": p.case.run_id, "group": p.case.group, "predicted": p.predicted,
                          "measured": p.case.measured, "error": p.error, "flags": list(p.flags),
                          "in_band": covered[p.case.run_id]} for p in preds],

@@ -4,6 +4,10 @@ The residual r = log(measured / predicted) of a prediction the model was not fit
 is scaled by s(flags) = exp(a + sum of b_f over the prediction's flags), where a flag is
 a reason the prediction is uncertain (an uncalibrated chip, MoE, CP, ...). a and b come
 from a least-squares fit of log|r| on the flags, b >= 0 (a reason can only widen a band).
+A reason no fitted residual carries has no b to fit: the band takes for it the widest
+factor it did fit (`Band.unseen`), not 1, which would claim that the reason adds no
+doubt. Leaving out the only group that carries a reason (benchmarks/band_refit.py's
+nested coverage) meets exactly this.
 The band is then [q_lo * s, q_hi * s] in r, with q_lo and q_hi the split-conformal order
 statistics of the normalized scores r / s: with n exchangeable scores, the interval
 between the floor((n + 1) * 0.1)-th and the ceil((n + 1) * 0.9)-th smallest covers a new
@@ -23,9 +27,9 @@ from scipy.optimize import lsq_linear
 
 RIDGE = 1e-10   # per residual, on the flags' log factors: see fit_band
 FLOOR = 0.005   # |r| below this is taken as this: log|r| of an exact hit is not informative
-# Reasons the model names that no published run carries (every run states its software
-# stack; no calibrated run is power-capped): fit_band keeps them with factor 1;
-# model/calibration.py sets their factor.
+# Reasons the model names that no published run may carry (every run states its software
+# stack; no calibrated run is power-capped): fit_band lists them, at the widest fitted
+# factor while no residual carries them; model/calibration.py may set them from elsewhere.
 KNOWN = ("stack", "power_cap")
 
 
@@ -35,9 +39,11 @@ class Band:
     factors: dict[str, float]         # flag -> exp(b_f), the scale's multiplier
     quantiles: tuple[float, float]    # conformal quantiles of r / s (low < 0 < high usually)
     confidence: float = 0.8
+    unseen: float = 1.0               # the factor of a reason no fitted residual carried: the widest fitted
+    carried: frozenset = frozenset()  # the reasons its residuals carried (the others' factor is `unseen`)
 
     def scale(self, flags) -> float:
-        return self.base * math.prod(self.factors.get(f, 1.0) for f in flags)
+        return self.base * math.prod(self.factors.get(f, self.unseen) for f in flags)
 
     def interval(self, flags) -> tuple[float, float]:
         """Bounds on log(measured / predicted)."""
@@ -59,7 +65,8 @@ class Band:
 def fit_band(residuals: list[float], flagsets: list[tuple[str, ...]], confidence: float = 0.8,
              known: tuple[str, ...] = ()) -> Band:
     """The band of `confidence` from held-out residuals and their flags; `known` names
-    flags to keep in the model even if no residual carries them (their factor is then 1)."""
+    flags to list even if no residual carries them. A flag no residual carries, listed or
+    met later, takes `unseen`: the widest fitted factor."""
     names = sorted({f for fs in flagsets for f in fs} | set(known))
     x = np.array([[1.0] + [1.0 if n in fs else 0.0 for n in names] for fs in flagsets])
     y = np.log(np.maximum(np.abs(np.array(residuals, dtype=float)), FLOOR))
@@ -74,9 +81,11 @@ def fit_band(residuals: list[float], flagsets: list[tuple[str, ...]], confidence
     coef = lsq_linear(x, y, bounds=(lower, [np.inf] * (len(names) + 1))).x if len(residuals) else np.zeros(len(names) + 1)
     base = math.exp(coef[0])
     carried = {f for fs in flagsets for f in fs}
-    factors = {n: math.exp(b) if n in carried else 1.0 for n, b in zip(names, coef[1:])}
+    fitted = {n: math.exp(b) for n, b in zip(names, coef[1:]) if n in carried}
+    unseen = max([1.0, *fitted.values()])
+    factors = {n: fitted.get(n, unseen) for n in names}
     scores = sorted(r / (base * math.prod(factors[f] for f in fs)) for r, fs in zip(residuals, flagsets))
-    return Band(base, factors, conformal(scores, confidence), confidence)
+    return Band(base, factors, conformal(scores, confidence), confidence, unseen, frozenset(carried))
 
 
 def conformal(scores: list[float], confidence: float) -> tuple[float, float]:

@@ -85,7 +85,7 @@ def measured_busbw(row: dict) -> float:
     return bus_bandwidth(row["collective"], float(row["bytes"]), float(row["time_us"]) * 1e-6, int(row["ranks"])) / 1e9
 
 
-COLUMNS = HERE / "data" / "nccl_nvl72_columns.csv"
+CURVES = HERE / "data" / "nccl_rack_curves.csv"
 
 
 def per_call_constant(times_us: dict[int, float]) -> tuple[float, float, list[float]]:
@@ -105,9 +105,82 @@ def per_call_constant(times_us: dict[int, float]) -> tuple[float, float, list[fl
     return (*line(sizes), left_out)
 
 
+def chunk_regime(times_us: dict[int, float]) -> tuple[float, float, float]:
+    """A reading of the source's data, not a model: NCCL 2.25.1 cuts the run's NVLS chunk to
+    64 KiB for 512 MiB-4 GiB and keeps 128 KiB at 8 GiB (enqueue.cc calcCollChunking: a channel's
+    bytes, 1/32 of the call, against 64 x 32 heads x 128 KiB). The line through the 64 KiB sizes,
+    as (constant s, rate B/s, seconds the 8 GiB call takes beyond that line)."""
+    sizes = sorted(times_us)
+    small = [s for s in sizes if s < 2**33]
+    fit = statistics.linear_regression([float(s) for s in small], [times_us[s] * 1e-6 for s in small])
+    return fit.intercept, 1 / fit.slope, times_us[2**33] * 1e-6 - (fit.intercept + fit.slope * 2**33)
+
+
+def rack_curves() -> dict[str, dict]:
+    """Every published NVLink-rack all-reduce table (benchmarks/data/nccl_rack_curves.csv), by run:
+    its GPU, ranks, NCCL version and NVLS channels (empty where the source does not state the
+    version) and both columns as {bytes: us}."""
+    runs: dict[str, dict] = {}
+    for r in csv.DictReader(CURVES.open(encoding="utf-8")):
+        run = runs.setdefault(r["run"], {"gpu": r["gpu"], "ranks": int(r["ranks"]), "nccl": r["nccl"],
+                                         "channels": int(r["nvls_channels"]) if r["nvls_channels"] else None,
+                                         "out_of_place": {}, "in_place": {}})
+        run["out_of_place"][int(r["bytes"])] = float(r["out_of_place_us"])
+        run["in_place"][int(r["bytes"])] = float(r["in_place_us"])
+    return runs
+
+
 def nvl72_columns() -> dict[str, dict[int, float]]:
-    rows = list(csv.DictReader(COLUMNS.open(encoding="utf-8")))
-    return {column: {int(r["bytes"]): float(r[f"{column}_us"]) for r in rows} for column in ("out_of_place", "in_place")}
+    """The CoreWeave GB200 NVL72 table (coreweave/nccl-tests#43, NCCL 2.25.1), both columns."""
+    run = rack_curves()["coreweave_gb200_72"]
+    return {column: run[column] for column in ("out_of_place", "in_place")}
+
+
+def nvls_chunk(nbytes: int, channels: int, ranks: int) -> int:
+    """NCCL's NVLS all-reduce chunk (enqueue.cc calcCollChunking, unchanged from 2.25.1 to 2.28.7):
+    128 KiB (NCCL_NVLS_CHUNKSIZE), halved below 64, 8 and 2 concurrent ops' worth of chunks, where
+    the concurrent ops are channels x heads, and heads = min(32, ranks) (search.cc: the NVLS graph
+    has min(NCCL_MAX_NVLS_ARITY, GPUs) channels, one head each)."""
+    ops, chunk = channels * min(32, ranks), 128 * 1024
+    for factor, floor in ((64, 65536), (8, 32768), (2, 16384)):
+        if nbytes < factor * ops * chunk and chunk > floor:
+            chunk = floor
+    return chunk
+
+
+def regime_lines(run: dict, column: str, smallest: int = 2**28) -> list[tuple[int, list[int], float, float]]:
+    """A reading of the source's data, not a model: per NVLS chunk size, the line t = constant +
+    bytes / rate through the sizes (from `smallest` up) that NCCL runs with that chunk, as
+    (chunk, sizes, constant s, rate B/s), where at least two sizes share it."""
+    times, groups = run[column], {}
+    for s in sorted(times):
+        if s >= smallest:
+            groups.setdefault(nvls_chunk(s, run["channels"] or 24, run["ranks"]), []).append(s)
+    lines = []
+    for chunk, sizes in sorted(groups.items()):
+        if len(sizes) >= 2:
+            fit = statistics.linear_regression([float(s) for s in sizes], [times[s] * 1e-6 for s in sizes])
+            lines.append((chunk, sizes, fit.intercept, 1 / fit.slope))
+    return lines
+
+
+def loops(constant: float, rate: float, chunk: int, channels: int, ranks: int) -> float:
+    """The constant in NVLS loops: one loop moves channels x heads x chunk bytes a GPU (all_reduce.h
+    runNvls: loopSize = nHeads x chunkSize per channel) at the line's rate."""
+    return constant * rate / (channels * min(32, ranks) * chunk)
+
+
+def print_rack_curves() -> None:
+    """Per published rack table: the per-call constant in each NVLS chunk regime, in ms and in loops."""
+    print("\nNVLink-rack all-reduce tables, per NVLS chunk regime (>= 256 MiB; t = constant + bytes / rate; "
+          "loops = constant x rate / (channels x heads x chunk)):")
+    for name, run in rack_curves().items():
+        for chunk, sizes, constant, rate in regime_lines(run, "out_of_place"):
+            span = f"{sizes[0] // MB}-{sizes[-1] // MB} MiB"
+            looped = (f"{loops(constant, rate, chunk, run['channels'], run['ranks']):4.1f} loops"
+                      if run["channels"] else "loops n/a (NCCL version not stated)")
+            print(f"  {name:19} {run['ranks']:2} ranks NCCL {run['nccl'] or '?':6} {chunk // 1024:3} KiB chunks "
+                  f"{span:17} constant {constant * 1e3:5.2f} ms, rate {rate / 1e9:3.0f} GB/s algbw; {looped}")
 
 
 def print_nvl72_columns() -> None:
@@ -121,6 +194,10 @@ def print_nvl72_columns() -> None:
         print(f"  {column:13} constant {constant * 1e3:.3f} ms, rate {rate / 1e9:.0f} GB/s algbw "
               f"({nccl_bus(rate):.0f} busbw), left-one-out " + " ".join(f"{e:+.1%}" for e in left_out)
               + "; the constant's share: " + " ".join(f"{constant / (times[s] * 1e-6):.0%}" for s in sorted(times)))
+    for column, times in columns.items():
+        constant, rate, beyond = chunk_regime(times)
+        print(f"  {column:13} 64 KiB chunks (512 MiB-4 GiB): constant {constant * 1e3:.3f} ms, rate {rate / 1e9:.0f} GB/s "
+              f"algbw ({nccl_bus(rate):.0f} busbw); 8 GiB (128 KiB chunks) {beyond * 1e3:+.2f} ms beyond that line")
 
 
 def nccl_bus(rate: float, ranks: int = 72) -> float:
@@ -167,6 +244,7 @@ def main() -> None:
               f"goal {goal:.0%}: {'met' if worst <= goal else 'MISSED'}   step model: {stepped}")
         summary.append(f"{case} {band} max {worst:.1%}")
     print_nvl72_columns()
+    print_rack_curves()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     met = sum(1 for (case, band), found in errors.items() if max(found) <= (0.10 if band == "1MB-8GB" else 0.25))
     step_median = statistics.median(e for found in step_errors.values() for e in found)

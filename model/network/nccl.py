@@ -53,6 +53,11 @@ PAT_SHARE = 0.75
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
 COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the network's
+# enqueue.cc updateCollCostTable (NCCL 2.30): NVLS and NVLS tree run reduce-scatter and
+# all-gather only while a node (an MNNVL domain) has at most NCCL_MAX_NVLS_ARITY GPUs, and
+# CollNet direct and chain all collectives only with at most NCCL_MAX_DIRECT_ARITY + 1 (device.h: 32, 7)
+NVLS_MAX_LOCAL_RANKS = 32
+COLLNET_MAX_LOCAL_RANKS = 8
 # NVLS reduces in the switch chips: each element of a reduction over n GPUs of a domain costs n - 1
 # adds there (multimem.ld_reduce pulls all n operands, NVIDIA/nccl#828), spread over the domain's
 # chips (every GPU has links to every chip). Their rate (Tier.switch_reduction) is an FP32 figure
@@ -188,19 +193,23 @@ def _options(collective: str, c: Communicator) -> tuple[tuple[str, str, float, f
 
 
 def _algorithms(collective: str, c: Communicator) -> tuple[str, ...]:
+    """The algorithms NCCL weighs (enqueue.cc updateCollCostTable): NVLS reduce-scatter and
+    all-gather on at most NVLS_MAX_LOCAL_RANKS GPUs a domain, CollNet direct and chain on at
+    most COLLNET_MAX_LOCAL_RANKS (an NVL72 rack's 72 GPUs take neither)."""
+    collnet = c.collnet and c.nodes > 1 and c.per_node <= COLLNET_MAX_LOCAL_RANKS
     if collective == "all_reduce":
         algorithms = ["ring", "tree"]
         if c.nvls and (c.nodes == 1 or c.collnet):
             algorithms.append("nvls")
-        if c.collnet and c.nodes > 1:
+        if collnet:
             algorithms += ["collnet", "collnet_chain"]
         return tuple(algorithms)
     algorithms = ["ring"]
-    if c.nvls and c.per_node > 1 and (c.nodes == 1 or c.collnet):
+    if c.nvls and 1 < c.per_node <= NVLS_MAX_LOCAL_RANKS and (c.nodes == 1 or c.collnet):
         algorithms.append("nvls")
     if c.per_node == 1 and c.nodes > 1:
         algorithms.append("pat")
-    if c.collnet and c.nodes > 1:
+    if collnet:
         algorithms.append("collnet")
     return tuple(algorithms)
 

@@ -188,3 +188,27 @@ def test_a_generation_with_kernel_data_takes_its_own_fitted_attention_share(monk
     assert ("hopper", "attention_share") not in calibrate.keys_of([h100])
     off = calibrate.calibrated_partition(h100, {("hopper", "attention_share"): 0.4}).node.accelerator
     assert off.efficiency_of("attention") is None
+
+
+def test_a_reason_no_residual_carries_takes_the_widest_fitted_factor():
+    """A reason the fit never saw is not 'no doubt' (factor 1): it takes the widest factor the
+    fit learnt, listed (`known`) or met later."""
+    plain = [0.01, -0.02, 0.04, -0.03, 0.02, -0.01, 0.03, -0.04]
+    band = bands.fit_band(plain + [3 * r for r in plain], [()] * 8 + [("moe",)] * 8, known=("power_cap",))
+    assert band.factors["moe"] == pytest.approx(3.0, rel=1e-6)
+    assert band.factors["power_cap"] == band.unseen == band.factors["moe"] and band.carried == {"moe"}
+    assert band.scale(("cp",)) == pytest.approx(3 * band.scale(()), rel=1e-6)
+    assert bands.fit_band(plain, [()] * 8).unseen == 1.0      # nothing fitted wider
+
+
+def test_a_group_alone_in_carrying_a_reason_is_judged_with_the_widest_factor():
+    # group b alone is power-capped, its residuals 2.5x the plain ones: the band fitted without
+    # it has never seen the cap; taken as no doubt (factor 1) it would leave b's misses outside
+    plain = [0.01, -0.02, 0.04, -0.03, 0.02, -0.01, 0.03, -0.04, 0.015, -0.025]
+    residuals = plain + [3 * r for r in plain] + [0.09, -0.1]
+    flags = [()] * 10 + [("moe",)] * 10 + [("power_cap",)] * 2
+    groups = ["a"] * 20 + ["b"] * 2
+    nested = bands.nested_coverage(residuals, flags, groups)
+    assert all(inside for inside, _ in nested[-2:])
+    without_b = bands.fit_band(residuals[:20], flags[:20])
+    assert not bands.Band(without_b.base, without_b.factors, without_b.quantiles).covers(-0.1, ("power_cap",))
