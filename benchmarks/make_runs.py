@@ -403,6 +403,9 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     loss, why = loss_of(row, stack)
     if loss:
         pin("loss", loss, why)
+    reduce, why = grad_reduce_of(row)
+    if reduce:
+        pin("grad_reduce", reduce, why)
     overlap = a2a_overlap(row, _norm(row["model"]), system_of(row["accelerator"])) if shape.experts else ""
     if overlap and ep and ep > 1:
         pin("ep_overlap", True, f"recipe: {overlap}")
@@ -442,6 +445,21 @@ def fp8_params_of(row: dict, precision: str, recipe: Recipe) -> str:
 
 LLM_FOUNDRY_LOSS = ("mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: loss_fn "
                     "defaults to 'fused_crossentropy', flash-attn's fused cross entropy (flash_attn.losses.cross_entropy)")
+
+
+# Composer's FSDP mixed-precision modes (mosaicml/composer composer/distributed/mosaic_parallelism.py
+# get_mixed_precision, commit 1b7ba478): DEFAULT gathers the parameters in the autocast dtype but
+# sets reduce_dtype = torch.float32, so every micro-batch's gradient reduce-scatter moves fp32;
+# PURE reduces in the autocast dtype (the fsdp stack's bf16). llm-foundry's tables name the mode.
+COMPOSER_MP = "mosaicml/composer composer/distributed/mosaic_parallelism.py get_mixed_precision (1b7ba478)"
+
+
+def grad_reduce_of(row: dict) -> tuple[str, str]:
+    """(the gradient reduction's format where the row's FSDP mixed-precision mode sets it, why)."""
+    mode = re.search(r"mp mode (\w+)", row["zero_or_fsdp"], re.IGNORECASE)
+    if not mode or mode.group(1).upper() != "DEFAULT":
+        return "", ""
+    return "fp32", (f"row: FSDP mixed precision DEFAULT = reduce_dtype torch.float32 ({COMPOSER_MP})")
 
 
 def loss_of(row: dict, stack: str) -> tuple[str, str]:
@@ -512,6 +530,8 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
         lines.append("  tied_embeddings = true")
     if shape.position:
         lines.append(f"  position_embedding = {shape.position}  # fill-in (see header)")
+    if shape.normalization:
+        lines.append(f"  normalization = {shape.normalization}  # fill-in (see header)")
     if shape.experts:
         e = shape.experts
         capacity = f"  capacity_factor = {e['capacity_factor']:g}" if e.get("capacity_factor") else ""

@@ -50,6 +50,9 @@ CITE_NEMO_POSITIONS = ("NeMo GPTConfig and Megatron-Bridge GPTModelProvider posi
 CITE_BLOOM_ALIBI = "BLOOM (arXiv:2211.05100) Sec 3.2.3: ALiBi positional embeddings instead of learned or rotary ones"
 CITE_MPT_POSITIONS = ("llm-foundry llmfoundry/models/mpt/configuration_mpt.py learned_pos_emb = True, attn_config "
                       "alibi and rope False by default; the benchmark yamls set neither")
+CITE_MPT_NORM = ("llm-foundry llmfoundry/models/mpt/configuration_mpt.py norm_type = 'low_precision_layernorm' "
+                 "(one PyTorch layer_norm kernel), no_bias = False, resid_pdrop = 0.0 by default; the benchmark yamls "
+                 "set none of them")
 CITE_KORT_T3 = "Korthikanti et al. 2022 Table 3 (rows kort_t5_* of public_runs.csv): layers/hidden/heads, vocab 51200, seq 2048"
 CITE_NEMO_GPT = "NVIDIA/NeMo nemo/collections/llm/gpt/model/base.py GPTConfig5B/20B/175B"
 CITE_GPT2_VOCAB = ("GPT-2 BPE vocabulary 50257 (NeMo 1.0 launcher tokenizer GPT2BPETokenizer; NeMo 2.0 perf script "
@@ -113,6 +116,7 @@ class Shape:
     window: int = 0                 # sliding-window attention: keys each query sees (0: global)
     global_every: int = 0           # with a window: every k-th layer attends globally
     position: str = ""              # position_embedding as the model's framework sets it ("": not stated)
+    normalization: str = ""         # the norm as the model's framework sets it ("": not stated, RMSNorm-like)
     cite: str = ""
     gaps: list[str] = field(default_factory=list)   # what gclc cannot express about this model
 
@@ -217,7 +221,8 @@ def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: st
     if m and m.group(1) + "b" in MPT:
         layers, hidden, heads = MPT[m.group(1) + "b"]
         return Shape(layers, hidden, heads, 4 * hidden, 50368, mlp="gelu", tied=True, position="learned",
-                     cite=f"{CITE_MPT}; positions: {CITE_MPT_POSITIONS}",
+                     normalization="layernorm",
+                     cite=f"{CITE_MPT}; positions: {CITE_MPT_POSITIONS}; norms: {CITE_MPT_NORM}",
                      gaps=[
                            # llm-foundry 061f2c7c scripts/train/benchmarking/submit_benchmarks.py: --attn_impl default
                            "attention kernel: Triton flash attention (submit_benchmarks.py --attn_impl default 'triton'), "

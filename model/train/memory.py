@@ -156,7 +156,7 @@ def model_states(shape: ModelShape, cfg: TrainConfig, zeros) -> list[tuple[float
         state = _STATE.get(key)
         if state is None:
             if parts is None:
-                grads = FSDP_ACCUMULATION_BYTES if cfg.pp > 1 and cfg.stack in FSDP_STACKS else grad_bytes(cfg)
+                grads = FSDP_ACCUMULATION_BYTES if cfg.pp > 1 and cfg.stack in FSDP_STACKS else held_grad_bytes(cfg)
                 parts = (dense_params_per_gpu(shape, cfg), expert_params_per_gpu(shape, cfg), (weight_bytes(cfg), grads))
             dense, experts, per_param = parts
             # the master's remainders depend on the stage (ZeRO 1-2 only): the state's bytes at `zero`, not cfg's
@@ -166,6 +166,16 @@ def model_states(shape: ModelShape, cfg: TrainConfig, zeros) -> list[tuple[float
                                                  for b, d, e in zip(per_param, on_dense, on_experts)))
         out.append(state)
     return out
+
+
+def held_grad_bytes(cfg: TrainConfig) -> int:
+    """Bytes per gradient element the step holds: `grad_bytes`, except that FSDP's reduction dtype
+    (`grad_reduce`) moves through its collective only: the reduced shard is cast to its flat
+    parameter's dtype (torch FSDP1 _runtime_utils.py `_cast_grad_to_param_dtype`; FSDP2 casts the
+    reduce-scatter output to the parameter's original dtype), so it sets no held buffer there."""
+    if cfg.stack in FSDP_STACKS and cfg.grad_reduce is not None:
+        return grad_bytes(attrs.evolve(cfg, grad_reduce=None))
+    return grad_bytes(cfg)
 
 
 def _divisors(cfg: TrainConfig, zero: int, expert: bool = False) -> tuple[int, int, int]:

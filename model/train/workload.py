@@ -95,7 +95,7 @@ def elementwise_parts(shape: ModelShape, cfg: TrainConfig, moe: bool) -> dict[st
 
     Norm and residual work is replicated across TP ranks unless sequence parallelism
     splits it; the activation function's work is split by TP. Unfused stacks read and
-    write each intermediate separately (about twice the traffic).
+    write each intermediate of a chain separately (about twice the traffic): `_chained`.
     """
     h = shape.hidden
     # two norms (read and write h each) and two fused bias-dropout-residual adds (read two
@@ -107,15 +107,36 @@ def elementwise_parts(shape: ModelShape, cfg: TrainConfig, moe: bool) -> dict[st
     if cfg.sp and cfg.tp > 1:
         norms, residual = norms / cfg.tp, residual / cfg.tp
     ffn = shape.top_k * shape.expert_ffn if moe else shape.ffn
-    unfused = 1 if cfg.behaviour("fused") else 2
     parts = {"norm": norms, "residual": residual,
              "activation": (shape.mlp_matrices * ffn) / cfg.tp}     # read gate/up, write the product
     if rotary(shape):   # rotate the queries and keys in place: read and write each
         parts["rotary"] = 2 * (shape.heads + shape.kv_heads) * shape.head_dim / cfg.tp
-    parts = {k: ACT_BYTES * v * unfused for k, v in parts.items()}
+    chained = _chained(shape, cfg)
+    parts = {k: ACT_BYTES * v * (2 if k in chained else 1) for k, v in parts.items()}
     if family(cfg.precision) in ("fp8", "fp6", "fp4"):
         parts["cast"] = ACT_BYTES * 1.5 * (3 * h + ffn / cfg.tp)  # casts of GEMM inputs with amax
     return parts
+
+
+def _chained(shape: ModelShape, cfg: TrainConfig) -> frozenset[str]:
+    """The parts an unfused (eager) stack runs as a chain of kernels, each reading and writing
+    the intermediate: none where the stack fuses. Eager PyTorch runs a LayerNorm as one kernel
+    (aten/src/ATen/native/cuda/layer_norm_kernel.cu), a non-gated activation as one (the bias
+    rides in the GEMM's epilogue: at::linear calls addmm, cuBLASLt's bias epilogue), and a
+    residual add without dropout as one add (p = 0 returns its input): those move what a fused
+    kernel moves. RMSNorm (composite: square, mean, rsqrt, two products), a gated activation
+    (activation, then the product with the up projection), dropout before the add and the rotary
+    embedding are chains."""
+    if cfg.behaviour("fused"):
+        return frozenset()
+    chained = {"rotary"}
+    if shape.normalization != "layernorm":
+        chained.add("norm")
+    if cfg.behaviour("dropout"):
+        chained.add("residual")
+    if shape.mlp_matrices > 2:
+        chained.add("activation")
+    return frozenset(chained)
 
 
 def rotary(shape: ModelShape) -> bool:

@@ -29,7 +29,7 @@ TRAINING_SHARE = 0.80
 # in-training share, model/compute.py) of the FlashAttention-3 forward kernel's 616 of 989
 # TFLOP/s (Shah et al. 2024, Fig. 5: causal, head dim 128, 16k keys). ASSUMPTION: one
 # generation's ratio holds for others.
-ATTENTION_TRAINING_SHARE = compute.generation_efficiency("hopper") * compute.ATTENTION_TRAINING_SHARE / (616 / 989)
+ATTENTION_TRAINING_SHARE = compute.generation_efficiency("hopper") * compute.training_share("hopper") / (616 / 989)
 # How far a prediction of each kind is trusted (standard deviation of log measured /
 # predicted, ASSUMPTIONS): a training step as the shipped band's scale (model/calibration.py
 # BAND_SCALE), a kernel row as close, a collective time further (protocols, channels and

@@ -169,7 +169,7 @@ def test_a_flag_on_every_residual_is_absorbed_into_the_base_not_left_to_rounding
 
 
 def test_a_generation_with_kernel_data_takes_its_own_fitted_attention_share(monkeypatch):
-    """calibrate.PER_GENERATION_SHARE (off as shipped: see there): an H100's attention is Hopper's kernel rate times the
+    """calibrate.PER_GENERATION_SHARE (on as shipped: see there): an H100's attention is Hopper's kernel rate times the
     share fitted on Hopper chips' runs; without a fitted Hopper share it keeps the global one
     (no declared attention efficiency)."""
     from gclc.model import compute

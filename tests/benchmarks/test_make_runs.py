@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 from gclc.compiler.driver import check_text
@@ -281,3 +282,29 @@ def test_a_recipe_ep_the_table_contradicts_is_the_recipes():
     text = design("mb2511_20")
     assert field(text, "ep") == "64" and "contradicts its recipe" in text
     assert field(design("mb2602_22"), "ep") == "64" and field(design("mb2511_21"), "ep") == "8"
+
+
+def test_composer_default_mixed_precision_reduces_gradients_in_fp32():
+    # Composer's get_mixed_precision: DEFAULT sets reduce_dtype = float32, PURE the autocast dtype;
+    # llm-foundry's H100 and A100 80GB tables ran DEFAULT, the A100 40GB table PURE
+    from gclc.model.job import pinned_config
+    from gclc.model.train import dp_sync
+
+    assert field(design("mpt_h100_15"), "grad_reduce") == "fp32" and "reduce_dtype" in design("mpt_h100_15")
+    assert "grad_reduce" not in design("mpt_a100_40_53") and "grad_reduce" not in design("nemo2407_1")
+    job = _shape("mpt_h100_15")
+    fp32 = pinned_config(job)
+    assert fp32.grad_reduce == "fp32"
+    bf16 = attrs.evolve(fp32, grad_reduce="bf16")
+    # every micro-batch's reduce-scatter moves twice the bytes; the gathers stay bf16
+    wide, narrow = (dp_sync.traffic(job.shape, c, job.partition) for c in (fp32, bf16))
+    assert wide.fsdp - narrow.fsdp == pytest.approx(wide.reduces - narrow.reduces, rel=1e-9)
+    assert 1.9 * narrow.reduces < wide.reduces < 2 * narrow.reduces   # twice the bytes, one latency
+    assert wide.gathers == narrow.gathers
+
+
+def test_mpt_designs_state_layernorm_the_others_leave_it():
+    # llm-foundry configuration_mpt.py norm_type 'low_precision_layernorm'; unstated elsewhere
+    assert field(design("mpt_h100_15"), "normalization") == "layernorm"
+    assert _shape("mpt_h100_15").shape.normalization == "layernorm"
+    assert "normalization" not in design("nemo2407_6")

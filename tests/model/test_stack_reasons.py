@@ -26,13 +26,30 @@ def test_the_compiled_stack_differs_from_fsdp_only_in_fused_elementwise_kernels(
 
 @pytest.mark.parametrize("precision", ["bf16", "fp8"])
 def test_fused_kernels_halve_the_elementwise_traffic(precision):
-    # unfused chains read and write each intermediate: twice the bytes of the fused kernel;
-    # the fp8 casts are one kernel either way
+    # unfused chains read and write each intermediate: twice the bytes of the fused kernel for
+    # Llama's RMSNorm, SwiGLU and rotary; its residual add (no dropout) and the fp8 casts are one
+    # kernel either way
     c = TrainConfig(batch=16, seq=8192, dp=8, microbatch=2, precision=precision, stack="fsdp")
     plain = elementwise_parts(LLAMA8B, c, False)
     fused = elementwise_parts(LLAMA8B, attrs.evolve(c, stack="fsdp_compiled"), False)
     for part, nbytes in fused.items():
-        assert plain[part] == pytest.approx(nbytes if part == "cast" else 2 * nbytes)
+        assert plain[part] == pytest.approx(nbytes if part in ("cast", "residual") else 2 * nbytes)
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_eager_pytorch_runs_layernorm_gelu_and_a_plain_residual_add_as_single_kernels(dropout):
+    # MPT: LayerNorm (one ATen kernel), GeLU whose bias rides in the GEMM epilogue, a learned
+    # position table: eager moves what a fused stack moves, unless dropout precedes the add
+    mpt = attrs.evolve(LLAMA8B, kv_heads=32, ffn=16384, mlp_matrices=2, normalization="layernorm",
+                       position_embedding="learned")
+    c = TrainConfig(batch=16, seq=2048, dp=8, microbatch=2, stack="fsdp", dropout=dropout)
+    plain = elementwise_parts(mpt, c, False)
+    fused = elementwise_parts(mpt, attrs.evolve(c, stack="fsdp_compiled"), False)
+    for part, nbytes in fused.items():
+        assert plain[part] == pytest.approx(2 * nbytes if dropout and part == "residual" else nbytes)
+    # an RMSNorm model's norms stay a chain in eager PyTorch
+    rms = elementwise_parts(attrs.evolve(mpt, normalization="rmsnorm"), c, False)
+    assert rms["norm"] == pytest.approx(2 * plain["norm"])
 
 
 def test_the_compiled_stack_is_its_own_family_of_releases():

@@ -49,3 +49,17 @@ def test_zero_stages_shard_progressively():
 def test_memory_total_is_the_sum_of_its_rows():
     m = memory(GPT, cfg(pp=4, dp=2, batch=64))
     assert m.total == pytest.approx(sum(v for _, v in m.rows()))
+
+
+@pytest.mark.parametrize("stack", ["fsdp", "fsdp_compiled"])
+def test_fsdps_reduction_dtype_moves_through_the_collective_and_holds_no_buffer(stack):
+    # FSDP casts the reduced gradient shard to its flat parameter's dtype (torch FSDP1
+    # `_cast_grad_to_param_dtype`): an fp32 reduction holds what a bf16 one holds; Megatron's
+    # fp32 gradient buffer is held (its 4 bytes a gradient, model/train/optimizer.py grad_bytes)
+    import attrs
+
+    cfg = TrainConfig(batch=64, seq=2048, dp=8, zero=3, stack=stack)
+    assert model_state(GPT, attrs.evolve(cfg, grad_reduce="fp32")) == model_state(GPT, cfg)
+    mcore = TrainConfig(batch=64, seq=2048, dp=8, zero=1, stack="megatron_core")
+    wide = model_state(GPT, attrs.evolve(mcore, grad_reduce="fp32"))
+    assert wide[1] == pytest.approx(2 * model_state(GPT, attrs.evolve(mcore, grad_reduce="bf16"))[1])
