@@ -10,7 +10,10 @@ the step into one on the objective; `solver/train/branch.py` visits the leaves):
    per sequence, which does not depend on dp (one evaluation of the compute term per
    (tp, pp, cp, ep) and micro-batch): compute >= min c x batch / dp, plus the MoE host
    overhead and the bubble's share. A layout whose bound never reaches the front is never
-   opened (its memory is never checked either: it counts as cut by a bound).
+   opened (its memory is never checked either: it counts as cut by a bound). Under the step
+   objectives without a power limit, the layouts of one (tp, pp, cp, ep) wait as one chain,
+   most replicas first, bounded by the least compute per sequence x batch / its most
+   replicas; each layout gets its own bound only as the chain reaches the front.
 1. Layout (tp, pp, cp, ep, dp). Cut whole when `job_power` at its GPU count, even with
    every GPU waiting, breaks `subject to { power <= ... }`. The micro-batches that can fit
    form a prefix (memory never grows as the micro-batch shrinks; the least-memory
@@ -235,6 +238,8 @@ class _Search:
         # best-first frontier: (bound, seq, kind, node, leaves covered)
         self.pending, self.seq = [], itertools.count()
         within: dict[int, bool] = {}   # GPU count -> whether its GPUs draw within the limit while they wait
+        # (tp, pp, cp, ep) -> its layouts, bounded one at a time (`push_chain`) where that is exact
+        chains: dict[tuple, list] | None = {} if self.chained() else None
         for tp, pp, cp, ep, dp, orders, inner, leaves, count in self.layouts_of(self.space):
             self.total += count
             gpus = tp * pp * cp * dp
@@ -245,8 +250,13 @@ class _Search:
                     self.least_power = (self.power.floor(gpus), gpus)
                 continue
             layout = (tp, pp, dp, cp, ep, orders, inner, leaves)
+            if chains is not None:   # (layouts_of lists each tp x pp x cp x ep's replica counts together, most first)
+                chains.setdefault((tp, pp, cp, ep), []).append((layout, count))
+                continue
             bound, sync = self.coarse_bound(layout)
             self.push(bound, "replicas", layout, count, sync)
+        for chain in (chains or {}).values():
+            self.push_chain(chain)
         pending = self.pending
         while pending:
             bound, _, kind, node, leaves, sync = heapq.heappop(pending)
@@ -258,7 +268,9 @@ class _Search:
                 if raised > bound:
                     self.push(raised, kind, node, leaves)
                     continue
-            if kind == "replicas":
+            if kind == "chain":
+                self.unchain(*node)
+            elif kind == "replicas":
                 self.open_layout(node)
             elif kind == "layout":
                 self.expand(*node)
@@ -361,6 +373,40 @@ class _Search:
             self.checked(bound, **fields)
         return bound, ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, compute * SAFETY,
                        flops_time * self.job.batch, max(1, fewest), fields)
+
+    def chained(self) -> bool:
+        """Whether the layouts of one (tp, pp, cp, ep) wait as one chain (`push_chain`): where
+        the objective is the step (throughput, time) without a power limit, whose bound is the
+        step bound itself."""
+        return self.objective in ("throughput", "time") and self.power_limit is None
+
+    def push_chain(self, chain: list[tuple], per_seq: float | None = None) -> None:
+        """Push the layouts of one (tp, pp, cp, ep), replica counts most first, as one node bounded
+        by compute alone: c x batch / dp, dp the most replicas in the chain and c the least
+        compute per sequence of any micro-batch `coarse_bound` reads for one of them (the
+        largest allowed, and each layout's own: `per_seq`, kept for the rest of the chain).
+        Every layout's `coarse_bound` is at least this (it adds the MoE overhead and the
+        bubble's share, and fewer replicas compute more each), so a chain whose front never
+        reaches the front costs one bound, not one per layout."""
+        tp, pp, dp, cp, ep, orders, inner, _ = chain[0][0]
+        if per_seq is None:
+            key, mbs = (tp, pp, cp, ep), {self.largest_microbatch}
+            if self.job.shape.is_moe:   # (dense: compute never grows with the micro-batch, the largest's is the least)
+                mbs.update(mb for (layout, _) in chain for mb in self.coarse_parts_of(*key, layout[2], layout[6])[0])
+            per_seq = min([self.sequence_cost(key, mb, orders[0])[0] for mb in sorted(mbs)])
+        step = per_seq * self.job.batch / dp * SAFETY
+        if self.audit is not None:
+            for (_, _, dp_, _, _, _, inner_, _), _ in chain:
+                self.checked(step, tp=tp, pp=pp, dp=dp_, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner_))
+        self.push(step, "chain", (chain, per_seq), sum(count for _, count in chain))
+
+    def unchain(self, chain: list[tuple], per_seq: float) -> None:
+        """A chain at the front: its first layout waits with its own `coarse_bound`, the rest as a chain."""
+        (layout, count), rest = chain[0], chain[1:]
+        bound, sync = self.coarse_bound(layout)
+        self.push(bound, "replicas", layout, count, sync)
+        if rest:
+            self.push_chain(rest, per_seq)
 
     def coarse_parts_of(self, tp: int, pp: int, cp: int, ep: int, dp: int, inner) -> tuple:
         """What `coarse_bound` reads of a layout that no power cap changes: the micro-batches
