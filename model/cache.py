@@ -71,8 +71,10 @@ def l2_bandwidth(chip: Accelerator) -> float | None:
     """The L2 bandwidth the roofline uses: stated, else the generation's where that is on."""
     if chip.l2_bandwidth or chip.l2 <= 0:
         return chip.l2_bandwidth
+    if not USE_GENERATION_L2:   # (read for every op a plan times: the generation only where it is used)
+        return None
     generation = _generation(chip)
-    return GENERATION_L2_BANDWIDTH.get(generation) if USE_GENERATION_L2 and generation else None
+    return GENERATION_L2_BANDWIDTH.get(generation) if generation else None
 
 
 def l2_source(chip: Accelerator) -> str:

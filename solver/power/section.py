@@ -17,6 +17,8 @@ power are the ones every view prints. This section adds what the search alone do
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from ...model import dvfs
@@ -25,9 +27,11 @@ from ...model.train.step import Estimate, estimate
 from ..train import enumerate as space_def
 from ..train.plan import Plan
 from ..train.search import search
-from .inputs import PowerInputs
-from .program import PowerResult, solve_power, without_power_limit
 from ...dsl.records import frozen
+
+if TYPE_CHECKING:   # the power program loads only for a job under a power limit (a plan without one never asks)
+    from .inputs import PowerInputs
+    from .program import PowerResult
 
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5)   # of the limit: the budgets `gclc plan` prints
 _RELAXED = {"throughput": "throughput", "time": "time", "energy": "energy"}   # objectives the GP has
@@ -84,6 +88,7 @@ def power_section(job: Job, chosen: Plan) -> PowerSection | None:
     found = power_limit(job)
     if found is None or chosen.best is None:
         return None
+    from .program import without_power_limit
     limit, source = found
     objective, best = chosen.objective, chosen.best
     free = without_power_limit(job)
@@ -123,6 +128,8 @@ def _most_replicas(job: Job, e: Estimate) -> int:
 def _relaxation(job: Job, best: Estimate, limit: float, objective: str) -> tuple[PowerInputs | None,
                                                                                     PowerResult | None]:
     """The GP of the plan's layout at the chip's own clock and its most replicas."""
+    from .inputs import PowerInputs
+    from .program import solve_power
     goal = _RELAXED.get(objective)
     if goal is None:
         return None, None
@@ -154,6 +161,7 @@ def clocked_share(inputs: PowerInputs, slowdown: float, clock: float) -> PowerIn
 def operating_points(job: Job, e: Estimate) -> list[tuple[Estimate, float]]:
     """Every (estimate, facility W) of `e`'s layout at a whole replica count and clock step
     that meets the job's limits but power: the layout's operating points."""
+    from .program import without_power_limit
     c = e.config
     free = without_power_limit(job)
     lim = space_def.limits(free)

@@ -6,10 +6,14 @@ The tree, best bound first over one frontier; each node is bounded before it cos
 estimate, and tightened only when it reaches the front (`solver/train/bounds.py` turns a bound on
 the step into one on the objective; `solver/train/branch.py` visits the leaves):
 
-0. Replica count. Every (tp, pp, cp, ep) is opened at its most replicas; a layout of
-   fewer waits, bounded by compute per sequence, which does not depend on dp (one
-   evaluation of the compute term per (tp, pp, cp, ep) and micro-batch):
-   compute >= min c x batch / dp, plus the MoE host overhead and the bubble's share.
+0. Replica count. Every layout (tp, pp, cp, ep, dp) waits unopened, bounded by compute
+   per sequence, which does not depend on dp (one evaluation of the compute term per
+   (tp, pp, cp, ep) and micro-batch): compute >= min c x batch / dp, plus the MoE host
+   overhead and the bubble's share. A layout whose bound never reaches the front is never
+   opened (its memory is never checked either: it counts as cut by a bound). Under the step
+   objectives without a power limit, the layouts of one (tp, pp, cp, ep) wait as one chain,
+   most replicas first, bounded by the least compute per sequence x batch / its most
+   replicas; each layout gets its own bound only as the chain reaches the front.
 1. Layout (tp, pp, cp, ep, dp). Cut whole when `job_power` at its GPU count, even with
    every GPU waiting, breaks `subject to { power <= ... }`. The micro-batches that can fit
    form a prefix (memory never grows as the micro-batch shrinks; the least-memory
@@ -49,9 +53,9 @@ layout whose GPUs draw more than the limit while they wait is cut whole.
 Choices a job asks to search (`parallelism { search = [...] }`: shard group, recompute
 modules and interval, offload) split the space into variants (`enumerate.variant_spaces`),
 each explored as above with its choices fixed, so every bound is one of a pinned variant's.
-The best values found carry over from variant to variant (one top list), and after the
-first, every layout is bounded by compute before any is opened, so a variant that cannot
-beat the values found costs a compute bound per layout.
+The best values found carry over from variant to variant (one top list), and every
+layout is bounded by compute before any is opened, so a variant that cannot beat the
+values found costs a compute bound per layout.
 
 What the bounds rest on (tests/solver/train/test_bounds.py checks each on random designs, and
 checks every bound the search computes against every configuration it covers, so a
@@ -131,7 +135,7 @@ class _Search:
         self.layouts: dict[int, list[tuple]] = {}   # id(space) -> its layouts (`layouts_of`)
         self.coarse_parts: dict[tuple, tuple] = {}  # (tp, pp, cp, ep, dp) -> `coarse_bound`'s cap-free parts
         self.at_cap(self.caps[0])
-        self.use(self.spaces[0] if self.spaces else space_def.space(job, self.lim), first=True)
+        self.use(self.spaces[0] if self.spaces else space_def.space(job, self.lim))
 
     def at_cap(self, cap: float | None) -> None:
         """Search the operating point of power cap `cap` next (None: the chip as it is): the
@@ -141,17 +145,16 @@ class _Search:
         self.bound = ObjectiveBound(self.job, self.objective, self.power,
                                     self.power_limit.value if self.power_limit is not None else None)
 
-    def use(self, space, first: bool = False) -> None:
+    def use(self, space) -> None:
         """Search `space` next: one variant of the choices the job asks to search (the whole
-        space when it asks for none). The best values found so far carry over, so a later
-        variant's layouts are all bounded before any is opened (`coarse_bound`)."""
-        self.space, self.first = space, first
+        space when it asks for none). The best values found so far carry over; every layout
+        is bounded before any is opened (`coarse_bound`)."""
+        self.space = space
         self.make_config = space_def.config_maker(self.job, space, self.cap)
         self.frugal_recompute = max(space.recomputes, key=RECOMPUTE.index)   # the least activation memory allowed
         self.sync = SyncFloor(self.job, self.make_config, space.zeros, self.frugal_recompute, self.lim.memory,
                               lambda pp: space_def.vp_candidates(self.job, pp))
         self.top_zero = max(space.zeros)
-        self.widest: dict[tuple, int] = {}          # (tp, pp, cp, ep) -> the most replicas
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
         pinned = self.job.pinned.get("microbatch")
         self.largest_microbatch = int(pinned) if pinned is not None else space_def.MAX_MICROBATCH
@@ -212,10 +215,10 @@ class _Search:
     # ------------------------------------------------------------ the tree
     def run(self) -> SearchResult:
         start = time.perf_counter()
-        for c, cap in enumerate(self.caps):
+        for cap in self.caps:
             self.at_cap(cap)
-            for i, space in enumerate(self.spaces):
-                self.use(space, first=c == 0 and i == 0)
+            for space in self.spaces:
+                self.use(space)
                 self.explore()
         ranked = self.top.ranked()
         best_value = ranked[0][0] if ranked else None
@@ -235,6 +238,8 @@ class _Search:
         # best-first frontier: (bound, seq, kind, node, leaves covered)
         self.pending, self.seq = [], itertools.count()
         within: dict[int, bool] = {}   # GPU count -> whether its GPUs draw within the limit while they wait
+        # (tp, pp, cp, ep) -> its layouts, bounded one at a time (`push_chain`) where that is exact
+        chains: dict[tuple, list] | None = {} if self.chained() else None
         for tp, pp, cp, ep, dp, orders, inner, leaves, count in self.layouts_of(self.space):
             self.total += count
             gpus = tp * pp * cp * dp
@@ -245,11 +250,13 @@ class _Search:
                     self.least_power = (self.power.floor(gpus), gpus)
                 continue
             layout = (tp, pp, dp, cp, ep, orders, inner, leaves)
-            coarse = self.coarse_bound(layout)
-            if coarse is None:
-                self.open_layout(layout)
-            else:
-                self.push(coarse[0], "replicas", layout, count, coarse[1])
+            if chains is not None:   # (layouts_of lists each tp x pp x cp x ep's replica counts together, most first)
+                chains.setdefault((tp, pp, cp, ep), []).append((layout, count))
+                continue
+            bound, sync = self.coarse_bound(layout)
+            self.push(bound, "replicas", layout, count, sync)
+        for chain in (chains or {}).values():
+            self.push_chain(chain)
         pending = self.pending
         while pending:
             bound, _, kind, node, leaves, sync = heapq.heappop(pending)
@@ -261,7 +268,9 @@ class _Search:
                 if raised > bound:
                     self.push(raised, kind, node, leaves)
                     continue
-            if kind == "replicas":
+            if kind == "chain":
+                self.unchain(*node)
+            elif kind == "replicas":
                 self.open_layout(node)
             elif kind == "layout":
                 self.expand(*node)
@@ -339,18 +348,16 @@ class _Search:
         else:
             self.expand(layout, optimizer)
 
-    def coarse_bound(self, layout) -> tuple[float, tuple] | None:
-        """A bound on a layout of fewer than the most replicas, before any of its own
-        estimates, and what raises it at the front (None: open it now). Compute per sequence
-        c(mb) does not depend on dp, so one evaluation per (tp, pp, cp, ep) and micro-batch
-        bounds every replica count:
+    def coarse_bound(self, layout) -> tuple[float, tuple]:
+        """A bound on a layout before any of its own estimates, and what raises it at the
+        front. Compute per sequence c(mb) does not depend on dp, so one evaluation per (tp, pp,
+        cp, ep) and micro-batch bounds every replica count:
         compute >= min c x batch / dp, and the bubble >= (pp - 1) / vp_max x min c; where
-        compute never grows with the micro-batch, c at the largest allowed is the minimum."""
+        compute never grows with the micro-batch, c at the largest allowed is the minimum.
+        (Opening a layout costs its memory check, optimizer and micro-batches: most layouts
+        never reach the front, so none is opened before it does.)"""
         tp, pp, dp, cp, ep, orders, inner, _ = layout
         key = (tp, pp, cp, ep)
-        if key not in self.widest and self.first:   # the most replicas of this (tp, pp, cp, ep): opened at once
-            self.widest[key] = dp
-            return None
         mbs, vmax, fewest = self.coarse_parts_of(tp, pp, cp, ep, dp, inner)
         costs = [self.sequence_cost(key, mb, orders[0]) for mb in mbs]
         # (lists rather than generators: a layout's few micro-batches, thousands of layouts)
@@ -366,6 +373,40 @@ class _Search:
             self.checked(bound, **fields)
         return bound, ((tp, pp, dp, cp, ep, orders, inner[0][0]), tp * pp * cp * dp, step, compute * SAFETY,
                        flops_time * self.job.batch, max(1, fewest), fields)
+
+    def chained(self) -> bool:
+        """Whether the layouts of one (tp, pp, cp, ep) wait as one chain (`push_chain`): where
+        the objective is the step (throughput, time) without a power limit, whose bound is the
+        step bound itself."""
+        return self.objective in ("throughput", "time") and self.power_limit is None
+
+    def push_chain(self, chain: list[tuple], per_seq: float | None = None) -> None:
+        """Push the layouts of one (tp, pp, cp, ep), replica counts most first, as one node bounded
+        by compute alone: c x batch / dp, dp the most replicas in the chain and c the least
+        compute per sequence of any micro-batch `coarse_bound` reads for one of them (the
+        largest allowed, and each layout's own: `per_seq`, kept for the rest of the chain).
+        Every layout's `coarse_bound` is at least this (it adds the MoE overhead and the
+        bubble's share, and fewer replicas compute more each), so a chain whose front never
+        reaches the front costs one bound, not one per layout."""
+        tp, pp, dp, cp, ep, orders, inner, _ = chain[0][0]
+        if per_seq is None:
+            key, mbs = (tp, pp, cp, ep), {self.largest_microbatch}
+            if self.job.shape.is_moe:   # (dense: compute never grows with the micro-batch, the largest's is the least)
+                mbs.update(mb for (layout, _) in chain for mb in self.coarse_parts_of(*key, layout[2], layout[6])[0])
+            per_seq = min([self.sequence_cost(key, mb, orders[0])[0] for mb in sorted(mbs)])
+        step = per_seq * self.job.batch / dp * SAFETY
+        if self.audit is not None:
+            for (_, _, dp_, _, _, _, inner_, _), _ in chain:
+                self.checked(step, tp=tp, pp=pp, dp=dp_, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner_))
+        self.push(step, "chain", (chain, per_seq), sum(count for _, count in chain))
+
+    def unchain(self, chain: list[tuple], per_seq: float) -> None:
+        """A chain at the front: its first layout waits with its own `coarse_bound`, the rest as a chain."""
+        (layout, count), rest = chain[0], chain[1:]
+        bound, sync = self.coarse_bound(layout)
+        self.push(bound, "replicas", layout, count, sync)
+        if rest:
+            self.push_chain(rest, per_seq)
 
     def coarse_parts_of(self, tp: int, pp: int, cp: int, ep: int, dp: int, inner) -> tuple:
         """What `coarse_bound` reads of a layout that no power cap changes: the micro-batches
