@@ -176,3 +176,43 @@ def test_the_model_reproduces_published_busbw(case, goal, sizes):
         c = bench.communicator(row)
         model = nccl.bus_bandwidth(row["collective"], float(row["bytes"]), bench.choice(row).seconds, c.ranks) / 1e9
         assert model == pytest.approx(bench.measured_busbw(row), rel=goal), row["bytes"]
+
+
+def test_nvls_tree_runs_all_reduce_across_nvswitch_nodes_without_sharp():
+    # tuning.cc/enqueue.cc (NCCL 2.30): NVLS tree, all-reduce only, more than one node, where NVLS
+    # runs; no SHARP needed (NVLS itself across nodes needs CollNet)
+    two = Communicator(16, 2, 365.6e9, 40e9, nvls=True, wire=1.5e-6)
+    names = lambda collective, c: {a for a, *_ in nccl._options(collective, c)}   # noqa: E731
+    assert "nvls_tree" in names("all_reduce", two) and "nvls" not in names("all_reduce", two)
+    assert "nvls_tree" not in names("reduce_scatter", two) | names("all_gather", two)
+    assert "nvls_tree" not in names("all_reduce", NODE)                        # one node: plain NVLS
+    assert "nvls_tree" not in names("all_reduce", NODES)                       # no NVLS in the nodes
+    assert "nvls_tree" not in names("all_reduce", Communicator(16, 16, 365.6e9, 40e9, nvls=True))  # one GPU a node
+    assert nccl.choose("all_reduce", 2**33, two).algorithm == "nvls_tree"
+    assert nccl.choose("all_reduce", 8, two).algorithm != "nvls_tree"          # its 25 us NVLS step
+
+
+@given(st.sampled_from([2, 4, 8]), st.sampled_from([12.5e9, 25e9, 40e9, 50e9, 100e9]),
+       st.sampled_from([100e9, 365.6e9, 682e9]))
+def test_nvls_tree_bus_bandwidth_is_one_nodes_nvls_or_the_nodes_nics(nodes, nic, intra):
+    # tuning.cc: min(NVLS's intraBw, bwInter x 2 on two nodes, x 1 on more), as a ring's algbw
+    c = Communicator(8 * nodes, nodes, intra, nic, nvls=True)
+    one = Communicator(8, 1, intra, nvls=True)
+    inside = nccl._bandwidth("all_reduce", "nvls", "Simple", one) * 2 * 7 / 8      # one node's NVLS busbw
+    across = nic * 8 * (2 if nodes == 2 else 1)
+    algbw = nccl._bandwidth("all_reduce", "nvls_tree", "Simple", c)
+    assert algbw * 2 * (c.ranks - 1) / c.ranks == pytest.approx(min(inside, across), rel=1e-9)
+
+
+def test_two_h100_hosts_all_reduce_at_one_hosts_nvls_bus_bandwidth():
+    # Bitdeer's two DGX H100 hosts over 8 x 400G: 468 GB/s busbw at 8 GiB, one host 470
+    # (tests/data/measurements/nccl/bitdeer_h100_*_all_reduce.txt); a ring over the NICs
+    # reaches ~320. The step model's price (model/collectives.py) of the same call:
+    bench = _benchmark()
+    row = {"node": "DGX_H100", "nodes": 2, "scaleout": "NDR_FatTree", "ranks": 16, "nvls": "1",
+           "collnet": "0", "collective": "all_reduce", "bytes": str(2**33)}
+    seconds = bench.step_model_seconds(row)
+    assert nccl.bus_bandwidth("all_reduce", 2**33, seconds, 16) == pytest.approx(468e9, rel=0.05)
+    assert bench.choice(row).algorithm == "nvls_tree"
+    ring = bench.choice({**row, "nvls": "0"})
+    assert nccl.bus_bandwidth("all_reduce", 2**33, ring.seconds, 16) < 400e9
