@@ -109,7 +109,7 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
     result = calibrate_observations([observation(c, params) for c in yours])
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
-              covered["moe"]) if result.band else None
+              covered["moe"], beyond=result.band.beyond) if result.band else None
     rows = []
     for before in crossval.predict_group(held, others, params):
         case = before.case
