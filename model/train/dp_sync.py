@@ -126,7 +126,7 @@ class Call(NamedTuple):
     @property
     def in_network(self) -> bool:
         """The switches reduce and multicast it (NVLS in an NVLink domain, SHARP across nodes)."""
-        return self.algorithm in ("nvls", "nvls_tree", "collnet", "collnet_chain")
+        return self.algorithm in ("nvls", "nvls_tree", "collnet")
 
 
 def calls(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[Call, ...]:
