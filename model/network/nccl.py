@@ -53,7 +53,6 @@ PAT_SHARE = 0.75
 # (sjeaugey, NVIDIA/nccl-tests#212): 275 / 370. (NCCL's own tables scale a different
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
-COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the network's
 # NVLS tree (tuning.cc NCCL_ALGO_NVLS_TREE, NCCL 2.30, commit 5067397c, tag v2.30.4-1): an
 # all-reduce over several nodes whose NVSwitches reduce (NVLS), no SHARP needed (enqueue.cc
 # updateCollCostTable runs it wherever NVLS is supported; tuning.cc disables it on one node).
@@ -66,6 +65,7 @@ COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the netw
 # 470 (tests/data/measurements/nccl). Not modelled: the per-channel cap perChMaxNVLSTreeBws
 # (Hopper 57.7 GB/s on two nodes, 45.5 on more; x 16 NVLS channels it is above 8 NICs' rate).
 NVLS_TREE_TWO_NODES = 2.0
+COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the network's
 # NVLS reduces in the switch chips: each element of a reduction over n GPUs of a domain costs n - 1
 # adds there (multimem.ld_reduce pulls all n operands, NVIDIA/nccl#828), spread over the domain's
 # chips (every GPU has links to every chip). Their rate (Tier.switch_reduction) is an FP32 figure
@@ -216,10 +216,10 @@ def _algorithms(collective: str, c: Communicator) -> tuple[str, ...]:
         algorithms = ["ring", "tree"]
         if c.nvls and (c.nodes == 1 or c.collnet):
             algorithms.append("nvls")
-        if c.nvls and c.nodes > 1 and c.per_node > 1:   # NVLS inside each node, a tree across them
-            algorithms.append("nvls_tree")
         if c.collnet and c.nodes > 1:
             algorithms += ["collnet", "collnet_chain"]
+        if c.nvls and c.nodes > 1 and c.per_node > 1:   # NVLS inside each node, a tree across them
+            algorithms.append("nvls_tree")
         return tuple(algorithms)
     algorithms = ["ring"]
     if c.nvls and c.per_node > 1 and (c.nodes == 1 or c.collnet):
