@@ -355,6 +355,7 @@ HOSTNAMES = ListOf(TEXT)
 CALIBRATION = Block(
     {"runs": COUNT, "low": SHARE, "high": Qty(u.NONE, low=Fraction(1), low_open=False, high=Fraction(100)),
      "precisions": ListOf(Choice(PRECISIONS, "a precision"), least=1), "gpus": COUNT, "moe": FLAG, "source": TEXT,
+     "beyond": Qty(u.NONE, low=Fraction(1), low_open=False, high=Fraction(100)),
      "serve_runs": COUNT, "serve_low": SHARE,
      "serve_high": Qty(u.NONE, low=Fraction(1), low_open=False, high=Fraction(100))},
     # a training band (runs, low, high), a serving band (serve_runs, serve_low, serve_high), or both: each whole
@@ -362,7 +363,8 @@ CALIBRATION = Block(
     alternatives={name: (("serve_runs", "serve_low", "serve_high"),) for name in ("runs", "low", "high")},
     doc="the error band of plans on this cluster, from `gclc calibrate`: `runs` end-to-end training runs of the "
         "operator's, `low` and `high` the 80 % bounds on measured / predicted throughput; `precisions`, `gpus` (the "
-        "largest run) and `moe` say what the runs covered (a plan beyond them gets a wider band); `serve_runs` "
+        "largest run) and `moe` say what the runs covered (a plan beyond them gets a wider band; `beyond` the "
+        "factor for more GPUs than `gpus`, read from the runs' largest predicted by a fit of the smaller); `serve_runs` "
         "serving benchmarks, `serve_low` and `serve_high` the 80 % bounds on measured / predicted throughput, TTFT "
         "and TPOT of serve plans")
 CLUSTER = Block(

@@ -95,6 +95,8 @@ class Reason:
     # "unstated": a field the design leaves to its default, and how far its other values move
     # the prediction (|log| of the throughput ratio, model/train/guessed.py)
     spread: float = 0.0
+    # a factor read from the operator's own runs (`Own.beyond`); 0: the shipped FACTORS'
+    fitted: float = 0.0
 
     @property
     def factor(self) -> float:
@@ -106,7 +108,7 @@ class Reason:
             return math.sqrt(1.0 + (self.spread / (-QUANTILES[0] * BAND_SCALE)) ** 2)
         if self.key == PUBLISHED:
             return 1.0   # the operator's band gives way to the shipped one (Own.ratio_band)
-        return FACTORS[self.key]
+        return self.fitted or FACTORS[self.key]
 
     @property
     def half_width(self) -> float:
@@ -268,6 +270,9 @@ class Own:
     gpus: int = 0
     moe: bool = False
     source: str = ""
+    # how much wider the band is beyond `gpus` (solver/calibrate/calibrate.py `beyond_factor`:
+    # the largest runs predicted by a fit of the smaller ones); 0: the shipped "scale" factor
+    beyond: float = 0.0
 
     @classmethod
     def of(cls, cluster) -> Own | None:
@@ -277,7 +282,8 @@ class Own:
             return None
         precisions = tuple(str(getattr(p, "name", p)) for p in (block.get("precisions") or ()))
         return cls(int(block.get("runs")), float(block.get("low")), float(block.get("high")), precisions,
-                   int(block.get("gpus") or 0), bool(block.get("moe", False)), str(block.get("source") or ""))
+                   int(block.get("gpus") or 0), bool(block.get("moe", False)), str(block.get("source") or ""),
+                   float(block.get("beyond") or 0.0))
 
     def half_width(self, why: tuple[Reason, ...] = ()) -> float:
         low, high = self.ratio_band(why)
@@ -319,7 +325,8 @@ def own_reasons(own: Own, precision: str, moe: bool, gpus: int, published: bool 
     if moe and not own.moe:
         out.append(Reason("moe", "MoE layers (routing, grouped GEMMs, all-to-all); your runs were dense"))
     if own.gpus and gpus > own.gpus:
-        out.append(Reason("scale", f"{gpus:,} GPUs, beyond your largest calibrated run ({own.gpus:,})"))
+        out.append(Reason("scale", f"{gpus:,} GPUs, beyond your largest calibrated run ({own.gpus:,})",
+                          fitted=own.beyond))
     return tuple(out)
 
 

@@ -19,7 +19,8 @@ import math
 import attrs
 
 from . import comms
-from .network.nccl import NVLS_EFFICIENCY, Choice, Communicator, on_topology, p2p_latency, switch_reduction_seconds
+from .network.nccl import (NVLS_EFFICIENCY, Choice, Communicator, nvls_tree, on_topology, p2p_latency,
+                           switch_reduction_seconds)
 from .network.placement import SCALE_UP_SCOPES
 
 # A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
@@ -147,10 +148,12 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> 
     # the switch chips reduce no faster than their engines: NVLS's floor (nccl.switch_reduction_seconds)
     switch_wire = max(switch_wire, switch_reduction_seconds(collective, nbytes, c))
     plain = on_topology(collective, nbytes, plain_wire, c, in_network=False)
+    # NVLS inside the nodes, a tree across them (no SHARP): its halves pipelined, at NCCL's rate
+    tree = nvls_tree(collective, nbytes, c)
     if switch_wire >= plain_wire:   # the tiers' price took no switch's reduction: nothing runs there
-        return plain
+        return min((p for p in (plain, tree) if p is not None), key=lambda p: p.seconds)
     switches = on_topology(collective, nbytes, switch_wire, c, in_network=True)
-    return min((p for p in (plain, switches) if p is not None), key=lambda p: p.seconds)
+    return min((p for p in (plain, switches, tree) if p is not None), key=lambda p: p.seconds)
 
 
 def _wire(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> float:

@@ -129,12 +129,22 @@ def fabric_rules(fabric: Entity) -> Iterator[Diagnostic]:
 
 
 def _calibration_coverage(cluster: Entity) -> Iterator[Diagnostic]:
-    """`precisions`, `gpus` and `moe` say what the training runs of the band covered
-    (model/calibration.py Own): without a training band (`runs`), no plan reads them."""
+    """`precisions`, `gpus`, `moe` and `beyond` say what the training runs of the band covered
+    (model/calibration.py Own): without a training band (`runs`), no plan reads them; `beyond`
+    (the factor for plans on more GPUs than `gpus`) without `gpus` neither."""
     block = cluster.get("calibration")
-    if block is None or block.get("runs") is not None:
+    if block is None:
         return
-    for name in ("precisions", "gpus", "moe"):
+    if block.get("runs") is not None:
+        if block.get("beyond") is not None and block.get("gpus") is None:
+            yield codes.SHAPE.make(
+                cluster.span_of("calibration.beyond"),
+                what="`calibration { beyond }` widens the band of plans on more GPUs than `gpus`, and this block "
+                     "has no `gpus`: no plan would read it",
+                notes=["help: add `gpus = N` (the largest calibrated run's GPUs, as `gclc calibrate` writes it), "
+                       "or remove `beyond`"])
+        return
+    for name in ("precisions", "gpus", "moe", "beyond"):
         if block.get(name) is not None:
             yield codes.SHAPE.make(
                 cluster.span_of(f"calibration.{name}"),

@@ -23,23 +23,24 @@ import math
 
 from ...dsl.records import frozen
 
-ALGORITHMS = ("ring", "tree", "nvls", "collnet", "collnet_chain", "pat")
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "collnet_chain", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 # tuning.cc `baseLatencies` (us), per algorithm: (LL, LL128, Simple)
 BASE_LATENCY_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "collnet": (0.0, 0.0, 0.0),
-                   "collnet_chain": (0.0, 0.0, 0.0), "nvls": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
+                   "collnet_chain": (0.0, 0.0, 0.0), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0),
+                   "pat": (8.0, 8.0, 8.0)}
 # tuning.cc `hwLatencies` (us per step), per link kind and algorithm: (LL, LL128, Simple)
 STEP_LATENCY_US = {
     "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4),
                "collnet": (0.0, 0.0, 3.7), "collnet_chain": (0.0, 0.0, 3.7),
-               "nvls": (0.0, 0.0, 25.0), "pat": (0.0, 0.0, 4.0)},
+               "nvls": (0.0, 0.0, 25.0), "nvls_tree": (0.0, 0.0, 25.0), "pat": (0.0, 0.0, 4.0)},
     "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7),
              "collnet": (0.0, 0.0, 3.7), "collnet_chain": (0.0, 0.0, 3.7),
-             "nvls": (0.0, 0.0, 0.0), "pat": (0.0, 0.0, 4.0)},
+             "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0), "pat": (0.0, 0.0, 4.0)},
     "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0),
             "collnet": (0.0, 0.0, 31.0), "collnet_chain": (0.0, 0.0, 31.0),
-            "nvls": (0.0, 0.0, 18.0), "pat": (0.0, 0.0, 14.0)},
+            "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)},
 }
 NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a network step's floor; x3 for Simple
 LL_MAX_BUS_GBPS = (141.0, 45.0, 35.0)   # tuning.cc llMaxBws, Hopper: one node, two, more
@@ -52,6 +53,18 @@ PAT_SHARE = 0.75
 # (sjeaugey, NVIDIA/nccl-tests#212): 275 / 370. (NCCL's own tables scale a different
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
+# NVLS tree (tuning.cc NCCL_ALGO_NVLS_TREE, NCCL 2.30, commit 5067397c, tag v2.30.4-1): an
+# all-reduce over several nodes whose NVSwitches reduce (NVLS), no SHARP needed (enqueue.cc
+# updateCollCostTable runs it wherever NVLS is supported; tuning.cc disables it on one node).
+# NVLS sums inside each node, a tree between the nodes (NCCL_MAX_NVLS_TREE_ARITY 3, device.h)
+# carries each node's sum up and the total down. Its bus bandwidth is the least of NVLS's inside
+# a node (the same `intraBw` as on one node) and the network's, doubled on two nodes ("Handle 2
+# node case of NVLSTree": each node roots half the channels' trees, so a byte leaves a node once
+# and enters once; a ring's cross 2(n-1)/n times); NCCL turns it into an algorithm bandwidth as
+# a ring's (x nRanks / 2(nRanks-1)). Bitdeer's two DGX H100 hosts: 468 GB/s busbw, one host
+# 470 (tests/data/measurements/nccl). Not modelled: the per-channel cap perChMaxNVLSTreeBws
+# (Hopper 57.7 GB/s on two nodes, 45.5 on more; x 16 NVLS channels it is above 8 NICs' rate).
+NVLS_TREE_TWO_NODES = 2.0
 COLLNET_SHARE = 0.9            # tuning.cc: CollNet's bus bandwidth, of the network's
 # enqueue.cc updateCollCostTable (NCCL 2.30): NVLS and NVLS tree run reduce-scatter and
 # all-gather only while a node (an MNNVL domain) has at most NCCL_MAX_NVLS_ARITY GPUs, and
@@ -138,7 +151,8 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     with them reducing) or only the others (False); None: all (None where none runs)."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
-    options = [o for o in _options(collective, c) if in_network is None or (o[0] in IN_NETWORK) == in_network]
+    options = [o for o in _options(collective, c)
+               if o[0] != "nvls_tree" and (in_network is None or (o[0] in IN_NETWORK) == in_network)]
     if not options:
         return None
     fastest = max(bandwidth for *_, bandwidth in options)
@@ -148,6 +162,16 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
         if best is None or seconds < best[2]:
             best = (algorithm, protocol, seconds)
     return Choice(*best) if best is not None else None
+
+
+def nvls_tree(collective: str, nbytes: float, c: Communicator) -> Choice | None:
+    """NCCL's NVLS tree where it runs (an all-reduce over nodes whose NVSwitches reduce; None
+    elsewhere), at its own bandwidth on the communicator's rates: its two halves (NVLS inside
+    the nodes, the tree across them) are pipelined, where the tiers' hierarchical price
+    (model/comms.py) runs them one after the other."""
+    if "nvls_tree" not in _algorithms(collective, c):
+        return None
+    return choose(collective, nbytes, c, only="nvls_tree")
 
 
 def p2p_latency(c: Communicator) -> float:
@@ -203,6 +227,8 @@ def _algorithms(collective: str, c: Communicator) -> tuple[str, ...]:
             algorithms.append("nvls")
         if collnet:
             algorithms += ["collnet", "collnet_chain"]
+        if c.nvls and c.nodes > 1 and c.per_node > 1:   # NVLS inside each node, a tree across them
+            algorithms.append("nvls_tree")
         return tuple(algorithms)
     algorithms = ["ring"]
     if c.nvls and 1 < c.per_node <= NVLS_MAX_LOCAL_RANKS and (c.nodes == 1 or c.collnet):
@@ -244,10 +270,10 @@ def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) 
         bus = min(bus * share, ll_cap) if protocol == "LL" else bus * share
         return bus * 0.5
     if algorithm == "nvls":   # the whole buffer through the port: slower than a ring for half an all-reduce
-        through = c.intra * NVLS_EFFICIENCY
-        reducing = switch_reduction_seconds(collective, 1.0, c)   # seconds per byte in the switch chips
-        through = min(through, 1 / reducing) if reducing else through
+        through = _nvls_through(collective, c)
         return min(through, c.inter * c.per_node) if c.nodes > 1 else through
+    if algorithm == "nvls_tree":
+        return _nvls_tree_bus(c) * c.ranks / (2 * (c.ranks - 1))
     if algorithm == "pat":
         return bus * PAT_SHARE * c.ranks / (c.ranks - 1)
     if algorithm == "collnet":   # the switches reduce: the buffer crosses the NIC once each way
@@ -255,6 +281,21 @@ def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) 
     if algorithm == "collnet_chain":   # ... reduced up a chain of the node's GPUs and sent back down it:
         return min(c.intra / 2, c.inter * c.per_node * COLLNET_SHARE)   # the buffer twice through each port
     return 0.0
+
+
+def _nvls_through(collective: str, c: Communicator) -> float:
+    """NVLS's algorithm bandwidth inside a node: the port's share, or the switch chips' reduction rate."""
+    through = c.intra * NVLS_EFFICIENCY
+    reducing = switch_reduction_seconds(collective, 1.0, c)   # seconds per byte in the switch chips
+    return min(through, 1 / reducing) if reducing else through
+
+
+def _nvls_tree_bus(c: Communicator) -> float:
+    """The NVLS tree's bus bandwidth (tuning.cc): one node's NVLS bus bandwidth (its algorithm
+    bandwidth x 2(p-1)/p, p GPUs a node) or the node's NICs', doubled on two nodes."""
+    inside = _nvls_through("all_reduce", c) * 2 * (c.per_node - 1) / c.per_node
+    across = c.inter * c.per_node * (NVLS_TREE_TWO_NODES if c.nodes <= 2 else 1.0)
+    return min(inside, across)
 
 
 def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
@@ -272,6 +313,8 @@ def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
         return base + 2 * ((c.per_node - 1) * intra + _log2(c.nodes) * inter)
     if algorithm == "nvls":
         return STEP_LATENCY_US["nvlink"]["nvls"][p] + (inter if c.nodes > 1 else 0.0)
+    if algorithm == "nvls_tree":   # one NVLS step, then up and down the tree's log2(nodes) levels
+        return base + STEP_LATENCY_US["nvlink"]["nvls_tree"][p] + 2 * _log2(c.nodes) * inter
     if algorithm == "collnet":
         return base + 2 * (min(1, c.per_node - 1) * intra + (c.per_node - 1) * 0.4) + inter
     if algorithm == "collnet_chain":   # up and down the chain, one intra-node step a GPU

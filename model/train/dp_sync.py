@@ -120,13 +120,13 @@ class Call(NamedTuple):
     state: str            # dense or expert
     nbytes: float         # the buffer: the whole vector (gathered, for all-gather)
     seconds: float
-    algorithm: str        # NCCL's pick: ring, tree, pat, nvls, collnet; the tiers' own on a torus
+    algorithm: str        # NCCL's pick: ring, tree, pat, nvls, nvls_tree, collnet; the tiers' own on a torus
     protocol: str
 
     @property
     def in_network(self) -> bool:
         """The switches reduce and multicast it (NVLS in an NVLink domain, SHARP across nodes)."""
-        return self.algorithm in ("nvls", "collnet")
+        return self.algorithm in ("nvls", "nvls_tree", "collnet")
 
 
 def calls(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[Call, ...]:

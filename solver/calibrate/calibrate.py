@@ -15,7 +15,7 @@ import attrs
 from ...compiler.design import Design
 from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
-from ...model.calibration import SERVE_THROUGHPUT_RATIO, QUANTILES, own_band
+from ...model.calibration import SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band, own_scale
 from ...model.job import JobError, placement, train_job
 from .fit import fit, residual
 from .observe import NOISE, Observation, collective_observations, kernel_observations
@@ -47,6 +47,9 @@ class Band:
     # each held-out residual comes from a fit of one run fewer than the plans' (`held_out_shrink`):
     # the bounds are those of the residuals times this
     shrink: float = 1.0
+    # the band's factor beyond the largest run's GPUs (`beyond_factor`); 0: no smaller run to
+    # read it from (a plan beyond takes the shipped factor)
+    beyond: float = 0.0
 
     @property
     def half_width(self) -> float:
@@ -183,8 +186,10 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     held = _held_out(params, kept, values)
     rows = tuple(Row(o, before[id(o)], residual(o, values), held.get(id(o)), id(o) in outliers) for o in found)
     partition = partition if partition is not None else (found[0].partition if found else None)
-    return Calibration(cluster, partition, params, values, rows, _band(rows, "train", params),
-                       _band(rows, "serve", params), skipped, notes)
+    band = _band(rows, "train", params)
+    if band is not None:
+        band = attrs.evolve(band, beyond=beyond_factor(params, kept, values, rows, band.shrink))
+    return Calibration(cluster, partition, params, values, rows, band, _band(rows, "serve", params), skipped, notes)
 
 
 # The shipped serving band's scale (model/calibration.py SERVE_THROUGHPUT_RATIO, its 80 % bounds
@@ -218,6 +223,31 @@ def held_out_shrink(runs: int, noise: float, spread: float) -> float:
     def missed(m: int) -> float:
         return noise ** 2 + 1 / (m / noise ** 2 + 1 / spread ** 2)
     return math.sqrt(missed(runs) / missed(runs - 1))
+
+
+def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tuple[Row, ...],
+                  shrink: float = 1.0) -> float:
+    """How much wider the band is for a plan on more GPUs than the largest training run, read
+    from the training runs alone: the runs at the largest GPU count are predicted by a fit
+    without them (every smaller run and every kernel and collective kept), and the scale of
+    those residuals (r / SIGMA_PER_SCALE, no prior) over the band's scale of the smaller runs'
+    held-out residuals (`own_scale`, the shipped scale counted as PRIOR_RUNS runs; both brought
+    to the plans' fit by `shrink`, as the band's) is the factor, at least 1: the shipped band's
+    way of fitting a reason's factor (benchmarks/bands.py: the scale of the residuals carrying
+    it over the rest's), the step up to the largest run standing for the step beyond it.
+    0 where no run is smaller than the largest (a plan beyond takes the shipped factor)."""
+    runs = [o for o in kept if o.end_to_end and o.kind == "train" and o.covers]
+    largest = max((o.covers[1] for o in runs), default=0)
+    groups = {o.group for o in runs if o.covers[1] == largest}
+    ids = {id(o) for o in runs}
+    smaller = [r.held_out * shrink for r in rows if id(r.obs) in ids and r.obs.group not in groups
+               and r.held_out is not None]
+    if not smaller:
+        return 0.0
+    refit = fit(params, [o for o in kept if o.group not in groups], start=values)
+    missed = [residual(o, refit) * shrink / SIGMA_PER_SCALE for o in runs if o.group in groups]
+    spread = math.sqrt(sum(r * r for r in missed) / len(missed))
+    return max(1.0, spread / own_scale(smaller))
 
 
 def _unexplained(obs: Observation, params: dict, prior: dict) -> bool:

@@ -61,6 +61,10 @@ def test_calibrate_writes_a_design_that_plans_with_the_operators_band(workspace,
     assert "fabric NVLink4_mine extends NVLink4" in written and "measurements/nccl_1node.txt:" in report
     result = check_file(str(workspace / "mine.gcl"))
     assert not [d for d in result.diagnostics if d.is_error]
+    # runs at three sizes: the band's factor beyond the largest (16 GPUs) is read from them, written, read back
+    from gclc.model.calibration import Own
+    own = Own.of(next(e for e in result.design.entities if e.name == "Pod_mine"))
+    assert "beyond = " in written and own.gpus == 16 and own.beyond >= 1.0
     assert main(["plan", "mine.gcl"]) == 0
     plan = capsys.readouterr().out
     assert "plan pretrain_mine on Pod_mine" in plan and "band       calibrated on 3 of your runs: ±" in plan

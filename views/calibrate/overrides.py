@@ -151,6 +151,9 @@ def _cluster_block(cluster: Entity, calibration: Calibration, tag: str, renamed:
         if covered["precisions"]:
             fields.append(f"precisions = [{', '.join(covered['precisions'])}]")
         fields += [f"gpus = {covered['gpus']}", f"moe = {'true' if covered['moe'] else 'false'}"]
+        if band.beyond:
+            fields.append(f"beyond = {number(band.beyond, 3)}  # the band's factor beyond {covered['gpus']} GPUs: "
+                          "your largest runs predicted by a fit of the smaller ones")
     if serve is not None:
         fields += [f"serve_runs = {serve.runs}  # serving benchmarks, each predicted by a fit made without it",
                    f"serve_low = {percent(min(serve.low, 1.0), 4)}  # 80 % bounds on measured / predicted "
