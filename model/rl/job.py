@@ -158,7 +158,10 @@ def _pool_train_job(job: RLJob, model: Entity, partition: Partition, gpus: int, 
     items.append(Item("subject to", Record((Item("memory", bound, at),)), at))
     train = Entity("train", f"{job.name}.train", Record(tuple(items)), span)
     pool_job = job_from_entity(train)
-    # NeMo-RL runs Megatron's precision-aware optimizer unless the pool says otherwise (model/rl/stacks.py [pao])
+    # NeMo-RL runs Megatron's precision-aware optimizer unless the pool says otherwise (model/rl/stacks.py [pao]);
+    # it needs the distributed optimizer, so a pool that pins plain data parallelism (ZeRO 0) runs without it
     aware = pool.get("precision_aware_optimizer")
-    aware = job.stack.remainder_master and pool_job.stack in REMAINDER_STACKS if aware is None else bool(aware)
+    if aware is None:
+        aware = (job.stack.remainder_master and pool_job.stack in REMAINDER_STACKS
+                 and pool_job.pinned.get("zero") not in (0, "0"))
     return attrs.evolve(pool_job, gpus=gpus, precision_aware_optimizer=aware)

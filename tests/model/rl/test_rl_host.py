@@ -138,3 +138,17 @@ def test_a_release_before_pull_1404_moves_the_optimizer_apart_too(link, engine, 
     old = host.host_moves(ESTIMATE, engine, share, colocated, shared, partition, STACKS["nemo_rl_0_4"])
     trip = host.optimizer_round_trip(ESTIMATE, host.host_link(partition))
     assert old == new if colocated else abs(old - (new + trip)) <= 1e-9 * old
+
+
+def test_a_pool_that_pins_plain_data_parallelism_runs_without_the_precision_aware_optimizer():
+    """The precision-aware optimizer needs the distributed one (Megatron's OptimizerConfig asserts it), so
+    NeMo-RL's default gives way where the training pool pins ZeRO 0: the pool plans at 12 bytes a
+    parameter (the search had no ZeRO stage left and raised an internal error)."""
+    from gclc.model.train import optimizer
+    from gclc.solver.rl.pools import train_pool
+
+    text = SMALL.read_text().replace("  generate {", "  train { parallelism { zero = 0 } }\n  generate {", 1)
+    pinned = rl_job(check_file(str(SMALL), text=text).design["grpo"])
+    pool = train_pool(pinned, pinned.partition("h100"), 8, 600, pinned.memory_of(pinned.partition("h100"))).policy
+    assert pool.config.zero == 0 and not pool.config.precision_aware_optimizer
+    assert optimizer.state_bytes(pool.config) == 12
