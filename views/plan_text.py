@@ -91,8 +91,9 @@ def optimizer_lines(e: Estimate) -> list[str]:
         state["master_weights"], f"master weights {state['master_weights']}"
         + (" as 16-bit remainders of the bf16 weights" if state["master_remainders"] else ""))
     moments = state["optimizer_state"] + (f" (second {state['second_moment']})" if "second_moment" in state else "")
+    held = state["state_bytes_per_param"]   # "not 12" only where it differs from mixed-precision Adam's 12 B
     return [f"  optimizer  moments {moments}, {master}, main gradients {state['main_grads']} "
-            f"({number(state['state_bytes_per_param'])} B of optimizer state per parameter, not 12; "
+            f"({number(held)} B of optimizer state per parameter{'' if held == 12 else ', not 12'}; "
             f"{state['grad_bytes_per_param']} B per gradient)"]
 
 

@@ -120,4 +120,19 @@ def test_fp8_on_blackwell_keeps_the_whole_fp32_master_and_on_hopper_its_remainde
     assert hopper["optimizer"]["master_remainders"] and hopper["optimizer"]["state_bytes_per_param"] == 10
     held = [data["memory_breakdown_bytes"]["optimizer"] for data in (blackwell, hopper)]
     assert held[0] == pytest.approx(held[1] * 12 / 10, rel=1e-12)
-    assert "16-bit remainders" not in next(x for x in text.splitlines() if x.startswith("  optimizer "))
+    line = next(x for x in text.splitlines() if x.startswith("  optimizer "))
+    assert "16-bit remainders" not in line
+    assert "(12 B of optimizer state per parameter; " in line, "12 B is mixed-precision Adam's: no 'not 12'"
+
+
+def test_a_configuration_states_no_second_moment_key_unless_the_job_does():
+    """A heterogeneous plan's partitions carry each configuration's fields (config_json): a second
+    moment the job does not state keeps the plan's keys, one it states is there."""
+    import attrs
+
+    from gclc.model.config import TrainConfig
+    from gclc.views.plan_json import config_json
+
+    plain = TrainConfig(batch=1, seq=1, precision="bf16", stack="megatron_core")
+    assert "second_moment" not in config_json(plain)
+    assert config_json(attrs.evolve(plain, second_moment="bf16"))["second_moment"] == "bf16"

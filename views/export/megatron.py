@@ -257,12 +257,10 @@ def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     (store_param_remainders, its default), as model/train/optimizer.py counts it."""
     if not precision_aware(c):
         return []
-    if c.zero == 0 and not narrowed(c):   # the RL pool's default where its plan chose plain data parallelism
-        return []
-    if c.zero == 0:
-        raise ExportError(f"Megatron-LM stores or reads optimizer state below fp32 only with the distributed "
-                          f"optimizer (--use-precision-aware-optimizer asserts it); the plan of `{job.name}` uses "
-                          f"ZeRO 0 with {narrowed(c)} (pin `zero = 1`)")
+    if c.zero == 0:   # the language and the search keep this out (compiler/rules/optimizer.py, model/rl/job.py)
+        raise ExportError(f"Megatron-LM runs its precision-aware optimizer only with the distributed optimizer "
+                          f"(OptimizerConfig asserts it); the plan of `{job.name}` uses ZeRO 0 with "
+                          f"{narrowed(c) or 'precision_aware_optimizer = true'} (pin `zero = 1`)")
     if c.master_weights not in ("fp32", "fp16"):
         raise ExportError(f"Megatron-LM (core_v0.16.1) keeps master weights in fp32 or fp16 (--main-params-dtype); "
                           f"`{job.name}` states master_weights = {c.master_weights}")
