@@ -188,7 +188,8 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         nvls=any(s.tier.in_network_reduction for s in up),
                         collnet=any(s.tier.in_network_reduction for s in out),
                         wire=option[-1].tier.latency if out else 0.0,
-                        reduce_rate=_reduce_share(up[0], per_node) if up else math.inf)
+                        reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
+                        across=min((comms.stage_rate(s) for s in out), default=math.inf))
 
 
 def _reduce_share(stage: comms.Stage, per_node: int) -> float:

@@ -103,6 +103,7 @@ class Communicator:
     collnet: bool = False         # the scale-out switches reduce (SHARP)
     wire: float = 0.0             # seconds one way across the scale-out (NCCL's latencyInter)
     reduce_rate: float = math.inf   # FP32 adds/s the scale-up switches reduce this group's data at
+    across: float = math.inf      # the slowest scale-out tier a GPU's bytes cross (a spine's ECMP share)
 
     @property
     def per_node(self) -> int:
@@ -294,7 +295,9 @@ def _nvls_tree_bus(c: Communicator) -> float:
     """The NVLS tree's bus bandwidth (tuning.cc): one node's NVLS bus bandwidth (its algorithm
     bandwidth x 2(p-1)/p, p GPUs a node) or the node's NICs', doubled on two nodes."""
     inside = _nvls_through("all_reduce", c) * 2 * (c.per_node - 1) / c.per_node
-    across = c.inter * c.per_node * (NVLS_TREE_TWO_NODES if c.nodes <= 2 else 1.0)
+    # the tree's hops cross every scale-out tier between the nodes: the slowest (an oversubscribed or
+    # ECMP-hashed spine) bounds them as it bounds a ring's
+    across = min(c.inter, c.across) * c.per_node * (NVLS_TREE_TWO_NODES if c.nodes <= 2 else 1.0)
     return min(inside, across)
 
 

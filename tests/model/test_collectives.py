@@ -46,9 +46,15 @@ sizes = st.floats(1.0, 2.0**34)
 
 def wire(collective, nbytes, stages):
     """The tiers' bytes alone over the fastest placement, the switches reducing (NVLS at its
-    share of the port) or not, whichever is faster: what no protocol beats."""
-    return min(comms.PER_OPTION[collective](nbytes, path, latency=False, nvls=nccl.NVLS_EFFICIENCY)
-               for o in stages.options for path in (tuple(o), collectives._plain(tuple(o))))
+    share of the port) or not, whichever is faster, or NCCL's NVLS tree's bytes at its own
+    rate where it runs (its halves pipelined, each byte leaving a node once): what no
+    protocol beats."""
+    tiers = [comms.PER_OPTION[collective](nbytes, path, latency=False, nvls=nccl.NVLS_EFFICIENCY)
+             for o in stages.options for path in (tuple(o), collectives._plain(tuple(o)))]
+    trees = [nbytes / nccl._bandwidth(collective, "nvls_tree", "Simple", c)
+             for c in map(collectives.communicator, map(tuple, stages.options))
+             if c is not None and "nvls_tree" in nccl._algorithms(collective, c)]
+    return min(tiers + trees)
 
 
 def ceiling(collective, nbytes, stages):

@@ -293,4 +293,5 @@ def test_the_band_beyond_the_largest_run_widens_by_what_the_largest_run_shows(de
     # one size only: nothing to read the step from (0: the shipped factor)
     alone = calibrate(design, [train_run(design, 0.58, 2, 1), train_run(design, 0.56, 2, 2)])
     assert alone.band.beyond == 0.0
-    assert own_reasons(attrs.evolve(own, beyond=0.0), "bf16", False, 2 * largest)[0].factor == 1.0
+    from gclc.model.calibration import FACTORS
+    assert own_reasons(attrs.evolve(own, beyond=0.0), "bf16", False, 2 * largest)[0].factor == FACTORS["scale"]

@@ -152,11 +152,12 @@ def test_the_pruned_search_simulates_less_on_a_contested_design():
     """Long prompts under a tight TTFT P99: the first layouts tried break it in simulation;
     the bound leaves most of the rest unsimulated and still finds the exhaustive plan. (The rate
     and limit move with the physics: at 30 and 35 requests/s after the merges of 2026-12-06 the
-    analytic capacity bound decides: nothing contested to test.) Also the regression of
+    analytic capacity bound decides: nothing contested to test; at 40 too after the per-generation
+    attention share of 2026-12-07 moved the prefill, so 42.) Also the regression of
     2026-12-06: the search pauses a candidate after each run, and one paused after 7 replicas
     broke the TTFT (next run at 9) must keep the bound of 8, where bisecting comes back to; at 9
     it lost to a split on 8 GPUs that draws more."""
-    e = entity(40, "ttft.p99 <= 120 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
+    e = entity(42, "ttft.p99 <= 120 ms", "tpot.p99 <= 12 ms", "auto", False, 16, 3000)
     pruned, exhaustive = plan_serve(e), plan_serve(e, exhaustive=True)
     assert chosen(pruned) == chosen(exhaustive) and pruned.decode is not None
     assert pruned.binding[0].startswith("ttft.p99:")   # fewer replicas were simulated and broke it
