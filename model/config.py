@@ -97,7 +97,8 @@ class TrainConfig:
     main_grads: str = "fp32"
     # Megatron-Core's precision-aware optimizer stated even with fp32 dtypes (model/train/optimizer.py
     # `precision_aware`: narrower dtypes imply it), whose fp32 master may be kept as 16-bit remainders
-    precision_aware_optimizer: bool = False
+    # (None: not stated; False: stated off, as NeMo 1.0's Apex DistributedFusedAdam narrows without it)
+    precision_aware_optimizer: bool | None = None
     # `precision = fp8` run with MX block scaling, as the job's chip runs it (compiler/formats.py
     # `block_scaled`: Blackwell); with it Megatron-Core keeps a whole fp32 master (model/train/optimizer.py)
     mx_fp8: bool = False

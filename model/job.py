@@ -50,7 +50,7 @@ class Job:
     second_moment: str | None = None   # its second moment where stated apart (None: optimizer_state's)
     master_weights: str = "fp32"   # the master weights Adam updates, or `none`
     main_grads: str = "fp32"       # the main gradients Adam reads
-    precision_aware_optimizer: bool = False   # Megatron's precision-aware optimizer stated (fp32 dtypes too)
+    precision_aware_optimizer: bool | None = None   # Megatron's precision-aware optimizer stated (fp32 dtypes too; None: not stated)
     fp8_params: bool = False       # weights kept in the GEMMs' fp8 format only (model/train/memory.py)
     checkpoint_keep: int = 0       # checkpoints retained where they are written (`checkpoint { keep }`; 0: not stated)
 
@@ -159,7 +159,7 @@ def job_from_entity(entity: Entity) -> Job:
                entity.get("software") is not None, _stated(entity, "checkpoint.size"),
                _stated(entity, "checkpoint.bandwidth"), **optimizer_fields(entity),
                fp8_params=bool(entity.get("fp8_params", False)),
-               precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)),
+               precision_aware_optimizer=_stated_flag(entity, "precision_aware_optimizer"),
                second_moment=_second_moment(entity),
                checkpoint_keep=int(entity.get("checkpoint.keep") or 0))
 
@@ -198,6 +198,11 @@ def mx_fp8(precision: str, chip: str) -> bool:
     return precision == "fp8" and block_scaled(precision, chip)
 
 
+def _stated_flag(entity: Entity, name: str) -> bool | None:
+    value = entity.get(name)
+    return None if value is None else bool(_plain(value))
+
+
 def _second_moment(entity: Entity) -> str | None:
     value = entity.get("second_moment")
     return None if value is None else str(_plain(value))
@@ -218,7 +223,7 @@ def state_config(entity: Entity, chip: str = "") -> TrainConfig:
     precision = str(_plain(entity.get("precision", Symbol("bf16"))))
     return TrainConfig(batch=1, seq=1, precision=precision,
                        stack=str(_plain(entity.get("software", Symbol(DEFAULT_STACK)))), **optimizer_fields(entity),
-                       precision_aware_optimizer=bool(entity.get("precision_aware_optimizer", False)),
+                       precision_aware_optimizer=_stated_flag(entity, "precision_aware_optimizer"),
                        second_moment=_second_moment(entity), mx_fp8=mx_fp8(precision, chip))
 
 

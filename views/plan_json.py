@@ -140,14 +140,15 @@ def parallelism(e: Estimate) -> dict:
 def config_json(c: TrainConfig) -> dict:
     """A configuration's fields; `main_grads` only where bf16, `precision_aware_optimizer` and `mx_fp8` only
     where true, `second_moment` only where stated (they came after the format's version 2: plans that do not state them keep their keys)."""
-    later = {"main_grads": "fp32", "precision_aware_optimizer": False, "mx_fp8": False, "second_moment": None}
-    return attrs.asdict(c, filter=lambda field, value: field.name not in later or value != later[field.name])
+    later = {"main_grads": ("fp32",), "precision_aware_optimizer": (False, None), "mx_fp8": (False,),
+             "second_moment": (None,)}
+    return attrs.asdict(c, filter=lambda field, value: field.name not in later or value not in later[field.name])
 
 
 def optimizer_json(c: TrainConfig) -> dict | None:
     """The optimizer's precisions (model/train/optimizer.py) where a job narrows any from fp32; None
     for mixed-precision Adam's fp32 (plans that state none keep their keys)."""
-    if not optimizer.precision_aware(c):
+    if not (optimizer.precision_aware(c) or optimizer.narrower(c)):
         return None
     apart = {"second_moment": optimizer.second_moment(c)} if optimizer.second_moment(c) != c.optimizer_state else {}
     return {"optimizer_state": c.optimizer_state, **apart, "master_weights": c.master_weights, "main_grads": c.main_grads,

@@ -65,8 +65,9 @@ def moment_bytes(cfg: TrainConfig) -> int:
 def precision_aware(cfg: TrainConfig) -> bool:
     """Megatron's --use-precision-aware-optimizer: stated (`precision_aware_optimizer = true`, fp32
     dtypes too), or implied by a narrower dtype, which needs it (OptimizerConfig.__post_init__ asserts
-    fp32 without it; compiler/rules/optimizer.py refuses a narrower dtype stated beside `false`)."""
-    return cfg.precision_aware_optimizer or narrower(cfg)
+    fp32 without it; compiler/rules/optimizer.py refuses a narrower dtype stated beside `false` on
+    Megatron-LM, and on nemo `false` is NeMo 1.0's Apex DistributedFusedAdam, which narrows without it)."""
+    return bool(cfg.precision_aware_optimizer) or (cfg.precision_aware_optimizer is None and narrower(cfg))
 
 
 def te_holds_master(cfg: TrainConfig) -> bool:

@@ -136,3 +136,23 @@ def test_a_configuration_states_no_second_moment_key_unless_the_job_does():
     plain = TrainConfig(batch=1, seq=1, precision="bf16", stack="megatron_core")
     assert "second_moment" not in config_json(plain)
     assert config_json(attrs.evolve(plain, second_moment="bf16"))["second_moment"] == "bf16"
+
+
+def test_nemo_with_the_flag_stated_off_narrows_without_remainders_and_no_megatron_export(tmp_path, capsys):
+    """`precision_aware_optimizer = false` beside bf16 moments on nemo is NeMo 1.0's Apex
+    DistributedFusedAdam: the moments narrow, the fp32 master stays whole (no Transformer Engine
+    remainders: 2 + 2 + 4 B), the plan says so, and the Megatron export, whose arguments can only
+    state Megatron-Core's precision-aware optimizer, refuses it instead of writing the flag."""
+    text = (ROOT / "tests" / "data" / "dense_variants.gcl").read_text(encoding="utf-8")
+    pins = "parallelism { tp = 1 pp = 1 zero = 3 shard = shard recompute = full recompute_every = 2 offload = offload }"
+    path = tmp_path / "apex.gcl"
+    path.write_text(text.replace("software  = fsdp", "software  = nemo\n  optimizer_state = bf16\n"
+                                 "  precision_aware_optimizer = false").replace(pins, "parallelism { tp = 1 pp = 1 dp = 32 zero = 1 }"),
+                    encoding="utf-8")
+    data, text = planned(capsys, path)
+    state = data["optimizer"]
+    assert (state["optimizer_state"], state["master_remainders"], state["state_bytes_per_param"]) == ("bf16", False, 8)
+    assert "precision_aware_optimizer" not in data["parallelism"]
+    assert "(8 B of optimizer state per parameter, not 12; " in text
+    assert main(["export", str(path), "--to", "megatron", "-o", str(tmp_path / "out")]) != 0
+    assert "states precision_aware_optimizer = false with optimizer_state = bf16" in capsys.readouterr().err

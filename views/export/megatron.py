@@ -26,7 +26,7 @@ from ...compiler.formats import block_scaled
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
 from ...model.train import moe
-from ...model.train.optimizer import grad_bytes, narrowed, precision_aware, second_moment
+from ...model.train.optimizer import grad_bytes, narrowed, narrower, precision_aware, second_moment
 from ...model.train.recompute import modules as recompute_modules
 from .environment import shell_lines
 from .target import ExportError, JobPlan, header
@@ -256,6 +256,11 @@ def _optimizer(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     model/rl/stacks.py) it keeps the fp32 master as the 16 bits the bf16 weights lack
     (store_param_remainders, its default), as model/train/optimizer.py counts it."""
     if not precision_aware(c):
+        if narrower(c):   # stated off on nemo: NeMo 1.0's Apex optimizer, which no Megatron-LM argument states
+            raise ExportError(f"Megatron-LM narrows optimizer state only with --use-precision-aware-optimizer; "
+                              f"`{job.name}` states precision_aware_optimizer = false with {narrowed(c)} "
+                              f"(NeMo 1.0's Apex DistributedFusedAdam): remove `precision_aware_optimizer = false` "
+                              f"to export it for Megatron-Core")
         return []
     if c.zero == 0:   # the language and the search keep this out (compiler/rules/optimizer.py, model/rl/job.py)
         raise ExportError(f"Megatron-LM runs its precision-aware optimizer only with the distributed optimizer "
