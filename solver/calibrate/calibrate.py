@@ -15,7 +15,8 @@ import attrs
 from ...compiler.design import Design
 from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
-from ...model.calibration import SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band, own_scale
+from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band,
+                                  own_scale)
 from ...model.job import JobError, placement, train_job
 from .fit import fit, residual
 from .observe import NOISE, Observation, collective_observations, kernel_observations
@@ -231,7 +232,8 @@ def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tup
     from the training runs alone: the runs at the largest GPU count are predicted by a fit
     without them (every smaller run and every kernel and collective kept), and the scale of
     those residuals (r / SIGMA_PER_SCALE, no prior) over the band's scale of the smaller runs'
-    held-out residuals (`own_scale`, the shipped scale counted as PRIOR_RUNS runs; both brought
+    held-out residuals (`own_scale`, the shipped scale counted as PRIOR_RUNS runs; the largest
+    runs' scale likewise counts the shipped `scale` factor as PRIOR_RUNS runs; both brought
     to the plans' fit by `shrink`, as the band's) is the factor, at least 1: the shipped band's
     way of fitting a reason's factor (benchmarks/bands.py: the scale of the residuals carrying
     it over the rest's), the step up to the largest run standing for the step beyond it.
@@ -246,8 +248,12 @@ def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tup
         return 0.0
     refit = fit(params, [o for o in kept if o.group not in groups], start=values)
     missed = [residual(o, refit) * shrink / SIGMA_PER_SCALE for o in runs if o.group in groups]
-    spread = math.sqrt(sum(r * r for r in missed) / len(missed))
-    return max(1.0, spread / own_scale(smaller))
+    # the shipped factor, on the operator's scale, counted as PRIOR_RUNS runs (as own_scale counts
+    # the shipped scale): one largest run that happens to agree does not claim no doubt beyond it
+    small = own_scale(smaller)
+    prior = FACTORS["scale"] * small
+    spread = math.sqrt((PRIOR_RUNS * prior ** 2 + sum(r * r for r in missed)) / (PRIOR_RUNS + len(missed)))
+    return max(1.0, spread / small)
 
 
 def _unexplained(obs: Observation, params: dict, prior: dict) -> bool:

@@ -274,15 +274,20 @@ def test_one_run_the_others_disagree_with_moves_the_fit_less_than_least_squares_
 def test_the_band_beyond_the_largest_run_widens_by_what_the_largest_run_shows(design):
     from gclc.model.calibration import Own, own_reasons
 
-    # runs that agree at every size: the step up to the largest one shows no extra doubt (1.0)
+    from gclc.model.calibration import FACTORS, PRIOR_RUNS
+
+    # runs that agree at every size: the step up to the largest one shows no extra doubt, and the
+    # shipped factor (counted as PRIOR_RUNS runs) keeps what one agreeing run cannot rule out
     agree = calibrate(design, [train_run(design, 0.58, dp, dp) for dp in (1, 2, 4, 8)])
-    assert agree.band.beyond == pytest.approx(1.0)
+    assert 1.0 < agree.band.beyond < FACTORS["scale"]
     # the largest run slower than its smaller ones say: predicted by their fit alone it misses by
     # ~11 %, and a plan beyond it widens by that residual's scale over the smaller runs' band scale
     slow = calibrate(design, [train_run(design, 0.58, dp, dp) for dp in (1, 2, 4)] + [train_run(design, 0.50, 8, 8)])
     *smaller, step = (r * slow.band.shrink for r in slow.band.residuals)   # the largest: fitted on the smaller
     assert abs(step) > 0.09
-    assert slow.band.beyond == pytest.approx(abs(step) / SIGMA_PER_SCALE / own_scale(smaller), rel=1e-6)
+    small = own_scale(smaller)
+    spread = math.sqrt((PRIOR_RUNS * (FACTORS["scale"] * small) ** 2 + (step / SIGMA_PER_SCALE) ** 2) / (PRIOR_RUNS + 1))
+    assert slow.band.beyond == pytest.approx(spread / small, rel=1e-6)
     assert slow.band.beyond > 1.5
     largest = slow.coverage["gpus"]
     own = Own(slow.band.runs, slow.band.low, slow.band.high, ("bf16",), largest, beyond=slow.band.beyond)
@@ -293,5 +298,4 @@ def test_the_band_beyond_the_largest_run_widens_by_what_the_largest_run_shows(de
     # one size only: nothing to read the step from (0: the shipped factor)
     alone = calibrate(design, [train_run(design, 0.58, 2, 1), train_run(design, 0.56, 2, 2)])
     assert alone.band.beyond == 0.0
-    from gclc.model.calibration import FACTORS
     assert own_reasons(attrs.evolve(own, beyond=0.0), "bf16", False, 2 * largest)[0].factor == FACTORS["scale"]
