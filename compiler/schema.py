@@ -18,6 +18,9 @@ from ..dsl.records import frozen
 
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_2022", "fsdp", "fsdp_compiled", "maxtext")
+DEFAULT_STACK = "megatron_core"   # the stack of a job that states none (the checks and the model read it)
+# The stacks that run Megatron-Core's optimizer and arguments (its precision-aware optimizer, its exports)
+MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)
 # How a serve job's requests pick a replica (solver/serve/sim.py), as the SGLang router's `--policy`
 # names them (sgl-project/sglang sgl-router; its gateway's docs/concepts/routing/load-balancing.md):

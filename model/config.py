@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from ..compiler.schema import SOFTWARE_STACKS
+from ..compiler.schema import DEFAULT_STACK, SOFTWARE_STACKS
 from .stacks import ERAS
 from ..dsl.records import frozen
 
@@ -53,7 +53,6 @@ STACKS: dict[str, dict[str, object]] = {name: dict(zip(_COLUMNS, row)) for name,
 }.items()}
 assert tuple(STACKS) == SOFTWARE_STACKS, "the language and the model name the same stacks"
 assert {e.stack for e in ERAS} == set(STACKS), "every stack names its releases (model/stacks.py)"
-DEFAULT_STACK = "megatron_core"
 DEFAULT_ORDER = ("tp", "cp", "dp", "pp")  # Megatron-LM's rank order
 
 

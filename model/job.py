@@ -8,10 +8,9 @@ from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
 from ..compiler.formats import block_scaled
 from ..compiler.ir import ClusterGraph, Partition
 from ..compiler.lower import lower_cluster
-from ..compiler.rules.optimizer import DEFAULT as RULES_DEFAULT_STACK, MEGATRON_STACKS
+from ..compiler.schema import MEGATRON_STACKS
 from .config import DEFAULT_STACK, TrainConfig
 from .shape import ModelShape
-assert RULES_DEFAULT_STACK == DEFAULT_STACK, "the optimizer checks and the model default the same stack"
 from ..dsl.records import frozen
 
 

@@ -30,11 +30,8 @@ from typing import Iterator
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Entity
+from ..schema import DEFAULT_STACK as DEFAULT, MEGATRON_STACKS
 
-# The stacks that run Megatron-Core's precision-aware optimizer (model/train/optimizer.py reads them);
-# DEFAULT: model/config.py DEFAULT_STACK, the stack of a job that states none.
-MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
-DEFAULT = "megatron_core"
 MEGATRON_CORE = ("megatron", "megatron_core")   # where a narrower dtype is the precision-aware optimizer (NeMo 1.0: Apex's)
 _FIELDS = ("optimizer_state", "second_moment", "master_weights", "main_grads")
 

@@ -78,7 +78,7 @@ def te_holds_master(cfg: TrainConfig) -> bool:
     tensorwise or blockwise. gclc's recipes: `mxfp8`, and `fp8` on a chip that runs it with MX block
     scaling (`mx_fp8`, compiler/formats.py `block_scaled`, which views/export/megatron.py writes as
     --fp8-recipe mxfp8); `fp8` elsewhere is delayed scaling."""
-    return cfg.master_weights != "fp32" or not (cfg.precision == "mxfp8" or (cfg.precision == "fp8" and cfg.mx_fp8))
+    return cfg.master_weights != "fp32" or not (cfg.precision == "mxfp8" or cfg.mx_fp8)
 
 
 def narrowed(cfg: TrainConfig) -> str:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 
 from .target import JobPlan
+from ...compiler.schema import MEGATRON_STACKS
 from ...dsl.records import frozen
 
-MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 # CUDA compute capability majors (https://developer.nvidia.com/cuda-gpus); ROCm reports the
 # gfx major (gfx942 MI300X / MI325X, gfx950 MI355X: 9) where Megatron asks torch.cuda.
 ARCH = {"A100": 8, "A30": 8, "L40": 8, "H100": 9, "H200": 9, "H800": 9, "GH200": 9, "B200": 10, "GB200": 10,
