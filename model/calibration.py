@@ -95,19 +95,26 @@ class Reason:
     key: str        # a FACTORS key, or "unstated"
     text: str       # why, in words
     # "unstated": a field the design leaves to its default, and how far its other values move
-    # the prediction (|log| of the throughput ratio, model/train/guessed.py)
+    # the prediction (|log| of the throughput ratio, model/train/guessed.py): the widest move
     spread: float = 0.0
     # a factor read from the operator's own runs (`Own.beyond`); 0: the shipped FACTORS'
     fitted: float = 0.0
+    # "unstated": (slower, faster), the widest |log| move of its alternatives that run slower than
+    # the prediction and of those that run faster; None: `spread` either way
+    sides: tuple[float, float] | None = None
+
+    def side(self, high: bool) -> float:
+        """An unstated field's move toward the band's high side (a faster run) or its low side."""
+        return self.spread if self.sides is None else self.sides[1 if high else 0]
 
     @property
     def factor(self) -> float:
-        """How much this reason widens the band. An unstated field's alternatives are one more
-        independent error: its spread, counted as a 10 % quantile, added in quadrature to the
-        scale (so a spread no larger than the band's own low quantile widens it by at most
-        sqrt(2))."""
+        """How much this reason widens the band (on its wider side). An unstated field's
+        alternatives are one more independent error: each side's move, counted as that side's
+        quantile (10 % below, 90 % above), added in quadrature to the scale (so a move no larger
+        than the band's own quantile widens that side by at most sqrt(2))."""
         if self.key == UNSTATED:
-            return math.sqrt(1.0 + (self.spread / (-QUANTILES[0] * BAND_SCALE)) ** 2)
+            return max(_guessed((self,), high) for high in (False, True))
         if self.key == PUBLISHED:
             return 1.0   # the operator's band gives way to the shipped one (Own.ratio_band)
         return self.fitted or FACTORS[self.key]
@@ -169,19 +176,26 @@ def power_capped(chip) -> bool:
     return dvfs.below_full_clock(chip)
 
 
-def widening(why: tuple[Reason, ...] = ()) -> float:
-    """How much the reasons together widen the band: the fitted factors multiply, and the
-    unstated fields' spreads, independent errors, add in quadrature as one (three fields each
-    worth x3 widen it about x5, not x27)."""
+def widening(why: tuple[Reason, ...] = (), high: bool = False) -> float:
+    """How much the reasons together widen the band's low side (`high`: its high side): the
+    fitted factors multiply, and the unstated fields' moves toward that side, independent
+    errors, add in quadrature as one (three fields each worth x3 widen it about x5, not x27).
+    A field whose alternatives all run slower than the prediction (the search's optimum, or a
+    default that is the stack's fastest) widens the low side alone: a run that chose otherwise
+    is slower, never faster, than the model predicts for it."""
     fitted = math.prod(r.factor for r in why if r.key != UNSTATED)
-    guessed = sum((r.spread / (-QUANTILES[0] * BAND_SCALE)) ** 2 for r in why if r.key == UNSTATED)
-    return fitted * math.sqrt(1.0 + guessed)
+    return fitted * _guessed(tuple(r for r in why if r.key == UNSTATED), high)
+
+
+def _guessed(unstated: tuple[Reason, ...], high: bool) -> float:
+    quantile = QUANTILES[1] if high else -QUANTILES[0]
+    return math.sqrt(1.0 + sum((r.side(high) / (quantile * BAND_SCALE)) ** 2 for r in unstated))
 
 
 def ratio_band(why: tuple[Reason, ...] = ()) -> tuple[float, float]:
     """80 % bounds on measured / predicted throughput."""
-    s = BAND_SCALE * widening(why)
-    return math.exp(QUANTILES[0] * s), math.exp(QUANTILES[1] * s)
+    return (math.exp(QUANTILES[0] * BAND_SCALE * widening(why)),
+            math.exp(QUANTILES[1] * BAND_SCALE * widening(why, high=True)))
 
 
 def half_width(why: tuple[Reason, ...] = ()) -> float:
@@ -297,8 +311,8 @@ class Own:
         """The fitted bounds, widened in log space by the reasons' factors; at a precision the
         published runs calibrated and the operator's did not (PUBLISHED), at least the shipped
         band: the operator's runs measured nothing of that precision's efficiency."""
-        widen = widening(why)
-        low, high = math.exp(math.log(self.low) * widen), math.exp(math.log(self.high) * widen)
+        low = math.exp(math.log(self.low) * widening(why))
+        high = math.exp(math.log(self.high) * widening(why, high=True))
         if any(r.key == PUBLISHED for r in why):
             shipped_low, shipped_high = ratio_band(tuple(r for r in why if r.key != PUBLISHED))
             low, high = min(low, shipped_low), max(high, shipped_high)

@@ -174,9 +174,12 @@ def optimizer_fields(entity: Entity) -> dict[str, str]:
 
 
 def stated_fields(job: Job) -> frozenset[str]:
-    """The job's `parallelism` fields it states, and `fp8_params` where it states it: what
+    """The job's `parallelism` fields it states, those it asks the planner to search (`search =
+    [offload]`: the plan's choice, not a default), and `fp8_params` where it states it: what
     model/train/guessed.py does not treat as a guess."""
     stated = set(job.pinned)
+    asked = job.pinned.get("search") or ()
+    stated |= {str(getattr(a, "name", a)) for a in (asked if isinstance(asked, (tuple, list)) else (asked,))}
     if job.entity is not None and job.entity.get("fp8_params") is not None:
         stated.add("fp8_params")
     return frozenset(stated)

@@ -11,11 +11,16 @@ dimension wider than one, fp8 weights under fp8, virtual stages on a pipeline), 
 configuration is estimated again at each alternative value that is valid and still fits in
 memory (the searched fields' neighbours: the next micro-batch down and up, the other
 recompute modes and ZeRO stages of the search's grid), and the widest move of throughput,
-|log(alternative / chosen)|, is the field's spread (model/calibration.py Reason `spread`).
-An alternative that does not fit may fit beside another unstated field's memory-saving
-value (`SAVERS`: fp8 weights without the bf16 copy, ZeRO-3): a run that stated neither could
-have run both (a recipe that keeps fp8 weights runs without recompute where the bf16 copy
-would not fit), so that pair is the alternative then. An alternative that would cost more
+|log(alternative / chosen)|, is the field's spread (model/calibration.py Reason `spread`),
+kept per direction (`sides`): the alternatives slower than the chosen configuration widen
+the band's low side, the faster ones its high side. A searched field's alternatives are
+slower (the search took its optimum), so it widens the low side alone: widened both ways,
+the defaults run (benchmarks/defaults.py) held 85 % of the runs in its 80 % band, its high
+side almost never reached. An alternative that does not fit may fit beside an unstated
+memory saver (`SAVERS`: fp8 weights without the bf16 copy, activations offloaded to host
+memory): a run that stated neither could have run both (a recipe that keeps fp8 weights, or
+offloads, runs without recompute where the activations would not fit), so that pair is the
+alternative then, and it may be faster than the search's choice. An alternative that would cost more
 than a third of the throughput is not one a tuned run takes (ASSUMPTION: PLAUSIBLE; ZeRO-3 across a thousand replicas can run at a quarter of
 ZeRO-1's pace, and no recipe sets it there), so it does not widen the band.
 """
@@ -23,6 +28,7 @@ ZeRO-1's pace, and no recipe sets it there), so it does not widen the band.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import attrs
@@ -32,6 +38,7 @@ from ...dsl.numbers import percent
 from ..calibration import UNSTATED, Reason, half_width
 from ..config import TrainConfig
 from ..shape import ModelShape
+from .offload import OFFLOAD_SHARES
 
 PLAUSIBLE = math.log(1.5)   # the widest |log| move of an alternative a run would take (see above)
 # field -> (when it matters to a configuration, its other values, in words)
@@ -50,8 +57,16 @@ FIELDS = {
 }
 
 
-# Unstated fields whose value frees memory (FIELDS' keys -> the freeing value, when it matters)
-SAVERS = {"fp8_params": True}
+# Unstated choices whose values free memory: name -> (when it is free to take them, the values
+# in order of what they cost). fp8 weights drop the bf16 copy; activation offload (Megatron-Core
+# `--cpu-offloading`, model/train/offload.py) moves a share of the layers' saved activations to
+# host memory (the recipes of Megatron-Bridge's GB200/GB300 runs offload instead of recomputing:
+# cpu_offloading_num_layers, benchmarks/runs/mb2509_2.gcl). The search takes offload only where a
+# job asks (solver/train/enumerate.py), so a design that leaves it out leaves it to the run.
+SAVERS = {
+    "fp8_params": (lambda shape, cfg: FIELDS["fp8_params"][0](shape, cfg) and not cfg.fp8_params, (True,)),
+    "offload": (lambda shape, cfg: cfg.offload == 0, OFFLOAD_SHARES[1:]),
+}
 
 
 def _valid(shape: ModelShape, cfg: TrainConfig, chosen: TrainConfig) -> bool:
@@ -70,6 +85,16 @@ def _valid(shape: ModelShape, cfg: TrainConfig, chosen: TrainConfig) -> bool:
 def spreads(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: frozenset[str]) -> dict[str, float]:
     """For each field of FIELDS that the design does not state and that matters to `cfg`:
     the widest |log| throughput ratio of its other values that fit, against `cfg`'s."""
+    return {field: max(pair) for field, pair in sides(shape, cfg, partition, stated).items()}
+
+
+def sides(shape: ModelShape, cfg: TrainConfig, partition: Partition,
+          stated: frozenset[str]) -> dict[str, tuple[float, float]]:
+    """`spreads`, split by direction: (slower, faster), the widest |log| throughput ratio of the
+    field's alternatives that run slower than `cfg` and of those that run faster. The fields the
+    planner searches move only down from its choice (its optimum: an alternative that was on the
+    grid and fitted was slower), save one that fits only beside an unstated saver; a stack
+    default moves either way (TP overlap off by default: a run that turned it on is faster)."""
     from .step import estimate   # step imports this module's siblings; estimate at call time
 
     base = estimate(shape, cfg, partition).step_time
@@ -77,21 +102,25 @@ def spreads(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: f
     for field, (matters, values, _) in FIELDS.items():
         if field in stated or not matters(shape, cfg):
             continue
-        savers = {f: v for f, v in SAVERS.items()
-                  if f != field and f not in stated and FIELDS[f][0](shape, cfg) and getattr(cfg, f) != v}
+        savers = {f: values for f, (free, values) in SAVERS.items() if f != field and f not in stated and free(shape, cfg)}
         others = [attrs.evolve(cfg, **{field: value}) for value in values(cfg) if value != getattr(cfg, field)]
         fitting = (_fitting(shape, other, partition, savers) for other in others if _valid(shape, other, cfg))
-        moves = [abs(math.log(e.step_time / base)) for e in fitting if e is not None]
-        out[field] = max((m for m in moves if m <= PLAUSIBLE), default=0.0)
+        moves = [math.log(base / e.step_time) for e in fitting if e is not None]   # > 0: the alternative is faster
+        plausible = [m for m in moves if abs(m) <= PLAUSIBLE]
+        out[field] = (max((-m for m in plausible if m < 0), default=0.0), max((m for m in plausible if m > 0), default=0.0))
     return out
 
 
-def _fitting(shape: ModelShape, cfg: TrainConfig, partition: Partition, savers: dict[str, object]):
-    """`cfg`'s estimate when it fits, else that of `cfg` with one of the unstated memory savers, then
-    with all of them, that fits first; None when none does."""
+def _fitting(shape: ModelShape, cfg: TrainConfig, partition: Partition, savers: dict[str, tuple]):
+    """`cfg`'s estimate when it fits, else that of `cfg` with the unstated memory savers that fits
+    first: one saver at a time, in SAVERS' order and each in the order of its values (what they
+    cost: fp8 weights nothing, then ever more offloaded layers), then the savers together; None
+    when none does."""
     from .step import estimate
 
-    tries = [{}] + [{f: v} for f, v in savers.items()] + ([savers] if len(savers) > 1 else [])
+    names = list(savers)
+    both = (dict(zip(names, values)) for values in itertools.product(*(savers[n] for n in names)))
+    tries = [{}] + [{f: v} for f in names for v in savers[f]] + (list(both) if len(names) > 1 else [])
     for extra in tries:
         e = estimate(shape, attrs.evolve(cfg, **extra) if extra else cfg, partition)
         if e.fits:
@@ -105,5 +134,12 @@ def reasons(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: f
     """A Reason for each unstated field whose alternatives move the prediction by more than the
     band of `others` already allows (its half width)."""
     allowed = math.log1p(half_width(others))
-    return tuple(Reason(UNSTATED, f"{field} not stated ({FIELDS[field][2]}): ±{percent(math.expm1(spread), 2)}", spread)
-                 for field, spread in spreads(shape, cfg, partition, stated).items() if spread > allowed)
+    return tuple(Reason(UNSTATED, f"{field} not stated ({FIELDS[field][2]}): {_moves(pair)}", max(pair), sides=pair)
+                 for field, pair in sides(shape, cfg, partition, stated).items() if max(pair) > allowed)
+
+
+def _moves(pair: tuple[float, float]) -> str:
+    """The alternatives' moves in words: `-26%` (all slower), `+13%` (all faster), `-26%/+13%`."""
+    slower, faster = pair
+    words = ([f"-{percent(-math.expm1(-slower), 2)}"] if slower else []) + ([f"+{percent(math.expm1(faster), 2)}"] if faster else [])
+    return "/".join(words)

@@ -20,6 +20,10 @@ from ..shape import ModelShape
 
 from ..comms import host_rate
 
+# The offloaded shares of each stage's layers the search tries where a job asks
+# (solver/train/enumerate.py) and model/train/guessed.py weighs where a design leaves it out.
+OFFLOAD_SHARES = (0.0, 0.25, 0.5, 1.0)
+
 
 def exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, dense, moe) -> float:
     """Seconds per step of offload copies not hidden under compute. `dense` and `moe` are

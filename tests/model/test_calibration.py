@@ -202,8 +202,26 @@ def test_unstated_fields_add_in_quadrature_not_by_compounding(spreads, fitted):
     unstated = tuple(calibration.Reason(calibration.UNSTATED, f"f{i}", s) for i, s in enumerate(spreads))
     other = calibration.Reason(fitted, fitted)
     alone = calibration.Reason(calibration.UNSTATED, "all", math.sqrt(sum(s * s for s in spreads)))
-    assert math.isclose(calibration.widening(unstated), alone.factor, rel_tol=1e-12)
-    assert math.isclose(calibration.widening((other, *unstated)), other.factor * alone.factor, rel_tol=1e-12)
-    assert calibration.widening(unstated) <= math.prod(r.factor for r in unstated) * (1 + 1e-12)
-    # one more field never narrows the band
-    assert calibration.widening(unstated[:-1]) <= calibration.widening(unstated) * (1 + 1e-12)
+    for high in (False, True):
+        assert math.isclose(calibration.widening(unstated, high), calibration.widening((alone,), high), rel_tol=1e-12)
+        assert math.isclose(calibration.widening((other, *unstated), high),
+                            other.factor * calibration.widening((alone,), high), rel_tol=1e-12)
+        assert calibration.widening(unstated, high) <= math.prod(r.factor for r in unstated) * (1 + 1e-12)
+        # one more field never narrows the band
+        assert calibration.widening(unstated[:-1], high) <= calibration.widening(unstated, high) * (1 + 1e-12)
+    assert math.isclose(alone.factor, max(calibration.widening((alone,), h) for h in (False, True)), rel_tol=1e-12)
+
+
+@given(st.floats(0.0, math.log(1.5)), st.floats(0.0, math.log(1.5)))
+def test_an_unstated_field_widens_the_side_its_alternatives_lie_on(slower, faster):
+    # the search's optimum: a run that chose another micro-batch or recompute mode is slower than
+    # predicted, never faster, so the band's high side stays the calibrated one
+    base_low, base_high = calibration.ratio_band(())
+    low, high = calibration.ratio_band((calibration.Reason(calibration.UNSTATED, "x", max(slower, faster),
+                                                           sides=(slower, faster)),))
+    assert low <= math.exp(-slower) * (1 + 1e-12) and low <= base_low * (1 + 1e-12)
+    assert high >= math.exp(faster) * (1 - 1e-12) and high >= base_high * (1 - 1e-12)
+    if slower == 0:
+        assert math.isclose(low, base_low, rel_tol=1e-12)
+    if faster == 0:
+        assert math.isclose(high, base_high, rel_tol=1e-12)

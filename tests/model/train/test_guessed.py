@@ -4,6 +4,8 @@ move the prediction by more than the band widens the band and is named; stated, 
 
 import math
 
+import pytest
+
 from hypothesis import given, strategies as st
 
 from gclc.compiler.driver import check_text
@@ -112,7 +114,7 @@ def test_an_alternative_that_fits_beside_unstated_fp8_weights_widens_the_band():
     moves = guessed.spreads(job.shape, full, job.partition, stated_fields(job))
     expected = abs(math.log(estimate(job.shape, lean_none, job.partition).step_time
                             / estimate(job.shape, full, job.partition).step_time))
-    assert moves["recompute"] == expected > 0
+    assert moves["recompute"] == pytest.approx(expected, rel=1e-12) and expected > 0
     stated = guessed.spreads(job.shape, full, job.partition, stated_fields(job) | {"fp8_params"})
     assert stated["recompute"] < expected   # fp8 weights stated false: no run had them
 
@@ -123,3 +125,30 @@ def test_a_pinned_uneven_interleaved_pipeline_still_has_its_alternatives_weighed
     assert job.shape.layers % (cfg.pp * cfg.vp) and cfg.vp == 2
     moves = guessed.spreads(job.shape, cfg, job.partition, stated_fields(job))
     assert moves["recompute"] > 0 and moves["dp_overlap"] > 0
+
+
+def test_an_alternative_that_fits_beside_unstated_activation_offload_widens_the_band_upward():
+    # GB200/GB300 recipes (benchmarks/runs/mb2509_2.gcl) offload activations to host memory
+    # instead of recomputing them: a design that leaves offload out may have run so, faster
+    import attrs
+    from gclc.model.train.offload import OFFLOAD_SHARES
+    from gclc.model.train.step import estimate
+
+    roomy = _fp8_job()
+    shape, partition = roomy.shape, roomy.partition
+    cfg = attrs.evolve(pinned_config(roomy), precision="bf16", mx_fp8=False)
+    none = estimate(shape, attrs.evolve(cfg, recompute="none"), partition).memory.total
+    half = estimate(shape, attrs.evolve(cfg, recompute="none", offload=0.5), partition).memory.total
+    assert half < none
+    job = _fp8_job(hbm=(none + half) / 2 / 1e9)
+    full = attrs.evolve(pinned_config(job), precision="bf16", mx_fp8=False, recompute="full")
+    assert not estimate(job.shape, attrs.evolve(full, recompute="none"), job.partition).fits
+    first = next(attrs.evolve(full, recompute="none", offload=s) for s in OFFLOAD_SHARES[1:]
+                 if estimate(job.shape, attrs.evolve(full, recompute="none", offload=s), job.partition).fits)
+    expected = math.log(estimate(job.shape, full, job.partition).step_time
+                        / estimate(job.shape, first, job.partition).step_time)
+    slower, faster = guessed.sides(job.shape, full, job.partition, stated_fields(job))["recompute"]
+    assert faster == pytest.approx(expected, rel=1e-12) and expected > 0
+    # offload stated (pinned to none): no run of the design offloaded
+    pinned = guessed.sides(job.shape, full, job.partition, stated_fields(job) | {"offload"})["recompute"]
+    assert pinned[1] < faster
