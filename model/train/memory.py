@@ -73,12 +73,21 @@ class Memory:
 def low_precision_copy(cfg: TrainConfig) -> float:
     """Bytes per parameter of the weights' copy in the GEMMs' format that Transformer Engine's fp8
     and narrower recipes keep beside the bf16 weights across micro-batches (fp8: 1; NVFP4 4.5 bits;
-    MXFP8 8.25: compiler/formats.py). torchao's float8 and MX training (PyTorch FSDP stacks) and
+    MXFP8, and the generic fp8 on an MX chip, 8.25: `gemm_weight_bytes`). torchao's float8 and MX training (PyTorch FSDP stacks) and
     XLA cast the weights at each use and keep no copy (torchao/float8 `Float8Linear`: "dynamic"
     scaling casts the weight in every forward)."""
     if cfg.stack in FSDP_STACKS or cfg.stack == "maxtext":
         return 0.0
-    return value_bytes(cfg.precision) if family(cfg.precision) in ("fp8", "fp6", "fp4") else 0.0
+    return gemm_weight_bytes(cfg) if family(cfg.precision) in ("fp8", "fp6", "fp4") else 0.0
+
+
+def gemm_weight_bytes(cfg: TrainConfig) -> float:
+    """Bytes per value of a weight in the GEMMs' format. The generic `fp8` on a chip that runs it
+    with MX block scaling (`mx_fp8`: compiler/formats.py MX_FP8_CHIPS) is MXFP8: one 8-bit E8M0
+    scale per 32 values beside the 8-bit elements, 1 + 1/32 B (OCP Microscaling Formats (MX)
+    Specification v1.0, 2023, sec. 5; NVIDIA Transformer Engine user guide, "MXFP8": "one scaling
+    factor per 32 consecutive values", stored as E8M0), not the per-tensor recipe's 1 B."""
+    return value_bytes("mxfp8" if cfg.mx_fp8 else cfg.precision)
 
 
 def weight_bytes(cfg: TrainConfig) -> float:
@@ -86,7 +95,7 @@ def weight_bytes(cfg: TrainConfig) -> float:
     with `fp8_params` the fp8 weights alone (Megatron-LM --fp8-param-gather: Transformer Engine's
     fp8 parameters, gathered in fp8; the optimizer's master keeps the precision: optimizer.py)."""
     if cfg.fp8_params:
-        return value_bytes(cfg.precision)
+        return gemm_weight_bytes(cfg)
     return WEIGHT_BYTES + low_precision_copy(cfg)
 
 
@@ -198,7 +207,7 @@ def gathered_bytes(shape: ModelShape, cfg: TrainConfig, zero: int | None = None)
     if zero < 3 or _unsharded_under_pipeline(cfg, zero):
         return 0.0
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, cfg.main_grads,
-           cfg.fp8_params, cfg.grad_reduce)
+           cfg.fp8_params, cfg.grad_reduce, cfg.mx_fp8)
     held = _GATHERED.get(key)
     if held is None:
         root = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1) / cfg.tp
@@ -208,7 +217,7 @@ def gathered_bytes(shape: ModelShape, cfg: TrainConfig, zero: int | None = None)
         if cfg.stack in ("deepspeed", "deepspeed_2022"):   # gathered module by module: its largest matrix (model/train/peak.py)
             layer = min(layer, shape.hidden * max(shape.ffn, (shape.heads + 2 * shape.kv_heads) * shape.head_dim)
                         / cfg.tp)
-        width = value_bytes(cfg.precision) if cfg.fp8_params else WEIGHT_BYTES
+        width = gemm_weight_bytes(cfg) if cfg.fp8_params else WEIGHT_BYTES
         held = _remember(_GATHERED, key, peak.gathered(saved, layer, root if cfg.stack in FSDP_STACKS else 0.0,
                                                        width, grad_bytes(cfg)))
     return held

@@ -3,7 +3,8 @@
 import pytest
 
 from gclc.model.config import TrainConfig
-from gclc.model.train.memory import activation_bytes_per_layer, memory, model_state, params_per_gpu
+from gclc.model.train.memory import (activation_bytes_per_layer, gathered_bytes, memory, model_state, params_per_gpu,
+                                     weight_bytes)
 from gclc.model.shape import ModelShape
 
 GPT = ModelShape(layers=48, hidden=6144, heads=64, kv_heads=64, head_dim=96, ffn=24576, vocab=51200, seq=2048,
@@ -63,3 +64,22 @@ def test_fsdps_reduction_dtype_moves_through_the_collective_and_holds_no_buffer(
     mcore = TrainConfig(batch=64, seq=2048, dp=8, zero=1, stack="megatron_core")
     wide = model_state(GPT, attrs.evolve(mcore, grad_reduce="fp32"))
     assert wide[1] == pytest.approx(2 * model_state(GPT, attrs.evolve(mcore, grad_reduce="bf16"))[1])
+
+
+@pytest.mark.parametrize("fp8_params, per_tensor, mx", [
+    # bf16 weights and the GEMMs' fp8 copy across micro-batches: 2 + 1, the MX copy with its E8M0
+    # scale per 32 values 2 + 1 + 1/32 (OCP MX v1.0; Transformer Engine's MXFP8 recipe)
+    (False, 2 + 1, 2 + 1 + 1 / 32),
+    # fp8 weights alone (--fp8-param-gather): 1, and 1 + 1/32 in MXFP8
+    (True, 1, 1 + 1 / 32),
+])
+def test_fp8_weights_on_an_mx_chip_carry_their_block_scales(fp8_params, per_tensor, mx):
+    hopper = cfg(precision="fp8", fp8_params=fp8_params, stack="megatron_core")
+    blackwell = cfg(precision="fp8", fp8_params=fp8_params, stack="megatron_core", mx_fp8=True)
+    assert weight_bytes(hopper) == per_tensor and weight_bytes(blackwell) == pytest.approx(mx)
+    # the generic fp8 on an MX chip holds what a job stating mxfp8 holds
+    assert weight_bytes(blackwell) == weight_bytes(cfg(precision="mxfp8", fp8_params=fp8_params, stack="megatron_core"))
+    assert model_state(GPT, blackwell)[0] == pytest.approx(model_state(GPT, hopper)[0] * mx / per_tensor)
+    # ZeRO-3's gathered layer is held in the same format
+    sharded = dict(precision="fp8", fp8_params=True, stack="megatron_core", tp=1, dp=8, zero=3)
+    assert gathered_bytes(GPT, cfg(**sharded, mx_fp8=True)) > gathered_bytes(GPT, cfg(**sharded))
