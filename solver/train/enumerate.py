@@ -68,7 +68,7 @@ import attrs
 from ...compiler.schema import RECOMPUTE_MODULES, SEARCHABLE
 from ...model.config import TrainConfig
 from ...model.job import Job, job_optimizer, needs_distributed_optimizer, pinned_only
-from ...model.train.offload import OFFLOAD_SHARES
+from ...model.train import offload as offload_model
 from ...model.train.step import Estimate, estimate
 # The job's limits and the objective (solver/train/limits.py): part of the problem defined here.
 from .limits import (
@@ -117,6 +117,7 @@ MAX_VP = 8
 PLACED = ("cp", "dp", "pp")                     # the dimensions ordered outside tp
 # SEARCHABLE: searched only where the job asks (`parallelism { search = [...] }`) and does not pin them.
 RECOMPUTE_EVERY = (1, 2, 4, 8)
+OFFLOAD_SHARES = offload_model.OFFLOAD_SHARES   # the grid model/train/guessed.py weighs too
 
 
 def divisors(n: int, limit: int | None = None) -> list[int]:
