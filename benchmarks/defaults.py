@@ -13,6 +13,16 @@ band widened by its reasons, model/train/guessed.py's unstated fields among them
 compared with the measured steady-state figure. The band constants were fitted on the fully
 stated designs' cross-validated residuals, never on these plans. The last line is a one-line
 summary.
+
+    .venv/bin/python benchmarks/defaults.py --fields
+
+checks the guessed fields' moves one field at a time on the designs that state them, no
+measurement involved: each field of model/train/guessed.py FIELDS a full design states is
+left out alone, the design planned again, and the prediction's move from the stated plan's,
+e = log(left out / stated), set against the sides guessed.py computes on the new plan (the
+band widens its low side by `slower`, its high side by `faster`): e > 0 (the default predicts
+a faster step than the run took) needs the low side. Per field: the moves over 0.5 %, how many
+lie on a side the band widens, and how many within that side's move.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import re
 import sys
 import time
@@ -94,6 +105,52 @@ def plan_row(path: Path, measured: dict) -> dict:
     return row
 
 
+def field_rows(path: Path) -> list[dict]:
+    """For each FIELDS field the full design at `path` states and that matters to the plan without
+    it: the move e of the prediction when it alone is left out, and guessed.py's sides there."""
+    from gclc.compiler.driver import check_text
+    from gclc.model.job import stated_fields, train_job
+    from gclc.model.train import guessed
+    from gclc.solver.train.plan import plan
+
+    text, out = path.read_text(), []
+    full = plan(train_job(check_text(text, str(path)).design)).best
+    for field, (matters, _, _) in guessed.FIELDS.items():
+        line = re.compile(rf"^\s*{field}\s*=.*\n", re.MULTILINE)
+        if full is None or not line.search(text):
+            continue
+        left = line.sub("", text)
+        if field == "vp":   # interleaving is the vp's
+            left = re.sub(r"^\s*schedule\s*=\s*interleaved.*\n", "", left, flags=re.MULTILINE)
+        checked = check_text(left, str(path))
+        job = train_job(checked.design) if checked.ok else None
+        best = plan(job).best if job is not None else None
+        if best is None or not matters(job.shape, best.config):
+            continue
+        slower, faster = guessed.sides(job.shape, best.config, job.partition, stated_fields(job)).get(field, (0.0, 0.0))
+        out.append({"run_id": path.stem, "field": field, "move": math.log(best.tokens_per_s / full.tokens_per_s),
+                    "slower": slower, "faster": faster})
+    return out
+
+
+def fields_table(rows: list[dict]) -> tuple[list[str], dict]:
+    """Per field: designs, moves over MOVED, on the band's widened side, within that side's move."""
+    lines = [f"  {'field':<12} {'n':>4} {'moved':>6} {'on side':>8} {'within':>7}"]
+    totals = dict(n=0, moved=0, on_side=0, within=0)
+    for field in dict.fromkeys(r["field"] for r in rows):
+        rs = [r for r in rows if r["field"] == field]
+        moved = [r for r in rs if abs(r["move"]) > MOVED]
+        side = [r["slower"] if r["move"] > 0 else r["faster"] for r in moved]
+        count = dict(n=len(rs), moved=len(moved), on_side=sum(s > 0 for s in side),
+                     within=sum(abs(r["move"]) <= s * (1 + 1e-9) for r, s in zip(moved, side)))
+        lines.append(f"  {field:<12} {count['n']:>4} {count['moved']:>6} {count['on_side']:>8} {count['within']:>7}")
+        totals = {k: totals[k] + count[k] for k in totals}
+    return lines, totals
+
+
+MOVED = 0.005   # |log| moves below half a percent are left out of the count
+
+
 def table(rows: list[dict]) -> list[str]:
     done = [r for r in rows if "error" in r]
     groups: dict[str, list[dict]] = {}
@@ -113,9 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", default=str(DEFAULT_RUNS))
     parser.add_argument("--csv", default=str(DEFAULT_MEASURED))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--fields", action="store_true", help="each guessed field left out alone of the full designs")
     args = parser.parse_args(argv)
     with open(args.csv, newline="") as f:
         measured = {r["run_id"]: r for r in csv.DictReader(f) if r.get("kind") == "steady_state"}
+    if args.fields:
+        return fields_main(sorted(p for p in Path(args.runs).glob("*.gcl") if p.stem in measured), args.json)
     wall, cpu = time.perf_counter(), time.process_time()
     rows = [plan_row(p, measured[p.stem]) for p in sorted(Path(args.runs).glob("*.gcl")) if p.stem in measured]
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -136,6 +196,21 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(table(rows)))
     print(f"defaults: n={s.get('n', 0)} of {len(rows)} planned, median={s.get('median', float('nan')):.1%} "
           f"p90={s.get('p90', float('nan')):.1%} band80={coverage:.0%}; {wall:.0f} s wall, {cpu:.0f} s CPU")
+    return 0
+
+
+def fields_main(paths: list[Path], as_json: bool) -> int:
+    wall = time.perf_counter()
+    rows = [r for p in paths for r in field_rows(p)]
+    lines, t = fields_table(rows)
+    if as_json:
+        print(json.dumps(_finite({"rows": rows, "totals": t}), indent=1))
+    else:
+        print("Each guessed field left out alone of the designs that state it (move: log(left out / stated)):")
+        print("\n".join(lines))
+    print(f"defaults fields: {t['n']} (design, field) pairs, {t['moved']} move the prediction by over "
+          f"{MOVED:.1%}: {t['on_side']} on a side the band widens, {t['within']} within its move; "
+          f"{time.perf_counter() - wall:.0f} s wall")
     return 0
 
 

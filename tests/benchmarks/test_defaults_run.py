@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from gclc.compiler.driver import check_text
 from gclc.model.job import train_job
 
@@ -47,3 +48,16 @@ def test_the_defaults_design_plans_and_its_band_names_what_was_guessed():
     assert "recompute" in {r.text.split()[0] for r in p.band_reasons if r.key == "unstated"}
     assert not [r for r in stated.band_reasons if r.text.startswith("recompute")]
     assert p.error_band["tokens_per_s"][0] < stated.error_band["tokens_per_s"][0]
+
+
+def test_a_field_left_out_alone_moves_the_prediction_to_the_side_its_band_widens():
+    # Llama 3 8B FP8 on 8 H100s states ZeRO-3 and fp8 weights: without the ZeRO stage the search
+    # takes a faster stage (the run is then slower than predicted: the low side, by exactly the
+    # stated stage's move); without fp8 weights the stack's default keeps the bf16 copy, slower
+    # than the run (the high side, by the stated weights' move)
+    rows = {r["field"]: r for r in defaults.field_rows(BENCH / "runs" / "mb2511_23.gcl")}
+    zero, fp8 = rows["zero"], rows["fp8_params"]
+    assert zero["move"] > 0 and zero["faster"] == 0 and zero["slower"] == pytest.approx(zero["move"], rel=1e-9)
+    assert fp8["move"] < 0 and fp8["slower"] == 0 and fp8["faster"] == pytest.approx(-fp8["move"], rel=1e-9)
+    lines, totals = defaults.fields_table(list(rows.values()))
+    assert totals["moved"] == totals["on_side"] == totals["within"] == 2
