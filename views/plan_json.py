@@ -261,7 +261,8 @@ def _error_band_json(plan) -> dict:
     return {"confidence": BAND_CONFIDENCE, **{k: list(v) for k, v in plan.error_band.items()},
             "reasons": [{"reason": r.key, "text": r.text, "factor": r.factor,
                          "half_width": own.half_width((r,)) if own is not None else r.half_width,
-                         **({"spread": r.spread} if r.key == UNSTATED else {})}
+                         **({"spread": r.spread, "slower": r.side(False), "faster": r.side(True)}
+                            if r.key == UNSTATED else {})}
                         for r in plan.band_reasons], **_calibrated(own)}
 
 

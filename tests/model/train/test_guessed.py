@@ -152,3 +152,27 @@ def test_an_alternative_that_fits_beside_unstated_activation_offload_widens_the_
     # offload stated (pinned to none): no run of the design offloaded
     pinned = guessed.sides(job.shape, full, job.partition, stated_fields(job) | {"offload"})["recompute"]
     assert pinned[1] < faster
+
+
+def test_the_plans_json_carries_each_guessed_fields_sides_as_its_schema_says():
+    import json
+    from pathlib import Path
+
+    import jsonschema
+    from gclc.views.plan_json import _error_band_json
+
+    def reason_schema(node):   # the reasons' item schema: the object whose properties name `spread`
+        if isinstance(node, dict):
+            if "spread" in node.get("properties", {}):
+                return node
+            return next((s for v in node.values() if (s := reason_schema(v)) is not None), None)
+        if isinstance(node, list):
+            return next((s for v in node if (s := reason_schema(v)) is not None), None)
+        return None
+
+    schema = reason_schema(json.loads((Path(guessed.__file__).parents[2] / "views" / "plan.schema.json").read_text()))
+    reasons = [r for r in _error_band_json(plan(_job()))["reasons"] if r["reason"] == UNSTATED]
+    assert reasons
+    for r in reasons:
+        jsonschema.validate(r, schema)
+        assert r["spread"] == max(r["slower"], r["faster"]) > 0
