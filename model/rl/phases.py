@@ -137,6 +137,33 @@ def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 
     return gather + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 
 
+def routed_share(shape: ModelShape) -> float:
+    """The routed experts' share of the policy's weights (the part expert parallelism shards)."""
+    return shape.routed * shape.expert_params * shape.moe_layers / shape.params if shape.params else 0.0
+
+
+def bridge_export_time(shape: ModelShape, nbytes: float, cfg, partition: Partition, fixed: float = 0.0) -> float:
+    """Colocated pools with whole tensors (WHOLE_TENSORS) on a Megatron training layout `cfg` without ZeRO-3:
+    each training GPU gathers every tensor as Megatron-Bridge's export does it, one collective per tensor over
+    each of its own groups in turn (src/megatron/bridge/models/conversion/param_mapping.py @067f987df:
+    `broadcast_from_pp_rank`, torch.distributed.broadcast over the pipeline group from the stage that owns the
+    tensor, line 431; the tensor-parallel all-gather, line 632; `gather_from_ep_ranks`, all_gather over the
+    expert group, line 806; NeMo-RL v0.7.0 pins Megatron-Bridge 151168f3, ASSUMPTION: the same three calls).
+    Every GPU so receives the stages it lacks over its pipeline group (the dense weights in its TP slice, its
+    own experts: expert TP 1, NeMo-RL's grpo_math_1B.yaml `expert_tensor_parallel_size: 1`), the TP slices it
+    lacks over its TP group and the experts it lacks over its expert group. A pipeline group takes one GPU of
+    each node it crosses, so its bytes ride that GPU's own NIC, not the node's NICs together as one
+    hierarchical gather of the whole group would. Then the copy into the engine's buffer (`export_time`)."""
+    experts = nbytes * routed_share(shape)
+    dense = nbytes - experts
+    tiers = partition.tiers
+    gathers = ((dense / cfg.tp + experts / cfg.ep, cfg.pp, cfg.stride("pp")), (dense, cfg.tp, cfg.stride("tp")),
+               (experts, cfg.ep, cfg.stride("ep")))
+    seconds = sum(comms.all_gather(size, comms.place(group, stride, tiers))
+                  for size, group, stride in gathers if group > 1 and size > 0)
+    return seconds + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
+
+
 def tensors(shape: ModelShape) -> int:
     """Weight tensors of the policy as a checkpoint names them: per layer the attention's
     (query, key, value, output; MLA's down- and up-projections and their norms) and two norms,

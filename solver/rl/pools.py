@@ -144,6 +144,8 @@ def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_
     spread = held if c.zero >= 3 else held * c.ep   # experts shard over ep, which ZeRO-3's dp x cp already holds
     fixed = ph.refit_overhead(job.policy)
     if placement == COLOCATED:
+        if ph.WHOLE_TENSORS and c.zero < 3:   # Megatron-Bridge's export, group by group
+            return ph.bridge_export_time(job.policy, nbytes, c, train_partition, fixed)
         if ph.WHOLE_TENSORS:
             return ph.export_time(nbytes, spread, train_partition, fixed)
         return ph.reshard_time(nbytes, held, gen.shard, train_partition, fixed)

@@ -180,3 +180,38 @@ def test_a_colocated_export_never_gets_cheaper_with_more_bytes_or_a_wider_group(
     assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes * more, group, H100)
     if group < 16:
         assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes, 2 * group, H100)
+
+
+def _layout(tp: int = 1, pp: int = 1, ep: int = 1):
+    return attrs.evolve(_ESTIMATE.config, tp=tp, pp=pp, ep=ep, dp=16 // (tp * pp), cp=1, zero=1)
+
+
+def test_megatron_bridge_export_of_a_tp_group_is_the_whole_group_gather():
+    """A dense policy on a tensor-parallel layout alone: Megatron-Bridge's export is the TP all-gather of
+    every tensor, the one group the whole-group export gathers over."""
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    assert ph.routed_share(JOB.policy) == 0
+    for tp in (1, 2, 8):
+        assert ph.bridge_export_time(JOB.policy, nbytes, _layout(tp=tp), H100) == ph.export_time(nbytes, tp, H100)
+
+
+def test_a_pipeline_group_across_nodes_rides_each_gpus_own_nic():
+    """Each GPU of a pipeline group one GPU a node receives the stages it lacks through its own NIC (one
+    broadcast per tensor over its own group), no faster than the scale-out's per-GPU rate."""
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    out = ph.Link.of(H100.tiers[-1])
+    assert _layout(pp=2).stride("pp") == 8            # the two stages sit on the two nodes
+    piped = ph.bridge_export_time(JOB.policy, nbytes, _layout(pp=2), H100)
+    assert piped >= nbytes / 2 / out.bandwidth + 2 * nbytes / H100.node.accelerator.hbm_bandwidth
+
+
+@given(st.floats(1e6, 1e13), st.sampled_from([(1, 1), (2, 1), (8, 1), (1, 2), (2, 2), (8, 2)]), st.floats(1, 10),
+       st.floats(1, 100))
+def test_a_bridge_export_never_gets_cheaper_with_more_bytes_or_slower_with_a_faster_scale_out(nbytes, layout, more,
+                                                                                               faster):
+    cfg = _layout(*layout)
+    base = ph.bridge_export_time(JOB.policy, nbytes, cfg, H100)
+    assert base <= ph.bridge_export_time(JOB.policy, nbytes * more, cfg, H100)
+    fast = attrs.evolve(H100, tiers=(H100.tiers[0], *(attrs.evolve(t, bandwidth=t.bandwidth * faster)
+                                                      for t in H100.tiers[1:])))
+    assert ph.bridge_export_time(JOB.policy, nbytes, cfg, fast) <= base
