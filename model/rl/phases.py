@@ -157,10 +157,9 @@ def bridge_export_time(shape: ModelShape, nbytes: float, cfg, partition: Partiti
     experts = nbytes * routed_share(shape)
     dense = nbytes - experts
     tiers = partition.tiers
-    gathers = ((dense / cfg.tp + experts / cfg.ep, cfg.pp, cfg.stride("pp")), (dense, cfg.tp, cfg.stride("tp")),
-               (experts, cfg.ep, cfg.stride("ep")))
-    seconds = sum(comms.all_gather(size, comms.place(group, stride, tiers))
-                  for size, group, stride in gathers if group > 1 and size > 0)
+    gathers = ((dense / cfg.tp + experts / cfg.ep, cfg.pp, "pp"), (dense, cfg.tp, "tp"), (experts, cfg.ep, "ep"))
+    seconds = sum(comms.all_gather(size, comms.place(group, cfg.stride(dim), tiers))
+                  for size, group, dim in gathers if group > 1 and size > 0)
     return seconds + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 
 
