@@ -10,8 +10,9 @@ solver/rl/generation.py), each from the model of its own kind of work:
 - training: the policy's (and PPO's critic's) optimizer steps, timed by the training model
   (model/train/step.py) at the layout solver/train chooses: epochs x mini-batches steps;
 - the weights' move from the training layout to the generation layout: a broadcast over the
-  link between the pools when they are apart, a gather inside the model-parallel group when
-  they share GPUs (as NeMo-RL moves them through v0.7, whole tensors: WHOLE_TENSORS);
+  link between the pools when they are apart, gathers over each model-parallel group of the
+  training layout in turn when they share GPUs (`bridge_export_time`; as NeMo-RL moves them
+  through v0.7, whole tensors: WHOLE_TENSORS);
 - the training pool's copies to and from host memory (colocated phase switches, the reference
   model's swap): model/rl/host.py.
 
