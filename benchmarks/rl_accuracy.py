@@ -38,7 +38,11 @@ Sources:
 What each row's design states (rl job fully pinned, so the planner only evaluates it):
   the policy (benchmarks/designs/rl_models.gcl) and the reference (GRPO's KL term, NeMo-RL's
   `reference_policy_kl_penalty: 0.01`), prompts x samples, one epoch in G-GBS / T-GBS
-  mini-batches, both layouts, full recomputation where the recipe checkpoints activations,
+  mini-batches, both layouts, full recomputation where the recipe checkpoints activations, no
+  forward pass for the policy's old log-probabilities where the recipe holds the importance ratio at 1
+  (`old_logprobs`: `loss_fn.force_on_policy_ratio: true`, read with the recipes' `defaults:` chains
+  resolved at v0.7.0: every v0.7 row but Qwen3-30B's 8-step-off and 40K ones, which train four
+  mini-batches; no recipe before v0.7.0 sets it; added after every row had been seen),
   sequence parallelism where it sets it, micro-batches packing max_total tokens (NeMo-RL packs
   sequences, train_micro_batch_size 1 of max_total_sequence_length tokens: the largest power of
   two of mean-length sequences that fits them), the V1 engine of the vLLM each release pins
@@ -194,7 +198,7 @@ rl run {{
   model = {row['model']}  reference = {row['model']}  on = Bench  algorithm = grpo
   prompts = {row['prompts']}  samples = {row['samples']}  prompt = {PROMPT}
   response = lognormal(mean = {response_mean(row, sigma):.3f}, sigma = {sigma})
-  max_response = {int(row['max_total']) - PROMPT}  minibatches = {batches}
+  max_response = {int(row['max_total']) - PROMPT}  minibatches = {batches}{_old_logprobs(row)}
   placement = {placement}  staleness = {lag}  stack = {stack_of(row)}
   generate {{ gpus = {row['gen_gpus']}  precision = {row['precision']}
              parallelism {{ tp = {row['gen_tp']}  pp = {row['gen_pp']}  ep = 1 }}
@@ -214,6 +218,12 @@ def stack_of(row: dict) -> str:
 
 
 PRE_1404 = ("NeMoRL-0.3", "NeMoRL-0.4")
+
+
+def _old_logprobs(row: dict) -> str:
+    """A recipe that sets `loss_fn.force_on_policy_ratio: true` (every v0.7.0 performance recipe that trains one
+    optimizer step a step; none before v0.7.0) skips the policy's old log-probabilities (model/rl/phases.py)."""
+    return "  old_logprobs = false" if row.get("old_logprobs") == "false" else ""
 
 
 def _engine_extras(row: dict) -> str:

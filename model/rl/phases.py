@@ -6,7 +6,11 @@ solver/rl/generation.py), each from the model of its own kind of work:
   training pool at its layout, as the RL stacks run them (NeMo-RL's GRPO loop calls
   `policy.get_logprobs` and `policy.get_reference_policy_logprobs` on its Megatron or DTensor
   policy workers: nemo_rl/algorithms/grpo.py; veRL's `compute_log_prob` / `compute_ref_log_prob`
-  run on the actor and reference workers): the forward part of the training model's step;
+  run on the actor and reference workers): the forward part of the training model's step. A job
+  that holds the importance ratio at 1 (`old_logprobs = false`: NeMo-RL's `force_on_policy_ratio`,
+  which skips `get_logprobs`: grpo.py v0.7.0 lines 2580-2636 and 3820-3855, opd.py
+  `_skip_prev_logprobs`; set by every v0.7.0 performance recipe that trains one optimizer step a
+  step) runs no forward pass for the old log-probabilities;
 - training: the policy's (and PPO's critic's) optimizer steps, timed by the training model
   (model/train/step.py) at the layout solver/train chooses: epochs x mini-batches steps;
 - the weights' move from the training layout to the generation layout: a broadcast over the

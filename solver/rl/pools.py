@@ -92,7 +92,8 @@ def plan_train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit
         critic = critic_plan.best
         if critic is None:
             return "the critic: " + _why(critic_plan)
-    score = ph.score_time(best, job.minibatches, (job.policy, job.reference, job.reward, job.critic), job.policy, seq)
+    old = job.policy if job.old_logprobs else None   # `old_logprobs = false`: the ratio held at 1, no pass
+    score = ph.score_time(best, job.minibatches, (old, job.reference, job.reward, job.critic), job.policy, seq)
     train = ph.train_time(best, job.epochs, job.minibatches)
     if critic is not None:
         train += ph.train_time(critic, job.epochs, job.minibatches)

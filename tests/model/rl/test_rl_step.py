@@ -109,6 +109,18 @@ def test_scoring_is_the_training_stacks_forward_passes():
     assert ph.score_time(e, 4, (JOB.policy, JOB.policy), JOB.policy, 600) == 2 * one
 
 
+def test_a_ratio_held_at_one_scores_without_the_policys_forward():
+    """`old_logprobs = false` (NeMo-RL's force_on_policy_ratio) drops the policy's old-log-probability pass
+    and nothing else: the reference's forward stays, and so does training."""
+    from gclc.solver.rl.pools import train_pool
+
+    one = attrs.evolve(JOB, minibatches=1, epochs=1)
+    both, skipped = (train_pool(attrs.evolve(one, old_logprobs=flag), H100, 8, 600, JOB.memory_of(H100))
+                     for flag in (True, False))
+    assert skipped.train == both.train
+    assert abs(skipped.score - both.score / 2) < 1e-9 * both.score   # the reference is the policy's shape
+
+
 def test_resharding_follows_its_work():
     nbytes = ph.policy_bytes(JOB.policy, "bf16")
     gather = ph.reshard_time(nbytes, 8, 2, H100)      # training tp=8, generation tp=2: gather 4 pieces
