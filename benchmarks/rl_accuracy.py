@@ -38,7 +38,11 @@ Sources:
 What each row's design states (rl job fully pinned, so the planner only evaluates it):
   the policy (benchmarks/designs/rl_models.gcl) and the reference (GRPO's KL term, NeMo-RL's
   `reference_policy_kl_penalty: 0.01`), prompts x samples, one epoch in G-GBS / T-GBS
-  mini-batches, both layouts, full recomputation where the recipe checkpoints activations,
+  mini-batches, both layouts, full recomputation where the recipe checkpoints activations, no
+  forward pass for the policy's old log-probabilities where the recipe holds the importance ratio at 1
+  (`old_logprobs`: `loss_fn.force_on_policy_ratio: true`, read with the recipes' `defaults:` chains
+  resolved at v0.7.0: every v0.7 row but Qwen3-30B's 8-step-off and 40K ones, which train four
+  mini-batches; no recipe before v0.7.0 sets it; added after every row had been seen),
   sequence parallelism where it sets it, micro-batches packing max_total tokens (NeMo-RL packs
   sequences, train_micro_batch_size 1 of max_total_sequence_length tokens: the largest power of
   two of mean-length sequences that fits them), the V1 engine of the vLLM each release pins
@@ -99,13 +103,16 @@ test holds it so): the shipped physics knows no release but pull 1404's (`stack_
 release on the same hardware and layouts (H100 DeepSeek-V3 colocated 154 s at v0.4, 134 s at v0.5
 and v0.6, 93 s at v0.7; GB200 Qwen3-235B split 268 / 278 / 160 s at v0.5 / v0.6 / v0.7) as the stack
 and the vLLM it pins (0.11 to 0.20) shed host and kernel time. The signed median as shipped by
-release and system (printed) runs from -29 % (v0.4) to -8 % (v0.7) on H100 and from -39 % (v0.5) to
--14 % (v0.7) on GB200: a bias of the older stacks that one factor per phase absorbs, so every held-out
+release and system (printed) ran from -29 % (v0.4) to -8 % (v0.7) on H100 and from -39 % (v0.5) to
+-14 % (v0.7) on GB200 when this was written; a bias of the older stacks that one factor per phase absorbs, so every held-out
 figure beats the uncalibrated one.
 Shipping factors fitted on these rows would make the figure as shipped an in-sample one and would
-carry the older stacks' bias to the current one: fitted on v0.3-v0.6 alone they predict the newer
+carry the older stacks' bias to the current one: fitted on v0.3-v0.6 alone they predicted the newer
 v0.7 rows at 21.2 % against the uncalibrated 12.1 % (the out-of-sample line), so the model ships
 uncalibrated and an operator calibrates it on their own stack's runs, as the held-out figures do.
+Since the v0.7 rows skip the old log-probabilities as their recipes do (`old_logprobs`, 2026-12-07) that
+reason no longer shows in the figures: the signed medians are -27 % (H100) and -29 % (GB200) at v0.7, and
+the older rows' factors predict the v0.7 rows at 15.9 % against 29.1 % uncalibrated (printed).
 The held-out-by-system miss is the same effect, on one system more than the other: rows of the same
 model, GPUs and layouts got faster from v0.6 to v0.7 by 28 % on GB200 (median ratio 0.72) and
 by 10 % on H100 (0.90); from v0.5 to v0.7 by 33 % and 14 %. The hardware did not change, so GB200's
@@ -194,7 +201,7 @@ rl run {{
   model = {row['model']}  reference = {row['model']}  on = Bench  algorithm = grpo
   prompts = {row['prompts']}  samples = {row['samples']}  prompt = {PROMPT}
   response = lognormal(mean = {response_mean(row, sigma):.3f}, sigma = {sigma})
-  max_response = {int(row['max_total']) - PROMPT}  minibatches = {batches}
+  max_response = {int(row['max_total']) - PROMPT}  minibatches = {batches}{_old_logprobs(row)}
   placement = {placement}  staleness = {lag}  stack = {stack_of(row)}
   generate {{ gpus = {row['gen_gpus']}  precision = {row['precision']}
              parallelism {{ tp = {row['gen_tp']}  pp = {row['gen_pp']}  ep = 1 }}
@@ -214,6 +221,12 @@ def stack_of(row: dict) -> str:
 
 
 PRE_1404 = ("NeMoRL-0.3", "NeMoRL-0.4")
+
+
+def _old_logprobs(row: dict) -> str:
+    """A recipe that sets `loss_fn.force_on_policy_ratio: true` (every v0.7.0 performance recipe that trains one
+    optimizer step a step; none before v0.7.0) skips the policy's old log-probabilities (model/rl/phases.py)."""
+    return "  old_logprobs = false" if row.get("old_logprobs") == "false" else ""
 
 
 def _engine_extras(row: dict) -> str:

@@ -603,7 +603,7 @@ RL = Block(
     {"model": PartRef(("model",)), "reference": PartRef(("model",)), "reward": PartRef(("model",)),
      "critic": PartRef(("model",)), "on": Targets(), "algorithm": Choice(("grpo", "ppo"), "an RL algorithm"),
      "prompts": COUNT, "samples": COUNT, "prompt": LENGTHS, "response": LENGTHS, "max_response": COUNT,
-     "epochs": COUNT, "minibatches": COUNT,
+     "epochs": COUNT, "minibatches": COUNT, "old_logprobs": FLAG,
      "placement": Choice(("auto", "colocated", "disaggregated"), "a placement of the pools"),
      "staleness": COUNT0, "steps": COUNT, "stack": Choice(RL_STACKS, "an RL stack release"),
      "maximize": Choice(("throughput",)), "minimize": Choice(("time", "cost", "energy")),
@@ -615,7 +615,9 @@ RL = Block(
         "rule or verifier, free) and `critic` (PPO's value model, trained beside the policy) are optional; "
         "`prompts` per step, `samples` per prompt (GRPO's group), `prompt` and `response` lengths (tokens: a "
         "count or a distribution, responses cut at `max_response`), `epochs` over the step's samples in "
-        "`minibatches` optimizer steps each; `placement`: the pools on separate GPUs (disaggregated), on the "
+        "`minibatches` optimizer steps each; `old_logprobs = false`: the stack skips the policy's forward pass for its "
+        "old log-probabilities, the importance ratio held at 1 (NeMo-RL's `force_on_policy_ratio`; only with one "
+        "optimizer step a step); `placement`: the pools on separate GPUs (disaggregated), on the "
         "same GPUs in turn (colocated) or the planner's choice (auto); `staleness`: the most steps a sample's "
         "policy may lag the trained one (0: synchronous; k >= 1 lets generation overlap training); `stack`: the RL "
         "stack's release (nemo_rl: NeMo-RL v0.5 and later, the default; nemo_rl_0_4: v0.4 and earlier, whose "

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from ...dsl import codes
 from ...dsl.diagnostics import Diagnostic, Label
-from ...dsl.numbers import percent
+from ...dsl.numbers import count, percent
 from ...dsl.units import NONE, Quantity
 from ..design import Bound, Entity, Item, Partition, Record
 from .job import _chips_of, batch_split, job_precision, one_objective
@@ -27,6 +27,7 @@ def rl_rules(job: Entity) -> Iterator[Diagnostic]:
     yield from one_objective(job)
     yield from _algorithm(job)
     yield from _batch(job)
+    yield from _old_logprobs(job)
     yield from _objective(job)
     yield from _pools(job)
     yield from _heads(job)
@@ -75,6 +76,24 @@ def _batch(job: Entity) -> Iterator[Diagnostic]:
                                      f"split into {minibatches} mini-batches",
                                 labels=[Label(job.span_of("prompts"), f"{prompts} prompts")],
                                 notes=[f"help: pick a number of mini-batches that divides {total}"])
+
+
+def _old_logprobs(job: Entity) -> Iterator[Diagnostic]:
+    """Skipping the old log-probabilities holds the importance ratio at 1, true only for the first
+    optimizer step after generation (NeMo-RL refuses `force_on_policy_ratio` unless
+    train_global_batch_size = prompts x samples: nemo_rl/algorithms/grpo.py v0.7.0 line 429)."""
+    if job.get("old_logprobs") is not False:
+        return
+    epochs, minibatches = job.get("epochs") or 1, job.get("minibatches") or 1
+    if isinstance(epochs, int) and isinstance(minibatches, int) and epochs * minibatches > 1:
+        yield codes.RL_JOB.make(job.span_of("old_logprobs"),
+                                what=f"`old_logprobs = false` holds the importance ratio at 1, but the step takes "
+                                     f"{count(epochs * minibatches, 'optimizer step')} ({count(epochs, 'epoch')} x "
+                                     f"{count(minibatches, 'mini-batch', 'mini-batches')}) and the policy moves after "
+                                     f"the first",
+                                notes=["help: remove `old_logprobs = false`, or train one epoch of one mini-batch a "
+                                       "step (NeMo-RL's `force_on_policy_ratio` asks train_global_batch_size = "
+                                       "prompts x samples)"])
 
 
 def _objective(job: Entity) -> Iterator[Diagnostic]:

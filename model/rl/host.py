@@ -27,6 +27,13 @@ and nemo_rl/algorithms/grpo.py `refit_policy_generation`, v0.5.0-v0.7.0; vLLM's 
   destination: aten TensorConversions.cpp `_to_copy` pin_out), the reference's in from its pinned
   copy, the policy's back in: three weight copies at the reference's layout (the policy's).
 
+Not priced, because nothing is copied: the gradients (freed and reallocated), the engine's KV cache
+(unmapped at sleep, remapped at wake) and its CUDA graphs (captured outside vLLM's sleep pools, which hold
+only the "weights" and "kv_cache" allocations: vllm/v1/worker/gpu_worker.py, so they are kept, not
+recaptured); nor the host's gc.collect() / torch.cuda.empty_cache() between phases (CPU time with no
+hardware rate to size it from). The pinned sleep buffer is a fresh `torch.empty(pin_memory=True)` each
+sleep, which PyTorch's caching host allocator serves from its cache after the first step.
+
 Pinned copies run at the node's host link (less its protocol overhead). Pageable ones do not: the driver stages them through a
 bounce buffer, one synchronous copy per tensor, and a fresh pageable destination is faulted in page
 by page as the copy lands.

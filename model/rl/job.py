@@ -61,6 +61,7 @@ class RLJob:
     power: float                           # W at the facility (inf: no bound)
     gpus: int                              # GPUs the pools may use together
     stack: RLStack = attrs.field(default=STACKS[DEFAULT])   # the RL stack's release (model/rl/stacks.py)
+    old_logprobs: bool = True              # false: the policy's old log-probabilities are not computed (ratio 1)
 
     @property
     def batch(self) -> int:
@@ -87,7 +88,8 @@ def rl_job(entity: Entity) -> RLJob:
                  entity.get("samples") or 1, entity.get("epochs") or 1, entity.get("minibatches") or 1,
                  entity.get("staleness") or 0, _word(entity.get("placement")) or "auto",
                  _pins(entity, "generate"), _pins(entity, "train"), objective, entity.get("steps"),
-                 memory, share, power, min(gpus, sum(p.gpus for p in partitions)), stack(_word(entity.get("stack"))))
+                 memory, share, power, min(gpus, sum(p.gpus for p in partitions)), stack(_word(entity.get("stack"))),
+                 entity.get("old_logprobs") is not False)
 
 
 def _word(value: object) -> str | None:

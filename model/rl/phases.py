@@ -6,12 +6,17 @@ solver/rl/generation.py), each from the model of its own kind of work:
   training pool at its layout, as the RL stacks run them (NeMo-RL's GRPO loop calls
   `policy.get_logprobs` and `policy.get_reference_policy_logprobs` on its Megatron or DTensor
   policy workers: nemo_rl/algorithms/grpo.py; veRL's `compute_log_prob` / `compute_ref_log_prob`
-  run on the actor and reference workers): the forward part of the training model's step;
+  run on the actor and reference workers): the forward part of the training model's step. A job
+  that holds the importance ratio at 1 (`old_logprobs = false`: NeMo-RL's `force_on_policy_ratio`,
+  which skips `get_logprobs`: grpo.py v0.7.0 lines 2580-2636 and 3820-3855, opd.py
+  `_skip_prev_logprobs`; set by every v0.7.0 performance recipe that trains one optimizer step a
+  step) runs no forward pass for the old log-probabilities;
 - training: the policy's (and PPO's critic's) optimizer steps, timed by the training model
   (model/train/step.py) at the layout solver/train chooses: epochs x mini-batches steps;
 - the weights' move from the training layout to the generation layout: a broadcast over the
-  link between the pools when they are apart, a gather inside the model-parallel group when
-  they share GPUs (as NeMo-RL moves them through v0.7, whole tensors: WHOLE_TENSORS);
+  link between the pools when they are apart, gathers over each model-parallel group of the
+  training layout in turn when they share GPUs (`bridge_export_time`; as NeMo-RL moves them
+  through v0.7, whole tensors: WHOLE_TENSORS);
 - the training pool's copies to and from host memory (colocated phase switches, the reference
   model's swap): model/rl/host.py.
 
@@ -135,6 +140,32 @@ def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 
     (one HBM read and one write of the policy)."""
     gather = comms.all_gather(nbytes, comms.place(group, 1, partition.tiers)) if group > 1 else 0.0
     return gather + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
+
+
+def routed_share(shape: ModelShape) -> float:
+    """The routed experts' share of the policy's weights (the part expert parallelism shards)."""
+    return shape.routed * shape.expert_params * shape.moe_layers / shape.params if shape.params else 0.0
+
+
+def bridge_export_time(shape: ModelShape, nbytes: float, cfg, partition: Partition, fixed: float = 0.0) -> float:
+    """Colocated pools with whole tensors (WHOLE_TENSORS) on a Megatron training layout `cfg` without ZeRO-3:
+    each training GPU gathers every tensor as Megatron-Bridge's export does it, one collective per tensor over
+    each of its own groups in turn (src/megatron/bridge/models/conversion/param_mapping.py @067f987df:
+    `broadcast_from_pp_rank`, torch.distributed.broadcast over the pipeline group from the stage that owns the
+    tensor, line 431; the tensor-parallel all-gather, line 632; `gather_from_ep_ranks`, all_gather over the
+    expert group, line 806; NeMo-RL v0.7.0 pins Megatron-Bridge 151168f3, ASSUMPTION: the same three calls).
+    Every GPU so receives the stages it lacks over its pipeline group (the dense weights in its TP slice, its
+    own experts: expert TP 1, NeMo-RL's grpo_math_1B.yaml `expert_tensor_parallel_size: 1`), the TP slices it
+    lacks over its TP group and the experts it lacks over its expert group. A pipeline group takes one GPU of
+    each node it crosses, so its bytes ride that GPU's own NIC, not the node's NICs together as one
+    hierarchical gather of the whole group would. Then the copy into the engine's buffer (`export_time`)."""
+    experts = nbytes * routed_share(shape)
+    dense = nbytes - experts
+    tiers = partition.tiers
+    gathers = ((dense / cfg.tp + experts / cfg.ep, cfg.pp, "pp"), (dense, cfg.tp, "tp"), (experts, cfg.ep, "ep"))
+    seconds = sum(comms.all_gather(size, comms.place(group, cfg.stride(dim), tiers))
+                  for size, group, dim in gathers if group > 1 and size > 0)
+    return seconds + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 
 
 def tensors(shape: ModelShape) -> int:

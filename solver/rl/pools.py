@@ -92,7 +92,8 @@ def plan_train_pool(job: RLJob, partition: Partition, gpus: int, seq: int, limit
         critic = critic_plan.best
         if critic is None:
             return "the critic: " + _why(critic_plan)
-    score = ph.score_time(best, job.minibatches, (job.policy, job.reference, job.reward, job.critic), job.policy, seq)
+    old = job.policy if job.old_logprobs else None   # `old_logprobs = false`: the ratio held at 1, no pass
+    score = ph.score_time(best, job.minibatches, (old, job.reference, job.reward, job.critic), job.policy, seq)
     train = ph.train_time(best, job.epochs, job.minibatches)
     if critic is not None:
         train += ph.train_time(critic, job.epochs, job.minibatches)
@@ -144,6 +145,8 @@ def sync_time(job: RLJob, gen: GenLayout, train: TrainPool, placement: str, gen_
     spread = held if c.zero >= 3 else held * c.ep   # experts shard over ep, which ZeRO-3's dp x cp already holds
     fixed = ph.refit_overhead(job.policy)
     if placement == COLOCATED:
+        if ph.WHOLE_TENSORS and c.zero < 3:   # Megatron-Bridge's export, group by group
+            return ph.bridge_export_time(job.policy, nbytes, c, train_partition, fixed)
         if ph.WHOLE_TENSORS:
             return ph.export_time(nbytes, spread, train_partition, fixed)
         return ph.reshard_time(nbytes, held, gen.shard, train_partition, fixed)

@@ -60,6 +60,7 @@ def test_a_full_job_checks_clean():
     ("subject to { time <= 3 h }", "bad-constraint", 5, "cannot constrain `time`"),
     ("subject to { ttft <= 3 s }", "bad-constraint", 5, "cannot constrain `ttft`"),
     ("generate { gpus = 8 }  train { gpus = 16 }  placement = colocated", "rl-job", 5, "colocated pools share"),
+    ("old_logprobs = false", "rl-job", 5, "takes 2 optimizer steps (1 epoch x 2 mini-batches)"),
 ])
 def test_bad_jobs_are_located_errors(extra, code, line, words):
     found = errors(check(extra))
@@ -75,6 +76,12 @@ def test_the_algorithm_and_the_batch_are_checked_where_they_are_written():
     grpo = JOB.replace("samples = 8", "samples = 1").replace("minibatches = 2", "minibatches = 1")
     found = errors(check_text(HEAD + grpo % "", "rl.gcl"))
     assert any(c == "rl-job" and ln == 3 and "`samples = 1`" in s for c, ln, _, s in found), found
+
+
+def test_skipping_the_old_log_probabilities_needs_one_optimizer_step():
+    one = JOB.replace("minibatches = 2", "minibatches = 1")
+    assert not errors(check_text(HEAD + one % "old_logprobs = false", "rl.gcl"))
+    assert not errors(check("old_logprobs = true"))
 
 
 def test_pools_run_on_one_cluster_and_one_partition_each():

@@ -109,6 +109,18 @@ def test_scoring_is_the_training_stacks_forward_passes():
     assert ph.score_time(e, 4, (JOB.policy, JOB.policy), JOB.policy, 600) == 2 * one
 
 
+def test_a_ratio_held_at_one_scores_without_the_policys_forward():
+    """`old_logprobs = false` (NeMo-RL's force_on_policy_ratio) drops the policy's old-log-probability pass
+    and nothing else: the reference's forward stays, and so does training."""
+    from gclc.solver.rl.pools import train_pool
+
+    one = attrs.evolve(JOB, minibatches=1, epochs=1)
+    both, skipped = (train_pool(attrs.evolve(one, old_logprobs=flag), H100, 8, 600, JOB.memory_of(H100))
+                     for flag in (True, False))
+    assert skipped.train == both.train
+    assert abs(skipped.score - both.score / 2) < 1e-9 * both.score   # the reference is the policy's shape
+
+
 def test_resharding_follows_its_work():
     nbytes = ph.policy_bytes(JOB.policy, "bf16")
     gather = ph.reshard_time(nbytes, 8, 2, H100)      # training tp=8, generation tp=2: gather 4 pieces
@@ -180,3 +192,38 @@ def test_a_colocated_export_never_gets_cheaper_with_more_bytes_or_a_wider_group(
     assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes * more, group, H100)
     if group < 16:
         assert ph.export_time(nbytes, group, H100) <= ph.export_time(nbytes, 2 * group, H100)
+
+
+def _layout(tp: int = 1, pp: int = 1, ep: int = 1):
+    return attrs.evolve(_ESTIMATE.config, tp=tp, pp=pp, ep=ep, dp=16 // (tp * pp), cp=1, zero=1)
+
+
+def test_megatron_bridge_export_of_a_tp_group_is_the_whole_group_gather():
+    """A dense policy on a tensor-parallel layout alone: Megatron-Bridge's export is the TP all-gather of
+    every tensor, the one group the whole-group export gathers over."""
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    assert ph.routed_share(JOB.policy) == 0
+    for tp in (1, 2, 8):
+        assert ph.bridge_export_time(JOB.policy, nbytes, _layout(tp=tp), H100) == ph.export_time(nbytes, tp, H100)
+
+
+def test_a_pipeline_group_across_nodes_rides_each_gpus_own_nic():
+    """Each GPU of a pipeline group one GPU a node receives the stages it lacks through its own NIC (one
+    broadcast per tensor over its own group), no faster than the scale-out's per-GPU rate."""
+    nbytes = ph.policy_bytes(JOB.policy, "bf16")
+    out = ph.Link.of(H100.tiers[-1])
+    assert _layout(pp=2).stride("pp") == 8            # the two stages sit on the two nodes
+    piped = ph.bridge_export_time(JOB.policy, nbytes, _layout(pp=2), H100)
+    assert piped >= nbytes / 2 / out.bandwidth + 2 * nbytes / H100.node.accelerator.hbm_bandwidth
+
+
+@given(st.floats(1e6, 1e13), st.sampled_from([(1, 1), (2, 1), (8, 1), (1, 2), (2, 2), (8, 2)]), st.floats(1, 10),
+       st.floats(1, 100))
+def test_a_bridge_export_never_gets_cheaper_with_more_bytes_or_slower_with_a_faster_scale_out(nbytes, layout, more,
+                                                                                               faster):
+    cfg = _layout(*layout)
+    base = ph.bridge_export_time(JOB.policy, nbytes, cfg, H100)
+    assert base <= ph.bridge_export_time(JOB.policy, nbytes * more, cfg, H100)
+    fast = attrs.evolve(H100, tiers=(H100.tiers[0], *(attrs.evolve(t, bandwidth=t.bandwidth * faster)
+                                                      for t in H100.tiers[1:])))
+    assert ph.bridge_export_time(JOB.policy, nbytes, cfg, fast) <= base
