@@ -19,7 +19,7 @@ import math
 import attrs
 
 from . import comms
-from .network.nccl import (NVLS_EFFICIENCY, Choice, Communicator, nvls_tree, on_topology, p2p_latency,
+from .network.nccl import (NVLS_CHANNELS, NVLS_EFFICIENCY, Choice, Communicator, nvls_tree, on_topology, p2p_latency,
                            switch_reduction_seconds)
 from .network.placement import SCALE_UP_SCOPES
 
@@ -189,7 +189,15 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         collnet=any(s.tier.in_network_reduction for s in out),
                         wire=option[-1].tier.latency if out else 0.0,
                         reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
-                        across=min((comms.stage_rate(s) for s in out), default=math.inf))
+                        across=min((comms.stage_rate(s) for s in out), default=math.inf),
+                        nvls_channels=_nvls_channels(up[0].tier) if up else NVLS_CHANNELS["hopper"])
+
+
+def _nvls_channels(tier) -> int:
+    """NCCL's NVLS channels inside one domain, by GPU generation (nvls.cc: 24 from compute capability
+    10.0, 16 before). The tiers carry no compute capability; the NVLink generation implies it: NVLink 5
+    (18 links x 50 GB/s = 900 GB/s a GPU per direction) is Blackwell's, NVLink 4 (450 GB/s) Hopper's."""
+    return NVLS_CHANNELS["blackwell" if tier.kind == "nvlink" and tier.bandwidth >= 900e9 else "hopper"]
 
 
 def _reduce_share(stage: comms.Stage, per_node: int) -> float:

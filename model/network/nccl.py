@@ -85,6 +85,26 @@ FP32_BYTES = 4
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
 # as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: ASSUMPTION, the 16 collective
 # channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
+# NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
+# NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
+# comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper,
+# 24 on Blackwell inside one NVLink domain (nvls.cc NVLS_NCHANNELS_SM90 / _SM100_NVL). Each channel loops
+# over its share, `heads` chunks a loop (all_reduce.h RunWorkColl<AllReduce, NVLS> oneNode: loopCount =
+# nHeads x chunkSize; heads = min(NCCL_MAX_NVLS_ARITY 32, GPUs), search.cc), the chunk 128 KiB
+# (NCCL_NVLS_CHUNKSIZE) halved to 64, 32 and 16 KiB below 64, 8 and 2 loops' worth of a channel's bytes
+# (enqueue.cc calcCollChunking). In a loop the scatter and gather warps copy to and from each head's buffer
+# in turn (prims_simple.h ScatterGatherOp: a loop over the peers, each posting its step after a system-scope
+# fence), so a loop takes at least `heads` of those steps; NVLS_HEAD_STEP_S is one head's (both copies),
+# ESTIMATE read from the published GB300 tables where loops are that short (benchmarks/nccl_curves.py prints
+# it per run, held out: 2.2-2.7 us a head at 4, 8 and 64 GPUs). A loop then takes the longer of those steps
+# and its bytes at the port's NVLS rate; the call adds NCCL's base latency of a Simple kernel (tuning.cc
+# baseLatencies, 8.4 us), where NCCL's table charges NVLS one 25 us step whatever the call.
+NVLS_CHUNK_BYTES = 128 * 1024
+NVLS_CHUNK_CUTS = ((64, 65536), (8, 32768), (2, 16384))     # (loops of a channel, chunk below them)
+NVLS_MIN_CHUNK_BYTES = 16384                                  # all_reduce.h: the last loop's chunk, aligned
+NVLS_MAX_HEADS = 32
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}
+NVLS_HEAD_STEP_S = 2.58e-6
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
 
@@ -104,6 +124,7 @@ class Communicator:
     wire: float = 0.0             # seconds one way across the scale-out (NCCL's latencyInter)
     reduce_rate: float = math.inf   # FP32 adds/s the scale-up switches reduce this group's data at
     across: float = math.inf      # the slowest scale-out tier a GPU's bytes cross (a spine's ECMP share)
+    nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
 
     @property
     def per_node(self) -> int:
@@ -132,10 +153,52 @@ def choose(collective: str, nbytes: float, c: Communicator, only: str | None = N
     for algorithm, protocol, latency, bandwidth in _options(collective, c):
         if only is not None and algorithm != only:
             continue
-        seconds = latency + _fill(algorithm, protocol, nbytes, c) + nbytes / bandwidth
+        seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
+                           nbytes, nbytes / bandwidth, c)
         if best is None or seconds < best.seconds:
             best = Choice(algorithm, protocol, seconds)
     return best
+
+
+def _seconds(collective: str, algorithm: str, latency: float, nbytes: float, moving: float, c: Communicator) -> float:
+    """An option's time: its latency and its bytes (`moving` seconds), as NCCL's tables add them; an
+    NVLS all-reduce inside one domain loop by loop instead (`nvls_loop_seconds`)."""
+    if algorithm == "nvls" and collective == "all_reduce" and c.nodes == 1:
+        return nvls_loop_seconds(nbytes, moving, c)
+    return latency + moving
+
+
+def nvls_loops(nbytes: float, c: Communicator) -> tuple[int, int]:
+    """(loops a channel runs, heads a loop) of an NVLS all-reduce of `nbytes` inside one domain."""
+    heads = max(1, min(NVLS_MAX_HEADS, c.per_node))
+    per_channel = nbytes / c.nvls_channels
+    return max(1, math.ceil(per_channel / (heads * _nvls_chunk(per_channel, heads)))), heads
+
+
+def _nvls_chunk(per_channel: float, heads: int) -> int:
+    chunk = NVLS_CHUNK_BYTES
+    for loops, smaller in NVLS_CHUNK_CUTS:
+        if per_channel < loops * heads * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
+    """Seconds of an NVLS all-reduce inside one domain whose bytes take `moving` seconds through the
+    port: NCCL's base latency, then each loop's head steps or its bytes, whichever is longer. Where
+    NCCL doubles the chunk, a call just above the cut runs half the loops of one just below; a larger
+    call is priced at least as the largest call below each cut it passes (the model's law: a larger
+    call never takes less time; the published tables never fall either)."""
+    loops, heads = nvls_loops(nbytes, c)
+    step = heads * NVLS_HEAD_STEP_S
+    seconds = max(loops * step, moving)
+    per_channel, chunk = nbytes / c.nvls_channels, NVLS_CHUNK_BYTES
+    for cut_loops, smaller in NVLS_CHUNK_CUTS:   # each cut: per-channel bytes where the chunk halves
+        cut = cut_loops * heads * chunk
+        if cut <= per_channel:
+            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step)
+        chunk = smaller
+    return BASE_LATENCY_US["ring"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
 
 
 IN_NETWORK = ("nvls", "collnet", "collnet_chain")
@@ -159,7 +222,8 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     fastest = max(bandwidth for *_, bandwidth in options)
     best = None
     for algorithm, protocol, latency, bandwidth in options:
-        seconds = latency + _fill(algorithm, protocol, nbytes, c) + wire * fastest / bandwidth
+        seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
+                           nbytes, wire * fastest / bandwidth, c)
         if best is None or seconds < best[2]:
             best = (algorithm, protocol, seconds)
     return Choice(*best) if best is not None else None
