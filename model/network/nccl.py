@@ -53,6 +53,10 @@ PAT_SHARE = 0.75
 # (sjeaugey, NVIDIA/nccl-tests#212): 275 / 370. (NCCL's own tables scale a different
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
+# ... on Hopper. NCCL's own tables rate Blackwell's NVLS below Hopper's (tuning.cc nvlsEfficiency: 0.85
+# Hopper, 0.74 Blackwell, NCCL 2.28.7-2.30): Blackwell's share is Hopper's measured one scaled by that ratio
+# (8 x B200 838 GB/s busbw measured, 772 so priced, -7.9 %; 4 GB300 of a rack 454 GB/s algbw at 8 GiB, 441).
+NVLS_TABLE_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
 # NVLS tree (tuning.cc NCCL_ALGO_NVLS_TREE, NCCL 2.30, commit 5067397c, tag v2.30.4-1): an
 # all-reduce over several nodes whose NVSwitches reduce (NVLS), no SHARP needed (enqueue.cc
 # updateCollCostTable runs it wherever NVLS is supported; tuning.cc disables it on one node).
@@ -104,6 +108,13 @@ NVLS_CHUNK_CUTS = ((64, 65536), (8, 32768), (2, 16384))     # (loops of a channe
 NVLS_MIN_CHUNK_BYTES = 16384                                  # all_reduce.h: the last loop's chunk, aligned
 NVLS_MAX_HEADS = 32
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}
+
+
+def nvls_share(generation: str) -> float:
+    """NVLS's share of a ring's port rate on a GPU generation (hopper, blackwell)."""
+    return NVLS_EFFICIENCY * NVLS_TABLE_EFFICIENCY[generation] / NVLS_TABLE_EFFICIENCY["hopper"]
+
+
 NVLS_HEAD_STEP_S = 2.58e-6
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
@@ -125,6 +136,7 @@ class Communicator:
     reduce_rate: float = math.inf   # FP32 adds/s the scale-up switches reduce this group's data at
     across: float = math.inf      # the slowest scale-out tier a GPU's bytes cross (a spine's ECMP share)
     nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
+    nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
 
     @property
     def per_node(self) -> int:
@@ -350,7 +362,7 @@ def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) 
 
 def _nvls_through(collective: str, c: Communicator) -> float:
     """NVLS's algorithm bandwidth inside a node: the port's share, or the switch chips' reduction rate."""
-    through = c.intra * NVLS_EFFICIENCY
+    through = c.intra * c.nvls_share
     reducing = switch_reduction_seconds(collective, 1.0, c)   # seconds per byte in the switch chips
     return min(through, 1 / reducing) if reducing else through
 
