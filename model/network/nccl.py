@@ -7,7 +7,8 @@ its published defaults, restated, not fitted). Algorithms: ring, tree (all-reduc
 each GPU to its own NIC, or chain, up and down a chain of the node's GPUs),
 PAT (reduce-scatter and all-gather with one GPU a node). Protocols: LL (8-byte stores with a
 flag: half the bandwidth, the lowest latency), LL128 (120 of every 128 bytes), Simple (the
-full bandwidth, the highest latency).
+full bandwidth, the highest latency). An NVLS all-reduce inside one NVLink domain is priced as
+its kernel runs, loop by loop (`nvls_loop_seconds`), not by NCCL's flat 25 us NVLS step.
 
 What a communicator brings (`Communicator`) is what gclc's tiers say: the per-GPU rate of
 the scale-up domain and of the scale-out network (bandwidth x efficiency: a ring's bus
