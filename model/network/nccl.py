@@ -102,8 +102,8 @@ FP32_BYTES = 4
 # fence), so a loop takes at least `heads` of those steps; NVLS_HEAD_STEP_S is one head's (both copies),
 # ESTIMATE read from the published GB300 tables where loops are that short (benchmarks/nccl_curves.py prints
 # it per run, held out: 2.2-2.7 us a head at 4, 8 and 64 GPUs). A loop then takes the longer of those steps
-# and its bytes at the port's NVLS rate; the call adds NCCL's base latency of a Simple kernel (tuning.cc
-# baseLatencies, 8.4 us), where NCCL's table charges NVLS one 25 us step whatever the call.
+# and its bytes at the port's NVLS rate; the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
+# NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size.
 NVLS_CHUNK_BYTES = 128 * 1024
 NVLS_CHUNK_CUTS = ((64, 65536), (8, 32768), (2, 16384))     # (loops of a channel, chunk below them)
 NVLS_MIN_CHUNK_BYTES = 16384                                  # all_reduce.h: the last loop's chunk, aligned
@@ -198,7 +198,7 @@ def _nvls_chunk(per_channel: float, heads: int) -> int:
 
 def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     """Seconds of an NVLS all-reduce inside one domain whose bytes take `moving` seconds through the
-    port: NCCL's base latency, then each loop's head steps or its bytes, whichever is longer. Where
+    port: NCCL's NVLS latency, then each loop's head steps or its bytes, whichever is longer. Where
     NCCL doubles the chunk, a call just above the cut runs half the loops of one just below; a larger
     call is priced at least as the largest call below each cut it passes (the model's law: a larger
     call never takes less time; the published tables never fall either)."""
@@ -211,7 +211,7 @@ def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
         if cut <= per_channel:
             seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step)
         chunk = smaller
-    return BASE_LATENCY_US["ring"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
+    return STEP_LATENCY_US["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
 
 
 IN_NETWORK = ("nvls", "collnet", "collnet_chain")

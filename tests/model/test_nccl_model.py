@@ -312,7 +312,7 @@ def test_an_nvls_loop_takes_its_heads_steps_or_its_bytes_whichever_is_longer(ran
     loops, heads = nccl.nvls_loops(size, c)
     picked = nccl.choose("all_reduce", size, c, only="nvls")
     moving = size / nccl._bandwidth("all_reduce", "nvls", "Simple", c)
-    least = max(loops * heads * nccl.NVLS_HEAD_STEP_S, moving) + 8.4e-6   # NCCL's Simple base latency
+    least = max(loops * heads * nccl.NVLS_HEAD_STEP_S, moving) + 25e-6   # NCCL's NVLS latency
     assert picked.seconds >= least * (1 - 1e-12)
     if size / channels < 2 * heads * 32768:     # below NCCL's first chunk cut nothing else adds
         assert picked.seconds == pytest.approx(least)
@@ -335,7 +335,7 @@ def test_the_head_step_is_the_mean_of_the_published_readings_and_each_run_holds_
     readings = {name: r for name, run in bench.rack_curves().items() if (r := bench.head_step_reading(run))}
     assert set(readings) == set(bench.RUN_CASE) and all(2.0e-6 < r < 3.0e-6 for r in readings.values())
     assert nccl.NVLS_HEAD_STEP_S == pytest.approx(sum(readings.values()) / len(readings), rel=0.01)
-    for name, worst in (("oci_gb300_64", 0.35), ("oci_gb300_8", 0.60), ("oci_gb300_4", 0.30)):
+    for name, worst in (("oci_gb300_64", 0.40), ("oci_gb300_8", 0.45), ("oci_gb300_4", 0.25)):
         others = [r for k, r in readings.items() if k != name]
         assert bench.head_step_errors(bench.RUN_CASE[name], sum(others) / len(others)) < worst
 
