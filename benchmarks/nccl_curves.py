@@ -200,6 +200,59 @@ def print_nvl72_columns() -> None:
               f"algbw ({nccl_bus(rate):.0f} busbw); 8 GiB (128 KiB chunks) {beyond * 1e3:+.2f} ms beyond that line")
 
 
+# the published rack runs that are also rows of nccl_tests.csv, by the row's case
+RUN_CASE = {"oci_gb300_64": "gb300_64", "oci_gb300_8": "gb300_8", "oci_gb300_4": "gb300_4"}
+
+
+def head_step_reading(run: dict) -> float | None:
+    """A reading of the source's data: seconds one NVLS head adds to a loop (model/network/nccl.py
+    NVLS_HEAD_STEP_S), as the slope of time over NCCL's loop count through the sizes of the smallest
+    chunk (enqueue.cc calcCollChunking), divided by the heads; None where those loops are bound by
+    their bytes (their bytes at the model's NVLS rate take over half the slope) or no size runs more
+    than one loop."""
+    from gclc.model.network import nccl
+
+    c = nccl.Communicator(run["ranks"], 1, 682e9, nvls=True, nvls_channels=run["channels"] or 24)
+    groups: dict[int, list[tuple[int, float]]] = {}
+    for s, t in sorted(run["out_of_place"].items()):
+        loops, heads = nccl.nvls_loops(s, c)
+        groups.setdefault(nvls_chunk(s, c.nvls_channels, run["ranks"]), []).append((loops, t * 1e-6))
+    chunk, points = min(groups.items())
+    if len({n for n, _ in points}) < 2:
+        return None
+    slope = statistics.linear_regression([float(n) for n, _ in points], [t for _, t in points]).slope
+    moving = c.nvls_channels * heads * chunk / nccl._nvls_through("all_reduce", c)
+    return slope / heads if moving < slope / 2 else None
+
+
+def head_step_errors(case: str, step: float) -> float:
+    """The case's largest busbw error (its rows of nccl_tests.csv) with NVLS_HEAD_STEP_S = `step`."""
+    from gclc.model.network import nccl
+
+    kept, nccl.NVLS_HEAD_STEP_S = nccl.NVLS_HEAD_STEP_S, step
+    try:
+        rows = [r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["case"] == case]
+        return max(abs(nccl.bus_bandwidth("all_reduce", float(r["bytes"]), choice(r).seconds, int(r["ranks"]))
+                       / 1e9 / measured_busbw(r) - 1) for r in rows)
+    finally:
+        nccl.NVLS_HEAD_STEP_S = kept
+
+
+def print_head_steps() -> None:
+    """Per rack run: the head step its latency-bound loops read, and (cross-validated) its rows'
+    largest error with the step the other runs read."""
+    from gclc.model.network import nccl
+
+    readings = {name: r for name, run in rack_curves().items() if (r := head_step_reading(run)) is not None}
+    print(f"\nNVLS head step (a loop takes heads x step where its bytes do not take longer; model "
+          f"{nccl.NVLS_HEAD_STEP_S * 1e6:.2f} us, the mean of the readings {statistics.mean(readings.values()) * 1e6:.2f} us):")
+    for name, step in readings.items():
+        others = statistics.mean(v for k, v in readings.items() if k != name)
+        held = (f"; its rows' max error with the others' {others * 1e6:.2f} us: {head_step_errors(RUN_CASE[name], others):.1%}"
+                if name in RUN_CASE and len(readings) > 1 else "")
+        print(f"  {name:19} reads {step * 1e6:.2f} us a head{held}")
+
+
 def nccl_bus(rate: float, ranks: int = 72) -> float:
     return rate * 2 * (ranks - 1) / ranks / 1e9
 
@@ -245,6 +298,7 @@ def main() -> None:
         summary.append(f"{case} {band} max {worst:.1%}")
     print_nvl72_columns()
     print_rack_curves()
+    print_head_steps()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     met = sum(1 for (case, band), found in errors.items() if max(found) <= (0.10 if band == "1MB-8GB" else 0.25))
     step_median = statistics.median(e for found in step_errors.values() for e in found)

@@ -19,7 +19,7 @@ import math
 import attrs
 
 from . import comms
-from .network.nccl import (NVLS_EFFICIENCY, Choice, Communicator, nvls_tree, on_topology, p2p_latency,
+from .network.nccl import (NVLS_CHANNELS, Choice, Communicator, nvls_share, nvls_tree, on_topology, p2p_latency,
                            switch_reduction_seconds)
 from .network.placement import SCALE_UP_SCOPES
 
@@ -157,8 +157,10 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> 
 
 
 def _wire(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> float:
-    # NVLS pushes the buffer through the port at 0.74 of what a ring gets (nccl-tests#212)
-    return comms.PER_OPTION[collective](nbytes, option, latency=False, nvls=NVLS_EFFICIENCY)
+    # NVLS pushes the buffer through the port at its generation's share of a ring's rate (nccl.nvls_share)
+    up = next((t.tier for stage in option for t in (stage.tiled or (stage,)) if t.tier.scope in SCALE_UP_SCOPES), None)
+    share = nvls_share(generation(up)) if up is not None else nvls_share("hopper")
+    return comms.PER_OPTION[collective](nbytes, option, latency=False, nvls=share)
 
 
 @functools.lru_cache(maxsize=4096)   # immutable stages; priced again for every call size
@@ -189,7 +191,16 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         collnet=any(s.tier.in_network_reduction for s in out),
                         wire=option[-1].tier.latency if out else 0.0,
                         reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
-                        across=min((comms.stage_rate(s) for s in out), default=math.inf))
+                        across=min((comms.stage_rate(s) for s in out), default=math.inf),
+                        nvls_channels=NVLS_CHANNELS[generation(up[0].tier) if up else "hopper"],
+                        nvls_share=nvls_share(generation(up[0].tier) if up else "hopper"))
+
+
+def generation(tier) -> str:
+    """The GPU generation NCCL's NVLS constants go by (nvls.cc channels, tuning.cc nvlsEfficiency: compute
+    capability 10.0 on, Blackwell; before, Hopper). The tiers carry no compute capability; the NVLink
+    generation implies it: NVLink 5 (18 links x 50 GB/s = 900 GB/s a GPU per direction) is Blackwell's."""
+    return "blackwell" if tier.kind == "nvlink" and tier.bandwidth >= 900e9 else "hopper"
 
 
 def _reduce_share(stage: comms.Stage, per_node: int) -> float:

@@ -7,7 +7,8 @@ its published defaults, restated, not fitted). Algorithms: ring, tree (all-reduc
 each GPU to its own NIC, or chain, up and down a chain of the node's GPUs),
 PAT (reduce-scatter and all-gather with one GPU a node). Protocols: LL (8-byte stores with a
 flag: half the bandwidth, the lowest latency), LL128 (120 of every 128 bytes), Simple (the
-full bandwidth, the highest latency).
+full bandwidth, the highest latency). An NVLS all-reduce inside one NVLink domain is priced as
+its kernel runs, loop by loop (`nvls_loop_seconds`), not by NCCL's flat 25 us NVLS step.
 
 What a communicator brings (`Communicator`) is what gclc's tiers say: the per-GPU rate of
 the scale-up domain and of the scale-out network (bandwidth x efficiency: a ring's bus
@@ -53,6 +54,10 @@ PAT_SHARE = 0.75
 # (sjeaugey, NVIDIA/nccl-tests#212): 275 / 370. (NCCL's own tables scale a different
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
+# ... on Hopper. NCCL's own tables rate Blackwell's NVLS below Hopper's (tuning.cc nvlsEfficiency: 0.85
+# Hopper, 0.74 Blackwell, NCCL 2.28.7-2.30): Blackwell's share is Hopper's measured one scaled by that ratio
+# (8 x B200 838 GB/s busbw measured, 772 so priced, -7.9 %; 4 GB300 of a rack 454 GB/s algbw at 8 GiB, 441).
+NVLS_TABLE_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
 # NVLS tree (tuning.cc NCCL_ALGO_NVLS_TREE, NCCL 2.30, commit 5067397c, tag v2.30.4-1): an
 # all-reduce over several nodes whose NVSwitches reduce (NVLS), no SHARP needed (enqueue.cc
 # updateCollCostTable runs it wherever NVLS is supported; tuning.cc disables it on one node).
@@ -85,6 +90,33 @@ FP32_BYTES = 4
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
 # as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: ASSUMPTION, the 16 collective
 # channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
+# NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
+# NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
+# comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper,
+# 24 on Blackwell inside one NVLink domain (nvls.cc NVLS_NCHANNELS_SM90 / _SM100_NVL). Each channel loops
+# over its share, `heads` chunks a loop (all_reduce.h RunWorkColl<AllReduce, NVLS> oneNode: loopCount =
+# nHeads x chunkSize; heads = min(NCCL_MAX_NVLS_ARITY 32, GPUs), search.cc), the chunk 128 KiB
+# (NCCL_NVLS_CHUNKSIZE) halved to 64, 32 and 16 KiB below 64, 8 and 2 loops' worth of a channel's bytes
+# (enqueue.cc calcCollChunking). In a loop the scatter and gather warps copy to and from each head's buffer
+# in turn (prims_simple.h ScatterGatherOp: a loop over the peers, each posting its step after a system-scope
+# fence), so a loop takes at least `heads` of those steps; NVLS_HEAD_STEP_S is one head's (both copies),
+# ESTIMATE read from the published GB300 tables where loops are that short (benchmarks/nccl_curves.py prints
+# it per run, held out: 2.2-2.7 us a head at 4, 8 and 64 GPUs). A loop then takes the longer of those steps
+# and its bytes at the port's NVLS rate; the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
+# NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size.
+NVLS_CHUNK_BYTES = 128 * 1024
+NVLS_CHUNK_CUTS = ((64, 65536), (8, 32768), (2, 16384))     # (loops of a channel, chunk below them)
+NVLS_MIN_CHUNK_BYTES = 16384                                  # all_reduce.h: the last loop's chunk, aligned
+NVLS_MAX_HEADS = 32
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}
+
+
+def nvls_share(generation: str) -> float:
+    """NVLS's share of a ring's port rate on a GPU generation (hopper, blackwell)."""
+    return NVLS_EFFICIENCY * NVLS_TABLE_EFFICIENCY[generation] / NVLS_TABLE_EFFICIENCY["hopper"]
+
+
+NVLS_HEAD_STEP_S = 2.58e-6
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
 
@@ -104,6 +136,8 @@ class Communicator:
     wire: float = 0.0             # seconds one way across the scale-out (NCCL's latencyInter)
     reduce_rate: float = math.inf   # FP32 adds/s the scale-up switches reduce this group's data at
     across: float = math.inf      # the slowest scale-out tier a GPU's bytes cross (a spine's ECMP share)
+    nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
+    nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
 
     @property
     def per_node(self) -> int:
@@ -132,10 +166,52 @@ def choose(collective: str, nbytes: float, c: Communicator, only: str | None = N
     for algorithm, protocol, latency, bandwidth in _options(collective, c):
         if only is not None and algorithm != only:
             continue
-        seconds = latency + _fill(algorithm, protocol, nbytes, c) + nbytes / bandwidth
+        seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
+                           nbytes, nbytes / bandwidth, c)
         if best is None or seconds < best.seconds:
             best = Choice(algorithm, protocol, seconds)
     return best
+
+
+def _seconds(collective: str, algorithm: str, latency: float, nbytes: float, moving: float, c: Communicator) -> float:
+    """An option's time: its latency and its bytes (`moving` seconds), as NCCL's tables add them; an
+    NVLS all-reduce inside one domain loop by loop instead (`nvls_loop_seconds`)."""
+    if algorithm == "nvls" and collective == "all_reduce" and c.nodes == 1:
+        return nvls_loop_seconds(nbytes, moving, c)
+    return latency + moving
+
+
+def nvls_loops(nbytes: float, c: Communicator) -> tuple[int, int]:
+    """(loops a channel runs, heads a loop) of an NVLS all-reduce of `nbytes` inside one domain."""
+    heads = max(1, min(NVLS_MAX_HEADS, c.per_node))
+    per_channel = nbytes / c.nvls_channels
+    return max(1, math.ceil(per_channel / (heads * _nvls_chunk(per_channel, heads)))), heads
+
+
+def _nvls_chunk(per_channel: float, heads: int) -> int:
+    chunk = NVLS_CHUNK_BYTES
+    for loops, smaller in NVLS_CHUNK_CUTS:
+        if per_channel < loops * heads * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
+    """Seconds of an NVLS all-reduce inside one domain whose bytes take `moving` seconds through the
+    port: NCCL's NVLS latency, then each loop's head steps or its bytes, whichever is longer. Where
+    NCCL doubles the chunk, a call just above the cut runs half the loops of one just below; a larger
+    call is priced at least as the largest call below each cut it passes (the model's law: a larger
+    call never takes less time; the published tables never fall either)."""
+    loops, heads = nvls_loops(nbytes, c)
+    step = heads * NVLS_HEAD_STEP_S
+    seconds = max(loops * step, moving)
+    per_channel, chunk = nbytes / c.nvls_channels, NVLS_CHUNK_BYTES
+    for cut_loops, smaller in NVLS_CHUNK_CUTS:   # each cut: per-channel bytes where the chunk halves
+        cut = cut_loops * heads * chunk
+        if cut <= per_channel:
+            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step)
+        chunk = smaller
+    return STEP_LATENCY_US["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
 
 
 IN_NETWORK = ("nvls", "collnet", "collnet_chain")
@@ -159,7 +235,8 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     fastest = max(bandwidth for *_, bandwidth in options)
     best = None
     for algorithm, protocol, latency, bandwidth in options:
-        seconds = latency + _fill(algorithm, protocol, nbytes, c) + wire * fastest / bandwidth
+        seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
+                           nbytes, wire * fastest / bandwidth, c)
         if best is None or seconds < best[2]:
             best = (algorithm, protocol, seconds)
     return Choice(*best) if best is not None else None
@@ -286,7 +363,7 @@ def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) 
 
 def _nvls_through(collective: str, c: Communicator) -> float:
     """NVLS's algorithm bandwidth inside a node: the port's share, or the switch chips' reduction rate."""
-    through = c.intra * NVLS_EFFICIENCY
+    through = c.intra * c.nvls_share
     reducing = switch_reduction_seconds(collective, 1.0, c)   # seconds per byte in the switch chips
     return min(through, 1 / reducing) if reducing else through
 

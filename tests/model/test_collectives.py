@@ -49,7 +49,7 @@ def wire(collective, nbytes, stages):
     share of the port) or not, whichever is faster, or NCCL's NVLS tree's bytes at its own
     rate where it runs (its halves pipelined, each byte leaving a node once): what no
     protocol beats."""
-    tiers = [comms.PER_OPTION[collective](nbytes, path, latency=False, nvls=nccl.NVLS_EFFICIENCY)
+    tiers = [collectives._wire(collective, nbytes, path)   # NVLS at its generation's share of the port
              for o in stages.options for path in (tuple(o), collectives._plain(tuple(o)))]
     trees = [nbytes / nccl._bandwidth(collective, "nvls_tree", "Simple", c)
              for c in map(collectives.communicator, map(tuple, stages.options))
@@ -66,8 +66,7 @@ def ceiling(collective, nbytes, stages):
     for o in stages.options:
         c = collectives.communicator(tuple(o))
         plain, reducing = collectives._plain(tuple(o)), tuple(o)
-        wires = {p: comms.PER_OPTION[collective](nbytes, p, latency=False, nvls=nccl.NVLS_EFFICIENCY)
-                 for p in (plain, reducing)}
+        wires = {p: collectives._wire(collective, nbytes, p) for p in (plain, reducing)}
         for path, in_network in ((reducing, True), (plain, False)):
             options = [x for x in nccl._options(collective, c) if (x[0] in nccl.IN_NETWORK) == in_network]
             if not options or (in_network and wires[reducing] >= wires[plain]):
