@@ -24,7 +24,13 @@ from .workload import after_routing_ops, backward_factor, layer_forward, logits_
 from ...dsl.records import frozen
 
 TP_OVERLAP_RESIDUE = 0.1   # share of overlapped TP traffic still exposed (chunk pipeline fill)
-EP_OVERLAP_RESIDUE = 0.2   # share of overlapped all-to-all still exposed (dispatch of the first chunk)
+# While one micro-batch's all-to-all overlaps another's compute, the dispatch and combine
+# kernels hold SMs the compute then lacks: DeepSeek-V3 dedicates 20 of H800's 132 SMs to them,
+# enough to saturate InfiniBand and NVLink (DeepSeek-V3 Technical Report, Sec 3.2.2); DeepEP's
+# V1 kernels took 24 for training (deepseek-ai/DeepEP README: "For V3-like legacy training, SM
+# usage reduced from 24 to 4 - 6" in V2). ESTIMATE: the same share of any chip's SMs, whatever
+# the dispatcher (NCCL's all-to-all runs one CTA per channel as well).
+EP_COMM_SM_SHARE = 20 / 132
 
 
 @frozen
@@ -283,13 +289,19 @@ def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compu
     else moves bf16. The all-to-all waits on the router before it and the experts wait on
     it, so within a micro-batch nothing hides it: only a run that overlaps one
     micro-batch's all-to-all with another's compute (`ep_overlap`) hides it, up to that
-    compute."""
+    compute, which then runs on the SMs the exchange leaves it (`overlap_contention`)."""
     if cfg.ep == 1:
         return 0.0
     total = ep_exchange(shape, cfg, partition)
     if not cfg.overlaps_ep:
         return total
-    return max(total - compute, 0.0) + EP_OVERLAP_RESIDUE * total
+    return max(total - compute, 0.0) + overlap_contention(total, compute)
+
+
+def overlap_contention(exchange: float, compute: float) -> float:
+    """Seconds an overlapped all-to-all adds to the compute beside it: while the two overlap
+    (the shorter of them), the compute runs on 1 - EP_COMM_SM_SHARE of the SMs."""
+    return EP_COMM_SM_SHARE / (1 - EP_COMM_SM_SHARE) * min(exchange, compute)
 
 
 def ep_exchange(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> float:

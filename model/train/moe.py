@@ -58,13 +58,17 @@ BACKWARD_OPS = 2
 # switches stream, detaches and re-wraps its inputs and outputs and frees them; its backward
 # does the same and runs the autograd engine on that node alone (`run_backward`), where the
 # plain schedule runs one engine pass over the whole micro-batch.
-# ESTIMATE: 6 framework-op equivalents for a node's forward, 10 for its backward (the engine's
-# hand-off to its device thread and back, and the gradients' `record_stream`).
-# This host work is why Megatron-Bridge turned the overlap off for Qwen3-235B-A22B on B200
-# ("Disable moe_a2a_overlap due to CPU overhead": NVIDIA-NeMo/Megatron-Bridge PR #1760,
-# MXFP8 step 20.1 -> 16.9 s with VP dropped too, BF16 17.2 -> 16.0 s).
+# The nodes' host work is measured by Megatron-Bridge's own A/B of the overlap: it turned the
+# overlap off for Qwen3-235B-A22B on B200 "due to CPU overhead" (NVIDIA-NeMo/Megatron-Bridge
+# PR #1760, commit a6e92de5: BF16 step 17.2 -> 16.0 s with VP 4 kept, the overlap alone; MXFP8
+# 20.1 -> 16.9 s with the VP dropped as well). 1.2 s over the 128 micro-batches x 11.75 MoE layers of a stage is
+# 0.8 ms per layer and micro-batch net of the all-to-all the overlap hides (about 1 ms of that
+# layer's 1.3 ms over NVLink): about 1.8 ms of host work, 26 framework-op equivalents per node
+# at EAGER_OP_S (tests/model/train/test_moe.py reproduces the 1.2 s). An earlier ESTIMATE of 6
+# for a node's forward and 10 for its backward (the engine's hand-off to its device thread and
+# back, the gradients' `record_stream`) gave 0.08 s of it.
 OVERLAP_NODES = 5
-OVERLAP_NODE_OPS = 6 + 10
+OVERLAP_NODE_OPS = 26
 FLEX = ("deepep", "hybridep")   # Megatron-Core's flex dispatcher backends
 ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
 

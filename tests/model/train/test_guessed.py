@@ -21,7 +21,8 @@ load_profile()
 # A small fine-grained MoE over two DGX H100 nodes: its all-to-all crosses InfiniBand, so
 # whether it overlaps another micro-batch's compute moves the step by tens of percent (at four
 # sequences a micro-batch: at one, the overlap schedule's own host work, model/train/moe.py
-# `overlap_ops`, takes back nearly half of what it gains and the move falls inside the MoE band).
+# `overlap_ops`, takes back more than two thirds of what it gains and the move falls inside the
+# MoE band).
 DESIGN = """import "std/nvidia"
 cluster Pod {
   units    = 2 x DGX_H100
