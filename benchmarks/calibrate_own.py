@@ -41,8 +41,6 @@ import sys
 import time
 from pathlib import Path
 
-import attrs
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 sys.path.insert(0, str(HERE))
@@ -57,7 +55,7 @@ from gclc.dsl.source import no_span  # noqa: E402
 from gclc.model.calibration import (BAND_CONFIDENCE, PRIOR_RUNS, Own, Reason, own_band, own_reasons,  # noqa: E402
                                    ratio_band)
 from gclc.solver.calibrate.calibrate import calibrate_observations, design_partition  # noqa: E402
-from gclc.solver.calibrate.fit import fit, residual  # noqa: E402
+from gclc.solver.calibrate.fit import residual  # noqa: E402
 from gclc.solver.calibrate.observe import collective_observations  # noqa: E402
 from gclc.solver.calibrate.observe_train import train_observation  # noqa: E402
 
@@ -98,54 +96,6 @@ def unseen(case, yours: list) -> tuple[str, ...]:
 UNSEEN = ("precision", "moe", "gpus", "seq", "model")
 
 
-# Transfer by likeness (a variant measured beside the shipped calibration, not shipped): a
-# calibrating run k stands for a held-back run j less the more of the five terms (precision, MoE,
-# GPU count, sequence length, model) they differ in, d(j, k): in the fit that predicts j, k's noise
-# is NOISE (5 %) and TAU per unlike term in quadrature, sqrt(NOISE^2 + d TAU^2). TAU is read from
-# the calibrating runs alone, every system's: pairs of a system's calibrating runs, their
-# uncalibrated errors' squared difference regressed on d (E = 2 s^2 + d TAU^2, least squares,
-# the slope at least 0), TAU the grid value nearest the root of the slope. Rule fixed before any
-# held-back figure of it was seen; every grid value's held-back figures are printed.
-TAUS = (0.0, 0.025, 0.05, 0.075, 0.10, 0.15, 0.20)
-
-
-def unlike(a, b) -> int:
-    """How many of the five terms two runs differ in (read from their configurations)."""
-    return sum((a.cfg.precision != b.cfg.precision, a.job.shape.is_moe != b.job.shape.is_moe,
-                a.cfg.gpus != b.cfg.gpus, a.cfg.seq != b.cfg.seq,
-                (a.job.shape.layers, a.job.shape.hidden) != (b.job.shape.layers, b.job.shape.hidden)))
-
-
-def likeness_pairs(yours: list, result) -> list[tuple[int, float]]:
-    """(d, squared difference of the uncalibrated log errors) for each pair of calibrating runs."""
-    rows, out = result.rows, []
-    for i in range(len(yours)):
-        for k in range(i + 1, len(yours)):
-            if not (rows[i].outlier or rows[k].outlier) and math.isfinite(rows[i].before - rows[k].before):
-                out.append((unlike(yours[i], yours[k]), (rows[i].before - rows[k].before) ** 2))
-    return out
-
-
-def fitted_tau(pairs: list[tuple[int, float]]) -> tuple[float, float]:
-    """(the slope's root, the nearest TAUS value) of the pairs' squared differences on d."""
-    if len({d for d, _ in pairs}) < 2:
-        return 0.0, 0.0
-    mean_d = statistics.fmean(d for d, _ in pairs)
-    mean_e = statistics.fmean(e for _, e in pairs)
-    slope = (sum((d - mean_d) * (e - mean_e) for d, e in pairs) / sum((d - mean_d) ** 2 for d, _ in pairs))
-    root = math.sqrt(max(0.0, slope))
-    return root, min(TAUS, key=lambda t: abs(t - root))
-
-
-def by_likeness(case, yours: list, yours_obs: list, result) -> dict[float, dict]:
-    """The constants that predict the held-back run `case`, for every TAUS value: fitted on the
-    calibrating runs, each widened by TAU per term unlike `case`."""
-    dists = [unlike(case, k) for k in yours]
-    kept = [(o, d) for o, d, r in zip(yours_obs, dists, result.rows) if not r.outlier]
-    return {tau: result.values if tau == 0 or not any(dists) else
-            fit(result.params, [attrs.evolve(o, scatter=tau * math.sqrt(d)) for o, d in kept]) for tau in TAUS}
-
-
 def observation(case, params):
     """A published run as an operator's training observation, on the partition of the fit `params`."""
     partition = published.calibrated_partition(case, params)
@@ -156,9 +106,7 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
     """Calibrate on every YOURS_EVERY-th run; one row per held-back run, before and after."""
     published.apply_globals(params)
     yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
-    yours_obs = [observation(c, params) for c in yours]
-    result = calibrate_observations(yours_obs)
-    pairs = likeness_pairs(yours, result)
+    result = calibrate_observations([observation(c, params) for c in yours])
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
               covered["moe"], beyond=result.band.beyond) if result.band else None
@@ -171,8 +119,6 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
         fold_fitted = not {"chip", "precision"} & set(before.flags)   # the fold's fit calibrated this precision
         why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus, fold_fitted) if own else ()
         own_low, own_high = own.ratio_band(why) if own else (low, high)
-        likeness = {tau: case.measured * math.exp(residual(obs, values)) / case.measured - 1
-                    for tau, values in by_likeness(case, yours, yours_obs, result).items()}
         rows.append({"run": case.run_id, "group": case.group, "chip": case.chip, "yours": len(yours),
                      "moe": case.job.shape.is_moe, "unseen": list(unseen(case, yours)),
                      "before": before.predicted / case.measured - 1, "after": after / case.measured - 1,
@@ -181,9 +127,7 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
                      "half_width_after": (own_high - own_low) / 2,
                      "yours_residuals": list(result.band.residuals) if result.band else [],
                      "yours_after": [r.after for r in result.rows if r.obs.end_to_end],
-                     "yours_keys": len({k for r in result.rows for k in r.obs.informs if k[0] == "chip"}),
-                     "yours_pairs": pairs, "by_likeness": likeness,
-                     "inside_by_likeness": {t: own_low <= 1 / (1 + e) <= own_high for t, e in likeness.items()}})
+                     "yours_keys": len({k for r in result.rows for k in r.obs.informs if k[0] == "chip"})})
     return rows
 
 
@@ -306,13 +250,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'serving ' + group:58} {1:>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
-    pairs = [p for ps in {(r["group"], r["chip"]): r["yours_pairs"] for r in rows}.values() for p in ps]
-    root, tau = fitted_tau(pairs)
-    if not args.json:
-        print(f"{'transfer by likeness: TAU from ' + str(len(pairs)) + ' pairs of calibrating runs':58} "
-              f"{root:.3f} -> {tau:g}; held back by TAU: " + ", ".join(
-                  f"{t:g}: {median_abs([r['by_likeness'][t] for r in rows]):.1%}/"
-                  f"{share([r['inside_by_likeness'][t] for r in rows]):.0%}" for t in TAUS))
     sets = list({(r["group"], r["chip"]): r["yours_residuals"] for r in rows if len(r["yours_residuals"]) > 1}.values())
     if not args.json:
         print(f"{'prior weight (PRIOR_RUNS) from the calibrating runs alone':58} "

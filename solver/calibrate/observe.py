@@ -5,7 +5,6 @@ training run's throughput the chip's GEMM efficiency at the run's precision."""
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import attrs
@@ -62,13 +61,10 @@ class Observation:
     predict_values: Callable[[dict], float] | None = None
     settle: Callable[[dict], None] | None = None
     priors: tuple = ()           # Params of constants that are neither a chip's nor a fabric's
-    # scatter beyond NOISE[kind] (deviation of log error), added in quadrature: how far this run
-    # stands for the prediction at hand (benchmarks/calibrate_own.py's transfer by likeness)
-    scatter: float = 0.0
 
     @property
     def noise(self) -> float:
-        return math.hypot(NOISE[self.kind], self.scatter)
+        return NOISE[self.kind]
 
 
 def kernel_observations(run: KernelRun, partition: Partition) -> tuple[list[Observation], list[str]]:
