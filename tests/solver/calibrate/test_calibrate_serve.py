@@ -145,3 +145,21 @@ def test_a_small_move_of_a_measured_figure_moves_the_fit_a_little(design):
     hosts, residuals = [h for h, _ in fits], [r for _, r in fits]
     assert max(hosts) / min(hosts) < 1.5
     assert max(residuals) - min(residuals) < 0.03
+
+
+def test_the_serving_fit_ends_no_worse_than_the_design_on_the_simulated_figures(design):
+    """The published vLLM run (1,000 ShareGPT requests at once): the fitted constants' objective,
+    the figures simulated at them (each row's `after` is exact there: the run is anchored at the
+    fit) and the priors' penalty, is no higher than the design's own (calibrate.anchored_fit takes
+    a step only where it lowers it)."""
+    from gclc.solver.calibrate.fit import _loss
+    from gclc.solver.calibrate.params import log_prior
+
+    (run,), _, _ = read_paths([str(VLLM)])
+    result = calibrate(design, [run])
+    before = sum(_loss(r.before, r.obs.noise) for r in result.rows)
+    after = sum(_loss(r.after, r.obs.noise) for r in result.rows) + sum(
+        log_prior(p, result.values[k]) for k, p in result.params.items())
+    assert after < before
+    replay = result.rows[0].obs.settle.__self__
+    assert replay.anchor == {k: result.values[k] for k in replay.keys}
