@@ -16,7 +16,7 @@ from __future__ import annotations
 import attrs
 
 import serve_frameworks as frameworks
-from serve_common import poisson_arrivals, queued
+from serve_common import SEED, poisson_arrivals, queued
 
 from gclc.compiler.lower import lower_cluster
 from gclc.dsl.source import no_span
@@ -25,7 +25,7 @@ from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.shape import ModelShape
 from gclc.solver.calibrate.calibrate import calibrate_observations
-from gclc.solver.calibrate.observe_serve import HOST_STEP_FLOOR, Replay, outcome_figures, replay_observations
+from gclc.solver.calibrate.observe_serve import HOST_STEP_FLOOR, Replay, mean_figures, outcome_figures, replay_observations
 from gclc.solver.calibrate.params import applied, chip_param, engine_param, gemm_key
 from gclc.solver.serve.sim import Pool, simulate
 
@@ -51,7 +51,7 @@ def run_figures(key: tuple, rate: float | None, prompts: int, design, keys: tupl
     shape = ModelShape.from_entity(design[model])
     partition = lower_cluster(design[cluster]).partitions[0]
 
-    def figures(values: dict) -> dict[str, float]:
+    def figures(values: dict, draw: int = 0) -> dict[str, float]:
         trial = applied(partition, values)
         chip = trial.node.accelerator
         engine = profile(frameworks.PROFILES[source]).engine(chip.hbm_capacity, chip.name, chunk=e.chunk,
@@ -60,9 +60,9 @@ def run_figures(key: tuple, rate: float | None, prompts: int, design, keys: tupl
         r = replica(shape, ServeConfig(tp, e.max_batch, "bf16"), trial, engine)
         pool = Pool(r, 1, e.max_batch, r.kv_capacity_tokens(e.mem_frac * r.hbm))
         if rate is None:
-            sent = queued(prompts, frameworks.ISL, frameworks.OSL, vary=True)
+            sent = queued(prompts, frameworks.ISL, frameworks.OSL, seed=SEED + draw, vary=True)
         else:
-            sent = poisson_arrivals(rate, prompts, frameworks.ISL, frameworks.OSL, vary=True)
+            sent = poisson_arrivals(rate, prompts, frameworks.ISL, frameworks.OSL, seed=SEED + draw, vary=True)
         return outcome_figures(simulate(sent, pool), sent)
     return figures, partition
 
@@ -95,7 +95,8 @@ def judge_group(key: tuple, rows: list, design) -> list[dict]:
         if rate == YOURS_RATE:
             continue
         figures, _ = run_figures(key, rate, prompts, design, keys)
-        before, after = figures(prior), figures({**prior, **result.values})
+        # both the mean over the arrival draws, as the fit's figures (observe_serve.DRAWS)
+        before, after = mean_figures(figures, prior), mean_figures(figures, {**prior, **result.values})
         for r in rs:
             metric = METRIC[r.metric]
             low, high = SHIPPED[metric]

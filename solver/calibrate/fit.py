@@ -61,6 +61,14 @@ def objective(param: Param, value: float, observations: list[Observation], value
     return total
 
 
+def total(params: dict, observations: list[Observation], values: dict) -> float:
+    """The whole objective at `values`: every observation's robust loss and the prior penalty
+    of each constant an observation informs."""
+    informed = {k for o in observations for k in o.informs if k in params}
+    return (sum(log_prior(params[k], values[k]) for k in informed)
+            + sum(_loss(residual(o, values), o.noise) for o in observations))
+
+
 def fit(params: dict, observations: list[Observation], start: dict | None = None) -> dict:
     """The constants that best explain `observations`, from `start` (default the priors).
     Constants no observation informs keep their value."""

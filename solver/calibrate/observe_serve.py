@@ -39,6 +39,13 @@ KV_SHARE = 0.90         # ASSUMPTION: HBM share for weights and cache (vLLM's gp
 STEP = 1.25             # a constant moved by 25 % to read a figure's share in it
 HOST_STEP_FLOOR = 2e-5  # an engine stated with no host time still takes some: the prior a fit starts from
 METRICS = (("output_throughput", "tokens/s"), ("ttft", "s"), ("tpot", "s"))
+# Arrival draws a run's figures are averaged over: a summary states its rate and request count,
+# not its arrival times, so the prediction is the figure's mean over draws, not one draw's.
+# One draw's median TTFT is jagged in the constants (ISL fixed: the median sits at the edge of the
+# prompts that wait for no iteration): a 1 % move of the host time moved it 1.5 % (SGLang 0.3) and
+# 3.3 % (vLLM 0.6, multi-step) step to step, more than that move's own effect, so the slopes and the
+# fit followed the jitter. Eight draws: 0.3 % and 1.0 % (benchmarks/calibrate_serve.py's 70B runs).
+DRAWS = 8
 
 
 def engine_key(job: str) -> tuple[str, str, str]:
@@ -52,24 +59,28 @@ class Replay:
     `keys` and, around it, each figure's time a sum of one term per constant."""
 
     keys: tuple[tuple[str, str, str], ...]
-    simulate: Callable[[dict], dict[str, float]]
+    simulate: Callable[[dict, int], dict[str, float]]     # (values, draw) -> figures
     anchor: dict = attrs.field(factory=dict)
     base: dict = attrs.field(factory=dict)          # metric -> its time at the anchor
     slopes: dict = attrs.field(factory=dict)        # (metric, key) -> share of the time in the key's term
 
     def figures(self, values: dict) -> dict[str, float]:
-        return self.simulate(values)
+        return mean_figures(self.simulate, values)
 
     def settle(self, values: dict) -> None:
         """Anchor the figures at `values` (the keys this run informs): each figure's time
-        (a latency, or one over a throughput) at the anchor and its secant slope in each
-        constant's time term (the host time itself, one over an efficiency)."""
+        (a latency, or one over a throughput) at the anchor, exact there (one simulation); the
+        secant slopes are read when a prediction first leaves the anchor (`_slopes`)."""
         anchor = {k: values[k] for k in self.keys}
         if anchor == self.anchor:
             return
         self.anchor, self.base, self.slopes = anchor, _times(self.figures(anchor)), {}
+
+    def _slopes(self) -> None:
+        """Each figure's secant slope in each constant's time term (the host time itself, one
+        over an efficiency) at the anchor: a simulation per constant."""
         for key in self.keys:
-            moved = _times(self.figures({**anchor, key: anchor[key] * STEP}))
+            moved = _times(self.figures({**self.anchor, key: self.anchor[key] * STEP}))
             ratio = _term(key, STEP)
             for metric, time in moved.items():
                 base = self.base[metric]
@@ -81,9 +92,20 @@ class Replay:
         time per iteration added, a kernel's time over an efficiency)."""
         if not self.anchor:
             self.settle(values)
+        if all(values[k] == self.anchor[k] for k in self.keys):
+            time = self.base[metric]
+            return 1 / time if metric == "output_throughput" else time
+        if not self.slopes:
+            self._slopes()
         shift = sum(self.slopes[metric, k] * (_term(k, values[k] / self.anchor[k]) - 1) for k in self.keys)
         time = self.base[metric] * max(1e-3, 1 + shift)
         return 1 / time if metric == "output_throughput" else time
+
+
+def mean_figures(simulate: Callable[[dict, int], dict[str, float]], values: dict) -> dict[str, float]:
+    """Each figure's mean over DRAWS arrival draws of the run."""
+    draws = [simulate(values, d) for d in range(DRAWS)]
+    return {m: sum(f[m] for f in draws) / len(draws) for m in draws[0]}
 
 
 def _term(key: tuple[str, str, str], ratio: float) -> float:
@@ -98,10 +120,11 @@ def _times(figures: dict[str, float]) -> dict[str, float]:
 
 
 def replay_on_job(run: ServeRun, shape: ModelShape, config: ServeConfig, entity, partition: Partition,
-                  keys: tuple) -> Callable[[dict], dict[str, float]]:
+                  keys: tuple) -> Callable[[dict, int], dict[str, float]]:
     """The run's figures on the serve job `entity` with the constants `values`: its engine with
-    the host time under trial, one replica, the run's requests through the simulation."""
-    def figures(values: dict) -> dict[str, float]:
+    the host time under trial, one replica, the run's requests (arrival draw `draw`) through the
+    simulation."""
+    def figures(values: dict, draw: int = 0) -> dict[str, float]:
         trial = applied(partition, values)
         engine = engine_of(entity, trial)
         engine = attrs.evolve(engine, step_s=values.get(keys[0], engine.step_s))
@@ -109,7 +132,7 @@ def replay_on_job(run: ServeRun, shape: ModelShape, config: ServeConfig, entity,
         batch = min(cap, run.concurrency) if run.concurrency else cap
         r = replica(shape, attrs.evolve(config, batch=batch), trial, engine)
         pool = Pool(r, 1, batch, r.kv_capacity_tokens(KV_SHARE * r.hbm))
-        sent = requests(run)
+        sent = requests(run, SEED + draw)
         return outcome_figures(simulate(sent, pool, warmup_s=0.0), sent)
     return figures
 
@@ -131,12 +154,12 @@ def outcome_figures(outcome, sent: tuple[Request, ...]) -> dict[str, float]:
             "tpot": outcome.percentile("tpot", 50)}
 
 
-def requests(run: ServeRun) -> tuple[Request, ...]:
+def requests(run: ServeRun, seed: int = SEED) -> tuple[Request, ...]:
     """The run's requests: Poisson arrivals at its rate, or all at once (rate `inf`; a
     concurrency limit then caps the batch), its mean prompt and output lengths, outputs spread
     uniformly around their mean (ASSUMPTION: the summaries state means only), none shorter than
     two tokens where the mean is two or more."""
-    rng, count, t, out = random.Random(SEED), min(run.requests, MAX_REQUESTS), 0.0, []
+    rng, count, t, out = random.Random(seed), min(run.requests, MAX_REQUESTS), 0.0, []
     mean = max(1, round(run.output_tokens))
     for _ in range(count):
         if run.rate:

@@ -124,3 +124,42 @@ def test_counterexample_two_one_token_requests_at_a_high_rate_still_have_a_throu
     assert [o.what.split(": ")[1] for o in obs] == ["output tokens/s", "median TTFT"]   # no second token: no TPOT
     values = _priors(obs)
     assert obs[0].predict_values({k: values[k] for k in obs[0].informs}) > 0
+
+
+def test_a_small_move_of_a_measured_figure_moves_the_fit_a_little(design):
+    """A run at 4 requests/s made with 2 ms of host time whose median TTFT is 20 % above what
+    any setting near the priors explains (the published 70B runs are so: benchmarks/
+    calibrate_serve.py), measured 0.3 % lower or higher: the fitted host time stays within a
+    factor 1.5 and the TTFT's residual within 3 points. The undamped re-anchoring on one arrival
+    draw put the host time anywhere from 0.05 to 2.7 ms here (the figure is jagged in the
+    constants and the host time loosely held), as a 0.3 % move of the 70B prefill (the
+    in-training attention share) moved the published runs' fit (calibrate.anchored_fit)."""
+    key = engine_key("chat")
+    base = synthetic(design, {key: 2e-3}, 4.0, None, 1)
+    fits = []
+    for f in (0.997, 1.0, 1.003):
+        run = attrs.evolve(base, ttft=(("p50", base.ttft[0][1] * 1.2 * f),))
+        result = calibrate(design, [run])
+        ttft = next(r for r in result.rows if r.obs.what.endswith("median TTFT"))
+        fits.append((result.values[key], ttft.after))
+    hosts, residuals = [h for h, _ in fits], [r for _, r in fits]
+    assert max(hosts) / min(hosts) < 1.5
+    assert max(residuals) - min(residuals) < 0.03
+
+
+def test_the_serving_fit_ends_no_worse_than_the_design_on_the_simulated_figures(design):
+    """The published vLLM run (1,000 ShareGPT requests at once): the fitted constants' objective,
+    the figures simulated at them (each row's `after` is exact there: the run is anchored at the
+    fit) and the priors' penalty, is no higher than the design's own (calibrate.anchored_fit takes
+    a step only where it lowers it)."""
+    from gclc.solver.calibrate.fit import _loss
+    from gclc.solver.calibrate.params import log_prior
+
+    (run,), _, _ = read_paths([str(VLLM)])
+    result = calibrate(design, [run])
+    before = sum(_loss(r.before, r.obs.noise) for r in result.rows)
+    after = sum(_loss(r.after, r.obs.noise) for r in result.rows) + sum(
+        log_prior(p, result.values[k]) for k, p in result.params.items())
+    assert after < before
+    replay = result.rows[0].obs.settle.__self__
+    assert replay.anchor == {k: result.values[k] for k in replay.keys}
