@@ -253,6 +253,83 @@ def print_head_steps() -> None:
         print(f"  {name:19} reads {step * 1e6:.2f} us a head{held}")
 
 
+# The published Blackwell rows whose smallest call runs a ring with LL, and what NCCL 2.28.7's own table
+# (src/graph/tuning.cc, tag v2.28.7-1) prices them at. NCCL treats a multi-node NVLink rack as one node
+# (init.cc: nodes are told apart by the ring graph's first rank, and MNNVL fuses the trays' topologies
+# into one), so a ring of 8 GB300 over two trays steps over NVLink: base 6.6 us + 2(n-1) x 0.6 us
+# (hwLatencies NVLink, ring and tree LL alike) + the bytes at half the bus rate, at most llMaxBws
+# "Blackwell-N1" 282 GB/s (the model keeps Hopper's 141 for every generation).
+LL_STEP_CASES = ("gb300_4", "gb300_8")
+LL_STEP_BYTES = 2 * MB       # the rows up to here run ring/LL: their errors test an LL step
+BLACKWELL_LL_CAP_GBPS = 282.0
+
+
+def ll_priced(step_us: float, cap_gbps: float):
+    """A context: the model with an NVLink LL step of `step_us` (ring and tree) and a one-node LL cap of
+    `cap_gbps`, as the readings below try them (the model's constants restored on leaving)."""
+    import contextlib
+
+    from gclc.model.network import nccl
+
+    @contextlib.contextmanager
+    def priced():
+        steps, cap = dict(nccl.STEP_LATENCY_US["nvlink"]), nccl.LL_MAX_BUS_GBPS
+        for algorithm in ("ring", "tree"):
+            nccl.STEP_LATENCY_US["nvlink"][algorithm] = (step_us,) + steps[algorithm][1:]
+        nccl.LL_MAX_BUS_GBPS = (cap_gbps,) + cap[1:]
+        nccl._options.cache_clear()
+        try:
+            yield
+        finally:
+            nccl.STEP_LATENCY_US["nvlink"].update(steps)
+            nccl.LL_MAX_BUS_GBPS = cap
+            nccl._options.cache_clear()
+    return priced()
+
+
+def case_rows(case: str, largest: float = float("inf")) -> list[dict]:
+    return [r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["case"] == case and float(r["bytes"]) <= largest]
+
+
+def ll_step_reading(case: str) -> float:
+    """A reading of the source's data: microseconds an LL step over NVLink takes in the case's smallest
+    call, with NCCL's ring LL base latency and its Blackwell LL cap (time = base + 2(n-1) steps + bytes / rate)."""
+    from gclc.model.network import nccl
+
+    row = min(case_rows(case), key=lambda r: float(r["bytes"]))
+    nbytes, ranks = float(row["bytes"]), int(row["ranks"])
+    seconds = nbytes * 2 * (ranks - 1) / ranks / (measured_busbw(row) * 1e9)
+    with ll_priced(nccl.STEP_LATENCY_US["nvlink"]["ring"][0], BLACKWELL_LL_CAP_GBPS):
+        moving = nbytes / nccl._bandwidth("all_reduce", "ring", "LL", communicator(row))
+    return (seconds - moving) * 1e6 / (2 * (ranks - 1)) - nccl.BASE_LATENCY_US["ring"][0] / (2 * (ranks - 1))
+
+
+def ll_step_errors(case: str, step_us: float, cap_gbps: float) -> float:
+    """The case's largest busbw error over its rows up to LL_STEP_BYTES, priced with `ll_priced`."""
+    from gclc.model.network import nccl
+
+    with ll_priced(step_us, cap_gbps):
+        return max(abs(nccl.bus_bandwidth("all_reduce", float(r["bytes"]), choice(r).seconds, int(r["ranks"]))
+                       / 1e9 / measured_busbw(r) - 1) for r in case_rows(case, LL_STEP_BYTES))
+
+
+def print_ll_steps() -> None:
+    """Per Blackwell case: its rows' error as the model prices them, as NCCL's own table would (0.6 us
+    steps, 282 GB/s), and (cross-validated) with the LL step the other case reads. Not in the model: a
+    step read so also moves 64 GB300 of a rack from a ring to NVLS, whose one loop of 32 heads the model
+    prices at 108 us where the published table measures 66 us at 512 KiB (its max error 26 % -> 38 %)."""
+    from gclc.model.network import nccl
+
+    hopper = nccl.STEP_LATENCY_US["nvlink"]["ring"][0]
+    readings = {case: ll_step_reading(case) for case in LL_STEP_CASES}
+    print(f"\nNVLink LL step on GB300 (NCCL 2.28.7's table {hopper:.2f} us; the published rows <= {LL_STEP_BYTES // MB} MiB, max error):")
+    for case, step in readings.items():
+        others = statistics.mean(v for k, v in readings.items() if k != case)
+        print(f"  {case:9} model {ll_step_errors(case, hopper, nccl.LL_MAX_BUS_GBPS[0]):6.1%}; NCCL's own table "
+              f"{ll_step_errors(case, hopper, BLACKWELL_LL_CAP_GBPS):6.1%}; reads {step:.2f} us a step, "
+              f"with the other case's {others:.2f} us {ll_step_errors(case, others, BLACKWELL_LL_CAP_GBPS):6.1%}")
+
+
 def nccl_bus(rate: float, ranks: int = 72) -> float:
     return rate * 2 * (ranks - 1) / ranks / 1e9
 
@@ -299,6 +376,7 @@ def main() -> None:
     print_nvl72_columns()
     print_rack_curves()
     print_head_steps()
+    print_ll_steps()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     met = sum(1 for (case, band), found in errors.items() if max(found) <= (0.10 if band == "1MB-8GB" else 0.25))
     step_median = statistics.median(e for found in step_errors.values() for e in found)

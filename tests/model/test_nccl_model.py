@@ -357,3 +357,22 @@ def test_an_nvls_call_past_a_chunk_cut_never_takes_less_time(ranks, channels):
     for cut in cuts:
         below, above = (nccl.choose("all_reduce", size, c, only="nvls").seconds for size in (cut - 16, cut + 16))
         assert above >= below
+
+
+def test_nccl_s_own_table_prices_a_gb300_ring_below_the_published_time_and_one_ll_step_reads_both():
+    # NCCL 2.28.7 treats the rack's trays as one node: its table steps a ring over NVLink at 0.6 us
+    # (LL, 282 GB/s on Blackwell) and prices the smallest calls of 4 and 8 GB300 38 % and 66 % too fast
+    # (busbw); one LL step read from each case's smallest call predicts the other case's rows <= 2 MiB
+    # (held out) far closer than NCCL's table or the model's Hopper constants do
+    bench = _benchmark()
+    readings = {case: bench.ll_step_reading(case) for case in bench.LL_STEP_CASES}
+    assert all(1.2 < r < 1.7 for r in readings.values())
+    assert readings["gb300_4"] == pytest.approx(readings["gb300_8"], rel=0.05)
+    for case, other in (("gb300_4", "gb300_8"), ("gb300_8", "gb300_4")):
+        table = bench.ll_step_errors(case, 0.6, bench.BLACKWELL_LL_CAP_GBPS)
+        held_out = bench.ll_step_errors(case, readings[other], bench.BLACKWELL_LL_CAP_GBPS)
+        model = bench.ll_step_errors(case, 0.6, nccl.LL_MAX_BUS_GBPS[0])
+        assert table > 0.30 and held_out < min(table, model) and held_out < 0.15
+    # the model's constants come back after each reading
+    assert nccl.STEP_LATENCY_US["nvlink"]["ring"][0] == nccl.STEP_LATENCY_US["nvlink"]["tree"][0] == 0.6
+    assert nccl.LL_MAX_BUS_GBPS[0] == 141.0
