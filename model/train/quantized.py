@@ -19,9 +19,10 @@ Sources (Transformer Engine at d0067d0, 2026-08; Megatron-LM at d98e8a6, 2026-08
 [gather] Megatron-Core distributed/param_and_grad_buffer.py: per-tensor fp8 parameters are
   gathered as their uint8 data (the transpose made locally); MXFP8 parameters under the
   distributed optimizer are gathered in bf16 into the gradient buffer (`shared_buffer` viewed
-  as bfloat16) and quantized after; Megatron-FSDP (ZeRO-3) gathers an MXFP8 weight's rowwise
-  and columnwise ("transpose") buffers both (fsdp/src/megatron_fsdp/param_and_grad_buffer.py
-  `transpose_weight_buffer`: "Currently, only mxfp8 needs it").
+  as bfloat16) and quantized after; Megatron-FSDP (ZeRO-3) keeps an MXFP8 weight's columnwise
+  usage in a "transpose" buffer of its own ("Currently, only mxfp8 needs it") and gathers the
+  rowwise buffer for the forward, the transpose buffer for the backward
+  (fsdp/src/megatron_fsdp/param_and_grad_buffer.py `get_fsdp_buffer(bwd=True)`).
 [tokens] fp8 tokens on the wire carry their scales: DeepEP's fp8 dispatch takes the hidden states
   as float8_e4m3fn with `[num_tokens, hidden // 128]` fp32 scales (deep_ep/buffers/legacy.py
   `dispatch`, dd758ca; its tests count `1 + 4 / 128` bytes per value), Megatron-Core's
@@ -54,8 +55,13 @@ def gemm_bytes(cfg: TrainConfig) -> float:
 
 
 def weight_copies(cfg: TrainConfig) -> int:
-    """Quantized copies of a weight held in training: one."""
-    return 1
+    """Quantized copies of a weight a Transformer Engine recipe holds in training: the rowwise one
+    (forward) and the columnwise one (dgrad) [usages, cache]. Per-tensor fp8 shares one copy only
+    where the chip runs non-TN fp8 GEMMs (TE utils.py `is_non_tn_fp8_gemm_supported`: compute
+    capability 10.x and 13.x), where gclc's `fp8` is MX anyway (compiler/formats.py MX_FP8_CHIPS);
+    elsewhere it keeps the transpose (ASSUMPTION beyond NVIDIA's chips: as Hopper). A stack that
+    casts at each use holds none between uses, so it is priced as one."""
+    return 1 if cfg.stack in CAST_AT_USE else 2
 
 
 def held_weight_bytes(cfg: TrainConfig) -> float:
@@ -65,24 +71,26 @@ def held_weight_bytes(cfg: TrainConfig) -> float:
 
 
 def gather_bytes(cfg: TrainConfig, zero: int | None = None) -> float:
-    """Bytes per parameter the data-parallel parameter all-gather moves [gather]: bf16 without fp8
-    parameters; per-tensor fp8 parameters their rowwise data; MX parameters under ZeRO-3 both
-    usages, under the distributed optimizer (ZeRO 1, 2) bf16, quantized after the gather."""
+    """Bytes per parameter one data-parallel parameter all-gather moves [gather]: bf16 without fp8
+    parameters; per-tensor fp8 (and NVFP4) parameters their rowwise data; MX parameters under
+    ZeRO-3 one usage a gather (the forward's rowwise buffer, the backward's columnwise one), under
+    the distributed optimizer (ZeRO 1, 2) or a stack that casts at use bf16, quantized after."""
     if not cfg.fp8_params:
         return BF16_BYTES
     if gemm_format(cfg) != "mxfp8":
         return gemm_bytes(cfg)
     zero = cfg.zero if zero is None else zero
-    return held_weight_bytes(cfg) if zero >= 3 and cfg.stack not in CAST_AT_USE else BF16_BYTES
+    return gemm_bytes(cfg) if zero >= 3 and cfg.stack not in CAST_AT_USE else BF16_BYTES
 
 
 def gathered_width(cfg: TrainConfig) -> float:
     """Bytes per parameter of a ZeRO-3 layer while gathered: bf16 without fp8 parameters; with them
-    what the gather brought or the copies made of it, whichever is more (per-tensor fp8 on Hopper
-    gathers its rowwise data and transposes it locally: 2 B)."""
+    what one gather brought, and where the columnwise copy is made from it locally (per-tensor fp8
+    on Hopper: TE's `_create_transpose`; not MX, whose backward gathers its own) that copy too."""
     if not cfg.fp8_params:
         return BF16_BYTES
-    return max(gather_bytes(cfg, zero=3), held_weight_bytes(cfg))
+    local = held_weight_bytes(cfg) if gemm_format(cfg) != "mxfp8" else gemm_bytes(cfg)
+    return max(gather_bytes(cfg, zero=3), local)
 
 
 def fp8_token_bytes(cfg: TrainConfig) -> float:

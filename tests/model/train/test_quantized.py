@@ -12,8 +12,8 @@ from hypothesis import given, strategies as st
 from gclc.model.config import TrainConfig
 from gclc.model.shape import ModelShape
 from gclc.model.train import dp_sync
-from gclc.model.train.memory import activation_parts
-from gclc.model.train.quantized import fp8_token_bytes, gather_bytes, gemm_bytes
+from gclc.model.train.memory import activation_parts, weight_bytes
+from gclc.model.train.quantized import fp8_token_bytes, gather_bytes, gathered_width, gemm_bytes, weight_copies
 from gclc.testing import load_profile
 
 load_profile()
@@ -40,15 +40,25 @@ def test_mx_fp8_is_one_and_a_thirty_second_byte_everywhere_it_is_priced():
     assert mx_parts["qkv"] == parts["qkv"]   # bf16 tensors keep 2 B
 
 
+def test_transformer_engine_keeps_a_rowwise_and_a_columnwise_copy_and_cast_at_use_stacks_none():
+    # Hopper: fp8 data and its transpose; MXFP8: 1x32 and 32x1 blocks, quantized apart
+    assert weight_copies(cfg()) == 2 and weight_bytes(cfg()) == 2 + 2
+    assert weight_bytes(cfg(mx_fp8=True)) == pytest.approx(2 + 2 * MX)
+    # torchao (FSDP) casts the weight at each use: bf16 alone
+    assert weight_bytes(cfg(stack="fsdp")) == 2
+
+
 @pytest.mark.parametrize("mx, zero, sent", [
     (False, 1, 1.0),      # per-tensor fp8 parameters: their rowwise uint8 data, the transpose made after
     (True, 1, 2.0),       # MXFP8 under the distributed optimizer: bf16 into the gradient buffer, quantized after
-    (True, 3, MX),        # Megatron-FSDP gathers MXFP8
+    (True, 3, MX),        # Megatron-FSDP: the rowwise buffer for the forward, the columnwise for the backward
 ])
 def test_the_fp8_parameter_all_gather_moves_what_megatron_sends(mx, zero, sent):
     job = cfg(fp8_params=True, mx_fp8=mx, zero=zero)
     assert gather_bytes(job) == pytest.approx(sent)
     assert gather_bytes(attrs.evolve(job, fp8_params=False)) == 2
+    # a ZeRO-3 layer while gathered: Hopper's data and the transpose made from it, MX one usage
+    assert gathered_width(attrs.evolve(job, zero=3)) == pytest.approx(MX if mx else 2 * 1)
 
 
 def test_the_priced_all_gather_carries_those_bytes():
