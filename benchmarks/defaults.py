@@ -23,6 +23,12 @@ e = log(left out / stated), set against the sides guessed.py computes on the new
 band widens its low side by `slower`, its high side by `faster`): e > 0 (the default predicts
 a faster step than the run took) needs the low side. Per field: the moves over 0.5 %, how many
 lie on a side the band widens, and how many within that side's move.
+
+    .venv/bin/python benchmarks/defaults.py --no-stack
+
+leaves the software stack unstated as well (every row publishes it): the default stack is
+assumed, and the band carries the `stack` reason instead of the stack's overlaps
+(model/train/guessed.py STACK_FIELDS).
 """
 
 from __future__ import annotations
@@ -50,9 +56,10 @@ _FIELD = re.compile(r"^\s*(\w+)\s*=")
 _ALWAYS = ("batch", "schedule")
 
 
-def published_only(text: str) -> str:
+def published_only(text: str, stack: bool = True) -> str:
     """The design with each `train`-block field its row did not publish removed (fields with
-    no comment there are the row's own: model, on, gpus, seq)."""
+    no comment there are the row's own: model, on, gpus, seq); without `stack`, its `software`
+    too (every row publishes it)."""
     out, inside, depth = [], False, 0
     for line in text.splitlines():
         if line.startswith("train "):
@@ -61,6 +68,8 @@ def published_only(text: str) -> str:
             depth += line.count("{") - line.count("}")
             field = _FIELD.match(line)
             if field and field.group(1) not in _ALWAYS and "#" in line and not _KEEP.search(line):
+                continue
+            if field and field.group(1) == "software" and not stack:
                 continue
             if depth == 0 and "}" in line:
                 inside = False
@@ -78,14 +87,14 @@ def conditions(best, job) -> tuple[str, ...]:
             "PP > 1" if best.config.pp > 1 else "PP = 1", "FSDP (ZeRO-3)" if best.config.zero >= 3 else "no FSDP")
 
 
-def plan_row(path: Path, measured: dict) -> dict:
+def plan_row(path: Path, measured: dict, stack: bool = True) -> dict:
     from gclc.compiler.driver import check_text
     from gclc.model.job import train_job
     from gclc.solver.train.plan import plan
 
     row = {"run_id": path.stem, "group": measured.get("group", ""), "measured": float(measured["meas_tokens_per_s_per_gpu"])}
     try:
-        checked = check_text(published_only(path.read_text()), str(path))
+        checked = check_text(published_only(path.read_text(), stack), str(path))
         if not checked.ok or checked.design is None:
             raise ValueError("; ".join(d.summary for d in checked.diagnostics if d.is_error) or "no design")
         job = train_job(checked.design)
@@ -171,13 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", default=str(DEFAULT_MEASURED))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--fields", action="store_true", help="each guessed field left out alone of the full designs")
+    parser.add_argument("--no-stack", action="store_true", help="leave the software stack unstated too")
     args = parser.parse_args(argv)
     with open(args.csv, newline="") as f:
         measured = {r["run_id"]: r for r in csv.DictReader(f) if r.get("kind") == "steady_state"}
     if args.fields:
         return fields_main(sorted(p for p in Path(args.runs).glob("*.gcl") if p.stem in measured), args.json)
     wall, cpu = time.perf_counter(), time.process_time()
-    rows = [plan_row(p, measured[p.stem]) for p in sorted(Path(args.runs).glob("*.gcl")) if p.stem in measured]
+    rows = [plan_row(p, measured[p.stem], not args.no_stack) for p in sorted(Path(args.runs).glob("*.gcl"))
+            if p.stem in measured]
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     done = [r for r in rows if "error" in r]
     s = stats([r["error"] for r in done])
@@ -194,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                       + "; ".join(t.split(' (')[0] for t in r["reasons"]))
         print("\nPer condition (the plan's configuration):")
         print("\n".join(table(rows)))
-    print(f"defaults: n={s.get('n', 0)} of {len(rows)} planned, median={s.get('median', float('nan')):.1%} "
+    print(f"defaults{' (no stack)' if args.no_stack else ''}: n={s.get('n', 0)} of {len(rows)} planned, median={s.get('median', float('nan')):.1%} "
           f"p90={s.get('p90', float('nan')):.1%} band80={coverage:.0%}; {wall:.0f} s wall, {cpu:.0f} s CPU")
     return 0
 

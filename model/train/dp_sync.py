@@ -11,10 +11,10 @@ from ...compiler.ir import Partition
 from .. import comms
 from .. import collectives
 from . import optimizer, sharding
-from ...compiler.formats import value_bytes
 from ..config import TrainConfig
 from ..memo import remember
 from .memory import dense_params_per_gpu, expert_params_per_gpu
+from .quantized import gather_bytes
 from ..shape import ModelShape
 
 DP_BUCKET_RESIDUE = 0.1    # share of overlapped gradient traffic exposed (the last bucket)
@@ -85,13 +85,14 @@ _TRAFFIC: dict[tuple, Traffic] = {}
 def traffic(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Traffic:
     """The seconds of `cfg`'s data-parallel collectives on `partition`."""
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, min(cfg.zero, 1), cfg.stack, cfg.main_grads,
-           cfg.grad_reduce, cfg.fp8_params, cfg.precision if cfg.fp8_params else None, min(cfg.stride("dp"), cfg.stride("cp")), partition)
+           cfg.grad_reduce, gather_bytes(cfg), min(cfg.stride("dp"), cfg.stride("cp")), partition)
     found = _TRAFFIC.get(key)
     if found is not None:
         return found
     grad_bytes = optimizer.grad_bytes(cfg)   # the stack's, or the bf16 main gradients'
-    # parameters are gathered in bf16, or in fp8 where the weights are kept so (fp8_params)
-    weight_bytes = value_bytes(cfg.precision) if cfg.fp8_params else 2
+    # parameters are gathered in bf16, or as what fp8 parameters send (model/train/quantized.py:
+    # per-tensor fp8 1 B, MX parameters bf16 or, under ZeRO-3, both usages)
+    weight_bytes = gather_bytes(cfg)
     # Dense and routed-expert state reduce over different replica groups (routed experts over
     # fewer ranks, ep apart: model/train/sharding.py expert_dp); hybrid sharding splits each into
     # shard groups (ZeRO collectives inside) and all-reduces every shard across the groups
@@ -134,7 +135,7 @@ def calls(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[Ca
     algorithm and protocol it runs (ZeRO >= 1: reduce-scatter and all-gather in the shard
     group, then the shards' all-reduce across groups when hybrid; ZeRO-0: one all-reduce)."""
     grad_bytes = optimizer.grad_bytes(cfg)
-    weight_bytes = value_bytes(cfg.precision) if cfg.fp8_params else 2
+    weight_bytes = gather_bytes(cfg)
     found = []
     for params, state in ((dense_params_per_gpu(shape, cfg), "dense"), (expert_params_per_gpu(shape, cfg), "expert")):
         if not params:

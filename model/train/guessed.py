@@ -23,6 +23,15 @@ offloads, runs without recompute where the activations would not fit), so that p
 alternative then, and it may be faster than the search's choice. An alternative that would cost more
 than a third of the throughput is not one a tuned run takes (ASSUMPTION: PLAUSIBLE; ZeRO-3 across a thousand replicas can run at a quarter of
 ZeRO-1's pace, and no recipe sets it there), so it does not widen the band.
+
+A design that leaves its software stack unstated already carries the `stack` reason
+(model/calibration.py FACTORS), whose factor was measured by predicting the runs of other stacks
+with the default stack's whole behaviour row (model/config.py STACKS), the TP, DP and MoE
+all-to-all overlaps among its columns then as now (commit 4de2407, 2026-12-01: no run could state
+an overlap until 2026-12-06, so each run's overlaps moved with its stack). The overlaps a stack
+decides (`STACK_FIELDS`) are therefore part of what that factor measured; weighing their
+alternatives again would count the same doubt twice, so with the stack unstated they do not
+widen the band, and with it stated they do (a run may override its stack's default).
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import attrs
 from ...compiler.ir import Partition
 from ...dsl.numbers import percent
 from ..calibration import UNSTATED, Reason, half_width
-from ..config import TrainConfig
+from ..config import STACKS, TrainConfig
 from ..shape import ModelShape
 from .offload import OFFLOAD_SHARES
 
@@ -55,6 +64,11 @@ FIELDS = {
     "microbatch": (lambda shape, cfg: True, lambda cfg: (cfg.microbatch // 2, cfg.microbatch * 2), "micro-batch"),
     "vp": (lambda shape, cfg: cfg.pp > 1, lambda cfg: (max(1, cfg.vp // 2), cfg.vp * 2), "virtual pipeline stages"),
 }
+
+
+# FIELDS whose default is the software stack's behaviour: with the stack unstated, the `stack`
+# reason's factor holds their doubt (see above)
+STACK_FIELDS = frozenset(FIELDS) & frozenset(next(iter(STACKS.values())))
 
 
 # Unstated choices whose values free memory: name -> (when it is free to take them, the values
@@ -82,25 +96,27 @@ def _valid(shape: ModelShape, cfg: TrainConfig, chosen: TrainConfig) -> bool:
     return cfg.microbatches % cfg.pp == 0 and (cfg.vp == chosen.vp or shape.layers % (cfg.pp * cfg.vp) == 0)
 
 
-def spreads(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: frozenset[str]) -> dict[str, float]:
+def spreads(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: frozenset[str],
+            stack_stated: bool = True) -> dict[str, float]:
     """For each field of FIELDS that the design does not state and that matters to `cfg`:
     the widest |log| throughput ratio of its other values that fit, against `cfg`'s."""
-    return {field: max(pair) for field, pair in sides(shape, cfg, partition, stated).items()}
+    return {field: max(pair) for field, pair in sides(shape, cfg, partition, stated, stack_stated).items()}
 
 
 def sides(shape: ModelShape, cfg: TrainConfig, partition: Partition,
-          stated: frozenset[str]) -> dict[str, tuple[float, float]]:
+          stated: frozenset[str], stack_stated: bool = True) -> dict[str, tuple[float, float]]:
     """`spreads`, split by direction: (slower, faster), the widest |log| throughput ratio of the
     field's alternatives that run slower than `cfg` and of those that run faster. The fields the
     planner searches move only down from its choice (its optimum: an alternative that was on the
     grid and fitted was slower), save one that fits only beside an unstated saver; a stack
-    default moves either way (TP overlap off by default: a run that turned it on is faster)."""
+    default moves either way (TP overlap off by default: a run that turned it on is faster). With
+    the stack unstated (`stack_stated` false) the stack's own fields are left to its reason."""
     from .step import estimate   # step imports this module's siblings; estimate at call time
 
     base = estimate(shape, cfg, partition).step_time
     out = {}
     for field, (matters, values, _) in FIELDS.items():
-        if field in stated or not matters(shape, cfg):
+        if field in stated or not matters(shape, cfg) or (field in STACK_FIELDS and not stack_stated):
             continue
         savers = {f: values for f, (free, values) in SAVERS.items() if f != field and f not in stated and free(shape, cfg)}
         others = [attrs.evolve(cfg, **{field: value}) for value in values(cfg) if value != getattr(cfg, field)]
@@ -132,10 +148,12 @@ def _fitting(shape: ModelShape, cfg: TrainConfig, partition: Partition, savers: 
 def reasons(shape: ModelShape, cfg: TrainConfig, partition: Partition, stated: frozenset[str],
             others: tuple[Reason, ...] = ()) -> tuple[Reason, ...]:
     """A Reason for each unstated field whose alternatives move the prediction by more than the
-    band of `others` already allows (its half width)."""
+    band of `others` already allows (its half width); the stack's own fields not where `others`
+    carries the unstated stack's reason."""
     allowed = math.log1p(half_width(others))
+    stack_stated = not any(r.key == "stack" for r in others)
     return tuple(Reason(UNSTATED, f"{field} not stated ({FIELDS[field][2]}): {_moves(pair)}", max(pair), sides=pair)
-                 for field, pair in sides(shape, cfg, partition, stated).items() if max(pair) > allowed)
+                 for field, pair in sides(shape, cfg, partition, stated, stack_stated).items() if max(pair) > allowed)
 
 
 def _moves(pair: tuple[float, float]) -> str:

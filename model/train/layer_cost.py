@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import attrs
 
-from ...compiler.formats import is_narrow, value_bytes
+from ...compiler.formats import is_narrow
 from ...compiler.ir import Partition
 from .. import comms
 from .. import collectives
@@ -20,6 +20,7 @@ from ..compute import op_time
 from ..config import TrainConfig
 from ..memo import remember as _remember
 from ..shape import ModelShape
+from .quantized import fp8_token_bytes
 from .workload import after_routing_ops, backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
 from ...dsl.records import frozen
 
@@ -309,11 +310,13 @@ def ep_exchange(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> fl
     keeps the NICs busy beside the data-parallel rings: model/train/incast.py)."""
     # the exchange reads the tokens one GPU routes, ep, the precision and the tiers alone:
     # shared by every tp, cp, micro-batch and recompute choice that routes as many tokens
-    key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, cfg.moe_dispatcher, partition)
+    key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, cfg.mx_fp8, cfg.moe_dispatcher, partition)
     total = _ALL_TO_ALL.get(key)
     if total is None:
-        # dispatched in fp8 (1 byte, an MX format's 1.03) by every sub-16-bit recipe; never narrower
-        dispatch = max(1.0, value_bytes(cfg.precision)) if is_narrow(cfg.precision) else 2
+        # dispatched in fp8 by every sub-16-bit recipe (docs/moe_dispatcher.md: Megatron-Core's
+        # dispatchers send bf16 unless `moe_dispatch_fwd_dtype = mxfp8`, a known deviation), never
+        # narrower, with its scales (1 + 1/32: model/train/quantized.py)
+        dispatch = fp8_token_bytes(cfg) if is_narrow(cfg.precision) else 2
         stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
         total = _remember(_ALL_TO_ALL, key, _exchange(shape, cfg, stages, dispatch))
     return total

@@ -11,11 +11,12 @@ import functools
 
 import attrs
 
-from ...compiler.formats import family, is_narrow, value_bytes
+from ...compiler.formats import family
 from ..config import TrainConfig
 from ..memo import remember as _remember
 from . import peak
 from .optimizer import WEIGHT_BYTES, grad_bytes, state_bytes
+from .quantized import CAST_AT_USE, gathered_width, gemm_bytes, held_weight_bytes
 from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from ..shape import ModelShape
@@ -71,31 +72,22 @@ class Memory:
 
 
 def low_precision_copy(cfg: TrainConfig) -> float:
-    """Bytes per parameter of the weights' copy in the GEMMs' format that Transformer Engine's fp8
-    and narrower recipes keep beside the bf16 weights across micro-batches (fp8: 1; NVFP4 4.5 bits;
-    MXFP8, and the generic fp8 on an MX chip, 8.25: `gemm_weight_bytes`). torchao's float8 and MX training (PyTorch FSDP stacks) and
-    XLA cast the weights at each use and keep no copy (torchao/float8 `Float8Linear`: "dynamic"
-    scaling casts the weight in every forward)."""
-    if cfg.stack in FSDP_STACKS or cfg.stack == "maxtext":
+    """Bytes per parameter of the weights' copies in the GEMMs' format that Transformer Engine's fp8
+    and narrower recipes keep beside the bf16 weights across micro-batches: rowwise and columnwise,
+    each `gemm_bytes` (per-tensor fp8 on Hopper its data and transpose, 2; MXFP8 2 x (1 + 1/32):
+    model/train/quantized.py). torchao's float8 and MX training (PyTorch FSDP stacks) and XLA cast
+    the weights at each use and keep no copy."""
+    if cfg.stack in CAST_AT_USE:
         return 0.0
-    return gemm_weight_bytes(cfg) if family(cfg.precision) in ("fp8", "fp6", "fp4") else 0.0
-
-
-def gemm_weight_bytes(cfg: TrainConfig) -> float:
-    """Bytes per value of a weight in the GEMMs' format. The generic `fp8` on a chip that runs it
-    with MX block scaling (`mx_fp8`: compiler/formats.py MX_FP8_CHIPS) is MXFP8: one 8-bit E8M0
-    scale per 32 values beside the 8-bit elements, 1 + 1/32 B (OCP Microscaling Formats (MX)
-    Specification v1.0, 2023, sec. 5; NVIDIA Transformer Engine user guide, "MXFP8": "one scaling
-    factor per 32 consecutive values", stored as E8M0), not the per-tensor recipe's 1 B."""
-    return value_bytes("mxfp8" if cfg.mx_fp8 else cfg.precision)
+    return held_weight_bytes(cfg) if family(cfg.precision) in ("fp8", "fp6", "fp4") else 0.0
 
 
 def weight_bytes(cfg: TrainConfig) -> float:
-    """Bytes per parameter of the weights a GPU holds: bf16 and the GEMMs' low-precision copy, or
-    with `fp8_params` the fp8 weights alone (Megatron-LM --fp8-param-gather: Transformer Engine's
-    fp8 parameters, gathered in fp8; the optimizer's master keeps the precision: optimizer.py)."""
+    """Bytes per parameter of the weights a GPU holds: bf16 and the GEMMs' low-precision copies, or
+    with `fp8_params` the fp8 weights alone, both usages (Megatron-LM --fp8-param-gather:
+    Transformer Engine's fp8 parameters; the optimizer's master keeps the precision: optimizer.py)."""
     if cfg.fp8_params:
-        return gemm_weight_bytes(cfg)
+        return held_weight_bytes(cfg)
     return WEIGHT_BYTES + low_precision_copy(cfg)
 
 
@@ -217,7 +209,7 @@ def gathered_bytes(shape: ModelShape, cfg: TrainConfig, zero: int | None = None)
         if cfg.stack in ("deepspeed", "deepspeed_2022"):   # gathered module by module: its largest matrix (model/train/peak.py)
             layer = min(layer, shape.hidden * max(shape.ffn, (shape.heads + 2 * shape.kv_heads) * shape.head_dim)
                         / cfg.tp)
-        width = gemm_weight_bytes(cfg) if cfg.fp8_params else WEIGHT_BYTES
+        width = gathered_width(cfg)
         held = _remember(_GATHERED, key, peak.gathered(saved, layer, root if cfg.stack in FSDP_STACKS else 0.0,
                                                        width, grad_bytes(cfg)))
     return held
@@ -239,7 +231,7 @@ def _tokens(cfg: TrainConfig, microbatch: int) -> float:
 def _kept_per_token(shape: ModelShape, cfg: TrainConfig, moe: bool, recompute: str | None) -> float:
     """Bytes per token one layer keeps for backward (it does not depend on the micro-batch)."""
     recompute = cfg.recompute if recompute is None else recompute
-    key = (shape, cfg.seq, cfg.tp, cfg.sp, cfg.precision, cfg.stack, moe, recompute, cfg.recompute_modules,
+    key = (shape, cfg.seq, cfg.tp, cfg.sp, cfg.precision, cfg.mx_fp8, cfg.stack, moe, recompute, cfg.recompute_modules,
            cfg.recompute_every, cfg.dropout)
     kept = _KEPT.get(key)
     if kept is None:
@@ -254,8 +246,10 @@ def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> 
     """Bytes per token a layer keeps for backward without recompute, by tensor."""
     t = cfg.tp
     h, d = shape.hidden, shape.head_dim
-    # fp8 recipes keep the inputs of the GEMMs in fp8 (1 byte) for the weight gradients.
-    gemm_input = value_bytes(cfg.precision) if is_narrow(cfg.precision) else 2
+    # fp8 recipes keep the inputs of the GEMMs in fp8 for the weight gradients: their columnwise
+    # usage alone (TE linear.py: "Discard row-wise data since it is not needed in backward pass"),
+    # `gemm_bytes` each (per-tensor 1, MXFP8 1 + 1/32).
+    gemm_input = gemm_bytes(cfg)
     # Norm inputs and outputs (the latter feed the QKV and MLP GEMMs), dropout masks:
     # replicated over TP unless sequence parallel. A parallel block (GPT-J, PaLM) has one
     # norm whose output feeds both.

@@ -61,3 +61,17 @@ def test_a_field_left_out_alone_moves_the_prediction_to_the_side_its_band_widens
     assert fp8["move"] < 0 and fp8["slower"] == 0 and fp8["faster"] == pytest.approx(-fp8["move"], rel=1e-9)
     lines, totals = defaults.fields_table(list(rows.values()))
     assert totals["moved"] == totals["on_side"] == totals["within"] == 2
+
+
+def test_without_the_stack_the_band_carries_the_stacks_reason_not_its_overlaps():
+    from gclc.solver.train.plan import plan
+
+    # GPT-3 175B-class layers at TP 8 on one DGX A100 (Korthikanti et al. Table 5), Megatron-LM: with
+    # the stack unstated too, the default stack's TP overlap would move the step by more than the
+    # band, but the `stack` reason already holds that doubt (model/train/guessed.py STACK_FIELDS)
+    full = (BENCH / "runs" / "kort_t5_1.gcl").read_text()
+    text = defaults.published_only(full, stack=False)
+    assert "software" in _fields(defaults.published_only(full)) and "software" not in _fields(text)
+    p = plan(train_job(check_text(text, "kort_t5_1.gcl").design))
+    keys = {r.text.split()[0] if r.key == "unstated" else r.key for r in p.band_reasons}
+    assert "stack" in keys and not keys & {"tp_overlap", "dp_overlap", "ep_overlap"}

@@ -177,3 +177,22 @@ def test_the_plans_json_carries_each_guessed_fields_sides_as_its_schema_says():
     for r in reasons:
         jsonschema.validate(r, schema)
         assert r["spread"] == max(r["slower"], r["faster"]) > 0
+
+
+def test_an_unstated_stack_holds_the_doubt_of_the_overlaps_it_decides():
+    # The `stack` factor was measured by predicting runs of other stacks with the default stack's
+    # whole behaviour row, its overlaps with it: with the stack unstated, the overlaps' alternatives
+    # are not weighed again (model/train/guessed.py STACK_FIELDS); stated, they are.
+    stated = plan(_job())
+    unstated = plan(train_job(check_text(DESIGN.replace("PINS", "").replace("software = nemo", ""),
+                                         "guessed.gcl").design))
+    keys = lambda p: [r.text.split()[0] if r.key == UNSTATED else r.key for r in p.band_reasons]  # noqa: E731
+    assert "ep_overlap" in keys(stated) and "stack" not in keys(stated)
+    overlaps = {"tp_overlap", "dp_overlap", "ep_overlap"}   # model/config.py STACKS columns
+    assert guessed.STACK_FIELDS == overlaps
+    assert "stack" in keys(unstated) and not set(keys(unstated)) & overlaps
+    # the fields a stack does not decide are still weighed
+    job, cfg = unstated.job, unstated.best.config
+    left = guessed.sides(job.shape, cfg, job.partition, stated_fields(job), stack_stated=False)
+    assert "dispatcher" in left and not set(left) & overlaps
+    assert set(guessed.sides(job.shape, cfg, job.partition, stated_fields(job))) >= {"ep_overlap", "dispatcher"}

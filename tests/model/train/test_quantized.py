@@ -1,0 +1,111 @@
+"""One answer for what a tensor in the GEMMs' low-precision format costs (model/train/quantized.py):
+bytes per value with the MX block scales, the rowwise and columnwise copies Transformer Engine keeps
+of a weight, what the fp8 parameter all-gather moves, and the fp8 tokens of an MoE dispatch."""
+
+import ast
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import given, strategies as st
+
+from gclc.model.config import TrainConfig
+from gclc.model.shape import ModelShape
+from gclc.model.train import dp_sync
+from gclc.model.train.memory import activation_parts, weight_bytes
+from gclc.model.train.quantized import fp8_token_bytes, gather_bytes, gathered_width, gemm_bytes, weight_copies
+from gclc.testing import load_profile
+
+load_profile()
+
+MX = 1 + 1 / 32   # an 8-bit element and its share of one E8M0 scale per 32 (OCP MX v1.0)
+GPT = ModelShape(layers=48, hidden=6144, heads=64, kv_heads=64, head_dim=96, ffn=24576, vocab=51200, seq=2048,
+                 mlp_matrices=2, tied_embeddings=True)
+
+
+def cfg(**kw):
+    base = dict(batch=64, seq=2048, tp=8, dp=8, microbatch=1, precision="fp8", stack="megatron_core", zero=1)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_mx_fp8_is_one_and_a_thirty_second_byte_everywhere_it_is_priced():
+    hopper, blackwell = cfg(), cfg(mx_fp8=True)
+    assert gemm_bytes(hopper) == 1 and gemm_bytes(blackwell) == pytest.approx(MX)
+    assert gemm_bytes(blackwell) == gemm_bytes(cfg(precision="mxfp8"))
+    # the saved GEMM inputs (the MLP activation's output, the norms' outputs) in the same format
+    parts, mx_parts = activation_parts(GPT, hopper), activation_parts(GPT, blackwell)
+    assert mx_parts["mlp act"] == pytest.approx(parts["mlp act"] * MX)
+    assert mx_parts["norm out"] == pytest.approx(parts["norm out"] * MX)
+    assert mx_parts["qkv"] == parts["qkv"]   # bf16 tensors keep 2 B
+
+
+def test_transformer_engine_keeps_a_rowwise_and_a_columnwise_copy_and_cast_at_use_stacks_none():
+    # Hopper: fp8 data and its transpose; MXFP8: 1x32 and 32x1 blocks, quantized apart
+    assert weight_copies(cfg()) == 2 and weight_bytes(cfg()) == 2 + 2
+    assert weight_bytes(cfg(mx_fp8=True)) == pytest.approx(2 + 2 * MX)
+    # torchao (FSDP) casts the weight at each use: bf16 alone
+    assert weight_bytes(cfg(stack="fsdp")) == 2
+
+
+@pytest.mark.parametrize("mx, zero, sent", [
+    (False, 1, 1.0),      # per-tensor fp8 parameters: their rowwise uint8 data, the transpose made after
+    (True, 1, 2.0),       # MXFP8 under the distributed optimizer: bf16 into the gradient buffer, quantized after
+    (True, 3, MX),        # Megatron-FSDP: the rowwise buffer for the forward, the columnwise for the backward
+])
+def test_the_fp8_parameter_all_gather_moves_what_megatron_sends(mx, zero, sent):
+    job = cfg(fp8_params=True, mx_fp8=mx, zero=zero)
+    assert gather_bytes(job) == pytest.approx(sent)
+    assert gather_bytes(attrs.evolve(job, fp8_params=False)) == 2
+    # a ZeRO-3 layer while gathered: Hopper's data and the transpose made from it, MX one usage
+    assert gathered_width(attrs.evolve(job, zero=3)) == pytest.approx(MX if mx else 2 * 1)
+
+
+def test_the_priced_all_gather_carries_those_bytes():
+    from gclc.compiler.driver import check_text
+    from gclc.model.job import train_job
+
+    design = check_text(DESIGN, "quantized.gcl").design
+    partition = train_job(design).partition
+    sizes = {}
+    for mx, fp8_params in ((False, False), (False, True), (True, True)):
+        calls = dp_sync.calls(GPT, cfg(fp8_params=fp8_params, mx_fp8=mx, tp=8, dp=4, batch=32), partition)
+        sizes[mx, fp8_params] = next(c.nbytes for c in calls if c.collective == "all_gather")
+    assert sizes[False, True] == pytest.approx(sizes[False, False] / 2)   # fp8 rowwise: half of bf16
+    assert sizes[True, True] == pytest.approx(sizes[False, False])        # MX: gathered in bf16
+
+
+@given(precision=st.sampled_from(["fp8", "mxfp8", "nvfp4"]), mx=st.booleans())
+def test_fp8_tokens_on_the_wire_carry_their_scales(precision, mx):
+    # DeepEP's fp8 dispatch: one fp32 scale per 128 values (1 + 4/128); MXFP8: one E8M0 per 32
+    job = cfg(precision=precision, mx_fp8=mx and precision == "fp8")
+    assert fp8_token_bytes(job) == pytest.approx(1 + 4 / 128) == pytest.approx(MX)
+
+
+def test_no_module_of_the_training_model_prices_a_format_by_itself():
+    # one answer: only quantized.py turns a format's name into bytes
+    train = Path(__file__).resolve().parents[3] / "model" / "train"
+    for path in train.glob("*.py"):
+        if path.name == "quantized.py":
+            continue
+        names = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
+        assert "value_bytes" not in names, path.name
+
+
+DESIGN = """import "std/nvidia"
+cluster Pod {
+  units    = 4 x DGX_H100
+  scaleout = NDR_FatTree
+}
+model M {
+  arch = dense  layers = 48  hidden = 6144  heads = 64  ffn = 24576  vocab = 51200  seq = 2048
+}
+train job {
+  model     = M
+  on        = Pod
+  batch     = 32
+  precision = fp8
+  software  = megatron_core
+  parallelism { tp = 8 pp = 1 dp = 4 microbatch = 1 zero = 1 }
+}
+"""
