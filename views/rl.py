@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..dsl.numbers import big, count, duration, memory_of, number, percent, quantity
 from ..model.rl import phases as ph
-from ..model.rl.step import COLOCATED
+from ..model.rl.step import COLOCATED, overlap_terms
 from ..solver.rl.plan import RLPlan
 from ..solver.rl.pools import Candidate
 
@@ -114,10 +114,13 @@ def _binding(p: RLPlan) -> list[str]:
     s = p.best.step
     ph_ = s.phases
     if s.overlapped:
-        gen, train = ph_.stream, ph_.score + ph_.train
-        side = (f"generation ({duration(gen)} a step at the engine's steady rate)" if gen >= train else
-                f"training ({duration(train)} of scoring and training a step)")
-        return [f"{side}: the pools overlap, the slower sets the step"]
+        terms = overlap_terms(ph_, s.staleness)
+        side = max(terms, key=terms.get)
+        words = {"stream": f"generation ({duration(ph_.stream)} a step at the engine's steady rate)",
+                 "trainer": f"training ({duration(ph_.score + ph_.train)} of scoring and training a step)",
+                 "latency": f"the batch's latency ({duration(ph_.generate)} to its slowest sample, spread with "
+                            f"training over the {count(s.staleness + 1, 'step')} the batch spans)"}
+        return [f"{words[side]}: the pools overlap, the slower sets the step"]
     parts = {k: getattr(ph_, k) for k in ("generate", "score", "train", "sync", "offload")}
     largest = max(parts, key=parts.get)
     line = f"{PHASE_WORDS[largest]}: {percent(parts[largest] / s.step_time)} of the step"

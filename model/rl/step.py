@@ -9,15 +9,27 @@ asynchronous operation buys.
   out: `offload`) and trains while the generation pool waits; then the weights cross the link
   between them: generate + offload + score + train + sync.
 - Disaggregated and asynchronous (staleness k >= 1: a sample may come from a policy up to k
-  steps old): the generation pool generates the next step's samples while the training pool
-  trains on this step's. The engine keeps generating across step boundaries, so a step's
-  generation costs its share of the engine's steady throughput (`stream`), not the wait for
-  its slowest sample, and both pools pause for the weights: sync + max(stream, offload + score + train).
-  Deeper staleness lets the engine hold more steps' samples at once (a fuller batch, a cheaper
-  token: solver/rl/generation.py `steady`), so the stream never grows with it.
+  steps old), as NeMo-RL's trajectory collector runs it (the same targeting at every release with
+  asynchronous GRPO, v0.4.0 to v0.7.0: nemo_rl/algorithms/async_utils.py, v0.7.0
+  async_utils/trajectory_collector.py `_calculate_target_weights`, `_should_pause_for_generation_limits`,
+  `_inflight_sema`; replay_buffer.py `sample`). Holding weights version v, the engine generates only for
+  the training steps v+1 .. v+k, one batch each, and pauses once they are started until the weights
+  move; training step w takes exactly the batch meant for it, waiting until it is complete; at most k
+  batches' prompt groups are in flight. So the batch for step w+k starts when the weights of version w
+  land and must be complete when step w+k starts: k periods later, less the k weight updates it
+  lives through (the engine stops for each: in-flight updates keep its running requests, but the
+  update runs in its loop between iterations). In steady state a period is then
+  sync + max(trainer, stream, (generate + trainer) / (k + 1)):
+  the training pool's work (offload + score + train); the engine's throughput (`stream`, its steady
+  share of the batch with k batches' samples in flight: solver/rl/generation.py `steady`); and the
+  batch's latency (`generate`, its slowest sample) spread over the k + 1 steps it overlaps. At k = 1 a
+  step whose batch outlasts training costs sync + (generate + trainer) / 2: half of the batch's tail
+  overlaps the previous step's training. Deeper staleness shares the latency over more steps and
+  fills the batch further (the stream never grows with it).
 
-`stream <= generate` (solver/rl/generation.py takes the smaller), so for the same pools an
-asynchronous step is never slower than a synchronous one.
+`stream <= generate` (solver/rl/generation.py takes the smaller), so each term of the period is at
+most generate + trainer, and for the same pools an asynchronous step is never slower than a
+synchronous one; nor is a deeper staleness ever slower than a shallower one.
 """
 
 from __future__ import annotations
@@ -81,11 +93,20 @@ def compose(phases: Phases, placement: str, staleness: int) -> RLStep:
         train = _chain("train", (("idle", p.generate), ("offload", p.offload), ("score", p.score), ("train", p.train),
                                  ("sync", p.sync)))
         return RLStep(placement, staleness, phases, p.generate + trainer + p.sync, gen + train)
-    period = max(p.stream, trainer)
-    gen = _chain("generate", (("generate", p.stream), ("idle", period - p.stream), ("sync", p.sync)))
+    terms = overlap_terms(p, staleness)
+    period, latency = max(terms.values()), terms["latency"]
+    busy = min(period, max(p.stream, latency))           # a batch's tail keeps the engine going
+    gen = _chain("generate", (("generate", busy), ("idle", period - busy), ("sync", p.sync)))
     train = _chain("train", (("offload", p.offload), ("score", p.score), ("train", p.train),
                              ("idle", period - trainer), ("sync", p.sync)))
     return RLStep(placement, staleness, phases, period + p.sync, gen + train)
+
+
+def overlap_terms(p: Phases, staleness: int) -> dict[str, float]:
+    """An overlapped step's period less the sync is the largest of these (module docstring): the
+    engine's throughput, the training pool's work, and the batch's latency over the steps it spans."""
+    trainer = p.offload + p.score + p.train
+    return {"stream": p.stream, "trainer": trainer, "latency": (p.generate + trainer) / (staleness + 1)}
 
 
 def _chain(pool: str, parts) -> tuple[Span, ...]:

@@ -45,7 +45,25 @@ def test_asynchronous_is_never_slower_than_synchronous(p, staleness):
     sync, overlapped = compose(p, DISAGGREGATED, 0), compose(p, DISAGGREGATED, staleness)
     assert overlapped.step_time <= sync.step_time * (1 + 1e-12) + 1e-12
     assert sync.step_time == p.generate + (p.offload + p.score + p.train) + p.sync
-    assert overlapped.step_time == p.sync + max(p.stream, p.offload + p.score + p.train)
+    trainer = p.offload + p.score + p.train
+    assert overlapped.step_time == p.sync + max(p.stream, trainer, (p.generate + trainer) / (staleness + 1))
+
+
+@given(phase_sets(), st.integers(1, 8))
+def test_a_deeper_staleness_is_never_slower(p, staleness):
+    """NeMo-RL's collector at age k starts the batch for step w + k when version w lands: the batch's
+    latency spreads over k + 1 steps, so one step more of staleness never lengthens a step."""
+    assert compose(p, DISAGGREGATED, staleness + 1).step_time <= compose(p, DISAGGREGATED, staleness).step_time
+
+
+def test_one_step_off_overlaps_half_of_a_long_batch():
+    """At age 1 the batch for step w + 1 starts when step w's weights land and step w + 1 starts once it is
+    complete: a batch that outlasts training is paid half in each of the two steps it spans
+    (trajectory_collector.py `_calculate_target_weights`; replay_buffer.py `sample`)."""
+    p = Phases(generate=60.0, stream=20.0, score=4.0, train=6.0, sync=10.0)
+    assert compose(p, DISAGGREGATED, 1).step_time == 10.0 + (60.0 + 10.0) / 2
+    short = attrs.evolve(p, generate=8.0, stream=5.0)   # training outlasts the batch: the step is training's
+    assert compose(short, DISAGGREGATED, 1).step_time == 10.0 + 10.0
 
 
 @given(phase_sets(), st.sampled_from([(COLOCATED, 0), (DISAGGREGATED, 0), (DISAGGREGATED, 1)]))
