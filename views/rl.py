@@ -142,7 +142,7 @@ def rl_text(p: RLPlan, timings: bool = False) -> str:
     g, t = b.generation.layout, b.train
     c = t.policy.config
     mode = ("colocated: the pools take turns on the same GPUs" if b.placement == COLOCATED else
-            "disaggregated, asynchronous (staleness 1): generation overlaps training" if b.staleness else
+            f"disaggregated, asynchronous (staleness {b.staleness}): generation overlaps training" if b.staleness else
             "disaggregated, synchronous: each pool waits for the other")
     lines += [
         f"  generate   on {g.partition}: {count(g.gpus, 'GPU')}, {g.replicas} replica{'s' if g.replicas > 1 else ''} "
