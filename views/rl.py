@@ -117,7 +117,7 @@ def _binding(p: RLPlan) -> list[str]:
         terms = overlap_terms(ph_, s.staleness)
         side = max(terms, key=terms.get)
         words = {"stream": f"generation ({duration(ph_.stream)} a step at the engine's steady rate)",
-                 "trainer": f"training ({duration(ph_.score + ph_.train)} of scoring and training a step)",
+                 "trainer": f"training ({duration(terms['trainer'])} of host copies, scoring and training a step)",
                  "latency": f"the batch's latency ({duration(ph_.generate)} to its slowest sample, spread with "
                             f"training over the {count(s.staleness + 1, 'step')} the batch spans)"}
         return [f"{words[side]}: the pools overlap, the slower sets the step"]
