@@ -118,8 +118,9 @@ def _binding(p: RLPlan) -> list[str]:
         side = max(terms, key=terms.get)
         words = {"stream": f"generation ({duration(ph_.stream)} a step at the engine's steady rate)",
                  "trainer": f"training ({duration(terms['trainer'])} of host copies, scoring and training a step)",
-                 "latency": f"the batch's latency ({duration(ph_.generate)} to its slowest sample, spread with "
-                            f"training over the {count(s.staleness + 1, 'step')} the batch spans)"}
+                 "latency": f"the batch's latency ({duration(ph_.generate)} to its slowest sample; the next batch "
+                            f"starts as it ends" + ("" if s.staleness == 1 else f", {s.staleness} batches in flight")
+                            + ")"}
         return [f"{words[side]}: the pools overlap, the slower sets the step"]
     parts = {k: getattr(ph_, k) for k in ("generate", "score", "train", "sync", "offload")}
     largest = max(parts, key=parts.get)
