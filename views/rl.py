@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..dsl.numbers import big, count, duration, memory_of, number, percent, quantity
 from ..model.rl import phases as ph
-from ..model.rl.step import COLOCATED
+from ..model.rl.step import COLOCATED, overlap_terms
 from ..solver.rl.plan import RLPlan
 from ..solver.rl.pools import Candidate
 
@@ -114,10 +114,14 @@ def _binding(p: RLPlan) -> list[str]:
     s = p.best.step
     ph_ = s.phases
     if s.overlapped:
-        gen, train = ph_.stream, ph_.score + ph_.train
-        side = (f"generation ({duration(gen)} a step at the engine's steady rate)" if gen >= train else
-                f"training ({duration(train)} of scoring and training a step)")
-        return [f"{side}: the pools overlap, the slower sets the step"]
+        terms = overlap_terms(ph_, s.staleness)
+        side = max(terms, key=terms.get)
+        words = {"stream": f"generation ({duration(ph_.stream)} a step at the engine's steady rate)",
+                 "trainer": f"training ({duration(terms['trainer'])} of host copies, scoring and training a step)",
+                 "latency": f"the batch's latency ({duration(ph_.generate)} to its slowest sample; the next batch "
+                            f"starts as it ends" + ("" if s.staleness == 1 else f", {s.staleness} batches in flight")
+                            + ")"}
+        return [f"{words[side]}: the pools overlap, the slower sets the step"]
     parts = {k: getattr(ph_, k) for k in ("generate", "score", "train", "sync", "offload")}
     largest = max(parts, key=parts.get)
     line = f"{PHASE_WORDS[largest]}: {percent(parts[largest] / s.step_time)} of the step"
@@ -139,7 +143,7 @@ def rl_text(p: RLPlan, timings: bool = False) -> str:
     g, t = b.generation.layout, b.train
     c = t.policy.config
     mode = ("colocated: the pools take turns on the same GPUs" if b.placement == COLOCATED else
-            "disaggregated, asynchronous (staleness 1): generation overlaps training" if b.staleness else
+            f"disaggregated, asynchronous (staleness {b.staleness}): generation overlaps training" if b.staleness else
             "disaggregated, synchronous: each pool waits for the other")
     lines += [
         f"  generate   on {g.partition}: {count(g.gpus, 'GPU')}, {g.replicas} replica{'s' if g.replicas > 1 else ''} "

@@ -9,15 +9,33 @@ asynchronous operation buys.
   out: `offload`) and trains while the generation pool waits; then the weights cross the link
   between them: generate + offload + score + train + sync.
 - Disaggregated and asynchronous (staleness k >= 1: a sample may come from a policy up to k
-  steps old): the generation pool generates the next step's samples while the training pool
-  trains on this step's. The engine keeps generating across step boundaries, so a step's
-  generation costs its share of the engine's steady throughput (`stream`), not the wait for
-  its slowest sample, and both pools pause for the weights: sync + max(stream, offload + score + train).
-  Deeper staleness lets the engine hold more steps' samples at once (a fuller batch, a cheaper
-  token: solver/rl/generation.py `steady`), so the stream never grows with it.
+  steps old), as NeMo-RL's trajectory collector runs it (the same at every release with
+  asynchronous GRPO, v0.4.0 to v0.7.0: nemo_rl/algorithms/async_utils.py, v0.7.0
+  async_utils/trajectory_collector.py `_calculate_target_weights`, `_should_pause_for_generation_limits`,
+  `_inflight_sema`, `_run_prompt_group_worker`; replay_buffer.py `sample`). Holding weights version v,
+  the engine generates only for the training steps v+1 .. v+k, one batch each, and pauses once they
+  are started until the weights move; training step w takes exactly the batch meant for it, waiting
+  until it is complete. At most k batches' prompt groups are in flight: a semaphore of
+  prompts x k permits, each held by one prompt group's worker until the group's slowest sample is
+  done. A group's slowest sample is near its batch's tail (ASSUMPTION: a group of 16-32 samples
+  nearly always holds one of the long ones), so a batch's groups start as the batch k before it
+  ends: k chains of batches, each batch as long as its slowest sample (`generate`, the makespan),
+  the engine stopping for every weight update (in-flight updates keep its running requests, but
+  the update runs in its loop between iterations). In steady state a period is then
+  sync + max(trainer, stream, generate / k):
+  the training pool's work (offload + score + train), which overlaps the next batch; the engine's
+  throughput (`stream`, its steady share of the batch with k batches' samples in flight:
+  solver/rl/generation.py `steady`); and a batch's latency over the k chains. The version bound
+  (the batch for step w + k cannot start before version w lands) adds (generate + trainer) / (k + 1),
+  never more than the larger of trainer and generate / k. At k = 1 a step whose batch outlasts
+  training costs sync + generate: what github.com/NVIDIA-NeMo/RL pull 2779 measured (DeepSeek-V3
+  64n8g-async-1off, H100: 70.2 and 52.5 s a step as MTP drafting cut the batch's latency from 57.4 to
+  40.1 s, each step 12.4-12.8 s over it, about the 14.2 s refit). The staggered ends of the groups give
+  a little of it back, which this does not count.
 
-`stream <= generate` (solver/rl/generation.py takes the smaller), so for the same pools an
-asynchronous step is never slower than a synchronous one.
+`stream <= generate` (solver/rl/generation.py takes the smaller), so each term of the period is at
+most generate + trainer, and for the same pools an asynchronous step is never slower than a
+synchronous one; nor is a deeper staleness ever slower than a shallower one.
 """
 
 from __future__ import annotations
@@ -81,11 +99,21 @@ def compose(phases: Phases, placement: str, staleness: int) -> RLStep:
         train = _chain("train", (("idle", p.generate), ("offload", p.offload), ("score", p.score), ("train", p.train),
                                  ("sync", p.sync)))
         return RLStep(placement, staleness, phases, p.generate + trainer + p.sync, gen + train)
-    period = max(p.stream, trainer)
-    gen = _chain("generate", (("generate", p.stream), ("idle", period - p.stream), ("sync", p.sync)))
+    terms = overlap_terms(p, staleness)
+    period, latency = max(terms.values()), terms["latency"]
+    busy = min(period, max(p.stream, latency))           # a batch's tail keeps the engine going
+    gen = _chain("generate", (("generate", busy), ("idle", period - busy), ("sync", p.sync)))
     train = _chain("train", (("offload", p.offload), ("score", p.score), ("train", p.train),
                              ("idle", period - trainer), ("sync", p.sync)))
     return RLStep(placement, staleness, phases, period + p.sync, gen + train)
+
+
+def overlap_terms(p: Phases, staleness: int) -> dict[str, float]:
+    """An overlapped step's period less the sync is the largest of these (module docstring): the
+    engine's throughput, the training pool's work, and a batch's latency over the k chains of batches
+    the collector's k batches of prompt-group permits make."""
+    trainer = p.offload + p.score + p.train
+    return {"stream": p.stream, "trainer": trainer, "latency": p.generate / staleness}
 
 
 def _chain(pool: str, parts) -> tuple[Span, ...]:

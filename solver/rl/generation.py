@@ -2,9 +2,11 @@
 on the generation pool's replicas, all asked at once, as an RL engine gets them.
 
 - `makespan`: from the first prompt to the last sample's last token. The long tail of
-  response lengths decides it: the slowest sample holds a synchronous step.
+  response lengths decides it: the slowest sample holds a synchronous step, and a one-step-off
+  one under NeMo-RL's collector wherever it outlasts training (model/rl/step.py).
 - `stream`: what the same samples cost an engine that is fed without pause (asynchronous RL:
-  the next step's prompts queue behind this step's, so no replica waits on a tail): the
+  the next step's prompts queue behind this step's, so no replica waits on a tail; the bound on
+  an asynchronous step's generation from the engine's throughput): the
   samples over the replicas' steady rate at full batch (model/serve/inference.py `estimate`,
   the simulator's own cost model, at the batch the cache holds at the mean lengths and the
   samples of as many steps as the staleness lets be in flight), never more than the makespan.

@@ -117,13 +117,20 @@ def plan_rl(entity: Entity, top: int = 3, objective: str | None = None) -> RLPla
 
 
 def _alternatives(job: RLJob, ctx: Context, best: Candidate) -> tuple[Alternative, ...]:
-    """The best plan with the pools' partitions swapped, colocated, and the chosen pools run
-    synchronously (staleness 0)."""
+    """The best plan with the pools' partitions swapped (both pools on one partition: each pool on each
+    other partition the job may use), colocated, and the chosen pools run synchronously (staleness 0)."""
     out = []
     g, t = best.generation.layout.partition, best.train.partition
     if best.placement == DISAGGREGATED and g != t:
         swapped = _restricted(job, ctx, placement=DISAGGREGATED, generate=t, train=g)
         out.append(Alternative(f"generation on {t}, training on {g}", swapped))
+    if best.placement == DISAGGREGATED and g == t:   # both pools on one partition: why not the others
+        for other in (p.name for p in job.partitions if p.name != g):
+            for gen_on, train_on in ((other, t), (g, other)):
+                if job.generate.partition in (None, gen_on) and job.train.partition in (None, train_on):
+                    out.append(Alternative(f"generation on {gen_on}, training on {train_on}",
+                                           _restricted(job, ctx, placement=DISAGGREGATED, generate=gen_on,
+                                                       train=train_on)))
     if best.placement == DISAGGREGATED and job.placement == "auto":
         for name in dict.fromkeys((t, g)):
             out.append(Alternative(f"colocated on {name}", _restricted(job, ctx, placement=COLOCATED, generate=name,

@@ -7,10 +7,11 @@ first gets a lower bound of its objective with the generation phase at its lower
 enters a heap. The least bound is taken off: if its generation has been simulated the point is
 the optimum (every other point's bound, and so its value, is at least as large: the step time,
 the energy and the cost of a step never fall as generation takes longer, model/rl/step.py);
-otherwise its generation is simulated and it goes back with its exact value. A point whose value
-cannot depend on its generation (an overlapped step whose training outlasts the stream's ceiling)
-is exact from the start, and at equal values exact points come off first, so a training phase
-that dwarfs generation (`epochs = 1000`) costs no more simulations than a short one. The search stops
+otherwise its generation is simulated and it goes back with its exact value. Every step reads
+its batch's makespan (an overlapped one spread over the steps the batch spans, model/rl/step.py),
+which no bound holds from above, so no point is exact before it is simulated; at equal values
+simulated points come off first, so a training phase that dwarfs generation (`epochs = 1000`: every
+point's step is then its training's) costs one simulation a plan reported. The search stops
 once `top` + 1 exact points have come off the heap; those are the plan and its runners-up.
 
 Power: a point whose exact facility power exceeds the job's bound is dropped when it comes off
@@ -174,10 +175,10 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
         placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0)
         low = evaluate(job, where.placement, staleness, placeholder, train)
         value = low.value(job.objective)
-        known = _known(ctx, job, where, layout, limit, train, staleness, bounds, value)
-        # at equal values a point already exact comes off first: it is the optimum without
-        # simulating the ties (a training phase that outlasts every stream makes them many)
-        heapq.heappush(heap, (value, not known, next(tick), (where, layout, limit, train, staleness)))
+        # no point is exact before it is simulated: every step reads its batch's makespan (colocated and
+        # synchronous whole, overlapped spread over the steps it spans: model/rl/step.py), which no bound
+        # holds from above; at equal values a point already simulated comes off first
+        heapq.heappush(heap, (value, True, next(tick), (where, layout, limit, train, staleness)))
     found, over = [], 0
     while heap and len(found) < top + 1:
         value, inexact, _, point = heapq.heappop(heap)
@@ -198,20 +199,6 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
         ctx.reasons[f"every plan found draws more than the {quantity(job.power, 'W')} power bound"] = None
     return SearchResult(tuple(found), total, ctx.simulated, max(0, len(heap)), over, tuple(ctx.reasons),
                         time.perf_counter() - started)
-
-
-def _known(ctx: Context, job: RLJob, where: Pools, layout: gen.GenLayout, limit: float, train: TrainPool,
-           staleness: int, bounds: tuple[float, float], value: float) -> bool:
-    """Whether a point's value at its bounds is its exact value, so it needs no simulation to be
-    ranked. An overlapped step reads only the stream (model/rl/step.py): exact where the bound is
-    the steady time, or where the value is the same with the stream at its ceiling (the training
-    phase outlasts any stream: then the value does not depend on the generation at all)."""
-    if staleness == 0 or where.placement == COLOCATED:
-        return False
-    if bounds[1] < bounds[0]:
-        return True
-    ceiling = gen.Generation(layout, bounds[0], ctx.ceiling(layout, limit), 0.0, 0.0, 0, 0)
-    return evaluate(job, where.placement, staleness, ceiling, train).value(job.objective) == value
 
 
 def generation_phase(ctx: Context, partition: str, gpus: int) -> gen.Generation | None:

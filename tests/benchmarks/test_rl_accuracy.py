@@ -145,9 +145,11 @@ def test_the_newest_release_is_predicted_from_the_older_rows_alone():
 
 
 def test_the_iteration_form_adds_host_time_per_engine_iteration():
-    """Generation pays the given milliseconds once per engine iteration: the slowest sample's
-    (synchronous) or the fed engine's (asynchronous), never a share of the GPU time."""
-    for placement, lag, used in (("colocated", 0, 4000.0), ("disaggregated", 1, 900.0)):
+    """Generation pays the given milliseconds once per engine iteration: the slowest sample's where the
+    batch's latency sets the step (synchronous, and one step off where it outlasts training: the
+    collector's permits, model/rl/step.py) or the fed engine's where its throughput does (two steps off
+    here), never a share of the GPU time."""
+    for placement, lag, used in (("colocated", 0, 4000.0), ("disaggregated", 1, 4000.0), ("disaggregated", 2, 900.0)):
         row = {"placement": placement, "staleness": lag, "iterations": (4000.0, 900.0),
                "phases": {"generate": 40.0, "stream": 30.0, "score": 5.0, "train": 10.0, "sync": 1.0, "offload": 2.0}}
         base = rl_accuracy.scaled(row, (0.0, 1.0, 1.0, 1.0), rl_accuracy.ITERATION)

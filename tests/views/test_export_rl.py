@@ -27,6 +27,9 @@ def design(colocated: bool = False):
     text = RL.read_text()
     if colocated:
         text = text.replace("  staleness    = 1", "  placement = colocated")
+    else:   # the pools apart, training pinned to the H100s Megatron-LM's check is run for (the planner
+        # trains on the A100s since a one-step-off batch's latency is paid whole: model/rl/step.py)
+        text = text.replace("  generate { engine", "  train { on = Lab.h100 }\n  generate { engine")
     result = check_text(text, str(RL))
     assert result.design is not None, result.diagnostics
     return result.design

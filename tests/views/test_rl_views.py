@@ -84,3 +84,28 @@ def test_the_pools_diagram(capsys, tmp_path):
     code, _, _ = run(capsys, "render", SMALL, "-o", out, "--view", "placement")
     svg = out.read_text()
     assert code == 0 and "generation pool" in svg and "training pool" in svg and "weights" in svg
+
+
+def test_the_mode_names_the_staleness_and_a_shared_partition_says_why_not_the_others(capsys, tmp_path):
+    """The mode line states the staleness the plan runs at (it printed 1 whatever it was), and a plan
+    whose two pools share one partition weighs each pool on each other partition the job may use."""
+    deeper = tmp_path / "rl_deeper.gcl"
+    deeper.write_text(SMALL.read_text().replace("staleness    = 1", "staleness    = 3"))
+    code, text, _ = run(capsys, "plan", deeper, "--json")
+    data = json.loads(text)
+    chosen = data["rl"]["staleness"]
+    _, text, _ = run(capsys, "plan", deeper)
+    assert code == 0 and chosen in (0, 3)
+    if chosen:
+        assert "asynchronous (staleness 3)" in text
+    for path in (deeper, SMALL):
+        code, out, _ = run(capsys, "plan", path, "--json")
+        data = json.loads(out)
+        _, text, _ = run(capsys, "plan", path)
+        g, t = data["placement"]["generate"]["partition"], data["placement"]["train"]["partition"]
+        other = ({"h100", "a100"} - {g}).pop()
+        if g == t:
+            assert f"generation on {other}, training on {t}:" in text
+            assert f"generation on {g}, training on {other}:" in text
+        else:
+            assert f"generation on {t}, training on {g}:" in text

@@ -45,7 +45,29 @@ def test_asynchronous_is_never_slower_than_synchronous(p, staleness):
     sync, overlapped = compose(p, DISAGGREGATED, 0), compose(p, DISAGGREGATED, staleness)
     assert overlapped.step_time <= sync.step_time * (1 + 1e-12) + 1e-12
     assert sync.step_time == p.generate + (p.offload + p.score + p.train) + p.sync
-    assert overlapped.step_time == p.sync + max(p.stream, p.offload + p.score + p.train)
+    trainer = p.offload + p.score + p.train
+    assert overlapped.step_time == p.sync + max(p.stream, trainer, p.generate / staleness)
+    # the version bound (the batch for step w + k starts once version w lands) never binds beyond them
+    assert overlapped.step_time >= p.sync + (p.generate + trainer) / (staleness + 1) - 1e-9 * max(1, sync.step_time)
+
+
+@given(phase_sets(), st.integers(1, 8))
+def test_a_deeper_staleness_is_never_slower(p, staleness):
+    """NeMo-RL's collector at age k keeps k batches of prompt groups in flight: a batch's latency
+    spreads over k chains, so one step more of staleness never lengthens a step."""
+    assert compose(p, DISAGGREGATED, staleness + 1).step_time <= compose(p, DISAGGREGATED, staleness).step_time
+
+
+def test_one_step_off_pays_a_long_batch_whole():
+    """At age 1 the collector's permits (one a prompt group, prompts of them, each held until the group's
+    slowest sample) let the next batch start only as this one ends: a batch that outlasts training
+    sets the step with the sync, training hidden under it (trajectory_collector.py `_inflight_sema`;
+    pull 2779's DeepSeek-V3 pair: step = batch latency + 12.4-12.8 s)."""
+    p = Phases(generate=60.0, stream=20.0, score=4.0, train=6.0, sync=10.0)
+    assert compose(p, DISAGGREGATED, 1).step_time == 10.0 + 60.0
+    assert compose(p, DISAGGREGATED, 2).step_time == 10.0 + 30.0   # two chains of batches
+    short = attrs.evolve(p, generate=8.0, stream=5.0)   # training outlasts the batch: the step is training's
+    assert compose(short, DISAGGREGATED, 1).step_time == 10.0 + 10.0
 
 
 @given(phase_sets(), st.sampled_from([(COLOCATED, 0), (DISAGGREGATED, 0), (DISAGGREGATED, 1)]))

@@ -128,12 +128,14 @@ EXAMPLE = (Path(__file__).resolve().parents[3] / "examples" / "rl_grpo_70b.gcl")
 
 
 @settings(max_examples=3, deadline=None)
-@given(epochs=st.integers(min_value=30, max_value=10**6))
+@given(epochs=st.integers(min_value=100, max_value=10**6))
 def test_a_training_phase_that_outlasts_generation_costs_no_simulations_of_its_own(epochs):
     """Plan time does not grow with `epochs`: once the training outlasts every overlapped point's
-    stream ceiling (30 epochs on the example already), the step is the training's, whatever the
-    generation, so the search simulates only the layouts it reports (the plan and its runners-up).
-    Before, ties at the training's step time were each simulated: 17 layouts at epochs = 1000."""
+    stream and its batch's latency, which one step off sets the step (model/rl/step.py: 100 epochs on
+    the example; 30 outlast the streams alone, and then 7 layouts are simulated), the
+    step is the training's, so the search simulates only the layouts it reports (the plan and its
+    runners-up): simulated ties come off first. Before, ties at the training's step time were each
+    simulated: 17 layouts at epochs = 1000."""
     text = EXAMPLE.replace("minibatches  = 4", f"epochs = {epochs}  minibatches  = 4")
     job = rl_job(check_text(text, "rl.gcl").design["grpo_70b"])
     found = search(job, 3, Context(job))
