@@ -134,6 +134,11 @@ class _Search:
         self.audit = audit
         self.layouts: dict[int, list[tuple]] = {}   # id(space) -> its layouts (`layouts_of`)
         self.coarse_parts: dict[tuple, tuple] = {}  # (tp, pp, cp, ep, dp) -> `coarse_bound`'s cap-free parts
+        # Memory reads no power cap (`fits_nowhere`), so what a layout's memory allows is found
+        # once for every operating point: id(space) -> (tp, pp, dp, cp, ep) -> its micro-batches that
+        # fit (`open_layout`), and id(space) -> `SyncFloor.fitting_zeros`' answers
+        self.fitting: dict[int, dict[tuple, int]] = {}
+        self.fitting_zeros: dict[int, dict[tuple, tuple[int, ...]]] = {}
         self.at_cap(self.caps[0])
         self.use(self.spaces[0] if self.spaces else space_def.space(job, self.lim))
 
@@ -153,7 +158,8 @@ class _Search:
         self.make_config = space_def.config_maker(self.job, space, self.cap)
         self.frugal_recompute = max(space.recomputes, key=RECOMPUTE.index)   # the least activation memory allowed
         self.sync = SyncFloor(self.job, self.make_config, space.zeros, self.frugal_recompute, self.lim.memory,
-                              lambda pp: space_def.vp_candidates(self.job, pp))
+                              lambda pp: space_def.vp_candidates(self.job, pp), self.fitting_zeros.setdefault(id(space), {}))
+        self.fits = self.fitting.setdefault(id(space), {})
         self.top_zero = max(space.zeros)
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
         pinned = self.job.pinned.get("microbatch")
@@ -243,16 +249,25 @@ class _Search:
         scan stops at the first layout that fits (on a design that plans, the first or second).
         One scan holds at every operating point: memory reads the chip's vendor and capacity,
         which no power cap changes (model/dvfs.py `with_cap` sets its power_cap alone)."""
-        chip = self.job.partition.node.accelerator
         for space in self.spaces:
             self.use(space)
             for tp, pp, cp, ep, dp, orders, inner, _, _ in self.layouts_of(space):
-                smallest = inner[0][0]
-                frugal = self.config(tp, pp, dp, cp, ep, smallest, 1, self.frugal_recompute, self.top_zero, orders[0])
-                if fitting_microbatches(self.job.shape, frugal, self.frugal_recompute, self.top_zero,
-                                        space_def.vp_candidates(self.job, pp), [smallest], self.lim.memory, chip):
+                if self.fitting_of(tp, pp, dp, cp, ep, orders, inner):
                     return False
         return True
+
+    def fitting_of(self, tp: int, pp: int, dp: int, cp: int, ep: int, orders, inner) -> int:
+        """How many of a layout's micro-batches (ascending) can fit at their least memory: the
+        most recompute allowed, the highest ZeRO stage, the best vp. Found once a space for
+        every operating point (`self.fits`: memory reads no power cap)."""
+        fitting = self.fits.get((tp, pp, dp, cp, ep))
+        if fitting is None:
+            job = self.job
+            frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
+            fitting = self.fits[tp, pp, dp, cp, ep] = fitting_microbatches(
+                job.shape, frugal, self.frugal_recompute, self.top_zero, space_def.vp_candidates(job, pp),
+                [mb for mb, _ in inner], self.lim.memory, job.partition.node.accelerator)
+        return fitting
 
     def count_unopened(self) -> None:
         """Where nothing fits (`fits_nowhere`): count every layout as `explore` would, cut by the
@@ -363,12 +378,11 @@ class _Search:
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         all_vps = space_def.vp_candidates(job, pp)
         # the least-memory configuration of the smallest micro-batch: the others' memory is read off it
-        frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
-        fitting = fitting_microbatches(job.shape, frugal, self.frugal_recompute, self.top_zero, all_vps,
-                                       [mb for mb, _ in inner], self.lim.memory, job.partition.node.accelerator)
+        fitting = self.fitting_of(tp, pp, dp, cp, ep, orders, inner)
         self.pruned["memory"] += sum(leaves[fitting:])
         if not fitting:
             return
+        frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
         layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
         # The optimizer at the highest ZeRO stage: the least of every configuration of the
         # layout (it reads neither the micro-batch nor the recompute: frugal's is theirs).
