@@ -205,9 +205,8 @@ class _Simulation:
         self.stop, self.stopped = stop, ()
         self.upcoming = 0       # the next arrival to come (an index into `arrivals`)
         # Quiet decode steps run inside `start` (`decode_on`) where nothing but the arrivals can
-        # reach a replica from outside: no prefill pool handing sequences over, no SLO check
-        # that may end the run between two events
-        self.inline = stop is None and not self.prefillers
+        # reach a replica from outside: no prefill pool handing sequences over
+        self.inline = not self.prefillers
         self.turn = collections.Counter()           # round robin: the next replica of each pool
         self.draws = random.Random(ROUTER_SEED)
 
@@ -295,7 +294,8 @@ class _Simulation:
         else, without an event each: (the start, the length) of the first that is not quiet. A
         step is quiet when, at its start, no request has arrived since (`end` before the next
         arrival), none finishes, none is preempted and none can join (nothing part-way through its
-        prompt; none waiting, or the batch full). `complete` and `start` would do just this for it,
+        prompt, and the batch full or the first waiting not fitting); in a run that may stop, before
+        any other event and any check of its bounds. `complete` and `start` would do just this for it,
         the same arithmetic in the same order, so every time and count is the same to the last
         bit; other replicas' events at the same instants touch only maxima and counts."""
         pool = server.pool
@@ -312,6 +312,11 @@ class _Simulation:
             engine.chunk - decoding * (1 + engine.draft)
         arrival = self.requests[self.arrivals[self.upcoming]].arrival if self.upcoming < len(self.arrivals) \
             else math.inf
+        if self.misses is not None:
+            # a run that may stop checks its bounds at every event from `due` on, and another
+            # replica's event may move `due`: steps run inline only before both, so that no
+            # check falls between them
+            arrival = min(arrival, self.misses.due, self.events[0][0] if self.events else math.inf)
         while True:
             end = now + time
             if end >= arrival:

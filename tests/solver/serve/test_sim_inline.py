@@ -47,11 +47,15 @@ def _stepwise(*args, **kwargs):
 
 @settings(deadline=None)
 @given(engines, st.sampled_from([4, 64]), st.sampled_from([0.002, 0.01, 1.0]), st.integers(1, 3), requests,
-       st.booleans())
-def test_inline_steps_run_as_the_events_would(engine, batch, cache, count, drawn, at_once):
+       st.booleans(), st.sampled_from([None, "go on", "stop"]))
+def test_inline_steps_run_as_the_events_would(engine, batch, cache, count, drawn, at_once, stop):
     demand = tuple(sorted((Request(0.0 if at_once else t, p, o) for t, p, o in drawn), key=lambda q: q.arrival))
     pool = _pool(engine, batch, cache, count)
-    assert simulate(demand, pool, warmup_s=0.0) == _stepwise(demand, pool, warmup_s=0.0)
+    # a run that may stop: tight bounds, so that some break while requests wait or decode
+    slo = {"ttft.p99": 0.02, "tpot.p90": 0.004} if stop else None
+    ask = None if stop is None else (lambda missed: stop == "stop")
+    assert simulate(demand, pool, slo=slo, warmup_s=0.0, stop=ask) == \
+        _stepwise(demand, pool, slo=slo, warmup_s=0.0, stop=ask)
 
 
 def test_a_long_decode_runs_mostly_inline():
@@ -66,14 +70,15 @@ def test_a_long_decode_runs_mostly_inline():
     assert 0 < len(steps) < 100       # 2,000 decode steps, a handful of events
 
 
-def test_a_run_that_may_stop_takes_every_event():
+def test_a_disaggregated_run_takes_every_event():
+    """A prefill pool hands sequences to the decoders at any instant: no step runs inline."""
     demand = tuple(Request(0.0, 512, 200) for _ in range(4))
     pool = _pool(Engine(), 64, 1.0, 1)
     steps = []
     original = sim_module._Simulation.push
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sim_module._Simulation, "push", lambda self, *a: steps.append(a) or original(self, *a))
-        simulate(demand, pool, slo={"ttft.p99": 10.0}, warmup_s=0.0, stop=lambda missed: False)
+        simulate(demand, pool, _pool(Engine(), 64, 1.0, 1), transfer=lambda prompt: 1e-3, warmup_s=0.0)
     assert len(steps) >= 199
 
 
