@@ -204,9 +204,10 @@ class _Simulation:
                                                                if i >= self.first]) if stop else None
         self.stop, self.stopped = stop, ()
         self.upcoming = 0       # the next arrival to come (an index into `arrivals`)
-        # Quiet decode steps run inside `start` (`decode_on`) where nothing but the arrivals can
-        # reach a replica from outside: no prefill pool handing sequences over
-        self.inline = not self.prefillers
+        # Quiet decode steps run inside `start` (`decode_on`): up to the next arrival where nothing
+        # else can reach a replica, else (a prefill pool hands sequences over, or the run may stop)
+        # up to the next event of any replica too
+        self.independent = stop is None and not self.prefillers
         self.turn = collections.Counter()           # round robin: the next replica of each pool
         self.draws = random.Random(ROUTER_SEED)
 
@@ -285,7 +286,7 @@ class _Simulation:
         time = r.iteration(decoding, server.read if decoding else 0.0, prefill, pairs, len(parts), layer_mean=True)
         time, server.copying = time + server.copying, 0.0
         server.busy = True
-        if decoding and not parts and self.inline:
+        if decoding and not parts:
             now, time = self.decode_on(server, now, time, decoding)
         self.push(now + time, "done", (server, parts, decoding))
 
@@ -294,8 +295,8 @@ class _Simulation:
         else, without an event each: (the start, the length) of the first that is not quiet. A
         step is quiet when, at its start, no request has arrived since (`end` before the next
         arrival), none finishes, none is preempted and none can join (nothing part-way through its
-        prompt, and the batch full or the first waiting not fitting); in a run that may stop, before
-        any other event and any check of its bounds. `complete` and `start` would do just this for it,
+        prompt, and the batch full or the first waiting not fitting); with a prefill pool or in a run
+        that may stop, before any other event and any check of its bounds. `complete` and `start` would do just this for it,
         the same arithmetic in the same order, so every time and count is the same to the last
         bit; other replicas' events at the same instants touch only maxima and counts."""
         pool = server.pool
@@ -312,11 +313,12 @@ class _Simulation:
             engine.chunk - decoding * (1 + engine.draft)
         arrival = self.requests[self.arrivals[self.upcoming]].arrival if self.upcoming < len(self.arrivals) \
             else math.inf
-        if self.misses is not None:
-            # a run that may stop checks its bounds at every event from `due` on, and another
-            # replica's event may move `due`: steps run inline only before both, so that no
-            # check falls between them
-            arrival = min(arrival, self.misses.due, self.events[0][0] if self.events else math.inf)
+        if not self.independent:
+            # a prefill replica's handoff reaches a decoder at its own event, a run that may stop
+            # checks its bounds at every event from `due` on (and another replica's event may move
+            # `due`): steps run inline only before all of them, so that none falls between
+            arrival = min(arrival, self.events[0][0] if self.events else math.inf,
+                          self.misses.due if self.misses is not None else math.inf)
         while True:
             end = now + time
             if end >= arrival:

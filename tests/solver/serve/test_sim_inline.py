@@ -47,15 +47,18 @@ def _stepwise(*args, **kwargs):
 
 @settings(deadline=None)
 @given(engines, st.sampled_from([4, 64]), st.sampled_from([0.002, 0.01, 1.0]), st.integers(1, 3), requests,
-       st.booleans(), st.sampled_from([None, "go on", "stop"]))
-def test_inline_steps_run_as_the_events_would(engine, batch, cache, count, drawn, at_once, stop):
+       st.booleans(), st.sampled_from([None, "go on", "stop"]), st.sampled_from([0, 1, 2]))
+def test_inline_steps_run_as_the_events_would(engine, batch, cache, count, drawn, at_once, stop, prefillers):
     demand = tuple(sorted((Request(0.0 if at_once else t, p, o) for t, p, o in drawn), key=lambda q: q.arrival))
     pool = _pool(engine, batch, cache, count)
+    # disaggregated: a prefill pool hands each prompt's cache over after a transfer
+    prefill = _pool(engine, batch, 1.0, prefillers) if prefillers else None
+    transfer = (lambda prompt: 1e-6 * prompt) if prefillers else None
     # a run that may stop: tight bounds, so that some break while requests wait or decode
     slo = {"ttft.p99": 0.02, "tpot.p90": 0.004} if stop else None
     ask = None if stop is None else (lambda missed: stop == "stop")
-    assert simulate(demand, pool, slo=slo, warmup_s=0.0, stop=ask) == \
-        _stepwise(demand, pool, slo=slo, warmup_s=0.0, stop=ask)
+    assert simulate(demand, pool, prefill, transfer, slo=slo, warmup_s=0.0, stop=ask) == \
+        _stepwise(demand, pool, prefill, transfer, slo=slo, warmup_s=0.0, stop=ask)
 
 
 def test_a_long_decode_runs_mostly_inline():
@@ -70,16 +73,18 @@ def test_a_long_decode_runs_mostly_inline():
     assert 0 < len(steps) < 100       # 2,000 decode steps, a handful of events
 
 
-def test_a_disaggregated_run_takes_every_event():
-    """A prefill pool hands sequences to the decoders at any instant: no step runs inline."""
-    demand = tuple(Request(0.0, 512, 200) for _ in range(4))
-    pool = _pool(Engine(), 64, 1.0, 1)
+def test_a_disaggregated_run_decodes_inline_between_handoffs():
+    """A prefill pool hands sequences to the decoders at its own events: a decoder's steps run
+    inline only up to the next of them, and once the last is handed over, to the end."""
+    demand = tuple(Request(0.0, 512, 2000) for _ in range(4))
+    pool, prefill = _pool(Engine(), 64, 1.0, 1), _pool(Engine(), 64, 1.0, 1)
     steps = []
     original = sim_module._Simulation.push
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sim_module._Simulation, "push", lambda self, *a: steps.append(a) or original(self, *a))
-        simulate(demand, pool, _pool(Engine(), 64, 1.0, 1), transfer=lambda prompt: 1e-3, warmup_s=0.0)
-    assert len(steps) >= 199
+        inline = simulate(demand, pool, prefill, lambda prompt: 1e-3, warmup_s=0.0)
+    assert inline == _stepwise(demand, pool, prefill, lambda prompt: 1e-3, warmup_s=0.0)
+    assert 0 < len(steps) < 100
 
 
 def test_the_decode_step_closure_is_the_iteration():
