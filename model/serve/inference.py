@@ -27,6 +27,7 @@ overlapped (a conservative bound).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import attrs
 
@@ -104,22 +105,30 @@ class Replica:
             if len(memo) >= MEMO_ENTRIES:
                 memo.clear()
             fixed = memo[tokens] = self._token_costs(tokens)
-        gemm, weights, gemm_roofline, routing, launches, collectives, hops, computing = fixed
-        terms = memo.get("attention") or self._terms()
-        layers, per_cached, per_pair, groups, (decode_rate, rate), ep, per_token, rereads, hbm, l2 = terms
-        attention = layers * (kv_tokens * per_cached / decode_rate + pairs * per_pair / rate) / groups
-        kv_bytes = kv_tokens / ep * per_token * rereads
-        # the cache that fits in on-chip SRAM beside the streamed weights is read from there
-        # (model/cache.py decode_bytes and l2_time, with the chip's figures looked up once)
-        if l2 is None:
-            kv_read = max((weights + kv_bytes - weights) / hbm, 0.0)
-        else:
-            resident, bandwidth = l2
-            kv_read = max((weights + max(0.0, kv_bytes - resident) - weights) / hbm, kv_bytes / bandwidth)
-        work = gemm + attention
-        # the GEMMs and the attention are separate kernels: each is its own roofline
-        rooflines = gemm_roofline + _roofline(attention, kv_read)
-        return rooflines + routing + launches + collectives, work, hops, computing + attention
+        return _stage_of(fixed, memo.get("attention") or self._terms(), kv_tokens, pairs)
+
+    def decode_steps(self, decoding: int) -> Callable[[float], float]:
+        """`iteration(decoding, kv, 0, 0, 0, layer_mean=True)` as a function of `kv` alone: a step
+        of `decoding` sequences that only decode, what the simulator runs most (solver/serve/sim.py
+        `decode_on`). What does not depend on the cache read is found once; the rest is
+        `_iteration`'s arithmetic in its order (`_stage_of`), so each time is the same to the last bit."""
+        c, e = self.config, self.engine
+        tokens = decoding * (1 + e.draft) + 0
+        if tokens <= 0:
+            return lambda kv: 0.0
+        micro = min(c.pp, max(1.0, decoding + 0))
+        per_micro = tokens / micro
+        self._stage(per_micro, 0.0, 0.0)        # (fills the memo for this micro-batch)
+        fixed, terms, pairs = self._memo[per_micro], self._memo.get("attention") or self._terms(), 0 / micro
+        hops, pp, kernels = fixed[6], c.pp, self._kernels(tokens)
+        draft = 1 + e.draft * DRAFT_LAYERS / self.shape.layers if decoding and e.draft else None
+
+        def seconds(kv: float) -> float:
+            total = pp * _stage_of(fixed, terms, kv / micro, pairs)[0] + hops
+            if draft is not None:
+                total *= draft
+            return e.host(decoding, tokens, kernels, total, pp)
+        return seconds
 
     def attention_work(self, kv_tokens: float, pairs: float) -> tuple[float, float]:
         """(FLOPs, cache bytes read) per GPU of one stage's attention over `kv_tokens` cached
@@ -277,6 +286,25 @@ def _roofline(compute: float, memory: float) -> float:
         return slower
     # scaled by the slower pipe, so that tiny times do not underflow to zero when raised to p
     return slower * ((compute / slower) ** ROOFLINE_P + (memory / slower) ** ROOFLINE_P) ** (1 / ROOFLINE_P)
+
+
+def _stage_of(fixed: tuple, terms: tuple, kv_tokens: float, pairs: float) -> tuple[float, float, float, float]:
+    """`Replica._stage` from its micro-batch's fixed costs and the replica's attention terms."""
+    gemm, weights, gemm_roofline, routing, launches, collectives, hops, computing = fixed
+    layers, per_cached, per_pair, groups, (decode_rate, rate), ep, per_token, rereads, hbm, l2 = terms
+    attention = layers * (kv_tokens * per_cached / decode_rate + pairs * per_pair / rate) / groups
+    kv_bytes = kv_tokens / ep * per_token * rereads
+    # the cache that fits in on-chip SRAM beside the streamed weights is read from there
+    # (model/cache.py decode_bytes and l2_time, with the chip's figures looked up once)
+    if l2 is None:
+        kv_read = max((weights + kv_bytes - weights) / hbm, 0.0)
+    else:
+        resident, bandwidth = l2
+        kv_read = max((weights + max(0.0, kv_bytes - resident) - weights) / hbm, kv_bytes / bandwidth)
+    work = gemm + attention
+    # the GEMMs and the attention are separate kernels: each is its own roofline
+    rooflines = gemm_roofline + _roofline(attention, kv_read)
+    return rooflines + routing + launches + collectives, work, hops, computing + attention
 
 
 def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: Engine = Engine()) -> Replica:

@@ -73,6 +73,7 @@ class Context:
         self._bounds: dict = {}
         self._ceilings: dict = {}
         self._sims: dict = {}
+        self._longest: dict = {}      # KV layout -> the most cache one sample holds (read for every layout's bound)
         self.simulated = 0
         self.reasons: dict[str, None] = {}
 
@@ -123,7 +124,9 @@ class Context:
         key = (layout, limit)
         if key not in self._bounds:
             r = self.replica(layout)
-            longest = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
+            longest = self._longest.get(r.kv)
+            if longest is None:
+                longest = self._longest[r.kv] = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
             if gen.kv_capacity(r, limit) < longest:
                 self.reasons[f"{layout.config.tp}x{layout.config.pp}x{layout.config.ep} replicas on "
                              f"{layout.partition} cannot hold the longest sample's cache"] = None

@@ -203,6 +203,11 @@ class _Simulation:
         self.misses = Misses(slo, len(requests) - self.first, [(requests[i].arrival, i) for i in self.arrivals
                                                                if i >= self.first]) if stop else None
         self.stop, self.stopped = stop, ()
+        self.upcoming = 0       # the next arrival to come (an index into `arrivals`)
+        # Quiet decode steps run inside `start` (`decode_on`): up to the next arrival where nothing
+        # else can reach a replica, else (a prefill pool hands sequences over, or the run may stop)
+        # up to the next event of any replica too
+        self.independent = stop is None and not self.prefillers
         self.turn = collections.Counter()           # round robin: the next replica of each pool
         self.draws = random.Random(ROUTER_SEED)
 
@@ -212,12 +217,12 @@ class _Simulation:
 
     def run(self) -> Outcome:
         arrivals = self.arrivals
-        upcoming = 0
-        while (self.events or upcoming < len(arrivals)) and not self.stopped:
+        while (self.events or self.upcoming < len(arrivals)) and not self.stopped:
+            upcoming = self.upcoming
             if upcoming < len(arrivals) and (not self.events or
                                              self.requests[arrivals[upcoming]].arrival <= self.events[0][0]):
                 now, kind, payload = self.requests[arrivals[upcoming]].arrival, "arrive", arrivals[upcoming]
-                upcoming += 1
+                self.upcoming = upcoming + 1
             else:
                 now, _, kind, payload = heapq.heappop(self.events)
             if self.misses is not None and now >= self.misses.due and self.misses.overdue(now):
@@ -281,7 +286,61 @@ class _Simulation:
         time = r.iteration(decoding, server.read if decoding else 0.0, prefill, pairs, len(parts), layer_mean=True)
         time, server.copying = time + server.copying, 0.0
         server.busy = True
+        if decoding and not parts:
+            now, time = self.decode_on(server, now, time, decoding)
         self.push(now + time, "done", (server, parts, decoding))
+
+    def decode_on(self, server: _Server, now: float, time: float, decoding: int) -> tuple[float, float]:
+        """Run the quiet decode steps that follow an iteration of `decoding` sequences and nothing
+        else, without an event each: (the start, the length) of the first that is not quiet. A
+        step is quiet when, at its start, no request has arrived since (`end` before the next
+        arrival), none finishes, none is preempted and none can join (nothing part-way through its
+        prompt, and the batch full or the first waiting not fitting); with a prefill pool or in a run
+        that may stop, before any other event and any check of its bounds. `complete` and `start` would do just this for it,
+        the same arithmetic in the same order, so every time and count is the same to the last
+        bit; other replicas' events at the same instants touch only maxima and counts."""
+        pool = server.pool
+        engine = pool.replica.engine
+        if server.window or server.role == "prefill" or server.count != decoding:
+            return now, time        # (a swapped sequence back in its cache decodes from the next step)
+        step, kv = engine.tokens_per_step, pool.kv_tokens
+        grows = engine.preemption != "reserve"     # (`grow` checks the cache and the peak)
+        seconds = None      # the step's time by the cache it reads (`Replica.decode_steps`), once one is quiet
+        # the first waiting sequence stays first while no request arrives and none joins: what
+        # `admit` weighs of it, once; the prompt budget `fill` would have beside the decodes
+        head = (server.waiting[0], self.needs(server, server.waiting[0], step)) if server.waiting else None
+        budget = engine.chunk if not engine.mixed and server.role == "both" else \
+            engine.chunk - decoding * (1 + engine.draft)
+        arrival = self.requests[self.arrivals[self.upcoming]].arrival if self.upcoming < len(self.arrivals) \
+            else math.inf
+        if not self.independent:
+            # a prefill replica's handoff reaches a decoder at its own event, a run that may stop
+            # checks its bounds at every event from `due` on (and another replica's event may move
+            # `due`): steps run inline only before all of them, so that none falls between
+            arrival = min(arrival, self.events[0][0] if self.events else math.inf,
+                          self.misses.due if self.misses is not None else math.inf)
+        while True:
+            end = now + time
+            if end >= arrival:
+                return now, time
+            steps = server.steps + step
+            if server.finishing and server.finishing[0][0] <= steps + 1e-9:
+                return now, time
+            before, server.steps = server.steps, steps
+            if grows and server.used + server.growth(step) > kv and len(server.order) > 1:
+                server.steps = before       # a preemption: `start` runs it
+                return now, time
+            decode_only = server.round < engine.scheduler_steps
+            if not decode_only and (server.prefilling or (server.waiting and len(server.order) < pool.max_batch
+                                                          and self.may_join(server, head, step, budget))):
+                server.steps = before       # a prompt may join: `start` fills
+                return now, time
+            if grows:
+                self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
+            server.round = server.round + 1 if decode_only else 1
+            if seconds is None:
+                seconds = pool.replica.decode_steps(decoding)
+            now, time = end, seconds(server.read) + server.copying
 
     def grow(self, server: _Server) -> None:
         """Room for this step's tokens; preempt the newest sequences while they do not fit:
@@ -374,13 +433,8 @@ class _Simulation:
     def admit(self, server: _Server, seq: _Seq, room: float, step: float) -> bool:
         """Take `seq` into the replica's cache if its prompt, what it already made and its next
         step fit beside the running sequences (and, reserving, its whole length); False if not."""
-        pool, kv = server.pool, server.pool.replica.kv
-        held = kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
-        made = seq.made if not server.window else \
-            kv.effective(seq.request.prompt + seq.made) - kv.effective(seq.request.prompt)
-        reserve = kv.tokens_held(seq.request.prompt, seq.request.output) \
-            if pool.replica.engine.preemption == "reserve" else 0.0
-        grows = step if seq.todo <= 0 or seq.made else 0.0    # it decodes in the next iteration too
+        pool = server.pool
+        held, made, reserve, grows = self.needs(server, seq, step)
         if server.used + held + made + grows > room or server.reserved + reserve > pool.kv_tokens:
             return False
         seq.fixed, seq.reserved = held, reserve
@@ -389,6 +443,30 @@ class _Simulation:
         server.order[seq] = None
         self.peak_batch = max(self.peak_batch, len(server.order))
         return True
+
+    @staticmethod
+    def may_join(server: _Server, head: tuple, step: float, budget: float) -> bool:
+        """Whether `fill` would take the first waiting sequence (`head`: it and its `needs`) into
+        the batch now, the room it reads as `fill` reads it (its other stops: `decode_on`)."""
+        seq, (held, made, reserve, grows) = head
+        if seq.todo > 0 and budget <= 0:
+            return False
+        pool = server.pool
+        room = pool.kv_tokens - (server.growth(step) if server.count else 0.0)
+        return not (server.used + held + made + grows > room or server.reserved + reserve > pool.kv_tokens)
+
+    @staticmethod
+    def needs(server: _Server, seq: _Seq, step: float) -> tuple[float, float, float, float]:
+        """What `admit` weighs for `seq`: the cache its prompt and what it made take, what it
+        reserves, and its next step's tokens (fixed while it waits)."""
+        kv = server.pool.replica.kv
+        held = kv.tokens_held(seq.request.prompt, 0)  # windowed layers: at most the window
+        made = seq.made if not server.window else \
+            kv.effective(seq.request.prompt + seq.made) - kv.effective(seq.request.prompt)
+        reserve = kv.tokens_held(seq.request.prompt, seq.request.output) \
+            if server.pool.replica.engine.preemption == "reserve" else 0.0
+        grows = step if seq.todo <= 0 or seq.made else 0.0    # it decodes in the next iteration too
+        return held, made, reserve, grows
 
     def take_prompt(self, server: _Server, seq: _Seq, budget: float, parts: list) -> float:
         """An admitted `seq` leaves the queue: its cache back from host memory if it was swapped,

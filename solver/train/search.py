@@ -134,6 +134,11 @@ class _Search:
         self.audit = audit
         self.layouts: dict[int, list[tuple]] = {}   # id(space) -> its layouts (`layouts_of`)
         self.coarse_parts: dict[tuple, tuple] = {}  # (tp, pp, cp, ep, dp) -> `coarse_bound`'s cap-free parts
+        # Memory reads no power cap (`fits_nowhere`), so what a layout's memory allows is found
+        # once for every operating point: id(space) -> (tp, pp, dp, cp, ep) -> its micro-batches that
+        # fit (`open_layout`), and id(space) -> `SyncFloor.fitting_zeros`' answers
+        self.fitting: dict[int, dict[tuple, int]] = {}
+        self.fitting_zeros: dict[int, dict[tuple, tuple[int, ...]]] = {}
         self.at_cap(self.caps[0])
         self.use(self.spaces[0] if self.spaces else space_def.space(job, self.lim))
 
@@ -153,7 +158,8 @@ class _Search:
         self.make_config = space_def.config_maker(self.job, space, self.cap)
         self.frugal_recompute = max(space.recomputes, key=RECOMPUTE.index)   # the least activation memory allowed
         self.sync = SyncFloor(self.job, self.make_config, space.zeros, self.frugal_recompute, self.lim.memory,
-                              lambda pp: space_def.vp_candidates(self.job, pp))
+                              lambda pp: space_def.vp_candidates(self.job, pp), self.fitting_zeros.setdefault(id(space), {}))
+        self.fits = self.fitting.setdefault(id(space), {})
         self.top_zero = max(space.zeros)
         self.per_sequence: dict[tuple, tuple[float, float, float]] = {}
         pinned = self.job.pinned.get("microbatch")
@@ -215,11 +221,14 @@ class _Search:
     # ------------------------------------------------------------ the tree
     def run(self) -> SearchResult:
         start = time.perf_counter()
-        for cap in self.caps:
-            self.at_cap(cap)
-            for space in self.spaces:
-                self.use(space)
-                self.explore()
+        if self.fits_nowhere():
+            self.count_unopened()
+        else:
+            for cap in self.caps:
+                self.at_cap(cap)
+                for space in self.spaces:
+                    self.use(space)
+                    self.explore()
         ranked = self.top.ranked()
         best_value = ranked[0][0] if ranked else None
         rejected = tuple(sorted((r for r in self.rejected if best_value is None or r.value < best_value),
@@ -233,6 +242,62 @@ class _Search:
             tuple((k, gap, e) for k, (gap, e) in sorted(self.closest.items(), key=lambda kv: kv[1][0])),
             self.lim, self.least_power)
 
+    def fits_nowhere(self) -> bool:
+        """Whether no layout of any variant holds even its smallest micro-batch at its least
+        memory (the most recompute allowed, the highest ZeRO stage, the best vp): `open_layout`'s
+        own test, so every layout the search would open is cut by memory and none need be. The
+        scan stops at the first layout that fits (on a design that plans, the first or second).
+        One scan holds at every operating point: memory reads the chip's vendor and capacity,
+        which no power cap changes (model/dvfs.py `with_cap` sets its power_cap alone)."""
+        for space in self.spaces:
+            self.use(space)
+            for tp, pp, cp, ep, dp, orders, inner, _, _ in self.layouts_of(space):
+                if self.fitting_of(tp, pp, dp, cp, ep, orders, inner):
+                    return False
+        return True
+
+    def fitting_of(self, tp: int, pp: int, dp: int, cp: int, ep: int, orders, inner) -> int:
+        """How many of a layout's micro-batches (ascending) can fit at their least memory: the
+        most recompute allowed, the highest ZeRO stage, the best vp. Found once a space for
+        every operating point (`self.fits`: memory reads no power cap)."""
+        fitting = self.fits.get((tp, pp, dp, cp, ep))
+        if fitting is None:
+            job = self.job
+            frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
+            fitting = self.fits[tp, pp, dp, cp, ep] = fitting_microbatches(
+                job.shape, frugal, self.frugal_recompute, self.top_zero, space_def.vp_candidates(job, pp),
+                [mb for mb, _ in inner], self.lim.memory, job.partition.node.accelerator)
+        return fitting
+
+    def count_unopened(self) -> None:
+        """Where nothing fits (`fits_nowhere`): count every layout as `explore` would, cut by the
+        power limit while its GPUs wait or else by memory, without bounding or opening any."""
+        for cap in self.caps:
+            self.at_cap(cap)
+            for space in self.spaces:
+                self.use(space)
+                for tp, pp, cp, ep, dp, _, _, _, count in self.layouts_of(space):
+                    self.total += count
+                    if not self.power_cut(tp * pp * cp * dp, count):
+                        self.pruned["memory"] += count
+
+    def power_cut(self, gpus: int, count: int, within: dict[int, bool] | None = None) -> bool:
+        """Cut a layout of `count` configurations on `gpus` GPUs whole when its GPUs draw more than
+        the job's power limit while they wait (`within`: GPU count -> whether they draw within it)."""
+        if self.power_limit is None:
+            return False
+        fits = within.get(gpus) if within is not None else None
+        if fits is None:
+            fits = self.power_limit.holds(self.power.floor(gpus))
+            if within is not None:
+                within[gpus] = fits
+        if fits:
+            return False
+        self.pruned["limits"] += count
+        if self.least_power is None or self.power.floor(gpus) < self.least_power[0]:
+            self.least_power = (self.power.floor(gpus), gpus)
+        return True
+
     def explore(self) -> None:
         """Best-first over the current space's frontier, until no bound can beat the top."""
         # best-first frontier: (bound, seq, kind, node, leaves covered)
@@ -242,12 +307,7 @@ class _Search:
         chains: dict[tuple, list] | None = {} if self.chained() else None
         for tp, pp, cp, ep, dp, orders, inner, leaves, count in self.layouts_of(self.space):
             self.total += count
-            gpus = tp * pp * cp * dp
-            if self.power_limit is not None and not (within[gpus] if gpus in within else within.setdefault(
-                    gpus, self.power_limit.holds(self.power.floor(gpus)))):
-                self.pruned["limits"] += count
-                if self.least_power is None or self.power.floor(gpus) < self.least_power[0]:
-                    self.least_power = (self.power.floor(gpus), gpus)
+            if self.power_cut(tp * pp * cp * dp, count, within):
                 continue
             layout = (tp, pp, dp, cp, ep, orders, inner, leaves)
             if chains is not None:   # (layouts_of lists each tp x pp x cp x ep's replica counts together, most first)
@@ -318,12 +378,11 @@ class _Search:
         tp, pp, dp, cp, ep, orders, inner, leaves = layout
         all_vps = space_def.vp_candidates(job, pp)
         # the least-memory configuration of the smallest micro-batch: the others' memory is read off it
-        frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
-        fitting = fitting_microbatches(job.shape, frugal, self.frugal_recompute, self.top_zero, all_vps,
-                                       [mb for mb, _ in inner], self.lim.memory, job.partition.node.accelerator)
+        fitting = self.fitting_of(tp, pp, dp, cp, ep, orders, inner)
         self.pruned["memory"] += sum(leaves[fitting:])
         if not fitting:
             return
+        frugal = self.config(tp, pp, dp, cp, ep, inner[0][0], 1, self.frugal_recompute, self.top_zero, orders[0])
         layout = (tp, pp, dp, cp, ep, orders, inner[:fitting], leaves[:fitting])
         # The optimizer at the highest ZeRO stage: the least of every configuration of the
         # layout (it reads neither the micro-batch nor the recompute: frugal's is theirs).

@@ -62,11 +62,14 @@ class SyncFloor:
     """Per layout, the synchronization each (ZeRO stage, placement order) of one search space
     runs, computed once, and the bounds it raises."""
 
-    def __init__(self, job, make_config, zeros, frugal: str, memory_limit: float, vps) -> None:
+    def __init__(self, job, make_config, zeros, frugal: str, memory_limit: float, vps,
+                 fitting: dict[tuple, tuple[int, ...]] | None = None) -> None:
         self.job, self.make_config, self.zeros = job, make_config, tuple(sorted(zeros))
         self.frugal, self.memory_limit, self.vps = frugal, memory_limit, vps   # vps(pp): the vp candidates
         self.traffics: dict[tuple, tuple[bool, tuple]] = {}
-        self.fitting: dict[tuple, tuple[int, ...]] = {}
+        # `fitting_zeros`' answers: memory reads no power cap, so a search shares them between
+        # the operating points of one space (solver/train/search.py `use`)
+        self.fitting: dict[tuple, tuple[int, ...]] = {} if fitting is None else fitting
 
     def layout_traffic(self, layout: tuple, zeros) -> tuple[bool, tuple]:
         """(overlapped, the distinct (ZeRO stage, traffic, its kinks)) of a layout (tp, pp, dp, cp,
