@@ -41,6 +41,15 @@ DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel rea
 # to the 16k figure within 0.04 from 1k up. The chips' `attention` efficiencies are the
 # long-sequence asymptote.
 ATTENTION_HALF_SEQ = 430
+# A sliding-window call (w keys, w well below the sequence) reaches a different share, from the
+# same law read by tiles: the fused kernels compute 128 x 128 score tiles (FlashAttention-3's and
+# cuDNN's bf16 blocks on Hopper and Blackwell). A causal call over s keys computes s/2N + 1/2
+# tiles per query block for s/2N tiles' worth of kept scores and pays P tiles' worth of prologue
+# and epilogue (loading Q, the softmax's last rescale, writing O): share s / (s + N (1 + 2P)), so
+# N (1 + 2P) = 430. A window's band crosses two key blocks per query block (w/N + 1 tiles computed,
+# w/N kept): share w / (w + N (1 + P)), whose half length is (430 + N) / 2 = 279 keys.
+ATTENTION_TILE = 128
+ATTENTION_HALF_WINDOW = (ATTENTION_HALF_SEQ + ATTENTION_TILE) / 2
 # Narrow heads run flash attention slower: each tile's softmax (exponentials, rescaling)
 # costs the same whatever the head width while its two matrix products scale with it, so
 # the rate goes as d / (d + d0). The same paper's Fig. 5 (causal, forward, 16k) gives
@@ -230,10 +239,12 @@ def warp_group_tensor_cores(chip: Accelerator) -> bool:
     return chip.vendor == "NVIDIA" and chip.peak_of("fp8") is not None
 
 
-def attention_length_factor(kv_length: int) -> float:
+def attention_length_factor(kv_length: int, window: bool = False) -> float:
     """Share of the asymptotic attention rate a kernel over `kv_length` keys reaches
-    (1.0 when the length is unknown)."""
-    return kv_length / (kv_length + ATTENTION_HALF_SEQ) if kv_length > 0 else 1.0
+    (1.0 when the length is unknown); `window`: the keys are a sliding window's, not a causal
+    call's whole length (ATTENTION_HALF_WINDOW)."""
+    half = ATTENTION_HALF_WINDOW if window else ATTENTION_HALF_SEQ
+    return kv_length / (kv_length + half) if kv_length > 0 else 1.0
 
 
 def attention_head_factor(head_dim: int) -> float:
@@ -306,7 +317,7 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
             # their shape, and the scores go through HBM between kernels, not overlapped with math
             compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
             return compute + memory + 4 * kernel_overhead(chip)
-        rate = attention_rate(chip) * attention_length_factor(op.n) * attention_head_factor(op.k)
+        rate = attention_rate(chip) * attention_length_factor(op.n, op.window) * attention_head_factor(op.k)
         if op.portable and warp_group_tensor_cores(chip):
             rate *= PORTABLE_ATTENTION_SHARE
         compute = op.flops / rate

@@ -25,6 +25,9 @@ class Op:
     # Attention by a kernel written without the chip's asynchronous tensor-core instructions
     # (FlashAttention-2 on Hopper or Blackwell: model/compute.py PORTABLE_ATTENTION_SHARE).
     portable: bool = False
+    # Attention whose `n` keys are a sliding window's, not a causal call's length (the tiles it
+    # computes: model/compute.py ATTENTION_HALF_WINDOW).
+    window: bool = False
 
 
 def gemm(name: str, m: float, n: float, k: float, count: int = 1, grouped: bool = False) -> Op:

@@ -67,9 +67,10 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool =
         # the causal half, of the window's keys in a local layer (the busiest CP rank's
         # excess: model/train/step.py); n: the keys one kernel call sees (ring attention runs one
         # call per chunk pair; a window bounds it); k: the head width
-        seen = min(context.kernel_keys(cfg), shape.window) if local else context.kernel_keys(cfg)
+        windowed = local and shape.window < context.kernel_keys(cfg)
+        seen = shape.window if windowed else context.kernel_keys(cfg)
         return Op("attention", "attention", flops / 2 * keys / cfg.seq, traffic, 0, max(1, int(seen)), shape.qk_dim,
-                  portable=kernel == "flash2")
+                  portable=kernel == "flash2", window=windowed)
     # Unfused (Megatron-LM 2021-22): QK^T writes the scores; the fused scale-mask-softmax
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.

@@ -167,9 +167,23 @@ def test_flash_kernels_skip_what_the_window_masks_and_unfused_ones_do_not():
     attention = lambda cfg_, local: next(o for o in layer_forward(MISTRAL, cfg_, False, local)  # noqa: E731
                                          if o.kind == "attention")
     assert attention(c, True).flops / attention(c, False).flops == pytest.approx(6144 / 8192)
-    assert attention(c, True).n == 4096
+    assert attention(c, True).n == 4096 and attention(c, True).window and not attention(c, False).window
+    # a window as long as the call's keys is a causal call, not a band
+    assert not attention(attrs.evolve(c, seq=4096), True).window
     unfused = attrs.evolve(c, stack="megatron")
     assert attention(unfused, True) == attention(unfused, False)
+
+
+def test_a_window_kernel_runs_at_the_share_its_tiles_give():
+    # GPT-OSS: 128-key windows (config.json sliding_window). A query block of 128 rows computes
+    # two 128-key tiles for one tile's worth of kept scores, plus the prologue the causal law
+    # implies: N (1 + 2P) = 430 gives P = 151 / 128 tiles, so 128 / (128 + 128 + 151)
+    from gclc.model import compute
+    assert compute.attention_length_factor(128, window=True) == pytest.approx(128 / (128 + 128 + 151))
+    # less waste than a causal call of the same length (its diagonal wastes half its one tile
+    # and pays the whole prologue for it), and the window's share grows with the window
+    assert compute.attention_length_factor(128) < compute.attention_length_factor(128, window=True)
+    assert compute.attention_length_factor(256, window=True) > compute.attention_length_factor(128, window=True)
 
 
 def test_unfused_attention_recomputes_nothing_in_its_backward():
