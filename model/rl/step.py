@@ -26,8 +26,8 @@ asynchronous operation buys.
   the training pool's work (offload + score + train), which overlaps the next batch; the engine's
   throughput (`stream`, its steady share of the batch with k batches' samples in flight:
   solver/rl/generation.py `steady`); and a batch's latency over the k chains. The version bound
-  (the batch for step w + k cannot start before version w lands) adds (generate + trainer) / (k + 1),
-  never more than the larger of trainer and generate / k. At k = 1 a step whose batch outlasts
+  (the batch for step w + k cannot start before version w lands) is a term (generate + trainer) / (k + 1)
+  that is never larger than the larger of trainer and generate / k, so it never sets the period. At k = 1 a step whose batch outlasts
   training costs sync + generate: what github.com/NVIDIA-NeMo/RL pull 2779 measured (DeepSeek-V3
   64n8g-async-1off, H100: 70.2 and 52.5 s a step as MTP drafting cut the batch's latency from 57.4 to
   40.1 s, each step 12.4-12.8 s over it, about the 14.2 s refit). The staggered ends of the groups give
