@@ -19,6 +19,21 @@ from ..dsl.records import frozen
 # The software stacks a job may name; what each does lives in model/config.py's table.
 SOFTWARE_STACKS = ("megatron", "megatron_core", "nemo", "deepspeed", "deepspeed_2022", "fsdp", "fsdp_compiled", "maxtext")
 DEFAULT_STACK = "megatron_core"   # the stack of a job that states none (the checks and the model read it)
+# Activation offload to host memory travels over the node's GPU-to-host link: a node that
+# declares no `host_link` cannot price it. One rule for a stated offload (`gclc check`,
+# compiler/rules/train.py) and an unstated one the band weighs (model/train/guessed.py).
+def offload_possible(host_link) -> bool:
+    """Whether a node with this `host_link` (None: not declared) can offload activations."""
+    return host_link is not None and host_link > 0
+
+
+# The stacks whose recipes offload activations as a documented switch, what an unstated offload
+# can be: Megatron-Core 0.5+ `--cpu-offloading` (CHANGELOG "Activation offloading to CPU"; NeMo
+# and Megatron-Bridge recipes set `cpu_offloading_num_layers`, benchmarks/runs/mb2509_2.gcl) and
+# MaxText's offloaded remat policies (MaxText configs/base.yml `remat_policy: minimal_offloaded`).
+# A stated offload under another stack is the user's statement (e.g. PyTorch's
+# `torch.autograd.graph.save_on_cpu` hook), not a recipe default.
+OFFLOAD_STACKS = frozenset({"megatron_core", "nemo", "maxtext"})
 # The stacks that run Megatron-Core's optimizer and arguments (its precision-aware optimizer, its exports)
 MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)

@@ -8,6 +8,7 @@ from typing import Iterator
 
 from ...dsl import codes
 from ..formats import family
+from ..schema import offload_possible
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition, Record
 from ..lower import lower_cluster
@@ -142,7 +143,7 @@ def _offload(job: Entity) -> Iterator[Diagnostic]:
         return
     where = "parallelism.offload" if pins.get("offload") else "parallelism.search"
     for node in _nodes(job.get("on")):
-        if node.host_link is None:
+        if not offload_possible(node.host_link):
             yield codes.PARALLELISM.make(
                 job.span_of(where),
                 what=f"activation offload needs the host link of `{node.name}`, which declares no `host_link`",

@@ -43,6 +43,7 @@ import math
 import attrs
 
 from ...compiler.ir import Partition
+from ...compiler.schema import OFFLOAD_STACKS, offload_possible
 from ...dsl.numbers import percent
 from ..calibration import UNSTATED, Reason, half_width
 from ..config import STACKS, TrainConfig
@@ -76,10 +77,14 @@ STACK_FIELDS = frozenset(FIELDS) & frozenset(next(iter(STACKS.values())))
 # `--cpu-offloading`, model/train/offload.py) moves a share of the layers' saved activations to
 # host memory (the recipes of Megatron-Bridge's GB200/GB300 runs offload instead of recomputing:
 # cpu_offloading_num_layers, benchmarks/runs/mb2509_2.gcl). The search takes offload only where a
-# job asks (solver/train/enumerate.py), so a design that leaves it out leaves it to the run.
+# job asks (solver/train/enumerate.py), so a design that leaves it out leaves it to the run, where
+# the rule for a stated offload allows it (the node's host link, compiler/schema.py
+# `offload_possible`: without one the copy has no price, model/comms.py `host_rate`) and the
+# run's stack offloads as a recipe switch (`OFFLOAD_STACKS`).
 SAVERS = {
-    "fp8_params": (lambda shape, cfg: FIELDS["fp8_params"][0](shape, cfg) and not cfg.fp8_params, (True,)),
-    "offload": (lambda shape, cfg: cfg.offload == 0, OFFLOAD_SHARES[1:]),
+    "fp8_params": (lambda shape, cfg, partition: FIELDS["fp8_params"][0](shape, cfg) and not cfg.fp8_params, (True,)),
+    "offload": (lambda shape, cfg, partition: cfg.offload == 0 and offload_possible(partition.node.host_link)
+                and cfg.stack in OFFLOAD_STACKS, OFFLOAD_SHARES[1:]),
 }
 
 
@@ -118,7 +123,7 @@ def sides(shape: ModelShape, cfg: TrainConfig, partition: Partition,
     for field, (matters, values, _) in FIELDS.items():
         if field in stated or not matters(shape, cfg) or (field in STACK_FIELDS and not stack_stated):
             continue
-        savers = {f: values for f, (free, values) in SAVERS.items() if f != field and f not in stated and free(shape, cfg)}
+        savers = {f: values for f, (free, values) in SAVERS.items() if f != field and f not in stated and free(shape, cfg, partition)}
         others = [attrs.evolve(cfg, **{field: value}) for value in values(cfg) if value != getattr(cfg, field)]
         fitting = (_fitting(shape, other, partition, savers) for other in others if _valid(shape, other, cfg))
         moves = [math.log(base / e.step_time) for e in fitting if e is not None]   # > 0: the alternative is faster

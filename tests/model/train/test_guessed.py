@@ -84,16 +84,16 @@ FP8 = """
 chip G {{ peak {{ bf16 = 1000 TFLOPS  fp8 = 2000 TFLOPS }} hbm {{ capacity = {hbm} GB  bandwidth = 3 TB/s }}
          power {{ tdp = 700 W }} formats = [bf16, fp8_e4m3, fp8_e5m2] }}
 fabric Up {{ kind = nvlink  topology = switched  bandwidth = 450 GB/s }}
-node Box {{ gpus = 8 x G  scaleup = Up }}
+node Box {{ gpus = 8 x G  scaleup = Up {host} }}
 cluster C {{ units = 1 x Box }}
 model M {{ arch = dense  layers = {layers}  hidden = 4096  heads = 32  ffn = 16384  vocab = 32000  seq = 4096 }}
-train t {{ model = M  on = C  batch = 16  precision = fp8  software = nemo
+train t {{ model = M  on = C  batch = 16  precision = fp8  software = {software}
           parallelism {{ tp = 1  pp = {pp}  dp = {dp}  microbatch = 1  zero = 1 {vp} }} }}
 """
 
 
-def _fp8_job(hbm=1000, layers=32, pp=1, dp=8, vp=""):
-    result = check_text(FP8.format(hbm=hbm, layers=layers, pp=pp, dp=dp, vp=vp), "fp8.gcl")
+def _fp8_job(hbm=1000, layers=32, pp=1, dp=8, vp="", host="host_link = 64 GB/s", software="nemo"):
+    result = check_text(FP8.format(hbm=hbm, layers=layers, pp=pp, dp=dp, vp=vp, host=host, software=software), "fp8.gcl")
     assert result.ok, [str(d) for d in result.diagnostics]
     return train_job(result.design)
 
@@ -131,17 +131,19 @@ def test_a_pinned_uneven_interleaved_pipeline_still_has_its_alternatives_weighed
 def test_an_alternative_that_fits_beside_unstated_activation_offload_widens_the_band_upward():
     # GB200/GB300 recipes (benchmarks/runs/mb2509_2.gcl) offload activations to host memory
     # instead of recomputing them: a design that leaves offload out may have run so, faster
+    # (over their Grace NVLink-C2C: at PCIe's 64 GB/s this job's copies outlast the recompute)
     import attrs
     from gclc.model.train.offload import OFFLOAD_SHARES
     from gclc.model.train.step import estimate
 
-    roomy = _fp8_job()
+    c2c = "host_link = 450 GB/s"
+    roomy = _fp8_job(host=c2c)
     shape, partition = roomy.shape, roomy.partition
     cfg = attrs.evolve(pinned_config(roomy), precision="bf16", mx_fp8=False)
     none = estimate(shape, attrs.evolve(cfg, recompute="none"), partition).memory.total
     half = estimate(shape, attrs.evolve(cfg, recompute="none", offload=0.5), partition).memory.total
     assert half < none
-    job = _fp8_job(hbm=(none + half) / 2 / 1e9)
+    job = _fp8_job(hbm=(none + half) / 2 / 1e9, host=c2c)
     full = attrs.evolve(pinned_config(job), precision="bf16", mx_fp8=False, recompute="full")
     assert not estimate(job.shape, attrs.evolve(full, recompute="none"), job.partition).fits
     first = next(attrs.evolve(full, recompute="none", offload=s) for s in OFFLOAD_SHARES[1:]
@@ -153,6 +155,27 @@ def test_an_alternative_that_fits_beside_unstated_activation_offload_widens_the_
     # offload stated (pinned to none): no run of the design offloaded
     pinned = guessed.sides(job.shape, full, job.partition, stated_fields(job) | {"offload"})["recompute"]
     assert pinned[1] < faster
+
+
+@pytest.mark.parametrize("host, software", [("", "nemo"), ("host_link = 64 GB/s", "fsdp")])
+def test_an_unstated_offload_is_weighed_only_where_a_stated_one_could_run(host, software):
+    # review: on a node without a host link the copy had no price (model/comms.py `host_rate` is
+    # inf), so the offload saver made recompute's faster side free; and only Megatron-Core/NeMo
+    # and MaxText recipes offload as a switch (compiler/schema.py OFFLOAD_STACKS)
+    import attrs
+    from gclc.model.train.step import estimate
+
+    roomy = _fp8_job(host=host, software=software)
+    cfg = attrs.evolve(pinned_config(roomy), precision="bf16", mx_fp8=False)
+    none = estimate(roomy.shape, attrs.evolve(cfg, recompute="none"), roomy.partition).memory.total
+    half = estimate(roomy.shape, attrs.evolve(cfg, recompute="none", offload=0.5), roomy.partition).memory.total
+    job = _fp8_job(hbm=(none + half) / 2 / 1e9, host=host, software=software)
+    full = attrs.evolve(pinned_config(job), precision="bf16", mx_fp8=False, recompute="full")
+    assert not estimate(job.shape, attrs.evolve(full, recompute="none"), job.partition).fits
+    stated = stated_fields(job)
+    free = guessed.sides(job.shape, full, job.partition, stated)["recompute"]
+    pinned = guessed.sides(job.shape, full, job.partition, stated | {"offload"})["recompute"]
+    assert free == pinned   # offload never tried: the same alternatives as with it stated
 
 
 def test_the_plans_json_carries_each_guessed_fields_sides_as_its_schema_says():

@@ -133,10 +133,36 @@ def test_the_overlap_does_not_pay_where_megatron_bridge_turned_it_off(precision,
     # measured, the step without the overlap is 7 % (BF16) and 16 % (MXFP8) shorter; the model
     # credits it no gain (it hides little all-to-all over NVLink and costs its nodes' host work)
     assert step("false") <= step("true")
-    if precision == "bf16":
-        # the BF16 pair keeps VP 4 (commit a6e92de5): the overlap alone, 17.2 - 16.0 = 1.2 s a step,
-        # which model/train/moe.py OVERLAP_NODE_OPS reproduces (the MXFP8 pair drops VP as well)
-        assert step("true") - step("false") == pytest.approx(1.2, abs=0.25)
+
+
+def _qwen3_step(precision: str, vp: int, overlap: str) -> float:
+    text = QWEN3_235B_B200.replace("PRECISION", precision).replace("VP", str(vp)).replace("OVERLAP", overlap)
+    result = check_text(text, "qwen3_235b_b200.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    job = train_job(result.design)
+    return estimate(job.shape, pinned_config(job), job.partition).step_time
+
+
+def test_overlap_node_ops_pins_its_estimate_on_the_bf16_pair_it_was_backed_out_of():
+    # A PIN, not a validation: model/train/moe.py OVERLAP_NODE_OPS (ESTIMATE) was backed out of
+    # this pair (PR #1760, commit a6e92de5: BF16 keeps VP 4, the overlap alone, 17.2 - 16.0 =
+    # 1.2 s a step); this fails when a change moves the estimate's own figure
+    assert _qwen3_step("bf16", 4, "true") - _qwen3_step("bf16", 4, "false") == pytest.approx(1.2, abs=0.25)
+
+
+def test_the_mxfp8_pair_left_out_of_the_estimate_is_signed_right():
+    # The validation, held out of OVERLAP_NODE_OPS's fit: PR #1760's MXFP8 pair, overlap on at
+    # VP 2 against off at VP 1, 20.1 -> 16.9 s. The model has the sign (off and VP 1 faster)
+    on, off = _qwen3_step("mxfp8", 2, "true"), _qwen3_step("mxfp8", 1, "false")
+    assert off < on
+
+
+@pytest.mark.xfail(strict=True, reason="the model saves 1.2 s of the MXFP8 pair's measured 3.2 s (model/train/moe.py)")
+def test_the_mxfp8_pair_left_out_of_the_estimate_is_reproduced():
+    # Known disagreement: 19.9 -> 18.7 s modelled against 20.1 -> 16.9 s measured; strict, so the
+    # marker must go when a change closes the gap
+    saved = _qwen3_step("mxfp8", 2, "true") - _qwen3_step("mxfp8", 1, "false")
+    assert saved == pytest.approx(20.1 - 16.9, abs=0.5)
 
 
 def test_a_grouped_gemm_fills_the_gpu_as_one_gemm_of_all_its_rows():
