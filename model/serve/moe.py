@@ -39,16 +39,32 @@ GROUPED_GEMM_EFFICIENCY = 1.0  # a grouped expert GEMM's rate / a dense GEMM's o
 # vLLM's Triton fused_moe (and SGLang's, ported from it) picks its row tile BLOCK_SIZE_M by the call's
 # token count M: from a tuned file for (E experts, N = the shard's expert width, device) when one ships,
 # the entry of the nearest M; else get_default_config: 16 rows when M <= E, else 64 (bf16; fp8 with
-# block scales 64 at every M). Sources: vllm-project/vllm @0f17ee06 vllm/model_executor/layers/
-# fused_moe/fused_moe.py get_default_config and try_get_optimal_moe_config (`min(configs.keys(),
-# key=lambda x: abs(x - M))`); sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/
-# fused_moe_triton_config.py get_default_config (the same rule) and its configs/ of the same names.
+# block scales 64 at every M). Sources: vllm-project/vllm @000d1458 vllm/model_executor/layers/
+# fused_moe/fused_moe.py fused_experts_impl (M = min(num_tokens, CHUNK_SIZE), config = get_config_func(M)),
+# get_default_config, try_get_optimal_moe_config (E, N from w2's shape; the tuned entry
+# `min(configs.keys(), key=lambda x: abs(x - M))`); sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/
+# fused_moe_triton_config.py @c050f40d get_default_config (the same rule; ASSUMPTION: vLLM's tuned files
+# stand in for SGLang's own, not read).
 TRITON_SMALL_TILE, TRITON_TILE = 16, 64
-# BLOCK_SIZE_M by M of the tuned files read (a shape without one takes the default rule):
-# E=128,N=192,device_name=NVIDIA_H100_80GB_HBM3.json (vllm @0f17ee06: Qwen3-235B-A22B at TP 8, bf16)
-TUNED_TILES = {("h100", 128, 192): ((1, 16), (2, 16), (4, 16), (8, 16), (16, 16), (24, 16), (32, 16), (48, 16),
-                                    (64, 16), (96, 16), (128, 16), (256, 32), (512, 64), (1024, 64),
-                                    (1536, 128), (2048, 128), (3072, 128), (4096, 128))}
+# BLOCK_SIZE_M by M of the tuned files read (a shape without one takes the default rule), each
+# vllm-project/vllm vllm/model_executor/layers/fused_moe/configs/E=<E>,N=<N>,device_name=<device>.json:
+# H100 = NVIDIA_H100_80GB_HBM3 (N=192 @0f17ee06, N=384 @cd20a578), GB200 = NVIDIA_GB200 (@47c4439a).
+# ASSUMPTION: the vLLM each run used shipped them (the N=384 and GB200 files carry "triton_version":
+# "3.5.1", a late-2025 tuning; which vLLM each NeMo-RL release pinned is not checked here).
+_SMALL = ((1, 16), (2, 16), (4, 16), (8, 16), (16, 16), (24, 16), (32, 16), (48, 16), (64, 16), (96, 16),
+          (128, 16))
+TUNED_TILES = {
+    ("h100", 128, 192): _SMALL + ((256, 32), (512, 64), (1024, 64), (1536, 128), (2048, 128), (3072, 128),
+                                  (4096, 128)),
+    ("h100", 128, 384): _SMALL + ((256, 32), (512, 64), (1024, 64), (1536, 128), (2048, 128), (3072, 128),
+                                  (4096, 128)),
+    ("gb200", 128, 192): _SMALL + ((256, 16), (512, 32), (1024, 64), (1536, 128), (2048, 128), (3072, 256),
+                                   (4096, 256), (8192, 256)),
+    ("gb200", 128, 768): _SMALL + ((256, 16), (512, 64), (1024, 64), (1536, 128), (2048, 128), (3072, 256),
+                                   (4096, 256), (8192, 256)),
+    ("gb200", 256, 128): _SMALL + ((256, 16), (512, 32), (1024, 32), (1536, 64), (2048, 128), (3072, 128),
+                                   (4096, 128), (8192, 128)),
+}
 ROUTING_PASSES = 4             # permute write + read, un-permute write + read of each routed row
 ACTIVATION_BYTES = 2           # the routed rows move in bf16
 MOE_KERNELS = 5                # ASSUMPTION: router GEMM, top-k softmax, permute, un-permute/combine, row expansion

@@ -130,3 +130,13 @@ def test_only_the_triton_fused_moe_engines_take_its_tile():
     from gclc.model.serve.engines import PROFILES
     triton = {name for name, p in PROFILES.items() if p.engine().moe_kernel == "triton"}
     assert triton == {"vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang"}
+
+
+def test_the_tuned_files_differ_by_device():
+    """The same (E=128, N=192) shape at 512 tokens: H100's file 64 rows, GB200's 32; a shape with
+    no file on GB200 takes the default rule."""
+    tile = inference_moe.triton_tile
+    assert tile(512, 128, 192, "H100_SXM", fp8=False) == 64
+    assert tile(512, 128, 192, "GB200", fp8=False) == 32
+    assert tile(1000, 256, 128, "GB200", fp8=False) == 32
+    assert tile(200, 256, 64, "GB200", fp8=False) == 16 and tile(300, 256, 64, "GB200", fp8=False) == 64
