@@ -79,7 +79,15 @@ def is_narrow(name: str) -> bool:
 def block_scaled(precision: str, chip: str) -> bool:
     """Whether a job in `precision` runs its fp8 GEMMs with MX block scaling on the chip named `chip`
     (`GB200`, `B200_SXM`: MX_FP8_CHIPS by prefix): `mxfp8` wherever it runs, the generic `fp8` on MX chips."""
-    return precision == "mxfp8" or (precision == "fp8" and chip.upper().startswith(MX_FP8_CHIPS))
+    return precision == "mxfp8" or (precision == "fp8" and generation(chip) == "blackwell")
+
+
+def generation(chip: str) -> str:
+    """The NVIDIA generation of the chip named `chip`, as NCCL's per-generation constants go by
+    (compute capability 10.x on: Blackwell, the MX_FP8_CHIPS by prefix; before it: Hopper). One
+    answer for the MX recipe and NCCL's NVLS constants (model/collectives.py), so a Blackwell part on a
+    derated NVLink is still Blackwell."""
+    return "blackwell" if chip.upper().startswith(MX_FP8_CHIPS) else "hopper"
 
 
 def runs(formats: tuple[str, ...], name: str) -> bool:
