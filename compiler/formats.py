@@ -18,6 +18,15 @@ Sources:
   [nvfp4] NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference"
           (2025): E2M1 values, one FP8 E4M3 scale per 16 (+ 0.5 bit), and one FP32 scale
           per tensor (negligible).
+  [dispatch] MoE tokens on the wire carry their scales. fp8: DeepEP's dispatch casts to float8_e4m3fn
+          with one fp32 scale per 128 values (deep_ep buffer.py `low_latency_dispatch(use_fp8=True)`,
+          `dispatch`'s `[num_tokens, hidden // 128]` scales; vLLM fused_moe/deepep_ll_prepare_finalize.py
+          "DeepEP kernels quantize dispatch inputs in 128 element chunks"; SGLang's DeepEP dispatcher
+          `sglang_per_token_group_quant_fp8`, group 128): 1 + 4/128 B. nvfp4: TensorRT-LLM's fused MoE
+          (_torch/modules/fused_moe.py: `Fp4QuantizedTensor` gathered or sent all-to-all with its scale
+          factors) and vLLM's FlashInfer all-to-all (fused_moe/flashinfer_cutlass_prepare_finalize.py,
+          `nvfp4_block_scale_interleave`) quantize before the exchange: E2M1 + one E4M3 scale per 16 =
+          0.5 + 1/16 B. Megatron-Core's MXFP8 dispatch (`moe_dispatch_fwd_dtype = "mxfp8"`): 1 + 1/32 B.
 """
 
 from __future__ import annotations
@@ -79,7 +88,32 @@ def is_narrow(name: str) -> bool:
 def block_scaled(precision: str, chip: str) -> bool:
     """Whether a job in `precision` runs its fp8 GEMMs with MX block scaling on the chip named `chip`
     (`GB200`, `B200_SXM`: MX_FP8_CHIPS by prefix): `mxfp8` wherever it runs, the generic `fp8` on MX chips."""
-    return precision == "mxfp8" or (precision == "fp8" and chip.upper().startswith(MX_FP8_CHIPS))
+    return precision == "mxfp8" or (precision == "fp8" and generation(chip) == "blackwell")
+
+
+def generation(chip: str) -> str:
+    """The NVIDIA generation of the chip named `chip`, as NCCL's per-generation constants go by
+    (compute capability 10.x on: Blackwell, the MX_FP8_CHIPS by prefix; before it: Hopper). One
+    answer for the MX recipe and NCCL's NVLS constants (model/collectives.py), so a Blackwell part on a
+    derated NVLink is still Blackwell."""
+    return "blackwell" if chip.upper().startswith(MX_FP8_CHIPS) else "hopper"
+
+
+DISPATCH_FP8_BYTES = 1 + 4 / 128   # [dispatch] e4m3 and an fp32 scale per 128 values
+DISPATCH_FP4_BYTES = 0.5 + 1 / 16  # [dispatch] nvfp4: e2m1 and an e4m3 scale per 16 values
+
+
+def dispatch_bytes(precision: str, narrowest: str = "fp4") -> float:
+    """Bytes per value of an MoE token dispatched by a job in `precision`, its scales included [dispatch]:
+    16-bit and wider jobs send bf16 (2); 8- and 6-bit ones fp8 (1 + 4/128, the same bytes as MXFP8's
+    1 + 1/32); 4-bit ones nvfp4 (0.5 + 1/16) where the stack dispatches fp4 (`narrowest = "fp4"`: the
+    serving engines), else fp8 (training's DeepEP and Megatron-Core never send narrower than fp8).
+    ASSUMPTION: int8 and fp6 jobs dispatch as fp8 does. One answer for serving and training."""
+    if not is_narrow(precision):
+        return 2.0
+    if family(precision) == "fp4" and narrowest == "fp4":
+        return DISPATCH_FP4_BYTES
+    return DISPATCH_FP8_BYTES
 
 
 def runs(formats: tuple[str, ...], name: str) -> bool:

@@ -8,6 +8,7 @@ import attrs
 
 from . import chip as chip_numbers, routing, topology
 from .design import Construct, Design, Entity, Record, Repeat
+from .formats import generation
 from .rules.switch import in_network_reduction
 from .ir import Accelerator, ClusterGraph, NodeType, Part, Partition, SwitchLayer, Tier
 from ..dsl.units import Quantity
@@ -145,6 +146,8 @@ def _lower_cluster(cluster: Entity) -> ClusterGraph:
     for (name, units, fabric, span, (node, per_unit, unit_fabric, overhead, switches)), ntype in zip(shapes, ntypes):
         tiers = _scaleup_tiers(ntype, (node.get("scaleup"), node.get("switches")),
                                (unit_fabric, units.part.get("switches") if unit_fabric is not None else None), per_unit)
+        # the scale-up tiers carry their GPUs' generation: NCCL's NVLS constants go by it (model/collectives.py)
+        tiers = [attrs.evolve(t, generation=generation(ntype.accelerator.name)) for t in tiers]
         if fabric is not None:
             out_tiers, out_layers = _scaleout(fabric, ntype, per_unit, units.count, endpoints[fabric.name], len(tiers))
             tiers += out_tiers

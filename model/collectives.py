@@ -198,9 +198,10 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
 
 def generation(tier) -> str:
     """The GPU generation NCCL's NVLS constants go by (nvls.cc channels, tuning.cc nvlsEfficiency: compute
-    capability 10.0 on, Blackwell; before, Hopper). The tiers carry no compute capability; the NVLink
-    generation implies it: NVLink 5 (18 links x 50 GB/s = 900 GB/s a GPU per direction) is Blackwell's."""
-    return "blackwell" if tier.kind == "nvlink" and tier.bandwidth >= 900e9 else "hopper"
+    capability 10.0 on, Blackwell; before, Hopper): the one the lowering read off the partition's
+    accelerator (compiler/formats.py generation, the same test as the MX fp8 recipe's), so a derated
+    NVLink 5 is still Blackwell and a fast link does not make a Hopper one."""
+    return tier.generation if tier.kind == "nvlink" else "hopper"
 
 
 def _reduce_share(stage: comms.Stage, per_node: int) -> float:

@@ -32,13 +32,14 @@ from collections.abc import Callable
 import attrs
 
 from ...compiler.ir import Partition
+from ...compiler.formats import dispatch_bytes
 from .. import cache, collectives as nccl, comms
 from ..compute import BEST_SHAPE, attention_rate, hbm_rate, kernel_overhead, mla_decode_rate
 from ..network.placement import SCALE_UP_SCOPES
 from . import allreduce, moe
 from .config import ServeConfig, mixed_gemm_rate, weight_bytes  # noqa: F401  (ServeConfig, weight_bytes re-exported)
 from .engines import Engine
-from .kv import KVLayout, value_bytes
+from .kv import KVLayout
 from . import ranks
 from .pipeline import pipeline_hops
 from ..shape import ModelShape
@@ -196,7 +197,7 @@ class Replica:
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
-            collectives += moe_layers * (comms.all_to_all(sent * min(2.0, value_bytes(c.precision)), self.ep_stages)
+            collectives += moe_layers * (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
         loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0
         launches = (layers * moe.kernels_per_layer(s, self.engine.layer_kernels) + loops) * kernel_overhead(chip)

@@ -31,7 +31,7 @@ Sources (Transformer Engine at d0067d0, 2026-08; Megatron-LM at d98e8a6, 2026-08
 
 from __future__ import annotations
 
-from ...compiler.formats import is_narrow, value_bytes
+from ...compiler.formats import dispatch_bytes, is_narrow, value_bytes
 from ..config import TrainConfig
 
 BF16_BYTES = 2.0
@@ -98,6 +98,6 @@ def gathered_width(cfg: TrainConfig) -> float:
 
 
 def fp8_token_bytes(cfg: TrainConfig) -> float:
-    """Bytes per value of an MoE token dispatched in fp8 with its scales [tokens]: 1 + 1/32, or the
-    GEMMs' format where that is wider."""
-    return max(value_bytes("mxfp8"), gemm_bytes(cfg))
+    """Bytes per value of an MoE token dispatched in fp8 with its scales [tokens]: 1 + 4/128 (the same
+    bytes as MXFP8's 1 + 1/32), never narrower (compiler/formats.py dispatch_bytes, serving's answer too)."""
+    return dispatch_bytes(gemm_format(cfg), narrowest="fp8")

@@ -235,3 +235,29 @@ def test_a_send_costs_its_bytes_at_the_tiers_rate_and_nccls_latency_crossing_mor
             comms.hop_rate(size, stride, tiers)[0]
         assert price >= tiers_only - outer.latency
         assert price - (tiers_only - outer.latency) >= (8.4 + (3.4 if outer.scope == "node" else 14.0)) * 1e-6 * (1 - 1e-9)
+
+
+# ---------------------------------------------------------------- NCCL's NVLS generation
+
+GENERATIONS = """import "std/nvidia"
+node Box {{ gpus = 8 x {chip}  scaleup = {fabric} }}
+cluster C {{ units = 2 x Box }}
+"""
+
+
+@pytest.mark.parametrize("chip, fabric, generation", [("B200", "NVLink4", "blackwell"), ("B200", "NVLink5", "blackwell"),
+                                                       ("H100_SXM", "NVLink5", "hopper"), ("H100_SXM", "NVLink4", "hopper")])
+def test_nvls_constants_go_by_the_partitions_accelerator_not_its_link_rate(chip, fabric, generation):
+    # a Blackwell part on a derated NVLink keeps Blackwell's 24 NVLS channels and NCCL's 0.74 table
+    # share; a Hopper part on a fast link keeps Hopper's (the MX fp8 recipe reads the same test)
+    from gclc.compiler import formats
+    from gclc.compiler.lower import lower_cluster
+
+    result = check_text(GENERATIONS.format(chip=chip, fabric=fabric), "gen.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    tiers = lower_cluster(result.design["C"]).partitions[0].tiers
+    up = next(t for t in tiers if t.kind == "nvlink")
+    assert collectives.generation(up) == generation == formats.generation(chip)
+    c = collectives.communicator(comms.place(8, 1, tiers))
+    assert c.nvls_channels == nccl.NVLS_CHANNELS[generation]
+    assert c.nvls_share == pytest.approx(nccl.nvls_share(generation))

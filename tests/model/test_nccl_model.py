@@ -347,16 +347,30 @@ def test_blackwell_runs_24_nvls_channels_in_one_domain_and_hopper_16():
         assert bench.communicator(row).nvls_channels == channels
 
 
-@pytest.mark.parametrize("ranks, channels", [(4, 24), (8, 24), (8, 16), (64, 24), (72, 24)])
-def test_an_nvls_call_past_a_chunk_cut_never_takes_less_time(ranks, channels):
+def _nvls_seconds(size: int, ranks: int, channels: int) -> float:
+    c = Communicator(ranks, 1, 682e9, nvls=True, nvls_channels=channels)
+    return nccl.choose("all_reduce", size, c, only="nvls").seconds
+
+
+def _chunk_cuts(ranks: int, channels: int) -> list[int]:
+    # the sizes where NCCL halves the chunk (enqueue.cc calcCollChunking): loops x heads x chunk x channels
+    return [loops * min(32, ranks) * chunk * channels for loops, chunk in ((64, 131072), (8, 65536), (2, 32768))]
+
+
+@settings(deadline=None)
+@given(st.integers(2, 72), st.sampled_from([16, 24]), st.integers(0, 2), st.integers(1, 2**22), st.integers(0, 2**22))
+def test_an_nvls_call_past_a_chunk_cut_never_takes_less_time(ranks, channels, cut, below, above):
     # just above a cut NCCL runs half the loops of just below; where the loops bound the call the
     # larger one is still priced no cheaper (the model's law; the published tables never fall)
-    c = Communicator(ranks, 1, 682e9, nvls=True, nvls_channels=channels)
-    heads = min(32, ranks)
-    cuts = [loops * heads * chunk * channels for loops, chunk in ((64, 131072), (8, 65536), (2, 32768))]
-    for cut in cuts:
-        below, above = (nccl.choose("all_reduce", size, c, only="nvls").seconds for size in (cut - 16, cut + 16))
-        assert above >= below
+    size = _chunk_cuts(ranks, channels)[cut]
+    assume(size - below > 0)
+    assert _nvls_seconds(size + above, ranks, channels) >= _nvls_seconds(size - below, ranks, channels)
+
+
+@settings(deadline=None)
+@given(st.integers(2, 72), st.sampled_from([16, 24]), st.integers(1, 2**34), st.integers(1, 2**32))
+def test_a_larger_nvls_call_never_takes_less_time(ranks, channels, size, more):
+    assert _nvls_seconds(size + more, ranks, channels) >= _nvls_seconds(size, ranks, channels)
 
 
 def test_nccl_s_own_table_prices_a_gb300_ring_below_the_published_time_and_one_ll_step_reads_both():

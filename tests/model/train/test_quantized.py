@@ -82,14 +82,36 @@ def test_fp8_tokens_on_the_wire_carry_their_scales(precision, mx):
     assert fp8_token_bytes(job) == pytest.approx(1 + 4 / 128) == pytest.approx(MX)
 
 
-def test_no_module_of_the_training_model_prices_a_format_by_itself():
-    # one answer: only quantized.py turns a format's name into bytes
-    train = Path(__file__).resolve().parents[3] / "model" / "train"
-    for path in train.glob("*.py"):
-        if path.name == "quantized.py":
+# The modules of the model that turn a format's name into bytes, each for its own tensors: training's
+# (quantized.py), serving's cached values and weights (kv.py, and config.py through kv.py's helper).
+# MoE tokens on the wire go through compiler/formats.py dispatch_bytes in both rooms.
+FORMAT_PRICERS = {("train", "quantized.py"), ("serve", "kv.py"), ("serve", "config.py")}
+
+
+def test_no_module_of_the_model_prices_a_format_by_itself():
+    # one answer: only the modules above turn a format's name into bytes (model/ scanned, serve included)
+    model = Path(__file__).resolve().parents[3] / "model"
+    scanned = 0
+    for path in model.rglob("*.py"):
+        if (path.parent.name, path.name) in FORMAT_PRICERS:
             continue
         names = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
-        assert "value_bytes" not in names, path.name
+        names |= {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)}
+        assert "value_bytes" not in names, path.relative_to(model)
+        scanned += 1
+    assert scanned > 50
+
+
+@given(precision=st.sampled_from(["fp8", "fp8_e4m3", "mxfp8", "int8", "nvfp4", "fp4", "mxfp4"]))
+def test_serving_and_training_dispatch_an_fp8_token_in_the_same_bytes(precision):
+    # DeepEP's fp8 dispatch (1 + 4/128) in both rooms; serving engines send nvfp4 tokens (0.5 + 1/16),
+    # training's stacks never narrower than fp8
+    from gclc.compiler.formats import dispatch_bytes, family
+    job = cfg(precision=precision)
+    assert fp8_token_bytes(job) == pytest.approx(1 + 4 / 128)
+    served = dispatch_bytes(precision)
+    assert served == pytest.approx(0.5 + 1 / 16 if family(precision) == "fp4" else 1 + 4 / 128)
+    assert dispatch_bytes("bf16") == 2.0
 
 
 DESIGN = """import "std/nvidia"
