@@ -112,23 +112,18 @@ class Replica:
         """`iteration(decoding, kv, 0, 0, 0, layer_mean=True)` as a function of `kv` alone: a step
         of `decoding` sequences that only decode, what the simulator runs most (solver/serve/sim.py
         `decode_on`). What does not depend on the cache read is found once; the rest is
-        `_iteration`'s arithmetic in its order (`_stage_of`), so each time is the same to the last bit."""
-        c, e = self.config, self.engine
-        tokens = decoding * (1 + e.draft) + 0
+        `_iteration`'s own steps (`_batch`, `_stage_of`, `_finish`), so each time is the same to the last bit."""
+        tokens, micro = self._batch(decoding, 0, 0)
         if tokens <= 0:
             return lambda kv: 0.0
-        micro = min(c.pp, max(1.0, decoding + 0))
         per_micro = tokens / micro
         self._stage(per_micro, 0.0, 0.0)        # (fills the memo for this micro-batch)
         fixed, terms, pairs = self._memo[per_micro], self._memo.get("attention") or self._terms(), 0 / micro
-        hops, pp, kernels = fixed[6], c.pp, self._kernels(tokens)
-        draft = 1 + e.draft * DRAFT_LAYERS / self.shape.layers if decoding and e.draft else None
+        kernels = self._kernels(tokens)
 
         def seconds(kv: float) -> float:
-            total = pp * _stage_of(fixed, terms, kv / micro, pairs)[0] + hops
-            if draft is not None:
-                total *= draft
-            return e.host(decoding, tokens, kernels, total, pp)
+            stage = _stage_of(fixed, terms, kv / micro, pairs)[0]
+            return self._finish(decoding, tokens, kernels, stage, fixed[6])
         return seconds
 
     def attention_work(self, kv_tokens: float, pairs: float) -> tuple[float, float]:
@@ -222,23 +217,32 @@ class Replica:
 
     def _iteration(self, decoding: float, kv_tokens: float, prefill: float, pairs: float,
                    prefilling: float | None = None, layer_mean: bool = False) -> tuple[float, float]:
-        c, e = self.config, self.engine
-        tokens = decoding * (1 + e.draft) + prefill
+        tokens, micro = self._batch(decoding, prefill, prefilling)
         if tokens <= 0:
             return 0.0, 0.0
-        # Pipeline: micro-batches are whole sequences (as vLLM's virtual engines and TRT-LLM's
-        # micro-batches are), so fewer sequences than stages leave the pipeline partly empty, and
-        # every sequence passes the pp stages in turn: a lone prompt pays pp stage times and the
-        # hops between them (pipeline fill), and so does every decode step.
-        sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
-        micro = min(c.pp, max(1.0, sequences))
         if not layer_mean:
             kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
         stage, _, hops, computing = self._stage(tokens / micro, kv_tokens / micro, pairs / micro)
+        return self._finish(decoding, tokens, self._kernels(tokens), stage, hops), self.config.pp * computing
+
+    def _batch(self, decoding: float, prefill: float, prefilling: float | None) -> tuple[float, float]:
+        """(new tokens, micro-batches) of an iteration. Pipeline: micro-batches are whole sequences
+        (as vLLM's virtual engines and TRT-LLM's micro-batches are), so fewer sequences than stages
+        leave the pipeline partly empty, and every sequence passes the pp stages in turn: a lone
+        prompt pays pp stage times and the hops between them (pipeline fill), and so does every
+        decode step."""
+        tokens = decoding * (1 + self.engine.draft) + prefill
+        sequences = decoding + (prefilling if prefilling is not None else (1.0 if prefill > 0 else 0.0))
+        return tokens, min(self.config.pp, max(1.0, sequences))
+
+    def _finish(self, decoding: float, tokens: float, kernels: float, stage: float, hops: float) -> float:
+        """An iteration's seconds from one stage's time on a micro-batch and its hops: pp stages in
+        turn, the draft model's layers, and the host's share (Engine.host)."""
+        c, e = self.config, self.engine
         total = c.pp * stage + hops
         if decoding and e.draft:
             total *= 1 + e.draft * DRAFT_LAYERS / self.shape.layers
-        return e.host(decoding, tokens, self._kernels(tokens), total, c.pp), c.pp * computing
+        return e.host(decoding, tokens, kernels, total, c.pp)
 
     def _kernels(self, tokens: float) -> float:
         """Kernels of one pass through every stage: a layer's own, its tensor-parallel

@@ -299,48 +299,64 @@ class _Simulation:
         that may stop, before any other event and any check of its bounds. `complete` and `start` would do just this for it,
         the same arithmetic in the same order, so every time and count is the same to the last
         bit; other replicas' events at the same instants touch only maxima and counts."""
-        pool = server.pool
-        engine = pool.replica.engine
         if server.window or server.role == "prefill" or server.count != decoding:
             return now, time        # (a swapped sequence back in its cache decodes from the next step)
-        step, kv = engine.tokens_per_step, pool.kv_tokens
-        grows = engine.preemption != "reserve"     # (`grow` checks the cache and the peak)
+        head, budget = self.join_terms(server, decoding)
+        arrival = self.quiet_until()
         seconds = None      # the step's time by the cache it reads (`Replica.decode_steps`), once one is quiet
-        # the first waiting sequence stays first while no request arrives and none joins: what
-        # `admit` weighs of it, once; the prompt budget `fill` would have beside the decodes
+        # (`not >=`: the step test as the loop had it, even for a NaN time)
+        while not now + time >= arrival and self.quiet_step(server, head, budget):
+            if seconds is None:
+                seconds = server.pool.replica.decode_steps(decoding)
+            now, time = now + time, seconds(server.read) + server.copying
+        return now, time
+
+    def join_terms(self, server: _Server, decoding: int) -> tuple[tuple | None, float]:
+        """The first waiting sequence stays first while no request arrives and none joins: what
+        `admit` weighs of it, once; and the prompt budget `fill` would have beside the decodes."""
+        engine = server.pool.replica.engine
+        step = engine.tokens_per_step
         head = (server.waiting[0], self.needs(server, server.waiting[0], step)) if server.waiting else None
         budget = engine.chunk if not engine.mixed and server.role == "both" else \
             engine.chunk - decoding * (1 + engine.draft)
+        return head, budget
+
+    def quiet_until(self) -> float:
+        """The instant before which decode steps may run inline: the next arrival; and, with a
+        prefill pool or in a run that may stop, the next event of any replica and the next check of
+        its bounds (a prefill replica's handoff reaches a decoder at its own event, a run that may
+        stop checks its bounds at every event from `due` on, and another replica's event may move
+        `due`), so that none falls between them."""
         arrival = self.requests[self.arrivals[self.upcoming]].arrival if self.upcoming < len(self.arrivals) \
             else math.inf
-        if not self.independent:
-            # a prefill replica's handoff reaches a decoder at its own event, a run that may stop
-            # checks its bounds at every event from `due` on (and another replica's event may move
-            # `due`): steps run inline only before all of them, so that none falls between
-            arrival = min(arrival, self.events[0][0] if self.events else math.inf,
-                          self.misses.due if self.misses is not None else math.inf)
-        while True:
-            end = now + time
-            if end >= arrival:
-                return now, time
-            steps = server.steps + step
-            if server.finishing and server.finishing[0][0] <= steps + 1e-9:
-                return now, time
-            before, server.steps = server.steps, steps
-            if grows and server.used + server.growth(step) > kv and len(server.order) > 1:
-                server.steps = before       # a preemption: `start` runs it
-                return now, time
-            decode_only = server.round < engine.scheduler_steps
-            if not decode_only and (server.prefilling or (server.waiting and len(server.order) < pool.max_batch
-                                                          and self.may_join(server, head, step, budget))):
-                server.steps = before       # a prompt may join: `start` fills
-                return now, time
-            if grows:
-                self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
-            server.round = server.round + 1 if decode_only else 1
-            if seconds is None:
-                seconds = pool.replica.decode_steps(decoding)
-            now, time = end, seconds(server.read) + server.copying
+        if self.independent:
+            return arrival
+        return min(arrival, self.events[0][0] if self.events else math.inf,
+                   self.misses.due if self.misses is not None else math.inf)
+
+    def quiet_step(self, server: _Server, head: tuple | None, budget: float) -> bool:
+        """Whether the server's next decode step is quiet (none finishes, is preempted or can join);
+        if so, take it: its steps, scheduler round and the cache's peak, as `complete` and `start`
+        would; if not, leave the server as it was for them."""
+        pool = server.pool
+        engine = pool.replica.engine
+        step, grows = engine.tokens_per_step, engine.preemption != "reserve"   # (`grow` checks the cache and the peak)
+        steps = server.steps + step
+        if server.finishing and server.finishing[0][0] <= steps + 1e-9:
+            return False
+        before, server.steps = server.steps, steps
+        if grows and server.used + server.growth(step) > pool.kv_tokens and len(server.order) > 1:
+            server.steps = before       # a preemption: `start` runs it
+            return False
+        decode_only = server.round < engine.scheduler_steps
+        if not decode_only and (server.prefilling or (server.waiting and len(server.order) < pool.max_batch
+                                                      and self.may_join(server, head, step, budget))):
+            server.steps = before       # a prompt may join: `start` fills
+            return False
+        if grows:
+            self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
+        server.round = server.round + 1 if decode_only else 1
+        return True
 
     def grow(self, server: _Server) -> None:
         """Room for this step's tokens; preempt the newest sequences while they do not fit:
