@@ -111,9 +111,10 @@ carry the older stacks' bias to the current one: fitted on v0.3-v0.6 alone they 
 v0.7 rows at 21.2 % against the uncalibrated 12.1 % (the out-of-sample line), so the model ships
 uncalibrated and an operator calibrates it on their own stack's runs, as the held-out figures do.
 Since the v0.7 rows skip the old log-probabilities as their recipes do (`old_logprobs`, 2026-12-07) that
-reason no longer shows in the figures: the signed medians are -20 % (H100) and -21 % (GB200) at v0.7 since the
-asynchronous step follows NeMo-RL's collector (model/rl/step.py, 2026-12-07; -27 % and -29 % before), and the
-older rows' factors predict the v0.7 rows at 12.2 % against 23.6 % uncalibrated (printed).
+reason no longer shows in the figures: the signed medians are -23 % (H100) and -23 % (GB200) at v0.7 (-20 % and -21 % before vLLM's
+fused_moe tile, model/serve/moe.py triton_tile, 2026-12-07; -27 % and -29 % before the asynchronous step
+followed NeMo-RL's collector, model/rl/step.py), and the older rows' factors predict the v0.7 rows at
+12.3 % against 26.2 % uncalibrated (printed).
 The held-out-by-system miss is the same effect, on one system more than the other: rows of the same
 model, GPUs and layouts got faster from v0.6 to v0.7 by 28 % on GB200 (median ratio 0.72) and
 by 10 % on H100 (0.90); from v0.5 to v0.7 by 33 % and 14 %. The hardware did not change, so GB200's

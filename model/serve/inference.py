@@ -175,8 +175,12 @@ class Replica:
         if self.expert_flops_per_token:
             # each routed expert multiplies only the rows routed to it (tokens x top_k / experts), padded to its tile
             rate = lambda rows, n: mixed_gemm_rate(chip, c, rows, n, s.hidden)  # noqa: E731
+            tile = None
+            if self.engine.moe_kernel == "triton":   # Triton fused_moe: BLOCK_SIZE_M by the call's tokens
+                fp8 = value_bytes(c.precision) < 2
+                tile = lambda experts, width: moe.triton_tile(tokens, experts, width, chip.name, fp8)  # noqa: E731
             gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep,
-                                         self.engine.moe_path, c.tp)
+                                         self.engine.moe_path, c.tp, tile)
             routing = moe.routing_bytes(s, group, math.ceil(s.moe_layers / c.pp)) / hbm_rate(chip)
         weights = self.dense_weights + self.expert_weights * moe.touched_share(s, tokens, self.engine.moe_path,
                                                                                c.tp * c.ep, c.tp)

@@ -36,6 +36,35 @@ GROUPED_GEMM_EFFICIENCY = 1.0  # a grouped expert GEMM's rate / a dense GEMM's o
                                # difference). What small groups lose is the tile padding and the row count's
                                # shape factor, modelled apart. (It was 0.7, fitted on the MoE rows: that did
                                # not transfer between models, 49 % median error held out by model.)
+# vLLM's Triton fused_moe (and SGLang's, ported from it) picks its row tile BLOCK_SIZE_M by the call's
+# token count M: from a tuned file for (E experts, N = the shard's expert width, device) when one ships,
+# the entry of the nearest M; else get_default_config: 16 rows when M <= E, else 64 (bf16; fp8 with
+# block scales 64 at every M). Sources: vllm-project/vllm @000d1458 vllm/model_executor/layers/
+# fused_moe/fused_moe.py fused_experts_impl (M = min(num_tokens, CHUNK_SIZE), config = get_config_func(M)),
+# get_default_config, try_get_optimal_moe_config (E, N from w2's shape; the tuned entry
+# `min(configs.keys(), key=lambda x: abs(x - M))`); sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/
+# fused_moe_triton_config.py @c050f40d get_default_config (the same rule; ASSUMPTION: vLLM's tuned files
+# stand in for SGLang's own, not read).
+TRITON_SMALL_TILE, TRITON_TILE = 16, 64
+# BLOCK_SIZE_M by M of the tuned files read (a shape without one takes the default rule), each
+# vllm-project/vllm vllm/model_executor/layers/fused_moe/configs/E=<E>,N=<N>,device_name=<device>.json:
+# H100 = NVIDIA_H100_80GB_HBM3 (N=192 @0f17ee06, N=384 @cd20a578), GB200 = NVIDIA_GB200 (@47c4439a).
+# ASSUMPTION: the vLLM each run used shipped them (the N=384 and GB200 files carry "triton_version":
+# "3.5.1", a late-2025 tuning; which vLLM each NeMo-RL release pinned is not checked here).
+_SMALL = ((1, 16), (2, 16), (4, 16), (8, 16), (16, 16), (24, 16), (32, 16), (48, 16), (64, 16), (96, 16),
+          (128, 16))
+TUNED_TILES = {
+    ("h100", 128, 192): _SMALL + ((256, 32), (512, 64), (1024, 64), (1536, 128), (2048, 128), (3072, 128),
+                                  (4096, 128)),
+    ("h100", 128, 384): _SMALL + ((256, 32), (512, 64), (1024, 64), (1536, 128), (2048, 128), (3072, 128),
+                                  (4096, 128)),
+    ("gb200", 128, 192): _SMALL + ((256, 16), (512, 32), (1024, 64), (1536, 128), (2048, 128), (3072, 256),
+                                   (4096, 256), (8192, 256)),
+    ("gb200", 128, 768): _SMALL + ((256, 16), (512, 64), (1024, 64), (1536, 128), (2048, 128), (3072, 256),
+                                   (4096, 256), (8192, 256)),
+    ("gb200", 256, 128): _SMALL + ((256, 16), (512, 32), (1024, 32), (1536, 64), (2048, 128), (3072, 128),
+                                   (4096, 128), (8192, 128)),
+}
 ROUTING_PASSES = 4             # permute write + read, un-permute write + read of each routed row
 ACTIVATION_BYTES = 2           # the routed rows move in bf16
 MOE_KERNELS = 5                # ASSUMPTION: router GEMM, top-k softmax, permute, un-permute/combine, row expansion
@@ -73,14 +102,25 @@ def touched(shape: ModelShape, tokens: float) -> float:
     return 1 - (1 - shape.top_k / shape.routed) ** tokens
 
 
-def padded_rows(shape: ModelShape, tokens: float) -> tuple[float, float]:
+def triton_tile(tokens: float, experts: int, width: int, chip: str, fp8: bool) -> int:
+    """BLOCK_SIZE_M of vLLM's / SGLang's Triton fused_moe for a call of `tokens` rows over `experts`
+    local experts of `width` columns each (the shard's intermediate size) on `chip` (sources above)."""
+    name = chip.lower()
+    device = "h100" if "h100" in name and "pcie" not in name and "nvl" not in name else name
+    table = None if fp8 else TUNED_TILES.get((device, experts, width))
+    if table:
+        return min(table, key=lambda entry: abs(entry[0] - tokens))[1]
+    return TRITON_SMALL_TILE if tokens <= experts and not fp8 else TRITON_TILE
+
+
+def padded_rows(shape: ModelShape, tokens: float, tile: int = TILE_ROWS) -> tuple[float, float]:
     """(rows each touched expert's GEMM computes, those over its routed rows): the routed rows
     rounded up to the tile (on average half a tile more, at least one tile)."""
     share = touched(shape, tokens)
     if share <= 0:
-        return float(TILE_ROWS), 1.0
+        return float(tile), 1.0
     per_expert = tokens * shape.top_k / (shape.routed * share)
-    rows = max(TILE_ROWS, per_expert + TILE_ROWS / 2)
+    rows = max(tile, per_expert + tile / 2)
     return rows, rows / per_expert
 
 
@@ -93,7 +133,7 @@ def imbalance(shape: ModelShape, tokens: float, gpus: int) -> float:
 
 
 def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelShape, gpus: int,
-                     path: str = "grouped", tp: int = 1) -> float:
+                     path: str = "grouped", tp: int = 1, tile=None) -> float:
     """Seconds of the expert GEMMs of one stage GPU: `flops_per_token` of routed work per token on
     this GPU; `rate(rows, n)` is a dense GEMM's rate at that many rows and output columns.
 
@@ -108,14 +148,18 @@ def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelSh
       the rows routed to it (a tile's rows at least, as a grouped GEMM's); LOOP_KERNELS kernels
       per local expert (`loop_kernels`). A GEMM of fewer rows costs the same tile: charging it
       at its unpadded rows' rate made more tokens run faster (GCLC_HYPOTHESIS=deep);
-    - ep_with_dp: tp_sharded in one attention group, grouped over several (`run_path`)."""
+    - ep_with_dp: tp_sharded in one attention group, grouped over several (`run_path`).
+    `tile(experts, width)`: the row tile of a call over that many local experts of that width
+    (vLLM's / SGLang's Triton fused_moe: `triton_tile`); None: TILE_ROWS."""
     path = run_path(path, gpus // max(1, tp))
     if path in ("grouped", "per_expert"):   # the mean GPU's padded rows, the busiest's routed rows beyond
-        rows, padding = padded_rows(shape, tokens)
+        rows, padding = padded_rows(shape, tokens, tile(max(1, shape.routed // gpus), shape.expert_ffn)
+                                    if tile else TILE_ROWS)
         work = flops_per_token * tokens * (padding + imbalance(shape, tokens, gpus) - 1)
         return work / (rate(max(1.0, rows), shape.expert_ffn) * GROUPED_GEMM_EFFICIENCY)  # unrounded rows
     spread, width = max(1, gpus // tp), shape.expert_ffn / tp
-    rows, padding = padded_rows(shape, tokens)
+    rows, padding = padded_rows(shape, tokens, tile(max(1, shape.routed // spread), round(width))
+                                if tile else TILE_ROWS)
     work = flops_per_token * tokens * (padding + imbalance(shape, tokens, spread) - 1)
     return work / (rate(max(1.0, rows), width) * GROUPED_GEMM_EFFICIENCY)
 

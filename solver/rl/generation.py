@@ -129,28 +129,45 @@ def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: flo
 
 
 def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,
-          depth: int = 1) -> tuple[float, float]:
+          depth: int = 1, areas: list[float] | None = None) -> tuple[float, float]:
     """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
     with the cache's capacity `kv`, the stream's is exact where the steady time is below the
-    makespan's bound (the stream is the smaller of the two)."""
+    makespan's bound (the stream is the smaller of the two). `areas`: `cache_areas` of these
+    requests on these replicas, where the caller keeps them (they depend on neither the batch
+    nor the memory bound, which most layouts of a search differ by)."""
     steps = r.engine.tokens_per_step
     sizes = _batch_sizes(layout.config.batch)
     cheapest = min(r.iteration(b, 0) / (b * steps) for b in sizes)
     shortest = min(r.iteration(b, 0) for b in sizes)
     tail = work = 0.0
-    for share in shares(requests, layout.replicas):
+    if kv > 0 and areas is None:
+        areas = cache_areas(r, requests, layout.replicas)
+    for i, share in enumerate(shares(requests, layout.replicas)):
         if not share:
             continue
         tail = max(tail, _tail(r, layout, share, kv))
         work = max(work, sum(q.output - 1 for q in share) * cheapest)
         if kv > 0:
-            work = max(work, _cache_area(r, share) / kv * shortest)
+            work = max(work, areas[i] / kv * shortest)
         work = max(work, _prefill_work(r, share))
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
         return makespan, min(makespan, max(mean, steady(r, layout, requests, kv, depth)))
     return makespan, mean
+
+
+def cache_areas(r: Replica, requests: tuple[Request, ...], replicas: int) -> list[float]:
+    """`_cache_area` of each replica's share (`shares`); a search keeps it by `areas_key`."""
+    return [_cache_area(r, share) for share in shares(requests, replicas)]
+
+
+def areas_key(r: Replica, replicas: int) -> tuple:
+    """What `cache_areas` reads: the tokens a step makes and what `KVLayout.tokens_held` reads
+    (the model's layers and window, the shared prefix, the page), not how the cache is split or
+    stored (tp, pp, precision: they change its bytes, not its tokens), nor the batch."""
+    kv = r.kv
+    return kv.shape, kv.prefix_share, kv.block, r.engine.tokens_per_step, replicas
 
 
 def _cache_area(r: Replica, share: tuple[Request, ...]) -> float:

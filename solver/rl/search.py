@@ -74,6 +74,7 @@ class Context:
         self._ceilings: dict = {}
         self._sims: dict = {}
         self._longest: dict = {}      # KV layout -> the most cache one sample holds (read for every layout's bound)
+        self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
         self.simulated = 0
         self.reasons: dict[str, None] = {}
 
@@ -132,7 +133,11 @@ class Context:
                              f"{layout.partition} cannot hold the longest sample's cache"] = None
                 self._bounds[key] = None
             else:
-                self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
+                areas = gen.areas_key(r, layout.replicas)
+                if areas not in self._areas:
+                    self._areas[areas] = gen.cache_areas(r, self.requests, layout.replicas)
+                self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
+                                              self._areas[areas])
         return self._bounds[key]
 
     def ceiling(self, layout: gen.GenLayout, limit: float) -> float:

@@ -95,3 +95,48 @@ def test_more_tokens_never_make_a_moe_stage_faster(a, b):
     r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
     low, high = min(a, b), max(a, b)
     assert r.stage_time(low, 0, 0)[0] <= r.stage_time(high, 0, 0)[0] * (1 + 1e-12)
+
+
+def test_triton_fused_moe_tile_follows_vllms_rule():
+    """vLLM's / SGLang's Triton fused_moe (model/serve/moe.py triton_tile): without a tuned file,
+    16-row tiles while the call's tokens are at most its experts, 64 beyond, 64 for fp8 at every
+    count; with the tuned file of (E=128, N=192, H100) the entry of the nearest token count."""
+    tile = inference_moe.triton_tile
+    assert tile(40, 64, 1408, "A100", fp8=False) == 16
+    assert tile(65, 64, 1408, "A100", fp8=False) == 64
+    assert tile(8, 64, 1408, "H100", fp8=True) == 64
+    assert tile(20, 128, 192, "H100 SXM", fp8=False) == 16
+    assert tile(200, 128, 192, "H100 SXM", fp8=False) == 32      # nearer 256 than 128
+    assert tile(1000, 128, 192, "H100 SXM", fp8=False) == 64
+    assert tile(9000, 128, 192, "H100 SXM", fp8=False) == 128
+    assert tile(20, 128, 192, "H100 PCIe", fp8=False) == 16      # no tuned file: the default rule
+    assert tile(200, 128, 192, "H100 PCIe", fp8=False) == 64
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(1, 4096), st.sampled_from([16, 32, 64, 128]))
+def test_a_smaller_tile_never_computes_slower(tokens, small):
+    """The same expert GEMMs padded to a smaller row tile waste fewer rows: never slower."""
+    rate = lambda rows, n: gemm_rate(PARTITION.node.accelerator, "bf16", rows, n, 7168)  # noqa: E731
+    args = (1e9, tokens, rate, MOE, 8, "tp_sharded", 8)
+    fine = inference_moe.expert_gemm_time(*args, tile=lambda experts, width: small)
+    coarse = inference_moe.expert_gemm_time(*args, tile=lambda experts, width: 128)
+    assert fine <= coarse * (1 + 1e-12)
+
+
+def test_only_the_triton_fused_moe_engines_take_its_tile():
+    """vLLM from its fused kernel on and SGLang run the Triton fused_moe; vLLM 0.2's loop over
+    experts, TensorRT-LLM's CUTLASS MoE and the ideal engine keep TILE_ROWS."""
+    from gclc.model.serve.engines import PROFILES
+    triton = {name for name, p in PROFILES.items() if p.engine().moe_kernel == "triton"}
+    assert triton == {"vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang"}
+
+
+def test_the_tuned_files_differ_by_device():
+    """The same (E=128, N=192) shape at 512 tokens: H100's file 64 rows, GB200's 32; a shape with
+    no file on GB200 takes the default rule."""
+    tile = inference_moe.triton_tile
+    assert tile(512, 128, 192, "H100_SXM", fp8=False) == 64
+    assert tile(512, 128, 192, "GB200", fp8=False) == 32
+    assert tile(1000, 256, 128, "GB200", fp8=False) == 32
+    assert tile(200, 256, 64, "GB200", fp8=False) == 16 and tile(300, 256, 64, "GB200", fp8=False) == 64

@@ -164,3 +164,23 @@ def test_the_bounds_hold_where_prompts_dominate(reqs, part, tp, replicas, share)
     assert makespan <= out.makespan * (1 + 1e-9) and stream <= out.stream * (1 + 1e-9)
     busiest = max(gen._prefill_work(r, s) for s in gen.shares(reqs, replicas) if s)
     assert busiest <= makespan
+
+
+@settings(max_examples=20, deadline=None)
+@given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from(["bf16", "fp8"]), st.integers(1, 4), st.sampled_from([1, 8, 64, 1024]),
+       st.sampled_from([0.3, 0.6, 1.0]), st.sampled_from([0.0, 0.5]))
+def test_cache_areas_kept_by_their_key_give_the_bounds_found_afresh(reqs, part, tp0, tp, precision, replicas, batch,
+                                                                     memory, share):
+    """The search keeps each share's cache area by `areas_key` (not the tp, the precision nor
+    the batch) and reads it for every layout and memory bound of that key: the bounds are the
+    very ones computed afresh, whichever layout asked first."""
+    first = gen.GenLayout(part, ServeConfig(tp0, 64, precision=precision), replicas)
+    layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
+    r0 = gen.build(JOB.policy, JOB.partition(part), first, Engine(prefix_share=share))
+    r = gen.build(JOB.policy, JOB.partition(part), layout, Engine(prefix_share=share))
+    assert gen.areas_key(r0, replicas) == gen.areas_key(r, replicas)
+    kept = gen.cache_areas(r0, reqs, replicas)
+    kv = gen.kv_capacity(r, memory * JOB.memory_of(JOB.partition(part)))
+    assert kept == [gen._cache_area(r, s) for s in gen.shares(reqs, replicas)]
+    assert gen.bound(r, layout, reqs, kv, 1, kept) == gen.bound(r, layout, reqs, kv, 1)
