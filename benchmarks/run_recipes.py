@@ -47,6 +47,10 @@ MB_SETTINGS: tuple[Setting, ...] = (
     Setting("25.11", r"deepseekv3", "gb300", "", "selective", ("moe_act",), name="DEEPSEEK_V3_GB300_BASE_CONFIG"),
     Setting("25.11", r"deepseekv3", "gb200", "", "selective", ("mla_up_proj",), name="DEEPSEEK_V3_GB200_BASE_CONFIG"),
     Setting("25.11", r"deepseekv3", "b200", "", "selective", ("mla_up_proj",), name="DEEPSEEK_V3_B200_BASE_CONFIG"),
+    # ASSUMPTION for GB200 (and GB300's CUDA graphs, which gclc cannot state): the 25.11 table's
+    # GB200 / GB300 GPT-OSS rows (seq 8192, MBS 1 / 2) are not these presets (MBS 4; the recipe's
+    # seq_length 4096, and v0.2.0 argument_parser.py has no sequence flag): they ran with Hydra
+    # overrides (run_script.py), so the preset's other settings may not have held either.
     Setting("25.11", r"gptoss120b", "gb200|b200|h100", "", "selective", ("layernorm", "moe_act"),
             name="GPT_OSS_120B_<chip>_BF16_BASE_CONFIG"),
     Setting("25.11", r"llama370b", "gb300", "", offload=20, name="LLAMA3_70B_GB300_FP8_CS_BASE_CONFIG"),
