@@ -32,7 +32,7 @@ from collections.abc import Callable
 import attrs
 
 from ...compiler.ir import Partition
-from ...compiler.formats import dispatch_bytes
+from ...compiler.formats import dispatch_bytes, is_narrow
 from .. import cache, collectives as nccl, comms
 from ..compute import BEST_SHAPE, attention_rate, hbm_rate, kernel_overhead, mla_decode_rate
 from ..network.placement import SCALE_UP_SCOPES
@@ -173,7 +173,7 @@ class Replica:
             rate = lambda rows, n: mixed_gemm_rate(chip, c, rows, n, s.hidden)  # noqa: E731
             tile = None
             if self.engine.moe_kernel == "triton":   # Triton fused_moe: BLOCK_SIZE_M by the call's tokens
-                fp8 = value_bytes(c.precision) < 2
+                fp8 = is_narrow(c.precision)
                 tile = lambda experts, width: moe.triton_tile(tokens, experts, width, chip.name, fp8)  # noqa: E731
             gemm += moe.expert_gemm_time(self.expert_flops_per_token, tokens, rate, s, c.tp * c.ep,
                                          self.engine.moe_path, c.tp, tile)
