@@ -8,7 +8,7 @@ import math
 
 import attrs
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.ir import Tier
@@ -61,7 +61,8 @@ def ceiling(collective, nbytes, stages):
     """The most a call may take: on each placement and path (the switches reducing, run by
     NVLS or SHARP where that moves the bytes faster; or not, by ring, tree or PAT) the tiers'
     bytes plus the latency (and a tree's fill) of the option NCCL's tables make fastest on
-    that path; the least of them."""
+    that path, or an in-domain NVLS all-reduce's loops where their head steps outlast the
+    bytes; the least of them."""
     found = []
     for o in stages.options:
         c = collectives.communicator(tuple(o))
@@ -72,7 +73,10 @@ def ceiling(collective, nbytes, stages):
             if not options or (in_network and wires[reducing] >= wires[plain]):
                 continue
             algorithm, protocol, latency, _ = max(options, key=lambda x: (x[3], -x[2]))
-            found.append(wires[path] + latency + nccl._fill(algorithm, protocol, nbytes, c))
+            latency += nccl._fill(algorithm, protocol, nbytes, c)
+            # an NVLS all-reduce inside one domain pays its loops' head steps where they outlast the
+            # bytes (model/network/nccl.py nvls_loop_seconds), not one flat latency
+            found.append(nccl._seconds(collective, algorithm, latency, nbytes, wires[path], c))
     return min(found)
 
 
@@ -85,6 +89,9 @@ def test_a_larger_call_never_takes_less_time(tiers, group, collective, a, b):
 
 
 @given(tiers_strategy, groups, st.sampled_from(COLLECTIVES), sizes)
+# the deep profile's counterexample (2026-12-07) before the ceiling counted NVLS's loops: four GPUs of
+# one node, 1.3 MB, where the loops' head steps outlast the bytes
+@example(hierarchy(150e9, 12.5e9, 24, 1.0, True, False), (4, 1), "all_reduce", 1341759.0)
 def test_a_call_moves_its_bytes_no_faster_than_the_tiers_and_pays_at_most_one_latency(tiers, group, collective, n):
     # below: the tiers' rate (no protocol moves bytes faster than the links); above: the
     # fastest option's latency on top of it, so a large call runs at the tiers' rate
@@ -261,3 +268,11 @@ def test_nvls_constants_go_by_the_partitions_accelerator_not_its_link_rate(chip,
     c = collectives.communicator(comms.place(8, 1, tiers))
     assert c.nvls_channels == nccl.NVLS_CHANNELS[generation]
     assert c.nvls_share == pytest.approx(nccl.nvls_share(generation))
+
+
+@pytest.mark.xfail(strict=True, reason="found by the deep profile (2026-12-07), not fixed: an all-reduce over "
+                   "16 GPUs of 2 nodes a leaf at 2:1 (four nodes' NVLS tree) is priced 4.3e-12 s (1e-8) over "
+                   "the ceiling of its bytes and one latency; the path that adds it is not yet found")
+def test_the_nvls_tree_counterexample_of_the_deep_profile_stays_under_its_ceiling():
+    stages = comms.place(16, 2, hierarchy(150e9, 12.5e9, 24, 2.0, True, False))
+    assert collectives.all_reduce(6210001.0, stages) <= ceiling("all_reduce", 6210001.0, stages) * (1 + 1e-12) + 1e-15
