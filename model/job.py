@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
 from ..compiler.formats import block_scaled
-from ..compiler.ir import ClusterGraph, Partition
+from ..compiler.ir import Accelerator, ClusterGraph, Partition
 from ..compiler.lower import lower_cluster
 from ..compiler.schema import MEGATRON_STACKS
 from .config import DEFAULT_STACK, TrainConfig
@@ -191,13 +191,13 @@ def job_optimizer(job: Job) -> dict[str, object]:
     TrainConfig fields."""
     return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params,
             "precision_aware_optimizer": job.precision_aware_optimizer, "second_moment": job.second_moment,
-            "mx_fp8": mx_fp8(str(job.precision), job.partition.node.accelerator.name)}
+            "mx_fp8": mx_fp8(str(job.precision), job.partition.node.accelerator)}
 
 
-def mx_fp8(precision: str, chip: str) -> bool:
+def mx_fp8(precision: str, chip: Accelerator | None) -> bool:
     """TrainConfig.mx_fp8: the generic `fp8` on a chip that runs it with MX block scaling (an `mxfp8` job
-    states it in its precision)."""
-    return precision == "fp8" and block_scaled(precision, chip)
+    states it in its precision; no chip: none)."""
+    return precision == "fp8" and chip is not None and block_scaled(precision, chip)
 
 
 def _stated_flag(entity: Entity, name: str) -> bool | None:
@@ -219,8 +219,8 @@ def needs_distributed_optimizer(job: Job) -> bool:
     return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_STACKS)
 
 
-def state_config(entity: Entity, chip: str = "") -> TrainConfig:
-    """What the optimizer state's size reads of a train job on the chip named `chip`, without planning it
+def state_config(entity: Entity, chip: Accelerator | None = None) -> TrainConfig:
+    """What the optimizer state's size reads of a train job on `chip`, without planning it
     (the checkpoint of a schedule: solver/schedule)."""
     precision = str(_plain(entity.get("precision", Symbol("bf16"))))
     return TrainConfig(batch=1, seq=1, precision=precision,

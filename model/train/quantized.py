@@ -43,7 +43,7 @@ CAST_AT_USE = ("fsdp", "fsdp_compiled", "maxtext")
 
 def gemm_format(cfg: TrainConfig) -> str:
     """The format the GEMMs run in: the generic `fp8` on a chip that runs it with MX block scaling
-    (`mx_fp8`: compiler/formats.py MX_FP8_CHIPS) is MXFP8. Not every Blackwell run is: Megatron-
+    (`mx_fp8`: compiler/formats.py `block_scaled`, Blackwell) is MXFP8. Not every Blackwell run is: Megatron-
     Bridge's published FP8-CS rows (benchmarks/runs/mb2511_2, per-tensor current scaling, MXFP8 the
     alternative in parentheses) ran per-tensor fp8, which a design states as `precision = fp8_e4m3`
     (not block-scaled: formats.py); those rows' designs say `fp8` and are priced as MXFP8."""
@@ -61,7 +61,7 @@ def weight_copies(cfg: TrainConfig) -> int:
     """Quantized copies of a weight a Transformer Engine recipe holds in training: the rowwise one
     (forward) and the columnwise one (dgrad) [usages, cache]. Per-tensor fp8 shares one copy only
     where the chip runs non-TN fp8 GEMMs (TE utils.py `is_non_tn_fp8_gemm_supported`: compute
-    capability 10.x and 13.x), where gclc's `fp8` is MX (compiler/formats.py MX_FP8_CHIPS); a
+    capability 10.x and 13.x), where gclc's `fp8` is MX (compiler/formats.py `block_scaled`); a
     per-tensor `fp8_e4m3` stated on Blackwell is still priced with two (the configuration does not
     carry the chip's GEMM layouts); elsewhere it keeps the transpose (ASSUMPTION beyond NVIDIA's
     chips: as Hopper). A stack that casts at each use holds none between uses: priced as one."""
