@@ -57,6 +57,19 @@ ATTENTION_HALF_WINDOW = (ATTENTION_HALF_SEQ + ATTENTION_TILE) / 2
 # than the law's +17 % (register pressure), so widths above 128 keep the 128 rate, which
 # is what the chips' `attention` efficiencies were fitted at.
 ATTENTION_HALF_HEAD_DIM = 55
+# The softmax's exponentials run on the special function units (MUFU.EX2), the matrix products
+# on the tensor cores: per score, 4d FLOPs against one exponential, so d0 is the tensor cores'
+# FLOPs per exponential over 4 (4096 / 16 / 4 = 64 on H100, fitted 55 above). d0 scales with
+# the generation's tensor FLOPs per SM and clock over its exponentials per SM and clock,
+# relative to Hopper's (4096 bf16 FLOPs, dsl/std/nvidia.gcl H100 ops_per_clock, over 16):
+# - blackwell: the tensor cores doubled, the SFUs did not ("BF16 tensor core throughput
+#   increases from 1 to 2.25 PFLOPs, while both the SFU count and shared memory bandwidth
+#   remains unchanged"; MUFU 16 ops per clock per SM on both: Zadouri et al. 2026,
+#   FlashAttention-4, arXiv:2603.05451, and together.ai/blog/flashattention-4): x2;
+# - blackwell_ultra (B300, GB300): "doubling SFU throughput over the standard NVIDIA Blackwell
+#   architecture" for MUFU.EX2 (NVIDIA technical blog, "Making Softmax More Efficient with
+#   NVIDIA Blackwell Ultra", 2026): back to Hopper's balance, x1.
+EXP_BOUND_SCALE = {"hopper": 1.0, "blackwell": 2.0, "blackwell_ultra": 1.0}
 # FlashAttention-2's kernels use Ampere's synchronous mma instructions; on chips with
 # asynchronous warp-group tensor cores (Hopper, Blackwell) they leave much of the rate
 # the vendor's kernels reach: 370 against cuDNN's 595 TFLOP/s at 16k keys, head dim 128,
@@ -247,14 +260,29 @@ def attention_length_factor(kv_length: int, window: bool = False) -> float:
     return kv_length / (kv_length + half) if kv_length > 0 else 1.0
 
 
-def attention_head_factor(head_dim: int) -> float:
-    """Share of the head-dim-128 attention rate a kernel over heads this wide reaches."""
+def attention_head_factor(head_dim: int, chip: Accelerator | None = None) -> float:
+    """Share of the head-dim-128 attention rate a kernel over heads this wide reaches on `chip`
+    (None: Hopper's balance of tensor cores and exponentials, where the law was measured)."""
     if head_dim <= 0 or head_dim >= 128:
         return 1.0
+    half = ATTENTION_HALF_HEAD_DIM * EXP_BOUND_SCALE.get(exp_generation(chip), 1.0) if chip else ATTENTION_HALF_HEAD_DIM
 
     def rate(d: int) -> float:
-        return d / (d + ATTENTION_HALF_HEAD_DIM)
+        return d / (d + half)
     return rate(head_dim) / rate(128)
+
+
+def exp_generation(chip: Accelerator) -> str | None:
+    """The generation whose balance of tensor cores and exponential units the chip has
+    (`EXP_BOUND_SCALE`): `attention_generation`'s, Blackwell parts whose dense fp4 peak is more
+    than twice their fp8 peak read as Blackwell Ultra (its NVFP4 tensor cores run 1.5x
+    Blackwell's: B300 14, GB300 15 PFLOPS against B200's 9, GB200's 10, dsl/std/nvidia.gcl).
+    ASSUMPTION: the faster NVFP4 and the doubled SFUs came together in Blackwell Ultra, so a part
+    with the one has the other."""
+    generation = attention_generation(chip)
+    if generation == "blackwell" and chip.peak_of("fp4") > 2 * (chip.peak_of("fp8") or float("inf")):
+        return "blackwell_ultra"
+    return generation
 
 
 # The rates below depend on the chip alone (an immutable IR value) and are read for every
@@ -317,7 +345,7 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
             # their shape, and the scores go through HBM between kernels, not overlapped with math
             compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
             return compute + memory + 4 * kernel_overhead(chip)
-        rate = attention_rate(chip) * attention_length_factor(op.n, op.window) * attention_head_factor(op.k)
+        rate = attention_rate(chip) * attention_length_factor(op.n, op.window) * attention_head_factor(op.k, chip)
         if op.portable and warp_group_tensor_cores(chip):
             rate *= PORTABLE_ATTENTION_SHARE
         compute = op.flops / rate

@@ -94,3 +94,29 @@ def test_a_part_without_a_measured_bf16_share_scales_by_its_peak():
     unmeasured = attrs.evolve(chip, efficiency=tuple((k, v) for k, v in chip.efficiency if k != "bf16"))
     assert compute.part_share(unmeasured, "blackwell") == 1.0
     assert compute.part_share(chip, "blackwell") < 1.0
+
+
+@pytest.mark.parametrize("name, generation, half", [("H100_SXM", "hopper", 55), ("B200", "blackwell", 110),
+                                                    ("GB200", "blackwell", 110), ("B300", "blackwell_ultra", 55),
+                                                    ("GB300", "blackwell_ultra", 55)])
+def test_narrow_heads_pay_for_the_exponentials_their_generation_lacks(name, generation, half):
+    # per score: 4d tensor FLOPs against one exponential. Blackwell doubled its tensor cores per SM
+    # and clock, not its 16 MUFU.EX2 per clock (FlashAttention-4): d0 doubles; Blackwell Ultra
+    # doubled the SFUs back (NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra")
+    chip = _accelerator(name)
+    assert compute.exp_generation(chip) == generation
+    expected = (64 / (64 + half)) / (128 / (128 + half))
+    assert compute.attention_head_factor(64, chip) == pytest.approx(expected)
+    assert compute.attention_head_factor(128, chip) == compute.attention_head_factor(256, chip) == 1.0
+    # the same head-dim-64 call takes longer where exponentials are scarcer than tensor FLOPs
+    op = Op("attention", "attention", 1e15, 0.0, 0, 65536, 64)
+    wide = Op("attention", "attention", 1e15, 0.0, 0, 65536, 128)
+    ratio = compute.op_time(op, chip, "bf16") / compute.op_time(wide, chip, "bf16")
+    assert ratio == pytest.approx(1 / expected, rel=1e-6)
+
+
+def test_blackwell_narrow_heads_lose_more_than_hopper_s():
+    b200, h100, gb300 = _accelerator("B200"), _accelerator("H100_SXM"), _accelerator("GB300")
+    for d in (32, 64, 96):
+        assert compute.attention_head_factor(d, b200) < compute.attention_head_factor(d, h100)
+        assert compute.attention_head_factor(d, gb300) == pytest.approx(compute.attention_head_factor(d, h100))
