@@ -31,7 +31,7 @@ import attrs
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from gclc.compiler.formats import generation as chip_generation
+from gclc.compiler.formats import family, generation as chip_generation
 from gclc.model import compute as compute_module
 from gclc.model.train import step as step_module
 from gclc.model.train import dp_sync
@@ -96,7 +96,10 @@ class Case:
 
 
 def gemm_key(precision: str) -> str:
-    return "bf16" if precision == "fp16" else precision
+    """The efficiency a precision's GEMMs run at: its family's (`fp8_e4m3` and `mxfp8` are fp8,
+    the chips' efficiencies are kept by family: compiler/ir.py `efficiency_of`), fp16 at bf16's."""
+    fam = family(precision)
+    return "bf16" if fam == "fp16" else fam
 
 
 def load(runs: Path, measured_csv: Path, keep=lambda run_id: True) -> list[Case]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import calibrate
 from calibrate import Case
 
+from gclc.compiler.formats import family
 from gclc.model.calibration import power_capped, reasons
 
 
@@ -116,8 +117,8 @@ def groups(cases: list[Case]) -> list[str]:
 
 def conditions(case: Case) -> tuple[str, ...]:
     """The conditions the accuracy tables split on."""
-    cfg = case.cfg
-    return ("MoE" if case.job.shape.is_moe else "dense", f"precision {cfg.precision}", f"chip {case.chip}",
+    cfg = case.cfg   # precision by family: a per-tensor `fp8_e4m3` run is an fp8 run
+    return ("MoE" if case.job.shape.is_moe else "dense", f"precision {family(cfg.precision)}", f"chip {case.chip}",
             "CP > 1" if cfg.cp > 1 else "CP = 1", "PP > 1" if cfg.pp > 1 else "PP = 1",
             "FSDP (ZeRO-3)" if cfg.zero >= 3 else "no FSDP")
 

@@ -49,6 +49,8 @@ sys.path.insert(0, str(HERE))
 from accuracy import DEFAULT_MEASURED, DEFAULT_RUNS, _finite  # noqa: E402
 from crossval import stats  # noqa: E402
 
+from gclc.compiler.formats import family  # noqa: E402
+
 _KEEP = re.compile(r"#\s*row\b")          # a value the row published
 _FIELD = re.compile(r"^\s*(\w+)\s*=")
 # kept whatever their comment: the batch (MaxText publishes it per device, the design
@@ -81,8 +83,8 @@ def published_only(text: str, stack: bool = True) -> str:
 
 
 def conditions(best, job) -> tuple[str, ...]:
-    """As crossval.conditions, on the plan's chosen configuration."""
-    return ("MoE" if job.shape.is_moe else "dense", f"precision {best.config.precision}",
+    """As crossval.conditions (precision by family), on the plan's chosen configuration."""
+    return ("MoE" if job.shape.is_moe else "dense", f"precision {family(best.config.precision)}",
             f"chip {job.partition.node.accelerator.name}", "CP > 1" if best.config.cp > 1 else "CP = 1",
             "PP > 1" if best.config.pp > 1 else "PP = 1", "FSDP (ZeRO-3)" if best.config.zero >= 3 else "no FSDP")
 

@@ -268,9 +268,43 @@ class Train:
     optimizer: list[tuple[str, str, str]] = field(default_factory=list)   # (field, value, note) of the job
 
 
+# Blackwell parts run gclc's generic `fp8` with MX block scaling (compiler/formats.py block_scaled); a row
+# that ran per-tensor scaling there is written `fp8_e4m3`, the per-tensor format the language offers
+# (Transformer Engine's tensorwise recipe in Megatron-Bridge's bf16_with_fp8_current_scaling_mixed runs
+# fp8 = "hybrid", E4M3 forward / E5M2 gradients: the same 8 bits and the same per-tensor scale, so the
+# same price; src/megatron/bridge/training/mixed_precision.py at v0.3.0). Which rows did:
+# - the word says so: FP8-CS (per-tensor current scaling) or FP8-DS (delayed scaling);
+# - Megatron-Bridge 25.09, whose table has no precision column: its footnote makes the primary figure
+#   per-tensor current scaling (the row's notes);
+# - Megatron-Bridge 26.02 "FP8" on Blackwell: the table's precisions are BF16, FP8, MXFP8 and NVFP4, and
+#   the recipes name its FP8 variant FP8_CS (v0.3.0 scripts/performance/configs/llama/
+#   llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V1, llama31_workload_base_
+#   configs.py LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V1, ...).
+PER_TENSOR_WORDS = r"fp8[-_ ]?[cd]s|current[-_ ]scaling|delayed[-_ ]scaling"
+BLACKWELL_SYSTEMS = ("gb300", "gb200", "b300", "b200")
+
+
+def per_tensor_fp8(row: dict, precision: str, note: str) -> tuple[str, str]:
+    """`fp8_e4m3` for a Blackwell row that ran per-tensor fp8 scaling (above), else the precision as read."""
+    if precision != "fp8" or system_of(row["accelerator"]) not in BLACKWELL_SYSTEMS:
+        return precision, note
+    primary = re.sub(r"\([^)]*\)", " ", row["precision"]).strip().lower()
+    group = row["group"].lower()
+    if re.search(PER_TENSOR_WORDS, primary):
+        why = "the row's recipe scales per tensor"
+    elif "megatron-bridge 25.09" in group and "primary = per-tensor/current scaling" in row["notes"]:
+        why = "the 25.09 table's footnote: the primary figure is per-tensor current scaling"
+    elif "megatron-bridge 26.02" in group and primary == "fp8":
+        why = "the 26.02 table's FP8 is the recipes' FP8_CS variant (v0.3.0 scripts/performance/configs/llama/*)"
+    else:
+        return precision, note
+    return "fp8_e4m3", (f"{note}; per-tensor scaling on Blackwell, where the generic fp8 is MXFP8: {why} "
+                        "(Transformer Engine's hybrid E4M3/E5M2 tensorwise recipe, priced as fp8_e4m3)")
+
+
 def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Train:
     stack = software_of(row)
-    precision, precision_note = precision_of(row["precision"])
+    precision, precision_note = per_tensor_fp8(row, *precision_of(row["precision"]))
     seq = integer(row["seq_len"]) or layout.get("seq")
     if not seq:
         raise Unexpressible("sequence length not published")
@@ -434,7 +468,7 @@ MB_FP8_PARAMS = ("NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/mixed
 
 def fp8_params_of(row: dict, precision: str, recipe: Recipe) -> str:
     """Why a run keeps its weights in fp8 only ("" when it does not or nothing says so)."""
-    if precision != "fp8":
+    if precision not in ("fp8", "fp8_e4m3"):
         return ""
     group, word = row["group"].lower(), row["precision"].lower()
     if "megatron-bridge" in group and not re.search(r"fp8[-_ ]?s[cs]|sub[-_ ]?channel|blockwise",

@@ -52,11 +52,28 @@ ATTENTION_TILE = 128
 ATTENTION_HALF_WINDOW = (ATTENTION_HALF_SEQ + ATTENTION_TILE) / 2
 # Narrow heads run flash attention slower: each tile's softmax (exponentials, rescaling)
 # costs the same whatever the head width while its two matrix products scale with it, so
-# the rate goes as d / (d + d0). The same paper's Fig. 5 (causal, forward, 16k) gives
-# 473 TFLOP/s at head dim 64 against 616 at 128: d0 = 55. At 256 it measures 642, less
-# than the law's +17 % (register pressure), so widths above 128 keep the 128 rate, which
-# is what the chips' `attention` efficiencies were fitted at.
-ATTENTION_HALF_HEAD_DIM = 55
+# the rate goes as d / (d + d0). The kernels whose rates the model uses (cuDNN, ATTENTION_KERNELS
+# below) measure at head dim 64 against 128, 16k keys, H100 SXM5 (Shah et al. 2024, FlashAttention-3,
+# arXiv:2407.08608, Figs. "Attention forward / backward speed, head dim 64 / 128"): forward 413
+# against 595 TFLOP/s (d0 = 101), backward 433 against 516 (d0 = 30: the backward's five products
+# per score share the exponential that the forward's two do). Widths above 128 keep the 128 rate
+# (FlashAttention-3 at 256 gains less than the law: register pressure), which is what the chips'
+# `attention` efficiencies were fitted at.
+HEAD_DIM_64_KERNELS = (413.0, 433.0)   # cuDNN at head dim 64 on the H100 (forward, backward), as above
+# d0 is set by the tensor cores' FLOPs per exponential: per score, 4d FLOPs of the forward against
+# one MUFU.EX2 (4096 / 16 / 4 = 64 on H100). It scales with the generation's tensor FLOPs per SM
+# and clock over its exponentials per SM and clock, relative to Hopper's (4096 bf16 FLOPs,
+# dsl/std/nvidia.gcl H100 ops_per_clock, over 16):
+# - blackwell: the tensor cores doubled, the SFUs did not ("BF16 tensor core throughput
+#   increases from 1 to 2.25 PFLOPs, while both the SFU count and shared memory bandwidth
+#   remains unchanged"; MUFU 16 ops per clock per SM on both: Zadouri et al. 2026,
+#   FlashAttention-4, arXiv:2603.05451, and together.ai/blog/flashattention-4): x2;
+# - blackwell_ultra (B300, GB300): "doubling SFU throughput over the standard NVIDIA Blackwell
+#   architecture" for MUFU.EX2 (NVIDIA technical blog, "Making Softmax More Efficient with
+#   NVIDIA Blackwell Ultra", 2026): back to Hopper's balance, x1.
+# Chips without kernel data (Ampere, TPUs) keep Hopper's law (ASSUMPTION).
+EXP_BOUND_SCALE = {"hopper": 1.0, "blackwell": 2.0, "blackwell_ultra": 1.0}
+ATTENTION_BACKWARD_FLOPS = 2.5   # a flash backward's FLOPs over its forward's (model/train/workload.py backward_factor)
 # FlashAttention-2's kernels use Ampere's synchronous mma instructions; on chips with
 # asynchronous warp-group tensor cores (Hopper, Blackwell) they leave much of the rate
 # the vendor's kernels reach: 370 against cuDNN's 595 TFLOP/s at 16k keys, head dim 128,
@@ -236,14 +253,45 @@ def attention_length_factor(kv_length: int, window: bool = False) -> float:
     return kv_length / (kv_length + half) if kv_length > 0 else 1.0
 
 
-def attention_head_factor(head_dim: int) -> float:
-    """Share of the head-dim-128 attention rate a kernel over heads this wide reaches."""
+def attention_head_factor(head_dim: int, chip: Accelerator | None = None) -> float:
+    """Share of the head-dim-128 rate a training step's attention (its forward and a backward of
+    ATTENTION_BACKWARD_FLOPS times its FLOPs) reaches with heads this wide on `chip` (None: Hopper,
+    where the kernels were measured): each direction at its own d0 (`HEAD_DIM_64_KERNELS`), scaled
+    by the chip's balance of tensor cores and exponentials (`EXP_BOUND_SCALE`)."""
     if head_dim <= 0 or head_dim >= 128:
         return 1.0
+    generation = exp_generation(chip) if chip is not None else None
+    scale = EXP_BOUND_SCALE.get(generation, 1.0)
+    forward, backward, _ = ATTENTION_KERNELS.get(attention_generation(chip) if chip is not None else None,
+                                                 ATTENTION_KERNELS["hopper"])
+    hopper_forward, hopper_backward, _ = ATTENTION_KERNELS["hopper"]
+    f = _head_share(head_dim, _half_head_dim(HEAD_DIM_64_KERNELS[0] / hopper_forward) * scale)
+    b = _head_share(head_dim, _half_head_dim(HEAD_DIM_64_KERNELS[1] / hopper_backward) * scale)
+    k = ATTENTION_BACKWARD_FLOPS
+    return (1 / forward + k / backward) / (1 / (forward * f) + k / (backward * b))
 
-    def rate(d: int) -> float:
-        return d / (d + ATTENTION_HALF_HEAD_DIM)
-    return rate(head_dim) / rate(128)
+
+def _head_share(d: float, half: float) -> float:
+    """d / (d + d0) relative to head dim 128's."""
+    return (d / (d + half)) / (128 / (128 + half))
+
+
+def _half_head_dim(ratio: float) -> float:
+    """The d0 at which head dim 64 runs at `ratio` of head dim 128's rate."""
+    return 8192 * (1 - ratio) / (128 * ratio - 64)
+
+
+def exp_generation(chip: Accelerator) -> str | None:
+    """The generation whose balance of tensor cores and exponential units the chip has
+    (`EXP_BOUND_SCALE`): `attention_generation`'s, Blackwell parts whose dense fp4 peak is more
+    than twice their fp8 peak read as Blackwell Ultra (its NVFP4 tensor cores run 1.5x
+    Blackwell's: B300 14, GB300 15 PFLOPS against B200's 9, GB200's 10, dsl/std/nvidia.gcl).
+    ASSUMPTION: the faster NVFP4 and the doubled SFUs came together in Blackwell Ultra, so a part
+    with the one has the other."""
+    generation = attention_generation(chip)
+    if generation == "blackwell" and chip.peak_of("fp4") > 2 * (chip.peak_of("fp8") or float("inf")):
+        return "blackwell_ultra"
+    return generation
 
 
 # The rates below depend on the chip alone (an immutable IR value) and are read for every
@@ -306,7 +354,7 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
             # their shape, and the scores go through HBM between kernels, not overlapped with math
             compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
             return compute + memory + 4 * kernel_overhead(chip)
-        rate = attention_rate(chip) * attention_length_factor(op.n, op.window) * attention_head_factor(op.k)
+        rate = attention_rate(chip) * attention_length_factor(op.n, op.window) * attention_head_factor(op.k, chip)
         if op.portable and warp_group_tensor_cores(chip):
             rate *= PORTABLE_ATTENTION_SHARE
         compute = op.flops / rate

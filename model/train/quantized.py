@@ -45,8 +45,8 @@ def gemm_format(cfg: TrainConfig) -> str:
     """The format the GEMMs run in: the generic `fp8` on a chip that runs it with MX block scaling
     (`mx_fp8`: compiler/formats.py `block_scaled`, Blackwell) is MXFP8. Not every Blackwell run is: Megatron-
     Bridge's published FP8-CS rows (benchmarks/runs/mb2511_2, per-tensor current scaling, MXFP8 the
-    alternative in parentheses) ran per-tensor fp8, which a design states as `precision = fp8_e4m3`
-    (not block-scaled: formats.py); those rows' designs say `fp8` and are priced as MXFP8."""
+    alternative in parentheses) ran per-tensor fp8, which their designs state as `precision =
+    fp8_e4m3` (not block-scaled: formats.py; benchmarks/make_runs.py `per_tensor_fp8`)."""
     return "mxfp8" if cfg.mx_fp8 else cfg.precision
 
 

@@ -114,6 +114,27 @@ def test_unknown_precision_word_is_an_error_not_bf16():
         make_runs.precision_of("int4 awq")
 
 
+@pytest.mark.parametrize("run_id, precision", [
+    ("mb2511_10", "fp8_e4m3"),   # GB200, FP8-CS: per-tensor current scaling
+    ("mb2511_18", "fp8_e4m3"),   # B200, FP8-CS (FP8-MX): the primary figure is FP8-CS
+    ("mb2509_1", "fp8_e4m3"),    # GB200, 25.09: the footnote makes the primary figure per-tensor
+    ("mb2602_13", "fp8_e4m3"),   # GB200, 26.02 "FP8": the recipes' FP8_CS variant
+    ("mb2511_13", "fp8"),        # GB200, FP8-MX: block scaling, the generic fp8 on Blackwell
+    ("mb2602_16", "fp8"),        # GB200, 26.02 MXFP8
+    ("mb2511_24", "fp8"),        # H100, FP8-CS: the generic fp8 is per-tensor there already
+    ("mb2602_7", "fp8"),         # H100, 26.02 FP8
+    ("mb2511_14", "bf16")])
+def test_blackwell_per_tensor_fp8_rows_are_not_priced_as_mxfp8(run_id, precision):
+    text = design(run_id)
+    assert field(text, "precision") == precision
+    cfg = job(run_id)
+    from gclc.model.job import pinned_config
+    blackwell = cfg.partition.node.accelerator.name.startswith(("B", "GB"))
+    assert pinned_config(cfg).mx_fp8 is (precision == "fp8" and blackwell)
+    if precision == "fp8_e4m3":   # Megatron-Bridge's current-scaling recipe keeps fp8 weights all the same
+        assert field(text, "fp8_params") == "true"
+
+
 # ----------------------------------------------------------------- vocabulary padding
 
 

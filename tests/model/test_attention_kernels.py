@@ -3,6 +3,8 @@ kernels' forward and backward rates of each tensor-core generation, combined as 
 step runs them, times one in-training share; chips without kernel data keep a fitted value."""
 
 import attrs
+from hypothesis import given
+from hypothesis import strategies as st
 import pytest
 
 from gclc.compiler.driver import check_text
@@ -95,3 +97,47 @@ def test_a_part_without_a_measured_bf16_share_scales_by_its_peak():
     unmeasured = attrs.evolve(chip, efficiency=tuple((k, v) for k, v in chip.efficiency if k != "bf16"))
     assert compute.part_share(unmeasured, "blackwell") == 1.0
     assert compute.part_share(chip, "blackwell") < 1.0
+
+
+@pytest.mark.parametrize("name, generation, scale", [("H100_SXM", "hopper", 1), ("B200", "blackwell", 2),
+                                                     ("GB200", "blackwell", 2), ("B300", "blackwell_ultra", 1),
+                                                     ("GB300", "blackwell_ultra", 1)])
+def test_narrow_heads_pay_for_the_exponentials_their_generation_lacks(name, generation, scale):
+    # per score: 4d tensor FLOPs against one exponential. Blackwell doubled its tensor cores per SM
+    # and clock, not its 16 MUFU.EX2 per clock (FlashAttention-4): d0 doubles; Blackwell Ultra
+    # doubled the SFUs back (NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra").
+    # Hopper's d0 by direction from cuDNN at head dim 64 against 128: forward 413 / 595, backward 433 / 516.
+    chip = _accelerator(name)
+    assert compute.exp_generation(chip) == generation
+
+    def half(r):     # (64 / (64 + h)) / (128 / (128 + h)) = r, solved for h
+        return 8192 * (1 - r) / (128 * r - 64)
+
+    def share(d, h):
+        return (d / (d + h)) / (128 / (128 + h))
+
+    fwd, bwd, _ = compute.ATTENTION_KERNELS[compute.attention_generation(chip)]
+    f, b = share(64, half(413 / 595) * scale), share(64, half(433 / 516) * scale)
+    expected = (1 / fwd + 2.5 / bwd) / (1 / (fwd * f) + 2.5 / (bwd * b))
+    assert compute.attention_head_factor(64, chip) == pytest.approx(expected, rel=1e-9)
+    assert compute.attention_head_factor(128, chip) == compute.attention_head_factor(256, chip) == 1.0
+    # the same head-dim-64 call takes longer by that factor
+    op = Op("attention", "attention", 1e15, 0.0, 0, 65536, 64)
+    wide = Op("attention", "attention", 1e15, 0.0, 0, 65536, 128)
+    ratio = compute.op_time(op, chip, "bf16") / compute.op_time(wide, chip, "bf16")
+    assert ratio == pytest.approx(1 / expected, rel=1e-6)
+
+
+def test_blackwell_narrow_heads_lose_more_than_hopper_s():
+    b200, h100, gb300 = _accelerator("B200"), _accelerator("H100_SXM"), _accelerator("GB300")
+    for d in (32, 64, 96):
+        assert compute.attention_head_factor(d, b200) < compute.attention_head_factor(d, h100)
+        assert compute.attention_head_factor(d, gb300) == pytest.approx(compute.attention_head_factor(d, h100))
+
+
+@given(d=st.integers(min_value=1, max_value=126))
+def test_the_head_factor_rises_with_the_width_and_blackwell_never_beats_hopper(d):
+    b200, h100 = _accelerator("B200"), _accelerator("H100_SXM")
+    for chip in (b200, h100):
+        assert 0.0 < compute.attention_head_factor(d, chip) <= compute.attention_head_factor(d + 1, chip) <= 1.0
+    assert compute.attention_head_factor(d, b200) <= compute.attention_head_factor(d, h100)
