@@ -44,7 +44,16 @@ STEP_LATENCY_US = {
             "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)},
 }
 NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a network step's floor; x3 for Simple
-LL_MAX_BUS_GBPS = (141.0, 45.0, 35.0)   # tuning.cc llMaxBws, Hopper: one node, two, more
+# tuning.cc llMaxBws (NCCL 2.28.7, unchanged in 2.30), by GPU generation: LL's bus-bandwidth cap on one
+# node, two, more ("Blackwell-N1" is Hopper's x 2)
+LL_MAX_BUS_GBPS = {"hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
+# ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
+# NVLink (tuning.cc hwLatencies). Read from the smallest published call of 4 and 8 GB300 of an NVL72 rack
+# (Oracle's GB300 quick start, NCCL 2.28.7: 512 KiB, a ring with LL), each call's time less NCCL's ring LL
+# base (6.6 us) and its bytes at the Blackwell LL cap, over its 2(n-1) steps: 1.42 and 1.46 us; each
+# predicts the other table's rows up to 2 MiB within 3.5 % and 12 % (benchmarks/nccl_curves.py prints them).
+# ASSUMPTION: the same on a DGX B200's board NVLink (no published small call to read it from).
+NVLINK5_LL_STEP_US = 1.44
 LL_SHARE, LL128_SHARE = 0.5, 0.92       # bus bandwidth the LL and LL128 rings carry
 TREE_SHARE, TREE_LL_SHARE = 0.92, 1 / 3.8
 PAT_SHARE = 0.75
@@ -92,22 +101,37 @@ FP32_BYTES = 4
 # channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
-# comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper,
-# 24 on Blackwell inside one NVLink domain (nvls.cc NVLS_NCHANNELS_SM90 / _SM100_NVL). Each channel loops
+# comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;
+# on Blackwell 32 up to NCCL 2.26 and, from 2.27, 24 inside one NVLink domain (nvls.cc NVLS_NCHANNELS_SM90,
+# _SM100, _SM100_NVL; tags v2.25.1-1, v2.26.2-1, v2.27.3-1). Each channel loops
 # over its share, `heads` chunks a loop (all_reduce.h RunWorkColl<AllReduce, NVLS> oneNode: loopCount =
 # nHeads x chunkSize; heads = min(NCCL_MAX_NVLS_ARITY 32, GPUs), search.cc), the chunk 128 KiB
 # (NCCL_NVLS_CHUNKSIZE) halved to 64, 32 and 16 KiB below 64, 8 and 2 loops' worth of a channel's bytes
 # (enqueue.cc calcCollChunking). In a loop the scatter and gather warps copy to and from each head's buffer
-# in turn (prims_simple.h ScatterGatherOp: a loop over the peers, each posting its step after a system-scope
-# fence), so a loop takes at least `heads` of those steps; NVLS_HEAD_STEP_S is one head's (both copies),
-# ESTIMATE read from the published GB300 tables where loops are that short (benchmarks/nccl_curves.py prints
-# it per run, held out: 2.2-2.7 us a head at 4, 8 and 64 GPUs). A loop then takes the longer of those steps
-# and its bytes at the port's NVLS rate; the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
-# NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size.
+# in turn (prims_simple.h ScatterGatherOp: a loop over the peers, then one post after a system-scope
+# fence), so a loop takes at least a fixed part and a step a head (NVLS_LOOP_SYNC_S, NVLS_HEAD_STEP_S
+# below). A loop then takes the longer of those and its bytes at the port's NVLS rate; the call adds NCCL's
+# Simple base (tuning.cc baseLatencies, ring and tree Simple: 8.4 us), not the 25 us NVLS latency of
+# NCCL's table (hwLatencies): that is what NCCL weighs, but a 64-GPU call of one loop takes 66 us
+# (Oracle's GB300 tables), under 25 us and 32 heads' steps at any step the longer calls read.
 NVLS_CHUNK_BYTES = 128 * 1024
 NVLS_CHUNK_CUTS = ((64, 65536), (8, 32768), (2, 16384))     # (loops of a channel, chunk below them)
 NVLS_MAX_HEADS = 32
-NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}          # NCCL 2.27 on, inside one NVLink domain
+NVLS_CHANNELS_BEFORE_2_27 = {"hopper": 16, "blackwell": 32}
+
+
+def nvls_channels(generation: str, nccl_version: str = "") -> int:
+    """NCCL's NVLS channels inside one NVLink domain (nvls.cc) for a GPU generation and an NCCL version
+    ("2.25.1"; empty: the newest)."""
+    if nccl_version:
+        try:
+            major, minor = (int(part) for part in nccl_version.split(".")[:2])
+        except ValueError:
+            raise ValueError(f"NCCL version {nccl_version!r}: expected major.minor[.patch], e.g. 2.28.7") from None
+        if (major, minor) < (2, 27):
+            return NVLS_CHANNELS_BEFORE_2_27[generation]
+    return NVLS_CHANNELS[generation]
 
 
 def nvls_share(generation: str) -> float:
@@ -115,10 +139,17 @@ def nvls_share(generation: str) -> float:
     return NVLS_EFFICIENCY * NVLS_TABLE_EFFICIENCY[generation] / NVLS_TABLE_EFFICIENCY["hopper"]
 
 
-# ASSUMPTION: Hopper's NVLS (NVLink 4, 16 channels) takes the same step a head as the GB300 tables read;
-# no published Hopper row is short enough to read it: the 8xH100 (4 GiB) and 8xH200 (8 GiB) NVLS rows of
-# benchmarks/nccl_curves.py are bound by their bytes (-1.1 % and +0.4 % with any step from 0 to 2.58 us).
-NVLS_HEAD_STEP_S = 2.58e-6
+# An NVLS loop's own time where its bytes do not take longer: a fixed part (the loop's waits and posts,
+# NVLS_LOOP_SYNC_S) and a step for each head (NVLS_HEAD_STEP_S: the scatter and gather warps copy each
+# head's chunk in turn, prims_simple.h ScatterGatherOp). ESTIMATE, both read from the published GB300 tables
+# where loops are that short (benchmarks/nccl_curves.py: the slope of time over NCCL's loop count per table,
+# 10.7, 22.4 and 72.3 us a loop at 4, 8 and 32 heads; the least-squares line through them). Held out (the
+# line through the other two tables), 4 and 8 ranks keep their bands; 64 ranks do not (the line through 4
+# and 8 heads, 2.9 us a head, overshoots 32 heads' 72 us a loop by 28 %).
+# ASSUMPTION: Hopper's NVLS (NVLink 4, 16 channels) loops alike; no published Hopper row is short enough to
+# read it: the 8xH100 (4 GiB) and 8xH200 (8 GiB) NVLS rows of benchmarks/nccl_curves.py are bound by their bytes.
+NVLS_LOOP_SYNC_S = 3.48e-6
+NVLS_HEAD_STEP_S = 2.158e-6
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
 
@@ -140,6 +171,7 @@ class Communicator:
     across: float = math.inf      # the slowest scale-out tier a GPU's bytes cross (a spine's ECMP share)
     nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
     nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
+    generation: str = "hopper"    # the GPUs' generation (hopper, blackwell): NCCL's LL cap, NVLink 5's LL step
 
     @property
     def per_node(self) -> int:
@@ -200,20 +232,35 @@ def _nvls_chunk(per_channel: float, heads: int) -> int:
 
 def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     """Seconds of an NVLS all-reduce inside one domain whose bytes take `moving` seconds through the
-    port: NCCL's NVLS latency, then each loop's head steps or its bytes, whichever is longer. Where
-    NCCL doubles the chunk, a call just above the cut runs half the loops of one just below; a larger
-    call is priced at least as the largest call below each cut it passes (the model's law: a larger
-    call never takes less time; the published tables never fall either)."""
+    port: NCCL's Simple base, then each loop's own time or its bytes, whichever is longer. The bytes
+    run a three-stage pipeline (all_reduce.h runNvls oneNode: scatter warps copy a loop in, the heads
+    reduce it in the switches and multicast it back, gather warps copy it out), which fills with two
+    loops' bytes before the last loop leaves it (`nvls_fill_bytes`). Where NCCL doubles the chunk, a
+    call just above the cut runs half the loops of one just below; a larger call is priced at least as
+    the largest call below each cut it passes (the model's law: a larger call never takes less time;
+    the published tables never fall either)."""
     loops, heads = nvls_loops(nbytes, c)
-    step = heads * NVLS_HEAD_STEP_S
-    seconds = max(loops * step, moving)
+    step = nvls_loop_latency(heads)
+    seconds = max(loops * step, moving * (1 + nvls_fill_bytes(nbytes, c) / nbytes))
     per_channel, chunk = nbytes / c.nvls_channels, NVLS_CHUNK_BYTES
     for cut_loops, smaller in NVLS_CHUNK_CUTS:   # each cut: per-channel bytes where the chunk halves
         cut = cut_loops * heads * chunk
         if cut <= per_channel:
             seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step)
         chunk = smaller
-    return STEP_LATENCY_US["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
+    return BASE_LATENCY_US["ring"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
+
+
+def nvls_fill_bytes(nbytes: float, c: Communicator) -> float:
+    """Bytes the NVLS pipeline's first two stages hold before the last one starts: two loops (every
+    channel's heads x chunk), or two calls' worth of a call smaller than a loop."""
+    loops, heads = nvls_loops(nbytes, c)
+    return 2 * min(nbytes, c.nvls_channels * heads * _nvls_chunk(nbytes / c.nvls_channels, heads))
+
+
+def nvls_loop_latency(heads: int) -> float:
+    """Seconds an NVLS loop of `heads` heads takes where its bytes do not take longer."""
+    return NVLS_LOOP_SYNC_S + heads * NVLS_HEAD_STEP_S
 
 
 IN_NETWORK = ("nvls", "collnet", "collnet_chain")
@@ -337,7 +384,7 @@ def _bus(c: Communicator) -> float:
 
 def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) -> float:
     """Algorithm bandwidth (bytes of the buffer per second)."""
-    ll_cap = LL_MAX_BUS_GBPS[min(c.nodes, 3) - 1] * 1e9
+    ll_cap = LL_MAX_BUS_GBPS[c.generation][min(c.nodes, 3) - 1] * 1e9
     bus = _bus(c)
     if algorithm == "ring":
         bus *= {"LL": LL_SHARE, "LL128": LL128_SHARE, "Simple": 1.0}[protocol]
@@ -384,6 +431,8 @@ def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
     """Microseconds before the first byte lands, as tuning.cc adds them up."""
     base = BASE_LATENCY_US[algorithm][p]
     intra = STEP_LATENCY_US[c.link][algorithm][p]
+    if c.generation == "blackwell" and c.link == "nvlink" and PROTOCOLS[p] == "LL" and algorithm in ("ring", "tree"):
+        intra = NVLINK5_LL_STEP_US
     net_algorithm = "tree" if c.per_node == 1 else algorithm   # tuning.cc: one GPU a node steps as a tree
     inter = STEP_LATENCY_US["net"][net_algorithm][p] + c.wire * 1e6 * (2 if PROTOCOLS[p] == "Simple" else 1)
     if algorithm == "ring":
