@@ -104,14 +104,12 @@ def test_eight_b200_reduce_in_two_chips_and_an_nvl72_in_eighteen():
 def test_the_step_model_prices_nvls_no_faster_than_the_switch_chips():
     # the training step's price (model/collectives.py) takes the same floor: 8 GiB over an NVL72 rack's
     # 18 chips at 400 GFLOPS takes at least 2^33 / 4 x 71 / 7.2e12 s (below the port's Blackwell NVLS
-    # share, which binds first on 8 B200), and no switch-less ring beats it; the NVLS pipeline's two
-    # loops of fill (nccl.nvls_fill_bytes) go through the chips too
+    # share, which binds first on 8 B200), and no switch-less ring beats it
     bench = _benchmark()
     row = {"node": "GB200_NVL72", "nodes": 1, "scaleout": "", "ranks": 72, "nvls": "1", "collnet": "0",
            "collective": "all_reduce", "bytes": str(2**33)}
     floor = 2**33 / nccl.FP32_BYTES * 71 / (18 * 400e9)
-    filled = floor * (1 + nccl.nvls_fill_bytes(2**33, bench.communicator(row)) / 2**33)
-    assert floor < filled <= bench.step_model_seconds(row) <= filled * 1.02
+    assert floor <= bench.step_model_seconds(row) <= floor * 1.02
 
 
 def test_a_small_tree_call_waits_for_its_piece_at_every_hop():
@@ -135,18 +133,24 @@ def test_every_published_point_names_its_source():
     assert rows and all(r["source"].strip() and (r["busbw_GBps"] or r["time_us"]) for r in rows)
 
 
+NVL72_RAMP = pytest.mark.xfail(strict=True, reason=(
+    "NVL72 (coreweave/nccl-tests#43, NCCL 2.25.1: 32 NVLS channels, priced with them): the published times carry "
+    "a fixed cost per call (test_the_nvl72_table_carries_a_constant_per_call_in_both_columns): 0.62-0.73 ms over "
+    "the sizes NCCL runs with 64 KiB NVLS chunks, more at 8 GiB where the chunk doubles; the model has no such cost "
+    "(+35.6 %, +17.1 % at 512 MiB and 1 GiB). NCCL's source shows two loops of it, the all-reduce's three-stage "
+    "pipeline fill (all_reduce.h: copy in, switch reduce + multicast, copy out; 32 channels x 32 heads x 64 KiB = 64 "
+    "MiB a loop, ~0.3 ms): counted at the call's chunk it would meet this table (8.7 %), but it doubles where NCCL "
+    "doubles the chunk, so the modelled busbw would fall there where the published tables rise (Oracle's 8-GPU "
+    "one +13.5 %); it is left out (model/network/nccl.py nvls_loop_seconds). Not the run's own: Verda's and "
+    "Oracle's GB300 racks carry 0.5-0.55 ms at 64 KiB chunks and 1.2-1.5 ms at 128 KiB, 8 and 4 ranks of the "
+    "same rack at most 0.24 ms (test_independent_rack_tables_carry_the_per_call_constant_too)."))
 GB300_RAMP = pytest.mark.xfail(strict=True, reason=(
     "Oracle's GB300 tables (oracle-quickstart/oci-gpu-quickstarts, NCCL 2.28.7, NVLS on), priced loop by loop "
     "(model/network/nccl.py nvls_loop_seconds: NCCL's fixed NVLS channels, heads x chunk a loop, a loop at least "
-    "NVLS_LOOP_SYNC_S + heads x NVLS_HEAD_STEP_S, the three-stage pipeline's two loops of fill): every run also "
-    "pays a cost per call that grows with the ranks beyond the fill (4.5-5.5 loops at 64 ranks against the fill's "
-    "2) that NCCL's source does not show: 64 ranks +18 % busbw at 128 MiB, 8 ranks +27 % at 32 MiB and +19-22 % "
-    "where the model runs ring/LL128 (8-64 MiB), 4 ranks +15-19 % at 4-32 MiB (ring LL128 and Simple)."))
-GB300_NVL72_ASYMPTOTE = pytest.mark.xfail(strict=True, reason=(
-    "Verda's GB300 NVL72 at 8 GiB runs 11.6 % above the model's busbw: the model bounds a 72-rank NVLS call by the "
-    "switch chips' reduction rate (406 GB/s algbw at the NVLink5 chip's 400 GFLOPS ESTIMATE), where the table's own "
-    "8-16 GiB slope is 485 GB/s (test_the_models_rack_asymptote_meets_the_published_slopes); the 1-4 GiB rows, where "
-    "the NVLS pipeline's fill counts, are within 8 %."))
+    "NVLS_LOOP_SYNC_S + heads x NVLS_HEAD_STEP_S): every run also pays a cost per call that grows with the chunk "
+    "and the ranks (4.5-5.5 loops at 64 and 128 KiB chunks on 64 ranks, ~78 us on 8) that the model leaves out "
+    "(NVL72_RAMP): 64 ranks +23 % busbw at 128 and 512 MiB, 8 ranks +27 % at 32 MiB and +19-22 % where the model "
+    "runs ring/LL128 (8-64 MiB), 4 ranks +15-19 % at 4-32 MiB (ring LL128 and Simple)."))
 GIB = 2**30
 
 
@@ -254,10 +258,10 @@ def test_the_models_rack_asymptote_meets_the_published_slopes(run):
     ("h100_nvlink8", 0.10, None), ("h200_nvlink8", 0.10, None), ("b200_nvlink8", 0.10, None),
     ("h100_ib_16nodes", 0.25, None), ("h20_nvlink8", 0.25, None),
     ("h100_roce_4nodes", 0.10, None), ("h100_roce_2nodes", 0.10, None), ("h100_ib_sharp_8nodes", 0.10, None),
-    ("gb200_nvl72", 0.10, None), ("gb300_nvl72", 0.10, (GIB, 2 * GIB, 4 * GIB)),
-    pytest.param("gb300_nvl72", 0.10, (8 * GIB,), marks=GB300_NVL72_ASYMPTOTE),
+    ("gb200_nvl72", 0.10, (2 * GIB, 4 * GIB, 8 * GIB)), ("gb300_nvl72", 0.10, None),
     pytest.param("gb300_64", 0.10, None, marks=GB300_RAMP), pytest.param("gb300_8", 0.10, None, marks=GB300_RAMP),
-    pytest.param("gb300_4", 0.10, None, marks=GB300_RAMP)])
+    pytest.param("gb300_4", 0.10, None, marks=GB300_RAMP),
+    pytest.param("gb200_nvl72", 0.10, (GIB // 2, GIB), marks=NVL72_RAMP)])
 def test_the_model_reproduces_published_busbw(case, goal, sizes):
     """Out of sample: the rows a std efficiency or NVLS_EFFICIENCY was read from are left out."""
     bench = _benchmark()
@@ -299,18 +303,14 @@ def test_nvls_runs_a_fixed_set_of_channels_in_loops_of_heads_x_chunk():
 
 @settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
 @given(st.sampled_from([4, 8, 16, 64, 72]), st.integers(10, 34), st.sampled_from([16, 24, 32]))
-def test_an_nvls_loop_takes_its_own_time_or_its_bytes_and_the_pipelines_fill_whichever_is_longer(ranks, log_size, channels):
-    # all_reduce.h runNvls: scatter, switch reduce + multicast, gather: three stages that fill with two
-    # loops of channels x heads x chunk (the chunk from the benchmark's own reading of calcCollChunking),
-    # or two calls' worth of a call under a loop; the call adds NCCL's Simple base, 8.4 us
-    bench = _benchmark()
+def test_an_nvls_loop_takes_its_own_time_or_its_bytes_whichever_is_longer(ranks, log_size, channels):
+    # a loop's own time is a fixed part and a step a head; the call adds NCCL's Simple base, 8.4 us
     c = Communicator(ranks, 1, 682e9, nvls=True, nvls_channels=channels)
     size = 2.0**log_size
     loops, heads = nccl.nvls_loops(size, c)
     picked = nccl.choose("all_reduce", size, c, only="nvls")
     moving = size / nccl._bandwidth("all_reduce", "nvls", "Simple", c)
-    fill = 2 * min(size, channels * heads * bench.nvls_chunk(size, channels, ranks))
-    least = max(loops * (nccl.NVLS_LOOP_SYNC_S + heads * nccl.NVLS_HEAD_STEP_S), moving * (1 + fill / size)) + 8.4e-6
+    least = max(loops * (nccl.NVLS_LOOP_SYNC_S + heads * nccl.NVLS_HEAD_STEP_S), moving) + 8.4e-6
     assert picked.seconds >= least * (1 - 1e-12)
     if size / channels < 2 * heads * 32768:     # below NCCL's first chunk cut nothing else adds
         assert picked.seconds == pytest.approx(least)
