@@ -207,16 +207,15 @@ def print_nvl72_columns() -> None:
 RUN_CASE = {"oci_gb300_64": "gb300_64", "oci_gb300_8": "gb300_8", "oci_gb300_4": "gb300_4"}
 
 
-def loop_reading(run: dict) -> tuple[int, float] | None:
-    """A reading of the source's data: (heads, seconds an NVLS loop takes where its bytes do not take
-    longer: model/network/nccl.py nvls_loop_latency), as the slope of time over NCCL's loop count
-    through the sizes of the smallest chunk (enqueue.cc calcCollChunking); None where those loops are
-    bound by their bytes (their bytes at the model's NVLS rate take over half the slope) or no size runs
-    more than one loop."""
+def head_step_reading(run: dict) -> float | None:
+    """A reading of the source's data: seconds one NVLS head adds to a loop (model/network/nccl.py
+    NVLS_HEAD_STEP_S), as the slope of time over NCCL's loop count through the sizes of the smallest
+    chunk (enqueue.cc calcCollChunking), divided by the heads; None where those loops are bound by
+    their bytes (their bytes at the model's NVLS rate take over half the slope) or no size runs more
+    than one loop."""
     from gclc.model.network import nccl
 
-    channels = nccl.nvls_channels("blackwell", run["nccl"]) if run["nccl"] else 24
-    c = nccl.Communicator(run["ranks"], 1, 682e9, nvls=True, nvls_channels=channels)
+    c = nccl.Communicator(run["ranks"], 1, 682e9, nvls=True, nvls_channels=run["channels"] or 24)
     groups: dict[int, list[tuple[int, float]]] = {}
     for s, t in sorted(run["out_of_place"].items()):
         loops, heads = nccl.nvls_loops(s, c)
@@ -226,48 +225,35 @@ def loop_reading(run: dict) -> tuple[int, float] | None:
         return None
     slope = statistics.linear_regression([float(n) for n, _ in points], [t for _, t in points]).slope
     moving = c.nvls_channels * heads * chunk / nccl._nvls_through("all_reduce", c)
-    return (heads, slope) if moving < slope / 2 else None
+    return slope / heads if moving < slope / 2 else None
 
 
-def loop_line(readings: dict[str, tuple[int, float]]) -> tuple[float, float]:
-    """(NVLS_LOOP_SYNC_S, NVLS_HEAD_STEP_S) as the least-squares line of loop time over heads."""
-    fit = statistics.linear_regression([float(h) for h, _ in readings.values()], [t for _, t in readings.values()])
-    return fit.intercept, fit.slope
-
-
-def loop_errors(case: str, sync: float, step: float) -> float:
-    """The case's largest busbw error (its rows of nccl_tests.csv) with the loop line (sync, step)."""
+def head_step_errors(case: str, step: float) -> float:
+    """The case's largest busbw error (its rows of nccl_tests.csv) with NVLS_HEAD_STEP_S = `step`."""
     from gclc.model.network import nccl
 
-    kept = nccl.NVLS_LOOP_SYNC_S, nccl.NVLS_HEAD_STEP_S
-    nccl.NVLS_LOOP_SYNC_S, nccl.NVLS_HEAD_STEP_S = sync, step
+    kept, nccl.NVLS_HEAD_STEP_S = nccl.NVLS_HEAD_STEP_S, step
     try:
+        rows = [r for r in csv.DictReader(DATA.open(encoding="utf-8")) if r["case"] == case]
         return max(abs(nccl.bus_bandwidth("all_reduce", float(r["bytes"]), choice(r).seconds, int(r["ranks"]))
-                       / 1e9 / measured_busbw(r) - 1) for r in case_rows(case))
+                       / 1e9 / measured_busbw(r) - 1) for r in rows)
     finally:
-        nccl.NVLS_LOOP_SYNC_S, nccl.NVLS_HEAD_STEP_S = kept
+        nccl.NVLS_HEAD_STEP_S = kept
 
 
-def loop_readings() -> dict[str, tuple[int, float]]:
-    return {name: r for name, run in rack_curves().items() if (r := loop_reading(run)) is not None}
-
-
-def print_loop_readings() -> None:
-    """Per rack run: the loop time its latency-bound loops read, and (cross-validated) its rows' largest
-    error with the line through the other runs' readings."""
+def print_head_steps() -> None:
+    """Per rack run: the head step its latency-bound loops read, and (cross-validated) its rows'
+    largest error with the step the other runs read."""
     from gclc.model.network import nccl
 
-    readings = loop_readings()
-    sync, step = loop_line(readings)
-    print(f"\nNVLS loop (a loop takes sync + heads x step where its bytes do not take longer; model "
-          f"{nccl.NVLS_LOOP_SYNC_S * 1e6:.2f} + heads x {nccl.NVLS_HEAD_STEP_S * 1e6:.3f} us, the line through "
-          f"the readings {sync * 1e6:.2f} + heads x {step * 1e6:.3f} us):")
-    for name, (heads, seconds) in readings.items():
-        others = loop_line({k: v for k, v in readings.items() if k != name})
-        held = (f"; its rows' max error with the others' line ({others[0] * 1e6:.2f} + heads x {others[1] * 1e6:.3f} us): "
-                f"{loop_errors(RUN_CASE[name], *others):.1%}, with the model's {loop_errors(RUN_CASE[name], sync, step):.1%}"
-                if name in RUN_CASE and len(readings) > 2 else "")
-        print(f"  {name:19} {heads:2} heads: {seconds * 1e6:5.1f} us a loop{held}")
+    readings = {name: r for name, run in rack_curves().items() if (r := head_step_reading(run)) is not None}
+    print(f"\nNVLS head step (a loop takes heads x step where its bytes do not take longer; model "
+          f"{nccl.NVLS_HEAD_STEP_S * 1e6:.2f} us, the mean of the readings {statistics.mean(readings.values()) * 1e6:.2f} us):")
+    for name, step in readings.items():
+        others = statistics.mean(v for k, v in readings.items() if k != name)
+        held = (f"; its rows' max error with the others' {others * 1e6:.2f} us: {head_step_errors(RUN_CASE[name], others):.1%}"
+                if name in RUN_CASE and len(readings) > 1 else "")
+        print(f"  {name:19} reads {step * 1e6:.2f} us a head{held}")
 
 
 # The published Blackwell rows whose smallest call runs a ring with LL, and what NCCL 2.28.7's own table
@@ -391,7 +377,7 @@ def main() -> None:
         summary.append(f"{case} {band} max {worst:.1%}")
     print_nvl72_columns()
     print_rack_curves()
-    print_loop_readings()
+    print_head_steps()
     print_ll_steps()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     met = sum(1 for (case, band), found in errors.items() if max(found) <= (0.10 if band == "1MB-8GB" else 0.25))
