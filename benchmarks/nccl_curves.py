@@ -59,14 +59,17 @@ def step_model_seconds(row: dict) -> float:
 def communicator(row: dict):
     """The group as NCCL sees it on the case's tiers (model/collectives.py: a node, or a
     multi-node NVLink rack, MNNVL, is one scale-up domain), its switches reducing only where
-    the row says they did."""
+    the row says they did, with the NVLS channels of the NCCL version the row ran (nvls.cc; the
+    newest where the source does not state it)."""
     import attrs
 
     from gclc.model import collectives, comms
+    from gclc.model.network import nccl
 
     stages = comms.place(int(row["ranks"]), 1, case_tiers(row))
     c = collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
-    return attrs.evolve(c, nvls=c.nvls and row["nvls"] == "1", collnet=c.collnet and row["collnet"] == "1")
+    return attrs.evolve(c, nvls=c.nvls and row["nvls"] == "1", collnet=c.collnet and row["collnet"] == "1",
+                        nvls_channels=nccl.nvls_channels(c.generation, row.get("nccl", "")))
 
 
 def choice(row: dict):
@@ -258,31 +261,29 @@ def print_head_steps() -> None:
 # (init.cc: nodes are told apart by the ring graph's first rank, and MNNVL fuses the trays' topologies
 # into one), so a ring of 8 GB300 over two trays steps over NVLink: base 6.6 us + 2(n-1) x 0.6 us
 # (hwLatencies NVLink, ring and tree LL alike) + the bytes at half the bus rate, at most llMaxBws
-# "Blackwell-N1" 282 GB/s (the model keeps Hopper's 141 for every generation).
+# "Blackwell-N1" 282 GB/s. The model keeps NCCL's cap and reads its own step (nccl.NVLINK5_LL_STEP_US).
 LL_STEP_CASES = ("gb300_4", "gb300_8")
 LL_STEP_BYTES = 2 * MB       # the rows up to here run ring/LL: their errors test an LL step
-BLACKWELL_LL_CAP_GBPS = 282.0
+TABLE_LL_STEP_US = 0.6       # tuning.cc hwLatencies, NVLink, ring and tree LL
+HOPPER_LL_CAP_GBPS = 141.0   # tuning.cc llMaxBws "Hopper-N1", which the model gave every generation before
 
 
 def ll_priced(step_us: float, cap_gbps: float):
-    """A context: the model with an NVLink LL step of `step_us` (ring and tree) and a one-node LL cap of
-    `cap_gbps`, as the readings below try them (the model's constants restored on leaving)."""
+    """A context: the model with an NVLink 5 LL step of `step_us` (ring and tree) and a one-node Blackwell
+    LL cap of `cap_gbps`, as the readings below try them (the model's constants restored on leaving)."""
     import contextlib
 
     from gclc.model.network import nccl
 
     @contextlib.contextmanager
     def priced():
-        steps, cap = dict(nccl.STEP_LATENCY_US["nvlink"]), nccl.LL_MAX_BUS_GBPS
-        for algorithm in ("ring", "tree"):
-            nccl.STEP_LATENCY_US["nvlink"][algorithm] = (step_us,) + steps[algorithm][1:]
-        nccl.LL_MAX_BUS_GBPS = (cap_gbps,) + cap[1:]
+        step, cap = nccl.NVLINK5_LL_STEP_US, nccl.LL_MAX_BUS_GBPS["blackwell"]
+        nccl.NVLINK5_LL_STEP_US, nccl.LL_MAX_BUS_GBPS["blackwell"] = step_us, (cap_gbps,) + cap[1:]
         nccl._options.cache_clear()
         try:
             yield
         finally:
-            nccl.STEP_LATENCY_US["nvlink"].update(steps)
-            nccl.LL_MAX_BUS_GBPS = cap
+            nccl.NVLINK5_LL_STEP_US, nccl.LL_MAX_BUS_GBPS["blackwell"] = step, cap
             nccl._options.cache_clear()
     return priced()
 
@@ -299,35 +300,36 @@ def ll_step_reading(case: str) -> float:
     row = min(case_rows(case), key=lambda r: float(r["bytes"]))
     nbytes, ranks = float(row["bytes"]), int(row["ranks"])
     seconds = nbytes * 2 * (ranks - 1) / ranks / (measured_busbw(row) * 1e9)
-    with ll_priced(nccl.STEP_LATENCY_US["nvlink"]["ring"][0], BLACKWELL_LL_CAP_GBPS):
-        moving = nbytes / nccl._bandwidth("all_reduce", "ring", "LL", communicator(row))
+    moving = nbytes / nccl._bandwidth("all_reduce", "ring", "LL", communicator(row))
     return (seconds - moving) * 1e6 / (2 * (ranks - 1)) - nccl.BASE_LATENCY_US["ring"][0] / (2 * (ranks - 1))
 
 
 def ll_step_errors(case: str, step_us: float, cap_gbps: float) -> float:
-    """The case's largest busbw error over its rows up to LL_STEP_BYTES, priced with `ll_priced`."""
+    """The case's largest busbw error over its rows up to LL_STEP_BYTES, priced with `ll_priced` as the
+    ring the step was read from (NCCL_ALGO=Ring: the model may pick NVLS for some of them)."""
     from gclc.model.network import nccl
 
     with ll_priced(step_us, cap_gbps):
-        return max(abs(nccl.bus_bandwidth("all_reduce", float(r["bytes"]), choice(r).seconds, int(r["ranks"]))
-                       / 1e9 / measured_busbw(r) - 1) for r in case_rows(case, LL_STEP_BYTES))
+        return max(abs(nccl.bus_bandwidth("all_reduce", float(r["bytes"]),
+                                          nccl.choose("all_reduce", float(r["bytes"]), communicator(r), only="ring").seconds,
+                                          int(r["ranks"])) / 1e9 / measured_busbw(r) - 1) for r in case_rows(case, LL_STEP_BYTES))
 
 
 def print_ll_steps() -> None:
-    """Per Blackwell case: its rows' error as the model prices them, as NCCL's own table would (0.6 us
-    steps, 282 GB/s), and (cross-validated) with the LL step the other case reads. Not in the model: a
-    step read so also moves 64 GB300 of a rack from a ring to NVLS, whose one loop of 32 heads the model
-    prices at 108 us where the published table measures 66 us at 512 KiB (its max error 26 % -> 38 %)."""
+    """Per Blackwell case: its rows' error, priced as a ring, with NCCL's table step and Hopper's cap (the
+    model before), with NCCL's own table (0.6 us steps, 282 GB/s), with the model's step, and
+    (cross-validated) with the LL step the other case reads."""
     from gclc.model.network import nccl
 
-    hopper = nccl.STEP_LATENCY_US["nvlink"]["ring"][0]
+    cap = nccl.LL_MAX_BUS_GBPS["blackwell"][0]
     readings = {case: ll_step_reading(case) for case in LL_STEP_CASES}
-    print(f"\nNVLink LL step on GB300 (NCCL 2.28.7's table {hopper:.2f} us; the published rows <= {LL_STEP_BYTES // MB} MiB, max error):")
+    print(f"\nNVLink LL step on GB300 (NCCL 2.28.7's table {TABLE_LL_STEP_US:.2f} us, the model {nccl.NVLINK5_LL_STEP_US:.2f} us; "
+          f"the published rows <= {LL_STEP_BYTES // MB} MiB as a ring, max error):")
     for case, step in readings.items():
         others = statistics.mean(v for k, v in readings.items() if k != case)
-        print(f"  {case:9} model {ll_step_errors(case, hopper, nccl.LL_MAX_BUS_GBPS[0]):6.1%}; NCCL's own table "
-              f"{ll_step_errors(case, hopper, BLACKWELL_LL_CAP_GBPS):6.1%}; reads {step:.2f} us a step, "
-              f"with the other case's {others:.2f} us {ll_step_errors(case, others, BLACKWELL_LL_CAP_GBPS):6.1%}")
+        print(f"  {case:9} Hopper's cap {ll_step_errors(case, TABLE_LL_STEP_US, HOPPER_LL_CAP_GBPS):6.1%}; NCCL's own table "
+              f"{ll_step_errors(case, TABLE_LL_STEP_US, cap):6.1%}; model {ll_step_errors(case, nccl.NVLINK5_LL_STEP_US, cap):6.1%}; "
+              f"reads {step:.2f} us a step, with the other case's {others:.2f} us {ll_step_errors(case, others, cap):6.1%}")
 
 
 def nccl_bus(rate: float, ranks: int = 72) -> float:

@@ -19,7 +19,7 @@ import math
 import attrs
 
 from . import comms
-from .network.nccl import (NVLS_CHANNELS, Choice, Communicator, nvls_share, nvls_tree, on_topology, p2p_latency,
+from .network.nccl import (Choice, Communicator, nvls_channels, nvls_share, nvls_tree, on_topology, p2p_latency,
                            switch_reduction_seconds)
 from .network.placement import SCALE_UP_SCOPES
 
@@ -192,8 +192,9 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         wire=option[-1].tier.latency if out else 0.0,
                         reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
                         across=min((comms.stage_rate(s) for s in out), default=math.inf),
-                        nvls_channels=NVLS_CHANNELS[generation(up[0].tier) if up else "hopper"],
-                        nvls_share=nvls_share(generation(up[0].tier) if up else "hopper"))
+                        nvls_channels=nvls_channels(generation(up[0].tier) if up else "hopper"),
+                        nvls_share=nvls_share(generation(up[0].tier) if up else "hopper"),
+                        generation=generation(up[0].tier) if up else "hopper")
 
 
 def generation(tier) -> str:

@@ -44,7 +44,16 @@ STEP_LATENCY_US = {
             "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)},
 }
 NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a network step's floor; x3 for Simple
-LL_MAX_BUS_GBPS = (141.0, 45.0, 35.0)   # tuning.cc llMaxBws, Hopper: one node, two, more
+# tuning.cc llMaxBws (NCCL 2.28.7, unchanged in 2.30), by GPU generation: LL's bus-bandwidth cap on one
+# node, two, more ("Blackwell-N1" is Hopper's x 2)
+LL_MAX_BUS_GBPS = {"hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
+# ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
+# NVLink (tuning.cc hwLatencies). Read from the smallest published call of 4 and 8 GB300 of an NVL72 rack
+# (Oracle's GB300 quick start, NCCL 2.28.7: 512 KiB, a ring with LL), each call's time less NCCL's ring LL
+# base (6.6 us) and its bytes at the Blackwell LL cap, over its 2(n-1) steps: 1.42 and 1.46 us; each
+# predicts the other table's rows up to 2 MiB within 3.5 % and 12 % (benchmarks/nccl_curves.py prints them).
+# ASSUMPTION: the same on a DGX B200's board NVLink (no published small call to read it from).
+NVLINK5_LL_STEP_US = 1.44
 LL_SHARE, LL128_SHARE = 0.5, 0.92       # bus bandwidth the LL and LL128 rings carry
 TREE_SHARE, TREE_LL_SHARE = 0.92, 1 / 3.8
 PAT_SHARE = 0.75
@@ -92,8 +101,9 @@ FP32_BYTES = 4
 # channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
-# comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper,
-# 24 on Blackwell inside one NVLink domain (nvls.cc NVLS_NCHANNELS_SM90 / _SM100_NVL). Each channel loops
+# comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;
+# on Blackwell 32 up to NCCL 2.26 and, from 2.27, 24 inside one NVLink domain (nvls.cc NVLS_NCHANNELS_SM90,
+# _SM100, _SM100_NVL; tags v2.25.1-1, v2.26.2-1, v2.27.3-1). Each channel loops
 # over its share, `heads` chunks a loop (all_reduce.h RunWorkColl<AllReduce, NVLS> oneNode: loopCount =
 # nHeads x chunkSize; heads = min(NCCL_MAX_NVLS_ARITY 32, GPUs), search.cc), the chunk 128 KiB
 # (NCCL_NVLS_CHUNKSIZE) halved to 64, 32 and 16 KiB below 64, 8 and 2 loops' worth of a channel's bytes
@@ -101,13 +111,32 @@ FP32_BYTES = 4
 # in turn (prims_simple.h ScatterGatherOp: a loop over the peers, each posting its step after a system-scope
 # fence), so a loop takes at least `heads` of those steps; NVLS_HEAD_STEP_S is one head's (both copies),
 # ESTIMATE read from the published GB300 tables where loops are that short (benchmarks/nccl_curves.py prints
-# it per run, held out: 2.2-2.7 us a head at 4, 8 and 64 GPUs). A loop then takes the longer of those steps
+# it per run, held out: 2.2-2.8 us a head at 4, 8 and 64 GPUs). A loop then takes the longer of those steps
 # and its bytes at the port's NVLS rate; the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
-# NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size.
+# NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size. (Tried and left:
+# a loop of a fixed part and a step a head, the line through the three tables' loop times, 10.7, 22.4, 72.4
+# us at 4, 8, 32 heads, held out no better at 64 GPUs, 43.6 % against 41.2 %; NCCL's Simple base, 8.4 us,
+# in place of the 25 us, which meets the 64-GPU table's < 1 MB goal in sample but prices the 8 x H100 NVLS
+# rows of tests/data/measurements/nccl 11.5 % fast at 256 MiB, where a cost per call the model lacks,
+# ~75-80 us on 8 GPUs of either generation, shows: see nvls_loop_seconds.)
 NVLS_CHUNK_BYTES = 128 * 1024
 NVLS_CHUNK_CUTS = ((64, 65536), (8, 32768), (2, 16384))     # (loops of a channel, chunk below them)
 NVLS_MAX_HEADS = 32
-NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}          # NCCL 2.27 on, inside one NVLink domain
+NVLS_CHANNELS_BEFORE_2_27 = {"hopper": 16, "blackwell": 32}
+
+
+def nvls_channels(generation: str, nccl_version: str = "") -> int:
+    """NCCL's NVLS channels inside one NVLink domain (nvls.cc) for a GPU generation and an NCCL version
+    ("2.25.1"; empty: the newest)."""
+    if nccl_version:
+        try:
+            major, minor = (int(part) for part in nccl_version.split(".")[:2])
+        except ValueError:
+            raise ValueError(f"NCCL version {nccl_version!r}: expected major.minor[.patch], e.g. 2.28.7") from None
+        if (major, minor) < (2, 27):
+            return NVLS_CHANNELS_BEFORE_2_27[generation]
+    return NVLS_CHANNELS[generation]
 
 
 def nvls_share(generation: str) -> float:
@@ -140,6 +169,7 @@ class Communicator:
     across: float = math.inf      # the slowest scale-out tier a GPU's bytes cross (a spine's ECMP share)
     nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
     nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
+    generation: str = "hopper"    # the GPUs' generation (hopper, blackwell): NCCL's LL cap, NVLink 5's LL step
 
     @property
     def per_node(self) -> int:
@@ -203,7 +233,13 @@ def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     port: NCCL's NVLS latency, then each loop's head steps or its bytes, whichever is longer. Where
     NCCL doubles the chunk, a call just above the cut runs half the loops of one just below; a larger
     call is priced at least as the largest call below each cut it passes (the model's law: a larger
-    call never takes less time; the published tables never fall either)."""
+    call never takes less time; the published tables never fall either).
+    Not counted: the three-stage pipeline's fill (all_reduce.h runNvls oneNode: scatter, switch reduce
+    and multicast, gather; two loops' bytes). Counted at the call's chunk it makes the bus bandwidth
+    fall where NCCL doubles the chunk (the fill doubles), where the published tables rise (Oracle's
+    8-GPU one +13.5 %): a larger chunk costs less a byte there, by a mechanism the source does not show.
+    The published per-call cost beyond the loops is ~75-80 us on 8 GPUs (8 x H100, 8 GB300) and 0.45-1.1 ms
+    on 64-72 (benchmarks/nccl_curves.py prints it per chunk regime)."""
     loops, heads = nvls_loops(nbytes, c)
     step = heads * NVLS_HEAD_STEP_S
     seconds = max(loops * step, moving)
@@ -337,7 +373,7 @@ def _bus(c: Communicator) -> float:
 
 def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) -> float:
     """Algorithm bandwidth (bytes of the buffer per second)."""
-    ll_cap = LL_MAX_BUS_GBPS[min(c.nodes, 3) - 1] * 1e9
+    ll_cap = LL_MAX_BUS_GBPS[c.generation][min(c.nodes, 3) - 1] * 1e9
     bus = _bus(c)
     if algorithm == "ring":
         bus *= {"LL": LL_SHARE, "LL128": LL128_SHARE, "Simple": 1.0}[protocol]
@@ -384,6 +420,8 @@ def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
     """Microseconds before the first byte lands, as tuning.cc adds them up."""
     base = BASE_LATENCY_US[algorithm][p]
     intra = STEP_LATENCY_US[c.link][algorithm][p]
+    if c.generation == "blackwell" and c.link == "nvlink" and PROTOCOLS[p] == "LL" and algorithm in ("ring", "tree"):
+        intra = NVLINK5_LL_STEP_US
     net_algorithm = "tree" if c.per_node == 1 else algorithm   # tuning.cc: one GPU a node steps as a tree
     inter = STEP_LATENCY_US["net"][net_algorithm][p] + c.wire * 1e6 * (2 if PROTOCOLS[p] == "Simple" else 1)
     if algorithm == "ring":
