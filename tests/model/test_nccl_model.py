@@ -335,9 +335,19 @@ def test_the_head_step_is_the_mean_of_the_published_readings_and_each_run_holds_
     readings = {name: r for name, run in bench.rack_curves().items() if (r := bench.head_step_reading(run))}
     assert set(readings) == set(bench.RUN_CASE) and all(2.0e-6 < r < 3.0e-6 for r in readings.values())
     assert nccl.NVLS_HEAD_STEP_S == pytest.approx(sum(readings.values()) / len(readings), rel=0.01)
-    for name, worst in (("oci_gb300_64", 0.45), ("oci_gb300_8", 0.30), ("oci_gb300_4", 0.25)):
+    for name, worst in (("oci_gb300_8", 0.30), ("oci_gb300_4", 0.25)):
         others = [r for k, r in readings.items() if k != name]
         assert bench.head_step_errors(bench.RUN_CASE[name], sum(others) / len(others)) < worst
+
+
+@pytest.mark.xfail(strict=True, reason="issue 33: with NVLink 5's LL step the 64-GPU table's 512 KiB-1 MiB calls "
+                   "run NVLS, whose one loop the head steps price at 108 us against 66 us measured (41 % held out)")
+def test_the_64_gpu_table_holds_out_its_head_step_within_its_old_bound():
+    # the bound this table met (37 %) before NVLink 5's LL step moved its smallest calls to NVLS
+    bench = _benchmark()
+    readings = {name: r for name, run in bench.rack_curves().items() if (r := bench.head_step_reading(run))}
+    others = [r for k, r in readings.items() if k != "oci_gb300_64"]
+    assert bench.head_step_errors(bench.RUN_CASE["oci_gb300_64"], sum(others) / len(others)) < 0.40
 
 
 def test_blackwell_runs_24_nvls_channels_in_one_domain_and_hopper_16():
