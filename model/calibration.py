@@ -111,7 +111,8 @@ LARGEST_RUN = {
 # setting, not the part, with a band reason of its own: power_cap). A price, source, process or
 # failure rate never reaches the accelerator: they move cost and goodput, not the step the band bounds.
 NOT_PHYSICS = frozenset({"name", "extends", "span", "hbm_nominal", "power_cap"})
-_KEYED = ("peak", "efficiency", "ops_per_clock")   # (key, value) pairs: a change is named per key
+_KEYED = ("peak", "efficiency", "ops_per_clock")
+NAMED_CHANGES = 4   # changed fields a band reason names before "and N more" (a new data sheet changes them all)   # (key, value) pairs: a change is named per key
 
 
 def changed_fields(chip, parent, ignoring: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -207,7 +208,9 @@ def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stat
     out = []
     if changed:
         what = f"{shown} extends {chip} but changes" if shown != chip else f"{chip} changes the std part's"
-        out.append(Reason("chip", f"{what} {', '.join(changed)}: band as an uncalibrated chip"))
+        named = ", ".join(changed[:NAMED_CHANGES]) + (f" and {len(changed) - NAMED_CHANGES} more"
+                                                      if len(changed) > NAMED_CHANGES else "")
+        out.append(Reason("chip", f"{what} {named}: band as an uncalibrated chip"))
     elif key in calibrated.get(chip, ()):
         pass
     elif sibling and key in calibrated.get(sibling, ()):

@@ -126,3 +126,13 @@ def test_a_calibrated_clusters_chip_asks_of_its_parent_without_its_fitted_effici
     assert json.dumps(calibrated_as(_chip("chip B200_tag extends B200 { efficiency { bf16 = 60% } "
                                           "hbm { bandwidth = 7 TB/s } }", "B200_tag"),
                                     ignoring=frozenset({"efficiency"}))) == '["B200", ["hbm_bandwidth"]]'
+
+
+def test_a_data_sheet_under_a_parents_name_names_four_changes_and_counts_the_rest():
+    why = calibration.reasons("H100_SXM", "bf16", False, 1, 8192, True, shown="H20",
+                              changed=("peak.bf16", "peak.fp8", "hbm_capacity", "hbm_bandwidth", "tdp", "cores"))
+    assert why[0].text == ("H20 extends H100_SXM but changes peak.bf16, peak.fp8, hbm_capacity, hbm_bandwidth "
+                           "and 2 more: band as an uncalibrated chip")
+    # no precision, sibling or scale reason (8,192 GPUs, beyond H100_SXM's largest run) from H100_SXM's runs
+    assert [r.key for r in why] == ["chip"]
+    assert [r.key for r in calibration.reasons("H100_SXM", "bf16", False, 1, 8192, True)] == ["scale"]
