@@ -111,8 +111,8 @@ LARGEST_RUN = {
 # setting, not the part, with a band reason of its own: power_cap). A price, source, process or
 # failure rate never reaches the accelerator: they move cost and goodput, not the step the band bounds.
 NOT_PHYSICS = frozenset({"name", "extends", "span", "hbm_nominal", "power_cap"})
-_KEYED = ("peak", "efficiency", "ops_per_clock")
-NAMED_CHANGES = 4   # changed fields a band reason names before "and N more" (a new data sheet changes them all)   # (key, value) pairs: a change is named per key
+_KEYED = ("peak", "efficiency", "ops_per_clock")   # (key, value) pairs: a change is named per key
+NAMED_CHANGES = 4   # changed fields a band reason names before "and N more" (a new data sheet changes them all)
 
 
 def changed_fields(chip, parent, ignoring: frozenset[str] = frozenset()) -> tuple[str, ...]:
