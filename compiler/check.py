@@ -85,7 +85,7 @@ class Checker(FieldTyper):
         finally:
             self.partial, self.holes, self.building = saved
         parent = decl.parent.text if decl.parent else None
-        entity = Entity(kind, decl.name.text, record, span, parent)
+        entity = Entity(kind, decl.name.text, record, span, parent, self.ancestors(decl))
         if not holes or kind in HOLE_SAFE_RULES:  # a rule on a record with holes would report only the holes
             self.diagnostics.extend(check_entity(entity, complete=not holes))
         return entity
@@ -160,6 +160,16 @@ class Checker(FieldTyper):
                 else codes.suggest(key, known) or f"{where} has: {', '.join(known)}")
         self.error(codes.UNKNOWN_FIELD.make(name.span, field=key, where=where, notes=[note]))
         return None
+
+    def ancestors(self, decl: ast.Declaration) -> tuple[str, ...]:
+        """The names `decl` extends, nearest first (a cycle or an unknown parent ends the chain: reported elsewhere)."""
+        out: list[str] = []
+        while decl.parent is not None and decl.parent.text not in out and decl.parent.text != decl.name.text:
+            out.append(decl.parent.text)
+            decl = self.program.declarations.get(decl.parent.text)
+            if decl is None:
+                break
+        return tuple(out)
 
     def inherited_from(self, span: Span) -> ast.Declaration | None:
         """The ancestor (by `extends`) of the declaration being built that wrote `span`."""

@@ -72,6 +72,9 @@ class Entity:
     record: Record
     span: Span = attrs.field(eq=False, repr=False)
     parent: str | None = None
+    # every declaration it extends, nearest first (`chip MyB200 extends B200`: ("B200", ...B200's
+    # own)); a copy with overrides (`8 x B200 { ... }`) keeps its part's name and ancestry
+    ancestors: tuple[str, ...] = ()
 
     def get(self, path: str, default: Any = None) -> Any:
         return self.record.get(path, default)

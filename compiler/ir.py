@@ -30,7 +30,8 @@ from ..dsl.records import frozen
 # 12: accelerators carry their HBM packaging (`hbm_packaging`: interposer or stacked, energy per bit and latency).
 # 13: tiers carry their GPUs' `generation` (NCCL's NVLS constants: model/collectives.py).
 # 14: a tier's `generation` is its GPUs' own (ampere, hopper, blackwell; None off NVIDIA), read off their peaks.
-IR_VERSION = 14
+# 15: accelerators carry the chips they extend (`extends`: whose published runs calibrate them).
+IR_VERSION = 15
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -47,6 +48,7 @@ IR_SCHEMA_SHA256 = {
     12: "e043b9c51321f90b9daba297f7893073f88d20ebbc42301907fa06950f792ae1",   # Accelerator: hbm_packaging
     13: "b21f6f2707e4a85ed6470ad254ba49eacd602262961d65fdb5d357f27dad95a4",   # Tier: generation
     14: "d7d3bd626e766bbb1b339b78e4e6c798dce9b78c0da7970c17aa4bef542869c8",   # Tier: generation str or None
+    15: "9018f60d279574749e50a2ea1ac095bdcd6cc225691329c3c19c5b782d5620a2",   # Accelerator: extends
 }
 
 
@@ -80,6 +82,9 @@ class Accelerator:
     hbm_nominal: float | None = None    # bytes, the data sheet's figure (`hbm.nominal`): shown, never fitted in
     hbm_type: str | None = None         # the HBM generation (`hbm.type`, compiler/hbm.py): its energy per bit
     hbm_packaging: str = "interposer"   # `hbm.packaging`: 2.5D beside the die, or stacked on it (compiler/hbm.py)
+    # the chips it extends, nearest first (`chip MyB200 extends B200 {}`: ("B200",)): whose published
+    # runs calibrate it, where it changes none of their physics (model/calibration.py calibrated_as)
+    extends: tuple[str, ...] = ()
     span: Span = _span()
 
     @property

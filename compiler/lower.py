@@ -52,7 +52,8 @@ def accelerator(chip: Entity) -> Accelerator:
         ops_per_clock=tuple(chip_numbers.ops_per_clock(chip).items()), hbm_stacks=chip.get("hbm.stacks"),
         listed_formats=chip_numbers.stated_formats(chip), hbm_nominal=opt("hbm.nominal"),
         hbm_type=chip.get("hbm.type") if isinstance(chip.get("hbm.type"), str) else None,
-        hbm_packaging=str(getattr(chip.get("hbm.packaging"), "name", None) or "interposer"), span=chip.span,
+        hbm_packaging=str(getattr(chip.get("hbm.packaging"), "name", None) or "interposer"), extends=chip.ancestors,
+        span=chip.span,
     )
 
 

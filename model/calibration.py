@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import math
 
+import attrs
 
 from ..compiler.formats import family
+from ..compiler.std_chips import std_chip
 from ..dsl.records import frozen
 
 BAND_CONFIDENCE = 0.8
@@ -50,7 +52,9 @@ BAND_SCALE = 0.0422                 # s of a prediction with no reason for doubt
 QUANTILES = (-2.973, 2.199)         # conformal 10 % / 90 % quantiles of r / s
 FACTORS = {
     # no fitted efficiency on this chip or its same-silicon sibling: the vendor's median
-    # (the TPUs predicted from each other were no wider than the rest, so 1.00)
+    # (the TPUs predicted from each other were no wider than the rest, so 1.00). A chip that
+    # extends a calibrated one but changes its physics (`calibrated_as`) takes it too.
+    # ASSUMPTION: efficiencies fitted on other physics are no surer than the vendor's median.
     "chip": 1.11,
     "precision": 2.01,  # the chip is calibrated, but not at this precision
     "sibling": 1.00,    # efficiency fitted on the same-silicon sibling part
@@ -98,6 +102,54 @@ LARGEST_RUN = {
     "A100_SXM_40GB": 128, "A100_SXM_80GB": 3072, "B200": 256, "B300": 256, "GB200": 256,
     "GB300": 256, "H100_SXM": 6144, "TPU_v5e": 8192, "TPU_v5p": 2048,
 }
+# A design's chip is calibrated as the std chip C (`calibrated_as`) when it is C or extends C and
+# keeps every field of C's physics in the IR (compiler/ir.py Accelerator): vendor, peaks and ops
+# per clock, efficiencies, formats, HBM capacity, bandwidth, stacks, type and packaging, clocks,
+# cores, L2, TDP, idle and the DVFS curve, each of which the step time or the clock under a limit
+# reads. These do not count: its name and the chips it extends (what it is called), its span, the
+# data sheet's HBM figure (`hbm_nominal`: shown, never fitted in) and the operator's power cap (a
+# setting, not the part, with a band reason of its own: power_cap). A price, source, process or
+# failure rate never reaches the accelerator: they move cost and goodput, not the step the band bounds.
+NOT_PHYSICS = frozenset({"name", "extends", "span", "hbm_nominal", "power_cap"})
+_KEYED = ("peak", "efficiency", "ops_per_clock")   # (key, value) pairs: a change is named per key
+NAMED_CHANGES = 4   # changed fields a band reason names before "and N more" (a new data sheet changes them all)
+
+
+def changed_fields(chip, parent, ignoring: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The physics fields (NOT_PHYSICS aside, and `ignoring`) whose values differ between two
+    accelerators, as `hbm_bandwidth` or `peak.fp8`."""
+    out: list[str] = []
+    for field in attrs.fields(type(chip)):
+        if field.name in NOT_PHYSICS or field.name in ignoring:
+            continue
+        mine, theirs = getattr(chip, field.name), getattr(parent, field.name)
+        if field.name in _KEYED:
+            mine, theirs = dict(mine), dict(theirs)
+            out += [f"{field.name}.{k}" for k in sorted(set(mine) | set(theirs))
+                    if not _same(mine.get(k), theirs.get(k))]
+        elif not _same(mine, theirs):
+            out.append(field.name)
+    return tuple(out)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12)
+    return a == b
+
+
+def calibrated_as(chip, ignoring: frozenset[str] = frozenset()) -> tuple[str, tuple[str, ...]]:
+    """(C, changed): the std chip whose published runs calibrate a plan on `chip` (compiler/ir.py
+    Accelerator) and the fields `chip` changes of C's physics. C is the first of the chip and the
+    chips it extends, nearest first, that the calibration knows (CALIBRATED, SAME_SILICON,
+    LARGEST_RUN) and whose std figures it keeps (changed = ()); else the nearest known one, with the
+    fields that differ: the band is then an uncalibrated chip's. (chip.name, ()) when it is or
+    extends no known chip. `ignoring`: fields a caller has calibrated otherwise (a calibrated
+    cluster's chip carries the operator's fitted efficiencies)."""
+    known = [n for n in (chip.name, *chip.extends)
+             if (n in CALIBRATED or n in SAME_SILICON or n in LARGEST_RUN) and std_chip(n) is not None]
+    found = [(name, changed_fields(chip, std_chip(name), ignoring)) for name in known]
+    return next((f for f in found if not f[1]), found[0] if found else (chip.name, ()))
 
 
 @frozen
@@ -138,18 +190,28 @@ class Reason:
 def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stated: bool,
             calibrated: dict[str, tuple[str, ...]] | None = None,
             largest_run: dict[str, int] | None = None, *, stack: str | None = None,
-            stack_runs: dict[str, int] | None = None, power_capped: bool = False) -> tuple[Reason, ...]:
+            stack_runs: dict[str, int] | None = None, power_capped: bool = False,
+            changed: tuple[str, ...] = (), shown: str | None = None) -> tuple[Reason, ...]:
     """What makes a prediction of this configuration uncertain, relative to the runs the
     model was calibrated on (`calibrated`, `largest_run` and `stack_runs` default to the
-    shipped tables; cross-validation passes those of each fold). `stack`: the software
-    stack the prediction assumes; `power_capped`: the chip runs under a cap below its TDP."""
+    shipped tables; cross-validation passes those of each fold). `chip`: the calibrated chip
+    the design's is (`calibrated_as`), `shown` the design's own name for it; `changed`: the
+    fields of `chip`'s physics the design's changes (then no published run calibrates it).
+    `stack`: the software stack the prediction assumes; `power_capped`: the chip runs under a
+    cap below its TDP."""
     calibrated = CALIBRATED if calibrated is None else calibrated
     largest_run = LARGEST_RUN if largest_run is None else largest_run
     stack_runs = STACK_RUNS if stack_runs is None else stack_runs
+    shown = shown or chip
     key = "bf16" if family(precision) == "fp16" else family(precision)
-    sibling = SAME_SILICON.get(chip)
+    sibling = SAME_SILICON.get(chip) if not changed else None
     out = []
-    if key in calibrated.get(chip, ()):
+    if changed:
+        what = f"{shown} extends {chip} but changes" if shown != chip else f"{chip} changes the std part's"
+        named = ", ".join(changed[:NAMED_CHANGES]) + (f" and {len(changed) - NAMED_CHANGES} more"
+                                                      if len(changed) > NAMED_CHANGES else "")
+        out.append(Reason("chip", f"{what} {named}: band as an uncalibrated chip"))
+    elif key in calibrated.get(chip, ()):
         pass
     elif sibling and key in calibrated.get(sibling, ()):
         out.append(Reason("sibling", f"{precision} efficiency of {chip} taken from {sibling} (same silicon)"))
@@ -162,7 +224,7 @@ def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stat
         out.append(Reason("moe", "MoE layers (routing, grouped GEMMs, all-to-all)"))
     if cp > 1:
         out.append(Reason("cp", f"context parallelism cp={cp} (ring exchange, causal balance)"))
-    largest = max(largest_run.get(chip, 0), largest_run.get(sibling, 0) if sibling else 0)
+    largest = 0 if changed else max(largest_run.get(chip, 0), largest_run.get(sibling, 0) if sibling else 0)
     if largest and gpus > largest:
         out.append(Reason("scale", f"{gpus:,} GPUs, beyond the largest calibrated run on {chip} ({largest:,})"))
     if not stack_stated:
@@ -171,7 +233,7 @@ def reasons(chip: str, precision: str, moe: bool, cp: int, gpus: int, stack_stat
         out.append(Reason("stack_runs", f"{stack_runs.get(stack, 0)} calibrated runs on the {stack} stack "
                                         f"(fewer than {MIN_STACK_RUNS})"))
     if power_capped:
-        out.append(Reason("power_cap", f"{chip} computes below its full clock (a power cap, or a TDP under its "
+        out.append(Reason("power_cap", f"{shown} computes below its full clock (a power cap, or a TDP under its "
                                        "DVFS curve's top): the clock comes from the DVFS curve of model/dvfs.py "
                                        "(power ~ clock^3 unless the chip states its exponent; Le Sueur and Heiser "
                                        "2010), not a measurement at that limit"))

@@ -13,7 +13,8 @@ from __future__ import annotations
 from ...dsl.numbers import binary_bytes, duration, hbm, memory, percent, quantity
 from ...dsl import display
 from ...model import comms, dvfs
-from ...model.calibration import Own, Reason, cluster_of, error_band, own_reasons, power_capped, reasons
+from ...model.calibration import (Own, Reason, calibrated_as, cluster_of, error_band, own_reasons, power_capped,
+                                  reasons)
 from ...model.job import Job, stated_fields
 from ...model.power import Power, job_power
 from ...model.ranks import rank_partition
@@ -88,12 +89,18 @@ class Plan:
         if own is not None:
             # the operator's band is fitted on their own designs' residuals, whose unstated
             # fields were left out the same way: no widening for them twice
-            shipped = reasons(job.partition.node.accelerator.name, cfg.precision, False, 1, 1, True)
+            # `gclc calibrate` writes its chip as `X_tag extends X` with the efficiencies it fitted:
+            # whether the published fit calibrated X at this precision asks of the rest of X's physics
+            chip = job.partition.node.accelerator
+            parent, changed = calibrated_as(chip, ignoring=frozenset({"efficiency"}))
+            shipped = reasons(parent, cfg.precision, False, 1, 1, True, changed=changed, shown=chip.name)
             return own_reasons(own, cfg.precision, job.shape.is_moe, cfg.gpus,
                                published=not any(r.key in ("chip", "precision") for r in shipped))
         chip = job.partition.node.accelerator
-        found = reasons(chip.name, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
-                        stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None)
+        parent, changed = calibrated_as(chip)   # the std chip whose published runs calibrate it, by its physics
+        found = reasons(parent, cfg.precision, job.shape.is_moe, cfg.cp, cfg.gpus, job.stack_stated,
+                        stack=cfg.stack, power_capped=power_capped(chip) or cfg.power_cap is not None,
+                        changed=changed, shown=chip.name)
         # fields the design leaves out whose alternatives move the step (model/train/guessed.py)
         return found + guessed.reasons(job.shape, cfg, job.partition, stated_fields(job), found)
 

@@ -77,6 +77,22 @@ def test_calibrate_writes_a_design_that_plans_with_the_operators_band(workspace,
     assert 0.58 <= float(fitted) < 0.64
 
 
+def test_a_precision_your_runs_did_not_run_on_the_written_chip_takes_the_published_band(workspace, capsys,
+                                                                                       monkeypatch):
+    """The written chip is `H100_SXM_mine extends H100_SXM` with the fitted bf16 efficiency: the
+    published fit calibrated H100_SXM at fp8, and the written chip keeps the rest of its physics, so
+    an fp8 plan on the calibrated cluster takes at least the published band (model/calibration.py
+    own_reasons `published`; benchmarks/calibrate_own.py measured it so), not the operator's band
+    widened by the factor for a precision no run calibrated."""
+    monkeypatch.chdir(workspace)
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
+    (workspace / "fp8.gcl").write_text('import "mine"\n\ntrain at_fp8 extends pretrain_mine { precision = fp8 }\n')
+    capsys.readouterr()
+    assert main(["plan", "fp8.gcl", "--job", "at_fp8", "--json"]) == 0
+    reasons = [r["reason"] for r in json.loads(capsys.readouterr().out)["error_band"]["reasons"]]
+    assert "published" in reasons and "precision" not in reasons and "chip" not in reasons
+
+
 def test_the_report_as_json_carries_the_same_numbers(workspace, capsys, monkeypatch):
     monkeypatch.chdir(workspace)
     assert main(["calibrate", "pod.gcl", "measurements", "--json"]) == 0
