@@ -149,6 +149,11 @@ class Context:
             self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
         return self._ceilings[key]
 
+    def iterations(self, layout: gen.GenLayout, limit: float) -> tuple[float, float]:
+        """The engine iterations the simulation would report (solver/rl/generation.py `iterations`)."""
+        r = self.replica(layout)
+        return gen.iterations(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
+
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
         key = (layout, limit)
         if key not in self._sims:
@@ -180,7 +185,7 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
         bounds = ctx.bound(layout, limit)
         if bounds is None:
             continue
-        placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0)
+        placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0, ctx.iterations(layout, limit))
         low = evaluate(job, where.placement, staleness, placeholder, train)
         value = low.value(job.objective)
         # no point is exact before it is simulated: every step reads its batch's makespan (colocated and

@@ -39,12 +39,25 @@ def test_a_row_is_predicted_from_its_pinned_design():
     out = rl_accuracy.predict(row)
     assert isinstance(out["error"], float) and out["placement"] == "colocated" and out["staleness"] == 0
     assert set(out["measured_phases"]) == {"generate", "train", "logprobs", "refit"}
-    assert out["predicted_s"] == pytest.approx(sum(out["phases"][k] for k in ("generate", "score", "train",
-                                                                               "sync", "offload")))
+    assert out["predicted_s"] == pytest.approx(sum(out["shipped_phases"][k] for k in ("generate", "score", "train",
+                                                                                       "sync", "offload")))
+    assert out["physics_s"] == pytest.approx(sum(out["phases"][k] for k in ("generate", "score", "train", "sync",
+                                                                            "offload")))
+
+
+def test_the_shipped_step_is_the_physics_at_the_shipped_constants():
+    """One answer: the benchmark's calibrated form at model/rl/stacks.py's constants gives the step the
+    planner ships, so refitting those constants without a row predicts what shipping them would."""
+    from gclc.model.rl.stacks import NEMO_RL
+    constants = (NEMO_RL.engine_host_s * 1e3, NEMO_RL.training, NEMO_RL.sync, NEMO_RL.host_copies)
+    for index in (0, 3):                              # a colocated and a split row
+        out = rl_accuracy.predict(rl_accuracy.rows()[index])
+        assert out["predicted_s"] > out["physics_s"]
+        assert rl_accuracy.scaled(out, constants, rl_accuracy.ITERATION) == pytest.approx(out["predicted_s"], rel=1e-9)
 
 
 def test_calibration_holds_each_group_out():
-    fake = [{"model": m, "measured_s": 10.0 * k, "placement": "colocated", "staleness": 0,
+    fake = [{"model": m, "measured_s": 10.0 * k, "placement": "colocated", "staleness": 0, "iterations": (900.0, 300.0),
              "phases": {"generate": 4.0 * k, "stream": 4.0 * k, "score": 1.0 * k, "train": 2.0 * k, "sync": 0.5,
                         "offload": 0.5}} for m, k in (("a", 1), ("b", 2), ("c", 3))]
     held, rows = rl_accuracy.calibrated(fake)
@@ -101,7 +114,7 @@ def test_the_nested_calibration_chooses_each_folds_form_without_the_held_out_row
     """Each held-out group is predicted with the form its fold's own held-out median prefers
     and the factors fitted on the fold (neither reads the held-out rows)."""
     fake = [{"model": m, "measured_s": 10.0 * k + j, "placement": "colocated" if j else "disaggregated",
-             "staleness": j % 2, "phases": {"generate": 4.0 * k, "stream": 2.0 * k, "score": 1.0 * k,
+             "staleness": j % 2, "iterations": (1000.0 * k, 400.0 * k), "phases": {"generate": 4.0 * k, "stream": 2.0 * k, "score": 1.0 * k,
                                             "train": 2.0 * k, "sync": 0.5 * j + 0.1, "offload": 0.5}}
             for m, k in (("a", 1), ("b", 2), ("c", 3)) for j in (0, 1)]
     _, rows = rl_accuracy.nested(fake)
