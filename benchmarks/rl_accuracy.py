@@ -68,62 +68,51 @@ What each row's design states (rl job fully pinned, so the planner only evaluate
   and back; later ones `nemo_rl`), and the optimizer state moves as NeMo-RL's precision-aware
   optimizer keeps it (10 bytes a parameter); both were added after the rows had been seen, from the
   releases' code, not from step times. The engine fills vLLM's `gpu_memory_utilization` of each GPU (0.6 colocated, the
-  recipes' 0.8 apart). Nothing is fitted to step times: the first figure of the summary line is the
-  model as it ships, every row out of sample. SIGMA's grid (--sigmas) shows how much the
-  unpublished tail moves the answer.
+  recipes' 0.8 apart). SIGMA's grid (--sigmas) shows how much the unpublished tail moves the answer.
 
-Calibrated, cross-validated: an RL stack runs slower than the phases' physics (Ray, the engine's
-host work per step, sequence packing, weight conversion), as an operator calibrates gclc on their
-own runs. Four numbers scale the model's generation phase, the training stack's work (scoring,
-which the stacks run as the training model's forward passes, and training), the weight sync and the
-training pool's host copies (offload); they are fitted (least squares on log step times) on every group
-of rows but one and predict that group: held out by model, by NeMo-RL release (source) and by
-system (H100 against GB200: two groups, the hardest cut). The alternative form adds a stack
-overhead of seconds a step instead of the weight-sync factor (NeMo-RL's refit analysis finds CPU
-runtime, not bytes, dominating refit: nvidia-nemo.github.io/blog/2025/08/12/nemo-rl-refit-performance).
-The headline figures choose the form inside each fold (the form with the lower held-out median
-over the fold's own rows, `nested`), so no choice is made on the rows predicted; the figures with
-the weight-sync form fixed are printed too, and that form was chosen on these rows. The sync and the
-host copies got a factor each (they shared one before) after these rows were seen: a colocated
-step's host copies and a split step's sync want opposite corrections (the shared factor fitted to
-colocated rows overshot the split ones, H100 split rows 41.8 % held out by model), and the rows
-identify the two apart (host copies are colocated work, and NeMo-RL v0.4's split work). The
-breakdown rows (NeMo-RL v0.3's blog) also print each phase against its measurement.
+What ships, and what to quote (2026-12-07). The phases' physics alone runs faster than NeMo-RL on every
+release and system (the "physics alone" figure: signed medians -23 % to -36 %), and no mechanism read in
+NeMo-RL's code accounts for the gap (model/rl/stacks.py: sequence packing's padding was tried and pads 2-10 %
+at these rows' lengths). So NeMo-RL's stacks ship a calibration (model/rl/stacks.py `Calibration`, NEMO_RL):
+four constants, one a physical phase, ESTIMATEs fitted (least squares on log step times) on every row here,
+as an operator calibrates gclc on their own runs: the engine's host milliseconds on every iteration
+(generation: NeMo-RL runs engines of several GPUs under Ray's executor and returns every token's
+log-probability; host work counts iterations, not GPU time, so a slowest-sample wait of thousands of
+small-batch iterations pays it more than a fed engine's full batches), a factor on the training stack's
+work (scoring, which the stacks run as the training model's forward passes, and training), one on the
+weight sync and one on the training pool's host copies (offload). The step "as shipped" is therefore an
+in-sample figure. The headline quotes the same four constants refitted without the rows predicted: held
+out by model, by NeMo-RL release (source) and by system (H100 against GB200: two groups, the hardest
+cut); `scaled` at the shipped constants is the shipped step, row for row, and at unit factors the
+physics alone (tests hold both), so the held-out figures are what shipping constants fitted elsewhere
+would give. That form (host time per iteration) was chosen after seeing these rows' figures: its
+alternatives are printed beside it (a factor on generation instead, `moves`; a stack overhead of seconds
+a step instead of the sync factor, `overhead`, after NeMo-RL's refit analysis finding CPU runtime, not
+bytes, dominating refit: nvidia-nemo.github.io/blog/2025/08/12/nemo-rl-refit-performance), and the
+figure with the form chosen inside each fold (`nested`), so the form's choice can be judged.
+Not physics, and said so: the weight-sync factor (x2.24) applies to the split refit too, whose price is
+NeMo-RL's own measurement (14.21 s for DeepSeek-V3, model/rl/phases.py): on those rows it absorbs a
+generation deficit (DeepSeek-V3's measured batch latency 40.1 s against the physics' 24.4 s, pull 2779).
+A colocated-only sync factor was tried the same day: held out by model / release / system 14.3 / 12.4 /
+14.8 % against 10.7 / 10.5 / 13.7 %, and its fit wants 5.9 ms of host time an engine iteration, which no
+host does; not shipped. The sync and the host copies got a factor each after these rows were seen
+(a colocated step's host copies and a split step's sync want different corrections, and the rows identify
+the two apart: host copies are colocated work, and NeMo-RL v0.4's split work). The breakdown rows
+(NeMo-RL v0.3's blog) also print each phase as shipped against its measurement.
 
-A third form is printed beside them, not quoted: generation plus host milliseconds per engine
-iteration (the `vllm_v1` profile's host time per iteration is an ASSUMPTION, model/serve/engines.py;
-host work scales with iterations, not with GPU time, so a slowest-sample wait of thousands of
-small-batch iterations pays it more than a fed engine's full batches), with the weight-move
-factor. It was tried after seeing these rows' figures, so its held-out medians carry that choice;
-on the two breakdown rows it over-predicts the measured generation phase (the factor form does not).
-
-Why the model as shipped misses by more than the calibrated model held out (not a default the
-cross-validation does not see: `scaled` at unit factors is the shipped step time, row for row, and a
-test holds it so): the shipped physics knows no release but pull 1404's (`stack_of`), and the rows' step times fell release by
-release on the same hardware and layouts (H100 DeepSeek-V3 colocated 154 s at v0.4, 134 s at v0.5
-and v0.6, 93 s at v0.7; GB200 Qwen3-235B split 268 / 278 / 160 s at v0.5 / v0.6 / v0.7) as the stack
-and the vLLM it pins (0.11 to 0.20) shed host and kernel time. The signed median as shipped by
-release and system (printed) ran from -29 % (v0.4) to -8 % (v0.7) on H100 and from -39 % (v0.5) to
--14 % (v0.7) on GB200 when this was written; a bias of the older stacks that one factor per phase absorbs, so every held-out
-figure beats the uncalibrated one.
-Shipping factors fitted on these rows would make the figure as shipped an in-sample one and would
-carry the older stacks' bias to the current one: fitted on v0.3-v0.6 alone they predicted the newer
-v0.7 rows at 21.2 % against the uncalibrated 12.1 % (the out-of-sample line), so the model ships
-uncalibrated and an operator calibrates it on their own stack's runs, as the held-out figures do.
-Since the v0.7 rows skip the old log-probabilities as their recipes do (`old_logprobs`, 2026-12-07) that
-reason no longer shows in the figures: the signed medians are -23 % (H100) and -23 % (GB200) at v0.7 (-20 % and -21 % before vLLM's
-fused_moe tile, model/serve/moe.py triton_tile, 2026-12-07; -27 % and -29 % before the asynchronous step
-followed NeMo-RL's collector, model/rl/step.py), and the older rows' factors predict the v0.7 rows at
-12.3 % against 26.2 % uncalibrated (printed).
-The held-out-by-system miss is the same effect, on one system more than the other: rows of the same
-model, GPUs and layouts got faster from v0.6 to v0.7 by 28 % on GB200 (median ratio 0.72) and
-by 10 % on H100 (0.90); from v0.5 to v0.7 by 33 % and 14 %. The hardware did not change, so GB200's
-v0.5 and v0.6 rows carry a Blackwell-specific software deficit the later stack shed, which no fixed
-ratio of GB200's physics to H100's fits together with v0.7's rows. Held out by system inside each
-release (the factors fitted on the other system's rows of that release only, form chosen as in
-`nested`: the question of a user who calibrates on one stack and plans a new cluster) gives 11.8 %
-at v0.7, 22.7 % at v0.5 and 32.8 % at v0.6 (printed). It was added after these figures had been
-seen: a diagnosis, not a figure to quote in place of the one held out across releases.
+The older releases' bias: the rows' step times fell release by release on the same hardware and layouts
+(H100 DeepSeek-V3 colocated 154 s at v0.4, 134 s at v0.5 and v0.6, 93 s at v0.7; GB200 Qwen3-235B split
+268 / 278 / 160 s at v0.5 / v0.6 / v0.7) as the stack and the vLLM it pins (0.11 to 0.20) shed host and
+kernel time, which one set of constants averages (the signed medians as shipped, printed by release and
+system). The out-of-sample line fits the calibration on v0.3-v0.6 alone and predicts the v0.7 rows
+(published after the physics' choices; the form chosen on the older rows). The held-out-by-system miss is
+the same effect, on one system more than the other: rows of the same model, GPUs and layouts got faster
+from v0.6 to v0.7 by 28 % on GB200 (median ratio 0.72) and by 10 % on H100 (0.90); from v0.5 to v0.7 by
+33 % and 14 %. The hardware did not change, so GB200's v0.5 and v0.6 rows carry a Blackwell-specific
+software deficit the later stack shed, which no fixed ratio of GB200's physics to H100's fits together with
+v0.7's rows. Held out by system inside each release (the constants fitted on the other system's rows of that
+release only, form chosen as in `nested`) is printed as a diagnosis, not a figure to quote in place of the
+one held out across releases.
 
 Signed error = predicted / measured - 1. The last line: median |error| over the rows, with CPU
 time beside wall time.
@@ -287,8 +276,7 @@ def scaled(r: dict, factors, form: str = "moves") -> float:
     g, c, x, h = factors
     p = Phases(*(r["phases"][k] for k in ("generate", "stream", "score", "train", "sync", "offload")))
     if form == ITERATION:
-        phases = calibrate_phases(p, tuple(r["iterations"]), Calibration(g * 1e-3, c, x, h),
-                                  r["placement"] == "colocated")
+        phases = calibrate_phases(p, tuple(r["iterations"]), Calibration(g * 1e-3, c, x, h))
     else:
         m, overhead = (1.0, x) if form == "overhead" else (x, 0.0)
         phases = Phases(p.generate * g, p.stream * g, p.score * c, p.train * c, p.sync * m + overhead,

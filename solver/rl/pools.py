@@ -170,23 +170,19 @@ def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation,
     physics = Phases(makespan if makespan is not None else generation.makespan,
                      stream if stream is not None else generation.stream, train.score, train.train,
                      sync_time(job, gen, train, placement, gp, tp), offload)
-    step = compose(calibrated(physics, generation.iterations, job.stack.calibration, placement == COLOCATED),
-                   placement, staleness)
+    step = compose(calibrated(physics, generation.iterations, job.stack.calibration), placement, staleness)
     power, cost = _power_and_cost(job, placement, step, gen, train)
     return Candidate(placement, staleness, generation, train, step, power, power * step.step_time,
                      None if cost is None else cost * step.step_time)
 
 
-def calibrated(p: Phases, iterations: tuple[float, float], c: Calibration, colocated: bool) -> Phases:
+def calibrated(p: Phases, iterations: tuple[float, float], c: Calibration) -> Phases:
     """The phases as the stack runs them (model/rl/stacks.py `Calibration`): the engine's host time on
-    each iteration (the makespan's and the stream's, the stream never over the makespan), the training
-    stack's work and the host copies scaled, and a colocated refit (CUDA IPC handles over ZMQ, which no
-    measurement prices) scaled; the split refit over NCCL keeps its price, which is NeMo-RL's measured one
-    (model/rl/phases.py REFIT_PER_TENSOR_S). Each term grows with its phase, so the laws of the physics
-    hold calibrated too."""
+    each iteration (the makespan's and the stream's, the stream never over the makespan), the other
+    phases scaled. Each term grows with its phase, so the laws of the physics hold calibrated too."""
     generate = p.generate + c.engine_host_s * iterations[0]
     return Phases(generate, min(generate, p.stream + c.engine_host_s * iterations[1]), p.score * c.training,
-                  p.train * c.training, p.sync * c.sync if colocated else p.sync, p.offload * c.host_copies)
+                  p.train * c.training, p.sync * c.sync, p.offload * c.host_copies)
 
 
 def _power_and_cost(job: RLJob, placement: str, step: RLStep, gen: GenLayout, train: TrainPool):
