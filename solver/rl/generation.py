@@ -129,23 +129,33 @@ def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: flo
 def steady_batch(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float,
                  depth: int = 1) -> tuple[float, float, int]:
     """(mean prompt, mean response, the batch a fed replica holds: `steady`)."""
-    prompt = sum(q.prompt for q in requests) / len(requests)
-    output = sum(q.output for q in requests) / len(requests)
+    prompt, output, _, n = sample_stats(requests)
+    return prompt, output, _batch_held(r, layout, n, prompt, output, kv, depth)
+
+
+def sample_stats(requests: tuple[Request, ...]) -> tuple[float, float, int, int]:
+    """(mean prompt, mean response, the longest response, samples): what `iterations` reads of them."""
+    n = len(requests)
+    return sum(q.prompt for q in requests) / n, sum(q.output for q in requests) / n, max(q.output for q in requests), n
+
+
+def _batch_held(r: Replica, layout: GenLayout, n: int, prompt: float, output: float, kv: float, depth: int) -> int:
     held = max(1.0, r.kv.tokens_held(prompt, output))
-    flight = max(1, depth) * math.ceil(len(requests) / layout.replicas)
-    return prompt, output, max(1, min(layout.config.batch, int(kv // held), flight))
+    flight = max(1, depth) * math.ceil(n / layout.replicas)
+    return max(1, min(layout.config.batch, int(kv // held), flight))
 
 
-def iterations(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float,
-               depth: int = 1) -> tuple[float, float]:
+def iterations(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1,
+               stats: tuple[float, float, int, int] | None = None) -> tuple[float, float]:
     """Engine iterations, as a stack's host time per iteration counts them (model/rl/stacks.py
     `Calibration.engine_host_s`): the slowest sample's decode steps (its response over the tokens a
     step emits, drafts included), and a fed replica's (its share of the output tokens over the steady
-    batch's tokens a step). Neither depends on the simulation, so bounds and exact points agree."""
+    batch's tokens a step). Neither depends on the simulation, so bounds and exact points agree.
+    `stats`: `sample_stats(requests)` where the caller keeps them."""
+    prompt, output, longest, n = stats or sample_stats(requests)
     steps = r.engine.tokens_per_step
-    _, output, batch = steady_batch(r, layout, requests, kv, depth)
-    longest = max(q.output for q in requests) / steps
-    return longest, len(requests) * output / (layout.replicas * batch * steps)
+    batch = _batch_held(r, layout, n, prompt, output, kv, depth)
+    return longest / steps, n * output / (layout.replicas * batch * steps)
 
 
 def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,

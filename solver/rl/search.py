@@ -73,6 +73,8 @@ class Context:
         self._bounds: dict = {}
         self._ceilings: dict = {}
         self._sims: dict = {}
+        self._iterations: dict = {}
+        self._stats = gen.sample_stats(self.requests)   # the samples' means and longest response, read once
         self._longest: dict = {}      # KV layout -> the most cache one sample holds (read for every layout's bound)
         self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
         self.simulated = 0
@@ -151,8 +153,12 @@ class Context:
 
     def iterations(self, layout: gen.GenLayout, limit: float) -> tuple[float, float]:
         """The engine iterations the simulation would report (solver/rl/generation.py `iterations`)."""
-        r = self.replica(layout)
-        return gen.iterations(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
+        key = (layout, limit)
+        if key not in self._iterations:
+            r = self.replica(layout)
+            self._iterations[key] = gen.iterations(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
+                                                   self._stats)
+        return self._iterations[key]
 
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
         key = (layout, limit)
