@@ -68,62 +68,51 @@ What each row's design states (rl job fully pinned, so the planner only evaluate
   and back; later ones `nemo_rl`), and the optimizer state moves as NeMo-RL's precision-aware
   optimizer keeps it (10 bytes a parameter); both were added after the rows had been seen, from the
   releases' code, not from step times. The engine fills vLLM's `gpu_memory_utilization` of each GPU (0.6 colocated, the
-  recipes' 0.8 apart). Nothing is fitted to step times: the first figure of the summary line is the
-  model as it ships, every row out of sample. SIGMA's grid (--sigmas) shows how much the
-  unpublished tail moves the answer.
+  recipes' 0.8 apart). SIGMA's grid (--sigmas) shows how much the unpublished tail moves the answer.
 
-Calibrated, cross-validated: an RL stack runs slower than the phases' physics (Ray, the engine's
-host work per step, sequence packing, weight conversion), as an operator calibrates gclc on their
-own runs. Four numbers scale the model's generation phase, the training stack's work (scoring,
-which the stacks run as the training model's forward passes, and training), the weight sync and the
-training pool's host copies (offload); they are fitted (least squares on log step times) on every group
-of rows but one and predict that group: held out by model, by NeMo-RL release (source) and by
-system (H100 against GB200: two groups, the hardest cut). The alternative form adds a stack
-overhead of seconds a step instead of the weight-sync factor (NeMo-RL's refit analysis finds CPU
-runtime, not bytes, dominating refit: nvidia-nemo.github.io/blog/2025/08/12/nemo-rl-refit-performance).
-The headline figures choose the form inside each fold (the form with the lower held-out median
-over the fold's own rows, `nested`), so no choice is made on the rows predicted; the figures with
-the weight-sync form fixed are printed too, and that form was chosen on these rows. The sync and the
-host copies got a factor each (they shared one before) after these rows were seen: a colocated
-step's host copies and a split step's sync want opposite corrections (the shared factor fitted to
-colocated rows overshot the split ones, H100 split rows 41.8 % held out by model), and the rows
-identify the two apart (host copies are colocated work, and NeMo-RL v0.4's split work). The
-breakdown rows (NeMo-RL v0.3's blog) also print each phase against its measurement.
+What ships, and what to quote (2026-12-07). The phases' physics alone runs faster than NeMo-RL on every
+release and system (the "physics alone" figure: signed medians -23 % to -36 %), and no mechanism read in
+NeMo-RL's code accounts for the gap (model/rl/stacks.py: sequence packing's padding was tried and pads 2-10 %
+at these rows' lengths). So NeMo-RL's stacks ship a calibration (model/rl/stacks.py `Calibration`, NEMO_RL):
+four constants, one a physical phase, ESTIMATEs fitted (least squares on log step times) on every row here,
+as an operator calibrates gclc on their own runs: the engine's host milliseconds on every iteration
+(generation: NeMo-RL runs engines of several GPUs under Ray's executor and returns every token's
+log-probability; host work counts iterations, not GPU time, so a slowest-sample wait of thousands of
+small-batch iterations pays it more than a fed engine's full batches), a factor on the training stack's
+work (scoring, which the stacks run as the training model's forward passes, and training), one on the
+weight sync and one on the training pool's host copies (offload). The step "as shipped" is therefore an
+in-sample figure. The headline quotes the same four constants refitted without the rows predicted: held
+out by model, by NeMo-RL release (source) and by system (H100 against GB200: two groups, the hardest
+cut); `scaled` at the shipped constants is the shipped step, row for row, and at unit factors the
+physics alone (tests hold both), so the held-out figures are what shipping constants fitted elsewhere
+would give. That form (host time per iteration) was chosen after seeing these rows' figures: its
+alternatives are printed beside it (a factor on generation instead, `moves`; a stack overhead of seconds
+a step instead of the sync factor, `overhead`, after NeMo-RL's refit analysis finding CPU runtime, not
+bytes, dominating refit: nvidia-nemo.github.io/blog/2025/08/12/nemo-rl-refit-performance), and the
+figure with the form chosen inside each fold (`nested`), so the form's choice can be judged.
+Not physics, and said so: the weight-sync factor (x2.24) applies to the split refit too, whose price is
+NeMo-RL's own measurement (14.21 s for DeepSeek-V3, model/rl/phases.py): on those rows it absorbs a
+generation deficit (DeepSeek-V3's measured batch latency 40.1 s against the physics' 24.4 s, pull 2779).
+A colocated-only sync factor was tried the same day: held out by model / release / system 14.3 / 12.4 /
+14.8 % against 10.7 / 10.5 / 13.7 %, and its fit wants 5.9 ms of host time an engine iteration, which no
+host does; not shipped. The sync and the host copies got a factor each after these rows were seen
+(a colocated step's host copies and a split step's sync want different corrections, and the rows identify
+the two apart: host copies are colocated work, and NeMo-RL v0.4's split work). The breakdown rows
+(NeMo-RL v0.3's blog) also print each phase as shipped against its measurement.
 
-A third form is printed beside them, not quoted: generation plus host milliseconds per engine
-iteration (the `vllm_v1` profile's host time per iteration is an ASSUMPTION, model/serve/engines.py;
-host work scales with iterations, not with GPU time, so a slowest-sample wait of thousands of
-small-batch iterations pays it more than a fed engine's full batches), with the weight-move
-factor. It was tried after seeing these rows' figures, so its held-out medians carry that choice;
-on the two breakdown rows it over-predicts the measured generation phase (the factor form does not).
-
-Why the model as shipped misses by more than the calibrated model held out (not a default the
-cross-validation does not see: `scaled` at unit factors is the shipped step time, row for row, and a
-test holds it so): the shipped physics knows no release but pull 1404's (`stack_of`), and the rows' step times fell release by
-release on the same hardware and layouts (H100 DeepSeek-V3 colocated 154 s at v0.4, 134 s at v0.5
-and v0.6, 93 s at v0.7; GB200 Qwen3-235B split 268 / 278 / 160 s at v0.5 / v0.6 / v0.7) as the stack
-and the vLLM it pins (0.11 to 0.20) shed host and kernel time. The signed median as shipped by
-release and system (printed) ran from -29 % (v0.4) to -8 % (v0.7) on H100 and from -39 % (v0.5) to
--14 % (v0.7) on GB200 when this was written; a bias of the older stacks that one factor per phase absorbs, so every held-out
-figure beats the uncalibrated one.
-Shipping factors fitted on these rows would make the figure as shipped an in-sample one and would
-carry the older stacks' bias to the current one: fitted on v0.3-v0.6 alone they predicted the newer
-v0.7 rows at 21.2 % against the uncalibrated 12.1 % (the out-of-sample line), so the model ships
-uncalibrated and an operator calibrates it on their own stack's runs, as the held-out figures do.
-Since the v0.7 rows skip the old log-probabilities as their recipes do (`old_logprobs`, 2026-12-07) that
-reason no longer shows in the figures: the signed medians are -23 % (H100) and -23 % (GB200) at v0.7 (-20 % and -21 % before vLLM's
-fused_moe tile, model/serve/moe.py triton_tile, 2026-12-07; -27 % and -29 % before the asynchronous step
-followed NeMo-RL's collector, model/rl/step.py), and the older rows' factors predict the v0.7 rows at
-12.3 % against 26.2 % uncalibrated (printed).
-The held-out-by-system miss is the same effect, on one system more than the other: rows of the same
-model, GPUs and layouts got faster from v0.6 to v0.7 by 28 % on GB200 (median ratio 0.72) and
-by 10 % on H100 (0.90); from v0.5 to v0.7 by 33 % and 14 %. The hardware did not change, so GB200's
-v0.5 and v0.6 rows carry a Blackwell-specific software deficit the later stack shed, which no fixed
-ratio of GB200's physics to H100's fits together with v0.7's rows. Held out by system inside each
-release (the factors fitted on the other system's rows of that release only, form chosen as in
-`nested`: the question of a user who calibrates on one stack and plans a new cluster) gives 11.8 %
-at v0.7, 22.7 % at v0.5 and 32.8 % at v0.6 (printed). It was added after these figures had been
-seen: a diagnosis, not a figure to quote in place of the one held out across releases.
+The older releases' bias: the rows' step times fell release by release on the same hardware and layouts
+(H100 DeepSeek-V3 colocated 154 s at v0.4, 134 s at v0.5 and v0.6, 93 s at v0.7; GB200 Qwen3-235B split
+268 / 278 / 160 s at v0.5 / v0.6 / v0.7) as the stack and the vLLM it pins (0.11 to 0.20) shed host and
+kernel time, which one set of constants averages (the signed medians as shipped, printed by release and
+system). The out-of-sample line fits the calibration on v0.3-v0.6 alone and predicts the v0.7 rows
+(published after the physics' choices; the form chosen on the older rows). The held-out-by-system miss is
+the same effect, on one system more than the other: rows of the same model, GPUs and layouts got faster
+from v0.6 to v0.7 by 28 % on GB200 (median ratio 0.72) and by 10 % on H100 (0.90); from v0.5 to v0.7 by
+33 % and 14 %. The hardware did not change, so GB200's v0.5 and v0.6 rows carry a Blackwell-specific
+software deficit the later stack shed, which no fixed ratio of GB200's physics to H100's fits together with
+v0.7's rows. Held out by system inside each release (the constants fitted on the other system's rows of that
+release only, form chosen as in `nested`) is printed as a diagnosis, not a figure to quote in place of the
+one held out across releases.
 
 Signed error = predicted / measured - 1. The last line: median |error| over the rows, with CPU
 time beside wall time.
@@ -145,8 +134,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
 
 from gclc.compiler.driver import check_text
-from gclc.model.rl.step import compose
+import attrs
+
+from gclc.model.rl.stacks import NEMO_RL, Calibration
+from gclc.model.rl.step import Phases, compose
 from gclc.solver.rl.plan import plan_rl
+from gclc.solver.rl.pools import calibrated as calibrate_phases, evaluate
 from gclc.solver.serve.demand import SEED
 
 DATA = HERE / "data" / "rl_runs.csv"
@@ -241,6 +234,8 @@ def _engine_extras(row: dict) -> str:
 
 
 def predict(row: dict, sigma: float = SIGMA) -> dict:
+    """The row as the model ships (its stack's calibration, model/rl/stacks.py) and as its physics alone
+    gives it (`physics_s`, `phases`: what the cross-validation refits the constants on)."""
     result = check_text(design(row, sigma), str(HERE / "designs" / "rl_row.gcl"))
     errors = [d.summary for d in result.diagnostics if d.is_error]
     if result.design is None:
@@ -249,62 +244,47 @@ def predict(row: dict, sigma: float = SIGMA) -> dict:
     if plan.best is None:
         return {"id": row["id"], "error": "infeasible: " + "; ".join(plan.result.reasons)}
     b = plan.best
-    p = b.step.phases
+    bare = attrs.evolve(plan.job, stack=attrs.evolve(plan.job.stack, calibration=Calibration()))
+    physics = evaluate(bare, b.placement, b.staleness, b.generation, b.train).step
+    keys = ("generate", "stream", "score", "train", "sync", "offload")
     measured = float(row["step_s"])
     return {"id": row["id"], "model": row["model"], "source": row["source"], "system": row["system"],
             "measured_s": measured, "predicted_s": b.step.step_time, "error": b.step.step_time / measured - 1,
-            "placement": b.placement, "staleness": b.staleness, "iterations": iterations(plan),
-            "phases": {k: getattr(p, k) for k in ("generate", "stream", "score", "train", "sync", "offload")},
+            "physics_s": physics.step_time, "physics_error": physics.step_time / measured - 1,
+            "placement": b.placement, "staleness": b.staleness, "iterations": b.generation.iterations,
+            "phases": {k: getattr(physics.phases, k) for k in keys},
+            "shipped_phases": {k: getattr(b.step.phases, k) for k in keys},
             "measured_phases": {k: float(row[f"{k}_s"]) for k in ("generate", "train", "logprobs", "refit")
                                 if row.get(f"{k}_s")}}
 
 
 NEWEST = "NeMoRL-0.7"   # published (PR #3779, 2026-08-25) after the model, its forms and SIGMA were chosen
-FORMS = ("moves", "overhead")   # a factor on the weight moves (the shipped form), or a stack overhead a step
+FORMS = ("iteration", "moves", "overhead")   # the shipped form first (model/rl/stacks.py), then the alternatives
 GROUPS = {"model": "the model", "source": "the NeMo-RL release", "system": "the system"}
+SHORT = {"model": "model", "source": "release", "system": "system"}
 
 
-def iterations(plan) -> tuple[float, float]:
-    """Engine iterations of the generation phase: a synchronous step's waits for its slowest
-    sample's decode steps (the longest response); a fed engine's are its tokens per replica over
-    the steady batch (solver/rl/generation.py `steady`: the cache's, the engine's and the samples
-    in flight's bound)."""
-    from gclc.solver.rl.search import Context
-
-    ctx, g = Context(plan.job), plan.best.generation
-    requests = ctx.requests
-    prompt = sum(q.prompt for q in requests) / len(requests)
-    output = sum(q.output for q in requests) / len(requests)
-    held = max(1.0, ctx.replica(g.layout).kv.tokens_held(prompt, output))
-    flight = ctx.depth * math.ceil(len(requests) / g.layout.replicas)
-    batch = max(1, min(g.layout.config.batch, int(g.kv_tokens // held), flight))
-    return float(plan.longest), len(requests) * output / (g.layout.replicas * batch)
-
-
-ITERATION = "iteration"   # generation plus host milliseconds per engine iteration, weight moves scaled
+ITERATION = "iteration"   # generation plus host milliseconds per engine iteration, the other phases scaled: shipped
 
 
 def scaled(r: dict, factors, form: str = "moves") -> float:
-    """The row's step time calibrated: generation and the training stack's work (scoring and
-    training) scaled, and the weight moves (sync and offload) scaled (`form = "overhead"`: a
-    stack overhead of seconds a step added to the sync instead; `form = "iteration"`: generation
-    plus host milliseconds per engine iteration instead of a factor)."""
-    from gclc.model.rl.step import Phases
-
+    """The row's step time from its physics (`phases`) calibrated: `form = "iteration"` (the shipped form,
+    model/rl/stacks.py `Calibration`, through the model's own `calibrated`): the engine's host milliseconds on
+    each iteration, the training stack's work (scoring and training), the weight sync and the host copies scaled;
+    `form = "moves"`: a factor on generation instead of the host time; `form = "overhead"`: as moves, with a stack
+    overhead of seconds a step added to the sync instead of its factor."""
     g, c, x, h = factors
-    m, overhead = (1.0, x) if form == "overhead" else (x, 0.0)
-    p = r["phases"]
-    if form == ITERATION:   # `g`: the engine's host milliseconds per iteration the profile lacks
-        most, fed = r["iterations"]
-        generate, stream = p["generate"] + g * 1e-3 * most, p["stream"] + g * 1e-3 * fed
+    p = Phases(*(r["phases"][k] for k in ("generate", "stream", "score", "train", "sync", "offload")))
+    if form == ITERATION:
+        phases = calibrate_phases(p, tuple(r["iterations"]), Calibration(g * 1e-3, c, x, h))
     else:
-        generate, stream = p["generate"] * g, p["stream"] * g
-    phases = Phases(generate, stream, p["score"] * c, p["train"] * c, p["sync"] * m + overhead,
-                    p["offload"] * h)
+        m, overhead = (1.0, x) if form == "overhead" else (x, 0.0)
+        phases = Phases(p.generate * g, p.stream * g, p.score * c, p.train * c, p.sync * m + overhead,
+                        p.offload * h)
     return compose(phases, r["placement"], r["staleness"]).step_time
 
 
-def fit(results: list[dict], form: str = "moves") -> tuple[float, float, float, float]:
+def fit(results: list[dict], form: str = ITERATION) -> tuple[float, float, float, float]:
     """The four numbers with the least squared log error over `results`."""
     from scipy.optimize import minimize
 
@@ -320,7 +300,7 @@ def _median_error(rows_out: list[dict]) -> float:
     return statistics.median(errors) if errors else math.nan
 
 
-def calibrated(results: list[dict], form: str = "moves", by: str = "model") -> tuple[float, list[dict]]:
+def calibrated(results: list[dict], form: str = ITERATION, by: str = "model") -> tuple[float, list[dict]]:
     """Median |error| with the numbers fitted leaving each group of rows out (`by`: their model,
     source or system) and predicting it, and each row so predicted."""
     out = []
@@ -351,6 +331,8 @@ def main() -> None:
     args.add_argument("--json", action="store_true")
     args.add_argument("--rows", type=int, default=0, help="only the first N rows (0: all)")
     args.add_argument("--sigmas", action="store_true", help="also predict every row at each sigma of the grid")
+    args.add_argument("--fit", action="store_true", help="also print the constants fitted on every row (what "
+                      "model/rl/stacks.py NEMO_RL ships: in sample)")
     opts = args.parse_args()
     started, cpu = time.perf_counter(), time.process_time()
     table = rows()[: opts.rows or None]
@@ -361,61 +343,74 @@ def main() -> None:
     if opts.json:
         print(json.dumps({"rows": results}, indent=2))
     else:
-        for r in results:
-            if isinstance(r["error"], float):
-                ph = r["phases"]
-                print(f"{r['id']:<48} measured {r['measured_s']:7.1f} s  predicted {r['predicted_s']:7.1f} s  "
-                      f"{r['error']:+7.1%}   (generate {ph['generate']:.1f}, stream {ph['stream']:.1f}, score "
-                      f"{ph['score']:.1f}, train {ph['train']:.1f}, sync {ph['sync']:.2f}, offload {ph['offload']:.1f})")
-            else:
-                print(f"{r['id']:<48} not predicted: {r['error']}")
-        for model in sorted({r["model"] for r in good}):
-            errs = [abs(r["error"]) for r in good if r["model"] == model]
-            print(f"  {model:<18} n={len(errs):>2}  median |error| {statistics.median(errs):.1%}")
-        for r in good:
-            if r["measured_phases"]:
-                print(f"  phases of {r['id']}: {_phases(r)}")
+        _print_rows(results, good)
     cv = _held_out(table, by_sigma) if len(grid) > 1 else None
-    median = statistics.median(abs(r["error"]) for r in good) if good else math.nan
-    held = {}
-    for by in GROUPS:
-        if len({r[by] for r in good}) > 1:
-            held[by] = (calibrated(good, FORMS[0], by), calibrated(good, FORMS[1], by)[0], nested(good, by))
+    shipped = statistics.median(abs(r["error"]) for r in good) if good else math.nan
+    physics = statistics.median(abs(r["physics_error"]) for r in good) if good else math.nan
+    held = {by: calibrated(good, ITERATION, by) for by in GROUPS if len({r[by] for r in good}) > 1}
     if not opts.json and held:
-        g, c, o, h = fit(good)
-        print(f"  fitted on every row (in sample, not a figure to quote): generation x{g:.2f}, training stack "
-              f"x{c:.2f}, weight sync x{o:.2f}, host copies x{h:.2f}")
-        for by, ((shipped, _), other, (chosen, _)) in held.items():
-            print(f"  held out by {GROUPS[by]:<20} {shipped:.1%} (factor on the weight sync), {other:.1%} (stack "
-                  f"overhead a step instead), {chosen:.1%} (form chosen inside each fold)")
-        _by_system(held["model"][2][1] if "model" in held else [])
-        _by_release(good)
-        if "system" in held:
-            pooled, each = within_release(good)
-            if each:
-                print("  held out by the system inside each release (diagnosis, see the docstring): "
-                      + ", ".join(f"{src} {m:.1%} (n={n})" for src, (m, n) in each.items()) + f"; pooled {pooled:.1%}")
-        per_iteration = ", ".join(f"by {by} {calibrated(good, ITERATION, by)[0]:.1%}" for by in held)
-        print(f"  generation as host time per engine iteration instead of a factor (sync and host-copy factors kept; a "
-              f"form tried after seeing these rows, not a figure to quote): {per_iteration}")
+        _print_diagnostics(good, held, opts.fit)
     newest, shipped_new, held_new, form_new = out_of_sample(good)
     if not opts.json and newest:
-        print(f"  out of sample: the {len(newest)} {NEWEST} rows (published after every choice above but the host copies: see the docstring) {shipped_new:.1%} as "
-              f"shipped, {held_new:.1%} calibrated on the older releases' rows alone ({form_new} form, chosen on them)")
-    nested_figures = ", ".join(f"by {by} {h[2][0]:.1%}" for by, h in held.items())
-    fixed_figures = ", ".join(f"{h[0][0]:.1%}" for h in held.values())
-    print(f"rl step time: n={len(good)} of {len(results)} rows, median |error| {median:.1%} as shipped (nothing fitted, "
-          f"sigma {SIGMA}); calibrated, held out {nested_figures or '(one group only)'} (form chosen inside each fold)"
-          + (f"; {fixed_figures} with the weight-sync form fixed (chosen on these rows)" if held else "")
-          + (f"; out of sample, the {len(newest)} {NEWEST} rows: {shipped_new:.1%} as shipped, {held_new:.1%} calibrated "
-             f"on the older releases alone" if newest and not math.isnan(held_new) else "")
-          + (f"; sigma chosen leave-one-model-out {cv:.1%}" if cv is not None else "")
+        print(f"  out of sample: the {len(newest)} {NEWEST} rows (published after the physics' choices but the host "
+              f"copies: see the docstring) {statistics.median(abs(r['physics_error']) for r in newest):.1%} by the "
+              f"physics alone, {held_new:.1%} calibrated on the older releases' rows alone ({form_new} form, chosen "
+              f"on them)")
+    figures = ", ".join(f"{h[0]:.1%} held out by {SHORT[by]}" for by, h in held.items())
+    print(f"rl step time: n={len(good)} of {len(results)} rows, median |error| "
+          + (f"cross-validated {figures} (the shipped calibration's four constants, model/rl/stacks.py, refitted "
+             f"without the held-out rows: the figures to quote)" if held else "(one group only: nothing cross-validated)")
+          + f"; as shipped {shipped:.1%} (in sample: its constants were fitted on these rows); the physics alone "
+          f"{physics:.1%} (nothing fitted, sigma {SIGMA})"
+          + (f"; out of sample, the {len(newest)} {NEWEST} rows calibrated on the older releases alone "
+             f"{held_new:.1%}" if newest and not math.isnan(held_new) else "")
+          + (f"; the physics alone with sigma chosen leave-one-model-out {cv:.1%}" if cv is not None else "")
           + f" | wall {time.perf_counter() - started:.0f} s, CPU {time.process_time() - cpu:.0f} s")
 
 
+def _print_rows(results: list[dict], good: list[dict]) -> None:
+    for r in results:
+        if isinstance(r["error"], float):
+            ph = r["shipped_phases"]
+            print(f"{r['id']:<48} measured {r['measured_s']:7.1f} s  predicted {r['predicted_s']:7.1f} s  "
+                  f"{r['error']:+7.1%} (physics alone {r['physics_error']:+7.1%})   (generate {ph['generate']:.1f}, "
+                  f"stream {ph['stream']:.1f}, score {ph['score']:.1f}, train {ph['train']:.1f}, sync {ph['sync']:.2f}, "
+                  f"offload {ph['offload']:.1f})")
+        else:
+            print(f"{r['id']:<48} not predicted: {r['error']}")
+    for model in sorted({r["model"] for r in good}):
+        errs = [abs(r["error"]) for r in good if r["model"] == model]
+        print(f"  {model:<18} n={len(errs):>2}  median |error| {statistics.median(errs):.1%} as shipped (in sample)")
+    for r in good:
+        if r["measured_phases"]:
+            print(f"  phases of {r['id']}: {_phases(r)}")
+
+
+def _print_diagnostics(good: list[dict], held: dict, show_fit: bool) -> None:
+    """The in-sample fit, the other calibration forms, and the cuts by system, release and placement."""
+    g, c, o, h = fit(good)
+    ship = NEMO_RL
+    print(f"  fitted on every row (in sample, what ships): engine host {g:.3f} ms an iteration, training stack x{c:.2f}, "
+          f"weight sync x{o:.2f}, host copies x{h:.2f}; model/rl/stacks.py NEMO_RL ships {ship.engine_host_s * 1e3:.3f} "
+          f"ms, x{ship.training:.2f}, x{ship.sync:.2f}, x{ship.host_copies:.2f}")
+    if show_fit:
+        print(f"  --fit: engine_host_s={g * 1e-3:.3g}, training={c:.3g}, sync={o:.3g}, host_copies={h:.3g}")
+    for by in held:
+        others = ", ".join(f"{calibrated(good, f, by)[0]:.1%} ({f})" for f in FORMS[1:])
+        print(f"  held out by {GROUPS[by]:<20} {held[by][0]:.1%} (shipped form: host time per engine iteration); "
+              f"other forms {others}; form chosen inside each fold {nested(good, by)[0]:.1%}")
+    _by_system(held["model"][1] if "model" in held else [])
+    _by_release(good)
+    if "system" in held:
+        pooled, each = within_release(good)
+        if each:
+            print("  held out by the system inside each release (diagnosis, see the docstring): "
+                  + ", ".join(f"{src} {m:.1%} (n={n})" for src, (m, n) in each.items()) + f"; pooled {pooled:.1%}")
+
+
 def _phases(r: dict) -> str:
-    """Each predicted phase beside its published measurement, where the row has one."""
-    p, m = r["phases"], r["measured_phases"]
+    """Each predicted phase (as shipped) beside its published measurement, where the row has one."""
+    p, m = r["shipped_phases"], r["measured_phases"]
     shown = (("generate", "generate", p["generate"]), ("scoring", "logprobs", p["score"]),
              ("training", "train", p["train"]), ("weight moves and host copies", "refit", p["sync"] + p["offload"]))
     return ", ".join(f"{name} {value:.1f} s" + (f" (measured {m[key]:.1f})" if key in m else "")
@@ -437,26 +432,28 @@ def out_of_sample(good: list[dict]) -> tuple[list[dict], float, float, str]:
 
 
 def _by_system(rows_out: list[dict]) -> None:
-    """Median |error| as shipped and calibrated (held out by model, form chosen inside each fold), by
-    system and placement."""
+    """Median |error| as shipped (in sample) and with the constants held out by model, by system and placement."""
     for system in sorted({r["system"] for r in rows_out}):
         for placement in sorted({r["placement"] for r in rows_out}):
             mine = [r for r in rows_out if r["system"] == system and r["placement"] == placement]
             if mine:
                 print(f"  {system:<6} {placement:<14} n={len(mine):>2}  median |error| "
-                      f"{statistics.median(abs(r['error']) for r in mine):.1%} as shipped, "
-                      f"{statistics.median(abs(r['calibrated_s'] / r['measured_s'] - 1) for r in mine):.1%} calibrated")
+                      f"{statistics.median(abs(r['error']) for r in mine):.1%} as shipped (in sample), "
+                      f"{statistics.median(abs(r['calibrated_s'] / r['measured_s'] - 1) for r in mine):.1%} held out "
+                      f"by model, {statistics.median(abs(r['physics_error']) for r in mine):.1%} physics alone")
 
 
 def _by_release(good: list[dict]) -> None:
-    """Signed median error as shipped by release and system: the older stacks' bias (docstring)."""
+    """Signed median error by release and system, as shipped (in sample) and by the physics alone (its
+    bias, docstring)."""
     cells = []
     for source in sorted({r["source"] for r in good}):
         for system in sorted({r["system"] for r in good}, reverse=True):
-            mine = [r["error"] for r in good if r["source"] == source and r["system"] == system]
+            mine = [r for r in good if r["source"] == source and r["system"] == system]
             if mine:
-                cells.append(f"{source} {system} {statistics.median(mine):+.1%} (n={len(mine)})")
-    print("  signed median error as shipped, by release and system: " + ", ".join(cells))
+                cells.append(f"{source} {system} {statistics.median(r['error'] for r in mine):+.1%} / "
+                             f"{statistics.median(r['physics_error'] for r in mine):+.1%} (n={len(mine)})")
+    print("  signed median error as shipped / by the physics alone, by release and system: " + ", ".join(cells))
 
 
 def within_release(good: list[dict]) -> tuple[float, dict[str, tuple[float, int]]]:
@@ -474,15 +471,16 @@ def within_release(good: list[dict]) -> tuple[float, dict[str, tuple[float, int]
 
 
 def _held_out(table: list[dict], by_sigma: dict) -> float:
-    """Median |error| when each model's rows use the sigma the other models' rows favour."""
+    """Median |error| of the physics alone when each model's rows use the sigma the other models' rows favour
+    (the physics': the shipped constants were fitted at SIGMA, so their errors would favour it)."""
     errors = []
     for model in {r["model"] for r in table}:
         def score(s):
-            others = [abs(r["error"]) for r, row in zip(by_sigma[s], table)
+            others = [abs(r["physics_error"]) for r, row in zip(by_sigma[s], table)
                       if row["model"] != model and isinstance(r["error"], float)]
             return statistics.median(others) if others else math.inf
         chosen = min(by_sigma, key=score)
-        errors += [abs(r["error"]) for r, row in zip(by_sigma[chosen], table)
+        errors += [abs(r["physics_error"]) for r, row in zip(by_sigma[chosen], table)
                    if row["model"] == model and isinstance(r["error"], float)]
     return statistics.median(errors) if errors else math.nan
 

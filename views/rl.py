@@ -64,6 +64,8 @@ def rl_detail(p: RLPlan, parallelism) -> dict:
         "mean_response_tokens": p.response, "longest_response_tokens": p.longest,
         "placement": b.placement, "staleness": b.staleness, "staleness_bound": job.staleness,
         "rl_stack": job.stack.name,
+        "calibration": {k: getattr(job.stack.calibration, k) for k in ("engine_host_s", "training", "sync",
+                                                                       "host_copies")},
         "objective": job.objective, "time_to_steps_s": p.time_to_steps, "steps": job.steps,
         "energy_per_step_j": b.energy, "cost_per_step_usd": b.cost,
         "phases_s": {k: getattr(s.phases, k) for k in ("generate", "stream", "score", "train", "sync", "offload")},

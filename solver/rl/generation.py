@@ -74,6 +74,7 @@ class Generation:
     memory: float                # bytes per GPU at the peak batch the simulation held
     preemptions: int
     peak_batch: int
+    iterations: tuple[float, float]   # engine iterations of the makespan and of the stream (`iterations`)
 
     @property
     def feasible(self) -> bool:
@@ -101,7 +102,7 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
     kv = kv_capacity(r, limit)
     longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
     if kv < longest:
-        return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0)
+        return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0, (0.0, 0.0))
     pool = Pool(r, layout.replicas, layout.config.batch, kv)
     one = simulate(requests, pool, warmup_s=0.0)
     makespan = max(one.e2e)
@@ -109,7 +110,8 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
     # the weights, a prefill chunk's activations and buffers, and the most cache the simulation held
     cache = one.peak_kv_tokens * r.kv.per_token_per_gpu() / layout.config.ep
     memory = r.memory(0, r.engine.chunk, 0) + cache
-    return Generation(layout, makespan, stream, kv, memory, one.preemptions, one.peak_batch)
+    return Generation(layout, makespan, stream, kv, memory, one.preemptions, one.peak_batch,
+                      iterations(r, layout, requests, kv, depth))
 
 
 def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1) -> float:
@@ -119,13 +121,41 @@ def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: flo
     k steps generates for the next k policy versions at once (NeMo-RL's trajectory collector:
     nemo_rl/algorithms/async_utils.py, `max_trajectory_age_steps`), so k steps' samples may be in
     flight: deeper staleness fills the batch further, never less."""
-    prompt = sum(q.prompt for q in requests) / len(requests)
-    output = sum(q.output for q in requests) / len(requests)
-    held = max(1.0, r.kv.tokens_held(prompt, output))
-    flight = max(1, depth) * math.ceil(len(requests) / layout.replicas)
-    batch = max(1, min(layout.config.batch, int(kv // held), flight))
+    prompt, output, batch = steady_batch(r, layout, requests, kv, depth)
     full = estimate(attrs.evolve(r, config=attrs.evolve(r.config, batch=batch)), prompt, output)
     return len(requests) / (layout.replicas * full.requests_per_s)
+
+
+def steady_batch(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float,
+                 depth: int = 1) -> tuple[float, float, int]:
+    """(mean prompt, mean response, the batch a fed replica holds: `steady`)."""
+    prompt, output, _, n = sample_stats(requests)
+    return prompt, output, _batch_held(r, layout, n, prompt, output, kv, depth)
+
+
+def sample_stats(requests: tuple[Request, ...]) -> tuple[float, float, int, int]:
+    """(mean prompt, mean response, the longest response, samples): what `iterations` reads of them."""
+    n = len(requests)
+    return sum(q.prompt for q in requests) / n, sum(q.output for q in requests) / n, max(q.output for q in requests), n
+
+
+def _batch_held(r: Replica, layout: GenLayout, n: int, prompt: float, output: float, kv: float, depth: int) -> int:
+    held = max(1.0, r.kv.tokens_held(prompt, output))
+    flight = max(1, depth) * math.ceil(n / layout.replicas)
+    return max(1, min(layout.config.batch, int(kv // held), flight))
+
+
+def iterations(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1,
+               stats: tuple[float, float, int, int] | None = None) -> tuple[float, float]:
+    """Engine iterations, as a stack's host time per iteration counts them (model/rl/stacks.py
+    `Calibration.engine_host_s`): the slowest sample's decode steps (its response over the tokens a
+    step emits, drafts included), and a fed replica's (its share of the output tokens over the steady
+    batch's tokens a step). Neither depends on the simulation, so bounds and exact points agree.
+    `stats`: `sample_stats(requests)` where the caller keeps them."""
+    prompt, output, longest, n = stats or sample_stats(requests)
+    steps = r.engine.tokens_per_step
+    batch = _batch_held(r, layout, n, prompt, output, kv, depth)
+    return longest / steps, n * output / (layout.replicas * batch * steps)
 
 
 def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,

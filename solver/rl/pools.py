@@ -22,6 +22,7 @@ from ...model.job import Job
 from ...model.power import job_power
 from ...model.rl import host, phases as ph
 from ...model.rl.job import RLJob, train_job
+from ...model.rl.stacks import Calibration
 from ...model.rl.step import COLOCATED, Phases, RLStep, compose
 from ...model.train.step import Estimate
 from ..train.plan import plan
@@ -166,13 +167,22 @@ def evaluate(job: RLJob, placement: str, staleness: int, generation: Generation,
     reference = 1.0 if swaps_reference(job) else 0.0
     offload = host.host_moves(train.policy, engine, reference, placement == COLOCATED, shares_weights(train, gen), tp,
                                job.stack)
-    phases = Phases(makespan if makespan is not None else generation.makespan,
-                    stream if stream is not None else generation.stream, train.score, train.train,
-                    sync_time(job, gen, train, placement, gp, tp), offload)
-    step = compose(phases, placement, staleness)
+    physics = Phases(makespan if makespan is not None else generation.makespan,
+                     stream if stream is not None else generation.stream, train.score, train.train,
+                     sync_time(job, gen, train, placement, gp, tp), offload)
+    step = compose(calibrated(physics, generation.iterations, job.stack.calibration), placement, staleness)
     power, cost = _power_and_cost(job, placement, step, gen, train)
     return Candidate(placement, staleness, generation, train, step, power, power * step.step_time,
                      None if cost is None else cost * step.step_time)
+
+
+def calibrated(p: Phases, iterations: tuple[float, float], c: Calibration) -> Phases:
+    """The phases as the stack runs them (model/rl/stacks.py `Calibration`): the engine's host time on
+    each iteration (the makespan's and the stream's, the stream never over the makespan), the other
+    phases scaled. Each term grows with its phase, so the laws of the physics hold calibrated too."""
+    generate = p.generate + c.engine_host_s * iterations[0]
+    return Phases(generate, min(generate, p.stream + c.engine_host_s * iterations[1]), p.score * c.training,
+                  p.train * c.training, p.sync * c.sync, p.offload * c.host_copies)
 
 
 def _power_and_cost(job: RLJob, placement: str, step: RLStep, gen: GenLayout, train: TrainPool):

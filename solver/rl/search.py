@@ -73,6 +73,8 @@ class Context:
         self._bounds: dict = {}
         self._ceilings: dict = {}
         self._sims: dict = {}
+        self._iterations: dict = {}
+        self._stats = gen.sample_stats(self.requests)   # the samples' means and longest response, read once
         self._longest: dict = {}      # KV layout -> the most cache one sample holds (read for every layout's bound)
         self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
         self.simulated = 0
@@ -149,6 +151,15 @@ class Context:
             self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
         return self._ceilings[key]
 
+    def iterations(self, layout: gen.GenLayout, limit: float) -> tuple[float, float]:
+        """The engine iterations the simulation would report (solver/rl/generation.py `iterations`)."""
+        key = (layout, limit)
+        if key not in self._iterations:
+            r = self.replica(layout)
+            self._iterations[key] = gen.iterations(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
+                                                   self._stats)
+        return self._iterations[key]
+
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
         key = (layout, limit)
         if key not in self._sims:
@@ -180,7 +191,7 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
         bounds = ctx.bound(layout, limit)
         if bounds is None:
             continue
-        placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0)
+        placeholder = gen.Generation(layout, bounds[0], bounds[1], 0.0, 0.0, 0, 0, ctx.iterations(layout, limit))
         low = evaluate(job, where.placement, staleness, placeholder, train)
         value = low.value(job.objective)
         # no point is exact before it is simulated: every step reads its batch's makespan (colocated and

@@ -39,12 +39,25 @@ def test_a_row_is_predicted_from_its_pinned_design():
     out = rl_accuracy.predict(row)
     assert isinstance(out["error"], float) and out["placement"] == "colocated" and out["staleness"] == 0
     assert set(out["measured_phases"]) == {"generate", "train", "logprobs", "refit"}
-    assert out["predicted_s"] == pytest.approx(sum(out["phases"][k] for k in ("generate", "score", "train",
-                                                                               "sync", "offload")))
+    assert out["predicted_s"] == pytest.approx(sum(out["shipped_phases"][k] for k in ("generate", "score", "train",
+                                                                                       "sync", "offload")))
+    assert out["physics_s"] == pytest.approx(sum(out["phases"][k] for k in ("generate", "score", "train", "sync",
+                                                                            "offload")))
+
+
+def test_the_shipped_step_is_the_physics_at_the_shipped_constants():
+    """One answer: the benchmark's calibrated form at model/rl/stacks.py's constants gives the step the
+    planner ships, so refitting those constants without a row predicts what shipping them would."""
+    from gclc.model.rl.stacks import NEMO_RL
+    constants = (NEMO_RL.engine_host_s * 1e3, NEMO_RL.training, NEMO_RL.sync, NEMO_RL.host_copies)
+    for index in (0, 3):                              # a colocated and a split row
+        out = rl_accuracy.predict(rl_accuracy.rows()[index])
+        assert out["predicted_s"] > out["physics_s"]
+        assert rl_accuracy.scaled(out, constants, rl_accuracy.ITERATION) == pytest.approx(out["predicted_s"], rel=1e-9)
 
 
 def test_calibration_holds_each_group_out():
-    fake = [{"model": m, "measured_s": 10.0 * k, "placement": "colocated", "staleness": 0,
+    fake = [{"model": m, "measured_s": 10.0 * k, "placement": "colocated", "staleness": 0, "iterations": (900.0, 300.0),
              "phases": {"generate": 4.0 * k, "stream": 4.0 * k, "score": 1.0 * k, "train": 2.0 * k, "sync": 0.5,
                         "offload": 0.5}} for m, k in (("a", 1), ("b", 2), ("c", 3))]
     held, rows = rl_accuracy.calibrated(fake)
@@ -101,7 +114,7 @@ def test_the_nested_calibration_chooses_each_folds_form_without_the_held_out_row
     """Each held-out group is predicted with the form its fold's own held-out median prefers
     and the factors fitted on the fold (neither reads the held-out rows)."""
     fake = [{"model": m, "measured_s": 10.0 * k + j, "placement": "colocated" if j else "disaggregated",
-             "staleness": j % 2, "phases": {"generate": 4.0 * k, "stream": 2.0 * k, "score": 1.0 * k,
+             "staleness": j % 2, "iterations": (1000.0 * k, 400.0 * k), "phases": {"generate": 4.0 * k, "stream": 2.0 * k, "score": 1.0 * k,
                                             "train": 2.0 * k, "sync": 0.5 * j + 0.1, "offload": 0.5}}
             for m, k in (("a", 1), ("b", 2), ("c", 3)) for j in (0, 1)]
     _, rows = rl_accuracy.nested(fake)
@@ -133,7 +146,7 @@ def test_the_newest_release_is_predicted_from_the_older_rows_alone():
     what the newest rows measured moves their errors, never the calibration."""
     def fake(scale):
         return [{"source": s, "model": "m", "measured_s": (10.0 + k) * (scale if s == rl_accuracy.NEWEST else 1),
-                 "error": -0.3, "placement": "colocated", "staleness": 0,
+                 "error": -0.3, "placement": "colocated", "staleness": 0, "iterations": (500.0 + 50 * k, 100.0),
                  "phases": {"generate": 4.0 + k, "stream": 3.0, "score": 1.0, "train": 2.0, "sync": 0.5, "offload": 0.5}}
                 for s in ("NeMoRL-0.5", "NeMoRL-0.6", rl_accuracy.NEWEST) for k in (0, 1, 2)]
     new, shipped, held, form = rl_accuracy.out_of_sample(fake(1.0))
@@ -156,15 +169,18 @@ def test_the_iteration_form_adds_host_time_per_engine_iteration():
         assert rl_accuracy.scaled(row, (2.0, 1.0, 1.0, 1.0), rl_accuracy.ITERATION) == pytest.approx(base + 2e-3 * used)
 
 
-def test_the_shipped_model_is_the_calibrated_one_at_unit_factors():
-    """The cross-validation evaluates the model as it ships, scaled: at unit factors (no overhead) each
-    form gives the shipped step time exactly, so no default differs between the two."""
+def test_the_physics_is_the_calibrated_form_at_unit_factors():
+    """The cross-validation scales the physics alone (`phases`, the model without its stack's calibration):
+    at unit factors (no overhead, no host time) each form gives the physics' step time exactly, so no default
+    differs between what is refitted and what ships (the shipped constants: the test above)."""
     rows = {r["id"]: r for r in rl_accuracy.rows()}
     for name in ("NeMoRL-0.3-H100-Llama31_8B-on-8", "NeMoRL-0.4-H100-Llama31_8B-1off-16"):
         out = rl_accuracy.predict(rows[name])
-        assert rl_accuracy.scaled(out, (1.0, 1.0, 1.0, 1.0), "moves") == pytest.approx(out["predicted_s"], rel=1e-12)
-        assert rl_accuracy.scaled(out, (1.0, 1.0, 0.0, 1.0), "overhead") == pytest.approx(out["predicted_s"], rel=1e-12)
-        assert rl_accuracy.scaled(out, (1.0, 1.3, 1.0, 1.0), "moves") > out["predicted_s"]   # scoring and training
+        assert rl_accuracy.scaled(out, (1.0, 1.0, 1.0, 1.0), "moves") == pytest.approx(out["physics_s"], rel=1e-12)
+        assert rl_accuracy.scaled(out, (1.0, 1.0, 0.0, 1.0), "overhead") == pytest.approx(out["physics_s"], rel=1e-12)
+        assert rl_accuracy.scaled(out, (0.0, 1.0, 1.0, 1.0), rl_accuracy.ITERATION) == pytest.approx(out["physics_s"],
+                                                                                                    rel=1e-12)
+        assert rl_accuracy.scaled(out, (1.0, 1.3, 1.0, 1.0), "moves") > out["physics_s"]   # scoring and training
 
 
 def test_held_out_by_system_inside_a_release_fits_on_that_release_alone():
@@ -172,7 +188,7 @@ def test_held_out_by_system_inside_a_release_fits_on_that_release_alone():
     the same release only; a release with one system's rows is not predicted."""
     fake = [{"source": src, "system": sysn, "model": f"m{k}", "measured_s": (10.0 + 3 * k) * (1.4 if sysn == "GB200" else 1.0)
              * (1.2 if src == "v1" else 1.0), "error": -0.2, "placement": "colocated" if k % 2 else "disaggregated",
-             "staleness": k % 2,
+             "staleness": k % 2, "iterations": (800.0 + 100 * k, 200.0),
              "phases": {"generate": 4.0 + k, "stream": 3.0, "score": 1.0 + k / 2, "train": 2.0, "sync": 0.5, "offload": 0.5}}
             for src in ("v1", "v2") for sysn in ("H100", "GB200") for k in range(5)]
     fake += [dict(fake[0], source="v3")]

@@ -42,6 +42,10 @@ def test_the_json_keeps_the_contract_and_the_text_says_the_same(capsys, planned)
     from gclc.compiler.schema import RL_STACKS
     assert rl["rl_stack"] == "nemo_rl"
     assert tuple(VALIDATOR.schema["properties"]["rl"]["properties"]["rl_stack"]["enum"]) == RL_STACKS
+    # ... and the calibration its phases already carry (model/rl/stacks.py), so a reader can undo it
+    from gclc.model.rl.stacks import NEMO_RL
+    assert rl["calibration"] == {"engine_host_s": NEMO_RL.engine_host_s, "training": NEMO_RL.training,
+                                 "sync": NEMO_RL.sync, "host_copies": NEMO_RL.host_copies}
     ends = {t["pool"]: t["end_s"] for t in rl["timeline"]}
     assert all(end == pytest.approx(data["step_time_s"]) for end in ends.values())
     code, text, _ = run(capsys, "plan", SMALL)
