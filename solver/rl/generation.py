@@ -41,7 +41,7 @@ from ...compiler.ir import Partition
 from ...compiler.serve_trace import Request
 from ...model.serve.inference import Engine, Replica, ServeConfig, estimate, first_token_time, replica
 from ...model.shape import ModelShape
-from ..serve.sim import Pool, simulate
+from ..serve.sim import Pool, begin
 from ...dsl.records import frozen
 
 BATCHES = (64, 256, 1024)    # max_batch choices the planner tries (an `engine { max_batch }` pins one)
@@ -98,18 +98,66 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
                         depth: int = 1) -> Generation:
     """Simulate the step's samples on the pool; the stream rate from the same cost model, with
     up to `depth` steps' samples in flight (`steady`)."""
+    return begin_generation(r, layout, requests, limit, depth).finish()
+
+
+def begin_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float,
+                     depth: int = 1) -> "Generation | GenerationRun":
+    """`simulate_generation` as a run a search may advance in steps (`GenerationRun`); a layout
+    that cannot hold the longest sample is answered at once."""
     kv = kv_capacity(r, limit)
     longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
     if kv < longest:
         return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0)
-    pool = Pool(r, layout.replicas, layout.config.batch, kv)
-    one = simulate(requests, pool, warmup_s=0.0)
-    makespan = max(one.e2e)
-    stream = min(makespan, steady(r, layout, requests, kv, depth))
-    # the weights, a prefill chunk's activations and buffers, and the most cache the simulation held
-    cache = one.peak_kv_tokens * r.kv.per_token_per_gpu() / layout.config.ep
-    memory = r.memory(0, r.engine.chunk, 0) + cache
-    return Generation(layout, makespan, stream, kv, memory, one.preemptions, one.peak_batch)
+    return GenerationRun(r, layout, requests, kv, depth)
+
+
+class GenerationRun:
+    """The generation simulation of one layout, advanced as far as a search needs: `least`
+    bounds its times from below at every pause, `finish` runs it to its end (the same run, event
+    for event, as `simulate` in one go: solver/serve/sim.py `advance`)."""
+
+    def __init__(self, r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int):
+        self.r, self.layout, self.requests, self.kv = r, layout, requests, kv
+        self.run = begin(requests, Pool(r, layout.replicas, layout.config.batch, kv), warmup_s=0.0)
+        self.steady = steady(r, layout, requests, kv, depth)
+        self.result: Generation | None = None
+
+    def always_served(self) -> bool:
+        """Whether no sample can be refused (served never, an infinite makespan): a sample is
+        refused only by an empty replica whose cache cannot take its prompt, what it made (less
+        than its output: it would have finished) and a step; a margin covers the rounding of the
+        replica's running sums. Where this holds, a run left unfinished is certainly feasible."""
+        step = self.r.engine.tokens_per_step
+        most = max(self.r.kv.tokens_held(q.prompt, 0) + q.output for q in self.requests) + step
+        return most + 1e-3 * self.kv + 1.0 <= self.kv
+
+    def advance(self, until: float) -> Generation | None:
+        """Run the simulation's events due by `until` seconds; the Generation once it has ended."""
+        if self.result is None and self.run.advance(until):
+            self.result = self._generation()
+        return self.result
+
+    def finish(self) -> Generation:
+        return self.advance(math.inf)
+
+    def least(self) -> tuple[float, float]:
+        """Lower bounds of (makespan, stream) so far: the simulation's (`least_e2e`), and the
+        stream as `_generation` takes it from the makespan (min is monotone)."""
+        if self.result is not None:
+            return self.result.makespan, self.result.stream
+        makespan = self.run.least_e2e()
+        return makespan, min(makespan, self.steady)
+
+    def _generation(self) -> Generation:
+        r, layout = self.r, self.layout
+        one = self.run.outcome()
+        makespan = max(one.e2e)
+        stream = min(makespan, self.steady)
+        # the weights, a prefill chunk's activations and buffers, and the most cache the simulation held
+        cache = one.peak_kv_tokens * r.kv.per_token_per_gpu() / layout.config.ep
+        memory = r.memory(0, r.engine.chunk, 0) + cache
+        return Generation(layout, makespan, stream, self.kv, memory, one.preemptions, one.peak_batch)
 
 
 def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1) -> float:

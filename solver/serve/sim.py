@@ -45,7 +45,7 @@ from ...compiler.serve_trace import Request
 from .outcome import Misses, Outcome, first_measured, measure
 from ...dsl.records import define, frozen
 
-__all__ = ["Outcome", "Pool", "ROUTERS", "simulate"]
+__all__ = ["Outcome", "Pool", "ROUTERS", "begin", "simulate"]
 
 ROUTER_SEED = 0     # the random routers draw from a fixed seed: a plan is the same run to run
 
@@ -183,6 +183,12 @@ def simulate(requests: tuple[Request, ...], serve: Pool, prefill: Pool | None = 
     return _Simulation(requests, serve, prefill, transfer or (lambda _: 0.0), slo or {}, warmup_s, stop).run()
 
 
+def begin(requests: tuple[Request, ...], serve: Pool, warmup_s: float | None = None) -> "_Simulation":
+    """`simulate` as a run to advance in steps (`advance`, `least_e2e`), for a search that may
+    stop it once it is certainly worse than an answer; `run` ends it with the same outcome."""
+    return _Simulation(requests, serve, None, lambda _: 0.0, {}, warmup_s, None)
+
+
 class _Simulation:
     def __init__(self, requests, serve: Pool, prefill: Pool | None, transfer, slo: dict[str, float],
                  warmup_s: float | None = None, stop=None):
@@ -216,14 +222,48 @@ class _Simulation:
         heapq.heappush(self.events, (time, self.tick, kind, payload))
 
     def run(self) -> Outcome:
+        self.advance(math.inf)
+        return self.outcome()
+
+    @property
+    def done(self) -> bool:
+        return not (self.events or self.upcoming < len(self.arrivals)) or bool(self.stopped)
+
+    def next_time(self) -> float:
+        """When the next event happens (inf: none is left): every request not yet served ends
+        at an event, none before this."""
+        arrival = self.requests[self.arrivals[self.upcoming]].arrival if self.upcoming < len(self.arrivals) \
+            else math.inf
+        return min(arrival, self.events[0][0]) if self.events else arrival
+
+    def least_e2e(self) -> float:
+        """A lower bound of the largest measured end-to-end time the run will report: the largest
+        so far, and, while a measured request is unserved, the next event's time less the latest
+        arrival (it ends at an event, none earlier: `next_time`; rounding is monotone, so the
+        difference is no larger than its own)."""
+        first, results = self.first, self.results
+        least = max((v[2] for i, v in results.items() if i >= first), default=-math.inf)
+        if sum(1 for i in results if i >= first) < len(self.requests) - first:
+            latest = max(q.arrival for q in self.requests)
+            least = max(least, self.next_time() - latest)
+        return least
+
+    def advance(self, until: float) -> bool:
+        """Run the events due by `until` (those after it wait: a later call resumes the run
+        exactly where it paused, so a run advanced in steps ends as one run to the end); whether
+        the run has ended."""
         arrivals = self.arrivals
         while (self.events or self.upcoming < len(arrivals)) and not self.stopped:
             upcoming = self.upcoming
             if upcoming < len(arrivals) and (not self.events or
                                              self.requests[arrivals[upcoming]].arrival <= self.events[0][0]):
+                if self.requests[arrivals[upcoming]].arrival > until:
+                    return False
                 now, kind, payload = self.requests[arrivals[upcoming]].arrival, "arrive", arrivals[upcoming]
                 self.upcoming = upcoming + 1
             else:
+                if self.events[0][0] > until:
+                    return False
                 now, _, kind, payload = heapq.heappop(self.events)
             if self.misses is not None and now >= self.misses.due and self.misses.overdue(now):
                 self.check_stop()
@@ -239,7 +279,7 @@ class _Simulation:
             else:
                 server, parts, decoding = payload
                 self.complete(server, parts, decoding, now)
-        return self.outcome()
+        return True
 
     def enqueue(self, servers: list[_Server], seq: _Seq, now: float) -> None:
         server = self.route(servers)
