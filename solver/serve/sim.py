@@ -299,7 +299,8 @@ class _Simulation:
         if router == "power_of_two" and len(servers) > 2:
             first, second = self.draws.sample(range(len(servers)), 2)
             return servers[first] if servers[first].load <= servers[second].load else servers[second]
-        return min(servers, key=lambda s: s.load)
+        loads = [len(s.waiting) + len(s.prefilling) + s.count for s in servers]   # (`_Server.load`)
+        return servers[loads.index(min(loads))]
 
     # ------------------------------------------------------------ one iteration
     def start(self, server: _Server, now: float) -> None:
@@ -343,12 +344,45 @@ class _Simulation:
             return now, time        # (a swapped sequence back in its cache decodes from the next step)
         head, budget = self.join_terms(server, decoding)
         arrival = self.quiet_until()
+        # Each step: whether it is quiet (none finishes, is preempted or can join, as `complete`,
+        # `grow` and `fill` would test it); if so, take it: its steps, scheduler round and the
+        # cache's peak. On local copies of what the tests read: while steps run inline only the
+        # steps, the round and the peak move, and without windows a step's growth is the same at
+        # every step (no sequence reaches a window)
+        pool, engine = server.pool, server.pool.replica.engine
+        step, grows = engine.tokens_per_step, engine.preemption != "reserve"
+        kv, many, rounds = pool.kv_tokens, len(server.order) > 1, engine.scheduler_steps
+        growth, copying = server.growth(step), server.copying
+        fixed, count, sum_base, sum_prompt = server.fixed, server.count, server.sum_base, server.sum_prompt
+        finish = server.finishing[0][0] if server.finishing else math.inf
+        blocked, joinable, take, room = bool(server.prefilling), False, 0.0, 0.0
+        if head is not None and len(server.order) < pool.max_batch:
+            # whether `fill` would take the first waiting sequence (`head`): its take of the cache
+            # against the room `fill` reads, and the tests that no step moves
+            seq, (held, made, reserve, grows_next) = head
+            joinable = not (seq.todo > 0 and budget <= 0) and not server.reserved + reserve > kv
+            take, room = (held, made, grows_next), kv - growth
+        steps, turn, peak = server.steps, server.round, self.peak_kv
         seconds = None      # the step's time by the cache it reads (`Replica.decode_steps`), once one is quiet
         # (`not >=`: the step test as the loop had it, even for a NaN time)
-        while not now + time >= arrival and self.quiet_step(server, head, budget):
+        while not now + time >= arrival:
+            after = steps + step
+            if finish <= after + 1e-9:
+                break       # one finishes: `complete` takes it
+            used = fixed + (count * (1 + after) - sum_base)         # `_Server.used` at the step's end
+            if grows and used + growth > kv and many:
+                break       # a preemption: `start` runs it
+            decode_only = turn < rounds
+            if not decode_only and (blocked or joinable and not used + take[0] + take[1] + take[2] > room):
+                break       # a prompt may join: `start` fills
+            if grows:
+                peak = max(peak, used + growth)
+            turn = turn + 1 if decode_only else 1
+            steps = after
             if seconds is None:
-                seconds = server.pool.replica.decode_steps(decoding)
-            now, time = now + time, seconds(server.read) + server.copying
+                seconds = pool.replica.decode_steps(decoding)
+            now, time = now + time, seconds(sum_prompt + count * (1 + steps) - sum_base) + copying   # (`read`)
+        server.steps, server.round, self.peak_kv = steps, turn, peak
         return now, time
 
     def join_terms(self, server: _Server, decoding: int) -> tuple[tuple | None, float]:
@@ -373,30 +407,6 @@ class _Simulation:
             return arrival
         return min(arrival, self.events[0][0] if self.events else math.inf,
                    self.misses.due if self.misses is not None else math.inf)
-
-    def quiet_step(self, server: _Server, head: tuple | None, budget: float) -> bool:
-        """Whether the server's next decode step is quiet (none finishes, is preempted or can join);
-        if so, take it: its steps, scheduler round and the cache's peak, as `complete` and `start`
-        would; if not, leave the server as it was for them."""
-        pool = server.pool
-        engine = pool.replica.engine
-        step, grows = engine.tokens_per_step, engine.preemption != "reserve"   # (`grow` checks the cache and the peak)
-        steps = server.steps + step
-        if server.finishing and server.finishing[0][0] <= steps + 1e-9:
-            return False
-        before, server.steps = server.steps, steps
-        if grows and server.used + server.growth(step) > pool.kv_tokens and len(server.order) > 1:
-            server.steps = before       # a preemption: `start` runs it
-            return False
-        decode_only = server.round < engine.scheduler_steps
-        if not decode_only and (server.prefilling or (server.waiting and len(server.order) < pool.max_batch
-                                                      and self.may_join(server, head, step, budget))):
-            server.steps = before       # a prompt may join: `start` fills
-            return False
-        if grows:
-            self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
-        server.round = server.round + 1 if decode_only else 1
-        return True
 
     def grow(self, server: _Server) -> None:
         """Room for this step's tokens; preempt the newest sequences while they do not fit:
@@ -499,17 +509,6 @@ class _Simulation:
         server.order[seq] = None
         self.peak_batch = max(self.peak_batch, len(server.order))
         return True
-
-    @staticmethod
-    def may_join(server: _Server, head: tuple, step: float, budget: float) -> bool:
-        """Whether `fill` would take the first waiting sequence (`head`: it and its `needs`) into
-        the batch now, the room it reads as `fill` reads it (its other stops: `decode_on`)."""
-        seq, (held, made, reserve, grows) = head
-        if seq.todo > 0 and budget <= 0:
-            return False
-        pool = server.pool
-        room = pool.kv_tokens - (server.growth(step) if server.count else 0.0)
-        return not (server.used + held + made + grows > room or server.reserved + reserve > pool.kv_tokens)
 
     @staticmethod
     def needs(server: _Server, seq: _Seq, step: float) -> tuple[float, float, float, float]:
