@@ -112,7 +112,16 @@ class Replica:
         """`iteration(decoding, kv, 0, 0, 0, layer_mean=True)` as a function of `kv` alone: a step
         of `decoding` sequences that only decode, what the simulator runs most (solver/serve/sim.py
         `decode_on`). What does not depend on the cache read is found once; the rest is
-        `_iteration`'s own steps (`_batch`, `_stage_of`, `_finish`), so each time is the same to the last bit."""
+        `_iteration`'s own steps (`_batch`, `_stage_of`, `_finish`), so each time is the same to the last bit.
+        Kept in the stage memo: what it reads of the replica is what a shared memo's replicas share
+        (`sharing_costs`)."""
+        key = ("decode_steps", decoding)
+        seconds = self._memo.get(key)
+        if seconds is None:
+            seconds = self._memo[key] = self._decode_steps(decoding)
+        return seconds
+
+    def _decode_steps(self, decoding: int) -> Callable[[float], float]:
         tokens, micro = self._batch(decoding, 0, 0)
         if tokens <= 0:
             return lambda kv: 0.0
@@ -268,7 +277,14 @@ class Replica:
 
     def _kernels(self, tokens: float) -> float:
         """Kernels of one pass through every stage: a layer's own, its tensor-parallel
-        all-reduces, and (a loop over experts) a few per expert its tokens touch."""
+        all-reduces, and (a loop over experts) a few per expert its tokens touch. The same for
+        every batch: counted once, in the stage memo."""
+        kernels = self._memo.get("kernels")
+        if kernels is None:
+            kernels = self._memo["kernels"] = self._count_kernels()
+        return kernels
+
+    def _count_kernels(self) -> float:
         s, c = self.shape, self.config
         per_layer = moe.kernels_per_layer(s, self.engine.layer_kernels) + (2 if c.tp > 1 else 0)
         loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * s.moe_layers if s.is_moe else 0.0

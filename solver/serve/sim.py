@@ -342,8 +342,11 @@ class _Simulation:
         bit; other replicas' events at the same instants touch only maxima and counts."""
         if server.window or server.role == "prefill" or server.count != decoding:
             return now, time        # (a swapped sequence back in its cache decodes from the next step)
-        head, budget = self.join_terms(server, decoding)
         arrival = self.quiet_until()
+        if now + time >= arrival or server.finishing and server.finishing[0][0] <= server.steps + \
+                server.pool.replica.engine.tokens_per_step + 1e-9:
+            return now, time        # (the loop's first tests, before it sets out what the others read)
+        head, budget = self.join_terms(server, decoding)
         # Each step: whether it is quiet (none finishes, is preempted or can join, as `complete`,
         # `grow` and `fill` would test it); if so, take it: its steps, scheduler round and the
         # cache's peak. On local copies of what the tests read: while steps run inline only the
