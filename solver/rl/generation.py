@@ -177,12 +177,13 @@ def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: flo
 
 
 def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,
-          depth: int = 1, areas: list[float] | None = None) -> tuple[float, float]:
+          depth: int = 1, areas: list[float] | None = None, kept: dict | None = None) -> tuple[float, float]:
     """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
     with the cache's capacity `kv`, the stream's is exact where the steady time is below the
     makespan's bound (the stream is the smaller of the two). `areas`: `cache_areas` of these
     requests on these replicas, where the caller keeps them (they depend on neither the batch
-    nor the memory bound, which most layouts of a search differ by)."""
+    nor the memory bound, which most layouts of a search differ by); `kept`: a dict where the
+    caller keeps the shares' sums (`ShareTerms`) for the next layout that deals them alike."""
     steps = r.engine.tokens_per_step
     sizes = _batch_sizes(layout.config.batch)
     cheapest = min(r.iteration(b, 0) / (b * steps) for b in sizes)
@@ -190,14 +191,21 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
     tail = work = 0.0
     if kv > 0 and areas is None:
         areas = cache_areas(r, requests, layout.replicas)
-    for i, share in enumerate(shares(requests, layout.replicas)):
-        if not share:
+    key = (areas_key(r, layout.replicas), layout.config.batch)
+    terms = kept.get(key) if kept is not None else None
+    if terms is None:
+        terms = [ShareTerms.of(r, share, layout.config.batch) if share else None
+                 for share in shares(requests, layout.replicas)]
+        if kept is not None:
+            kept[key] = terms
+    for i, share in enumerate(terms):
+        if share is None:
             continue
-        tail = max(tail, _tail(r, layout, share, kv))
-        work = max(work, sum(q.output - 1 for q in share) * cheapest)
+        tail = max(tail, _tail(r, share, kv))
+        work = max(work, share.outputs * cheapest)
         if kv > 0:
             work = max(work, areas[i] / kv * shortest)
-        work = max(work, _prefill_work(r, share))
+        work = max(work, _prefill_work(r, share.fresh))
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
@@ -231,26 +239,48 @@ def _cache_area(r: Replica, share: tuple[Request, ...]) -> float:
     return area
 
 
-def _prefill_work(r: Replica, share: tuple[Request, ...]) -> float:
-    """The share's fresh prompt tokens (a shared prefix is prefilled once), each no cheaper than
+@frozen
+class ShareTerms:
+    """What `bound` reads of one replica's share that neither the cache's capacity nor the
+    iteration's costs change: sums over its samples, and its first `max_batch` (`_tail`).
+    Each is taken as `_tail` and `_prefill_work` took it, in the same order: the same bits."""
+
+    longest: Request             # its longest sample (the first of them)
+    outputs: float               # its output tokens after each first: sum of output - 1
+    fresh: float                 # its fresh prompt tokens (Engine.split)
+    first_held: float            # the cache its first max_batch samples hold at their ends
+    first_fresh: float           # their fresh prompt tokens
+    together: bool               # whether the longest is among them
+    others: tuple[int, ...]      # the others' outputs, longest first
+
+    @classmethod
+    def of(cls, r: Replica, share: tuple[Request, ...], batch: int) -> "ShareTerms":
+        longest = max(share, key=lambda q: q.output)
+        first = share[:batch]
+        return cls(longest, sum(q.output - 1 for q in share), sum(r.engine.split(q.prompt)[0] for q in share),
+                   sum(r.kv.tokens_held(q.prompt, q.output) for q in first),
+                   sum(r.engine.split(q.prompt)[0] for q in first), longest in first,
+                   tuple(sorted((q.output for q in first if q is not longest), reverse=True)))
+
+
+def _prefill_work(r: Replica, fresh: float) -> float:
+    """The share's `fresh` prompt tokens (a shared prefix is prefilled once), each no cheaper than
     a prompt token in the cheapest iteration of prompt tokens alone up to a chunk (an iteration
     that decodes beside its chunk costs no less)."""
-    fresh = sum(r.engine.split(q.prompt)[0] for q in share)
     if fresh <= 0:
         return 0.0
     cheapest = min(r.iteration(0, 0.0, n, 0.0, 1) / n for n in _batch_sizes(max(1, int(r.engine.chunk))))
     return fresh * cheapest
 
 
-def _tail(r: Replica, layout: GenLayout, share: tuple[Request, ...], kv: float) -> float:
+def _tail(r: Replica, share: ShareTerms, kv: float) -> float:
     """The longest sample of a replica's share: its prefill and its decode steps, each step as
     long as an empty-cache step of the sequences certainly decoding beside it (module docstring)."""
     steps = r.engine.tokens_per_step
-    longest = max(share, key=lambda q: q.output)
-    first = share[:layout.config.batch]
-    together = longest in first and sum(r.kv.tokens_held(q.prompt, q.output) for q in first) <= kv
-    lags = math.ceil(sum(r.engine.split(q.prompt)[0] for q in first) / r.engine.chunk) if together else 0
-    others = sorted((q.output for q in first if q is not longest), reverse=True) if together else []
+    longest = share.longest
+    together = share.together and share.first_held <= kv
+    lags = math.ceil(share.first_fresh / r.engine.chunk) if together else 0
+    others = share.others if together else ()
     time, step, alive = first_token_time(r, longest.prompt), 0, len(others)
     total = math.ceil((longest.output - 1) / steps)
     while step < total:

@@ -76,6 +76,7 @@ class Context:
         self._sims: dict = {}
         self._longest: dict = {}      # KV layout -> the most cache one sample holds (read for every layout's bound)
         self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
+        self._shares: dict = {}       # (gen.areas_key, batch) -> each share's sums (gen.ShareTerms)
         self.simulated = 0
         self.reasons: dict[str, None] = {}
 
@@ -138,7 +139,7 @@ class Context:
                 if areas not in self._areas:
                     self._areas[areas] = gen.cache_areas(r, self.requests, layout.replicas)
                 self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
-                                              self._areas[areas])
+                                              self._areas[areas], self._shares)
         return self._bounds[key]
 
     def ceiling(self, layout: gen.GenLayout, limit: float) -> float:
