@@ -235,7 +235,7 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
 
 # Each step of `_advance` runs the simulation this much further in simulated time (its bound
 # rises with it), before the point's bound is weighed against the heap's next entry again.
-ADVANCE = 1.25
+ADVANCE = 1.1
 
 
 def _advance(job: RLJob, heap: list, run: gen.GenerationRun, order: int, point: tuple,

@@ -418,7 +418,8 @@ class _Simulation:
         if server.role == "prefill" or engine.preemption == "reserve":
             return      # an engine that reserves each sequence's whole length never runs out
         step = engine.tokens_per_step
-        while server.used + server.growth(step) > server.pool.kv_tokens and len(server.order) > 1:
+        need = server.used + server.growth(step)     # (again after each preemption: the peak reads the last)
+        while need > server.pool.kv_tokens and len(server.order) > 1:
             victim, _ = server.order.popitem()
             self.preemptions += 1
             made = 1 + server.steps - victim.base if victim.state == "decode" else victim.made
@@ -434,8 +435,9 @@ class _Simulation:
                 victim.done = share
                 victim.todo = victim.request.prompt - share + max(0.0, made - 1)
             server.waiting.appendleft(victim)
+            need = server.used + server.growth(step)
         if server.count:
-            self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
+            self.peak_kv = max(self.peak_kv, need)
 
     @staticmethod
     def copy_time(server: _Server, tokens: float) -> float:
