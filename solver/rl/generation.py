@@ -198,10 +198,11 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
                  for share in shares(requests, layout.replicas)]
         if kept is not None:
             kept[key] = terms
+    costs: dict[int, float] = {}
     for i, share in enumerate(terms):
         if share is None:
             continue
-        tail = max(tail, _tail(r, share, kv))
+        tail = max(tail, _tail(r, share, kv, costs))
         work = max(work, share.outputs * cheapest)
         if kv > 0:
             work = max(work, areas[i] / kv * shortest)
@@ -273,9 +274,11 @@ def _prefill_work(r: Replica, fresh: float) -> float:
     return fresh * cheapest
 
 
-def _tail(r: Replica, share: ShareTerms, kv: float) -> float:
+def _tail(r: Replica, share: ShareTerms, kv: float, costs: dict[int, float] | None = None) -> float:
     """The longest sample of a replica's share: its prefill and its decode steps, each step as
-    long as an empty-cache step of the sequences certainly decoding beside it (module docstring)."""
+    long as an empty-cache step of the sequences certainly decoding beside it (module docstring).
+    `costs`: those steps' times by batch, kept over the replica's shares."""
+    costs = {} if costs is None else costs
     steps = r.engine.tokens_per_step
     longest = share.longest
     together = share.together and share.first_held <= kv
@@ -288,7 +291,10 @@ def _tail(r: Replica, share: ShareTerms, kv: float) -> float:
             alive -= 1
         # the same batch lasts until the next of them may leave
         until = total if not alive else min(total, max(step + 1, math.floor((others[alive - 1] - lags) / steps)))
-        time += (until - step) * r.iteration(1 + alive, 0)
+        cost = costs.get(1 + alive)
+        if cost is None:
+            cost = costs[1 + alive] = r.iteration(1 + alive, 0)
+        time += (until - step) * cost
         step = until
     return time
 

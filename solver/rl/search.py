@@ -74,7 +74,7 @@ class Context:
         self._bounds: dict = {}
         self._ceilings: dict = {}
         self._sims: dict = {}
-        self._longest: dict = {}      # KV layout -> the most cache one sample holds (read for every layout's bound)
+        self._longest: dict = {}      # what tokens_held reads -> the most cache one sample holds (every layout's bound)
         self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
         self._shares: dict = {}       # (gen.areas_key, batch) -> each share's sums (gen.ShareTerms)
         self.simulated = 0
@@ -127,9 +127,10 @@ class Context:
         key = (layout, limit)
         if key not in self._bounds:
             r = self.replica(layout)
-            longest = self._longest.get(r.kv)
+            held = (r.kv.shape, r.kv.prefix_share, r.kv.block)    # what `KVLayout.tokens_held` reads
+            longest = self._longest.get(held)
             if longest is None:
-                longest = self._longest[r.kv] = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
+                longest = self._longest[held] = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
             if gen.kv_capacity(r, limit) < longest:
                 self.reasons[f"{layout.config.tp}x{layout.config.pp}x{layout.config.ep} replicas on "
                              f"{layout.partition} cannot hold the longest sample's cache"] = None

@@ -242,8 +242,12 @@ class _Simulation:
         arrival (it ends at an event, none earlier: `next_time`; rounding is monotone, so the
         difference is no larger than its own)."""
         first, results = self.first, self.results
-        least = max((v[2] for i, v in results.items() if i >= first), default=-math.inf)
-        if sum(1 for i in results if i >= first) < len(self.requests) - first:
+        if first == 0:      # (every request measured: no index to test)
+            least, served = max((v[2] for v in results.values()), default=-math.inf), len(results)
+        else:
+            least = max((v[2] for i, v in results.items() if i >= first), default=-math.inf)
+            served = sum(1 for i in results if i >= first)
+        if served < len(self.requests) - first:
             latest = max(q.arrival for q in self.requests)
             least = max(least, self.next_time() - latest)
         return least
