@@ -215,6 +215,7 @@ class _Simulation:
         # up to the next event of any replica too
         self.independent = stop is None and not self.prefillers
         self.turn = collections.Counter()           # round robin: the next replica of each pool
+        self.loads: list | None = None              # [replicas, heap, loads, last chosen] (`least_loaded`)
         self.draws = random.Random(ROUTER_SEED)
 
     def push(self, time: float, kind: str, payload) -> None:
@@ -279,8 +280,10 @@ class _Simulation:
                 seq = _Seq(request, payload, *engine.split(request.prompt))
                 self.enqueue(self.prefillers or self.decoders, seq, now)
             elif kind == "handoff":
+                self.loads = None
                 self.enqueue(self.decoders, payload, now)
             else:
+                self.loads = None       # (a replica's event may move any load: `least_loaded` reads them afresh)
                 server, parts, decoding = payload
                 self.complete(server, parts, decoding, now)
         return True
@@ -290,6 +293,14 @@ class _Simulation:
         server.waiting.append(seq)
         if not server.busy:
             self.start(server, now)
+        kept = self.loads
+        if kept is not None and kept[0] is servers:     # (only this replica's load moved: `least_loaded`)
+            i, loads = kept[3], kept[2]
+            load = len(server.waiting) + len(server.prefilling) + server.count
+            if load != loads[i]:
+                loads[i] = load
+                if kept[1] is not None:
+                    heapq.heappush(kept[1], (load, i))
 
     def route(self, servers: list[_Server]) -> _Server:
         """The replica the pool's router sends the next request to (ties: the first)."""
@@ -303,8 +314,28 @@ class _Simulation:
         if router == "power_of_two" and len(servers) > 2:
             first, second = self.draws.sample(range(len(servers)), 2)
             return servers[first] if servers[first].load <= servers[second].load else servers[second]
-        loads = [len(s.waiting) + len(s.prefilling) + s.count for s in servers]   # (`_Server.load`)
-        return servers[loads.index(min(loads))]
+        return self.least_loaded(servers)
+
+    def least_loaded(self, servers: list[_Server]) -> _Server:
+        """The replica with the fewest requests in hand (`_Server.load`; ties: the first). Between
+        two events of the replicas only arrivals move the loads, each its own replica's
+        (`enqueue` reads it again), so a run of arrivals keeps them, and from its second on a heap
+        of (load, index) (entries whose load has moved since are skipped): the requests of an RL
+        step, thousands asked at once, each find their replica in log time, the same one."""
+        kept = self.loads
+        if kept is None or kept[0] is not servers:
+            loads = [len(s.waiting) + len(s.prefilling) + s.count for s in servers]
+            i = loads.index(min(loads))
+            self.loads = [servers, None, loads, i]
+            return servers[i]
+        heap, loads = kept[1], kept[2]
+        if heap is None:
+            heap = kept[1] = [(load, i) for i, load in enumerate(loads)]
+            heapq.heapify(heap)
+        while heap[0][0] != loads[heap[0][1]]:
+            heapq.heappop(heap)
+        kept[3] = i = heap[0][1]
+        return servers[i]
 
     # ------------------------------------------------------------ one iteration
     def start(self, server: _Server, now: float) -> None:
