@@ -122,15 +122,18 @@ class GenerationRun:
         self.run = begin(requests, Pool(r, layout.replicas, layout.config.batch, kv), warmup_s=0.0)
         self.steady = steady(r, layout, requests, kv, depth)
         self.result: Generation | None = None
+        self._served: bool | None = None
 
     def always_served(self) -> bool:
         """Whether no sample can be refused (served never, an infinite makespan): a sample is
         refused only by an empty replica whose cache cannot take its prompt, what it made (less
         than its output: it would have finished) and a step; a margin covers the rounding of the
         replica's running sums. Where this holds, a run left unfinished is certainly feasible."""
-        step = self.r.engine.tokens_per_step
-        most = max(self.r.kv.tokens_held(q.prompt, 0) + q.output for q in self.requests) + step
-        return most + 1e-3 * self.kv + 1.0 <= self.kv
+        if self._served is None:
+            step = self.r.engine.tokens_per_step
+            most = max(self.r.kv.tokens_held(q.prompt, 0) + q.output for q in self.requests) + step
+            self._served = most + 1e-3 * self.kv + 1.0 <= self.kv
+        return self._served
 
     def advance(self, until: float) -> Generation | None:
         """Run the simulation's events due by `until` seconds; the Generation once it has ended."""
@@ -243,8 +246,8 @@ def _cache_area(r: Replica, share: tuple[Request, ...]) -> float:
 @frozen
 class ShareTerms:
     """What `bound` reads of one replica's share that neither the cache's capacity nor the
-    iteration's costs change: sums over its samples, and its first `max_batch` (`_tail`).
-    Each is taken as `_tail` and `_prefill_work` took it, in the same order: the same bits."""
+    iteration's costs change: sums over its samples, and its first `max_batch` (`_tail`). Each
+    sum runs over the share in its order, as the bound always summed it: the same bits."""
 
     longest: Request             # its longest sample (the first of them)
     outputs: float               # its output tokens after each first: sum of output - 1
