@@ -226,10 +226,6 @@ class _Simulation:
         self.advance(math.inf)
         return self.outcome()
 
-    @property
-    def done(self) -> bool:
-        return not (self.events or self.upcoming < len(self.arrivals)) or bool(self.stopped)
-
     def next_time(self) -> float:
         """When the next event happens (inf: none is left): every request not yet served ends
         at an event, none before this."""
