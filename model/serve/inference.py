@@ -112,7 +112,16 @@ class Replica:
         """`iteration(decoding, kv, 0, 0, 0, layer_mean=True)` as a function of `kv` alone: a step
         of `decoding` sequences that only decode, what the simulator runs most (solver/serve/sim.py
         `decode_on`). What does not depend on the cache read is found once; the rest is
-        `_iteration`'s own steps (`_batch`, `_stage_of`, `_finish`), so each time is the same to the last bit."""
+        `_iteration`'s own steps (`_batch`, `_stage_of`, `_finish`), so each time is the same to the last bit.
+        Kept in the stage memo: what it reads of the replica is what a shared memo's replicas share
+        (`sharing_costs`)."""
+        key = ("decode_steps", decoding)
+        seconds = self._memo.get(key)
+        if seconds is None:
+            seconds = self._memo[key] = self._decode_steps(decoding)
+        return seconds
+
+    def _decode_steps(self, decoding: int) -> Callable[[float], float]:
         tokens, micro = self._batch(decoding, 0, 0)
         if tokens <= 0:
             return lambda kv: 0.0
@@ -120,10 +129,32 @@ class Replica:
         self._stage(per_micro, 0.0, 0.0)        # (fills the memo for this micro-batch)
         fixed, terms, pairs = self._memo[per_micro], self._memo.get("attention") or self._terms(), 0 / micro
         kernels = self._kernels(tokens)
+        # `_stage_of` and `_finish` unfolded: what depends on the cache read is computed per step,
+        # the rest once, each in the order they take it
+        _, weights, gemm_roofline, routing, launches, collectives, hops, _ = fixed
+        layers, per_cached, per_pair, groups, (decode_rate, rate), ep, per_token, rereads, hbm, l2 = terms
+        prefill = pairs * per_pair / rate
+        c, e = self.config, self.engine
+        scale = 1 + e.draft * DRAFT_LAYERS / self.shape.layers if decoding and e.draft else None
+        eager = None if e.graphed(decoding, tokens) else kernels * e.eager_op_s      # (`Engine.host`)
+        work, overlaps = e.step_s + e.seq_s * decoding, e.overlaps(c.pp)
+        pp = c.pp
 
         def seconds(kv: float) -> float:
-            stage = _stage_of(fixed, terms, kv / micro, pairs)[0]
-            return self._finish(decoding, tokens, kernels, stage, fixed[6])
+            kv_tokens = kv / micro
+            attention = layers * (kv_tokens * per_cached / decode_rate + prefill) / groups
+            kv_bytes = kv_tokens / ep * per_token * rereads
+            if l2 is None:
+                kv_read = max((weights + kv_bytes - weights) / hbm, 0.0)
+            else:
+                kv_read = max((weights + max(0.0, kv_bytes - l2[0]) - weights) / hbm, kv_bytes / l2[1])
+            stage = gemm_roofline + _roofline(attention, kv_read) + routing + launches + collectives
+            total = pp * stage + hops
+            if scale is not None:
+                total *= scale
+            if eager is not None:
+                total = max(total, eager)
+            return max(total, work) if overlaps else total + work
         return seconds
 
     def attention_work(self, kv_tokens: float, pairs: float) -> tuple[float, float]:
@@ -246,7 +277,14 @@ class Replica:
 
     def _kernels(self, tokens: float) -> float:
         """Kernels of one pass through every stage: a layer's own, its tensor-parallel
-        all-reduces, and (a loop over experts) a few per expert its tokens touch."""
+        all-reduces, and (a loop over experts) a few per expert its tokens touch. The same for
+        every batch: counted once, in the stage memo."""
+        kernels = self._memo.get("kernels")
+        if kernels is None:
+            kernels = self._memo["kernels"] = self._count_kernels()
+        return kernels
+
+    def _count_kernels(self) -> float:
         s, c = self.shape, self.config
         per_layer = moe.kernels_per_layer(s, self.engine.layer_kernels) + (2 if c.tp > 1 else 0)
         loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * s.moe_layers if s.is_moe else 0.0

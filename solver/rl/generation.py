@@ -41,7 +41,7 @@ from ...compiler.ir import Partition
 from ...compiler.serve_trace import Request
 from ...model.serve.inference import Engine, Replica, ServeConfig, estimate, first_token_time, replica
 from ...model.shape import ModelShape
-from ..serve.sim import Pool, simulate
+from ..serve.sim import Pool, begin
 from ...dsl.records import frozen
 
 BATCHES = (64, 256, 1024)    # max_batch choices the planner tries (an `engine { max_batch }` pins one)
@@ -99,19 +99,70 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
                         depth: int = 1) -> Generation:
     """Simulate the step's samples on the pool; the stream rate from the same cost model, with
     up to `depth` steps' samples in flight (`steady`)."""
+    return begin_generation(r, layout, requests, limit, depth).finish()
+
+
+def begin_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float,
+                     depth: int = 1) -> "Generation | GenerationRun":
+    """`simulate_generation` as a run a search may advance in steps (`GenerationRun`); a layout
+    that cannot hold the longest sample is answered at once."""
     kv = kv_capacity(r, limit)
     longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
     if kv < longest:
         return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0, (0.0, 0.0))
-    pool = Pool(r, layout.replicas, layout.config.batch, kv)
-    one = simulate(requests, pool, warmup_s=0.0)
-    makespan = max(one.e2e)
-    stream = min(makespan, steady(r, layout, requests, kv, depth))
-    # the weights, a prefill chunk's activations and buffers, and the most cache the simulation held
-    cache = one.peak_kv_tokens * r.kv.per_token_per_gpu() / layout.config.ep
-    memory = r.memory(0, r.engine.chunk, 0) + cache
-    return Generation(layout, makespan, stream, kv, memory, one.preemptions, one.peak_batch,
-                      iterations(r, layout, requests, kv, depth))
+    return GenerationRun(r, layout, requests, kv, depth)
+
+
+class GenerationRun:
+    """The generation simulation of one layout, advanced as far as a search needs: `least`
+    bounds its times from below at every pause, `finish` runs it to its end (the same run, event
+    for event, as `simulate` in one go: solver/serve/sim.py `advance`)."""
+
+    def __init__(self, r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int):
+        self.r, self.layout, self.requests, self.kv, self.depth = r, layout, requests, kv, depth
+        self.run = begin(requests, Pool(r, layout.replicas, layout.config.batch, kv), warmup_s=0.0)
+        self.steady = steady(r, layout, requests, kv, depth)
+        self.result: Generation | None = None
+        self._served: bool | None = None
+
+    def always_served(self) -> bool:
+        """Whether no sample can be refused (served never, an infinite makespan): a sample is
+        refused only by an empty replica whose cache cannot take its prompt, what it made (less
+        than its output: it would have finished) and a step; a margin covers the rounding of the
+        replica's running sums. Where this holds, a run left unfinished is certainly feasible."""
+        if self._served is None:
+            step = self.r.engine.tokens_per_step
+            most = max(self.r.kv.tokens_held(q.prompt, 0) + q.output for q in self.requests) + step
+            self._served = most + 1e-3 * self.kv + 1.0 <= self.kv
+        return self._served
+
+    def advance(self, until: float) -> Generation | None:
+        """Run the simulation's events due by `until` seconds; the Generation once it has ended."""
+        if self.result is None and self.run.advance(until):
+            self.result = self._generation()
+        return self.result
+
+    def finish(self) -> Generation:
+        return self.advance(math.inf)
+
+    def least(self) -> tuple[float, float]:
+        """Lower bounds of (makespan, stream) so far: the simulation's (`least_e2e`), and the
+        stream as `_generation` takes it from the makespan (min is monotone)."""
+        if self.result is not None:
+            return self.result.makespan, self.result.stream
+        makespan = self.run.least_e2e()
+        return makespan, min(makespan, self.steady)
+
+    def _generation(self) -> Generation:
+        r, layout = self.r, self.layout
+        one = self.run.outcome()
+        makespan = max(one.e2e)
+        stream = min(makespan, self.steady)
+        # the weights, a prefill chunk's activations and buffers, and the most cache the simulation held
+        cache = one.peak_kv_tokens * r.kv.per_token_per_gpu() / layout.config.ep
+        memory = r.memory(0, r.engine.chunk, 0) + cache
+        return Generation(layout, makespan, stream, self.kv, memory, one.preemptions, one.peak_batch,
+                          iterations(r, layout, self.requests, self.kv, self.depth))
 
 
 def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1) -> float:
@@ -159,12 +210,13 @@ def iterations(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv:
 
 
 def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,
-          depth: int = 1, areas: list[float] | None = None) -> tuple[float, float]:
+          depth: int = 1, areas: list[float] | None = None, kept: dict | None = None) -> tuple[float, float]:
     """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
     with the cache's capacity `kv`, the stream's is exact where the steady time is below the
     makespan's bound (the stream is the smaller of the two). `areas`: `cache_areas` of these
     requests on these replicas, where the caller keeps them (they depend on neither the batch
-    nor the memory bound, which most layouts of a search differ by)."""
+    nor the memory bound, which most layouts of a search differ by); `kept`: a dict where the
+    caller keeps the shares' sums (`ShareTerms`) for the next layout that deals them alike."""
     steps = r.engine.tokens_per_step
     sizes = _batch_sizes(layout.config.batch)
     cheapest = min(r.iteration(b, 0) / (b * steps) for b in sizes)
@@ -172,14 +224,22 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
     tail = work = 0.0
     if kv > 0 and areas is None:
         areas = cache_areas(r, requests, layout.replicas)
-    for i, share in enumerate(shares(requests, layout.replicas)):
-        if not share:
+    key = (areas_key(r, layout.replicas), layout.config.batch)
+    terms = kept.get(key) if kept is not None else None
+    if terms is None:
+        terms = [ShareTerms.of(r, share, layout.config.batch) if share else None
+                 for share in shares(requests, layout.replicas)]
+        if kept is not None:
+            kept[key] = terms
+    costs: dict[int, float] = {}
+    for i, share in enumerate(terms):
+        if share is None:
             continue
-        tail = max(tail, _tail(r, layout, share, kv))
-        work = max(work, sum(q.output - 1 for q in share) * cheapest)
+        tail = max(tail, _tail(r, share, kv, costs))
+        work = max(work, share.outputs * cheapest)
         if kv > 0:
             work = max(work, areas[i] / kv * shortest)
-        work = max(work, _prefill_work(r, share))
+        work = max(work, _prefill_work(r, share.fresh))
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
@@ -213,26 +273,50 @@ def _cache_area(r: Replica, share: tuple[Request, ...]) -> float:
     return area
 
 
-def _prefill_work(r: Replica, share: tuple[Request, ...]) -> float:
-    """The share's fresh prompt tokens (a shared prefix is prefilled once), each no cheaper than
+@frozen
+class ShareTerms:
+    """What `bound` reads of one replica's share that neither the cache's capacity nor the
+    iteration's costs change: sums over its samples, and its first `max_batch` (`_tail`). Each
+    sum runs over the share in its order, as the bound always summed it: the same bits."""
+
+    longest: Request             # its longest sample (the first of them)
+    outputs: float               # its output tokens after each first: sum of output - 1
+    fresh: float                 # its fresh prompt tokens (Engine.split)
+    first_held: float            # the cache its first max_batch samples hold at their ends
+    first_fresh: float           # their fresh prompt tokens
+    together: bool               # whether the longest is among them
+    others: tuple[int, ...]      # the others' outputs, longest first
+
+    @classmethod
+    def of(cls, r: Replica, share: tuple[Request, ...], batch: int) -> "ShareTerms":
+        longest = max(share, key=lambda q: q.output)
+        first = share[:batch]
+        return cls(longest, sum(q.output - 1 for q in share), sum(r.engine.split(q.prompt)[0] for q in share),
+                   sum(r.kv.tokens_held(q.prompt, q.output) for q in first),
+                   sum(r.engine.split(q.prompt)[0] for q in first), longest in first,
+                   tuple(sorted((q.output for q in first if q is not longest), reverse=True)))
+
+
+def _prefill_work(r: Replica, fresh: float) -> float:
+    """The share's `fresh` prompt tokens (a shared prefix is prefilled once), each no cheaper than
     a prompt token in the cheapest iteration of prompt tokens alone up to a chunk (an iteration
     that decodes beside its chunk costs no less)."""
-    fresh = sum(r.engine.split(q.prompt)[0] for q in share)
     if fresh <= 0:
         return 0.0
     cheapest = min(r.iteration(0, 0.0, n, 0.0, 1) / n for n in _batch_sizes(max(1, int(r.engine.chunk))))
     return fresh * cheapest
 
 
-def _tail(r: Replica, layout: GenLayout, share: tuple[Request, ...], kv: float) -> float:
+def _tail(r: Replica, share: ShareTerms, kv: float, costs: dict[int, float] | None = None) -> float:
     """The longest sample of a replica's share: its prefill and its decode steps, each step as
-    long as an empty-cache step of the sequences certainly decoding beside it (module docstring)."""
+    long as an empty-cache step of the sequences certainly decoding beside it (module docstring).
+    `costs`: those steps' times by batch, kept over the replica's shares."""
+    costs = {} if costs is None else costs
     steps = r.engine.tokens_per_step
-    longest = max(share, key=lambda q: q.output)
-    first = share[:layout.config.batch]
-    together = longest in first and sum(r.kv.tokens_held(q.prompt, q.output) for q in first) <= kv
-    lags = math.ceil(sum(r.engine.split(q.prompt)[0] for q in first) / r.engine.chunk) if together else 0
-    others = sorted((q.output for q in first if q is not longest), reverse=True) if together else []
+    longest = share.longest
+    together = share.together and share.first_held <= kv
+    lags = math.ceil(share.first_fresh / r.engine.chunk) if together else 0
+    others = share.others if together else ()
     time, step, alive = first_token_time(r, longest.prompt), 0, len(others)
     total = math.ceil((longest.output - 1) / steps)
     while step < total:
@@ -240,7 +324,10 @@ def _tail(r: Replica, layout: GenLayout, share: tuple[Request, ...], kv: float) 
             alive -= 1
         # the same batch lasts until the next of them may leave
         until = total if not alive else min(total, max(step + 1, math.floor((others[alive - 1] - lags) / steps)))
-        time += (until - step) * r.iteration(1 + alive, 0)
+        cost = costs.get(1 + alive)
+        if cost is None:
+            cost = costs[1 + alive] = r.iteration(1 + alive, 0)
+        time += (until - step) * cost
         step = until
     return time
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import time
 
 import attrs
@@ -75,8 +76,9 @@ class Context:
         self._sims: dict = {}
         self._iterations: dict = {}
         self._stats = gen.sample_stats(self.requests)   # the samples' means and longest response, read once
-        self._longest: dict = {}      # KV layout -> the most cache one sample holds (read for every layout's bound)
+        self._longest: dict = {}      # what tokens_held reads -> the most cache one sample holds (every layout's bound)
         self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
+        self._shares: dict = {}       # (gen.areas_key, batch) -> each share's sums (gen.ShareTerms)
         self.simulated = 0
         self.reasons: dict[str, None] = {}
 
@@ -127,9 +129,10 @@ class Context:
         key = (layout, limit)
         if key not in self._bounds:
             r = self.replica(layout)
-            longest = self._longest.get(r.kv)
+            held = (r.kv.shape, r.kv.prefix_share, r.kv.block)    # what `KVLayout.tokens_held` reads
+            longest = self._longest.get(held)
             if longest is None:
-                longest = self._longest[r.kv] = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
+                longest = self._longest[held] = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
             if gen.kv_capacity(r, limit) < longest:
                 self.reasons[f"{layout.config.tp}x{layout.config.pp}x{layout.config.ep} replicas on "
                              f"{layout.partition} cannot hold the longest sample's cache"] = None
@@ -139,7 +142,7 @@ class Context:
                 if areas not in self._areas:
                     self._areas[areas] = gen.cache_areas(r, self.requests, layout.replicas)
                 self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
-                                              self._areas[areas])
+                                              self._areas[areas], self._shares)
         return self._bounds[key]
 
     def ceiling(self, layout: gen.GenLayout, limit: float) -> float:
@@ -161,11 +164,22 @@ class Context:
         return self._iterations[key]
 
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
+        run = self.begin(layout, limit)
+        if isinstance(run, gen.GenerationRun):
+            run = self._sims[(layout, limit)] = run.finish()
+        return run
+
+    def begin(self, layout: gen.GenLayout, limit: float) -> gen.Generation | gen.GenerationRun:
+        """The layout's generation, or its simulation as far as it has run (`search` advances it
+        only as far as its answer needs); a layout counts as simulated from its first event."""
         key = (layout, limit)
         if key not in self._sims:
             self.simulated += 1
-            self._sims[key] = gen.simulate_generation(self.replica(layout), layout, self.requests, limit, self.depth)
-        return self._sims[key]
+            self._sims[key] = gen.begin_generation(self.replica(layout), layout, self.requests, limit, self.depth)
+        run = self._sims[key]
+        if isinstance(run, gen.GenerationRun) and run.result is not None:
+            run = self._sims[key] = run.result
+        return run
 
 
 def points(ctx: Context):
@@ -197,18 +211,29 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
         # no point is exact before it is simulated: every step reads its batch's makespan (colocated and
         # synchronous whole, overlapped spread over the steps it spans: model/rl/step.py), which no bound
         # holds from above; at equal values a point already simulated comes off first
-        heapq.heappush(heap, (value, True, next(tick), (where, layout, limit, train, staleness)))
+        heapq.heappush(heap, (value, True, next(tick), (where, layout, limit, train, staleness), False))
     found, over = [], 0
     while heap and len(found) < top + 1:
-        value, inexact, _, point = heapq.heappop(heap)
-        exact = not inexact
+        value, inexact, order, point, pending = heapq.heappop(heap)
         where, layout, limit, train, staleness = point
-        generation = ctx.simulate(layout, limit)
+        if inexact:
+            order = next(tick)      # its exact entry's place among equal values
+            run = ctx.begin(layout, limit)
+            if isinstance(run, gen.GenerationRun) and run.always_served():
+                pending = True      # simulated only as far as the answer needs (`_advance`)
+        if pending:
+            run = ctx.begin(layout, limit)
+            generation = run if isinstance(run, gen.Generation) else \
+                _advance(job, heap, run, order, point, ctx.bound(layout, limit)[0])
+            if generation is None:
+                continue            # back in the heap at a higher bound
+        else:
+            generation = ctx.simulate(layout, limit)
         if not generation.feasible:
             continue
         candidate = evaluate(job, where.placement, staleness, generation, train)
-        if not exact:
-            heapq.heappush(heap, (candidate.value(job.objective), False, next(tick), point))
+        if inexact or pending:
+            heapq.heappush(heap, (candidate.value(job.objective), False, order, point, False))
             continue
         if candidate.power > job.power:
             over += 1
@@ -218,6 +243,49 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
         ctx.reasons[f"every plan found draws more than the {quantity(job.power, 'W')} power bound"] = None
     return SearchResult(tuple(found), total, ctx.simulated, max(0, len(heap)), over, tuple(ctx.reasons),
                         time.perf_counter() - started)
+
+
+# Each step of `_advance` runs the simulation this much further in simulated time (its bound
+# rises with it), before the point's bound is weighed against the heap's next entry again.
+ADVANCE = 1.1
+
+
+def _advance(job: RLJob, heap: list, run: gen.GenerationRun, order: int, point: tuple,
+             floor: float) -> gen.Generation | None:
+    """A point whose generation is part-simulated: run it until it ends (its Generation) or until
+    its bound passes the heap's next entry (it goes back in at that bound, keeping its exact
+    entry's `order`: None). `floor`: the makespan's bound (`Context.bound`), where it starts.
+
+    Why the answer is the one a search that simulates each layout whole when it first comes off
+    (and enters its exact value at once, at `order`) gives: there the exact entry (v, False, order)
+    goes in; here (b, False, order) with b <= v: b is the point's value at lower bounds of the
+    makespan and the stream (`GenerationRun.least`: every unserved sample ends at an event, none
+    before the next one's time), and the value never falls as generation takes longer (the
+    search's own premise, module docstring), less a margin of 1e-9 of it for rounding. So every
+    entry's key is at most the one that search holds for the point, and equal for every other
+    entry; an entry that comes off is the least of those keys as well, so the entries that are
+    answered (an exact point found or dropped, an inexact one started) come off in that search's
+    order, with the same values and ties, and it stops after the same ones. A part-simulated point
+    is left in the heap only where its run cannot end infeasible (`always_served`: that search
+    would have dropped it), so the heap ends the same size; a layout counts as simulated once its
+    run starts, where that search ran it whole."""
+    where, layout, limit, train, staleness = point
+    until = max(run.least()[0], floor, 1e-3) / ADVANCE
+    counted = gen.iterations(run.r, layout, run.requests, run.kv, run.depth)   # the finished run's own
+    while True:
+        until *= ADVANCE
+        generation = run.advance(until if heap else math.inf)
+        if generation is not None:
+            return generation
+        makespan, stream = run.least()
+        until = max(until, makespan)
+        low = evaluate(job, where.placement, staleness, gen.Generation(layout, makespan, stream, 0.0, 0.0, 0, 0, counted), train)
+        value = low.value(job.objective)
+        if math.isfinite(value):
+            value -= abs(value) * 1e-9
+        if (value, False, order) > heap[0][:3]:
+            heapq.heappush(heap, (value, False, order, point, True))
+            return None
 
 
 def generation_phase(ctx: Context, partition: str, gpus: int) -> gen.Generation | None:

@@ -124,9 +124,15 @@ def run_simulation(search, sides: list[Side]) -> Outcome:
     if len(sides) == 1:
         return simulate(demand, decode, slo=slo, warmup_s=warmup, stop=any_broken)
     pre, dec = sides[0].replica, sides[1].replica
+    transfers: dict[float, float] = {}      # by prompt length: a run moves many prompts of each
+
+    def transfer(prompt: float) -> float:
+        seconds = transfers.get(prompt)
+        if seconds is None:
+            seconds = transfers[prompt] = kv_transfer_time(pre, dec, prompt)
+        return seconds
     # a split grows its prefill pool when TTFT breaks, else its decode pool: stop once that is known
-    return simulate(demand, decode, pool_of(sides[0], hbm, search.router),
-                    lambda prompt: kv_transfer_time(pre, dec, prompt), slo, warmup,
+    return simulate(demand, decode, pool_of(sides[0], hbm, search.router), transfer, slo, warmup,
                     lambda missed: any(m.startswith("ttft") for m in missed) or len(missed) == len(slo))
 
 

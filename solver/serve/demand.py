@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Callable
 
 import attrs
 
@@ -56,8 +57,9 @@ def demand_of(entity: Entity, count: int | None = None) -> Demand:
     rate = float(rate) if rate is not None else None
     n = count or entity.get("requests") or _enough(entity, rate)
     time, requests = 0.0, []
+    prompts, outputs = _drawer(prompt), _drawer(output)
     for _ in range(n):
-        requests.append(Request(time, _draw(prompt, rng), _draw(output, rng)))
+        requests.append(Request(time, prompts(rng), outputs(rng)))
         time += rng.expovariate(rate) if rate else 0.0
     return Demand(tuple(requests), rate, mean_length(prompt), mean_length(output))
 
@@ -90,17 +92,25 @@ def mean_length(spec: int | Construct) -> float:
 
 
 def _draw(spec: int | Construct, rng: random.Random) -> int:
+    return _drawer(spec)(rng)
+
+
+def _drawer(spec: int | Construct) -> Callable[[random.Random], int]:
+    """`_draw` of one spec, its parameters read once (a demand draws every request's lengths)."""
     if not isinstance(spec, Construct):
-        return int(spec)
+        fixed = int(spec)
+        return lambda rng: fixed
     a = spec.args
     if spec.name == "uniform":
         low, high = sorted((a.get("low"), a.get("high")))
-        return rng.randint(low, high)
+        return lambda rng: rng.randint(low, high)
     mean = float(a.get("mean"))
     if spec.name == "exponential":
-        return max(1, round(rng.expovariate(1 / mean)))
+        rate = 1 / mean
+        return lambda rng: max(1, round(rng.expovariate(rate)))
     sigma = float(a.get("sigma"))  # lognormal with the stated mean: mu = ln(mean) - sigma^2 / 2
-    return max(1, round(rng.lognormvariate(math.log(mean) - sigma**2 / 2, sigma)))
+    mu = math.log(mean) - sigma**2 / 2
+    return lambda rng: max(1, round(rng.lognormvariate(mu, sigma)))
 
 
 def _mean(values) -> float:

@@ -45,7 +45,7 @@ from ...compiler.serve_trace import Request
 from .outcome import Misses, Outcome, first_measured, measure
 from ...dsl.records import define, frozen
 
-__all__ = ["Outcome", "Pool", "ROUTERS", "simulate"]
+__all__ = ["Outcome", "Pool", "ROUTERS", "begin", "simulate"]
 
 ROUTER_SEED = 0     # the random routers draw from a fixed seed: a plan is the same run to run
 
@@ -183,6 +183,12 @@ def simulate(requests: tuple[Request, ...], serve: Pool, prefill: Pool | None = 
     return _Simulation(requests, serve, prefill, transfer or (lambda _: 0.0), slo or {}, warmup_s, stop).run()
 
 
+def begin(requests: tuple[Request, ...], serve: Pool, warmup_s: float | None = None) -> "_Simulation":
+    """`simulate` as a run to advance in steps (`advance`, `least_e2e`), for a search that may
+    stop it once it is certainly worse than an answer; `run` ends it with the same outcome."""
+    return _Simulation(requests, serve, None, lambda _: 0.0, {}, warmup_s, None)
+
+
 class _Simulation:
     def __init__(self, requests, serve: Pool, prefill: Pool | None, transfer, slo: dict[str, float],
                  warmup_s: float | None = None, stop=None):
@@ -209,6 +215,7 @@ class _Simulation:
         # up to the next event of any replica too
         self.independent = stop is None and not self.prefillers
         self.turn = collections.Counter()           # round robin: the next replica of each pool
+        self.loads: list | None = None              # [replicas, heap, loads, last chosen] (`least_loaded`)
         self.draws = random.Random(ROUTER_SEED)
 
     def push(self, time: float, kind: str, payload) -> None:
@@ -216,14 +223,48 @@ class _Simulation:
         heapq.heappush(self.events, (time, self.tick, kind, payload))
 
     def run(self) -> Outcome:
+        self.advance(math.inf)
+        return self.outcome()
+
+    def next_time(self) -> float:
+        """When the next event happens (inf: none is left): every request not yet served ends
+        at an event, none before this."""
+        arrival = self.requests[self.arrivals[self.upcoming]].arrival if self.upcoming < len(self.arrivals) \
+            else math.inf
+        return min(arrival, self.events[0][0]) if self.events else arrival
+
+    def least_e2e(self) -> float:
+        """A lower bound of the largest measured end-to-end time the run will report: the largest
+        so far, and, while a measured request is unserved, the next event's time less the latest
+        arrival (it ends at an event, none earlier: `next_time`; rounding is monotone, so the
+        difference is no larger than its own)."""
+        first, results = self.first, self.results
+        if first == 0:      # (every request measured: no index to test)
+            least, served = max((v[2] for v in results.values()), default=-math.inf), len(results)
+        else:
+            least = max((v[2] for i, v in results.items() if i >= first), default=-math.inf)
+            served = sum(1 for i in results if i >= first)
+        if served < len(self.requests) - first:
+            latest = max(q.arrival for q in self.requests)
+            least = max(least, self.next_time() - latest)
+        return least
+
+    def advance(self, until: float) -> bool:
+        """Run the events due by `until` (those after it wait: a later call resumes the run
+        exactly where it paused, so a run advanced in steps ends as one run to the end); whether
+        the run has ended."""
         arrivals = self.arrivals
         while (self.events or self.upcoming < len(arrivals)) and not self.stopped:
             upcoming = self.upcoming
             if upcoming < len(arrivals) and (not self.events or
                                              self.requests[arrivals[upcoming]].arrival <= self.events[0][0]):
+                if self.requests[arrivals[upcoming]].arrival > until:
+                    return False
                 now, kind, payload = self.requests[arrivals[upcoming]].arrival, "arrive", arrivals[upcoming]
                 self.upcoming = upcoming + 1
             else:
+                if self.events[0][0] > until:
+                    return False
                 now, _, kind, payload = heapq.heappop(self.events)
             if self.misses is not None and now >= self.misses.due and self.misses.overdue(now):
                 self.check_stop()
@@ -235,17 +276,27 @@ class _Simulation:
                 seq = _Seq(request, payload, *engine.split(request.prompt))
                 self.enqueue(self.prefillers or self.decoders, seq, now)
             elif kind == "handoff":
+                self.loads = None
                 self.enqueue(self.decoders, payload, now)
             else:
+                self.loads = None       # (a replica's event may move any load: `least_loaded` reads them afresh)
                 server, parts, decoding = payload
                 self.complete(server, parts, decoding, now)
-        return self.outcome()
+        return True
 
     def enqueue(self, servers: list[_Server], seq: _Seq, now: float) -> None:
         server = self.route(servers)
         server.waiting.append(seq)
         if not server.busy:
             self.start(server, now)
+        kept = self.loads
+        if kept is not None and kept[0] is servers:     # (only this replica's load moved: `least_loaded`)
+            i, loads = kept[3], kept[2]
+            load = len(server.waiting) + len(server.prefilling) + server.count
+            if load != loads[i]:
+                loads[i] = load
+                if kept[1] is not None:
+                    heapq.heappush(kept[1], (load, i))
 
     def route(self, servers: list[_Server]) -> _Server:
         """The replica the pool's router sends the next request to (ties: the first)."""
@@ -259,7 +310,28 @@ class _Simulation:
         if router == "power_of_two" and len(servers) > 2:
             first, second = self.draws.sample(range(len(servers)), 2)
             return servers[first] if servers[first].load <= servers[second].load else servers[second]
-        return min(servers, key=lambda s: s.load)
+        return self.least_loaded(servers)
+
+    def least_loaded(self, servers: list[_Server]) -> _Server:
+        """The replica with the fewest requests in hand (`_Server.load`; ties: the first). Between
+        two events of the replicas only arrivals move the loads, each its own replica's
+        (`enqueue` reads it again), so a run of arrivals keeps them, and from its second on a heap
+        of (load, index) (entries whose load has moved since are skipped): the requests of an RL
+        step, thousands asked at once, each find their replica in log time, the same one."""
+        kept = self.loads
+        if kept is None or kept[0] is not servers:
+            loads = [len(s.waiting) + len(s.prefilling) + s.count for s in servers]
+            i = loads.index(min(loads))
+            self.loads = [servers, None, loads, i]
+            return servers[i]
+        heap, loads = kept[1], kept[2]
+        if heap is None:
+            heap = kept[1] = [(load, i) for i, load in enumerate(loads)]
+            heapq.heapify(heap)
+        while heap[0][0] != loads[heap[0][1]]:
+            heapq.heappop(heap)
+        kept[3] = i = heap[0][1]
+        return servers[i]
 
     # ------------------------------------------------------------ one iteration
     def start(self, server: _Server, now: float) -> None:
@@ -301,14 +373,50 @@ class _Simulation:
         bit; other replicas' events at the same instants touch only maxima and counts."""
         if server.window or server.role == "prefill" or server.count != decoding:
             return now, time        # (a swapped sequence back in its cache decodes from the next step)
-        head, budget = self.join_terms(server, decoding)
         arrival = self.quiet_until()
+        if now + time >= arrival or server.finishing and server.finishing[0][0] <= server.steps + \
+                server.pool.replica.engine.tokens_per_step + 1e-9:
+            return now, time        # (the loop's first tests, before it sets out what the others read)
+        head, budget = self.join_terms(server, decoding)
+        # Each step: whether it is quiet (none finishes, is preempted or can join, as `complete`,
+        # `grow` and `fill` would test it); if so, take it: its steps, scheduler round and the
+        # cache's peak. On local copies of what the tests read: while steps run inline only the
+        # steps, the round and the peak move, and without windows a step's growth is the same at
+        # every step (no sequence reaches a window)
+        pool, engine = server.pool, server.pool.replica.engine
+        step, grows = engine.tokens_per_step, engine.preemption != "reserve"
+        kv, many, rounds = pool.kv_tokens, len(server.order) > 1, engine.scheduler_steps
+        growth, copying = server.growth(step), server.copying
+        fixed, count, sum_base, sum_prompt = server.fixed, server.count, server.sum_base, server.sum_prompt
+        finish = server.finishing[0][0] if server.finishing else math.inf
+        blocked, joinable, take, room = bool(server.prefilling), False, 0.0, 0.0
+        if head is not None and len(server.order) < pool.max_batch:
+            # whether `fill` would take the first waiting sequence (`head`): its take of the cache
+            # against the room `fill` reads, and the tests that no step moves
+            seq, (held, made, reserve, grows_next) = head
+            joinable = not (seq.todo > 0 and budget <= 0) and not server.reserved + reserve > kv
+            take, room = (held, made, grows_next), kv - growth
+        steps, turn, peak = server.steps, server.round, self.peak_kv
         seconds = None      # the step's time by the cache it reads (`Replica.decode_steps`), once one is quiet
         # (`not >=`: the step test as the loop had it, even for a NaN time)
-        while not now + time >= arrival and self.quiet_step(server, head, budget):
+        while not now + time >= arrival:
+            after = steps + step
+            if finish <= after + 1e-9:
+                break       # one finishes: `complete` takes it
+            used = fixed + (count * (1 + after) - sum_base)         # `_Server.used` at the step's end
+            if grows and used + growth > kv and many:
+                break       # a preemption: `start` runs it
+            decode_only = turn < rounds
+            if not decode_only and (blocked or joinable and not used + take[0] + take[1] + take[2] > room):
+                break       # a prompt may join: `start` fills
+            if grows:
+                peak = max(peak, used + growth)
+            turn = turn + 1 if decode_only else 1
+            steps = after
             if seconds is None:
-                seconds = server.pool.replica.decode_steps(decoding)
-            now, time = now + time, seconds(server.read) + server.copying
+                seconds = pool.replica.decode_steps(decoding)
+            now, time = now + time, seconds(sum_prompt + count * (1 + steps) - sum_base) + copying   # (`read`)
+        server.steps, server.round, self.peak_kv = steps, turn, peak
         return now, time
 
     def join_terms(self, server: _Server, decoding: int) -> tuple[tuple | None, float]:
@@ -334,30 +442,6 @@ class _Simulation:
         return min(arrival, self.events[0][0] if self.events else math.inf,
                    self.misses.due if self.misses is not None else math.inf)
 
-    def quiet_step(self, server: _Server, head: tuple | None, budget: float) -> bool:
-        """Whether the server's next decode step is quiet (none finishes, is preempted or can join);
-        if so, take it: its steps, scheduler round and the cache's peak, as `complete` and `start`
-        would; if not, leave the server as it was for them."""
-        pool = server.pool
-        engine = pool.replica.engine
-        step, grows = engine.tokens_per_step, engine.preemption != "reserve"   # (`grow` checks the cache and the peak)
-        steps = server.steps + step
-        if server.finishing and server.finishing[0][0] <= steps + 1e-9:
-            return False
-        before, server.steps = server.steps, steps
-        if grows and server.used + server.growth(step) > pool.kv_tokens and len(server.order) > 1:
-            server.steps = before       # a preemption: `start` runs it
-            return False
-        decode_only = server.round < engine.scheduler_steps
-        if not decode_only and (server.prefilling or (server.waiting and len(server.order) < pool.max_batch
-                                                      and self.may_join(server, head, step, budget))):
-            server.steps = before       # a prompt may join: `start` fills
-            return False
-        if grows:
-            self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
-        server.round = server.round + 1 if decode_only else 1
-        return True
-
     def grow(self, server: _Server) -> None:
         """Room for this step's tokens; preempt the newest sequences while they do not fit:
         their cache is dropped and recomputed later, or (swap) copied to host memory and back."""
@@ -365,7 +449,8 @@ class _Simulation:
         if server.role == "prefill" or engine.preemption == "reserve":
             return      # an engine that reserves each sequence's whole length never runs out
         step = engine.tokens_per_step
-        while server.used + server.growth(step) > server.pool.kv_tokens and len(server.order) > 1:
+        need = server.used + server.growth(step)     # (again after each preemption: the peak reads the last)
+        while need > server.pool.kv_tokens and len(server.order) > 1:
             victim, _ = server.order.popitem()
             self.preemptions += 1
             made = 1 + server.steps - victim.base if victim.state == "decode" else victim.made
@@ -381,8 +466,9 @@ class _Simulation:
                 victim.done = share
                 victim.todo = victim.request.prompt - share + max(0.0, made - 1)
             server.waiting.appendleft(victim)
+            need = server.used + server.growth(step)
         if server.count:
-            self.peak_kv = max(self.peak_kv, server.used + server.growth(step))
+            self.peak_kv = max(self.peak_kv, need)
 
     @staticmethod
     def copy_time(server: _Server, tokens: float) -> float:
@@ -459,17 +545,6 @@ class _Simulation:
         server.order[seq] = None
         self.peak_batch = max(self.peak_batch, len(server.order))
         return True
-
-    @staticmethod
-    def may_join(server: _Server, head: tuple, step: float, budget: float) -> bool:
-        """Whether `fill` would take the first waiting sequence (`head`: it and its `needs`) into
-        the batch now, the room it reads as `fill` reads it (its other stops: `decode_on`)."""
-        seq, (held, made, reserve, grows) = head
-        if seq.todo > 0 and budget <= 0:
-            return False
-        pool = server.pool
-        room = pool.kv_tokens - (server.growth(step) if server.count else 0.0)
-        return not (server.used + held + made + grows > room or server.reserved + reserve > pool.kv_tokens)
 
     @staticmethod
     def needs(server: _Server, seq: _Seq, step: float) -> tuple[float, float, float, float]:

@@ -162,7 +162,7 @@ def test_the_bounds_hold_where_prompts_dominate(reqs, part, tp, replicas, share)
     out = gen.simulate_generation(r, layout, reqs, limit)
     makespan, stream = gen.bound(r, layout, reqs, kv)
     assert makespan <= out.makespan * (1 + 1e-9) and stream <= out.stream * (1 + 1e-9)
-    busiest = max(gen._prefill_work(r, s) for s in gen.shares(reqs, replicas) if s)
+    busiest = max(gen._prefill_work(r, gen.ShareTerms.of(r, s, 64).fresh) for s in gen.shares(reqs, replicas) if s)
     assert busiest <= makespan
 
 
@@ -173,8 +173,9 @@ def test_the_bounds_hold_where_prompts_dominate(reqs, part, tp, replicas, share)
 def test_cache_areas_kept_by_their_key_give_the_bounds_found_afresh(reqs, part, tp0, tp, precision, replicas, batch,
                                                                      memory, share):
     """The search keeps each share's cache area by `areas_key` (not the tp, the precision nor
-    the batch) and reads it for every layout and memory bound of that key: the bounds are the
-    very ones computed afresh, whichever layout asked first."""
+    the batch) and reads it for every layout and memory bound of that key, and the shares' sums
+    (`ShareTerms`) by that key and the batch: the bounds are the very ones computed afresh,
+    whichever layout asked first."""
     first = gen.GenLayout(part, ServeConfig(tp0, 64, precision=precision), replicas)
     layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
     r0 = gen.build(JOB.policy, JOB.partition(part), first, Engine(prefix_share=share))
@@ -184,3 +185,9 @@ def test_cache_areas_kept_by_their_key_give_the_bounds_found_afresh(reqs, part, 
     kv = gen.kv_capacity(r, memory * JOB.memory_of(JOB.partition(part)))
     assert kept == [gen._cache_area(r, s) for s in gen.shares(reqs, replicas)]
     assert gen.bound(r, layout, reqs, kv, 1, kept) == gen.bound(r, layout, reqs, kv, 1)
+    sums: dict = {}
+    other = gen.GenLayout(part, ServeConfig(tp0, batch), replicas)      # another tp, the same batch
+    r0 = gen.build(JOB.policy, JOB.partition(part), other, Engine(prefix_share=share))
+    gen.bound(r0, other, reqs, gen.kv_capacity(r0, JOB.memory_of(JOB.partition(part))), 1, kept, sums)
+    assert len(sums) == 1       # the next layout of that key and batch reads these
+    assert gen.bound(r, layout, reqs, kv, 1, kept, sums) == gen.bound(r, layout, reqs, kv, 1)

@@ -94,3 +94,21 @@ def test_the_decode_step_closure_is_the_iteration():
             seconds = r.decode_steps(decoding)
             for kv in (0.0, 1.5, 12345.0, 3e6):
                 assert seconds(kv) == r.iteration(decoding, kv, 0, 0, 0, layer_mean=True)
+
+
+# the same chip with a stated L2 bandwidth: a cache read partly from L2 (model/cache.py two_level)
+L2 = attrs.evolve(PARTITION, node=attrs.evolve(PARTITION.node, accelerator=attrs.evolve(
+    PARTITION.node.accelerator, l2_bandwidth=12e12)))
+
+
+@settings(deadline=None)
+@given(engines, st.sampled_from([PARTITION, L2]), st.sampled_from([(1, 1), (2, 1), (1, 2), (2, 4)]),
+       st.integers(1, 300), st.lists(st.floats(0.0, 1e7), min_size=1, max_size=5))
+def test_the_decode_step_closure_is_the_iteration_for_every_engine(engine, partition, layout, decoding, reads):
+    """`Replica.decode_steps` unfolds the iteration's cost; each step's time is the iteration's to the last bit."""
+    tp, pp = layout
+    r = replica(SHAPE, attrs.evolve(ServeConfig(tp, 64, "fp8"), pp=pp), partition, engine)
+    assert (r._terms()[-1] is not None) == (partition is L2)      # both of the cache read's forms are met
+    seconds = r.decode_steps(decoding)
+    for kv in reads:
+        assert seconds(kv) == r.iteration(decoding, kv, 0, 0, 0, layer_mean=True)
