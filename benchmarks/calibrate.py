@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from gclc.compiler.formats import family
+from gclc.compiler.formats import generation as chip_generation
 from gclc.model import compute as compute_module
 from gclc.model.train import step as step_module
 from gclc.model.train import dp_sync
@@ -85,8 +86,9 @@ class Case:
 
     @property
     def generation(self) -> str | None:
-        """The tensor-core generation whose attention kernels its chip runs (model/compute.py)."""
-        return compute_module.attention_generation(self.job.partition.node.accelerator)
+        """Its chip's tensor-core generation (compiler/formats.py), whose attention kernels it runs where
+        `kernels` (model/compute.py ATTENTION_KERNELS)."""
+        return chip_generation(self.job.partition.node.accelerator)
 
     @property
     def kernels(self) -> bool:
@@ -210,7 +212,7 @@ def calibrated_partition(case: Case, params: dict):
         if key == "attention" and kernels is not None:
             # its generation's kernels times that generation's fitted in-training share where
             # its runs fit one (PER_GENERATION_SHARE), else the global share (model/compute.py)
-            share = params.get((compute_module.attention_generation(chip), "attention_share"))
+            share = params.get((chip_generation(chip), "attention_share"))
             if share is not None and PER_GENERATION_SHARE:
                 kept[key] = kernels * share
             continue

@@ -31,7 +31,12 @@ Sources:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..dsl.records import frozen
+
+if TYPE_CHECKING:   # (compiler/ir.py imports this module)
+    from .ir import Accelerator
 
 FAMILIES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
 
@@ -61,11 +66,7 @@ FORMATS: dict[str, Format] = {**{name: Format(name, name, bits) for name, bits i
                               **{f.name: f for f in _NAMED}}
 NAMES = tuple(FORMATS)
 NARROW = ("fp8", "fp6", "fp4", "int8")  # families below 16 bits: low-precision recipes
-# The chips (by name prefix) that run the generic `fp8` recipe with MX block scaling ([sm100], [mx]): the
-# exports write it so (Megatron-LM --fp8-recipe mxfp8, torchtitan quantize.linear.mx) and the memory model
-# reads it (model/train/optimizer.py: Megatron-Core keeps a whole fp32 master under an MX recipe); Hopper
-# and Ada run fp8 with per-tensor scaling, Megatron-LM's default `delayed` recipe.
-MX_FP8_CHIPS = ("B200", "GB200", "B300", "GB300")
+# Whose fp8 is block-scaled is a question of the chip's generation (`generation` below), not of its name.
 
 
 def family(name: str) -> str:
@@ -85,18 +86,40 @@ def is_narrow(name: str) -> bool:
     return family(name) in NARROW
 
 
-def block_scaled(precision: str, chip: str) -> bool:
-    """Whether a job in `precision` runs its fp8 GEMMs with MX block scaling on the chip named `chip`
-    (`GB200`, `B200_SXM`: MX_FP8_CHIPS by prefix): `mxfp8` wherever it runs, the generic `fp8` on MX chips."""
+def block_scaled(precision: str, chip: Accelerator) -> bool:
+    """Whether a job in `precision` runs its fp8 GEMMs with MX block scaling on `chip`: `mxfp8` wherever it
+    runs; the generic `fp8` on a Blackwell-class chip ([sm100], [mx]). The exports write it so (Megatron-LM
+    --fp8-recipe mxfp8, torchtitan quantize.linear.mx) and the memory model reads it (model/train/optimizer.py:
+    Megatron-Core keeps a whole fp32 master under an MX recipe); Hopper and Ada run fp8 with per-tensor
+    scaling, Megatron-LM's default `delayed` recipe."""
     return precision == "mxfp8" or (precision == "fp8" and generation(chip) == "blackwell")
 
 
-def generation(chip: str) -> str:
-    """The NVIDIA generation of the chip named `chip`, as NCCL's per-generation constants go by
-    (compute capability 10.x on: Blackwell, the MX_FP8_CHIPS by prefix; before it: Hopper). One
-    answer for the MX recipe and NCCL's NVLS constants (model/collectives.py), so a Blackwell part on a
-    derated NVLink is still Blackwell."""
-    return "blackwell" if chip.upper().startswith(MX_FP8_CHIPS) else "hopper"
+# NVIDIA's tensor-core generations, oldest first, as `generation` tells them apart.
+GENERATIONS = ("ampere", "hopper", "blackwell")
+
+
+def generation(chip: Accelerator) -> str | None:
+    """The NVIDIA tensor-core generation of `chip`, read off what its data sheet states (its vendor and the
+    formats it has a peak for), never its name: a `chip MyB200 extends B200`, a calibrated copy or a part
+    written anew from its data sheet is the generation its tensor cores are. One answer for the MX fp8
+    recipe (`block_scaled`, the exports), NCCL's NVLS constants (stamped on the scale-up tiers:
+    model/collectives.py), the attention kernels (model/compute.py) and the L2 (model/cache.py).
+
+    - an fp4 peak: Blackwell. Its fifth-generation tensor cores (tcgen05) added FP4 and FP6 with block
+      scales in hardware ([sm100], [nvfp4]); no earlier NVIDIA part runs fp4. ASSUMPTION: a later part
+      (Rubin) keeps Blackwell's block-scaled recipe and NCCL's Blackwell constants until its own are known.
+    - an fp8 peak and no fp4: Hopper (fourth generation, FP8 added: H100, H200, H800, H20). ASSUMPTION: an
+      Ada part (L40S, sm_89: fp8 without wgmma) reads as Hopper here; no std chip is one.
+    - a bf16 peak and no fp8: Ampere (A100, A30).
+    - another vendor, or none of these peaks: None (no NVIDIA generation; the callers' defaults apply).
+    Every std chip reads as it did when the generation went by name (tests/compiler/test_generation.py)."""
+    if chip.vendor != "NVIDIA":
+        return None
+    for family_name, name in (("fp4", "blackwell"), ("fp8", "hopper"), ("bf16", "ampere")):
+        if chip.peak_of(family_name):
+            return name
+    return None
 
 
 DISPATCH_FP8_BYTES = 1 + 4 / 128   # [dispatch] e4m3 and an fp32 scale per 128 values

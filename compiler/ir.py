@@ -29,7 +29,8 @@ from ..dsl.records import frozen
 # 10: tiers carry their fabric's `congestion` (ecn, pfc).
 # 12: accelerators carry their HBM packaging (`hbm_packaging`: interposer or stacked, energy per bit and latency).
 # 13: tiers carry their GPUs' `generation` (NCCL's NVLS constants: model/collectives.py).
-IR_VERSION = 13
+# 14: a tier's `generation` is its GPUs' own (ampere, hopper, blackwell; None off NVIDIA), read off their peaks.
+IR_VERSION = 14
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -45,6 +46,7 @@ IR_SCHEMA_SHA256 = {
     11: "89a14c70ae7372738235a04f8cf8699f5c44f3c050c703908d8e85f9b2d248e2",   # Tier: switch_chips, switch_reduction
     12: "e043b9c51321f90b9daba297f7893073f88d20ebbc42301907fa06950f792ae1",   # Accelerator: hbm_packaging
     13: "b21f6f2707e4a85ed6470ad254ba49eacd602262961d65fdb5d357f27dad95a4",   # Tier: generation
+    14: "d7d3bd626e766bbb1b339b78e4e6c798dce9b78c0da7970c17aa4bef542869c8",   # Tier: generation str or None
 }
 
 
@@ -190,7 +192,7 @@ class Tier:
     qps: int = 1                 # ... and the flows per port it hashes (queue pairs)
     switch_chips: int = 0        # switch chips of one domain of a scale-up tier (0: not stated)
     switch_reduction: float = 0.0   # FP32 adds/s each of them reduces at (0: not stated, not bounded)
-    generation: str = "hopper"   # a scale-up tier's GPUs' generation (compiler/formats.py generation)
+    generation: str | None = None   # a scale-up tier's GPUs' generation (compiler/formats.py generation; None: not NVIDIA's)
     span: Span = _span()
 
     @property

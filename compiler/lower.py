@@ -147,7 +147,7 @@ def _lower_cluster(cluster: Entity) -> ClusterGraph:
         tiers = _scaleup_tiers(ntype, (node.get("scaleup"), node.get("switches")),
                                (unit_fabric, units.part.get("switches") if unit_fabric is not None else None), per_unit)
         # the scale-up tiers carry their GPUs' generation: NCCL's NVLS constants go by it (model/collectives.py)
-        tiers = [attrs.evolve(t, generation=generation(ntype.accelerator.name)) for t in tiers]
+        tiers = [attrs.evolve(t, generation=generation(ntype.accelerator)) for t in tiers]
         if fabric is not None:
             out_tiers, out_layers = _scaleout(fabric, ntype, per_unit, units.count, endpoints[fabric.name], len(tiers))
             tiers += out_tiers

@@ -31,9 +31,24 @@ def offload_possible(host_link) -> bool:
 # can be: Megatron-Core 0.5+ `--cpu-offloading` (CHANGELOG "Activation offloading to CPU"; NeMo
 # and Megatron-Bridge recipes set `cpu_offloading_num_layers`, benchmarks/runs/mb2509_2.gcl) and
 # MaxText's offloaded remat policies (MaxText configs/base.yml `remat_policy: minimal_offloaded`).
-# A stated offload under another stack is the user's statement (e.g. PyTorch's
-# `torch.autograd.graph.save_on_cpu` hook), not a recipe default.
+# A stated offload under another stack that has a switch for it (OFFLOAD_SWITCHES) is the user's
+# statement, not a recipe default.
 OFFLOAD_STACKS = frozenset({"megatron_core", "nemo", "maxtext"})
+# The stacks that run a *stated* activation offload, by the switch each runs it with (`gclc check` refuses
+# it elsewhere, compiler/rules/train.py): the recipe stacks above; PyTorch's `offload_wrapper` (its
+# `save_on_cpu` hook around each block: torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py), which
+# llm-foundry's FSDP recipes turn on with `fsdp_config.activation_cpu_offload: true` (mosaicml/llm-foundry
+# README; Composer's `apply_ac(..., activation_cpu_offload)`) -- ASSUMPTION: under torch.compile as well;
+# DeepSpeed's `activation_checkpointing.cpu_checkpointing`, which moves only the inputs its checkpointed layers
+# keep (deepspeed/runtime/activation_checkpointing/checkpointing.py `CheckpointFunction.forward`:
+# `elif CPU_CHECKPOINT: copy_to_device(args, cpu)`), so only under full recompute (OFFLOAD_NEEDS_FULL_RECOMPUTE).
+# Megatron-LM before Megatron-Core (`megatron`) has none: `--cpu-offloading` came with Megatron-Core 0.5.
+OFFLOAD_SWITCHES = {"megatron_core": "--cpu-offloading", "nemo": "cpu_offloading_num_layers",
+                    "maxtext": "an offloaded remat_policy", "fsdp": "fsdp_config.activation_cpu_offload",
+                    "fsdp_compiled": "fsdp_config.activation_cpu_offload",
+                    "deepspeed": "cpu_checkpointing, with full recompute",
+                    "deepspeed_2022": "cpu_checkpointing, with full recompute"}
+OFFLOAD_NEEDS_FULL_RECOMPUTE = frozenset({"deepspeed", "deepspeed_2022"})
 # The stacks that run Megatron-Core's optimizer and arguments (its precision-aware optimizer, its exports)
 MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from ..compiler.formats import generation
 from ..compiler.ir import Accelerator
 
 TILE_OPERANDS = 3          # A, B and C tiles resident at once
@@ -57,37 +58,26 @@ GENERATION_L2_BANDWIDTH = {"ampere": 7219e9, "hopper": 8986e9}   # B/s, PMC10448
 USE_GENERATION_L2 = False
 
 
-def _generation(chip: Accelerator) -> str | None:
-    """NVIDIA's tensor-core generation from the chip's peaks (ASSUMPTION, as model/compute.py's
-    `attention_generation`): fp4 Blackwell, fp8 Hopper, bf16 without fp8 Ampere."""
-    if chip.vendor != "NVIDIA" or chip.peak_of("fp4"):
-        return None
-    if chip.peak_of("fp8"):
-        return "hopper"
-    return "ampere" if chip.peak_of("bf16") else None
-
-
 def l2_bandwidth(chip: Accelerator) -> float | None:
     """The L2 bandwidth the roofline uses: stated, else the generation's where that is on."""
     if chip.l2_bandwidth or chip.l2 <= 0:
         return chip.l2_bandwidth
     if not USE_GENERATION_L2:   # (read for every op a plan times: the generation only where it is used)
         return None
-    generation = _generation(chip)
-    return GENERATION_L2_BANDWIDTH.get(generation) if generation else None
+    return GENERATION_L2_BANDWIDTH.get(generation(chip))   # (compiler/formats.py: none for Blackwell)
 
 
 def l2_source(chip: Accelerator) -> str:
     """Where the L2 bandwidth comes from, for `explain`."""
     if chip.l2_bandwidth:
         return "stated"
-    generation = _generation(chip)
-    if generation is None or chip.l2 <= 0:
+    measured = generation(chip)
+    if measured not in GENERATION_L2_BANDWIDTH or chip.l2 <= 0:
         return "not stated: one memory level (HBM) only"
     if USE_GENERATION_L2:
-        return f"not stated: the {generation} generation's, PMC10448217 Table 3"
-    return (f"not stated: one memory level (HBM) only; the {generation} generation's measured "
-            f"{GENERATION_L2_BANDWIDTH[generation] / 1e12:g} TB/s (PMC10448217 Table 3) made the "
+        return f"not stated: the {measured} generation's, PMC10448217 Table 3"
+    return (f"not stated: one memory level (HBM) only; the {measured} generation's measured "
+            f"{GENERATION_L2_BANDWIDTH[measured] / 1e12:g} TB/s (PMC10448217 Table 3) made the "
             "cross-validated error worse (p90 15.1 -> 15.8 %), so it is not assumed")
 
 

@@ -199,9 +199,10 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
 def generation(tier) -> str:
     """The GPU generation NCCL's NVLS constants go by (nvls.cc channels, tuning.cc nvlsEfficiency: compute
     capability 10.0 on, Blackwell; before, Hopper): the one the lowering read off the partition's
-    accelerator (compiler/formats.py generation, the same test as the MX fp8 recipe's), so a derated
-    NVLink 5 is still Blackwell and a fast link does not make a Hopper one."""
-    return tier.generation if tier.kind == "nvlink" else "hopper"
+    accelerator (compiler/formats.py generation, the same answer as the MX fp8 recipe's), so a derated
+    NVLink 5 is still Blackwell and a fast link does not make a Hopper one. The tables hold Hopper's and
+    Blackwell's constants: any other part (Ampere, another vendor's) takes Hopper's, as it always did."""
+    return "blackwell" if tier.kind == "nvlink" and tier.generation == "blackwell" else "hopper"
 
 
 def _reduce_share(stage: comms.Stage, per_node: int) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from ..compiler.formats import family
+from ..compiler.formats import family, generation as chip_generation
 from ..compiler import hbm as hbm_packaging
 from ..compiler.ir import Accelerator
 from . import cache, dvfs
@@ -204,7 +204,7 @@ def attention_efficiency(chip: Accelerator) -> float:
         return declared
     kernels = kernel_efficiency(chip)
     if kernels is not None:
-        return kernels * training_share(attention_generation(chip))
+        return kernels * training_share(chip_generation(chip))
     return VENDOR_DEFAULTS.get((chip.vendor, "attention"), DEFAULT_ATTENTION_EFFICIENCY)
 
 
@@ -213,25 +213,14 @@ def training_share(generation: str | None) -> float:
     return ATTENTION_TRAINING_SHARES.get(generation, ATTENTION_TRAINING_SHARE)
 
 
-def attention_generation(chip: Accelerator) -> str | None:
-    """The tensor-core generation whose attention kernels the chip runs (None: no kernel data):
-    NVIDIA parts with an fp4 peak are Blackwell, with an fp8 peak Hopper (ASSUMPTION, as
-    `warp_group_tensor_cores`)."""
-    if chip.vendor != "NVIDIA":
-        return None
-    if chip.peak_of("fp4"):
-        return "blackwell"
-    return "hopper" if chip.peak_of("fp8") else None
-
-
 def kernel_efficiency(chip: Accelerator) -> float | None:
     """The combined forward-and-backward share of peak of the chip's generation's fused attention
     kernels (`ATTENTION_KERNELS`), None without kernel data. (The in-training share they are
     scaled by is fitted on the runs of every part of the generation, so it carries the clock each
     part holds; a kernel measured on one part and used as it is, MLA decode, is moved to another
     part by `part_share`.)"""
-    generation = attention_generation(chip)
-    return None if generation is None else generation_efficiency(generation)
+    generation = chip_generation(chip)   # compiler/formats.py: one answer for every generation-keyed table
+    return generation_efficiency(generation) if generation in ATTENTION_KERNELS else None
 
 
 def part_share(chip: Accelerator, generation: str) -> float:
@@ -251,9 +240,9 @@ def generation_efficiency(generation: str) -> float:
 
 def warp_group_tensor_cores(chip: Accelerator) -> bool:
     """Whether the chip's tensor cores are the asynchronous warp-group kind that portable
-    attention kernels leave idle: NVIDIA's parts with an fp8 peak (Hopper, Blackwell;
-    ASSUMPTION: fp8 came with them, Ampere has none)."""
-    return chip.vendor == "NVIDIA" and chip.peak_of("fp8") is not None
+    attention kernels leave idle: NVIDIA's Hopper and Blackwell (compiler/formats.py generation;
+    Ampere's are synchronous)."""
+    return chip_generation(chip) in ("hopper", "blackwell")
 
 
 def attention_length_factor(kv_length: int, window: bool = False) -> float:
@@ -344,7 +333,7 @@ def attention_rate(chip: Accelerator) -> float:
 def mla_decode_rate(chip: Accelerator) -> float:
     """FLOP/s of absorbed-MLA decode attention on `chip`: its generation's decode kernel's share of
     the bf16 peak (`MLA_DECODE_KERNELS`) on this part (`part_share`), else the fused-attention rate (no decode kernel data)."""
-    generation = attention_generation(chip)
+    generation = chip_generation(chip)
     if generation not in MLA_DECODE_KERNELS:
         return attention_rate(chip)
     rate, reference = MLA_DECODE_KERNELS[generation]

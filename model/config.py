@@ -101,6 +101,9 @@ class TrainConfig:
     # `precision = fp8` run with MX block scaling, as the job's chip runs it (compiler/formats.py
     # `block_scaled`: Blackwell); with it Megatron-Core keeps a whole fp32 master (model/train/optimizer.py)
     mx_fp8: bool = False
+    # a per-tensor fp8 precision (fp8_e4m3, fp8_e5m2: not MX) on a chip whose fp8 GEMMs take any operand
+    # layout (Blackwell), where Transformer Engine keeps one copy of a weight, no transpose (model/train/quantized.py)
+    non_tn_fp8: bool = False
     # The weights kept in the GEMMs' fp8 format only, no bf16 copy (Megatron-LM --fp8-param-gather,
     # NeMo fp8_params; model/train/memory.py `weight_bytes`)
     fp8_params: bool = False

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 from ..compiler.design import Design, Entity, Partition as PartitionRef, Symbol
-from ..compiler.formats import block_scaled
-from ..compiler.ir import ClusterGraph, Partition
+from ..compiler.formats import block_scaled, family, generation
+from ..compiler.ir import Accelerator, ClusterGraph, Partition
 from ..compiler.lower import lower_cluster
 from ..compiler.schema import MEGATRON_STACKS
 from .config import DEFAULT_STACK, TrainConfig
@@ -191,13 +191,23 @@ def job_optimizer(job: Job) -> dict[str, object]:
     TrainConfig fields."""
     return {**{k: getattr(job, k) for k in OPTIMIZER_FIELDS}, "fp8_params": job.fp8_params,
             "precision_aware_optimizer": job.precision_aware_optimizer, "second_moment": job.second_moment,
-            "mx_fp8": mx_fp8(str(job.precision), job.partition.node.accelerator.name)}
+            "mx_fp8": mx_fp8(str(job.precision), job.partition.node.accelerator),
+            "non_tn_fp8": non_tn_fp8(str(job.precision), job.partition.node.accelerator)}
 
 
-def mx_fp8(precision: str, chip: str) -> bool:
+def mx_fp8(precision: str, chip: Accelerator | None) -> bool:
     """TrainConfig.mx_fp8: the generic `fp8` on a chip that runs it with MX block scaling (an `mxfp8` job
-    states it in its precision)."""
-    return precision == "fp8" and block_scaled(precision, chip)
+    states it in its precision; no chip: none)."""
+    return precision == "fp8" and chip is not None and block_scaled(precision, chip)
+
+
+def non_tn_fp8(precision: str, chip: Accelerator | None) -> bool:
+    """TrainConfig.non_tn_fp8: a per-tensor fp8 job (an fp8 format that is not block-scaled) on a chip whose
+    fp8 GEMMs take any operand layout, Transformer Engine's `is_non_tn_fp8_gemm_supported` (compute
+    capability 10.x, 11.x, 13 on): the Blackwell generation (compiler/formats.py). ASSUMPTION: a Blackwell
+    part here is a data-center one; a GeForce / RTX PRO Blackwell (12.x) keeps Hopper's transposes."""
+    return (chip is not None and family(precision) == "fp8" and not block_scaled(precision, chip)
+            and generation(chip) == "blackwell")
 
 
 def _stated_flag(entity: Entity, name: str) -> bool | None:
@@ -219,14 +229,15 @@ def needs_distributed_optimizer(job: Job) -> bool:
     return job.precision_aware_optimizer or (narrower and job.stack in MEGATRON_STACKS)
 
 
-def state_config(entity: Entity, chip: str = "") -> TrainConfig:
-    """What the optimizer state's size reads of a train job on the chip named `chip`, without planning it
+def state_config(entity: Entity, chip: Accelerator | None = None) -> TrainConfig:
+    """What the optimizer state's size reads of a train job on `chip`, without planning it
     (the checkpoint of a schedule: solver/schedule)."""
     precision = str(_plain(entity.get("precision", Symbol("bf16"))))
     return TrainConfig(batch=1, seq=1, precision=precision,
                        stack=str(_plain(entity.get("software", Symbol(DEFAULT_STACK)))), **optimizer_fields(entity),
                        precision_aware_optimizer=_stated_flag(entity, "precision_aware_optimizer"),
-                       second_moment=_second_moment(entity), mx_fp8=mx_fp8(precision, chip))
+                       second_moment=_second_moment(entity), mx_fp8=mx_fp8(precision, chip),
+                       non_tn_fp8=non_tn_fp8(precision, chip))
 
 
 def _stated(entity: Entity, path: str) -> float:

@@ -138,9 +138,9 @@ def parallelism(e: Estimate) -> dict:
 
 
 def config_json(c: TrainConfig) -> dict:
-    """A configuration's fields; `main_grads` only where bf16, `precision_aware_optimizer` and `mx_fp8` only
-    where true, `second_moment` only where stated (they came after the format's version 2: plans that do not state them keep their keys)."""
-    later = {"main_grads": ("fp32",), "precision_aware_optimizer": (False, None), "mx_fp8": (False,),
+    """A configuration's fields; `main_grads` only where bf16, `precision_aware_optimizer`, `mx_fp8` and
+    `non_tn_fp8` only where true, `second_moment` only where stated (they came after the format's version 2: plans that do not state them keep their keys)."""
+    later = {"main_grads": ("fp32",), "precision_aware_optimizer": (False, None), "mx_fp8": (False,), "non_tn_fp8": (False,),
              "second_moment": (None,)}
     return attrs.asdict(c, filter=lambda field, value: field.name not in later or value not in later[field.name])
 

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ...dsl import codes
 from ..formats import family
-from ..schema import offload_possible
+from ..schema import DEFAULT_STACK, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES, offload_possible
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition, Record
 from ..lower import lower_cluster
@@ -142,6 +142,7 @@ def _offload(job: Entity) -> Iterator[Diagnostic]:
     if pins is None or not (pins.get("offload") or "offload" in _searched(pins)):
         return
     where = "parallelism.offload" if pins.get("offload") else "parallelism.search"
+    yield from _offload_stack(job, pins, where)
     for node in _nodes(job.get("on")):
         if not offload_possible(node.host_link):
             yield codes.PARALLELISM.make(
@@ -151,6 +152,29 @@ def _offload(job: Entity) -> Iterator[Diagnostic]:
                 notes=[f"help: give `{node.name}` its GPU-to-host bandwidth per direction, e.g. `host_link = "
                        "64 GB/s` for PCIe Gen5 x16 or `host_link = 450 GB/s` for NVLink-C2C, or remove `offload`"])
             return
+
+
+def _offload_stack(job: Entity, pins: Record, where: str) -> Iterator[Diagnostic]:
+    """A stated offload needs a stack that has a switch for it (compiler/schema.py OFFLOAD_SWITCHES);
+    DeepSpeed's moves only the checkpoints of a full recompute."""
+    stated = job.get("software")
+    stack = str(getattr(stated, "name", stated)) if stated is not None else DEFAULT_STACK
+    label = [Label(job.span_of("software"), f"software = {stack}")] if stated is not None else []
+    switches = ", ".join(f"{name} ({switch})" for name, switch in OFFLOAD_SWITCHES.items())
+    if stack not in OFFLOAD_SWITCHES:
+        yield codes.PARALLELISM.make(
+            job.span_of(where), labels=label,
+            what=f"activation offload has no switch in `{stack}`: the stacks that offload activations to host "
+                 f"memory are {switches}",
+            notes=["help: run the job on one of them (`software = megatron_core`: Megatron-Core 0.5+), or remove "
+                   "`offload`"])
+    elif stack in OFFLOAD_NEEDS_FULL_RECOMPUTE and getattr(pins.get("recompute"), "name", None) != "full":
+        yield codes.PARALLELISM.make(
+            job.span_of(where), labels=label,
+            what=f"`{stack}` offloads only the layer inputs a full recompute keeps (DeepSpeed's cpu_checkpointing), "
+                 "and this job does not pin `recompute = full`",
+            notes=["help: pin `recompute = full` beside `offload`, or run the job on megatron_core, nemo, maxtext "
+                   "or fsdp, which offload any layer's activations"])
 
 
 def _fp8_params(job: Entity) -> Iterator[Diagnostic]:

@@ -100,7 +100,7 @@ def blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple
 # layer's, across expert-parallel widths too.
 LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
                            "checkpoint_bandwidth", "checkpoint_keep", "dataset_bytes", "shard", "offload", "optimizer_state", "second_moment", "master_weights",
-                           "main_grads", "precision_aware_optimizer", "mx_fp8", "fp8_params", "loss", "dp_overlap", "grad_reduce", "dropout",
+                           "main_grads", "precision_aware_optimizer", "mx_fp8", "non_tn_fp8", "fp8_params", "loss", "dp_overlap", "grad_reduce", "dropout",
                            "power_cap"})   # power_cap: through the partition (step.py `_running`)
 PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and CP strides
 _LAYERS: dict[tuple, Layer] = {}

@@ -150,7 +150,7 @@ def model_states(shape: ModelShape, cfg: TrainConfig, zeros) -> list[tuple[float
     per parameter, which no ZeRO stage changes, read once: a search asks every stage of a layout)."""
     common = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack)
     tail = (cfg.optimizer_state, cfg.master_weights, cfg.main_grads, cfg.fp8_params, cfg.grad_reduce,
-            cfg.precision_aware_optimizer, cfg.second_moment, cfg.mx_fp8)
+            cfg.precision_aware_optimizer, cfg.second_moment, cfg.mx_fp8, cfg.non_tn_fp8)
     out, parts = [], None
     for zero in zeros:
         key = common + (zero,) + tail
@@ -199,7 +199,7 @@ def gathered_bytes(shape: ModelShape, cfg: TrainConfig, zero: int | None = None)
     if zero < 3 or _unsharded_under_pipeline(cfg, zero):
         return 0.0
     key = (shape, cfg.tp, cfg.pp, cfg.dp, cfg.cp, cfg.ep, cfg.shard, cfg.precision, cfg.stack, cfg.main_grads,
-           cfg.fp8_params, cfg.grad_reduce, cfg.mx_fp8)
+           cfg.fp8_params, cfg.grad_reduce, cfg.mx_fp8, cfg.non_tn_fp8)
     held = _GATHERED.get(key)
     if held is None:
         root = shape.vocab * shape.hidden * (2 if cfg.pp == 1 and not shape.tied_embeddings else 1) / cfg.tp

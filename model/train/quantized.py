@@ -31,7 +31,7 @@ Sources (Transformer Engine at d0067d0, 2026-08; Megatron-LM at d98e8a6, 2026-08
 
 from __future__ import annotations
 
-from ...compiler.formats import dispatch_bytes, is_narrow, value_bytes
+from ...compiler.formats import dispatch_bytes, family, is_narrow, value_bytes
 from ..config import TrainConfig
 
 BF16_BYTES = 2.0
@@ -43,7 +43,7 @@ CAST_AT_USE = ("fsdp", "fsdp_compiled", "maxtext")
 
 def gemm_format(cfg: TrainConfig) -> str:
     """The format the GEMMs run in: the generic `fp8` on a chip that runs it with MX block scaling
-    (`mx_fp8`: compiler/formats.py MX_FP8_CHIPS) is MXFP8. Not every Blackwell run is: Megatron-
+    (`mx_fp8`: compiler/formats.py `block_scaled`, Blackwell) is MXFP8. Not every Blackwell run is: Megatron-
     Bridge's published FP8-CS rows (benchmarks/runs/mb2511_2, per-tensor current scaling, MXFP8 the
     alternative in parentheses) ran per-tensor fp8, which their designs state as `precision =
     fp8_e4m3` (not block-scaled: formats.py; benchmarks/make_runs.py `per_tensor_fp8`)."""
@@ -59,13 +59,17 @@ def gemm_bytes(cfg: TrainConfig) -> float:
 
 def weight_copies(cfg: TrainConfig) -> int:
     """Quantized copies of a weight a Transformer Engine recipe holds in training: the rowwise one
-    (forward) and the columnwise one (dgrad) [usages, cache]. Per-tensor fp8 shares one copy only
-    where the chip runs non-TN fp8 GEMMs (TE utils.py `is_non_tn_fp8_gemm_supported`: compute
-    capability 10.x and 13.x), where gclc's `fp8` is MX (compiler/formats.py MX_FP8_CHIPS); a
-    per-tensor `fp8_e4m3` stated on Blackwell is still priced with two (the configuration does not
-    carry the chip's GEMM layouts); elsewhere it keeps the transpose (ASSUMPTION beyond NVIDIA's
-    chips: as Hopper). A stack that casts at each use holds none between uses: priced as one."""
-    return 1 if cfg.stack in CAST_AT_USE else 2
+    (forward) and the columnwise one (dgrad) [usages, cache] -- but one for per-tensor fp8 on a chip
+    whose fp8 GEMMs take any layout (`non_tn_fp8`: Blackwell). TE at d0067d0: Float8Quantizer and
+    Float8CurrentScalingQuantizer (delayed and current scaling) allocate the transpose only where
+    `columnwise_usage && !is_non_tn_fp8_gemm_supported` (pytorch/csrc/quantizer.cpp `create_tensor`;
+    pytorch/utils.py: compute capability 10.x, 11.x, 13 on), the dgrad GEMM reading the rowwise data
+    in another layout; MXFP8Quantizer and NVFP4Quantizer allocate rowwise and columnwise data apart on
+    every chip (their scales differ), as gclc's `fp8` on Blackwell is MX (compiler/formats.py
+    `block_scaled`). Elsewhere per-tensor fp8 keeps the transpose (ASSUMPTION beyond NVIDIA's chips:
+    as Hopper). A stack that casts at each use holds none between uses: priced as one."""
+    per_tensor_fp8 = cfg.non_tn_fp8 and family(cfg.precision) == "fp8" and gemm_format(cfg) != "mxfp8"
+    return 1 if cfg.stack in CAST_AT_USE or per_tensor_fp8 else 2
 
 
 def held_weight_bytes(cfg: TrainConfig) -> float:

@@ -13,7 +13,7 @@ paths, say); its `checkpoint_every` pins the interval."""
 from __future__ import annotations
 
 from ...compiler.design import Entity, Record
-from ...compiler.ir import ClusterGraph, Partition
+from ...compiler.ir import Accelerator, ClusterGraph, Partition
 from ...compiler.lower import _partition_specs, _unit_shape
 from ...model.train import host
 from ...model.job import state_config
@@ -53,8 +53,8 @@ def node_storage(cluster: Entity, partition: Partition) -> float:
 
 
 def checkpoint(job: Entity, shape: ModelShape | None, storage_per_node: float, gpus: int,
-               gpus_per_node: int, chip: str = "") -> Checkpoint:
-    """The job's checkpoint at `gpus` GPUs on the chip named `chip`: what the file states, the rest derived."""
+               gpus_per_node: int, chip: Accelerator | None = None) -> Checkpoint:
+    """The job's checkpoint at `gpus` GPUs on `chip`: what the file states, the rest derived."""
     block = job.get("checkpoint") or Record()
     size = block.get("size")
     size = float(size.value) if size is not None else \
@@ -77,5 +77,5 @@ def job_goodput(job, gpus: int):
     cluster = getattr(target, "cluster", target)
     rates = reliability(cluster, job.graph, job.partition)
     ckpt = checkpoint(job.entity, job.shape, node_storage(cluster, job.partition), gpus, job.partition.node.gpus,
-                      job.partition.node.accelerator.name)
+                      job.partition.node.accelerator)
     return goodput(ckpt, rates.rate(gpus))

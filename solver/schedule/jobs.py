@@ -248,7 +248,7 @@ def _train_options(entity, cluster, graph, rates, plan_fn, partitions, wanted: t
                 fewer = fewer or (job, chosen.best)
             elif chosen.best is not None:
                 used = chosen.best.config.gpus
-                ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus, p.node.accelerator.name)
+                ckpt = checkpoint(entity, job.shape, storage, used, p.node.gpus, p.node.accelerator)
                 good = goodput(ckpt, rates[p.name].rate(used))
                 options.append(Option(p.name, used, chosen.best.tokens_per_s, good.interval, good.write,
                                       good.restart, good.efficiency))

@@ -136,3 +136,36 @@ def test_the_optimizer_state_precisions_reach_the_job():
     assert (config.optimizer_state, config.master_weights, config.main_grads) == ("bf16", "none", "bf16")
     default = pinned_config(train_job(check_text(DESIGN, path).design))
     assert (default.optimizer_state, default.master_weights, default.main_grads) == ("fp32", "fp32", "fp32")
+
+
+@pytest.mark.parametrize("stack, refused", [("megatron", "no switch in `megatron`"),
+                                            ("deepspeed", "does not pin `recompute = full`"),
+                                            ("deepspeed_2022", "does not pin `recompute = full`")])
+def test_a_stated_offload_needs_a_stack_that_offloads(stack, refused):
+    # Megatron-LM before Megatron-Core 0.5 has no --cpu-offloading; DeepSpeed's cpu_checkpointing moves only the
+    # inputs of checkpointed layers: the design's offload with selective recompute runs on neither
+    text = DESIGN.replace("software  = fsdp", f"software  = {stack}").replace("recompute = full", "recompute = selective")
+    errors, text = diagnose(text)
+    assert len(errors) == 1, [e.message for e in errors]
+    error = errors[0]
+    assert refused in error.summary
+    assert (error.subject.line, error.subject.column) == column_of(text, "offload = offload")
+    assert error.labels[0].span.line == column_of(text, f"software  = {stack}")[0]
+    said = "\n".join([error.summary, *error.notes])
+    assert "megatron_core" in said and "nemo" in said and "maxtext" in said    # where it runs
+    assert diagnose(text.replace(" offload = offload", ""))[0] == []   # no offload, no error
+
+
+@pytest.mark.parametrize("stack", ["megatron_core", "nemo", "maxtext", "fsdp", "fsdp_compiled", "deepspeed"])
+def test_an_offload_on_a_stack_with_its_switch_is_clean(stack):
+    # negative control: the design (full recompute) on each stack that runs it
+    text = DESIGN.replace("software  = fsdp", f"software  = {stack}").replace("zero = 3 shard = shard", "zero = 3")
+    assert [e.message for e in diagnose(text)[0]] == []
+
+
+def test_a_searched_offload_on_megatron_is_refused_at_the_search():
+    text = (DESIGN.replace("software  = fsdp", "software  = megatron").replace(PINS, "parallelism { search = [offload] }")
+            .replace("param offload", "param offload_share"))
+    errors, text = diagnose(text)
+    assert len(errors) == 1 and "no switch in `megatron`" in errors[0].summary
+    assert (errors[0].subject.line, errors[0].subject.column) == column_of(text, "search = [")

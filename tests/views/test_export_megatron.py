@@ -24,6 +24,7 @@ pytest.importorskip("torch", reason="Megatron-LM's arguments.py imports torch (.
 pytest.importorskip("megatron.core", reason="megatron-core from PyPI (.ci/setup installs it)")
 
 from . import megatron_lm  # noqa: E402
+from .std_chips import std_chip  # noqa: E402
 
 WIDTHS = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -35,7 +36,7 @@ def run(files: dict[str, str], world: int, accelerator: str = "H100_SXM"):
 
 
 def exported(job, accelerator: str = "H100_SXM") -> dict[str, str]:
-    return megatron.export(job, accelerator, "NVIDIA", "variants")
+    return megatron.export(job, std_chip(accelerator), "variants")
 
 
 def dtype_name(dtype) -> str:
@@ -65,7 +66,7 @@ def reduction_dtype(args) -> str:
 def test_megatrons_own_checks_reject_a_broken_args_file(named):
     """Negative controls: the real validate_args rejects what the exporter must not write."""
     example = named("dgx_h100_superpod")
-    files = megatron.export(example.job, "H100_SXM", "NVIDIA", example.name)
+    files = megatron.export(example.job, std_chip("H100_SXM"), example.name)
     gpus = example.job.config.gpus
     assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in files["megatron.args"]
     broken = {"megatron.args": files["megatron.args"].replace("export CUDA_DEVICE_MAX_CONNECTIONS=1", "")}
@@ -88,7 +89,7 @@ def test_every_training_example_exports_arguments_megatron_validates(example):
         pytest.skip(f"{example.name} has no train job")
     accelerator = example.layout.groups[0].partition.node.accelerator
     try:
-        files = megatron.export(example.job, accelerator.name, accelerator.vendor, example.name)
+        files = megatron.export(example.job, accelerator, example.name)
     except ExportError as error:
         assert len(example.job.shares) > 1 and "heterogeneous" in str(error)
         return
@@ -130,7 +131,7 @@ def test_plan_and_run_agree_on_overlapped_pipeline_sends(named):
         c = example.job.config
         assert c.pp > 2 and (c.vp > 1) == interleaved
         accelerator = example.layout.groups[0].partition.node.accelerator.name
-        args = run(megatron.export(example.job, accelerator, "NVIDIA", name), c.gpus, accelerator)
+        args = run(megatron.export(example.job, std_chip(accelerator), name), c.gpus, accelerator)
         assert not args.overlap_p2p_comm
         if not interleaved:
             assert not args.align_param_gather
@@ -150,12 +151,12 @@ def test_an_mtp_model_without_rotary_positions_is_a_located_error():
     planned = job_plan(job_entity(check_file(str(moe)).design, None))
     job = attrs.evolve(planned, shape=attrs.evolve(planned.shape, position_embedding=""))
     with pytest.raises(ExportError, match=r"gb200_moe\.gcl:\d+:\d+: .*mtp = 1.*position_embedding = rope"):
-        megatron.export(job, "GB200", "NVIDIA", "gb200_moe")
+        megatron.export(job, std_chip("GB200"), "gb200_moe")
 
 
 def test_the_environment_follows_what_megatron_asserts(named, variant_plan):
     example = named("dgx_h100_superpod")     # tp 8 on Hopper: one connection
-    text = megatron.export(example.job, "H100_SXM", "NVIDIA", example.name)["megatron.args"]
+    text = megatron.export(example.job, std_chip("H100_SXM"), example.name)["megatron.args"]
     assert re.search(r"^export CUDA_DEVICE_MAX_CONNECTIONS=1\b", text, re.M)
     assert re.search(r"^export NCCL_NVLS_ENABLE=1\b", text, re.M)       # its NVLink tier reduces in the switch
     from gclc.views.export import kubernetes, slurm
@@ -175,7 +176,7 @@ def test_the_environment_follows_what_megatron_asserts(named, variant_plan):
 def test_a_heterogeneous_plan_is_refused_with_what_megatron_lacks(named):
     example = named("hetero_h100_a100")
     with pytest.raises(ExportError, match="no heterogeneous split"):
-        megatron.export(example.job, "H100_SXM", "NVIDIA", example.name)
+        megatron.export(example.job, std_chip("H100_SXM"), example.name)
 
 
 def test_uneven_pipelines_give_equal_middle_stages():
@@ -347,7 +348,7 @@ def test_every_train_job_of_the_shared_cluster_is_accepted_by_megatron(shared_cl
     assert len(shared_cluster_train) == 5
     for name, plan in shared_cluster_train:   # what export("megatron", ...) plans and writes
         chip = _accelerator(plan)
-        args = run(megatron.export(plan, chip.name, chip.vendor, "shared_cluster.gcl"), plan.config.gpus, chip.name)
+        args = run(megatron.export(plan, chip, "shared_cluster.gcl"), plan.config.gpus, chip.name)
         assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (plan.config.tp, plan.config.pp), name
 
 
@@ -380,7 +381,7 @@ def test_the_token_dispatcher_the_plan_costs_is_the_one_megatron_builds(dispatch
     """validate_args, then Megatron-Core's TransformerConfig (its __post_init__ checks the MoE
     settings) built by Megatron's own core_transformer_config_from_args."""
     job = _moe_with(f"    dispatcher = {dispatcher}\n")
-    files = megatron.export(job, "H100_SXM", "NVIDIA", "moe")
+    files = megatron.export(job, std_chip("H100_SXM"), "moe")
     words, env = megatron_lm.shell_environment(files["megatron.args"])
     args = megatron_lm.parse_and_validate(words, job.config.gpus, env, "H100_SXM")
     config = megatron_lm.load().core_transformer_config_from_args(args)
@@ -393,13 +394,13 @@ def test_megatron_core_refuses_what_the_dispatcher_checks_refuse():
     """Negative controls: the combinations compiler/rules/train.py `_dispatcher` rejects are the
     ones Megatron-Core's own TransformerConfig rejects."""
     job = _moe_with("    dispatcher = deepep\n")
-    words, env = megatron_lm.shell_environment(megatron.export(job, "H100_SXM", "NVIDIA", "moe")["megatron.args"])
+    words, env = megatron_lm.shell_environment(megatron.export(job, std_chip("H100_SXM"), "moe")["megatron.args"])
     padded = words + ["--moe-expert-capacity-factor", "1.25", "--moe-pad-expert-input-to-capacity"]
     args = megatron_lm.parse_and_validate(padded, job.config.gpus, env, "H100_SXM")
     with pytest.raises(ValueError, match="does not support moe_pad_expert_input_to_capacity"):
         megatron_lm.load().core_transformer_config_from_args(args)
     job = _moe_with("    dispatcher = allgather\n")
-    words, env = megatron_lm.shell_environment(megatron.export(job, "H100_SXM", "NVIDIA", "moe")["megatron.args"])
+    words, env = megatron_lm.shell_environment(megatron.export(job, std_chip("H100_SXM"), "moe")["megatron.args"])
     args = megatron_lm.parse_and_validate(words + ["--overlap-moe-expert-parallel-comm"], job.config.gpus, env, "H100_SXM")
     with pytest.raises(AssertionError, match="alltoall/flex"):
         megatron_lm.load().core_transformer_config_from_args(args)

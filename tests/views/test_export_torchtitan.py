@@ -11,6 +11,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import attrs
 import pytest
 
 from gclc.model.train.optimizer import grad_bytes
@@ -19,6 +20,7 @@ from gclc.views.export import ExportError, torchtitan
 pytest.importorskip("torchtitan", reason="torchtitan 0.2.2 from PyPI (.ci/setup installs it with the dev extras)")
 
 from . import torchtitan_real as real  # noqa: E402
+from .std_chips import std_chip  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +32,7 @@ def read_toml(files: dict[str, str], tmp_path: Path):
 
 def _files(example):
     accelerator = example.layout.groups[0].partition.node.accelerator
-    return torchtitan.export(example.job, accelerator.name, accelerator.vendor, example.name)
+    return torchtitan.export(example.job, accelerator, example.name)
 
 
 def test_torchtitans_checks_reject_a_broken_config(tmp_path):
@@ -94,10 +96,10 @@ def test_a_misspelled_option_is_refused_by_torchtitan(tmp_path):
 def test_what_torchtitan_cannot_run_is_an_error(named):
     hetero = named("hetero_h100_a100")
     with pytest.raises(ExportError, match="no heterogeneous split"):
-        torchtitan.export(hetero.job, "H100_SXM", "NVIDIA", hetero.name)
+        torchtitan.export(hetero.job, std_chip("H100_SXM"), hetero.name)
     mi300x = named("mi300x_roce")
     with pytest.raises(ExportError, match="CUDA and ROCm"):
-        torchtitan.export(mi300x.job, "Orca", "Example Silicon", mi300x.name)
+        torchtitan.export(mi300x.job, attrs.evolve(std_chip("MI300X"), name="Orca", vendor="Example Silicon"), mi300x.name)
 
 
 def test_overrides_quote_for_the_shell():
@@ -107,20 +109,20 @@ def test_overrides_quote_for_the_shell():
 
 def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(tmp_path, variant_plan):
     job = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 shard = 8 recompute = full recompute_every = 2 }")
-    parsed = read_toml(torchtitan.export(job, "H100_SXM", "NVIDIA", "variants"), tmp_path)
+    parsed = read_toml(torchtitan.export(job, std_chip("H100_SXM"), "variants"), tmp_path)
     p = parsed.parallelism
     assert (p.data_parallel_shard_degree, p.data_parallel_replicate_degree) == (8, 4)
     assert (parsed.activation_checkpoint.mode, parsed.activation_checkpoint.selective_ac_option) == ("selective", "2")
     real.parallel_dims(parsed, 32)
     offloaded = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = full offload = 50% }")
     with pytest.raises(ExportError, match="offload"):
-        torchtitan.export(offloaded, "H100_SXM", "NVIDIA", "variants")
+        torchtitan.export(offloaded, std_chip("H100_SXM"), "variants")
     narrow = variant_plan("optimizer_state = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
     with pytest.raises(ExportError, match="optimizer_state = bf16"):
-        torchtitan.export(narrow, "H100_SXM", "NVIDIA", "variants")
+        torchtitan.export(narrow, std_chip("H100_SXM"), "variants")
     grads = variant_plan("main_grads = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")
     with pytest.raises(ExportError, match=r"reduce in fp32 .*`job` states main_grads = bf16 \(remove"):
-        torchtitan.export(grads, "H100_SXM", "NVIDIA", "variants")
+        torchtitan.export(grads, std_chip("H100_SXM"), "variants")
 
 
 def test_the_compiled_stack_turns_torch_compile_on(tmp_path):
@@ -135,7 +137,7 @@ def test_the_compiled_stack_turns_torch_compile_on(tmp_path):
     for stack in ("fsdp", "fsdp_compiled"):
         result = check_text(text.replace("software  = fsdp", f"software  = {stack}"), str(path))
         assert result.design is not None, result.diagnostics
-        files = torchtitan.export(job_plan(job_entity(result.design, None)), "H100_SXM", "NVIDIA", "variants")
+        files = torchtitan.export(job_plan(job_entity(result.design, None)), std_chip("H100_SXM"), "variants")
         (tmp_path / f"{stack}.toml").write_text(files["torchtitan.toml"])
         plans[stack] = real.parse(["--job.config_file", str(tmp_path / f"{stack}.toml")])
     assert plans["fsdp_compiled"].compile.enable and not plans["fsdp"].compile.enable
@@ -154,7 +156,7 @@ def test_a_reduction_narrower_than_torchtitans_fp32_is_noted(tmp_path, stack):
     result = check_text(text, str(path))
     assert result.design is not None, result.diagnostics
     job = job_plan(job_entity(result.design, None))
-    files = torchtitan.export(job, "H100_SXM", "NVIDIA", "variants")
+    files = torchtitan.export(job, std_chip("H100_SXM"), "variants")
     parsed = read_toml(files, tmp_path)
     assert parsed.training.mixed_precision_reduce == "float32"
     narrow = stack != "megatron"       # model/config.py STACKS: Megatron-LM before Core reduces in fp32
@@ -176,7 +178,7 @@ def test_the_full_gb200_plan_runs_on_torchs_pipeline_schedules(tmp_path):
     job = job_plan(job_entity(design, None))
     c = job.config
     assert c.pp == 16 and c.vp == 1 and c.microbatches < c.pp
-    parsed = read_toml(torchtitan.export(job, "GB200", "NVIDIA", "gb200_nvl72_100k.gcl"), tmp_path)
+    parsed = read_toml(torchtitan.export(job, std_chip("GB200"), "gb200_nvl72_100k.gcl"), tmp_path)
     assert parsed.parallelism.pipeline_parallel_schedule == "GPipe"
     dims = real.parallel_dims(parsed, c.gpus, meshes=False)    # ParallelDims at 81,920 ranks
     small = real.parse(["--job.config_file", str(tmp_path / "job.toml"),   # the meshes at 1/80 of the dp size
@@ -188,13 +190,13 @@ def test_the_full_gb200_plan_runs_on_torchs_pipeline_schedules(tmp_path):
 def test_the_loss_a_plan_states_reads_back_from_torchtitan(tmp_path, variant_plan):
     # the variants design runs the fsdp stack (blocks not compiled): a compiled loss alone
     job = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = compiled }")
-    parsed = read_toml(torchtitan.export(job, "H100_SXM", "NVIDIA", "variants"), tmp_path)
+    parsed = read_toml(torchtitan.export(job, std_chip("H100_SXM"), "variants"), tmp_path)
     assert parsed.compile.enable and list(parsed.compile.components) == ["loss"]
     eager = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = eager }")
-    assert not read_toml(torchtitan.export(eager, "H100_SXM", "NVIDIA", "variants"), tmp_path).compile.enable
+    assert not read_toml(torchtitan.export(eager, std_chip("H100_SXM"), "variants"), tmp_path).compile.enable
     fused = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 loss = fused }")
     with pytest.raises(ExportError, match="loss = fused"):
-        torchtitan.export(fused, "H100_SXM", "NVIDIA", "variants")
+        torchtitan.export(fused, std_chip("H100_SXM"), "variants")
 
 
 def _tp_plan(stack: str, pins: str):
@@ -218,7 +220,7 @@ def test_a_stated_tp_overlap_is_torchtitans_async_tp_which_its_own_check_accepts
     bare = real.parse(["--parallelism.enable_async_tensor_parallel"])
     with pytest.raises(RuntimeError, match="Async TP requires"):
         maybe_enable_async_tp(bare, None)
-    parsed = read_toml(torchtitan.export(_tp_plan("fsdp_compiled", "tp_overlap = true"), "H100_SXM", "NVIDIA",
+    parsed = read_toml(torchtitan.export(_tp_plan("fsdp_compiled", "tp_overlap = true"), std_chip("H100_SXM"),
                                          "variants"), tmp_path)
     assert parsed.parallelism.enable_async_tensor_parallel
     before = inductor._micro_pipeline_tp
@@ -227,12 +229,12 @@ def test_a_stated_tp_overlap_is_torchtitans_async_tp_which_its_own_check_accepts
         assert inductor._micro_pipeline_tp
     finally:
         inductor._micro_pipeline_tp = before
-    unstated = read_toml(torchtitan.export(_tp_plan("fsdp_compiled", ""), "H100_SXM", "NVIDIA", "variants"), tmp_path)
+    unstated = read_toml(torchtitan.export(_tp_plan("fsdp_compiled", ""), std_chip("H100_SXM"), "variants"), tmp_path)
     assert not unstated.parallelism.enable_async_tensor_parallel
     with pytest.raises(ExportError, match="tp_overlap = true on fsdp"):
-        torchtitan.export(_tp_plan("fsdp", "tp_overlap = true"), "H100_SXM", "NVIDIA", "variants")
+        torchtitan.export(_tp_plan("fsdp", "tp_overlap = true"), std_chip("H100_SXM"), "variants")
     with pytest.raises(ExportError, match="dp_overlap = false"):
-        torchtitan.export(_tp_plan("fsdp", "dp_overlap = false"), "H100_SXM", "NVIDIA", "variants")
+        torchtitan.export(_tp_plan("fsdp", "dp_overlap = false"), std_chip("H100_SXM"), "variants")
 
 
 def _shape_of(args, built) -> tuple[int, ...]:
@@ -251,7 +253,7 @@ def test_every_train_job_of_the_shared_cluster_is_accepted_by_torchtitan(shared_
     built_once = {}      # three jobs train the same flavor
     for name, plan in shared_cluster_train:
         chip = _accelerator(plan)
-        parsed = read_toml(torchtitan.export(plan, chip.name, chip.vendor, "shared_cluster.gcl"), tmp_path)
+        parsed = read_toml(torchtitan.export(plan, chip, "shared_cluster.gcl"), tmp_path)
         c, shape = plan.config, plan.shape
         real.parallel_dims(parsed, c.gpus)
         assert parsed.parallelism.tensor_parallel_degree == c.tp and parsed.training.global_batch_size == c.batch
@@ -276,5 +278,5 @@ def test_a_flavor_of_another_shape_is_caught(shared_cluster_train):
 
 def test_dropout_torchtitan_does_not_run_is_refused_and_its_fp32_reduction_needs_no_note():
     with pytest.raises(ExportError, match="dropout = true"):
-        torchtitan.export(_tp_plan("fsdp", "dropout = true"), "H100_SXM", "NVIDIA", "variants")
+        torchtitan.export(_tp_plan("fsdp", "dropout = true"), std_chip("H100_SXM"), "variants")
     assert torchtitan.reduction_note(_tp_plan("fsdp", "")) and not torchtitan.reduction_note(_tp_plan("fsdp", "grad_reduce = fp32"))

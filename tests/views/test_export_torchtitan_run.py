@@ -20,6 +20,7 @@ from gclc.views.export import torchtitan
 pytest.importorskip("torchtitan", reason="torchtitan 0.2.2 from PyPI (.ci/setup installs it with the dev extras)")
 
 from . import torchtitan_real as real  # noqa: E402
+from .std_chips import std_chip  # noqa: E402
 from . import torchtitan_run as run  # noqa: E402
 
 
@@ -40,7 +41,7 @@ def _scaled(toml, tmp_path, pp: int, dp: int, microbatches: int) -> list[str]:
 
 def test_the_exported_config_trains_scaled_down_and_a_run_torch_refuses_fails(named, tmp_path):
     job = named("dgx_h100_superpod").job
-    toml = torchtitan.export(job, "H100_SXM", "NVIDIA", "examples/dgx_h100_superpod.gcl")["torchtitan.toml"]
+    toml = torchtitan.export(job, std_chip("H100_SXM"), "examples/dgx_h100_superpod.gcl")["torchtitan.toml"]
     words = _scaled(toml, tmp_path, pp=2, dp=2, microbatches=2)
     config = real.parse(words)     # what the ranks run: the exported schedule and FSDP policy
     assert (config.model.name, config.model.flavor) == ("llama3", "405B")

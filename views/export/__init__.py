@@ -52,7 +52,7 @@ def export(kind: str, design: Design, job: str | None = None, cluster: str | Non
         if kind in ("trace", "chakra"):
             return (trace if kind == "trace" else chakra).export(plan, source)
         chip = _accelerator(plan)
-        return (megatron if kind == "megatron" else torchtitan).export(plan, chip.name, chip.vendor, source)
+        return (megatron if kind == "megatron" else torchtitan).export(plan, chip, source)
     name, _, part = (cluster or "").partition(".")
     target = pick_cluster(design, name) if cluster else (_job_cluster(entity) or pick_cluster(design))
     if entity is not None and _job_cluster(entity).name != target.name:

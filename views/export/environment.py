@@ -16,14 +16,17 @@ from __future__ import annotations
 
 
 from .target import JobPlan
+from ...compiler.formats import generation
+from ...compiler.ir import Accelerator
 from ...compiler.schema import MEGATRON_STACKS
 from ...dsl.records import frozen
 
-# CUDA compute capability majors (https://developer.nvidia.com/cuda-gpus); ROCm reports the
-# gfx major (gfx942 MI300X / MI325X, gfx950 MI355X: 9) where Megatron asks torch.cuda.
-ARCH = {"A100": 8, "A30": 8, "L40": 8, "H100": 9, "H200": 9, "H800": 9, "GH200": 9, "B200": 10, "GB200": 10,
-        "B300": 10, "GB300": 10, "MI300": 9, "MI325": 9, "MI355": 9}
-PRE_BLACKWELL = 9   # an unknown GPU: assume it needs what Hopper needs
+# CUDA compute capability majors by NVIDIA generation (compiler/formats.py generation, read off the chip's
+# peaks, not its name; https://developer.nvidia.com/cuda-gpus: A100 8.0, H100 9.0, B200 10.0, B300 10.3).
+ARCH = {"ampere": 8, "hopper": 9, "blackwell": 10}
+# Any other chip: what Hopper needs. ROCm reports the gfx major where Megatron asks torch.cuda, 9 on every AMD
+# part in std (gfx942 MI300X / MI325X, gfx950 MI355X).
+PRE_BLACKWELL = 9
 
 
 @frozen
@@ -33,10 +36,9 @@ class Variable:
     why: str
 
 
-def arch(accelerator: str) -> int:
-    name = accelerator.upper()
-    prefixes = sorted(ARCH, key=len, reverse=True)
-    return next((ARCH[p] for p in prefixes if name.startswith(p)), PRE_BLACKWELL)
+def arch(chip: Accelerator | None) -> int:
+    """The compute capability major Megatron-LM reads on `chip` (PRE_BLACKWELL when unknown)."""
+    return ARCH.get(generation(chip), PRE_BLACKWELL) if chip is not None else PRE_BLACKWELL
 
 
 def needs_one_connection(job: JobPlan) -> bool:

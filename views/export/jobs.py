@@ -181,7 +181,7 @@ def _serve_plan(entity: Entity, shape: ModelShape) -> JobPlan:
         width = side.replica.gpus
         stages = comms.place(width, 1, served.partition.tiers)
         shares.append(Share(served.partition.name, side.gpus, None, width, stages[-1].tier.name if stages else None,
-                            side.count, role, served.partition.tiers, served.partition.node.accelerator.name))
+                            side.count, role, served.partition.tiers, served.partition.node.accelerator))
     limit = entity.get("time_limit")
     run = Run(float(limit) if limit is not None else None, "time_limit" if limit is not None else "",
               _priority(entity.get("priority")), tenant=_tenant(entity))
@@ -199,7 +199,7 @@ def train_share(partition: Partition, config: TrainConfig, gpus: int, items: int
         if size > together:
             together, tier = size, stages[-1].tier.name if stages else None
     return Share(partition.name, gpus, config, together, tier, items, tiers=tiers,
-                 accelerator=partition.node.accelerator.name)
+                 accelerator=partition.node.accelerator)
 
 
 __all__ = ["Infeasible", "JobError", "job_entity", "job_plan"]

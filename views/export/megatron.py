@@ -23,6 +23,7 @@ import shlex
 import yaml
 
 from ...compiler.formats import block_scaled
+from ...compiler.ir import Accelerator
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
 from ...model.train import moe
@@ -34,9 +35,9 @@ from .target import ExportError, JobPlan, header
 STACKS = ("megatron", "megatron_core", "nemo")
 
 
-def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, object]]:
-    """(flag, value) pairs; value True is a switch without a value."""
-    _check(job, vendor)
+def arguments(job: JobPlan, chip: Accelerator) -> list[tuple[str, object]]:
+    """(flag, value) pairs for the plan on `chip` (its vendor, its fp8 recipe); value True is a switch without a value."""
+    _check(job, chip.vendor)
     c, s = job.config, job.shape
     args: list[tuple[str, object]] = [
         ("--num-layers", s.layers), ("--hidden-size", s.hidden), ("--ffn-hidden-size", s.ffn),
@@ -64,7 +65,7 @@ def arguments(job: JobPlan, accelerator: str, vendor: str) -> list[tuple[str, ob
         args.append(("--window-size", f"({s.window},0)"))
         if s.global_every:   # every k-th layer attends globally
             args.append(("--window-attn-skip-freq", s.global_every))
-    args += _parallel(job, c) + _recompute(job, c) + _offload(job, c) + _precision(job, c, accelerator)
+    args += _parallel(job, c) + _recompute(job, c) + _offload(job, c) + _precision(job, c, chip)
     args += _optimizer(job, c) + _stack(c)
     args += [("--micro-batch-size", c.microbatch), ("--global-batch-size", c.batch)]
     return args
@@ -219,14 +220,14 @@ def _offload(job: JobPlan, c: TrainConfig) -> list[tuple[str, object]]:
     return [("--cpu-offloading-num-layers", round(count))]   # validate_args turns cpu_offloading on
 
 
-def _precision(job: JobPlan, c: TrainConfig, accelerator: str) -> list[tuple[str, object]]:
+def _precision(job: JobPlan, c: TrainConfig, chip: Accelerator) -> list[tuple[str, object]]:
     if c.precision == "fp16":
         return [("--fp16", True)]
     args: list[tuple[str, object]] = [("--bf16", True)]
     if c.precision in ("fp8", "mxfp8"):  # E4M3 forward, E5M2 gradients (Transformer Engine's hybrid format)
         # MX block scaling where the chip runs fp8 so (compiler/formats.py, which the memory model reads too);
         # elsewhere per-tensor delayed scaling, Megatron-LM's --fp8-recipe default (arguments.py)
-        mx = block_scaled(c.precision, accelerator)
+        mx = block_scaled(c.precision, chip)
         args += [("--fp8-format", "hybrid"), ("--fp8-recipe", "mxfp8" if mx else "delayed")]
     elif c.precision == "fp8_e4m3":  # E4M3 both ways
         args += [("--fp8-format", "e4m3"), ("--fp8-recipe", "delayed")]
@@ -310,8 +311,8 @@ def _grad_reduction(c: TrainConfig) -> list[tuple[str, object]]:
     return [] if c.precision == "fp16" else [("--grad-reduce-in-bf16", True)]
 
 
-def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str, str]:
-    pairs = arguments(job, accelerator, vendor)
+def export(job: JobPlan, chip: Accelerator, source: str) -> dict[str, str]:
+    pairs = arguments(job, chip)
     c = job.config
     summary = (f"tp {c.tp} pp {c.pp} vp {c.vp} cp {c.cp} ep {c.ep} dp {c.dp}, micro-batch {c.microbatch}, "
                f"{c.recompute} recompute, ZeRO {c.zero}, {c.precision}, stack {job.stack}")

@@ -79,7 +79,7 @@ def training(entity: Entity, source: str) -> dict[str, str]:
                  "single", (train_share(partition, config, config.gpus, job.batch),), Run(),
                  estimate.tokens_per_s, estimate, placement(estimate, job), partition)
     chip = partition.node.accelerator
-    files = megatron_export(jp, chip.name, chip.vendor, source)
+    files = megatron_export(jp, chip, source)
     note = (f"# the training pool of rl job `{entity.name}`: {pool.gpus} GPUs of {pool.partition}, one optimizer step "
             f"a mini-batch; {LOOP}\n")
     return {name: note + text for name, text in files.items()}

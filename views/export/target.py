@@ -7,7 +7,7 @@ import math
 import attrs
 
 from ...compiler.design import Entity
-from ...compiler.ir import Tier
+from ...compiler.ir import Accelerator, Tier
 from ...model.config import TrainConfig
 from ...model.shape import ModelShape
 from ...dsl.records import frozen
@@ -46,7 +46,7 @@ class Share:
     items: int = 0               # sequences (data split), layers (pipeline split) or serve replicas
     role: str = ""               # a serve pool: "serving" (aggregated), "prefill" or "decode"
     tiers: tuple[Tier, ...] = ()  # the partition's tiers as the share's ranks see them
-    accelerator: str = ""        # the chip's name (`H100_SXM`)
+    accelerator: Accelerator | None = None   # the partition's chip
 
 
 @frozen

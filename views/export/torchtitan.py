@@ -17,6 +17,7 @@ torchtitan's layer-level selective checkpointing (`selective_ac_option = "k"`).
 from __future__ import annotations
 
 from ...compiler.formats import block_scaled
+from ...compiler.ir import Accelerator
 from ...dsl.numbers import percent
 from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.shape import ModelShape
@@ -38,9 +39,9 @@ def flavor(shape: ModelShape) -> tuple[str, str] | None:
     return FLAVORS.get((shape.layers, shape.hidden, shape.heads, shape.kv_heads, shape.vocab))
 
 
-def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str, object]]:
-    """Section -> option -> value, in torchtitan's JobConfig names."""
-    _check(job, vendor)
+def settings(job: JobPlan, chip: Accelerator) -> dict[str, dict[str, object]]:
+    """Section -> option -> value, in torchtitan's JobConfig names, for the plan on `chip`."""
+    _check(job, chip.vendor)
     c, shape = job.config, job.shape
     sections: dict[str, dict[str, object]] = {"job": {"description": f"{job.name} (planned by gclc)"}}
     named = flavor(shape)
@@ -74,7 +75,7 @@ def settings(job: JobPlan, accelerator: str, vendor: str) -> dict[str, dict[str,
         sections["activation_checkpoint"] = ({"mode": "selective", "selective_ac_option": "op"}
                                              if c.recompute == "selective" else {"mode": c.recompute})
     if c.precision in ("fp8", "mxfp8"):
-        mx = block_scaled(c.precision, accelerator)   # MX (block-scaled) FP8 tensor cores: compiler/formats.py
+        mx = block_scaled(c.precision, chip)   # MX (block-scaled) FP8 tensor cores: compiler/formats.py
         kind = "mx" if mx else "float8"
         converters = [f"quantize.linear.{kind}"] + ([f"quantize.grouped_mm.{kind}"] if shape.is_moe else [])
         sections["model"]["converters"] = converters
@@ -236,10 +237,10 @@ def overrides(sections: dict[str, dict[str, object]]) -> list[str]:
     return out
 
 
-def export(job: JobPlan, accelerator: str, vendor: str, source: str) -> dict[str, str]:
+def export(job: JobPlan, chip: Accelerator, source: str) -> dict[str, str]:
     import shlex
 
-    sections = settings(job, accelerator, vendor)
+    sections = settings(job, chip)
     c = job.config
     summary = f"tp {c.tp} pp {c.pp} vp {c.vp} cp {c.cp} ep {c.ep} dp {c.dp} on {c.gpus} GPUs"
     args = overrides(sections)

@@ -48,6 +48,44 @@ def test_transformer_engine_keeps_a_rowwise_and_a_columnwise_copy_and_cast_at_us
     assert weight_bytes(cfg(stack="fsdp")) == 2
 
 
+def test_per_tensor_fp8_on_a_chip_with_non_tn_fp8_gemms_keeps_one_copy():
+    # Transformer Engine (d0067d0) quantizer.cpp: Float8Quantizer / Float8CurrentScalingQuantizer allocate the
+    # transpose only where `columnwise_usage && !is_non_tn_fp8_gemm_supported` (Blackwell reads the rowwise
+    # data in any layout); MXFP8 allocates both usages everywhere
+    blackwell = cfg(precision="fp8_e4m3", non_tn_fp8=True)
+    assert weight_copies(blackwell) == 1 and weight_bytes(blackwell) == 2 + 1
+    assert weight_copies(cfg(precision="fp8_e4m3")) == 2                    # Hopper: data and transpose
+    assert weight_copies(cfg(precision="mxfp8", non_tn_fp8=True)) == 2       # MX: both usages, quantized apart
+    assert weight_copies(cfg(precision="nvfp4", non_tn_fp8=True)) == 2       # (a stray flag: not fp8)
+    # fp8 parameters under ZeRO-3: no transpose made locally beside the gathered data
+    sharded = cfg(precision="fp8_e4m3", fp8_params=True, zero=3)
+    assert gathered_width(sharded) == 2 and gathered_width(attrs.evolve(sharded, non_tn_fp8=True)) == 1
+
+
+@pytest.mark.parametrize("chip, precision, non_tn", [("B200", "fp8_e4m3", True), ("GB300", "fp8_e5m2", True),
+                                                     ("B200", "fp8", False), ("B200", "mxfp8", False),
+                                                     ("H100_SXM", "fp8_e4m3", False), ("MI300X", "fp8_e4m3fnuz", False),
+                                                     ("B200", "bf16", False)])
+def test_the_job_says_where_per_tensor_fp8_needs_no_transpose(chip, precision, non_tn):
+    from gclc.compiler.driver import check_text
+    from gclc.compiler.lower import accelerator
+    from gclc.model.job import non_tn_fp8, pinned_config, state_config, train_job
+
+    design = check_text('import "std/nvidia"\nimport "std/amd"\n', "chips.gcl").design
+    assert non_tn_fp8(precision, accelerator(design[chip])) == non_tn
+    assert not non_tn_fp8(precision, None)
+    if chip == "MI300X":
+        return
+    node = {"B200": "DGX_B200", "GB300": "GB300_NVL72", "H100_SXM": "DGX_H100"}[chip]
+    text = (f'import "std/nvidia"\ncluster C {{ units = 1 x {node} }}\nmodel M {{ arch = dense  layers = 2  hidden = 1024  '
+            f'heads = 8  ffn = 4096  vocab = 32000  seq = 2048 }}\ntrain t {{ model = M  on = C  batch = 16  '
+            f'precision = {precision} }}\n')
+    job = train_job(check_text(text, "t.gcl").design)
+    planned = pinned_config(job)   # the configuration the search and the plan start from (model/job.py)
+    assert planned.non_tn_fp8 == non_tn
+    assert state_config(job.entity, job.partition.node.accelerator).non_tn_fp8 == non_tn   # a schedule's checkpoint
+
+
 @pytest.mark.parametrize("mx, zero, sent", [
     (False, 1, 1.0),      # per-tensor fp8 parameters: their rowwise uint8 data, the transpose made after
     (True, 1, 2.0),       # MXFP8 under the distributed optimizer: bf16 into the gradient buffer, quantized after
