@@ -31,8 +31,7 @@ import attrs
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from gclc.compiler.formats import family
-from gclc.compiler.formats import generation as chip_generation
+from gclc.compiler.formats import family, generation as chip_generation
 from gclc.model import compute as compute_module
 from gclc.model.train import step as step_module
 from gclc.model.train import dp_sync

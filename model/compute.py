@@ -262,7 +262,7 @@ def attention_head_factor(head_dim: int, chip: Accelerator | None = None) -> flo
         return 1.0
     generation = exp_generation(chip) if chip is not None else None
     scale = EXP_BOUND_SCALE.get(generation, 1.0)
-    forward, backward, _ = ATTENTION_KERNELS.get(attention_generation(chip) if chip is not None else None,
+    forward, backward, _ = ATTENTION_KERNELS.get(chip_generation(chip) if chip is not None else None,
                                                  ATTENTION_KERNELS["hopper"])
     hopper_forward, hopper_backward, _ = ATTENTION_KERNELS["hopper"]
     f = _head_share(head_dim, _half_head_dim(HEAD_DIM_64_KERNELS[0] / hopper_forward) * scale)
@@ -283,12 +283,12 @@ def _half_head_dim(ratio: float) -> float:
 
 def exp_generation(chip: Accelerator) -> str | None:
     """The generation whose balance of tensor cores and exponential units the chip has
-    (`EXP_BOUND_SCALE`): `attention_generation`'s, Blackwell parts whose dense fp4 peak is more
+    (`EXP_BOUND_SCALE`): compiler/formats.py `generation`'s, Blackwell parts whose dense fp4 peak is more
     than twice their fp8 peak read as Blackwell Ultra (its NVFP4 tensor cores run 1.5x
     Blackwell's: B300 14, GB300 15 PFLOPS against B200's 9, GB200's 10, dsl/std/nvidia.gcl).
     ASSUMPTION: the faster NVFP4 and the doubled SFUs came together in Blackwell Ultra, so a part
     with the one has the other."""
-    generation = attention_generation(chip)
+    generation = chip_generation(chip)
     if generation == "blackwell" and chip.peak_of("fp4") > 2 * (chip.peak_of("fp8") or float("inf")):
         return "blackwell_ultra"
     return generation

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 import pytest
 
 from gclc.compiler.driver import check_text
+from gclc.compiler import formats
 from gclc.model import compute
 from gclc.model.ops import Op
 
@@ -116,7 +117,7 @@ def test_narrow_heads_pay_for_the_exponentials_their_generation_lacks(name, gene
     def share(d, h):
         return (d / (d + h)) / (128 / (128 + h))
 
-    fwd, bwd, _ = compute.ATTENTION_KERNELS[compute.attention_generation(chip)]
+    fwd, bwd, _ = compute.ATTENTION_KERNELS[formats.generation(chip)]
     f, b = share(64, half(413 / 595) * scale), share(64, half(433 / 516) * scale)
     expected = (1 / fwd + 2.5 / bwd) / (1 / (fwd * f) + 2.5 / (bwd * b))
     assert compute.attention_head_factor(64, chip) == pytest.approx(expected, rel=1e-9)
