@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 from run_facts import (SCALEOUT, Unknown, megatron_padded_vocab, precision_of as precision_word,  # noqa: E402
                        sharding_of, system_of)
 from run_models import Shape, Unexpressible, _norm, integer, num, resolve_shape  # noqa: E402,F401
-from run_recipes import Recipe, a2a_overlap, dispatcher_of, recipe_of  # noqa: E402
+from run_recipes import Recipe, a2a_overlap, cuda_graphs_of, dispatcher_of, recipe_of  # noqa: E402
 from run_stacks import software_of  # noqa: E402,F401  (the stack a run's framework and date imply)
 from run_variants import h100_variant, stated_nics  # noqa: E402  (hardware a row states beyond the std parts)
 
@@ -453,7 +453,9 @@ def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Tr
     fp8_params = fp8_params_of(row, precision, recipe)
     if fp8_params:
         optimizer.append(("fp8_params", "true", fp8_params))
-    return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, recipe.gaps,
+    graphs = cuda_graphs_of(row, _norm(row["model"]), system_of(row["accelerator"]))
+    gaps = recipe.gaps + ([f"{graphs}; no field states them (run_recipes.py CUDA_GRAPHS)"] if graphs else [])
+    return Train(values, batch, batch_note, seq, precision, precision_note, stack, n, fills, tp, gaps,
                  optimizer)
 
 

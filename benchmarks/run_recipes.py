@@ -312,3 +312,66 @@ def dispatcher_of(row: dict, model_key: str, system: str | None) -> tuple[str, s
             return dispatcher, f"moe_flex_dispatcher_backend = \"{dispatcher}\" ({source}: {where})"
     return "alltoall", (f"the model provider's moe_token_dispatcher_type = \"alltoall\"; the recipe sets no "
                         f"flex backend ({source})")
+
+
+# CUDA graphs of the Megatron-Bridge performance recipes: (release, model regex, chip regex,
+# precision regex on the row's precision word, what is captured, where), read at the tags of
+# MB_SOURCE. 25.09: fa0315ae2 perf_matrix `cuda_graphs` (utils/helpers.py set_cuda_graph_overrides:
+# model.enable_cuda_graph, Megatron-Core's per-layer graphs); 25.11: v0.2.0 `cuda_graph_impl` /
+# `cuda_graph_scope`; 26.02: v0.3.0, the V2 presets inheriting V1's (DEEPSEEK_V3_..._GB300_V1 sets an
+# empty scope; QWEN3_30B_A3B_..._GB200_FP8_MX captures no attention, its CS sibling does). gclc has no
+# field for them: stated per recipe, removing the captured router and dispatch-preprocessing ops
+# from the MoE layers' host work made the cross-validated figures worse (docs/moe_dispatcher.md).
+_TE = "transformer_engine graphs of "
+CUDA_GRAPHS: tuple[tuple[str, str, str, str, str, str], ...] = (
+    ("25.09", r"llama38b", "b200|gb200", "", "Megatron-Core per-layer graphs (enable_cuda_graph)",
+     "llama3_8b_llm_pretrain.yaml perf_matrix cuda_graphs: true"),
+    ("25.09", r"qwen3(30|235)b", "gb200", "", "Megatron-Core per-layer graphs (enable_cuda_graph)",
+     "qwen3_*_llm_pretrain.yaml perf_matrix gb200 cuda_graphs: true"),
+    ("25.09", r"qwen330b", "b200", "", "Megatron-Core per-layer graphs (enable_cuda_graph)",
+     "qwen3_30b_a3b_llm_pretrain.yaml perf_matrix b200 cuda_graphs: true"),
+    ("25.09", r"deepseekv3", "b200", "fp8", "Megatron-Core per-layer graphs (enable_cuda_graph)",
+     "deepseek_v3_llm_pretrain.yaml perf_matrix b200 fp8_cs / fp8_mx cuda_graphs: true"),
+    ("25.11", r"llama38b", "gb300|gb200|b200", "", "a full-iteration graph (local, full_iteration)",
+     "LLAMA3_8B_<chip>_*_BASE_CONFIG"),
+    ("25.11", r"gptoss120b", "gb300", "", _TE + "attn, moe_router, moe_preprocess", "GPT_OSS_120B_GB300_BF16_BASE_CONFIG"),
+    ("25.11", r"deepseekv3", "gb300", "", _TE + "attn, moe_router, moe_preprocess", "DEEPSEEK_V3_GB300_BASE_CONFIG"),
+    ("25.11", r"deepseekv3", "gb200", "", _TE + "moe_router, moe_preprocess", "DEEPSEEK_V3_GB200_BASE_CONFIG"),
+    ("25.11", r"qwen3235b", "gb300", "", _TE + "moe_router, moe_preprocess", "QWEN3_235B_A22B_GB300_*_BASE_CONFIG"),
+    ("25.11", r"qwen3235b", "gb200", "", _TE + "attn, moe_router, moe_preprocess", "QWEN3_235B_A22B_GB200_*_BASE_CONFIG"),
+    ("25.11", r"qwen330b", "gb200", "mx", _TE + "moe_router, moe_preprocess", "QWEN3_30B_A3B_GB200_FP8_MX_BASE_CONFIG"),
+    ("25.11", r"qwen330b", "gb200", "", _TE + "attn, moe_router, moe_preprocess", "QWEN3_30B_A3B_GB200_*_BASE_CONFIG"),
+    ("25.11", r"qwen330b", "gb300|b200", "", _TE + "moe_router, moe_preprocess", "QWEN3_30B_A3B_<chip>_*_BASE_CONFIG"),
+    ("25.11", r"qwen330b", "h100", "bf16", _TE + "moe_router, moe_preprocess", "QWEN3_30B_A3B_H100_BF16_BASE_CONFIG"),
+    ("26.02", r"llama38b", "gb300|gb200|b300|b200", "bf16|cs", "a full-iteration graph (local, full_iteration)",
+     "LLAMA3_8B_PRETRAIN_CONFIG_<chip>_*_V1"),
+    ("26.02", r"llama370b", "b200", "bf16", "a full-iteration graph (local, full_iteration)",
+     "LLAMA3_70B_PRETRAIN_CONFIG_B200_BF16_V1/V2"),
+    ("26.02", r"gptoss120b", "gb300|b300", "", _TE + "attn, moe_router, moe_preprocess",
+     "GPT_OSS_120B_PRETRAIN_CONFIG_<chip>_BF16_V1/V2"),
+    ("26.02", r"deepseekv3", "gb200", "", _TE + "attn, moe_router, moe_preprocess", "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V1/V2"),
+    ("26.02", r"qwen3235b", "gb200", "", _TE + "attn, moe_router, moe_preprocess",
+     "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB200_*_V1/V2"),
+    ("26.02", r"qwen3235b", "gb300", "", _TE + "moe_router, moe_preprocess", "QWEN3_235B_A22B_PRETRAIN_CONFIG_GB300_*_V1/V2"),
+    ("26.02", r"qwen330b", "gb200", "mx", _TE + "moe_router, moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_FP8_MX_V1"),
+    ("26.02", r"qwen330b", "gb200", "", _TE + "attn, moe_router, moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_GB200_*_V1"),
+    ("26.02", r"qwen330b", "gb300|b300|b200", "", _TE + "moe_router, moe_preprocess",
+     "QWEN3_30B_A3B_PRETRAIN_CONFIG_<chip>_*_V1"),
+    ("26.02", r"qwen330b", "h100", "bf16", _TE + "moe_router, moe_preprocess", "QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_BF16_V1"),
+)
+
+
+def cuda_graphs_of(row: dict, model_key: str, system: str | None) -> str:
+    """What a Megatron-Bridge run's recipe captures in CUDA graphs, and where it says so ('' when
+    nothing, or for rows of other stacks)."""
+    m = re.search(r"(\d\d\.\d\d)", row["group"])
+    release = m.group(1) if m else ""
+    if "megatron-bridge" not in row["group"].lower() or release not in MB_SOURCE:
+        return ""
+    precision = row["precision"].lower()
+    for rel, model, chip, prec, what, where in CUDA_GRAPHS:
+        if (rel == release and re.match(model, model_key) and re.fullmatch(chip, system or "")
+                and re.search(prec, precision)):
+            source = MB_SOURCE[release] if release != "25.09" else "Megatron-Bridge fa0315ae2"
+            return f"CUDA graphs: {what} ({source}: {where})"
+    return ""

@@ -337,3 +337,22 @@ def test_mpt_designs_state_layernorm_the_others_leave_it():
     assert field(design("mpt_h100_15"), "normalization") == "layernorm"
     assert _shape("mpt_h100_15").shape.normalization == "layernorm"
     assert "normalization" not in design("nemo2407_6")
+
+
+def test_a_recipes_cuda_graphs_are_named_in_the_header_as_not_expressible():
+    """The Megatron-Bridge recipes' CUDA graphs (run_recipes.py CUDA_GRAPHS) reach the design's
+    header as what gclc cannot state, by chip and precision as the presets set them; the train
+    block is the same with or without them (no field carries them)."""
+    gb300, gb200 = design("mb2602_19"), design("mb2602_20")   # GPT-OSS 26.02: graphs on GB300 only
+    note = "CUDA graphs: transformer_engine graphs of attn, moe_router, moe_preprocess"
+    assert note in gb300 and "GPT_OSS_120B_PRETRAIN_CONFIG_<chip>_BF16_V1/V2" in gb300
+    assert "CUDA graphs" not in gb200
+    assert gb300.split("train mb2602_19")[1].count("graph") == 0
+    # Qwen3-30B on GB200 in 25.11: the FP8-MX preset captures no attention (its CS sibling does)
+    mx = design("mb2511_15")
+    assert "graphs of moe_router, moe_preprocess" in mx and "QWEN3_30B_A3B_GB200_FP8_MX_BASE_CONFIG" in mx
+    # 25.09's perf_matrix switch, per precision: DeepSeek-V3 on B200 in fp8 ran them, on H100 not
+    assert "enable_cuda_graph" in design("mb2509_9") and "CUDA graphs" not in design("mb2509_15")
+    # the committed designs are the generator's
+    for run_id in ("mb2602_19", "mb2511_15", "mb2509_9"):
+        assert (BENCH / "runs" / f"{run_id}.gcl").read_text().rstrip("\n") == design(run_id).rstrip("\n")
