@@ -22,7 +22,7 @@ from .fit import fit, residual, total
 from .observe import NOISE, Observation, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
-from .params import Param, chip_param, fabric_params
+from .params import Param, chip_param, fabric_params, serving_prior
 from ...dsl.records import frozen
 
 OUTLIER = math.log(1.25)     # a residual beyond 25 % after the fit is examined
@@ -149,6 +149,8 @@ def observations(measurements: list, job, partition: Partition, serve=None) -> t
 
 
 def parameters(found: list[Observation]) -> dict:
+    """Each informed constant's prior; a chip constant a serving run informs takes the serving
+    prior's width (params.serving_prior), whatever else informs it."""
     params: dict = {}
     for obs in found:
         params.update({p.key: p for p in obs.priors if p.key not in params})
@@ -160,7 +162,8 @@ def parameters(found: list[Observation]) -> dict:
             else:
                 for p in fabric_params(obs.partition, key[1]):
                     params[p.key] = p
-    return params
+    served = {k for o in found if o.kind == "serve" for k in o.informs}
+    return {k: serving_prior(p) if k in served else p for k, p in params.items()}
 
 
 def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
