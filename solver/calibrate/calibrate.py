@@ -253,7 +253,7 @@ def held_out_shrink(runs: int, noise: float, spread: float) -> float:
     fewer. For one constant of prior deviation `spread` fitted to runs of deviation `noise`,
     a prediction from m runs misses by sqrt(noise^2 + 1 / (m / noise^2 + 1 / spread^2)): the
     ratio of that at m = runs to m = runs - 1 brings the held-out residuals to the plans' fit
-    (two runs: 0.90 at a training run's 5 % and a stated efficiency's 10 %; many: 1)."""
+    (two runs: 0.90 at a training run's 5 % and a stated efficiency's 8.5 %; many: 1)."""
     if runs < 1 or spread <= 0:
         return 1.0
     def missed(m: int) -> float:
