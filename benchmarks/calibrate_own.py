@@ -23,7 +23,9 @@ CURVES).
 Serving runs likewise (benchmarks/calibrate_serve.py): published `bench serve` tables of
 SGLang and vLLM on A100 and H100, each engine and system a group; the run at 4 requests/s
 calibrates the serving physics (the engine's host time per iteration, the chip's HBM and GEMM
-efficiencies), the run at 8 requests/s and the offline run are predicted.
+efficiencies), the run at 8 requests/s and the offline run are predicted. And TensorRT-LLM 1.0's
+offline table (three models on H100 and H200, ten ISL/OSL pairs each): every third run in the
+table's order calibrates, the other six of each group are predicted.
 
 Errors are predicted / measured - 1; the last line is a one-line summary.
 """
@@ -216,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     wall, cpu = time.perf_counter(), cpu_seconds()
     rows, curves = training_rows(args.workers), curve_rows()
-    serving = calibrate_serve.serving_rows(check_file(str(HERE / "designs" / "serving_models.gcl")).design)
+    serving_design = check_file(str(HERE / "designs" / "serving_models.gcl")).design
+    serving = calibrate_serve.serving_rows(serving_design) + calibrate_serve.table_rows(serving_design)
     if args.json:
         print(json.dumps({"training": rows, "curves": curves, "serving": serving}, indent=2))
     else:
@@ -247,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
         for group in dict.fromkeys(r["group"] for r in serving):
             found = [r for r in serving if r["group"] == group]
-            print(f"{'serving ' + group:58} {1:>5} {len(found):>4}  "
+            print(f"{'serving ' + group:58} {found[0]['yours']:>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
     sets = list({(r["group"], r["chip"]): r["yours_residuals"] for r in rows if len(r["yours_residuals"]) > 1}.values())
@@ -257,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
               + f"  -> {fitted_prior_runs(sets):g} (shipped {PRIOR_RUNS:g})")
     before, after = [r["before"] for r in rows], [r["after"] for r in rows]
     widths = [r["half_width_after"] for r in rows]
+    serve_widths = [r["half_width_after"] for r in serving]
     print(f"own calibration, held-back runs: n={len(rows)} in {len({(r['group'], r['chip']) for r in rows})} systems "
           f"median |err| {median_abs(before):.1%} uncalibrated -> {median_abs(after):.1%} calibrated, band80 "
           f"{share([r['inside_before'] for r in rows]):.0%} -> {share([r['inside_after'] for r in rows]):.0%} "
@@ -264,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{median_abs([r['before'] for r in curves]):.1%} -> {median_abs([r['after'] for r in curves]):.1%} "
           f"| serving held-back n={len(serving)} {median_abs([r['before'] for r in serving]):.1%} -> "
           f"{median_abs([r['after'] for r in serving]):.1%}, band80 {share([r['inside_before'] for r in serving]):.0%} -> "
-          f"{share([r['inside_after'] for r in serving]):.0%} "
+          f"{share([r['inside_after'] for r in serving]):.0%} (median ±{statistics.median(serve_widths):.1%}) "
           f"| wall {time.perf_counter() - wall:.0f} s, CPU {cpu_seconds() - cpu:.0f} s")
     return 0
 

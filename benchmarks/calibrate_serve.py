@@ -8,13 +8,22 @@ one A100 and Llama 3.1 70B on four H100 (serve_frameworks.py: github.com/sgl-pro
 requests/s, output tokens/s offline). The operator's run is the one at 4 requests/s: gclc
 calibrates on its median TTFT and TPOT (solver/calibrate/, the engine's host time per iteration,
 the chip's HBM and GEMM efficiencies) and predicts the run at 8 requests/s and the offline run;
-their 80 % band comes from the calibrating run held out. Beside them, the uncalibrated figures:
-the shipped model and the shipped serving band (model/calibration.py SERVE_*_RATIO)."""
+their 80 % band comes from the calibrating run held out.
+
+TensorRT-LLM 1.0's offline table (serve_accuracy.py TRT10: trtllm-bench maximum throughput,
+Llama 3.1 8B, 3.3 70B and 3.1 405B on H100 and H200, fp8, ten ISL/OSL pairs each) likewise, each
+model and system a group: its runs in the order the table lists them, every third (the first,
+fourth, seventh and tenth: 128/128, 500/2000, 2048/128, 20000/2000) calibrates the same serving
+constants, the other six are predicted (the rule fixed before any held-back figure was seen).
+
+Beside them, the uncalibrated figures: the shipped model and the shipped serving band
+(model/calibration.py SERVE_*_RATIO)."""
 
 from __future__ import annotations
 
 import attrs
 
+import serve_accuracy as accuracy
 import serve_frameworks as frameworks
 from serve_common import SEED, poisson_arrivals, queued
 
@@ -30,6 +39,7 @@ from gclc.solver.calibrate.params import applied, chip_param, engine_param, gemm
 from gclc.solver.serve.sim import Pool, simulate
 
 YOURS_RATE = 4          # the operator's run: the lower published rate
+YOURS_EVERY = 3         # TRT10: every third run of a table, in its order, is the operator's
 METRIC = {"ttft_p50_s": "ttft", "tpot_p50_s": "tpot", "tok_s": "output_throughput"}
 SHIPPED = {"ttft": SERVE_LATENCY_RATIO["ttft"], "tpot": SERVE_LATENCY_RATIO["tpot"],
            "output_throughput": SERVE_THROUGHPUT_RATIO}
@@ -101,7 +111,7 @@ def judge_group(key: tuple, rows: list, design) -> list[dict]:
             metric = METRIC[r.metric]
             low, high = SHIPPED[metric]
             b, a = before[metric] / r.measured, after[metric] / r.measured
-            out.append({"group": f"{source} {model} {cluster} tp{tp}", "metric": r.metric,
+            out.append({"group": f"{source} {model} {cluster} tp{tp}", "metric": r.metric, "yours": len(yours),
                         "rate": rate, "before": b - 1, "after": a - 1, "inside_before": low <= 1 / b <= high,
                         "inside_after": band.low <= 1 / a <= band.high, "half_width_after": band.half_width,
                         "moved": {"/".join(k): v for k, v in result.values.items()}})
@@ -110,3 +120,77 @@ def judge_group(key: tuple, rows: list, design) -> list[dict]:
 
 def serving_rows(design) -> list[dict]:
     return [row for key, rows in groups().items() for row in judge_group(key, rows, design)]
+
+
+def table_groups() -> dict[tuple, list]:
+    """TRT10's rows by (model, cluster, tp), in the table's order."""
+    out: dict[tuple, list] = {}
+    for row in accuracy._rows():
+        if row.source == "TRT10":
+            out.setdefault((row.model, row.cluster, row.tp), []).append(row)
+    return out
+
+
+def table_figures(row, design, keys: tuple):
+    """An offline TRT10 run's output tokens/s with the constants `values` (serve_accuracy.predict's
+    maximum-throughput replica: the largest batch whose cache fits, the engine's host time under
+    trial). Its requests are all sent at once with fixed lengths, so every draw is the same run:
+    the figure is kept per setting and simulated once."""
+    shape = ModelShape.from_entity(design[row.model])
+    partition = lower_cluster(design[row.cluster]).partitions[0]
+    seen: dict = {}
+
+    def figures(values: dict, draw: int = 0) -> dict[str, float]:
+        setting = tuple(values[k] for k in keys)
+        if setting not in seen:
+            trial = applied(partition, values)
+            chip = trial.node.accelerator
+            engine = profile("trtllm_pytorch").engine(chip.hbm_capacity, chip.name, frontend_s=0.0,
+                                                      graph_batch=accuracy.MAX_BATCH, max_seqs=accuracy.MAX_BATCH)
+            engine = attrs.evolve(engine, step_s=values[keys[0]])
+            probe = replica(shape, ServeConfig(row.tp, 1, row.precision), trial, engine)
+            fits = int(probe.kv_capacity_tokens(accuracy.KV_SHARE * probe.hbm) // probe.kv.tokens_held(row.isl, row.osl))
+            batch = max(1, min(accuracy.MAX_BATCH, fits))
+            r = replica(shape, ServeConfig(row.tp, batch, row.precision), trial, engine)
+            sent = queued(accuracy.REQUESTS[row.isl, row.osl], row.isl, row.osl)
+            outcome = simulate(sent, Pool(r, 1, batch, r.kv_capacity_tokens(accuracy.KV_SHARE * r.hbm)))
+            seen[setting] = {"output_throughput": outcome.tokens_per_s}
+        return seen[setting]
+    return figures, partition
+
+
+def judge_table(key: tuple, rows: list, design) -> list[dict]:
+    """Calibrate on every YOURS_EVERY-th run of a TRT10 table; one row per other run."""
+    model, cluster, tp = key
+    partition = lower_cluster(design[cluster]).partitions[0]
+    chip = partition.node.accelerator
+    keys = (("engine", f"TRT10 {cluster}", "host_step"), ("chip", chip.name, "hbm"),
+            ("chip", chip.name, gemm_key(rows[0].precision)))
+    engine = profile("trtllm_pytorch").engine(chip.hbm_capacity, chip.name)
+    priors = (engine_param(keys[0], engine.step_s, HOST_STEP_FLOOR),)
+    yours, held = rows[::YOURS_EVERY], [r for i, r in enumerate(rows) if i % YOURS_EVERY]
+    observations = []
+    for row in yours:
+        figures, _ = table_figures(row, design, keys)
+        observations += replay_observations(Replay(keys, figures), f"TRT10 {model} {row.isl}/{row.osl}",
+                                            f"TRT10 {row.isl}/{row.osl}", {"output_throughput": row.measured},
+                                            partition, no_span(), priors)
+    result = calibrate_observations(observations)
+    band = result.serve_band
+    prior = {**{p.key: p.prior for p in priors}, keys[1]: chip_param(chip, "hbm").prior,
+             keys[2]: chip_param(chip, keys[2][2]).prior}
+    low, high = SHIPPED["output_throughput"]
+    out = []
+    for row in held:
+        figures, _ = table_figures(row, design, keys)
+        before, after = figures(prior)["output_throughput"], figures({**prior, **result.values})["output_throughput"]
+        b, a = before / row.measured, after / row.measured
+        out.append({"group": f"TRT10 {model} {cluster} tp{tp}", "metric": f"tok_s {row.isl}/{row.osl}",
+                    "rate": None, "yours": len(yours), "before": b - 1, "after": a - 1,
+                    "inside_before": low <= 1 / b <= high, "inside_after": band.low <= 1 / a <= band.high,
+                    "half_width_after": band.half_width, "moved": {"/".join(k): v for k, v in result.values.items()}})
+    return out
+
+
+def table_rows(design) -> list[dict]:
+    return [row for key, rows in table_groups().items() for row in judge_table(key, rows, design)]

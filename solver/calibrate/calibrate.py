@@ -22,7 +22,7 @@ from .fit import fit, residual, total
 from .observe import NOISE, Observation, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
-from .params import Param, chip_param, fabric_params
+from .params import Param, chip_param, fabric_params, serving_prior
 from ...dsl.records import frozen
 
 OUTLIER = math.log(1.25)     # a residual beyond 25 % after the fit is examined
@@ -149,6 +149,8 @@ def observations(measurements: list, job, partition: Partition, serve=None) -> t
 
 
 def parameters(found: list[Observation]) -> dict:
+    """Each informed constant's prior; a chip constant a serving run informs takes the serving
+    prior's width (params.serving_prior), whatever else informs it."""
     params: dict = {}
     for obs in found:
         params.update({p.key: p for p in obs.priors if p.key not in params})
@@ -160,7 +162,8 @@ def parameters(found: list[Observation]) -> dict:
             else:
                 for p in fabric_params(obs.partition, key[1]):
                     params[p.key] = p
-    return params
+    served = {k for o in found if o.kind == "serve" for k in o.informs}
+    return {k: serving_prior(p) if k in served else p for k, p in params.items()}
 
 
 def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
@@ -250,7 +253,7 @@ def held_out_shrink(runs: int, noise: float, spread: float) -> float:
     fewer. For one constant of prior deviation `spread` fitted to runs of deviation `noise`,
     a prediction from m runs misses by sqrt(noise^2 + 1 / (m / noise^2 + 1 / spread^2)): the
     ratio of that at m = runs to m = runs - 1 brings the held-out residuals to the plans' fit
-    (two runs: 0.90 at a training run's 5 % and a stated efficiency's 10 %; many: 1)."""
+    (two runs: 0.90 at a training run's 5 % and a stated efficiency's 8.5 %; many: 1)."""
     if runs < 1 or spread <= 0:
         return 1.0
     def missed(m: int) -> float:

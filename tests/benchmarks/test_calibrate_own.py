@@ -47,6 +47,21 @@ def test_each_published_serving_group_has_a_run_to_calibrate_on_and_runs_to_pred
         assert {r.rate for r in held} == {8, None} and len(held) == 3
 
 
+def test_a_published_serving_table_calibrates_on_every_third_run_in_its_order():
+    """benchmarks/calibrate_serve.py: TensorRT-LLM 1.0's offline table, each model and system a
+    group of ten ISL/OSL runs in the table's order; the first, fourth, seventh and tenth calibrate
+    (a short-prompt, a long-output, a prefill-heavy and a long-context run), the six others are
+    predicted."""
+    import calibrate_serve
+
+    groups = calibrate_serve.table_groups()
+    assert len(groups) == 6
+    for rows in groups.values():
+        assert len(rows) == 10
+        yours = rows[::calibrate_serve.YOURS_EVERY]
+        assert [(r.isl, r.osl) for r in yours] == [(128, 128), (500, 2000), (2048, 128), (20000, 2000)]
+
+
 def test_the_prior_weight_is_read_from_the_calibrating_runs_alone():
     """benchmarks/calibrate_own.py `prior_weight_coverage`: each calibrating run's held-out
     residual against the band the system's other calibrating runs give. Residuals spread as the

@@ -78,8 +78,8 @@ def train_run(design, efficiency: float, dp: int, line: int) -> TrainRun:
 
 def _close(fitted: float, truth: float, prior: float, share: float = 0.1) -> bool:
     """A prior-weighted fit: the fitted value lies between the prior and the truth, within
-    `share` of their distance of the truth (the data outweigh each prior at least ten to one
-    here: 3 GEMM rows of noise 0.05 against a spread of 0.10; a 12-size sweep of 0.10
+    `share` of their distance of the truth (the data outweigh each prior about ten to one
+    here: 3 GEMM rows of noise 0.05 against a spread of 0.085 (params.SPREAD); a 12-size sweep of 0.10
     against 0.20; training runs less, their throughput moving less than the efficiency)."""
     gap = math.log(prior / truth)
     error = math.log(fitted / truth)
