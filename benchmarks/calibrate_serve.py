@@ -132,9 +132,8 @@ def table_groups() -> dict[tuple, list]:
 
 
 def table_figures(row, design, keys: tuple):
-    """An offline TRT10 run's output tokens/s with the constants `values` (serve_accuracy.predict's
-    maximum-throughput replica: the largest batch whose cache fits, the engine's host time under
-    trial). Its requests are all sent at once with fixed lengths, so every draw is the same run:
+    """An offline TRT10 run's output tokens/s with the constants `values` (serve_accuracy's
+    max_throughput, the engine's host time under trial). Its requests are all sent at once with fixed lengths, so every draw is the same run:
     the figure is kept per setting and simulated once."""
     shape = ModelShape.from_entity(design[row.model])
     partition = lower_cluster(design[row.cluster]).partitions[0]
@@ -144,17 +143,7 @@ def table_figures(row, design, keys: tuple):
         setting = tuple(values[k] for k in keys)
         if setting not in seen:
             trial = applied(partition, values)
-            chip = trial.node.accelerator
-            engine = profile("trtllm_pytorch").engine(chip.hbm_capacity, chip.name, frontend_s=0.0,
-                                                      graph_batch=accuracy.MAX_BATCH, max_seqs=accuracy.MAX_BATCH)
-            engine = attrs.evolve(engine, step_s=values[keys[0]])
-            probe = replica(shape, ServeConfig(row.tp, 1, row.precision), trial, engine)
-            fits = int(probe.kv_capacity_tokens(accuracy.KV_SHARE * probe.hbm) // probe.kv.tokens_held(row.isl, row.osl))
-            batch = max(1, min(accuracy.MAX_BATCH, fits))
-            r = replica(shape, ServeConfig(row.tp, batch, row.precision), trial, engine)
-            sent = queued(accuracy.REQUESTS[row.isl, row.osl], row.isl, row.osl)
-            outcome = simulate(sent, Pool(r, 1, batch, r.kv_capacity_tokens(accuracy.KV_SHARE * r.hbm)))
-            seen[setting] = {"output_throughput": outcome.tokens_per_s}
+            seen[setting] = {"output_throughput": accuracy.max_throughput(row, shape, trial, step_s=values[keys[0]])}
         return seen[setting]
     return figures, partition
 

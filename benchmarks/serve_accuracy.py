@@ -51,6 +51,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import attrs
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))  # the folder holding the `gclc` package
 sys.path.insert(0, str(HERE))
@@ -142,12 +144,19 @@ def predict(row: Row, design) -> float:
         time = r.iteration(0, 0, tokens, tokens * row.isl / 2, row.batch)
         time += (row.osl - 1) * r.iteration(row.batch, row.batch * (row.isl + row.osl / 2))
         return row.batch * row.osl / time / row.tp
-    # maximum throughput: the largest batch whose KV cache fits, continuous batching, on
-    # TensorRT-LLM 1.0's PyTorch backend run in process by trtllm-bench (no front end), CUDA graphs
-    # up to MAX_BATCH (its llm_options.yml)
+    return max_throughput(row, shape, partition)
+
+
+def max_throughput(row: Row, shape: ModelShape, partition, step_s: float | None = None) -> float:
+    """A TRT10 run's output tokens/s: the largest batch whose KV cache fits, continuous batching, on
+    TensorRT-LLM 1.0's PyTorch backend run in process by trtllm-bench (no front end), CUDA graphs
+    up to MAX_BATCH (its llm_options.yml); `step_s`: the engine's host time a step, where a
+    calibration tries one (benchmarks/calibrate_serve.py)."""
     chip = partition.node.accelerator
     engine = profile("trtllm_pytorch").engine(chip.hbm_capacity, chip.name, frontend_s=0.0, graph_batch=MAX_BATCH,
                                               max_seqs=MAX_BATCH)
+    if step_s is not None:
+        engine = attrs.evolve(engine, step_s=step_s)
     probe = replica(shape, ServeConfig(row.tp, 1, row.precision), partition, engine)
     held = probe.kv.tokens_held(row.isl, row.osl)
     fits = int(probe.kv_capacity_tokens(KV_SHARE * probe.hbm) // held)
