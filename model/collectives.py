@@ -50,10 +50,10 @@ def all_gather(nbytes: float, stages: tuple[comms.Stage, ...], nccl: str = "") -
     return _call("all_gather", nbytes, stages, nccl=nccl)
 
 
-def choice(collective: str, nbytes: float, stages: tuple[comms.Stage, ...]) -> Choice | None:
-    """The (algorithm, protocol) NCCL runs for this call on the fastest of the group's
-    placements (None on a torus or for one rank)."""
-    found = [_priced(collective, nbytes, tuple(option)) for option in _options(stages)]
+def choice(collective: str, nbytes: float, stages: tuple[comms.Stage, ...], nccl: str = "") -> Choice | None:
+    """The (algorithm, protocol) NCCL (version `nccl`, empty: the newest) runs for this call on the
+    fastest of the group's placements (None on a torus or for one rank)."""
+    found = [_priced(collective, nbytes, tuple(option), nccl) for option in _options(stages)]
     found = [choice for choice in found if choice is not None]
     return min(found, key=lambda choice: choice.seconds) if found else None
 

@@ -5,6 +5,7 @@ training run's throughput the chip's GEMM efficiency at the run's precision."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import attrs
@@ -176,8 +177,8 @@ def _collective_time(run: CollectiveRun, size: int, stride: int) -> Callable[[Pa
 
 def collective_notes(run: CollectiveRun, partition: Partition) -> list[str]:
     """What a run's prediction assumed: where its output names no NCCL version and NCCL's versions
-    open different NVLS channels on the design's GPUs (nccl.nvls_channels), the newest's, as the
-    training step prices every call."""
+    price some of its sizes differently on the design's GPUs (Blackwell's NVLS channels,
+    nccl.nvls_channels), the newest's, as the training step prices every call."""
     if run.nccl or run.op not in ("all_reduce", "reduce_scatter", "all_gather") or run.ranks > partition.gpus:
         return []
     node = partition.node.gpus
@@ -190,6 +191,14 @@ def collective_notes(run: CollectiveRun, partition: Partition) -> list[str]:
     vary = next((c for c in found if nccl.nvls_channels_vary(c.generation)), None)
     if vary is None:
         return []
+    older = "2.26"   # the last release before Blackwell's NVLS channels changed (nccl.nvls_channels)
+    price = getattr(collectives, run.op)
+    moved = [p.size for p in run.points if p.size > 0 and not math.isclose(
+        price(p.size, stages), price(p.size, stages, nccl=older), rel_tol=1e-9)]
+    if not moved:
+        return []
     return [f"{run.span}: the output names no NCCL version; priced with the newest NCCL's {vary.nvls_channels} "
-            f"NVLS channels on {vary.generation} (up to NCCL 2.26: {nccl.nvls_channels(vary.generation, '2.26')}); "
-            "keep the `# nccl-tests version` line nccl-tests 2.17 on prints, or run it with NCCL_DEBUG=VERSION"]
+            f"NVLS channels on {vary.generation}, where NCCL up to {older} opens "
+            f"{nccl.nvls_channels(vary.generation, older)} and prices {len(moved)} of its sizes "
+            f"({_size(min(moved))} to {_size(max(moved))}) otherwise; keep the `# nccl-tests version` line "
+            "nccl-tests 2.17 on prints, or run it with NCCL_DEBUG=VERSION"]
