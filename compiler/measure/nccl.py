@@ -32,7 +32,7 @@ TAG = re.compile(r"\[[0-9]+(?:,[0-9]+)?\](?:<std(?:out|err)>)?:?")
 TEST = re.compile(r"\b(" + "|".join(COLLECTIVES) + r")_perf\b")
 TESTS_VERSION = re.compile(r"^\s*#\s*nccl-tests\s+version\b.*?\bnccl-library=(\S*)")
 NCCL_VERSION = re.compile(r"(?:^\s*|\bNCCL INFO\s+)NCCL version\s+(\S+)")
-DOTTED = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?:[-+~][^\s]*)?")
+DOTTED = re.compile(r"([0-9]{1,4})\.([0-9]{1,4})(?:\.([0-9]{1,4}))?(?:[-+~][^\s]*)?")
 ALIASES = {"bytes": "size", "N": "count", "op": "redop", "error": "#wrong", "res": "#wrong"}
 NEEDED = ("size", "count", "type", "time", "algbw", "busbw")
 
@@ -65,7 +65,7 @@ def version(text: str) -> str | None:
     dotted = DOTTED.fullmatch(text)
     if dotted:
         return ".".join(str(int(part or 0)) for part in dotted.groups())
-    if text.isascii() and text.isdigit() and 0 < int(text) < 10**6:
+    if text.isascii() and text.isdigit() and len(text) <= 6 and int(text) > 0:
         code = int(text)
         major, rest = divmod(code, 10000 if code >= 10000 else 1000)
         return f"{major}.{rest // 100}.{rest % 100}"

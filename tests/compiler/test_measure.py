@@ -166,6 +166,9 @@ def test_nccl_version_lines_that_cannot_be_read_are_located():
     bad = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=2x809"
     found, problems = read("nccl/bad_code.txt", bad + "\n" + one)
     assert where(problems)[0][:2] == (1, bad.index("2x809") + 1) and "`2x809`" in problems[0].summary
+    # digits past Python's int conversion limit are no version either, not a traceback
+    found, problems = read("nccl/long_code.txt", bad.replace("2x809", "9" * 5000) + "\n" + one)
+    assert where(problems)[0][:2] == (1, bad.index("2x809") + 1) and len(found) == 1
     # one run named two versions: an error at the second
     lines = one.split("\n")
     lines.insert(lines.index("    #") + 1, "NCCL version 2.27.3+cuda12.9")
