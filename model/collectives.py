@@ -32,25 +32,28 @@ from .network.placement import SCALE_UP_SCOPES
 TORUS_CALL_S = 5e-6
 
 
-def all_reduce(nbytes: float, stages: tuple[comms.Stage, ...], nvls: bool = True, collnet: bool = True) -> float:
+def all_reduce(nbytes: float, stages: tuple[comms.Stage, ...], nvls: bool = True, collnet: bool = True,
+               nccl: str = "") -> float:
     """`nvls` / `collnet`: whether the caller's environment lets NCCL reduce in the NVLink switches
     (NCCL_NVLS_ENABLE) or the scale-out switches (CollNet, SHARP). Where it may not, the call is
-    priced on the same tiers with those switches not reducing, as NCCL then runs ring or tree."""
-    return _call("all_reduce", nbytes, stages, nvls, collnet)
+    priced on the same tiers with those switches not reducing, as NCCL then runs ring or tree.
+    `nccl`: the NCCL version that runs it (2.25.1: its NVLS channels, nccl.nvls_channels); empty, the
+    newest, as the training step prices every call."""
+    return _call("all_reduce", nbytes, stages, nvls, collnet, nccl)
 
 
-def reduce_scatter(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
-    return _call("reduce_scatter", nbytes, stages)
+def reduce_scatter(nbytes: float, stages: tuple[comms.Stage, ...], nccl: str = "") -> float:
+    return _call("reduce_scatter", nbytes, stages, nccl=nccl)
 
 
-def all_gather(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
-    return _call("all_gather", nbytes, stages)
+def all_gather(nbytes: float, stages: tuple[comms.Stage, ...], nccl: str = "") -> float:
+    return _call("all_gather", nbytes, stages, nccl=nccl)
 
 
-def choice(collective: str, nbytes: float, stages: tuple[comms.Stage, ...]) -> Choice | None:
-    """The (algorithm, protocol) NCCL runs for this call on the fastest of the group's
-    placements (None on a torus or for one rank)."""
-    found = [_priced(collective, nbytes, tuple(option)) for option in _options(stages)]
+def choice(collective: str, nbytes: float, stages: tuple[comms.Stage, ...], nccl: str = "") -> Choice | None:
+    """The (algorithm, protocol) NCCL (version `nccl`, empty: the newest) runs for this call on the
+    fastest of the group's placements (None on a torus or for one rank)."""
+    found = [_priced(collective, nbytes, tuple(option), nccl) for option in _options(stages)]
     found = [choice for choice in found if choice is not None]
     return min(found, key=lambda choice: choice.seconds) if found else None
 
@@ -59,14 +62,14 @@ def _options(stages) -> tuple:
     return getattr(stages, "options", (stages,))
 
 
-def _call(collective: str, nbytes: float, stages, nvls: bool = True, collnet: bool = True) -> float:
+def _call(collective: str, nbytes: float, stages, nvls: bool = True, collnet: bool = True, nccl: str = "") -> float:
     # keyed on the options themselves: a Placement hashes as its first option alone (its
     # `key`: the options as plain tuples, built once; a plain tuple of stages is its one option)
     key = getattr(stages, "key", None)
     options = key if key is not None else (tuple(stages),)
     if not (nvls and collnet):
         options = tuple(_allowed(option, nvls, collnet) for option in options)
-    return _fastest(collective, nbytes, options)
+    return _fastest(collective, nbytes, options, nccl)
 
 
 @functools.lru_cache(maxsize=4096)   # immutable stages
@@ -84,11 +87,11 @@ def _allowed(option: tuple[comms.Stage, ...], nvls: bool, collnet: bool) -> tupl
 
 
 @functools.lru_cache(maxsize=16384)   # immutable arguments; a search asks ~25 times per call
-def _fastest(collective: str, nbytes: float, options: tuple[tuple[comms.Stage, ...], ...]) -> float:
+def _fastest(collective: str, nbytes: float, options: tuple[tuple[comms.Stage, ...], ...], nccl: str = "") -> float:
     """The fastest of the group's placements, each priced by NCCL's pick on it."""
     best = math.inf
     for option in options:
-        priced = _priced(collective, nbytes, option)
+        priced = _priced(collective, nbytes, option, nccl)
         best = min(best, comms.PER_OPTION[collective](nbytes, option) + torus_floor(option) if priced is None
                    else priced.seconds)
     return best if best < math.inf else 0.0
@@ -135,11 +138,12 @@ def torus_floor(option) -> float:
     return TORUS_CALL_S
 
 
-def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> Choice | None:
+def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], nccl: str = "") -> Choice | None:
     """None where NCCL does not run the call (a torus axis, one rank). Where switches could
     reduce, each path pays its own bytes: NVLS or SHARP on the tiers' price with the switches
-    reducing, ring, tree or PAT on their price without, and NCCL runs the faster."""
-    c = communicator(option)
+    reducing, ring, tree or PAT on their price without, and NCCL runs the faster. `nccl`: the NCCL
+    version (all_reduce)."""
+    c = communicator(option, nccl)
     if c is None:
         return None
     if not (c.nvls or c.collnet):
@@ -170,10 +174,11 @@ def _plain(option: tuple[comms.Stage, ...]) -> tuple[comms.Stage, ...]:
 
 
 @functools.lru_cache(maxsize=8192)
-def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
+def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicator | None:
     """The group as NCCL sees it: ranks in scale-up domains (a node, or an NVLink rack: MNNVL)
     and the rates and latency of the tiers it crosses. A ring in rank order stands for its
-    tiled stages here: NCCL sees the same nodes whichever way the bytes move."""
+    tiled stages here: NCCL sees the same nodes whichever way the bytes move. `nccl`: the NCCL
+    version whose NVLS channels it opens (empty: the newest)."""
     if not option or any(s.tier.ring for s in option):
         return None
     ranks = math.prod(s.peers for s in option)
@@ -192,7 +197,7 @@ def communicator(option: tuple[comms.Stage, ...]) -> Communicator | None:
                         wire=option[-1].tier.latency if out else 0.0,
                         reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
                         across=min((comms.stage_rate(s) for s in out), default=math.inf),
-                        nvls_channels=nvls_channels(generation(up[0].tier) if up else "hopper"),
+                        nvls_channels=nvls_channels(generation(up[0].tier) if up else "hopper", nccl),
                         nvls_share=nvls_share(generation(up[0].tier) if up else "hopper"),
                         generation=generation(up[0].tier) if up else "hopper")
 

@@ -25,6 +25,7 @@ from ...dsl.source import SourceFile
 from .columns import COLUMNS, MAGIC
 from .records import COLLECTIVES, KERNELS, CollectivePoint, CollectiveRun, KernelPoint, KernelRun
 from ...dsl.numbers import number as number_text
+from .nccl import version
 from .text import Problems, line_span, number
 
 SHAPES = {"gemm": ("m", "n", "k"), "attention": ("batch", "heads", "seq", "head_dim"), "hbm_copy": ("bytes",),
@@ -42,10 +43,16 @@ def read(source: SourceFile) -> tuple[list[KernelRun | CollectiveRun], Problems]
     problems, identity, points = Problems(source), [], []
     lines = source.text.split("\n")
     header = next((i for i, line in enumerate(lines, 1) if line.strip() and not line.startswith("#")), None)
-    for line in lines[:(header or len(lines) + 1) - 1]:
+    nccl = ""
+    for number_, line in enumerate(lines[:(header or len(lines) + 1) - 1], 1):
         match = IDENTITY.match(line)
         if match:
             identity.append((match.group(1), match.group(2)))
+            if match.group(1) == "nccl" and match.group(2):   # the NCCL that timed the collective rows
+                nccl = version(match.group(2)) or ""
+                if not nccl:
+                    problems.on_match(number_, match, 2, f"cannot read the NCCL version `{match.group(2)}`: "
+                                      "expected major.minor.patch (2.21.5)", "keep the line as `gclc probe` wrote it")
     names = [c.strip() for c in lines[header - 1].split(",")] if header else []
     missing = [c for c in COLUMNS if c not in names]
     if header is None or missing:
@@ -63,15 +70,15 @@ def read(source: SourceFile) -> tuple[list[KernelRun | CollectiveRun], Problems]
         problems.at(header, 1, len(lines[header - 1]), "the kernel CSV has no rows")
     kernels = [p for p in points if isinstance(p, KernelPoint)]
     runs = [KernelRun(tuple(identity), tuple(kernels), line_span(source, 1))] if kernels else []
-    return runs + _collectives(points, dict(identity).get("gpu", "")), problems
+    return runs + _collectives(points, dict(identity).get("gpu", ""), nccl), problems
 
 
-def _collectives(points: list, gpu: str) -> list[CollectiveRun]:
-    """The collective rows as runs: one per collective, GPU count and host count."""
+def _collectives(points: list, gpu: str, nccl: str) -> list[CollectiveRun]:
+    """The collective rows as runs: one per collective, GPU count and host count, timed on NCCL `nccl`."""
     runs: dict[tuple, list] = {}
     for op, ranks, nodes, point in (p for p in points if isinstance(p, tuple)):
         runs.setdefault((op, ranks, nodes), []).append(point)
-    return [CollectiveRun(op, ranks, nodes, (gpu,), tuple(found), found[0].span) for (op, ranks, nodes), found in runs.items()]
+    return [CollectiveRun(op, ranks, nodes, (gpu,), tuple(found), found[0].span, nccl) for (op, ranks, nodes), found in runs.items()]
 
 
 def _row(source: SourceFile, line: int, row: dict[str, str], whole: bool, problems: Problems) -> KernelPoint | None:

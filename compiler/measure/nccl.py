@@ -6,12 +6,19 @@ and one point per message size from the table the column header names (`size cou
 redop root time algbw busbw #wrong` twice, out-of-place then in-place; releases before
 2.10 print no `root` and `error` for `#wrong`). Times are microseconds, bandwidths GB/s.
 Several runs may follow each other in one file (a sweep of node counts); lines may carry
-mpirun's `[1,0]<stdout>:` tags."""
+mpirun's `[1,0]<stdout>:` tags. The NCCL library that ran, where the output names it: nccl-tests
+prints it from its 2.17 releases before each run's header (src/util.cu writeDeviceReport: `# nccl-tests
+version 2.19.6 nccl-headers=22809 nccl-library=22809`, the library's NCCL_VERSION_CODE as
+ncclGetVersion returns it), NCCL itself once the run's communicator is made, after the header
+(init.cc showVersion: `NCCL version 2.28.7+cuda13.0` under NCCL_DEBUG=VERSION, the same after
+`host:pid:tid [0] NCCL INFO ` under INFO)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import attrs
 
 from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
@@ -23,6 +30,9 @@ RANK = re.compile(r"Rank\s+([0-9]+)(?:\s+Group\s+[0-9]+)?\s+Pid\s+[0-9]+\s+on\s+
 COLUMNS = re.compile(r"#\s*(size|bytes)\s+(count|N)\s+type\b")
 TAG = re.compile(r"\[[0-9]+(?:,[0-9]+)?\](?:<std(?:out|err)>)?:?")
 TEST = re.compile(r"\b(" + "|".join(COLLECTIVES) + r")_perf\b")
+TESTS_VERSION = re.compile(r"^\s*#\s*nccl-tests\s+version\b.*?\bnccl-library=(\S*)")
+NCCL_VERSION = re.compile(r"(?:^\s*|\bNCCL INFO\s+)NCCL version\s+(\S+)")
+DOTTED = re.compile(r"([0-9]{1,4})\.([0-9]{1,4})(?:\.([0-9]{1,4}))?(?:[-+~][^\s]*)?")
 ALIASES = {"bytes": "size", "N": "count", "op": "redop", "error": "#wrong", "res": "#wrong"}
 NEEDED = ("size", "count", "type", "time", "algbw", "busbw")
 
@@ -39,12 +49,59 @@ def read(source: SourceFile) -> tuple[list[CollectiveRun], Problems]:
         problems.whole_file("no nccl-tests run here: no `# nThread ...` header line",
                             "keep the whole output of the test, from its `# nThread` line to `# Avg bus bandwidth`")
         return [], problems
+    versions = _versions(lines, starts, problems)
     runs = []
     for first, end in zip(starts, starts[1:] + [len(lines) + 1]):
         run = _run(source, lines, first, end, problems)
         if run is not None:
-            runs.append(run)
+            runs.append(attrs.evolve(run, nccl=versions.get(first, "")))
     return runs, problems
+
+
+def version(text: str) -> str | None:
+    """An NCCL version as `major.minor.patch` from a dotted one (`2.28.7+cuda13.0`, `2.21.5`) or an
+    NCCL_VERSION_CODE (`22807`; nccl.h: X*10000 + Y*100 + Z from 2.9, X*1000 + Y*100 + Z before);
+    None where it is neither."""
+    dotted = DOTTED.fullmatch(text)
+    if dotted:
+        return ".".join(str(int(part or 0)) for part in dotted.groups())
+    if text.isascii() and text.isdigit() and len(text) <= 6 and int(text) > 0:
+        code = int(text)
+        major, rest = divmod(code, 10000 if code >= 10000 else 1000)
+        return f"{major}.{rest // 100}.{rest % 100}"
+    return None
+
+
+def _versions(lines: list[str], starts: list[int], problems: Problems) -> dict[int, str]:
+    """The NCCL version of each run (keyed by its header's line): nccl-tests' line belongs to the
+    header after it, NCCL's own to the header before it (the first run's where none is). A line
+    whose version cannot be read, or a run named two versions, is an error there."""
+    found: dict[int, tuple[str, int]] = {}
+    for number_, raw in enumerate(lines, 1):
+        text = TAG.sub(lambda m: " " * len(m.group()), raw)   # columns kept where mpirun tagged the line
+        match = TESTS_VERSION.search(text) or NCCL_VERSION.search(text)
+        if not match:
+            continue
+        read_ = version(match.group(1))
+        if read_ is None:
+            problems.at(number_, match.start(1) + 1, max(1, len(match.group(1))),
+                        f"cannot read the NCCL version `{match.group(1)}`: expected major.minor.patch "
+                        "(2.28.7+cuda13.0) or nccl-tests' version code (22807)",
+                        "keep the line as nccl-tests and NCCL printed it")
+            continue
+        if match.re is TESTS_VERSION:
+            first = next((s for s in starts if s > number_), None)
+        else:
+            first = next((s for s in reversed(starts) if s <= number_), starts[0])
+        if first is None:
+            continue
+        if first in found and found[first][0] != read_:
+            problems.at(number_, match.start(1) + 1, len(match.group(1)),
+                        f"this run is named two NCCL versions: {found[first][0]} (line {found[first][1]}) "
+                        f"and {read_}", "keep one run's output per header, as nccl-tests printed it")
+            continue
+        found.setdefault(first, (read_, number_))
+    return {first: v for first, (v, _) in found.items()}
 
 
 def _run(source: SourceFile, lines: list[str], first: int, end: int, problems: Problems) -> CollectiveRun | None:

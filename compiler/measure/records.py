@@ -44,6 +44,7 @@ class CollectiveRun:
     devices: tuple[str, ...]      # the GPU names the run lists
     points: tuple[CollectivePoint, ...]
     span: Span                    # the run's header
+    nccl: str = ""                # the NCCL library that ran (2.28.7); empty: the output does not say
 
     @property
     def gpus_per_node(self) -> int:

@@ -139,6 +139,12 @@ def nvls_channels(generation: str, nccl_version: str = "") -> int:
     return NVLS_CHANNELS[generation]
 
 
+def nvls_channels_vary(generation: str) -> bool:
+    """Whether NCCL's versions open different NVLS channel counts on this GPU generation (Blackwell's
+    32 up to 2.26, 24 from 2.27): where they do, a measurement's NCCL version changes its price."""
+    return NVLS_CHANNELS_BEFORE_2_27[generation] != NVLS_CHANNELS[generation]
+
+
 def nvls_share(generation: str) -> float:
     """NVLS's share of a ring's port rate on a GPU generation (hopper, blackwell)."""
     return NVLS_EFFICIENCY * NVLS_TABLE_EFFICIENCY[generation] / NVLS_TABLE_EFFICIENCY["hopper"]

@@ -19,7 +19,7 @@ from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, S
                                   own_scale)
 from ...model.job import JobError, placement, train_job
 from .fit import fit, residual, total
-from .observe import NOISE, Observation, collective_observations, kernel_observations
+from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
 from .params import Param, chip_param, fabric_params, serving_prior
@@ -129,6 +129,7 @@ def observations(measurements: list, job, partition: Partition, serve=None) -> t
             obs, why = kernel_observations(m, partition)
         elif isinstance(m, CollectiveRun):
             obs, why = collective_observations(m, partition)
+            notes += collective_notes(m, partition) if obs else []
         elif isinstance(m, TrainRun):
             if job is None:
                 obs, why = [], [f"{m.span}: the design has no train job to relate this log to"]

@@ -5,6 +5,7 @@ training run's throughput the chip's GEMM efficiency at the run's precision."""
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import attrs
@@ -13,6 +14,7 @@ from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelPoint, KernelRun
 from ...dsl.source import Span
 from ...model import collectives, comms, compute
+from ...model.network import nccl
 from ...model.ops import ACT_BYTES, Op, elementwise, gemm
 from ...model.ranks import rank_partition
 from .params import gemm_key
@@ -167,5 +169,36 @@ def _collective_time(run: CollectiveRun, size: int, stride: int) -> Callable[[Pa
         if run.op == "sendrecv":   # each rank sends to the next: a ring of sends
             return collectives.ring_send(size, run.ranks, stride, tiers)
         stages = comms.place(run.ranks, stride, tiers)
-        return getattr(collectives, "all_to_all" if run.op == "alltoall" else run.op)(size, stages)
+        if run.op == "alltoall":   # NCCL's p2p latency: no NVLS channels
+            return collectives.all_to_all(size, stages)
+        return getattr(collectives, run.op)(size, stages, nccl=run.nccl)   # the NCCL that ran: its NVLS channels
     return predict
+
+
+def collective_notes(run: CollectiveRun, partition: Partition) -> list[str]:
+    """What a run's prediction assumed: where its output names no NCCL version and NCCL's versions
+    price some of its sizes differently on the design's GPUs (Blackwell's NVLS channels,
+    nccl.nvls_channels), the newest's, as the training step prices every call."""
+    if run.nccl or run.op not in ("all_reduce", "reduce_scatter", "all_gather") or run.ranks > partition.gpus:
+        return []
+    node = partition.node.gpus
+    if run.gpus_per_node > node or node % run.gpus_per_node:
+        return []
+    stride = node // run.gpus_per_node
+    stages = comms.place(run.ranks, stride, rank_partition(partition, run.ranks * stride).tiers)
+    found = [c for option in getattr(stages, "options", (stages,))
+             if (c := collectives.communicator(tuple(option))) is not None and c.nvls]
+    vary = next((c for c in found if nccl.nvls_channels_vary(c.generation)), None)
+    if vary is None:
+        return []
+    older = "2.26"   # the last release before Blackwell's NVLS channels changed (nccl.nvls_channels)
+    price = getattr(collectives, run.op)
+    moved = [p.size for p in run.points if p.size > 0 and not math.isclose(
+        price(p.size, stages), price(p.size, stages, nccl=older), rel_tol=1e-9)]
+    if not moved:
+        return []
+    return [f"{run.span}: the output names no NCCL version; priced with the newest NCCL's {vary.nvls_channels} "
+            f"NVLS channels on {vary.generation}, where NCCL up to {older} opens "
+            f"{nccl.nvls_channels(vary.generation, older)} and prices {len(moved)} of its sizes "
+            f"({_size(min(moved))} to {_size(max(moved))}) otherwise; keep the `# nccl-tests version` line "
+            "nccl-tests 2.17 on prints, or run it with NCCL_DEBUG=VERSION"]

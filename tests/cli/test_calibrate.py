@@ -113,6 +113,39 @@ def test_a_broken_measurement_is_located_and_nothing_is_written(workspace, capsy
     assert not (workspace / "mine.gcl").exists()
 
 
+def test_an_nccl_version_that_cannot_be_read_is_located_and_nothing_is_written(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace)
+    nccl = workspace / "measurements" / "nccl_1node.txt"
+    nccl.write_text("# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22.8.O\n" + nccl.read_text())
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 1
+    err = capsys.readouterr().err
+    column = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=".__len__() + 1
+    assert f"measurements/nccl_1node.txt:1:{column}:" in err and "cannot read the NCCL version `22.8.O`" in err
+    assert not (workspace / "mine.gcl").exists()
+
+
+def test_a_blackwell_table_without_its_nccl_version_says_what_it_assumed(tmp_path, capsys, monkeypatch):
+    """The report's `assumed` section names the NVLS channels a run with no NCCL version was priced on
+    (SYNTHETIC: the 8 x H100 output's layout with B200s and sizes of 8 to 64 MiB, where Blackwell's
+    NVLS channels may bind)."""
+    shutil.copy(DATA / "calibrate" / "dgx_b200.gcl", tmp_path / "b200.gcl")
+    text = (DATA / "measurements" / "nccl" / "bitdeer_h100_1node_all_reduce.txt").read_text()
+    rows = {"268435456      67108864": "8388608      2097152", "536870912     134217728": "16777216      4194304",
+            "1073741824     268435456": "33554432      8388608", "2147483648     536870912": "67108864     16777216"}
+    for old, new in rows.items():
+        text = text.replace(old, new)
+    text = text.replace("H100 80GB HBM3", "B200")
+    (tmp_path / "all_reduce.txt").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    main(["calibrate", "b200.gcl", "all_reduce.txt"])
+    out = capsys.readouterr().out
+    assert "\nassumed\n  all_reduce.txt:3:1: the output names no NCCL version" in out
+    assert "prices 2 of its sizes (32 MiB to 64 MiB) otherwise" in out   # 8 and 16 MiB run a ring either way
+    (tmp_path / "all_reduce.txt").write_text("# nccl-tests version 2.17.6 nccl-headers=22503 nccl-library=22503\n" + text)
+    main(["calibrate", "b200.gcl", "all_reduce.txt"])
+    assert "names no NCCL version" not in capsys.readouterr().out
+
+
 def test_usage_errors(workspace, capsys, monkeypatch, tmp_path_factory):
     monkeypatch.chdir(workspace)
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "mine.gcl"

@@ -128,6 +128,56 @@ def test_nccl_without_its_test_name_or_devices_is_refused():
     assert not found and "no `Rank` lines" in problems[0].summary
 
 
+def test_nccl_version_nccl_printed_is_each_runs():
+    """OCI's GB300 page prints NCCL's own `NCCL version 2.28.7+cuda13.0` inside each run (after its
+    `Rank` lines); the runs carry it, and the H100 outputs that print none carry none."""
+    assert [r.nccl for r in only("nccl/oci_gb300_alltoall.txt", CollectiveRun)] == ["2.28.7"] * 4
+    assert only("nccl/bitdeer_h100_1node_all_reduce.txt", CollectiveRun)[0].nccl == ""
+
+
+def test_nccl_version_nccl_tests_prints_before_its_header():
+    """nccl-tests 2.17 on prints `# nccl-tests version V nccl-headers=H nccl-library=L` before each
+    run's header (src/util.cu writeDeviceReport; the codes are NCCL_VERSION_CODE, X*10000 + Y*100 + Z):
+    the library's is the NCCL that ran, and each run of a sweep takes the line above its own header.
+    NCCL's INFO line (`host:pid:tid [0] NCCL INFO NCCL version ...`) under mpirun's tags reads too."""
+    one = (DATA / "nccl/bitdeer_h100_1node_all_reduce.txt").read_text()
+    two = (DATA / "nccl/bitdeer_h100_2node_all_reduce.txt").read_text()
+    first = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22503\n"
+    second = "# nccl-tests version 2.17.6 (b4d5bee) nccl-headers=22602 nccl-library=22602\n"
+    found, problems = read("nccl/sweep.txt", first + one + "\n" + second + two)
+    assert not problems and [r.nccl for r in found] == ["2.25.3", "2.26.2"]
+    lines = one.split("\n")
+    lines.insert(lines.index("    #") + 1, "[1,0]<stdout>:host:1623025:1623025 [0] NCCL INFO NCCL version 2.21.5+cuda12.4")
+    (run,), problems = read("nccl/info.txt", "\n".join(lines))
+    assert not problems and run.nccl == "2.21.5"
+    # releases before 2.9 coded the version X*1000 + Y*100 + Z
+    (run,), problems = read("nccl/old.txt", "# nccl-tests version 2.0 nccl-headers=2804 nccl-library=2804\n" + one)
+    assert not problems and run.nccl == "2.8.4"
+
+
+def test_nccl_version_lines_that_cannot_be_read_are_located():
+    text = (DATA / "nccl/oci_gb300_alltoall.txt").read_text().split("\n")
+    at = text.index("NCCL version 2.28.7+cuda13.0")
+    text[at] = "NCCL version 2.x+cuda13.0"
+    found, problems = read("nccl/bad_version.txt", "\n".join(text))
+    assert where(problems) == [(at + 1, 14, problems[0].summary)] and "`2.x+cuda13.0`" in problems[0].summary
+    assert len(found) == 4 and found[0].nccl == "" and found[1].nccl == "2.28.7"   # the run reads; its version unsaid
+    one = (DATA / "nccl/bitdeer_h100_1node_all_reduce.txt").read_text()
+    bad = "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=2x809"
+    found, problems = read("nccl/bad_code.txt", bad + "\n" + one)
+    assert where(problems)[0][:2] == (1, bad.index("2x809") + 1) and "`2x809`" in problems[0].summary
+    # digits past Python's int conversion limit are no version either, not a traceback
+    found, problems = read("nccl/long_code.txt", bad.replace("2x809", "9" * 5000) + "\n" + one)
+    assert where(problems)[0][:2] == (1, bad.index("2x809") + 1) and len(found) == 1
+    # one run named two versions: an error at the second
+    lines = one.split("\n")
+    lines.insert(lines.index("    #") + 1, "NCCL version 2.27.3+cuda12.9")
+    found, problems = read("nccl/two.txt", "# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n"
+                           + "\n".join(lines))
+    assert where(problems)[0][:2] == (lines.index("NCCL version 2.27.3+cuda12.9") + 2, 14)
+    assert "two NCCL versions: 2.28.9 (line 1) and 2.27.3" in problems[0].summary
+
+
 # ---------------------------------------------------------------- training logs
 
 def test_megatron_iterations_and_argument_dump():
@@ -247,6 +297,17 @@ def test_kernel_csv_refuses_unknown_kinds_and_missing_shapes():
     assert where(problems) == [(6, 1, "unknown kernel `gemv`"), (7, 24, "a attention row needs `seq`")]
     found, problems = read("kernels/bad.csv", text.replace("kind,precision", "sort,precision"))
     assert not found and "no `kind` column" in problems[0].summary
+
+
+def test_kernel_csv_collective_rows_carry_the_probes_nccl_version():
+    """`gclc probe` writes `# nccl: 2.21.5` (torch.cuda.nccl.version()); its collective rows were timed on
+    that NCCL, and a version that is none is refused on its line."""
+    text = (DATA / "kernels/h100_mamf.csv").read_text()
+    rows = text.replace("# gpu:", "# nccl: 2.21.5\n# gpu:") + "all_reduce,,,,,,,,,,1048576,8,1,0.0001,\n"
+    found, problems = read("kernels/probe.csv", rows)
+    assert not problems and [r.nccl for r in found if isinstance(r, CollectiveRun)] == ["2.21.5"]
+    found, problems = read("kernels/probe.csv", rows.replace("2.21.5", "two"))
+    assert where(problems) == [(2, len("# nccl: ") + 1, problems[0].summary)] and "`two`" in problems[0].summary
 
 
 # ---------------------------------------------------------------- the folder, and anything else
