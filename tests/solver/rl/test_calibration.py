@@ -79,7 +79,8 @@ PLACED = {"disaggregated": lambda t: t, "colocated": lambda t: t.replace("stalen
 def _planned(variant: str):
     """The small design's planned job and its best point (the stack's shipped calibration applied), on a
     cluster with economics so that a step has a cost."""
-    priced = SMALL.replace("scaleout = NDR_FatTree", "scaleout = NDR_FatTree\n  economics { years = 5  energy_price = 0.08 USD/kWh }")
+    priced = SMALL.replace("scaleout = NDR_FatTree",
+                           "scaleout = NDR_FatTree\n  economics { years = 5  energy_price = 0.08 USD/kWh }")   # ASSUMPTION
     result = check_text(PLACED[variant](priced), "rl.gcl")
     assert result.design is not None, [d.summary for d in result.diagnostics]
     plan = plan_rl(result.design["grpo"], top=0)
