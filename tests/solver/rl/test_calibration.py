@@ -1,16 +1,22 @@
 """The RL stack's calibration (model/rl/stacks.py `Calibration`, applied by solver/rl/pools.py `calibrated`)
 keeps the step model's laws: the calibrated stream never exceeds the calibrated makespan; a longer phase
 never shortens the calibrated step; asynchronous is never slower than synchronous at the same phases; the
-shipped constants only ever add time to the physics."""
+shipped constants only ever add time to the physics; the objective (step time, energy, cost) never falls as
+generation takes longer, the rl search's premise."""
 
 from __future__ import annotations
+
+import functools
+from pathlib import Path
 
 import attrs
 from hypothesis import given, strategies as st
 
+from gclc.compiler.driver import check_text
 from gclc.model.rl.stacks import NEMO_RL, STACKS, Calibration
 from gclc.model.rl.step import COLOCATED, DISAGGREGATED, Phases, compose
-from gclc.solver.rl.pools import calibrated
+from gclc.solver.rl.plan import plan_rl
+from gclc.solver.rl.pools import calibrated, evaluate
 from gclc.testing import load_profile
 
 load_profile()
@@ -62,3 +68,42 @@ def test_every_nemo_rl_release_ships_the_fitted_constants_and_they_only_add_time
     q = calibrated(p, (4000.0, 900.0), NEMO_RL)
     assert q.generate == p.generate + NEMO_RL.engine_host_s * 4000 and q.train == 20.0 * NEMO_RL.training
     assert calibrated(p, (4000.0, 900.0), Calibration()) == p   # no calibration: the physics
+
+
+SMALL = (Path(__file__).resolve().parents[2] / "data" / "rl_small.gcl").read_text()
+PLACED = {"disaggregated": lambda t: t, "colocated": lambda t: t.replace("staleness    = 1", "placement = colocated"),
+          "synchronous": lambda t: t.replace("staleness    = 1", "staleness    = 0")}
+
+
+@functools.cache
+def _planned(variant: str):
+    """The small design's planned job and its best point (the stack's shipped calibration applied), on a
+    cluster with economics so that a step has a cost."""
+    priced = SMALL.replace("scaleout = NDR_FatTree",
+                           "scaleout = NDR_FatTree\n  economics { years = 5  energy_price = 0.08 USD/kWh }")   # ASSUMPTION
+    result = check_text(PLACED[variant](priced), "rl.gcl")
+    assert result.design is not None, [d.summary for d in result.diagnostics]
+    plan = plan_rl(result.design["grpo"], top=0)
+    assert plan.best is not None and plan.best.cost is not None and plan.job.stack.calibration == NEMO_RL
+    return plan.job, plan.best
+
+
+@given(st.sampled_from(tuple(PLACED)), st.sampled_from(("throughput", "energy", "cost")),
+       st.one_of(st.just(NEMO_RL), constants), st.floats(0, 1e3), st.floats(0, 1), st.floats(0, 1))
+def test_the_objective_never_falls_as_generation_takes_longer_calibrated(variant, objective, c, more, share, low):
+    """The rl search's premise (solver/rl/search.py module docstring and `_advance`: a point's value at
+    lower bounds of the makespan and the stream is at most its value): with the stack's calibration
+    applied by `evaluate`, a longer makespan or stream, at the run's own engine iterations, never lowers
+    the step time, the energy or the cost of a step."""
+    job, best = _planned(variant)
+    job = attrs.evolve(job, objective=objective, stack=attrs.evolve(job.stack, calibration=c))
+    g = best.generation
+    makespan, stream = low * g.makespan, low * g.stream          # a lower bound of each, as `least` gives
+    longer = makespan + more
+    later = min(longer, stream + share * (longer - stream))      # the stream grows too, never past its makespan
+
+    def value(m, s):
+        return evaluate(job, best.placement, best.staleness, g, best.train, makespan=m, stream=s).value(objective)
+
+    before, after = value(makespan, stream), value(longer, later)
+    assert after >= before * (1 - 1e-12)
