@@ -13,6 +13,7 @@ import functools
 from ..compiler.formats import family, generation as chip_generation
 from ..compiler import hbm as hbm_packaging
 from ..compiler.ir import Accelerator
+from ..compiler.vendors import vendor_of
 from . import cache, dvfs
 from .ops import ACT_BYTES, Op
 
@@ -190,7 +191,7 @@ def gemm_efficiency(chip: Accelerator, precision: str) -> float:
     if declared:
         return declared
     key = "bf16" if fam == "fp16" else fam
-    fallback = VENDOR_DEFAULTS.get((chip.vendor, key), DEFAULT_GEMM_EFFICIENCY)
+    fallback = VENDOR_DEFAULTS.get((vendor_of(chip.vendor), key), DEFAULT_GEMM_EFFICIENCY)
     wider = (chip.efficiency_of(w) for w in _WIDER.get(fam, ()))
     return min([fallback, *(w for w in wider if w)])
 
@@ -205,7 +206,7 @@ def attention_efficiency(chip: Accelerator) -> float:
     kernels = kernel_efficiency(chip)
     if kernels is not None:
         return kernels * training_share(chip_generation(chip))
-    return VENDOR_DEFAULTS.get((chip.vendor, "attention"), DEFAULT_ATTENTION_EFFICIENCY)
+    return VENDOR_DEFAULTS.get((vendor_of(chip.vendor), "attention"), DEFAULT_ATTENTION_EFFICIENCY)
 
 
 def training_share(generation: str | None) -> float:
