@@ -295,9 +295,9 @@ def exp_generation(chip: Accelerator) -> str | None:
     return generation
 
 
-# Blackwell's dense fp4 peak is 2.0x its fp8 (B200 9 / 4.5, GB200 10 / 5 PFLOPS), Blackwell Ultra's 3.0x
-# (B300 14 / 4.5 = 3.1, or 2.9 at the conflicting 13.1; GB300 15 / 5), dsl/std/nvidia.gcl: the test sits midway, so a data sheet's rounding (B200 at 2.05x) stays
-# Blackwell instead of flipping on a threshold its own parts touch.
+# Blackwell's dense fp4 peak is 2.0x its fp8 (B200 9 / 4.5, GB200 10 / 5 PFLOPS), Blackwell Ultra's ~3x
+# (B300 14 / 4.5, 2.9 at the conflicting 13.1; GB300 15 / 5; dsl/std/nvidia.gcl): the test sits midway, so a
+# data sheet's rounding (a B200 at 2.05x) stays Blackwell instead of flipping on a bound its own parts touch.
 ULTRA_FP4_OVER_FP8 = 2.5
 
 
