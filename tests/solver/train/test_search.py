@@ -245,3 +245,12 @@ def test_plan_json_keys(tmp_path, capsys):
         assert (entry["size"] == 1) == (entry["tiers"] == [])
     assert placement["tp"]["stride"] == 1
     assert out["binding"] and all(isinstance(b, str) for b in out["binding"])
+
+
+def test_a_searched_offload_on_deepspeed_tries_every_checkpointed_layer_or_none():
+    # DeepSpeed's cpu_checkpointing is one switch (compiler/schema.py offload_refusal): 25 % and 50 % are not searched
+    base = {"hbm": 24, "up": 300, "inr": "false", "per_node": 4, "layers": 4, "hidden": 512, "heads": 8,
+            "kv_heads": 8, "ffn": 2048, "vocab": 8000, "seq": 1024, "mlp": "gelu", "batch": 16, "precision": "bf16",
+            "stack": "deepspeed", "nodes": 1, "node_extra": {"host_link": "64 GB/s"},
+            "pins": {"recompute": "full", "search": "[offload]"}}
+    assert {c.offload for c in enumerator.configurations(designs.job(base))} == {0.0, 1.0}
