@@ -299,7 +299,9 @@ def per_tensor_fp8(row: dict, precision: str, note: str) -> tuple[str, str]:
     else:
         return precision, note
     return "fp8_e4m3", (f"{note}; per-tensor scaling on Blackwell, where the generic fp8 is MXFP8: {why} "
-                        "(Transformer Engine's hybrid E4M3/E5M2 tensorwise recipe, priced as fp8_e4m3)")
+                        "(Transformer Engine's hybrid E4M3/E5M2 tensorwise recipe, priced as fp8_e4m3; the "
+                        "language states no recipe, so the Megatron export of fp8_e4m3 writes --fp8-format e4m3 "
+                        "--fp8-recipe delayed, not the run's hybrid format with --fp8-recipe tensorwise)")
 
 
 def resolve_train(row: dict, shape: Shape, layout: dict, fills: list[str]) -> Train:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..dsl.records import frozen
+from .vendors import is_nvidia
 
 if TYPE_CHECKING:   # (compiler/ir.py imports this module)
     from .ir import Accelerator
@@ -114,7 +115,7 @@ def generation(chip: Accelerator) -> str | None:
     - a bf16 peak and no fp8: Ampere (A100, A30).
     - another vendor, or none of these peaks: None (no NVIDIA generation; the callers' defaults apply).
     Every std chip reads as it did when the generation went by name (tests/compiler/test_generation.py)."""
-    if chip.vendor != "NVIDIA":
+    if not is_nvidia(chip.vendor):    # "Nvidia", "NVIDIA Corporation" as well (compiler/vendors.py)
         return None
     for family_name, name in (("fp4", "blackwell"), ("fp8", "hopper"), ("bf16", "ampere")):
         if chip.peak_of(family_name):

@@ -49,6 +49,40 @@ OFFLOAD_SWITCHES = {"megatron_core": "--cpu-offloading", "nemo": "cpu_offloading
                     "deepspeed": "cpu_checkpointing, with full recompute",
                     "deepspeed_2022": "cpu_checkpointing, with full recompute"}
 OFFLOAD_NEEDS_FULL_RECOMPUTE = frozenset({"deepspeed", "deepspeed_2022"})
+# What each stack's switch runs beside (`gclc check` refuses the rest where it is written; the search and the
+# band's guesses try offload only within them, `offload_refusal`). Megatron-Core's TransformerConfig.__post_init__
+# (megatron/core/transformer/transformer_config.py, megatron-core 0.16.1) raises "Currently there is no support for
+# Pipeline parallelism with CPU offloading" and "CPU offloading does not work when activation recomputation is
+# enabled" (any recompute_granularity, selective too), and wants cpu_offloading_num_layers < num_layers; NeMo and
+# Megatron-Bridge build that config (their performance recipes offload at pp 1 without recompute,
+# benchmarks/runs/mb2509_2.gcl). DeepSpeed's cpu_checkpointing is one switch for every checkpointed layer: all of
+# them or none.
+OFFLOAD_ALONE = frozenset({"megatron_core", "nemo"})
+OFFLOAD_ALL_OR_NONE = OFFLOAD_NEEDS_FULL_RECOMPUTE
+
+
+def offload_refusal(stack: str, offload: float | None, pp: int | None, recompute: str | None) -> tuple[str, str] | None:
+    """(the field at fault: pp, recompute or offload; why) when `stack` cannot offload the share `offload` of each
+    stage's layers (None: some share, as a search asks) at `pp` stages with `recompute` (None: not known yet);
+    None when it can."""
+    if stack in OFFLOAD_ALONE:
+        if pp is not None and pp > 1:
+            return "pp", (f"`{stack}` offloads only without a pipeline: Megatron-Core's TransformerConfig refuses "
+                          "CPU offloading with pipeline parallelism")
+        if recompute is not None and recompute != "none":
+            return "recompute", (f"`{stack}` offloads only without recompute: Megatron-Core's TransformerConfig "
+                                 "refuses CPU offloading when activation recomputation is enabled")
+        if offload is not None and offload >= 1:
+            return "offload", (f"`{stack}` keeps at least one layer's activations on the GPU "
+                               "(Megatron-Core wants cpu_offloading_num_layers < num_layers)")
+    if stack in OFFLOAD_ALL_OR_NONE:
+        if recompute is not None and recompute != "full":
+            return "recompute", (f"`{stack}` offloads only the layer inputs a full recompute keeps (DeepSpeed's "
+                                 "cpu_checkpointing), and this job does not pin `recompute = full`")
+        if offload is not None and 0 < offload < 1:
+            return "offload", (f"`{stack}` offloads every checkpointed layer's inputs or none (DeepSpeed's "
+                               "cpu_checkpointing is one switch): a share of the layers has no setting")
+    return None
 # The stacks that run Megatron-Core's optimizer and arguments (its precision-aware optimizer, its exports)
 MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)

@@ -8,7 +8,8 @@ from typing import Iterator
 
 from ...dsl import codes
 from ..formats import family
-from ..schema import DEFAULT_STACK, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES, offload_possible
+from ..schema import (DEFAULT_STACK, OFFLOAD_ALL_OR_NONE, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES,
+                      offload_possible, offload_refusal)
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition, Record
 from ..lower import lower_cluster
@@ -155,8 +156,8 @@ def _offload(job: Entity) -> Iterator[Diagnostic]:
 
 
 def _offload_stack(job: Entity, pins: Record, where: str) -> Iterator[Diagnostic]:
-    """A stated offload needs a stack that has a switch for it (compiler/schema.py OFFLOAD_SWITCHES);
-    DeepSpeed's moves only the checkpoints of a full recompute."""
+    """A stated offload needs a stack that has a switch for it (compiler/schema.py OFFLOAD_SWITCHES), beside
+    the pipeline, recompute and share that switch runs with (`offload_refusal`)."""
     stated = job.get("software")
     stack = str(getattr(stated, "name", stated)) if stated is not None else DEFAULT_STACK
     label = [Label(job.span_of("software"), f"software = {stack}")] if stated is not None else []
@@ -168,13 +169,28 @@ def _offload_stack(job: Entity, pins: Record, where: str) -> Iterator[Diagnostic
                  f"memory are {switches}",
             notes=["help: run the job on one of them (`software = megatron_core`: Megatron-Core 0.5+), or remove "
                    "`offload`"])
-    elif stack in OFFLOAD_NEEDS_FULL_RECOMPUTE and getattr(pins.get("recompute"), "name", None) != "full":
-        yield codes.PARALLELISM.make(
-            job.span_of(where), labels=label,
-            what=f"`{stack}` offloads only the layer inputs a full recompute keeps (DeepSpeed's cpu_checkpointing), "
-                 "and this job does not pin `recompute = full`",
-            notes=["help: pin `recompute = full` beside `offload`, or run the job on megatron_core, nemo, maxtext "
-                   "or fsdp, which offload any layer's activations"])
+        return
+    offload = pins.get("offload")
+    pp, recompute = pins.get("pp"), getattr(pins.get("recompute"), "name", pins.get("recompute"))
+    if recompute is None and stack in OFFLOAD_NEEDS_FULL_RECOMPUTE:
+        recompute = "unpinned"      # DeepSpeed's switch needs the full recompute stated beside it
+    refusal = offload_refusal(stack, float(offload) if offload else None, int(pp) if pp is not None else None,
+                              str(recompute) if recompute is not None else None)
+    if refusal is None:
+        return
+    field, why = refusal
+    if field != "offload" and pins.get(field) is not None:
+        value = pins.get(field)
+        label.append(Label(job.span_of(f"parallelism.{field}"), f"{field} = {getattr(value, 'name', value)}"))
+    helps = {"pp": "help: pin `pp = 1` beside `offload`, or remove `offload`",
+             "recompute": ("help: pin `recompute = full` beside `offload`, or run the job on megatron_core, nemo, "
+                           "maxtext or fsdp, which offload any layer's activations"
+                           if stack in OFFLOAD_NEEDS_FULL_RECOMPUTE else
+                           "help: pin `recompute = none` beside `offload` (offloading is the recipes' other way to "
+                           "free activation memory), or remove `offload`"),
+             "offload": ("help: offload 100% of the checkpointed layers, or remove `offload`"
+                         if stack in OFFLOAD_ALL_OR_NONE else "help: offload a smaller share, or remove `offload`")}
+    yield codes.PARALLELISM.make(job.span_of(where), labels=label, what=why, notes=[helps[field]])
 
 
 def _fp8_params(job: Entity) -> Iterator[Diagnostic]:

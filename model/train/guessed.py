@@ -43,7 +43,7 @@ import math
 import attrs
 
 from ...compiler.ir import Partition
-from ...compiler.schema import OFFLOAD_STACKS, offload_possible
+from ...compiler.schema import OFFLOAD_STACKS, offload_possible, offload_refusal
 from ...dsl.numbers import percent
 from ..calibration import UNSTATED, Reason, half_width
 from ..config import STACKS, TrainConfig
@@ -79,8 +79,9 @@ STACK_FIELDS = frozenset(FIELDS) & frozenset(next(iter(STACKS.values())))
 # cpu_offloading_num_layers, benchmarks/runs/mb2509_2.gcl). The search takes offload only where a
 # job asks (solver/train/enumerate.py), so a design that leaves it out leaves it to the run, where
 # the rule for a stated offload allows it (the node's host link, compiler/schema.py
-# `offload_possible`: without one the copy has no price, model/comms.py `host_rate`) and the
-# run's stack offloads as a recipe switch (`OFFLOAD_STACKS`).
+# `offload_possible`: without one the copy has no price, model/comms.py `host_rate`), the
+# run's stack offloads as a recipe switch (`OFFLOAD_STACKS`), and that switch runs beside the
+# alternative's pipeline and recompute (`offload_refusal`: Megatron-Core's at pp 1 without recompute).
 SAVERS = {
     "fp8_params": (lambda shape, cfg, partition: FIELDS["fp8_params"][0](shape, cfg) and not cfg.fp8_params, (True,)),
     "offload": (lambda shape, cfg, partition: cfg.offload == 0 and offload_possible(partition.node.host_link)
@@ -143,6 +144,8 @@ def _fitting(shape: ModelShape, cfg: TrainConfig, partition: Partition, savers: 
     both = (dict(zip(names, values)) for values in itertools.product(*(savers[n] for n in names)))
     tries = [{}] + [{f: v} for f in names for v in savers[f]] + (list(both) if len(names) > 1 else [])
     for extra in tries:
+        if extra.get("offload") and offload_refusal(cfg.stack, extra["offload"], cfg.pp, cfg.recompute):
+            continue     # the stack does not offload beside this pipeline or recompute (compiler/schema.py)
         e = estimate(shape, attrs.evolve(cfg, **extra) if extra else cfg, partition)
         if e.fits:
             return e

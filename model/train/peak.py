@@ -27,6 +27,7 @@ the layers ZeRO-3 gathers, and what the device holds outside the framework's all
 from __future__ import annotations
 
 from ...compiler.schema import LOSSES
+from ...compiler.vendors import vendor_of
 from ..config import TrainConfig
 from ..shape import ModelShape
 
@@ -131,7 +132,7 @@ def outside_allocator(cfg: TrainConfig, vendor: str | None) -> float:
     """Device memory the framework's allocator does not count on a chip of `vendor`: the CUDA
     (or HIP) context and the collective library's buffers; none on TPUs (ESTIMATE: no CUDA,
     and XLA's collectives run in the compiled program's own buffers)."""
-    if vendor == "Google":
+    if vendor_of(vendor) == "Google":
         return 0.0
     communicators = sum(1 for d in COMMUNICATING if getattr(cfg, d) > 1)
     return CUDA_CONTEXT_BYTES + communicators * NCCL_CHANNELS * NCCL_PEERS * NCCL_CONNECTION_BYTES

@@ -65,7 +65,7 @@ from typing import Callable, Iterator
 
 import attrs
 
-from ...compiler.schema import RECOMPUTE_MODULES, SEARCHABLE
+from ...compiler.schema import RECOMPUTE_MODULES, SEARCHABLE, offload_refusal
 from ...model.config import TrainConfig
 from ...model.job import Job, job_optimizer, needs_distributed_optimizer, pinned_only
 from ...model.train import offload as offload_model
@@ -97,6 +97,7 @@ __all__ = [
     # the space
     "RECOMPUTE", "ZERO_STAGES", "MAX_TP", "MAX_CP", "MAX_MICROBATCH", "MAX_VP", "PLACED", "RECOMPUTE_EVERY",
     "OFFLOAD_SHARES", "Space", "divisors", "powers_of_two", "searched", "variants", "variant_spaces", "space",
+    "within_offload_limits",
     "vp_candidates", "microbatch_candidates", "vp_valid", "inner_choices", "data_parallels", "data_parallel",
     "orders", "make_config", "config_maker", "branches", "configurations", "space_size",
     # the reference search
@@ -198,15 +199,27 @@ def variant_spaces(job: Job, space_: Space) -> list[Space]:
         return [space_]
     out = []
     for v in variants(job, space_):
-        recomputes = space_.recomputes
+        space_v = within_offload_limits(job.stack, space_, v["offload"])
+        recomputes = space_v.recomputes
         if v["recompute_modules"]:
             recomputes = tuple(r for r in recomputes if r == "selective")
         if v["recompute_every"] > 1:
             recomputes = tuple(r for r in recomputes if r != "none")
         zeros = tuple(z for z in space_.zeros if z >= 1) if v["shard"] else space_.zeros
-        if recomputes and zeros:
-            out.append(attrs.evolve(space_, recomputes=recomputes, zeros=zeros, pinned_only=v))
+        if recomputes and zeros and space_v.pps:
+            out.append(attrs.evolve(space_v, recomputes=recomputes, zeros=zeros, pinned_only=v))
     return out
+
+
+def within_offload_limits(stack: str, space_: Space, offload: float) -> Space:
+    """The space's pipeline depths and recompute modes that `stack` runs an offload of `offload` beside
+    (compiler/schema.py `offload_refusal`: Megatron-Core offloads only at pp 1 without recompute, DeepSpeed
+    every checkpointed layer or none); both empty when it runs that share with none."""
+    if not offload:
+        return space_
+    pps = tuple(p for p in space_.pps if offload_refusal(stack, offload, p, None) is None)
+    recomputes = tuple(r for r in space_.recomputes if offload_refusal(stack, offload, None, r) is None)
+    return attrs.evolve(space_, pps=pps if recomputes else (), recomputes=recomputes if pps else ())
 
 
 def space(job: Job, lim: Limits | None = None) -> Space:
@@ -230,9 +243,9 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     zeros = (int(zero),) if zero is not None else ZERO_STAGES
     if extras["shard"] or needs_distributed_optimizer(job):   # a shard group shards ZeRO state: stage 0 has none;
         zeros = tuple(z for z in zeros if z >= 1)   # Megatron's precision-aware optimizer needs the distributed one
-    return Space(gpus, tps, pps, cps, eps,
-                 (str(recompute),) if recompute is not None else RECOMPUTE,
-                 zeros, None if sp is None else bool(sp), extras, searched(job))
+    return within_offload_limits(job.stack, Space(gpus, tps, pps, cps, eps,
+                                 (str(recompute),) if recompute is not None else RECOMPUTE,
+                                 zeros, None if sp is None else bool(sp), extras, searched(job)), extras["offload"])
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:

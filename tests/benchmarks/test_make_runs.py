@@ -128,11 +128,13 @@ def test_blackwell_per_tensor_fp8_rows_are_not_priced_as_mxfp8(run_id, precision
     text = design(run_id)
     assert field(text, "precision") == precision
     cfg = job(run_id)
+    from gclc.compiler.formats import generation
     from gclc.model.job import pinned_config
-    blackwell = cfg.partition.node.accelerator.name.startswith(("B", "GB"))
+    blackwell = generation(cfg.partition.node.accelerator) == "blackwell"   # by its data sheet, not its name
     assert pinned_config(cfg).mx_fp8 is (precision == "fp8" and blackwell)
     if precision == "fp8_e4m3":   # Megatron-Bridge's current-scaling recipe keeps fp8 weights all the same
         assert field(text, "fp8_params") == "true"
+        assert "--fp8-recipe tensorwise" in text   # the note says the export's delayed recipe is not the run's
 
 
 # ----------------------------------------------------------------- vocabulary padding

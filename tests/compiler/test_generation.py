@@ -135,3 +135,28 @@ def test_a_renamed_chip_plans_and_exports_as_its_parent(parent, generation):
         assert {k: _parents(v, parent) for k, v in files.items()} == export(target, parents_design, source="renamed.gcl")
     recipe = "mxfp8" if generation == "blackwell" else "delayed"
     assert f"--fp8-recipe {recipe}" in export("megatron", design, source="renamed.gcl")["megatron.args"]
+
+
+
+@pytest.mark.parametrize("vendor", ["Nvidia", "nvidia", "NVIDIA Corporation"])
+@pytest.mark.parametrize("name", ["A100_SXM_80GB", "H100_SXM", "B200", "GB300"])
+def test_a_vendor_spelled_otherwise_changes_nothing_the_vendor_decides(name, vendor):
+    # review: `vendor = "Nvidia"` read as no NVIDIA generation (per-tensor fp8 instead of MX, Hopper's NCCL
+    # constants, no attention kernels, arch 9) while the exports accepted it: one helper (compiler/vendors.py)
+    from gclc.compiler.vendors import vendor_of
+
+    chip = accelerator(STD[name])
+    spelled = attrs.evolve(chip, vendor=vendor)
+    assert vendor_of(vendor) == "NVIDIA"      # what the exports' checks compare
+    assert formats.generation(spelled) == formats.generation(chip) is not None
+    assert formats.block_scaled("fp8", spelled) == formats.block_scaled("fp8", chip)
+    assert compute.kernel_efficiency(spelled) == compute.kernel_efficiency(chip)
+    assert compute.attention_efficiency(spelled) == compute.attention_efficiency(chip)
+    assert compute.gemm_efficiency(spelled, "bf16") == compute.gemm_efficiency(chip, "bf16")
+    assert arch(spelled) == arch(chip)
+
+
+@pytest.mark.parametrize("vendor", ["Acme", "AMD", ""])
+def test_another_vendor_has_no_nvidia_generation(vendor):
+    # negative control: B200's peaks under another vendor are no NVIDIA generation
+    assert formats.generation(attrs.evolve(accelerator(STD["B200"]), vendor=vendor)) is None

@@ -156,11 +156,56 @@ def test_a_stated_offload_needs_a_stack_that_offloads(stack, refused):
     assert diagnose(text.replace(" offload = offload", ""))[0] == []   # no offload, no error
 
 
-@pytest.mark.parametrize("stack", ["megatron_core", "nemo", "maxtext", "fsdp", "fsdp_compiled", "deepspeed"])
+# What each stack's switch runs beside: Megatron-Core (megatron_core, nemo) at pp 1 without recompute and short of
+# every layer (its TransformerConfig.__post_init__), DeepSpeed every checkpointed layer of a full recompute.
+ALONE = "parallelism { tp = 1 pp = 1 zero = 1 recompute = none offload = offload }"
+RUNS = {"megatron_core": ALONE, "nemo": ALONE, "maxtext": None, "fsdp": None, "fsdp_compiled": None,
+        "deepspeed": "parallelism { tp = 1 pp = 1 zero = 1 recompute = full offload = 100% }"}
+
+
+@pytest.mark.parametrize("stack", list(RUNS))
 def test_an_offload_on_a_stack_with_its_switch_is_clean(stack):
-    # negative control: the design (full recompute) on each stack that runs it
-    text = DESIGN.replace("software  = fsdp", f"software  = {stack}").replace("zero = 3 shard = shard", "zero = 3")
-    assert [e.message for e in diagnose(text)[0]] == []
+    # negative control: the design (full recompute on the stacks that offload beside it) on each stack that runs it
+    text = DESIGN.replace("software  = fsdp", f"software  = {stack}").replace(PINS, RUNS[stack] or PINS)
+    text = text.replace("zero = 3 shard = shard", "zero = 3")
+    assert [e.summary for e in diagnose(text)[0]] == []
+
+
+@pytest.mark.parametrize("stack", ["megatron_core", "nemo"])
+@pytest.mark.parametrize("pins, at, refused", [
+    ("parallelism { tp = 1 pp = 2 zero = 1 recompute = none offload = offload }", "pp = 2", "without a pipeline"),
+    ("parallelism { tp = 1 pp = 1 zero = 1 recompute = full offload = offload }", "recompute = full",
+     "without recompute"),
+    ("parallelism { tp = 1 pp = 1 zero = 1 recompute = selective offload = offload }", "recompute = selective",
+     "without recompute"),
+    ("parallelism { tp = 1 pp = 1 zero = 1 recompute = none offload = 100% }", None, "at least one layer"),
+    ("parallelism { tp = 1 pp = 2 zero = 1 search = [offload] }", "pp = 2", "without a pipeline"),
+    ("parallelism { tp = 1 pp = 1 zero = 1 recompute = full search = [offload] }", "recompute = full",
+     "without recompute")])
+def test_megatron_core_offloads_only_at_pp_1_without_recompute(stack, pins, at, refused):
+    """Megatron-Core's TransformerConfig raises on these (tests/views/test_export_megatron.py runs it)."""
+    replace = ("param offload", "param offload_share") if "search" in pins else None
+    error, text = _on(stack, pins, replace)
+    assert refused in error.summary
+    where = "search = [" if "search" in pins else ("offload = 100%" if "100%" in pins else "offload = offload")
+    assert (error.subject.line, error.subject.column) == column_of(text, where)
+    if at:
+        assert any(label.span.line == column_of(text, at)[0] and at in label.message for label in error.labels)
+
+
+def _on(stack: str, pins: str, replace):
+    text = DESIGN.replace("software  = fsdp", f"software  = {stack}").replace(PINS, pins)
+    if replace:
+        text = text.replace(*replace)
+    errors, text = diagnose(text)
+    assert len(errors) == 1, [e.summary for e in errors]
+    return errors[0], text
+
+
+def test_deepspeed_offloads_every_checkpointed_layer_or_none():
+    error, text = _on("deepspeed", "parallelism { tp = 1 pp = 1 zero = 1 recompute = full offload = offload }", None)
+    assert "one switch" in error.summary            # 50 %: cpu_checkpointing has no share
+    assert (error.subject.line, error.subject.column) == column_of(text, "offload = offload")
 
 
 def test_a_searched_offload_on_megatron_is_refused_at_the_search():

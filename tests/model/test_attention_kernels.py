@@ -100,6 +100,17 @@ def test_a_part_without_a_measured_bf16_share_scales_by_its_peak():
     assert compute.part_share(chip, "blackwell") < 1.0
 
 
+@pytest.mark.parametrize("ratio, generation", [(2.0, "blackwell"), (2.05, "blackwell"), (2.45, "blackwell"),
+                                               (2.55, "blackwell_ultra"), (3.0, "blackwell_ultra")])
+def test_a_blackwell_part_reads_as_ultra_by_its_fp4_over_fp8_midway(ratio, generation):
+    # review: the test was fp4 > 2 x fp8, on which B200 and GB200 sit exactly (9 / 4.5, 10 / 5 PFLOPS): a data
+    # sheet rounded up (fp4 = 2.05 x fp8) turned a B200-like part into Blackwell Ultra; Ultra's parts are ~3x
+    chip = _accelerator("B200")
+    fp8 = dict(chip.peak)["fp8"]
+    rated = attrs.evolve(chip, peak=tuple((k, fp8 * ratio if k == "fp4" else v) for k, v in chip.peak))
+    assert compute.exp_generation(rated) == generation
+
+
 @pytest.mark.parametrize("name, generation, scale", [("H100_SXM", "hopper", 1), ("B200", "blackwell", 2),
                                                      ("GB200", "blackwell", 2), ("B300", "blackwell_ultra", 1),
                                                      ("GB300", "blackwell_ultra", 1)])

@@ -136,3 +136,15 @@ def test_a_data_sheet_under_a_parents_name_names_four_changes_and_counts_the_res
     # no precision, sibling or scale reason (8,192 GPUs, beyond H100_SXM's largest run) from H100_SXM's runs
     assert [r.key for r in why] == ["chip"]
     assert [r.key for r in calibration.reasons("H100_SXM", "bf16", False, 1, 8192, True)] == ["scale"]
+
+
+def test_each_std_chip_lowered_on_demand_is_the_one_the_whole_library_lowers():
+    # std_chip reads a chip's library off the files' text (compiler/std_chips.py): the parser's chips, no more
+    # and no fewer, each the same accelerator as when every std file is checked together
+    from gclc.compiler.std_chips import chip_libraries, std_chips
+
+    every = std_chips()
+    assert sorted(chip_libraries()) == sorted(every)
+    for name, chip in every.items():
+        assert std_chip(name) == chip, name
+    assert std_chip("NotAStdChip") is None

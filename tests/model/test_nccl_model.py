@@ -147,7 +147,7 @@ NVL72_RAMP = pytest.mark.xfail(strict=True, reason=(
 GB300_RAMP = pytest.mark.xfail(strict=True, reason=(
     "Oracle's GB300 tables (oracle-quickstart/oci-gpu-quickstarts, NCCL 2.28.7, NVLS on), priced loop by loop "
     "(model/network/nccl.py nvls_loop_seconds: NCCL's fixed NVLS channels, heads x chunk a loop, a loop at least "
-    "NVLS_LOOP_SYNC_S + heads x NVLS_HEAD_STEP_S): every run also pays a cost per call that grows with the chunk "
+    "heads x NVLS_HEAD_STEP_S or its bytes, whichever is longer): every run also pays a cost per call that grows with the chunk "
     "and the ranks (4.5-5.5 loops at 64 and 128 KiB chunks on 64 ranks, ~78 us on 8) that the model leaves out "
     "(NVL72_RAMP): 64 ranks +23 % busbw at 128 and 512 MiB, 8 ranks +27 % at 32 MiB and +19-22 % where the model "
     "runs ring/LL128 (8-64 MiB), 4 ranks +15-19 % at 4-32 MiB (ring LL128 and Simple)."))

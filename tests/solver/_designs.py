@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from gclc.compiler.driver import check_file
+from gclc.compiler.schema import OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES, offload_refusal
 from gclc.model.job import train_job
 
 _DIR = Path(tempfile.mkdtemp(prefix="gclc-solver-tests-"))
@@ -211,7 +212,16 @@ def _variants(draw, p: dict) -> None:
             pins["recompute"] = draw(st.sampled_from(["selective", "full"]))
         pins["recompute_every"] = draw(st.integers(1, p["layers"]))
     if draw(st.booleans()):
-        pins["offload"] = f"{draw(st.sampled_from([25, 50, 100]))}%"
+        share = draw(st.sampled_from([0.25, 0.5, 1.0]))
+        if _offloads(p["stack"], share, pins):
+            pins["offload"] = f"{share:.0%}"
+
+
+def _offloads(stack: str, share: float | None, pins: dict) -> bool:
+    """Whether `gclc check` accepts an offload of `share` (None: a searched one) on `stack` beside `pins`
+    (compiler/schema.py: the stacks with a switch, and what each switch runs beside)."""
+    recompute = pins.get("recompute", "unpinned" if stack in OFFLOAD_NEEDS_FULL_RECOMPUTE else None)
+    return stack in OFFLOAD_SWITCHES and offload_refusal(stack, share, pins.get("pp"), recompute) is None
 
 
 def _search(draw, p: dict) -> None:
@@ -219,6 +229,8 @@ def _search(draw, p: dict) -> None:
     host link for offload; without pins that make the choice meaningless)."""
     pins = p.setdefault("pins", {})
     free = [n for n in ("shard", "recompute_modules", "recompute_every", "offload") if n not in pins]
+    if not _offloads(p["stack"], None, pins):
+        free = [n for n in free if n != "offload"]
     if pins.get("recompute") in ("none", "full"):
         free = [n for n in free if n != "recompute_modules"]
     if pins.get("recompute") == "none":

@@ -153,6 +153,14 @@ def _argv(argv: list[str]):
         sys.argv = saved
 
 
+def transformer_config(args):
+    """Megatron-Core's TransformerConfig as pretrain_gpt.py builds it from validated `args`
+    (arguments.py core_transformer_config_from_args); its __post_init__ raises what the model
+    refuses that validate_args lets through (CPU offloading beside a pipeline or recompute)."""
+    with contextlib.redirect_stdout(open(os.devnull, "w")):
+        return load().core_transformer_config_from_args(args)
+
+
 def parse_only(words: list[str]):
     """Megatron's parse_args alone: the values the command line gives, before validate_args."""
     arguments = load()

@@ -187,20 +187,39 @@ def test_uneven_pipelines_give_equal_middle_stages():
             assert pp == 2 and first + last == layers or (layers - first - last) % (pp - 2) == 0
 
 
-def test_hybrid_sharding_recompute_offload_and_windows_pass_megatrons_checks(variant_plan):
+def test_hybrid_sharding_recompute_and_windows_pass_megatrons_checks(variant_plan):
     job = variant_plan("parallelism { tp = 1 pp = 2 vp = 1 dp = 16 zero = 1 shard = 8 recompute = full "
-                        "recompute_every = 2 offload = 50% }", "window = 4096  global_every = 4")
+                        "recompute_every = 2 }", "window = 4096  global_every = 4")
     args = run(exported(job), job.config.gpus)
     assert args.use_distributed_optimizer and args.num_distributed_optimizer_instances == 2    # 16 / 8
     assert (args.recompute_granularity, args.recompute_method, args.recompute_num_layers) == ("full", "block", 8)
-    assert args.cpu_offloading and args.cpu_offloading_num_layers == 8                         # half of 16
     assert args.window_size == (4096, 0) and args.window_attn_skip_freq == 4
+    assert megatron_lm.transformer_config(args).recompute_granularity == "full"               # the model's config too
     fsdp = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 3 shard = 8 recompute = selective "
                          "recompute_modules = [core_attention, mlp] }")
     args = run(exported(fsdp), fsdp.config.gpus)
     assert args.use_megatron_fsdp and args.num_distributed_optimizer_instances == 4
     assert args.outer_dp_sharding_strategy == "no_shard"
     assert args.recompute_modules == ["core_attn", "mlp"]
+
+
+def test_an_offload_export_passes_megatron_cores_transformer_config(variant_plan):
+    """validate_args lets CPU offloading beside a pipeline or a recompute through; the TransformerConfig
+    pretrain_gpt.py builds refuses both (`gclc check` does too, tests/compiler/test_train_rules.py)."""
+    job = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 zero = 1 recompute = none offload = 50% }")
+    files = exported(job)
+    args = run(files, job.config.gpus)
+    config = megatron_lm.transformer_config(args)
+    assert config.cpu_offloading and config.cpu_offloading_num_layers == 16                   # half of 32
+    assert config.pipeline_model_parallel_size == 1 and config.recompute_granularity is None
+    # negative controls: the same export beside a pipeline or a recompute is refused by Megatron's own code
+    words, env = megatron_lm.shell_environment(files["megatron.args"])
+    for extra, refused in ((["--pipeline-model-parallel-size", "2"], "Pipeline parallelism with CPU offloading"),
+                           (["--recompute-granularity", "full", "--recompute-method", "uniform",
+                             "--recompute-num-layers", "1"], "activation recomputation is enabled")):
+        other = megatron_lm.parse_and_validate(words + extra, job.config.gpus, env, "H100_SXM")
+        with pytest.raises(ValueError, match=refused):
+            megatron_lm.transformer_config(other)
 
 
 def test_what_megatron_cannot_express_of_the_variants_is_an_error(variant_plan):

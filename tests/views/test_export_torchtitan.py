@@ -114,7 +114,7 @@ def test_hybrid_sharding_and_layer_checkpointing_read_back_from_torchtitan(tmp_p
     assert (p.data_parallel_shard_degree, p.data_parallel_replicate_degree) == (8, 4)
     assert (parsed.activation_checkpoint.mode, parsed.activation_checkpoint.selective_ac_option) == ("selective", "2")
     real.parallel_dims(parsed, 32)
-    offloaded = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = full offload = 50% }")
+    offloaded = variant_plan("parallelism { tp = 1 pp = 1 dp = 32 recompute = none offload = 50% }")
     with pytest.raises(ExportError, match="offload"):
         torchtitan.export(offloaded, std_chip("H100_SXM"), "variants")
     narrow = variant_plan("optimizer_state = bf16\n  parallelism { tp = 1 pp = 1 dp = 32 zero = 3 }")

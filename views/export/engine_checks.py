@@ -5,6 +5,7 @@ no flag for. Each export adds its own refusals after these."""
 
 from __future__ import annotations
 
+from ...compiler.vendors import vendor_of
 from ...model.serve.engines import PROFILES
 from .target import ExportError
 
@@ -17,7 +18,7 @@ def check_common(target: str, family: str, profile: str, config, engine, chip, v
         raise ExportError(f"the plan was made for the `{engine.name}` engine ({engine.releases}), whose batches "
                           f"and host costs are not {target}'s: plan with `engine {{ profile = {profile} }}` to "
                           f"export to {target}")
-    if chip.vendor not in vendors:
+    if vendor_of(chip.vendor) not in vendors:
         raise ExportError(f"{target} serves on NVIDIA and AMD GPUs here; `{chip.name}` is {chip.vendor or 'neither'}'s")
     if config.precision not in weights:
         raise ExportError(f"the plan serves {config.precision} weights, which the {target} export has no "

@@ -24,6 +24,7 @@ import yaml
 
 from ...compiler.formats import block_scaled
 from ...compiler.ir import Accelerator
+from ...compiler.vendors import vendor_of
 from ...dsl.numbers import number, percent
 from ...model.config import TrainConfig
 from ...model.train import moe
@@ -79,7 +80,7 @@ def _check(job: JobPlan, vendor: str) -> None:
     if job.stack not in STACKS:
         raise ExportError(f"`{job.name}` is planned for the `{job.stack}` software stack; Megatron-LM arguments "
                           f"describe {', '.join(STACKS)} (set `software` in the job to plan for one of them)")
-    if not any(v in vendor.lower() for v in ("nvidia", "amd")):
+    if vendor_of(vendor) not in ("NVIDIA", "AMD"):
         raise ExportError(f"Megatron-LM runs on NVIDIA GPUs (and AMD's ROCm fork); `{job.name}` runs on {vendor} chips")
     if job.shape.mlp_matrices == 2 and job.entity.get("model").get("mlp") is not None \
             and job.entity.get("model").get("mlp").name == "relu":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ...compiler.formats import block_scaled
 from ...compiler.ir import Accelerator
+from ...compiler.vendors import vendor_of
 from ...dsl.numbers import percent
 from ...model.train.optimizer import grad_bytes, narrowed, precision_aware
 from ...model.shape import ModelShape
@@ -108,7 +109,7 @@ def _check_platform(job: JobPlan, vendor: str) -> None:
     if len(job.shares) > 1:
         raise ExportError(f"torchtitan runs one device mesh over identical GPUs; it has no heterogeneous split, "
                           f"and the plan of `{job.name}` spreads it over {len(job.shares)} partitions")
-    if not any(v in vendor.lower() for v in ("nvidia", "amd")):
+    if vendor_of(vendor) not in ("NVIDIA", "AMD"):
         raise ExportError(f"torchtitan runs on CUDA and ROCm GPUs; `{job.name}` runs on {vendor} chips")
     if c.precision not in ("bf16", "fp8", "mxfp8"):
         raise ExportError(f"torchtitan trains in bf16 mixed precision, optionally with FP8 linears; "

@@ -178,6 +178,29 @@ def test_an_unstated_offload_is_weighed_only_where_a_stated_one_could_run(host, 
     assert free == pinned   # offload never tried: the same alternatives as with it stated
 
 
+def test_an_unstated_offload_is_weighed_only_beside_what_its_switch_runs_with():
+    # review: Megatron-Core's TransformerConfig refuses CPU offloading beside a pipeline or a recompute
+    # (compiler/schema.py offload_refusal): at pp 2 no NeMo run offloaded, so the offload saver cannot make
+    # recompute's faster side (the control: the same job at pp 1,
+    # test_an_alternative_that_fits_beside_unstated_activation_offload_widens_the_band_upward)
+    import attrs
+    from gclc.model.train.step import estimate
+
+    c2c = "host_link = 450 GB/s"
+    roomy = _fp8_job(host=c2c, pp=2, dp=4)
+    cfg = attrs.evolve(pinned_config(roomy), precision="bf16", mx_fp8=False)
+    none = estimate(roomy.shape, attrs.evolve(cfg, recompute="none"), roomy.partition).memory.total
+    half = estimate(roomy.shape, attrs.evolve(cfg, recompute="none", offload=0.5), roomy.partition).memory.total
+    job = _fp8_job(hbm=(none + half) / 2 / 1e9, host=c2c, pp=2, dp=4)
+    full = attrs.evolve(pinned_config(job), precision="bf16", mx_fp8=False, recompute="full")
+    assert not estimate(job.shape, attrs.evolve(full, recompute="none"), job.partition).fits
+    assert estimate(job.shape, attrs.evolve(full, recompute="none", offload=0.5), job.partition).fits  # the model's
+    stated = stated_fields(job)
+    free = guessed.sides(job.shape, full, job.partition, stated)["recompute"]
+    pinned = guessed.sides(job.shape, full, job.partition, stated | {"offload"})["recompute"]
+    assert free == pinned   # offload never tried at pp 2
+
+
 def test_the_plans_json_carries_each_guessed_fields_sides_as_its_schema_says():
     import json
     from pathlib import Path

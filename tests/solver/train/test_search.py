@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
+from gclc.compiler.schema import offload_refusal
 from gclc.model.job import train_job
 from gclc.solver.train import enumerate as enumerator
 from gclc.solver.train.plan import plan
@@ -93,6 +94,8 @@ def test_search_over_the_choices_a_job_asks_to_search(p, objective):
             assert cfg.shard < cfg.dp * cfg.cp and (cfg.dp * cfg.cp) % cfg.shard == 0 and cfg.zero >= 1
         if cfg.recompute_modules:
             assert cfg.recompute == "selective"
+        if cfg.offload:    # only where the stack's switch runs it (Megatron-Core: pp 1, no recompute)
+            assert offload_refusal(cfg.stack, cfg.offload, cfg.pp, cfg.recompute) is None, cfg
 
 
 def test_a_searched_choice_is_searched_and_a_free_one_is_not():
@@ -104,7 +107,12 @@ def test_a_searched_choice_is_searched_and_a_free_one_is_not():
     assert enumerator.searched(plain) == frozenset() and enumerator.searched(asked) == {"shard", "offload"}
     values = {(c.shard, c.offload) for c in enumerator.configurations(asked)}
     assert {c.offload for c in enumerator.configurations(plain)} == {0.0}
-    assert {o for _, o in values} == set(enumerator.OFFLOAD_SHARES) and {s for s, _ in values} == {0, 2}
+    # Megatron-Core keeps a layer's activations on the GPU (cpu_offloading_num_layers < num_layers): not 100 %
+    assert {o for _, o in values} == set(enumerator.OFFLOAD_SHARES) - {1.0} and {s for s, _ in values} == {0, 2}
+    offloading = [c for c in enumerator.configurations(asked) if c.offload]
+    assert offloading and all(c.pp == 1 and c.recompute == "none" for c in offloading)   # its TransformerConfig's limits
+    assert any(c.pp > 1 for c in enumerator.configurations(asked)) and \
+        any(c.recompute != "none" for c in enumerator.configurations(asked))   # control: searched without offload
     assert enumerator.space_size(asked) > enumerator.space_size(plain)
     check_against_enumerator(asked, "throughput")
 
@@ -237,3 +245,12 @@ def test_plan_json_keys(tmp_path, capsys):
         assert (entry["size"] == 1) == (entry["tiers"] == [])
     assert placement["tp"]["stride"] == 1
     assert out["binding"] and all(isinstance(b, str) for b in out["binding"])
+
+
+def test_a_searched_offload_on_deepspeed_tries_every_checkpointed_layer_or_none():
+    # DeepSpeed's cpu_checkpointing is one switch (compiler/schema.py offload_refusal): 25 % and 50 % are not searched
+    base = {"hbm": 24, "up": 300, "inr": "false", "per_node": 4, "layers": 4, "hidden": 512, "heads": 8,
+            "kv_heads": 8, "ffn": 2048, "vocab": 8000, "seq": 1024, "mlp": "gelu", "batch": 16, "precision": "bf16",
+            "stack": "deepspeed", "nodes": 1, "node_extra": {"host_link": "64 GB/s"},
+            "pins": {"recompute": "full", "search": "[offload]"}}
+    assert {c.offload for c in enumerator.configurations(designs.job(base))} == {0.0, 1.0}
