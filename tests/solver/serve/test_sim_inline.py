@@ -4,25 +4,15 @@ and the lengths; and most steps of a long decode do run inline (the speed it exi
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.driver import check_file
 from gclc.compiler.serve_trace import Request
-from gclc.model.job import placement
 from gclc.model.serve.inference import Engine, ServeConfig, replica
-from gclc.model.shape import ModelShape
 from gclc.solver.serve import sim as sim_module
-from gclc.solver.serve.plan import serve_entity
-from gclc.solver.serve.sim import Pool, simulate
-
-ROOT = Path(__file__).resolve().parents[3]
-ENTITY = serve_entity(check_file(str(ROOT / "examples" / "chat_serve_features.gcl")).design)
-GRAPH, PARTITION = placement(ENTITY)
-SHAPE = ModelShape.from_entity(ENTITY.get("model"))
+from gclc.solver.serve.sim import simulate
+from gclc.testing.serve_sim import PARTITION, SHAPE, pool as make_pool
 
 engines = st.builds(
     Engine, block=st.sampled_from([16, 64]), chunk=st.sampled_from([256, 2048]), mixed=st.booleans(),
@@ -31,11 +21,6 @@ engines = st.builds(
     step_s=st.sampled_from([0.0, 2e-3]), overlap=st.booleans(), graph_batch=st.sampled_from([0, 8]),
     prefix_share=st.sampled_from([0.0, 0.2]))
 requests = st.lists(st.tuples(st.floats(0.0, 2.0), st.integers(1, 3000), st.integers(1, 600)), min_size=1, max_size=40)
-
-
-def _pool(engine: Engine, batch: int, cache: float, count: int) -> Pool:
-    r = replica(SHAPE, ServeConfig(1, batch, "fp8"), PARTITION, engine)
-    return Pool(r, count, batch, cache * r.kv_capacity_tokens(0.9 * r.hbm))
 
 
 def _stepwise(*args, **kwargs):
@@ -50,9 +35,9 @@ def _stepwise(*args, **kwargs):
        st.booleans(), st.sampled_from([None, "go on", "stop"]), st.sampled_from([0, 1, 2]))
 def test_inline_steps_run_as_the_events_would(engine, batch, cache, count, drawn, at_once, stop, prefillers):
     demand = tuple(sorted((Request(0.0 if at_once else t, p, o) for t, p, o in drawn), key=lambda q: q.arrival))
-    pool = _pool(engine, batch, cache, count)
+    pool = make_pool(engine, batch, cache, count)
     # disaggregated: a prefill pool hands each prompt's cache over after a transfer
-    prefill = _pool(engine, batch, 1.0, prefillers) if prefillers else None
+    prefill = make_pool(engine, batch, 1.0, prefillers) if prefillers else None
     transfer = (lambda prompt: 1e-6 * prompt) if prefillers else None
     # a run that may stop: tight bounds, so that some break while requests wait or decode
     slo = {"ttft.p99": 0.02, "tpot.p90": 0.004} if stop else None
@@ -63,7 +48,7 @@ def test_inline_steps_run_as_the_events_would(engine, batch, cache, count, drawn
 
 def test_a_long_decode_runs_mostly_inline():
     demand = tuple(Request(0.0, 512, 2000) for _ in range(8))
-    pool = _pool(Engine(), 64, 1.0, 1)
+    pool = make_pool(Engine(), 64, 1.0, 1)
     steps = []
     original = sim_module._Simulation.push
     with pytest.MonkeyPatch.context() as patch:
@@ -77,7 +62,7 @@ def test_a_disaggregated_run_decodes_inline_between_handoffs():
     """A prefill pool hands sequences to the decoders at its own events: a decoder's steps run
     inline only up to the next of them, and once the last is handed over, to the end."""
     demand = tuple(Request(0.0, 512, 2000) for _ in range(4))
-    pool, prefill = _pool(Engine(), 64, 1.0, 1), _pool(Engine(), 64, 1.0, 1)
+    pool, prefill = make_pool(Engine(), 64, 1.0, 1), make_pool(Engine(), 64, 1.0, 1)
     steps = []
     original = sim_module._Simulation.push
     with pytest.MonkeyPatch.context() as patch:

@@ -5,22 +5,12 @@ simulation part way: solver/rl/generation.py `GenerationRun`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.driver import check_file
 from gclc.compiler.serve_trace import Request
-from gclc.model.job import placement
-from gclc.model.serve.inference import Engine, ServeConfig, replica
-from gclc.model.shape import ModelShape
-from gclc.solver.serve.plan import serve_entity
-from gclc.solver.serve.sim import Pool, begin, simulate
-
-ROOT = Path(__file__).resolve().parents[3]
-ENTITY = serve_entity(check_file(str(ROOT / "examples" / "chat_serve_features.gcl")).design)
-GRAPH, PARTITION = placement(ENTITY)
-SHAPE = ModelShape.from_entity(ENTITY.get("model"))
+from gclc.model.serve.inference import Engine
+from gclc.solver.serve.sim import begin, simulate
+from gclc.testing.serve_sim import pool as make_pool
 
 engines = st.builds(
     Engine, block=st.sampled_from([16, 64]), chunk=st.sampled_from([256, 2048]), mixed=st.booleans(),
@@ -29,17 +19,12 @@ engines = st.builds(
 requests = st.lists(st.tuples(st.floats(0.0, 2.0), st.integers(1, 3000), st.integers(1, 600)), min_size=1, max_size=40)
 
 
-def _pool(engine: Engine, batch: int, cache: float, count: int) -> Pool:
-    r = replica(SHAPE, ServeConfig(1, batch, "fp8"), PARTITION, engine)
-    return Pool(r, count, batch, cache * r.kv_capacity_tokens(0.9 * r.hbm))
-
-
 @settings(deadline=None)
 @given(engines, st.sampled_from([4, 64]), st.sampled_from([0.002, 0.01, 1.0]), st.integers(1, 3), requests,
        st.booleans(), st.lists(st.floats(0.0, 5.0), max_size=6))
 def test_a_run_advanced_in_steps_is_the_run_in_one_go(engine, batch, cache, count, drawn, at_once, pauses):
     demand = tuple(sorted((Request(0.0 if at_once else t, p, o) for t, p, o in drawn), key=lambda q: q.arrival))
-    pool = _pool(engine, batch, cache, count)
+    pool = make_pool(engine, batch, cache, count)
     whole = simulate(demand, pool, warmup_s=0.0)
     run, bounds = begin(demand, pool, warmup_s=0.0), []
     for until in sorted(pauses):

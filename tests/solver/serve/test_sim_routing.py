@@ -5,31 +5,16 @@ last bit: at once or apart, aggregated or with a prefill pool, a run that may st
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.driver import check_file
 from gclc.compiler.serve_trace import Request
-from gclc.model.job import placement
-from gclc.model.serve.inference import Engine, ServeConfig, replica
-from gclc.model.shape import ModelShape
+from gclc.model.serve.inference import Engine
 from gclc.solver.serve import sim as sim_module
-from gclc.solver.serve.plan import serve_entity
-from gclc.solver.serve.sim import Pool, simulate
-
-ROOT = Path(__file__).resolve().parents[3]
-ENTITY = serve_entity(check_file(str(ROOT / "examples" / "chat_serve_features.gcl")).design)
-GRAPH, PARTITION = placement(ENTITY)
-SHAPE = ModelShape.from_entity(ENTITY.get("model"))
+from gclc.solver.serve.sim import simulate
+from gclc.testing.serve_sim import pool as make_pool
 
 requests = st.lists(st.tuples(st.floats(0.0, 0.5), st.integers(1, 3000), st.integers(1, 400)), min_size=1, max_size=60)
-
-
-def _pool(batch: int, cache: float, count: int, engine: Engine) -> Pool:
-    r = replica(SHAPE, ServeConfig(1, batch, "fp8"), PARTITION, engine)
-    return Pool(r, count, batch, cache * r.kv_capacity_tokens(0.9 * r.hbm))
 
 
 def _afresh(self, servers):
@@ -45,8 +30,8 @@ def test_kept_loads_route_as_loads_read_afresh(batch, cache, count, drawn, arriv
     times = {"at once": lambda i, t: 0.0, "in pairs": lambda i, t: float(i // 2) * 0.01, "apart": lambda i, t: t}
     demand = tuple(sorted((Request(times[arrive](i, t), p, o) for i, (t, p, o) in enumerate(drawn)),
                           key=lambda q: q.arrival))
-    pool = _pool(batch, cache, count, engine)
-    prefill = _pool(batch, 1.0, prefillers, engine) if prefillers else None
+    pool = make_pool(engine, batch, cache, count)
+    prefill = make_pool(engine, batch, 1.0, prefillers) if prefillers else None
     transfer = (lambda prompt: 1e-6 * prompt) if prefillers else None
     slo = {"ttft.p99": 0.02, "tpot.p90": 0.004} if stop else None
     ask = (lambda missed: True) if stop else None
@@ -60,7 +45,7 @@ def test_an_rl_step_of_requests_at_once_is_dealt_in_turn():
     """1,000 requests at once on 7 replicas (an RL step's samples): the run is the one that reads
     the loads afresh."""
     demand = tuple(Request(0.0, 64 + i % 5, 1 + i % 37) for i in range(1000))
-    pool = _pool(64, 1.0, 7, Engine())
+    pool = make_pool(Engine(), 64, 1.0, 7)
     kept = simulate(demand, pool, warmup_s=0.0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sim_module._Simulation, "least_loaded", _afresh)
