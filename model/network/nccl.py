@@ -57,9 +57,10 @@ LL_MAX_BUS_GBPS = {"ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0), 
 # Not modelled either (no generation): the per-channel caps tuning.cc applies as nChannels x a rate per
 # channel (GB/s, one node/two/more): perChMaxRingLL128Bws Ampere 20 (Hopper 36.7, Blackwell 40),
 # perChMaxTreeLL128Bws Ampere 20 (Hopper 36.7/36.7/29), perChMaxTreeBws Ampere 24/23.6/17.8 (Hopper
-# 38.7/41.4/36). They bind only where a channel carries more than ~20 GB/s (LL128: 20 / 0.92 = 21.7); NCCL
-# duplicates channels above 25 GB/s (search.cc), so one DGX A100 node's (12 NVLinks x 20 GB/s) do not. The
-# bus rate here is the tiers' and the model keeps no channel count for it.
+# 38.7/41.4/36). They bind only where a channel carries more than ~20 GB/s (LL128: 20 / 0.92 = 21.7): not on
+# one A100 node, whose channels NCCL's search runs at 40, 30 or 20 GB/s and halves at 25 or more (search.cc
+# speedArrayIntra, bwIntra >= 25.0), but on an HDR channel (24 GB/s) across three nodes or more (ring LL128,
+# tree). The bus rate here is the tiers' and the model keeps no channel count for it.
 # ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
 # NVLink (tuning.cc hwLatencies). Read from the smallest published call of 4 and 8 GB300 of an NVL72 rack
 # (Oracle's GB300 quick start, NCCL 2.28.7: 512 KiB, a ring with LL), each call's time less NCCL's ring LL
