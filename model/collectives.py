@@ -143,6 +143,7 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], ncc
     reduce, each path pays its own bytes: NVLS or SHARP on the tiers' price with the switches
     reducing, ring, tree or PAT on their price without, and NCCL runs the faster. `nccl`: the NCCL
     version (all_reduce)."""
+    option = _nvls_capable(option)
     c = communicator(option, nccl)
     if c is None:
         return None
@@ -158,6 +159,13 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], ncc
         return min((p for p in (plain, tree) if p is not None), key=lambda p: p.seconds)
     switches = on_topology(collective, nbytes, switch_wire, c, in_network=True)
     return min((p for p in (plain, switches, tree) if p is not None), key=lambda p: p.seconds)
+
+
+def _nvls_capable(option: tuple[comms.Stage, ...]) -> tuple[comms.Stage, ...]:
+    """The stages with the scale-up switches not reducing where the GPUs' generation runs no NVLS (Ampere:
+    tuning.cc nvlsEfficiency 0, no multicast in NVLink 3), whatever fabric a design puts them on."""
+    up = next((t.tier for stage in option for t in (stage.tiled or (stage,)) if t.tier.scope in SCALE_UP_SCOPES), None)
+    return option if up is None or nvls_share(generation(up)) else _allowed(option, False, True)
 
 
 def _wire(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> float:
@@ -203,12 +211,12 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
 
 
 def generation(tier) -> str:
-    """The GPU generation NCCL's NVLS constants go by (nvls.cc channels, tuning.cc nvlsEfficiency: compute
-    capability 10.0 on, Blackwell; before, Hopper): the one the lowering read off the partition's
-    accelerator (compiler/formats.py generation, the same answer as the MX fp8 recipe's), so a derated
-    NVLink 5 is still Blackwell and a fast link does not make a Hopper one. The tables hold Hopper's and
-    Blackwell's constants: any other part (Ampere, another vendor's) takes Hopper's, as it always did."""
-    return "blackwell" if tier.kind == "nvlink" and tier.generation == "blackwell" else "hopper"
+    """The GPU generation NCCL's tables go by (tuning.cc compCapIndex: sm_80 Ampere, sm_90 Hopper, sm_100 on
+    Blackwell; its LL cap and NVLS efficiency rows, nvls.cc's NVLS channels): the one the lowering read off
+    the partition's accelerator (compiler/formats.py generation, the same answer as the MX fp8 recipe's), so
+    a derated NVLink 5 is still Blackwell and a fast link does not make an Ampere or Hopper one Blackwell.
+    NCCL reads it off the GPU whatever the link. Another vendor's part (None) takes Hopper's, as it always did."""
+    return tier.generation if tier.generation in ("ampere", "hopper", "blackwell") else "hopper"
 
 
 def _reduce_share(stage: comms.Stage, per_node: int) -> float:

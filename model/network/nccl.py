@@ -22,6 +22,8 @@ from __future__ import annotations
 import functools
 import math
 
+import attrs
+
 from ...dsl.records import frozen
 
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "collnet_chain", "pat")
@@ -44,9 +46,21 @@ STEP_LATENCY_US = {
             "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)},
 }
 NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a network step's floor; x3 for Simple
-# tuning.cc llMaxBws (NCCL 2.28.7, unchanged in 2.30), by GPU generation: LL's bus-bandwidth cap on one
-# node, two, more ("Blackwell-N1" is Hopper's x 2)
-LL_MAX_BUS_GBPS = {"hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
+# tuning.cc llMaxBws (NCCL 2.28.7, unchanged in 2.30: tag v2.30.4-1, commit 5067397c), by GPU generation
+# (compCapIndex: sm_80 Ampere, sm_90 Hopper, sm_100 on Blackwell): LL's bus-bandwidth cap on one node, two,
+# more ("Blackwell-N1" is Hopper's x 2). NCCL reads a generation's row on one node only; across nodes it
+# reads row 0 or 1 by the host CPU ("Intel-N2/N4" 39.0, 20.4; "AMD-N2/N4" 22.5, 19.0, the Ampere row's).
+# Not modelled (the host CPU does not reach the communicator): the model reads the generation's row
+# throughout, so Ampere's multi-node caps are the AMD host's (the DGX A100's EPYC 7742: dsl/std/hosts.gcl)
+# and Hopper's and Blackwell's are row entries NCCL never reads (it takes 39.0/20.4 or 22.5/19.0).
+LL_MAX_BUS_GBPS = {"ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
+# Not modelled either (no generation): the per-channel caps tuning.cc applies as nChannels x a rate per
+# channel (GB/s, one node/two/more): perChMaxRingLL128Bws Ampere 20 (Hopper 36.7, Blackwell 40),
+# perChMaxTreeLL128Bws Ampere 20 (Hopper 36.7/36.7/29), perChMaxTreeBws Ampere 24/23.6/17.8 (Hopper
+# 38.7/41.4/36). They bind only where a channel carries more than ~20 GB/s (LL128: 20 / 0.92 = 21.7): not on
+# one A100 node, whose channels NCCL's search runs at 40, 30 or 20 GB/s and halves at 25 or more (search.cc
+# speedArrayIntra, bwIntra >= 25.0), but on an HDR channel (24 GB/s) across three nodes or more (ring LL128,
+# tree). The bus rate here is the tiers' and the model keeps no channel count for it.
 # ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
 # NVLink (tuning.cc hwLatencies). Read from the smallest published call of 4 and 8 GB300 of an NVL72 rack
 # (Oracle's GB300 quick start, NCCL 2.28.7: 512 KiB, a ring with LL), each call's time less NCCL's ring LL
@@ -66,7 +80,9 @@ NVLS_EFFICIENCY = 275 / 370
 # ... on Hopper. NCCL's own tables rate Blackwell's NVLS below Hopper's (tuning.cc nvlsEfficiency: 0.85
 # Hopper, 0.74 Blackwell, NCCL 2.28.7-2.30): Blackwell's share is Hopper's measured one scaled by that ratio
 # (8 x B200 838 GB/s busbw measured, 772 so priced, -7.9 %; 4 GB300 of a rack 454 GB/s algbw at 8 GiB, 441).
-NVLS_TABLE_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
+# Ampere's is 0 (tuning.cc nvlsEfficiency: "0.0f, // Ampere"): NVLS's bandwidth is 0 there and NCCL never
+# picks it (nor can it: nvls.cc reads CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, which NVLink 3 lacks).
+NVLS_TABLE_EFFICIENCY = {"ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 # NVLS tree (tuning.cc NCCL_ALGO_NVLS_TREE, NCCL 2.30, commit 5067397c, tag v2.30.4-1): an
 # all-reduce over several nodes whose NVSwitches reduce (NVLS), no SHARP needed (enqueue.cc
 # updateCollCostTable runs it wherever NVLS is supported; tuning.cc disables it on one node).
@@ -122,8 +138,8 @@ FP32_BYTES = 4
 NVLS_CHUNK_BYTES = 128 * 1024
 NVLS_CHUNK_CUTS = ((64, 65536), (8, 32768), (2, 16384))     # (loops of a channel, chunk below them)
 NVLS_MAX_HEADS = 32
-NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}          # NCCL 2.27 on, inside one NVLink domain
-NVLS_CHANNELS_BEFORE_2_27 = {"hopper": 16, "blackwell": 32}
+NVLS_CHANNELS = {"ampere": 0, "hopper": 16, "blackwell": 24}   # NCCL 2.27 on, inside one NVLink domain
+NVLS_CHANNELS_BEFORE_2_27 = {"ampere": 0, "hopper": 16, "blackwell": 32}   # Ampere: init.cc nvlsChannels = 0
 
 
 def nvls_channels(generation: str, nccl_version: str = "") -> int:
@@ -146,7 +162,7 @@ def nvls_channels_vary(generation: str) -> bool:
 
 
 def nvls_share(generation: str) -> float:
-    """NVLS's share of a ring's port rate on a GPU generation (hopper, blackwell)."""
+    """NVLS's share of a ring's port rate on a GPU generation (ampere: 0, NVLS does not run; hopper, blackwell)."""
     return NVLS_EFFICIENCY * NVLS_TABLE_EFFICIENCY[generation] / NVLS_TABLE_EFFICIENCY["hopper"]
 
 
@@ -175,7 +191,7 @@ class Communicator:
     across: float = math.inf      # the slowest scale-out tier a GPU's bytes cross (a spine's ECMP share)
     nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
     nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
-    generation: str = "hopper"    # the GPUs' generation (hopper, blackwell): NCCL's LL cap, NVLink 5's LL step
+    generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
 
     @property
     def per_node(self) -> int:
@@ -343,6 +359,8 @@ def _algorithms(collective: str, c: Communicator) -> tuple[str, ...]:
     all-gather on at most NVLS_MAX_LOCAL_RANKS GPUs a domain, CollNet direct and chain on at
     most COLLNET_MAX_LOCAL_RANKS (an NVL72 rack's 72 GPUs take neither)."""
     collnet = c.collnet and c.nodes > 1 and c.per_node <= COLLNET_MAX_LOCAL_RANKS
+    if not NVLS_TABLE_EFFICIENCY[c.generation]:   # Ampere: NVLS and NVLS tree at 0 bandwidth (tuning.cc)
+        c = attrs.evolve(c, nvls=False)
     if collective == "all_reduce":
         algorithms = ["ring", "tree"]
         if c.nvls and (c.nodes == 1 or c.collnet):

@@ -258,7 +258,8 @@ cluster C {{ units = 2 x Box }}
 
 
 @pytest.mark.parametrize("chip, fabric, generation", [("B200", "NVLink4", "blackwell"), ("B200", "NVLink5", "blackwell"),
-                                                       ("H100_SXM", "NVLink5", "hopper"), ("H100_SXM", "NVLink4", "hopper")])
+                                                       ("H100_SXM", "NVLink5", "hopper"), ("H100_SXM", "NVLink4", "hopper"),
+                                                       ("A100_SXM_80GB", "NVLink3", "ampere"), ("A100_SXM_80GB", "NVLink4", "ampere")])
 def test_nvls_constants_go_by_the_partitions_accelerator_not_its_link_rate(chip, fabric, generation):
     # a Blackwell part on a derated NVLink keeps Blackwell's 24 NVLS channels and NCCL's 0.74 table
     # share; a Hopper part on a fast link keeps Hopper's (the MX fp8 recipe reads the same test)
@@ -273,3 +274,23 @@ def test_nvls_constants_go_by_the_partitions_accelerator_not_its_link_rate(chip,
     c = collectives.communicator(comms.place(8, 1, tiers))
     assert c.nvls_channels == nccl.NVLS_CHANNELS[generation]
     assert c.nvls_share == pytest.approx(nccl.nvls_share(generation))
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "reduce_scatter", "all_gather"])
+def test_an_ampere_box_runs_no_nvls_even_on_switches_that_reduce(collective):
+    # tuning.cc nvlsEfficiency: Ampere 0 (NVLink 3 has no multicast): A100s on a fabric whose switches
+    # reduce are priced as NCCL runs them there, rings and trees on the switches not reducing
+    from gclc.compiler.lower import lower_cluster
+
+    def tiers(chip):
+        result = check_text(GENERATIONS.format(chip=chip, fabric="NVLink4"), "gen.gcl")
+        assert result.ok, [str(d) for d in result.diagnostics]
+        return lower_cluster(result.design["C"]).partitions[0].tiers
+
+    ampere, hopper = comms.place(8, 1, tiers("A100_SXM_80GB")), comms.place(8, 1, tiers("H100_SXM"))
+    for nbytes in (2**12, 2**24, 2**32):
+        call = getattr(collectives, collective)
+        assert collectives.choice(collective, nbytes, ampere).algorithm != "nvls"
+        assert collectives.choice("all_reduce", 2**32, hopper).algorithm == "nvls"   # the same fabric, Hopper's
+        if collective == "all_reduce":
+            assert call(nbytes, ampere) == collectives.all_reduce(nbytes, ampere, nvls=False)

@@ -50,7 +50,8 @@ communicators = st.builds(
     Communicator, st.sampled_from([2, 8, 16, 64, 128]), st.sampled_from([1, 2, 8]),
     st.sampled_from([100e9, 365.6e9, 682e9]), st.sampled_from([12.5e9, 40e9, 50e9]),
     nvls=st.booleans(), collnet=st.booleans(), wire=st.sampled_from([0.0, 1e-6, 5e-6]),
-    reduce_rate=st.sampled_from([math.inf, 4e11, 8e11, 7.2e12]))
+    reduce_rate=st.sampled_from([math.inf, 4e11, 8e11, 7.2e12]),
+    generation=st.sampled_from(["ampere", "hopper", "blackwell"]))
 collectives = st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"])
 
 
@@ -427,3 +428,39 @@ def test_the_nccl_version_sets_blackwell_s_nvls_channels():
     gb200 = _rows("gb200_nvl72")[0]
     assert gb200["nccl"] == "2.25.1" and bench.communicator(gb200).nvls_channels == 32
     assert bench.communicator(_rows("gb300_64")[0]).nvls_channels == 24
+
+
+# ---------------------------------------------------------------- tuning.cc's rows by GPU generation
+
+def test_each_generations_constants_are_tuning_cc_s():
+    # src/graph/tuning.cc at tag v2.30.4-1 (commit 5067397c; the same rows at v2.28.7-1): llMaxBws "Ampere-N1"
+    # {87.7, 22.5, 19.0}, "Hopper-N1" {141.0, 45.0, 35.0}, "Blackwell-N1" {2*141.0, 2*45.0, 2*35.0};
+    # nvlsEfficiency Ampere 0.0, Hopper 0.85, Blackwell 0.74; nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24
+    assert nccl.LL_MAX_BUS_GBPS == {"ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
+                                    "blackwell": (282.0, 90.0, 70.0)}
+    assert nccl.NVLS_TABLE_EFFICIENCY == {"ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
+    assert nccl.NVLS_CHANNELS == {"ampere": 0, "hopper": 16, "blackwell": 24}
+    assert nccl.nvls_share("ampere") == 0.0
+
+
+def test_an_ampere_node_caps_ll_at_87_7_gb_s_and_runs_no_nvls():
+    # one DGX A100 (8 GPUs, a ring's bus rate ~230 GB/s): LL carries half of it, capped at Ampere's 87.7 GB/s;
+    # Hopper's cap (141) would leave the half (115) standing
+    ampere = Communicator(8, 1, 230e9, nvls=True, generation="ampere")
+    hopper = attrs.evolve(ampere, generation="hopper")
+    ring = 8 / (2 * 7)
+    assert nccl._bandwidth("all_reduce", "ring", "LL", ampere) == pytest.approx(87.7e9 * ring)
+    assert nccl._bandwidth("all_reduce", "ring", "LL", hopper) == pytest.approx(115e9 * ring)
+    for collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        assert not {a for a, *_ in nccl._options(collective, ampere)} & {"nvls", "nvls_tree"}
+    assert nccl.choose("all_reduce", 2**30, hopper).algorithm == "nvls"
+    assert nccl.choose("all_reduce", 2**30, ampere).algorithm == "ring"
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
+@given(communicators, collectives, st.integers(3, 34))
+def test_an_ampere_call_never_runs_faster_than_the_same_one_on_hopper(c, collective, size):
+    # Ampere's options are Hopper's less NVLS, at the same latencies and a lower LL cap on one node
+    # (tuning.cc llMaxBws): no call of the same communicator gets faster
+    ampere, hopper = attrs.evolve(c, generation="ampere"), attrs.evolve(c, generation="hopper")
+    assert nccl.time(collective, 2.0**size, ampere) >= nccl.time(collective, 2.0**size, hopper) * (1 - 1e-12)
