@@ -573,8 +573,10 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
     if shape.experts:
         e = shape.experts
         capacity = f"  capacity_factor = {e['capacity_factor']:g}" if e.get("capacity_factor") else ""
+        bias = "  bias = true" if e.get("bias") else ""
+        clamp = f"  clamp = {e['clamp']:g}" if e.get("clamp") else ""
         lines.append(f"  experts {{ routed = {e['routed']}  shared = {e['shared']}  top_k = {e['top_k']}  "
-                     f"ffn = {e['ffn']}  dense_layers = {e['dense_layers']}{capacity} }}")
+                     f"ffn = {e['ffn']}  dense_layers = {e['dense_layers']}{capacity}{bias}{clamp} }}")
     if shape.mla:
         lines.append("  mla { " + "  ".join(f"{k} = {v}" for k, v in shape.mla.items()) + " }")
     if shape.mtp:

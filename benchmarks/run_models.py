@@ -74,7 +74,9 @@ CITE_DSV3_MLA = ("MLA: deepseek-ai/DeepSeek-V3 config.json q_lora_rank 1536, kv_
 # NVIDIA/NeMo nemo/lightning/pytorch/callbacks/moe_token_drop.py: MegatronTokenDropCallback defaults
 CITE_TOKEN_DROP = "MegatronTokenDropCallback moe_expert_capacity_factor 1.0, moe_pad_expert_input_to_capacity True"
 CITE_GPTOSS = ("openai/gpt-oss-120b config (vLLM / transformers GptOssConfig defaults): 36 layers, hidden 2880, 64 query "
-               "heads of 64, 8 KV heads, 128 experts top-4 of width 2880, vocab 201088")
+               "heads of 64, 8 KV heads, 128 experts top-4 of width 2880, vocab 201088; experts with biases and "
+               "the activation clamped at 7 (config.json swiglu_limit 7.0; Megatron-Bridge v0.2.0 and v0.3.0 "
+               "gpt_oss_provider.py add_bias_linear True, activation_func_clamp_value 7.0)")
 # huggingface openai/gpt-oss-120b config.json: sliding_window 128, layer_types alternating
 # "sliding_attention" / "full_attention" from layer 0; Megatron-Bridge gpt_oss_bridge.py sets
 # window_size = (sliding_window - 1, 0) and window_attn_skip_freq = 2 (every 2nd layer global)
@@ -240,7 +242,8 @@ def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: st
                      mla={"kv_rank": 512, "rope_dim": 64, "q_rank": 1536}, mtp=mtp, cite=cite), layout
     if n.startswith("gptoss120b"):
         return Shape(36, 2880, 64, 2880, 201088, kv_heads=8, head_dim=64, mlp="swiglu",
-                     experts={"routed": 128, "shared": 0, "top_k": 4, "ffn": 2880, "dense_layers": 0},
+                     experts={"routed": 128, "shared": 0, "top_k": 4, "ffn": 2880, "dense_layers": 0,
+                              "bias": True, "clamp": 7},
                      window=128, global_every=2, cite=f"{CITE_GPTOSS}; windows: {CITE_GPTOSS_WINDOW}",
                      gaps=[CITE_GPTOSS_SINKS]), layout
     m = re.match(r"qwen3(30|235)ba(3|22)b", n)

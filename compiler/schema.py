@@ -465,10 +465,13 @@ MODEL = Block(
      "position_embedding": Choice(("rope", "learned", "none"), "a position embedding"),
      "normalization": Choice(("rmsnorm", "layernorm"), "a normalization")},
     blocks={"experts": Block({"routed": ROUTED, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
-                              "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64))},
+                              "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64)),
+                              "bias": FLAG, "clamp": Qty(u.NONE, high=Fraction(10**6))},
                              required=("routed", "top_k"),
                              doc="routed and shared experts; `capacity_factor = c` drops the tokens beyond c x an "
-                                 "expert's mean share and pads the rest to it (absent: dropless)"),
+                                 "expert's mean share and pads the rest to it (absent: dropless); `bias`: the "
+                                 "experts' projections carry biases; `clamp = c`: the gated activation clamps its "
+                                 "inputs to c (GPT-OSS: both)"),
             "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0, "q_rank": COUNT0}, required=("kv_rank",),
                          doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per "
                              "token; queries through a q_rank latent (0: a full projection); head_dim is the "

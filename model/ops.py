@@ -28,6 +28,10 @@ class Op:
     # Attention whose `n` keys are a sliding window's, not a causal call's length (the tiles it
     # computes: model/compute.py ATTENTION_HALF_WINDOW).
     window: bool = False
+    # Backward work over forward where the kind's default (model/train/workload.py
+    # `backward_factor`) does not hold: a reorder of rows, whose backward is the inverse reorder
+    # of the gradients (one read and one write, as its forward).
+    backward: float = 0.0
 
 
 def gemm(name: str, m: float, n: float, k: float, count: int = 1, grouped: bool = False) -> Op:
@@ -36,5 +40,5 @@ def gemm(name: str, m: float, n: float, k: float, count: int = 1, grouped: bool 
     return Op(name, "gemm", 2.0 * m * n * k * count, traffic, m, n, k, count, grouped=grouped)
 
 
-def elementwise(name: str, bytes_: float, tensor: float = 0.0) -> Op:
-    return Op(name, "elementwise", 0.0, bytes_, tensor=tensor)
+def elementwise(name: str, bytes_: float, tensor: float = 0.0, backward: float = 0.0) -> Op:
+    return Op(name, "elementwise", 0.0, bytes_, tensor=tensor, backward=backward)

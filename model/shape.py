@@ -35,6 +35,11 @@ class ModelShape:
     rope_dim: int = 0              # MLA: the decoupled rotary key cached beside the latent
     q_rank: int = 0                # MLA: the query's low-rank latent (0 = a full query projection)
     capacity_factor: float = 0.0   # MoE token dropping: each expert takes c x its mean share (0 = dropless)
+    # GPT-OSS's experts: biases and a clamped gated activation. Training prices the eager passes
+    # Megatron-Core runs for them (model/train/moe.py `unfused_expert_ops`); serving does not:
+    # vLLM clamps inside its activation kernel (csrc/activation_kernels.cu `swigluoai_and_mul`)
+    expert_bias: bool = False      # the experts' projections carry biases
+    expert_clamp: float = 0.0      # the experts' gated activation clamps its inputs to c (GPT-OSS: 7; 0 = none)
     mtp: int = 0                   # multi-token-prediction depth: extra layers and logits (DeepSeek-V3: 1)
     window: int = 0                # sliding-window (local) attention: keys each query sees (0: global)
     global_every: int = 0          # with a window: every k-th layer attends globally (0: none does)
@@ -51,7 +56,8 @@ class ModelShape:
         moe = {} if experts is None else {
             "routed": experts.get("routed"), "shared": experts.get("shared", 0), "top_k": experts.get("top_k"),
             "expert_ffn": experts.get("ffn", model.get("ffn")), "dense_layers": experts.get("dense_layers", 0),
-            "capacity_factor": float(experts.get("capacity_factor") or 0.0)}
+            "capacity_factor": float(experts.get("capacity_factor") or 0.0),
+            "expert_bias": bool(experts.get("bias", False)), "expert_clamp": float(experts.get("clamp") or 0.0)}
         mla = model.get("mla")
         latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0),
                                          "q_rank": mla.get("q_rank", 0)}

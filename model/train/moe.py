@@ -131,6 +131,35 @@ def layer_ops(shape: ModelShape, cfg: TrainConfig) -> list[Op]:
            gemm("experts down", rows, h, shape.expert_ffn, local, grouped=True)]
     if received > routed:  # the busiest rank also permutes more copies locally after the dispatch
         ops.append(elementwise("receive imbalance", (received - routed) * h * ACT_BYTES * 2))
+    ops.extend(unfused_expert_ops(shape, received))
+    return ops
+
+
+def unfused_expert_ops(shape: ModelShape, rows: float) -> list[Op]:
+    """The eager (unfused) work around the expert GEMMs that a clamped activation and biased
+    experts add, per copy the GPU computes (Megatron-Core TEGroupedMLP, core_v0.15.0 and
+    core_v0.16.1 megatron/core/transformer/moe/experts.py; bf16 throughout, the router's
+    probabilities in the activations' dtype where `moe_router_dtype` is unset, as GPT-OSS's):
+    - clamp (`activation_func_clamp_value`): fusions/fused_bias_geglu.py
+      `weighted_bias_quick_geglu_impl` clamps the two halves of the first projection's output
+      and concatenates them before the fused kernel, in eager PyTorch: two clamps (read and
+      write ffn each) and the cat (read and write 2 ffn), 8 ffn values; the backward runs each
+      clamp's masked gradient (read the gradient and the input, write: 3 ffn each) and the
+      split's gradient, a cat (read and write 2 ffn), 10 ffn values.
+    - bias on the second projection (`add_bias_linear`: linear_fc2 returns it unadded,
+      skip_bias_add=True): `_apply_bias` adds each expert's bias times the copy's probability
+      in a loop over the local experts, t + b * p, then concatenates: b * p (write h), the add
+      (read 2 h, write h), the cat (read and write h), 6 h values; the backward forms the
+      bias's and the probability's gradients, each a product with the output gradient (read
+      and write h) and a sum (read h), 6 h values. The first projection's bias rides in the
+      grouped GEMM (skip_bias_add=False: Transformer Engine's bias epilogue) and costs nothing."""
+    ops = []
+    if shape.expert_clamp:
+        f = shape.expert_ffn
+        ops.append(elementwise("activation clamp", rows * f * ACT_BYTES * 8, rows * f * ACT_BYTES, backward=10 / 8))
+    if shape.expert_bias:
+        h = shape.hidden
+        ops.append(elementwise("expert bias", rows * h * ACT_BYTES * 6, rows * h * ACT_BYTES, backward=1.0))
     return ops
 
 

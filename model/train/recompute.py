@@ -32,9 +32,11 @@ from .workload import elementwise_parts
 
 MODULES = ("core_attention", "norm", "mlp", "moe_act", "op_level")
 # The forward ops of model/train/workload.py that belong to each module.
+# `moe_act` reruns the experts' activation, with the clamp before its fused kernel (Megatron-Core
+# TEGroupedMLP checkpoints `bias_act_func`, which clamps: model/train/moe.py `unfused_expert_ops`).
 _OPS = {"core_attention": ("attention",),
-        "mlp": ("mlp up", "mlp down", "router", "routing", "experts up", "experts down"),
-        "norm": (), "moe_act": (), "op_level": ()}
+        "mlp": ("mlp up", "mlp down", "router", "routing", "experts up", "experts down", "activation clamp"),
+        "norm": (), "moe_act": ("activation clamp",), "op_level": ()}
 # An op-level matmul of the MLP is the dense MLP's or, on an MoE layer, the experts'.
 _MLP_OPS = {"mlp up": ("mlp up", "experts up"), "mlp down": ("mlp down", "experts down")}
 # The elementwise work (model/train/workload.py `elementwise_parts`) each module reruns; op_level all of it.

@@ -169,6 +169,8 @@ def backward_factor(op: Op) -> float:
     backward moves about 19 bytes against the forward's 13 (AV's gradients write dP and read
     the dropped probabilities, dropout's reads dP and its mask and writes, the softmax's reads
     the probabilities and that and writes dS, QK^T's two gradients read dS): ESTIMATE 2x."""
+    if op.backward:
+        return op.backward
     if op.kind == "attention" and op.m:
         return 2.0
     return _BACKWARD_FACTOR[op.kind]

@@ -17,6 +17,7 @@ from gclc.model.train.memory import expert_params_per_gpu, model_state
 from gclc.model.ops import gemm
 from gclc.model.train.sharding import expert_dp
 from gclc.model.train.step import estimate
+from gclc.model.train.workload import backward_factor
 
 DATA = Path(__file__).parent.parent.parent / "data"
 MOE = DATA / "moe.gcl"
@@ -67,6 +68,39 @@ def test_router_and_permutation_traffic():
     assert ops["top-k"].bytes == 2048 * 256 * 4 * 3
     up = ops["experts up"]
     assert up.grouped and up.count == 16 and (up.n, up.k) == (2 * 2048, 7168)
+
+
+def test_a_clamped_activation_and_biased_experts_add_their_eager_passes():
+    text = SOURCE.replace("dense_layers = 1 }", "dense_layers = 1  bias = true  clamp = 7 }")
+    shape = train_job(checked(text).design).shape
+    assert shape.expert_bias and shape.expert_clamp == 7.0
+    ops = {op.name: op for op in moe.layer_ops(shape, CFG)}
+    rows = moe.routed_rows(shape, CFG)
+    # clamp: two clamps and a cat over the 2 x 2048 gate/up values: 8 x ffn bf16 values; 10 backward
+    assert ops["activation clamp"].bytes == pytest.approx(rows * 2048 * 2 * 8)
+    assert backward_factor(ops["activation clamp"]) == pytest.approx(10 / 8)
+    # the second projection's bias: b * p, the add, the cat: 6 x hidden values, as many backward
+    assert ops["expert bias"].bytes == pytest.approx(rows * 7168 * 2 * 6)
+    assert backward_factor(ops["expert bias"]) == 1.0
+    assert not {"activation clamp", "expert bias"} & {op.name for op in moe.layer_ops(SHAPE, CFG)}
+    slower = estimate(shape, CFG, JOB.partition)
+    base = estimate(SHAPE, CFG, JOB.partition)
+    assert slower.step_time > base.step_time and slower.breakdown.compute > base.breakdown.compute
+
+
+def test_recomputing_the_expert_activation_reruns_its_clamp():
+    clamped = attrs.evolve(SHAPE, expert_clamp=7.0)
+    cfg = attrs.evolve(CFG, recompute="selective", recompute_modules=("moe_act",))
+    extra = lambda shape: estimate(shape, cfg, JOB.partition).breakdown.recompute  # noqa: E731
+    assert extra(clamped) > extra(SHAPE)
+
+
+@pytest.mark.parametrize("clamp", ["0", "-7"])
+def test_a_non_positive_clamp_is_rejected_where_it_is_stated(clamp):
+    text = SOURCE.replace("dense_layers = 1 }", f"dense_layers = 1  clamp = {clamp} }}")
+    result = checked(text)
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert errors and errors[0].subject.line == next(i for i, line in enumerate(text.splitlines(), 1) if "clamp" in line)
 
 
 def test_host_time_is_the_layers_framework_ops_times_one_eager_op():
