@@ -31,13 +31,18 @@ Sources:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..dsl.records import frozen
 from .vendors import is_nvidia
 
-if TYPE_CHECKING:   # (compiler/ir.py imports this module)
-    from .ir import Accelerator
+
+class Chip(Protocol):
+    """What `generation` reads of a chip: compiler/ir.py's Accelerator (which imports this module)."""
+
+    vendor: str
+
+    def peak_of(self, precision: str) -> float | None: ...
 
 FAMILIES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8")
 
@@ -87,7 +92,7 @@ def is_narrow(name: str) -> bool:
     return family(name) in NARROW
 
 
-def block_scaled(precision: str, chip: Accelerator) -> bool:
+def block_scaled(precision: str, chip: Chip) -> bool:
     """Whether a job in `precision` runs its fp8 GEMMs with MX block scaling on `chip`: `mxfp8` wherever it
     runs; the generic `fp8` on a Blackwell-class chip ([sm100], [mx]). The exports write it so (Megatron-LM
     --fp8-recipe mxfp8, torchtitan quantize.linear.mx) and the memory model reads it (model/train/optimizer.py:
@@ -100,7 +105,7 @@ def block_scaled(precision: str, chip: Accelerator) -> bool:
 GENERATIONS = ("ampere", "hopper", "blackwell")
 
 
-def generation(chip: Accelerator) -> str | None:
+def generation(chip: Chip) -> str | None:
     """The NVIDIA tensor-core generation of `chip`, read off what its data sheet states (its vendor and the
     formats it has a peak for), never its name: a `chip MyB200 extends B200`, a calibrated copy or a part
     written anew from its data sheet is the generation its tensor cores are. One answer for the MX fp8
