@@ -36,8 +36,10 @@ class ModelShape:
     q_rank: int = 0                # MLA: the query's low-rank latent (0 = a full query projection)
     capacity_factor: float = 0.0   # MoE token dropping: each expert takes c x its mean share (0 = dropless)
     # GPT-OSS's experts: biases and a clamped gated activation. Training prices the eager passes
-    # Megatron-Core runs for them (model/train/moe.py `unfused_expert_ops`); serving does not:
-    # vLLM clamps inside its activation kernel (csrc/activation_kernels.cu `swigluoai_and_mul`)
+    # Megatron-Core (and an eager stack) runs for them (model/train/moe.py `unfused_expert_ops`);
+    # serving does not: vLLM clamps inside its activation kernel (csrc/activation_kernels.cu
+    # `swigluoai_and_mul`) and adds the experts' biases inside its fused-MoE GEMM (ASSUMPTION:
+    # fused_moe.py's bias path, not read line by line here)
     expert_bias: bool = False      # the experts' projections carry biases
     expert_clamp: float = 0.0      # the experts' gated activation clamps its inputs to c (GPT-OSS: 7; 0 = none)
     mtp: int = 0                   # multi-token-prediction depth: extra layers and logits (DeepSeek-V3: 1)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
 from ..config import TrainConfig
 from ..shape import ModelShape
@@ -131,7 +132,8 @@ def layer_ops(shape: ModelShape, cfg: TrainConfig) -> list[Op]:
            gemm("experts down", rows, h, shape.expert_ffn, local, grouped=True)]
     if received > routed:  # the busiest rank also permutes more copies locally after the dispatch
         ops.append(elementwise("receive imbalance", (received - routed) * h * ACT_BYTES * 2))
-    ops.extend(unfused_expert_ops(shape, received))
+    if cfg.stack in MEGATRON_STACKS or not cfg.behaviour("fused"):
+        ops.extend(unfused_expert_ops(shape, received))
     return ops
 
 
@@ -152,7 +154,11 @@ def unfused_expert_ops(shape: ModelShape, rows: float) -> list[Op]:
       (read 2 h, write h), the cat (read and write h), 6 h values; the backward forms the
       bias's and the probability's gradients, each a product with the output gradient (read
       and write h) and a sum (read h), 6 h values. The first projection's bias rides in the
-      grouped GEMM (skip_bias_add=False: Transformer Engine's bias epilogue) and costs nothing."""
+      grouped GEMM (skip_bias_add=False: Transformer Engine's bias epilogue) and costs nothing.
+    Priced on Megatron's stacks (the code above) and on stacks that run elementwise chains eager
+    (`fused` False: a clamp and a bias add in eager PyTorch are as many passes). ASSUMPTION: a stack
+    that fuses elementwise work (TorchInductor, XLA: model/config.py `fused`) folds both into the
+    kernels beside them, as vLLM does in serving (model/shape.py)."""
     ops = []
     if shape.expert_clamp:
         f = shape.expert_ffn

@@ -88,6 +88,17 @@ def test_a_clamped_activation_and_biased_experts_add_their_eager_passes():
     assert slower.step_time > base.step_time and slower.breakdown.compute > base.breakdown.compute
 
 
+@pytest.mark.parametrize("stack, priced", [("megatron_core", True), ("nemo", True), ("fsdp", True),
+                                            ("fsdp_compiled", False), ("maxtext", False)])
+def test_the_eager_expert_passes_are_priced_where_the_stack_runs_them_eager(stack, priced):
+    # Megatron-Core's TEGroupedMLP and an eager stack run the clamp and the bias add as passes of
+    # their own; a stack that fuses elementwise work folds them into the kernels beside them
+    clamped = attrs.evolve(SHAPE, expert_clamp=7.0, expert_bias=True)
+    names = {op.name for op in moe.layer_ops(clamped, attrs.evolve(CFG, stack=stack))}
+    eager = {"activation clamp", "expert bias"}
+    assert (eager <= names if priced else not eager & names)
+
+
 def test_recomputing_the_expert_activation_reruns_its_clamp():
     clamped = attrs.evolve(SHAPE, expert_clamp=7.0)
     cfg = attrs.evolve(CFG, recompute="selective", recompute_modules=("moe_act",))
