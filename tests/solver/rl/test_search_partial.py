@@ -51,3 +51,20 @@ def test_a_part_simulated_search_plans_what_the_whole_one_does(name, monkeypatch
     assert partial.result.simulated == whole.result.simulated
     if name == "as written":
         assert unfinished > 0        # some layout's run was left part way: the saving exists
+
+
+
+def test_every_bound_of_a_layout_counts_the_iterations_its_finished_run_reports(monkeypatch):
+    # the bounds (`search`'s placeholders, `_advance`'s paused runs) price the engine iterations the
+    # finished Generation carries (a stack's host time a step reads them); a smaller count would still
+    # bound from below, so only a direct check tells they are the run's own
+    from gclc.solver.rl import search
+    seen: dict = {}
+    evaluate = search.evaluate
+    monkeypatch.setattr(search, "evaluate", lambda job, placement, staleness, g, train, *a, **k: seen.setdefault(
+        (g.layout, g.kv_tokens > 0), set()).add(g.iterations) or evaluate(job, placement, staleness, g, train, *a, **k))
+    _plan(SMALL)
+    bounded = {layout: counts for (layout, done), counts in seen.items() if not done}
+    finished = {layout: counts for (layout, done), counts in seen.items() if done}
+    assert finished and all(len(counts) == 1 for counts in seen.values())
+    assert all(bounded[layout] == counts for layout, counts in finished.items() if layout in bounded)
