@@ -164,15 +164,18 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], ncc
 def _nvls_capable(option: tuple[comms.Stage, ...]) -> tuple[comms.Stage, ...]:
     """The stages with the scale-up switches not reducing where the GPUs' generation runs no NVLS (Ampere:
     tuning.cc nvlsEfficiency 0, no multicast in NVLink 3), whatever fabric a design puts them on."""
+    return option if nvls_share(_up_generation(option)) else _allowed(option, False, True)
+
+
+def _up_generation(option: tuple[comms.Stage, ...]) -> str:
+    """The generation of the option's scale-up tier (`generation`; Hopper's where it has none)."""
     up = next((t.tier for stage in option for t in (stage.tiled or (stage,)) if t.tier.scope in SCALE_UP_SCOPES), None)
-    return option if up is None or nvls_share(generation(up)) else _allowed(option, False, True)
+    return generation(up) if up is not None else "hopper"
 
 
 def _wire(collective: str, nbytes: float, option: tuple[comms.Stage, ...]) -> float:
     # NVLS pushes the buffer through the port at its generation's share of a ring's rate (nccl.nvls_share)
-    up = next((t.tier for stage in option for t in (stage.tiled or (stage,)) if t.tier.scope in SCALE_UP_SCOPES), None)
-    share = nvls_share(generation(up)) if up is not None else nvls_share("hopper")
-    return comms.PER_OPTION[collective](nbytes, option, latency=False, nvls=share)
+    return comms.PER_OPTION[collective](nbytes, option, latency=False, nvls=nvls_share(_up_generation(option)))
 
 
 @functools.lru_cache(maxsize=4096)   # immutable stages; priced again for every call size
@@ -196,6 +199,7 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
     up = [s for s in option if s.tier.scope in SCALE_UP_SCOPES]
     out = [s for s in option if s.tier.scope not in SCALE_UP_SCOPES]
     per_node = math.prod(s.peers for s in up)
+    gen = generation(up[0].tier) if up else "hopper"
     return Communicator(ranks, ranks // per_node,
                         comms.stage_rate(up[0]) if up else math.inf,
                         comms.stage_rate(out[0]) if out else math.inf,
@@ -205,9 +209,7 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
                         wire=option[-1].tier.latency if out else 0.0,
                         reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
                         across=min((comms.stage_rate(s) for s in out), default=math.inf),
-                        nvls_channels=nvls_channels(generation(up[0].tier) if up else "hopper", nccl),
-                        nvls_share=nvls_share(generation(up[0].tier) if up else "hopper"),
-                        generation=generation(up[0].tier) if up else "hopper")
+                        nvls_channels=nvls_channels(gen, nccl), nvls_share=nvls_share(gen), generation=gen)
 
 
 def generation(tier) -> str:

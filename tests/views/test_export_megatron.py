@@ -24,7 +24,7 @@ pytest.importorskip("torch", reason="Megatron-LM's arguments.py imports torch (.
 pytest.importorskip("megatron.core", reason="megatron-core from PyPI (.ci/setup installs it)")
 
 from . import megatron_lm  # noqa: E402
-from .std_chips import std_chip  # noqa: E402
+from gclc.compiler.std_chips import std_chip  # noqa: E402
 
 WIDTHS = {"fp32": 4, "bf16": 2, "fp16": 2}
 

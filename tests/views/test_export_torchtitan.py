@@ -20,7 +20,7 @@ from gclc.views.export import ExportError, torchtitan
 pytest.importorskip("torchtitan", reason="torchtitan 0.2.2 from PyPI (.ci/setup installs it with the dev extras)")
 
 from . import torchtitan_real as real  # noqa: E402
-from .std_chips import std_chip  # noqa: E402
+from gclc.compiler.std_chips import std_chip  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
