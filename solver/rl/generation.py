@@ -172,16 +172,10 @@ def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: flo
     k steps generates for the next k policy versions at once (NeMo-RL's trajectory collector:
     nemo_rl/algorithms/async_utils.py, `max_trajectory_age_steps`), so k steps' samples may be in
     flight: deeper staleness fills the batch further, never less."""
-    prompt, output, batch = steady_batch(r, layout, requests, kv, depth)
+    prompt, output, _, n = sample_stats(requests)
+    batch = _batch_held(r, layout, n, prompt, output, kv, depth)
     full = estimate(attrs.evolve(r, config=attrs.evolve(r.config, batch=batch)), prompt, output)
     return len(requests) / (layout.replicas * full.requests_per_s)
-
-
-def steady_batch(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float,
-                 depth: int = 1) -> tuple[float, float, int]:
-    """(mean prompt, mean response, the batch a fed replica holds: `steady`)."""
-    prompt, output, _, n = sample_stats(requests)
-    return prompt, output, _batch_held(r, layout, n, prompt, output, kv, depth)
 
 
 def sample_stats(requests: tuple[Request, ...]) -> tuple[float, float, int, int]:
@@ -191,6 +185,8 @@ def sample_stats(requests: tuple[Request, ...]) -> tuple[float, float, int, int]
 
 
 def _batch_held(r: Replica, layout: GenLayout, n: int, prompt: float, output: float, kv: float, depth: int) -> int:
+    """The batch a fed replica holds (`steady`, `iterations`): as many sequences of the mean lengths as
+    its cache takes, at most max_batch and its share of `depth` steps' samples."""
     held = max(1.0, r.kv.tokens_held(prompt, output))
     flight = max(1, depth) * math.ceil(n / layout.replicas)
     return max(1, min(layout.config.batch, int(kv // held), flight))
