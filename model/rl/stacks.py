@@ -23,6 +23,18 @@ Sources:
   [collnet] NCCL's environment variables (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html,
          NCCL_COLLNET_ENABLE: "Enable the use of the CollNet plugin", default 0): SHARP runs only where
          it is set and a CollNet plugin is installed; no NeMo-RL recipe or its vLLM sets it.
+  [symm] NeMo-RL pins vLLM 0.10.0 (v0.4.0), 0.11.2 (v0.5.0), 0.17.1 (v0.6.0) and 0.20.0 (v0.7.0) (pyproject.toml
+         at each tag). From 0.11 vLLM's CudaCommunicator.all_reduce tries, for a TP group, custom all-reduce
+         (refused across hosts), then PyTorch's symmetric memory (SymmMemCommunicator, on by default:
+         VLLM_ALLREDUCE_USE_SYMM_MEM=1, vllm pull 24111; groups of 2, 4, 6 or 8 GPUs; multimem for 6 and 8),
+         and NCCL only when both refuse (vllm/distributed/device_communicators/cuda_communicator.py,
+         v0.11.2-v0.20.0); 0.10.0 has no symmetric-memory path. PyTorch's symmetric memory exchanges fabric
+         handles where the GPUs support them (pytorch pull 159319, "needed to enable symmetric memory on
+         NVLS72 systems"), so a TP 8 engine across two GB200 trays reduces with the multimem kernel, not
+         NCCL; NCCL_NVLS_ENABLE=0 [1352] does not reach it. At 0.17.1-0.20.0 vLLM's compile pass may fuse
+         the call with the next RMSNorm into FlashInfer's all-reduce (0.20.0: its MNNVL backend across
+         hosts, vllm/config/vllm.py `enable_allreduce_rms_fusion`); no measurement of it across trays was
+         found, so ASSUMPTION: it takes the multimem kernel's time.
   [ray]  nemo_rl/models/generation/vllm/vllm_worker.py v0.7.0 line 293: an engine of more than one GPU runs
          vLLM's workers under Ray (`distributed_executor_backend = "ray"`), which hands every iteration's
          scheduler output to the workers through Ray; line 512: every sample returns its tokens'
@@ -60,11 +72,12 @@ class Calibration:
 
 
 # ESTIMATE: fitted on all 75 rows of benchmarks/data/rl_runs.csv (NeMo-RL v0.3-v0.7, H100 and GB200),
-# `.venv/bin/python benchmarks/rl_accuracy.py --fit` (2026-12-07, refitted after NCCL's NVLink 5 LL step
-# moved the GB200 rows' generation: 0.309 ms, x1.64, x2.24, x1.81 before); the engine's host time as Ray's
+# `.venv/bin/python benchmarks/rl_accuracy.py --fit` (2026-12-07, refitted after the engines' TP all-reduce
+# across GB200 trays moved from NCCL to vLLM's symmetric-memory kernel [symm]: 0.322 ms, x1.64, x2.23, x1.79
+# before; 0.309 ms, x1.64, x2.24, x1.81 before NCCL's NVLink 5 LL step); the engine's host time as Ray's
 # dispatch and the log-probabilities' return [ray] would spend it, the others as factors on the phases' physics. Held out by
 # model, system and release, refitted without the rows predicted: the benchmark's headline.
-NEMO_RL = Calibration(engine_host_s=0.322e-3, training=1.64, sync=2.23, host_copies=1.79)
+NEMO_RL = Calibration(engine_host_s=0.250e-3, training=1.65, sync=2.27, host_copies=1.82)
 
 
 @frozen
@@ -76,14 +89,15 @@ class RLStack:
     source: str
     engine_nvls: bool = False       # its vLLM engines' NCCL may reduce in the NVLink switches across hosts ([1352])
     engine_collnet: bool = False    # ... or in the scale-out switches ([collnet]: NCCL's default, no plugin)
+    engine_fabric_all_reduce: str = ""   # the kernel its vLLM reduces a TP group across NVLink-joined hosts with ([symm])
     calibration: Calibration = Calibration()   # beyond the phases' physics (module docstring)
 
 
 STACKS = {s.name: s for s in (
-    RLStack("nemo_rl", "NeMo-RL v0.5.0 and later (pull 1404 in)", False, True, "[1404] [pao] [1352] [collnet] [ray]",
-            calibration=NEMO_RL),
+    RLStack("nemo_rl", "NeMo-RL v0.5.0 and later (pull 1404 in)", False, True,
+            "[1404] [pao] [1352] [collnet] [symm] [ray]", engine_fabric_all_reduce="symm_mem", calibration=NEMO_RL),
     RLStack("nemo_rl_0_4", "NeMo-RL v0.4.0 and earlier (before pull 1404)", True, True,
-            "[1404] [pao] [1352] [collnet] [ray]", calibration=NEMO_RL),
+            "[1404] [pao] [1352] [collnet] [symm] [ray]", calibration=NEMO_RL),
 )}
 DEFAULT = "nemo_rl"
 

@@ -14,6 +14,16 @@ barrier and the launch do not scale with the link); between the sizes measured t
 interpolated linearly, below them the smallest's, and above them the largest's, beyond which the
 tiers' price (bandwidth-bound) takes over where it is higher. TensorRT-LLM's kernels (fused with
 the norms, Lamport one-shot) publish no such table: their engines keep the tiers' price (`tiers`).
+
+Source [vllm42324]: vllm-project/vllm pull 42324 (2026-05-11, "Support tuned symmetric memory two-shot
+fallback"), its SM 9.0 world-size-8 table (benchmarks/kernels/benchmark_device_communicators.py, CUDA
+graphs): PyTorch symmetric memory's `multimem_all_reduce_` (`symm_mem`, the kernel vLLM's
+SymmMemCommunicator runs for 6 and 8 GPUs, vllm/distributed/device_communicators/symm_mem.py
+`_WORLD_SIZES_MULTIMEM`, v0.11.2-v0.20.0) took 11 us at 512 KiB and 14 us at 1 MiB, where pynccl took
+24 and 25 us. The table starts at 512 KiB; below it the smallest's time (a multimem call of 16-256 KiB
+took 13-15 us, flat, on SM 10.3 in vllm pull 37756's table). ASSUMPTION: Blackwell's NVLink 5, one
+switch hop across an NVL72's trays, takes Hopper's times, as for the kernels above. Only the world
+sizes SymmMemCommunicator accepts run it (`SYMM_SIZES`).
 """
 
 from __future__ import annotations
@@ -29,8 +39,17 @@ KERNELS = {
     "sglang": {2: (3.7e-6, 3.9e-6, 4.5e-6, 7.9e-6, 12.5e-6, 19.9e-6),
                4: (4.8e-6, 3.7e-6, 4.8e-6, 13.9e-6, 20.2e-6, 31.1e-6),
                8: (5.9e-6, 5.7e-6, 7.8e-6, 16.7e-6, 22.1e-6, 33.8e-6)},
+    "symm_mem": {8: (11e-6, 11e-6, 11e-6, 11e-6, 11e-6, 14e-6)},    # [vllm42324]
 }
+# world sizes vLLM's SymmMemCommunicator takes (all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, SM 9.0
+# and 10.0, v0.11.2-v0.20.0); any other group falls through to NCCL
+SYMM_SIZES = (2, 4, 6, 8)
 KINDS = ("tiers", *KERNELS)
+
+
+def takes(kernel: str, tp: int) -> bool:
+    """Whether the engine's `kernel` reduces a group of `tp` GPUs (only symm_mem is bounded)."""
+    return kernel != "symm_mem" or tp in SYMM_SIZES
 
 
 def measured(kernel: str, nbytes: float, tp: int) -> float:

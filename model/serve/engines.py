@@ -128,6 +128,9 @@ class Engine:
                                 # vllm, sglang) or priced on the tiers alone (tiers)
     mnnvl: bool = False         # a TP group across hosts of one NVLink domain runs the engine's one-shot
                                 # kernel over fabric memory (TensorRT-LLM's MNNVL); else NCCL ([vllmcar])
+    fabric_all_reduce: str = "" # where `all_reduce` refuses a TP group across hosts of one NVLink domain,
+                                # the measured kernel that takes it over fabric memory (symm_mem: vLLM from
+                                # 0.11 with PyTorch's symmetric memory, model/rl/stacks.py); "": NCCL
     nccl_nvls: bool = True      # NCCL, where a TP all-reduce runs through it, may reduce in the NVLink
                                 # switches (NCCL_NVLS_ENABLE; an RL stack's engines may not: model/rl/stacks.py)
     nccl_collnet: bool = True   # ... and in the scale-out switches (CollNet/SHARP: NCCL_COLLNET_ENABLE)

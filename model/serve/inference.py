@@ -219,7 +219,8 @@ class Replica:
             collectives += reductions * layers * tp_all_reduce(group * s.hidden * 2, self.tp_stages,
                                                                hosts > 1 and not self.engine.mnnvl,
                                                                self.engine.all_reduce, c.tp,
-                                                               self.engine.nccl_nvls, self.engine.nccl_collnet)
+                                                               self.engine.nccl_nvls, self.engine.nccl_collnet,
+                                                               self.engine.fabric_all_reduce)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -308,7 +309,7 @@ class Replica:
 
 
 def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
-                  tp: int = 1, nvls: bool = True, collnet: bool = True) -> float:
+                  tp: int = 1, nvls: bool = True, collnet: bool = True, fabric: str = "") -> float:
     """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
     one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on the tiers'
     rates and latencies (model/comms.py); a group that spans hosts (`across_hosts`: the trays of
@@ -319,8 +320,14 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     a multi-node NVLink kernel (`Engine.mnnvl`) keeps its one-shot inside the NVLink domain. An
     engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
     than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate.
-    `nvls` / `collnet`: the NCCL algorithms the engine's environment allows (Engine.nccl_nvls)."""
-    if across_hosts or any(stage.tier.scope not in SCALE_UP_SCOPES for stage in stages):
+    `nvls` / `collnet`: the NCCL algorithms the engine's environment allows (Engine.nccl_nvls).
+    `fabric`: the kernel that takes a group across hosts of one NVLink domain where the host's kernel
+    refuses it (Engine.fabric_all_reduce: vLLM's symmetric-memory all-reduce over fabric handles), for
+    the group sizes it takes; NCCL otherwise."""
+    scale_up = all(stage.tier.scope in SCALE_UP_SCOPES for stage in stages)
+    if across_hosts and scale_up and fabric and allreduce.takes(fabric, tp):
+        return max(comms.all_reduce(nbytes, stages), allreduce.measured(fabric, nbytes, tp))
+    if across_hosts or not scale_up:
         return nccl.all_reduce(nbytes, stages, nvls, collnet)
     return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp))
 

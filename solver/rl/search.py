@@ -64,8 +64,10 @@ class Context:
         if block.get("engine.prefix_share") is None:   # a prompt's samples share its cache (vLLM's prefix caching)
             engine = attrs.evolve(engine, prefix_share=(job.samples - 1) / job.samples)
         # the stack launches its engines with NCCL's in-switch reduction off (model/rl/stacks.py [1352] [collnet])
+        # and its vLLM reduces a TP group across NVLink-joined hosts with its own kernel where it has one ([symm])
         engine = attrs.evolve(engine, nccl_nvls=engine.nccl_nvls and job.stack.engine_nvls,
-                              nccl_collnet=engine.nccl_collnet and job.stack.engine_collnet)
+                              nccl_collnet=engine.nccl_collnet and job.stack.engine_collnet,
+                              fabric_all_reduce=engine.fabric_all_reduce or job.stack.engine_fabric_all_reduce)
         self.engine: Engine = engine
         self.depth = max(1, job.staleness)   # steps' samples an asynchronous engine may hold at once
         self._train: dict = {}

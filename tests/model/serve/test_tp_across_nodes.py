@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -77,6 +78,25 @@ def test_tensorrt_llms_multi_node_nvlink_kernel_keeps_the_one_shot_across_trays(
     assert _collectives(8, "trtllm_0_12") > _collectives(8, "trtllm_pytorch")
 
 
+def test_vllms_symmetric_memory_kernel_takes_a_group_across_nvl72_trays():
+    """From 0.11 vLLM reduces a TP group its custom all-reduce refuses with PyTorch's symmetric memory
+    for 2-8 GPUs, over fabric handles across an NVL72's trays (model/rl/stacks.py [symm]): tp = 8 across
+    two trays pays the measured multimem kernel ([vllm42324]: 11 us at 512 KiB), not NCCL; tp = 16,
+    which it does not take, and a group across InfiniBand stay on NCCL."""
+    nbytes = 64 * LLAMA.hidden * 2       # 1 MiB
+    tiers = comms.place(8, 1, RACK.tiers)
+    engine = profile("vllm_v1").engine(RACK.node.accelerator.hbm_capacity, "GB200")
+    fabric = replica(LLAMA, ServeConfig(8, 64, "fp8"), RACK, attrs.evolve(engine, fabric_all_reduce="symm_mem"))
+    per_call = fabric._token_costs(64)[5] / (2 * LLAMA.layers)
+    assert per_call == pytest.approx(max(comms.all_reduce(nbytes, tiers), allreduce.measured("symm_mem", nbytes, 8)))
+    assert per_call == pytest.approx(14e-6) and per_call < _collectives(8, "vllm_v1") / (2 * LLAMA.layers)
+    wide = comms.place(16, 1, RACK.tiers)
+    assert tp_all_reduce(nbytes, wide, True, "vllm", 16, fabric="symm_mem") == collectives.all_reduce(nbytes, wide)
+    across = comms.place(16, 1, TIERS)
+    assert tp_all_reduce(nbytes, across, True, "vllm", 16, fabric="symm_mem") == collectives.all_reduce(nbytes, across)
+    assert allreduce.takes("symm_mem", 8) and not allreduce.takes("symm_mem", 16) and allreduce.takes("vllm", 16)
+
+
 @pytest.mark.parametrize("kernel", ["vllm", "sglang"])
 def test_the_engines_measured_kernel_bounds_a_decode_all_reduce_from_below(kernel):
     """[sgl2904] on H100, TP 4: 256 KB takes 20.6 us in vLLM's kernel and 13.9 us in SGLang's,
@@ -106,7 +126,7 @@ def test_the_measured_kernel_interpolates_and_holds_its_ends():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["tiers", "vllm", "sglang"]), st.sampled_from([2, 4, 8]),
+@given(st.sampled_from(["tiers", *allreduce.KERNELS]), st.sampled_from([2, 4, 8]),
        st.floats(1.0, 2e8), st.floats(1.0, 2e8))
 def test_a_larger_all_reduce_never_takes_less_time(kernel, tp, a, b):
     """Law: inside a host, more bytes never all-reduce faster, whatever the engine's kernel."""

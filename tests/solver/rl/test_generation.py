@@ -97,6 +97,17 @@ def test_the_nemo_rl_engines_run_nccl_without_in_switch_reduction():
     assert Engine().nccl_nvls and Engine().nccl_collnet
 
 
+def test_nemo_rl_from_v0_5_reduces_across_nvlink_joined_hosts_with_symmetric_memory():
+    """NeMo-RL v0.5-v0.7 pin vLLM 0.11.2-0.20.0, whose TP groups across hosts of one NVLink domain
+    reduce with PyTorch's symmetric memory; v0.4's vLLM 0.10.0 has no such path (model/rl/stacks.py
+    [symm]). The pool's engine carries its stack's kernel; a serving engine keeps NCCL."""
+    from gclc.model.rl.stacks import STACKS
+    assert STACKS["nemo_rl"].engine_fabric_all_reduce == "symm_mem"
+    assert STACKS["nemo_rl_0_4"].engine_fabric_all_reduce == ""
+    assert Context(JOB).engine.fabric_all_reduce == JOB.stack.engine_fabric_all_reduce
+    assert Engine().fabric_all_reduce == ""
+
+
 def test_barring_nvls_and_sharp_never_speeds_a_replica_across_hosts():
     """A TP group over two H100 hosts runs its all-reduce through NCCL: without the switches'
     reduction its decode collectives cost no less, and more where the tiers reduce in-switch."""
