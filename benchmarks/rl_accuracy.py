@@ -90,7 +90,7 @@ alternatives are printed beside it (a factor on generation instead, `moves`; a s
 a step instead of the sync factor, `overhead`, after NeMo-RL's refit analysis finding CPU runtime, not
 bytes, dominating refit: nvidia-nemo.github.io/blog/2025/08/12/nemo-rl-refit-performance), and the
 figure with the form chosen inside each fold (`nested`), so the form's choice can be judged.
-Not physics, and said so: the weight-sync factor (x2.23) applies to the split refit too, whose price is
+Not physics, and said so: the weight-sync factor (x2.27) applies to the split refit too, whose price is
 NeMo-RL's own measurement (14.21 s for DeepSeek-V3, model/rl/phases.py): on those rows it absorbs a
 generation deficit (DeepSeek-V3's measured batch latency 40.1 s against the physics' 24.4 s, pull 2779).
 A colocated-only sync factor was tried the same day: held out by model / release / system 14.3 / 12.4 /
