@@ -18,8 +18,9 @@ Sources:
   [1352] nemo_rl/models/generation/vllm/vllm_generation.py, v0.4.0 to v0.7.0 (v0.7.0 line 217):
          `if needs_cross_node_parallelism: env_vars["NCCL_NVLS_ENABLE"] = "0"` ("See
          https://github.com/NVIDIA-NeMo/RL/issues/1352"), set in every vLLM worker whenever tp x pp
-         exceeds the GPUs of a node, colocated or not: a TP group across hosts (the only one whose
-         all-reduce runs through NCCL: vLLM's custom all-reduce refuses it) reduces without NVLS.
+         exceeds the GPUs of a node, colocated or not: a TP group across hosts whose all-reduce runs
+         through NCCL (vLLM's custom all-reduce refuses it, and symmetric memory [symm] too where it
+         does not reach or take the group) reduces without NVLS.
   [collnet] NCCL's environment variables (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html,
          NCCL_COLLNET_ENABLE: "Enable the use of the CollNet plugin", default 0): SHARP runs only where
          it is set and a CollNet plugin is installed; no NeMo-RL recipe or its vLLM sets it.
@@ -30,7 +31,9 @@ Sources:
          and NCCL only when both refuse (vllm/distributed/device_communicators/cuda_communicator.py,
          v0.11.2-v0.20.0); 0.10.0 has no symmetric-memory path. PyTorch's symmetric memory exchanges fabric
          handles where the GPUs support them (pytorch pull 159319, "needed to enable symmetric memory on
-         NVLS72 systems"), so a TP 8 engine across two GB200 trays reduces with the multimem kernel, not
+         NVLS72 systems"; in torch 2.9.0-2.11.0, which NeMo-RL v0.5-v0.7 lock), so a TP 8 engine across two
+         GB200 trays reduces with the multimem kernel (ASSUMPTION: fabric handles and multicast work there,
+         as NCCL's own NVLink path across trays needs the same handles), not
          NCCL; NCCL_NVLS_ENABLE=0 [1352] does not reach it. At 0.17.1-0.20.0 vLLM's compile pass may fuse
          the call with the next RMSNorm into FlashInfer's all-reduce (0.20.0: its MNNVL backend across
          hosts, vllm/config/vllm.py `enable_allreduce_rms_fusion`); no measurement of it across trays was
