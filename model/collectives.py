@@ -141,8 +141,8 @@ def torus_floor(option) -> float:
 def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], nccl: str = "") -> Choice | None:
     """None where NCCL does not run the call (a torus axis, one rank). Where switches could
     reduce, each path pays its own bytes: NVLS or SHARP on the tiers' price with the switches
-    reducing, ring, tree or PAT on their price without, and NCCL runs the faster. `nccl`: the NCCL
-    version (all_reduce)."""
+    reducing, ring, tree or PAT on their price without, and NCCL runs the one its own table predicts
+    faster (nccl.predicted). `nccl`: the NCCL version (all_reduce)."""
     option = _nvls_capable(option)
     c = communicator(option, nccl)
     if c is None:

@@ -219,8 +219,8 @@ def time(collective: str, nbytes: float, c: Communicator) -> float:
 
 
 def choose(collective: str, nbytes: float, c: Communicator, only: str | None = None) -> Choice:
-    """NCCL's pick: the (algorithm, protocol) of least predicted time; `only` one algorithm, as
-    NCCL_ALGO forces it."""
+    """NCCL's pick: the (algorithm, protocol) of least predicted time (NCCL's own, `predicted`), at the
+    model's price; `only` one algorithm, as NCCL_ALGO forces it."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
     best = None
@@ -336,7 +336,8 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     the fastest option moves `nbytes` in `wire` seconds (gclc's tiers: oversubscription,
     ragged groups and in-network reduction counted), every other option as much slower as
     NCCL's tables make it (LL's half bandwidth and caps, a tree's share), and each pays its
-    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency.
+    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency. NCCL picks the
+    option it predicts fastest (`predicted`), which is not always the fastest priced.
     `in_network`: only the algorithms whose switches reduce (True: `wire` is the tiers' price
     with them reducing) or only the others (False); None: all (None where none runs)."""
     if c.ranks <= 1:
