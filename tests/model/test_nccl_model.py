@@ -8,7 +8,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 
 from gclc.model.network import nccl
 from gclc.model.network.nccl import Communicator
@@ -72,6 +72,8 @@ def _table_picked_nvls(choice: nccl.Choice, collective: str, c: Communicator) ->
 
 @settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
 @given(communicators, collectives, st.integers(3, 33))
+# NCCL's table picks NVLS for 8 MiB on 8 Blackwell GPUs; its loops are priced above the ring it passed over
+@example(Communicator(8, 1, 682e9, nvls=True, generation="blackwell", nvls_channels=24), "all_reduce", 23)
 def test_switches_that_reduce_never_slow_a_collective(c, collective, size):
     # NCCL picks by its own prediction (enqueue.cc topoGetAlgoInfo): switches that reduce only add options to
     # it, so the prediction never rises; the call never slows either, but where NCCL's table picks an NVLS
@@ -83,6 +85,15 @@ def test_switches_that_reduce_never_slow_a_collective(c, collective, size):
     assert picked.predicted <= barred.predicted * (1 + 1e-12)
     if not _table_picked_nvls(picked, collective, c):
         assert picked.seconds <= barred.seconds * (1 + 1e-12)
+
+
+def test_nccl_may_pick_an_nvls_call_its_loops_run_slower_than_the_ring_it_passes_over():
+    # 8 GB300 of a rack at 8 MiB (Oracle's table: 76 us measured, NVLS by NCCL's own table): NCCL predicts NVLS
+    # at 25 us + 8 MiB at its table rate, under the ring's prediction; the loops price it above the ring
+    c = _tiers_of("GB300_NVL72", 8)
+    picked = nccl.choose("all_reduce", 2**23, c)
+    ring = min((nccl.choose("all_reduce", 2**23, c, only=a) for a in ("ring", "tree")), key=lambda x: x.predicted)
+    assert picked.algorithm == "nvls" and picked.predicted < ring.predicted and picked.seconds > ring.seconds
 
 
 def _tiers_of(node: str, ranks: int) -> Communicator:
