@@ -207,19 +207,34 @@ def print_nvl72_columns() -> None:
 RUN_CASE = {"oci_gb300_64": "gb300_64", "oci_gb300_8": "gb300_8", "oci_gb300_4": "gb300_4"}
 
 
-def head_step_reading(run: dict) -> float | None:
+def nvls_sizes(name: str) -> set[int] | None:
+    """The sizes of a rack run that NCCL runs as NVLS, as its own tables pick (model/network/nccl.py `predicted`:
+    NCCL runs no NVLS on 4 GB300, and rings with LL up to 2 MiB on 8); None where the run is no row of
+    nccl_tests.csv (then every size)."""
+    if name not in RUN_CASE:
+        return None
+    return {int(r["bytes"]) for r in csv.DictReader(DATA.open(encoding="utf-8"))
+            if r["case"] == RUN_CASE[name] and choice(r).algorithm == "nvls"}
+
+
+def head_step_reading(run: dict, name: str = "") -> float | None:
     """A reading of the source's data: seconds one NVLS head adds to a loop (model/network/nccl.py
     NVLS_HEAD_STEP_S), as the slope of time over NCCL's loop count through the sizes of the smallest
-    chunk (enqueue.cc calcCollChunking), divided by the heads; None where those loops are bound by
-    their bytes (their bytes at the model's NVLS rate take over half the slope) or no size runs more
-    than one loop."""
+    chunk (enqueue.cc calcCollChunking) that NCCL runs as NVLS (`nvls_sizes`), divided by the heads; None
+    where those loops are bound by their bytes (their bytes at the model's NVLS rate take over half the
+    slope) or no such size runs more than one loop."""
     from gclc.model.network import nccl
 
     c = nccl.Communicator(run["ranks"], 1, 682e9, nvls=True, nvls_channels=run["channels"] or 24)
     groups: dict[int, list[tuple[int, float]]] = {}
+    kept = nvls_sizes(name)
     for s, t in sorted(run["out_of_place"].items()):
+        if kept is not None and s not in kept:
+            continue
         loops, heads = nccl.nvls_loops(s, c)
         groups.setdefault(nvls_chunk(s, c.nvls_channels, run["ranks"]), []).append((loops, t * 1e-6))
+    if not groups:
+        return None
     chunk, points = min(groups.items())
     if len({n for n, _ in points}) < 2:
         return None
@@ -246,7 +261,7 @@ def print_head_steps() -> None:
     largest error with the step the other runs read."""
     from gclc.model.network import nccl
 
-    readings = {name: r for name, run in rack_curves().items() if (r := head_step_reading(run)) is not None}
+    readings = {name: r for name, run in rack_curves().items() if (r := head_step_reading(run, name)) is not None}
     print(f"\nNVLS head step (a loop takes heads x step where its bytes do not take longer; model "
           f"{nccl.NVLS_HEAD_STEP_S * 1e6:.2f} us, the mean of the readings {statistics.mean(readings.values()) * 1e6:.2f} us):")
     for name, step in readings.items():

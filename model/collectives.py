@@ -141,8 +141,8 @@ def torus_floor(option) -> float:
 def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], nccl: str = "") -> Choice | None:
     """None where NCCL does not run the call (a torus axis, one rank). Where switches could
     reduce, each path pays its own bytes: NVLS or SHARP on the tiers' price with the switches
-    reducing, ring, tree or PAT on their price without, and NCCL runs the faster. `nccl`: the NCCL
-    version (all_reduce)."""
+    reducing, ring, tree or PAT on their price without, and NCCL runs the one its own table predicts
+    faster (nccl.predicted). `nccl`: the NCCL version (all_reduce)."""
     option = _nvls_capable(option)
     c = communicator(option, nccl)
     if c is None:
@@ -156,9 +156,9 @@ def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], ncc
     # NVLS inside the nodes, a tree across them (no SHARP): its halves pipelined, at NCCL's rate
     tree = nvls_tree(collective, nbytes, c)
     if switch_wire >= plain_wire:   # the tiers' price took no switch's reduction: nothing runs there
-        return min((p for p in (plain, tree) if p is not None), key=lambda p: p.seconds)
+        return min((p for p in (plain, tree) if p is not None), key=lambda p: p.predicted)
     switches = on_topology(collective, nbytes, switch_wire, c, in_network=True)
-    return min((p for p in (plain, switches, tree) if p is not None), key=lambda p: p.seconds)
+    return min((p for p in (plain, switches, tree) if p is not None), key=lambda p: p.predicted)
 
 
 def _nvls_capable(option: tuple[comms.Stage, ...]) -> tuple[comms.Stage, ...]:

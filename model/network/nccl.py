@@ -123,11 +123,16 @@ FP32_BYTES = 4
 # over its share, `heads` chunks a loop (all_reduce.h RunWorkColl<AllReduce, NVLS> oneNode: loopCount =
 # nHeads x chunkSize; heads = min(NCCL_MAX_NVLS_ARITY 32, GPUs), search.cc), the chunk 128 KiB
 # (NCCL_NVLS_CHUNKSIZE) halved to 64, 32 and 16 KiB below 64, 8 and 2 loops' worth of a channel's bytes
-# (enqueue.cc calcCollChunking). In a loop the scatter and gather warps copy to and from each head's buffer
-# in turn (prims_simple.h ScatterGatherOp: a loop over the peers, each posting its step after a system-scope
-# fence), so a loop takes at least `heads` of those steps; NVLS_HEAD_STEP_S is one head's (both copies),
-# ESTIMATE read from the published GB300 tables where loops are that short (benchmarks/nccl_curves.py prints
-# it per run, held out: 2.2-2.8 us a head at 4, 8 and 64 GPUs). A loop then takes the longer of those steps
+# (enqueue.cc calcCollChunking, called per channel on its own bytes). In a loop the scatter and gather warps
+# copy to and from each head's slot in turn (prims_simple.h ScatterGatherOp: a loop over the peers, then one
+# barrier and one post, fenced, for all of them), slots of the rank's own buffer bound to the multicast object
+# (nvls.cc ncclNvlsBufferSetup: send[1] and recv[1] are the unicast buffer; the heads' multimem loads and
+# stores carry all the NVLink traffic), so a loop takes at least `heads` of those steps; NVLS_HEAD_STEP_S is
+# one head's (both copies),
+# ESTIMATE read from the published GB300 tables where loops are that short, on the sizes NCCL's own table runs
+# as NVLS (`predicted`; benchmarks/nccl_curves.py prints it per run, held out: 2.26 and 2.49 us a head at 64
+# and 8 GPUs; 4 GPUs run no NVLS, and their ring rows had read 2.68, the 8-GPU ring rows 2.80, a mean of 2.58
+# before). A loop then takes the longer of those steps
 # and its bytes at the port's NVLS rate; the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
 # NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size. (Tried and left:
 # a loop of a fixed part and a step a head, the line through the three tables' loop times, 10.7, 22.4, 72.4
@@ -168,8 +173,9 @@ def nvls_share(generation: str) -> float:
 
 # ASSUMPTION: Hopper's NVLS (NVLink 4, 16 channels) takes the same step a head as the GB300 tables read;
 # no published Hopper row is short enough to read it: the 8xH100 (4 GiB) and 8xH200 (8 GiB) NVLS rows of
-# benchmarks/nccl_curves.py are bound by their bytes (-1.1 % and +0.4 % with any step from 0 to 2.58 us).
-NVLS_HEAD_STEP_S = 2.58e-6
+# benchmarks/nccl_curves.py are bound by their bytes (-1.1 % and +0.4 % with any step from 0 to 2.58 us). NCCL's
+# own pick on one HGX H100 (NVLS from 2 MiB, nccl-tests#309) puts its 2-8 MiB calls on these steps.
+NVLS_HEAD_STEP_S = 2.38e-6
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 CHANNELS = 16
 
@@ -203,6 +209,7 @@ class Choice:
     algorithm: str
     protocol: str
     seconds: float
+    predicted: float = 0.0   # NCCL's own table time for it (`predicted`): what NCCL picks by
 
 
 def time(collective: str, nbytes: float, c: Communicator) -> float:
@@ -212,8 +219,8 @@ def time(collective: str, nbytes: float, c: Communicator) -> float:
 
 
 def choose(collective: str, nbytes: float, c: Communicator, only: str | None = None) -> Choice:
-    """NCCL's pick: the (algorithm, protocol) of least predicted time; `only` one algorithm, as
-    NCCL_ALGO forces it."""
+    """NCCL's pick: the (algorithm, protocol) of least predicted time (NCCL's own, `predicted`), at the
+    model's price; `only` one algorithm, as NCCL_ALGO forces it."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
     best = None
@@ -222,8 +229,9 @@ def choose(collective: str, nbytes: float, c: Communicator, only: str | None = N
             continue
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
                            nbytes, nbytes / bandwidth, c)
-        if best is None or seconds < best.seconds:
-            best = Choice(algorithm, protocol, seconds)
+        option = Choice(algorithm, protocol, seconds, predicted(collective, algorithm, protocol, nbytes, seconds, c))
+        if best is None or option.predicted < best.predicted:
+            best = option
     return best
 
 
@@ -233,6 +241,51 @@ def _seconds(collective: str, algorithm: str, latency: float, nbytes: float, mov
     if algorithm == "nvls" and collective == "all_reduce" and c.nodes == 1:
         return nvls_loop_seconds(nbytes, moving, c)
     return latency + moving
+
+
+def predicted(collective: str, algorithm: str, protocol: str, nbytes: float, seconds: float, c: Communicator) -> float:
+    """NCCL's own prediction of an option that the model prices at `seconds`: NCCL picks the least
+    (enqueue.cc topoGetAlgoInfo: `ncclTopoGetAlgoTime`, latency + bytes / bandwidth of tuning.cc's tables), not
+    the option whose kernel then runs fastest. The two differ where the model prices a kernel otherwise than
+    NCCL's table: an NVLS all-reduce inside one domain, which NCCL predicts at its 25 us and its table bandwidth
+    (`nvls_table_bandwidth`) and the model loop by loop (`nvls_loop_seconds`), and a Blackwell NVLink LL step,
+    NCCL's 0.6 us against the 1.44 us it takes (NVLINK5_LL_STEP_US). Elsewhere the prediction is the price."""
+    if algorithm == "nvls" and collective == "all_reduce" and c.nodes == 1:
+        bandwidth = nvls_table_bandwidth(collective, c)
+        if not bandwidth:   # no NVLS graph at any search speed: NCCL never runs it
+            return math.inf
+        return STEP_LATENCY_US["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + nbytes / bandwidth
+    p = PROTOCOLS.index(protocol)
+    return seconds - (_latency(collective, algorithm, p, c) - _latency(collective, algorithm, p, c, table=True)) * 1e-6
+
+
+# search.cc sm90SpeedArrayIntra, sm100SpeedArrayIntra (NCCL 2.25.1-2.30, GB/s a channel): the rates NCCL's graph
+# search tries, fastest first, for a graph inside one node (an MNNVL rack is one: topo.cc fuses its trays' XML)
+NVLS_SEARCH_SPEEDS = {"hopper": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+                      "blackwell": (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)}
+
+
+def nvls_table_bandwidth(collective: str, c: Communicator) -> float:
+    """NCCL's table bandwidth of NVLS inside one domain (B/s of the buffer), which NCCL picks by. The NVLS graph
+    (search.cc ncclTopoSearchTryNvls) has one channel a head, min(32, GPUs) heads (all of them: minChannels =
+    maxChannels inside a node), each taking its rate from every GPU's NVLink and twice from its head's, so the
+    rate is the fastest search speed s with (heads + 1) x s within a GPU's NVLink (and heads x s within the
+    GPUs' total x n / (n - 1)). tuning.cc then gives NVLS heads x s x nvlsEfficiency x (heads - 1) / heads, x 2
+    for an all-reduce (it pipelines two operations) or x (n - 1) / n otherwise, and an all-reduce's algorithm
+    bandwidth x n / 2(n - 1). On 4 GB300 of a rack 266 GB/s (4 x 90), below a ring's, so NCCL runs no NVLS there;
+    on 8, 474 (8 x 80); on 64-72, 465-466 (32 x 20). ESTIMATE: a GPU's NVLink as NCCL sums it (topo.h: 18 links x
+    SM100_NVLINK_BW 40.1 = 722 GB/s on NVLink 5, x SM90 20.6 = 371 on NVLink 4) is the tier's ring rate here (682,
+    366), which gives 8 Blackwell GPUs 70 a channel (414 GB/s) rather than 80 and Hopper's 40 exactly."""
+    n, heads = c.per_node, max(1, min(NVLS_MAX_HEADS, c.per_node))
+    if heads < 2 or c.generation not in NVLS_SEARCH_SPEEDS:
+        return 0.0
+    nvlink = c.intra / 1e9
+    speed = next((s for s in NVLS_SEARCH_SPEEDS[c.generation]
+                  if (heads + 1) * s <= nvlink and heads * s <= nvlink * n / (n - 1)), 0.0)
+    per_channel = speed * NVLS_TABLE_EFFICIENCY[c.generation] * (heads - 1) / heads
+    per_channel *= 2.0 if collective == "all_reduce" else (n - 1) / n
+    bus = heads * per_channel * 1e9
+    return bus * n / (2 * (n - 1)) if collective == "all_reduce" else bus
 
 
 def nvls_loops(nbytes: float, c: Communicator) -> tuple[int, int]:
@@ -283,7 +336,8 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     the fastest option moves `nbytes` in `wire` seconds (gclc's tiers: oversubscription,
     ragged groups and in-network reduction counted), every other option as much slower as
     NCCL's tables make it (LL's half bandwidth and caps, a tree's share), and each pays its
-    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency.
+    own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency. NCCL picks the
+    option it predicts fastest (`predicted`), which is not always the fastest priced.
     `in_network`: only the algorithms whose switches reduce (True: `wire` is the tiers' price
     with them reducing) or only the others (False); None: all (None where none runs)."""
     if c.ranks <= 1:
@@ -297,9 +351,10 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     for algorithm, protocol, latency, bandwidth in options:
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
                            nbytes, wire * fastest / bandwidth, c)
-        if best is None or seconds < best[2]:
-            best = (algorithm, protocol, seconds)
-    return Choice(*best) if best is not None else None
+        option = Choice(algorithm, protocol, seconds, predicted(collective, algorithm, protocol, nbytes, seconds, c))
+        if best is None or option.predicted < best.predicted:
+            best = option
+    return best
 
 
 def nvls_tree(collective: str, nbytes: float, c: Communicator) -> Choice | None:
@@ -440,11 +495,13 @@ def _nvls_tree_bus(c: Communicator) -> float:
     return min(inside, across)
 
 
-def _latency(collective: str, algorithm: str, p: int, c: Communicator) -> float:
-    """Microseconds before the first byte lands, as tuning.cc adds them up."""
+def _latency(collective: str, algorithm: str, p: int, c: Communicator, table: bool = False) -> float:
+    """Microseconds before the first byte lands, as tuning.cc adds them up (`table`: with NCCL's own
+    NVLink LL step on Blackwell too, as NCCL predicts it)."""
     base = BASE_LATENCY_US[algorithm][p]
     intra = STEP_LATENCY_US[c.link][algorithm][p]
-    if c.generation == "blackwell" and c.link == "nvlink" and PROTOCOLS[p] == "LL" and algorithm in ("ring", "tree"):
+    if (not table and c.generation == "blackwell" and c.link == "nvlink" and PROTOCOLS[p] == "LL"
+            and algorithm in ("ring", "tree")):
         intra = NVLINK5_LL_STEP_US
     net_algorithm = "tree" if c.per_node == 1 else algorithm   # tuning.cc: one GPU a node steps as a tree
     inter = STEP_LATENCY_US["net"][net_algorithm][p] + c.wire * 1e6 * (2 if PROTOCOLS[p] == "Simple" else 1)

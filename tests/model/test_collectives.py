@@ -58,17 +58,20 @@ def wire(collective, nbytes, stages):
 
 
 def ceiling(collective, nbytes, stages):
-    """The most a call may take: on each placement and path (the switches reducing, run by
-    NVLS or SHARP where that moves the bytes faster; or not, by ring, tree or PAT) the tiers'
-    bytes plus the latency (and a tree's fill) of the option NCCL's tables make fastest on
-    that path, or an in-domain NVLS all-reduce's loops where their head steps outlast the
-    bytes; the least of them."""
+    """The most a call may take: on each placement, on the path NCCL runs it on (the switches
+    reducing, by NVLS or SHARP; or not, by ring, tree or PAT: the one NCCL's own table predicts
+    faster, nccl.predicted), the tiers' bytes plus the latency (and a tree's fill) of the
+    option NCCL's tables make fastest on that path, or an in-domain NVLS all-reduce's loops
+    where their head steps outlast the bytes; the least of them."""
     found = []
     for o in stages.options:
         c = collectives.communicator(tuple(o))
         plain, reducing = collectives._plain(tuple(o)), tuple(o)
         wires = {p: collectives._wire(collective, nbytes, p) for p in (plain, reducing)}
+        ran = collectives._priced(collective, nbytes, tuple(o))
         for path, in_network in ((reducing, True), (plain, False)):
+            if ran is not None and ran.algorithm != "nvls_tree" and (ran.algorithm in nccl.IN_NETWORK) != in_network:
+                continue
             # NCCL's NVLS tree runs at its own rate (collectives._priced: nccl.nvls_tree), never on the
             # tiers' plain bytes: not an option of either path here
             options = [x for x in nccl._options(collective, c)
@@ -97,6 +100,11 @@ def test_a_larger_call_never_takes_less_time(tiers, group, collective, a, b):
 # tiers' plain bytes
 @example(hierarchy(150e9, 12.5e9, 24, 1.0, True, False), (4, 1), "all_reduce", 1341759.0)
 @example(hierarchy(150e9, 12.5e9, 24, 2.0, True, False), (16, 2), "all_reduce", 6210001.0)
+# ... and (2026-12-07) four GPUs of a 450 GB/s node: NCCL's own table rates NVLS at 4 heads x 60 GB/s (204 GB/s
+# against a ring's 300) and runs the ring, which the switches' price would beat (NVIDIA/nccl#1455: NVLS no faster
+# than rings on 2-4 H100s)
+@example(hierarchy(450e9, 12.5e9, 24, 1.0, True, False), (4, 1), "all_reduce", 44556001.0)
+@example(hierarchy(450e9, 12.5e9, 24, 1.0, True, False), (4, 1), "all_reduce", 4e9)
 def test_a_call_moves_its_bytes_no_faster_than_the_tiers_and_pays_at_most_one_latency(tiers, group, collective, n):
     # below: the tiers' rate (no protocol moves bytes faster than the links); above: the
     # fastest option's latency on top of it, so a large call runs at the tiers' rate

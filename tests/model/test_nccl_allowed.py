@@ -2,8 +2,9 @@
 nvls, collnet)`): NeMo-RL launches its vLLM engines with NCCL_NVLS_ENABLE=0 when a model-parallel
 group spans hosts, and NCCL runs CollNet (SHARP) only with NCCL_COLLNET_ENABLE=1 and a plugin
 (model/rl/stacks.py [1352] [collnet]). Barring an algorithm takes an option away from NCCL's pick:
-it never makes a call faster, and with every in-switch reduction barred the call is the one the
-same tiers price with no switch reducing."""
+it never makes a call faster (but where NCCL's own table picks NVLS inside one domain and its loops run
+slower than a ring), and with every in-switch reduction barred the call is the one the same tiers price
+with no switch reducing."""
 
 from __future__ import annotations
 
@@ -43,11 +44,19 @@ def test_the_fixtures_reduce_in_their_switches():
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(("h100", "rack")), st.sampled_from((2, 4, 8, 16, 24, 32)), st.floats(64, 4e9))
 def test_barring_an_algorithm_never_makes_an_all_reduce_faster(system, ranks, nbytes):
+    # ... but barring NVLS where NCCL's own table picks an NVLS all-reduce inside one domain whose loops run
+    # slower than the ring it passed over (NCCL picks by its prediction, enqueue.cc topoGetAlgoInfo: on one
+    # HGX H100 NVLS from 2 MiB, nccl-tests#309; model/network/nccl.py `predicted`)
     tiers = H100 if system == "h100" else RACK
     group = comms.place(ranks, 1, tiers)
     price = {flags: collectives.all_reduce(nbytes, group, *flags) for flags in FLAGS}
-    assert price[(True, True)] <= min(price[(False, True)], price[(True, False)]) * (1 + 1e-12)
-    assert max(price[(False, True)], price[(True, False)]) <= price[(False, False)] * (1 + 1e-12)
+    picked = collectives.choice("all_reduce", nbytes, group)
+    table_nvls = picked.algorithm == "nvls" and collectives.communicator(tuple(group)).nodes == 1
+    assert price[(True, True)] <= price[(True, False)] * (1 + 1e-12)
+    assert price[(False, True)] <= price[(False, False)] * (1 + 1e-12)
+    if not table_nvls:
+        assert price[(True, True)] <= price[(False, True)] * (1 + 1e-12)
+        assert price[(True, False)] <= price[(False, False)] * (1 + 1e-12)
 
 
 @settings(max_examples=30, deadline=None)
