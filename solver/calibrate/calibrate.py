@@ -3,8 +3,9 @@ measurement's prediction before and after, the outliers and the recomputed band 
 
 A measurement no physical setting of its constants explains (even alone, with each constant
 free within its range) is flagged and left out of the fit. The band comes from the
-end-to-end runs (training steps), each predicted by a fit made without it (leave-one-out),
-with the shipped band counted as PRIOR_RUNS runs (model/calibration.py `own_band`)."""
+end-to-end runs (training steps), each predicted by a fit made without it (leave-one-out) and
+divided by the widening of what it had that the other runs had not (`unlike_widening`), with the
+shipped band counted as PRIOR_RUNS runs (model/calibration.py `own_band`)."""
 
 from __future__ import annotations
 
