@@ -10,7 +10,8 @@ does). A third of the group's runs (every third, its run ids sorted as text: mb2
 before mb2602_4; the rule is kept as it was first stated so that the figures stay comparable)
 are "yours": gclc calibrates on
 them (solver/calibrate/, the LOGO fit as the prior) and predicts the others, whose 80 % band
-comes from your runs' held-out residuals (model/calibration.py own_band). Beside them, the
+comes from your runs' held-out residuals (model/calibration.py own_band), each divided by the
+widening of what its run had that the other runs had not (`unlike_widening`). Beside them, the
 uncalibrated figures of the same held-back runs: the LOGO fit and its shipped band. The
 held-back runs are also counted by what your runs never ran (`unseen`): a precision, MoE
 layers, more GPUs than your largest run, a sequence length outside yours, another model; a
@@ -127,7 +128,8 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
                      "inside_before": low <= case.measured / before.predicted <= high,
                      "inside_after": own_low <= case.measured / after <= own_high,
                      "half_width_after": (own_high - own_low) / 2,
-                     "yours_residuals": list(result.band.residuals) if result.band else [],
+                     # each divided by what its run had that the others had not (as the band reads them)
+                     "yours_residuals": [s / result.band.shrink for s in result.band.scaled] if result.band else [],
                      "yours_after": [r.after for r in result.rows if r.obs.end_to_end],
                      "yours_keys": len({k for r in result.rows for k in r.obs.informs if k[0] == "chip"})})
     return rows

@@ -429,6 +429,21 @@ def own_reasons(own: Own, precision: str, moe: bool, gpus: int, published: bool 
     return tuple(out)
 
 
+def unlike_widening(covers: tuple[str, int, bool] | None, others: list) -> float:
+    """How much wider a run's held-out residual is expected to be than a plan like the runs:
+    a run predicted by a fit of the `others` (each (precision, GPUs, MoE)) is a plan at what it
+    has that they had not (its precision, MoE layers, more GPUs than their largest), and a plan
+    there takes those reasons' factors (`own_reasons`, with the shipped FACTORS: the prior's
+    spread for each); its residual, divided by them, reads the band of a plan like the runs."""
+    others = [o for o in others if o]
+    if not covers or not others:
+        return 1.0
+    runs = Own(len(others), 1.0, 1.0, tuple(dict.fromkeys(p for p, _, _ in others)),
+               max(g for _, g, _ in others), any(m for _, _, m in others))
+    precision, gpus, moe = covers
+    return widening(own_reasons(runs, precision, moe, gpus))
+
+
 def cluster_of(job_entity):
     """The cluster entity a job runs on (its `on`: the cluster, or a partition's cluster)."""
     target = job_entity.get("on") if job_entity is not None else None

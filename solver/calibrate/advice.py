@@ -49,7 +49,7 @@ def _more_runs(calibration: Calibration) -> Advice:
         now = half_width_of(BAND_SCALE)
         return Advice("a few training steps of the job (a Megatron-LM, torchtitan or NeMo log)",
                       f"the band comes from end-to-end runs only; without one it stays the shipped ±{percent(now)}", now)
-    residuals = [r * band.shrink for r in band.residuals]
+    residuals = band.scaled
     mean_square = sum(r * r for r in residuals) / len(residuals)
     now = half_width_of(own_scale(residuals))
     then = half_width_of(own_scale(residuals + [math.sqrt(mean_square)]))

@@ -3,8 +3,9 @@ measurement's prediction before and after, the outliers and the recomputed band 
 
 A measurement no physical setting of its constants explains (even alone, with each constant
 free within its range) is flagged and left out of the fit. The band comes from the
-end-to-end runs (training steps), each predicted by a fit made without it (leave-one-out),
-with the shipped band counted as PRIOR_RUNS runs (model/calibration.py `own_band`)."""
+end-to-end runs (training steps), each predicted by a fit made without it (leave-one-out) and
+divided by the widening of what it had that the other runs had not (`unlike_widening`), with the
+shipped band counted as PRIOR_RUNS runs (model/calibration.py `own_band`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ...compiler.design import Design
 from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
 from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band,
-                                  own_scale)
+                                  own_scale, unlike_widening)
 from ...model.job import JobError, placement, train_job
 from .fit import fit, residual, total
 from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
@@ -54,6 +55,17 @@ class Band:
     # the band's factor beyond the largest run's GPUs (`beyond_factor`); 0: no smaller run to
     # read it from (a plan beyond takes the shipped factor)
     beyond: float = 0.0
+    # how much wider than a plan like the runs each held-out residual is expected to be: the
+    # widening of what its run had that the other runs did not (`unlike_widening`); the bounds
+    # are those of residual x shrink / widening (`scaled`)
+    widening: tuple[float, ...] = ()
+
+    @property
+    def scaled(self) -> list[float]:
+        """The held-out residuals as a plan like the runs would miss: brought to the plans' fit
+        (`shrink`) and divided by their run's widening."""
+        widening = self.widening or (1.0,) * len(self.residuals)
+        return [r * self.shrink / w for r, w in zip(self.residuals, widening)]
 
     @property
     def half_width(self) -> float:
@@ -188,7 +200,7 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     partition = partition if partition is not None else (found[0].partition if found else None)
     band = _band(rows, "train", params)
     if band is not None:
-        band = attrs.evolve(band, beyond=beyond_factor(params, kept, values, rows, band.shrink))
+        band = attrs.evolve(band, beyond=beyond_factor(params, kept, values, rows, band.shrink, band.widening))
     return Calibration(cluster, partition, params, values, rows, band, _band(rows, "serve", params), skipped, notes)
 
 
@@ -241,12 +253,14 @@ def _band(rows: tuple[Row, ...], kind: str, params: dict) -> Band | None:
         return None
     runs = [-r.held_out for r in held]
     groups = len({r.obs.group for r in held})
-    shrink = 1.0
+    shrink, widening = 1.0, (1.0,) * len(held)
     if kind == "train":
         spreads = [params[k].spread for r in held for k in r.obs.informs if k[0] == "chip" and k in params]
         shrink = held_out_shrink(groups, NOISE["train"], max(spreads, default=0.0))
-    return Band(groups, *own_band([r * shrink for r in runs], SERVE_SCALE if kind == "serve" else None),
-                tuple(runs), shrink)
+        widening = tuple(unlike_widening(r.obs.covers, [o.obs.covers for o in held if o.obs.group != r.obs.group])
+                         for r in held)
+    band = Band(groups, 1.0, 1.0, tuple(runs), shrink, widening=widening)
+    return attrs.evolve(band, **dict(zip(("low", "high"), own_band(band.scaled, SERVE_SCALE if kind == "serve" else None))))
 
 
 def held_out_shrink(runs: int, noise: float, spread: float) -> float:
@@ -263,7 +277,7 @@ def held_out_shrink(runs: int, noise: float, spread: float) -> float:
 
 
 def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tuple[Row, ...],
-                  shrink: float = 1.0) -> float:
+                  shrink: float = 1.0, widening: tuple[float, ...] = ()) -> float:
     """How much wider the band is for a plan on more GPUs than the largest training run, read
     from the training runs alone: the runs at the largest GPU count are predicted by a fit
     without them (every smaller run and every kernel and collective kept), and the scale of
@@ -278,8 +292,10 @@ def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tup
     largest = max((o.covers[1] for o in runs), default=0)
     groups = {o.group for o in runs if o.covers[1] == largest}
     ids = {id(o) for o in runs}
-    smaller = [r.held_out * shrink for r in rows if id(r.obs) in ids and r.obs.group not in groups
-               and r.held_out is not None]
+    # the band's rows in its order (`_band`), each divided by its widening as the band's are
+    held = [r for r in rows if r.held_out is not None and r.obs.kind == "train"]
+    scale = dict(zip((id(r.obs) for r in held), widening or (1.0,) * len(held)))
+    smaller = [r.held_out * shrink / scale[id(r.obs)] for r in held if id(r.obs) in ids and r.obs.group not in groups]
     if not smaller:
         return 0.0
     refit = fit(params, [o for o in kept if o.group not in groups], start=values)

@@ -54,6 +54,10 @@ def test_calibrate_writes_a_design_that_plans_with_the_operators_band(workspace,
     assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
     report = capsys.readouterr().out
     assert "calibrated on 3 of your runs" in report and "H100_SXM bf16 efficiency" in report
+    # the largest run, held out, was predicted beyond the others' GPUs: the report says its error
+    # counts divided by the shipped factor a plan beyond them takes
+    from gclc.model.calibration import FACTORS
+    assert f"÷{FACTORS['scale']:.2f}" in report and "what that run had that the others had not" in report
     written = (workspace / "mine.gcl").read_text()
     assert 'import "pod"' in written and "chip H100_SXM_mine extends H100_SXM" in written
     # each value names the measurements it came from (the writer names three, then counts the rest)
@@ -98,6 +102,10 @@ def test_the_report_as_json_carries_the_same_numbers(workspace, capsys, monkeypa
     assert main(["calibrate", "pod.gcl", "measurements", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["format"] == "gclc-calibration" and out["band"]["runs"] == 3
+    # the same held-out errors and divisions as the text report (the largest run's: the shipped factor)
+    from gclc.model.calibration import FACTORS
+    assert len(out["band"]["widening"]) == len(out["band"]["held_out"]) == 3
+    assert sorted(out["band"]["widening"]) == pytest.approx([1.0, 1.0, FACTORS["scale"]])
     assert {m["kind"] for m in out["measurements"]} == {"collective", "kernel", "train"}
     assert any(m["constant"] == "chip/H100_SXM/bf16" for m in out["moved"])
     assert not (workspace / "mine.gcl").exists()     # no -o: the report only

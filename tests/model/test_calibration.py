@@ -191,6 +191,31 @@ def test_a_precision_your_runs_did_not_run_takes_the_published_band_where_one_ca
     assert calibration.own_reasons(own, "fp8", False, 8) == ()
 
 
+RUN = st.tuples(st.sampled_from(("bf16", "fp16", "fp8", "fp8_e4m3", "fp4")), st.integers(1, 4096), st.booleans())
+
+
+@given(RUN, st.lists(RUN, min_size=1, max_size=4))
+def test_a_held_out_run_counts_for_a_plan_like_the_runs_by_what_it_had_that_they_had_not(run, others):
+    """A calibrating run held out of the fit of the others is a plan at its own precision, MoE and
+    GPUs on a cluster calibrated by them: its residual is expected wider by exactly the factors
+    such a plan's band takes (own_reasons, the shipped FACTORS), never narrower, and by nothing
+    where another run had all it had."""
+    precision, gpus, moe = run
+    factor = calibration.unlike_widening(run, others)
+    own = calibration.Own(len(others), 1.0, 1.0, tuple(p for p, _, _ in others), max(g for _, g, _ in others),
+                          any(m for _, _, m in others))
+    assert factor == pytest.approx(calibration.widening(calibration.own_reasons(own, precision, moe, gpus)))
+    assert factor >= 1.0
+    assert calibration.unlike_widening(run, others + [run]) == 1.0
+    assert calibration.unlike_widening(run, []) == calibration.unlike_widening(None, others) == 1.0
+
+
+def test_the_largest_dense_bf16_run_held_out_of_smaller_fp8_moe_runs_takes_each_factor():
+    factor = calibration.unlike_widening(("bf16", 64, True), [("fp8", 8, False), ("fp8_e4m3", 16, False)])
+    assert factor == pytest.approx(math.prod(calibration.FACTORS[k] for k in ("precision", "moe", "scale")))
+    assert calibration.unlike_widening(("fp16", 8, False), [("bf16", 16, False)]) == 1.0   # one GEMM rate
+
+
 # ---------------------------------------------------------------- unstated fields together
 
 

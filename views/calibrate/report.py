@@ -82,9 +82,12 @@ def _band_lines(calibration: Calibration) -> list[str]:
         return lines + ["  unchanged: no end-to-end run (a training log or a serving benchmark) to hold out; "
                         "plans keep the shipped band"]
     if band is not None:
-        held = ", ".join(_error(-r) for r in band.residuals)
+        widening = band.widening or (1.0,) * len(band.residuals)
+        held = ", ".join(_error(-r) + (f" ÷{w:.2f}" if w > 1 else "") for r, w in zip(band.residuals, widening))
+        why = ("; ÷: counted divided by the factors of what that run had that the others had not (a precision, "
+               "MoE layers, more GPUs), as a plan there is widened by them") if any(w > 1 for w in widening) else ""
         lines.append(f"  calibrated on {number(band.runs)} of your runs: ±{percent(band.half_width)} "
-                     f"(80 %: measured / predicted {percent(band.low)} to {percent(band.high)}); each run held out: {held}")
+                     f"(80 %: measured / predicted {percent(band.low)} to {percent(band.high)}); each run held out: {held}{why}")
     if serve is not None:
         lines.append(f"  serving: calibrated on {number(serve.runs)} of your serving runs: ±{percent(serve.half_width)} "
                      f"(80 %: measured / predicted {percent(serve.low)} to {percent(serve.high)} of throughput, TTFT "
@@ -96,7 +99,8 @@ def _band_json(band) -> dict | None:
     if band is None:
         return None
     return {"runs": band.runs, "low": band.low, "high": band.high, "half_width": band.half_width,
-            "held_out": [r if math.isfinite(r) else None for r in band.residuals]}
+            "held_out": [r if math.isfinite(r) else None for r in band.residuals],
+            "widening": list(band.widening or (1.0,) * len(band.residuals))}
 
 
 def report_json(calibration: Calibration, advice: tuple[Advice, ...]) -> dict:

@@ -15,7 +15,7 @@ from gclc.compiler.driver import check_file
 from gclc.compiler.measure.read import read_paths
 from gclc.compiler.measure.records import CollectivePoint, CollectiveRun, KernelPoint, KernelRun, TrainRun, TrainStep
 from gclc.dsl.source import Span
-from gclc.model.calibration import BAND_SCALE, PRIOR_RUNS, SIGMA_PER_SCALE, own_band, own_scale
+from gclc.model.calibration import BAND_SCALE, FACTORS, PRIOR_RUNS, SIGMA_PER_SCALE, own_band, own_scale
 from gclc.model.job import pinned_config, train_job
 from gclc.model.train.step import estimate
 from gclc.solver.calibrate.calibrate import calibrate
@@ -135,9 +135,13 @@ def test_each_training_run_is_held_out_and_the_band_follows(design):
     assert band.runs == 3 and all(abs(r) < 0.03 for r in band.residuals)
     # exact runs shrink the shipped scale by the prior's weight: s0 sqrt(2 / (2 + 3))
     exact = BAND_SCALE * math.sqrt(PRIOR_RUNS / (PRIOR_RUNS + 3))      # s0 sqrt(2 / 5) were they exact
-    assert exact <= own_scale([r * band.shrink for r in band.residuals]) <= math.hypot(exact, 0.03)
-    assert (band.low, band.high) == pytest.approx(own_band([r * band.shrink for r in band.residuals]))
+    assert exact <= own_scale(band.scaled) <= math.hypot(exact, 0.03)
+    assert (band.low, band.high) == pytest.approx(own_band(band.scaled))
     assert 0.9 < band.shrink < 1.0          # three runs: each held out of a fit of two
+    # the largest run, held out, is predicted beyond the others' GPUs: a plan there takes the
+    # shipped `scale` factor, so its residual counts for a plan like the runs divided by it
+    assert band.widening == (1.0, 1.0, FACTORS["scale"])
+    assert band.scaled == pytest.approx([r * band.shrink / w for r, w in zip(band.residuals, band.widening)])
     assert result.coverage == {"precisions": ["bf16"], "gpus": 16, "moe": False}
 
 
@@ -158,10 +162,19 @@ def test_a_training_run_informs_the_fabrics_its_ranks_span(design):
 
 
 def test_a_run_the_others_disagree_with_widens_the_band(design):
-    runs = [train_run(design, 0.58, 2, 1), train_run(design, 0.58, 4, 2), train_run(design, 0.45, 8, 3)]
+    runs = [train_run(design, 0.58, 2, 1), train_run(design, 0.45, 4, 2), train_run(design, 0.58, 8, 3)]
     result = calibrate(design, runs)
-    odd = result.band.residuals[2]
+    odd = result.band.residuals[1]
     assert odd == pytest.approx(math.log(0.45 / 0.58), abs=0.08) and result.band.half_width > 0.1
+    # the same miss on the largest run: held out, it is predicted beyond the others' GPUs, so it
+    # widens the band of a plan like the runs by its residual over the shipped `scale` factor, and
+    # a plan beyond the largest run by more than that factor (`beyond`)
+    agree = calibrate(design, [train_run(design, 0.58, dp, line) for dp, line in ((2, 1), (4, 2), (8, 3))])
+    largest = calibrate(design, [train_run(design, 0.58, 2, 1), train_run(design, 0.58, 4, 2),
+                                 train_run(design, 0.45, 8, 3)])
+    assert largest.band.residuals[2] == pytest.approx(odd, abs=0.01)
+    assert largest.band.half_width > agree.band.half_width * 1.2
+    assert largest.band.beyond > FACTORS["scale"] > agree.band.beyond
 
 
 def test_real_published_measurements_calibrate_the_pod(design):
@@ -283,7 +296,7 @@ def test_one_run_the_others_disagree_with_moves_the_fit_less_than_least_squares_
 def test_the_band_beyond_the_largest_run_widens_by_what_the_largest_run_shows(design):
     from gclc.model.calibration import Own, own_reasons
 
-    from gclc.model.calibration import FACTORS, PRIOR_RUNS
+    from gclc.model.calibration import PRIOR_RUNS
 
     # runs that agree at every size: the step up to the largest one shows no extra doubt, and the
     # shipped factor (counted as PRIOR_RUNS runs) keeps what one agreeing run cannot rule out
