@@ -42,7 +42,9 @@ Sources:
          symmetric memory is up (all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES: 256 KiB at TP 8 on H100,
          512 KiB at TP 6; 2 MiB at TP 2-4 and 1 MiB at TP 6-8 on SM 10.0: model/serve/allreduce.py
          [vllmsymm]), so a TP 8 engine's decode all-reduce of 256 KiB or more runs the multimem kernel there
-         too; 0.10.0's custom all-reduce takes every call under 8 MiB.
+         too; 0.10.0's custom all-reduce takes every call under 8 MiB. Not priced: at 0.17.1-0.20.0 the
+         compile pass above takes an H100 TP 8 call of up to 0.5 MiB into FlashInfer's fused kernel
+         (FlashInfer pinned in NeMo-RL's vllm extra from v0.6.0; no H100 TP 8 measurement found).
   [ray]  nemo_rl/models/generation/vllm/vllm_worker.py v0.7.0 line 293: an engine of more than one GPU runs
          vLLM's workers under Ray (`distributed_executor_backend = "ray"`), which hands every iteration's
          scheduler output to the workers through Ray; line 512: every sample returns its tokens'
