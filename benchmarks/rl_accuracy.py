@@ -46,8 +46,10 @@ What each row's design states (rl job fully pinned, so the planner only evaluate
   sequence parallelism where it sets it, micro-batches packing max_total tokens (NeMo-RL packs
   sequences, train_micro_batch_size 1 of max_total_sequence_length tokens: the largest power of
   two of mean-length sequences that fits them), the V1 engine of the vLLM each release pins
-  (0.11.0 at v0.4, 0.11.2 at v0.5, 0.17.1 at v0.6, 0.20.0 at v0.7: pyproject.toml; gclc's default `vllm_v1`
-  profile: CUDA graphs up to 512 sequences, the host's work per iteration) with vLLM's defaults
+  (0.10.0 at v0.4, 0.11.2 at v0.5, 0.17.1 at v0.6, 0.20.0 at v0.7: pyproject.toml; gclc's default `vllm_v1`
+  profile: CUDA graphs up to 512 sequences, the host's work per iteration; its TP all-reduce custom
+  all-reduce, handing symmetric memory the calls across NVLink-joined hosts and, inside one, those at
+  or above custom all-reduce's size limit from v0.5: model/rl/stacks.py [symm]) with vLLM's defaults
   for an offline engine on H100-class GPUs (max_num_seqs 1024, max_num_batched_tokens 16384:
   vllm/engine/arg_utils.py get_batch_defaults) unless the row's recipe sets max_num_seqs
   (`gen_max_seqs`), and the job's memory bound at 90 % of HBM. Each row's engine memory, engine

@@ -27,7 +27,7 @@ Sources:
   [symm] NeMo-RL pins vLLM 0.10.0 (v0.4.0), 0.11.2 (v0.5.0), 0.17.1 (v0.6.0) and 0.20.0 (v0.7.0) (pyproject.toml
          at each tag). From 0.11 vLLM's CudaCommunicator.all_reduce tries, for a TP group, custom all-reduce
          (refused across hosts), then PyTorch's symmetric memory (SymmMemCommunicator, on by default:
-         VLLM_ALLREDUCE_USE_SYMM_MEM=1, vllm pull 24111; groups of 2, 4, 6 or 8 GPUs; multimem for 6 and 8),
+         VLLM_ALLREDUCE_USE_SYMM_MEM=1, vllm pull 24111; groups of 2, 4, 6 or 8 GPUs; multimem for 6 and 8 on SM 10.0, 4-8 on 9.0),
          and NCCL only when both refuse (vllm/distributed/device_communicators/cuda_communicator.py,
          v0.11.2-v0.20.0); 0.10.0 has no symmetric-memory path. PyTorch's symmetric memory exchanges fabric
          handles where the GPUs support them (pytorch pull 159319, "needed to enable symmetric memory on
@@ -37,7 +37,14 @@ Sources:
          NCCL; NCCL_NVLS_ENABLE=0 [1352] does not reach it. At 0.17.1-0.20.0 vLLM's compile pass may fuse
          the call with the next RMSNorm into FlashInfer's all-reduce (0.20.0: its MNNVL backend across
          hosts, vllm/config/vllm.py `enable_allreduce_rms_fusion`); no measurement of it across trays was
-         found, so ASSUMPTION: it takes the multimem kernel's time.
+         found, so ASSUMPTION: it takes the multimem kernel's time. Inside one host the same releases hand
+         symmetric memory the calls at or above custom all-reduce's size limit, which is lowered once
+         symmetric memory is up (all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES: 256 KiB at TP 8 on H100,
+         512 KiB at TP 6; 2 MiB at TP 2-4 and 1 MiB at TP 6-8 on SM 10.0: model/serve/allreduce.py
+         [vllmsymm]), so a TP 8 engine's decode all-reduce of 256 KiB or more runs the multimem kernel there
+         too; 0.10.0's custom all-reduce takes every call under 8 MiB. Not priced: at 0.17.1-0.20.0 the
+         compile pass above takes an H100 TP 8 call of up to 0.5 MiB into FlashInfer's fused kernel
+         (FlashInfer pinned in NeMo-RL's vllm extra from v0.6.0; no H100 TP 8 measurement found).
   [ray]  nemo_rl/models/generation/vllm/vllm_worker.py v0.7.0 line 293: an engine of more than one GPU runs
          vLLM's workers under Ray (`distributed_executor_backend = "ray"`), which hands every iteration's
          scheduler output to the workers through Ray; line 512: every sample returns its tokens'
@@ -75,12 +82,13 @@ class Calibration:
 
 
 # ESTIMATE: fitted on all 75 rows of benchmarks/data/rl_runs.csv (NeMo-RL v0.3-v0.7, H100 and GB200),
-# `.venv/bin/python benchmarks/rl_accuracy.py --fit` (2026-12-07, refitted after the engines' TP all-reduce
-# across GB200 trays moved from NCCL to vLLM's symmetric-memory kernel [symm]: 0.322 ms, x1.64, x2.23, x1.79
-# before; 0.309 ms, x1.64, x2.24, x1.81 before NCCL's NVLink 5 LL step); the engine's host time as Ray's
+# `.venv/bin/python benchmarks/rl_accuracy.py --fit` (2026-12-07, refitted after an H100 engine's TP 8 calls of
+# 256 KiB or more moved from custom all-reduce to vLLM's symmetric-memory kernel [symm]: 0.250 ms, x1.65, x2.27,
+# x1.82 before; 0.322 ms, x1.64, x2.23, x1.79 before the same kernel took the GB200 trays' calls from NCCL;
+# 0.309 ms, x1.64, x2.24, x1.81 before NCCL's NVLink 5 LL step); the engine's host time as Ray's
 # dispatch and the log-probabilities' return [ray] would spend it, the others as factors on the phases' physics. Held out by
 # model, system and release, refitted without the rows predicted: the benchmark's headline.
-NEMO_RL = Calibration(engine_host_s=0.250e-3, training=1.65, sync=2.27, host_copies=1.82)
+NEMO_RL = Calibration(engine_host_s=0.161e-3, training=1.65, sync=2.27, host_copies=1.82)
 
 
 @frozen
@@ -92,13 +100,13 @@ class RLStack:
     source: str
     engine_nvls: bool = False       # its vLLM engines' NCCL may reduce in the NVLink switches across hosts ([1352])
     engine_collnet: bool = False    # ... or in the scale-out switches ([collnet]: NCCL's default, no plugin)
-    engine_fabric_all_reduce: str = ""   # the kernel its vLLM reduces a TP group across NVLink-joined hosts with ([symm])
+    engine_fallback_all_reduce: str = ""   # the kernel its vLLM hands the TP calls custom all-reduce refuses ([symm])
     calibration: Calibration = Calibration()   # beyond the phases' physics (module docstring)
 
 
 STACKS = {s.name: s for s in (
     RLStack("nemo_rl", "NeMo-RL v0.5.0 and later (pull 1404 in)", False, True,
-            "[1404] [pao] [1352] [collnet] [symm] [ray]", engine_fabric_all_reduce="symm_mem", calibration=NEMO_RL),
+            "[1404] [pao] [1352] [collnet] [symm] [ray]", engine_fallback_all_reduce="symm_mem", calibration=NEMO_RL),
     RLStack("nemo_rl_0_4", "NeMo-RL v0.4.0 and earlier (before pull 1404)", True, True,
             "[1404] [pao] [1352] [collnet] [symm] [ray]", calibration=NEMO_RL),
 )}

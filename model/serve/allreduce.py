@@ -18,12 +18,26 @@ the norms, Lamport one-shot) publish no such table: their engines keep the tiers
 Source [vllm42324]: vllm-project/vllm pull 42324 (2026-05-11, "Support tuned symmetric memory two-shot
 fallback"), its SM 9.0 world-size-8 table (benchmarks/kernels/benchmark_device_communicators.py, CUDA
 graphs): PyTorch symmetric memory's `multimem_all_reduce_` (`symm_mem`, the kernel vLLM's
-SymmMemCommunicator runs for 6 and 8 GPUs, vllm/distributed/device_communicators/symm_mem.py
+SymmMemCommunicator runs for 6 and 8 GPUs on SM 10.0 and 4-8 on SM 9.0, vllm/distributed/device_communicators/symm_mem.py
 `_WORLD_SIZES_MULTIMEM`, v0.11.2-v0.20.0) took 11 us at 512 KiB and 14 us at 1 MiB, where pynccl took
 24 and 25 us. The table starts at 512 KiB; below it the smallest's time (a multimem call of 16-256 KiB
 took 13-15 us, flat, on SM 10.3 in vllm pull 37756's table). ASSUMPTION: Blackwell's NVLink 5, one
 switch hop across an NVL72's trays, takes Hopper's times, as for the kernels above. Only the world
-sizes SymmMemCommunicator accepts run it (`SYMM_SIZES`).
+sizes SymmMemCommunicator accepts run it (`SYMM_SIZES`). The same table's two-shot column
+(`symm_mem_two_shot`: 15 us at 512 KiB, 17 us at 1 MiB) prices the group sizes that run
+`two_shot_all_reduce_` instead (`MULTIMEM`; ASSUMPTION: other sizes and Blackwell take its times, as
+vllm pull 42324's SM 10.0 world-size-2 two-shot, 17 and 20 us, about does).
+
+Source [vllmsymm]: vLLM 0.11.2, 0.17.1 and 0.20.0 (the wheels, the releases NeMo-RL v0.5-v0.7 pin),
+vllm/distributed/device_communicators: `CudaCommunicator.all_reduce` (cuda_communicator.py) tries custom
+all-reduce, then SymmMemCommunicator, then NCCL; CustomAllreduce (custom_all_reduce.py) takes a call
+of under `max_size` bytes, its default 8 MiB lowered, once symmetric memory is up, to
+all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES by SM and world size (`CUSTOM_LIMITS`: SM 9.0 is
+Hopper, SM 10.0 Blackwell; 0.20.0's SM 10.3 rows for B300 are larger, ASSUMPTION: Blackwell takes
+10.0's); symm_mem.py `_WORLD_SIZES_MULTIMEM` (SM 9.0: 4, 6 and 8; SM 10.0: 6 and 8) says which
+sizes run multimem. So a TP 8 call of 256 KiB or more inside an H100 host runs the multimem kernel.
+Other GPUs (SM 8.0: not in SYMM_MEM_ALL_REDUCE_MAX_SIZES) leave symmetric memory off, and custom
+all-reduce keeps its 8 MiB.
 """
 
 from __future__ import annotations
@@ -39,17 +53,39 @@ KERNELS = {
     "sglang": {2: (3.7e-6, 3.9e-6, 4.5e-6, 7.9e-6, 12.5e-6, 19.9e-6),
                4: (4.8e-6, 3.7e-6, 4.8e-6, 13.9e-6, 20.2e-6, 31.1e-6),
                8: (5.9e-6, 5.7e-6, 7.8e-6, 16.7e-6, 22.1e-6, 33.8e-6)},
-    "symm_mem": {8: (11e-6, 11e-6, 11e-6, 11e-6, 11e-6, 14e-6)},    # [vllm42324]
+    "symm_mem": {8: (11e-6, 11e-6, 11e-6, 11e-6, 11e-6, 14e-6)},    # [vllm42324] multimem
+    "symm_mem_two_shot": {8: (15e-6, 15e-6, 15e-6, 15e-6, 15e-6, 17e-6)},    # [vllm42324] two-shot
 }
 # world sizes vLLM's SymmMemCommunicator takes (all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, SM 9.0
 # and 10.0, v0.11.2-v0.20.0); any other group falls through to NCCL
 SYMM_SIZES = (2, 4, 6, 8)
+MIB = 1 << 20
+# bytes from which vLLM's custom all-reduce hands a call to symmetric memory, by generation and TP size
+# ([vllmsymm] CUSTOM_ALL_REDUCE_MAX_SIZES, each at most CustomAllreduce's default 8 MiB)
+CUSTOM_LIMITS = {"hopper": {2: 8 * MIB, 4: 8 * MIB, 6: MIB // 2, 8: MIB // 4},
+                 "blackwell": {2: 2 * MIB, 4: 2 * MIB, 6: MIB, 8: MIB}}
+MULTIMEM = {"hopper": (4, 6, 8), "blackwell": (6, 8)}   # [vllmsymm] _WORLD_SIZES_MULTIMEM
 KINDS = ("tiers", *KERNELS)
 
 
 def takes(kernel: str, tp: int) -> bool:
     """Whether the engine's `kernel` reduces a group of `tp` GPUs (only symm_mem is bounded)."""
     return kernel != "symm_mem" or tp in SYMM_SIZES
+
+
+def hands_over(kernel: str, nbytes: float, tp: int, generation: str | None) -> bool:
+    """Whether vLLM's custom all-reduce (`kernel` vllm) hands a call of `nbytes` over `tp` GPUs of
+    `generation` to symmetric memory ([vllmsymm]): at or above its limit, where symmetric memory runs."""
+    limit = CUSTOM_LIMITS.get(generation or "", {}).get(tp)
+    return kernel == "vllm" and limit is not None and nbytes >= limit
+
+
+def algorithm(kernel: str, tp: int, generation: str | None) -> str:
+    """The measured kernel that runs `kernel` over `tp` GPUs of `generation`: SymmMemCommunicator
+    (symm_mem) runs multimem for the sizes in MULTIMEM, two-shot for the others ([vllmsymm])."""
+    if kernel == "symm_mem" and tp not in MULTIMEM.get(generation or "", MULTIMEM["blackwell"]):
+        return "symm_mem_two_shot"
+    return kernel
 
 
 def measured(kernel: str, nbytes: float, tp: int) -> float:

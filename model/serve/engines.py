@@ -128,9 +128,11 @@ class Engine:
                                 # vllm, sglang) or priced on the tiers alone (tiers)
     mnnvl: bool = False         # a TP group across hosts of one NVLink domain runs the engine's one-shot
                                 # kernel over fabric memory (TensorRT-LLM's MNNVL); else NCCL ([vllmcar])
-    fabric_all_reduce: str = "" # where `all_reduce` refuses a TP group across hosts of one NVLink domain,
-                                # the measured kernel that takes it over fabric memory (symm_mem: vLLM from
-                                # 0.11 with PyTorch's symmetric memory, model/rl/stacks.py); "": NCCL
+    fallback_all_reduce: str = ""  # the measured kernel that takes the TP calls `all_reduce` refuses: a group
+                                # across hosts of one NVLink domain (over fabric memory), and inside a host a
+                                # call at or above its size limit (symm_mem: vLLM from 0.11 with PyTorch's
+                                # symmetric memory, model/rl/stacks.py, model/serve/allreduce.py); "": none
+                                # (NCCL across hosts, the host's kernel at every size inside one)
     nccl_nvls: bool = True      # NCCL, where a TP all-reduce runs through it, may reduce in the NVLink
                                 # switches (NCCL_NVLS_ENABLE; an RL stack's engines may not: model/rl/stacks.py)
     nccl_collnet: bool = True   # ... and in the scale-out switches (CollNet/SHARP: NCCL_COLLNET_ENABLE)

@@ -220,7 +220,7 @@ class Replica:
                                                                hosts > 1 and not self.engine.mnnvl,
                                                                self.engine.all_reduce, c.tp,
                                                                self.engine.nccl_nvls, self.engine.nccl_collnet,
-                                                               self.engine.fabric_all_reduce)
+                                                               self.engine.fallback_all_reduce)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -309,7 +309,7 @@ class Replica:
 
 
 def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
-                  tp: int = 1, nvls: bool = True, collnet: bool = True, fabric: str = "") -> float:
+                  tp: int = 1, nvls: bool = True, collnet: bool = True, fallback: str = "") -> float:
     """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
     one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on the tiers'
     rates and latencies (model/comms.py); a group that spans hosts (`across_hosts`: the trays of
@@ -321,14 +321,20 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
     than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate.
     `nvls` / `collnet`: the NCCL algorithms the engine's environment allows (Engine.nccl_nvls).
-    `fabric`: the kernel that takes a group across hosts of one NVLink domain where the host's kernel
-    refuses it (Engine.fabric_all_reduce: vLLM's symmetric-memory all-reduce over fabric handles), for
-    the group sizes it takes; NCCL otherwise."""
+    `fallback`: the kernel that takes the calls the host's kernel refuses (Engine.fallback_all_reduce:
+    vLLM's symmetric-memory all-reduce), for the group sizes it takes: a group across hosts of one
+    NVLink domain (over fabric handles), and inside a host a call at or above the custom all-reduce's
+    size limit for the GPUs' generation (allreduce.hands_over: 256 KiB at TP 8 on Hopper); NCCL across
+    hosts otherwise. At the limit the call may get faster: vLLM switches kernels by size, and the
+    measured multimem kernel (CUDA graphs) beats the measured custom all-reduce (no graphs) there."""
     scale_up = all(stage.tier.scope in SCALE_UP_SCOPES for stage in stages)
-    if across_hosts and scale_up and fabric and allreduce.takes(fabric, tp):
-        return max(comms.all_reduce(nbytes, stages), allreduce.measured(fabric, nbytes, tp))
-    if across_hosts or not scale_up:
+    generation = next((s.tier.generation for s in stages if s.tier.scope in SCALE_UP_SCOPES), None)
+    if across_hosts and scale_up and fallback and allreduce.takes(fallback, tp):
+        kernel = allreduce.algorithm(fallback, tp, generation)
+    elif across_hosts or not scale_up:
         return nccl.all_reduce(nbytes, stages, nvls, collnet)
+    elif fallback and allreduce.takes(fallback, tp) and allreduce.hands_over(kernel, nbytes, tp, generation):
+        kernel = allreduce.algorithm(fallback, tp, generation)
     return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp))
 
 

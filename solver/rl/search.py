@@ -64,10 +64,11 @@ class Context:
         if block.get("engine.prefix_share") is None:   # a prompt's samples share its cache (vLLM's prefix caching)
             engine = attrs.evolve(engine, prefix_share=(job.samples - 1) / job.samples)
         # the stack launches its engines with NCCL's in-switch reduction off (model/rl/stacks.py [1352] [collnet])
-        # and its vLLM reduces a TP group across NVLink-joined hosts with its own kernel where it has one ([symm])
+        # and its vLLM hands the TP calls custom all-reduce refuses (across NVLink-joined hosts, or too large
+        # inside one) to its own kernel where it has one ([symm])
         engine = attrs.evolve(engine, nccl_nvls=engine.nccl_nvls and job.stack.engine_nvls,
                               nccl_collnet=engine.nccl_collnet and job.stack.engine_collnet,
-                              fabric_all_reduce=engine.fabric_all_reduce or job.stack.engine_fabric_all_reduce)
+                              fallback_all_reduce=engine.fallback_all_reduce or job.stack.engine_fallback_all_reduce)
         self.engine: Engine = engine
         self.depth = max(1, job.staleness)   # steps' samples an asynchronous engine may hold at once
         self._train: dict = {}

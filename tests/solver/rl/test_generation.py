@@ -102,10 +102,30 @@ def test_nemo_rl_from_v0_5_reduces_across_nvlink_joined_hosts_with_symmetric_mem
     reduce with PyTorch's symmetric memory; v0.4's vLLM 0.10.0 has no such path (model/rl/stacks.py
     [symm]). The pool's engine carries its stack's kernel; a serving engine keeps NCCL."""
     from gclc.model.rl.stacks import STACKS
-    assert STACKS["nemo_rl"].engine_fabric_all_reduce == "symm_mem"
-    assert STACKS["nemo_rl_0_4"].engine_fabric_all_reduce == ""
-    assert Context(JOB).engine.fabric_all_reduce == JOB.stack.engine_fabric_all_reduce
-    assert Engine().fabric_all_reduce == ""
+    assert STACKS["nemo_rl"].engine_fallback_all_reduce == "symm_mem"
+    assert STACKS["nemo_rl_0_4"].engine_fallback_all_reduce == ""
+    assert Context(JOB).engine.fallback_all_reduce == JOB.stack.engine_fallback_all_reduce
+    assert Engine().fallback_all_reduce == ""
+
+
+def test_the_stacks_engine_hands_an_h100_tp8_decode_call_of_256_kib_to_symmetric_memory():
+    """Inside one DGX H100, vLLM 0.11.2-0.20.0 (NeMo-RL v0.5 on) runs a TP 8 all-reduce of 256 KiB or more
+    on the multimem kernel (model/serve/allreduce.py [vllmsymm]); 0.10.0 (v0.4) stays on custom
+    all-reduce. The policy's 4,096-wide hidden state: 16 sequences (128 KiB) stay, 64 (512 KiB) move."""
+    from gclc.model.rl.stacks import STACKS
+    from gclc.model.serve import allreduce
+    part = JOB.partition("h100")
+    layout = gen.GenLayout("h100", ServeConfig(8, 64), 1)
+    kernels = {name: gen.build(JOB.policy, part, layout, Engine(all_reduce="vllm",
+                                                                fallback_all_reduce=s.engine_fallback_all_reduce))
+               for name, s in STACKS.items()}
+    calls = 2 * JOB.policy.layers
+    assert JOB.policy.hidden * 2 * 32 == allreduce.CUSTOM_LIMITS["hopper"][8]
+    small = {name: r._token_costs(16)[5] for name, r in kernels.items()}
+    assert small["nemo_rl"] == small["nemo_rl_0_4"]
+    large = {name: r._token_costs(64)[5] for name, r in kernels.items()}
+    assert large["nemo_rl"] == calls * allreduce.measured("symm_mem", 64 * JOB.policy.hidden * 2, 8)
+    assert large["nemo_rl_0_4"] == calls * allreduce.measured("vllm", 64 * JOB.policy.hidden * 2, 8) > large["nemo_rl"]
 
 
 def test_barring_nvls_and_sharp_never_speeds_a_replica_across_hosts():
