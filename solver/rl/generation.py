@@ -103,14 +103,21 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
 
 
 def begin_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float,
-                     depth: int = 1) -> "Generation | GenerationRun":
+                     depth: int = 1, kept: dict | None = None) -> "Generation | GenerationRun":
     """`simulate_generation` as a run a search may advance in steps (`GenerationRun`); a layout
-    that cannot hold the longest sample is answered at once."""
+    that cannot hold the longest sample is answered at once. `kept`: a dict where the caller keeps
+    what runs of these samples share (`waiting_key`)."""
     kv = kv_capacity(r, limit)
     longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
     if kv < longest:
         return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0, (0.0, 0.0))
-    return GenerationRun(r, layout, requests, kv, depth)
+    return GenerationRun(r, layout, requests, kv, depth, None if kept is None else kept.setdefault(waiting_key(r), []))
+
+
+def waiting_key(r: Replica) -> tuple:
+    """What a waiting sample's terms of a paused run's bound read (solver/serve/sim.py `backlog`): what
+    `KVLayout.tokens_held` reads, and the tokens a step makes."""
+    return r.kv.shape, r.kv.prefix_share, r.kv.block, r.engine.tokens_per_step
 
 
 class GenerationRun:
@@ -118,12 +125,15 @@ class GenerationRun:
     bounds its times from below at every pause, `finish` runs it to its end (the same run, event
     for event, as `simulate` in one go: solver/serve/sim.py `advance`)."""
 
-    def __init__(self, r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int):
+    def __init__(self, r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int,
+                 waiting: list | None = None):
         self.r, self.layout, self.requests, self.kv, self.depth = r, layout, requests, kv, depth
+        self.waiting = waiting      # the samples' terms while they wait (solver/serve/sim.py `backlog`), kept by the caller
         self.run = begin(requests, Pool(r, layout.replicas, layout.config.batch, kv), warmup_s=0.0)
         self.steady = steady(r, layout, requests, kv, depth)
         self.result: Generation | None = None
         self._served: bool | None = None
+        self._floors: tuple | None = None   # the cheapest iteration, a sequence's step in one, the latest arrival
 
     def always_served(self) -> bool:
         """Whether no sample can be refused (served never, an infinite makespan): a sample is
@@ -146,12 +156,38 @@ class GenerationRun:
         return self.advance(math.inf)
 
     def least(self) -> tuple[float, float]:
-        """Lower bounds of (makespan, stream) so far: the simulation's (`least_e2e`), and the
-        stream as `_generation` takes it from the makespan (min is monotone)."""
+        """Lower bounds of (makespan, stream) so far: the simulation's (`least_e2e`), each busy
+        replica's work left (`_backlog`), and the stream as `_generation` takes it from the
+        makespan (min is monotone)."""
         if self.result is not None:
             return self.result.makespan, self.result.stream
-        makespan = self.run.least_e2e()
+        makespan = max(self.run.least_e2e(), self._backlog())
         return makespan, min(makespan, self.steady)
+
+    @property
+    def clock(self) -> float:
+        """The simulated time the run has reached: its next event's (inf once none is left)."""
+        return self.run.next_time()
+
+    def _backlog(self) -> float:
+        """The latest end the busy replicas' unserved samples can have (solver/serve/sim.py
+        `backlog`), less the latest arrival: after its iteration in flight each replica runs at
+        least as many iterations as the sample that needs most still needs, and as its samples'
+        cache held over their decode iterations over the cache's capacity (no iteration holds
+        more: `begin_generation` turned away a layout whose longest sample does not fit), each no
+        shorter than the cheapest iteration; and its samples' decode steps at no less than the
+        cheapest cost a token (`bound`'s premises). A margin of 1e-9 of the end covers the rounding
+        of the simulation's sums of iteration times."""
+        backlog = self.run.backlog(self.waiting)
+        if not backlog:
+            return -math.inf
+        if self._floors is None:
+            sizes = _batch_sizes(self.layout.config.batch)
+            self._floors = (min(self.r.iteration(b, 0) for b in sizes), min(self.r.iteration(b, 0) / b for b in sizes),
+                            max(q.arrival for q in self.requests))
+        shortest, per_slot, latest = self._floors
+        return max((b.end + max(max(b.longest, b.area / self.kv) * shortest, b.slots * per_slot)) * (1 - 1e-9)
+                   for b in backlog) - latest
 
     def _generation(self) -> Generation:
         r, layout = self.r, self.layout
