@@ -103,20 +103,36 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
 
 
 def begin_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float,
-                     depth: int = 1, kept: dict | None = None) -> "Generation | GenerationRun":
+                     depth: int = 1, kept: dict | None = None,
+                     stats: tuple[float, float, int, int] | None = None) -> "Generation | GenerationRun":
     """`simulate_generation` as a run a search may advance in steps (`GenerationRun`); a layout
     that cannot hold the longest sample is answered at once. `kept`: a dict where the caller keeps
-    what runs of these samples share (`waiting_key`)."""
+    what runs of these samples share (`shared_terms`); `stats`: `sample_stats(requests)` where it
+    keeps them."""
     kv = kv_capacity(r, limit)
-    longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
+    key = shared_key(r)
+    shared = kept.get(key) if kept is not None else None
+    if shared is None:
+        shared = shared_terms(r, requests)
+        if kept is not None:
+            kept[key] = shared
+    longest = shared[0]
     if kv < longest:
         return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0, (0.0, 0.0))
-    return GenerationRun(r, layout, requests, kv, depth, None if kept is None else kept.setdefault(waiting_key(r), []))
+    return GenerationRun(r, layout, requests, kv, depth, shared, stats)
 
 
-def waiting_key(r: Replica) -> tuple:
-    """What a waiting sample's terms of a paused run's bound read (solver/serve/sim.py `backlog`): what
-    `KVLayout.tokens_held` reads, and the tokens a step makes."""
+def shared_terms(r: Replica, requests: tuple[Request, ...]) -> tuple[float, float, list]:
+    """What runs of these samples on replicas of one KV layout and step share (`shared_key`): the
+    most cache one sample holds at its end, the most one needs to be admitted with its output
+    made (`GenerationRun.always_served`), and a list for the samples' terms while they wait
+    (solver/serve/sim.py `backlog` fills it)."""
+    return (max(r.kv.tokens_held(q.prompt, q.output) for q in requests),
+            max(r.kv.tokens_held(q.prompt, 0) + q.output for q in requests), [])
+
+
+def shared_key(r: Replica) -> tuple:
+    """What `shared_terms` read: what `KVLayout.tokens_held` reads, and the tokens a step makes."""
     return r.kv.shape, r.kv.prefix_share, r.kv.block, r.engine.tokens_per_step
 
 
@@ -126,11 +142,11 @@ class GenerationRun:
     for event, as `simulate` in one go: solver/serve/sim.py `advance`)."""
 
     def __init__(self, r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int,
-                 waiting: list | None = None):
+                 shared: tuple[float, float, list], stats: tuple[float, float, int, int] | None = None):
         self.r, self.layout, self.requests, self.kv, self.depth = r, layout, requests, kv, depth
-        self.waiting = waiting      # the samples' terms while they wait (solver/serve/sim.py `backlog`), kept by the caller
+        _, self.most, self.waiting = shared     # `shared_terms`
         self.run = begin(requests, Pool(r, layout.replicas, layout.config.batch, kv), warmup_s=0.0)
-        self.steady = steady(r, layout, requests, kv, depth)
+        self.steady = steady(r, layout, requests, kv, depth, stats)
         self.result: Generation | None = None
         self._served: bool | None = None
         self._floors: tuple | None = None   # the cheapest iteration, a sequence's step in one, the latest arrival
@@ -141,8 +157,7 @@ class GenerationRun:
         than its output: it would have finished) and a step; a margin covers the rounding of the
         replica's running sums. Where this holds, a run left unfinished is certainly feasible."""
         if self._served is None:
-            step = self.r.engine.tokens_per_step
-            most = max(self.r.kv.tokens_held(q.prompt, 0) + q.output for q in self.requests) + step
+            most = self.most + self.r.engine.tokens_per_step
             self._served = most + 1e-3 * self.kv + 1.0 <= self.kv
         return self._served
 
@@ -201,14 +216,16 @@ class GenerationRun:
                           iterations(r, layout, self.requests, self.kv, self.depth))
 
 
-def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1) -> float:
+def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1,
+           stats: tuple[float, float, int, int] | None = None) -> float:
     """The samples over the pool's steady rate: each replica as full as it gets (as many
     sequences of the mean lengths as its cache holds, at most `max_batch`, and at most its share
     of `depth` steps' samples), prefilling what it completes. An asynchronous engine off-policy by
     k steps generates for the next k policy versions at once (NeMo-RL's trajectory collector:
     nemo_rl/algorithms/async_utils.py, `max_trajectory_age_steps`), so k steps' samples may be in
-    flight: deeper staleness fills the batch further, never less."""
-    prompt, output, _, n = sample_stats(requests)
+    flight: deeper staleness fills the batch further, never less. `stats`: `sample_stats(requests)`
+    where the caller keeps them."""
+    prompt, output, _, n = stats or sample_stats(requests)
     batch = _batch_held(r, layout, n, prompt, output, kv, depth)
     full = estimate(attrs.evolve(r, config=attrs.evolve(r.config, batch=batch)), prompt, output)
     return len(requests) / (layout.replicas * full.requests_per_s)
@@ -242,13 +259,15 @@ def iterations(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv:
 
 
 def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,
-          depth: int = 1, areas: list[float] | None = None, kept: dict | None = None) -> tuple[float, float]:
+          depth: int = 1, areas: list[float] | None = None, kept: dict | None = None,
+          stats: tuple[float, float, int, int] | None = None) -> tuple[float, float]:
     """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
     with the cache's capacity `kv`, the stream's is exact where the steady time is below the
     makespan's bound (the stream is the smaller of the two). `areas`: `cache_areas` of these
     requests on these replicas, where the caller keeps them (they depend on neither the batch
     nor the memory bound, which most layouts of a search differ by); `kept`: a dict where the
-    caller keeps the shares' sums (`ShareTerms`) for the next layout that deals them alike."""
+    caller keeps the shares' sums (`ShareTerms`) for the next layout that deals them alike;
+    `stats`: `sample_stats(requests)` where it keeps them."""
     steps = r.engine.tokens_per_step
     sizes = _batch_sizes(layout.config.batch)
     cheapest = min(r.iteration(b, 0) / (b * steps) for b in sizes)
@@ -275,7 +294,7 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
-        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv, depth)))
+        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv, depth, stats)))
     return makespan, mean
 
 

@@ -74,10 +74,9 @@ class Context:
         self._bounds: dict = {}
         self._ceilings: dict = {}
         self._sims: dict = {}
-        self._waiting: dict = {}      # gen.waiting_key -> the samples' terms while they wait (paused runs' bounds)
+        self._kept: dict = {}         # gen.shared_key -> what runs of one KV layout share (gen.shared_terms)
         self._iterations: dict = {}
         self._stats = gen.sample_stats(self.requests)   # the samples' means and longest response, read once
-        self._longest: dict = {}      # what tokens_held reads -> the most cache one sample holds (every layout's bound)
         self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
         self._shares: dict = {}       # (gen.areas_key, batch) -> each share's sums (gen.ShareTerms)
         self.simulated = 0
@@ -130,11 +129,10 @@ class Context:
         key = (layout, limit)
         if key not in self._bounds:
             r = self.replica(layout)
-            held = (r.kv.shape, r.kv.prefix_share, r.kv.block)    # what `KVLayout.tokens_held` reads
-            longest = self._longest.get(held)
-            if longest is None:
-                longest = self._longest[held] = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
-            if gen.kv_capacity(r, limit) < longest:
+            shared = self._kept.get(gen.shared_key(r))
+            if shared is None:
+                shared = self._kept[gen.shared_key(r)] = gen.shared_terms(r, self.requests)
+            if gen.kv_capacity(r, limit) < shared[0]:      # the longest sample's cache
                 self.reasons[f"{layout.config.tp}x{layout.config.pp}x{layout.config.ep} replicas on "
                              f"{layout.partition} cannot hold the longest sample's cache"] = None
                 self._bounds[key] = None
@@ -143,7 +141,7 @@ class Context:
                 if areas not in self._areas:
                     self._areas[areas] = gen.cache_areas(r, self.requests, layout.replicas)
                 self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
-                                              self._areas[areas], self._shares)
+                                              self._areas[areas], self._shares, self._stats)
         return self._bounds[key]
 
     def ceiling(self, layout: gen.GenLayout, limit: float) -> float:
@@ -152,7 +150,8 @@ class Context:
         key = (layout, limit)
         if key not in self._ceilings:
             r = self.replica(layout)
-            self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
+            self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
+                                             self._stats)
         return self._ceilings[key]
 
     def iterations(self, layout: gen.GenLayout, limit: float) -> tuple[float, float]:
@@ -177,7 +176,7 @@ class Context:
         if key not in self._sims:
             self.simulated += 1
             self._sims[key] = gen.begin_generation(self.replica(layout), layout, self.requests, limit, self.depth,
-                                                   self._waiting)
+                                                   self._kept, self._stats)
         run = self._sims[key]
         if isinstance(run, gen.GenerationRun) and run.result is not None:
             run = self._sims[key] = run.result
