@@ -250,7 +250,7 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
 # paused bound rules out early, one whose cache thrashes, stops there), then at twice its clock up
 # to that bound, then each time this much further in simulated time (its bound rises with it),
 # weighing the point's bound against the heap's next entry at each pause.
-EARLY = 0.5
+EARLY = 0.25
 ADVANCE = 1.1
 
 
