@@ -15,6 +15,11 @@ Sources:
           share one 8-bit E8M0 scale: + 8/32 = 0.25 bit per element.
   [sm100] CUTLASS docs, blackwell_functionality: Blackwell's tcgen05.mma scales FP8 per block
           (kind::mxf8f6f4, MX block scales in hardware); Hopper's wgmma has no block scales.
+  [ada]   Ada Lovelace (compute capability 8.9: developer.nvidia.com/cuda-gpus, L40S, L4, RTX 6000 Ada) has
+          fp8 tensor cores (NVIDIA L40S data sheet: 733 dense FP8 TFLOPS, 362 BF16; "Ada Lovelace GPU
+          Architecture" whitepaper v1.1, fourth-generation tensor cores with the FP8 Transformer Engine)
+          but Ampere's synchronous mma instructions, not Hopper's wgmma (CUDA PTX ISA, "wgmma": sm_90a),
+          and GDDR6 memory where every Hopper part has HBM (H100, H200, H800, H20, GH200).
   [nvfp4] NVIDIA, "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference"
           (2025): E2M1 values, one FP8 E4M3 scale per 16 (+ 0.5 bit), and one FP32 scale
           per tensor (negligible).
@@ -41,6 +46,7 @@ class Chip(Protocol):
     """What `generation` reads of a chip: compiler/ir.py's Accelerator (which imports this module)."""
 
     vendor: str
+    hbm_type: str | None
 
     def peak_of(self, precision: str) -> float | None: ...
 
@@ -102,30 +108,35 @@ def block_scaled(precision: str, chip: Chip) -> bool:
 
 
 # NVIDIA's tensor-core generations, oldest first, as `generation` tells them apart.
-GENERATIONS = ("ampere", "hopper", "blackwell")
+GENERATIONS = ("ampere", "ada", "hopper", "blackwell")
 
 
 def generation(chip: Chip) -> str | None:
-    """The NVIDIA tensor-core generation of `chip`, read off what its data sheet states (its vendor and the
-    formats it has a peak for), never its name: a `chip MyB200 extends B200`, a calibrated copy or a part
-    written anew from its data sheet is the generation its tensor cores are. One answer for the MX fp8
-    recipe (`block_scaled`, the exports), NCCL's NVLS constants (stamped on the scale-up tiers:
-    model/collectives.py), the attention kernels (model/compute.py) and the L2 (model/cache.py).
+    """The NVIDIA tensor-core generation of `chip`, read off what its data sheet states (its vendor, the
+    formats it has a peak for and its memory's type), never its name: a `chip MyB200 extends B200`, a
+    calibrated copy or a part written anew from its data sheet is the generation its tensor cores are.
+    Each reader keys its own table by it: the MX fp8 recipe (`block_scaled`, the exports), the compute
+    capability (views/export/environment.py), the attention kernels (model/compute.py), the L2
+    (model/cache.py), and NCCL's rows, which go by compute capability (model/collectives.py `generation`:
+    Ada takes Ampere's).
 
     - an fp4 peak: Blackwell. Its fifth-generation tensor cores (tcgen05) added FP4 and FP6 with block
       scales in hardware ([sm100], [nvfp4]); no earlier NVIDIA part runs fp4. ASSUMPTION: a later part
       (Rubin) keeps Blackwell's block-scaled recipe and NCCL's Blackwell constants until its own are known.
-    - an fp8 peak and no fp4: Hopper (fourth generation, FP8 added: H100, H200, H800, H20). ASSUMPTION: an
-      Ada part (L40S, sm_89: fp8 without wgmma) reads as Hopper here; no std chip is one.
+    - an fp8 peak, no fp4, and GDDR memory (`hbm { type = "GDDR6" }`): Ada (L40S, L4, RTX 6000 Ada: sm_89,
+      fp8 on Ampere-style synchronous tensor cores, [ada]).
+    - an fp8 peak and no fp4 otherwise: Hopper (fourth generation, FP8 added: H100, H200, H800, H20).
+      ASSUMPTION: an Ada part that does not state its memory's type reads as Hopper.
     - a bf16 peak and no fp8: Ampere (A100, A30).
     - another vendor, or none of these peaks: None (no NVIDIA generation; the callers' defaults apply).
     Every std chip reads as it did when the generation went by name (tests/compiler/test_generation.py)."""
     if not is_nvidia(chip.vendor):    # "Nvidia", "NVIDIA Corporation" as well (compiler/vendors.py)
         return None
-    for family_name, name in (("fp4", "blackwell"), ("fp8", "hopper"), ("bf16", "ampere")):
-        if chip.peak_of(family_name):
-            return name
-    return None
+    if chip.peak_of("fp4"):
+        return "blackwell"
+    if chip.peak_of("fp8"):
+        return "ada" if (chip.hbm_type or "").strip().lower().startswith("gddr") else "hopper"
+    return "ampere" if chip.peak_of("bf16") else None
 
 
 DISPATCH_FP8_BYTES = 1 + 4 / 128   # [dispatch] e4m3 and an fp32 scale per 128 values

@@ -1,4 +1,4 @@
-"""HBM generations: what a chip's `hbm.type` states, as physics the model reads.
+"""HBM generations (and GDDR): what a chip's `hbm.type` states, as physics the model reads.
 
 Each generation carries the energy one bit costs to move between the DRAM and the chip
 (activation, on-die data movement and the interposer I/O together, pJ/bit). The power model
@@ -20,6 +20,10 @@ interposer; that is the packaging these figures measure):
   no vendor energy figure found in the sources read).
 - HBM4: HBM3e's / 1.4. SK hynix, HBM4 mass-production announcement, September 2025:
   power efficiency improved by more than 40 % over HBM3E (ESTIMATE: "more than" read as 40 %).
+- GDDR6 and GDDR6X (board memory, not HBM: an Ada part's, L40S, L4, RTX 6000 Ada; the type also tells
+  compiler/formats.py `generation` Ada from Hopper): ESTIMATE, HBM2e's times Micron's ratio of their
+  average device power to HBM2E's (micron.com/products/ultra-bandwidth-solutions, "Memory Comparison":
+  GDDR6 7.5, GDDR6X 7.25, HBM2E 6.0 pJ/bit), so that one basis (O'Connor's) prices every type.
 
 Packaging (`hbm { packaging = interposer | stacked }`): the figures above are for HBM beside the die
 on a 2.5D interposer (`interposer`, the default). Stacked on the logic die (`stacked`, 3D, hybrid
@@ -55,9 +59,12 @@ PJ_PER_BIT = {
     "hbm3": math.sqrt(_HBM2E * _HBM3E),
     "hbm3e": _HBM3E,
     "hbm4": _HBM3E / 1.4,
+    "gddr6": _HBM2E * 7.5 / 6.0,
+    "gddr6x": _HBM2E * 7.25 / 6.0,
 }
 
-NAMES = ("HBM2", "HBM2e", "HBM3", "HBM3e", "HBM4")
+NAMES = ("HBM2", "HBM2e", "HBM3", "HBM3e", "HBM4")   # the HBM generations, oldest first
+TYPES = NAMES + ("GDDR6", "GDDR6X")                  # what `hbm.type` may state
 
 PACKAGINGS = ("interposer", "stacked")   # 2.5D beside the die (every std chip), 3D on the logic die
 LINK_PJ_PER_BIT = {"interposer": 0.3, "stacked": 0.05}

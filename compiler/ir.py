@@ -197,7 +197,7 @@ class Tier:
     qps: int = 1                 # ... and the flows per port it hashes (queue pairs)
     switch_chips: int = 0        # switch chips of one domain of a scale-up tier (0: not stated)
     switch_reduction: float = 0.0   # FP32 adds/s each of them reduces at (0: not stated, not bounded)
-    generation: str | None = None   # a scale-up tier's GPUs' generation (compiler/formats.py generation; None: not NVIDIA's)
+    generation: str | None = None   # a scale-up tier's GPUs' generation (compiler/formats.py GENERATIONS; None: not NVIDIA's)
     span: Span = _span()
 
     @property

@@ -213,11 +213,15 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
 
 
 def generation(tier) -> str:
-    """The GPU generation NCCL's tables go by (tuning.cc compCapIndex: sm_80 Ampere, sm_90 Hopper, sm_100 on
-    Blackwell; its LL cap and NVLS efficiency rows, nvls.cc's NVLS channels): the one the lowering read off
-    the partition's accelerator (compiler/formats.py generation, the same answer as the MX fp8 recipe's), so
-    a derated NVLink 5 is still Blackwell and a fast link does not make an Ampere or Hopper one Blackwell.
+    """The GPU generation NCCL's tables go by (tuning.cc compCapIndex, tag v2.28.7-1: `minCompCap >= 100 ?
+    2 : minCompCap >= 90 ? 1 : 0`, rows Ampere, Hopper, Blackwell; its LL cap and NVLS efficiency rows,
+    nvls.cc's NVLS channels): the one the lowering read off the partition's accelerator (compiler/formats.py
+    generation, the same answer as the MX fp8 recipe's), so a derated NVLink 5 is still Blackwell and a fast
+    link does not make an Ampere or Hopper one Blackwell. An Ada part (sm_89, under 90) takes Ampere's row:
+    its fp8 tensor cores do not move it to Hopper's, and NVLS does not run on it (efficiency 0, no channels).
     NCCL reads it off the GPU whatever the link. Another vendor's part (None) takes Hopper's, as it always did."""
+    if tier.generation == "ada":
+        return "ampere"
     return tier.generation if tier.generation in ("ampere", "hopper", "blackwell") else "hopper"
 
 

@@ -242,7 +242,7 @@ def generation_efficiency(generation: str) -> float:
 def warp_group_tensor_cores(chip: Accelerator) -> bool:
     """Whether the chip's tensor cores are the asynchronous warp-group kind that portable
     attention kernels leave idle: NVIDIA's Hopper and Blackwell (compiler/formats.py generation;
-    Ampere's are synchronous)."""
+    Ampere's and Ada's are synchronous)."""
     return chip_generation(chip) in ("hopper", "blackwell")
 
 

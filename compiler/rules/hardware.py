@@ -50,10 +50,10 @@ def _hbm_type(chip: Entity) -> Iterator[Diagnostic]:
     """`hbm.type` names a generation whose energy per bit the power model charges (compiler/hbm.py)."""
     kind = chip.get("hbm.type")
     if isinstance(kind, str) and not hbm_generations.known(kind):
-        listed = ", ".join(f'"{n}"' for n in hbm_generations.NAMES)
+        listed = ", ".join(f'"{n}"' for n in hbm_generations.TYPES)
         yield codes.BAD_CHOICE.make(chip.span_of("hbm.type"), value=kind, field="hbm.type",
-                                    notes=[codes.suggest(kind, hbm_generations.NAMES),
-                                           f"help: `hbm.type` is an HBM generation: {listed} "
+                                    notes=[codes.suggest(kind, hbm_generations.TYPES),
+                                           f"help: `hbm.type` is the memory's generation: {listed} "
                                            "(its energy per bit enters the chip's power)"])
     packaging = getattr(chip.get("hbm.packaging"), "name", None)
     if packaging == "stacked" and kind is None:

@@ -17,6 +17,7 @@ from ..memo import remember as _remember
 from . import peak
 from .optimizer import WEIGHT_BYTES, grad_bytes, state_bytes
 from .quantized import CAST_AT_USE, gathered_width, gemm_bytes, held_weight_bytes
+from .moe import runs_unfused
 from .recompute import kept_bytes, modules, op_level_kept
 from .sharding import state_shards
 from ..shape import ModelShape
@@ -266,6 +267,15 @@ def activation_parts(shape: ModelShape, cfg: TrainConfig, moe: bool = False) -> 
              "mlp act": gemm_input * ffn / t}                     # activation output
     if cfg.behaviour("attention") == "unfused":
         parts["scores"] = 5 * shape.heads * cfg.seq / t           # softmax in/out and dropout mask
+    if moe and shape.expert_clamp and runs_unfused(cfg):
+        # the eager clamp (model/train/moe.py `unfused_expert_ops`; Megatron-Core core_v0.15.0 and
+        # core_v0.16.1 fusions/fused_bias_geglu.py `weighted_bias_quick_geglu_impl`): each clamp saves
+        # its input for its masked gradient (PyTorch derivatives.yaml, clamp: clamp_backward(grad, self,
+        # min, max)), views that keep the first projection's output alive, and the fused activation
+        # saves the cat of the clamped halves it is given instead of that output: one more bf16 copy
+        # of the routed copies' up and gate outputs (as much with `activation_func_fp8_input_store`: the
+        # activation's fp8 copy of the cat replaces its fp8 copy of the output, which the clamps keep in bf16)
+        parts["expert clamp"] = 2 * (shape.mlp_matrices - 1) * shape.expert_ffn * shape.top_k / t
     return parts
 
 

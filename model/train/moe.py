@@ -132,9 +132,15 @@ def layer_ops(shape: ModelShape, cfg: TrainConfig) -> list[Op]:
            gemm("experts down", rows, h, shape.expert_ffn, local, grouped=True)]
     if received > routed:  # the busiest rank also permutes more copies locally after the dispatch
         ops.append(elementwise("receive imbalance", (received - routed) * h * ACT_BYTES * 2))
-    if cfg.stack in MEGATRON_STACKS or not cfg.behaviour("fused"):
+    if runs_unfused(cfg):
         ops.extend(unfused_expert_ops(shape, received))
     return ops
+
+
+def runs_unfused(cfg: TrainConfig) -> bool:
+    """Whether the stack runs the clamp and the experts' bias eager, around its kernels
+    (`unfused_expert_ops`): Megatron's stacks, and stacks that run elementwise chains eager."""
+    return cfg.stack in MEGATRON_STACKS or not cfg.behaviour("fused")
 
 
 def unfused_expert_ops(shape: ModelShape, rows: float) -> list[Op]:
@@ -155,6 +161,8 @@ def unfused_expert_ops(shape: ModelShape, rows: float) -> list[Op]:
       bias's and the probability's gradients, each a product with the output gradient (read
       and write h) and a sum (read h), 6 h values. The first projection's bias rides in the
       grouped GEMM (skip_bias_add=False: Transformer Engine's bias epilogue) and costs nothing.
+    Memory: the clamp keeps more for backward (model/train/memory.py `activation_parts`, "expert
+    clamp"); the bias keeps nothing of the copies' width (b * p saves the bias and the probabilities).
     Priced on Megatron's stacks (the code above) and on stacks that run elementwise chains eager
     (`fused` False: a clamp and a bias add in eager PyTorch are as many passes). ASSUMPTION: a stack
     that fuses elementwise work (TorchInductor, XLA: model/config.py `fused`) folds both into the

@@ -203,7 +203,9 @@ def kept_bytes(parts: dict[str, float], cfg: TrainConfig, layer_input: float, re
     elif "op_level" in modules(cfg):
         recomputed = op_level
     else:
-        dropped = {"core_attention": ("scores",), "norm": ("norm out",), "mlp": ("mlp up", "mlp act"),
-                   "moe_act": ("mlp act",) if moe else ()}
+        # (moe_act checkpoints the experts' activation, the clamp inside it: Megatron-Core experts.py
+        # CheckpointWithoutOutput around bias_act_func)
+        dropped = {"core_attention": ("scores",), "norm": ("norm out",), "mlp": ("mlp up", "mlp act", "expert clamp"),
+                   "moe_act": ("mlp act", "expert clamp") if moe else ()}
         recomputed = whole - sum(parts.get(p, 0.0) for m in modules(cfg) for p in dropped[m])
     return share * recomputed + (1 - share) * whole

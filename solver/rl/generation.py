@@ -103,14 +103,37 @@ def simulate_generation(r: Replica, layout: GenLayout, requests: tuple[Request, 
 
 
 def begin_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...], limit: float,
-                     depth: int = 1) -> "Generation | GenerationRun":
+                     depth: int = 1, kept: dict | None = None,
+                     stats: tuple[float, float, int, int] | None = None) -> "Generation | GenerationRun":
     """`simulate_generation` as a run a search may advance in steps (`GenerationRun`); a layout
-    that cannot hold the longest sample is answered at once."""
+    that cannot hold the longest sample is answered at once. `kept`: a dict where the caller keeps
+    what runs of these samples share (`shared_terms`); `stats`: `sample_stats(requests)` where it
+    keeps them."""
     kv = kv_capacity(r, limit)
-    longest = max(r.kv.tokens_held(q.prompt, q.output) for q in requests)
+    key = shared_key(r)
+    shared = kept.get(key) if kept is not None else None
+    if shared is None:
+        shared = shared_terms(r, requests)
+        if kept is not None:
+            kept[key] = shared
+    longest = shared[0]
     if kv < longest:
         return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0, (0.0, 0.0))
-    return GenerationRun(r, layout, requests, kv, depth)
+    return GenerationRun(r, layout, requests, kv, depth, shared, stats)
+
+
+def shared_terms(r: Replica, requests: tuple[Request, ...]) -> tuple[float, float, list]:
+    """What runs of these samples on replicas of one KV layout and step share (`shared_key`): the
+    most cache one sample holds at its end, the most one needs to be admitted with its output
+    made (`GenerationRun.always_served`), and a list for the samples' terms while they wait
+    (solver/serve/sim.py `backlog` fills it)."""
+    return (max(r.kv.tokens_held(q.prompt, q.output) for q in requests),
+            max(r.kv.tokens_held(q.prompt, 0) + q.output for q in requests), [])
+
+
+def shared_key(r: Replica) -> tuple:
+    """What `shared_terms` read: what `KVLayout.tokens_held` reads, and the tokens a step makes."""
+    return r.kv.shape, r.kv.prefix_share, r.kv.block, r.engine.tokens_per_step
 
 
 class GenerationRun:
@@ -118,12 +141,15 @@ class GenerationRun:
     bounds its times from below at every pause, `finish` runs it to its end (the same run, event
     for event, as `simulate` in one go: solver/serve/sim.py `advance`)."""
 
-    def __init__(self, r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int):
+    def __init__(self, r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int,
+                 shared: tuple[float, float, list], stats: tuple[float, float, int, int] | None = None):
         self.r, self.layout, self.requests, self.kv, self.depth = r, layout, requests, kv, depth
+        _, self.most, self.waiting = shared     # `shared_terms`
         self.run = begin(requests, Pool(r, layout.replicas, layout.config.batch, kv), warmup_s=0.0)
-        self.steady = steady(r, layout, requests, kv, depth)
+        self.steady = steady(r, layout, requests, kv, depth, stats)
         self.result: Generation | None = None
         self._served: bool | None = None
+        self._floors: tuple | None = None   # the cheapest iteration, a sequence's step in one, the latest arrival
 
     def always_served(self) -> bool:
         """Whether no sample can be refused (served never, an infinite makespan): a sample is
@@ -131,8 +157,7 @@ class GenerationRun:
         than its output: it would have finished) and a step; a margin covers the rounding of the
         replica's running sums. Where this holds, a run left unfinished is certainly feasible."""
         if self._served is None:
-            step = self.r.engine.tokens_per_step
-            most = max(self.r.kv.tokens_held(q.prompt, 0) + q.output for q in self.requests) + step
+            most = self.most + self.r.engine.tokens_per_step
             self._served = most + 1e-3 * self.kv + 1.0 <= self.kv
         return self._served
 
@@ -146,12 +171,38 @@ class GenerationRun:
         return self.advance(math.inf)
 
     def least(self) -> tuple[float, float]:
-        """Lower bounds of (makespan, stream) so far: the simulation's (`least_e2e`), and the
-        stream as `_generation` takes it from the makespan (min is monotone)."""
+        """Lower bounds of (makespan, stream) so far: the simulation's (`least_e2e`), each busy
+        replica's work left (`_backlog`), and the stream as `_generation` takes it from the
+        makespan (min is monotone)."""
         if self.result is not None:
             return self.result.makespan, self.result.stream
-        makespan = self.run.least_e2e()
+        makespan = max(self.run.least_e2e(), self._backlog())
         return makespan, min(makespan, self.steady)
+
+    @property
+    def clock(self) -> float:
+        """The simulated time the run has reached: its next event's (inf once none is left)."""
+        return self.run.next_time()
+
+    def _backlog(self) -> float:
+        """The latest end the busy replicas' unserved samples can have (solver/serve/sim.py
+        `backlog`), less the latest arrival: after its iteration in flight each replica runs at
+        least as many iterations as the sample that needs most still needs, and as its samples'
+        cache held over their decode iterations over the cache's capacity (no iteration holds
+        more: `begin_generation` turned away a layout whose longest sample does not fit), each no
+        shorter than the cheapest iteration; and its samples' decode steps at no less than the
+        cheapest cost a token (`bound`'s premises). A margin of 1e-9 of the end covers the rounding
+        of the simulation's sums of iteration times."""
+        backlog = self.run.backlog(self.waiting)
+        if not backlog:
+            return -math.inf
+        if self._floors is None:
+            sizes = _batch_sizes(self.layout.config.batch)
+            self._floors = (min(self.r.iteration(b, 0) for b in sizes), min(self.r.iteration(b, 0) / b for b in sizes),
+                            max(q.arrival for q in self.requests))
+        shortest, per_slot, latest = self._floors
+        return max((b.end + max(max(b.longest, b.area / self.kv) * shortest, b.slots * per_slot)) * (1 - 1e-9)
+                   for b in backlog) - latest
 
     def _generation(self) -> Generation:
         r, layout = self.r, self.layout
@@ -165,14 +216,16 @@ class GenerationRun:
                           iterations(r, layout, self.requests, self.kv, self.depth))
 
 
-def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1) -> float:
+def steady(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float, depth: int = 1,
+           stats: tuple[float, float, int, int] | None = None) -> float:
     """The samples over the pool's steady rate: each replica as full as it gets (as many
     sequences of the mean lengths as its cache holds, at most `max_batch`, and at most its share
     of `depth` steps' samples), prefilling what it completes. An asynchronous engine off-policy by
     k steps generates for the next k policy versions at once (NeMo-RL's trajectory collector:
     nemo_rl/algorithms/async_utils.py, `max_trajectory_age_steps`), so k steps' samples may be in
-    flight: deeper staleness fills the batch further, never less."""
-    prompt, output, _, n = sample_stats(requests)
+    flight: deeper staleness fills the batch further, never less. `stats`: `sample_stats(requests)`
+    where the caller keeps them."""
+    prompt, output, _, n = stats or sample_stats(requests)
     batch = _batch_held(r, layout, n, prompt, output, kv, depth)
     full = estimate(attrs.evolve(r, config=attrs.evolve(r.config, batch=batch)), prompt, output)
     return len(requests) / (layout.replicas * full.requests_per_s)
@@ -206,13 +259,15 @@ def iterations(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv:
 
 
 def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: float = 0.0,
-          depth: int = 1, areas: list[float] | None = None, kept: dict | None = None) -> tuple[float, float]:
+          depth: int = 1, areas: list[float] | None = None, kept: dict | None = None,
+          stats: tuple[float, float, int, int] | None = None) -> tuple[float, float]:
     """(makespan, stream) lower bounds without simulating: the busiest replica's tail and work;
     with the cache's capacity `kv`, the stream's is exact where the steady time is below the
     makespan's bound (the stream is the smaller of the two). `areas`: `cache_areas` of these
     requests on these replicas, where the caller keeps them (they depend on neither the batch
     nor the memory bound, which most layouts of a search differ by); `kept`: a dict where the
-    caller keeps the shares' sums (`ShareTerms`) for the next layout that deals them alike."""
+    caller keeps the shares' sums (`ShareTerms`) for the next layout that deals them alike;
+    `stats`: `sample_stats(requests)` where it keeps them."""
     steps = r.engine.tokens_per_step
     sizes = _batch_sizes(layout.config.batch)
     cheapest = min(r.iteration(b, 0) / (b * steps) for b in sizes)
@@ -239,7 +294,7 @@ def bound(r: Replica, layout: GenLayout, requests: tuple[Request, ...], kv: floa
     mean = sum(q.output - 1 for q in requests) / layout.replicas * cheapest
     makespan = max(tail, work)
     if kv > 0:
-        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv, depth)))
+        return makespan, min(makespan, max(mean, steady(r, layout, requests, kv, depth, stats)))
     return makespan, mean
 
 

@@ -77,9 +77,9 @@ class Context:
         self._bounds: dict = {}
         self._ceilings: dict = {}
         self._sims: dict = {}
+        self._kept: dict = {}         # gen.shared_key -> what runs of one KV layout share (gen.shared_terms)
         self._iterations: dict = {}
         self._stats = gen.sample_stats(self.requests)   # the samples' means and longest response, read once
-        self._longest: dict = {}      # what tokens_held reads -> the most cache one sample holds (every layout's bound)
         self._areas: dict = {}        # gen.areas_key -> each share's cache area (gen.cache_areas)
         self._shares: dict = {}       # (gen.areas_key, batch) -> each share's sums (gen.ShareTerms)
         self.simulated = 0
@@ -132,11 +132,10 @@ class Context:
         key = (layout, limit)
         if key not in self._bounds:
             r = self.replica(layout)
-            held = (r.kv.shape, r.kv.prefix_share, r.kv.block)    # what `KVLayout.tokens_held` reads
-            longest = self._longest.get(held)
-            if longest is None:
-                longest = self._longest[held] = max(r.kv.tokens_held(q.prompt, q.output) for q in self.requests)
-            if gen.kv_capacity(r, limit) < longest:
+            shared = self._kept.get(gen.shared_key(r))
+            if shared is None:
+                shared = self._kept[gen.shared_key(r)] = gen.shared_terms(r, self.requests)
+            if gen.kv_capacity(r, limit) < shared[0]:      # the longest sample's cache
                 self.reasons[f"{layout.config.tp}x{layout.config.pp}x{layout.config.ep} replicas on "
                              f"{layout.partition} cannot hold the longest sample's cache"] = None
                 self._bounds[key] = None
@@ -145,7 +144,7 @@ class Context:
                 if areas not in self._areas:
                     self._areas[areas] = gen.cache_areas(r, self.requests, layout.replicas)
                 self._bounds[key] = gen.bound(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
-                                              self._areas[areas], self._shares)
+                                              self._areas[areas], self._shares, self._stats)
         return self._bounds[key]
 
     def ceiling(self, layout: gen.GenLayout, limit: float) -> float:
@@ -154,7 +153,8 @@ class Context:
         key = (layout, limit)
         if key not in self._ceilings:
             r = self.replica(layout)
-            self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth)
+            self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
+                                             self._stats)
         return self._ceilings[key]
 
     def iterations(self, layout: gen.GenLayout, limit: float) -> tuple[float, float]:
@@ -178,7 +178,8 @@ class Context:
         key = (layout, limit)
         if key not in self._sims:
             self.simulated += 1
-            self._sims[key] = gen.begin_generation(self.replica(layout), layout, self.requests, limit, self.depth)
+            self._sims[key] = gen.begin_generation(self.replica(layout), layout, self.requests, limit, self.depth,
+                                                   self._kept, self._stats)
         run = self._sims[key]
         if isinstance(run, gen.GenerationRun) and run.result is not None:
             run = self._sims[key] = run.result
@@ -248,8 +249,11 @@ def search(job: RLJob, top: int = 3, ctx: Context | None = None) -> SearchResult
                         time.perf_counter() - started)
 
 
-# Each step of `_advance` runs the simulation this much further in simulated time (its bound
-# rises with it), before the point's bound is weighed against the heap's next entry again.
+# `_advance` pauses a run first at this share of its makespan's bound (a layout whose run its
+# paused bound rules out early, one whose cache thrashes, stops there), then at twice its clock up
+# to that bound, then each time this much further in simulated time (its bound rises with it),
+# weighing the point's bound against the heap's next entry at each pause.
+EARLY = 0.25
 ADVANCE = 1.1
 
 
@@ -257,14 +261,15 @@ def _advance(job: RLJob, heap: list, run: gen.GenerationRun, order: int, point: 
              floor: float) -> gen.Generation | None:
     """A point whose generation is part-simulated: run it until it ends (its Generation) or until
     its bound passes the heap's next entry (it goes back in at that bound, keeping its exact
-    entry's `order`: None). `floor`: the makespan's bound (`Context.bound`), where it starts.
+    entry's `order`: None). `floor`: the makespan's bound (`Context.bound`).
 
     Why the answer is the one a search that simulates each layout whole when it first comes off
     (and enters its exact value at once, at `order`) gives: there the exact entry (v, False, order)
     goes in; here (b, False, order) with b <= v: b is the point's value at lower bounds of the
     makespan and the stream (`GenerationRun.least`: every unserved sample ends at an event, none
-    before the next one's time), and the value never falls as generation takes longer (the
-    search's own premise, module docstring), less a margin of 1e-9 of it for rounding. So every
+    before the next one's time, nor before its replica has run the work it still needs), and the
+    value never falls as generation takes longer (the search's own premise, module docstring),
+    less a margin of 1e-9 of it for rounding. So every
     entry's key is at most the one that search holds for the point, and equal for every other
     entry; an entry that comes off is the least of those keys as well, so the entries that are
     answered (an exact point found or dropped, an inexact one started) come off in that search's
@@ -273,15 +278,13 @@ def _advance(job: RLJob, heap: list, run: gen.GenerationRun, order: int, point: 
     would have dropped it), so the heap ends the same size; a layout counts as simulated once its
     run starts, where that search ran it whole."""
     where, layout, limit, train, staleness = point
-    until = max(run.least()[0], floor, 1e-3) / ADVANCE
     counted = gen.iterations(run.r, layout, run.requests, run.kv, run.depth)   # the finished run's own
+    until = _pause(run.clock, floor)
     while True:
-        until *= ADVANCE
         generation = run.advance(until if heap else math.inf)
         if generation is not None:
             return generation
         makespan, stream = run.least()
-        until = max(until, makespan)
         low = evaluate(job, where.placement, staleness, gen.Generation(layout, makespan, stream, 0.0, 0.0, 0, 0, counted), train)
         value = low.value(job.objective)
         if math.isfinite(value):
@@ -289,6 +292,12 @@ def _advance(job: RLJob, heap: list, run: gen.GenerationRun, order: int, point: 
         if (value, False, order) > heap[0][:3]:
             heapq.heappush(heap, (value, False, order, point, True))
             return None
+        until = _pause(max(until, run.clock), floor)
+
+
+def _pause(clock: float, floor: float) -> float:
+    """Where `_advance` pauses a run next, its clock at `clock` (its module note)."""
+    return max(clock * ADVANCE, min(2 * clock, floor), floor * EARLY, 1e-3)
 
 
 def generation_phase(ctx: Context, partition: str, gpus: int) -> gen.Generation | None:

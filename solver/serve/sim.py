@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import heapq
+import itertools
 import math
 import random
 from typing import Callable
@@ -57,6 +58,16 @@ class Pool:
     max_batch: int
     kv_tokens: float            # KV cache capacity of one replica, layer-mean tokens (model/serve/kv.py)
     router: str = "least_requests"   # how arrivals pick a replica (ROUTERS)
+
+
+@frozen
+class Backlog:
+    """One busy replica's unserved requests (`_Simulation.backlog`)."""
+
+    end: float                  # when its iteration in flight ends
+    longest: int                # decode iterations the one that needs most still needs
+    slots: int                  # decode iterations they still need, summed over them
+    area: float                 # layer-mean cached tokens they hold over those iterations, at least
 
 
 @define(eq=False)
@@ -184,7 +195,7 @@ def simulate(requests: tuple[Request, ...], serve: Pool, prefill: Pool | None = 
 
 
 def begin(requests: tuple[Request, ...], serve: Pool, warmup_s: float | None = None) -> "_Simulation":
-    """`simulate` as a run to advance in steps (`advance`, `least_e2e`), for a search that may
+    """`simulate` as a run to advance in steps (`advance`, `least_e2e`, `backlog`), for a search that may
     stop it once it is certainly worse than an answer; `run` ends it with the same outcome."""
     return _Simulation(requests, serve, None, lambda _: 0.0, {}, warmup_s, None)
 
@@ -217,6 +228,7 @@ class _Simulation:
         self.turn = collections.Counter()           # round robin: the next replica of each pool
         self.loads: list | None = None              # [replicas, heap, loads, last chosen] (`least_loaded`)
         self.draws = random.Random(ROUTER_SEED)
+        self.fresh: list = []                       # `backlog`'s terms of each request before it decodes
 
     def push(self, time: float, kind: str, payload) -> None:
         self.tick += 1
@@ -248,6 +260,49 @@ class _Simulation:
             latest = max(q.arrival for q in self.requests)
             least = max(least, self.next_time() - latest)
         return least
+
+    def backlog(self, fresh: list | None = None) -> list[Backlog] | None:
+        """What each busy replica's unserved requests still need once its iteration in flight
+        ends (for a lower bound of the run's end: solver/rl/generation.py `GenerationRun.least`);
+        None unless every request has arrived and is measured, with one pool (then every unserved
+        request is in the hands of a busy replica, and nothing more of its runs before its
+        iteration in flight ends: an idle replica has none, `start`). Each sequence's decode
+        iterations still to run count from the most output it can have after that iteration (a
+        step more than now) and end as `complete` finishes it; in each it holds its prompt's
+        cache and at least its output so far in every global layer (`KVLayout.least_total`); a
+        prompt not yet through prefill makes its first token there (`complete`). `fresh`: a list
+        where the caller keeps each request's terms while it waits with at most its first token
+        made (filled here when empty), for the runs of layouts of one KV layout and step."""
+        if self.first or self.prefillers or self.upcoming < len(self.arrivals):
+            return None
+        ends = {id(payload[0]): time for time, _, kind, payload in self.events if kind == "done"}
+        kv = self.decoders[0].pool.replica.kv
+        step, share = self.decoders[0].pool.replica.engine.tokens_per_step, kv.least_total(1.0)
+
+        def terms(made: float, left: float, held: float) -> tuple[int, float]:
+            n = max(0, math.ceil(left / step - 1e-6))
+            return n, n * held + share * (n * made + step * n * (n - 1) / 2)
+
+        fresh = self.fresh if fresh is None else fresh
+        if not fresh:               # a waiting sequence with at most its first token made, by request
+            fresh.extend(terms(1.0, q.output - 1.0, kv.tokens_held(q.prompt, 0)) for q in self.requests)
+        out = []
+        for server in self.decoders:
+            if not server.busy:
+                continue
+            steps, longest, slots, area = server.steps, 0, 0, 0.0
+            for seq in itertools.chain(server.order, server.waiting):
+                q = seq.request
+                if seq.state == "decode":
+                    n, needs = terms(1 + steps - seq.base, seq.base + q.output - 1 - (steps + step), seq.fixed)
+                elif seq.made <= 1:
+                    n, needs = fresh[seq.index]
+                else:
+                    n, needs = terms(seq.made, q.output - seq.made, kv.tokens_held(q.prompt, 0))
+                if n:
+                    longest, slots, area = max(longest, n), slots + n, area + needs
+            out.append(Backlog(ends[id(server)], longest, slots, area))
+        return out
 
     def advance(self, until: float) -> bool:
         """Run the events due by `until` (those after it wait: a later call resumes the run

@@ -160,3 +160,53 @@ def test_a_vendor_spelled_otherwise_changes_nothing_the_vendor_decides(name, ven
 def test_another_vendor_has_no_nvidia_generation(vendor):
     # negative control: B200's peaks under another vendor are no NVIDIA generation
     assert formats.generation(attrs.evolve(accelerator(STD["B200"]), vendor=vendor)) is None
+
+
+# NVIDIA L40S from its data sheet (nvidia.com/en-us/data-center/l40s: 48 GB GDDR6 at 864 GB/s, 362 dense
+# BF16 and 733 dense FP8 TFLOPS, 350 W; compute capability 8.9, developer.nvidia.com/cuda-gpus), eight to a
+# box on PCIe Gen4 x16 (64 GB/s bidirectional; the L40S has no NVLink).
+ADA = """import "std/network"
+chip L40S {{
+  vendor = "NVIDIA"
+  peak {{ fp32 = 91.6 TFLOPS  tf32 = 183 TFLOPS  bf16 = 362 TFLOPS  fp16 = 362 TFLOPS  fp8 = 733 TFLOPS  int8 = 733 TOPS }}
+  hbm {{ capacity = 48 GB  bandwidth = 864 GB/s  type = "{memory}" }}
+  power {{ tdp = 350 W }}
+}}
+fabric PCIe4 {{ kind = pcie  topology = switched  bandwidth = 64 GB/s bidir }}
+node Box {{ gpus = 8 x L40S  scaleup = PCIe4 }}
+cluster C {{ units = 2 x Box  scaleout = NDR_FatTree }}
+"""
+
+
+def _ada(memory: str = "GDDR6"):
+    result = check_text(ADA.format(memory=memory), "ada.gcl")
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return result.design
+
+
+def test_an_ada_part_is_ada_to_each_reader_as_its_silicon_is():
+    # review: an L40S (sm_89) read as Hopper, so NCCL priced it on Hopper's rows, the exports told Megatron
+    # it was compute capability 9, and the attention took Hopper's wgmma kernels' rates
+    design = _ada()
+    part = lower_cluster(design["C"]).partitions[0]
+    chip = part.node.accelerator
+    assert formats.generation(chip) == "ada"
+    assert chip.peak_of("fp8") == pytest.approx(733e12)   # fp8 tensor cores (Ampere has none)
+    assert not formats.block_scaled("fp8", chip)           # per-tensor fp8, as on Hopper: no MX in hardware
+    assert arch(chip) == 8                                 # compute capability 8.9
+    assert compute.kernel_efficiency(chip) is None         # no wgmma: Hopper's fused-attention rates do not apply
+    assert not compute.warp_group_tensor_cores(chip)       # synchronous mma, as Ampere's
+    assert cache.l2_source(chip) == "not stated: one memory level (HBM) only"
+    # NCCL's rows go by compute capability: under 9.0, Ampere's (tuning.cc compCapIndex)
+    up = next(t for t in part.tiers if t.scope == "node")
+    assert up.generation == "ada" and collectives.generation(up) == "ampere"
+    c = collectives.communicator(collectives.comms.place(8, 1, part.tiers))
+    assert c.generation == "ampere" and c.nvls_channels == 0 and c.nvls_share == 0
+
+
+def test_an_ada_part_that_does_not_state_its_memory_reads_as_hopper():
+    # the ASSUMPTION compiler/formats.py states: fp8 and no fp4 is Hopper unless the memory says GDDR
+    chip = lower_cluster(_ada("HBM3")["C"]).partitions[0].node.accelerator
+    assert formats.generation(chip) == "hopper"
+    assert formats.generation(attrs.evolve(chip, hbm_type=None)) == "hopper"
+    assert formats.generation(attrs.evolve(chip, hbm_type="gddr6x")) == "ada"

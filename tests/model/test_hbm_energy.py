@@ -57,7 +57,7 @@ def test_an_unstated_generation_counts_the_optimizer_as_computing():
     assert busy_of(b, 1.0, H100) < 0.9   # HBM3 stated: the optimizer draws less than computing
 
 
-@given(st.sampled_from(hbm.NAMES), st.sampled_from(hbm.NAMES), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+@given(st.sampled_from(hbm.TYPES), st.sampled_from(hbm.TYPES), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
 def test_less_energy_per_bit_never_draws_more(a, b, compute, optimizer):
     """A law: between two generations, the one with less energy per bit never draws more in the
     same step; every stated generation draws between the waiting floor and full activity."""

@@ -22,8 +22,8 @@ from ...compiler.schema import MEGATRON_STACKS
 from ...dsl.records import frozen
 
 # CUDA compute capability majors by NVIDIA generation (compiler/formats.py generation, read off the chip's
-# peaks, not its name; https://developer.nvidia.com/cuda-gpus: A100 8.0, H100 9.0, B200 10.0, B300 10.3).
-ARCH = {"ampere": 8, "hopper": 9, "blackwell": 10}
+# peaks, not its name; https://developer.nvidia.com/cuda-gpus: A100 8.0, L40S 8.9, H100 9.0, B200 10.0, B300 10.3).
+ARCH = {"ampere": 8, "ada": 8, "hopper": 9, "blackwell": 10}
 # Any other chip: what Hopper needs. ROCm reports the gfx major where Megatron asks torch.cuda, 9 on every AMD
 # part in std (gfx942 MI300X / MI325X, gfx950 MI355X).
 PRE_BLACKWELL = 9

@@ -13,7 +13,7 @@ from gclc.model import compute
 from gclc.model.train import moe
 from gclc.model.config import TrainConfig
 from gclc.model.job import pinned_config, train_job
-from gclc.model.train.memory import expert_params_per_gpu, model_state
+from gclc.model.train.memory import activation_bytes_per_layer, activation_parts, expert_params_per_gpu, model_state
 from gclc.model.ops import gemm
 from gclc.model.train.sharding import expert_dp
 from gclc.model.train.step import estimate
@@ -104,6 +104,31 @@ def test_recomputing_the_expert_activation_reruns_its_clamp():
     cfg = attrs.evolve(CFG, recompute="selective", recompute_modules=("moe_act",))
     extra = lambda shape: estimate(shape, cfg, JOB.partition).breakdown.recompute  # noqa: E731
     assert extra(clamped) > extra(SHAPE)
+
+
+@pytest.mark.parametrize("stack, kept", [("megatron_core", True), ("fsdp", True), ("fsdp_compiled", False)])
+def test_the_eager_clamp_keeps_a_second_copy_of_the_up_outputs_for_backward(stack, kept):
+    # Megatron-Core's weighted_bias_quick_geglu_impl: the clamps save their inputs (views keeping the
+    # first projection's output) and the fused activation saves the clamped cat: 2 x ffn bf16 values more
+    # a routed copy than unclamped; a fusing stack keeps none of it; the bias keeps nothing of its width
+    cfg = attrs.evolve(CFG, stack=stack)
+    plain = activation_parts(SHAPE, cfg, moe=True)
+    parts = activation_parts(attrs.evolve(SHAPE, expert_clamp=7.0, expert_bias=True), cfg, moe=True)
+    extra = 2 * 2 * SHAPE.expert_ffn * SHAPE.top_k / cfg.tp
+    assert parts == ({**plain, "expert clamp": extra} if kept else plain)
+    assert activation_parts(attrs.evolve(SHAPE, expert_clamp=7.0), cfg) == activation_parts(SHAPE, cfg)   # dense layers
+
+
+@pytest.mark.parametrize("modules, dropped", [(("moe_act",), True), (("mlp",), True), (("core_attention",), False)])
+def test_recomputing_the_expert_activation_drops_what_its_clamp_keeps(modules, dropped):
+    # experts.py checkpoints bias_act_func (CheckpointWithoutOutput), the clamps inside it
+    clamped = attrs.evolve(SHAPE, expert_clamp=7.0)
+    cfg = attrs.evolve(CFG, recompute="selective", recompute_modules=modules)
+    more = activation_bytes_per_layer(clamped, cfg, moe=True) - activation_bytes_per_layer(SHAPE, cfg, moe=True)
+    clamp = activation_parts(clamped, cfg, moe=True)["expert clamp"] * cfg.microbatch * cfg.seq / cfg.cp
+    assert more == pytest.approx(0.0 if dropped else clamp, abs=1e-6)
+    full = attrs.evolve(cfg, recompute="full")
+    assert activation_bytes_per_layer(clamped, full, moe=True) == activation_bytes_per_layer(SHAPE, full, moe=True)
 
 
 @pytest.mark.parametrize("clamp", ["0", "-7"])

@@ -160,6 +160,52 @@ def test_the_bounds_hold_where_the_cache_serializes_the_samples(reqs, part, tp, 
     assert stream <= out.stream * (1 + 1e-9)
 
 
+paused_engines = st.builds(
+    Engine, prefix_share=st.sampled_from([0.0, 0.5]), preemption=st.sampled_from(["recompute", "swap", "reserve"]),
+    mixed=st.booleans(), scheduler_steps=st.sampled_from([1, 4]), chunk=st.sampled_from([256, 8192]),
+    draft=st.sampled_from([0, 3]), acceptance=st.sampled_from([0.0, 0.7]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2]), st.integers(1, 3),
+       st.sampled_from([1, 8, 64]), paused_engines, st.floats(1.0, 6.0), st.lists(st.floats(0.0, 1.2), max_size=6))
+def test_a_paused_runs_bound_never_exceeds_its_finished_makespan(reqs, part, tp, replicas, batch, engine, room,
+                                                                pauses):
+    """`GenerationRun.least` at any pause (the clock, and each busy replica's work left: its
+    longest sample's iterations, its cache area over the capacity, its decode steps at the
+    cheapest cost a step) is no more than the makespan the run ends with, on a cache of `room`
+    times the longest sample (where preemption thrashes) and for every engine's schedule."""
+    layout = gen.GenLayout(part, ServeConfig(tp, batch), replicas)
+    r = gen.build(JOB.policy, JOB.partition(part), layout, engine)
+    longest = max(r.kv.tokens_held(q.prompt, q.output) for q in reqs)
+    limit = r.memory(0, r.engine.chunk, 0) + room * longest * r.kv.per_token_per_gpu()
+    run = gen.begin_generation(r, layout, reqs, limit, kept={})
+    if not isinstance(run, gen.GenerationRun):
+        return
+    whole = gen.simulate_generation(r, layout, reqs, limit)
+    bounds = []
+    for share in sorted(pauses):
+        run.advance(share * whole.makespan)
+        bounds.append(run.least()[0])
+    assert run.finish() == whole
+    assert all(b <= whole.makespan for b in bounds), (bounds, whole.makespan)
+
+
+def test_a_paused_run_that_thrashes_is_bounded_by_the_work_it_has_left():
+    """64 samples through a cache of twice the longest, paused at a tenth of its makespan: the
+    clock says a tenth, the work each replica has left says most of it (what lets the search
+    drop such a layout early: solver/rl/search.py `_advance`)."""
+    reqs = tuple(Request(0.0, 500, 800) for _ in range(64))
+    layout = gen.GenLayout("h100", ServeConfig(1, 64), 1)
+    r = gen.build(JOB.policy, JOB.partition("h100"), layout, Engine())
+    limit = r.memory(0, r.engine.chunk, 0) + 2 * 1300 * r.kv.per_token_per_gpu()
+    whole = gen.simulate_generation(r, layout, reqs, limit)
+    run = gen.begin_generation(r, layout, reqs, limit)
+    run.advance(0.1 * whole.makespan)
+    assert run.run.least_e2e() < 0.2 * whole.makespan
+    assert 0.6 * whole.makespan <= run.least()[0] <= whole.makespan
+
+
 def test_a_cache_that_holds_two_samples_bounds_the_generation_by_its_serial_decodes():
     """32 equal samples through a cache of twice the longest: they decode about two at a time.
     The bound says so (it was the lone sample's tail, 7 % of the simulated time; a 70B policy at
