@@ -59,9 +59,7 @@ from gclc.model.calibration import (BAND_CONFIDENCE, PRIOR_RUNS, Own, Reason, ow
                                    ratio_band)
 from gclc.solver.calibrate.calibrate import calibrate_observations, design_partition  # noqa: E402
 from gclc.solver.calibrate.fit import residual  # noqa: E402
-from gclc.solver.calibrate.observe import NOISE, collective_observations  # noqa: E402
-from gclc.solver.calibrate.params import chip_param  # noqa: E402
-from gclc.solver.calibrate.shrinkage import Runs, between_spread, informative, predictive_spread, within_noise  # noqa: E402
+from gclc.solver.calibrate.observe import collective_observations  # noqa: E402
 from gclc.solver.calibrate.observe_train import train_observation  # noqa: E402
 
 ROOT = HERE.parent
@@ -107,12 +105,11 @@ def observation(case, params):
     return train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
 
 
-def judge_system(cases: list, others: list, params: dict, spreads: dict | None = None) -> list[dict]:
-    """Calibrate on every YOURS_EVERY-th run (the prior widths `spreads` where given); one row
-    per held-back run, before and after."""
+def judge_system(cases: list, others: list, params: dict) -> list[dict]:
+    """Calibrate on every YOURS_EVERY-th run; one row per held-back run, before and after."""
     published.apply_globals(params)
     yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
-    result = calibrate_observations([observation(c, params) for c in yours], spreads=spreads)
+    result = calibrate_observations([observation(c, params) for c in yours])
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
               covered["moe"], beyond=result.band.beyond) if result.band else None
@@ -139,47 +136,13 @@ def judge_system(cases: list, others: list, params: dict, spreads: dict | None =
 
 
 _CASES: list = []
-# --shrinkage: the empirical-Bayes prior widths, a variant (not shipped, docs/calibration.md):
-# key | pooled, at the runs' within-system noise, or (-fit-noise) at the fit's NOISE["train"]
-SHRINKAGE: str | None = None
-STEP = 0.01                    # the log step of a GEMM efficiency its slope is read over
-MIN_SYSTEMS = 3                # systems a constant's own between-system spread needs (else the pooled one)
-
-
-def prior_strengths(others: list, params: dict, how: str) -> dict:
-    """Each chip-precision GEMM efficiency's prior width from the published runs of the other
-    groups (solver/calibrate/shrinkage.py): its between-system spread tau (DerSimonian-Laird,
-    each system's runs predicted by the fold's fit), at the runs' within-system noise, as the
-    fit's width tau x NOISE / noise; `pooled`: one tau over every constant; `-fit-noise`: the
-    noise taken as the fit's (NOISE["train"]), not read from the runs; `-predictive`: tau and the
-    pooled value's standard error (a new system's spread about it)."""
-    published.apply_globals(params)
-    by: dict = {}
-    for case in others:
-        obs = observation(case, params)
-        key = obs.informs[0]
-        prior = chip_param(obs.partition.node.accelerator, key[2]).prior
-        r0, r1 = residual(obs, {}), residual(obs, {key: prior * math.exp(STEP)})
-        if math.isfinite(r0) and math.isfinite(r1):
-            by.setdefault(key, {}).setdefault((case.group, case.chip), []).append((r0, (r1 - r0) / STEP))
-    runs = {k: [Runs(tuple(r for r, _ in v), tuple(g for _, g in v)) for v in s.values()] for k, s in by.items()}
-    every = [x for v in runs.values() for x in v]
-    noise = NOISE["train"] if how.endswith("-fit-noise") else within_noise(every)
-    pooled = between_spread(every, noise) or 0.0
-    tau = {k: (between_spread(v, noise) if how.startswith("key") and len(v) >= MIN_SYSTEMS else None) for k, v in runs.items()}
-    if "-predictive" in how:   # the pooled value's own standard error added (predictive_spread)
-        return {k: predictive_spread(runs[k], noise, pooled if t is None else t) * NOISE["train"] / noise
-                for k, t in tau.items() if informative(runs[k])}
-    return {k: max(1e-3, pooled if t is None else t) * NOISE["train"] / noise for k, t in tau.items()}
 
 
 def _fold(group: str) -> list[dict]:
     """Every system of source `group`, from a fit without the group."""
     others = [c for c in _CASES if c.group != group]
     params = published.fit(others)
-    spreads = prior_strengths(others, params, SHRINKAGE) if SHRINKAGE else None
-    return [row for (g, _), cases in systems(_CASES).items() if g == group
-            for row in judge_system(cases, others, params, spreads)]
+    return [row for (g, _), cases in systems(_CASES).items() if g == group for row in judge_system(cases, others, params)]
 
 
 def training_rows(workers: int) -> list[dict]:
@@ -254,11 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--shrinkage", choices=("key", "pooled", "key-fit-noise", "pooled-fit-noise", "key-predictive",
-                                                         "key-predictive-fit-noise"))
     args = parser.parse_args(argv)
-    global SHRINKAGE
-    SHRINKAGE = args.shrinkage
     wall, cpu = time.perf_counter(), cpu_seconds()
     rows, curves = training_rows(args.workers), curve_rows()
     serving_design = check_file(str(HERE / "designs" / "serving_models.gcl")).design

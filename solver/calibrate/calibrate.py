@@ -161,10 +161,9 @@ def observations(measurements: list, job, partition: Partition, serve=None) -> t
     return found, skipped, notes
 
 
-def parameters(found: list[Observation], spreads: dict | None = None) -> dict:
+def parameters(found: list[Observation]) -> dict:
     """Each informed constant's prior; a chip constant a serving run informs takes the serving
-    prior's width (params.serving_prior), whatever else informs it. `spreads` (key -> width)
-    replaces the widths of the constants it names (the empirical-Bayes strengths, shrinkage.py)."""
+    prior's width (params.serving_prior), whatever else informs it."""
     params: dict = {}
     for obs in found:
         params.update({p.key: p for p in obs.priors if p.key not in params})
@@ -176,7 +175,6 @@ def parameters(found: list[Observation], spreads: dict | None = None) -> dict:
             else:
                 for p in fabric_params(obs.partition, key[1]):
                     params[p.key] = p
-    params.update({k: attrs.evolve(params[k], spread=w) for k, w in (spreads or {}).items() if k in params})
     served = {k for o in found if o.kind == "serve" for k in o.informs}
     return {k: serving_prior(p) if k in served else p for k, p in params.items()}
 
@@ -188,11 +186,10 @@ def calibrate(design: Design, measurements: list, job: str | None = None) -> Cal
 
 
 def calibrate_observations(found: list[Observation], cluster: str = "", partition: Partition | None = None,
-                           skipped: tuple[str, ...] = (), notes: tuple[str, ...] = (),
-                           spreads: dict | None = None) -> Calibration:
+                           skipped: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Calibration:
     """The fit, outliers and band of observations made already (benchmarks build them from
-    published runs); `spreads` as `parameters`'."""
-    params = parameters(found, spreads)
+    published runs)."""
+    params = parameters(found)
     prior = {k: p.prior for k, p in params.items()}
     before = {id(o): residual(o, prior) for o in found}
     outliers = {id(o) for o in found if _unexplained(o, params, prior)}
