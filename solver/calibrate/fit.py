@@ -55,7 +55,7 @@ def objective(param: Param, value: float, observations: list[Observation], value
     partitions: dict[int, object] = {}   # observations share a few partitions: apply once each
     for obs in observations:
         partition = partitions.get(id(obs.partition))
-        if partition is None:
+        if partition is None and obs.predict_values is None:   # one that reads the values needs none
             partition = partitions[id(obs.partition)] = applied(obs.partition, trial)
         total += _loss(residual(obs, trial, partition), obs.noise)
     return total
