@@ -125,6 +125,7 @@ class Part:
     cores: int | None = None     # CPU and DPU cores each
     offload: tuple[str, ...] = ()   # what a DPU takes over from the host: network, storage, input
     ports: int = 1               # network ports each (NICs, DPUs): `bandwidth` is split evenly over them
+    vendor: str = ""             # the part's `vendor` as the design writes it (a host CPU's: NCCL's LL cap across nodes)
     span: Span = _span()
 
     def offloads(self, what: str) -> bool:
@@ -158,6 +159,11 @@ class NodeType:
         """The cards cabled to the scale-out fabric: its NICs, and the DPUs that take over the
         network (model/train/dpu.py: such a DPU is a scale-out NIC); storage DPUs sit on another network."""
         return tuple(p for p in self.parts if p.kind == "nic" or (p.kind == "dpu" and p.offloads("network")))
+
+    @property
+    def host_vendor(self) -> str:
+        """The vendor of the node's host CPUs ("" where none is declared; the first where several are)."""
+        return next((p.vendor for p in self.parts_of("cpu") if p.vendor), "")
 
     @property
     def nic_ports(self) -> int:
@@ -198,6 +204,7 @@ class Tier:
     switch_chips: int = 0        # switch chips of one domain of a scale-up tier (0: not stated)
     switch_reduction: float = 0.0   # FP32 adds/s each of them reduces at (0: not stated, not bounded)
     generation: str | None = None   # a scale-up tier's GPUs' generation (compiler/formats.py generation; None: not NVIDIA's)
+    host: str = ""               # the vendor of the node's host CPUs (NCCL's LL cap across nodes goes by it; "" not stated)
     span: Span = _span()
 
     @property
