@@ -20,8 +20,8 @@ import attrs
 
 from ..compiler.vendors import vendor_of
 from . import comms
-from .network.nccl import (Choice, Communicator, channel_speed, nvls_channels, nvls_share, nvls_tree, on_topology, p2p_latency,
-                           switch_reduction_seconds)
+from .network.nccl import (Choice, Communicator, nvls_channels, nvls_share, nvls_tree, on_topology, p2p_latency,
+                           search_channels, switch_reduction_seconds)
 from .network.placement import SCALE_UP_SCOPES
 
 # A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
@@ -213,8 +213,8 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
                         across=min((comms.stage_rate(s) for s in out), default=math.inf),
                         nvls_channels=nvls_channels(gen, nccl), nvls_share=nvls_share(gen), generation=gen,
                         host=host(option),
-                        channel_speed=channel_speed(gen, ranks // per_node, per_node,
-                                                    out[0].tier.bandwidth if out else math.inf, link))
+                        channels=search_channels(gen, ranks // per_node, per_node,
+                                                 out[0].tier.bandwidth if out else math.inf, link))
 
 
 def host(option: tuple[comms.Stage, ...]) -> str:

@@ -56,45 +56,44 @@ LL_MAX_BUS_GBPS = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "h
                    "blackwell": (282.0, 90.0, 70.0)}
 # tuning.cc (tag v2.30.4-1) per-channel caps, GB/s a search channel (one node, two, more), by compCapIndex:
 # `busBw = min(busBw * share, graph->nChannels * perChMax...)` for ring LL128 (perChMaxRingLL128Bws), every tree
-# all-reduce before its protocol's share (perChMaxTreeBws) and tree LL128 after it (perChMaxTreeLL128Bws).
-# NCCL's bus bandwidth is nChannels x the search's per-channel speed, so a cap binds where the share of that
-# speed exceeds it, whatever the count: the model scales its own bus rate by cap / speed there (`_capped`).
-# (Blackwell's ring LL128 was 2 x 36.7 up to 2.28.9, 34.5 in 2.29.2, 40 from 2.29.7: NVIDIA's own estimate of
-# what one channel's LL128 carries on Blackwell; the model takes the newest, as for the rest of its tables.)
+# all-reduce before its protocol's share (perChMaxTreeBws) and tree LL128 after it (perChMaxTreeLL128Bws): a cap
+# of the search's channel count x the rate (`_capped`). (Blackwell's ring LL128 was 2 x 36.7 up to 2.28.9, 34.5 in
+# 2.29.2 and 40 from 2.29.7: NVIDIA's own reading of what one channel's LL128 carries on Blackwell; 16 x 40 = 640
+# GB/s busbw, as 3 B200 measure forced, 479 GB/s algbw, NVIDIA/nccl#2343. The model takes the newest table.)
 PER_CHANNEL_GBPS = {
     "ring_LL128": {"ampere": (20.0, 20.0, 20.0), "hopper": (36.7, 36.7, 36.7), "blackwell": (40.0, 40.0, 40.0)},
     "tree": {"ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0), "blackwell": (70.0, 42.8, 24.0)},
     "tree_LL128": {"ampere": (20.0, 20.0, 20.0), "hopper": (36.7, 36.7, 29.0), "blackwell": (55.6, 31.67, 20.0)},
 }
-# The search's per-channel speed (GB/s; search.cc, tag v2.30.4-1). On one NVSwitch board NCCL's NVLink is links x
+# The search's channels (search.cc, tag v2.30.4-1). On one NVSwitch board NCCL's NVLink is links x
 # SM80/SM90/SM100_NVLINK_BW (topo.h: 12 x 20, 18 x 20.6, 18 x 40.1 GB/s); the ring search takes the fastest speed
-# of speedArrayIntra / sm90SpeedArrayIntra / sm100SpeedArrayIntra whose channels fill it (40 x 6, 60 x 6, 90 x 8)
-# and ncclTopoDupChannels doubles the channels at half the speed (bwIntra >= 25, and on Hopper on >= 50 or <= 4
-# channels): 20, 30 and 45 GB/s a channel; the tree search, held to the ring's channel count, lands on the same
-# (2.30's sm100 array has 45). ASSUMPTION: the generation's full link count (DGX/HGX A100 12, H100/H200/H20 18,
-# B200 and GB200/GB300 trays 18). Across nodes a channel runs at the fastest speedArrayInter entry (by generation)
-# a GPU's NIC carries, one channel a NIC, doubled at half the speed by the same rule (ASSUMPTION: a NIC a GPU,
-# as on every std node, so the node's channels are its GPUs).
-CHANNEL_SPEED_INTRA = {"ampere": 20.0, "hopper": 30.0, "blackwell": 45.0}
+# of speedArrayIntra / sm90SpeedArrayIntra / sm100SpeedArrayIntra whose channels fit (6 x 40, 6 x 60, 8 x 90) and
+# ncclTopoDupChannels doubles them at half the speed (bwIntra >= 25; on Hopper and later not below 50 with more
+# than 4 channels): 12, 12 and 16 channels, the tree's held to the ring's. ASSUMPTION: the generation's full link
+# count (DGX/HGX A100 12, H100/H200/H20 18, B200 and GB200/GB300 trays 18). Across nodes a channel runs at the
+# fastest speedArrayInter entry (by generation) a GPU's NIC carries, one channel a NIC, doubled at half the speed
+# by the same rule (ASSUMPTION: a NIC a GPU, as on every std node: the node's channels are its GPUs).
+CHANNELS_INTRA = {"ampere": 12, "hopper": 12, "blackwell": 16}
 CHANNEL_SPEEDS_INTER = {
     "ampere": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
     "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
     "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4,
                   1.2, 0.24, 0.12),
 }
+MAX_SEARCH_CHANNELS = 32    # init.cc: ringGraph->maxChannels = MAXCHANNELS / 2
 
 
-def channel_speed(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink") -> float:
-    """GB/s one of NCCL's search channels runs at (search.cc): on one NVLink board the generation's; across nodes
-    the fastest inter speed a GPU's NIC (`nic` bytes/s) carries, halved where NCCL duplicates the channels.
-    0 where NCCL's search is not modelled (a PCIe board, no NIC rate): no per-channel cap then."""
+def search_channels(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink") -> int:
+    """NCCL's search channels (search.cc): on one NVLink board the generation's; across nodes one a NIC at the
+    fastest inter speed a GPU's NIC (`nic` bytes/s) carries, doubled where NCCL duplicates them. 0 where NCCL's
+    search is not modelled (a PCIe board, no NIC rate): no per-channel cap then."""
     if nodes <= 1:
-        return CHANNEL_SPEED_INTRA[generation] if link == "nvlink" else 0.0
-    if not 0 < nic < math.inf:
-        return 0.0
-    speed = next((s for s in CHANNEL_SPEEDS_INTER[generation] if s <= nic / 1e9), 0.0)
+        return CHANNELS_INTRA[generation] if link == "nvlink" else 0
+    speed = next((s for s in CHANNEL_SPEEDS_INTER[generation] if s <= nic / 1e9), 0.0) if 0 < nic < math.inf else 0.0
+    if not speed:
+        return 0
     duplicated = speed >= 25.0 and not (generation != "ampere" and speed < 50.0 and per_node > 4)
-    return speed / 2 if duplicated else speed
+    return min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1))
 
 
 # ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
@@ -229,7 +228,7 @@ class Communicator:
     nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
     generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
     host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "nvidia"; "mixed"; "" unknown): LL's cap across nodes
-    channel_speed: float = 0.0    # GB/s a search channel of NCCL's runs at (`channel_speed`; 0: no per-channel cap)
+    channels: int = 0             # NCCL's search channels (`search_channels`; 0: no per-channel cap)
 
     @property
     def per_node(self) -> int:
@@ -443,10 +442,10 @@ def _ll_cap(c: Communicator) -> float:
 
 
 def _capped(bus: float, share: float, cap: str, c: Communicator) -> float:
-    """`bus` x `share`, at most NCCL's per-channel cap `cap` (PER_CHANNEL_GBPS) over each channel's speed."""
-    if not c.channel_speed:
+    """`bus` x `share`, at most NCCL's per-channel cap `cap` (PER_CHANNEL_GBPS) x its search channels."""
+    if not c.channels:
         return bus * share
-    return bus * min(share, PER_CHANNEL_GBPS[cap][c.generation][min(c.nodes, 3) - 1] / c.channel_speed)
+    return min(bus * share, c.channels * PER_CHANNEL_GBPS[cap][c.generation][min(c.nodes, 3) - 1] * 1e9)
 
 
 def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) -> float:
@@ -482,7 +481,7 @@ def _tree_bus(protocol: str, c: Communicator, whole_call: bool = True) -> float:
     if protocol == "LL":
         return min(tree * TREE_LL_SHARE, _ll_cap(c) if whole_call else math.inf)
     if protocol == "LL128":
-        return min(tree * (7 / 9 if c.nodes == 1 else 120 / 128), _capped(_bus(c), 1.0, "tree_LL128", c))
+        return _capped(tree, 7 / 9 if c.nodes == 1 else 120 / 128, "tree_LL128", c)
     return tree
 
 
