@@ -319,7 +319,8 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     """NCCL's pick when the topology, not NCCL's tables, says how fast the bytes can move:
     the fastest option moves `nbytes` in `wire` seconds (gclc's tiers: oversubscription,
     ragged groups and in-network reduction counted), every other option as much slower as
-    NCCL's tables make it (LL's half bandwidth and caps, a tree's share), and each pays its
+    NCCL's shares make it (LL's half bandwidth, a tree's share) and no faster than its caps
+    allow (LL's and the per-channel ones: rates, not shares, in tuning.cc), and each pays its
     own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency.
     `in_network`: only the algorithms whose switches reduce (True: `wire` is the tiers' price
     with them reducing) or only the others (False); None: all (None where none runs)."""
@@ -329,11 +330,12 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
                if o[0] != "nvls_tree" and (in_network is None or (o[0] in IN_NETWORK) == in_network)]
     if not options:
         return None
-    fastest = max(bandwidth for *_, bandwidth in options)
+    shares = [_bandwidth(collective, algorithm, protocol, c, capped=False) for algorithm, protocol, *_ in options]
+    fastest = max(shares)
     best = None
-    for algorithm, protocol, latency, bandwidth in options:
+    for (algorithm, protocol, latency, bandwidth), share in zip(options, shares):
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
-                           nbytes, wire * fastest / bandwidth, c)
+                           nbytes, max(wire * fastest / share, nbytes / bandwidth), c)
         if best is None or seconds < best[2]:
             best = (algorithm, protocol, seconds)
     return Choice(*best) if best is not None else None
@@ -441,25 +443,26 @@ def _ll_cap(c: Communicator) -> float:
     return LL_MAX_BUS_GBPS["ampere" if c.host in ("amd", "mixed") else "volta"][column] * 1e9
 
 
-def _capped(bus: float, share: float, cap: str, c: Communicator) -> float:
+def _capped(bus: float, share: float, cap: str, c: Communicator, capped: bool = True) -> float:
     """`bus` x `share`, at most NCCL's per-channel cap `cap` (PER_CHANNEL_GBPS) x its search channels."""
-    if not c.channels:
+    if not c.channels or not capped:
         return bus * share
     return min(bus * share, c.channels * PER_CHANNEL_GBPS[cap][c.generation][min(c.nodes, 3) - 1] * 1e9)
 
 
-def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) -> float:
-    """Algorithm bandwidth (bytes of the buffer per second)."""
+def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator, capped: bool = True) -> float:
+    """Algorithm bandwidth (bytes of the buffer per second); `capped`: under LL's cap and the per-channel
+    caps (tuning.cc: absolute rates), else a ring's and a tree's shares of the bus alone."""
     bus = _bus(c)
     if algorithm == "ring":
         if protocol == "LL":
-            bus = min(bus * LL_SHARE, _ll_cap(c))
+            bus = min(bus * LL_SHARE, _ll_cap(c) if capped else math.inf)
         elif protocol == "LL128":
-            bus = _capped(bus, LL128_SHARE, "ring_LL128", c)
+            bus = _capped(bus, LL128_SHARE, "ring_LL128", c, capped)
         steps, _ = _ring_steps(collective, c)
         return bus * c.ranks / steps
     if algorithm == "tree":
-        return _tree_bus(protocol, c) * 0.5
+        return _tree_bus(protocol, c, capped, capped) * 0.5
     if algorithm == "nvls":   # the whole buffer through the port: slower than a ring for half an all-reduce
         through = _nvls_through(collective, c)
         return min(through, c.inter * c.per_node) if c.nodes > 1 else through
@@ -474,14 +477,15 @@ def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) 
     return 0.0
 
 
-def _tree_bus(protocol: str, c: Communicator, whole_call: bool = True) -> float:
+def _tree_bus(protocol: str, c: Communicator, whole_call: bool = True, per_channel: bool = True) -> float:
     """A tree's bus bandwidth (tuning.cc): its share of the bus and its per-channel cap, then its protocol's share
-    and cap; `whole_call`: with LL's cap, which bounds all the call's channels together."""
-    tree = _capped(_bus(c), TREE_SHARE, "tree", c)
+    and cap; `whole_call`: with LL's cap, which bounds all the call's channels together; `per_channel`: with the
+    per-channel caps."""
+    tree = _capped(_bus(c), TREE_SHARE, "tree", c, per_channel)
     if protocol == "LL":
         return min(tree * TREE_LL_SHARE, _ll_cap(c) if whole_call else math.inf)
     if protocol == "LL128":
-        return _capped(tree, 7 / 9 if c.nodes == 1 else 120 / 128, "tree_LL128", c)
+        return _capped(tree, 7 / 9 if c.nodes == 1 else 120 / 128, "tree_LL128", c, per_channel)
     return tree
 
 
