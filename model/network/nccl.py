@@ -57,7 +57,7 @@ LL_MAX_BUS_GBPS = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "h
 # tuning.cc (tag v2.30.4-1) per-channel caps, GB/s a search channel (one node, two, more), by compCapIndex:
 # `busBw = min(busBw * share, graph->nChannels * perChMax...)` for ring LL128 (perChMaxRingLL128Bws), every tree
 # all-reduce before its protocol's share (perChMaxTreeBws) and tree LL128 after it (perChMaxTreeLL128Bws): a cap
-# of the search's channel count x the rate (`_capped`). (Blackwell's ring LL128 was 2 x 36.7 up to 2.28.9, 34.5 in
+# of the search's channel count x the rate (`_per_channel`). (Blackwell's ring LL128 was 2 x 36.7 up to 2.28.9, 34.5 in
 # 2.29.2 and 40 from 2.29.7: NVIDIA's own reading of what one channel's LL128 carries on Blackwell; 16 x 40 = 640
 # GB/s busbw, as 3 B200 measure forced, 479 GB/s algbw, NVIDIA/nccl#2343. The model takes the newest table.)
 PER_CHANNEL_GBPS = {
@@ -330,12 +330,13 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
                if o[0] != "nvls_tree" and (in_network is None or (o[0] in IN_NETWORK) == in_network)]
     if not options:
         return None
-    shares = [_bandwidth(collective, algorithm, protocol, c, capped=False) for algorithm, protocol, *_ in options]
+    shares = [_bandwidth(collective, algorithm, protocol, c, "share") for algorithm, protocol, *_ in options]
     fastest = max(shares)
     best = None
-    for (algorithm, protocol, latency, bandwidth), share in zip(options, shares):
+    for (algorithm, protocol, latency, _), share in zip(options, shares):
+        capped = nbytes / _bandwidth(collective, algorithm, protocol, c, "cap")
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
-                           nbytes, max(wire * fastest / share, nbytes / bandwidth), c)
+                           nbytes, max(wire * fastest / share, capped), c)
         if best is None or seconds < best[2]:
             best = (algorithm, protocol, seconds)
     return Choice(*best) if best is not None else None
@@ -443,26 +444,43 @@ def _ll_cap(c: Communicator) -> float:
     return LL_MAX_BUS_GBPS["ampere" if c.host in ("amd", "mixed") else "volta"][column] * 1e9
 
 
-def _capped(bus: float, share: float, cap: str, c: Communicator, capped: bool = True) -> float:
-    """`bus` x `share`, at most NCCL's per-channel cap `cap` (PER_CHANNEL_GBPS) x its search channels."""
-    if not c.channels or not capped:
-        return bus * share
-    return min(bus * share, c.channels * PER_CHANNEL_GBPS[cap][c.generation][min(c.nodes, 3) - 1] * 1e9)
+def _per_channel(cap: str, c: Communicator) -> float:
+    """NCCL's per-channel cap `cap` (PER_CHANNEL_GBPS) x its search channels, bytes/s of bus (inf: none)."""
+    return c.channels * PER_CHANNEL_GBPS[cap][c.generation][min(c.nodes, 3) - 1] * 1e9 if c.channels else math.inf
 
 
-def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator, capped: bool = True) -> float:
-    """Algorithm bandwidth (bytes of the buffer per second); `capped`: under LL's cap and the per-channel
-    caps (tuning.cc: absolute rates), else a ring's and a tree's shares of the bus alone."""
+def _ring_tree_bus(algorithm: str, protocol: str, c: Communicator,
+                   whole_call: bool = True) -> tuple[float, float]:
+    """(share, cap) of a ring's or a tree's bus bandwidth (tuning.cc): the share of the bus its protocol carries,
+    and the rate its caps allow (LL's, llMaxBws, bounding the call's channels together: `whole_call`; the
+    per-channel ones); NCCL's bandwidth is the lesser."""
     bus = _bus(c)
+    ll = _ll_cap(c) if whole_call else math.inf
     if algorithm == "ring":
-        if protocol == "LL":
-            bus = min(bus * LL_SHARE, _ll_cap(c) if capped else math.inf)
-        elif protocol == "LL128":
-            bus = _capped(bus, LL128_SHARE, "ring_LL128", c, capped)
+        share = bus * {"LL": LL_SHARE, "LL128": LL128_SHARE, "Simple": 1.0}[protocol]
+        return share, {"LL": ll, "LL128": _per_channel("ring_LL128", c), "Simple": math.inf}[protocol]
+    tree, cap = bus * TREE_SHARE, _per_channel("tree", c)   # the tree's share and cap, then its protocol's
+    if protocol == "LL":
+        return tree * TREE_LL_SHARE, min(cap * TREE_LL_SHARE, ll)
+    if protocol == "LL128":
+        protocol_share = 7 / 9 if c.nodes == 1 else 120 / 128
+        return tree * protocol_share, min(cap * protocol_share, _per_channel("tree_LL128", c))
+    return tree, cap
+
+
+def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator, part: str = "") -> float:
+    """Algorithm bandwidth (bytes of the buffer per second), as NCCL's tables give it; `part`: a ring's or a
+    tree's "share" of the bus alone or its "cap" alone (tuning.cc: the caps are rates, not shares)."""
+    bus = _bus(c)
+    if algorithm in ("ring", "tree"):
+        share, cap = _ring_tree_bus(algorithm, protocol, c)
+        bus = {"share": share, "cap": cap}.get(part, min(share, cap))
+        if algorithm == "tree":
+            return bus * 0.5
         steps, _ = _ring_steps(collective, c)
         return bus * c.ranks / steps
-    if algorithm == "tree":
-        return _tree_bus(protocol, c, capped, capped) * 0.5
+    if part == "cap":
+        return math.inf
     if algorithm == "nvls":   # the whole buffer through the port: slower than a ring for half an all-reduce
         through = _nvls_through(collective, c)
         return min(through, c.inter * c.per_node) if c.nodes > 1 else through
@@ -475,18 +493,6 @@ def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator, 
     if algorithm == "collnet_chain":   # ... reduced up a chain of the node's GPUs and sent back down it:
         return min(c.intra / 2, c.inter * c.per_node * COLLNET_SHARE)   # the buffer twice through each port
     return 0.0
-
-
-def _tree_bus(protocol: str, c: Communicator, whole_call: bool = True, per_channel: bool = True) -> float:
-    """A tree's bus bandwidth (tuning.cc): its share of the bus and its per-channel cap, then its protocol's share
-    and cap; `whole_call`: with LL's cap, which bounds all the call's channels together; `per_channel`: with the
-    per-channel caps."""
-    tree = _capped(_bus(c), TREE_SHARE, "tree", c, per_channel)
-    if protocol == "LL":
-        return min(tree * TREE_LL_SHARE, _ll_cap(c) if whole_call else math.inf)
-    if protocol == "LL128":
-        return _capped(tree, 7 / 9 if c.nodes == 1 else 120 / 128, "tree_LL128", c, per_channel)
-    return tree
 
 
 def _nvls_through(collective: str, c: Communicator) -> float:
@@ -543,7 +549,8 @@ def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> floa
     if algorithm != "tree":
         return 0.0
     hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
-    channel = min(_tree_bus(protocol, c, whole_call=False) / CHANNELS, _tree_bus(protocol, c))
+    channel = min(min(_ring_tree_bus("tree", protocol, c, whole_call=False)) / CHANNELS,
+                  _bandwidth("all_reduce", "tree", protocol, c) * 2)   # busbw = 2 x a tree's algbw
     return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
 
 

@@ -95,8 +95,8 @@ def test_the_communicator_reads_the_host_cpu_off_the_design(node, host):
 def test_a_small_tree_piece_runs_on_one_channel_bounded_by_the_whole_call_s_ll_cap():
     # NCCL runs a call this small on one channel (enqueue.cc); LL's cap bounds all channels together, so the
     # piece's channel takes the tree's per-channel share, not a sixteenth of the cap
-    uncapped = nccl._tree_bus("LL", H100_NODES, whole_call=False)
-    assert nccl._tree_bus("LL", H100_NODES) == 20.4e9 < uncapped
+    uncapped = min(nccl._ring_tree_bus("tree", "LL", H100_NODES, whole_call=False))
+    assert nccl._bandwidth("all_reduce", "tree", "LL", H100_NODES) * 2 == 20.4e9 < uncapped
     hops = 2 * (7 + 4)
     assert nccl._fill("tree", "LL", 2048, H100_NODES) == pytest.approx((hops - 1) * 2048 / (uncapped / nccl.CHANNELS))
 
