@@ -384,10 +384,14 @@ def bus_bandwidth(collective: str, nbytes: float, seconds: float, ranks: int) ->
 
 @functools.lru_cache(maxsize=4096)
 def _options(collective: str, c: Communicator) -> tuple[tuple[str, str, float, float], ...]:
-    """(algorithm, protocol, latency s, algorithm bandwidth B/s) of every option NCCL weighs."""
+    """(algorithm, protocol, latency s, algorithm bandwidth B/s) of every option NCCL weighs. LL128 runs only over
+    NVLink (tuning.cc, tag v2.30.4-1: LL128 `pEnable &= (graphs[a]->typeIntra <= PATH_NVB)`; GPUs that meet
+    through PCIe switches or the CPU are PATH_PIX and beyond)."""
     found = []
     for algorithm in _algorithms(collective, c):
         for p, protocol in enumerate(PROTOCOLS):
+            if protocol == "LL128" and c.link == "pcie":
+                continue
             bandwidth = _bandwidth(collective, algorithm, protocol, c)
             if bandwidth > 0 and (algorithm in ("ring", "tree") or protocol == "Simple"):
                 found.append((algorithm, protocol, _latency(collective, algorithm, p, c) * 1e-6, bandwidth))

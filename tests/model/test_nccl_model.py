@@ -24,6 +24,14 @@ def test_small_messages_take_the_low_latency_protocol_large_ones_the_full_bandwi
     assert nccl.choose("all_reduce", 8 * 2**30, NODES).protocol == "Simple"
 
 
+def test_ll128_runs_over_nvlink_only():
+    # tuning.cc (tag v2.30.4-1): LL128 is enabled where the GPUs meet through NVLink (typeIntra <= PATH_NVB)
+    pcie = Communicator(8, 1, 25e9, link="pcie")
+    for collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        assert "LL128" not in {p for _, p, *_ in nccl._options(collective, pcie)}
+        assert "LL128" in {p for _, p, *_ in nccl._options(collective, NODE)}
+
+
 def test_nvls_carries_all_reduce_but_not_half_of_one_on_one_node():
     # NVIDIA/nccl#1083: NVLS sends the whole buffer for a reduce-scatter, the ring (n-1)/n
     assert nccl.choose("all_reduce", 2**30, NODE).algorithm == "nvls"
