@@ -125,7 +125,7 @@ class Part:
     cores: int | None = None     # CPU and DPU cores each
     offload: tuple[str, ...] = ()   # what a DPU takes over from the host: network, storage, input
     ports: int = 1               # network ports each (NICs, DPUs): `bandwidth` is split evenly over them
-    vendor: str = ""             # the part's `vendor` as the design writes it (a host CPU's: NCCL's LL cap across nodes)
+    vendor: str = ""             # the part's `vendor` as written (a host CPU's: NCCL's LL cap across nodes)
     span: Span = _span()
 
     def offloads(self, what: str) -> bool:
@@ -204,7 +204,7 @@ class Tier:
     switch_chips: int = 0        # switch chips of one domain of a scale-up tier (0: not stated)
     switch_reduction: float = 0.0   # FP32 adds/s each of them reduces at (0: not stated, not bounded)
     generation: str | None = None   # a scale-up tier's GPUs' generation (compiler/formats.py generation; None: not NVIDIA's)
-    host: str = ""               # the vendor of the node's host CPUs (NCCL's LL cap across nodes goes by it; "" not stated)
+    host: str = ""               # the node's host CPUs' vendor (NCCL's LL cap across nodes; "" not stated)
     span: Span = _span()
 
     @property

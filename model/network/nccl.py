@@ -57,9 +57,10 @@ LL_MAX_BUS_GBPS = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "h
 # tuning.cc (tag v2.30.4-1) per-channel caps, GB/s a search channel (one node, two, more), by compCapIndex:
 # `busBw = min(busBw * share, graph->nChannels * perChMax...)` for ring LL128 (perChMaxRingLL128Bws), every tree
 # all-reduce before its protocol's share (perChMaxTreeBws) and tree LL128 after it (perChMaxTreeLL128Bws): a cap
-# of the search's channel count x the rate (`_per_channel`). (Blackwell's ring LL128 was 2 x 36.7 up to 2.28.9, 34.5 in
-# 2.29.2 and 40 from 2.29.7: NVIDIA's own reading of what one channel's LL128 carries on Blackwell; 16 x 40 = 640
-# GB/s busbw, as 3 B200 measure forced, 479 GB/s algbw, NVIDIA/nccl#2343. The model takes the newest table.)
+# of the search's channel count x the rate (`_per_channel`). (Blackwell's ring LL128 was 2 x 36.7 up to 2.28.9,
+# 34.5 in 2.29.2 and 40 from 2.29.7: NVIDIA's own reading of what one channel's LL128 carries on Blackwell;
+# 16 x 40 = 640 GB/s busbw, as 3 B200 measure forced, 479 GB/s algbw, NVIDIA/nccl#2343. The model takes the
+# newest table.)
 PER_CHANNEL_GBPS = {
     "ring_LL128": {"ampere": (20.0, 20.0, 20.0), "hopper": (36.7, 36.7, 36.7), "blackwell": (40.0, 40.0, 40.0)},
     "tree": {"ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0), "blackwell": (70.0, 42.8, 24.0)},
@@ -75,7 +76,8 @@ PER_CHANNEL_GBPS = {
 # by the same rule (ASSUMPTION: a NIC a GPU, as on every std node: the node's channels are its GPUs).
 CHANNELS_INTRA = {"ampere": 12, "hopper": 12, "blackwell": 16}
 CHANNEL_SPEEDS_INTER = {
-    "ampere": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    "ampere": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24,
+               0.12),
     "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
     "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4,
                   1.2, 0.24, 0.12),
@@ -227,7 +229,7 @@ class Communicator:
     nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
     nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
     generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
-    host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "nvidia"; "mixed"; "" unknown): LL's cap across nodes
+    host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "mixed"; ""): LL's cap
     channels: int = 0             # NCCL's search channels (`search_channels`; 0: no per-channel cap)
 
     @property

@@ -20,7 +20,8 @@ H100_NODES = Communicator(128, 16, 365.6e9, 50e9, wire=1.5e-6, host="intel", cha
 def test_the_caps_are_tuning_cc_s_and_the_speeds_search_cc_s():
     # src/graph/tuning.cc, tag v2.30.4-1: perChMaxRingLL128Bws, perChMaxTreeBws, perChMaxTreeLL128Bws (N1/N2/N4);
     # llMaxBws row 0 "Volta-N1/Intel-N2/Intel-N4" {39.0, 39.0, 20.4}
-    assert nccl.PER_CHANNEL_GBPS["ring_LL128"] == {"ampere": (20.0,) * 3, "hopper": (36.7,) * 3, "blackwell": (40.0,) * 3}
+    assert nccl.PER_CHANNEL_GBPS["ring_LL128"] == {"ampere": (20.0,) * 3, "hopper": (36.7,) * 3,
+                                                   "blackwell": (40.0,) * 3}
     assert nccl.PER_CHANNEL_GBPS["tree"]["hopper"] == (38.7, 41.4, 36.0)
     assert nccl.PER_CHANNEL_GBPS["tree_LL128"]["blackwell"] == (55.6, 31.67, 20.0)
     assert nccl.LL_MAX_BUS_GBPS["volta"] == (39.0, 39.0, 20.4)
