@@ -31,7 +31,8 @@ from ..dsl.records import frozen
 # 13: tiers carry their GPUs' `generation` (NCCL's NVLS constants: model/collectives.py).
 # 14: a tier's `generation` is its GPUs' own (ampere, hopper, blackwell; None off NVIDIA), read off their peaks.
 # 15: accelerators carry the chips they extend (`extends`: whose published runs calibrate them).
-IR_VERSION = 15
+# 16: parts carry their `vendor`, tiers their nodes' host CPU vendor (`host`: NCCL's LL cap across nodes).
+IR_VERSION = 16
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -49,6 +50,7 @@ IR_SCHEMA_SHA256 = {
     13: "b21f6f2707e4a85ed6470ad254ba49eacd602262961d65fdb5d357f27dad95a4",   # Tier: generation
     14: "d7d3bd626e766bbb1b339b78e4e6c798dce9b78c0da7970c17aa4bef542869c8",   # Tier: generation str or None
     15: "9018f60d279574749e50a2ea1ac095bdcd6cc225691329c3c19c5b782d5620a2",   # Accelerator: extends
+    16: "e1c0d75c3888eb1c43089c8b6e2a5d26261a09f16d85f06a47875896f112045e",   # Part: vendor; Tier: host
 }
 
 
