@@ -31,7 +31,9 @@ from ..dsl.records import frozen
 # 13: tiers carry their GPUs' `generation` (NCCL's NVLS constants: model/collectives.py).
 # 14: a tier's `generation` is its GPUs' own (ampere, hopper, blackwell; None off NVIDIA), read off their peaks.
 # 15: accelerators carry the chips they extend (`extends`: whose published runs calibrate them).
-IR_VERSION = 15
+# 16: parts carry their `vendor`, tiers their nodes' host CPU vendor (`host`: NCCL's LL cap across nodes);
+#     a tier's `generation` may be ada (an fp8, GDDR part: NCCL's Ampere rows).
+IR_VERSION = 16
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -49,6 +51,7 @@ IR_SCHEMA_SHA256 = {
     13: "b21f6f2707e4a85ed6470ad254ba49eacd602262961d65fdb5d357f27dad95a4",   # Tier: generation
     14: "d7d3bd626e766bbb1b339b78e4e6c798dce9b78c0da7970c17aa4bef542869c8",   # Tier: generation str or None
     15: "9018f60d279574749e50a2ea1ac095bdcd6cc225691329c3c19c5b782d5620a2",   # Accelerator: extends
+    16: "e1c0d75c3888eb1c43089c8b6e2a5d26261a09f16d85f06a47875896f112045e",   # Part: vendor; Tier: host
 }
 
 
@@ -125,6 +128,7 @@ class Part:
     cores: int | None = None     # CPU and DPU cores each
     offload: tuple[str, ...] = ()   # what a DPU takes over from the host: network, storage, input
     ports: int = 1               # network ports each (NICs, DPUs): `bandwidth` is split evenly over them
+    vendor: str = ""             # the part's `vendor` as written (a host CPU's: NCCL's LL cap across nodes)
     span: Span = _span()
 
     def offloads(self, what: str) -> bool:
@@ -158,6 +162,11 @@ class NodeType:
         """The cards cabled to the scale-out fabric: its NICs, and the DPUs that take over the
         network (model/train/dpu.py: such a DPU is a scale-out NIC); storage DPUs sit on another network."""
         return tuple(p for p in self.parts if p.kind == "nic" or (p.kind == "dpu" and p.offloads("network")))
+
+    @property
+    def host_vendor(self) -> str:
+        """The vendor of the node's host CPUs ("" where none is declared; the first where several are)."""
+        return next((p.vendor for p in self.parts_of("cpu") if p.vendor), "")
 
     @property
     def nic_ports(self) -> int:
@@ -198,6 +207,7 @@ class Tier:
     switch_chips: int = 0        # switch chips of one domain of a scale-up tier (0: not stated)
     switch_reduction: float = 0.0   # FP32 adds/s each of them reduces at (0: not stated, not bounded)
     generation: str | None = None   # a scale-up tier's GPUs' generation (compiler/formats.py GENERATIONS; None: not NVIDIA's)
+    host: str = ""               # the node's host CPUs' vendor (NCCL's LL cap across nodes; "" not stated)
     span: Span = _span()
 
     @property

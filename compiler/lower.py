@@ -64,7 +64,7 @@ def part(kind: str, repeat: Repeat) -> Part:
     offload = tuple(str(v) for v in offload) if offload is not None else (DEFAULT_DPU_OFFLOAD if kind == "dpu" else ())
     return Part(kind, entity.name, repeat.count, _f(entity.get("power")),
                 _f(bandwidth) if bandwidth is not None else None, cores=entity.get("cores"), offload=offload,
-                ports=entity.get("ports") or 1, span=entity.span)
+                ports=entity.get("ports") or 1, vendor=entity.get("vendor") or "", span=entity.span)
 
 
 # A DPU that does not say what it offloads serves storage and input (as the BlueField-3s of
@@ -153,6 +153,8 @@ def _lower_cluster(cluster: Entity) -> ClusterGraph:
             out_tiers, out_layers = _scaleout(fabric, ntype, per_unit, units.count, endpoints[fabric.name], len(tiers))
             tiers += out_tiers
             layers.update({(layer.fabric, layer.level): layer for layer in out_layers})
+        # every tier carries its nodes' host CPU vendor: NCCL's LL cap across nodes goes by it (model/network/nccl.py)
+        tiers = [attrs.evolve(t, host=ntype.host_vendor) for t in tiers]
         partitions.append(Partition(name, units.part.name, units.count, per_unit, ntype, overhead, switches,
                                     tuple(tiers), span=span, power_budget=budgets[name]))
     budget = cluster.get("power.budget")

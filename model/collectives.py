@@ -18,9 +18,10 @@ import math
 
 import attrs
 
+from ..compiler.vendors import vendor_of
 from . import comms
 from .network.nccl import (Choice, Communicator, nvls_channels, nvls_share, nvls_tree, on_topology, p2p_latency,
-                           switch_reduction_seconds)
+                           search_channels, switch_reduction_seconds)
 from .network.placement import SCALE_UP_SCOPES
 
 # A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
@@ -200,16 +201,27 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
     out = [s for s in option if s.tier.scope not in SCALE_UP_SCOPES]
     per_node = math.prod(s.peers for s in up)
     gen = generation(up[0].tier) if up else "hopper"
+    link = "pcie" if up and up[0].tier.kind == "pcie" else "nvlink"
     return Communicator(ranks, ranks // per_node,
                         comms.stage_rate(up[0]) if up else math.inf,
                         comms.stage_rate(out[0]) if out else math.inf,
-                        link="pcie" if up and up[0].tier.kind == "pcie" else "nvlink",
+                        link=link,
                         nvls=any(s.tier.in_network_reduction for s in up),
                         collnet=any(s.tier.in_network_reduction for s in out),
                         wire=option[-1].tier.latency if out else 0.0,
                         reduce_rate=_reduce_share(up[0], per_node) if up else math.inf,
                         across=min((comms.stage_rate(s) for s in out), default=math.inf),
-                        nvls_channels=nvls_channels(gen, nccl), nvls_share=nvls_share(gen), generation=gen)
+                        nvls_channels=nvls_channels(gen, nccl), nvls_share=nvls_share(gen), generation=gen,
+                        host=host(option),
+                        channels=search_channels(gen, ranks // per_node, per_node,
+                                                 out[0].tier.bandwidth if out else math.inf, link))
+
+
+def host(option: tuple[comms.Stage, ...]) -> str:
+    """The host CPUs' vendor as NCCL tells them apart (topo.cc cpuVendor; `mixed` where the nodes differ), lower
+    case: across nodes NCCL reads LL's cap by it (tuning.cc llMaxBws). "" where no node declares its CPUs."""
+    vendors = {vendor_of(s.tier.host).lower() for s in option if s.tier.host}
+    return "mixed" if len(vendors) > 1 else next(iter(vendors), "")
 
 
 def generation(tier) -> str:

@@ -46,21 +46,58 @@ STEP_LATENCY_US = {
             "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9), "pat": (0.0, 0.0, 14.0)},
 }
 NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a network step's floor; x3 for Simple
-# tuning.cc llMaxBws (NCCL 2.28.7, unchanged in 2.30: tag v2.30.4-1, commit 5067397c), by GPU generation
-# (compCapIndex: sm_80 Ampere, sm_90 Hopper, sm_100 on Blackwell): LL's bus-bandwidth cap on one node, two,
-# more ("Blackwell-N1" is Hopper's x 2). NCCL reads a generation's row on one node only; across nodes it
-# reads row 0 or 1 by the host CPU ("Intel-N2/N4" 39.0, 20.4; "AMD-N2/N4" 22.5, 19.0, the Ampere row's).
-# Not modelled (the host CPU does not reach the communicator): the model reads the generation's row
-# throughout, so Ampere's multi-node caps are the AMD host's (the DGX A100's EPYC 7742: dsl/std/hosts.gcl)
-# and Hopper's and Blackwell's are row entries NCCL never reads (it takes 39.0/20.4 or 22.5/19.0).
-LL_MAX_BUS_GBPS = {"ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
-# Not modelled either (no generation): the per-channel caps tuning.cc applies as nChannels x a rate per
-# channel (GB/s, one node/two/more): perChMaxRingLL128Bws Ampere 20 (Hopper 36.7, Blackwell 40),
-# perChMaxTreeLL128Bws Ampere 20 (Hopper 36.7/36.7/29), perChMaxTreeBws Ampere 24/23.6/17.8 (Hopper
-# 38.7/41.4/36). They bind only where a channel carries more than ~20 GB/s (LL128: 20 / 0.92 = 21.7): not on
-# one A100 node, whose channels NCCL's search runs at 40, 30 or 20 GB/s and halves at 25 or more (search.cc
-# speedArrayIntra, bwIntra >= 25.0), but on an HDR channel (24 GB/s) across three nodes or more (ring LL128,
-# tree). The bus rate here is the tiers' and the model keeps no channel count for it.
+# tuning.cc llMaxBws (NCCL 2.28.7, unchanged in 2.30: tag v2.30.4-1, commit 5067397c): LL's bus-bandwidth cap
+# (GB/s) on one node, two, more, by row. On one node NCCL reads the GPU generation's row (compCapIndex: sm_70
+# Volta, sm_80 Ampere, sm_90 Hopper, sm_100 on Blackwell; "Blackwell-N1" is Hopper's x 2); across nodes it reads
+# row 0 or 1 by the host CPU (`index1 = nNodes == 1 ? compCapIndex : (cpuVendor == AMD || MIXED) ? 1 : 0`): row 0
+# ("Volta-N1/Intel-N2/Intel-N4", Intel, Arm and others) 39.0 and 20.4 GB/s, row 1 ("Ampere-N1/AMD-N2/AMD-N4") 22.5
+# and 19.0. The Hopper and Blackwell rows' N2/N4 entries are never read (`_ll_cap`).
+LL_MAX_BUS_GBPS = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
+                   "blackwell": (282.0, 90.0, 70.0)}
+# tuning.cc (tag v2.30.4-1) per-channel caps, GB/s a search channel (one node, two, more), by compCapIndex:
+# `busBw = min(busBw * share, graph->nChannels * perChMax...)` for ring LL128 (perChMaxRingLL128Bws), every tree
+# all-reduce before its protocol's share (perChMaxTreeBws) and tree LL128 after it (perChMaxTreeLL128Bws): a cap
+# of the search's channel count x the rate (`_per_channel`). (Blackwell's ring LL128 was 2 x 36.7 up to 2.28.9,
+# 34.5 in 2.29.2 and 40 from 2.29.7: NVIDIA's own reading of what one channel's LL128 carries on Blackwell;
+# 16 x 40 = 640 GB/s busbw, as 3 B200 measure forced, 479 GB/s algbw, NVIDIA/nccl#2343. The model takes the
+# newest table.)
+PER_CHANNEL_GBPS = {
+    "ring_LL128": {"ampere": (20.0, 20.0, 20.0), "hopper": (36.7, 36.7, 36.7), "blackwell": (40.0, 40.0, 40.0)},
+    "tree": {"ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0), "blackwell": (70.0, 42.8, 24.0)},
+    "tree_LL128": {"ampere": (20.0, 20.0, 20.0), "hopper": (36.7, 36.7, 29.0), "blackwell": (55.6, 31.67, 20.0)},
+}
+# The search's channels (search.cc, tag v2.30.4-1). On one NVSwitch board NCCL's NVLink is links x
+# SM80/SM90/SM100_NVLINK_BW (topo.h: 12 x 20, 18 x 20.6, 18 x 40.1 GB/s); the ring search takes the fastest speed
+# of speedArrayIntra / sm90SpeedArrayIntra / sm100SpeedArrayIntra whose channels fit (6 x 40, 6 x 60, 8 x 90) and
+# ncclTopoDupChannels doubles them at half the speed (bwIntra >= 25; on Hopper and later not below 50 with more
+# than 4 channels): 12, 12 and 16 channels, the tree's held to the ring's. ASSUMPTION: the generation's full link
+# count (DGX/HGX A100 12, H100/H200/H20 18, B200 and GB200/GB300 trays 18). Across nodes a channel runs at the
+# fastest speedArrayInter entry (by generation) a GPU's NIC carries, one channel a NIC, doubled at half the speed
+# by the same rule (ASSUMPTION: a NIC a GPU, as on every std node: the node's channels are its GPUs).
+CHANNELS_INTRA = {"ampere": 12, "hopper": 12, "blackwell": 16}
+CHANNEL_SPEEDS_INTER = {
+    "ampere": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24,
+               0.12),
+    "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4,
+                  1.2, 0.24, 0.12),
+}
+MAX_SEARCH_CHANNELS = 32    # init.cc: ringGraph->maxChannels = MAXCHANNELS / 2
+
+
+def search_channels(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink") -> int:
+    """NCCL's search channels (search.cc): on one NVLink board the generation's; across nodes one a NIC at the
+    fastest inter speed a GPU's NIC (`nic` bytes/s) carries, doubled where NCCL duplicates them. 0 where NCCL's
+    search is not modelled (a PCIe board, no NIC rate): no per-channel cap then."""
+    if nodes <= 1:
+        return CHANNELS_INTRA[generation] if link == "nvlink" else 0
+    speed = next((s for s in CHANNEL_SPEEDS_INTER[generation] if s <= nic / 1e9), 0.0) if 0 < nic < math.inf else 0.0
+    if not speed:
+        return 0
+    duplicated = speed >= 25.0 and not (generation != "ampere" and speed < 50.0 and per_node > 4)
+    return min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1))
+
+
 # ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
 # NVLink (tuning.cc hwLatencies). Read from the smallest published call of 4 and 8 GB300 of an NVL72 rack
 # (Oracle's GB300 quick start, NCCL 2.28.7: 512 KiB, a ring with LL), each call's time less NCCL's ring LL
@@ -198,6 +235,8 @@ class Communicator:
     nvls_channels: int = NVLS_CHANNELS["hopper"]   # NCCL's NVLS channels (by GPU generation, nvls.cc)
     nvls_share: float = NVLS_EFFICIENCY            # NVLS's share of `intra` (by GPU generation, `nvls_share`)
     generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
+    host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "mixed"; ""): LL's cap
+    channels: int = 0             # NCCL's search channels (`search_channels`; 0: no per-channel cap)
 
     @property
     def per_node(self) -> int:
@@ -335,7 +374,8 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
     """NCCL's pick when the topology, not NCCL's tables, says how fast the bytes can move:
     the fastest option moves `nbytes` in `wire` seconds (gclc's tiers: oversubscription,
     ragged groups and in-network reduction counted), every other option as much slower as
-    NCCL's tables make it (LL's half bandwidth and caps, a tree's share), and each pays its
+    NCCL's shares make it (LL's half bandwidth, a tree's share) and no faster than its caps
+    allow (LL's and the per-channel ones: rates, not shares, in tuning.cc), and each pays its
     own latency. Large calls run at the tiers' rate; small ones pay NCCL's latency. NCCL picks the
     option it predicts fastest (`predicted`), which is not always the fastest priced.
     `in_network`: only the algorithms whose switches reduce (True: `wire` is the tiers' price
@@ -346,11 +386,13 @@ def on_topology(collective: str, nbytes: float, wire: float, c: Communicator,
                if o[0] != "nvls_tree" and (in_network is None or (o[0] in IN_NETWORK) == in_network)]
     if not options:
         return None
-    fastest = max(bandwidth for *_, bandwidth in options)
+    shares = [_bandwidth(collective, algorithm, protocol, c, "share") for algorithm, protocol, *_ in options]
+    fastest = max(shares)
     best = None
-    for algorithm, protocol, latency, bandwidth in options:
+    for (algorithm, protocol, latency, _), share in zip(options, shares):
+        capped = nbytes / _bandwidth(collective, algorithm, protocol, c, "cap")
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
-                           nbytes, wire * fastest / bandwidth, c)
+                           nbytes, max(wire * fastest / share, capped), c)
         option = Choice(algorithm, protocol, seconds, predicted(collective, algorithm, protocol, nbytes, seconds, c))
         if best is None or option.predicted < best.predicted:
             best = option
@@ -399,10 +441,14 @@ def bus_bandwidth(collective: str, nbytes: float, seconds: float, ranks: int) ->
 
 @functools.lru_cache(maxsize=4096)
 def _options(collective: str, c: Communicator) -> tuple[tuple[str, str, float, float], ...]:
-    """(algorithm, protocol, latency s, algorithm bandwidth B/s) of every option NCCL weighs."""
+    """(algorithm, protocol, latency s, algorithm bandwidth B/s) of every option NCCL weighs. LL128 runs only over
+    NVLink (tuning.cc, tag v2.30.4-1: LL128 `pEnable &= (graphs[a]->typeIntra <= PATH_NVB)`; GPUs that meet
+    through PCIe switches or the CPU are PATH_PIX and beyond)."""
     found = []
     for algorithm in _algorithms(collective, c):
         for p, protocol in enumerate(PROTOCOLS):
+            if protocol == "LL128" and c.link == "pcie":
+                continue
             bandwidth = _bandwidth(collective, algorithm, protocol, c)
             if bandwidth > 0 and (algorithm in ("ring", "tree") or protocol == "Simple"):
                 found.append((algorithm, protocol, _latency(collective, algorithm, p, c) * 1e-6, bandwidth))
@@ -450,20 +496,52 @@ def _bus(c: Communicator) -> float:
     return c.intra if c.nodes == 1 else min(c.intra, c.inter * c.per_node)
 
 
-def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator) -> float:
-    """Algorithm bandwidth (bytes of the buffer per second)."""
-    ll_cap = LL_MAX_BUS_GBPS[c.generation][min(c.nodes, 3) - 1] * 1e9
+def _ll_cap(c: Communicator) -> float:
+    """LL's bus-bandwidth cap (tuning.cc llMaxBws): the GPU generation's row on one node, the host CPU's across
+    nodes (row 1 for AMD or a mix of vendors, row 0 for Intel, Arm and the rest)."""
+    column = min(c.nodes, 3) - 1
+    if c.nodes == 1:
+        return LL_MAX_BUS_GBPS[c.generation][column] * 1e9
+    return LL_MAX_BUS_GBPS["ampere" if c.host in ("amd", "mixed") else "volta"][column] * 1e9
+
+
+def _per_channel(cap: str, c: Communicator) -> float:
+    """NCCL's per-channel cap `cap` (PER_CHANNEL_GBPS) x its search channels, bytes/s of bus (inf: none)."""
+    return c.channels * PER_CHANNEL_GBPS[cap][c.generation][min(c.nodes, 3) - 1] * 1e9 if c.channels else math.inf
+
+
+def _ring_tree_bus(algorithm: str, protocol: str, c: Communicator,
+                   whole_call: bool = True) -> tuple[float, float]:
+    """(share, cap) of a ring's or a tree's bus bandwidth (tuning.cc): the share of the bus its protocol carries,
+    and the rate its caps allow (LL's, llMaxBws, bounding the call's channels together: `whole_call`; the
+    per-channel ones); NCCL's bandwidth is the lesser."""
     bus = _bus(c)
+    ll = _ll_cap(c) if whole_call else math.inf
     if algorithm == "ring":
-        bus *= {"LL": LL_SHARE, "LL128": LL128_SHARE, "Simple": 1.0}[protocol]
-        bus = min(bus, ll_cap) if protocol == "LL" else bus
+        share = bus * {"LL": LL_SHARE, "LL128": LL128_SHARE, "Simple": 1.0}[protocol]
+        return share, {"LL": ll, "LL128": _per_channel("ring_LL128", c), "Simple": math.inf}[protocol]
+    tree, cap = bus * TREE_SHARE, _per_channel("tree", c)   # the tree's share and cap, then its protocol's
+    if protocol == "LL":
+        return tree * TREE_LL_SHARE, min(cap * TREE_LL_SHARE, ll)
+    if protocol == "LL128":
+        protocol_share = 7 / 9 if c.nodes == 1 else 120 / 128
+        return tree * protocol_share, min(cap * protocol_share, _per_channel("tree_LL128", c))
+    return tree, cap
+
+
+def _bandwidth(collective: str, algorithm: str, protocol: str, c: Communicator, part: str = "") -> float:
+    """Algorithm bandwidth (bytes of the buffer per second), as NCCL's tables give it; `part`: a ring's or a
+    tree's "share" of the bus alone or its "cap" alone (tuning.cc: the caps are rates, not shares)."""
+    bus = _bus(c)
+    if algorithm in ("ring", "tree"):
+        share, cap = _ring_tree_bus(algorithm, protocol, c)
+        bus = {"share": share, "cap": cap}.get(part, min(share, cap))
+        if algorithm == "tree":
+            return bus * 0.5
         steps, _ = _ring_steps(collective, c)
         return bus * c.ranks / steps
-    if algorithm == "tree":
-        share = {"LL": TREE_SHARE * TREE_LL_SHARE, "LL128": TREE_SHARE * (7 / 9 if c.nodes == 1 else 120 / 128),
-                 "Simple": TREE_SHARE}[protocol]
-        bus = min(bus * share, ll_cap) if protocol == "LL" else bus * share
-        return bus * 0.5
+    if part == "cap":
+        return math.inf
     if algorithm == "nvls":   # the whole buffer through the port: slower than a ring for half an all-reduce
         through = _nvls_through(collective, c)
         return min(through, c.inter * c.per_node) if c.nodes > 1 else through
@@ -528,11 +606,14 @@ def _latency(collective: str, algorithm: str, p: int, c: Communicator, table: bo
 def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> float:
     """Seconds a tree's pipeline takes to fill: every hop of its way up and down but the last
     waits for one channel's piece (the whole call while it is smaller than a piece), at that
-    channel's share of the tree's bus bandwidth for the protocol. 0 for other algorithms."""
+    channel's share of the tree's bus bandwidth for the protocol. 0 for other algorithms. LL's cap
+    (tuning.cc llMaxBws) bounds a call's channels together: the one channel a piece that small runs on
+    (enqueue.cc) may take all of it, not a sixteenth."""
     if algorithm != "tree":
         return 0.0
     hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
-    channel = _bandwidth("all_reduce", "tree", protocol, c) * 2 / CHANNELS   # busbw = 2 x a tree's algbw
+    channel = min(min(_ring_tree_bus("tree", protocol, c, whole_call=False)) / CHANNELS,
+                  _bandwidth("all_reduce", "tree", protocol, c) * 2)   # busbw = 2 x a tree's algbw
     return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
 
 

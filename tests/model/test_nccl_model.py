@@ -24,6 +24,14 @@ def test_small_messages_take_the_low_latency_protocol_large_ones_the_full_bandwi
     assert nccl.choose("all_reduce", 8 * 2**30, NODES).protocol == "Simple"
 
 
+def test_ll128_runs_over_nvlink_only():
+    # tuning.cc (tag v2.30.4-1): LL128 is enabled where the GPUs meet through NVLink (typeIntra <= PATH_NVB)
+    pcie = Communicator(8, 1, 25e9, link="pcie")
+    for collective in ("all_reduce", "reduce_scatter", "all_gather"):
+        assert "LL128" not in {p for _, p, *_ in nccl._options(collective, pcie)}
+        assert "LL128" in {p for _, p, *_ in nccl._options(collective, NODE)}
+
+
 def test_nvls_carries_all_reduce_but_not_half_of_one_on_one_node():
     # NVIDIA/nccl#1083: NVLS sends the whole buffer for a reduce-scatter, the ring (n-1)/n
     assert nccl.choose("all_reduce", 2**30, NODE).algorithm == "nvls"
@@ -51,7 +59,8 @@ communicators = st.builds(
     st.sampled_from([100e9, 365.6e9, 682e9]), st.sampled_from([12.5e9, 40e9, 50e9]),
     nvls=st.booleans(), collnet=st.booleans(), wire=st.sampled_from([0.0, 1e-6, 5e-6]),
     reduce_rate=st.sampled_from([math.inf, 4e11, 8e11, 7.2e12]),
-    generation=st.sampled_from(["ampere", "hopper", "blackwell"]))
+    generation=st.sampled_from(["ampere", "hopper", "blackwell"]), host=st.sampled_from(["", "intel", "amd"]),
+    channels=st.sampled_from([0, 8, 12, 16]))
 collectives = st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"])
 
 
@@ -490,11 +499,12 @@ def test_the_nccl_version_sets_blackwell_s_nvls_channels():
 # ---------------------------------------------------------------- tuning.cc's rows by GPU generation
 
 def test_each_generations_constants_are_tuning_cc_s():
-    # src/graph/tuning.cc at tag v2.30.4-1 (commit 5067397c; the same rows at v2.28.7-1): llMaxBws "Ampere-N1"
-    # {87.7, 22.5, 19.0}, "Hopper-N1" {141.0, 45.0, 35.0}, "Blackwell-N1" {2*141.0, 2*45.0, 2*35.0};
-    # nvlsEfficiency Ampere 0.0, Hopper 0.85, Blackwell 0.74; nvls.cc NVLS_NCHANNELS_SM90 16, _SM100_NVL 24
-    assert nccl.LL_MAX_BUS_GBPS == {"ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
-                                    "blackwell": (282.0, 90.0, 70.0)}
+    # src/graph/tuning.cc at tag v2.30.4-1 (commit 5067397c; the same rows at v2.28.7-1): llMaxBws "Volta-N1/Intel-N2/
+    # Intel-N4" {39.0, 39.0, 20.4}, "Ampere-N1/AMD-N2/AMD-N4" {87.7, 22.5, 19.0}, "Hopper-N1" {141.0, 45.0, 35.0},
+    # "Blackwell-N1" {2*141.0, 2*45.0, 2*35.0}; nvlsEfficiency Ampere 0.0, Hopper 0.85, Blackwell 0.74; nvls.cc
+    # NVLS_NCHANNELS_SM90 16, _SM100_NVL 24
+    assert nccl.LL_MAX_BUS_GBPS == {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0),
+                                    "hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
     assert nccl.NVLS_TABLE_EFFICIENCY == {"ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
     assert nccl.NVLS_CHANNELS == {"ampere": 0, "hopper": 16, "blackwell": 24}
     assert nccl.nvls_share("ampere") == 0.0
