@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from gclc.dsl.numbers import number
 from gclc.cli.main import main
 from gclc.compiler.driver import check_file
 from gclc.model.job import pinned_config, train_job
@@ -57,7 +58,7 @@ def test_calibrate_writes_a_design_that_plans_with_the_operators_band(workspace,
     # the largest run, held out, was predicted beyond the others' GPUs: the report says its error
     # counts divided by the shipped factor a plan beyond them takes
     from gclc.model.calibration import FACTORS
-    assert f"÷{FACTORS['scale']:.2f}" in report and "what that run had that the others had not" in report
+    assert f"÷{number(FACTORS['scale'])}" in report and "what that run had that the others had not" in report
     written = (workspace / "mine.gcl").read_text()
     assert 'import "pod"' in written and "chip H100_SXM_mine extends H100_SXM" in written
     # each value names the measurements it came from (the writer names three, then counts the rest)

@@ -83,7 +83,7 @@ def _band_lines(calibration: Calibration) -> list[str]:
                         "plans keep the shipped band"]
     if band is not None:
         widening = band.widening or (1.0,) * len(band.residuals)
-        held = ", ".join(_error(-r) + (f" ÷{w:.2f}" if w > 1 else "") for r, w in zip(band.residuals, widening))
+        held = ", ".join(_error(-r) + (f" ÷{number(w)}" if w > 1 else "") for r, w in zip(band.residuals, widening))
         why = ("; ÷: counted divided by the factors of what that run had that the others had not (a precision, "
                "MoE layers, more GPUs), as a plan there is widened by them") if any(w > 1 for w in widening) else ""
         lines.append(f"  calibrated on {number(band.runs)} of your runs: ±{percent(band.half_width)} "
