@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..dsl.records import frozen
+from . import hbm
 from .vendors import is_nvidia
 
 
@@ -135,7 +136,7 @@ def generation(chip: Chip) -> str | None:
     if chip.peak_of("fp4"):
         return "blackwell"
     if chip.peak_of("fp8"):
-        return "ada" if (chip.hbm_type or "").strip().lower().startswith("gddr") else "hopper"
+        return "ada" if hbm.on_board(chip.hbm_type) else "hopper"
     return "ampere" if chip.peak_of("bf16") else None
 
 

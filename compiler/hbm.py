@@ -36,7 +36,10 @@ instead of the interposer's PHYs and wires, so only the link's share changes:
   UCIe's unidirectional PHY (the same talk's point), so its link costs at least this much;
 - the 3D link: 0.05 pJ/bit, the top of that hybrid-bonding range (UCIe 2.0, August 2024: down
   to 0.01 pJ/bit at a 1 um pitch).
-So a stacked part saves 0.25 pJ/bit of any generation (HBM3e: 1.56 -> 1.31 pJ/bit).
+So a stacked part saves 0.25 pJ/bit of any HBM generation (HBM3e: 1.56 -> 1.31 pJ/bit).
+GDDR is board memory: its chips sit on the board beside the package, on neither an interposer nor the
+die, so no packaging applies to it: its figure is Micron's as published, its round trip untouched
+(`on_board`), and a `packaging` stated for it is an error (compiler/rules/hardware.py).
 Latency: a 2.5D crossing costs about 2 ns round trip (UCIe, same talk: ~2 ns, under 1 ns each
 way in and out of the PHY); ESTIMATE, the upper bound of what stacking saves: the whole of it per
 memory round trip. The model has no DRAM latency of its own: each kernel pays a fixed launch and
@@ -64,7 +67,8 @@ PJ_PER_BIT = {
 }
 
 NAMES = ("HBM2", "HBM2e", "HBM3", "HBM3e", "HBM4")   # the HBM generations, oldest first
-TYPES = NAMES + ("GDDR6", "GDDR6X")                  # what `hbm.type` may state
+BOARD = ("GDDR6", "GDDR6X")                          # board memory: no interposer, no stack
+TYPES = NAMES + BOARD                                # what `hbm.type` may state
 
 PACKAGINGS = ("interposer", "stacked")   # 2.5D beside the die (every std chip), 3D on the logic die
 LINK_PJ_PER_BIT = {"interposer": 0.3, "stacked": 0.05}
@@ -75,13 +79,19 @@ def known(kind: str) -> bool:
     return kind.strip().lower() in PJ_PER_BIT
 
 
+def on_board(kind: str | None) -> bool:
+    """Whether `kind` is board memory (GDDR), which no HBM packaging term applies to."""
+    return kind is not None and kind.strip().lower() in {b.lower() for b in BOARD}
+
+
 def joules_per_byte(kind: str | None, packaging: str = "interposer") -> float | None:
     """Energy of one byte moved to or from HBM of generation `kind` in `packaging` (None when the
-    generation is not stated): the generation's 2.5D figure, its link's share swapped for a stack's."""
+    generation is not stated): the generation's 2.5D figure, its link's share swapped for a stack's;
+    board memory's (GDDR) as published, whatever `packaging` says."""
     if kind is None or not known(kind):
         return None
     pj = PJ_PER_BIT[kind.strip().lower()]
-    if packaging != "interposer":   # (the interposer's figure as published, untouched by arithmetic)
+    if packaging != "interposer" and not on_board(kind):   # (the interposer's figure as published, untouched by arithmetic)
         pj += LINK_PJ_PER_BIT[packaging] - LINK_PJ_PER_BIT["interposer"]
     return pj * 8e-12
 

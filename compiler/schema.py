@@ -315,7 +315,7 @@ CHIP = Block(
                          "stacks x stack_capacity / stack_bandwidth; `nominal`, the data sheet's figure as it writes it "
                          "(`80 GB`, `95 GiB`), names the part in every output (default: the capacity); `packaging`: "
                          "interposer (2.5D beside the die, the default) or stacked (3D on the logic die: less energy "
-                         "per bit and a shorter round trip, compiler/hbm.py; needs `type`)"),
+                         "per bit and a shorter round trip, compiler/hbm.py; needs `type`); none for a GDDR `type`, board memory"),
         "peak": Block({p: FLOPS for p in PRECISIONS}, doc="dense peak FLOPS per precision"),
         "ops_per_clock": Block({p: AMOUNT for p in PRECISIONS},
                                doc="dense operations (2 per multiply-add) per core per clock, per precision"),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+from ..compiler import hbm
 from ..compiler.formats import generation
 from ..compiler.ir import Accelerator
 
@@ -71,14 +72,19 @@ def l2_source(chip: Accelerator) -> str:
     """Where the L2 bandwidth comes from, for `explain`."""
     if chip.l2_bandwidth:
         return "stated"
-    measured = generation(chip)
+    measured, memory = generation(chip), _memory(chip)
     if measured not in GENERATION_L2_BANDWIDTH or chip.l2 <= 0:
-        return "not stated: one memory level (HBM) only"
+        return f"not stated: one memory level ({memory}) only"
     if USE_GENERATION_L2:
         return f"not stated: the {measured} generation's, PMC10448217 Table 3"
-    return (f"not stated: one memory level (HBM) only; the {measured} generation's measured "
+    return (f"not stated: one memory level ({memory}) only; the {measured} generation's measured "
             f"{GENERATION_L2_BANDWIDTH[measured] / 1e12:g} TB/s (PMC10448217 Table 3) made the "
             "cross-validated error worse (p90 15.1 -> 15.8 %), so it is not assumed")
+
+
+def _memory(chip: Accelerator) -> str:
+    """The off-chip level's name: the board memory's type as stated (GDDR6), else HBM."""
+    return chip.hbm_type.strip() if hbm.on_board(chip.hbm_type) else "HBM"
 
 
 def two_level(chip: Accelerator) -> bool:

@@ -373,8 +373,9 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
 
 def kernel_overhead(chip: Accelerator) -> float:
     """A kernel's launch and tail, one exposed HBM round trip in it: HBM stacked on the logic die
-    returns it sooner by the 2.5D crossing it no longer makes (compiler/hbm.py `latency_saved`)."""
-    if chip.hbm_packaging == "interposer":
+    returns it sooner by the 2.5D crossing it no longer makes (compiler/hbm.py `latency_saved`); board
+    memory (GDDR) makes no such crossing to save."""
+    if chip.hbm_packaging == "interposer" or hbm_packaging.on_board(chip.hbm_type):
         return KERNEL_OVERHEAD_S
     return KERNEL_OVERHEAD_S - hbm_packaging.latency_saved(chip.hbm_packaging)
 

@@ -56,6 +56,13 @@ def _hbm_type(chip: Entity) -> Iterator[Diagnostic]:
                                            f"help: `hbm.type` is the memory's generation: {listed} "
                                            "(its energy per bit enters the chip's power)"])
     packaging = getattr(chip.get("hbm.packaging"), "name", None)
+    if packaging is not None and isinstance(kind, str) and hbm_generations.on_board(kind):
+        yield codes.BAD_CHOICE.make(chip.span_of("hbm.packaging"), value=packaging, field="hbm.packaging",
+                                    labels=[Label(chip.span_of("hbm.type"), "board memory")],
+                                    notes=[f'`hbm.type = "{kind}"` sits on the board beside the package, neither on an '
+                                           "interposer nor stacked on the die: no HBM packaging applies to it "
+                                           "(compiler/hbm.py)",
+                                           "help: remove `packaging` (it describes HBM only)"])
     if packaging == "stacked" and kind is None:
         yield codes.MISSING_FIELD.make(chip.span_of("hbm.packaging"), where="`hbm.packaging = stacked`",
                                        field="`hbm.type`",

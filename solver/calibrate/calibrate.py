@@ -246,9 +246,15 @@ def _anchor(kept: list[Observation], values: dict) -> None:
 SERVE_SCALE = math.log(SERVE_THROUGHPUT_RATIO[1] / SERVE_THROUGHPUT_RATIO[0]) / (QUANTILES[1] - QUANTILES[0])
 
 
+def _held(rows: tuple[Row, ...], kind: str) -> list[Row]:
+    """The held-out rows of `kind`, in order: the band's runs, and the rows `beyond_factor` pairs
+    with the band's widening by position (so both must read them from here)."""
+    return [r for r in rows if r.held_out is not None and r.obs.kind == kind]
+
+
 def _band(rows: tuple[Row, ...], kind: str, params: dict) -> Band | None:
     """The 80 % band of the held-out end-to-end figures of `kind` (train or serve)."""
-    held = [r for r in rows if r.held_out is not None and r.obs.kind == kind]
+    held = _held(rows, kind)
     if not held:
         return None
     runs = [-r.held_out for r in held]
@@ -293,7 +299,7 @@ def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tup
     groups = {o.group for o in runs if o.covers[1] == largest}
     ids = {id(o) for o in runs}
     # the band's rows in its order (`_band`), each divided by its widening as the band's are
-    held = [r for r in rows if r.held_out is not None and r.obs.kind == "train"]
+    held = _held(rows, "train")
     scale = dict(zip((id(r.obs) for r in held), widening or (1.0,) * len(held)))
     smaller = [r.held_out * shrink / scale[id(r.obs)] for r in held if id(r.obs) in ids and r.obs.group not in groups]
     if not smaller:

@@ -146,3 +146,28 @@ def test_a_chakra_trace_is_bounded_over_all_ranks_too(cli, tmp_path, monkeypatch
     monkeypatch.setattr(target, "MAX_TRACED_RANK_MICROBATCHES", 16)   # the pod: 16 ranks, several micro-batches each
     code, out = cli(["export", str(_pod_with_batch(tmp_path, "64")), "--to", "chakra", "-o", str(tmp_path / "out")])
     assert code == 1 and "16 over all ranks" in out
+
+
+# ------------------------------------------------------------------ a packaging on board memory
+
+BOARD_CHIP = """chip L40S {{
+  vendor = "NVIDIA"
+  peak {{ bf16 = 362 TFLOPS  fp8 = 733 TFLOPS }}
+  hbm {{ capacity = 48 GB  bandwidth = 864 GB/s  type = "{kind}"  packaging = {packaging} }}
+  power {{ tdp = 350 W }}
+}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["GDDR6", "gddr6x"])
+@pytest.mark.parametrize("packaging", ["stacked", "interposer"])
+def test_a_packaging_on_gddr_is_refused_where_it_stands(cli, tmp_path, kind, packaging):
+    """Was: accepted; `stacked` then took the interposer link's 0.25 pJ/bit off board memory's energy
+    and 2 ns off every kernel (compiler/hbm.py), physics GDDR on the board never had."""
+    design, text = tmp_path / "board.gcl", BOARD_CHIP.format(kind=kind, packaging=packaging)
+    design.write_text(text, encoding="utf-8")
+    code, out = cli(["check", str(design)])
+    column = text.splitlines()[3].index("packaging") + 1
+    assert code == 1 and "Traceback" not in out
+    assert f"{design}:4:{column}: error[bad-choice]: `{packaging}` is not a valid `hbm.packaging`" in out
+    assert "help: remove `packaging`" in out

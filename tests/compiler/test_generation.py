@@ -196,7 +196,7 @@ def test_an_ada_part_is_ada_to_each_reader_as_its_silicon_is():
     assert arch(chip) == 8                                 # compute capability 8.9
     assert compute.kernel_efficiency(chip) is None         # no wgmma: Hopper's fused-attention rates do not apply
     assert not compute.warp_group_tensor_cores(chip)       # synchronous mma, as Ampere's
-    assert cache.l2_source(chip) == "not stated: one memory level (HBM) only"
+    assert cache.l2_source(chip) == "not stated: one memory level (GDDR6) only"   # review: it said HBM
     # NCCL's rows go by compute capability: under 9.0, Ampere's (tuning.cc compCapIndex)
     up = next(t for t in part.tiers if t.scope == "node")
     assert up.generation == "ada" and collectives.generation(up) == "ampere"

@@ -8,6 +8,7 @@ error."""
 from __future__ import annotations
 
 import attrs
+import pytest
 from hypothesis import given, strategies as st
 
 from gclc.compiler import hbm
@@ -136,3 +137,35 @@ def test_a_stacked_chip_streams_decode_for_less_power():
     for busy in (0.0, 0.3, 1.0):
         assert serving_activity(busy, chip) <= serving_activity(busy, H100) == serving_activity(busy)
     assert serving_activity(0.2, chip) < serving_activity(0.2, H100)
+
+
+BOARD = 'chip Board {{\n  vendor = "NVIDIA"\n  peak {{ bf16 = 362 TFLOPS  fp8 = 733 TFLOPS }}\n  power {{ tdp = 350 W }}\n' \
+        '  hbm {{ capacity = 48 GB  bandwidth = 864 GB/s  type = "{kind}"  {packaging} }}\n}}\n' \
+        'node Box extends DGX_H100 {{ gpus = 8 x Board }}\n'
+
+
+@pytest.mark.parametrize("kind", hbm.BOARD)
+@pytest.mark.parametrize("packaging", hbm.PACKAGINGS)
+def test_a_packaging_on_board_memory_is_refused_where_it_is_written(kind, packaging):
+    # review: a GDDR part took `stacked`, so the model lowered its energy by an interposer link it never
+    # had and credited board memory a 2 ns round trip it never crossed; `interposer` as wrong a claim
+    text = DESIGN.format(chip=BOARD.format(kind=kind, packaging=f"packaging = {packaging}"), node="Box")
+    errors = [d for d in check_text(text, path="board.gcl").diagnostics if d.is_error]
+    assert [e.code for e in errors] == ["bad-choice"] and f"`{packaging}`" in errors[0].summary
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "packaging" in t)
+    assert (errors[0].subject.line, errors[0].subject.column) == (line, text.splitlines()[line - 1].index("packaging") + 1)
+    assert "help: remove `packaging`" in errors[0].notes[-1]
+    clean = DESIGN.format(chip=BOARD.format(kind=kind, packaging=""), node="Box")
+    assert [d for d in check_text(clean, path="board.gcl").diagnostics if d.is_error] == []
+
+
+@pytest.mark.parametrize("kind", hbm.BOARD)
+def test_board_memory_takes_no_packaging_term(kind):
+    """GDDR's figure as published and the full kernel tail, whatever packaging the record carries."""
+    board = attrs.evolve(H100, hbm_type=kind)
+    for packaging in hbm.PACKAGINGS:
+        chip = attrs.evolve(board, hbm_packaging=packaging)
+        assert chip.hbm_joules_per_byte == hbm.PJ_PER_BIT[kind.lower()] * 8e-12
+        assert kernel_overhead(chip) == KERNEL_OVERHEAD_S
+        from gclc.model.power import STREAMING_ACTIVITY, streaming_activity
+        assert streaming_activity(chip) == STREAMING_ACTIVITY
