@@ -4,11 +4,14 @@ figure predicts each model with factors fitted on the others, never on itself.""
 
 from __future__ import annotations
 
+import itertools
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from scipy.optimize import minimize
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -65,6 +68,44 @@ def test_calibration_holds_each_group_out():
         others = [x for x in fake if x["model"] != r["model"]]
         assert r["factors"] == pytest.approx(rl_accuracy.fit(others), rel=1e-6)
     assert held >= 0
+
+
+def _rows_at(constants, noise=(0.0,) * 6):
+    """Rows whose measured step is the calibrated form at `constants`, times e^noise."""
+    out = []
+    for k, (placement, lag, iterations) in enumerate((("colocated", 0, (900.0, 300.0)), ("disaggregated", 1, (4000.0, 2500.0)),
+                                                      ("colocated", 0, (20000.0, 9000.0)), ("disaggregated", 0, (600.0, 100.0)),
+                                                      ("colocated", 0, (3000.0, 1000.0)), ("disaggregated", 1, (12000.0, 300.0)))):
+        row = {"model": str(k), "placement": placement, "staleness": lag, "iterations": iterations,
+               "phases": {"generate": 40.0 + 7 * k, "stream": 20.0, "score": 5.0 + k, "train": 10.0 + 3 * k,
+                          "sync": 1.0 + 2 * (k % 3), "offload": 2.0 + 4 * (k % 2)}}
+        out.append(row | {"measured_s": rl_accuracy.scaled(row, constants, rl_accuracy.ITERATION) * math.exp(noise[k])})
+    return out
+
+
+def test_the_fit_finds_the_least_squares_minimum():
+    """The fit is the minimum of its stated loss: it recovers constants that make every row exact (from unit
+    factors far off), and on noisy rows no start of a dense search finds a lower loss within its bounds."""
+    truth = (0.4, 1.5, 2.0, 1.3)
+    assert rl_accuracy.fit(_rows_at(truth)) == pytest.approx(truth, rel=1e-4)
+    rows = _rows_at(truth, (0.1, -0.05, 0.08, -0.12, 0.02, 0.06))
+
+    def loss(f):
+        return sum(math.log(rl_accuracy.scaled(r, f, rl_accuracy.ITERATION) / r["measured_s"]) ** 2 for r in rows)
+
+    fitted = loss(rl_accuracy.fit(rows))
+    bounds = [rl_accuracy.HOST_MS] + [tuple(map(math.log, rl_accuracy.FACTORS))] * 3
+    for host, *factors in itertools.product((0.0, 0.75, 1.5), (0.5, 2.0), (0.5, 3.0), (0.5, 2.0)):
+        other = minimize(lambda v: loss((v[0], *map(math.exp, v[1:]))), [host, *map(math.log, factors)],
+                         method="Powell", bounds=bounds, options={"xtol": 1e-7, "ftol": 1e-12})
+        assert fitted <= other.fun + 1e-7
+
+
+def test_the_fit_keeps_the_host_time_within_what_ray_can_spend():
+    """Weakly identified, the engine's host time stays within HOST_MS however much the rows would want."""
+    fitted = rl_accuracy.fit(_rows_at((5.0, 1.5, 2.0, 1.3)))
+    assert rl_accuracy.HOST_MS[0] <= fitted[0] <= rl_accuracy.HOST_MS[1] == 1.5
+    assert all(rl_accuracy.FACTORS[0] <= f <= rl_accuracy.FACTORS[1] for f in fitted[1:])
 
 
 def test_the_script_ends_with_its_summary_line():
