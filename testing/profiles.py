@@ -40,4 +40,13 @@ def load_profile(name: str | None = None) -> str:
     return chosen
 
 
+def scaled_examples(examples: int) -> int:
+    """A test's own example count, `examples` under the ci profile and proportionally more under deep
+    (GCLC_HYPOTHESIS=deep): a count written in `@settings` overrides the profile, so a deep run would
+    otherwise search such a law no further than CI does."""
+    from hypothesis import settings as current
+    ci = PROFILES["ci"]["max_examples"]
+    return max(examples, examples * current.default.max_examples // ci)
+
+
 # ================================================================= values to strategies

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from .test_fuzz_readers import EXAMPLES, FUZZ, run_case, run_once
+from gclc.testing.profiles import scaled_examples
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # values chosen so that an accepted step stays small (a plan in about a second): the
@@ -37,7 +38,7 @@ def rl_folder(tmp_path):
     return tmp_path
 
 
-@settings(FUZZ, max_examples=2 if EXAMPLES < 10 else EXAMPLES)
+@settings(FUZZ, max_examples=scaled_examples(2) if EXAMPLES < 10 else EXAMPLES)
 @given(st.fixed_dictionaries({}, optional=FIELDS), st.sampled_from([["check"], ["plan", "--json"]]))
 def test_rl_step_shapes(rl_folder, capsys, values, command):
     text = (DATA / "rl_small.gcl").read_text()

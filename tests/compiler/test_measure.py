@@ -13,6 +13,7 @@ from gclc.compiler.measure.read import read_file, read_paths
 from gclc.compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
 from gclc.dsl.source import SourceFile
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 DATA = Path(__file__).resolve().parents[1] / "data" / "measurements"
@@ -333,7 +334,7 @@ def test_an_unknown_file_is_located_not_guessed(tmp_path):
 SAMPLES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.suffix != ".md")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled_examples(60), deadline=None)
 @given(st.sampled_from(SAMPLES), st.data())
 def test_no_edit_of_a_real_file_makes_a_reader_raise(path, data):
     """Any cut, insertion or replacement in a real file gives records or located errors."""

@@ -14,6 +14,7 @@ from gclc.compiler.lower import lower, pick_cluster
 from gclc.compiler.metrics import facility_power
 from gclc.compiler.cost.tco import HOURS_PER_YEAR, cost_metrics, tco
 from gclc.cli.main import main
+from gclc.testing.profiles import scaled_examples
 
 DESIGN = """\
 import "std/nvidia"
@@ -59,7 +60,7 @@ economics = st.fixed_dictionaries({
 })
 
 
-@settings(max_examples=30)
+@settings(max_examples=scaled_examples(30))
 @given(economics)
 def test_cost_rows_add_up_to_the_totals(values):
     cluster, graph = design(**values)
@@ -79,7 +80,7 @@ def test_cost_rows_add_up_to_the_totals(values):
     assert annuity <= years and (rate > 0 or math.isclose(annuity, years))
 
 
-@settings(max_examples=30)
+@settings(max_examples=scaled_examples(30))
 @given(economics)
 def test_bill_counts_match_the_graph(values):
     cluster, graph = design(**values)

@@ -17,6 +17,7 @@ from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
 from gclc.model import collectives, comms
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -41,7 +42,7 @@ def test_the_fixtures_reduce_in_their_switches():
     assert all(t.in_network_reduction for t in H100), "else the law below tests nothing"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled_examples(60), deadline=None)
 @given(st.sampled_from(("h100", "rack")), st.sampled_from((2, 4, 8, 16, 24, 32)), st.floats(64, 4e9))
 def test_barring_an_algorithm_never_makes_an_all_reduce_faster(system, ranks, nbytes):
     # ... but barring NVLS where NCCL's own table picks an NVLS all-reduce inside one domain whose loops run
@@ -59,7 +60,7 @@ def test_barring_an_algorithm_never_makes_an_all_reduce_faster(system, ranks, nb
         assert price[(True, False)] <= price[(False, False)] * (1 + 1e-12)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=scaled_examples(30), deadline=None)
 @given(st.sampled_from((16, 32)), st.floats(64, 4e9))
 def test_with_no_switch_allowed_the_call_is_the_plain_tiers(ranks, nbytes):
     barred = collectives.all_reduce(nbytes, comms.place(ranks, 1, H100), False, False)

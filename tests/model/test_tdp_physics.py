@@ -20,6 +20,7 @@ from gclc.model.job import train_job
 from gclc.model.power import gpu_power
 from gclc.model.train.step import estimate
 from gclc.solver.train.plan import plan
+from gclc.testing.profiles import scaled_examples
 
 DESIGN = """\
 import "std/nvidia"
@@ -57,7 +58,7 @@ def _with_tdp(job, tdp: float):
     return attrs.evolve(job, partition=attrs.evolve(job.partition, node=attrs.evolve(job.partition.node, accelerator=chip)))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled_examples(60), deadline=None)
 @given(st.floats(150.0, 900.0), st.floats(150.0, 900.0))
 def test_a_lower_tdp_never_speeds_a_step_and_slows_a_compute_bound_one(a, b):
     low, high = sorted((a, b))

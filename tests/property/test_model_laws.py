@@ -12,6 +12,7 @@ from gclc.model.train.memory import model_state
 from gclc.model.train.step import estimate
 from gclc.solver.train.enumerate import configurations
 from gclc.solver.train.plan import plan
+from gclc.testing.profiles import scaled_examples
 
 DATA = Path(__file__).parent.parent / "data"
 JOB = train_job(check_file(str(DATA / "train.gcl"), {"nodes": "4"}).design)
@@ -53,7 +54,7 @@ def test_more_tp_or_pp_never_raises_weight_memory(cfg, dim):
     assert model_state(JOB.shape, more)[0] <= model_state(JOB.shape, cfg)[0]
 
 
-@settings(max_examples=10)
+@settings(max_examples=scaled_examples(10))
 @given(st.sampled_from(["throughput", "energy"]))
 def test_energy_is_power_times_time(objective):
     chosen = plan(JOB, objective)

@@ -16,6 +16,7 @@ from gclc.model.serve.inference import ServeConfig, estimate, replica
 from gclc.model.shape import ModelShape
 from gclc.testing import load_profile
 from gclc.testing.model_texts import llama3_8b
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -38,7 +39,7 @@ def test_decode_on_an_h200_draws_within_the_measured_range():
     assert watts == sorted(watts)                          # a larger batch computes a larger share
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=scaled_examples(20), deadline=None)
 @given(st.integers(1, 512), st.sampled_from([1, 2, 4, 8]), st.integers(1, 4000), st.integers(1, 2000),
        st.sampled_from(["both", "decode", "prefill"]))
 def test_the_computing_share_is_a_share(batch, tp, prompt, output, role):

@@ -22,6 +22,7 @@ from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.solver.serve.space import engine_of
 from gclc.views.serve import serve_json, serve_text
+from gclc.testing.profiles import scaled_examples
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = (ROOT / "tests" / "data" / "serve_cost.gcl").read_text().split("serve chat")[0]
@@ -124,7 +125,7 @@ _, PARTITION = placement(entity())
 SHAPE = ModelShape.from_entity(entity().get("model"))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled_examples(40), deadline=None)
 @given(st.sampled_from(sorted(PROFILES)), st.integers(0, 600), st.integers(0, 4000), st.sampled_from([1, 2, 4]))
 def test_host_time_never_speeds_an_iteration_and_overlap_never_slows_one(name, decoding, prefill, tp):
     if decoding + prefill == 0:

@@ -17,6 +17,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -46,7 +47,7 @@ def test_expert_gemms_run_at_the_rate_of_their_rows():
     assert abs(work - (dense_time + expert_time)) <= 1e-12 * work
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=scaled_examples(8), deadline=None)
 @given(st.integers(64, 16384), st.sampled_from([2, 4]))
 def test_more_experts_at_the_same_active_work_never_compute_faster(tokens, factor):
     few = attrs.evolve(MOE, routed=MOE.routed // factor)
@@ -88,7 +89,7 @@ def test_the_busiest_gpu_by_hand():
     assert inference_moe.imbalance(MOE, 1024, 8) == 1 + math.sqrt(2 * math.log(8) / 1024)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=scaled_examples(8), deadline=None)
 @given(st.integers(1, 4096), st.integers(1, 4096))
 def test_more_tokens_never_make_a_moe_stage_faster(a, b):
     """Law: the stage time grows with its tokens (padding and imbalance shrink per token, never in total)."""
@@ -113,7 +114,7 @@ def test_triton_fused_moe_tile_follows_vllms_rule():
     assert tile(200, 128, 192, "H100 PCIe", fp8=False) == 64
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled_examples(12), deadline=None)
 @given(st.floats(1, 4096), st.sampled_from([16, 32, 64, 128]))
 def test_a_smaller_tile_never_computes_slower(tokens, small):
     """The same expert GEMMs padded to a smaller row tile waste fewer rows: never slower."""

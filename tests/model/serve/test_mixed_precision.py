@@ -15,6 +15,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -53,7 +54,7 @@ def test_a_share_outside_zero_to_one_is_refused(share):
         ServeConfig(1, 1, "fp8", wide_share=share)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled_examples(12), deadline=None)
 @given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.integers(1, 8192), st.integers(0, 2_000_000))
 @example(0.0, 1.0, 1, 0)
 def test_more_bf16_weights_never_make_an_iteration_faster(low, high, decoding, cached):
@@ -77,7 +78,7 @@ def test_a_dense_share_widens_only_the_non_expert_weights():
     assert ServeConfig(1, 1, "fp8", wide_share=0.2, dense_wide_share=0.1).dense_share == 0.2
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled_examples(12), deadline=None)
 @given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.integers(1, 8192), st.integers(0, 2_000_000))
 @example(0.0, 1.0, 1, 0)
 def test_more_bf16_dense_weights_never_make_an_iteration_faster(low, high, decoding, cached):

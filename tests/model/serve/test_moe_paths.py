@@ -21,6 +21,7 @@ from gclc.model.serve import moe
 from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.shape import ModelShape
+from gclc.testing.profiles import scaled_examples
 
 ROOT = Path(__file__).resolve().parents[3]
 DESIGN = check_file(str(ROOT / "benchmarks" / "designs" / "serving_models.gcl")).design
@@ -168,7 +169,7 @@ def _exact_sum(n: int, q: float, groups: int) -> float:
         return float(total)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(n=st.integers(moe.EXACT_SUM_UP_TO + 1, 20_000), q=st.floats(1e-6, 1 - 1e-6), groups=st.integers(2, 4096))
 def test_the_windowed_expected_maximum_is_the_whole_sum(n, q, groups):
     """Beyond EXACT_SUM_UP_TO experts a GPU, only the counts within 12 sd (+ 50) of the mean are

@@ -15,6 +15,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -64,7 +65,7 @@ def test_a_lone_prompt_is_not_split_into_micro_batches():
     assert one > four / 4 * 1.5   # a lone prompt cannot use the other stages while it waits
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=scaled_examples(8), deadline=None)
 @given(st.integers(1, 6), st.integers(1, 4), st.integers(64, 8192))
 def test_more_stages_never_lower_ttft_at_fixed_stage_compute(pp, per_stage, prompt):
     """Each stage holds `per_stage` layers of the same width: a deeper pipeline only adds
@@ -76,7 +77,7 @@ def test_more_stages_never_lower_ttft_at_fixed_stage_compute(pp, per_stage, prom
     assert ttft(pp + 1) >= ttft(pp)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=scaled_examples(8), deadline=None)
 @given(st.sampled_from([2, 3, 6, 7]), st.integers(64, 8192))
 def test_splitting_a_model_into_stages_never_lowers_its_ttft(pp, prompt):
     """The same 126-layer model on 8 x pp GPUs: every stage's work is 1/pp of the whole, but a
@@ -92,7 +93,7 @@ def faster_fabric(factor: float):
     return attrs.evolve(PARTITION, tiers=(NVLINK, attrs.evolve(NDR, bandwidth=NDR.bandwidth * factor)))
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=scaled_examples(8), deadline=None)
 @given(st.floats(1.0, 8.0), st.integers(1, 512), st.integers(64, 8192))
 def test_a_faster_fabric_never_slows_a_pipeline_that_crosses_it(factor, decoding, prompt):
     """DeepSeek-V3 on two nodes (pp 2 x ep 8): the stage hop crosses NDR; more bandwidth there
@@ -114,7 +115,7 @@ def chunk_by_chunk(r, prompt: float) -> float:
     return time
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=scaled_examples(8), deadline=None)
 @given(st.sampled_from([1, 7, 64, 512]), st.integers(EXACT_CHUNKS + 1, 40 * EXACT_CHUNKS), st.booleans())
 def test_a_long_prefill_timed_in_runs_matches_chunk_by_chunk(chunk, chunks, moe):
     """Beyond EXACT_CHUNKS chunks the prefill is timed in runs of equal chunks at their middle:

@@ -19,6 +19,7 @@ from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig, replica, tp_all_reduce
 from gclc.model.shape import ModelShape
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -125,7 +126,7 @@ def test_the_measured_kernel_interpolates_and_holds_its_ends():
     assert tp_all_reduce(big, comms.place(8, 1, TIERS), False, "vllm", 8) == comms.all_reduce(big, comms.place(8, 1, TIERS))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled_examples(40), deadline=None)
 @given(st.sampled_from(["tiers", *allreduce.KERNELS]), st.sampled_from([2, 4, 8]),
        st.floats(1.0, 2e8), st.floats(1.0, 2e8))
 # GCLC_HYPOTHESIS=deep (2026-12-07): [sgl2904]'s raw table dips (vLLM's kernel at TP 2: 9.5 us at
@@ -185,7 +186,7 @@ def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
     assert allreduce.algorithm("symm_mem", 8, "blackwell") == "symm_mem"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled_examples(60), deadline=None)
 @given(st.sampled_from([2, 4, 8]), st.sampled_from(["hopper", "blackwell"]), st.floats(1.0, 2e8), st.floats(1.0, 2e8))
 @example(8, "hopper", 256.0 * 1024 - 16, 256.0 * 1024)   # across H100's TP 8 limit: 24.1 -> 11 us, as vLLM runs it
 def test_vllms_size_switch_never_prices_a_call_above_the_kernel_it_replaces(tp, generation, a, b):

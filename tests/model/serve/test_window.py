@@ -16,6 +16,7 @@ from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.solver.serve.sim import Pool, simulate
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -84,7 +85,7 @@ def test_a_long_context_decodes_faster_and_a_short_one_the_same():
     assert w.iteration(64, short_kv) == g.iteration(64, short_kv)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=scaled_examples(10), deadline=None)
 @given(st.integers(256, 8192), st.integers(256, 8192), st.integers(1, 32), st.integers(1, 40_000))
 def test_a_smaller_window_never_holds_or_reads_more(small, large, every, length):
     """Laws: shrinking a window never raises the cache, the decode step or the prefill; a

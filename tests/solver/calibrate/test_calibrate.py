@@ -22,6 +22,7 @@ from gclc.solver.calibrate.calibrate import calibrate
 from gclc.solver.calibrate.observe import NOISE, TRAINING_SHARE
 from gclc.solver.calibrate.params import applied
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,7 +93,7 @@ def _close(fitted: float, truth: float, prior: float, share: float = 0.1) -> boo
     return abs(error) <= share * abs(gap) + 0.005 and error * gap >= -1e-3
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=scaled_examples(5), deadline=None)
 @given(st.floats(0.40, 0.80), st.floats(0.45, 0.95))
 def test_the_fit_recovers_the_constants_that_made_the_measurements(gemm, nvlink):
     design = check_file(str(DESIGN)).design
@@ -263,7 +264,7 @@ def test_a_collective_is_priced_as_the_step_prices_it_and_informs_every_tier_its
     assert set(one[0].informs) == {("fabric", "NVLink4", "efficiency")}
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=scaled_examples(30), deadline=None)
 @given(st.integers(1, 200), st.floats(0.01, 0.3), st.floats(0.01, 1.0))
 def test_a_held_out_residual_is_brought_to_the_fit_of_every_run(runs, noise, spread):
     """Each held-out residual comes from a fit of one run fewer than the plan's: the factor is

@@ -15,6 +15,7 @@ from gclc.model.serve.inference import Engine, ServeConfig
 from gclc.solver.rl import generation as gen
 from gclc.solver.rl.search import Context, generation_phase
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
 SMALL = Path(__file__).resolve().parents[2] / "data" / "rl_small.gcl"
@@ -24,7 +25,7 @@ requests = st.lists(st.tuples(st.integers(1, 600), st.integers(1, 900)), min_siz
     lambda pairs: tuple(Request(0.0, p, o) for p, o in pairs))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4, 8]), st.integers(1, 4),
        st.sampled_from([1, 8, 64]), st.sampled_from([0.0, 0.5]), st.integers(1, 8))
 def test_the_bounds_never_exceed_the_simulated_times(reqs, part, tp, replicas, batch, share, depth):
@@ -36,7 +37,7 @@ def test_the_bounds_never_exceed_the_simulated_times(reqs, part, tp, replicas, b
     assert stream <= out.stream * (1 + 1e-9) and out.stream <= out.makespan
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4]), st.integers(1, 4),
        st.sampled_from([8, 64, 1024]), st.integers(1, 8))
 def test_deeper_staleness_never_slows_the_steady_generation(reqs, part, tp, replicas, batch, depth):
@@ -70,7 +71,7 @@ def test_more_generation_gpus_never_slow_the_generation_phase():
         assert times[-1] < times[0]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4]), st.integers(1, 4),
        st.sampled_from([1, 8, 64]), st.sampled_from([0.0, 0.5]))
 def test_twice_the_generation_replicas_never_slow_the_phase(reqs, part, tp, replicas, batch, share):
@@ -140,7 +141,7 @@ def test_barring_nvls_and_sharp_never_speeds_a_replica_across_hosts():
     assert any(b > f for b, f in costs), "NVLink4 and NDR declare in-switch reduction: barring it costs"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled_examples(40), deadline=None)
 @given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2]), st.integers(1, 3),
        st.sampled_from([8, 64]), st.sampled_from([0.0, 0.5]), st.floats(1.0, 6.0))
 def test_the_bounds_hold_where_the_cache_serializes_the_samples(reqs, part, tp, replicas, batch, share, room):
@@ -166,7 +167,7 @@ paused_engines = st.builds(
     draft=st.sampled_from([0, 3]), acceptance=st.sampled_from([0.0, 0.7]))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled_examples(40), deadline=None)
 @given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2]), st.integers(1, 3),
        st.sampled_from([1, 8, 64]), paused_engines, st.floats(1.0, 6.0), st.lists(st.floats(0.0, 1.2), max_size=6))
 def test_a_paused_runs_bound_never_exceeds_its_finished_makespan(reqs, part, tp, replicas, batch, engine, room,
@@ -224,7 +225,7 @@ long_prompts = st.lists(st.tuples(st.integers(1, 20000), st.integers(1, 60)), mi
     lambda pairs: tuple(Request(0.0, p, o) for p, o in pairs))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled_examples(25), deadline=None)
 @given(long_prompts, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2]), st.integers(1, 3),
        st.sampled_from([0.0, 0.5]))
 def test_the_bounds_hold_where_prompts_dominate(reqs, part, tp, replicas, share):
@@ -243,7 +244,7 @@ def test_the_bounds_hold_where_prompts_dominate(reqs, part, tp, replicas, share)
     assert busiest <= makespan
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=scaled_examples(20), deadline=None)
 @given(requests, st.sampled_from(["h100", "a100"]), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8]),
        st.sampled_from(["bf16", "fp8"]), st.integers(1, 4), st.sampled_from([1, 8, 64, 1024]),
        st.sampled_from([0.3, 0.6, 1.0]), st.sampled_from([0.0, 0.5]))

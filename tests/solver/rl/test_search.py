@@ -14,6 +14,7 @@ from gclc.model.rl.job import rl_job
 from gclc.solver.rl.exhaustive import exhaustive
 from gclc.solver.rl.plan import plan_rl
 from gclc.solver.rl.search import Context, search
+from gclc.testing.profiles import scaled_examples
 
 SMALL = (Path(__file__).resolve().parents[2] / "data" / "rl_small.gcl").read_text()
 
@@ -130,7 +131,7 @@ def test_a_faster_host_link_never_slows_a_planned_colocated_step():
 EXAMPLE = (Path(__file__).resolve().parents[3] / "examples" / "rl_grpo_70b.gcl").read_text()
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=scaled_examples(3), deadline=None)
 @given(epochs=st.integers(min_value=100, max_value=10**6))
 def test_a_training_phase_that_outlasts_generation_costs_no_simulations_of_its_own(epochs):
     """Plan time does not grow with `epochs`: once the training outlasts every overlapped point's

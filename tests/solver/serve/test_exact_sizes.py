@@ -13,6 +13,7 @@ from gclc.views.serve import layout, serve_json, serve_text
 
 from .test_saturated_laws import CLUSTER, check_optimal, planned
 from .test_search_laws import chosen, job as law_job
+from gclc.testing.profiles import scaled_examples
 
 ROOT = Path(__file__).resolve().parents[3]
 PATH = str(ROOT / "tests" / "data" / "serve_exact.gcl")
@@ -42,7 +43,7 @@ def errors(text: str) -> list[str]:
     return [d.summary for d in check_text(text, PATH).diagnostics if d.is_error]
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled_examples(12), deadline=None)
 @given(st.integers(1, 16), st.sampled_from(["auto", "aggregated", "disaggregated"]), st.booleans(),
        st.integers(8, 60))
 def test_an_exact_gpu_count_is_the_brute_force_optimum_on_exactly_those_gpus(gpus, mode, energy, tpot_ms):
@@ -122,7 +123,7 @@ def test_the_layout_places_every_used_gpu_once_and_the_text_and_json_agree():
     assert layout(single.decode, 0, 8)["replicas_per_node"] == 1
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=scaled_examples(4), deadline=None)
 @given(st.floats(1, 40), st.integers(100, 2000), st.integers(10, 60),
        st.sampled_from(["auto", "aggregated", "disaggregated"]), st.booleans(), st.integers(2, 12))
 def test_with_exact_gpus_the_pruned_search_chooses_what_the_exhaustive_one_does(rate, ttft_ms, tpot_ms, mode, energy,

@@ -17,6 +17,7 @@ from gclc.solver.serve.plan import serve_entity
 from gclc.solver.serve.demand import demand_of
 from gclc.solver.serve.bound import loaded_step, tpot_replicas
 from gclc.solver.serve.sim import Pool, simulate
+from gclc.testing.profiles import scaled_examples
 
 ROOT = Path(__file__).resolve().parents[3]
 ENTITY = serve_entity(check_file(str(ROOT / "examples" / "deepseek_v3_serve.gcl")).design)
@@ -25,11 +26,6 @@ SHAPE = ModelShape.from_entity(ENTITY.get("model"))
 DEMAND = demand_of(ENTITY, 160)
 CONFIG = ServeConfig(8, 256, "fp8", ep=2, pp=1)
 SLO = {"ttft.p99": 2.0, "tpot.p90": 0.05}
-def laws(examples: int) -> int:
-    """`examples` under the ci profile, proportionally more under deep (GCLC_HYPOTHESIS=deep)."""
-    return max(examples, examples * settings.default.max_examples // 60)
-
-
 PROMPT = sum(q.prompt for q in DEMAND.requests) / len(DEMAND.requests)   # the sample's means
 OUTPUT = sum(q.output for q in DEMAND.requests) / len(DEMAND.requests)
 
@@ -79,7 +75,7 @@ def test_a_rate_sweep_shows_the_latency_knee():
     assert over.tokens_per_s / DEMAND.output <= bound * 1.05  # and no more is served than it can carry
 
 
-@settings(max_examples=laws(5), deadline=None)
+@settings(max_examples=scaled_examples(5), deadline=None)
 @given(st.floats(0.1, 1.2), st.floats(1.3, 2.0))
 def test_a_higher_rate_never_lowers_latency(fraction, factor):
     """The same requests arriving faster: the mean and median wait and finish no sooner. (A
@@ -92,7 +88,7 @@ def test_a_higher_rate_never_lowers_latency(fraction, factor):
         assert high.percentile(metric, p) >= low.percentile(metric, p) * 0.97, (metric, p)
 
 
-@settings(max_examples=laws(5), deadline=None)
+@settings(max_examples=scaled_examples(5), deadline=None)
 @given(st.floats(0.2, 1.5))
 def test_percentiles_are_ordered(fraction):
     out = run(fraction * capacity())
@@ -100,7 +96,7 @@ def test_percentiles_are_ordered(fraction):
         assert out.percentile(metric, 50) <= out.percentile(metric, 90) <= out.percentile(metric, 99)
 
 
-@settings(max_examples=laws(6), deadline=None)
+@settings(max_examples=scaled_examples(6), deadline=None)
 @given(st.floats(0.3, 1.5), st.floats(1.0, 2.0), st.sampled_from(["hbm_bw", "hbm_cap", "link"]))
 def test_more_bandwidth_or_hbm_never_lowers_goodput(fraction, factor, what):
     rate = fraction * capacity()
@@ -165,7 +161,7 @@ def test_multi_step_scheduling_delays_first_tokens_not_decoding():
     assert sorted(four.tpot)[0] <= sorted(one.tpot)[-1] * 1.5  # decoding itself is not slowed
 
 
-@settings(max_examples=laws(5), deadline=None)
+@settings(max_examples=scaled_examples(5), deadline=None)
 @given(st.integers(1, 12))
 def test_longer_scheduling_rounds_never_lower_time_to_first_token_at_load(steps):
     base = replica(SHAPE, CONFIG, PARTITION, Engine(block=64))
@@ -176,7 +172,7 @@ def test_longer_scheduling_rounds_never_lower_time_to_first_token_at_load(steps)
     assert b.percentile("ttft", 50) >= a.percentile("ttft", 50)
 
 
-@settings(max_examples=laws(4), deadline=None)
+@settings(max_examples=scaled_examples(4), deadline=None)
 @given(st.floats(0.05, 0.95))
 def test_the_tpot_floor_is_below_the_simulated_tpot(fraction):
     """solver/serve/bound.py: the decode-only fixed point of Little's law never exceeds the

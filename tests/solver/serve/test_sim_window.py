@@ -14,6 +14,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
 from gclc.solver.serve.sim import Pool, simulate
+from gclc.testing.profiles import scaled_examples
 
 DATA = Path(__file__).parent.parent.parent / "data" / "dense_variants.gcl"
 SERVE = "\nserve chat {\n  model = Mistral7B\n  on = Pod\n  prompt = 6000\n  output = 500\n  batch = 64\n}\n"
@@ -68,7 +69,7 @@ def test_two_sequences_fit_a_cache_of_exactly_their_windows():
     assert run(MISTRAL, pair, kv_tokens=2 * (4096 + HALF_PAGE) - 1).preemptions > 0
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=scaled_examples(20), deadline=None)
 @given(st.integers(1, 6000), st.integers(2, 3000), st.sampled_from([256, 1024, 4096]), st.sampled_from([0, 2, 3, 6]))
 def test_a_lone_sequence_peaks_at_what_it_holds_at_its_end(prompt, output, window, every):
     """Whatever the pattern, the simulated peak is the cache model's size of the finished

@@ -11,6 +11,7 @@ from gclc.solver.split import search as split_search
 from gclc.solver.split.lanes import Lane, split
 
 from .test_hetero_scale import exhaustive
+from gclc.testing.profiles import scaled_examples
 
 EXAMPLES = max(10, settings.default.max_examples // 2)
 
@@ -58,7 +59,7 @@ def test_the_search_is_the_exhaustive_optimum_whatever_the_costs(lanes, total, b
     assert_a_real_split(result, total, lanes)
 
 
-@settings(max_examples=5, deadline=None)  # each a MILP solve: the costly side
+@settings(max_examples=scaled_examples(5), deadline=None)  # each a MILP solve: the costly side
 @given(fleets(), st.integers(1, 40), BUBBLES)
 def test_the_two_engines_agree(lanes, total, bubble):
     search, milp = split(total, lanes, bubble, engine="search"), split(total, lanes, bubble, engine="milp")
