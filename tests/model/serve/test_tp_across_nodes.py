@@ -160,7 +160,7 @@ def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
     Hopper and 6-8 on Blackwell, two-shot otherwise. An engine without the fallback (vLLM 0.10, the
     serving profiles) and an Ampere host (SM 8.0: symmetric memory off) keep custom all-reduce."""
     kib = 1024
-    assert allreduce.CUSTOM_LIMITS["hopper"][8] == 256 * kib and allreduce.CUSTOM_LIMITS["hopper"][6] == 512 * kib
+    assert allreduce.CUSTOM_LIMITS["9.0"][8] == 256 * kib and allreduce.CUSTOM_LIMITS["9.0"][6] == 512 * kib
     under, at = 256 * kib - 16, 256 * kib
     assert _inside(under, 8) == allreduce.measured("vllm", under, 8) == _inside(under, 8, fallback="")
     assert _inside(at, 8) == allreduce.measured("symm_mem", at, 8) == pytest.approx(11e-6)
@@ -191,9 +191,33 @@ def test_vllms_size_switch_never_prices_a_call_above_the_kernel_it_replaces(tp, 
     if generation == "blackwell" and tp > 4:
         return   # a tray holds 4
     low, high = sorted((a, b))
-    limit = allreduce.CUSTOM_LIMITS[generation][tp]
+    limit = allreduce.CUSTOM_LIMITS[allreduce.capability(generation)][tp]
     if low >= limit:
         assert _inside(low, tp, tiers) <= _inside(high, tp, tiers)
     if high < limit:   # custom all-reduce's own prices, whose law is the per-kernel one above
         assert all(_inside(n, tp, tiers) == _inside(n, tp, tiers, fallback="") for n in (low, high))
     assert _inside(high, tp, tiers) <= _inside(high, tp, tiers, fallback="")
+
+
+ULTRA_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster U { units = 1 x GB300_NVL72  scaleout = XDR_FatTree }\n'
+ULTRA = lower(check_text(ULTRA_TEXT, str(Path(__file__).with_name("ultra_case.gcl"))).design).partitions[0]
+
+
+def test_blackwell_ultra_takes_vllms_sm_10_3_limits_not_sm_10_0s():
+    """vLLM 0.20.0 all_reduce_utils.py keys its limits by compute capability ([vllmsymm]): a GB300 (SM 10.3)
+    hands custom all-reduce's calls to symmetric memory from 4 MiB at TP 4 (a tray), a GB200 (SM 10.0) from
+    2 MiB. The tiers name both generations "blackwell"; the chip tells them apart (compute.exp_generation)."""
+    from gclc.model.compute import exp_generation
+    assert exp_generation(ULTRA.node.accelerator) == "blackwell_ultra" and exp_generation(RACK.node.accelerator) == "blackwell"
+    assert allreduce.capability("blackwell_ultra") == "10.3" and allreduce.capability("blackwell") == "10.0"
+    nbytes = 3 << 20    # 3 MiB: past SM 10.0's 2 MiB limit at TP 4, under SM 10.3's 4 MiB
+    assert allreduce.hands_over("vllm", nbytes, 4, "blackwell") and not allreduce.hands_over("vllm", nbytes, 4, "blackwell_ultra")
+    assert allreduce.hands_over("vllm", 4 << 20, 4, "blackwell_ultra") and not allreduce.hands_over("vllm", (8 << 20) - 1, 6, "blackwell_ultra")
+    tray = comms.place(4, 1, ULTRA.tiers)
+    custom = max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4))
+    assert tp_all_reduce(nbytes, tray, False, "vllm", 4, fallback="symm_mem", generation="blackwell_ultra") == custom
+    assert tp_all_reduce(nbytes, tray, False, "vllm", 4, fallback="symm_mem") != custom   # the tier alone reads SM 10.0
+    engine = attrs.evolve(profile("vllm_v1").engine(ULTRA.node.accelerator.hbm_capacity, "GB300"), fallback_all_reduce="symm_mem")
+    shape = attrs.evolve(LLAMA, hidden=24576)   # 64 sequences x 24576 x 2 B = 3 MiB a call
+    per_call = replica(shape, ServeConfig(4, 64, "fp8"), ULTRA, engine)._token_costs(64)[5] / (2 * shape.layers)
+    assert per_call == pytest.approx(max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4)))

@@ -120,7 +120,7 @@ def test_the_stacks_engine_hands_an_h100_tp8_decode_call_of_256_kib_to_symmetric
                                                                 fallback_all_reduce=s.engine_fallback_all_reduce))
                for name, s in STACKS.items()}
     calls = 2 * JOB.policy.layers
-    assert JOB.policy.hidden * 2 * 32 == allreduce.CUSTOM_LIMITS["hopper"][8]
+    assert JOB.policy.hidden * 2 * 32 == allreduce.CUSTOM_LIMITS["9.0"][8]
     small = {name: r._token_costs(16)[5] for name, r in kernels.items()}
     assert small["nemo_rl"] == small["nemo_rl_0_4"]
     large = {name: r._token_costs(64)[5] for name, r in kernels.items()}
