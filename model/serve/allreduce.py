@@ -23,7 +23,7 @@ SymmMemCommunicator runs for 6 and 8 GPUs on SM 10.0 and 4-8 on SM 9.0, vllm/dis
 24 and 25 us. The table starts at 512 KiB; below it the smallest's time (a multimem call of 16-256 KiB
 took 13-15 us, flat, on SM 10.3 in vllm pull 37756's table). ASSUMPTION: Blackwell's NVLink 5, one
 switch hop across an NVL72's trays, takes Hopper's times, as for the kernels above. Only the world
-sizes SymmMemCommunicator accepts run it (`SYMM_SIZES`). The same table's two-shot column
+sizes SymmMemCommunicator accepts run it (`SYMM_MAX`). The same table's two-shot column
 (`symm_mem_two_shot`: 15 us at 512 KiB, 17 us at 1 MiB) prices the group sizes that run
 `two_shot_all_reduce_` instead (`MULTIMEM`; ASSUMPTION: other sizes and Blackwell take its times, as
 vllm pull 42324's SM 10.0 world-size-2 two-shot, 17 and 20 us, about does).
@@ -61,10 +61,14 @@ KERNELS = {
     "symm_mem": {8: (11e-6, 11e-6, 11e-6, 11e-6, 11e-6, 14e-6)},    # [vllm42324] multimem
     "symm_mem_two_shot": {8: (15e-6, 15e-6, 15e-6, 15e-6, 15e-6, 17e-6)},    # [vllm42324] two-shot
 }
-# world sizes vLLM's SymmMemCommunicator takes (all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, SM 9.0,
-# 10.0 and 10.3, v0.11.2-v0.20.0); any other group falls through to NCCL
-SYMM_SIZES = (2, 4, 6, 8)
 MIB = 1 << 20
+# bytes under which vLLM's SymmMemCommunicator takes a call, by compute capability and world size
+# ([vllmsymm] all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, symm_mem.py should_use_symm_mem
+# `inp_size < self.max_size`; 10.3: 0.20.0): a capability or world size it lacks disables it, and a call at
+# or above the maximum falls through to NCCL
+SYMM_MAX = {"9.0": {2: 64 * MIB, 4: 32 * MIB, 6: 64 * MIB, 8: 64 * MIB},
+            "10.0": {2: 8 * MIB, 4: 32 * MIB, 6: 128 * MIB, 8: 128 * MIB},
+            "10.3": {2: 4 * MIB, 4: 32 * MIB, 6: 32 * MIB, 8: 64 * MIB}}
 # the compute capability, as vLLM keys its tables, of each generation model/compute.py exp_generation names
 CAPABILITY = {"ampere": "8.0", "ada": "8.9", "hopper": "9.0", "blackwell": "10.0", "blackwell_ultra": "10.3"}
 # bytes from which vLLM's custom all-reduce hands a call to symmetric memory, by compute capability and TP
@@ -81,9 +85,10 @@ def capability(generation: str | None) -> str:
     return CAPABILITY.get(generation or "", "")
 
 
-def takes(kernel: str, tp: int) -> bool:
-    """Whether the engine's `kernel` reduces a group of `tp` GPUs (only symm_mem is bounded)."""
-    return kernel != "symm_mem" or tp in SYMM_SIZES
+def takes(kernel: str, tp: int, generation: str | None = None, nbytes: float = 0.0) -> bool:
+    """Whether the engine's `kernel` reduces a call of `nbytes` over `tp` GPUs of `generation` (only
+    symm_mem is bounded: by SYMM_MAX, so not on SM 8.x, whose parts vLLM leaves without symmetric memory)."""
+    return kernel != "symm_mem" or nbytes < SYMM_MAX.get(capability(generation), {}).get(tp, 0)
 
 
 def hands_over(kernel: str, nbytes: float, tp: int, generation: str | None) -> bool:

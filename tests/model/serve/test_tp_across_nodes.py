@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
@@ -46,6 +46,8 @@ def test_a_group_across_nodes_pays_nccl_and_its_network_latency():
 # An NVL72 rack: one NVLink tier over 18 trays (hosts) of 4 GPUs
 RACK_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster R { units = 1 x GB200_NVL72  scaleout = XDR_FatTree }\n'
 RACK = lower(check_text(RACK_TEXT, str(Path(__file__).with_name("rack_case.gcl"))).design).partitions[0]
+ULTRA_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster U { units = 1 x GB300_NVL72  scaleout = XDR_FatTree }\n'
+ULTRA = lower(check_text(ULTRA_TEXT, str(Path(__file__).with_name("ultra_case.gcl"))).design).partitions[0]
 LLAMA = ModelShape(layers=8, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn=28672, vocab=128256, seq=8192)
 
 
@@ -94,7 +96,30 @@ def test_vllms_symmetric_memory_kernel_takes_a_group_across_nvl72_trays():
     assert tp_all_reduce(nbytes, wide, True, "vllm", 16, fallback="symm_mem") == collectives.all_reduce(nbytes, wide)
     across = comms.place(16, 1, TIERS)
     assert tp_all_reduce(nbytes, across, True, "vllm", 16, fallback="symm_mem") == collectives.all_reduce(nbytes, across)
-    assert allreduce.takes("symm_mem", 8) and not allreduce.takes("symm_mem", 16) and allreduce.takes("vllm", 16)
+    assert allreduce.takes("symm_mem", 8, "blackwell") and not allreduce.takes("symm_mem", 16, "blackwell")
+    assert allreduce.takes("vllm", 16)
+
+
+def test_symmetric_memory_refuses_what_vllms_tables_do_not_list_and_other_engines_kernels():
+    """vLLM's SymmMemCommunicator ([vllmsymm]) disables itself on a part its SYMM_MEM_ALL_REDUCE_MAX_SIZES does
+    not list (SM 8.0 Ampere, 8.9 Ada) and refuses a call at or above its maximum (64 MiB at TP 8 on SM 9.0 and
+    10.3, 128 MiB on 10.0), which NCCL then takes; SGLang's kernel never hands a call to vLLM's fallback."""
+    tiers, nbytes = comms.place(8, 1, RACK.tiers), 1 << 20
+    nccl_price = collectives.all_reduce(nbytes, tiers)
+    assert tp_all_reduce(nbytes, tiers, True, "vllm", 8, fallback="symm_mem") < nccl_price
+    for generation in ("ampere", "ada"):
+        assert not allreduce.takes("symm_mem", 8, generation)
+        assert tp_all_reduce(nbytes, tiers, True, "vllm", 8, fallback="symm_mem", generation=generation) == nccl_price
+    assert tp_all_reduce(nbytes, tiers, True, "sglang", 8, fallback="symm_mem") == nccl_price
+    node = comms.place(8, 1, TIERS)
+    assert tp_all_reduce(1 << 20, node, False, "sglang", 8, fallback="symm_mem") == tp_all_reduce(1 << 20, node, False, "sglang", 8)
+    # above the maximum: NCCL's price inside the host and across trays alike
+    top = allreduce.SYMM_MAX["9.0"][8]
+    assert top == 64 << 20 and allreduce.takes("symm_mem", 8, "hopper", top - 1) and not allreduce.takes("symm_mem", 8, "hopper", top)
+    assert _inside(top, 8) == collectives.all_reduce(top, node)
+    assert _inside(top - 16, 8) == max(comms.all_reduce(top - 16, node), allreduce.measured("symm_mem", top - 16, 8))
+    big = allreduce.SYMM_MAX["10.0"][8]
+    assert tp_all_reduce(big, tiers, True, "vllm", 8, fallback="symm_mem") == collectives.all_reduce(big, tiers)
 
 
 @pytest.mark.parametrize("kernel", ["vllm", "sglang"])
@@ -125,14 +150,23 @@ def test_the_measured_kernel_interpolates_and_holds_its_ends():
     assert tp_all_reduce(big, comms.place(8, 1, TIERS), False, "vllm", 8) == comms.all_reduce(big, comms.place(8, 1, TIERS))
 
 
-@settings(max_examples=40, deadline=None)
+def _runs(kernel: str, nbytes: float, tp: int, fallback: str, generation: str = "hopper") -> str:
+    """The kernel vLLM runs a call inside a host on: custom all-reduce's, symmetric memory's, or NCCL's."""
+    if not fallback or not allreduce.hands_over(kernel, nbytes, tp, generation):
+        return kernel
+    return fallback if allreduce.takes(fallback, tp, generation, nbytes) else "nccl"
+
+
 @given(st.sampled_from(["tiers", *allreduce.KERNELS]), st.sampled_from([2, 4, 8]),
-       st.floats(1.0, 2e8), st.floats(1.0, 2e8))
-def test_a_larger_all_reduce_never_takes_less_time(kernel, tp, a, b):
-    """Law: inside a host, more bytes never all-reduce faster, whatever the engine's kernel."""
+       st.floats(1.0, 2e8), st.floats(1.0, 2e8), st.sampled_from(["", "symm_mem"]))
+def test_a_larger_all_reduce_never_takes_less_time(kernel, tp, a, b, fallback):
+    """Law: inside a host, more bytes never all-reduce faster, whatever the engine's kernel, and with vLLM's
+    symmetric-memory fallback wherever both calls run on one kernel (the switch's own law is below)."""
     low, high = sorted((a, b))
     node = comms.place(tp, 1, TIERS)
-    assert tp_all_reduce(low, node, False, kernel, tp) <= tp_all_reduce(high, node, False, kernel, tp)
+    if _runs(kernel, low, tp, fallback) == _runs(kernel, high, tp, fallback):
+        assert tp_all_reduce(low, node, False, kernel, tp, fallback=fallback) <= tp_all_reduce(high, node, False, kernel, tp,
+                                                                                             fallback=fallback)
 
 
 
@@ -149,8 +183,8 @@ AMPERE_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster A { units = 2 
 AMPERE = lower(check_text(AMPERE_TEXT, str(Path(__file__).with_name("ampere_case.gcl"))).design).partitions[0].tiers
 
 
-def _inside(nbytes: float, tp: int, tiers=TIERS, fallback: str = "symm_mem") -> float:
-    return tp_all_reduce(nbytes, comms.place(tp, 1, tiers), False, "vllm", tp, fallback=fallback)
+def _inside(nbytes: float, tp: int, tiers=TIERS, fallback: str = "symm_mem", generation: str | None = None) -> float:
+    return tp_all_reduce(nbytes, comms.place(tp, 1, tiers), False, "vllm", tp, fallback=fallback, generation=generation)
 
 
 def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
@@ -179,28 +213,29 @@ def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
     assert allreduce.algorithm("symm_mem", 8, "blackwell") == "symm_mem"
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from([2, 4, 8]), st.sampled_from(["hopper", "blackwell"]), st.floats(1.0, 2e8), st.floats(1.0, 2e8))
+@given(st.sampled_from([2, 4, 8]), st.sampled_from(["hopper", "blackwell", "blackwell_ultra"]), st.floats(1.0, 2e8),
+       st.floats(1.0, 2e8))
 @example(8, "hopper", 256.0 * 1024 - 16, 256.0 * 1024)   # across H100's TP 8 limit: 24.1 -> 11 us, as vLLM runs it
 def test_vllms_size_switch_never_prices_a_call_above_the_kernel_it_replaces(tp, generation, a, b):
     """Laws of the switch: at or above the limit more bytes never all-reduce faster, and below it the call
     is custom all-reduce's (whose law is the per-kernel one); across it the larger call may be faster (vLLM changes kernels there: on H100 at TP 8,
     custom all-reduce's 24 us just under 256 KiB, measured without CUDA graphs, against multimem's 11 us
-    at it, with graphs), but a handed-over call never costs more than custom all-reduce would have."""
-    tiers = TIERS if generation == "hopper" else RACK.tiers
-    if generation == "blackwell" and tp > 4:
+    at it, with graphs), but a handed-over call never costs more than custom all-reduce would have. A call at or
+    above symmetric memory's maximum (8 MiB at TP 2 on SM 10.0) is NCCL's, as vLLM runs it."""
+    tiers = {"hopper": TIERS, "blackwell": RACK.tiers, "blackwell_ultra": ULTRA.tiers}[generation]
+    if generation != "hopper" and tp > 4:
         return   # a tray holds 4
     low, high = sorted((a, b))
     limit = allreduce.CUSTOM_LIMITS[allreduce.capability(generation)][tp]
     if low >= limit:
-        assert _inside(low, tp, tiers) <= _inside(high, tp, tiers)
+        assert _inside(low, tp, tiers, generation=generation) <= _inside(high, tp, tiers, generation=generation)
     if high < limit:   # custom all-reduce's own prices, whose law is the per-kernel one above
-        assert all(_inside(n, tp, tiers) == _inside(n, tp, tiers, fallback="") for n in (low, high))
-    assert _inside(high, tp, tiers) <= _inside(high, tp, tiers, fallback="")
+        assert all(_inside(n, tp, tiers, generation=generation) == _inside(n, tp, tiers, fallback="", generation=generation) for n in (low, high))
+    if allreduce.takes("symm_mem", tp, generation, high):   # handed over: never above custom all-reduce's price
+        assert _inside(high, tp, tiers, generation=generation) <= _inside(high, tp, tiers, fallback="", generation=generation)
+    else:   # at or above symmetric memory's maximum vLLM runs NCCL
+        assert _inside(high, tp, tiers, generation=generation) == collectives.all_reduce(high, comms.place(tp, 1, tiers))
 
-
-ULTRA_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster U { units = 1 x GB300_NVL72  scaleout = XDR_FatTree }\n'
-ULTRA = lower(check_text(ULTRA_TEXT, str(Path(__file__).with_name("ultra_case.gcl"))).design).partitions[0]
 
 
 def test_blackwell_ultra_takes_vllms_sm_10_3_limits_not_sm_10_0s():

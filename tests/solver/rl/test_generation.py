@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.driver import check_file
+from gclc.compiler.driver import check_file, check_text
 from gclc.compiler.serve_trace import Request
 from gclc.model.rl.job import rl_job
 from gclc.model.serve.inference import Engine, ServeConfig
@@ -106,6 +106,17 @@ def test_nemo_rl_from_v0_5_reduces_across_nvlink_joined_hosts_with_symmetric_mem
     assert STACKS["nemo_rl_0_4"].engine_fallback_all_reduce == ""
     assert Context(JOB).engine.fallback_all_reduce == JOB.stack.engine_fallback_all_reduce
     assert Engine().fallback_all_reduce == ""
+
+
+def test_an_rl_engine_that_is_not_vllm_gets_no_symmetric_memory_fallback():
+    """The fallback is vLLM's own path (CudaCommunicator); an SGLang `generate` engine under the same stack
+    keeps its kernel inside a host and NCCL across hosts, and so does SGLang 0.3, whose kernel was vLLM's."""
+    for name in ("sglang", "sglang_0_3"):
+        text = SMALL.read_text().replace("generate { engine { max_batch = 64 } }",
+                                         f"generate {{ engine {{ profile = {name}  max_batch = 64 }} }}")
+        job = rl_job(check_text(text, str(SMALL)).design["grpo"])
+        assert job.stack.engine_fallback_all_reduce == "symm_mem"
+        assert Context(job).engine.name == name and Context(job).engine.fallback_all_reduce == ""
 
 
 def test_the_stacks_engine_hands_an_h100_tp8_decode_call_of_256_kib_to_symmetric_memory():
