@@ -27,7 +27,7 @@ SymmMemCommunicator runs for 6 and 8 GPUs on SM 10.0 and 4-8 on SM 9.0, vllm/dis
 24 and 25 us. The table starts at 512 KiB; below it the smallest's time (a multimem call of 16-256 KiB
 took 13-15 us, flat, on SM 10.3 in vllm pull 37756's table). ASSUMPTION: Blackwell's NVLink 5, one
 switch hop across an NVL72's trays, takes Hopper's times, as for the kernels above. Only the world
-sizes SymmMemCommunicator accepts run it (`SYMM_SIZES`). The same table's two-shot column
+sizes SymmMemCommunicator accepts run it (`SYMM_MAX`). The same table's two-shot column
 (`symm_mem_two_shot`: 15 us at 512 KiB, 17 us at 1 MiB) prices the group sizes that run
 `two_shot_all_reduce_` instead (`MULTIMEM`; ASSUMPTION: other sizes and Blackwell take its times, as
 vllm pull 42324's SM 10.0 world-size-2 two-shot, 17 and 20 us, about does).
@@ -36,12 +36,17 @@ Source [vllmsymm]: vLLM 0.11.2, 0.17.1 and 0.20.0 (the wheels, the releases NeMo
 vllm/distributed/device_communicators: `CudaCommunicator.all_reduce` (cuda_communicator.py) tries custom
 all-reduce, then SymmMemCommunicator, then NCCL; CustomAllreduce (custom_all_reduce.py) takes a call
 of under `max_size` bytes, its default 8 MiB lowered, once symmetric memory is up, to
-all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES by SM and world size (`CUSTOM_LIMITS`: SM 9.0 is
-Hopper, SM 10.0 Blackwell; 0.20.0's SM 10.3 rows for B300 are larger, ASSUMPTION: Blackwell takes
-10.0's); symm_mem.py `_WORLD_SIZES_MULTIMEM` (SM 9.0: 4, 6 and 8; SM 10.0: 6 and 8) says which
-sizes run multimem. So a TP 8 call of 256 KiB or more inside an H100 host runs the multimem kernel.
-Other GPUs (SM 8.0: not in SYMM_MEM_ALL_REDUCE_MAX_SIZES) leave symmetric memory off, and custom
-all-reduce keeps its 8 MiB.
+all_reduce_utils.py CUSTOM_ALL_REDUCE_MAX_SIZES by SM and world size (`CUSTOM_LIMITS`, keyed by compute
+capability as vLLM keys it: `CAPABILITY` reads SM 9.0 as Hopper, 10.0 as Blackwell (B200, GB200) and 10.3 as
+Blackwell Ultra (B300, GB300: model/compute.py exp_generation)); symm_mem.py `_WORLD_SIZES_MULTIMEM` (SM 9.0:
+4, 6 and 8; SM 10.0 and 10.3: 6 and 8) says which sizes run multimem. So a TP 8 call of 256 KiB or more
+inside an H100 host runs the multimem kernel. Only 0.20.0 has SM 10.3 rows (custom all-reduce to 4 / 4 / 8 /
+4 MiB at TP 2 / 4 / 6 / 8); in 0.11.2 and 0.17.1 SymmMemCommunicator disables itself on SM 10.3 ("Device
+capability 10.3 not supported"), so there custom all-reduce keeps its 8 MiB and a group across GB300 trays
+runs NCCL. ASSUMPTION: the tables take 0.20.0's rows (NeMo-RL v0.7.0's pin, the newest, the release a plan
+for a B300 or GB300 now runs; the RL stack `nemo_rl` spans v0.5-v0.7 and carries no vLLM release to tell
+them apart). Other GPUs (SM 8.0, 8.6, 8.9: not in SYMM_MEM_ALL_REDUCE_MAX_SIZES) leave symmetric memory
+off, and custom all-reduce keeps its 8 MiB.
 """
 
 from __future__ import annotations
@@ -60,15 +65,22 @@ KERNELS = {
     "symm_mem": {8: (11e-6, 11e-6, 11e-6, 11e-6, 11e-6, 14e-6)},    # [vllm42324] multimem
     "symm_mem_two_shot": {8: (15e-6, 15e-6, 15e-6, 15e-6, 15e-6, 17e-6)},    # [vllm42324] two-shot
 }
-# world sizes vLLM's SymmMemCommunicator takes (all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, SM 9.0
-# and 10.0, v0.11.2-v0.20.0); any other group falls through to NCCL
-SYMM_SIZES = (2, 4, 6, 8)
 MIB = 1 << 20
-# bytes from which vLLM's custom all-reduce hands a call to symmetric memory, by generation and TP size
-# ([vllmsymm] CUSTOM_ALL_REDUCE_MAX_SIZES, each at most CustomAllreduce's default 8 MiB)
-CUSTOM_LIMITS = {"hopper": {2: 8 * MIB, 4: 8 * MIB, 6: MIB // 2, 8: MIB // 4},
-                 "blackwell": {2: 2 * MIB, 4: 2 * MIB, 6: MIB, 8: MIB}}
-MULTIMEM = {"hopper": (4, 6, 8), "blackwell": (6, 8)}   # [vllmsymm] _WORLD_SIZES_MULTIMEM
+# bytes under which vLLM's SymmMemCommunicator takes a call, by compute capability and world size
+# ([vllmsymm] all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, symm_mem.py should_use_symm_mem
+# `inp_size < self.max_size`; 10.3: 0.20.0): a capability or world size it lacks disables it, and a call at
+# or above the maximum falls through to NCCL
+SYMM_MAX = {"9.0": {2: 64 * MIB, 4: 32 * MIB, 6: 64 * MIB, 8: 64 * MIB},
+            "10.0": {2: 8 * MIB, 4: 32 * MIB, 6: 128 * MIB, 8: 128 * MIB},
+            "10.3": {2: 4 * MIB, 4: 32 * MIB, 6: 32 * MIB, 8: 64 * MIB}}
+# the compute capability, as vLLM keys its tables, of each generation model/compute.py exp_generation names
+CAPABILITY = {"ampere": "8.0", "ada": "8.9", "hopper": "9.0", "blackwell": "10.0", "blackwell_ultra": "10.3"}
+# bytes from which vLLM's custom all-reduce hands a call to symmetric memory, by compute capability and TP
+# size ([vllmsymm] CUSTOM_ALL_REDUCE_MAX_SIZES, each at most CustomAllreduce's default 8 MiB; 10.3: 0.20.0)
+CUSTOM_LIMITS = {"9.0": {2: 8 * MIB, 4: 8 * MIB, 6: MIB // 2, 8: MIB // 4},
+                 "10.0": {2: 2 * MIB, 4: 2 * MIB, 6: MIB, 8: MIB},
+                 "10.3": {2: 4 * MIB, 4: 4 * MIB, 6: 8 * MIB, 8: 4 * MIB}}
+MULTIMEM = {"9.0": (4, 6, 8), "10.0": (6, 8), "10.3": (6, 8)}   # [vllmsymm] _WORLD_SIZES_MULTIMEM
 KINDS = ("tiers", *KERNELS)
 
 
@@ -85,22 +97,28 @@ def _envelope(times: tuple[float, ...]) -> tuple[float, ...]:
 PRICED = {kernel: {tp: _envelope(times) for tp, times in table.items()} for kernel, table in KERNELS.items()}
 
 
-def takes(kernel: str, tp: int) -> bool:
-    """Whether the engine's `kernel` reduces a group of `tp` GPUs (only symm_mem is bounded)."""
-    return kernel != "symm_mem" or tp in SYMM_SIZES
+def capability(generation: str | None) -> str:
+    """vLLM's compute-capability key for GPUs of `generation` ("" for a part vLLM's tables do not know)."""
+    return CAPABILITY.get(generation or "", "")
+
+
+def takes(kernel: str, tp: int, generation: str | None = None, nbytes: float = 0.0) -> bool:
+    """Whether the engine's `kernel` reduces a call of `nbytes` over `tp` GPUs of `generation` (only
+    symm_mem is bounded: by SYMM_MAX, so not on SM 8.x, whose parts vLLM leaves without symmetric memory)."""
+    return kernel != "symm_mem" or nbytes < SYMM_MAX.get(capability(generation), {}).get(tp, 0)
 
 
 def hands_over(kernel: str, nbytes: float, tp: int, generation: str | None) -> bool:
     """Whether vLLM's custom all-reduce (`kernel` vllm) hands a call of `nbytes` over `tp` GPUs of
     `generation` to symmetric memory ([vllmsymm]): at or above its limit, where symmetric memory runs."""
-    limit = CUSTOM_LIMITS.get(generation or "", {}).get(tp)
+    limit = CUSTOM_LIMITS.get(capability(generation), {}).get(tp)
     return kernel == "vllm" and limit is not None and nbytes >= limit
 
 
 def algorithm(kernel: str, tp: int, generation: str | None) -> str:
     """The measured kernel that runs `kernel` over `tp` GPUs of `generation`: SymmMemCommunicator
     (symm_mem) runs multimem for the sizes in MULTIMEM, two-shot for the others ([vllmsymm])."""
-    if kernel == "symm_mem" and tp not in MULTIMEM.get(generation or "", MULTIMEM["blackwell"]):
+    if kernel == "symm_mem" and tp not in MULTIMEM.get(capability(generation), MULTIMEM["10.0"]):
         return "symm_mem_two_shot"
     return kernel
 

@@ -317,6 +317,12 @@ def profile(name: str) -> Profile:
     return PROFILES[name]
 
 
+def family_of(engine: Engine) -> str:
+    """The family (vllm, sglang, trtllm) of the profile `engine` was made from; "" for one no profile names."""
+    made_from = PROFILES.get(engine.name)
+    return made_from.family if made_from is not None else ""
+
+
 def profile_for(family: str, date: str) -> Profile:
     """The profile of `family` whose releases cover `date` (YYYY-MM)."""
     for p in PROFILES.values():

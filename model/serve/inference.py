@@ -34,7 +34,7 @@ import attrs
 from ...compiler.ir import Partition
 from ...compiler.formats import dispatch_bytes, is_narrow
 from .. import cache, collectives as nccl, comms
-from ..compute import BEST_SHAPE, attention_rate, hbm_rate, kernel_overhead, mla_decode_rate
+from ..compute import BEST_SHAPE, attention_rate, exp_generation, hbm_rate, kernel_overhead, mla_decode_rate
 from ..network.placement import SCALE_UP_SCOPES
 from . import allreduce, moe
 from .config import ServeConfig, mixed_gemm_rate, weight_bytes  # noqa: F401  (ServeConfig, weight_bytes re-exported)
@@ -220,7 +220,7 @@ class Replica:
                                                                hosts > 1 and not self.engine.mnnvl,
                                                                self.engine.all_reduce, c.tp,
                                                                self.engine.nccl_nvls, self.engine.nccl_collnet,
-                                                               self.engine.fallback_all_reduce)
+                                                               self.engine.fallback_all_reduce, exp_generation(chip))
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -309,7 +309,8 @@ class Replica:
 
 
 def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
-                  tp: int = 1, nvls: bool = True, collnet: bool = True, fallback: str = "") -> float:
+                  tp: int = 1, nvls: bool = True, collnet: bool = True, fallback: str = "",
+                  generation: str | None = None) -> float:
     """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
     one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on the tiers'
     rates and latencies (model/comms.py); a group that spans hosts (`across_hosts`: the trays of
@@ -321,19 +322,28 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
     than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate.
     `nvls` / `collnet`: the NCCL algorithms the engine's environment allows (Engine.nccl_nvls).
-    `fallback`: the kernel that takes the calls the host's kernel refuses (Engine.fallback_all_reduce:
-    vLLM's symmetric-memory all-reduce), for the group sizes it takes: a group across hosts of one
-    NVLink domain (over fabric handles), and inside a host a call at or above the custom all-reduce's
-    size limit for the GPUs' generation (allreduce.hands_over: 256 KiB at TP 8 on Hopper); NCCL across
-    hosts otherwise. At the limit the call may get faster: vLLM switches kernels by size, and the
-    measured multimem kernel (CUDA graphs) beats the measured custom all-reduce (no graphs) there."""
+    `fallback`: the kernel that takes the calls vLLM's custom all-reduce (`kernel` vllm) refuses
+    (Engine.fallback_all_reduce: vLLM's symmetric-memory all-reduce), for the parts, group sizes and calls
+    under the maximum it takes (allreduce.takes: SM 9.0 and 10.x, 64 MiB at TP 8 on Hopper): a group across
+    hosts of one NVLink domain (over fabric handles), and inside a host a call at or above the custom
+    all-reduce's size limit for the GPUs' generation (allreduce.hands_over: 256 KiB at TP 8 on Hopper); NCCL
+    across hosts otherwise, and inside a host for a call custom all-reduce hands over and it refuses. At the limit the call may get faster: vLLM switches kernels by size, and the
+    measured multimem kernel (CUDA graphs) beats the measured custom all-reduce (no graphs) there.
+    `generation`: the GPUs' as model/compute.py exp_generation reads it (Blackwell Ultra, SM 10.3, apart
+    from Blackwell, SM 10.0: vLLM's tables differ); None: the scale-up tier's."""
     scale_up = all(stage.tier.scope in SCALE_UP_SCOPES for stage in stages)
-    generation = next((s.tier.generation for s in stages if s.tier.scope in SCALE_UP_SCOPES), None)
-    if across_hosts and scale_up and fallback and allreduce.takes(fallback, tp):
+    generation = generation or next((s.tier.generation for s in stages if s.tier.scope in SCALE_UP_SCOPES), None)
+    # the fallback is vLLM's (CudaCommunicator tries it after its custom all-reduce), so another engine's
+    # kernel never hands a call to it; a call it does not take (a part or group size outside its tables, a
+    # call at or above its maximum) is NCCL's
+    takes = kernel == "vllm" and fallback and allreduce.takes(fallback, tp, generation, nbytes)
+    if across_hosts and scale_up and takes:
         kernel = allreduce.algorithm(fallback, tp, generation)
     elif across_hosts or not scale_up:
         return nccl.all_reduce(nbytes, stages, nvls, collnet)
-    elif fallback and allreduce.takes(fallback, tp) and allreduce.hands_over(kernel, nbytes, tp, generation):
+    elif fallback and allreduce.hands_over(kernel, nbytes, tp, generation):
+        if not takes:
+            return nccl.all_reduce(nbytes, stages, nvls, collnet)
         kernel = allreduce.algorithm(fallback, tp, generation)
     return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp))
 

@@ -32,6 +32,7 @@ from ...compiler.design import Record
 from ...dsl.numbers import count, quantity
 from ...model.rl.job import RLJob
 from ...model.rl.step import COLOCATED
+from ...model.serve.engines import family_of
 from ...model.serve.inference import Engine
 from ..serve.space import engine_of
 from . import generation as gen
@@ -65,10 +66,11 @@ class Context:
             engine = attrs.evolve(engine, prefix_share=(job.samples - 1) / job.samples)
         # the stack launches its engines with NCCL's in-switch reduction off (model/rl/stacks.py [1352] [collnet])
         # and its vLLM hands the TP calls custom all-reduce refuses (across NVLink-joined hosts, or too large
-        # inside one) to its own kernel where it has one ([symm])
+        # inside one) to its own kernel where it has one ([symm]); another engine (SGLang) has no such path
+        fallback = job.stack.engine_fallback_all_reduce if family_of(engine) == "vllm" else ""
         engine = attrs.evolve(engine, nccl_nvls=engine.nccl_nvls and job.stack.engine_nvls,
                               nccl_collnet=engine.nccl_collnet and job.stack.engine_collnet,
-                              fallback_all_reduce=engine.fallback_all_reduce or job.stack.engine_fallback_all_reduce)
+                              fallback_all_reduce=engine.fallback_all_reduce or fallback)
         self.engine: Engine = engine
         self.depth = max(1, job.staleness)   # steps' samples an asynchronous engine may hold at once
         self._train: dict = {}

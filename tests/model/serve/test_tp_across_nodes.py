@@ -9,7 +9,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
@@ -19,7 +19,6 @@ from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig, replica, tp_all_reduce
 from gclc.model.shape import ModelShape
 from gclc.testing import load_profile
-from gclc.testing.profiles import scaled_examples
 
 load_profile()
 
@@ -47,6 +46,8 @@ def test_a_group_across_nodes_pays_nccl_and_its_network_latency():
 # An NVL72 rack: one NVLink tier over 18 trays (hosts) of 4 GPUs
 RACK_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster R { units = 1 x GB200_NVL72  scaleout = XDR_FatTree }\n'
 RACK = lower(check_text(RACK_TEXT, str(Path(__file__).with_name("rack_case.gcl"))).design).partitions[0]
+ULTRA_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster U { units = 1 x GB300_NVL72  scaleout = XDR_FatTree }\n'
+ULTRA = lower(check_text(ULTRA_TEXT, str(Path(__file__).with_name("ultra_case.gcl"))).design).partitions[0]
 LLAMA = ModelShape(layers=8, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn=28672, vocab=128256, seq=8192)
 
 
@@ -95,7 +96,30 @@ def test_vllms_symmetric_memory_kernel_takes_a_group_across_nvl72_trays():
     assert tp_all_reduce(nbytes, wide, True, "vllm", 16, fallback="symm_mem") == collectives.all_reduce(nbytes, wide)
     across = comms.place(16, 1, TIERS)
     assert tp_all_reduce(nbytes, across, True, "vllm", 16, fallback="symm_mem") == collectives.all_reduce(nbytes, across)
-    assert allreduce.takes("symm_mem", 8) and not allreduce.takes("symm_mem", 16) and allreduce.takes("vllm", 16)
+    assert allreduce.takes("symm_mem", 8, "blackwell") and not allreduce.takes("symm_mem", 16, "blackwell")
+    assert allreduce.takes("vllm", 16)
+
+
+def test_symmetric_memory_refuses_what_vllms_tables_do_not_list_and_other_engines_kernels():
+    """vLLM's SymmMemCommunicator ([vllmsymm]) disables itself on a part its SYMM_MEM_ALL_REDUCE_MAX_SIZES does
+    not list (SM 8.0 Ampere, 8.9 Ada) and refuses a call at or above its maximum (64 MiB at TP 8 on SM 9.0 and
+    10.3, 128 MiB on 10.0), which NCCL then takes; SGLang's kernel never hands a call to vLLM's fallback."""
+    tiers, nbytes = comms.place(8, 1, RACK.tiers), 1 << 20
+    nccl_price = collectives.all_reduce(nbytes, tiers)
+    assert tp_all_reduce(nbytes, tiers, True, "vllm", 8, fallback="symm_mem") < nccl_price
+    for generation in ("ampere", "ada"):
+        assert not allreduce.takes("symm_mem", 8, generation)
+        assert tp_all_reduce(nbytes, tiers, True, "vllm", 8, fallback="symm_mem", generation=generation) == nccl_price
+    assert tp_all_reduce(nbytes, tiers, True, "sglang", 8, fallback="symm_mem") == nccl_price
+    node = comms.place(8, 1, TIERS)
+    assert tp_all_reduce(1 << 20, node, False, "sglang", 8, fallback="symm_mem") == tp_all_reduce(1 << 20, node, False, "sglang", 8)
+    # above the maximum: NCCL's price inside the host and across trays alike
+    top = allreduce.SYMM_MAX["9.0"][8]
+    assert top == 64 << 20 and allreduce.takes("symm_mem", 8, "hopper", top - 1) and not allreduce.takes("symm_mem", 8, "hopper", top)
+    assert _inside(top, 8) == collectives.all_reduce(top, node)
+    assert _inside(top - 16, 8) == max(comms.all_reduce(top - 16, node), allreduce.measured("symm_mem", top - 16, 8))
+    big = allreduce.SYMM_MAX["10.0"][8]
+    assert tp_all_reduce(big, tiers, True, "vllm", 8, fallback="symm_mem") == collectives.all_reduce(big, tiers)
 
 
 @pytest.mark.parametrize("kernel", ["vllm", "sglang"])
@@ -126,18 +150,27 @@ def test_the_measured_kernel_interpolates_and_holds_its_ends():
     assert tp_all_reduce(big, comms.place(8, 1, TIERS), False, "vllm", 8) == comms.all_reduce(big, comms.place(8, 1, TIERS))
 
 
-@settings(max_examples=scaled_examples(40), deadline=None)
+def _runs(kernel: str, nbytes: float, tp: int, fallback: str, generation: str = "hopper") -> str:
+    """The kernel vLLM runs a call inside a host on: custom all-reduce's, symmetric memory's, or NCCL's."""
+    if not fallback or not allreduce.hands_over(kernel, nbytes, tp, generation):
+        return kernel
+    return fallback if allreduce.takes(fallback, tp, generation, nbytes) else "nccl"
+
+
 @given(st.sampled_from(["tiers", *allreduce.KERNELS]), st.sampled_from([2, 4, 8]),
-       st.floats(1.0, 2e8), st.floats(1.0, 2e8))
+       st.floats(1.0, 2e8), st.floats(1.0, 2e8), st.sampled_from(["", "symm_mem"]))
 # GCLC_HYPOTHESIS=deep (2026-12-07): [sgl2904]'s raw table dips (vLLM's kernel at TP 2: 9.5 us at
 # 512 B, 8.8 at 4 KiB), so interpolated, 513 B reduced faster than 1 B; the tables are priced as
 # their monotone envelope since
-@example("vllm", 2, 1.0, 513.0)
-def test_a_larger_all_reduce_never_takes_less_time(kernel, tp, a, b):
-    """Law: inside a host, more bytes never all-reduce faster, whatever the engine's kernel."""
+@example("vllm", 2, 1.0, 513.0, "")
+def test_a_larger_all_reduce_never_takes_less_time(kernel, tp, a, b, fallback):
+    """Law: inside a host, more bytes never all-reduce faster, whatever the engine's kernel, and with vLLM's
+    symmetric-memory fallback wherever both calls run on one kernel (the switch's own law is below)."""
     low, high = sorted((a, b))
     node = comms.place(tp, 1, TIERS)
-    assert tp_all_reduce(low, node, False, kernel, tp) <= tp_all_reduce(high, node, False, kernel, tp)
+    if _runs(kernel, low, tp, fallback) == _runs(kernel, high, tp, fallback):
+        assert tp_all_reduce(low, node, False, kernel, tp, fallback=fallback) <= tp_all_reduce(high, node, False, kernel, tp,
+                                                                                             fallback=fallback)
 
 
 
@@ -156,8 +189,8 @@ AMPERE_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster A { units = 2 
 AMPERE = lower(check_text(AMPERE_TEXT, str(Path(__file__).with_name("ampere_case.gcl"))).design).partitions[0].tiers
 
 
-def _inside(nbytes: float, tp: int, tiers=TIERS, fallback: str = "symm_mem") -> float:
-    return tp_all_reduce(nbytes, comms.place(tp, 1, tiers), False, "vllm", tp, fallback=fallback)
+def _inside(nbytes: float, tp: int, tiers=TIERS, fallback: str = "symm_mem", generation: str | None = None) -> float:
+    return tp_all_reduce(nbytes, comms.place(tp, 1, tiers), False, "vllm", tp, fallback=fallback, generation=generation)
 
 
 def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
@@ -167,7 +200,7 @@ def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
     Hopper and 6-8 on Blackwell, two-shot otherwise. An engine without the fallback (vLLM 0.10, the
     serving profiles) and an Ampere host (SM 8.0: symmetric memory off) keep custom all-reduce."""
     kib = 1024
-    assert allreduce.CUSTOM_LIMITS["hopper"][8] == 256 * kib and allreduce.CUSTOM_LIMITS["hopper"][6] == 512 * kib
+    assert allreduce.CUSTOM_LIMITS["9.0"][8] == 256 * kib and allreduce.CUSTOM_LIMITS["9.0"][6] == 512 * kib
     under, at = 256 * kib - 16, 256 * kib
     assert _inside(under, 8) == allreduce.measured("vllm", under, 8) == _inside(under, 8, fallback="")
     assert _inside(at, 8) == allreduce.measured("symm_mem", at, 8) == pytest.approx(11e-6)
@@ -186,21 +219,46 @@ def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
     assert allreduce.algorithm("symm_mem", 8, "blackwell") == "symm_mem"
 
 
-@settings(max_examples=scaled_examples(60), deadline=None)
-@given(st.sampled_from([2, 4, 8]), st.sampled_from(["hopper", "blackwell"]), st.floats(1.0, 2e8), st.floats(1.0, 2e8))
+@given(st.sampled_from([2, 4, 8]), st.sampled_from(["hopper", "blackwell", "blackwell_ultra"]), st.floats(1.0, 2e8),
+       st.floats(1.0, 2e8))
 @example(8, "hopper", 256.0 * 1024 - 16, 256.0 * 1024)   # across H100's TP 8 limit: 24.1 -> 11 us, as vLLM runs it
 def test_vllms_size_switch_never_prices_a_call_above_the_kernel_it_replaces(tp, generation, a, b):
     """Laws of the switch: at or above the limit more bytes never all-reduce faster, and below it the call
     is custom all-reduce's (whose law is the per-kernel one); across it the larger call may be faster (vLLM changes kernels there: on H100 at TP 8,
     custom all-reduce's 24 us just under 256 KiB, measured without CUDA graphs, against multimem's 11 us
-    at it, with graphs), but a handed-over call never costs more than custom all-reduce would have."""
-    tiers = TIERS if generation == "hopper" else RACK.tiers
-    if generation == "blackwell" and tp > 4:
+    at it, with graphs), but a handed-over call never costs more than custom all-reduce would have. A call at or
+    above symmetric memory's maximum (8 MiB at TP 2 on SM 10.0) is NCCL's, as vLLM runs it."""
+    tiers = {"hopper": TIERS, "blackwell": RACK.tiers, "blackwell_ultra": ULTRA.tiers}[generation]
+    if generation != "hopper" and tp > 4:
         return   # a tray holds 4
     low, high = sorted((a, b))
-    limit = allreduce.CUSTOM_LIMITS[generation][tp]
+    limit = allreduce.CUSTOM_LIMITS[allreduce.capability(generation)][tp]
     if low >= limit:
-        assert _inside(low, tp, tiers) <= _inside(high, tp, tiers)
+        assert _inside(low, tp, tiers, generation=generation) <= _inside(high, tp, tiers, generation=generation)
     if high < limit:   # custom all-reduce's own prices, whose law is the per-kernel one above
-        assert all(_inside(n, tp, tiers) == _inside(n, tp, tiers, fallback="") for n in (low, high))
-    assert _inside(high, tp, tiers) <= _inside(high, tp, tiers, fallback="")
+        assert all(_inside(n, tp, tiers, generation=generation) == _inside(n, tp, tiers, fallback="", generation=generation) for n in (low, high))
+    if allreduce.takes("symm_mem", tp, generation, high):   # handed over: never above custom all-reduce's price
+        assert _inside(high, tp, tiers, generation=generation) <= _inside(high, tp, tiers, fallback="", generation=generation)
+    else:   # at or above symmetric memory's maximum vLLM runs NCCL
+        assert _inside(high, tp, tiers, generation=generation) == collectives.all_reduce(high, comms.place(tp, 1, tiers))
+
+
+
+def test_blackwell_ultra_takes_vllms_sm_10_3_limits_not_sm_10_0s():
+    """vLLM 0.20.0 all_reduce_utils.py keys its limits by compute capability ([vllmsymm]): a GB300 (SM 10.3)
+    hands custom all-reduce's calls to symmetric memory from 4 MiB at TP 4 (a tray), a GB200 (SM 10.0) from
+    2 MiB. The tiers name both generations "blackwell"; the chip tells them apart (compute.exp_generation)."""
+    from gclc.model.compute import exp_generation
+    assert exp_generation(ULTRA.node.accelerator) == "blackwell_ultra" and exp_generation(RACK.node.accelerator) == "blackwell"
+    assert allreduce.capability("blackwell_ultra") == "10.3" and allreduce.capability("blackwell") == "10.0"
+    nbytes = 3 << 20    # 3 MiB: past SM 10.0's 2 MiB limit at TP 4, under SM 10.3's 4 MiB
+    assert allreduce.hands_over("vllm", nbytes, 4, "blackwell") and not allreduce.hands_over("vllm", nbytes, 4, "blackwell_ultra")
+    assert allreduce.hands_over("vllm", 4 << 20, 4, "blackwell_ultra") and not allreduce.hands_over("vllm", (8 << 20) - 1, 6, "blackwell_ultra")
+    tray = comms.place(4, 1, ULTRA.tiers)
+    custom = max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4))
+    assert tp_all_reduce(nbytes, tray, False, "vllm", 4, fallback="symm_mem", generation="blackwell_ultra") == custom
+    assert tp_all_reduce(nbytes, tray, False, "vllm", 4, fallback="symm_mem") != custom   # the tier alone reads SM 10.0
+    engine = attrs.evolve(profile("vllm_v1").engine(ULTRA.node.accelerator.hbm_capacity, "GB300"), fallback_all_reduce="symm_mem")
+    shape = attrs.evolve(LLAMA, hidden=24576)   # 64 sequences x 24576 x 2 B = 3 MiB a call
+    per_call = replica(shape, ServeConfig(4, 64, "fp8"), ULTRA, engine)._token_costs(64)[5] / (2 * shape.layers)
+    assert per_call == pytest.approx(max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4)))

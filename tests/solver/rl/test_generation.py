@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from gclc.compiler.driver import check_file
+from gclc.compiler.driver import check_file, check_text
 from gclc.compiler.serve_trace import Request
 from gclc.model.rl.job import rl_job
 from gclc.model.serve.inference import Engine, ServeConfig
@@ -109,6 +109,17 @@ def test_nemo_rl_from_v0_5_reduces_across_nvlink_joined_hosts_with_symmetric_mem
     assert Engine().fallback_all_reduce == ""
 
 
+def test_an_rl_engine_that_is_not_vllm_gets_no_symmetric_memory_fallback():
+    """The fallback is vLLM's own path (CudaCommunicator); an SGLang `generate` engine under the same stack
+    keeps its kernel inside a host and NCCL across hosts, and so does SGLang 0.3, whose kernel was vLLM's."""
+    for name in ("sglang", "sglang_0_3"):
+        text = SMALL.read_text().replace("generate { engine { max_batch = 64 } }",
+                                         f"generate {{ engine {{ profile = {name}  max_batch = 64 }} }}")
+        job = rl_job(check_text(text, str(SMALL)).design["grpo"])
+        assert job.stack.engine_fallback_all_reduce == "symm_mem"
+        assert Context(job).engine.name == name and Context(job).engine.fallback_all_reduce == ""
+
+
 def test_the_stacks_engine_hands_an_h100_tp8_decode_call_of_256_kib_to_symmetric_memory():
     """Inside one DGX H100, vLLM 0.11.2-0.20.0 (NeMo-RL v0.5 on) runs a TP 8 all-reduce of 256 KiB or more
     on the multimem kernel (model/serve/allreduce.py [vllmsymm]); 0.10.0 (v0.4) stays on custom
@@ -121,7 +132,7 @@ def test_the_stacks_engine_hands_an_h100_tp8_decode_call_of_256_kib_to_symmetric
                                                                 fallback_all_reduce=s.engine_fallback_all_reduce))
                for name, s in STACKS.items()}
     calls = 2 * JOB.policy.layers
-    assert JOB.policy.hidden * 2 * 32 == allreduce.CUSTOM_LIMITS["hopper"][8]
+    assert JOB.policy.hidden * 2 * 32 == allreduce.CUSTOM_LIMITS["9.0"][8]
     small = {name: r._token_costs(16)[5] for name, r in kernels.items()}
     assert small["nemo_rl"] == small["nemo_rl_0_4"]
     large = {name: r._token_costs(64)[5] for name, r in kernels.items()}
