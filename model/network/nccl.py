@@ -262,16 +262,20 @@ def choose(collective: str, nbytes: float, c: Communicator, only: str | None = N
     model's price; `only` one algorithm, as NCCL_ALGO forces it."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
-    best = None
+    return min(priced(collective, nbytes, c, only), key=lambda option: option.predicted, default=None)
+
+
+def priced(collective: str, nbytes: float, c: Communicator, only: str | None = None) -> list[Choice]:
+    """Every (algorithm, protocol) NCCL weighs for the call (`only` one algorithm), each at the model's price and
+    NCCL's own prediction (`predicted`), in NCCL's order: `choose` takes the first of least prediction."""
+    found = []
     for algorithm, protocol, latency, bandwidth in _options(collective, c):
         if only is not None and algorithm != only:
             continue
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
                            nbytes, nbytes / bandwidth, c)
-        option = Choice(algorithm, protocol, seconds, predicted(collective, algorithm, protocol, nbytes, seconds, c))
-        if best is None or option.predicted < best.predicted:
-            best = option
-    return best
+        found.append(Choice(algorithm, protocol, seconds, predicted(collective, algorithm, protocol, nbytes, seconds, c)))
+    return found
 
 
 def _seconds(collective: str, algorithm: str, latency: float, nbytes: float, moving: float, c: Communicator) -> float:
