@@ -143,6 +143,13 @@ def test_switches_that_reduce_never_slow_a_collective(c, collective, size):
     assert picked.predicted <= barred.predicted * (1 + 1e-12)
     if not _table_picked_nvls(picked, collective, c):
         assert picked.seconds <= barred.seconds * (1 + 1e-12)
+        return
+    # NCCL's table picked NVLS: the call is its loops' price (nvls_loop_seconds) on its bytes at NVLS's bandwidth,
+    # and the barred call the ring or tree of least prediction, at the price it has with NVLS allowed
+    n = 2.0**size
+    assert picked.seconds == nccl.nvls_loop_seconds(n, n / nccl._bandwidth(collective, "nvls", "Simple", c), c)
+    plains = [o for o in nccl.priced(collective, n, c) if o.algorithm in ("ring", "tree")]
+    assert barred == min(plains, key=lambda o: o.predicted)
 
 
 def test_nccl_may_pick_an_nvls_call_its_loops_run_slower_than_the_ring_it_passes_over():
