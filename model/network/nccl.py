@@ -150,8 +150,9 @@ FP32_BYTES = 4
 # small is not pipelined, so every hop but the last also waits for it at one channel's rate.
 # Threads and thresholds are NCCL's defaults (device.h NCCL_LL_MAX_NTHREADS 512,
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
-# as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: ASSUMPTION, the 16 collective
-# channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
+# as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: the communicator's search channels
+# for the per-channel caps (`search_channels`); the bus share's split, ASSUMPTION: the 16 collective channels NCCL
+# opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
 # comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;
@@ -616,7 +617,12 @@ def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> floa
     if algorithm != "tree":
         return 0.0
     hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
-    channel = min(min(_ring_tree_bus("tree", protocol, c, whole_call=False)) / CHANNELS,
+    # a channel's part of the tree's bus share (over CHANNELS), and no more than tuning.cc's per-channel rate: the
+    # per-channel cap is the search's channels x that rate (`_per_channel`), so it is divided by those channels.
+    # (Dividing the share by them too breaks two laws, tests/model/test_nccl_channels.py: more channels would
+    # slow a call, and a cap speed one.)
+    share, cap = _ring_tree_bus("tree", protocol, c, whole_call=False)
+    channel = min(share / CHANNELS, cap / (c.channels or CHANNELS),
                   _bandwidth("all_reduce", "tree", protocol, c) * 2)   # busbw = 2 x a tree's algbw
     return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
 

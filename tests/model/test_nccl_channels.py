@@ -95,11 +95,17 @@ def test_the_communicator_reads_the_host_cpu_off_the_design(node, host):
 
 def test_a_small_tree_piece_runs_on_one_channel_bounded_by_the_whole_call_s_ll_cap():
     # NCCL runs a call this small on one channel (enqueue.cc); LL's cap bounds all channels together, so the
-    # piece's channel takes the tree's per-channel share, not a sixteenth of the cap
-    uncapped = min(nccl._ring_tree_bus("tree", "LL", H100_NODES, whole_call=False))
+    # piece's channel takes the tree's per-channel share, not a sixteenth of the cap. The per-channel cap is the
+    # search's 8 channels x tuning.cc's rate (perChMaxTreeBws, Hopper beyond two nodes: 36 GB/s, x LL's 1/3.8), so
+    # the cap is over those 8 channels: a channel runs no faster than tuning.cc's 36 GB/s x 1/3.8 (the cap / 16 had
+    # halved it), and takes a sixteenth of the tree's bus share (the 16 collective channels NCCL opens)
+    share, cap = nccl._ring_tree_bus("tree", "LL", H100_NODES, whole_call=False)
+    uncapped = min(share, cap)
     assert nccl._bandwidth("all_reduce", "tree", "LL", H100_NODES) * 2 == 20.4e9 < uncapped
+    assert cap / H100_NODES.channels == pytest.approx(36.0e9 * nccl.TREE_LL_SHARE)
     hops = 2 * (7 + 4)
-    assert nccl._fill("tree", "LL", 2048, H100_NODES) == pytest.approx((hops - 1) * 2048 / (uncapped / nccl.CHANNELS))
+    channel = min(share / nccl.CHANNELS, cap / 8)
+    assert nccl._fill("tree", "LL", 2048, H100_NODES) == pytest.approx((hops - 1) * 2048 / channel)
 
 
 communicators = st.builds(
