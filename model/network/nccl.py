@@ -275,7 +275,8 @@ def priced(collective: str, nbytes: float, c: Communicator, only: str | None = N
             continue
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
                            nbytes, nbytes / bandwidth, c)
-        found.append(Choice(algorithm, protocol, seconds, predicted(collective, algorithm, protocol, nbytes, seconds, c)))
+        guess = predicted(collective, algorithm, protocol, nbytes, seconds, c)
+        found.append(Choice(algorithm, protocol, seconds, guess))
     return found
 
 

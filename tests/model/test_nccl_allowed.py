@@ -64,7 +64,8 @@ def test_barring_an_algorithm_never_makes_an_all_reduce_faster(system, ranks, nb
     # switches reducing, and barring NVLS leaves the ring or tree the same tiers price with no switch reducing
     option = collectives._nvls_capable(tuple(group))
     c = collectives.communicator(option)
-    moving = max(collectives._wire("all_reduce", nbytes, option), nccl.switch_reduction_seconds("all_reduce", nbytes, c))
+    moving = max(collectives._wire("all_reduce", nbytes, option),
+                 nccl.switch_reduction_seconds("all_reduce", nbytes, c))
     assert price[(True, True)] == picked.seconds == pytest.approx(nccl.nvls_loop_seconds(nbytes, moving, c), rel=1e-12)
     plain = comms.place(ranks, 1, _plain(tiers))
     assert collectives.choice("all_reduce", nbytes, plain).algorithm in ("ring", "tree")

@@ -108,7 +108,8 @@ def test_a_larger_call_takes_less_time_only_where_nccl_leaves_an_option_its_tabl
         return
     assert (x.algorithm, x.protocol) != (y.algorithm, y.protocol)
     assert x.predicted < x.seconds
-    at_small = next(o for o in nccl.priced(collective, small, c) if (o.algorithm, o.protocol) == (y.algorithm, y.protocol))
+    at_small = next(o for o in nccl.priced(collective, small, c)
+                    if (o.algorithm, o.protocol) == (y.algorithm, y.protocol))
     assert at_small.seconds < x.seconds and x.predicted <= at_small.predicted
     assert nccl.time(collective, large, c) == y.seconds
 
