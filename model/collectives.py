@@ -225,8 +225,8 @@ def host(option: tuple[comms.Stage, ...]) -> str:
 
 
 def generation(tier) -> str:
-    """The GPU generation NCCL's tables go by (tuning.cc compCapIndex, tag v2.28.7-1: `minCompCap >= 100 ?
-    2 : minCompCap >= 90 ? 1 : 0`, rows Ampere, Hopper, Blackwell; its LL cap and NVLS efficiency rows,
+    """The GPU generation NCCL's tables go by (tuning.cc compCapIndex, tags v2.28.7-1 and v2.30.4-1: `minCompCap
+    >= 100 ? BLACKWELL : minCompCap >= 90 ? HOPPER : minCompCap >= 80 ? AMPERE : VOLTA`, four rows; its LL cap and NVLS efficiency rows,
     nvls.cc's NVLS channels): the one the lowering read off the partition's accelerator (compiler/formats.py
     generation, the same answer as the MX fp8 recipe's), so a derated NVLink 5 is still Blackwell and a fast
     link does not make an Ampere or Hopper one Blackwell. An Ada part (sm_89, under 90) takes Ampere's row:
