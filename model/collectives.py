@@ -218,10 +218,10 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
 
 
 def host(option: tuple[comms.Stage, ...]) -> str:
-    """The host CPUs' vendor as NCCL tells them apart (topo.cc cpuVendor; `mixed` where the nodes differ), lower
-    case: across nodes NCCL reads LL's cap by it (tuning.cc llMaxBws). "" where no node declares its CPUs."""
-    vendors = {vendor_of(s.tier.host).lower() for s in option if s.tier.host}
-    return "mixed" if len(vendors) > 1 else next(iter(vendors), "")
+    """The host CPUs' vendor as NCCL tells them apart (topo.cc cpuVendor), lower case: across nodes NCCL reads LL's
+    cap by it (tuning.cc llMaxBws). "" where no node declares its CPUs. One vendor: the lowering gives every tier of
+    a partition its nodes' host (compiler/lower.py), and a group runs inside one partition."""
+    return next((vendor_of(s.tier.host).lower() for s in option if s.tier.host), "")
 
 
 def generation(tier) -> str:

@@ -51,7 +51,9 @@ NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a networ
 # Volta, sm_80 Ampere, sm_90 Hopper, sm_100 on Blackwell; "Blackwell-N1" is Hopper's x 2); across nodes it reads
 # row 0 or 1 by the host CPU (`index1 = nNodes == 1 ? compCapIndex : (cpuVendor == AMD || MIXED) ? 1 : 0`): row 0
 # ("Volta-N1/Intel-N2/Intel-N4", Intel, Arm and others) 39.0 and 20.4 GB/s, row 1 ("Ampere-N1/AMD-N2/AMD-N4") 22.5
-# and 19.0. The Hopper and Blackwell rows' N2/N4 entries are never read (`_ll_cap`).
+# and 19.0. The Hopper and Blackwell rows' N2/N4 entries are never read (`_ll_cap`), by NCCL either since it reads
+# across nodes by CPU: kept so that the table is llMaxBws row for row, as tests/model/test_nccl_model.py pins it
+# against the source (a row cut short would read as a source changed).
 LL_MAX_BUS_GBPS = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
                    "blackwell": (282.0, 90.0, 70.0)}
 # tuning.cc (tag v2.30.4-1) per-channel caps, GB/s a search channel (one node, two, more), by compCapIndex:

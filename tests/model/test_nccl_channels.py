@@ -76,14 +76,29 @@ def test_across_nodes_ll_is_capped_by_the_host_cpu_s_row(host, two, more):
 
 
 def _communicator(node: str, nodes: int) -> Communicator:
+    tiers = _tiers(node, nodes)
+    per_node = tiers[0].group_gpus
+    stages = comms.place(per_node * nodes, 1, tiers)
+    return collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
+
+
+@pytest.mark.parametrize("vendor", ["AMD", "amd", "Advanced Micro Devices", "Advanced Micro Devices, Inc."])
+def test_a_host_named_advanced_micro_devices_takes_amd_s_ll_row(vendor):
+    # NCCL tells the CPU by its cpuid vendor (topo.cc "AuthenticAMD"): a data sheet's full name is the same vendor
+    from gclc.compiler.vendors import vendor_of
+
+    assert vendor_of(vendor) == "AMD"
+    stages = comms.place(16, 1, tuple(attrs.evolve(t, host=vendor) for t in _tiers("DGX_H100", 2)))
+    c = collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
+    assert c.host == "amd" and nccl._ll_cap(c) == 22.5e9
+
+
+def _tiers(node: str, nodes: int):
     text = (f'import "std/nvidia"\nimport "std/network"\n'
             f'cluster C {{ units = {nodes} x {node}  scaleout = NDR_FatTree }}\n')
     result = check_text(text, "case.gcl")
     assert result.ok, [str(d) for d in result.diagnostics]
-    tiers = lower(result.design).partitions[0].tiers
-    per_node = tiers[0].group_gpus
-    stages = comms.place(per_node * nodes, 1, tiers)
-    return collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
+    return lower(result.design).partitions[0].tiers
 
 
 @pytest.mark.parametrize("node, host", [("DGX_A100", "amd"), ("DGX_H100", "intel"), ("DGX_B200", "intel")])
