@@ -218,15 +218,15 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
 
 
 def host(option: tuple[comms.Stage, ...]) -> str:
-    """The host CPUs' vendor as NCCL tells them apart (topo.cc cpuVendor; `mixed` where the nodes differ), lower
-    case: across nodes NCCL reads LL's cap by it (tuning.cc llMaxBws). "" where no node declares its CPUs."""
-    vendors = {vendor_of(s.tier.host).lower() for s in option if s.tier.host}
-    return "mixed" if len(vendors) > 1 else next(iter(vendors), "")
+    """The host CPUs' vendor as NCCL tells them apart (topo.cc cpuVendor), lower case: across nodes NCCL reads LL's
+    cap by it (tuning.cc llMaxBws). "" where no node declares its CPUs. One vendor: the lowering gives every tier of
+    a partition its nodes' host (compiler/lower.py), and a group runs inside one partition."""
+    return next((vendor_of(s.tier.host).lower() for s in option if s.tier.host), "")
 
 
 def generation(tier) -> str:
-    """The GPU generation NCCL's tables go by (tuning.cc compCapIndex, tag v2.28.7-1: `minCompCap >= 100 ?
-    2 : minCompCap >= 90 ? 1 : 0`, rows Ampere, Hopper, Blackwell; its LL cap and NVLS efficiency rows,
+    """The GPU generation NCCL's tables go by (tuning.cc compCapIndex, tags v2.28.7-1 and v2.30.4-1: `minCompCap
+    >= 100 ? BLACKWELL : minCompCap >= 90 ? HOPPER : minCompCap >= 80 ? AMPERE : VOLTA`, four rows; its LL cap and NVLS efficiency rows,
     nvls.cc's NVLS channels): the one the lowering read off the partition's accelerator (compiler/formats.py
     generation, the same answer as the MX fp8 recipe's), so a derated NVLink 5 is still Blackwell and a fast
     link does not make an Ampere or Hopper one Blackwell. An Ada part (sm_89, under 90) takes Ampere's row:

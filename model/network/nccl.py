@@ -51,7 +51,9 @@ NET_OVERHEAD_US = 1.0          # tuning.cc getNetOverhead (Intel, ARM): a networ
 # Volta, sm_80 Ampere, sm_90 Hopper, sm_100 on Blackwell; "Blackwell-N1" is Hopper's x 2); across nodes it reads
 # row 0 or 1 by the host CPU (`index1 = nNodes == 1 ? compCapIndex : (cpuVendor == AMD || MIXED) ? 1 : 0`): row 0
 # ("Volta-N1/Intel-N2/Intel-N4", Intel, Arm and others) 39.0 and 20.4 GB/s, row 1 ("Ampere-N1/AMD-N2/AMD-N4") 22.5
-# and 19.0. The Hopper and Blackwell rows' N2/N4 entries are never read (`_ll_cap`).
+# and 19.0. The Hopper and Blackwell rows' N2/N4 entries are never read (`_ll_cap`), by NCCL either since it reads
+# across nodes by CPU: kept so that the table is llMaxBws row for row, as tests/model/test_nccl_model.py pins it
+# against the source (a row cut short would read as a source changed).
 LL_MAX_BUS_GBPS = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
                    "blackwell": (282.0, 90.0, 70.0)}
 # tuning.cc (tag v2.30.4-1) per-channel caps, GB/s a search channel (one node, two, more), by compCapIndex:
@@ -150,8 +152,9 @@ FP32_BYTES = 4
 # small is not pipelined, so every hop but the last also waits for it at one channel's rate.
 # Threads and thresholds are NCCL's defaults (device.h NCCL_LL_MAX_NTHREADS 512,
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
-# as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: ASSUMPTION, the 16 collective
-# channels NCCL opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
+# as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: the communicator's search channels
+# for the per-channel caps (`search_channels`); the bus share's split, ASSUMPTION: the 16 collective channels NCCL
+# opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
 # comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;
@@ -262,16 +265,21 @@ def choose(collective: str, nbytes: float, c: Communicator, only: str | None = N
     model's price; `only` one algorithm, as NCCL_ALGO forces it."""
     if c.ranks <= 1:
         return Choice("none", "none", 0.0)
-    best = None
+    return min(priced(collective, nbytes, c, only), key=lambda option: option.predicted, default=None)
+
+
+def priced(collective: str, nbytes: float, c: Communicator, only: str | None = None) -> list[Choice]:
+    """Every (algorithm, protocol) NCCL weighs for the call (`only` one algorithm), each at the model's price and
+    NCCL's own prediction (`predicted`), in NCCL's order: `choose` takes the first of least prediction."""
+    found = []
     for algorithm, protocol, latency, bandwidth in _options(collective, c):
         if only is not None and algorithm != only:
             continue
         seconds = _seconds(collective, algorithm, latency + _fill(algorithm, protocol, nbytes, c),
                            nbytes, nbytes / bandwidth, c)
-        option = Choice(algorithm, protocol, seconds, predicted(collective, algorithm, protocol, nbytes, seconds, c))
-        if best is None or option.predicted < best.predicted:
-            best = option
-    return best
+        guess = predicted(collective, algorithm, protocol, nbytes, seconds, c)
+        found.append(Choice(algorithm, protocol, seconds, guess))
+    return found
 
 
 def _seconds(collective: str, algorithm: str, latency: float, nbytes: float, moving: float, c: Communicator) -> float:
@@ -612,7 +620,12 @@ def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> floa
     if algorithm != "tree":
         return 0.0
     hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
-    channel = min(min(_ring_tree_bus("tree", protocol, c, whole_call=False)) / CHANNELS,
+    # a channel's part of the tree's bus share (over CHANNELS), and no more than tuning.cc's per-channel rate: the
+    # per-channel cap is the search's channels x that rate (`_per_channel`), so it is divided by those channels.
+    # (Dividing the share by them too breaks two laws, tests/model/test_nccl_channels.py: more channels would
+    # slow a call, and a cap speed one.)
+    share, cap = _ring_tree_bus("tree", protocol, c, whole_call=False)
+    channel = min(share / CHANNELS, cap / (c.channels or CHANNELS),
                   _bandwidth("all_reduce", "tree", protocol, c) * 2)   # busbw = 2 x a tree's algbw
     return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
 from gclc.model import collectives, comms
+from gclc.model.network import nccl
 from gclc.testing import load_profile
 from gclc.testing.profiles import scaled_examples
 
@@ -58,6 +60,17 @@ def test_barring_an_algorithm_never_makes_an_all_reduce_faster(system, ranks, nb
     if not table_nvls:
         assert price[(True, True)] <= price[(False, True)] * (1 + 1e-12)
         assert price[(True, False)] <= price[(False, False)] * (1 + 1e-12)
+        return
+    # NCCL's table picked NVLS: the call is its loops' price (nccl.nvls_loop_seconds) on the port's bytes with the
+    # switches reducing, and barring NVLS leaves the ring or tree the same tiers price with no switch reducing
+    option = collectives._nvls_capable(tuple(group))
+    c = collectives.communicator(option)
+    moving = max(collectives._wire("all_reduce", nbytes, option),
+                 nccl.switch_reduction_seconds("all_reduce", nbytes, c))
+    assert price[(True, True)] == picked.seconds == pytest.approx(nccl.nvls_loop_seconds(nbytes, moving, c), rel=1e-12)
+    plain = comms.place(ranks, 1, _plain(tiers))
+    assert collectives.choice("all_reduce", nbytes, plain).algorithm in ("ring", "tree")
+    assert price[(False, True)] == price[(False, False)] == collectives.all_reduce(nbytes, plain)
 
 
 @settings(max_examples=scaled_examples(30), deadline=None)

@@ -5,7 +5,7 @@ import math
 
 import attrs
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from gclc.compiler.driver import check_text
 from gclc.compiler.lower import lower
@@ -76,14 +76,29 @@ def test_across_nodes_ll_is_capped_by_the_host_cpu_s_row(host, two, more):
 
 
 def _communicator(node: str, nodes: int) -> Communicator:
+    tiers = _tiers(node, nodes)
+    per_node = tiers[0].group_gpus
+    stages = comms.place(per_node * nodes, 1, tiers)
+    return collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
+
+
+@pytest.mark.parametrize("vendor", ["AMD", "amd", "Advanced Micro Devices", "Advanced Micro Devices, Inc."])
+def test_a_host_named_advanced_micro_devices_takes_amd_s_ll_row(vendor):
+    # NCCL tells the CPU by its cpuid vendor (topo.cc "AuthenticAMD"): a data sheet's full name is the same vendor
+    from gclc.compiler.vendors import vendor_of
+
+    assert vendor_of(vendor) == "AMD"
+    stages = comms.place(16, 1, tuple(attrs.evolve(t, host=vendor) for t in _tiers("DGX_H100", 2)))
+    c = collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
+    assert c.host == "amd" and nccl._ll_cap(c) == 22.5e9
+
+
+def _tiers(node: str, nodes: int):
     text = (f'import "std/nvidia"\nimport "std/network"\n'
             f'cluster C {{ units = {nodes} x {node}  scaleout = NDR_FatTree }}\n')
     result = check_text(text, "case.gcl")
     assert result.ok, [str(d) for d in result.diagnostics]
-    tiers = lower(result.design).partitions[0].tiers
-    per_node = tiers[0].group_gpus
-    stages = comms.place(per_node * nodes, 1, tiers)
-    return collectives.communicator(tuple(getattr(stages, "options", (stages,))[0]))
+    return lower(result.design).partitions[0].tiers
 
 
 @pytest.mark.parametrize("node, host", [("DGX_A100", "amd"), ("DGX_H100", "intel"), ("DGX_B200", "intel")])
@@ -95,11 +110,17 @@ def test_the_communicator_reads_the_host_cpu_off_the_design(node, host):
 
 def test_a_small_tree_piece_runs_on_one_channel_bounded_by_the_whole_call_s_ll_cap():
     # NCCL runs a call this small on one channel (enqueue.cc); LL's cap bounds all channels together, so the
-    # piece's channel takes the tree's per-channel share, not a sixteenth of the cap
-    uncapped = min(nccl._ring_tree_bus("tree", "LL", H100_NODES, whole_call=False))
+    # piece's channel takes the tree's per-channel share, not a sixteenth of the cap. The per-channel cap is the
+    # search's 8 channels x tuning.cc's rate (perChMaxTreeBws, Hopper beyond two nodes: 36 GB/s, x LL's 1/3.8), so
+    # the cap is over those 8 channels: a channel runs no faster than tuning.cc's 36 GB/s x 1/3.8 (the cap / 16 had
+    # halved it), and takes a sixteenth of the tree's bus share (the 16 collective channels NCCL opens)
+    share, cap = nccl._ring_tree_bus("tree", "LL", H100_NODES, whole_call=False)
+    uncapped = min(share, cap)
     assert nccl._bandwidth("all_reduce", "tree", "LL", H100_NODES) * 2 == 20.4e9 < uncapped
+    assert cap / H100_NODES.channels == pytest.approx(36.0e9 * nccl.TREE_LL_SHARE)
     hops = 2 * (7 + 4)
-    assert nccl._fill("tree", "LL", 2048, H100_NODES) == pytest.approx((hops - 1) * 2048 / (uncapped / nccl.CHANNELS))
+    channel = min(share / nccl.CHANNELS, cap / 8)
+    assert nccl._fill("tree", "LL", 2048, H100_NODES) == pytest.approx((hops - 1) * 2048 / channel)
 
 
 communicators = st.builds(
@@ -123,7 +144,20 @@ def test_a_cap_never_speeds_a_call_and_more_channels_never_slow_one(c, collectiv
 
 @settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
 @given(communicators, collectives_, st.integers(3, 33))
+# the deep profile's counterexample (2026-12-07): 64 Blackwell GPUs on 2 nodes, a 2 MiB reduce-scatter: on an Intel
+# host NCCL's table picks the ring LL its 0.6 us NVLink step under-prices (NVLINK5_LL_STEP_US); AMD's lower LL cap
+# turns it to an option the model prices faster
+@example(Communicator(64, 2, 365.6e9, 12.5e9, generation="blackwell"), "reduce_scatter", 21)
 def test_an_amd_host_never_runs_a_call_faster_than_an_intel_one(c, collective, size):
-    # tuning.cc llMaxBws: AMD's row (22.5, 19.0) lies under row 0's (39.0, 20.4) across nodes, and equals it on one
+    # tuning.cc llMaxBws: AMD's row (22.5, 19.0) lies under row 0's (39.0, 20.4) across nodes, and equals it on one:
+    # NCCL's prediction never falls; the price neither, but where the Intel host's pick is one NCCL's table
+    # under-prices and AMD's is priced lower on the Intel host too
     amd, intel = attrs.evolve(c, host="amd"), attrs.evolve(c, host="intel")
-    assert nccl.time(collective, 2.0**size, amd) >= nccl.time(collective, 2.0**size, intel) * (1 - 1e-12)
+    x, y = nccl.choose(collective, 2.0**size, amd), nccl.choose(collective, 2.0**size, intel)
+    assert x.predicted >= y.predicted * (1 - 1e-12)
+    if x.seconds >= y.seconds * (1 - 1e-12):
+        return
+    assert y.predicted < y.seconds and (x.algorithm, x.protocol) != (y.algorithm, y.protocol)
+    on_intel = next(o for o in nccl.priced(collective, 2.0**size, intel)
+                    if (o.algorithm, o.protocol) == (x.algorithm, x.protocol))
+    assert on_intel.seconds <= x.seconds * (1 + 1e-12) and on_intel.seconds < y.seconds

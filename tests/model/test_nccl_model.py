@@ -67,10 +67,60 @@ collectives = st.sampled_from(["all_reduce", "reduce_scatter", "all_gather"])
 @settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
 @given(communicators, collectives, st.integers(3, 33), st.integers(3, 33))
 def test_bus_bandwidth_never_falls_as_the_message_grows(c, collective, a, b):
-    # time = min over options of (latency + bytes / bandwidth): concave, positive at zero, so
-    # bytes / time never falls
+    # each option's price is a latency plus bytes / bandwidth (an in-domain NVLS all-reduce: its loops, at least
+    # its bytes' time, from a 25 us latency), so its bytes / time never falls; the call is the option NCCL's own
+    # table (`predicted`) picks, not the least priced, and its pick changes where two predictions meet: away from
+    # a Blackwell NVLink LL ring, which the model prices above NCCL's prediction (its 1.44 us step), the time
+    # falls there (test_a_larger_call_takes_less_time_only_where_nccl_leaves_an_option_its_table_mis_ranks)
     small, large = sorted((2.0**a, 2.0**b))
     assert nccl.time(collective, large, c) / large <= nccl.time(collective, small, c) / small * (1 + 1e-12)
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
+@given(communicators, collectives, st.integers(3, 33), st.integers(3, 33))
+def test_each_options_price_and_nccls_prediction_never_fall_as_the_message_grows(c, collective, a, b):
+    # (a) each (algorithm, protocol) at the model's price and (b) NCCL's prediction of its pick: a latency plus
+    # bytes / bandwidth (an NVLS all-reduce's loops, whose count never falls), the least of such (b)
+    small, large = sorted((2.0**a, 2.0**b))
+    for x, y in zip(nccl.priced(collective, small, c), nccl.priced(collective, large, c)):
+        assert (x.algorithm, x.protocol) == (y.algorithm, y.protocol)
+        assert x.seconds <= y.seconds * (1 + 1e-12) and x.predicted <= y.predicted * (1 + 1e-12)
+    assert nccl.choose(collective, small, c).predicted <= nccl.choose(collective, large, c).predicted * (1 + 1e-12)
+
+
+BLACKWELL_8 = Communicator(8, 1, 682.2e9, generation="blackwell", channels=16, nvls_channels=24)
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
+@given(communicators, collectives, st.floats(8.0, 2.0**33), st.floats(8.0, 2.0**33))
+# 8 Blackwell GPUs of a rack, NVLS off (std GB300_NVL72's NVLink): NCCL's table (its 0.6 us NVLink LL step) runs
+# ring LL up to ~7.5 MB, which the model prices at NVLink 5's 1.44 us step: 7.05 MB 70.5 us, 7.69 MB (ring
+# LL128) 62.1 us
+@example(BLACKWELL_8, "all_reduce", 7.05e6, 7.69e6)
+def test_a_larger_call_takes_less_time_only_where_nccl_leaves_an_option_its_table_mis_ranks(c, collective, a, b):
+    # (c) NCCL runs the option its own table predicts fastest (enqueue.cc topoGetAlgoInfo), which the model prices
+    # otherwise where the kernel runs otherwise (`predicted`): a larger call then takes less time exactly where
+    # NCCL's pick changes away from an option its table under-prices (predicted below its price) to one the model
+    # prices lower at the smaller size too
+    small, large = sorted((a, b))
+    x, y = nccl.choose(collective, small, c), nccl.choose(collective, large, c)
+    if x.seconds <= y.seconds * (1 + 1e-12):
+        return
+    assert (x.algorithm, x.protocol) != (y.algorithm, y.protocol)
+    assert x.predicted < x.seconds
+    at_small = next(o for o in nccl.priced(collective, small, c)
+                    if (o.algorithm, o.protocol) == (y.algorithm, y.protocol))
+    assert at_small.seconds < x.seconds and x.predicted <= at_small.predicted
+    assert nccl.time(collective, large, c) == y.seconds
+
+
+def test_on_8_blackwell_gpus_a_7_7_mb_all_reduce_takes_less_time_than_a_7_05_mb_one():
+    # the counterexample above, pinned: the pick by NCCL's table is the physics NCCL runs (the gb300_4 4 MiB row of
+    # benchmarks/nccl_curves.py improved 16.1 -> 9.5 % with it)
+    x, y = nccl.choose("all_reduce", 7.05e6, BLACKWELL_8), nccl.choose("all_reduce", 7.69e6, BLACKWELL_8)
+    assert (x.algorithm, x.protocol, y.algorithm, y.protocol) == ("ring", "LL", "ring", "LL128")
+    assert x.seconds == pytest.approx(70.51e-6, abs=0.01e-6) and y.seconds == pytest.approx(62.04e-6, abs=0.01e-6)
+    assert x.predicted < y.predicted
 
 
 def _table_picked_nvls(choice: nccl.Choice, collective: str, c: Communicator) -> bool:
@@ -94,6 +144,13 @@ def test_switches_that_reduce_never_slow_a_collective(c, collective, size):
     assert picked.predicted <= barred.predicted * (1 + 1e-12)
     if not _table_picked_nvls(picked, collective, c):
         assert picked.seconds <= barred.seconds * (1 + 1e-12)
+        return
+    # NCCL's table picked NVLS: the call is its loops' price (nvls_loop_seconds) on its bytes at NVLS's bandwidth,
+    # and the barred call the ring or tree of least prediction, at the price it has with NVLS allowed
+    n = 2.0**size
+    assert picked.seconds == nccl.nvls_loop_seconds(n, n / nccl._bandwidth(collective, "nvls", "Simple", c), c)
+    plains = [o for o in nccl.priced(collective, n, c) if o.algorithm in ("ring", "tree")]
+    assert barred == min(plains, key=lambda o: o.predicted)
 
 
 def test_nccl_may_pick_an_nvls_call_its_loops_run_slower_than_the_ring_it_passes_over():
