@@ -16,6 +16,9 @@ from fractions import Fraction
 from .numbers import big, binary_bytes, number
 from .records import frozen
 
+# Binary byte sizes, for the code that counts memory and buffers in them.
+MIB, GIB = 2**20, 2**30
+
 # Base dimensions: bytes, seconds, joules, floating-point operations, money (US dollars).
 Dim = tuple[int, int, int, int, int]
 NONE: Dim = (0, 0, 0, 0, 0)

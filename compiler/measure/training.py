@@ -12,10 +12,10 @@ import re
 
 from ...dsl.plain_number import PlainNumberError
 from ...dsl.source import SourceFile
+from ...dsl.units import GIB
 from .records import TrainRun, TrainStep
 from .text import NUMBER, Problems, line_span, number
 
-GIB = 2**30
 POSITIVE = ("seconds", "bar_seconds", "tokens_per_s", "batch")
 
 # a step line's iteration is read as the whole token, so that `iteration 1e400/2000 |` is refused

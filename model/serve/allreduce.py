@@ -53,6 +53,8 @@ from __future__ import annotations
 
 import bisect
 
+from ...dsl.units import MIB
+
 SIZES = (512, 4096, 32768, 262144, 524288, 1048576)     # bytes
 # seconds by TP size, at SIZES ([sgl2904])
 KERNELS = {
@@ -65,7 +67,6 @@ KERNELS = {
     "symm_mem": {8: (11e-6, 11e-6, 11e-6, 11e-6, 11e-6, 14e-6)},    # [vllm42324] multimem
     "symm_mem_two_shot": {8: (15e-6, 15e-6, 15e-6, 15e-6, 15e-6, 17e-6)},    # [vllm42324] two-shot
 }
-MIB = 1 << 20
 # bytes under which vLLM's SymmMemCommunicator takes a call, by compute capability and world size
 # ([vllmsymm] all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, symm_mem.py should_use_symm_mem
 # `inp_size < self.max_size`; 10.3: 0.20.0): a capability or world size it lacks disables it, and a call at

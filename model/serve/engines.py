@@ -80,8 +80,8 @@ import attrs
 
 from ..compute import EAGER_OP_S
 from ...dsl.records import frozen
+from ...dsl.units import GIB
 
-GIB = 1 << 30
 PREEMPTIONS = ("recompute", "swap", "reserve")   # reserve: admit only when the whole length fits
 MOE_PATHS = ("grouped", "tp_sharded", "per_expert", "ep_with_dp")
 

@@ -28,11 +28,10 @@ from __future__ import annotations
 
 from ...compiler.schema import LOSSES
 from ...compiler.vendors import vendor_of
+from ...dsl.units import GIB, MIB
 from ..config import TrainConfig
 from ..shape import ModelShape
 
-GIB = 2 ** 30
-MIB = 2 ** 20
 # Bytes per logit (one token, one vocabulary entry of this GPU's vocabulary shard) at the loss's
 # peak, by implementation:
 # - eager: PyTorch's cross_entropy on the logits cast to fp32 (torchtitan 2024: `cross_entropy(
