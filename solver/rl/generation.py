@@ -110,25 +110,27 @@ def begin_generation(r: Replica, layout: GenLayout, requests: tuple[Request, ...
     what runs of these samples share (`shared_terms`); `stats`: `sample_stats(requests)` where it
     keeps them."""
     kv = kv_capacity(r, limit)
-    key = shared_key(r)
-    shared = kept.get(key) if kept is not None else None
-    if shared is None:
-        shared = shared_terms(r, requests)
-        if kept is not None:
-            kept[key] = shared
+    shared = shared_terms(r, requests, kept)
     longest = shared[0]
     if kv < longest:
         return Generation(layout, math.inf, math.inf, kv, r.memory(1, longest, 0), 0, 0, (0.0, 0.0))
     return GenerationRun(r, layout, requests, kv, depth, shared, stats)
 
 
-def shared_terms(r: Replica, requests: tuple[Request, ...]) -> tuple[float, float, list]:
+def shared_terms(r: Replica, requests: tuple[Request, ...], kept: dict | None = None) -> tuple[float, float, list]:
     """What runs of these samples on replicas of one KV layout and step share (`shared_key`): the
     most cache one sample holds at its end, the most one needs to be admitted with its output
     made (`GenerationRun.always_served`), and a list for the samples' terms while they wait
-    (solver/serve/sim.py `backlog` fills it)."""
-    return (max(r.kv.tokens_held(q.prompt, q.output) for q in requests),
-            max(r.kv.tokens_held(q.prompt, 0) + q.output for q in requests), [])
+    (solver/serve/sim.py `backlog` fills it). `kept`: a dict where the caller keeps them by
+    `shared_key`, computed once."""
+    key = shared_key(r)
+    if kept is not None and key in kept:
+        return kept[key]
+    shared = (max(r.kv.tokens_held(q.prompt, q.output) for q in requests),
+              max(r.kv.tokens_held(q.prompt, 0) + q.output for q in requests), [])
+    if kept is not None:
+        kept[key] = shared
+    return shared
 
 
 def shared_key(r: Replica) -> tuple:

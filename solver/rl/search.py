@@ -134,10 +134,8 @@ class Context:
         key = (layout, limit)
         if key not in self._bounds:
             r = self.replica(layout)
-            shared = self._kept.get(gen.shared_key(r))
-            if shared is None:
-                shared = self._kept[gen.shared_key(r)] = gen.shared_terms(r, self.requests)
-            if gen.kv_capacity(r, limit) < shared[0]:      # the longest sample's cache
+            longest = gen.shared_terms(r, self.requests, self._kept)[0]     # the most cache one sample holds
+            if gen.kv_capacity(r, limit) < longest:
                 self.reasons[f"{layout.config.tp}x{layout.config.pp}x{layout.config.ep} replicas on "
                              f"{layout.partition} cannot hold the longest sample's cache"] = None
                 self._bounds[key] = None
@@ -152,21 +150,19 @@ class Context:
     def ceiling(self, layout: gen.GenLayout, limit: float) -> float:
         """An upper bound of the stream without simulating: the steady time (the stream is the
         smaller of it and the makespan, solver/rl/generation.py)."""
-        key = (layout, limit)
-        if key not in self._ceilings:
-            r = self.replica(layout)
-            self._ceilings[key] = gen.steady(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
-                                             self._stats)
-        return self._ceilings[key]
+        return self._per_layout(self._ceilings, gen.steady, layout, limit)
 
     def iterations(self, layout: gen.GenLayout, limit: float) -> tuple[float, float]:
         """The engine iterations the simulation would report (solver/rl/generation.py `iterations`)."""
+        return self._per_layout(self._iterations, gen.iterations, layout, limit)
+
+    def _per_layout(self, cache: dict, closed_form, layout: gen.GenLayout, limit: float):
+        """`closed_form` (gen.steady, gen.iterations) of the layout's replica at its cache, computed once."""
         key = (layout, limit)
-        if key not in self._iterations:
+        if key not in cache:
             r = self.replica(layout)
-            self._iterations[key] = gen.iterations(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth,
-                                                   self._stats)
-        return self._iterations[key]
+            cache[key] = closed_form(r, layout, self.requests, gen.kv_capacity(r, limit), self.depth, self._stats)
+        return cache[key]
 
     def simulate(self, layout: gen.GenLayout, limit: float) -> gen.Generation:
         run = self.begin(layout, limit)
