@@ -66,6 +66,17 @@ so found, in the same mode (graphed or eager), and a call past symmetric memory'
 symmetric memory's there (model/serve/inference.py `tp_all_reduce`): within one mode the priced call
 never falls as the message grows, across the kernels vLLM switches between (a drop at a limit would be
 the tables' difference, no graphs against graphs, not vLLM's).
+
+Source [vllm8558]: vllm-project/vllm pull 8558 (2024-09-18, first in v0.6.2, "Fix potentially unsafe
+custom allreduce synchronization"): the two-stage kernel's middle barrier had fenced with
+`__threadfence_system()` (csrc/custom_all_reduce.cuh `end_sync`, read in the v0.5.5, v0.6.0 and v0.6.1
+sources; v0.3.0's barrier has no such fence); the pull's acquire-release flags took "6~7us" off each
+two-stage call on H100 (`FENCE_S`, the middle). The releases read (v0.3.0, 0.5.5, 0.6.0, 0.6.2, 0.14.0)
+pick the kernel alike:
+one-stage at TP 2, and at TP 4 under 512 KiB or TP 6 and 8 under 256 KiB; two-stage above (`two_stage`).
+Both tables above time the kernel after the pull (aiconfigurator's 0.14.0; pull 2904's of January 2025,
+ASSUMPTION: a vLLM of 0.6.2 or later, SGLang's pin then), so an engine built before it (`fenced`: vLLM
+0.5.5-0.6.1, and SGLang 0.3.0, which imported vLLM 0.5.5) pays the fence on top, graphed or eager.
 """
 
 from __future__ import annotations
@@ -114,6 +125,7 @@ CUSTOM_LIMITS = {"9.0": {2: 8 * MIB, 4: 8 * MIB, 6: MIB // 2, 8: MIB // 4},
                  "10.3": {2: 4 * MIB, 4: 4 * MIB, 6: 8 * MIB, 8: 4 * MIB}}
 MULTIMEM = {"9.0": (4, 6, 8), "10.0": (6, 8), "10.3": (6, 8)}   # [vllmsymm] _WORLD_SIZES_MULTIMEM
 KINDS = ("tiers", *KERNELS)
+FENCE_S = 6.5e-6    # [vllm8558]: the system fence of a two-stage call before the pull, on H100 (ESTIMATE: "6~7us")
 
 
 def _envelope(times: tuple[float, ...]) -> tuple[float, ...]:
@@ -162,14 +174,24 @@ def algorithm(kernel: str, tp: int, generation: str | None) -> str:
     return kernel
 
 
-def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: float = float("inf")) -> float:
+def two_stage(nbytes: float, tp: int) -> bool:
+    """Whether vLLM's custom all-reduce runs its two-stage kernel for `nbytes` over `tp` GPUs ([vllm8558]:
+    custom_all_reduce.cuh `allreduce`, fully NVLinked GPUs)."""
+    return tp > 2 and not ((tp <= 4 and nbytes < MIB // 2) or nbytes < MIB // 4)
+
+
+def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: float = float("inf"),
+             fenced: bool = False) -> float:
     """Seconds of one all-reduce of `nbytes` over `tp` GPUs by the engine's `kernel` (0 for
     `tiers`, an engine priced on the tiers alone, and for one GPU); a TP size between those
     measured takes the nearer one's times (the larger on a tie), from its table as priced (`PRICED`;
     `graphed`: captured in a CUDA graph, `PRICED_GRAPHED`, where the kernel has such a table). Only the
-    rows under `under` bytes price the call (a hand-over limit: the kernel never runs the larger calls)."""
+    rows under `under` bytes price the call (a hand-over limit: the kernel never runs the larger calls);
+    `fenced`: vLLM's kernel as built before pull 8558, its two-stage calls a system fence slower (`FENCE_S`)."""
     if kernel == "tiers" or tp < 2:
         return 0.0
+    if fenced and kernel == "vllm" and two_stage(nbytes, tp):
+        return FENCE_S + measured(kernel, nbytes, tp, graphed, under)
     sizes, table = (GRAPH_SIZES, PRICED_GRAPHED[kernel]) if graphed and kernel in GRAPHED else (SIZES, PRICED[kernel])
     times = table[min(table, key=lambda t: (abs(t - tp), -t))]
     kept = max(1, bisect.bisect_left(sizes, under))

@@ -126,6 +126,10 @@ class Engine:
                                 # model/compute.py KERNEL_OVERHEAD_S; eager ones the host's op time)
     all_reduce: str = "tiers"   # the TP all-reduce kernel inside a host: measured (model/serve/allreduce.py:
                                 # vllm, sglang) or priced on the tiers alone (tiers)
+    all_reduce_fence: bool = False  # vLLM's custom all-reduce as built before vllm pull 8558 (vLLM 0.5.5-0.6.1,
+                                # SGLang 0.3.0's import): its two-stage calls a system fence slower
+                                # (model/serve/allreduce.py FENCE_S); no profile spans only those releases,
+                                # so a job that runs one sets it (benchmarks/serve_frameworks.py)
     mnnvl: bool = False         # a TP group across hosts of one NVLink domain runs the engine's one-shot
                                 # kernel over fabric memory (TensorRT-LLM's MNNVL); else NCCL ([vllmcar])
     fallback_all_reduce: str = ""  # the measured kernel that takes the TP calls `all_reduce` refuses: a group

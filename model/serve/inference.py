@@ -231,7 +231,7 @@ class Replica:
                                                                self.engine.all_reduce, c.tp,
                                                                self.engine.nccl_nvls, self.engine.nccl_collnet,
                                                                self.engine.fallback_all_reduce, exp_generation(chip),
-                                                               graphed)
+                                                               graphed, self.engine.all_reduce_fence)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -322,7 +322,7 @@ class Replica:
 
 def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
                   tp: int = 1, nvls: bool = True, collnet: bool = True, fallback: str = "",
-                  generation: str | None = None, graphed: bool = False) -> float:
+                  generation: str | None = None, graphed: bool = False, fenced: bool = False) -> float:
     """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
     one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on the tiers'
     rates and latencies (model/comms.py); a group that spans hosts (`across_hosts`: the trays of
@@ -334,7 +334,8 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
     than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate;
     `graphed`: the call is captured in a CUDA graph (its iteration's, `Engine.graphed`), priced from the
-    kernel's graph-captured table where it has one (allreduce.GRAPHED: vLLM's custom all-reduce).
+    kernel's graph-captured table where it has one (allreduce.GRAPHED: vLLM's custom all-reduce);
+    `fenced`: vLLM's custom all-reduce as built before vllm pull 8558 (Engine.all_reduce_fence, allreduce.FENCE_S).
     `nvls` / `collnet`: the NCCL algorithms the engine's environment allows (Engine.nccl_nvls).
     `fallback`: the kernel that takes the calls vLLM's custom all-reduce (`kernel` vllm) refuses
     (Engine.fallback_all_reduce: vLLM's symmetric-memory all-reduce), for the parts, group sizes and calls
@@ -360,9 +361,9 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
         return nccl.all_reduce(nbytes, stages, nvls, collnet)
     limit = allreduce.custom_limit(tp, generation)
     if kernel != "vllm" or not fallback or limit is None:
-        return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp, graphed))
+        return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp, graphed, fenced=fenced))
     # vLLM's chain inside a host: custom all-reduce under its limit, then symmetric memory, NCCL past its maximum
-    custom = lambda n: max(comms.all_reduce(n, stages), allreduce.measured(kernel, n, tp, graphed, limit))  # noqa: E731
+    custom = lambda n: max(comms.all_reduce(n, stages), allreduce.measured(kernel, n, tp, graphed, limit, fenced))  # noqa: E731
     if nbytes < limit:
         return custom(nbytes)
     floor = custom(limit)

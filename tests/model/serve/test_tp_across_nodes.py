@@ -344,3 +344,39 @@ def test_blackwell_ultra_takes_vllms_sm_10_3_limits_not_sm_10_0s():
     per_call = replica(shape, ServeConfig(4, 64, "fp8"), ULTRA, engine)._token_costs(64)[5] / (2 * shape.layers)
     # a decode step, graph-captured: custom all-reduce's rows under SM 10.3's 4 MiB limit
     assert per_call == pytest.approx(max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4, True, 4 << 20)))
+
+
+def test_vllms_custom_all_reduce_runs_two_stage_where_its_kernel_says():
+    """csrc/custom_all_reduce.cuh `allreduce` (v0.3.0 to 0.14.0 alike): one-stage at TP 2; at TP 4 under
+    512 KiB, at TP 6 and 8 under 256 KiB; two-stage above ([vllm8558] in model/serve/allreduce.py)."""
+    kib = 1024
+    assert not allreduce.two_stage(8 * 2 ** 20, 2)
+    assert not allreduce.two_stage(512 * kib - 2, 4) and allreduce.two_stage(512 * kib, 4)
+    assert not allreduce.two_stage(256 * kib - 2, 8) and allreduce.two_stage(256 * kib, 8)
+    assert allreduce.two_stage(256 * kib, 6)
+
+
+@given(st.sampled_from([2, 4, 6, 8]), st.booleans(), st.floats(1.0, 2e8), st.floats(1.0, 2e8))
+def test_a_fenced_custom_all_reduce_pays_the_fence_on_two_stage_calls_alone_and_stays_monotone(tp, graphed, a, b):
+    """Law: vLLM's custom all-reduce as built before pull 8558 (vLLM 0.5.5-0.6.1) costs FENCE_S more on a
+    two-stage call, nothing more on a one-stage one, and still never all-reduces more bytes faster."""
+    low, high = sorted((a, b))
+    node = comms.place(tp, 1, TIERS)
+    fenced = lambda n: tp_all_reduce(n, node, False, "vllm", tp, graphed=graphed, fenced=True)  # noqa: E731
+    plain = tp_all_reduce(low, node, False, "vllm", tp, graphed=graphed)
+    extra = allreduce.FENCE_S if allreduce.two_stage(low, tp) else 0.0
+    assert fenced(low) <= fenced(high)
+    assert plain <= fenced(low) <= plain + extra + 1e-15
+
+
+def test_the_serving_benchmarks_engines_ran_the_fenced_kernel():
+    """vLLM v0.6.0 and SGLang v0.3.0 (pinning vllm==0.5.5) predate pull 8558: a 70B TP 4 decode step of 64
+    sequences (1 MiB calls, two-stage) pays the fence twice a layer; one of 16 (256 KiB, one-stage) does not."""
+    engine = profile("vllm_0_6").engine(80 * 2 ** 30, "H100", all_reduce_fence=True)
+    plain = profile("vllm_0_6").engine(80 * 2 ** 30, "H100")
+    design = lower(check_text(TEXT, str(Path(__file__).with_name("tp_case.gcl"))).design).partitions[0]
+    costs = {e: replica(LLAMA, ServeConfig(4, 64, "bf16"), design, e) for e in (engine, plain)}
+    calls = 2 * LLAMA.layers
+    for tokens, extra in ((64, allreduce.FENCE_S), (16, 0.0)):
+        diff = costs[engine]._token_costs(tokens, True)[5] - costs[plain]._token_costs(tokens, True)[5]
+        assert diff == pytest.approx(calls * extra, abs=1e-12)
