@@ -135,7 +135,8 @@ class Replica:
         tokens, micro = self._batch(decoding, 0, 0)
         if tokens <= 0:
             return lambda kv: 0.0
-        per_micro, graphed = tokens / micro, self.engine.graphed(decoding, tokens)
+        graphed = self.engine.graphed(decoding, tokens)
+        per_micro = (self.engine.padded(decoding, tokens) if graphed else tokens) / micro
         self._stage(per_micro, 0.0, 0.0, graphed)        # (fills the memo for this micro-batch)
         fixed, terms, pairs = self._memo[self._costs_key(per_micro, graphed)], self._memo.get("attention") or self._terms(), 0 / micro
         kernels = self._kernels(tokens)
@@ -266,7 +267,8 @@ class Replica:
         if not layer_mean:
             kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
         graphed = self.engine.graphed(decoding, tokens)
-        stage, _, hops, computing = self._stage(tokens / micro, kv_tokens / micro, pairs / micro, graphed)
+        run = self.engine.padded(decoding, tokens) if graphed else tokens     # (the graph's padding rows)
+        stage, _, hops, computing = self._stage(run / micro, kv_tokens / micro, pairs / micro, graphed)
         return self._finish(decoding, tokens, self._kernels(tokens), stage, hops), self.config.pp * computing
 
     def _batch(self, decoding: float, prefill: float, prefilling: float | None) -> tuple[float, float]:
