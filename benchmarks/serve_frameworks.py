@@ -37,6 +37,7 @@ class Engines:
     max_batch: int      # running requests the scheduler allows
     chunk: int          # prompt tokens per iteration
     steps: int = 1      # decode steps per scheduling round
+    fence: bool = False  # custom all-reduce built before vllm pull 8558 (Engine.all_reduce_fence)
 
 
 # SGLang v0.3.0: mem_frac 0.88 (README notes: 0.88 at TP 1, set to 0.88 at TP 4); its running-request
@@ -46,7 +47,10 @@ class Engines:
 # (ASSUMPTION: vLLM's defaults of that release).
 # vLLM was started with `--num-scheduler-steps 10` (the README's Notes and commands): multi-step
 # scheduling, prompts join the batch only every 10 decode steps.
-ENGINES = {"SGL030": Engines(0.88, 4096, 8192), "VLLM060": Engines(0.90, 256, 4096, 10)}
+# Both ran vLLM's custom all-reduce as built before vllm pull 8558 (model/serve/allreduce.py [vllm8558]):
+# vLLM v0.6.0's csrc/custom_all_reduce.cuh, and SGLang v0.3.0's pinned vllm==0.5.5 (its wheel's METADATA),
+# whose two-stage kernel fences its middle barrier with __threadfence_system.
+ENGINES = {"SGL030": Engines(0.88, 4096, 8192, fence=True), "VLLM060": Engines(0.90, 256, 4096, 10, fence=True)}
 # the engines by release (model/serve/engines.py), their knobs overridden by the commands above
 PROFILES = {"SGL030": "sglang_0_3", "VLLM060": "vllm_0_6"}
 
@@ -97,7 +101,7 @@ def predict(row: FrameworkRow, design) -> float:
     partition = lower_cluster(design[row.cluster]).partitions[0]
     chip = partition.node.accelerator
     engine = profile(PROFILES[row.source]).engine(chip.hbm_capacity, chip.name, chunk=e.chunk, scheduler_steps=e.steps,
-                                                  max_seqs=e.max_batch)
+                                                  max_seqs=e.max_batch, all_reduce_fence=e.fence)
     r = replica(shape, ServeConfig(row.tp, e.max_batch, row.precision), partition, engine)
     pool = Pool(r, 1, e.max_batch, r.kv_capacity_tokens(e.mem_frac * r.hbm))
     if row.rate is None:

@@ -47,6 +47,36 @@ runs NCCL. ASSUMPTION: the tables take 0.20.0's rows (NeMo-RL v0.7.0's pin, the 
 for a B300 or GB300 now runs; the RL stack `nemo_rl` spans v0.5-v0.7 and carries no vLLM release to tell
 them apart). Other GPUs (SM 8.0, 8.6, 8.9: not in SYMM_MEM_ALL_REDUCE_MAX_SIZES) leave symmetric memory
 off, and custom all-reduce keeps its 8 MiB.
+
+Source [aic]: ai-dynamo/aiconfigurator (commit 095f58a5, files of 4fabb773), vLLM's custom all-reduce on H100
+captured in a CUDA graph (`GRAPHED`), as vLLM captures its decode and mixed steps (model/serve/engines.py
+`Engine.graphed`): vLLM 0.14.0's `vllm_graph` rows where vLLM runs custom all-reduce (TP 2 and 4 to 4 MiB,
+TP 8 to 128 KiB: 4.3-20.3, 4.5-30.5 and 4.5-7.7 us), and at TP 8 from 256 KiB, where vLLM hands the call to
+symmetric memory, SGLang 0.5.9's rows of the same kernel (sgl-kernel's port, within 0.5-6.1 % of vLLM's
+wherever both run it: 15.0 us at 256 KiB, 34.3 at 4 MiB), for an engine whose custom all-reduce keeps
+the call. The rows, their paths and licence: benchmarks/data/allreduce_graphed.csv. An iteration vLLM
+issues kernel by kernel (a prefill chunk past the largest capture size) keeps [sgl2904]'s table, measured
+outside graphs. The same collector's eager rows (20-21 us flat to 1 MiB) time the Python call and an
+input copy, which an eager iteration's host pace charges apart (`Engine.host`): not used.
+
+Custom all-reduce's price under its hand-over limit comes from the table's rows under the limit, held
+after the last one (`measured`'s `under`): the rows at or above it time calls vLLM, with symmetric memory
+up, never gives that kernel. A handed-over call costs no less than custom all-reduce's price at the limit
+so found, in the same mode (graphed or eager), and a call past symmetric memory's maximum no less than
+symmetric memory's there (model/serve/inference.py `tp_all_reduce`): within one mode the priced call
+never falls as the message grows, across the kernels vLLM switches between (a drop at a limit would be
+the tables' difference, no graphs against graphs, not vLLM's).
+
+Source [vllm8558]: vllm-project/vllm pull 8558 (2024-09-18, first in v0.6.2, "Fix potentially unsafe
+custom allreduce synchronization"): the two-stage kernel's middle barrier had fenced with
+`__threadfence_system()` (csrc/custom_all_reduce.cuh `end_sync`, read in the v0.5.5, v0.6.0 and v0.6.1
+sources; v0.3.0's barrier has no such fence); the pull's acquire-release flags took "6~7us" off each
+two-stage call on H100 (`FENCE_S`, the middle). The releases read (v0.3.0, 0.5.5, 0.6.0, 0.6.2, 0.14.0)
+pick the kernel alike:
+one-stage at TP 2, and at TP 4 under 512 KiB or TP 6 and 8 under 256 KiB; two-stage above (`two_stage`).
+Both tables above time the kernel after the pull (aiconfigurator's 0.14.0; pull 2904's of January 2025,
+ASSUMPTION: a vLLM of 0.6.2 or later, SGLang's pin then), so an engine built before it (`fenced`: vLLM
+0.5.5-0.6.1, and SGLang 0.3.0, which imported vLLM 0.5.5) pays the fence on top, graphed or eager.
 """
 
 from __future__ import annotations
@@ -67,6 +97,18 @@ KERNELS = {
     "symm_mem": {8: (11e-6, 11e-6, 11e-6, 11e-6, 11e-6, 14e-6)},    # [vllm42324] multimem
     "symm_mem_two_shot": {8: (15e-6, 15e-6, 15e-6, 15e-6, 15e-6, 17e-6)},    # [vllm42324] two-shot
 }
+# vLLM's custom all-reduce captured in a CUDA graph ([aic], benchmarks/data/allreduce_graphed.csv): bytes
+# (bf16, 2 x the elements measured), and seconds by TP size at them
+GRAPH_SIZES = tuple(256 << k for k in range(15))    # 256 B to 4 MiB
+GRAPHED = {
+    "vllm": {2: (4.284e-6, 4.285e-6, 4.294e-6, 4.276e-6, 4.318e-6, 4.423e-6, 4.440e-6, 4.498e-6,
+                 4.591e-6, 4.799e-6, 5.125e-6, 6.257e-6, 8.393e-6, 12.451e-6, 20.272e-6),
+             4: (4.577e-6, 4.539e-6, 4.565e-6, 4.595e-6, 4.620e-6, 4.794e-6, 4.878e-6, 4.970e-6,
+                 5.313e-6, 5.835e-6, 7.098e-6, 11.359e-6, 12.800e-6, 18.644e-6, 30.454e-6),
+             8: (4.747e-6, 4.766e-6, 4.553e-6, 4.532e-6, 4.647e-6, 4.944e-6, 5.168e-6, 5.441e-6,
+                 6.308e-6, 7.720e-6,                                   # vLLM 0.14.0, to 128 KiB
+                 14.986e-6, 15.774e-6, 17.348e-6, 20.900e-6, 34.309e-6)},   # SGLang 0.5.9, from 256 KiB
+}
 # bytes under which vLLM's SymmMemCommunicator takes a call, by compute capability and world size
 # ([vllmsymm] all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES, symm_mem.py should_use_symm_mem
 # `inp_size < self.max_size`; 10.3: 0.20.0): a capability or world size it lacks disables it, and a call at
@@ -83,6 +125,7 @@ CUSTOM_LIMITS = {"9.0": {2: 8 * MIB, 4: 8 * MIB, 6: MIB // 2, 8: MIB // 4},
                  "10.3": {2: 4 * MIB, 4: 4 * MIB, 6: 8 * MIB, 8: 4 * MIB}}
 MULTIMEM = {"9.0": (4, 6, 8), "10.0": (6, 8), "10.3": (6, 8)}   # [vllmsymm] _WORLD_SIZES_MULTIMEM
 KINDS = ("tiers", *KERNELS)
+FENCE_S = 6.5e-6    # [vllm8558]: the system fence of a two-stage call before the pull, on H100 (ESTIMATE: "6~7us")
 
 
 def _envelope(times: tuple[float, ...]) -> tuple[float, ...]:
@@ -96,6 +139,7 @@ def _envelope(times: tuple[float, ...]) -> tuple[float, ...]:
 
 # the tables as priced: each one's monotone envelope (module docstring)
 PRICED = {kernel: {tp: _envelope(times) for tp, times in table.items()} for kernel, table in KERNELS.items()}
+PRICED_GRAPHED = {kernel: {tp: _envelope(times) for tp, times in table.items()} for kernel, table in GRAPHED.items()}
 
 
 def capability(generation: str | None) -> str:
@@ -109,10 +153,16 @@ def takes(kernel: str, tp: int, generation: str | None = None, nbytes: float = 0
     return kernel != "symm_mem" or nbytes < SYMM_MAX.get(capability(generation), {}).get(tp, 0)
 
 
+def custom_limit(tp: int, generation: str | None) -> float | None:
+    """Bytes from which vLLM's custom all-reduce hands a call over `tp` GPUs of `generation` to symmetric
+    memory ([vllmsymm] CUSTOM_LIMITS); None where vLLM's tables list no limit (symmetric memory off)."""
+    return CUSTOM_LIMITS.get(capability(generation), {}).get(tp)
+
+
 def hands_over(kernel: str, nbytes: float, tp: int, generation: str | None) -> bool:
     """Whether vLLM's custom all-reduce (`kernel` vllm) hands a call of `nbytes` over `tp` GPUs of
     `generation` to symmetric memory ([vllmsymm]): at or above its limit, where symmetric memory runs."""
-    limit = CUSTOM_LIMITS.get(capability(generation), {}).get(tp)
+    limit = custom_limit(tp, generation)
     return kernel == "vllm" and limit is not None and nbytes >= limit
 
 
@@ -124,18 +174,32 @@ def algorithm(kernel: str, tp: int, generation: str | None) -> str:
     return kernel
 
 
-def measured(kernel: str, nbytes: float, tp: int) -> float:
+def two_stage(nbytes: float, tp: int) -> bool:
+    """Whether vLLM's custom all-reduce runs its two-stage kernel for `nbytes` over `tp` GPUs ([vllm8558]:
+    custom_all_reduce.cuh `allreduce`, fully NVLinked GPUs)."""
+    return tp > 2 and not ((tp <= 4 and nbytes < MIB // 2) or nbytes < MIB // 4)
+
+
+def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: float = float("inf"),
+             fenced: bool = False) -> float:
     """Seconds of one all-reduce of `nbytes` over `tp` GPUs by the engine's `kernel` (0 for
     `tiers`, an engine priced on the tiers alone, and for one GPU); a TP size between those
-    measured takes the nearer one's times (the larger on a tie), from its table as priced (`PRICED`)."""
+    measured takes the nearer one's times (the larger on a tie), from its table as priced (`PRICED`;
+    `graphed`: captured in a CUDA graph, `PRICED_GRAPHED`, where the kernel has such a table). Only the
+    rows under `under` bytes price the call (a hand-over limit: the kernel never runs the larger calls);
+    `fenced`: vLLM's kernel as built before pull 8558, its two-stage calls a system fence slower (`FENCE_S`)."""
     if kernel == "tiers" or tp < 2:
         return 0.0
-    table = PRICED[kernel]
+    if fenced and kernel == "vllm" and two_stage(nbytes, tp):
+        return FENCE_S + measured(kernel, nbytes, tp, graphed, under)
+    sizes, table = (GRAPH_SIZES, PRICED_GRAPHED[kernel]) if graphed and kernel in GRAPHED else (SIZES, PRICED[kernel])
     times = table[min(table, key=lambda t: (abs(t - tp), -t))]
-    if nbytes <= SIZES[0]:
+    kept = max(1, bisect.bisect_left(sizes, under))
+    sizes, times = sizes[:kept], times[:kept]
+    if nbytes <= sizes[0]:
         return times[0]
-    if nbytes >= SIZES[-1]:
+    if nbytes >= sizes[-1]:
         return times[-1]
-    i = bisect.bisect_left(SIZES, nbytes)
-    share = (nbytes - SIZES[i - 1]) / (SIZES[i] - SIZES[i - 1])
+    i = bisect.bisect_left(sizes, nbytes)
+    share = (nbytes - sizes[i - 1]) / (sizes[i] - sizes[i - 1])
     return times[i - 1] + share * (times[i] - times[i - 1])

@@ -12,6 +12,11 @@ Sources, abbreviated below:
             before running decodes, which pause (no chunked prefill unless enabled); preemption by
             recompute for single-sequence requests; SchedulerConfig max_num_seqs 256; block_size 16;
             vllm/worker/model_runner.py captures CUDA graphs for decode batches up to 256
+  [v0pad]   vllm-project/vllm vllm/worker/model_runner.py `_get_graph_batch_size` (v0.3.0, 0.5.5, 0.6.0, 0.6.2
+            sdists): a decode batch of more than 4 runs the graph captured for the next multiple of 8
+            (3-4: 4), its padding rows computed and all-reduced with the real ones
+  [sglpad]  SGLang v0.3.0 (its PyPI wheel) sglang/srt/model_executor: model_runner.py captures batch_size_list
+            [1, 2, 4] + [8, 16, ..., 160]; cuda_graph_runner.py `replay` pads a batch to the next of them
   [v060]    blog.vllm.ai 2024-09-05 "vLLM v0.6.0: 2.7x Throughput Improvement": on v0.5.3, Llama 3 8B
             on one H100 spends 33 % of the time in the API server, 29 % scheduling and preparing
             inputs and 38 % on the GPU; v0.6 moves the API server to its own process, processes
@@ -105,6 +110,9 @@ class Engine:
     max_seqs: int | None = None  # running sequences the scheduler allows (None: the plan's batch)
     graph_batch: int = 0        # decode batches up to this run as CUDA graphs; larger ones and
                                 # prompt iterations are issued kernel by kernel (0: always graphed)
+    graph_pad: int = 0          # a graphed decode batch runs padded to the next size captured: 1, 2, 4, then
+                                # multiples of this (vLLM V0 `_get_graph_batch_size`, SGLang 0.3's
+                                # batch_size_list); 0: as it is
     graph_tokens: int = 0       # iterations of at most this many tokens are graphed even with
                                 # prompts (vLLM V1's piecewise graphs; 0: none)
     eager_op_s: float = 0.0     # host seconds per kernel of an iteration issued kernel by kernel
@@ -126,6 +134,10 @@ class Engine:
                                 # model/compute.py KERNEL_OVERHEAD_S; eager ones the host's op time)
     all_reduce: str = "tiers"   # the TP all-reduce kernel inside a host: measured (model/serve/allreduce.py:
                                 # vllm, sglang) or priced on the tiers alone (tiers)
+    all_reduce_fence: bool = False  # vLLM's custom all-reduce as built before vllm pull 8558 (vLLM 0.5.5-0.6.1,
+                                # SGLang 0.3.0's import): its two-stage calls a system fence slower
+                                # (model/serve/allreduce.py FENCE_S); no profile spans only those releases,
+                                # so a job that runs one sets it (benchmarks/serve_frameworks.py)
     mnnvl: bool = False         # a TP group across hosts of one NVLink domain runs the engine's one-shot
                                 # kernel over fabric memory (TensorRT-LLM's MNNVL); else NCCL ([vllmcar])
     fallback_all_reduce: str = ""  # the measured kernel that takes the TP calls `all_reduce` refuses: a group
@@ -160,6 +172,15 @@ class Engine:
         if tokens <= self.graph_tokens:
             return True
         return tokens <= decoding * (1 + self.draft) and decoding <= self.graph_batch
+
+    def padded(self, decoding: float, tokens: float) -> float:
+        """The tokens a graphed iteration's GEMMs and all-reduces run (`graph_pad`): a decode-only batch
+        padded to the graph captured for it, its padding rows computed and reduced as real ones."""
+        pad = self.graph_pad
+        if not pad or decoding <= 2 or tokens != decoding * (1 + self.draft):
+            return tokens
+        size = 4 if decoding <= 4 else -(-decoding // pad) * pad
+        return size * (1 + self.draft)
 
     def host(self, decoding: float, tokens: float, kernels: float, gpu: float, pp: int = 1) -> float:
         """Seconds an iteration takes given its GPU time `gpu`: a host that issues its `kernels`
@@ -231,22 +252,22 @@ PROFILES = {p.name: p for p in (
              "frontend_s": "ESTIMATE: HTTP, tokenizing and streaming the first token (API server in process)",
              "layer_kernels": "[llama]"}),
     Profile("vllm_v0", "vllm", "2024-02", "2024-08", "vLLM 0.3.0-0.5.5, the V0 engine",
-            {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
+            {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, "graph_pad": 8, **_PYTORCH_EAGER,
              "step_s": 2e-3, "seq_s": 60e-6, "preemption": "recompute", "moe_kernel": "triton", "moe_path": "tp_sharded", "block": 16,
              "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "vllm"},
             {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
-             "all_reduce": _VLLM_ALL_REDUCE,
+             "graph_pad": "[v0pad] (read in 0.3.0 and 0.5.5)", "all_reduce": _VLLM_ALL_REDUCE,
              "moe_kernel": "model/serve/moe.py triton_tile: vLLM's Triton fused_moe picks BLOCK_SIZE_M by token count", "preemption": "[v0sched]", "moe_path": "[moe2542]: the fused MoE kernel over TP-sharded experts",
              "step_s": "ESTIMATE from [v060] (v0.5.3)", "seq_s": "ESTIMATE from [v060] (v0.5.3)",
              "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
              "frontend_s": "ESTIMATE: HTTP, tokenizing and streaming the first token (API server in process)",
              "layer_kernels": "[llama]"}),
     Profile("vllm_0_6", "vllm", "2024-09", "2025-02", "vLLM 0.6.0-0.7.x, the V0 engine with its API server apart",
-            {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, **_PYTORCH_EAGER,
+            {"chunk": 16384, "max_seqs": 256, "mixed": False, "graph_batch": 256, "graph_pad": 8, **_PYTORCH_EAGER,
              "step_s": 1e-3, "seq_s": 25e-6, "preemption": "recompute", "moe_kernel": "triton", "moe_path": "tp_sharded", "block": 16,
              "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "vllm"},
             {"mixed": "[v0sched]", "max_seqs": "[v0sched]", "graph_batch": "[v0sched]", "block": "[v0sched]",
-             "all_reduce": _VLLM_ALL_REDUCE,
+             "graph_pad": "[v0pad] (read in 0.6.0 and 0.6.2; ASSUMPTION for 0.6.3-0.7.x)", "all_reduce": _VLLM_ALL_REDUCE,
              "moe_kernel": "model/serve/moe.py triton_tile: vLLM's Triton fused_moe picks BLOCK_SIZE_M by token count", "preemption": "[v0sched]", "moe_path": "[moe2542] [trtmoe]", "step_s": "ESTIMATE from [v060] (multi-step +28 %)",
              "seq_s": "ESTIMATE from [v060]; output processing overlapped (async output)",
              "chunk": "ASSUMPTION: max_num_batched_tokens = max_model_len of a 16k deployment",
@@ -263,10 +284,11 @@ PROFILES = {p.name: p for p in (
              "layer_kernels": "[llama]", "rank_order": "[vllmrank]"},
             small_gpu={"chunk": 2048, "max_seqs": 256}),
     Profile("sglang_0_3", "sglang", "2024-09", "2024-11", "SGLang 0.3.x",
-            {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
+            {"chunk": 8192, "mixed": False, "graph_batch": 160, "graph_pad": 8, **_PYTORCH_EAGER, "step_s": 0.5e-3,
              "seq_s": 2e-6, "overlap": False, "preemption": "recompute", "moe_kernel": "triton", "moe_path": "tp_sharded", "block": 1,
              "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "vllm"},
             {"chunk": "[sglargs]", "all_reduce": "[sgl2904]: SGLang 0.3 ran vLLM's custom all-reduce (vLLM's distributed layer)", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
+             "graph_pad": "[sglpad] (ASSUMPTION for 0.3.1-0.3.x)",
              "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
              "overlap": "[sgl04]: the overlap scheduler came in 0.4",
              "preemption": "SGLang retracts decoding requests and recomputes them",

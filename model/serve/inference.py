@@ -91,22 +91,32 @@ class Replica:
         return self.dense_weights + self.expert_weights
 
     # ------------------------------------------------------------ one iteration
-    def stage_time(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float]:
+    def stage_time(self, tokens: float, kv_tokens: float, pairs: float, graphed: bool = True) -> tuple[float, float]:
         """(seconds, seconds computing) of one stage on one micro-batch: `tokens` new tokens,
-        `kv_tokens` cached tokens read by its decoding sequences, `pairs` prefill attention pairs."""
-        seconds, work, _, _ = self._stage(tokens, kv_tokens, pairs)
+        `kv_tokens` cached tokens read by its decoding sequences, `pairs` prefill attention pairs;
+        `graphed`: its iteration runs as a CUDA graph (`Engine.graphed`)."""
+        seconds, work, _, _ = self._stage(tokens, kv_tokens, pairs, graphed)
         return seconds, work
 
-    def _stage(self, tokens: float, kv_tokens: float, pairs: float) -> tuple[float, float, float, float]:
+    def _stage(self, tokens: float, kv_tokens: float, pairs: float,
+               graphed: bool = True) -> tuple[float, float, float, float]:
         """stage_time, the pipeline hops of the micro-batch (pipeline_hops), and the seconds its
         SMs compute (what its power follows: _token_costs' `computing`)."""
         memo = self._memo
-        fixed = memo.get(tokens)
+        key = self._costs_key(tokens, graphed)
+        fixed = memo.get(key)
         if fixed is None:  # the simulator asks for the same micro-batch sizes step after step
             if len(memo) >= MEMO_ENTRIES:
                 memo.clear()
-            fixed = memo[tokens] = self._token_costs(tokens)
+            fixed = memo[key] = self._token_costs(tokens, graphed)
         return _stage_of(fixed, memo.get("attention") or self._terms(), kv_tokens, pairs)
+
+    def _costs_key(self, tokens: float, graphed: bool) -> object:
+        """The stage memo's key of a micro-batch's costs: its tokens, and apart for an iteration issued
+        kernel by kernel where the engine's all-reduce has a graph-captured price (allreduce.GRAPHED)."""
+        if graphed or self.config.tp < 2 or self.engine.all_reduce not in allreduce.GRAPHED:
+            return tokens
+        return ("eager", tokens)
 
     def decode_steps(self, decoding: int) -> Callable[[float], float]:
         """`iteration(decoding, kv, 0, 0, 0, layer_mean=True)` as a function of `kv` alone: a step
@@ -125,9 +135,10 @@ class Replica:
         tokens, micro = self._batch(decoding, 0, 0)
         if tokens <= 0:
             return lambda kv: 0.0
-        per_micro = tokens / micro
-        self._stage(per_micro, 0.0, 0.0)        # (fills the memo for this micro-batch)
-        fixed, terms, pairs = self._memo[per_micro], self._memo.get("attention") or self._terms(), 0 / micro
+        graphed = self.engine.graphed(decoding, tokens)
+        per_micro = (self.engine.padded(decoding, tokens) if graphed else tokens) / micro
+        self._stage(per_micro, 0.0, 0.0, graphed)        # (fills the memo for this micro-batch)
+        fixed, terms, pairs = self._memo[self._costs_key(per_micro, graphed)], self._memo.get("attention") or self._terms(), 0 / micro
         kernels = self._kernels(tokens)
         # `_stage_of` and `_finish` unfolded: what depends on the cache read is computed per step,
         # the rest once, each in the order they take it
@@ -136,7 +147,7 @@ class Replica:
         prefill = pairs * per_pair / rate
         c, e = self.config, self.engine
         scale = 1 + e.draft * DRAFT_LAYERS / self.shape.layers if decoding and e.draft else None
-        eager = None if e.graphed(decoding, tokens) else kernels * e.eager_op_s      # (`Engine.host`)
+        eager = None if graphed else kernels * e.eager_op_s      # (`Engine.host`)
         work, overlaps = e.step_s + e.seq_s * decoding, e.overlaps(c.pp)
         pp = c.pp
 
@@ -187,10 +198,10 @@ class Replica:
         return (math.ceil(s.layers / c.pp), per_cached, per_pair, c.tp * c.ep, rates,
                 c.ep, self.kv.per_token_per_gpu(), rereads, hbm_rate(chip), l2)
 
-    def _token_costs(self, tokens: float) -> tuple:
-        """The parts of a stage's time that depend on its new tokens alone: (GEMM seconds, weight
-        bytes read, the GEMMs' roofline, routing, launches, collectives, pipeline hops, the
-        GEMMs' computing seconds)."""
+    def _token_costs(self, tokens: float, graphed: bool = True) -> tuple:
+        """The parts of a stage's time that depend on its new tokens (and whether its iteration runs as a
+        CUDA graph, `graphed`: the TP all-reduce's price) alone: (GEMM seconds, weight bytes read, the
+        GEMMs' roofline, routing, launches, collectives, pipeline hops, the GEMMs' computing seconds)."""
         s, c, chip = self.shape, self.config, self.partition.node.accelerator
         layers = math.ceil(s.layers / c.pp)
         group = tokens / c.ep
@@ -220,7 +231,8 @@ class Replica:
                                                                hosts > 1 and not self.engine.mnnvl,
                                                                self.engine.all_reduce, c.tp,
                                                                self.engine.nccl_nvls, self.engine.nccl_collnet,
-                                                               self.engine.fallback_all_reduce, exp_generation(chip))
+                                                               self.engine.fallback_all_reduce, exp_generation(chip),
+                                                               graphed, self.engine.all_reduce_fence)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
             sent = group / c.tp * s.top_k * s.hidden
@@ -254,7 +266,9 @@ class Replica:
             return 0.0, 0.0
         if not layer_mean:
             kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
-        stage, _, hops, computing = self._stage(tokens / micro, kv_tokens / micro, pairs / micro)
+        graphed = self.engine.graphed(decoding, tokens)
+        run = self.engine.padded(decoding, tokens) if graphed else tokens     # (the graph's padding rows)
+        stage, _, hops, computing = self._stage(run / micro, kv_tokens / micro, pairs / micro, graphed)
         return self._finish(decoding, tokens, self._kernels(tokens), stage, hops), self.config.pp * computing
 
     def _batch(self, decoding: float, prefill: float, prefilling: float | None) -> tuple[float, float]:
@@ -310,7 +324,7 @@ class Replica:
 
 def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kernel: str = "tiers",
                   tp: int = 1, nvls: bool = True, collnet: bool = True, fallback: str = "",
-                  generation: str | None = None) -> float:
+                  generation: str | None = None, graphed: bool = False, fenced: bool = False) -> float:
     """A decode step's tensor-parallel all-reduce. Inside one host the engines run their own
     one-shot kernels (vLLM's CustomAllreduce, SGLang's and TensorRT-LLM's), priced on the tiers'
     rates and latencies (model/comms.py); a group that spans hosts (`across_hosts`: the trays of
@@ -320,15 +334,20 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     (model/collectives.py: a small message is latency-bound at tens of microseconds). An engine with
     a multi-node NVLink kernel (`Engine.mnnvl`) keeps its one-shot inside the NVLink domain. An
     engine whose kernel was measured (`Engine.all_reduce`, model/serve/allreduce.py) takes no less
-    than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate.
+    than the measured time: a decode step's all-reduce is latency-bound, far from the tiers' rate;
+    `graphed`: the call is captured in a CUDA graph (its iteration's, `Engine.graphed`), priced from the
+    kernel's graph-captured table where it has one (allreduce.GRAPHED: vLLM's custom all-reduce);
+    `fenced`: vLLM's custom all-reduce as built before vllm pull 8558 (Engine.all_reduce_fence, allreduce.FENCE_S).
     `nvls` / `collnet`: the NCCL algorithms the engine's environment allows (Engine.nccl_nvls).
     `fallback`: the kernel that takes the calls vLLM's custom all-reduce (`kernel` vllm) refuses
     (Engine.fallback_all_reduce: vLLM's symmetric-memory all-reduce), for the parts, group sizes and calls
     under the maximum it takes (allreduce.takes: SM 9.0 and 10.x, 64 MiB at TP 8 on Hopper): a group across
     hosts of one NVLink domain (over fabric handles), and inside a host a call at or above the custom
     all-reduce's size limit for the GPUs' generation (allreduce.hands_over: 256 KiB at TP 8 on Hopper); NCCL
-    across hosts otherwise, and inside a host for a call custom all-reduce hands over and it refuses. At the limit the call may get faster: vLLM switches kernels by size, and the
-    measured multimem kernel (CUDA graphs) beats the measured custom all-reduce (no graphs) there.
+    across hosts otherwise, and inside a host for a call custom all-reduce hands over and it refuses.
+    Inside a host the price never falls as the call grows past a limit (allreduce's docstring): custom
+    all-reduce is priced under its limit from its rows under it, a handed-over call no lower than that
+    price at the limit, and a call past symmetric memory's maximum no lower than symmetric memory's there.
     `generation`: the GPUs' as model/compute.py exp_generation reads it (Blackwell Ultra, SM 10.3, apart
     from Blackwell, SM 10.0: vLLM's tables differ); None: the scale-up tier's."""
     scale_up = all(stage.tier.scope in SCALE_UP_SCOPES for stage in stages)
@@ -338,14 +357,24 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     # call at or above its maximum) is NCCL's
     takes = kernel == "vllm" and fallback and allreduce.takes(fallback, tp, generation, nbytes)
     if across_hosts and scale_up and takes:
-        kernel = allreduce.algorithm(fallback, tp, generation)
-    elif across_hosts or not scale_up:
+        return max(comms.all_reduce(nbytes, stages), allreduce.measured(allreduce.algorithm(fallback, tp, generation),
+                                                                        nbytes, tp, graphed))
+    if across_hosts or not scale_up:
         return nccl.all_reduce(nbytes, stages, nvls, collnet)
-    elif fallback and allreduce.hands_over(kernel, nbytes, tp, generation):
-        if not takes:
-            return nccl.all_reduce(nbytes, stages, nvls, collnet)
-        kernel = allreduce.algorithm(fallback, tp, generation)
-    return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp))
+    limit = allreduce.custom_limit(tp, generation)
+    if kernel != "vllm" or not fallback or limit is None:
+        return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp, graphed, fenced=fenced))
+    # vLLM's chain inside a host: custom all-reduce under its limit, then symmetric memory, NCCL past its maximum
+    custom = lambda n: max(comms.all_reduce(n, stages), allreduce.measured(kernel, n, tp, graphed, limit, fenced))  # noqa: E731
+    if nbytes < limit:
+        return custom(nbytes)
+    floor = custom(limit)
+    symm = lambda n: max(comms.all_reduce(n, stages), floor,  # noqa: E731
+                         allreduce.measured(allreduce.algorithm(fallback, tp, generation), n, tp, graphed))
+    if takes:
+        return symm(nbytes)
+    top = allreduce.SYMM_MAX.get(allreduce.capability(generation), {}).get(tp, 0.0)
+    return max(nccl.all_reduce(nbytes, stages, nvls, collnet), symm(top) if top > limit else floor)
 
 
 def _roofline(compute: float, memory: float) -> float:

@@ -266,15 +266,16 @@ def test_a_stopped_run_is_never_mistaken_for_a_met_slo():
 
 
 def test_a_pool_grown_in_steps_ends_at_the_fewest_replicas_that_pass():
-    """Long prompts at 35 requests/s under a 45 ms TTFT P99 need more replicas than carry the
+    """Long prompts at 40 requests/s under a 45 ms TTFT P99 need more replicas than carry the
     load: the pool grows past the capacity bound and then bisects back, so one replica fewer
     breaks the SLO in simulation (the count it names) and the plan's count meets it. (The rate
     and limit move with the physics: after issue 31's engine overheads and issue 35's attention
     rates, looser limits at higher rates are set by the capacity bound alone: no growth to test;
     at 50 requests/s the held-request power (issue 28) makes 4 replicas of tp 2 x pp 2 the least
     power, and they meet the SLO at their capacity's count; at 40 requests/s, once a TP group's
-    all-reduce costs vLLM's measured kernel, 4 replicas are the capacity bound and meet it.)"""
-    job = entity(35, "ttft.p99 <= 45 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
+    all-reduce costs vLLM's measured kernel, 4 replicas are the capacity bound and meet it; at 35
+    requests/s, once that kernel is priced captured in the decode steps' CUDA graphs, 3 are, and meet it.)"""
+    job = entity(40, "ttft.p99 <= 45 ms", "tpot.p99 <= 12 ms", "aggregated", False, 16, 3000)
     plan = plan_serve(job)
     n = plan.decode.count
     assert n >= 4 and plan.binding == (f"ttft.p99: {n - 1} replicas break it in simulation",)

@@ -19,7 +19,7 @@ engines = st.builds(
     scheduler_steps=st.sampled_from([1, 4]), preemption=st.sampled_from(["recompute", "swap", "reserve"]),
     draft=st.sampled_from([0, 3]), acceptance=st.sampled_from([0.7, 1.0]), eager_op_s=st.sampled_from([0.0, 5e-6]),
     step_s=st.sampled_from([0.0, 2e-3]), overlap=st.booleans(), graph_batch=st.sampled_from([0, 8]),
-    prefix_share=st.sampled_from([0.0, 0.2]))
+    graph_pad=st.sampled_from([0, 8]),     prefix_share=st.sampled_from([0.0, 0.2]))
 requests = st.lists(st.tuples(st.floats(0.0, 2.0), st.integers(1, 3000), st.integers(1, 600)), min_size=1, max_size=40)
 
 
