@@ -203,3 +203,16 @@ def test_a_dense_share_on_a_dense_model_is_refused_and_the_whole_share_is_not():
   checkpoint { wide_share = 9.4% }
 }""")
     assert errors(clean) == []
+
+
+def test_more_gpus_than_the_target_promises_no_smaller_plan_for_a_serve_job():
+    """`gpus` on a serve job is the count its plan uses, exactly: the warning had said "so it is
+    planned on 16" while `gclc plan` then found no plan (solver/serve/space.py); a train job is
+    planned on what there is."""
+    serve = check("serve s {\n  model = M  on = C  precision = fp8  gpus = 1000\n  prompt = 1000  output = 200\n}\n")
+    (w,) = [d for d in serve.diagnostics if d.code == "too-many-gpus"]
+    assert w.summary == ("the job asks 1,000 GPUs; its target has 16, and a serve job's `gpus` is the count its "
+                         "plan uses, exactly: no plan can")
+    train = check("train t {\n  model = M  on = C  batch = 64  gpus = 1000\n}\n")
+    (w,) = [d for d in train.diagnostics if d.code == "too-many-gpus"]
+    assert w.summary == "the job asks 1,000 GPUs; its target has 16, so it is planned on 16"
