@@ -89,3 +89,17 @@ def test_the_title_meets_the_plans_own_power(hetero, serve):
                     and f"the idle rest of the cluster adds {quantity(facility - job, 'W')}" in title)
         else:
             assert f"facility {quantity(facility, 'W')}: the plan's power" in title
+
+
+def test_the_reports_headline_gives_the_gpus_own_draw(hetero, serve):
+    """One answer: a serve or split plan's report headline gave the facility power over the GPUs
+    as "W per GPU" (742 W for H100s the power view draws at 294 W; 1.38 kW per 700 W H100 in the
+    RL example), where a train plan's headline gives the GPU's own draw."""
+    from gclc.views.report.page import _outcome_headline
+
+    for plan in (hetero[1], serve[1]):
+        _, drawn = draws(plan)
+        watts = sum(d.gpus * d.watts for d in drawn) / sum(d.gpus for d in drawn)
+        head = _outcome_headline(plan)
+        assert f"<span>{quantity(watts, 'W')} per GPU</span>" in head
+        assert "per GPU at the facility" not in head

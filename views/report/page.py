@@ -365,8 +365,15 @@ def _outcome_headline(outcome) -> str:
 
     if getattr(outcome, "best", None) is None:
         return ""
+    from ..power_view import draws
+
     tokens = outcome.plans[0].job.tokens if isinstance(outcome, HeteroPlan) and outcome.plans else None
-    return outcome_headline_html(outcome_json(outcome), tokens)
+    drawn = draws(outcome)
+    # the GPUs' own draw, as a train plan's headline and the power view give it (GPU-weighted over
+    # partitions and pools), not the facility power over the GPUs (hosts and cooling included)
+    per_gpu = (sum(d.gpus * d.watts for d in drawn[1]) / sum(d.gpus for d in drawn[1])
+               if drawn is not None and any(d.gpus for d in drawn[1]) else None)
+    return outcome_headline_html(outcome_json(outcome), tokens, per_gpu)
 
 
 def _rl_section(outcome) -> list[str]:
