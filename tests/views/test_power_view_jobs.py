@@ -103,3 +103,12 @@ def test_the_reports_headline_gives_the_gpus_own_draw(hetero, serve):
         head = _outcome_headline(plan)
         assert f"<span>{quantity(watts, 'W')} per GPU</span>" in head
         assert "per GPU at the facility" not in head
+
+
+def test_an_rl_design_is_drawn_at_its_plan_without_job(tmp_path):
+    """`--view placement` and the report draw an rl design's plan by default; `--view power`
+    drew it at full load unless `--job` named it (two operating points for one design)."""
+    out = tmp_path / "p.dot"
+    assert main(["render", str(Path(__file__).resolve().parents[2] / "examples" / "rl_grpo_70b.gcl"),
+                 "--view", "power", "-o", str(out)]) == 0
+    assert "at plan grpo_70b's operating point" in out.read_text()
