@@ -66,3 +66,10 @@ def test_the_cli_refuses_a_swapping_plan(tmp_path, capsys):
     design.write_text(text.replace("preemption   = swap", "preemption   = recompute"))
     assert main(["export", str(design), "--to", "vllm", "-o", str(tmp_path / "out")]) == 0
     assert "--no-async-scheduling" in (tmp_path / "out" / "vllm.args").read_text()
+
+
+def test_a_stated_graph_ceiling_reaches_the_launch(chip):
+    v1 = profile("vllm_v1").engine()
+    assert "--max-cudagraph-capture-size" not in _flags(ONE, v1) and "--enforce-eager" not in _flags(ONE, v1)
+    assert _flags(ONE, profile("vllm_v1").engine(graph_batch=64))["--max-cudagraph-capture-size"] == 64
+    assert _flags(ONE, profile("vllm_v1").engine(graph_batch=0))["--enforce-eager"] is True

@@ -18,7 +18,8 @@ KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound 
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
 the plan's memory bound limits); the model's sequence -> --max-model-len; a declared prefix
 share -> prefix caching on (off where the plan counts no hits); speculative decoding -> the
-model's own MTP heads; the host's work overlapped with the GPU's or not (the engine's `overlap`)
+model's own MTP heads; a stated CUDA-graph ceiling (`graph_batch`) -> --max-cudagraph-capture-size
+(0: --enforce-eager); the host's work overlapped with the GPU's or not (the engine's `overlap`)
 -> --async-scheduling or --no-async-scheduling (vLLM 0.33.0 turns async scheduling on when
 neither is given, vllm/config/vllm.py, which the vllm_v1 profile does not cost). Disaggregated pools exchange KV through NIXL (`NixlConnector`, both
 roles `kv_both` as vLLM's disaggregated-serving guide runs them). A replica that spans nodes
@@ -45,6 +46,7 @@ import yaml
 
 from ...dsl.numbers import number
 from ...model.serve import moe
+from ...model.serve.engines import PROFILES
 from ...model.shape import ModelShape
 from .engine_checks import check_common
 from .replica_nodes import function_lines, nodes_per_replica, vllm_node_flags
@@ -101,11 +103,24 @@ def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: 
              ("--async-scheduling", engine.overlaps(c.pp))]
     if engine.draft:
         args.append(("--speculative-config", {"method": "mtp", "num_speculative_tokens": engine.draft}))
+    args += graph_arguments(engine)
     if role in ("prefill", "decode"):
         args.append(("--kv-transfer-config", dict(KV_CONNECTOR)))
     if sleep:
         args.append(("--enable-sleep-mode", True))
     return args
+
+
+def graph_arguments(engine) -> list[tuple[str, object]]:
+    """A stated CUDA-graph ceiling (`graph_batch`, planned as V1's one capture ceiling in tokens,
+    model/serve/engines.py) -> --max-cudagraph-capture-size, 0 (no graphs) -> --enforce-eager;
+    the profile's own ceiling is vLLM's default and writes nothing."""
+    default = PROFILES["vllm_v1"].knobs["graph_batch"]
+    if engine.graph_batch == default or engine.eager_op_s <= 0:
+        return []
+    if engine.graph_batch == 0:
+        return [("--enforce-eager", True)]
+    return [("--max-cudagraph-capture-size", engine.graph_batch)]
 
 
 def shape_seq(entity) -> int:
