@@ -73,3 +73,19 @@ def test_a_stated_graph_ceiling_reaches_the_launch(chip):
     assert "--max-cudagraph-capture-size" not in _flags(ONE, v1) and "--enforce-eager" not in _flags(ONE, v1)
     assert _flags(ONE, profile("vllm_v1").engine(graph_batch=64))["--max-cudagraph-capture-size"] == 64
     assert _flags(ONE, profile("vllm_v1").engine(graph_batch=0))["--enforce-eager"] is True
+
+
+def test_sglang_refuses_what_it_would_drop(tmp_path):
+    """The SGLang export had dropped `preemption = swap` and a stated `graph_batch` the same way."""
+    from gclc.compiler.driver import check_file
+    from gclc.views.export import export
+
+    text = (ROOT / "examples" / "deepseek_v3_serve.gcl").read_text()
+    marker = "    profile      = sglang  # SGLang 0.4+, as the replication below served it\n"
+    assert marker in text
+    for extra, why in (("    preemption = swap\n", "preempts requests by `swap`"),
+                       ("    graph_batch = 64\n", "writes no capture ceiling")):
+        design = tmp_path / "s.gcl"
+        design.write_text(text.replace(marker, marker + extra))
+        with pytest.raises(ExportError, match=why):
+            export("sglang", check_file(str(design)).design)
