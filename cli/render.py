@@ -18,7 +18,7 @@ def add(commands) -> None:
     render.add_argument("--view", choices=("topology", "placement", "power"), default="topology",
                         help="what to draw (default: topology)")
     render.add_argument("--job", metavar="NAME",
-                        help="the train or serve job whose plan `--view placement` draws (one grid per partition "
+                        help="the train, serve or rl job whose plan `--view placement` draws (one grid per partition "
                              "for a job on several; `--view power` runs at its plan; `--view topology` colours "
                              "the links by how busy a train job's plan keeps them)")
     render.add_argument("--cluster", metavar="NAME", help="the cluster to draw (default: the file's first)")
@@ -114,12 +114,13 @@ def _train_plan_on(design, args: argparse.Namespace, graph):
 
 def _power_plan(design, args: argparse.Namespace, graph):
     """The plan whose operating point the power view draws: `--job`'s, else the design's
-    first train or serve job's when it runs on this cluster; None (full load) without one
+    first job's (train, serve or rl, as `--view placement` and the report pick it) when it runs
+    on this cluster; None (full load) without one
     or when it is infeasible (said on stderr)."""
     from ..solver.jobs import TrainOutcome, feasible, plan_design
     from ..views.plan_text import infeasible_message
 
-    if args.job is None and not any(e.kind in ("train", "serve") for e in design.entities):
+    if args.job is None and not any(e.kind in ("train", "serve", "rl") for e in design.entities):
         return None
     outcome = plan_design(design, args.job, power=False)
     if not feasible(outcome):

@@ -94,8 +94,11 @@ def _targets(job: Entity) -> Iterator[Diagnostic]:
         available += gpus
     asked = job.get("gpus")
     if isinstance(asked, int) and not isinstance(asked, bool) and available and asked > available:
-        yield codes.TOO_MANY_GPUS.make(job.span_of("gpus"), asked=asked, available=available, notes=[
-            f"help: ask for at most {available} GPUs, or run `{job.name}` on a larger cluster"])
+        # a serve plan uses exactly its `gpus` (solver/serve/space.py): it is no plan, not a smaller one
+        outcome = (f"so it is planned on {available:,}" if job.kind != "serve" else
+                   "and a serve job's `gpus` is the count its plan uses, exactly: no plan can")
+        yield codes.TOO_MANY_GPUS.make(job.span_of("gpus"), asked=asked, available=available, outcome=outcome, notes=[
+            f"help: ask for at most {available:,} GPUs, or run `{job.name}` on a larger cluster"])
 
 
 def dense_experts(job: Entity) -> Iterator[Diagnostic]:

@@ -335,7 +335,10 @@ CHIP = Block(
     required=("hbm", "peak", "power"),
     alternatives={"peak": (("cores", "clock", "ops_per_clock"), ("cores", "clock", "systolic"))},
 )
-CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES})
+CPU = Block({**PART_COMMON, "cores": COUNT, "clock": CLOCK, "memory": BYTES},
+            doc="`cores` set the host's rates (data loading, checkpoint copies, kernel launches and network "
+                "proxies: per core, model/train/dpu.py); `clock` is the data sheet's, descriptive as `vendor` "
+                "and `source` (no host rate here follows the clock); `memory`: the node's `dram` default")
 # A card's `bandwidth` is its line rate over all its ports, as NVIDIA quotes a card (ConnectX-7
 # and BlueField-3: 1 x 400 or 2 x 200 Gb/s); `ports` (default 1) split it evenly. Each port
 # of a scale-out card is one link into the fabric, a rail (compiler/lower.py `ports_per_node`).

@@ -13,11 +13,20 @@ from ..dsl.numbers import number
 from ..dsl.plain_number import PlainNumberError, parse_plain
 from ..dsl.source import Span
 from .table import Row, Table, read_table
+from .trace import MAX_SECONDS, MAX_SECONDS_TEXT
 from ..dsl.records import frozen
 
 MAX_ROWS = 100_000
+# Requests a plan simulates at `rate` when the job states no `requests` and the rate is light
+# (solver/serve/demand.py `_enough`): enough for a stable P99 (6 requests beyond it).
+MIN_REQUESTS = 600
+# The simulated arrivals span at most what a schedule does: the simulator keeps absolute
+# seconds in floats, and past ~1e11 s their last bits are coarser than a decode step
+# (a request at 1e15 s measured a TTFT and TPOT of 0 s). Ten years keeps 60 ns.
+MAX_ARRIVAL_S = MAX_SECONDS
 COLUMNS = ("arrival_s", "prompt", "output")
-_NEEDS = ("a time in seconds >= 0", "a whole number of tokens >= 1", "a whole number of tokens >= 1")
+_NEEDS = (f"a time in seconds from 0 to {MAX_SECONDS_TEXT}", "a whole number of tokens >= 1",
+          "a whole number of tokens >= 1")
 
 
 @frozen
@@ -73,7 +82,8 @@ def _request(table: Table, row: Row, before: Request | None) -> Request | Diagno
     values = []
     for i, (cell, need) in enumerate(zip(row.cells, _NEEDS)):
         try:
-            values.append(parse_plain(cell, whole=i > 0, low=0 if i == 0 else 1, what=f"`{COLUMNS[i]}`"))
+            values.append(parse_plain(cell, whole=i > 0, low=0 if i == 0 else 1,
+                                      high=MAX_ARRIVAL_S if i == 0 else None, what=f"`{COLUMNS[i]}`"))
         except PlainNumberError as error:
             return codes.TRACE_ROW.make(table.span(row, i), what=str(error),
                                         notes=[f"help: `{COLUMNS[i]}` is {need}"])

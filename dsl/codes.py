@@ -138,8 +138,9 @@ LIMIT_UNSUPPORTED = _code("limit-unsupported", E, "a {kind} plan does not enforc
                           "A limit the planner of this kind of job would ignore.")
 PIN_MEANINGLESS = _code("pin-meaningless", E, "`{pin}` cannot apply: {why}",
                         "A parallelism pin the job cannot have (experts on a dense model).")
-TOO_MANY_GPUS = _code("too-many-gpus", W, "the job asks {asked} GPUs; its target has {available}, so it is planned on {available}",
-                      "A job larger than the cluster or partitions it runs on (planned on all of them).")
+TOO_MANY_GPUS = _code("too-many-gpus", W, "the job asks {asked} GPUs; its target has {available}, {outcome}",
+                      "A job larger than the cluster or partitions it runs on (a train job is planned on all of "
+                      "them; a serve job, whose `gpus` is the count its plan uses, has no plan).")
 TARGET_TWICE = _code("target-twice", E, "`{what}` is already in `on` (as `{earlier}`)",
                      "A partition listed twice would count its GPUs twice.")
 SHAPE = _code("shape", E, "{what}", "A model shape that cannot be built (for example heads not dividing hidden).")

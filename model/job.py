@@ -69,6 +69,9 @@ def select_job(design: Design, name: str | None = None) -> tuple[str, Entity]:
     entity = rl_entity(design, name)
     if entity is not None:
         return "rl", entity
+    if name is None and not any(e.kind in ("train", "serve", "rl") for e in design.entities):
+        # every kind is planned here: "no `train` job" read as if a serve or rl job would not do
+        raise JobError("the design has no job to plan: declare a `train`, `serve` or `rl` job")
     return "train", train_entity(design, name)
 
 

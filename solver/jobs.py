@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 
 from ..compiler.design import Design, Entity
-from ..model.job import job_from_entity, select_job
+from ..model.job import JobError, job_from_entity, select_job
 from .train.plan import Plan, plan
 from .power.section import PowerSection, power_section
 from ..dsl.records import frozen
@@ -54,11 +54,14 @@ def plan_design(design: Design, job: str | None = None, objective: str | None = 
     if kind == "hetero":
         from .split.plan import plan_hetero
 
+        if objective not in (None, "throughput", "time"):   # a split is planned for throughput alone
+            raise JobError(f"`--objective {objective}` does not apply to `{entity.name}`, a job split across "
+                           "partitions; it is planned for throughput (and so for time)")
         return plan_hetero(entity)
     if kind == "serve":
         from .serve.plan import plan_serve
 
-        return plan_serve(entity, top)
+        return plan_serve(entity, top, objective=objective)
     if kind == "rl":
         from .rl.plan import plan_rl
 

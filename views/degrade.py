@@ -27,7 +27,11 @@ def degraded_text(r: Degraded) -> str:
 
 
 def not_a_train_job(name: str, kind: str) -> str:
-    """Why `gclc degrade --job NAME` refuses a serve or RL job."""
+    """Why `gclc degrade --job NAME` refuses a serve or RL job, or a train job on several
+    partitions (whose kind is `hetero`: the user wrote `train`, so say what makes it other)."""
+    if kind == "hetero":
+        return (f"`gclc degrade` plans train jobs on one partition; `{name}` is a train job split over several "
+                f"partitions (a heterogeneous plan): put it `on` one partition to degrade it")
     return f"`gclc degrade` plans train jobs; `{name}` is {'an' if kind == 'rl' else 'a'} {kind} job"
 
 

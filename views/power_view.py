@@ -1,7 +1,12 @@
 """The power view: facility power -> IT load and cooling -> categories -> rows, each edge
 as wide as its share. With a plan, the accelerators draw what the plan runs them at (the
 job's GPUs at the modelled per-GPU power, the rest idle) and each box gives its value
-at TDP for reference; without one, everything is at full load (TDP)."""
+at TDP for reference; without one, everything is at full load (TDP).
+
+The view draws the whole cluster; a plan's power (`gclc plan`, its JSON and the report) is
+its job's alone: its GPUs and their share of the rest, the GPUs it leaves idle counted off
+(docs/power.md). The title states the plan's figure and what the idle rest of the cluster
+adds, so the two numbers read as one answer."""
 
 from __future__ import annotations
 
@@ -57,6 +62,17 @@ def draws(plan) -> tuple[str, tuple[Draw, ...]] | None:
     return plan.name, (Draw(plan.partition.name, plan.used_gpus, serve_gpu_watts(plan)),)
 
 
+def plan_power(plan) -> float | None:
+    """The facility power the plan itself states (W): `power_w` of its JSON, for every job kind."""
+    from ..solver.split.plan import HeteroPlan
+
+    if getattr(plan, "job_kind", "") == "rl" or isinstance(plan, HeteroPlan):
+        return plan.best.power
+    if hasattr(plan, "job"):      # a train plan
+        return plan.power.total if plan.power is not None else None
+    return plan.power_w
+
+
 def serve_gpu_watts(p) -> float:
     """Watts per GPU of a serve plan, from its facility power (model/power.job_power: the
     GPUs' draw plus their share of the rest of the IT load at that draw, times the PUE)."""
@@ -85,7 +101,7 @@ def power(graph: ClusterGraph, plan=None) -> graphviz.Digraph:
     facility = by_key["power.facility"].value or 1.0
     dot = graphviz.Digraph(ident(graph.name, "power"), graph_attr={
         "rankdir": "LR", "fontname": FONT, "fontsize": "14", "labelloc": "t", "ranksep": "0.6",
-        "label": _title(graph, plan, point)},
+        "label": _title(graph, plan, point, facility)},
         node_attr={"fontname": FONT, "fontsize": "11", "shape": "box", "style": "rounded,filled"},
         edge_attr={"color": "#ef6c00", "arrowhead": "none"})
 
@@ -117,7 +133,7 @@ def power(graph: ClusterGraph, plan=None) -> graphviz.Digraph:
     return dot
 
 
-def _title(graph: ClusterGraph, plan, point) -> str:
+def _title(graph: ClusterGraph, plan, point, facility: float) -> str:
     if point is None:
         return f"{graph.name}: where the watts go (full load, accelerators at TDP)"
     name, drawn = draws(plan)
@@ -131,4 +147,16 @@ def _title(graph: ClusterGraph, plan, point) -> str:
         clock = f" at {percent(d.clock)} clock, power cap {fmt(d.cap, 'W')};" if d.cap is not None else ""
         lines.append(f"{where}{d.gpus:,} GPUs at {fmt(d.watts, 'W')} each ({clock} TDP {fmt(chip.tdp, 'W')}){rest}"
                      .replace("( ", "("))
+    lines += [line for line in (_plan_line(plan_power(plan), facility),) if line]
     return f"{graph.name}: where the watts go at plan {name}'s operating point\\n" + "\\n".join(lines)
+
+
+def _plan_line(job: float | None, facility: float) -> str:
+    """How the facility drawn here meets the plan's own power figure."""
+    if job is None:
+        return ""
+    rest = facility - job
+    if rest <= 1e-3 * facility:
+        return f"facility {fmt(facility, 'W')}: the plan's power"
+    return (f"the plan's power {fmt(job, 'W')} (its GPUs and their share of the rest); the idle rest of the "
+            f"cluster adds {fmt(rest, 'W')}")

@@ -281,7 +281,7 @@ def _closing_lines(data: dict, jobs: list[dict]) -> list[str]:
     o = data["optimum"]
     if o["epochs"]:
         solved = [e for e in o["epochs"] if e["milp_value"] is not None]
-        lines.append(f"  optimum    MILP at {len(o['epochs'])} epochs ({len(solved)} solved): mean gap {_pct(o['mean_gap'])}, "
+        lines.append(f"  optimum    MILP at {count(len(o['epochs']), 'epoch')} ({len(solved)} solved): mean gap {_pct(o['mean_gap'])}, "
                      f"max {_pct(o['max_gap'])} of priority-weighted throughput")
     lines.append(f"  events     {data['events']['changes']:,} changes, each delivered once by List-Watch "
                  f"({data['events']['delivered']:,} delivered)")

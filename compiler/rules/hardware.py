@@ -235,6 +235,25 @@ def _protocol(part: Entity) -> str | None:
     return getattr(part.get("protocol"), "name", None)
 
 
+def _network_dpu(node: Entity, fabric: Entity, kind: str, span) -> Iterator[Diagnostic]:
+    """A DPU whose `offload` lists `network` is the node's scale-out card (its ports are links
+    into the fabric, model/train/dpu.py): it must speak the fabric's protocol itself, whatever
+    the node's NICs speak (an Ethernet DPU planned as InfiniBand links changed nothing)."""
+    dpus = node.get("dpus")
+    dpu = getattr(dpus, "part", None)
+    if not isinstance(dpu, Entity):
+        return
+    offload = {getattr(item, "name", item) for item in (dpu.get("offload") or ())}
+    spoken = _protocol(dpu)
+    if "network" in offload and spoken is not None and spoken != kind:
+        yield codes.PROTOCOL_MISMATCH.make(
+            span, what=f"`{dpu.name}` carries `{node.name}`'s scale-out traffic (its `offload` lists network) but "
+                       f"speaks {spoken}, not {kind}, the protocol of `{fabric.name}`",
+            labels=[Label(fabric.span_of("kind"), f"{kind}")],
+            notes=[f"help: take `network` out of its `offload`, or give `{node.name}` a DPU that speaks {kind} "
+                   f"(`dpus = 2 x {dpu.name} {{ protocol = {kind} }}` for a card that runs both)"])
+
+
 def _node_protocols(cluster: Entity) -> Iterator[Diagnostic]:
     """A node on a scale-out fabric has a NIC or DPU that speaks the fabric's protocol (when
     its parts say what they speak): an Ethernet card cannot join an InfiniBand fabric."""
@@ -250,6 +269,7 @@ def _node_protocols(cluster: Entity) -> Iterator[Diagnostic]:
         if kind is None or node is None:
             continue
         cards = [r.part for r in (node.get("nics"), node.get("dpus")) if r is not None]
+        yield from _network_dpu(node, fabric, kind, span)
         spoken = {_protocol(card) for card in cards}
         if spoken and None not in spoken and kind not in spoken:  # a card that does not say may speak it
             yield codes.PROTOCOL_MISMATCH.make(

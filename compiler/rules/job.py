@@ -32,11 +32,21 @@ def one_objective(job: Entity) -> Iterator[Diagnostic]:
 
 
 def _goodput(job: Entity) -> Iterator[Diagnostic]:
-    """Goodput is planned for a train job on one partition; elsewhere it would be ignored."""
+    """Goodput is planned for a train job on one partition; elsewhere it would be ignored. A
+    job split across partitions is planned for throughput alone (solver/split/plan.py
+    `plan_partitions`), which `minimize = time` means too: mfu, energy and cost would be ignored."""
+    on = job.get("on")
+    split = isinstance(on, tuple) and len([t for t in on if not (isinstance(t, Partition) and t.empty)]) > 1
+    if split and job.kind == "train":
+        for key in ("maximize", "minimize"):
+            value = job.get(key)
+            if isinstance(value, Symbol) and value.name not in ("throughput", "time", "goodput"):
+                yield codes.SHAPE.make(job.span_of(key), what=f"`{key} = {value.name}` is not planned for a job split "
+                                       "across partitions", notes=[
+                                           "help: a split is planned for throughput (and so for the time to train): "
+                                           "use `maximize = throughput`, or run the job `on` one partition"])
     if job.get("maximize") != Symbol("goodput"):
         return
-    on = job.get("on")
-    split = isinstance(on, tuple) and len(on) > 1
     if job.kind == "serve" or split:
         what = "a serve job" if job.kind == "serve" else "a job split across partitions"
         yield codes.SHAPE.make(job.span_of("maximize"), what=f"`maximize = goodput` is not planned for {what}",

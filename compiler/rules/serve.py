@@ -10,7 +10,9 @@ from .. import chip as chip_numbers
 from ..formats import is_narrow, runs
 from ..design import Entity, Partition, Record, Repeat
 from ...dsl.diagnostics import Diagnostic, Label
-from ..serve_trace import read_requests
+from ..serve_trace import MAX_ARRIVAL_S, MIN_REQUESTS, read_requests
+from ..trace import MAX_SECONDS_TEXT
+from ...dsl.numbers import duration, number
 
 
 
@@ -24,6 +26,7 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
     if trace is not None:
         yield from _trace(job, trace)
     yield from _percentiles(job)
+    yield from _light_rate(job)
     yield from _precisions(job)
     if "daily_load" in job.record and "rate" not in job.record:
         yield codes.SERVE_DEMAND.make(job.span_of("daily_load"), what="`daily_load` scales `rate`, which the job "
@@ -138,6 +141,24 @@ def _trace(job: Entity, trace: str) -> Iterator[Diagnostic]:
                                           notes=["help: the trace gives arrivals and lengths; drop one of them"])
             return
     yield from read_requests(job.span_of("trace"), trace)[1]
+
+
+def _light_rate(job: Entity) -> Iterator[Diagnostic]:
+    """A rate so light that the simulated requests would arrive over more than ten years: the
+    simulator's clock (absolute seconds in floats) could no longer tell a decode step."""
+    rate, requests = job.get("rate"), job.get("requests")
+    if rate is None or "trace" in job.record or not float(rate) > 0:
+        return
+    n = requests if isinstance(requests, int) and not isinstance(requests, bool) else MIN_REQUESTS
+    span = (n - 1) / float(rate)
+    if span > MAX_ARRIVAL_S:
+        yield codes.OUT_OF_RANGE.make(
+            job.span_of("rate"), field="rate", value=f"{number(float(rate))} req/s",
+            bound=f"at least {number((n - 1) / MAX_ARRIVAL_S)} req/s for {n:,} simulated requests",
+            notes=[f"they would arrive over {duration(span)}, past the {MAX_SECONDS_TEXT} a simulation times "
+                   "to the microsecond",
+                   "help: a demand this light loads no replica: drop `rate` (and its percentile SLOs) to plan "
+                   "the unloaded latency, or simulate fewer `requests`"])
 
 
 def _percentiles(job: Entity) -> Iterator[Diagnostic]:

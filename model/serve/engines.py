@@ -218,8 +218,13 @@ class Profile:
         knobs = dict(self.knobs)
         if self.small_gpu and hbm is not None and (hbm < 70 * GIB or "a100" in chip.lower()):
             knobs.update(self.small_gpu)
-        return Engine(**knobs | {k: v for k, v in overrides.items() if v is not None},
-                      name=self.name, releases=self.releases)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "graph_batch" in given and knobs.get("graph_tokens"):
+            # one capture ceiling (vLLM V1's max_cudagraph_capture_size, in tokens) bounds its piecewise
+            # graphs as well as its decode graphs: a stated `graph_batch` was left beside graph_tokens
+            # = 512, which graphed every iteration up to 512 tokens whatever it said ([v1blog])
+            given.setdefault("graph_tokens", given["graph_batch"])
+        return Engine(**knobs | given, name=self.name, releases=self.releases)
 
 
 # Host time per iteration, derived from the sources' shares (ESTIMATE each; the arithmetic is

@@ -11,11 +11,10 @@ import attrs
 
 from ...compiler.design import Construct, Entity
 from ...dsl.numbers import count, number
-from ...compiler.serve_trace import Request, load_trace
+from ...compiler.serve_trace import MIN_REQUESTS, Request, load_trace
 from ...dsl.records import frozen
 
 SEED = 20250501
-MIN_REQUESTS = 600          # enough for a stable P99 (6 requests beyond it)
 MAX_REQUESTS = 20_000       # keeps a plan's simulations to seconds
 HORIZONS = 4                # arrivals span this many request lifetimes: one to warm up, three to measure
 

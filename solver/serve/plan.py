@@ -23,7 +23,7 @@ import attrs
 from ...compiler.design import Entity
 from ...compiler.ir import ClusterGraph, Partition
 from ...model.serve.inference import ServeEstimate, replica, sharing_costs
-from ...model.job import placement, serve_entity
+from ...model.job import JobError, placement, serve_entity
 from ...model.shape import ModelShape
 from .demand import Demand, demand_of, lifetime
 from .demand_search import UNDECIDED, DemandSearch
@@ -107,9 +107,18 @@ class ServePlan:
         return self.power_w / self.tokens_per_s if self.decode and self.power_w and self.tokens_per_s else None
 
 
-def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaustive: bool = False) -> ServePlan:
+SERVE_OBJECTIVES = ("throughput", "energy")   # `maximize = throughput`, `minimize = energy`
+
+
+def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaustive: bool = False,
+               objective: str | None = None) -> ServePlan:
     """The job's plan; `exhaustive` confirms every candidate under a demand instead of
-    pruning by bounds (the same choice, slower: the reference for the law that says so)."""
+    pruning by bounds (the same choice, slower: the reference for the law that says so);
+    `objective` (one of SERVE_OBJECTIVES) overrides the job's (`gclc plan --objective`)."""
+    if objective is not None and objective not in SERVE_OBJECTIVES:
+        raise JobError(f"`--objective {objective}` does not apply to the serve job `{entity.name}`; it is planned "
+                       f"for {' or '.join(SERVE_OBJECTIVES)}")
+    energy = objective == "energy" if objective is not None else entity.get("minimize") is not None
     started = time.perf_counter()
     graph, partition = placement(entity)
     shape = ModelShape.from_entity(entity.get("model"))
@@ -122,7 +131,7 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
                               for cfg in configs(shape, partition, limits.gpus, precision, entity, engine.max_seqs)])
     search = (DemandSearch if has_demand else SaturatedSearch)(
         graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
-        lifetime(entity, demand.output), energy=entity.get("minimize") is not None, router=router_of(entity))
+        lifetime(entity, demand.output), energy=energy, router=router_of(entity))
     if has_demand:
         search.exhaustive = exhaustive
     short = short_of_gpus(limits)

@@ -183,6 +183,15 @@ def _config(c) -> str:
             f"recompute={c.recompute} zero={c.zero}")
 
 
+def _rival(rival, chosen) -> str:
+    """A configuration the power limit rules out, told apart from the chosen one: a layout that
+    differs only in its clock reads "the same layout at full clock", not the plan's own words."""
+    clock = " at full clock" if rival.power_cap is None else f" under a power cap of {quantity(rival.power_cap, 'W')}"
+    if rival.power_cap == chosen.power_cap:
+        clock = ""
+    return ("the same layout" if _config(rival) == _config(chosen) else _config(rival)) + clock
+
+
 def _gb(x: float) -> str:
     return quantity(x, "B")
 
@@ -250,7 +259,7 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
         by_power = [r for r in rejected if r.limit.target == "power"]
         line = f"power: {_mw(power.total)} of the {_mw(limit.value)} limit ({percent(power.total / limit.value)})"
         if by_power:
-            line += f"; {_config(by_power[0].estimate.config)} would be {_better(by_power[0], e, result)} but exceeds it"
+            line += f"; {_rival(by_power[0].estimate.config, e.config)} would be {_better(by_power[0], e, result)} but exceeds it"
         out.append(line)
     for other in rejected:
         if other.limit.target not in ("memory", "power"):

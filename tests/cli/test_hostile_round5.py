@@ -171,3 +171,13 @@ def test_a_packaging_on_gddr_is_refused_where_it_stands(cli, tmp_path, kind, pac
     assert code == 1 and "Traceback" not in out
     assert f"{design}:4:{column}: error[bad-choice]: `{packaging}` is not a valid `hbm.packaging`" in out
     assert "help: remove `packaging`" in out
+
+
+def test_a_design_with_no_job_says_every_kind_plans(tmp_path, cli):
+    """`gclc plan` on a design of parts alone said "the design has no `train` job", as if a
+    serve or rl job would not do."""
+    design = tmp_path / "parts.gcl"
+    design.write_text('import "std/nvidia"\nimport "std/network"\n'
+                      "cluster C { units = 2 x DGX_H100  scaleout = NDR_FatTree }\n", encoding="utf-8")
+    code, out = cli(["plan", str(design)])
+    assert code == 1 and "no job to plan: declare a `train`, `serve` or `rl` job" in out

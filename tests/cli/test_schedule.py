@@ -212,3 +212,15 @@ def test_a_stated_size_the_plan_cannot_fill_is_located_with_the_fix(tmp_path, ca
     assert re.search(r"odd\.gcl:\d+:\d+: error\[no-feasible-size\]: `finetune_8b` asks for 63 GPUs, but its "
                      r"best plan on them uses \d+", err), err
     assert "with `min_gpus = " in err
+
+
+
+def test_one_decision_epoch_reads_in_the_singular():
+    """`optimum    MILP at 1 epochs` read on the one-job a100 example's schedule."""
+    from gclc.views.schedule import _closing_lines
+
+    data = {"cluster_metrics": {"makespan_s": 3600.0, "gpu_energy_j": 3.6e9, "queueing_by_priority": {}},
+            "optimum": {"epochs": [{"milp_value": 1.0}], "mean_gap": 0.0, "max_gap": 0.0},
+            "events": {"changes": 2, "delivered": 2}}
+    (line,) = [x for x in _closing_lines(data, []) if "MILP" in x]
+    assert "MILP at 1 epoch (1 solved)" in line

@@ -70,7 +70,7 @@ train T {
   model = Llama3_8B
   on = [P.h100, P.h200]
   batch = 1024
-  maximize = mfu
+  maximize = throughput  # a split is planned for throughput: `maximize = mfu` here is an error
   subject to { power <= 2 MW  memory <= 90% }
 }
 """

@@ -203,3 +203,39 @@ def test_a_dense_share_on_a_dense_model_is_refused_and_the_whole_share_is_not():
   checkpoint { wide_share = 9.4% }
 }""")
     assert errors(clean) == []
+
+
+def test_more_gpus_than_the_target_promises_no_smaller_plan_for_a_serve_job():
+    """`gpus` on a serve job is the count its plan uses, exactly: the warning had said "so it is
+    planned on 16" while `gclc plan` then found no plan (solver/serve/space.py); a train job is
+    planned on what there is."""
+    serve = check("serve s {\n  model = M  on = C  precision = fp8  gpus = 1000\n  prompt = 1000  output = 200\n}\n")
+    (w,) = [d for d in serve.diagnostics if d.code == "too-many-gpus"]
+    assert w.summary == ("the job asks 1,000 GPUs; its target has 16, and a serve job's `gpus` is the count its "
+                         "plan uses, exactly: no plan can")
+    train = check("train t {\n  model = M  on = C  batch = 64  gpus = 1000\n}\n")
+    (w,) = [d for d in train.diagnostics if d.code == "too-many-gpus"]
+    assert w.summary == "the job asks 1,000 GPUs; its target has 16, so it is planned on 16"
+
+
+@pytest.mark.parametrize("rate, requests, refused", [("1e-15 req/s", None, True), ("1e-6 req/s", 400, True),
+                                                      ("2e-6 req/s", 400, False), ("1e-6 req/s", 300, False)])
+def test_a_rate_too_light_to_simulate_is_refused_at_the_rate(rate, requests, refused):
+    """At 1e-15 req/s the simulated arrivals reached ~1e17 s, where a float second has no bits
+    left for a decode step: `gclc plan` printed a TTFT and TPOT of 0 s. Ten years of arrivals is
+    the bound, as for a schedule's submit times (the simulator's clock keeps ~60 ns there)."""
+    count = f"  requests = {requests}\n" if requests else ""
+    result = check(f"serve s {{\n  model = M  on = C  precision = fp8\n  prompt = 1000  output = 200\n"
+                   f"  rate = {rate}\n{count}}}\n")
+    found = [e for e in errors(result) if e[0] == "out-of-range"]
+    assert bool(found) == refused
+    if refused:
+        assert found[0][1] == 4 and found[0][2].startswith("`rate` must be at least")
+
+
+def test_a_trace_arrival_past_ten_years_is_refused_at_its_cell(tmp_path):
+    (tmp_path / "t.csv").write_text("arrival_s,prompt,output\n0,100,10\n1e18,100,10\n")
+    result = check('serve s {\n  model = M  on = C  precision = fp8\n  trace = "t.csv"\n}\n', str(tmp_path / "s.gcl"))
+    (e,) = [d for d in result.diagnostics if d.is_error]
+    assert (e.code, e.subject.line, e.subject.column) == ("trace-row", 3, 1)
+    assert "at most 315,576,000" in e.summary

@@ -160,6 +160,10 @@ def verdicts(root):
     # a replica of one attention group (TP 8 x PP 2), as the export writes it: experts TP-sharded
     cases["tp_only/serving/args"] = flag_words(replica_arguments("DeepSeekV3", TP_ONLY, profile("vllm_v1").engine(),
                                                             4096, 0.9, "serving", experts=True)) + good[-5:]
+    for ceiling in (64, 0):   # a stated CUDA-graph ceiling: --max-cudagraph-capture-size, or --enforce-eager
+        cases[f"graphs/{ceiling}/serving/args"] = flag_words(replica_arguments(
+            "DeepSeekV3", TP_ONLY, profile("vllm_v1").engine(graph_batch=ceiling), 4096, 0.9, "serving",
+            experts=True)) + good[-5:]
     for name, config in PLACED.items():   # each node of the replica, as its node function launches it
         placed = flag_words(replica_arguments("DeepSeekV3", config, profile("vllm_v1").engine(), 4096, 0.9,
                                               "serving", experts=True))
@@ -215,7 +219,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
     what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
     of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
-    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/", "placed/"))
+    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/", "placed/", "graphs/"))
              and "node" not in n]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/prefill", "llama/decode"}
@@ -408,6 +412,15 @@ def test_an_rl_plans_generation_pool_is_the_engine_vllm_runs(verdicts, case):
         assert got["gpu_memory_utilization"] == pytest.approx(limit / hbm, abs=1e-4)
         assert got["sleep_mode"] == (plan.best.placement == "colocated") == (case == "rl_colocated")
         assert got["kv_connector"] is None
+
+
+def test_vllm_takes_a_stated_graph_ceiling(verdicts):
+    """`graph_batch = 64` and `= 0` reach vLLM's own parser and engine config as the capture
+    ceiling and eager mode (views/export/vllm.py `graph_arguments`)."""
+    for ceiling in (64, 0):
+        argv, verdict = verdicts[f"graphs/{ceiling}/serving/args"]
+        assert "error" not in verdict, verdict.get("error")
+        assert (("--max-cudagraph-capture-size" in argv) if ceiling else ("--enforce-eager" in argv))
 
 
 def test_what_vllm_cannot_run_is_refused(tmp_path):

@@ -25,7 +25,9 @@ The `sglang` profile plans pipeline stages without the overlap, as SGLang runs t
 (model/serve/engines.py `overlap_pp`).
 
 Refused, nothing written: a plan made for another engine, a chip SGLang has no platform for
-here, weights or KV in a precision without a flag, a draft with no MTP heads, and a pipeline
+here, weights or KV in a precision without a flag, a draft with no MTP heads, preemption by
+swapping or reserving (SGLang retracts and recomputes), a stated `graph_batch` (no capture
+ceiling is written), and a pipeline
 planned with the host's work overlapped (an engine whose `overlap_pp` was overridden: SGLang
 turns it off under PP, so the plan would hide host time SGLang spends).
 """
@@ -38,6 +40,7 @@ import yaml
 
 from ...dsl.numbers import number
 from ...model.serve import moe
+from ...model.serve.engines import PROFILES
 from .engine_checks import check_common
 from .replica_nodes import function_lines, nodes_per_replica, sglang_node_flags
 from .target import ExportError, header
@@ -85,6 +88,14 @@ def _check(served, config, engine) -> None:
     if engine.draft and not served.entity.get("model").get("mtp"):
         raise ExportError("the plan drafts speculative tokens, but the model has no MTP heads to draft with (NEXTN) "
                           "and the design names no draft model for SGLang's --speculative-draft-model-path")
+    if engine.preemption != "recompute":
+        raise ExportError(f"the plan preempts requests by `{engine.preemption}`; SGLang retracts a running request "
+                          "and recomputes it: plan with `engine { preemption = recompute }`")
+    default = PROFILES["sglang"].knobs["graph_batch"]
+    if engine.graph_batch != default and engine.eager_op_s > 0:
+        raise ExportError(f"the plan runs decode batches up to {engine.graph_batch} as CUDA graphs (`graph_batch`); "
+                          f"the SGLang export writes no capture ceiling, so SGLang would run its own ({default} in "
+                          "the profile): remove `graph_batch`")
     if config.pp > 1 and engine.overlaps(config.pp):
         raise ExportError(f"the plan runs {config.pp} pipeline stages with the host's work overlapped, which SGLang "
                           "turns off under pipeline parallelism: plan it with the `sglang` engine profile, or set "

@@ -18,14 +18,21 @@ KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound 
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
 the plan's memory bound limits); the model's sequence -> --max-model-len; a declared prefix
 share -> prefix caching on (off where the plan counts no hits); speculative decoding -> the
-model's own MTP heads. Disaggregated pools exchange KV through NIXL (`NixlConnector`, both
+model's own MTP heads; a stated CUDA-graph ceiling (`graph_batch`) -> --max-cudagraph-capture-size
+(0: --enforce-eager); the host's work overlapped with the GPU's or not (the engine's `overlap`)
+-> --async-scheduling or --no-async-scheduling (vLLM 0.33.0 turns async scheduling on when
+neither is given, vllm/config/vllm.py, which the vllm_v1 profile does not cost). Disaggregated pools exchange KV through NIXL (`NixlConnector`, both
 roles `kv_both` as vLLM's disaggregated-serving guide runs them). A replica that spans nodes
 gets a function setting each node's --nnodes/--node-rank/--master-addr/--master-port and
 --headless (views/export/replica_nodes.py).
 
 Engine knobs vLLM has no flag for are refused, never dropped: more than one decode step per
 scheduling round (V1 schedules every step), a draft without MTP heads to draft with (the
-design names no draft model), weights or a KV cache in a precision the mapping has no flag for,
+design names no draft model), preemption by swapping or reserving (V1's scheduler frees a
+preempted request's blocks and recomputes it: vllm/v1/core/sched/scheduler.py
+`_preempt_request`), prompts run alone (`mixed = false`: V1 schedules prompt chunks beside the
+decoding requests in every step), the host overlapped across pipeline stages (vLLM refuses
+async scheduling with pipeline parallelism), weights or a KV cache in a precision the mapping has no flag for,
 and experts laid out in a way vLLM has no launch for (TP-sharded within each of several
 attention groups, or a loop over experts).
 """
@@ -39,6 +46,7 @@ import yaml
 
 from ...dsl.numbers import number
 from ...model.serve import moe
+from ...model.serve.engines import PROFILES
 from ...model.shape import ModelShape
 from .engine_checks import check_common
 from .replica_nodes import function_lines, nodes_per_replica, vllm_node_flags
@@ -91,14 +99,28 @@ def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: 
              ("--max-num-batched-tokens", engine.chunk), ("--block-size", engine.block),
              ("--kv-cache-dtype", KV_CACHE[c.kv]),
              ("--gpu-memory-utilization", round(memory, 4)),
-             ("--enable-chunked-prefill", True), ("--enable-prefix-caching", engine.prefix_share > 0)]
+             ("--enable-chunked-prefill", True), ("--enable-prefix-caching", engine.prefix_share > 0),
+             ("--async-scheduling", engine.overlaps(c.pp))]
     if engine.draft:
         args.append(("--speculative-config", {"method": "mtp", "num_speculative_tokens": engine.draft}))
+    args += graph_arguments(engine)
     if role in ("prefill", "decode"):
         args.append(("--kv-transfer-config", dict(KV_CONNECTOR)))
     if sleep:
         args.append(("--enable-sleep-mode", True))
     return args
+
+
+def graph_arguments(engine) -> list[tuple[str, object]]:
+    """A stated CUDA-graph ceiling (`graph_batch`, planned as V1's one capture ceiling in tokens,
+    model/serve/engines.py) -> --max-cudagraph-capture-size, 0 (no graphs) -> --enforce-eager;
+    the profile's own ceiling is vLLM's default and writes nothing."""
+    default = PROFILES["vllm_v1"].knobs["graph_batch"]
+    if engine.graph_batch == default or engine.eager_op_s <= 0:
+        return []
+    if engine.graph_batch == 0:
+        return [("--enforce-eager", True)]
+    return [("--max-cudagraph-capture-size", engine.graph_batch)]
 
 
 def shape_seq(entity) -> int:
@@ -127,6 +149,17 @@ def check(config, engine, chip, mtp: bool, experts: bool = False) -> None:
     if engine.scheduler_steps != 1:
         raise ExportError(f"the plan runs {engine.scheduler_steps} decode steps per scheduling round; vLLM's "
                           "V1 engine schedules every step (no --num-scheduler-steps): remove `scheduler_steps`")
+    if engine.preemption != "recompute":
+        raise ExportError(f"the plan preempts requests by `{engine.preemption}`; vLLM's V1 engine recomputes a "
+                          "preempted request (it frees its KV blocks, vllm/v1/core/sched/scheduler.py): plan with "
+                          "`engine { preemption = recompute }`")
+    if not engine.mixed:
+        raise ExportError("the plan runs waiting prompts alone before decoding (`mixed = false`); vLLM's V1 engine "
+                          "schedules prompt chunks beside the decoding requests in every step: plan with "
+                          "`engine { mixed = true }` (the vllm_v1 profile's)")
+    if config.pp > 1 and engine.overlaps(config.pp):
+        raise ExportError(f"the plan overlaps the host's work with the GPU's over {config.pp} pipeline stages; vLLM "
+                          "refuses async scheduling with pipeline parallelism: plan with `engine { overlap = false }`")
     if engine.draft and not mtp:
         raise ExportError("the plan drafts speculative tokens, but the model has no MTP heads to draft with and "
                           "the design names no draft model for vLLM's --speculative-config")

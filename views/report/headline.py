@@ -54,10 +54,12 @@ def _cost_figure(cost: dict | None, tokens: str = "tokens") -> list[tuple[str, s
     return [(f"cost per million {tokens}", f"{number(cost['cost_per_token_usd'] * 1e6)} USD" + bound, of)]
 
 
-def outcome_headline_html(data: dict, tokens: float | None = None) -> str:
+def outcome_headline_html(data: dict, tokens: float | None = None, per_gpu: float | None = None) -> str:
     """The headline of a heterogeneous or serve plan, from its `plan --json` contract
     (`views/plan_json.py`): the same figures where they apply, a serve plan's latencies,
-    and what binds it. `tokens`: a training job's work, for its time and energy to train."""
+    and what binds it. `tokens`: a training job's work, for its time and energy to train;
+    `per_gpu`: the watts each of its GPUs draws (views/power_view.py `draws`), the figure a
+    train plan's headline gives per GPU (without it: the facility power per GPU, said so)."""
     rate, gpus = data["tokens_per_s"], data["gpus"]
     figures = []
     if tokens and rate:
@@ -71,7 +73,9 @@ def outcome_headline_html(data: dict, tokens: float | None = None) -> str:
     if "engine" in data:    # a serve plan runs on a named engine and release
         figures.append(("engine", data["engine"]["name"], data["engine"]["releases"]))
     figures += [("MFU", percent(data["mfu"]), f"{number(gpus)} GPUs"),
-                ("power", quantity(data["power_w"], "W"), f"{quantity(data['power_w'] / gpus, 'W')} per GPU")]
+                ("power", quantity(data["power_w"], "W"),
+                 f"{quantity(per_gpu, 'W')} per GPU" if per_gpu is not None else
+                 f"{quantity(data['power_w'] / gpus, 'W')} per GPU at the facility")]
     if tokens and rate:
         figures.append(("energy to train", quantity(data["power_w"] * tokens / rate / 3600, "Wh"),
                         f"{quantity(data['energy_per_token_j'], 'J')} per token"))

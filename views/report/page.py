@@ -215,9 +215,14 @@ def _timeline_section(p) -> str:
 
     c = p.best.config
     shown = "every stage" if c.pp <= timeline.MAX_ROWS else "the first and last four stages"
+    # the plan's own schedule (its JSON's `schedule`): an interleaved plan's bubble is (p - 1) / v
+    # passes, drawn in 1F1B's warm-up and drain (views/report/timeline.py)
+    schedule = ("the GPipe schedule" if c.gpipe else
+                f"the interleaved schedule ({c.virtual_stages} virtual stages, drawn as 1F1B's warm-up and drain)"
+                if c.virtual_stages > 1 else "the 1F1B schedule")
     caption = (f"One {duration(p.best.step_time)} step per pipeline stage ({shown} of {c.pp}), from the step "
                f"model: each micro-batch pass's compute and exposed communication, the bubble where a stage "
-               f"waits in the 1F1B schedule, then gradient synchronization and the optimizer; hatched, the "
+               f"waits in {schedule}, then gradient synchronization and the optimizer; hatched, the "
                f"synchronization the last backward pass hides.")
     return _section("Step timeline", _figure(timeline.figure(p), caption))
 
@@ -365,8 +370,15 @@ def _outcome_headline(outcome) -> str:
 
     if getattr(outcome, "best", None) is None:
         return ""
+    from ..power_view import draws
+
     tokens = outcome.plans[0].job.tokens if isinstance(outcome, HeteroPlan) and outcome.plans else None
-    return outcome_headline_html(outcome_json(outcome), tokens)
+    drawn = draws(outcome)
+    # the GPUs' own draw, as a train plan's headline and the power view give it (GPU-weighted over
+    # partitions and pools), not the facility power over the GPUs (hosts and cooling included)
+    per_gpu = (sum(d.gpus * d.watts for d in drawn[1]) / sum(d.gpus for d in drawn[1])
+               if drawn is not None and any(d.gpus for d in drawn[1]) else None)
+    return outcome_headline_html(outcome_json(outcome), tokens, per_gpu)
 
 
 def _rl_section(outcome) -> list[str]:
