@@ -575,8 +575,9 @@ def model_block(shape: Shape, row: dict, seq: int, vocab: tuple[int, str]) -> st
         capacity = f"  capacity_factor = {e['capacity_factor']:g}" if e.get("capacity_factor") else ""
         bias = "  bias = true" if e.get("bias") else ""
         clamp = f"  clamp = {e['clamp']:g}" if e.get("clamp") else ""
+        groups = f"  groups = {e['groups']}  group_top_k = {e['group_top_k']}" if e.get("groups") else ""
         lines.append(f"  experts {{ routed = {e['routed']}  shared = {e['shared']}  top_k = {e['top_k']}  "
-                     f"ffn = {e['ffn']}  dense_layers = {e['dense_layers']}{capacity}{bias}{clamp} }}")
+                     f"ffn = {e['ffn']}  dense_layers = {e['dense_layers']}{groups}{capacity}{bias}{clamp} }}")
     if shape.mla:
         lines.append("  mla { " + "  ".join(f"{k} = {v}" for k, v in shape.mla.items()) + " }")
     if shape.mtp:

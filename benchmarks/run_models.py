@@ -69,6 +69,11 @@ CITE_MIXTRAL = ("NVIDIA/NeMo nemo/collections/llm/gpt/model/mixtral.py MixtralCo
 CITE_MIXTRAL_NEMO_VOCAB = "vocab 32000: NeMo scripts/performance/llm/pretrain_mixtral_8x22b.py NullTokenizer(vocab_size=32000)"
 CITE_DSV3 = ("DeepSeek-V3 Technical Report (arXiv:2412.19437) Sec 2 and 4.2: 61 layers, d_model 7168, 128 heads, dense FFN "
              "18432 in the first 3 layers, 256 routed + 1 shared experts of width 2048, top-8, vocab 129280")
+# Megatron-Bridge v0.1.0rc4 (DeepSeekV3Provider), v0.2.0 and v0.3.0 (DeepSeekV3ModelProvider)
+# src/megatron/bridge/models/deepseek/deepseek_provider.py
+# (the recipes' provider): group-limited routing over 8 groups, 4 picked (DeepSeek-V3 config.json n_group, topk_group)
+CITE_DSV3_GROUPS = ("groups: Megatron-Bridge DeepSeekV3ModelProvider moe_router_num_groups 8, moe_router_group_topk 4 "
+                    "(deepseek-ai/DeepSeek-V3 config.json n_group 8, topk_group 4)")
 CITE_DSV3_MLA = ("MLA: deepseek-ai/DeepSeek-V3 config.json q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, "
                  "qk_nope_head_dim = v_head_dim = 128")
 # NVIDIA/NeMo nemo/lightning/pytorch/callbacks/moe_token_drop.py: MegatronTokenDropCallback defaults
@@ -233,12 +238,13 @@ def _resolve_shape(row: dict, fills: list[str], name: str, n: str, framework: st
         # Megatron-Bridge v0.3.0 (NeMo 26.02) recipes/deepseek/deepseek_v3.py: mtp_num_layers defaults to 1
         mtp_default = "26.02" in row["group"]
         mtp = 1 if ("mtp" in n or mtp_default) and "w/o" not in name.lower() else 0
-        cite = CITE_DSV3 + "; " + CITE_DSV3_MLA
+        cite = CITE_DSV3 + "; " + CITE_DSV3_MLA + "; " + CITE_DSV3_GROUPS
         if mtp:
             cite += "; mtp = 1: " + ("the row's model name" if "mtp" in n else
                                      "26.02 recipe default mtp_num_layers = 1 (Megatron-Bridge v0.3.0 deepseek_v3.py)")
         return Shape(61, 7168, 128, 18432, 129280, head_dim=128, mlp="swiglu",
-                     experts={"routed": 256, "shared": 1, "top_k": 8, "ffn": 2048, "dense_layers": 3},
+                     experts={"routed": 256, "shared": 1, "top_k": 8, "ffn": 2048, "dense_layers": 3,
+                              "groups": 8, "group_top_k": 4},
                      mla={"kv_rank": 512, "rope_dim": 64, "q_rank": 1536}, mtp=mtp, cite=cite), layout
     if n.startswith("gptoss120b"):
         return Shape(36, 2880, 64, 2880, 201088, kv_heads=8, head_dim=64, mlp="swiglu",

@@ -469,12 +469,15 @@ MODEL = Block(
      "normalization": Choice(("rmsnorm", "layernorm"), "a normalization")},
     blocks={"experts": Block({"routed": ROUTED, "shared": COUNT0, "top_k": COUNT, "ffn": COUNT,
                               "dense_layers": COUNT0, "capacity_factor": Qty(u.NONE, high=Fraction(64)),
-                              "bias": FLAG, "clamp": Qty(u.NONE, high=Fraction(10**6))},
+                              "bias": FLAG, "clamp": Qty(u.NONE, high=Fraction(10**6)),
+                              "groups": COUNT, "group_top_k": COUNT},
                              required=("routed", "top_k"),
                              doc="routed and shared experts; `capacity_factor = c` drops the tokens beyond c x an "
                                  "expert's mean share and pads the rest to it (absent: dropless); `bias`: the "
                                  "experts' projections carry biases; `clamp = c`: the gated activation clamps its "
-                                 "inputs to c (GPT-OSS: both)"),
+                                 "inputs to c (GPT-OSS: both); `groups = g  group_top_k = t`: group-limited "
+                                 "routing, a token's top_k experts chosen inside t of g groups of contiguous "
+                                 "experts (DeepSeek-V3: 8 and 4)"),
             "mla": Block({"kv_rank": COUNT, "rope_dim": COUNT0, "q_rank": COUNT0}, required=("kv_rank",),
                          doc="multi-head latent attention: the cache holds one latent of kv_rank + rope_dim per "
                              "token; queries through a q_rank latent (0: a full projection); head_dim is the "

@@ -35,6 +35,10 @@ class ModelShape:
     rope_dim: int = 0              # MLA: the decoupled rotary key cached beside the latent
     q_rank: int = 0                # MLA: the query's low-rank latent (0 = a full query projection)
     capacity_factor: float = 0.0   # MoE token dropping: each expert takes c x its mean share (0 = dropless)
+    # group-limited routing: the routed experts in `expert_groups` contiguous groups, a token's top_k
+    # chosen inside the `group_top_k` groups it picks first (DeepSeek-V3: 8 and 4; 1 and 1: no limit)
+    expert_groups: int = 1
+    group_top_k: int = 1
     # GPT-OSS's experts: biases and a clamped gated activation. Training prices the eager passes
     # Megatron-Core (and an eager stack) runs for them (model/train/moe.py `unfused_expert_ops`);
     # serving does not: vLLM clamps inside its activation kernel (csrc/activation_kernels.cu
@@ -59,6 +63,7 @@ class ModelShape:
             "routed": experts.get("routed"), "shared": experts.get("shared", 0), "top_k": experts.get("top_k"),
             "expert_ffn": experts.get("ffn", model.get("ffn")), "dense_layers": experts.get("dense_layers", 0),
             "capacity_factor": float(experts.get("capacity_factor") or 0.0),
+            "expert_groups": experts.get("groups", 1), "group_top_k": experts.get("group_top_k", experts.get("groups", 1)),
             "expert_bias": bool(experts.get("bias", False)), "expert_clamp": float(experts.get("clamp") or 0.0)}
         mla = model.get("mla")
         latent = {} if mla is None else {"kv_rank": mla.get("kv_rank"), "rope_dim": mla.get("rope_dim", 0),

@@ -46,8 +46,31 @@ def _model_shape(model: Entity) -> Iterator[Diagnostic]:
                                notes=["help: remove `kv_heads` (MLA's cache size comes from `kv_rank` and `rope_dim`)"])
     if experts is not None and experts.get("top_k", 0) > experts.get("routed", 0):
         yield codes.SHAPE.make(model.span_of("experts.top_k"), what="top_k exceeds the number of routed experts")
+    if experts is not None:
+        yield from _expert_groups(experts, model)
     if experts is not None and experts.get("dense_layers", 0) > model.get("layers", 0):
         yield codes.SHAPE.make(model.span_of("experts.dense_layers"), what="more dense layers than layers")
+
+
+def _expert_groups(experts, model: Entity) -> Iterator[Diagnostic]:
+    """Group-limited routing: the groups split the routed experts evenly, a token picks at most
+    all of them, and the groups it picks hold at least its top_k experts."""
+    routed, top_k = experts.get("routed", 0), experts.get("top_k", 0)
+    groups = experts.get("groups")
+    picked = experts.get("group_top_k")
+    if groups is None:
+        if picked is not None:
+            yield codes.SHAPE.make(model.span_of("experts.group_top_k"), what="`group_top_k` without `groups`",
+                                   notes=["help: state `groups`, the number of expert groups it picks from"])
+        return
+    if routed and routed % groups:
+        yield codes.SHAPE.make(model.span_of("experts.groups"), what=f"{groups} groups do not divide {routed} routed experts")
+    elif picked is not None and picked > groups:
+        yield codes.SHAPE.make(model.span_of("experts.group_top_k"), what=f"group_top_k = {picked} exceeds groups = {groups}")
+    elif picked is not None and routed and top_k > picked * (routed // groups):
+        yield codes.SHAPE.make(model.span_of("experts.group_top_k"),
+                               what=f"{picked} groups of {routed // groups} experts cannot hold top_k = {top_k}",
+                               notes=["help: pick more groups (`group_top_k`)"])
 
 
 def model_params(model: Entity) -> int:

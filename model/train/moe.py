@@ -5,8 +5,11 @@ gets, capacity-factor token dropping, and the all-to-all exchange of the routed 
 Tokens per expert: each GPU routes `moe_tokens(cfg)` tokens to `top_k` experts each. The
 step waits for the busiest expert-parallel rank:
 - dropless (no `capacity_factor`): every routed copy is computed; with uniform routing the
-  copies a rank receives are Poisson with mean lam, and the largest of `ep` such counts is
-  about lam + sqrt(2 lam ln ep) (the Gaussian tail of the maximum);
+  copies a rank receives sum the hypergeometric counts of the group's tokens (each picks top_k
+  distinct experts, within its picked groups under group-limited routing: `copies_on_rank`),
+  mean lam and variance v, and the largest of `ep` such counts is lam + E[max of ep standard
+  normals] sqrt(v) (1.42 for 8 ranks; sqrt(2 ln ep), 2.04, overstated it, and Poisson's lam
+  overstated v);
 - token dropping (`capacity_factor = c`, GShard/Switch, Megatron's `drop_and_pad`): every
   expert takes exactly c x its mean share, padded when it got fewer and dropping the
   overflow, so the work, the all-to-all and the memory are c x the mean, fixed shapes.
@@ -22,6 +25,7 @@ per expert shrink the GEMM slides down the roofline (arithmetic intensity ~ its 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
@@ -90,10 +94,63 @@ def load_factor(shape: ModelShape, cfg: TrainConfig) -> float:
     random ones (router.py `apply_random_logits`), so it is this law, not a perfect balance."""
     if shape.capacity_factor:
         return shape.capacity_factor
-    lam = moe_tokens(cfg) * shape.top_k
-    if cfg.ep <= 1 or lam <= 0:
+    mean = moe_tokens(cfg) * shape.top_k
+    if cfg.ep <= 1 or mean <= 0:
         return 1.0
-    return 1.0 + math.sqrt(2.0 * math.log(cfg.ep) / lam)
+    return 1.0 + expected_max_normal(cfg.ep) * math.sqrt(received_variance(shape, cfg)) / mean
+
+
+def received_variance(shape: ModelShape, cfg: TrainConfig) -> float:
+    """Variance of the routed copies one EP rank receives: the ep x T tokens of the group
+    (T = `moe_tokens`) route independently (Megatron-Core's force-balanced benchmark routing draws
+    each rank's random logits from its own seed, 42 + rank: core_r0.15.0 moe_utils.py `RandomSTE`), each landing
+    `copies_on_rank` copies on the rank."""
+    return cfg.ep * moe_tokens(cfg) * copies_on_rank(shape, cfg)[1]
+
+
+def copies_on_rank(shape: ModelShape, cfg: TrainConfig) -> tuple[float, float]:
+    """(probability that a token routes any copy to a given EP rank, the variance of the copies it
+    routes there). A token picks top_k distinct experts uniformly, among all `routed` or, with
+    group-limited routing, among the `group_top_k` of the `groups` groups it picks first
+    (Megatron-Core moe_utils.py `group_limited_topk`: groups are contiguous experts, as EP ranks
+    hold them; under random logits every group and every expert in the chosen groups is equally
+    likely). Given the experts `a` the rank offers in the chosen groups, its copies are
+    hypergeometric: k of N = group_top_k x group size, a of them on the rank."""
+    experts, k = shape.routed, shape.top_k
+    local = min(experts, max(1, experts // cfg.ep))
+    groups, picked = shape.expert_groups, shape.group_top_k
+    size = experts // groups
+    eligible = picked * size
+    if local <= size:    # the rank sits inside one group: offered when that group is picked
+        cases = [(1 - picked / groups, 0), (picked / groups, local)]
+    else:                # the rank holds local / size whole groups, j of them picked
+        held = local // size
+        cases = [(math.comb(held, j) * math.comb(groups - held, picked - j) / math.comb(groups, picked), j * size)
+                 for j in range(min(held, picked) + 1)]
+    touched = mean = square = 0.0
+    for weight, offered in cases:
+        if weight <= 0 or offered <= 0:
+            continue
+        touched += weight * (1 - math.comb(eligible - offered, k) / math.comb(eligible, k))
+        p = offered / eligible
+        m = k * p
+        var = m * (1 - p) * (eligible - k) / (eligible - 1) if eligible > 1 else 0.0
+        mean += weight * m
+        square += weight * (var + m * m)
+    return touched, max(0.0, square - mean * mean)
+
+
+@lru_cache(maxsize=None)
+def expected_max_normal(n: int) -> float:
+    """E[max of n independent standard normals]: the integral of x n phi(x) Phi(x)^(n-1) (midpoint
+    rule on [-10, 10], 1e-3 steps); 0.56 for 2, 1.42 for 8, 2.34 for 64, below sqrt(2 ln n) (2.04 for 8)."""
+    if n <= 1:
+        return 0.0
+    step, total = 1e-3, 0.0
+    for i in range(20000):
+        x = -10.0 + (i + 0.5) * step
+        total += x * n * math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) * (0.5 * (1 + math.erf(x / math.sqrt(2)))) ** (n - 1)
+    return total * step
 
 
 def routed_rows(shape: ModelShape, cfg: TrainConfig) -> float:
@@ -183,14 +240,12 @@ def sent_share(shape: ModelShape, cfg: TrainConfig) -> float:
     dispatchers (DeepEP, HybridEP) send a token once to each GPU holding any of its experts
     and expand it into its copies there (DeepEP README, "normal kernels": dispatch by rank,
     then by expert). With uniform routing over `routed` experts, `local` per GPU, a GPU holds
-    none of a token's top_k experts with probability C(routed - local, k) / C(routed, k)."""
+    none of a token's top_k experts with probability C(routed - local, k) / C(routed, k); with
+    group-limited routing, as `copies_on_rank` counts it (DeepSeek-V3 on EP 8: a token reaches
+    3.6 of the 8 GPUs, not 5.3)."""
     if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1 or shape.top_k <= 1:
         return 1.0
-    local = max(1, shape.routed // cfg.ep)
-    missed = 1.0
-    for i in range(shape.top_k):
-        missed *= max(0.0, (shape.routed - local - i) / (shape.routed - i))
-    return min(1.0, cfg.ep * (1.0 - missed) / shape.top_k)
+    return min(1.0, cfg.ep * copies_on_rank(shape, cfg)[0] / shape.top_k)
 
 
 def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:

@@ -409,6 +409,24 @@ def test_the_token_dispatcher_the_plan_costs_is_the_one_megatron_builds(dispatch
         assert config.moe_flex_dispatcher_backend == backend
 
 
+def test_group_limited_routing_exports_as_megatrons_router_groups():
+    """`experts { groups = 8  group_top_k = 4 }` (DeepSeek-V3's routing) reaches Megatron-Core's
+    TransformerConfig as the group-limited router the plan costs (model/train/moe.py `copies_on_rank`)."""
+    from gclc.compiler.driver import check_file
+    from gclc.views.export.jobs import job_entity, job_plan
+
+    moe = Path(__file__).resolve().parents[1] / "data" / "moe.gcl"
+    text = moe.read_text().replace("  mtp      = 1\n", "  mtp      = 1\n  position_embedding = rope\n").replace(
+        "dense_layers = 1 }", "dense_layers = 1  groups = 8  group_top_k = 4 }")
+    job = job_plan(job_entity(check_file(str(moe), {"nodes": "4"}, text=text).design, None))
+    files = megatron.export(job, std_chip("H100_SXM"), "moe")
+    words, env = megatron_lm.shell_environment(files["megatron.args"])
+    args = megatron_lm.parse_and_validate(words, job.config.gpus, env, "H100_SXM")
+    config = megatron_lm.load().core_transformer_config_from_args(args)
+    assert (config.moe_router_num_groups, config.moe_router_group_topk) == (8, 4)
+    assert "--moe-router-num-groups" not in megatron.export(_moe_with(""), std_chip("H100_SXM"), "moe")["megatron.args"]
+
+
 def test_megatron_core_refuses_what_the_dispatcher_checks_refuse():
     """Negative controls: the combinations compiler/rules/train.py `_dispatcher` rejects are the
     ones Megatron-Core's own TransformerConfig rejects."""

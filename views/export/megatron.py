@@ -128,6 +128,8 @@ def _moe(job: JobPlan) -> list[tuple[str, object]]:
         args.append(("--moe-shared-expert-intermediate-size", s.shared * s.expert_ffn))
     if s.dense_layers:  # Megatron's pattern syntax: a Python list expression, 0 = dense, 1 = MoE
         args.append(("--moe-layer-freq", f"([0]*{s.dense_layers}+[1]*{s.moe_layers})"))
+    if s.expert_groups > 1:  # group-limited routing (megatron/training/arguments.py)
+        args += [("--moe-router-num-groups", s.expert_groups), ("--moe-router-group-topk", s.group_top_k)]
     if s.capacity_factor:  # drop and pad: model/train/moe.py computes every expert at its capacity
         args += [("--moe-expert-capacity-factor", s.capacity_factor), ("--moe-pad-expert-input-to-capacity", True)]
     return args + _dispatcher(job.config)

@@ -41,13 +41,58 @@ def with_scaleout_bandwidth(partition, factor):
 # ------------------------------------------------------------------ routing by hand
 
 
-def test_tokens_per_expert_dropless_is_the_poisson_maximum():
-    # each GPU routes 4096 / cp 2 = 2048 tokens to 8 experts: 16384 copies; the busiest of
-    # 16 ranks gets lam + sqrt(2 lam ln 16)
+def test_tokens_per_expert_dropless_is_the_expected_maximum_of_the_ranks_loads():
+    # each GPU routes 4096 / cp 2 = 2048 tokens to 8 experts: 16384 copies; a rank holds 16 of the
+    # 256 experts, so each of the group's 16 x 2048 tokens lands a hypergeometric count on it
+    # (variance 8 x 1/16 x 15/16 x 248/255); the busiest of 16 ranks sits E[max of 16 normals]
+    # = 1.766 standard deviations above the mean (Harter 1961 tables: 1.76599)
     lam = 2048 * 8
-    assert moe.routed_rows(SHAPE, CFG) == pytest.approx(lam + math.sqrt(2 * lam * math.log(16)))
+    variance = 16 * 2048 * 8 * (1 / 16) * (15 / 16) * 248 / 255
+    assert moe.expected_max_normal(16) == pytest.approx(1.76599, abs=1e-4)
+    assert moe.routed_rows(SHAPE, CFG) == pytest.approx(lam + 1.76599 * math.sqrt(variance), rel=1e-6)
     # 256 / 16 = 16 local experts, half a 128-row tile of padding each on average
     assert moe.padded_rows_per_expert(SHAPE, CFG) == pytest.approx(moe.routed_rows(SHAPE, CFG) / 16 + 63.5)
+
+
+@pytest.mark.parametrize("n, expected", [(2, 1 / math.sqrt(math.pi)), (8, 1.42360), (64, 2.34373)])
+def test_the_expected_maximum_of_normals_matches_the_tables(n, expected):
+    # E[max of 2] = 1/sqrt(pi) exactly; 8 and 64 from Harter (1961) / Teichroew (1956) tables
+    assert moe.expected_max_normal(n) == pytest.approx(expected, abs=2e-4)
+    assert moe.expected_max_normal(1) == 0.0
+
+
+def test_group_limited_routing_reaches_fewer_gpus_by_hand():
+    # DeepSeek-V3's routing (8 groups, 4 picked) on EP 8: each GPU holds one group of 32 experts,
+    # picked with probability 4/8; then the token's 8 experts come from the 128 of its 4 groups,
+    # none on this GPU with probability C(96, 8) / C(128, 8): 3.63 GPUs reached, not 5.29
+    grouped = attrs.evolve(SHAPE, expert_groups=8, group_top_k=4)
+    flex = attrs.evolve(CFG, ep=8, dispatcher="hybridep")
+    reach = 0.5 * (1 - math.comb(96, 8) / math.comb(128, 8))
+    assert moe.copies_on_rank(grouped, flex)[0] == pytest.approx(reach)
+    assert moe.sent_share(grouped, flex) == pytest.approx(8 * reach / 8)
+    unlimited = 1 - math.comb(224, 8) / math.comb(256, 8)
+    assert moe.sent_share(SHAPE, flex) == pytest.approx(8 * unlimited / 8)
+    # the copies on a picked GPU are hypergeometric (8 of 128, 32 there): E[X^2] = 1/2 (var + 4)
+    var = 8 * 0.25 * 0.75 * 120 / 127
+    assert moe.copies_on_rank(grouped, flex)[1] == pytest.approx(0.5 * (var + 4) - 1)
+
+
+def test_the_groups_reach_the_shape_and_the_megatron_export():
+    text = SOURCE.replace("dense_layers = 1 }", "dense_layers = 1  groups = 8  group_top_k = 4 }")
+    shape = train_job(checked(text).design).shape
+    assert (shape.expert_groups, shape.group_top_k) == (8, 4)
+    assert (SHAPE.expert_groups, SHAPE.group_top_k) == (1, 1)
+
+
+@pytest.mark.parametrize("fields, message", [("groups = 7", "7 groups do not divide 256"),
+                                             ("groups = 8  group_top_k = 9", "exceeds groups"),
+                                             ("groups = 64  group_top_k = 1", "cannot hold top_k = 8"),
+                                             ("group_top_k = 2", "without `groups`")])
+def test_impossible_groups_are_errors_where_they_are_stated(fields, message):
+    text = SOURCE.replace("dense_layers = 1 }", f"dense_layers = 1  {fields} }}")
+    errors = [d for d in checked(text).diagnostics if d.is_error]
+    assert errors and message in errors[0].summary
+    assert errors[0].subject.line == next(i for i, line in enumerate(text.splitlines(), 1) if "group" in line)
 
 
 @pytest.mark.parametrize("factor, rows", [(1.0, 1024), (1.25, 1280), (1.3, 1408)])
@@ -343,6 +388,35 @@ def test_a_higher_capacity_factor_never_computes_fewer_rows_nor_runs_faster(cfg,
     flops = lambda shape: sum(op.flops for op in moe.layer_ops(shape, cfg))  # noqa: E731
     assert flops(higher) >= flops(lower)
     assert estimate(higher, cfg, JOB.partition).step_time >= estimate(lower, cfg, JOB.partition).step_time * (1 - 1e-12)
+
+
+group_limits = st.sampled_from([(g, t) for g in (1, 2, 4, 8, 16) for t in range(1, g + 1)])
+
+
+@given(group_limits, st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256]), st.sampled_from([1, 2, 4, 8]))
+def test_limiting_the_groups_never_spreads_a_token_wider_nor_evens_the_load(limit, ep, top_k):
+    groups, picked = limit
+    shape = attrs.evolve(SHAPE, top_k=top_k)
+    grouped = attrs.evolve(shape, expert_groups=groups, group_top_k=picked)
+    cfg = attrs.evolve(CFG, ep=ep, dispatcher="deepep")
+    reach, variance = moe.copies_on_rank(grouped, cfg)
+    free_reach, free_variance = moe.copies_on_rank(shape, cfg)
+    assert reach <= free_reach + 1e-12 and variance >= free_variance - 1e-9
+    assert moe.sent_share(grouped, cfg) <= moe.sent_share(shape, cfg) + 1e-12
+    assert moe.load_factor(grouped, cfg) >= moe.load_factor(shape, cfg) - 1e-12
+    # picking every group is no limit at all
+    every = attrs.evolve(shape, expert_groups=groups, group_top_k=groups)
+    assert moe.copies_on_rank(every, cfg) == pytest.approx(moe.copies_on_rank(shape, cfg))
+
+
+@given(configs, group_limits)
+def test_more_load_imbalance_never_speeds_a_step(cfg, limit):
+    # with the alltoall dispatcher every routed copy crosses whatever the groups, so limiting them
+    # only concentrates the copies on fewer ranks: a busier busiest rank, never a shorter step
+    groups, picked = limit
+    grouped = attrs.evolve(SHAPE, expert_groups=groups, group_top_k=picked)
+    assert moe.load_factor(grouped, cfg) >= moe.load_factor(SHAPE, cfg) - 1e-12
+    assert estimate(grouped, cfg, JOB.partition).step_time >= estimate(SHAPE, cfg, JOB.partition).step_time * (1 - 1e-12)
 
 
 def test_train_config_defaults_route_dropless_without_overlap():
