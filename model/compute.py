@@ -127,6 +127,16 @@ MLA_DECODE_KERNELS = {"hopper": (660.0, 989.0), "blackwell": (350.0, 2250.0)}
 # a clock it does not hold (MAMF 1822 of 2500 TFLOP/s, 72.9 %, against B200's 1745 of 2250, 77.6 %,
 # [mb]), so FlashMLA's B200 rate runs 1.04x on it, not the peaks' 1.11x.
 KERNEL_PART_SHARE = {"hopper": 0.65, "blackwell": 0.776 * 0.80}
+# An MXFP8 GEMM's rate over a per-tensor fp8 GEMM's on the same shapes, both on inputs quantized
+# beforehand: Transformer Engine v2.17 docs/examples/gemm_profiling/gemm_profiling.rst ("Autocast vs
+# Pre-quantized", NVIDIA B300, a 5B model's 12 GEMM shapes, M = 15,872 tokens): per-layer GEMM time
+# 6.812 ms FP8 CurrentScaling, 7.161 ms MXFP8 (tex.generic_gemm on pre-quantized operands,
+# benchmarks/gemm/benchmark_gemm.py `benchmark_fp8_current_prequantized`, `benchmark_fp8_prequantized`:
+# the block-scaled MMA and the swizzle of its E8M0 scales, no quantization). A chip's fitted `fp8`
+# efficiency is its per-tensor fp8 GEMMs' share; an MXFP8 GEMM reaches this share of it.
+# ASSUMPTION: B200, GB200 and GB300 run the same block-scaled tcgen05 MMA as the B300 measured;
+# other vendors' MX kernels were not measured (1.0 there).
+MXFP8_GEMM_SHARE = 6.812 / 7.161
 HALF_SATURATION = 96             # a GEMM dimension of this size runs at half the per-dimension rate
 BEST_SHAPE = (2048, 2048, 13312)  # the shape at which the MAMF efficiencies were measured
 KERNEL_OVERHEAD_S = 4e-6         # launch and tail per kernel
@@ -176,7 +186,15 @@ _WIDER = {"fp4": ("fp6", "fp8", "bf16"), "fp6": ("fp8", "bf16"), "fp8": ("bf16",
 
 
 def gemm_efficiency(chip: Accelerator, precision: str) -> float:
-    """Share of the precision's dense peak a sustained training GEMM reaches on `chip`.
+    """Share of the precision's dense peak a sustained training GEMM reaches on `chip`: the share of its
+    family (`per_tensor_efficiency`), times MXFP8_GEMM_SHARE for an MXFP8 GEMM on NVIDIA Blackwell."""
+    share = MXFP8_GEMM_SHARE if precision == "mxfp8" and chip_generation(chip) == "blackwell" else 1.0
+    return per_tensor_efficiency(chip, precision) * share
+
+
+def per_tensor_efficiency(chip: Accelerator, precision: str) -> float:
+    """Share of the precision's dense peak a sustained training GEMM reaches on `chip` with per-tensor
+    (or no) scaling.
 
     Without a calibrated value, the default never exceeds the share calibrated for a
     wider format on the same chip: a narrower format doubles the peak but keeps the

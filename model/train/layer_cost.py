@@ -20,7 +20,7 @@ from ..compute import op_time
 from ..config import TrainConfig
 from ..memo import remember as _remember
 from ..shape import ModelShape
-from .quantized import fp8_token_bytes
+from .quantized import fp8_token_bytes, gemm_format
 from .workload import after_routing_ops, backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
 from ...dsl.records import frozen
 
@@ -100,7 +100,7 @@ def blend_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool) -> tuple
 # layer's, across expert-parallel widths too.
 LAYER_NEUTRAL = frozenset({"batch", "vp", "gpipe", "zero", "sample_bytes", "checkpoint_every", "checkpoint_size",
                            "checkpoint_bandwidth", "checkpoint_keep", "dataset_bytes", "shard", "offload", "optimizer_state", "second_moment", "master_weights",
-                           "main_grads", "precision_aware_optimizer", "mx_fp8", "non_tn_fp8", "fp8_params", "loss", "dp_overlap", "grad_reduce", "dropout",
+                           "main_grads", "precision_aware_optimizer", "non_tn_fp8", "fp8_params", "loss", "dp_overlap", "grad_reduce", "dropout",
                            "power_cap"})   # power_cap: through the partition (step.py `_running`)
 PLACEMENT = frozenset({"pp", "dp", "order"})   # in the key through the TP and CP strides
 _LAYERS: dict[tuple, Layer] = {}
@@ -120,7 +120,7 @@ def layer_key(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bo
     checks that no field is missing)."""
     return (shape, cfg.seq, cfg.tp, cfg.stride("tp") if cfg.tp > 1 else 0, cfg.cp,
             cfg.stride("cp") if cfg.cp > 1 else 0, cfg.ep, cfg.microbatch, cfg.recompute, cfg.sp,
-            cfg.precision, cfg.stack, cfg.cp_balanced, cfg.ep_overlap, cfg.dispatcher, cfg.tp_overlap, cfg.recompute_modules,
+            gemm_format(cfg), cfg.stack, cfg.cp_balanced, cfg.ep_overlap, cfg.dispatcher, cfg.tp_overlap, cfg.recompute_modules,
             cfg.recompute_every, partition, moe, local)
 
 
@@ -160,7 +160,7 @@ def layer_compute(shape: ModelShape, cfg: TrainConfig, chip, moe: bool,
     each op's forward seconds by name (what a selective recompute redoes). The ops read
     the micro-batch, sequence, tp, cp, ep (MoE layers only), sp, precision and stack only;
     the causal balance of the CP chunks scales the attention."""
-    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep if moe else 0, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack,
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.ep if moe else 0, cfg.microbatch, cfg.sp, gemm_format(cfg), cfg.stack,
            cfg.cp_balanced, chip, moe, local)
     parts = _COMPUTE.get(key)
     if parts is not None:
@@ -188,7 +188,7 @@ class _Timed(NamedTuple):
 
 def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> _Timed:
     """The projections' and attention's forward seconds (workload.mixer_ops), by op."""
-    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, cfg.sp, cfg.precision, cfg.stack, cfg.cp_balanced, chip,
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, cfg.sp, gemm_format(cfg), cfg.stack, cfg.cp_balanced, chip,
            local)
     timed = _MIXER.get(key)
     if timed is None:
@@ -199,7 +199,7 @@ def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> _Timed:
 def _routed(shape: ModelShape, cfg: TrainConfig, chip) -> _Timed:
     """The routed experts' forward seconds by op (model/train/moe.py `layer_ops`: it reads the
     tokens one GPU routes, ep and the capacity factor; the ops are timed at the precision)."""
-    key = (shape, routed.moe_tokens(cfg), cfg.ep, cfg.precision, chip)
+    key = (shape, routed.moe_tokens(cfg), cfg.ep, gemm_format(cfg), chip)
     timed = _ROUTED.get(key)
     if timed is None:
         timed = _remember(_ROUTED, key, _timed(shape, cfg, chip, False, routed.layer_ops(shape, cfg)))
@@ -210,7 +210,7 @@ def _after_routing(shape: ModelShape, cfg: TrainConfig, chip) -> _Timed:
     """The shared experts' and the elementwise work's forward seconds by op (workload.py
     `after_routing_ops`: they read the tokens of the micro-batch's CP chunk, tp, sp, the
     precision and the stack, not ep)."""
-    key = (shape, cfg.microbatch * cfg.seq / cfg.cp, cfg.tp, cfg.sp, cfg.precision, cfg.stack, chip)
+    key = (shape, cfg.microbatch * cfg.seq / cfg.cp, cfg.tp, cfg.sp, gemm_format(cfg), cfg.stack, chip)
     timed = _AFTER_ROUTING.get(key)
     if timed is None:
         timed = _remember(_AFTER_ROUTING, key, _timed(shape, cfg, chip, False, after_routing_ops(shape, cfg)))
@@ -220,7 +220,7 @@ def _after_routing(shape: ModelShape, cfg: TrainConfig, chip) -> _Timed:
 def _timed(shape: ModelShape, cfg: TrainConfig, chip, local: bool, ops) -> _Timed:
     # with contiguous CP chunks every ring step waits for the rank with the most causal work
     imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
-    times = [(op, op_time(op, chip, cfg.precision) * (imbalance if op.kind == "attention" else 1.0)) for op in ops]
+    times = [(op, op_time(op, chip, gemm_format(cfg)) * (imbalance if op.kind == "attention" else 1.0)) for op in ops]
     return _Timed(tuple([t for _, t in times]), tuple([t * backward_factor(op) for op, t in times]),
                   tuple([t for op, t in times if op.kind == "attention"]),
                   tuple([t for op, t in times if op.kind == "gemm"]), tuple([(op.name, t) for op, t in times]))
@@ -228,10 +228,10 @@ def _timed(shape: ModelShape, cfg: TrainConfig, chip, local: bool, ops) -> _Time
 
 def logits(shape: ModelShape, cfg: TrainConfig, chip) -> float:
     """Seconds of the output layer and loss per micro-batch, forward and backward."""
-    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, cfg.precision, chip)
+    key = (shape, cfg.seq, cfg.tp, cfg.cp, cfg.microbatch, gemm_format(cfg), chip)
     seconds = _LOGITS.get(key)
     if seconds is None:
-        seconds = _remember(_LOGITS, key, sum(op_time(op, chip, cfg.precision) * (1 + backward_factor(op))
+        seconds = _remember(_LOGITS, key, sum(op_time(op, chip, gemm_format(cfg)) * (1 + backward_factor(op))
                                               for op in logits_forward(shape, cfg)))
     return seconds
 

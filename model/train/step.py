@@ -22,6 +22,7 @@ from ..config import TrainConfig
 from ..memo import remember
 from .layer_cost import LAYER_NEUTRAL, Layer, blend, blend_compute, layer_key, logits, recompute_flops
 from .memory import Memory, dense_params_per_gpu, expert_params_per_gpu, memory
+from .quantized import gemm_format
 from ..ops import gemm
 from ..dvfs import with_cap
 from ..ranks import rank_partition
@@ -307,7 +308,7 @@ _OPTIMIZER: dict[tuple, float] = {}
 def _mtp_projection(shape: ModelShape, cfg: TrainConfig, chip) -> float:
     """Forward and backward of one MTP module's projection of [hidden; embedding] to hidden."""
     tokens = cfg.microbatch * cfg.seq / cfg.cp
-    forward = op_time(gemm("mtp projection", tokens, shape.hidden / cfg.tp, 2 * shape.hidden), chip, cfg.precision)
+    forward = op_time(gemm("mtp projection", tokens, shape.hidden / cfg.tp, 2 * shape.hidden), chip, gemm_format(cfg))
     return 3 * forward
 
 
