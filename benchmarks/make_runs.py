@@ -279,8 +279,18 @@ class Train:
 # - Megatron-Bridge 26.02 "FP8" on Blackwell: the table's precisions are BF16, FP8, MXFP8 and NVFP4, and
 #   the recipes name its FP8 variant FP8_CS (v0.3.0 scripts/performance/configs/llama/
 #   llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V1, llama31_workload_base_
-#   configs.py LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V1, ...).
+#   configs.py LLAMA31_405B_PRETRAIN_CONFIG_GB200_FP8_CS_V1, ...);
+# - NeMo 25.02 "FP8" (DGX B200): its performance scripts (NVIDIA/NeMo v2.2.0, 2025-03-12,
+#   scripts/llm/performance/pretrain_*.py) run fp8 as `bf16_with_fp8_mixed` (nemo/collections/llm/recipes/
+#   precision/mixed_precision.py: fp8 = 'hybrid', an amax history of 1024, fp8_params = True), which names no
+#   recipe: Megatron-Core's default, delayed scaling. NeMo's MXFP8 recipe came after it (PR #12503,
+#   2025-04-10, first in v2.3.0).
 PER_TENSOR_WORDS = r"fp8[-_ ]?[cd]s|current[-_ ]scaling|delayed[-_ ]scaling"
+NEMO_2502 = "nemo 25.02"   # the groups of NeMo 25.02's tables (B200, H100)
+NEMO_2502_FP8 = ("NeMo 25.02's performance scripts (NVIDIA/NeMo v2.2.0 scripts/llm/performance/pretrain_*.py) "
+                 "run fp8 as bf16_with_fp8_mixed (nemo/collections/llm/recipes/precision/mixed_precision.py: "
+                 "fp8 = 'hybrid', amax history 1024, fp8_params = True; no recipe named: Megatron-Core's delayed "
+                 "scaling); NeMo's MXFP8 recipe came after it (PR #12503, 2025-04-10, v2.3.0)")
 BLACKWELL_SYSTEMS = ("gb300", "gb200", "b300", "b200")
 
 
@@ -296,6 +306,11 @@ def per_tensor_fp8(row: dict, precision: str, note: str) -> tuple[str, str]:
         why = "the 25.09 table's footnote: the primary figure is per-tensor current scaling"
     elif "megatron-bridge 26.02" in group and primary == "fp8":
         why = "the 26.02 table's FP8 is the recipes' FP8_CS variant (v0.3.0 scripts/performance/configs/llama/*)"
+    elif group.startswith(NEMO_2502) and primary == "fp8":
+        return "fp8_e4m3", (f"{note}; per-tensor scaling on Blackwell, where the generic fp8 is MXFP8: {NEMO_2502_FP8} "
+                            "(hybrid E4M3/E5M2 with delayed scaling, priced as fp8_e4m3; the Megatron export of "
+                            "fp8_e4m3 writes --fp8-format e4m3 --fp8-recipe delayed, the run's recipe in its E4M3 "
+                            "format)")
     else:
         return precision, note
     return "fp8_e4m3", (f"{note}; per-tensor scaling on Blackwell, where the generic fp8 is MXFP8: {why} "
@@ -478,6 +493,8 @@ def fp8_params_of(row: dict, precision: str, recipe: Recipe) -> str:
     if "megatron-bridge" in group and not re.search(r"fp8[-_ ]?s[cs]|sub[-_ ]?channel|blockwise",
                                                      re.sub(r"\([^)]*\)", " ", word)):
         return MB_FP8_PARAMS
+    if group.startswith(NEMO_2502):
+        return NEMO_2502_FP8
     return recipe.why.get("fp8_params", "")
 
 

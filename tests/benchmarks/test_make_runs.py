@@ -119,6 +119,7 @@ def test_unknown_precision_word_is_an_error_not_bf16():
     ("mb2511_18", "fp8_e4m3"),   # B200, FP8-CS (FP8-MX): the primary figure is FP8-CS
     ("mb2509_1", "fp8_e4m3"),    # GB200, 25.09: the footnote makes the primary figure per-tensor
     ("mb2602_13", "fp8_e4m3"),   # GB200, 26.02 "FP8": the recipes' FP8_CS variant
+    ("nemo2502_b200_2", "fp8_e4m3"),   # B200, NeMo 25.02 "FP8": bf16_with_fp8_mixed, delayed scaling (no MX yet)
     ("mb2511_13", "fp8"),        # GB200, FP8-MX: block scaling, the generic fp8 on Blackwell
     ("mb2602_16", "fp8"),        # GB200, 26.02 MXFP8
     ("mb2511_24", "fp8"),        # H100, FP8-CS: the generic fp8 is per-tensor there already
@@ -132,9 +133,10 @@ def test_blackwell_per_tensor_fp8_rows_are_not_priced_as_mxfp8(run_id, precision
     from gclc.model.job import pinned_config
     blackwell = generation(cfg.partition.node.accelerator) == "blackwell"   # by its data sheet, not its name
     assert pinned_config(cfg).mx_fp8 is (precision == "fp8" and blackwell)
-    if precision == "fp8_e4m3":   # Megatron-Bridge's current-scaling recipe keeps fp8 weights all the same
+    if precision == "fp8_e4m3":   # Megatron-Bridge's current-scaling and NeMo 25.02's delayed recipes keep fp8 weights
         assert field(text, "fp8_params") == "true"
-        assert "--fp8-recipe tensorwise" in text   # the note says the export's delayed recipe is not the run's
+        # the note says whether the export's delayed recipe is the run's
+        assert ("--fp8-recipe tensorwise" in text) is run_id.startswith("mb")
 
 
 # ----------------------------------------------------------------- vocabulary padding
