@@ -21,7 +21,7 @@ from .ops import ACT_BYTES, Op
 # (benchmarks/calibrate.py, 2026-12-06; Blackwell fp8 refit 2026-12-07; GEMMs of every precision together). Attention apart:
 # the median over the calibrated chips (model/calibration.py CALIBRATED) of the efficiency each
 # runs at, its generation's kernels times its in-training share where it has kernel data (H100
-# 0.314, B200/GB200/GB300 0.243: ATTENTION_TRAINING_SHARES, 2026-12-07), else its fitted value (A100
+# 0.314, B200/GB200/GB300 0.253: ATTENTION_TRAINING_SHARES, 2026-12-07), else its fitted value (A100
 # 40/80 GB 0.50/0.375, TPU v5e/v5p 0.79/0.375): not of the fitted ones alone, which leaves out the newer parts.
 DEFAULT_GEMM_EFFICIENCY = 0.75  # share of the dense peak a sustained training GEMM reaches
 DEFAULT_ATTENTION_EFFICIENCY = 0.3445  # share of the bf16 peak fused attention reaches
@@ -31,7 +31,7 @@ DEFAULT_ATTENTION_EFFICIENCY = 0.3445  # share of the bf16 peak fused attention 
 # units are shared across a vendor's parts, so this is the nearer prior (leave-one-group-
 # out: TPU v5e and v5p predicted from each other miss by 9 % and 7 % median, from the
 # all-vendor default by 27 % and 20 %).
-VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.5825, ("NVIDIA", "attention"): 0.279,
+VENDOR_DEFAULTS = {("NVIDIA", "bf16"): 0.75, ("NVIDIA", "fp8"): 0.5825, ("NVIDIA", "attention"): 0.2835,
                    ("Google", "bf16"): 0.8725, ("Google", "attention"): 0.5825}
 DEFAULT_HBM_EFFICIENCY = 0.85    # share of HBM bandwidth a streaming kernel reaches, when undeclared
 # Flash attention's rate rises with the key/value length one kernel call sees (tiles of
@@ -105,7 +105,7 @@ ATTENTION_TRAINING_SHARE = 0.57
 # and backward read from one paper's figures; Blackwell's forward from a ratio in an abstract, its
 # backward ASSUMED at Hopper's backward / forward ratio), so one share cannot carry both. The single
 # share above stays the rate of a generation without its own.
-ATTENTION_TRAINING_SHARES = {"hopper": 0.58, "blackwell": 0.49}
+ATTENTION_TRAINING_SHARES = {"hopper": 0.58, "blackwell": 0.51}
 # Absorbed-MLA decode kernels (DeepSeek-V2/V3: 128 query heads against one shared 576-wide latent
 # key, 512-wide values) by tensor-core generation: the kernel's sustained TFLOP/s in a compute-bound
 # configuration and the bf16 peak of the part measured. Decode attention is a different kernel from
