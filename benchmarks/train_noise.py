@@ -1,5 +1,6 @@
 """The noise of a training run around its own system's constants, read from the published runs:
-the source of solver/calibrate/observe.py NOISE["train"] and TAILS["train"].
+heavy-tailed (docs/calibration.md, "Why a calibration transferred worse beyond its runs"; a fit
+under that Student-t noise was measured and not shipped: commit 48eb2b06).
 
     .venv/bin/python benchmarks/train_noise.py
 

@@ -1,8 +1,7 @@
 """The fit: each constant moved to where its observations and its prior agree best.
 
-The objective is a robust sum over observations of log(predicted / measured) in units of each
-kind's noise (observe.NOISE: Student-t's negative log likelihood for a training run, whose
-spread around its own system is heavy-tailed, observe.TAILS; Huber's for the rest), plus each constant's prior penalty in units of
+The objective is a robust (Huber) sum over observations of log(predicted / measured) in
+units of each kind's noise (observe.NOISE), plus each constant's prior penalty in units of
 its spread (params.SPREAD): a constant that nothing measured stays at the design's value,
 one many observations pin follows them. Constants are fitted one at a time (golden-section
 search on the log value within its physical range) in rounds, fabrics first (collectives
@@ -29,10 +28,6 @@ HUBER = 1.345
 # (tests/solver/calibrate/test_calibrate_serve.py). calibrate_own.py's training figures are the
 # same at 4 and 8.
 ROUNDS = 8
-# Cells of the scan before the golden-section search where the loss is not convex (Student-t):
-# a cell is 1/48 of the log range (8 % of a share), narrower than one run's valley at a share
-# of its step up to 0.9 (its noise 0.075 over the share)
-SCAN = 48
 STEPS = 36           # golden-section steps: the log range shrinks by 0.618^36 (to ~1e-7 of a decade)
 ORDER = {"fabric": 0, "chip": 1, "engine": 2}
 
@@ -49,14 +44,8 @@ def residual(obs: Observation, values: dict, partition=None) -> float:
     return math.log(predicted / obs.measured)
 
 
-def _loss(r: float, noise: float, tails: float | None = None) -> float:
-    """A residual's loss in the objective's units (a normal's z^2, twice its negative log
-    likelihood): Huber's, or with `tails` degrees of freedom Student-t's, (tails + 1) log(1 + z^2 /
-    tails), whose pull falls for residuals far beyond the noise (a run the model misses for its
-    own reasons hardly moves the cluster's constants)."""
+def _loss(r: float, noise: float) -> float:
     z = abs(r) / noise
-    if tails:
-        return (tails + 1) * math.log1p(z * z / tails)
     return z * z if z <= HUBER else HUBER * (2 * z - HUBER)
 
 
@@ -68,7 +57,7 @@ def objective(param: Param, value: float, observations: list[Observation], value
         partition = partitions.get(id(obs.partition))
         if partition is None and obs.predict_values is None:   # one that reads the values needs none
             partition = partitions[id(obs.partition)] = applied(obs.partition, trial)
-        total += _loss(residual(obs, trial, partition), obs.noise, obs.tails)
+        total += _loss(residual(obs, trial, partition), obs.noise)
     return total
 
 
@@ -77,7 +66,7 @@ def total(params: dict, observations: list[Observation], values: dict) -> float:
     of each constant an observation informs."""
     informed = {k for o in observations for k in o.informs if k in params}
     return (sum(log_prior(params[k], values[k]) for k in informed)
-            + sum(_loss(residual(o, values), o.noise, o.tails) for o in observations))
+            + sum(_loss(residual(o, values), o.noise) for o in observations))
 
 
 def fit(params: dict, observations: list[Observation], start: dict | None = None) -> dict:
@@ -90,10 +79,7 @@ def fit(params: dict, observations: list[Observation], start: dict | None = None
         moved = False
         for key in keys:
             param = params[key]
-            # a Student-t loss is not convex: its constant's objective can have a valley per
-            # disagreeing run, so the range is scanned first and the search kept to the best cell
-            scan = SCAN if any(o.tails for o in informed[key]) else 0
-            best = _golden(lambda v: objective(param, v, informed[key], values), param, scan)
+            best = _golden(lambda v: objective(param, v, informed[key], values), param)
             moved |= abs(math.log(best / values[key])) > 1e-4
             values[key] = best
         if not moved:
@@ -101,15 +87,10 @@ def fit(params: dict, observations: list[Observation], start: dict | None = None
     return values
 
 
-def _golden(cost, param: Param, scan: int = 0) -> float:
+def _golden(cost, param: Param) -> float:
     """The minimum of `cost` over log values in the constant's range (unimodal enough:
-    each prediction is monotone in one constant, and the loss convex); with `scan`, the range
-    is first cut in `scan` cells and the search kept to the two around the best edge."""
+    each prediction is monotone in one constant)."""
     lo, hi = math.log(param.low), math.log(param.high)
-    if scan:
-        edges = [lo + (hi - lo) * i / scan for i in range(scan + 1)]
-        best = min(range(scan + 1), key=lambda i: cost(math.exp(edges[i])))
-        lo, hi = edges[max(best - 1, 0)], edges[min(best + 1, scan)]
     ratio = (math.sqrt(5) - 1) / 2
     a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
     fa, fb = cost(math.exp(a)), cost(math.exp(b))
