@@ -1,6 +1,6 @@
 """Calibrating on your own runs, judged on the runs it did not see.
 
-    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json]
+    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail]
 
 Each group of published training runs on one system (a vendor's table, a paper's scaling
 series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
@@ -28,7 +28,10 @@ efficiencies), the run at 8 requests/s and the offline run are predicted. And Te
 offline table (three models on H100 and H200, ten ISL/OSL pairs each): every third run in the
 table's order calibrates, the other six of each group are predicted.
 
-Errors are predicted / measured - 1; the last line is a one-line summary.
+Errors are predicted / measured - 1; the last line is a one-line summary. `--detail` lists each
+held-back run that calibration made worse, with every constant its system's fit moved: the move,
+and the constant's share of that run's predicted step (d log predicted / d log constant, at the
+prior) beside its shares in the calibrating runs (a run moves by about the sum of share x move).
 """
 
 from __future__ import annotations
@@ -113,6 +116,10 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
               covered["moe"], beyond=result.band.beyond) if result.band else None
+    yours_obs = [observation(c, params) for c in yours]
+    prior = {k: p.prior for k, p in result.params.items()}
+    moved = {k: math.log(result.values[k] / prior[k]) for k in result.values
+             if abs(math.log(result.values[k] / prior[k])) > 1e-3} if _DETAIL else {}
     rows = []
     for before in crossval.predict_group(held, others, params):
         case = before.case
@@ -131,11 +138,21 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
                      # each divided by what its run had that the others had not (as the band reads them)
                      "yours_residuals": [s / result.band.shrink for s in result.band.scaled] if result.band else [],
                      "yours_after": [r.after for r in result.rows if r.obs.end_to_end],
-                     "yours_keys": len({k for r in result.rows for k in r.obs.informs if k[0] == "chip"})})
+                     "yours_keys": len({k for r in result.rows for k in r.obs.informs if k[0] == "chip"}),
+                     "moved": [{"constant": result.params[k].label, "move": m, "share": step_share(obs, prior, k),
+                                "yours_shares": [step_share(o, prior, k) for o in yours_obs]} for k, m in moved.items()]})
     return rows
 
 
+def step_share(obs, values: dict, key, step: float = 0.01) -> float:
+    """d log(predicted) / d log(constant `key`) at `values`: the share of the prediction's time
+    that scales with the constant."""
+    up = {**values, key: values[key] * math.exp(step)}
+    return (residual(obs, up) - residual(obs, values)) / step
+
+
 _CASES: list = []
+_DETAIL = False    # --detail: each row also carries the constants its system's fit moved
 
 
 def _fold(group: str) -> list[dict]:
@@ -199,6 +216,20 @@ def fitted_prior_runs(residual_sets: list[list[float]]) -> float:
     return min(PRIOR_WEIGHTS, key=lambda k: abs(prior_weight_coverage(residual_sets, k) - BAND_CONFIDENCE))
 
 
+def print_detail(rows: list[dict]) -> None:
+    """Each held-back run calibration made worse: the constants moved, each one's share of the
+    run's step and its shares in the calibrating runs."""
+    print("held back and worse after calibration: constant move (its share of this run's step; in your runs)")
+    for row in rows:
+        if abs(row["after"]) <= abs(row["before"]):
+            continue
+        print(f"  {row['run']:24} {row['group'][:30] + ', ' + row['chip']:44} {row['before']:+6.1%} -> "
+              f"{row['after']:+6.1%}  unlike: {', '.join(row['unseen']) or '-'}")
+        for m in row["moved"]:
+            yours = ", ".join(f"{s:.2f}" for s in m["yours_shares"])
+            print(f"      {m['constant']:36} {m['move']:+6.1%}  ({m['share']:.2f}; {yours})")
+
+
 def cpu_seconds() -> float:
     """CPU time of this process and of its finished workers (the folds run in a process pool)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -217,7 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--detail", action="store_true",
+                        help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)
+    global _DETAIL
+    _DETAIL = args.detail
     wall, cpu = time.perf_counter(), cpu_seconds()
     rows, curves = training_rows(args.workers), curve_rows()
     serving_design = check_file(str(HERE / "designs" / "serving_models.gcl")).design
@@ -255,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'serving ' + group:58} {found[0]['yours']:>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
+    if args.detail and not args.json:
+        print_detail(rows)
     sets = list({(r["group"], r["chip"]): r["yours_residuals"] for r in rows if len(r["yours_residuals"]) > 1}.values())
     if not args.json:
         print(f"{'prior weight (PRIOR_RUNS) from the calibrating runs alone':58} "

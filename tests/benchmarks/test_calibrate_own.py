@@ -8,6 +8,8 @@ import statistics
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
@@ -113,3 +115,17 @@ def test_a_held_back_run_is_counted_by_what_none_of_your_runs_ran():
     assert calibrate_own.unseen(_case(seq=1024), yours) == ("seq",)
     assert calibrate_own.unseen(_case(layers=48, hidden=7168), yours) == ("model",)
     assert set(calibrate_own.unseen(_case("fp8", True, 1024, 65536, 61, 7168), yours)) == set(calibrate_own.UNSEEN)
+
+
+def test_a_constants_share_of_a_step_is_how_far_the_prediction_moves_with_it():
+    """--detail's share: a prediction that scales as value^s has share s, whatever the offset."""
+    import math
+
+    from gclc.dsl.source import no_span
+    from gclc.solver.calibrate.observe import Observation
+
+    key = ("chip", "X", "bf16")
+    for s, offset in ((0.0, 0.1), (0.37, -0.2), (1.0, 0.0)):
+        obs = Observation("train", "g", "run", 1.0, "tokens/s", (key,), predict=None, partition=None, span=no_span(),
+                          predict_values=lambda v, s=s, offset=offset: math.exp(offset + s * math.log(v[key] / 0.5)))
+        assert calibrate_own.step_share(obs, {key: 0.6}, key) == pytest.approx(s, abs=1e-9)
