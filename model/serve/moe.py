@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import math
 
+from ..expert_load import busiest_load
 from ..shape import ModelShape
 
 TILE_ROWS = 64                 # ASSUMPTION: row tile of the grouped GEMMs (vLLM fused_moe BLOCK_SIZE_M 16-128
@@ -125,11 +126,10 @@ def padded_rows(shape: ModelShape, tokens: float, tile: int = TILE_ROWS) -> tupl
 
 
 def imbalance(shape: ModelShape, tokens: float, gpus: int) -> float:
-    """The busiest of `gpus` GPUs' routed rows over the mean (expected maximum of near-Poisson loads)."""
-    if gpus <= 1 or tokens <= 0:
-        return 1.0
-    mean = tokens * shape.top_k / gpus
-    return 1 + math.sqrt(2 * math.log(gpus) / mean)
+    """The busiest of `gpus` GPUs' routed rows over the mean: the law training prices its expert-
+    parallel ranks by (model/expert_load.py: each token's top_k distinct experts, within its groups
+    under group-limited routing, the expected maximum of the ranks' loads)."""
+    return busiest_load(shape, tokens, gpus) if tokens > 0 else 1.0
 
 
 def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelShape, gpus: int,

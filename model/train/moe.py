@@ -25,10 +25,10 @@ per expert shrink the GEMM slides down the roofline (arithmetic intensity ~ its 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
+from ..expert_load import busiest_load, copies_on_rank
 from ..config import TrainConfig
 from ..shape import ModelShape
 from ..ops import ACT_BYTES, Op, elementwise, gemm
@@ -94,63 +94,10 @@ def load_factor(shape: ModelShape, cfg: TrainConfig) -> float:
     random ones (router.py `apply_random_logits`), so it is this law, not a perfect balance."""
     if shape.capacity_factor:
         return shape.capacity_factor
-    mean = moe_tokens(cfg) * shape.top_k
-    if cfg.ep <= 1 or mean <= 0:
-        return 1.0
-    return 1.0 + expected_max_normal(cfg.ep) * math.sqrt(received_variance(shape, cfg)) / mean
-
-
-def received_variance(shape: ModelShape, cfg: TrainConfig) -> float:
-    """Variance of the routed copies one EP rank receives: the ep x T tokens of the group
-    (T = `moe_tokens`) route independently (Megatron-Core's force-balanced benchmark routing draws
-    each rank's random logits from its own seed, 42 + rank: core_r0.15.0 moe_utils.py `RandomSTE`), each landing
-    `copies_on_rank` copies on the rank."""
-    return cfg.ep * moe_tokens(cfg) * copies_on_rank(shape, cfg)[1]
-
-
-def copies_on_rank(shape: ModelShape, cfg: TrainConfig) -> tuple[float, float]:
-    """(probability that a token routes any copy to a given EP rank, the variance of the copies it
-    routes there). A token picks top_k distinct experts uniformly, among all `routed` or, with
-    group-limited routing, among the `group_top_k` of the `groups` groups it picks first
-    (Megatron-Core moe_utils.py `group_limited_topk`: groups are contiguous experts, as EP ranks
-    hold them; under random logits every group and every expert in the chosen groups is equally
-    likely). Given the experts `a` the rank offers in the chosen groups, its copies are
-    hypergeometric: k of N = group_top_k x group size, a of them on the rank."""
-    experts, k = shape.routed, shape.top_k
-    local = min(experts, max(1, experts // cfg.ep))
-    groups, picked = shape.expert_groups, shape.group_top_k
-    size = experts // groups
-    eligible = picked * size
-    if local <= size:    # the rank sits inside one group: offered when that group is picked
-        cases = [(1 - picked / groups, 0), (picked / groups, local)]
-    else:                # the rank holds local / size whole groups, j of them picked
-        held = local // size
-        cases = [(math.comb(held, j) * math.comb(groups - held, picked - j) / math.comb(groups, picked), j * size)
-                 for j in range(min(held, picked) + 1)]
-    touched = mean = square = 0.0
-    for weight, offered in cases:
-        if weight <= 0 or offered <= 0:
-            continue
-        touched += weight * (1 - math.comb(eligible - offered, k) / math.comb(eligible, k))
-        p = offered / eligible
-        m = k * p
-        var = m * (1 - p) * (eligible - k) / (eligible - 1) if eligible > 1 else 0.0
-        mean += weight * m
-        square += weight * (var + m * m)
-    return touched, max(0.0, square - mean * mean)
-
-
-@lru_cache(maxsize=None)
-def expected_max_normal(n: int) -> float:
-    """E[max of n independent standard normals]: the integral of x n phi(x) Phi(x)^(n-1) (midpoint
-    rule on [-10, 10], 1e-3 steps); 0.56 for 2, 1.42 for 8, 2.34 for 64, below sqrt(2 ln n) (2.04 for 8)."""
-    if n <= 1:
-        return 0.0
-    step, total = 1e-3, 0.0
-    for i in range(20000):
-        x = -10.0 + (i + 0.5) * step
-        total += x * n * math.exp(-0.5 * x * x) / math.sqrt(2 * math.pi) * (0.5 * (1 + math.erf(x / math.sqrt(2)))) ** (n - 1)
-    return total * step
+    # the ep x T tokens of the group (T = `moe_tokens`) route independently: Megatron-Core's
+    # force-balanced benchmark routing draws each rank's random logits from its own seed, 42 + rank
+    # (core_r0.15.0 moe_utils.py `RandomSTE`)
+    return busiest_load(shape, cfg.ep * moe_tokens(cfg), cfg.ep)
 
 
 def routed_rows(shape: ModelShape, cfg: TrainConfig) -> float:
@@ -245,7 +192,7 @@ def sent_share(shape: ModelShape, cfg: TrainConfig) -> float:
     3.6 of the 8 GPUs, not 5.3)."""
     if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1 or shape.top_k <= 1:
         return 1.0
-    return min(1.0, cfg.ep * copies_on_rank(shape, cfg)[0] / shape.top_k)
+    return min(1.0, cfg.ep * copies_on_rank(shape, cfg.ep)[0] / shape.top_k)
 
 
 def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:

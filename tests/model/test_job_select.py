@@ -35,6 +35,6 @@ def test_a_train_job_selected_is_the_job_the_model_evaluates():
 def test_no_job_or_an_unknown_name_is_an_error_that_says_so():
     with pytest.raises(UnknownJob, match="no train job `nope`"):
         select_job(design("tests/data/train.gcl"), "nope")
-    with pytest.raises(JobError, match="no `train` job") as raised:
+    with pytest.raises(JobError, match=r"no job to plan: declare a `train`, `serve` or `rl` job") as raised:
         select_job(design("tests/data/pod.gcl"))
     assert not raised.value.usage          # no name given: not a usage error

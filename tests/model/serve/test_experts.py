@@ -17,6 +17,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
+from gclc.model.expert_load import expected_max_normal
 from gclc.testing.profiles import scaled_examples
 
 load_profile()
@@ -24,23 +25,26 @@ load_profile()
 ROOT = Path(__file__).resolve().parents[3]
 ENTITY = serve_entity(check_file(str(ROOT / "examples" / "deepseek_v3_serve.gcl")).design)
 _, PARTITION = placement(ENTITY)
-MOE = ModelShape.from_entity(ENTITY.get("model"))   # 256 routed experts, 8 active, width 2048
+MOE = ModelShape.from_entity(ENTITY.get("model"))   # 256 routed experts in 8 groups, 8 active within 4, width 2048
 
 
 def test_expert_gemms_run_at_the_rate_of_their_rows():
     """By hand: the stage's compute is the dense GEMMs at the rate of `tokens / ep` rows plus
     the expert GEMMs, plus attention (none: no cache). 4,096 tokens x 8 of 256 experts touch
     every expert (1 - (31/32)^4096 = 1 to 1e-56) with 128 rows each, padded to 128 + 64 / 2 = 160
-    rows (a tile of 64, half a tile wasted on average), and the busiest of 8 GPUs routes
-    sqrt(2 ln 8 / 4096) more than the mean's 4,096 rows, at the grouped-GEMM share of the dense
-    rate at 160 rows."""
+    rows (a tile of 64, half a tile wasted on average), and the busiest of 8 GPUs routes E[max of 8
+    normals] deviations of the ranks' hypergeometric loads more than the mean's 4,096 rows
+    (model/expert_load.py), at the grouped-GEMM share of the dense rate at 160 rows."""
     r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
     chip, tokens = PARTITION.node.accelerator, 4096
     expert = r.expert_flops_per_token
     assert expert == 2 * 8 * MOE.expert_params * MOE.moe_layers / 8
     assert inference_moe.TILE_ROWS == 64
     dense_time = (r.gemm_flops_per_token - expert) * tokens / gemm_rate(chip, "fp8", tokens // 8, 7168, 7168)
-    busiest = 1 + math.sqrt(2 * math.log(8) / 4096)
+    # V3 routes within 4 of its 8 groups: a GPU holds one group of 32 experts, picked half the time,
+    # then a hypergeometric 8 of 128 with 32 there (mean 2): variance 1/2 (var + 4) - 1 a token
+    picked = 8 * 0.25 * 0.75 * 120 / 127
+    busiest = 1 + expected_max_normal(8) * math.sqrt(4096 * (0.5 * (picked + 4) - 1)) / 4096
     expert_time = expert * tokens * (160 / 128 + busiest - 1) / (
         gemm_rate(chip, "fp8", 160, 2048, 7168) * inference_moe.GROUPED_GEMM_EFFICIENCY)
     _, work = r.stage_time(tokens, 0, 0)
@@ -86,7 +90,14 @@ def test_padding_by_hand():
 
 def test_the_busiest_gpu_by_hand():
     assert inference_moe.imbalance(MOE, 4096, 1) == 1.0
-    assert inference_moe.imbalance(MOE, 1024, 8) == 1 + math.sqrt(2 * math.log(8) / 1024)
+    # 1024 tokens' 8 distinct experts of 256 over 8 GPUs of 32 each: a token lands a hypergeometric
+    # count on a GPU (variance 8 x 1/8 x 7/8 x 248/255); the busiest of 8 sits E[max of 8 normals] =
+    # 1.4236 deviations above the mean of 1024 (Harter 1961), training's law (model/expert_load.py)
+    variance = 1024 * 8 * (1 / 8) * (7 / 8) * 248 / 255
+    free = attrs.evolve(MOE, expert_groups=1, group_top_k=1)
+    assert inference_moe.imbalance(free, 1024, 8) == pytest.approx(1 + 1.42360 * math.sqrt(variance) / 1024, rel=1e-4)
+    # V3's group-limited routing (4 of 8 groups) loads a GPU's group all or nothing: a wider spread
+    assert inference_moe.imbalance(MOE, 1024, 8) > inference_moe.imbalance(free, 1024, 8)
 
 
 @settings(max_examples=scaled_examples(8), deadline=None)

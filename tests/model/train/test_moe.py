@@ -11,6 +11,7 @@ from hypothesis import given, strategies as st
 from gclc.compiler.driver import check_file, check_text
 from gclc.model import compute
 from gclc.model.train import moe
+from gclc.model.expert_load import copies_on_rank, expected_max_normal
 from gclc.model.config import TrainConfig
 from gclc.model.job import pinned_config, train_job
 from gclc.model.train.memory import activation_bytes_per_layer, activation_parts, expert_params_per_gpu, model_state
@@ -48,7 +49,7 @@ def test_tokens_per_expert_dropless_is_the_expected_maximum_of_the_ranks_loads()
     # = 1.766 standard deviations above the mean (Harter 1961 tables: 1.76599)
     lam = 2048 * 8
     variance = 16 * 2048 * 8 * (1 / 16) * (15 / 16) * 248 / 255
-    assert moe.expected_max_normal(16) == pytest.approx(1.76599, abs=1e-4)
+    assert expected_max_normal(16) == pytest.approx(1.76599, abs=1e-4)
     assert moe.routed_rows(SHAPE, CFG) == pytest.approx(lam + 1.76599 * math.sqrt(variance), rel=1e-6)
     # 256 / 16 = 16 local experts, half a 128-row tile of padding each on average
     assert moe.padded_rows_per_expert(SHAPE, CFG) == pytest.approx(moe.routed_rows(SHAPE, CFG) / 16 + 63.5)
@@ -57,8 +58,8 @@ def test_tokens_per_expert_dropless_is_the_expected_maximum_of_the_ranks_loads()
 @pytest.mark.parametrize("n, expected", [(2, 1 / math.sqrt(math.pi)), (8, 1.42360), (64, 2.34373)])
 def test_the_expected_maximum_of_normals_matches_the_tables(n, expected):
     # E[max of 2] = 1/sqrt(pi) exactly; 8 and 64 from Harter (1961) / Teichroew (1956) tables
-    assert moe.expected_max_normal(n) == pytest.approx(expected, abs=2e-4)
-    assert moe.expected_max_normal(1) == 0.0
+    assert expected_max_normal(n) == pytest.approx(expected, abs=2e-4)
+    assert expected_max_normal(1) == 0.0
 
 
 def test_group_limited_routing_reaches_fewer_gpus_by_hand():
@@ -68,13 +69,13 @@ def test_group_limited_routing_reaches_fewer_gpus_by_hand():
     grouped = attrs.evolve(SHAPE, expert_groups=8, group_top_k=4)
     flex = attrs.evolve(CFG, ep=8, dispatcher="hybridep")
     reach = 0.5 * (1 - math.comb(96, 8) / math.comb(128, 8))
-    assert moe.copies_on_rank(grouped, flex)[0] == pytest.approx(reach)
+    assert copies_on_rank(grouped, flex.ep)[0] == pytest.approx(reach)
     assert moe.sent_share(grouped, flex) == pytest.approx(8 * reach / 8)
     unlimited = 1 - math.comb(224, 8) / math.comb(256, 8)
     assert moe.sent_share(SHAPE, flex) == pytest.approx(8 * unlimited / 8)
     # the copies on a picked GPU are hypergeometric (8 of 128, 32 there): E[X^2] = 1/2 (var + 4)
     var = 8 * 0.25 * 0.75 * 120 / 127
-    assert moe.copies_on_rank(grouped, flex)[1] == pytest.approx(0.5 * (var + 4) - 1)
+    assert copies_on_rank(grouped, flex.ep)[1] == pytest.approx(0.5 * (var + 4) - 1)
 
 
 def test_the_groups_reach_the_shape_and_the_megatron_export():
@@ -399,14 +400,14 @@ def test_limiting_the_groups_never_spreads_a_token_wider_nor_evens_the_load(limi
     shape = attrs.evolve(SHAPE, top_k=top_k)
     grouped = attrs.evolve(shape, expert_groups=groups, group_top_k=picked)
     cfg = attrs.evolve(CFG, ep=ep, dispatcher="deepep")
-    reach, variance = moe.copies_on_rank(grouped, cfg)
-    free_reach, free_variance = moe.copies_on_rank(shape, cfg)
+    reach, variance = copies_on_rank(grouped, cfg.ep)
+    free_reach, free_variance = copies_on_rank(shape, cfg.ep)
     assert reach <= free_reach + 1e-12 and variance >= free_variance - 1e-9
     assert moe.sent_share(grouped, cfg) <= moe.sent_share(shape, cfg) + 1e-12
     assert moe.load_factor(grouped, cfg) >= moe.load_factor(shape, cfg) - 1e-12
     # picking every group is no limit at all
     every = attrs.evolve(shape, expert_groups=groups, group_top_k=groups)
-    assert moe.copies_on_rank(every, cfg) == pytest.approx(moe.copies_on_rank(shape, cfg))
+    assert copies_on_rank(every, cfg.ep) == pytest.approx(copies_on_rank(shape, cfg.ep))
 
 
 @given(configs, group_limits)
