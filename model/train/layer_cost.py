@@ -198,8 +198,9 @@ def _mixer(shape: ModelShape, cfg: TrainConfig, chip, local: bool) -> _Timed:
 
 def _routed(shape: ModelShape, cfg: TrainConfig, chip) -> _Timed:
     """The routed experts' forward seconds by op (model/train/moe.py `layer_ops`: it reads the
-    tokens one GPU routes, ep and the capacity factor; the ops are timed at the precision)."""
-    key = (shape, routed.moe_tokens(cfg), cfg.ep, gemm_format(cfg), chip)
+    tokens one GPU routes, ep, the capacity factor and whether the stack runs the clamp and the
+    experts' bias eager; the ops are timed at the precision)."""
+    key = (shape, routed.moe_tokens(cfg), cfg.ep, gemm_format(cfg), routed.runs_unfused(cfg), chip)
     timed = _ROUTED.get(key)
     if timed is None:
         timed = _remember(_ROUTED, key, _timed(shape, cfg, chip, False, routed.layer_ops(shape, cfg)))

@@ -72,3 +72,22 @@ def test_the_search_bound_terms_of_a_dense_model_are_the_estimates_own(shape):
     for c in (attrs.evolve(BASE, **v) for v in VARIANTS):
         b = estimate(shape, c, JOB.partition).breakdown
         assert bound_terms(shape, c, JOB.partition) == (b.compute, b.tp, b.ep, b.optimizer), c
+
+
+def test_the_routed_experts_are_cached_apart_by_the_stacks_eager_passes():
+    """Megatron's stacks run the clamp and the experts' bias eager around their kernels, a fused
+    stack does not (model/train/moe.py `runs_unfused`): the routed layer's cache keys that, so a
+    warm cache filled by one stack gives the other stack its own cold estimate (it did not: the
+    stack timed first won)."""
+    from gclc.model.train import moe
+    shape = attrs.evolve(JOB.shape, routed=32, top_k=4, expert_ffn=JOB.shape.ffn, expert_bias=True, expert_clamp=7.0)
+    a = attrs.evolve(BASE, ep=2)
+    b = attrs.evolve(a, stack="maxtext")
+    assert moe.runs_unfused(a) != moe.runs_unfused(b)
+    clear_caches()
+    warm = [estimate(shape, c, JOB.partition) for c in (a, b)]
+    cold = []
+    for c in (a, b):
+        clear_caches()
+        cold.append(estimate(shape, c, JOB.partition))
+    assert [w.breakdown for w in warm] == [k.breakdown for k in cold]
