@@ -136,7 +136,8 @@ class Replica:
         if tokens <= 0:
             return lambda kv: 0.0
         graphed = self.engine.graphed(decoding, tokens)
-        per_micro = (self.engine.padded(decoding, tokens) if graphed else tokens) / micro
+        # each micro-batch (vLLM V0's virtual engine) replays the graph captured for its own batch
+        per_micro = self.engine.padded(decoding / micro, tokens / micro) if graphed else tokens / micro
         self._stage(per_micro, 0.0, 0.0, graphed)        # (fills the memo for this micro-batch)
         fixed, terms, pairs = self._memo[self._costs_key(per_micro, graphed)], self._memo.get("attention") or self._terms(), 0 / micro
         kernels = self._kernels(tokens)
@@ -267,8 +268,9 @@ class Replica:
         if not layer_mean:
             kv_tokens = self.kv.effective_total(kv_tokens, decoding)  # windowed layers read at most their window
         graphed = self.engine.graphed(decoding, tokens)
-        run = self.engine.padded(decoding, tokens) if graphed else tokens     # (the graph's padding rows)
-        stage, _, hops, computing = self._stage(run / micro, kv_tokens / micro, pairs / micro, graphed)
+        # each micro-batch runs the graph captured for its own batch, padding rows and all
+        run = self.engine.padded(decoding / micro, tokens / micro) if graphed else tokens / micro
+        stage, _, hops, computing = self._stage(run, kv_tokens / micro, pairs / micro, graphed)
         return self._finish(decoding, tokens, self._kernels(tokens), stage, hops), self.config.pp * computing
 
     def _batch(self, decoding: float, prefill: float, prefilling: float | None) -> tuple[float, float]:

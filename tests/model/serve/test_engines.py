@@ -187,3 +187,16 @@ def test_padding_never_speeds_a_step_and_a_larger_batch_never_runs_fewer_rows(na
 def test_the_engines_module_states_its_sources():
     for tag in ("[v1args]", "[v0sched]", "[v060]", "[moe2542]", "[sgl04]", "[sglpp]", "[sglargs]", "[trtifb]", "[llama]"):
         assert tag in engines.__doc__
+
+
+def test_each_pipeline_micro_batch_is_padded_to_its_own_graph(monkeypatch):
+    """[v0pad]: vLLM V0's virtual engines each replay the graph captured for their own batch: 20
+    sequences on 4 stages are micro-batches of 5, each padded to 8 (32 rows), not 20 padded to 24
+    and split (6 a micro-batch)."""
+    e = profile("vllm_0_6").engine()
+    r = replica(SHAPE, ServeConfig(1, 256, "fp8", pp=4), PARTITION, e)
+    rows = []
+    original = type(r)._stage
+    monkeypatch.setattr(type(r), "_stage", lambda self, tokens, *rest: rows.append(tokens) or original(self, tokens, *rest))
+    r.iteration(20, 20 * 500.0)
+    assert rows == [8]
