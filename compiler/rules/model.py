@@ -67,6 +67,12 @@ def _expert_groups(experts, model: Entity) -> Iterator[Diagnostic]:
         yield codes.SHAPE.make(model.span_of("experts.groups"), what=f"{groups} groups do not divide {routed} routed experts")
     elif picked is not None and picked > groups:
         yield codes.SHAPE.make(model.span_of("experts.group_top_k"), what=f"group_top_k = {picked} exceeds groups = {groups}")
+    elif picked is not None and top_k and picked > top_k:
+        # Megatron-Core scores each group by the sum of its top (top_k // group_top_k) experts
+        # (moe_utils.py `group_limited_topk`): more groups than top_k scores every group 0
+        yield codes.SHAPE.make(model.span_of("experts.group_top_k"), what=f"group_top_k = {picked} exceeds top_k = {top_k}",
+                               notes=["help: a token picks at most top_k groups (each group is scored by its top "
+                                      "top_k / group_top_k experts)"])
     elif picked is not None and routed and top_k > picked * (routed // groups):
         yield codes.SHAPE.make(model.span_of("experts.group_top_k"),
                                what=f"{picked} groups of {routed // groups} experts cannot hold top_k = {top_k}",

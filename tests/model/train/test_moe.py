@@ -87,6 +87,7 @@ def test_the_groups_reach_the_shape_and_the_megatron_export():
 
 @pytest.mark.parametrize("fields, message", [("groups = 7", "7 groups do not divide 256"),
                                              ("groups = 8  group_top_k = 9", "exceeds groups"),
+                                             ("groups = 16  group_top_k = 12", "exceeds top_k = 8"),
                                              ("groups = 64  group_top_k = 1", "cannot hold top_k = 8"),
                                              ("group_top_k = 2", "without `groups`")])
 def test_impossible_groups_are_errors_where_they_are_stated(fields, message):
