@@ -227,7 +227,7 @@ def print_detail(rows: list[dict]) -> None:
               f"{row['after']:+6.1%}  unlike: {', '.join(row['unseen']) or '-'}")
         for m in row["moved"]:
             yours = ", ".join(f"{s:.2f}" for s in m["yours_shares"])
-            print(f"      {m['constant']:36} {m['move']:+6.1%}  ({m['share']:.2f}; {yours})")
+            print(f"      {m['constant']:36} {math.expm1(m['move']):+6.1%}  ({m['share']:.2f}; {yours})")   # a log ratio
 
 
 def cpu_seconds() -> float:

@@ -109,7 +109,8 @@ class Engine:
                                 # batching); False: waiting prompts run first in prompt-only iterations
     max_seqs: int | None = None  # running sequences the scheduler allows (None: the plan's batch)
     graph_batch: int = 0        # decode batches up to this run as CUDA graphs; larger ones and
-                                # prompt iterations are issued kernel by kernel (0: always graphed)
+                                # prompt iterations are issued kernel by kernel (0: none, where kernels cost the host `eager_op_s`;
+                                # an engine without that cost runs every iteration graphed)
     graph_pad: int = 0          # a graphed decode batch runs padded to the next size captured: 1, 2, 4, then
                                 # multiples of this (vLLM V0 `_get_graph_batch_size`, SGLang 0.3's
                                 # batch_size_list); 0: as it is

@@ -32,3 +32,14 @@ def test_goodput_is_the_rate_times_the_share_within_the_slos(chat):
     data = serve_json(chat)
     assert data["goodput_rps"] == goodput(chat) and data["goodput_rps"] <= data["demand_rps"]
     assert f"goodput {number(goodput(chat))} requests/s within the SLOs" in serve_text(chat)
+
+
+def test_an_eager_engine_states_a_graph_limit_of_zero_not_null():
+    """`graph_batch = 0` runs every iteration eagerly (exported as --enforce-eager): the JSON says 0,
+    where null would read as no limit."""
+    import attrs
+    from gclc.model.serve.engines import profile
+    from gclc.views.serve import engine_json
+    eager = attrs.evolve(profile("vllm_v1").engine(), graph_batch=0, graph_tokens=0)
+    assert engine_json(eager, False)["cuda_graph_max_batch"] == 0
+    assert engine_json(profile("vllm_v1").engine(), False)["cuda_graph_max_batch"] == profile("vllm_v1").engine().graph_batch
