@@ -121,7 +121,7 @@ def test_design_without_cluster(files, capsys, name):
     for args in (["plan", path], ["plan", "--json", path],
                  ["render", path, "-o", files / "x.svg", "--view", "placement"]):
         code, _, err = run(capsys, *args)
-        assert code == 1 and "no `train` job" in err, (args, err)
+        assert code == 1 and "no job to plan" in err, (args, err)
     assert not (files / "x.html").exists() and not (files / "x.svg").exists()
 
 

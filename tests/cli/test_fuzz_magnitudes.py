@@ -14,7 +14,7 @@ from .test_fuzz_readers import run_once
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEEPSEEK = (EXAMPLES / "deepseek_v3_serve.gcl").read_text()
-ROUTED = "experts { routed = 256"
+ROUTED = "routed       = 256"
 
 
 def _write(folder: Path, text: str) -> str:
@@ -26,7 +26,7 @@ def _write(folder: Path, text: str) -> str:
 def test_more_routed_experts_than_any_published_model_is_a_located_error(tmp_path, capsys, routed):
     """A billion experts walked a GPU's experts one by one in the serving cost model: the plan
     ran past a minute. Past PEER's 1024^2 the error names the field, the limit and its source."""
-    name = _write(tmp_path, DEEPSEEK.replace(ROUTED, f"experts {{ routed = {routed}"))
+    name = _write(tmp_path, DEEPSEEK.replace(ROUTED, f"routed       = {routed}"))
     line = DEEPSEEK.split("\n").index(next(t for t in DEEPSEEK.split("\n") if ROUTED in t)) + 1
     for command in ("check", "plan"):
         code, _, err, _ = run_once(tmp_path, [command, name], capsys)
@@ -37,7 +37,7 @@ def test_more_routed_experts_than_any_published_model_is_a_located_error(tmp_pat
 def test_a_million_experts_plans_promptly(tmp_path, capsys):
     """At the limit the plan takes the time of a model of 256 experts (the expected busiest GPU's
     experts summed over a window around the mean: model/serve/moe.py), not 9 s of CPU as before."""
-    name = _write(tmp_path, DEEPSEEK.replace(ROUTED, "experts { routed = 1048576"))
+    name = _write(tmp_path, DEEPSEEK.replace(ROUTED, "routed       = 1048576"))
     started = time.process_time()
     code, out, err, _ = run_once(tmp_path, ["plan", name], capsys)
     assert code in (0, 3), err[-2000:]

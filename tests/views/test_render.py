@@ -365,7 +365,7 @@ def test_render_errors(tmp_path, capsys):
     assert main(["render", str(jobless), "-o", str(tmp_path / "x.svg"), "--view", "placement"]) == 1
     assert main(["render", example, "-o", str(tmp_path / "x.svg"), "--cluster", "Nope"]) == 2
     err = capsys.readouterr().err
-    assert "use .svg, .png, .pdf or .dot" in err and "no `train` job" in err and "no cluster `Nope`" in err
+    assert "use .svg, .png, .pdf or .dot" in err and "no job to plan" in err and "no cluster `Nope`" in err
     assert not (tmp_path / "x.svg").exists()
 
 

@@ -7,14 +7,23 @@ import attrs
 import pytest
 from hypothesis import given, strategies as st
 
-from gclc.compiler.driver import check_file
+from gclc.compiler.driver import check_file, check_text
 from gclc.model.train import host, optimizer
 from gclc.model.config import TrainConfig
 from gclc.model.job import train_job
 from gclc.model.train.memory import dense_params_per_gpu, memory, model_state
 from gclc.model.train.step import estimate
 
-JOB = train_job(check_file(str(Path(__file__).parent.parent.parent / "data" / "dense_variants.gcl")).design)
+DATA = Path(__file__).parent.parent.parent / "data"
+JOB = train_job(check_file(str(DATA / "dense_variants.gcl")).design)
+# the same design on DGX B200s: MX block-scaled fp8 (mx_fp8) runs on Blackwell only (compiler/formats.py)
+BLACKWELL = train_job(check_text((DATA / "dense_variants.gcl").read_text().replace("DGX_H100", "DGX_B200"),
+                                 str(DATA / "dense_variants_b200.gcl")).design).partition
+
+
+def partition_of(c: TrainConfig):
+    """The partition a configuration runs on: a Blackwell one for MX fp8."""
+    return BLACKWELL if c.mx_fp8 else JOB.partition
 
 
 def cfg(**kw) -> TrainConfig:
@@ -94,7 +103,7 @@ def test_more_optimizer_state_bytes_never_need_less_memory_nor_a_faster_step(c, 
     assert optimizer.state_bytes(narrow) <= optimizer.state_bytes(wide)
     assert optimizer.checkpoint_bytes(narrow) <= optimizer.checkpoint_bytes(wide)
     assert memory(JOB.shape, narrow).total <= memory(JOB.shape, wide).total * (1 + 1e-12)
-    narrow_step, wide_step = (estimate(JOB.shape, x, JOB.partition) for x in (narrow, wide))
+    narrow_step, wide_step = (estimate(JOB.shape, x, partition_of(x)) for x in (narrow, wide))
     assert narrow_step.breakdown.optimizer <= wide_step.breakdown.optimizer * (1 + 1e-12)
     assert narrow_step.step_time <= wide_step.step_time * (1 + 1e-12)
 
@@ -102,8 +111,8 @@ def test_more_optimizer_state_bytes_never_need_less_memory_nor_a_faster_step(c, 
 @given(configs, st.sampled_from(MASTERS))
 def test_bf16_moments_never_slow_the_step(c, master):
     bf16, fp32 = (attrs.evolve(c, optimizer_state=s, master_weights=master) for s in ("bf16", "fp32"))
-    assert estimate(JOB.shape, bf16, JOB.partition).step_time <= \
-        estimate(JOB.shape, fp32, JOB.partition).step_time * (1 + 1e-12)
+    assert estimate(JOB.shape, bf16, partition_of(bf16)).step_time <= \
+        estimate(JOB.shape, fp32, partition_of(fp32)).step_time * (1 + 1e-12)
     assert memory(JOB.shape, bf16).optimizer < memory(JOB.shape, fp32).optimizer
 
 
@@ -114,7 +123,7 @@ def test_the_precision_aware_optimizer_never_needs_more_memory_nor_a_slower_step
     on = attrs.evolve(off, precision_aware_optimizer=True)
     assert optimizer.state_bytes(on) <= optimizer.state_bytes(off)
     assert memory(JOB.shape, on).total <= memory(JOB.shape, off).total * (1 + 1e-12)
-    assert estimate(JOB.shape, on, JOB.partition).step_time <= estimate(JOB.shape, off, JOB.partition).step_time * (1 + 1e-12)
+    assert estimate(JOB.shape, on, partition_of(on)).step_time <= estimate(JOB.shape, off, partition_of(off)).step_time * (1 + 1e-12)
 
 
 @given(configs, st.sampled_from([0, 1, 2, 3]), st.booleans())
@@ -137,7 +146,7 @@ def test_a_narrower_second_moment_never_needs_more_memory_nor_a_slower_step(c, f
                     for x in sorted((a, b), key=MOMENTS.index))
     assert optimizer.state_bytes(narrow) <= optimizer.state_bytes(wide)
     assert memory(JOB.shape, narrow).total <= memory(JOB.shape, wide).total * (1 + 1e-12)
-    assert estimate(JOB.shape, narrow, JOB.partition).step_time <= \
-        estimate(JOB.shape, wide, JOB.partition).step_time * (1 + 1e-12)
+    assert estimate(JOB.shape, narrow, partition_of(narrow)).step_time <= \
+        estimate(JOB.shape, wide, partition_of(wide)).step_time * (1 + 1e-12)
     same = attrs.evolve(c, optimizer_state=first, second_moment=first)
     assert optimizer.state_bytes(same) == optimizer.state_bytes(attrs.evolve(c, optimizer_state=first))
