@@ -188,9 +188,9 @@ def main() -> None:
         for n in names:
             within[n] += max(found[n]) <= goal
         print(f"  {case:20} {band:8}{cells}")
-    print("  bands within goal: " + ", ".join(f"{n} {v}/{len(bands)}" for n, v in within.items()))
     use(None)
-    print(f"wall {time.perf_counter() - start:.1f} s, cpu {time.process_time() - cpu:.1f} s")
+    print("nvls chunk cost held out, bands within goal: " + ", ".join(f"{n} {v}/{len(bands)}" for n, v in within.items())
+          + f" | wall {time.perf_counter() - start:.1f} s, cpu {time.process_time() - cpu:.1f} s")
 
 
 if __name__ == "__main__":

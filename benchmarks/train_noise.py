@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +50,7 @@ def log_likelihood(xs: list[float], tails: float, scale: float) -> float:
 
 
 def main() -> int:
+    start, cpu = time.perf_counter(), time.process_time()
     xs = offsets_removed()
     best = {t: max(SCALES, key=lambda s: log_likelihood(xs, t, s)) for t in TAILS}
     tails = max(TAILS, key=lambda t: log_likelihood(xs, t, best[t]))
@@ -57,6 +59,10 @@ def main() -> int:
     for t in TAILS:
         name = "normal" if t >= 1e4 else ("Cauchy" if t == 1.0 else f"t{t:g}")
         print(f"  {name:7} scale {best[t]:.3f}  log likelihood {log_likelihood(xs, t, best[t]) - top:+.1f}")
+    normal = max(t for t in TAILS)
+    print(f"train noise: {len(xs)} runs, Student-t {tails:g} at {best[tails]:.3f} (normal {best[normal]:.3f}, "
+          f"{log_likelihood(xs, normal, best[normal]) - top:+.1f} log likelihood) | wall {time.perf_counter() - start:.1f} s, "
+          f"cpu {time.process_time() - cpu:.1f} s")
     return 0
 
 
