@@ -109,8 +109,9 @@ def test_slurm_runs_the_simulated_policy_with_the_tenants_accounts_and_qos(accou
     params = dict(p.split("=") for p in config["SchedulerParameters"].split(","))
     assert params == {"bf_interval": "45", "bf_window": "2880", "bf_resolution": "120", "bf_max_job_test": "100", "max_switch_wait": "1200"}
     assert s.backfill.window == 2880 * 60 and s.max_switch_wait == 1200 and s.backfill.interval == 45
+    # (the daemon's clock check on a loaded machine says nothing of the files, as test_export_slurm.py notes)
     errors = [line for line in ctld.log().splitlines() if "error" in line.lower()
-              and not re.search(r"pmix|MPI:|state file|backup state save", line)]
+              and not re.search(r"pmix|MPI:|state file|backup state save|High latency for \d+ calls to gettimeofday", line)]
     assert errors == []
 
     # slurmdbd holds the simulation's QOS weights, preemption and fair shares
