@@ -22,6 +22,7 @@ from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import plan_serve, serve_entity
 from gclc.solver.serve.space import engine_of
 from gclc.views.serve import serve_json, serve_text
+from gclc.testing.model_texts import chat_serve
 from gclc.testing.profiles import scaled_examples
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,16 +31,7 @@ PATH = str(ROOT / "tests" / "data" / "serve_engines.gcl")
 
 
 def entity(engine: str = "", cluster: str = CLUSTER):
-    text = cluster + f"""
-serve chat {{
-  model = Llama8B
-  on = Box
-  precision = fp8
-  prompt = 1000
-  output = 200
-  {engine}
-}}
-"""
+    text = cluster + chat_serve(engine)
     result = check_text(text, PATH)
     assert result.design is not None, [str(d) for d in result.diagnostics]
     return serve_entity(result.design)

@@ -14,23 +14,14 @@ from gclc.compiler.driver import check_text
 from gclc.model.job import JobError
 from gclc.solver.serve import plan as serve_plan
 from gclc.solver.serve.plan import plan_serve, serve_entity
+from gclc.testing.model_texts import chat_serve
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = (ROOT / "tests" / "data" / "serve_cost.gcl").read_text().split("serve chat")[0]
 
 
 def design(energy: bool):
-    text = CLUSTER + f"""
-serve chat {{
-  model = Llama8B
-  on = Box
-  precision = fp8
-  prompt = 1000
-  output = 200
-  {"minimize = energy" if energy else ""}
-  slo {{ tpot <= 60 ms }}
-}}
-"""
+    text = CLUSTER + chat_serve(("minimize = energy\n  " if energy else "") + "slo { tpot <= 60 ms }")
     result = check_text(text, str(ROOT / "tests" / "data" / "serve_objective.gcl"))
     assert result.design is not None, result.diagnostics
     return serve_entity(result.design)
