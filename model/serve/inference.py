@@ -368,7 +368,7 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
         return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp, graphed, fenced=fenced))
     # vLLM's chain inside a host: custom all-reduce under its limit, then symmetric memory, NCCL past its maximum
     custom = lambda n: max(comms.all_reduce(n, stages), allreduce.measured(kernel, n, tp, graphed, limit, fenced))  # noqa: E731
-    if nbytes < limit:
+    if not allreduce.hands_over(kernel, nbytes, tp, generation):
         return custom(nbytes)
     floor = custom(limit)
     symm = lambda n: max(comms.all_reduce(n, stages), floor,  # noqa: E731
