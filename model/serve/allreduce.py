@@ -11,8 +11,8 @@ distributed layer) and SGLang's own kernel after that pull (`sglang`, adapted fr
 Measured outside a CUDA graph, so each time holds one kernel launch, which the replica model does
 not charge an all-reduce elsewhere. ASSUMPTION: other NVLink parts take the H100's times (the
 barrier and the launch do not scale with the link); between the sizes measured the time is
-interpolated linearly, below them the smallest's, and above them the largest's, beyond which the
-tiers' price (bandwidth-bound) takes over where it is higher. Each table is priced as its monotone
+interpolated linearly, below them the smallest's, and above them the kernel's algorithm's (below), the
+tiers' price (bandwidth-bound) taking over where it is higher. Each table is priced as its monotone
 envelope (`PRICED`: the time at a size is the largest measured at any size up to it): the tables dip
 by a few tenths of a microsecond below 32 KiB (vLLM's kernel at TP 2: 9.5 us at 512 B, 8.8 at 4 KiB,
 8.7 at 32 KiB), run-to-run noise, since a larger call on the same kernel could do the smaller
@@ -59,8 +59,8 @@ issues kernel by kernel (a prefill chunk past the largest capture size) keeps [s
 outside graphs. The same collector's eager rows (20-21 us flat to 1 MiB) time the Python call and an
 input copy, which an eager iteration's host pace charges apart (`Engine.host`): not used.
 
-Custom all-reduce's price under its hand-over limit comes from the table's rows under the limit, held
-after the last one (`measured`'s `under`): the rows at or above it time calls vLLM, with symmetric memory
+Custom all-reduce's price under its hand-over limit comes from the table's rows under the limit, past
+the last one by the kernel's algorithm (`measured`'s `under`, `beyond`): the rows at or above it time calls vLLM, with symmetric memory
 up, never gives that kernel. A handed-over call costs no less than custom all-reduce's price at the limit
 so found, in the same mode (graphed or eager), and a call past symmetric memory's maximum no less than
 symmetric memory's there (model/serve/inference.py `tp_all_reduce`): within one mode the priced call
@@ -77,6 +77,38 @@ one-stage at TP 2, and at TP 4 under 512 KiB or TP 6 and 8 under 256 KiB; two-st
 Both tables above time the kernel after the pull (aiconfigurator's 0.14.0; pull 2904's of January 2025,
 ASSUMPTION: a vLLM of 0.6.2 or later, SGLang's pin then), so an engine built before it (`fenced`: vLLM
 0.5.5-0.6.1, and SGLang 0.3.0, which imported vLLM 0.5.5) pays the fence on top, graphed or eager.
+
+Above a table's last row priced (its last row, or its last under a hand-over limit) the custom kernels
+(`vllm`, `sglang`: `CUSTOM`) are priced by their algorithm, not held at that row ([carsrc]): each byte
+past the row costs the bytes each GPU then reads from its peers over NVLink at `P2P_RATE`, one-shot
+(every peer's whole buffer: n - 1 reads a byte) or two-shot (a reduce-scatter then an all-gather, each
+reading (n - 1) / n of it: 2 (n - 1) / n) as the kernel picks at that size (`two_shot`), up to the
+kernel's maximum (`MAX_SIZE`), past which the engine hands the call to NCCL: priced no lower than the
+kernel there (as at vLLM's other switches), the tiers' price taking over where higher. Graph-captured
+and eager tables take the same law, so a captured call never costs more than the same call eager
+(the eager tables' last rows lie above the captured ones'). The eager table's own last slope (vLLM's
+kernel at TP 8: 14.6 us from 512 KiB to 1 MiB, about 63 GB/s of NVLink reads) is not a link rate and
+is not extended; nor is the input copy an eager call makes into the registered buffer (ASSUMPTION:
+left out, under 1 us a MiB at HBM rates), so the eager extension is a lower bound. Symmetric memory's
+tables (multimem, two-shot) stay held at their last row.
+
+Source [carsrc]: vllm-project/vllm csrc/custom_all_reduce.cuh (read at 036bb685): `cross_device_reduce_1stage`
+reads `size` elements from each of the n ranks' buffers (`packed_reduce` over `dp.ptrs`), and
+`cross_device_reduce_2stage` reads `size / ngpus` from each (reduce-scatter) and then each rank's part of
+the others' results (all-gather); `CustomAllreduce::allreduce` picks one-stage at TP 2, at TP 4 under
+512 KiB and at TP 6-8 under 256 KiB (`two_stage`). vllm/distributed/device_communicators/custom_all_reduce.py
+`CustomAllreduce(max_size=8192 * 1024)` and `should_custom_ar` (`inp_size < self.max_size`), and SGLang's
+python/sglang/srt/distributed/device_communicators/custom_all_reduce.py `_MAX_CAR_SIZE = 8192 * 1024` on
+CUDA: the 8 MiB maximum. sgl-kernel's TensorRT-LLM-derived kernel (the `sglang` table, [sgl2904];
+trt_reduce_internal.cuh `SelectImplementation`): one-shot at TP 2, at TP 4 under 1 MiB and at TP 6-8
+under 512 KiB, two-shot above (`SGLANG_TWO_SHOT`), the same byte counts (oneShotAllReduceKernel reads
+every peer's buffer, twoShotAllReduceKernel a rank's 1 / n of each, then the others' reduced parts).
+ESTIMATE `P2P_RATE`: [aic]'s graph-captured rows from 2 to 4 MiB, the tables' only doubling bound by
+bytes (two-stage at TP 4 and 8), read at these factors: TP 2 (one-shot, 2 MiB more read) 7.82 us, 268 GB/s;
+TP 4 (two-stage, 3 MiB) 11.81 us, 266 GB/s; TP 8 (two-stage, 3.5 MiB) 13.41 us, 274 GB/s. The three agree
+to 3 % once the algorithm's bytes are counted (the law's check); the rate is the fastest of them, the
+rate the kernel was seen to reach (61 % of NVLink 4's 450 GB/s a direction; vLLM's kernel runs on at
+most 36 blocks), so the extension never rises faster than a measured doubling did.
 """
 
 from __future__ import annotations
@@ -125,6 +157,10 @@ CUSTOM_LIMITS = {"9.0": {2: 8 * MIB, 4: 8 * MIB, 6: MIB // 2, 8: MIB // 4},
                  "10.3": {2: 4 * MIB, 4: 4 * MIB, 6: 8 * MIB, 8: 4 * MIB}}
 MULTIMEM = {"9.0": (4, 6, 8), "10.0": (6, 8), "10.3": (6, 8)}   # [vllmsymm] _WORLD_SIZES_MULTIMEM
 KINDS = ("tiers", *KERNELS)
+CUSTOM = ("vllm", "sglang")     # the one- / two-shot kernels the algorithm's law extends ([carsrc])
+MAX_SIZE = 8 * MIB              # [carsrc] the custom kernels' maximum (vLLM max_size, SGLang _MAX_CAR_SIZE)
+P2P_RATE = 273.7e9              # bytes/s a GPU reads from its peers in the custom kernels ([carsrc] ESTIMATE)
+SGLANG_TWO_SHOT = {4: MIB, 8: MIB // 2}     # [carsrc] sgl-kernel: two-shot from these bytes at TP <= 4 / above
 FENCE_S = 6.5e-6    # [vllm8558]: the system fence of a two-stage call before the pull, on H100 (ESTIMATE: "6~7us")
 
 
@@ -177,7 +213,35 @@ def algorithm(kernel: str, tp: int, generation: str | None) -> str:
 def two_stage(nbytes: float, tp: int) -> bool:
     """Whether vLLM's custom all-reduce runs its two-stage kernel for `nbytes` over `tp` GPUs ([vllm8558]:
     custom_all_reduce.cuh `allreduce`, fully NVLinked GPUs)."""
-    return tp > 2 and not ((tp <= 4 and nbytes < MIB // 2) or nbytes < MIB // 4)
+    return nbytes >= two_shot_from("vllm", tp)
+
+
+def two_shot_from(kernel: str, tp: int) -> float:
+    """The bytes from which the custom `kernel` reduces over `tp` GPUs two-shot ([carsrc]; never at TP 2)."""
+    if tp <= 2:
+        return float("inf")
+    if kernel == "sglang":
+        return SGLANG_TWO_SHOT[4 if tp <= 4 else 8]
+    return MIB // 2 if tp <= 4 else MIB // 4    # two_stage's sizes
+
+
+def peer_reads(kernel: str, low: float, high: float, tp: int) -> float:
+    """Bytes each GPU reads from its peers for the part of a call between `low` and `high` bytes, each
+    byte by the algorithm the custom `kernel` runs at that size: one-shot n - 1, two-shot 2 (n - 1) / n
+    ([carsrc]); summed over the sizes, so it never falls where the kernel switches to two-shot."""
+    if high <= low:
+        return 0.0
+    start = min(max(two_shot_from(kernel, tp), low), high)
+    return (tp - 1) * (start - low) + 2 * (tp - 1) / tp * (high - start)
+
+
+def beyond(kernel: str, nbytes: float, tp: int, last: float) -> float:
+    """Seconds a custom `kernel`'s call of `nbytes` over `tp` GPUs takes beyond its table's row at `last`
+    bytes: its peer reads past the row at P2P_RATE, to the kernel's maximum (MAX_SIZE; past it the
+    engine's NCCL call is priced no lower); 0 for the other kernels, held at their last row."""
+    if kernel not in CUSTOM:
+        return 0.0
+    return peer_reads(kernel, last, min(nbytes, MAX_SIZE), tp) / P2P_RATE
 
 
 def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: float = float("inf"),
@@ -187,6 +251,7 @@ def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: 
     measured takes the nearer one's times (the larger on a tie), from its table as priced (`PRICED`;
     `graphed`: captured in a CUDA graph, `PRICED_GRAPHED`, where the kernel has such a table). Only the
     rows under `under` bytes price the call (a hand-over limit: the kernel never runs the larger calls);
+    above the last row priced a custom kernel's call rises by its algorithm's peer reads (`beyond`);
     `fenced`: vLLM's kernel as built before pull 8558, its two-stage calls a system fence slower (`FENCE_S`)."""
     if kernel == "tiers" or tp < 2:
         return 0.0
@@ -199,7 +264,7 @@ def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: 
     if nbytes <= sizes[0]:
         return times[0]
     if nbytes >= sizes[-1]:
-        return times[-1]
+        return times[-1] + beyond(kernel, nbytes, tp, sizes[-1])
     i = bisect.bisect_left(sizes, nbytes)
     share = (nbytes - sizes[i - 1]) / (sizes[i] - sizes[i - 1])
     return times[i - 1] + share * (times[i] - times[i - 1])
