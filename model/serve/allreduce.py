@@ -82,7 +82,7 @@ Above a table's last row priced (its last row, or its last under a hand-over lim
 (`vllm`, `sglang`: `CUSTOM`) are priced by their algorithm, not held at that row ([carsrc]): each byte
 past the row costs the bytes each GPU then reads from its peers over NVLink at `P2P_RATE`, one-shot
 (every peer's whole buffer: n - 1 reads a byte) or two-shot (a reduce-scatter then an all-gather, each
-reading (n - 1) / n of it: 2 (n - 1) / n) as the kernel picks at that size (`two_shot`), up to the
+reading (n - 1) / n of it: 2 (n - 1) / n) as the kernel picks at that size (`two_shot_from`), up to the
 kernel's maximum (`MAX_SIZE`), past which the engine hands the call to NCCL: priced no lower than the
 kernel there (as at vLLM's other switches), the tiers' price taking over where higher. Graph-captured
 and eager tables take the same law, so a captured call never costs more than the same call eager
@@ -108,7 +108,7 @@ bytes (two-stage at TP 4 and 8), read at these factors: TP 2 (one-shot, 2 MiB mo
 TP 4 (two-stage, 3 MiB) 11.81 us, 266 GB/s; TP 8 (two-stage, 3.5 MiB) 13.41 us, 274 GB/s. The three agree
 to 3 % once the algorithm's bytes are counted (the law's check); the rate is the fastest of them, the
 rate the kernel was seen to reach (61 % of NVLink 4's 450 GB/s a direction; vLLM's kernel runs on at
-most 36 blocks), so the extension never rises faster than a measured doubling did.
+most 36 blocks at 036bb685), so the extension never rises faster than a measured doubling did.
 """
 
 from __future__ import annotations
