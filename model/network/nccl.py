@@ -91,13 +91,47 @@ def search_channels(generation: str, nodes: int, per_node: int, nic: float, link
     """NCCL's search channels (search.cc): on one NVLink board the generation's; across nodes one a NIC at the
     fastest inter speed a GPU's NIC (`nic` bytes/s) carries, doubled where NCCL duplicates them. 0 where NCCL's
     search is not modelled (a PCIe board, no NIC rate): no per-channel cap then."""
+    return _search(generation, nodes, per_node, nic, link)[0]
+
+
+def _search(generation: str, nodes: int, per_node: int, nic: float, link: str) -> tuple[int, float]:
+    """(channels, GB/s a channel) of NCCL's ring search across nodes (`search_channels`); on one node the channels
+    alone (0.0 GB/s: not needed)."""
     if nodes <= 1:
-        return CHANNELS_INTRA[generation] if link == "nvlink" else 0
+        return (CHANNELS_INTRA[generation] if link == "nvlink" else 0), 0.0
     speed = next((s for s in CHANNEL_SPEEDS_INTER[generation] if s <= nic / 1e9), 0.0) if 0 < nic < math.inf else 0.0
     if not speed:
-        return 0
+        return 0, 0.0
     duplicated = speed >= 25.0 and not (generation != "ampere" and speed < 50.0 and per_node > 4)
-    return min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1))
+    # ncclTopoDupChannels: twice the channels at half the speed each (bwIntra, bwInter /= 2)
+    return min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1)), speed / 2 if duplicated else speed
+
+
+# The channels NCCL's ring and tree kernels run (comm->nChannels; connect.cc ncclTopoPostset, tag v2.30.4-1): the
+# search's channels doubled, "Duplication should be complete now": std::min(MAXCHANNELS, nChannels * 2), MAXCHANNELS
+# 64 (device.h, since 2.25.1). Across nodes Hopper and later double them again while fewer than 16 and the ring's
+# channel runs faster than 45 GB/s ("Use 4 compute channels per search channel to reach peak BW on <8 PPN"; the ring's
+# bwIntra is its search speed across nodes: pass 2 raises bwIntra and bwInter together). Not modelled: unpack
+# networking's doubling below 16 (NCCL_NET_DEVICE_UNPACK, GPUDirect TCPX; not InfiniBand or RoCE) and CollNet's
+# 1.5 x (collnet channels). NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS default to 0 and MAXCHANNELS, and the
+# communicator's minCTAs / maxCTAs to 1 and MAXCHANNELS (init.cc NCCL_CONFIG_DEFAULT), so they move nothing. A
+# ring or tree call runs on all of them once it carries nc x threads x threshold bytes (enqueue.cc
+# topoGetAlgoInfo). tuning.cc's caps go by the search's channels all the same (`_per_channel`), although
+# ncclTopoTuneModel runs after ncclTopoPostset (init.cc), with comm->nChannels already doubled: they are NCCL's
+# rates a search channel, its two kernel channels together.
+MAX_CHANNELS = 64
+CHANNELS = 16   # where the search is not modelled (0 search channels): an 8-GPU node with 8 NICs' 16
+
+
+def collective_channels(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink") -> int:
+    """The channels NCCL's ring and tree kernels run (comm->nChannels; 0 where the search is not modelled):
+    the search's doubled, and across nodes on Hopper and later doubled again below 16 when a channel runs
+    faster than 45 GB/s. 256 DGX H100 over 400G: 8 search channels at 48 GB/s, 16 kernel channels."""
+    search, speed = _search(generation, nodes, per_node, nic, link)
+    channels = min(MAX_CHANNELS, 2 * search)
+    if generation != "ampere" and nodes > 1 and speed > 45.0 and channels < 16:
+        channels = min(MAX_CHANNELS, 2 * channels)
+    return channels
 
 
 # ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
@@ -153,8 +187,8 @@ FP32_BYTES = 4
 # Threads and thresholds are NCCL's defaults (device.h NCCL_LL_MAX_NTHREADS 512,
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
 # as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: the communicator's search channels
-# for the per-channel caps (`search_channels`); the bus share's split, ASSUMPTION: the 16 collective channels NCCL
-# opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
+# for the per-channel caps (`search_channels`); the bus share's split, the channels the kernels run
+# (`collective_channels`: 16 on 8-GPU NVSwitch nodes with 8 NICs of 400G, NCCL's INFO line "16 coll channels").
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
 # comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;
@@ -217,7 +251,6 @@ def nvls_share(generation: str) -> float:
 # own pick on one HGX H100 (NVLS from 2 MiB, nccl-tests#309) puts its 2-8 MiB calls on these steps.
 NVLS_HEAD_STEP_S = 2.38e-6
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
-CHANNELS = 16
 
 
 @frozen(cache_hash=True)  # the key of every NCCL option lookup
@@ -240,6 +273,7 @@ class Communicator:
     generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
     host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "mixed"; ""): LL's cap
     channels: int = 0             # NCCL's search channels (`search_channels`; 0: no per-channel cap)
+    kernel_channels: int = 0      # the channels its ring and tree kernels run (`collective_channels`; 0: CHANNELS)
 
     @property
     def per_node(self) -> int:
@@ -620,12 +654,12 @@ def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> floa
     if algorithm != "tree":
         return 0.0
     hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
-    # a channel's part of the tree's bus share (over CHANNELS), and no more than tuning.cc's per-channel rate: the
-    # per-channel cap is the search's channels x that rate (`_per_channel`), so it is divided by those channels.
-    # (Dividing the share by them too breaks two laws, tests/model/test_nccl_channels.py: more channels would
-    # slow a call, and a cap speed one.)
+    # a channel's part of the tree's bus share (over the channels the kernel runs), and no more than tuning.cc's
+    # per-channel rate: the per-channel cap is the search's channels x that rate (`_per_channel`), so it is divided
+    # by those channels. (Dividing the share by them too breaks two laws, tests/model/test_nccl_channels.py: more
+    # channels would slow a call, and a cap speed one.)
     share, cap = _ring_tree_bus("tree", protocol, c, whole_call=False)
-    channel = min(share / CHANNELS, cap / (c.channels or CHANNELS),
+    channel = min(share / (c.kernel_channels or CHANNELS), cap / (c.channels or CHANNELS),
                   _bandwidth("all_reduce", "tree", protocol, c) * 2)   # busbw = 2 x a tree's algbw
     return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
 

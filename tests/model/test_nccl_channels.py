@@ -43,6 +43,52 @@ def test_across_nodes_a_channel_runs_a_nic_and_nccl_duplicates_the_fast_or_few(g
     assert nccl.search_channels(generation, 2, per_node, nic) == channels
 
 
+@pytest.mark.parametrize("generation, nodes, per_node, nic, kernel", [
+    ("hopper", 256, 8, 50e9, 16),       # 8 search channels at 48 GB/s, doubled by ncclTopoPostset (the INFO line's 16)
+    ("hopper", 1, 8, math.inf, 24),     # 12 on one board, doubled
+    ("blackwell", 1, 8, math.inf, 32),  # 16 on one board, doubled
+    ("ampere", 1, 8, math.inf, 24),     # a DGX A100's "Channel 00/24"
+    ("blackwell", 4, 2, 100e9, 16),     # 4 search channels at 48 (800G halved): 8, < 16 at > 45 GB/s: 16
+    ("hopper", 4, 4, 50e9, 16),         # 4 NICs at 48 GB/s duplicated to 8 at 24: 16, too slow to double again
+    ("hopper", 4, 1, 50e9, 4),          # one NIC a node: 2 search channels at 24, 4
+    ("ampere", 4, 1, 50e9, 4),          # the second doubling is Hopper's and later's
+    ("hopper", 2, 8, 0.1e9, 0),         # no search modelled: none known
+])
+def test_the_kernels_run_the_search_s_channels_doubled(generation, nodes, per_node, nic, kernel):
+    # connect.cc ncclTopoPostset (v2.30.4-1): comm->nChannels = min(MAXCHANNELS, 2 x the search's), and across nodes
+    # on Hopper and later twice that again while under 16 with a channel faster than 45 GB/s
+    assert nccl.collective_channels(generation, nodes, per_node, nic) == kernel
+
+
+@given(st.sampled_from(["ampere", "hopper", "blackwell"]), st.integers(1, 512), st.sampled_from([1, 2, 4, 8, 72]),
+       st.sampled_from([math.inf, 0.1e9, 12.5e9, 25e9, 50e9, 100e9]))
+def test_the_kernels_run_at_least_the_search_s_channels_and_at_most_maxchannels(generation, nodes, per_node, nic):
+    search = nccl.search_channels(generation, nodes, per_node, nic)
+    kernel = nccl.collective_channels(generation, nodes, per_node, nic)
+    assert search <= kernel <= nccl.MAX_CHANNELS
+    assert (kernel == 0) == (search == 0)
+
+
+def test_a_256_node_dgx_h100_tree_runs_16_channels_held_to_the_search_s_8_x_36_gb_s():
+    # the design of tests/compiler/test_routing.py's Meta case: NCCL's tree kernel runs 16 channels, and tuning.cc
+    # caps its bus at the search's 8 channels x perChMaxTreeBws (Hopper, 3+ nodes, 36 GB/s) all the same
+    c = _communicator("DGX_H100", 256)
+    assert (c.channels, c.kernel_channels) == (8, 16)
+    assert nccl._ring_tree_bus("tree", "Simple", c)[1] == pytest.approx(8 * 36.0e9)
+
+
+def test_a_tree_piece_takes_its_share_over_the_channels_the_kernel_runs():
+    # on one H100 board the kernels run 24 channels (12 searched, doubled): a piece's channel carries 1/24 of the
+    # tree's share (the cap, 12 x 38.7, lies above the share here)
+    c = _communicator("DGX_H100", 1)
+    assert c.kernel_channels == 24
+    share, cap = nccl._ring_tree_bus("tree", "Simple", c, whole_call=False)
+    assert share / 24 < cap / c.channels
+    hops = 2 * 7 - 1
+    assert nccl._fill("tree", "Simple", 4096, c) == pytest.approx(hops * 4096 / (share / 24))
+    assert nccl._fill("tree", "Simple", 4096, attrs.evolve(c, kernel_channels=12)) < nccl._fill("tree", "Simple", 4096, c)
+
+
 def test_one_hopper_node_runs_under_every_cap():
     # 12 channels x 36.7 (ring LL128), x 38.7 (tree) lie above 0.92 x the node's 365.6 GB/s: NCCL's shares alone
     assert nccl._bandwidth("all_reduce", "ring", "LL128", H100_NODE) == pytest.approx(
