@@ -20,8 +20,8 @@ import attrs
 
 from ..compiler.vendors import vendor_of
 from . import comms
-from .network.nccl import (Choice, Communicator, collective_channels, nvls_channels, nvls_share, nvls_tree, on_topology,
-                           p2p_latency, search_channels, switch_reduction_seconds)
+from .network.nccl import (Choice, Communicator, nvls_channels, nvls_share, nvls_tree, on_topology, p2p_latency,
+                           search_channels, switch_reduction_seconds)
 from .network.placement import SCALE_UP_SCOPES
 
 # A torus's collectives are its own runtime's (XLA's on TPU ICI), and each call pays a floor
@@ -202,7 +202,6 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
     per_node = math.prod(s.peers for s in up)
     gen = generation(up[0].tier) if up else "hopper"
     link = "pcie" if up and up[0].tier.kind == "pcie" else "nvlink"
-    nic = out[0].tier.bandwidth if out else math.inf
     return Communicator(ranks, ranks // per_node,
                         comms.stage_rate(up[0]) if up else math.inf,
                         comms.stage_rate(out[0]) if out else math.inf,
@@ -214,8 +213,8 @@ def communicator(option: tuple[comms.Stage, ...], nccl: str = "") -> Communicato
                         across=min((comms.stage_rate(s) for s in out), default=math.inf),
                         nvls_channels=nvls_channels(gen, nccl), nvls_share=nvls_share(gen), generation=gen,
                         host=host(option),
-                        channels=search_channels(gen, ranks // per_node, per_node, nic, link),
-                        kernel_channels=collective_channels(gen, ranks // per_node, per_node, nic, link))
+                        channels=search_channels(gen, ranks // per_node, per_node,
+                                                 out[0].tier.bandwidth if out else math.inf, link))
 
 
 def host(option: tuple[comms.Stage, ...]) -> str:

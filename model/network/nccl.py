@@ -111,24 +111,36 @@ def _search(generation: str, nodes: int, per_node: int, nic: float, link: str) -
 # search's channels doubled, "Duplication should be complete now": std::min(MAXCHANNELS, nChannels * 2), MAXCHANNELS
 # 64 (device.h, since 2.25.1). Across nodes Hopper and later double them again while fewer than 16 and the ring's
 # channel runs faster than 45 GB/s ("Use 4 compute channels per search channel to reach peak BW on <8 PPN"; the ring's
-# bwIntra is its search speed across nodes: pass 2 raises bwIntra and bwInter together). Not modelled: unpack
-# networking's doubling below 16 (NCCL_NET_DEVICE_UNPACK, GPUDirect TCPX; not InfiniBand or RoCE) and CollNet's
-# 1.5 x (collnet channels). NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS default to 0 and MAXCHANNELS, and the
-# communicator's minCTAs / maxCTAs to 1 and MAXCHANNELS (init.cc NCCL_CONFIG_DEFAULT), so they move nothing. A
-# ring or tree call runs on all of them once it carries nc x threads x threshold bytes (enqueue.cc
-# topoGetAlgoInfo). tuning.cc's caps go by the search's channels all the same (`_per_channel`), although
-# ncclTopoTuneModel runs after ncclTopoPostset (init.cc), with comm->nChannels already doubled: they are NCCL's
-# rates a search channel, its two kernel channels together.
+# bwIntra is its search speed across nodes: pass 2 raises bwIntra and bwInter together); before that, with CollNet
+# (SHARP) on and more than one GPU a node, half as many again ("Add more channels to saturate intra-node
+# bandwidth": its chain graph's NVLink is faster than its NIC; ASSUMPTION: so on every NVLink node). Not modelled:
+# unpack networking's doubling below 16 (NCCL_NET_DEVICE_UNPACK, GPUDirect TCPX; not InfiniBand or RoCE).
+# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS default to 0 and MAXCHANNELS, and the communicator's minCTAs / maxCTAs
+# to 1 and MAXCHANNELS (init.cc NCCL_CONFIG_DEFAULT), so they move nothing. A ring or tree call runs on all of
+# them once it carries nc x threads x threshold bytes (enqueue.cc topoGetAlgoInfo). tuning.cc's caps go by the
+# search's channels all the same (`_per_channel`), although ncclTopoTuneModel runs after ncclTopoPostset (init.cc),
+# with comm->nChannels already doubled: they are NCCL's rates a search channel, its two kernel channels together.
+#
+# A tree piece's fill (`_fill`) splits the tree's bus share over CHANNELS, the 16 the kernels run on 8-GPU nodes with 8
+# NICs of 400G (`collective_channels`), whatever the communicator. (Tried and left, 2026-12-07: over the channels
+# each communicator runs, 24 on one H100 board; no published row moves, but a small call's channel then slows as the
+# search finds more channels, against tests/model/test_nccl_channels.py's law that more channels never slow a call:
+# an 8 B all-reduce of 2 ranks on 8 Ampere nodes, 8 search channels 37.02 us against 4's 36.91. A lone channel's
+# rate is its CTA's, not a share of a bus the idle channels leave.)
 MAX_CHANNELS = 64
-CHANNELS = 16   # where the search is not modelled (0 search channels): an 8-GPU node with 8 NICs' 16
+CHANNELS = 16
 
 
-def collective_channels(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink") -> int:
+def collective_channels(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink",
+                        collnet: bool = False) -> int:
     """The channels NCCL's ring and tree kernels run (comm->nChannels; 0 where the search is not modelled):
-    the search's doubled, and across nodes on Hopper and later doubled again below 16 when a channel runs
-    faster than 45 GB/s. 256 DGX H100 over 400G: 8 search channels at 48 GB/s, 16 kernel channels."""
+    the search's doubled, half as many again with CollNet across nodes of several GPUs, and across nodes on
+    Hopper and later doubled again below 16 when a channel runs faster than 45 GB/s. 256 DGX H100 over 400G:
+    8 search channels at 48 GB/s, 16 kernel channels (24 with SHARP)."""
     search, speed = _search(generation, nodes, per_node, nic, link)
     channels = min(MAX_CHANNELS, 2 * search)
+    if collnet and nodes > 1 and per_node > 1:
+        channels = min(MAX_CHANNELS, channels + channels // 2)
     if generation != "ampere" and nodes > 1 and speed > 45.0 and channels < 16:
         channels = min(MAX_CHANNELS, 2 * channels)
     return channels
@@ -188,7 +200,7 @@ FP32_BYTES = 4
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
 # as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: the communicator's search channels
 # for the per-channel caps (`search_channels`); the bus share's split, the channels the kernels run
-# (`collective_channels`: 16 on 8-GPU NVSwitch nodes with 8 NICs of 400G, NCCL's INFO line "16 coll channels").
+# (CHANNELS, the 16 of 8-GPU NVSwitch nodes with 8 NICs of 400G, `collective_channels`, NCCL's "16 coll channels").
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
 # comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;
@@ -273,7 +285,6 @@ class Communicator:
     generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
     host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "mixed"; ""): LL's cap
     channels: int = 0             # NCCL's search channels (`search_channels`; 0: no per-channel cap)
-    kernel_channels: int = 0      # the channels its ring and tree kernels run (`collective_channels`; 0: CHANNELS)
 
     @property
     def per_node(self) -> int:
@@ -654,12 +665,12 @@ def _fill(algorithm: str, protocol: str, nbytes: float, c: Communicator) -> floa
     if algorithm != "tree":
         return 0.0
     hops = 2 * ((c.per_node - 1) + _log2(c.nodes))
-    # a channel's part of the tree's bus share (over the channels the kernel runs), and no more than tuning.cc's
-    # per-channel rate: the per-channel cap is the search's channels x that rate (`_per_channel`), so it is divided
-    # by those channels. (Dividing the share by them too breaks two laws, tests/model/test_nccl_channels.py: more
-    # channels would slow a call, and a cap speed one.)
+    # a channel's part of the tree's bus share (over CHANNELS), and no more than tuning.cc's per-channel rate: the
+    # per-channel cap is the search's channels x that rate (`_per_channel`), so it is divided by those channels.
+    # (Dividing the share by them too breaks two laws, tests/model/test_nccl_channels.py: more channels would
+    # slow a call, and a cap speed one.)
     share, cap = _ring_tree_bus("tree", protocol, c, whole_call=False)
-    channel = min(share / (c.kernel_channels or CHANNELS), cap / (c.channels or CHANNELS),
+    channel = min(share / CHANNELS, cap / (c.channels or CHANNELS),
                   _bandwidth("all_reduce", "tree", protocol, c) * 2)   # busbw = 2 x a tree's algbw
     return max(0, hops - 1) * min(nbytes, TREE_PIECE_BYTES[protocol]) / channel
 

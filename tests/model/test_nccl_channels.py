@@ -69,24 +69,34 @@ def test_the_kernels_run_at_least_the_search_s_channels_and_at_most_maxchannels(
     assert (kernel == 0) == (search == 0)
 
 
+def test_collnet_adds_half_the_channels_again_across_nodes_of_several_gpus():
+    # connect.cc: with CollNet on, comm->nChannels = nChannels + nChannels / 2 before the <8 PPN doubling
+    assert nccl.collective_channels("hopper", 8, 8, 50e9, collnet=True) == 24
+    assert nccl.collective_channels("hopper", 8, 1, 50e9, collnet=True) == 4     # one GPU a node: none added
+    assert nccl.collective_channels("hopper", 1, 8, math.inf, collnet=True) == 24   # one node runs no CollNet
+    assert nccl.collective_channels("blackwell", 4, 2, 100e9, collnet=True) == 24   # 8 + 4, under 16 at 48: doubled
+
+
 def test_a_256_node_dgx_h100_tree_runs_16_channels_held_to_the_search_s_8_x_36_gb_s():
-    # the design of tests/compiler/test_routing.py's Meta case: NCCL's tree kernel runs 16 channels, and tuning.cc
-    # caps its bus at the search's 8 channels x perChMaxTreeBws (Hopper, 3+ nodes, 36 GB/s) all the same
+    # NCCL's tree kernel runs 16 channels on 256 DGX H100 over 400G (24 where SHARP's CollNet is on: NDR_FatTree),
+    # and tuning.cc caps its bus at the search's 8 channels x perChMaxTreeBws (Hopper, 3+ nodes, 36 GB/s) all the same
     c = _communicator("DGX_H100", 256)
-    assert (c.channels, c.kernel_channels) == (8, 16)
-    assert nccl._ring_tree_bus("tree", "Simple", c)[1] == pytest.approx(8 * 36.0e9)
+    assert c.collnet and c.channels == 8
+    assert nccl.collective_channels("hopper", 256, 8, 50e9) == 16
+    assert nccl.collective_channels("hopper", 256, 8, 50e9, collnet=True) == 24
+    for communicator in (c, attrs.evolve(c, collnet=False)):
+        assert nccl._ring_tree_bus("tree", "Simple", communicator)[1] == pytest.approx(8 * 36.0e9)
 
 
-def test_a_tree_piece_takes_its_share_over_the_channels_the_kernel_runs():
-    # on one H100 board the kernels run 24 channels (12 searched, doubled): a piece's channel carries 1/24 of the
-    # tree's share (the cap, 12 x 38.7, lies above the share here)
+def test_a_tree_piece_splits_the_share_over_the_16_channels_of_eight_400g_nics_whatever_the_search():
+    # the fill's split is CHANNELS, the kernels' count on 8 NICs of 400G, not each communicator's (24 on one H100
+    # board): a lone channel runs at its CTA's rate, not at a share of the bus that the idle ones leave, and more
+    # search channels never slow a call (test_a_cap_never_speeds_a_call_and_more_channels_never_slow_one)
+    assert nccl.CHANNELS == nccl.collective_channels("hopper", 16, 8, 50e9) == 16
     c = _communicator("DGX_H100", 1)
-    assert c.kernel_channels == 24
     share, cap = nccl._ring_tree_bus("tree", "Simple", c, whole_call=False)
-    assert share / 24 < cap / c.channels
-    hops = 2 * 7 - 1
-    assert nccl._fill("tree", "Simple", 4096, c) == pytest.approx(hops * 4096 / (share / 24))
-    assert nccl._fill("tree", "Simple", 4096, attrs.evolve(c, kernel_channels=12)) < nccl._fill("tree", "Simple", 4096, c)
+    assert share / nccl.CHANNELS < cap / c.channels
+    assert nccl._fill("tree", "Simple", 4096, c) == pytest.approx((2 * 7 - 1) * 4096 / (share / nccl.CHANNELS))
 
 
 def test_one_hopper_node_runs_under_every_cap():
