@@ -91,13 +91,59 @@ def search_channels(generation: str, nodes: int, per_node: int, nic: float, link
     """NCCL's search channels (search.cc): on one NVLink board the generation's; across nodes one a NIC at the
     fastest inter speed a GPU's NIC (`nic` bytes/s) carries, doubled where NCCL duplicates them. 0 where NCCL's
     search is not modelled (a PCIe board, no NIC rate): no per-channel cap then."""
+    return _search(generation, nodes, per_node, nic, link)[0]
+
+
+def _search(generation: str, nodes: int, per_node: int, nic: float, link: str) -> tuple[int, float]:
+    """(channels, GB/s a channel) of NCCL's ring search across nodes (`search_channels`); on one node the channels
+    alone (0.0 GB/s: not needed)."""
     if nodes <= 1:
-        return CHANNELS_INTRA[generation] if link == "nvlink" else 0
+        return (CHANNELS_INTRA[generation] if link == "nvlink" else 0), 0.0
     speed = next((s for s in CHANNEL_SPEEDS_INTER[generation] if s <= nic / 1e9), 0.0) if 0 < nic < math.inf else 0.0
     if not speed:
-        return 0
+        return 0, 0.0
     duplicated = speed >= 25.0 and not (generation != "ampere" and speed < 50.0 and per_node > 4)
-    return min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1))
+    # ncclTopoDupChannels: twice the channels at half the speed each (bwIntra, bwInter /= 2)
+    return min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1)), speed / 2 if duplicated else speed
+
+
+# The channels NCCL's ring and tree kernels run (comm->nChannels; connect.cc ncclTopoPostset, tag v2.30.4-1): the
+# search's channels doubled, "Duplication should be complete now": std::min(MAXCHANNELS, nChannels * 2), MAXCHANNELS
+# 64 (device.h, since 2.25.1). Across nodes Hopper and later double them again while fewer than 16 and the ring's
+# channel runs faster than 45 GB/s ("Use 4 compute channels per search channel to reach peak BW on <8 PPN"; the ring's
+# bwIntra is its search speed across nodes: pass 2 raises bwIntra and bwInter together); before that, with CollNet
+# (SHARP) on and more than one GPU a node, half as many again ("Add more channels to saturate intra-node
+# bandwidth": its chain graph's NVLink is faster than its NIC; ASSUMPTION: so on every NVLink node). Not modelled:
+# unpack networking's doubling below 16 (NCCL_NET_DEVICE_UNPACK, GPUDirect TCPX; not InfiniBand or RoCE).
+# NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS default to 0 and MAXCHANNELS, and the communicator's minCTAs / maxCTAs
+# to 1 and MAXCHANNELS (init.cc NCCL_CONFIG_DEFAULT), so they move nothing. A ring or tree call runs on all of
+# them once it carries nc x threads x threshold bytes (enqueue.cc topoGetAlgoInfo). tuning.cc's caps go by the
+# search's channels all the same (`_per_channel`), although ncclTopoTuneModel runs after ncclTopoPostset (init.cc),
+# with comm->nChannels already doubled: they are NCCL's rates a search channel, its two kernel channels together.
+#
+# A tree piece's fill (`_fill`) splits the tree's bus share over CHANNELS, the 16 the kernels run on 8-GPU nodes with 8
+# NICs of 400G (`collective_channels`), whatever the communicator. (Tried and left, 2026-12-07: over the channels
+# each communicator runs, 24 on one H100 board; no published row moves, but a small call's channel then slows as the
+# search finds more channels, against tests/model/test_nccl_channels.py's law that more channels never slow a call:
+# an 8 B all-reduce of 2 ranks on 8 Ampere nodes, 8 search channels 37.02 us against 4's 36.91. A lone channel's
+# rate is its CTA's, not a share of a bus the idle channels leave.)
+MAX_CHANNELS = 64
+CHANNELS = 16
+
+
+def collective_channels(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink",
+                        collnet: bool = False) -> int:
+    """The channels NCCL's ring and tree kernels run (comm->nChannels; 0 where the search is not modelled):
+    the search's doubled, half as many again with CollNet across nodes of several GPUs, and across nodes on
+    Hopper and later doubled again below 16 when a channel runs faster than 45 GB/s. 256 DGX H100 over 400G:
+    8 search channels at 48 GB/s, 16 kernel channels (24 with SHARP)."""
+    search, speed = _search(generation, nodes, per_node, nic, link)
+    channels = min(MAX_CHANNELS, 2 * search)
+    if collnet and nodes > 1 and per_node > 1:
+        channels = min(MAX_CHANNELS, channels + channels // 2)
+    if generation != "ampere" and nodes > 1 and speed > 45.0 and channels < 16:
+        channels = min(MAX_CHANNELS, 2 * channels)
+    return channels
 
 
 # ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
@@ -153,8 +199,8 @@ FP32_BYTES = 4
 # Threads and thresholds are NCCL's defaults (device.h NCCL_LL_MAX_NTHREADS 512,
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
 # as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: the communicator's search channels
-# for the per-channel caps (`search_channels`); the bus share's split, ASSUMPTION: the 16 collective channels NCCL
-# opens on an 8-GPU NVSwitch node with 8 NICs (its INFO line "16 coll channels").
+# for the per-channel caps (`search_channels`); the bus share's split, the channels the kernels run
+# (CHANNELS, the 16 of 8-GPU NVSwitch nodes with 8 NICs of 400G, `collective_channels`, NCCL's "16 coll channels").
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
 # comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;
@@ -217,7 +263,6 @@ def nvls_share(generation: str) -> float:
 # own pick on one HGX H100 (NVLS from 2 MiB, nccl-tests#309) puts its 2-8 MiB calls on these steps.
 NVLS_HEAD_STEP_S = 2.38e-6
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
-CHANNELS = 16
 
 
 @frozen(cache_hash=True)  # the key of every NCCL option lookup

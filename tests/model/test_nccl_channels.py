@@ -43,6 +43,62 @@ def test_across_nodes_a_channel_runs_a_nic_and_nccl_duplicates_the_fast_or_few(g
     assert nccl.search_channels(generation, 2, per_node, nic) == channels
 
 
+@pytest.mark.parametrize("generation, nodes, per_node, nic, kernel", [
+    ("hopper", 256, 8, 50e9, 16),       # 8 search channels at 48 GB/s, doubled by ncclTopoPostset (the INFO line's 16)
+    ("hopper", 1, 8, math.inf, 24),     # 12 on one board, doubled
+    ("blackwell", 1, 8, math.inf, 32),  # 16 on one board, doubled
+    ("ampere", 1, 8, math.inf, 24),     # a DGX A100's "Channel 00/24"
+    ("blackwell", 4, 2, 100e9, 16),     # 4 search channels at 48 (800G halved): 8, < 16 at > 45 GB/s: 16
+    ("hopper", 4, 4, 50e9, 16),         # 4 NICs at 48 GB/s duplicated to 8 at 24: 16, too slow to double again
+    ("hopper", 4, 1, 50e9, 4),          # one NIC a node: 2 search channels at 24, 4
+    ("ampere", 4, 1, 50e9, 4),          # the second doubling is Hopper's and later's
+    ("hopper", 2, 8, 0.1e9, 0),         # no search modelled: none known
+])
+def test_the_kernels_run_the_search_s_channels_doubled(generation, nodes, per_node, nic, kernel):
+    # connect.cc ncclTopoPostset (v2.30.4-1): comm->nChannels = min(MAXCHANNELS, 2 x the search's), and across nodes
+    # on Hopper and later twice that again while under 16 with a channel faster than 45 GB/s
+    assert nccl.collective_channels(generation, nodes, per_node, nic) == kernel
+
+
+@given(st.sampled_from(["ampere", "hopper", "blackwell"]), st.integers(1, 512), st.sampled_from([1, 2, 4, 8, 72]),
+       st.sampled_from([math.inf, 0.1e9, 12.5e9, 25e9, 50e9, 100e9]))
+def test_the_kernels_run_at_least_the_search_s_channels_and_at_most_maxchannels(generation, nodes, per_node, nic):
+    search = nccl.search_channels(generation, nodes, per_node, nic)
+    kernel = nccl.collective_channels(generation, nodes, per_node, nic)
+    assert search <= kernel <= nccl.MAX_CHANNELS
+    assert (kernel == 0) == (search == 0)
+
+
+def test_collnet_adds_half_the_channels_again_across_nodes_of_several_gpus():
+    # connect.cc: with CollNet on, comm->nChannels = nChannels + nChannels / 2 before the <8 PPN doubling
+    assert nccl.collective_channels("hopper", 8, 8, 50e9, collnet=True) == 24
+    assert nccl.collective_channels("hopper", 8, 1, 50e9, collnet=True) == 4     # one GPU a node: none added
+    assert nccl.collective_channels("hopper", 1, 8, math.inf, collnet=True) == 24   # one node runs no CollNet
+    assert nccl.collective_channels("blackwell", 4, 2, 100e9, collnet=True) == 24   # 8 + 4, under 16 at 48: doubled
+
+
+def test_a_256_node_dgx_h100_tree_runs_16_channels_held_to_the_search_s_8_x_36_gb_s():
+    # NCCL's tree kernel runs 16 channels on 256 DGX H100 over 400G (24 where SHARP's CollNet is on: NDR_FatTree),
+    # and tuning.cc caps its bus at the search's 8 channels x perChMaxTreeBws (Hopper, 3+ nodes, 36 GB/s) all the same
+    c = _communicator("DGX_H100", 256)
+    assert c.collnet and c.channels == 8
+    assert nccl.collective_channels("hopper", 256, 8, 50e9) == 16
+    assert nccl.collective_channels("hopper", 256, 8, 50e9, collnet=True) == 24
+    for communicator in (c, attrs.evolve(c, collnet=False)):
+        assert nccl._ring_tree_bus("tree", "Simple", communicator)[1] == pytest.approx(8 * 36.0e9)
+
+
+def test_a_tree_piece_splits_the_share_over_the_16_channels_of_eight_400g_nics_whatever_the_search():
+    # the fill's split is CHANNELS, the kernels' count on 8 NICs of 400G, not each communicator's (24 on one H100
+    # board): a lone channel runs at its CTA's rate, not at a share of the bus that the idle ones leave, and more
+    # search channels never slow a call (test_a_cap_never_speeds_a_call_and_more_channels_never_slow_one)
+    assert nccl.CHANNELS == nccl.collective_channels("hopper", 16, 8, 50e9) == 16
+    c = _communicator("DGX_H100", 1)
+    share, cap = nccl._ring_tree_bus("tree", "Simple", c, whole_call=False)
+    assert share / nccl.CHANNELS < cap / c.channels
+    assert nccl._fill("tree", "Simple", 4096, c) == pytest.approx((2 * 7 - 1) * 4096 / (share / nccl.CHANNELS))
+
+
 def test_one_hopper_node_runs_under_every_cap():
     # 12 channels x 36.7 (ring LL128), x 38.7 (tree) lie above 0.92 x the node's 365.6 GB/s: NCCL's shares alone
     assert nccl._bandwidth("all_reduce", "ring", "LL128", H100_NODE) == pytest.approx(
