@@ -25,6 +25,12 @@ Sources, abbreviated below:
   [v1blog]  blog.vllm.ai 2025-01-27 "vLLM V1": the engine core in its own busy loop, a persistent
             batch (inputs updated by differences), piecewise CUDA graphs (torch.compile,
             cudagraph capture sizes up to 512 tokens)
+  [v1graphs] vLLM 0.33.0 (PyPI) vllm/config/vllm.py `_set_cudagraph_sizes`: the capture sizes and
+            --max-cudagraph-capture-size count tokens; "a decode step submits one query for the newly
+            sampled token plus one for each draft token" (`uniform_decode_query_len` = 1 + the speculative
+            tokens), and a batch larger than the largest capture size runs without a graph; by default the
+            ceiling is min(max_num_seqs x (1 + k) x 2, 512; 1024 on data-center Blackwell), capped at
+            max_num_batched_tokens
   [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
             per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
@@ -114,8 +120,9 @@ class Engine:
     graph_pad: int = 0          # a graphed decode batch runs padded to the next size captured: 1, 2, 4, then
                                 # multiples of this (vLLM V0 `_get_graph_batch_size`, SGLang 0.3's
                                 # batch_size_list); 0: as it is
-    graph_tokens: int = 0       # iterations of at most this many tokens are graphed even with
-                                # prompts (vLLM V1's piecewise graphs; 0: none)
+    graph_tokens: int = 0       # iterations of at most this many tokens are graphed, prompts or not, and
+                                # no larger one, decode steps included (vLLM V1's one capture ceiling, in
+                                # tokens: [v1graphs]); 0: graphs counted in sequences (`graph_batch`)
     eager_op_s: float = 0.0     # host seconds per kernel of an iteration issued kernel by kernel
     step_s: float = 0.0         # host seconds per iteration: scheduling, input preparation
     seq_s: float = 0.0          # host seconds per decoding sequence per iteration: sampling, stop
@@ -167,11 +174,14 @@ class Engine:
         return k + 1.0 if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
 
     def graphed(self, decoding: float, tokens: float) -> bool:
-        """Whether an iteration runs as a CUDA graph (its kernels cost the host nothing)."""
+        """Whether an iteration runs as a CUDA graph (its kernels cost the host nothing). An engine
+        with token-counted graphs (`graph_tokens`: vLLM V1) graphs every iteration of at most that
+        many tokens and no other, a decode step of B sequences with k draft tokens being B (1 + k)
+        tokens ([v1graphs]); the others graph decode-only steps of at most `graph_batch` sequences."""
         if self.eager_op_s <= 0:
             return True
-        if tokens <= self.graph_tokens:
-            return True
+        if self.graph_tokens:
+            return tokens <= self.graph_tokens
         return tokens <= decoding * (1 + self.draft) and decoding <= self.graph_batch
 
     def padded(self, decoding: float, tokens: float) -> float:
@@ -223,7 +233,8 @@ class Profile:
         if "graph_batch" in given and knobs.get("graph_tokens"):
             # one capture ceiling (vLLM V1's max_cudagraph_capture_size, in tokens) bounds its piecewise
             # graphs as well as its decode graphs: a stated `graph_batch` was left beside graph_tokens
-            # = 512, which graphed every iteration up to 512 tokens whatever it said ([v1blog])
+            # = 512, which graphed every iteration up to 512 tokens whatever it said ([v1blog]); it is
+            # that ceiling, in tokens ([v1graphs]), and `graphed` counts a decode step's draft tokens
             given.setdefault("graph_tokens", given["graph_batch"])
         return Engine(**knobs | given, name=self.name, releases=self.releases)
 

@@ -69,8 +69,12 @@ def test_the_cli_refuses_a_swapping_plan(tmp_path, capsys):
 
 
 def test_a_stated_graph_ceiling_reaches_the_launch(chip):
+    """The plan's ceiling in tokens is written even where it is the profile's (vLLM's default moves with
+    max_num_seqs, the draft tokens and the chip); a ceiling counted in sequences is refused."""
     v1 = profile("vllm_v1").engine()
-    assert "--max-cudagraph-capture-size" not in _flags(ONE, v1) and "--enforce-eager" not in _flags(ONE, v1)
+    assert _flags(ONE, v1)["--max-cudagraph-capture-size"] == v1.graph_tokens and "--enforce-eager" not in _flags(ONE, v1)
+    with pytest.raises(ExportError, match="counts its CUDA-graph ceiling in tokens"):
+        _flags(ONE, attrs.evolve(v1, graph_tokens=0))
     assert _flags(ONE, profile("vllm_v1").engine(graph_batch=64))["--max-cudagraph-capture-size"] == 64
     assert _flags(ONE, profile("vllm_v1").engine(graph_batch=0))["--enforce-eager"] is True
 
