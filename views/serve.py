@@ -93,7 +93,8 @@ def engine_json(e: Engine, moe: bool) -> dict:
             "host_step_s": e.step_s, "host_per_sequence_s": e.seq_s, "host_overlapped": e.overlap,
             "host_overlapped_with_pipeline": e.overlaps(pp=2),
             "eager_op_s": e.eager_op_s, "frontend_s": e.frontend_s, "preemption": e.preemption,
-            "moe_path": e.moe_path if moe else None, "grouped_kv_reads": e.grouped_kv,
+            "moe_path": e.moe_path if moe else None, "dispatcher": e.dispatcher if moe else None,
+            "grouped_kv_reads": e.grouped_kv,
             "speculative": {"tokens": e.draft, "acceptance": e.acceptance} if e.draft else None}
 
 

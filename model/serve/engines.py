@@ -31,6 +31,14 @@ Sources, abbreviated below:
             tokens), and a batch larger than the largest capture size runs without a graph; by default the
             ceiling is min(max_num_seqs x (1 + k) x 2, 512; 1024 on data-center Blackwell), capped at
             max_num_batched_tokens
+  [deepep]  deepseek-ai/DeepEP csrc/kernels/intranode.cu `dispatch` (@031a5c49): the normal kernels send a token
+            to a rank once, where `is_token_in_rank` (any of its top-k experts there), with its top-k indices
+            remapped to the rank's experts, and combine one reduced row back; csrc/kernels/internode_ll.cu
+            `dispatch` (@005dcc9d): the low-latency kernels send one message per top-k expert. The engines turn
+            CUDA graphs off with the normal kernels: vLLM 0.33.0 vllm/config/compilation.py ("DeepEP: Disabling
+            CUDA Graphs since DeepEP high-throughput kernels ... are incompatible with CUDA Graphs", with data
+            parallelism), SGLang 0.5.23 sglang/srt/arg_groups/moe_hook.py ("Cuda graph is disabled because
+            deepep_mode=`normal`")
   [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
             per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
@@ -95,6 +103,7 @@ from ...dsl.units import GIB
 
 PREEMPTIONS = ("recompute", "swap", "reserve")   # reserve: admit only when the whole length fits
 MOE_PATHS = ("grouped", "tp_sharded", "per_expert", "ep_with_dp")
+DISPATCHERS = ("alltoall", "deepep")
 
 
 @frozen
@@ -132,6 +141,9 @@ class Engine:
     preemption: str = "recompute"  # recompute, swap (KV to host memory and back) or reserve
     moe_path: str = "grouped"   # grouped GEMM, TP-sharded experts, a loop over experts, or ep_with_dp
                                 # (TP-sharded in one attention group, grouped over several: vLLM's)
+    dispatcher: str = "alltoall"  # how the expert all-to-all sends a token: alltoall, a copy per routed expert
+                                # (top_k; DeepEP's low-latency kernels too); deepep, once per EP rank holding any of
+                                # its experts (DeepEP's normal kernels, [deepep]), whose graphs the engines turn off
     moe_kernel: str = ""        # "triton": vLLM's / SGLang's Triton fused_moe, whose row tile follows the
                                 # token count (model/serve/moe.py triton_tile); "": TILE_ROWS
     frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
@@ -230,6 +242,9 @@ class Profile:
         if self.small_gpu and hbm is not None and (hbm < 70 * GIB or "a100" in chip.lower()):
             knobs.update(self.small_gpu)
         given = {k: v for k, v in overrides.items() if v is not None}
+        if given.get("dispatcher") == "deepep" and knobs.get("eager_op_s"):
+            # DeepEP's normal kernels cannot be captured: vLLM and SGLang run every step eagerly with them ([deepep])
+            given.update(graph_batch=0, graph_tokens=0)
         if "graph_batch" in given and knobs.get("graph_tokens"):
             # one capture ceiling (vLLM V1's max_cudagraph_capture_size, in tokens) bounds its piecewise
             # graphs as well as its decode graphs: a stated `graph_batch` was left beside graph_tokens

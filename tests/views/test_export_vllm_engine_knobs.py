@@ -93,3 +93,15 @@ def test_sglang_refuses_what_it_would_drop(tmp_path):
         design.write_text(text.replace(marker, marker + extra))
         with pytest.raises(ExportError, match=why):
             export("sglang", check_file(str(design)).design)
+
+
+def test_deepep_is_refused_where_the_experts_are_tp_sharded(chip):
+    """DeepEP sends tokens between GPUs holding whole experts: a replica of one attention group shards
+    them over TP on the vllm_v1 profile (no --enable-expert-parallel), so `dispatcher = deepep` is refused."""
+    deepep = profile("vllm_v1").engine(dispatcher="deepep")
+    with pytest.raises(ExportError, match="dispatches tokens with DeepEP"):
+        check(ServeConfig(tp=8, batch=64, precision="fp8", kv_precision="fp8"), deepep, chip, False, experts=True)
+    check(ServeConfig(tp=1, batch=64, precision="fp8", kv_precision="fp8", ep=8), deepep, chip, False, experts=True)
+    words = dict(replica_arguments("M", ServeConfig(tp=1, batch=64, precision="fp8", kv_precision="fp8", ep=8),
+                                   deepep, 8192, 0.9, "serving", experts=True))
+    assert words["--all2all-backend"] == "deepep_high_throughput" and words["--enforce-eager"] is True

@@ -62,7 +62,8 @@ def engine_config_of(engine_args, headless: bool = False) -> dict:
     p, s, c, m = config.parallel_config, config.scheduler_config, config.cache_config, config.model_config
     transfer = config.kv_transfer_config
     return {"tp": p.tensor_parallel_size, "pp": p.pipeline_parallel_size, "dp": p.data_parallel_size,
-            "expert_parallel": p.enable_expert_parallel, "max_num_seqs": s.max_num_seqs,
+            "expert_parallel": p.enable_expert_parallel, "all2all_backend": p.all2all_backend,
+            "max_num_seqs": s.max_num_seqs,
             "max_num_batched_tokens": s.max_num_batched_tokens, "chunked_prefill": s.enable_chunked_prefill,
             "block_size": c.block_size, "cache_dtype": str(c.cache_dtype),
             "gpu_memory_utilization": c.gpu_memory_utilization, "prefix_caching": c.enable_prefix_caching,

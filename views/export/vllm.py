@@ -12,7 +12,8 @@ attention groups sharing the routed experts (ep) -> --data-parallel-size; the ex
 plan costs them (model/serve/moe.py `expert_layout`) -> --enable-expert-parallel where each GPU
 holds whole experts (vLLM's EP spans TP x DP GPUs), off where they are TP-sharded over the
 replica's TP GPUs (the vllm_v1 profile's `ep_with_dp`: on exactly with several attention
-groups); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
+groups), and `dispatcher = deepep` -> --all2all-backend deepep_high_throughput (DeepEP's normal kernels,
+which vLLM runs without CUDA graphs, as the plan costs them); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
 engine's chunk -> --max-num-batched-tokens (chunked prefill is vLLM's only mode since V1); the
 KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound ->
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
@@ -90,6 +91,8 @@ def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: 
         args.append(("--data-parallel-size", c.ep))
     if expert_parallel(c, engine, experts):
         args.append(("--enable-expert-parallel", True))
+        if engine.dispatcher == "deepep":   # DeepEP's normal kernels: a token once per rank holding its experts
+            args.append(("--all2all-backend", "deepep_high_throughput"))
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
     # vLLM's --max-num-seqs bounds each data-parallel rank's scheduler (vllm/config/scheduler.py):
@@ -150,6 +153,10 @@ def check(config, engine, chip, mtp: bool, experts: bool = False) -> None:
             raise ExportError(f"the plan shards each expert over TP {config.tp} within each of {config.ep} attention "
                               f"groups; vLLM shards them over all TP x DP GPUs, or with --enable-expert-parallel "
                               f"holds whole experts: plan with `moe_path = ep_with_dp` (the vllm_v1 profile's)")
+    if engine.dispatcher == "deepep" and not expert_parallel(config, engine, experts):
+        raise ExportError("the plan dispatches tokens with DeepEP (`dispatcher = deepep`), which sends them between "
+                          "expert-parallel GPUs, and this replica's experts are TP-sharded (no --enable-expert-parallel): "
+                          "plan with `dispatcher = alltoall`, or with several attention groups")
     if engine.scheduler_steps != 1:
         raise ExportError(f"the plan runs {engine.scheduler_steps} decode steps per scheduling round; vLLM's "
                           "V1 engine schedules every step (no --num-scheduler-steps): remove `scheduler_steps`")

@@ -187,3 +187,16 @@ def test_the_expected_maximum_takes_time_independent_of_the_experts_a_gpu_holds(
     for k in range(50):
         moe._expected_max(2**20, (k + 1) / 2**14, 8)
     assert time.process_time() - started < 1.0
+
+
+def test_the_language_the_model_and_the_json_schema_name_the_same_dispatchers():
+    import json
+
+    from gclc.compiler.schema import ENGINE
+    from gclc.model.serve.engines import DISPATCHERS
+
+    schema = json.loads((ROOT / "views" / "plan.schema.json").read_text())
+    enums = [node["properties"]["dispatcher"]["enum"] for node in _walk(schema)
+             if isinstance(node, dict) and "dispatcher" in node.get("properties", {})]
+    assert enums and all(set(e) == set(DISPATCHERS) | {None} for e in enums)   # null: a dense model's plan
+    assert set(ENGINE.fields["dispatcher"].options) == set(DISPATCHERS)
