@@ -243,7 +243,8 @@ class Profile:
             knobs.update(self.small_gpu)
         given = {k: v for k, v in overrides.items() if v is not None}
         if given.get("dispatcher") == "deepep" and knobs.get("eager_op_s"):
-            # DeepEP's normal kernels cannot be captured: vLLM and SGLang run every step eagerly with them ([deepep])
+            # DeepEP's normal kernels cannot be captured: vLLM and SGLang run every step eagerly with them ([deepep]);
+            # ASSUMPTION: TensorRT-LLM's PyTorch backend too (its DeepEP path not read)
             given.update(graph_batch=0, graph_tokens=0)
         if "graph_batch" in given and knobs.get("graph_tokens"):
             # one capture ceiling (vLLM V1's max_cudagraph_capture_size, in tokens) bounds its piecewise
