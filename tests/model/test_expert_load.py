@@ -93,7 +93,7 @@ def test_the_ranks_tokens_reach(layout, k, ranks, a, b):
     the groups, so the experts touched are 1 - (1 - k/E)^B; group-limited routing reaches no more
     ranks than plain routing of the same k of E (a token's picks crowd into its groups); one
     token's share of the ranks is its distinct destinations over the ranks, between 1 and
-    min(k, ranks) of them."""
+    min(k, ranks) of them, and only on the ranks of its picked groups."""
     experts, groups, picked = layout
     if experts % ranks or picked * (experts // groups) < k:
         return
@@ -108,6 +108,11 @@ def test_the_ranks_tokens_reach(layout, k, ranks, a, b):
             assert expert_load.reached_share(s, 1, ranks) * ranks == pytest.approx(one, rel=1e-9)
     assert expert_load.reached_share(shape, high, ranks) <= expert_load.reached_share(plain, high, ranks) + 1e-12
     assert expert_load.destinations(shape, ranks) <= expert_load.destinations(plain, ranks) + 1e-9
+    # group-limited routing reaches only the ranks of its picked groups (DeepSeek-V3's node limit)
+    if groups % ranks == 0:
+        assert expert_load.destinations(shape, ranks) <= min(picked, ranks) + 1e-9
+    elif ranks % groups == 0:
+        assert expert_load.destinations(shape, ranks) <= picked * ranks // groups + 1e-9
 
 
 def test_distinct_destinations_by_sampling():
