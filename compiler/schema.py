@@ -601,7 +601,8 @@ ENGINE = Block(
      "kv_reads": Choice(("grouped", "per_query_head")), "scheduler_steps": COUNT,
      "mixed": FLAG, "graph_batch": COUNT0, "host_step": TIME0, "host_per_sequence": TIME0, "overlap": FLAG,
      "eager_op": TIME0, "frontend": TIME0, "preemption": Choice(("recompute", "swap", "reserve"), "a preemption policy"),
-     "moe_path": Choice(("grouped", "tp_sharded", "per_expert", "ep_with_dp"), "an MoE kernel path")},
+     "moe_path": Choice(("grouped", "tp_sharded", "per_expert", "ep_with_dp"), "an MoE kernel path"),
+     "dispatcher": Choice(("alltoall", "deepep"), "an expert dispatcher")},
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},
     doc="the serving engine: `profile` names one by release (default vllm_v1), whose knobs the other fields "
@@ -614,7 +615,9 @@ ENGINE = Block(
         "issued outside a graph; `frontend`: time a request spends outside the engine before its first token; "
         "`preemption`: recompute, swap (to host memory) or reserve (admit only what fits whole); `moe_path`: "
         "grouped GEMMs, TP-sharded experts, a loop over experts, or ep_with_dp (TP-sharded experts in one attention "
-        "group, grouped over several: vLLM's)")
+        "group, grouped over several: vLLM's); `dispatcher`: how the expert all-to-all sends a token, a copy per "
+        "routed expert (alltoall, default) or once per GPU holding any of its experts (deepep: DeepEP's normal "
+        "kernels, which vLLM and SGLang run without CUDA graphs)")
 # A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
 # tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(

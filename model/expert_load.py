@@ -1,6 +1,11 @@
 """How routed tokens land on expert-parallel ranks, for training and serving alike: the copies a
-token sends a rank (top_k distinct experts, within its picked groups under group-limited routing)
-and the busiest of the ranks' loads under uniform routing."""
+token sends a rank (top_k distinct experts, within its picked groups under group-limited routing),
+the distinct ranks a token reaches (what a dispatcher that sends a token once per rank moves),
+the share of ranks (or experts: one a rank) that any of B tokens reaches (the experts whose
+weights a serving iteration reads), and the busiest of the ranks' loads under uniform routing.
+
+One law: every figure is built from each rank's own (P(a token reaches it), the variance of the
+copies it gets), `_rank_figures`, exact where ranks cut across the routing groups."""
 
 from __future__ import annotations
 
@@ -24,16 +29,60 @@ def copies_on_rank(shape: ModelShape, ranks: int) -> tuple[float, float]:
 
 @lru_cache(maxsize=4096)
 def _copies(experts: int, k: int, groups: int, picked: int, ranks: int) -> tuple[float, float]:
+    figures = _rank_figures(experts, k, groups, picked, ranks)
+    return (sum(reach for reach, _ in figures) / len(figures),
+            sum(var for _, var in figures) / len(figures))
+
+
+@lru_cache(maxsize=4096)
+def _rank_figures(experts: int, k: int, groups: int, picked: int, ranks: int) -> tuple[tuple[float, float], ...]:
+    """((P(a token reaches the rank), the variance of its copies there), ...), rank by rank: the
+    ranks hold `local` consecutive experts each (a slice of one where there are more ranks than
+    experts: every rank of a slice is reached as its expert is)."""
     local = min(experts, max(1, experts // ranks))
     size = experts // groups
     eligible = picked * size
-    reached = variance = 0.0
-    starts = range(0, experts - local + 1, local)
-    for start in starts:
-        reach, var = _rank_copies(_offered(start, local, size, groups, picked), k, eligible)
-        reached += reach
-        variance += var
-    return reached / len(starts), variance / len(starts)
+    return tuple(_rank_copies(_offered(start, local, size, groups, picked), k, eligible)
+                 for start in range(0, experts - local + 1, local))
+
+
+def destinations(shape: ModelShape, ranks: int) -> float:
+    """Expected distinct ranks of `ranks` EP ranks a token reaches: what a dispatcher that sends a
+    token once to each rank holding any of its experts sends (sum over the ranks of P(reached):
+    top_k with one expert a rank, 1 on one rank; DeepSeek-V3, 8 of 256 within 4 of 8 groups, on
+    8 ranks: 3.6, not 5.3 without the groups)."""
+    if not shape.is_moe or ranks <= 1:
+        return 1.0
+    return ranks * copies_on_rank(shape, ranks)[0]
+
+
+def reached_share(shape: ModelShape, tokens: float, ranks: int) -> float:
+    """Expected share of `ranks` EP ranks that at least one of `tokens` tokens, routed
+    independently, reaches: the mean over the ranks of 1 - (1 - P(a token reaches it))^tokens
+    (exact in expectation, ranks cutting groups included: each rank by its own probability)."""
+    if not shape.is_moe or tokens <= 0:
+        return 0.0
+    reaches = _reaches(shape.routed, shape.top_k, shape.expert_groups, shape.group_top_k, ranks)
+    return sum(share * (1 - (1 - reach) ** tokens) for reach, share in reaches)
+
+
+@lru_cache(maxsize=4096)
+def _reaches(experts: int, k: int, groups: int, picked: int, ranks: int) -> tuple[tuple[float, float], ...]:
+    """((P(a token reaches a rank), the share of ranks with it), ...): the ranks' reaches, equal ones
+    counted once (a serving iteration asks for them at every token count; most layouts have one)."""
+    figures = _rank_figures(experts, k, groups, picked, ranks)
+    counts: dict[float, int] = {}
+    for reach, _ in figures:
+        counts[reach] = counts.get(reach, 0) + 1
+    return tuple((reach, n / len(figures)) for reach, n in counts.items())
+
+
+def experts_touched(shape: ModelShape, tokens: float) -> float:
+    """Share of the routed experts at least one of `tokens` tokens picks (one expert a rank):
+    1 - (1 - top_k / routed)^tokens, group-limited routing or not (each expert is picked by a
+    token with probability top_k / routed either way; what groups change is how the picks fall
+    on ranks of several experts, `reached_share`)."""
+    return reached_share(shape, tokens, shape.routed)
 
 
 def _offered(start: int, local: int, size: int, groups: int, picked: int) -> dict[int, float]:

@@ -84,14 +84,17 @@ def engine_json(e: Engine, moe: bool) -> dict:
     """The engine the plan runs, by name and release, with every knob as the simulation used it
     (plain fields: a launch config is written from them); `moe_path` null for a dense model, as
     the text's engine line leaves it out; `cuda_graph_max_batch` 0 where no batch is graphed, null
-    where every iteration is)."""
+    where every iteration is, counted in `cuda_graph_unit`: tokens where the engine counts tokens,
+    a decode step's draft tokens included (vLLM V1), else sequences)."""
     return {"name": e.name, "releases": e.releases, "max_num_seqs": e.max_seqs, "max_num_batched_tokens": e.chunk,
             "mixed_batches": e.mixed, "scheduler_steps": e.scheduler_steps, "kv_block_tokens": e.block,
             "prefix_share": e.prefix_share, "cuda_graph_max_batch": e.graph_batch if e.eager_op_s > 0 else None,
+            "cuda_graph_unit": "tokens" if e.graph_tokens else "sequences",
             "host_step_s": e.step_s, "host_per_sequence_s": e.seq_s, "host_overlapped": e.overlap,
             "host_overlapped_with_pipeline": e.overlaps(pp=2),
             "eager_op_s": e.eager_op_s, "frontend_s": e.frontend_s, "preemption": e.preemption,
-            "moe_path": e.moe_path if moe else None, "grouped_kv_reads": e.grouped_kv,
+            "moe_path": e.moe_path if moe else None, "dispatcher": e.dispatcher if moe else None,
+            "grouped_kv_reads": e.grouped_kv,
             "speculative": {"tokens": e.draft, "acceptance": e.acceptance} if e.draft else None}
 
 
@@ -105,7 +108,7 @@ def engine_text(e: Engine, moe: bool) -> str:
     features = (f", {percent(e.prefix_share)} of each prompt from the prefix cache" if e.prefix_share else "") + \
         (f", {e.draft} draft tokens a step accepted {percent(e.acceptance)} of the time" if e.draft else "")
     return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, "
-            + (f"{e.moe_path} MoE, " if moe else "") +
+            + (f"{e.moe_path} MoE" + (" over DeepEP" if e.dispatcher == "deepep" else "") + ", " if moe else "") +
             f"{number(e.block)}-token KV pages{features}")
 
 

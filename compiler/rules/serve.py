@@ -87,14 +87,26 @@ def draft_rules(job: Entity, engine: str) -> Iterator[Diagnostic]:
 
 
 def moe_path_rules(job: Entity, key: str, model: object) -> Iterator[Diagnostic]:
-    """`moe_path` picks the routed experts' kernels: on a dense model the engine would ignore it."""
-    path = job.get(key)
-    if path is None or not isinstance(model, Entity) or getattr(model.get("arch"), "name", model.get("arch")) == "moe":
-        return
-    yield codes.PIN_MEANINGLESS.make(job.span_of(key), pin=f"moe_path = {getattr(path, 'name', path)}",
-                                     why=f"it picks the kernels of routed experts, and the model `{model.name}` has none",
-                                     labels=[Label(model.span_of("arch"), "a dense model")] if model.span_of("arch") else [],
-                                     notes=["help: remove `moe_path` (or serve a model with `arch = moe`)"])
+    """`moe_path` picks the routed experts' kernels and `dispatcher` how their tokens are sent: on a
+    dense model the engine would ignore either; DeepEP's normal kernels run without CUDA graphs, so a
+    stated graph ceiling beside them could not hold (model/serve/engines.py [deepep])."""
+    engine = key.rsplit(".", 1)[0]
+    for field, what in (("moe_path", "it picks the kernels of routed experts"),
+                        ("dispatcher", "it sends tokens to routed experts")):
+        value = job.get(f"{engine}.{field}")
+        if value is None or not isinstance(model, Entity) or getattr(model.get("arch"), "name", model.get("arch")) == "moe":
+            continue
+        yield codes.PIN_MEANINGLESS.make(job.span_of(f"{engine}.{field}"), pin=f"{field} = {getattr(value, 'name', value)}",
+                                         why=f"{what}, and the model `{model.name}` has none",
+                                         labels=[Label(model.span_of("arch"), "a dense model")] if model.span_of("arch") else [],
+                                         notes=[f"help: remove `{field}` (or serve a model with `arch = moe`)"])
+    graphs = job.get(f"{engine}.graph_batch")
+    if getattr(job.get(f"{engine}.dispatcher"), "name", None) == "deepep" and graphs:
+        yield codes.PIN_MEANINGLESS.make(job.span_of(f"{engine}.graph_batch"), pin=f"graph_batch = {graphs}",
+                                         why="DeepEP's normal kernels cannot be captured in a CUDA graph: vLLM and "
+                                             "SGLang run every step eagerly with `dispatcher = deepep`",
+                                         labels=[Label(job.span_of(f"{engine}.dispatcher"), "the dispatcher")],
+                                         notes=["help: remove `graph_batch`, or use `dispatcher = alltoall`"])
 
 
 def _sizes(job: Entity) -> Iterator[Diagnostic]:

@@ -25,6 +25,20 @@ Sources, abbreviated below:
   [v1blog]  blog.vllm.ai 2025-01-27 "vLLM V1": the engine core in its own busy loop, a persistent
             batch (inputs updated by differences), piecewise CUDA graphs (torch.compile,
             cudagraph capture sizes up to 512 tokens)
+  [v1graphs] vLLM 0.33.0 (PyPI) vllm/config/vllm.py `_set_cudagraph_sizes`: the capture sizes and
+            --max-cudagraph-capture-size count tokens; "a decode step submits one query for the newly
+            sampled token plus one for each draft token" (`uniform_decode_query_len` = 1 + the speculative
+            tokens), and a batch larger than the largest capture size runs without a graph; by default the
+            ceiling is min(max_num_seqs x (1 + k) x 2, 512; 1024 on data-center Blackwell), capped at
+            max_num_batched_tokens
+  [deepep]  deepseek-ai/DeepEP csrc/kernels/intranode.cu `dispatch` (@031a5c49): the normal kernels send a token
+            to a rank once, where `is_token_in_rank` (any of its top-k experts there), with its top-k indices
+            remapped to the rank's experts, and combine one reduced row back; csrc/kernels/internode_ll.cu
+            `dispatch` (@005dcc9d): the low-latency kernels send one message per top-k expert. The engines turn
+            CUDA graphs off with the normal kernels: vLLM 0.33.0 vllm/config/compilation.py ("DeepEP: Disabling
+            CUDA Graphs since DeepEP high-throughput kernels ... are incompatible with CUDA Graphs", with data
+            parallelism), SGLang 0.5.23 sglang/srt/arg_groups/moe_hook.py ("Cuda graph is disabled because
+            deepep_mode=`normal`")
   [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
             per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
@@ -89,6 +103,7 @@ from ...dsl.units import GIB
 
 PREEMPTIONS = ("recompute", "swap", "reserve")   # reserve: admit only when the whole length fits
 MOE_PATHS = ("grouped", "tp_sharded", "per_expert", "ep_with_dp")
+DISPATCHERS = ("alltoall", "deepep")
 
 
 @frozen
@@ -114,8 +129,9 @@ class Engine:
     graph_pad: int = 0          # a graphed decode batch runs padded to the next size captured: 1, 2, 4, then
                                 # multiples of this (vLLM V0 `_get_graph_batch_size`, SGLang 0.3's
                                 # batch_size_list); 0: as it is
-    graph_tokens: int = 0       # iterations of at most this many tokens are graphed even with
-                                # prompts (vLLM V1's piecewise graphs; 0: none)
+    graph_tokens: int = 0       # iterations of at most this many tokens are graphed, prompts or not, and
+                                # no larger one, decode steps included (vLLM V1's one capture ceiling, in
+                                # tokens: [v1graphs]); 0: graphs counted in sequences (`graph_batch`)
     eager_op_s: float = 0.0     # host seconds per kernel of an iteration issued kernel by kernel
     step_s: float = 0.0         # host seconds per iteration: scheduling, input preparation
     seq_s: float = 0.0          # host seconds per decoding sequence per iteration: sampling, stop
@@ -125,6 +141,9 @@ class Engine:
     preemption: str = "recompute"  # recompute, swap (KV to host memory and back) or reserve
     moe_path: str = "grouped"   # grouped GEMM, TP-sharded experts, a loop over experts, or ep_with_dp
                                 # (TP-sharded in one attention group, grouped over several: vLLM's)
+    dispatcher: str = "alltoall"  # how the expert all-to-all sends a token: alltoall, a copy per routed expert
+                                # (top_k; DeepEP's low-latency kernels too); deepep, once per EP rank holding any of
+                                # its experts (DeepEP's normal kernels, [deepep]), whose graphs the engines turn off
     moe_kernel: str = ""        # "triton": vLLM's / SGLang's Triton fused_moe, whose row tile follows the
                                 # token count (model/serve/moe.py triton_tile); "": TILE_ROWS
     frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
@@ -167,11 +186,14 @@ class Engine:
         return k + 1.0 if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
 
     def graphed(self, decoding: float, tokens: float) -> bool:
-        """Whether an iteration runs as a CUDA graph (its kernels cost the host nothing)."""
+        """Whether an iteration runs as a CUDA graph (its kernels cost the host nothing). An engine
+        with token-counted graphs (`graph_tokens`: vLLM V1) graphs every iteration of at most that
+        many tokens and no other, a decode step of B sequences with k draft tokens being B (1 + k)
+        tokens ([v1graphs]); the others graph decode-only steps of at most `graph_batch` sequences."""
         if self.eager_op_s <= 0:
             return True
-        if tokens <= self.graph_tokens:
-            return True
+        if self.graph_tokens:
+            return tokens <= self.graph_tokens
         return tokens <= decoding * (1 + self.draft) and decoding <= self.graph_batch
 
     def padded(self, decoding: float, tokens: float) -> float:
@@ -220,10 +242,15 @@ class Profile:
         if self.small_gpu and hbm is not None and (hbm < 70 * GIB or "a100" in chip.lower()):
             knobs.update(self.small_gpu)
         given = {k: v for k, v in overrides.items() if v is not None}
+        if given.get("dispatcher") == "deepep" and knobs.get("eager_op_s"):
+            # DeepEP's normal kernels cannot be captured: vLLM and SGLang run every step eagerly with them ([deepep]);
+            # ASSUMPTION: TensorRT-LLM's PyTorch backend too (its DeepEP path not read)
+            given.update(graph_batch=0, graph_tokens=0)
         if "graph_batch" in given and knobs.get("graph_tokens"):
             # one capture ceiling (vLLM V1's max_cudagraph_capture_size, in tokens) bounds its piecewise
             # graphs as well as its decode graphs: a stated `graph_batch` was left beside graph_tokens
-            # = 512, which graphed every iteration up to 512 tokens whatever it said ([v1blog])
+            # = 512, which graphed every iteration up to 512 tokens whatever it said ([v1blog]); it is
+            # that ceiling, in tokens ([v1graphs]), and `graphed` counts a decode step's draft tokens
             given.setdefault("graph_tokens", given["graph_batch"])
         return Engine(**knobs | given, name=self.name, releases=self.releases)
 

@@ -236,7 +236,8 @@ class Replica:
                                                                graphed, self.engine.all_reduce_fence)
         if s.is_moe and c.tp * c.ep > 1:
             moe_layers = math.ceil(s.moe_layers / c.pp)
-            sent = group / c.tp * s.top_k * s.hidden
+            spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
+            sent = group / c.tp * s.top_k * s.hidden * moe.sent_share(s, self.engine.dispatcher, spread)
             collectives += moe_layers * (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
                                   + comms.all_to_all(sent * 2, self.ep_stages))
         loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0

@@ -1,14 +1,16 @@
 """The routed experts of a serving iteration (model/serve/inference.py): what a mixture-of-experts
 layer costs beyond a dense layer of the same active width.
 
-- Distinct experts touched: with B tokens each picking k of E experts, an expert is idle with
-  probability (1 - k/E)^B, so E (1 - (1 - k/E)^B) experts are touched and only their weights
-  are read from HBM (`touched`).
+- Distinct experts touched: with B tokens each picking k of E experts, only the experts some
+  token picks have their weights read from HBM: training's law of how tokens land on ranks,
+  one expert a rank (model/expert_load.py `experts_touched`, group-limited routing included).
 - Grouped GEMM: each touched expert multiplies only its rows, padded up to the kernel's row
   tile (CUTLASS grouped GEMM and vLLM's fused_moe pad every expert's rows to a tile), at a
   dense GEMM's rate of the padded rows' shape (`GROUPED_GEMM_EFFICIENCY`).
 - Expert parallelism: the GPU holding the most routed rows sets the pace; with G GPUs and a
   mean of m rows each, the expected maximum of the (near-Poisson) loads is m + sqrt(2 m ln G).
+- Dispatch and combine: the all-to-all sends each token's top_k copies, or once per EP rank holding
+  any of its experts where the dispatcher dedupes (DeepEP's normal kernels: `sent_share`).
 - Routing traffic: the permute before the expert GEMMs and the un-permute and weighted sum
   after them move every routed row through HBM: k x hidden activations, written and read on
   each side (four passes, 16-bit).
@@ -24,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 
-from ..expert_load import busiest_load
+from ..expert_load import busiest_load, destinations, experts_touched
 from ..shape import ModelShape
 
 TILE_ROWS = 64                 # ASSUMPTION: row tile of the grouped GEMMs (vLLM fused_moe BLOCK_SIZE_M 16-128
@@ -96,13 +98,6 @@ def expert_layout(path: str, tp: int, ep: int) -> tuple[int, int]:
     return (tp, ep) if path == "tp_sharded" else (1, tp * ep)
 
 
-def touched(shape: ModelShape, tokens: float) -> float:
-    """Share of the routed experts at least one of `tokens` tokens picks."""
-    if not shape.is_moe or tokens <= 0:
-        return 0.0
-    return 1 - (1 - shape.top_k / shape.routed) ** tokens
-
-
 def triton_tile(tokens: float, experts: int, width: int, chip: str, fp8: bool) -> int:
     """BLOCK_SIZE_M of vLLM's / SGLang's Triton fused_moe for a call of `tokens` rows over `experts`
     local experts of `width` columns each (the shard's intermediate size) on `chip` (sources above)."""
@@ -117,7 +112,7 @@ def triton_tile(tokens: float, experts: int, width: int, chip: str, fp8: bool) -
 def padded_rows(shape: ModelShape, tokens: float, tile: int = TILE_ROWS) -> tuple[float, float]:
     """(rows each touched expert's GEMM computes, those over its routed rows): the routed rows
     rounded up to the tile (on average half a tile more, at least one tile)."""
-    share = touched(shape, tokens)
+    share = experts_touched(shape, tokens)
     if share <= 0:
         return float(tile), 1.0
     per_expert = tokens * shape.top_k / (shape.routed * share)
@@ -166,7 +161,7 @@ def expert_gemm_time(flops_per_token: float, tokens: float, rate, shape: ModelSh
 
 def routed_rows(shape: ModelShape, tokens: float) -> float:
     """The mean rows a touched expert receives from `tokens` tokens."""
-    share = touched(shape, tokens)
+    share = experts_touched(shape, tokens)
     return tokens * shape.top_k / (shape.routed * share) if share > 0 else 1.0
 
 
@@ -176,7 +171,7 @@ def touched_share(shape: ModelShape, tokens: float, path: str, gpus: int, tp: in
     batches the GPU that drew the most sets the pace (the expected maximum over the GPUs of a
     binomial count); TP-sharded experts spread every expert over the tensor-parallel GPUs, whose
     reads are then even within a group (the groups differ: expert parallel over gpus / tp)."""
-    q = touched(shape, tokens)
+    q = experts_touched(shape, tokens)
     path = run_path(path, gpus // max(1, tp))
     groups = max(1, gpus // tp) if path == "tp_sharded" else gpus
     local = shape.routed / groups if groups else shape.routed
@@ -227,6 +222,17 @@ def _expected_max_window(n: int, q: float, groups: int) -> float:
         cdf += term / mass
         total += 1 - min(1.0, cdf) ** groups
     return total
+
+
+def sent_share(shape: ModelShape, dispatcher: str, ranks: int) -> float:
+    """Share of a token's top_k routed copies the expert all-to-all sends over `ranks` EP ranks (those the
+    experts are spread over, `expert_layout`): every copy (alltoall), or one per rank holding any of the
+    token's experts (deepep: DeepEP's normal kernels, model/serve/engines.py [deepep]): expert_load's
+    distinct destinations over top_k, the same law training's flex dispatchers are priced by (DeepSeek-V3,
+    8 of 256 within 4 of 8 groups, on 8 ranks: 3.63 of 8)."""
+    if dispatcher != "deepep" or ranks <= 1 or not shape.is_moe or shape.top_k <= 1:
+        return 1.0
+    return min(1.0, destinations(shape, ranks) / shape.top_k)
 
 
 def loop_kernels(shape: ModelShape, gpus: int, path: str) -> float:

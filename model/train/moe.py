@@ -28,7 +28,7 @@ import math
 
 from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
-from ..expert_load import busiest_load, copies_on_rank
+from ..expert_load import busiest_load, destinations
 from ..config import TrainConfig
 from ..shape import ModelShape
 from ..ops import ACT_BYTES, Op, elementwise, gemm
@@ -188,11 +188,11 @@ def sent_share(shape: ModelShape, cfg: TrainConfig) -> float:
     and expand it into its copies there (DeepEP README, "normal kernels": dispatch by rank,
     then by expert). With uniform routing over `routed` experts, `local` per GPU, a GPU holds
     none of a token's top_k experts with probability C(routed - local, k) / C(routed, k); with
-    group-limited routing, as `copies_on_rank` counts it (DeepSeek-V3 on EP 8: a token reaches
+    group-limited routing, as `destinations` counts it (model/expert_load.py) (DeepSeek-V3 on EP 8: a token reaches
     3.6 of the 8 GPUs, not 5.3)."""
     if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1 or shape.top_k <= 1:
         return 1.0
-    return min(1.0, cfg.ep * copies_on_rank(shape, cfg.ep)[0] / shape.top_k)
+    return min(1.0, destinations(shape, cfg.ep) / shape.top_k)
 
 
 def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:

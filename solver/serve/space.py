@@ -108,7 +108,8 @@ def engine_of(entity: Entity, partition: Partition | None = None) -> Engine:
              "grouped_kv": reads.name == "grouped" if reads is not None else None,
              "scheduler_steps": get("scheduler_steps"), "max_seqs": get("max_batch"),
              "mixed": get("mixed"), "graph_batch": get("graph_batch"), "overlap": get("overlap"),
-             "preemption": getattr(get("preemption"), "name", None), "moe_path": getattr(get("moe_path"), "name", None)}
+             "preemption": getattr(get("preemption"), "name", None), "moe_path": getattr(get("moe_path"), "name", None),
+             "dispatcher": getattr(get("dispatcher"), "name", None)}
     for field, knob in (("host_step", "step_s"), ("host_per_sequence", "seq_s"), ("eager_op", "eager_op_s"),
                         ("frontend", "frontend_s")):
         value = get(field)

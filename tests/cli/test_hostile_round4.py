@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.solver.sweep import axes
 from gclc.testing import load_profile
+from gclc.testing.edit import edit_source
 
 PROFILE = load_profile()
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,6 +117,30 @@ def test_moe_path_on_an_moe_model_is_still_accepted(tmp_path, cli, path):
     source = _with_field(tmp_path, "deepseek_v3_serve.gcl", "chat.engine.moe_path", path)
     code, out = cli(["check", str(source)])
     assert code == 0 and "pin-meaningless" not in out, out
+
+
+@pytest.mark.parametrize("example, key", [("chat_serve_features.gcl", "chat.engine.dispatcher"),
+                                          ("rl_grpo_70b.gcl", "grpo_70b.generate.engine.dispatcher")])
+def test_a_dispatcher_on_a_dense_model_is_refused_where_it_is_written(tmp_path, cli, example, key):
+    """`dispatcher` sends tokens to routed experts: on a dense model it would change nothing."""
+    source = _with_field(tmp_path, example, key, "deepep")
+    code, out = cli(["check", str(source)])
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1) if "dispatcher = deepep" in text)
+    assert code == 1 and f"{source}:{line}:" in out and "error[pin-meaningless]" in out
+    assert "has none" in out and "help: remove `dispatcher`" in out
+
+
+def test_deepep_beside_a_graph_ceiling_is_refused_where_it_is_written(tmp_path, cli):
+    """DeepEP's normal kernels run without CUDA graphs (vLLM and SGLang turn them off), so a stated
+    `graph_batch` beside `dispatcher = deepep` could not hold; each alone is accepted."""
+    deepep = _with_field(tmp_path, "deepseek_v3_serve.gcl", "chat.engine.dispatcher", "deepep")
+    code, out = cli(["check", str(deepep)])
+    assert code == 0 and "pin-meaningless" not in out, out
+    text, _ = edit_source(deepep.read_text(encoding="utf-8"), str(deepep), {}, {"chat.engine.graph_batch": "64"})
+    deepep.write_text(text, encoding="utf-8")
+    code, out = cli(["check", str(deepep)])
+    line = next(n for n, text in enumerate(deepep.read_text().splitlines(), 1) if "graph_batch = 64" in text)
+    assert code == 1 and f"{deepep}:{line}:" in out and "cannot be captured in a CUDA graph" in out
 
 
 # ------------------------------------------------------------------ routing where there are no uplinks

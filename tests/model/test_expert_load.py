@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
+from pathlib import Path
 
+import attrs
 import pytest
 
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
+from gclc.compiler.driver import check_file
 from gclc.model import expert_load
+from gclc.model.shape import ModelShape
+from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
+from gclc.testing.profiles import scaled_examples
 
 load_profile()
+
+ROOT = Path(__file__).resolve().parents[2]
+MOE = ModelShape.from_entity(serve_entity(check_file(str(ROOT / "examples" / "deepseek_v3_serve.gcl")).design).get("model"))
 
 
 def by_every_subset(experts: int, k: int, groups: int, picked: int, ranks: int) -> tuple[float, float]:
@@ -67,3 +77,52 @@ def test_a_rank_receives_its_share_of_the_copies_whatever_the_groups(layout, ran
         mean = sum(w * k * a / (picked * experts // groups) for a, w in offered.items())
         assert mean == pytest.approx(k * local / experts)
     assert expert_load._copies(experts, k, groups, picked, ranks)[1] >= 0
+
+
+def _shape(experts: int, k: int, groups: int, picked: int) -> ModelShape:
+    return attrs.evolve(MOE, routed=experts, top_k=k, expert_groups=groups, group_top_k=picked)
+
+
+@settings(max_examples=scaled_examples(40), deadline=None)
+@given(layouts, st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8, 16, 32, 64]),
+       st.floats(0.0, 5000.0), st.floats(0.0, 5000.0))
+@example((96, 6, 3), 8, 4, 3.0, 40.0)
+def test_the_ranks_tokens_reach(layout, k, ranks, a, b):
+    """Laws of the one law serving and training share: more tokens reach no fewer ranks (or
+    experts), never more than all of them; each expert is picked with probability k / E whatever
+    the groups, so the experts touched are 1 - (1 - k/E)^B; group-limited routing reaches no more
+    ranks than plain routing of the same k of E (a token's picks crowd into its groups); one
+    token's share of the ranks is its distinct destinations over the ranks, between 1 and
+    min(k, ranks) of them, and only on the ranks of its picked groups."""
+    experts, groups, picked = layout
+    if experts % ranks or picked * (experts // groups) < k:
+        return
+    shape, plain = _shape(experts, k, groups, picked), _shape(experts, k, 1, 1)
+    low, high = min(a, b), max(a, b)
+    for s in (shape, plain):
+        assert 0.0 <= expert_load.reached_share(s, low, ranks) <= expert_load.reached_share(s, high, ranks) <= 1 + 1e-12
+        assert expert_load.experts_touched(s, high) == pytest.approx(1 - (1 - k / experts) ** high, rel=1e-9, abs=1e-12)
+        one = expert_load.destinations(s, ranks)
+        assert 1 - 1e-9 <= one <= min(k, ranks) + 1e-9
+        if ranks > 1:
+            assert expert_load.reached_share(s, 1, ranks) * ranks == pytest.approx(one, rel=1e-9)
+    assert expert_load.reached_share(shape, high, ranks) <= expert_load.reached_share(plain, high, ranks) + 1e-12
+    assert expert_load.destinations(shape, ranks) <= expert_load.destinations(plain, ranks) + 1e-9
+    # group-limited routing reaches only the ranks of its picked groups (DeepSeek-V3's node limit)
+    if groups % ranks == 0:
+        assert expert_load.destinations(shape, ranks) <= min(picked, ranks) + 1e-9
+    elif ranks % groups == 0:
+        assert expert_load.destinations(shape, ranks) <= picked * ranks // groups + 1e-9
+
+
+def test_distinct_destinations_by_sampling():
+    """A token's distinct destination ranks, sampled as Megatron-Core's `group_limited_topk` draws
+    under random logits (groups first, then top_k experts among theirs), against the law: 96
+    experts in 6 groups of 16, 3 picked, 8 of them, on 4 ranks of 24 that cut across groups."""
+    rng = random.Random(7)
+    shape, draws, total = _shape(96, 8, 6, 3), 40000, 0
+    for _ in range(draws):
+        chosen = rng.sample(range(6), 3)
+        experts = rng.sample([g * 16 + i for g in chosen for i in range(16)], 8)
+        total += len({e // 24 for e in experts})
+    assert total / draws == pytest.approx(expert_load.destinations(shape, 4), abs=0.02)   # the sampled mean's sd: about 0.004

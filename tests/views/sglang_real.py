@@ -59,7 +59,8 @@ FIELDS = ("tp_size", "pp_size", "attn_dp_size", "ep_size", "max_running_requests
           "page_size", "kv_cache_dtype", "mem_fraction_static", "context_length", "quantization",
           "disable_radix_cache", "enable_mixed_chunk", "disable_overlap_schedule", "num_continuous_decode_steps",
           "speculative_algorithm", "speculative_num_steps", "disaggregation_mode",
-          "disaggregation_transfer_backend", "served_model_name", "device", "nnodes", "node_rank", "dist_init_addr")
+          "disaggregation_transfer_backend", "served_model_name", "device", "nnodes", "node_rank", "dist_init_addr",
+          "moe_a2a_backend", "deepep_mode")
 
 
 def server_args(argv: list[str]) -> dict:

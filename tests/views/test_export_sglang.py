@@ -20,7 +20,8 @@ from gclc.compiler.driver import check_file
 from gclc.views.export import ExportError, export
 from gclc.views.export import sglang
 from gclc.views.export.jobs import job_entity, job_plan
-from gclc.views.export.vllm import pools
+from gclc.views.export.sglang import pool_arguments
+from gclc.views.export.vllm import pools, words as flag_words
 
 from .test_export_vllm import HEAD, bash_array, hf_config, node_words, plan_crossings
 
@@ -58,6 +59,14 @@ def _served(directory: str, case: str):
     return job_plan(job_entity(_plans(directory)[case], None)).served
 
 
+def _deepep(directory: str):
+    """(served, side, role): the aggregated plan's pool as it would run with DeepEP's normal kernels
+    (`dispatcher = deepep`, which the engine plans without CUDA graphs) on GPUs holding whole experts."""
+    served = _served(directory, "aggregated")
+    engine = attrs.evolve(served.decode.replica.engine, dispatcher="deepep", moe_path="grouped", graph_batch=0)
+    return served, attrs.evolve(served.decode, replica=attrs.evolve(served.decode.replica, engine=engine)), "serving"
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     return tmp_path_factory.mktemp("sglang")
@@ -86,6 +95,7 @@ def verdicts(root):
     # not a whole number of 64-token pages, nor once SGLang divides it over 16 attention DP ranks (513)
     cases["negative/chunk"] = good[:chunk] + ["8208"] + good[chunk + 1:]
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]      # vLLM's V0 flag, not SGLang's
+    cases["deepep/serving/args"] = flag_words(pool_arguments(*_deepep(str(root)))) + good[-5:]
     # a replica over two nodes: the second node's launch (SGLang's resolution is slow: one node)
     node = node_words(root / "aggregated" / "sglang.args", "sglang", "serving", 1)
     cases["aggregated/serving/node1"] = good + node
@@ -131,7 +141,7 @@ def test_sglang_accepts_every_pool_as_the_plan_states_it(verdicts):
     what the array states; disaggregated pools take their role and NIXL."""
     pools = [n for n in verdicts if not n.startswith(("negative/", "dynamo/")) and "node" not in n]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
-                                                     "disaggregated/decode", "llama/serving"}
+                                                     "disaggregated/decode", "llama/serving", "deepep/serving"}
     for name in pools:
         argv, verdict = verdicts[name]
         assert "error" not in verdict, f"{name}: {verdict.get('error')}"
@@ -167,6 +177,18 @@ def test_the_exported_replica_is_the_plans(verdicts, root):
     assert (got["max_running_requests"], got["chunked_prefill_size"], got["page_size"]) == (best.batch, 8192, 64)
     assert got["mem_fraction_static"] == pytest.approx(0.9)   # `memory <= 90%`
     assert not got["disable_overlap_schedule"]   # the sglang profile overlaps the host's work
+
+
+def test_sglang_dispatches_with_deepeps_normal_kernels_where_the_plan_does(verdicts, root):
+    """`dispatcher = deepep` reaches SGLang's resolved arguments as its DeepEP backend in normal mode (one
+    send per GPU holding a token's experts, as the plan prices it) over the replica's expert-parallel GPUs;
+    the plan's own launch keeps SGLang's default (no DeepEP)."""
+    argv, verdict = verdicts["deepep/serving/args"]
+    assert "error" not in verdict, verdict.get("error")
+    got, c = verdict["args"], _deepep(str(root))[1].replica.config
+    assert (got["moe_a2a_backend"], got["deepep_mode"]) == ("deepep", "normal")
+    assert got["ep_size"] == got["tp_size"] == c.tp * c.ep
+    assert verdicts["aggregated/serving/args"][1]["args"]["moe_a2a_backend"] != "deepep"
 
 
 def test_sglang_rejects_the_negative_controls(verdicts):

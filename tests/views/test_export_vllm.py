@@ -36,6 +36,8 @@ TP_ONLY = ServeConfig(tp=8, batch=64, precision="fp8", ep=1, pp=2, kv_precision=
 # export writes them: where vLLM puts each group is compared with where the plan costs it
 PLACED = {"dp8_pp2": ServeConfig(tp=1, batch=64, precision="fp8", ep=8, pp=2, kv_precision="fp8"),
           "tp2_dp4_pp2": ServeConfig(tp=2, batch=64, precision="fp8", ep=4, pp=2, kv_precision="fp8")}
+MTP_ENGINE = profile("vllm_v1").engine(draft=1, acceptance=0.8)   # DeepSeek-V3's MTP head drafting one token
+DEEPEP_ENGINE = profile("vllm_v1").engine(dispatcher="deepep")
 RL = ROOT / "tests" / "data" / "rl_small.gcl"   # GRPO of an 8B policy on two DGX H100 and two DGX A100
 
 if not (ENGINE / "vllm" / "engine" / "arg_utils.py").exists():
@@ -164,6 +166,15 @@ def verdicts(root):
         cases[f"graphs/{ceiling}/serving/args"] = flag_words(replica_arguments(
             "DeepSeekV3", TP_ONLY, profile("vllm_v1").engine(graph_batch=ceiling), 4096, 0.9, "serving",
             experts=True)) + good[-5:]
+    # MTP with one draft token (decode steps of 2 tokens a sequence), as the export writes it, and without
+    # the ceiling it writes: vLLM's default then follows max_num_seqs (64 here: 64 x 2 x 2 = 256 tokens)
+    mtp = flag_words(replica_arguments("DeepSeekV3", TP_ONLY, MTP_ENGINE, 4096, 0.9, "serving", experts=True))
+    cases["graphs/mtp/serving/args"] = mtp + good[-5:]
+    at = mtp.index("--max-cudagraph-capture-size")
+    cases["graphs/mtp_vllm_default/serving/args"] = mtp[:at] + mtp[at + 2:] + good[-5:]
+    # DeepEP's normal kernels (`dispatcher = deepep`) on eight attention groups holding whole experts
+    cases["deepep/serving/args"] = flag_words(replica_arguments("DeepSeekV3", PLACED["dp8_pp2"], DEEPEP_ENGINE, 4096,
+                                                                0.9, "serving", experts=True)) + good[-5:]
     for name, config in PLACED.items():   # each node of the replica, as its node function launches it
         placed = flag_words(replica_arguments("DeepSeekV3", config, profile("vllm_v1").engine(), 4096, 0.9,
                                               "serving", experts=True))
@@ -219,7 +230,7 @@ def test_vllm_accepts_every_pool_as_the_plan_states_it(verdicts):
     """vLLM's engine config of each pool, from the bash array and from the YAML alike, holds
     what the array states: TP, DP x EP, PP, sequences, batched tokens, page, cache dtype, share
     of HBM, chunked prefill on, prefix caching off, and NIXL between disaggregated pools."""
-    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/", "placed/", "graphs/"))
+    pools = [n for n in verdicts if not n.startswith(("negative/", "rl_", "tp_only/", "dynamo/", "placed/", "graphs/", "deepep/"))
              and "node" not in n]
     assert {n.rsplit("/", 1)[0] for n in pools} == {"aggregated/serving", "disaggregated/prefill",
                                                      "disaggregated/decode", "llama/prefill", "llama/decode"}
@@ -421,6 +432,33 @@ def test_vllm_takes_a_stated_graph_ceiling(verdicts):
         argv, verdict = verdicts[f"graphs/{ceiling}/serving/args"]
         assert "error" not in verdict, verdict.get("error")
         assert (("--max-cudagraph-capture-size" in argv) if ceiling else ("--enforce-eager" in argv))
+
+
+def test_vllm_counts_the_graph_ceiling_in_tokens_as_the_plan_does(verdicts):
+    """With MTP (one draft token) a decode step of B sequences is 2 B tokens to vLLM's capture sizes:
+    the plan graphs exactly the decode steps whose tokens vLLM's largest capture size covers, the
+    export writing the plan's ceiling; vLLM's default without it follows max_num_seqs, not the plan."""
+    argv, verdict = verdicts["graphs/mtp/serving/args"]
+    assert "error" not in verdict, verdict.get("error")
+    sizes = verdict["config"]["graph_sizes"]
+    assert max(sizes) == MTP_ENGINE.graph_tokens == 512
+    for batch in (1, 64, 200, 256, 257, 300, 512):
+        assert MTP_ENGINE.graphed(batch, batch * 2) == (batch * 2 <= max(sizes))
+    default = verdicts["graphs/mtp_vllm_default/serving/args"][1]
+    assert "error" not in default, default.get("error")
+    assert max(default["config"]["graph_sizes"]) == min(64 * 2 * 2, 512) != MTP_ENGINE.graph_tokens
+
+
+def test_vllm_dispatches_with_deepep_where_the_plan_does(verdicts):
+    """`dispatcher = deepep` reaches vLLM's engine config as its DeepEP high-throughput backend over the
+    expert-parallel GPUs, run eagerly (vLLM turns CUDA graphs off with it; the plan graphs nothing); the
+    plan's launches without it keep vLLM's default backend."""
+    argv, verdict = verdicts["deepep/serving/args"]
+    assert "error" not in verdict, verdict.get("error")
+    got = verdict["config"]
+    assert got["all2all_backend"] == "deepep_high_throughput" and got["expert_parallel"]
+    assert "--enforce-eager" in argv and got["graph_sizes"] == []
+    assert verdicts["aggregated/serving/args"][1]["config"]["all2all_backend"] != "deepep_high_throughput"
 
 
 def test_what_vllm_cannot_run_is_refused(tmp_path):

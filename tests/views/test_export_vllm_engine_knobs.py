@@ -69,8 +69,12 @@ def test_the_cli_refuses_a_swapping_plan(tmp_path, capsys):
 
 
 def test_a_stated_graph_ceiling_reaches_the_launch(chip):
+    """The plan's ceiling in tokens is written even where it is the profile's (vLLM's default moves with
+    max_num_seqs, the draft tokens and the chip); a ceiling counted in sequences is refused."""
     v1 = profile("vllm_v1").engine()
-    assert "--max-cudagraph-capture-size" not in _flags(ONE, v1) and "--enforce-eager" not in _flags(ONE, v1)
+    assert _flags(ONE, v1)["--max-cudagraph-capture-size"] == v1.graph_tokens and "--enforce-eager" not in _flags(ONE, v1)
+    with pytest.raises(ExportError, match="counts its CUDA-graph ceiling in tokens"):
+        _flags(ONE, attrs.evolve(v1, graph_tokens=0))
     assert _flags(ONE, profile("vllm_v1").engine(graph_batch=64))["--max-cudagraph-capture-size"] == 64
     assert _flags(ONE, profile("vllm_v1").engine(graph_batch=0))["--enforce-eager"] is True
 
@@ -89,3 +93,15 @@ def test_sglang_refuses_what_it_would_drop(tmp_path):
         design.write_text(text.replace(marker, marker + extra))
         with pytest.raises(ExportError, match=why):
             export("sglang", check_file(str(design)).design)
+
+
+def test_deepep_is_refused_where_the_experts_are_tp_sharded(chip):
+    """DeepEP sends tokens between GPUs holding whole experts: a replica of one attention group shards
+    them over TP on the vllm_v1 profile (no --enable-expert-parallel), so `dispatcher = deepep` is refused."""
+    deepep = profile("vllm_v1").engine(dispatcher="deepep")
+    with pytest.raises(ExportError, match="dispatches tokens with DeepEP"):
+        check(ServeConfig(tp=8, batch=64, precision="fp8", kv_precision="fp8"), deepep, chip, False, experts=True)
+    check(ServeConfig(tp=1, batch=64, precision="fp8", kv_precision="fp8", ep=8), deepep, chip, False, experts=True)
+    words = dict(replica_arguments("M", ServeConfig(tp=1, batch=64, precision="fp8", kv_precision="fp8", ep=8),
+                                   deepep, 8192, 0.9, "serving", experts=True))
+    assert words["--all2all-backend"] == "deepep_high_throughput" and words["--enforce-eager"] is True

@@ -18,6 +18,8 @@ a CUDA device (the chip's compute capability for fp8 kernels) do not run. A case
 the stub `sleep_mode` also has the CPU platform answer that it can sleep (vLLM's CUDA platform
 does; the CPU one refuses `--enable-sleep-mode`), so that the rest of the engine config is
 checked; the same case without the stub is the control that the flag reached vLLM's check.
+The CUDA-graph capture sizes are vLLM's own rule (`_set_cudagraph_sizes`) rerun with a graph mode
+on, which the CPU platform turns off (`capture_sizes`).
 The CPU platform's answer to "has this host AMX tiles?" is stubbed to yes: without AMX, vLLM's
 CPU platform turns chunked prefill and prefix caching off for an MLA model, forces its block
 size to 16 and raises the batched tokens (platforms/cpu.py, for its own CPU MLA kernel), so the
@@ -60,7 +62,8 @@ def engine_config_of(engine_args, headless: bool = False) -> dict:
     p, s, c, m = config.parallel_config, config.scheduler_config, config.cache_config, config.model_config
     transfer = config.kv_transfer_config
     return {"tp": p.tensor_parallel_size, "pp": p.pipeline_parallel_size, "dp": p.data_parallel_size,
-            "expert_parallel": p.enable_expert_parallel, "max_num_seqs": s.max_num_seqs,
+            "expert_parallel": p.enable_expert_parallel, "all2all_backend": p.all2all_backend,
+            "max_num_seqs": s.max_num_seqs,
             "max_num_batched_tokens": s.max_num_batched_tokens, "chunked_prefill": s.enable_chunked_prefill,
             "block_size": c.block_size, "cache_dtype": str(c.cache_dtype),
             "gpu_memory_utilization": c.gpu_memory_utilization, "prefix_caching": c.enable_prefix_caching,
@@ -68,11 +71,29 @@ def engine_config_of(engine_args, headless: bool = False) -> dict:
             "served_model_name": m.served_model_name,
             "kv_connector": transfer.kv_connector if transfer else None,
             "kv_role": transfer.kv_role if transfer else None, "sleep_mode": m.enable_sleep_mode,
-            "experts": expert_layout(p), "nodes": {
+            "experts": expert_layout(p), "graph_sizes": capture_sizes(config), "nodes": {
                 "nnodes": p.nnodes, "node_rank": p.node_rank, "master_addr": p.master_addr,
                 "master_port": p.master_port, "dp_local": p.data_parallel_size_local, "dp_rank": p.data_parallel_rank,
                 "world": p.world_size, "ranks": node_ranks(p)},
             "groups": rank_groups(config)}
+
+
+def capture_sizes(config) -> list[int]:
+    """The CUDA-graph capture sizes, in tokens, vLLM's CUDA platform would take for this config: its
+    own `_set_cudagraph_sizes` rerun with a graph mode on (the CPU platform graphs nothing: it skips
+    the rule and clears the sizes; the named stub). The largest is the ceiling past which a batch
+    runs without a graph. [] under --enforce-eager."""
+    from vllm.config import CUDAGraphMode
+
+    c = config.compilation_config
+    if config.model_config.enforce_eager:
+        return []
+    mode, c.cudagraph_mode, c.cudagraph_capture_sizes = c.cudagraph_mode, CUDAGraphMode.PIECEWISE, None
+    try:
+        config._set_cudagraph_sizes()
+        return list(c.cudagraph_capture_sizes)
+    finally:
+        c.cudagraph_mode = mode
 
 
 def node_ranks(p) -> list[int]:

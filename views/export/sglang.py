@@ -10,7 +10,9 @@ PP stages: --tp-size tp x ep and --pp-size pp; the attention groups that share t
 experts (ep) -> --attn-dp-size (attention data parallel inside the TP group, each group's
 attention TP = the plan's tp); the routed experts as the plan costs them -> --ep-size: ep where
 the engine's MoE path keeps each expert TP-sharded over tp GPUs (SGLang's MoE TP = tp-size /
-ep-size), tp x ep where it holds whole experts; the batch limit -> --max-running-requests; the
+ep-size), tp x ep where it holds whole experts; `dispatcher = deepep` -> --moe-a2a-backend deepep
+--deepep-mode normal (DeepEP's normal kernels, which SGLang runs without CUDA graphs, as the plan
+costs them); the batch limit -> --max-running-requests; the
 engine's chunk -> --chunked-prefill-size (prompt chunks join decode batches only with
 --enable-mixed-chunk, the engine's `mixed`); the KV page -> --page-size; the KV precision ->
 --kv-cache-dtype; the memory bound -> --mem-fraction-static (SGLang's share for weights and the
@@ -65,6 +67,8 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
         ("--tp-size", c.tp * c.ep), ("--pp-size", c.pp)]
     if c.ep > 1:
         args += [("--attn-dp-size", c.ep), ("--ep-size", moe.expert_layout(engine.moe_path, c.tp, c.ep)[1])]
+    if engine.dispatcher == "deepep":   # DeepEP's normal kernels (SGLang then runs without CUDA graphs, as planned)
+        args += [("--moe-a2a-backend", "deepep"), ("--deepep-mode", "normal")]
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
     args += [("--context-length", shape_seq(entity)), ("--max-running-requests", c.batch),
@@ -91,8 +95,13 @@ def _check(served, config, engine) -> None:
     if engine.preemption != "recompute":
         raise ExportError(f"the plan preempts requests by `{engine.preemption}`; SGLang retracts a running request "
                           "and recomputes it: plan with `engine { preemption = recompute }`")
+    if engine.dispatcher == "deepep" and (config.tp * config.ep <= 1
+                                          or moe.expert_layout(engine.moe_path, config.tp, config.ep)[0] != 1):
+        raise ExportError("the plan dispatches tokens with DeepEP (`dispatcher = deepep`), which sends them between "
+                          "GPUs holding whole experts, and this replica's experts are TP-sharded (or on one GPU): plan "
+                          "with `dispatcher = alltoall`, or with `moe_path = grouped`")
     default = PROFILES["sglang"].knobs["graph_batch"]
-    if engine.graph_batch != default and engine.eager_op_s > 0:
+    if engine.graph_batch != default and engine.eager_op_s > 0 and engine.dispatcher != "deepep":
         raise ExportError(f"the plan runs decode batches up to {engine.graph_batch} as CUDA graphs (`graph_batch`); "
                           f"the SGLang export writes no capture ceiling, so SGLang would run its own ({default} in "
                           "the profile): remove `graph_batch`")

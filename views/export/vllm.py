@@ -12,14 +12,15 @@ attention groups sharing the routed experts (ep) -> --data-parallel-size; the ex
 plan costs them (model/serve/moe.py `expert_layout`) -> --enable-expert-parallel where each GPU
 holds whole experts (vLLM's EP spans TP x DP GPUs), off where they are TP-sharded over the
 replica's TP GPUs (the vllm_v1 profile's `ep_with_dp`: on exactly with several attention
-groups); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
+groups), and `dispatcher = deepep` -> --all2all-backend deepep_high_throughput (DeepEP's normal kernels,
+which vLLM runs without CUDA graphs, as the plan costs them); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
 engine's chunk -> --max-num-batched-tokens (chunked prefill is vLLM's only mode since V1); the
 KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound ->
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
 the plan's memory bound limits); the model's sequence -> --max-model-len; a declared prefix
 share -> prefix caching on (off where the plan counts no hits); speculative decoding -> the
-model's own MTP heads; a stated CUDA-graph ceiling (`graph_batch`) -> --max-cudagraph-capture-size
-(0: --enforce-eager); the host's work overlapped with the GPU's or not (the engine's `overlap`)
+model's own MTP heads; the CUDA-graph ceiling, in tokens (the vllm_v1 profile's 512 or a stated
+`graph_batch`) -> --max-cudagraph-capture-size (0: --enforce-eager); the host's work overlapped with the GPU's or not (the engine's `overlap`)
 -> --async-scheduling or --no-async-scheduling (vLLM 0.33.0 turns async scheduling on when
 neither is given, vllm/config/vllm.py, which the vllm_v1 profile does not cost). Disaggregated pools exchange KV through NIXL (`NixlConnector`, both
 roles `kv_both` as vLLM's disaggregated-serving guide runs them). A replica that spans nodes
@@ -46,7 +47,6 @@ import yaml
 
 from ...dsl.numbers import number
 from ...model.serve import moe
-from ...model.serve.engines import PROFILES
 from ...model.shape import ModelShape
 from .engine_checks import check_common
 from .replica_nodes import function_lines, nodes_per_replica, vllm_node_flags
@@ -91,6 +91,8 @@ def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: 
         args.append(("--data-parallel-size", c.ep))
     if expert_parallel(c, engine, experts):
         args.append(("--enable-expert-parallel", True))
+        if engine.dispatcher == "deepep":   # DeepEP's normal kernels: a token once per rank holding its experts
+            args.append(("--all2all-backend", "deepep_high_throughput"))
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
     # vLLM's --max-num-seqs bounds each data-parallel rank's scheduler (vllm/config/scheduler.py):
@@ -112,15 +114,20 @@ def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: 
 
 
 def graph_arguments(engine) -> list[tuple[str, object]]:
-    """A stated CUDA-graph ceiling (`graph_batch`, planned as V1's one capture ceiling in tokens,
-    model/serve/engines.py) -> --max-cudagraph-capture-size, 0 (no graphs) -> --enforce-eager;
-    the profile's own ceiling is vLLM's default and writes nothing."""
-    default = PROFILES["vllm_v1"].knobs["graph_batch"]
-    if engine.graph_batch == default or engine.eager_op_s <= 0:
+    """The plan's CUDA-graph ceiling, in tokens as vLLM V1 counts it (`graph_tokens`: every iteration of
+    at most that many tokens graphed, a decode step of B sequences with k draft tokens being B (1 + k);
+    model/serve/engines.py [v1graphs]) -> --max-cudagraph-capture-size, 0 (no graphs) -> --enforce-eager.
+    Written even where it is the profile's: vLLM's default ceiling is min(max_num_seqs x (1 + k) x 2, 512;
+    1024 on data-center Blackwell), the plan's 512 only for some batches, drafts and chips."""
+    if engine.eager_op_s <= 0:
         return []
-    if engine.graph_batch == 0:
-        return [("--enforce-eager", True)]
-    return [("--max-cudagraph-capture-size", engine.graph_batch)]
+    if engine.graph_tokens:
+        return [("--max-cudagraph-capture-size", engine.graph_tokens)]
+    if engine.graph_batch:
+        raise ExportError(f"the plan graphs decode steps of up to {engine.graph_batch} sequences; vLLM's V1 engine "
+                          "counts its CUDA-graph ceiling in tokens: plan with the vllm_v1 profile's ceiling "
+                          "(`engine { graph_batch = N }` on it is N tokens)")
+    return [("--enforce-eager", True)]
 
 
 def shape_seq(entity) -> int:
@@ -146,6 +153,10 @@ def check(config, engine, chip, mtp: bool, experts: bool = False) -> None:
             raise ExportError(f"the plan shards each expert over TP {config.tp} within each of {config.ep} attention "
                               f"groups; vLLM shards them over all TP x DP GPUs, or with --enable-expert-parallel "
                               f"holds whole experts: plan with `moe_path = ep_with_dp` (the vllm_v1 profile's)")
+    if engine.dispatcher == "deepep" and not expert_parallel(config, engine, experts):
+        raise ExportError("the plan dispatches tokens with DeepEP (`dispatcher = deepep`), which sends them between "
+                          "expert-parallel GPUs, and this replica's experts are TP-sharded (no --enable-expert-parallel): "
+                          "plan with `dispatcher = alltoall`, or with several attention groups")
     if engine.scheduler_steps != 1:
         raise ExportError(f"the plan runs {engine.scheduler_steps} decode steps per scheduling round; vLLM's "
                           "V1 engine schedules every step (no --num-scheduler-steps): remove `scheduler_steps`")

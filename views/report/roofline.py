@@ -103,7 +103,7 @@ def serve_point(r, prompt: float, output: float, phase: str) -> Point:
     """One iteration of replica `r` on one GPU, from the model's own terms (model/serve/inference.py):
     GEMM FLOPs per token and the attention's per cached key or prompt pair; bytes are the
     weights each micro-batch streams and the cache the decoding sequences read."""
-    from ...model.serve import moe as inference_moe
+    from ...model.expert_load import experts_touched
 
     c, e, s = r.config, r.engine, r.shape
     if phase == "prefill":
@@ -117,7 +117,7 @@ def serve_point(r, prompt: float, output: float, phase: str) -> Point:
     read = r.kv.effective_total(kv_tokens, decoding) if decoding else 0.0   # windowed layers read their window
     attention, kv_bytes = r.attention_work(read, pairs)
     flops = r.gemm_flops_per_token * tokens + attention
-    weights = r.dense_weights + r.expert_weights * (inference_moe.touched(s, tokens / micro) if s.is_moe else 1.0)
+    weights = r.dense_weights + r.expert_weights * (experts_touched(s, tokens / micro) if s.is_moe else 1.0)
     traffic = micro * weights + kv_bytes
     seconds = r.iteration(decoding, kv_tokens, tokens if phase == "prefill" else 0.0, pairs)
     words = (f"prefill: a {number(tokens)}-token chunk" if phase == "prefill"

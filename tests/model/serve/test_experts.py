@@ -12,12 +12,13 @@ from hypothesis import given, settings, strategies as st
 from gclc.compiler.driver import check_file
 from gclc.model.serve import moe as inference_moe
 from gclc.model.compute import gemm_rate
+from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
-from gclc.model.expert_load import expected_max_normal
+from gclc.model.expert_load import expected_max_normal, experts_touched
 from gclc.testing.profiles import scaled_examples
 
 load_profile()
@@ -66,8 +67,9 @@ def test_the_distinct_experts_touched_by_hand():
     """B tokens each pick 8 of 256: an expert is idle with probability (31/32)^B, so one token
     touches 8 experts (1/32 of them), two tokens 256 x (1 - (31/32)^2) = 15.75, and the weights
     read are the dense ones plus that share of the routed ones."""
-    assert inference_moe.touched(MOE, 1) == 8 / 256
-    assert inference_moe.touched(MOE, 2) * 256 == pytest.approx(15.75, rel=1e-12)
+    assert experts_touched(MOE, 1) == pytest.approx(8 / 256, rel=1e-12)
+    assert experts_touched(MOE, 2) * 256 == pytest.approx(15.75, rel=1e-12)
+    assert not hasattr(inference_moe, "touched")   # one law, training's (model/expert_load.py), not a copy beside it
     r = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION)
     # one token: a memory-bound step reads the dense weights and 8 of the 256 experts' (per GPU: their share)
     assert r.dense_weights + r.expert_weights * 8 / 256 < r.weights
@@ -152,3 +154,39 @@ def test_the_tuned_files_differ_by_device():
     assert tile(512, 128, 192, "GB200", fp8=False) == 32
     assert tile(1000, 256, 128, "GB200", fp8=False) == 32
     assert tile(200, 256, 64, "GB200", fp8=False) == 16 and tile(300, 256, 64, "GB200", fp8=False) == 64
+
+
+def test_deepep_sends_a_token_once_per_rank_by_hand():
+    """DeepSeek-V3 (8 of 256 within 4 of 8 groups) on 8 EP ranks of 32 experts, one group each: a token
+    picks 4 groups, so it reaches at most 4 ranks; given a picked group, its rank is missed only when
+    all 8 picks fall in the other 3 groups, C(96, 8) / C(128, 8); so 4 (1 - C(96, 8) / C(128, 8)) of the
+    8 ranks, and DeepEP's normal kernels send that share of the top_k copies the all-to-all sends."""
+    reached = 4 * (1 - math.comb(96, 8) / math.comb(128, 8))
+    assert inference_moe.sent_share(MOE, "deepep", 8) == pytest.approx(reached / 8, rel=1e-12)
+    assert inference_moe.sent_share(MOE, "alltoall", 8) == 1.0
+    assert inference_moe.sent_share(MOE, "deepep", 1) == 1.0       # one rank: every copy stays on it
+
+
+@settings(max_examples=scaled_examples(10), deadline=None)
+@given(st.integers(1, 8192), st.sampled_from([1, 2, 4, 8, 16]), st.sampled_from([1, 2]))
+def test_deepep_never_sends_more_than_every_copy(tokens, ep, tp):
+    """Law: sending a token once per rank holding its experts moves no more than its top_k copies, and
+    the same with the experts on one GPU (nothing to dedupe); so a stage never takes longer with it."""
+    ideal = profile("ideal").engine()
+    cfg = ServeConfig(tp, 1, "fp8", ep=ep)
+    copies = replica(MOE, cfg, PARTITION, ideal).stage_time(tokens, 0, 0)[0]
+    deduped = replica(MOE, cfg, PARTITION, attrs.evolve(ideal, dispatcher="deepep")).stage_time(tokens, 0, 0)[0]
+    assert deduped <= copies * (1 + 1e-12)
+    share = inference_moe.sent_share(MOE, "deepep", tp * ep)
+    assert 1 / MOE.top_k - 1e-12 <= share <= 1.0
+    if tp * ep == 1:
+        assert deduped == copies and share == 1.0
+    else:
+        assert share < 1.0
+
+
+def test_deepep_runs_every_step_eagerly_as_the_engines_do():
+    """vLLM and SGLang turn CUDA graphs off with DeepEP's normal kernels (model/serve/engines.py [deepep])."""
+    for name in ("vllm_v1", "sglang"):
+        engine = profile(name).engine(dispatcher="deepep")
+        assert not engine.graphed(8, 8) and profile(name).engine().graphed(8, 8)

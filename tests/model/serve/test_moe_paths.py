@@ -17,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
 from gclc.compiler.lower import lower_cluster
+from gclc.model.expert_load import experts_touched
 from gclc.model.serve import moe
 from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig, replica
@@ -83,7 +84,7 @@ def test_expected_maximum_of_binomials_matches_sampling(n, q, groups, seed):
 @given(st.floats(0.5, 4096), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 8]))
 def test_expert_parallel_reads_at_least_what_tp_sharding_does_and_that_at_least_the_mean(tokens, tp, ep):
     gpus = tp * ep
-    mean = moe.touched(MIXTRAL, tokens)
+    mean = experts_touched(MIXTRAL, tokens)
     sharded = moe.touched_share(MIXTRAL, tokens, "tp_sharded", gpus, tp)
     parallel = moe.touched_share(MIXTRAL, tokens, "grouped", gpus, tp)
     assert mean - 1e-12 <= sharded <= parallel + 1e-12 <= 1 + 1e-12
@@ -186,3 +187,16 @@ def test_the_expected_maximum_takes_time_independent_of_the_experts_a_gpu_holds(
     for k in range(50):
         moe._expected_max(2**20, (k + 1) / 2**14, 8)
     assert time.process_time() - started < 1.0
+
+
+def test_the_language_the_model_and_the_json_schema_name_the_same_dispatchers():
+    import json
+
+    from gclc.compiler.schema import ENGINE
+    from gclc.model.serve.engines import DISPATCHERS
+
+    schema = json.loads((ROOT / "views" / "plan.schema.json").read_text())
+    enums = [node["properties"]["dispatcher"]["enum"] for node in _walk(schema)
+             if isinstance(node, dict) and "dispatcher" in node.get("properties", {})]
+    assert enums and all(set(e) == set(DISPATCHERS) | {None} for e in enums)   # null: a dense model's plan
+    assert set(ENGINE.fields["dispatcher"].options) == set(DISPATCHERS)
