@@ -103,8 +103,10 @@ def _search(generation: str, nodes: int, per_node: int, nic: float, link: str) -
     if not speed:
         return 0, 0.0
     duplicated = speed >= 25.0 and not (generation != "ampere" and speed < 50.0 and per_node > 4)
-    # ncclTopoDupChannels: twice the channels at half the speed each (bwIntra, bwInter /= 2)
-    return min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1)), speed / 2 if duplicated else speed
+    channels = min(MAX_SEARCH_CHANNELS, per_node * (2 if duplicated else 1))
+    # ncclTopoDupChannels: twice the channels at half the speed each (bwIntra, bwInter /= DIVUP(dup, nChannels):
+    # no halving where the search's channels were already at the maximum)
+    return channels, speed / -(-channels // per_node)
 
 
 # The channels NCCL's ring and tree kernels run (comm->nChannels; connect.cc ncclTopoPostset, tag v2.30.4-1): the
@@ -128,7 +130,6 @@ def _search(generation: str, nodes: int, per_node: int, nic: float, link: str) -
 # an 8 B all-reduce of 2 ranks on 8 Ampere nodes, 8 search channels 37.02 us against 4's 36.91. A lone channel's
 # rate is its CTA's, not a share of a bus the idle channels leave.)
 MAX_CHANNELS = 64
-CHANNELS = 16
 
 
 def collective_channels(generation: str, nodes: int, per_node: int, nic: float, link: str = "nvlink",
@@ -144,6 +145,11 @@ def collective_channels(generation: str, nodes: int, per_node: int, nic: float, 
     if generation != "ampere" and nodes > 1 and speed > 45.0 and channels < 16:
         channels = min(MAX_CHANNELS, 2 * channels)
     return channels
+
+
+# the channels a tree piece's fill splits its share over (`_fill`): those of 8-GPU Hopper nodes with 8 NICs of 400G
+# (NCCL's INFO line "16 coll channels"); ASSUMPTION: on every communicator (24 run on one H100 board, 32 on Blackwell's)
+CHANNELS = collective_channels("hopper", 2, 8, 50e9)
 
 
 # ESTIMATE: an LL step (ring and tree) over NVLink 5 takes 1.44 us, not the 0.6 us NCCL's table gives every
@@ -199,8 +205,9 @@ FP32_BYTES = 4
 # Threads and thresholds are NCCL's defaults (device.h NCCL_LL_MAX_NTHREADS 512,
 # NCCL_LL128_MAX_NTHREADS 640, NCCL_SIMPLE_MAX_NTHREADS 512; init.cc tree thresholds 8/8/64,
 # as NCCL_DEBUG prints "threadThresholds 8/8/64"). Channels: the communicator's search channels
-# for the per-channel caps (`search_channels`); the bus share's split, the channels the kernels run
-# (CHANNELS, the 16 of 8-GPU NVSwitch nodes with 8 NICs of 400G, `collective_channels`, NCCL's "16 coll channels").
+# for the per-channel caps (`search_channels`); the bus share's split, ASSUMPTION: the channels the kernels run on
+# 8-GPU NVSwitch nodes with 8 NICs of 400G (CHANNELS, 16, `collective_channels`, NCCL's "16 coll channels"), whatever
+# the communicator.
 # NVLS inside one NVLink domain, loop by loop (NCCL 2.28.7, unchanged in 2.30; NVIDIA/nccl): NCCL runs an
 # NVLS all-reduce on a fixed number of channels whatever its size (enqueue.cc topoGetAlgoInfo: `nc =
 # comm->nvlsChannels`, no reduction for small calls as rings and trees get), NVLS_NCHANNELS 16 on Hopper;

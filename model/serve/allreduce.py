@@ -10,7 +10,7 @@ vllm/distributed/device_communicators/custom_all_reduce.py, which SGLang 0.3 imp
 distributed layer) and SGLang's own kernel after that pull (`sglang`, adapted from TensorRT-LLM's).
 Measured outside a CUDA graph, so each time holds one kernel launch, which the replica model does
 not charge an all-reduce elsewhere. ASSUMPTION: other NVLink parts take the H100's times (the
-barrier and the launch do not scale with the link); between the sizes measured the time is
+barrier and the launch do not scale with the link; the bytes past the tables do: below); between the sizes measured the time is
 interpolated linearly, below them the smallest's, and above them the kernel's algorithm's (below), the
 tiers' price (bandwidth-bound) taking over where it is higher. Each table is priced as its monotone
 envelope (`PRICED`: the time at a size is the largest measured at any size up to it): the tables dip
@@ -80,11 +80,15 @@ ASSUMPTION: a vLLM of 0.6.2 or later, SGLang's pin then), so an engine built bef
 
 Above a table's last row priced (its last row, or its last under a hand-over limit) the custom kernels
 (`vllm`, `sglang`: `CUSTOM`) are priced by their algorithm, not held at that row ([carsrc]): each byte
-past the row costs the bytes each GPU then reads from its peers over NVLink at `P2P_RATE`, one-shot
+past the row costs the bytes each GPU then reads from its peers over NVLink at `p2p_rate` (`P2P_RATE` on
+an H100, the same share of another part's link: a GB200's NVLink 5, twice the rate), one-shot
 (every peer's whole buffer: n - 1 reads a byte) or two-shot (a reduce-scatter then an all-gather, each
 reading (n - 1) / n of it: 2 (n - 1) / n) as the kernel picks at that size (`two_shot_from`), up to the
 kernel's maximum (`MAX_SIZE`), past which the engine hands the call to NCCL: priced no lower than the
-kernel there (as at vLLM's other switches), the tiers' price taking over where higher. Graph-captured
+kernel there (ASSUMPTION: the price never falls as the call grows, as at vLLM's other switches, but this
+maximum is a buffer's size, not a crossover anyone tuned: on an H100 at TP 8 eager, without symmetric
+memory, 91.9 us from 8 MiB until the tiers' price passes it at 32 MiB, where the tiers price a 16 MiB
+call at 47.9 us), the tiers' price taking over where higher. Graph-captured
 and eager tables take the same law, so a captured call never costs more than the same call eager
 (the eager tables' last rows lie above the captured ones'). The eager table's own last slope (vLLM's
 kernel at TP 8: 14.6 us from 512 KiB to 1 MiB, about 63 GB/s of NVLink reads) is not a link rate and
@@ -105,10 +109,12 @@ under 512 KiB, two-shot above (`SGLANG_TWO_SHOT`), the same byte counts (oneShot
 every peer's buffer, twoShotAllReduceKernel a rank's 1 / n of each, then the others' reduced parts).
 ESTIMATE `P2P_RATE`: [aic]'s graph-captured rows from 2 to 4 MiB, the tables' only doubling bound by
 bytes (two-stage at TP 4 and 8), read at these factors: TP 2 (one-shot, 2 MiB more read) 7.82 us, 268 GB/s;
-TP 4 (two-stage, 3 MiB) 11.81 us, 266 GB/s; TP 8 (two-stage, 3.5 MiB) 13.41 us, 274 GB/s. The three agree
-to 3 % once the algorithm's bytes are counted (the law's check); the rate is the fastest of them, the
-rate the kernel was seen to reach (61 % of NVLink 4's 450 GB/s a direction; vLLM's kernel runs on at
-most 36 blocks at 036bb685), so the extension never rises faster than a measured doubling did.
+TP 4 (two-stage, 3 MiB) 11.81 us, 266 GB/s; TP 8 (two-stage, 3.5 MiB) 13.41 us, 274 GB/s (TP 8's rows
+from 256 KiB are SGLang 0.5.9's port of the kernel: `GRAPHED`). The three agree to 3 % once the
+algorithm's bytes are counted (the law's check); the rate is the fastest of them, the port's at TP 8
+(vLLM's own fastest: 268 GB/s at TP 2; its kernel runs on at most 36 blocks at 036bb685), 61 % of NVLink
+4's 450 GB/s a direction ([stas00-net]), so the extension never rises faster than a measured doubling did.
+Source [stas00-net]: stas00/ml-engineering network/README.md, the NVLink table (per-direction rates).
 """
 
 from __future__ import annotations
@@ -159,7 +165,8 @@ MULTIMEM = {"9.0": (4, 6, 8), "10.0": (6, 8), "10.3": (6, 8)}   # [vllmsymm] _WO
 KINDS = ("tiers", *KERNELS)
 CUSTOM = ("vllm", "sglang")     # the one- / two-shot kernels the algorithm's law extends ([carsrc])
 MAX_SIZE = 8 * MIB              # [carsrc] the custom kernels' maximum (vLLM max_size, SGLang _MAX_CAR_SIZE)
-P2P_RATE = 273.7e9              # bytes/s a GPU reads from its peers in the custom kernels ([carsrc] ESTIMATE)
+P2P_RATE = 273.7e9              # bytes/s an H100 reads from its peers in the custom kernels ([carsrc] ESTIMATE)
+MEASURED_LINK = 450e9           # bytes/s a direction of the H100's NVLink 4, where P2P_RATE was read ([stas00-net])
 SGLANG_TWO_SHOT = {4: MIB, 8: MIB // 2}     # [carsrc] sgl-kernel: two-shot from these bytes at TP <= 4 / above
 FENCE_S = 6.5e-6    # [vllm8558]: the system fence of a two-stage call before the pull, on H100 (ESTIMATE: "6~7us")
 
@@ -235,28 +242,37 @@ def peer_reads(kernel: str, low: float, high: float, tp: int) -> float:
     return (tp - 1) * (start - low) + 2 * (tp - 1) / tp * (high - start)
 
 
-def beyond(kernel: str, nbytes: float, tp: int, last: float) -> float:
+def p2p_rate(link: float = MEASURED_LINK) -> float:
+    """Bytes/s a GPU reads from its peers in the custom kernels over NVLink of `link` bytes/s a direction: the
+    H100's share of its link (P2P_RATE / MEASURED_LINK, 61 %) on every part (ASSUMPTION: the kernel's blocks
+    keep the same share of a faster or slower link)."""
+    return P2P_RATE * link / MEASURED_LINK
+
+
+def beyond(kernel: str, nbytes: float, tp: int, last: float, link: float = MEASURED_LINK) -> float:
     """Seconds a custom `kernel`'s call of `nbytes` over `tp` GPUs takes beyond its table's row at `last`
-    bytes: its peer reads past the row at P2P_RATE, to the kernel's maximum (MAX_SIZE; past it the
-    engine's NCCL call is priced no lower); 0 for the other kernels, held at their last row."""
+    bytes: its peer reads past the row at `p2p_rate(link)`, to the kernel's maximum (MAX_SIZE; past it the
+    engine's NCCL call is priced no lower, an ASSUMPTION: docs/serving.md); 0 for the other kernels, held
+    at their last row."""
     if kernel not in CUSTOM:
         return 0.0
-    return peer_reads(kernel, last, min(nbytes, MAX_SIZE), tp) / P2P_RATE
+    return peer_reads(kernel, last, min(nbytes, MAX_SIZE), tp) / p2p_rate(link)
 
 
 def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: float = float("inf"),
-             fenced: bool = False) -> float:
+             fenced: bool = False, link: float = MEASURED_LINK) -> float:
     """Seconds of one all-reduce of `nbytes` over `tp` GPUs by the engine's `kernel` (0 for
     `tiers`, an engine priced on the tiers alone, and for one GPU); a TP size between those
     measured takes the nearer one's times (the larger on a tie), from its table as priced (`PRICED`;
     `graphed`: captured in a CUDA graph, `PRICED_GRAPHED`, where the kernel has such a table). Only the
     rows under `under` bytes price the call (a hand-over limit: the kernel never runs the larger calls);
-    above the last row priced a custom kernel's call rises by its algorithm's peer reads (`beyond`);
+    above the last row priced a custom kernel's call rises by its algorithm's peer reads (`beyond`) over NVLink
+    of `link` bytes/s a direction (the scale-up tier's);
     `fenced`: vLLM's kernel as built before pull 8558, its two-stage calls a system fence slower (`FENCE_S`)."""
     if kernel == "tiers" or tp < 2:
         return 0.0
     if fenced and kernel == "vllm" and two_stage(nbytes, tp):
-        return FENCE_S + measured(kernel, nbytes, tp, graphed, under)
+        return FENCE_S + measured(kernel, nbytes, tp, graphed, under, link=link)
     sizes, table = (GRAPH_SIZES, PRICED_GRAPHED[kernel]) if graphed and kernel in GRAPHED else (SIZES, PRICED[kernel])
     times = table[min(table, key=lambda t: (abs(t - tp), -t))]
     kept = max(1, bisect.bisect_left(sizes, under))
@@ -264,7 +280,7 @@ def measured(kernel: str, nbytes: float, tp: int, graphed: bool = False, under: 
     if nbytes <= sizes[0]:
         return times[0]
     if nbytes >= sizes[-1]:
-        return times[-1] + beyond(kernel, nbytes, tp, sizes[-1])
+        return times[-1] + beyond(kernel, nbytes, tp, sizes[-1], link)
     i = bisect.bisect_left(sizes, nbytes)
     share = (nbytes - sizes[i - 1]) / (sizes[i] - sizes[i - 1])
     return times[i - 1] + share * (times[i] - times[i - 1])

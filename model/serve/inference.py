@@ -349,12 +349,15 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     all-reduce's size limit for the GPUs' generation (allreduce.hands_over: 256 KiB at TP 8 on Hopper); NCCL
     across hosts otherwise, and inside a host for a call custom all-reduce hands over and it refuses.
     Inside a host the price never falls as the call grows past a limit (allreduce's docstring): custom
-    all-reduce is priced under its limit from its rows under it, a handed-over call no lower than that
+    all-reduce is priced under its limit from its rows under it, extended past the last by the kernel's
+    peer reads over the scale-up tier's NVLink (allreduce.beyond), a handed-over call no lower than that
     price at the limit, and a call past symmetric memory's maximum no lower than symmetric memory's there.
     `generation`: the GPUs' as model/compute.py exp_generation reads it (Blackwell Ultra, SM 10.3, apart
     from Blackwell, SM 10.0: vLLM's tables differ); None: the scale-up tier's."""
     scale_up = all(stage.tier.scope in SCALE_UP_SCOPES for stage in stages)
     generation = generation or next((s.tier.generation for s in stages if s.tier.scope in SCALE_UP_SCOPES), None)
+    # the NVLink rate a direction the custom kernels read their peers over past their tables (allreduce.p2p_rate)
+    link = min((s.tier.bandwidth for s in stages if s.tier.scope in SCALE_UP_SCOPES), default=allreduce.MEASURED_LINK)
     # the fallback is vLLM's (CudaCommunicator tries it after its custom all-reduce), so another engine's
     # kernel never hands a call to it; a call it does not take (a part or group size outside its tables, a
     # call at or above its maximum) is NCCL's
@@ -366,9 +369,9 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
         return nccl.all_reduce(nbytes, stages, nvls, collnet)
     limit = allreduce.custom_limit(tp, generation)
     if kernel != "vllm" or not fallback or limit is None:
-        return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp, graphed, fenced=fenced))
+        return max(comms.all_reduce(nbytes, stages), allreduce.measured(kernel, nbytes, tp, graphed, fenced=fenced, link=link))
     # vLLM's chain inside a host: custom all-reduce under its limit, then symmetric memory, NCCL past its maximum
-    custom = lambda n: max(comms.all_reduce(n, stages), allreduce.measured(kernel, n, tp, graphed, limit, fenced))  # noqa: E731
+    custom = lambda n: max(comms.all_reduce(n, stages), allreduce.measured(kernel, n, tp, graphed, limit, fenced, link))  # noqa: E731
     if not allreduce.hands_over(kernel, nbytes, tp, generation):
         return custom(nbytes)
     floor = custom(limit)

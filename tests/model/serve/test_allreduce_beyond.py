@@ -83,15 +83,40 @@ def test_a_captured_call_never_costs_more_than_eager_past_the_tables(tp, under, 
     assert graphed <= eager
 
 
-@given(KERNELS, st.sampled_from([2, 4, 8]), st.booleans(), st.floats(1.0, 2e8))
+B200_TEXT = 'import "std/nvidia"\nimport "std/network"\ncluster C { units = 2 x DGX_B200  scaleout = NDR_FatTree }\n'
+B200_TIERS = lower(check_text(B200_TEXT, str(Path(__file__).with_name("beyond_b200.gcl"))).design).partitions[0].tiers
+
+
+@given(st.sampled_from([(TIERS, "hopper"), (B200_TIERS, "blackwell")]), st.sampled_from([2, 4, 8]), st.booleans(),
+       st.floats(1.0, 2e8))
 @settings(max_examples=scaled_examples(200))
-def test_inside_a_host_the_price_never_falls_below_the_tiers_or_the_extended_kernel(kernel, tp, graphed, nbytes):
-    """Law: without a fallback the engine's call costs the larger of the tiers' price and its kernel's,
-    extended past the table: neither floor is ever undercut."""
-    node = comms.place(tp, 1, TIERS)
-    price = tp_all_reduce(nbytes, node, False, kernel, tp, graphed=graphed)
+def test_vllms_chain_never_undercuts_its_custom_kernel_at_the_limit_or_the_tiers(system, tp, graphed, nbytes):
+    """Law: vLLM's chain inside a host (custom all-reduce under its limit, symmetric memory past it, NCCL past
+    symmetric memory's maximum) never prices a call under the tiers' price, nor under its custom kernel's
+    price, extended over the host's NVLink, at the smaller of the call and the hand-over limit."""
+    tiers, generation = system
+    node = comms.place(tp, 1, tiers)
+    link = next(s.tier.bandwidth for s in node if s.tier.scope == "node")
+    limit = allreduce.custom_limit(tp, generation)
+    price = tp_all_reduce(nbytes, node, False, "vllm", tp, fallback="symm_mem", generation=generation,
+                          graphed=graphed)
     assert price >= comms.all_reduce(nbytes, node)
-    assert price >= allreduce.measured(kernel, nbytes, tp, graphed)
+    custom = allreduce.measured("vllm", min(nbytes, limit), tp, graphed, limit, link=link)
+    assert price >= custom * (1 - 1e-12)
+
+
+def test_the_peer_reads_run_at_the_same_share_of_a_faster_link():
+    """ASSUMPTION (allreduce.p2p_rate): past the tables a B200's kernel reads its peers at the H100's share of
+    NVLink 5, twice NVLink 4's rate a direction, so the same bytes past the last row take half the time;
+    tp_all_reduce reads the link from the host's scale-up tier."""
+    assert allreduce.p2p_rate(900e9) == pytest.approx(2 * allreduce.P2P_RATE)
+    last = allreduce.SIZES[-1]
+    h100 = allreduce.beyond("vllm", 4 * MIB, 4, last)
+    assert allreduce.beyond("vllm", 4 * MIB, 4, last, link=900e9) == pytest.approx(h100 / 2)
+    node = comms.place(4, 1, B200_TIERS)
+    assert next(s.tier.bandwidth for s in node if s.tier.scope == "node") == pytest.approx(900e9)
+    rise = lambda n: tp_all_reduce(n, node, False, "sglang", 4) - tp_all_reduce(last, node, False, "sglang", 4)  # noqa: E731
+    assert rise(4 * MIB) == pytest.approx(allreduce.peer_reads("sglang", last, 4 * MIB, 4) / (2 * allreduce.P2P_RATE))
 
 
 def test_the_captured_tables_last_doubling_reads_at_one_rate_once_the_algorithm_is_counted():

@@ -139,7 +139,8 @@ def test_the_engines_measured_kernel_bounds_a_decode_all_reduce_from_below(kerne
 
 def test_the_measured_kernel_interpolates_holds_its_first_row_and_extends_its_last_by_its_algorithm():
     """Between the sizes measured the time is linear in the bytes; below the first it is the first's;
-    above the last, each byte costs the two-shot kernel's 2 (n - 1) / n peer reads at P2P_RATE, up to the
+    above the last, each byte costs the peer reads of the kernel it picks at that size (here two-shot's
+    2 (n - 1) / n; one-shot's n - 1 under its threshold and always at TP 2) at P2P_RATE, up to the
     kernel's 8 MiB maximum, held past it (the tiers' bandwidth-bound price takes over where higher)."""
     sizes, times = allreduce.SIZES, allreduce.PRICED["vllm"][4]
     middle = (sizes[3] + sizes[4]) / 2
@@ -229,16 +230,20 @@ def test_vllm_hands_a_call_to_symmetric_memory_at_its_custom_all_reduce_limit():
                                       allreduce.measured("vllm", 1 << 20, 4))
     assert _inside(at, 8, AMPERE) == allreduce.measured("vllm", at, 8)
     # a GB200 tray of 4: custom all-reduce to 2 MiB, then two-shot (multimem only at 6 and 8 on SM 10.0), priced
-    # no lower than custom all-reduce at the limit (captured: [aic]'s 12.8 us at 1 MiB and 1 MiB more two-stage,
-    # over two-shot's 17 us; eager: [sgl2904]'s 40.2 us and the same MiB)
+    # no lower than custom all-reduce at the limit (captured: [aic]'s 12.8 us at 1 MiB and 1 MiB more two-stage
+    # read over NVLink 5, under two-shot's 17 us, which vLLM tuned the limit against; eager: [sgl2904]'s 40.2 us
+    # and the same MiB)
     tray, mib = RACK.tiers, 1 << 20
+    link = next(t.bandwidth for t in tray if t.kind == "nvlink")
+    assert link == pytest.approx(900e9)     # NVLink 5 a direction
     tiers_price = comms.all_reduce(2 * mib, comms.place(4, 1, tray))
     for graphed, last in ((True, allreduce.PRICED_GRAPHED["vllm"][4][12]), (False, allreduce.PRICED["vllm"][4][-1])):
-        custom_at = last + 1.5 * mib / allreduce.P2P_RATE
-        assert allreduce.measured("vllm", 2 * mib, 4, graphed, under=2 * mib) == pytest.approx(custom_at)
+        custom_at = last + 1.5 * mib / allreduce.p2p_rate(link)
+        assert allreduce.measured("vllm", 2 * mib, 4, graphed, under=2 * mib, link=link) == pytest.approx(custom_at)
         assert _inside(2 * mib, 4, tray, graphed=graphed) == pytest.approx(max(tiers_price, 17e-6, custom_at))
+    assert _inside(2 * mib, 4, tray, graphed=True) == pytest.approx(max(tiers_price, 17e-6))
     assert _inside((2 << 20) - 16, 4, tray) == max(comms.all_reduce((2 << 20) - 16, comms.place(4, 1, tray)),
-                                                  allreduce.measured("vllm", (2 << 20) - 16, 4))
+                                                  allreduce.measured("vllm", (2 << 20) - 16, 4, link=link))
     assert allreduce.algorithm("symm_mem", 4, "hopper") == "symm_mem" and allreduce.algorithm("symm_mem", 2, "hopper") == "symm_mem_two_shot"
     assert allreduce.algorithm("symm_mem", 8, "blackwell") == "symm_mem"
 
@@ -362,15 +367,17 @@ def test_blackwell_ultra_takes_vllms_sm_10_3_limits_not_sm_10_0s():
     assert allreduce.hands_over("vllm", nbytes, 4, "blackwell") and not allreduce.hands_over("vllm", nbytes, 4, "blackwell_ultra")
     assert allreduce.hands_over("vllm", 4 << 20, 4, "blackwell_ultra") and not allreduce.hands_over("vllm", (8 << 20) - 1, 6, "blackwell_ultra")
     tray = comms.place(4, 1, ULTRA.tiers)
-    custom = max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4))
+    link = next(s.tier.bandwidth for s in tray if s.tier.kind == "nvlink")
+    custom = max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4, link=link))
     assert tp_all_reduce(nbytes, tray, False, "vllm", 4, fallback="symm_mem", generation="blackwell_ultra") == custom
     assert tp_all_reduce(nbytes, tray, False, "vllm", 4, fallback="symm_mem", graphed=True) != \
-        max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4, True))   # the tier alone reads SM 10.0
+        max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4, True, link=link))   # the tier alone reads SM 10.0
     engine = attrs.evolve(profile("vllm_v1").engine(ULTRA.node.accelerator.hbm_capacity, "GB300"), fallback_all_reduce="symm_mem")
     shape = attrs.evolve(LLAMA, hidden=24576)   # 64 sequences x 24576 x 2 B = 3 MiB a call
     per_call = replica(shape, ServeConfig(4, 64, "fp8"), ULTRA, engine)._token_costs(64)[5] / (2 * shape.layers)
     # a decode step, graph-captured: custom all-reduce's rows under SM 10.3's 4 MiB limit
-    assert per_call == pytest.approx(max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4, True, 4 << 20)))
+    assert per_call == pytest.approx(max(comms.all_reduce(nbytes, tray), allreduce.measured("vllm", nbytes, 4, True, 4 << 20,
+                                                                                             link=link)))
 
 
 def test_vllms_custom_all_reduce_runs_two_stage_where_its_kernel_says():
