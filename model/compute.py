@@ -375,8 +375,10 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
         compute = op.flops / gemm_rate(chip, precision, rows, op.n, op.k)
         memory = cache.gemm_bytes(op.m, op.n, op.k, op.count, ACT_BYTES, chip) / hbm_rate(chip)
     elif op.kind == "attention":
-        if op.m:
-            return unfused_attention_time(op, chip)[0]
+        if op.m:  # unfused: two batched GEMMs (QK^T: s x s x d, then AV) at the GEMM rate of
+            # their shape, and the scores go through HBM between kernels, not overlapped with math
+            compute = op.flops / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
+            return compute + memory + 4 * kernel_overhead(chip)
         rate = attention_rate(chip) * attention_length_factor(op.n, op.window) * attention_head_factor(op.k, chip)
         if op.portable and warp_group_tensor_cores(chip):
             rate *= PORTABLE_ATTENTION_SHARE
@@ -385,28 +387,6 @@ def op_time(op: Op, chip: Accelerator, precision: str) -> float:
         compute = 0.0
         memory = cache.elementwise_hbm_bytes(op.bytes, op.tensor, chip) / hbm_rate(chip)
     return max(compute, memory, cache.l2_time(op.bytes, chip)) + op.count * kernel_overhead(chip)
-
-
-def unfused_attention_time(op: Op, chip: Accelerator) -> tuple[float, float]:
-    """(forward, backward) seconds of unfused attention (`op.m`: the scores go through HBM), as
-    Megatron-LM runs it (megatron/core/transformer/dot_product_attention.py `DotProductAttention.
-    forward`, the 2021-22 releases' `CoreAttention` alike): a batched GEMM writes the scores S
-    (`torch.baddbmm`), the fused scale-mask-softmax reads them and writes P, dropout reads P and
-    writes P' and its 1-byte mask, a batched GEMM reads P' (`torch.bmm`). `op.tensor` is one score
-    tensor's bytes, `op.bytes` the forward's whole traffic.
-
-    A GEMM streams its own operand or output while it computes (a roofline per kernel, as every
-    other op here): each of the two takes the slower of its math, at its shape's rate, and its
-    score tensor; the softmax and dropout kernels move the rest with no math to hide behind. The
-    backward runs four GEMMs of the forward ones' size (dP' = dO V^T writes a score tensor, dV =
-    P'^T dO, dQ = dS K and dK = dS^T Q read one each): twice the forward's GEMM time; its chain
-    moves one score tensor more than the forward's (dropout's backward reads dP' and the mask and
-    writes dP, the softmax's reads P and dP and writes dS: 5 tensors and the mask against 4)."""
-    half = op.flops / 2 / gemm_rate(chip, "bf16" if chip.peak_of("bf16") else "fp16", op.m, op.n, op.k)
-    gemms = 2 * max(half, op.tensor / hbm_rate(chip))
-    chain = (op.bytes - 2 * op.tensor) / hbm_rate(chip)
-    overhead = 4 * kernel_overhead(chip)
-    return gemms + chain + overhead, 2 * gemms + chain + op.tensor / hbm_rate(chip) + 2 * overhead
 
 
 def kernel_overhead(chip: Accelerator) -> float:

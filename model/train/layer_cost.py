@@ -16,7 +16,7 @@ from .. import collectives
 from . import context
 from . import moe as routed
 from . import recompute as recompute_model
-from ..compute import op_time, unfused_attention_time
+from ..compute import op_time
 from ..config import TrainConfig
 from ..memo import remember as _remember
 from ..shape import ModelShape
@@ -222,17 +222,9 @@ def _timed(shape: ModelShape, cfg: TrainConfig, chip, local: bool, ops) -> _Time
     # with contiguous CP chunks every ring step waits for the rank with the most causal work
     imbalance = context.causal_imbalance(cfg, shape.window if local else 0)
     times = [(op, op_time(op, chip, gemm_format(cfg)) * (imbalance if op.kind == "attention" else 1.0)) for op in ops]
-    return _Timed(tuple([t for _, t in times]), tuple([_backward(op, t, chip, imbalance) for op, t in times]),
+    return _Timed(tuple([t for _, t in times]), tuple([t * backward_factor(op) for op, t in times]),
                   tuple([t for op, t in times if op.kind == "attention"]),
                   tuple([t for op, t in times if op.kind == "gemm"]), tuple([(op.name, t) for op, t in times]))
-
-
-def _backward(op, forward: float, chip, imbalance: float) -> float:
-    """Seconds of `op`'s backward: its forward's times the kind's factor, or unfused attention's
-    kernels timed one by one (model/compute.py `unfused_attention_time`)."""
-    if op.kind == "attention" and op.m:
-        return unfused_attention_time(op, chip)[1] * imbalance
-    return forward * backward_factor(op)
 
 
 def logits(shape: ModelShape, cfg: TrainConfig, chip) -> float:

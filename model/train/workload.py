@@ -75,8 +75,7 @@ def _attention(shape: ModelShape, cfg: TrainConfig, tokens: float, local: bool =
     # reads them and writes probabilities; dropout reads those and writes its output and
     # a 1-byte mask; AV reads the dropped probabilities.
     scores = tokens * cfg.seq * heads
-    return Op("attention", "attention", flops, scores * (ACT_BYTES * 6 + 1), cfg.seq, cfg.seq, shape.head_dim,
-              tensor=ACT_BYTES * scores)
+    return Op("attention", "attention", flops, scores * (ACT_BYTES * 6 + 1), cfg.seq, cfg.seq, shape.head_dim)
 
 
 def _dense_mlp(shape: ModelShape, cfg: TrainConfig, tokens: float, ffn: int) -> list[Op]:
@@ -166,9 +165,10 @@ def backward_factor(op: Op) -> float:
     """Backward work relative to forward: dgrad + wgrad for GEMMs; flash attention's
     backward recomputes scores (2.5x); elementwise reads and writes gradients (2x).
     Unfused attention (`op.m`: its scores went through HBM) recomputes nothing: the
-    gradients of its two batched GEMMs are twice their forward FLOPs (2x); its backward's
-    seconds are timed kernel by kernel (model/compute.py `unfused_attention_time`: 19 bytes per
-    score against the forward's 13, not all of them behind math)."""
+    gradients of its two batched GEMMs are twice their forward FLOPs, and per score its
+    backward moves about 19 bytes against the forward's 13 (AV's gradients write dP and read
+    the dropped probabilities, dropout's reads dP and its mask and writes, the softmax's reads
+    the probabilities and that and writes dS, QK^T's two gradients read dS): ESTIMATE 2x."""
     if op.backward:
         return op.backward
     if op.kind == "attention" and op.m:

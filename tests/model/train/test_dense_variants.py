@@ -188,8 +188,8 @@ def test_a_window_kernel_runs_at_the_share_its_tiles_give():
 
 def test_unfused_attention_recomputes_nothing_in_its_backward():
     # flash kernels recompute the scores in the backward (2.5x the forward); unfused ones
-    # (the scores through HBM, Megatron-LM 2021-22) differentiate two batched GEMMs: 2x their
-    # FLOPs, like a GEMM (their seconds: tests/model/test_unfused_attention.py)
+    # (the scores through HBM, Megatron-LM 2021-22) differentiate two batched GEMMs (2x their
+    # FLOPs) and move ~19 bytes per score against 13: 2x, like a GEMM
     from gclc.model.train.workload import backward_factor
 
     c = TrainConfig(batch=64, seq=2048, tp=8, dp=1, microbatch=1, stack="megatron_core")
