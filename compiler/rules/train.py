@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ...dsl import codes
 from ..formats import family
-from ..schema import (DEFAULT_STACK, OFFLOAD_ALL_OR_NONE, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES,
+from ..schema import (DEFAULT_STACK, MEGATRON_STACKS, OFFLOAD_ALL_OR_NONE, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES,
                       offload_possible, offload_refusal)
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition, Record
@@ -250,7 +250,8 @@ def _dispatcher(job: Entity) -> Iterator[Diagnostic]:
 
 
 def _ep_overlap(job: Entity) -> Iterator[Diagnostic]:
-    """`ep_overlap = true` hides the MoE layers' all-to-all: a dense model has none to hide."""
+    """`ep_overlap = true` hides the MoE layers' all-to-all: a dense model has none to hide, and
+    Megatron's stacks run it only where Megatron-Core's TransformerConfig lets them (`_megatron_overlap`)."""
     pins, model = _pins(job), job.get("model")
     if pins is None or not pins.get("ep_overlap") or not hasattr(model, "get"):
         return
@@ -258,6 +259,37 @@ def _ep_overlap(job: Entity) -> Iterator[Diagnostic]:
         yield codes.PIN_MEANINGLESS.make(job.span_of("parallelism.ep_overlap"), pin="ep_overlap = true",
                                          why="it overlaps the routed experts' all-to-all with compute, and this job's "
                                              "model has no routed experts", notes=["help: remove `ep_overlap`"])
+        return
+    yield from _megatron_overlap(job, pins)
+
+
+def _megatron_overlap(job: Entity, pins: Record) -> Iterator[Diagnostic]:
+    """Megatron-Core overlaps the all-to-all in its combined 1F1B schedule, interleaved on a
+    pipeline, and refuses a full recompute beside it (core_r0.15.0 transformer_config.py
+    `__post_init__`: "virtual_pipeline_model_parallel_size must be specified when
+    pipeline_model_parallel_size > 1", "disable full recomputation when enabling
+    overlap_moe_expert_parallel_comm"). Checked where both sides are pinned."""
+    stated = job.get("software")
+    stack = str(getattr(stated, "name", stated)) if stated is not None else DEFAULT_STACK
+    if stack not in MEGATRON_STACKS:
+        return
+    here = job.span_of("parallelism.ep_overlap")
+    label = [Label(job.span_of("software"), f"software = {stack}")] if stated is not None else []
+    pp, vp = pins.get("pp"), pins.get("vp")
+    if pp is not None and int(pp) > 1 and vp is not None and int(vp) <= 1:
+        yield codes.PARALLELISM.make(
+            here, labels=label + [Label(job.span_of("parallelism.pp"), f"pp = {pp}"),
+                                  Label(job.span_of("parallelism.vp"), f"vp = {vp}")],
+            what=f"`ep_overlap = true` on a pipeline needs virtual stages in `{stack}`: Megatron-Core overlaps the "
+                 "all-to-all only in its interleaved 1F1B schedule, and refuses pp > 1 without vp",
+            notes=["help: pin `vp = 2` or more beside `ep_overlap`, or remove `ep_overlap`"])
+    recompute = getattr(pins.get("recompute"), "name", pins.get("recompute"))
+    if recompute == "full":
+        yield codes.PARALLELISM.make(
+            here, labels=label + [Label(job.span_of("parallelism.recompute"), "recompute = full")],
+            what=f"`ep_overlap = true` with a full recompute: Megatron-Core refuses the all-to-all overlap beside "
+                 f"full recomputation, so `{stack}` cannot run this job",
+            notes=["help: pin `recompute = selective` (or `none`), or remove `ep_overlap`"])
 
 
 def _nodes(target: object) -> list:

@@ -112,3 +112,34 @@ def test_an_unknown_dispatcher_is_refused_with_the_choices():
     assert not result.ok and any("alltoall" in d.render() if hasattr(d, "render") else "alltoall" in str(d)
                                  for d in result.diagnostics)
 
+
+
+@pytest.mark.parametrize("pins, words, other", [
+    # core_r0.15.0 transformer_config.py: "virtual_pipeline_model_parallel_size must be specified
+    # when pipeline_model_parallel_size > 1" with the overlap
+    ("    ep_overlap = true\n    vp = 1\n", "needs virtual stages", "vp = 1"),
+    # ...and "disable full recomputation when enabling overlap_moe_expert_parallel_comm"
+    ("    ep_overlap = true\n    recompute = full\n", "full recompute", "recompute = full"),
+])
+def test_an_overlap_megatron_core_refuses_is_a_located_error(pins, words, other):
+    text = result_text(pins).replace("    pp = 1\n", "    pp = 2\n")
+    result = check_file(str(MOE), {"nodes": "4"}, text=text)
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert len(errors) == 1 and errors[0].code == "parallelism" and words in errors[0].summary
+    assert errors[0].subject.line == next(i for i, t in enumerate(text.splitlines(), 1) if "ep_overlap =" in t)
+    assert any(label.message == other for label in errors[0].labels)
+    assert any("help:" in note for note in errors[0].notes)
+
+
+@pytest.mark.parametrize("pins", ["    ep_overlap = true\n    vp = 2\n", "    ep_overlap = true\n    recompute = selective\n"])
+def test_the_overlap_megatron_core_runs_passes(pins):
+    text = result_text(pins).replace("    pp = 1\n", "    pp = 2\n")
+    assert not [d for d in check_file(str(MOE), {"nodes": "4"}, text=text).diagnostics if d.is_error]
+
+
+def test_other_stacks_are_not_held_to_megatron_cores_overlap_rules():
+    text = result_text("    ep_overlap = true\n    vp = 1\n    recompute = full\n").replace("    pp = 1\n", "    pp = 2\n")
+    stacked = text.replace("  parallelism {", "  software = fsdp\n  parallelism {", 1)
+    result = check_file(str(MOE), {"nodes": "4"}, text=stacked)
+    assert result.ok, [d.summary for d in result.diagnostics if d.is_error]
+    assert pinned_config(train_job(result.design)).stack == "fsdp"
