@@ -44,6 +44,9 @@ class Layer:
     tp: float
     cp: float
     ep: float
+    # What a pass that no other micro-batch's compute hides pays beyond `ep`: the overlapped
+    # all-to-all bare (model/train/moe.py `unpaired_share` says how many passes; not in `total`).
+    ep_alone: float = 0.0
 
     @property
     def total(self) -> float:
@@ -137,8 +140,12 @@ def layer(shape: ModelShape, cfg: TrainConfig, partition: Partition, moe: bool, 
     recompute = recompute_model.time(shape, cfg, moe, forward, ops)
     tp = _tp_exposed(shape, cfg, partition, gemms)
     cp = context.ring_exposed(shape, cfg, tiers, attention)
-    ep = _ep_exposed(shape, cfg, partition, forward + backward) + routed.host_exposed(shape, cfg) if moe else 0.0
-    return _remember(_LAYERS, key, Layer(forward, backward, recompute, tp, cp, ep))
+    ep = alone = 0.0
+    if moe:
+        exposed = _ep_exposed(shape, cfg, partition, forward + backward)
+        ep = exposed + routed.host_exposed(shape, cfg)
+        alone = ep_exchange(shape, cfg, partition) - exposed if cfg.overlaps_ep and cfg.ep > 1 else 0.0
+    return _remember(_LAYERS, key, Layer(forward, backward, recompute, tp, cp, ep, alone))
 
 
 def clear_caches() -> None:

@@ -214,6 +214,26 @@ def host_ops(shape: ModelShape, cfg: TrainConfig) -> float:
     return (ROUTING_OPS + 2 * local) * (1 + BACKWARD_OPS) + overlap_ops(cfg)
 
 
+def unpaired_share(cfg: TrainConfig) -> float:
+    """Share of a stage's MoE layer passes whose all-to-all the 1F1B overlap (`ep_overlap`)
+    leaves bare: the overlap runs one micro-batch's forward beside another's backward, so
+    the forward passes before the first backward and the backward passes after the last
+    forward have no partner. Without a pipeline the first forward and the last backward run
+    alone (Megatron-Core core_r0.15.0 pipeline_parallel/combined_1f1b.py
+    `combined_1f1b_schedule_for_no_pipelining`): 1 of m micro-batches. On an interleaved
+    pipeline (Megatron-Core requires virtual stages with the overlap) the last stage, whose
+    pace the step takes, runs (vp - 1) x pp warm-up chunk forwards, plus the one extra the
+    overlap schedules "to ensure the forward and backward computations are independent in all
+    1f1b steps" (schedules.py `get_pp_rank_microbatches`, microbatch_group_size_per_vp_stage =
+    pp), and as many backwards alone in the cool-down: of its m x vp chunk passes. The same
+    count without virtual stages (vp = 1: one of m). 0 without the overlap."""
+    if not cfg.overlaps_ep or cfg.ep <= 1:
+        return 0.0
+    vp = cfg.virtual_stages
+    alone = (vp - 1) * cfg.pp + 1
+    return min(1.0, alone / (cfg.microbatches * vp))
+
+
 def overlap_ops(cfg: TrainConfig) -> float:
     """Framework ops the 1F1B all-to-all overlap adds to one MoE layer and micro-batch (its
     schedule nodes, OVERLAP_NODES above); none without it, or with no all-to-all to overlap."""

@@ -224,8 +224,13 @@ def _per_step(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer, fie
     m = cfg.microbatches
     last = moe if shape.is_moe else dense
     mtp_share = m * shape.mtp / cfg.pp
-    return [m * (dense_layers * getattr(dense, f) + moe_layers * getattr(moe, f)) + mtp_share * getattr(last, f)
-            for f in fields]
+    terms = [m * (dense_layers * getattr(dense, f) + moe_layers * getattr(moe, f)) + mtp_share * getattr(last, f)
+             for f in fields]
+    if "ep" in fields and moe.ep_alone:
+        # the passes the 1F1B overlap leaves without a partner pay their all-to-all bare
+        alone = routed.unpaired_share(cfg) * (m * moe_layers * moe.ep_alone + mtp_share * last.ep_alone)
+        terms[fields.index("ep")] += alone
+    return terms
 
 
 def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:

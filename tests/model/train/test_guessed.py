@@ -22,7 +22,9 @@ load_profile()
 # whether it overlaps another micro-batch's compute moves the step by tens of percent (at four
 # sequences a micro-batch: at one, the overlap schedule's own host work, model/train/moe.py
 # `overlap_ops`, takes back more than two thirds of what it gains and the move falls inside the
-# MoE band).
+# MoE band; and at eight micro-batches a step: the overlap pairs one micro-batch's forward with
+# another's backward, so a step of one micro-batch has nothing to overlap, model/train/moe.py
+# `unpaired_share`).
 DESIGN = """import "std/nvidia"
 cluster Pod {
   units    = 2 x DGX_H100
@@ -33,7 +35,7 @@ model M {
   experts { routed = 64  shared = 0  top_k = 8  ffn = 768 }
 }
 train job {
-  model = M  on = Pod  batch = 64  precision = bf16  software = nemo
+  model = M  on = Pod  batch = 512  precision = bf16  software = nemo
   parallelism { tp = 1 pp = 1 dp = 16 ep = 16 microbatch = 4 zero = 1 recompute = none PINS}
 }
 """

@@ -367,6 +367,30 @@ def test_ep_overlap_pin_overrides_the_stack():
     assert estimate(SHAPE, cfg, JOB.partition).breakdown.ep < estimate(SHAPE, CFG, JOB.partition).breakdown.ep
 
 
+@pytest.mark.parametrize("pp, vp, batch, alone", [
+    (1, 1, 64, 1 / 4),               # dp 16, mb 1: 4 micro-batches; the first forward and the last backward alone
+    (1, 1, 16, 1.0),                 # one micro-batch: nothing to pair it with
+    (8, 4, 8192, (3 * 8 + 1) / (512 * 4)),   # the last stage's (vp - 1) x pp warm-up forwards and the overlap's one more
+    (8, 1, 8192, 1 / 512),
+])
+def test_the_overlap_leaves_the_warm_up_and_cool_down_passes_bare_by_hand(pp, vp, batch, alone):
+    cfg = attrs.evolve(CFG, pp=pp, vp=vp, batch=batch, ep_overlap=True)
+    assert moe.unpaired_share(cfg) == pytest.approx(alone)
+    assert moe.unpaired_share(attrs.evolve(cfg, ep_overlap=False)) == 0.0
+    assert moe.unpaired_share(attrs.evolve(cfg, ep=1)) == 0.0
+
+
+def test_one_micro_batch_overlaps_nothing():
+    # alone, the micro-batch's forward and backward have no other micro-batch to hide their
+    # all-to-alls behind: the overlapped step pays the whole exchange, and the nodes' host work
+    on = attrs.evolve(CFG, batch=16, ep_overlap=True)        # dp 16, mb 1: one micro-batch
+    assert on.microbatches == 1
+    bare = estimate(SHAPE, attrs.evolve(on, ep_overlap=False), JOB.partition).breakdown.ep
+    layers = SHAPE.moe_layers + SHAPE.mtp
+    host = layers * (moe.host_exposed(SHAPE, on) - moe.host_exposed(SHAPE, CFG))
+    assert estimate(SHAPE, on, JOB.partition).breakdown.ep == pytest.approx(bare + host, rel=1e-9)
+
+
 # ------------------------------------------------------------------ laws
 
 factors = st.floats(1.0, 8.0)
@@ -419,6 +443,26 @@ def test_more_load_imbalance_never_speeds_a_step(cfg, limit):
     grouped = attrs.evolve(SHAPE, expert_groups=groups, group_top_k=picked)
     assert moe.load_factor(grouped, cfg) >= moe.load_factor(SHAPE, cfg) - 1e-12
     assert estimate(grouped, cfg, JOB.partition).step_time >= estimate(SHAPE, cfg, JOB.partition).step_time * (1 - 1e-12)
+
+
+@given(configs, st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]), st.integers(1, 64), st.integers(1, 8))
+def test_a_longer_steady_state_never_hides_less_all_to_all(cfg, pp, vp, batches, more):
+    # the overlap pairs one micro-batch's forward with another's backward; more micro-batches
+    # per step leave the same warm-up and cool-down passes bare among more paired ones, so
+    # the share left bare, and the exposed EP work per micro-batch, never grow
+    few = attrs.evolve(cfg, pp=pp, vp=vp, dp=cfg.dp // pp if cfg.dp % pp == 0 else cfg.dp,
+                       batch=cfg.dp * cfg.microbatch * batches)
+    many = attrs.evolve(few, batch=few.batch * (1 + more))
+    assert 0.0 <= moe.unpaired_share(many) <= moe.unpaired_share(few) <= 1.0
+    per_micro_batch = lambda c: estimate(SHAPE, c, JOB.partition).breakdown.ep / c.microbatches  # noqa: E731
+    assert per_micro_batch(many) <= per_micro_batch(few) * (1 + 1e-12)
+    # and an overlapped pass never pays more than the bare exchange beside the nodes' host work
+    if few.overlaps_ep:
+        bare = attrs.evolve(few, ep_overlap=False)
+        host = few.microbatches * (SHAPE.moe_layers + SHAPE.mtp) / few.pp * (
+            moe.host_exposed(SHAPE, few) - moe.host_exposed(SHAPE, bare))
+        assert estimate(SHAPE, few, JOB.partition).breakdown.ep <= (
+            estimate(SHAPE, bare, JOB.partition).breakdown.ep + host) * (1 + 1e-12)
 
 
 def test_train_config_defaults_route_dropless_without_overlap():
