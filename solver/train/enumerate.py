@@ -65,7 +65,7 @@ from typing import Callable, Iterator
 
 import attrs
 
-from ...compiler.schema import RECOMPUTE_MODULES, SEARCHABLE, offload_refusal
+from ...compiler.schema import MEGATRON_STACKS, RECOMPUTE_MODULES, SEARCHABLE, offload_refusal
 from ...model.config import TrainConfig
 from ...model.job import Job, job_optimizer, needs_distributed_optimizer, pinned_only
 from ...model.train import offload as offload_model
@@ -240,17 +240,28 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     zero = job.pinned.get("zero")
     sp = job.pinned.get("sp")
     extras = pinned_only(job)
+    recomputes = (str(recompute),) if recompute is not None else RECOMPUTE
+    if megatron_overlap(job):
+        recomputes = tuple(r for r in recomputes if r != "full")
     zeros = (int(zero),) if zero is not None else ZERO_STAGES
     if extras["shard"] or needs_distributed_optimizer(job):   # a shard group shards ZeRO state: stage 0 has none;
         zeros = tuple(z for z in zeros if z >= 1)   # Megatron's precision-aware optimizer needs the distributed one
     return within_offload_limits(job.stack, Space(gpus, tps, pps, cps, eps,
-                                 (str(recompute),) if recompute is not None else RECOMPUTE,
-                                 zeros, None if sp is None else bool(sp), extras, searched(job)), extras["offload"])
+                                 recomputes, zeros, None if sp is None else bool(sp), extras, searched(job)), extras["offload"])
+
+
+def megatron_overlap(job: Job) -> bool:
+    """Whether the job overlaps its all-to-all on a Megatron stack, which Megatron-Core runs only in its
+    interleaved 1F1B schedule on a pipeline and never beside a full recompute (core_r0.15.0
+    transformer_config.py `__post_init__`; `gclc check` refuses the pinned contradictions)."""
+    return bool(job.pinned.get("ep_overlap")) and job.stack in MEGATRON_STACKS
 
 
 def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
-    """Virtual stages allowed by the pins and the layer count (before the micro-batch rule)."""
-    return _vp_candidates(job.pinned.get("vp"), job.pinned.get("schedule"), job.shape.layers, pp)
+    """Virtual stages allowed by the pins and the layer count (before the micro-batch rule); on a
+    pipeline under Megatron's all-to-all overlap, interleaved ones only (`megatron_overlap`)."""
+    vps = _vp_candidates(job.pinned.get("vp"), job.pinned.get("schedule"), job.shape.layers, pp)
+    return tuple(v for v in vps if v > 1) if pp > 1 and megatron_overlap(job) else vps
 
 
 @functools.lru_cache(maxsize=4096)   # asked for every layout and micro-batch the search opens

@@ -143,3 +143,20 @@ def test_other_stacks_are_not_held_to_megatron_cores_overlap_rules():
     result = check_file(str(MOE), {"nodes": "4"}, text=stacked)
     assert result.ok, [d.summary for d in result.diagnostics if d.is_error]
     assert pinned_config(train_job(result.design)).stack == "fsdp"
+
+
+def test_the_search_opens_only_what_megatron_core_runs_beside_the_overlap():
+    """With `ep_overlap = true` and pp, vp and the recompute left to the planner, a Megatron stack's
+    search holds no pipeline without virtual stages and no full recompute (what `gclc check` refuses
+    when pinned); another stack's search keeps both."""
+    from gclc.solver.train import enumerate as space_def
+
+    text = result_text("    ep_overlap = true\n").replace("    pp = 1\n", "")
+    job = train_job(check_file(str(MOE), {"nodes": "4"}, text=text).design)
+    assert job.stack in ("megatron_core", "nemo", "megatron") and space_def.megatron_overlap(job)
+    assert space_def.vp_candidates(job, 1) == (1,)
+    assert space_def.vp_candidates(job, 2) and 1 not in space_def.vp_candidates(job, 2)
+    assert "full" not in space_def.space(job).recomputes and "selective" in space_def.space(job).recomputes
+    plain = train_job(check_file(str(MOE), {"nodes": "4"}, text=text.replace("  parallelism {", "  software = fsdp\n  parallelism {", 1)).design)
+    assert not space_def.megatron_overlap(plain)
+    assert 1 in space_def.vp_candidates(plain, 2) and "full" in space_def.space(plain).recomputes
