@@ -105,7 +105,7 @@ ATTENTION_TRAINING_SHARE = 0.57
 # and backward read from one paper's figures; Blackwell's forward from a ratio in an abstract, its
 # backward ASSUMED at Hopper's backward / forward ratio), so one share cannot carry both. The single
 # share above stays the rate of a generation without its own.
-ATTENTION_TRAINING_SHARES = {"hopper": 0.58, "blackwell": 0.51}
+ATTENTION_TRAINING_SHARES = {"hopper": 0.58, "blackwell": 0.50}   # refit with ep_overlap's unpaired passes
 # Absorbed-MLA decode kernels (DeepSeek-V2/V3: 128 query heads against one shared 576-wide latent
 # key, 512-wide values) by tensor-core generation: the kernel's sustained TFLOP/s in a compute-bound
 # configuration and the bf16 peak of the part measured. Decode attention is a different kernel from
