@@ -176,6 +176,19 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...], latency: bool = True) -
     return min(tiled, ragged)
 
 
+def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[Stage, ...], latency: bool = True) -> float:
+    """An all-to-all that crosses the tiers beyond a node once per destination node and is forwarded inside
+    each node to the ranks it is for (DeepEP's internode normal kernels: RDMA to one GPU of every node that
+    holds any of a token's experts, NVLink on to that node's ranks holding them). Each rank sends `node_bytes`
+    out of the node, spread over the nodes as `all_to_all` spreads them, and forwards `rank_bytes` inside
+    one, (g - 1) / g of them to another of the node's g GPUs; the two run at once, the slower sets the time.
+    A group inside one node (or with no node tier) is a plain all-to-all of `rank_bytes`."""
+    inner = tuple(s for s in stages if s.tier.scope == "node")
+    if not inner or len(inner) == len(stages):
+        return all_to_all(rank_bytes, stages, latency)
+    return max(all_to_all(node_bytes, stages, latency), all_to_all(rank_bytes, inner, latency))
+
+
 def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None, latency: bool = True) -> float:
     """The tiled all-to-all over `stages`, the innermost of a group of `total` members."""
     total = total or math.prod(s.peers for s in stages)
