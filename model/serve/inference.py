@@ -264,7 +264,7 @@ class Replica:
         if dispatcher != "deepep":
             return (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
                     + comms.all_to_all(sent * 2, self.ep_stages))
-        per_node = math.prod(st.peers for st in self.ep_stages if st.tier.scope == "node")
+        per_node = math.prod(st.peers for st in comms.node_stages(self.ep_stages))
         crossing = copies * moe.node_share(s, spread, per_node)
         return sum(comms.forwarded_all_to_all(sent * width, crossing * width, self.ep_stages)
                    for width in (dispatch_bytes(c.precision), 2))

@@ -244,10 +244,9 @@ def node_share(shape: ModelShape, ranks: int, per_node: int) -> float:
     token reaches over top_k. A node holds `per_node` ranks of consecutive experts, so its reach is a rank's
     of a layout of ranks / per_node ranks (expert_load `destinations`, exact across routing groups:
     DeepSeek-V3, 8 of 256 within 4 of 8 groups, on 8 nodes of 8: at most 4)."""
-    nodes = ranks // max(1, per_node)
-    if nodes <= 1 or not shape.is_moe or shape.top_k <= 1:
+    if not shape.is_moe or shape.top_k <= 1:
         return 1.0
-    return min(1.0, destinations(shape, nodes) / shape.top_k)
+    return min(1.0, destinations(shape, max(1, ranks // max(1, per_node))) / shape.top_k)   # one node: itself
 
 
 def gathered_received(shape: ModelShape, tokens: float, groups: int, value_bytes: float) -> float:
