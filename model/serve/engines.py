@@ -39,11 +39,11 @@ Sources, abbreviated below:
             CUDA Graphs since DeepEP high-throughput kernels ... are incompatible with CUDA Graphs", with data
             parallelism), SGLang 0.5.23 sglang/srt/arg_groups/moe_hook.py ("Cuda graph is disabled because
             deepep_mode=`normal`")
-  [deepepnode] deepseek-ai/DeepEP csrc/kernels/internode.cu `dispatch` (normal kernels across nodes): a token goes
-            over RDMA once to each node holding any of its top-k experts (`is_token_in_rank` reduced to
-            `num_rdma_ranks`: one send per destination RDMA rank, to the GPU of the same local rank there), whose
-            forwarder sends it over NVLink to each of that node's ranks holding its experts; combine reduces in
-            the node first and sends one row per node back
+  [deepepnode] deepseek-ai/DeepEP csrc/kernels/internode.cu `dispatch` (@b805c0e1, normal kernels across nodes):
+            the RDMA sender reads `is_token_in_rank` as one uint64 per destination node (its NUM_MAX_NVL_PEERS
+            = 8 GPUs' flags) and sends the token to that node once if any flag is set (its own node's copy goes
+            straight to the receive buffer); the node's forwarder sends it over NVLink to each of its ranks
+            holding the token's experts (SourceMeta `is_token_in_nvl_rank_bits`); combine retraces the path
   [vllmagrs] vLLM 0.33.0 (PyPI) vllm/config/parallel.py: `all2all_backend` defaults to "allgather_reducescatter"
             ("naive" and "pplx" were removed and fall back to it); vllm/distributed/device_communicators/
             all2all.py `AgRsAll2AllManager`: dispatch all-gathers every data-parallel rank's hidden states
