@@ -55,6 +55,7 @@ def _cases() -> list[tuple[str, str | None, dict[str, str], str]]:
     out += [(ds, "chat", {"engine.moe_path": v}, "any") for v in MOE_PATHS]
     out += [(chat, "chat", {"engine.dispatcher": "deepep"}, "refuse")]   # a dense model
     out += [(ds, "chat", {"engine.dispatcher": "deepep"}, "moves"), (ds, "chat", {"engine.dispatcher": "alltoall"}, "any")]
+    out += [(ds, "chat", {"engine.dispatcher": "allgather"}, "any")]   # vLLM V1's default, priced on any engine
     out += [(ds, "chat", {"engine.profile": e, "engine.moe_path": "ep_with_dp"}, "any") for e in ("vllm_0_2", "trtllm_0_9")]
     out += [(ds, "chat", {"engine.speculative.tokens": "1", "engine.speculative.acceptance": "100%"}, "moves")]
     out += [(rl, "grpo_70b", {f"grpo_70b.{k}": v}, "refuse") for k, v in (

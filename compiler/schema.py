@@ -602,7 +602,7 @@ ENGINE = Block(
      "mixed": FLAG, "graph_batch": COUNT0, "host_step": TIME0, "host_per_sequence": TIME0, "overlap": FLAG,
      "eager_op": TIME0, "frontend": TIME0, "preemption": Choice(("recompute", "swap", "reserve"), "a preemption policy"),
      "moe_path": Choice(("grouped", "tp_sharded", "per_expert", "ep_with_dp"), "an MoE kernel path"),
-     "dispatcher": Choice(("alltoall", "deepep"), "an expert dispatcher")},
+     "dispatcher": Choice(("alltoall", "deepep", "allgather"), "an expert dispatcher")},
     blocks={"speculative": Block({"tokens": COUNT, "acceptance": SHARE}, required=("tokens", "acceptance"),
                                  doc="draft tokens per step and the declared acceptance rate of each")},
     doc="the serving engine: `profile` names one by release (default vllm_v1), whose knobs the other fields "
@@ -616,8 +616,10 @@ ENGINE = Block(
         "`preemption`: recompute, swap (to host memory) or reserve (admit only what fits whole); `moe_path`: "
         "grouped GEMMs, TP-sharded experts, a loop over experts, or ep_with_dp (TP-sharded experts in one attention "
         "group, grouped over several: vLLM's); `dispatcher`: how the expert all-to-all sends a token, a copy per "
-        "routed expert (alltoall, default) or once per GPU holding any of its experts (deepep: DeepEP's normal "
-        "kernels, which vLLM and SGLang run without CUDA graphs)")
+        "routed expert (alltoall, the default but on vllm_v1), once per GPU holding any of its experts (deepep: "
+        "DeepEP's normal kernels, once per node across nodes, which vLLM and SGLang run without CUDA graphs), or "
+        "every attention group's tokens all-gathered on every GPU and the outputs reduce-scattered (allgather: "
+        "vLLM's default backend, vllm_v1's)")
 # A serve plan serves its demand with the fewest GPUs (or, without a demand, the most
 # tokens) — `maximize = throughput` — or with the least power — `minimize = energy`.
 SERVE = Block(

@@ -166,7 +166,7 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...], latency: bool = True) -
     leaves the domains below it, shared by their GPUs (`exchange_costs`), or the tiled
     stages' charge, whichever is less. `latency=False`: the bytes alone (model/collectives.py
     adds NCCL's latency instead)."""
-    tiled = _exchange(nbytes, tuple(t for s in stages for t in (s.tiled or (s,))), None, latency)
+    tiled = _exchange(nbytes, tiles(stages), None, latency)
     if not any(s.crossings for s in stages):
         return tiled
     ragged = _exchange(nbytes, tuple(s for s in stages if not s.tiled), math.prod(s.peers for s in stages), latency)
@@ -174,6 +174,30 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...], latency: bool = True) -
         for tier, per_byte in exchange_costs(stage):
             ragged = max(ragged, nbytes * per_byte + _latency(tier, stage.peers) * latency)
     return min(tiled, ragged)
+
+
+def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[Stage, ...], latency: bool = True) -> float:
+    """An all-to-all that crosses the tiers beyond a node once per destination node and is forwarded inside
+    each node to the ranks it is for (DeepEP's internode normal kernels: RDMA to one GPU of every node that
+    holds any of a token's experts, NVLink on to that node's ranks holding them). Each rank sends `node_bytes`
+    out of the node, spread over the nodes as `all_to_all` spreads them, and forwards `rank_bytes` inside
+    one, (g - 1) / g of them to another of the node's g GPUs; the two run at once, the slower sets the time,
+    the forward streaming chunks as they arrive (DeepEP's forwarder warps), so its bytes add no start-up
+    latency of their own. A group inside one node (or with no node tier) is a plain all-to-all of `rank_bytes`."""
+    inner = node_stages(stages)
+    if not inner or len(inner) == len(tiles(stages)):
+        return all_to_all(rank_bytes, stages, latency)
+    return max(all_to_all(node_bytes, stages, latency), all_to_all(rank_bytes, inner, latency=False))
+
+
+def tiles(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """The group's tiled stages, one a tier (a ring in rank order's own included)."""
+    return tuple(t for s in stages for t in (s.tiled or (s,)))
+
+
+def node_stages(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    """The tiled stages of a group inside one node (its GPUs' NVLink)."""
+    return tuple(s for s in tiles(stages) if s.tier.scope == "node")
 
 
 def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None, latency: bool = True) -> float:

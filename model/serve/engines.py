@@ -39,6 +39,16 @@ Sources, abbreviated below:
             CUDA Graphs since DeepEP high-throughput kernels ... are incompatible with CUDA Graphs", with data
             parallelism), SGLang 0.5.23 sglang/srt/arg_groups/moe_hook.py ("Cuda graph is disabled because
             deepep_mode=`normal`")
+  [deepepnode] deepseek-ai/DeepEP csrc/kernels/internode.cu `dispatch` (@b805c0e1, normal kernels across nodes):
+            the RDMA sender reads `is_token_in_rank` as one uint64 per destination node (its NUM_MAX_NVL_PEERS
+            = 8 GPUs' flags) and sends the token to that node once if any flag is set (its own node's copy goes
+            straight to the receive buffer); the node's forwarder sends it over NVLink to each of its ranks
+            holding the token's experts (SourceMeta `is_token_in_nvl_rank_bits`); combine retraces the path
+  [vllmagrs] vLLM 0.33.0 (PyPI) vllm/config/parallel.py: `all2all_backend` defaults to "allgather_reducescatter"
+            ("naive" and "pplx" were removed and fall back to it); vllm/distributed/device_communicators/
+            all2all.py `AgRsAll2AllManager`: dispatch all-gathers every data-parallel rank's hidden states
+            (quantized first, prepare_finalize/naive_dp_ep.py) with their top-k ids and weights over the DP
+            group, combine reduce-scatters the expert outputs back; each GPU receives every token
   [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
             per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
@@ -103,7 +113,7 @@ from ...dsl.units import GIB
 
 PREEMPTIONS = ("recompute", "swap", "reserve")   # reserve: admit only when the whole length fits
 MOE_PATHS = ("grouped", "tp_sharded", "per_expert", "ep_with_dp")
-DISPATCHERS = ("alltoall", "deepep")
+DISPATCHERS = ("alltoall", "deepep", "allgather")
 
 
 @frozen
@@ -143,7 +153,9 @@ class Engine:
                                 # (TP-sharded in one attention group, grouped over several: vLLM's)
     dispatcher: str = "alltoall"  # how the expert all-to-all sends a token: alltoall, a copy per routed expert
                                 # (top_k; DeepEP's low-latency kernels too); deepep, once per EP rank holding any of
-                                # its experts (DeepEP's normal kernels, [deepep]), whose graphs the engines turn off
+                                # its experts (DeepEP's normal kernels, [deepep]; across nodes once per node,
+                                # [deepepnode]), whose graphs the engines turn off; allgather, every attention
+                                # group's tokens gathered on every GPU, the outputs reduce-scattered ([vllmagrs])
     moe_kernel: str = ""        # "triton": vLLM's / SGLang's Triton fused_moe, whose row tile follows the
                                 # token count (model/serve/moe.py triton_tile); "": TILE_ROWS
     frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
@@ -308,13 +320,14 @@ PROFILES = {p.name: p for p in (
     Profile("vllm_v1", "vllm", "2025-03", None, "vLLM 0.8.0 and later, the V1 engine",
             {"chunk": 8192, "max_seqs": 1024, "mixed": True, "graph_batch": 512, "graph_tokens": 512,
              **_PYTORCH_EAGER, "step_s": 0.1e-3, "seq_s": 2.5e-6, "preemption": "recompute", "moe_kernel": "triton", "moe_path": "ep_with_dp",
-             "block": 16, "frontend_s": 2e-3, "layer_kernels": 10, "rank_order": ("tp", "pp", "ep"), "all_reduce": "vllm"},
+             "dispatcher": "allgather", "block": 16, "frontend_s": 2e-3, "layer_kernels": 10, "rank_order": ("tp", "pp", "ep"), "all_reduce": "vllm"},
             {"chunk": "[v1args]", "all_reduce": _VLLM_ALL_REDUCE, "max_seqs": "[v1args]", "mixed": "[v1args]", "graph_batch": "[v1blog]",
              "graph_tokens": "[v1blog]", "step_s": "ASSUMPTION: a tenth of v0.6's ([v1blog] persistent batch)",
              "seq_s": "ASSUMPTION: a tenth of v0.6's", "preemption": "V1 recomputes (vllm/v1/core/sched)",
              "moe_kernel": "model/serve/moe.py triton_tile: vLLM's Triton fused_moe picks BLOCK_SIZE_M by token count", "moe_path": "[vllmep]: TP-sharded experts on one attention group, whole experts over TP x DP with "
                          "--enable-expert-parallel (as the vLLM export launches data-parallel attention)", "block": "[v0sched]", "frontend_s": "ESTIMATE: the API server process",
-             "layer_kernels": "[llama]", "rank_order": "[vllmrank]"},
+             "layer_kernels": "[llama]", "rank_order": "[vllmrank]",
+             "dispatcher": "[vllmagrs]: vLLM's default all2all backend, which the export launches"},
             small_gpu={"chunk": 2048, "max_seqs": 256}),
     Profile("sglang_0_3", "sglang", "2024-09", "2024-11", "SGLang 0.3.x",
             {"chunk": 8192, "mixed": False, "graph_batch": 160, "graph_pad": 8, **_PYTORCH_EAGER, "step_s": 0.5e-3,

@@ -74,6 +74,7 @@ class Replica:
     expert_flops_per_token: float  # the part in routed experts (grouped GEMMs of few rows each)
     tp_stages: tuple[comms.Stage, ...]
     ep_stages: tuple[comms.Stage, ...]
+    group_stages: tuple[comms.Stage, ...]   # the attention groups' ranks of one TP index (vLLM's DP group)
     pp_hops: tuple            # the tier each stage-to-stage hop crosses, stage 0 -> 1 first
     pp_return: object         # the tier from the last stage back to the first (sampled tokens)
     _memo: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)  # _stage's costs per token count
@@ -235,11 +236,7 @@ class Replica:
                                                                self.engine.fallback_all_reduce, exp_generation(chip),
                                                                graphed, self.engine.all_reduce_fence)
         if s.is_moe and c.tp * c.ep > 1:
-            moe_layers = math.ceil(s.moe_layers / c.pp)
-            spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
-            sent = group / c.tp * s.top_k * s.hidden * moe.sent_share(s, self.engine.dispatcher, spread)
-            collectives += moe_layers * (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
-                                  + comms.all_to_all(sent * 2, self.ep_stages))
+            collectives += math.ceil(s.moe_layers / c.pp) * self._expert_exchange(tokens)
         loops = moe.loop_kernels(s, c.tp * c.ep, self.engine.moe_path) * math.ceil(s.moe_layers / c.pp) if s.is_moe else 0
         launches = (layers * moe.kernels_per_layer(s, self.engine.layer_kernels) + loops) * kernel_overhead(chip)
         gemm_roofline = _roofline(gemm, weights / hbm_rate(chip))
@@ -248,6 +245,29 @@ class Replica:
         # streaming in, drawing a memory-bound kernel's power (model/power.py serving_activity)
         computing = self.gemm_flops_per_token * tokens / mixed_gemm_rate(chip, c, max(float(BEST_SHAPE[0]), group), s.hidden, s.hidden)
         return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens), computing
+
+    def _expert_exchange(self, tokens: float) -> float:
+        """Seconds one MoE layer of a stage spends moving `tokens` (all attention groups') to their experts
+        and back, as the engine's dispatcher does (model/serve/moe.py): an all-to-all of every top_k copy
+        (alltoall); DeepEP's normal kernels, once per rank holding any of a token's experts and, beyond a
+        node, once per node forwarded over NVLink (deepep); or vLLM's default, every attention group's
+        tokens all-gathered on every GPU of the others' groups and the outputs reduce-scattered back
+        (allgather: nothing to move with one attention group, whose TP all-reduce sums the experts')."""
+        s, c, dispatcher = self.shape, self.config, self.engine.dispatcher
+        if dispatcher == "allgather":
+            gathered = tokens * s.hidden    # every group's tokens, on each GPU (its TP ranks each gather them)
+            return (comms.all_gather(gathered * dispatch_bytes(c.precision), self.group_stages)
+                    + comms.reduce_scatter(gathered * 2, self.group_stages)) if c.ep > 1 else 0.0
+        spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
+        copies = tokens / c.ep / c.tp * s.top_k * s.hidden
+        sent = copies * moe.sent_share(s, dispatcher, spread)
+        if dispatcher != "deepep":
+            return (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
+                    + comms.all_to_all(sent * 2, self.ep_stages))
+        per_node = math.prod(st.peers for st in comms.node_stages(self.ep_stages))
+        crossing = copies * moe.node_share(s, spread, per_node)
+        return sum(comms.forwarded_all_to_all(sent * width, crossing * width, self.ep_stages)
+                   for width in (dispatch_bytes(c.precision), 2))
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,
                   prefilling: float | None = None, layer_mean: bool = False) -> float:
@@ -428,6 +448,7 @@ def replica(shape: ModelShape, cfg: ServeConfig, partition: Partition, engine: E
                    / (cfg.tp * cfg.ep) if shape.is_moe else 0.0,
                    tp_stages=comms.place(cfg.tp, 1, tiers),
                    ep_stages=ranks.expert_stages(cfg, engine.rank_order, tiers),
+                   group_stages=ranks.group_stages(cfg, engine.rank_order, tiers),
                    pp_hops=ranks.hops(cfg, engine.rank_order, tiers),
                    pp_return=ranks.return_hop(cfg, engine.rank_order, tiers))
 

@@ -10,7 +10,9 @@ layer costs beyond a dense layer of the same active width.
 - Expert parallelism: the GPU holding the most routed rows sets the pace; with G GPUs and a
   mean of m rows each, the expected maximum of the (near-Poisson) loads is m + sqrt(2 m ln G).
 - Dispatch and combine: the all-to-all sends each token's top_k copies, or once per EP rank holding
-  any of its experts where the dispatcher dedupes (DeepEP's normal kernels: `sent_share`).
+  any of its experts where the dispatcher dedupes (DeepEP's normal kernels: `sent_share`, over the
+  scale-out network once per node, `node_share`); or every attention group's tokens are all-gathered on
+  every GPU and the outputs reduce-scattered (vLLM's default backend: `gathered_received`).
 - Routing traffic: the permute before the expert GEMMs and the un-permute and weighted sum
   after them move every routed row through HBM: k x hidden activations, written and read on
   each side (four passes, 16-bit).
@@ -233,6 +235,28 @@ def sent_share(shape: ModelShape, dispatcher: str, ranks: int) -> float:
     if dispatcher != "deepep" or ranks <= 1 or not shape.is_moe or shape.top_k <= 1:
         return 1.0
     return min(1.0, destinations(shape, ranks) / shape.top_k)
+
+
+def node_share(shape: ModelShape, ranks: int, per_node: int) -> float:
+    """Share of a token's top_k routed copies DeepEP's internode normal kernels send over the scale-out
+    network, with `ranks` EP ranks `per_node` to a node: one RDMA send per destination node (then NVLink
+    forwards it to the node's ranks holding its experts, [deepepnode]), the expected distinct nodes a
+    token reaches over top_k. A node holds `per_node` ranks of consecutive experts, so its reach is a rank's
+    of a layout of ranks / per_node ranks (expert_load `destinations`, exact across routing groups:
+    DeepSeek-V3, 8 of 256 within 4 of 8 groups, on 8 nodes of 8: at most 4)."""
+    if not shape.is_moe or shape.top_k <= 1:
+        return 1.0
+    return min(1.0, destinations(shape, max(1, ranks // max(1, per_node))) / shape.top_k)   # one node: itself
+
+
+def gathered_received(shape: ModelShape, tokens: float, groups: int, value_bytes: float) -> float:
+    """Bytes each GPU receives when `groups` attention groups all-gather their `tokens` (all groups'
+    together) for the experts: (groups - 1) / groups of the gathered hidden states (vLLM's
+    allgather_reducescatter backend, [vllmagrs]; the reduce-scatter of the outputs moves as much back).
+    Every GPU receives every token whatever its routing: the bytes grow with the groups, never dedupe."""
+    if groups <= 1 or not shape.is_moe:
+        return 0.0
+    return (groups - 1) / groups * tokens * shape.hidden * value_bytes
 
 
 def loop_kernels(shape: ModelShape, gpus: int, path: str) -> float:

@@ -54,6 +54,12 @@ def expert_stages(cfg, order: tuple, tiers: tuple) -> tuple:
     return tuple(comms.Stage(t, met[t]) for t in tiers if t in met)
 
 
+def group_stages(cfg, order: tuple, tiers: tuple) -> tuple:
+    """The tiers a group of the attention groups' ranks of one TP index crosses (vLLM's data-parallel
+    group, over which its allgather_reducescatter backend gathers the tokens for the experts)."""
+    return comms.place(cfg.ep, strides(cfg, order)["ep"], tiers) if cfg.ep > 1 else ()
+
+
 def hops(cfg, order: tuple, tiers: tuple) -> tuple:
     """The tier of each hop between neighbouring stages (stage 0 -> 1 first): rank t of group e
     on stage s sends to the same rank on stage s + 1; the slowest such send of any group."""

@@ -134,7 +134,7 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
         lifetime(entity, demand.output), energy=energy, router=router_of(entity))
     if has_demand:
         search.exhaustive = exhaustive
-    short = short_of_gpus(limits)
+    short = short_of_gpus(limits, entity)
     result = SearchResult(search.mode, None, None, None, None, (short,), "") if short else search.run()
     if result.decode is None and search.broken and not short:
         reasons = infeasible_reasons(entity, search.misses)

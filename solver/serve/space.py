@@ -73,14 +73,19 @@ def limits_of(entity: Entity, graph: ClusterGraph, partition: Partition) -> Limi
                   entity.get("parallelism.replicas"), available)
 
 
-def short_of_gpus(limits: Limits) -> str | None:
+def short_of_gpus(limits: Limits, entity: Entity | None = None) -> str | None:
     """Why a pinned GPU count cannot be planned at all, or None: more GPUs than the partition
-    and the `gpus` bound allow, or pinned replicas of pinned widths that do not make it up."""
+    and the `gpus` bound allow, or pinned replicas of pinned widths that do not make it up;
+    located at the pin in `entity` (file:line:column, as training's infeasible plans say it)."""
+    def at(key: str) -> str:
+        span = entity.span_of(key) if entity is not None else None
+        return f" ({span})" if span is not None else ""
     if limits.exact and limits.available is not None and limits.gpus > limits.available:
         return (f"gpus: `gpus = {limits.gpus}` asks for more than the {limits.available} GPUs the partition and the "
-                "`subject to { gpus }` bound allow")
+                f"`subject to {{ gpus }}` bound allow{at('gpus')}")
     if limits.replicas and limits.replicas > limits.gpus:
-        return f"replicas: {limits.replicas} replicas need at least as many GPUs; the job may use {limits.gpus}"
+        return (f"replicas: {limits.replicas} replicas need at least as many GPUs; the job may use {limits.gpus}"
+                f"{at('parallelism.replicas')}")
     return None
 
 

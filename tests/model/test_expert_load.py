@@ -126,3 +126,36 @@ def test_distinct_destinations_by_sampling():
         experts = rng.sample([g * 16 + i for g in chosen for i in range(16)], 8)
         total += len({e // 24 for e in experts})
     assert total / draws == pytest.approx(expert_load.destinations(shape, 4), abs=0.02)   # the sampled mean's sd: about 0.004
+
+
+def test_distinct_destination_nodes_by_sampling():
+    """DeepEP's internode kernels send a token once per node holding any of its experts ([deepepnode]): a
+    node of consecutive ranks holds consecutive experts, so the distinct nodes are `destinations` of the
+    coarser layout, exact where nodes cut across groups. Sampled as `group_limited_topk` draws: 96 experts in
+    6 groups of 16, 3 picked, 8 of them, on 12 ranks of 8 experts, 3 to a node of 24 (4 nodes)."""
+    from gclc.model.serve.moe import node_share
+    rng = random.Random(11)
+    shape, draws, total = _shape(96, 8, 6, 3), 40000, 0
+    for _ in range(draws):
+        chosen = rng.sample(range(6), 3)
+        experts = rng.sample([g * 16 + i for g in chosen for i in range(16)], 8)
+        total += len({e // 24 for e in experts})
+    assert total / draws == pytest.approx(node_share(shape, 12, 3) * 8, abs=0.02)   # the sampled mean's sd: about 0.004
+
+
+@settings(max_examples=scaled_examples(40), deadline=None)
+@given(layouts, st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8, 16, 32, 64]), st.sampled_from([1, 2, 4, 8]))
+def test_a_token_reaches_no_more_nodes_than_ranks(layout, k, ranks, per_node):
+    """Law: a token sent once per node holding any of its experts reaches between 1 and as many nodes as
+    ranks (never more than top_k), and under group-limited routing with a group a node (or several) no more
+    than the groups it picks (DeepSeek-V3 on 8 nodes: 4)."""
+    from gclc.model.serve.moe import node_share, sent_share
+    experts, groups, picked = layout
+    if experts % ranks or picked * (experts // groups) < k or ranks % per_node:
+        return
+    shape = _shape(experts, k, groups, picked)
+    nodes_reached, ranks_reached = node_share(shape, ranks, per_node) * k, sent_share(shape, "deepep", ranks) * k
+    assert 1 - 1e-9 <= nodes_reached <= ranks_reached + 1e-9 <= k + 2e-9
+    nodes = ranks // per_node
+    if nodes > 1 and groups % nodes == 0:
+        assert nodes_reached <= min(picked, nodes) + 1e-9

@@ -270,6 +270,13 @@ def test_what_sglang_cannot_run_is_refused(root):
     train = check_file(str(ROOT / "examples" / "a100_cluster.gcl"), []).design
     with pytest.raises(ExportError, match="describe a serve job, and `gpt3_175b` is a train job"):
         export("sglang", train, job="gpt3_175b")
+    # vLLM's all-gather backend over several attention groups: SGLang's --moe-a2a-backend has no such choice
+    aggregated = _served(str(root), "aggregated")
+    side = aggregated.decode
+    assert side.replica.config.ep > 1, "the aggregated plan has one attention group now: pick another case"
+    gathering = attrs.evolve(side.replica, engine=attrs.evolve(side.replica.engine, dispatcher="allgather"))
+    with pytest.raises(ExportError, match="which SGLang's --moe-a2a-backend has no choice for"):
+        sglang.pool_arguments(aggregated, attrs.evolve(side, replica=gathering), "serving")
 
 
 def test_dynamo_runs_each_pool_as_the_sglang_export_states_it(verdicts):

@@ -461,6 +461,19 @@ def test_vllm_dispatches_with_deepep_where_the_plan_does(verdicts):
     assert verdicts["aggregated/serving/args"][1]["config"]["all2all_backend"] != "deepep_high_throughput"
 
 
+def test_vllm_gathers_tokens_for_the_experts_as_the_plan_prices_it(verdicts):
+    """The vllm_v1 profile prices vLLM's default backend, allgather_reducescatter (model/serve/engines.py
+    [vllmagrs]: `dispatcher = allgather`), and the export writes it where vLLM runs expert parallelism:
+    vLLM's engine config resolves the backend the plan priced, for every placed replica."""
+    assert profile("vllm_v1").engine().dispatcher == "allgather"
+    for name in PLACED:
+        argv, verdict = verdicts[f"placed/{name}/node0"]
+        assert "error" not in verdict, verdict.get("error")
+        assert verdict["config"]["expert_parallel"]
+        assert argv[argv.index("--all2all-backend") + 1] == "allgather_reducescatter"
+        assert verdict["config"]["all2all_backend"] == "allgather_reducescatter"
+
+
 def test_what_vllm_cannot_run_is_refused(tmp_path):
     """A chip vLLM has no platform for, a multi-step scheduler, a train job, and a plan made for
     another engine: refused, with the reason."""
@@ -489,6 +502,11 @@ def test_what_vllm_cannot_run_is_refused(tmp_path):
     check(ServeConfig(tp=8, batch=64, precision="fp8", ep=1), sharded, chip, False, experts=True)   # one group: vLLM's TP
     with pytest.raises(ExportError, match="loops over experts one by one"):
         check(TP_ONLY, attrs.evolve(sharded, moe_path="per_expert"), chip, False, experts=True)
+    # every top_k copy sent in an all-to-all: no vLLM 0.33 backend does (its default gathers every token)
+    copies = profile("vllm_v1").engine(dispatcher="alltoall")
+    with pytest.raises(ExportError, match="no backend that does"):
+        check(ServeConfig(tp=1, batch=64, precision="fp8", ep=8), copies, chip, False, experts=True)
+    check(TP_ONLY, copies, chip, False, experts=True)   # TP-sharded experts: no exchange to launch
     # one answer: a plan simulated with SGLang's scheduler is not exported as vLLM's flags
     with pytest.raises(ExportError, match="made for the `sglang` engine"):
         export("vllm", _design(SERVE))

@@ -12,7 +12,7 @@ attention TP = the plan's tp); the routed experts as the plan costs them -> --ep
 the engine's MoE path keeps each expert TP-sharded over tp GPUs (SGLang's MoE TP = tp-size /
 ep-size), tp x ep where it holds whole experts; `dispatcher = deepep` -> --moe-a2a-backend deepep
 --deepep-mode normal (DeepEP's normal kernels, which SGLang runs without CUDA graphs, as the plan
-costs them); the batch limit -> --max-running-requests; the
+costs them; `allgather`, vLLM's backend, is refused over several attention groups); the batch limit -> --max-running-requests; the
 engine's chunk -> --chunked-prefill-size (prompt chunks join decode batches only with
 --enable-mixed-chunk, the engine's `mixed`); the KV page -> --page-size; the KV precision ->
 --kv-cache-dtype; the memory bound -> --mem-fraction-static (SGLang's share for weights and the
@@ -100,6 +100,10 @@ def _check(served, config, engine) -> None:
         raise ExportError("the plan dispatches tokens with DeepEP (`dispatcher = deepep`), which sends them between "
                           "GPUs holding whole experts, and this replica's experts are TP-sharded (or on one GPU): plan "
                           "with `dispatcher = alltoall`, or with `moe_path = grouped`")
+    if engine.dispatcher == "allgather" and config.ep > 1:   # (one attention group gathers nothing: no flag needed)
+        raise ExportError("the plan gathers every attention group's tokens on every GPU for the experts "
+                          "(`dispatcher = allgather`, vLLM's allgather_reducescatter backend), which SGLang's "
+                          "--moe-a2a-backend has no choice for: plan with `dispatcher = alltoall` or `deepep`")
     default = PROFILES["sglang"].knobs["graph_batch"]
     if engine.graph_batch != default and engine.eager_op_s > 0 and engine.dispatcher != "deepep":
         raise ExportError(f"the plan runs decode batches up to {engine.graph_batch} as CUDA graphs (`graph_batch`); "

@@ -12,8 +12,9 @@ attention groups sharing the routed experts (ep) -> --data-parallel-size; the ex
 plan costs them (model/serve/moe.py `expert_layout`) -> --enable-expert-parallel where each GPU
 holds whole experts (vLLM's EP spans TP x DP GPUs), off where they are TP-sharded over the
 replica's TP GPUs (the vllm_v1 profile's `ep_with_dp`: on exactly with several attention
-groups), and `dispatcher = deepep` -> --all2all-backend deepep_high_throughput (DeepEP's normal kernels,
-which vLLM runs without CUDA graphs, as the plan costs them); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
+groups), and the dispatcher -> --all2all-backend: `deepep` deepep_high_throughput (DeepEP's normal kernels,
+which vLLM runs without CUDA graphs, as the plan costs them), `allgather` allgather_reducescatter (vLLM's
+default, the vllm_v1 profile's; `alltoall` has no vLLM backend and is refused); the batch limit over the DP ranks -> --max-num-seqs (vLLM's limit is per DP rank); the
 engine's chunk -> --max-num-batched-tokens (chunked prefill is vLLM's only mode since V1); the
 KV page -> --block-size; the KV precision -> --kv-cache-dtype; the memory bound ->
 --gpu-memory-utilization (vLLM's share of HBM for weights, activations and KV together, what
@@ -79,6 +80,12 @@ def expert_parallel(c, engine, experts: bool) -> bool:
     return experts and c.tp * c.ep > 1 and moe.expert_layout(engine.moe_path, c.tp, c.ep)[0] == 1
 
 
+# the plan's dispatcher -> vLLM 0.33.0's --all2all-backend (vllm/config/parallel.py All2AllBackend;
+# model/serve/engines.py [deepep] [vllmagrs]); vLLM has no backend sending every top_k copy ("naive" and
+# "pplx" were removed, falling back to allgather_reducescatter), so `alltoall` has none
+ALL2ALL_BACKENDS = {"deepep": "deepep_high_throughput", "allgather": "allgather_reducescatter"}
+
+
 def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: str,
                       sleep: bool = False, experts: bool = False) -> list[tuple[str, object]]:
     """One replica's flags: the layout `c` (a ServeConfig), the engine, the longest sequence,
@@ -91,8 +98,8 @@ def replica_arguments(model: str, c, engine, max_len: int, memory: float, role: 
         args.append(("--data-parallel-size", c.ep))
     if expert_parallel(c, engine, experts):
         args.append(("--enable-expert-parallel", True))
-        if engine.dispatcher == "deepep":   # DeepEP's normal kernels: a token once per rank holding its experts
-            args.append(("--all2all-backend", "deepep_high_throughput"))
+        # the dispatcher the plan prices, written even where it is vLLM's default ([vllmagrs])
+        args.append(("--all2all-backend", ALL2ALL_BACKENDS[engine.dispatcher]))
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
     # vLLM's --max-num-seqs bounds each data-parallel rank's scheduler (vllm/config/scheduler.py):
@@ -153,6 +160,12 @@ def check(config, engine, chip, mtp: bool, experts: bool = False) -> None:
             raise ExportError(f"the plan shards each expert over TP {config.tp} within each of {config.ep} attention "
                               f"groups; vLLM shards them over all TP x DP GPUs, or with --enable-expert-parallel "
                               f"holds whole experts: plan with `moe_path = ep_with_dp` (the vllm_v1 profile's)")
+    if experts and engine.dispatcher not in ALL2ALL_BACKENDS and expert_parallel(config, engine, experts):
+        raise ExportError(f"the plan sends every routed copy of a token in an all-to-all (`dispatcher = "
+                          f"{engine.dispatcher}`), and vLLM 0.33.0 has no backend that does (its default, "
+                          "allgather_reducescatter, gathers every attention group's tokens on every GPU; naive "
+                          "and pplx were removed): plan with `dispatcher = allgather` (the vllm_v1 profile's) "
+                          "or `dispatcher = deepep`")
     if engine.dispatcher == "deepep" and not expert_parallel(config, engine, experts):
         raise ExportError("the plan dispatches tokens with DeepEP (`dispatcher = deepep`), which sends them between "
                           "expert-parallel GPUs, and this replica's experts are TP-sharded (no --enable-expert-parallel): "

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
-from gclc.model.serve import moe as inference_moe
+from gclc.compiler.formats import dispatch_bytes
+from gclc.model import comms
+from gclc.model.serve import moe as inference_moe, ranks
 from gclc.model.compute import gemm_rate
 from gclc.model.serve.engines import profile
 from gclc.model.serve.inference import ServeConfig, replica
@@ -190,3 +192,73 @@ def test_deepep_runs_every_step_eagerly_as_the_engines_do():
     for name in ("vllm_v1", "sglang"):
         engine = profile(name).engine(dispatcher="deepep")
         assert not engine.graphed(8, 8) and profile(name).engine().graphed(8, 8)
+
+
+def test_allgather_gathers_every_attention_groups_tokens_by_hand():
+    """vLLM V1's default backend (model/serve/engines.py [vllmagrs]), which its export launches: every GPU
+    all-gathers the other attention groups' tokens (fp8 with its scales) over its data-parallel group and
+    reduce-scatters the bf16 expert outputs back, (n - 1) / n of the gathered tokens each way, whatever their
+    routing; with one attention group it gathers nothing."""
+    engine = profile("vllm_v1").engine()
+    assert engine.dispatcher == "allgather"
+    tokens = 512
+    gathered = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION, engine)
+    stages = comms.place(8, 1, PARTITION.tiers)
+    by_hand = (comms.all_gather(tokens * MOE.hidden * dispatch_bytes("fp8"), stages)
+               + comms.reduce_scatter(tokens * MOE.hidden * 2, stages))
+    assert gathered._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12)
+    assert inference_moe.gathered_received(MOE, tokens, 8, 2) == pytest.approx(7 / 8 * tokens * MOE.hidden * 2)
+    assert replica(MOE, ServeConfig(8, 1, "fp8", ep=1), PARTITION, engine)._expert_exchange(tokens) == 0.0
+    # vLLM's DP group is one TP index's attention groups: TP 2 x 4 groups gathers over 4 ranks 2 apart
+    assert ranks.group_stages(ServeConfig(2, 1, "fp8", ep=4), engine.rank_order, PARTITION.tiers) == \
+        comms.place(4, 2, PARTITION.tiers)
+
+
+def _bytes_time(nbytes: float, stages) -> float:
+    """An all-gather's (a reduce-scatter's) seconds on its bytes alone, the fastest placement option."""
+    return min(comms._reduce_scatter(nbytes, tuple(option), latency=False)
+               for option in getattr(stages, "options", (stages,)))
+
+
+@settings(max_examples=scaled_examples(20), deadline=None)
+@given(st.integers(1, 8192), st.sampled_from([1, 2, 4, 8]), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2]))
+@example(tokens=1, small=4, large=8, tp=2)   # deep profile: 8 groups across two nodes took less time than 4
+# in one, by latency alone (the std library's NVLink4 step, 1 us, is slower than NDR's, 0.5 us): the law is the bytes'
+def test_allgather_moves_more_with_more_attention_groups(tokens, small, large, tp):
+    """Law: the all-gather brings every other group's tokens to every GPU, so at the same tokens more groups
+    move no fewer bytes nor spend less time moving them; it never dedupes, while DeepEP's sends per rank, and
+    per node across nodes, are never more than the top_k copies nor fewer than one."""
+    small, large = min(small, large), max(small, large)
+    engine = profile("vllm_v1").engine()
+    assert (inference_moe.gathered_received(MOE, tokens, large, 1)
+            >= inference_moe.gathered_received(MOE, tokens, small, 1))
+    def moving(ep):
+        stages = replica(MOE, ServeConfig(tp, 1, "fp8", ep=ep), PARTITION, engine).group_stages
+        return _bytes_time(tokens * MOE.hidden * 3, stages) if ep > 1 else 0.0   # fp8 gathered, bf16 scattered
+    assert moving(large) >= moving(small) * (1 - 1e-12)
+    ranks_reached = inference_moe.sent_share(MOE, "deepep", tp * large) * MOE.top_k
+    nodes_reached = inference_moe.node_share(MOE, tp * large, 8) * MOE.top_k
+    assert 1 - 1e-12 <= nodes_reached <= ranks_reached + 1e-12 <= MOE.top_k + 2e-12
+
+
+def test_deepep_crosses_nodes_once_per_node_by_hand():
+    """DeepEP's internode normal kernels ([deepepnode]) send a token over RDMA once per node holding any of its
+    experts: DeepSeek-V3 on 8 nodes of 8 ranks (a routing group a node) reaches at most 4 nodes, 4 (1 -
+    C(96, 8) / C(128, 8)) of them, as 8 EP ranks of one group each; NVLink forwards it to its distinct ranks."""
+    nodes = 4 * (1 - math.comb(96, 8) / math.comb(128, 8))
+    assert inference_moe.node_share(MOE, 64, 8) * MOE.top_k == pytest.approx(nodes, rel=1e-12) and nodes <= 4
+    assert inference_moe.node_share(MOE, 8, 8) == 1 / MOE.top_k    # one node: the token's own
+    # two nodes of 8: the scale-out tier carries the node sends, fewer than the rank sends it carried before
+    deepep = profile("vllm_v1").engine(dispatcher="deepep", moe_path="grouped")
+    r = replica(MOE, ServeConfig(1, 1, "fp8", ep=16), PARTITION, deepep)
+    tokens = 4096
+    copies = tokens / 16 * MOE.top_k * MOE.hidden
+    rank_bytes = copies * inference_moe.sent_share(MOE, "deepep", 16)
+    node_bytes = copies * inference_moe.node_share(MOE, 16, 8)
+    assert node_bytes < rank_bytes
+    inner = tuple(s for s in comms.tiles(r.ep_stages) if s.tier.scope == "node")
+    assert [s.peers for s in inner] == [8]
+    by_hand = sum(max(comms.all_to_all(node_bytes * w, r.ep_stages), comms.all_to_all(rank_bytes * w, inner, False))
+                  for w in (dispatch_bytes("fp8"), 2))
+    per_rank = sum(comms.all_to_all(rank_bytes * w, r.ep_stages) for w in (dispatch_bytes("fp8"), 2))
+    assert r._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12) and by_hand < per_rank

@@ -90,8 +90,12 @@ def test_a_split_on_exactly_the_gpus_pinned():
 
 
 def test_more_gpus_than_the_partition_holds_is_no_plan_with_the_reason():
-    plan = plan_of(job(24))
+    text = job(24)
+    plan = plan_of(text)
     assert plan.decode is None and plan.binding[0].startswith("gpus: `gpus = 24` asks for more than the 16 GPUs")
+    # located at the pin, file:line:column, as training's infeasible plans are
+    line = text.splitlines().index("  gpus = 24") + 1
+    assert plan.binding[0].endswith(f"({PATH}:{line}:3)")
 
 
 @pytest.mark.parametrize("extra, gpus, message", [
