@@ -85,6 +85,7 @@ def offload_refusal(stack: str, offload: float | None, pp: int | None, recompute
     return None
 # The stacks that run Megatron-Core's optimizer and arguments (its precision-aware optimizer, its exports)
 MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
+MAX_VP = 8      # the most virtual pipeline stages the planner searches (solver/train/enumerate.py)
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)
 # How a serve job's requests pick a replica (solver/serve/sim.py), as the SGLang router's `--policy`
 # names them (sgl-project/sglang sgl-router; its gateway's docs/concepts/routing/load-balancing.md):

@@ -108,7 +108,7 @@ def engine_text(e: Engine, moe: bool) -> str:
     features = (f", {percent(e.prefix_share)} of each prompt from the prefix cache" if e.prefix_share else "") + \
         (f", {e.draft} draft tokens a step accepted {percent(e.acceptance)} of the time" if e.draft else "")
     return (f"{e.name} ({e.releases}): {batches}, {host}, {e.preemption} on a full cache, "
-            + (f"{e.moe_path} MoE" + (" over DeepEP" if e.dispatcher == "deepep" else "") + ", " if moe else "") +
+            + (f"{e.moe_path} MoE" + {"deepep": " over DeepEP", "allgather": " over an all-gather"}.get(e.dispatcher, "") + ", " if moe else "") +
             f"{number(e.block)}-token KV pages{features}")
 
 

@@ -19,7 +19,7 @@ import graphviz
 
 from ..dsl.numbers import count, duration, number
 from ..model import comms
-from ..model.serve import ranks
+from ..model.serve import moe, ranks
 from ..model.serve.inference import Replica, kv_transfer_time
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
 from .placement import domain_size
@@ -154,8 +154,18 @@ def group_tiers(r: Replica) -> list[tuple[str, str, str]]:
     if c.tp > 1:
         out.append((f"tp = {c.tp} (tensor)", "2 all-reduces per layer", _names(t.tier for t in r.tp_stages)))
     if c.ep > 1 or (r.shape.is_moe and c.tp > 1):
-        what = "expert all-to-all (dispatch, combine) per MoE layer" if r.shape.is_moe else "attention groups"
-        out.append((f"ep = {c.ep} (attention groups × experts)", what, _names(t.tier for t in r.ep_stages)))
+        spread = moe.expert_layout(r.engine.moe_path, c.tp, c.ep)[1] if r.shape.is_moe else 1
+        stages = r.ep_stages
+        if not r.shape.is_moe:
+            what = "attention groups"
+        elif spread == 1:
+            what = "experts TP-sharded: summed by the tensor all-reduce, no exchange"
+        elif r.engine.dispatcher == "allgather":
+            what, stages = "tokens all-gathered, outputs reduce-scattered per MoE layer", r.group_stages
+        else:
+            what = "expert all-to-all (dispatch, combine) per MoE layer" + (
+                ", once per rank and node (DeepEP)" if r.engine.dispatcher == "deepep" else "")
+        out.append((f"ep = {c.ep} (attention groups × experts)", what, _names(t.tier for t in stages)))
     if c.pp > 1:
         out.append((f"pp = {c.pp} (pipeline)", "activations stage to stage; every token passes all stages",
                     _hops(r.pp_hops)))

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ...dsl import codes
 from ..formats import family
-from ..schema import (DEFAULT_STACK, MEGATRON_STACKS, OFFLOAD_ALL_OR_NONE, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES,
+from ..schema import (DEFAULT_STACK, MAX_VP, MEGATRON_STACKS, OFFLOAD_ALL_OR_NONE, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES,
                       offload_possible, offload_refusal)
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition, Record
@@ -276,6 +276,22 @@ def _megatron_overlap(job: Entity, pins: Record) -> Iterator[Diagnostic]:
     here = job.span_of("parallelism.ep_overlap")
     label = [Label(job.span_of("software"), f"software = {stack}")] if stated is not None else []
     pp, vp = pins.get("pp"), pins.get("vp")
+    schedule = getattr(pins.get("schedule"), "name", pins.get("schedule"))
+    layers = job.get("model").get("layers") if hasattr(job.get("model"), "get") else None
+    if pp is not None and int(pp) > 1 and vp is None and schedule in ("one_f_one_b", "gpipe"):
+        yield codes.PARALLELISM.make(
+            here, labels=label + [Label(job.span_of("parallelism.pp"), f"pp = {pp}"),
+                                  Label(job.span_of("parallelism.schedule"), f"schedule = {schedule}")],
+            what=f"`ep_overlap = true` on a pipeline needs the interleaved schedule in `{stack}`: Megatron-Core "
+                 f"overlaps the all-to-all only in its interleaved 1F1B schedule, not `{schedule}`",
+            notes=["help: pin `schedule = interleaved` beside `ep_overlap`, or remove `ep_overlap`"])
+    elif (pp is not None and int(pp) > 1 and vp is None and isinstance(layers, int)
+          and not any(layers % (int(pp) * v) == 0 for v in range(2, MAX_VP + 1))):
+        yield codes.PARALLELISM.make(
+            here, labels=label + [Label(job.span_of("parallelism.pp"), f"pp = {pp}")],
+            what=f"`ep_overlap = true` on a pipeline needs virtual stages in `{stack}`, and no count from 2 to "
+                 f"{MAX_VP} splits the model's {layers} layers evenly over pp = {pp}",
+            notes=["help: pin `vp` (Megatron's layout flags run uneven chunks), change `pp`, or remove `ep_overlap`"])
     if pp is not None and int(pp) > 1 and vp is not None and int(vp) <= 1:
         yield codes.PARALLELISM.make(
             here, labels=label + [Label(job.span_of("parallelism.pp"), f"pp = {pp}"),

@@ -252,19 +252,23 @@ class Replica:
         (alltoall); DeepEP's normal kernels, once per rank holding any of a token's experts and, beyond a
         node, once per node forwarded over NVLink (deepep); or vLLM's default, every attention group's
         tokens all-gathered on every GPU of the others' groups and the outputs reduce-scattered back
-        (allgather: nothing to move with one attention group, whose TP all-reduce sums the experts')."""
+        (allgather). Nothing moves where every expert is TP-sharded in one attention group, whatever the
+        dispatcher: its TP all-reduce sums the experts' outputs."""
         s, c, dispatcher = self.shape, self.config, self.engine.dispatcher
         if dispatcher == "allgather":
             gathered = tokens * s.hidden    # every group's tokens, on each GPU (its TP ranks each gather them)
             return (comms.all_gather(gathered * dispatch_bytes(c.precision), self.group_stages)
                     + comms.reduce_scatter(gathered * 2, self.group_stages)) if c.ep > 1 else 0.0
         spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
+        if spread == 1:
+            return 0.0      # every expert TP-sharded in one attention group: its TP all-reduce sums them
         copies = tokens / c.ep / c.tp * s.top_k * s.hidden
         sent = copies * moe.sent_share(s, dispatcher, spread)
         if dispatcher != "deepep":
             return (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
                     + comms.all_to_all(sent * 2, self.ep_stages))
-        per_node = math.prod(st.peers for st in comms.node_stages(self.ep_stages))
+        # the expert groups of a node: its GPUs over the GPUs each group's experts are sharded on
+        per_node = max(1, math.prod(st.peers for st in comms.node_stages(self.ep_stages)) * spread // (c.tp * c.ep))
         crossing = copies * moe.node_share(s, spread, per_node)
         return sum(comms.forwarded_all_to_all(sent * width, crossing * width, self.ep_stages)
                    for width in (dispatch_bytes(c.precision), 2))

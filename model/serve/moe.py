@@ -12,7 +12,8 @@ layer costs beyond a dense layer of the same active width.
 - Dispatch and combine: the all-to-all sends each token's top_k copies, or once per EP rank holding
   any of its experts where the dispatcher dedupes (DeepEP's normal kernels: `sent_share`, over the
   scale-out network once per node, `node_share`); or every attention group's tokens are all-gathered on
-  every GPU and the outputs reduce-scattered (vLLM's default backend: `gathered_received`).
+  every GPU and the outputs reduce-scattered (vLLM's default backend; never deduped: more groups move
+  more). With the experts TP-sharded in one attention group nothing is exchanged: the TP all-reduce sums them.
 - Routing traffic: the permute before the expert GEMMs and the un-permute and weighted sum
   after them move every routed row through HBM: k x hidden activations, written and read on
   each side (four passes, 16-bit).
@@ -247,16 +248,6 @@ def node_share(shape: ModelShape, ranks: int, per_node: int) -> float:
     if not shape.is_moe or shape.top_k <= 1:
         return 1.0
     return min(1.0, destinations(shape, max(1, ranks // max(1, per_node))) / shape.top_k)   # one node: itself
-
-
-def gathered_received(shape: ModelShape, tokens: float, groups: int, value_bytes: float) -> float:
-    """Bytes each GPU receives when `groups` attention groups all-gather their `tokens` (all groups'
-    together) for the experts: (groups - 1) / groups of the gathered hidden states (vLLM's
-    allgather_reducescatter backend, [vllmagrs]; the reduce-scatter of the outputs moves as much back).
-    Every GPU receives every token whatever its routing: the bytes grow with the groups, never dedupe."""
-    if groups <= 1 or not shape.is_moe:
-        return 0.0
-    return (groups - 1) / groups * tokens * shape.hidden * value_bytes
 
 
 def loop_kernels(shape: ModelShape, gpus: int, path: str) -> float:

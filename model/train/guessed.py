@@ -43,7 +43,7 @@ import math
 import attrs
 
 from ...compiler.ir import Partition
-from ...compiler.schema import OFFLOAD_STACKS, offload_possible, offload_refusal
+from ...compiler.schema import MEGATRON_STACKS, OFFLOAD_STACKS, offload_possible, offload_refusal
 from ...dsl.numbers import percent
 from ..calibration import UNSTATED, Reason, half_width
 from ..config import STACKS, TrainConfig
@@ -94,8 +94,11 @@ def _valid(shape: ModelShape, cfg: TrainConfig, chosen: TrainConfig) -> bool:
     value can break it: the batch splits into its micro-batches, an interleaved schedule's
     micro-batches fill the stages, and a virtual-stage count other than the chosen one splits the
     layers evenly (a pinned count is taken as written, solver/train/enumerate.py `_vp_candidates`:
-    published recipes run uneven chunks)."""
+    published recipes run uneven chunks); under the all-to-all overlap a Megatron stack runs a
+    pipeline interleaved only, and no full recompute (compiler/rules/train.py `_megatron_overlap`)."""
     if cfg.microbatch < 1 or cfg.batch % (cfg.dp * cfg.microbatch):
+        return False
+    if cfg.overlaps_ep and cfg.stack in MEGATRON_STACKS and (cfg.recompute == "full" or cfg.pp > 1 and cfg.vp == 1):
         return False
     if cfg.vp == 1:
         return True

@@ -226,7 +226,8 @@ def unpaired_share(cfg: TrainConfig) -> float:
     overlap schedules "to ensure the forward and backward computations are independent in all
     1f1b steps" (schedules.py `get_pp_rank_microbatches`, microbatch_group_size_per_vp_stage =
     pp), and as many backwards alone in the cool-down: of its m x vp chunk passes. The same
-    count without virtual stages (vp = 1: one of m). 0 without the overlap."""
+    count without virtual stages (vp = 1: one of m; ASSUMPTION for the stacks other than Megatron's,
+    which refuse a pipeline without them under the overlap). 0 without the overlap."""
     if not cfg.overlaps_ep or cfg.ep <= 1:
         return 0.0
     vp = cfg.virtual_stages

@@ -65,7 +65,7 @@ from typing import Callable, Iterator
 
 import attrs
 
-from ...compiler.schema import MEGATRON_STACKS, RECOMPUTE_MODULES, SEARCHABLE, offload_refusal
+from ...compiler.schema import MAX_VP, MEGATRON_STACKS, RECOMPUTE_MODULES, SEARCHABLE, offload_refusal
 from ...model.config import TrainConfig
 from ...model.job import Job, job_optimizer, needs_distributed_optimizer, pinned_only
 from ...model.train import offload as offload_model
@@ -114,7 +114,6 @@ ZERO_STAGES = (0, 1, 3)
 MAX_TP = 64
 MAX_CP = 32
 MAX_MICROBATCH = 16
-MAX_VP = 8
 PLACED = ("cp", "dp", "pp")                     # the dimensions ordered outside tp
 # SEARCHABLE: searched only where the job asks (`parallelism { search = [...] }`) and does not pin them.
 RECOMPUTE_EVERY = (1, 2, 4, 8)

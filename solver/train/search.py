@@ -533,7 +533,8 @@ class _Search:
         cfg = self.representative(layout, i)
         rep = self.estimate(cfg) if self.objective == "mfu" else None
         if rep is not None:
-            b = rep.breakdown   # EP time is the same for every order, recompute, ZeRO stage and vp
+            b = rep.breakdown   # EP time is the same for every order, recompute and ZeRO stage, and least
+            # at the smallest vp (the overlap's unpaired passes grow with vp): the representative's
             compute, tp_time, ep_time, optimizer = b.compute, b.tp, b.ep, b.optimizer
             flops_time = rep.mfu * rep.step_time * cfg.gpus
         else:

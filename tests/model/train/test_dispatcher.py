@@ -160,3 +160,21 @@ def test_the_search_opens_only_what_megatron_core_runs_beside_the_overlap():
     plain = train_job(check_file(str(MOE), {"nodes": "4"}, text=text.replace("  parallelism {", "  software = fsdp\n  parallelism {", 1)).design)
     assert not space_def.megatron_overlap(plain)
     assert 1 in space_def.vp_candidates(plain, 2) and "full" in space_def.space(plain).recomputes
+
+
+@pytest.mark.parametrize("pins, pp, words, other", [
+    # 8 layers over 8 stages: no virtual-stage count from 2 splits them, so the search would find nothing
+    ("    ep_overlap = true\n", 8, "no count from 2 to", "pp = 8"),
+    ("    ep_overlap = true\n    schedule = one_f_one_b\n", 2, "interleaved schedule", "schedule = one_f_one_b"),
+])
+def test_an_overlap_the_search_could_not_place_on_megatron_core_is_a_located_error(pins, pp, words, other):
+    text = result_text(pins).replace("    pp = 1\n", f"    pp = {pp}\n")
+    result = check_file(str(MOE), {"nodes": "4"}, text=text)
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert len(errors) == 1 and errors[0].code == "parallelism" and words in errors[0].summary, \
+        [d.summary for d in errors]
+    assert errors[0].subject.line == next(i for i, t in enumerate(text.splitlines(), 1) if "ep_overlap =" in t)
+    assert any(label.message == other for label in errors[0].labels)
+    # the same pipeline with a virtual-stage count Megatron-Core runs passes (pinned: taken as written)
+    fixed = text.replace("    schedule = one_f_one_b\n", "").replace("    ep_overlap = true\n", "    ep_overlap = true\n    vp = 2\n")
+    assert not [d for d in check_file(str(MOE), {"nodes": "4"}, text=fixed).diagnostics if d.is_error]

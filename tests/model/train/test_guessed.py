@@ -244,3 +244,20 @@ def test_an_unstated_stack_holds_the_doubt_of_the_overlaps_it_decides():
     left = guessed.sides(job.shape, cfg, job.partition, stated_fields(job), stack_stated=False)
     assert "dispatcher" in left and not set(left) & overlaps
     assert set(guessed.sides(job.shape, cfg, job.partition, stated_fields(job))) >= {"ep_overlap", "dispatcher"}
+
+
+def test_no_alternative_is_one_megatron_core_refuses_beside_the_overlap():
+    """The band's guessed alternatives are configurations the search could run: under the all-to-all overlap a
+    Megatron stack has no pipeline without virtual stages and no full recompute (`gclc check` refuses both
+    when pinned); another stack keeps them."""
+    from gclc.model.config import TrainConfig
+    from gclc.model.shape import ModelShape
+    import attrs
+
+    shape = ModelShape(hidden=1024, layers=8, heads=8, kv_heads=8, head_dim=128, ffn=4096, vocab=32000, seq=1024)
+    base = TrainConfig(batch=64, seq=1024, pp=2, dp=4, ep=2, microbatch=1, stack="megatron_core", ep_overlap=True)
+    assert guessed._valid(shape, attrs.evolve(base, vp=2), base)
+    assert not guessed._valid(shape, base, base)                                       # pp 2, vp 1
+    assert not guessed._valid(shape, attrs.evolve(base, vp=2, recompute="full"), base)
+    assert guessed._valid(shape, attrs.evolve(base, stack="fsdp"), base)
+    assert guessed._valid(shape, attrs.evolve(base, ep_overlap=False), base)
