@@ -119,13 +119,8 @@ def test_distinct_destinations_by_sampling():
     """A token's distinct destination ranks, sampled as Megatron-Core's `group_limited_topk` draws
     under random logits (groups first, then top_k experts among theirs), against the law: 96
     experts in 6 groups of 16, 3 picked, 8 of them, on 4 ranks of 24 that cut across groups."""
-    rng = random.Random(7)
-    shape, draws, total = _shape(96, 8, 6, 3), 40000, 0
-    for _ in range(draws):
-        chosen = rng.sample(range(6), 3)
-        experts = rng.sample([g * 16 + i for g in chosen for i in range(16)], 8)
-        total += len({e // 24 for e in experts})
-    assert total / draws == pytest.approx(expert_load.destinations(shape, 4), abs=0.02)   # the sampled mean's sd: about 0.004
+    shape = _shape(96, 8, 6, 3)
+    assert _sampled_distinct(24, 7) == pytest.approx(expert_load.destinations(shape, 4), abs=0.02)   # sd about 0.004
 
 
 def test_distinct_destination_nodes_by_sampling():
@@ -134,13 +129,19 @@ def test_distinct_destination_nodes_by_sampling():
     coarser layout, exact where nodes cut across groups. Sampled as `group_limited_topk` draws: 96 experts in
     6 groups of 16, 3 picked, 8 of them, on 12 ranks of 8 experts, 3 to a node of 24 (4 nodes)."""
     from gclc.model.serve.moe import node_share
-    rng = random.Random(11)
-    shape, draws, total = _shape(96, 8, 6, 3), 40000, 0
+    shape = _shape(96, 8, 6, 3)
+    assert _sampled_distinct(24, 11) == pytest.approx(node_share(shape, 12, 3) * 8, abs=0.02)   # sd about 0.004
+
+
+def _sampled_distinct(width: int, seed: int, draws: int = 40000) -> float:
+    """The mean distinct blocks of `width` consecutive experts a token's 8 experts lie in, over `draws` of
+    `group_limited_topk` under random logits: 3 of 6 groups of 16 experts, then 8 experts among theirs."""
+    rng, total = random.Random(seed), 0
     for _ in range(draws):
         chosen = rng.sample(range(6), 3)
         experts = rng.sample([g * 16 + i for g in chosen for i in range(16)], 8)
-        total += len({e // 24 for e in experts})
-    assert total / draws == pytest.approx(node_share(shape, 12, 3) * 8, abs=0.02)   # the sampled mean's sd: about 0.004
+        total += len({e // width for e in experts})
+    return total / draws
 
 
 @settings(max_examples=scaled_examples(40), deadline=None)
