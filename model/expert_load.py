@@ -81,8 +81,10 @@ def experts_touched(shape: ModelShape, tokens: float) -> float:
     """Share of the routed experts at least one of `tokens` tokens picks (one expert a rank):
     1 - (1 - top_k / routed)^tokens, group-limited routing or not (each expert is picked by a
     token with probability top_k / routed either way; what groups change is how the picks fall
-    on ranks of several experts, `reached_share`)."""
-    return reached_share(shape, tokens, shape.routed)
+    on ranks of several experts, `reached_share`, which at one expert a rank gives this, rank by rank)."""
+    if not shape.is_moe or tokens <= 0:
+        return 0.0
+    return 1 - (1 - shape.top_k / shape.routed) ** tokens
 
 
 def _offered(start: int, local: int, size: int, groups: int, picked: int) -> dict[int, float]:

@@ -95,10 +95,10 @@ from ...dsl.records import frozen
 # and operating points it takes from limits.py and operating.py (re-exported: the problem is defined here).
 __all__ = [
     # the space
-    "RECOMPUTE", "ZERO_STAGES", "MAX_TP", "MAX_CP", "MAX_MICROBATCH", "MAX_VP", "PLACED", "RECOMPUTE_EVERY",
+    "RECOMPUTE", "ZERO_STAGES", "MAX_TP", "MAX_CP", "MAX_MICROBATCH", "PLACED", "RECOMPUTE_EVERY",
     "OFFLOAD_SHARES", "Space", "divisors", "powers_of_two", "searched", "variants", "variant_spaces", "space",
     "within_offload_limits",
-    "vp_candidates", "microbatch_candidates", "vp_valid", "inner_choices", "data_parallels", "data_parallel",
+    "megatron_overlap", "vp_candidates", "microbatch_candidates", "vp_valid", "inner_choices", "data_parallels", "data_parallel",
     "orders", "make_config", "config_maker", "branches", "configurations", "space_size",
     # the reference search
     "evaluate_all", "best", "ranked", "layout", "distinct",

@@ -102,6 +102,9 @@ def test_the_ranks_tokens_reach(layout, k, ranks, a, b):
     for s in (shape, plain):
         assert 0.0 <= expert_load.reached_share(s, low, ranks) <= expert_load.reached_share(s, high, ranks) <= 1 + 1e-12
         assert expert_load.experts_touched(s, high) == pytest.approx(1 - (1 - k / experts) ** high, rel=1e-9, abs=1e-12)
+        # ...which is the rank-by-rank law at one expert a rank
+        assert expert_load.experts_touched(s, high) == pytest.approx(expert_load.reached_share(s, high, experts),
+                                                                      rel=1e-9, abs=1e-12)
         one = expert_load.destinations(s, ranks)
         assert 1 - 1e-9 <= one <= min(k, ranks) + 1e-9
         if ranks > 1:
