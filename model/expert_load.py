@@ -56,6 +56,14 @@ def destinations(shape: ModelShape, ranks: int) -> float:
     return ranks * copies_on_rank(shape, ranks)[0]
 
 
+def distinct_share(shape: ModelShape, ranks: int) -> float:
+    """Share of a token's top_k routed copies a dispatcher that sends a token once per rank holding any of its
+    experts sends over `ranks` ranks: its distinct destinations over top_k (at most 1; one rank, 1 / top_k)."""
+    if not shape.is_moe or shape.top_k <= 1:
+        return 1.0
+    return min(1.0, destinations(shape, ranks) / shape.top_k)
+
+
 def reached_share(shape: ModelShape, tokens: float, ranks: int) -> float:
     """Expected share of `ranks` EP ranks that at least one of `tokens` tokens, routed
     independently, reaches: the mean over the ranks of 1 - (1 - P(a token reaches it))^tokens

@@ -8,8 +8,8 @@ from typing import Iterator
 
 from ...dsl import codes
 from ..formats import family
-from ..schema import (DEFAULT_STACK, MAX_VP, MEGATRON_STACKS, OFFLOAD_ALL_OR_NONE, OFFLOAD_NEEDS_FULL_RECOMPUTE, OFFLOAD_SWITCHES,
-                      offload_possible, offload_refusal)
+from ..schema import (DEFAULT_STACK, MAX_VP, MEGATRON_STACKS, OFFLOAD_ALL_OR_NONE, OFFLOAD_NEEDS_FULL_RECOMPUTE,
+                      OFFLOAD_SWITCHES, offload_possible, offload_refusal, overlap_refusal)
 from ...dsl.diagnostics import Diagnostic, Label
 from ..design import Design, Entity, Partition, Record
 from ..lower import lower_cluster
@@ -292,7 +292,7 @@ def _megatron_overlap(job: Entity, pins: Record) -> Iterator[Diagnostic]:
             what=f"`ep_overlap = true` on a pipeline needs virtual stages in `{stack}`, and no count from 2 to "
                  f"{MAX_VP} splits the model's {layers} layers evenly over pp = {pp}",
             notes=["help: pin `vp` (Megatron's layout flags run uneven chunks), change `pp`, or remove `ep_overlap`"])
-    if pp is not None and int(pp) > 1 and vp is not None and int(vp) <= 1:
+    if overlap_refusal(stack, None if pp is None else int(pp), None if vp is None else int(vp), None):
         yield codes.PARALLELISM.make(
             here, labels=label + [Label(job.span_of("parallelism.pp"), f"pp = {pp}"),
                                   Label(job.span_of("parallelism.vp"), f"vp = {vp}")],
@@ -300,7 +300,7 @@ def _megatron_overlap(job: Entity, pins: Record) -> Iterator[Diagnostic]:
                  "all-to-all only in its interleaved 1F1B schedule, and refuses pp > 1 without vp",
             notes=["help: pin `vp = 2` or more beside `ep_overlap`, or remove `ep_overlap`"])
     recompute = getattr(pins.get("recompute"), "name", pins.get("recompute"))
-    if recompute == "full":
+    if overlap_refusal(stack, None, None, recompute):
         yield codes.PARALLELISM.make(
             here, labels=label + [Label(job.span_of("parallelism.recompute"), "recompute = full")],
             what=f"`ep_overlap = true` with a full recompute: Megatron-Core refuses the all-to-all overlap beside "

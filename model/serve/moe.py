@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 
-from ..expert_load import busiest_load, destinations, experts_touched
+from ..expert_load import busiest_load, distinct_share, experts_touched
 from ..shape import ModelShape
 
 TILE_ROWS = 64                 # ASSUMPTION: row tile of the grouped GEMMs (vLLM fused_moe BLOCK_SIZE_M 16-128
@@ -233,9 +233,7 @@ def sent_share(shape: ModelShape, dispatcher: str, ranks: int) -> float:
     token's experts (deepep: DeepEP's normal kernels, model/serve/engines.py [deepep]): expert_load's
     distinct destinations over top_k, the same law training's flex dispatchers are priced by (DeepSeek-V3,
     8 of 256 within 4 of 8 groups, on 8 ranks: 3.63 of 8)."""
-    if dispatcher != "deepep" or ranks <= 1 or not shape.is_moe or shape.top_k <= 1:
-        return 1.0
-    return min(1.0, destinations(shape, ranks) / shape.top_k)
+    return distinct_share(shape, ranks) if dispatcher == "deepep" and ranks > 1 else 1.0
 
 
 def node_share(shape: ModelShape, ranks: int, per_node: int) -> float:
@@ -245,9 +243,7 @@ def node_share(shape: ModelShape, ranks: int, per_node: int) -> float:
     token reaches over top_k. A node holds `per_node` ranks of consecutive experts, so its reach is a rank's
     of a layout of ranks / per_node ranks (expert_load `destinations`, exact across routing groups:
     DeepSeek-V3, 8 of 256 within 4 of 8 groups, on 8 nodes of 8: at most 4)."""
-    if not shape.is_moe or shape.top_k <= 1:
-        return 1.0
-    return min(1.0, destinations(shape, max(1, ranks // max(1, per_node))) / shape.top_k)   # one node: itself
+    return distinct_share(shape, max(1, ranks // max(1, per_node)))   # one node: itself
 
 
 def loop_kernels(shape: ModelShape, gpus: int, path: str) -> float:

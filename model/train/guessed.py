@@ -43,7 +43,7 @@ import math
 import attrs
 
 from ...compiler.ir import Partition
-from ...compiler.schema import MEGATRON_STACKS, OFFLOAD_STACKS, offload_possible, offload_refusal
+from ...compiler.schema import OFFLOAD_STACKS, offload_possible, offload_refusal, overlap_refusal
 from ...dsl.numbers import percent
 from ..calibration import UNSTATED, Reason, half_width
 from ..config import STACKS, TrainConfig
@@ -98,7 +98,7 @@ def _valid(shape: ModelShape, cfg: TrainConfig, chosen: TrainConfig) -> bool:
     pipeline interleaved only, and no full recompute (compiler/rules/train.py `_megatron_overlap`)."""
     if cfg.microbatch < 1 or cfg.batch % (cfg.dp * cfg.microbatch):
         return False
-    if cfg.overlaps_ep and cfg.stack in MEGATRON_STACKS and (cfg.recompute == "full" or cfg.pp > 1 and cfg.vp == 1):
+    if cfg.overlaps_ep and overlap_refusal(cfg.stack, cfg.pp, cfg.vp, cfg.recompute):
         return False
     if cfg.vp == 1:
         return True

@@ -28,7 +28,7 @@ import math
 
 from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
-from ..expert_load import busiest_load, destinations
+from ..expert_load import busiest_load, distinct_share
 from ..config import TrainConfig
 from ..shape import ModelShape
 from ..ops import ACT_BYTES, Op, elementwise, gemm
@@ -188,11 +188,9 @@ def sent_share(shape: ModelShape, cfg: TrainConfig) -> float:
     and expand it into its copies there (DeepEP README, "normal kernels": dispatch by rank,
     then by expert). With uniform routing over `routed` experts, `local` per GPU, a GPU holds
     none of a token's top_k experts with probability C(routed - local, k) / C(routed, k); with
-    group-limited routing, as `destinations` counts it (model/expert_load.py) (DeepSeek-V3 on EP 8: a token reaches
+    group-limited routing, as `destinations` counts it (`distinct_share`) (model/expert_load.py) (DeepSeek-V3 on EP 8: a token reaches
     3.6 of the 8 GPUs, not 5.3)."""
-    if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1 or shape.top_k <= 1:
-        return 1.0
-    return min(1.0, destinations(shape, cfg.ep) / shape.top_k)
+    return distinct_share(shape, cfg.ep) if cfg.moe_dispatcher in FLEX and cfg.ep > 1 else 1.0
 
 
 def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:

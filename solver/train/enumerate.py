@@ -65,7 +65,7 @@ from typing import Callable, Iterator
 
 import attrs
 
-from ...compiler.schema import MAX_VP, MEGATRON_STACKS, RECOMPUTE_MODULES, SEARCHABLE, offload_refusal
+from ...compiler.schema import MAX_VP, MEGATRON_STACKS, RECOMPUTE_MODULES, SEARCHABLE, offload_refusal, overlap_refusal
 from ...model.config import TrainConfig
 from ...model.job import Job, job_optimizer, needs_distributed_optimizer, pinned_only
 from ...model.train import offload as offload_model
@@ -240,8 +240,8 @@ def space(job: Job, lim: Limits | None = None) -> Space:
     sp = job.pinned.get("sp")
     extras = pinned_only(job)
     recomputes = (str(recompute),) if recompute is not None else RECOMPUTE
-    if megatron_overlap(job):
-        recomputes = tuple(r for r in recomputes if r != "full")
+    if job.pinned.get("ep_overlap"):
+        recomputes = tuple(r for r in recomputes if not overlap_refusal(job.stack, None, None, r))
     zeros = (int(zero),) if zero is not None else ZERO_STAGES
     if extras["shard"] or needs_distributed_optimizer(job):   # a shard group shards ZeRO state: stage 0 has none;
         zeros = tuple(z for z in zeros if z >= 1)   # Megatron's precision-aware optimizer needs the distributed one
@@ -260,7 +260,7 @@ def vp_candidates(job: Job, pp: int) -> tuple[int, ...]:
     """Virtual stages allowed by the pins and the layer count (before the micro-batch rule); on a
     pipeline under Megatron's all-to-all overlap, interleaved ones only (`megatron_overlap`)."""
     vps = _vp_candidates(job.pinned.get("vp"), job.pinned.get("schedule"), job.shape.layers, pp)
-    return tuple(v for v in vps if v > 1) if pp > 1 and megatron_overlap(job) else vps
+    return tuple(v for v in vps if not overlap_refusal(job.stack, pp, v, None)) if job.pinned.get("ep_overlap") else vps
 
 
 @functools.lru_cache(maxsize=4096)   # asked for every layout and micro-batch the search opens

@@ -125,17 +125,19 @@ def test_vllms_expert_layout_costs_as_the_path_it_runs(tp, ep, tokens):
     assert ours.iteration(tokens, tokens * 500.0) == theirs.iteration(tokens, tokens * 500.0)
 
 
-def test_the_language_the_model_and_the_json_schema_name_the_same_kernel_paths():
+@pytest.mark.parametrize("field, names", [("moe_path", "MOE_PATHS"), ("dispatcher", "DISPATCHERS")])
+def test_the_language_the_model_and_the_json_schema_name_the_same_choices(field, names):
     import json
 
     from gclc.compiler.schema import ENGINE
-    from gclc.model.serve.engines import MOE_PATHS
+    from gclc.model.serve import engines
 
+    choices = set(getattr(engines, names))
     schema = json.loads((ROOT / "views" / "plan.schema.json").read_text())
-    enums = [node["properties"]["moe_path"]["enum"] for node in _walk(schema)
-             if isinstance(node, dict) and "moe_path" in node.get("properties", {})]
-    assert enums and all(set(e) == set(MOE_PATHS) | {None} for e in enums)   # null: a dense model's plan
-    assert set(ENGINE.fields["moe_path"].options) == set(MOE_PATHS)
+    enums = [node["properties"][field]["enum"] for node in _walk(schema)
+             if isinstance(node, dict) and field in node.get("properties", {})]
+    assert enums and all(set(e) == choices | {None} for e in enums)   # null: a dense model's plan
+    assert set(ENGINE.fields[field].options) == choices
 
 
 def _walk(node):
@@ -187,16 +189,3 @@ def test_the_expected_maximum_takes_time_independent_of_the_experts_a_gpu_holds(
     for k in range(50):
         moe._expected_max(2**20, (k + 1) / 2**14, 8)
     assert time.process_time() - started < 1.0
-
-
-def test_the_language_the_model_and_the_json_schema_name_the_same_dispatchers():
-    import json
-
-    from gclc.compiler.schema import ENGINE
-    from gclc.model.serve.engines import DISPATCHERS
-
-    schema = json.loads((ROOT / "views" / "plan.schema.json").read_text())
-    enums = [node["properties"]["dispatcher"]["enum"] for node in _walk(schema)
-             if isinstance(node, dict) and "dispatcher" in node.get("properties", {})]
-    assert enums and all(set(e) == set(DISPATCHERS) | {None} for e in enums)   # null: a dense model's plan
-    assert set(ENGINE.fields["dispatcher"].options) == set(DISPATCHERS)
