@@ -109,6 +109,17 @@ def all_to_all(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
     return comms.all_to_all(nbytes, stages, latency=False) + p2p_latency(c)
 
 
+def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[comms.Stage, ...],
+                         domain: tuple[str, ...] = comms.NODE) -> float:
+    """An all-to-all that crosses nodes once per destination node and forwards inside them (model/comms.py
+    `forwarded_all_to_all`: DeepEP's and HybridEP's internode kernels), with `all_to_all`'s start-up latency."""
+    option = tuple(stages)
+    c = communicator(option)
+    if c is None:
+        return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, domain=domain) + torus_floor(option)
+    return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, latency=False, domain=domain) + p2p_latency(c)
+
+
 def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[comms.Tier, ...]) -> float:
     """One send between pipeline neighbours, all stages' at once (model/comms.py's rate),
     with NCCL's p2p latency over the outermost tier a send crosses."""

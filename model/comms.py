@@ -176,15 +176,21 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...], latency: bool = True) -
     return min(tiled, ragged)
 
 
-def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[Stage, ...], latency: bool = True) -> float:
+NODE = ("node",)   # the forwarding domain of DeepEP's internode kernels: a node's NVLink peers
+
+
+def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[Stage, ...], latency: bool = True,
+                         domain: tuple[str, ...] = NODE) -> float:
     """An all-to-all that crosses the tiers beyond a node once per destination node and is forwarded inside
     each node to the ranks it is for (DeepEP's internode normal kernels: RDMA to one GPU of every node that
     holds any of a token's experts, NVLink on to that node's ranks holding them). Each rank sends `node_bytes`
     out of the node, spread over the nodes as `all_to_all` spreads them, and forwards `rank_bytes` inside
     one, (g - 1) / g of them to another of the node's g GPUs; the two run at once, the slower sets the time,
     the forward streaming chunks as they arrive (DeepEP's forwarder warps), so its bytes add no start-up
-    latency of their own. A group inside one node (or with no node tier) is a plain all-to-all of `rank_bytes`."""
-    inner = node_stages(stages)
+    latency of their own. A group inside one node (or with no node tier) is a plain all-to-all of `rank_bytes`.
+    `domain`: the scopes of the tiers a node's forward runs on (HybridEP forwards in an NVLink domain, a rack
+    of NVLink included)."""
+    inner = node_stages(stages, domain)
     if not inner or len(inner) == len(tiles(stages)):
         return all_to_all(rank_bytes, stages, latency)
     return max(all_to_all(node_bytes, stages, latency), all_to_all(rank_bytes, inner, latency=False))
@@ -195,9 +201,14 @@ def tiles(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
     return tuple(t for s in stages for t in (s.tiled or (s,)))
 
 
-def node_stages(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
-    """The tiled stages of a group inside one node (its GPUs' NVLink)."""
-    return tuple(s for s in tiles(stages) if s.tier.scope == "node")
+def node_stages(stages: tuple[Stage, ...], domain: tuple[str, ...] = NODE) -> tuple[Stage, ...]:
+    """The tiled stages of a group inside one node (its GPUs' NVLink), or inside one forwarding `domain`."""
+    return tuple(s for s in tiles(stages) if s.tier.scope in domain)
+
+
+def node_members(stages: tuple[Stage, ...], domain: tuple[str, ...] = NODE) -> int:
+    """The group's members in one node (or `domain`): how many of its ranks a send to that node can reach."""
+    return math.prod(s.peers for s in node_stages(stages, domain))
 
 
 def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None, latency: bool = True) -> float:

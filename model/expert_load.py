@@ -1,6 +1,7 @@
 """How routed tokens land on expert-parallel ranks, for training and serving alike: the copies a
 token sends a rank (top_k distinct experts, within its picked groups under group-limited routing),
-the distinct ranks a token reaches (what a dispatcher that sends a token once per rank moves),
+the distinct ranks a token reaches (what a dispatcher that sends a token once per rank moves) and
+the distinct nodes (what one that crosses nodes once per node moves over the scale-out network),
 the share of ranks (or experts: one a rank) that any of B tokens reaches (the experts whose
 weights a serving iteration reads), and the busiest of the ranks' loads under uniform routing.
 
@@ -62,6 +63,18 @@ def distinct_share(shape: ModelShape, ranks: int) -> float:
     if not shape.is_moe or shape.top_k <= 1:
         return 1.0
     return min(1.0, destinations(shape, ranks) / shape.top_k)
+
+
+def node_share(shape: ModelShape, ranks: int, per_node: int) -> float:
+    """Share of a token's top_k routed copies a dispatcher that crosses nodes once per destination node
+    sends over the scale-out network, with `ranks` EP ranks `per_node` to a node: one RDMA send per node
+    holding any of the token's experts, then NVLink forwards it to that node's ranks holding them (DeepEP's
+    internode normal kernels, internode.cu; HybridEP, whose RDMA buffer holds a rank's tokens once per remote
+    NVLink domain). A node holds `per_node` ranks of consecutive experts, so its reach is a rank's of a layout
+    of ranks / per_node ranks (`destinations`, exact across routing groups: DeepSeek-V3, 8 of 256 within 4 of
+    8 groups, on 8 nodes of 8: at most 4). Never above `distinct_share` over the ranks (a reached node holds a
+    reached rank), equal to it at one rank a node; for training's flex dispatchers and serving's DeepEP alike."""
+    return distinct_share(shape, max(1, ranks // max(1, per_node)))   # one node: itself
 
 
 def reached_share(shape: ModelShape, tokens: float, ranks: int) -> float:

@@ -35,6 +35,7 @@ from ...compiler.ir import Partition
 from ...compiler.formats import dispatch_bytes, is_narrow
 from .. import cache, collectives as nccl, comms
 from ..compute import BEST_SHAPE, attention_rate, exp_generation, hbm_rate, kernel_overhead, mla_decode_rate
+from ..expert_load import node_share
 from ..network.placement import SCALE_UP_SCOPES
 from . import allreduce, moe
 from .config import ServeConfig, mixed_gemm_rate, weight_bytes  # noqa: F401  (ServeConfig, weight_bytes re-exported)
@@ -268,8 +269,8 @@ class Replica:
             return (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
                     + comms.all_to_all(sent * 2, self.ep_stages))
         # the expert groups of a node: its GPUs over the GPUs each group's experts are sharded on
-        per_node = max(1, math.prod(st.peers for st in comms.node_stages(self.ep_stages)) * spread // (c.tp * c.ep))
-        crossing = copies * moe.node_share(s, spread, per_node)
+        per_node = max(1, comms.node_members(self.ep_stages) * spread // (c.tp * c.ep))
+        crossing = copies * node_share(s, spread, per_node)
         return sum(comms.forwarded_all_to_all(sent * width, crossing * width, self.ep_stages)
                    for width in (dispatch_bytes(c.precision), 2))
 

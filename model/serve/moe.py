@@ -11,7 +11,7 @@ layer costs beyond a dense layer of the same active width.
   mean of m rows each, the expected maximum of the (near-Poisson) loads is m + sqrt(2 m ln G).
 - Dispatch and combine: the all-to-all sends each token's top_k copies, or once per EP rank holding
   any of its experts where the dispatcher dedupes (DeepEP's normal kernels: `sent_share`, over the
-  scale-out network once per node, `node_share`); or every attention group's tokens are all-gathered on
+  scale-out network once per node, model/expert_load.py `node_share`); or every attention group's tokens are all-gathered on
   every GPU and the outputs reduce-scattered (vLLM's default backend; never deduped: more groups move
   more). With the experts TP-sharded in one attention group nothing is exchanged: the TP all-reduce sums them.
 - Routing traffic: the permute before the expert GEMMs and the un-permute and weighted sum
@@ -234,16 +234,6 @@ def sent_share(shape: ModelShape, dispatcher: str, ranks: int) -> float:
     distinct destinations over top_k, the same law training's flex dispatchers are priced by (DeepSeek-V3,
     8 of 256 within 4 of 8 groups, on 8 ranks: 3.63 of 8)."""
     return distinct_share(shape, ranks) if dispatcher == "deepep" and ranks > 1 else 1.0
-
-
-def node_share(shape: ModelShape, ranks: int, per_node: int) -> float:
-    """Share of a token's top_k routed copies DeepEP's internode normal kernels send over the scale-out
-    network, with `ranks` EP ranks `per_node` to a node: one RDMA send per destination node (then NVLink
-    forwards it to the node's ranks holding its experts, [deepepnode]), the expected distinct nodes a
-    token reaches over top_k. A node holds `per_node` ranks of consecutive experts, so its reach is a rank's
-    of a layout of ranks / per_node ranks (expert_load `destinations`, exact across routing groups:
-    DeepSeek-V3, 8 of 256 within 4 of 8 groups, on 8 nodes of 8: at most 4)."""
-    return distinct_share(shape, max(1, ranks // max(1, per_node)))   # one node: itself
 
 
 def loop_kernels(shape: ModelShape, gpus: int, path: str) -> float:

@@ -285,10 +285,18 @@ def _exchange(shape: ModelShape, cfg: TrainConfig, stages, dispatch: float) -> f
     """Seconds of one MoE layer's four exchanges (dispatch and combine, forward and backward) as
     the dispatcher moves them: all-to-alls of the routed copies it sends (model/train/moe.py
     `sent_share`), or the allgather dispatcher's all-gather and reduce-scatter of the group's
-    tokens (each one's backward is the other)."""
+    tokens (each one's backward is the other). The flex dispatchers (DeepEP, HybridEP) cross nodes once per
+    destination node and forward inside it, as serving's DeepEP does (model/comms.py `forwarded_all_to_all`,
+    model/train/moe.py `node_bytes`)."""
     if cfg.moe_dispatcher == "allgather":
         return sum(collectives.all_gather(routed.gathered_bytes(shape, cfg, b), stages) +
                    collectives.reduce_scatter(routed.gathered_bytes(shape, cfg, 2), stages) for b in (dispatch, 2))
+    if cfg.moe_dispatcher in routed.FLEX:
+        domain = routed.FORWARDING[cfg.moe_dispatcher]
+        per_node = comms.node_members(stages, domain)
+        return sum(collectives.forwarded_all_to_all(routed.dispatch_bytes(shape, cfg, b),
+                                                    routed.node_bytes(shape, cfg, per_node, b), stages, domain)
+                   for b in (dispatch, 2, 2, 2))
     return sum(collectives.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages) for b in (dispatch, 2, 2, 2))
 
 

@@ -28,8 +28,9 @@ import math
 
 from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
-from ..expert_load import busiest_load, distinct_share
+from ..expert_load import busiest_load, distinct_share, node_share
 from ..config import TrainConfig
+from ..network.placement import SCALE_UP_SCOPES
 from ..shape import ModelShape
 from ..ops import ACT_BYTES, Op, elementwise, gemm
 
@@ -78,6 +79,11 @@ BACKWARD_OPS = 2
 OVERLAP_NODES = 5
 OVERLAP_NODE_OPS = 26   # ESTIMATE (backed out of one A/B pair: PR #1760)
 FLEX = ("deepep", "hybridep")   # Megatron-Core's flex dispatcher backends
+# Where each flex backend forwards what it sent a node once over the scale-out network: DeepEP's internode
+# kernels among a node's NVLink peers (at most 8: NUM_MAX_NVL_PEERS), HybridEP within an NVLink domain, an
+# NVL72 rack included ("num_of_nodes: Number of NVLink domains (not OS nodes/containers)": deepseek-ai/DeepEP
+# hybrid-ep branch, docs/Hybrid-EP_Implementation.md, commit 0b18ed2a, sections 3 and 4.2)
+FORWARDING = {"deepep": ("node",), "hybridep": SCALE_UP_SCOPES}
 ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
 
 
@@ -189,13 +195,23 @@ def sent_share(shape: ModelShape, cfg: TrainConfig) -> float:
     then by expert). With uniform routing over `routed` experts, `local` per GPU, a GPU holds
     none of a token's top_k experts with probability C(routed - local, k) / C(routed, k); with
     group-limited routing, as `destinations` counts it (`distinct_share`) (model/expert_load.py) (DeepSeek-V3 on EP 8: a token reaches
-    3.6 of the 8 GPUs, not 5.3)."""
+    3.6 of the 8 GPUs, not 5.3). Across nodes they send fewer still over the scale-out network: `node_bytes`."""
     return distinct_share(shape, cfg.ep) if cfg.moe_dispatcher in FLEX and cfg.ep > 1 else 1.0
 
 
 def dispatch_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:
     """Bytes the busiest GPU sends (and receives) in one dispatch or combine."""
     return routed_rows(shape, cfg) * sent_share(shape, cfg) * shape.hidden * bytes_per_value
+
+
+def node_bytes(shape: ModelShape, cfg: TrainConfig, per_node: int, bytes_per_value: float) -> float:
+    """Bytes the busiest GPU sends out of its node (and receives into it) in one dispatch or combine, the EP
+    group's ranks `per_node` to a node (or forwarding domain, FORWARDING): the flex dispatchers cross nodes once
+    per destination node and forward inside it (model/expert_load.py `node_share`: DeepEP's internode.cu, and
+    HybridEP's RDMA buffer of a rank's tokens once per remote domain); the others send every copy they send."""
+    if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1:
+        return dispatch_bytes(shape, cfg, bytes_per_value)
+    return routed_rows(shape, cfg) * node_share(shape, cfg.ep, per_node) * shape.hidden * bytes_per_value
 
 
 def gathered_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:

@@ -131,9 +131,8 @@ def test_distinct_destination_nodes_by_sampling():
     node of consecutive ranks holds consecutive experts, so the distinct nodes are `destinations` of the
     coarser layout, exact where nodes cut across groups. Sampled as `group_limited_topk` draws: 96 experts in
     6 groups of 16, 3 picked, 8 of them, on 12 ranks of 8 experts, 3 to a node of 24 (4 nodes)."""
-    from gclc.model.serve.moe import node_share
     shape = _shape(96, 8, 6, 3)
-    assert _sampled_distinct(24, 11) == pytest.approx(node_share(shape, 12, 3) * 8, abs=0.02)   # sd about 0.004
+    assert _sampled_distinct(24, 11) == pytest.approx(expert_load.node_share(shape, 12, 3) * 8, abs=0.02)   # sd about 0.004
 
 
 def _sampled_distinct(width: int, seed: int, draws: int = 40000) -> float:
@@ -153,12 +152,12 @@ def test_a_token_reaches_no_more_nodes_than_ranks(layout, k, ranks, per_node):
     """Law: a token sent once per node holding any of its experts reaches between 1 and as many nodes as
     ranks (never more than top_k), and under group-limited routing with a group a node (or several) no more
     than the groups it picks (DeepSeek-V3 on 8 nodes: 4)."""
-    from gclc.model.serve.moe import node_share, sent_share
+    from gclc.model.serve.moe import sent_share
     experts, groups, picked = layout
     if experts % ranks or picked * (experts // groups) < k or ranks % per_node:
         return
     shape = _shape(experts, k, groups, picked)
-    nodes_reached, ranks_reached = node_share(shape, ranks, per_node) * k, sent_share(shape, "deepep", ranks) * k
+    nodes_reached, ranks_reached = expert_load.node_share(shape, ranks, per_node) * k, sent_share(shape, "deepep", ranks) * k
     assert 1 - 1e-9 <= nodes_reached <= ranks_reached + 1e-9 <= k + 2e-9
     nodes = ranks // per_node
     if nodes > 1 and groups % nodes == 0:

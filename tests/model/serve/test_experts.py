@@ -20,7 +20,7 @@ from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
 from gclc.testing import load_profile
-from gclc.model.expert_load import expected_max_normal, experts_touched
+from gclc.model.expert_load import expected_max_normal, experts_touched, node_share
 from gclc.testing.profiles import scaled_examples
 
 load_profile()
@@ -234,7 +234,7 @@ def test_allgather_moves_more_with_more_attention_groups(tokens, small, large, t
         return _bytes_time(tokens * MOE.hidden * 3, stages) if ep > 1 else 0.0   # fp8 gathered, bf16 scattered
     assert moving(large) >= moving(small) * (1 - 1e-12)
     ranks_reached = inference_moe.sent_share(MOE, "deepep", tp * large) * MOE.top_k
-    nodes_reached = inference_moe.node_share(MOE, tp * large, 8) * MOE.top_k
+    nodes_reached = node_share(MOE, tp * large, 8) * MOE.top_k
     assert 1 - 1e-12 <= nodes_reached <= ranks_reached + 1e-12 <= MOE.top_k + 2e-12
 
 
@@ -243,15 +243,15 @@ def test_deepep_crosses_nodes_once_per_node_by_hand():
     experts: DeepSeek-V3 on 8 nodes of 8 ranks (a routing group a node) reaches at most 4 nodes, 4 (1 -
     C(96, 8) / C(128, 8)) of them, as 8 EP ranks of one group each; NVLink forwards it to its distinct ranks."""
     nodes = 4 * (1 - math.comb(96, 8) / math.comb(128, 8))
-    assert inference_moe.node_share(MOE, 64, 8) * MOE.top_k == pytest.approx(nodes, rel=1e-12) and nodes <= 4
-    assert inference_moe.node_share(MOE, 8, 8) == 1 / MOE.top_k    # one node: the token's own
+    assert node_share(MOE, 64, 8) * MOE.top_k == pytest.approx(nodes, rel=1e-12) and nodes <= 4
+    assert node_share(MOE, 8, 8) == 1 / MOE.top_k    # one node: the token's own
     # two nodes of 8: the scale-out tier carries the node sends, fewer than the rank sends it carried before
     deepep = profile("vllm_v1").engine(dispatcher="deepep", moe_path="grouped")
     r = replica(MOE, ServeConfig(1, 1, "fp8", ep=16), PARTITION, deepep)
     tokens = 4096
     copies = tokens / 16 * MOE.top_k * MOE.hidden
     rank_bytes = copies * inference_moe.sent_share(MOE, "deepep", 16)
-    node_bytes = copies * inference_moe.node_share(MOE, 16, 8)
+    node_bytes = copies * node_share(MOE, 16, 8)
     assert node_bytes < rank_bytes
     inner = tuple(s for s in comms.tiles(r.ep_stages) if s.tier.scope == "node")
     assert [s.peers for s in inner] == [8]

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
 from gclc.model.job import pinned_config, train_job
 from gclc.model.train import moe
 from gclc.model.train.step import estimate
+from gclc.testing.profiles import scaled_examples
 
 MOE = Path(__file__).parent.parent.parent / "data" / "moe.gcl"
 SOURCE = MOE.read_text(encoding="utf-8")
@@ -82,6 +83,80 @@ def test_deduplicating_never_sends_more_nor_slows_the_step(cfg, top_k):
     if cfg.moe_dispatcher == "hybridep":   # same host sync as alltoall: only the bytes differ
         flex, base = estimate(shape, cfg, JOB.partition), estimate(shape, plain, JOB.partition)
         assert flex.breakdown.ep <= base.breakdown.ep * (1 + 1e-12)
+
+
+def test_flex_dispatchers_cross_nodes_once_per_node_by_hand():
+    """DeepEP's internode normal kernels (internode.cu) and HybridEP send a token over the scale-out network
+    once per node holding any of its experts and forward it over NVLink to its ranks there, as serving's
+    DeepEP is priced (one law: model/expert_load.py `node_share`, model/comms.py `forwarded_all_to_all`).
+    EP 16 on 2 nodes of 8 (256 experts, top-8, no groups): a token reaches 2 (1 - C(128, 8) / C(256, 8))
+    nodes, where per rank it reached 16 (1 - C(240, 8) / C(256, 8)) GPUs."""
+    from gclc.model import collectives, comms
+    from gclc.model.ranks import rank_partition
+    from gclc.model.train import layer_cost
+
+    partition = rank_partition(JOB.partition, CFG.gpus)
+    stages = comms.place(CFG.ep, CFG.stride("ep"), partition.tiers)
+    inner = tuple(s for s in comms.tiles(stages) if s.tier.scope == "node")
+    assert [s.peers for s in inner] == [8] and len(comms.tiles(stages)) == 2
+    nodes = 2 * (1 - math.comb(128, 8) / math.comb(256, 8))
+    latency = collectives.all_to_all(0.0, stages)      # NCCL's start-up alone, as the per-rank price pays it
+    for name in moe.FLEX:
+        cfg = attrs.evolve(CFG, dispatcher=name)
+        rank = moe.dispatch_bytes(SHAPE, cfg, 2)
+        across = moe.routed_rows(SHAPE, cfg) * nodes / SHAPE.top_k * SHAPE.hidden * 2
+        assert moe.node_bytes(SHAPE, cfg, 8, 2) == pytest.approx(across, rel=1e-12) and across < rank
+        by_hand = 4 * (max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, inner, False)) + latency)
+        per_rank = 4 * collectives.all_to_all(rank, stages)
+        assert layer_cost.ep_exchange(SHAPE, cfg, partition) == pytest.approx(by_hand, rel=1e-12) and by_hand < per_rank
+    # inside one node nothing is forwarded: the per-rank all-to-all as before
+    one = attrs.evolve(CFG, dispatcher="deepep", ep=8)
+    assert layer_cost.ep_exchange(SHAPE, one, partition) == pytest.approx(
+        4 * collectives.all_to_all(moe.dispatch_bytes(SHAPE, one, 2), comms.place(8, one.stride("ep"), partition.tiers)), rel=1e-12)
+
+
+def test_hybridep_forwards_in_its_nvlink_domain_a_rack_included():
+    """HybridEP's nodes are NVLink domains ("num_of_nodes: Number of NVLink domains", deepseek-ai/DeepEP
+    hybrid-ep docs/Hybrid-EP_Implementation.md): an EP group of 128 over two NVL72 racks (64 a rack) sends a
+    token once per rack it reaches and forwards it over the rack's NVLink."""
+    from gclc.model import collectives, comms
+    from gclc.model.network.placement import SCALE_UP_SCOPES
+    from gclc.model.ranks import rank_partition
+    from gclc.model.train import layer_cost
+
+    job = train_job(check_file(str(MOE.parent / "gb200_moe.gcl"), {"racks": "16"}).design)
+    cfg = attrs.evolve(pinned_config(job), ep=128, dispatcher="hybridep", precision="bf16")   # bf16 on the wire
+    partition = rank_partition(job.partition, cfg.gpus)
+    stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
+    assert comms.node_members(stages, SCALE_UP_SCOPES) == 64 and comms.node_members(stages) == 1
+    rank, across = moe.dispatch_bytes(job.shape, cfg, 2), moe.node_bytes(job.shape, cfg, 64, 2)
+    assert across < rank
+    rack = comms.node_stages(stages, SCALE_UP_SCOPES)
+    by_hand = 4 * (max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, rack, False))
+                   + collectives.all_to_all(0.0, stages))
+    assert layer_cost.ep_exchange(job.shape, cfg, partition) == pytest.approx(by_hand, rel=1e-12)
+    assert by_hand < 4 * collectives.all_to_all(rank, stages)
+
+
+groups = st.sampled_from([(1, 1), (8, 4), (8, 2), (4, 1), (16, 8)])
+
+
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(configs, st.sampled_from([1, 2, 4, 8]), groups, st.sampled_from([1, 2, 4, 8, 16, 32]))
+def test_per_node_dedupe_never_sends_more_across_nodes_than_per_rank(cfg, top_k, grouping, per_node):
+    """Law: a token sent once per node holding any of its experts crosses the scale-out network no more
+    often than sent once per rank (a reached node holds a reached rank), exactly as often at one rank a
+    node, and at least once (its own node counted) per top_k copies; the alltoall dispatcher sends every copy."""
+    shape = attrs.evolve(SHAPE, top_k=top_k, expert_groups=grouping[0], group_top_k=grouping[1])
+    if cfg.ep % per_node or per_node > cfg.ep or grouping[1] * shape.routed // grouping[0] < top_k:
+        return
+    across, rank = moe.node_bytes(shape, cfg, per_node, 2), moe.dispatch_bytes(shape, cfg, 2)
+    assert across <= rank * (1 + 1e-12)
+    assert across >= moe.routed_rows(shape, cfg) / top_k * shape.hidden * 2 * (1 - 1e-12)
+    if per_node == 1:
+        assert across == pytest.approx(rank, rel=1e-12)
+    plain = attrs.evolve(cfg, dispatcher="alltoall")
+    assert moe.node_bytes(shape, plain, per_node, 2) == moe.dispatch_bytes(shape, plain, 2)
 
 
 @pytest.mark.parametrize("pins, model, words", [
