@@ -122,8 +122,11 @@ def estimate(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> Estim
     # of the last stage, which also carries the output layer; the fill and the drain pass
     # through the other p - 1 stages, which do not: the bubble is (p - 1) / v of a stage
     # without it (with stages of times t_i and the last the slowest, 1F1B takes
-    # m x t_last + sum of the other t_i).
-    bubble = (cfg.pp - 1) / vp * (stage - head) if cfg.pp > 1 else 0.0
+    # m x t_last + sum of the other t_i). Those fill and drain passes are warm-up forwards and
+    # cool-down backwards, which the 1F1B all-to-all overlap (`ep_overlap`) runs without a partner
+    # (Megatron-Core core_r0.15.0 schedules.py `get_pp_rank_microbatches`, combined_1f1b.py): their
+    # all-to-all is bare, not the paired pass's (`_bare`).
+    bubble = (cfg.pp - 1) / vp * (stage - head + _bare(shape, cfg, dense, moe)) if cfg.pp > 1 else 0.0
     dp, paused, wire = _data_parallel_time(shape, cfg, partition, moe_layers, layer_pass=layers)
     optimizer = optimizer_time(shape, cfg, partition)
     compute = _compute_term(shape, cfg, chip, (dense.forward, dense.backward), (moe.forward, moe.backward), head)
@@ -228,9 +231,16 @@ def _per_step(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer, fie
              for f in fields]
     if "ep" in fields and moe.ep_alone:
         # the passes the 1F1B overlap leaves without a partner pay their all-to-all bare
-        alone = routed.unpaired_share(cfg) * (m * moe_layers * moe.ep_alone + mtp_share * last.ep_alone)
-        terms[fields.index("ep")] += alone
+        terms[fields.index("ep")] += routed.unpaired_share(cfg) * m * _bare(shape, cfg, dense, moe)
     return terms
+
+
+def _bare(shape: ModelShape, cfg: TrainConfig, dense: Layer, moe: Layer) -> float:
+    """Seconds one micro-batch's pass through the stage's layers (and its share of the MTP modules' layer,
+    like the last) adds where no other micro-batch's pass runs beside it under the 1F1B all-to-all overlap:
+    every MoE layer's exchange bare instead of hidden (`Layer.ep_alone`; 0 without the overlap)."""
+    last = moe if shape.is_moe else dense
+    return shape.moe_layers / cfg.pp * moe.ep_alone + shape.mtp / cfg.pp * last.ep_alone
 
 
 def compute_time(shape: ModelShape, cfg: TrainConfig, partition: Partition) -> tuple[float, float]:

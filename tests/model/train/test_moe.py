@@ -380,6 +380,35 @@ def test_the_overlap_leaves_the_warm_up_and_cool_down_passes_bare_by_hand(pp, vp
     assert moe.unpaired_share(attrs.evolve(cfg, ep=1)) == 0.0
 
 
+def _paired_bubble(cfg) -> tuple[float, float, float]:
+    """(the step's bubble, the bubble at the paired passes' time, one micro-batch's bare exchange over
+    the stage's MoE layers and its MTP share): by hand from the breakdown and the MoE layer's `ep_alone`.
+    Per micro-batch the last stage runs (compute + recompute + TP + CP + EP + PP) / m, of which the
+    unpaired passes' bare exchange (`unpaired_share` of m x bare) is not a paired pass's."""
+    from gclc.model.ranks import rank_partition
+    from gclc.model.train.layer_cost import blend
+    from gclc.model.train.step import output_layer_time
+
+    e = estimate(SHAPE, cfg, JOB.partition)
+    b, m = e.breakdown, cfg.microbatches
+    bare = (SHAPE.moe_layers + SHAPE.mtp) / cfg.pp * blend(SHAPE, cfg, rank_partition(JOB.partition, cfg.gpus), True).ep_alone
+    stage = (b.compute + b.recompute + b.tp + b.cp + b.ep + b.pp) / m - moe.unpaired_share(cfg) * bare
+    return b.bubble, (cfg.pp - 1) / cfg.virtual_stages * (stage - output_layer_time(SHAPE, cfg, JOB.partition)), bare
+
+
+@pytest.mark.parametrize("vp", [1, 2])
+def test_the_bubble_under_the_overlap_runs_its_fill_and_drain_passes_bare_by_hand(vp):
+    # The fill and drain through the other stages are warm-up forwards and cool-down backwards, which
+    # Megatron-Core's combined 1F1B runs alone (core_r0.15.0 schedules.py: forward_backward_helper_wrapper
+    # with only f_virtual_microbatch_id in the warm-up, only b_virtual_microbatch_id in the cool-down):
+    # the bubble is (pp - 1) / vp of a stage whose MoE layers pay their exchange bare
+    cfg = attrs.evolve(CFG, pp=2, vp=vp, dp=8, batch=64, ep_overlap=True)
+    bubble, paired, bare = _paired_bubble(cfg)
+    assert bare > 0 and bubble == pytest.approx(paired + (2 - 1) / vp * bare, rel=1e-12)
+    plain = attrs.evolve(cfg, ep_overlap=False)     # no overlap: nothing left bare, the bubble as before
+    assert _paired_bubble(plain)[2] == 0 and _paired_bubble(plain)[0] == pytest.approx(_paired_bubble(plain)[1], rel=1e-12)
+
+
 def test_one_micro_batch_overlaps_nothing():
     # alone, the micro-batch's forward and backward have no other micro-batch to hide their
     # all-to-alls behind: the overlapped step pays the whole exchange, and the nodes' host work
@@ -463,6 +492,22 @@ def test_a_longer_steady_state_never_hides_less_all_to_all(cfg, pp, vp, batches,
             moe.host_exposed(SHAPE, few) - moe.host_exposed(SHAPE, bare))
         assert estimate(SHAPE, few, JOB.partition).breakdown.ep <= (
             estimate(SHAPE, bare, JOB.partition).breakdown.ep + host) * (1 + 1e-12)
+
+
+@given(configs, st.sampled_from([2, 4]), st.sampled_from([1, 2, 4]), st.integers(1, 16))
+def test_the_bubble_under_the_overlap_is_never_shorter_than_at_the_paired_passes_time(cfg, pp, vp, batches):
+    """Law: the fill and drain passes hide nothing, so the bubble under the overlap is never shorter than
+    its estimate at the paired passes' time, nor than the same bubble without the overlap (a bare pass is
+    the whole exchange beside the overlap schedule's host work); equal where there is nothing to overlap."""
+    if SHAPE.layers % (pp * vp) or cfg.dp % pp:
+        return
+    piped = attrs.evolve(cfg, pp=pp, vp=vp, dp=cfg.dp // pp, batch=cfg.dp // pp * cfg.microbatch * batches)
+    bubble, paired, bare = _paired_bubble(piped)
+    assert bubble >= paired * (1 - 1e-12) and bubble == pytest.approx(paired + (pp - 1) / vp * bare, rel=1e-9)
+    if not piped.overlaps_ep:
+        assert bare == 0.0
+    plain = estimate(SHAPE, attrs.evolve(piped, ep_overlap=False), JOB.partition).breakdown.bubble
+    assert bubble >= plain * (1 - 1e-12)
 
 
 def test_train_config_defaults_route_dropless_without_overlap():
