@@ -88,16 +88,23 @@ MEGATRON_STACKS = ("megatron", "megatron_core", "nemo")
 MAX_VP = 8      # the most virtual pipeline stages the planner searches (solver/train/enumerate.py)
 
 
-def overlap_refusal(stack: str, pp: int | None, vp: int | None, recompute: str | None) -> str | None:
-    """The field at fault (vp or recompute) when `stack` cannot overlap the MoE all-to-all (`ep_overlap`) at
-    `pp` stages of `vp` virtual stages with `recompute` (None: not known yet); None when it can. Megatron-Core
+def overlap_refusal(stack: str, pp: int | None, vp: int | None, recompute: str | None) -> tuple[str, str] | None:
+    """(the field at fault, vp or recompute; why) when `stack` cannot overlap the MoE all-to-all (`ep_overlap`)
+    at `pp` stages of `vp` virtual stages with `recompute` (None: not known yet); None when it can. Megatron-Core
     overlaps it only in its interleaved 1F1B schedule on a pipeline and never beside a full recompute
-    (core_r0.15.0 transformer_config.py `__post_init__`); the other stacks are not held to it."""
+    (core_r0.15.0 transformer_config.py `__post_init__`); the other stacks are not held to it. The why is what
+    `gclc check` says of a pinned contradiction and what the least-memory report says of what it left out."""
     if stack not in MEGATRON_STACKS:
         return None
     if pp is not None and pp > 1 and vp is not None and vp <= 1:
-        return "vp"
-    return "recompute" if recompute == "full" else None
+        return "vp", ("Megatron-Core overlaps the all-to-all only in its interleaved 1F1B schedule, and refuses "
+                      "pp > 1 without vp")
+    if recompute == "full":
+        return "recompute", (f"Megatron-Core refuses the all-to-all overlap beside full recomputation, so `{stack}` "
+                             "runs `ep_overlap = true` with a selective recompute or none")
+    return None
+
+
 # Serving engines by release (model/serve/engines.py PROFILES holds what each one does)
 # How a serve job's requests pick a replica (solver/serve/sim.py), as the SGLang router's `--policy`
 # names them (sgl-project/sglang sgl-router; its gateway's docs/concepts/routing/load-balancing.md):

@@ -292,19 +292,19 @@ def _megatron_overlap(job: Entity, pins: Record) -> Iterator[Diagnostic]:
             what=f"`ep_overlap = true` on a pipeline needs virtual stages in `{stack}`, and no count from 2 to "
                  f"{MAX_VP} splits the model's {layers} layers evenly over pp = {pp}",
             notes=["help: pin `vp` (Megatron's layout flags run uneven chunks), change `pp`, or remove `ep_overlap`"])
-    if overlap_refusal(stack, None if pp is None else int(pp), None if vp is None else int(vp), None):
+    refused = overlap_refusal(stack, None if pp is None else int(pp), None if vp is None else int(vp), None)
+    if refused:
         yield codes.PARALLELISM.make(
             here, labels=label + [Label(job.span_of("parallelism.pp"), f"pp = {pp}"),
                                   Label(job.span_of("parallelism.vp"), f"vp = {vp}")],
-            what=f"`ep_overlap = true` on a pipeline needs virtual stages in `{stack}`: Megatron-Core overlaps the "
-                 "all-to-all only in its interleaved 1F1B schedule, and refuses pp > 1 without vp",
+            what=f"`ep_overlap = true` on a pipeline needs virtual stages in `{stack}`: {refused[1]}",
             notes=["help: pin `vp = 2` or more beside `ep_overlap`, or remove `ep_overlap`"])
     recompute = getattr(pins.get("recompute"), "name", pins.get("recompute"))
-    if overlap_refusal(stack, None, None, recompute):
+    refused = overlap_refusal(stack, None, None, recompute)
+    if refused:
         yield codes.PARALLELISM.make(
             here, labels=label + [Label(job.span_of("parallelism.recompute"), "recompute = full")],
-            what=f"`ep_overlap = true` with a full recompute: Megatron-Core refuses the all-to-all overlap beside "
-                 f"full recomputation, so `{stack}` cannot run this job",
+            what=f"`ep_overlap = true` with a full recompute: {refused[1]}",
             notes=["help: pin `recompute = selective` (or `none`), or remove `ep_overlap`"])
 
 

@@ -18,6 +18,7 @@ import math
 import attrs
 
 from ...compiler.design import Entity, Partition as PartitionRef, Record, Repeat
+from ...compiler.schema import overlap_refusal
 from ...model.job import Job
 from ...model.train import host, offload_host
 from ...model.train.memory import model_state
@@ -37,6 +38,7 @@ class Infeasibility:
     unit: str = ""
     span: Span | None = None
     config: object | None = None  # the TrainConfig the numbers come from
+    left_out: str = ""           # what the least-memory configuration could not use, and why (`left_out`)
 
     @property
     def location(self) -> str:
@@ -83,6 +85,19 @@ def hbm_span(job: Job) -> Span | None:
     if chip is not None:
         return chip.span_of("hbm.capacity")
     return getattr(job.partition.node.accelerator, "span", None)
+
+
+def left_out(job: Job) -> str:
+    """What the least-memory configuration was not allowed, and why, as a clause ("" when nothing): under
+    Megatron's all-to-all overlap the search leaves full recompute out, the choice that keeps the fewest
+    activations (compiler/schema.py `overlap_refusal`, the rule `gclc check` applies to a pinned one)."""
+    if not job.pinned.get("ep_overlap") or job.pinned.get("recompute") is not None:
+        return ""
+    refused = overlap_refusal(job.stack, None, None, "full")
+    if refused is None:
+        return ""
+    return (f"full recompute left out by `ep_overlap = true` ({job.entity.span_of('parallelism.ep_overlap')}): "
+            f"{refused[1]} (remove `ep_overlap` to recompute fully)")
 
 
 def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:
@@ -137,8 +152,10 @@ def _host_memory(job: Job, e: Estimate) -> Infeasibility:
         # the activations a pinned `offload` sends to the host fill it: that line is the cause
         span = pin
         help_ = f"offload a smaller share, recompute more, or use nodes with more DRAM ({node.name} at {node.span})"
+    left = left_out(job)
     return Infeasibility("host_dram", f"`{job.name}`: {why} ({span}), even in its least-memory configuration "
-                         f"({_config(e.config)}); {help_}", e.host_memory, e.host_dram, "B", span, e.config)
+                         f"({_config(e.config)}){'; ' + left if left else ''}; {help_}", e.host_memory, e.host_dram,
+                         "B", span, e.config, left)
 
 
 def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
@@ -158,7 +175,8 @@ def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
     else:
         parts = ", ".join(f"{k} {_gb(v)}" for k, v in m.rows() if v)
         what = f"needs {_gb(need)} per GPU ({parts})"
-    least = f"even in its least-memory configuration ({_config(smallest.config)})"
+    left = left_out(job)
+    least = f"even in its least-memory configuration ({_config(smallest.config)})" + (f"; {left}" if left else "")
     short = f"short by {_gb(need - limit)} ({number(need / limit, 2)}x)"
     # Every parallel dimension and ZeRO-3 at most split the model state evenly, so the
     # whole state over what a GPU has left after its fixed buffers bounds the GPU count.
@@ -166,7 +184,7 @@ def _memory(job: Job, lim, smallest: Estimate) -> Infeasibility:
     room = limit - m.buffers
     gpus = f"; holding the model state takes at least {math.ceil(whole / room):,} GPUs" if room > 0 else ""
     return Infeasibility("memory", f"`{job.name}` {what} {least}; {allows}: {short}{gpus}", need, limit, "B",
-                         span, smallest.config)
+                         span, smallest.config, left)
 
 
 _UNITS = {"power": ("W", lambda x: quantity(x, "W")),

@@ -260,9 +260,11 @@ def _infeasible(p) -> str:
     smallest = p.smallest
     if smallest is None:
         return _note(f"No valid configuration of {p.job.name} on {p.job.gpus:,} GPUs.")
+    left = getattr(getattr(p, "infeasibility", None), "left_out", "")
     return _note(f"Infeasible: {p.job.name} needs at least {render.fmt(smallest.memory.total, 'B')} per GPU "
                  f"with the best configuration for memory; the chip has "
-                 f"{hbm(p.job.partition.node.accelerator.hbm_datasheet, smallest.hbm)}.")
+                 f"{hbm(p.job.partition.node.accelerator.hbm_datasheet, smallest.hbm)}."
+                 + (f" {left[0].upper()}{left[1:]}." if left else ""))
 
 
 def _runners(p) -> str:

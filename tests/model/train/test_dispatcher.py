@@ -237,6 +237,37 @@ def test_the_search_opens_only_what_megatron_core_runs_beside_the_overlap():
     assert 1 in space_def.vp_candidates(plain, 2) and "full" in space_def.space(plain).recomputes
 
 
+def test_the_least_memory_report_names_the_overlap_for_the_full_recompute_it_left_out():
+    """Under Megatron's all-to-all overlap the search holds no full recompute, so the least-memory
+    configuration of a job nothing fits keeps more activations than it could: the report says so and why,
+    at the `ep_overlap` pin, in compiler/schema.py `overlap_refusal`'s words (what `gclc check` says of a
+    pinned full recompute). Without the overlap, or on a stack not held to Megatron-Core's rule, the least
+    memory recomputes fully and nothing is left out."""
+    from gclc.compiler.schema import overlap_refusal
+    from gclc.solver.train.plan import plan
+    from gclc.views.report.page import _infeasible
+
+    def planned(pins: str, software: str = ""):
+        text = result_text(pins).replace("  precision = bf16\n", "  precision = bf16\n" + software
+                                         + "  subject to { memory <= 20 GB }\n")
+        return plan(train_job(check_file(str(MOE), {"nodes": "4"}, text=text).design)), text
+
+    overlapped, text = planned("    ep_overlap = true\n")
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "ep_overlap =" in t)
+    why = overlap_refusal(overlapped.job.stack, None, None, "full")[1]
+    assert overlapped.status == "infeasible" and overlapped.smallest.config.recompute != "full"
+    message = overlapped.infeasibility.message
+    assert f"full recompute left out by `ep_overlap = true` ({MOE}:{line}:" in message and why in message
+    assert why in _infeasible(overlapped).replace("&#x27;", "'").replace("&quot;", '"')
+    # and `gclc check` says the same words of a pinned full recompute beside the overlap
+    pinned = checked("    ep_overlap = true\n    recompute = full\n")
+    assert any(why in d.summary for d in pinned.diagnostics if d.is_error)
+    for pins, software in (("", ""), ("    ep_overlap = true\n", "  software = fsdp\n")):
+        other, _ = planned(pins, software)
+        assert other.status == "infeasible" and other.smallest.config.recompute == "full"
+        assert "left out" not in other.infeasibility.message and not other.infeasibility.left_out
+
+
 @pytest.mark.parametrize("pins, pp, words, other", [
     # 8 layers over 8 stages: no virtual-stage count from 2 splits them, so the search would find nothing
     ("    ep_overlap = true\n", 8, "no count from 2 to", "pp = 8"),
