@@ -88,7 +88,9 @@ def test_more_ranks_in_one_domain_never_speed_a_ring_nor_an_nvls_call_bound_by_i
     # the same buffer over one more GPU of the domain: a ring takes 2(n - 1) / n of it through each port and more
     # steps; NVLS takes the whole buffer through each port, its switches add one more operand an element and its
     # fill one more rank's chunks. (Not where NCCL's table moves the call from a ring to NVLS: the published 8 GB300
-    # run NVLS and take 17.9 ms at 8 GiB where 4 GB300 run rings in 18.9; nor where head steps bind, below.)
+    # run NVLS and take 17.9 ms at 8 GiB where 4 GB300 run rings in 18.9; nor where head steps bind, below; nor where
+    # one more head moves calcCollChunking's cut past the call, which then runs a chunk half as large and fills less:
+    # 768 MiB on 24 channels is 128 KiB chunks on 4 GPUs, 64 KiB on 5.)
     size = mantissa * 2.0**log_size
     c, more = _rack(ranks, channels, generation), _rack(ranks + 1, channels, generation)
     assert nccl.choose("all_reduce", size, more, only="ring").seconds >= \
@@ -98,7 +100,9 @@ def test_more_ranks_in_one_domain_never_speed_a_ring_nor_an_nvls_call_bound_by_i
         loops, heads = nccl.nvls_loops(size, x)
         moving = size / nccl._nvls_through("all_reduce", x)
         return moving + nccl.nvls_fill_seconds(size, moving, x) > loops * heads * nccl.NVLS_HEAD_STEP_S
-    if bound_by_bytes(c) and bound_by_bytes(more):
+    def chunk(x):
+        return nccl._nvls_chunk(size / x.nvls_channels, nccl.nvls_loops(size, x)[1])
+    if bound_by_bytes(c) and bound_by_bytes(more) and chunk(c) == chunk(more):
         assert nccl.choose("all_reduce", size, more, only="nvls").seconds >= \
             nccl.choose("all_reduce", size, c, only="nvls").seconds * (1 - 1e-12)
 
