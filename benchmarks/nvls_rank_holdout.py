@@ -12,7 +12,9 @@ NCCL's source (tags v2.25.1-1, v2.28.7-1) shows no stage that costs a call more 
    calcCollChunking, as nccl.nvls_loops counts the loops), the line t = intercept + loops x slope through
    the sizes of that chunk, the slope against the loop's bytes at the channel's rate, the intercept in
    loops.
-2. Candidates for a term linear in the ranks, each set in this process only, fitted on every one-domain
+2. Candidates for a term linear in the ranks, each set in this process only on the model as it was before
+   the fill landed (2026-12-07: no fill, nccl.NVLS_FILL_LOOPS = 0; Blackwell's NVLS share Hopper's 275/370
+   scaled by NCCL's nvlsEfficiency ratio, 0.647; the NVLink 5 switch chips at 400 GFLOPS), fitted on every one-domain
    NVLS all-reduce table of benchmarks/data/nccl_tests.csv but the one priced (least mean over tables of
    each table's mean |busbw error|, sets_std rows out) and the held-out table priced with that fit:
    - `ranks x chunk`: a cost a call of k x ranks x chunk (us per rank and KiB of NCCL's chunk);
@@ -20,11 +22,13 @@ NCCL's source (tags v2.25.1-1, v2.28.7-1) shows no stage that costs a call more 
    - `heads with data`: no parameter; the last, partial loop pays a head step only for the heads its
      data reaches (all_reduce.h lastChunkSize, rounded up to 16 KiB a head; prims_simple.h
      ScatterGatherOp skips a head whose share is empty);
-   - `fill 2 x ranks/heads`: the three-stage pipeline's fill and drain (all_reduce.h runNvls: scatter,
+   - `fill k x ranks/heads`: the three-stage pipeline's fill and drain (all_reduce.h runNvls: scatter,
      reduce and multicast, gather), k x ranks / heads loops of the channel's bytes inside the bytes
      branch of the loop's max, with Blackwell's NVLS rate (the port share and the switch chips' rate, both
      ESTIMATES) scaled by f;
-   - `fill 2 loops`: the same without ranks / heads.
+   - `fill k loops`: the same without ranks / heads.
+   The landed model is `fill k x ranks/heads` at k = 2 with those rates re-read (share 0.707 from the 8-GPU
+   table's 128 KiB slope, x1.09; switch chips 450 GFLOPS, x1.125), printed beside as `landed`.
    Printed: each table's max |busbw error|, the model's and the held-out fit's; the fabric bands of
    benchmarks/nccl_curves.py at the held-out fits; and for the fills, the largest fall of bus bandwidth
    as the size doubles (8 B-64 GiB) on 8, 64 and 72 Blackwell ranks (the model's law that it
@@ -47,6 +51,8 @@ sys.path.insert(0, str(HERE))
 
 import nccl_curves as bench  # noqa: E402
 
+import attrs  # noqa: E402
+
 from gclc.model.network import nccl  # noqa: E402
 
 MODEL = nccl.nvls_loop_seconds
@@ -62,12 +68,21 @@ def rows() -> list[dict]:
 
 
 COMMUNICATORS: dict = {}
+BEFORE_SHARE = nccl.NVLS_EFFICIENCY * 0.74 / 0.85   # Hopper's share x NCCL's nvlsEfficiency ratio (tuning.cc)
+BEFORE_SWITCH = 400e9 / 450e9                       # NVLinkSwitch5's reduction before, over now
 
 
-def communicator(row: dict):
+def before(c):
+    """The communicator as the model priced it before the fill landed (Blackwell's two NVLS rates)."""
+    if c.generation != "blackwell":
+        return c
+    return attrs.evolve(c, nvls_share=BEFORE_SHARE, reduce_rate=c.reduce_rate * BEFORE_SWITCH)
+
+
+def communicator(row: dict, landed: bool = False):
     if row["case"] not in COMMUNICATORS:
         COMMUNICATORS[row["case"]] = bench.communicator(row)
-    return COMMUNICATORS[row["case"]]
+    return COMMUNICATORS[row["case"]] if landed else before(COMMUNICATORS[row["case"]])
 
 
 def loop_shape(nbytes: float, c) -> tuple[int, int, int, float]:
@@ -81,7 +96,7 @@ def print_readings() -> None:
     print("Per chunk regime (sizes NCCL runs as NVLS with one chunk; t = intercept + loops x slope):")
     by_case = {r["case"]: r for r in rows()}
     for run_name, case in RACK_CASES.items():
-        run, c = bench.rack_curves()[run_name], communicator(by_case[case])
+        run, c = bench.rack_curves()[run_name], communicator(by_case[case], landed=True)
         kept = bench.nvls_sizes(run_name)
         groups: dict[int, list[tuple[int, float]]] = {}
         for size, us in sorted(run["out_of_place"].items()):
@@ -132,7 +147,7 @@ def candidate(name: str, params: tuple):
         if name == "heads with data":
             return LATENCY + max(heads_with_data(nbytes, c) * nccl.NVLS_HEAD_STEP_S, moving)
         k, f = params
-        by_ranks = name == "fill 2 x ranks/heads"
+        by_ranks = name == "fill k x ranks/heads"
         rate = nbytes / moving * (f if c.generation == "blackwell" else 1.0) / c.nvls_channels
         body = fill_body(per_channel, heads, c.per_node, rate, k, by_ranks)
         cut_chunk = nccl.NVLS_CHUNK_BYTES
@@ -148,30 +163,33 @@ def candidate(name: str, params: tuple):
 GRIDS = {"ranks x chunk": [(k * 0.02,) for k in range(16)],
          "ranks x chunks": [(k,) for k in (0, 1, 2, 5, 10, 20, 50, 100, 200)],
          "heads with data": [()],
-         "fill 2 x ranks/heads": list(itertools.product((1.0, 1.5, 2.0, 2.5, 3.0), (1.0, 1.05, 1.1, 1.15, 1.2))),
-         "fill 2 loops": list(itertools.product((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 1.05, 1.1, 1.15, 1.2)))}
+         "fill k x ranks/heads": list(itertools.product((1.0, 1.5, 2.0, 2.5, 3.0), (1.0, 1.05, 1.1, 1.15, 1.2))),
+         "fill k loops": list(itertools.product((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 1.05, 1.1, 1.15, 1.2)))}
 
 
 def errors(name: str, params: tuple, priced: list[dict]) -> list[float]:
-    nccl.nvls_loop_seconds = candidate(name, params) if name != "model" else MODEL
+    """Busbw errors of `priced` rows under a candidate on the model before the fill, or `landed` (the model)."""
+    landed, fill = name == "landed", nccl.NVLS_FILL_LOOPS
+    nccl.nvls_loop_seconds = MODEL if landed else candidate(name, params)
+    nccl.NVLS_FILL_LOOPS = fill if landed else 0
     try:
         found = []
         for r in priced:
-            c = communicator(r)
+            c = communicator(r, landed)
             picked = nccl.choose(r["collective"], float(r["bytes"]), c, only=r.get("algorithm") or None)
             found.append(nccl.bus_bandwidth(r["collective"], float(r["bytes"]), picked.seconds, c.ranks) / 1e9
                          / bench.measured_busbw(r) - 1)
         return found
     finally:
-        nccl.nvls_loop_seconds = MODEL
+        nccl.nvls_loop_seconds, nccl.NVLS_FILL_LOOPS = MODEL, fill
 
 
 def busbw_fall(name: str, params: tuple, ranks: int, channels: int) -> tuple[float, float]:
     """The largest fall of bus bandwidth from one power of two to the next, 8 B to 64 GiB (and where): the sizes the
     model's law samples (tests/model/test_nccl_model.py; between them NCCL's loop counts step)."""
     c = nccl.Communicator(ranks, 1, 682.2e9, nvls=True, nvls_channels=channels, generation="blackwell",
-                          nvls_share=nccl.nvls_share("blackwell"), reduce_rate=18 * 4e11 * min(1.0, ranks / 72))
-    nccl.nvls_loop_seconds = candidate(name, params)
+                          nvls_share=BEFORE_SHARE, reduce_rate=18 * 4e11 * min(1.0, ranks / 72))
+    nccl.nvls_loop_seconds, fill, nccl.NVLS_FILL_LOOPS = candidate(name, params), nccl.NVLS_FILL_LOOPS, 0
     try:
         worst, at, size, before = 0.0, 0.0, 8.0, None
         while size < 2**36:
@@ -181,7 +199,7 @@ def busbw_fall(name: str, params: tuple, ranks: int, channels: int) -> tuple[flo
             before, size = rate, size * 2
         return worst, at
     finally:
-        nccl.nvls_loop_seconds = MODEL
+        nccl.nvls_loop_seconds, nccl.NVLS_FILL_LOOPS = MODEL, fill
 
 
 def main() -> None:
@@ -192,6 +210,9 @@ def main() -> None:
                      and communicator(r).nvls and communicator(r).nodes == 1})
     by_table = {t: [r for r in every if r["case"] == t] for t in tables}
     model = {t: errors("model", (), by_table[t]) for t in tables}
+    landed = {t: errors("landed", (), by_table[t]) for t in tables}
+    print("\nlanded (the model now), max |busbw error| before -> now: " + ", ".join(
+        f"{t} {max(map(abs, model[t])):.1%} -> {max(map(abs, landed[t])):.1%}" for t in tables))
     fits: dict[str, dict[str, tuple]] = {}
     for name, grid in GRIDS.items():
         table_errors = {p: {t: errors(name, p, by_table[t]) for t in tables} for p in grid}
@@ -206,18 +227,17 @@ def main() -> None:
         if name.startswith("fill"):
             best = min(grid, key=lambda p: mean(p, tables))
             falls = [(ranks, *busbw_fall(name, best, ranks, channels)) for ranks, channels in ((8, 24), (64, 24), (72, 32))]
-            print(f"  all tables {best}: largest busbw fall as the size grows " + ", ".join(
-                f"{ranks} ranks {fall:.1%} at {at / 2**20:.0f} MiB" for ranks, fall, at in falls))
+            print(f"  all tables {best}: largest busbw fall as the size doubles " + ", ".join(
+                f"{ranks} ranks " + (f"{fall:.1%} at {at / 2**20:.0f} MiB" if fall else "none") for ranks, fall, at in falls))
     print("\nFabric bands (benchmarks/nccl_curves.py), each NVLS table priced with the fit that left it out:")
     within = {}
-    for name in ["model", *GRIDS]:
+    for name in ["model", "landed", *GRIDS]:
         bands: dict = {}
         for r in every:
-            params = fits[name].get(r["case"], ()) if name != "model" else ()
-            if name != "model" and r["case"] not in fits[name]:
-                name_used, params = "model", ()
+            if name in ("model", "landed") or r["case"] not in fits[name]:
+                name_used, params = (name if name == "landed" else "model"), ()
             else:
-                name_used = name
+                name_used, params = name, fits[name][r["case"]]
             band = "1MB-8GB" if float(r["bytes"]) >= bench.MB else "<1MB"
             bands.setdefault((r["case"], band), []).extend(map(abs, errors(name_used, params, [r])))
         within[name] = sum(max(e) <= (0.10 if band == "1MB-8GB" else 0.25) for (_, band), e in bands.items())
