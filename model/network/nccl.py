@@ -229,8 +229,8 @@ FP32_BYTES = 4
 # ESTIMATE read from the published GB300 tables where loops are that short, on the sizes NCCL's own table runs
 # as NVLS (`predicted`; benchmarks/nccl_curves.py prints it per run, held out: 2.26 and 2.49 us a head at 64
 # and 8 GPUs; 4 GPUs run no NVLS, and their ring rows had read 2.68, the 8-GPU ring rows 2.80, a mean of 2.58
-# before). A loop then takes the longer of those steps
-# and its bytes at the port's NVLS rate; the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
+# before). A loop then takes the longer of those steps and its bytes at the port's NVLS rate (the call's bytes
+# with the pipeline's fill, NVLS_FILL_LOOPS); the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
 # NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size. (Tried and left:
 # a loop of a fixed part and a step a head, the line through the three tables' loop times, 10.7, 22.4, 72.4
 # us at 4, 8, 32 heads, held out no better at 64 GPUs, 43.6 % against 41.2 %; NCCL's Simple base, 8.4 us,
@@ -280,8 +280,8 @@ NVLS_HEAD_STEP_S = 2.38e-6
 # the gather warps copy it out; NCCL_STEPS 8 slots a head let the stages overlap): the first loop is scattered
 # before any head reduces and the last gathered after the last reduce, two loops beyond the bytes where the
 # port's rate binds (where the head steps bind, the stages wait on them and the fill hides in them). Counted over
-# every rank's chunk, not the heads' loop: ESTIMATE, the published per-call constants read as that, 4.1-5.5 loops
-# at 64-72 ranks (32 heads) and 1.5-2.4 at 8 (benchmarks/nvls_rank_holdout.py prints them per chunk regime);
+# every rank's chunk, not the heads' loop: ESTIMATE, the published per-call constants read as that, 4.2-5.7 loops
+# at 64-72 ranks (32 heads) with 64-128 KiB chunks and 1.7-3.1 at 8 (benchmarks/nvls_rank_holdout.py prints them);
 # NCCL's source has no stage that costs more per rank beyond the heads (docs/network.md, "What grows with the
 # ranks"). Held out table by table with the Blackwell rates (NVLS_BLACKWELL_SHARE, the switch chips' rate) as a
 # factor fitted alongside: 2 loops (x ranks / heads) wherever the fit left the table out but CoreWeave's and the
