@@ -429,12 +429,14 @@ def test_nvls_runs_a_fixed_set_of_channels_in_loops_of_heads_x_chunk():
 @settings(max_examples=max(10, settings.default.max_examples // 2), deadline=None)
 @given(st.sampled_from([4, 8, 16, 64, 72]), st.integers(10, 34), st.sampled_from([16, 24]))
 def test_an_nvls_loop_takes_its_heads_steps_or_its_bytes_whichever_is_longer(ranks, log_size, channels):
+    # the bytes with the pipeline's fill (nvls_fill_seconds: its own law in tests/model/test_nvls_ranks.py)
     c = Communicator(ranks, 1, 682e9, nvls=True, nvls_channels=channels)
     size = 2.0**log_size
     loops, heads = nccl.nvls_loops(size, c)
     picked = nccl.choose("all_reduce", size, c, only="nvls")
     moving = size / nccl._bandwidth("all_reduce", "nvls", "Simple", c)
-    least = max(loops * heads * nccl.NVLS_HEAD_STEP_S, moving) + 25e-6   # NCCL's NVLS latency
+    fill = nccl.nvls_fill_seconds(size, moving, c)
+    least = max(loops * heads * nccl.NVLS_HEAD_STEP_S, moving + fill) + 25e-6   # NCCL's NVLS latency
     assert picked.seconds >= least * (1 - 1e-12)
     if size / channels < 2 * heads * 32768:     # below NCCL's first chunk cut nothing else adds
         assert picked.seconds == pytest.approx(least)
