@@ -1,5 +1,10 @@
 """A per-chunk cost added to an NVLS loop's bytes, held out table by table (an evaluation, not the model).
 
+Written for the model before the NVLS pipeline's fill landed (2026-12-07, model/network/nccl.py NVLS_FILL_LOOPS,
+with Blackwell's NVLS rates read again): on this tree its candidates add to that fill, so the figures
+docs/network.md quotes from it are the earlier model's; benchmarks/nvls_rank_holdout.py evaluates on that
+earlier model explicitly.
+
     .venv/bin/python benchmarks/nvls_chunk_cost_holdout.py
 
 The reading under test (issue #33): the published 64-GPU GB300 table's marginal time per byte between

@@ -1,5 +1,10 @@
 """A candidate NVLS per-call term held out table by table (an evaluation, not part of the model).
 
+Written for the model before the NVLS pipeline's fill landed (2026-12-07, model/network/nccl.py NVLS_FILL_LOOPS,
+with Blackwell's NVLS rates read again): on this tree its candidates add to that fill, so the figures
+docs/network.md quotes from it are the earlier model's; benchmarks/nvls_rank_holdout.py evaluates on that
+earlier model explicitly.
+
     .venv/bin/python benchmarks/nvls_fill_holdout.py
 
 The published NVLS all-reduce tables carry a per-call constant that reads as 2-3 chunks from every

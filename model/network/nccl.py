@@ -168,9 +168,13 @@ PAT_SHARE = 0.75
 # (sjeaugey, NVIDIA/nccl-tests#212): 275 / 370. (NCCL's own tables scale a different
 # per-channel rate: tuning.cc nvlsEfficiency, Hopper 0.85, Blackwell 0.74.)
 NVLS_EFFICIENCY = 275 / 370
-# ... on Hopper. NCCL's own tables rate Blackwell's NVLS below Hopper's (tuning.cc nvlsEfficiency: 0.85
-# Hopper, 0.74 Blackwell, NCCL 2.28.7-2.30): Blackwell's share is Hopper's measured one scaled by that ratio
-# (8 x B200 838 GB/s busbw measured, 772 so priced, -7.9 %; 4 GB300 of a rack 454 GB/s algbw at 8 GiB, 441).
+# ... on Hopper. On Blackwell, ESTIMATE: the per-byte slope of the published 8-GPU GB300 table where NCCL runs its
+# 128 KiB NVLS chunk (Oracle GB300 quick start, NCCL 2.28.7, 2-16 GiB: t = 0.12 ms + bytes / 482.5 GB/s algbw;
+# benchmarks/nccl_curves.py prints it), over the NVLink 5 ring rate (682.2 GB/s): 0.707. A slope, so no per-call
+# cost enters it; 8 GPUs of a rack are bound by their ports, not the switch chips. (Until 2026-12-07 Hopper's
+# share scaled by NCCL's own ratio, tuning.cc nvlsEfficiency 0.74 / 0.85: 0.647, 441 GB/s; with the NVLS pipeline's
+# fill, below, that priced 8 x B200 at 8 GiB 12 % slow.)
+NVLS_BLACKWELL_SHARE = 482.5 / 682.2
 # Ampere's is 0 (tuning.cc nvlsEfficiency: "0.0f, // Ampere"): NVLS's bandwidth is 0 there and NCCL never
 # picks it (nor can it: nvls.cc reads CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, which NVLink 3 lacks).
 NVLS_TABLE_EFFICIENCY = {"ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
@@ -225,8 +229,8 @@ FP32_BYTES = 4
 # ESTIMATE read from the published GB300 tables where loops are that short, on the sizes NCCL's own table runs
 # as NVLS (`predicted`; benchmarks/nccl_curves.py prints it per run, held out: 2.26 and 2.49 us a head at 64
 # and 8 GPUs; 4 GPUs run no NVLS, and their ring rows had read 2.68, the 8-GPU ring rows 2.80, a mean of 2.58
-# before). A loop then takes the longer of those steps
-# and its bytes at the port's NVLS rate; the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
+# before). A loop then takes the longer of those steps and its bytes at the port's NVLS rate (the call's bytes
+# with the pipeline's fill, NVLS_FILL_LOOPS); the call adds NCCL's own NVLS latency (tuning.cc hwLatencies,
 # NVLink, NVLS Simple: 25 us), which NCCL's table charges an NVLS call whatever its size. (Tried and left:
 # a loop of a fixed part and a step a head, the line through the three tables' loop times, 10.7, 22.4, 72.4
 # us at 4, 8, 32 heads, held out no better at 64 GPUs, 43.6 % against 41.2 %; NCCL's Simple base, 8.4 us,
@@ -261,6 +265,8 @@ def nvls_channels_vary(generation: str) -> bool:
 
 def nvls_share(generation: str) -> float:
     """NVLS's share of a ring's port rate on a GPU generation (ampere: 0, NVLS does not run; hopper, blackwell)."""
+    if generation == "blackwell":
+        return NVLS_BLACKWELL_SHARE
     return NVLS_EFFICIENCY * NVLS_TABLE_EFFICIENCY[generation] / NVLS_TABLE_EFFICIENCY["hopper"]
 
 
@@ -269,6 +275,18 @@ def nvls_share(generation: str) -> float:
 # benchmarks/nccl_curves.py are bound by their bytes (-1.1 % and +0.4 % with any step from 0 to 2.58 us). NCCL's
 # own pick on one HGX H100 (NVLS from 2 MiB, nccl-tests#309) puts its 2-8 MiB calls on these steps.
 NVLS_HEAD_STEP_S = 2.38e-6
+# The NVLS all-reduce's pipeline fills and drains once a call (all_reduce.h runNvls oneNode, NCCL 2.25.1-2.30: a
+# channel's scatter warps copy a loop into NCCL's buffers, the heads reduce it in the switches and multicast it back,
+# the gather warps copy it out; NCCL_STEPS 8 slots a head let the stages overlap): the first loop is scattered
+# before any head reduces and the last gathered after the last reduce, two loops beyond the bytes where the
+# port's rate binds (where the head steps bind, the stages wait on them and the fill hides in them). Counted over
+# every rank's chunk, not the heads' loop: ESTIMATE, the published per-call constants read as that, 4.2-5.7 loops
+# at 64-72 ranks (32 heads) with 64-128 KiB chunks and 1.7-3.1 at 8 (benchmarks/nvls_rank_holdout.py prints them);
+# NCCL's source has no stage that costs more per rank beyond the heads (docs/network.md, "What grows with the
+# ranks"). Held out table by table with the Blackwell rates (NVLS_BLACKWELL_SHARE, the switch chips' rate) as a
+# factor fitted alongside: 2 loops (x ranks / heads) wherever the fit left the table out but CoreWeave's and the
+# 8-GPU table's (1.5).
+NVLS_FILL_LOOPS = 2
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 
 
@@ -404,26 +422,32 @@ def _nvls_chunk(per_channel: float, heads: int) -> int:
 
 def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     """Seconds of an NVLS all-reduce inside one domain whose bytes take `moving` seconds through the
-    port: NCCL's NVLS latency, then each loop's head steps or its bytes, whichever is longer. Where
-    NCCL doubles the chunk, a call just above the cut runs half the loops of one just below; a larger
-    call is priced at least as the largest call below each cut it passes (the model's law: a larger
-    call never takes less time; the published tables never fall either).
-    Not counted: the three-stage pipeline's fill (all_reduce.h runNvls oneNode: scatter, switch reduce
-    and multicast, gather; two loops' bytes). Counted at the call's chunk it makes the bus bandwidth
-    fall where NCCL doubles the chunk (the fill doubles), where the published tables rise (Oracle's
-    8-GPU one +13.5 %): a larger chunk costs less a byte there, by a mechanism the source does not show.
-    The published per-call cost beyond the loops is ~75-80 us on 8 GPUs (8 x H100, 8 GB300) and 0.45-1.1 ms
-    on 64-72 (benchmarks/nccl_curves.py prints it per chunk regime)."""
+    port: NCCL's NVLS latency, then each loop's head steps or its bytes and the pipeline's fill and drain
+    (`nvls_fill_seconds`), whichever is longer. Where NCCL doubles the chunk, a call just above the cut runs
+    half the loops of one just below; a larger call is priced at least as the largest call below each cut it
+    passes (the model's law: a larger call never takes less time; the published tables never fall either)."""
     loops, heads = nvls_loops(nbytes, c)
+    per_channel = nbytes / c.nvls_channels
     step = heads * NVLS_HEAD_STEP_S
-    seconds = max(loops * step, moving)
-    per_channel, chunk = nbytes / c.nvls_channels, NVLS_CHUNK_BYTES
+    seconds = max(loops * step, moving + nvls_fill_seconds(nbytes, moving, c))
+    chunk = NVLS_CHUNK_BYTES
     for cut_loops, smaller in NVLS_CHUNK_CUTS:   # each cut: per-channel bytes where the chunk halves
         cut = cut_loops * heads * chunk
         if cut <= per_channel:
-            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step)
+            below = moving * cut / per_channel   # the bytes of the largest call below the cut, its fill at `smaller`
+            fill = NVLS_FILL_LOOPS * c.per_node * smaller * below / cut
+            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step, below + fill)
         chunk = smaller
     return STEP_LATENCY_US["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
+
+
+def nvls_fill_seconds(nbytes: float, moving: float, c: Communicator) -> float:
+    """The NVLS pipeline's fill and drain (NVLS_FILL_LOOPS): that many of every rank's chunks a channel, at the
+    channel's rate (its bytes in `moving` seconds); a call smaller than a loop fills with what it has."""
+    loops, heads = nvls_loops(nbytes, c)
+    per_channel = nbytes / c.nvls_channels
+    loop = heads * _nvls_chunk(per_channel, heads)
+    return NVLS_FILL_LOOPS * c.per_node / heads * min(loop, per_channel) / per_channel * moving
 
 
 IN_NETWORK = ("nvls", "collnet", "collnet_chain")
