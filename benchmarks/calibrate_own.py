@@ -62,8 +62,9 @@ from gclc.model.calibration import (BAND_CONFIDENCE, PRIOR_RUNS, Own, Reason, ow
                                    ratio_band)
 from gclc.solver.calibrate.calibrate import calibrate_observations, design_partition  # noqa: E402
 from gclc.solver.calibrate.fit import residual  # noqa: E402
-from gclc.solver.calibrate.observe import collective_observations  # noqa: E402
-from gclc.solver.calibrate.observe_train import train_observation  # noqa: E402
+from gclc.solver.calibrate.model_spread import between_model_spread  # noqa: E402
+from gclc.solver.calibrate.observe import NOISE, collective_observations  # noqa: E402
+from gclc.solver.calibrate.observe_train import architecture, train_observation  # noqa: E402
 
 ROOT = HERE.parent
 MIN_RUNS = 4        # a group with fewer leaves too little to hold back
@@ -108,11 +109,14 @@ def observation(case, params):
     return train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
 
 
-def judge_system(cases: list, others: list, params: dict) -> list[dict]:
-    """Calibrate on every YOURS_EVERY-th run; one row per held-back run, before and after."""
+def judge_system(cases: list, others: list, params: dict, model_spread: float = 0.0) -> list[dict]:
+    """Calibrate on every YOURS_EVERY-th run, each model among them with its offset
+    (`model_spread` wide: read from the fold's other systems); one row per held-back run,
+    before and after (a held-back run of a model yours ran carries its offset)."""
     published.apply_globals(params)
     yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
-    result = calibrate_observations([observation(c, params) for c in yours])
+    result = calibrate_observations([observation(c, params) for c in yours], model_spread=model_spread,
+                                    carry_offsets=True)
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
               covered["moe"], beyond=result.band.beyond) if result.band else None
@@ -125,13 +129,19 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
         case = before.case
         obs = observation(case, params)
         after = case.measured * math.exp(residual(obs, result.values))
+        bare = case.measured * math.exp(residual(obs, {k: v for k, v in result.values.items() if k[0] != "model"}))
         low, high = ratio_band(tuple(Reason(k, "") for k in before.flags))
         fold_fitted = not {"chip", "precision"} & set(before.flags)   # the fold's fit calibrated this precision
         why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus, fold_fitted) if own else ()
+        seen = any(r.obs.model == obs.model for r in result.rows if r.obs.end_to_end and not r.outlier)
+        if own and result.model_spread:
+            why += (Reason("model", "its model's offset", fitted=result.model_widening(obs.model)),)
         own_low, own_high = own.ratio_band(why) if own else (low, high)
         rows.append({"run": case.run_id, "group": case.group, "chip": case.chip, "yours": len(yours),
                      "moe": case.job.shape.is_moe, "unseen": list(unseen(case, yours)),
                      "before": before.predicted / case.measured - 1, "after": after / case.measured - 1,
+                     "after_without_offset": bare / case.measured - 1, "model_seen": seen,
+                     "model_spread": model_spread,
                      "inside_before": low <= case.measured / before.predicted <= high,
                      "inside_after": own_low <= case.measured / after <= own_high,
                      "half_width_after": (own_high - own_low) / 2,
@@ -152,6 +162,7 @@ def step_share(obs, values: dict, key, step: float = 0.01) -> float:
 
 
 _CASES: list = []
+_OFFSETS = True    # --no-offsets: no model offsets (the fit before them)
 _DETAIL = False    # --detail: each row also carries the constants its system's fit moved
 
 
@@ -159,7 +170,17 @@ def _fold(group: str) -> list[dict]:
     """Every system of source `group`, from a fit without the group."""
     others = [c for c in _CASES if c.group != group]
     params = published.fit(others)
-    return [row for (g, _), cases in systems(_CASES).items() if g == group for row in judge_system(cases, others, params)]
+    spread = fold_model_spread(others, params) if _OFFSETS else 0.0
+    return [row for (g, _), cases in systems(_CASES).items() if g == group
+            for row in judge_system(cases, others, params, spread)]
+
+
+def fold_model_spread(cases: list, params: dict) -> float:
+    """The prior width of a model's offset read from `cases` (a fold's training systems, never
+    its held-out group) predicted by the fit `params` made on them (solver/calibrate/model_spread.py)."""
+    rows = [(f"{p.case.group}|{p.case.chip}", architecture(p.case.job.shape), -p.residual)
+            for p in crossval.predict_group(cases, cases, params)]
+    return between_model_spread(rows, NOISE["train"])
 
 
 def training_rows(workers: int) -> list[dict]:
@@ -248,11 +269,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-offsets", action="store_true",
+                        help="fit no per-model offsets (the calibration before them)")
+    parser.add_argument("--model-spread", action="store_true",
+                        help="print the model offsets' prior width read from every published system (the shipped "
+                             "MODEL_SPREAD) and stop")
     parser.add_argument("--detail", action="store_true",
                         help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)
-    global _DETAIL
-    _DETAIL = args.detail
+    global _DETAIL, _OFFSETS
+    _DETAIL, _OFFSETS = args.detail, not args.no_offsets
+    if args.model_spread:
+        cases = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
+        print(f"model offsets' prior width from all {len(cases)} published runs: "
+              f"{fold_model_spread(cases, published.fit(cases)):.4f}")
+        return 0
     wall, cpu = time.perf_counter(), cpu_seconds()
     rows, curves = training_rows(args.workers), curve_rows()
     serving_design = check_file(str(HERE / "designs" / "serving_models.gcl")).design
@@ -285,6 +316,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:58} {'':>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
+        found = [r for r in rows if r["model_seen"]]
+        print(f"{'held back, model among yours, its offset not carried':58} {'':>5} {len(found):>4}  "
+              f"{median_abs([r['before'] for r in found]):>12.1%} -> "
+              f"{median_abs([r['after_without_offset'] for r in found]):6.1%}")
+        spreads = sorted({r["model_spread"] for r in rows})
+        if spreads:
+            print(f"{'model offsets prior width (in-fold, by fold)':58} {spreads[0]:.1%} to {spreads[-1]:.1%}")
         for group in dict.fromkeys(r["group"] for r in serving):
             found = [r for r in serving if r["group"] == group]
             print(f"{'serving ' + group:58} {found[0]['yours']:>5} {len(found):>4}  "
