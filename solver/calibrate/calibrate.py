@@ -18,7 +18,7 @@ from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
 from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band,
                                   own_scale, unlike_widening)
-from ...model.job import JobError, placement, train_job
+from ...model.job import JobError, job_from_entity, placement, train_job
 from .fit import fit, residual, total
 from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
 from .observe_serve import serve_observations
@@ -163,9 +163,11 @@ def serve_job(design: Design, name: str | None):
     return next((e for e in serves if e.span.path == design.root), serves[0] if serves else None)
 
 
-def observations(measurements: list, job, partition: Partition, serve=None) -> tuple[list[Observation], list[str], list[str]]:
+def observations(measurements: list, job, partition: Partition, serve=None,
+                 others: tuple = ()) -> tuple[list[Observation], list[str], list[str]]:
     """Every observation of `measurements`, what could not be used, and what was assumed
-    (`serve`: the design's serve job, for serving benchmarks)."""
+    (`serve`: the design's serve job, for serving benchmarks; a training log runs `job`, else the
+    first of `others` whose model it states)."""
     found, skipped, notes = [], [], []
     for m in measurements:
         if isinstance(m, KernelRun):
@@ -178,6 +180,11 @@ def observations(measurements: list, job, partition: Partition, serve=None) -> t
                 obs, why = [], [f"{m.span}: the design has no train job to relate this log to"]
             else:
                 one, why = run_observation(job, m)
+                for other in others if one is None else ():
+                    one, said = run_observation(other, m)
+                    if one is not None:
+                        why = said
+                        break
                 obs = [one] if one is not None else []
                 notes += why if one is not None else []
                 why = why if one is None else []
@@ -216,8 +223,28 @@ def parameters(found: list[Observation], model_spread: float = MODEL_SPREAD) -> 
 
 def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
     found_job, partition, cluster = design_partition(design, job)
-    found, skipped, notes = observations(measurements, found_job, partition, serve_job(design, job))
+    others = other_train_jobs(design, found_job, cluster) if job is None else ()
+    found, skipped, notes = observations(measurements, found_job, partition, serve_job(design, job), others)
     return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes))
+
+
+def other_train_jobs(design: Design, first, cluster: str) -> tuple:
+    """The design's train jobs on the calibrated cluster besides `first`: a training log whose
+    stated model is not `first`'s is related to the first of these whose model it is (each model's
+    runs then take their own offset: params.model_param)."""
+    if first is None:
+        return ()
+    out = []
+    for entity in design.entities:
+        if entity.kind != "train" or entity is first.entity:
+            continue
+        try:
+            found = job_from_entity(entity)
+        except JobError:
+            continue   # a job the model cannot evaluate relates no log
+        if found.graph.name == cluster:
+            out.append(found)
+    return tuple(out)
 
 
 def calibrate_observations(found: list[Observation], cluster: str = "", partition: Partition | None = None,
