@@ -261,7 +261,9 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     kept = [o for o in found if id(o) not in outliers]
     values = anchored_fit(params, kept, prior) if any(o.settle for o in kept) else fit(params, kept)
     held = _held_out(params, kept, values, carry_offsets)
-    rows = tuple(Row(o, before[id(o)], residual(o, values), held.get(id(o)), id(o) in outliers) for o in found)
+    # after: as the calibrated design predicts it (with no offset where its plans carry none)
+    planned = values if carry_offsets else _bare(values)
+    rows = tuple(Row(o, before[id(o)], residual(o, planned), held.get(id(o)), id(o) in outliers) for o in found)
     partition = partition if partition is not None else (found[0].partition if found else None)
     band = _band(rows, "train", params, carry_offsets)
     if band is not None:
