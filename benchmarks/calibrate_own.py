@@ -162,7 +162,7 @@ def step_share(obs, values: dict, key, step: float = 0.01) -> float:
 
 
 _CASES: list = []
-_OFFSETS = True    # --no-offsets: no model offsets (the fit before them)
+_OFFSETS = False   # --offsets: each model among the calibrating runs takes its own offset
 _DETAIL = False    # --detail: each row also carries the constants its system's fit moved
 
 
@@ -269,8 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--no-offsets", action="store_true",
-                        help="fit no per-model offsets (the calibration before them)")
+    parser.add_argument("--offsets", action="store_true",
+                        help="give each model among a system's calibrating runs its own offset (gclc calibrate "
+                             "--model-offsets), its prior width read from the fold's other systems")
     parser.add_argument("--model-spread", action="store_true",
                         help="print the model offsets' prior width read from every published system (the shipped "
                              "MODEL_SPREAD) and stop")
@@ -278,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)
     global _DETAIL, _OFFSETS
-    _DETAIL, _OFFSETS = args.detail, not args.no_offsets
+    _DETAIL, _OFFSETS = args.detail, args.offsets
     if args.model_spread:
         cases = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
         print(f"model offsets' prior width from all {len(cases)} published runs: "
@@ -316,11 +317,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:58} {'':>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
-        found = [r for r in rows if r["model_seen"]]
-        print(f"{'held back, model among yours, its offset not carried':58} {'':>5} {len(found):>4}  "
-              f"{median_abs([r['before'] for r in found]):>12.1%} -> "
-              f"{median_abs([r['after_without_offset'] for r in found]):6.1%}")
-        spreads = sorted({r["model_spread"] for r in rows})
+        found = [r for r in rows if r["model_seen"]] if _OFFSETS else []
+        if found:
+            print(f"{'held back, model among yours, its offset not carried':58} {'':>5} {len(found):>4}  "
+                  f"{median_abs([r['before'] for r in found]):>12.1%} -> "
+                  f"{median_abs([r['after_without_offset'] for r in found]):6.1%}")
+        spreads = sorted({r["model_spread"] for r in rows}) if _OFFSETS else []
         if spreads:
             print(f"{'model offsets prior width (in-fold, by fold)':58} {spreads[0]:.1%} to {spreads[-1]:.1%}")
         for group in dict.fromkeys(r["group"] for r in serving):

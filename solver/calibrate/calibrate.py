@@ -199,7 +199,7 @@ def observations(measurements: list, job, partition: Partition, serve=None,
     return found, skipped, notes
 
 
-def parameters(found: list[Observation], model_spread: float = MODEL_SPREAD) -> dict:
+def parameters(found: list[Observation], model_spread: float = 0.0) -> dict:
     """Each informed constant's prior; a chip constant a serving run informs takes the serving
     prior's width (params.serving_prior), whatever else informs it; a model's offset is
     `model_spread` wide (0: no offsets fitted)."""
@@ -221,11 +221,16 @@ def parameters(found: list[Observation], model_spread: float = MODEL_SPREAD) -> 
     return {k: serving_prior(p) if k in served else p for k, p in params.items()}
 
 
-def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
+def calibrate(design: Design, measurements: list, job: str | None = None,
+              model_offsets: bool = False) -> Calibration:
+    """The calibration of the design's constants on `measurements`; `model_offsets`: the runs of
+    each model (two or more models) take their own offset, MODEL_SPREAD wide (not the default:
+    benchmarks/calibrate_own.py measured it worse on the published runs, docs/calibration.md)."""
     found_job, partition, cluster = design_partition(design, job)
     others = other_train_jobs(design, found_job, cluster) if job is None else ()
     found, skipped, notes = observations(measurements, found_job, partition, serve_job(design, job), others)
-    return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes))
+    return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes),
+                                  MODEL_SPREAD if model_offsets else 0.0)
 
 
 def other_train_jobs(design: Design, first, cluster: str) -> tuple:
@@ -249,7 +254,7 @@ def other_train_jobs(design: Design, first, cluster: str) -> tuple:
 
 def calibrate_observations(found: list[Observation], cluster: str = "", partition: Partition | None = None,
                            skipped: tuple[str, ...] = (), notes: tuple[str, ...] = (),
-                           model_spread: float = MODEL_SPREAD, carry_offsets: bool = False) -> Calibration:
+                           model_spread: float = 0.0, carry_offsets: bool = False) -> Calibration:
     """The fit, outliers and band of observations made already (benchmarks build them from
     published runs, with the prior width of a model's offset read from their own fold, and
     predict held-back runs of a model the runs ran with its offset: `carry_offsets`)."""

@@ -1,7 +1,7 @@
 """`gclc calibrate` on runs of two models on one cluster: each training log is related to the
-design's train job whose model its argument dump states, each model's runs take their own
-offset (solver/calibrate/params.py model_param), the report names each offset with the runs it
-came from, and the written design stays cluster constants."""
+design's train job whose model its argument dump states; with `--model-offsets` each model's runs
+take their own offset (solver/calibrate/params.py model_param), the report names each offset with
+the runs it came from, and the written design stays cluster constants."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_two_models_runs_each_take_an_offset_and_the_written_design_stays_cluste
             seconds = estimate(job.shape, cfg, slower).step_time * factor
             (runs / f"{name}_dp{dp}.log").write_text(megatron_log(seconds, dp, shape))
     monkeypatch.chdir(tmp_path)
-    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl", "--model-offsets"]) == 0
     report = capsys.readouterr().out
     assert "calibrated on 4 of your runs" in report
     head, _, offsets = report.partition("model offsets")
@@ -84,10 +84,32 @@ def test_two_models_runs_each_take_an_offset_and_the_written_design_stays_cluste
     assert "offset" not in written and "chip H100_SXM_mine extends H100_SXM" in written
     assert "train pretrain_7b_mine extends pretrain_7b" in written
     assert not [d for d in check_file(str(tmp_path / "mine.gcl")).diagnostics if d.is_error]
-    assert main(["calibrate", "pod.gcl", "measurements", "--json"]) == 0
+    assert main(["calibrate", "pod.gcl", "measurements", "--json", "--model-offsets"]) == 0
     found = {o["model"]: o for o in json.loads(capsys.readouterr().out)["model_offsets"]}
     by_ffn = {("11008" if "ffn 11008" in m else "14336"): o for m, o in found.items()}
     # the slower model's offset lengthens its steps beyond the other's by part of its planted miss:
     # the rest is shrunk toward none by the offset's prior
     assert 1.0 < by_ffn["11008"]["factor"] / by_ffn["14336"]["factor"] < SLOWER
     assert len(by_ffn["11008"]["runs"]) == 2
+
+
+def test_without_the_option_another_models_logs_calibrate_the_cluster_and_no_offset_is_fitted(
+        tmp_path, capsys, monkeypatch):
+    """The default: the second model's logs, related to its job, inform the cluster's constants
+    as any run does (no `model offsets` in the report)."""
+    (tmp_path / "pod.gcl").write_text((DATA / "calibrate" / "h100_pod.gcl").read_text() + SECOND)
+    runs = tmp_path / "measurements"
+    runs.mkdir()
+    design = check_file(str(tmp_path / "pod.gcl")).design
+    job = train_job(design, "pretrain_7b")
+    slower = applied(job.partition, {("chip", "H100_SXM", "bf16"): EFFICIENCY})
+    for dp in (2, 4):
+        cfg = attrs.evolve(pinned_config(job), dp=dp)
+        (runs / f"b_dp{dp}.log").write_text(megatron_log(estimate(job.shape, cfg, slower).step_time, dp,
+                                                         {"num_layers": 32, "ffn_hidden_size": 11008}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "pod.gcl", "measurements", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model_offsets"] == [] and out["band"]["runs"] == 2 and not out["not_used"]
+    fitted = next(m["after"] for m in out["moved"] if m["constant"] == "chip/H100_SXM/bf16")
+    assert EFFICIENCY <= fitted < 0.64
