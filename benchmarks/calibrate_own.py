@@ -1,6 +1,6 @@
 """Calibrating on your own runs, judged on the runs it did not see.
 
-    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail]
+    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread]
 
 Each group of published training runs on one system (a vendor's table, a paper's scaling
 series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
@@ -27,6 +27,11 @@ calibrates the serving physics (the engine's host time per iteration, the chip's
 efficiencies), the run at 8 requests/s and the offline run are predicted. And TensorRT-LLM 1.0's
 offline table (three models on H100 and H200, ten ISL/OSL pairs each): every third run in the
 table's order calibrates, the other six of each group are predicted.
+
+`--offsets`: each model among a system's calibrating runs takes its own offset on the step time
+(gclc calibrate --model-offsets), its prior width read in each fold from the fold's other systems
+(solver/calibrate/model_spread.py), and a held-back run of a model the calibration ran carries its
+offset; `--model-spread` prints that width read from every published system (params.MODEL_SPREAD).
 
 Errors are predicted / measured - 1; the last line is a one-line summary. `--detail` lists each
 held-back run that calibration made worse, with every constant its system's fit moved: the move,
