@@ -1,6 +1,6 @@
 """Calibrating on your own runs, judged on the runs it did not see.
 
-    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail]
+    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread]
 
 Each group of published training runs on one system (a vendor's table, a paper's scaling
 series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
@@ -27,6 +27,11 @@ calibrates the serving physics (the engine's host time per iteration, the chip's
 efficiencies), the run at 8 requests/s and the offline run are predicted. And TensorRT-LLM 1.0's
 offline table (three models on H100 and H200, ten ISL/OSL pairs each): every third run in the
 table's order calibrates, the other six of each group are predicted.
+
+`--offsets`: each model among a system's calibrating runs takes its own offset on the step time
+(gclc calibrate --model-offsets), its prior width read in each fold from the fold's other systems
+(solver/calibrate/model_spread.py), and a held-back run of a model the calibration ran carries its
+offset; `--model-spread` prints that width read from every published system (params.MODEL_SPREAD).
 
 Errors are predicted / measured - 1; the last line is a one-line summary. `--detail` lists each
 held-back run that calibration made worse, with every constant its system's fit moved: the move,
@@ -62,8 +67,9 @@ from gclc.model.calibration import (BAND_CONFIDENCE, PRIOR_RUNS, Own, Reason, ow
                                    ratio_band)
 from gclc.solver.calibrate.calibrate import calibrate_observations, design_partition  # noqa: E402
 from gclc.solver.calibrate.fit import residual  # noqa: E402
-from gclc.solver.calibrate.observe import collective_observations  # noqa: E402
-from gclc.solver.calibrate.observe_train import train_observation  # noqa: E402
+from gclc.solver.calibrate.model_spread import between_model_spread  # noqa: E402
+from gclc.solver.calibrate.observe import NOISE, collective_observations  # noqa: E402
+from gclc.solver.calibrate.observe_train import architecture, train_observation  # noqa: E402
 
 ROOT = HERE.parent
 MIN_RUNS = 4        # a group with fewer leaves too little to hold back
@@ -108,11 +114,14 @@ def observation(case, params):
     return train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
 
 
-def judge_system(cases: list, others: list, params: dict) -> list[dict]:
-    """Calibrate on every YOURS_EVERY-th run; one row per held-back run, before and after."""
+def judge_system(cases: list, others: list, params: dict, model_spread: float = 0.0) -> list[dict]:
+    """Calibrate on every YOURS_EVERY-th run, each model among them with its offset
+    (`model_spread` wide: read from the fold's other systems); one row per held-back run,
+    before and after (a held-back run of a model yours ran carries its offset)."""
     published.apply_globals(params)
     yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
-    result = calibrate_observations([observation(c, params) for c in yours])
+    result = calibrate_observations([observation(c, params) for c in yours], model_spread=model_spread,
+                                    carry_offsets=True)
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
               covered["moe"], beyond=result.band.beyond) if result.band else None
@@ -125,13 +134,19 @@ def judge_system(cases: list, others: list, params: dict) -> list[dict]:
         case = before.case
         obs = observation(case, params)
         after = case.measured * math.exp(residual(obs, result.values))
+        bare = case.measured * math.exp(residual(obs, {k: v for k, v in result.values.items() if k[0] != "model"}))
         low, high = ratio_band(tuple(Reason(k, "") for k in before.flags))
         fold_fitted = not {"chip", "precision"} & set(before.flags)   # the fold's fit calibrated this precision
         why = own_reasons(own, case.cfg.precision, case.job.shape.is_moe, case.cfg.gpus, fold_fitted) if own else ()
+        seen = any(r.obs.model == obs.model for r in result.rows if r.obs.end_to_end and not r.outlier)
+        if own and result.model_spread:
+            why += (Reason("model", "its model's offset", fitted=result.model_widening(obs.model)),)
         own_low, own_high = own.ratio_band(why) if own else (low, high)
         rows.append({"run": case.run_id, "group": case.group, "chip": case.chip, "yours": len(yours),
                      "moe": case.job.shape.is_moe, "unseen": list(unseen(case, yours)),
                      "before": before.predicted / case.measured - 1, "after": after / case.measured - 1,
+                     "after_without_offset": bare / case.measured - 1, "model_seen": seen,
+                     "model_spread": model_spread,
                      "inside_before": low <= case.measured / before.predicted <= high,
                      "inside_after": own_low <= case.measured / after <= own_high,
                      "half_width_after": (own_high - own_low) / 2,
@@ -152,6 +167,7 @@ def step_share(obs, values: dict, key, step: float = 0.01) -> float:
 
 
 _CASES: list = []
+_OFFSETS = False   # --offsets: each model among the calibrating runs takes its own offset
 _DETAIL = False    # --detail: each row also carries the constants its system's fit moved
 
 
@@ -159,7 +175,17 @@ def _fold(group: str) -> list[dict]:
     """Every system of source `group`, from a fit without the group."""
     others = [c for c in _CASES if c.group != group]
     params = published.fit(others)
-    return [row for (g, _), cases in systems(_CASES).items() if g == group for row in judge_system(cases, others, params)]
+    spread = fold_model_spread(others, params) if _OFFSETS else 0.0
+    return [row for (g, _), cases in systems(_CASES).items() if g == group
+            for row in judge_system(cases, others, params, spread)]
+
+
+def fold_model_spread(cases: list, params: dict) -> float:
+    """The prior width of a model's offset read from `cases` (a fold's training systems, never
+    its held-out group) predicted by the fit `params` made on them (solver/calibrate/model_spread.py)."""
+    rows = [(f"{p.case.group}|{p.case.chip}", architecture(p.case.job.shape), -p.residual)
+            for p in crossval.predict_group(cases, cases, params)]
+    return between_model_spread(rows, NOISE["train"])
 
 
 def training_rows(workers: int) -> list[dict]:
@@ -248,11 +274,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--offsets", action="store_true",
+                        help="give each model among a system's calibrating runs its own offset (gclc calibrate "
+                             "--model-offsets), its prior width read from the fold's other systems")
+    parser.add_argument("--model-spread", action="store_true",
+                        help="print the model offsets' prior width read from every published system (the shipped "
+                             "MODEL_SPREAD) and stop")
     parser.add_argument("--detail", action="store_true",
                         help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)
-    global _DETAIL
-    _DETAIL = args.detail
+    global _DETAIL, _OFFSETS
+    _DETAIL, _OFFSETS = args.detail, args.offsets
+    if args.model_spread:
+        cases = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
+        print(f"model offsets' prior width from all {len(cases)} published runs: "
+              f"{fold_model_spread(cases, published.fit(cases)):.4f}")
+        return 0
     wall, cpu = time.perf_counter(), cpu_seconds()
     rows, curves = training_rows(args.workers), curve_rows()
     serving_design = check_file(str(HERE / "designs" / "serving_models.gcl")).design
@@ -285,6 +322,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:58} {'':>5} {len(found):>4}  "
                   f"{median_abs([r['before'] for r in found]):>12.1%} -> {median_abs([r['after'] for r in found]):6.1%}   "
                   f"{share([r['inside_before'] for r in found]):>6.0%} -> {share([r['inside_after'] for r in found]):4.0%}")
+        found = [r for r in rows if r["model_seen"]] if _OFFSETS else []
+        if found:
+            print(f"{'held back, model among yours, its offset not carried':58} {'':>5} {len(found):>4}  "
+                  f"{median_abs([r['before'] for r in found]):>12.1%} -> "
+                  f"{median_abs([r['after_without_offset'] for r in found]):6.1%}")
+        spreads = sorted({r["model_spread"] for r in rows}) if _OFFSETS else []
+        if spreads:
+            print(f"{'model offsets prior width (in-fold, by fold)':58} {spreads[0]:.1%} to {spreads[-1]:.1%}")
         for group in dict.fromkeys(r["group"] for r in serving):
             found = [r for r in serving if r["group"] == group]
             print(f"{'serving ' + group:58} {found[0]['yours']:>5} {len(found):>4}  "

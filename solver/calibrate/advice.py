@@ -99,12 +99,12 @@ def _measurement(key: tuple[str, str, str], precision: str) -> str:
     return f"`gclc probe` GEMM rows in {precision}"
 
 
-def calibrate_design(design, measurements: list, job: str | None = None):
+def calibrate_design(design, measurements: list, job: str | None = None, model_offsets: bool = False):
     """(the calibration of `design` on `measurements`, what to measure next): what
-    `gclc calibrate` prints."""
+    `gclc calibrate` prints (`model_offsets`: each model's runs take their own offset)."""
     from ...model.job import pinned_config
     from .calibrate import calibrate, design_partition
 
-    calibration = calibrate(design, measurements, job)
+    calibration = calibrate(design, measurements, job, model_offsets)
     found, _, _ = design_partition(design, job)
     return calibration, advice(calibration, found, pinned_config(found) if found is not None else None)

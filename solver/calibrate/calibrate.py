@@ -18,14 +18,19 @@ from ...compiler.ir import Partition
 from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, TrainRun
 from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band,
                                   own_scale, unlike_widening)
-from ...model.job import JobError, placement, train_job
+from ...model.job import JobError, job_from_entity, placement, train_job
 from .fit import fit, residual, total
 from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
-from .params import Param, chip_param, fabric_params, serving_prior
+from .params import MODEL_SPREAD, Param, chip_param, fabric_params, model_param, serving_prior
 from ...dsl.records import frozen
 
+# Models among the training runs before each takes an offset (params.model_param): one model's
+# runs alone cannot tell its miss from the cluster's (the split would be the priors' alone), and
+# `gclc calibrate` reads the design's one model (each log's shape is checked against it), whose
+# plans the written design is for.
+MIN_MODELS = 2
 OUTLIER = math.log(1.25)     # a residual beyond 25 % after the fit is examined
 EXPLAINED = math.log(1.10)   # alone, within 10 %: a physical setting explains it
 # Re-anchorings of the serving runs' figures (each: a simulation at the new anchor, and one per
@@ -83,6 +88,10 @@ class Calibration:
     serve_band: Band | None      # from the serving runs' held-out figures (throughput, TTFT, TPOT)
     skipped: tuple[str, ...]     # measurements read but not used, and why
     notes: tuple[str, ...]       # what was assumed
+    # whether a plan of a model the runs ran carries its fitted offset (benchmarks predicting
+    # held-back runs: True); `gclc calibrate` writes cluster constants only, so its plans carry
+    # none and its band's held-out runs are predicted without theirs
+    carry_offsets: bool = False
 
     @property
     def coverage(self) -> dict:
@@ -93,13 +102,35 @@ class Calibration:
                 "moe": any(m for _, _, m in runs)}
 
     def moved(self) -> list[tuple[Param, float, tuple[str, ...]]]:
-        """(constant, fitted value, the measurements that informed it) for each constant fitted."""
+        """(constant, fitted value, the measurements that informed it) for each cluster constant
+        fitted (a model's offset is no constant of the cluster's: `offsets`)."""
+        return [m for m in self._fitted() if m[0].key[0] != "model"]
+
+    def offsets(self) -> list[tuple[Param, float, tuple[str, ...]]]:
+        """(a model's offset, its fitted factor on the step time, the runs it came from)."""
+        return [m for m in self._fitted() if m[0].key[0] == "model"]
+
+    def _fitted(self) -> list[tuple[Param, float, tuple[str, ...]]]:
         out = []
         for key, param in self.params.items():
             informed = tuple(dict.fromkeys(r.obs.group for r in self.rows if key in r.obs.informs and not r.outlier))
             if informed:
                 out.append((param, self.values[key], informed))
         return out
+
+    @property
+    def model_spread(self) -> float:
+        """The prior width of a model's offset in this fit (0: none fitted)."""
+        return next((p.spread for k, p in self.params.items() if k[0] == "model"), 0.0)
+
+    def model_widening(self, model: str) -> float:
+        """How much wider than a plan whose model offset is known the band of a plan of `model` is:
+        its offset's posterior variance from the runs of it (the prior's, for a model none ran),
+        beside a run's noise (`model_widening`). 1 where no offset is fitted or plans carry none."""
+        if not self.carry_offsets:
+            return 1.0
+        runs = sum(1 for r in self.rows if r.obs.model == model and r.obs.end_to_end and not r.outlier)
+        return model_widening(offset_variance(runs, self.model_spread))
 
 
 def design_partition(design: Design, job: str | None) -> tuple[object | None, Partition, str]:
@@ -132,9 +163,11 @@ def serve_job(design: Design, name: str | None):
     return next((e for e in serves if e.span.path == design.root), serves[0] if serves else None)
 
 
-def observations(measurements: list, job, partition: Partition, serve=None) -> tuple[list[Observation], list[str], list[str]]:
+def observations(measurements: list, job, partition: Partition, serve=None,
+                 others: tuple = ()) -> tuple[list[Observation], list[str], list[str]]:
     """Every observation of `measurements`, what could not be used, and what was assumed
-    (`serve`: the design's serve job, for serving benchmarks)."""
+    (`serve`: the design's serve job, for serving benchmarks; a training log runs `job`, else the
+    first of `others` whose model it states)."""
     found, skipped, notes = [], [], []
     for m in measurements:
         if isinstance(m, KernelRun):
@@ -147,6 +180,11 @@ def observations(measurements: list, job, partition: Partition, serve=None) -> t
                 obs, why = [], [f"{m.span}: the design has no train job to relate this log to"]
             else:
                 one, why = run_observation(job, m)
+                for other in others if one is None else ():
+                    one, said = run_observation(other, m)
+                    if one is not None:
+                        why = said
+                        break
                 obs = [one] if one is not None else []
                 notes += why if one is not None else []
                 why = why if one is None else []
@@ -161,16 +199,20 @@ def observations(measurements: list, job, partition: Partition, serve=None) -> t
     return found, skipped, notes
 
 
-def parameters(found: list[Observation]) -> dict:
+def parameters(found: list[Observation], model_spread: float = 0.0) -> dict:
     """Each informed constant's prior; a chip constant a serving run informs takes the serving
-    prior's width (params.serving_prior), whatever else informs it."""
+    prior's width (params.serving_prior), whatever else informs it; a model's offset is
+    `model_spread` wide (0: no offsets fitted)."""
     params: dict = {}
     for obs in found:
         params.update({p.key: p for p in obs.priors if p.key not in params})
         for key in obs.informs:
             if key in params:
                 continue
-            if key[0] == "chip":
+            if key[0] == "model":
+                if model_spread > 0:
+                    params[key] = model_param(key[1], model_spread)
+            elif key[0] == "chip":
                 params[key] = chip_param(obs.partition.node.accelerator, key[2])
             else:
                 for p in fabric_params(obs.partition, key[1]):
@@ -179,29 +221,82 @@ def parameters(found: list[Observation]) -> dict:
     return {k: serving_prior(p) if k in served else p for k, p in params.items()}
 
 
-def calibrate(design: Design, measurements: list, job: str | None = None) -> Calibration:
+def calibrate(design: Design, measurements: list, job: str | None = None,
+              model_offsets: bool = False) -> Calibration:
+    """The calibration of the design's constants on `measurements`; `model_offsets`: the runs of
+    each model (two or more models) take their own offset, MODEL_SPREAD wide (not the default:
+    benchmarks/calibrate_own.py measured it worse on the published runs, docs/calibration.md)."""
     found_job, partition, cluster = design_partition(design, job)
-    found, skipped, notes = observations(measurements, found_job, partition, serve_job(design, job))
-    return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes))
+    others = other_train_jobs(design, found_job, cluster) if job is None else ()
+    found, skipped, notes = observations(measurements, found_job, partition, serve_job(design, job), others)
+    return calibrate_observations(found, cluster, partition, tuple(skipped), tuple(notes),
+                                  MODEL_SPREAD if model_offsets else 0.0)
+
+
+def other_train_jobs(design: Design, first, cluster: str) -> tuple:
+    """The design's train jobs on the calibrated cluster besides `first`: a training log whose
+    stated model is not `first`'s is related to the first of these whose model it is (each model's
+    runs then take their own offset: params.model_param)."""
+    if first is None:
+        return ()
+    out = []
+    for entity in design.entities:
+        if entity.kind != "train" or entity is first.entity:
+            continue
+        try:
+            found = job_from_entity(entity)
+        except JobError:
+            continue   # a job the model cannot evaluate relates no log
+        if found.graph.name == cluster:
+            out.append(found)
+    return tuple(out)
 
 
 def calibrate_observations(found: list[Observation], cluster: str = "", partition: Partition | None = None,
-                           skipped: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> Calibration:
+                           skipped: tuple[str, ...] = (), notes: tuple[str, ...] = (),
+                           model_spread: float = 0.0, carry_offsets: bool = False) -> Calibration:
     """The fit, outliers and band of observations made already (benchmarks build them from
-    published runs)."""
-    params = parameters(found)
+    published runs, with the prior width of a model's offset read from their own fold, and
+    predict held-back runs of a model the runs ran with its offset: `carry_offsets`)."""
+    models = {o.model for o in found if o.kind == "train" and o.model}
+    params = parameters(found, model_spread if len(models) >= MIN_MODELS else 0.0)
     prior = {k: p.prior for k, p in params.items()}
     before = {id(o): residual(o, prior) for o in found}
     outliers = {id(o) for o in found if _unexplained(o, params, prior)}
     kept = [o for o in found if id(o) not in outliers]
     values = anchored_fit(params, kept, prior) if any(o.settle for o in kept) else fit(params, kept)
-    held = _held_out(params, kept, values)
-    rows = tuple(Row(o, before[id(o)], residual(o, values), held.get(id(o)), id(o) in outliers) for o in found)
+    held = _held_out(params, kept, values, carry_offsets)
+    # after: as the calibrated design predicts it (with no offset where its plans carry none)
+    planned = values if carry_offsets else _bare(values)
+    rows = tuple(Row(o, before[id(o)], residual(o, planned), held.get(id(o)), id(o) in outliers) for o in found)
     partition = partition if partition is not None else (found[0].partition if found else None)
-    band = _band(rows, "train", params)
+    band = _band(rows, "train", params, carry_offsets)
     if band is not None:
-        band = attrs.evolve(band, beyond=beyond_factor(params, kept, values, rows, band.shrink, band.widening))
-    return Calibration(cluster, partition, params, values, rows, band, _band(rows, "serve", params), skipped, notes)
+        band = attrs.evolve(band, beyond=beyond_factor(params, kept, values, rows, band.shrink, band.widening,
+                                                       carry_offsets))
+    return Calibration(cluster, partition, params, values, rows, band, _band(rows, "serve", params), skipped, notes,
+                       carry_offsets)
+
+
+def offset_variance(runs: int, spread: float, noise: float = NOISE["train"]) -> float:
+    """The variance of a model's log offset after `runs` runs of it, each of deviation `noise`,
+    against its prior of deviation `spread`: the normal posterior's (the prior's with none)."""
+    return 1 / (runs / noise ** 2 + 1 / spread ** 2) if spread > 0 else 0.0
+
+
+def model_widening(variance: float, noise: float = NOISE["train"]) -> float:
+    """How much wider a prediction whose model offset is known to `variance` is than one whose
+    offset is exact: a run's deviation given its constants and offset is `noise` (observe.NOISE,
+    what the fit reads it as), so sqrt(noise^2 + variance) / noise. A held-out run's residual is
+    divided by its own (its model's offset as the other runs knew it), a plan's band multiplied by
+    its own, as `unlike_widening`'s factors are."""
+    return math.sqrt(1 + variance / noise ** 2)
+
+
+def _offset_widening(row: Row, others: list[Row], params: dict) -> float:
+    """A held-out run's model widening: its offset as the other runs' fit knew it."""
+    spread = params[("model", row.obs.model, "offset")].spread if ("model", row.obs.model, "offset") in params else 0.0
+    return model_widening(offset_variance(sum(o.obs.model == row.obs.model for o in others), spread))
 
 
 def anchored_fit(params: dict, kept: list[Observation], prior: dict) -> dict:
@@ -252,8 +347,9 @@ def _held(rows: tuple[Row, ...], kind: str) -> list[Row]:
     return [r for r in rows if r.held_out is not None and r.obs.kind == kind]
 
 
-def _band(rows: tuple[Row, ...], kind: str, params: dict) -> Band | None:
-    """The 80 % band of the held-out end-to-end figures of `kind` (train or serve)."""
+def _band(rows: tuple[Row, ...], kind: str, params: dict, carry_offsets: bool = False) -> Band | None:
+    """The 80 % band of the held-out end-to-end figures of `kind` (train or serve); with
+    `carry_offsets`, each training run's residual also divided by its model offset's widening."""
     held = _held(rows, kind)
     if not held:
         return None
@@ -264,6 +360,8 @@ def _band(rows: tuple[Row, ...], kind: str, params: dict) -> Band | None:
         spreads = [params[k].spread for r in held for k in r.obs.informs if k[0] == "chip" and k in params]
         shrink = held_out_shrink(groups, NOISE["train"], max(spreads, default=0.0))
         widening = tuple(unlike_widening(r.obs.covers, [o.obs.covers for o in held if o.obs.group != r.obs.group])
+                         * (_offset_widening(r, [o for o in held if o.obs.group != r.obs.group], params)
+                            if carry_offsets else 1.0)
                          for r in held)
     band = Band(groups, 1.0, 1.0, tuple(runs), shrink, widening=widening)
     return attrs.evolve(band, **dict(zip(("low", "high"), own_band(band.scaled, SERVE_SCALE if kind == "serve" else None))))
@@ -283,7 +381,7 @@ def held_out_shrink(runs: int, noise: float, spread: float) -> float:
 
 
 def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tuple[Row, ...],
-                  shrink: float = 1.0, widening: tuple[float, ...] = ()) -> float:
+                  shrink: float = 1.0, widening: tuple[float, ...] = (), carry_offsets: bool = False) -> float:
     """How much wider the band is for a plan on more GPUs than the largest training run, read
     from the training runs alone: the runs at the largest GPU count are predicted by a fit
     without them (every smaller run and every kernel and collective kept), and the scale of
@@ -305,6 +403,7 @@ def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tup
     if not smaller:
         return 0.0
     refit = fit(params, [o for o in kept if o.group not in groups], start=values)
+    refit = refit if carry_offsets else _bare(refit)
     missed = [residual(o, refit) * shrink / SIGMA_PER_SCALE for o in runs if o.group in groups]
     # the shipped factor, on the operator's scale, counted as PRIOR_RUNS runs (as own_scale counts
     # the shipped scale): one largest run that happens to agree does not claim no doubt beyond it
@@ -319,18 +418,26 @@ def _unexplained(obs: Observation, params: dict, prior: dict) -> bool:
     within EXPLAINED, even fitted alone (no prior): an outlier, left out of the fit."""
     if abs(residual(obs, prior)) <= OUTLIER:
         return False
-    free = {k: attrs.evolve(params[k], spread=1e6) for k in obs.informs}
+    # a model's offset is no physical setting: it stays at none here
+    free = {k: attrs.evolve(params[k], spread=1e6) for k in obs.informs if k[0] != "model"}
     alone = fit(free, [obs], start=prior)
     return abs(residual(obs, alone)) > EXPLAINED
 
 
-def _held_out(params: dict, kept: list[Observation], values: dict) -> dict[int, float]:
-    """Each end-to-end observation's residual under a fit made without its run."""
+def _held_out(params: dict, kept: list[Observation], values: dict, carry_offsets: bool = False) -> dict[int, float]:
+    """Each end-to-end observation's residual under a fit made without its run: with its model's
+    offset as the other runs fitted it where plans carry offsets, else (plans of the written
+    design) with none."""
     out = {}
     for group in dict.fromkeys(o.group for o in kept if o.end_to_end):
         others = [o for o in kept if o.group != group]
         refit = fit(params, others, start=values)
         for o in kept:
             if o.group == group and o.end_to_end:
-                out[id(o)] = residual(o, refit)
+                out[id(o)] = residual(o, refit if carry_offsets else _bare(refit))
     return out
+
+
+def _bare(values: dict) -> dict:
+    """`values` without any model's offset: a plan of the written design's."""
+    return {k: v for k, v in values.items() if k[0] != "model"}

@@ -29,19 +29,29 @@ HUBER = 1.345
 # same at 4 and 8.
 ROUNDS = 8
 STEPS = 36           # golden-section steps: the log range shrinks by 0.618^36 (to ~1e-7 of a decade)
-ORDER = {"fabric": 0, "chip": 1, "engine": 2}
+ORDER = {"fabric": 0, "chip": 1, "engine": 2, "model": 3}
 
 
 def residual(obs: Observation, values: dict, partition=None) -> float:
     """log(predicted / measured) with the constants `values` (applied to the observation's
     partition, or given as `partition`); +inf when the model predicts nothing finite."""
     if obs.predict_values is not None:
-        predicted = obs.predict_values({k: values[k] for k in obs.informs})
+        predicted = obs.predict_values({k: values[k] for k in obs.informs if k[0] != "model"})
     else:
         predicted = obs.predict(partition if partition is not None else applied(obs.partition, values))
     if not (predicted > 0 and math.isfinite(predicted)):
         return math.inf
-    return math.log(predicted / obs.measured)
+    return math.log(predicted / obs.measured) - offset_of(obs, values)
+
+
+def offset_of(obs: Observation, values: dict) -> float:
+    """log of the factor the observation's model offset puts on its prediction (a step time
+    `offset` times as long: a throughput that many times lower); 0 where the fit has none
+    (no model, or a model none of the fitted runs ran)."""
+    factor = values.get(("model", obs.model, "offset")) if obs.model else None
+    if factor is None:
+        return 0.0
+    return math.log(factor) if obs.unit == "tokens/s" else -math.log(factor)
 
 
 def _loss(r: float, noise: float) -> float:
@@ -71,20 +81,31 @@ def total(params: dict, observations: list[Observation], values: dict) -> float:
 
 def fit(params: dict, observations: list[Observation], start: dict | None = None) -> dict:
     """The constants that best explain `observations`, from `start` (default the priors).
-    Constants no observation informs keep their value."""
+    Constants no observation informs keep their value; a model's offset none of them informs is
+    none (its prior): a run held out alone keeps no offset read from itself."""
     values = {k: p.prior for k, p in params.items()} if start is None else dict(start)
     informed = {k: [o for o in observations if k in o.informs] for k in params}
+    values.update({k: params[k].prior for k in params if k[0] == "model" and not informed[k]})
     keys = sorted((k for k in params if informed[k]), key=lambda k: (ORDER[k[0]], k))
     for _ in range(ROUNDS):
         moved = False
         for key in keys:
             param = params[key]
-            best = _golden(lambda v: objective(param, v, informed[key], values), param)
+            cost = _offset_cost(param, informed[key], values) if key[0] == "model" else \
+                (lambda v: objective(param, v, informed[key], values))
+            best = _golden(cost, param)
             moved |= abs(math.log(best / values[key])) > 1e-4
             values[key] = best
         if not moved:
             break
     return values
+
+
+def _offset_cost(param: Param, observations: list[Observation], values: dict):
+    """The objective in a model's offset alone: its runs' residuals read once without it (the
+    offset only shifts them, no prediction is repeated)."""
+    bare = [(residual(o, {**values, param.key: 1.0}), o) for o in observations]
+    return lambda v: log_prior(param, v) + sum(_loss(r - offset_of(o, {param.key: v}), o.noise) for r, o in bare)
 
 
 def _golden(cost, param: Param) -> float:

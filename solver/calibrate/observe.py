@@ -63,6 +63,10 @@ class Observation:
     predict_values: Callable[[dict], float] | None = None
     settle: Callable[[dict], None] | None = None
     priors: tuple = ()           # Params of constants that are neither a chip's nor a fabric's
+    # A training run's model (its architecture, observe_train.architecture): the run's step time
+    # carries that model's offset (params.model_param) where the fit has one, a nuisance term that
+    # keeps one model's miss out of the cluster's constants
+    model: str = ""
 
     @property
     def noise(self) -> float:

@@ -127,11 +127,21 @@ def train_observation(group: str, what: str, job_shape: ModelShape, cfg: TrainCo
     the GPUs of another on one cluster tells the fabric's share apart from the chip's)."""
     chip = partition.node.accelerator.name
     predict: Callable[[Partition], float] = lambda p: estimate(job_shape, cfg, p).tokens_per_s_per_gpu
+    model = architecture(job_shape)
     informs = (("chip", chip, gemm_key(cfg.precision)),) + tuple(
-        ("fabric", fabric, "efficiency") for fabric in spanned_fabrics(partition, cfg.gpus))
+        ("fabric", fabric, "efficiency") for fabric in spanned_fabrics(partition, cfg.gpus)) + (
+        ("model", model, "offset"),)
     return Observation("train", group, what, measured, "tokens/s", informs,
                        predict, partition, span, end_to_end=True,
-                       covers=(cfg.precision, cfg.gpus, job_shape.is_moe))
+                       covers=(cfg.precision, cfg.gpus, job_shape.is_moe), model=model)
+
+
+def architecture(shape: ModelShape) -> str:
+    """A model's architecture in words, the same for every run of it whatever its sequence
+    length or layout: the identity its offset is kept by (params.model_param)."""
+    moe = f", {shape.routed} experts top {shape.top_k}" if shape.routed else ""
+    return f"{shape.layers} layers x {shape.hidden}, ffn {shape.ffn}, {shape.heads}/{shape.kv_heads} heads, " \
+           f"vocab {shape.vocab}{moe}"
 
 
 def spanned_fabrics(partition: Partition, gpus: int) -> tuple[str, ...]:

@@ -60,6 +60,7 @@ def report_text(calibration: Calibration, advice: tuple[Advice, ...], design: st
             if not param.low * 1.0001 < value < param.high * 0.9999 else ""
         lines.append(f"  {param.label:<34} {_value(param, param.prior):>9} -> {_value(param, value):>9}  ({words}; "
                      f"{len(groups)} run{'s' if len(groups) != 1 else ''}{edge})")
+    lines += _offset_lines(calibration)
     lines += _band_lines(calibration)
     if advice:
         lines.append("measure next")
@@ -69,6 +70,31 @@ def report_text(calibration: Calibration, advice: tuple[Advice, ...], design: st
             lines.append(title)
             lines += [f"  {item}" for item in items]
     return "\n".join(lines)
+
+
+def _offset_lines(calibration: Calibration) -> list[str]:
+    """Each model's offset: what its runs miss by beyond the cluster's constants, with the runs."""
+    offsets = calibration.offsets()
+    if not offsets:
+        return []
+    lines = [f"model offsets (step time x; prior ±{percent(calibration.model_spread)}): each model's own miss, kept "
+             "out of the cluster's constants; not written: plans of the calibrated design carry none"]
+    for param, value, groups in offsets:
+        runs = ", ".join(_short_group(g) for g in groups)
+        lines.append(f"  {param.key[1]}: x{number(value, 3)} ({len(groups)} run{'s' if len(groups) != 1 else ''}: "
+                     f"{runs})")
+    return lines
+
+
+def _short_group(group: str) -> str:
+    path, _, line = group.rpartition(":")
+    if not line.isdigit():
+        return group
+    try:
+        path = os.path.relpath(path)
+    except ValueError:
+        pass
+    return f"{path}:{line}"
 
 
 def _value(param, value: float) -> str:
@@ -112,6 +138,7 @@ def report_json(calibration: Calibration, advice: tuple[Advice, ...]) -> dict:
                          for r in calibration.rows],
         "moved": [{"constant": "/".join(p.key), "before": p.prior, "after": v, "runs": list(g),
                    "at_edge": not p.low * 1.0001 < v < p.high * 0.9999} for p, v, g in calibration.moved()],
+        "model_offsets": [{"model": p.key[1], "factor": v, "runs": list(g)} for p, v, g in calibration.offsets()],
         "band": _band_json(calibration.band), "serve_band": _band_json(calibration.serve_band),
         "measure_next": [{"what": a.what, "why": a.why} for a in advice],
         "not_used": list(calibration.skipped), "assumed": list(calibration.notes),
