@@ -163,7 +163,8 @@ def group_tiers(r: Replica) -> list[tuple[str, str, str]]:
         elif c.ep == 1 and (r.engine.grouped_exchange or r.engine.dispatcher == "allgather"):
             what = "one attention group holds every token: experts summed by the tensor all-reduce, no exchange"
         elif r.engine.dispatcher == "allgather":
-            what, stages = "tokens all-gathered, outputs reduce-scattered per MoE layer", r.group_stages
+            what = "tokens all-gathered, outputs reduce-scattered per MoE layer"
+            stages = r.ep_stages if r.engine.gather_stage else r.group_stages
         else:
             what = "expert all-to-all (dispatch, combine) per MoE layer" + (
                 ", once per rank and node (DeepEP)" if r.engine.dispatcher == "deepep" else "")

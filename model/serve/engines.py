@@ -49,6 +49,14 @@ Sources, abbreviated below:
             all2all.py `AgRsAll2AllManager`: dispatch all-gathers every data-parallel rank's hidden states
             (quantized first, prepare_finalize/naive_dp_ep.py) with their top-k ids and weights over the DP
             group, combine reduce-scatters the expert outputs back; each GPU receives every token
+  [sgldpa]  SGLang 0.5.23 (PyPI) sglang/srt/layers/dp_attention.py: with data-parallel attention and
+            --moe-a2a-backend none (its default, arg_groups/fields/exec_.py) `_dp_gather` brings every DP
+            rank's rows into one global buffer on every GPU of the TP group (the replica's tp x ep GPUs of a
+            stage: `_dp_gather_via_all_gather`, tp_group.all_gather_into_tensor after a reduce-scatter
+            inside the attention TP group), the MoE runs on it, and `dp_reduce_scatter_tensor` reduce-
+            scatters the outputs back over the same group; rows in bf16 (SGLANG_ENABLE_DP_GATHER_FP8 off,
+            environ.py). `DpPaddingMode` takes an all-reduce of a zero-padded buffer instead (SUM_LEN) in
+            prefill and where the custom all-reduce holds a decode buffer: up to twice the bytes, unpriced
   [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
             per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
@@ -167,6 +175,9 @@ class Engine:
                                 # its experts (DeepEP's normal kernels, [deepep]; across nodes once per node,
                                 # [deepepnode]), whose graphs the engines turn off; allgather, every attention
                                 # group's tokens gathered on every GPU, the outputs reduce-scattered ([vllmagrs])
+    gather_stage: bool = False  # `allgather` gathers over the whole stage's tp x ep GPUs in bf16 (SGLang's
+                                # data-parallel attention, [sgldpa]); else over one TP index's attention groups,
+                                # quantized first (vLLM's DP group, [vllmagrs])
     grouped_exchange: bool = False  # routed tokens move between GPUs only across attention groups: with one group
                                 # every GPU holds every token and the TP all-reduce sums the experts' outputs,
                                 # whatever their layout (TensorRT-LLM builds no MoE communication without
@@ -360,13 +371,15 @@ PROFILES = {p.name: p for p in (
     Profile("sglang", "sglang", "2024-12", None, "SGLang 0.4.0 and later",
             {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
              "seq_s": 2e-6, "overlap": True, "overlap_pp": False, "preemption": "recompute", "moe_kernel": "triton", "moe_path": "tp_sharded",
+             "dispatcher": "allgather", "gather_stage": True,
              "block": 1, "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "sglang"},
             {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
              "all_reduce": "[sgl2904]: SGLang's own kernel (from 0.4.2; ASSUMPTION for 0.4.0-0.4.1)",
              "overlap": "[sgl04]", "overlap_pp": "[sglpp]", "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
              "preemption": "SGLang retracts decoding requests and recomputes them", "moe_kernel": "model/serve/moe.py triton_tile: vLLM's Triton fused_moe picks BLOCK_SIZE_M by token count", "moe_path": "[trtmoe]: fused MoE over TP-sharded experts unless --ep-size",
              "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]",
-             "rank_order": "[sglrank]"}),
+             "rank_order": "[sglrank]", "dispatcher": "[sgldpa]: SGLang's default under data-parallel attention, "
+             "which its export launches", "gather_stage": "[sgldpa]"}),
     Profile("trtllm_0_9", "trtllm", "2024-04", "2024-07", "TensorRT-LLM 0.9-0.11, TensorRT engines",
             {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
              "preemption": "reserve", "moe_path": "tp_sharded", "block": 64, "grouped_exchange": True},

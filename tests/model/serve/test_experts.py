@@ -213,6 +213,23 @@ def test_allgather_gathers_every_attention_groups_tokens_by_hand():
         comms.place(4, 2, PARTITION.tiers)
 
 
+def test_sglang_gathers_over_its_whole_tp_group_in_bf16_by_hand():
+    """SGLang's data-parallel attention (model/serve/engines.py [sgldpa], the sglang profile's default, which
+    its export launches): every group's bf16 tokens all-gathered on every GPU of the stage's TP group (tp x ep)
+    and the outputs reduce-scattered back over it; vLLM gathers over one TP index's groups, fp8 first."""
+    engine = profile("sglang").engine()
+    assert (engine.dispatcher, engine.gather_stage) == ("allgather", True)
+    tokens, config = 512, ServeConfig(2, 1, "fp8", ep=4)
+    r = replica(MOE, config, PARTITION, engine)
+    by_hand = (comms.all_gather(tokens * MOE.hidden * 2, r.ep_stages)
+               + comms.reduce_scatter(tokens * MOE.hidden * 2, r.ep_stages))
+    assert r._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12)
+    assert [s.peers for s in comms.tiles(r.ep_stages)] != [s.peers for s in comms.tiles(r.group_stages)]
+    as_vllm = replica(MOE, config, PARTITION, attrs.evolve(engine, gather_stage=False))
+    assert as_vllm._expert_exchange(tokens) != pytest.approx(by_hand, rel=1e-3)
+    assert replica(MOE, ServeConfig(8, 1, "fp8", ep=1), PARTITION, engine)._expert_exchange(tokens) == 0.0
+
+
 def _bytes_time(nbytes: float, stages) -> float:
     """An all-gather's (a reduce-scatter's) seconds on its bytes alone, the fastest placement option."""
     return min(comms._reduce_scatter(nbytes, tuple(option), latency=False)
