@@ -297,6 +297,11 @@ def test_what_sglang_cannot_run_is_refused(root):
                                engine=attrs.evolve(side.replica.engine, dispatcher="alltoall", moe_path=path))
         with pytest.raises(ExportError, match="SGLang 0.5.23 has no backend that does"):
             sglang.pool_arguments(aggregated, attrs.evolve(side, replica=sending), "serving")
+    # DeepEP between GPUs of TP-sharded experts: refused, pointing at what SGLang runs (not at the all-to-all)
+    sharded = attrs.evolve(side.replica, config=attrs.evolve(c, tp=2, ep=c.ep // 2),
+                           engine=attrs.evolve(side.replica.engine, dispatcher="deepep", graph_batch=0))
+    with pytest.raises(ExportError, match=r"TP-sharded .* `dispatcher = allgather`"):
+        sglang.pool_arguments(aggregated, attrs.evolve(side, replica=sharded), "serving")
     one_group = attrs.evolve(side.replica, config=one, engine=attrs.evolve(side.replica.engine, dispatcher="alltoall"))
     assert ("--moe-a2a-backend", "none") not in sglang.pool_arguments(aggregated, attrs.evolve(side, replica=one_group),
                                                                       "serving")

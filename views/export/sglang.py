@@ -104,7 +104,7 @@ def _check(served, config, engine) -> None:
                                           or moe.expert_layout(engine.moe_path, config.tp, config.ep)[0] != 1):
         raise ExportError("the plan dispatches tokens with DeepEP (`dispatcher = deepep`), which sends them between "
                           "GPUs holding whole experts, and this replica's experts are TP-sharded (or on one GPU): plan "
-                          "with `dispatcher = alltoall`, or with `moe_path = grouped`")
+                          "with `dispatcher = allgather` (the sglang profile's), or with `moe_path = grouped`")
     if engine.dispatcher == "alltoall" and moe.expert_layout(engine.moe_path, config.tp, config.ep)[1] > 1:
         raise ExportError("the plan sends every routed copy of a token in an all-to-all (`dispatcher = alltoall`), "
                           "and SGLang 0.5.23 has no backend that does: its default gathers every attention group's "
