@@ -115,6 +115,9 @@ SERVE_ROUTERS = ("least_requests", "round_robin", "random", "power_of_two")
 RL_STACKS = ("nemo_rl", "nemo_rl_0_4")
 SERVING_ENGINES = ("ideal", "vllm_0_2", "vllm_v0", "vllm_0_6", "vllm_v1", "sglang_0_3", "sglang", "trtllm_0_9", "trtllm_0_12",
                    "trtllm_pytorch")
+# TensorRT-LLM's TensorRT engines (model/serve/engines.py [trtmoe]) run no attention data parallelism, so
+# they dispatch no tokens: a pinned `dispatcher` is refused on them (its PyTorch backend runs all three, [trtep])
+TRT_ENGINES = ("trtllm_0_9", "trtllm_0_12")
 # How a train job stores Adam's state (model/train/optimizer.py): the moments' formats are Megatron-LM's
 # --exp-avg-dtype choices (megatron/training/arguments.py); the master weights' add bf16 (Apex's
 # DistributedFusedAdam) and `none` (no copy: Adam updates the weights the GEMMs read).

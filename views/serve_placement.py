@@ -160,8 +160,11 @@ def group_tiers(r: Replica) -> list[tuple[str, str, str]]:
             what = "attention groups"
         elif spread == 1:
             what = "experts TP-sharded: summed by the tensor all-reduce, no exchange"
+        elif c.ep == 1 and (r.engine.grouped_exchange or r.engine.dispatcher == "allgather"):
+            what = "one attention group holds every token: experts summed by the tensor all-reduce, no exchange"
         elif r.engine.dispatcher == "allgather":
-            what, stages = "tokens all-gathered, outputs reduce-scattered per MoE layer", r.group_stages
+            what = "tokens all-gathered, outputs reduce-scattered per MoE layer"
+            stages = r.ep_stages if r.engine.gather_stage else r.group_stages
         else:
             what = "expert all-to-all (dispatch, combine) per MoE layer" + (
                 ", once per rank and node (DeepEP)" if r.engine.dispatcher == "deepep" else "")

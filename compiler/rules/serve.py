@@ -10,6 +10,7 @@ from .. import chip as chip_numbers
 from ..formats import is_narrow, runs
 from ..design import Entity, Partition, Record, Repeat
 from ...dsl.diagnostics import Diagnostic, Label
+from ..schema import TRT_ENGINES
 from ..serve_trace import MAX_ARRIVAL_S, MIN_REQUESTS, read_requests
 from ..trace import MAX_SECONDS_TEXT
 from ...dsl.numbers import duration, number
@@ -100,6 +101,7 @@ def moe_path_rules(job: Entity, key: str, model: object) -> Iterator[Diagnostic]
                                          why=f"{what}, and the model `{model.name}` has none",
                                          labels=[Label(model.span_of("arch"), "a dense model")] if model.span_of("arch") else [],
                                          notes=[f"help: remove `{field}` (or serve a model with `arch = moe`)"])
+    yield from _trtllm_dispatcher(job, engine)
     graphs = job.get(f"{engine}.graph_batch")
     if getattr(job.get(f"{engine}.dispatcher"), "name", None) == "deepep" and graphs:
         yield codes.PIN_MEANINGLESS.make(job.span_of(f"{engine}.graph_batch"), pin=f"graph_batch = {graphs}",
@@ -107,6 +109,22 @@ def moe_path_rules(job: Entity, key: str, model: object) -> Iterator[Diagnostic]
                                              "SGLang run every step eagerly with `dispatcher = deepep`",
                                          labels=[Label(job.span_of(f"{engine}.dispatcher"), "the dispatcher")],
                                          notes=["help: remove `graph_batch`, or use `dispatcher = alltoall`"])
+
+
+def _trtllm_dispatcher(job: Entity, engine: str) -> Iterator[Diagnostic]:
+    """A `dispatcher` on TensorRT-LLM's TensorRT engines (compiler/schema.py TRT_ENGINES), which run no
+    attention data parallelism and so dispatch no tokens: the model would price an exchange they never run."""
+    profile = getattr(job.get(f"{engine}.profile"), "name", None)
+    dispatcher = getattr(job.get(f"{engine}.dispatcher"), "name", None)
+    if dispatcher is None or profile not in TRT_ENGINES:
+        return
+    yield codes.PIN_MEANINGLESS.make(job.span_of(f"{engine}.dispatcher"), pin=f"dispatcher = {dispatcher}",
+                                     labels=[Label(job.span_of(f"{engine}.profile"), "the engine")],
+                                     why=f"TensorRT-LLM's TensorRT engines (`{profile}`) run no attention data "
+                                         "parallelism: every GPU holds every token and the MoE plugin's "
+                                         "all-reduce sums the experts, so no dispatcher sends tokens",
+                                     notes=["help: remove `dispatcher`, or plan with `profile = trtllm_pytorch` "
+                                            "(whose attention data parallelism exchanges tokens)"])
 
 
 def _sizes(job: Entity) -> Iterator[Diagnostic]:

@@ -49,6 +49,14 @@ Sources, abbreviated below:
             all2all.py `AgRsAll2AllManager`: dispatch all-gathers every data-parallel rank's hidden states
             (quantized first, prepare_finalize/naive_dp_ep.py) with their top-k ids and weights over the DP
             group, combine reduce-scatters the expert outputs back; each GPU receives every token
+  [sgldpa]  SGLang 0.5.23 (PyPI) sglang/srt/layers/dp_attention.py: with data-parallel attention and
+            --moe-a2a-backend none (its default, arg_groups/fields/exec_.py) `_dp_gather` brings every DP
+            rank's rows into one global buffer on every GPU of the TP group (the replica's tp x ep GPUs of a
+            stage: `_dp_gather_via_all_gather`, tp_group.all_gather_into_tensor after a reduce-scatter
+            inside the attention TP group), the MoE runs on it, and `dp_reduce_scatter_tensor` reduce-
+            scatters the outputs back over the same group; rows in bf16 (SGLANG_ENABLE_DP_GATHER_FP8 off,
+            environ.py). `DpPaddingMode` takes an all-reduce of a zero-padded buffer instead (SUM_LEN) in
+            prefill and where the custom all-reduce holds a decode buffer: up to twice the bytes, unpriced
   [moe2542] vllm-project/vllm pull 2542 (2024-01-22, in v0.3.0): the fused MoE kernel replaced the
             per-expert loop of TP-sharded experts: Mixtral 8x7B TP 8 on H100, 1000 in / 50 out,
             28,600 -> 33,600 tokens/s; latency at batch 1 0.590 -> 0.459 s
@@ -73,6 +81,17 @@ Sources, abbreviated below:
             keep tensor-parallel experts unless moe_ep_size is set, as vLLM (until
             --enable-expert-parallel) and SGLang (until --ep-size) do: `tp_sharded`, experts
             expert-parallel only across the replica's attention groups
+  [trtep]   NVIDIA/TensorRT-LLM, the PyTorch backend's MoE communication: tensorrt_llm/mapping.py (`dp_size` is
+            tp_size under enable_attention_dp: each GPU its own attention group, gclc's tp 1 x ep groups);
+            _torch/modules/fused_moe/ `select_alltoall_method_type` (1.0 era): no exchange without attention
+            DP (each GPU holds every token; the TP all-reduce sums the experts), and with it an all-to-all
+            only where moe_ep_size > top_k and either MNNVL fabric memory spans the group (NVL72) or
+            TRTLLM_CAN_USE_DEEP_EP=1 (DeepEP, "no CUDA Graphs support": alltoall_method_types.py), else
+            every DP rank's tokens all-gathered (quantized first) and the outputs reduce-scattered;
+            communication/communication_factory.py `create_strategy` (2026): still no exchange without
+            attention DP, all-gather + reduce-scatter for TP-sharded experts ("AlltoAll cannot support
+            MoE TP"), else NVLinkOneSided first, DeepEP, the all-gather last; TRTLLM_FORCE_COMM_METHOD
+            (NVLINK_ONE_SIDED, DEEPEP, ALLGATHER) picks one
   [trtovl]  NVIDIA/TensorRT-LLM docs/source/torch/features/overlap_scheduler.md: the PyTorch
             backend overlaps the CPU work of step n with the GPU work of step n + 1, on by default
   [vllmrank] vLLM 0.33.0 (PyPI) vllm/distributed/parallel_state.py `initialize_model_parallel`: "the
@@ -156,6 +175,13 @@ class Engine:
                                 # its experts (DeepEP's normal kernels, [deepep]; across nodes once per node,
                                 # [deepepnode]), whose graphs the engines turn off; allgather, every attention
                                 # group's tokens gathered on every GPU, the outputs reduce-scattered ([vllmagrs])
+    gather_stage: bool = False  # `allgather` gathers over the whole stage's tp x ep GPUs in bf16 (SGLang's
+                                # data-parallel attention, [sgldpa]); else over one TP index's attention groups,
+                                # quantized first (vLLM's DP group, [vllmagrs])
+    grouped_exchange: bool = False  # routed tokens move between GPUs only across attention groups: with one group
+                                # every GPU holds every token and the TP all-reduce sums the experts' outputs,
+                                # whatever their layout (TensorRT-LLM builds no MoE communication without
+                                # attention DP: [trtep])
     moe_kernel: str = ""        # "triton": vLLM's / SGLang's Triton fused_moe, whose row tile follows the
                                 # token count (model/serve/moe.py triton_tile); "": TILE_ROWS
     frontend_s: float = 0.0     # a request's path outside the engine (HTTP, tokenizing, streaming
@@ -256,7 +282,7 @@ class Profile:
         given = {k: v for k, v in overrides.items() if v is not None}
         if given.get("dispatcher") == "deepep" and knobs.get("eager_op_s"):
             # DeepEP's normal kernels cannot be captured: vLLM and SGLang run every step eagerly with them ([deepep]);
-            # ASSUMPTION: TensorRT-LLM's PyTorch backend too (its DeepEP path not read)
+            # TensorRT-LLM's PyTorch backend too ([trtep]: DeepEP's normal kernels without CUDA graphs)
             given.update(graph_batch=0, graph_tokens=0)
         if "graph_batch" in given and knobs.get("graph_tokens"):
             # one capture ceiling (vLLM V1's max_cudagraph_capture_size, in tokens) bounds its piecewise
@@ -278,6 +304,8 @@ class Profile:
 # tenth of v0.6's, and the PyTorch backend's Python executor a third of v0.6's, overlapped.
 _PYTORCH_EAGER = {"eager_op_s": EAGER_OP_S}  # prompt iterations and large batches issued op by op
 _VLLM_ALL_REDUCE = "[sgl2904]: vLLM's CustomAllreduce, measured on H100"
+_TRT_ENGINE_MOE = ("[trtmoe]: the TensorRT engines run no attention data parallelism; every GPU holds every "
+                   "token and the MoE plugin's all-reduce sums the experts, so no dispatcher sends tokens")
 _TRT_ENGINE_ALL_REDUCE = ("ASSUMPTION: the TensorRT engines' custom all-reduce plugin shares CUDA IPC buffers "
                           "inside one host, as [vllmcar]; the multi-node NVLink kernel came with the PyTorch "
                           "backend ([trtmnnvl])")
@@ -343,38 +371,45 @@ PROFILES = {p.name: p for p in (
     Profile("sglang", "sglang", "2024-12", None, "SGLang 0.4.0 and later",
             {"chunk": 8192, "mixed": False, "graph_batch": 160, **_PYTORCH_EAGER, "step_s": 0.5e-3,
              "seq_s": 2e-6, "overlap": True, "overlap_pp": False, "preemption": "recompute", "moe_kernel": "triton", "moe_path": "tp_sharded",
+             "dispatcher": "allgather", "gather_stage": True,
              "block": 1, "frontend_s": 2e-3, "layer_kernels": 10, "all_reduce": "sglang"},
             {"chunk": "[sglargs]", "mixed": "[sglargs]", "graph_batch": "[sglargs]", "block": "[sglargs]",
              "all_reduce": "[sgl2904]: SGLang's own kernel (from 0.4.2; ASSUMPTION for 0.4.0-0.4.1)",
              "overlap": "[sgl04]", "overlap_pp": "[sglpp]", "step_s": "ESTIMATE from [sgl04]", "seq_s": "ESTIMATE from [sgl04]",
              "preemption": "SGLang retracts decoding requests and recomputes them", "moe_kernel": "model/serve/moe.py triton_tile: vLLM's Triton fused_moe picks BLOCK_SIZE_M by token count", "moe_path": "[trtmoe]: fused MoE over TP-sharded experts unless --ep-size",
              "frontend_s": "ESTIMATE: tokenizer and detokenizer processes", "layer_kernels": "[llama]",
-             "rank_order": "[sglrank]"}),
+             "rank_order": "[sglrank]", "dispatcher": "[sgldpa]: SGLang's default under data-parallel attention, "
+             "which its export launches", "gather_stage": "[sgldpa]"}),
     Profile("trtllm_0_9", "trtllm", "2024-04", "2024-07", "TensorRT-LLM 0.9-0.11, TensorRT engines",
             {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
-             "preemption": "reserve", "moe_path": "tp_sharded", "block": 64},
+             "preemption": "reserve", "moe_path": "tp_sharded", "block": 64, "grouped_exchange": True},
             {"chunk": "trtllm-build max_num_tokens 8192 (ASSUMPTION: the builds' default)",
              "max_seqs": "trtllm-build max_batch_size 256", "mixed": "[trtifb]", "preemption": "[trtifb]",
-             "block": "[trtifb]", "moe_path": "[trtmoe]",
+             "block": "[trtifb]", "moe_path": "[trtmoe]", "grouped_exchange": _TRT_ENGINE_MOE,
              "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s",
              "mnnvl": _TRT_ENGINE_ALL_REDUCE}),
     Profile("trtllm_0_12", "trtllm", "2024-08", "2025-04", "TensorRT-LLM 0.12-0.18, TensorRT engines",
             {"chunk": 8192, "max_seqs": 256, "mixed": True, "step_s": 0.1e-3, "seq_s": 2.5e-6,
-             "preemption": "reserve", "moe_path": "tp_sharded", "block": 64},
+             "preemption": "reserve", "moe_path": "tp_sharded", "block": 64, "grouped_exchange": True},
             {"chunk": "trtllm-build max_num_tokens 8192", "max_seqs": "trtllm-build max_batch_size 256",
              "mixed": "[trtifb]", "preemption": "[trtifb]", "block": "[trtifb]",
              "moe_path": "[trtmoe]: CUTLASS grouped MoE GEMMs, TP-sharded experts unless moe_ep_size",
+             "grouped_exchange": _TRT_ENGINE_MOE,
              "step_s": "ASSUMPTION: a tenth of vLLM 0.6's (C++ batch manager)", "seq_s": "ASSUMPTION: as step_s",
              "mnnvl": _TRT_ENGINE_ALL_REDUCE}),
     Profile("trtllm_pytorch", "trtllm", "2025-05", None, "TensorRT-LLM 0.19 and later, the PyTorch backend (the default from 1.0)",
             {"chunk": 8192, "max_seqs": 2048, "mixed": True, "graph_batch": 128, **_PYTORCH_EAGER,
              "step_s": 0.3e-3, "seq_s": 8e-6, "overlap": True, "preemption": "reserve", "moe_path": "tp_sharded",
-             "block": 32, "layer_kernels": 7, "mnnvl": True},
+             "dispatcher": "allgather", "grouped_exchange": True, "block": 32, "layer_kernels": 7, "mnnvl": True},
             {"chunk": "LLM API max_num_tokens 8192", "mnnvl": "[trtmnnvl]", "max_seqs": "LLM API max_batch_size 2048",
              "mixed": "[trtifb]", "graph_batch": "ASSUMPTION: cuda_graph_config max_batch_size 128",
              "overlap": "[trtovl]", "preemption": "[trtifb]", "block": "[trtifb]",
              "step_s": "ASSUMPTION: a third of vLLM 0.6's (Python executor)", "seq_s": "ASSUMPTION: as step_s",
              "moe_path": "[trtmoe]: CUTLASS fused MoE (DeepGEMM for fp8 on Hopper), TP-sharded unless EP",
+             "dispatcher": "[trtep]: all-gather + reduce-scatter, the 1.0-era choice without MNNVL or DeepEP and "
+                           "whenever the expert ranks are no more than top_k (ASSUMPTION for later releases, which "
+                           "try an all-to-all first: pin `dispatcher = alltoall`, or `deepep` where it is on)",
+             "grouped_exchange": "[trtep]",
              "layer_kernels": "ASSUMPTION: [llama] less rotary and cache write (fused into its attention op) and "
                               "the norms fused with the all-reduces"}),
 )}

@@ -253,16 +253,22 @@ class Replica:
         (alltoall); DeepEP's normal kernels, once per rank holding any of a token's experts and, beyond a
         node, once per node forwarded over NVLink (deepep); or vLLM's default, every attention group's
         tokens all-gathered on every GPU of the others' groups and the outputs reduce-scattered back
-        (allgather). Nothing moves where every expert is TP-sharded in one attention group, whatever the
-        dispatcher: its TP all-reduce sums the experts' outputs."""
+        (allgather; SGLang's data-parallel attention does so over the stage's whole TP group, in bf16).
+        Nothing moves where every expert is TP-sharded in one attention group, whatever the dispatcher,
+        nor in one attention group at all on an engine that exchanges only between groups
+        (`grouped_exchange`, TensorRT-LLM's): its TP all-reduce sums the experts' outputs."""
         s, c, dispatcher = self.shape, self.config, self.engine.dispatcher
         if dispatcher == "allgather":
+            if c.ep == 1:
+                return 0.0
             gathered = tokens * s.hidden    # every group's tokens, on each GPU (its TP ranks each gather them)
-            return (comms.all_gather(gathered * dispatch_bytes(c.precision), self.group_stages)
-                    + comms.reduce_scatter(gathered * 2, self.group_stages)) if c.ep > 1 else 0.0
+            # vLLM's DP group of one TP index, rows quantized first; SGLang's whole TP group, in bf16
+            stages, width = ((self.ep_stages, 2) if self.engine.gather_stage
+                             else (self.group_stages, dispatch_bytes(c.precision)))
+            return comms.all_gather(gathered * width, stages) + comms.reduce_scatter(gathered * 2, stages)
         spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
-        if spread == 1:
-            return 0.0      # every expert TP-sharded in one attention group: its TP all-reduce sums them
+        if spread == 1 or (self.engine.grouped_exchange and c.ep == 1):
+            return 0.0      # one attention group whose GPUs hold every token: its TP all-reduce sums the experts
         copies = tokens / c.ep / c.tp * s.top_k * s.hidden
         sent = copies * moe.sent_share(s, dispatcher, spread)
         if dispatcher != "deepep":

@@ -191,6 +191,21 @@ def test_sglang_dispatches_with_deepeps_normal_kernels_where_the_plan_does(verdi
     assert verdicts["aggregated/serving/args"][1]["args"]["moe_a2a_backend"] != "deepep"
 
 
+def test_sglang_gathers_every_groups_tokens_where_the_plan_does(verdicts, root):
+    """The sglang profile's `dispatcher = allgather` (model/serve/engines.py [sgldpa]) reaches SGLang as its
+    default backend under data-parallel attention: --moe-a2a-backend none with several attention groups,
+    whose gather over the TP group and reduce-scatter back the plan priced on the stage's tp x ep GPUs; the
+    DeepEP pool is the control (another backend, another price)."""
+    served = _served(str(root), "aggregated")
+    r = served.decode.replica
+    assert (r.engine.dispatcher, r.engine.gather_stage) == ("allgather", True) and r.config.ep > 1
+    got = verdicts["aggregated/serving/args"][1]["args"]
+    assert (got["moe_a2a_backend"], got["attn_dp_size"], got["tp_size"]) == ("none", r.config.ep, r.config.tp * r.config.ep)
+    assert verdicts["deepep/serving/args"][1]["args"]["moe_a2a_backend"] == "deepep"
+    deepep = _deepep(str(root))[1].replica
+    assert deepep._expert_exchange(4096.0) != pytest.approx(r._expert_exchange(4096.0), rel=1e-3)
+
+
 def test_sglang_rejects_the_negative_controls(verdicts):
     assert "chunked_prefill_size must be divisible by page_size" in verdicts["negative/chunk"][1]["error"]
     assert "SystemExit" in verdicts["negative/unknown"][1]["error"]
@@ -270,13 +285,26 @@ def test_what_sglang_cannot_run_is_refused(root):
     train = check_file(str(ROOT / "examples" / "a100_cluster.gcl"), []).design
     with pytest.raises(ExportError, match="describe a serve job, and `gpt3_175b` is a train job"):
         export("sglang", train, job="gpt3_175b")
-    # vLLM's all-gather backend over several attention groups: SGLang's --moe-a2a-backend has no such choice
+    # every routed copy sent in an all-to-all, over several attention groups or whole experts in one: no
+    # SGLang backend sends so (its default gathers, DeepEP dedupes); TP-sharded experts in one group move nothing
     aggregated = _served(str(root), "aggregated")
     side = aggregated.decode
     assert side.replica.config.ep > 1, "the aggregated plan has one attention group now: pick another case"
-    gathering = attrs.evolve(side.replica, engine=attrs.evolve(side.replica.engine, dispatcher="allgather"))
-    with pytest.raises(ExportError, match="which SGLang's --moe-a2a-backend has no choice for"):
-        sglang.pool_arguments(aggregated, attrs.evolve(side, replica=gathering), "serving")
+    c = side.replica.config
+    one = attrs.evolve(c, tp=c.tp * c.ep, ep=1)   # the replica's GPUs as one attention group
+    for path, config in (("tp_sharded", c), ("grouped", one)):
+        sending = attrs.evolve(side.replica, config=config,
+                               engine=attrs.evolve(side.replica.engine, dispatcher="alltoall", moe_path=path))
+        with pytest.raises(ExportError, match="SGLang 0.5.23 has no backend that does"):
+            sglang.pool_arguments(aggregated, attrs.evolve(side, replica=sending), "serving")
+    # DeepEP between GPUs of TP-sharded experts: refused, pointing at what SGLang runs (not at the all-to-all)
+    sharded = attrs.evolve(side.replica, config=attrs.evolve(c, tp=2, ep=c.ep // 2),
+                           engine=attrs.evolve(side.replica.engine, dispatcher="deepep", graph_batch=0))
+    with pytest.raises(ExportError, match=r"TP-sharded .* `dispatcher = allgather`"):
+        sglang.pool_arguments(aggregated, attrs.evolve(side, replica=sharded), "serving")
+    one_group = attrs.evolve(side.replica, config=one, engine=attrs.evolve(side.replica.engine, dispatcher="alltoall"))
+    assert ("--moe-a2a-backend", "none") not in sglang.pool_arguments(aggregated, attrs.evolve(side, replica=one_group),
+                                                                      "serving")
 
 
 def test_dynamo_runs_each_pool_as_the_sglang_export_states_it(verdicts):

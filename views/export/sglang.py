@@ -10,9 +10,12 @@ PP stages: --tp-size tp x ep and --pp-size pp; the attention groups that share t
 experts (ep) -> --attn-dp-size (attention data parallel inside the TP group, each group's
 attention TP = the plan's tp); the routed experts as the plan costs them -> --ep-size: ep where
 the engine's MoE path keeps each expert TP-sharded over tp GPUs (SGLang's MoE TP = tp-size /
-ep-size), tp x ep where it holds whole experts; `dispatcher = deepep` -> --moe-a2a-backend deepep
---deepep-mode normal (DeepEP's normal kernels, which SGLang runs without CUDA graphs, as the plan
-costs them; `allgather`, vLLM's backend, is refused over several attention groups); the batch limit -> --max-running-requests; the
+ep-size), tp x ep where it holds whole experts; `dispatcher = allgather` (the profile's) -> --moe-a2a-backend
+none, SGLang's default, whose data-parallel attention gathers every group's tokens over the TP group and
+reduce-scatters the outputs back, as the plan costs it (model/serve/engines.py [sgldpa]); `dispatcher =
+deepep` -> --moe-a2a-backend deepep --deepep-mode normal (DeepEP's normal kernels, which SGLang runs
+without CUDA graphs, as the plan costs them; `alltoall`, every routed copy sent, is refused where experts
+lie on several GPUs: no SGLang backend sends so); the batch limit -> --max-running-requests; the
 engine's chunk -> --chunked-prefill-size (prompt chunks join decode batches only with
 --enable-mixed-chunk, the engine's `mixed`); the KV page -> --page-size; the KV precision ->
 --kv-cache-dtype; the memory bound -> --mem-fraction-static (SGLang's share for weights and the
@@ -69,6 +72,8 @@ def pool_arguments(served, side, role: str) -> list[tuple[str, object]]:
         args += [("--attn-dp-size", c.ep), ("--ep-size", moe.expert_layout(engine.moe_path, c.tp, c.ep)[1])]
     if engine.dispatcher == "deepep":   # DeepEP's normal kernels (SGLang then runs without CUDA graphs, as planned)
         args += [("--moe-a2a-backend", "deepep"), ("--deepep-mode", "normal")]
+    elif c.ep > 1:   # the gather over the TP group under data-parallel attention (allgather: _check)
+        args.append(("--moe-a2a-backend", "none"))
     if WEIGHTS[c.precision]:
         args.append(("--quantization", WEIGHTS[c.precision]))
     args += [("--context-length", shape_seq(entity)), ("--max-running-requests", c.batch),
@@ -99,11 +104,13 @@ def _check(served, config, engine) -> None:
                                           or moe.expert_layout(engine.moe_path, config.tp, config.ep)[0] != 1):
         raise ExportError("the plan dispatches tokens with DeepEP (`dispatcher = deepep`), which sends them between "
                           "GPUs holding whole experts, and this replica's experts are TP-sharded (or on one GPU): plan "
-                          "with `dispatcher = alltoall`, or with `moe_path = grouped`")
-    if engine.dispatcher == "allgather" and config.ep > 1:   # (one attention group gathers nothing: no flag needed)
-        raise ExportError("the plan gathers every attention group's tokens on every GPU for the experts "
-                          "(`dispatcher = allgather`, vLLM's allgather_reducescatter backend), which SGLang's "
-                          "--moe-a2a-backend has no choice for: plan with `dispatcher = alltoall` or `deepep`")
+                          "with `dispatcher = allgather` (the sglang profile's), or with `moe_path = grouped`")
+    if engine.dispatcher == "alltoall" and moe.expert_layout(engine.moe_path, config.tp, config.ep)[1] > 1:
+        raise ExportError("the plan sends every routed copy of a token in an all-to-all (`dispatcher = alltoall`), "
+                          "and SGLang 0.5.23 has no backend that does: its default gathers every attention group's "
+                          "tokens over the TP group (or, in one group, all-reduces), and DeepEP's normal kernels send "
+                          "a token once per GPU: plan with `dispatcher = allgather` (the sglang profile's) or "
+                          "`dispatcher = deepep`")
     default = PROFILES["sglang"].knobs["graph_batch"]
     if engine.graph_batch != default and engine.eager_op_s > 0 and engine.dispatcher != "deepep":
         raise ExportError(f"the plan runs decode batches up to {engine.graph_batch} as CUDA graphs (`graph_batch`); "
