@@ -110,14 +110,15 @@ def all_to_all(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
 
 
 def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[comms.Stage, ...],
-                         domain: tuple[str, ...] = comms.NODE) -> float:
+                         domain: tuple[str, ...] = comms.NODE, most: int | None = None) -> float:
     """An all-to-all that crosses nodes once per destination node and forwards inside them (model/comms.py
     `forwarded_all_to_all`: DeepEP's and HybridEP's internode kernels), with `all_to_all`'s start-up latency."""
     option = tuple(stages)
     c = communicator(option)
     if c is None:
-        return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, domain=domain) + torus_floor(option)
-    return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, latency=False, domain=domain) + p2p_latency(c)
+        return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, domain=domain, most=most) + torus_floor(option)
+    return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, latency=False, domain=domain,
+                                      most=most) + p2p_latency(c)
 
 
 def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[comms.Tier, ...]) -> float:

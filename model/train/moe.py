@@ -29,8 +29,8 @@ import math
 from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
 from ..expert_load import busiest_load, distinct_share, node_share
+from ..comms import DEEPEP_NVL_PEERS
 from ..config import TrainConfig
-from ..network.placement import SCALE_UP_SCOPES
 from ..shape import ModelShape
 from ..ops import ACT_BYTES, Op, elementwise, gemm
 
@@ -79,11 +79,13 @@ BACKWARD_OPS = 2
 OVERLAP_NODES = 5
 OVERLAP_NODE_OPS = 26   # ESTIMATE (backed out of one A/B pair: PR #1760)
 FLEX = ("deepep", "hybridep")   # Megatron-Core's flex dispatcher backends
-# Where each flex backend forwards what it sent a node once over the scale-out network: DeepEP's internode
-# kernels among a node's NVLink peers (at most 8: NUM_MAX_NVL_PEERS), HybridEP within an NVLink domain, an
-# NVL72 rack included ("num_of_nodes: Number of NVLink domains (not OS nodes/containers)": deepseek-ai/DeepEP
-# hybrid-ep branch, docs/Hybrid-EP_Implementation.md, commit 0b18ed2a, sections 3 and 4.2)
-FORWARDING = {"deepep": ("node",), "hybridep": SCALE_UP_SCOPES}
+# Where each flex backend forwards what it sent a node once over the scale-out network, always over NVLink (the
+# scale-up tiers, SCALE_UP_SCOPES): the most consecutive ranks it forwards among. DeepEP's internode kernels: 8
+# (NUM_MAX_NVL_PEERS, model/comms.py DEEPEP_NVL_PEERS), whatever the OS node, so an NVL72 rack is 9 of its nodes;
+# HybridEP: its whole NVLink domain, an NVL72 rack included ("num_of_nodes: Number of NVLink domains (not OS
+# nodes/containers)": deepseek-ai/DeepEP hybrid-ep branch, docs/Hybrid-EP_Implementation.md, commit 0b18ed2a,
+# sections 3 and 4.2)
+FORWARDING = {"deepep": DEEPEP_NVL_PEERS, "hybridep": None}
 ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
 
 

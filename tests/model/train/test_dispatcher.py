@@ -164,6 +164,56 @@ def test_hybridep_forwards_in_its_nvlink_domain_a_rack_included():
     assert by_hand < 4 * collectives.all_to_all(rank, stages)
 
 
+def test_deepep_forwards_among_8_consecutive_ranks_whatever_the_os_node():
+    """DeepEP V1's internode kernels take 8 consecutive ranks as a node (rdma_rank = rank / NUM_MAX_NVL_PEERS,
+    NUM_MAX_NVL_PEERS = 8: deepseek-ai/DeepEP csrc/kernels/configs.cuh, csrc/deep_ep.cpp), so on NVL72 racks
+    (no node tier: EP 128 as 64 a rack) a token crosses once per 8-GPU slice holding any of its experts and is
+    forwarded over the rack's NVLink among those 8; it reaches more slices than HybridEP reaches racks, so it
+    is slower than HybridEP and faster than sending per rank."""
+    from gclc.model import collectives, comms
+    from gclc.model.network.placement import SCALE_UP_SCOPES
+    from gclc.model.ranks import rank_partition
+    from gclc.model.train import layer_cost
+
+    job = train_job(check_file(str(MOE.parent / "gb200_moe.gcl"), {"racks": "16"}).design)
+    cfg = attrs.evolve(pinned_config(job), ep=128, dispatcher="deepep", precision="bf16")
+    partition = rank_partition(job.partition, cfg.gpus)
+    stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
+    rack = comms.tiles(stages)[0]
+    assert (rack.tier.scope, rack.peers) == ("supernode", 64) and comms.node_members(stages) == 1
+    assert comms.node_members(stages, SCALE_UP_SCOPES, 8) == 8
+    slice_ = (attrs.evolve(rack, peers=8),)
+    rank, across = moe.dispatch_bytes(job.shape, cfg, 2), moe.node_bytes(job.shape, cfg, 8, 2)
+    by_hand = 4 * (max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, slice_, False))
+                   + collectives.all_to_all(0.0, stages))
+    deepep = layer_cost.ep_exchange(job.shape, cfg, partition)
+    assert deepep == pytest.approx(by_hand, rel=1e-12)
+    hybridep = layer_cost.ep_exchange(job.shape, attrs.evolve(cfg, dispatcher="hybridep"), partition)
+    assert hybridep < deepep < 4 * collectives.all_to_all(rank, stages)
+
+
+def test_deepep_on_a_node_of_more_than_8_gpus_forwards_among_8():
+    """A 16-GPU NVLink node: DeepEP still forwards among 8 ranks (its RDMA ranks are 8-rank slices), so an EP
+    group of the whole node runs its internode kernels inside it; HybridEP forwards in the whole node, where
+    an EP group of one node is a plain all-to-all."""
+    from gclc.compiler.ir import Tier
+    from gclc.dsl.source import no_span
+    from gclc.model import comms
+    from gclc.model.network.placement import SCALE_UP_SCOPES
+
+    node = Tier(0, "node", "nv", "nvlink", "node", 16, 450e9, 1e-6, 1.0, False, 1.0, span=no_span())
+    out = Tier(1, "leaf", "ib", "ib", "scaleout", 1024, 50e9, 2e-6, 1.0, False, 1.0, span=no_span())
+    rank, across = 3e8, 1e8
+    for ep in (16, 32):
+        stages = comms.place(ep, 1, (node, out))
+        assert comms.node_members(stages, SCALE_UP_SCOPES) == 16 and comms.node_members(stages, SCALE_UP_SCOPES, 8) == 8
+        eight = (attrs.evolve(comms.tiles(stages)[0], peers=8),)
+        by_hand = max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, eight, False))
+        assert comms.forwarded_all_to_all(rank, across, stages, False, SCALE_UP_SCOPES, 8) == pytest.approx(by_hand, rel=1e-12)
+    whole = comms.place(16, 1, (node, out))
+    assert comms.forwarded_all_to_all(rank, across, whole, False, SCALE_UP_SCOPES) == comms.all_to_all(rank, whole, False)
+
+
 groups = st.sampled_from([(1, 1), (8, 4), (8, 2), (4, 1), (16, 8)])
 
 
