@@ -336,7 +336,8 @@ def test_the_least_memory_report_names_the_overlap_for_the_full_recompute_it_lef
     why = overlap_refusal(overlapped.job.stack, None, None, "full")[1]
     assert overlapped.status == "infeasible" and overlapped.smallest.config.recompute != "full"
     message = overlapped.infeasibility.message
-    assert f"full recompute left out by `ep_overlap = true` ({MOE}:{line}:" in message and why in message
+    assert f"under `ep_overlap = true` ({MOE}:{line}:" in message and f"full recompute left out: {why}" in message
+    assert "vp = 1" not in message        # pp = 1 pinned: no pipeline to interleave
     assert why in _infeasible(overlapped).replace("&#x27;", "'").replace("&quot;", '"')
     # and `gclc check` says the same words of a pinned full recompute beside the overlap
     pinned = checked("    ep_overlap = true\n    recompute = full\n")
@@ -345,6 +346,28 @@ def test_the_least_memory_report_names_the_overlap_for_the_full_recompute_it_lef
         other, _ = planned(pins, software)
         assert other.status == "infeasible" and other.smallest.config.recompute == "full"
         assert "left out" not in other.infeasibility.message and not other.infeasibility.left_out
+
+
+def test_the_overlap_on_a_pipeline_also_leaves_out_vp_1_and_the_report_says_so():
+    """On a pipeline Megatron-Core overlaps the all-to-all only in its interleaved schedule, so the search under
+    the overlap holds no vp = 1, the count that keeps the fewest micro-batches in flight (model/train/memory.py):
+    what was left out is read off the search space with and without the overlap, each in `overlap_refusal`'s
+    words; another stack (fsdp) leaves nothing out."""
+    from gclc.compiler.schema import overlap_refusal
+    from gclc.solver.train import enumerate as space_def
+    from gclc.solver.train.explain import left_out
+
+    text = result_text("    ep_overlap = true\n").replace("    pp = 1\n", "")
+    job = train_job(check_file(str(MOE), {"nodes": "4"}, text=text).design)
+    pipelines = [pp for pp in space_def.space(job).pps if pp > 1]
+    assert pipelines and all(1 not in space_def.vp_candidates(job, pp) for pp in pipelines)
+    clause = left_out(job)
+    vp_why, full_why = overlap_refusal(job.stack, 2, 1, None)[1], overlap_refusal(job.stack, None, None, "full")[1]
+    assert f"vp = 1 at pp = {', '.join(map(str, pipelines))} left out: {vp_why}" in clause
+    assert f"full recompute left out: {full_why}" in clause
+    fsdp = train_job(check_file(str(MOE), {"nodes": "4"},
+                                text=text.replace("  parallelism {", "  software = fsdp\n  parallelism {", 1)).design)
+    assert left_out(fsdp) == ""
 
 
 @pytest.mark.parametrize("pins, pp, words, other", [
