@@ -210,10 +210,21 @@ def node_bytes(shape: ModelShape, cfg: TrainConfig, per_node: int, bytes_per_val
     """Bytes the busiest GPU sends out of its node (and receives into it) in one dispatch or combine, the EP
     group's ranks `per_node` to a node (or forwarding domain, FORWARDING): the flex dispatchers cross nodes once
     per destination node and forward inside it (model/expert_load.py `node_share`: DeepEP's internode.cu, and
-    HybridEP's RDMA buffer of a rank's tokens once per remote domain); the others send every copy they send."""
+    HybridEP's RDMA buffer of a rank's tokens once per remote domain); the others send every copy they send.
+    What crosses into a node is spread over its GPUs (each takes the sends of its same-index peers), so the
+    busiest node's load sets it (`node_load`), not the busiest rank's."""
     if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1:
         return dispatch_bytes(shape, cfg, bytes_per_value)
-    return routed_rows(shape, cfg) * node_share(shape, cfg.ep, per_node) * shape.hidden * bytes_per_value
+    return (moe_tokens(cfg) * shape.top_k * node_load(shape, cfg, per_node) * node_share(shape, cfg.ep, per_node)
+            * shape.hidden * bytes_per_value)
+
+
+def node_load(shape: ModelShape, cfg: TrainConfig, per_node: int) -> float:
+    """Routed copies the busiest node receives over the mean node's (`load_factor` over ep / per_node nodes of
+    per_node ranks each: a node's count sums its ranks', so it strays less from the mean than one rank's)."""
+    if shape.capacity_factor:
+        return shape.capacity_factor
+    return busiest_load(shape, cfg.ep * moe_tokens(cfg), max(1, cfg.ep // max(1, per_node)))
 
 
 def gathered_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:
