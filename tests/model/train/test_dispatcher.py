@@ -114,6 +114,10 @@ def test_flex_dispatchers_cross_nodes_once_per_node_by_hand():
         by_hand = 4 * (max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, inner, False)) + latency)
         per_rank = 4 * collectives.all_to_all(rank, stages)
         assert layer_cost.ep_exchange(SHAPE, cfg, partition) == pytest.approx(by_hand, rel=1e-12) and by_hand < per_rank
+    # the alltoall dispatcher forwards nothing: every copy it sends, a plain all-to-all across the nodes
+    plain = attrs.evolve(CFG, dispatcher="alltoall")
+    assert layer_cost.ep_exchange(SHAPE, plain, partition) == pytest.approx(
+        4 * collectives.all_to_all(moe.dispatch_bytes(SHAPE, plain, 2), stages), rel=1e-12)
     # inside one node nothing is forwarded: the per-rank all-to-all as before
     one = attrs.evolve(CFG, dispatcher="deepep", ep=8)
     assert layer_cost.ep_exchange(SHAPE, one, partition) == pytest.approx(
