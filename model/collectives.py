@@ -102,22 +102,25 @@ def all_to_all(nbytes: float, stages: tuple[comms.Stage, ...]) -> float:
     """An all-to-all as NCCL runs it, grouped sends to every peer: the tiers' bytes
     (model/comms.py, latency aside) and one p2p latency (model/network/nccl.py). On a torus,
     the tiers' own latency and the runtime's floor."""
-    option = tuple(stages)
-    c = communicator(option)
-    if c is None:
-        return comms.all_to_all(nbytes, stages) + torus_floor(option)
-    return comms.all_to_all(nbytes, stages, latency=False) + p2p_latency(c)
+    return _with_start_up(stages, lambda latency: comms.all_to_all(nbytes, stages, latency))
 
 
 def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[comms.Stage, ...],
-                         domain: tuple[str, ...] = comms.NODE) -> float:
+                         domain: tuple[str, ...] = comms.NODE, most: int | None = None) -> float:
     """An all-to-all that crosses nodes once per destination node and forwards inside them (model/comms.py
     `forwarded_all_to_all`: DeepEP's and HybridEP's internode kernels), with `all_to_all`'s start-up latency."""
+    return _with_start_up(stages, lambda latency: comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, latency,
+                                                                             domain, most))
+
+
+def _with_start_up(stages: tuple[comms.Stage, ...], priced) -> float:
+    """An exchange's bytes (`priced(latency)`, model/comms.py) with NCCL's p2p latency for its start-up, or on a
+    torus its tiers' own latency and the runtime's floor."""
     option = tuple(stages)
     c = communicator(option)
     if c is None:
-        return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, domain=domain) + torus_floor(option)
-    return comms.forwarded_all_to_all(rank_bytes, node_bytes, stages, latency=False, domain=domain) + p2p_latency(c)
+        return priced(True) + torus_floor(option)
+    return priced(False) + p2p_latency(c)
 
 
 def pipeline_send(nbytes: float, size: int, stride: int, tiers: tuple[comms.Tier, ...]) -> float:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+import attrs
+
 from ..compiler.ir import Partition, Tier
 from .network.placement import (Stage, exchange_costs, hop_rate, place, port_rate, rate as _rate,
                                 send_rate, stage_rate)
@@ -176,11 +178,16 @@ def all_to_all(nbytes: float, stages: tuple[Stage, ...], latency: bool = True) -
     return min(tiled, ragged)
 
 
-NODE = ("node",)   # the forwarding domain of DeepEP's internode kernels: a node's NVLink peers
+NODE = ("node",)   # a node's NVLink peers
+# DeepEP's V1 internode kernels forward among 8 consecutive ranks over NVLink whatever the OS node: rdma_rank =
+# rank / NUM_MAX_NVL_PEERS, num_rdma_ranks = num_ranks / NUM_MAX_NVL_PEERS, NUM_MAX_NVL_PEERS = 8 (deepseek-ai/DeepEP
+# csrc/kernels/configs.cuh and csrc/deep_ep.cpp `Buffer::Buffer`), so on an NVL72 rack its "nodes" are 8-GPU slices
+# of the rack, the rest reached through NVSHMEM as if remote.
+DEEPEP_NVL_PEERS = 8
 
 
 def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[Stage, ...], latency: bool = True,
-                         domain: tuple[str, ...] = NODE) -> float:
+                         domain: tuple[str, ...] = NODE, most: int | None = None) -> float:
     """An all-to-all that crosses the tiers beyond a node once per destination node and is forwarded inside
     each node to the ranks it is for (DeepEP's internode normal kernels: RDMA to one GPU of every node that
     holds any of a token's experts, NVLink on to that node's ranks holding them). Each rank sends `node_bytes`
@@ -189,9 +196,9 @@ def forwarded_all_to_all(rank_bytes: float, node_bytes: float, stages: tuple[Sta
     the forward streaming chunks as they arrive (DeepEP's forwarder warps), so its bytes add no start-up
     latency of their own. A group inside one node (or with no node tier) is a plain all-to-all of `rank_bytes`.
     `domain`: the scopes of the tiers a node's forward runs on (HybridEP forwards in an NVLink domain, a rack
-    of NVLink included)."""
-    inner = node_stages(stages, domain)
-    if not inner or len(inner) == len(tiles(stages)):
+    of NVLink included); `most`: the forwarding node's most ranks (DeepEP's 8, DEEPEP_NVL_PEERS)."""
+    inner = node_stages(stages, domain, most)
+    if not inner or _members(inner) >= _members(tiles(stages)):
         return all_to_all(rank_bytes, stages, latency)
     return max(all_to_all(node_bytes, stages, latency), all_to_all(rank_bytes, inner, latency=False))
 
@@ -201,14 +208,31 @@ def tiles(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
     return tuple(t for s in stages for t in (s.tiled or (s,)))
 
 
-def node_stages(stages: tuple[Stage, ...], domain: tuple[str, ...] = NODE) -> tuple[Stage, ...]:
-    """The tiled stages of a group inside one node (its GPUs' NVLink), or inside one forwarding `domain`."""
-    return tuple(s for s in tiles(stages) if s.tier.scope in domain)
+def node_stages(stages: tuple[Stage, ...], domain: tuple[str, ...] = NODE, most: int | None = None) -> tuple[Stage, ...]:
+    """The tiled stages of a group inside one node (its GPUs' NVLink), or inside one forwarding `domain` of at
+    most `most` of its consecutive ranks: the innermost stages whole, the one the limit falls in cut to it."""
+    inner, inside = [], 1
+    for stage in tiles(stages):
+        if stage.tier.scope not in domain:
+            continue
+        if most is None or stage.peers * inside <= most:
+            inner.append(stage)
+            inside *= stage.peers
+            continue
+        if most // inside > 1:
+            inner.append(attrs.evolve(stage, peers=most // inside))
+        break
+    return tuple(inner)
 
 
-def node_members(stages: tuple[Stage, ...], domain: tuple[str, ...] = NODE) -> int:
-    """The group's members in one node (or `domain`): how many of its ranks a send to that node can reach."""
-    return math.prod(s.peers for s in node_stages(stages, domain))
+def node_members(stages: tuple[Stage, ...], domain: tuple[str, ...] = NODE, most: int | None = None) -> int:
+    """The group's members in one node (or `domain` of at most `most` ranks): how many of its ranks a send to
+    that node can reach."""
+    return _members(node_stages(stages, domain, most))
+
+
+def _members(stages: tuple[Stage, ...]) -> int:
+    return math.prod(s.peers for s in stages)
 
 
 def _exchange(nbytes: float, stages: tuple[Stage, ...], total: int | None = None, latency: bool = True) -> float:

@@ -274,10 +274,13 @@ class Replica:
         if dispatcher != "deepep":
             return (comms.all_to_all(sent * dispatch_bytes(c.precision), self.ep_stages)
                     + comms.all_to_all(sent * 2, self.ep_stages))
-        # the expert groups of a node: its GPUs over the GPUs each group's experts are sharded on
-        per_node = max(1, comms.node_members(self.ep_stages) * spread // (c.tp * c.ep))
+        # the expert groups of a DeepEP node (8 consecutive ranks over NVLink whatever the OS node, as training's:
+        # model/comms.py DEEPEP_NVL_PEERS): its GPUs over the GPUs each group's experts are sharded on
+        gpus = comms.node_members(self.ep_stages, SCALE_UP_SCOPES, comms.DEEPEP_NVL_PEERS)
+        per_node = max(1, gpus * spread // (c.tp * c.ep))
         crossing = copies * node_share(s, spread, per_node)
-        return sum(comms.forwarded_all_to_all(sent * width, crossing * width, self.ep_stages)
+        return sum(comms.forwarded_all_to_all(sent * width, crossing * width, self.ep_stages, domain=SCALE_UP_SCOPES,
+                                              most=comms.DEEPEP_NVL_PEERS)
                    for width in (dispatch_bytes(c.precision), 2))
 
     def iteration(self, decoding: float, kv_tokens: float, prefill: float = 0.0, pairs: float = 0.0,

@@ -19,6 +19,7 @@ from . import recompute as recompute_model
 from ..compute import op_time
 from ..config import TrainConfig
 from ..memo import remember as _remember
+from ..network.placement import SCALE_UP_SCOPES
 from ..shape import ModelShape
 from .quantized import fp8_token_bytes, gemm_format
 from .workload import after_routing_ops, backward_factor, layer_forward, logits_forward, mixer_ops, mlp_ops
@@ -291,13 +292,13 @@ def _exchange(shape: ModelShape, cfg: TrainConfig, stages, dispatch: float) -> f
     if cfg.moe_dispatcher == "allgather":
         return sum(collectives.all_gather(routed.gathered_bytes(shape, cfg, b), stages) +
                    collectives.reduce_scatter(routed.gathered_bytes(shape, cfg, 2), stages) for b in (dispatch, 2))
-    if cfg.moe_dispatcher in routed.FLEX:
-        domain = routed.FORWARDING[cfg.moe_dispatcher]
-        per_node = comms.node_members(stages, domain)
-        return sum(collectives.forwarded_all_to_all(routed.dispatch_bytes(shape, cfg, b),
-                                                    routed.node_bytes(shape, cfg, per_node, b), stages, domain)
-                   for b in (dispatch, 2, 2, 2))
-    return sum(collectives.all_to_all(routed.dispatch_bytes(shape, cfg, b), stages) for b in (dispatch, 2, 2, 2))
+    # the alltoall dispatcher forwards nothing: no forwarding domain, a plain all-to-all of what it sends
+    flex = cfg.moe_dispatcher in routed.FLEX
+    domain, most = (SCALE_UP_SCOPES, routed.FORWARDING[cfg.moe_dispatcher]) if flex else ((), None)
+    per_node = comms.node_members(stages, domain, most)
+    return sum(collectives.forwarded_all_to_all(routed.dispatch_bytes(shape, cfg, b),
+                                                routed.node_bytes(shape, cfg, per_node, b), stages, domain, most)
+               for b in (dispatch, 2, 2, 2))
 
 
 def _ep_exposed(shape: ModelShape, cfg: TrainConfig, partition: Partition, compute: float) -> float:

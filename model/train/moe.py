@@ -29,8 +29,8 @@ import math
 from ...compiler.schema import MEGATRON_STACKS
 from ..compute import EAGER_OP_S
 from ..expert_load import busiest_load, distinct_share, node_share
+from ..comms import DEEPEP_NVL_PEERS
 from ..config import TrainConfig
-from ..network.placement import SCALE_UP_SCOPES
 from ..shape import ModelShape
 from ..ops import ACT_BYTES, Op, elementwise, gemm
 
@@ -79,11 +79,13 @@ BACKWARD_OPS = 2
 OVERLAP_NODES = 5
 OVERLAP_NODE_OPS = 26   # ESTIMATE (backed out of one A/B pair: PR #1760)
 FLEX = ("deepep", "hybridep")   # Megatron-Core's flex dispatcher backends
-# Where each flex backend forwards what it sent a node once over the scale-out network: DeepEP's internode
-# kernels among a node's NVLink peers (at most 8: NUM_MAX_NVL_PEERS), HybridEP within an NVLink domain, an
-# NVL72 rack included ("num_of_nodes: Number of NVLink domains (not OS nodes/containers)": deepseek-ai/DeepEP
-# hybrid-ep branch, docs/Hybrid-EP_Implementation.md, commit 0b18ed2a, sections 3 and 4.2)
-FORWARDING = {"deepep": ("node",), "hybridep": SCALE_UP_SCOPES}
+# Where each flex backend forwards what it sent a node once over the scale-out network, always over NVLink (the
+# scale-up tiers, SCALE_UP_SCOPES): the most consecutive ranks it forwards among. DeepEP's internode kernels: 8
+# (NUM_MAX_NVL_PEERS, model/comms.py DEEPEP_NVL_PEERS), whatever the OS node, so an NVL72 rack is 9 of its nodes;
+# HybridEP: its whole NVLink domain, an NVL72 rack included ("num_of_nodes: Number of NVLink domains (not OS
+# nodes/containers)": deepseek-ai/DeepEP hybrid-ep branch, docs/Hybrid-EP_Implementation.md, commit 0b18ed2a,
+# sections 3 and 4.2)
+FORWARDING = {"deepep": DEEPEP_NVL_PEERS, "hybridep": None}
 ROUTER_BYTES = 4        # the router's logits, softmax/sigmoid and top-k run in fp32 (Megatron moe_router_dtype)
 
 
@@ -208,10 +210,21 @@ def node_bytes(shape: ModelShape, cfg: TrainConfig, per_node: int, bytes_per_val
     """Bytes the busiest GPU sends out of its node (and receives into it) in one dispatch or combine, the EP
     group's ranks `per_node` to a node (or forwarding domain, FORWARDING): the flex dispatchers cross nodes once
     per destination node and forward inside it (model/expert_load.py `node_share`: DeepEP's internode.cu, and
-    HybridEP's RDMA buffer of a rank's tokens once per remote domain); the others send every copy they send."""
+    HybridEP's RDMA buffer of a rank's tokens once per remote domain); the others send every copy they send.
+    What crosses into a node is spread over its GPUs (each takes the sends of its same-index peers), so the
+    busiest node's load sets it (`node_load`), not the busiest rank's."""
     if cfg.moe_dispatcher not in FLEX or cfg.ep <= 1:
         return dispatch_bytes(shape, cfg, bytes_per_value)
-    return routed_rows(shape, cfg) * node_share(shape, cfg.ep, per_node) * shape.hidden * bytes_per_value
+    return (moe_tokens(cfg) * shape.top_k * node_load(shape, cfg, per_node) * node_share(shape, cfg.ep, per_node)
+            * shape.hidden * bytes_per_value)
+
+
+def node_load(shape: ModelShape, cfg: TrainConfig, per_node: int) -> float:
+    """Routed copies the busiest node receives over the mean node's (`load_factor` over ep / per_node nodes of
+    per_node ranks each: a node's count sums its ranks', so it strays less from the mean than one rank's)."""
+    if shape.capacity_factor:
+        return shape.capacity_factor
+    return busiest_load(shape, cfg.ep * moe_tokens(cfg), max(1, cfg.ep // max(1, per_node)))
 
 
 def gathered_bytes(shape: ModelShape, cfg: TrainConfig, bytes_per_value: float) -> float:

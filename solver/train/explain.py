@@ -88,16 +88,31 @@ def hbm_span(job: Job) -> Span | None:
 
 
 def left_out(job: Job) -> str:
-    """What the least-memory configuration was not allowed, and why, as a clause ("" when nothing): under
-    Megatron's all-to-all overlap the search leaves full recompute out, the choice that keeps the fewest
-    activations (compiler/schema.py `overlap_refusal`, the rule `gclc check` applies to a pinned one)."""
-    if not job.pinned.get("ep_overlap") or job.pinned.get("recompute") is not None:
+    """What the least-memory configuration was not allowed because of `ep_overlap`, and why, as a clause
+    ("" when nothing), read off the search itself: the recomputes and virtual-stage counts its space opens
+    without the overlap and not with it (under Megatron's overlap full recompute, and vp = 1 on a pipeline, which
+    holds fewer micro-batches in flight than interleaving), each with compiler/schema.py `overlap_refusal`'s
+    words, the rule `gclc check` applies to a pinned one."""
+    if not job.pinned.get("ep_overlap"):
         return ""
-    refused = overlap_refusal(job.stack, None, None, "full")
-    if refused is None:
+    plain = attrs.evolve(job, pinned={k: v for k, v in job.pinned.items() if k != "ep_overlap"})
+    space_ = space_def.space(job)
+    reasons: dict[str, list[str]] = {}
+    for recompute in space_def.space(plain).recomputes:
+        if recompute not in space_.recomputes and (refused := overlap_refusal(job.stack, None, None, recompute)):
+            reasons.setdefault(refused[1], []).append(f"{recompute} recompute")
+    pipelines: dict[tuple[int, str], list[int]] = {}
+    for pp in space_.pps:
+        for vp in sorted(set(space_def.vp_candidates(plain, pp)) - set(space_def.vp_candidates(job, pp))):
+            if refused := overlap_refusal(job.stack, pp, vp, None):
+                pipelines.setdefault((vp, refused[1]), []).append(pp)
+    for (vp, why), pps in pipelines.items():
+        reasons.setdefault(why, []).append(f"vp = {vp} at pp = {', '.join(map(str, pps))}")
+    if not reasons:
         return ""
-    return (f"full recompute left out by `ep_overlap = true` ({job.entity.span_of('parallelism.ep_overlap')}): "
-            f"{refused[1]} (remove `ep_overlap` to recompute fully)")
+    pin = job.entity.span_of("parallelism.ep_overlap")
+    clauses = "; ".join(f"{', '.join(what)} left out: {why}" for why, what in reasons.items())
+    return f"under `ep_overlap = true` ({pin}) {clauses} (remove `ep_overlap` to open them)"
 
 
 def explain(job: Job, result, smallest: Estimate | None) -> Infeasibility:

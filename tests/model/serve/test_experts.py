@@ -295,6 +295,32 @@ def test_deepep_crosses_nodes_once_per_node_by_hand():
     assert r._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12) and by_hand < per_rank
 
 
+def test_deepep_on_an_nvl72_rack_forwards_among_8_ranks():
+    """DeepEP V1 takes 8 consecutive ranks as a node whatever the OS node (NUM_MAX_NVL_PEERS = 8: deepseek-ai/DeepEP
+    csrc/kernels/configs.cuh, csrc/deep_ep.cpp), training's law: EP 16 in one GB200 NVL72 rack (no node tier)
+    sends a token once per 8-rank slice holding its experts and forwards it among those 8 over the rack's NVLink,
+    where it was priced per rank before."""
+    from gclc.model.job import train_job
+    from gclc.model.network.placement import SCALE_UP_SCOPES
+    from gclc.model.ranks import rank_partition
+
+    job = train_job(check_file(str(ROOT / "tests" / "data" / "gb200_moe.gcl"), {"racks": "16"}).design)
+    partition = rank_partition(job.partition, 1024)     # 64 GPUs a rack, as training places them
+    deepep = profile("vllm_v1").engine(dispatcher="deepep", moe_path="grouped")
+    r = replica(MOE, ServeConfig(1, 1, "fp8", ep=16), partition, deepep)
+    rack = comms.tiles(r.ep_stages)
+    assert [(s.tier.scope, s.peers) for s in rack] == [("supernode", 16)] and comms.node_members(r.ep_stages) == 1
+    assert comms.node_members(r.ep_stages, SCALE_UP_SCOPES, 8) == 8
+    tokens = 4096
+    copies = tokens / 16 * MOE.top_k * MOE.hidden
+    rank_bytes = copies * inference_moe.sent_share(MOE, "deepep", 16)
+    node_bytes = copies * node_share(MOE, 16, 8)
+    eight = (attrs.evolve(rack[0], peers=8),)
+    by_hand = sum(max(comms.all_to_all(node_bytes * w, r.ep_stages), comms.all_to_all(rank_bytes * w, eight, False))
+                  for w in (dispatch_bytes("fp8"), 2))
+    assert r._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12)
+
+
 def test_experts_tp_sharded_in_one_attention_group_exchange_nothing_whatever_the_dispatcher():
     """One attention group whose experts are TP-sharded (vLLM's and SGLang's path without expert
     parallelism): every GPU holds a slice of every expert and the TP all-reduce sums their outputs, so

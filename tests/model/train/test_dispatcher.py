@@ -90,7 +90,10 @@ def test_flex_dispatchers_cross_nodes_once_per_node_by_hand():
     once per node holding any of its experts and forward it over NVLink to its ranks there, as serving's
     DeepEP is priced (one law: model/expert_load.py `node_share`, model/comms.py `forwarded_all_to_all`).
     EP 16 on 2 nodes of 8 (256 experts, top-8, no groups): a token reaches 2 (1 - C(128, 8) / C(256, 8))
-    nodes, where per rank it reached 16 (1 - C(240, 8) / C(256, 8)) GPUs."""
+    nodes, where per rank it reached 16 (1 - C(240, 8) / C(256, 8)) GPUs. What crosses into a node spreads over
+    its GPUs, so the busier of the 2 nodes sets it: its copies of the 16 ranks' tokens are hypergeometric (8 of
+    256, 128 there: variance 8 x 1/4 x 248/255 a token), and the larger of 2 normals lies 1/sqrt(pi) deviations
+    above the mean."""
     from gclc.model import collectives, comms
     from gclc.model.ranks import rank_partition
     from gclc.model.train import layer_cost
@@ -104,11 +107,17 @@ def test_flex_dispatchers_cross_nodes_once_per_node_by_hand():
     for name in moe.FLEX:
         cfg = attrs.evolve(CFG, dispatcher=name)
         rank = moe.dispatch_bytes(SHAPE, cfg, 2)
-        across = moe.routed_rows(SHAPE, cfg) * nodes / SHAPE.top_k * SHAPE.hidden * 2
+        tokens = CFG.ep * moe.moe_tokens(cfg)
+        busier = 1 + math.sqrt(tokens * 8 / 4 * 248 / 255) / math.sqrt(math.pi) / (tokens * 8 / 2)
+        across = moe.moe_tokens(cfg) * busier * nodes * SHAPE.hidden * 2
         assert moe.node_bytes(SHAPE, cfg, 8, 2) == pytest.approx(across, rel=1e-12) and across < rank
         by_hand = 4 * (max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, inner, False)) + latency)
         per_rank = 4 * collectives.all_to_all(rank, stages)
         assert layer_cost.ep_exchange(SHAPE, cfg, partition) == pytest.approx(by_hand, rel=1e-12) and by_hand < per_rank
+    # the alltoall dispatcher forwards nothing: every copy it sends, a plain all-to-all across the nodes
+    plain = attrs.evolve(CFG, dispatcher="alltoall")
+    assert layer_cost.ep_exchange(SHAPE, plain, partition) == pytest.approx(
+        4 * collectives.all_to_all(moe.dispatch_bytes(SHAPE, plain, 2), stages), rel=1e-12)
     # inside one node nothing is forwarded: the per-rank all-to-all as before
     one = attrs.evolve(CFG, dispatcher="deepep", ep=8)
     assert layer_cost.ep_exchange(SHAPE, one, partition) == pytest.approx(
@@ -120,9 +129,10 @@ def test_deepep_across_nodes_against_its_published_rdma_rate():
     8, DeepSeek-V3's pretraining routing (4096 tokens a rank, hidden 7168, top-4 of 8 groups, top-8 of 256
     experts, FP8 dispatch with a scale per 128 values, BF16 combine): 51 GB/s of RDMA a GPU dispatching, 50
     combining (deepseek-ai/DeepEP README, "Normal kernels with NVLink and RDMA forwarding", the legacy V1
-    table). On the 25.09 H100 run's fabric (the same NIC a GPU), priced once per node the model's RDMA rate
-    stays below the measured one (the fabric's efficiency: 40 GB/s), where the per-rank price moved the same
-    crossings at under half of it (20 GB/s)."""
+    table; its rate counts every node a token reaches, its own included: tests/test_internode.py). Counted
+    the same way, on the 25.09 H100 run's fabric (the same NIC a GPU, efficiency 0.8), priced once per node the
+    model's rate stays below the measured one (45.3 and 45.5 GB/s), where the per-rank price moved the same crossings at
+    under half of it (22.4 and 22.5 GB/s)."""
     from gclc.model import collectives, comms
     from gclc.model.expert_load import distinct_share, node_share
     from gclc.model.ranks import rank_partition
@@ -135,7 +145,9 @@ def test_deepep_across_nodes_against_its_published_rdma_rate():
     for width, measured in ((1 + 4 / 128, 51e9), (2, 50e9)):
         copies = 4096 * 8 * job.shape.hidden * width
         rank, node = copies * distinct_share(job.shape, 64), copies * node_share(job.shape, 64, 8)
-        rdma = node * 7 / 8                    # what leaves the node: 7 of the 8 nodes reached are others
+        # DeepEP's RDMA bytes count every node a token reaches, its own included (tests/test_internode.py:
+        # num_rdma_token_sent = rdma_idx.ne(-1).sum()), so the rate is over all of `node`
+        rdma = node
         per_node = rdma / collectives.forwarded_all_to_all(rank, node, stages)
         per_rank = rdma / collectives.all_to_all(rank, stages)   # the same tokens' crossings, sent per rank
         assert 0.6 * measured < per_node < measured and per_rank < 0.5 * measured
@@ -164,6 +176,56 @@ def test_hybridep_forwards_in_its_nvlink_domain_a_rack_included():
     assert by_hand < 4 * collectives.all_to_all(rank, stages)
 
 
+def test_deepep_forwards_among_8_consecutive_ranks_whatever_the_os_node():
+    """DeepEP V1's internode kernels take 8 consecutive ranks as a node (rdma_rank = rank / NUM_MAX_NVL_PEERS,
+    NUM_MAX_NVL_PEERS = 8: deepseek-ai/DeepEP csrc/kernels/configs.cuh, csrc/deep_ep.cpp), so on NVL72 racks
+    (no node tier: EP 128 as 64 a rack) a token crosses once per 8-GPU slice holding any of its experts and is
+    forwarded over the rack's NVLink among those 8; it reaches more slices than HybridEP reaches racks, so it
+    is slower than HybridEP and faster than sending per rank."""
+    from gclc.model import collectives, comms
+    from gclc.model.network.placement import SCALE_UP_SCOPES
+    from gclc.model.ranks import rank_partition
+    from gclc.model.train import layer_cost
+
+    job = train_job(check_file(str(MOE.parent / "gb200_moe.gcl"), {"racks": "16"}).design)
+    cfg = attrs.evolve(pinned_config(job), ep=128, dispatcher="deepep", precision="bf16")
+    partition = rank_partition(job.partition, cfg.gpus)
+    stages = comms.place(cfg.ep, cfg.stride("ep"), partition.tiers)
+    rack = comms.tiles(stages)[0]
+    assert (rack.tier.scope, rack.peers) == ("supernode", 64) and comms.node_members(stages) == 1
+    assert comms.node_members(stages, SCALE_UP_SCOPES, 8) == 8
+    slice_ = (attrs.evolve(rack, peers=8),)
+    rank, across = moe.dispatch_bytes(job.shape, cfg, 2), moe.node_bytes(job.shape, cfg, 8, 2)
+    by_hand = 4 * (max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, slice_, False))
+                   + collectives.all_to_all(0.0, stages))
+    deepep = layer_cost.ep_exchange(job.shape, cfg, partition)
+    assert deepep == pytest.approx(by_hand, rel=1e-12)
+    hybridep = layer_cost.ep_exchange(job.shape, attrs.evolve(cfg, dispatcher="hybridep"), partition)
+    assert hybridep < deepep < 4 * collectives.all_to_all(rank, stages)
+
+
+def test_deepep_on_a_node_of_more_than_8_gpus_forwards_among_8():
+    """A 16-GPU NVLink node: DeepEP still forwards among 8 ranks (its RDMA ranks are 8-rank slices), so an EP
+    group of the whole node runs its internode kernels inside it; HybridEP forwards in the whole node, where
+    an EP group of one node is a plain all-to-all."""
+    from gclc.compiler.ir import Tier
+    from gclc.dsl.source import no_span
+    from gclc.model import comms
+    from gclc.model.network.placement import SCALE_UP_SCOPES
+
+    node = Tier(0, "node", "nv", "nvlink", "node", 16, 450e9, 1e-6, 1.0, False, 1.0, span=no_span())
+    out = Tier(1, "leaf", "ib", "ib", "scaleout", 1024, 50e9, 2e-6, 1.0, False, 1.0, span=no_span())
+    rank, across = 3e8, 1e8
+    for ep in (16, 32):
+        stages = comms.place(ep, 1, (node, out))
+        assert comms.node_members(stages, SCALE_UP_SCOPES) == 16 and comms.node_members(stages, SCALE_UP_SCOPES, 8) == 8
+        eight = (attrs.evolve(comms.tiles(stages)[0], peers=8),)
+        by_hand = max(comms.all_to_all(across, stages, False), comms.all_to_all(rank, eight, False))
+        assert comms.forwarded_all_to_all(rank, across, stages, False, SCALE_UP_SCOPES, 8) == pytest.approx(by_hand, rel=1e-12)
+    whole = comms.place(16, 1, (node, out))
+    assert comms.forwarded_all_to_all(rank, across, whole, False, SCALE_UP_SCOPES) == comms.all_to_all(rank, whole, False)
+
+
 groups = st.sampled_from([(1, 1), (8, 4), (8, 2), (4, 1), (16, 8)])
 
 
@@ -178,7 +240,8 @@ def test_per_node_dedupe_never_sends_more_across_nodes_than_per_rank(cfg, top_k,
         return
     across, rank = moe.node_bytes(shape, cfg, per_node, 2), moe.dispatch_bytes(shape, cfg, 2)
     assert across <= rank * (1 + 1e-12)
-    assert across >= moe.routed_rows(shape, cfg) / top_k * shape.hidden * 2 * (1 - 1e-12)
+    assert across >= moe.moe_tokens(cfg) * moe.node_load(shape, cfg, per_node) * shape.hidden * 2 * (1 - 1e-12)
+    assert 1 <= moe.node_load(shape, cfg, per_node) <= moe.load_factor(shape, cfg) * (1 + 1e-12)
     if per_node == 1:
         assert across == pytest.approx(rank, rel=1e-12)
     plain = attrs.evolve(cfg, dispatcher="alltoall")
@@ -283,7 +346,8 @@ def test_the_least_memory_report_names_the_overlap_for_the_full_recompute_it_lef
     why = overlap_refusal(overlapped.job.stack, None, None, "full")[1]
     assert overlapped.status == "infeasible" and overlapped.smallest.config.recompute != "full"
     message = overlapped.infeasibility.message
-    assert f"full recompute left out by `ep_overlap = true` ({MOE}:{line}:" in message and why in message
+    assert f"under `ep_overlap = true` ({MOE}:{line}:" in message and f"full recompute left out: {why}" in message
+    assert "vp = 1" not in message        # pp = 1 pinned: no pipeline to interleave
     assert why in _infeasible(overlapped).replace("&#x27;", "'").replace("&quot;", '"')
     # and `gclc check` says the same words of a pinned full recompute beside the overlap
     pinned = checked("    ep_overlap = true\n    recompute = full\n")
@@ -292,6 +356,28 @@ def test_the_least_memory_report_names_the_overlap_for_the_full_recompute_it_lef
         other, _ = planned(pins, software)
         assert other.status == "infeasible" and other.smallest.config.recompute == "full"
         assert "left out" not in other.infeasibility.message and not other.infeasibility.left_out
+
+
+def test_the_overlap_on_a_pipeline_also_leaves_out_vp_1_and_the_report_says_so():
+    """On a pipeline Megatron-Core overlaps the all-to-all only in its interleaved schedule, so the search under
+    the overlap holds no vp = 1, the count that keeps the fewest micro-batches in flight (model/train/memory.py):
+    what was left out is read off the search space with and without the overlap, each in `overlap_refusal`'s
+    words; another stack (fsdp) leaves nothing out."""
+    from gclc.compiler.schema import overlap_refusal
+    from gclc.solver.train import enumerate as space_def
+    from gclc.solver.train.explain import left_out
+
+    text = result_text("    ep_overlap = true\n").replace("    pp = 1\n", "")
+    job = train_job(check_file(str(MOE), {"nodes": "4"}, text=text).design)
+    pipelines = [pp for pp in space_def.space(job).pps if pp > 1]
+    assert pipelines and all(1 not in space_def.vp_candidates(job, pp) for pp in pipelines)
+    clause = left_out(job)
+    vp_why, full_why = overlap_refusal(job.stack, 2, 1, None)[1], overlap_refusal(job.stack, None, None, "full")[1]
+    assert f"vp = 1 at pp = {', '.join(map(str, pipelines))} left out: {vp_why}" in clause
+    assert f"full recompute left out: {full_why}" in clause
+    fsdp = train_job(check_file(str(MOE), {"nodes": "4"},
+                                text=text.replace("  parallelism {", "  software = fsdp\n  parallelism {", 1)).design)
+    assert left_out(fsdp) == ""
 
 
 @pytest.mark.parametrize("pins, pp, words, other", [
