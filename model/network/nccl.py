@@ -433,10 +433,8 @@ def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     chunk = NVLS_CHUNK_BYTES
     for cut_loops, smaller in NVLS_CHUNK_CUTS:   # each cut: per-channel bytes where the chunk halves
         cut = cut_loops * heads * chunk
-        if cut <= per_channel:
-            below = moving * cut / per_channel   # the bytes of the largest call below the cut, its fill at `smaller`
-            fill = NVLS_FILL_LOOPS * c.per_node * smaller * below / cut
-            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step, below + fill)
+        if cut <= per_channel:   # the largest call below the cut runs its loops at `smaller`
+            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step)
         chunk = smaller
     return STEP_LATENCY_US["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
 
@@ -444,7 +442,7 @@ def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
 def nvls_fill_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     """The NVLS pipeline's fill and drain (NVLS_FILL_LOOPS): that many of every rank's chunks a channel, at the
     channel's rate (its bytes in `moving` seconds); a call smaller than a loop fills with what it has."""
-    loops, heads = nvls_loops(nbytes, c)
+    heads = nvls_loops(nbytes, c)[1]
     per_channel = nbytes / c.nvls_channels
     loop = heads * _nvls_chunk(per_channel, heads)
     return NVLS_FILL_LOOPS * c.per_node / heads * min(loop, per_channel) / per_channel * moving
