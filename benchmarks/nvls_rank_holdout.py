@@ -11,7 +11,7 @@ NCCL's source (tags v2.25.1-1, v2.28.7-1) shows no stage that costs a call more 
 1. Readings of the data, not a model: for each rack table and each NVLS chunk NCCL runs (enqueue.cc
    calcCollChunking, as nccl.nvls_loops counts the loops), the line t = intercept + loops x slope through
    the sizes of that chunk, the slope against the loop's bytes at the channel's rate, the intercept in
-   loops.
+   loops (and net of NCCL's 25 us NVLS latency, which the model charges apart from the fill).
 2. Candidates for a term linear in the ranks, each set in this process only on the model as it was before
    the fill landed (2026-12-07: no fill, nccl.NVLS_FILL_LOOPS = 0; Blackwell's NVLS share Hopper's 275/370
    scaled by NCCL's nvlsEfficiency ratio, 0.647; the NVLink 5 switch chips at 400 GFLOPS), fitted on every one-domain
@@ -113,7 +113,8 @@ def print_readings() -> None:
             print(f"  {run_name:19} {c.ranks:2} ranks {heads:2} heads {chunk // 1024:3} KiB  loops "
                   f"{points[0][0]:3}-{points[-1][0]:3}: slope {fit.slope:6.1f} us a loop ({heads * chunk / fit.slope / 1e3:4.1f} "
                   f"GB/s a channel; heads x {fit.slope / heads:4.2f} us), intercept {fit.intercept:7.1f} us = "
-                  f"{fit.intercept / fit.slope:4.1f} slopes, {fit.intercept / loop_us:4.1f} loops at the model's channel rate")
+                  f"{fit.intercept / fit.slope:4.1f} slopes, {fit.intercept / loop_us:4.1f} loops at the model's channel rate, "
+                  f"{(fit.intercept - LATENCY * 1e6) / loop_us:4.1f} net of NCCL's NVLS latency")
 
 
 def heads_with_data(nbytes: float, c) -> float:
