@@ -443,7 +443,9 @@ def nvls_fill_rank_factor(c: Communicator) -> float:
     """ESTIMATE, no stage of NCCL's source: the fill's loops scaled by ranks / heads (1 to 32 ranks, 2-2.25 at
     64-72), read off the published per-call constants (4.0-5.6 loops at 64-72 ranks, 1.2-1.8 at 8 in the
     bytes-bound chunk regimes, net of NCCL's 25 us NVLS latency; benchmarks/nvls_rank_holdout.py). Held out
-    table by table, a fixed 4 loops does better on four tables of five (docs/network.md)."""
+    table by table against a fixed 4 loops (k = 4 fitted), it loses on max |busbw error| on four tables of five
+    (by 0.5-3 points) and wins on the per-call constants it stands for (worst -31 % against +89 %, the 8-GPU
+    table's): kept for those (docs/network.md, "What grows with the ranks")."""
     return c.per_node / max(1, min(NVLS_MAX_HEADS, c.per_node))
 
 
