@@ -281,10 +281,11 @@ NVLS_HEAD_STEP_S = 2.38e-6
 # gathers the last after the last reduce: two loops beyond the bytes where the port's rate binds (where the head
 # steps bind, the stages wait on them and the fill hides in them). The source supports these 2 loops; the rank
 # factor on top is nvls_fill_rank_factor's ESTIMATE.
-# ASSUMPTION: the scatter and gather copies run; NCCL drops them when the buffers are registered (all_reduce.h
-# v2.28.7 `nelem = work->regUsed ? 0 : ...`), which it does by itself under CUDA-graph capture outside MNNVL
-# (enqueue.cc, NCCL_GRAPH_REGISTER default 1; nvls.cc ncclNvlsGraphRegisterBuffer): a graph-captured TP all-reduce
-# on one node would pay no fill, and the model charges it one.
+# NCCL drops the scatter and gather copies when the buffers are registered (all_reduce.h v2.28.7 `nelem =
+# work->regUsed ? 0 : ...`), which it does by itself under CUDA-graph capture outside MNNVL (enqueue.cc,
+# NCCL_GRAPH_REGISTER default 1; nvls.cc ncclNvlsGraphRegisterBuffer): a call the model knows is graph-captured
+# inside one host (serving's, Communicator.registered) pays no fill. ASSUMPTION: every other call's buffers are
+# not registered (training's eager calls; NCCL_LOCAL_REGISTER / user buffer registration not modelled).
 # ASSUMPTION: the fill and drain run at the channel's switch-bound rate (`moving`), though they are local copies.
 NVLS_FILL_LOOPS = 2
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
@@ -310,6 +311,7 @@ class Communicator:
     generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
     host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "mixed"; ""): LL's cap
     channels: int = 0             # NCCL's search channels (`search_channels`; 0: no per-channel cap)
+    registered: bool = False      # its buffers registered (NCCL does it under CUDA-graph capture outside MNNVL): no NVLS fill
 
     @property
     def per_node(self) -> int:
@@ -452,7 +454,11 @@ def nvls_fill_rank_factor(c: Communicator) -> float:
 def nvls_fill_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     """What the model charges for the NVLS pipeline's fill and drain: NVLS_FILL_LOOPS loops of a channel (the
     source's first scatter and last gather) times nvls_fill_rank_factor (an ESTIMATE fitted to the tables), at
-    the channel's rate (its bytes in `moving` seconds); a call smaller than a loop fills with what it has."""
+    the channel's rate (its bytes in `moving` seconds); a call smaller than a loop fills with what it has. None
+    where the buffers are registered (`registered`): runNvls then skips the scatter and gather copies
+    (all_reduce.h v2.28.7, `nelem = work->regUsed ? 0 : ...`)."""
+    if c.registered:
+        return 0.0
     heads = nvls_loops(nbytes, c)[1]
     per_channel = nbytes / c.nvls_channels
     loop = heads * _nvls_chunk(per_channel, heads)

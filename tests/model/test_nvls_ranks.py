@@ -87,6 +87,18 @@ def test_a_call_bound_by_its_bytes_pays_its_bytes_and_the_fill_after_nccls_laten
                 25e-6 + moving + nccl.nvls_fill_seconds(size, moving, c))
 
 
+def test_registered_buffers_pay_no_fill():
+    # all_reduce.h v2.28.7 runNvls: `nelem = work->regUsed ? 0 : ...` for the scatter and the gather, so a call
+    # whose buffers NCCL registered is its bytes (or its head steps) after NCCL's latency
+    for ranks in (8, 64, 72):
+        c = _rack(ranks)
+        registered = attrs.evolve(c, registered=True)
+        for size in (GIB, 4 * GIB):
+            moving = size / nccl._nvls_through("all_reduce", c)
+            assert nccl.nvls_fill_seconds(size, moving, registered) == 0.0 < nccl.nvls_fill_seconds(size, moving, c)
+            assert nccl.choose("all_reduce", size, registered, only="nvls").seconds == pytest.approx(25e-6 + moving)
+
+
 def test_where_the_head_steps_bind_the_fill_hides_in_them():
     # a 4 MiB call on 64 GPUs is one loop of 32 heads' steps (76 us), longer than its bytes and fill
     c = _rack(64)
