@@ -11,7 +11,7 @@ NCCL's source (tags v2.25.1-1, v2.28.7-1) shows no stage that costs a call more 
 1. Readings of the data, not a model: for each rack table and each NVLS chunk NCCL runs (enqueue.cc
    calcCollChunking, as nccl.nvls_loops counts the loops), the line t = intercept + loops x slope through
    the sizes of that chunk, the slope against the loop's bytes at the channel's rate, the intercept in
-   loops.
+   loops (and net of NCCL's 25 us NVLS latency, which the model charges apart from the fill).
 2. Candidates for a term linear in the ranks, each set in this process only on the model as it was before
    the fill landed (2026-12-07: no fill, nccl.NVLS_FILL_LOOPS = 0; Blackwell's NVLS share Hopper's 275/370
    scaled by NCCL's nvlsEfficiency ratio, 0.647; the NVLink 5 switch chips at 400 GFLOPS), fitted on every one-domain
@@ -29,7 +29,8 @@ NCCL's source (tags v2.25.1-1, v2.28.7-1) shows no stage that costs a call more 
    - `fill k loops`: the same without ranks / heads.
    The landed model is `fill k x ranks/heads` at k = 2 with those rates re-read (share 0.707 from the 8-GPU
    table's 128 KiB slope, x1.09; switch chips 450 GFLOPS, x1.125), printed beside as `landed`.
-   Printed: each table's max |busbw error|, the model's and the held-out fit's; the fabric bands of
+   Printed: each table's max |busbw error|, the model's and the held-out fit's; for the fills, each rack
+   table's per-call constant by chunk regime over the published, at the held-out fit; the fabric bands of
    benchmarks/nccl_curves.py at the held-out fits; and for the fills, the largest fall of bus bandwidth
    as the size doubles (8 B-64 GiB) on 8, 64 and 72 Blackwell ranks (the model's law that it
    never falls: tests/model/test_nccl_model.py).
@@ -113,7 +114,8 @@ def print_readings() -> None:
             print(f"  {run_name:19} {c.ranks:2} ranks {heads:2} heads {chunk // 1024:3} KiB  loops "
                   f"{points[0][0]:3}-{points[-1][0]:3}: slope {fit.slope:6.1f} us a loop ({heads * chunk / fit.slope / 1e3:4.1f} "
                   f"GB/s a channel; heads x {fit.slope / heads:4.2f} us), intercept {fit.intercept:7.1f} us = "
-                  f"{fit.intercept / fit.slope:4.1f} slopes, {fit.intercept / loop_us:4.1f} loops at the model's channel rate")
+                  f"{fit.intercept / fit.slope:4.1f} slopes, {fit.intercept / loop_us:4.1f} loops at the model's channel rate, "
+                  f"{(fit.intercept - LATENCY * 1e6) / loop_us:4.1f} net of NCCL's NVLS latency")
 
 
 def heads_with_data(nbytes: float, c) -> float:
@@ -202,6 +204,32 @@ def busbw_fall(name: str, params: tuple, ranks: int, channels: int) -> tuple[flo
         nccl.nvls_loop_seconds, nccl.NVLS_FILL_LOOPS = MODEL, fill
 
 
+def constants(name: str, params: tuple, run: str) -> dict[int, float]:
+    """The rack table `run` priced under a candidate (or `landed`): its per-call constant by NVLS chunk regime over
+    the published one (benchmarks/nccl_curves.py regime_lines, as tests/model/test_nvls_ranks.py reads them)."""
+    landed, fill = name == "landed", nccl.NVLS_FILL_LOOPS
+    nccl.nvls_loop_seconds = MODEL if landed else candidate(name, params)
+    nccl.NVLS_FILL_LOOPS = fill if landed else 0
+    try:
+        data = bench.rack_curves()[run]
+        c = communicator(next(r for r in rows() if r["case"] == RACK_CASES[run]), landed)
+        model = dict(data, out_of_place={s: nccl.choose("all_reduce", s, c).seconds * 1e6 for s in data["out_of_place"]})
+        published = {k: v for k, _, v, _ in bench.regime_lines(data, "out_of_place")}
+        return {k: v / published[k] for k, _, v, _ in bench.regime_lines(model, "out_of_place") if k in published}
+    finally:
+        nccl.nvls_loop_seconds, nccl.NVLS_FILL_LOOPS = MODEL, fill
+
+
+def print_constants(fits: dict[str, dict[str, tuple]]) -> None:
+    print("\nPer-call constant by chunk regime over the published (each rack table priced with the fit that left it out):")
+    for run, case in RACK_CASES.items():
+        line = ["landed " + " ".join(f"{k // 1024} KiB x{v:.2f}" for k, v in constants("landed", (), run).items())]
+        for name in ("fill k x ranks/heads", "fill k loops"):
+            line.append(f"{name} " + " ".join(f"{k // 1024} KiB x{v:.2f}"
+                                              for k, v in constants(name, fits[name][case], run).items()))
+        print(f"  {run:19} " + "; ".join(line))
+
+
 def main() -> None:
     start, cpu = time.perf_counter(), time.process_time()
     print_readings()
@@ -229,6 +257,7 @@ def main() -> None:
             falls = [(ranks, *busbw_fall(name, best, ranks, channels)) for ranks, channels in ((8, 24), (64, 24), (72, 32))]
             print(f"  all tables {best}: largest busbw fall as the size doubles " + ", ".join(
                 f"{ranks} ranks " + (f"{fall:.1%} at {at / 2**20:.0f} MiB" if fall else "none") for ranks, fall, at in falls))
+    print_constants(fits)
     print("\nFabric bands (benchmarks/nccl_curves.py), each NVLS table priced with the fit that left it out:")
     within = {}
     for name in ["model", "landed", *GRIDS]:

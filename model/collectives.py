@@ -34,13 +34,14 @@ TORUS_CALL_S = 5e-6
 
 
 def all_reduce(nbytes: float, stages: tuple[comms.Stage, ...], nvls: bool = True, collnet: bool = True,
-               nccl: str = "") -> float:
+               nccl: str = "", registered: bool = False) -> float:
     """`nvls` / `collnet`: whether the caller's environment lets NCCL reduce in the NVLink switches
     (NCCL_NVLS_ENABLE) or the scale-out switches (CollNet, SHARP). Where it may not, the call is
     priced on the same tiers with those switches not reducing, as NCCL then runs ring or tree.
     `nccl`: the NCCL version that runs it (2.25.1: its NVLS channels, nccl.nvls_channels); empty, the
-    newest, as the training step prices every call."""
-    return _call("all_reduce", nbytes, stages, nvls, collnet, nccl)
+    newest, as the training step prices every call. `registered`: the call's buffers are registered, as NCCL
+    registers them under CUDA-graph capture inside one host (no NVLS fill: nccl.nvls_fill_seconds)."""
+    return _call("all_reduce", nbytes, stages, nvls, collnet, nccl, registered)
 
 
 def reduce_scatter(nbytes: float, stages: tuple[comms.Stage, ...], nccl: str = "") -> float:
@@ -63,14 +64,15 @@ def _options(stages) -> tuple:
     return getattr(stages, "options", (stages,))
 
 
-def _call(collective: str, nbytes: float, stages, nvls: bool = True, collnet: bool = True, nccl: str = "") -> float:
+def _call(collective: str, nbytes: float, stages, nvls: bool = True, collnet: bool = True, nccl: str = "",
+          registered: bool = False) -> float:
     # keyed on the options themselves: a Placement hashes as its first option alone (its
     # `key`: the options as plain tuples, built once; a plain tuple of stages is its one option)
     key = getattr(stages, "key", None)
     options = key if key is not None else (tuple(stages),)
     if not (nvls and collnet):
         options = tuple(_allowed(option, nvls, collnet) for option in options)
-    return _fastest(collective, nbytes, options, nccl)
+    return _fastest(collective, nbytes, options, nccl, registered)
 
 
 @functools.lru_cache(maxsize=4096)   # immutable stages
@@ -88,11 +90,12 @@ def _allowed(option: tuple[comms.Stage, ...], nvls: bool, collnet: bool) -> tupl
 
 
 @functools.lru_cache(maxsize=16384)   # immutable arguments; a search asks ~25 times per call
-def _fastest(collective: str, nbytes: float, options: tuple[tuple[comms.Stage, ...], ...], nccl: str = "") -> float:
+def _fastest(collective: str, nbytes: float, options: tuple[tuple[comms.Stage, ...], ...], nccl: str = "",
+             registered: bool = False) -> float:
     """The fastest of the group's placements, each priced by NCCL's pick on it."""
     best = math.inf
     for option in options:
-        priced = _priced(collective, nbytes, option, nccl)
+        priced = _priced(collective, nbytes, option, nccl, registered)
         best = min(best, comms.PER_OPTION[collective](nbytes, option) + torus_floor(option) if priced is None
                    else priced.seconds)
     return best if best < math.inf else 0.0
@@ -153,15 +156,17 @@ def torus_floor(option) -> float:
     return TORUS_CALL_S
 
 
-def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], nccl: str = "") -> Choice | None:
+def _priced(collective: str, nbytes: float, option: tuple[comms.Stage, ...], nccl: str = "",
+            registered: bool = False) -> Choice | None:
     """None where NCCL does not run the call (a torus axis, one rank). Where switches could
     reduce, each path pays its own bytes: NVLS or SHARP on the tiers' price with the switches
     reducing, ring, tree or PAT on their price without, and NCCL runs the one its own table predicts
-    faster (nccl.predicted). `nccl`: the NCCL version (all_reduce)."""
+    faster (nccl.predicted). `nccl`: the NCCL version, `registered`: its buffers registered (all_reduce)."""
     option = _nvls_capable(option)
     c = communicator(option, nccl)
     if c is None:
         return None
+    c = attrs.evolve(c, registered=True) if registered else c
     if not (c.nvls or c.collnet):
         return on_topology(collective, nbytes, _wire(collective, nbytes, option), c)
     plain_wire, switch_wire = _wire(collective, nbytes, _plain(option)), _wire(collective, nbytes, option)

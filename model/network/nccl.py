@@ -275,17 +275,18 @@ def nvls_share(generation: str) -> float:
 # benchmarks/nccl_curves.py are bound by their bytes (-1.1 % and +0.4 % with any step from 0 to 2.58 us). NCCL's
 # own pick on one HGX H100 (NVLS from 2 MiB, nccl-tests#309) puts its 2-8 MiB calls on these steps.
 NVLS_HEAD_STEP_S = 2.38e-6
-# The NVLS all-reduce's pipeline fills and drains once a call (all_reduce.h runNvls oneNode, NCCL 2.25.1-2.30: a
-# channel's scatter warps copy a loop into NCCL's buffers, the heads reduce it in the switches and multicast it back,
-# the gather warps copy it out; NCCL_STEPS 8 slots a head let the stages overlap): the first loop is scattered
-# before any head reduces and the last gathered after the last reduce, two loops beyond the bytes where the
-# port's rate binds (where the head steps bind, the stages wait on them and the fill hides in them). Counted over
-# every rank's chunk, not the heads' loop: ESTIMATE, the published per-call constants read as that, 4.2-5.7 loops
-# at 64-72 ranks (32 heads) with 64-128 KiB chunks and 1.7-3.1 at 8 (benchmarks/nvls_rank_holdout.py prints them);
-# NCCL's source has no stage that costs more per rank beyond the heads (docs/network.md, "What grows with the
-# ranks"). Held out table by table with the Blackwell rates (NVLS_BLACKWELL_SHARE, the switch chips' rate) as a
-# factor fitted alongside: 2 loops (x ranks / heads) wherever the fit left the table out but CoreWeave's and the
-# 8-GPU table's (1.5).
+# The NVLS all-reduce's pipeline (all_reduce.h runNvls oneNode, NCCL 2.25.1-2.30: a channel's scatter warps copy a
+# loop into NCCL's buffers, the heads reduce it in the switches and multicast it back, the gather warps copy it
+# out; NCCL_STEPS 8 slots a head let the stages overlap) scatters the first loop before any head reduces and
+# gathers the last after the last reduce: two loops beyond the bytes where the port's rate binds (where the head
+# steps bind, the stages wait on them and the fill hides in them). The source supports these 2 loops; the rank
+# factor on top is nvls_fill_rank_factor's ESTIMATE.
+# NCCL drops the scatter and gather copies when the buffers are registered (all_reduce.h v2.28.7 `nelem =
+# work->regUsed ? 0 : ...`), which it does by itself under CUDA-graph capture outside MNNVL (enqueue.cc,
+# NCCL_GRAPH_REGISTER default 1; nvls.cc ncclNvlsGraphRegisterBuffer): a call the model knows is graph-captured
+# inside one host (serving's, Communicator.registered) pays no fill. ASSUMPTION: every other call's buffers are
+# not registered (training's eager calls; NCCL_LOCAL_REGISTER / user buffer registration not modelled).
+# ASSUMPTION: the fill and drain run at the channel's switch-bound rate (`moving`), though they are local copies.
 NVLS_FILL_LOOPS = 2
 TREE_PIECE_BYTES = {"LL": 512 * 8, "LL128": 640 * 8, "Simple": 512 * 64}
 
@@ -310,6 +311,7 @@ class Communicator:
     generation: str = "hopper"    # the GPUs' generation (ampere, hopper, blackwell): NCCL's LL cap, NVLS, NVLink 5's LL step
     host: str = ""                # the host CPUs' vendor, lower case ("amd", "intel", "mixed"; ""): LL's cap
     channels: int = 0             # NCCL's search channels (`search_channels`; 0: no per-channel cap)
+    registered: bool = False      # its buffers registered (NCCL does it under CUDA-graph capture outside MNNVL): no NVLS fill
 
     @property
     def per_node(self) -> int:
@@ -433,21 +435,34 @@ def nvls_loop_seconds(nbytes: float, moving: float, c: Communicator) -> float:
     chunk = NVLS_CHUNK_BYTES
     for cut_loops, smaller in NVLS_CHUNK_CUTS:   # each cut: per-channel bytes where the chunk halves
         cut = cut_loops * heads * chunk
-        if cut <= per_channel:
-            below = moving * cut / per_channel   # the bytes of the largest call below the cut, its fill at `smaller`
-            fill = NVLS_FILL_LOOPS * c.per_node * smaller * below / cut
-            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step, below + fill)
+        if cut <= per_channel:   # the largest call below the cut runs its loops at `smaller`
+            seconds = max(seconds, math.ceil(cut / (heads * smaller)) * step)
         chunk = smaller
     return STEP_LATENCY_US["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + seconds
 
 
+def nvls_fill_rank_factor(c: Communicator) -> float:
+    """ESTIMATE, no stage of NCCL's source: the fill's loops scaled by ranks / heads (1 to 32 ranks, 2-2.25 at
+    64-72), read off the published per-call constants (4.0-5.6 loops at 64-72 ranks, 1.2-1.8 at 8 in the
+    bytes-bound chunk regimes, net of NCCL's 25 us NVLS latency; benchmarks/nvls_rank_holdout.py). Held out
+    table by table against a fixed 4 loops (k = 4 fitted), it loses on max |busbw error| on four tables of five
+    (by 0.5-3 points) and wins on the per-call constants it stands for (worst -31 % against +89 %, the 8-GPU
+    table's): kept for those (docs/network.md, "What grows with the ranks")."""
+    return c.per_node / max(1, min(NVLS_MAX_HEADS, c.per_node))
+
+
 def nvls_fill_seconds(nbytes: float, moving: float, c: Communicator) -> float:
-    """The NVLS pipeline's fill and drain (NVLS_FILL_LOOPS): that many of every rank's chunks a channel, at the
-    channel's rate (its bytes in `moving` seconds); a call smaller than a loop fills with what it has."""
-    loops, heads = nvls_loops(nbytes, c)
+    """What the model charges for the NVLS pipeline's fill and drain: NVLS_FILL_LOOPS loops of a channel (the
+    source's first scatter and last gather) times nvls_fill_rank_factor (an ESTIMATE fitted to the tables), at
+    the channel's rate (its bytes in `moving` seconds); a call smaller than a loop fills with what it has. None
+    where the buffers are registered (`registered`): runNvls then skips the scatter and gather copies
+    (all_reduce.h v2.28.7, `nelem = work->regUsed ? 0 : ...`)."""
+    if c.registered:
+        return 0.0
+    heads = nvls_loops(nbytes, c)[1]
     per_channel = nbytes / c.nvls_channels
     loop = heads * _nvls_chunk(per_channel, heads)
-    return NVLS_FILL_LOOPS * c.per_node / heads * min(loop, per_channel) / per_channel * moving
+    return NVLS_FILL_LOOPS * nvls_fill_rank_factor(c) * min(loop, per_channel) / per_channel * moving
 
 
 IN_NETWORK = ("nvls", "collnet", "collnet_chain")

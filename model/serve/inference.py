@@ -414,7 +414,8 @@ def tp_all_reduce(nbytes: float, stages: tuple, across_hosts: bool = False, kern
     if takes:
         return symm(nbytes)
     top = allreduce.SYMM_MAX.get(allreduce.capability(generation), {}).get(tp, 0.0)
-    return max(nccl.all_reduce(nbytes, stages, nvls, collnet), symm(top) if top > limit else floor)
+    # inside one host a graph-captured call's buffers are NCCL's registered ones: no NVLS fill
+    return max(nccl.all_reduce(nbytes, stages, nvls, collnet, registered=graphed), symm(top) if top > limit else floor)
 
 
 def _roofline(compute: float, memory: float) -> float:

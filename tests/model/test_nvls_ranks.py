@@ -31,26 +31,72 @@ def _row(case: str) -> dict:
 
 
 def _rack(ranks: int, channels: int = 24, generation: str = "blackwell") -> Communicator:
+    """`ranks` GPUs of one NVLink domain: Blackwell's NVL72 rack (NVLink 5, 18 NVLinkSwitch5 chips at 450 GFLOPS,
+    their share by the ranks) or Hopper's HGX node (NVLink 4's ring rate 365.6 GB/s, 16 NVLS channels, 4 NVSwitch3
+    chips at 400 GFLOPS; at most 8 GPUs)."""
+    if generation == "hopper":
+        assert ranks <= 8
+        return Communicator(ranks, 1, 365.6e9, nvls=True, nvls_channels=16, generation="hopper",
+                            nvls_share=nccl.nvls_share("hopper"), reduce_rate=4 * 400e9)
     return Communicator(ranks, 1, 682.2e9, nvls=True, nvls_channels=channels, generation=generation,
                         nvls_share=nccl.nvls_share(generation), reduce_rate=18 * 450e9 * min(1.0, ranks / 72))
 
 
-def test_a_call_bound_by_its_bytes_pays_two_chunks_from_every_rank_at_a_channels_rate():
-    # all_reduce.h runNvls: scatter, reduce and multicast, gather; the first loop is scattered before any head
-    # reduces and the last gathered after the last reduce: NVLS_FILL_LOOPS (2) x ranks / heads loops of a channel
-    # (heads x chunk, the chunk as the benchmark reads calcCollChunking apart from the model), at its rate
-    bench = _benchmark()
-    assert nccl.NVLS_FILL_LOOPS == 2
+def _bytes_bound(size: float, c: Communicator) -> bool:
+    loops, heads = nccl.nvls_loops(size, c)
+    moving = size / nccl._nvls_through("all_reduce", c)
+    return moving + nccl.nvls_fill_seconds(size, moving, c) > loops * heads * nccl.NVLS_HEAD_STEP_S
+
+
+def _chunk(size: float, c: Communicator) -> int:
+    return nccl._nvls_chunk(size / c.nvls_channels, nccl.nvls_loops(size, c)[1])
+
+
+def _fill(size: float, c: Communicator) -> float:
+    return nccl.nvls_fill_seconds(size, size / nccl._nvls_through("all_reduce", c), c)
+
+
+@settings(max_examples=scaled_examples(60), deadline=None)
+@given(st.sampled_from([(8, 24), (64, 24), (72, 24), (72, 32), (4, 24), (16, 24)]), st.floats(0.0, 1.0),
+       st.floats(0.0, 1.0))
+def test_a_calls_fill_is_the_same_within_a_chunk_regime_and_doubles_with_the_chunk(shape, a, b):
+    # all_reduce.h runNvls: the first loop is scattered before any head reduces and the last gathered after the
+    # last reduce; a loop is heads x chunk, so at a channel's fixed rate the fill takes the same time for every
+    # call NCCL runs with one chunk (a whole loop or more a channel), and twice that where it runs twice the chunk
+    ranks, channels = shape
+    c = _rack(ranks, channels)
+    heads = nccl.nvls_loops(GIB, c)[1]
+    low = channels * 8 * heads * 65536                # the first call NCCL runs with 64 KiB chunks
+    high = channels * 64 * heads * 131072             # the first with 128 KiB
+    inside = [low * (1 + 7.99 * a), low * (1 + 7.99 * b)]
+    assert {_chunk(s, c) for s in inside} == {65536}
+    assert _fill(inside[0], c) == pytest.approx(_fill(inside[1], c), rel=1e-9)
+    above = [high * (1 + 3 * a), high * (1 + 3 * b)]
+    assert {_chunk(s, c) for s in above} == {131072}
+    assert _fill(above[0], c) == pytest.approx(_fill(above[1], c), rel=1e-9)
+    assert _fill(above[0], c) == pytest.approx(2 * _fill(inside[0], c), rel=1e-9)
+
+
+def test_a_call_bound_by_its_bytes_pays_its_bytes_and_the_fill_after_nccls_latency():
     for ranks in (8, 64, 72):
         c = _rack(ranks)
         for size in (GIB, 4 * GIB, 16 * GIB):
             moving = size / nccl._nvls_through("all_reduce", c)
-            chunk = bench.nvls_chunk(size, 24, ranks)
-            fill = 2 * ranks * chunk / (size / 24 / moving)
-            assert nccl.nvls_fill_seconds(size, moving, c) == pytest.approx(fill)
-            loops, heads = nccl.nvls_loops(size, c)
-            assert moving + fill > loops * heads * nccl.NVLS_HEAD_STEP_S   # bound by its bytes here
-            assert nccl.choose("all_reduce", size, c, only="nvls").seconds == pytest.approx(25e-6 + moving + fill)
+            assert _bytes_bound(size, c)
+            assert nccl.choose("all_reduce", size, c, only="nvls").seconds == pytest.approx(
+                25e-6 + moving + nccl.nvls_fill_seconds(size, moving, c))
+
+
+def test_registered_buffers_pay_no_fill():
+    # all_reduce.h v2.28.7 runNvls: `nelem = work->regUsed ? 0 : ...` for the scatter and the gather, so a call
+    # whose buffers NCCL registered is its bytes (or its head steps) after NCCL's latency
+    for ranks in (8, 64, 72):
+        c = _rack(ranks)
+        registered = attrs.evolve(c, registered=True)
+        for size in (GIB, 4 * GIB):
+            moving = size / nccl._nvls_through("all_reduce", c)
+            assert nccl.nvls_fill_seconds(size, moving, registered) == 0.0 < nccl.nvls_fill_seconds(size, moving, c)
+            assert nccl.choose("all_reduce", size, registered, only="nvls").seconds == pytest.approx(25e-6 + moving)
 
 
 def test_where_the_head_steps_bind_the_fill_hides_in_them():
@@ -62,47 +108,53 @@ def test_where_the_head_steps_bind_the_fill_hides_in_them():
         25e-6 + 32 * nccl.NVLS_HEAD_STEP_S)
 
 
-@pytest.mark.parametrize("run, case, chunk, within", [
-    ("coreweave_gb200_72", "gb200_nvl72", 65536, 0.15), ("verda_gb300_72", "gb300_nvl72", 65536, 0.15),
-    ("oci_gb300_64", "gb300_64", 65536, 0.15), ("oci_gb300_8", "gb300_8", 65536, 0.15),
-    ("oci_gb300_8", "gb300_8", 131072, 0.15), ("oci_gb300_64", "gb300_64", 131072, 0.35),
-    ("verda_gb300_72", "gb300_nvl72", 131072, 0.35)])
-def test_the_model_carries_the_published_per_call_constant(run, case, chunk, within):
+MISSES_128_KIB = pytest.mark.xfail(strict=True, reason=(
+    "at 128 KiB chunks on 64-72 ranks the model's per-call constant is 0.9-1.0 ms against the published 1.3-1.5 "
+    "(x0.68-0.69: the fill of 2 x ranks / heads loops is 4-4.5 loops, the tables read 5.6 net of NCCL's latency at "
+    "72 ranks), where the model's rate (the switch chips', 456 GB/s) is also below the published slopes (485-491)"))
+
+
+@pytest.mark.parametrize("run, case, chunk", [
+    ("coreweave_gb200_72", "gb200_nvl72", 65536), ("verda_gb300_72", "gb300_nvl72", 65536),
+    ("oci_gb300_64", "gb300_64", 65536), ("oci_gb300_8", "gb300_8", 65536), ("oci_gb300_8", "gb300_8", 131072),
+    pytest.param("oci_gb300_64", "gb300_64", 131072, marks=MISSES_128_KIB),
+    pytest.param("verda_gb300_72", "gb300_nvl72", 131072, marks=MISSES_128_KIB)])
+def test_the_model_carries_the_published_per_call_constant(run, case, chunk):
     # per NVLS chunk regime from 256 MiB, the line t = constant + bytes / rate through the model's times has the
-    # published table's constant (benchmarks/nccl_curves.py regime_lines): 0.47-0.69 ms at 64-72 ranks with 64 KiB
-    # chunks (published 0.50-0.73), 0.08-0.13 ms at 8; at 128 KiB on 64-72 ranks 0.9-1.0 ms against 1.3-1.5,
-    # where the model's rate (the switch chips', 456 GB/s) is below the published slopes (485-491)
+    # published table's constant within 15 % (benchmarks/nccl_curves.py regime_lines): 0.47-0.69 ms at 64-72 ranks
+    # with 64 KiB chunks (published 0.50-0.73), 0.08-0.13 ms at 8. All in sample: the fill's 2 loops and rank factor
+    # were chosen with every one of these tables in; held out table by table (benchmarks/nvls_rank_holdout.py) the
+    # 64 KiB constants are x0.73 (CoreWeave), x0.87 (8 GPUs), x0.94 (64), x0.96 (Verda), 128 KiB x1.05 (8 GPUs)
     bench = _benchmark()
     data, c = bench.rack_curves()[run], bench.communicator(_row(case))
     model = dict(data, out_of_place={s: nccl.choose("all_reduce", s, c).seconds * 1e6 for s in data["out_of_place"]})
     published = {k: constant for k, _, constant, _ in bench.regime_lines(data, "out_of_place")}
     priced = {k: constant for k, _, constant, _ in bench.regime_lines(model, "out_of_place")}
-    assert priced[chunk] == pytest.approx(published[chunk], rel=within)
+    assert priced[chunk] == pytest.approx(published[chunk], rel=0.15)
 
 
 @settings(max_examples=scaled_examples(60), deadline=None)
-@given(st.sampled_from(["hopper", "blackwell"]), st.sampled_from([16, 24]), st.integers(2, 71),
-       st.integers(3, 35), st.floats(1.0, 1.99))
-def test_more_ranks_in_one_domain_never_speed_a_ring_nor_an_nvls_call_bound_by_its_bytes(generation, channels, ranks,
-                                                                                         log_size, mantissa):
+@given(st.data(), st.sampled_from(["hopper", "blackwell"]), st.sampled_from([16, 24]), st.integers(3, 35),
+       st.floats(1.0, 1.99), st.booleans(), st.floats(0.0, 1.0))
+def test_more_ranks_in_one_domain_never_speed_a_ring_nor_an_nvls_call_bound_by_its_bytes(data, generation, channels,
+                                                                                         log_size, mantissa,
+                                                                                         largest, where):
     # the same buffer over one more GPU of the domain: a ring takes 2(n - 1) / n of it through each port and more
     # steps; NVLS takes the whole buffer through each port, its switches add one more operand an element and its
     # fill one more rank's chunks. (Not where NCCL's table moves the call from a ring to NVLS: the published 8 GB300
     # run NVLS and take 17.9 ms at 8 GiB where 4 GB300 run rings in 18.9; nor where head steps bind, below; nor where
     # one more head moves calcCollChunking's cut past the call, which then runs a chunk half as large and fills less:
-    # 768 MiB on 24 channels is 128 KiB chunks on 4 GPUs, 64 KiB on 5.)
-    size = mantissa * 2.0**log_size
+    # 768 MiB on 24 channels is 128 KiB chunks on 4 GPUs, 64 KiB on 5.) NVLS sizes are drawn where both run NCCL's
+    # 64 or 128 KiB chunks, bound by their bytes.
+    ranks = data.draw(st.integers(2, 7 if generation == "hopper" else 71))
     c, more = _rack(ranks, channels, generation), _rack(ranks + 1, channels, generation)
+    size = mantissa * 2.0**log_size
     assert nccl.choose("all_reduce", size, more, only="ring").seconds >= \
         nccl.choose("all_reduce", size, c, only="ring").seconds * (1 - 1e-12)
-
-    def bound_by_bytes(x):
-        loops, heads = nccl.nvls_loops(size, x)
-        moving = size / nccl._nvls_through("all_reduce", x)
-        return moving + nccl.nvls_fill_seconds(size, moving, x) > loops * heads * nccl.NVLS_HEAD_STEP_S
-    def chunk(x):
-        return nccl._nvls_chunk(size / x.nvls_channels, nccl.nvls_loops(size, x)[1])
-    if bound_by_bytes(c) and bound_by_bytes(more) and chunk(c) == chunk(more):
+    heads, most = nccl.nvls_loops(GIB, c)[1], nccl.nvls_loops(GIB, more)[1]
+    low, high = (64 * most * 131072, 256 * most * 131072) if largest else (8 * most * 65536, 64 * heads * 131072)
+    size = c.nvls_channels * (low + where * (high - low) * (1 - 1e-9))
+    if _bytes_bound(size, c) and _bytes_bound(size, more) and _chunk(size, c) == _chunk(size, more):
         assert nccl.choose("all_reduce", size, more, only="nvls").seconds >= \
             nccl.choose("all_reduce", size, c, only="nvls").seconds * (1 - 1e-12)
 

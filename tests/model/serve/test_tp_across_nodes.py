@@ -294,7 +294,8 @@ def test_a_handed_over_call_never_costs_more_than_custom_all_reduce_would_have(t
         assert handed <= kept
     else:   # at or above symmetric memory's maximum vLLM runs NCCL
         top = allreduce.SYMM_MAX[allreduce.capability(generation)][tp]
-        nccl_price = collectives.all_reduce(nbytes, comms.place(tp, 1, tiers))
+        # graph-captured inside a host, NCCL's buffers are registered (no NVLS fill)
+        nccl_price = collectives.all_reduce(nbytes, comms.place(tp, 1, tiers), registered=graphed)
         # no lower than symmetric memory's price just under its maximum, and above it by no more than the
         # custom kernel's peer reads of that last 1e-3 byte where custom all-reduce's floor binds (allreduce.beyond)
         under = max(nccl_price, _inside(top - 1e-3, tp, tiers, generation=generation, graphed=graphed))
@@ -414,3 +415,19 @@ def test_the_serving_benchmarks_engines_ran_the_fenced_kernel():
     for tokens, extra in ((64, allreduce.FENCE_S), (16, 0.0)):
         diff = costs[engine]._token_costs(tokens, True)[5] - costs[plain]._token_costs(tokens, True)[5]
         assert diff == pytest.approx(calls * extra, abs=1e-12)
+
+
+def test_a_graph_captured_nccl_all_reduce_inside_a_host_pays_no_nvls_fill_and_across_trays_it_does():
+    # NCCL registers a graph-captured call's buffers outside MNNVL (enqueue.cc, NCCL_GRAPH_REGISTER default 1) and
+    # runNvls then skips the scatter and gather copies (all_reduce.h v2.28.7 `nelem = work->regUsed ? 0 : ...`):
+    # on 8 H100s a call past symmetric memory's maximum (64 MiB at TP 8) is NCCL's NVLS, less the fill, in a graph
+    node = comms.place(8, 1, TIERS)
+    rack = comms.place(8, 1, RACK.tiers)
+    for big in (128 * 2**20, 1 << 30):
+        assert collectives.choice("all_reduce", big, node).algorithm == "nvls"
+        graphed, eager = (tp_all_reduce(big, node, False, "vllm", 8, fallback="symm_mem", graphed=g) for g in (True, False))
+        assert eager == collectives.all_reduce(big, node)
+        assert graphed == collectives.all_reduce(big, node, registered=True) < eager
+        # over an NVL72's trays (MNNVL) NCCL registers nothing by itself: the fill stays
+        assert tp_all_reduce(big, rack, True, "vllm", 8, fallback="symm_mem", graphed=True) == \
+            tp_all_reduce(big, rack, True, "vllm", 8, fallback="symm_mem", graphed=False)
