@@ -259,9 +259,12 @@ def test_allgather_moves_more_with_more_attention_groups(tokens, small, large, t
 @settings(max_examples=scaled_examples(20), deadline=None)
 @given(st.integers(1, 8192), st.sampled_from([1, 2, 4, 8]), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2]),
        st.sampled_from(["vllm_v1", "sglang"]))
-@example(tokens=1, small=4, large=8, tp=2, engine="vllm_v1")   # 3.1 us over two nodes against 4.0 us in one with
-# the std NVLink4 step at 1 us; with the step read from nccl-tests (0.42 us, dsl/std/nvidia.gcl) one NVLink step is
-# quicker than an NDR hop, as a node's own fabric should be
+@example(tokens=1, small=4, large=8, tp=2, engine="vllm_v1")   # 3.1 us over two nodes against 4.0 us in one
+@pytest.mark.xfail(strict=True, reason=(
+    "model/comms.py prices a small collective by latency alone: no per-call base (NCCL's 6.6 us ring LL "
+    "baseLat for the calls NCCL launches), log2(n) switch steps, 2 x latency where the switch reduces, so "
+    "8 groups over two nodes (NDR hop 0.5 us) price below 4 in one node on the std NVLink4 step, 1 us, "
+    "itself LOW (no source); lowering that step to pass this law was tuning a constant to it (docs/network.md)"))
 def test_gathering_more_attention_groups_never_takes_less_time(tokens, small, large, tp, engine):
     """Law: the gather's whole time, latency included, never falls as more attention groups gather the same
     tokens, on vLLM's DP group and SGLang's TP group alike: leaving the node cannot make it quicker."""
