@@ -229,7 +229,7 @@ class Replica:
             # two all-reduces per layer; one where a parallel block sums attention and MLP first
             reductions = 1 if s.parallel_block else 2
             hosts = math.ceil(c.tp / self.partition.node.gpus)   # tp innermost: whole hosts, then a part of one
-            collectives += reductions * layers * tp_all_reduce(group * s.hidden * 2, self.tp_stages,
+            collectives += (reductions * layers - self._reductions_gathered()) * tp_all_reduce(group * s.hidden * 2, self.tp_stages,
                                                                hosts > 1 and not self.engine.mnnvl,
                                                                self.engine.all_reduce, c.tp,
                                                                self.engine.nccl_nvls, self.engine.nccl_collnet,
@@ -245,6 +245,17 @@ class Replica:
         # streaming in, drawing a memory-bound kernel's power (model/power.py serving_activity)
         computing = self.gemm_flops_per_token * tokens / mixed_gemm_rate(chip, c, max(float(BEST_SHAPE[0]), group), s.hidden, s.hidden)
         return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens), computing
+
+    def _reductions_gathered(self) -> int:
+        """TP all-reduces of a stage that SGLang's data-parallel attention replaces ([sgldpa], dp_attention.py):
+        on a MoE layer, the attention's all-reduce becomes a reduce-scatter in the attention TP group then an
+        all-gather over the whole TP group, and the MoE's a reduce-scatter over the whole group then an all-gather
+        in the attention TP group; the two attention-group halves make one all-reduce, the two whole-group
+        halves the exchange `_expert_exchange` prices, so each MoE layer has one all-reduce fewer."""
+        s, c, e = self.shape, self.config, self.engine
+        if not (s.is_moe and e.dispatcher == "allgather" and e.gather_stage and c.ep > 1 and not s.parallel_block):
+            return 0
+        return math.ceil(s.moe_layers / c.pp)
 
     def _expert_exchange(self, tokens: float) -> float:
         """Seconds one MoE layer of a stage spends moving `tokens` (all attention groups') to their experts

@@ -314,3 +314,24 @@ def test_experts_tp_sharded_in_one_attention_group_exchange_nothing_whatever_the
     spread = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION, attrs.evolve(profile("sglang").engine(), dispatcher="alltoall"))
     assert spread._expert_exchange(4096.0) > 0
     assert any("all-to-all" in what for _, what, _ in group_tiers(spread))
+
+
+def test_sglang_dp_attention_charges_one_all_reduce_fewer_a_moe_layer_by_hand():
+    """SGLang's DP attention ([sgldpa], dp_attention.py) at attention TP 2 x 4 groups on one 8-GPU node: DeepSeek-V3's
+    61 layers, 58 of them MoE. A dense layer keeps its two TP all-reduces; on a MoE layer the attention's all-reduce
+    becomes a reduce-scatter in the attention TP group plus an all-gather over all 8 GPUs, and the MoE's a
+    reduce-scatter over all 8 plus an all-gather in the attention TP group: one TP all-reduce (the two pair-halves)
+    and one 8-GPU gather and reduce-scatter of every group's bf16 tokens. So 2 x 3 + 58 = 64 all-reduces of a
+    group's tokens, not 122, and 58 gathers; one all-reduce is read off TP 2 alone (no exchange) at a group's tokens."""
+    assert (MOE.layers, MOE.moe_layers) == (61, 58)
+    engine, tokens = profile("sglang").engine(), 512
+    alone = replica(MOE, ServeConfig(2, 1, "fp8", ep=1), PARTITION, engine)
+    all_reduce = alone._token_costs(tokens / 4)[5] / (2 * 61)
+    assert all_reduce > 0
+    whole = comms.place(8, 1, PARTITION.tiers)
+    gather = comms.all_gather(tokens * MOE.hidden * 2, whole) + comms.reduce_scatter(tokens * MOE.hidden * 2, whole)
+    r = replica(MOE, ServeConfig(2, 1, "fp8", ep=4), PARTITION, engine)
+    assert r._token_costs(tokens)[5] == pytest.approx(64 * all_reduce + 58 * gather, rel=1e-9)
+    # vLLM's gather leaves both all-reduces in place (its attention groups' TP all-reduce then the gather)
+    vllm = profile("vllm_v1").engine()
+    assert replica(MOE, ServeConfig(2, 1, "fp8", ep=4), PARTITION, vllm)._reductions_gathered() == 0
