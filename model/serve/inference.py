@@ -257,6 +257,21 @@ class Replica:
             return 0
         return math.ceil(s.moe_layers / c.pp)
 
+    def exchange_route(self) -> tuple[str, tuple]:
+        """How a MoE layer's routed tokens move, and over which stages (what `_expert_exchange` prices and the
+        placement view names): "sharded", nothing (every expert TP-sharded in one attention group); "one_group",
+        nothing (one attention group holds every token, on an all-gathering or `grouped_exchange` engine);
+        "allgather" (over the stage's whole TP group for SGLang, `gather_stage`, else one TP index's groups);
+        or the dispatcher's all-to-all, "alltoall" or "deepep", over the expert stages."""
+        c, e = self.config, self.engine
+        if e.dispatcher == "allgather" and c.ep > 1:
+            return "allgather", self.ep_stages if e.gather_stage else self.group_stages
+        if moe.expert_layout(e.moe_path, c.tp, c.ep)[1] == 1:
+            return "sharded", self.ep_stages
+        if c.ep == 1 and (e.grouped_exchange or e.dispatcher == "allgather"):
+            return "one_group", self.ep_stages
+        return e.dispatcher, self.ep_stages
+
     def _expert_exchange(self, tokens: float) -> float:
         """Seconds one MoE layer of a stage spends moving `tokens` (all attention groups') to their experts
         and back, as the engine's dispatcher does (model/serve/moe.py): an all-to-all of every top_k copy
@@ -268,17 +283,15 @@ class Replica:
         nor in one attention group at all on an engine that exchanges only between groups
         (`grouped_exchange`, TensorRT-LLM's): its TP all-reduce sums the experts' outputs."""
         s, c, dispatcher = self.shape, self.config, self.engine.dispatcher
-        if dispatcher == "allgather":
-            if c.ep == 1:
-                return 0.0
+        route, stages = self.exchange_route()
+        if route in ("sharded", "one_group"):
+            return 0.0
+        if route == "allgather":
             gathered = tokens * s.hidden    # every group's tokens, on each GPU (its TP ranks each gather them)
             # vLLM's DP group of one TP index, rows quantized first; SGLang's whole TP group, in bf16
-            stages, width = ((self.ep_stages, 2) if self.engine.gather_stage
-                             else (self.group_stages, dispatch_bytes(c.precision)))
+            width = 2 if self.engine.gather_stage else dispatch_bytes(c.precision)
             return comms.all_gather(gathered * width, stages) + comms.reduce_scatter(gathered * 2, stages)
         spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
-        if spread == 1 or (self.engine.grouped_exchange and c.ep == 1):
-            return 0.0      # one attention group whose GPUs hold every token: its TP all-reduce sums the experts
         copies = tokens / c.ep / c.tp * s.top_k * s.hidden
         sent = copies * moe.sent_share(s, dispatcher, spread)
         if dispatcher != "deepep":
