@@ -221,8 +221,11 @@ def test_sglang_gathers_over_its_whole_tp_group_in_bf16_by_hand():
     assert (engine.dispatcher, engine.gather_stage) == ("allgather", True)
     tokens, config = 512, ServeConfig(2, 1, "fp8", ep=4)
     r = replica(MOE, config, PARTITION, engine)
-    by_hand = (comms.all_gather(tokens * MOE.hidden * 2, r.ep_stages)
-               + comms.reduce_scatter(tokens * MOE.hidden * 2, r.ep_stages))
+    # 512 tokens x 7168 wide x 2 bytes (bf16) = 7,340,032 bytes each way, over all 8 GPUs of the node (tp 2 x 4
+    # groups), placed here rather than read off the replica
+    assert MOE.hidden == 7168
+    whole = comms.place(8, 1, PARTITION.tiers)
+    by_hand = comms.all_gather(7_340_032, whole) + comms.reduce_scatter(7_340_032, whole)
     assert r._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12)
     assert [s.peers for s in comms.tiles(r.ep_stages)] != [s.peers for s in comms.tiles(r.group_stages)]
     as_vllm = replica(MOE, config, PARTITION, attrs.evolve(engine, gather_stage=False))
