@@ -19,7 +19,7 @@ import graphviz
 
 from ..dsl.numbers import count, duration, number
 from ..model import comms
-from ..model.serve import moe, ranks
+from ..model.serve import ranks
 from ..model.serve.inference import Replica, kv_transfer_time
 from .diagram import FONT, PALETTE, PASTEL, escape, ident
 from .placement import domain_size
@@ -154,17 +154,15 @@ def group_tiers(r: Replica) -> list[tuple[str, str, str]]:
     if c.tp > 1:
         out.append((f"tp = {c.tp} (tensor)", "2 all-reduces per layer", _names(t.tier for t in r.tp_stages)))
     if c.ep > 1 or (r.shape.is_moe and c.tp > 1):
-        spread = moe.expert_layout(r.engine.moe_path, c.tp, c.ep)[1] if r.shape.is_moe else 1
-        stages = r.ep_stages
+        route, stages = r.exchange_route() if r.shape.is_moe else ("", r.ep_stages)
         if not r.shape.is_moe:
             what = "attention groups"
-        elif spread == 1:
+        elif route == "sharded":
             what = "experts TP-sharded: summed by the tensor all-reduce, no exchange"
-        elif c.ep == 1 and (r.engine.grouped_exchange or r.engine.dispatcher == "allgather"):
+        elif route == "one_group":
             what = "one attention group holds every token: experts summed by the tensor all-reduce, no exchange"
-        elif r.engine.dispatcher == "allgather":
+        elif route == "allgather":
             what = "tokens all-gathered, outputs reduce-scattered per MoE layer"
-            stages = r.ep_stages if r.engine.gather_stage else r.group_stages
         else:
             what = "expert all-to-all (dispatch, combine) per MoE layer" + (
                 ", once per rank and node (DeepEP)" if r.engine.dispatcher == "deepep" else "")

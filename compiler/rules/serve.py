@@ -34,6 +34,7 @@ def serve_rules(job: Entity) -> Iterator[Diagnostic]:
                                       "does not state", notes=["help: state the peak `rate = 40 req/s`; each share "
                                                               "of the day is a share of it"])
     yield from _sizes(job)
+    yield from _trtllm_layout(job)
     yield from moe_path_rules(job, "engine.moe_path", job.get("model"))
     yield from draft_rules(job, "engine")
     yield from checkpoint_rules(job)
@@ -125,6 +126,28 @@ def _trtllm_dispatcher(job: Entity, engine: str) -> Iterator[Diagnostic]:
                                          "all-reduce sums the experts, so no dispatcher sends tokens",
                                      notes=["help: remove `dispatcher`, or plan with `profile = trtllm_pytorch` "
                                             "(whose attention data parallelism exchanges tokens)"])
+
+
+def _trtllm_layout(job: Entity) -> Iterator[Diagnostic]:
+    """Pinned widths TensorRT-LLM cannot run (docs/engines.md): its TensorRT engines have no attention data
+    parallelism (no `ep` > 1), and its PyTorch backend's attention DP gives each GPU its own attention group
+    (attention TP 1), so `tp` > 1 beside `ep` > 1 is a layout it never runs."""
+    profile = getattr(job.get("engine.profile"), "name", None)
+    tp, ep = job.get("parallelism.tp") or 1, job.get("parallelism.ep") or 1
+    if profile in TRT_ENGINES and ep > 1:
+        yield codes.PARALLELISM.make(job.span_of("parallelism.ep"),
+                                     what=f"`ep = {ep}` on TensorRT-LLM's TensorRT engines (`{profile}`), which run no "
+                                          "attention data parallelism: every GPU holds every token",
+                                     labels=[Label(job.span_of("engine.profile"), "the engine")],
+                                     notes=["help: remove `ep` (the experts are TP-sharded, or pin `moe_path`), or plan "
+                                            "with `profile = trtllm_pytorch` (attention data parallelism)"])
+    elif profile == "trtllm_pytorch" and tp > 1 and ep > 1:
+        yield codes.PARALLELISM.make(job.span_of("parallelism.tp"),
+                                     what=f"`tp = {tp}` beside `ep = {ep}` on TensorRT-LLM's PyTorch backend, whose "
+                                          "attention data parallelism gives each GPU its own attention group (TP 1)",
+                                     labels=[Label(job.span_of("parallelism.ep"), "the attention groups")],
+                                     notes=[f"help: pin `tp = 1` and `ep = {tp * ep}` (attention DP on every GPU), "
+                                            "or `ep = 1` (attention TP over the GPUs)"])
 
 
 def _sizes(job: Entity) -> Iterator[Diagnostic]:

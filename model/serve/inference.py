@@ -230,7 +230,7 @@ class Replica:
             # two all-reduces per layer; one where a parallel block sums attention and MLP first
             reductions = 1 if s.parallel_block else 2
             hosts = math.ceil(c.tp / self.partition.node.gpus)   # tp innermost: whole hosts, then a part of one
-            collectives += reductions * layers * tp_all_reduce(group * s.hidden * 2, self.tp_stages,
+            collectives += (reductions * layers - self._reductions_gathered()) * tp_all_reduce(group * s.hidden * 2, self.tp_stages,
                                                                hosts > 1 and not self.engine.mnnvl,
                                                                self.engine.all_reduce, c.tp,
                                                                self.engine.nccl_nvls, self.engine.nccl_collnet,
@@ -247,6 +247,32 @@ class Replica:
         computing = self.gemm_flops_per_token * tokens / mixed_gemm_rate(chip, c, max(float(BEST_SHAPE[0]), group), s.hidden, s.hidden)
         return gemm, weights, gemm_roofline, routing, launches, collectives, pipeline_hops(self, tokens), computing
 
+    def _reductions_gathered(self) -> int:
+        """TP all-reduces of a stage that SGLang's data-parallel attention replaces ([sgldpa], dp_attention.py):
+        on a MoE layer, the attention's all-reduce becomes a reduce-scatter in the attention TP group then an
+        all-gather over the whole TP group, and the MoE's a reduce-scatter over the whole group then an all-gather
+        in the attention TP group; the two attention-group halves make one all-reduce, the two whole-group
+        halves the exchange `_expert_exchange` prices, so each MoE layer has one all-reduce fewer."""
+        s, c, e = self.shape, self.config, self.engine
+        if not (s.is_moe and e.dispatcher == "allgather" and e.gather_stage and c.ep > 1 and not s.parallel_block):
+            return 0
+        return math.ceil(s.moe_layers / c.pp)
+
+    def exchange_route(self) -> tuple[str, tuple]:
+        """How a MoE layer's routed tokens move, and over which stages (what `_expert_exchange` prices and the
+        placement view names): "sharded", nothing (every expert TP-sharded in one attention group); "one_group",
+        nothing (one attention group holds every token, on an all-gathering or `grouped_exchange` engine);
+        "allgather" (over the stage's whole TP group for SGLang, `gather_stage`, else one TP index's groups);
+        or the dispatcher's all-to-all, "alltoall" or "deepep", over the expert stages."""
+        c, e = self.config, self.engine
+        if e.dispatcher == "allgather" and c.ep > 1:
+            return "allgather", self.ep_stages if e.gather_stage else self.group_stages
+        if moe.expert_layout(e.moe_path, c.tp, c.ep)[1] == 1:
+            return "sharded", self.ep_stages
+        if c.ep == 1 and (e.grouped_exchange or e.dispatcher == "allgather"):
+            return "one_group", self.ep_stages
+        return e.dispatcher, self.ep_stages
+
     def _expert_exchange(self, tokens: float) -> float:
         """Seconds one MoE layer of a stage spends moving `tokens` (all attention groups') to their experts
         and back, as the engine's dispatcher does (model/serve/moe.py): an all-to-all of every top_k copy
@@ -258,17 +284,15 @@ class Replica:
         nor in one attention group at all on an engine that exchanges only between groups
         (`grouped_exchange`, TensorRT-LLM's): its TP all-reduce sums the experts' outputs."""
         s, c, dispatcher = self.shape, self.config, self.engine.dispatcher
-        if dispatcher == "allgather":
-            if c.ep == 1:
-                return 0.0
+        route, stages = self.exchange_route()
+        if route in ("sharded", "one_group"):
+            return 0.0
+        if route == "allgather":
             gathered = tokens * s.hidden    # every group's tokens, on each GPU (its TP ranks each gather them)
             # vLLM's DP group of one TP index, rows quantized first; SGLang's whole TP group, in bf16
-            stages, width = ((self.ep_stages, 2) if self.engine.gather_stage
-                             else (self.group_stages, dispatch_bytes(c.precision)))
+            width = 2 if self.engine.gather_stage else dispatch_bytes(c.precision)
             return comms.all_gather(gathered * width, stages) + comms.reduce_scatter(gathered * 2, stages)
         spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
-        if spread == 1 or (self.engine.grouped_exchange and c.ep == 1):
-            return 0.0      # one attention group whose GPUs hold every token: its TP all-reduce sums the experts
         copies = tokens / c.ep / c.tp * s.top_k * s.hidden
         sent = copies * moe.sent_share(s, dispatcher, spread)
         if dispatcher != "deepep":

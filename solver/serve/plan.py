@@ -128,7 +128,8 @@ def plan_serve(entity: Entity, top: int = 3, requests: int | None = None, exhaus
     engine = engine_of(entity, partition)
     precision = getattr(entity.get("precision"), "name", "bf16")
     replicas = sharing_costs([replica(shape, cfg, partition, engine)
-                              for cfg in configs(shape, partition, limits.gpus, precision, entity, engine.max_seqs)])
+                              for cfg in configs(shape, partition, limits.gpus, precision, entity, engine.max_seqs,
+                                                   engine.name)])
     search = (DemandSearch if has_demand else SaturatedSearch)(
         graph, partition, limits, demand if has_demand else None, mode_of(entity), replicas, demand,
         lifetime(entity, demand.output), energy=energy, router=router_of(entity))

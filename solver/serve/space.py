@@ -8,6 +8,7 @@ import math
 
 
 from ...compiler.design import Bound, Entity
+from ...compiler.schema import TRT_ENGINES
 from ...compiler.ir import ClusterGraph, Partition
 from ...model.network.placement import SCALE_UP_SCOPES
 from ...model.serve.engines import Engine, profile
@@ -142,9 +143,11 @@ def scaleup_domain(partition: Partition) -> int:
 
 
 def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, entity: Entity,
-            engine_cap: int | None = None):
+            engine_cap: int | None = None, engine_name: str = ""):
     """Replica configurations: tp inside the scale-up domain, ep and pp across nodes; batches
-    up to the engine's running sequences (`engine_cap`, or `engine { max_batch }`)."""
+    up to the engine's running sequences (`engine_cap`, or `engine { max_batch }`). TensorRT-LLM's
+    TensorRT engines run no attention data parallelism (ep 1: docs/engines.md), and its PyTorch
+    backend's attention DP gives each GPU its own attention group (tp 1 where ep > 1)."""
     domain = scaleup_domain(partition)
     pinned = entity.get("parallelism")
     pin = (lambda k: pinned.get(k)) if pinned is not None else (lambda k: None)
@@ -156,6 +159,10 @@ def configs(shape: ModelShape, partition: Partition, gpus: int, precision: str, 
     pps = [pin("pp")] if pin("pp") else [p for p in WIDTHS if p <= shape.layers]
     cap = entity.get("engine.max_batch") or engine_cap
     batches = [entity.get("batch")] if entity.get("batch") else [b for b in BATCHES if not cap or b <= cap] or [cap]
+    if engine_name in TRT_ENGINES and not pin("ep"):
+        eps = [1]
     for tp, ep, pp, batch in itertools.product(tps, eps, pps, batches):
+        if engine_name == "trtllm_pytorch" and tp > 1 and ep > 1 and not (pin("tp") and pin("ep")):
+            continue
         if tp * ep * pp <= gpus:
             yield ServeConfig(tp, batch, precision, ep, pp, kv.name if kv is not None else None, **wide)

@@ -540,27 +540,6 @@ def test_nccl_s_own_table_prices_a_gb300_ring_below_the_published_time_and_one_l
     assert nccl.STEP_LATENCY_US["nvlink"]["ring"][0] == nccl.STEP_LATENCY_US["nvlink"]["tree"][0] == 0.6
 
 
-def test_std_nvlink4_latency_is_the_ll_step_read_from_the_smallest_published_call_on_it():
-    # dsl/std/nvidia.gcl NVLink4 (and NVLink4_H800, the same NVSwitch3): one LL step read from 8 x H20's
-    # 4-byte all-reduce (DeepEP issue 303), as the Blackwell step is read above; NCCL's table's 0.6 us prices
-    # that call 20 % slow, the reading's step reproduces it, and one step over NVLink in a node is quicker
-    # than one NDR switch hop between nodes (std 0.5 us): a group cannot get faster by leaving the node
-    bench = _benchmark()
-    reading = bench.ll_step_reading("h20_nvlink8")
-    tiers = [bench.case_tiers(row) for row in ({"nodes": "2", "node": "DGX_H100", "scaleout": "NDR_FatTree"},
-                                               {"nodes": "1", "node": "HGX_H800", "scaleout": ""})]
-    nvlink = [t[0] for t in tiers]
-    assert all(t.scope == "node" for t in nvlink)
-    assert all(t.latency == pytest.approx(reading * 1e-6, rel=0.01) for t in nvlink)
-    row = min(bench.case_rows("h20_nvlink8"), key=lambda r: float(r["bytes"]))
-    steps, base = 2 * (int(row["ranks"]) - 1), nccl.BASE_LATENCY_US["ring"][0]
-    measured = float(row["time_us"])
-    assert base + steps * nccl.STEP_LATENCY_US["nvlink"]["ring"][0] > measured * 1.15       # NCCL's table: slow
-    assert base + steps * reading == pytest.approx(measured, rel=0.01)
-    ndr = tiers[0][1]
-    assert ndr.scope == "scaleout" and nvlink[0].latency < ndr.latency
-
-
 def test_nccl_s_own_table_runs_the_16_mib_gb300_ring_as_simple_and_the_model_prices_it_alike():
     # 4 GB300 of a tray (docs/network.md): NCCL's table on its search's 16 x 45 = 720 GB/s leaves ring LL128 (640, its
     # per-channel cap; 14 + 6 x 1.9 us) for Simple (8.4 + 6 x 3.4 us) near 12.5 MiB, the model's pick on the tiers'

@@ -95,6 +95,8 @@ def verdicts(root):
     # not a whole number of 64-token pages, nor once SGLang divides it over 16 attention DP ranks (513)
     cases["negative/chunk"] = good[:chunk] + ["8208"] + good[chunk + 1:]
     cases["negative/unknown"] = good + ["--num-scheduler-steps", "4"]      # vLLM's V0 flag, not SGLang's
+    backend = good.index("--moe-a2a-backend") + 1    # vLLM's name for the gather, not one of SGLang's backends
+    cases["negative/allgather"] = good[:backend] + ["allgather"] + good[backend + 1:]
     cases["deepep/serving/args"] = flag_words(pool_arguments(*_deepep(str(root)))) + good[-5:]
     # a replica over two nodes: the second node's launch (SGLang's resolution is slow: one node)
     node = node_words(root / "aggregated" / "sglang.args", "sglang", "serving", 1)
@@ -199,7 +201,10 @@ def test_sglang_gathers_every_groups_tokens_where_the_plan_does(verdicts, root):
     served = _served(str(root), "aggregated")
     r = served.decode.replica
     assert (r.engine.dispatcher, r.engine.gather_stage) == ("allgather", True) and r.config.ep > 1
-    got = verdicts["aggregated/serving/args"][1]["args"]
+    argv, verdict = verdicts["aggregated/serving/args"]
+    got = verdict["args"]
+    # the flag itself, not SGLang's resolved default: the export must write it
+    assert argv[argv.index("--moe-a2a-backend") + 1] == "none"
     assert (got["moe_a2a_backend"], got["attn_dp_size"], got["tp_size"]) == ("none", r.config.ep, r.config.tp * r.config.ep)
     assert verdicts["deepep/serving/args"][1]["args"]["moe_a2a_backend"] == "deepep"
     deepep = _deepep(str(root))[1].replica
@@ -209,6 +214,7 @@ def test_sglang_gathers_every_groups_tokens_where_the_plan_does(verdicts, root):
 def test_sglang_rejects_the_negative_controls(verdicts):
     assert "chunked_prefill_size must be divisible by page_size" in verdicts["negative/chunk"][1]["error"]
     assert "SystemExit" in verdicts["negative/unknown"][1]["error"]
+    assert "SystemExit" in verdicts["negative/allgather"][1]["error"]
     assert "tp_size must be divisible by number of nodes" in verdicts["negative/nnodes3"][1]["error"]
 
 

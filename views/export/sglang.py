@@ -12,7 +12,9 @@ attention TP = the plan's tp); the routed experts as the plan costs them -> --ep
 the engine's MoE path keeps each expert TP-sharded over tp GPUs (SGLang's MoE TP = tp-size /
 ep-size), tp x ep where it holds whole experts; `dispatcher = allgather` (the profile's) -> --moe-a2a-backend
 none, SGLang's default, whose data-parallel attention gathers every group's tokens over the TP group and
-reduce-scatters the outputs back, as the plan costs it (model/serve/engines.py [sgldpa]); `dispatcher =
+reduce-scatters the outputs back, as the plan costs it (model/serve/engines.py [sgldpa]; in SGLang's
+MAX_LEN padding mode only: its SUM_LEN mode, every multi-group prefill and decode within its custom all-reduce,
+runs both as all-reduces of about twice the bytes, which the plan does not price); `dispatcher =
 deepep` -> --moe-a2a-backend deepep --deepep-mode normal (DeepEP's normal kernels, which SGLang runs
 without CUDA graphs, as the plan costs them; `alltoall`, every routed copy sent, is refused where experts
 lie on several GPUs: no SGLang backend sends so); the batch limit -> --max-running-requests; the

