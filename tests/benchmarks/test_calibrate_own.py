@@ -4,6 +4,7 @@ benchmark's own run (docs/calibration.md)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -129,3 +130,25 @@ def test_a_constants_share_of_a_step_is_how_far_the_prediction_moves_with_it():
         obs = Observation("train", "g", "run", 1.0, "tokens/s", (key,), predict=None, partition=None, span=no_span(),
                           predict_values=lambda v, s=s, offset=offset: math.exp(offset + s * math.log(v[key] / 0.5)))
         assert calibrate_own.step_share(obs, {key: 0.6}, key) == pytest.approx(s, abs=1e-9)
+
+
+def test_a_systems_step_overhead_adds_its_seconds_to_each_step(monkeypatch):
+    """--step-overhead: a run of `tokens` per GPU a step at rate r takes tokens / r seconds; with
+    the system's overhead t it takes t more, whatever the run, and a longer overhead is slower."""
+    from gclc.dsl.source import no_span
+    from gclc.solver.calibrate.fit import residual
+    from gclc.solver.calibrate.observe import Observation
+
+    monkeypatch.setattr(calibrate_own, "applied", lambda partition, values: partition)   # no design here
+    for rate, tokens in ((1000.0, 4096.0), (250.0, 8192.0 * 4)):
+        obs = Observation("train", "g", "run", rate, "tokens/s", (), predict=lambda p, rate=rate: rate,
+                          partition=None, span=no_span())
+        slow = calibrate_own.with_overhead(obs, "sys", tokens)
+        key = ("cluster", "sys", "step_overhead")
+        assert key in slow.informs and any(p.key == key for p in slow.priors)
+        rates = []
+        for t in (0.0, 0.05, 0.5):
+            predicted = rate * math.exp(residual(slow, {key: t}))
+            assert tokens / predicted == pytest.approx(tokens / rate + t, rel=1e-9)
+            rates.append(predicted)
+        assert rates == sorted(rates, reverse=True)
