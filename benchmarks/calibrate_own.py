@@ -1,6 +1,6 @@
 """Calibrating on your own runs, judged on the runs it did not see.
 
-    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread]
+    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread] [--step-overhead]
 
 Each group of published training runs on one system (a vendor's table, a paper's scaling
 series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
