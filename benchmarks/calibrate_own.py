@@ -1,6 +1,6 @@
 """Calibrating on your own runs, judged on the runs it did not see.
 
-    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread] [--step-overhead]
+    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread] [--no-step-overhead]
 
 Each group of published training runs on one system (a vendor's table, a paper's scaling
 series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
@@ -72,7 +72,6 @@ from gclc.solver.calibrate.fit import residual  # noqa: E402
 from gclc.solver.calibrate.model_spread import between_model_spread  # noqa: E402
 from gclc.solver.calibrate.observe import NOISE, collective_observations  # noqa: E402
 from gclc.solver.calibrate.observe_train import architecture, train_observation  # noqa: E402
-from gclc.solver.calibrate.params import Param, applied  # noqa: E402
 
 ROOT = HERE.parent
 MIN_RUNS = 4        # a group with fewer leaves too little to hold back
@@ -112,33 +111,13 @@ UNSEEN = ("precision", "moe", "gpus", "seq", "model")
 
 
 def observation(case, params):
-    """A published run as an operator's training observation, on the partition of the fit `params`
-    (with `--step-overhead`, its step also carries its system's fixed per-step time: `with_overhead`)."""
+    """A published run as an operator's training observation, on the partition of the fit `params`,
+    its node named for its system (group and chip): gclc calibrate fits a node's per-step host time
+    (`node { step_overhead }`, solver/calibrate/step_overhead.py) from that system's runs alone
+    (unless `--no-step-overhead`)."""
     partition = published.calibrated_partition(case, params)
-    obs = train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
-    return with_overhead(obs, f"{case.group}|{case.chip}", case.cfg.batch * case.cfg.seq / case.cfg.gpus) \
-        if _OVERHEAD else obs
-
-
-# --step-overhead (an experiment, not shipped: the model has no such term and a design no field to
-# write it to): a fixed time per step the step model lacks (the step loop's host work between two
-# steps: the loss and grad-norm reads that drain the GPU's queue, the optimizer's and the data
-# loader's Python, the first launches of the next step), one per system: a stack on its hosts.
-# ASSUMPTION: 20 ms, known to a factor of e^1.5 (the serving engine's host time's width,
-# solver/calibrate/params.py SPREAD["host_step"]), between 0.1 ms and 1 s.
-OVERHEAD_PRIOR, OVERHEAD_SPREAD, OVERHEAD_RANGE = 0.02, 1.5, (1e-4, 1.0)
-
-
-def with_overhead(obs, system: str, tokens: float):
-    """`obs` (`tokens` per GPU a step) whose step takes its system's fixed per-step time beside the model's."""
-    key = ("cluster", system, "step_overhead")
-
-    def predict_values(values: dict) -> float:
-        rate = obs.predict(applied(obs.partition, values))   # tokens / step time
-        return tokens / (tokens / rate + values.get(key, OVERHEAD_PRIOR)) if rate > 0 and math.isfinite(rate) else rate
-
-    return attrs.evolve(obs, informs=obs.informs + (key,), predict_values=predict_values,
-                        priors=obs.priors + (Param(key, OVERHEAD_PRIOR, OVERHEAD_SPREAD, *OVERHEAD_RANGE),))
+    partition = attrs.evolve(partition, node=attrs.evolve(partition.node, name=f"{case.group}|{case.chip}"))
+    return train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
 
 
 def judge_system(cases: list, others: list, params: dict, model_spread: float = 0.0) -> list[dict]:
@@ -148,7 +127,7 @@ def judge_system(cases: list, others: list, params: dict, model_spread: float = 
     published.apply_globals(params)
     yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
     result = calibrate_observations([observation(c, params) for c in yours], model_spread=model_spread,
-                                    carry_offsets=True)
+                                    carry_offsets=True, step_overhead=_OVERHEAD)
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
               covered["moe"], beyond=result.band.beyond) if result.band else None
@@ -195,7 +174,7 @@ def step_share(obs, values: dict, key, step: float = 0.01) -> float:
 
 _CASES: list = []
 _OFFSETS = False   # --offsets: each model among the calibrating runs takes its own offset
-_OVERHEAD = False  # --step-overhead: each system's runs take a fixed per-step time (with_overhead)
+_OVERHEAD = True   # unless --no-step-overhead: each system's node fits its per-step host time (step_overhead.py)
 _DETAIL = False    # --detail: each row also carries the constants its system's fit moved
 
 
@@ -308,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-spread", action="store_true",
                         help="print the model offsets' prior width read from every published system (the shipped "
                              "MODEL_SPREAD) and stop")
-    parser.add_argument("--step-overhead", action="store_true",
-                        help="an experiment: each system's runs take a fixed per-step time, fitted with its constants")
+    parser.add_argument("--no-step-overhead", dest="step_overhead", action="store_false",
+                        help="leave each system's fixed per-step time at its design value (0 s) instead of fitting it")
     parser.add_argument("--detail", action="store_true",
                         help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)

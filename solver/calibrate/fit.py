@@ -29,7 +29,7 @@ HUBER = 1.345
 # same at 4 and 8.
 ROUNDS = 8
 STEPS = 36           # golden-section steps: the log range shrinks by 0.618^36 (to ~1e-7 of a decade)
-ORDER = {"fabric": 0, "chip": 1, "engine": 2, "cluster": 2, "model": 3}
+ORDER = {"fabric": 0, "chip": 1, "engine": 2, "node": 2, "model": 3}
 
 
 def residual(obs: Observation, values: dict, partition=None) -> float:
