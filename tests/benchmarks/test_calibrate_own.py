@@ -120,8 +120,6 @@ def test_a_held_back_run_is_counted_by_what_none_of_your_runs_ran():
 
 def test_a_constants_share_of_a_step_is_how_far_the_prediction_moves_with_it():
     """--detail's share: a prediction that scales as value^s has share s, whatever the offset."""
-    import math
-
     from gclc.dsl.source import no_span
     from gclc.solver.calibrate.observe import Observation
 
