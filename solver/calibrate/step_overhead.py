@@ -13,6 +13,7 @@ from __future__ import annotations
 import attrs
 
 from ...compiler.ir import NodeType
+from ...dsl.numbers import percent
 from .observe import Observation
 from .params import Param
 
@@ -60,7 +61,7 @@ def kept(found: list[Observation]) -> list[str]:
     return [f"node `{name}`: its per-step host time (`step_overhead`) kept at the design's value: "
             f"{len(runs)} training run{'s' if len(runs) != 1 else ''} of one step length cannot tell a fixed "
             f"time per step from the chip's and fabrics' rates (it takes {MIN_RUNS} runs whose step lengths "
-            f"differ by more than {SEPARATE:.0%})"
+            f"differ by more than {percent(SEPARATE)})"
             for name, runs in _by_node(found).items() if not separable(runs)]
 
 
