@@ -1,6 +1,6 @@
 """Calibrating on your own runs, judged on the runs it did not see.
 
-    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread]
+    .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread] [--no-step-overhead]
 
 Each group of published training runs on one system (a vendor's table, a paper's scaling
 series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
@@ -51,6 +51,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+import attrs
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
@@ -109,8 +111,12 @@ UNSEEN = ("precision", "moe", "gpus", "seq", "model")
 
 
 def observation(case, params):
-    """A published run as an operator's training observation, on the partition of the fit `params`."""
+    """A published run as an operator's training observation, on the partition of the fit `params`,
+    its node named for its system (group and chip): gclc calibrate fits a node's per-step host time
+    (`node { step_overhead }`, solver/calibrate/step_overhead.py) from that system's runs alone
+    (unless `--no-step-overhead`)."""
     partition = published.calibrated_partition(case, params)
+    partition = attrs.evolve(partition, node=attrs.evolve(partition.node, name=f"{case.group}|{case.chip}"))
     return train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
 
 
@@ -121,7 +127,7 @@ def judge_system(cases: list, others: list, params: dict, model_spread: float = 
     published.apply_globals(params)
     yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
     result = calibrate_observations([observation(c, params) for c in yours], model_spread=model_spread,
-                                    carry_offsets=True)
+                                    carry_offsets=True, step_overhead=_OVERHEAD)
     covered = result.coverage
     own = Own(result.band.runs, result.band.low, result.band.high, tuple(covered["precisions"]), covered["gpus"],
               covered["moe"], beyond=result.band.beyond) if result.band else None
@@ -168,6 +174,7 @@ def step_share(obs, values: dict, key, step: float = 0.01) -> float:
 
 _CASES: list = []
 _OFFSETS = False   # --offsets: each model among the calibrating runs takes its own offset
+_OVERHEAD = True   # unless --no-step-overhead: each system's node fits its per-step host time (step_overhead.py)
 _DETAIL = False    # --detail: each row also carries the constants its system's fit moved
 
 
@@ -280,11 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-spread", action="store_true",
                         help="print the model offsets' prior width read from every published system (the shipped "
                              "MODEL_SPREAD) and stop")
+    parser.add_argument("--no-step-overhead", dest="step_overhead", action="store_false",
+                        help="leave each system's fixed per-step time at its design value (0 s) instead of fitting it")
     parser.add_argument("--detail", action="store_true",
                         help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)
-    global _DETAIL, _OFFSETS
-    _DETAIL, _OFFSETS = args.detail, args.offsets
+    global _DETAIL, _OFFSETS, _OVERHEAD
+    _DETAIL, _OFFSETS, _OVERHEAD = args.detail, args.offsets, args.step_overhead
     if args.model_spread:
         cases = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
         print(f"model offsets' prior width from all {len(cases)} published runs: "

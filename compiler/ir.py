@@ -33,7 +33,7 @@ from ..dsl.records import frozen
 # 15: accelerators carry the chips they extend (`extends`: whose published runs calibrate them).
 # 16: parts carry their `vendor`, tiers their nodes' host CPU vendor (`host`: NCCL's LL cap across nodes);
 #     a tier's `generation` may be ada (an fp8, GDDR part: NCCL's Ampere rows).
-IR_VERSION = 16
+IR_VERSION = 17
 # sha256 of each version's JSON Schema (less its version number), as
 # tests/compiler/test_ir_version.py computes it: a field changed without a bump fails there.
 IR_SCHEMA_SHA256 = {
@@ -52,6 +52,7 @@ IR_SCHEMA_SHA256 = {
     14: "d7d3bd626e766bbb1b339b78e4e6c798dce9b78c0da7970c17aa4bef542869c8",   # Tier: generation str or None
     15: "9018f60d279574749e50a2ea1ac095bdcd6cc225691329c3c19c5b782d5620a2",   # Accelerator: extends
     16: "e1c0d75c3888eb1c43089c8b6e2a5d26261a09f16d85f06a47875896f112045e",   # Part: vendor; Tier: host
+    17: "6ce6abba619b33e5f258171a11a30f346ac1a1abe98dd3799543b6467b0d6c37",   # NodeType: step_overhead
 }
 
 
@@ -152,6 +153,7 @@ class NodeType:
     nvme_bandwidth: float | None = None   # bytes/s the node's NVMe drives read or write
     host_link: float | None = None        # bytes/s per direction between one GPU and host memory (PCIe, C2C)
     storage: float | None = None          # bytes/s the host writes its checkpoint to storage at (model/train/host.py)
+    step_overhead: float = 0.0            # seconds of host work between two training steps (model/train/step.py)
     span: Span = _span()
 
     def parts_of(self, kind: str) -> tuple[Part, ...]:

@@ -81,6 +81,7 @@ def node_type(node: Entity) -> NodeType:
                     nvme_bandwidth=_f(node.get("nvme_bandwidth")) if node.get("nvme_bandwidth") is not None else None,
                     host_link=_f(node.get("host_link")) if node.get("host_link") is not None else None,
                     storage=_f(node.get("storage")) if node.get("storage") is not None else None,
+                    step_overhead=_f(node.get("step_overhead")) if node.get("step_overhead") is not None else 0.0,
                     span=node.span)
 
 

@@ -397,14 +397,17 @@ NODE = Block(
     {"vendor": TEXT, "source": TEXT, "gpus": RepeatOf(("chip",)), "cpus": RepeatOf(("cpu",)), "dram": BYTES,
      "nvme": BYTES, "nvme_bandwidth": BANDWIDTH, "nics": RepeatOf(("nic",)), "dpus": RepeatOf(("dpu",), least=0), "scaleup": PartRef(("fabric",)),
      "switches": RepeatOf(("switch",)),
-     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH},
+     "overhead": POWER0, "price": PRICE, **RELIABILITY, "mttr": TIME, "storage": BANDWIDTH, "host_link": BANDWIDTH,
+     "step_overhead": TIME0},
     required=("gpus",),
     doc="`dram`: host memory (default: its CPUs' `memory`); `mtbf` counts the host's own failures (CPU, memory, NIC, SSD, power), not its GPUs'; `mttr` is the "
         "time to repair one; `storage` the checkpoint write bandwidth of one node's host path (its storage DPUs add their line rate; "
         "default: its `nvme_bandwidth`, else Llama 3's ~1 GB/s per host); `host_link` the bandwidth "
         "between one GPU and host memory per direction (PCIe, NVLink-C2C), what activation offload uses; "
         "`switches` the scale-up switches on its board (NVSwitch chips), counted for in-network reduction "
-        "(their power is in `overhead`)",
+        "(their power is in `overhead`); `step_overhead` the hosts' fixed work between two training steps "
+        "(loss and grad-norm reads, the optimizer's and data loader's Python, the next step's first launches), "
+        "added to every training step (default 0 s; `gclc calibrate` fits it from runs of different step lengths)",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),

@@ -23,6 +23,7 @@ WORDS = {
     "data": "waiting for input data",
     "checkpoint": "checkpoint saves",
     "offload": "activation copies to host memory",
+    "step_overhead": "host work between steps",
 }
 MEMORY_WORDS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state",
                 "activations": "activations", "logits": "logits", "buffers": "CUDA context and NCCL buffers",

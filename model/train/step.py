@@ -51,11 +51,13 @@ class Breakdown:
     data: float = 0.0          # waiting for input the hosts (and DPUs) could not load in time
     checkpoint: float = 0.0    # this step's share of the synchronous checkpoint saves
     offload: float = 0.0       # activation copies to and from host memory that compute does not hide
+    step_overhead: float = 0.0  # the hosts' fixed work between two steps (the node's `step_overhead`)
 
     @property
     def total(self) -> float:
         return sum((self.compute, self.recompute, self.tp, self.cp, self.ep, self.pp, self.bubble, self.dp,
-                    self.optimizer, self.host, self.data, self.checkpoint, self.offload))   # the fields' order
+                    self.optimizer, self.host, self.data, self.checkpoint, self.offload,
+                    self.step_overhead))   # the fields' order
 
     def rows(self) -> tuple[tuple[str, float], ...]:
         return tuple((f.name, getattr(self, f.name)) for f in attrs.fields(Breakdown))
@@ -165,11 +167,14 @@ def _data_parallel_time(shape: ModelShape, cfg: TrainConfig, partition: Partitio
 
 def _with_host(shape: ModelShape, cfg: TrainConfig, partition: Partition, breakdown: Breakdown) -> Breakdown:
     """The step with what the hosts add: waiting on a DPU-bound host, the data loader, the
-    checkpoint writes."""
+    checkpoint writes, and the fixed host work between two steps (the node's `step_overhead`:
+    the loss and grad-norm reads that drain the GPU's queue, the optimizer's and the data
+    loader's Python, the next step's first launches), which no GPU work hides."""
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
     data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
-    if waiting or data or checkpoint:
-        breakdown = attrs.evolve(breakdown, host=waiting, data=data, checkpoint=checkpoint)
+    fixed = partition.node.step_overhead
+    if waiting or data or checkpoint or fixed:
+        breakdown = attrs.evolve(breakdown, host=waiting, data=data, checkpoint=checkpoint, step_overhead=fixed)
     return breakdown
 
 

@@ -23,6 +23,7 @@ from .fit import fit, residual, total
 from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
+from . import step_overhead as overhead
 from .params import MODEL_SPREAD, Param, chip_param, fabric_params, model_param, serving_prior
 from ...dsl.records import frozen
 
@@ -254,10 +255,15 @@ def other_train_jobs(design: Design, first, cluster: str) -> tuple:
 
 def calibrate_observations(found: list[Observation], cluster: str = "", partition: Partition | None = None,
                            skipped: tuple[str, ...] = (), notes: tuple[str, ...] = (),
-                           model_spread: float = 0.0, carry_offsets: bool = False) -> Calibration:
+                           model_spread: float = 0.0, carry_offsets: bool = False,
+                           step_overhead: bool = True) -> Calibration:
     """The fit, outliers and band of observations made already (benchmarks build them from
     published runs, with the prior width of a model's offset read from their own fold, and
-    predict held-back runs of a model the runs ran with its offset: `carry_offsets`)."""
+    predict held-back runs of a model the runs ran with its offset: `carry_offsets`); each
+    node's per-step host time is fitted where its runs can separate it (`step_overhead`,
+    solver/calibrate/step_overhead.py), else it keeps the design's value."""
+    if step_overhead:
+        found, notes = overhead.informed(found), tuple(notes) + tuple(overhead.kept(found))
     models = {o.model for o in found if o.kind == "train" and o.model}
     params = parameters(found, model_spread if len(models) >= MIN_MODELS else 0.0)
     prior = {k: p.prior for k, p in params.items()}

@@ -29,14 +29,15 @@ HUBER = 1.345
 # same at 4 and 8.
 ROUNDS = 8
 STEPS = 36           # golden-section steps: the log range shrinks by 0.618^36 (to ~1e-7 of a decade)
-ORDER = {"fabric": 0, "chip": 1, "engine": 2, "model": 3}
+ORDER = {"fabric": 0, "chip": 1, "engine": 2, "node": 2, "model": 3}
 
 
 def residual(obs: Observation, values: dict, partition=None) -> float:
     """log(predicted / measured) with the constants `values` (applied to the observation's
     partition, or given as `partition`); +inf when the model predicts nothing finite."""
     if obs.predict_values is not None:
-        predicted = obs.predict_values({k: values[k] for k in obs.informs if k[0] != "model"})
+        # a constant no fitted run informed (a held-back run's fabric) keeps its design value
+        predicted = obs.predict_values({k: values[k] for k in obs.informs if k[0] != "model" and k in values})
     else:
         predicted = obs.predict(partition if partition is not None else applied(obs.partition, values))
     if not (predicted > 0 and math.isfinite(predicted)):

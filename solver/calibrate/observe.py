@@ -67,6 +67,7 @@ class Observation:
     # carries that model's offset (params.model_param) where the fit has one, a nuisance term that
     # keeps one model's miss out of the cluster's constants
     model: str = ""
+    step_tokens: float = 0.0     # a training run's tokens per GPU a step: its step length is step_tokens / measured
 
     @property
     def noise(self) -> float:

@@ -48,8 +48,8 @@ MODEL_SPREAD = 0.069
 
 @frozen
 class Param:
-    """One constant: `("chip", name, key)` with key a precision family, `attention` or `hbm`; `("fabric", name, "efficiency" | "latency")`; or `("engine", serve job,
-    "host_step")`."""
+    """One constant: `("chip", name, key)` with key a precision family, `attention` or `hbm`; `("fabric", name, "efficiency" | "latency")`; `("engine", serve job,
+    "host_step")`; or `("node", name, "step_overhead")` (step_overhead.py)."""
 
     key: tuple[str, str, str]
     prior: float
@@ -62,6 +62,8 @@ class Param:
         kind, name, what = self.key
         if kind == "engine":
             return f"{name} engine host time per iteration"
+        if kind == "node":
+            return f"{name} host time between training steps"
         return f"{name} {what} efficiency" if kind == "chip" and what not in ("hbm", "attention") else f"{name} {what}"
 
     def clamp(self, value: float) -> float:
@@ -112,7 +114,11 @@ def model_param(model: str, spread: float = MODEL_SPREAD) -> Param:
 
 
 def applied(partition: Partition, values: dict[tuple[str, str, str], float]) -> Partition:
-    """`partition` with the values of `values` (by key) in place of its chip's and fabrics'."""
+    """`partition` with the values of `values` (by key) in place of its chip's, fabrics' and
+    node's (its per-step host time)."""
+    overhead = values.get(("node", partition.node.name, "step_overhead"))
+    if overhead is not None and overhead != partition.node.step_overhead:
+        partition = attrs.evolve(partition, node=attrs.evolve(partition.node, step_overhead=overhead))
     chip = partition.node.accelerator
     mine = {what: v for (kind, name, what), v in values.items() if kind == "chip" and name == chip.name}
     if mine:

@@ -4,6 +4,7 @@ benchmark's own run (docs/calibration.md)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -119,8 +120,6 @@ def test_a_held_back_run_is_counted_by_what_none_of_your_runs_ran():
 
 def test_a_constants_share_of_a_step_is_how_far_the_prediction_moves_with_it():
     """--detail's share: a prediction that scales as value^s has share s, whatever the offset."""
-    import math
-
     from gclc.dsl.source import no_span
     from gclc.solver.calibrate.observe import Observation
 
@@ -129,3 +128,23 @@ def test_a_constants_share_of_a_step_is_how_far_the_prediction_moves_with_it():
         obs = Observation("train", "g", "run", 1.0, "tokens/s", (key,), predict=None, partition=None, span=no_span(),
                           predict_values=lambda v, s=s, offset=offset: math.exp(offset + s * math.log(v[key] / 0.5)))
         assert calibrate_own.step_share(obs, {key: 0.6}, key) == pytest.approx(s, abs=1e-9)
+
+
+def test_each_system_fits_its_own_nodes_step_overhead():
+    """The default path: a published run's node is named for its system, so that gclc calibrate
+    (solver/calibrate/step_overhead.py) fits one per-step host time per system from its runs alone."""
+    from gclc.solver.calibrate.step_overhead import informed, key
+
+    cases = calibrate_own.published.load(calibrate_own.HERE / "runs",
+                                         calibrate_own.HERE / "data" / "public_runs_measured.csv")
+    params: dict = {}   # the shipped constants: the test reads names and keys, not figures
+    two = [c for c in cases if c.group == cases[0].group and c.chip == cases[0].chip][:2]
+    other = next(c for c in cases if (c.group, c.chip) != (two[0].group, two[0].chip))
+    found = [calibrate_own.observation(c, params) for c in two + [other]]
+    assert found[0].partition.node.name == found[1].partition.node.name == f"{two[0].group}|{two[0].chip}"
+    assert found[2].partition.node.name != found[0].partition.node.name
+    # a system's lone run never informs a per-step time; each fitted key is its own system's
+    for obs in informed(found):
+        overhead = [k for k in obs.informs if k[0] == "node"]
+        assert overhead in ([], [key(obs.partition.node.name)])
+    assert not any(k[0] == "node" for k in informed(found)[2].informs)

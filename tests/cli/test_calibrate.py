@@ -187,3 +187,54 @@ def test_a_serving_benchmark_calibrates_the_serve_job_and_its_plan_carries_the_s
     assert band["calibrated"]["low"] < 1 < band["calibrated"]["high"]
     low, high = band["tokens_per_s"]
     assert low < high
+
+
+def overhead_workspace(tmp_path, dps, overhead=0.03):
+    """The pod design and runs of the job at `dps` (each a different step length: the global
+    batch is fixed) made at a bf16 efficiency of 58 % with `overhead` seconds of host work per step."""
+    shutil.copy(DATA / "calibrate" / "h100_pod.gcl", tmp_path / "pod.gcl")
+    runs = tmp_path / "measurements"
+    runs.mkdir()
+    job = train_job(check_file(str(tmp_path / "pod.gcl")).design)
+    slower = applied(job.partition, {("chip", "H100_SXM", "bf16"): 0.58,
+                                     ("node", job.partition.node.name, "step_overhead"): overhead})
+    for dp in dps:
+        cfg = attrs.evolve(pinned_config(job), dp=dp)
+        (runs / f"megatron_dp{dp}.log").write_text(megatron_log(estimate(job.shape, cfg, slower).step_time, dp))
+    return tmp_path, job.partition.node.name
+
+
+def test_runs_of_two_step_lengths_fit_the_nodes_step_overhead_and_the_plan_carries_it(tmp_path, capsys,
+                                                                                     monkeypatch):
+    workspace, node = overhead_workspace(tmp_path, (2, 8))
+    monkeypatch.chdir(workspace)
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
+    report = capsys.readouterr().out
+    assert f"{node} host time between training steps" in report
+    written = (workspace / "mine.gcl").read_text()
+    line = next(x for x in written.splitlines() if x.strip().startswith("step_overhead ="))
+    # the comment names the runs it came from and the design's value it replaces
+    assert "was 0 s (unstated)" in line
+    assert "measurements/megatron_dp2.log:" in line and "measurements/megatron_dp8.log:" in line
+    result = check_file(str(workspace / "mine.gcl"))
+    assert not [d for d in result.diagnostics if d.is_error]
+    nodes = [e for e in result.design.entities if e.kind == "node" and e.name == f"{node}_mine"]
+    fitted = float(nodes[0].get("step_overhead"))
+    # the runs took 30 ms of host work a step: the fit, from a 20 ms prior, lands near it
+    assert 0.02 < fitted < 0.045
+    # the calibrated plan's step carries it
+    mine = train_job(result.design)
+    assert mine.partition.node.step_overhead == pytest.approx(fitted)
+    assert main(["plan", "mine.gcl", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["step_breakdown_s"]["step_overhead"] == pytest.approx(fitted)
+
+
+def test_runs_of_one_step_length_leave_the_step_overhead_at_the_designs_value(tmp_path, capsys, monkeypatch):
+    workspace, node = overhead_workspace(tmp_path, (8,))
+    monkeypatch.chdir(workspace)
+    assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
+    report = capsys.readouterr().out
+    assert "host time between training steps" not in report
+    assert f"node `{node}`: its per-step host time (`step_overhead`) kept at the design's value" in report
+    assert "step_overhead" not in (workspace / "mine.gcl").read_text()

@@ -46,7 +46,7 @@ def overrides(design: Design, calibration: Calibration, design_path: str, output
     cluster = _cluster(design, calibration)
     folder = Path(output).resolve().parent
     moved = {param.key: (param, value, tuple(_short(g, folder) for g in groups))
-             for param, value, groups in calibration.moved() if abs(value / param.prior - 1) > SAME}
+             for param, value, groups in calibration.moved() if _moved(param, value, calibration)}
     taken = {e.name for e in design.entities}
     blocks: list[str] = []
     renamed: dict[str, str] = {}
@@ -115,6 +115,8 @@ def _derive_parts(design, cluster: Entity, moved: dict, tag: str, blocks: list[s
                               + "\n".join(f"  {line}" for line in lines) + "\n}")
                 renamed[fabric.name] = f"{fabric.name}_{tag}"
     changed = [f"  gpus = {gpus.count} x {renamed[chip.name]}"] if chip.name in renamed else []
+    changed += [f"  {_value(param, value, groups, before=node_overhead(node))}"
+                for (kind, name, _), (param, value, groups) in moved.items() if kind == "node" and name == node.name]
     scaleup = node.get("scaleup")
     if scaleup is not None and scaleup.name in renamed:
         changed.append(f"  scaleup = {renamed[scaleup.name]}")
@@ -166,11 +168,31 @@ def _cluster_block(cluster: Entity, calibration: Calibration, tag: str, renamed:
     return f"cluster {cluster.name}_{tag} extends {cluster.name} {{\n{body}\n}}"
 
 
-def _value(param, value: float, groups: tuple[str, ...], what: str | None = None) -> str:
-    """`bf16 = 61.2%  # was 64%: measured by ...` (a fabric's field by its own name)."""
+def _moved(param, value: float, calibration: Calibration) -> bool:
+    """Whether the fit moved a constant off the design's value: a node's per-step host time off
+    what the node states (0 s where it states none, whatever the fit's prior), any other off its prior."""
+    if param.key[0] == "node":
+        stated = calibration.partition.node.step_overhead if calibration.partition is not None else 0.0
+        return stated == 0 or abs(value / stated - 1) > SAME
+    return abs(value / param.prior - 1) > SAME
+
+
+def node_overhead(node: Entity) -> float:
+    """The node's stated `step_overhead` in seconds (0: none stated)."""
+    stated = node.get("step_overhead")
+    return float(stated) if stated is not None else 0.0
+
+
+def _value(param, value: float, groups: tuple[str, ...], what: str | None = None,
+           before: float | None = None) -> str:
+    """`bf16 = 61.2%  # was 64%: measured by ...` (a fabric's field by its own name; `before`, the
+    design's value where it is not the fit's prior)."""
     field = what or param.key[2]
     if field in ("latency", "host_step"):
         text, before = f"{number(value * 1e6, 3)} us", f"{number(param.prior * 1e6, 3)} us"
+    elif field == "step_overhead":
+        stated = param.prior if before is None else before
+        text, before = f"{number(value * 1e3, 3)} ms", f"{number(stated * 1e3, 3)} ms" if stated else "0 s (unstated)"
     else:
         text, before = percent(value, 4), percent(param.prior, 4)
     named = ", ".join(groups[:MAX_NAMED])

@@ -98,7 +98,7 @@ def _short_group(group: str) -> str:
 
 
 def _value(param, value: float) -> str:
-    return duration(value) if param.key[2] in ("latency", "host_step") else percent(value, 4)
+    return duration(value) if param.key[2] in ("latency", "host_step", "step_overhead") else percent(value, 4)
 
 
 def _band_lines(calibration: Calibration) -> list[str]:

@@ -114,7 +114,7 @@ def _after_pipeline(plan: JobPlan, tid: dict, t: float, b: dict, args: dict) -> 
         out.append(_slice("DP hidden under the last backward", tid["overlap"], max(0.0, t - hidden), min(hidden, t),
                           args["dp"] | {"hidden_s": hidden}))
     for name, track in (("dp", "DP"), ("optimizer", "optimizer"), ("host", "host"), ("data", "host"),
-                        ("checkpoint", "host")):
+                        ("checkpoint", "host"), ("step_overhead", "host")):
         seconds = b.get(name, 0.0)
         if seconds > 0:
             out.append(_slice(name, tid[track], t, seconds, args["dp"] if name == "dp" else {}))

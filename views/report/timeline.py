@@ -21,7 +21,7 @@ FORWARD_SHARE = 1 / 3   # a forward pass is a third of forward + backward (backw
 MAX_ROWS = 8            # stages drawn: every stage up to 8, else the first 4 and the last 4
 # The parts of a micro-batch's pass, in the order drawn, then what closes the step.
 WORK = ("compute", "recompute", "tp", "cp", "ep", "pp", "host", "data", "offload")
-CLOSE = ("dp", "optimizer", "checkpoint")
+CLOSE = ("dp", "optimizer", "checkpoint", "step_overhead")
 
 
 @frozen
@@ -100,7 +100,7 @@ def label(kind: str) -> str:
 # One colour per kind, the step-time chart's where they meet; idle grey, overlap hatched.
 _COLOURS = {"compute": "#1565c0", "recompute": "#64b5f6", "tp": "#2e7d32", "cp": "#00838f", "ep": "#6a1b9a",
             "pp": "#ef6c00", "host": "#5d4037", "data": "#9e9d24", "offload": "#ad1457", "dp": "#c62828",
-            "optimizer": "#455a64", "checkpoint": "#8d6e63", "bubble": "#e0e0e0", "overlap": "#c62828"}
+            "optimizer": "#455a64", "checkpoint": "#8d6e63", "step_overhead": "#3e2723", "bubble": "#e0e0e0", "overlap": "#c62828"}
 
 
 def figure(plan) -> str:

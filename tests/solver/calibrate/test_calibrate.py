@@ -156,7 +156,9 @@ def test_a_training_run_informs_the_fabrics_its_ranks_span(design):
     # and its model's offset (fitted only beside another model's runs: calibrate.MIN_MODELS)
     model = ("model", result.rows[0].obs.model, "offset")
     assert result.rows[0].obs.model == result.rows[1].obs.model != "" and not result.offsets()
-    assert informs[4] == {chip, ("fabric", "NVLink4", "efficiency"), model}
+    # and, the two runs' steps differing in length, the node's per-step host time (step_overhead.py)
+    overhead = ("node", "DGX_H100", "step_overhead")
+    assert informs[4] == {chip, ("fabric", "NVLink4", "efficiency"), model, overhead}
     assert informs[16] == informs[4] | {("fabric", "NDR_FatTree", "efficiency")}
     moved = {p.key: groups for p, _, groups in result.moved()}
     assert moved[("fabric", "NDR_FatTree", "efficiency")] == (result.rows[1].obs.group,)
