@@ -407,7 +407,8 @@ NODE = Block(
         "`switches` the scale-up switches on its board (NVSwitch chips), counted for in-network reduction "
         "(their power is in `overhead`); `step_overhead` the hosts' fixed work between two training steps "
         "(loss and grad-norm reads, the optimizer's and data loader's Python, the next step's first launches), "
-        "added to every training step (default 0 s; `gclc calibrate` fits it from runs of different step lengths)",
+        "added to every training and RL training step (default 0 s; `gclc calibrate` fits it from runs of different "
+        "step lengths; a serving engine's host time is its `host_step`)",
 )
 SUPERNODE = Block(
     {"vendor": TEXT, "source": TEXT, "nodes": RepeatOf(("node",)), "scaleup": PartRef(("fabric",)),

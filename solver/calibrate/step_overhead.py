@@ -32,8 +32,10 @@ def key(node: str) -> tuple[str, str, str]:
 
 
 def param(node: NodeType) -> Param:
-    """The node's stated per-step time as the prior (PRIOR where it states none)."""
-    return Param(key(node.name), node.step_overhead if node.step_overhead > 0 else PRIOR, SPREAD, *RANGE)
+    """The node's stated per-step time as the prior (PRIOR where it states none); the range widened to
+    hold a stated value outside it (the design's word stands: the fit does not clamp it)."""
+    prior = node.step_overhead if node.step_overhead > 0 else PRIOR
+    return Param(key(node.name), prior, SPREAD, min(RANGE[0], prior), max(RANGE[1], prior))
 
 
 def step_seconds(obs: Observation) -> float:

@@ -48,7 +48,9 @@ cluster C { units = 1 x Box }
 model M { arch = dense  layers = 8  hidden = 2048  heads = 16  ffn = 8192  vocab = 32000  seq = 2048 }
 train t { model = M  on = C  batch = 64 }
 """
-    for stated, prior in (("", step_overhead.PRIOR), ("step_overhead = 7 ms", 0.007)):
+    # a stated value outside the fit's physical range stays the prior (the range widens to hold it)
+    for stated, prior in (("", step_overhead.PRIOR), ("step_overhead = 7 ms", 0.007),
+                          ("step_overhead = 50 us", 50e-6), ("step_overhead = 2 s", 2.0)):
         node = train_job(check_text(text.replace("STATED", stated), "p.gcl").design).partition.node
         p = step_overhead.param(node)
         assert p.key == ("node", "Box", "step_overhead") and p.prior == pytest.approx(prior)
