@@ -125,7 +125,8 @@ def judge_system(cases: list, others: list, params: dict, model_spread: float = 
     (`model_spread` wide: read from the fold's other systems); one row per held-back run,
     before and after (a held-back run of a model yours ran carries its offset)."""
     published.apply_globals(params)
-    yours, held = cases[::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY]
+    k = _SPLIT if len(cases) > _SPLIT else 0   # a system of fewer runs calibrates on its first
+    yours, held = cases[k::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY != k]
     result = calibrate_observations([observation(c, params) for c in yours], model_spread=model_spread,
                                     carry_offsets=True, step_overhead=_OVERHEAD)
     covered = result.coverage
@@ -176,6 +177,7 @@ _CASES: list = []
 _OFFSETS = False   # --offsets: each model among the calibrating runs takes its own offset
 _OVERHEAD = True   # unless --no-step-overhead: each system's node fits its per-step host time (step_overhead.py)
 _DETAIL = False    # --detail: each row also carries the constants its system's fit moved
+_SPLIT = 0         # --split: which of every YOURS_EVERY runs of a system are the operator's
 
 
 def _fold(group: str) -> list[dict]:
@@ -289,11 +291,14 @@ def main(argv: list[str] | None = None) -> int:
                              "MODEL_SPREAD) and stop")
     parser.add_argument("--no-step-overhead", dest="step_overhead", action="store_false",
                         help="leave each system's fixed per-step time at its design value (0 s) instead of fitting it")
+    parser.add_argument("--split", type=int, default=0, choices=range(YOURS_EVERY),
+                        help="which of each system's every-third runs are yours (0: the first, 3rd, ...; 1 and 2 "
+                             "check a figure on splits it was not read from)")
     parser.add_argument("--detail", action="store_true",
                         help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)
-    global _DETAIL, _OFFSETS, _OVERHEAD
-    _DETAIL, _OFFSETS, _OVERHEAD = args.detail, args.offsets, args.step_overhead
+    global _DETAIL, _OFFSETS, _OVERHEAD, _SPLIT
+    _DETAIL, _OFFSETS, _OVERHEAD, _SPLIT = args.detail, args.offsets, args.step_overhead, args.split
     if args.model_spread:
         cases = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
         print(f"model offsets' prior width from all {len(cases)} published runs: "
