@@ -170,9 +170,9 @@ def _with_host(shape: ModelShape, cfg: TrainConfig, partition: Partition, breakd
     checkpoint writes, and the fixed host work between two steps (the node's `step_overhead`:
     the loss and grad-norm reads that drain the GPU's queue, the optimizer's and the data
     loader's Python, the next step's first launches), which no GPU work hides."""
+    fixed = partition.node.step_overhead   # the loader and the checkpoint's interval run through it too
     waiting = max(0.0, dpu.host_time(shape, cfg, partition) - breakdown.total)
-    data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting)
-    fixed = partition.node.step_overhead
+    data, checkpoint = host.host_terms(shape, cfg, partition, breakdown.total + waiting + fixed)
     if waiting or data or checkpoint or fixed:
         breakdown = attrs.evolve(breakdown, host=waiting, data=data, checkpoint=checkpoint, step_overhead=fixed)
     return breakdown
