@@ -540,15 +540,18 @@ def test_nccl_s_own_table_prices_a_gb300_ring_below_the_published_time_and_one_l
     assert nccl.STEP_LATENCY_US["nvlink"]["ring"][0] == nccl.STEP_LATENCY_US["nvlink"]["tree"][0] == 0.6
 
 
-def test_nccl_s_own_table_runs_the_16_mib_gb300_ring_as_simple_and_the_model_prices_it_alike():
-    # 4 GB300 of a tray (docs/network.md): NCCL's table on its search's 16 x 45 = 720 GB/s leaves ring LL128 (640, its
-    # per-channel cap; 14 + 6 x 1.9 us) for Simple (8.4 + 6 x 3.4 us) near 12.5 MiB, the model's pick on the tiers'
-    # 682 GB/s (LL128 at 0.92 of it) near 17 MiB; at 16 MiB the two options price within 0.5 %, so the pick moves no
-    # published row, and the 16 and 32 MiB misses are no protocol switch
+def test_nccl_s_own_table_runs_the_16_mib_gb300_ring_as_ll128_and_the_model_prices_it_alike(monkeypatch):
+    # 4 GB300 of a tray (docs/network.md): NCCL's table on its search's 16 x 45 = 720 GB/s leaves ring LL128 (14 + 6 x
+    # 1.9 us) for Simple (8.4 + 6 x 3.4 us) near 12.5 MiB with the newest Blackwell per-channel cap (16 x 40 = 640
+    # binds), and near 17.9 MiB with the run's NCCL 2.28.7 one (tuning.cc perChMaxRingLL128Bws "Blackwell" N1 2 x 36.7,
+    # tag v2.28.7-1: 16 x 73.4 does not bind, LL128 is 0.92 x 720), so the published 16 MiB call ran LL128, as the
+    # model's pick on the tiers' 682 GB/s (LL128 at 0.92 of it, near 17 MiB) runs it; at 16 MiB the two options price
+    # within 0.5 %, so no pick moves a published row, and the 16 and 32 MiB misses are no protocol switch
     tray = _benchmark().communicator(_rows("gb300_4")[0])
     nccls = attrs.evolve(tray, intra=16 * 45e9)
 
     def crossover(c):
+        nccl._options.cache_clear()
         low, high = 2.0**22, 2.0**26
         for _ in range(40):
             middle = (low + high) / 2
@@ -559,6 +562,14 @@ def test_nccl_s_own_table_runs_the_16_mib_gb300_ring_as_simple_and_the_model_pri
     assert crossover(nccls) == pytest.approx(12.45, abs=0.05) and crossover(tray) == pytest.approx(17.0, abs=0.1)
     priced = {p.protocol: p.seconds for p in nccl.priced("all_reduce", 2.0**24, tray, only="ring")}
     assert priced["LL128"] == pytest.approx(priced["Simple"], rel=0.005)
+    caps = nccl.PER_CHANNEL_GBPS["ring_LL128"]
+    monkeypatch.setitem(caps, "blackwell", (2 * 36.7, 34.6, 2 * 36.7))   # NCCL 2.28.7's row
+    try:
+        switch = crossover(nccls)
+        assert switch == pytest.approx(17.9, abs=0.05) and 16 < switch < 32
+    finally:
+        monkeypatch.undo()
+        nccl._options.cache_clear()
 
 
 def test_a_blackwell_ll_ring_steps_at_nvlink_5s_step_and_a_hopper_one_at_nccl_s():
