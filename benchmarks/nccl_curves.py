@@ -10,7 +10,9 @@ Each case is a cluster of `nodes` std nodes or racks (DGX_H100, HGX_H200, DGX_B2
 GB200_NVL72) on a std scale-out fabric (NDR_FatTree, SpectrumX_RoCE), lowered by gclc: the
 scale-up tier's rate (bandwidth x efficiency) is the NVLink rate, the first scale-out tier's
 the NIC rate per GPU, the outermost crossed tier's latency the wire. Points marked `sets_std` are the ones a std efficiency was read from: printed,
-left out of the error figures. Points with an `algorithm` ran with NCCL_ALGO forcing it: the model
+left out of the error figures. Points marked `held out` are rows of a table one of the model's read constants
+came from (the NVLS head step, the NVLink 5 LL step): they are priced, and their bands judged, with that
+constant as the other tables read it (`held_out_constants`). Points with an `algorithm` ran with NCCL_ALGO forcing it: the model
 prices that algorithm, and the step model (which prices NCCL's own choice) is left out for them.
 After the table: both columns (out-of-place, in-place) of the GB200 NVL72 run read as a line
 t = constant + bytes / rate (a reading of the source's data, not a fit used by the model).
@@ -351,27 +353,68 @@ def nccl_bus(rate: float, ranks: int = 72) -> float:
     return rate * 2 * (ranks - 1) / ranks / 1e9
 
 
+def held_out(readings: dict[str, float], case: str) -> float | None:
+    """The mean of the readings of the tables other than `case` (None where `case` read none)."""
+    others = [v for k, v in readings.items() if k != case]
+    return statistics.mean(others) if case in readings and others else None
+
+
+def held_out_constants():
+    """Per case whose table one of the model's read constants came from (NVLS_HEAD_STEP_S from the rack runs'
+    one-loop calls, NVLINK5_LL_STEP_US from the smallest ring calls): a context that prices its rows with the
+    constant read from the other tables instead, so no band is judged on the rows that set its constant."""
+    import contextlib
+
+    from gclc.model.network import nccl
+
+    heads = {RUN_CASE[name]: r for name, run in rack_curves().items()
+             if name in RUN_CASE and (r := head_step_reading(run, name)) is not None}
+    ll = {case: ll_step_reading(case) for case in LL_STEP_CASES}
+    contexts = {}
+    for case in set(heads) | set(ll):
+        head, step = held_out(heads, case), held_out(ll, case)
+
+        @contextlib.contextmanager
+        def priced(head=head, step=step):
+            kept = nccl.NVLS_HEAD_STEP_S, nccl.NVLINK5_LL_STEP_US
+            nccl.NVLS_HEAD_STEP_S = head if head is not None else kept[0]
+            nccl.NVLINK5_LL_STEP_US = step if step is not None else kept[1]
+            nccl._options.cache_clear()
+            try:
+                yield
+            finally:
+                nccl.NVLS_HEAD_STEP_S, nccl.NVLINK5_LL_STEP_US = kept
+                nccl._options.cache_clear()
+        contexts[case] = priced
+    return contexts
+
+
 def main() -> None:
+    import contextlib
+
     from gclc.model.network import nccl
 
     start, cpu = time.perf_counter(), time.process_time()
     rows = list(csv.DictReader(DATA.open(encoding="utf-8")))
     errors: dict[tuple[str, str], list[float]] = {}
     step_errors: dict[tuple[str, str], list[float]] = {}
+    held = held_out_constants()
     print(f"{'case':18} {'collective':15} {'bytes':>12} {'measured':>9} {'model':>9} {'error':>7} "
           f"{'step':>9} {'error':>7}  choice")
     for row in rows:
         c = communicator(row)
         nbytes = float(row["bytes"])
-        picked = choice(row)
+        with held.get(row["case"], contextlib.nullcontext)():
+            picked, stepped = choice(row), step_model_seconds(row)
         model = nccl.bus_bandwidth(row["collective"], nbytes, picked.seconds, c.ranks) / 1e9
         measured = measured_busbw(row)
         error = model / measured - 1
         forced = bool(row.get("algorithm"))
-        step = nccl.bus_bandwidth(row["collective"], nbytes, step_model_seconds(row), c.ranks) / 1e9
+        step = nccl.bus_bandwidth(row["collective"], nbytes, stepped, c.ranks) / 1e9
         step_error = step / measured - 1
         band = "1MB-8GB" if nbytes >= MB else "<1MB"
-        mark = "  (sets std)" if row["sets_std"] == "1" else ("  (NCCL_ALGO forced)" if forced else "")
+        mark = ("  (sets std)" if row["sets_std"] == "1" else "  (NCCL_ALGO forced)" if forced
+                else "  (held out)" if row["case"] in held else "")
         if row["sets_std"] != "1":
             errors.setdefault((row["case"], band), []).append(abs(error))
             if not forced:

@@ -634,3 +634,19 @@ def test_an_ampere_call_never_runs_faster_than_the_same_one_on_hopper(c, collect
     assert slow.predicted >= fast.predicted * (1 - 1e-12)
     if not _table_picked_nvls(fast, collective, hopper):
         assert slow.seconds >= fast.seconds * (1 - 1e-12)
+
+
+def test_the_tables_a_constant_was_read_from_are_judged_with_the_other_tables_reading():
+    """nccl_curves prices a table the LL step or the NVLS head step was read from with the reading of the
+    other tables (its band is no in-sample figure), and leaves the model's constants as they were."""
+    bench = _benchmark()
+    kept = nccl.NVLINK5_LL_STEP_US, nccl.NVLS_HEAD_STEP_S
+    held = bench.held_out_constants()
+    assert {"gb300_4", "gb300_8", "gb300_64"} <= set(held)
+    with held["gb300_8"]():
+        assert nccl.NVLINK5_LL_STEP_US == pytest.approx(bench.ll_step_reading("gb300_4"))
+        assert nccl.NVLINK5_LL_STEP_US != pytest.approx(kept[0], rel=1e-3)
+        assert nccl.NVLS_HEAD_STEP_S != pytest.approx(kept[1], rel=1e-3)
+    with held["gb300_4"]():       # 4 GPUs run no NVLS: no head step read from them, the others' mean held
+        assert nccl.NVLINK5_LL_STEP_US == pytest.approx(bench.ll_step_reading("gb300_8"))
+    assert (nccl.NVLINK5_LL_STEP_US, nccl.NVLS_HEAD_STEP_S) == kept
