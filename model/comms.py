@@ -142,12 +142,16 @@ def _launched(collective, nbytes: float, option: tuple[Stage, ...]) -> float:
 def _nccl_step(tier: Tier, p: int) -> float:
     """One step of NCCL's protocol `p` (an index into nccl.PROTOCOLS) over `tier`, as tuning.cc's hwLatencies
     (tag v2.28.7-1) price a ring's: inside a scale-up domain the tier's own latency, no less than NCCL's step
-    for the link and protocol (NVLink LL 0.6 us, LL128 1.9, Simple 3.4; PCIe 1.0, 2.5, 5.7); across the
+    for the link and protocol (NVLink LL 0.6 us, LL128 1.9, Simple 3.4; PCIe 1.0, 2.5, 5.7; an LL step over
+    Blackwell's NVLink the 1.44 us nccl.NVLINK5_LL_STEP_US, as model/network/nccl.py prices it); across the
     network NCCL's network step (LL 2.7 us, LL128 4.0, Simple 14.0) plus the tier's one-way latency
     (latencyInter), twice for Simple (its flush), as model/network/nccl.py adds them."""
     if tier.scope in SCALE_UP_SCOPES:
         link = "pcie" if tier.kind == "pcie" else "nvlink"
-        return max(tier.latency, nccl.STEP_LATENCY_US[link]["ring"][p] * 1e-6)
+        step = nccl.STEP_LATENCY_US[link]["ring"][p]
+        if link == "nvlink" and tier.generation == "blackwell" and nccl.PROTOCOLS[p] == "LL":
+            step = nccl.NVLINK5_LL_STEP_US
+        return max(tier.latency, step * 1e-6)
     wire = tier.latency * (2 if nccl.PROTOCOLS[p] == "Simple" else 1)
     return nccl.STEP_LATENCY_US["net"]["ring"][p] * 1e-6 + wire
 

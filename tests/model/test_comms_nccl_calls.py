@@ -20,9 +20,9 @@ load_profile()
 LL, LL128, SIMPLE = range(3)
 
 
-def tier(level, group, bandwidth, latency, scope="node", kind="nvlink", reduces=False, ring=0):
+def tier(level, group, bandwidth, latency, scope="node", kind="nvlink", reduces=False, ring=0, generation="hopper"):
     return Tier(level, f"t{level}", f"f{level}", kind, scope, group, bandwidth, latency, 1.0, reduces, 1.0,
-                ring=ring, generation="hopper" if scope == "node" else None, span=no_span())
+                ring=ring, generation=generation if scope == "node" else None, span=no_span())
 
 
 NODE = tier(0, 8, 400e9, 0.6e-6)
@@ -45,6 +45,14 @@ def test_a_small_gather_in_one_node_pays_lls_base_and_its_steps_by_hand():
     by_hand = base(LL) + 3 * 0.6e-6 + 7 / 8 * 8 / nccl.LL_SHARE / 400e9
     assert comms.all_gather(8, stages, by_nccl=True) == pytest.approx(by_hand, rel=1e-12)
     assert comms.all_gather(8, stages) == pytest.approx(3 * 0.6e-6 + 7 / 8 * 8 / 400e9, rel=1e-12)
+
+
+def test_an_ll_step_over_blackwells_nvlink_is_the_one_nccl_py_prices():
+    """Blackwell's NVLink LL step is nccl.NVLINK5_LL_STEP_US (1.44 us, read from the GB300 tables), not tuning.cc's
+    0.6 us, as model/network/nccl.py prices its rings: 8 B gathered over 8 Blackwell GPUs pay it three times."""
+    stages = comms.place(8, 1, (tier(0, 8, 400e9, 0.6e-6, generation="blackwell"),))
+    by_hand = base(LL) + 3 * nccl.NVLINK5_LL_STEP_US * 1e-6 + 7 / 8 * 8 / nccl.LL_SHARE / 400e9
+    assert comms.all_gather(8, stages, by_nccl=True) == pytest.approx(by_hand, rel=1e-12)
 
 
 def test_each_step_out_of_the_node_pays_nccls_network_step_and_the_wire_by_hand():
