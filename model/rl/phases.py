@@ -130,7 +130,7 @@ def reshard_time(nbytes: float, held: int, shard: int, partition: Partition, fix
     if shard >= held:
         return nbytes / shard / partition.node.accelerator.hbm_bandwidth + fixed
     group = math.ceil(held / shard)
-    return comms.all_gather(nbytes / shard, comms.place(group, 1, partition.tiers)) + fixed
+    return comms.all_gather(nbytes / shard, comms.place(group, 1, partition.tiers), by_nccl=True) + fixed
 
 
 def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 0.0) -> float:
@@ -138,7 +138,7 @@ def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 
     (the GPUs one copy of the trained weights spans: tp x pp x ep) gathers each tensor whole, an
     all-gather of the policy over the group's tiers, then copies it into the buffer its engine reads
     (one HBM read and one write of the policy)."""
-    gather = comms.all_gather(nbytes, comms.place(group, 1, partition.tiers)) if group > 1 else 0.0
+    gather = comms.all_gather(nbytes, comms.place(group, 1, partition.tiers), by_nccl=True) if group > 1 else 0.0
     return gather + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 
 
@@ -163,7 +163,7 @@ def bridge_export_time(shape: ModelShape, nbytes: float, cfg, partition: Partiti
     dense = nbytes - experts
     tiers = partition.tiers
     gathers = ((dense / cfg.tp + experts / cfg.ep, cfg.pp, "pp"), (dense, cfg.tp, "tp"), (experts, cfg.ep, "ep"))
-    seconds = sum(comms.all_gather(size, comms.place(group, cfg.stride(dim), tiers))
+    seconds = sum(comms.all_gather(size, comms.place(group, cfg.stride(dim), tiers), by_nccl=True)
                   for size, group, dim in gathers if group > 1 and size > 0)
     return seconds + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 

@@ -191,7 +191,7 @@ def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
         return 0.0
     # the width the stack reduces gradients in, as inside a partition (model/train/optimizer.py)
     share = job.shape.params * grad_bytes(cfg) / cfg.gpus
-    return comms.all_reduce(share, (comms.Stage(top, peers),))
+    return comms.all_reduce(share, (comms.Stage(top, peers),), by_nccl=True)
 
 
 def candidates(job: Job, chosen: Plan, micro: bool = True) -> list[Estimate]:

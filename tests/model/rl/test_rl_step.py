@@ -149,6 +149,20 @@ def test_resharding_follows_its_work():
     assert gather > ph.reshard_time(nbytes, 2, 8, H100) > 0   # a finer generation shard is a local slice
 
 
+def test_the_weight_gathers_are_nccls_calls_with_its_per_call_base():
+    """The trainer's gathers run through torch.distributed, so NCCL (model/comms.py `by_nccl`): a resharding
+    gather of 4 pieces is the tiers' all-gather of them with NCCL's base and steps, at least NCCL's least base
+    (tuning.cc ring LL, 6.6 us) above the tiers' price of the same call."""
+    from gclc.model import comms
+    from gclc.model.network import nccl
+
+    nbytes = 4096.0   # small, so the base shows
+    stages = comms.place(4, 1, H100.tiers)
+    assert ph.reshard_time(nbytes * 2, 8, 2, H100) == comms.all_gather(nbytes, stages, by_nccl=True)
+    least = min(nccl.BASE_LATENCY_US["ring"]) * 1e-6
+    assert ph.reshard_time(nbytes * 2, 8, 2, H100) >= comms.all_gather(nbytes, stages) + least
+
+
 def _pools(gen_tp: int, precision: str = "bf16"):
     """A training pool of 16 H100s and a generation layout on the A100s, as sync_time takes them."""
     from gclc.model.serve.inference import ServeConfig
