@@ -59,9 +59,8 @@ MIN_RUNS = 4   # a chip's parameter is fitted only on at least this many runs
 # an operator's calibration starts from (solver/calibrate/step_overhead.py takes the node's value as
 # its prior) instead of the 20 ms that module assumes. Tried 2026-12-07 and left off (docs/calibration.md
 # "A per-step host time read from the published runs"): fitted on all 196 runs 55 ms, in-sample median
-# 4.6 %, cross-validated (accuracy.py) 5.6 -> 5.2 %; calibrate_own.py --splits all: uncalibrated 5.5 -> 5.0 %
-# (mean of the three splits), calibrated
-# 4.3 -> 4.6 %, band 79 -> 78 %.
+# 4.6 %, cross-validated (accuracy.py) 5.6 -> 5.2 %; calibrate_own.py --splits all: uncalibrated
+# 5.5 -> 5.0 % (mean of the three splits), calibrated 4.3 -> 4.6 %, band 79 -> 78 %.
 STEP_OVERHEAD = False
 HUBER = 0.15   # |log error| beyond which the loss grows linearly
 # The efficiency keys the fit owns; any other key a chip declares (hbm) is a measured fact.
