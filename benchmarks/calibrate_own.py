@@ -1,6 +1,7 @@
 """Calibrating on your own runs, judged on the runs it did not see.
 
     .venv/bin/python benchmarks/calibrate_own.py [--workers 2] [--json] [--detail] [--offsets] [--model-spread] [--no-step-overhead]
+                                                 [--split K | --splits all] [--rows FILE]
 
 Each group of published training runs on one system (a vendor's table, a paper's scaling
 series: the `group` column of benchmarks/data/public_runs_measured.csv, per chip, at least
@@ -32,6 +33,10 @@ table's order calibrates, the other six of each group are predicted.
 (gclc calibrate --model-offsets), its prior width read in each fold from the fold's other systems
 (solver/calibrate/model_spread.py), and a held-back run of a model the calibration ran carries its
 offset; `--model-spread` prints that width read from every published system (params.MODEL_SPREAD).
+
+`--splits all`: every split in one run (each fold's fit made once, judged on each split), each
+split's summary line and a last line with the three figures and their mean: a change is judged on
+all three, not on the split it was designed on.
 
 Errors are predicted / measured - 1; the last line is a one-line summary. `--detail` lists each
 held-back run that calibration made worse, with every constant its system's fit moved: the move,
@@ -120,13 +125,18 @@ def observation(case, params):
     return train_observation(case.run_id, case.run_id, case.job.shape, case.cfg, case.measured, partition, no_span())
 
 
-def judge_system(cases: list, others: list, params: dict, model_spread: float = 0.0) -> list[dict]:
-    """Calibrate on every YOURS_EVERY-th run, each model among them with its offset
-    (`model_spread` wide: read from the fold's other systems); one row per held-back run,
+def split_of(cases: list, split: int) -> tuple[list, list]:
+    """Yours (every YOURS_EVERY-th run from the `split`-th) and the held-back runs."""
+    k = split if len(cases) > split else 0   # a system of fewer runs calibrates on its first
+    return cases[k::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY != k]
+
+
+def judge_system(cases: list, others: list, params: dict, model_spread: float = 0.0, split: int = 0) -> list[dict]:
+    """Calibrate on every YOURS_EVERY-th run from the `split`-th, each model among them with its
+    offset (`model_spread` wide: read from the fold's other systems); one row per held-back run,
     before and after (a held-back run of a model yours ran carries its offset)."""
     published.apply_globals(params)
-    k = _SPLIT if len(cases) > _SPLIT else 0   # a system of fewer runs calibrates on its first
-    yours, held = cases[k::YOURS_EVERY], [c for i, c in enumerate(cases) if i % YOURS_EVERY != k]
+    yours, held = split_of(cases, split)
     result = calibrate_observations([observation(c, params) for c in yours], model_spread=model_spread,
                                     carry_offsets=True, step_overhead=_OVERHEAD)
     covered = result.coverage
@@ -177,16 +187,16 @@ _CASES: list = []
 _OFFSETS = False   # --offsets: each model among the calibrating runs takes its own offset
 _OVERHEAD = True   # unless --no-step-overhead: each system's node fits its per-step host time (step_overhead.py)
 _DETAIL = False    # --detail: each row also carries the constants its system's fit moved
-_SPLIT = 0         # --split: which of every YOURS_EVERY runs of a system are the operator's
+_SPLITS = (0,)     # --split / --splits all: which of every YOURS_EVERY runs of a system are the operator's
 
 
-def _fold(group: str) -> list[dict]:
-    """Every system of source `group`, from a fit without the group."""
+def _fold(group: str) -> dict[int, list[dict]]:
+    """Every system of source `group`, from a fit without the group (made once), on each split."""
     others = [c for c in _CASES if c.group != group]
     params = published.fit(others)
     spread = fold_model_spread(others, params) if _OFFSETS else 0.0
-    return [row for (g, _), cases in systems(_CASES).items() if g == group
-            for row in judge_system(cases, others, params, spread)]
+    return {split: [row for (g, _), cases in systems(_CASES).items() if g == group
+                    for row in judge_system(cases, others, params, spread, split)] for split in _SPLITS}
 
 
 def fold_model_spread(cases: list, params: dict) -> float:
@@ -197,14 +207,17 @@ def fold_model_spread(cases: list, params: dict) -> float:
     return between_model_spread(rows, NOISE["train"])
 
 
-def training_rows(workers: int) -> list[dict]:
+def training_rows(workers: int) -> dict[int, list[dict]]:
+    """The held-back rows of each split in _SPLITS."""
     global _CASES
     _CASES = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
     groups = sorted({g for g, _ in systems(_CASES)})
     if workers > 1:
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return [row for fold in pool.map(_fold, groups) for row in fold]
-    return [row for g in groups for row in _fold(g)]
+            folds = list(pool.map(_fold, groups))
+    else:
+        folds = [_fold(g) for g in groups]
+    return {split: [row for fold in folds for row in fold[split]] for split in _SPLITS}
 
 
 def curve_rows() -> list[dict]:
@@ -279,6 +292,53 @@ def share(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else math.nan
 
 
+def summary_line(rows: list[dict], curves: list[dict], serving: list[dict], wall: float, cpu: float) -> str:
+    """The one-line summary: held-back training runs, nccl-tests curves and serving figures."""
+    widths = [r["half_width_after"] for r in rows]
+    serve_widths = [r["half_width_after"] for r in serving]
+    return (f"own calibration, held-back runs: n={len(rows)} in {len({(r['group'], r['chip']) for r in rows})} systems "
+            f"median |err| {median_abs([r['before'] for r in rows]):.1%} uncalibrated -> "
+            f"{median_abs([r['after'] for r in rows]):.1%} calibrated, band80 "
+            f"{share([r['inside_before'] for r in rows]):.0%} -> {share([r['inside_after'] for r in rows]):.0%} "
+            f"(median ±{statistics.median(widths):.1%}) | nccl curves held-back n={len(curves)} "
+            f"{median_abs([r['before'] for r in curves]):.1%} -> {median_abs([r['after'] for r in curves]):.1%} "
+            f"| serving held-back n={len(serving)} {median_abs([r['before'] for r in serving]):.1%} -> "
+            f"{median_abs([r['after'] for r in serving]):.1%}, band80 {share([r['inside_before'] for r in serving]):.0%} -> "
+            f"{share([r['inside_after'] for r in serving]):.0%} (median ±{statistics.median(serve_widths):.1%}) "
+            f"| wall {time.perf_counter() - wall:.0f} s, CPU {cpu_seconds() - cpu:.0f} s")
+
+
+def splits_summary(by_split: dict[int, list[dict]]) -> dict:
+    """Each split's held-back median |error| (uncalibrated, calibrated), band coverage and the
+    median |error| of its dense and MoE runs, and the mean over the splits of each."""
+    figures = {split: {"before": median_abs([r["before"] for r in rows]),
+                       "after": median_abs([r["after"] for r in rows]),
+                       "band": share([r["inside_after"] for r in rows]),
+                       "dense": median_abs([r["after"] for r in rows if not r["moe"]]),
+                       "moe": median_abs([r["after"] for r in rows if r["moe"]]), "n": len(rows)}
+               for split, rows in by_split.items()}
+    mean = {k: statistics.mean(f[k] for f in figures.values()) for k in ("before", "after", "band", "dense", "moe")}
+    return {"splits": figures, "mean": mean}
+
+
+def print_splits(by_split: dict[int, list[dict]], curves: list[dict], serving: list[dict], as_json: bool,
+                 wall: float, cpu: float) -> None:
+    """--splits all: each split's summary line, then the splits' figures and their mean."""
+    summary = splits_summary(by_split)
+    if as_json:
+        print(json.dumps({"training": {str(k): v for k, v in by_split.items()}, "curves": curves,
+                          "serving": serving, "summary": summary}, indent=2))
+        return
+    for split, rows in by_split.items():
+        print(f"split {split}: {summary_line(rows, curves, serving, wall, cpu)}")
+    figures, mean = summary["splits"], summary["mean"]
+    def each(key: str, fmt: str) -> str:
+        return ", ".join(format(figures[k][key], fmt) for k in figures) + f" (mean {format(mean[key], fmt)})"
+    print(f"splits {', '.join(map(str, figures))}, held-back median |err| uncalibrated {each('before', '.1%')}; "
+          f"calibrated {each('after', '.1%')}; band80 {each('band', '.0%')}; dense {each('dense', '.1%')}; "
+          f"MoE {each('moe', '.1%')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
@@ -294,20 +354,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", type=int, default=0, choices=range(YOURS_EVERY),
                         help="which of each system's every-third runs are yours (0: the first, 3rd, ...; 1 and 2 "
                              "check a figure on splits it was not read from)")
+    parser.add_argument("--splits", choices=("all",),
+                        help="all: every split in one run, each split's summary line and their mean")
+    parser.add_argument("--rows", type=Path, help="also write every held-back training row (JSON, by split) here")
     parser.add_argument("--detail", action="store_true",
                         help="list each held-back run calibration made worse, with the moved constants' shares")
     args = parser.parse_args(argv)
-    global _DETAIL, _OFFSETS, _OVERHEAD, _SPLIT
-    _DETAIL, _OFFSETS, _OVERHEAD, _SPLIT = args.detail, args.offsets, args.step_overhead, args.split
+    global _DETAIL, _OFFSETS, _OVERHEAD, _SPLITS
+    _DETAIL, _OFFSETS, _OVERHEAD = args.detail, args.offsets, args.step_overhead
+    _SPLITS = tuple(range(YOURS_EVERY)) if args.splits else (args.split,)
     if args.model_spread:
         cases = published.load(HERE / "runs", HERE / "data" / "public_runs_measured.csv")
         print(f"model offsets' prior width from all {len(cases)} published runs: "
               f"{fold_model_spread(cases, published.fit(cases)):.4f}")
         return 0
     wall, cpu = time.perf_counter(), cpu_seconds()
-    rows, curves = training_rows(args.workers), curve_rows()
+    by_split, curves = training_rows(args.workers), curve_rows()
     serving_design = check_file(str(HERE / "designs" / "serving_models.gcl")).design
     serving = calibrate_serve.serving_rows(serving_design) + calibrate_serve.table_rows(serving_design)
+    if args.rows:
+        args.rows.write_text(json.dumps({str(k): v for k, v in by_split.items()}, indent=1))
+    if args.splits:
+        print_splits(by_split, curves, serving, args.json, wall, cpu)
+        return 0
+    (rows,) = by_split.values()
     if args.json:
         print(json.dumps({"training": rows, "curves": curves, "serving": serving}, indent=2))
     else:
@@ -356,18 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'prior weight (PRIOR_RUNS) from the calibrating runs alone':58} "
               + ", ".join(f"{k:g}: {prior_weight_coverage(sets, k):.0%}" for k in PRIOR_WEIGHTS)
               + f"  -> {fitted_prior_runs(sets):g} (shipped {PRIOR_RUNS:g})")
-    before, after = [r["before"] for r in rows], [r["after"] for r in rows]
-    widths = [r["half_width_after"] for r in rows]
-    serve_widths = [r["half_width_after"] for r in serving]
-    print(f"own calibration, held-back runs: n={len(rows)} in {len({(r['group'], r['chip']) for r in rows})} systems "
-          f"median |err| {median_abs(before):.1%} uncalibrated -> {median_abs(after):.1%} calibrated, band80 "
-          f"{share([r['inside_before'] for r in rows]):.0%} -> {share([r['inside_after'] for r in rows]):.0%} "
-          f"(median ±{statistics.median(widths):.1%}) | nccl curves held-back n={len(curves)} "
-          f"{median_abs([r['before'] for r in curves]):.1%} -> {median_abs([r['after'] for r in curves]):.1%} "
-          f"| serving held-back n={len(serving)} {median_abs([r['before'] for r in serving]):.1%} -> "
-          f"{median_abs([r['after'] for r in serving]):.1%}, band80 {share([r['inside_before'] for r in serving]):.0%} -> "
-          f"{share([r['inside_after'] for r in serving]):.0%} (median ±{statistics.median(serve_widths):.1%}) "
-          f"| wall {time.perf_counter() - wall:.0f} s, CPU {cpu_seconds() - cpu:.0f} s")
+    print(summary_line(rows, curves, serving, wall, cpu))
     return 0
 
 

@@ -148,3 +148,36 @@ def test_each_system_fits_its_own_nodes_step_overhead():
         overhead = [k for k in obs.informs if k[0] == "node"]
         assert overhead in ([], [key(obs.partition.node.name)])
     assert not any(k[0] == "node" for k in informed(found)[2].informs)
+
+
+def test_the_three_splits_make_each_run_of_a_system_yours_once():
+    """calibrate_own.split_of: across the YOURS_EVERY splits a system's every run calibrates
+    exactly once and is held back on the others; split 0 is the default's first, fourth, ... runs."""
+    for n in (calibrate_own.MIN_RUNS, 7, 11):
+        cases = [f"r{i}" for i in range(n)]
+        seen = []
+        for split in range(calibrate_own.YOURS_EVERY):
+            yours, held = calibrate_own.split_of(cases, split)
+            assert sorted(yours + held) == sorted(cases) and not set(yours) & set(held)
+            seen += yours
+        assert sorted(seen) == sorted(cases)
+        assert calibrate_own.split_of(cases, 0)[0] == cases[::calibrate_own.YOURS_EVERY]
+
+
+def test_all_splits_summary_is_each_splits_figures_and_their_mean():
+    """--splits all: each split's median |error| and band coverage read from its own rows, the
+    last line their mean (a change is judged on the mean, not on one split)."""
+    def row(before, after, inside, moe=False):
+        return {"before": before, "after": after, "inside_after": inside, "moe": moe}
+
+    by_split = {0: [row(0.05, 0.02, True), row(-0.07, -0.04, True), row(0.1, 0.09, False, moe=True)],
+                1: [row(0.03, 0.01, True), row(0.02, -0.03, False)],
+                2: [row(-0.2, 0.05, True)]}
+    summary = calibrate_own.splits_summary(by_split)
+    assert summary["splits"][0]["after"] == pytest.approx(0.04)
+    assert summary["splits"][1]["after"] == pytest.approx(0.02)
+    assert summary["splits"][0]["band"] == pytest.approx(2 / 3)
+    assert summary["splits"][0]["moe"] == pytest.approx(0.09)
+    for key in ("before", "after", "band", "dense"):
+        assert summary["mean"][key] == pytest.approx(statistics.mean(f[key] for f in summary["splits"].values()))
+    assert [f["n"] for f in summary["splits"].values()] == [3, 2, 1]

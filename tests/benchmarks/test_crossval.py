@@ -91,6 +91,43 @@ def test_a_sibling_part_borrows_the_fitted_efficiency():
     assert calibrate.resolved("A100_SXM_40GB", "fp8", params)[1] in ("vendor", "default")
 
 
+
+def test_a_fixed_host_time_per_step_is_read_from_runs_of_different_step_lengths(cases, monkeypatch):
+    """calibrate.STEP_OVERHEAD (an experiment, off as shipped: docs/calibration.md): runs measured
+    with a planted fixed time per step (0.3 s, a quarter of the shortest of these steps, a
+    hundredth of the longest) give it back to the grid's 10 %, and the chip's GEMM efficiency as
+    before; runs with none give a time below the grid's first steps (a rate alone does not ask for one)."""
+    key = ("", "step_overhead")
+    assert key not in calibrate.keys_of(cases)   # off: the published fit is as it was
+    monkeypatch.setattr(calibrate, "STEP_OVERHEAD", True)
+    assert key in calibrate.keys_of(cases)
+    base = calibrate.fit(cases, rounds=2)
+    for planted in (0.0, 0.3):
+        truth = {**base, key: planted}
+        calibrate.apply_globals(truth)
+        measured = [replace(c, measured=calibrate.predict(c, truth)) for c in cases]
+        found = calibrate.fit(measured)   # the fit's three rounds, as the benchmarks run it
+        if planted:
+            assert found[key] == pytest.approx(planted, rel=0.1)
+        else:
+            assert found[key] <= 0.002
+        assert found[("A100_SXM_80GB", "bf16")] == pytest.approx(base[("A100_SXM_80GB", "bf16")], abs=0.011)
+
+
+def test_a_stated_step_overhead_stands_over_the_fitted_one(cases):
+    """A design that states its node's per-step host time keeps it, and its runs do not inform
+    the global; one that states none takes the fitted value."""
+    import attrs
+
+    case = cases[0]
+    params = {("", "step_overhead"): 0.05}
+    assert calibrate.calibrated_partition(case, params).node.step_overhead == 0.05
+    stated = replace(case, job=attrs.evolve(case.job, partition=attrs.evolve(
+        case.job.partition, node=attrs.evolve(case.job.partition.node, step_overhead=0.2))))
+    assert calibrate.calibrated_partition(stated, params).node.step_overhead == 0.2
+    assert calibrate.relevant([case, stated], ("", "step_overhead")) == [case]
+
+
 # ---------------------------------------------------------------- bands
 
 
