@@ -2,11 +2,12 @@
 constant: the hosts' fixed work between two training steps (loss and grad-norm reads that drain
 the GPU's queue, the optimizer's and data loader's Python, the next step's first launches).
 
-A fixed time per step is told apart from the chip's and fabrics' rates (which scale with the
-step's work) only by runs whose steps differ in length: one run, or runs of one step length,
-cannot split a miss between a per-step time and a rate, and the split would be the priors'
-alone. So the constant is fitted only where at least MIN_RUNS training runs on the node differ
-in step length by more than SEPARATE; otherwise it keeps the design's value."""
+A fixed time per step is told apart from the chip's and fabrics' rates only by runs whose work
+per GPU differs: the rates' time scales with a step's work, a fixed time does not. One run, or
+runs of one work per GPU (weak-scaling runs, whose steps differ only in their communication),
+cannot split a miss between a per-step time and a rate: the split would be the priors' alone.
+So the constant is fitted only where at least MIN_RUNS training runs on the node differ in model
+FLOPs per GPU per step by more than SEPARATE; otherwise it keeps the design's value."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .params import Param
 # measured it (docs/calibration.md "A per-step overhead per system").
 PRIOR, SPREAD, RANGE = 0.02, 1.5, (1e-4, 1.0)
 MIN_RUNS = 2
-SEPARATE = 0.10   # step lengths closer than 10 % are one length (a run's noise is 5 %: observe.NOISE)
+SEPARATE = 0.10   # works per GPU closer than 10 % are one work (a run's noise is 5 %: observe.NOISE["train"])
 
 
 def key(node: str) -> tuple[str, str, str]:
@@ -44,9 +45,10 @@ def step_seconds(obs: Observation) -> float:
 
 
 def separable(runs: list[Observation]) -> bool:
-    """Whether `runs` hold at least MIN_RUNS steps of lengths more than SEPARATE apart."""
-    lengths = sorted(s for s in map(step_seconds, runs) if s > 0)
-    distinct = [s for i, s in enumerate(lengths) if i == 0 or s > lengths[i - 1] * (1 + SEPARATE)]
+    """Whether `runs` hold at least MIN_RUNS works per GPU (model FLOPs per GPU per step) more
+    than SEPARATE apart."""
+    works = sorted(w for w in (o.step_flops for o in runs) if w > 0)
+    distinct = [w for i, w in enumerate(works) if i == 0 or w > works[i - 1] * (1 + SEPARATE)]
     return len(distinct) >= MIN_RUNS
 
 
@@ -61,9 +63,10 @@ def _by_node(found: list[Observation]) -> dict[str, list[Observation]]:
 def kept(found: list[Observation]) -> list[str]:
     """Why each node with training runs that cannot separate its per-step time keeps the design's."""
     return [f"node `{name}`: its per-step host time (`step_overhead`) kept at the design's value: "
-            f"{len(runs)} training run{'s' if len(runs) != 1 else ''} of one step length cannot tell a fixed "
-            f"time per step from the chip's and fabrics' rates (it takes {MIN_RUNS} runs whose step lengths "
-            f"differ by more than {percent(SEPARATE)})"
+            f"{len(runs)} training run{'s' if len(runs) != 1 else ''} of one work per GPU cannot tell a fixed "
+            f"time per step from the chip's and fabrics' rates (it takes {MIN_RUNS} runs whose model FLOPs per GPU "
+            f"per step differ by more than {percent(SEPARATE)}; weak-scaling runs, whose steps differ only in "
+            "communication, do not)"
             for name, runs in _by_node(found).items() if not separable(runs)]
 
 

@@ -236,5 +236,6 @@ def test_runs_of_one_step_length_leave_the_step_overhead_at_the_designs_value(tm
     assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
     report = capsys.readouterr().out
     assert "host time between training steps" not in report
-    assert f"node `{node}`: its per-step host time (`step_overhead`) kept at the design's value" in report
+    assert f"node `{node}`: its per-step host time (`step_overhead`) kept at the design's value: " \
+           "1 training run of one work per GPU" in report
     assert "step_overhead" not in (workspace / "mine.gcl").read_text()

@@ -1,45 +1,84 @@
 """solver/calibrate/step_overhead.py: a node's per-step host time is fitted only from runs whose
-steps differ in length; a fitted value reaches the step through the partition (params.applied)."""
+work per GPU differs (weak-scaling runs do not separate it); a fitted value reaches the step
+through the partition (params.applied)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gclc.compiler.driver import check_file
 from gclc.dsl.source import no_span
+from gclc.model.job import pinned_config, train_job
+from gclc.model.train.step import estimate
 from gclc.solver.calibrate import step_overhead
 from gclc.solver.calibrate.observe import Observation
+from gclc.solver.calibrate.observe_train import train_observation
+from gclc.solver.calibrate.params import applied
 from gclc.testing.profiles import scaled_examples
 
+POD = Path(__file__).resolve().parents[3] / "tests" / "data" / "calibrate" / "h100_pod.gcl"
 
-def run(seconds: float, tokens: float = 4096.0) -> Observation:
-    """A training run of `tokens` per GPU a step measured at `seconds` a step (no design: the rule reads lengths)."""
-    return Observation("train", f"run {seconds}", "run", tokens / seconds, "tokens/s", (), predict=None,
-                       partition=None, span=no_span(), end_to_end=True, step_tokens=tokens)
+
+def run(seconds: float, flops: float = 1e15, tokens: float = 4096.0) -> Observation:
+    """A training run of `flops` model FLOPs per GPU a step measured at `seconds` a step (no design:
+    the rule reads works)."""
+    return Observation("train", f"run {seconds} {flops}", "run", tokens / seconds, "tokens/s", (), predict=None,
+                       partition=None, span=no_span(), end_to_end=True, step_tokens=tokens, step_flops=flops)
 
 
 def test_the_step_length_is_the_tokens_over_the_measured_rate():
-    assert step_overhead.step_seconds(run(0.7, 8192)) == pytest.approx(0.7)
+    assert step_overhead.step_seconds(run(0.7, tokens=8192)) == pytest.approx(0.7)
     assert step_overhead.step_seconds(Observation("train", "g", "run", 1.0, "tokens/s", (), None, None,
                                                   no_span())) == 0
 
 
 @settings(max_examples=scaled_examples(50), deadline=None)
-@given(st.lists(st.floats(0.05, 20), min_size=1, max_size=6), st.floats(1.0, 1.0 + step_overhead.SEPARATE))
-def test_runs_of_one_step_length_never_separate_it_and_two_lengths_apart_do(lengths, close):
-    base = lengths[0]
-    assert not step_overhead.separable([run(base), run(base * close)])
-    assert step_overhead.separable([run(base), run(base * (1 + 2 * step_overhead.SEPARATE))])
+@given(st.lists(st.tuples(st.floats(0.05, 20), st.floats(1e12, 1e17)), min_size=1, max_size=6),
+       st.floats(1.0, 1.0 + step_overhead.SEPARATE), st.floats(0.05, 20), st.floats(0.05, 20))
+def test_runs_of_one_work_never_separate_it_whatever_their_lengths_and_two_works_apart_do(runs, close, a, b):
+    _, work = runs[0]
+    # step lengths alone say nothing: runs of one work per GPU differ only in what does not scale with it
+    assert not step_overhead.separable([run(a, work), run(b, work * close)])
+    assert step_overhead.separable([run(a, work), run(b, work * (1 + 2 * step_overhead.SEPARATE))])
     # adding runs never makes a separable set inseparable; the order of the runs does not matter
-    runs = [run(s) for s in lengths]
-    if step_overhead.separable(runs):
-        assert step_overhead.separable(runs + [run(1.0)]) and step_overhead.separable(runs[::-1])
+    found = [run(s, w) for s, w in runs]
+    if step_overhead.separable(found):
+        assert step_overhead.separable(found + [run(1.0)]) and step_overhead.separable(found[::-1])
+
+
+def pod_observation(design, dp: int, batch: int, made: dict | None = None) -> Observation:
+    """The pod's job at data-parallel width `dp` and global batch `batch`, measured as the model
+    predicts it with the constants `made`."""
+    job = train_job(design)
+    cfg = attrs.evolve(pinned_config(job), dp=dp, batch=batch)
+    measured = estimate(job.shape, cfg, applied(job.partition, made or {})).tokens_per_s_per_gpu
+    return train_observation(f"dp{dp}", f"dp{dp}", job.shape, cfg, measured, job.partition, no_span())
+
+
+def test_weak_scaling_runs_do_not_separate_it_and_runs_of_different_work_per_gpu_do():
+    design = check_file(str(POD)).design
+    # weak scaling, 8 sequences per data-parallel rank on 4 and 16 GPUs, over a congested scale-out
+    # (2 % of its bandwidth): the 16-GPU step is longer by its data-parallel traffic alone, by more
+    # than SEPARATE, while the work per GPU is the same
+    congested = {("fabric", "NDR_FatTree", "efficiency"): 0.02}
+    weak = [pod_observation(design, dp, 8 * dp, congested) for dp in (2, 8)]
+    assert weak[0].step_flops == pytest.approx(weak[1].step_flops)
+    lengths = sorted(map(step_overhead.step_seconds, weak))
+    assert lengths[1] > lengths[0] * (1 + step_overhead.SEPARATE)
+    assert not step_overhead.separable(weak)
+    # strong scaling: the global batch fixed, each GPU does a quarter of the work on four times the GPUs
+    strong = [pod_observation(design, dp, 64) for dp in (2, 8)]
+    assert strong[0].step_flops == pytest.approx(4 * strong[1].step_flops)
+    assert step_overhead.separable(strong)
 
 
 def test_the_prior_is_the_nodes_stated_value_else_the_assumption():
     from gclc.compiler.driver import check_text
-    from gclc.model.job import train_job
     text = """
 chip G { peak { bf16 = 1000 TFLOPS } hbm { capacity = 80 GB  bandwidth = 3 TB/s } power { tdp = 700 W } }
 fabric Up { kind = nvlink  topology = switched  bandwidth = 450 GB/s }
