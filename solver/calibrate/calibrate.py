@@ -283,8 +283,7 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
         notes = tuple(notes) + tuple(why)
     params, outliers, kept, values = state or _fit_found(found, spread)
     spreads = overhead.spreads(params, kept, values)
-    prior = {k: p.prior for k, p in params.items()}
-    before = {id(o): residual(o, prior) for o in found}
+    before = {id(o): residual(o, as_written(params)) for o in found}
     held = _held_out(params, kept, values, carry_offsets)
     # after: as the calibrated design predicts it (with no offset where its plans carry none)
     planned = values if carry_offsets else _bare(values)
@@ -296,6 +295,12 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
                                                        carry_offsets))
     return Calibration(cluster, partition, params, values, rows, band, _band(rows, "serve", params), skipped, notes,
                        carry_offsets, tuple((overhead.key(n), w) for n, w in spreads.items()), tuple(why))
+
+
+def as_written(params: dict) -> dict:
+    """The design's constants as it states them: each prior, but a node's per-step host time left
+    to the node (its `step_overhead`, 0 s where it states none; the fit's prior is 20 ms there)."""
+    return {k: p.prior for k, p in params.items() if k[0] != "node"}
 
 
 def _fit_found(found: list[Observation], model_spread: float) -> tuple[dict, set, list[Observation], dict]:

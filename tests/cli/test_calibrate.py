@@ -261,3 +261,23 @@ def test_runs_of_one_step_length_leave_the_step_overhead_at_the_designs_value(tm
     assert f"node `{node}`: its per-step host time (`step_overhead`) kept at the design's value, 0 s (unstated): " \
            "1 training run of one work per GPU" in report
     assert not any(x.strip().startswith("step_overhead =") for x in (workspace / "mine.gcl").read_text().splitlines())
+
+
+def test_the_reports_before_is_the_design_as_written_not_the_fits_prior(tmp_path, capsys, monkeypatch):
+    """The design states no `step_overhead` (0 s); the fit's prior is 20 ms. The report's "before"
+    is the design's prediction: the run of the plan's own configuration is predicted before the fit
+    exactly as `gclc plan` predicts the design, and the moved per-step time starts from 0 s."""
+    workspace, node = overhead_workspace(tmp_path, (2, 8), overhead=0.3, batch=16)
+    design = workspace / "pod.gcl"
+    design.write_text(design.read_text().replace("batch     = 64", "batch     = 16"))   # the plan runs dp 8's config
+    monkeypatch.chdir(workspace)
+    assert main(["calibrate", "pod.gcl", "measurements", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    moved = next(m for m in report["moved"] if m["constant"] == f"node/{node}/step_overhead")
+    assert moved["before"] == 0 and moved["prior"] == pytest.approx(0.02) and moved["after"] > 0.1
+    run = next(m for m in report["measurements"] if "megatron_dp8.log" in m["where"])
+    before = run["measured"] * (1 + run["error_before"])   # tokens/s per GPU as the design predicts it
+    assert main(["plan", "pod.gcl", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["gpus"] == 16 and plan["step_breakdown_s"]["step_overhead"] == 0
+    assert before == pytest.approx(plan["tokens_per_s"] / plan["gpus"], rel=1e-9)

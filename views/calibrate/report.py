@@ -157,13 +157,20 @@ def report_json(calibration: Calibration, advice: tuple[Advice, ...]) -> dict:
                           "measured": r.obs.measured, "unit": r.obs.unit, "error_before": _share(r.before),
                           "error_after": _share(r.after), "error_held_out": _share(r.held_out), "outlier": r.outlier}
                          for r in calibration.rows],
-        "moved": [{"constant": "/".join(p.key), "before": p.prior, "after": v, "runs": list(g),
-                   "at_edge": not p.low * 1.0001 < v < p.high * 0.9999} for p, v, g in calibration.moved()],
+        "moved": [{"constant": "/".join(p.key), "before": _before(calibration, p), "prior": p.prior, "after": v,
+                   "runs": list(g), "at_edge": not p.low * 1.0001 < v < p.high * 0.9999,
+                   **({"posterior_width": calibration.spread_of(p.key)} if p.key[0] == "node" else {})}
+                  for p, v, g in calibration.moved()],
         "model_offsets": [{"model": p.key[1], "factor": v, "runs": list(g)} for p, v, g in calibration.offsets()],
         "band": _band_json(calibration.band), "serve_band": _band_json(calibration.serve_band),
         "measure_next": [{"what": a.what, "why": a.why} for a in advice],
         "not_used": list(calibration.skipped), "assumed": list(calibration.notes),
     }
+
+
+def _before(calibration: Calibration, param) -> float:
+    """A constant's value in the design as written: its prior, but a node's stated per-step host time."""
+    return calibration.stated_overhead(param.key[1]) if param.key[0] == "node" else param.prior
 
 
 def _share(log_ratio: float | None) -> float | None:
