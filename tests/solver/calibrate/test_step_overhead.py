@@ -82,7 +82,7 @@ def test_weak_scaling_runs_do_not_separate_it_and_runs_of_different_work_per_gpu
     assert step_overhead.separable(strong)
 
 
-def linear(slopes: dict, key_values: dict, noise_kind: str = "train") -> Observation:
+def linear(slopes: dict, noise_kind: str = "train") -> Observation:
     """An observation whose log prediction is sum of slope x log(value / 1): exact at values 1."""
     def predict(values: dict) -> float:
         return math.exp(sum(s * math.log(values.get(k, 1.0)) for k, s in slopes.items()))
@@ -99,7 +99,7 @@ def test_the_posterior_spread_is_the_normal_posterior_of_a_linear_fit(rows, spre
     run moves alike keep their priors' split: no amount of such runs separates them)."""
     a, b = ("node", "n", "step_overhead"), ("chip", "c", "bf16")
     params = {a: Param(a, 1.0, spread_a, 1e-3, 1e3), b: Param(b, 1.0, spread_b, 1e-3, 1e3)}
-    found = [linear({a: sa, b: sb}, {}) for sa, sb in rows]
+    found = [linear({a: sa, b: sb}) for sa, sb in rows]
     noise = found[0].noise
     haa = sum(sa * sa for sa, _ in rows) / noise ** 2 + 1 / spread_a ** 2
     hbb = sum(sb * sb for _, sb in rows) / noise ** 2 + 1 / spread_b ** 2
