@@ -77,7 +77,8 @@ def limits_sentence(plan) -> str:
     if rest:
         lead += ", then " + _and([f"{w} {percent(s)}" for _, s, w in rest])
     pressed = [_constraint(line) for line in getattr(plan, "binding", ())
-               if line.split(":", 1)[0] not in ("link", "bubble", "recompute", "data", "checkpoint", "compute")]
+               if line.split(":", 1)[0] not in ("link", "bubble", "recompute", "data", "checkpoint", "compute",
+                                                "step_overhead")]
     return lead + "." + "".join(f" {p}" for p in pressed if p)
 
 

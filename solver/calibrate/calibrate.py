@@ -93,6 +93,20 @@ class Calibration:
     # held-back runs: True); `gclc calibrate` writes cluster constants only, so its plans carry
     # none and its band's held-out runs are predicted without theirs
     carry_offsets: bool = False
+    # (key, deviation of its log value after the fit) of each node's fitted per-step host time
+    # (step_overhead.py: fitted only where the runs at least halve the prior's)
+    spreads: tuple = ()
+    # why each node with training runs keeps the design's per-step host time (also in `notes`)
+    overhead_kept: tuple[str, ...] = ()
+
+    def spread_of(self, key) -> float | None:
+        """The deviation of a fitted per-step host time's log value (None: not one)."""
+        return dict(self.spreads).get(key)
+
+    def stated_overhead(self, node: str) -> float:
+        """The per-step host time node `node` states in the design (0: none)."""
+        return next((r.obs.partition.node.step_overhead for r in self.rows
+                     if r.obs.partition is not None and r.obs.partition.node.name == node), 0.0)
 
     @property
     def coverage(self) -> dict:
@@ -262,15 +276,14 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     predict held-back runs of a model the runs ran with its offset: `carry_offsets`); each
     node's per-step host time is fitted where its runs can separate it (`step_overhead`,
     solver/calibrate/step_overhead.py), else it keeps the design's value."""
+    spread = model_spread if len({o.model for o in found if o.kind == "train" and o.model}) >= MIN_MODELS else 0.0
+    state, why = None, []
     if step_overhead:
-        found, notes = overhead.informed(found), tuple(notes) + tuple(overhead.kept(found))
-    models = {o.model for o in found if o.kind == "train" and o.model}
-    params = parameters(found, model_spread if len(models) >= MIN_MODELS else 0.0)
-    prior = {k: p.prior for k, p in params.items()}
-    before = {id(o): residual(o, prior) for o in found}
-    outliers = {id(o) for o in found if _unexplained(o, params, prior)}
-    kept = [o for o in found if id(o) not in outliers]
-    values = anchored_fit(params, kept, prior) if any(o.settle for o in kept) else fit(params, kept)
+        found, why, state = _step_overhead(found, spread)
+        notes = tuple(notes) + tuple(why)
+    params, outliers, kept, values = state or _fit_found(found, spread)
+    spreads = overhead.spreads(params, kept, values)
+    before = {id(o): residual(o, as_written(params)) for o in found}
     held = _held_out(params, kept, values, carry_offsets)
     # after: as the calibrated design predicts it (with no offset where its plans carry none)
     planned = values if carry_offsets else _bare(values)
@@ -281,7 +294,41 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
         band = attrs.evolve(band, beyond=beyond_factor(params, kept, values, rows, band.shrink, band.widening,
                                                        carry_offsets))
     return Calibration(cluster, partition, params, values, rows, band, _band(rows, "serve", params), skipped, notes,
-                       carry_offsets)
+                       carry_offsets, tuple((overhead.key(n), w) for n, w in spreads.items()), tuple(why))
+
+
+def as_written(params: dict) -> dict:
+    """The design's constants as it states them: each prior, but a node's per-step host time left
+    to the node (its `step_overhead`, 0 s where it states none; the fit's prior is 20 ms there)."""
+    return {k: p.prior for k, p in params.items() if k[0] != "node"}
+
+
+def _fit_found(found: list[Observation], model_spread: float) -> tuple[dict, set, list[Observation], dict]:
+    """The constants `found` inform, the outliers, the observations kept and the fit of them."""
+    params = parameters(found, model_spread)
+    prior = {k: p.prior for k, p in params.items()}
+    outliers = {id(o) for o in found if _unexplained(o, params, prior)}
+    kept = [o for o in found if id(o) not in outliers]
+    values = anchored_fit(params, kept, prior) if any(o.settle for o in kept) else fit(params, kept)
+    return params, outliers, kept, values
+
+
+def _step_overhead(found: list[Observation], model_spread: float) -> tuple[list[Observation], list[str], tuple | None]:
+    """`found` with each node's training runs informing its per-step host time where they
+    identify it (step_overhead.py: runs of different work per GPU, and the data at least halving
+    the prior's log-width at the fit of them all), why each other node keeps the design's value,
+    and that fit (`_fit_found`) where it stands (None: to be refitted without the terms left out)."""
+    nodes = overhead.candidates(found)
+    if not nodes:
+        return found, overhead.kept(found), None
+    trial = overhead.informed(found, nodes)
+    state = _fit_found(trial, model_spread)
+    spreads = overhead.spreads(state[0], state[2], state[3])
+    fitted = {n for n, w in spreads.items() if overhead.identified(w)}
+    why = overhead.kept(found, spreads)
+    if fitted == nodes:
+        return trial, why, state
+    return overhead.informed(found, fitted), why, None
 
 
 def offset_variance(runs: int, spread: float, noise: float = NOISE["train"]) -> float:

@@ -128,3 +128,36 @@ def _golden(cost, param: Param) -> float:
     best = math.exp((lo + hi) / 2)
     prior = param.clamp(param.prior)
     return prior if cost(prior) <= cost(best) else best
+
+
+def posterior_spread(params: dict, observations: list[Observation], values: dict, key, step: float = 0.01) -> float:
+    """The deviation of log(`key`'s value) the fit at `values` leaves: the objective's Gauss-Newton
+    curvature there, inverted (a Laplace approximation). Each observation sharing a constant with
+    `key`'s observations adds its residual's slopes in those constants (central differences of
+    `step` in log), in its noise's units and weighed as the Huber loss weighs it at its residual
+    (1 within HUBER noise units, HUBER / z beyond); each constant adds its prior's 1 / spread^2.
+    The other constants of those observations are held at `values`; the ones shared are
+    marginalized, so a constant the runs cannot tell from another (a fixed time per step from a
+    rate) keeps a wide posterior however large its slopes."""
+    import numpy as np
+
+    local = sorted({k for o in observations if key in o.informs for k in o.informs if k in params})
+    if key not in local:
+        return params[key].spread
+    index = {k: i for i, k in enumerate(local)}
+    curvature = np.diag([1 / params[k].spread ** 2 for k in local])
+    for obs in observations:
+        shared = [k for k in obs.informs if k in index]
+        r = residual(obs, values) if shared else math.inf
+        if not math.isfinite(r):
+            continue
+        z = abs(r) / obs.noise
+        weight = 1.0 if z <= HUBER else HUBER / z
+        slopes = np.zeros(len(local))
+        for k in shared:
+            up = residual(obs, {**values, k: values[k] * math.exp(step)})
+            down = residual(obs, {**values, k: values[k] * math.exp(-step)})
+            if math.isfinite(up) and math.isfinite(down):
+                slopes[index[k]] = (up - down) / (2 * step)
+        curvature += weight * np.outer(slopes, slopes) / obs.noise ** 2
+    return float(math.sqrt(np.linalg.inv(curvature)[index[key], index[key]]))

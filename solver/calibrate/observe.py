@@ -68,6 +68,7 @@ class Observation:
     # keeps one model's miss out of the cluster's constants
     model: str = ""
     step_tokens: float = 0.0     # a training run's tokens per GPU a step: its step length is step_tokens / measured
+    step_flops: float = 0.0      # ... and its work per GPU a step: model FLOPs per GPU (step_overhead.separable)
 
     @property
     def noise(self) -> float:

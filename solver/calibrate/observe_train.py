@@ -134,7 +134,8 @@ def train_observation(group: str, what: str, job_shape: ModelShape, cfg: TrainCo
     return Observation("train", group, what, measured, "tokens/s", informs,
                        predict, partition, span, end_to_end=True,
                        covers=(cfg.precision, cfg.gpus, job_shape.is_moe), model=model,
-                       step_tokens=cfg.batch * cfg.seq / cfg.gpus)
+                       step_tokens=cfg.batch * cfg.seq / cfg.gpus,
+                       step_flops=job_shape.model_flops_per_token(cfg.seq) * cfg.batch * cfg.seq / cfg.gpus)
 
 
 def architecture(shape: ModelShape) -> str:

@@ -2,18 +2,31 @@
 constant: the hosts' fixed work between two training steps (loss and grad-norm reads that drain
 the GPU's queue, the optimizer's and data loader's Python, the next step's first launches).
 
-A fixed time per step is told apart from the chip's and fabrics' rates (which scale with the
-step's work) only by runs whose steps differ in length: one run, or runs of one step length,
-cannot split a miss between a per-step time and a rate, and the split would be the priors'
-alone. So the constant is fitted only where at least MIN_RUNS training runs on the node differ
-in step length by more than SEPARATE; otherwise it keeps the design's value."""
+A fixed time per step is told apart from the chip's and fabrics' rates only by runs whose work
+per GPU differs: the rates' time scales with a step's work, a fixed time does not. Runs of one
+work per GPU (one run; weak-scaling runs, whose steps differ only in their communication) cannot
+split a miss between a per-step time and a rate: the split would be the priors' alone. And runs
+of different work still say little of it where it is a small share of their steps (a few ms
+beside steps of seconds): the fit then stays near its prior, which is no measurement. So the
+rule, stated before any benchmark figure was read (issue #32's review):
+
+1. `separable`: at least MIN_RUNS training runs on the node whose model FLOPs per GPU per step
+   differ by more than SEPARATE;
+2. `identified`: at the fit, the data at least halve the prior's width of log(step_overhead):
+   its posterior deviation (fit.posterior_spread: the fit's own curvature, every constant its
+   runs inform marginalized) is at most SHRINK x the prior's (e^1.5). That is, the runs carry at
+   least three times the prior's information, a deviation of e^0.87 or less from the data alone.
+
+Otherwise the node keeps the design's value (its stated `step_overhead`, 0 s where it states
+none), the fit is made without the term, and the report says why (`kept`)."""
 
 from __future__ import annotations
 
 import attrs
 
 from ...compiler.ir import NodeType
-from ...dsl.numbers import percent
+from ...dsl.numbers import number, percent
+from .fit import posterior_spread
 from .observe import Observation
 from .params import Param
 
@@ -24,7 +37,8 @@ from .params import Param
 # measured it (docs/calibration.md "A per-step overhead per system").
 PRIOR, SPREAD, RANGE = 0.02, 1.5, (1e-4, 1.0)
 MIN_RUNS = 2
-SEPARATE = 0.10   # step lengths closer than 10 % are one length (a run's noise is 5 %: observe.NOISE)
+SEPARATE = 0.10   # works per GPU closer than 10 % are one work (a run's noise is 5 %: observe.NOISE["train"])
+SHRINK = 0.5      # fitted only where the data at least halve the prior's log-width
 
 
 def key(node: str) -> tuple[str, str, str]:
@@ -38,15 +52,21 @@ def param(node: NodeType) -> Param:
     return Param(key(node.name), prior, SPREAD, min(RANGE[0], prior), max(RANGE[1], prior))
 
 
+def stated(node: NodeType) -> str:
+    """The node's own value in words: what a kept per-step time stays at."""
+    return f"{number(node.step_overhead * 1e3, 3)} ms" if node.step_overhead > 0 else "0 s (unstated)"
+
+
 def step_seconds(obs: Observation) -> float:
     """The measured step length of a training observation (0 where it does not say)."""
     return obs.step_tokens / obs.measured if obs.step_tokens and obs.measured > 0 else 0.0
 
 
 def separable(runs: list[Observation]) -> bool:
-    """Whether `runs` hold at least MIN_RUNS steps of lengths more than SEPARATE apart."""
-    lengths = sorted(s for s in map(step_seconds, runs) if s > 0)
-    distinct = [s for i, s in enumerate(lengths) if i == 0 or s > lengths[i - 1] * (1 + SEPARATE)]
+    """Whether `runs` hold at least MIN_RUNS works per GPU (model FLOPs per GPU per step) more
+    than SEPARATE apart."""
+    works = sorted(w for w in (o.step_flops for o in runs) if w > 0)
+    distinct = [w for i, w in enumerate(works) if i == 0 or w > works[i - 1] * (1 + SEPARATE)]
     return len(distinct) >= MIN_RUNS
 
 
@@ -58,23 +78,51 @@ def _by_node(found: list[Observation]) -> dict[str, list[Observation]]:
     return by_node
 
 
-def kept(found: list[Observation]) -> list[str]:
-    """Why each node with training runs that cannot separate its per-step time keeps the design's."""
-    return [f"node `{name}`: its per-step host time (`step_overhead`) kept at the design's value: "
-            f"{len(runs)} training run{'s' if len(runs) != 1 else ''} of one step length cannot tell a fixed "
-            f"time per step from the chip's and fabrics' rates (it takes {MIN_RUNS} runs whose step lengths "
-            f"differ by more than {percent(SEPARATE)})"
-            for name, runs in _by_node(found).items() if not separable(runs)]
+def candidates(found: list[Observation]) -> set[str]:
+    """The nodes whose training runs are `separable`."""
+    return {name for name, runs in _by_node(found).items() if separable(runs)}
 
 
-def informed(found: list[Observation]) -> list[Observation]:
-    """`found` with each training run on a node whose runs are `separable` informing that node's
-    per-step time (the runs' prediction reads it from the partition: params.applied)."""
-    fitted = {name for name, runs in _by_node(found).items() if separable(runs)}
+def informed(found: list[Observation], nodes: set[str] | None = None) -> list[Observation]:
+    """`found` with each training run on one of `nodes` (default: the `candidates`) informing that
+    node's per-step time (the runs' prediction reads it from the partition: params.applied)."""
+    fitted = candidates(found) if nodes is None else nodes
     out = []
     for obs in found:
         name = obs.partition.node.name if obs.partition is not None else None
         if obs.kind == "train" and obs.end_to_end and name in fitted and key(name) not in obs.informs:
             obs = attrs.evolve(obs, informs=obs.informs + (key(name),), priors=obs.priors + (param(obs.partition.node),))
         out.append(obs)
+    return out
+
+
+def spreads(params: dict, kept: list[Observation], values: dict) -> dict[str, float]:
+    """Each fitted node's posterior deviation of log(step_overhead) at the fit `values`."""
+    nodes = {k[1] for o in kept for k in o.informs if k[0] == "node" and k in params}
+    return {name: posterior_spread(params, kept, values, key(name)) for name in sorted(nodes)}
+
+
+def identified(spread: float, prior_spread: float = SPREAD) -> bool:
+    """Whether the data at least halve the prior's log-width (SHRINK)."""
+    return spread <= SHRINK * prior_spread
+
+
+def kept(found: list[Observation], widths: dict[str, float] | None = None) -> list[str]:
+    """Why each node with training runs keeps the design's per-step time: its runs are not
+    `separable`, or (`widths`: each fitted node's posterior deviation) they leave it near its prior."""
+    widths = widths or {}
+    out = []
+    for name, runs in _by_node(found).items():
+        node = runs[0].partition.node
+        head = (f"node `{name}`: its per-step host time (`step_overhead`) kept at the design's value, "
+                f"{stated(node)}: ")
+        if not separable(runs):
+            count = f"{len(runs)} training run{'s' if len(runs) != 1 else ''}"
+            out.append(head + f"{count} of one work per GPU cannot tell a fixed time per step from the chip's and "
+                       f"fabrics' rates (it takes {MIN_RUNS} runs whose model FLOPs per GPU per step differ by more "
+                       f"than {percent(SEPARATE)}; weak-scaling runs, whose steps differ only in communication, do not)")
+        elif name in widths and not identified(widths[name]):
+            out.append(head + f"its runs leave it near its prior (posterior width e^±{number(widths[name], 2)} "
+                       f"against the prior's e^±{number(SPREAD, 2)}; it is fitted where the runs at least halve "
+                       f"that: a per-step time a visible share of steps of different work)")
     return out

@@ -31,8 +31,8 @@ def bubble_share(work: float, pp: int, vp: int, microbatches: int, head: float =
 
 
 def step_bound(fixed: float, optimizer: float, pp: int, vp: int, microbatches: int, head: float = 0.0) -> float:
-    """A lower bound on the step time: the fixed work, the optimizer and the bubble's share of
-    it (`head`: see bubble_share)."""
+    """A lower bound on the step's GPU time: the fixed work, the optimizer and the bubble's share
+    of it (`head`: see bubble_share); `ObjectiveBound` adds the node's fixed per-step host time."""
     return (fixed + optimizer + bubble_share(fixed, pp, vp, microbatches, head)) * SAFETY
 
 
@@ -92,13 +92,18 @@ class ObjectiveBound:
     def __init__(self, job: Job, objective: str, power: JobPower, limit: float | None = None) -> None:
         self.job, self.objective, self.power, self.limit = job, objective, power, limit
         self.tokens = job.batch * job.seq
+        # the hosts' fixed work between two steps (the node's `step_overhead`): every
+        # configuration's step carries it, beside the GPU work the search's step bounds count
+        self.fixed = job.partition.node.step_overhead * SAFETY
 
     def __call__(self, gpus: int, step: float, work: float, flops_seconds: float) -> float:
         """A lower bound on the objective of a configuration on `gpus` GPUs whose step is at
-        least `step` s, of which at least `work` s compute (compute + recompute + optimizer);
-        `flops_seconds` is the step's model FLOPs over the GPUs' peak (MFU x step time x
-        GPUs: fixed by the job and the chip, whatever the configuration)."""
+        least `step` s of GPU work and the node's fixed per-step time (`fixed`), of which at least
+        `work` s compute (compute + recompute + optimizer); `flops_seconds` is the step's model
+        FLOPs over the GPUs' peak (MFU x step time x GPUs: fixed by the job and the chip,
+        whatever the configuration)."""
         objective = self.objective
+        step += self.fixed
         if self.limit is not None:   # the job's power limit: only configurations within it count
             step = self.power.least_step(gpus, step, work, self.limit)
             if step == float("inf"):

@@ -24,7 +24,7 @@ from . import enumerate as space_def
 from .explain import Infeasibility, explain
 from ..schedule.failures import job_goodput
 from ..schedule.goodput import Goodput
-from .review import Advice, review
+from .review import VISIBLE_HOST, Advice, review
 from .least_memory import least_memory
 from .search import SearchResult, search
 from ...dsl.records import frozen
@@ -254,6 +254,9 @@ def binding(e: Estimate, job: Job, result: SearchResult | None = None, power: Po
                    f"the compute is done ({percent(b.data / step)} of the step)")
     if b.checkpoint > 0.01 * step:
         out.append(f"checkpoint: synchronous saves take {percent(b.checkpoint / step)} of the step")
+    if b.step_overhead >= VISIBLE_HOST * step:
+        out.append(f"step_overhead: the hosts' fixed work between steps, {duration(b.step_overhead)}, is "
+                   f"{percent(b.step_overhead / step)} of the step (the node's `step_overhead`)")
     limit = lim.get("power")
     if limit is not None and power is not None:
         by_power = [r for r in rejected if r.limit.target == "power"]

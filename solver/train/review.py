@@ -20,6 +20,10 @@ from ...dsl.records import frozen
 HEADROOM = 0.05       # warn when less than this share of the memory limit is left (unless the job's own limit keeps it)
 LOW_MFU = 0.20        # well-tuned LLM pre-training runs at 35-55 % MFU (MODEL.md); below 20 % deserves a cause
 BUBBLE_TARGET = 0.10  # the bubble share the low-MFU fix aims for
+# The hosts' fixed work between steps (the node's `step_overhead`) is named where it is at least
+# this share of the step: below it, it moves MFU by less than a measured run's own noise (5 %:
+# solver/calibrate/observe.py NOISE["train"]), so it is no cause an operator could see.
+VISIBLE_HOST = 0.05
 
 
 @frozen
@@ -128,4 +132,19 @@ def _low_mfu(job: Job, e: Estimate):
     else:
         cause = f"{c.recompute} recompute is {percent(b.recompute / step)} of the step"
         fix = "more memory per GPU (a higher ZeRO stage, more pp) to recompute less"
-    yield Advice("low-mfu", f"MFU {percent(e.mfu)}: {cause}; {fix}")
+    host = _host_between_steps(e)
+    if host and b.step_overhead >= max(seconds, b.recompute, b.bubble if c.pp > 1 else 0.0):
+        cause, fix, host = host[0], host[1], None   # the largest part: the cause itself
+    yield Advice("low-mfu", f"MFU {percent(e.mfu)}: {cause}; {fix}" + (f"; and {host[0]}: {host[1]}" if host else ""))
+
+
+def _host_between_steps(e: Estimate) -> tuple[str, str] | None:
+    """The hosts' fixed time between steps as a cause of low MFU, and its fix, where it is at
+    least VISIBLE_HOST of the step."""
+    fixed = e.breakdown.step_overhead
+    if fixed < VISIBLE_HOST * e.step_time:
+        return None
+    return (f"the hosts' {number(fixed * 1e3, 3)} ms per step (the node's `step_overhead`) is "
+            f"{percent(fixed / e.step_time)} of the step",
+            "more work per step spreads it (a larger batch), or a shorter host loop between steps "
+            "(fewer loss and grad-norm reads that drain the GPU's queue, CUDA graphs, an asynchronous data loader)")

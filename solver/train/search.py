@@ -453,7 +453,7 @@ class _Search:
             if self.job.shape.is_moe:   # (dense: compute never grows with the micro-batch, the largest's is the least)
                 mbs.update(mb for (layout, _) in chain for mb in self.coarse_parts_of(*key, layout[2], layout[6])[0])
             per_seq = min([self.sequence_cost(key, mb, orders[0])[0] for mb in sorted(mbs)])
-        step = per_seq * self.job.batch / dp * SAFETY
+        step = per_seq * self.job.batch / dp * SAFETY + self.bound.fixed   # (the step objective's bound is its step)
         if self.audit is not None:
             for (_, _, dp_, _, _, _, inner_, _), _ in chain:
                 self.checked(step, tp=tp, pp=pp, dp=dp_, cp=cp, ep=ep, microbatch=tuple(mb for mb, _ in inner_))

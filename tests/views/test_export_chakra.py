@@ -265,3 +265,31 @@ def test_the_cli_writes_binary_traces_into_a_folder_only(tmp_path, capsys):
     assert main(["export", str(SMALL), "--to", "chakra", "--job", "mistral", "-o", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"wrote {tmp_path / 'workload.0.et'}" and len(lines) == 17   # 16 ranks and the groups
+
+
+def test_the_nodes_fixed_time_per_step_is_in_every_ranks_trace(chakra, tmp_path):
+    """A node with 500 ms of host work between steps (`step_overhead`): the plan's step carries it,
+    and so does every rank's trace, one CPU node of its seconds after the step's last node; a
+    replay (communication instant) is the compute, the optimizer, the bubble and those 500 ms."""
+    from gclc.cli.export import write_all
+
+    text = SMALL.read_text().replace("units    = nodes x DGX_H100", "units    = nodes x SlowHost")
+    design_path = tmp_path / "slow.gcl"
+    design_path.write_text(text + "\nnode SlowHost extends DGX_H100 { step_overhead = 500 ms }\n")
+    design = check_file(str(design_path), []).design
+    plan = job_plan(job_entity(design, "mistral", "train"), timed=False)
+    cfg, b = plan.estimate.config, plan.estimate.breakdown
+    assert b.step_overhead == 0.5
+    folder = tmp_path / "traces"
+    assert write_all(folder, export("chakra", design, job="mistral", source="slow.gcl"), announce=False) == 0
+    ranks = {r: read(chakra, folder / f"workload.{r}.et")[1] for r in range(cfg.gpus)}
+    for trace in ranks.values():
+        last = trace[-1]
+        assert (last.name, last.type, attrs(last)["is_cpu_op"]) == ("host work between steps", 4, True)
+        assert abs(last.duration_micros - 0.5e6) <= 1
+        assert max(last.data_deps) == last.id - 1   # after the step's last node on the rank's stream
+    groups = json.loads((folder / "comm_group.json").read_text())
+    end = max(replay(ranks, groups).values())
+    work = b.compute + b.recompute
+    bubble = (cfg.pp - 1) / cfg.virtual_stages * work / cfg.microbatches
+    assert end == pytest.approx(work + bubble + b.optimizer + 0.5, abs=2e-6 * (cfg.microbatches + cfg.pp) * 4)

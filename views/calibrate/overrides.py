@@ -50,7 +50,7 @@ def overrides(design: Design, calibration: Calibration, design_path: str, output
     taken = {e.name for e in design.entities}
     blocks: list[str] = []
     renamed: dict[str, str] = {}
-    _derive_parts(design, cluster, moved, tag, blocks, renamed)
+    _derive_parts(design, cluster, moved, tag, blocks, renamed, calibration.spread_of)
     blocks.append(_cluster_block(cluster, calibration, tag, renamed, source))
     renamed[cluster.name] = f"{cluster.name}_{tag}"
     for job in design.entities:
@@ -75,7 +75,7 @@ def _header(calibration: Calibration, source: str, output: str) -> list[str]:
     if band is not None:
         lines.append(f"Band: calibrated on {band.runs} of your runs, ±{percent(band.half_width)} "
                      "(each run predicted by a fit without it).")
-    return lines
+    return lines + list(calibration.overhead_kept)
 
 
 def _cluster(design: Design, calibration: Calibration) -> Entity:
@@ -93,7 +93,8 @@ def _runs_on(job: Entity, cluster: Entity) -> bool:
     return getattr(target, "name", None) == cluster.name and not isinstance(target, tuple)
 
 
-def _derive_parts(design, cluster: Entity, moved: dict, tag: str, blocks: list[str], renamed: dict) -> None:
+def _derive_parts(design, cluster: Entity, moved: dict, tag: str, blocks: list[str], renamed: dict,
+                  spread_of=lambda key: None) -> None:
     units: Repeat = cluster.get("units")
     unit = units.part
     node = unit if unit.kind == "node" else unit.get("nodes").part
@@ -115,7 +116,7 @@ def _derive_parts(design, cluster: Entity, moved: dict, tag: str, blocks: list[s
                               + "\n".join(f"  {line}" for line in lines) + "\n}")
                 renamed[fabric.name] = f"{fabric.name}_{tag}"
     changed = [f"  gpus = {gpus.count} x {renamed[chip.name]}"] if chip.name in renamed else []
-    changed += [f"  {_value(param, value, groups, before=node_overhead(node))}"
+    changed += [f"  {_value(param, value, groups, before=node_overhead(node), spread=spread_of(param.key))}"
                 for (kind, name, _), (param, value, groups) in moved.items() if kind == "node" and name == node.name]
     scaleup = node.get("scaleup")
     if scaleup is not None and scaleup.name in renamed:
@@ -184,22 +185,28 @@ def node_overhead(node: Entity) -> float:
 
 
 def _value(param, value: float, groups: tuple[str, ...], what: str | None = None,
-           before: float | None = None) -> str:
+           before: float | None = None, spread: float | None = None) -> str:
     """`bf16 = 61.2%  # was 64%: measured by ...` (a fabric's field by its own name; `before`, the
-    design's value where it is not the fit's prior)."""
+    design's value where it is not the fit's prior; a per-step host time also says the prior it
+    moved from and its posterior width, `spread`)."""
     field = what or param.key[2]
+    fitted = ""
     if field in ("latency", "host_step"):
         text, before = f"{number(value * 1e6, 3)} us", f"{number(param.prior * 1e6, 3)} us"
     elif field == "step_overhead":
         stated = param.prior if before is None else before
         text, before = f"{number(value * 1e3, 3)} ms", f"{number(stated * 1e3, 3)} ms" if stated else "0 s (unstated)"
+        width = f", posterior width e^±{number(spread, 2)} against the prior's e^±{number(param.spread, 2)}" \
+            if spread is not None else ""
+        fitted = f" (prior {number(param.prior * 1e3, 3)} ms -> {text}{width})"
     else:
         text, before = percent(value, 4), percent(param.prior, 4)
     named = ", ".join(groups[:MAX_NAMED])
     more = f" and {len(groups) - MAX_NAMED} more" if len(groups) > MAX_NAMED else ""
     bound = " (at the edge of its physical range)" if value in (param.low, param.high) or not (
         param.low * 1.0001 < value < param.high * 0.9999) else ""
-    return f"{field} = {text}  # was {before}{bound}: {named}{more}"
+    source = f"fitted from runs {named}{more}{fitted}" if field == "step_overhead" else f"{named}{more}"
+    return f"{field} = {text}  # was {before}{bound}: {source}"
 
 
 def _short(group: str, folder: Path) -> str:

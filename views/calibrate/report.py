@@ -54,6 +54,9 @@ def report_text(calibration: Calibration, advice: tuple[Advice, ...], design: st
     if not moved:
         lines.append("  nothing: no measurement informs a constant of the design's parts")
     for param, value, groups in moved:
+        if param.key[0] == "node":
+            lines.append(_overhead_line(calibration, param, value, groups))
+            continue
         change = value / param.prior - 1
         words = "confirmed" if abs(change) <= SAME else ("+" if change > 0 else "") + percent(change)
         edge = "; at the edge of its physical range: the model's form, not this constant, is off" \
@@ -70,6 +73,24 @@ def report_text(calibration: Calibration, advice: tuple[Advice, ...], design: st
             lines.append(title)
             lines += [f"  {item}" for item in items]
     return "\n".join(lines)
+
+
+def _overhead_line(calibration: Calibration, param, value: float, groups: tuple[str, ...]) -> str:
+    """A node's fitted per-step host time: the design's value, the fit, the runs it came from, the
+    prior it moved from and how much the runs narrowed it (step_overhead.py fits it only where
+    they at least halve the prior's width)."""
+    design = calibration.stated_overhead(param.key[1])
+    spread = calibration.spread_of(param.key)
+    width = f", posterior width e^±{number(spread, 2)} against the prior's e^±{number(param.spread, 2)}" \
+        if spread is not None else ""
+    edge = "; at the edge of its physical range" if not param.low * 1.0001 < value < param.high * 0.9999 else ""
+    runs = ", ".join(_short_group(g) for g in groups)
+    return (f"  {param.label:<34} {_design_value(design):>9} -> {_value(param, value):>9}  (fitted from runs {runs}: "
+            f"prior {_value(param, param.prior)} -> {_value(param, value)}{width}{edge})")
+
+
+def _design_value(seconds: float) -> str:
+    return duration(seconds) if seconds > 0 else "0 s (unstated)"
 
 
 def _offset_lines(calibration: Calibration) -> list[str]:
@@ -136,13 +157,20 @@ def report_json(calibration: Calibration, advice: tuple[Advice, ...]) -> dict:
                           "measured": r.obs.measured, "unit": r.obs.unit, "error_before": _share(r.before),
                           "error_after": _share(r.after), "error_held_out": _share(r.held_out), "outlier": r.outlier}
                          for r in calibration.rows],
-        "moved": [{"constant": "/".join(p.key), "before": p.prior, "after": v, "runs": list(g),
-                   "at_edge": not p.low * 1.0001 < v < p.high * 0.9999} for p, v, g in calibration.moved()],
+        "moved": [{"constant": "/".join(p.key), "before": _before(calibration, p), "prior": p.prior, "after": v,
+                   "runs": list(g), "at_edge": not p.low * 1.0001 < v < p.high * 0.9999,
+                   **({"posterior_width": calibration.spread_of(p.key)} if p.key[0] == "node" else {})}
+                  for p, v, g in calibration.moved()],
         "model_offsets": [{"model": p.key[1], "factor": v, "runs": list(g)} for p, v, g in calibration.offsets()],
         "band": _band_json(calibration.band), "serve_band": _band_json(calibration.serve_band),
         "measure_next": [{"what": a.what, "why": a.why} for a in advice],
         "not_used": list(calibration.skipped), "assumed": list(calibration.notes),
     }
+
+
+def _before(calibration: Calibration, param) -> float:
+    """A constant's value in the design as written: its prior, but a node's stated per-step host time."""
+    return calibration.stated_overhead(param.key[1]) if param.key[0] == "node" else param.prior
 
 
 def _share(log_ratio: float | None) -> float | None:

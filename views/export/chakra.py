@@ -31,7 +31,10 @@ One answer with the plan (model/train/step.py `Breakdown`, the numbers `gclc pla
 
 Refused, with the reason: the heterogeneous split (several layouts), hybrid ZeRO sharding,
 activation offload (host copies are not in the trace), and more ranks than MAX_RANKS files.
-Host waits (launch, input, checkpoint) are host time, not GPU work, and are not in the trace.
+Host waits (launch, input, checkpoint) are host time, not GPU work, and are not in the trace. The
+hosts' fixed work between two steps (the node's `step_overhead`, the breakdown's term) is: one
+more node, a CPU op of its seconds after the step's last node on every rank, since it is in
+every step of the plan and no GPU work hides it.
 """
 
 from __future__ import annotations
@@ -284,6 +287,8 @@ class _Stage:
             ratio = PARAM_BYTES / grad_bytes(cfg)
             self.collective("DP all-gather parameters", "dp", ALL_GATHER, round(grads * ratio))
             self.collective("expert DP all-gather parameters", "edp", ALL_GATHER, round(experts * ratio))
+        if s.b.step_overhead > 0:
+            self.on_stream("host work between steps", COMP_NODE, seconds=s.b.step_overhead, attrs=(("is_cpu_op", True),))
         return self.out
 
     def one_pass(self, way: str, chunk: int, micro: int) -> None:

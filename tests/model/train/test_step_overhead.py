@@ -78,3 +78,22 @@ def test_a_design_with_the_field_plans_slower_by_that_amount_everywhere():
     assert data["step_breakdown_s"]["step_overhead"] == pytest.approx(0.04)
     assert data["tokens_per_s"] == pytest.approx(slow.best.tokens_per_s)
     assert duration(slow.best.step_time) in plan_text(slow)
+
+
+def test_the_plans_limits_name_host_work_between_steps_where_it_is_a_visible_share():
+    """What limits the plan (its binding list and the sentence `gclc plan` prints) names the
+    hosts' fixed time between steps where it is at least VISIBLE_HOST of the step, once."""
+    from gclc.dsl.numbers import percent
+    from gclc.solver.train.review import VISIBLE_HOST
+    from gclc.views.limits import limits_sentence
+    slow = planned("step_overhead = 500 ms")
+    share = 0.5 / slow.best.step_time
+    assert share >= VISIBLE_HOST
+    [line] = [b for b in slow.binding if b.startswith("step_overhead:")]
+    assert f"500 ms, is {percent(share)} of the step" in line
+    sentence = limits_sentence(slow)
+    assert sentence.lower().count("host work between steps") == 1 and "`step_overhead`" not in sentence
+    bare = planned()
+    assert not any(b.startswith("step_overhead:") for b in bare.binding)
+    faint = planned(f"step_overhead = {round(0.5 * VISIBLE_HOST * bare.best.step_time * 1e6)} us")
+    assert not any(b.startswith("step_overhead:") for b in faint.binding)

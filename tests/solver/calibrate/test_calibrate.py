@@ -156,9 +156,10 @@ def test_a_training_run_informs_the_fabrics_its_ranks_span(design):
     # and its model's offset (fitted only beside another model's runs: calibrate.MIN_MODELS)
     model = ("model", result.rows[0].obs.model, "offset")
     assert result.rows[0].obs.model == result.rows[1].obs.model != "" and not result.offsets()
-    # and, the two runs' steps differing in length, the node's per-step host time (step_overhead.py)
-    overhead = ("node", "DGX_H100", "step_overhead")
-    assert informs[4] == {chip, ("fabric", "NVLink4", "efficiency"), model, overhead}
+    # not the node's per-step host time: the two runs differ in work per GPU, but a 20 ms prior is
+    # 0.2-0.8 % of their 3.7-15 s steps, which they leave near its prior (step_overhead.py)
+    assert informs[4] == {chip, ("fabric", "NVLink4", "efficiency"), model}
+    assert any("`step_overhead`) kept at the design's value" in n for n in result.notes)
     assert informs[16] == informs[4] | {("fabric", "NDR_FatTree", "efficiency")}
     moved = {p.key: groups for p, _, groups in result.moved()}
     assert moved[("fabric", "NDR_FatTree", "efficiency")] == (result.rows[1].obs.group,)

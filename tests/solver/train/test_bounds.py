@@ -309,3 +309,19 @@ def test_the_searchs_shortcuts_across_microbatches_and_depths_equal_the_model(p)
             deeper = attrs.evolve(c, pp=pp)
             assert (compute, flops) == compute_time(job.shape, deeper, job.partition)
             assert overhead == moe_overhead_time(job.shape, deeper)
+
+
+@pytest.mark.parametrize("objective", [o for o in enumerator.OBJECTIVES if o != "cost"])   # (no economics here)
+def test_the_bounds_carry_the_nodes_fixed_time_per_step(objective):
+    """500 ms of host work between steps (the node's `step_overhead`) is in every configuration's
+    step: every bound stays below every configuration it covers, and a bound on the step (the
+    step objectives') is at least those 500 ms, many times the small job's GPU work."""
+    from gclc.solver.train.bounds import SAFETY
+    job = designs.job(designs.small(node_extra={"step_overhead": "500 ms"}))
+    assert job.partition.node.step_overhead == 0.5
+    audits = _check_every_bound(job, objective)
+    assert audits
+    if objective in ("throughput", "time"):
+        assert all(bound >= 0.5 * SAFETY for bound, _ in audits)
+        best, _ = enumerator.best(job, objective)
+        assert search(job, objective, top=0).value == pytest.approx(enumerator.objective_value(job, objective, best))

@@ -11,6 +11,7 @@ from pathlib import Path
 import attrs
 
 from gclc.compiler.driver import check_text
+from gclc.dsl.numbers import percent
 from gclc.model.train.step import estimate
 from gclc.solver.train import enumerate as enumerator
 from gclc.solver.jobs import plan_design
@@ -79,6 +80,32 @@ def test_few_microbatches_and_low_mfu_name_the_bubble_and_a_fix_that_works():
     fixed = estimate(job.shape, attrs.evolve(c, batch=bigger), job.partition)
     assert fixed.breakdown.bubble / fixed.step_time <= 0.11
     assert fixed.mfu > chosen.best.mfu
+
+
+def test_low_mfu_names_the_hosts_time_between_steps_where_it_is_a_visible_share():
+    """The node's `step_overhead` in the low-MFU advice: the cause itself where it is the largest
+    part of the step; named beside the bubble where it is at least VISIBLE_HOST of the step; not
+    named below that."""
+    from gclc.solver.train.review import VISIBLE_HOST
+    # a small job whose GPU work is milliseconds: 500 ms between steps is most of the step
+    job = designs.job(_p(node_extra={"step_overhead": "500 ms"}))
+    chosen = plan(job)
+    e = chosen.best
+    low = {w.kind: w.message for w in chosen.warnings}["low-mfu"]
+    share = e.breakdown.step_overhead / e.step_time
+    assert share > 0.5 and e.mfu < 0.20
+    assert low.startswith(f"MFU {percent(e.mfu)}: the hosts' 500 ms per step (the node's `step_overhead`) is "
+                          f"{percent(share)} of the step; more work per step spreads it")
+    # the pipeline-bound job of the test above, with host time beside its bubble
+    p = _p(batch=2, pins={"pp": 8, "dp": 1, "microbatch": 1, "tp": 1})
+    bare = plan(designs.job(p)).best.step_time
+    for extra, named in ((0.15, True), (0.25 * VISIBLE_HOST, False)):
+        us = round(extra * bare * 1e6)
+        chosen = plan(designs.job({**p, "node_extra": {"step_overhead": f"{us} us"}}))
+        low = {w.kind: w.message for w in chosen.warnings}["low-mfu"]
+        share = chosen.best.breakdown.step_overhead / chosen.best.step_time
+        assert "bubble" in low.split(";")[0] and (share >= VISIBLE_HOST) == named
+        assert ("; and the hosts' " in low and f"is {percent(share)} of the step: more work per step" in low) == named
 
 
 def test_memory_headroom_under_five_percent_warns():
