@@ -17,13 +17,11 @@ neighbours talk over one link.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import attrs
 
 from ..compiler.ir import Partition, Tier
-from .network import nccl
-from .network.placement import (SCALE_UP_SCOPES, Stage, exchange_costs, hop_rate, place, port_rate, rate as _rate,
+from .network.placement import (Stage, exchange_costs, hop_rate, place, port_rate, rate as _rate,
                                 send_rate, stage_rate)
 
 # ASSUMPTION: share of the host link's per-direction rate a large pinned-memory copy
@@ -69,28 +67,15 @@ def _axis_exchange(stage: Stage) -> float:
     return (p - 1) / p / (_rate(tier) * min(1.0, reach / tier.ring))
 
 
-def _tier_step(tier: Tier) -> float:
-    """A step's latency on the tiers alone: the tier's own (a hop's small-message latency)."""
-    return tier.latency
-
-
-def _steps(latency: bool | Callable[[Tier], float]) -> Callable[[Tier], float]:
-    """The step latency a price charges: the tiers' own (True), none (False: the bytes alone), or the
-    given one (a function of the tier: `_nccl_step`'s, for the calls NCCL launches)."""
-    if callable(latency):
-        return latency
-    return _tier_step if latency else (lambda tier: 0.0)
-
-
-def _latency(tier: Tier, peers: int, step: Callable[[Tier], float] = _tier_step) -> float:
-    """Latency steps of half an all-reduce (a reduce-scatter or an all-gather), each `step(tier)`. A ring
-    takes peers - 1; on a switch NCCL's trees (all-reduce: up and down a tree of depth log2 n) and
+def _latency(tier: Tier, peers: int) -> float:
+    """Latency steps of half an all-reduce (a reduce-scatter or an all-gather). A ring takes
+    peers - 1; on a switch NCCL's trees (all-reduce: up and down a tree of depth log2 n) and
     PAT (reduce-scatter, all-gather: log2 n steps) take the logarithm, never more. The
     logarithm keeps a group split over two tiers no faster than the same group on one.
     Along a torus axis only the ring is one hop per step (a tree's edges would span many)."""
     if tier.ring:
-        return step(tier) * (peers - 1)
-    return step(tier) * math.ceil(math.log2(peers))
+        return tier.latency * (peers - 1)
+    return tier.latency * math.ceil(math.log2(peers))
 
 
 def flat(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
@@ -105,76 +90,27 @@ def _in_network(stage: Stage) -> bool:
     return stage.tier.in_network_reduction and not stage.tiled
 
 
-def _fastest(collective, nbytes: float, stages, by_nccl: bool = False) -> float:
-    """A group that can run several ways (a Placement's options) takes the fastest at this size;
-    `by_nccl`: each priced as a call NCCL launches (`_launched`)."""
-    price = _launched if by_nccl else (lambda collective, nbytes, option: collective(nbytes, option))
-    return min(price(collective, nbytes, tuple(option)) for option in getattr(stages, "options", (stages,)))
+def _fastest(collective, nbytes: float, stages) -> float:
+    """A group that can run several ways (a Placement's options) takes the fastest at this size."""
+    return min(collective(nbytes, tuple(option)) for option in getattr(stages, "options", (stages,)))
 
 
-# NCCL's protocols by the share of a ring's bus bandwidth each carries (model/network/nccl.py: LL's 8-byte
-# stores with a flag, half; LL128's 120 of every 128 bytes; Simple, the whole)
-PROTOCOL_SHARE = {"LL": nccl.LL_SHARE, "LL128": nccl.LL128_SHARE, "Simple": 1.0}
-
-
-def _launched(collective, nbytes: float, option: tuple[Stage, ...]) -> float:
-    """A call NCCL launches (a framework's all-gather or reduce-scatter through torch.distributed or
-    PyNccl), as NCCL prices it (tuning.cc, tag v2.28.7-1, ncclTopoTuneModel): per protocol its per-call
-    base (`baseLatencies`, a ring's: LL 6.6 us, LL128 14.0, Simple 8.4: nccl.BASE_LATENCY_US), its steps
-    (`_nccl_step`) and its bytes at the protocol's share of the bus; NCCL runs the protocol of least
-    time (enqueue.cc topoGetAlgoInfo), so a small call pays LL's base and a large one Simple's, and a
-    larger call never takes less. The tiers' steps stay comms' own (log2 n on a switch, `_latency`);
-    model/collectives.py prices the training step's calls with NCCL's own algorithms and caps. Not a
-    call NCCL runs (a torus axis: its runtime's own; one rank): the tiers' price."""
-    if any(s.tier.ring for s in option) or math.prod(s.peers for s in option) <= 1:
-        return collective(nbytes, option)
-    pcie = any(t.tier.kind == "pcie" for t in tiles(option) if t.tier.scope in SCALE_UP_SCOPES)
-    best = math.inf
-    for p, protocol in enumerate(nccl.PROTOCOLS):
-        if protocol == "LL128" and pcie:   # LL128 runs only over NVLink (tuning.cc; nccl._options)
-            continue
-        step = lambda tier, p=p: _nccl_step(tier, p)  # noqa: E731
-        base = nccl.BASE_LATENCY_US["ring"][p] * 1e-6
-        best = min(best, base + collective(nbytes / PROTOCOL_SHARE[protocol], option, latency=step))
-    return best
-
-
-def _nccl_step(tier: Tier, p: int) -> float:
-    """One step of NCCL's protocol `p` (an index into nccl.PROTOCOLS) over `tier`, as tuning.cc's hwLatencies
-    (tag v2.28.7-1) price a ring's: inside a scale-up domain the tier's own latency, no less than NCCL's step
-    for the link and protocol (NVLink LL 0.6 us, LL128 1.9, Simple 3.4; PCIe 1.0, 2.5, 5.7; an LL step over
-    Blackwell's NVLink the 1.44 us nccl.NVLINK5_LL_STEP_US, as model/network/nccl.py prices it); across the
-    network NCCL's network step (LL 2.7 us, LL128 4.0, Simple 14.0) plus the tier's one-way latency
-    (latencyInter), twice for Simple (its flush), as model/network/nccl.py adds them."""
-    if tier.scope in SCALE_UP_SCOPES:
-        link = "pcie" if tier.kind == "pcie" else "nvlink"
-        step = nccl.STEP_LATENCY_US[link]["ring"][p]
-        if link == "nvlink" and tier.generation == "blackwell" and nccl.PROTOCOLS[p] == "LL":
-            step = nccl.NVLINK5_LL_STEP_US
-        return max(tier.latency, step * 1e-6)
-    wire = tier.latency * (2 if nccl.PROTOCOLS[p] == "Simple" else 1)
-    return nccl.STEP_LATENCY_US["net"]["ring"][p] * 1e-6 + wire
-
-
-def all_reduce(nbytes: float, stages: tuple[Stage, ...], by_nccl: bool = False) -> float:
+def all_reduce(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Hierarchical all-reduce: each stage reduces its share, then passes 1/n of it outward.
-    In the network (SHARP, NVLS) a stage sends its share once up and receives the sum once.
-    `by_nccl`: a call NCCL launches, with NCCL's per-call base and steps (`_launched`); otherwise the
-    tiers' alone (an engine's own kernel, of which this is the floor)."""
-    return _fastest(_all_reduce, nbytes, stages, by_nccl)
+    In the network (SHARP, NVLS) a stage sends its share once up and receives the sum once."""
+    return _fastest(_all_reduce, nbytes, stages)
 
 
-def _all_reduce(nbytes: float, stages: tuple[Stage, ...], latency: bool | Callable = True, nvls: float = 1.0) -> float:
-    """`latency=False`: the bytes alone (model/collectives.py adds NCCL's latencies instead), or a
-    function of the tier, each step's latency (`_nccl_step`); `nvls`: the share of the port an NVLink
-    switch's reduction gets (model/collectives.py)."""
-    time, share, step = 0.0, nbytes, _steps(latency)
+def _all_reduce(nbytes: float, stages: tuple[Stage, ...], latency: bool = True, nvls: float = 1.0) -> float:
+    """`latency=False`: the bytes alone (model/collectives.py adds NCCL's latencies instead);
+    `nvls`: the share of the port an NVLink switch's reduction gets (model/collectives.py)."""
+    time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
         if _in_network(stage):
-            time += share / _reducing_rate(stage.tier, nvls) + 2 * step(stage.tier)
+            time += share / _reducing_rate(stage.tier, nvls) + 2 * stage.tier.latency * latency
         else:
-            time += 2 * (n - 1) / n * share / stage_rate(stage) / axes + 2 * _latency(stage.tier, n, step)
+            time += 2 * (n - 1) / n * share / stage_rate(stage) / axes + 2 * _latency(stage.tier, n) * latency
         share /= n
     return time
 
@@ -193,7 +129,7 @@ def _concurrent_axes(stages: tuple[Stage, ...]) -> tuple[int, ...]:
     return tuple(fabrics.count(f) if f is not None else 1 for f in fabrics)
 
 
-def reduce_scatter(nbytes: float, stages: tuple[Stage, ...], by_nccl: bool = False) -> float:
+def reduce_scatter(nbytes: float, stages: tuple[Stage, ...]) -> float:
     """Half an all-reduce (all-gather costs the same: the same bytes the other way).
 
     Where the switches reduce (SHARP v3 with NCCL >= 2.20, NVLS), a reduce-scatter sends the
@@ -201,19 +137,18 @@ def reduce_scatter(nbytes: float, stages: tuple[Stage, ...], by_nccl: bool = Fal
     the ring's (n-1)/n each way (NVIDIA/nccl#1083): more bytes through the GPU's port, but
     none of the ring's crossings of oversubscribed links and two switch traversals of
     latency. NCCL takes whichever is faster: on one NVSwitch the ring (NVIDIA/nccl#1047),
-    on an oversubscribed SHARP fabric the switches. `by_nccl`: as `all_reduce`'s."""
-    return _fastest(_reduce_scatter, nbytes, stages, by_nccl)
+    on an oversubscribed SHARP fabric the switches."""
+    return _fastest(_reduce_scatter, nbytes, stages)
 
 
-def _reduce_scatter(nbytes: float, stages: tuple[Stage, ...], latency: bool | Callable = True,
-                    nvls: float = 1.0) -> float:
-    """`latency` and `nvls`: as `_all_reduce`'s."""
-    time, share, step = 0.0, nbytes, _steps(latency)
+def _reduce_scatter(nbytes: float, stages: tuple[Stage, ...], latency: bool = True, nvls: float = 1.0) -> float:
+    """`latency=False` and `nvls`: as `_all_reduce`'s."""
+    time, share = 0.0, nbytes
     for stage, axes in zip(stages, _concurrent_axes(stages)):
         n = stage.peers
-        ring = (n - 1) / n * share / stage_rate(stage) / axes + _latency(stage.tier, n, step)
+        ring = (n - 1) / n * share / stage_rate(stage) / axes + _latency(stage.tier, n) * latency
         if _in_network(stage):
-            ring = min(ring, share / _reducing_rate(stage.tier, nvls) + 2 * step(stage.tier))
+            ring = min(ring, share / _reducing_rate(stage.tier, nvls) + 2 * stage.tier.latency * latency)
         time += ring
         share /= n
     return time

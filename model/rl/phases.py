@@ -30,7 +30,7 @@ import math
 
 
 from ...compiler.ir import Partition, Tier
-from .. import comms
+from .. import collectives, comms
 from ..serve.inference import weight_bytes
 from ..shape import ModelShape
 from ..train.step import Estimate
@@ -130,7 +130,7 @@ def reshard_time(nbytes: float, held: int, shard: int, partition: Partition, fix
     if shard >= held:
         return nbytes / shard / partition.node.accelerator.hbm_bandwidth + fixed
     group = math.ceil(held / shard)
-    return comms.all_gather(nbytes / shard, comms.place(group, 1, partition.tiers), by_nccl=True) + fixed
+    return collectives.all_gather(nbytes / shard, comms.place(group, 1, partition.tiers)) + fixed
 
 
 def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 0.0) -> float:
@@ -138,7 +138,9 @@ def export_time(nbytes: float, group: int, partition: Partition, fixed: float = 
     (the GPUs one copy of the trained weights spans: tp x pp x ep) gathers each tensor whole, an
     all-gather of the policy over the group's tiers, then copies it into the buffer its engine reads
     (one HBM read and one write of the policy)."""
-    gather = comms.all_gather(nbytes, comms.place(group, 1, partition.tiers), by_nccl=True) if group > 1 else 0.0
+    # ASSUMPTION: one NCCL call's base for the whole policy, where the export gathers tensor by tensor (many
+    # calls, each its own base): the model does not know the tensor count, so the per-call bases are a floor
+    gather = collectives.all_gather(nbytes, comms.place(group, 1, partition.tiers)) if group > 1 else 0.0
     return gather + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 
 
@@ -163,7 +165,8 @@ def bridge_export_time(shape: ModelShape, nbytes: float, cfg, partition: Partiti
     dense = nbytes - experts
     tiers = partition.tiers
     gathers = ((dense / cfg.tp + experts / cfg.ep, cfg.pp, "pp"), (dense, cfg.tp, "tp"), (experts, cfg.ep, "ep"))
-    seconds = sum(comms.all_gather(size, comms.place(group, cfg.stride(dim), tiers), by_nccl=True)
+    # ASSUMPTION: one NCCL call a group, its base charged once, where Megatron-Bridge calls once per tensor
+    seconds = sum(collectives.all_gather(size, comms.place(group, cfg.stride(dim), tiers))
                   for size, group, dim in gathers if group > 1 and size > 0)
     return seconds + 2 * nbytes / partition.node.accelerator.hbm_bandwidth + fixed
 

@@ -291,9 +291,9 @@ class Replica:
             gathered = tokens * s.hidden    # every group's tokens, on each GPU (its TP ranks each gather them)
             # vLLM's DP group of one TP index, rows quantized first; SGLang's whole TP group, in bf16
             width = 2 if self.engine.gather_stage else dispatch_bytes(c.precision)
-            # through NCCL (vLLM's PyNccl, SGLang's and TensorRT-LLM's NCCL groups): its per-call base counted
-            return (comms.all_gather(gathered * width, stages, by_nccl=True)
-                    + comms.reduce_scatter(gathered * 2, stages, by_nccl=True))
+            # through NCCL (vLLM's PyNccl, SGLang's and TensorRT-LLM's NCCL groups): priced as NCCL runs the
+            # call (model/collectives.py: its algorithm and protocol pick, base and steps), as the training step's
+            return nccl.all_gather(gathered * width, stages) + nccl.reduce_scatter(gathered * 2, stages)
         spread = moe.expert_layout(self.engine.moe_path, c.tp, c.ep)[1]   # the ranks a token's experts lie on
         copies = tokens / c.ep / c.tp * s.top_k * s.hidden
         sent = copies * moe.sent_share(s, dispatcher, spread)

@@ -71,7 +71,7 @@ from typing import Sequence
 import attrs
 
 from ...compiler.design import Entity, Item, Record
-from ...model import comms
+from ...model import collectives, comms
 from ...model.config import TrainConfig
 from ...model.job import Job, JobError, job_from_entity, partition_refs
 from ...model.train.optimizer import grad_bytes
@@ -191,7 +191,9 @@ def _gradient_exchange(job: Job, cfg: TrainConfig, peers: int) -> float:
         return 0.0
     # the width the stack reduces gradients in, as inside a partition (model/train/optimizer.py)
     share = job.shape.params * grad_bytes(cfg) / cfg.gpus
-    return comms.all_reduce(share, (comms.Stage(top, peers),), by_nccl=True)
+    # ASSUMPTION: one NCCL call, one base, where DDP reduces in buckets (25 MB by default: several calls, each its
+    # own base); at a model's gradient size the bytes dominate the bases
+    return collectives.all_reduce(share, (comms.Stage(top, peers),))
 
 
 def candidates(job: Job, chosen: Plan, micro: bool = True) -> list[Estimate]:

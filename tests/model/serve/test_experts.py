@@ -11,7 +11,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from gclc.compiler.driver import check_file
 from gclc.compiler.formats import dispatch_bytes
-from gclc.model import comms
+from gclc.model import collectives, comms
 from gclc.model.serve import moe as inference_moe, ranks
 from gclc.model.compute import gemm_rate
 from gclc.model.serve.engines import profile
@@ -204,8 +204,8 @@ def test_allgather_gathers_every_attention_groups_tokens_by_hand():
     tokens = 512
     gathered = replica(MOE, ServeConfig(1, 1, "fp8", ep=8), PARTITION, engine)
     stages = comms.place(8, 1, PARTITION.tiers)
-    by_hand = (comms.all_gather(tokens * MOE.hidden * dispatch_bytes("fp8"), stages, by_nccl=True)
-               + comms.reduce_scatter(tokens * MOE.hidden * 2, stages, by_nccl=True))   # PyNccl: NCCL's calls
+    by_hand = (collectives.all_gather(tokens * MOE.hidden * dispatch_bytes("fp8"), stages)
+               + collectives.reduce_scatter(tokens * MOE.hidden * 2, stages))   # PyNccl: NCCL's calls
     assert gathered._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12)
     assert replica(MOE, ServeConfig(8, 1, "fp8", ep=1), PARTITION, engine)._expert_exchange(tokens) == 0.0
     # vLLM's DP group is one TP index's attention groups: TP 2 x 4 groups gathers over 4 ranks 2 apart
@@ -225,7 +225,7 @@ def test_sglang_gathers_over_its_whole_tp_group_in_bf16_by_hand():
     # groups), placed here rather than read off the replica
     assert MOE.hidden == 7168
     whole = comms.place(8, 1, PARTITION.tiers)
-    by_hand = comms.all_gather(7_340_032, whole, by_nccl=True) + comms.reduce_scatter(7_340_032, whole, by_nccl=True)
+    by_hand = collectives.all_gather(7_340_032, whole) + collectives.reduce_scatter(7_340_032, whole)
     assert r._expert_exchange(tokens) == pytest.approx(by_hand, rel=1e-12)
     assert [s.peers for s in comms.tiles(r.ep_stages)] != [s.peers for s in comms.tiles(r.group_stages)]
     as_vllm = replica(MOE, config, PARTITION, attrs.evolve(engine, gather_stage=False))
@@ -263,13 +263,13 @@ def test_allgather_moves_more_with_more_attention_groups(tokens, small, large, t
 @given(st.integers(1, 8192), st.sampled_from([1, 2, 4, 8]), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2]),
        st.sampled_from(["vllm_v1", "sglang"]))
 # 3.1 us over two nodes against 4.0 us in one, while comms priced NCCL's calls by the tiers' steps alone (no
-# per-call base, no network step: NDR's 0.5 us hop against the 1 us NVLink4 step); 23.8 against 17.3 us now
+# per-call base, no network step: NDR's 0.5 us hop against the 1 us NVLink4 step); 32.1 against 16.9 us now
 @example(tokens=1, small=4, large=8, tp=2, engine="vllm_v1")
 def test_gathering_more_attention_groups_never_takes_less_time(tokens, small, large, tp, engine):
     """Law: the gather's whole time, latency included, never falls as more attention groups gather the same
     tokens, on vLLM's DP group and SGLang's TP group alike: leaving the node cannot make it quicker. The calls
-    are NCCL's (model/comms.py `_launched`): its per-call base on both sides, its network step on every step
-    that leaves the node."""
+    are NCCL's (model/collectives.py: its algorithm and protocol pick, its per-call base and steps), as the
+    training step prices them."""
     small, large = min(small, large), max(small, large)
     e = profile(engine).engine()
     def seconds(ep):
@@ -357,8 +357,8 @@ def test_sglang_dp_attention_charges_one_all_reduce_fewer_a_moe_layer_by_hand():
     all_reduce = alone._token_costs(tokens / 4)[5] / (2 * 61)
     assert all_reduce > 0
     whole = comms.place(8, 1, PARTITION.tiers)
-    gather = (comms.all_gather(tokens * MOE.hidden * 2, whole, by_nccl=True)
-              + comms.reduce_scatter(tokens * MOE.hidden * 2, whole, by_nccl=True))
+    gather = (collectives.all_gather(tokens * MOE.hidden * 2, whole)
+              + collectives.reduce_scatter(tokens * MOE.hidden * 2, whole))
     r = replica(MOE, ServeConfig(2, 1, "fp8", ep=4), PARTITION, engine)
     assert r._token_costs(tokens)[5] == pytest.approx(64 * all_reduce + 58 * gather, rel=1e-9)
     # vLLM's gather leaves both all-reduces in place (its attention groups' TP all-reduce then the gather)
