@@ -278,16 +278,20 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     solver/calibrate/step_overhead.py), else it keeps the design's value."""
     spread = model_spread if len({o.model for o in found if o.kind == "train" and o.model}) >= MIN_MODELS else 0.0
     state, why = None, []
+    # before: the design as written, read before any fit anchors a serving replay elsewhere (a
+    # replay is exact only at its anchor: read after the fit, it is a linear estimate from there)
+    written = as_written(parameters(found, spread))
+    _anchor(found, written)
+    before = [residual(o, written) for o in found]   # by position: informed() evolves a run into a new one
     if step_overhead:
         found, why, state = _step_overhead(found, spread)
         notes = tuple(notes) + tuple(why)
     params, outliers, kept, values = state or _fit_found(found, spread)
     spreads = overhead.spreads(params, kept, values)
-    before = {id(o): residual(o, as_written(params)) for o in found}
     held = _held_out(params, kept, values, carry_offsets)
     # after: as the calibrated design predicts it (with no offset where its plans carry none)
     planned = values if carry_offsets else _bare(values)
-    rows = tuple(Row(o, before[id(o)], residual(o, planned), held.get(id(o)), id(o) in outliers) for o in found)
+    rows = tuple(Row(o, b, residual(o, planned), held.get(id(o)), id(o) in outliers) for o, b in zip(found, before))
     partition = partition if partition is not None else (found[0].partition if found else None)
     band = _band(rows, "train", params, carry_offsets)
     if band is not None:
