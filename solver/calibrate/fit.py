@@ -132,18 +132,19 @@ def _golden(cost, param: Param) -> float:
 
 def posterior_spread(params: dict, observations: list[Observation], values: dict, key, step: float = 0.01) -> float:
     """The deviation of log(`key`'s value) the fit at `values` leaves: the objective's Gauss-Newton
-    curvature there, inverted (a Laplace approximation). Each observation sharing a constant with
-    `key`'s observations adds its residual's slopes in those constants (central differences of
-    `step` in log), in its noise's units and weighed as the Huber loss weighs it at its residual
-    (1 within HUBER noise units, HUBER / z beyond); each constant adds its prior's 1 / spread^2.
-    The other constants of those observations are held at `values`; the ones shared are
-    marginalized, so a constant the runs cannot tell from another (a fixed time per step from a
+    curvature there, inverted (a Laplace approximation). Each observation informing a constant
+    joined to `key` (`coupled`: through any chain of observations) adds its residual's slopes in
+    its constants (central differences of `step` in log), in its noise's units and weighed as the
+    Huber loss weighs it at its residual (1 within HUBER noise units, HUBER / z beyond); each
+    constant adds its prior's 1 / spread^2. Every joined constant is marginalized, none held
+    known (one sharing a run with `key` and another run with a third carries the third's doubt
+    to `key`), so a constant the runs cannot tell from another (a fixed time per step from a
     rate) keeps a wide posterior however large its slopes."""
     import numpy as np
 
-    local = sorted({k for o in observations if key in o.informs for k in o.informs if k in params})
-    if key not in local:
+    if not any(key in o.informs for o in observations):
         return params[key].spread
+    local = sorted(coupled(params, observations, key))
     index = {k: i for i, k in enumerate(local)}
     curvature = np.diag([1 / params[k].spread ** 2 for k in local])
     for obs in observations:
@@ -161,3 +162,18 @@ def posterior_spread(params: dict, observations: list[Observation], values: dict
                 slopes[index[k]] = (up - down) / (2 * step)
         curvature += weight * np.outer(slopes, slopes) / obs.noise ** 2
     return float(math.sqrt(np.linalg.inv(curvature)[index[key], index[key]]))
+
+
+def coupled(params: dict, observations: list[Observation], key) -> set:
+    """The constants in `params` joined to `key` through observations: `key`, every constant an
+    observation informing one of them informs, and so on until none joins (the exact marginal of
+    `key` needs them all; a constant outside shares no observation with them)."""
+    joined, grown = {key}, True
+    while grown:
+        grown = False
+        for obs in observations:
+            keys = {k for k in obs.informs if k in params}
+            if keys & joined and not keys <= joined:
+                joined |= keys
+                grown = True
+    return joined

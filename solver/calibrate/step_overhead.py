@@ -13,8 +13,8 @@ rule, stated before any benchmark figure was read (issue #32's review):
 1. `separable`: at least MIN_RUNS training runs on the node whose model FLOPs per GPU per step
    differ by more than SEPARATE;
 2. `identified`: at the fit, the data at least halve the prior's width of log(step_overhead):
-   its posterior deviation (fit.posterior_spread: the fit's own curvature, every constant its
-   runs inform marginalized) is at most SHRINK x the prior's (e^1.5). That is, the runs carry at
+   its posterior deviation (fit.posterior_spread: the fit's own curvature, every constant joined
+   to it through the runs marginalized) is at most SHRINK x the prior's (e^1.5). That is, the runs carry at
    least three times the prior's information, a deviation of e^0.87 or less from the data alone.
 
 Otherwise the node keeps the design's value (its stated `step_overhead`, 0 s where it states
