@@ -19,7 +19,7 @@ from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, Trai
 from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band,
                                   own_scale, unlike_widening)
 from ...model.job import JobError, job_from_entity, placement, train_job
-from .fit import fit, residual, total
+from .fit import fit, posterior_spread, residual, total
 from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
@@ -459,7 +459,7 @@ def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tup
     smaller = [r.held_out * shrink / scale[id(r.obs)] for r in held if id(r.obs) in ids and r.obs.group not in groups]
     if not smaller:
         return 0.0
-    refit = fit(params, [o for o in kept if o.group not in groups], start=values)
+    refit = _fold_fit(params, [o for o in kept if o.group not in groups], values)
     refit = refit if carry_offsets else _bare(refit)
     missed = [residual(o, refit) * shrink / SIGMA_PER_SCALE for o in runs if o.group in groups]
     # the shipped factor, on the operator's scale, counted as PRIOR_RUNS runs (as own_scale counts
@@ -488,11 +488,35 @@ def _held_out(params: dict, kept: list[Observation], values: dict, carry_offsets
     out = {}
     for group in dict.fromkeys(o.group for o in kept if o.end_to_end):
         others = [o for o in kept if o.group != group]
-        refit = fit(params, others, start=values)
+        refit = _fold_fit(params, others, values)
         for o in kept:
             if o.group == group and o.end_to_end:
                 out[id(o)] = residual(o, refit if carry_offsets else _bare(refit))
     return out
+
+
+def _fold_fit(params: dict, others: list[Observation], values: dict) -> dict:
+    """The fit of a fold's runs, each node's per-step time by the rule the whole fit obeys
+    (step_overhead.py): where the fold's runs do not separate it, or leave it near its prior, the
+    fold is fitted without it (the node's stated value), so a held-out residual measures the
+    procedure shipped, not one that fits a term from a single run."""
+    terms = {k for k in params if k[0] == "node"}
+    for k in sorted(terms):
+        runs = [o for o in others if k in o.informs and o.kind == "train" and o.end_to_end]
+        if not overhead.separable(runs):
+            params, values = _without(params, values, k)
+    refit = fit(params, others, start=values)
+    unseen = {k for k in params if k[0] == "node"
+              and not overhead.identified(posterior_spread(params, others, refit, k,
+                                                            slopes_at={**refit, k: params[k].prior}))}
+    for k in unseen:
+        params, values = _without(params, values, k)
+    return fit(params, others, start=values) if unseen else refit
+
+
+def _without(params: dict, values: dict, key) -> tuple[dict, dict]:
+    """`params` and `values` without `key`: the constant left at the design's value."""
+    return {k: p for k, p in params.items() if k != key}, {k: v for k, v in values.items() if k != key}
 
 
 def _bare(values: dict) -> dict:

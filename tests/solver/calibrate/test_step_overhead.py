@@ -236,3 +236,21 @@ train t { model = M  on = C  batch = 64 }
         p = step_overhead.param(node)
         assert p.key == ("node", "Box", "step_overhead") and p.prior == pytest.approx(prior)
         assert p.low <= p.prior <= p.high
+
+
+def test_a_held_out_fold_of_one_run_on_the_node_does_not_fit_its_per_step_time():
+    """Two runs of different work fit the stated node's per-step time; left one out, the fold has
+    one run, which separates nothing: its refit is made without the term, as the shipped rule
+    would make it, so each held-out residual is the one of a calibration that never had the term
+    (the same runs, step_overhead off), up to the fit's convergence."""
+    from gclc.solver.calibrate import calibrate as C
+    slow = stating(100)
+    runs = [megatron(slow, i, dp, 16, 0.3) for i, dp in enumerate((2, 8))]
+    job, partition, _ = C.design_partition(slow, None)
+    found, _, _ = C.observations(runs, job, partition, None, ())
+    with_term = C.calibrate_observations(found)
+    assert with_term.spread_of(step_overhead.key(partition.node.name)) is not None   # fitted from both runs
+    without = C.calibrate_observations(found, step_overhead=False)
+    held = [r.held_out for r in with_term.rows]
+    assert None not in held
+    assert held == pytest.approx([r.held_out for r in without.rows], abs=1e-3)
