@@ -277,17 +277,16 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     node's per-step host time is fitted where its runs can separate it (`step_overhead`,
     solver/calibrate/step_overhead.py), else it keeps the design's value."""
     spread = model_spread if len({o.model for o in found if o.kind == "train" and o.model}) >= MIN_MODELS else 0.0
-    state, why = None, []
+    state, why, spreads = None, [], {}
     # before: the design as written, read before any fit anchors a serving replay elsewhere (a
     # replay is exact only at its anchor: read after the fit, it is a linear estimate from there)
     written = as_written(parameters(found, spread))
     _anchor(found, written)
     before = [residual(o, written) for o in found]   # by position: informed() evolves a run into a new one
     if step_overhead:
-        found, why, state = _step_overhead(found, spread)
+        found, why, state, spreads = _step_overhead(found, spread)
         notes = tuple(notes) + tuple(why)
     params, outliers, kept, values = state or _fit_found(found, spread)
-    spreads = overhead.spreads(params, kept, values)
     held = _held_out(params, kept, values, carry_offsets)
     # after: as the calibrated design predicts it (with no offset where its plans carry none)
     planned = values if carry_offsets else _bare(values)
@@ -317,22 +316,25 @@ def _fit_found(found: list[Observation], model_spread: float) -> tuple[dict, set
     return params, outliers, kept, values
 
 
-def _step_overhead(found: list[Observation], model_spread: float) -> tuple[list[Observation], list[str], tuple | None]:
+def _step_overhead(found: list[Observation], model_spread: float) -> tuple[list[Observation], list[str], tuple | None,
+                                                                          dict[str, float]]:
     """`found` with each node's training runs informing its per-step host time where they
     identify it (step_overhead.py: runs of different work per GPU, and the data at least halving
-    the prior's log-width at the fit of them all), why each other node keeps the design's value,
-    and that fit (`_fit_found`) where it stands (None: to be refitted without the terms left out)."""
-    nodes = overhead.candidates(found)
-    if not nodes:
-        return found, overhead.kept(found), None
-    trial = overhead.informed(found, nodes)
-    state = _fit_found(trial, model_spread)
-    spreads = overhead.spreads(state[0], state[2], state[3])
-    fitted = {n for n, w in spreads.items() if overhead.identified(w)}
-    why = overhead.kept(found, spreads)
-    if fitted == nodes:
-        return trial, why, state
-    return overhead.informed(found, fitted), why, None
+    the prior's log-width), why each other node keeps the design's value, the fit (`_fit_found`;
+    None: to be made without any term) and each fitted node's width. Each node is judged on the
+    final fit: a refit without the nodes left out moves the others' widths, so it is judged again
+    until every node left passes (each round leaves out at least one, so this ends)."""
+    nodes, widths = overhead.candidates(found), {}
+    while nodes:
+        trial = overhead.informed(found, nodes)
+        state = _fit_found(trial, model_spread)
+        spreads = overhead.spreads(state[0], state[2], state[3])
+        widths.update(spreads)
+        fitted = {n for n in nodes if n in spreads and overhead.identified(spreads[n])}
+        if fitted == nodes:
+            return trial, overhead.kept(found, widths), state, spreads
+        nodes = fitted
+    return found, overhead.kept(found, widths), None, {}
 
 
 def offset_variance(runs: int, spread: float, noise: float = NOISE["train"]) -> float:

@@ -135,8 +135,11 @@ def posterior_spread(params: dict, observations: list[Observation], values: dict
     """The deviation of log(`key`'s value) the fit at `values` leaves: the objective's Gauss-Newton
     curvature there, inverted (a Laplace approximation). Each observation informing a constant
     joined to `key` (`coupled`: through any chain of observations) adds its residual's slopes in
-    its constants (central differences of `step` in log), in its noise's units and weighed as the
-    Huber loss weighs it at its residual (1 within HUBER noise units, HUBER / z beyond); each
+    its constants (central differences of `step` in log), in its noise's units and weighed by the
+    Huber fit's iteratively-reweighted least-squares weight at its residual (1 within HUBER noise
+    units, HUBER / z beyond: not the loss's own curvature, which is 0 beyond HUBER and would
+    count such a run as no information at all; the weight counts it as a run of noise z / HUBER
+    times its own, as the fit's IRLS form weighs it); each
     constant adds its prior's 1 / spread^2. Every joined constant is marginalized, none held
     known (one sharing a run with `key` and another run with a third carries the third's doubt
     to `key`), so a constant the runs cannot tell from another (a fixed time per step from a

@@ -119,7 +119,8 @@ def identified(spread: float, prior_spread: float = SPREAD) -> bool:
 
 def kept(found: list[Observation], widths: dict[str, float] | None = None) -> list[str]:
     """Why each node with training runs keeps the design's per-step time: its runs are not
-    `separable`, or (`widths`: each fitted node's posterior deviation) they leave it near its prior."""
+    `separable`, or (`widths`: each judged node's posterior deviation) they leave it near its prior,
+    or a separable node has no width: its runs were all outliers, none left in the fit."""
     widths = widths or {}
     out = []
     for name, runs in _by_node(found).items():
@@ -131,7 +132,10 @@ def kept(found: list[Observation], widths: dict[str, float] | None = None) -> li
             out.append(head + f"{count} of one work per GPU cannot tell a fixed time per step from the chip's and "
                        f"fabrics' rates (it takes {MIN_RUNS} runs whose model FLOPs per GPU per step differ by more "
                        f"than {percent(SEPARATE)}; weak-scaling runs, whose steps differ only in communication, do not)")
-        elif name in widths and not identified(widths[name]):
+        elif name not in widths:
+            out.append(head + "every one of its runs was left out of the fit as an outlier (no setting of its "
+                       "constants explains it), so none is left to measure it")
+        elif not identified(widths[name]):
             out.append(head + f"its runs leave it near its prior (posterior width e^±{number(widths[name], 2)} "
                        f"against the prior's e^±{number(SPREAD, 2)}; it is fitted where the runs at least halve "
                        f"that: a per-step time a visible share of steps of different work)")

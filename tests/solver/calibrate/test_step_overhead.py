@@ -20,6 +20,7 @@ from gclc.model.job import pinned_config, train_job
 from gclc.model.train.step import estimate
 from gclc.solver.calibrate import step_overhead
 from gclc.solver.calibrate.calibrate import calibrate
+from gclc.solver.calibrate import fit as fit_module
 from gclc.solver.calibrate.fit import posterior_spread
 from gclc.solver.calibrate.observe import Observation
 from gclc.solver.calibrate.observe_train import train_observation
@@ -144,6 +145,20 @@ def test_counterexample_a_third_constant_widens_the_per_step_times_posterior():
     assert not step_overhead.identified(got)
 
 
+@settings(max_examples=scaled_examples(30), deadline=None)
+@given(st.floats(-2, 2).filter(lambda s: abs(s) > 0.05), st.floats(0.0, 0.5), st.floats(0.05, 2.0))
+def test_a_run_beyond_huber_counts_with_the_irls_weight(slope, miss, spread):
+    """One run whose residual is `miss` (log): within HUBER noise units it counts in full, beyond
+    it with the weight HUBER / z (the fit's IRLS weight, as the docstring says)."""
+    a = ("node", "n", "step_overhead")
+    params = {a: Param(a, 1.0, spread, 1e-3, 1e3)}
+    obs = attrs.evolve(linear({a: slope}), measured=math.exp(-miss))
+    z = miss / obs.noise
+    weight = 1.0 if z <= fit_module.HUBER else fit_module.HUBER / z
+    expected = 1 / math.sqrt(weight * slope ** 2 / obs.noise ** 2 + 1 / spread ** 2)
+    assert posterior_spread(params, [obs], {a: 1.0}, a) == pytest.approx(expected, rel=1e-3)
+
+
 def megatron(design, line: int, dp: int, batch: int, overhead: float) -> TrainRun:
     """A Megatron log of the pod's job at `dp` and `batch` on a chip of 58 % bf16 efficiency (the
     design states 64 %) with `overhead` seconds of host work a step (SYNTHETIC)."""
@@ -254,3 +269,15 @@ def test_a_held_out_fold_of_one_run_on_the_node_does_not_fit_its_per_step_time()
     held = [r.held_out for r in with_term.rows]
     assert None not in held
     assert held == pytest.approx([r.held_out for r in without.rows], abs=1e-3)
+
+
+def test_a_node_whose_runs_are_all_outliers_says_why_it_keeps_its_per_step_time():
+    """Two runs of different work, both 100 times slower than any setting of their constants
+    explains: both are left out as outliers, nothing measures the node's per-step time, and the
+    report says so (it said nothing: a separable node without a width had no reason)."""
+    design = check_file(str(POD)).design
+    node = train_job(design).partition.node.name
+    result = calibrate(design, [planted(megatron(design, i, dp, 16, 0.3), 100.0) for i, dp in enumerate((2, 8))])
+    assert all(r.outlier for r in result.rows)
+    assert step_overhead.key(node) not in result.values
+    assert any(f"node `{node}`" in n and "outlier" in n for n in result.overhead_kept)
