@@ -19,7 +19,7 @@ from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, Trai
 from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band,
                                   own_scale, unlike_widening)
 from ...model.job import JobError, job_from_entity, placement, train_job
-from .fit import fit, residual, total
+from .fit import fit, posterior_spread, residual, total
 from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
@@ -277,17 +277,20 @@ def calibrate_observations(found: list[Observation], cluster: str = "", partitio
     node's per-step host time is fitted where its runs can separate it (`step_overhead`,
     solver/calibrate/step_overhead.py), else it keeps the design's value."""
     spread = model_spread if len({o.model for o in found if o.kind == "train" and o.model}) >= MIN_MODELS else 0.0
-    state, why = None, []
+    state, why, spreads = None, [], {}
+    # before: the design as written, read before any fit anchors a serving replay elsewhere (a
+    # replay is exact only at its anchor: read after the fit, it is a linear estimate from there)
+    written = as_written(parameters(found, spread))
+    _anchor(found, written)
+    before = [residual(o, written) for o in found]   # by position: informed() evolves a run into a new one
     if step_overhead:
-        found, why, state = _step_overhead(found, spread)
+        found, why, state, spreads = _step_overhead(found, spread)
         notes = tuple(notes) + tuple(why)
     params, outliers, kept, values = state or _fit_found(found, spread)
-    spreads = overhead.spreads(params, kept, values)
-    before = {id(o): residual(o, as_written(params)) for o in found}
     held = _held_out(params, kept, values, carry_offsets)
     # after: as the calibrated design predicts it (with no offset where its plans carry none)
     planned = values if carry_offsets else _bare(values)
-    rows = tuple(Row(o, before[id(o)], residual(o, planned), held.get(id(o)), id(o) in outliers) for o in found)
+    rows = tuple(Row(o, b, residual(o, planned), held.get(id(o)), id(o) in outliers) for o, b in zip(found, before))
     partition = partition if partition is not None else (found[0].partition if found else None)
     band = _band(rows, "train", params, carry_offsets)
     if band is not None:
@@ -313,22 +316,25 @@ def _fit_found(found: list[Observation], model_spread: float) -> tuple[dict, set
     return params, outliers, kept, values
 
 
-def _step_overhead(found: list[Observation], model_spread: float) -> tuple[list[Observation], list[str], tuple | None]:
+def _step_overhead(found: list[Observation], model_spread: float) -> tuple[list[Observation], list[str], tuple | None,
+                                                                          dict[str, float]]:
     """`found` with each node's training runs informing its per-step host time where they
     identify it (step_overhead.py: runs of different work per GPU, and the data at least halving
-    the prior's log-width at the fit of them all), why each other node keeps the design's value,
-    and that fit (`_fit_found`) where it stands (None: to be refitted without the terms left out)."""
-    nodes = overhead.candidates(found)
-    if not nodes:
-        return found, overhead.kept(found), None
-    trial = overhead.informed(found, nodes)
-    state = _fit_found(trial, model_spread)
-    spreads = overhead.spreads(state[0], state[2], state[3])
-    fitted = {n for n, w in spreads.items() if overhead.identified(w)}
-    why = overhead.kept(found, spreads)
-    if fitted == nodes:
-        return trial, why, state
-    return overhead.informed(found, fitted), why, None
+    the prior's log-width), why each other node keeps the design's value, the fit (`_fit_found`;
+    None: to be made without any term) and each fitted node's width. Each node is judged on the
+    final fit: a refit without the nodes left out moves the others' widths, so it is judged again
+    until every node left passes (each round leaves out at least one, so this ends)."""
+    nodes, widths = overhead.candidates(found), {}
+    while nodes:
+        trial = overhead.informed(found, nodes)
+        state = _fit_found(trial, model_spread)
+        spreads = overhead.spreads(state[0], state[2], state[3])
+        widths.update(spreads)
+        fitted = {n for n in nodes if n in spreads and overhead.identified(spreads[n])}
+        if fitted == nodes:
+            return trial, overhead.kept(found, widths), state, spreads
+        nodes = fitted
+    return found, overhead.kept(found, widths), None, {}
 
 
 def offset_variance(runs: int, spread: float, noise: float = NOISE["train"]) -> float:
@@ -455,7 +461,7 @@ def beyond_factor(params: dict, kept: list[Observation], values: dict, rows: tup
     smaller = [r.held_out * shrink / scale[id(r.obs)] for r in held if id(r.obs) in ids and r.obs.group not in groups]
     if not smaller:
         return 0.0
-    refit = fit(params, [o for o in kept if o.group not in groups], start=values)
+    refit = _fold_fit(params, [o for o in kept if o.group not in groups], values)
     refit = refit if carry_offsets else _bare(refit)
     missed = [residual(o, refit) * shrink / SIGMA_PER_SCALE for o in runs if o.group in groups]
     # the shipped factor, on the operator's scale, counted as PRIOR_RUNS runs (as own_scale counts
@@ -484,11 +490,35 @@ def _held_out(params: dict, kept: list[Observation], values: dict, carry_offsets
     out = {}
     for group in dict.fromkeys(o.group for o in kept if o.end_to_end):
         others = [o for o in kept if o.group != group]
-        refit = fit(params, others, start=values)
+        refit = _fold_fit(params, others, values)
         for o in kept:
             if o.group == group and o.end_to_end:
                 out[id(o)] = residual(o, refit if carry_offsets else _bare(refit))
     return out
+
+
+def _fold_fit(params: dict, others: list[Observation], values: dict) -> dict:
+    """The fit of a fold's runs, each node's per-step time by the rule the whole fit obeys
+    (step_overhead.py): where the fold's runs do not separate it, or leave it near its prior, the
+    fold is fitted without it (the node's stated value), so a held-out residual measures the
+    procedure shipped, not one that fits a term from a single run."""
+    terms = {k for k in params if k[0] == "node"}
+    for k in sorted(terms):
+        runs = [o for o in others if k in o.informs and o.kind == "train" and o.end_to_end]
+        if not overhead.separable(runs):
+            params, values = _without(params, values, k)
+    refit = fit(params, others, start=values)
+    unseen = {k for k in params if k[0] == "node"
+              and not overhead.identified(posterior_spread(params, others, refit, k,
+                                                            slopes_at={**refit, k: params[k].prior}))}
+    for k in unseen:
+        params, values = _without(params, values, k)
+    return fit(params, others, start=values) if unseen else refit
+
+
+def _without(params: dict, values: dict, key) -> tuple[dict, dict]:
+    """`params` and `values` without `key`: the constant left at the design's value."""
+    return {k: p for k, p in params.items() if k != key}, {k: v for k, v in values.items() if k != key}
 
 
 def _bare(values: dict) -> dict:

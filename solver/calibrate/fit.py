@@ -130,21 +130,29 @@ def _golden(cost, param: Param) -> float:
     return prior if cost(prior) <= cost(best) else best
 
 
-def posterior_spread(params: dict, observations: list[Observation], values: dict, key, step: float = 0.01) -> float:
+def posterior_spread(params: dict, observations: list[Observation], values: dict, key, step: float = 0.01,
+                     slopes_at: dict | None = None) -> float:
     """The deviation of log(`key`'s value) the fit at `values` leaves: the objective's Gauss-Newton
-    curvature there, inverted (a Laplace approximation). Each observation sharing a constant with
-    `key`'s observations adds its residual's slopes in those constants (central differences of
-    `step` in log), in its noise's units and weighed as the Huber loss weighs it at its residual
-    (1 within HUBER noise units, HUBER / z beyond); each constant adds its prior's 1 / spread^2.
-    The other constants of those observations are held at `values`; the ones shared are
-    marginalized, so a constant the runs cannot tell from another (a fixed time per step from a
-    rate) keeps a wide posterior however large its slopes."""
+    curvature there, inverted (a Laplace approximation). Each observation informing a constant
+    joined to `key` (`coupled`: through any chain of observations) adds its residual's slopes in
+    its constants (central differences of `step` in log), in its noise's units and weighed by the
+    Huber fit's iteratively-reweighted least-squares weight at its residual (1 within HUBER noise
+    units, HUBER / z beyond: not the loss's own curvature, which is 0 beyond HUBER and would
+    count such a run as no information at all; the weight counts it as a run of noise z / HUBER
+    times its own, as the fit's IRLS form weighs it); each
+    constant adds its prior's 1 / spread^2. Every joined constant is marginalized, none held
+    known (one sharing a run with `key` and another run with a third carries the third's doubt
+    to `key`), so a constant the runs cannot tell from another (a fixed time per step from a
+    rate) keeps a wide posterior however large its slopes. `slopes_at`: the values the slopes are
+    read at where not `values` (the weights stay the fit's: step_overhead.spreads reads a per-step
+    time's slopes at its prior's value, so the verdict does not follow the fitted value's noise)."""
     import numpy as np
 
-    local = sorted({k for o in observations if key in o.informs for k in o.informs if k in params})
-    if key not in local:
+    if not any(key in o.informs for o in observations):
         return params[key].spread
+    local = sorted(coupled(params, observations, key))
     index = {k: i for i, k in enumerate(local)}
+    at = values if slopes_at is None else slopes_at
     curvature = np.diag([1 / params[k].spread ** 2 for k in local])
     for obs in observations:
         shared = [k for k in obs.informs if k in index]
@@ -155,9 +163,24 @@ def posterior_spread(params: dict, observations: list[Observation], values: dict
         weight = 1.0 if z <= HUBER else HUBER / z
         slopes = np.zeros(len(local))
         for k in shared:
-            up = residual(obs, {**values, k: values[k] * math.exp(step)})
-            down = residual(obs, {**values, k: values[k] * math.exp(-step)})
+            up = residual(obs, {**at, k: at[k] * math.exp(step)})
+            down = residual(obs, {**at, k: at[k] * math.exp(-step)})
             if math.isfinite(up) and math.isfinite(down):
                 slopes[index[k]] = (up - down) / (2 * step)
         curvature += weight * np.outer(slopes, slopes) / obs.noise ** 2
     return float(math.sqrt(np.linalg.inv(curvature)[index[key], index[key]]))
+
+
+def coupled(params: dict, observations: list[Observation], key) -> set:
+    """The constants in `params` joined to `key` through observations: `key`, every constant an
+    observation informing one of them informs, and so on until none joins (the exact marginal of
+    `key` needs them all; a constant outside shares no observation with them)."""
+    joined, grown = {key}, True
+    while grown:
+        grown = False
+        for obs in observations:
+            keys = {k for k in obs.informs if k in params}
+            if keys & joined and not keys <= joined:
+                joined |= keys
+                grown = True
+    return joined

@@ -68,7 +68,10 @@ class Observation:
     # keeps one model's miss out of the cluster's constants
     model: str = ""
     step_tokens: float = 0.0     # a training run's tokens per GPU a step: its step length is step_tokens / measured
-    step_flops: float = 0.0      # ... and its work per GPU a step: model FLOPs per GPU (step_overhead.separable)
+    # ... and its work per GPU a step: model FLOPs per GPU (step_overhead.separable), recompute left
+    # out (the step model adds it): runs of one recompute setting differ in it by the same factor, so
+    # their works compare alike; two runs of different recompute and the same model FLOPs read as one work
+    step_flops: float = 0.0
 
     @property
     def noise(self) -> float:

@@ -12,10 +12,16 @@ rule, stated before any benchmark figure was read (issue #32's review):
 
 1. `separable`: at least MIN_RUNS training runs on the node whose model FLOPs per GPU per step
    differ by more than SEPARATE;
-2. `identified`: at the fit, the data at least halve the prior's width of log(step_overhead):
-   its posterior deviation (fit.posterior_spread: the fit's own curvature, every constant its
-   runs inform marginalized) is at most SHRINK x the prior's (e^1.5). That is, the runs carry at
+2. `identified`: the data at least halve the prior's width of log(step_overhead): its posterior
+   deviation (fit.posterior_spread: the fit's own curvature, every constant joined to it through
+   the runs marginalized) is at most SHRINK x the prior's (e^1.5). That is, the runs carry at
    least three times the prior's information, a deviation of e^0.87 or less from the data alone.
+   The curvature is read at the prior's value of the per-step time (the other constants, and the
+   runs' Huber weights, at the fit): a step moves 1 s per s of per-step time whatever its value,
+   but in log units its slope is about overhead / step, so read at the fitted value the
+   information would grow with the fitted value squared and a noise that pushed the fit up would
+   pass the rule. Judged at the prior's value, the rule asks whether these runs would see a
+   per-step time of the size the design expects; the fitted value does not enter the verdict.
 
 Otherwise the node keeps the design's value (its stated `step_overhead`, 0 s where it states
 none), the fit is made without the term, and the report says why (`kept`)."""
@@ -97,9 +103,13 @@ def informed(found: list[Observation], nodes: set[str] | None = None) -> list[Ob
 
 
 def spreads(params: dict, kept: list[Observation], values: dict) -> dict[str, float]:
-    """Each fitted node's posterior deviation of log(step_overhead) at the fit `values`."""
+    """Each fitted node's posterior deviation of log(step_overhead) at the fit `values`, its slopes
+    read at the prior's value (the rule's point 2: in log units a step's slope in it is about
+    overhead / step, so read at the fitted value its information would grow with the fitted value
+    squared, and a noise that pushed the fit up would pass it)."""
     nodes = {k[1] for o in kept for k in o.informs if k[0] == "node" and k in params}
-    return {name: posterior_spread(params, kept, values, key(name)) for name in sorted(nodes)}
+    return {name: posterior_spread(params, kept, values, key(name), slopes_at={**values, key(name): params[key(name)].prior})
+            for name in sorted(nodes)}
 
 
 def identified(spread: float, prior_spread: float = SPREAD) -> bool:
@@ -109,7 +119,8 @@ def identified(spread: float, prior_spread: float = SPREAD) -> bool:
 
 def kept(found: list[Observation], widths: dict[str, float] | None = None) -> list[str]:
     """Why each node with training runs keeps the design's per-step time: its runs are not
-    `separable`, or (`widths`: each fitted node's posterior deviation) they leave it near its prior."""
+    `separable`, or (`widths`: each judged node's posterior deviation) they leave it near its prior,
+    or a separable node has no width: its runs were all outliers, none left in the fit."""
     widths = widths or {}
     out = []
     for name, runs in _by_node(found).items():
@@ -121,7 +132,10 @@ def kept(found: list[Observation], widths: dict[str, float] | None = None) -> li
             out.append(head + f"{count} of one work per GPU cannot tell a fixed time per step from the chip's and "
                        f"fabrics' rates (it takes {MIN_RUNS} runs whose model FLOPs per GPU per step differ by more "
                        f"than {percent(SEPARATE)}; weak-scaling runs, whose steps differ only in communication, do not)")
-        elif name in widths and not identified(widths[name]):
+        elif name not in widths:
+            out.append(head + "every one of its runs was left out of the fit as an outlier (no setting of its "
+                       "constants explains it), so none is left to measure it")
+        elif not identified(widths[name]):
             out.append(head + f"its runs leave it near its prior (posterior width e^±{number(widths[name], 2)} "
                        f"against the prior's e^±{number(SPREAD, 2)}; it is fitted where the runs at least halve "
                        f"that: a per-step time a visible share of steps of different work)")

@@ -13,7 +13,7 @@ from ...model import comms
 from ...model.job import Job
 from ...model.ranks import rank_partition
 from ...model.train.step import Estimate
-from ...dsl.numbers import number, percent, quantity
+from ...dsl.numbers import duration, number, percent, quantity
 from . import enumerate as space_def
 from ...dsl.records import frozen
 
@@ -144,7 +144,7 @@ def _host_between_steps(e: Estimate) -> tuple[str, str] | None:
     fixed = e.breakdown.step_overhead
     if fixed < VISIBLE_HOST * e.step_time:
         return None
-    return (f"the hosts' {number(fixed * 1e3, 3)} ms per step (the node's `step_overhead`) is "
+    return (f"the hosts' {duration(fixed)} per step (the node's `step_overhead`) is "
             f"{percent(fixed / e.step_time)} of the step",
             "more work per step spreads it (a larger batch), or a shorter host loop between steps "
             "(fewer loss and grad-norm reads that drain the GPU's queue, CUDA graphs, an asynchronous data loader)")

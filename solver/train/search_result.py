@@ -51,7 +51,8 @@ class SearchResult:
             return "the space is empty: no configuration satisfies the pinned values and divisibility"
         head = (f"exhaustive with bound pruning over {self.configurations:,} configurations: "
                 f"{self.evaluated:,} evaluated, {self.pruned_bound:,} cut by lower bounds "
-                f"(compute, recompute, TP, CP, EP, PP, optimizer, bubble share, least gradient synchronization), "
+                f"(compute, recompute, TP, CP, EP, PP, optimizer, bubble share, least gradient synchronization, "
+                f"the node's per-step host time), "
                 f"{self.pruned_memory:,} cut by memory "
                 f"(monotone in micro-batch, recompute and ZeRO stage)")
         if self.pruned_limits:

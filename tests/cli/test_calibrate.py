@@ -190,10 +190,18 @@ def test_a_serving_benchmark_calibrates_the_serve_job_and_its_plan_carries_the_s
     assert low < high
 
 
-def overhead_workspace(tmp_path, dps, overhead=0.03, batch=64):
-    """The pod design and runs of the job at `dps` (each a different work per GPU: the global
-    batch `batch` is fixed) made at a bf16 efficiency of 58 % with `overhead` seconds of host work per step."""
+def overhead_workspace(tmp_path, dps, overhead=0.03, batch=64, stated_ms=None, seq=None):
+    """The pod design (its node stating `stated_ms` of host time per step where given, its model
+    trained on sequences of `seq` where given) and runs of the job at `dps` (each a different work
+    per GPU: the global batch `batch` is fixed) made at a bf16 efficiency of 58 % with `overhead`
+    seconds of host work per step."""
     shutil.copy(DATA / "calibrate" / "h100_pod.gcl", tmp_path / "pod.gcl")
+    if seq is not None:
+        text = (tmp_path / "pod.gcl").read_text()
+        (tmp_path / "pod.gcl").write_text(text.replace("seq      = 8192", f"seq      = {seq}"))
+    if stated_ms is not None:
+        text = (tmp_path / "pod.gcl").read_text().replace("units    = 4 x DGX_H100", "units    = 4 x SlowHost")
+        (tmp_path / "pod.gcl").write_text(text + f"\nnode SlowHost extends DGX_H100 {{ step_overhead = {stated_ms:g} ms }}\n")
     runs = tmp_path / "measurements"
     runs.mkdir()
     job = train_job(check_file(str(tmp_path / "pod.gcl")).design)
@@ -207,26 +215,27 @@ def overhead_workspace(tmp_path, dps, overhead=0.03, batch=64):
 
 def test_runs_of_two_works_per_gpu_fit_the_nodes_step_overhead_and_the_plan_carries_it(tmp_path, capsys,
                                                                                      monkeypatch):
-    """300 ms of host work beside 0.9 s and 3.7 s steps (16 sequences on 16 and 4 GPUs): a visible
-    share of each, so the runs narrow it and it is fitted."""
-    workspace, node = overhead_workspace(tmp_path, (2, 8), overhead=0.3, batch=16)
+    """300 ms of host work beside 1.3 s and 4.3 s steps (16 sequences on 16 and 4 GPUs), the node
+    stating 100 ms: a visible share of each, so the runs narrow it (judged at the stated 100 ms)
+    and it is fitted."""
+    workspace, node = overhead_workspace(tmp_path, (2, 8), overhead=0.3, batch=16, stated_ms=100)
     monkeypatch.chdir(workspace)
     assert main(["calibrate", "pod.gcl", "measurements", "-o", "mine.gcl"]) == 0
     report = capsys.readouterr().out
     line = next(x for x in report.splitlines() if f"{node} host time between training steps" in x)
     # the report starts from the design's value, names the runs, the prior and the posterior width
-    assert "0 s (unstated) ->" in line and "fitted from runs measurements/megatron_dp" in line
-    assert "prior 20 ms ->" in line and "posterior width e^±" in line
+    assert "100 ms ->" in line and "fitted from runs measurements/megatron_dp" in line
+    assert "prior 100 ms ->" in line and "posterior width e^±" in line
     written = (workspace / "mine.gcl").read_text()
     line = next(x for x in written.splitlines() if x.strip().startswith("step_overhead ="))
     # the comment names the runs it came from and the design's value it replaces
-    assert "was 0 s (unstated)" in line and "(prior 20 ms ->" in line and "posterior width e^±" in line
+    assert "was 100 ms" in line and "(prior 100 ms ->" in line and "posterior width e^±" in line
     assert "measurements/megatron_dp2.log:" in line and "measurements/megatron_dp8.log:" in line
     result = check_file(str(workspace / "mine.gcl"))
     assert not [d for d in result.diagnostics if d.is_error]
     nodes = [e for e in result.design.entities if e.kind == "node" and e.name == f"{node}_mine"]
     fitted = float(nodes[0].get("step_overhead"))
-    # the runs took 300 ms of host work a step: the fit, from a 20 ms prior, lands near it
+    # the runs took 300 ms of host work a step: the fit, from the stated 100 ms, lands near it
     assert 0.2 < fitted < 0.45
     # the calibrated plan's step carries it
     mine = train_job(result.design)
@@ -266,8 +275,10 @@ def test_runs_of_one_step_length_leave_the_step_overhead_at_the_designs_value(tm
 def test_the_reports_before_is_the_design_as_written_not_the_fits_prior(tmp_path, capsys, monkeypatch):
     """The design states no `step_overhead` (0 s); the fit's prior is 20 ms. The report's "before"
     is the design's prediction: the run of the plan's own configuration is predicted before the fit
-    exactly as `gclc plan` predicts the design, and the moved per-step time starts from 0 s."""
-    workspace, node = overhead_workspace(tmp_path, (2, 8), overhead=0.3, batch=16)
+    exactly as `gclc plan` predicts the design, and the moved per-step time starts from 0 s.
+    Sequences of 1024 make steps of tenths of a second, where the runs would see the prior's 20 ms
+    (the rule judges them there), so the per-step time is fitted."""
+    workspace, node = overhead_workspace(tmp_path, (2, 8), overhead=0.3, batch=16, seq=1024)
     design = workspace / "pod.gcl"
     design.write_text(design.read_text().replace("batch     = 64", "batch     = 16"))   # the plan runs dp 8's config
     monkeypatch.chdir(workspace)

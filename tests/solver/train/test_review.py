@@ -108,6 +108,19 @@ def test_low_mfu_names_the_hosts_time_between_steps_where_it_is_a_visible_share(
         assert ("; and the hosts' " in low and f"is {percent(share)} of the step: more work per step" in low) == named
 
 
+def test_the_hosts_time_reads_in_the_unit_of_its_size():
+    """2.5 s between steps reads "2.5 s" (as the binding line's duration does), not "2,500 ms"."""
+    chosen = plan(designs.job(_p(node_extra={"step_overhead": "2.5 s"})))
+    low = {w.kind: w.message for w in chosen.warnings}["low-mfu"]
+    assert "the hosts' 2.5 s per step" in low and "2,500 ms" not in low
+
+
+def test_the_proof_names_the_hosts_time_among_the_bounds():
+    """The search's step bounds add the node's per-step host time (ObjectiveBound): the proof says so."""
+    chosen = plan(designs.job(_p()))
+    assert "the node's per-step host time" in chosen.proof
+
+
 def test_memory_headroom_under_five_percent_warns():
     job = designs.job(_p())
     e = plan(job).best
