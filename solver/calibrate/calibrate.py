@@ -19,7 +19,7 @@ from ...compiler.measure.records import CollectiveRun, KernelRun, ServeRun, Trai
 from ...model.calibration import (FACTORS, PRIOR_RUNS, SERVE_THROUGHPUT_RATIO, SIGMA_PER_SCALE, QUANTILES, own_band,
                                   own_scale, unlike_widening)
 from ...model.job import JobError, job_from_entity, placement, train_job
-from .fit import fit, posterior_spread, residual, total
+from .fit import fit, residual, total
 from .observe import NOISE, Observation, collective_notes, collective_observations, kernel_observations
 from .observe_serve import serve_observations
 from .observe_train import run_observation
@@ -94,7 +94,7 @@ class Calibration:
     # none and its band's held-out runs are predicted without theirs
     carry_offsets: bool = False
     # (key, deviation of its log value after the fit) of each node's fitted per-step host time
-    # (step_overhead.py: fitted only where the runs at least halve the prior's)
+    # (step_overhead.py: fitted only where the fit is Z deviations from the design's value)
     spreads: tuple = ()
     # why each node with training runs keeps the design's per-step host time (also in `notes`)
     overhead_kept: tuple[str, ...] = ()
@@ -319,22 +319,22 @@ def _fit_found(found: list[Observation], model_spread: float) -> tuple[dict, set
 def _step_overhead(found: list[Observation], model_spread: float) -> tuple[list[Observation], list[str], tuple | None,
                                                                           dict[str, float]]:
     """`found` with each node's training runs informing its per-step host time where they
-    identify it (step_overhead.py: runs of different work per GPU, and the data at least halving
-    the prior's log-width), why each other node keeps the design's value, the fit (`_fit_found`;
-    None: to be made without any term) and each fitted node's width. Each node is judged on the
-    final fit: a refit without the nodes left out moves the others' widths, so it is judged again
-    until every node left passes (each round leaves out at least one, so this ends)."""
-    nodes, widths = overhead.candidates(found), {}
-    while nodes:
+    identify it (step_overhead.judge: runs of different work per GPU, and a fit at least Z posterior
+    deviations from the design's value), why each other node keeps the design's value, the fit
+    (`_fit_found`; None: to be made without any term) and each fitted node's log-width."""
+    made: dict = {}
+
+    def fit_nodes(nodes: set[str]) -> tuple:
         trial = overhead.informed(found, nodes)
-        state = _fit_found(trial, model_spread)
-        spreads = overhead.spreads(state[0], state[2], state[3])
-        widths.update(spreads)
-        fitted = {n for n in nodes if n in spreads and overhead.identified(spreads[n])}
-        if fitted == nodes:
-            return trial, overhead.kept(found, widths), state, spreads
-        nodes = fitted
-    return found, overhead.kept(found, widths), None, {}
+        made["found"], made["state"] = trial, _fit_found(trial, model_spread)
+        params, outliers, kept, values = made["state"]
+        return params, kept, values
+
+    nodes, state, seen = overhead.judge(overhead.candidates(found), fit_nodes)
+    why = overhead.kept(found, seen)
+    if state is None:
+        return found, why, None, {}
+    return made["found"], why, made["state"], {n: seen[n].width for n in sorted(nodes)}
 
 
 def offset_variance(runs: int, spread: float, noise: float = NOISE["train"]) -> float:
@@ -498,22 +498,29 @@ def _held_out(params: dict, kept: list[Observation], values: dict, carry_offsets
 
 
 def _fold_fit(params: dict, others: list[Observation], values: dict) -> dict:
-    """The fit of a fold's runs, each node's per-step time by the rule the whole fit obeys
-    (step_overhead.py): where the fold's runs do not separate it, or leave it near its prior, the
-    fold is fitted without it (the node's stated value), so a held-out residual measures the
-    procedure shipped, not one that fits a term from a single run."""
+    """The fit of a fold's runs, each node's per-step time judged as the whole fit judges it
+    (step_overhead.judge, on the fold's runs: the shipped fit's outliers are already out of them),
+    so a held-out residual measures the procedure shipped, not one that fits a term from a single
+    run or one the shipped rule would keep."""
     terms = {k for k in params if k[0] == "node"}
-    for k in sorted(terms):
-        runs = [o for o in others if k in o.informs and o.kind == "train" and o.end_to_end]
-        if not overhead.separable(runs):
-            params, values = _without(params, values, k)
-    refit = fit(params, others, start=values)
-    unseen = {k for k in params if k[0] == "node"
-              and not overhead.identified(posterior_spread(params, others, refit, k,
-                                                            slopes_at={**refit, k: params[k].prior}))}
-    for k in unseen:
-        params, values = _without(params, values, k)
-    return fit(params, others, start=values) if unseen else refit
+
+    def fitted_with(nodes: set[str]) -> tuple[dict, dict]:
+        chosen, start = params, values
+        for k in sorted(terms):
+            if k[1] not in nodes:
+                chosen, start = _without(chosen, start, k)
+        return chosen, start
+
+    def fit_nodes(nodes: set[str]) -> tuple:
+        chosen, start = fitted_with(nodes)
+        return chosen, others, fit(chosen, others, start=start)
+
+    candidates = {k[1] for k in terms if overhead.separable(overhead.runs_of(others, k[1]))}
+    _, state, _ = overhead.judge(candidates, fit_nodes)
+    if state is not None:
+        return state[2]
+    chosen, start = fitted_with(set())
+    return fit(chosen, others, start=start)
 
 
 def _without(params: dict, values: dict, key) -> tuple[dict, dict]:

@@ -130,8 +130,7 @@ def _golden(cost, param: Param) -> float:
     return prior if cost(prior) <= cost(best) else best
 
 
-def posterior_spread(params: dict, observations: list[Observation], values: dict, key, step: float = 0.01,
-                     slopes_at: dict | None = None) -> float:
+def posterior_spread(params: dict, observations: list[Observation], values: dict, key, step: float = 0.01) -> float:
     """The deviation of log(`key`'s value) the fit at `values` leaves: the objective's Gauss-Newton
     curvature there, inverted (a Laplace approximation). Each observation informing a constant
     joined to `key` (`coupled`: through any chain of observations) adds its residual's slopes in
@@ -143,16 +142,13 @@ def posterior_spread(params: dict, observations: list[Observation], values: dict
     constant adds its prior's 1 / spread^2. Every joined constant is marginalized, none held
     known (one sharing a run with `key` and another run with a third carries the third's doubt
     to `key`), so a constant the runs cannot tell from another (a fixed time per step from a
-    rate) keeps a wide posterior however large its slopes. `slopes_at`: the values the slopes are
-    read at where not `values` (the weights stay the fit's: step_overhead.spreads reads a per-step
-    time's slopes at its prior's value, so the verdict does not follow the fitted value's noise)."""
+    rate) keeps a wide posterior however large its slopes."""
     import numpy as np
 
     if not any(key in o.informs for o in observations):
         return params[key].spread
     local = sorted(coupled(params, observations, key))
     index = {k: i for i, k in enumerate(local)}
-    at = values if slopes_at is None else slopes_at
     curvature = np.diag([1 / params[k].spread ** 2 for k in local])
     for obs in observations:
         shared = [k for k in obs.informs if k in index]
@@ -163,8 +159,8 @@ def posterior_spread(params: dict, observations: list[Observation], values: dict
         weight = 1.0 if z <= HUBER else HUBER / z
         slopes = np.zeros(len(local))
         for k in shared:
-            up = residual(obs, {**at, k: at[k] * math.exp(step)})
-            down = residual(obs, {**at, k: at[k] * math.exp(-step)})
+            up = residual(obs, {**values, k: values[k] * math.exp(step)})
+            down = residual(obs, {**values, k: values[k] * math.exp(-step)})
             if math.isfinite(up) and math.isfinite(down):
                 slopes[index[k]] = (up - down) / (2 * step)
         curvature += weight * np.outer(slopes, slopes) / obs.noise ** 2

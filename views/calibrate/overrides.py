@@ -14,6 +14,7 @@ from pathlib import Path
 from ...compiler.design import Design, Entity, Repeat
 from ...dsl.numbers import number, percent
 from ...solver.calibrate.calibrate import Calibration
+from ...solver.calibrate.step_overhead import measured
 
 MAX_NAMED = 3   # measurements named in a value's comment before "and N more"
 SAME = 0.005    # a constant the fit moved by less is the design's (the report says it was confirmed)
@@ -196,8 +197,8 @@ def _value(param, value: float, groups: tuple[str, ...], what: str | None = None
     elif field == "step_overhead":
         stated = param.prior if before is None else before
         text, before = f"{number(value * 1e3, 3)} ms", f"{number(stated * 1e3, 3)} ms" if stated else "0 s (unstated)"
-        width = f", posterior width e^±{number(spread, 2)} against the prior's e^±{number(param.spread, 2)}" \
-            if spread is not None else ""
+        width = f", posterior width e^±{number(spread, 2)} against the prior's e^±{number(param.spread, 2)}: " \
+            f"{measured(value, spread, stated)}" if spread is not None else ""
         fitted = f" (prior {number(param.prior * 1e3, 3)} ms -> {text}{width})"
     else:
         text, before = percent(value, 4), percent(param.prior, 4)

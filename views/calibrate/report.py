@@ -11,6 +11,7 @@ import os
 from ...dsl.numbers import duration, number, percent, quantity
 from ...solver.calibrate.advice import Advice
 from ...solver.calibrate.calibrate import Calibration, Row
+from ...solver.calibrate.step_overhead import measured
 from .overrides import SAME
 
 
@@ -77,12 +78,12 @@ def report_text(calibration: Calibration, advice: tuple[Advice, ...], design: st
 
 def _overhead_line(calibration: Calibration, param, value: float, groups: tuple[str, ...]) -> str:
     """A node's fitted per-step host time: the design's value, the fit, the runs it came from, the
-    prior it moved from and how much the runs narrowed it (step_overhead.py fits it only where
-    they at least halve the prior's width)."""
+    prior it moved from, how much the runs narrowed it and how far, in its deviations (seconds), the
+    fit is from the design's value (step_overhead.py fits it only at Z or more)."""
     design = calibration.stated_overhead(param.key[1])
     spread = calibration.spread_of(param.key)
-    width = f", posterior width e^±{number(spread, 2)} against the prior's e^±{number(param.spread, 2)}" \
-        if spread is not None else ""
+    width = f", posterior width e^±{number(spread, 2)} against the prior's e^±{number(param.spread, 2)}: " \
+        f"{measured(value, spread, design)}" if spread is not None else ""
     edge = "; at the edge of its physical range" if not param.low * 1.0001 < value < param.high * 0.9999 else ""
     runs = ", ".join(_short_group(g) for g in groups)
     return (f"  {param.label:<34} {_design_value(design):>9} -> {_value(param, value):>9}  (fitted from runs {runs}: "

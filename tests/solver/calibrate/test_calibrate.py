@@ -157,7 +157,7 @@ def test_a_training_run_informs_the_fabrics_its_ranks_span(design):
     model = ("model", result.rows[0].obs.model, "offset")
     assert result.rows[0].obs.model == result.rows[1].obs.model != "" and not result.offsets()
     # not the node's per-step host time: the two runs differ in work per GPU, but a 20 ms prior is
-    # 0.2-0.8 % of their 3.7-15 s steps, which they leave near its prior (step_overhead.py)
+    # 0.2-0.8 % of their 3.7-15 s steps: its fit is within Z deviations of the design's 0 s (step_overhead.py)
     assert informs[4] == {chip, ("fabric", "NVLink4", "efficiency"), model}
     assert any("`step_overhead`) kept at the design's value" in n for n in result.notes)
     assert informs[16] == informs[4] | {("fabric", "NDR_FatTree", "efficiency")}

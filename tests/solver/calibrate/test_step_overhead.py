@@ -1,7 +1,7 @@
 """solver/calibrate/step_overhead.py: a node's per-step host time is fitted only from runs whose
 work per GPU differs (weak-scaling runs do not separate it) and only where those runs at least
-halve the prior's log-width at the fit (fit.posterior_spread); a fitted value reaches the step
-through the partition (params.applied)."""
+measure it at least Z posterior deviations (seconds) from the design's value (fit.posterior_spread
+at the fit); a fitted value reaches the step through the partition (params.applied)."""
 
 from __future__ import annotations
 
@@ -135,14 +135,14 @@ def test_a_constant_joined_through_another_run_is_marginalized_too(ab_rows, bc_r
 def test_counterexample_a_third_constant_widens_the_per_step_times_posterior():
     """A run moving the per-step time a and a rate b alike (5 noise units each), another moving b
     and a third constant c (1.5 each), priors e^1.5, e^1.5, e^2: with c held known b is pinned and
-    so is a (0.59, inside the rule's 0.75: fitted); c marginalized, a run moving b and c alike pins
-    neither, and a keeps 0.955 of its 1.5 (kept)."""
+    so is a (0.59: fitted at 1 against a design of 0 s, 1 >= Z x 0.59); c marginalized, a run moving
+    b and c alike pins neither, and a keeps 0.955 of its 1.5 (1 < Z x 0.955: kept)."""
     a, b, c = ("node", "n", "step_overhead"), ("chip", "c", "bf16"), ("fabric", "f", "efficiency")
     params = {a: Param(a, 1.0, 1.5, 1e-3, 1e3), b: Param(b, 1.0, 1.5, 1e-3, 1e3), c: Param(c, 1.0, 2.0, 1e-3, 1e3)}
     noise = linear({a: 1.0}).noise
     found = [linear({a: 5 * noise, b: 5 * noise}), linear({b: 1.5 * noise, c: 1.5 * noise})]
     got = posterior_spread(params, found, {a: 1.0, b: 1.0, c: 1.0}, a)
-    assert not step_overhead.identified(got)
+    assert not step_overhead.identified(1.0, got * 1.0)   # fitted at 1, design 0: 1 < Z x 0.955
 
 
 @settings(max_examples=scaled_examples(30), deadline=None)
@@ -181,25 +181,24 @@ def stating(overhead_ms: float):
 
 def test_a_per_step_time_the_runs_barely_see_keeps_the_designs_value_and_one_they_see_is_fitted():
     """30 ms beside 3.7-15 s steps (0.2-0.8 %) moves no prediction past a run's 5 % noise: the fit
-    would stay near its 20 ms prior, so the term is kept at the design's 0 s and the report says
-    why. Where the node states 100 ms, 300 ms beside 1.3-4.3 s steps is fitted near the truth: at
-    the stated 100 ms the runs more than halve the prior's width. The same runs on the design
-    stating none keep it: judged at the 20 ms the design expects, they would not see it."""
+    is within Z posterior deviations (seconds) of the design's 0 s, so the term is kept and the
+    report says what was measured. 300 ms beside 1.3-4.3 s steps is fitted near the truth whether
+    the node states 100 ms or nothing (rewritten from the rule judged at the prior's value, which
+    kept the unstated one: its 20 ms prior made the runs look blind to it)."""
     design = check_file(str(POD)).design
     node = train_job(design).partition.node.name
     faint = calibrate(design, [megatron(design, i, dp, 64, 0.03) for i, dp in enumerate((2, 8))])
     assert step_overhead.key(node) not in faint.values and not faint.spreads
-    assert any("kept at the design's value, 0 s (unstated)" in n and "near its prior" in n for n in faint.notes)
+    assert any("kept at the design's value, 0 s (unstated)" in n and "sigma of it: kept" in n for n in faint.notes)
     assert faint.overhead_kept and set(faint.overhead_kept) <= set(faint.notes)
-    unstated = calibrate(design, [megatron(design, i, dp, 16, 0.3) for i, dp in enumerate((2, 8))])
-    assert step_overhead.key(node) not in unstated.values and unstated.overhead_kept
-    slow = stating(100)
-    key = step_overhead.key(train_job(slow).partition.node.name)
-    seen = calibrate(slow, [megatron(slow, i, dp, 16, 0.3) for i, dp in enumerate((2, 8))])
-    fitted, spread = seen.values[key], seen.spread_of(key)
-    assert spread <= step_overhead.SHRINK * step_overhead.SPREAD
-    assert abs(math.log(fitted / 0.3)) < 2 * spread   # within two of its posterior deviations of the truth
-    assert not seen.overhead_kept
+    for made in (design, stating(100)):
+        key = step_overhead.key(train_job(made).partition.node.name)
+        seen = calibrate(made, [megatron(made, i, dp, 16, 0.3) for i, dp in enumerate((2, 8))])
+        fitted, spread = seen.values[key], seen.spread_of(key)
+        design_value = train_job(made).partition.node.step_overhead
+        assert step_overhead.identified(fitted, spread * fitted, design_value)
+        assert abs(math.log(fitted / 0.3)) < 2 * spread   # within two of its posterior deviations of the truth
+        assert not seen.overhead_kept
 
 
 def planted(run: TrainRun, factor: float) -> TrainRun:
@@ -207,31 +206,51 @@ def planted(run: TrainRun, factor: float) -> TrainRun:
     return attrs.evolve(run, steps=tuple(attrs.evolve(s, seconds=s.seconds * factor) for s in run.steps))
 
 
-def test_the_verdict_does_not_follow_a_noise_shifted_fitted_value():
-    """80 ms beside 1.3-4.3 s steps, the shorter run's steps planted 5 % (a run's noise) shorter,
-    as made, and longer: the fitted per-step time moves 40 -> 99 -> 164 ms, and read at the fitted
-    value its posterior width crossed the rule (e^1.13 kept, e^0.64 and e^0.43 fitted). Read at
-    the prior's value, the width and the verdict are those of the runs' design alone."""
+def test_an_unstated_per_step_time_of_a_second_beside_steps_of_seconds_is_fitted():
+    """1 s of host work a step beside 1-4 s of compute (SYNTHETIC): an unstated node (0 s, prior
+    20 ms) is fitted near 1 s, and the runs are predicted within their noise after calibrating.
+    Judged in log units at the prior's value it was kept, and the runs missed by 14 % and 61 %
+    (issue #32's review)."""
     design = check_file(str(POD)).design
     node = train_job(design).partition.node.name
-    made = [megatron(design, i, dp, 16, 0.08) for i, dp in enumerate((2, 8))]
-    results = [calibrate(design, [made[0], planted(made[1], f)]) for f in (0.95, 1.0, 1.05)]
-    verdicts = {step_overhead.key(node) in r.values for r in results}
-    assert len(verdicts) == 1
-    widths = [_width(r, node) for r in results]
-    assert None not in widths
-    assert max(widths) <= min(widths) * 1.05
+    result = calibrate(design, [megatron(design, i, dp, 16, 1.0) for i, dp in enumerate((2, 8))])
+    key = step_overhead.key(node)
+    assert key in result.values and not result.overhead_kept
+    fitted, spread = result.values[key], result.spread_of(key)
+    assert abs(math.log(fitted / 1.0)) < 2 * spread
+    assert all(abs(r.after) < result.rows[0].obs.noise for r in result.rows)
 
 
-def _width(result, node: str) -> float | None:
-    """The node's posterior width: the fitted one, else the one the kept note states."""
-    got = result.spread_of(step_overhead.key(node))
-    if got is not None:
-        return got
-    for note in result.overhead_kept:
-        if "posterior width e^±" in note:
-            return float(note.split("posterior width e^±")[1].split(" ")[0])
-    return None
+@pytest.mark.parametrize("which", (0, 1))
+@pytest.mark.parametrize("factor", (0.95, 1.0, 1.05))
+def test_runs_with_no_per_step_time_keep_the_designs_value(which, factor):
+    """Runs made with no host time a step, one of them planted a run's noise (5 %) slower or
+    faster: the fit stays within Z deviations of the design's 0 s, so the term is kept (a false
+    pass would write a per-step time the runs do not carry)."""
+    design = check_file(str(POD)).design
+    node = train_job(design).partition.node.name
+    made = [megatron(design, i, dp, 16, 0.0) for i, dp in enumerate((2, 8))]
+    made[which] = planted(made[which], factor)
+    result = calibrate(design, made)
+    assert step_overhead.key(node) not in result.values
+    assert any(f"node `{node}`" in n and "sigma of it: kept" in n for n in result.overhead_kept)
+
+
+@pytest.mark.parametrize("overhead", (0.03, 1.0))
+def test_a_fold_of_every_run_judges_as_the_shipped_fit(overhead):
+    """The held-out folds judge each node's per-step time through the shipped judge
+    (step_overhead.judge): a fold holding every kept run fits the term exactly where the shipped
+    fit does, at its value (30 ms: kept by both; 1 s: fitted by both)."""
+    from gclc.solver.calibrate.calibrate import _fold_fit
+    design = check_file(str(POD)).design
+    key = step_overhead.key(train_job(design).partition.node.name)
+    result = calibrate(design, [megatron(design, i, dp, 16 if overhead > 0.5 else 64, overhead)
+                                for i, dp in enumerate((2, 8))])
+    kept = [r.obs for r in result.rows if not r.outlier]
+    fold = _fold_fit(result.params, kept, result.values)
+    assert (key in fold) == (key in result.values)
+    if key in fold:
+        assert fold[key] == pytest.approx(result.values[key], rel=1e-3)
 
 
 def test_the_prior_is_the_nodes_stated_value_else_the_assumption():
