@@ -300,3 +300,24 @@ def test_a_node_whose_runs_are_all_outliers_says_why_it_keeps_its_per_step_time(
     assert all(r.outlier for r in result.rows)
     assert step_overhead.key(node) not in result.values
     assert any(f"node `{node}`" in n and "outlier" in n for n in result.overhead_kept)
+
+
+def test_the_judge_refits_until_every_node_left_passes(monkeypatch):
+    """Three nodes: a never passes; b passes only beside a (its runs lean on a's term); c always
+    passes. One drop-and-refit pass (the folds' old rule) fits b and c; the judge drops a, refits,
+    finds b failing without a, drops it and fits c alone: the same loop for the shipped fit and
+    the folds (both call step_overhead.judge)."""
+    def verdicts(params, kept, values):
+        nodes = set(params)
+        passes = {"a": False, "b": "a" in nodes, "c": True}
+        return {n: step_overhead.Verdict(1.0 if passes[n] else 0.1, 0.5, 0.5, 0.0) for n in nodes}
+    monkeypatch.setattr(step_overhead, "verdicts", verdicts)
+    fits = []
+
+    def fit_nodes(nodes):
+        fits.append(frozenset(nodes))
+        return set(nodes), [], {}
+    nodes, state, seen = step_overhead.judge({"a", "b", "c"}, fit_nodes)
+    assert nodes == {"c"} and state[0] == {"c"}
+    assert fits == [frozenset("abc"), frozenset("bc"), frozenset("c")]
+    assert not seen["a"].identified and not seen["b"].identified and seen["c"].identified
