@@ -505,11 +505,10 @@ def _fold_fit(params: dict, others: list[Observation], values: dict) -> dict:
     terms = {k for k in params if k[0] == "node"}
 
     def fitted_with(nodes: set[str]) -> tuple[dict, dict]:
-        chosen, start = params, values
-        for k in sorted(terms):
-            if k[1] not in nodes:
-                chosen, start = _without(chosen, start, k)
-        return chosen, start
+        """`params` and `values` without the terms of nodes not in `nodes` (left at the design's value)."""
+        dropped = {k for k in terms if k[1] not in nodes}
+        return ({k: p for k, p in params.items() if k not in dropped},
+                {k: v for k, v in values.items() if k not in dropped})
 
     def fit_nodes(nodes: set[str]) -> tuple:
         chosen, start = fitted_with(nodes)
@@ -521,11 +520,6 @@ def _fold_fit(params: dict, others: list[Observation], values: dict) -> dict:
         return state[2]
     chosen, start = fitted_with(set())
     return fit(chosen, others, start=start)
-
-
-def _without(params: dict, values: dict, key) -> tuple[dict, dict]:
-    """`params` and `values` without `key`: the constant left at the design's value."""
-    return {k: p for k, p in params.items() if k != key}, {k: v for k, v in values.items() if k != key}
 
 
 def _bare(values: dict) -> dict:
